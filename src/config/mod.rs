@@ -1,0 +1,229 @@
+//! Configuration: schema, compiled-in defaults, TOML loading, command-line
+//! flags, validation with errors that name file, line and key.
+//!
+//! STUB: the types are the contract; loading is filled in by the config work.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The whole server configuration, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Addresses to listen on (IPv4 and IPv6).
+    pub listen: Vec<SocketAddr>,
+    /// The document root, absolute and canonical.
+    pub root: PathBuf,
+    /// Worker threads (event loops); already resolved (never 0).
+    pub workers: usize,
+    /// Run in the background (`--daemon`).
+    pub daemon: bool,
+    /// Where to write the pid when running as a daemon.
+    pub pid_file: Option<PathBuf>,
+    /// `Server` header value.
+    pub server_header: String,
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+    pub log: LogConfig,
+    pub static_files: StaticConfig,
+    /// Extension (no dot, lower case) → content type overrides from `[mime]`.
+    pub mime: Vec<(String, String)>,
+    /// Extra response headers by path, from `[[headers]]`, in file order.
+    pub headers: Vec<HeaderRule>,
+}
+
+/// Size and count limits (`[limits]`).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_request_line: usize,
+    pub max_header_bytes: usize,
+    pub max_headers: usize,
+    pub max_body: u64,
+    /// Requests served on one connection before it is closed.
+    pub keepalive_requests: u32,
+    /// Open client connections per worker; above it new ones are refused.
+    pub max_connections: usize,
+}
+
+/// Timeouts (`[timeouts]`).
+#[derive(Debug, Clone)]
+pub struct Timeouts {
+    /// Whole request head must arrive within this (slowloris) → 408.
+    pub header: Duration,
+    /// Idle keep-alive connection is closed after this.
+    pub keepalive: Duration,
+    /// No progress writing a response for this long → close.
+    pub send: Duration,
+    /// No progress reading a request body for this long → 408.
+    pub body: Duration,
+    /// On SIGINT/SIGTERM, in-flight responses get this long to finish.
+    pub shutdown: Duration,
+}
+
+/// Where a log goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogTarget {
+    Off,
+    Stdout,
+    Stderr,
+    File(PathBuf),
+}
+
+/// Access log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessFormat {
+    Common,
+    Combined,
+    Json,
+}
+
+/// Error log verbosity, most quiet first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Off,
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub access: LogTarget,
+    pub format: AccessFormat,
+    pub level: Level,
+    /// Where the error log goes (default stderr).
+    pub error: LogTarget,
+}
+
+/// What to do with a request for a dotfile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dotfiles {
+    /// 403 Forbidden.
+    Deny,
+    /// 404 Not Found, as if absent.
+    Ignore,
+    /// Serve them.
+    Allow,
+}
+
+/// `[static]`.
+#[derive(Debug, Clone)]
+pub struct StaticConfig {
+    pub index: Vec<String>,
+    pub autoindex: bool,
+    pub dotfiles: Dotfiles,
+    /// URL prefixes under which the query is part of the file name.
+    pub query_in_filename: Vec<String>,
+    /// Serve `file.br` / `file.gz` sidecars when the client accepts them.
+    pub precompressed: bool,
+    /// Follow symlinks that lead outside the document root.
+    pub symlinks_outside_root: bool,
+}
+
+/// How a `[[headers]]` rule selects requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathMatch {
+    /// URL path starts with this.
+    Prefix(String),
+    /// Glob (`*`, `?`) over the URL path; a pattern without `/` is matched
+    /// against the last path segment only.
+    Glob(String),
+}
+
+impl PathMatch {
+    /// Whether the decoded URL path matches.
+    pub fn matches(&self, path: &[u8]) -> bool {
+        let _ = path;
+        todo!()
+    }
+}
+
+/// One `[[headers]]` rule.
+#[derive(Debug, Clone)]
+pub struct HeaderRule {
+    pub matcher: PathMatch,
+    /// Header name → value, in file order.
+    pub set: Vec<(String, String)>,
+}
+
+impl Default for Config {
+    /// The compiled-in defaults (before any baked-in or user config file).
+    fn default() -> Config {
+        Config {
+            listen: vec!["127.0.0.1:8080".parse().unwrap()],
+            root: PathBuf::from("."),
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            daemon: false,
+            pid_file: None,
+            server_header: "brisk".to_string(),
+            limits: Limits {
+                max_request_line: 8192,
+                max_header_bytes: 16384,
+                max_headers: 100,
+                max_body: 1 << 20,
+                keepalive_requests: 1000,
+                max_connections: 16384,
+            },
+            timeouts: Timeouts {
+                header: Duration::from_secs(20),
+                keepalive: Duration::from_secs(15),
+                send: Duration::from_secs(60),
+                body: Duration::from_secs(60),
+                shutdown: Duration::from_secs(5),
+            },
+            log: LogConfig {
+                access: LogTarget::Stdout,
+                format: AccessFormat::Combined,
+                level: Level::Info,
+                error: LogTarget::Stderr,
+            },
+            static_files: StaticConfig {
+                index: vec!["index.html".to_string()],
+                autoindex: false,
+                dotfiles: Dotfiles::Deny,
+                query_in_filename: Vec::new(),
+                precompressed: true,
+                symlinks_outside_root: false,
+            },
+            mime: Vec::new(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// A configuration or command-line error, ready to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// e.g. `brisk.toml:12: static.dotfiles: expected one of "deny", "ignore", "allow"; got "maybe"`
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// What the command line asks for.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Serve with this configuration.
+    Run(Config),
+    /// `--check-config`: the configuration is valid; print this summary and exit 0.
+    CheckOk(String),
+    /// `--help`: print this text and exit 0.
+    Help(String),
+    /// `--version`: print this text and exit 0.
+    Version(String),
+}
+
+/// Parses the command line (without the program name), loads the config file
+/// it names (or the compiled-in default), applies flag overrides, validates.
+pub fn from_args<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Command, ConfigError> {
+    let _ = args.into_iter();
+    todo!()
+}

@@ -1,0 +1,65 @@
+//! Sans-IO HTTP/1.1: parsing, validation, ranges, conditionals, response
+//! heads. Nothing in here touches a socket or a file.
+
+pub mod body;
+pub mod conditional;
+pub mod date;
+pub mod mime;
+pub mod parse;
+pub mod path;
+pub mod range;
+pub mod status;
+
+pub use status::Status;
+
+/// A request method. The known ones are RFC 9110 §9 plus PATCH (RFC 5789);
+/// anything else that is a valid token is `Other` (answered 501).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Connect,
+    Options,
+    Trace,
+    Patch,
+    Other,
+}
+
+impl Method {
+    /// Maps a method token (case-sensitive, RFC 9110 §9.1) to a `Method`.
+    pub fn from_token(token: &[u8]) -> Method {
+        match token {
+            b"GET" => Method::Get,
+            b"HEAD" => Method::Head,
+            b"POST" => Method::Post,
+            b"PUT" => Method::Put,
+            b"DELETE" => Method::Delete,
+            b"CONNECT" => Method::Connect,
+            b"OPTIONS" => Method::Options,
+            b"TRACE" => Method::Trace,
+            b"PATCH" => Method::Patch,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// The protocol version of a request. Only HTTP/1.0 and HTTP/1.1 are
+/// served; other versions are rejected by the parser with 505.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Version {
+    Http10,
+    Http11,
+}
+
+impl Version {
+    /// The version as it appears on a status line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        }
+    }
+}

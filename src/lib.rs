@@ -1,0 +1,18 @@
+//! brisk: a small, fast, secure web server.
+//!
+//! The crate is layered as `DESIGN.md` describes; dependencies point
+//! downwards only:
+//!
+//! - [`server`]: event loops, listeners, connections, timers, shutdown.
+//! - [`handlers`]: decide *what* to send (static files, directory index).
+//! - [`http`]: sans-IO protocol code: bytes in, values out.
+//! - [`config`]: schema, compiled-in defaults, validation with clear errors.
+//! - [`sys`]: every `unsafe` block and raw syscall, behind safe functions.
+//! - [`log`]: access log and error log.
+
+pub mod config;
+pub mod handlers;
+pub mod http;
+pub mod log;
+pub mod server;
+pub mod sys;

@@ -1,0 +1,5 @@
+//! The `brisk` command.
+
+fn main() {
+    std::process::exit(0);
+}

@@ -1,0 +1,1 @@
+//! Event loops, listeners, connections, timers, shutdown.

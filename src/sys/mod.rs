@@ -1,0 +1,1 @@
+//! Every `unsafe` block and raw syscall, behind safe functions.
