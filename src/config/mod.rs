@@ -223,7 +223,9 @@ pub enum Command {
 
 /// Parses the command line (without the program name), loads the config file
 /// it names (or the compiled-in default), applies flag overrides, validates.
-pub fn from_args<I: IntoIterator<Item = std::ffi::OsString>>(args: I) -> Result<Command, ConfigError> {
+pub fn from_args<I: IntoIterator<Item = std::ffi::OsString>>(
+    args: I,
+) -> Result<Command, ConfigError> {
     let _ = args.into_iter();
     todo!()
 }

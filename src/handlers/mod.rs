@@ -1,4 +1,111 @@
-//! Handlers decide *what* to send: a status, headers and a body source.
-//! They never touch a socket; the server decides how bytes leave.
+//! Handlers decide *what* to send: a status, header lines and a body
+//! source. They never touch a socket; the server decides how bytes leave
+//! (one write for a head and a small body, `sendfile` for large ones).
 
 pub mod autoindex;
+pub mod error_page;
+pub mod static_files;
+
+use std::fs::File;
+
+use crate::http::Status;
+
+/// One piece of a composite body (multipart/byteranges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seg {
+    /// `len` bytes of [`Scratch::body`] starting at `start`.
+    Bytes { start: usize, len: usize },
+    /// `len` bytes of the plan's file from `offset`.
+    File { offset: u64, len: u64 },
+}
+
+/// Where a response body comes from.
+#[derive(Debug)]
+pub enum Body {
+    /// No body at all (304, and the `Content-Length: 0` of OPTIONS).
+    Empty,
+    /// Fixed bytes (error pages).
+    Static(&'static [u8]),
+    /// The bytes in [`Scratch::body`] (directory listings, redirects).
+    Buffer,
+    /// A range of an open file.
+    File { file: File, offset: u64, len: u64 },
+    /// The pieces in [`Scratch::segs`], over this file.
+    Multipart { file: File },
+}
+
+/// What a handler decided to send.
+#[derive(Debug)]
+pub struct Plan {
+    pub status: Status,
+    pub body: Body,
+    /// The connection must close after this response.
+    pub close: bool,
+}
+
+/// Per-thread buffers a handler writes into, reused across requests so
+/// the steady state allocates nothing.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// Header lines (`Name: value\r\n`…) beyond those the server writes
+    /// itself (status line, Server, Date, Content-Length, Connection).
+    pub headers: Vec<u8>,
+    /// Body bytes for [`Body::Buffer`] and the part headers of multipart bodies.
+    pub body: Vec<u8>,
+    /// The pieces of a [`Body::Multipart`].
+    pub segs: Vec<Seg>,
+    /// The decoded request path.
+    pub path: Vec<u8>,
+    /// A path relative to the document root.
+    pub rel: Vec<u8>,
+}
+
+impl Scratch {
+    /// Empties every buffer, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.headers.clear();
+        self.body.clear();
+        self.segs.clear();
+        self.path.clear();
+        self.rel.clear();
+    }
+
+    /// Appends a header line.
+    pub fn header(&mut self, name: &str, value: &[u8]) {
+        self.headers.extend_from_slice(name.as_bytes());
+        self.headers.extend_from_slice(b": ");
+        self.headers.extend_from_slice(value);
+        self.headers.extend_from_slice(b"\r\n");
+    }
+}
+
+impl Plan {
+    /// The body length in bytes (what `Content-Length` says).
+    pub fn body_len(&self, scratch: &Scratch) -> u64 {
+        match &self.body {
+            Body::Empty => 0,
+            Body::Static(b) => b.len() as u64,
+            Body::Buffer => scratch.body.len() as u64,
+            Body::File { len, .. } => *len,
+            Body::Multipart { .. } => scratch
+                .segs
+                .iter()
+                .map(|s| match s {
+                    Seg::Bytes { len, .. } => *len as u64,
+                    Seg::File { len, .. } => *len,
+                })
+                .sum(),
+        }
+    }
+
+    /// An error response with brisk's small HTML page. Any header lines
+    /// already in `scratch` (such as `Allow`) are kept.
+    pub fn error(status: Status, scratch: &mut Scratch) -> Plan {
+        scratch.header("Content-Type", b"text/html; charset=utf-8");
+        Plan {
+            status,
+            body: Body::Static(error_page::page(status)),
+            close: false,
+        }
+    }
+}

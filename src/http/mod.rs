@@ -4,6 +4,7 @@
 pub mod body;
 pub mod conditional;
 pub mod date;
+pub mod encoding;
 pub mod mime;
 pub mod parse;
 pub mod path;
@@ -62,4 +63,19 @@ impl Version {
             Version::Http11 => "HTTP/1.1",
         }
     }
+}
+
+/// Appends the decimal digits of `n` (no allocation, no formatting machinery).
+pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }

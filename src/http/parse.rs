@@ -24,7 +24,10 @@ pub struct Header<'a> {
 
 impl Header<'_> {
     /// An empty header, for initialising storage arrays.
-    pub const EMPTY: Header<'static> = Header { name: b"", value: b"" };
+    pub const EMPTY: Header<'static> = Header {
+        name: b"",
+        value: b"",
+    };
 }
 
 /// How the request body is framed (RFC 9112 §6).

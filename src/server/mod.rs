@@ -1,1 +1,161 @@
 //! Event loops, listeners, connections, timers, shutdown.
+//!
+//! [`run`] binds every listener first (one `SO_REUSEPORT` socket per
+//! address per worker), starts the workers, then waits for signals on the
+//! main thread: SIGINT/SIGTERM drain and stop, SIGUSR1 reopens the logs.
+
+pub mod conn;
+pub mod output;
+pub mod response;
+pub mod worker;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{Config, Level};
+use crate::handlers::static_files::Site;
+use crate::log::LogService;
+use crate::sys::{self, signal::Signal};
+use worker::{Worker, WorkerInit};
+
+/// Binds `addr` once per worker with `SO_REUSEPORT`. A probe bind without
+/// it comes first, so an address already served by another process is an
+/// error rather than silently shared; port 0 is resolved by the probe.
+fn bind_all(addr: SocketAddr, workers: usize) -> Result<(SocketAddr, Vec<TcpListener>), String> {
+    let probe =
+        sys::net::listen(&addr, false, 1).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let real = probe
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    drop(probe);
+    let mut out = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        out.push(
+            sys::net::listen(&real, true, 4096)
+                .map_err(|e| format!("cannot listen on {real}: {e}"))?,
+        );
+    }
+    Ok((real, out))
+}
+
+fn url(addr: &SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => format!("http://{}:{}/", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("http://[{}]:{}/", a.ip(), a.port()),
+    }
+}
+
+/// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
+pub fn run(cfg: Config) -> Result<(), String> {
+    let cfg = Arc::new(cfg);
+    let _ = sys::process::raise_nofile_limit();
+    let site = Arc::new(
+        Site::new(Arc::clone(&cfg))
+            .map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))?,
+    );
+    let workers = cfg.workers.max(1);
+    let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut bound = Vec::new();
+    for addr in &cfg.listen {
+        let (real, listeners) = bind_all(*addr, workers)?;
+        bound.push(real);
+        for (w, l) in listeners.into_iter().enumerate() {
+            per_worker[w].push(l);
+        }
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "brisk: serving {}", cfg.root.display());
+        for a in &bound {
+            let _ = writeln!(out, "brisk: listening on {}", url(a));
+        }
+        let _ = out.flush();
+    }
+    if cfg.daemon {
+        sys::process::daemonize().map_err(|e| format!("cannot daemonize: {e}"))?;
+    }
+    if let Some(pid_file) = &cfg.pid_file {
+        std::fs::write(pid_file, format!("{}\n", sys::process::pid()))
+            .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
+    }
+    let logs = LogService::start(&cfg.log).map_err(|e| e.to_string())?;
+    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let mut wakers = Vec::new();
+    let mut threads = Vec::new();
+    for (id, listeners) in per_worker.into_iter().enumerate() {
+        let (poll, waker) =
+            worker::poll_and_waker().map_err(|e| format!("cannot create event loop: {e}"))?;
+        let init = WorkerInit {
+            id,
+            site: Arc::clone(&site),
+            listeners,
+            logger: logs.handle(),
+            shutdown: Arc::clone(&shutdown),
+            poll,
+        };
+        let t = std::thread::Builder::new()
+            .name(format!("brisk-worker-{id}"))
+            .spawn(move || match Worker::new(init) {
+                Ok(w) => w.run(),
+                Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
+            })
+            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+        wakers.push(waker);
+        threads.push(t);
+    }
+    let mut main_log = logs.handle();
+    main_log.log(
+        Level::Info,
+        format_args!("started {} workers", threads.len()),
+    );
+    main_log.flush();
+    loop {
+        match sys::signal::wait(Duration::from_millis(500)) {
+            Some(Signal::Terminate) => break,
+            Some(Signal::ReopenLogs) => logs.reopen(),
+            Some(Signal::Hangup) => {
+                main_log.log(
+                    Level::Warn,
+                    format_args!("SIGHUP: reload is not supported yet; restart to apply changes"),
+                );
+                main_log.flush();
+            }
+            None => {}
+        }
+        if threads.iter().any(|t| t.is_finished()) {
+            main_log.log(
+                Level::Error,
+                format_args!("a worker stopped unexpectedly; shutting down"),
+            );
+            main_log.flush();
+            break;
+        }
+    }
+    main_log.log(
+        Level::Info,
+        format_args!(
+            "shutting down; draining for up to {:?}",
+            cfg.timeouts.shutdown
+        ),
+    );
+    main_log.flush();
+    shutdown.store(true, Ordering::Relaxed);
+    for w in &wakers {
+        let _ = w.wake();
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    main_log.log(Level::Info, format_args!("stopped"));
+    main_log.flush();
+    drop(main_log);
+    logs.shutdown();
+    if let Some(pid_file) = &cfg.pid_file {
+        let _ = std::fs::remove_file(pid_file);
+    }
+    Ok(())
+}

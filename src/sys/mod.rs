@@ -1,1 +1,29 @@
 //! Every `unsafe` block and raw syscall, behind safe functions.
+//!
+//! Nothing outside this module may use `unsafe`; each block here carries a
+//! `// SAFETY:` line saying why it is sound.
+
+pub mod fs;
+pub mod net;
+pub mod process;
+pub mod signal;
+
+use std::io;
+
+/// Turns a `-1` syscall return into the current `errno` as an `io::Error`.
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Like [`cvt`] for `ssize_t` returns.
+fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret as usize)
+    }
+}

@@ -1,0 +1,367 @@
+//! Static files: path mapping, index files, directory listings,
+//! precompressed sidecars, conditional and range requests.
+
+use std::io;
+use std::sync::Arc;
+
+use super::{autoindex, Body, Plan, Scratch, Seg};
+use crate::config::{Config, Dotfiles};
+use crate::http::conditional::{self, Precondition, Preconditions, Validators};
+use crate::http::date::{format_http_date, HTTP_DATE_LEN};
+use crate::http::mime::MimeTable;
+use crate::http::parse::Request;
+use crate::http::range::{self, RangeOutcome};
+use crate::http::{encoding, path, Method, Status};
+use crate::sys::fs::{Kind, Meta, Root};
+
+/// What static files answer to `Allow` (on 405 and OPTIONS).
+pub const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
+
+/// Sidecar encodings in order of preference: coding, file suffix.
+const SIDECARS: [(&str, &[u8]); 2] = [("br", b".br"), ("gzip", b".gz")];
+
+/// The document root and everything needed to serve it; shared by all
+/// workers (immutable).
+#[derive(Debug)]
+pub struct Site {
+    pub cfg: Arc<Config>,
+    root: Root,
+    mime: MimeTable,
+}
+
+impl Site {
+    /// Opens the document root named by the configuration.
+    pub fn new(cfg: Arc<Config>) -> io::Result<Site> {
+        let root = Root::open(&cfg.root, cfg.static_files.symlinks_outside_root)?;
+        let mime = MimeTable::new(&cfg.mime);
+        Ok(Site { cfg, root, mime })
+    }
+
+    /// Uses the no-`openat2` confinement fallback (for tests).
+    pub fn force_fallback(&mut self) {
+        self.root.force_fallback();
+    }
+}
+
+/// Answers a request for a static file.
+pub fn serve(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
+    match req.method {
+        Method::Get | Method::Head => {}
+        Method::Options => {
+            s.header("Allow", ALLOW);
+            return Plan {
+                status: Status::OK,
+                body: Body::Empty,
+                close: false,
+            };
+        }
+        Method::Other => return Plan::error(Status::NOT_IMPLEMENTED, s),
+        _ => {
+            s.header("Allow", ALLOW);
+            return Plan::error(Status::METHOD_NOT_ALLOWED, s);
+        }
+    }
+    let (raw_path, query) = path::split_target(req.target);
+    if let Err(e) = path::decode_and_normalize(raw_path, &mut s.path) {
+        return Plan::error(e.status, s);
+    }
+    if site.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+        return Plan::error(dotfile_status(site), s);
+    }
+    s.rel.clear();
+    s.rel.extend_from_slice(&s.path[1..]);
+    if let Some(q) = query {
+        // MrHTTPD's QUERY_HACK: what `wget --mirror` saved as `page.html?x=1`.
+        let prefixes = &site.cfg.static_files.query_in_filename;
+        if prefixes.iter().any(|p| s.path.starts_with(p.as_bytes())) {
+            s.rel.push(b'?');
+            s.rel.extend_from_slice(q);
+        }
+    }
+    match site.root.stat(&s.rel) {
+        Ok((_, meta)) if meta.kind == Kind::File => serve_file(site, req, s),
+        Ok((_, meta)) if meta.kind == Kind::Dir => serve_dir(site, req, s, raw_path, query),
+        Ok(_) => Plan::error(Status::FORBIDDEN, s),
+        Err(e) => Plan::error(status_for(&e), s),
+    }
+}
+
+fn dotfile_status(site: &Site) -> Status {
+    match site.cfg.static_files.dotfiles {
+        Dotfiles::Ignore => Status::NOT_FOUND,
+        _ => Status::FORBIDDEN,
+    }
+}
+
+/// Maps a failed lookup to a status: absent → 404, refused → 403.
+fn status_for(e: &io::Error) -> Status {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => Status::NOT_FOUND,
+        Some(libc::EACCES | libc::EPERM | libc::ELOOP | libc::EXDEV) => Status::FORBIDDEN,
+        _ => match e.kind() {
+            io::ErrorKind::NotFound => Status::NOT_FOUND,
+            io::ErrorKind::PermissionDenied => Status::FORBIDDEN,
+            _ => Status::INTERNAL_SERVER_ERROR,
+        },
+    }
+}
+
+fn serve_dir(
+    site: &Site,
+    req: &Request,
+    s: &mut Scratch,
+    raw_path: &[u8],
+    query: Option<&[u8]>,
+) -> Plan {
+    if !s.path.ends_with(b"/") {
+        // RFC 9110 §10.2.2 allows a relative reference; the path is sent
+        // back as the client wrote it (still percent-encoded).
+        let mut loc = Vec::with_capacity(raw_path.len() + 2 + query.map_or(0, |q| q.len()));
+        loc.extend_from_slice(raw_path);
+        loc.push(b'/');
+        if let Some(q) = query {
+            loc.push(b'?');
+            loc.extend_from_slice(q);
+        }
+        s.header("Location", &loc);
+        apply_header_rules(site, s);
+        return Plan::error(Status::MOVED_PERMANENTLY, s);
+    }
+    let dir_rel_len = s.rel.len();
+    let dir_path_len = s.path.len();
+    for index in &site.cfg.static_files.index {
+        s.rel.truncate(dir_rel_len);
+        s.rel.extend_from_slice(index.as_bytes());
+        if let Ok((_, meta)) = site.root.stat(&s.rel) {
+            if meta.kind == Kind::File {
+                s.path.truncate(dir_path_len);
+                s.path.extend_from_slice(index.as_bytes());
+                return serve_file(site, req, s);
+            }
+        }
+    }
+    s.rel.truncate(dir_rel_len);
+    if !site.cfg.static_files.autoindex {
+        return Plan::error(Status::FORBIDDEN, s);
+    }
+    let entries = match site.root.list_dir(&s.rel) {
+        Ok(e) => e,
+        Err(e) => return Plan::error(status_for(&e), s),
+    };
+    let hide_dot = site.cfg.static_files.dotfiles != Dotfiles::Allow;
+    let mut list: Vec<autoindex::Entry> = entries
+        .into_iter()
+        .filter(|(name, _)| !(hide_dot && name.starts_with(b".")))
+        .map(|(name, meta)| autoindex::Entry {
+            name,
+            is_dir: meta.kind == Kind::Dir,
+            size: meta.size,
+            mtime: meta.mtime,
+        })
+        .collect();
+    s.body.clear();
+    autoindex::render(&s.path, &mut list, &mut s.body);
+    s.header("Content-Type", b"text/html; charset=utf-8");
+    apply_header_rules(site, s);
+    Plan {
+        status: Status::OK,
+        body: Body::Buffer,
+        close: false,
+    }
+}
+
+/// Serves the regular file at `s.rel` (request path `s.path`).
+fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
+    let mut coding: Option<&str> = None;
+    let mut has_sidecar = false;
+    if site.cfg.static_files.precompressed {
+        if let Some(accept) = req.header("accept-encoding") {
+            let base = s.rel.len();
+            for (name, suffix) in SIDECARS {
+                s.rel.extend_from_slice(suffix);
+                if matches!(site.root.stat(&s.rel), Ok((_, m)) if m.kind == Kind::File) {
+                    has_sidecar = true;
+                    if coding.is_none() && encoding::accepts(accept, name.as_bytes()) {
+                        coding = Some(name);
+                        break;
+                    }
+                }
+                s.rel.truncate(base);
+            }
+        }
+    }
+    let (file, meta) = match site.root.open_file(&s.rel) {
+        Ok(f) => f,
+        Err(e) => return Plan::error(status_for(&e), s),
+    };
+    write_validators(&meta, s);
+    let etag_end = s.headers.len();
+    let v = Validators {
+        etag: etag_value(&s.headers[..etag_end]),
+        last_modified: meta.mtime,
+    };
+    let pre = Preconditions {
+        if_match: req.header("if-match"),
+        if_none_match: req.header("if-none-match"),
+        if_modified_since: req.header("if-modified-since"),
+        if_unmodified_since: req.header("if-unmodified-since"),
+    };
+    match conditional::evaluate(&pre, &v, req.method) {
+        Precondition::Proceed => {}
+        Precondition::NotModified => {
+            if has_sidecar {
+                s.header("Vary", b"Accept-Encoding");
+            }
+            apply_header_rules(site, s);
+            return Plan {
+                status: Status::NOT_MODIFIED,
+                body: Body::Empty,
+                close: false,
+            };
+        }
+        Precondition::Failed => {
+            s.headers.clear();
+            return Plan::error(Status::PRECONDITION_FAILED, s);
+        }
+    }
+    let ranges = match (req.method, req.header("range")) {
+        (Method::Get, Some(r)) => {
+            let v = Validators {
+                etag: etag_value(&s.headers[..etag_end]),
+                last_modified: meta.mtime,
+            };
+            match req.header("if-range") {
+                Some(ir) if !conditional::if_range_matches(ir, &v) => RangeOutcome::Ignore,
+                _ => range::parse_range(r, meta.size),
+            }
+        }
+        _ => RangeOutcome::Ignore,
+    };
+    let content_type = site.mime.lookup(&s.path);
+    if let RangeOutcome::Unsatisfiable = ranges {
+        s.headers.clear();
+        let mut cr = Vec::with_capacity(32);
+        cr.extend_from_slice(b"bytes */");
+        crate::http::push_u64(&mut cr, meta.size);
+        s.header("Content-Range", &cr);
+        return Plan::error(Status::RANGE_NOT_SATISFIABLE, s);
+    }
+    let multipart = matches!(&ranges, RangeOutcome::Ranges(set) if set.as_slice().len() > 1);
+    if !multipart {
+        s.header("Content-Type", content_type.as_bytes());
+    }
+    s.header("Accept-Ranges", b"bytes");
+    if let Some(c) = coding {
+        s.header("Content-Encoding", c.as_bytes());
+    }
+    if has_sidecar {
+        s.header("Vary", b"Accept-Encoding");
+    }
+    apply_header_rules(site, s);
+    match ranges {
+        RangeOutcome::Ranges(set) if multipart => {
+            let boundary = boundary(&meta);
+            let boundary = std::str::from_utf8(&boundary).unwrap_or("brisk-boundary");
+            s.headers
+                .extend_from_slice(b"Content-Type: multipart/byteranges; boundary=");
+            s.headers.extend_from_slice(boundary.as_bytes());
+            s.headers.extend_from_slice(b"\r\n");
+            s.body.clear();
+            s.segs.clear();
+            for r in set.as_slice() {
+                let start = s.body.len();
+                range::write_part_header(boundary, content_type, *r, meta.size, &mut s.body);
+                s.segs.push(Seg::Bytes {
+                    start,
+                    len: s.body.len() - start,
+                });
+                s.segs.push(Seg::File {
+                    offset: r.start,
+                    len: r.len(),
+                });
+            }
+            let start = s.body.len();
+            range::write_multipart_end(boundary, &mut s.body);
+            s.segs.push(Seg::Bytes {
+                start,
+                len: s.body.len() - start,
+            });
+            Plan {
+                status: Status::PARTIAL_CONTENT,
+                body: Body::Multipart { file },
+                close: false,
+            }
+        }
+        RangeOutcome::Ranges(set) => {
+            let r = set.as_slice()[0];
+            let mut cr = Vec::with_capacity(48);
+            range::write_content_range(r, meta.size, &mut cr);
+            s.headers.extend_from_slice(b"Content-Range: ");
+            s.headers.extend_from_slice(&cr);
+            s.headers.extend_from_slice(b"\r\n");
+            Plan {
+                status: Status::PARTIAL_CONTENT,
+                body: Body::File {
+                    file,
+                    offset: r.start,
+                    len: r.len(),
+                },
+                close: false,
+            }
+        }
+        _ => Plan {
+            status: Status::OK,
+            body: Body::File {
+                file,
+                offset: 0,
+                len: meta.size,
+            },
+            close: false,
+        },
+    }
+}
+
+/// Writes `ETag` then `Last-Modified` as the first header lines.
+fn write_validators(meta: &Meta, s: &mut Scratch) {
+    s.headers.extend_from_slice(b"ETag: ");
+    conditional::write_etag(meta.mtime, meta.size, &mut s.headers);
+    s.headers.extend_from_slice(b"\r\nLast-Modified: ");
+    let mut date = [0u8; HTTP_DATE_LEN];
+    format_http_date(meta.mtime, &mut date);
+    s.headers.extend_from_slice(&date);
+    s.headers.extend_from_slice(b"\r\n");
+}
+
+/// The entity tag inside the `ETag: …\r\n` line that starts `headers`.
+fn etag_value(headers: &[u8]) -> &[u8] {
+    let line = headers.strip_prefix(b"ETag: ").unwrap_or_default();
+    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+    &line[..end]
+}
+
+/// A multipart boundary that cannot occur by chance in the file: derived
+/// from the file identity and a per-process counter.
+fn boundary(meta: &Meta) -> [u8; 24] {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0x9e37_79b9_7f4a_7c15);
+    let n = COUNTER.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    let mix = n ^ meta.ino.rotate_left(17) ^ meta.mtime.rotate_left(41) ^ meta.size;
+    let mut out = [0u8; 24];
+    out[..8].copy_from_slice(b"brisk-0x");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in out[8..].iter_mut().enumerate() {
+        *b = HEX[((mix >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out
+}
+
+/// Adds the configured `[[headers]]` whose path matches.
+fn apply_header_rules(site: &Site, s: &mut Scratch) {
+    for rule in &site.cfg.headers {
+        if rule.matcher.matches(&s.path) {
+            for (name, value) in &rule.set {
+                s.header(name, value.as_bytes());
+            }
+        }
+    }
+}

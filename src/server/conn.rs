@@ -1,0 +1,71 @@
+//! One client connection: its state and the little it owns between
+//! events. An idle keep-alive connection holds no buffer at all; input and
+//! output buffers are per-thread and only what cannot be finished at once
+//! (a partial request, a response the socket would not take) is kept here.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use mio::net::TcpStream;
+
+use super::output::Out;
+use crate::http::body::BodyDecoder;
+
+/// Where a connection is in its life; each phase has its own timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for the next request (keep-alive timeout).
+    Idle,
+    /// Part of a request head has arrived (header timeout, against slowloris).
+    Head,
+    /// Reading a request body to discard it (body timeout, from last progress).
+    Body,
+    /// The socket would not take more output (send timeout, from last progress).
+    Writing,
+    /// Output done, write side shut; draining what the client still sends
+    /// so that closing does not reset the connection under the response.
+    Lingering,
+}
+
+/// A client connection.
+#[derive(Debug)]
+pub struct Conn {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    /// Input received but not yet consumed (empty, unallocated when idle).
+    pub pending: Vec<u8>,
+    /// Output the socket has not taken yet (empty, unallocated when idle).
+    pub out: Out,
+    /// A request body being read and discarded.
+    pub body: Option<BodyDecoder>,
+    pub phase: Phase,
+    /// When the current phase's timer started.
+    pub since: Instant,
+    /// Requests answered on this connection.
+    pub served: u32,
+    /// Close once the queued output is written.
+    pub close_after: bool,
+    /// Edge-triggered polling: the socket may still hold unread bytes.
+    pub read_more: bool,
+    /// The client has shut its write side.
+    pub eof: bool,
+}
+
+impl Conn {
+    /// A new connection, idle since `now`.
+    pub fn new(stream: TcpStream, peer: SocketAddr, now: Instant) -> Conn {
+        Conn {
+            stream,
+            peer,
+            pending: Vec::new(),
+            out: Out::default(),
+            body: None,
+            phase: Phase::Idle,
+            since: now,
+            served: 0,
+            close_after: false,
+            read_more: true,
+            eof: false,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Turns a handler's [`Plan`] into bytes on a connection's output queue:
+//! the head and a small body in one buffer (so they leave in one write),
+//! large file ranges as `sendfile` pieces.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+
+use super::output::Out;
+use crate::handlers::{Body, Plan, Scratch, Seg};
+use crate::http::push_u64;
+
+/// File ranges up to this size are read into the output buffer behind the
+/// head; larger ones go by `sendfile`.
+pub const SMALL_BODY: u64 = 16 * 1024;
+
+/// The `Connection` header a response carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnHeader {
+    /// HTTP/1.1 keep-alive: the default, nothing to say.
+    None,
+    /// HTTP/1.0 keep-alive.
+    KeepAlive,
+    Close,
+}
+
+/// The per-response values the server adds around the handler's headers.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadParts<'a> {
+    pub server: &'a [u8],
+    pub date: &'a [u8],
+    pub connection: ConnHeader,
+    /// HEAD request: send the head only (with the GET's Content-Length).
+    pub head_only: bool,
+}
+
+/// Queues the response; returns the number of body bytes queued. On a
+/// read error nothing of this response is queued and the error is returned
+/// (the connection must then close).
+pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::Result<u64> {
+    let body_len = plan.body_len(s);
+    let start = out.buf_mut().len();
+    let buf = out.buf_mut();
+    buf.extend_from_slice(b"HTTP/1.1 ");
+    push_u64(buf, u64::from(plan.status.0));
+    buf.push(b' ');
+    buf.extend_from_slice(plan.status.reason().as_bytes());
+    buf.extend_from_slice(b"\r\nServer: ");
+    buf.extend_from_slice(parts.server);
+    buf.extend_from_slice(b"\r\nDate: ");
+    buf.extend_from_slice(parts.date);
+    buf.extend_from_slice(b"\r\n");
+    buf.extend_from_slice(&s.headers);
+    let bodiless = plan.status.is_bodiless();
+    // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would
+    // have to be the 200's length, so it is left out.
+    if !bodiless {
+        buf.extend_from_slice(b"Content-Length: ");
+        push_u64(buf, body_len);
+        buf.extend_from_slice(b"\r\n");
+    }
+    match parts.connection {
+        ConnHeader::None => {}
+        ConnHeader::KeepAlive => buf.extend_from_slice(b"Connection: keep-alive\r\n"),
+        ConnHeader::Close => buf.extend_from_slice(b"Connection: close\r\n"),
+    }
+    buf.extend_from_slice(b"\r\n");
+    if parts.head_only || bodiless {
+        out.commit(start);
+        return Ok(0);
+    }
+    let mut mark = start;
+    let result = match plan.body {
+        Body::Empty => Ok(()),
+        Body::Static(b) => {
+            buf.extend_from_slice(b);
+            Ok(())
+        }
+        Body::Buffer => {
+            buf.extend_from_slice(&s.body);
+            Ok(())
+        }
+        Body::File { file, offset, len } => queue_file(out, &mut mark, &Rc::new(file), offset, len),
+        Body::Multipart { file } => {
+            let file = Rc::new(file);
+            let mut r = Ok(());
+            for seg in &s.segs {
+                r = match *seg {
+                    Seg::Bytes { start: at, len } => {
+                        out.buf_mut().extend_from_slice(&s.body[at..at + len]);
+                        Ok(())
+                    }
+                    Seg::File { offset, len } => queue_file(out, &mut mark, &file, offset, len),
+                };
+                if r.is_err() {
+                    break;
+                }
+            }
+            r
+        }
+    };
+    match result {
+        Ok(()) => {
+            out.commit(mark);
+            Ok(body_len)
+        }
+        Err(e) => {
+            // Whatever was committed already is a truncated response; the
+            // caller closes the connection after it.
+            out.buf_mut().truncate(mark);
+            Err(e)
+        }
+    }
+}
+
+/// Queues a file range: read behind what is already buffered when small,
+/// as a `sendfile` piece when large.
+fn queue_file(
+    out: &mut Out,
+    mark: &mut usize,
+    file: &Rc<File>,
+    offset: u64,
+    len: u64,
+) -> io::Result<()> {
+    if len <= SMALL_BODY {
+        let buf = out.buf_mut();
+        let at = buf.len();
+        buf.resize(at + len as usize, 0);
+        if let Err(e) = file.read_exact_at(&mut buf[at..], offset) {
+            buf.truncate(at);
+            return Err(e);
+        }
+        Ok(())
+    } else {
+        out.commit(*mark);
+        out.push_file(Rc::clone(file), offset, len);
+        *mark = out.buf_mut().len();
+        Ok(())
+    }
+}

@@ -1,0 +1,623 @@
+//! One worker thread: its own epoll, its own `SO_REUSEPORT` listeners, its
+//! connections in a slab, one coarse timer sweep a second. No locks on the
+//! request path.
+
+use std::io;
+use std::net::{Shutdown, TcpListener as StdListener};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use super::conn::{Conn, Phase};
+use super::output::{Flushed, Out};
+use super::response::{self, ConnHeader, HeadParts};
+use crate::config::{Config, Level};
+use crate::handlers::static_files::{self, Site};
+use crate::handlers::{Plan, Scratch};
+use crate::http::body::{BodyDecoder, BodyLimits};
+use crate::http::date::DateCache;
+use crate::http::parse::{self, BodyFraming, Header, Request};
+use crate::http::{Method, Status};
+use crate::log::{AccessRecord, Logger};
+use crate::sys::net;
+
+/// Token of the waker that tells a worker to shut down.
+const WAKER: Token = Token(usize::MAX);
+/// Listener `i` has token `LISTENER_BASE + i`.
+const LISTENER_BASE: usize = usize::MAX / 2;
+/// Size of the per-thread read buffer.
+const READ_BUF: usize = 64 * 1024;
+/// Stop answering pipelined requests once this much output is staged, and
+/// let it go out first (bounds memory per connection).
+const STAGE_CAP: usize = 256 * 1024;
+/// Most header fields a request may have (storage is on the stack).
+pub const MAX_HEADERS: usize = 128;
+/// How long a closing connection may keep sending before it is dropped.
+const LINGER: Duration = Duration::from_secs(2);
+/// Timer sweep period.
+const TICK: Duration = Duration::from_secs(1);
+
+/// What a worker needs from the server that started it.
+pub struct WorkerInit {
+    pub id: usize,
+    pub site: Arc<Site>,
+    pub listeners: Vec<StdListener>,
+    pub logger: Logger,
+    pub shutdown: Arc<AtomicBool>,
+    pub poll: Poll,
+}
+
+/// Creates the poll instance and the waker for a worker, so the main
+/// thread can hold the waker before the worker starts.
+pub fn poll_and_waker() -> io::Result<(Poll, Waker)> {
+    let poll = Poll::new()?;
+    let waker = Waker::new(poll.registry(), WAKER)?;
+    Ok((poll, waker))
+}
+
+/// A worker's state.
+pub struct Worker {
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    live: usize,
+    site: Arc<Site>,
+    cfg: Arc<Config>,
+    logger: Logger,
+    date: DateCache,
+    now: Instant,
+    wall: SystemTime,
+    rbuf: Vec<u8>,
+    stage: Out,
+    scratch: Scratch,
+    limits: parse::Limits,
+    body_limits: BodyLimits,
+    shutdown: Arc<AtomicBool>,
+    drain_until: Option<Instant>,
+    accept_paused_until: Option<Instant>,
+    next_tick: Instant,
+}
+
+impl Worker {
+    /// Prepares a worker; registers its listeners.
+    pub fn new(init: WorkerInit) -> io::Result<Worker> {
+        let cfg = Arc::clone(&init.site.cfg);
+        let mut listeners = Vec::new();
+        for (i, l) in init.listeners.into_iter().enumerate() {
+            let mut l = TcpListener::from_std(l);
+            init.poll
+                .registry()
+                .register(&mut l, Token(LISTENER_BASE + i), Interest::READABLE)?;
+            listeners.push(l);
+        }
+        let limits = parse::Limits {
+            max_request_line: cfg.limits.max_request_line,
+            max_head: cfg.limits.max_header_bytes,
+            max_headers: cfg.limits.max_headers.min(MAX_HEADERS),
+        };
+        let body_limits = BodyLimits {
+            max_body: cfg.limits.max_body,
+            max_chunk_ext: 4096,
+            max_trailers: cfg.limits.max_header_bytes,
+        };
+        let now = Instant::now();
+        let _ = init.id;
+        Ok(Worker {
+            poll: init.poll,
+            listeners,
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            site: init.site,
+            cfg,
+            logger: init.logger,
+            date: DateCache::new(),
+            now,
+            wall: SystemTime::now(),
+            rbuf: Vec::with_capacity(READ_BUF),
+            stage: Out::with_capacity(READ_BUF),
+            scratch: Scratch::default(),
+            limits,
+            body_limits,
+            shutdown: init.shutdown,
+            drain_until: None,
+            accept_paused_until: None,
+            next_tick: now + TICK,
+        })
+    }
+
+    /// Runs the event loop until shutdown has drained every connection.
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let timeout = if self.drain_until.is_some() || self.accept_paused_until.is_some() {
+                Duration::from_millis(100)
+            } else {
+                self.next_tick
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(10))
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    self.logger
+                        .log(Level::Error, format_args!("poll failed: {e}"));
+                    break;
+                }
+            }
+            self.now = Instant::now();
+            self.wall = SystemTime::now();
+            self.date.update(self.wall);
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {
+                        if self.shutdown.load(Ordering::Relaxed) {
+                            self.begin_drain();
+                        }
+                    }
+                    Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
+                    Token(i) => {
+                        let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                        self.on_event(i, readable, ev.is_writable());
+                    }
+                }
+            }
+            if self.now >= self.next_tick || self.drain_until.is_some() {
+                self.sweep();
+            }
+            if let Some(until) = self.accept_paused_until {
+                if self.now >= until {
+                    self.accept_paused_until = None;
+                    for i in 0..self.listeners.len() {
+                        self.accept_all(i);
+                    }
+                }
+            }
+            self.logger.flush();
+            if let Some(until) = self.drain_until {
+                if self.live == 0 || self.now >= until {
+                    break;
+                }
+            }
+        }
+        self.logger.flush();
+    }
+
+    /// Stops accepting; closes idle connections; lets the rest finish.
+    fn begin_drain(&mut self) {
+        if self.drain_until.is_some() {
+            return;
+        }
+        self.drain_until = Some(self.now + self.cfg.timeouts.shutdown);
+        for mut l in self.listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        for i in 0..self.conns.len() {
+            if matches!(&self.conns[i], Some(c) if c.phase == Phase::Idle && c.out.is_empty()) {
+                self.close(i);
+            }
+        }
+    }
+
+    fn accept_all(&mut self, li: usize) {
+        while self.accept_paused_until.is_none() {
+            let Some(listener) = self.listeners.get(li) else {
+                return;
+            };
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    if self.live >= self.cfg.limits.max_connections {
+                        drop(stream);
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    let idx = match self.free.pop() {
+                        Some(i) => i,
+                        None => {
+                            self.conns.push(None);
+                            self.conns.len() - 1
+                        }
+                    };
+                    let mut conn = Conn::new(stream, peer, self.now);
+                    if self
+                        .poll
+                        .registry()
+                        .register(
+                            &mut conn.stream,
+                            Token(idx),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_err()
+                    {
+                        self.free.push(idx);
+                        continue;
+                    }
+                    self.conns[idx] = Some(conn);
+                    self.live += 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => match e.raw_os_error() {
+                    // Out of descriptors or memory: back off instead of
+                    // spinning on a listener that stays readable.
+                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
+                        self.logger.log(
+                            Level::Warn,
+                            format_args!("accept: {e}; pausing new connections for 100 ms"),
+                        );
+                        self.accept_paused_until = Some(self.now + Duration::from_millis(100));
+                    }
+                    _ => {}
+                },
+            }
+        }
+    }
+
+    fn on_event(&mut self, i: usize, readable: bool, writable: bool) {
+        let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
+            return;
+        };
+        if readable {
+            conn.read_more = true;
+        }
+        let _ = writable;
+        let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
+        match keep {
+            Ok(true) => self.conns[i] = Some(conn),
+            Ok(false) => {
+                self.conns[i] = Some(conn);
+                self.close(i);
+            }
+            Err(_) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!("internal error serving {}; connection closed", conn.peer),
+                );
+                self.stage.clear();
+                self.conns[i] = Some(conn);
+                self.close(i);
+            }
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if let Some(mut c) = self.conns.get_mut(i).and_then(Option::take) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            self.free.push(i);
+            self.live -= 1;
+        }
+    }
+
+    /// Moves a connection forward as far as it can go without blocking.
+    /// Returns false when it must be closed.
+    fn drive(&mut self, c: &mut Conn) -> bool {
+        loop {
+            if !c.out.is_empty() {
+                let before = c.out.written;
+                match c.out.flush(&c.stream) {
+                    Ok(Flushed::All) => c.out = Out::default(),
+                    Ok(Flushed::Blocked) => {
+                        if c.out.written != before || c.phase != Phase::Writing {
+                            c.phase = Phase::Writing;
+                            c.since = self.now;
+                        }
+                        return true;
+                    }
+                    Err(_) => return false,
+                }
+            }
+            if !self.stage.is_empty() {
+                match self.stage.flush(&c.stream) {
+                    Ok(Flushed::All) => {}
+                    Ok(Flushed::Blocked) => {
+                        // Keep the rest with the connection; the staging
+                        // queue starts afresh.
+                        std::mem::swap(&mut self.stage, &mut c.out);
+                        self.stage = Out::with_capacity(READ_BUF);
+                        c.phase = Phase::Writing;
+                        c.since = self.now;
+                        return true;
+                    }
+                    Err(_) => {
+                        self.stage.clear();
+                        return false;
+                    }
+                }
+            }
+            if c.phase == Phase::Lingering {
+                return self.linger(c);
+            }
+            if c.close_after {
+                if c.eof {
+                    return false;
+                }
+                let _ = c.stream.shutdown(Shutdown::Write);
+                c.phase = Phase::Lingering;
+                c.since = self.now;
+                continue;
+            }
+            let progressed = match self.read_and_process(c) {
+                Ok(p) => p,
+                Err(_) => {
+                    self.stage.clear();
+                    return false;
+                }
+            };
+            if !progressed && self.stage.is_empty() {
+                break;
+            }
+        }
+        if c.eof && c.pending.is_empty() && c.body.is_none() {
+            return false;
+        }
+        let phase = if c.body.is_some() {
+            Phase::Body
+        } else if c.pending.is_empty() {
+            Phase::Idle
+        } else {
+            Phase::Head
+        };
+        if phase != c.phase || phase == Phase::Idle {
+            c.phase = phase;
+            c.since = self.now;
+        }
+        if self.drain_until.is_some() && phase == Phase::Idle {
+            return false;
+        }
+        true
+    }
+
+    /// Discards input until the client closes. Returns false to close now.
+    fn linger(&mut self, c: &mut Conn) -> bool {
+        loop {
+            self.rbuf.clear();
+            match net::read_into_spare(&c.stream, &mut self.rbuf) {
+                Ok(0) => return false,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Reads what is available and answers every complete request in it.
+    /// Returns whether anything was consumed or produced.
+    fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
+        self.rbuf.clear();
+        if !c.pending.is_empty() {
+            self.rbuf.extend_from_slice(&c.pending);
+            c.pending = Vec::new();
+        }
+        let had = self.rbuf.len();
+        if c.read_more && !c.eof && self.rbuf.len() < self.rbuf.capacity() {
+            let spare = self.rbuf.capacity() - self.rbuf.len();
+            match net::read_into_spare(&c.stream, &mut self.rbuf) {
+                Ok(0) => {
+                    c.eof = true;
+                    c.read_more = false;
+                }
+                // A short read means the socket is drained: with
+                // edge-triggered polling the next arrival raises a new event.
+                Ok(n) if n < spare => c.read_more = false,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.read_more = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let fresh = self.rbuf.len() > had;
+        let rbuf = std::mem::take(&mut self.rbuf);
+        let consumed = self.process(c, &rbuf);
+        if consumed < rbuf.len() && !c.close_after {
+            if c.eof {
+                // The client left in the middle of a request: nothing to answer.
+                c.close_after = true;
+            } else {
+                c.pending = rbuf[consumed..].to_vec();
+            }
+        }
+        self.rbuf = rbuf;
+        Ok(fresh || consumed > 0)
+    }
+
+    /// Answers the complete requests at the start of `input`; returns how
+    /// many bytes were consumed.
+    fn process(&mut self, c: &mut Conn, input: &[u8]) -> usize {
+        let mut pos = 0;
+        while !c.close_after {
+            if let Some(dec) = c.body.as_mut() {
+                match dec.decode(&input[pos..], &mut |_| {}) {
+                    Ok(n) => {
+                        pos += n;
+                        if n > 0 {
+                            c.since = self.now;
+                        }
+                    }
+                    Err(e) => {
+                        c.body = None;
+                        self.reject(c, e.status, e.reason);
+                        return input.len();
+                    }
+                }
+                if dec.is_done() {
+                    c.body = None;
+                } else {
+                    return pos;
+                }
+            }
+            if pos == input.len() || self.stage.buffered() >= STAGE_CAP {
+                return pos;
+            }
+            let mut storage = [Header::EMPTY; MAX_HEADERS];
+            match parse::parse_request(&input[pos..], &self.limits, &mut storage) {
+                Ok(None) => return pos,
+                Err(e) => {
+                    self.reject(c, e.status, e.reason);
+                    return input.len();
+                }
+                Ok(Some(req)) => {
+                    pos += req.head_len;
+                    self.respond(c, &req);
+                }
+            }
+        }
+        pos
+    }
+
+    /// Answers a request that could not be parsed, and closes after it.
+    fn reject(&mut self, c: &mut Conn, status: Status, reason: &str) {
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!("client {}: {} ({})", c.peer.ip(), status.0, reason),
+            );
+        }
+        self.scratch.clear();
+        let plan = Plan::error(status, &mut self.scratch);
+        let parts = HeadParts {
+            server: self.cfg.server_header.as_bytes(),
+            date: self.date.get(),
+            connection: ConnHeader::Close,
+            head_only: false,
+        };
+        let bytes = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
+        if self.logger.access_enabled() {
+            let rec = AccessRecord {
+                remote: c.peer.ip(),
+                time: self.wall,
+                method: b"-",
+                target: b"-",
+                version: "-",
+                status: status.0,
+                bytes,
+                referer: None,
+                user_agent: None,
+                user: None,
+                duration_us: 0,
+            };
+            self.logger.access(&rec);
+        }
+        c.close_after = true;
+    }
+
+    /// Answers one parsed request.
+    fn respond(&mut self, c: &mut Conn, req: &Request) {
+        c.served += 1;
+        self.scratch.clear();
+        let mut decoder = None;
+        let plan = match req.body {
+            BodyFraming::None => static_files::serve(&self.site, req, &mut self.scratch),
+            framing => match BodyDecoder::new(framing, &self.body_limits) {
+                Ok(d) => {
+                    decoder = Some(d);
+                    static_files::serve(&self.site, req, &mut self.scratch)
+                }
+                Err(e) => {
+                    let mut p = Plan::error(e.status, &mut self.scratch);
+                    p.close = true;
+                    p
+                }
+            },
+        };
+        // A final answer sent without `100 Continue` leaves it open whether
+        // the body follows (RFC 9110 §10.1.1), so the connection cannot be reused.
+        let expect_unread = req.expect_continue && decoder.is_some();
+        let keep = req.keep_alive
+            && !plan.close
+            && !expect_unread
+            && c.served < self.cfg.limits.keepalive_requests
+            && self.drain_until.is_none();
+        let connection = match (keep, req.version) {
+            (false, _) => ConnHeader::Close,
+            (true, crate::http::Version::Http10) => ConnHeader::KeepAlive,
+            (true, _) => ConnHeader::None,
+        };
+        let status = plan.status;
+        let parts = HeadParts {
+            server: self.cfg.server_header.as_bytes(),
+            date: self.date.get(),
+            connection,
+            head_only: req.method == Method::Head,
+        };
+        let bytes = match response::queue(&mut self.stage, plan, &self.scratch, &parts) {
+            Ok(n) => n,
+            Err(e) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!(
+                        "reading {} failed: {e}",
+                        String::from_utf8_lossy(req.target)
+                    ),
+                );
+                c.close_after = true;
+                0
+            }
+        };
+        if status.0 >= 500 && self.logger.enabled(Level::Error) {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "{} answering {}",
+                    status.0,
+                    String::from_utf8_lossy(req.target)
+                ),
+            );
+        }
+        if self.logger.access_enabled() {
+            let rec = AccessRecord {
+                remote: c.peer.ip(),
+                time: self.wall,
+                method: req.method_token,
+                target: req.target,
+                version: req.version.as_str(),
+                status: status.0,
+                bytes,
+                referer: req.header("referer"),
+                user_agent: req.header("user-agent"),
+                user: None,
+                duration_us: 0,
+            };
+            self.logger.access(&rec);
+        }
+        if keep {
+            c.body = decoder;
+        } else {
+            c.close_after = true;
+        }
+    }
+
+    /// The once-a-second timer pass over every connection.
+    fn sweep(&mut self) {
+        self.next_tick = self.now + TICK;
+        let t = self.cfg.timeouts.clone();
+        for i in 0..self.conns.len() {
+            let Some(c) = self.conns[i].as_mut() else {
+                continue;
+            };
+            let age = self.now.saturating_duration_since(c.since);
+            let draining = self.drain_until.is_some();
+            match c.phase {
+                Phase::Idle if age >= t.keepalive || (draining && c.out.is_empty()) => {
+                    self.close(i)
+                }
+                Phase::Body if age >= t.body => self.close(i),
+                Phase::Writing if age >= t.send => self.close(i),
+                Phase::Lingering if age >= LINGER => self.close(i),
+                Phase::Head if age >= t.header => {
+                    // Slowloris: the head did not arrive in time.
+                    let mut conn = self.conns[i].take().expect("present");
+                    conn.pending = Vec::new();
+                    self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
+                    conn.phase = Phase::Idle;
+                    self.conns[i] = Some(conn);
+                    self.on_event(i, false, true);
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Opening files beneath the document root.
+//!
+//! Confinement is enforced by the kernel where it can be: `openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` (Linux ≥ 5.6) refuses any
+//! resolution — `..`, an absolute symlink, a symlink leading out — that
+//! would leave the root. Where `openat2` is missing, a checked fallback walks
+//! the path one component at a time with `O_NOFOLLOW`, so no symlink is
+//! followed at all.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::cvt;
+
+/// Set once `openat2` has answered ENOSYS: the kernel is older than 5.6.
+static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+
+/// What a path names, from `fstat` on a descriptor that was opened with
+/// `O_PATH` (so opening it had no side effect, even for a device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    /// Device, FIFO, socket: never opened for reading.
+    Special,
+}
+
+/// The metadata brisk needs of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    pub size: u64,
+    /// Modification time in whole seconds since the epoch.
+    pub mtime: u64,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+fn fstat(fd: RawFd) -> io::Result<Meta> {
+    // SAFETY: `st` is plain old data written by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is a valid out-pointer.
+    cvt(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(meta_of(&st))
+}
+
+fn meta_of(st: &libc::stat) -> Meta {
+    let kind = match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::File,
+        libc::S_IFDIR => Kind::Dir,
+        _ => Kind::Special,
+    };
+    Meta {
+        kind,
+        size: st.st_size.max(0) as u64,
+        mtime: st.st_mtime.max(0) as u64,
+        dev: st.st_dev,
+        ino: st.st_ino,
+    }
+}
+
+/// A directory that requests are confined to.
+#[derive(Debug)]
+pub struct Root {
+    fd: OwnedFd,
+    /// Follow symlinks wherever they lead (`symlinks_outside_root = true`).
+    follow_outside: bool,
+    /// Use the component-walk fallback even if `openat2` exists (tests).
+    force_fallback: bool,
+}
+
+impl Root {
+    /// Opens the root directory.
+    pub fn open(path: &Path, follow_outside: bool) -> io::Result<Root> {
+        let c = cstring(path.as_os_str().as_encoded_bytes())?;
+        // SAFETY: `c` is a valid NUL-terminated string.
+        let fd = cvt(unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })?;
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Root {
+            fd,
+            follow_outside,
+            force_fallback: false,
+        })
+    }
+
+    /// Forces the no-`openat2` fallback, to test it on any kernel.
+    pub fn force_fallback(&mut self) {
+        self.force_fallback = true;
+    }
+
+    /// Looks up `rel` (a normalised path relative to the root, without a
+    /// leading `/`; empty for the root itself) without opening it for I/O.
+    pub fn stat(&self, rel: &[u8]) -> io::Result<(OwnedFd, Meta)> {
+        let fd = self.open_flags(rel, libc::O_PATH)?;
+        let meta = fstat(fd.as_raw_fd())?;
+        Ok((fd, meta))
+    }
+
+    /// Opens the regular file `rel` for reading. Anything that is not a
+    /// regular file is refused with `PermissionDenied` before it is opened.
+    pub fn open_file(&self, rel: &[u8]) -> io::Result<(File, Meta)> {
+        let (_, meta) = self.stat(rel)?;
+        if meta.kind != Kind::File {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        let fd = self.open_flags(rel, libc::O_RDONLY | libc::O_NOCTTY | libc::O_NONBLOCK)?;
+        let opened = fstat(fd.as_raw_fd())?;
+        // The name may have been replaced between the two opens; only
+        // serve the object that was checked.
+        if opened.dev != meta.dev || opened.ino != meta.ino || opened.kind != Kind::File {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        Ok((File::from(fd), opened))
+    }
+
+    /// Lists the directory `rel`: each entry's name and metadata (entries
+    /// that vanish while listing are skipped; symlinks are not followed).
+    pub fn list_dir(&self, rel: &[u8]) -> io::Result<Vec<(Vec<u8>, Meta)>> {
+        let fd = self.open_flags(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        read_dir(fd)
+    }
+
+    fn open_flags(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
+        let flags = flags | libc::O_CLOEXEC;
+        if self.follow_outside {
+            return openat(self.fd.as_raw_fd(), rel, flags);
+        }
+        if !self.force_fallback && !NO_OPENAT2.load(Ordering::Relaxed) {
+            match openat2_beneath(self.fd.as_raw_fd(), rel, flags) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    NO_OPENAT2.store(true, Ordering::Relaxed)
+                }
+                // RESOLVE_BENEATH answers EXDEV for an escape attempt.
+                Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                    return Err(io::Error::from(io::ErrorKind::PermissionDenied))
+                }
+                other => return other,
+            }
+        }
+        self.walk_nofollow(rel, flags)
+    }
+
+    /// The fallback: one `openat(O_NOFOLLOW)` per component, so neither
+    /// `..` (refused here) nor any symlink can lead out of the root.
+    fn walk_nofollow(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        let mut parts = rel
+            .split(|&b| b == b'/')
+            .filter(|p| !p.is_empty() && *p != b".")
+            .peekable();
+        let mut dir: Option<OwnedFd> = None;
+        while let Some(part) = parts.next() {
+            if part == b".." {
+                return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+            }
+            let at = dir.as_ref().map_or(self.fd.as_raw_fd(), |d| d.as_raw_fd());
+            let last = parts.peek().is_none();
+            let f = if last {
+                flags | libc::O_NOFOLLOW
+            } else {
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
+            };
+            let fd = openat(at, part, f).map_err(|e| {
+                // ELOOP is what O_NOFOLLOW answers for a symlink.
+                if e.raw_os_error() == Some(libc::ELOOP)
+                    || e.raw_os_error() == Some(libc::ENOTDIR) && !last
+                {
+                    io::Error::from(io::ErrorKind::PermissionDenied)
+                } else {
+                    e
+                }
+            })?;
+            dir = Some(fd);
+        }
+        match dir {
+            Some(fd) => Ok(fd),
+            None => openat(self.fd.as_raw_fd(), b".", flags),
+        }
+    }
+}
+
+fn cstring(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+fn openat(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = cstring(rel)?;
+    // SAFETY: `c` is NUL-terminated and `dir` is an open descriptor.
+    let fd = cvt(unsafe { libc::openat(dir, c.as_ptr(), flags, 0) })?;
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn openat2_beneath(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = cstring(rel)?;
+    // SAFETY: open_how is plain old data; zero is valid for every field.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: `c` is NUL-terminated, `how` is a valid open_how of the size
+    // passed, `dir` is an open descriptor.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir,
+            c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    let fd = cvt(ret as libc::c_int)?;
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta)>> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: fdopendir takes ownership of the descriptor on success.
+    let dirp = unsafe { libc::fdopendir(raw) };
+    if dirp.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    std::mem::forget(fd); // now owned by `dirp`, closed by closedir
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: `dirp` is a valid open directory stream.
+        let ent = unsafe { libc::readdir(dirp) };
+        if ent.is_null() {
+            break;
+        }
+        // SAFETY: readdir returned a valid dirent whose d_name is NUL-terminated.
+        let name = unsafe { std::ffi::CStr::from_ptr((*ent).d_name.as_ptr()) };
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        // SAFETY: plain old data written by the kernel.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: the dirfd of a valid stream, a NUL-terminated name, a valid out-pointer.
+        let r = unsafe {
+            libc::fstatat(
+                libc::dirfd(dirp),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if r == 0 {
+            out.push((bytes.to_vec(), meta_of(&st)));
+        }
+    }
+    // SAFETY: `dirp` is valid and not used afterwards.
+    unsafe { libc::closedir(dirp) };
+    Ok(out)
+}

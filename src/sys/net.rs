@@ -1,0 +1,139 @@
+//! Sockets: `SO_REUSEPORT` listeners, `sendfile`, half-close.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::{cvt, cvt_size};
+
+fn setsockopt_int(
+    fd: libc::c_int,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `value` lives across the call and its size is passed exactly.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+/// Creates a non-blocking listening socket bound to `addr`.
+///
+/// With `reuseport`, several sockets (one per worker) may bind the same
+/// address and the kernel spreads new connections across them.
+pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: i32) -> io::Result<TcpListener> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain syscall; the returned descriptor is owned below.
+    let fd = cvt(unsafe {
+        libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    if reuseport {
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
+    if addr.is_ipv6() {
+        // `[::]:80` must not also take IPv4: that is `0.0.0.0:80`'s job.
+        setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
+    }
+    let (storage, len) = sockaddr(addr);
+    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
+    cvt(unsafe { libc::bind(fd, (&storage as *const libc::sockaddr_storage).cast(), len) })?;
+    // SAFETY: plain syscall on a descriptor we own.
+    cvt(unsafe { libc::listen(fd, backlog) })?;
+    Ok(TcpListener::from(owned))
+}
+
+/// Sends up to `count` bytes of `file` from `offset` to socket `sock`
+/// without copying through user space; advances `offset`.
+pub fn sendfile(
+    sock: &impl AsRawFd,
+    file: &impl AsRawFd,
+    offset: &mut u64,
+    count: usize,
+) -> io::Result<usize> {
+    let mut off = *offset as libc::off_t;
+    // SAFETY: both descriptors are open for the duration of the call and
+    // `off` is a valid, exclusively borrowed off_t.
+    let n =
+        cvt_size(unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, count) })?;
+    *offset = off as u64;
+    Ok(n)
+}
+
+/// `send(2)` with `MSG_MORE` when more data follows at once (a head before
+/// a `sendfile` body), so the kernel can put both in one segment.
+pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {
+    let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
+    // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
+    cvt_size(unsafe { libc::send(sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
+}
+
+/// Reads from `sock` into the spare capacity of `buf` (never initialising
+/// it first), growing `buf.len()` by the bytes read.
+pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let spare = buf.capacity() - buf.len();
+    // SAFETY: the pointer and length describe the vector's spare capacity,
+    // which the kernel writes; set_len only covers bytes it wrote.
+    unsafe {
+        let n = cvt_size(libc::read(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().add(buf.len()).cast(),
+            spare,
+        ))?;
+        buf.set_len(buf.len() + n);
+        Ok(n)
+    }
+}

@@ -1,0 +1,56 @@
+//! Process-wide set-up: descriptor limits, daemonizing.
+
+use std::io;
+
+use super::cvt;
+
+/// Raises the soft limit on open descriptors to the hard limit (so 10,000
+/// connections fit) and returns the new soft limit.
+pub fn raise_nofile_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid out-pointer.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    if lim.rlim_cur < lim.rlim_max {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: `lim` is a valid rlimit.
+        cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
+    }
+    Ok(lim.rlim_cur as u64)
+}
+
+/// Detaches from the terminal: fork, `setsid`, fork again, standard
+/// streams to /dev/null. Must run before any thread is spawned.
+pub fn daemonize() -> io::Result<()> {
+    for round in 0..2 {
+        // SAFETY: no other threads exist yet (the caller's contract), so
+        // the child is a faithful copy.
+        let pid = cvt(unsafe { libc::fork() })?;
+        if pid > 0 {
+            // SAFETY: the parent leaves at once without running destructors
+            // that could flush shared buffers twice.
+            unsafe { libc::_exit(0) };
+        }
+        if round == 0 {
+            // SAFETY: plain syscall.
+            cvt(unsafe { libc::setsid() })?;
+        }
+    }
+    let devnull = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    use std::os::fd::AsRawFd;
+    for fd in 0..3 {
+        // SAFETY: both descriptors are open; dup2 replaces the standard one.
+        cvt(unsafe { libc::dup2(devnull.as_raw_fd(), fd) })?;
+    }
+    Ok(())
+}
+
+/// This process's id.
+pub fn pid() -> u32 {
+    std::process::id()
+}

@@ -1,0 +1,61 @@
+//! Signals, taken synchronously: they are blocked in every thread and the
+//! main thread collects them with `sigtimedwait`, so no handler ever runs
+//! in the middle of an event loop.
+
+use std::io;
+use std::time::Duration;
+
+/// A signal brisk acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT or SIGTERM: stop gracefully.
+    Terminate,
+    /// SIGHUP: reload.
+    Hangup,
+    /// SIGUSR1: reopen log files.
+    ReopenLogs,
+}
+
+const HANDLED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1];
+
+fn handled_set() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain old data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for s in HANDLED {
+            libc::sigaddset(&mut set, s);
+        }
+    }
+    set
+}
+
+/// Blocks the handled signals in the calling thread; threads spawned
+/// afterwards inherit the mask. Call before spawning workers.
+pub fn block() -> io::Result<()> {
+    let set = handled_set();
+    // SAFETY: `set` is initialised; the old mask is not wanted.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// Waits up to `timeout` for a handled signal.
+pub fn wait(timeout: Duration) -> Option<Signal> {
+    let set = handled_set();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `set` and `ts` are valid; siginfo is not wanted.
+    let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    match sig {
+        libc::SIGINT | libc::SIGTERM => Some(Signal::Terminate),
+        libc::SIGHUP => Some(Signal::Hangup),
+        libc::SIGUSR1 => Some(Signal::ReopenLogs),
+        _ => None,
+    }
+}
