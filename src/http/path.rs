@@ -209,14 +209,24 @@ mod tests {
 
     #[test]
     fn malformed_escapes_are_refused() {
-        for p in ["/%", "/%4", "/%zz", "/%g0", "/%0g", "/a%", "/a%2", "/%%41", "/% 1"] {
+        for p in [
+            "/%", "/%4", "/%zz", "/%g0", "/%0g", "/a%", "/a%2", "/%%41", "/% 1",
+        ] {
             err(p, BAD_ESCAPE);
         }
     }
 
     #[test]
     fn control_bytes_are_refused() {
-        for p in ["/%00", "/a%00.html", "/%0a", "/%0D%0A", "/%1f", "/%7f", "/%7F"] {
+        for p in [
+            "/%00",
+            "/a%00.html",
+            "/%0a",
+            "/%0D%0A",
+            "/%1f",
+            "/%7f",
+            "/%7F",
+        ] {
             err(p, CONTROL_BYTE);
         }
         let mut out = Vec::new();
@@ -229,7 +239,17 @@ mod tests {
 
     #[test]
     fn leading_slash_is_required() {
-        for p in ["", "a", "a/b", ".", "..", "%2F", "%2fetc/passwd", "*", "\\a"] {
+        for p in [
+            "",
+            "a",
+            "a/b",
+            ".",
+            "..",
+            "%2F",
+            "%2fetc/passwd",
+            "*",
+            "\\a",
+        ] {
             err(p, NO_LEADING_SLASH);
         }
     }
