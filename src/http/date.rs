@@ -125,7 +125,7 @@ fn month_number(name: &[u8]) -> Option<u32> {
 }
 
 fn is_leap(year: u32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
 }
 
 /// Validates the fields and converts them to seconds since the epoch.
@@ -174,7 +174,7 @@ fn parse_imf_fixdate(v: &[u8]) -> Option<u64> {
         || v[11] != b' '
         || v[16] != b' '
         || &v[25..] != b" GMT"
-        || !DAY_NAMES.iter().any(|d| &d[..] == &v[..3])
+        || !DAY_NAMES.iter().any(|d| d[..] == v[..3])
     {
         return None;
     }
@@ -229,7 +229,7 @@ fn parse_asctime(v: &[u8]) -> Option<u64> {
         || v[7] != b' '
         || v[10] != b' '
         || v[19] != b' '
-        || !DAY_NAMES.iter().any(|d| &d[..] == &v[..3])
+        || !DAY_NAMES.iter().any(|d| d[..] == v[..3])
     {
         return None;
     }
