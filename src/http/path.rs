@@ -374,6 +374,82 @@ mod tests {
         }
     }
 
+    /// A straightforward model: decode everything, split on '/', use a stack.
+    fn model(p: &[u8]) -> Option<Vec<u8>> {
+        if p.first() != Some(&b'/') {
+            return None;
+        }
+        let mut decoded = Vec::new();
+        let mut i = 0;
+        while i < p.len() {
+            if p[i] == b'%' {
+                let hex = std::str::from_utf8(p.get(i + 1..i + 3)?).ok()?;
+                decoded.push(
+                    u8::from_str_radix(hex, 16)
+                        .ok()
+                        .filter(|_| !hex.starts_with('+'))?,
+                );
+                i += 3;
+            } else {
+                decoded.push(p[i]);
+                i += 1;
+            }
+        }
+        if decoded.iter().any(|&b| b < 0x20 || b == 0x7f) {
+            return None;
+        }
+        let mut stack: Vec<&[u8]> = Vec::new();
+        let segs: Vec<&[u8]> = decoded[1..].split(|&b| b == b'/').collect();
+        let last = segs.len() - 1;
+        let mut trailing = false;
+        for (n, seg) in segs.into_iter().enumerate() {
+            trailing = n == last && matches!(seg, b"" | b"." | b"..");
+            match seg {
+                b"" | b"." => {}
+                b".." => {
+                    stack.pop()?;
+                }
+                _ => stack.push(seg),
+            }
+        }
+        let mut out = b"/".to_vec();
+        out.extend_from_slice(&stack.join(&b'/'));
+        if trailing && out.len() > 1 {
+            out.push(b'/');
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn agrees_with_a_simple_model_on_generated_paths() {
+        const TOKENS: [&[u8]; 14] = [
+            b"/", b"/", b".", b"..", b"%2e", b"%2E%2e", b"%2f", b"%2F", b"a", b"bc", b"%", b"%00",
+            b"%41", b"%252e",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut out = Vec::new();
+        let mut path = Vec::new();
+        for _ in 0..50_000 {
+            path.clear();
+            if next() % 8 != 0 {
+                path.push(b'/');
+            }
+            for _ in 0..next() % 10 {
+                path.extend_from_slice(TOKENS[(next() % TOKENS.len() as u64) as usize]);
+            }
+            let got = decode_and_normalize(&path, &mut out)
+                .ok()
+                .map(|()| out.clone());
+            assert_eq!(got, model(&path), "{:?}", String::from_utf8_lossy(&path));
+        }
+    }
+
     #[test]
     fn dotfile_segments() {
         assert!(has_dotfile_segment(b"/.git/config"));
