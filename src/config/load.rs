@@ -1,0 +1,677 @@
+//! TOML document → [`Config`], with errors that name file, line and key.
+//!
+//! The document is parsed into toml's spanned tree (`DeTable`) rather than
+//! deserialized through serde derives: every value keeps its byte span, so
+//! each error can point at its line, and unknown keys, types and ranges are
+//! checked by hand with messages that say what is allowed. It also keeps the
+//! binary smaller than a derive per section would.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::de::{DeString, DeTable, DeValue};
+use toml::Spanned;
+
+use super::units::{self, DURATION_HELP, LISTEN_HELP, SIZE_HELP};
+use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
+
+/// One TOML document to load.
+pub(crate) struct Source<'a> {
+    /// How errors name it: the path as given, or `<built-in>`.
+    pub name: &'a str,
+    /// The document.
+    pub text: &'a str,
+    /// Directory that relative paths in the document are relative to.
+    pub base: &'a Path,
+}
+
+/// Keys of the top-level table.
+const TOP_KEYS: &[&str] = &[
+    "listen",
+    "root",
+    "workers",
+    "server_header",
+    "daemon",
+    "pid_file",
+    "log",
+    "static",
+    "limits",
+    "timeouts",
+    "mime",
+    "headers",
+];
+
+/// Documented sections that this version does not implement yet: refused
+/// loudly rather than ignored, so nobody believes a CGI or an auth rule is
+/// in force when it is not.
+const NOT_YET: &[(&str, &str)] = &[
+    ("cgi", "CGI"),
+    ("auth", "authentication"),
+    ("throttle", "throttling"),
+    ("user", "dropping privileges (user)"),
+    ("group", "dropping privileges (group)"),
+    ("chroot", "chroot"),
+];
+
+const LOG_KEYS: &[&str] = &["access", "format", "level", "error"];
+const STATIC_KEYS: &[&str] = &[
+    "index",
+    "autoindex",
+    "dotfiles",
+    "query_in_filename",
+    "precompressed",
+    "symlinks_outside_root",
+];
+const LIMIT_KEYS: &[&str] = &[
+    "max_request_line",
+    "max_header_bytes",
+    "max_headers",
+    "max_body",
+    "keepalive_requests",
+    "max_connections",
+];
+const TIMEOUT_KEYS: &[&str] = &["header", "keepalive", "send", "body", "shutdown"];
+const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
+
+/// Headers that describe the message framing or are owned by the server;
+/// letting a config set them would produce broken or ambiguous responses.
+const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection", "date"];
+
+/// Upper bound for timeouts: anything longer is surely a typo.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
+
+/// Loads `src` on top of `config`. Returns where `root` was set (an error
+/// prefix such as `site.toml:4: root`), because the root is only checked
+/// once the command line had its chance to override it.
+pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Option<String>, ConfigError> {
+    let doc = DeTable::parse(src.text).map_err(|e| syntax_error(src, &e))?;
+    let cx = Cx { src };
+    let mut root_from = None;
+    for (key, value) in sorted(doc.get_ref()) {
+        let name = key.get_ref().as_ref();
+        match name {
+            "listen" => config.listen = cx.listen(value)?,
+            "root" => {
+                config.root = cx.path("root", value)?;
+                root_from = Some(format!("{}: root", cx.at(value.span())));
+            }
+            "workers" => config.workers = cx.integer("workers", value, 0, 1024)? as usize,
+            "server_header" => {
+                let s = cx.string("server_header", value)?;
+                if !units::is_header_value(s) {
+                    return Err(cx.fail(
+                        value,
+                        "server_header",
+                        "control characters are not allowed",
+                    ));
+                }
+                config.server_header = s.to_string();
+            }
+            "daemon" => config.daemon = cx.boolean("daemon", value)?,
+            "pid_file" => config.pid_file = Some(cx.path("pid_file", value)?),
+            "log" => cx.log(value, config)?,
+            "static" => cx.static_section(value, config)?,
+            "limits" => cx.limits(value, config)?,
+            "timeouts" => cx.timeouts(value, config)?,
+            "mime" => config.mime = cx.mime(value)?,
+            "headers" => config.headers = cx.headers(value)?,
+            _ => return Err(cx.unknown(key, "", TOP_KEYS)),
+        }
+    }
+    Ok(root_from)
+}
+
+/// `site.toml:3:7: <parser message>`.
+fn syntax_error(src: &Source<'_>, e: &toml::de::Error) -> ConfigError {
+    let msg = e.message().trim_end();
+    let message = match e.span() {
+        Some(span) => {
+            let (line, col) = line_col(src.text, span.start);
+            format!("{}:{line}:{col}: {msg}", src.name)
+        }
+        None => format!("{}: {msg}", src.name),
+    };
+    ConfigError { message }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = before[line_start..].chars().count() + 1;
+    (line, col)
+}
+
+/// Entries in file order, so that the first error reported is the first in
+/// the file whatever order the map keeps.
+fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
+    let mut entries: Vec<Entry<'t, 'i>> = table.iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    entries
+}
+
+/// `"maybe"`, `42`, `an array`: how a value is shown in "got …".
+fn describe(v: &DeValue<'_>) -> String {
+    match v {
+        DeValue::String(s) => format!("{:?}", s.as_ref()),
+        DeValue::Integer(i) => format!("{i}"),
+        DeValue::Float(f) => format!("{f}"),
+        DeValue::Boolean(b) => b.to_string(),
+        DeValue::Datetime(_) => "a date-time".to_string(),
+        DeValue::Array(_) => "an array".to_string(),
+        DeValue::Table(_) => "a table".to_string(),
+    }
+}
+
+/// The loading context: knows the source, so it can place errors.
+struct Cx<'s> {
+    src: &'s Source<'s>,
+}
+
+impl Cx<'_> {
+    /// `site.toml:12`.
+    fn at(&self, span: Range<usize>) -> String {
+        format!(
+            "{}:{}",
+            self.src.name,
+            line_col(self.src.text, span.start).0
+        )
+    }
+
+    /// `site.toml:12: key: msg`.
+    fn fail<T>(&self, v: &Spanned<T>, key: &str, msg: &str) -> ConfigError {
+        ConfigError {
+            message: format!("{}: {key}: {msg}", self.at(v.span())),
+        }
+    }
+
+    /// `site.toml:12: key: expected WHAT; got GOT`.
+    fn expected(&self, v: &Spanned<DeValue<'_>>, key: &str, what: &str) -> ConfigError {
+        let msg = format!("expected {what}; got {}", describe(v.get_ref()));
+        self.fail(v, key, &msg)
+    }
+
+    /// Unknown key under `section` (`""` for the top level), with a hint.
+    fn unknown(&self, key: &Spanned<DeString<'_>>, section: &str, allowed: &[&str]) -> ConfigError {
+        let name = key.get_ref().as_ref();
+        let full = if section.is_empty() {
+            name.to_string()
+        } else {
+            format!("{section}.{name}")
+        };
+        if section.is_empty() {
+            if let Some((_, what)) = NOT_YET.iter().find(|(k, _)| *k == name) {
+                return ConfigError {
+                    message: format!(
+                        "{}: {name}: {what} is not available in this version of brisk; remove this setting",
+                        self.at(key.span())
+                    ),
+                };
+            }
+        }
+        let hint = match units::nearest(name, allowed) {
+            Some(n) => format!("did you mean \"{n}\"? "),
+            None => String::new(),
+        };
+        ConfigError {
+            message: format!(
+                "{}: unknown key \"{full}\"; {hint}expected {}",
+                self.at(key.span()),
+                units::one_of(allowed)
+            ),
+        }
+    }
+
+    fn table<'t, 'i>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'i>>,
+    ) -> Result<&'t DeTable<'i>, ConfigError> {
+        v.get_ref()
+            .as_table()
+            .ok_or_else(|| self.expected(v, key, "a table"))
+    }
+
+    fn string<'t>(&self, key: &str, v: &'t Spanned<DeValue<'_>>) -> Result<&'t str, ConfigError> {
+        v.get_ref()
+            .as_str()
+            .ok_or_else(|| self.expected(v, key, "a string"))
+    }
+
+    fn boolean(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<bool, ConfigError> {
+        v.get_ref()
+            .as_bool()
+            .ok_or_else(|| self.expected(v, key, "true or false"))
+    }
+
+    fn integer(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        min: i64,
+        max: i64,
+    ) -> Result<i64, ConfigError> {
+        let what = format!("an integer from {min} to {max}");
+        let n = match v.get_ref().as_integer() {
+            Some(i) => i64::from_str_radix(i.as_str(), i.radix()).ok(),
+            None => return Err(self.expected(v, key, &what)),
+        };
+        match n {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(self.expected(v, key, &what)),
+        }
+    }
+
+    /// An integer (bytes) or a size string.
+    fn size(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, ConfigError> {
+        let n = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
+            DeValue::String(s) => units::parse_size(s),
+            _ => None,
+        };
+        match n {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            Some(_) => Err(self.expected(v, key, &format!("a size from {min} to {max} bytes"))),
+            None => Err(self.expected(v, key, SIZE_HELP)),
+        }
+    }
+
+    /// An integer (seconds) or a duration string.
+    fn duration(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        allow_zero: bool,
+    ) -> Result<Duration, ConfigError> {
+        let d = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix())
+                .ok()
+                .map(Duration::from_secs),
+            DeValue::String(s) => units::parse_duration(s),
+            _ => None,
+        };
+        match d {
+            Some(d) if d > MAX_TIMEOUT => {
+                Err(self.expected(v, key, "a duration of at most 24 hours"))
+            }
+            Some(d) if d.is_zero() && !allow_zero => {
+                Err(self.expected(v, key, "a duration greater than zero"))
+            }
+            Some(d) => Ok(d),
+            None => Err(self.expected(v, key, DURATION_HELP)),
+        }
+    }
+
+    /// One of the `(name, value)` choices.
+    fn choice<T: Copy>(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        choices: &[(&str, T)],
+    ) -> Result<T, ConfigError> {
+        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+        let s = v.get_ref().as_str();
+        match choices.iter().find(|(n, _)| Some(*n) == s) {
+            Some((_, t)) => Ok(*t),
+            None => Err(self.expected(v, key, &units::one_of(&names))),
+        }
+    }
+
+    /// A string, or an array of strings; each with its span.
+    fn strings<'t, 'i>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'i>>,
+    ) -> Result<Vec<(&'t str, &'t Spanned<DeValue<'i>>)>, ConfigError> {
+        match v.get_ref() {
+            DeValue::String(s) => Ok(vec![(s.as_ref(), v)]),
+            DeValue::Array(items) => items
+                .iter()
+                .map(|item| match item.get_ref() {
+                    DeValue::String(s) => Ok((s.as_ref(), item)),
+                    _ => Err(self.expected(item, key, "a string")),
+                })
+                .collect(),
+            _ => Err(self.expected(v, key, "a string or an array of strings")),
+        }
+    }
+
+    /// A path, made absolute against the document's directory.
+    fn path(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<PathBuf, ConfigError> {
+        let s = self.string(key, v)?;
+        if s.is_empty() || s.contains('\0') {
+            return Err(self.expected(v, key, "a non-empty path"));
+        }
+        Ok(self.src.base.join(s))
+    }
+
+    fn listen(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<std::net::SocketAddr>, ConfigError> {
+        let items = self.strings("listen", v)?;
+        if items.is_empty() {
+            return Err(self.fail(v, "listen", "expected at least one address"));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (s, item) in items {
+            let addr =
+                units::parse_listen(s).ok_or_else(|| self.expected(item, "listen", LISTEN_HELP))?;
+            if out.contains(&addr) {
+                return Err(self.fail(item, "listen", &format!("{addr} is listed twice")));
+            }
+            out.push(addr);
+        }
+        Ok(out)
+    }
+
+    /// A log target; `dash` is what `"-"` means for this log.
+    fn target(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        dash: LogTarget,
+    ) -> Result<LogTarget, ConfigError> {
+        Ok(match self.string(key, v)? {
+            "-" => dash,
+            "off" => LogTarget::Off,
+            "stdout" => LogTarget::Stdout,
+            "stderr" => LogTarget::Stderr,
+            _ => LogTarget::File(self.path(key, v)?),
+        })
+    }
+
+    fn log(&self, v: &Spanned<DeValue<'_>>, config: &mut Config) -> Result<(), ConfigError> {
+        let log = &mut config.log;
+        for (key, value) in sorted(self.table("log", v)?) {
+            match key.get_ref().as_ref() {
+                "access" => log.access = self.target("log.access", value, LogTarget::Stdout)?,
+                "error" => log.error = self.target("log.error", value, LogTarget::Stderr)?,
+                "format" => {
+                    let formats = [
+                        ("common", AccessFormat::Common),
+                        ("combined", AccessFormat::Combined),
+                        ("json", AccessFormat::Json),
+                    ];
+                    log.format = self.choice("log.format", value, &formats)?;
+                }
+                "level" => {
+                    let levels = [
+                        ("off", Level::Off),
+                        ("error", Level::Error),
+                        ("warn", Level::Warn),
+                        ("info", Level::Info),
+                        ("debug", Level::Debug),
+                    ];
+                    log.level = self.choice("log.level", value, &levels)?;
+                }
+                _ => return Err(self.unknown(key, "log", LOG_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    fn static_section(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+        config: &mut Config,
+    ) -> Result<(), ConfigError> {
+        let st = &mut config.static_files;
+        for (key, value) in sorted(self.table("static", v)?) {
+            match key.get_ref().as_ref() {
+                "index" => {
+                    let mut names = Vec::new();
+                    for (s, item) in self.strings("static.index", value)? {
+                        if s.is_empty() || s == "." || s == ".." || s.contains(['/', '\0']) {
+                            return Err(self.expected(
+                                item,
+                                "static.index",
+                                "a plain file name (no \"/\")",
+                            ));
+                        }
+                        names.push(s.to_string());
+                    }
+                    st.index = names;
+                }
+                "autoindex" => st.autoindex = self.boolean("static.autoindex", value)?,
+                "dotfiles" => {
+                    let choices = [
+                        ("deny", Dotfiles::Deny),
+                        ("ignore", Dotfiles::Ignore),
+                        ("allow", Dotfiles::Allow),
+                    ];
+                    st.dotfiles = self.choice("static.dotfiles", value, &choices)?;
+                }
+                "query_in_filename" => {
+                    let mut prefixes = Vec::new();
+                    for (s, item) in self.strings("static.query_in_filename", value)? {
+                        if !s.starts_with('/') {
+                            return Err(self.expected(
+                                item,
+                                "static.query_in_filename",
+                                "a URL prefix starting with \"/\"",
+                            ));
+                        }
+                        prefixes.push(s.to_string());
+                    }
+                    st.query_in_filename = prefixes;
+                }
+                "precompressed" => {
+                    st.precompressed = self.boolean("static.precompressed", value)?
+                }
+                "symlinks_outside_root" => {
+                    st.symlinks_outside_root =
+                        self.boolean("static.symlinks_outside_root", value)?;
+                }
+                _ => return Err(self.unknown(key, "static", STATIC_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    fn limits(&self, v: &Spanned<DeValue<'_>>, config: &mut Config) -> Result<(), ConfigError> {
+        const MIB: u64 = 1 << 20;
+        let l = &mut config.limits;
+        for (key, value) in sorted(self.table("limits", v)?) {
+            let name = key.get_ref().as_ref();
+            let full = format!("limits.{name}");
+            match name {
+                "max_request_line" => {
+                    l.max_request_line = self.size(&full, value, 16, MIB)? as usize
+                }
+                "max_header_bytes" => {
+                    l.max_header_bytes = self.size(&full, value, 64, 16 * MIB)? as usize
+                }
+                "max_headers" => l.max_headers = self.integer(&full, value, 1, 10_000)? as usize,
+                "max_body" => l.max_body = self.size(&full, value, 0, u64::MAX)?,
+                "keepalive_requests" => {
+                    l.keepalive_requests =
+                        self.integer(&full, value, 1, i64::from(u32::MAX))? as u32;
+                }
+                "max_connections" => {
+                    l.max_connections = self.integer(&full, value, 1, 1_000_000)? as usize
+                }
+                _ => return Err(self.unknown(key, "limits", LIMIT_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    fn timeouts(&self, v: &Spanned<DeValue<'_>>, config: &mut Config) -> Result<(), ConfigError> {
+        let t = &mut config.timeouts;
+        for (key, value) in sorted(self.table("timeouts", v)?) {
+            let name = key.get_ref().as_ref();
+            let full = format!("timeouts.{name}");
+            match name {
+                "header" => t.header = self.duration(&full, value, false)?,
+                "keepalive" => t.keepalive = self.duration(&full, value, false)?,
+                "send" => t.send = self.duration(&full, value, false)?,
+                "body" => t.body = self.duration(&full, value, false)?,
+                // Zero is meaningful here: stop at once, abandoning responses.
+                "shutdown" => t.shutdown = self.duration(&full, value, true)?,
+                _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    fn mime(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<(String, String)>, ConfigError> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (key, value) in sorted(self.table("mime", v)?) {
+            let ext = key.get_ref().as_ref();
+            let full = format!("mime.{ext}");
+            if ext.is_empty() || ext.contains(['.', '/', '\\']) || !units::is_header_value(ext) {
+                return Err(self.fail(
+                    key,
+                    &full,
+                    "expected a file extension without \".\" or \"/\", like html",
+                ));
+            }
+            let ty = self.string(&full, value)?;
+            if !units::is_media_type(ty) {
+                return Err(self.expected(
+                    value,
+                    &full,
+                    "a media type like \"text/html\" or \"text/plain; charset=utf-8\"",
+                ));
+            }
+            let ext = ext.to_ascii_lowercase();
+            if out.iter().any(|(e, _)| *e == ext) {
+                return Err(self.fail(
+                    key,
+                    &full,
+                    "this extension is listed twice (extensions are case-insensitive)",
+                ));
+            }
+            out.push((ext, ty.to_string()));
+        }
+        Ok(out)
+    }
+
+    fn headers(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<HeaderRule>, ConfigError> {
+        let what = "an array of tables ([[headers]])";
+        let items = match v.get_ref() {
+            DeValue::Array(items) => items,
+            _ => return Err(self.expected(v, "headers", what)),
+        };
+        let mut rules = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let section = format!("headers[{}]", i + 1);
+            let table = self.table(&section, item)?;
+            rules.push(self.header_rule(&section, item, table)?);
+        }
+        Ok(rules)
+    }
+
+    fn header_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<HeaderRule, ConfigError> {
+        let mut matcher = None;
+        let mut set = None;
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            match name {
+                "path" | "pattern" => {
+                    if matcher.is_some() {
+                        return Err(self.fail(key, &full, "give either path or pattern, not both"));
+                    }
+                    let s = self.string(&full, value)?;
+                    if !units::is_header_value(s) {
+                        return Err(self.fail(value, &full, "control characters are not allowed"));
+                    }
+                    matcher = Some(if name == "path" {
+                        if !s.starts_with('/') {
+                            return Err(self.expected(
+                                value,
+                                &full,
+                                "a URL prefix starting with \"/\"",
+                            ));
+                        }
+                        PathMatch::Prefix(s.to_string())
+                    } else {
+                        if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
+                            return Err(self.expected(
+                                value,
+                                &full,
+                                "a glob like \"*.css\" (last segment) or \"/assets/*.css\" (whole path)",
+                            ));
+                        }
+                        PathMatch::Glob(s.to_string())
+                    });
+                }
+                "set" => set = Some(self.header_set(&full, value)?),
+                _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
+            }
+        }
+        let matcher = matcher.ok_or_else(|| {
+            self.fail(
+                item,
+                section,
+                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
+            )
+        })?;
+        let set = set.ok_or_else(|| {
+            self.fail(item, section, "needs set = { \"Header-Name\" = \"value\" }")
+        })?;
+        Ok(HeaderRule { matcher, set })
+    }
+
+    fn header_set(
+        &self,
+        full: &str,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        let entries = sorted(self.table(full, v)?);
+        if entries.is_empty() {
+            return Err(self.fail(v, full, "expected at least one header"));
+        }
+        let mut out: Vec<(String, String)> = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            let name = key.get_ref().as_ref();
+            let key_name = format!("{full}.{name:?}");
+            if !units::is_token(name) {
+                return Err(self.fail(
+                    key,
+                    &key_name,
+                    "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+                ));
+            }
+            if FRAMING_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+                return Err(self.fail(
+                    key,
+                    &key_name,
+                    "Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured",
+                ));
+            }
+            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                return Err(self.fail(
+                    key,
+                    &key_name,
+                    "this header is set twice (names are case-insensitive)",
+                ));
+            }
+            let s = self.string(&key_name, value)?;
+            if !units::is_header_value(s) {
+                return Err(self.fail(
+                    value,
+                    &key_name,
+                    "control characters (CR, LF, NUL…) are not allowed in a header value",
+                ));
+            }
+            out.push((name.to_string(), s.to_string()));
+        }
+        Ok(out)
+    }
+}
