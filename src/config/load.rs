@@ -14,7 +14,7 @@ use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
 use super::units::{self, DURATION_HELP, LISTEN_HELP, SIZE_HELP};
-use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
+use super::{Config, ConfigError, LogTarget};
 
 /// One TOML document to load.
 pub(crate) struct Source<'a> {
@@ -54,34 +54,10 @@ const NOT_YET: &[(&str, &str)] = &[
     ("chroot", "chroot"),
 ];
 
-const LOG_KEYS: &[&str] = &["access", "format", "level", "error"];
-const STATIC_KEYS: &[&str] = &[
-    "index",
-    "autoindex",
-    "dotfiles",
-    "query_in_filename",
-    "precompressed",
-    "symlinks_outside_root",
-];
-const LIMIT_KEYS: &[&str] = &[
-    "max_request_line",
-    "max_header_bytes",
-    "max_headers",
-    "max_body",
-    "keepalive_requests",
-    "max_connections",
-];
-const TIMEOUT_KEYS: &[&str] = &["header", "keepalive", "send", "body", "shutdown"];
-const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
-
-/// Headers that describe the message framing or are owned by the server;
-/// letting a config set them would produce broken or ambiguous responses.
-const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection", "date"];
-
 /// Upper bound for timeouts: anything longer is surely a typo.
-const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
-type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
+pub(super) type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
 
 /// Loads `src` on top of `config`. Returns where `root` was set (an error
 /// prefix such as `site.toml:4: root`), because the root is only checked
@@ -149,7 +125,7 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// Entries in file order, so that the first error reported is the first in
 /// the file whatever order the map keeps.
-fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
+pub(super) fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
     let mut entries: Vec<Entry<'t, 'i>> = table.iter().collect();
     entries.sort_by_key(|(k, _)| k.span().start);
     entries
@@ -169,13 +145,13 @@ fn describe(v: &DeValue<'_>) -> String {
 }
 
 /// The loading context: knows the source, so it can place errors.
-struct Cx<'s> {
-    src: &'s Source<'s>,
+pub(super) struct Cx<'s> {
+    pub(super) src: &'s Source<'s>,
 }
 
 impl Cx<'_> {
     /// `site.toml:12`.
-    fn at(&self, span: Range<usize>) -> String {
+    pub(super) fn at(&self, span: Range<usize>) -> String {
         format!(
             "{}:{}",
             self.src.name,
@@ -184,20 +160,25 @@ impl Cx<'_> {
     }
 
     /// `site.toml:12: key: msg`.
-    fn fail<T>(&self, v: &Spanned<T>, key: &str, msg: &str) -> ConfigError {
+    pub(super) fn fail<T>(&self, v: &Spanned<T>, key: &str, msg: &str) -> ConfigError {
         ConfigError {
             message: format!("{}: {key}: {msg}", self.at(v.span())),
         }
     }
 
     /// `site.toml:12: key: expected WHAT; got GOT`.
-    fn expected(&self, v: &Spanned<DeValue<'_>>, key: &str, what: &str) -> ConfigError {
+    pub(super) fn expected(&self, v: &Spanned<DeValue<'_>>, key: &str, what: &str) -> ConfigError {
         let msg = format!("expected {what}; got {}", describe(v.get_ref()));
         self.fail(v, key, &msg)
     }
 
     /// Unknown key under `section` (`""` for the top level), with a hint.
-    fn unknown(&self, key: &Spanned<DeString<'_>>, section: &str, allowed: &[&str]) -> ConfigError {
+    pub(super) fn unknown(
+        &self,
+        key: &Spanned<DeString<'_>>,
+        section: &str,
+        allowed: &[&str],
+    ) -> ConfigError {
         let name = key.get_ref().as_ref();
         let full = if section.is_empty() {
             name.to_string()
@@ -227,7 +208,7 @@ impl Cx<'_> {
         }
     }
 
-    fn table<'t, 'i>(
+    pub(super) fn table<'t, 'i>(
         &self,
         key: &str,
         v: &'t Spanned<DeValue<'i>>,
@@ -237,19 +218,23 @@ impl Cx<'_> {
             .ok_or_else(|| self.expected(v, key, "a table"))
     }
 
-    fn string<'t>(&self, key: &str, v: &'t Spanned<DeValue<'_>>) -> Result<&'t str, ConfigError> {
+    pub(super) fn string<'t>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'_>>,
+    ) -> Result<&'t str, ConfigError> {
         v.get_ref()
             .as_str()
             .ok_or_else(|| self.expected(v, key, "a string"))
     }
 
-    fn boolean(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<bool, ConfigError> {
+    pub(super) fn boolean(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<bool, ConfigError> {
         v.get_ref()
             .as_bool()
             .ok_or_else(|| self.expected(v, key, "true or false"))
     }
 
-    fn integer(
+    pub(super) fn integer(
         &self,
         key: &str,
         v: &Spanned<DeValue<'_>>,
@@ -268,7 +253,7 @@ impl Cx<'_> {
     }
 
     /// An integer (bytes) or a size string.
-    fn size(
+    pub(super) fn size(
         &self,
         key: &str,
         v: &Spanned<DeValue<'_>>,
@@ -288,7 +273,7 @@ impl Cx<'_> {
     }
 
     /// An integer (seconds) or a duration string.
-    fn duration(
+    pub(super) fn duration(
         &self,
         key: &str,
         v: &Spanned<DeValue<'_>>,
@@ -314,7 +299,7 @@ impl Cx<'_> {
     }
 
     /// One of the `(name, value)` choices.
-    fn choice<T: Copy>(
+    pub(super) fn choice<T: Copy>(
         &self,
         key: &str,
         v: &Spanned<DeValue<'_>>,
@@ -329,7 +314,7 @@ impl Cx<'_> {
     }
 
     /// A string, or an array of strings; each with its span.
-    fn strings<'t, 'i>(
+    pub(super) fn strings<'t, 'i>(
         &self,
         key: &str,
         v: &'t Spanned<DeValue<'i>>,
@@ -348,7 +333,7 @@ impl Cx<'_> {
     }
 
     /// A path, made absolute against the document's directory.
-    fn path(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<PathBuf, ConfigError> {
+    pub(super) fn path(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<PathBuf, ConfigError> {
         let s = self.string(key, v)?;
         if s.is_empty() || s.contains('\0') {
             return Err(self.expected(v, key, "a non-empty path"));
@@ -374,7 +359,7 @@ impl Cx<'_> {
     }
 
     /// A log target; `dash` is what `"-"` means for this log.
-    fn target(
+    pub(super) fn target(
         &self,
         key: &str,
         v: &Spanned<DeValue<'_>>,
@@ -387,291 +372,5 @@ impl Cx<'_> {
             "stderr" => LogTarget::Stderr,
             _ => LogTarget::File(self.path(key, v)?),
         })
-    }
-
-    fn log(&self, v: &Spanned<DeValue<'_>>, config: &mut Config) -> Result<(), ConfigError> {
-        let log = &mut config.log;
-        for (key, value) in sorted(self.table("log", v)?) {
-            match key.get_ref().as_ref() {
-                "access" => log.access = self.target("log.access", value, LogTarget::Stdout)?,
-                "error" => log.error = self.target("log.error", value, LogTarget::Stderr)?,
-                "format" => {
-                    let formats = [
-                        ("common", AccessFormat::Common),
-                        ("combined", AccessFormat::Combined),
-                        ("json", AccessFormat::Json),
-                    ];
-                    log.format = self.choice("log.format", value, &formats)?;
-                }
-                "level" => {
-                    let levels = [
-                        ("off", Level::Off),
-                        ("error", Level::Error),
-                        ("warn", Level::Warn),
-                        ("info", Level::Info),
-                        ("debug", Level::Debug),
-                    ];
-                    log.level = self.choice("log.level", value, &levels)?;
-                }
-                _ => return Err(self.unknown(key, "log", LOG_KEYS)),
-            }
-        }
-        Ok(())
-    }
-
-    fn static_section(
-        &self,
-        v: &Spanned<DeValue<'_>>,
-        config: &mut Config,
-    ) -> Result<(), ConfigError> {
-        let st = &mut config.static_files;
-        for (key, value) in sorted(self.table("static", v)?) {
-            match key.get_ref().as_ref() {
-                "index" => {
-                    let mut names = Vec::new();
-                    for (s, item) in self.strings("static.index", value)? {
-                        if s.is_empty() || s == "." || s == ".." || s.contains(['/', '\0']) {
-                            return Err(self.expected(
-                                item,
-                                "static.index",
-                                "a plain file name (no \"/\")",
-                            ));
-                        }
-                        names.push(s.to_string());
-                    }
-                    st.index = names;
-                }
-                "autoindex" => st.autoindex = self.boolean("static.autoindex", value)?,
-                "dotfiles" => {
-                    let choices = [
-                        ("deny", Dotfiles::Deny),
-                        ("ignore", Dotfiles::Ignore),
-                        ("allow", Dotfiles::Allow),
-                    ];
-                    st.dotfiles = self.choice("static.dotfiles", value, &choices)?;
-                }
-                "query_in_filename" => {
-                    let mut prefixes = Vec::new();
-                    for (s, item) in self.strings("static.query_in_filename", value)? {
-                        if !s.starts_with('/') {
-                            return Err(self.expected(
-                                item,
-                                "static.query_in_filename",
-                                "a URL prefix starting with \"/\"",
-                            ));
-                        }
-                        prefixes.push(s.to_string());
-                    }
-                    st.query_in_filename = prefixes;
-                }
-                "precompressed" => {
-                    st.precompressed = self.boolean("static.precompressed", value)?
-                }
-                "symlinks_outside_root" => {
-                    st.symlinks_outside_root =
-                        self.boolean("static.symlinks_outside_root", value)?;
-                }
-                _ => return Err(self.unknown(key, "static", STATIC_KEYS)),
-            }
-        }
-        Ok(())
-    }
-
-    fn limits(&self, v: &Spanned<DeValue<'_>>, config: &mut Config) -> Result<(), ConfigError> {
-        const MIB: u64 = 1 << 20;
-        let l = &mut config.limits;
-        for (key, value) in sorted(self.table("limits", v)?) {
-            let name = key.get_ref().as_ref();
-            let full = format!("limits.{name}");
-            match name {
-                "max_request_line" => {
-                    l.max_request_line = self.size(&full, value, 16, MIB)? as usize
-                }
-                "max_header_bytes" => {
-                    l.max_header_bytes = self.size(&full, value, 64, 16 * MIB)? as usize
-                }
-                "max_headers" => l.max_headers = self.integer(&full, value, 1, 10_000)? as usize,
-                "max_body" => l.max_body = self.size(&full, value, 0, u64::MAX)?,
-                "keepalive_requests" => {
-                    l.keepalive_requests =
-                        self.integer(&full, value, 1, i64::from(u32::MAX))? as u32;
-                }
-                "max_connections" => {
-                    l.max_connections = self.integer(&full, value, 1, 1_000_000)? as usize
-                }
-                _ => return Err(self.unknown(key, "limits", LIMIT_KEYS)),
-            }
-        }
-        Ok(())
-    }
-
-    fn timeouts(&self, v: &Spanned<DeValue<'_>>, config: &mut Config) -> Result<(), ConfigError> {
-        let t = &mut config.timeouts;
-        for (key, value) in sorted(self.table("timeouts", v)?) {
-            let name = key.get_ref().as_ref();
-            let full = format!("timeouts.{name}");
-            match name {
-                "header" => t.header = self.duration(&full, value, false)?,
-                "keepalive" => t.keepalive = self.duration(&full, value, false)?,
-                "send" => t.send = self.duration(&full, value, false)?,
-                "body" => t.body = self.duration(&full, value, false)?,
-                // Zero is meaningful here: stop at once, abandoning responses.
-                "shutdown" => t.shutdown = self.duration(&full, value, true)?,
-                _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
-            }
-        }
-        Ok(())
-    }
-
-    fn mime(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<(String, String)>, ConfigError> {
-        let mut out: Vec<(String, String)> = Vec::new();
-        for (key, value) in sorted(self.table("mime", v)?) {
-            let ext = key.get_ref().as_ref();
-            let full = format!("mime.{ext}");
-            if ext.is_empty() || ext.contains(['.', '/', '\\']) || !units::is_header_value(ext) {
-                return Err(self.fail(
-                    key,
-                    &full,
-                    "expected a file extension without \".\" or \"/\", like html",
-                ));
-            }
-            let ty = self.string(&full, value)?;
-            if !units::is_media_type(ty) {
-                return Err(self.expected(
-                    value,
-                    &full,
-                    "a media type like \"text/html\" or \"text/plain; charset=utf-8\"",
-                ));
-            }
-            let ext = ext.to_ascii_lowercase();
-            if out.iter().any(|(e, _)| *e == ext) {
-                return Err(self.fail(
-                    key,
-                    &full,
-                    "this extension is listed twice (extensions are case-insensitive)",
-                ));
-            }
-            out.push((ext, ty.to_string()));
-        }
-        Ok(out)
-    }
-
-    fn headers(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<HeaderRule>, ConfigError> {
-        let what = "an array of tables ([[headers]])";
-        let items = match v.get_ref() {
-            DeValue::Array(items) => items,
-            _ => return Err(self.expected(v, "headers", what)),
-        };
-        let mut rules = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let section = format!("headers[{}]", i + 1);
-            let table = self.table(&section, item)?;
-            rules.push(self.header_rule(&section, item, table)?);
-        }
-        Ok(rules)
-    }
-
-    fn header_rule(
-        &self,
-        section: &str,
-        item: &Spanned<DeValue<'_>>,
-        table: &DeTable<'_>,
-    ) -> Result<HeaderRule, ConfigError> {
-        let mut matcher = None;
-        let mut set = None;
-        for (key, value) in sorted(table) {
-            let name = key.get_ref().as_ref();
-            let full = format!("{section}.{name}");
-            match name {
-                "path" | "pattern" => {
-                    if matcher.is_some() {
-                        return Err(self.fail(key, &full, "give either path or pattern, not both"));
-                    }
-                    let s = self.string(&full, value)?;
-                    if !units::is_header_value(s) {
-                        return Err(self.fail(value, &full, "control characters are not allowed"));
-                    }
-                    matcher = Some(if name == "path" {
-                        if !s.starts_with('/') {
-                            return Err(self.expected(
-                                value,
-                                &full,
-                                "a URL prefix starting with \"/\"",
-                            ));
-                        }
-                        PathMatch::Prefix(s.to_string())
-                    } else {
-                        if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
-                            return Err(self.expected(
-                                value,
-                                &full,
-                                "a glob like \"*.css\" (last segment) or \"/assets/*.css\" (whole path)",
-                            ));
-                        }
-                        PathMatch::Glob(s.to_string())
-                    });
-                }
-                "set" => set = Some(self.header_set(&full, value)?),
-                _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
-            }
-        }
-        let matcher = matcher.ok_or_else(|| {
-            self.fail(
-                item,
-                section,
-                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
-            )
-        })?;
-        let set = set.ok_or_else(|| {
-            self.fail(item, section, "needs set = { \"Header-Name\" = \"value\" }")
-        })?;
-        Ok(HeaderRule { matcher, set })
-    }
-
-    fn header_set(
-        &self,
-        full: &str,
-        v: &Spanned<DeValue<'_>>,
-    ) -> Result<Vec<(String, String)>, ConfigError> {
-        let entries = sorted(self.table(full, v)?);
-        if entries.is_empty() {
-            return Err(self.fail(v, full, "expected at least one header"));
-        }
-        let mut out: Vec<(String, String)> = Vec::with_capacity(entries.len());
-        for (key, value) in entries {
-            let name = key.get_ref().as_ref();
-            let key_name = format!("{full}.{name:?}");
-            if !units::is_token(name) {
-                return Err(self.fail(
-                    key,
-                    &key_name,
-                    "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
-                ));
-            }
-            if FRAMING_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
-                return Err(self.fail(
-                    key,
-                    &key_name,
-                    "Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured",
-                ));
-            }
-            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-                return Err(self.fail(
-                    key,
-                    &key_name,
-                    "this header is set twice (names are case-insensitive)",
-                ));
-            }
-            let s = self.string(&key_name, value)?;
-            if !units::is_header_value(s) {
-                return Err(self.fail(
-                    value,
-                    &key_name,
-                    "control characters (CR, LF, NUL…) are not allowed in a header value",
-                ));
-            }
-            out.push((name.to_string(), s.to_string()));
-        }
-        Ok(out)
     }
 }

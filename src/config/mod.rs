@@ -9,6 +9,7 @@
 mod cli;
 mod glob;
 mod load;
+mod sections;
 mod units;
 
 #[cfg(test)]
