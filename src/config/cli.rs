@@ -82,7 +82,7 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
         workers: 0,
         ..Config::default()
     };
-    let (source_name, mut root_from) = match &flags.config {
+    let (source_name, mut origins) = match &flags.config {
         Some(path) => {
             let name = path.display().to_string();
             let bytes = std::fs::read(path)
@@ -96,8 +96,8 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
                 text: &text,
                 base: &base,
             };
-            let root_from = load::load(&src, &mut config)?;
-            (name, root_from)
+            let origins = load::load(&src, &mut config)?;
+            (name, origins)
         }
         None => {
             let src = Source {
@@ -114,7 +114,7 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
     }
     if let Some(root) = flags.root {
         config.root = cwd.join(root);
-        root_from = Some("--root".to_string());
+        origins.root = Some("--root".to_string());
     }
     if let Some(n) = flags.workers {
         config.workers = n;
@@ -122,6 +122,7 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
     config.daemon |= flags.daemon;
     if let Some(p) = flags.pid_file {
         config.pid_file = Some(cwd.join(p));
+        origins.pid_file = Some("--pid-file".to_string());
     }
     if let Some(level) = flags.log_level {
         config.log.level = level;
@@ -131,15 +132,30 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
             LogTarget::File(p) => LogTarget::File(cwd.join(p)),
             other => other,
         };
+        origins.access = Some("--access-log".to_string());
     }
 
     // Final checks, after every layer had its say.
     if config.workers == 0 {
         config.workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     }
-    let root_from =
-        root_from.unwrap_or_else(|| "root (default: the current directory)".to_string());
-    config.root = check_root(&config.root, &root_from)?;
+    let root_from = origins
+        .root
+        .as_deref()
+        .unwrap_or("root (default: the current directory)");
+    config.root = check_root(&config.root, root_from)?;
+    // Files are created at start-up, but their directories must exist:
+    // better said here, with the line, than by a failing open later.
+    let files = [
+        (config.pid_file.as_deref(), &origins.pid_file),
+        (target_file(&config.log.access), &origins.access),
+        (target_file(&config.log.error), &origins.error),
+    ];
+    for (file, from) in files {
+        if let (Some(file), Some(from)) = (file, from) {
+            check_parent(file, from)?;
+        }
+    }
 
     if flags.check {
         return Ok(Command::CheckOk(summary(&config, &source_name)));
@@ -163,6 +179,25 @@ fn check_root(root: &Path, from: &str) -> Result<PathBuf, ConfigError> {
         )));
     }
     Ok(canonical)
+}
+
+fn target_file(t: &LogTarget) -> Option<&Path> {
+    match t {
+        LogTarget::File(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// The directory a file is to be created in must exist.
+fn check_parent(file: &Path, from: &str) -> Result<(), ConfigError> {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(error(format!(
+            "{from}: cannot create {}: the directory {} does not exist",
+            file.display(),
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn error(message: String) -> ConfigError {

@@ -59,20 +59,29 @@ pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 pub(super) type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
 
-/// Loads `src` on top of `config`. Returns where `root` was set (an error
-/// prefix such as `site.toml:4: root`), because the root is only checked
-/// once the command line had its chance to override it.
-pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Option<String>, ConfigError> {
+/// Where the settings that are checked against the file system were set,
+/// as error prefixes such as `site.toml:4: root`: those checks wait until
+/// the command line had its chance to override them.
+#[derive(Default)]
+pub(crate) struct Origins {
+    pub(crate) root: Option<String>,
+    pub(crate) pid_file: Option<String>,
+    pub(crate) access: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+/// Loads `src` on top of `config`.
+pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, ConfigError> {
     let doc = DeTable::parse(src.text).map_err(|e| syntax_error(src, &e))?;
     let cx = Cx { src };
-    let mut root_from = None;
+    let mut origins = Origins::default();
     for (key, value) in sorted(doc.get_ref()) {
         let name = key.get_ref().as_ref();
         match name {
             "listen" => config.listen = cx.listen(value)?,
             "root" => {
                 config.root = cx.path("root", value)?;
-                root_from = Some(format!("{}: root", cx.at(value.span())));
+                origins.root = Some(cx.origin("root", value));
             }
             "workers" => config.workers = cx.integer("workers", value, 0, 1024)? as usize,
             "server_header" => {
@@ -87,8 +96,11 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Option<Strin
                 config.server_header = s.to_string();
             }
             "daemon" => config.daemon = cx.boolean("daemon", value)?,
-            "pid_file" => config.pid_file = Some(cx.path("pid_file", value)?),
-            "log" => cx.log(value, config)?,
+            "pid_file" => {
+                config.pid_file = Some(cx.path("pid_file", value)?);
+                origins.pid_file = Some(cx.origin("pid_file", value));
+            }
+            "log" => cx.log(value, config, &mut origins)?,
             "static" => cx.static_section(value, config)?,
             "limits" => cx.limits(value, config)?,
             "timeouts" => cx.timeouts(value, config)?,
@@ -97,7 +109,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Option<Strin
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),
         }
     }
-    Ok(root_from)
+    Ok(origins)
 }
 
 /// `site.toml:3:7: <parser message>`.
@@ -157,6 +169,11 @@ impl Cx<'_> {
             self.src.name,
             line_col(self.src.text, span.start).0
         )
+    }
+
+    /// `site.toml:12: key`, for errors found after loading.
+    pub(super) fn origin<T>(&self, key: &str, v: &Spanned<T>) -> String {
+        format!("{}: {key}", self.at(v.span()))
     }
 
     /// `site.toml:12: key: msg`.

@@ -5,7 +5,7 @@
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::load::{sorted, Cx};
+use super::load::{sorted, Cx, Origins};
 use super::units;
 use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
 
@@ -38,12 +38,19 @@ impl Cx<'_> {
         &self,
         v: &Spanned<DeValue<'_>>,
         config: &mut Config,
+        origins: &mut Origins,
     ) -> Result<(), ConfigError> {
         let log = &mut config.log;
         for (key, value) in sorted(self.table("log", v)?) {
             match key.get_ref().as_ref() {
-                "access" => log.access = self.target("log.access", value, LogTarget::Stdout)?,
-                "error" => log.error = self.target("log.error", value, LogTarget::Stderr)?,
+                "access" => {
+                    log.access = self.target("log.access", value, LogTarget::Stdout)?;
+                    origins.access = Some(self.origin("log.access", value));
+                }
+                "error" => {
+                    log.error = self.target("log.error", value, LogTarget::Stderr)?;
+                    origins.error = Some(self.origin("log.error", value));
+                }
                 "format" => {
                     let formats = [
                         ("common", AccessFormat::Common),

@@ -88,6 +88,11 @@ fn flag_errors_point_to_help() {
         .starts_with("/nonexistent/brisk.toml: cannot read the configuration file:"));
     assert!(err(&["--root", "/nonexistent/dir"])
         .starts_with("--root: cannot use /nonexistent/dir as the document root"));
+    assert_eq!(
+        err(&["--access-log", "/nonexistent/a.log"]),
+        "--access-log: cannot create /nonexistent/a.log: the directory /nonexistent does not exist"
+    );
+    assert!(err(&["--pid-file=/nonexistent/p"]).starts_with("--pid-file: cannot create"));
 }
 
 #[test]

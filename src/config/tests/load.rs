@@ -15,10 +15,10 @@ listen = ["127.0.0.1:8081", "[::1]:8081", "9000"]
 workers = 2
 server_header = "brisk/test"
 daemon = true
-pid_file = "run/brisk.pid"
+pid_file = "public/brisk.pid"
 
 [log]
-access = "logs/access.log"
+access = "public/access.log"
 format = "json"
 level = "debug"
 error = "off"
@@ -68,9 +68,12 @@ set.X-Kind = "style"
     let base = c.root.parent().unwrap().to_path_buf();
     assert_eq!(
         c.pid_file.as_deref(),
-        Some(base.join("run/brisk.pid").as_path())
+        Some(base.join("public/brisk.pid").as_path())
     );
-    assert_eq!(c.log.access, LogTarget::File(base.join("logs/access.log")));
+    assert_eq!(
+        c.log.access,
+        LogTarget::File(base.join("public/access.log"))
+    );
     assert_eq!(c.log.format, AccessFormat::Json);
     assert_eq!(c.log.level, Level::Debug);
     assert_eq!(c.log.error, LogTarget::Off);
@@ -398,4 +401,19 @@ fn server_header_may_not_contain_controls() {
         "DIR/site.toml:2: server_header: control characters are not allowed"
     );
     assert_eq!(load("server_header = \"\"\n").unwrap().server_header, "");
+}
+
+#[test]
+fn files_must_go_in_existing_directories() {
+    assert_eq!(
+        load_err("pid_file = \"run/x.pid\"\n"),
+        "DIR/site.toml:2: pid_file: cannot create DIR/run/x.pid: the directory DIR/run does not exist"
+    );
+    assert_eq!(
+        load_err("[log]\n\naccess = \"logs/a.log\"\n"),
+        "DIR/site.toml:4: log.access: cannot create DIR/logs/a.log: the directory DIR/logs does not exist"
+    );
+    assert!(load_err("[log]\nerror = \"logs/e.log\"\n")
+        .starts_with("DIR/site.toml:3: log.error: cannot create"));
+    assert!(load("[log]\naccess = \"a.log\"\nerror = \"public/e.log\"\n").is_ok());
 }

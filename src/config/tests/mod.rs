@@ -168,3 +168,14 @@ fn the_shipped_example_is_valid() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn from_args_uses_the_compiled_in_document() {
+    // Whatever BRISK_DEFAULT_CONFIG baked in, it is named `<built-in>`.
+    match super::from_args(os(&["--check-config"])) {
+        Ok(Command::CheckOk(summary)) => {
+            assert!(summary.starts_with("configuration OK (<built-in>)\n"))
+        }
+        other => panic!("{other:?}"),
+    }
+}
