@@ -16,6 +16,7 @@ use super::conn::{Conn, Phase};
 use super::output::{Flushed, Out};
 use super::response::{self, ConnHeader, HeadParts};
 use crate::config::{Config, Level};
+use crate::handlers::file_cache::FileCache;
 use crate::handlers::static_files::{self, Site};
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
@@ -75,6 +76,7 @@ pub struct Worker {
     rbuf: Vec<u8>,
     stage: Out,
     scratch: Scratch,
+    files: FileCache,
     limits: parse::Limits,
     body_limits: BodyLimits,
     shutdown: Arc<AtomicBool>,
@@ -107,6 +109,10 @@ impl Worker {
         };
         let now = Instant::now();
         let _ = init.id;
+        let files = FileCache::new(
+            cfg.static_files.open_file_cache,
+            cfg.static_files.open_file_cache_valid,
+        );
         Ok(Worker {
             poll: init.poll,
             listeners,
@@ -122,6 +128,7 @@ impl Worker {
             rbuf: Vec::with_capacity(READ_BUF),
             stage: Out::with_capacity(READ_BUF),
             scratch: Scratch::default(),
+            files,
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -152,6 +159,7 @@ impl Worker {
             self.now = Instant::now();
             self.wall = SystemTime::now();
             self.date.update(self.wall);
+            self.files.set_now(self.now);
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {
@@ -513,11 +521,13 @@ impl Worker {
         self.scratch.clear();
         let mut decoder = None;
         let plan = match req.body {
-            BodyFraming::None => static_files::serve(&self.site, req, &mut self.scratch),
+            BodyFraming::None => {
+                static_files::serve(&self.site, req, &mut self.scratch, &mut self.files)
+            }
             framing => match BodyDecoder::new(framing, &self.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    static_files::serve(&self.site, req, &mut self.scratch)
+                    static_files::serve(&self.site, req, &mut self.scratch, &mut self.files)
                 }
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut self.scratch);

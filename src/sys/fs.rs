@@ -38,6 +38,10 @@ pub struct Meta {
     pub mtime: u64,
     pub dev: u64,
     pub ino: u64,
+    /// Modification and status-change times in nanoseconds, to notice a
+    /// change within the same second (cache revalidation).
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
 }
 
 fn fstat(fd: RawFd) -> io::Result<Meta> {
@@ -60,6 +64,14 @@ fn meta_of(st: &libc::stat) -> Meta {
         mtime: st.st_mtime.max(0) as u64,
         dev: st.st_dev,
         ino: st.st_ino,
+        mtime_ns: st
+            .st_mtime
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_mtime_nsec),
+        ctime_ns: st
+            .st_ctime
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_ctime_nsec),
     }
 }
 
