@@ -1,28 +1,459 @@
 //! Content types by file extension: a built-in table, overridable.
 //!
-//! STUB: signatures are the contract; bodies are filled in by the semantics work.
+//! The built-in table holds complete `Content-Type` values (charset
+//! included) sorted by extension, so a lookup is a binary search with the
+//! extension lower-cased in a stack buffer: no allocation on the hot path.
 
 /// The type for files whose extension is unknown.
 pub const DEFAULT_TYPE: &str = "application/octet-stream";
 
+/// Longest extension the built-in table can hold; longer ones are unknown.
+const MAX_EXT_LEN: usize = 16;
+
+/// Built-in types: IANA-registered where a registration exists (RFC 9239
+/// `text/javascript`, RFC 9512 `application/yaml`, RFC 9559 Matroska…),
+/// otherwise the type browsers and other servers agree on. Program sources
+/// and shell scripts are `text/plain` so that a browser shows them rather
+/// than offering a download or guessing. Sorted bytewise by extension,
+/// lower case; the tests check both, and that the charset rule holds.
+static BUILTIN: &[(&str, &str)] = &[
+    ("3g2", "video/3gpp2"),
+    ("3gp", "video/3gpp"),
+    ("7z", "application/x-7z-compressed"),
+    ("aac", "audio/aac"),
+    ("apk", "application/vnd.android.package-archive"),
+    ("apng", "image/apng"),
+    ("appcache", "text/cache-manifest; charset=utf-8"),
+    ("asc", "application/pgp-signature"),
+    ("atom", "application/atom+xml; charset=utf-8"),
+    ("avi", "video/x-msvideo"),
+    ("avif", "image/avif"),
+    ("bash", "text/plain; charset=utf-8"),
+    ("bin", "application/octet-stream"),
+    ("bmp", "image/bmp"),
+    ("br", "application/x-brotli"),
+    ("bz2", "application/x-bzip2"),
+    ("c", "text/plain; charset=utf-8"),
+    ("cc", "text/plain; charset=utf-8"),
+    ("cer", "application/pkix-cert"),
+    ("cjs", "text/javascript; charset=utf-8"),
+    ("cpp", "text/plain; charset=utf-8"),
+    ("crl", "application/pkix-crl"),
+    ("crt", "application/x-x509-ca-cert"),
+    ("css", "text/css; charset=utf-8"),
+    ("csv", "text/csv; charset=utf-8"),
+    ("cur", "image/vnd.microsoft.icon"),
+    ("deb", "application/vnd.debian.binary-package"),
+    ("der", "application/x-x509-ca-cert"),
+    ("diff", "text/x-diff; charset=utf-8"),
+    ("dll", "application/vnd.microsoft.portable-executable"),
+    ("dmg", "application/x-apple-diskimage"),
+    ("doc", "application/msword"),
+    (
+        "docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
+    ("dot", "application/msword"),
+    ("ear", "application/java-archive"),
+    ("eot", "application/vnd.ms-fontobject"),
+    ("epub", "application/epub+zip"),
+    ("exe", "application/vnd.microsoft.portable-executable"),
+    ("flac", "audio/flac"),
+    ("gif", "image/gif"),
+    ("go", "text/plain; charset=utf-8"),
+    ("gpg", "application/pgp-encrypted"),
+    ("gz", "application/gzip"),
+    ("h", "text/plain; charset=utf-8"),
+    ("heic", "image/heic"),
+    ("heif", "image/heif"),
+    ("hpp", "text/plain; charset=utf-8"),
+    ("htm", "text/html; charset=utf-8"),
+    ("html", "text/html; charset=utf-8"),
+    ("ico", "image/vnd.microsoft.icon"),
+    ("ics", "text/calendar; charset=utf-8"),
+    ("img", "application/octet-stream"),
+    ("iso", "application/x-iso9660-image"),
+    ("jar", "application/java-archive"),
+    ("java", "text/plain; charset=utf-8"),
+    ("jfif", "image/jpeg"),
+    ("jpe", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("jpg", "image/jpeg"),
+    ("js", "text/javascript; charset=utf-8"),
+    ("json", "application/json; charset=utf-8"),
+    ("jsonld", "application/ld+json; charset=utf-8"),
+    ("jxl", "image/jxl"),
+    ("log", "text/plain; charset=utf-8"),
+    ("lz", "application/x-lzip"),
+    ("lzma", "application/x-lzma"),
+    ("m3u", "audio/x-mpegurl"),
+    ("m3u8", "application/vnd.apple.mpegurl"),
+    ("m4a", "audio/mp4"),
+    ("m4v", "video/mp4"),
+    ("manifest", "text/cache-manifest; charset=utf-8"),
+    ("map", "application/json; charset=utf-8"),
+    ("markdown", "text/markdown; charset=utf-8"),
+    ("md", "text/markdown; charset=utf-8"),
+    ("mid", "audio/midi"),
+    ("midi", "audio/midi"),
+    ("mjs", "text/javascript; charset=utf-8"),
+    ("mka", "audio/matroska"),
+    ("mkv", "video/matroska"),
+    ("mov", "video/quicktime"),
+    ("mp3", "audio/mpeg"),
+    ("mp4", "video/mp4"),
+    ("mpd", "application/dash+xml"),
+    ("mpeg", "video/mpeg"),
+    ("mpg", "video/mpeg"),
+    ("msi", "application/x-msi"),
+    ("odg", "application/vnd.oasis.opendocument.graphics"),
+    ("odp", "application/vnd.oasis.opendocument.presentation"),
+    ("ods", "application/vnd.oasis.opendocument.spreadsheet"),
+    ("odt", "application/vnd.oasis.opendocument.text"),
+    ("oga", "audio/ogg"),
+    ("ogg", "audio/ogg"),
+    ("ogv", "video/ogg"),
+    ("opus", "audio/ogg"),
+    ("otf", "font/otf"),
+    ("p12", "application/pkcs12"),
+    ("patch", "text/x-diff; charset=utf-8"),
+    ("pdf", "application/pdf"),
+    ("pem", "application/x-pem-file"),
+    ("pfx", "application/pkcs12"),
+    ("pgp", "application/pgp-encrypted"),
+    ("pjp", "image/jpeg"),
+    ("pjpeg", "image/jpeg"),
+    ("pl", "text/plain; charset=utf-8"),
+    ("png", "image/png"),
+    ("ppt", "application/vnd.ms-powerpoint"),
+    (
+        "pptx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ),
+    ("py", "text/plain; charset=utf-8"),
+    ("qt", "video/quicktime"),
+    ("rar", "application/vnd.rar"),
+    ("rb", "text/plain; charset=utf-8"),
+    ("rpm", "application/x-rpm"),
+    ("rs", "text/plain; charset=utf-8"),
+    ("rss", "application/rss+xml; charset=utf-8"),
+    ("rtf", "application/rtf"),
+    ("sh", "text/plain; charset=utf-8"),
+    ("shtml", "text/html; charset=utf-8"),
+    ("sig", "application/pgp-signature"),
+    ("spx", "audio/ogg"),
+    ("srt", "application/x-subrip"),
+    ("svg", "image/svg+xml; charset=utf-8"),
+    ("svgz", "image/svg+xml; charset=utf-8"),
+    ("swf", "application/vnd.adobe.flash.movie"),
+    ("tar", "application/x-tar"),
+    ("text", "text/plain; charset=utf-8"),
+    ("tgz", "application/gzip"),
+    ("tif", "image/tiff"),
+    ("tiff", "image/tiff"),
+    ("toml", "application/toml"),
+    ("torrent", "application/x-bittorrent"),
+    ("ts", "video/mp2t"),
+    ("tsv", "text/tab-separated-values; charset=utf-8"),
+    ("ttf", "font/ttf"),
+    ("txt", "text/plain; charset=utf-8"),
+    ("vcf", "text/vcard; charset=utf-8"),
+    ("vtt", "text/vtt; charset=utf-8"),
+    ("war", "application/java-archive"),
+    ("wasm", "application/wasm"),
+    ("wav", "audio/wav"),
+    ("weba", "audio/webm"),
+    ("webm", "video/webm"),
+    ("webmanifest", "application/manifest+json; charset=utf-8"),
+    ("webp", "image/webp"),
+    ("woff", "font/woff"),
+    ("woff2", "font/woff2"),
+    ("xhtml", "application/xhtml+xml; charset=utf-8"),
+    ("xls", "application/vnd.ms-excel"),
+    (
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
+    ("xml", "application/xml; charset=utf-8"),
+    ("xsl", "application/xml; charset=utf-8"),
+    ("xz", "application/x-xz"),
+    ("yaml", "application/yaml"),
+    ("yml", "application/yaml"),
+    ("zip", "application/zip"),
+    ("zst", "application/zstd"),
+];
+
+/// Whether a media type (without parameters, lower case) is text that
+/// brisk serves as UTF-8, so its `Content-Type` gets `; charset=utf-8`:
+/// every `text/*` and the textual JSON and XML application types.
+pub fn is_textual(essence: &str) -> bool {
+    essence.starts_with("text/")
+        || matches!(
+            essence,
+            "application/json"
+                | "application/ld+json"
+                | "application/manifest+json"
+                | "application/xml"
+                | "application/xhtml+xml"
+                | "image/svg+xml"
+                | "application/atom+xml"
+                | "application/rss+xml"
+        )
+}
+
 /// Extension → content-type table: the built-in types plus configured overrides.
 #[derive(Debug, Clone)]
 pub struct MimeTable {
-    _private: (),
+    /// (lower-case extension, full Content-Type value), checked before the
+    /// built-in table. Few entries, so a linear scan beats anything fancier.
+    overrides: Vec<(Vec<u8>, String)>,
+}
+
+/// Adds `; charset=utf-8` to a textual type that has no charset yet.
+fn with_charset(content_type: &str) -> String {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let has_charset = content_type.to_ascii_lowercase().contains("charset=");
+    if is_textual(&essence) && !has_charset {
+        format!("{}; charset=utf-8", content_type.trim())
+    } else {
+        content_type.trim().to_owned()
+    }
+}
+
+/// The last extension of the last segment of `path`, if any. A leading
+/// dot names a dotfile (`.bashrc`), not an extension.
+fn extension(path: &[u8]) -> Option<&[u8]> {
+    let name = match path.iter().rposition(|&b| b == b'/') {
+        Some(slash) => &path[slash + 1..],
+        None => path,
+    };
+    match name.iter().rposition(|&b| b == b'.') {
+        Some(dot) if dot > 0 && dot + 1 < name.len() => Some(&name[dot + 1..]),
+        _ => None,
+    }
 }
 
 impl MimeTable {
     /// The built-in table with `overrides` (extension without dot → full
     /// content type) taking precedence.
+    ///
+    /// Extensions are matched case-insensitively (a leading dot is
+    /// tolerated); for a repeated extension the last override wins. The
+    /// charset rule of [`is_textual`] applies to overrides too unless they
+    /// name a `charset=` themselves. An override whose type contains a
+    /// control character could split the response head, so it is dropped;
+    /// the config layer is expected to have refused it already.
     pub fn new(overrides: &[(String, String)]) -> MimeTable {
-        let _ = overrides;
-        todo!()
+        let mut table = MimeTable {
+            overrides: Vec::with_capacity(overrides.len()),
+        };
+        for (ext, content_type) in overrides {
+            let ext = ext.strip_prefix('.').unwrap_or(ext).to_ascii_lowercase();
+            if ext.is_empty()
+                || content_type.trim().is_empty()
+                || content_type.bytes().any(|b| b < 0x20 || b == 0x7f)
+            {
+                continue;
+            }
+            let value = with_charset(content_type);
+            let ext = ext.into_bytes();
+            match table.overrides.iter_mut().find(|(e, _)| *e == ext) {
+                Some(entry) => entry.1 = value,
+                None => table.overrides.push((ext, value)),
+            }
+        }
+        table
     }
 
     /// The full `Content-Type` value for a file name or path (by its last
     /// extension, case-insensitive), with `; charset=utf-8` on text types.
+    ///
+    /// `a.tar.gz` is `gz`; no extension or an unknown one gives
+    /// [`DEFAULT_TYPE`]. Never allocates.
     pub fn lookup(&self, path: &[u8]) -> &str {
-        let _ = path;
-        todo!()
+        let Some(ext) = extension(path) else {
+            return DEFAULT_TYPE;
+        };
+        if let Some((_, value)) = self
+            .overrides
+            .iter()
+            .find(|(e, _)| e.eq_ignore_ascii_case(ext))
+        {
+            return value;
+        }
+        if ext.len() > MAX_EXT_LEN {
+            return DEFAULT_TYPE;
+        }
+        let mut buf = [0u8; MAX_EXT_LEN];
+        let lower = &mut buf[..ext.len()];
+        lower.copy_from_slice(ext);
+        lower.make_ascii_lowercase();
+        match BUILTIN.binary_search_by(|(e, _)| e.as_bytes().cmp(lower)) {
+            Ok(i) => BUILTIN[i].1,
+            Err(_) => DEFAULT_TYPE,
+        }
+    }
+}
+
+impl Default for MimeTable {
+    /// The built-in table alone.
+    fn default() -> Self {
+        MimeTable::new(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builtin() -> MimeTable {
+        MimeTable::new(&[])
+    }
+
+    #[test]
+    fn table_is_sorted_lower_case_and_short() {
+        for pair in BUILTIN.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "{} before {}", pair[0].0, pair[1].0);
+        }
+        for (ext, _) in BUILTIN {
+            assert!(!ext.is_empty() && ext.len() <= MAX_EXT_LEN, "{ext}");
+            assert!(ext
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+        }
+    }
+
+    #[test]
+    fn table_follows_the_charset_rule() {
+        for (ext, value) in BUILTIN {
+            let (essence, params) = match value.split_once("; ") {
+                Some((e, p)) => (e, Some(p)),
+                None => (*value, None),
+            };
+            if is_textual(essence) {
+                assert_eq!(params, Some("charset=utf-8"), "{ext}");
+            } else {
+                assert_eq!(params, None, "{ext}");
+            }
+            assert!(!value.bytes().any(|b| b.is_ascii_uppercase()), "{ext}");
+        }
+    }
+
+    #[test]
+    fn every_requested_extension_is_known() {
+        let t = builtin();
+        let wanted = "html htm shtml css js mjs cjs json jsonld map xml xhtml txt text csv tsv \
+            md markdown ics vcf vtt srt svg svgz wasm woff woff2 ttf otf eot ico png apng jpg \
+            jpeg jfif pjpeg gif webp avif heic heif bmp tif tiff jxl mp4 m4v webm ogv ogg oga \
+            opus mp3 m4a aac flac wav mid midi mov mkv avi mpeg mpg 3gp ts m3u8 mpd pdf epub \
+            zip gz tgz br zst bz2 xz 7z tar rar jar war apk deb rpm iso dmg exe msi swf rtf \
+            doc docx xls xlsx ppt pptx odt ods odp atom rss yaml yml toml webmanifest manifest \
+            appcache sh pl py rb c h cc cpp java go rs log patch diff asc sig pem crt cer der \
+            p12 gpg torrent";
+        for ext in wanted.split_whitespace() {
+            let name = format!("file.{ext}");
+            assert!(
+                BUILTIN.iter().any(|(e, _)| *e == ext),
+                "{ext} missing from the table"
+            );
+            assert!(!t.lookup(name.as_bytes()).is_empty());
+        }
+        // bin and img are listed, and simply are octet-stream.
+        assert_eq!(t.lookup(b"x.bin"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"x.img"), DEFAULT_TYPE);
+    }
+
+    #[test]
+    fn common_types() {
+        let t = builtin();
+        assert_eq!(t.lookup(b"index.html"), "text/html; charset=utf-8");
+        assert_eq!(t.lookup(b"app.js"), "text/javascript; charset=utf-8");
+        assert_eq!(t.lookup(b"app.mjs"), "text/javascript; charset=utf-8");
+        assert_eq!(t.lookup(b"data.json"), "application/json; charset=utf-8");
+        assert_eq!(
+            t.lookup(b"site.webmanifest"),
+            "application/manifest+json; charset=utf-8"
+        );
+        assert_eq!(t.lookup(b"logo.svg"), "image/svg+xml; charset=utf-8");
+        assert_eq!(t.lookup(b"app.wasm"), "application/wasm");
+        assert_eq!(t.lookup(b"font.woff2"), "font/woff2");
+        assert_eq!(t.lookup(b"photo.jpg"), "image/jpeg");
+        assert_eq!(
+            t.lookup(b"feed.atom"),
+            "application/atom+xml; charset=utf-8"
+        );
+        assert_eq!(t.lookup(b"feed.rss"), "application/rss+xml; charset=utf-8");
+        assert_eq!(
+            t.lookup(b"page.xhtml"),
+            "application/xhtml+xml; charset=utf-8"
+        );
+        assert_eq!(t.lookup(b"doc.pdf"), "application/pdf");
+        assert_eq!(t.lookup(b"README.md"), "text/markdown; charset=utf-8");
+        assert_eq!(t.lookup(b"clip.mp4"), "video/mp4");
+    }
+
+    #[test]
+    fn extension_rules() {
+        let t = builtin();
+        assert_eq!(t.lookup(b"a.tar.gz"), "application/gzip");
+        assert_eq!(t.lookup(b"/dir/INDEX.HTML"), "text/html; charset=utf-8");
+        assert_eq!(t.lookup(b"Photo.JpEg"), "image/jpeg");
+        assert_eq!(t.lookup(b"/a.d/file"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"/a.html/"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"Makefile"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b".html"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"/x/.css"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"file."), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b""), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"."), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"x.unknownext"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"x.averyveryverylongextension"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"x.\xff\xfe"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"x.HTML\0"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"..css"), "text/css; charset=utf-8");
+    }
+
+    #[test]
+    fn overrides_take_precedence() {
+        let o = |e: &str, t: &str| (e.to_owned(), t.to_owned());
+        let t = MimeTable::new(&[
+            o("md", "text/markdown"),
+            o(".JS", "application/javascript"),
+            o("html", "text/html; charset=iso-8859-1"),
+            o("geo", "application/geo+json"),
+            o("xyz", "text/x-xyz"),
+            o("data", "Application/JSON"),
+            o("bad", "text/plain\r\nSet-Cookie: a=b"),
+            o("", "text/plain"),
+            o("empty", "  "),
+            o("dup", "image/png"),
+            o("dup", "image/gif"),
+            o("averyveryverylongextension", "text/x-long"),
+        ]);
+        assert_eq!(t.lookup(b"a.md"), "text/markdown; charset=utf-8");
+        assert_eq!(t.lookup(b"a.js"), "application/javascript");
+        assert_eq!(t.lookup(b"a.Js"), "application/javascript");
+        assert_eq!(t.lookup(b"a.html"), "text/html; charset=iso-8859-1");
+        assert_eq!(t.lookup(b"a.geo"), "application/geo+json");
+        assert_eq!(t.lookup(b"a.xyz"), "text/x-xyz; charset=utf-8");
+        assert_eq!(t.lookup(b"a.data"), "Application/JSON; charset=utf-8");
+        assert_eq!(t.lookup(b"a.bad"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"a.empty"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"a.dup"), "image/gif");
+        assert_eq!(
+            t.lookup(b"a.averyveryverylongextension"),
+            "text/x-long; charset=utf-8"
+        );
+        // Untouched built-ins still work.
+        assert_eq!(t.lookup(b"a.css"), "text/css; charset=utf-8");
+        assert_eq!(
+            MimeTable::default().lookup(b"a.md"),
+            "text/markdown; charset=utf-8"
+        );
     }
 }

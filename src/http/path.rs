@@ -1,34 +1,484 @@
 //! Request-target to file-path mapping rules: percent-decoding (once),
 //! dot-segment resolution, dotfile detection. Never touches the disk.
 //!
-//! STUB: signatures are the contract; bodies are filled in by the semantics work.
+//! The order matters for security: the path is decoded exactly once and
+//! *then* normalised, so an encoded dot or slash (`%2e`, `%2F`) is resolved
+//! like a literal one and can never smuggle a `..` past normalisation, while
+//! a double-encoded one (`%252e`) stays the literal file name `%2e`.
 
 use super::Status;
 
 /// Why a path was refused, and with which status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathError {
+    /// The status to answer with (always 400 today).
     pub status: Status,
+    /// A short human-readable reason, for the error log.
     pub reason: &'static str,
 }
 
+const fn bad(reason: &'static str) -> PathError {
+    PathError {
+        status: Status::BAD_REQUEST,
+        reason,
+    }
+}
+
+const NO_LEADING_SLASH: PathError = bad("path does not start with '/'");
+const BAD_ESCAPE: PathError = bad("malformed percent-encoding in path");
+const CONTROL_BYTE: PathError = bad("control character in path");
+const ABOVE_ROOT: PathError = bad("path climbs above the root");
+
 /// Splits an origin-form target into its raw path and raw query (without `?`).
+///
+/// The split is at the first `?` (RFC 3986 §3.4): a `?` can never be part of
+/// a raw path, only of its percent-encoded form `%3F`.
 pub fn split_target(target: &[u8]) -> (&[u8], Option<&[u8]>) {
-    let _ = target;
-    todo!()
+    match target.iter().position(|&b| b == b'?') {
+        Some(i) => (&target[..i], Some(&target[i + 1..])),
+        None => (target, None),
+    }
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Closes the segment `out[seg_start..]` that a `/` (or the end of the path)
+/// just terminated. On entry `out[..seg_start]` is a normalised prefix that
+/// ends with `/`. Returns whether the segment was a dot-segment or empty,
+/// i.e. whether `out` now ends with `/` already.
+fn close_segment(out: &mut Vec<u8>, seg_start: usize) -> Result<bool, PathError> {
+    match &out[seg_start..] {
+        // `//`: merged into one slash.
+        b"" => Ok(true),
+        // RFC 3986 §5.2.4 step 2B/2D: `.` vanishes.
+        b"." => {
+            out.truncate(seg_start);
+            Ok(true)
+        }
+        // Step 2C: `..` removes the segment before it. At the root there is
+        // none; RFC 3986 would silently stay at `/`, but such a request is
+        // either broken or an attack, so it is refused as nginx does.
+        b".." => {
+            out.truncate(seg_start);
+            if seg_start <= 1 {
+                return Err(ABOVE_ROOT);
+            }
+            // out ends with the slash that closed the previous segment;
+            // drop back to the slash before that one.
+            let parent_end = out[..seg_start - 1]
+                .iter()
+                .rposition(|&b| b == b'/')
+                .map_or(1, |p| p + 1);
+            out.truncate(parent_end);
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// Percent-decodes `path` exactly once into `out` (cleared first), then
 /// resolves dot-segments (RFC 3986 §5.2.4) and merges repeated slashes.
 /// The result starts with `/` and keeps a trailing slash if there was one.
+///
+/// Refused with 400: a path not starting with `/` (or empty), a malformed
+/// escape (`%zz`, `%4`), a control byte (0x00–0x1F, 0x7F, raw or decoded),
+/// and a `..` that would climb above the root. A decoded `%2F` is a
+/// separator like any other `/`; a backslash and bytes ≥ 0x80 are ordinary
+/// name bytes. The result is never longer than `path`, so `out` allocates
+/// at most once and not at all when it already has the capacity. On error
+/// `out` is left empty.
 pub fn decode_and_normalize(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
-    let _ = (path, out);
-    todo!()
+    let result = decode_into(path, out);
+    if result.is_err() {
+        // Never leave a half-normalised path behind for a careless caller.
+        out.clear();
+    }
+    result
+}
+
+fn decode_into(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
+    out.clear();
+    if path.first() != Some(&b'/') {
+        return Err(NO_LEADING_SLASH);
+    }
+    out.reserve(path.len());
+    out.push(b'/');
+    let mut seg_start = 1;
+    let mut i = 1;
+    while i < path.len() {
+        let mut b = path[i];
+        i += 1;
+        if b == b'%' {
+            let hi = path.get(i).copied().and_then(hex_value);
+            let lo = path.get(i + 1).copied().and_then(hex_value);
+            match (hi, lo) {
+                (Some(hi), Some(lo)) => b = hi << 4 | lo,
+                _ => return Err(BAD_ESCAPE),
+            }
+            i += 2;
+        }
+        if b < 0x20 || b == 0x7f {
+            return Err(CONTROL_BYTE);
+        }
+        if b == b'/' {
+            if !close_segment(out, seg_start)? {
+                out.push(b'/');
+            }
+            seg_start = out.len();
+        } else {
+            out.push(b);
+        }
+    }
+    // The last segment has no slash after it: a dot-segment there leaves
+    // the trailing slash of its parent (`/a/.` → `/a/`, `/a/..` → `/`).
+    close_segment(out, seg_start)?;
+    Ok(())
 }
 
 /// Whether any segment of a normalised path starts with `.`
 /// (`/.git/config`, `/a/.htpasswd`); a first segment `.well-known` is exempt.
+///
+/// `.well-known` (RFC 8615) is exempt only at the top, where the RFC puts
+/// it; anything dotted below it (`/.well-known/.secret`) still counts.
 pub fn has_dotfile_segment(path: &[u8]) -> bool {
-    let _ = path;
-    todo!()
+    path.split(|&b| b == b'/')
+        .filter(|seg| !seg.is_empty())
+        .enumerate()
+        .any(|(i, seg)| seg[0] == b'.' && !(i == 0 && seg == b".well-known"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(p: &str) -> Result<String, PathError> {
+        let mut out = Vec::new();
+        decode_and_normalize(p.as_bytes(), &mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn ok(p: &str, want: &str) {
+        assert_eq!(norm(p).as_deref(), Ok(want), "normalising {p:?}");
+    }
+
+    fn err(p: &str, reason: PathError) {
+        assert_eq!(norm(p), Err(reason), "normalising {p:?}");
+        assert_eq!(reason.status, Status::BAD_REQUEST);
+    }
+
+    #[test]
+    fn split_at_first_question_mark() {
+        assert_eq!(split_target(b"/a/b"), (&b"/a/b"[..], None));
+        assert_eq!(split_target(b"/a?x=1"), (&b"/a"[..], Some(&b"x=1"[..])));
+        assert_eq!(split_target(b"/a?x?y"), (&b"/a"[..], Some(&b"x?y"[..])));
+        assert_eq!(split_target(b"/a?"), (&b"/a"[..], Some(&b""[..])));
+        assert_eq!(split_target(b"?q"), (&b""[..], Some(&b"q"[..])));
+        assert_eq!(split_target(b""), (&b""[..], None));
+        // An encoded question mark is not a separator.
+        assert_eq!(split_target(b"/a%3Fb"), (&b"/a%3Fb"[..], None));
+    }
+
+    #[test]
+    fn plain_paths_are_unchanged() {
+        ok("/", "/");
+        ok("/index.html", "/index.html");
+        ok("/a/b/c.txt", "/a/b/c.txt");
+        ok("/a/b/", "/a/b/");
+        ok("/a.b.c", "/a.b.c");
+    }
+
+    #[test]
+    fn percent_decoding_happens_once() {
+        ok("/a%20b", "/a b");
+        ok("/%41%62%63", "/Abc");
+        ok("/%e2%82%ac", "/\u{20ac}");
+        ok("/%252e%252e/", "/%2e%2e/");
+        ok("/%252e", "/%2e");
+        ok("/%2525", "/%25");
+        ok("/a%3Fb", "/a?b");
+        ok("/a%23b", "/a#b");
+        ok("/a+b", "/a+b");
+    }
+
+    #[test]
+    fn malformed_escapes_are_refused() {
+        for p in [
+            "/%", "/%4", "/%zz", "/%g0", "/%0g", "/a%", "/a%2", "/%%41", "/% 1",
+        ] {
+            err(p, BAD_ESCAPE);
+        }
+    }
+
+    #[test]
+    fn control_bytes_are_refused() {
+        for p in [
+            "/%00",
+            "/a%00.html",
+            "/%0a",
+            "/%0D%0A",
+            "/%1f",
+            "/%7f",
+            "/%7F",
+        ] {
+            err(p, CONTROL_BYTE);
+        }
+        let mut out = Vec::new();
+        for raw in [&b"/a\0b"[..], b"/a\nb", b"/\t", b"/\x7f"] {
+            assert_eq!(decode_and_normalize(raw, &mut out), Err(CONTROL_BYTE));
+        }
+        // Space and DEL's neighbours are fine.
+        ok("/%20%7e%80", "/ ~\u{fffd}");
+    }
+
+    #[test]
+    fn leading_slash_is_required() {
+        for p in [
+            "",
+            "a",
+            "a/b",
+            ".",
+            "..",
+            "%2F",
+            "%2fetc/passwd",
+            "*",
+            "\\a",
+        ] {
+            err(p, NO_LEADING_SLASH);
+        }
+    }
+
+    #[test]
+    fn dot_segments_are_resolved() {
+        ok("/./", "/");
+        ok("/.", "/");
+        ok("/a/.", "/a/");
+        ok("/a/./b", "/a/b");
+        ok("/a/b/..", "/a/");
+        ok("/a/..", "/");
+        ok("/a/../", "/");
+        ok("/a/b/../c", "/a/c");
+        ok("/a/b/../../c", "/c");
+        ok("/a/./b/./../c/.", "/a/c/");
+        ok("/a/b/c/../../..", "/");
+        ok("/a/%2e/b", "/a/b");
+        ok("/a/%2e%2e/b", "/b");
+        ok("/a/.%2e/b", "/b");
+        ok("/a/%2E./b", "/b");
+        ok("/a/b%2f..%2fc", "/a/c");
+        ok("/a/b%2F%2E%2E", "/a/");
+    }
+
+    #[test]
+    fn climbing_above_the_root_is_refused() {
+        for p in [
+            "/..",
+            "/../",
+            "/../etc/passwd",
+            "/%2e%2e/",
+            "/%2E%2e%2f",
+            "/%2e%2e",
+            "/.%2e/",
+            "/%2e./",
+            "/..%2f..%2fetc/passwd",
+            "/%2F..",
+            "/a/../../",
+            "/a/../..",
+            "/a/b/../../../etc",
+            "/./../",
+            "//../",
+            "/a/..//../",
+            "/a%2f..%2f..%2f",
+        ] {
+            err(p, ABOVE_ROOT);
+        }
+    }
+
+    #[test]
+    fn repeated_slashes_are_merged() {
+        ok("//", "/");
+        ok("///", "/");
+        ok("//a//b//", "/a/b/");
+        ok("/a%2F%2Fb", "/a/b");
+        ok("/%2F", "/");
+        ok("//etc/passwd", "/etc/passwd");
+        ok("/a//../b", "/b");
+    }
+
+    #[test]
+    fn dot_lookalikes_are_ordinary_names() {
+        // Three dots, trailing dots, dots inside names, backslashes: all plain
+        // bytes in a Linux file name, none of them a dot-segment.
+        ok("/...", "/...");
+        ok("/.../", "/.../");
+        ok("/a./b..", "/a./b..");
+        ok("/..a", "/..a");
+        ok("/a..", "/a..");
+        ok("/..\\", "/..\\");
+        ok("/..\\..\\etc", "/..\\..\\etc");
+        ok("/a/..%5c..%5cetc", "/a/..\\..\\etc");
+        ok("/%252e%252e%252f", "/%2e%2e%2f");
+        ok("/.hidden", "/.hidden");
+        ok("/a/. /b", "/a/. /b");
+    }
+
+    #[test]
+    fn high_bytes_are_kept_as_is() {
+        let mut out = Vec::new();
+        decode_and_normalize(b"/\xff\xfe/%C0%AE%C0%AE/x", &mut out).unwrap();
+        // Overlong UTF-8 for '.' is not a dot: bytes are compared, not chars.
+        assert_eq!(out, b"/\xff\xfe/\xc0\xae\xc0\xae/x");
+    }
+
+    #[test]
+    fn output_never_outgrows_input_and_reuses_capacity() {
+        let mut out = Vec::with_capacity(64);
+        let ptr = out.as_ptr();
+        for p in ["/a/b/c/d", "/%41%42", "/a/../b/./c//d/", "/x"] {
+            decode_and_normalize(p.as_bytes(), &mut out).unwrap();
+            assert!(out.len() <= p.len());
+            assert_eq!(out.as_ptr(), ptr, "no reallocation for {p:?}");
+        }
+        // A failed call leaves no partial path that could be used by mistake.
+        assert!(decode_and_normalize(b"/a/../../x", &mut out).is_err());
+        assert!(out.is_empty());
+        assert_eq!(out.as_ptr(), ptr);
+    }
+
+    #[test]
+    fn normalisation_is_idempotent_and_confined() {
+        // Every output of a successful normalisation is a fixed point, starts
+        // with '/', and contains no dot-segment or empty segment.
+        let samples = [
+            "/a/b/../c/./d//e/",
+            "/%2e%2e%2fx/..",
+            "/x/%2e%2E/y/%2F/z",
+            "/...//..../.",
+            "/a/b/c/../../../d",
+        ];
+        for p in samples {
+            if let Ok(n) = norm(p) {
+                assert!(n.starts_with('/'));
+                assert_eq!(norm(&n).as_deref(), Ok(n.as_str()), "fixed point {p:?}");
+                for seg in n[1..].split('/') {
+                    assert!(seg != "." && seg != "..", "dot-segment left in {n:?}");
+                }
+                assert!(!n.contains("//"));
+            }
+        }
+    }
+
+    /// A straightforward model: decode everything, split on '/', use a stack.
+    fn model(p: &[u8]) -> Option<Vec<u8>> {
+        if p.first() != Some(&b'/') {
+            return None;
+        }
+        let mut decoded = Vec::new();
+        let mut i = 0;
+        while i < p.len() {
+            if p[i] == b'%' {
+                let hex = std::str::from_utf8(p.get(i + 1..i + 3)?).ok()?;
+                decoded.push(
+                    u8::from_str_radix(hex, 16)
+                        .ok()
+                        .filter(|_| !hex.starts_with('+'))?,
+                );
+                i += 3;
+            } else {
+                decoded.push(p[i]);
+                i += 1;
+            }
+        }
+        if decoded.iter().any(|&b| b < 0x20 || b == 0x7f) {
+            return None;
+        }
+        let mut stack: Vec<&[u8]> = Vec::new();
+        let segs: Vec<&[u8]> = decoded[1..].split(|&b| b == b'/').collect();
+        let last = segs.len() - 1;
+        let mut trailing = false;
+        for (n, seg) in segs.into_iter().enumerate() {
+            trailing = n == last && matches!(seg, b"" | b"." | b"..");
+            match seg {
+                b"" | b"." => {}
+                b".." => {
+                    stack.pop()?;
+                }
+                _ => stack.push(seg),
+            }
+        }
+        let mut out = b"/".to_vec();
+        out.extend_from_slice(&stack.join(&b'/'));
+        if trailing && out.len() > 1 {
+            out.push(b'/');
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn agrees_with_a_simple_model_on_generated_paths() {
+        const TOKENS: [&[u8]; 14] = [
+            b"/", b"/", b".", b"..", b"%2e", b"%2E%2e", b"%2f", b"%2F", b"a", b"bc", b"%", b"%00",
+            b"%41", b"%252e",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut out = Vec::new();
+        let mut path = Vec::new();
+        for _ in 0..50_000 {
+            path.clear();
+            if next() % 8 != 0 {
+                path.push(b'/');
+            }
+            for _ in 0..next() % 10 {
+                path.extend_from_slice(TOKENS[(next() % TOKENS.len() as u64) as usize]);
+            }
+            let got = decode_and_normalize(&path, &mut out)
+                .ok()
+                .map(|()| out.clone());
+            assert_eq!(got, model(&path), "{:?}", String::from_utf8_lossy(&path));
+        }
+    }
+
+    #[test]
+    fn dotfile_segments() {
+        assert!(has_dotfile_segment(b"/.git/config"));
+        assert!(has_dotfile_segment(b"/.git"));
+        assert!(has_dotfile_segment(b"/.git/"));
+        assert!(has_dotfile_segment(b"/a/.htpasswd"));
+        assert!(has_dotfile_segment(b"/a/b/.env"));
+        assert!(has_dotfile_segment(b"/.well-known/.secret"));
+        assert!(has_dotfile_segment(b"/a/.well-known/x"));
+        assert!(has_dotfile_segment(b"/.well-knownx/x"));
+        assert!(has_dotfile_segment(b"/.WELL-KNOWN/x"));
+        assert!(has_dotfile_segment(b"/..."));
+        assert!(!has_dotfile_segment(b"/"));
+        assert!(!has_dotfile_segment(b""));
+        assert!(!has_dotfile_segment(b"/.well-known/acme-challenge/tok"));
+        assert!(!has_dotfile_segment(b"/.well-known/"));
+        assert!(!has_dotfile_segment(b"/a/b.c/d."));
+        assert!(!has_dotfile_segment(b"/index.html"));
+        assert!(!has_dotfile_segment(b"/a/x.git/"));
+    }
+
+    #[test]
+    fn encoded_dotfiles_are_seen_after_normalisation() {
+        let mut out = Vec::new();
+        decode_and_normalize(b"/%2egit/config", &mut out).unwrap();
+        assert!(has_dotfile_segment(&out));
+        decode_and_normalize(b"/a/b/..%2F.htpasswd", &mut out).unwrap();
+        assert!(has_dotfile_segment(&out));
+        decode_and_normalize(b"/.well-known/../.env", &mut out).unwrap();
+        assert!(has_dotfile_segment(&out));
+    }
 }
