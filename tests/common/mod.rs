@@ -176,8 +176,20 @@ pub struct Builder {
     root: PathBuf,
     config: Option<String>,
     workers: u32,
-    access_log: bool,
+    access_log: Access,
+    listen: String,
     args: Vec<String>,
+}
+
+/// How the access log is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// `--access-log off`.
+    Off,
+    /// `--access-log <base>/access.log`.
+    Flag,
+    /// No flag: whatever the config file says.
+    Config,
 }
 
 impl Default for Builder {
@@ -196,7 +208,8 @@ impl Builder {
             root,
             config: None,
             workers: 1,
-            access_log: false,
+            access_log: Access::Off,
+            listen: "127.0.0.1:0".to_string(),
             args: Vec::new(),
         }
     }
@@ -239,7 +252,19 @@ impl Builder {
 
     /// Writes the access log to `<base>/access.log`.
     pub fn access_log(&mut self) -> &mut Self {
-        self.access_log = true;
+        self.access_log = Access::Flag;
+        self
+    }
+
+    /// Passes no `--access-log` flag, so the config file decides.
+    pub fn access_log_from_config(&mut self) -> &mut Self {
+        self.access_log = Access::Config;
+        self
+    }
+
+    /// The `--listen` address (default `127.0.0.1:0`).
+    pub fn listen(&mut self, addr: &str) -> &mut Self {
+        self.listen = addr.to_string();
         self
     }
 
@@ -253,18 +278,17 @@ impl Builder {
     pub fn start(self) -> Server {
         let mut args: Vec<String> = vec![
             "--listen".into(),
-            "127.0.0.1:0".into(),
+            self.listen.clone(),
             "--root".into(),
             self.root.display().to_string(),
             "--workers".into(),
             self.workers.to_string(),
-            "--access-log".into(),
         ];
         let access_path = self.base.path.join("access.log");
-        if self.access_log {
-            args.push(access_path.display().to_string());
-        } else {
-            args.push("off".into());
+        match self.access_log {
+            Access::Off => args.extend(["--access-log".into(), "off".into()]),
+            Access::Flag => args.extend(["--access-log".into(), access_path.display().to_string()]),
+            Access::Config => {}
         }
         if let Some(cfg) = &self.config {
             let path = self.base.path.join("brisk.toml");
@@ -364,6 +388,16 @@ pub fn spawn_brisk(args: &[String], stderr_path: &Path) -> (Child, Vec<SocketAdd
             }
             Err(_) => fail(&mut child, &lines, "no listening line"),
         }
+    }
+}
+
+/// A child process killed (and reaped) on drop.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
