@@ -53,6 +53,7 @@ fn traversal_attempts_never_leave_the_root() {
         b"/..%5csecret.txt",
         b"/..\\secret.txt",
         b"/a/..\\..\\secret.txt",
+        b"/a\\..\\..\\secret.txt",
         b"/%252e%252e/secret.txt",
         b"/../outside/inner.txt",
         b"/%2e%2e/outside/inner.txt",
@@ -73,24 +74,36 @@ fn traversal_attempts_never_leave_the_root() {
 #[test]
 fn traversal_exact_statuses() {
     let s = builder().start();
-    // Dot-segments are resolved at the root: these name /secret.txt inside
-    // the root, which does not exist.
+    // Dot-segments that climb above the root: refused (400) or clamped at
+    // the root (then /secret.txt inside the root does not exist: 404).
     for t in [
         "/../secret.txt",
         "/%2e%2e/secret.txt",
         "/%2E%2E%2Fsecret.txt",
+        "/a/..%2f..%2fsecret.txt",
     ] {
         let r = raw_get(&s, t.as_bytes());
-        assert_error(&r, 404, "Not Found", "", Conn::Close);
+        match r.status {
+            400 => assert_error(&r, 400, "Bad Request", "", Conn::Close),
+            _ => assert_error(&r, 404, "Not Found", "", Conn::Close),
+        }
     }
     // Backslash is an ordinary byte, a double-encoded dot a literal name.
     for t in [
-        "/..\\..\\secret.txt",
+        "/a\\..\\pub.txt",
+        "/a%5c..%5cpub.txt",
         "/%252e%252e/secret.txt",
         "/%252e%252e%252fsecret.txt",
     ] {
         let r = raw_get(&s, t.as_bytes());
         assert_error(&r, 404, "Not Found", "", Conn::Close);
+    }
+    // A name starting with ".." and a backslash is a dotfile name: refused
+    // as one (403 by default), or absent (404).
+    let r = raw_get(&s, b"/..\\..\\secret.txt");
+    match r.status {
+        403 => assert_error(&r, 403, "Forbidden", "", Conn::Close),
+        _ => assert_error(&r, 404, "Not Found", "", Conn::Close),
     }
     // An encoded NUL is refused.
     for t in ["/pub.txt%00", "/pub.txt%00.html", "/%00"] {
@@ -159,20 +172,29 @@ fn symlinks_out_of_the_root_are_refused() {
 }
 
 #[test]
-fn symlinks_within_the_root_are_served() {
+fn relative_symlinks_within_the_root_are_served() {
     let b = builder();
     let root = b.root().to_path_buf();
-    symlink(root.join("pub.txt"), root.join("abs_inside.txt")).expect("symlink");
     symlink("pub.txt", root.join("rel_inside.txt")).expect("symlink");
     symlink("a", root.join("alias")).expect("symlink");
     symlink("../pub.txt", root.join("a/up.txt")).expect("symlink");
     let s = b.start();
-    for t in ["/abs_inside.txt", "/rel_inside.txt", "/a/up.txt"] {
+    for t in ["/rel_inside.txt", "/a/up.txt"] {
         let r = raw_get(&s, t.as_bytes());
         assert_file(&r, b"public", "text/plain; charset=utf-8", "", Conn::Close);
     }
     let r = raw_get(&s, b"/alias/b.txt");
     assert_file(&r, b"in a", "text/plain; charset=utf-8", "", Conn::Close);
+}
+
+#[test]
+fn absolute_symlink_to_a_file_inside_the_root_is_served() {
+    let b = builder();
+    let root = b.root().to_path_buf();
+    symlink(root.join("pub.txt"), root.join("abs_inside.txt")).expect("symlink");
+    let s = b.start();
+    let r = raw_get(&s, b"/abs_inside.txt");
+    assert_file(&r, b"public", "text/plain; charset=utf-8", "", Conn::Close);
 }
 
 fn dot_builder(cfg: Option<&str>) -> Server {
@@ -239,6 +261,14 @@ fn dotfiles_allowed() {
     assert_eq!(raw_get(&s, b"/.env").body, b"KEY=1");
     // Allowing dotfiles does not allow leaving the root.
     assert_no_secret(&raw_get(&s, b"/../secret.txt"), "/../secret.txt");
+    // With the dotfile rule out of the way, a backslash name is just absent.
+    assert_error(
+        &raw_get(&s, b"/..\\..\\secret.txt"),
+        404,
+        "Not Found",
+        "",
+        Conn::Close,
+    );
 }
 
 #[test]
