@@ -230,3 +230,14 @@ fn request_in_flight_at_shutdown_is_answered_with_close() {
         .expect("brisk did not exit");
     assert!(st.success(), "exit status {st:?}");
 }
+
+#[test]
+fn second_request_stalling_gets_408() {
+    let s = timeout_site("[timeouts]\nheader = \"1s\"\nkeepalive = \"10s\"\n");
+    let mut c = s.connect();
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().status, 200);
+    c.send(b"GET /a.txt HTTP/1.1\r\nHo");
+    assert_error(&c.response(), 408, "Request Timeout", "", Conn::Close);
+    c.expect_closed();
+}

@@ -160,27 +160,6 @@ fn body_over_max_body_is_413() {
         413,
         "Content Too Large",
     );
-    // A chunked body that grows over the limit: one answer (413, or the
-    // 405 the static file gives before the body was read), then the close;
-    // never a second, unsolicited response.
-    let mut c = s.connect();
-    c.send(b"POST /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
-    let chunk = format!("40\r\n{}\r\n", "y".repeat(64));
-    c.send(chunk.as_bytes());
-    c.send(chunk.as_bytes());
-    c.send(b"0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    let r = c.response();
-    match r.status {
-        413 => assert_error(&r, 413, "Content Too Large", "", Conn::Close),
-        405 => assert_eq!(r.header("allow"), Some("GET, HEAD, OPTIONS")),
-        other => panic!("unexpected status {other}"),
-    }
-    let rest = c.read_to_end();
-    assert!(
-        rest.is_empty(),
-        "more after the answer to an oversized chunked body: {:?}",
-        String::from_utf8_lossy(&rest)
-    );
     // Exactly at the limit: accepted (405 on a static file) and kept alive.
     let mut c = s.connect();
     let body = "z".repeat(100);
@@ -461,4 +440,247 @@ fn ipv6_loopback_listener() {
     c.expect_closed();
     // The IPv4 listener serves as well.
     txt(&s.get("/a.txt"), b"AAAA", Conn::Close);
+}
+
+#[test]
+fn duplicate_or_invalid_host_is_400() {
+    let s = site();
+    expect_rejected(
+        &s,
+        b"GET /a.txt HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+        400,
+        "Bad Request",
+    );
+    expect_rejected(
+        &s,
+        b"GET /a.txt HTTP/1.1\r\nHost: a b\r\n\r\n",
+        400,
+        "Bad Request",
+    );
+}
+
+#[test]
+fn options_asterisk() {
+    let s = site();
+    let r = s.request(b"OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            "Allow: GET, HEAD, OPTIONS\r\nContent-Length: 0\r\nConnection: close\r\n"
+        )
+    );
+}
+
+#[test]
+fn http10_keep_alive_error_response() {
+    let s = site();
+    let mut c = s.connect();
+    c.send(b"GET /missing HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_error(&c.response(), 404, "Not Found", "", Conn::KeepAlive);
+    c.send(b"GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    txt(&c.response(), b"AAAA", Conn::KeepAlive);
+}
+
+#[test]
+fn bodies_on_get_and_empty_bodies_are_framed() {
+    let s = site();
+    let raw = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n\
+GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nGET \
+POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n\
+GET /c.css HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let (mut c, rs) = exchange(&s, raw, &[false, false, false, false]);
+    txt(&rs[0], b"AAAA", Conn::None);
+    txt(&rs[1], b"AAAA", Conn::None);
+    assert_error(
+        &rs[2],
+        405,
+        "Method Not Allowed",
+        "Allow: GET, HEAD, OPTIONS\r\n",
+        Conn::None,
+    );
+    assert_file(&rs[3], b"c{}", "text/css; charset=utf-8", "", Conn::Close);
+    c.expect_closed();
+}
+
+#[test]
+fn expect_continue_with_an_unwanted_body() {
+    let s = site();
+    let mut c = s.connect();
+    c.send(b"POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    let mut r = c.response();
+    if r.status == 100 {
+        c.send(b"hello");
+        r = c.response();
+    }
+    assert_eq!(r.status, 405);
+    if r.header("connection") == Some("close") {
+        c.expect_closed();
+    } else {
+        // Kept open: the server must then read the body as such.
+        c.send(b"helloGET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        txt(&c.response(), b"AAAA", Conn::Close);
+    }
+}
+
+#[test]
+fn pipeline_larger_than_the_read_buffer() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.config("[limits]\nkeepalive_requests = 100000\n");
+    let s = b.start();
+    let mut raw = Vec::new();
+    let n = 3000;
+    for i in 0..n {
+        // Varying lengths so that requests straddle buffer boundaries.
+        let pad = "p".repeat(i % 37);
+        let close = if i == n - 1 {
+            "Connection: close\r\n"
+        } else {
+            ""
+        };
+        raw.extend_from_slice(
+            format!("GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n{close}\r\n").as_bytes(),
+        );
+    }
+    assert!(raw.len() > 128 * 1024);
+    // Write from another thread so that a server that answers while we
+    // are still writing cannot deadlock the test.
+    let mut c = s.connect();
+    let mut w = c.stream.try_clone().expect("clone");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        w.write_all(&raw).expect("write pipeline");
+    });
+    for i in 0..n {
+        let conn = if i == n - 1 { Conn::Close } else { Conn::None };
+        txt(&c.response(), b"AAAA", conn);
+    }
+    c.expect_closed();
+    writer.join().expect("writer");
+}
+
+#[test]
+fn pipelined_output_larger_than_the_socket_buffers() {
+    let body = pattern(10 * 1024);
+    let mut b = Builder::new();
+    b.file("m.bin", &body);
+    let s = b.start();
+    let n = 150;
+    let mut raw = Vec::new();
+    for i in 0..n {
+        let close = if i == n - 1 {
+            "Connection: close\r\n"
+        } else {
+            ""
+        };
+        raw.extend_from_slice(format!("GET /m.bin HTTP/1.1\r\nHost: x\r\n{close}\r\n").as_bytes());
+    }
+    let mut c = s.connect();
+    c.send(&raw);
+    // Read slowly at first so that output backs up in the server.
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..n {
+        let conn = if i == n - 1 { Conn::Close } else { Conn::None };
+        assert_file(&c.response(), &body, "application/octet-stream", "", conn);
+    }
+    c.expect_closed();
+}
+
+#[test]
+fn max_headers_is_configurable() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.config("[limits]\nmax_headers = 5\nmax_header_bytes = 300\n");
+    let s = b.start();
+    expect_rejected(
+        &s,
+        b"GET /a.txt HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\n\r\n",
+        431,
+        "Request Header Fields Too Large",
+    );
+    let big = format!(
+        "GET /a.txt HTTP/1.1\r\nHost: x\r\nX: {}\r\n\r\n",
+        "v".repeat(300)
+    );
+    expect_rejected(&s, big.as_bytes(), 431, "Request Header Fields Too Large");
+    let ok = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\nConnection: close\r\n\r\n";
+    txt(&s.request(ok), b"AAAA", Conn::Close);
+}
+
+#[test]
+fn max_connections_refuses_the_excess_and_recovers() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.config("[limits]\nmax_connections = 2\n");
+    let s = b.start();
+    let mut c1 = s.connect();
+    let mut c2 = s.connect();
+    for c in [&mut c1, &mut c2] {
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+        txt(&c.response(), b"AAAA", Conn::None);
+    }
+    // The third is closed at once (or told 503), never served.
+    let mut c3 = s.connect();
+    let _ = std::io::Write::write_all(&mut c3.stream, b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    let raw = c3.read_to_end();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(
+        raw.is_empty() || text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{text:?}"
+    );
+    // The open ones are unaffected.
+    c1.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    txt(&c1.response(), b"AAAA", Conn::None);
+    // Once one closes, a new connection is served.
+    c2.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    txt(&c2.response(), b"AAAA", Conn::Close);
+    c2.expect_closed();
+    drop(c2);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut c = s.connect();
+        let _ = std::io::Write::write_all(
+            &mut c.stream,
+            b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        let raw = c.read_to_end();
+        if raw.starts_with(b"HTTP/1.1 200 OK\r\n") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no connection accepted after one closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn oversized_chunked_body_gets_one_answer() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.config("[limits]\nmax_body = 100\n");
+    let s = b.start();
+    // A chunked body that grows over the limit: one answer (413, or the
+    // 405 the static file gives before the body was read), then the close;
+    // never a second, unsolicited response.
+    let mut c = s.connect();
+    c.send(b"POST /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let chunk = format!("40\r\n{}\r\n", "y".repeat(64));
+    c.send(chunk.as_bytes());
+    c.send(chunk.as_bytes());
+    c.send(b"0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.response();
+    match r.status {
+        413 => assert_error(&r, 413, "Content Too Large", "", Conn::Close),
+        405 => assert_eq!(r.header("allow"), Some("GET, HEAD, OPTIONS")),
+        other => panic!("unexpected status {other}"),
+    }
+    let rest = c.read_to_end();
+    assert!(
+        rest.is_empty(),
+        "more after the answer to an oversized chunked body: {:?}",
+        String::from_utf8_lossy(&rest)
+    );
 }

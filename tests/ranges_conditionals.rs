@@ -433,3 +433,27 @@ fn not_modified_with_a_sidecar_varies() {
         )
     );
 }
+
+#[test]
+fn range_on_an_empty_file_is_416() {
+    let mut b = Builder::new();
+    b.file("empty.txt", b"");
+    let s = b.start();
+    let r = s.get_with("/empty.txt", "Range: bytes=0-\r\n");
+    assert_error(
+        &r,
+        416,
+        "Range Not Satisfiable",
+        "Content-Range: bytes */0\r\n",
+        Conn::Close,
+    );
+}
+
+#[test]
+fn conditionals_on_a_missing_file_are_404() {
+    let s = site();
+    let r = s.get_with("/missing.txt", "If-None-Match: *\r\n");
+    assert_error(&r, 404, "Not Found", "", Conn::Close);
+    let r = s.get_with("/missing.txt", "If-Match: *\r\n");
+    assert!(r.status == 404 || r.status == 412, "{}", r.status);
+}

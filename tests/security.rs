@@ -303,3 +303,18 @@ fn long_and_odd_paths_are_answered() {
     assert_eq!(raw_get(&s, b"/pub.txt/more").status, 404);
     assert_eq!(raw_get(&s, b"/pub.txt").body, b"public");
 }
+
+#[test]
+fn symlink_loop_is_refused() {
+    let b = builder();
+    let root = b.root().to_path_buf();
+    symlink("loop", root.join("loop")).expect("symlink");
+    symlink("pong", root.join("ping")).expect("symlink");
+    symlink("ping", root.join("pong")).expect("symlink");
+    let s = b.start();
+    for t in ["/loop", "/ping", "/loop/x"] {
+        let r = raw_get(&s, t.as_bytes());
+        assert!(r.status == 403 || r.status == 404, "{t}: {}", r.status);
+    }
+    assert_eq!(raw_get(&s, b"/pub.txt").body, b"public");
+}
