@@ -1,7 +1,19 @@
 //! Configuration: schema, compiled-in defaults, TOML loading, command-line
 //! flags, validation with errors that name file, line and key.
 //!
-//! STUB: the types are the contract; loading is filled in by the config work.
+//! Precedence, lowest first: [`Config::default`], then one TOML document
+//! (the `--config` file, or else the one baked in at build time through
+//! `BRISK_DEFAULT_CONFIG`), then command-line flags. `brisk.example.toml`
+//! documents every key.
+
+mod cli;
+mod glob;
+mod load;
+mod sections;
+mod units;
+
+#[cfg(test)]
+mod tests;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,10 +33,15 @@ pub struct Config {
     /// Where to write the pid when running as a daemon.
     pub pid_file: Option<PathBuf>,
     /// `Server` header value.
+    /// An empty string means no `Server` header is sent at all.
     pub server_header: String,
+    /// `[limits]`.
     pub limits: Limits,
+    /// `[timeouts]`.
     pub timeouts: Timeouts,
+    /// `[log]`.
     pub log: LogConfig,
+    /// `[static]`.
     pub static_files: StaticConfig,
     /// Extension (no dot, lower case) → content type overrides from `[mime]`.
     pub mime: Vec<(String, String)>,
@@ -35,9 +52,13 @@ pub struct Config {
 /// Size and count limits (`[limits]`).
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// Longest request line accepted, in bytes (longer → 414).
     pub max_request_line: usize,
+    /// Largest header block accepted, in bytes (larger → 431).
     pub max_header_bytes: usize,
+    /// Most header fields accepted in one request (more → 431).
     pub max_headers: usize,
+    /// Largest request body accepted, in bytes (larger → 413).
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
     pub keepalive_requests: u32,
@@ -63,35 +84,74 @@ pub struct Timeouts {
 /// Where a log goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogTarget {
+    /// Not written at all.
     Off,
+    /// Standard output (`"-"` for the access log, or `"stdout"`).
     Stdout,
+    /// Standard error (`"-"` for the error log, or `"stderr"`).
     Stderr,
+    /// Appended to this file (absolute once loaded).
     File(PathBuf),
 }
 
 /// Access log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AccessFormat {
+    /// NCSA common log format.
     Common,
+    /// Common plus `"referer" "user-agent"` (Apache/nginx `combined`).
     Combined,
+    /// One JSON object per line.
     Json,
 }
 
 /// Error log verbosity, most quiet first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
+    /// Nothing is written.
     Off,
+    /// Failures that lose a request or a feature.
     Error,
+    /// Suspicious client behaviour, recoverable trouble.
     Warn,
+    /// Start-up, shutdown, reloads.
     Info,
+    /// Everything, for troubleshooting.
     Debug,
+}
+
+impl AccessFormat {
+    /// The name used in the config file (`"combined"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessFormat::Common => "common",
+            AccessFormat::Combined => "combined",
+            AccessFormat::Json => "json",
+        }
+    }
+}
+
+impl Level {
+    /// The name used in the config file and in error-log lines (`"warn"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Off => "off",
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
 }
 
 /// `[log]`.
 #[derive(Debug, Clone)]
 pub struct LogConfig {
+    /// Where the access log goes (default stdout).
     pub access: LogTarget,
+    /// Access log line format.
     pub format: AccessFormat,
+    /// Error log verbosity.
     pub level: Level,
     /// Where the error log goes (default stderr).
     pub error: LogTarget,
@@ -111,8 +171,11 @@ pub enum Dotfiles {
 /// `[static]`.
 #[derive(Debug, Clone)]
 pub struct StaticConfig {
+    /// File names tried, in order, when a directory is requested.
     pub index: Vec<String>,
+    /// List a directory that has no index file.
     pub autoindex: bool,
+    /// What to do with path segments starting with `.`.
     pub dotfiles: Dotfiles,
     /// URL prefixes under which the query is part of the file name.
     pub query_in_filename: Vec<String>,
@@ -133,16 +196,25 @@ pub enum PathMatch {
 }
 
 impl PathMatch {
-    /// Whether the decoded URL path matches.
+    /// Whether the decoded URL path matches. Never allocates.
+    ///
+    /// `Prefix` is a plain byte-prefix test. `Glob` follows [`glob`]'s
+    /// rules: `*` matches any run of bytes within one path segment (never
+    /// a `/`), `?` exactly one byte other than `/`; a pattern without `/`
+    /// is matched against the last segment of the path, a pattern with `/`
+    /// against the whole path, segment by segment.
     pub fn matches(&self, path: &[u8]) -> bool {
-        let _ = path;
-        todo!()
+        match self {
+            PathMatch::Prefix(prefix) => path.starts_with(prefix.as_bytes()),
+            PathMatch::Glob(pattern) => glob::matches(pattern.as_bytes(), path),
+        }
     }
 }
 
 /// One `[[headers]]` rule.
 #[derive(Debug, Clone)]
 pub struct HeaderRule {
+    /// Which requests get the headers.
     pub matcher: PathMatch,
     /// Header name → value, in file order.
     pub set: Vec<(String, String)>,
@@ -152,7 +224,7 @@ impl Default for Config {
     /// The compiled-in defaults (before any baked-in or user config file).
     fn default() -> Config {
         Config {
-            listen: vec!["127.0.0.1:8080".parse().unwrap()],
+            listen: vec![SocketAddr::from(([127, 0, 0, 1], 8080))],
             root: PathBuf::from("."),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             daemon: false,
@@ -209,6 +281,8 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// What the command line asks for.
+// Made once per process, so the size of `Run` is not worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Command {
     /// Serve with this configuration.
@@ -226,6 +300,5 @@ pub enum Command {
 pub fn from_args<I: IntoIterator<Item = std::ffi::OsString>>(
     args: I,
 ) -> Result<Command, ConfigError> {
-    let _ = args.into_iter();
-    todo!()
+    cli::from_args(args)
 }

@@ -1,8 +1,17 @@
 //! The request-head parser: strict RFC 9112, zero-copy, zero-allocation.
 //!
-//! STUB: signatures are the contract; bodies are filled in by the parser work.
+//! The parser is stateless: every call re-reads the head from the start of
+//! the buffer (heads are small and bounded by [`Limits::max_head`]). It reads
+//! line by line and rejects on the first byte that can never be part of a
+//! valid head, so a bad request is refused as soon as the offending bytes
+//! arrive, even before the head is complete.
+
+mod fields;
+mod target;
 
 use super::{Method, Status, Version};
+use fields::Semantics;
+use target::parse_target;
 
 /// Size limits applied while parsing a request head.
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +27,9 @@ pub struct Limits {
 /// One header field line, name and value as they appeared (value trimmed of OWS).
 #[derive(Debug, Clone, Copy)]
 pub struct Header<'a> {
+    /// The field name, as sent (compare it ASCII case-insensitively).
     pub name: &'a [u8],
+    /// The field value without leading and trailing whitespace.
     pub value: &'a [u8],
 }
 
@@ -44,6 +55,7 @@ pub enum BodyFraming {
 /// A parsed request head. Borrows from the input buffer.
 #[derive(Debug)]
 pub struct Request<'a> {
+    /// The method, for dispatch (`Other` for unknown but valid tokens).
     pub method: Method,
     /// The method as sent (for logs and CGI).
     pub method_token: &'a [u8],
@@ -51,7 +63,9 @@ pub struct Request<'a> {
     /// `OPTIONS *`, or the authority for CONNECT. An absolute-form target
     /// is reduced to its origin-form part (RFC 9112 §3.2.2).
     pub target: &'a [u8],
+    /// The protocol version (a higher HTTP/1.x minor is read as 1.1).
     pub version: Version,
+    /// The header fields in the order they were sent.
     pub headers: &'a [Header<'a>],
     /// Bytes of the buffer taken by the head, including the final CRLF
     /// (and any leading empty lines that were skipped).
@@ -59,6 +73,7 @@ pub struct Request<'a> {
     /// The host: from an absolute-form target if there was one, else the
     /// Host header. `None` only for HTTP/1.0 without Host.
     pub host: Option<&'a [u8]>,
+    /// How the body that follows the head is framed.
     pub body: BodyFraming,
     /// Whether the connection may stay open after this request
     /// (version default, overridden by `Connection: close` / `keep-alive`).
@@ -80,9 +95,224 @@ impl<'a> Request<'a> {
 /// Why a request was rejected, and with which status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParseError {
+    /// The status to answer with (the connection is then closed).
     pub status: Status,
     /// A short human explanation, for the error log (never sent raw).
     pub reason: &'static str,
+}
+
+impl ParseError {
+    /// A 400 Bad Request with this reason.
+    pub const fn bad_request(reason: &'static str) -> ParseError {
+        ParseError {
+            status: Status::BAD_REQUEST,
+            reason,
+        }
+    }
+}
+
+const fn bad(reason: &'static str) -> ParseError {
+    ParseError::bad_request(reason)
+}
+
+const fn too_large(reason: &'static str) -> ParseError {
+    ParseError {
+        status: Status::HEADER_FIELDS_TOO_LARGE,
+        reason,
+    }
+}
+
+const fn build_tchar() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = (i as u8).is_ascii_alphanumeric();
+        i += 1;
+    }
+    let specials = b"!#$%&'*+-.^_`|~";
+    let mut j = 0;
+    while j < specials.len() {
+        table[specials[j] as usize] = true;
+        j += 1;
+    }
+    table
+}
+
+static TCHAR: [bool; 256] = build_tchar();
+
+/// Whether `b` may appear in a token (RFC 9110 §5.6.2).
+pub(crate) fn is_tchar(b: u8) -> bool {
+    TCHAR[b as usize]
+}
+
+/// Whether `b` may appear in a field value: VCHAR, obs-text, SP, HTAB
+/// (RFC 9110 §5.5). NUL, the other controls and DEL may not.
+pub(crate) fn is_field_byte(b: u8) -> bool {
+    b == b'\t' || (b >= 0x20 && b != 0x7f)
+}
+
+/// Whether `b` may appear in a request target. Visible ASCII as RFC 3986
+/// allows, plus raw bytes >= 0x80 (UTF-8 paths sent unencoded, accepted
+/// like nginx does; the path module decides what they mean).
+fn is_target_byte(b: u8) -> bool {
+    b > 0x20 && b != 0x7f
+}
+
+/// Trims optional whitespace (SP / HTAB, RFC 9110 §5.6.3) on both ends.
+pub(crate) fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// Where the line that starts at `start` ends.
+enum LineEnd {
+    /// The line is `buf[start..end]`; the next one starts at `next`.
+    Complete { end: usize, next: usize },
+    /// No CRLF yet: the line so far is `buf[start..]` (without a lone CR
+    /// at the very end of the buffer, which may be the start of a CRLF).
+    Partial { end: usize },
+}
+
+/// Finds the CRLF that ends the line starting at `start`. Only CRLF ends a
+/// line: a bare LF or a CR not followed by LF is an error (RFC 9112 §2.2
+/// lets a recipient reject them, and treating them differently from other
+/// parsers is how request smuggling starts).
+fn find_line_end(buf: &[u8], start: usize) -> Result<LineEnd, ParseError> {
+    let rest = buf.get(start..).unwrap_or_default();
+    match rest.iter().position(|&b| b == b'\r' || b == b'\n') {
+        None => Ok(LineEnd::Partial { end: buf.len() }),
+        Some(i) => {
+            let end = start + i;
+            if rest[i] == b'\n' {
+                return Err(bad("bare LF in request head"));
+            }
+            match rest.get(i + 1) {
+                None => Ok(LineEnd::Partial { end }),
+                Some(b'\n') => Ok(LineEnd::Complete { end, next: end + 2 }),
+                Some(_) => Err(bad("bare CR in request head")),
+            }
+        }
+    }
+}
+
+/// The parts of a request line, all borrowed from it.
+struct RequestLine<'a> {
+    method: &'a [u8],
+    target: &'a [u8],
+    version: Version,
+}
+
+/// Checks `HTTP/d.d` (or a prefix of it while the line is incomplete).
+/// `HTTP-name` is case-sensitive (RFC 9112 §2.3).
+fn parse_version(v: &[u8], complete: bool) -> Result<Option<Version>, ParseError> {
+    const PATTERN: &[u8; 8] = b"HTTP/1.1";
+    if v.len() > PATTERN.len() {
+        return Err(bad("malformed HTTP version"));
+    }
+    for (i, &b) in v.iter().enumerate() {
+        let ok = match i {
+            5 | 7 => b.is_ascii_digit(),
+            _ => b == PATTERN[i],
+        };
+        if !ok {
+            return Err(bad("malformed HTTP version"));
+        }
+    }
+    if v.len() < PATTERN.len() {
+        return if complete {
+            Err(bad("malformed HTTP version"))
+        } else {
+            Ok(None)
+        };
+    }
+    // RFC 9112 §2.3: a higher minor version of 1.x is answered as 1.1.
+    match (v[5], v[7]) {
+        (b'1', b'0') => Ok(Some(Version::Http10)),
+        (b'1', _) => Ok(Some(Version::Http11)),
+        _ => Err(ParseError {
+            status: Status::VERSION_NOT_SUPPORTED,
+            reason: "HTTP version not supported",
+        }),
+    }
+}
+
+/// Splits and checks `method SP target SP version` (RFC 9112 §3), exactly
+/// one SP each. With `complete == false` only the prefix is checked and
+/// `Ok(None)` means "fine so far".
+fn parse_request_line(line: &[u8], complete: bool) -> Result<Option<RequestLine<'_>>, ParseError> {
+    let incomplete = |what: &'static str| if complete { Err(bad(what)) } else { Ok(None) };
+
+    let method_end = line.iter().position(|&b| !is_tchar(b));
+    let Some(method_end) = method_end else {
+        return incomplete("request line has no target");
+    };
+    if line[method_end] != b' ' {
+        return Err(bad("invalid character in method"));
+    }
+    if method_end == 0 {
+        return Err(bad("empty method"));
+    }
+    let method = &line[..method_end];
+
+    let rest = &line[method_end + 1..];
+    let Some(target_end) = rest.iter().position(|&b| !is_target_byte(b)) else {
+        // HTTP/0.9 style `GET /` without a version is not served.
+        return incomplete("request line has no HTTP version");
+    };
+    if rest[target_end] != b' ' {
+        return Err(bad("invalid character in request target"));
+    }
+    if target_end == 0 {
+        return Err(bad("empty request target"));
+    }
+    let target = &rest[..target_end];
+
+    match parse_version(&rest[target_end + 1..], complete)? {
+        Some(version) if complete => Ok(Some(RequestLine {
+            method,
+            target,
+            version,
+        })),
+        _ => Ok(None),
+    }
+}
+
+/// Parses one field line `name ":" OWS value OWS` (RFC 9112 §5).
+/// With `complete == false` only the prefix is checked.
+fn parse_field(line: &[u8], complete: bool) -> Result<Option<Header<'_>>, ParseError> {
+    let Some(name_end) = line.iter().position(|&b| !is_tchar(b)) else {
+        return if complete {
+            Err(bad("header line without a colon"))
+        } else {
+            Ok(None)
+        };
+    };
+    match line[name_end] {
+        b':' => {}
+        // §5.1: no whitespace is allowed between the name and the colon;
+        // a server MUST reject such a request with 400.
+        b' ' | b'\t' => return Err(bad("whitespace between header name and colon")),
+        _ => return Err(bad("invalid character in header name")),
+    }
+    if name_end == 0 {
+        return Err(bad("empty header name"));
+    }
+    let value = &line[name_end + 1..];
+    if !value.iter().all(|&b| is_field_byte(b)) {
+        return Err(bad("invalid character in header value"));
+    }
+    if !complete {
+        return Ok(None);
+    }
+    Ok(Some(Header {
+        name: &line[..name_end],
+        value: trim_ows(value),
+    }))
 }
 
 /// Parses one request head from the start of `buf`.
@@ -94,6 +324,130 @@ pub fn parse_request<'a>(
     limits: &Limits,
     storage: &'a mut [Header<'a>],
 ) -> Result<Option<Request<'a>>, ParseError> {
-    let _ = (buf, limits, storage);
-    todo!()
+    let head_too_large = || too_large("request head too large");
+
+    // RFC 9112 §2.2: empty lines before the request line are ignored.
+    let mut pos = 0;
+    loop {
+        match (buf.get(pos), buf.get(pos + 1)) {
+            (Some(b'\r'), Some(b'\n')) => pos += 2,
+            (Some(b'\r'), None) => return Ok(None),
+            (Some(b'\r' | b'\n'), _) => return Err(bad("bare CR or LF before request line")),
+            _ => break,
+        }
+        if pos > limits.max_head {
+            return Err(head_too_large());
+        }
+    }
+
+    let line_start = pos;
+    let (line, next) = match find_line_end(buf, line_start)? {
+        LineEnd::Complete { end, next } => (&buf[line_start..end], Some(next)),
+        LineEnd::Partial { end } => (&buf[line_start..end], None),
+    };
+    if line.len() > limits.max_request_line {
+        return Err(ParseError {
+            status: Status::URI_TOO_LONG,
+            reason: "request line too long",
+        });
+    }
+    let parsed = parse_request_line(line, next.is_some())?;
+    let (Some(rl), Some(next)) = (parsed, next) else {
+        return if buf.len() > limits.max_head {
+            Err(head_too_large())
+        } else {
+            Ok(None)
+        };
+    };
+    let method = Method::from_token(rl.method);
+    let target = parse_target(method, rl.target)?;
+
+    let mut sem = Semantics::default();
+    let mut count = 0;
+    pos = next;
+    let head_len = loop {
+        match buf.get(pos) {
+            Some(b'\r') | None => match buf.get(pos..pos + 2) {
+                Some(b"\r\n") => break pos + 2,
+                Some(_) => return Err(bad("bare CR in request head")),
+                None if buf.len() > limits.max_head => return Err(head_too_large()),
+                None => return Ok(None),
+            },
+            Some(b'\n') => return Err(bad("bare LF in request head")),
+            // RFC 9112 §5.2: obs-fold in a request → 400. Whitespace right
+            // after the request line would also hide a field name.
+            Some(b' ' | b'\t') => return Err(bad("obsolete line folding")),
+            Some(_) => {}
+        }
+        if count >= limits.max_headers || count >= storage.len() {
+            return Err(too_large("too many header fields"));
+        }
+        let (end, next) = match find_line_end(buf, pos)? {
+            LineEnd::Complete { end, next } => (end, Some(next)),
+            LineEnd::Partial { end } => (end, None),
+        };
+        if end > limits.max_head {
+            return Err(head_too_large());
+        }
+        let field = parse_field(&buf[pos..end], next.is_some())?;
+        let (Some(field), Some(next)) = (field, next) else {
+            return Ok(None);
+        };
+        sem.apply(&field, rl.version)?;
+        storage[count] = field;
+        count += 1;
+        pos = next;
+    };
+    if head_len > limits.max_head {
+        return Err(head_too_large());
+    }
+
+    if rl.version == Version::Http11 && sem.host_header.is_none() {
+        return Err(bad("HTTP/1.1 request without Host"));
+    }
+    if sem.te_present && !sem.te_chunked {
+        return Err(bad("final transfer coding is not chunked"));
+    }
+    if sem.te_other {
+        return Err(ParseError {
+            status: Status::NOT_IMPLEMENTED,
+            reason: "transfer coding other than chunked",
+        });
+    }
+    let body = match sem.content_length {
+        Some(n) => BodyFraming::Length(n),
+        None if sem.te_chunked => BodyFraming::Chunked,
+        None if matches!(method, Method::Post | Method::Put | Method::Patch) => {
+            return Err(ParseError {
+                status: Status::LENGTH_REQUIRED,
+                reason: "request body without Content-Length",
+            });
+        }
+        None => BodyFraming::None,
+    };
+    if sem.expect_other {
+        return Err(ParseError {
+            status: Status::EXPECTATION_FAILED,
+            reason: "unsupported Expect",
+        });
+    }
+
+    let keep_alive = !sem.conn_close && (rl.version == Version::Http11 || sem.conn_keep_alive);
+    let headers: &'a [Header<'a>] = storage;
+    Ok(Some(Request {
+        method,
+        method_token: rl.method,
+        target: target.target,
+        version: rl.version,
+        headers: &headers[..count],
+        head_len,
+        host: target.authority_host.or(sem.host_header),
+        body,
+        keep_alive,
+        // RFC 9110 §10.1.1: a 100-continue from an HTTP/1.0 client is ignored.
+        expect_continue: sem.expect_continue && rl.version == Version::Http11,
+    }))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,27 +1,63 @@
 //! Access log and error log, written by a background thread so that the
 //! event loops never block on a disk.
 //!
-//! STUB: signatures are the contract; bodies are filled in by the log work.
+//! Each worker owns a [`Logger`] that formats lines into its own buffer
+//! (no locks, no allocation once warm). [`Logger::flush`], once per
+//! event-loop iteration, hands the buffer to the writer thread with a
+//! non-blocking `try_send` and takes back an empty one that the writer
+//! returned earlier. When the writer cannot keep up, lines are dropped and
+//! counted rather than waited for; the writer then logs how many were lost.
+
+mod format;
+mod writer;
+
+#[cfg(test)]
+mod tests;
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use crate::config::{Level, LogConfig};
+use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
+
+use format::Clock;
+use writer::{Batch, Msg, Sink, Writer};
+
+/// Batches that may wait for the writer before loggers start dropping.
+const QUEUE: usize = 1024;
+
+/// Empty buffers a logger keeps for reuse; more come back only when the
+/// writer fell behind, and those are freed.
+const SPARES: usize = 4;
+
+/// A logger flushes by itself once its buffer reaches this, so that a loop
+/// iteration that logs a lot cannot grow the buffer without bound.
+const AUTO_FLUSH: usize = 64 * 1024;
 
 /// One finished request, as the access log records it.
 #[derive(Debug, Clone, Copy)]
 pub struct AccessRecord<'a> {
+    /// The client's address.
     pub remote: IpAddr,
     /// When the request head was complete.
     pub time: SystemTime,
-    /// The request line pieces as sent (escaped when written).
+    /// The request line pieces as sent (escaped when written). An empty
+    /// method means no request line was parsed; the line then shows `"-"`.
     pub method: &'a [u8],
+    /// The request target as sent.
     pub target: &'a [u8],
+    /// The protocol version, e.g. `HTTP/1.1`.
     pub version: &'a str,
+    /// The response status code.
     pub status: u16,
     /// Body bytes sent (not counting the head).
     pub bytes: u64,
+    /// The `Referer` header, if sent.
     pub referer: Option<&'a [u8]>,
+    /// The `User-Agent` header, if sent.
     pub user_agent: Option<&'a [u8]>,
     /// Authenticated user, if any.
     pub user: Option<&'a [u8]>,
@@ -32,6 +68,7 @@ pub struct AccessRecord<'a> {
 /// Failed to open a log file at start-up.
 #[derive(Debug)]
 pub struct LogError {
+    /// What failed and why, naming the file.
     pub message: String,
 }
 
@@ -41,70 +78,221 @@ impl std::fmt::Display for LogError {
     }
 }
 
+impl std::error::Error for LogError {}
+
+/// What every logger needs to know, fixed at start.
+#[derive(Clone)]
+struct Settings {
+    level: Level,
+    format: AccessFormat,
+    access_on: bool,
+    error_on: bool,
+}
+
 /// The shared log service: owns the writer thread.
 pub struct LogService {
-    _private: (),
+    tx: SyncSender<Msg>,
+    dropped: Arc<AtomicU64>,
+    settings: Settings,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl LogService {
     /// Opens the configured targets and starts the writer thread.
     pub fn start(config: &LogConfig) -> Result<LogService, LogError> {
-        let _ = config;
-        todo!()
+        let access = Sink::open(&config.access, "access log")?;
+        let error = Sink::open(&config.error, "error log")?;
+        LogService::start_with(access, error, config, QUEUE)
+    }
+
+    /// Starts the writer with open sinks and a queue of `queue` batches.
+    fn start_with(
+        access: Sink,
+        error: Sink,
+        config: &LogConfig,
+        queue: usize,
+    ) -> Result<LogService, LogError> {
+        let settings = Settings {
+            level: config.level,
+            format: config.format,
+            access_on: config.access != LogTarget::Off,
+            error_on: config.error != LogTarget::Off && config.level != Level::Off,
+        };
+        let (tx, rx) = mpsc::sync_channel(queue);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let writer = Writer {
+            rx,
+            access,
+            error,
+            level: config.level,
+            dropped: dropped.clone(),
+            pending: Vec::with_capacity(64),
+            own: Vec::new(),
+            clock: Clock::new(),
+            failed: false,
+        };
+        let thread = std::thread::Builder::new()
+            .name("brisk-log".to_string())
+            .spawn(move || writer.run())
+            .map_err(|e| LogError {
+                message: format!("cannot start the log writer thread: {e}"),
+            })?;
+        Ok(LogService {
+            tx,
+            dropped,
+            settings,
+            thread: Some(thread),
+        })
     }
 
     /// A handle for one worker thread (or the main thread).
     pub fn handle(&self) -> Logger {
-        todo!()
+        let (home_tx, home_rx) = mpsc::sync_channel(SPARES);
+        Logger {
+            batch: Batch::new(home_tx.clone()),
+            tx: self.tx.clone(),
+            home_tx,
+            home_rx,
+            dropped: self.dropped.clone(),
+            settings: self.settings.clone(),
+            access_clock: Clock::new(),
+            error_clock: Clock::new(),
+        }
     }
 
-    /// Reopens log files (after rotation; on SIGUSR1).
+    /// Reopens log files (after rotation; on SIGUSR1). Lines flushed before
+    /// the call go to the old files, lines flushed after it to the new ones.
     pub fn reopen(&self) {
-        todo!()
+        // A full queue means a writer far behind; waiting here would stall
+        // the signal handling thread, so the request waits in line instead.
+        if let Err(TrySendError::Full(msg)) = self.tx.try_send(Msg::Reopen) {
+            let tx = self.tx.clone();
+            let _ = std::thread::Builder::new()
+                .name("brisk-log-reopen".to_string())
+                .spawn(move || tx.send(msg));
+        }
     }
 
-    /// Flushes everything still queued and stops the writer thread.
-    pub fn shutdown(self) {
-        todo!()
+    /// Flushes everything still queued and stops the writer thread. Loggers
+    /// should be flushed first; what they send afterwards is dropped.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = self.tx.send(Msg::Stop);
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LogService {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
 /// A per-thread logger. Lines are formatted into a local buffer and handed
 /// to the writer thread by [`Logger::flush`], which never blocks.
 pub struct Logger {
-    _private: (),
+    batch: Batch,
+    tx: SyncSender<Msg>,
+    home_tx: SyncSender<Batch>,
+    /// Emptied buffers coming back from the writer.
+    home_rx: Receiver<Batch>,
+    dropped: Arc<AtomicU64>,
+    settings: Settings,
+    // Two clocks: access times come from records, error times from now,
+    // and they need not be in the same second.
+    access_clock: Clock,
+    error_clock: Clock,
 }
 
 impl Logger {
     /// Whether messages at `level` are written at all (check before
     /// formatting anything costly).
     pub fn enabled(&self, level: Level) -> bool {
-        let _ = level;
-        todo!()
+        self.settings.error_on && level != Level::Off && level <= self.settings.level
     }
 
     /// Whether the access log is on.
     pub fn access_enabled(&self) -> bool {
-        todo!()
+        self.settings.access_on
     }
 
     /// Records an error-log message at `level`:
     /// `2026/11/22 01:50:00 [warn] message` (control bytes escaped).
     pub fn log(&mut self, level: Level, args: std::fmt::Arguments<'_>) {
-        let _ = (level, args);
-        todo!()
+        if !self.enabled(level) {
+            return;
+        }
+        format::error_line(
+            &mut self.batch.error,
+            &mut self.error_clock,
+            SystemTime::now(),
+            level,
+            args,
+        );
+        self.batch.lines += 1;
+        self.flush_if_big();
     }
 
     /// Records one access-log line in the configured format.
     pub fn access(&mut self, rec: &AccessRecord<'_>) {
-        let _ = rec;
-        todo!()
+        if !self.settings.access_on {
+            return;
+        }
+        format::access_line(
+            &mut self.batch.access,
+            &mut self.access_clock,
+            self.settings.format,
+            rec,
+        );
+        self.batch.lines += 1;
+        self.flush_if_big();
+    }
+
+    fn flush_if_big(&mut self) {
+        if self.batch.access.len() + self.batch.error.len() >= AUTO_FLUSH {
+            self.flush();
+        }
     }
 
     /// Hands buffered lines to the writer thread without blocking (called
     /// once per event-loop iteration). If the writer is behind, lines are
     /// dropped and counted, never waited for.
     pub fn flush(&mut self) {
-        todo!()
+        if self.batch.lines == 0 {
+            return;
+        }
+        // A returned buffer if there is one; a new one only while warming up
+        // or after the writer fell behind.
+        let spare = match self.home_rx.try_recv() {
+            Ok(b) => b,
+            Err(_) => Batch::new(self.home_tx.clone()),
+        };
+        let full = std::mem::replace(&mut self.batch, spare);
+        match self.tx.try_send(Msg::Batch(full)) {
+            Ok(()) => {}
+            Err(
+                TrySendError::Full(Msg::Batch(mut b))
+                | TrySendError::Disconnected(Msg::Batch(mut b)),
+            ) => {
+                self.dropped.fetch_add(b.lines, Ordering::Relaxed);
+                b.clear();
+                // Keep the buffer that already has capacity.
+                let spare = std::mem::replace(&mut self.batch, b);
+                let _ = self.home_tx.try_send(spare);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+impl Drop for Logger {
+    /// Lines logged just before a worker exits are not lost.
+    fn drop(&mut self) {
+        self.flush();
     }
 }

@@ -46,9 +46,14 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
     push_u64(buf, u64::from(plan.status.0));
     buf.push(b' ');
     buf.extend_from_slice(plan.status.reason().as_bytes());
-    buf.extend_from_slice(b"\r\nServer: ");
-    buf.extend_from_slice(parts.server);
-    buf.extend_from_slice(b"\r\nDate: ");
+    buf.extend_from_slice(b"\r\n");
+    // `server_header = ""` hides the software name entirely.
+    if !parts.server.is_empty() {
+        buf.extend_from_slice(b"Server: ");
+        buf.extend_from_slice(parts.server);
+        buf.extend_from_slice(b"\r\n");
+    }
+    buf.extend_from_slice(b"Date: ");
     buf.extend_from_slice(parts.date);
     buf.extend_from_slice(b"\r\n");
     buf.extend_from_slice(&s.headers);

@@ -240,18 +240,21 @@ impl Worker {
                     self.live += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => match e.raw_os_error() {
-                    // Out of descriptors or memory: back off instead of
-                    // spinning on a listener that stays readable.
-                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => {
-                        self.logger.log(
-                            Level::Warn,
-                            format_args!("accept: {e}; pausing new connections for 100 ms"),
-                        );
-                        self.accept_paused_until = Some(self.now + Duration::from_millis(100));
-                    }
-                    _ => {}
-                },
+                // Out of descriptors or memory: back off instead of
+                // spinning on a listener that stays readable.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) =>
+                {
+                    self.logger.log(
+                        Level::Warn,
+                        format_args!("accept: {e}; pausing new connections for 100 ms"),
+                    );
+                    self.accept_paused_until = Some(self.now + Duration::from_millis(100));
+                }
+                Err(_) => {}
             }
         }
     }

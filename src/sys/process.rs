@@ -18,7 +18,7 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
         // SAFETY: `lim` is a valid rlimit.
         cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) })?;
     }
-    Ok(lim.rlim_cur as u64)
+    Ok(lim.rlim_cur)
 }
 
 /// Detaches from the terminal: fork, `setsid`, fork again, standard

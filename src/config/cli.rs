@@ -1,0 +1,417 @@
+//! The command line: a hand-written parser (a flag library would cost more
+//! binary than the whole config module), flag overrides, final checks, and
+//! the `--check-config` summary.
+
+use std::ffi::{OsStr, OsString};
+use std::net::SocketAddr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::load::{self, Source};
+use super::units::{self, LISTEN_HELP};
+use super::{Command, Config, ConfigError, Level, LogConfig, LogTarget};
+
+/// The TOML document baked in at build time (`BRISK_DEFAULT_CONFIG`), or
+/// empty; see `build.rs`.
+const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/default.toml"));
+
+/// How errors name the baked-in document.
+const BUILT_IN_NAME: &str = "<built-in>";
+
+/// `--help`.
+const USAGE: &str = "\
+Usage: brisk [OPTIONS]
+
+Serves static files over HTTP/1.1. Without --config, the built-in
+configuration is used (by default: the current directory on 127.0.0.1:8080).
+Flags override the configuration file. Both `--flag value` and
+`--flag=value` are accepted.
+
+Options:
+  --config FILE        read the configuration from this TOML file
+  --listen ADDR        listen on ADDR; repeat for several; replaces the file's
+                       whole `listen` list. ADDR is IPv4:PORT (127.0.0.1:8080),
+                       [IPv6]:PORT ([::1]:8080), or PORT alone (0.0.0.0:PORT)
+  --root DIR           serve files from DIR
+  --workers N          worker threads, 0 = one per CPU core (at most 1024)
+  --daemon             run in the background
+  --pid-file FILE      write the process id to FILE
+  --log-level LEVEL    error log level: off, error, warn, info, debug
+  --access-log TARGET  access log: a file path, - (stdout), or off
+  --check-config       validate the configuration, print a summary, and exit
+  --version, -V        print the version and exit
+  --help, -h           print this help and exit
+
+Relative paths on the command line are relative to the current directory;
+in a configuration file, to the file's directory.
+";
+
+/// Everything the flags can say.
+#[derive(Default)]
+struct Flags {
+    config: Option<PathBuf>,
+    listen: Vec<SocketAddr>,
+    root: Option<PathBuf>,
+    workers: Option<usize>,
+    daemon: bool,
+    pid_file: Option<PathBuf>,
+    check: bool,
+    log_level: Option<Level>,
+    access_log: Option<LogTarget>,
+}
+
+/// See [`super::from_args`].
+pub(crate) fn from_args<I: IntoIterator<Item = OsString>>(args: I) -> Result<Command, ConfigError> {
+    run(args, BUILT_IN)
+}
+
+/// [`from_args`] with the built-in document as a parameter, for tests.
+pub(crate) fn run<I: IntoIterator<Item = OsString>>(
+    args: I,
+    built_in: &str,
+) -> Result<Command, ConfigError> {
+    let flags = match parse_flags(args)? {
+        Parsed::Flags(flags) => flags,
+        Parsed::Exit(cmd) => return Ok(cmd),
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| error(format!("cannot read the current directory: {e}")))?;
+
+    // Defaults, then one document, then flags.
+    let mut config = Config {
+        workers: 0,
+        ..Config::default()
+    };
+    let (source_name, mut origins) = match &flags.config {
+        Some(path) => {
+            let name = path.display().to_string();
+            let bytes = std::fs::read(path)
+                .map_err(|e| error(format!("{name}: cannot read the configuration file: {e}")))?;
+            let text =
+                String::from_utf8(bytes).map_err(|_| error(format!("{name}: not valid UTF-8")))?;
+            let dir = path.parent().unwrap_or(Path::new(""));
+            let base = cwd.join(dir);
+            let src = Source {
+                name: &name,
+                text: &text,
+                base: &base,
+            };
+            let origins = load::load(&src, &mut config)?;
+            (name, origins)
+        }
+        None => {
+            let src = Source {
+                name: BUILT_IN_NAME,
+                text: built_in,
+                base: &cwd,
+            };
+            (BUILT_IN_NAME.to_string(), load::load(&src, &mut config)?)
+        }
+    };
+
+    if !flags.listen.is_empty() {
+        config.listen = flags.listen;
+    }
+    if let Some(root) = flags.root {
+        config.root = cwd.join(root);
+        origins.root = Some("--root".to_string());
+    }
+    if let Some(n) = flags.workers {
+        config.workers = n;
+    }
+    config.daemon |= flags.daemon;
+    if let Some(p) = flags.pid_file {
+        config.pid_file = Some(cwd.join(p));
+        origins.pid_file = Some("--pid-file".to_string());
+    }
+    if let Some(level) = flags.log_level {
+        config.log.level = level;
+    }
+    if let Some(target) = flags.access_log {
+        config.log.access = match target {
+            LogTarget::File(p) => LogTarget::File(cwd.join(p)),
+            other => other,
+        };
+        origins.access = Some("--access-log".to_string());
+    }
+
+    // Final checks, after every layer had its say.
+    if config.workers == 0 {
+        config.workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    }
+    let root_from = origins
+        .root
+        .as_deref()
+        .unwrap_or("root (default: the current directory)");
+    config.root = check_root(&config.root, root_from)?;
+    // Files are created at start-up, but their directories must exist:
+    // better said here, with the line, than by a failing open later.
+    let files = [
+        (config.pid_file.as_deref(), &origins.pid_file),
+        (target_file(&config.log.access), &origins.access),
+        (target_file(&config.log.error), &origins.error),
+    ];
+    for (file, from) in files {
+        if let (Some(file), Some(from)) = (file, from) {
+            check_parent(file, from)?;
+        }
+    }
+
+    if flags.check {
+        return Ok(Command::CheckOk(summary(&config, &source_name)));
+    }
+    Ok(Command::Run(config))
+}
+
+/// The root must be an existing directory; it is stored canonical so that
+/// the containment checks downstream compare like with like.
+fn check_root(root: &Path, from: &str) -> Result<PathBuf, ConfigError> {
+    let canonical = root.canonicalize().map_err(|e| {
+        error(format!(
+            "{from}: cannot use {} as the document root: {e}",
+            root.display()
+        ))
+    })?;
+    if !canonical.is_dir() {
+        return Err(error(format!(
+            "{from}: {} is not a directory",
+            root.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+fn target_file(t: &LogTarget) -> Option<&Path> {
+    match t {
+        LogTarget::File(p) => Some(p),
+        _ => None,
+    }
+}
+
+/// The directory a file is to be created in must exist.
+fn check_parent(file: &Path, from: &str) -> Result<(), ConfigError> {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(error(format!(
+            "{from}: cannot create {}: the directory {} does not exist",
+            file.display(),
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn error(message: String) -> ConfigError {
+    ConfigError { message }
+}
+
+/// An error about a flag, with the pointer to `--help`.
+fn flag_error(flag: &str, msg: &str) -> ConfigError {
+    error(format!("{flag}: {msg} (see brisk --help)"))
+}
+
+/// What the flags ask for. The size gap between variants does not matter:
+/// it exists once, at start-up.
+#[allow(clippy::large_enum_variant)]
+enum Parsed {
+    Flags(Flags),
+    Exit(Command),
+}
+
+fn parse_flags<I: IntoIterator<Item = OsString>>(args: I) -> Result<Parsed, ConfigError> {
+    let mut flags = Flags::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let bytes = arg.as_bytes();
+        let (name, inline) = match bytes.iter().position(|&b| b == b'=') {
+            Some(i) if bytes.starts_with(b"--") => {
+                (&bytes[..i], Some(OsStr::from_bytes(&bytes[i + 1..])))
+            }
+            _ => (bytes, None),
+        };
+        let name = String::from_utf8_lossy(name).into_owned();
+        // Switches take no value.
+        let switch = match name.as_str() {
+            "--help" | "-h" => Some(Parsed::Exit(Command::Help(USAGE.to_string()))),
+            "--version" | "-V" => Some(Parsed::Exit(Command::Version(format!(
+                "brisk {}",
+                env!("CARGO_PKG_VERSION")
+            )))),
+            "--daemon" | "--check-config" => None,
+            _ if !VALUE_FLAGS.contains(&name.as_str()) => return Err(unknown_flag(&name)),
+            _ => {
+                let value = match inline {
+                    Some(v) => v.to_os_string(),
+                    None => match args.next() {
+                        Some(v) if !v.as_bytes().starts_with(b"--") => v,
+                        _ => return Err(flag_error(&name, "missing value")),
+                    },
+                };
+                apply_value(&mut flags, &name, &value)?;
+                continue;
+            }
+        };
+        if inline.is_some() {
+            return Err(flag_error(&name, "takes no value"));
+        }
+        match switch {
+            Some(exit) => return Ok(exit),
+            None if name == "--daemon" => flags.daemon = true,
+            None => flags.check = true,
+        }
+    }
+    Ok(Parsed::Flags(flags))
+}
+
+/// Applies one `--flag value`.
+fn apply_value(flags: &mut Flags, name: &str, value: &OsStr) -> Result<(), ConfigError> {
+    let text = || {
+        value
+            .to_str()
+            .ok_or_else(|| flag_error(name, "not valid UTF-8"))
+    };
+    let nonempty_path = || {
+        if value.is_empty() {
+            Err(flag_error(name, "expected a path; got an empty string"))
+        } else {
+            Ok(PathBuf::from(value))
+        }
+    };
+    match name {
+        "--config" => flags.config = Some(nonempty_path()?),
+        "--root" => flags.root = Some(nonempty_path()?),
+        "--pid-file" => flags.pid_file = Some(nonempty_path()?),
+        "--listen" => {
+            let s = text()?;
+            let addr = units::parse_listen(s)
+                .ok_or_else(|| flag_error(name, &format!("expected {LISTEN_HELP}; got {s:?}")))?;
+            if flags.listen.contains(&addr) {
+                return Err(flag_error(name, &format!("{addr} is given twice")));
+            }
+            flags.listen.push(addr);
+        }
+        "--workers" => {
+            let s = text()?;
+            match s.parse::<usize>() {
+                Ok(n) if n <= 1024 => flags.workers = Some(n),
+                _ => {
+                    return Err(flag_error(
+                        name,
+                        &format!("expected an integer from 0 to 1024; got {s:?}"),
+                    ))
+                }
+            }
+        }
+        "--log-level" => {
+            let s = text()?;
+            let levels = [
+                ("off", Level::Off),
+                ("error", Level::Error),
+                ("warn", Level::Warn),
+                ("info", Level::Info),
+                ("debug", Level::Debug),
+            ];
+            let level = levels
+                .iter()
+                .find(|(n, _)| *n == s)
+                .map(|(_, l)| *l)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = levels.iter().map(|(n, _)| *n).collect();
+                    flag_error(
+                        name,
+                        &format!("expected {}; got {s:?}", units::one_of(&names)),
+                    )
+                })?;
+            flags.log_level = Some(level);
+        }
+        "--access-log" => {
+            flags.access_log = Some(match value.as_bytes() {
+                b"-" | b"stdout" => LogTarget::Stdout,
+                b"stderr" => LogTarget::Stderr,
+                b"off" => LogTarget::Off,
+                _ => LogTarget::File(nonempty_path()?),
+            });
+        }
+        _ => return Err(unknown_flag(name)),
+    }
+    Ok(())
+}
+
+/// An unknown option or a stray argument, with the nearest flag if any.
+fn unknown_flag(name: &str) -> ConfigError {
+    if !name.starts_with('-') {
+        return error(format!("unexpected argument {name:?} (see brisk --help)"));
+    }
+    match units::nearest(name, FLAG_NAMES) {
+        Some(n) => flag_error(name, &format!("unknown option; did you mean {n}?")),
+        None => flag_error(name, "unknown option"),
+    }
+}
+
+/// Flags that take a value.
+const VALUE_FLAGS: &[&str] = &[
+    "--config",
+    "--listen",
+    "--root",
+    "--workers",
+    "--pid-file",
+    "--log-level",
+    "--access-log",
+];
+
+/// Every flag, for "did you mean".
+const FLAG_NAMES: &[&str] = &[
+    "--config",
+    "--listen",
+    "--root",
+    "--workers",
+    "--daemon",
+    "--pid-file",
+    "--check-config",
+    "--version",
+    "--help",
+    "--log-level",
+    "--access-log",
+];
+
+/// The `--check-config` report: what will actually be used.
+fn summary(config: &Config, source: &str) -> String {
+    let listen: Vec<String> = config.listen.iter().map(|a| a.to_string()).collect();
+    let mut s = format!(
+        "configuration OK ({source})\nlisten: {}\nroot: {}\nworkers: {}\n",
+        listen.join(", "),
+        config.root.display(),
+        config.workers
+    );
+    let LogConfig {
+        access,
+        format,
+        level,
+        error,
+    } = &config.log;
+    s += &format!(
+        "access log: {} ({})\n",
+        target_name(access),
+        format.as_str()
+    );
+    s += &format!(
+        "error log: {} (level {})\n",
+        target_name(error),
+        level.as_str()
+    );
+    if config.daemon {
+        s += "daemon: yes\n";
+    }
+    if let Some(p) = &config.pid_file {
+        s += &format!("pid file: {}\n", p.display());
+    }
+    s
+}
+
+fn target_name(t: &LogTarget) -> String {
+    match t {
+        LogTarget::Off => "off".to_string(),
+        LogTarget::Stdout => "stdout".to_string(),
+        LogTarget::Stderr => "stderr".to_string(),
+        LogTarget::File(p) => p.display().to_string(),
+    }
+}

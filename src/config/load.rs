@@ -1,0 +1,393 @@
+//! TOML document → [`Config`], with errors that name file, line and key.
+//!
+//! The document is parsed into toml's spanned tree (`DeTable`) rather than
+//! deserialized through serde derives: every value keeps its byte span, so
+//! each error can point at its line, and unknown keys, types and ranges are
+//! checked by hand with messages that say what is allowed. It also keeps the
+//! binary smaller than a derive per section would.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::de::{DeString, DeTable, DeValue};
+use toml::Spanned;
+
+use super::units::{self, DURATION_HELP, LISTEN_HELP, SIZE_HELP};
+use super::{Config, ConfigError, LogTarget};
+
+/// One TOML document to load.
+pub(crate) struct Source<'a> {
+    /// How errors name it: the path as given, or `<built-in>`.
+    pub name: &'a str,
+    /// The document.
+    pub text: &'a str,
+    /// Directory that relative paths in the document are relative to.
+    pub base: &'a Path,
+}
+
+/// Keys of the top-level table.
+const TOP_KEYS: &[&str] = &[
+    "listen",
+    "root",
+    "workers",
+    "server_header",
+    "daemon",
+    "pid_file",
+    "log",
+    "static",
+    "limits",
+    "timeouts",
+    "mime",
+    "headers",
+];
+
+/// Documented sections that this version does not implement yet: refused
+/// loudly rather than ignored, so nobody believes a CGI or an auth rule is
+/// in force when it is not.
+const NOT_YET: &[(&str, &str)] = &[
+    ("cgi", "CGI"),
+    ("auth", "authentication"),
+    ("throttle", "throttling"),
+    ("user", "dropping privileges (user)"),
+    ("group", "dropping privileges (group)"),
+    ("chroot", "chroot"),
+];
+
+/// Upper bound for timeouts: anything longer is surely a typo.
+pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+pub(super) type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<'i>>);
+
+/// Where the settings that are checked against the file system were set,
+/// as error prefixes such as `site.toml:4: root`: those checks wait until
+/// the command line had its chance to override them.
+#[derive(Default)]
+pub(crate) struct Origins {
+    pub(crate) root: Option<String>,
+    pub(crate) pid_file: Option<String>,
+    pub(crate) access: Option<String>,
+    pub(crate) error: Option<String>,
+}
+
+/// Loads `src` on top of `config`.
+pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, ConfigError> {
+    let doc = DeTable::parse(src.text).map_err(|e| syntax_error(src, &e))?;
+    let cx = Cx { src };
+    let mut origins = Origins::default();
+    for (key, value) in sorted(doc.get_ref()) {
+        let name = key.get_ref().as_ref();
+        match name {
+            "listen" => config.listen = cx.listen(value)?,
+            "root" => {
+                config.root = cx.path("root", value)?;
+                origins.root = Some(cx.origin("root", value));
+            }
+            "workers" => config.workers = cx.integer("workers", value, 0, 1024)? as usize,
+            "server_header" => {
+                let s = cx.string("server_header", value)?;
+                if !units::is_header_value(s) {
+                    return Err(cx.fail(
+                        value,
+                        "server_header",
+                        "control characters are not allowed",
+                    ));
+                }
+                config.server_header = s.to_string();
+            }
+            "daemon" => config.daemon = cx.boolean("daemon", value)?,
+            "pid_file" => {
+                config.pid_file = Some(cx.path("pid_file", value)?);
+                origins.pid_file = Some(cx.origin("pid_file", value));
+            }
+            "log" => cx.log(value, config, &mut origins)?,
+            "static" => cx.static_section(value, config)?,
+            "limits" => cx.limits(value, config)?,
+            "timeouts" => cx.timeouts(value, config)?,
+            "mime" => config.mime = cx.mime(value)?,
+            "headers" => config.headers = cx.headers(value)?,
+            _ => return Err(cx.unknown(key, "", TOP_KEYS)),
+        }
+    }
+    Ok(origins)
+}
+
+/// `site.toml:3:7: <parser message>`.
+fn syntax_error(src: &Source<'_>, e: &toml::de::Error) -> ConfigError {
+    let msg = e.message().trim_end();
+    let message = match e.span() {
+        Some(span) => {
+            let (line, col) = line_col(src.text, span.start);
+            format!("{}:{line}:{col}: {msg}", src.name)
+        }
+        None => format!("{}: {msg}", src.name),
+    };
+    ConfigError { message }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = before[line_start..].chars().count() + 1;
+    (line, col)
+}
+
+/// Entries in file order, so that the first error reported is the first in
+/// the file whatever order the map keeps.
+pub(super) fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
+    let mut entries: Vec<Entry<'t, 'i>> = table.iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    entries
+}
+
+/// `"maybe"`, `42`, `an array`: how a value is shown in "got …".
+fn describe(v: &DeValue<'_>) -> String {
+    match v {
+        DeValue::String(s) => format!("{:?}", s.as_ref()),
+        DeValue::Integer(i) => format!("{i}"),
+        DeValue::Float(f) => format!("{f}"),
+        DeValue::Boolean(b) => b.to_string(),
+        DeValue::Datetime(_) => "a date-time".to_string(),
+        DeValue::Array(_) => "an array".to_string(),
+        DeValue::Table(_) => "a table".to_string(),
+    }
+}
+
+/// The loading context: knows the source, so it can place errors.
+pub(super) struct Cx<'s> {
+    pub(super) src: &'s Source<'s>,
+}
+
+impl Cx<'_> {
+    /// `site.toml:12`.
+    pub(super) fn at(&self, span: Range<usize>) -> String {
+        format!(
+            "{}:{}",
+            self.src.name,
+            line_col(self.src.text, span.start).0
+        )
+    }
+
+    /// `site.toml:12: key`, for errors found after loading.
+    pub(super) fn origin<T>(&self, key: &str, v: &Spanned<T>) -> String {
+        format!("{}: {key}", self.at(v.span()))
+    }
+
+    /// `site.toml:12: key: msg`.
+    pub(super) fn fail<T>(&self, v: &Spanned<T>, key: &str, msg: &str) -> ConfigError {
+        ConfigError {
+            message: format!("{}: {key}: {msg}", self.at(v.span())),
+        }
+    }
+
+    /// `site.toml:12: key: expected WHAT; got GOT`.
+    pub(super) fn expected(&self, v: &Spanned<DeValue<'_>>, key: &str, what: &str) -> ConfigError {
+        let msg = format!("expected {what}; got {}", describe(v.get_ref()));
+        self.fail(v, key, &msg)
+    }
+
+    /// Unknown key under `section` (`""` for the top level), with a hint.
+    pub(super) fn unknown(
+        &self,
+        key: &Spanned<DeString<'_>>,
+        section: &str,
+        allowed: &[&str],
+    ) -> ConfigError {
+        let name = key.get_ref().as_ref();
+        let full = if section.is_empty() {
+            name.to_string()
+        } else {
+            format!("{section}.{name}")
+        };
+        if section.is_empty() {
+            if let Some((_, what)) = NOT_YET.iter().find(|(k, _)| *k == name) {
+                return ConfigError {
+                    message: format!(
+                        "{}: {name}: {what} is not available in this version of brisk; remove this setting",
+                        self.at(key.span())
+                    ),
+                };
+            }
+        }
+        let hint = match units::nearest(name, allowed) {
+            Some(n) => format!("did you mean \"{n}\"? "),
+            None => String::new(),
+        };
+        ConfigError {
+            message: format!(
+                "{}: unknown key \"{full}\"; {hint}expected {}",
+                self.at(key.span()),
+                units::one_of(allowed)
+            ),
+        }
+    }
+
+    pub(super) fn table<'t, 'i>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'i>>,
+    ) -> Result<&'t DeTable<'i>, ConfigError> {
+        v.get_ref()
+            .as_table()
+            .ok_or_else(|| self.expected(v, key, "a table"))
+    }
+
+    pub(super) fn string<'t>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'_>>,
+    ) -> Result<&'t str, ConfigError> {
+        v.get_ref()
+            .as_str()
+            .ok_or_else(|| self.expected(v, key, "a string"))
+    }
+
+    pub(super) fn boolean(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<bool, ConfigError> {
+        v.get_ref()
+            .as_bool()
+            .ok_or_else(|| self.expected(v, key, "true or false"))
+    }
+
+    pub(super) fn integer(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        min: i64,
+        max: i64,
+    ) -> Result<i64, ConfigError> {
+        let what = format!("an integer from {min} to {max}");
+        let n = match v.get_ref().as_integer() {
+            Some(i) => i64::from_str_radix(i.as_str(), i.radix()).ok(),
+            None => return Err(self.expected(v, key, &what)),
+        };
+        match n {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(self.expected(v, key, &what)),
+        }
+    }
+
+    /// An integer (bytes) or a size string.
+    pub(super) fn size(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        min: u64,
+        max: u64,
+    ) -> Result<u64, ConfigError> {
+        let n = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
+            DeValue::String(s) => units::parse_size(s),
+            _ => None,
+        };
+        match n {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            Some(_) => Err(self.expected(v, key, &format!("a size from {min} to {max} bytes"))),
+            None => Err(self.expected(v, key, SIZE_HELP)),
+        }
+    }
+
+    /// An integer (seconds) or a duration string.
+    pub(super) fn duration(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        allow_zero: bool,
+    ) -> Result<Duration, ConfigError> {
+        let d = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix())
+                .ok()
+                .map(Duration::from_secs),
+            DeValue::String(s) => units::parse_duration(s),
+            _ => None,
+        };
+        match d {
+            Some(d) if d > MAX_TIMEOUT => {
+                Err(self.expected(v, key, "a duration of at most 24 hours"))
+            }
+            Some(d) if d.is_zero() && !allow_zero => {
+                Err(self.expected(v, key, "a duration greater than zero"))
+            }
+            Some(d) => Ok(d),
+            None => Err(self.expected(v, key, DURATION_HELP)),
+        }
+    }
+
+    /// One of the `(name, value)` choices.
+    pub(super) fn choice<T: Copy>(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        choices: &[(&str, T)],
+    ) -> Result<T, ConfigError> {
+        let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+        let s = v.get_ref().as_str();
+        match choices.iter().find(|(n, _)| Some(*n) == s) {
+            Some((_, t)) => Ok(*t),
+            None => Err(self.expected(v, key, &units::one_of(&names))),
+        }
+    }
+
+    /// A string, or an array of strings; each with its span.
+    pub(super) fn strings<'t, 'i>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'i>>,
+    ) -> Result<Vec<(&'t str, &'t Spanned<DeValue<'i>>)>, ConfigError> {
+        match v.get_ref() {
+            DeValue::String(s) => Ok(vec![(s.as_ref(), v)]),
+            DeValue::Array(items) => items
+                .iter()
+                .map(|item| match item.get_ref() {
+                    DeValue::String(s) => Ok((s.as_ref(), item)),
+                    _ => Err(self.expected(item, key, "a string")),
+                })
+                .collect(),
+            _ => Err(self.expected(v, key, "a string or an array of strings")),
+        }
+    }
+
+    /// A path, made absolute against the document's directory.
+    pub(super) fn path(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<PathBuf, ConfigError> {
+        let s = self.string(key, v)?;
+        if s.is_empty() || s.contains('\0') {
+            return Err(self.expected(v, key, "a non-empty path"));
+        }
+        Ok(self.src.base.join(s))
+    }
+
+    fn listen(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<std::net::SocketAddr>, ConfigError> {
+        let items = self.strings("listen", v)?;
+        if items.is_empty() {
+            return Err(self.fail(v, "listen", "expected at least one address"));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (s, item) in items {
+            let addr =
+                units::parse_listen(s).ok_or_else(|| self.expected(item, "listen", LISTEN_HELP))?;
+            if out.contains(&addr) {
+                return Err(self.fail(item, "listen", &format!("{addr} is listed twice")));
+            }
+            out.push(addr);
+        }
+        Ok(out)
+    }
+
+    /// A log target; `dash` is what `"-"` means for this log.
+    pub(super) fn target(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+        dash: LogTarget,
+    ) -> Result<LogTarget, ConfigError> {
+        Ok(match self.string(key, v)? {
+            "-" => dash,
+            "off" => LogTarget::Off,
+            "stdout" => LogTarget::Stdout,
+            "stderr" => LogTarget::Stderr,
+            _ => LogTarget::File(self.path(key, v)?),
+        })
+    }
+}

@@ -1,0 +1,344 @@
+//! The sections of the document (`[log]`, `[static]`, `[limits]`,
+//! `[timeouts]`, `[mime]`, `[[headers]]`), each checked key by key with the
+//! primitives of [`super::load`].
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::load::{sorted, Cx, Origins};
+use super::units;
+use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
+
+const LOG_KEYS: &[&str] = &["access", "format", "level", "error"];
+const STATIC_KEYS: &[&str] = &[
+    "index",
+    "autoindex",
+    "dotfiles",
+    "query_in_filename",
+    "precompressed",
+    "symlinks_outside_root",
+];
+const LIMIT_KEYS: &[&str] = &[
+    "max_request_line",
+    "max_header_bytes",
+    "max_headers",
+    "max_body",
+    "keepalive_requests",
+    "max_connections",
+];
+const TIMEOUT_KEYS: &[&str] = &["header", "keepalive", "send", "body", "shutdown"];
+const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
+
+/// Headers that describe the message framing or are owned by the server;
+/// letting a config set them would produce broken or ambiguous responses.
+const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection", "date"];
+
+impl Cx<'_> {
+    pub(super) fn log(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+        config: &mut Config,
+        origins: &mut Origins,
+    ) -> Result<(), ConfigError> {
+        let log = &mut config.log;
+        for (key, value) in sorted(self.table("log", v)?) {
+            match key.get_ref().as_ref() {
+                "access" => {
+                    log.access = self.target("log.access", value, LogTarget::Stdout)?;
+                    origins.access = Some(self.origin("log.access", value));
+                }
+                "error" => {
+                    log.error = self.target("log.error", value, LogTarget::Stderr)?;
+                    origins.error = Some(self.origin("log.error", value));
+                }
+                "format" => {
+                    let formats = [
+                        ("common", AccessFormat::Common),
+                        ("combined", AccessFormat::Combined),
+                        ("json", AccessFormat::Json),
+                    ];
+                    log.format = self.choice("log.format", value, &formats)?;
+                }
+                "level" => {
+                    let levels = [
+                        ("off", Level::Off),
+                        ("error", Level::Error),
+                        ("warn", Level::Warn),
+                        ("info", Level::Info),
+                        ("debug", Level::Debug),
+                    ];
+                    log.level = self.choice("log.level", value, &levels)?;
+                }
+                _ => return Err(self.unknown(key, "log", LOG_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn static_section(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+        config: &mut Config,
+    ) -> Result<(), ConfigError> {
+        let st = &mut config.static_files;
+        for (key, value) in sorted(self.table("static", v)?) {
+            match key.get_ref().as_ref() {
+                "index" => {
+                    let mut names = Vec::new();
+                    for (s, item) in self.strings("static.index", value)? {
+                        if s.is_empty() || s == "." || s == ".." || s.contains(['/', '\0']) {
+                            return Err(self.expected(
+                                item,
+                                "static.index",
+                                "a plain file name (no \"/\")",
+                            ));
+                        }
+                        names.push(s.to_string());
+                    }
+                    st.index = names;
+                }
+                "autoindex" => st.autoindex = self.boolean("static.autoindex", value)?,
+                "dotfiles" => {
+                    let choices = [
+                        ("deny", Dotfiles::Deny),
+                        ("ignore", Dotfiles::Ignore),
+                        ("allow", Dotfiles::Allow),
+                    ];
+                    st.dotfiles = self.choice("static.dotfiles", value, &choices)?;
+                }
+                "query_in_filename" => {
+                    let mut prefixes = Vec::new();
+                    for (s, item) in self.strings("static.query_in_filename", value)? {
+                        if !s.starts_with('/') {
+                            return Err(self.expected(
+                                item,
+                                "static.query_in_filename",
+                                "a URL prefix starting with \"/\"",
+                            ));
+                        }
+                        prefixes.push(s.to_string());
+                    }
+                    st.query_in_filename = prefixes;
+                }
+                "precompressed" => {
+                    st.precompressed = self.boolean("static.precompressed", value)?
+                }
+                "symlinks_outside_root" => {
+                    st.symlinks_outside_root =
+                        self.boolean("static.symlinks_outside_root", value)?;
+                }
+                _ => return Err(self.unknown(key, "static", STATIC_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn limits(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+        config: &mut Config,
+    ) -> Result<(), ConfigError> {
+        const MIB: u64 = 1 << 20;
+        let l = &mut config.limits;
+        for (key, value) in sorted(self.table("limits", v)?) {
+            let name = key.get_ref().as_ref();
+            let full = format!("limits.{name}");
+            match name {
+                "max_request_line" => {
+                    l.max_request_line = self.size(&full, value, 16, MIB)? as usize
+                }
+                "max_header_bytes" => {
+                    l.max_header_bytes = self.size(&full, value, 64, 16 * MIB)? as usize
+                }
+                "max_headers" => l.max_headers = self.integer(&full, value, 1, 10_000)? as usize,
+                "max_body" => l.max_body = self.size(&full, value, 0, u64::MAX)?,
+                "keepalive_requests" => {
+                    l.keepalive_requests =
+                        self.integer(&full, value, 1, i64::from(u32::MAX))? as u32;
+                }
+                "max_connections" => {
+                    l.max_connections = self.integer(&full, value, 1, 1_000_000)? as usize
+                }
+                _ => return Err(self.unknown(key, "limits", LIMIT_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn timeouts(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+        config: &mut Config,
+    ) -> Result<(), ConfigError> {
+        let t = &mut config.timeouts;
+        for (key, value) in sorted(self.table("timeouts", v)?) {
+            let name = key.get_ref().as_ref();
+            let full = format!("timeouts.{name}");
+            match name {
+                "header" => t.header = self.duration(&full, value, false)?,
+                "keepalive" => t.keepalive = self.duration(&full, value, false)?,
+                "send" => t.send = self.duration(&full, value, false)?,
+                "body" => t.body = self.duration(&full, value, false)?,
+                // Zero is meaningful here: stop at once, abandoning responses.
+                "shutdown" => t.shutdown = self.duration(&full, value, true)?,
+                _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn mime(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (key, value) in sorted(self.table("mime", v)?) {
+            let ext = key.get_ref().as_ref();
+            let full = format!("mime.{ext}");
+            if ext.is_empty() || ext.contains(['.', '/', '\\']) || !units::is_header_value(ext) {
+                return Err(self.fail(
+                    key,
+                    &full,
+                    "expected a file extension without \".\" or \"/\", like html",
+                ));
+            }
+            let ty = self.string(&full, value)?;
+            if !units::is_media_type(ty) {
+                return Err(self.expected(
+                    value,
+                    &full,
+                    "a media type like \"text/html\" or \"text/plain; charset=utf-8\"",
+                ));
+            }
+            let ext = ext.to_ascii_lowercase();
+            if out.iter().any(|(e, _)| *e == ext) {
+                return Err(self.fail(
+                    key,
+                    &full,
+                    "this extension is listed twice (extensions are case-insensitive)",
+                ));
+            }
+            out.push((ext, ty.to_string()));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn headers(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<HeaderRule>, ConfigError> {
+        let what = "an array of tables ([[headers]])";
+        let items = match v.get_ref() {
+            DeValue::Array(items) => items,
+            _ => return Err(self.expected(v, "headers", what)),
+        };
+        let mut rules = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let section = format!("headers[{}]", i + 1);
+            let table = self.table(&section, item)?;
+            rules.push(self.header_rule(&section, item, table)?);
+        }
+        Ok(rules)
+    }
+
+    fn header_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<HeaderRule, ConfigError> {
+        let mut matcher = None;
+        let mut set = None;
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            match name {
+                "path" | "pattern" => {
+                    if matcher.is_some() {
+                        return Err(self.fail(key, &full, "give either path or pattern, not both"));
+                    }
+                    let s = self.string(&full, value)?;
+                    if !units::is_header_value(s) {
+                        return Err(self.fail(value, &full, "control characters are not allowed"));
+                    }
+                    matcher = Some(if name == "path" {
+                        if !s.starts_with('/') {
+                            return Err(self.expected(
+                                value,
+                                &full,
+                                "a URL prefix starting with \"/\"",
+                            ));
+                        }
+                        PathMatch::Prefix(s.to_string())
+                    } else {
+                        if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
+                            return Err(self.expected(
+                                value,
+                                &full,
+                                "a glob like \"*.css\" (last segment) or \"/assets/*.css\" (whole path)",
+                            ));
+                        }
+                        PathMatch::Glob(s.to_string())
+                    });
+                }
+                "set" => set = Some(self.header_set(&full, value)?),
+                _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
+            }
+        }
+        let matcher = matcher.ok_or_else(|| {
+            self.fail(
+                item,
+                section,
+                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
+            )
+        })?;
+        let set = set.ok_or_else(|| {
+            self.fail(item, section, "needs set = { \"Header-Name\" = \"value\" }")
+        })?;
+        Ok(HeaderRule { matcher, set })
+    }
+
+    fn header_set(
+        &self,
+        full: &str,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        let entries = sorted(self.table(full, v)?);
+        if entries.is_empty() {
+            return Err(self.fail(v, full, "expected at least one header"));
+        }
+        let mut out: Vec<(String, String)> = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            let name = key.get_ref().as_ref();
+            let key_name = format!("{full}.{name:?}");
+            if !units::is_token(name) {
+                return Err(self.fail(
+                    key,
+                    &key_name,
+                    "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+                ));
+            }
+            if FRAMING_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+                return Err(self.fail(
+                    key,
+                    &key_name,
+                    "Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured",
+                ));
+            }
+            if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                return Err(self.fail(
+                    key,
+                    &key_name,
+                    "this header is set twice (names are case-insensitive)",
+                ));
+            }
+            let s = self.string(&key_name, value)?;
+            if !units::is_header_value(s) {
+                return Err(self.fail(
+                    value,
+                    &key_name,
+                    "control characters (CR, LF, NUL…) are not allowed in a header value",
+                ));
+            }
+            out.push((name.to_string(), s.to_string()));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,239 @@
+//! Command-line flags: forms, errors, and precedence over the file.
+
+use super::{args, config, TempDir};
+use crate::config::{Command, Level, LogTarget};
+
+fn err(a: &[&str]) -> String {
+    match args(a) {
+        Err(e) => e.message,
+        Ok(c) => panic!("expected an error, got {c:?}"),
+    }
+}
+
+#[test]
+fn help_and_version() {
+    match args(&["--help"]).unwrap() {
+        Command::Help(text) => {
+            for flag in [
+                "--config",
+                "--listen",
+                "--root",
+                "--workers",
+                "--daemon",
+                "--pid-file",
+                "--check-config",
+                "--version",
+                "--help",
+                "--log-level",
+                "--access-log",
+            ] {
+                assert!(text.contains(flag), "usage lacks {flag}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(args(&["-h"]).unwrap(), Command::Help(_)));
+    match args(&["--version"]).unwrap() {
+        Command::Version(v) => assert_eq!(v, "brisk 0.1.0"),
+        other => panic!("{other:?}"),
+    }
+    // Help wins over whatever follows it.
+    assert!(matches!(
+        args(&["--help", "--bogus"]).unwrap(),
+        Command::Help(_)
+    ));
+}
+
+#[test]
+fn flag_errors_point_to_help() {
+    assert_eq!(
+        err(&["--bogus"]),
+        "--bogus: unknown option (see brisk --help)"
+    );
+    assert_eq!(
+        err(&["--listn", "80"]),
+        "--listn: unknown option; did you mean --listen? (see brisk --help)"
+    );
+    assert_eq!(
+        err(&["serve"]),
+        "unexpected argument \"serve\" (see brisk --help)"
+    );
+    assert_eq!(err(&["--root"]), "--root: missing value (see brisk --help)");
+    assert_eq!(
+        err(&["--root", "--daemon"]),
+        "--root: missing value (see brisk --help)"
+    );
+    assert_eq!(
+        err(&["--daemon=yes"]),
+        "--daemon: takes no value (see brisk --help)"
+    );
+    assert_eq!(
+        err(&["--workers", "many"]),
+        "--workers: expected an integer from 0 to 1024; got \"many\" (see brisk --help)"
+    );
+    assert_eq!(
+        err(&["--log-level=loud"]),
+        "--log-level: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\"; got \"loud\" (see brisk --help)"
+    );
+    assert!(err(&["--listen", "localhost"]).starts_with("--listen: expected \"IPv4:PORT\""));
+    assert_eq!(
+        err(&["--listen", "80", "--listen=0.0.0.0:80"]),
+        "--listen: 0.0.0.0:80 is given twice (see brisk --help)"
+    );
+    assert_eq!(
+        err(&["--config="]),
+        "--config: expected a path; got an empty string (see brisk --help)"
+    );
+    assert!(err(&["--config", "/nonexistent/brisk.toml"])
+        .starts_with("/nonexistent/brisk.toml: cannot read the configuration file:"));
+    assert!(err(&["--root", "/nonexistent/dir"])
+        .starts_with("--root: cannot use /nonexistent/dir as the document root"));
+    assert_eq!(
+        err(&["--access-log", "/nonexistent/a.log"]),
+        "--access-log: cannot create /nonexistent/a.log: the directory /nonexistent does not exist"
+    );
+    assert!(err(&["--pid-file=/nonexistent/p"]).starts_with("--pid-file: cannot create"));
+}
+
+#[test]
+fn both_flag_forms() {
+    let dir = TempDir::new();
+    let root = dir.path().join("public");
+    let root = root.to_str().unwrap();
+    let a = config(&[
+        "--root",
+        root,
+        "--listen",
+        "127.0.0.1:9001",
+        "--workers",
+        "3",
+        "--log-level",
+        "warn",
+    ]);
+    let b = config(&[
+        &format!("--root={root}"),
+        "--listen=127.0.0.1:9001",
+        "--workers=3",
+        "--log-level=warn",
+    ]);
+    for c in [a, b] {
+        assert_eq!(c.root, dir.path().join("public").canonicalize().unwrap());
+        assert_eq!(c.listen, vec!["127.0.0.1:9001".parse().unwrap()]);
+        assert_eq!(c.workers, 3);
+        assert_eq!(c.log.level, Level::Warn);
+    }
+}
+
+#[test]
+fn flags_override_the_file() {
+    let dir = TempDir::new();
+    std::fs::create_dir(dir.path().join("other")).unwrap();
+    let file = dir.write(
+        "site.toml",
+        "listen = [\"127.0.0.1:8001\", \"[::1]:8001\"]\nroot = \"public\"\nworkers = 2\nserver_header = \"x\"\n[log]\naccess = \"off\"\nlevel = \"error\"\n",
+    );
+    let other = dir.path().join("other");
+    let c = config(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:9000",
+        "--listen",
+        "[::1]:9000",
+        "--root",
+        other.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        c.listen,
+        vec![
+            "127.0.0.1:9000".parse().unwrap(),
+            "[::1]:9000".parse().unwrap()
+        ]
+    );
+    assert_eq!(c.root, other.canonicalize().unwrap());
+    // Everything else still comes from the file.
+    assert_eq!(c.workers, 2);
+    assert_eq!(c.server_header, "x");
+    assert_eq!(c.log.access, LogTarget::Off);
+    assert_eq!(c.log.level, Level::Error);
+
+    let c = config(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--workers=5",
+        "--access-log=-",
+        "--log-level=debug",
+        "--daemon",
+        "--pid-file",
+        "/tmp/brisk-test.pid",
+    ]);
+    assert_eq!(c.workers, 5);
+    assert_eq!(c.log.access, LogTarget::Stdout);
+    assert_eq!(c.log.level, Level::Debug);
+    assert!(c.daemon);
+    assert_eq!(
+        c.pid_file.as_deref(),
+        Some(std::path::Path::new("/tmp/brisk-test.pid"))
+    );
+}
+
+#[test]
+fn root_flag_hides_a_bad_root_in_the_file() {
+    let dir = TempDir::new();
+    let file = dir.write("site.toml", "root = \"missing\"\n");
+    let root = dir.path().join("public");
+    let c = config(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(c.root, root.canonicalize().unwrap());
+}
+
+#[test]
+fn relative_flag_paths_are_relative_to_cwd() {
+    let cwd = std::env::current_dir().unwrap();
+    let c = config(&[
+        "--root",
+        "src",
+        "--access-log",
+        "access.log",
+        "--pid-file",
+        "b.pid",
+    ]);
+    assert_eq!(c.root, cwd.join("src").canonicalize().unwrap());
+    assert_eq!(c.log.access, LogTarget::File(cwd.join("access.log")));
+    assert_eq!(c.pid_file, Some(cwd.join("b.pid")));
+    assert_eq!(config(&["--access-log", "off"]).log.access, LogTarget::Off);
+}
+
+#[test]
+fn workers_zero_means_one_per_core() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(config(&["--workers", "0"]).workers, cores);
+    assert_eq!(config(&[]).workers, cores);
+}
+
+#[test]
+fn check_config_summarises() {
+    let dir = TempDir::new();
+    let file = dir.write(
+        "site.toml",
+        "listen = [\"127.0.0.1:8001\", \"[::1]:8001\"]\nroot = \"public\"\nworkers = 2\n[log]\naccess = \"a.log\"\nformat = \"json\"\n",
+    );
+    let name = file.to_str().unwrap();
+    let summary = match args(&["--check-config", "--config", name]).unwrap() {
+        Command::CheckOk(s) => s,
+        other => panic!("{other:?}"),
+    };
+    let root = dir.path().join("public").canonicalize().unwrap();
+    let expected = format!(
+        "configuration OK ({name})\nlisten: 127.0.0.1:8001, [::1]:8001\nroot: {}\nworkers: 2\naccess log: {} (json)\nerror log: stderr (level info)\n",
+        root.display(),
+        dir.path().join("a.log").display()
+    );
+    assert_eq!(summary, expected);
+    // Errors still come first.
+    assert!(args(&["--check-config", "--workers", "9999"]).is_err());
+}

@@ -1,0 +1,419 @@
+//! The TOML loader: values, defaults, and one test per kind of error.
+//! `load`/`load_err` put `root = "public"` on line 1 unless the text sets a
+//! root, so the text's own lines start at 2.
+
+use std::time::Duration;
+
+use super::{load, load_err, TempDir};
+use crate::config::{AccessFormat, Dotfiles, Level, LogTarget, PathMatch};
+
+#[test]
+fn full_document() {
+    let c = load(
+        r#"
+listen = ["127.0.0.1:8081", "[::1]:8081", "9000"]
+workers = 2
+server_header = "brisk/test"
+daemon = true
+pid_file = "public/brisk.pid"
+
+[log]
+access = "public/access.log"
+format = "json"
+level = "debug"
+error = "off"
+
+[static]
+index = ["index.html", "index.htm"]
+autoindex = true
+dotfiles = "ignore"
+query_in_filename = ["/mirror/"]
+precompressed = false
+symlinks_outside_root = true
+
+[limits]
+max_request_line = "4KiB"
+max_header_bytes = 32768
+max_headers = 50
+max_body = "10M"
+keepalive_requests = 10
+max_connections = 100
+
+[timeouts]
+header = "5s"
+keepalive = 30
+send = "2m"
+body = "250ms"
+shutdown = 0
+
+[mime]
+WASM = "application/wasm"
+md = "text/markdown; charset=utf-8"
+
+[[headers]]
+path = "/assets/"
+set = { "Cache-Control" = "max-age=31536000, immutable", "X-B" = "b", "X-A" = "a" }
+
+[[headers]]
+pattern = "*.css"
+set.X-Kind = "style"
+"#,
+    )
+    .unwrap();
+    assert_eq!(c.listen.len(), 3);
+    assert_eq!(c.listen[2], "0.0.0.0:9000".parse().unwrap());
+    assert_eq!(c.workers, 2);
+    assert_eq!(c.server_header, "brisk/test");
+    assert!(c.daemon);
+    let base = c.root.parent().unwrap().to_path_buf();
+    assert_eq!(
+        c.pid_file.as_deref(),
+        Some(base.join("public/brisk.pid").as_path())
+    );
+    assert_eq!(
+        c.log.access,
+        LogTarget::File(base.join("public/access.log"))
+    );
+    assert_eq!(c.log.format, AccessFormat::Json);
+    assert_eq!(c.log.level, Level::Debug);
+    assert_eq!(c.log.error, LogTarget::Off);
+    assert_eq!(c.static_files.index, ["index.html", "index.htm"]);
+    assert!(c.static_files.autoindex);
+    assert_eq!(c.static_files.dotfiles, Dotfiles::Ignore);
+    assert_eq!(c.static_files.query_in_filename, ["/mirror/"]);
+    assert!(!c.static_files.precompressed);
+    assert!(c.static_files.symlinks_outside_root);
+    assert_eq!(c.limits.max_request_line, 4096);
+    assert_eq!(c.limits.max_header_bytes, 32768);
+    assert_eq!(c.limits.max_headers, 50);
+    assert_eq!(c.limits.max_body, 10 << 20);
+    assert_eq!(c.limits.keepalive_requests, 10);
+    assert_eq!(c.limits.max_connections, 100);
+    assert_eq!(c.timeouts.header, Duration::from_secs(5));
+    assert_eq!(c.timeouts.keepalive, Duration::from_secs(30));
+    assert_eq!(c.timeouts.send, Duration::from_secs(120));
+    assert_eq!(c.timeouts.body, Duration::from_millis(250));
+    assert_eq!(c.timeouts.shutdown, Duration::ZERO);
+    assert_eq!(
+        c.mime,
+        [
+            ("wasm".to_string(), "application/wasm".to_string()),
+            ("md".to_string(), "text/markdown; charset=utf-8".to_string())
+        ]
+    );
+    assert_eq!(c.headers.len(), 2);
+    assert_eq!(c.headers[0].matcher, PathMatch::Prefix("/assets/".into()));
+    // File order, not alphabetical.
+    let names: Vec<&str> = c.headers[0].set.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Cache-Control", "X-B", "X-A"]);
+    assert_eq!(c.headers[1].matcher, PathMatch::Glob("*.css".into()));
+    assert_eq!(
+        c.headers[1].set,
+        [("X-Kind".to_string(), "style".to_string())]
+    );
+}
+
+#[test]
+fn dash_means_stdout_for_access_and_stderr_for_error() {
+    let c = load("[log]\naccess = \"-\"\nerror = \"-\"\n").unwrap();
+    assert_eq!(c.log.access, LogTarget::Stdout);
+    assert_eq!(c.log.error, LogTarget::Stderr);
+    let c = load("[log]\naccess = \"stderr\"\nerror = \"stdout\"\n").unwrap();
+    assert_eq!(c.log.access, LogTarget::Stderr);
+    assert_eq!(c.log.error, LogTarget::Stdout);
+}
+
+#[test]
+fn single_strings_where_lists_are_expected() {
+    let c = load("listen = \"127.0.0.1:1\"\n[static]\nindex = \"home.html\"\n").unwrap();
+    assert_eq!(c.listen, vec!["127.0.0.1:1".parse().unwrap()]);
+    assert_eq!(c.static_files.index, ["home.html"]);
+}
+
+#[test]
+fn root_is_relative_to_the_file_and_canonical() {
+    let dir = TempDir::new();
+    std::fs::create_dir_all(dir.path().join("conf/site")).unwrap();
+    let file = dir.write("conf/brisk.toml", "root = \"site/../site\"\n");
+    let c = super::config(&["--config", file.to_str().unwrap()]);
+    assert_eq!(c.root, dir.path().join("conf/site").canonicalize().unwrap());
+}
+
+#[test]
+fn syntax_error_has_line_and_column() {
+    let e = load_err("workers = 2\nlisten = [\"a\"\n");
+    assert!(e.starts_with("DIR/site.toml:3:"), "{e}");
+}
+
+#[test]
+fn unknown_keys_suggest_the_nearest() {
+    assert_eq!(
+        load_err("[static]\nautoindx = true\n"),
+        "DIR/site.toml:3: unknown key \"static.autoindx\"; did you mean \"autoindex\"? expected one of \"index\", \"autoindex\", \"dotfiles\", \"query_in_filename\", \"precompressed\", \"symlinks_outside_root\""
+    );
+    let e = load_err("wrokers = 2\n");
+    assert!(
+        e.starts_with("DIR/site.toml:2: unknown key \"wrokers\"; did you mean \"workers\"?"),
+        "{e}"
+    );
+    let e = load_err("[limits]\nfoo = 1\n");
+    assert!(
+        e.starts_with("DIR/site.toml:3: unknown key \"limits.foo\"; expected one of"),
+        "{e}"
+    );
+    let e = load_err("[[headers]]\npath = \"/\"\nset = { A = \"b\" }\nsett = 1\n");
+    assert!(
+        e.starts_with("DIR/site.toml:5: unknown key \"headers[1].sett\"; did you mean \"set\"?"),
+        "{e}"
+    );
+}
+
+#[test]
+fn choices_list_what_is_allowed() {
+    assert_eq!(
+        load_err("\n[static]\ndotfiles = \"maybe\"\n"),
+        "DIR/site.toml:4: static.dotfiles: expected one of \"deny\", \"ignore\", \"allow\"; got \"maybe\""
+    );
+    assert_eq!(
+        load_err("[log]\nformat = \"apache\"\n"),
+        "DIR/site.toml:3: log.format: expected one of \"common\", \"combined\", \"json\"; got \"apache\""
+    );
+    assert_eq!(
+        load_err("[log]\nlevel = 3\n"),
+        "DIR/site.toml:3: log.level: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\"; got 3"
+    );
+}
+
+#[test]
+fn type_errors_name_the_expected_type() {
+    assert_eq!(
+        load_err("workers = \"four\"\n"),
+        "DIR/site.toml:2: workers: expected an integer from 0 to 1024; got \"four\""
+    );
+    assert_eq!(
+        load_err("daemon = \"yes\"\n"),
+        "DIR/site.toml:2: daemon: expected true or false; got \"yes\""
+    );
+    assert_eq!(
+        load_err("log = 1\n"),
+        "DIR/site.toml:2: log: expected a table; got 1"
+    );
+    assert_eq!(
+        load_err("listen = 8080\n"),
+        "DIR/site.toml:2: listen: expected a string or an array of strings; got 8080"
+    );
+    assert_eq!(
+        load_err("listen = [\"1\", 2]\n"),
+        "DIR/site.toml:2: listen: expected a string; got 2"
+    );
+    assert_eq!(
+        load_err("headers = { path = \"/\" }\n"),
+        "DIR/site.toml:2: headers: expected an array of tables ([[headers]]); got a table"
+    );
+    assert_eq!(
+        load_err("root = 1\n"),
+        "DIR/site.toml:1: root: expected a string; got 1"
+    );
+}
+
+#[test]
+fn out_of_range_integers() {
+    assert_eq!(
+        load_err("workers = 2000\n"),
+        "DIR/site.toml:2: workers: expected an integer from 0 to 1024; got 2000"
+    );
+    assert_eq!(
+        load_err("[limits]\nmax_headers = 0\n"),
+        "DIR/site.toml:3: limits.max_headers: expected an integer from 1 to 10000; got 0"
+    );
+    assert!(load_err("[limits]\nmax_connections = 0\n")
+        .contains("limits.max_connections: expected an integer from 1"));
+    assert!(load_err("[limits]\nkeepalive_requests = -1\n").contains("limits.keepalive_requests"));
+    assert!(load_err("[limits]\nmax_request_line = 0\n")
+        .contains("limits.max_request_line: expected a size from 16 to"));
+    assert!(load_err("[limits]\nmax_header_bytes = \"1G\"\n")
+        .contains("limits.max_header_bytes: expected a size"));
+    assert!(load_err("workers = 99999999999999999999999\n").starts_with("DIR/site.toml:2"));
+}
+
+#[test]
+fn sizes_and_durations() {
+    assert!(load_err("[limits]\nmax_body = \"1.5M\"\n").starts_with(
+        "DIR/site.toml:3: limits.max_body: expected a number of bytes or a size like \"512KiB\""
+    ));
+    assert!(load_err("[limits]\nmax_body = -5\n").contains("limits.max_body"));
+    assert_eq!(load("[limits]\nmax_body = 0\n").unwrap().limits.max_body, 0);
+    assert_eq!(
+        load("[limits]\nmax_body = \"512KiB\"\n")
+            .unwrap()
+            .limits
+            .max_body,
+        512 << 10
+    );
+    assert_eq!(
+        load_err("[timeouts]\nheader = \"5 parsecs\"\n"),
+        "DIR/site.toml:3: timeouts.header: expected a number of seconds or a duration like \"250ms\", \"5s\", \"2m\", \"1h\"; got \"5 parsecs\""
+    );
+    assert_eq!(
+        load_err("[timeouts]\nkeepalive = 0\n"),
+        "DIR/site.toml:3: timeouts.keepalive: expected a duration greater than zero; got 0"
+    );
+    assert!(load_err("[timeouts]\nsend = \"25h\"\n").contains("at most 24 hours"));
+    assert!(load_err("[timeouts]\nbody = 1.5\n")
+        .contains("timeouts.body: expected a number of seconds"));
+}
+
+#[test]
+fn listen_errors() {
+    assert_eq!(
+        load_err("listen = [\"127.0.0.1:80\", \"127.0.0.1:80\"]\n"),
+        "DIR/site.toml:2: listen: 127.0.0.1:80 is listed twice"
+    );
+    assert!(load_err("listen = \"localhost:80\"\n")
+        .starts_with("DIR/site.toml:2: listen: expected \"IPv4:PORT\""));
+    assert_eq!(
+        load_err("listen = []\n"),
+        "DIR/site.toml:2: listen: expected at least one address"
+    );
+}
+
+#[test]
+fn root_must_be_an_existing_directory() {
+    let e = load_err("\nroot = \"nowhere\"\n");
+    assert!(
+        e.starts_with("DIR/site.toml:2: root: cannot use DIR/nowhere as the document root:"),
+        "{e}"
+    );
+    let e = load_err("root = \"site.toml\"\n");
+    assert_eq!(e, "DIR/site.toml:1: root: DIR/site.toml is not a directory");
+    assert!(load_err("root = \"\"\n").contains("root: expected a non-empty path"));
+}
+
+#[test]
+fn features_of_later_versions_are_refused() {
+    assert_eq!(
+        load_err("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n"),
+        "DIR/site.toml:2: cgi: CGI is not available in this version of brisk; remove this setting"
+    );
+    assert!(
+        load_err("[[auth]]\npath = \"/p/\"\n").contains("auth: authentication is not available")
+    );
+    assert!(load_err("[[throttle]]\npattern = \"*\"\n")
+        .contains("throttle: throttling is not available"));
+    assert!(
+        load_err("user = \"www\"\n").contains("user: dropping privileges (user) is not available")
+    );
+    assert!(load_err("group = \"www\"\n").contains("not available"));
+    assert!(load_err("chroot = \"/srv\"\n").contains("chroot: chroot is not available"));
+}
+
+#[test]
+fn static_section_errors() {
+    assert_eq!(
+        load_err("[static]\nindex = [\"a/index.html\"]\n"),
+        "DIR/site.toml:3: static.index: expected a plain file name (no \"/\"); got \"a/index.html\""
+    );
+    assert_eq!(
+        load_err("[static]\nquery_in_filename = [\"mirror/\"]\n"),
+        "DIR/site.toml:3: static.query_in_filename: expected a URL prefix starting with \"/\"; got \"mirror/\""
+    );
+    assert!(load_err("[static]\nautoindex = 1\n")
+        .contains("static.autoindex: expected true or false; got 1"));
+}
+
+#[test]
+fn mime_errors() {
+    assert_eq!(
+        load_err("[mime]\n\".html\" = \"text/html\"\n"),
+        "DIR/site.toml:3: mime..html: expected a file extension without \".\" or \"/\", like html"
+    );
+    assert_eq!(
+        load_err("[mime]\nhtml = \"html\"\n"),
+        "DIR/site.toml:3: mime.html: expected a media type like \"text/html\" or \"text/plain; charset=utf-8\"; got \"html\""
+    );
+    assert!(load_err("[mime]\nhtml = \"text/html\\r\\nX: y\"\n")
+        .contains("mime.html: expected a media type"));
+    assert!(
+        load_err("[mime]\nhtml = \"text/html\"\nHTML = \"text/plain\"\n").contains("listed twice")
+    );
+}
+
+#[test]
+fn header_rule_errors() {
+    let set = "set = { \"X-A\" = \"1\" }";
+    assert_eq!(
+        load_err(&format!(
+            "[[headers]]\npath = \"/a/\"\npattern = \"*.css\"\n{set}\n"
+        )),
+        "DIR/site.toml:4: headers[1].pattern: give either path or pattern, not both"
+    );
+    assert_eq!(
+        load_err(&format!("[[headers]]\n{set}\n")),
+        "DIR/site.toml:2: headers[1]: needs path = \"/prefix/\" or pattern = \"*.ext\""
+    );
+    assert_eq!(
+        load_err("[[headers]]\npath = \"/\"\n"),
+        "DIR/site.toml:2: headers[1]: needs set = { \"Header-Name\" = \"value\" }"
+    );
+    assert_eq!(
+        load_err(&format!(
+            "[[headers]]\npath = \"/\"\n{set}\n[[headers]]\npath = \"a/\"\n{set}\n"
+        )),
+        "DIR/site.toml:6: headers[2].path: expected a URL prefix starting with \"/\"; got \"a/\""
+    );
+    assert!(
+        load_err(&format!("[[headers]]\npattern = \"a/*.css\"\n{set}\n"))
+            .contains("headers[1].pattern: expected a glob")
+    );
+    assert_eq!(
+        load_err("[[headers]]\npath = \"/\"\nset = { \"Content-Length\" = \"5\" }\n"),
+        "DIR/site.toml:4: headers[1].set.\"Content-Length\": Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured"
+    );
+    for framing in ["transfer-encoding", "CONNECTION", "Date"] {
+        let e = load_err(&format!(
+            "[[headers]]\npath = \"/\"\nset = {{ \"{framing}\" = \"x\" }}\n"
+        ));
+        assert!(e.contains("set by the server"), "{e}");
+    }
+    assert_eq!(
+        load_err("[[headers]]\npath = \"/\"\nset = { \"Bad Name\" = \"x\" }\n"),
+        "DIR/site.toml:4: headers[1].set.\"Bad Name\": not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+    );
+    assert_eq!(
+        load_err("[[headers]]\npath = \"/\"\nset = { \"X-A\" = \"1\\r\\nSet-Cookie: a=b\" }\n"),
+        "DIR/site.toml:4: headers[1].set.\"X-A\": control characters (CR, LF, NUL…) are not allowed in a header value"
+    );
+    assert!(
+        load_err("[[headers]]\npath = \"/\"\nset = { \"X-A\" = \"1\", \"x-a\" = \"2\" }\n")
+            .contains("set twice")
+    );
+    assert!(load_err("[[headers]]\npath = \"/\"\nset = {}\n").contains("at least one header"));
+    assert!(
+        load_err("[[headers]]\npath = \"/\"\nset = { \"X-A\" = 1 }\n")
+            .contains("expected a string; got 1")
+    );
+}
+
+#[test]
+fn server_header_may_not_contain_controls() {
+    assert_eq!(
+        load_err("server_header = \"a\\nb\"\n"),
+        "DIR/site.toml:2: server_header: control characters are not allowed"
+    );
+    assert_eq!(load("server_header = \"\"\n").unwrap().server_header, "");
+}
+
+#[test]
+fn files_must_go_in_existing_directories() {
+    assert_eq!(
+        load_err("pid_file = \"run/x.pid\"\n"),
+        "DIR/site.toml:2: pid_file: cannot create DIR/run/x.pid: the directory DIR/run does not exist"
+    );
+    assert_eq!(
+        load_err("[log]\n\naccess = \"logs/a.log\"\n"),
+        "DIR/site.toml:4: log.access: cannot create DIR/logs/a.log: the directory DIR/logs does not exist"
+    );
+    assert!(load_err("[log]\nerror = \"logs/e.log\"\n")
+        .starts_with("DIR/site.toml:3: log.error: cannot create"));
+    assert!(load("[log]\naccess = \"a.log\"\nerror = \"public/e.log\"\n").is_ok());
+}

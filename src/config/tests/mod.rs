@@ -1,0 +1,181 @@
+//! Config tests: every error path of the loader, the flags and their
+//! precedence, and the built-in document. Files live in fresh temporary
+//! directories; the process cwd is never changed (tests run in parallel).
+
+mod cli;
+mod load;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::{cli::run, Command, Config, ConfigError};
+
+/// A fresh directory containing `public/` (a valid root) and nothing else.
+pub(super) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(super) fn new() -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("brisk-config-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("public")).unwrap();
+        TempDir(dir)
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `name` (relative to the directory) and returns its path.
+    pub(super) fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn os(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
+
+/// Runs the command line with an empty built-in document.
+pub(super) fn args(a: &[&str]) -> Result<Command, ConfigError> {
+    run(os(a), "")
+}
+
+/// Runs the command line, expecting a configuration to serve.
+pub(super) fn config(a: &[&str]) -> Config {
+    match args(a) {
+        Ok(Command::Run(c)) => c,
+        Ok(other) => panic!("expected Run, got {other:?}"),
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+/// Writes `site.toml` (with `root = "public"` prepended unless the text
+/// sets a root) and loads it.
+pub(super) fn load(text: &str) -> Result<Config, ConfigError> {
+    let dir = TempDir::new();
+    let file = dir.write("site.toml", &with_root(text));
+    match args(&["--config", file.to_str().unwrap()]) {
+        Ok(Command::Run(c)) => Ok(c),
+        Ok(other) => panic!("expected Run, got {other:?}"),
+        Err(e) => Err(e),
+    }
+}
+
+fn with_root(text: &str) -> String {
+    if text.lines().any(|l| l.trim_start().starts_with("root")) {
+        text.to_string()
+    } else {
+        format!("root = \"public\"\n{text}")
+    }
+}
+
+/// Loads `text` and returns the error message with the temporary
+/// directory replaced by `DIR`, so expectations can be written in full.
+pub(super) fn load_err(text: &str) -> String {
+    let dir = TempDir::new();
+    let file = dir.write("site.toml", &with_root(text));
+    match args(&["--config", file.to_str().unwrap()]) {
+        Ok(c) => panic!("expected an error, got {c:?}"),
+        Err(e) => e.message.replace(dir.path().to_str().unwrap(), "DIR"),
+    }
+}
+
+#[test]
+fn built_in_empty_document_gives_the_defaults() {
+    let c = match run(os(&[]), "") {
+        Ok(Command::Run(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    let d = Config::default();
+    assert_eq!(c.listen, d.listen);
+    assert_eq!(
+        c.root,
+        std::env::current_dir().unwrap().canonicalize().unwrap()
+    );
+    assert!(c.workers >= 1);
+    assert_eq!(c.server_header, "brisk");
+    assert_eq!(c.limits.max_body, 1 << 20);
+    assert_eq!(c.log.access, super::LogTarget::Stdout);
+    assert_eq!(c.log.error, super::LogTarget::Stderr);
+}
+
+#[test]
+fn built_in_document_is_loaded_relative_to_cwd() {
+    let built_in = "root = \"src\"\nlisten = \"9999\"\nworkers = 3\n";
+    let c = match run(os(&[]), built_in) {
+        Ok(Command::Run(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        c.root,
+        std::env::current_dir()
+            .unwrap()
+            .join("src")
+            .canonicalize()
+            .unwrap()
+    );
+    assert_eq!(c.listen, vec!["0.0.0.0:9999".parse().unwrap()]);
+    assert_eq!(c.workers, 3);
+}
+
+#[test]
+fn built_in_errors_are_named_built_in() {
+    let e = run(os(&[]), "\nworkers = -1\n").unwrap_err();
+    assert_eq!(
+        e.message,
+        "<built-in>:2: workers: expected an integer from 0 to 1024; got -1"
+    );
+}
+
+#[test]
+fn config_file_replaces_the_built_in_document() {
+    let dir = TempDir::new();
+    let file = dir.write("site.toml", "root = \"public\"\n");
+    let c = match run(
+        os(&["--config", file.to_str().unwrap()]),
+        "workers = 7\nlisten = \"1234\"",
+    ) {
+        Ok(Command::Run(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(c.listen, Config::default().listen);
+}
+
+#[test]
+fn the_shipped_example_is_valid() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("brisk.example.toml");
+    let text = std::fs::read_to_string(example).unwrap();
+    let dir = TempDir::new();
+    // The example serves "public" next to itself, which the temp dir has.
+    let file = dir.write("brisk.toml", &text);
+    match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(Command::CheckOk(_)) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn from_args_uses_the_compiled_in_document() {
+    // Whatever BRISK_DEFAULT_CONFIG baked in, it is named `<built-in>`.
+    match super::from_args(os(&["--check-config"])) {
+        Ok(Command::CheckOk(summary)) => {
+            assert!(summary.starts_with("configuration OK (<built-in>)\n"))
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,152 @@
+//! Request-target forms (RFC 9112 §3.2) and Host values (§3.2, RFC 3986 §3.2.2).
+
+use super::bad;
+use super::ParseError;
+use crate::http::Method;
+
+/// A request target reduced to what the rest of the server uses.
+pub(super) struct Target<'a> {
+    pub(super) target: &'a [u8],
+    /// The host of an absolute-form target.
+    pub(super) authority_host: Option<&'a [u8]>,
+}
+
+/// Classifies the target (RFC 9112 §3.2) and reduces absolute-form to
+/// origin-form.
+pub(super) fn parse_target<'a>(method: Method, target: &'a [u8]) -> Result<Target<'a>, ParseError> {
+    let plain = Target {
+        target,
+        authority_host: None,
+    };
+    if method == Method::Connect {
+        // Authority-form (§3.2.3): uri-host ":" port, nothing else.
+        return match split_host_port(target)? {
+            (host, Some(port)) if !host.is_empty() && !port.is_empty() => Ok(plain),
+            _ => Err(bad("CONNECT target must be host:port")),
+        };
+    }
+    if target == b"*" {
+        // Asterisk-form (§3.2.4) only means something for OPTIONS.
+        return if method == Method::Options {
+            Ok(plain)
+        } else {
+            Err(bad("asterisk-form target is only allowed with OPTIONS"))
+        };
+    }
+    if target.first() == Some(&b'/') {
+        return Ok(plain);
+    }
+    parse_absolute_form(method, target)
+}
+
+/// Absolute-form (§3.2.2): `http[s]://authority[/path[?query]]`.
+fn parse_absolute_form(method: Method, target: &[u8]) -> Result<Target<'_>, ParseError> {
+    let Some(colon) = target.iter().position(|&b| b == b':') else {
+        return Err(bad("request target must start with /"));
+    };
+    let scheme = &target[..colon];
+    if !scheme.eq_ignore_ascii_case(b"http") && !scheme.eq_ignore_ascii_case(b"https") {
+        return Err(bad("absolute-form target with a scheme other than http(s)"));
+    }
+    let Some(rest) = target[colon + 1..].strip_prefix(b"//") else {
+        return Err(bad("absolute-form target without an authority"));
+    };
+    let auth_end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..auth_end];
+    if authority.contains(&b'@') {
+        // RFC 9110 §4.2.4: userinfo in an http(s) URI is to be treated as an error.
+        return Err(bad("userinfo in request target"));
+    }
+    let (host, _port) = split_host_port(authority)?;
+    if host.is_empty() {
+        // RFC 9110 §4.2.1: an http URI with an empty host is invalid.
+        return Err(bad("absolute-form target with an empty host"));
+    }
+    let path = &rest[auth_end..];
+    let target: &[u8] = match path.first() {
+        Some(b'/') => path,
+        // §3.2.4: `OPTIONS http://host` stands for the server as a whole.
+        None if method == Method::Options => b"*",
+        None => b"/",
+        // `http://host?q` would need a `/` inserted before the query, which
+        // a zero-copy parser cannot do; no real client sends it.
+        Some(_) => return Err(bad("absolute-form target with a query but no path")),
+    };
+    Ok(Target {
+        target,
+        authority_host: Some(authority),
+    })
+}
+
+/// Whether `b` may appear in a reg-name (RFC 3986 §3.2.2: unreserved and
+/// sub-delims). Percent-encoding is refused on purpose: a host is used to
+/// pick a virtual host, and `%2e%2e` or `%2f` have no business there.
+fn is_reg_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+        )
+}
+
+/// Splits and checks `uri-host [":" port]`; the host may be empty (the
+/// caller decides whether that is allowed).
+pub(super) fn split_host_port(v: &[u8]) -> Result<(&[u8], Option<&[u8]>), ParseError> {
+    let (host, after) = if v.first() == Some(&b'[') {
+        // IP-literal: only IPv6 addresses (with an embedded IPv4 tail);
+        // IPvFuture is refused.
+        let close = v.iter().position(|&b| b == b']');
+        let Some(close) = close else {
+            return Err(bad("unterminated IPv6 literal in host"));
+        };
+        let inner = &v[1..close];
+        let ipv6 = inner.contains(&b':')
+            && inner
+                .iter()
+                .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+        if !ipv6 {
+            return Err(bad("invalid IPv6 literal in host"));
+        }
+        (&v[..=close], &v[close + 1..])
+    } else {
+        let end = v.iter().position(|&b| b == b':').unwrap_or(v.len());
+        let host = &v[..end];
+        if !host.iter().all(|&b| is_reg_name_byte(b)) {
+            return Err(bad("invalid character in host"));
+        }
+        if host.windows(2).any(|w| w == b"..") {
+            return Err(bad("'..' in host"));
+        }
+        (host, &v[end..])
+    };
+    let port = match after {
+        [] => None,
+        [b':', port @ ..] => {
+            if port.len() > 5 || !port.iter().all(u8::is_ascii_digit) {
+                return Err(bad("invalid port in host"));
+            }
+            if host.is_empty() {
+                return Err(bad("port without a host"));
+            }
+            Some(port)
+        }
+        _ => return Err(bad("invalid character after host")),
+    };
+    Ok((host, port))
+}

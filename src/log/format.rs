@@ -1,0 +1,338 @@
+//! Line formatting: timestamps, escaping, and the access-log formats. All of
+//! it appends to a caller-owned `Vec<u8>`, so that once the buffer has grown
+//! to its working size no line allocates.
+
+use std::fmt;
+use std::io::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::config::{AccessFormat, Level};
+
+use super::AccessRecord;
+
+const MONTHS: [&[u8; 3]; 12] = [
+    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+];
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// The three timestamp spellings of one second, formatted once per second:
+/// every request needs one, and the digits only change once a second.
+pub(crate) struct Clock {
+    second: Option<u64>,
+    /// `2026/11/22 01:50:00` (error log, like nginx).
+    error: [u8; 19],
+    /// `22/Nov/2026:01:50:00 +0000` (common/combined).
+    clf: [u8; 26],
+    /// `2026-11-22T01:50:00Z` (JSON, RFC 3339).
+    rfc3339: [u8; 20],
+}
+
+impl Clock {
+    pub(crate) fn new() -> Clock {
+        Clock {
+            second: None,
+            error: [0; 19],
+            clf: [0; 26],
+            rfc3339: [0; 20],
+        }
+    }
+
+    /// Brings the cache to `time`'s second (times before 1970 count as 1970).
+    fn set(&mut self, time: SystemTime) {
+        let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if self.second == Some(secs) {
+            return;
+        }
+        self.second = Some(secs);
+        let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+        let s = secs % 86_400;
+        let (h, mi, sec) = (s / 3600, s / 60 % 60, s % 60);
+        // Years past 9999 would need more digits than the arrays hold; a
+        // clock that far off is clamped rather than mis-formatted.
+        let y = y.clamp(0, 9999) as u64;
+        let mut w = &mut self.error[..];
+        let _ = write!(w, "{y:04}/{mo:02}/{d:02} {h:02}:{mi:02}:{sec:02}");
+        let mon = MONTHS[(mo - 1) as usize];
+        self.clf[3..6].copy_from_slice(mon);
+        let mut w = &mut self.clf[..];
+        let _ = write!(w, "{d:02}/");
+        let mut w = &mut self.clf[6..];
+        let _ = write!(w, "/{y:04}:{h:02}:{mi:02}:{sec:02} +0000");
+        let mut w = &mut self.rfc3339[..];
+        let _ = write!(w, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}Z");
+    }
+
+    pub(crate) fn error(&mut self, time: SystemTime) -> &[u8] {
+        self.set(time);
+        &self.error
+    }
+
+    pub(crate) fn clf(&mut self, time: SystemTime) -> &[u8] {
+        self.set(time);
+        &self.clf
+    }
+
+    pub(crate) fn rfc3339(&mut self, time: SystemTime) -> &[u8] {
+        self.set(time);
+        &self.rfc3339
+    }
+}
+
+/// Proleptic Gregorian (year, month 1-12, day 1-31) of a day count since
+/// 1970-01-01, by shifting the year to start in March so that the leap day
+/// falls at the end and each 400-year era has the same shape.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // day of era, 0..146096
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..399
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of March-based year
+    let mp = (5 * doy + 2) / 153; // March = 0
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Appends `bytes` for a text-format field: `"`, `\`, controls and every
+/// byte ≥ 0x7F become `\xHH` (nginx's escaping), so a client can neither
+/// end the field, nor start a new line, nor smuggle terminal escapes.
+pub(crate) fn escape_text(out: &mut Vec<u8>, bytes: &[u8]) {
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
+            out.extend_from_slice(&bytes[start..i]);
+            out.extend_from_slice(&[
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ]);
+            start = i + 1;
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
+
+/// Appends `bytes` as the inside of a JSON string (RFC 8259); invalid UTF-8
+/// becomes U+FFFD, so the output is always valid JSON in valid UTF-8.
+pub(crate) fn escape_json(out: &mut Vec<u8>, bytes: &[u8]) {
+    for chunk in bytes.utf8_chunks() {
+        let valid = chunk.valid().as_bytes();
+        let mut start = 0;
+        for (i, &b) in valid.iter().enumerate() {
+            let short: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0x08 => b"\\b",
+                0x0c => b"\\f",
+                0..=0x1f | 0x7f => b"",
+                _ => continue,
+            };
+            out.extend_from_slice(&valid[start..i]);
+            if short.is_empty() {
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+            } else {
+                out.extend_from_slice(short);
+            }
+            start = i + 1;
+        }
+        out.extend_from_slice(&valid[start..]);
+        if !chunk.invalid().is_empty() {
+            out.extend_from_slice(b"\\ufffd");
+        }
+    }
+}
+
+/// `fmt::Write` into a byte buffer, escaping control characters as `\xHH`
+/// on the way: error messages may quote client input, and must stay one
+/// line each.
+struct ControlEscaper<'a>(&'a mut Vec<u8>);
+
+impl fmt::Write for ControlEscaper<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let bytes = s.as_bytes();
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b < 0x20 || b == 0x7f {
+                self.0.extend_from_slice(&bytes[start..i]);
+                self.0.extend_from_slice(&[
+                    b'\\',
+                    b'x',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ]);
+                start = i + 1;
+            }
+        }
+        self.0.extend_from_slice(&bytes[start..]);
+        Ok(())
+    }
+}
+
+/// Appends `2026/11/22 01:50:00 [warn] message\n`.
+pub(crate) fn error_line(
+    out: &mut Vec<u8>,
+    clock: &mut Clock,
+    time: SystemTime,
+    level: Level,
+    args: fmt::Arguments<'_>,
+) {
+    out.extend_from_slice(clock.error(time));
+    out.extend_from_slice(b" [");
+    out.extend_from_slice(level.as_str().as_bytes());
+    out.extend_from_slice(b"] ");
+    let _ = fmt::write(&mut ControlEscaper(out), args);
+    out.push(b'\n');
+}
+
+/// Appends one access-log line in `format`.
+pub(crate) fn access_line(
+    out: &mut Vec<u8>,
+    clock: &mut Clock,
+    format: AccessFormat,
+    rec: &AccessRecord<'_>,
+) {
+    match format {
+        AccessFormat::Common => common(out, clock, rec),
+        AccessFormat::Combined => {
+            common(out, clock, rec);
+            out.push(b' ');
+            quoted_or_dash(out, rec.referer);
+            out.push(b' ');
+            quoted_or_dash(out, rec.user_agent);
+        }
+        AccessFormat::Json => json(out, clock, rec),
+    }
+    out.push(b'\n');
+}
+
+/// `127.0.0.1 - user [22/Nov/2026:01:50:00 +0000] "GET /x HTTP/1.1" 200 123`
+/// (without the newline). Bytes are written as a number even when 0, as
+/// nginx does, so the field is always numeric.
+fn common(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
+    let _ = write!(out, "{} - ", rec.remote);
+    match rec.user {
+        Some(u) if !u.is_empty() => escape_text(out, u),
+        _ => out.push(b'-'),
+    }
+    out.extend_from_slice(b" [");
+    out.extend_from_slice(clock.clf(rec.time));
+    out.extend_from_slice(b"] \"");
+    if rec.method.is_empty() {
+        // No request line could be parsed (e.g. a 400 or a 408).
+        out.push(b'-');
+    } else {
+        escape_text(out, rec.method);
+        out.push(b' ');
+        escape_text(out, rec.target);
+        out.push(b' ');
+        escape_text(out, rec.version.as_bytes());
+    }
+    let _ = write!(out, "\" {} {}", rec.status, rec.bytes);
+}
+
+/// `"value"`, or `"-"` when absent.
+fn quoted_or_dash(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    out.push(b'"');
+    match value {
+        Some(v) => escape_text(out, v),
+        None => out.push(b'-'),
+    }
+    out.push(b'"');
+}
+
+/// One JSON object; absent fields are `null`.
+fn json(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
+    out.extend_from_slice(b"{\"time\":\"");
+    out.extend_from_slice(clock.rfc3339(rec.time));
+    let _ = write!(out, "\",\"remote\":\"{}\",\"method\":", rec.remote);
+    json_string(out, Some(rec.method));
+    out.extend_from_slice(b",\"target\":");
+    json_string(out, Some(rec.target));
+    out.extend_from_slice(b",\"version\":");
+    json_string(out, Some(rec.version.as_bytes()));
+    let _ = write!(
+        out,
+        ",\"status\":{},\"bytes\":{},\"referer\":",
+        rec.status, rec.bytes
+    );
+    json_string(out, rec.referer);
+    out.extend_from_slice(b",\"user_agent\":");
+    json_string(out, rec.user_agent);
+    out.extend_from_slice(b",\"user\":");
+    json_string(out, rec.user);
+    let _ = write!(out, ",\"duration_us\":{}}}", rec.duration_us);
+}
+
+fn json_string(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(v) => {
+            out.push(b'"');
+            escape_json(out, v);
+            out.push(b'"');
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn civil_dates_agree_with_httpdate() {
+        // Every ~10 days over 1970..2100, plus leap-day edges.
+        let mut clock = Clock::new();
+        let mut secs = 0u64;
+        while secs < 4_102_444_800 {
+            let t = UNIX_EPOCH + Duration::from_secs(secs);
+            let http = httpdate::fmt_http_date(t); // "Sun, 06 Nov 1994 08:49:37 GMT"
+            let clf = String::from_utf8(clock.clf(t).to_vec()).unwrap();
+            let want = format!(
+                "{}/{}/{}:{} +0000",
+                &http[5..7],
+                &http[8..11],
+                &http[12..16],
+                &http[17..25]
+            );
+            assert_eq!(clf, want);
+            secs += 863_999;
+        }
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(clock.rfc3339(leap), b"2000-02-29T00:00:00Z");
+        assert_eq!(clock.error(leap), b"2000/02/29 00:00:00");
+    }
+
+    #[test]
+    fn text_escaping() {
+        let mut out = Vec::new();
+        escape_text(&mut out, b"a\"b\\c\nd\x1b[31m\x7f\xff\xc3\xa9 ok");
+        assert_eq!(out, b"a\\x22b\\x5Cc\\x0Ad\\x1B[31m\\x7F\\xFF\\xC3\\xA9 ok");
+    }
+
+    #[test]
+    fn json_escaping() {
+        let mut out = Vec::new();
+        escape_json(&mut out, "a\"b\\c\n\t\u{1}\u{7f}é\u{2028}".as_bytes());
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            "a\\\"b\\\\c\\n\\t\\u0001\\u007Fé\u{2028}"
+        );
+        out.clear();
+        escape_json(&mut out, b"x\xffy\xc3");
+        assert_eq!(out, b"x\\ufffdy\\ufffd");
+    }
+}

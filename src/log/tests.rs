@@ -1,0 +1,353 @@
+//! Log service tests: byte-exact formats, hostile input, level gating,
+//! dropped-line accounting with a stalled writer, and reopening.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::format::{access_line, error_line, Clock};
+use super::writer::Sink;
+use super::{AccessRecord, LogService};
+use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
+
+/// 2026-11-22 01:50:00 UTC.
+fn when() -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_795_312_200)
+}
+
+fn record<'a>() -> AccessRecord<'a> {
+    AccessRecord {
+        remote: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        time: when(),
+        method: b"GET",
+        target: b"/x",
+        version: "HTTP/1.1",
+        status: 200,
+        bytes: 123,
+        referer: None,
+        user_agent: None,
+        user: None,
+        duration_us: 52,
+    }
+}
+
+fn line(format: AccessFormat, rec: &AccessRecord<'_>) -> String {
+    let mut out = Vec::new();
+    access_line(&mut out, &mut Clock::new(), format, rec);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn common_format() {
+    assert_eq!(
+        line(AccessFormat::Common, &record()),
+        "127.0.0.1 - - [22/Nov/2026:01:50:00 +0000] \"GET /x HTTP/1.1\" 200 123\n"
+    );
+    let rec = AccessRecord {
+        remote: IpAddr::V6(Ipv6Addr::LOCALHOST),
+        user: Some(b"alice"),
+        bytes: 0,
+        status: 304,
+        ..record()
+    };
+    assert_eq!(
+        line(AccessFormat::Common, &rec),
+        "::1 - alice [22/Nov/2026:01:50:00 +0000] \"GET /x HTTP/1.1\" 304 0\n"
+    );
+    let rec = AccessRecord {
+        method: b"",
+        target: b"",
+        status: 400,
+        bytes: 11,
+        ..record()
+    };
+    assert_eq!(
+        line(AccessFormat::Common, &rec),
+        "127.0.0.1 - - [22/Nov/2026:01:50:00 +0000] \"-\" 400 11\n"
+    );
+}
+
+#[test]
+fn combined_format() {
+    assert_eq!(
+        line(AccessFormat::Combined, &record()),
+        "127.0.0.1 - - [22/Nov/2026:01:50:00 +0000] \"GET /x HTTP/1.1\" 200 123 \"-\" \"-\"\n"
+    );
+    let rec = AccessRecord {
+        referer: Some(b"http://a/"),
+        user_agent: Some(b"curl/8.0"),
+        ..record()
+    };
+    assert_eq!(
+        line(AccessFormat::Combined, &rec),
+        "127.0.0.1 - - [22/Nov/2026:01:50:00 +0000] \"GET /x HTTP/1.1\" 200 123 \"http://a/\" \"curl/8.0\"\n"
+    );
+}
+
+#[test]
+fn json_format() {
+    assert_eq!(
+        line(AccessFormat::Json, &record()),
+        "{\"time\":\"2026-11-22T01:50:00Z\",\"remote\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/x\",\
+         \"version\":\"HTTP/1.1\",\"status\":200,\"bytes\":123,\"referer\":null,\"user_agent\":null,\
+         \"user\":null,\"duration_us\":52}\n"
+    );
+}
+
+#[test]
+fn hostile_bytes_cannot_forge_lines() {
+    let evil_target: &[u8] =
+        b"/a\" 200 1\n127.0.0.1 - - [x] \"GET /forged HTTP/1.1\" 200 1\x1b[2J\xff";
+    let evil_ua: &[u8] = b"Mozilla\r\n\"\\";
+    let rec = AccessRecord {
+        target: evil_target,
+        user_agent: Some(evil_ua),
+        referer: Some(b"\x00"),
+        user: Some(b"a b\""),
+        ..record()
+    };
+    let text = line(AccessFormat::Combined, &rec);
+    assert_eq!(text.matches('\n').count(), 1);
+    assert_eq!(
+        text,
+        "127.0.0.1 - a b\\x22 [22/Nov/2026:01:50:00 +0000] \"GET /a\\x22 200 1\\x0A127.0.0.1 - - [x] \\x22GET /forged HTTP/1.1\\x22 200 1\\x1B[2J\\xFF HTTP/1.1\" 200 123 \"\\x00\" \"Mozilla\\x0D\\x0A\\x22\\x5C\"\n"
+    );
+    // Every `"` left is one of the six delimiters.
+    assert_eq!(text.matches('"').count(), 6);
+
+    let json = line(AccessFormat::Json, &rec);
+    assert_eq!(json.matches('\n').count(), 1);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["target"],
+        "/a\" 200 1\n127.0.0.1 - - [x] \"GET /forged HTTP/1.1\" 200 1\u{1b}[2J\u{fffd}"
+    );
+    assert_eq!(v["user_agent"], "Mozilla\r\n\"\\");
+    assert_eq!(v["referer"], "\u{0}");
+    assert_eq!(v["duration_us"], 52);
+}
+
+#[test]
+fn error_line_format() {
+    let mut out = Vec::new();
+    let mut clock = Clock::new();
+    error_line(
+        &mut out,
+        &mut clock,
+        when(),
+        Level::Warn,
+        format_args!("bad {} from {}", "request\r\nX", 7),
+    );
+    assert_eq!(
+        out,
+        b"2026/11/22 01:50:00 [warn] bad request\\x0D\\x0AX from 7\n"
+    );
+}
+
+/// A service writing to two in-memory sinks.
+struct Memory {
+    service: LogService,
+    access: Arc<Mutex<Vec<u8>>>,
+    error: Arc<Mutex<Vec<u8>>>,
+}
+
+fn memory(format: AccessFormat, level: Level, queue: usize) -> Memory {
+    let access = Arc::new(Mutex::new(Vec::new()));
+    let error = Arc::new(Mutex::new(Vec::new()));
+    let config = LogConfig {
+        access: LogTarget::Stdout,
+        format,
+        level,
+        error: LogTarget::Stderr,
+    };
+    let service = LogService::start_with(
+        Sink::Memory(access.clone()),
+        Sink::Memory(error.clone()),
+        &config,
+        queue,
+    )
+    .unwrap();
+    Memory {
+        service,
+        access,
+        error,
+    }
+}
+
+fn text(m: &Arc<Mutex<Vec<u8>>>) -> String {
+    String::from_utf8(m.lock().unwrap().clone()).unwrap()
+}
+
+#[test]
+fn service_writes_through_loggers() {
+    let m = memory(AccessFormat::Common, Level::Info, 16);
+    let mut a = m.service.handle();
+    let mut b = m.service.handle();
+    assert!(a.access_enabled());
+    assert!(a.enabled(Level::Info));
+    assert!(!a.enabled(Level::Debug));
+    assert!(!a.enabled(Level::Off));
+    a.access(&record());
+    a.log(Level::Info, format_args!("started"));
+    a.log(Level::Debug, format_args!("not written"));
+    b.access(&AccessRecord {
+        status: 404,
+        ..record()
+    });
+    a.flush();
+    b.flush();
+    // A worker thread's logger, moved there and dropped unflushed.
+    let mut c = m.service.handle();
+    std::thread::spawn(move || c.log(Level::Error, format_args!("from a thread")))
+        .join()
+        .unwrap();
+    m.service.shutdown();
+    let access = text(&m.access);
+    assert_eq!(access.lines().count(), 2);
+    assert!(access.contains("\" 200 123\n"));
+    assert!(access.contains("\" 404 123\n"));
+    let error = text(&m.error);
+    assert!(error.contains(" [info] started\n"), "{error}");
+    assert!(error.contains(" [error] from a thread\n"), "{error}");
+    assert!(!error.contains("not written"));
+}
+
+#[test]
+fn buffers_are_recycled() {
+    // A queue long enough that a busy machine cannot make lines drop here.
+    let m = memory(AccessFormat::Common, Level::Info, 1024);
+    let mut logger = m.service.handle();
+    for _ in 0..200 {
+        logger.access(&record());
+        logger.flush();
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    // Wait for the writer to send the last buffers home.
+    std::thread::sleep(Duration::from_millis(50));
+    let mut returned = 0;
+    while logger.home_rx.try_recv().is_ok() {
+        returned += 1;
+    }
+    assert!(returned >= 1, "no buffer came back");
+    drop(logger);
+    m.service.shutdown();
+    assert_eq!(text(&m.access).lines().count(), 200);
+}
+
+#[test]
+fn stalled_writer_drops_and_counts() {
+    let m = memory(AccessFormat::Common, Level::Info, 1);
+    let mut logger = m.service.handle();
+    let total = 100;
+    {
+        // Holding the sink's lock stalls the writer inside its first write.
+        let _stall = m.access.lock().unwrap();
+        for _ in 0..total {
+            logger.access(&record());
+            logger.flush(); // must not block
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    drop(logger);
+    m.service.shutdown();
+    let written = text(&m.access).lines().count();
+    let error = text(&m.error);
+    let dropped = total - written;
+    assert!(dropped > 0, "nothing was dropped");
+    assert!(
+        error.contains(&format!(
+            " [warn] {dropped} log lines dropped: the log writer could not keep up\n"
+        )),
+        "{written} written; error log: {error}"
+    );
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("brisk-log-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn files_are_appended_and_reopened() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("reopen");
+    let access = dir.join("access.log");
+    let error = dir.join("error.log");
+    std::fs::write(&access, "old line\n").unwrap();
+    let config = LogConfig {
+        access: LogTarget::File(access.clone()),
+        format: AccessFormat::Common,
+        level: Level::Info,
+        error: LogTarget::File(error.clone()),
+    };
+    let service = LogService::start(&config).unwrap();
+    let mut logger = service.handle();
+    logger.access(&AccessRecord {
+        target: b"/before",
+        ..record()
+    });
+    logger.flush();
+    // What logrotate does: rename, then signal.
+    std::fs::rename(&access, dir.join("access.log.1")).unwrap();
+    service.reopen();
+    logger.access(&AccessRecord {
+        target: b"/after",
+        ..record()
+    });
+    logger.log(Level::Info, format_args!("after reopen"));
+    drop(logger);
+    service.shutdown();
+
+    let rotated = std::fs::read_to_string(dir.join("access.log.1")).unwrap();
+    assert!(rotated.starts_with("old line\n"));
+    assert!(rotated.contains("/before"));
+    assert!(!rotated.contains("/after"));
+    let fresh = std::fs::read_to_string(&access).unwrap();
+    assert_eq!(fresh.lines().count(), 1);
+    assert!(fresh.contains("/after"));
+    let mode = std::fs::metadata(&access).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & !0o640, 0, "mode {mode:o} is wider than 0640");
+    assert!(std::fs::read_to_string(&error)
+        .unwrap()
+        .contains("[info] after reopen"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn open_failure_names_the_file() {
+    let config = LogConfig {
+        access: LogTarget::File(PathBuf::from("/nonexistent-dir/access.log")),
+        format: AccessFormat::Common,
+        level: Level::Info,
+        error: LogTarget::Stderr,
+    };
+    let err = LogService::start(&config).err().unwrap();
+    assert!(
+        err.message
+            .starts_with("cannot open the access log /nonexistent-dir/access.log:"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn off_targets_disable_logging() {
+    let config = LogConfig {
+        access: LogTarget::Off,
+        format: AccessFormat::Json,
+        level: Level::Debug,
+        error: LogTarget::Off,
+    };
+    let service = LogService::start(&config).unwrap();
+    let mut logger = service.handle();
+    assert!(!logger.access_enabled());
+    assert!(!logger.enabled(Level::Error));
+    logger.access(&record());
+    logger.log(Level::Error, format_args!("x"));
+    assert_eq!(logger.batch.lines, 0);
+    drop(logger);
+    service.shutdown();
+}

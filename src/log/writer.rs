@@ -1,0 +1,283 @@
+//! The writer thread and the things it writes to.
+//!
+//! Loggers send whole buffers ([`Batch`]) over a bounded channel; the writer
+//! gathers what is queued, writes each log with one `writev`, and sends the
+//! emptied buffers back to the logger they came from, so buffers circulate
+//! instead of being allocated and freed per flush.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, IoSlice, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, SystemTime};
+
+use crate::config::{Level, LogTarget};
+
+use super::format::{self, Clock};
+use super::LogError;
+
+/// Most batches written by one `writev` (and kept on the stack for it).
+const MAX_GATHER: usize = 64;
+
+/// How often an idle writer wakes to report dropped lines.
+const IDLE_WAKE: Duration = Duration::from_secs(1);
+
+/// A logger's buffers in transit: access lines, error lines, and the way
+/// home to the logger that owns them.
+pub(crate) struct Batch {
+    pub(crate) access: Vec<u8>,
+    pub(crate) error: Vec<u8>,
+    /// Lines in both buffers, so that a dropped batch can be counted.
+    pub(crate) lines: u64,
+    pub(crate) home: SyncSender<Batch>,
+}
+
+impl Batch {
+    pub(crate) fn new(home: SyncSender<Batch>) -> Batch {
+        Batch {
+            access: Vec::new(),
+            error: Vec::new(),
+            lines: 0,
+            home,
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.access.clear();
+        self.error.clear();
+        self.lines = 0;
+    }
+}
+
+/// What travels to the writer thread, in order.
+pub(crate) enum Msg {
+    Batch(Batch),
+    /// Reopen the files (after the batches queued before it are written).
+    Reopen,
+    /// Write what is queued before it, then stop.
+    Stop,
+}
+
+/// Where one log goes, open.
+pub(crate) enum Sink {
+    Off,
+    Stdout,
+    Stderr,
+    File {
+        path: PathBuf,
+        file: File,
+    },
+    /// A shared buffer, for tests: holding its lock stalls the writer.
+    #[cfg(test)]
+    Memory(std::sync::Arc<std::sync::Mutex<Vec<u8>>>),
+}
+
+fn open(path: &Path) -> io::Result<File> {
+    // Append so that concurrent writers (and logrotate's copytruncate)
+    // never overwrite; 0640 because logs hold client addresses.
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o640)
+        .open(path)
+}
+
+impl Sink {
+    /// Opens `target`; `what` names the log in the error.
+    pub(crate) fn open(target: &LogTarget, what: &str) -> Result<Sink, LogError> {
+        Ok(match target {
+            LogTarget::Off => Sink::Off,
+            LogTarget::Stdout => Sink::Stdout,
+            LogTarget::Stderr => Sink::Stderr,
+            LogTarget::File(path) => match open(path) {
+                Ok(file) => Sink::File {
+                    path: path.clone(),
+                    file,
+                },
+                Err(e) => {
+                    return Err(LogError {
+                        message: format!("cannot open the {what} {}: {e}", path.display()),
+                    })
+                }
+            },
+        })
+    }
+
+    /// Reopens a file sink in place (log rotation). On failure the old file
+    /// stays in use, which is better than losing lines.
+    fn reopen(&mut self) -> Result<(), String> {
+        if let Sink::File { path, file } = self {
+            match open(path) {
+                Ok(new) => *file = new,
+                Err(e) => return Err(format!("cannot reopen {}: {e}", path.display())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all of `bufs`, as few `writev` calls as the kernel allows.
+    fn write_all(&mut self, bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+        match self {
+            Sink::Off => Ok(()),
+            Sink::Stdout => write_vectored_all(&mut io::stdout().lock(), bufs),
+            Sink::Stderr => write_vectored_all(&mut io::stderr().lock(), bufs),
+            Sink::File { file, .. } => write_vectored_all(file, bufs),
+            #[cfg(test)]
+            Sink::Memory(m) => {
+                let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+                for b in bufs.iter() {
+                    m.extend_from_slice(b);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn write_vectored_all(w: &mut impl Write, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+    while !bufs.is_empty() {
+        match w.write_vectored(bufs) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    w.flush()
+}
+
+/// The writer thread's state.
+pub(crate) struct Writer {
+    pub(crate) rx: Receiver<Msg>,
+    pub(crate) access: Sink,
+    pub(crate) error: Sink,
+    /// Error-log level, for the writer's own messages.
+    pub(crate) level: Level,
+    /// Lines loggers could not hand over; reported and reset here.
+    pub(crate) dropped: std::sync::Arc<AtomicU64>,
+    /// Batches gathered for the next write; reused, never shrunk.
+    pub(crate) pending: Vec<Batch>,
+    /// The writer's own error lines (dropped lines, write failures).
+    pub(crate) own: Vec<u8>,
+    pub(crate) clock: Clock,
+    /// A write failure is reported once, not once per batch.
+    pub(crate) failed: bool,
+}
+
+impl Writer {
+    /// The thread body: runs until [`Msg::Stop`] or until every sender is
+    /// gone.
+    pub(crate) fn run(mut self) {
+        loop {
+            let first = match self.rx.recv_timeout(IDLE_WAKE) {
+                Ok(msg) => Some(msg),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let mut next = first;
+            let mut stop = false;
+            // Take everything already queued, so one writev carries it all.
+            while let Some(msg) = next.take() {
+                match msg {
+                    Msg::Batch(b) => {
+                        self.pending.push(b);
+                        if self.pending.len() == MAX_GATHER {
+                            self.write_pending();
+                        }
+                    }
+                    Msg::Reopen => {
+                        self.write_pending();
+                        self.reopen();
+                    }
+                    Msg::Stop => {
+                        stop = true;
+                        break;
+                    }
+                }
+                next = self.rx.try_recv().ok();
+            }
+            self.write_pending();
+            self.report_dropped();
+            if stop {
+                return;
+            }
+        }
+        self.write_pending();
+        self.report_dropped();
+    }
+
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() && self.own.is_empty() {
+            return;
+        }
+        let mut slices = [IoSlice::new(&[]); MAX_GATHER + 1];
+        let n = gather(&mut slices, self.pending.iter().map(|b| &b.access[..]));
+        let access = self.access.write_all(&mut slices[..n]);
+        let n = gather(
+            &mut slices,
+            self.pending
+                .iter()
+                .map(|b| &b.error[..])
+                .chain(std::iter::once(&self.own[..])),
+        );
+        let error = self.error.write_all(&mut slices[..n]);
+        self.own.clear();
+        for mut b in self.pending.drain(..) {
+            b.clear();
+            // If its logger is gone or has enough spares, the buffer is freed.
+            let home = b.home.clone();
+            let _ = home.try_send(b);
+        }
+        if let Err(e) = access.and(error) {
+            if !self.failed {
+                self.failed = true;
+                eprintln!("brisk: writing a log failed: {e}; further failures are not reported until the logs are reopened");
+            }
+        }
+    }
+
+    fn reopen(&mut self) {
+        self.failed = false;
+        for result in [self.access.reopen(), self.error.reopen()] {
+            if let Err(msg) = result {
+                self.own_line(Level::Error, format_args!("{msg}"));
+            }
+        }
+        self.write_pending();
+    }
+
+    fn report_dropped(&mut self) {
+        let n = self.dropped.swap(0, Ordering::Relaxed);
+        if n > 0 {
+            self.own_line(
+                Level::Warn,
+                format_args!("{n} log lines dropped: the log writer could not keep up"),
+            );
+            self.write_pending();
+        }
+    }
+
+    fn own_line(&mut self, level: Level, args: std::fmt::Arguments<'_>) {
+        if level <= self.level && level != Level::Off {
+            format::error_line(
+                &mut self.own,
+                &mut self.clock,
+                SystemTime::now(),
+                level,
+                args,
+            );
+        }
+    }
+}
+
+/// Puts the non-empty buffers into `slices`; returns how many.
+fn gather<'a>(slices: &mut [IoSlice<'a>], bufs: impl Iterator<Item = &'a [u8]>) -> usize {
+    let mut n = 0;
+    for b in bufs.filter(|b| !b.is_empty()) {
+        slices[n] = IoSlice::new(b);
+        n += 1;
+    }
+    n
+}

@@ -1,0 +1,102 @@
+//! The log service's promise to the event loops: once warm, formatting and
+//! flushing a line allocates nothing on the worker's thread. Its own test
+//! binary, because it needs a counting global allocator.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, SystemTime};
+
+use brisk::config::{AccessFormat, Level, LogConfig, LogTarget};
+use brisk::log::{AccessRecord, LogService};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: defers to the system allocator; only counts calls per thread.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
+
+#[test]
+fn steady_state_logging_does_not_allocate() {
+    let dir = std::env::temp_dir().join(format!("brisk-log-alloc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for format in [
+        AccessFormat::Common,
+        AccessFormat::Combined,
+        AccessFormat::Json,
+    ] {
+        let config = LogConfig {
+            access: LogTarget::File(dir.join("access.log")),
+            format,
+            level: Level::Info,
+            error: LogTarget::File(dir.join("error.log")),
+        };
+        let service = LogService::start(&config).unwrap();
+        let mut logger = service.handle();
+        let rec = AccessRecord {
+            remote: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 7)),
+            time: SystemTime::now(),
+            method: b"GET",
+            target: b"/index.html?q=\"x\"\n",
+            version: "HTTP/1.1",
+            status: 200,
+            bytes: 4096,
+            referer: Some(b"http://example.test/"),
+            user_agent: Some("curl/8 \u{e9}".as_bytes()),
+            user: None,
+            duration_us: 120,
+        };
+        let round = |logger: &mut brisk::log::Logger| {
+            for _ in 0..4 {
+                logger.access(&rec);
+            }
+            logger.log(
+                Level::Warn,
+                format_args!("status {} for {}", 404, "/missing"),
+            );
+            logger.flush();
+            // Give the writer time to send the buffer home, as an event
+            // loop's next iteration would.
+            std::thread::sleep(Duration::from_millis(2));
+        };
+        for _ in 0..20 {
+            round(&mut logger);
+        }
+        let before = allocs();
+        for _ in 0..200 {
+            round(&mut logger);
+        }
+        let spent = allocs() - before;
+        // A starved writer thread may force a few fresh buffers; a leak of
+        // one allocation per line would show as a thousand.
+        assert!(spent <= 8, "{format:?}: {spent} allocations for 1000 lines");
+        drop(logger);
+        service.shutdown();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
