@@ -177,3 +177,60 @@ fn no_access_log_when_off() {
     assert!(!s.access_path.exists());
     assert!(!s.stderr().contains("GET /a.txt"), "{}", s.stderr());
 }
+
+#[test]
+fn bytes_field_counts_body_bytes_sent() {
+    let mut b = Builder::new();
+    b.file("d.txt", b"0123456789");
+    b.access_log();
+    let s = b.start();
+    assert_eq!(s.get_with("/d.txt?r", "Range: bytes=2-4\r\n").status, 206);
+    let line = s.wait_access_line(|l| contains(l, "/d.txt?r "));
+    assert!(
+        line.ends_with(b"\"GET /d.txt?r HTTP/1.1\" 206 3 \"-\" \"-\""),
+        "{:?}",
+        String::from_utf8_lossy(&line)
+    );
+    let tag = etag(10);
+    let r = s.get_with("/d.txt?c", &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!(r.status, 304);
+    let line = s.wait_access_line(|l| contains(l, "/d.txt?c "));
+    assert!(
+        line.ends_with(b"\"GET /d.txt?c HTTP/1.1\" 304 0 \"-\" \"-\""),
+        "{:?}",
+        String::from_utf8_lossy(&line)
+    );
+}
+
+#[test]
+fn sigusr1_reopens_the_access_log() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log();
+    let s = b.start();
+    assert_eq!(s.get("/a.txt?before").status, 200);
+    s.wait_access_line(|l| contains(l, "/a.txt?before"));
+    let rotated = s.base.path.join("access.log.1");
+    std::fs::rename(&s.access_path, &rotated).expect("rotate");
+    s.signal(libc::SIGUSR1);
+    // The reopen is asynchronous: keep requesting until a line lands in
+    // the new file (5 s at most).
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let fresh = std::fs::read(&s.access_path).unwrap_or_default();
+        if contains(&fresh, "/a.txt?after") {
+            assert!(!contains(&fresh, "?before"), "old lines in the new file");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new access log after SIGUSR1"
+        );
+    }
+    let old = std::fs::read(&rotated).expect("rotated");
+    assert!(contains(&old, "/a.txt?before"));
+}

@@ -241,3 +241,81 @@ fn second_request_stalling_gets_408() {
     assert_error(&c.response(), 408, "Request Timeout", "", Conn::Close);
     c.expect_closed();
 }
+
+#[test]
+fn sighup_does_not_stop_the_server() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let mut s = b.start();
+    // Serving already (see also the test below for the start-up window).
+    assert_eq!(s.get("/a.txt").status, 200);
+    s.signal(libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        s.wait_exit(Duration::from_millis(1)).is_none(),
+        "exited on SIGHUP"
+    );
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+#[test]
+fn sighup_right_after_start_up_does_not_stop_the_server() {
+    // A supervisor may signal as soon as the server says it listens.
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let mut s = b.start();
+    s.signal(libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(200));
+    if let Some(st) = s.wait_exit(Duration::from_millis(1)) {
+        panic!("exited on SIGHUP: {st:?}");
+    }
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+#[test]
+fn sigterm_right_after_start_up_exits_cleanly() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let mut s = b.start();
+    s.signal(libc::SIGTERM);
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("brisk did not exit");
+    assert!(st.success(), "exit status {st:?}; stderr: {}", s.stderr());
+}
+
+#[test]
+fn second_sigterm_during_the_drain_is_not_fatal() {
+    // While the main thread waits for the drain, a repeated SIGTERM (a
+    // supervisor retrying, Ctrl-C twice) must still be handled by brisk,
+    // not by the default action that kills the process on the spot.
+    let big = pattern(20 * 1024 * 1024);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    b.config("[timeouts]\nshutdown = \"30s\"\n");
+    let mut s = b.start();
+    let mut c = s.connect();
+    c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut buf = [0u8; 64 * 1024];
+    let n = c.stream.read(&mut buf).expect("read");
+    assert!(n > 0);
+    s.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    s.signal(libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    // Drain what is left so that the server can finish.
+    let mut total = n;
+    loop {
+        match c.stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => total += k,
+        }
+    }
+    let st = s
+        .wait_exit(Duration::from_secs(20))
+        .expect("brisk did not exit");
+    assert!(
+        st.code().is_some(),
+        "killed by a signal ({st:?}) after reading {total} bytes"
+    );
+}

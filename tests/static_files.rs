@@ -245,6 +245,7 @@ fn autoindex_lists_a_directory() {
     b.file("list/a.txt", b"aaa");
     b.file("list/x y&z.txt", b"weird");
     b.file("list/.hidden", b"h");
+    b.file("list/<b>\"q\".txt", b"html");
     b.file("list/sub/inner.txt", b"i");
     b.config("[static]\nautoindex = true\n");
     let s = b.start();
@@ -272,6 +273,12 @@ fn autoindex_lists_a_directory() {
     );
     assert!(!body.contains("x y&z.txt"), "raw & in HTML: {body}");
     assert!(!body.contains(".hidden"), "dotfile listed: {body}");
+    assert!(body.contains("&lt;b&gt;"), "name not HTML-escaped: {body}");
+    assert!(!body.contains("<b>"), "raw markup from a file name: {body}");
+    assert!(
+        body.contains("%3Cb%3E") || body.contains("%3cb%3e"),
+        "{body}"
+    );
     assert!(
         !body.contains("inner.txt"),
         "listing is not recursive: {body}"
