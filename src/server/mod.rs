@@ -50,6 +50,10 @@ fn url(addr: &SocketAddr) -> String {
 
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
 pub fn run(cfg: Config) -> Result<(), String> {
+    // Blocked before any thread exists (the log writer included), so that
+    // every thread inherits the mask and a signal can only ever be taken
+    // by the main thread's sigtimedwait, never by a default action.
+    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
     let cfg = Arc::new(cfg);
     let _ = sys::process::raise_nofile_limit();
     let site = Arc::new(
@@ -82,7 +86,6 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
     }
     let logs = LogService::start(&cfg.log).map_err(|e| e.to_string())?;
-    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
     let shutdown = Arc::new(AtomicBool::new(false));
     let mut wakers = Vec::new();
     let mut threads = Vec::new();

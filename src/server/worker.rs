@@ -449,8 +449,21 @@ impl Worker {
                         }
                     }
                     Err(e) => {
+                        // The request was answered already (before its body
+                        // arrived); a second answer would be taken for the
+                        // next request's, so the connection just ends.
                         c.body = None;
-                        self.reject(c, e.status, e.reason);
+                        if self.logger.enabled(Level::Info) {
+                            self.logger.log(
+                                Level::Info,
+                                format_args!(
+                                    "client {}: request body refused: {}",
+                                    c.peer.ip(),
+                                    e.reason
+                                ),
+                            );
+                        }
+                        c.close_after = true;
                         return input.len();
                     }
                 }

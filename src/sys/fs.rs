@@ -79,6 +79,8 @@ fn meta_of(st: &libc::stat) -> Meta {
 #[derive(Debug)]
 pub struct Root {
     fd: OwnedFd,
+    /// The root's canonical path, to check where a symlink led.
+    path: std::path::PathBuf,
     /// Follow symlinks wherever they lead (`symlinks_outside_root = true`).
     follow_outside: bool,
     /// Use the component-walk fallback even if `openat2` exists (tests).
@@ -98,8 +100,10 @@ impl Root {
         })?;
         // SAFETY: `fd` was just opened and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let path = std::fs::canonicalize(path)?;
         Ok(Root {
             fd,
+            path,
             follow_outside,
             force_fallback: false,
         })
@@ -153,14 +157,32 @@ impl Root {
                 Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                     NO_OPENAT2.store(true, Ordering::Relaxed)
                 }
-                // RESOLVE_BENEATH answers EXDEV for an escape attempt.
+                // RESOLVE_BENEATH answers EXDEV for any absolute symlink,
+                // even one that stays inside the root: follow it, then
+                // check where the descriptor really is.
                 Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-                    return Err(io::Error::from(io::ErrorKind::PermissionDenied))
+                    return self.open_checked(rel, flags)
                 }
                 other => return other,
             }
         }
         self.walk_nofollow(rel, flags)
+    }
+
+    /// Opens `rel` following symlinks, then accepts the result only if the
+    /// kernel says the opened object lies beneath the root (checked on the
+    /// descriptor itself, so a rename race cannot fool it). Without /proc
+    /// the answer is no.
+    fn open_checked(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        let fd = openat(self.fd.as_raw_fd(), rel, flags)?;
+        let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let real = std::fs::read_link(link)
+            .map_err(|_| io::Error::from(io::ErrorKind::PermissionDenied))?;
+        if real.starts_with(&self.path) {
+            Ok(fd)
+        } else {
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        }
     }
 
     /// The fallback: one `openat(O_NOFOLLOW)` per component, so neither
