@@ -174,3 +174,92 @@ fn port_in_use_is_an_error() {
     assert!(err.contains(&port.to_string()), "{err}");
     drop(taken);
 }
+
+#[test]
+fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
+    let dir = TempDir::new("daemon");
+    let root = dir.path.join("root");
+    write_file(&root.join("hello.txt"), b"from the daemon");
+    let pid_file = dir.path.join("brisk.pid");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args([
+            "--daemon",
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            "off",
+            "--log-level",
+            "warn",
+        ])
+        .arg("--root")
+        .arg(&root)
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run brisk --daemon");
+    // The foreground process returns at once, after printing the URL.
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let addr: std::net::SocketAddr = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("brisk: listening on http://"))
+        .and_then(|a| a.strip_suffix('/'))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no listening line in {stdout:?}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let pid: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // A daemon is in a session of its own, not the test's.
+    let session = |stat: &str| -> String {
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        fields.get(3).map(|s| s.to_string()).unwrap_or_default()
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("daemon runs");
+    let ours = std::fs::read_to_string("/proc/self/stat").expect("own stat");
+    assert_ne!(
+        session(&stat),
+        session(&ours),
+        "daemon left the session: {stat}"
+    );
+    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+    use std::io::{Read, Write};
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = Vec::new();
+    c.read_to_end(&mut resp).unwrap();
+    assert!(
+        resp.ends_with(b"\r\n\r\nfrom the daemon"),
+        "{}",
+        String::from_utf8_lossy(&resp)
+    );
+    let st = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline + std::time::Duration::from_secs(10),
+            "daemon did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!pid_file.exists(), "pid file removed on exit");
+}

@@ -205,7 +205,8 @@ impl Worker {
             let _ = self.poll.registry().deregister(&mut l);
         }
         for i in 0..self.conns.len() {
-            if matches!(&self.conns[i], Some(c) if c.phase == Phase::Idle && c.out.is_empty()) {
+            if matches!(&self.conns[i], Some(c) if matches!(c.phase, Phase::Idle | Phase::Lingering) && c.out.is_empty())
+            {
                 self.close(i);
             }
         }

@@ -297,3 +297,111 @@ fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta)>> {
     unsafe { libc::closedir(dirp) };
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::path::PathBuf;
+
+    struct Tree(PathBuf);
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// root/inside.txt, root/sub/deep.txt, an outside dir with secret.txt,
+    /// and symlinks of every kind.
+    fn tree(tag: &str) -> (Tree, PathBuf) {
+        let base = std::env::temp_dir().join(format!("brisk-fs-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(root.join("inside.txt"), b"in").unwrap();
+        std::fs::write(root.join("sub/deep.txt"), b"deep").unwrap();
+        std::fs::write(base.join("outside/secret.txt"), b"secret").unwrap();
+        symlink("inside.txt", root.join("rel_in")).unwrap();
+        symlink(root.join("inside.txt"), root.join("abs_in")).unwrap();
+        symlink("../outside/secret.txt", root.join("rel_out")).unwrap();
+        symlink(base.join("outside/secret.txt"), root.join("abs_out")).unwrap();
+        symlink(base.join("outside"), root.join("dir_out")).unwrap();
+        symlink("/etc/passwd", root.join("passwd")).unwrap();
+        (Tree(base), root)
+    }
+
+    fn read(root: &Root, rel: &str) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let (mut f, _) = root.open_file(rel.as_bytes())?;
+        let mut v = Vec::new();
+        f.read_to_end(&mut v)?;
+        Ok(v)
+    }
+
+    const ESCAPES: [&str; 8] = [
+        "rel_out",
+        "abs_out",
+        "dir_out/secret.txt",
+        "passwd",
+        "../outside/secret.txt",
+        "sub/../../outside/secret.txt",
+        "../../../../../../etc/passwd",
+        "/etc/passwd",
+    ];
+
+    #[test]
+    fn kernel_confinement_refuses_every_escape() {
+        let (_t, path) = tree("kernel");
+        let root = Root::open(&path, false).unwrap();
+        assert_eq!(read(&root, "inside.txt").unwrap(), b"in");
+        assert_eq!(read(&root, "sub/deep.txt").unwrap(), b"deep");
+        assert_eq!(read(&root, "rel_in").unwrap(), b"in");
+        assert_eq!(read(&root, "abs_in").unwrap(), b"in");
+        for rel in ESCAPES {
+            let err = read(&root, rel).expect_err(rel);
+            assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{rel}: {err}");
+        }
+    }
+
+    #[test]
+    fn fallback_confinement_refuses_every_escape() {
+        let (_t, path) = tree("fallback");
+        let mut root = Root::open(&path, false).unwrap();
+        root.force_fallback();
+        assert_eq!(read(&root, "inside.txt").unwrap(), b"in");
+        assert_eq!(read(&root, "sub/deep.txt").unwrap(), b"deep");
+        // Without openat2 no symlink is followed at all, not even inside.
+        assert!(read(&root, "rel_in").is_err());
+        for rel in ESCAPES {
+            assert!(read(&root, rel).is_err(), "{rel}");
+        }
+    }
+
+    #[test]
+    fn symlinks_may_be_allowed_out() {
+        let (_t, path) = tree("follow");
+        let root = Root::open(&path, true).unwrap();
+        assert_eq!(read(&root, "abs_out").unwrap(), b"secret");
+        assert_eq!(read(&root, "dir_out/secret.txt").unwrap(), b"secret");
+    }
+
+    #[test]
+    fn special_files_are_never_opened() {
+        let (_t, path) = tree("special");
+        let fifo =
+            std::ffi::CString::new(path.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let root = Root::open(&path, false).unwrap();
+        let (_, meta) = root.stat(b"fifo").unwrap();
+        assert_eq!(meta.kind, Kind::Special);
+        // Opening a FIFO for reading would block; this must return at once.
+        assert_eq!(
+            read(&root, "fifo").unwrap_err().kind(),
+            io::ErrorKind::PermissionDenied
+        );
+        assert_eq!(root.stat(b"").unwrap().1.kind, Kind::Dir);
+    }
+}
