@@ -39,6 +39,8 @@ const STAGE_CAP: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 128;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
+/// Most spare buffers and queues a worker keeps.
+const SPARES: usize = 16;
 /// Timer sweep period.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -77,6 +79,9 @@ pub struct Worker {
     stage: Out,
     scratch: Scratch,
     files: FileCache,
+    /// Emptied output queues and input buffers kept for reuse.
+    spare_outs: Vec<Out>,
+    spare_bufs: Vec<Vec<u8>>,
     limits: parse::Limits,
     body_limits: BodyLimits,
     shutdown: Arc<AtomicBool>,
@@ -129,6 +134,8 @@ impl Worker {
             stage: Out::with_capacity(READ_BUF),
             scratch: Scratch::default(),
             files,
+            spare_outs: Vec::new(),
+            spare_bufs: Vec::new(),
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -310,7 +317,11 @@ impl Worker {
             if !c.out.is_empty() {
                 let before = c.out.written;
                 match c.out.flush(&c.stream) {
-                    Ok(Flushed::All) => c.out = Out::default(),
+                    Ok(Flushed::All) => {
+                        let mut done = std::mem::take(&mut c.out);
+                        done.clear();
+                        self.recycle_out(done);
+                    }
                     Ok(Flushed::Blocked) => {
                         if c.out.written != before || c.phase != Phase::Writing {
                             c.phase = Phase::Writing;
@@ -328,7 +339,10 @@ impl Worker {
                         // Keep the rest with the connection; the staging
                         // queue starts afresh.
                         std::mem::swap(&mut self.stage, &mut c.out);
-                        self.stage = Out::with_capacity(READ_BUF);
+                        self.stage = self
+                            .spare_outs
+                            .pop()
+                            .unwrap_or_else(|| Out::with_capacity(READ_BUF));
                         c.phase = Phase::Writing;
                         c.since = self.now;
                         return true;
@@ -382,6 +396,14 @@ impl Worker {
         true
     }
 
+    /// Keeps an emptied output queue for reuse (bounded), so that a
+    /// connection that had to wait for the socket costs no allocation.
+    fn recycle_out(&mut self, out: Out) {
+        if self.spare_outs.len() < SPARES && out.capacity() <= STAGE_CAP * 2 {
+            self.spare_outs.push(out);
+        }
+    }
+
     /// Discards input until the client closes. Returns false to close now.
     fn linger(&mut self, c: &mut Conn) -> bool {
         loop {
@@ -401,8 +423,12 @@ impl Worker {
     fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
         self.rbuf.clear();
         if !c.pending.is_empty() {
-            self.rbuf.extend_from_slice(&c.pending);
-            c.pending = Vec::new();
+            let mut p = std::mem::take(&mut c.pending);
+            self.rbuf.extend_from_slice(&p);
+            p.clear();
+            if self.spare_bufs.len() < SPARES && p.capacity() <= READ_BUF {
+                self.spare_bufs.push(p);
+            }
         }
         let had = self.rbuf.len();
         if c.read_more && !c.eof && self.rbuf.len() < self.rbuf.capacity() {
@@ -429,7 +455,9 @@ impl Worker {
                 // The client left in the middle of a request: nothing to answer.
                 c.close_after = true;
             } else {
-                c.pending = rbuf[consumed..].to_vec();
+                let mut p = self.spare_bufs.pop().unwrap_or_default();
+                p.extend_from_slice(&rbuf[consumed..]);
+                c.pending = p;
             }
         }
         self.rbuf = rbuf;

@@ -227,16 +227,35 @@ fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
+/// Calls `f` with `bytes` as a NUL-terminated C string, built on the
+/// stack when it fits (request paths nearly always do), so that a lookup
+/// allocates nothing.
+fn with_cstr<T>(bytes: &[u8], f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>) -> io::Result<T> {
+    let mut buf = [0u8; 512];
+    if bytes.len() < buf.len() {
+        buf[..bytes.len()].copy_from_slice(bytes);
+        let c = std::ffi::CStr::from_bytes_with_nul(&buf[..=bytes.len()])
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        f(c)
+    } else {
+        f(&cstring(bytes)?)
+    }
+}
+
 fn openat(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = cstring(rel)?;
     // SAFETY: `c` is NUL-terminated and `dir` is an open descriptor.
-    let fd = cvt(unsafe { libc::openat(dir, c.as_ptr(), flags, 0) })?;
+    let fd = with_cstr(rel, |c| {
+        cvt(unsafe { libc::openat(dir, c.as_ptr(), flags, 0) })
+    })?;
     // SAFETY: `fd` was just opened and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn openat2_beneath(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = cstring(rel)?;
+    with_cstr(rel, |c| openat2_raw(dir, c, flags))
+}
+
+fn openat2_raw(dir: RawFd, c: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: open_how is plain old data; zero is valid for every field.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
