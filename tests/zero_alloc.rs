@@ -129,10 +129,12 @@ fn steady_state_requests_do_not_allocate() {
     for i in 0..4 {
         std::fs::write(dir.join(format!("big{i}.bin")), vec![i as u8; 1 << 20]).unwrap();
     }
-    let mut cfg = Config::default();
-    cfg.listen = vec!["127.0.0.1:0".parse().unwrap()];
-    cfg.root = dir.clone();
-    cfg.workers = 1;
+    let mut cfg = Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        root: dir.clone(),
+        workers: 1,
+        ..Config::default()
+    };
     cfg.log.access = LogTarget::Off;
     cfg.log.error = LogTarget::Off;
     cfg.log.level = Level::Off;
