@@ -8,7 +8,7 @@
 
 mod cgi;
 mod cli;
-mod glob;
+pub(crate) mod glob;
 mod load;
 mod sections;
 mod units;
@@ -259,7 +259,7 @@ pub enum CgiTarget {
         program: PathBuf,
     },
     /// Files anywhere under the document root whose name matches this glob
-    /// (`*.pl`; matched against one path segment, see [`glob`]).
+    /// (`*.pl`: `*` and `?` over the one path segment, never across `/`).
     Pattern(String),
 }
 
