@@ -10,9 +10,11 @@
 //! Starting, killing and reaping processes is [`crate::sys::spawn`]; the
 //! event loop in `server/` drives the pipes.
 
+mod env;
 mod resolve;
 
 #[cfg(test)]
 mod tests;
 
+pub use env::{build_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
 pub use resolve::{resolve, Resolved, Resolver, Script};
