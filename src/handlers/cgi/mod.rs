@@ -11,10 +11,12 @@
 //! event loop in `server/` drives the pipes.
 
 mod env;
+mod head;
 mod resolve;
 
 #[cfg(test)]
 mod tests;
 
 pub use env::{build_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
+pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
 pub use resolve::{resolve, Resolved, Resolver, Script};

@@ -2,4 +2,5 @@
 //! the environment byte for byte, and header-block parsing.
 
 mod env;
+mod head;
 mod resolve;
