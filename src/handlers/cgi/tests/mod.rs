@@ -3,4 +3,5 @@
 
 mod env;
 mod head;
+mod pipeline;
 mod resolve;
