@@ -28,6 +28,9 @@ use crate::sys::net;
 
 pub mod cgi;
 
+use crate::config::Dotfiles;
+use crate::handlers::cgi::{Resolved, Resolver};
+use crate::http::path;
 use cgi::Pipe;
 
 /// Token of the waker that tells a worker to shut down.
@@ -94,6 +97,8 @@ pub struct Worker {
     zombies: Vec<(i32, Instant)>,
     /// Read buffer for CGI pipes.
     cgi_buf: Vec<u8>,
+    /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
+    cgi: Option<Resolver>,
     limits: parse::Limits,
     body_limits: BodyLimits,
     shutdown: Arc<AtomicBool>,
@@ -126,6 +131,11 @@ impl Worker {
         };
         let now = Instant::now();
         let _ = init.id;
+        let cgi = if cfg.cgi.is_empty() {
+            None
+        } else {
+            Some(Resolver::new(&cfg.cgi, &cfg.root)?)
+        };
         let files = FileCache::new(
             cfg.static_files.open_file_cache,
             cfg.static_files.open_file_cache_valid,
@@ -151,6 +161,7 @@ impl Worker {
             cgi_running: 0,
             zombies: Vec::new(),
             cgi_buf: Vec::with_capacity(READ_BUF),
+            cgi,
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -716,29 +727,52 @@ impl Worker {
 
     /// Chooses the handler: a CGI script (started here; `None` returned)
     /// or a static file (its plan returned).
-    fn route(&mut self, idx: usize, c: &mut Conn, req: &Request, head: &[u8], redirects: u8) -> Option<Plan> {
-        if !self.cfg.cgi.is_empty() && req.method != Method::Other {
-            let (raw_path, _) = crate::http::path::split_target(req.target);
-            if crate::http::path::decode_and_normalize(raw_path, &mut self.scratch.path).is_ok()
-                && !(self.cfg.static_files.dotfiles != crate::config::Dotfiles::Allow
-                    && crate::http::path::has_dotfile_segment(&self.scratch.path))
+    fn route(
+        &mut self,
+        idx: usize,
+        c: &mut Conn,
+        req: &Request,
+        head: &[u8],
+        redirects: u8,
+    ) -> Option<Plan> {
+        if let (Some(resolver), true) = (&self.cgi, req.method != Method::Other) {
+            let (raw_path, _) = path::split_target(req.target);
+            let path = &mut self.scratch.path;
+            if path::decode_and_normalize(raw_path, path).is_ok()
+                && !(self.cfg.static_files.dotfiles != Dotfiles::Allow
+                    && path::has_dotfile_segment(path))
             {
-                match crate::handlers::cgi::resolve(&self.cfg.cgi, &self.cfg.root, &self.scratch.path) {
-                    crate::handlers::cgi::Resolved::NotCgi => {}
-                    crate::handlers::cgi::Resolved::Denied(status) => {
+                let mut resolved = resolver.resolve(path);
+                if matches!(resolved, Resolved::NotCgi) && path.ends_with(b"/") {
+                    // An index file may itself be a script (`index.cgi`).
+                    let base = path.len();
+                    for index in &self.cfg.static_files.index {
+                        path.truncate(base);
+                        path.extend_from_slice(index.as_bytes());
+                        if let found @ Resolved::Cgi(_) = resolver.resolve(path) {
+                            resolved = found;
+                            break;
+                        }
+                    }
+                }
+                match resolved {
+                    Resolved::NotCgi => {}
+                    Resolved::Denied(status) => {
                         return Some(Plan::error(status, &mut self.scratch))
                     }
-                    crate::handlers::cgi::Resolved::Cgi(script) => {
-                        return match self.start_cgi(idx, c, req, head, script, redirects) {
-                            Ok(()) => None,
-                            Err(plan) => Some(plan),
-                        };
+                    Resolved::Cgi(script) => {
+                        return self.start_cgi(idx, c, req, head, script, redirects).err();
                     }
                 }
             }
             self.scratch.clear();
         }
-        Some(static_files::serve(&self.site, req, &mut self.scratch, &mut self.files))
+        Some(static_files::serve(
+            &self.site,
+            req,
+            &mut self.scratch,
+            &mut self.files,
+        ))
     }
 
     /// The once-a-second timer pass over every connection.

@@ -13,9 +13,8 @@ use mio::{Interest, Token};
 
 use super::{Worker, CGI_BASE};
 use crate::config::Level;
-use crate::handlers::cgi::env::{build_env, EnvRequest};
-use crate::handlers::cgi::head::{parse_head, CgiReply};
 use crate::handlers::cgi::Script;
+use crate::handlers::cgi::{build_env, parse_head, CgiReply, EnvRequest};
 use crate::handlers::Plan;
 use crate::http::parse::{self, BodyFraming, Header, Request};
 use crate::http::{path, Method, Status, Version};
@@ -127,7 +126,10 @@ impl Worker {
         if self.cgi_running >= self.cfg.limits.cgi_processes {
             self.logger.log(
                 Level::Warn,
-                format_args!("cgi: {} processes running; refusing another", self.cgi_running),
+                format_args!(
+                    "cgi: {} processes running; refusing another",
+                    self.cgi_running
+                ),
             );
             return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch));
         }
@@ -168,23 +170,42 @@ impl Worker {
                     Level::Error,
                     format_args!("cgi: cannot run {}: {e}", script.script_filename.display()),
                 );
-                return Err(Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch));
+                return Err(Plan::error(
+                    Status::INTERNAL_SERVER_ERROR,
+                    &mut self.scratch,
+                ));
             }
         };
         let reg = self.poll.registry();
         let ok = reg
-            .register(&mut SourceFd(&child.stdout.as_raw_fd()), token(idx, Pipe::Stdout), Interest::READABLE)
+            .register(
+                &mut SourceFd(&child.stdout.as_raw_fd()),
+                token(idx, Pipe::Stdout),
+                Interest::READABLE,
+            )
             .and_then(|_| {
-                reg.register(&mut SourceFd(&child.stderr.as_raw_fd()), token(idx, Pipe::Stderr), Interest::READABLE)
+                reg.register(
+                    &mut SourceFd(&child.stderr.as_raw_fd()),
+                    token(idx, Pipe::Stderr),
+                    Interest::READABLE,
+                )
             })
             .and_then(|_| {
-                reg.register(&mut SourceFd(&child.stdin.as_raw_fd()), token(idx, Pipe::Stdin), Interest::WRITABLE)
+                reg.register(
+                    &mut SourceFd(&child.stdin.as_raw_fd()),
+                    token(idx, Pipe::Stdin),
+                    Interest::WRITABLE,
+                )
             });
         if let Err(e) = ok {
             spawn::kill_group(child.pid);
             self.zombies.push((child.pid, self.now));
-            self.logger.log(Level::Error, format_args!("cgi: cannot watch pipes: {e}"));
-            return Err(Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch));
+            self.logger
+                .log(Level::Error, format_args!("cgi: cannot watch pipes: {e}"));
+            return Err(Plan::error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut self.scratch,
+            ));
         }
         self.cgi_running += 1;
         let has_body = req.body != BodyFraming::None;
@@ -238,7 +259,10 @@ impl Worker {
     fn close_stdin(&mut self, c: &mut Conn) {
         if let Some(g) = c.cgi.as_mut() {
             if let Some(fd) = g.stdin.take() {
-                let _ = self.poll.registry().deregister(&mut SourceFd(&fd.as_raw_fd()));
+                let _ = self
+                    .poll
+                    .registry()
+                    .deregister(&mut SourceFd(&fd.as_raw_fd()));
             }
             g.stdin_buf = Vec::new();
         }
@@ -250,8 +274,12 @@ impl Worker {
     pub(super) fn pump_cgi(&mut self, c: &mut Conn) -> bool {
         let mut moved = false;
         self.pump_stderr(c);
+        let since = self.now;
         moved |= self.pump_stdin(c);
-        while c.cgi.as_ref().is_some_and(|g| g.stdout_ready && g.stdout.is_some())
+        while c
+            .cgi
+            .as_ref()
+            .is_some_and(|g| g.stdout_ready && g.stdout.is_some())
             && c.out.buffered() < OUT_CAP
         {
             let g = c.cgi.as_mut().expect("checked");
@@ -278,11 +306,17 @@ impl Worker {
                 }
             }
         }
+        if moved && c.cgi.is_some() {
+            // `timeouts.cgi` is an idle timeout: progress restarts it.
+            c.since = since;
+        }
         moved
     }
 
     fn pump_stdin(&mut self, c: &mut Conn) -> bool {
-        let Some(g) = c.cgi.as_mut() else { return false };
+        let Some(g) = c.cgi.as_mut() else {
+            return false;
+        };
         let mut moved = false;
         while g.stdin_ready && !g.stdin_buf.is_empty() {
             let Some(fd) = g.stdin.as_ref() else { break };
@@ -320,7 +354,10 @@ impl Worker {
             match read_fd(fd, &mut self.cgi_buf) {
                 Ok(0) => {
                     if let Some(fd) = g.stderr.take() {
-                        let _ = self.poll.registry().deregister(&mut SourceFd(&fd.as_raw_fd()));
+                        let _ = self
+                            .poll
+                            .registry()
+                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
                     }
                     self.flush_stderr_line(c);
                     return;
@@ -331,7 +368,8 @@ impl Worker {
                         let line_done = piece.ends_with(b"\n");
                         let text = piece.strip_suffix(b"\n").unwrap_or(piece);
                         let room = STDERR_LINE.saturating_sub(g.stderr_line.len());
-                        g.stderr_line.extend_from_slice(&text[..text.len().min(room)]);
+                        g.stderr_line
+                            .extend_from_slice(&text[..text.len().min(room)]);
                         if line_done && !g.stderr_line.is_empty() {
                             self.logger.log(
                                 Level::Error,
@@ -349,7 +387,10 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
                     if let Some(fd) = g.stderr.take() {
-                        let _ = self.poll.registry().deregister(&mut SourceFd(&fd.as_raw_fd()));
+                        let _ = self
+                            .poll
+                            .registry()
+                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
                     }
                     return;
                 }
@@ -418,7 +459,8 @@ impl Worker {
                         if out == BodyOut::Close || (g.head_only && head.content_length.is_none()) {
                             g.keep_alive = g.keep_alive && g.head_only;
                         }
-                        let keep = g.keep_alive && self.drain_until.is_none() && out != BodyOut::Close;
+                        let keep =
+                            g.keep_alive && self.drain_until.is_none() && out != BodyOut::Close;
                         g.keep_alive = keep;
                         g.status = head.status;
                         let reason_owned;
@@ -431,7 +473,14 @@ impl Worker {
                         };
                         let parts = self.head_parts(keep, g.version);
                         let start = c.out.buf_mut().len();
-                        response::write_head(c.out.buf_mut(), head.status, reason, &head.headers, framing, &parts);
+                        response::write_head(
+                            c.out.buf_mut(),
+                            head.status,
+                            reason,
+                            &head.headers,
+                            framing,
+                            &parts,
+                        );
                         let rest = g.head_buf.split_off(head.head_len);
                         g.head_buf = Vec::new();
                         g.body_out = Some(out);
@@ -451,7 +500,10 @@ impl Worker {
             None => {
                 self.logger.log(
                     Level::Error,
-                    format_args!("cgi {}: exited without a complete response header", g.script),
+                    format_args!(
+                        "cgi {}: exited without a complete response header",
+                        g.script
+                    ),
                 );
                 self.cgi_fail(c, Status::BAD_GATEWAY);
                 return;
@@ -460,7 +512,10 @@ impl Worker {
             Some(BodyOut::Length(left)) if left > 0 => {
                 self.logger.log(
                     Level::Error,
-                    format_args!("cgi {}: output {left} bytes shorter than its Content-Length", g.script),
+                    format_args!(
+                        "cgi {}: output {left} bytes shorter than its Content-Length",
+                        g.script
+                    ),
                 );
                 g.broken = true;
             }
@@ -483,7 +538,10 @@ impl Worker {
             self.scratch.clear();
             let plan = Plan::error(status, &mut self.scratch);
             let parts = self.head_parts(false, g.version);
-            let parts = HeadParts { head_only: g.head_only, ..parts };
+            let parts = HeadParts {
+                head_only: g.head_only,
+                ..parts
+            };
             g.body_bytes = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
             g.sent_any = true;
         }
@@ -508,7 +566,8 @@ impl Worker {
         self.cgi_running -= 1;
         if self.logger.access_enabled() {
             let mut storage = [Header::EMPTY; super::MAX_HEADERS];
-            if let Ok(Some(req)) = parse::parse_request(&g.request_head, &self.limits, &mut storage) {
+            if let Ok(Some(req)) = parse::parse_request(&g.request_head, &self.limits, &mut storage)
+            {
                 let rec = AccessRecord {
                     remote: c.peer.ip(),
                     time: self.wall,
@@ -562,7 +621,10 @@ impl Worker {
         let head = std::mem::take(&mut g.request_head);
         // The new request: the redirected target with the original header
         // lines (but no body: the method becomes GET).
-        let line_end = head.windows(2).position(|w| w == b"\r\n").map_or(head.len(), |p| p + 2);
+        let line_end = head
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(head.len(), |p| p + 2);
         let mut new_head = Vec::with_capacity(head.len() + target.len());
         new_head.extend_from_slice(b"GET ");
         new_head.extend_from_slice(target);
@@ -583,7 +645,8 @@ impl Worker {
         // The original request is not logged; the redirected one is.
         self.cgi_end_quiet(c);
         if redirects > MAX_REDIRECTS {
-            self.logger.log(Level::Error, format_args!("cgi: too many local redirects"));
+            self.logger
+                .log(Level::Error, format_args!("cgi: too many local redirects"));
             self.scratch.clear();
             let plan = Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch);
             let parts = self.head_parts(false, Version::Http11);
@@ -647,7 +710,11 @@ impl Worker {
         if !g.stderr_line.is_empty() {
             self.logger.log(
                 Level::Error,
-                format_args!("cgi {}: {}", g.script, String::from_utf8_lossy(&g.stderr_line)),
+                format_args!(
+                    "cgi {}: {}",
+                    g.script,
+                    String::from_utf8_lossy(&g.stderr_line)
+                ),
             );
             g.stderr_line.clear();
         }
