@@ -55,6 +55,8 @@ pub struct Conn {
     pub read_more: bool,
     /// The client has shut its write side.
     pub eof: bool,
+    /// Registered with epoll for writability (only while output waits).
+    pub writable_interest: bool,
 }
 
 impl Conn {
@@ -74,6 +76,7 @@ impl Conn {
             close_after: false,
             read_more: true,
             eof: false,
+            writable_interest: false,
         }
     }
 }

@@ -265,7 +265,6 @@ impl Worker {
                         drop(stream);
                         continue;
                     }
-                    let _ = stream.set_nodelay(true);
                     let idx = match self.free.pop() {
                         Some(i) => i,
                         None => {
@@ -277,11 +276,7 @@ impl Worker {
                     if self
                         .poll
                         .registry()
-                        .register(
-                            &mut conn.stream,
-                            Token(idx),
-                            Interest::READABLE | Interest::WRITABLE,
-                        )
+                        .register(&mut conn.stream, Token(idx), Interest::READABLE)
                         .is_err()
                     {
                         self.free.push(idx);
@@ -350,7 +345,7 @@ impl Worker {
             if c.cgi.is_some() {
                 self.cgi_abandon(&mut c);
             }
-            let _ = self.poll.registry().deregister(&mut c.stream);
+            // Closing the socket (dropping it) removes it from epoll.
             self.free.push(i);
             self.live -= 1;
         }
@@ -367,12 +362,14 @@ impl Worker {
                         let mut done = std::mem::take(&mut c.out);
                         done.clear();
                         self.recycle_out(done);
+                        self.want_write(c, false);
                     }
                     Ok(Flushed::Blocked) => {
                         if c.out.written != before || c.phase != Phase::Writing {
                             c.phase = Phase::Writing;
                             c.since = self.now;
                         }
+                        self.want_write(c, true);
                         return true;
                     }
                     Err(_) => return false,
@@ -391,6 +388,7 @@ impl Worker {
                             .unwrap_or_else(|| Out::with_capacity(READ_BUF));
                         c.phase = Phase::Writing;
                         c.since = self.now;
+                        self.want_write(c, true);
                         return true;
                     }
                     Err(_) => {
@@ -406,7 +404,10 @@ impl Worker {
                 return self.linger(c);
             }
             if c.close_after {
-                if c.eof {
+                // Lingering (RFC 9112 §9.6) only matters when the client may
+                // still be sending: unread input, a body in flight, or a
+                // socket not known to be drained. Otherwise close at once.
+                if c.eof || (c.pending.is_empty() && c.body.is_none() && !c.read_more) {
                     return false;
                 }
                 let _ = c.stream.shutdown(Shutdown::Write);
@@ -451,6 +452,26 @@ impl Worker {
             return false;
         }
         true
+    }
+
+    /// Asks epoll for writability only while output waits: a socket that
+    /// is always registered for it would wake the loop on every ACK.
+    fn want_write(&self, c: &mut Conn, on: bool) {
+        if c.writable_interest != on {
+            let interest = if on {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(&mut c.stream, Token(c.index), interest)
+                .is_ok()
+            {
+                c.writable_interest = on;
+            }
+        }
     }
 
     /// Keeps an emptied output queue for reuse (bounded), so that a
