@@ -11,6 +11,7 @@ mod cli;
 pub(crate) mod glob;
 mod load;
 mod sections;
+mod throttle;
 mod units;
 
 #[cfg(test)]
@@ -46,6 +47,8 @@ pub struct Config {
     pub static_files: StaticConfig,
     /// Extension (no dot, lower case) → content type overrides from `[mime]`.
     pub mime: Vec<(String, String)>,
+    /// Byte-rate limits by path, from `[[throttle]]`, in file order.
+    pub throttle: Vec<ThrottleRule>,
     /// Extra response headers by path, from `[[headers]]`, in file order.
     pub headers: Vec<HeaderRule>,
     /// CGI rules from `[[cgi]]`, in file order (the first match wins).
@@ -230,6 +233,16 @@ impl PathMatch {
     }
 }
 
+/// One `[[throttle]]` rule: responses whose path matches are paced.
+#[derive(Debug, Clone)]
+pub struct ThrottleRule {
+    pub matcher: PathMatch,
+    /// Bytes per second shared by every client of this rule (all workers).
+    pub rate: Option<u64>,
+    /// Bytes per second for each connection.
+    pub connection_rate: Option<u64>,
+}
+
 /// One `[[headers]]` rule.
 #[derive(Debug, Clone)]
 pub struct HeaderRule {
@@ -322,6 +335,7 @@ impl Default for Config {
             },
             mime: Vec::new(),
             headers: Vec::new(),
+            throttle: Vec::new(),
             cgi: Vec::new(),
         }
     }

@@ -1,0 +1,3 @@
+//! Access control: throttling (and, next to it, authentication).
+
+pub mod throttle;
