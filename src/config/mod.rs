@@ -68,8 +68,12 @@ pub struct Limits {
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
     pub keepalive_requests: u32,
-    /// Open client connections per worker; above it new ones are refused.
+    /// Open client connections, all workers together; above it new ones
+    /// are refused at once (a 503 and close).
     pub max_connections: usize,
+    /// Open client connections from one IP address (all workers
+    /// together); 0 means no limit.
+    pub max_connections_per_ip: u32,
     /// CGI processes running at once per worker (like `max_connections`,
     /// a per-worker count, so the server-wide ceiling is this times
     /// `workers`); a request beyond it is answered 503.
@@ -306,6 +310,7 @@ impl Default for Config {
                 max_body: 1 << 20,
                 keepalive_requests: 1000,
                 max_connections: 16384,
+                max_connections_per_ip: 0,
                 cgi_processes: 64,
                 cgi_header_bytes: 16384,
             },

@@ -34,6 +34,8 @@ pub struct Site {
     cgi_dirs: Vec<Vec<u8>>,
     /// The shared rate of each `[[throttle]]` rule (all workers draw on it).
     pub throttles: Vec<Option<Arc<Rate>>>,
+    /// Open connections, counted across workers.
+    pub conn_limits: crate::access::limits::ConnLimits,
 }
 
 impl Site {
@@ -57,12 +59,17 @@ impl Site {
             .iter()
             .map(|t| t.rate.map(|r| Arc::new(Rate::new(r, now))))
             .collect();
+        let limits = (
+            cfg.limits.max_connections,
+            cfg.limits.max_connections_per_ip,
+        );
         Ok(Site {
             cfg,
             root,
             mime,
             cgi_dirs,
             throttles,
+            conn_limits: crate::access::limits::ConnLimits::new(limits.0, limits.1),
         })
     }
 

@@ -48,6 +48,9 @@ const STAGE_CAP: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 128;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
+/// What a connection over the limits gets before it is closed.
+const REFUSED: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 /// Most bytes a throttled connection writes at once.
 const THROTTLE_CHUNK: usize = 16 * 1024;
 /// Most spare buffers and queues a worker keeps.
@@ -272,8 +275,19 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    if self.live >= self.cfg.limits.max_connections {
-                        drop(stream);
+                    if let Err(why) = self.site.conn_limits.admit(peer.ip()) {
+                        // Refused early, before any state exists for it;
+                        // established connections are not touched.
+                        let _ = net::send(&stream, REFUSED, false);
+                        if self.logger.enabled(Level::Warn) {
+                            self.logger.log(
+                                Level::Warn,
+                                format_args!(
+                                    "refused connection from {}: {why:?} limit",
+                                    peer.ip()
+                                ),
+                            );
+                        }
                         continue;
                     }
                     let idx = match self.free.pop() {
@@ -291,6 +305,7 @@ impl Worker {
                         .is_err()
                     {
                         self.free.push(idx);
+                        self.site.conn_limits.release(peer.ip());
                         continue;
                     }
                     self.conns[idx] = Some(conn);
@@ -357,6 +372,7 @@ impl Worker {
                 self.cgi_abandon(&mut c);
             }
             // Closing the socket (dropping it) removes it from epoll.
+            self.site.conn_limits.release(c.peer.ip());
             self.free.push(i);
             self.live -= 1;
         }
