@@ -1,0 +1,95 @@
+//! CGI/1.1 (RFC 3875) on the wire, against the real binary: scripts in
+//! shell, Python, Perl and C; the environment byte for byte; request
+//! bodies; every way a response can be framed; errors, timeouts, limits,
+//! disconnects, and children that never outlive their request.
+//!
+//! Scripts that must wait do so on a "gate" file the test creates, never
+//! on a fixed sleep, so no assertion depends on timing.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+#[path = "cgi/bodies.rs"]
+mod bodies;
+#[path = "cgi/env.rs"]
+mod env;
+
+/// The rule most tests use: `/cgi-bin/` → `<base>/cgi-bin` (relative to
+/// the config file, which the harness writes to the base directory).
+const CGI_BIN: &str = "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n";
+
+/// The type the server gives a `.txt` file.
+const TXT: &str = "text/plain; charset=utf-8";
+
+const MIB: usize = 1024 * 1024;
+
+/// A builder whose config is `config`, with an empty `<base>/cgi-bin`.
+fn builder(config: &str) -> Builder {
+    let mut b = Builder::new();
+    fs::create_dir_all(b.base().join("cgi-bin")).expect("create cgi-bin");
+    b.config(config);
+    b
+}
+
+/// Writes `<base>/<rel>` with `mode`.
+fn write_mode(b: &Builder, rel: &str, text: &str, mode: u32) -> PathBuf {
+    let p = b.base().join(rel);
+    write_file(&p, text.as_bytes());
+    fs::set_permissions(&p, fs::Permissions::from_mode(mode)).expect("chmod");
+    p
+}
+
+/// Writes an executable script `<base>/<rel>`.
+fn script(b: &Builder, rel: &str, text: &str) -> PathBuf {
+    write_mode(b, rel, text, 0o755)
+}
+
+/// Compiles C `source` into the executable `<base>/<rel>`. Returns false
+/// (after saying so) when there is no C compiler.
+fn compile(b: &Builder, rel: &str, source: &str) -> bool {
+    let src = b.base().join(format!("{}.c", rel.replace('/', "_")));
+    fs::write(&src, source).expect("write C source");
+    let out = b.base().join(rel);
+    match Command::new("cc").arg("-o").arg(&out).arg(&src).output() {
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "cc failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            true
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            eprintln!("note: no `cc` on PATH; the compiled CGI program is not tested");
+            false
+        }
+        Err(e) => panic!("cannot run cc: {e}"),
+    }
+}
+
+/// `path` made canonical (the server reports canonical paths).
+fn canon(path: &Path) -> String {
+    fs::canonicalize(path)
+        .expect("canonicalize")
+        .display()
+        .to_string()
+}
+
+/// Stops the server with SIGTERM and waits for it to exit, so that it
+/// reaps its own children instead of leaving them to whoever adopts them.
+fn stop(mut server: Server) {
+    server.signal(libc::SIGTERM);
+    assert!(
+        server.wait_exit(Duration::from_secs(10)).is_some(),
+        "brisk did not exit after SIGTERM"
+    );
+}
