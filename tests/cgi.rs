@@ -22,6 +22,10 @@ use common::*;
 mod bodies;
 #[path = "cgi/env.rs"]
 mod env;
+#[path = "cgi/output.rs"]
+mod output;
+#[path = "cgi/redirects.rs"]
+mod redirects;
 
 /// The rule most tests use: `/cgi-bin/` → `<base>/cgi-bin` (relative to
 /// the config file, which the harness writes to the base directory).
@@ -82,6 +86,34 @@ fn canon(path: &Path) -> String {
         .expect("canonicalize")
         .display()
         .to_string()
+}
+
+/// Decodes a chunked body that must be exactly `raw` (nothing after the
+/// last chunk), checking every byte of the framing; returns the data.
+fn dechunk_exact(raw: &[u8]) -> Vec<u8> {
+    let mut pos = 0;
+    let mut data = Vec::new();
+    loop {
+        let line_len = find(&raw[pos..], b"\r\n").expect("chunk-size line ends in CRLF");
+        let line = std::str::from_utf8(&raw[pos..pos + line_len]).expect("ASCII size line");
+        assert!(
+            !line.is_empty() && line.bytes().all(|b| b.is_ascii_hexdigit()),
+            "bad chunk-size line {line:?}"
+        );
+        let size = usize::from_str_radix(line, 16).expect("hex size");
+        pos += line_len + 2;
+        if size == 0 {
+            assert_eq!(&raw[pos..], b"\r\n", "the last chunk ends the message");
+            return data;
+        }
+        data.extend_from_slice(&raw[pos..pos + size]);
+        assert_eq!(
+            &raw[pos + size..pos + size + 2],
+            b"\r\n",
+            "chunk ends in CRLF"
+        );
+        pos += size + 2;
+    }
 }
 
 /// Stops the server with SIGTERM and waits for it to exit, so that it
