@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -24,8 +24,12 @@ mod bodies;
 mod env;
 #[path = "cgi/output.rs"]
 mod output;
+#[path = "cgi/processes.rs"]
+mod processes;
 #[path = "cgi/redirects.rs"]
 mod redirects;
+#[path = "cgi/refusals.rs"]
+mod refusals;
 
 /// The rule most tests use: `/cgi-bin/` → `<base>/cgi-bin` (relative to
 /// the config file, which the harness writes to the base directory).
@@ -86,6 +90,80 @@ fn canon(path: &Path) -> String {
         .expect("canonicalize")
         .display()
         .to_string()
+}
+
+/// Polls `cond` every 20 ms for up to 10 s; panics with `what` if it
+/// never holds.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pid a script wrote to `path` (waits for the file).
+fn read_pid(path: &Path) -> i32 {
+    let mut pid = 0;
+    wait_until(
+        &format!("pid file {}", path.display()),
+        || match fs::read_to_string(path) {
+            Ok(s) if s.ends_with('\n') => {
+                pid = s.trim().parse().expect("pid");
+                true
+            }
+            _ => false,
+        },
+    );
+    pid
+}
+
+/// State letter and parent pid of process `pid`, or None if it is gone.
+fn proc_stat(pid: i32) -> Option<(char, i32)> {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces.
+    let rest = s.get(s.rfind(')')? + 2..)?;
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Whether `pid` still runs (a zombie has stopped running).
+fn running(pid: i32) -> bool {
+    matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
+}
+
+/// The children of `ppid` with their states.
+fn children_of(ppid: i32) -> Vec<(i32, char)> {
+    let mut kids = Vec::new();
+    for e in fs::read_dir("/proc").expect("read /proc").flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some((state, parent)) = proc_stat(pid) {
+            if parent == ppid {
+                kids.push((pid, state));
+            }
+        }
+    }
+    kids
+}
+
+/// Waits until the server's error log (its stderr) contains `text`.
+fn wait_stderr(server: &Server, text: &str) {
+    let deadline = Instant::now() + IO_TIMEOUT;
+    loop {
+        let err = server.stderr();
+        if err.contains(text) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{text:?} not in the error log; it holds: {err:?}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
 }
 
 /// Decodes a chunked body that must be exactly `raw` (nothing after the
