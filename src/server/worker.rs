@@ -352,6 +352,14 @@ impl Worker {
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
                 self.stage.clear();
+                // Buffers lent out (mem::take) when the panic struck must
+                // not stay empty for every later connection.
+                if self.rbuf.capacity() == 0 {
+                    self.rbuf = Vec::with_capacity(READ_BUF);
+                }
+                if self.cgi_buf.capacity() == 0 {
+                    self.cgi_buf = Vec::with_capacity(READ_BUF);
+                }
                 self.conns[i] = Some(conn);
                 self.close(i);
             }
