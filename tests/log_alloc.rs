@@ -92,9 +92,13 @@ fn steady_state_logging_does_not_allocate() {
             round(&mut logger);
         }
         let spent = allocs() - before;
-        // A starved writer thread may force a few fresh buffers; a leak of
-        // one allocation per line would show as a thousand.
-        assert!(spent <= 8, "{format:?}: {spent} allocations for 1000 lines");
+        // A writer thread starved by a busy machine forces a fresh buffer
+        // for some rounds (one per flush at most, 200 here); an allocation
+        // per line would show as a thousand or more.
+        assert!(
+            spent <= 50,
+            "{format:?}: {spent} allocations for 1000 lines"
+        );
         drop(logger);
         service.shutdown();
     }

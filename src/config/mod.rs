@@ -183,6 +183,11 @@ pub struct StaticConfig {
     pub precompressed: bool,
     /// Follow symlinks that lead outside the document root.
     pub symlinks_outside_root: bool,
+    /// Entries in each worker's open-file cache (0 turns it off).
+    pub open_file_cache: usize,
+    /// How long a cached file is trusted before it is checked again: the
+    /// most a response can lag behind a change on disk.
+    pub open_file_cache_valid: Duration,
 }
 
 /// How a `[[headers]]` rule selects requests.
@@ -258,6 +263,8 @@ impl Default for Config {
                 query_in_filename: Vec::new(),
                 precompressed: true,
                 symlinks_outside_root: false,
+                open_file_cache: 1024,
+                open_file_cache_valid: Duration::from_secs(1),
             },
             mime: Vec::new(),
             headers: Vec::new(),

@@ -17,6 +17,8 @@ const STATIC_KEYS: &[&str] = &[
     "query_in_filename",
     "precompressed",
     "symlinks_outside_root",
+    "open_file_cache",
+    "open_file_cache_valid",
 ];
 const LIMIT_KEYS: &[&str] = &[
     "max_request_line",
@@ -126,6 +128,14 @@ impl Cx<'_> {
                 "symlinks_outside_root" => {
                     st.symlinks_outside_root =
                         self.boolean("static.symlinks_outside_root", value)?;
+                }
+                "open_file_cache" => {
+                    st.open_file_cache =
+                        self.integer("static.open_file_cache", value, 0, 1_000_000)? as usize;
+                }
+                "open_file_cache_valid" => {
+                    st.open_file_cache_valid =
+                        self.duration("static.open_file_cache_valid", value, true)?;
                 }
                 _ => return Err(self.unknown(key, "static", STATIC_KEYS)),
             }

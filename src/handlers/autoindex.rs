@@ -10,6 +10,7 @@
 //! `YYYY-MM-DD HH:MM` in UTC, which the column header says.
 
 use crate::http::date::civil_time;
+use crate::http::push_u64;
 
 /// One directory entry to list.
 #[derive(Debug, Clone)]
@@ -89,7 +90,7 @@ pub fn render(url_path: &[u8], entries: &mut [Entry], out: &mut Vec<u8>) {
             out.extend_from_slice(b"/</a></td><td class=\"s\">-</td><td>");
         } else {
             out.extend_from_slice(b"</a></td><td class=\"s\" title=\"");
-            push_decimal(out, e.size);
+            push_u64(out, e.size);
             out.extend_from_slice(b"\">");
             push_size(out, e.size);
             out.extend_from_slice(b"</td><td>");
@@ -145,25 +146,11 @@ pub fn push_href(out: &mut Vec<u8>, name: &[u8]) {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
-
 /// Human-readable size as described in the module documentation.
 fn push_size(out: &mut Vec<u8>, size: u64) {
     const UNITS: &[u8; 6] = b"KMGTPE";
     if size < 1024 {
-        push_decimal(out, size);
+        push_u64(out, size);
         return;
     }
     let size = u128::from(size);
@@ -173,15 +160,15 @@ fn push_size(out: &mut Vec<u8>, size: u64) {
         // that rounds up to 1024 moves on to the next unit.
         let tenths = (size * 10 + unit / 2) / unit;
         if tenths < 100 {
-            push_decimal(out, (tenths / 10) as u64);
+            push_u64(out, (tenths / 10) as u64);
             out.push(b'.');
-            push_decimal(out, (tenths % 10) as u64);
+            push_u64(out, (tenths % 10) as u64);
             out.push(suffix);
             return;
         }
         let whole = (size + unit / 2) / unit;
         if whole < 1024 || i == UNITS.len() - 1 {
-            push_decimal(out, whole as u64);
+            push_u64(out, whole as u64);
             out.push(suffix);
             return;
         }

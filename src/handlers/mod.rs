@@ -4,9 +4,10 @@
 
 pub mod autoindex;
 pub mod error_page;
+pub mod file_cache;
 pub mod static_files;
 
-use std::fs::File;
+pub use file_cache::Source;
 
 use crate::http::Status;
 
@@ -28,10 +29,10 @@ pub enum Body {
     Static(&'static [u8]),
     /// The bytes in [`Scratch::body`] (directory listings, redirects).
     Buffer,
-    /// A range of an open file.
-    File { file: File, offset: u64, len: u64 },
+    /// A range of a file.
+    File { src: Source, offset: u64, len: u64 },
     /// The pieces in [`Scratch::segs`], over this file.
-    Multipart { file: File },
+    Multipart { src: Source },
 }
 
 /// What a handler decided to send.

@@ -4,15 +4,16 @@
 use std::io;
 use std::sync::Arc;
 
+use super::file_cache::{Entry, FileCache};
 use super::{autoindex, Body, Plan, Scratch, Seg};
 use crate::config::{Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
-use crate::http::date::{format_http_date, HTTP_DATE_LEN};
 use crate::http::mime::MimeTable;
 use crate::http::parse::Request;
 use crate::http::range::{self, RangeOutcome};
 use crate::http::{encoding, path, Method, Status};
 use crate::sys::fs::{Kind, Meta, Root};
+use std::rc::Rc;
 
 /// What static files answer to `Allow` (on 405 and OPTIONS).
 pub const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
@@ -44,7 +45,7 @@ impl Site {
 }
 
 /// Answers a request for a static file.
-pub fn serve(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
+pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache) -> Plan {
     match req.method {
         Method::Get | Method::Head => {}
         Method::Options => {
@@ -78,9 +79,9 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
             s.rel.extend_from_slice(q);
         }
     }
-    match site.root.stat(&s.rel) {
-        Ok((_, meta)) if meta.kind == Kind::File => serve_file(site, req, s),
-        Ok((_, meta)) if meta.kind == Kind::Dir => serve_dir(site, req, s, raw_path, query),
+    match cache.lookup(&site.root, &s.rel) {
+        Ok(e) if e.meta.kind == Kind::File => serve_file(site, req, s, cache, e),
+        Ok(e) if e.meta.kind == Kind::Dir => serve_dir(site, req, s, cache, raw_path, query),
         Ok(_) => Plan::error(Status::FORBIDDEN, s),
         Err(e) => Plan::error(status_for(&e), s),
     }
@@ -110,6 +111,7 @@ fn serve_dir(
     site: &Site,
     req: &Request,
     s: &mut Scratch,
+    cache: &mut FileCache,
     raw_path: &[u8],
     query: Option<&[u8]>,
 ) -> Plan {
@@ -132,11 +134,11 @@ fn serve_dir(
     for index in &site.cfg.static_files.index {
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
-        if let Ok((_, meta)) = site.root.stat(&s.rel) {
-            if meta.kind == Kind::File {
+        if let Ok(e) = cache.lookup(&site.root, &s.rel) {
+            if e.meta.kind == Kind::File {
                 s.path.truncate(dir_path_len);
                 s.path.extend_from_slice(index.as_bytes());
-                return serve_file(site, req, s);
+                return serve_file(site, req, s, cache, e);
             }
         }
     }
@@ -170,8 +172,15 @@ fn serve_dir(
     }
 }
 
-/// Serves the regular file at `s.rel` (request path `s.path`).
-fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
+/// Serves the regular file `entry`, found at `s.rel` (request path `s.path`).
+fn serve_file(
+    site: &Site,
+    req: &Request,
+    s: &mut Scratch,
+    cache: &mut FileCache,
+    entry: Rc<Entry>,
+) -> Plan {
+    let mut entry = entry;
     let mut coding: Option<&str> = None;
     let mut has_sidecar = false;
     if site.cfg.static_files.precompressed {
@@ -179,25 +188,27 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
             let base = s.rel.len();
             for (name, suffix) in SIDECARS {
                 s.rel.extend_from_slice(suffix);
-                if matches!(site.root.stat(&s.rel), Ok((_, m)) if m.kind == Kind::File) {
-                    has_sidecar = true;
-                    if coding.is_none() && encoding::accepts(accept, name.as_bytes()) {
-                        coding = Some(name);
-                        break;
+                if let Ok(side) = cache.lookup(&site.root, &s.rel) {
+                    if side.meta.kind == Kind::File {
+                        has_sidecar = true;
+                        if encoding::accepts(accept, name.as_bytes()) {
+                            coding = Some(name);
+                            entry = side;
+                            break;
+                        }
                     }
                 }
                 s.rel.truncate(base);
             }
         }
     }
-    let (file, meta) = match site.root.open_file(&s.rel) {
-        Ok(f) => f,
-        Err(e) => return Plan::error(status_for(&e), s),
+    let meta = entry.meta;
+    let Some(src) = entry.source.clone() else {
+        return Plan::error(Status::FORBIDDEN, s);
     };
-    write_validators(&meta, s);
-    let etag_end = s.headers.len();
+    s.headers.extend_from_slice(&entry.validators);
     let v = Validators {
-        etag: etag_value(&s.headers[..etag_end]),
+        etag: entry.etag(),
         last_modified: meta.mtime,
     };
     let pre = Preconditions {
@@ -225,16 +236,10 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
         }
     }
     let ranges = match (req.method, req.header("range")) {
-        (Method::Get, Some(r)) => {
-            let v = Validators {
-                etag: etag_value(&s.headers[..etag_end]),
-                last_modified: meta.mtime,
-            };
-            match req.header("if-range") {
-                Some(ir) if !conditional::if_range_matches(ir, &v) => RangeOutcome::Ignore,
-                _ => range::parse_range(r, meta.size),
-            }
-        }
+        (Method::Get, Some(r)) => match req.header("if-range") {
+            Some(ir) if !conditional::if_range_matches(ir, &v) => RangeOutcome::Ignore,
+            _ => range::parse_range(r, meta.size),
+        },
         _ => RangeOutcome::Ignore,
     };
     let content_type = site.mime.lookup(&s.path);
@@ -288,7 +293,7 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
             });
             Plan {
                 status: Status::PARTIAL_CONTENT,
-                body: Body::Multipart { file },
+                body: Body::Multipart { src },
                 close: false,
             }
         }
@@ -302,7 +307,7 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
             Plan {
                 status: Status::PARTIAL_CONTENT,
                 body: Body::File {
-                    file,
+                    src,
                     offset: r.start,
                     len: r.len(),
                 },
@@ -312,31 +317,13 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch) -> Plan {
         _ => Plan {
             status: Status::OK,
             body: Body::File {
-                file,
+                src,
                 offset: 0,
                 len: meta.size,
             },
             close: false,
         },
     }
-}
-
-/// Writes `ETag` then `Last-Modified` as the first header lines.
-fn write_validators(meta: &Meta, s: &mut Scratch) {
-    s.headers.extend_from_slice(b"ETag: ");
-    conditional::write_etag(meta.mtime, meta.size, &mut s.headers);
-    s.headers.extend_from_slice(b"\r\nLast-Modified: ");
-    let mut date = [0u8; HTTP_DATE_LEN];
-    format_http_date(meta.mtime, &mut date);
-    s.headers.extend_from_slice(&date);
-    s.headers.extend_from_slice(b"\r\n");
-}
-
-/// The entity tag inside the `ETag: …\r\n` line that starts `headers`.
-fn etag_value(headers: &[u8]) -> &[u8] {
-    let line = headers.strip_prefix(b"ETag: ").unwrap_or_default();
-    let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
-    &line[..end]
 }
 
 /// A multipart boundary that cannot occur by chance in the file: derived

@@ -5,6 +5,8 @@
 //! coalesced (RFC 9110 §14.2 allows it), which defeats the classic
 //! "many overlapping ranges" amplification attack.
 
+use super::push_u64;
+
 /// An inclusive byte range `start..=end` within a representation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByteRange {
@@ -212,21 +214,6 @@ fn coalesce_if_overlapping(ranges: &mut [ByteRange]) -> usize {
     n
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
-}
-
 fn decimal_len(mut n: u64) -> u64 {
     let mut len = 1;
     while n >= 10 {
@@ -239,18 +226,18 @@ fn decimal_len(mut n: u64) -> u64 {
 /// Appends a `Content-Range` value: `bytes a-b/len`.
 pub fn write_content_range(r: ByteRange, total: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"bytes ");
-    push_decimal(out, r.start);
+    push_u64(out, r.start);
     out.push(b'-');
-    push_decimal(out, r.end);
+    push_u64(out, r.end);
     out.push(b'/');
-    push_decimal(out, total);
+    push_u64(out, total);
 }
 
 /// Appends the `Content-Range` value of a 416 response: `bytes */len`
 /// (RFC 9110 §14.4), telling the client the current length.
 pub fn write_unsatisfied_range(total: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"bytes */");
-    push_decimal(out, total);
+    push_u64(out, total);
 }
 
 /// Appends the part header that precedes range `r` in a multipart/byteranges
@@ -531,7 +518,7 @@ mod tests {
     fn decimal_helpers() {
         for n in [0, 9, 10, 99, 100, 12_345, u64::MAX] {
             let mut out = Vec::new();
-            push_decimal(&mut out, n);
+            push_u64(&mut out, n);
             assert_eq!(out, n.to_string().as_bytes());
             assert_eq!(decimal_len(n), out.len() as u64);
         }

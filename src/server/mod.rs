@@ -48,28 +48,132 @@ fn url(addr: &SocketAddr) -> String {
     }
 }
 
-/// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
-pub fn run(cfg: Config) -> Result<(), String> {
-    let cfg = Arc::new(cfg);
-    let _ = sys::process::raise_nofile_limit();
-    let site = Arc::new(
-        Site::new(Arc::clone(&cfg))
-            .map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))?,
-    );
-    let workers = cfg.workers.max(1);
-    let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
-    let mut bound = Vec::new();
-    for addr in &cfg.listen {
-        let (real, listeners) = bind_all(*addr, workers)?;
-        bound.push(real);
-        for (w, l) in listeners.into_iter().enumerate() {
-            per_worker[w].push(l);
+/// A bound server, not yet serving: the listeners exist, so the
+/// addresses (with port 0 resolved) are known.
+pub struct Server {
+    cfg: Arc<Config>,
+    site: Arc<Site>,
+    per_worker: Vec<Vec<TcpListener>>,
+    addrs: Vec<SocketAddr>,
+}
+
+impl Server {
+    /// Opens the document root and binds every listen address, one
+    /// `SO_REUSEPORT` socket per worker.
+    pub fn bind(cfg: Config) -> Result<Server, String> {
+        let cfg = Arc::new(cfg);
+        let _ = sys::process::raise_nofile_limit();
+        let site = Arc::new(
+            Site::new(Arc::clone(&cfg))
+                .map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))?,
+        );
+        let workers = cfg.workers.max(1);
+        let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
+        let mut addrs = Vec::new();
+        for addr in &cfg.listen {
+            let (real, listeners) = bind_all(*addr, workers)?;
+            addrs.push(real);
+            for (w, l) in listeners.into_iter().enumerate() {
+                per_worker[w].push(l);
+            }
+        }
+        Ok(Server {
+            cfg,
+            site,
+            per_worker,
+            addrs,
+        })
+    }
+
+    /// The bound addresses, in the order of `listen`.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// Starts the worker threads; each logs through `logs`.
+    pub fn start(self, logs: &LogService) -> Result<Running, String> {
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let mut wakers = Vec::new();
+        let mut threads = Vec::new();
+        for (id, listeners) in self.per_worker.into_iter().enumerate() {
+            let (poll, waker) =
+                worker::poll_and_waker().map_err(|e| format!("cannot create event loop: {e}"))?;
+            let init = WorkerInit {
+                id,
+                site: Arc::clone(&self.site),
+                listeners,
+                logger: logs.handle(),
+                shutdown: Arc::clone(&shutdown),
+                poll,
+            };
+            let t = std::thread::Builder::new()
+                .name(format!("brisk-worker-{id}"))
+                .spawn(move || match Worker::new(init) {
+                    Ok(w) => w.run(),
+                    Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
+                })
+                .map_err(|e| format!("cannot start worker thread: {e}"))?;
+            wakers.push(waker);
+            threads.push(t);
+        }
+        Ok(Running {
+            cfg: self.cfg,
+            shutdown,
+            wakers,
+            threads,
+        })
+    }
+}
+
+/// Serving workers.
+pub struct Running {
+    cfg: Arc<Config>,
+    shutdown: Arc<AtomicBool>,
+    wakers: Vec<mio::Waker>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// How many worker threads serve.
+    pub fn workers(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Whether a worker has stopped on its own (it should not).
+    pub fn worker_died(&self) -> bool {
+        self.threads.iter().any(|t| t.is_finished())
+    }
+
+    /// Graceful stop: no new connections, in-flight responses get up to
+    /// `timeouts.shutdown` to finish; returns when every worker is done.
+    pub fn stop(self) {
+        self.shutdown.store(true, Ordering::Relaxed);
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+        for t in self.threads {
+            let _ = t.join();
         }
     }
+
+    /// The configuration being served.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+}
+
+/// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
+pub fn run(cfg: Config) -> Result<(), String> {
+    // Blocked before any thread exists (the log writer included), so that
+    // every thread inherits the mask and a signal can only ever be taken
+    // by the main thread's sigtimedwait, never by a default action.
+    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    let server = Server::bind(cfg)?;
+    let cfg = Arc::clone(&server.cfg);
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "brisk: serving {}", cfg.root.display());
-        for a in &bound {
+        for a in server.local_addrs() {
             let _ = writeln!(out, "brisk: listening on {}", url(a));
         }
         let _ = out.flush();
@@ -82,35 +186,11 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
     }
     let logs = LogService::start(&cfg.log).map_err(|e| e.to_string())?;
-    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let mut wakers = Vec::new();
-    let mut threads = Vec::new();
-    for (id, listeners) in per_worker.into_iter().enumerate() {
-        let (poll, waker) =
-            worker::poll_and_waker().map_err(|e| format!("cannot create event loop: {e}"))?;
-        let init = WorkerInit {
-            id,
-            site: Arc::clone(&site),
-            listeners,
-            logger: logs.handle(),
-            shutdown: Arc::clone(&shutdown),
-            poll,
-        };
-        let t = std::thread::Builder::new()
-            .name(format!("brisk-worker-{id}"))
-            .spawn(move || match Worker::new(init) {
-                Ok(w) => w.run(),
-                Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
-            })
-            .map_err(|e| format!("cannot start worker thread: {e}"))?;
-        wakers.push(waker);
-        threads.push(t);
-    }
+    let running = server.start(&logs)?;
     let mut main_log = logs.handle();
     main_log.log(
         Level::Info,
-        format_args!("started {} workers", threads.len()),
+        format_args!("started {} workers", running.workers()),
     );
     main_log.flush();
     loop {
@@ -126,7 +206,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
             }
             None => {}
         }
-        if threads.iter().any(|t| t.is_finished()) {
+        if running.worker_died() {
             main_log.log(
                 Level::Error,
                 format_args!("a worker stopped unexpectedly; shutting down"),
@@ -143,13 +223,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         ),
     );
     main_log.flush();
-    shutdown.store(true, Ordering::Relaxed);
-    for w in &wakers {
-        let _ = w.wake();
-    }
-    for t in threads {
-        let _ = t.join();
-    }
+    running.stop();
     main_log.log(Level::Info, format_args!("stopped"));
     main_log.flush();
     drop(main_log);

@@ -60,6 +60,11 @@ impl Out {
         self.pieces.is_empty()
     }
 
+    /// The buffer's capacity (memory held).
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Bytes waiting in the buffer (not counting file pieces).
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.pos

@@ -2,13 +2,12 @@
 //! the head and a small body in one buffer (so they leave in one write),
 //! large file ranges as `sendfile` pieces.
 
-use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 
 use super::output::Out;
-use crate::handlers::{Body, Plan, Scratch, Seg};
+use crate::handlers::{Body, Plan, Scratch, Seg, Source};
 use crate::http::push_u64;
 
 /// File ranges up to this size are read into the output buffer behind the
@@ -86,9 +85,8 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
             buf.extend_from_slice(&s.body);
             Ok(())
         }
-        Body::File { file, offset, len } => queue_file(out, &mut mark, &Rc::new(file), offset, len),
-        Body::Multipart { file } => {
-            let file = Rc::new(file);
+        Body::File { src, offset, len } => queue_file(out, &mut mark, &src, offset, len),
+        Body::Multipart { src } => {
             let mut r = Ok(());
             for seg in &s.segs {
                 r = match *seg {
@@ -96,7 +94,7 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
                         out.buf_mut().extend_from_slice(&s.body[at..at + len]);
                         Ok(())
                     }
-                    Seg::File { offset, len } => queue_file(out, &mut mark, &file, offset, len),
+                    Seg::File { offset, len } => queue_file(out, &mut mark, &src, offset, len),
                 };
                 if r.is_err() {
                     break;
@@ -119,28 +117,44 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
     }
 }
 
-/// Queues a file range: read behind what is already buffered when small,
-/// as a `sendfile` piece when large.
+/// Queues a file range: copied behind what is already buffered when it
+/// is in memory or small, as a `sendfile` piece when large.
 fn queue_file(
     out: &mut Out,
     mark: &mut usize,
-    file: &Rc<File>,
+    src: &Source,
     offset: u64,
     len: u64,
 ) -> io::Result<()> {
-    if len <= SMALL_BODY {
-        let buf = out.buf_mut();
-        let at = buf.len();
-        buf.resize(at + len as usize, 0);
-        if let Err(e) = file.read_exact_at(&mut buf[at..], offset) {
-            buf.truncate(at);
-            return Err(e);
+    match src {
+        Source::Mem(content) => {
+            let (start, end) = (offset as usize, (offset + len) as usize);
+            match content.get(start..end) {
+                Some(bytes) => {
+                    out.buf_mut().extend_from_slice(bytes);
+                    Ok(())
+                }
+                None => Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "range outside cached content",
+                )),
+            }
         }
-        Ok(())
-    } else {
-        out.commit(*mark);
-        out.push_file(Rc::clone(file), offset, len);
-        *mark = out.buf_mut().len();
-        Ok(())
+        Source::File(file) if len <= SMALL_BODY => {
+            let buf = out.buf_mut();
+            let at = buf.len();
+            buf.resize(at + len as usize, 0);
+            if let Err(e) = file.read_exact_at(&mut buf[at..], offset) {
+                buf.truncate(at);
+                return Err(e);
+            }
+            Ok(())
+        }
+        Source::File(file) => {
+            out.commit(*mark);
+            out.push_file(Rc::clone(file), offset, len);
+            *mark = out.buf_mut().len();
+            Ok(())
+        }
     }
 }

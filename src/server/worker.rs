@@ -16,6 +16,7 @@ use super::conn::{Conn, Phase};
 use super::output::{Flushed, Out};
 use super::response::{self, ConnHeader, HeadParts};
 use crate::config::{Config, Level};
+use crate::handlers::file_cache::FileCache;
 use crate::handlers::static_files::{self, Site};
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
@@ -38,6 +39,8 @@ const STAGE_CAP: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 128;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
+/// Most spare buffers and queues a worker keeps.
+const SPARES: usize = 16;
 /// Timer sweep period.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -75,6 +78,10 @@ pub struct Worker {
     rbuf: Vec<u8>,
     stage: Out,
     scratch: Scratch,
+    files: FileCache,
+    /// Emptied output queues and input buffers kept for reuse.
+    spare_outs: Vec<Out>,
+    spare_bufs: Vec<Vec<u8>>,
     limits: parse::Limits,
     body_limits: BodyLimits,
     shutdown: Arc<AtomicBool>,
@@ -107,6 +114,10 @@ impl Worker {
         };
         let now = Instant::now();
         let _ = init.id;
+        let files = FileCache::new(
+            cfg.static_files.open_file_cache,
+            cfg.static_files.open_file_cache_valid,
+        );
         Ok(Worker {
             poll: init.poll,
             listeners,
@@ -122,6 +133,9 @@ impl Worker {
             rbuf: Vec::with_capacity(READ_BUF),
             stage: Out::with_capacity(READ_BUF),
             scratch: Scratch::default(),
+            files,
+            spare_outs: Vec::new(),
+            spare_bufs: Vec::new(),
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -152,6 +166,7 @@ impl Worker {
             self.now = Instant::now();
             self.wall = SystemTime::now();
             self.date.update(self.wall);
+            self.files.set_now(self.now);
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {
@@ -197,7 +212,8 @@ impl Worker {
             let _ = self.poll.registry().deregister(&mut l);
         }
         for i in 0..self.conns.len() {
-            if matches!(&self.conns[i], Some(c) if c.phase == Phase::Idle && c.out.is_empty()) {
+            if matches!(&self.conns[i], Some(c) if matches!(c.phase, Phase::Idle | Phase::Lingering) && c.out.is_empty())
+            {
                 self.close(i);
             }
         }
@@ -301,7 +317,11 @@ impl Worker {
             if !c.out.is_empty() {
                 let before = c.out.written;
                 match c.out.flush(&c.stream) {
-                    Ok(Flushed::All) => c.out = Out::default(),
+                    Ok(Flushed::All) => {
+                        let mut done = std::mem::take(&mut c.out);
+                        done.clear();
+                        self.recycle_out(done);
+                    }
                     Ok(Flushed::Blocked) => {
                         if c.out.written != before || c.phase != Phase::Writing {
                             c.phase = Phase::Writing;
@@ -319,7 +339,10 @@ impl Worker {
                         // Keep the rest with the connection; the staging
                         // queue starts afresh.
                         std::mem::swap(&mut self.stage, &mut c.out);
-                        self.stage = Out::with_capacity(READ_BUF);
+                        self.stage = self
+                            .spare_outs
+                            .pop()
+                            .unwrap_or_else(|| Out::with_capacity(READ_BUF));
                         c.phase = Phase::Writing;
                         c.since = self.now;
                         return true;
@@ -373,6 +396,14 @@ impl Worker {
         true
     }
 
+    /// Keeps an emptied output queue for reuse (bounded), so that a
+    /// connection that had to wait for the socket costs no allocation.
+    fn recycle_out(&mut self, out: Out) {
+        if self.spare_outs.len() < SPARES && out.capacity() <= STAGE_CAP * 2 {
+            self.spare_outs.push(out);
+        }
+    }
+
     /// Discards input until the client closes. Returns false to close now.
     fn linger(&mut self, c: &mut Conn) -> bool {
         loop {
@@ -392,8 +423,12 @@ impl Worker {
     fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
         self.rbuf.clear();
         if !c.pending.is_empty() {
-            self.rbuf.extend_from_slice(&c.pending);
-            c.pending = Vec::new();
+            let mut p = std::mem::take(&mut c.pending);
+            self.rbuf.extend_from_slice(&p);
+            p.clear();
+            if self.spare_bufs.len() < SPARES && p.capacity() <= READ_BUF {
+                self.spare_bufs.push(p);
+            }
         }
         let had = self.rbuf.len();
         if c.read_more && !c.eof && self.rbuf.len() < self.rbuf.capacity() {
@@ -420,7 +455,9 @@ impl Worker {
                 // The client left in the middle of a request: nothing to answer.
                 c.close_after = true;
             } else {
-                c.pending = rbuf[consumed..].to_vec();
+                let mut p = self.spare_bufs.pop().unwrap_or_default();
+                p.extend_from_slice(&rbuf[consumed..]);
+                c.pending = p;
             }
         }
         self.rbuf = rbuf;
@@ -441,8 +478,21 @@ impl Worker {
                         }
                     }
                     Err(e) => {
+                        // The request was answered already (before its body
+                        // arrived); a second answer would be taken for the
+                        // next request's, so the connection just ends.
                         c.body = None;
-                        self.reject(c, e.status, e.reason);
+                        if self.logger.enabled(Level::Info) {
+                            self.logger.log(
+                                Level::Info,
+                                format_args!(
+                                    "client {}: request body refused: {}",
+                                    c.peer.ip(),
+                                    e.reason
+                                ),
+                            );
+                        }
+                        c.close_after = true;
                         return input.len();
                     }
                 }
@@ -513,11 +563,13 @@ impl Worker {
         self.scratch.clear();
         let mut decoder = None;
         let plan = match req.body {
-            BodyFraming::None => static_files::serve(&self.site, req, &mut self.scratch),
+            BodyFraming::None => {
+                static_files::serve(&self.site, req, &mut self.scratch, &mut self.files)
+            }
             framing => match BodyDecoder::new(framing, &self.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    static_files::serve(&self.site, req, &mut self.scratch)
+                    static_files::serve(&self.site, req, &mut self.scratch, &mut self.files)
                 }
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut self.scratch);

@@ -38,6 +38,10 @@ pub struct Meta {
     pub mtime: u64,
     pub dev: u64,
     pub ino: u64,
+    /// Modification and status-change times in nanoseconds, to notice a
+    /// change within the same second (cache revalidation).
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
 }
 
 fn fstat(fd: RawFd) -> io::Result<Meta> {
@@ -60,6 +64,14 @@ fn meta_of(st: &libc::stat) -> Meta {
         mtime: st.st_mtime.max(0) as u64,
         dev: st.st_dev,
         ino: st.st_ino,
+        mtime_ns: st
+            .st_mtime
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_mtime_nsec),
+        ctime_ns: st
+            .st_ctime
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_ctime_nsec),
     }
 }
 
@@ -67,6 +79,8 @@ fn meta_of(st: &libc::stat) -> Meta {
 #[derive(Debug)]
 pub struct Root {
     fd: OwnedFd,
+    /// The root's canonical path, to check where a symlink led.
+    path: std::path::PathBuf,
     /// Follow symlinks wherever they lead (`symlinks_outside_root = true`).
     follow_outside: bool,
     /// Use the component-walk fallback even if `openat2` exists (tests).
@@ -86,8 +100,10 @@ impl Root {
         })?;
         // SAFETY: `fd` was just opened and is owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let path = std::fs::canonicalize(path)?;
         Ok(Root {
             fd,
+            path,
             follow_outside,
             force_fallback: false,
         })
@@ -141,14 +157,32 @@ impl Root {
                 Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                     NO_OPENAT2.store(true, Ordering::Relaxed)
                 }
-                // RESOLVE_BENEATH answers EXDEV for an escape attempt.
+                // RESOLVE_BENEATH answers EXDEV for any absolute symlink,
+                // even one that stays inside the root: follow it, then
+                // check where the descriptor really is.
                 Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
-                    return Err(io::Error::from(io::ErrorKind::PermissionDenied))
+                    return self.open_checked(rel, flags)
                 }
                 other => return other,
             }
         }
         self.walk_nofollow(rel, flags)
+    }
+
+    /// Opens `rel` following symlinks, then accepts the result only if the
+    /// kernel says the opened object lies beneath the root (checked on the
+    /// descriptor itself, so a rename race cannot fool it). Without /proc
+    /// the answer is no.
+    fn open_checked(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        let fd = openat(self.fd.as_raw_fd(), rel, flags)?;
+        let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let real = std::fs::read_link(link)
+            .map_err(|_| io::Error::from(io::ErrorKind::PermissionDenied))?;
+        if real.starts_with(&self.path) {
+            Ok(fd)
+        } else {
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        }
     }
 
     /// The fallback: one `openat(O_NOFOLLOW)` per component, so neither
@@ -193,16 +227,35 @@ fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
+/// Calls `f` with `bytes` as a NUL-terminated C string, built on the
+/// stack when it fits (request paths nearly always do), so that a lookup
+/// allocates nothing.
+fn with_cstr<T>(bytes: &[u8], f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>) -> io::Result<T> {
+    let mut buf = [0u8; 512];
+    if bytes.len() < buf.len() {
+        buf[..bytes.len()].copy_from_slice(bytes);
+        let c = std::ffi::CStr::from_bytes_with_nul(&buf[..=bytes.len()])
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        f(c)
+    } else {
+        f(&cstring(bytes)?)
+    }
+}
+
 fn openat(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = cstring(rel)?;
     // SAFETY: `c` is NUL-terminated and `dir` is an open descriptor.
-    let fd = cvt(unsafe { libc::openat(dir, c.as_ptr(), flags, 0) })?;
+    let fd = with_cstr(rel, |c| {
+        cvt(unsafe { libc::openat(dir, c.as_ptr(), flags, 0) })
+    })?;
     // SAFETY: `fd` was just opened and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn openat2_beneath(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = cstring(rel)?;
+    with_cstr(rel, |c| openat2_raw(dir, c, flags))
+}
+
+fn openat2_raw(dir: RawFd, c: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: open_how is plain old data; zero is valid for every field.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
@@ -262,4 +315,112 @@ fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta)>> {
     // SAFETY: `dirp` is valid and not used afterwards.
     unsafe { libc::closedir(dirp) };
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::path::PathBuf;
+
+    struct Tree(PathBuf);
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// root/inside.txt, root/sub/deep.txt, an outside dir with secret.txt,
+    /// and symlinks of every kind.
+    fn tree(tag: &str) -> (Tree, PathBuf) {
+        let base = std::env::temp_dir().join(format!("brisk-fs-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(root.join("inside.txt"), b"in").unwrap();
+        std::fs::write(root.join("sub/deep.txt"), b"deep").unwrap();
+        std::fs::write(base.join("outside/secret.txt"), b"secret").unwrap();
+        symlink("inside.txt", root.join("rel_in")).unwrap();
+        symlink(root.join("inside.txt"), root.join("abs_in")).unwrap();
+        symlink("../outside/secret.txt", root.join("rel_out")).unwrap();
+        symlink(base.join("outside/secret.txt"), root.join("abs_out")).unwrap();
+        symlink(base.join("outside"), root.join("dir_out")).unwrap();
+        symlink("/etc/passwd", root.join("passwd")).unwrap();
+        (Tree(base), root)
+    }
+
+    fn read(root: &Root, rel: &str) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let (mut f, _) = root.open_file(rel.as_bytes())?;
+        let mut v = Vec::new();
+        f.read_to_end(&mut v)?;
+        Ok(v)
+    }
+
+    const ESCAPES: [&str; 8] = [
+        "rel_out",
+        "abs_out",
+        "dir_out/secret.txt",
+        "passwd",
+        "../outside/secret.txt",
+        "sub/../../outside/secret.txt",
+        "../../../../../../etc/passwd",
+        "/etc/passwd",
+    ];
+
+    #[test]
+    fn kernel_confinement_refuses_every_escape() {
+        let (_t, path) = tree("kernel");
+        let root = Root::open(&path, false).unwrap();
+        assert_eq!(read(&root, "inside.txt").unwrap(), b"in");
+        assert_eq!(read(&root, "sub/deep.txt").unwrap(), b"deep");
+        assert_eq!(read(&root, "rel_in").unwrap(), b"in");
+        assert_eq!(read(&root, "abs_in").unwrap(), b"in");
+        for rel in ESCAPES {
+            let err = read(&root, rel).expect_err(rel);
+            assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{rel}: {err}");
+        }
+    }
+
+    #[test]
+    fn fallback_confinement_refuses_every_escape() {
+        let (_t, path) = tree("fallback");
+        let mut root = Root::open(&path, false).unwrap();
+        root.force_fallback();
+        assert_eq!(read(&root, "inside.txt").unwrap(), b"in");
+        assert_eq!(read(&root, "sub/deep.txt").unwrap(), b"deep");
+        // Without openat2 no symlink is followed at all, not even inside.
+        assert!(read(&root, "rel_in").is_err());
+        for rel in ESCAPES {
+            assert!(read(&root, rel).is_err(), "{rel}");
+        }
+    }
+
+    #[test]
+    fn symlinks_may_be_allowed_out() {
+        let (_t, path) = tree("follow");
+        let root = Root::open(&path, true).unwrap();
+        assert_eq!(read(&root, "abs_out").unwrap(), b"secret");
+        assert_eq!(read(&root, "dir_out/secret.txt").unwrap(), b"secret");
+    }
+
+    #[test]
+    fn special_files_are_never_opened() {
+        let (_t, path) = tree("special");
+        let fifo =
+            std::ffi::CString::new(path.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let root = Root::open(&path, false).unwrap();
+        let (_, meta) = root.stat(b"fifo").unwrap();
+        assert_eq!(meta.kind, Kind::Special);
+        // Opening a FIFO for reading would block; this must return at once.
+        assert_eq!(
+            read(&root, "fifo").unwrap_err().kind(),
+            io::ErrorKind::PermissionDenied
+        );
+        assert_eq!(root.stat(b"").unwrap().1.kind, Kind::Dir);
+    }
 }

@@ -1,0 +1,205 @@
+//! A per-worker open-file cache, in the spirit of nginx's
+//! `open_file_cache` and lighttpd's stat cache: for each path looked up,
+//! the metadata, the pre-formatted `ETag` and `Last-Modified` lines, and
+//! either the content (small files) or an open descriptor (large ones).
+//!
+//! Staleness is bounded: an entry older than `valid` is checked against
+//! the disk (one `openat2(O_PATH)` + `fstat`) before it is used again, and
+//! reloaded if the file changed (inode, size, mtime or ctime, to the
+//! nanosecond). Failed lookups (404s) are cached the same way. When full,
+//! the cache is emptied and refills; it never grows past `capacity`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::http::conditional;
+use crate::http::date::{format_http_date, HTTP_DATE_LEN};
+use crate::sys::fs::{Kind, Meta, Root};
+
+/// Files up to this size are kept in memory (their content leaves in the
+/// same write as the head).
+pub const SMALL_FILE: u64 = 16 * 1024;
+/// At most this much file content is held per worker.
+const MEM_BUDGET: usize = 16 << 20;
+
+/// Where a file's bytes come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// An open descriptor (large files: `sendfile`).
+    File(Rc<File>),
+    /// The whole content, read once.
+    Mem(Rc<[u8]>),
+}
+
+/// What a path names, as cached.
+#[derive(Debug)]
+pub struct Entry {
+    pub meta: Meta,
+    /// The content of a regular file; `None` for directories and others.
+    pub source: Option<Source>,
+    /// `ETag: "…"\r\nLast-Modified: …\r\n` for regular files.
+    pub validators: Box<[u8]>,
+}
+
+impl Entry {
+    /// The entity tag (with its quotes).
+    pub fn etag(&self) -> &[u8] {
+        let line = self.validators.strip_prefix(b"ETag: ").unwrap_or_default();
+        let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
+        &line[..end]
+    }
+}
+
+#[derive(Debug)]
+struct Slot {
+    result: Result<Rc<Entry>, i32>,
+    checked: Instant,
+}
+
+/// FNV-1a: paths are short, and SipHash's DoS resistance is not needed
+/// for a map that is bounded and emptied when full.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// The cache of one worker thread.
+#[derive(Debug)]
+pub struct FileCache {
+    map: HashMap<Box<[u8]>, Slot, BuildHasherDefault<Fnv>>,
+    capacity: usize,
+    valid: Duration,
+    now: Instant,
+    mem: usize,
+}
+
+impl FileCache {
+    /// A cache of up to `capacity` entries (0: no caching), each trusted for `valid`.
+    pub fn new(capacity: usize, valid: Duration) -> FileCache {
+        FileCache {
+            map: HashMap::default(),
+            capacity,
+            valid,
+            now: Instant::now(),
+            mem: 0,
+        }
+    }
+
+    /// Sets the clock the cache compares against (once per loop iteration).
+    pub fn set_now(&mut self, now: Instant) {
+        self.now = now;
+    }
+
+    /// Looks `rel` up beneath `root`, from the cache when it is fresh.
+    pub fn lookup(&mut self, root: &Root, rel: &[u8]) -> io::Result<Rc<Entry>> {
+        if self.capacity == 0 {
+            return load(root, rel, &mut 0);
+        }
+        if let Some(slot) = self.map.get_mut(rel) {
+            if self.now.saturating_duration_since(slot.checked) < self.valid {
+                return slot.result.clone().map_err(io::Error::from_raw_os_error);
+            }
+            let unchanged = match (root.stat(rel), &slot.result) {
+                (Ok((_, m)), Ok(e)) => same_version(&m, &e.meta),
+                (Err(now), Err(then)) => now.raw_os_error() == Some(*then),
+                _ => false,
+            };
+            if unchanged {
+                slot.checked = self.now;
+                return slot.result.clone().map_err(io::Error::from_raw_os_error);
+            }
+            if let Some(Slot { result: Ok(e), .. }) = self.map.remove(rel) {
+                if let Some(Source::Mem(m)) = &e.source {
+                    self.mem -= m.len();
+                }
+            }
+        }
+        if self.map.len() >= self.capacity {
+            self.map.clear();
+            self.mem = 0;
+        }
+        let mut budget = MEM_BUDGET.saturating_sub(self.mem);
+        let result = load(root, rel, &mut budget);
+        self.mem = MEM_BUDGET - budget;
+        let cached = match &result {
+            Ok(e) => Ok(Rc::clone(e)),
+            Err(e) => match e.raw_os_error() {
+                Some(errno) => Err(errno),
+                None => return result,
+            },
+        };
+        self.map.insert(
+            rel.into(),
+            Slot {
+                result: cached,
+                checked: self.now,
+            },
+        );
+        result
+    }
+}
+
+fn same_version(a: &Meta, b: &Meta) -> bool {
+    a.kind == b.kind
+        && a.dev == b.dev
+        && a.ino == b.ino
+        && a.size == b.size
+        && a.mtime_ns == b.mtime_ns
+        && a.ctime_ns == b.ctime_ns
+}
+
+/// Reads what `rel` names from the disk; small file contents count
+/// against `budget` (bytes still allowed in memory).
+fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
+    let (_, meta) = root.stat(rel)?;
+    if meta.kind != Kind::File {
+        return Ok(Rc::new(Entry {
+            meta,
+            source: None,
+            validators: Box::default(),
+        }));
+    }
+    let (file, meta) = root.open_file(rel)?;
+    let source = if meta.size <= SMALL_FILE && (meta.size as usize) <= *budget {
+        let mut content = vec![0u8; meta.size as usize];
+        file.read_exact_at(&mut content, 0)?;
+        *budget -= content.len();
+        Source::Mem(content.into())
+    } else {
+        Source::File(Rc::new(file))
+    };
+    let mut validators = Vec::with_capacity(80);
+    validators.extend_from_slice(b"ETag: ");
+    conditional::write_etag(meta.mtime, meta.size, &mut validators);
+    validators.extend_from_slice(b"\r\nLast-Modified: ");
+    let mut date = [0u8; HTTP_DATE_LEN];
+    format_http_date(meta.mtime, &mut date);
+    validators.extend_from_slice(&date);
+    validators.extend_from_slice(b"\r\n");
+    Ok(Rc::new(Entry {
+        meta,
+        source: Some(source),
+        validators: validators.into(),
+    }))
+}

@@ -1,0 +1,236 @@
+//! The access log: combined (default), common and JSON lines; escaping.
+
+mod common;
+
+use common::*;
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    find(hay, needle.as_bytes()).is_some()
+}
+
+/// Checks `[22/Nov/2026:01:50:00 +0000]` at the start of `s`; returns the rest.
+fn strip_clf_time(s: &str) -> &str {
+    let b = s.as_bytes();
+    assert!(b.len() > 28, "{s}");
+    assert_eq!(b[0], b'[', "{s}");
+    let t = &s[1..27];
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let digits = |r: std::ops::Range<usize>| t[r].bytes().all(|c| c.is_ascii_digit());
+    assert!(digits(0..2), "day in {t}");
+    assert_eq!(&t[2..3], "/", "{t}");
+    assert!(months.contains(&&t[3..6]), "month in {t}");
+    assert_eq!(&t[6..7], "/", "{t}");
+    assert!(digits(7..11), "year in {t}");
+    assert_eq!(&t[11..12], ":", "{t}");
+    assert!(
+        digits(12..14) && digits(15..17) && digits(18..20),
+        "time in {t}"
+    );
+    assert_eq!(&t[14..15], ":", "{t}");
+    assert_eq!(&t[17..18], ":", "{t}");
+    assert_eq!(&t[20..], " +0000", "{t}");
+    assert_eq!(b[27], b']', "{s}");
+    &s[28..]
+}
+
+#[test]
+fn combined_line_for_a_request() {
+    let mut b = Builder::new();
+    b.file("hello.txt", b"hello, world\n");
+    b.access_log();
+    let s = b.start();
+    let r = s.get_with(
+        "/hello.txt?q=1",
+        "User-Agent: itest/1.0\r\nReferer: http://ref.example/page\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = s.wait_access_line(|l| contains(l, "/hello.txt?q=1"));
+    let line = String::from_utf8(line).expect("utf-8 log line");
+    let rest = line
+        .strip_prefix("127.0.0.1 - - ")
+        .unwrap_or_else(|| panic!("{line}"));
+    let rest = strip_clf_time(rest);
+    assert_eq!(
+        rest,
+        " \"GET /hello.txt?q=1 HTTP/1.1\" 200 13 \"http://ref.example/page\" \"itest/1.0\""
+    );
+}
+
+#[test]
+fn errors_and_head_are_logged() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log();
+    let s = b.start();
+    let r = s.get("/missing");
+    let page_len = r.body.len();
+    let line = s.wait_access_line(|l| contains(l, "/missing"));
+    let line = String::from_utf8(line).expect("utf-8");
+    assert!(
+        line.ends_with(&format!(
+            "\"GET /missing HTTP/1.1\" 404 {page_len} \"-\" \"-\""
+        )),
+        "{line}"
+    );
+    let mut c = s.connect();
+    c.send(b"HEAD /a.txt HTTP/1.0\r\n\r\n");
+    assert_eq!(c.head_response().status, 200);
+    let line = s.wait_access_line(|l| contains(l, "HEAD /a.txt"));
+    let line = String::from_utf8(line).expect("utf-8");
+    assert!(
+        line.ends_with("\"HEAD /a.txt HTTP/1.0\" 200 0 \"-\" \"-\""),
+        "{line}"
+    );
+    // A request that could not be parsed still leaves a line.
+    let mut c = s.connect();
+    c.send(b"GET /x HTTP/2.0\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().status, 505);
+    let line = s.wait_access_line(|l| contains(l, "\" 505 "));
+    assert!(line.starts_with(b"127.0.0.1 - - ["), "{line:?}");
+}
+
+#[test]
+fn control_bytes_and_quotes_are_escaped() {
+    let mut b = Builder::new();
+    b.access_log();
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(
+        b"GET /log\"q\x85\x9b HTTP/1.1\r\nHost: x\r\nUser-Agent: a\tb\"c\\d\xff\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(c.response().status, 404);
+    let line = s.wait_access_line(|l| contains(l, "/log"));
+    // Hex digits in either case.
+    let text = String::from_utf8_lossy(&line).to_ascii_lowercase();
+    assert!(
+        line.iter().all(|&b| (0x20..0x7f).contains(&b)),
+        "raw control or non-ASCII bytes in the log line: {line:?}"
+    );
+    assert!(
+        text.contains("\\x85") && text.contains("\\x9b"),
+        "high bytes not escaped: {text}"
+    );
+    assert!(text.contains("a\\x09b"), "tab not escaped: {text}");
+    assert!(text.contains("\\xff"), "0xff not escaped: {text}");
+    // A quote inside a quoted field is escaped, so the field cannot end early.
+    assert!(
+        text.contains("/log\\\"q") || text.contains("/log\\x22q"),
+        "quote not escaped: {text}"
+    );
+    assert!(
+        text.contains("b\\\"c") || text.contains("b\\x22c"),
+        "quote not escaped: {text}"
+    );
+}
+
+#[test]
+fn access_log_from_the_config_file_in_common_format() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log_from_config();
+    b.config("[log]\naccess = \"access.log\"\nformat = \"common\"\n");
+    let s = b.start();
+    let r = s.get_with("/a.txt", "User-Agent: not-in-common\r\n");
+    assert_eq!(r.status, 200);
+    let line = s.wait_access_line(|l| contains(l, "/a.txt"));
+    let line = String::from_utf8(line).expect("utf-8");
+    let rest = line
+        .strip_prefix("127.0.0.1 - - ")
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(strip_clf_time(rest), " \"GET /a.txt HTTP/1.1\" 200 4");
+}
+
+#[test]
+fn json_format_is_one_object_per_line() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log_from_config();
+    b.config("[log]\naccess = \"access.log\"\nformat = \"json\"\n");
+    let s = b.start();
+    assert_eq!(s.get_with("/a.txt", "User-Agent: j\"son\r\n").status, 200);
+    let line = s.wait_access_line(|l| contains(l, "a.txt"));
+    let v: serde_json::Value = serde_json::from_slice(&line)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&line)));
+    let obj = v.as_object().expect("a JSON object");
+    let values: Vec<String> = obj.values().map(|v| v.to_string()).collect();
+    // Numbers as numbers or as strings.
+    let has = |n: &str| values.iter().any(|v| v == n || *v == format!("\"{n}\""));
+    assert!(has("200"), "{v}");
+    assert!(has("4"), "{v}");
+    assert!(values.iter().any(|v| v.contains("/a.txt")), "{v}");
+    assert!(
+        obj.values().any(|v| v.as_str() == Some("j\"son")),
+        "user agent: {v}"
+    );
+}
+
+#[test]
+fn no_access_log_when_off() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let s = b.start();
+    assert_eq!(s.get("/a.txt").status, 200);
+    // Give a writer thread a moment; the file must not appear.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!s.access_path.exists());
+    assert!(!s.stderr().contains("GET /a.txt"), "{}", s.stderr());
+}
+
+#[test]
+fn bytes_field_counts_body_bytes_sent() {
+    let mut b = Builder::new();
+    b.file("d.txt", b"0123456789");
+    b.access_log();
+    let s = b.start();
+    assert_eq!(s.get_with("/d.txt?r", "Range: bytes=2-4\r\n").status, 206);
+    let line = s.wait_access_line(|l| contains(l, "/d.txt?r "));
+    assert!(
+        line.ends_with(b"\"GET /d.txt?r HTTP/1.1\" 206 3 \"-\" \"-\""),
+        "{:?}",
+        String::from_utf8_lossy(&line)
+    );
+    let tag = etag(10);
+    let r = s.get_with("/d.txt?c", &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!(r.status, 304);
+    let line = s.wait_access_line(|l| contains(l, "/d.txt?c "));
+    assert!(
+        line.ends_with(b"\"GET /d.txt?c HTTP/1.1\" 304 0 \"-\" \"-\""),
+        "{:?}",
+        String::from_utf8_lossy(&line)
+    );
+}
+
+#[test]
+fn sigusr1_reopens_the_access_log() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.access_log();
+    let s = b.start();
+    assert_eq!(s.get("/a.txt?before").status, 200);
+    s.wait_access_line(|l| contains(l, "/a.txt?before"));
+    let rotated = s.base.path.join("access.log.1");
+    std::fs::rename(&s.access_path, &rotated).expect("rotate");
+    s.signal(libc::SIGUSR1);
+    // The reopen is asynchronous: keep requesting until a line lands in
+    // the new file (5 s at most).
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let fresh = std::fs::read(&s.access_path).unwrap_or_default();
+        if contains(&fresh, "/a.txt?after") {
+            assert!(!contains(&fresh, "?before"), "old lines in the new file");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new access log after SIGUSR1"
+        );
+    }
+    let old = std::fs::read(&rotated).expect("rotated");
+    assert!(contains(&old, "/a.txt?before"));
+}

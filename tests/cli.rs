@@ -1,0 +1,265 @@
+//! The command line: --version, --help, --check-config, flags over the file.
+
+mod common;
+
+use common::*;
+use std::fs;
+
+#[test]
+fn version() {
+    let (st, out, err) = run_brisk(&["--version"]);
+    assert!(st.success(), "{st:?} {err}");
+    assert_eq!(out, "brisk 0.1.0\n");
+}
+
+#[test]
+fn help() {
+    let (st, out, err) = run_brisk(&["--help"]);
+    assert!(st.success(), "{st:?} {err}");
+    for flag in [
+        "--config",
+        "--listen",
+        "--root",
+        "--workers",
+        "--check-config",
+        "--access-log",
+    ] {
+        assert!(out.contains(flag), "--help does not mention {flag}:\n{out}");
+    }
+}
+
+#[test]
+fn unknown_option_fails() {
+    let (st, out, err) = run_brisk(&["--bogus"]);
+    assert!(!st.success(), "{st:?}");
+    assert!(err.contains("--bogus"), "{err}");
+    assert!(out.is_empty(), "{out}");
+}
+
+#[test]
+fn check_config_reports_file_line_and_key() {
+    let dir = TempDir::new("cfg");
+    let root = dir.path.join("root");
+    fs::create_dir(&root).expect("root");
+    let cfg = dir.path.join("bad-brisk.toml");
+    fs::write(
+        &cfg,
+        "# a comment\nworkers = 1\n\n[static]\ndotfiles = \"maybe\"\n",
+    )
+    .expect("write");
+    let (st, _out, err) = run_brisk(&[
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--root",
+        root.to_str().expect("utf-8"),
+        "--check-config",
+    ]);
+    assert!(!st.success(), "{st:?}");
+    assert!(err.contains("bad-brisk.toml"), "no file name: {err}");
+    assert!(err.contains("static.dotfiles"), "no key: {err}");
+    assert!(
+        err.contains(":5:") || err.contains("line 5"),
+        "no line number: {err}"
+    );
+    assert!(err.contains("maybe"), "does not say what it got: {err}");
+}
+
+#[test]
+fn check_config_accepts_a_good_file() {
+    let dir = TempDir::new("cfg");
+    let root = dir.path.join("root");
+    fs::create_dir(&root).expect("root");
+    let cfg = dir.path.join("brisk.toml");
+    fs::write(
+        &cfg,
+        "listen = [\"127.0.0.1:0\"]\nroot = \"root\"\nworkers = 1\n\n\
+         [static]\ndotfiles = \"ignore\"\nindex = [\"home.htm\"]\n\n\
+         [limits]\nmax_body = \"1MiB\"\n\n[timeouts]\nheader = \"5s\"\n\n\
+         [[headers]]\npattern = \"*.css\"\nset = { \"X-A\" = \"b\" }\n",
+    )
+    .expect("write");
+    let (st, _out, err) = run_brisk(&["--config", cfg.to_str().expect("utf-8"), "--check-config"]);
+    assert!(st.success(), "{st:?} {err}");
+}
+
+#[test]
+fn bad_config_refuses_to_start() {
+    let dir = TempDir::new("cfg");
+    let cfg = dir.path.join("brisk.toml");
+    fs::write(&cfg, "[timeouts]\nheader = \"soon\"\n").expect("write");
+    let (st, _out, err) = run_brisk(&[
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(!st.success(), "{st:?}");
+    assert!(err.contains("timeouts.header"), "{err}");
+    assert!(err.contains("brisk.toml"), "{err}");
+}
+
+#[test]
+fn flags_override_the_file() {
+    // A port that is free now; the config names it, the flag another.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+    let file_port = probe.local_addr().expect("addr").port();
+    drop(probe);
+    let mut b = Builder::new();
+    b.file("which.txt", b"flag root");
+    write_file(&b.base().join("fileroot/which.txt"), b"file root");
+    b.config(&format!(
+        "listen = [\"127.0.0.1:{file_port}\"]\nroot = \"fileroot\"\n"
+    ));
+    let s = b.start();
+    assert_eq!(s.addrs.len(), 1, "{:?}", s.addrs);
+    assert_ne!(s.port, file_port);
+    assert_eq!(s.get("/which.txt").body, b"flag root");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", file_port)).is_err(),
+        "the config's listen address is served despite --listen"
+    );
+}
+
+#[test]
+fn config_file_values_apply_without_flags() {
+    let dir = TempDir::new("cfg");
+    let root = dir.path.join("public");
+    write_file(&root.join("x.txt"), b"from config root");
+    let cfg = dir.path.join("brisk.toml");
+    fs::write(
+        &cfg,
+        "listen = \"127.0.0.1:0\"\nroot = \"public\"\nworkers = 1\n[log]\naccess = \"off\"\n",
+    )
+    .expect("write");
+    let (child, addrs) = spawn_brisk(
+        &["--config".to_string(), cfg.display().to_string()],
+        &dir.path.join("stderr"),
+    );
+    let _guard = KillOnDrop(child);
+    let mut c = Client::connect(addrs[0]);
+    c.send(b"GET /x.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.body, b"from config root");
+}
+
+#[test]
+fn missing_root_is_an_error() {
+    let dir = TempDir::new("cfg");
+    let missing = dir.path.join("nope");
+    let (st, _out, err) = run_brisk(&[
+        "--root",
+        missing.to_str().expect("utf-8"),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(!st.success());
+    assert!(err.contains("nope"), "{err}");
+}
+
+#[test]
+fn port_in_use_is_an_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port();
+    let dir = TempDir::new("cfg");
+    let addr = format!("127.0.0.1:{port}");
+    let (st, _out, err) = run_brisk(&[
+        "--root",
+        dir.path.to_str().expect("utf-8"),
+        "--listen",
+        &addr,
+        "--access-log",
+        "off",
+    ]);
+    assert!(!st.success(), "started on a port in use");
+    assert!(err.contains(&port.to_string()), "{err}");
+    drop(taken);
+}
+
+#[test]
+fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
+    let dir = TempDir::new("daemon");
+    let root = dir.path.join("root");
+    write_file(&root.join("hello.txt"), b"from the daemon");
+    let pid_file = dir.path.join("brisk.pid");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args([
+            "--daemon",
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            "off",
+            "--log-level",
+            "warn",
+        ])
+        .arg("--root")
+        .arg(&root)
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run brisk --daemon");
+    // The foreground process returns at once, after printing the URL.
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let addr: std::net::SocketAddr = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("brisk: listening on http://"))
+        .and_then(|a| a.strip_suffix('/'))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no listening line in {stdout:?}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let pid: i32 = loop {
+        if let Some(p) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid file");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // A daemon is in a session of its own, not the test's.
+    let session = |stat: &str| -> String {
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        fields.get(3).map(|s| s.to_string()).unwrap_or_default()
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("daemon runs");
+    let ours = std::fs::read_to_string("/proc/self/stat").expect("own stat");
+    assert_ne!(
+        session(&stat),
+        session(&ours),
+        "daemon left the session: {stat}"
+    );
+    let mut c = std::net::TcpStream::connect(addr).expect("connect");
+    use std::io::{Read, Write};
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    c.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = Vec::new();
+    c.read_to_end(&mut resp).unwrap();
+    assert!(
+        resp.ends_with(b"\r\n\r\nfrom the daemon"),
+        "{}",
+        String::from_utf8_lossy(&resp)
+    );
+    let st = std::process::Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline + std::time::Duration::from_secs(10),
+            "daemon did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!pid_file.exists(), "pid file removed on exit");
+}

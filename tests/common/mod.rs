@@ -1,0 +1,838 @@
+//! Harness for the integration tests: a temporary site, the real `brisk`
+//! binary on an ephemeral port, and a raw HTTP/1.1 client that keeps every
+//! byte it receives so responses can be compared byte for byte.
+//!
+//! Every socket read has a timeout, the server child is killed in `Drop`,
+//! and the temporary directory is removed in `Drop`.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Timeout of every socket read and write.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The modification time given to every file the harness writes, so that
+/// `ETag` and `Last-Modified` are known in advance:
+/// Tue, 02 Jan 2024 03:04:05 GMT.
+pub const MTIME: u64 = 1_704_164_645;
+
+/// `Last-Modified` of a file written by the harness.
+pub const MTIME_HTTP: &str = "Tue, 02 Jan 2024 03:04:05 GMT";
+
+/// What a masked `Date` value looks like in [`Response::masked_head`].
+pub const DATE: &str = "<date>";
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A directory under the system temporary directory, removed on drop.
+pub struct TempDir {
+    pub path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "brisk-itest-{}-{}-{}-{}",
+            std::process::id(),
+            n,
+            nanos,
+            tag
+        ));
+        fs::create_dir_all(&path).expect("create temp dir");
+        TempDir { path }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // Make everything writable again so that removal cannot fail on a
+        // directory a test made unreadable.
+        fn unlock(p: &Path) {
+            if let Ok(meta) = fs::symlink_metadata(p) {
+                if meta.is_dir() {
+                    let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o755));
+                    if let Ok(rd) = fs::read_dir(p) {
+                        for e in rd.flatten() {
+                            unlock(&e.path());
+                        }
+                    }
+                }
+            }
+        }
+        unlock(&self.path);
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+/// ETag of a file written by the harness with `size` bytes.
+pub fn etag(size: usize) -> String {
+    format!("\"{:x}-{:x}\"", MTIME, size)
+}
+
+/// The header lines every 200 file response starts with, in order.
+pub fn file_headers(size: usize, content_type: &str) -> String {
+    format!(
+        "ETag: {}\r\nLast-Modified: {}\r\nContent-Type: {}\r\nAccept-Ranges: bytes\r\n",
+        etag(size),
+        MTIME_HTTP,
+        content_type
+    )
+}
+
+/// A whole expected response head with the `Date` value masked:
+/// status line, `Server`, `Date`, then `headers` (each line ending in
+/// CRLF), then the blank line.
+pub fn head(status: &str, headers: &str) -> String {
+    format!("HTTP/1.1 {status}\r\nServer: brisk\r\nDate: {DATE}\r\n{headers}\r\n")
+}
+
+/// The HTML body of an error response.
+pub fn error_page(code: u16, reason: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html><head><title>{code} {reason}</title></head>\n\
+         <body><h1>{code} {reason}</h1><hr><p>brisk</p></body></html>\n"
+    )
+}
+
+/// The `Connection` header a response is expected to carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conn {
+    /// None (HTTP/1.1 keep-alive).
+    None,
+    Close,
+    KeepAlive,
+}
+
+impl Conn {
+    pub fn line(self) -> &'static str {
+        match self {
+            Conn::None => "",
+            Conn::Close => "Connection: close\r\n",
+            Conn::KeepAlive => "Connection: keep-alive\r\n",
+        }
+    }
+}
+
+/// Asserts that `r` is exactly the error response `code reason`, with
+/// `extra` header lines before `Content-Type` and the given `Connection`.
+pub fn assert_error(r: &Response, code: u16, reason: &str, extra: &str, conn: Conn) {
+    let page = error_page(code, reason);
+    let want = head(
+        &format!("{code} {reason}"),
+        &format!(
+            "{extra}Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n{}",
+            page.len(),
+            conn.line()
+        ),
+    );
+    assert_eq!(r.masked_head(), want, "head of the {code} response");
+    assert_eq!(r.text(), page, "body of the {code} response");
+}
+
+/// Asserts that `r` is a complete 200 response for a harness-written file
+/// with `body`, of type `ctype`, with `extra` header lines after
+/// `Accept-Ranges`.
+pub fn assert_file(r: &Response, body: &[u8], ctype: &str, extra: &str, conn: Conn) {
+    let want = head(
+        "200 OK",
+        &format!(
+            "{}{extra}Content-Length: {}\r\n{}",
+            file_headers(body.len(), ctype),
+            body.len(),
+            conn.line()
+        ),
+    );
+    assert_eq!(r.masked_head(), want, "head of the file response");
+    assert!(r.body == body, "body differs: got {:?}", r.text());
+}
+
+/// Sets the modification time of `path` to [`MTIME`].
+pub fn set_mtime(path: &Path) {
+    let f = fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open to set mtime");
+    f.set_modified(UNIX_EPOCH + Duration::from_secs(MTIME))
+        .expect("set mtime");
+}
+
+/// Everything needed before the server starts.
+pub struct Builder {
+    base: TempDir,
+    root: PathBuf,
+    config: Option<String>,
+    workers: u32,
+    access_log: Access,
+    listen: String,
+    args: Vec<String>,
+}
+
+/// How the access log is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// `--access-log off`.
+    Off,
+    /// `--access-log <base>/access.log`.
+    Flag,
+    /// No flag: whatever the config file says.
+    Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        let base = TempDir::new("site");
+        let root = base.path.join("root");
+        fs::create_dir(&root).expect("create root");
+        Builder {
+            base,
+            root,
+            config: None,
+            workers: 1,
+            access_log: Access::Off,
+            listen: "127.0.0.1:0".to_string(),
+            args: Vec::new(),
+        }
+    }
+
+    /// The document root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory holding the root, the config and the logs (outside
+    /// the root).
+    pub fn base(&self) -> &Path {
+        &self.base.path
+    }
+
+    /// Writes a file under the root (creating directories) with
+    /// modification time [`MTIME`].
+    pub fn file(&mut self, rel: &str, contents: &[u8]) -> &mut Self {
+        let path = self.root.join(rel);
+        write_file(&path, contents);
+        self
+    }
+
+    /// Creates a directory under the root.
+    pub fn dir(&mut self, rel: &str) -> &mut Self {
+        fs::create_dir_all(self.root.join(rel)).expect("create dir");
+        self
+    }
+
+    /// Writes the TOML config file and passes `--config`.
+    pub fn config(&mut self, toml: &str) -> &mut Self {
+        self.config = Some(toml.to_string());
+        self
+    }
+
+    pub fn workers(&mut self, n: u32) -> &mut Self {
+        self.workers = n;
+        self
+    }
+
+    /// Writes the access log to `<base>/access.log`.
+    pub fn access_log(&mut self) -> &mut Self {
+        self.access_log = Access::Flag;
+        self
+    }
+
+    /// Passes no `--access-log` flag, so the config file decides.
+    pub fn access_log_from_config(&mut self) -> &mut Self {
+        self.access_log = Access::Config;
+        self
+    }
+
+    /// The `--listen` address (default `127.0.0.1:0`).
+    pub fn listen(&mut self, addr: &str) -> &mut Self {
+        self.listen = addr.to_string();
+        self
+    }
+
+    /// An extra command-line argument.
+    pub fn arg(&mut self, a: &str) -> &mut Self {
+        self.args.push(a.to_string());
+        self
+    }
+
+    /// Starts the server and waits until it reports its port.
+    pub fn start(self) -> Server {
+        let mut args: Vec<String> = vec![
+            "--listen".into(),
+            self.listen.clone(),
+            "--root".into(),
+            self.root.display().to_string(),
+            "--workers".into(),
+            self.workers.to_string(),
+        ];
+        let access_path = self.base.path.join("access.log");
+        match self.access_log {
+            Access::Off => args.extend(["--access-log".into(), "off".into()]),
+            Access::Flag => args.extend(["--access-log".into(), access_path.display().to_string()]),
+            Access::Config => {}
+        }
+        if let Some(cfg) = &self.config {
+            let path = self.base.path.join("brisk.toml");
+            fs::write(&path, cfg).expect("write config");
+            args.push("--config".into());
+            args.push(path.display().to_string());
+        }
+        args.extend(self.args.iter().cloned());
+        let stderr_path = self.base.path.join("stderr.log");
+        let (child, addrs) = spawn_brisk(&args, &stderr_path);
+        Server {
+            child: Some(child),
+            port: addrs[0].port(),
+            addrs,
+            root: self.root,
+            access_path,
+            stderr_path,
+            base: self.base,
+        }
+    }
+}
+
+/// Writes `contents` to `path` (creating directories), mtime [`MTIME`].
+pub fn write_file(path: &Path, contents: &[u8]) {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).expect("create parent dirs");
+    }
+    fs::write(path, contents).expect("write file");
+    set_mtime(path);
+}
+
+/// Spawns brisk with `args`, stderr to `stderr_path`, and waits (10 s at
+/// most) for `brisk: serving …` and one `brisk: listening on http://ADDR/`
+/// line per `--listen` flag; returns the child and those addresses.
+pub fn spawn_brisk(args: &[String], stderr_path: &Path) -> (Child, Vec<SocketAddr>) {
+    let stderr = fs::File::create(stderr_path).expect("create stderr file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr))
+        .spawn()
+        .expect("spawn brisk");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel::<String>();
+    // Reads stdout to the end so that the server never blocks on it.
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let _ = tx.send(line.trim_end().to_string());
+                }
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut lines = Vec::new();
+    let mut addrs = Vec::new();
+    let want = args
+        .iter()
+        .filter(|a| *a == "--listen" || a.starts_with("--listen="))
+        .count()
+        .max(1);
+    let fail = |child: &mut Child, lines: &[String], why: &str| -> ! {
+        let _ = child.kill();
+        let _ = child.wait();
+        let err = fs::read_to_string(stderr_path).unwrap_or_default();
+        panic!("brisk did not start ({why}); args {args:?}\nstdout: {lines:?}\nstderr: {err}");
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                lines.push(line);
+                if lines.len() == 1 {
+                    if !lines[0].starts_with("brisk: serving ") {
+                        fail(&mut child, &lines, "first stdout line");
+                    }
+                    continue;
+                }
+                let last = lines.last().cloned().unwrap_or_default();
+                let Some(addr) = last
+                    .strip_prefix("brisk: listening on http://")
+                    .and_then(|r| r.strip_suffix('/'))
+                    .and_then(|a| a.parse::<SocketAddr>().ok())
+                else {
+                    fail(&mut child, &lines, "listening line");
+                };
+                addrs.push(addr);
+                if addrs.len() == want {
+                    return (child, addrs);
+                }
+            }
+            Err(_) => fail(&mut child, &lines, "no listening line"),
+        }
+    }
+}
+
+/// A child process killed (and reaped) on drop.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A running brisk; killed on drop.
+pub struct Server {
+    child: Option<Child>,
+    /// Port of the first listener (127.0.0.1).
+    pub port: u16,
+    /// Every listener, in the order brisk printed them.
+    pub addrs: Vec<SocketAddr>,
+    pub root: PathBuf,
+    pub access_path: PathBuf,
+    pub stderr_path: PathBuf,
+    pub base: TempDir,
+}
+
+impl Server {
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("child").id()
+    }
+
+    /// A new connection.
+    pub fn connect(&self) -> Client {
+        Client::connect(self.addr())
+    }
+
+    /// Sends `raw` on a new connection and reads one response (not to a
+    /// HEAD request).
+    pub fn request(&self, raw: &[u8]) -> Response {
+        let mut c = self.connect();
+        c.send(raw);
+        c.response()
+    }
+
+    /// `GET path` with `Connection: close`; reads one response and checks
+    /// that the connection then closes.
+    pub fn get(&self, path: &str) -> Response {
+        self.get_with(path, "")
+    }
+
+    /// Like [`Server::get`] with extra header lines (each ending in CRLF).
+    pub fn get_with(&self, path: &str, headers: &str) -> Response {
+        let mut c = self.connect();
+        c.send(
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        let r = c.response();
+        c.expect_closed();
+        r
+    }
+
+    /// Sends SIGTERM (or another signal).
+    pub fn signal(&self, sig: i32) {
+        let pid = self.pid() as libc::pid_t;
+        // SAFETY: kill(2) on our own child's pid has no memory effects.
+        let rc = unsafe { libc::kill(pid, sig) };
+        assert_eq!(rc, 0, "kill({pid}, {sig})");
+    }
+
+    /// Waits up to `timeout` for the process to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let child = self.child.as_mut().expect("child");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(st)) = child.try_wait() {
+                return Some(st);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// Polls the access log (up to 5 s) until a line satisfies `pred`;
+    /// returns that line.
+    pub fn wait_access_line(&self, pred: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+        let deadline = Instant::now() + IO_TIMEOUT;
+        loop {
+            let data = fs::read(&self.access_path).unwrap_or_default();
+            if let Some(line) = data.split(|&b| b == b'\n').find(|l| pred(l)) {
+                return line.to_vec();
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "no matching access log line; log so far: {:?}",
+                    String::from_utf8_lossy(&data)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One HTTP response as received.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// Every byte of the response, head and body.
+    pub raw: Vec<u8>,
+    /// The head up to and including the blank line.
+    pub head: String,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The value of the first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The head with the `Date` value replaced by [`DATE`], after checking
+    /// that it is a valid IMF-fixdate.
+    pub fn masked_head(&self) -> String {
+        let date = self
+            .header("date")
+            .unwrap_or_else(|| panic!("no Date header in {:?}", self.head));
+        assert_imf_fixdate(date);
+        self.head.replacen(
+            &format!("\r\nDate: {date}\r\n"),
+            &format!("\r\nDate: {DATE}\r\n"),
+            1,
+        )
+    }
+
+    /// The body as text (lossy).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Asserts that `s` is an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn assert_imf_fixdate(s: &str) {
+    let t = httpdate::parse_http_date(s).unwrap_or_else(|e| panic!("bad date {s:?}: {e}"));
+    // Only the IMF-fixdate form survives a round trip unchanged.
+    assert_eq!(httpdate::fmt_http_date(t), s, "not an IMF-fixdate: {s:?}");
+}
+
+/// A client connection that keeps unread bytes between responses.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
+        stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        stream.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        Client {
+            stream,
+            buf: Vec::new(),
+            eof: false,
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send request");
+    }
+
+    /// Reads more bytes; returns false at end of stream (or reset).
+    fn fill(&mut self) -> bool {
+        if self.eof {
+            return false;
+        }
+        let mut tmp = [0u8; 65536];
+        match self.stream.read(&mut tmp) {
+            Ok(0) => {
+                self.eof = true;
+                false
+            }
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                true
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => true,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                panic!(
+                    "read timed out after {IO_TIMEOUT:?}; unread so far: {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                )
+            }
+            Err(_) => {
+                // A reset counts as the end of the stream.
+                self.eof = true;
+                false
+            }
+        }
+    }
+
+    /// Reads one response to a non-HEAD request.
+    pub fn response(&mut self) -> Response {
+        self.read_response(false)
+    }
+
+    /// Reads one response to a HEAD request (no body whatever the headers).
+    pub fn head_response(&mut self) -> Response {
+        self.read_response(true)
+    }
+
+    /// Reads one complete response: Content-Length, chunked or
+    /// close-delimited; no body for HEAD, 1xx, 204 and 304.
+    pub fn read_response(&mut self, head_only: bool) -> Response {
+        let head_end = loop {
+            if let Some(p) = find(&self.buf, b"\r\n\r\n") {
+                break p + 4;
+            }
+            if !self.fill() {
+                panic!(
+                    "connection closed before a complete response head; got {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                );
+            }
+        };
+        let head = String::from_utf8(self.buf[..head_end].to_vec())
+            .unwrap_or_else(|_| panic!("non-UTF-8 head {:?}", &self.buf[..head_end]));
+        let mut lines = head[..head_end - 4].split("\r\n");
+        let status_line = lines.next().unwrap_or_default();
+        let status: u16 = status_line
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|s| s.get(..3))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .map(|l| {
+                let (n, v) = l
+                    .split_once(": ")
+                    .unwrap_or_else(|| panic!("bad header line {l:?}"));
+                (n.to_string(), v.to_string())
+            })
+            .collect();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+        };
+        let bodiless = head_only || status / 100 == 1 || status == 204 || status == 304;
+        let (body, end) = if bodiless {
+            (Vec::new(), head_end)
+        } else if get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+            self.read_chunked(head_end)
+        } else if let Some(cl) = get("content-length") {
+            let n: usize = cl
+                .parse()
+                .unwrap_or_else(|_| panic!("bad Content-Length {cl:?}"));
+            while self.buf.len() < head_end + n {
+                if !self.fill() {
+                    panic!(
+                        "connection closed after {} of {} body bytes",
+                        self.buf.len() - head_end,
+                        n
+                    );
+                }
+            }
+            (self.buf[head_end..head_end + n].to_vec(), head_end + n)
+        } else {
+            while self.fill() {}
+            (self.buf[head_end..].to_vec(), self.buf.len())
+        };
+        let raw: Vec<u8> = self.buf.drain(..end).collect();
+        if let Some(d) = get("date") {
+            assert_imf_fixdate(&d);
+        }
+        Response {
+            raw,
+            head,
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Decodes a chunked body starting at `start`; returns it and where
+    /// the message ends.
+    fn read_chunked(&mut self, start: usize) -> (Vec<u8>, usize) {
+        let mut pos = start;
+        let mut body = Vec::new();
+        loop {
+            let line_end = loop {
+                if let Some(p) = find(&self.buf[pos..], b"\r\n") {
+                    break pos + p;
+                }
+                assert!(self.fill(), "closed inside a chunked body");
+            };
+            let line = String::from_utf8_lossy(&self.buf[pos..line_end]).into_owned();
+            let size_hex = line.split(';').next().unwrap_or_default().trim();
+            let size = usize::from_str_radix(size_hex, 16)
+                .unwrap_or_else(|_| panic!("bad chunk size line {line:?}"));
+            pos = line_end + 2;
+            if size == 0 {
+                // Trailers, then the empty line.
+                loop {
+                    let end = loop {
+                        if let Some(p) = find(&self.buf[pos..], b"\r\n") {
+                            break pos + p;
+                        }
+                        assert!(self.fill(), "closed inside trailers");
+                    };
+                    let empty = end == pos;
+                    pos = end + 2;
+                    if empty {
+                        return (body, pos);
+                    }
+                }
+            }
+            while self.buf.len() < pos + size + 2 {
+                assert!(self.fill(), "closed inside a chunk");
+            }
+            body.extend_from_slice(&self.buf[pos..pos + size]);
+            assert_eq!(&self.buf[pos + size..pos + size + 2], b"\r\n", "chunk end");
+            pos += size + 2;
+        }
+    }
+
+    /// Asserts that the server closes the connection without sending
+    /// anything more (within [`IO_TIMEOUT`]).
+    pub fn expect_closed(&mut self) {
+        while self.fill() {}
+        assert!(
+            self.buf.is_empty(),
+            "unexpected bytes before close: {:?}",
+            String::from_utf8_lossy(&self.buf)
+        );
+    }
+
+    /// Reads everything until the server closes.
+    pub fn read_to_end(&mut self) -> Vec<u8> {
+        while self.fill() {}
+        std::mem::take(&mut self.buf)
+    }
+
+    /// Bytes received but not yet consumed by a response.
+    pub fn unread(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Asserts that nothing arrives within `wait` and the connection stays
+    /// open (used where the server must keep waiting for more input).
+    pub fn expect_silence(&mut self, wait: Duration) {
+        self.stream.set_read_timeout(Some(wait)).expect("timeout");
+        let mut tmp = [0u8; 1024];
+        let r = self.stream.read(&mut tmp);
+        self.stream
+            .set_read_timeout(Some(IO_TIMEOUT))
+            .expect("timeout");
+        match r {
+            Ok(0) => panic!("connection closed; expected it to stay open"),
+            Ok(n) => panic!("unexpected bytes: {:?}", String::from_utf8_lossy(&tmp[..n])),
+            Err(e) => assert!(
+                matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+                "unexpected error {e}"
+            ),
+        }
+    }
+}
+
+/// Position of `needle` in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Reads exactly `n` responses from one connection after one write.
+pub fn exchange(server: &Server, raw: &[u8], head_only: &[bool]) -> (Client, Vec<Response>) {
+    let mut c = server.connect();
+    c.send(raw);
+    let rs = head_only.iter().map(|&h| c.read_response(h)).collect();
+    (c, rs)
+}
+
+/// A deterministic pseudo-random byte pattern of `len` bytes.
+pub fn pattern(len: usize) -> Vec<u8> {
+    let mut x: u32 = 0x1234_5678;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Runs `brisk` with `args` to completion (10 s at most) and returns
+/// (exit status, stdout, stderr).
+pub fn run_brisk(args: &[&str]) -> (ExitStatus, String, String) {
+    let dir = TempDir::new("run");
+    let out = dir.path.join("out");
+    let err = dir.path.join("err");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(fs::File::create(&out).expect("out")))
+        .stderr(Stdio::from(fs::File::create(&err).expect("err")))
+        .spawn()
+        .expect("spawn brisk");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break st;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("brisk {args:?} did not exit within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status,
+        fs::read_to_string(&out).unwrap_or_default(),
+        fs::read_to_string(&err).unwrap_or_default(),
+    )
+}

@@ -1,0 +1,141 @@
+//! Real clients fetch files byte for byte: curl, wget, python3.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn site() -> (Server, Vec<u8>) {
+    let data = pattern(300 * 1024 + 3);
+    let mut b = Builder::new();
+    b.file("data.bin", &data);
+    b.file("small.txt", b"small text\n");
+    b.file("dir/index.html", b"<p>dir</p>");
+    (b.start(), data)
+}
+
+/// Runs a command with a 20 s limit; None if the tool is missing.
+fn run(cmd: &mut Command) -> Option<Output> {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("spawn {cmd:?}: {e}"),
+    };
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    match rx.recv_timeout(deadline - Instant::now()) {
+        Ok(out) => Some(out.expect("wait")),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within 20 s");
+        }
+    }
+}
+
+#[test]
+fn curl_fetches_byte_exact() {
+    let (s, data) = site();
+    let base = format!("http://127.0.0.1:{}", s.port);
+    let dir = TempDir::new("curl");
+    let out = dir.path.join("out.bin");
+    let Some(o) = run(Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "10", "-o"])
+        .arg(&out)
+        .arg(format!("{base}/data.bin"))
+        .arg("-o")
+        .arg(dir.path.join("small.txt"))
+        .arg(format!("{base}/small.txt")))
+    else {
+        eprintln!("note: curl not installed; skipping");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&out).expect("out") == data);
+    assert_eq!(
+        std::fs::read(dir.path.join("small.txt")).expect("small"),
+        b"small text\n"
+    );
+    // A range, and the redirect of a directory followed.
+    let o = run(Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "10", "-r", "1000-1999"])
+        .arg(format!("{base}/data.bin")))
+    .expect("curl");
+    assert!(o.status.success());
+    assert!(o.stdout == data[1000..2000]);
+    let o = run(Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "10", "-L"])
+        .arg(format!("{base}/dir")))
+    .expect("curl");
+    assert!(o.status.success());
+    assert_eq!(o.stdout, b"<p>dir</p>");
+    // HTTP/1.0 mode too.
+    let o = run(Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "10", "--http1.0"])
+        .arg(format!("{base}/small.txt")))
+    .expect("curl");
+    assert!(o.status.success());
+    assert_eq!(o.stdout, b"small text\n");
+}
+
+#[test]
+fn wget_fetches_byte_exact() {
+    let (s, data) = site();
+    let dir = TempDir::new("wget");
+    let out = dir.path.join("out.bin");
+    let Some(o) = run(Command::new("wget")
+        .args(["-q", "--timeout=10", "--tries=1", "-O"])
+        .arg(&out)
+        .arg(format!("http://127.0.0.1:{}/data.bin", s.port)))
+    else {
+        eprintln!("note: wget not installed; skipping");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&out).expect("out") == data);
+}
+
+#[test]
+fn python_http_client_fetches_byte_exact() {
+    let (s, data) = site();
+    let script = r#"
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+out = sys.stdout.buffer
+for path in ("/data.bin", "/small.txt", "/data.bin"):
+    c.request("GET", path)
+    r = c.getresponse()
+    body = r.read()
+    assert r.status == 200, r.status
+    assert int(r.getheader("Content-Length")) == len(body)
+    out.write(body)
+c.request("HEAD", "/small.txt")
+r = c.getresponse()
+assert r.status == 200 and r.read() == b""
+c.request("GET", "/nope")
+r = c.getresponse()
+assert r.status == 404, r.status
+r.read()
+c.close()
+"#;
+    let o = run(Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(s.port.to_string()))
+    .expect("python3 is required");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut want = data.clone();
+    want.extend_from_slice(b"small text\n");
+    want.extend_from_slice(&data);
+    assert!(o.stdout == want, "python got {} bytes", o.stdout.len());
+}
