@@ -34,17 +34,33 @@ pub struct HeadParts<'a> {
     pub head_only: bool,
 }
 
-/// Queues the response; returns the number of body bytes queued. On a
-/// read error nothing of this response is queued and the error is returned
-/// (the connection must then close).
-pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::Result<u64> {
-    let body_len = plan.body_len(s);
-    let start = out.buf_mut().len();
-    let buf = out.buf_mut();
+/// How a response body is delimited on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body at all (1xx, 204, 304): no length header either.
+    Bodiless,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked` (HTTP/1.1 streams of unknown length).
+    Chunked,
+    /// Delimited by closing the connection (HTTP/1.0 streams).
+    Close,
+}
+
+/// Writes a status line and head: Server, Date, the handler's `headers`,
+/// the framing header, the Connection header, and the empty line.
+pub fn write_head(
+    buf: &mut Vec<u8>,
+    status: u16,
+    reason: &[u8],
+    headers: &[u8],
+    framing: Framing,
+    parts: &HeadParts,
+) {
     buf.extend_from_slice(b"HTTP/1.1 ");
-    push_u64(buf, u64::from(plan.status.0));
+    push_u64(buf, u64::from(status));
     buf.push(b' ');
-    buf.extend_from_slice(plan.status.reason().as_bytes());
+    buf.extend_from_slice(reason);
     buf.extend_from_slice(b"\r\n");
     // `server_header = ""` hides the software name entirely.
     if !parts.server.is_empty() {
@@ -55,14 +71,15 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
     buf.extend_from_slice(b"Date: ");
     buf.extend_from_slice(parts.date);
     buf.extend_from_slice(b"\r\n");
-    buf.extend_from_slice(&s.headers);
-    let bodiless = plan.status.is_bodiless();
-    // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would
-    // have to be the 200's length, so it is left out.
-    if !bodiless {
-        buf.extend_from_slice(b"Content-Length: ");
-        push_u64(buf, body_len);
-        buf.extend_from_slice(b"\r\n");
+    buf.extend_from_slice(headers);
+    match framing {
+        Framing::Bodiless | Framing::Close => {}
+        Framing::Length(n) => {
+            buf.extend_from_slice(b"Content-Length: ");
+            push_u64(buf, n);
+            buf.extend_from_slice(b"\r\n");
+        }
+        Framing::Chunked => buf.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
     }
     match parts.connection {
         ConnHeader::None => {}
@@ -70,6 +87,31 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
         ConnHeader::Close => buf.extend_from_slice(b"Connection: close\r\n"),
     }
     buf.extend_from_slice(b"\r\n");
+}
+
+/// Queues the response; returns the number of body bytes queued. On a
+/// read error nothing of this response is queued and the error is returned
+/// (the connection must then close).
+pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::Result<u64> {
+    let body_len = plan.body_len(s);
+    let start = out.buf_mut().len();
+    let bodiless = plan.status.is_bodiless();
+    // RFC 9110 §8.6: no Content-Length on 1xx and 204; on 304 it would
+    // have to be the 200's length, so it is left out.
+    let framing = if bodiless {
+        Framing::Bodiless
+    } else {
+        Framing::Length(body_len)
+    };
+    let reason = plan.status.reason().as_bytes();
+    write_head(
+        out.buf_mut(),
+        plan.status.0,
+        reason,
+        &s.headers,
+        framing,
+        parts,
+    );
     if parts.head_only || bodiless {
         out.commit(start);
         return Ok(0);
@@ -78,11 +120,11 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
     let result = match plan.body {
         Body::Empty => Ok(()),
         Body::Static(b) => {
-            buf.extend_from_slice(b);
+            out.buf_mut().extend_from_slice(b);
             Ok(())
         }
         Body::Buffer => {
-            buf.extend_from_slice(&s.body);
+            out.buf_mut().extend_from_slice(&s.body);
             Ok(())
         }
         Body::File { src, offset, len } => queue_file(out, &mut mark, &src, offset, len),
