@@ -404,6 +404,9 @@ fn summary(config: &Config, source: &str) -> String {
     if let Some(p) = &config.pid_file {
         s += &format!("pid file: {}\n", p.display());
     }
+    if !config.cgi.is_empty() {
+        s += &format!("cgi rules: {}\n", config.cgi.len());
+    }
     s
 }
 

@@ -40,13 +40,13 @@ const TOP_KEYS: &[&str] = &[
     "timeouts",
     "mime",
     "headers",
+    "cgi",
 ];
 
 /// Documented sections that this version does not implement yet: refused
-/// loudly rather than ignored, so nobody believes a CGI or an auth rule is
-/// in force when it is not.
+/// loudly rather than ignored, so nobody believes an auth rule is in force
+/// when it is not.
 const NOT_YET: &[(&str, &str)] = &[
-    ("cgi", "CGI"),
     ("auth", "authentication"),
     ("throttle", "throttling"),
     ("user", "dropping privileges (user)"),
@@ -106,6 +106,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "timeouts" => cx.timeouts(value, config)?,
             "mime" => config.mime = cx.mime(value)?,
             "headers" => config.headers = cx.headers(value)?,
+            "cgi" => config.cgi = cx.cgi(value)?,
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),
         }
     }

@@ -6,8 +6,9 @@
 //! `BRISK_DEFAULT_CONFIG`), then command-line flags. `brisk.example.toml`
 //! documents every key.
 
+mod cgi;
 mod cli;
-mod glob;
+pub(crate) mod glob;
 mod load;
 mod sections;
 mod units;
@@ -47,6 +48,8 @@ pub struct Config {
     pub mime: Vec<(String, String)>,
     /// Extra response headers by path, from `[[headers]]`, in file order.
     pub headers: Vec<HeaderRule>,
+    /// CGI rules from `[[cgi]]`, in file order (the first match wins).
+    pub cgi: Vec<CgiRule>,
 }
 
 /// Size and count limits (`[limits]`).
@@ -64,6 +67,13 @@ pub struct Limits {
     pub keepalive_requests: u32,
     /// Open client connections per worker; above it new ones are refused.
     pub max_connections: usize,
+    /// CGI processes running at once per worker (like `max_connections`,
+    /// a per-worker count, so the server-wide ceiling is this times
+    /// `workers`); a request beyond it is answered 503.
+    pub cgi_processes: usize,
+    /// Largest header block a CGI script may print before its body, in
+    /// bytes; a longer one is a bad gateway (502).
+    pub cgi_header_bytes: usize,
 }
 
 /// Timeouts (`[timeouts]`).
@@ -79,6 +89,10 @@ pub struct Timeouts {
     pub body: Duration,
     /// On SIGINT/SIGTERM, in-flight responses get this long to finish.
     pub shutdown: Duration,
+    /// A CGI script that makes no progress (no output read, no input
+    /// taken) for this long is killed with its process group; the client
+    /// gets 504 if the response had not started.
+    pub cgi: Duration,
 }
 
 /// Where a log goes.
@@ -225,6 +239,43 @@ pub struct HeaderRule {
     pub set: Vec<(String, String)>,
 }
 
+/// What a `[[cgi]]` rule maps to a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgiTarget {
+    /// A URL prefix mapped to a directory of scripts: `/cgi-bin/a/b` runs
+    /// `dir/a` (the first regular file on the way) with `PATH_INFO=/b`.
+    Dir {
+        /// URL prefix, starting with `/`.
+        url: String,
+        /// The directory, absolute and canonical.
+        dir: PathBuf,
+    },
+    /// A URL prefix mapped to one program (like Apache's `ScriptAlias` to
+    /// a file): `/tool/x/y` runs it with `PATH_INFO=/x/y`.
+    Program {
+        /// URL prefix, starting with `/`.
+        url: String,
+        /// The program, absolute.
+        program: PathBuf,
+    },
+    /// Files anywhere under the document root whose name matches this glob
+    /// (`*.pl`: `*` and `?` over the one path segment, never across `/`).
+    Pattern(String),
+}
+
+/// One `[[cgi]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgiRule {
+    /// Which requests run which program.
+    pub target: CgiTarget,
+    /// Runs the script as `interpreter SCRIPT` instead of executing it
+    /// directly; the script then only needs to be readable.
+    pub interpreter: Option<PathBuf>,
+    /// Extra environment variables for the script, in file order; they
+    /// override the CGI variables of the same name.
+    pub env: Vec<(String, String)>,
+}
+
 impl Default for Config {
     /// The compiled-in defaults (before any baked-in or user config file).
     fn default() -> Config {
@@ -242,6 +293,8 @@ impl Default for Config {
                 max_body: 1 << 20,
                 keepalive_requests: 1000,
                 max_connections: 16384,
+                cgi_processes: 64,
+                cgi_header_bytes: 16384,
             },
             timeouts: Timeouts {
                 header: Duration::from_secs(20),
@@ -249,6 +302,7 @@ impl Default for Config {
                 send: Duration::from_secs(60),
                 body: Duration::from_secs(60),
                 shutdown: Duration::from_secs(5),
+                cgi: Duration::from_secs(60),
             },
             log: LogConfig {
                 access: LogTarget::Stdout,
@@ -268,6 +322,7 @@ impl Default for Config {
             },
             mime: Vec::new(),
             headers: Vec::new(),
+            cgi: Vec::new(),
         }
     }
 }

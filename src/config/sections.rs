@@ -1,6 +1,6 @@
 //! The sections of the document (`[log]`, `[static]`, `[limits]`,
 //! `[timeouts]`, `[mime]`, `[[headers]]`), each checked key by key with the
-//! primitives of [`super::load`].
+//! primitives of [`super::load`]. `[[cgi]]` is in [`super::cgi`].
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -27,8 +27,10 @@ const LIMIT_KEYS: &[&str] = &[
     "max_body",
     "keepalive_requests",
     "max_connections",
+    "cgi_processes",
+    "cgi_header_bytes",
 ];
-const TIMEOUT_KEYS: &[&str] = &["header", "keepalive", "send", "body", "shutdown"];
+const TIMEOUT_KEYS: &[&str] = &["header", "keepalive", "send", "body", "shutdown", "cgi"];
 const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
 /// Headers that describe the message framing or are owned by the server;
@@ -169,6 +171,12 @@ impl Cx<'_> {
                 "max_connections" => {
                     l.max_connections = self.integer(&full, value, 1, 1_000_000)? as usize
                 }
+                "cgi_processes" => {
+                    l.cgi_processes = self.integer(&full, value, 1, 100_000)? as usize
+                }
+                "cgi_header_bytes" => {
+                    l.cgi_header_bytes = self.size(&full, value, 256, 16 * MIB)? as usize
+                }
                 _ => return Err(self.unknown(key, "limits", LIMIT_KEYS)),
             }
         }
@@ -191,6 +199,7 @@ impl Cx<'_> {
                 "body" => t.body = self.duration(&full, value, false)?,
                 // Zero is meaningful here: stop at once, abandoning responses.
                 "shutdown" => t.shutdown = self.duration(&full, value, true)?,
+                "cgi" => t.cgi = self.duration(&full, value, false)?,
                 _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
             }
         }

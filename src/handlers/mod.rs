@@ -3,6 +3,7 @@
 //! (one write for a head and a small body, `sendfile` for large ones).
 
 pub mod autoindex;
+pub mod cgi;
 pub mod error_page;
 pub mod file_cache;
 pub mod static_files;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::file_cache::{Entry, FileCache};
 use super::{autoindex, Body, Plan, Scratch, Seg};
-use crate::config::{Config, Dotfiles};
+use crate::config::{CgiTarget, Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
 use crate::http::parse::Request;
@@ -28,6 +28,9 @@ pub struct Site {
     pub cfg: Arc<Config>,
     root: Root,
     mime: MimeTable,
+    /// CGI script directories that lie inside the document root, relative
+    /// to it: their files are programs, never served as static files.
+    cgi_dirs: Vec<Vec<u8>>,
 }
 
 impl Site {
@@ -35,7 +38,37 @@ impl Site {
     pub fn new(cfg: Arc<Config>) -> io::Result<Site> {
         let root = Root::open(&cfg.root, cfg.static_files.symlinks_outside_root)?;
         let mime = MimeTable::new(&cfg.mime);
-        Ok(Site { cfg, root, mime })
+        let root_path = std::fs::canonicalize(&cfg.root)?;
+        let cgi_dirs = cfg
+            .cgi
+            .iter()
+            .filter_map(|rule| match &rule.target {
+                CgiTarget::Dir { dir, .. } => dir.strip_prefix(&root_path).ok(),
+                _ => None,
+            })
+            .map(|rel| rel.as_os_str().as_encoded_bytes().to_vec())
+            .collect();
+        Ok(Site {
+            cfg,
+            root,
+            mime,
+            cgi_dirs,
+        })
+    }
+
+    /// Whether `rel` (relative to the root) is, or is inside, a CGI
+    /// directory, or names a file a CGI pattern claims: a script's source
+    /// is never served.
+    fn is_program(&self, rel: &[u8]) -> bool {
+        let in_dir = self.cgi_dirs.iter().any(|d| {
+            d.is_empty() || rel == &d[..] || (rel.starts_with(d) && rel.get(d.len()) == Some(&b'/'))
+        });
+        let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+        in_dir
+            || self.cfg.cgi.iter().any(|rule| match &rule.target {
+                CgiTarget::Pattern(p) => crate::config::glob::matches(p.as_bytes(), name),
+                _ => false,
+            })
     }
 
     /// Uses the no-`openat2` confinement fallback (for tests).
@@ -80,6 +113,10 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
         }
     }
     match cache.lookup(&site.root, &s.rel) {
+        Ok(e) if e.meta.kind == Kind::File && site.is_program(&s.rel) => {
+            let _ = e;
+            Plan::error(Status::FORBIDDEN, s)
+        }
         Ok(e) if e.meta.kind == Kind::File => serve_file(site, req, s, cache, e),
         Ok(e) if e.meta.kind == Kind::Dir => serve_dir(site, req, s, cache, raw_path, query),
         Ok(_) => Plan::error(Status::FORBIDDEN, s),
@@ -136,6 +173,9 @@ fn serve_dir(
         s.rel.extend_from_slice(index.as_bytes());
         if let Ok(e) = cache.lookup(&site.root, &s.rel) {
             if e.meta.kind == Kind::File {
+                if site.is_program(&s.rel) {
+                    return Plan::error(Status::FORBIDDEN, s);
+                }
                 s.path.truncate(dir_path_len);
                 s.path.extend_from_slice(index.as_bytes());
                 return serve_file(site, req, s, cache, e);

@@ -22,6 +22,8 @@ pub enum Phase {
     Body,
     /// The socket would not take more output (send timeout, from last progress).
     Writing,
+    /// A CGI child is producing the response (CGI timeout, from its start).
+    Cgi,
     /// Output done, write side shut; draining what the client still sends
     /// so that closing does not reset the connection under the response.
     Lingering,
@@ -31,6 +33,10 @@ pub enum Phase {
 #[derive(Debug)]
 pub struct Conn {
     pub stream: TcpStream,
+    /// The connection's slot in its worker's slab (its token).
+    pub index: usize,
+    /// A CGI request in progress (boxed: most connections never have one).
+    pub cgi: Option<Box<super::worker::cgi::CgiRun>>,
     pub peer: SocketAddr,
     /// Input received but not yet consumed (empty, unallocated when idle).
     pub pending: Vec<u8>,
@@ -53,9 +59,11 @@ pub struct Conn {
 
 impl Conn {
     /// A new connection, idle since `now`.
-    pub fn new(stream: TcpStream, peer: SocketAddr, now: Instant) -> Conn {
+    pub fn new(stream: TcpStream, index: usize, peer: SocketAddr, now: Instant) -> Conn {
         Conn {
             stream,
+            index,
+            cgi: None,
             peer,
             pending: Vec::new(),
             out: Out::default(),

@@ -26,10 +26,19 @@ use crate::http::{Method, Status};
 use crate::log::{AccessRecord, Logger};
 use crate::sys::net;
 
+pub mod cgi;
+
+use crate::config::Dotfiles;
+use crate::handlers::cgi::{Resolved, Resolver};
+use crate::http::path;
+use cgi::Pipe;
+
 /// Token of the waker that tells a worker to shut down.
 const WAKER: Token = Token(usize::MAX);
 /// Listener `i` has token `LISTENER_BASE + i`.
 const LISTENER_BASE: usize = usize::MAX / 2;
+/// The pipes of connection `i`'s CGI child have tokens `CGI_BASE + 3i + k`.
+const CGI_BASE: usize = usize::MAX / 8;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
 /// Stop answering pipelined requests once this much output is staged, and
@@ -82,6 +91,14 @@ pub struct Worker {
     /// Emptied output queues and input buffers kept for reuse.
     spare_outs: Vec<Out>,
     spare_bufs: Vec<Vec<u8>>,
+    /// CGI children running for this worker's connections.
+    cgi_running: usize,
+    /// Children whose request ended before they were reaped, and since when.
+    zombies: Vec<(i32, Instant)>,
+    /// Read buffer for CGI pipes.
+    cgi_buf: Vec<u8>,
+    /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
+    cgi: Option<Resolver>,
     limits: parse::Limits,
     body_limits: BodyLimits,
     shutdown: Arc<AtomicBool>,
@@ -114,6 +131,11 @@ impl Worker {
         };
         let now = Instant::now();
         let _ = init.id;
+        let cgi = if cfg.cgi.is_empty() {
+            None
+        } else {
+            Some(Resolver::new(&cfg.cgi, &cfg.root)?)
+        };
         let files = FileCache::new(
             cfg.static_files.open_file_cache,
             cfg.static_files.open_file_cache_valid,
@@ -136,6 +158,10 @@ impl Worker {
             files,
             spare_outs: Vec::new(),
             spare_bufs: Vec::new(),
+            cgi_running: 0,
+            zombies: Vec::new(),
+            cgi_buf: Vec::with_capacity(READ_BUF),
+            cgi,
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -175,6 +201,10 @@ impl Worker {
                         }
                     }
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
+                    Token(t) if t >= CGI_BASE => {
+                        let (i, pipe) = cgi::split_token(t);
+                        self.on_cgi_event(i, pipe);
+                    }
                     Token(i) => {
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
                         self.on_event(i, readable, ev.is_writable());
@@ -199,6 +229,11 @@ impl Worker {
                 }
             }
         }
+        // Whatever still runs is abandoned: no child outlives its worker.
+        for i in 0..self.conns.len() {
+            self.close(i);
+        }
+        self.reap_zombies(true);
         self.logger.flush();
     }
 
@@ -238,7 +273,7 @@ impl Worker {
                             self.conns.len() - 1
                         }
                     };
-                    let mut conn = Conn::new(stream, peer, self.now);
+                    let mut conn = Conn::new(stream, idx, peer, self.now);
                     if self
                         .poll
                         .registry()
@@ -302,8 +337,19 @@ impl Worker {
         }
     }
 
+    /// An event on a CGI child's pipe of connection `i`.
+    fn on_cgi_event(&mut self, i: usize, pipe: Pipe) {
+        if let Some(Some(c)) = self.conns.get_mut(i) {
+            Self::cgi_ready(c, pipe);
+            self.on_event(i, false, false);
+        }
+    }
+
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.get_mut(i).and_then(Option::take) {
+            if c.cgi.is_some() {
+                self.cgi_abandon(&mut c);
+            }
             let _ = self.poll.registry().deregister(&mut c.stream);
             self.free.push(i);
             self.live -= 1;
@@ -353,6 +399,9 @@ impl Worker {
                     }
                 }
             }
+            if c.cgi.is_some() && self.pump_cgi(c) {
+                continue;
+            }
             if c.phase == Phase::Lingering {
                 return self.linger(c);
             }
@@ -377,7 +426,15 @@ impl Worker {
             }
         }
         if c.eof && c.pending.is_empty() && c.body.is_none() {
+            // (A client that leaves while its CGI runs abandons it: see close.)
             return false;
+        }
+        if c.cgi.is_some() {
+            if c.phase != Phase::Cgi {
+                c.phase = Phase::Cgi;
+                c.since = self.now;
+            }
+            return true;
         }
         let phase = if c.body.is_some() {
             Phase::Body
@@ -470,7 +527,24 @@ impl Worker {
         let mut pos = 0;
         while !c.close_after {
             if let Some(dec) = c.body.as_mut() {
-                match dec.decode(&input[pos..], &mut |_| {}) {
+                // Body bytes go to a CGI child's stdin while it wants them
+                // (reading pauses when its buffer is full), else nowhere.
+                let forward = c.cgi.as_mut().filter(|g| g.wants_body());
+                let room = match &forward {
+                    Some(g) => cgi::STDIN_CAP.saturating_sub(g.stdin_buf.len()),
+                    None => usize::MAX,
+                };
+                if room == 0 {
+                    return pos;
+                }
+                let end = pos + room.min(input.len() - pos);
+                let mut sink_buf = forward.map(|g| &mut g.stdin_buf);
+                let mut sink = |data: &[u8]| {
+                    if let Some(b) = sink_buf.as_mut() {
+                        b.extend_from_slice(data);
+                    }
+                };
+                match dec.decode(&input[pos..end], &mut sink) {
                     Ok(n) => {
                         pos += n;
                         if n > 0 {
@@ -502,7 +576,8 @@ impl Worker {
                     return pos;
                 }
             }
-            if pos == input.len() || self.stage.buffered() >= STAGE_CAP {
+            // Pipelined requests wait until a CGI response is complete.
+            if c.cgi.is_some() || pos == input.len() || self.stage.buffered() >= STAGE_CAP {
                 return pos;
             }
             let mut storage = [Header::EMPTY; MAX_HEADERS];
@@ -513,8 +588,10 @@ impl Worker {
                     return input.len();
                 }
                 Ok(Some(req)) => {
+                    let head = &input[pos..pos + req.head_len];
                     pos += req.head_len;
-                    self.respond(c, &req);
+                    c.served += 1;
+                    self.respond_to(c.index, c, &req, head, 0);
                 }
             }
         }
@@ -557,26 +634,29 @@ impl Worker {
         c.close_after = true;
     }
 
-    /// Answers one parsed request.
-    fn respond(&mut self, c: &mut Conn, req: &Request) {
-        c.served += 1;
+    /// Answers one parsed request (`head` is its raw head; `redirects`
+    /// counts CGI local redirects that led here).
+    fn respond_to(&mut self, idx: usize, c: &mut Conn, req: &Request, head: &[u8], redirects: u8) {
         self.scratch.clear();
         let mut decoder = None;
         let plan = match req.body {
-            BodyFraming::None => {
-                static_files::serve(&self.site, req, &mut self.scratch, &mut self.files)
-            }
+            BodyFraming::None => self.route(idx, c, req, head, redirects),
             framing => match BodyDecoder::new(framing, &self.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    static_files::serve(&self.site, req, &mut self.scratch, &mut self.files)
+                    self.route(idx, c, req, head, redirects)
                 }
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut self.scratch);
                     p.close = true;
-                    p
+                    Some(p)
                 }
             },
+        };
+        let Some(plan) = plan else {
+            // A CGI child answers; its body (if any) is forwarded to it.
+            c.body = decoder;
+            return;
         };
         // A final answer sent without `100 Continue` leaves it open whether
         // the body follows (RFC 9110 §10.1.1), so the connection cannot be reused.
@@ -645,9 +725,62 @@ impl Worker {
         }
     }
 
+    /// Chooses the handler: a CGI script (started here; `None` returned)
+    /// or a static file (its plan returned).
+    fn route(
+        &mut self,
+        idx: usize,
+        c: &mut Conn,
+        req: &Request,
+        head: &[u8],
+        redirects: u8,
+    ) -> Option<Plan> {
+        if let (Some(resolver), true) = (&self.cgi, req.method != Method::Other) {
+            let (raw_path, _) = path::split_target(req.target);
+            let path = &mut self.scratch.path;
+            if path::decode_and_normalize(raw_path, path).is_ok()
+                && !(self.cfg.static_files.dotfiles != Dotfiles::Allow
+                    && path::has_dotfile_segment(path))
+            {
+                let mut resolved = resolver.resolve(path);
+                if matches!(resolved, Resolved::NotCgi) && path.ends_with(b"/") {
+                    // An index file may itself be a script (`index.cgi`).
+                    let base = path.len();
+                    for index in &self.cfg.static_files.index {
+                        path.truncate(base);
+                        path.extend_from_slice(index.as_bytes());
+                        if let found @ Resolved::Cgi(_) = resolver.resolve(path) {
+                            resolved = found;
+                            break;
+                        }
+                    }
+                }
+                match resolved {
+                    Resolved::NotCgi => {}
+                    Resolved::Denied(status) => {
+                        return Some(Plan::error(status, &mut self.scratch))
+                    }
+                    Resolved::Cgi(script) => {
+                        return self.start_cgi(idx, c, req, head, script, redirects).err();
+                    }
+                }
+            }
+            self.scratch.clear();
+        }
+        Some(static_files::serve(
+            &self.site,
+            req,
+            &mut self.scratch,
+            &mut self.files,
+        ))
+    }
+
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
         self.next_tick = self.now + TICK;
+        if !self.zombies.is_empty() {
+            self.reap_zombies(false);
+        }
         let t = self.cfg.timeouts.clone();
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
@@ -662,6 +795,12 @@ impl Worker {
                 Phase::Body if age >= t.body => self.close(i),
                 Phase::Writing if age >= t.send => self.close(i),
                 Phase::Lingering if age >= LINGER => self.close(i),
+                Phase::Cgi if age >= t.cgi => {
+                    let mut conn = self.conns[i].take().expect("present");
+                    self.cgi_timeout(&mut conn);
+                    self.conns[i] = Some(conn);
+                    self.on_event(i, false, true);
+                }
                 Phase::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
                     let mut conn = self.conns[i].take().expect("present");

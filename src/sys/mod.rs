@@ -7,6 +7,7 @@ pub mod fs;
 pub mod net;
 pub mod process;
 pub mod signal;
+pub mod spawn;
 
 use std::io;
 

@@ -137,3 +137,9 @@ pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usi
         Ok(n)
     }
 }
+
+/// `write(2)` on any descriptor (a CGI child's stdin pipe).
+pub fn write_fd(fd: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
+    cvt_size(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
+}

@@ -291,10 +291,6 @@ fn root_must_be_an_existing_directory() {
 
 #[test]
 fn features_of_later_versions_are_refused() {
-    assert_eq!(
-        load_err("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n"),
-        "DIR/site.toml:2: cgi: CGI is not available in this version of brisk; remove this setting"
-    );
     assert!(
         load_err("[[auth]]\npath = \"/p/\"\n").contains("auth: authentication is not available")
     );

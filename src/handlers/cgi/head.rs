@@ -1,0 +1,276 @@
+//! The header block a CGI script prints before its body (RFC 3875 §6).
+//!
+//! Scripts end lines with LF as often as with CRLF, so both are accepted;
+//! what is passed on to the client is always CRLF. Anything a client could
+//! be confused by — a folded line, a bare CR, a control byte, a name that
+//! is not a token — makes the whole reply invalid (the server answers
+//! 502), rather than being passed on or silently repaired.
+
+/// What kind of reply the script gave (RFC 3875 §6.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgiReply {
+    /// A document: the body follows the header block (§6.2.1).
+    Document,
+    /// `Location: /path?query` and nothing else: the server serves that
+    /// path instead, as a new GET, and the script's body is discarded
+    /// (§6.2.2). Holds the location as sent.
+    LocalRedirect(Vec<u8>),
+    /// A redirect for the client to follow: `Location` is among
+    /// [`CgiHead::headers`] and [`CgiHead::status`] is a 3xx (302 unless
+    /// the script said otherwise) (§6.2.3, §6.2.4).
+    ClientRedirect,
+}
+
+/// A parsed CGI header block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgiHead {
+    /// Bytes of the input taken by the block, including the empty line;
+    /// the body starts here.
+    pub head_len: usize,
+    /// The response status: from `Status`, else 302 for a client
+    /// redirect, else 200.
+    pub status: u16,
+    /// The reason phrase from `Status`, if one was given.
+    pub reason: Option<Vec<u8>>,
+    /// Document or redirect.
+    pub kind: CgiReply,
+    /// The header lines to send, `Name: value\r\n` each, in the script's
+    /// order: everything but `Status`, `Content-Length`, and the headers
+    /// the server owns (see [`DROPPED`]).
+    pub headers: Vec<u8>,
+    /// The script's `Content-Length`, if it sent one. The server frames
+    /// the body itself, so the header is not among [`CgiHead::headers`].
+    pub content_length: Option<u64>,
+}
+
+/// Headers a script may send but the server owns: framing and connection
+/// management (hop-by-hop, RFC 9110 §7.6.1), `Date` and `Server`. They are
+/// dropped, not passed on: a script cannot know how the server frames the
+/// body or whether the connection stays open.
+pub const DROPPED: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "date",
+    "server",
+];
+
+/// Parses the header block at the start of `buf`.
+///
+/// `Ok(None)`: the block is not complete yet (read more). `Err`: the
+/// output is not a valid CGI response, or the block is longer than `max`
+/// bytes; the reason is for the error log. On success the body (if any)
+/// starts at [`CgiHead::head_len`].
+pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static str> {
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut pos = 0;
+    let head_len = loop {
+        let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
+            if buf.len() > max {
+                return Err("CGI header block too large");
+            }
+            return Ok(None);
+        };
+        let end = pos + n + 1;
+        if end > max {
+            return Err("CGI header block too large");
+        }
+        let line = &buf[pos..pos + n];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        pos = end;
+        if line.is_empty() {
+            break end;
+        }
+        lines.push(line);
+    };
+
+    let mut status: Option<(u16, Option<Vec<u8>>)> = None;
+    let mut location: Option<&[u8]> = None;
+    let mut content_type = false;
+    let mut content_length: Option<u64> = None;
+    let mut headers = Vec::new();
+    // Header lines passed on other than Location and Content-Type, which
+    // decide whether a local redirect is allowed (§6.2.2).
+    let mut others = 0;
+    for line in lines {
+        let (name, value) = field(line)?;
+        if name.eq_ignore_ascii_case(b"status") {
+            if status.is_some() {
+                return Err("CGI Status header repeated");
+            }
+            status = Some(parse_status(value)?);
+            continue;
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let n = parse_length(value)?;
+            if content_length.is_some_and(|m| m != n) {
+                return Err("CGI Content-Length headers disagree");
+            }
+            content_length = Some(n);
+            continue;
+        }
+        if DROPPED
+            .iter()
+            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
+        {
+            continue;
+        }
+        if name.eq_ignore_ascii_case(b"location") {
+            if location.is_some() {
+                return Err("CGI Location header repeated");
+            }
+            if value.is_empty() {
+                return Err("CGI Location header empty");
+            }
+            location = Some(value);
+        } else if name.eq_ignore_ascii_case(b"content-type") {
+            if content_type {
+                return Err("CGI Content-Type header repeated");
+            }
+            content_type = true;
+            others += 1;
+        } else {
+            others += 1;
+        }
+        headers.extend_from_slice(name);
+        headers.extend_from_slice(b": ");
+        headers.extend_from_slice(value);
+        headers.extend_from_slice(b"\r\n");
+    }
+
+    let explicit_status = status.is_some();
+    let (mut code, reason) = status.unwrap_or((200, None));
+    let kind = match location {
+        Some(loc) if loc[0] == b'/' => {
+            // §6.2.2: a local redirect is `Location` alone; with a Status
+            // or other headers the script meant the client to see it.
+            if !explicit_status && others == 0 && content_length.unwrap_or(0) == 0 {
+                return Ok(Some(CgiHead {
+                    head_len,
+                    status: 200,
+                    reason: None,
+                    kind: CgiReply::LocalRedirect(loc.to_vec()),
+                    headers: Vec::new(),
+                    content_length,
+                }));
+            }
+            redirect_kind(&mut code, explicit_status)
+        }
+        Some(loc) if is_absolute_uri(loc) => redirect_kind(&mut code, explicit_status),
+        Some(_) => return Err("CGI Location is neither an absolute URI nor a local path"),
+        None => CgiReply::Document,
+    };
+    // §6.3.1: a document MUST have a Content-Type. A reply that cannot
+    // carry a body, or says it has none, needs none.
+    let bodiless = code < 200 || code == 204 || code == 304 || content_length == Some(0);
+    if kind == CgiReply::Document && !content_type && !bodiless {
+        return Err("CGI document without Content-Type");
+    }
+    Ok(Some(CgiHead {
+        head_len,
+        status: code,
+        reason,
+        kind,
+        headers,
+        content_length,
+    }))
+}
+
+/// A client redirect is a 3xx; with another explicit status (say 201
+/// Created and a Location) the reply is a document that has a Location.
+fn redirect_kind(code: &mut u16, explicit: bool) -> CgiReply {
+    if !explicit {
+        *code = 302;
+    }
+    if (300..400).contains(code) {
+        CgiReply::ClientRedirect
+    } else {
+        CgiReply::Document
+    }
+}
+
+/// Splits `Name: value`, checking both. Values keep obs-text (bytes ≥ 0x80)
+/// but no control bytes other than tab.
+fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
+    if line[0] == b' ' || line[0] == b'\t' {
+        return Err("CGI header line folded (obs-fold)");
+    }
+    let colon = line
+        .iter()
+        .position(|&b| b == b':')
+        .ok_or("CGI header line without a colon")?;
+    let name = &line[..colon];
+    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        return Err("CGI header name is not a token");
+    }
+    let value = trim(&line[colon + 1..]);
+    if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return Err("CGI header value holds a control character");
+    }
+    Ok((name, value))
+}
+
+fn trim(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `Status: 404 Not Found` (RFC 3875 §6.3.3): three digits, then an
+/// optional reason. Only final statuses: a 1xx from a script would leave
+/// the client waiting for a response that never comes.
+fn parse_status(value: &[u8]) -> Result<(u16, Option<Vec<u8>>), &'static str> {
+    const BAD: &str = "CGI Status is not a 3-digit code from 200 to 599";
+    let (digits, rest) = value.split_at(value.len().min(3));
+    if digits.len() != 3 || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(BAD);
+    }
+    if !rest.is_empty() && rest[0] != b' ' && rest[0] != b'\t' {
+        return Err(BAD);
+    }
+    let code = digits
+        .iter()
+        .fold(0u16, |n, &d| n * 10 + u16::from(d - b'0'));
+    if !(200..=599).contains(&code) {
+        return Err(BAD);
+    }
+    let reason = trim(rest);
+    Ok((code, (!reason.is_empty()).then(|| reason.to_vec())))
+}
+
+fn parse_length(value: &[u8]) -> Result<u64, &'static str> {
+    const BAD: &str = "CGI Content-Length is not a number";
+    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+        return Err(BAD);
+    }
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or(BAD)
+}
+
+/// `scheme ":" …` with a scheme per RFC 3986 §3.1 (`http:`, `https:`,
+/// `mailto:`…): what RFC 3875 §6.2.3 calls an absolute URI.
+fn is_absolute_uri(v: &[u8]) -> bool {
+    let Some(colon) = v.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let scheme = &v[..colon];
+    scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+}

@@ -1,0 +1,346 @@
+//! Request path → CGI script (RFC 3875 §3.3: `SCRIPT_NAME` and
+//! `PATH_INFO`), or a refusal.
+//!
+//! The rules are tried in file order and the first whose URL (or, for a
+//! pattern, whose glob) applies decides. Files are looked up through
+//! [`Root`], so no symlink can lead out of a CGI directory or, for a
+//! pattern, out of the document root — even when static files may follow
+//! such links. The source of a script is never left for the static
+//! handler to serve: under a `dir` rule's URL every failure is a 403 or a
+//! 404, and a file matching a `pattern` that cannot run is a 403.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::config::glob;
+use crate::config::{CgiRule, CgiTarget};
+use crate::http::Status;
+use crate::sys::fs::{Kind, Root};
+use crate::sys::spawn::{permitted, Access};
+
+/// What to do with a request path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// No CGI rule applies: the static handler serves it.
+    NotCgi,
+    /// Run this script.
+    Cgi(Script),
+    /// A CGI rule applies but nothing can run: answer with this status
+    /// (403 or 404), never with the file.
+    Denied(Status),
+}
+
+/// A script to run, and the names the RFC 3875 environment gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Script {
+    /// Index of the rule in `Config::cgi`, for its interpreter and `env`.
+    pub rule: usize,
+    /// What to execute: the interpreter if the rule has one, else the script.
+    pub program: PathBuf,
+    /// Arguments after `argv[0]`: the script path when an interpreter
+    /// runs it, else none. (RFC 3875 §4.4's search-string arguments are
+    /// deliberately not passed: scripts read `QUERY_STRING`.)
+    pub args: Vec<PathBuf>,
+    /// The script's absolute path (`SCRIPT_FILENAME`).
+    pub script_filename: PathBuf,
+    /// The URL path of the script (`SCRIPT_NAME`, RFC 3875 §4.1.13);
+    /// empty for a program mapped at `/`.
+    pub script_name: Vec<u8>,
+    /// The decoded rest of the URL path after the script, starting with
+    /// `/`, or empty (`PATH_INFO`, RFC 3875 §4.1.5).
+    pub path_info: Vec<u8>,
+    /// The script's directory: the working directory it runs in.
+    pub cwd: PathBuf,
+    /// The file name starts with `nph-`: the script writes the whole HTTP
+    /// response itself, status line included (RFC 3875 §5).
+    pub nph: bool,
+}
+
+/// Resolves `path` against `rules` in one go, opening whatever directory
+/// the matching rule needs for this call only. A worker resolving many
+/// requests should keep a [`Resolver`] instead.
+///
+/// `path` is the decoded, normalised URL path: it starts with `/` and has
+/// no `.` or `..` segments; the dotfile policy was applied by the caller.
+pub fn resolve(rules: &[CgiRule], doc_root: &Path, path: &[u8]) -> Resolved {
+    Resolver::lazy(rules, doc_root).resolve(path)
+}
+
+/// The CGI rules with their directories held open, for one worker.
+///
+/// A directory renamed or replaced after [`Resolver::new`] is not seen
+/// until a new resolver is made (on reload).
+#[derive(Debug)]
+pub struct Resolver {
+    rules: Vec<CgiRule>,
+    doc_root: PathBuf,
+    /// Per rule: its directory (`dir`) or the document root (`pattern`);
+    /// `None` for a program, or when it is to be opened per call.
+    roots: Vec<Option<Root>>,
+}
+
+impl Resolver {
+    /// Opens the directory of every `dir` rule, and the document root if a
+    /// `pattern` rule needs it.
+    pub fn new(rules: &[CgiRule], doc_root: &Path) -> io::Result<Resolver> {
+        let mut roots = Vec::with_capacity(rules.len());
+        for rule in rules {
+            roots.push(match &rule.target {
+                CgiTarget::Dir { dir, .. } => Some(Root::open(dir, false)?),
+                CgiTarget::Pattern(_) => Some(Root::open(doc_root, false)?),
+                CgiTarget::Program { .. } => None,
+            });
+        }
+        Ok(Resolver {
+            rules: rules.to_vec(),
+            doc_root: doc_root.to_path_buf(),
+            roots,
+        })
+    }
+
+    /// A resolver that opens directories when a request needs them.
+    fn lazy(rules: &[CgiRule], doc_root: &Path) -> Resolver {
+        Resolver {
+            rules: rules.to_vec(),
+            doc_root: doc_root.to_path_buf(),
+            roots: rules.iter().map(|_| None).collect(),
+        }
+    }
+
+    /// Resolves a decoded, normalised URL path (see [`resolve()`]).
+    pub fn resolve(&self, path: &[u8]) -> Resolved {
+        for (i, rule) in self.rules.iter().enumerate() {
+            match &rule.target {
+                CgiTarget::Program { url, program } => {
+                    if let Some(base) = under(url, path) {
+                        return Resolved::Cgi(self.program(i, program, base, path));
+                    }
+                }
+                CgiTarget::Dir { url, dir } => {
+                    if let Some(base) = under(url, path) {
+                        return match self.root(i, dir) {
+                            Ok(root) => self.walk_dir(i, &root, dir, base, path),
+                            Err(e) => Resolved::Denied(status_of(&e)),
+                        };
+                    }
+                }
+                CgiTarget::Pattern(glob) => {
+                    if let Some(found) = self.walk_pattern(i, glob.as_bytes(), path) {
+                        return found;
+                    }
+                }
+            }
+        }
+        Resolved::NotCgi
+    }
+
+    /// The rule's open directory, or one opened now.
+    fn root(&self, i: usize, dir: &Path) -> io::Result<RootRef<'_>> {
+        match &self.roots[i] {
+            Some(root) => Ok(RootRef::Held(root)),
+            None => Root::open(dir, false).map(RootRef::Owned),
+        }
+    }
+
+    fn program(&self, i: usize, program: &Path, base: usize, path: &[u8]) -> Script {
+        let (exe, args) = self.command(i, program);
+        Script {
+            rule: i,
+            program: exe,
+            args,
+            script_filename: program.to_path_buf(),
+            script_name: path[..base].to_vec(),
+            path_info: path[base..].to_vec(),
+            cwd: parent(program),
+            nph: is_nph(program),
+        }
+    }
+
+    /// `program` and `args` for running `script` under rule `i`.
+    fn command(&self, i: usize, script: &Path) -> (PathBuf, Vec<PathBuf>) {
+        match &self.rules[i].interpreter {
+            Some(interp) => (interp.clone(), vec![script.to_path_buf()]),
+            None => (script.to_path_buf(), Vec::new()),
+        }
+    }
+
+    /// What a regular file must allow for rule `i` to run it.
+    fn access(&self, i: usize) -> Access {
+        if self.rules[i].interpreter.is_some() {
+            Access::Read
+        } else {
+            Access::Execute
+        }
+    }
+
+    /// Walks `path[base..]` under a `dir` rule's directory: directories
+    /// lead on, the first regular file is the script, and anything else —
+    /// ending on a directory, a missing name, a special file, a symlink
+    /// out — is refused rather than left to the static handler.
+    fn walk_dir(&self, i: usize, root: &Root, dir: &Path, base: usize, path: &[u8]) -> Resolved {
+        let mut rel: Vec<u8> = Vec::new();
+        let mut pos = base;
+        loop {
+            // `path[pos..]` is empty or starts with `/`.
+            let Some((seg, end)) = segment(path, pos) else {
+                // The rule's directory itself, or a subdirectory: no listing.
+                return Resolved::Denied(Status::FORBIDDEN);
+            };
+            push_segment(&mut rel, seg);
+            let (fd, meta) = match root.stat(&rel) {
+                Ok(found) => found,
+                Err(e) => return Resolved::Denied(status_of(&e)),
+            };
+            match meta.kind {
+                Kind::Dir => pos = end,
+                Kind::Special => return Resolved::Denied(Status::FORBIDDEN),
+                Kind::File => {
+                    return match permitted(fd.as_fd(), self.access(i)) {
+                        Ok(true) => Resolved::Cgi(self.script(i, dir, &rel, path, end)),
+                        _ => Resolved::Denied(Status::FORBIDDEN),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Walks `path` under the document root for a `pattern` rule. `None`
+    /// when the rule does not apply (no segment matches, or the walk meets
+    /// a non-matching file, a missing non-matching name, or ends on a
+    /// directory): the next rule or the static handler decides.
+    fn walk_pattern(&self, i: usize, glob: &[u8], path: &[u8]) -> Option<Resolved> {
+        // No syscalls for the common case of a path no segment matches.
+        let last = last_matching_end(glob, path)?;
+        let root = match self.root(i, &self.doc_root) {
+            Ok(root) => root,
+            Err(e) => return Some(Resolved::Denied(status_of(&e))),
+        };
+        let mut rel: Vec<u8> = Vec::new();
+        let mut pos = 0;
+        while pos < last {
+            let (seg, end) = segment(path, pos)?;
+            let matched = glob::matches(glob, seg);
+            push_segment(&mut rel, seg);
+            let (fd, meta) = match root.stat(&rel) {
+                Ok(found) => found,
+                // A matching name that cannot be looked up: maybe a symlink
+                // out, which the static handler might be allowed to follow.
+                Err(e) if matched => return Some(Resolved::Denied(status_of(&e))),
+                Err(_) => return None,
+            };
+            match meta.kind {
+                Kind::Dir => pos = end,
+                _ if !matched => return None,
+                Kind::Special => return Some(Resolved::Denied(Status::FORBIDDEN)),
+                Kind::File => {
+                    return Some(match permitted(fd.as_fd(), self.access(i)) {
+                        Ok(true) => Resolved::Cgi(self.script(i, &self.doc_root, &rel, path, end)),
+                        _ => Resolved::Denied(Status::FORBIDDEN),
+                    })
+                }
+            }
+        }
+        None
+    }
+
+    /// The script `rel` under `dir`, found at `path[..end]`.
+    fn script(&self, i: usize, dir: &Path, rel: &[u8], path: &[u8], end: usize) -> Script {
+        let file = dir.join(OsStr::from_bytes(rel));
+        let (program, args) = self.command(i, &file);
+        Script {
+            rule: i,
+            program,
+            args,
+            script_name: path[..end].to_vec(),
+            path_info: path[end..].to_vec(),
+            cwd: parent(&file),
+            nph: is_nph(&file),
+            script_filename: file,
+        }
+    }
+}
+
+/// A directory held by the resolver or opened for one call.
+enum RootRef<'a> {
+    Held(&'a Root),
+    Owned(Root),
+}
+
+impl std::ops::Deref for RootRef<'_> {
+    type Target = Root;
+    fn deref(&self) -> &Root {
+        match self {
+            RootRef::Held(r) => r,
+            RootRef::Owned(r) => r,
+        }
+    }
+}
+
+/// If `path` is at or under the URL prefix `url`, the length of the
+/// prefix without its trailing `/` (which becomes `SCRIPT_NAME` for a
+/// program). `/tool` and `/tool/` both cover `/tool`, `/tool/` and
+/// `/tool/x`, never `/toolbox`; `/` covers everything.
+fn under(url: &str, path: &[u8]) -> Option<usize> {
+    let url = url.as_bytes();
+    let base = url.strip_suffix(b"/").unwrap_or(url);
+    let rest = path.strip_prefix(base)?;
+    (rest.is_empty() || rest[0] == b'/').then_some(base.len())
+}
+
+/// The segment of `path` after the `/` at `pos`, and where it ends.
+/// `None` at the end of the path or at a trailing `/`.
+fn segment(path: &[u8], pos: usize) -> Option<(&[u8], usize)> {
+    let start = pos + 1;
+    let tail = path.get(start..)?;
+    let end = tail
+        .iter()
+        .position(|&b| b == b'/')
+        .map_or(path.len(), |n| start + n);
+    (end > start).then(|| (&path[start..end], end))
+}
+
+/// Where the last segment matching `glob` ends, if any does.
+fn last_matching_end(glob: &[u8], path: &[u8]) -> Option<usize> {
+    let mut last = None;
+    let mut pos = 0;
+    while let Some((seg, end)) = segment(path, pos) {
+        if glob::matches(glob, seg) {
+            last = Some(end);
+        }
+        pos = end;
+    }
+    last
+}
+
+fn push_segment(rel: &mut Vec<u8>, seg: &[u8]) {
+    if !rel.is_empty() {
+        rel.push(b'/');
+    }
+    rel.extend_from_slice(seg);
+}
+
+/// 404 when the name does not exist (or a file stands where a directory
+/// was needed); 403 for anything else: permissions, a symlink out, a loop.
+fn status_of(e: &io::Error) -> Status {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory | io::ErrorKind::InvalidFilename
+    ) {
+        Status::NOT_FOUND
+    } else {
+        Status::FORBIDDEN
+    }
+}
+
+fn parent(file: &Path) -> PathBuf {
+    file.parent()
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+}
+
+fn is_nph(file: &Path) -> bool {
+    file.file_name()
+        .is_some_and(|n| n.as_bytes().starts_with(b"nph-"))
+}

@@ -1,0 +1,171 @@
+use std::path::{Path, PathBuf};
+
+use crate::handlers::cgi::{build_env, EnvRequest, Script};
+use crate::http::parse::Header;
+
+fn script(path_info: &[u8]) -> Script {
+    Script {
+        rule: 0,
+        program: PathBuf::from("/srv/cgi-bin/env.cgi"),
+        args: Vec::new(),
+        script_filename: PathBuf::from("/srv/cgi-bin/env.cgi"),
+        script_name: b"/cgi-bin/env.cgi".to_vec(),
+        path_info: path_info.to_vec(),
+        cwd: PathBuf::from("/srv/cgi-bin"),
+        nph: false,
+    }
+}
+
+fn h<'a>(name: &'a str, value: &'a str) -> Header<'a> {
+    Header {
+        name: name.as_bytes(),
+        value: value.as_bytes(),
+    }
+}
+
+fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
+    EnvRequest {
+        method: b"POST",
+        raw_target: b"/cgi-bin/env.cgi/a%20b/c?x=1&y=%2F",
+        query: b"x=1&y=%2F",
+        version: "HTTP/1.1",
+        headers,
+        remote: "192.0.2.7:51234".parse().unwrap(),
+        local: "[::ffff:10.0.0.1]:8080".parse().unwrap(),
+        server_name: b"example.org",
+        document_root: Path::new("/srv/www"),
+        content_length: Some(11),
+        remote_user: None,
+        auth_type: None,
+    }
+}
+
+fn strings(env: Vec<std::ffi::CString>) -> Vec<String> {
+    env.into_iter().map(|c| c.into_string().unwrap()).collect()
+}
+
+#[test]
+fn full_environment_byte_exact() {
+    let headers = [
+        h("Host", "example.org:8080"),
+        h("User-Agent", "test/1.0"),
+        h("Content-Type", "application/x-www-form-urlencoded"),
+        h("Content-Length", "11"),
+        h("Accept", "text/html"),
+        h("accept", "text/plain"),
+        h("Cookie", "a=1"),
+        h("Cookie", "b=2"),
+        h("Proxy", "http://evil.example:3128"),
+        h("Authorization", "Basic dXNlcjpwYXNz"),
+        h("Proxy-Authorization", "Basic eDp5"),
+        h("X_Forwarded_For", "6.6.6.6"),
+        h("X-Forwarded-For", "198.51.100.1"),
+        h("X.Odd", "1"),
+        h("X-Empty", ""),
+    ];
+    let env = strings(build_env(&script(b"/a b/c"), &request(&headers), &[]));
+    let expected = [
+        "CONTENT_LENGTH=11",
+        "CONTENT_TYPE=application/x-www-form-urlencoded",
+        "DOCUMENT_ROOT=/srv/www",
+        "GATEWAY_INTERFACE=CGI/1.1",
+        "HTTP_ACCEPT=text/html, text/plain",
+        "HTTP_COOKIE=a=1; b=2",
+        "HTTP_HOST=example.org:8080",
+        "HTTP_USER_AGENT=test/1.0",
+        "HTTP_X_EMPTY=",
+        "HTTP_X_FORWARDED_FOR=198.51.100.1",
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+        "PATH_INFO=/a b/c",
+        "PATH_TRANSLATED=/srv/www/a b/c",
+        "QUERY_STRING=x=1&y=%2F",
+        "REDIRECT_STATUS=200",
+        "REMOTE_ADDR=192.0.2.7",
+        "REMOTE_HOST=192.0.2.7",
+        "REMOTE_PORT=51234",
+        "REQUEST_METHOD=POST",
+        "REQUEST_URI=/cgi-bin/env.cgi/a%20b/c?x=1&y=%2F",
+        "SCRIPT_FILENAME=/srv/cgi-bin/env.cgi",
+        "SCRIPT_NAME=/cgi-bin/env.cgi",
+        "SERVER_ADDR=10.0.0.1",
+        "SERVER_NAME=example.org",
+        "SERVER_PORT=8080",
+        "SERVER_PROTOCOL=HTTP/1.1",
+        "SERVER_SOFTWARE=brisk/0.1.0",
+    ];
+    assert_eq!(env, expected);
+}
+
+#[test]
+fn minimal_request_leaves_optional_variables_unset() {
+    let mut req = request(&[]);
+    req.method = b"GET";
+    req.raw_target = b"/cgi-bin/env.cgi";
+    req.query = b"";
+    req.version = "HTTP/1.0";
+    req.content_length = None;
+    req.remote = "[2001:db8::1]:443".parse().unwrap();
+    req.document_root = Path::new("/");
+    let env = strings(build_env(&script(b""), &req, &[]));
+    let names: Vec<&str> = env.iter().map(|e| e.split('=').next().unwrap()).collect();
+    for absent in [
+        "AUTH_TYPE",
+        "CONTENT_LENGTH",
+        "CONTENT_TYPE",
+        "PATH_INFO",
+        "PATH_TRANSLATED",
+        "REMOTE_USER",
+    ] {
+        assert!(!names.contains(&absent), "{absent} in {env:?}");
+    }
+    assert!(env.contains(&"QUERY_STRING=".to_string()));
+    assert!(env.contains(&"REMOTE_ADDR=2001:db8::1".to_string()));
+    assert!(env.contains(&"SERVER_PROTOCOL=HTTP/1.0".to_string()));
+    // Sorted by name.
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+}
+
+#[test]
+fn path_translated_on_a_root_of_slash() {
+    let mut req = request(&[]);
+    req.document_root = Path::new("/");
+    let env = strings(build_env(&script(b"/x/y"), &req, &[]));
+    assert!(env.contains(&"PATH_TRANSLATED=/x/y".to_string()), "{env:?}");
+}
+
+#[test]
+fn auth_variables_when_authenticated() {
+    let mut req = request(&[]);
+    req.remote_user = Some(b"alice");
+    req.auth_type = Some(b"Basic");
+    let env = strings(build_env(&script(b""), &req, &[]));
+    assert!(env.contains(&"AUTH_TYPE=Basic".to_string()));
+    assert!(env.contains(&"REMOTE_USER=alice".to_string()));
+}
+
+#[test]
+fn rule_env_overrides_everything() {
+    let headers = [h("Host", "h")];
+    let extra = [
+        ("TOOL_ROOT".to_string(), "/srv/tool".to_string()),
+        ("PATH".to_string(), "/opt/bin".to_string()),
+        ("SERVER_NAME".to_string(), "fixed".to_string()),
+        ("HTTP_HOST".to_string(), "pinned".to_string()),
+    ];
+    let env = strings(build_env(&script(b""), &request(&headers), &extra));
+    assert!(env.contains(&"TOOL_ROOT=/srv/tool".to_string()));
+    assert!(env.contains(&"PATH=/opt/bin".to_string()));
+    assert!(env.contains(&"SERVER_NAME=fixed".to_string()));
+    assert!(env.contains(&"HTTP_HOST=pinned".to_string()));
+    assert_eq!(env.iter().filter(|e| e.starts_with("PATH=")).count(), 1);
+}
+
+#[test]
+fn only_listed_variables_nothing_from_the_server() {
+    // The server's own environment (HOME, USER, …) never appears.
+    let env = strings(build_env(&script(b""), &request(&[]), &[]));
+    assert!(env.iter().all(|e| !e.starts_with("HOME=")));
+    assert_eq!(env.len(), 18, "{env:?}");
+}

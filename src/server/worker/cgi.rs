@@ -1,0 +1,776 @@
+//! CGI in the event loop: the child's pipes are registered in the worker's
+//! epoll next to the sockets, so a slow or hung script delays only its own
+//! client. The request body streams to the child's stdin as it arrives
+//! (never held whole); the child's output streams back, framed by its
+//! Content-Length, chunked (HTTP/1.1) or by closing (HTTP/1.0).
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::Instant;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Token};
+
+use super::{Worker, CGI_BASE};
+use crate::config::Level;
+use crate::handlers::cgi::Script;
+use crate::handlers::cgi::{build_env, parse_head, CgiReply, EnvRequest};
+use crate::handlers::Plan;
+use crate::http::parse::{self, BodyFraming, Header, Request};
+use crate::http::{path, Method, Status, Version};
+use crate::log::AccessRecord;
+use crate::server::conn::{Conn, Phase};
+use crate::server::response::{self, ConnHeader, Framing, HeadParts};
+use crate::sys::spawn;
+
+/// Request-body bytes buffered for a child's stdin before reading from the
+/// client pauses.
+pub(super) const STDIN_CAP: usize = 64 * 1024;
+/// Child output buffered for the client before reading from the child pauses.
+const OUT_CAP: usize = 256 * 1024;
+/// Longest stderr line kept for the error log.
+const STDERR_LINE: usize = 4096;
+/// Local redirects followed for one request before giving up (500).
+const MAX_REDIRECTS: u8 = 5;
+
+/// Which pipe of a child an event is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pipe {
+    Stdin = 0,
+    Stdout = 1,
+    Stderr = 2,
+}
+
+/// How the child's body reaches the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyOut {
+    /// HEAD or a bodiless status: output is discarded.
+    Discard,
+    Length(u64),
+    Chunked,
+    Close,
+    /// `nph-` script: everything is passed through as it comes.
+    Raw,
+}
+
+/// A running CGI request on a connection.
+#[derive(Debug)]
+pub struct CgiRun {
+    pid: i32,
+    stdin: Option<OwnedFd>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    /// Decoded request body waiting for the child's stdin.
+    pub(super) stdin_buf: Vec<u8>,
+    stdin_ready: bool,
+    stdout_ready: bool,
+    stderr_ready: bool,
+    /// The child's output until its header block is complete.
+    head_buf: Vec<u8>,
+    body_out: Option<BodyOut>,
+    /// Bytes of the response (head or body) queued for the client.
+    sent_any: bool,
+    body_bytes: u64,
+    status: u16,
+    keep_alive: bool,
+    version: Version,
+    head_only: bool,
+    /// The request head as received (for a local redirect and the log).
+    request_head: Vec<u8>,
+    redirects: u8,
+    started: Instant,
+    script: String,
+    stderr_line: Vec<u8>,
+    /// The response must not be reused after this (truncated, aborted).
+    broken: bool,
+}
+
+impl CgiRun {
+    /// Whether the decoded body still has somewhere to go.
+    pub(super) fn wants_body(&self) -> bool {
+        self.stdin.is_some()
+    }
+}
+
+fn token(conn: usize, pipe: Pipe) -> Token {
+    Token(CGI_BASE + conn * 3 + pipe as usize)
+}
+
+/// Maps a CGI token back to its connection and pipe.
+pub(super) fn split_token(t: usize) -> (usize, Pipe) {
+    let n = t - CGI_BASE;
+    let pipe = match n % 3 {
+        0 => Pipe::Stdin,
+        1 => Pipe::Stdout,
+        _ => Pipe::Stderr,
+    };
+    (n / 3, pipe)
+}
+
+fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    crate::sys::net::read_into_spare(fd, buf)
+}
+
+impl Worker {
+    /// Starts `script` for `req` on connection `c` (slab index `idx`).
+    /// Returns an error plan when the script cannot be started.
+    pub(super) fn start_cgi(
+        &mut self,
+        idx: usize,
+        c: &mut Conn,
+        req: &Request,
+        raw_head: &[u8],
+        script: Script,
+        redirects: u8,
+    ) -> Result<(), Plan> {
+        if self.cgi_running >= self.cfg.limits.cgi_processes {
+            self.logger.log(
+                Level::Warn,
+                format_args!(
+                    "cgi: {} processes running; refusing another",
+                    self.cgi_running
+                ),
+            );
+            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch));
+        }
+        let (_, query) = path::split_target(req.target);
+        let local = c.stream.local_addr().unwrap_or(c.peer);
+        let host = req.host.unwrap_or_default();
+        let server_name = host_without_port(host);
+        let local_ip;
+        let server_name: &[u8] = if server_name.is_empty() {
+            local_ip = local.ip().to_string();
+            local_ip.as_bytes()
+        } else {
+            server_name
+        };
+        let env_req = EnvRequest {
+            method: req.method_token,
+            raw_target: req.target,
+            query: query.unwrap_or_default(),
+            version: req.version.as_str(),
+            headers: req.headers,
+            remote: c.peer,
+            local,
+            server_name,
+            document_root: &self.cfg.root,
+            content_length: match req.body {
+                BodyFraming::Length(n) => Some(n),
+                _ => None,
+            },
+            remote_user: None,
+            auth_type: None,
+        };
+        let extra = &self.cfg.cgi[script.rule].env;
+        let env = build_env(&script, &env_req, extra);
+        let child = match spawn::spawn(&script.program, &script.args, &env, &script.cwd) {
+            Ok(ch) => ch,
+            Err(e) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!("cgi: cannot run {}: {e}", script.script_filename.display()),
+                );
+                return Err(Plan::error(
+                    Status::INTERNAL_SERVER_ERROR,
+                    &mut self.scratch,
+                ));
+            }
+        };
+        let reg = self.poll.registry();
+        let ok = reg
+            .register(
+                &mut SourceFd(&child.stdout.as_raw_fd()),
+                token(idx, Pipe::Stdout),
+                Interest::READABLE,
+            )
+            .and_then(|_| {
+                reg.register(
+                    &mut SourceFd(&child.stderr.as_raw_fd()),
+                    token(idx, Pipe::Stderr),
+                    Interest::READABLE,
+                )
+            })
+            .and_then(|_| {
+                reg.register(
+                    &mut SourceFd(&child.stdin.as_raw_fd()),
+                    token(idx, Pipe::Stdin),
+                    Interest::WRITABLE,
+                )
+            });
+        if let Err(e) = ok {
+            spawn::kill_group(child.pid);
+            self.zombies.push((child.pid, self.now));
+            self.logger
+                .log(Level::Error, format_args!("cgi: cannot watch pipes: {e}"));
+            return Err(Plan::error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut self.scratch,
+            ));
+        }
+        self.cgi_running += 1;
+        let has_body = req.body != BodyFraming::None;
+        let keep_alive = req.keep_alive
+            && !(req.expect_continue && has_body)
+            && c.served < self.cfg.limits.keepalive_requests;
+        let run = CgiRun {
+            pid: child.pid,
+            stdin: Some(child.stdin),
+            stdout: Some(child.stdout),
+            stderr: Some(child.stderr),
+            stdin_buf: Vec::new(),
+            stdin_ready: true,
+            stdout_ready: true,
+            stderr_ready: true,
+            head_buf: Vec::new(),
+            body_out: if script.nph { Some(BodyOut::Raw) } else { None },
+            sent_any: false,
+            body_bytes: 0,
+            status: 0,
+            keep_alive: keep_alive && !script.nph,
+            version: req.version,
+            head_only: req.method == Method::Head,
+            request_head: raw_head.to_vec(),
+            redirects,
+            started: self.now,
+            script: script.script_filename.display().to_string(),
+            stderr_line: Vec::new(),
+            broken: false,
+        };
+        c.cgi = Some(Box::new(run));
+        c.phase = Phase::Cgi;
+        c.since = self.now;
+        if !has_body {
+            self.close_stdin(c);
+        }
+        Ok(())
+    }
+
+    /// Records readiness of a child's pipe.
+    pub(super) fn cgi_ready(c: &mut Conn, pipe: Pipe) {
+        if let Some(g) = c.cgi.as_mut() {
+            match pipe {
+                Pipe::Stdin => g.stdin_ready = true,
+                Pipe::Stdout => g.stdout_ready = true,
+                Pipe::Stderr => g.stderr_ready = true,
+            }
+        }
+    }
+
+    fn close_stdin(&mut self, c: &mut Conn) {
+        if let Some(g) = c.cgi.as_mut() {
+            if let Some(fd) = g.stdin.take() {
+                let _ = self
+                    .poll
+                    .registry()
+                    .deregister(&mut SourceFd(&fd.as_raw_fd()));
+            }
+            g.stdin_buf = Vec::new();
+        }
+    }
+
+    /// Moves a CGI request forward: body to stdin, stderr to the log,
+    /// stdout to the client (while the client keeps up). Returns whether
+    /// anything moved.
+    pub(super) fn pump_cgi(&mut self, c: &mut Conn) -> bool {
+        let mut moved = false;
+        self.pump_stderr(c);
+        let since = self.now;
+        moved |= self.pump_stdin(c);
+        while c
+            .cgi
+            .as_ref()
+            .is_some_and(|g| g.stdout_ready && g.stdout.is_some())
+            && c.out.buffered() < OUT_CAP
+        {
+            let g = c.cgi.as_mut().expect("checked");
+            self.cgi_buf.clear();
+            let fd = g.stdout.as_ref().expect("checked");
+            match read_fd(fd, &mut self.cgi_buf) {
+                Ok(0) => {
+                    moved = true;
+                    self.cgi_output_done(c);
+                    break;
+                }
+                Ok(_) => {
+                    moved = true;
+                    let data = std::mem::take(&mut self.cgi_buf);
+                    self.cgi_output(c, &data);
+                    self.cgi_buf = data;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => g.stdout_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    moved = true;
+                    self.cgi_output_done(c);
+                    break;
+                }
+            }
+        }
+        if moved && c.cgi.is_some() {
+            // `timeouts.cgi` is an idle timeout: progress restarts it.
+            c.since = since;
+        }
+        moved
+    }
+
+    fn pump_stdin(&mut self, c: &mut Conn) -> bool {
+        let Some(g) = c.cgi.as_mut() else {
+            return false;
+        };
+        let mut moved = false;
+        while g.stdin_ready && !g.stdin_buf.is_empty() {
+            let Some(fd) = g.stdin.as_ref() else { break };
+            match crate::sys::net::write_fd(fd, &g.stdin_buf) {
+                Ok(n) => {
+                    g.stdin_buf.drain(..n);
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => g.stdin_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // The script does not read its input (EPIPE): the rest
+                    // of the body is read from the client and dropped.
+                    moved = true;
+                    self.close_stdin(c);
+                    return moved;
+                }
+            }
+        }
+        let body_done = c.body.is_none();
+        if body_done && g.stdin_buf.is_empty() && g.stdin.is_some() {
+            self.close_stdin(c);
+        }
+        moved
+    }
+
+    fn pump_stderr(&mut self, c: &mut Conn) {
+        loop {
+            let Some(g) = c.cgi.as_mut() else { return };
+            if !g.stderr_ready {
+                return;
+            }
+            let Some(fd) = g.stderr.as_ref() else { return };
+            self.cgi_buf.clear();
+            match read_fd(fd, &mut self.cgi_buf) {
+                Ok(0) => {
+                    if let Some(fd) = g.stderr.take() {
+                        let _ = self
+                            .poll
+                            .registry()
+                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
+                    }
+                    self.flush_stderr_line(c);
+                    return;
+                }
+                Ok(_) => {
+                    // Each complete line becomes one error-log message.
+                    for piece in self.cgi_buf.split_inclusive(|&b| b == b'\n') {
+                        let line_done = piece.ends_with(b"\n");
+                        let text = piece.strip_suffix(b"\n").unwrap_or(piece);
+                        let room = STDERR_LINE.saturating_sub(g.stderr_line.len());
+                        g.stderr_line
+                            .extend_from_slice(&text[..text.len().min(room)]);
+                        if line_done && !g.stderr_line.is_empty() {
+                            self.logger.log(
+                                Level::Error,
+                                format_args!(
+                                    "cgi {}: {}",
+                                    g.script,
+                                    String::from_utf8_lossy(&g.stderr_line)
+                                ),
+                            );
+                            g.stderr_line.clear();
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => g.stderr_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    if let Some(fd) = g.stderr.take() {
+                        let _ = self
+                            .poll
+                            .registry()
+                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn head_parts(&self, keep: bool, version: Version) -> HeadParts<'_> {
+        let connection = match (keep, version) {
+            (false, _) => ConnHeader::Close,
+            (true, Version::Http10) => ConnHeader::KeepAlive,
+            (true, _) => ConnHeader::None,
+        };
+        HeadParts {
+            server: self.cfg.server_header.as_bytes(),
+            date: self.date.get(),
+            connection,
+            head_only: false,
+        }
+    }
+
+    /// Handles bytes the child wrote to stdout.
+    fn cgi_output(&mut self, c: &mut Conn, data: &[u8]) {
+        let Some(g) = c.cgi.as_mut() else { return };
+        match g.body_out {
+            Some(out) => {
+                let start = c.out.buf_mut().len();
+                emit_body(g, out, data, c.out.buf_mut());
+                c.out.commit(start);
+            }
+            None => {
+                g.head_buf.extend_from_slice(data);
+                let max = self.cfg.limits.cgi_header_bytes;
+                match parse_head(&g.head_buf, max) {
+                    Ok(None) => {}
+                    Err(why) => {
+                        self.logger.log(
+                            Level::Error,
+                            format_args!("cgi {}: invalid response header: {why}", g.script),
+                        );
+                        self.cgi_fail(c, Status::BAD_GATEWAY);
+                    }
+                    Ok(Some(head)) => {
+                        if let CgiReply::LocalRedirect(target) = &head.kind {
+                            let target = target.clone();
+                            self.cgi_local_redirect(c, &target);
+                            return;
+                        }
+                        let status = Status(head.status);
+                        let bodiless = status.is_bodiless();
+                        let out = if g.head_only || bodiless {
+                            BodyOut::Discard
+                        } else if let Some(n) = head.content_length {
+                            BodyOut::Length(n)
+                        } else if g.keep_alive && g.version == Version::Http11 {
+                            BodyOut::Chunked
+                        } else {
+                            BodyOut::Close
+                        };
+                        let framing = match (out, head.content_length) {
+                            (_, _) if bodiless => Framing::Bodiless,
+                            (_, Some(n)) => Framing::Length(n),
+                            (BodyOut::Chunked, None) => Framing::Chunked,
+                            _ => Framing::Close,
+                        };
+                        if out == BodyOut::Close || (g.head_only && head.content_length.is_none()) {
+                            g.keep_alive = g.keep_alive && g.head_only;
+                        }
+                        let keep =
+                            g.keep_alive && self.drain_until.is_none() && out != BodyOut::Close;
+                        g.keep_alive = keep;
+                        g.status = head.status;
+                        let reason_owned;
+                        let reason: &[u8] = match &head.reason {
+                            Some(r) if status.reason() == "Unknown" => {
+                                reason_owned = r.clone();
+                                &reason_owned
+                            }
+                            _ => status.reason().as_bytes(),
+                        };
+                        let parts = self.head_parts(keep, g.version);
+                        let start = c.out.buf_mut().len();
+                        response::write_head(
+                            c.out.buf_mut(),
+                            head.status,
+                            reason,
+                            &head.headers,
+                            framing,
+                            &parts,
+                        );
+                        let rest = g.head_buf.split_off(head.head_len);
+                        g.head_buf = Vec::new();
+                        g.body_out = Some(out);
+                        g.sent_any = true;
+                        emit_body(g, out, &rest, c.out.buf_mut());
+                        c.out.commit(start);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The child closed its stdout: end the response.
+    fn cgi_output_done(&mut self, c: &mut Conn) {
+        let Some(g) = c.cgi.as_mut() else { return };
+        match g.body_out {
+            None => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!(
+                        "cgi {}: exited without a complete response header",
+                        g.script
+                    ),
+                );
+                self.cgi_fail(c, Status::BAD_GATEWAY);
+                return;
+            }
+            Some(BodyOut::Chunked) => c.out.push_bytes(b"0\r\n\r\n"),
+            Some(BodyOut::Length(left)) if left > 0 => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!(
+                        "cgi {}: output {left} bytes shorter than its Content-Length",
+                        g.script
+                    ),
+                );
+                g.broken = true;
+            }
+            Some(BodyOut::Close | BodyOut::Raw) => g.keep_alive = false,
+            Some(_) => {}
+        }
+        self.cgi_end(c);
+    }
+
+    /// Answers `status` if nothing was sent yet (else cuts the response
+    /// short), and ends the CGI request.
+    fn cgi_fail(&mut self, c: &mut Conn, status: Status) {
+        let Some(g) = c.cgi.as_mut() else { return };
+        spawn::kill_group(g.pid);
+        if g.sent_any {
+            g.broken = true;
+        } else {
+            g.keep_alive = false;
+            g.status = status.0;
+            self.scratch.clear();
+            let plan = Plan::error(status, &mut self.scratch);
+            let parts = self.head_parts(false, g.version);
+            let parts = HeadParts {
+                head_only: g.head_only,
+                ..parts
+            };
+            g.body_bytes = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
+            g.sent_any = true;
+        }
+        self.cgi_end(c);
+    }
+
+    /// Releases the child (reaped now or later), logs the request, and
+    /// lets the connection go on (or close).
+    pub(super) fn cgi_end(&mut self, c: &mut Conn) {
+        self.flush_stderr_line(c);
+        let Some(g) = c.cgi.take() else { return };
+        let g = *g;
+        let reg = self.poll.registry();
+        for fd in [&g.stdin, &g.stdout, &g.stderr].into_iter().flatten() {
+            let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
+        }
+        drop((g.stdin, g.stdout, g.stderr));
+        match spawn::try_reap(g.pid) {
+            Ok(Some(_)) => {}
+            _ => self.zombies.push((g.pid, self.now)),
+        }
+        self.cgi_running -= 1;
+        if self.logger.access_enabled() {
+            let mut storage = [Header::EMPTY; super::MAX_HEADERS];
+            if let Ok(Some(req)) = parse::parse_request(&g.request_head, &self.limits, &mut storage)
+            {
+                let rec = AccessRecord {
+                    remote: c.peer.ip(),
+                    time: self.wall,
+                    method: req.method_token,
+                    target: req.target,
+                    version: req.version.as_str(),
+                    status: g.status,
+                    bytes: g.body_bytes,
+                    referer: req.header("referer"),
+                    user_agent: req.header("user-agent"),
+                    user: None,
+                    duration_us: self.now.saturating_duration_since(g.started).as_micros() as u64,
+                };
+                self.logger.access(&rec);
+            }
+        }
+        if g.broken || !g.keep_alive {
+            c.close_after = true;
+        }
+        c.phase = Phase::Idle;
+        c.since = self.now;
+    }
+
+    /// A timed-out or abandoned CGI request: kill the child's group.
+    pub(super) fn cgi_timeout(&mut self, c: &mut Conn) {
+        if let Some(g) = c.cgi.as_ref() {
+            self.logger.log(
+                Level::Error,
+                format_args!("cgi {}: timed out; killed", g.script),
+            );
+        }
+        self.cgi_fail(c, Status::GATEWAY_TIMEOUT);
+    }
+
+    /// Kills the child of a connection that is going away.
+    pub(super) fn cgi_abandon(&mut self, c: &mut Conn) {
+        if let Some(g) = c.cgi.as_mut() {
+            spawn::kill_group(g.pid);
+            g.broken = true;
+            g.status = if g.sent_any { g.status } else { 499 };
+        }
+        self.cgi_end(c);
+    }
+
+    /// `Location: /local/path` with no body (RFC 3875 §6.2.2): the server
+    /// answers as if that had been requested, with GET.
+    fn cgi_local_redirect(&mut self, c: &mut Conn, target: &[u8]) {
+        let Some(g) = c.cgi.as_mut() else { return };
+        spawn::kill_group(g.pid);
+        let redirects = g.redirects + 1;
+        let head = std::mem::take(&mut g.request_head);
+        // The new request: the redirected target with the original header
+        // lines (but no body: the method becomes GET).
+        let line_end = head
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map_or(head.len(), |p| p + 2);
+        let mut new_head = Vec::with_capacity(head.len() + target.len());
+        new_head.extend_from_slice(b"GET ");
+        new_head.extend_from_slice(target);
+        new_head.push(b' ');
+        new_head.extend_from_slice(g.version.as_str().as_bytes());
+        new_head.extend_from_slice(b"\r\n");
+        for line in head[line_end..].split_inclusive(|&b| b == b'\n') {
+            let lower = line.to_ascii_lowercase();
+            if lower.starts_with(b"content-length:") || lower.starts_with(b"transfer-encoding:") {
+                continue;
+            }
+            new_head.extend_from_slice(line);
+        }
+        g.request_head = head;
+        g.status = 0;
+        g.keep_alive = false;
+        let idx = c.index;
+        // The original request is not logged; the redirected one is.
+        self.cgi_end_quiet(c);
+        if redirects > MAX_REDIRECTS {
+            self.logger
+                .log(Level::Error, format_args!("cgi: too many local redirects"));
+            self.scratch.clear();
+            let plan = Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch);
+            let parts = self.head_parts(false, Version::Http11);
+            let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
+            c.close_after = true;
+            return;
+        }
+        let mut storage = [Header::EMPTY; super::MAX_HEADERS];
+        match parse::parse_request(&new_head, &self.limits, &mut storage) {
+            Ok(Some(req)) => {
+                c.served -= 1;
+                // A static answer lands in the staging queue, which the
+                // connection's loop flushes right after its own queue.
+                self.respond_to(idx, c, &req, &new_head, redirects);
+            }
+            _ => {
+                self.scratch.clear();
+                let plan = Plan::error(Status::BAD_GATEWAY, &mut self.scratch);
+                let parts = self.head_parts(false, Version::Http11);
+                let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
+                c.close_after = true;
+            }
+        }
+    }
+
+    /// Ends a CGI request without an access-log line.
+    fn cgi_end_quiet(&mut self, c: &mut Conn) {
+        let Some(g) = c.cgi.take() else { return };
+        let g = *g;
+        let reg = self.poll.registry();
+        for fd in [&g.stdin, &g.stdout, &g.stderr].into_iter().flatten() {
+            let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
+        }
+        drop((g.stdin, g.stdout, g.stderr));
+        if !matches!(spawn::try_reap(g.pid), Ok(Some(_))) {
+            self.zombies.push((g.pid, self.now));
+        }
+        self.cgi_running -= 1;
+    }
+
+    /// Reaps children that outlived their request; kills those that
+    /// linger past the CGI timeout; at shutdown (`all`), kills and waits.
+    pub(super) fn reap_zombies(&mut self, all: bool) {
+        let limit = self.cfg.timeouts.cgi;
+        let now = self.now;
+        self.zombies.retain(|&(pid, since)| {
+            if all || now.saturating_duration_since(since) >= limit {
+                spawn::kill_group(pid);
+            }
+            loop {
+                match spawn::try_reap(pid) {
+                    Ok(Some(_)) | Err(_) => return false,
+                    Ok(None) if all => std::thread::sleep(std::time::Duration::from_millis(5)),
+                    Ok(None) => return true,
+                }
+            }
+        });
+    }
+    fn flush_stderr_line(&mut self, c: &mut Conn) {
+        let Some(g) = c.cgi.as_mut() else { return };
+        if !g.stderr_line.is_empty() {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "cgi {}: {}",
+                    g.script,
+                    String::from_utf8_lossy(&g.stderr_line)
+                ),
+            );
+            g.stderr_line.clear();
+        }
+    }
+}
+
+/// Frames `data` from the child's stdout into `buf` for the client.
+fn emit_body(g: &mut CgiRun, out: BodyOut, data: &[u8], buf: &mut Vec<u8>) {
+    if data.is_empty() {
+        return;
+    }
+    match out {
+        BodyOut::Discard => {}
+        BodyOut::Raw | BodyOut::Close => {
+            buf.extend_from_slice(data);
+            g.body_bytes += data.len() as u64;
+        }
+        BodyOut::Length(left) => {
+            let n = (data.len() as u64).min(left) as usize;
+            buf.extend_from_slice(&data[..n]);
+            g.body_bytes += n as u64;
+            g.body_out = Some(BodyOut::Length(left - n as u64));
+        }
+        BodyOut::Chunked => {
+            // RFC 9112 §7.1: chunk-size in hex, CRLF, data, CRLF.
+            let mut hex = [0u8; 16];
+            let mut i = hex.len();
+            let mut n = data.len();
+            loop {
+                i -= 1;
+                hex[i] = b"0123456789abcdef"[n & 0xf];
+                n >>= 4;
+                if n == 0 {
+                    break;
+                }
+            }
+            buf.extend_from_slice(&hex[i..]);
+            buf.extend_from_slice(b"\r\n");
+            buf.extend_from_slice(data);
+            buf.extend_from_slice(b"\r\n");
+            g.body_bytes += data.len() as u64;
+        }
+    }
+}
+
+/// The host part of a Host value (`example.com:8080` → `example.com`,
+/// `[::1]:80` → `[::1]`).
+fn host_without_port(host: &[u8]) -> &[u8] {
+    if host.starts_with(b"[") {
+        return match host.iter().position(|&b| b == b']') {
+            Some(end) => &host[..=end],
+            None => host,
+        };
+    }
+    match host.iter().rposition(|&b| b == b':') {
+        Some(colon) => &host[..colon],
+        None => host,
+    }
+}

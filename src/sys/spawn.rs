@@ -1,0 +1,428 @@
+//! Starting CGI programs (RFC 3875) and cleaning up after them.
+//!
+//! A child runs in its own process group, so a timeout can kill it and
+//! everything it started (`kill_group`). Our ends of its pipes are
+//! non-blocking, ready to register in an event loop. Nothing here waits:
+//! the loop reaps with [`try_reap`] when it sees the pipes close.
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::cvt;
+
+/// A running CGI program and our ends of its standard streams.
+#[derive(Debug)]
+pub struct CgiChild {
+    /// Process id, also its process group id.
+    pub pid: i32,
+    /// Write end of the child's stdin (the request body), non-blocking.
+    pub stdin: OwnedFd,
+    /// Read end of the child's stdout (the response), non-blocking.
+    pub stdout: OwnedFd,
+    /// Read end of the child's stderr (for the error log), non-blocking.
+    pub stderr: OwnedFd,
+}
+
+/// Starts `program` with `args`, exactly the environment `env` (each entry
+/// `NAME=value`), in `cwd`, as the leader of a new process group.
+///
+/// The child starts with an empty signal mask and SIGPIPE at its default
+/// disposition, whatever the calling thread blocks or ignores: the server
+/// blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 in every thread, and a script that
+/// inherited that mask could not be stopped by them (std's `posix_spawn`
+/// path keeps the mask, so it is reset here). It inherits only its three
+/// pipes: descriptors brisk opens are close-on-exec, and any the server
+/// itself inherited without the flag are marked in the child before the
+/// exec (`close_range(CLOSE_RANGE_CLOEXEC)`, Linux ≥ 5.11; on older
+/// kernels such strays leak).
+pub fn spawn(
+    program: &Path,
+    args: &[PathBuf],
+    env: &[CString],
+    cwd: &Path,
+) -> io::Result<CgiChild> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .current_dir(cwd)
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the forked child before exec and makes
+    // only async-signal-safe calls (sigprocmask, signal, close_range) on
+    // stack data; it neither allocates nor takes locks.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            cvt(libc::sigprocmask(
+                libc::SIG_SETMASK,
+                &empty,
+                std::ptr::null_mut(),
+            ))?;
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            // Marks rather than closes, so that std's own close-on-exec
+            // pipe can still report a failed exec. Errors (ENOSYS on old
+            // kernels) leave things as they were.
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
+    for entry in env {
+        let bytes = entry.as_bytes();
+        let eq = bytes
+            .iter()
+            .position(|&b| b == b'=')
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "env entry without '='"))?;
+        cmd.env(
+            OsStr::from_bytes(&bytes[..eq]),
+            OsStr::from_bytes(&bytes[eq + 1..]),
+        );
+    }
+    let mut child = cmd.spawn()?;
+    let pid = child.id() as i32;
+    let taken = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (Some(stdin), Some(stdout), Some(stderr)) = taken else {
+        // Cannot happen with three `Stdio::piped()`; do not leave a child behind.
+        kill_group(pid);
+        return Err(io::Error::other("child pipes missing"));
+    };
+    let out = CgiChild {
+        pid,
+        stdin: OwnedFd::from(stdin),
+        stdout: OwnedFd::from(stdout),
+        stderr: OwnedFd::from(stderr),
+    };
+    for fd in [&out.stdin, &out.stdout, &out.stderr] {
+        if let Err(e) = set_nonblocking(fd.as_raw_fd()) {
+            kill_group(pid);
+            return Err(e);
+        }
+    }
+    Ok(out)
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: `fd` is an open descriptor we own; F_GETFL takes no argument.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above; F_SETFL takes an int of flags.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// Sends SIGKILL to the process group `pid` (the child and whatever it
+/// started). A group that is already gone is not an error. A `pid` below
+/// 2 is ignored: `kill(0)` or `kill(-1)` would hit the server itself or
+/// every process it may signal.
+pub fn kill_group(pid: i32) {
+    if pid < 2 {
+        return;
+    }
+    // SAFETY: plain syscall; the negative pid names one process group.
+    // Errors (ESRCH: already gone) need no handling.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}
+
+/// Reaps the child `pid` if it has exited: `Some(raw wait status)` once
+/// reaped (see [`Exit::from_status`]), `None` while it runs. After
+/// `Some`, the pid is free for reuse: never signal or reap it again.
+pub fn try_reap(pid: i32) -> io::Result<Option<i32>> {
+    if pid < 2 {
+        // waitpid(0) or waitpid(-1) would reap someone else's child.
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer; WNOHANG never blocks.
+    let r = cvt(unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) })?;
+    Ok(if r == 0 { None } else { Some(status) })
+}
+
+/// How a reaped child ended, for the error log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It called `exit` with this code.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+}
+
+impl Exit {
+    /// Decodes a raw status from [`try_reap`].
+    pub fn from_status(status: i32) -> Exit {
+        if libc::WIFSIGNALED(status) {
+            Exit::Signal(libc::WTERMSIG(status))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(status))
+        }
+    }
+}
+
+/// What a CGI script needs from the server's user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// To be read by an interpreter.
+    Read,
+    /// To be executed directly.
+    Execute,
+}
+
+/// Whether this process's effective user and groups may read or execute
+/// the file open (`O_PATH` suffices) at `fd`, by its permission bits
+/// alone (like `access(2)` with `AT_EACCESS`; ACLs are not consulted).
+/// Root may read anything and execute what has any execute bit.
+pub fn permitted(fd: BorrowedFd<'_>, access: Access) -> io::Result<bool> {
+    // SAFETY: plain old data written by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` is a valid out-pointer.
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    let mode = st.st_mode;
+    let (any, owner, group, other) = match access {
+        Access::Read => (0o444, 0o400, 0o040, 0o004),
+        Access::Execute => (0o111, 0o100, 0o010, 0o001),
+    };
+    // SAFETY: plain syscalls without arguments; they cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if uid == 0 {
+        return Ok(access == Access::Read || mode & any != 0);
+    }
+    if st.st_uid == uid {
+        return Ok(mode & owner != 0);
+    }
+    if st.st_gid == gid || in_groups(st.st_gid)? {
+        return Ok(mode & group != 0);
+    }
+    Ok(mode & other != 0)
+}
+
+/// Whether `gid` is one of this process's supplementary groups.
+fn in_groups(gid: libc::gid_t) -> io::Result<bool> {
+    // SAFETY: a size of 0 asks for the count only; the pointer is unused.
+    let n = cvt(unsafe { libc::getgroups(0, std::ptr::null_mut()) })?;
+    let mut groups: Vec<libc::gid_t> = vec![0; n as usize];
+    // SAFETY: `groups` has room for `n` entries.
+    let n = cvt(unsafe { libc::getgroups(n, groups.as_mut_ptr()) })?;
+    Ok(groups[..n as usize].contains(&gid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+
+    fn sh(script: &str, env: &[&str]) -> CgiChild {
+        let env: Vec<CString> = env.iter().map(|e| CString::new(*e).unwrap()).collect();
+        spawn(
+            Path::new("/bin/sh"),
+            &[PathBuf::from("-c"), PathBuf::from(script)],
+            &env,
+            Path::new("/tmp"),
+        )
+        .unwrap()
+    }
+
+    /// Reads a non-blocking descriptor to EOF (giving up after 10 s).
+    fn read_all(fd: OwnedFd) -> Vec<u8> {
+        let mut f = std::fs::File::from(fd);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => return out,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline, "no EOF");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    /// Polls [`try_reap`] until the child is reaped.
+    fn reap(pid: i32) -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = try_reap(pid).unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "child {pid} not reaped");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn proc_status(pid: i32) -> Option<String> {
+        std::fs::read_to_string(format!("/proc/{pid}/status")).ok()
+    }
+
+    #[test]
+    fn clean_environment_cwd_and_stdin() {
+        let c = sh(
+            "echo \"$FOO|$HOME|$(pwd)\"; cat; echo err >&2; exit 3",
+            &["FOO=a=b", "PATH=/bin:/usr/bin"],
+        );
+        let mut stdin = std::fs::File::from(c.stdin);
+        stdin.write_all(b"body bytes\n").unwrap();
+        drop(stdin);
+        let tmp = std::fs::canonicalize("/tmp").unwrap();
+        let out = read_all(c.stdout);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("a=b||{}\nbody bytes\n", tmp.display())
+        );
+        assert_eq!(read_all(c.stderr), b"err\n");
+        assert_eq!(Exit::from_status(reap(c.pid)), Exit::Code(3));
+        assert!(proc_status(c.pid).is_none(), "zombie left behind");
+        assert!(try_reap(c.pid).is_err(), "reaped twice");
+    }
+
+    #[test]
+    fn pipes_are_non_blocking_and_child_has_only_three_fds() {
+        let c = sh("ls /proc/self/fd", &[]);
+        for fd in [&c.stdin, &c.stdout, &c.stderr] {
+            // SAFETY: test-only fcntl query on an open descriptor.
+            let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+            assert_ne!(flags & libc::O_NONBLOCK, 0);
+        }
+        // ls sees 0, 1, 2 and its own directory descriptor.
+        let out = String::from_utf8(read_all(c.stdout)).unwrap();
+        assert_eq!(out.split_whitespace().count(), 4, "{out}");
+        reap(c.pid);
+    }
+
+    #[test]
+    fn signal_mask_is_empty_and_sigpipe_default() {
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: test-only: block what the server blocks, in this thread.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1] {
+                libc::sigaddset(&mut set, s);
+            }
+            assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old), 0);
+        }
+        let c = spawn(
+            Path::new("/bin/sleep"),
+            &[PathBuf::from("10")],
+            &[],
+            Path::new("/"),
+        );
+        // SAFETY: restore the test thread's mask.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+        let c = c.unwrap();
+        let status = proc_status(c.pid).unwrap();
+        let field = |name: &str| {
+            let line = status.lines().find(|l| l.starts_with(name)).unwrap();
+            u64::from_str_radix(line[name.len()..].trim(), 16).unwrap()
+        };
+        assert_eq!(field("SigBlk:"), 0, "{status}");
+        assert_eq!(field("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{status}");
+        // Its own process group.
+        // SAFETY: plain syscall.
+        assert_eq!(unsafe { libc::getpgid(c.pid) }, c.pid);
+        kill_group(c.pid);
+        assert_eq!(Exit::from_status(reap(c.pid)), Exit::Signal(libc::SIGKILL));
+    }
+
+    #[test]
+    fn kill_group_takes_grandchildren_too() {
+        let c = sh("sleep 30 & echo $!; wait", &[]);
+        // Read the grandchild's pid (the first line) without waiting for EOF.
+        let mut f = std::fs::File::from(c.stdout);
+        let mut line = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !line.ends_with(b"\n") {
+            let mut b = [0u8; 64];
+            match f.read(&mut b) {
+                Ok(0) => panic!("EOF before the pid"),
+                Ok(n) => line.extend_from_slice(&b[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline);
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let grandchild: i32 = std::str::from_utf8(&line).unwrap().trim().parse().unwrap();
+        assert!(proc_status(grandchild).is_some());
+        kill_group(c.pid);
+        assert_eq!(Exit::from_status(reap(c.pid)), Exit::Signal(libc::SIGKILL));
+        // The grandchild is not ours to reap: it is gone, or a zombie
+        // waiting for init.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match proc_status(grandchild) {
+                None => break,
+                Some(s) if s.contains("State:\tZ") => break,
+                Some(_) => assert!(Instant::now() < deadline, "grandchild survived"),
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        kill_group(c.pid); // already gone: no error, no effect
+    }
+
+    #[test]
+    fn running_child_is_not_reaped_and_bad_pids_are_refused() {
+        let c = sh("sleep 10", &[]);
+        assert_eq!(try_reap(c.pid).unwrap(), None);
+        kill_group(c.pid);
+        reap(c.pid);
+        assert!(try_reap(0).is_err());
+        assert!(try_reap(-1).is_err());
+        kill_group(0);
+        kill_group(-1);
+    }
+
+    #[test]
+    fn missing_program_fails_to_spawn() {
+        let e = spawn(Path::new("/no/such/program"), &[], &[], Path::new("/")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        let bad = [CString::new("NOEQUALS").unwrap()];
+        let e = spawn(Path::new("/bin/true"), &[], &bad, Path::new("/")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn permissions_by_mode() {
+        let dir = std::env::temp_dir().join(format!("brisk-spawn-perm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let check = |mode: u32| {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            let p = dir.join(format!("f{mode:o}"));
+            std::fs::write(&p, b"x").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            // O_PATH: no read permission is needed to look at the mode.
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_PATH)
+                .open(&p)
+                .unwrap();
+            (
+                permitted(f.as_fd(), Access::Read).unwrap(),
+                permitted(f.as_fd(), Access::Execute).unwrap(),
+            )
+        };
+        use std::os::fd::AsFd;
+        // SAFETY: plain syscall.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert_eq!(check(0o755), (true, true));
+        assert_eq!(check(0o644), (true, false));
+        // Owner bits decide for the owner, even when others may do more.
+        assert_eq!(check(0o077), (root, root));
+        assert_eq!(check(0o001), (root, root));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
