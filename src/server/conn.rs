@@ -55,6 +55,10 @@ pub struct Conn {
     pub read_more: bool,
     /// The client has shut its write side.
     pub eof: bool,
+    /// Registered with epoll for writability (only while output waits).
+    pub writable_interest: bool,
+    /// Paces the output while a throttled response is queued.
+    pub throttle: Option<Box<crate::access::throttle::Throttle>>,
 }
 
 impl Conn {
@@ -74,6 +78,8 @@ impl Conn {
             close_after: false,
             read_more: true,
             eof: false,
+            writable_interest: false,
+            throttle: None,
         }
     }
 }

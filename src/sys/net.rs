@@ -88,6 +88,11 @@ pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: i32) -> io::Result<Tc
         // `[::]:80` must not also take IPv4: that is `0.0.0.0:80`'s job.
         setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
     }
+    // Accepted sockets inherit TCP_NODELAY from the listener (Linux copies
+    // the socket state on accept), which saves a setsockopt per
+    // connection. Responses leave whole, so Nagle would only ever delay a
+    // pipelined answer behind an unacknowledged one.
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
     let (storage, len) = sockaddr(addr);
     // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
     cvt(unsafe { libc::bind(fd, (&storage as *const libc::sockaddr_storage).cast(), len) })?;
