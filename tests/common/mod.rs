@@ -477,6 +477,29 @@ impl Server {
         }
     }
 
+    /// Whether the server process is still running (not exited).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// The server's resident set size in KiB (`VmRSS` in
+    /// `/proc/<pid>/status`), or 0 when it cannot be read.
+    pub fn rss_kib(&self) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// How many descriptors the server has open (`/proc/<pid>/fd`).
+    pub fn fd_count(&self) -> usize {
+        fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         fs::read_to_string(&self.stderr_path).unwrap_or_default()
