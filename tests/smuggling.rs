@@ -590,3 +590,60 @@ fn control_characters_never_reach_the_logs_raw() {
         String::from_utf8_lossy(&errors)
     );
 }
+
+#[test]
+fn c1_controls_from_requests_never_reach_the_error_log_raw() {
+    // Raw bytes >= 0x80 are allowed in a target (UTF-8 paths and queries);
+    // `\xc2\x9b` is U+009B, the C1 control CSI that some terminals act on
+    // like ESC `[`. The access log escapes every byte >= 0x7F; the error
+    // log quotes the target of a 5xx answer and a CGI script's stderr,
+    // and must not pass such a character through either.
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let dir = b.base().join("cgi-bin");
+    let script = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write script");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    };
+    std::fs::create_dir_all(&dir).expect("cgi dir");
+    // An interpreter that does not exist: 500, logged with the target.
+    script("broken.cgi", "#!/nonexistent/interpreter\n");
+    // A script that reports its query on stderr, as scripts do.
+    script(
+        "echo.cgi",
+        "#!/bin/sh\necho \"query: $QUERY_STRING\" >&2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n",
+    );
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    let s = b.start();
+    let r = s.request(
+        b"GET /cgi-bin/broken.cgi?\xc2\x9b31mred HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 500);
+    let r = s.request(
+        b"GET /cgi-bin/echo.cgi?\xc2\x9b31mred HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    // Both lines are in the error log once the next request is answered
+    // (the log is flushed once per loop iteration).
+    let _ = s.get("/a.txt");
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let errors = loop {
+        let e = std::fs::read(&s.stderr_path).unwrap_or_default();
+        let text = String::from_utf8_lossy(&e).into_owned();
+        if text.matches("31mred").count() >= 2 || std::time::Instant::now() >= deadline {
+            break e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    };
+    let bad: Vec<String> = errors
+        .split(|&b| b == b'\n')
+        .filter(|l| l.windows(5).any(|w| w == b"31mre") && !clean(l))
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "error log lines with a raw C1 control from the request: {bad:?}"
+    );
+}
