@@ -5,11 +5,13 @@
 //!
 //! - [`server`]: event loops, listeners, connections, timers, shutdown.
 //! - [`handlers`]: decide *what* to send (static files, directory index).
+//! - [`access`]: basic authentication (RFC 7617), failure limits.
 //! - [`http`]: sans-IO protocol code: bytes in, values out.
 //! - [`config`]: schema, compiled-in defaults, validation with clear errors.
 //! - [`sys`]: every `unsafe` block and raw syscall, behind safe functions.
 //! - [`log`]: access log and error log.
 
+pub mod access;
 pub mod config;
 pub mod handlers;
 pub mod http;

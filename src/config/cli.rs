@@ -407,6 +407,9 @@ fn summary(config: &Config, source: &str) -> String {
     if !config.cgi.is_empty() {
         s += &format!("cgi rules: {}\n", config.cgi.len());
     }
+    if !config.auth.is_empty() {
+        s += &format!("auth rules: {}\n", config.auth.len());
+    }
     s
 }
 

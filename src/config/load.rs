@@ -41,14 +41,14 @@ const TOP_KEYS: &[&str] = &[
     "mime",
     "headers",
     "cgi",
+    "throttle",
+    "auth",
 ];
 
 /// Documented sections that this version does not implement yet: refused
 /// loudly rather than ignored, so nobody believes an auth rule is in force
 /// when it is not.
 const NOT_YET: &[(&str, &str)] = &[
-    ("auth", "authentication"),
-    ("throttle", "throttling"),
     ("user", "dropping privileges (user)"),
     ("group", "dropping privileges (group)"),
     ("chroot", "chroot"),
@@ -107,6 +107,8 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "mime" => config.mime = cx.mime(value)?,
             "headers" => config.headers = cx.headers(value)?,
             "cgi" => config.cgi = cx.cgi(value)?,
+            "throttle" => config.throttle = cx.throttles(value)?,
+            "auth" => config.auth = cx.auth(value)?,
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),
         }
     }

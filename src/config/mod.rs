@@ -6,11 +6,13 @@
 //! `BRISK_DEFAULT_CONFIG`), then command-line flags. `brisk.example.toml`
 //! documents every key.
 
+mod auth;
 mod cgi;
 mod cli;
 pub(crate) mod glob;
 mod load;
 mod sections;
+mod throttle;
 mod units;
 
 #[cfg(test)]
@@ -46,10 +48,15 @@ pub struct Config {
     pub static_files: StaticConfig,
     /// Extension (no dot, lower case) → content type overrides from `[mime]`.
     pub mime: Vec<(String, String)>,
+    /// Byte-rate limits by path, from `[[throttle]]`, in file order.
+    pub throttle: Vec<ThrottleRule>,
     /// Extra response headers by path, from `[[headers]]`, in file order.
     pub headers: Vec<HeaderRule>,
     /// CGI rules from `[[cgi]]`, in file order (the first match wins).
     pub cgi: Vec<CgiRule>,
+    /// Basic authentication rules from `[[auth]]`, in file order (the
+    /// first match wins).
+    pub auth: Vec<AuthRule>,
 }
 
 /// Size and count limits (`[limits]`).
@@ -65,8 +72,12 @@ pub struct Limits {
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
     pub keepalive_requests: u32,
-    /// Open client connections per worker; above it new ones are refused.
+    /// Open client connections, all workers together; above it new ones
+    /// are refused at once (a 503 and close).
     pub max_connections: usize,
+    /// Open client connections from one IP address (all workers
+    /// together); 0 means no limit.
+    pub max_connections_per_ip: u32,
     /// CGI processes running at once per worker (like `max_connections`,
     /// a per-worker count, so the server-wide ceiling is this times
     /// `workers`); a request beyond it is answered 503.
@@ -74,6 +85,10 @@ pub struct Limits {
     /// Largest header block a CGI script may print before its body, in
     /// bytes; a longer one is a bad gateway (502).
     pub cgi_header_bytes: usize,
+    /// Failed logins per client address (IPv6: per /64) and worker within
+    /// `timeouts.auth_failure_window` before further attempts are answered
+    /// 429 without a password check; 0 means no limit.
+    pub auth_failures: u32,
 }
 
 /// Timeouts (`[timeouts]`).
@@ -93,6 +108,9 @@ pub struct Timeouts {
     /// taken) for this long is killed with its process group; the client
     /// gets 504 if the response had not started.
     pub cgi: Duration,
+    /// The window in which `limits.auth_failures` are counted; it starts
+    /// at a client's first failure.
+    pub auth_failure_window: Duration,
 }
 
 /// Where a log goes.
@@ -230,6 +248,16 @@ impl PathMatch {
     }
 }
 
+/// One `[[throttle]]` rule: responses whose path matches are paced.
+#[derive(Debug, Clone)]
+pub struct ThrottleRule {
+    pub matcher: PathMatch,
+    /// Bytes per second shared by every client of this rule (all workers).
+    pub rate: Option<u64>,
+    /// Bytes per second for each connection.
+    pub connection_rate: Option<u64>,
+}
+
 /// One `[[headers]]` rule.
 #[derive(Debug, Clone)]
 pub struct HeaderRule {
@@ -276,6 +304,20 @@ pub struct CgiRule {
     pub env: Vec<(String, String)>,
 }
 
+/// One `[[auth]]` rule: which requests need a login, and against which
+/// file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthRule {
+    /// Which requests it covers (`path` prefix or `pattern` glob).
+    pub matcher: PathMatch,
+    /// The realm shown by the browser; no `"`, `\` or control characters.
+    pub realm: String,
+    /// The htpasswd file, absolute (it was valid when the config loaded).
+    pub htpasswd: PathBuf,
+    /// Accept plaintext passwords in the file.
+    pub allow_plaintext: bool,
+}
+
 impl Default for Config {
     /// The compiled-in defaults (before any baked-in or user config file).
     fn default() -> Config {
@@ -293,8 +335,10 @@ impl Default for Config {
                 max_body: 1 << 20,
                 keepalive_requests: 1000,
                 max_connections: 16384,
+                max_connections_per_ip: 0,
                 cgi_processes: 64,
                 cgi_header_bytes: 16384,
+                auth_failures: 10,
             },
             timeouts: Timeouts {
                 header: Duration::from_secs(20),
@@ -303,6 +347,7 @@ impl Default for Config {
                 body: Duration::from_secs(60),
                 shutdown: Duration::from_secs(5),
                 cgi: Duration::from_secs(60),
+                auth_failure_window: Duration::from_secs(60),
             },
             log: LogConfig {
                 access: LogTarget::Stdout,
@@ -322,7 +367,9 @@ impl Default for Config {
             },
             mime: Vec::new(),
             headers: Vec::new(),
+            throttle: Vec::new(),
             cgi: Vec::new(),
+            auth: Vec::new(),
         }
     }
 }

@@ -291,11 +291,8 @@ fn root_must_be_an_existing_directory() {
 
 #[test]
 fn features_of_later_versions_are_refused() {
-    assert!(
-        load_err("[[auth]]\npath = \"/p/\"\n").contains("auth: authentication is not available")
-    );
     assert!(load_err("[[throttle]]\npattern = \"*\"\n")
-        .contains("throttle: throttling is not available"));
+        .contains("throttle[1]: needs rate and/or connection_rate"));
     assert!(
         load_err("user = \"www\"\n").contains("user: dropping privileges (user) is not available")
     );
