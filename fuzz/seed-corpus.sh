@@ -1,6 +1,7 @@
 #!/bin/sh
 # Writes one seed file per llhttp request vector (raw_b64 decoded) into
-# fuzz/corpus/parse_request/. Needs only sed and base64 (coreutils).
+# fuzz/corpus/parse_request/, and a few hand-made seeds for the semantics
+# target into fuzz/corpus/semantics/. Needs only sed, base64 and printf.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 vectors="$here/../tests/data/http-vectors/llhttp-requests.jsonl"
@@ -12,3 +13,23 @@ sed -n 's/.*"raw_b64": *"\([^"]*\)".*/\1/p' "$vectors" | while read -r b64; do
     printf '%s' "$b64" | base64 -d > "$out/llhttp-$(printf '%03d' "$n")"
 done
 echo "seeded $(ls "$out" | wc -l) files in $out"
+
+# Semantics seeds: 8 bytes length (LE), 8 bytes mtime (LE), a selector byte,
+# then fields separated by 0xFF: range or path, If-Match, If-None-Match,
+# If-Modified-Since, If-Unmodified-Since, If-Range, ETag.
+sem="$here/corpus/semantics"
+mkdir -p "$sem"
+len='\350\003\000\000\000\000\000\000'          # 1000
+mtime='\045\177\223\145\000\000\000\000'        # 1704164645
+date='Tue, 02 Jan 2024 03:04:05 GMT'
+tag='"65937f25-3e8"'
+seed() {
+    printf "$len$mtime%b%b" "$1" "$2" > "$sem/$3"
+}
+seed '\001' "bytes=0-99,200-,-5\377$tag\377W/$tag\377$date\377$date\377$tag\377$tag" ranges
+seed '\001' "bytes=0-0,0-0,1-1,5-9,3-6\377*\377*\377$date\377$date\377$date\377$tag" overlap
+seed '\002' "bytes=-0, ,900-1999\377\"a\", $tag\377\"b\"\377Sunday, 06-Nov-94 08:49:37 GMT\377Sun Nov  6 08:49:37 1994\377W/$tag" suffix
+seed '\000' "/a/./b/../%2e%2e/c/%2F/.hidden/?x=1&y=%00" path
+seed '\000' "/.well-known/acme/../.git//config%00" dotfile
+seed '\001' "/%c3%a9t%C3%A9/..%2f..%5c/%zz\377$tag\377$tag" escapes
+echo "seeded $(ls "$sem" | wc -l) files in $sem"

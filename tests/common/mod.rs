@@ -179,6 +179,7 @@ pub struct Builder {
     access_log: Access,
     listen: String,
     args: Vec<String>,
+    nofile: Option<u64>,
 }
 
 /// How the access log is configured.
@@ -211,6 +212,7 @@ impl Builder {
             access_log: Access::Off,
             listen: "127.0.0.1:0".to_string(),
             args: Vec::new(),
+            nofile: None,
         }
     }
 
@@ -274,6 +276,13 @@ impl Builder {
         self
     }
 
+    /// Starts the server with this descriptor limit (RLIMIT_NOFILE, soft
+    /// and hard), to make it run out of descriptors.
+    pub fn nofile(&mut self, n: u64) -> &mut Self {
+        self.nofile = Some(n);
+        self
+    }
+
     /// Starts the server and waits until it reports its port.
     pub fn start(self) -> Server {
         let mut args: Vec<String> = vec![
@@ -298,7 +307,7 @@ impl Builder {
         }
         args.extend(self.args.iter().cloned());
         let stderr_path = self.base.path.join("stderr.log");
-        let (child, addrs) = spawn_brisk(&args, &stderr_path);
+        let (child, addrs) = spawn_brisk_with(&args, &stderr_path, self.nofile);
         Server {
             child: Some(child),
             port: addrs[0].port(),
@@ -324,14 +333,41 @@ pub fn write_file(path: &Path, contents: &[u8]) {
 /// most) for `brisk: serving …` and one `brisk: listening on http://ADDR/`
 /// line per `--listen` flag; returns the child and those addresses.
 pub fn spawn_brisk(args: &[String], stderr_path: &Path) -> (Child, Vec<SocketAddr>) {
+    spawn_brisk_with(args, stderr_path, None)
+}
+
+/// Like [`spawn_brisk`], with an optional RLIMIT_NOFILE for the child.
+pub fn spawn_brisk_with(
+    args: &[String],
+    stderr_path: &Path,
+    nofile: Option<u64>,
+) -> (Child, Vec<SocketAddr>) {
+    use std::os::unix::process::CommandExt;
     let stderr = fs::File::create(stderr_path).expect("create stderr file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::from(stderr))
-        .spawn()
-        .expect("spawn brisk");
+        .stderr(Stdio::from(stderr));
+    if let Some(n) = nofile {
+        let lim = libc::rlimit {
+            rlim_cur: n as libc::rlim_t,
+            rlim_max: n as libc::rlim_t,
+        };
+        // SAFETY: the closure runs in the child between fork and exec and
+        // only calls setrlimit, which is async-signal-safe, on a struct it
+        // owns.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
+    let mut child = cmd.spawn().expect("spawn brisk");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel::<String>();
     // Reads stdout to the end so that the server never blocks on it.
@@ -475,6 +511,41 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether the server process is still running (not exited).
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// The server's resident set size in KiB (`VmRSS` in
+    /// `/proc/<pid>/status`), or 0 when it cannot be read.
+    pub fn rss_kib(&self) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// CPU time (user + system) the server has used so far, from
+    /// `/proc/<pid>/stat`, in clock ticks (usually 1/100 s).
+    pub fn cpu_ticks(&self) -> u64 {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // The command name may hold spaces: count fields after its ')'.
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // Fields 14 and 15 of the whole line are 12 and 13 after ')'.
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        ticks(11) + ticks(12)
+    }
+
+    /// How many descriptors the server has open (`/proc/<pid>/fd`).
+    pub fn fd_count(&self) -> usize {
+        fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
     }
 
     /// Everything the server wrote to stderr so far.
