@@ -144,9 +144,18 @@ impl FileCache {
         self.mem = MEM_BUDGET - budget;
         let cached = match &result {
             Ok(e) => Ok(Rc::clone(e)),
+            // Only definite answers about the path are cached; running out
+            // of descriptors or memory says nothing about it.
             Err(e) => match e.raw_os_error() {
-                Some(errno) => Err(errno),
-                None => return result,
+                Some(
+                    errno @ (libc::ENOENT
+                    | libc::ENOTDIR
+                    | libc::EACCES
+                    | libc::ELOOP
+                    | libc::EXDEV
+                    | libc::ENAMETOOLONG),
+                ) => Err(errno),
+                _ => return result,
             },
         };
         self.map.insert(

@@ -153,6 +153,9 @@ fn status_for(e: &io::Error) -> Status {
     match e.raw_os_error() {
         Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => Status::NOT_FOUND,
         Some(libc::EACCES | libc::EPERM | libc::ELOOP | libc::EXDEV) => Status::FORBIDDEN,
+        // Out of descriptors or memory: a passing condition, not an error
+        // in the request or the server (DESIGN.md: 503 or backpressure).
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM) => Status::SERVICE_UNAVAILABLE,
         _ => match e.kind() {
             io::ErrorKind::NotFound => Status::NOT_FOUND,
             io::ErrorKind::PermissionDenied => Status::FORBIDDEN,

@@ -162,19 +162,33 @@ struct ControlEscaper<'a>(&'a mut Vec<u8>);
 
 impl fmt::Write for ControlEscaper<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // C0 controls, DEL, and the C1 controls U+0080–U+009F (UTF-8
+        // C2 80–C2 9F: a terminal takes C2 9B as CSI) are written as \xHH
+        // escapes of their bytes; other text is kept as it is.
         let bytes = s.as_bytes();
         let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b < 0x20 || b == 0x7f {
-                self.0.extend_from_slice(&bytes[start..i]);
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let len = if b < 0x20 || b == 0x7f {
+                1
+            } else if b == 0xc2 && bytes.get(i + 1).is_some_and(|&n| (0x80..0xa0).contains(&n)) {
+                2
+            } else {
+                i += 1;
+                continue;
+            };
+            self.0.extend_from_slice(&bytes[start..i]);
+            for &c in &bytes[i..i + len] {
                 self.0.extend_from_slice(&[
                     b'\\',
                     b'x',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 15)],
+                    HEX[usize::from(c >> 4)],
+                    HEX[usize::from(c & 15)],
                 ]);
-                start = i + 1;
             }
+            i += len;
+            start = i;
         }
         self.0.extend_from_slice(&bytes[start..]);
         Ok(())

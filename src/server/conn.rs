@@ -55,6 +55,8 @@ pub struct Conn {
     pub read_more: bool,
     /// The client has shut its write side.
     pub eof: bool,
+    /// epoll reported the peer's FIN (or an error): read until EOF.
+    pub hangup: bool,
     /// Registered with epoll for writability (only while output waits).
     pub writable_interest: bool,
     /// Paces the output while a throttled response is queued.
@@ -78,6 +80,7 @@ impl Conn {
             close_after: false,
             read_more: true,
             eof: false,
+            hangup: false,
             writable_interest: false,
             throttle: None,
         }

@@ -228,6 +228,13 @@ impl Worker {
                         self.on_cgi_event(i, pipe);
                     }
                     Token(i) => {
+                        if ev.is_read_closed() || ev.is_error() {
+                            // The FIN may have come with the last data: read
+                            // on until read() says so, or it goes unseen.
+                            if let Some(Some(c)) = self.conns.get_mut(i) {
+                                c.hangup = true;
+                            }
+                        }
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
                         self.on_event(i, readable, ev.is_writable());
                     }
@@ -631,7 +638,7 @@ impl Worker {
                 }
                 // A short read means the socket is drained: with
                 // edge-triggered polling the next arrival raises a new event.
-                Ok(n) if n < spare => c.read_more = false,
+                Ok(n) if n < spare && !c.hangup => c.read_more = false,
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.read_more = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
