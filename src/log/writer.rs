@@ -105,6 +105,13 @@ impl Sink {
         })
     }
 
+    /// Points a file sink's reopen path at `target`'s (when both are files).
+    pub(crate) fn set_path(&mut self, target: &LogTarget) {
+        if let (Sink::File { path, .. }, LogTarget::File(new)) = (self, target) {
+            *path = new.clone();
+        }
+    }
+
     /// Reopens a file sink in place (log rotation). On failure the old file
     /// stays in use, which is better than losing lines.
     fn reopen(&mut self) -> Result<(), String> {
