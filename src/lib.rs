@@ -10,6 +10,7 @@
 //! - [`sys`]: every `unsafe` block and raw syscall, behind safe functions.
 //! - [`log`]: access log and error log.
 
+pub mod access;
 pub mod config;
 pub mod handlers;
 pub mod http;

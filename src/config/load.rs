@@ -41,6 +41,7 @@ const TOP_KEYS: &[&str] = &[
     "mime",
     "headers",
     "cgi",
+    "throttle",
     "user",
     "group",
     "chroot",
@@ -51,7 +52,7 @@ const TOP_KEYS: &[&str] = &[
 /// Documented sections that this version does not implement yet: refused
 /// loudly rather than ignored, so nobody believes an auth rule is in force
 /// when it is not.
-const NOT_YET: &[(&str, &str)] = &[("auth", "authentication"), ("throttle", "throttling")];
+const NOT_YET: &[(&str, &str)] = &[("auth", "authentication")];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
 pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -125,6 +126,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             }
             "allow_root" => config.allow_root = cx.boolean("allow_root", value)?,
             "sandbox" => config.sandbox = cx.boolean("sandbox", value)?,
+            "throttle" => config.throttle = cx.throttles(value)?,
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),
         }
     }

@@ -12,6 +12,7 @@ pub(crate) mod glob;
 mod jail;
 mod load;
 mod sections;
+mod throttle;
 mod units;
 
 #[cfg(test)]
@@ -47,6 +48,8 @@ pub struct Config {
     pub static_files: StaticConfig,
     /// Extension (no dot, lower case) → content type overrides from `[mime]`.
     pub mime: Vec<(String, String)>,
+    /// Byte-rate limits by path, from `[[throttle]]`, in file order.
+    pub throttle: Vec<ThrottleRule>,
     /// Extra response headers by path, from `[[headers]]`, in file order.
     pub headers: Vec<HeaderRule>,
     /// CGI rules from `[[cgi]]`, in file order (the first match wins).
@@ -101,8 +104,12 @@ pub struct Limits {
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
     pub keepalive_requests: u32,
-    /// Open client connections per worker; above it new ones are refused.
+    /// Open client connections, all workers together; above it new ones
+    /// are refused at once (a 503 and close).
     pub max_connections: usize,
+    /// Open client connections from one IP address (all workers
+    /// together); 0 means no limit.
+    pub max_connections_per_ip: u32,
     /// CGI processes running at once per worker (like `max_connections`,
     /// a per-worker count, so the server-wide ceiling is this times
     /// `workers`); a request beyond it is answered 503.
@@ -266,6 +273,16 @@ impl PathMatch {
     }
 }
 
+/// One `[[throttle]]` rule: responses whose path matches are paced.
+#[derive(Debug, Clone)]
+pub struct ThrottleRule {
+    pub matcher: PathMatch,
+    /// Bytes per second shared by every client of this rule (all workers).
+    pub rate: Option<u64>,
+    /// Bytes per second for each connection.
+    pub connection_rate: Option<u64>,
+}
+
 /// One `[[headers]]` rule.
 #[derive(Debug, Clone)]
 pub struct HeaderRule {
@@ -329,6 +346,7 @@ impl Default for Config {
                 max_body: 1 << 20,
                 keepalive_requests: 1000,
                 max_connections: 16384,
+                max_connections_per_ip: 0,
                 cgi_processes: 64,
                 cgi_header_bytes: 16384,
             },
@@ -358,6 +376,7 @@ impl Default for Config {
             },
             mime: Vec::new(),
             headers: Vec::new(),
+            throttle: Vec::new(),
             cgi: Vec::new(),
             user: None,
             group: None,

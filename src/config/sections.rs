@@ -27,6 +27,7 @@ const LIMIT_KEYS: &[&str] = &[
     "max_body",
     "keepalive_requests",
     "max_connections",
+    "max_connections_per_ip",
     "cgi_processes",
     "cgi_header_bytes",
 ];
@@ -170,6 +171,9 @@ impl Cx<'_> {
                 }
                 "max_connections" => {
                     l.max_connections = self.integer(&full, value, 1, 1_000_000)? as usize
+                }
+                "max_connections_per_ip" => {
+                    l.max_connections_per_ip = self.integer(&full, value, 0, 1_000_000)? as u32
                 }
                 "cgi_processes" => {
                     l.cgi_processes = self.integer(&full, value, 1, 100_000)? as usize

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::file_cache::{Entry, FileCache};
 use super::{autoindex, Body, Plan, Scratch, Seg};
+use crate::access::throttle::Rate;
 use crate::config::{CgiTarget, Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
@@ -31,6 +32,10 @@ pub struct Site {
     /// CGI script directories that lie inside the document root, relative
     /// to it: their files are programs, never served as static files.
     cgi_dirs: Vec<Vec<u8>>,
+    /// The shared rate of each `[[throttle]]` rule (all workers draw on it).
+    pub throttles: Vec<Option<Arc<Rate>>>,
+    /// Open connections, counted across workers.
+    pub conn_limits: crate::access::limits::ConnLimits,
 }
 
 impl Site {
@@ -48,11 +53,23 @@ impl Site {
             })
             .map(|rel| rel.as_os_str().as_encoded_bytes().to_vec())
             .collect();
+        let now = std::time::Instant::now();
+        let throttles = cfg
+            .throttle
+            .iter()
+            .map(|t| t.rate.map(|r| Arc::new(Rate::new(r, now))))
+            .collect();
+        let limits = (
+            cfg.limits.max_connections,
+            cfg.limits.max_connections_per_ip,
+        );
         Ok(Site {
             cfg,
             root,
             mime,
             cgi_dirs,
+            throttles,
+            conn_limits: crate::access::limits::ConnLimits::new(limits.0, limits.1),
         })
     }
 

@@ -101,6 +101,9 @@ pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), String> {
 /// shared libraries, and `/etc` (ld.so.cache, locale, passwd for `id`).
 const SYSTEM_DIRS: &[&str] = &["/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc"];
 
+/// Read-only for CGI programs: language runtimes read `/proc/self`.
+const PROC: &str = "/proc";
+
 /// Device files scripts use (`2>/dev/null`, random numbers).
 const DEVICES: &[(&str, u64)] = &[
     ("/dev/null", fs_access::READ_FILE | fs_access::WRITE_FILE),
@@ -113,7 +116,13 @@ const DEVICES: &[(&str, u64)] = &[
 fn landlock_rules(cfg: &Config, notes: &mut Notes) -> Vec<(PathBuf, u64)> {
     use fs_access::*;
     let read = READ_FILE | READ_DIR;
-    let mut rules = vec![(cfg.root.clone(), read)];
+    // A `pattern` rule runs scripts found anywhere under the root.
+    let patterns = cfg
+        .cgi
+        .iter()
+        .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
+    let root_rights = if patterns { read | EXECUTE } else { read };
+    let mut rules = vec![(cfg.root.clone(), root_rights)];
     let mut read_trees = vec![cfg.root.clone()];
     for rule in &cfg.cgi {
         match &rule.target {
@@ -137,6 +146,7 @@ fn landlock_rules(cfg: &Config, notes: &mut Notes) -> Vec<(PathBuf, u64)> {
                 .map(|d| (PathBuf::from(d), read | EXECUTE)),
         );
         rules.extend(DEVICES.iter().map(|(d, a)| (PathBuf::from(d), *a)));
+        rules.push((PathBuf::from(PROC), read));
     }
     let contains_tree = |dir: &Path| read_trees.iter().any(|t| t.starts_with(dir));
     for target in [&cfg.log.access, &cfg.log.error] {
@@ -198,7 +208,7 @@ pub fn sandbox(cfg: &Config, notes: &mut Notes) {
     if cgi {
         notes.push((
             Level::Warn,
-            "sandbox: relaxed for CGI: no seccomp filter, and Landlock also allows reading and running /usr, /lib, /lib64, /bin, /sbin and /etc, because CGI programs inherit the sandbox".to_string(),
+            "sandbox: relaxed for CGI: no seccomp filter, and Landlock also allows reading and running /usr, /lib, /lib64, /bin, /sbin and /etc, and reading /proc, because CGI programs inherit the sandbox".to_string(),
         ));
         return;
     }

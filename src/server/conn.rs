@@ -57,6 +57,8 @@ pub struct Conn {
     pub eof: bool,
     /// Registered with epoll for writability (only while output waits).
     pub writable_interest: bool,
+    /// Paces the output while a throttled response is queued.
+    pub throttle: Option<Box<crate::access::throttle::Throttle>>,
 }
 
 impl Conn {
@@ -77,6 +79,7 @@ impl Conn {
             read_more: true,
             eof: false,
             writable_interest: false,
+            throttle: None,
         }
     }
 }

@@ -29,6 +29,8 @@ enum Piece {
 pub enum Flushed {
     /// Everything queued has been written.
     All,
+    /// The byte limit given was reached (throttling); more is queued.
+    Limit,
     /// The socket is full; wait for writability.
     Blocked,
 }
@@ -104,16 +106,25 @@ impl Out {
 
     /// Writes as much as the socket takes.
     pub fn flush(&mut self, stream: &TcpStream) -> io::Result<Flushed> {
+        self.flush_limited(stream, usize::MAX)
+    }
+
+    /// Writes as much as the socket takes, but at most `limit` bytes.
+    pub fn flush_limited(&mut self, stream: &TcpStream, mut limit: usize) -> io::Result<Flushed> {
         loop {
+            if limit == 0 && !self.pieces.is_empty() {
+                return Ok(Flushed::Limit);
+            }
             let more = self.pieces.len() > 1;
             let Some(piece) = self.pieces.front_mut() else {
                 break;
             };
             match piece {
                 Piece::Bytes(n) => {
-                    let end = self.pos + *n;
+                    let end = self.pos + (*n).min(limit);
                     match net::send(stream, &self.buf[self.pos..end], more) {
                         Ok(w) => {
+                            limit -= w;
                             self.pos += w;
                             self.written += w as u64;
                             *n -= w;
@@ -129,7 +140,7 @@ impl Out {
                     }
                 }
                 Piece::File { file, offset, len } => {
-                    let chunk = (*len).min(1 << 30) as usize;
+                    let chunk = ((*len).min(1 << 30) as usize).min(limit);
                     match net::sendfile(stream, &**file, offset, chunk) {
                         Ok(0) => {
                             // The file shrank under us: the promised length
@@ -140,6 +151,7 @@ impl Out {
                             ));
                         }
                         Ok(w) => {
+                            limit -= w;
                             self.written += w as u64;
                             *len -= w as u64;
                             if *len == 0 {

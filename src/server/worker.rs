@@ -48,6 +48,11 @@ const STAGE_CAP: usize = 256 * 1024;
 pub const MAX_HEADERS: usize = 128;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
+/// What a connection over the limits gets before it is closed.
+const REFUSED: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// Most bytes a throttled connection writes at once.
+const THROTTLE_CHUNK: usize = 16 * 1024;
 /// Most spare buffers and queues a worker keeps.
 const SPARES: usize = 16;
 /// Timer sweep period.
@@ -97,6 +102,8 @@ pub struct Worker {
     zombies: Vec<(i32, Instant)>,
     /// Read buffer for CGI pipes.
     cgi_buf: Vec<u8>,
+    /// Throttled connections waiting for their rate: when, and which.
+    timers: Vec<(Instant, usize)>,
     /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
     cgi: Option<Resolver>,
     limits: parse::Limits,
@@ -162,6 +169,7 @@ impl Worker {
             zombies: Vec::new(),
             cgi_buf: Vec::with_capacity(READ_BUF),
             cgi,
+            timers: Vec::new(),
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -175,13 +183,16 @@ impl Worker {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
-            let timeout = if self.drain_until.is_some() || self.accept_paused_until.is_some() {
+            let mut timeout = if self.drain_until.is_some() || self.accept_paused_until.is_some() {
                 Duration::from_millis(100)
             } else {
                 self.next_tick
                     .saturating_duration_since(Instant::now())
                     .max(Duration::from_millis(10))
             };
+            if let Some(first) = self.timers.iter().map(|t| t.0).min() {
+                timeout = timeout.min(first.saturating_duration_since(Instant::now()));
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     self.logger
@@ -210,6 +221,9 @@ impl Worker {
                         self.on_event(i, readable, ev.is_writable());
                     }
                 }
+            }
+            if !self.timers.is_empty() {
+                self.fire_timers();
             }
             if self.now >= self.next_tick || self.drain_until.is_some() {
                 self.sweep();
@@ -261,8 +275,19 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    if self.live >= self.cfg.limits.max_connections {
-                        drop(stream);
+                    if let Err(why) = self.site.conn_limits.admit(peer.ip()) {
+                        // Refused early, before any state exists for it;
+                        // established connections are not touched.
+                        let _ = net::send(&stream, REFUSED, false);
+                        if self.logger.enabled(Level::Warn) {
+                            self.logger.log(
+                                Level::Warn,
+                                format_args!(
+                                    "refused connection from {}: {why:?} limit",
+                                    peer.ip()
+                                ),
+                            );
+                        }
                         continue;
                     }
                     let idx = match self.free.pop() {
@@ -280,6 +305,7 @@ impl Worker {
                         .is_err()
                     {
                         self.free.push(idx);
+                        self.site.conn_limits.release(peer.ip());
                         continue;
                     }
                     self.conns[idx] = Some(conn);
@@ -326,6 +352,14 @@ impl Worker {
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
                 self.stage.clear();
+                // Buffers lent out (mem::take) when the panic struck must
+                // not stay empty for every later connection.
+                if self.rbuf.capacity() == 0 {
+                    self.rbuf = Vec::with_capacity(READ_BUF);
+                }
+                if self.cgi_buf.capacity() == 0 {
+                    self.cgi_buf = Vec::with_capacity(READ_BUF);
+                }
                 self.conns[i] = Some(conn);
                 self.close(i);
             }
@@ -346,6 +380,7 @@ impl Worker {
                 self.cgi_abandon(&mut c);
             }
             // Closing the socket (dropping it) removes it from epoll.
+            self.site.conn_limits.release(c.peer.ip());
             self.free.push(i);
             self.live -= 1;
         }
@@ -357,12 +392,30 @@ impl Worker {
         loop {
             if !c.out.is_empty() {
                 let before = c.out.written;
-                match c.out.flush(&c.stream) {
+                let limit = match c
+                    .throttle
+                    .as_ref()
+                    .map(|t| t.take(self.now, THROTTLE_CHUNK))
+                {
+                    None => usize::MAX,
+                    Some(Ok(n)) => n,
+                    Some(Err(when)) => {
+                        // Over its rate: no write until the bucket allows.
+                        self.timers.push((when, c.index));
+                        return true;
+                    }
+                };
+                match c.out.flush_limited(&c.stream, limit) {
                     Ok(Flushed::All) => {
                         let mut done = std::mem::take(&mut c.out);
                         done.clear();
                         self.recycle_out(done);
                         self.want_write(c, false);
+                        c.throttle = None;
+                    }
+                    Ok(Flushed::Limit) => {
+                        c.since = self.now;
+                        continue;
                     }
                     Ok(Flushed::Blocked) => {
                         if c.out.written != before || c.phase != Phase::Writing {
@@ -375,9 +428,19 @@ impl Worker {
                     Err(_) => return false,
                 }
             }
+            if !self.stage.is_empty() && c.throttle.is_some() {
+                // A throttled answer is paced from the connection's own
+                // queue (empty here: input is read only once it drained).
+                let spare = self
+                    .spare_outs
+                    .pop()
+                    .unwrap_or_else(|| Out::with_capacity(READ_BUF));
+                c.out = std::mem::replace(&mut self.stage, spare);
+                continue;
+            }
             if !self.stage.is_empty() {
                 match self.stage.flush(&c.stream) {
-                    Ok(Flushed::All) => {}
+                    Ok(Flushed::All | Flushed::Limit) => {}
                     Ok(Flushed::Blocked) => {
                         // Keep the rest with the connection; the staging
                         // queue starts afresh.
@@ -452,6 +515,45 @@ impl Worker {
             return false;
         }
         true
+    }
+
+    /// Paces this connection's output if the request's path (decoded in
+    /// `scratch.path` by the handler) matches a `[[throttle]]` rule.
+    fn throttle_for(&mut self, c: &mut Conn) {
+        if self.cfg.throttle.is_empty() || c.throttle.is_some() {
+            return;
+        }
+        let path = &self.scratch.path;
+        if let Some((i, rule)) = self
+            .cfg
+            .throttle
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.matcher.matches(path))
+        {
+            let own = rule
+                .connection_rate
+                .map(|r| crate::access::throttle::Rate::new(r, self.now));
+            let shared = self.site.throttles.get(i).cloned().flatten();
+            c.throttle = Some(Box::new(crate::access::throttle::Throttle { shared, own }));
+        }
+    }
+
+    /// Wakes the throttled connections whose time has come.
+    fn fire_timers(&mut self) {
+        let now = self.now;
+        let mut due = Vec::new();
+        self.timers.retain(|&(when, idx)| {
+            if when <= now {
+                due.push(idx);
+                false
+            } else {
+                true
+            }
+        });
+        for idx in due {
+            self.on_event(idx, false, false);
+        }
     }
 
     /// Asks epoll for writability only while output waits: a socket that
@@ -674,6 +776,7 @@ impl Worker {
                 }
             },
         };
+        self.throttle_for(c);
         let Some(plan) = plan else {
             // A CGI child answers; its body (if any) is forwarded to it.
             c.body = decoder;

@@ -295,7 +295,7 @@ fn features_of_later_versions_are_refused() {
         load_err("[[auth]]\npath = \"/p/\"\n").contains("auth: authentication is not available")
     );
     assert!(load_err("[[throttle]]\npattern = \"*\"\n")
-        .contains("throttle: throttling is not available"));
+        .contains("throttle[1]: needs rate and/or connection_rate"));
 }
 
 #[test]

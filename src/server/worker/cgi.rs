@@ -209,9 +209,12 @@ impl Worker {
         }
         self.cgi_running += 1;
         let has_body = req.body != BodyFraming::None;
-        let keep_alive = req.keep_alive
-            && !(req.expect_continue && has_body)
-            && c.served < self.cfg.limits.keepalive_requests;
+        let keep_alive = req.keep_alive && c.served < self.cfg.limits.keepalive_requests;
+        if req.expect_continue && has_body {
+            // The script will read the body: tell the client to send it
+            // (RFC 9110 §10.1.1), ahead of the response.
+            self.stage.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
         let run = CgiRun {
             pid: child.pid,
             stdin: Some(child.stdin),
@@ -657,7 +660,6 @@ impl Worker {
         let mut storage = [Header::EMPTY; super::MAX_HEADERS];
         match parse::parse_request(&new_head, &self.limits, &mut storage) {
             Ok(Some(req)) => {
-                c.served -= 1;
                 // A static answer lands in the staging queue, which the
                 // connection's loop flushes right after its own queue.
                 self.respond_to(idx, c, &req, &new_head, redirects);

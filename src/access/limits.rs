@@ -1,0 +1,129 @@
+//! Connection limits shared by all workers: a global count and a count per
+//! client IP, both lock-free. Per-IP counts live in a fixed table of
+//! atomic counters indexed by a hash of the address, so memory is bounded
+//! whatever the number of clients; two addresses that share a slot share a
+//! limit (rare with 65,536 slots, and only ever stricter).
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+const SLOTS: usize = 1 << 16;
+
+/// Counts of open connections.
+#[derive(Debug)]
+pub struct ConnLimits {
+    max: usize,
+    per_ip_max: u32,
+    open: AtomicUsize,
+    per_ip: Box<[AtomicU32]>,
+}
+
+/// Why a connection was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// `limits.max_connections` reached.
+    Total,
+    /// `limits.max_connections_per_ip` reached for this address.
+    PerIp,
+}
+
+fn slot(ip: IpAddr) -> usize {
+    // FNV-1a over the address bytes; IPv4-mapped IPv6 counts as IPv4.
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |b: u8| {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    };
+    match ip {
+        IpAddr::V4(a) => a.octets().into_iter().for_each(&mut eat),
+        IpAddr::V6(a) => a.octets().into_iter().for_each(&mut eat),
+    }
+    (h as usize) & (SLOTS - 1)
+}
+
+impl ConnLimits {
+    /// Limits of `max` connections in all, `per_ip_max` per address (0: none).
+    pub fn new(max: usize, per_ip_max: u32) -> ConnLimits {
+        let slots = if per_ip_max == 0 { 0 } else { SLOTS };
+        ConnLimits {
+            max,
+            per_ip_max,
+            open: AtomicUsize::new(0),
+            per_ip: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
+    /// Counts a new connection from `ip`, or refuses it.
+    pub fn admit(&self, ip: IpAddr) -> Result<(), Refused> {
+        if self.open.fetch_add(1, Ordering::Relaxed) >= self.max {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            return Err(Refused::Total);
+        }
+        if self.per_ip_max > 0 {
+            let s = &self.per_ip[slot(ip)];
+            if s.fetch_add(1, Ordering::Relaxed) >= self.per_ip_max {
+                s.fetch_sub(1, Ordering::Relaxed);
+                self.open.fetch_sub(1, Ordering::Relaxed);
+                return Err(Refused::PerIp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Uncounts a connection from `ip` that was admitted.
+    pub fn release(&self, ip: IpAddr) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        if self.per_ip_max > 0 {
+            self.per_ip[slot(ip)].fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Connections open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn total_and_per_ip_limits() {
+        let l = ConnLimits::new(3, 2);
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        assert_eq!(l.admit(a), Ok(()));
+        assert_eq!(l.admit(a), Ok(()));
+        assert_eq!(l.admit(a), Err(Refused::PerIp));
+        assert_eq!(l.admit(b), Ok(()));
+        assert_eq!(l.admit(b), Err(Refused::Total));
+        l.release(a);
+        assert_eq!(l.open(), 2);
+        assert_eq!(l.admit(b), Ok(()));
+        let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
+        assert_eq!(l.admit(mapped), Err(Refused::Total));
+        l.release(b);
+        assert_eq!(l.admit(mapped), Ok(()));
+        l.release(b);
+        assert_eq!(
+            l.admit(mapped),
+            Err(Refused::PerIp),
+            "mapped address counts as its IPv4"
+        );
+    }
+
+    #[test]
+    fn no_per_ip_table_without_a_limit() {
+        let l = ConnLimits::new(10, 0);
+        let a: IpAddr = "::1".parse().unwrap();
+        for _ in 0..10 {
+            assert!(l.admit(a).is_ok());
+        }
+        assert_eq!(l.admit(a), Err(Refused::Total));
+    }
+}

@@ -1,0 +1,4 @@
+//! Access control: throttling (and, next to it, authentication).
+
+pub mod limits;
+pub mod throttle;

@@ -1,0 +1,104 @@
+//! `[[throttle]]`: byte rates by URL path, thttpd-style.
+
+use toml::de::DeValue;
+use toml::Spanned;
+
+use super::load::{sorted, Cx};
+use super::units;
+use super::{ConfigError, PathMatch, ThrottleRule};
+
+const THROTTLE_KEYS: &[&str] = &["path", "pattern", "rate", "connection_rate"];
+const RATE_HELP: &str = "a rate like \"200KiB/s\" or \"1MB/s\", or an integer of bytes per second";
+
+impl Cx<'_> {
+    /// The `[[throttle]]` array.
+    pub(super) fn throttles(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<ThrottleRule>, ConfigError> {
+        let items = match v.get_ref() {
+            DeValue::Array(items) => items,
+            _ => return Err(self.expected(v, "throttle", "an array of tables ([[throttle]])")),
+        };
+        let mut rules = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let section = format!("throttle[{}]", i + 1);
+            let table = self.table(&section, item)?;
+            let mut matcher = None;
+            let mut rate = None;
+            let mut connection_rate = None;
+            for (key, value) in sorted(table) {
+                let name = key.get_ref().as_ref();
+                let full = format!("{section}.{name}");
+                match name {
+                    "path" | "pattern" => {
+                        if matcher.is_some() {
+                            return Err(self.fail(
+                                key,
+                                &full,
+                                "give either path or pattern, not both",
+                            ));
+                        }
+                        let s = self.string(&full, value)?;
+                        matcher = Some(if name == "path" {
+                            if !s.starts_with('/') || !units::is_header_value(s) {
+                                return Err(self.expected(
+                                    value,
+                                    &full,
+                                    "a URL prefix starting with \"/\"",
+                                ));
+                            }
+                            PathMatch::Prefix(s.to_string())
+                        } else {
+                            if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
+                                return Err(self.expected(
+                                    value,
+                                    &full,
+                                    "a glob like \"*.mp4\" (last segment) or \"/video/*.mp4\" (whole path)",
+                                ));
+                            }
+                            PathMatch::Glob(s.to_string())
+                        });
+                    }
+                    "rate" => rate = Some(self.rate(&full, value)?),
+                    "connection_rate" => connection_rate = Some(self.rate(&full, value)?),
+                    _ => return Err(self.unknown(key, &section, THROTTLE_KEYS)),
+                }
+            }
+            let matcher = matcher.ok_or_else(|| {
+                self.fail(
+                    item,
+                    &section,
+                    "needs path = \"/prefix/\" or pattern = \"*.ext\"",
+                )
+            })?;
+            if rate.is_none() && connection_rate.is_none() {
+                return Err(self.fail(item, &section, "needs rate and/or connection_rate"));
+            }
+            rules.push(ThrottleRule {
+                matcher,
+                rate,
+                connection_rate,
+            });
+        }
+        Ok(rules)
+    }
+
+    /// A byte rate: `"200KiB/s"` (any size syntax followed by `/s`) or an
+    /// integer of bytes per second; at least 1 KiB/s.
+    fn rate(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<u64, ConfigError> {
+        let n = match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix()).ok(),
+            DeValue::String(s) => s
+                .trim()
+                .strip_suffix("/s")
+                .and_then(|size| units::parse_size(size.trim())),
+            _ => None,
+        };
+        match n {
+            Some(n) if n >= 1024 => Ok(n),
+            Some(_) => Err(self.expected(v, key, "at least 1KiB/s")),
+            None => Err(self.expected(v, key, RATE_HELP)),
+        }
+    }
+}

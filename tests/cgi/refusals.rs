@@ -1,0 +1,211 @@
+//! Scripts that fail, and files that must neither run nor be shown.
+
+use super::*;
+
+#[test]
+fn broken_scripts_get_502_and_stderr_is_logged() {
+    let b = builder(CGI_BIN);
+    script(
+        &b,
+        "cgi-bin/noheader.sh",
+        "#!/bin/sh\necho 'noheader: missing settings file' >&2\nexit 3\n",
+    );
+    script(
+        &b,
+        "cgi-bin/garbage.sh",
+        "#!/bin/sh\nprintf 'this is not a header\\n\\nbody'\n",
+    );
+    script(&b, "cgi-bin/crash.sh", "#!/bin/sh\nkill -SEGV $$\n");
+    script(
+        &b,
+        "cgi-bin/halfhead.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n'\nkill -SEGV $$\n",
+    );
+    let server = b.start();
+    for name in ["noheader.sh", "garbage.sh", "crash.sh", "halfhead.sh"] {
+        let r = server.get(&format!("/cgi-bin/{name}"));
+        assert_error(&r, 502, "Bad Gateway", "", Conn::Close);
+    }
+    wait_stderr(&server, "noheader: missing settings file");
+    stop(server);
+}
+
+#[test]
+fn crash_after_the_head_cuts_the_response_short() {
+    let b = builder(CGI_BIN);
+    script(
+        &b,
+        "cgi-bin/short.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\nContent-Length: 100\\r\\n\\r\\npartial'\n\
+         kill -SEGV $$\n",
+    );
+    let server = b.start();
+    let mut c = server.connect();
+    c.send(b"GET /cgi-bin/short.sh HTTP/1.1\r\nHost: h\r\n\r\n");
+    let raw = String::from_utf8(c.read_to_end()).expect("UTF-8");
+    // The client can tell: fewer bytes than announced, then the close.
+    assert!(
+        raw.starts_with("HTTP/1.1 200 OK\r\n") && raw.ends_with("\r\n\r\npartial"),
+        "{raw:?}"
+    );
+    assert!(raw.contains("\r\nContent-Length: 100\r\n"), "{raw:?}");
+    stop(server);
+}
+
+#[test]
+fn stderr_flood_does_not_stall_the_script() {
+    let b = builder(CGI_BIN);
+    // 1 MiB of stderr before the answer: far more than a pipe holds, so
+    // the script finishes only if the server keeps reading it.
+    script(
+        &b,
+        "cgi-bin/noisy.sh",
+        "#!/bin/sh\nhead -c 1048576 /dev/zero | tr '\\\\0' 'e' | fold -w 1000 >&2\n\
+         printf 'Content-Type: text/plain\\r\\nContent-Length: 4\\r\\n\\r\\ndone'\n",
+    );
+    let server = b.start();
+    assert_eq!(server.get("/cgi-bin/noisy.sh").text(), "done");
+    stop(server);
+}
+
+#[test]
+fn refusals_under_the_cgi_dir() {
+    let b = builder(CGI_BIN);
+    write_mode(
+        &b,
+        "cgi-bin/noexec.sh",
+        "#!/bin/sh\necho SECRET-SOURCE\n",
+        0o644,
+    );
+    script(
+        &b,
+        "cgi-bin/sub/ok.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nsub'\n",
+    );
+    let server = b.start();
+    for path in [
+        "/cgi-bin/noexec.sh",
+        "/cgi-bin/noexec.sh/more",
+        "/cgi-bin/",
+        "/cgi-bin/sub/",
+    ] {
+        assert_error(&server.get(path), 403, "Forbidden", "", Conn::Close);
+    }
+    for path in [
+        "/cgi-bin/missing.sh",
+        "/cgi-bin/sub/missing",
+        "/cgi-bin/missing/x",
+    ] {
+        assert_error(&server.get(path), 404, "Not Found", "", Conn::Close);
+    }
+    assert_eq!(server.get("/cgi-bin/sub/ok.sh").text(), "sub");
+    stop(server);
+}
+
+/// The source of a script is never served, whatever the path or method.
+#[test]
+fn script_source_is_never_served() {
+    let mut b = Builder::new();
+    b.config(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"root/cgi-bin\"\n\
+         [[cgi]]\nurl = \"/run/\"\ndir = \"root/scripts\"\n\
+         [[cgi]]\npattern = \"*.cgi\"\n\
+         [[cgi]]\npattern = \"*.pl\"\ninterpreter = \"/usr/bin/perl\"\n",
+    );
+    let ran = "#!/bin/sh\n# SECRET-SOURCE\nprintf 'Content-Type: text/plain\\n\\nran %s' \"$PATH_INFO\"\n";
+    let shown =
+        |r: &Response| r.text().contains("SECRET") || r.raw.windows(6).any(|w| w == b"SECRET");
+    script(&b, "root/cgi-bin/x.sh", ran);
+    write_mode(&b, "root/cgi-bin/noexec.sh", ran, 0o644);
+    script(&b, "root/scripts/y.sh", ran);
+    script(&b, "root/app/page.cgi", ran);
+    write_mode(&b, "root/app/broken.cgi", ran, 0o644);
+    write_mode(
+        &b,
+        "root/app/report.pl",
+        "# SECRET-SOURCE\nprint \"Content-Type: text/plain\\n\\nran perl\";\n",
+        0o644,
+    );
+    b.file("index.html", b"home");
+    let server = b.start();
+
+    // Mapped scripts run.
+    for (path, want) in [
+        ("/cgi-bin/x.sh", "ran "),
+        ("/cgi-bin/x.sh/info", "ran /info"),
+        ("/cgi-bin//x.sh", "ran "),
+        ("/cgi-bin/./x.sh", "ran "),
+        ("/app/../cgi-bin/x.sh", "ran "),
+        ("/%63gi-bin/x%2esh", "ran "),
+        ("/run/y.sh", "ran "),
+        ("/app/page.cgi", "ran "),
+        ("/app/page.cgi/p", "ran /p"),
+        ("/app/report.pl", "ran perl"),
+    ] {
+        let r = server.get(path);
+        assert_eq!((r.status, r.text().as_str()), (200, want), "{path}");
+    }
+    // Not runnable: refused, never shown.
+    for path in [
+        "/cgi-bin/noexec.sh",
+        "/%63gi-bin/noexec.sh",
+        "/app/broken.cgi",
+        "/app/broken.cgi/x",
+        "/app/../app/broken.cgi",
+    ] {
+        let r = server.get(path);
+        assert_error(&r, 403, "Forbidden", "", Conn::Close);
+    }
+    // Any request for a script file, by any path or method, must not
+    // return its text: not with a range, not by HEAD + GET, not by the
+    // directory's own name when it sits under the root with another URL.
+    let paths = [
+        "/cgi-bin/x.sh",
+        "/cgi-bin/noexec.sh",
+        "/scripts/y.sh",
+        "/app/broken.cgi",
+        "/app/page.cgi",
+        "/app/report.pl",
+        "/APP/broken.cgi",
+        "/app/broken.CGI",
+    ];
+    for path in paths {
+        for extra in ["", "Range: bytes=0-\r\n", "If-None-Match: \"x\"\r\n"] {
+            let r = server.get_with(path, extra);
+            assert!(
+                !shown(&r),
+                "{path} with {extra:?} shows the source: {:?}",
+                r.raw
+            );
+        }
+    }
+    stop(server);
+}
+
+#[test]
+fn symlinks_and_dotfiles_in_the_cgi_dir_are_refused() {
+    let b = builder(CGI_BIN);
+    let outside = script(
+        &b,
+        "outside.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nSECRET outside'\n",
+    );
+    std::os::unix::fs::symlink(&outside, b.base().join("cgi-bin/link.sh")).expect("symlink");
+    script(
+        &b,
+        "cgi-bin/.hidden.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nSECRET hidden'\n",
+    );
+    let server = b.start();
+    for path in ["/cgi-bin/link.sh", "/cgi-bin/.hidden.sh"] {
+        let r = server.get(path);
+        assert!(
+            r.status == 403 || r.status == 404,
+            "{path}: {} {:?}",
+            r.status,
+            r.text()
+        );
+        assert!(!r.text().contains("SECRET"), "{path} ran");
+    }
+    stop(server);
+}
