@@ -264,3 +264,36 @@ fn no_sandbox_flag_turns_it_off() {
     }
     assert!(!s.stderr().contains("sandbox:"), "{}", s.stderr());
 }
+
+#[test]
+fn chroot_reopens_logs_by_their_path_inside_the_jail() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let mut b = Builder::new();
+    b.file("a.txt", b"A");
+    b.config("chroot = \".\"\n");
+    b.access_log();
+    let s = b.start();
+    wait_started(&s);
+    assert_eq!(s.get("/a.txt?before").status, 200);
+    s.wait_access_line(|l| find(l, b"?before").is_some());
+    fs::rename(&s.access_path, s.base.path.join("access.log.1")).expect("rotate");
+    s.signal(libc::SIGUSR1);
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
+        std::thread::sleep(Duration::from_millis(50));
+        if find(&fs::read(&s.access_path).unwrap_or_default(), b"?after").is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new log after SIGUSR1: {}",
+            s.stderr()
+        );
+    }
+}

@@ -130,8 +130,11 @@ pub fn inside(path: &Path, jail: &Path) -> Option<PathBuf> {
 impl Config {
     /// The configuration as seen from inside the `chroot` directory: every
     /// path inside the jail made relative to it (as absolute paths from
-    /// the new `/`). Paths outside (log and pid files may be) are left as
-    /// they are; they no longer lead anywhere. Without `chroot`, a copy.
+    /// the new `/`). Log and pid files may lie outside: such a log becomes
+    /// `Off` here (its file stays open, but no path reaches it any more)
+    /// and such a pid file `None` (it cannot be removed), so that nothing
+    /// opens or unlinks a same-named file inside the jail by mistake.
+    /// Without `chroot`, a copy.
     pub fn in_jail(&self) -> Config {
         let mut c = self.clone();
         let Some(jail) = &self.chroot else {
@@ -155,12 +158,13 @@ impl Config {
         }
         for t in [&mut c.log.access, &mut c.log.error] {
             if let LogTarget::File(p) = t {
-                rebase(p);
+                match inside(p, jail) {
+                    Some(q) => *p = q,
+                    None => *t = LogTarget::Off,
+                }
             }
         }
-        if let Some(p) = &mut c.pid_file {
-            rebase(p);
-        }
+        c.pid_file = c.pid_file.as_deref().and_then(|p| inside(p, jail));
         c
     }
 }
@@ -202,7 +206,16 @@ mod tests {
             j.log.access,
             LogTarget::File(PathBuf::from("/log/access.log"))
         );
-        assert_eq!(j.pid_file, Some(PathBuf::from("/run/brisk.pid")));
+        assert_eq!(j.pid_file, None, "outside the jail");
+        assert_eq!(j.log.error, LogTarget::Stderr);
+        let outside_log = Config {
+            log: super::super::LogConfig {
+                access: LogTarget::File(PathBuf::from("/var/log/a.log")),
+                ..c.log.clone()
+            },
+            ..c.clone()
+        };
+        assert_eq!(outside_log.in_jail().log.access, LogTarget::Off);
         assert_eq!(Config::default().in_jail().root, Config::default().root);
     }
 }

@@ -108,12 +108,12 @@ pub struct OpenLogs {
 
 impl OpenLogs {
     /// Changes the paths used to reopen the files (on SIGUSR1) to those of
-    /// `config`, e.g. as seen from inside a chroot; the open files stay.
+    /// `config`, as seen from inside a chroot; the open files stay. A file
+    /// whose target there is not a file (see `Config::in_jail`) stays open
+    /// but is never reopened.
     pub fn set_paths(&mut self, config: &LogConfig) {
         self.access.set_path(&config.access);
         self.error.set_path(&config.error);
-        self.config.access = config.access.clone();
-        self.config.error = config.error.clone();
     }
 
     /// Starts the writer thread.

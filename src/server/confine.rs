@@ -65,6 +65,35 @@ pub fn enter_jail(cfg: &Config) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Notes the log and pid files that lie outside the chroot directory:
+/// `outside` is the configuration before the chroot, `inside` after.
+pub fn note_outside_jail(outside: &Config, inside: &Config, notes: &mut Notes) {
+    let logs = [
+        (&outside.log.access, &inside.log.access),
+        (&outside.log.error, &inside.log.error),
+    ];
+    for (before, after) in logs {
+        if let (LogTarget::File(p), LogTarget::Off) = (before, after) {
+            notes.push((
+                Level::Warn,
+                format!(
+                    "{} lies outside the chroot: it stays open, but SIGUSR1 cannot reopen it",
+                    p.display()
+                ),
+            ));
+        }
+    }
+    if let (Some(p), None) = (&outside.pid_file, &inside.pid_file) {
+        notes.push((
+            Level::Warn,
+            format!(
+                "the pid file {} lies outside the chroot and will not be removed on exit",
+                p.display()
+            ),
+        ));
+    }
+}
+
 /// Switches to the configured user and group, if any, and verifies it.
 pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), String> {
     let Some(user) = &cfg.user else {

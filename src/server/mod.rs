@@ -216,6 +216,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     let mut notes = confine::Notes::new();
     if confine::enter_jail(&cfg)? {
         let inside = cfg.in_jail();
+        confine::note_outside_jail(&cfg, &inside, &mut notes);
         open_logs.set_paths(&inside.log);
         server.rebase(inside)?;
     }
