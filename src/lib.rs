@@ -5,6 +5,7 @@
 //!
 //! - [`server`]: event loops, listeners, connections, timers, shutdown.
 //! - [`handlers`]: decide *what* to send (static files, directory index).
+//! - [`access`]: basic authentication (RFC 7617), failure limits.
 //! - [`http`]: sans-IO protocol code: bytes in, values out.
 //! - [`config`]: schema, compiled-in defaults, validation with clear errors.
 //! - [`sys`]: every `unsafe` block and raw syscall, behind safe functions.

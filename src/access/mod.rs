@@ -1,4 +1,21 @@
-//! Access control: throttling (and, next to it, authentication).
+//! Access control: HTTP basic authentication (RFC 7617) with htpasswd
+//! files and per-client limits on failed attempts; throttling.
+//!
+//! Authentication is sans-IO towards the network: the engine hands
+//! [`auth::Auth::check`] a decoded path, the raw `Authorization` value, the
+//! client address and the time, and gets a [`auth::Verdict`] back. The
+//! only I/O is reading the htpasswd files (at start-up and when they
+//! change).
 
+pub mod auth;
+mod credentials;
+mod failures;
+mod hash;
+pub mod htpasswd;
 pub mod limits;
 pub mod throttle;
+
+pub use auth::{Auth, Failure, FailureReason, Verdict};
+
+#[cfg(test)]
+mod tests;

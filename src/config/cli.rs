@@ -456,6 +456,9 @@ fn summary(config: &Config, source: &str) -> String {
     } else {
         "sandbox: off\n"
     };
+    if !config.auth.is_empty() {
+        s += &format!("auth rules: {}\n", config.auth.len());
+    }
     s
 }
 

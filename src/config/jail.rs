@@ -49,8 +49,9 @@ fn error(message: String) -> ConfigError {
 
 /// The checks that need the final configuration: `group` needs `user`,
 /// and with `chroot`, the jail must be a directory holding the document
-/// root and every CGI directory, program and interpreter (stored
-/// canonical, so that the jail-relative paths are the real ones).
+/// root, every CGI directory, program and interpreter, and every htpasswd
+/// file (stored canonical, so that the jail-relative paths are the real
+/// ones).
 pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), ConfigError> {
     if config.group.is_some() && config.user.is_none() {
         let from = origins.group.as_deref().unwrap_or("--group");
@@ -116,6 +117,19 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             *path = real;
         }
     }
+    for (i, rule) in config.auth.iter_mut().enumerate() {
+        let what = format!("auth[{}].htpasswd", i + 1);
+        let real = rule.htpasswd.canonicalize().map_err(|e| {
+            error(format!(
+                "{what}: cannot use {}: {e}",
+                rule.htpasswd.display()
+            ))
+        })?;
+        if !real.starts_with(&jail) {
+            return Err(outside(&what, &real));
+        }
+        rule.htpasswd = real;
+    }
     config.chroot = Some(jail);
     Ok(())
 }
@@ -155,6 +169,9 @@ impl Config {
             if let Some(i) = &mut rule.interpreter {
                 rebase(i);
             }
+        }
+        for rule in &mut c.auth {
+            rebase(&mut rule.htpasswd);
         }
         for t in [&mut c.log.access, &mut c.log.error] {
             if let LogTarget::File(p) = t {

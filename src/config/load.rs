@@ -47,12 +47,13 @@ const TOP_KEYS: &[&str] = &[
     "chroot",
     "allow_root",
     "sandbox",
+    "auth",
 ];
 
 /// Documented sections that this version does not implement yet: refused
 /// loudly rather than ignored, so nobody believes an auth rule is in force
 /// when it is not.
-const NOT_YET: &[(&str, &str)] = &[("auth", "authentication")];
+const NOT_YET: &[(&str, &str)] = &[];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
 pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -127,6 +128,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "allow_root" => config.allow_root = cx.boolean("allow_root", value)?,
             "sandbox" => config.sandbox = cx.boolean("sandbox", value)?,
             "throttle" => config.throttle = cx.throttles(value)?,
+            "auth" => config.auth = cx.auth(value)?,
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),
         }
     }

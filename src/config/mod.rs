@@ -6,6 +6,7 @@
 //! `BRISK_DEFAULT_CONFIG`), then command-line flags. `brisk.example.toml`
 //! documents every key.
 
+mod auth;
 mod cgi;
 mod cli;
 pub(crate) mod glob;
@@ -54,6 +55,9 @@ pub struct Config {
     pub headers: Vec<HeaderRule>,
     /// CGI rules from `[[cgi]]`, in file order (the first match wins).
     pub cgi: Vec<CgiRule>,
+    /// Basic authentication rules from `[[auth]]`, in file order (the
+    /// first match wins).
+    pub auth: Vec<AuthRule>,
     /// The user to run as once listeners and files are open (`user`,
     /// `--user`); `None` keeps the starting user.
     pub user: Option<User>,
@@ -117,6 +121,10 @@ pub struct Limits {
     /// Largest header block a CGI script may print before its body, in
     /// bytes; a longer one is a bad gateway (502).
     pub cgi_header_bytes: usize,
+    /// Failed logins per client address (IPv6: per /64) and worker within
+    /// `timeouts.auth_failure_window` before further attempts are answered
+    /// 429 without a password check; 0 means no limit.
+    pub auth_failures: u32,
 }
 
 /// Timeouts (`[timeouts]`).
@@ -136,6 +144,9 @@ pub struct Timeouts {
     /// taken) for this long is killed with its process group; the client
     /// gets 504 if the response had not started.
     pub cgi: Duration,
+    /// The window in which `limits.auth_failures` are counted; it starts
+    /// at a client's first failure.
+    pub auth_failure_window: Duration,
 }
 
 /// Where a log goes.
@@ -329,6 +340,20 @@ pub struct CgiRule {
     pub env: Vec<(String, String)>,
 }
 
+/// One `[[auth]]` rule: which requests need a login, and against which
+/// file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthRule {
+    /// Which requests it covers (`path` prefix or `pattern` glob).
+    pub matcher: PathMatch,
+    /// The realm shown by the browser; no `"`, `\` or control characters.
+    pub realm: String,
+    /// The htpasswd file, absolute (it was valid when the config loaded).
+    pub htpasswd: PathBuf,
+    /// Accept plaintext passwords in the file.
+    pub allow_plaintext: bool,
+}
+
 impl Default for Config {
     /// The compiled-in defaults (before any baked-in or user config file).
     fn default() -> Config {
@@ -349,6 +374,7 @@ impl Default for Config {
                 max_connections_per_ip: 0,
                 cgi_processes: 64,
                 cgi_header_bytes: 16384,
+                auth_failures: 10,
             },
             timeouts: Timeouts {
                 header: Duration::from_secs(20),
@@ -357,6 +383,7 @@ impl Default for Config {
                 body: Duration::from_secs(60),
                 shutdown: Duration::from_secs(5),
                 cgi: Duration::from_secs(60),
+                auth_failure_window: Duration::from_secs(60),
             },
             log: LogConfig {
                 access: LogTarget::Stdout,
@@ -383,6 +410,7 @@ impl Default for Config {
             chroot: None,
             allow_root: false,
             sandbox: true,
+            auth: Vec::new(),
         }
     }
 }

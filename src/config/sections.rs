@@ -1,6 +1,7 @@
 //! The sections of the document (`[log]`, `[static]`, `[limits]`,
 //! `[timeouts]`, `[mime]`, `[[headers]]`), each checked key by key with the
-//! primitives of [`super::load`]. `[[cgi]]` is in [`super::cgi`].
+//! primitives of [`super::load`]. `[[cgi]]` is in [`super::cgi`], `[[auth]]`
+//! in [`super::auth`].
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
@@ -30,8 +31,17 @@ const LIMIT_KEYS: &[&str] = &[
     "max_connections_per_ip",
     "cgi_processes",
     "cgi_header_bytes",
+    "auth_failures",
 ];
-const TIMEOUT_KEYS: &[&str] = &["header", "keepalive", "send", "body", "shutdown", "cgi"];
+const TIMEOUT_KEYS: &[&str] = &[
+    "header",
+    "keepalive",
+    "send",
+    "body",
+    "shutdown",
+    "cgi",
+    "auth_failure_window",
+];
 const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
 /// Headers that describe the message framing or are owned by the server;
@@ -181,6 +191,10 @@ impl Cx<'_> {
                 "cgi_header_bytes" => {
                     l.cgi_header_bytes = self.size(&full, value, 256, 16 * MIB)? as usize
                 }
+                // 0 turns the limit off.
+                "auth_failures" => {
+                    l.auth_failures = self.integer(&full, value, 0, 1_000_000)? as u32
+                }
                 _ => return Err(self.unknown(key, "limits", LIMIT_KEYS)),
             }
         }
@@ -204,6 +218,9 @@ impl Cx<'_> {
                 // Zero is meaningful here: stop at once, abandoning responses.
                 "shutdown" => t.shutdown = self.duration(&full, value, true)?,
                 "cgi" => t.cgi = self.duration(&full, value, false)?,
+                "auth_failure_window" => {
+                    t.auth_failure_window = self.duration(&full, value, false)?
+                }
                 _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
             }
         }
@@ -277,29 +294,7 @@ impl Cx<'_> {
                     if matcher.is_some() {
                         return Err(self.fail(key, &full, "give either path or pattern, not both"));
                     }
-                    let s = self.string(&full, value)?;
-                    if !units::is_header_value(s) {
-                        return Err(self.fail(value, &full, "control characters are not allowed"));
-                    }
-                    matcher = Some(if name == "path" {
-                        if !s.starts_with('/') {
-                            return Err(self.expected(
-                                value,
-                                &full,
-                                "a URL prefix starting with \"/\"",
-                            ));
-                        }
-                        PathMatch::Prefix(s.to_string())
-                    } else {
-                        if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
-                            return Err(self.expected(
-                                value,
-                                &full,
-                                "a glob like \"*.css\" (last segment) or \"/assets/*.css\" (whole path)",
-                            ));
-                        }
-                        PathMatch::Glob(s.to_string())
-                    });
+                    matcher = Some(self.path_match(name, &full, value)?);
                 }
                 "set" => set = Some(self.header_set(&full, value)?),
                 _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
@@ -316,6 +311,34 @@ impl Cx<'_> {
             self.fail(item, section, "needs set = { \"Header-Name\" = \"value\" }")
         })?;
         Ok(HeaderRule { matcher, set })
+    }
+
+    /// `path = "/prefix/"` (`name` is "path") or `pattern = "*.ext"`, as
+    /// `[[headers]]` and `[[auth]]` take them.
+    pub(super) fn path_match(
+        &self,
+        name: &str,
+        full: &str,
+        value: &Spanned<DeValue<'_>>,
+    ) -> Result<PathMatch, ConfigError> {
+        let s = self.string(full, value)?;
+        if !units::is_header_value(s) {
+            return Err(self.fail(value, full, "control characters are not allowed"));
+        }
+        if name == "path" {
+            if !s.starts_with('/') {
+                return Err(self.expected(value, full, "a URL prefix starting with \"/\""));
+            }
+            return Ok(PathMatch::Prefix(s.to_string()));
+        }
+        if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
+            return Err(self.expected(
+                value,
+                full,
+                "a glob like \"*.css\" (last segment) or \"/assets/*.css\" (whole path)",
+            ));
+        }
+        Ok(PathMatch::Glob(s.to_string()))
     }
 
     fn header_set(

@@ -177,6 +177,16 @@ fn landlock_rules(cfg: &Config, notes: &mut Notes) -> Vec<(PathBuf, u64)> {
         rules.extend(DEVICES.iter().map(|(d, a)| (PathBuf::from(d), *a)));
         rules.push((PathBuf::from(PROC), read));
     }
+    // htpasswd files are read by the workers and again when they change;
+    // tools that replace the file (write a new one, rename it over) make a
+    // new inode, so the right is on the directory: reading files there,
+    // not listing it.
+    for rule in &cfg.auth {
+        rules.push((rule.htpasswd.clone(), READ_FILE));
+        if let Some(dir) = rule.htpasswd.parent() {
+            rules.push((dir.to_path_buf(), READ_FILE));
+        }
+    }
     let contains_tree = |dir: &Path| read_trees.iter().any(|t| t.starts_with(dir));
     for target in [&cfg.log.access, &cfg.log.error] {
         let LogTarget::File(file) = target else {
@@ -221,8 +231,9 @@ pub fn sandbox(cfg: &Config, notes: &mut Notes) {
         Ok(Some(abi)) => notes.push((
             Level::Info,
             format!(
-                "sandbox: Landlock (ABI {abi}) on: read-only beneath the document root{}, writes only to the logs",
-                if cgi { ", CGI directories and system directories" } else { "" }
+                "sandbox: Landlock (ABI {abi}) on: read-only beneath the document root{}{}, writes only to the logs",
+                if cgi { ", CGI directories and system directories" } else { "" },
+                if cfg.auth.is_empty() { "" } else { " and the htpasswd files' directories" }
             ),
         )),
         Ok(None) => notes.push((

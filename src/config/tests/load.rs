@@ -291,9 +291,6 @@ fn root_must_be_an_existing_directory() {
 
 #[test]
 fn features_of_later_versions_are_refused() {
-    assert!(
-        load_err("[[auth]]\npath = \"/p/\"\n").contains("auth: authentication is not available")
-    );
     assert!(load_err("[[throttle]]\npattern = \"*\"\n")
         .contains("throttle[1]: needs rate and/or connection_rate"));
 }

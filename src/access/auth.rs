@@ -1,0 +1,281 @@
+//! Basic authentication (RFC 7617) for the paths that `[[auth]]` rules
+//! cover.
+//!
+//! One [`Auth`] per worker thread: it owns its copies of the htpasswd files,
+//! its cache of verified credentials and its failure counters, so nothing
+//! is locked. The consequences of that choice, all bounded:
+//!
+//! - Rules are tried in file order and the first whose `path` or `pattern`
+//!   matches decides (put the most specific rule first).
+//! - A file is looked at (one `stat`) at most once a second per worker and
+//!   re-read when it changed; a change takes effect within about a second.
+//!   A file that becomes unreadable or invalid keeps its last good version
+//!   in force, and the problem comes out once through
+//!   [`Auth::take_warnings`].
+//! - bcrypt and argon2id are slow by design. A credential that verified is
+//!   remembered (as a SHA-256 digest keyed with a per-worker random secret,
+//!   never the password) per file, up to 1024 of them, until the file
+//!   changes; a keep-alive client therefore pays the hash once per worker,
+//!   not once per request. A wrong password is never cached.
+//! - Failed attempts are counted per client address (an IPv6 /64 counts as
+//!   one client) in windows of `timeouts.auth_failure_window`; at
+//!   `limits.auth_failures` the client gets [`Verdict::TooManyFailures`]
+//!   until its window ends, without a password check, whatever it sends.
+//!   Counters are per worker, so a client spread over several workers'
+//!   connections can make up to `workers` × that many attempts per window.
+//!   A request without `Authorization` is not a failure (browsers send one
+//!   first to get the challenge); everything else that does not log in is,
+//!   and a success resets nothing.
+
+use std::hash::{BuildHasher, Hasher};
+use std::net::IpAddr;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use super::credentials;
+use super::failures::{Failures, MAX_CLIENTS};
+use super::htpasswd::{escape, Watched};
+use crate::config::{Config, PathMatch};
+
+/// Basic authentication state of one worker: every `[[auth]]` rule, its
+/// htpasswd file (parsed), the cache of verified credentials and the
+/// per-client failure counters.
+pub struct Auth {
+    rules: Vec<Rule>,
+    /// Distinct (file, allow_plaintext) pairs; rules point into this.
+    files: Vec<Watched>,
+    failures: Failures,
+    /// The decoded credential of the request being checked; it keeps its
+    /// capacity, so checks do not allocate once it has grown.
+    buf: Vec<u8>,
+    /// Keys the cache digests, so a memory dump does not hold plain
+    /// unsalted SHA-256 digests of passwords.
+    secret: [u8; 16],
+    warnings: Vec<String>,
+}
+
+struct Rule {
+    matcher: PathMatch,
+    file: usize,
+    /// `Basic realm="…", charset="UTF-8"`.
+    challenge: Box<[u8]>,
+}
+
+/// What to do with a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict<'a> {
+    /// No rule covers the path: serve it as usual.
+    Open,
+    /// The credentials are valid: serve it; `user` is the user-id (for
+    /// the access log and CGI's `REMOTE_USER`; not necessarily UTF-8).
+    Allowed {
+        /// The user-id as sent.
+        user: &'a [u8],
+    },
+    /// Answer 401 with `WWW-Authenticate: <realm_header>` (RFC 7617 §2,
+    /// RFC 9110 §11.6.1).
+    Challenge {
+        /// The whole field value: `Basic realm="Private", charset="UTF-8"`.
+        realm_header: &'a [u8],
+        /// Why credentials that were sent did not do (`None` when none
+        /// were sent): for the error log, see [`Failure::log_line`].
+        failure: Option<Failure<'a>>,
+    },
+    /// The client failed too often: answer 429 with
+    /// `Retry-After: <retry_after_secs>`.
+    TooManyFailures {
+        /// Seconds until the client's window ends (at least 1).
+        retry_after_secs: u64,
+    },
+}
+
+/// A failed login, for the error log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure<'a> {
+    /// The user-id sent, if the credential could be read.
+    pub user: Option<&'a [u8]>,
+    /// What went wrong.
+    pub reason: FailureReason,
+}
+
+/// Why a login failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureReason {
+    /// Not `Basic` followed by valid base64 of `user:password`.
+    Malformed,
+    /// The user is not in the htpasswd file.
+    UnknownUser,
+    /// The password does not match.
+    WrongPassword,
+}
+
+impl Failure<'_> {
+    /// `auth failed for user "alice" from 192.0.2.7: wrong password`; the
+    /// user name escaped (`\xNN`), the password never shown.
+    pub fn log_line(&self, client: IpAddr) -> String {
+        let what = match self.reason {
+            FailureReason::Malformed => "malformed Authorization header",
+            FailureReason::UnknownUser => "unknown user",
+            FailureReason::WrongPassword => "wrong password",
+        };
+        match self.user {
+            Some(u) => format!("auth failed for user {} from {client}: {what}", escape(u)),
+            None => format!("auth failed from {client}: {what}"),
+        }
+    }
+}
+
+impl Auth {
+    /// Loads every `[[auth]]` rule's htpasswd file. Errors name the file
+    /// (and line). Call once per worker thread.
+    pub fn new(cfg: &Config) -> Result<Auth, String> {
+        let now = Instant::now();
+        let mut files: Vec<Watched> = Vec::new();
+        let mut rules = Vec::with_capacity(cfg.auth.len());
+        for rule in &cfg.auth {
+            let existing = files.iter().position(|f| {
+                f.path() == rule.htpasswd && f.allow_plaintext() == rule.allow_plaintext
+            });
+            let file = match existing {
+                Some(i) => i,
+                None => {
+                    files.push(Watched::open(&rule.htpasswd, rule.allow_plaintext, now)?);
+                    files.len() - 1
+                }
+            };
+            rules.push(Rule {
+                matcher: rule.matcher.clone(),
+                file,
+                challenge: challenge(&rule.realm).into_bytes().into(),
+            });
+        }
+        Ok(Auth {
+            rules,
+            files,
+            failures: Failures::new(
+                cfg.limits.auth_failures,
+                cfg.timeouts.auth_failure_window,
+                MAX_CLIENTS,
+            ),
+            buf: Vec::new(),
+            secret: random_secret(),
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Whether any rule exists (if not, every [`Auth::check`] is `Open`).
+    pub fn is_active(&self) -> bool {
+        !self.rules.is_empty()
+    }
+
+    /// Checks a request for the decoded path `path` with the raw value of
+    /// its `Authorization` field (`None` if absent), from `client`, at
+    /// `now`. Allocates nothing once warm, except when a changed htpasswd
+    /// file is re-read.
+    pub fn check(
+        &mut self,
+        path: &[u8],
+        authorization: Option<&[u8]>,
+        client: IpAddr,
+        now: Instant,
+    ) -> Verdict<'_> {
+        let Some(rule) = self.rules.iter().position(|r| r.matcher.matches(path)) else {
+            return Verdict::Open;
+        };
+        if let Some(retry_after_secs) = self.failures.blocked(client, now) {
+            return Verdict::TooManyFailures { retry_after_secs };
+        }
+        let file = &mut self.files[self.rules[rule].file];
+        file.refresh(now, &mut self.warnings);
+        let Some(value) = authorization else {
+            return Verdict::Challenge {
+                realm_header: &self.rules[rule].challenge,
+                failure: None,
+            };
+        };
+        let outcome = match credentials::decode(value, &mut self.buf) {
+            Err(_) => {
+                wipe(&mut self.buf, 0);
+                Err((FailureReason::Malformed, 0))
+            }
+            Ok(colon) => {
+                let key = cache_key(&self.secret, &self.buf);
+                let (user, password) = (&self.buf[..colon], &self.buf[colon + 1..]);
+                let result = file.verify(&key, user, password);
+                // The password is not needed any more: do not leave it in
+                // memory until the next request overwrites it.
+                wipe(&mut self.buf, colon);
+                match result {
+                    Some(true) => Ok(colon),
+                    Some(false) => Err((FailureReason::WrongPassword, colon)),
+                    None => Err((FailureReason::UnknownUser, colon)),
+                }
+            }
+        };
+        match outcome {
+            Ok(colon) => Verdict::Allowed {
+                user: &self.buf[..colon],
+            },
+            Err((reason, colon)) => {
+                self.failures.record(client, now);
+                let user = (reason != FailureReason::Malformed).then(|| &self.buf[..colon]);
+                Verdict::Challenge {
+                    realm_header: &self.rules[rule].challenge,
+                    failure: Some(Failure { user, reason }),
+                }
+            }
+        }
+    }
+
+    /// Problems found since the last call (an htpasswd file that changed
+    /// but cannot be used), for the error log.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn file(&self, i: usize) -> &Watched {
+        &self.files[i]
+    }
+
+    #[cfg(test)]
+    pub(crate) fn tracked_clients(&self) -> usize {
+        self.failures.len()
+    }
+}
+
+/// `Basic realm="…", charset="UTF-8"` (RFC 7617 §2 and §2.1). The config
+/// refuses realms with `"`, `\` or control characters, so the realm needs
+/// no escaping inside the quoted string.
+fn challenge(realm: &str) -> String {
+    format!("Basic realm=\"{realm}\", charset=\"UTF-8\"")
+}
+
+/// Keeps `buf[..keep]` (the user-id) and zeroes the rest.
+fn wipe(buf: &mut Vec<u8>, keep: usize) {
+    buf[keep..].fill(0);
+    std::hint::black_box(&buf);
+    buf.truncate(keep);
+}
+
+fn cache_key(secret: &[u8; 16], credential: &[u8]) -> [u8; 32] {
+    Sha256::new()
+        .chain_update(secret)
+        .chain_update(credential)
+        .finalize()
+        .into()
+}
+
+/// 128 bits from the standard library's randomly keyed hasher, which the
+/// operating system seeds: enough for a cache key, and no extra crate.
+fn random_secret() -> [u8; 16] {
+    let state = std::collections::hash_map::RandomState::new();
+    let mut out = [0u8; 16];
+    for (i, chunk) in out.chunks_exact_mut(8).enumerate() {
+        let mut h = state.build_hasher();
+        h.write_usize(i);
+        chunk.copy_from_slice(&h.finish().to_ne_bytes());
+    }
+    out
+}

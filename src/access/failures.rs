@@ -1,0 +1,110 @@
+//! Failed attempts per client, in a bounded map.
+//!
+//! A client is an IPv4 address, or an IPv6 /64 (one subscriber usually
+//! holds a whole /64, so counting single IPv6 addresses would let one
+//! attacker rotate through 2^64 of them). IPv4-mapped IPv6 addresses count
+//! as their IPv4 address.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// Clients tracked per worker; beyond it the oldest window is forgotten.
+pub(crate) const MAX_CLIENTS: usize = 8192;
+
+struct Window {
+    start: Instant,
+    count: u32,
+}
+
+/// The failure counters of one worker.
+pub(crate) struct Failures {
+    /// Failures allowed per window; 0 means no limit.
+    limit: u32,
+    window: Duration,
+    capacity: usize,
+    map: HashMap<IpAddr, Window>,
+}
+
+impl Failures {
+    pub(crate) fn new(limit: u32, window: Duration, capacity: usize) -> Failures {
+        Failures {
+            limit,
+            window,
+            capacity: capacity.max(1),
+            map: HashMap::new(),
+        }
+    }
+
+    /// If `client` used up its failures in the current window: the seconds
+    /// until that window ends (at least 1), for `Retry-After`.
+    pub(crate) fn blocked(&self, client: IpAddr, now: Instant) -> Option<u64> {
+        if self.limit == 0 {
+            return None;
+        }
+        let w = self.map.get(&key(client))?;
+        let elapsed = now.saturating_duration_since(w.start);
+        if w.count < self.limit || elapsed >= self.window {
+            return None;
+        }
+        let left = self.window - elapsed;
+        Some((left.as_secs() + u64::from(left.subsec_nanos() > 0)).max(1))
+    }
+
+    /// Counts one failure. A window starts at a client's first failure and
+    /// lasts `window`; successes never reset it (else one valid account
+    /// would let its owner guess others' passwords without limit).
+    pub(crate) fn record(&mut self, client: IpAddr, now: Instant) {
+        if self.limit == 0 {
+            return;
+        }
+        let k = key(client);
+        if !self.map.contains_key(&k) && self.map.len() >= self.capacity {
+            self.evict(now);
+        }
+        let window = self.window;
+        let w = self.map.entry(k).or_insert(Window {
+            start: now,
+            count: 0,
+        });
+        if now.saturating_duration_since(w.start) >= window {
+            *w = Window {
+                start: now,
+                count: 0,
+            };
+        }
+        w.count = w.count.saturating_add(1);
+    }
+
+    /// Drops expired windows; if none has expired, the oldest one.
+    fn evict(&mut self, now: Instant) {
+        let window = self.window;
+        self.map
+            .retain(|_, w| now.saturating_duration_since(w.start) < window);
+        if self.map.len() >= self.capacity {
+            let oldest = self
+                .map
+                .iter()
+                .min_by_key(|(_, w)| w.start)
+                .map(|(k, _)| *k);
+            if let Some(k) = oldest {
+                self.map.remove(&k);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+fn key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+    }
+}

@@ -1,0 +1,423 @@
+//! `Auth` end to end, sans IO towards the network: rules, headers, the
+//! failure limit; files, reloading and the cache are in `files`. htpasswd files are written to
+//! fresh temporary directories; time is simulated through `now`.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::auth::{Auth, Failure, FailureReason, Verdict};
+use crate::config::{AuthRule, Config, PathMatch};
+
+const VECTORS: &str = include_str!("../testdata/vectors.htpasswd");
+
+/// "alice:correct horse" as the client sends it.
+const ALICE: &[u8] = b"Basic YWxpY2U6Y29ycmVjdCBob3JzZQ==";
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("brisk-auth-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The hash line of `user` in the committed vectors.
+fn vector(user: &str) -> &'static str {
+    VECTORS
+        .lines()
+        .find_map(|l| l.strip_prefix(user).and_then(|r| r.strip_prefix(':')))
+        .unwrap()
+}
+
+fn rule(matcher: PathMatch, realm: &str, htpasswd: &Path) -> AuthRule {
+    AuthRule {
+        matcher,
+        realm: realm.to_string(),
+        htpasswd: htpasswd.to_path_buf(),
+        allow_plaintext: false,
+    }
+}
+
+fn prefix(p: &str) -> PathMatch {
+    PathMatch::Prefix(p.to_string())
+}
+
+fn auth_with(rules: Vec<AuthRule>, failures: u32) -> Auth {
+    let mut cfg = Config {
+        auth: rules,
+        ..Config::default()
+    };
+    cfg.limits.auth_failures = failures;
+    cfg.timeouts.auth_failure_window = Duration::from_secs(60);
+    Auth::new(&cfg).unwrap()
+}
+
+/// One rule over /private/ with alice (apr1: fast) and the vectors' users.
+fn setup(failures: u32) -> (TempDir, Auth) {
+    let dir = TempDir::new();
+    let text = format!("alice:{}\n{VECTORS}", vector("apr1"));
+    let file = dir.write("htpasswd", &text);
+    let auth = auth_with(vec![rule(prefix("/private/"), "Private", &file)], failures);
+    (dir, auth)
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn basic(user_pass: &[u8]) -> Vec<u8> {
+    use base64ct::Encoding;
+    let mut buf = vec![0u8; user_pass.len().div_ceil(3) * 4];
+    let encoded = base64ct::Base64::encode(user_pass, &mut buf).unwrap();
+    format!("Basic {encoded}").into_bytes()
+}
+
+const CHALLENGE: &[u8] = b"Basic realm=\"Private\", charset=\"UTF-8\"";
+
+fn challenged(reason: Option<FailureReason>) -> impl Fn(&Verdict<'_>) -> bool {
+    move |v| match v {
+        Verdict::Challenge {
+            realm_header,
+            failure,
+        } => *realm_header == CHALLENGE && failure.map(|f| f.reason) == reason,
+        _ => false,
+    }
+}
+
+mod files;
+
+#[test]
+fn paths_outside_every_rule_are_open() {
+    let (_d, mut auth) = setup(10);
+    let now = Instant::now();
+    assert!(auth.is_active());
+    for path in [&b"/"[..], b"/privat", b"/private", b"/public/private/"] {
+        assert_eq!(auth.check(path, None, ip("192.0.2.1"), now), Verdict::Open);
+    }
+}
+
+#[test]
+fn no_rules_means_everything_is_open() {
+    let mut auth = Auth::new(&Config::default()).unwrap();
+    assert!(!auth.is_active());
+    let v = auth.check(b"/private/x", Some(ALICE), ip("192.0.2.1"), Instant::now());
+    assert_eq!(v, Verdict::Open);
+}
+
+#[test]
+fn no_credentials_gets_the_challenge_and_is_not_a_failure() {
+    let (_d, mut auth) = setup(1);
+    let now = Instant::now();
+    for _ in 0..5 {
+        let v = auth.check(b"/private/x", None, ip("192.0.2.1"), now);
+        assert!(challenged(None)(&v), "{v:?}");
+    }
+    assert_eq!(auth.tracked_clients(), 0);
+}
+
+#[test]
+fn valid_credentials_are_allowed_with_the_user_name() {
+    let (_d, mut auth) = setup(10);
+    let now = Instant::now();
+    let v = auth.check(b"/private/x", Some(ALICE), ip("192.0.2.1"), now);
+    assert_eq!(v, Verdict::Allowed { user: b"alice" });
+    // Every format through the whole path, header to verdict.
+    let logins: &[(&str, &[u8])] = &[
+        ("bcrypt4", b"correct horse"),
+        ("bcrypt5", "pa:ss wörd".as_bytes()),
+        ("apr1colon", "pa:ss wörd".as_bytes()),
+        ("sha1", b"correct horse"),
+        ("sha256r", "pa:ss wörd".as_bytes()),
+        ("sha512", b"correct horse"),
+        ("argon2id", b"correct horse"),
+        ("apr1bin", b"bin\xffary"),
+    ];
+    for (user, password) in logins {
+        let mut cred = format!("{user}:").into_bytes();
+        cred.extend_from_slice(password);
+        let v = auth.check(b"/private/", Some(&basic(&cred)), ip("192.0.2.1"), now);
+        assert_eq!(
+            v,
+            Verdict::Allowed {
+                user: user.as_bytes()
+            },
+            "{user}"
+        );
+    }
+}
+
+#[test]
+fn wrong_password_and_unknown_user_are_failures_with_the_user_name() {
+    let (_d, mut auth) = setup(10);
+    let now = Instant::now();
+    let client = ip("192.0.2.1");
+    let v = auth.check(b"/private/x", Some(&basic(b"alice:wrong")), client, now);
+    assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
+    if let Verdict::Challenge {
+        failure: Some(f), ..
+    } = v
+    {
+        assert_eq!(f.user, Some(&b"alice"[..]));
+        assert_eq!(
+            f.log_line(client),
+            "auth failed for user \"alice\" from 192.0.2.1: wrong password"
+        );
+    }
+    let v = auth.check(b"/private/x", Some(&basic(b"mallory:x")), client, now);
+    assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
+    // The password is split at the first colon: "alice" + "correct horse:".
+    let v = auth.check(
+        b"/private/x",
+        Some(&basic(b"alice:correct horse:")),
+        client,
+        now,
+    );
+    assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
+}
+
+#[test]
+fn malformed_authorization_values() {
+    let (_d, mut auth) = setup(0);
+    let now = Instant::now();
+    let client = ip("192.0.2.1");
+    let ok: &[&[u8]] = &[
+        ALICE,
+        b"basic YWxpY2U6Y29ycmVjdCBob3JzZQ==",
+        b"BASIC YWxpY2U6Y29ycmVjdCBob3JzZQ==",
+        b"Basic   YWxpY2U6Y29ycmVjdCBob3JzZQ==",
+        b" Basic YWxpY2U6Y29ycmVjdCBob3JzZQ== \t",
+    ];
+    for v in ok {
+        let verdict = auth.check(b"/private/", Some(v), client, now);
+        assert_eq!(verdict, Verdict::Allowed { user: b"alice" }, "{v:?}");
+    }
+    let bad: &[&[u8]] = &[
+        b"",
+        b"Basic",
+        b"Basic ",
+        b"Basic\tYWxpY2U6Y29ycmVjdCBob3JzZQ==",
+        b"Basicx YWxpY2U6Y29ycmVjdCBob3JzZQ==",
+        b"Bearer YWxpY2U6Y29ycmVjdCBob3JzZQ==",
+        b"Digest username=\"alice\"",
+        b"Basic YWxpY2U6Y29ycmVjdCBob3JzZQ",    // padding missing
+        b"Basic YWxpY2U6Y29ycmVjdCBob3JzZQ===", // too much padding
+        b"Basic YWxpY2U6Y29ycmVjdCBob3JzZR==",  // non-zero trailing bits
+        b"Basic YWxp Y2U6Y29ycmVjdCBob3JzZQ==",
+        b"Basic YWxpY2U6Y29ycmVjdCBob3JzZQ==,",
+        b"Basic YWxp-2U6Y29ycmVjdCBob3JzZQ==", // base64url alphabet
+        b"Basic =YWxpY2U6Y29ycmVjdCBob3JzZQ=",
+        b"Basic YWxpY2U=",                     // "alice": no colon
+        b"Basic OmNvcnJlY3QgaG9yc2U=",         // ":correct horse": empty user
+        b"Basic YWwJaWNlOng=",                 // "al\ice:x": control character
+        b"Basic YWxpY2U6Y29ycmVjdAhob3JzZQ==", // control character in password
+    ];
+    for v in bad {
+        let verdict = auth.check(b"/private/", Some(v), client, now);
+        assert!(
+            challenged(Some(FailureReason::Malformed))(&verdict),
+            "{:?}: {verdict:?}",
+            String::from_utf8_lossy(v)
+        );
+        if let Verdict::Challenge {
+            failure: Some(f), ..
+        } = verdict
+        {
+            assert_eq!(f.user, None);
+            assert_eq!(
+                f.log_line(client),
+                "auth failed from 192.0.2.1: malformed Authorization header"
+            );
+        }
+    }
+}
+
+#[test]
+fn failures_are_limited_per_client_within_the_window() {
+    let (_d, mut auth) = setup(3);
+    let t0 = Instant::now();
+    let attacker = ip("192.0.2.66");
+    let wrong = basic(b"alice:guess");
+    for i in 0..3 {
+        let at = t0 + Duration::from_secs(i);
+        let v = auth.check(b"/private/", Some(&wrong), attacker, at);
+        assert!(
+            challenged(Some(FailureReason::WrongPassword))(&v),
+            "{i}: {v:?}"
+        );
+    }
+    // Blocked now, even with the right password, and not for open paths.
+    let at = t0 + Duration::from_millis(10_500);
+    let v = auth.check(b"/private/", Some(ALICE), attacker, at);
+    assert_eq!(
+        v,
+        Verdict::TooManyFailures {
+            retry_after_secs: 50
+        }
+    );
+    let v = auth.check(b"/private/", None, attacker, at);
+    assert_eq!(
+        v,
+        Verdict::TooManyFailures {
+            retry_after_secs: 50
+        }
+    );
+    assert_eq!(auth.check(b"/open", None, attacker, at), Verdict::Open);
+    // Others are not affected, and their success resets nothing.
+    let v = auth.check(b"/private/", Some(ALICE), ip("192.0.2.1"), at);
+    assert_eq!(v, Verdict::Allowed { user: b"alice" });
+    let v = auth.check(b"/private/", Some(ALICE), attacker, at);
+    assert!(matches!(v, Verdict::TooManyFailures { .. }));
+    // The window started at the first failure; after it, a fresh start.
+    let later = t0 + Duration::from_secs(60);
+    let v = auth.check(b"/private/", Some(ALICE), attacker, later);
+    assert_eq!(v, Verdict::Allowed { user: b"alice" });
+    // A success does not reset the client's own count either.
+    for _ in 0..2 {
+        auth.check(b"/private/", Some(&wrong), attacker, later);
+    }
+    auth.check(b"/private/", Some(ALICE), attacker, later);
+    auth.check(b"/private/", Some(&wrong), attacker, later);
+    let v = auth.check(b"/private/", Some(ALICE), attacker, later);
+    assert_eq!(
+        v,
+        Verdict::TooManyFailures {
+            retry_after_secs: 60
+        }
+    );
+}
+
+#[test]
+fn malformed_headers_count_as_failures() {
+    let (_d, mut auth) = setup(2);
+    let now = Instant::now();
+    let client = ip("192.0.2.9");
+    auth.check(b"/private/", Some(b"Basic !!!!"), client, now);
+    auth.check(b"/private/", Some(b"Bearer x"), client, now);
+    let v = auth.check(b"/private/", Some(ALICE), client, now);
+    assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
+}
+
+#[test]
+fn an_ipv6_slash_64_is_one_client_and_mapped_ipv4_is_ipv4() {
+    let (_d, mut auth) = setup(2);
+    let now = Instant::now();
+    let wrong = basic(b"alice:guess");
+    auth.check(b"/private/", Some(&wrong), ip("2001:db8:1:2::1"), now);
+    auth.check(b"/private/", Some(&wrong), ip("2001:db8:1:2:ffff::9"), now);
+    let v = auth.check(b"/private/", Some(ALICE), ip("2001:db8:1:2::77"), now);
+    assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
+    let v = auth.check(b"/private/", Some(ALICE), ip("2001:db8:1:3::1"), now);
+    assert_eq!(v, Verdict::Allowed { user: b"alice" });
+
+    auth.check(b"/private/", Some(&wrong), ip("::ffff:192.0.2.5"), now);
+    auth.check(b"/private/", Some(&wrong), ip("192.0.2.5"), now);
+    let v = auth.check(b"/private/", Some(ALICE), ip("192.0.2.5"), now);
+    assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
+}
+
+#[test]
+fn the_failure_map_is_bounded_and_forgets_the_oldest() {
+    use super::failures::Failures;
+    let t0 = Instant::now();
+    let mut f = Failures::new(1, Duration::from_secs(60), 3);
+    for i in 0..3u8 {
+        f.record(
+            IpAddr::from([10, 0, 0, i]),
+            t0 + Duration::from_secs(u64::from(i)),
+        );
+    }
+    assert_eq!(f.len(), 3);
+    let at = t0 + Duration::from_secs(5);
+    f.record(ip("10.0.0.9"), at);
+    assert_eq!(f.len(), 3);
+    assert!(f.blocked(ip("10.0.0.0"), at).is_none(), "oldest forgotten");
+    for who in ["10.0.0.1", "10.0.0.2", "10.0.0.9"] {
+        assert!(f.blocked(ip(who), at).is_some(), "{who}");
+    }
+    // Expired windows go first, whatever their age order.
+    let much_later = t0 + Duration::from_secs(120);
+    f.record(ip("10.0.0.10"), much_later);
+    assert_eq!(f.len(), 1);
+    // Limit 0: nothing is tracked.
+    let mut off = Failures::new(0, Duration::from_secs(60), 3);
+    off.record(ip("10.0.0.1"), t0);
+    assert_eq!(off.len(), 0);
+    assert!(off.blocked(ip("10.0.0.1"), t0).is_none());
+}
+
+#[test]
+fn the_first_matching_rule_decides() {
+    let dir = TempDir::new();
+    let inner = dir.write("inner", &format!("bob:{}\n", vector("sha1")));
+    let outer = dir.write("outer", &format!("alice:{}\n", vector("apr1")));
+    let mut auth = auth_with(
+        vec![
+            rule(prefix("/private/inner/"), "Inner", &inner),
+            rule(prefix("/private/"), "Outer", &outer),
+            rule(PathMatch::Glob("*.pdf".into()), "Docs", &inner),
+        ],
+        0,
+    );
+    let now = Instant::now();
+    let client = ip("192.0.2.1");
+    let realm = |v: Verdict<'_>| match v {
+        Verdict::Challenge { realm_header, .. } => {
+            String::from_utf8(realm_header.to_vec()).unwrap()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        realm(auth.check(b"/private/inner/x", None, client, now)),
+        "Basic realm=\"Inner\", charset=\"UTF-8\""
+    );
+    assert_eq!(
+        realm(auth.check(b"/private/inner.pdf", None, client, now)),
+        "Basic realm=\"Outer\", charset=\"UTF-8\""
+    );
+    assert_eq!(
+        realm(auth.check(b"/docs/a.pdf", None, client, now)),
+        "Basic realm=\"Docs\", charset=\"UTF-8\""
+    );
+    let bob = basic(b"bob:correct horse");
+    assert_eq!(
+        auth.check(b"/private/inner/x", Some(&bob), client, now),
+        Verdict::Allowed { user: b"bob" }
+    );
+    let v = auth.check(b"/private/x", Some(&bob), client, now);
+    assert!(matches!(v, Verdict::Challenge { .. }), "{v:?}");
+    assert_eq!(
+        auth.check(b"/private/x", Some(ALICE), client, now),
+        Verdict::Allowed { user: b"alice" }
+    );
+}
+
+#[test]
+fn user_names_are_escaped_in_log_lines() {
+    let f = Failure {
+        user: Some(b"ev\"il\\\n\x1b[31m\xff"),
+        reason: FailureReason::UnknownUser,
+    };
+    assert_eq!(
+        f.log_line(ip("2001:db8::1")),
+        "auth failed for user \"ev\\x22il\\x5c\\x0a\\x1b[31m\\xff\" from 2001:db8::1: unknown user"
+    );
+}

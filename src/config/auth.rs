@@ -1,0 +1,91 @@
+//! `[[auth]]`: which requests need a login (RFC 7617 basic authentication)
+//! and which htpasswd file holds the passwords.
+//!
+//! The htpasswd file is read and every line checked when the configuration
+//! loads, so that a typo or an unsupported hash is reported with its file
+//! and line at start-up (and by `--check-config`) rather than as failing
+//! logins. This is the one place where the config layer calls into
+//! `access`: the parser there is the only one that knows the formats.
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::load::{sorted, Cx};
+use super::{AuthRule, ConfigError};
+use crate::access::htpasswd::Htpasswd;
+
+const AUTH_KEYS: &[&str] = &["path", "pattern", "realm", "htpasswd", "allow_plaintext"];
+
+impl Cx<'_> {
+    pub(super) fn auth(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<AuthRule>, ConfigError> {
+        let items = match v.get_ref() {
+            DeValue::Array(items) => items,
+            _ => return Err(self.expected(v, "auth", "an array of tables ([[auth]])")),
+        };
+        let mut rules = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let section = format!("auth[{}]", i + 1);
+            let table = self.table(&section, item)?;
+            rules.push(self.auth_rule(&section, item, table)?);
+        }
+        Ok(rules)
+    }
+
+    fn auth_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<AuthRule, ConfigError> {
+        let mut matcher = None;
+        let mut realm = None;
+        let mut htpasswd = None;
+        let mut allow_plaintext = false;
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            match name {
+                "path" | "pattern" => {
+                    if matcher.is_some() {
+                        return Err(self.fail(key, &full, "give either path or pattern, not both"));
+                    }
+                    matcher = Some(self.path_match(name, &full, value)?);
+                }
+                "realm" => {
+                    let s = self.string(&full, value)?;
+                    if s.is_empty() || s.chars().any(|c| c.is_control() || c == '"' || c == '\\') {
+                        return Err(self.expected(
+                            value,
+                            &full,
+                            "a non-empty name without \", \\ or control characters",
+                        ));
+                    }
+                    realm = Some(s.to_string());
+                }
+                "htpasswd" => htpasswd = Some((self.path(&full, value)?, full, value)),
+                "allow_plaintext" => allow_plaintext = self.boolean(&full, value)?,
+                _ => return Err(self.unknown(key, section, AUTH_KEYS)),
+            }
+        }
+        let matcher = matcher.ok_or_else(|| {
+            self.fail(
+                item,
+                section,
+                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
+            )
+        })?;
+        let realm = realm
+            .ok_or_else(|| self.fail(item, section, "needs realm = \"Name shown at login\""))?;
+        let Some((path, full, value)) = htpasswd else {
+            return Err(self.fail(item, section, "needs htpasswd = \"path/to/htpasswd\""));
+        };
+        // Checked now, with allow_plaintext known whatever the key order.
+        Htpasswd::read(&path, allow_plaintext).map_err(|e| self.fail(value, &full, &e))?;
+        Ok(AuthRule {
+            matcher,
+            realm,
+            htpasswd: path,
+            allow_plaintext,
+        })
+    }
+}

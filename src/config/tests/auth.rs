@@ -1,0 +1,202 @@
+//! `[[auth]]` rules, `limits.auth_failures` and
+//! `timeouts.auth_failure_window`. Each test writes `site.toml` and an
+//! `htpasswd` next to it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{args, load, load_err, TempDir};
+use crate::config::{AuthRule, Command, Config, ConfigError, PathMatch};
+
+/// `alice`'s APR1 hash from the committed vectors.
+const APR1: &str = "$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/";
+
+fn run(dir: &TempDir, text: &str) -> Result<Config, ConfigError> {
+    let file = dir.write("site.toml", &format!("root = \"public\"\n{text}"));
+    match args(&["--config", file.to_str().unwrap()]) {
+        Ok(Command::Run(c)) => Ok(c),
+        Ok(other) => panic!("expected Run, got {other:?}"),
+        Err(e) => Err(e),
+    }
+}
+
+/// The error for `text`, with `htpasswd` containing `passwords`.
+fn err(passwords: &str, text: &str) -> String {
+    let dir = TempDir::new();
+    dir.write("htpasswd", passwords);
+    match run(&dir, text) {
+        Ok(c) => panic!("expected an error, got {:?}", c.auth),
+        Err(e) => e.message.replace(dir.path().to_str().unwrap(), "DIR"),
+    }
+}
+
+fn good() -> String {
+    format!("alice:{APR1}\n")
+}
+
+#[test]
+fn defaults() {
+    let c = load("").unwrap();
+    assert!(c.auth.is_empty());
+    assert_eq!(c.limits.auth_failures, 10);
+    assert_eq!(c.timeouts.auth_failure_window, Duration::from_secs(60));
+}
+
+#[test]
+fn limits_and_window() {
+    let c =
+        load("[limits]\nauth_failures = 0\n[timeouts]\nauth_failure_window = \"5m\"\n").unwrap();
+    assert_eq!(c.limits.auth_failures, 0);
+    assert_eq!(c.timeouts.auth_failure_window, Duration::from_secs(300));
+    assert_eq!(
+        load_err("[limits]\nauth_failures = -1\n"),
+        "DIR/site.toml:3: limits.auth_failures: expected an integer from 0 to 1000000; got -1"
+    );
+    assert_eq!(
+        load_err("[timeouts]\nauth_failure_window = 0\n"),
+        "DIR/site.toml:3: timeouts.auth_failure_window: expected a duration greater than zero; got 0"
+    );
+}
+
+#[test]
+fn rules_in_file_order() {
+    let dir = TempDir::new();
+    dir.write("htpasswd", &good());
+    dir.write("conf/plain", "bob:secret\n");
+    let c = run(
+        &dir,
+        r#"
+[[auth]]
+path = "/private/"
+realm = "Private"
+htpasswd = "htpasswd"
+
+[[auth]]
+htpasswd = "conf/plain"
+allow_plaintext = true
+realm = "Documents — ünïcode"
+pattern = "*.pdf"
+"#,
+    )
+    .unwrap();
+    let base: PathBuf = dir.path().to_path_buf();
+    assert_eq!(
+        c.auth,
+        [
+            AuthRule {
+                matcher: PathMatch::Prefix("/private/".into()),
+                realm: "Private".into(),
+                htpasswd: base.join("htpasswd"),
+                allow_plaintext: false,
+            },
+            AuthRule {
+                matcher: PathMatch::Glob("*.pdf".into()),
+                realm: "Documents — ünïcode".into(),
+                htpasswd: base.join("conf/plain"),
+                allow_plaintext: true,
+            },
+        ]
+    );
+}
+
+#[test]
+fn each_rule_needs_a_matcher_a_realm_and_a_file() {
+    let pw = good();
+    assert_eq!(
+        err(&pw, "[[auth]]\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n"),
+        "DIR/site.toml:2: auth[1]: needs path = \"/prefix/\" or pattern = \"*.ext\""
+    );
+    assert_eq!(
+        err(&pw, "[[auth]]\npath = \"/p/\"\nhtpasswd = \"htpasswd\"\n"),
+        "DIR/site.toml:2: auth[1]: needs realm = \"Name shown at login\""
+    );
+    assert_eq!(
+        err(&pw, "[[auth]]\npath = \"/p/\"\nrealm = \"R\"\n"),
+        "DIR/site.toml:2: auth[1]: needs htpasswd = \"path/to/htpasswd\""
+    );
+    assert_eq!(
+        err(
+            &pw,
+            "[[auth]]\npath = \"/p/\"\npattern = \"*.x\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n"
+        ),
+        "DIR/site.toml:4: auth[1].pattern: give either path or pattern, not both"
+    );
+    assert_eq!(
+        err(&pw, "[[auth]]\npath = \"p/\"\n"),
+        "DIR/site.toml:3: auth[1].path: expected a URL prefix starting with \"/\"; got \"p/\""
+    );
+    assert_eq!(
+        err(&pw, "[[auth]]\npath = \"/p/\"\nrealms = \"R\"\n"),
+        "DIR/site.toml:4: unknown key \"auth[1].realms\"; did you mean \"realm\"? expected one of \"path\", \"pattern\", \"realm\", \"htpasswd\", \"allow_plaintext\""
+    );
+    assert_eq!(
+        err(&pw, "[auth]\npath = \"/p/\"\n"),
+        "DIR/site.toml:2: auth: expected an array of tables ([[auth]]); got a table"
+    );
+}
+
+#[test]
+fn realms_cannot_break_the_quoted_string() {
+    for bad in [
+        r#""""#,
+        r#""a\"b""#,
+        r#""a\\b""#,
+        r#""a\nb""#,
+        r#""a\u007fb""#,
+    ] {
+        let e = err(
+            &good(),
+            &format!("[[auth]]\npath = \"/p/\"\nrealm = {bad}\nhtpasswd = \"htpasswd\"\n"),
+        );
+        assert!(
+            e.starts_with("DIR/site.toml:4: auth[1].realm: expected a non-empty name without \", \\ or control characters"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_htpasswd_file_must_exist_and_parse() {
+    let rule = "[[auth]]\npath = \"/p/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n";
+    let missing = "[[auth]]\npath = \"/p/\"\nrealm = \"R\"\nhtpasswd = \"nothing\"\n";
+    let e = err(&good(), missing);
+    assert!(
+        e.starts_with("DIR/site.toml:5: auth[1].htpasswd: DIR/nothing: cannot read: "),
+        "{e}"
+    );
+    assert_eq!(
+        err(&format!("# users\nalice:{APR1}\nbob:S5HmsE3xRKxgw\n"), rule),
+        "DIR/site.toml:5: auth[1].htpasswd: DIR/htpasswd:3: crypt(3) DES hashes are not supported (they use only 8 characters of the password); recreate the entry with htpasswd -B"
+    );
+    assert_eq!(
+        err("bob:secret\n", rule),
+        "DIR/site.toml:5: auth[1].htpasswd: DIR/htpasswd:1: not a supported password hash (a plaintext password needs allow_plaintext = true; better, hash it with htpasswd -B)"
+    );
+    assert_eq!(
+        err(
+            "bob:secret\n",
+            &format!("{rule}allow_plaintext = \"yes\"\n")
+        ),
+        "DIR/site.toml:6: auth[1].allow_plaintext: expected true or false; got \"yes\""
+    );
+    let dir = TempDir::new();
+    dir.write("htpasswd", "bob:secret\n");
+    // allow_plaintext counts wherever it stands in the rule.
+    let text =
+        "[[auth]]\nallow_plaintext = true\nhtpasswd = \"htpasswd\"\npath = \"/\"\nrealm = \"R\"\n";
+    assert!(run(&dir, text).unwrap().auth[0].allow_plaintext);
+}
+
+#[test]
+fn check_config_counts_the_rules() {
+    let dir = TempDir::new();
+    dir.write("htpasswd", &good());
+    let file = dir.write(
+        "site.toml",
+        "root = \"public\"\n[[auth]]\npath = \"/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n",
+    );
+    match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(Command::CheckOk(s)) => assert!(s.contains("auth rules: 1\n"), "{s}"),
+        other => panic!("{other:?}"),
+    }
+}
