@@ -93,10 +93,10 @@ fn steady_state_logging_does_not_allocate() {
         }
         let spent = allocs() - before;
         // A writer thread starved by a busy machine forces a fresh buffer
-        // for some rounds (one per flush at most, 200 here); an allocation
-        // per line would show as a thousand or more.
+        // for a round now and then (one per flush at most: 200 here, on a
+        // loaded machine); an allocation per line would show as 1000 or more.
         assert!(
-            spent <= 50,
+            spent <= 200,
             "{format:?}: {spent} allocations for 1000 lines"
         );
         drop(logger);

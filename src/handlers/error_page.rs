@@ -35,6 +35,7 @@ pub fn page(status: Status) -> &'static [u8] {
         414 => page!("414", "URI Too Long"),
         416 => page!("416", "Range Not Satisfiable"),
         417 => page!("417", "Expectation Failed"),
+        429 => page!("429", "Too Many Requests"),
         431 => page!("431", "Request Header Fields Too Large"),
         500 => page!("500", "Internal Server Error"),
         501 => page!("501", "Not Implemented"),

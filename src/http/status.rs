@@ -24,6 +24,7 @@ impl Status {
     pub const URI_TOO_LONG: Status = Status(414);
     pub const RANGE_NOT_SATISFIABLE: Status = Status(416);
     pub const EXPECTATION_FAILED: Status = Status(417);
+    pub const TOO_MANY_REQUESTS: Status = Status(429);
     pub const HEADER_FIELDS_TOO_LARGE: Status = Status(431);
     pub const INTERNAL_SERVER_ERROR: Status = Status(500);
     pub const NOT_IMPLEMENTED: Status = Status(501);

@@ -28,6 +28,7 @@ use crate::sys::net;
 
 pub mod cgi;
 
+use crate::access::Verdict;
 use crate::config::Dotfiles;
 use crate::handlers::cgi::{Resolved, Resolver};
 use crate::http::path;
@@ -102,6 +103,11 @@ pub struct Worker {
     zombies: Vec<(i32, Instant)>,
     /// Read buffer for CGI pipes.
     cgi_buf: Vec<u8>,
+    /// Basic authentication (`None` without `[[auth]]` rules).
+    auth: Option<crate::access::Auth>,
+    /// The user the current request authenticated as (when `authed`).
+    auth_user: Vec<u8>,
+    authed: bool,
     /// Throttled connections waiting for their rate: when, and which.
     timers: Vec<(Instant, usize)>,
     /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
@@ -143,6 +149,8 @@ impl Worker {
         } else {
             Some(Resolver::new(&cfg.cgi, &cfg.root)?)
         };
+        let auth = crate::access::Auth::new(&cfg).map_err(io::Error::other)?;
+        let auth = auth.is_active().then_some(auth);
         let files = FileCache::new(
             cfg.static_files.open_file_cache,
             cfg.static_files.open_file_cache_valid,
@@ -170,6 +178,9 @@ impl Worker {
             cgi_buf: Vec::with_capacity(READ_BUF),
             cgi,
             timers: Vec::new(),
+            auth,
+            auth_user: Vec::new(),
+            authed: false,
             limits,
             body_limits,
             shutdown: init.shutdown,
@@ -837,7 +848,7 @@ impl Worker {
                 bytes,
                 referer: req.header("referer"),
                 user_agent: req.header("user-agent"),
-                user: None,
+                user: self.authed.then_some(&self.auth_user[..]),
                 duration_us: 0,
             };
             self.logger.access(&rec);
@@ -859,6 +870,52 @@ impl Worker {
         head: &[u8],
         redirects: u8,
     ) -> Option<Plan> {
+        self.authed = false;
+        if let Some(auth) = self.auth.as_mut() {
+            let (raw_path, _) = path::split_target(req.target);
+            // Rules match the decoded, normalised path, so no spelling of
+            // a protected path (`/%70rivate/`, `//private/./`) slips by.
+            if path::decode_and_normalize(raw_path, &mut self.scratch.path).is_ok() {
+                let ip = c.peer.ip();
+                match auth.check(
+                    &self.scratch.path,
+                    req.header("authorization"),
+                    ip,
+                    self.now,
+                ) {
+                    Verdict::Open => {}
+                    Verdict::Allowed { user } => {
+                        self.auth_user.clear();
+                        self.auth_user.extend_from_slice(user);
+                        self.authed = true;
+                    }
+                    Verdict::Challenge {
+                        realm_header,
+                        failure,
+                    } => {
+                        if let Some(f) = failure {
+                            self.logger
+                                .log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                        }
+                        self.scratch.header("WWW-Authenticate", realm_header);
+                        return Some(Plan::error(Status::UNAUTHORIZED, &mut self.scratch));
+                    }
+                    Verdict::TooManyFailures { retry_after_secs } => {
+                        self.logger.log(
+                            Level::Warn,
+                            format_args!("auth: {ip} is over its failed-attempt limit; 429"),
+                        );
+                        let mut v = Vec::with_capacity(20);
+                        crate::http::push_u64(&mut v, retry_after_secs);
+                        self.scratch.header("Retry-After", &v);
+                        return Some(Plan::error(Status::TOO_MANY_REQUESTS, &mut self.scratch));
+                    }
+                }
+            }
+            for w in auth.take_warnings() {
+                self.logger.log(Level::Warn, format_args!("auth: {w}"));
+            }
+        }
         if let (Some(resolver), true) = (&self.cgi, req.method != Method::Other) {
             let (raw_path, _) = path::split_target(req.target);
             let path = &mut self.scratch.path;

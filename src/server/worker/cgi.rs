@@ -83,6 +83,8 @@ pub struct CgiRun {
     stderr_line: Vec<u8>,
     /// The response must not be reused after this (truncated, aborted).
     broken: bool,
+    /// The authenticated user, for the access log.
+    user: Option<Vec<u8>>,
 }
 
 impl CgiRun {
@@ -158,8 +160,8 @@ impl Worker {
                 BodyFraming::Length(n) => Some(n),
                 _ => None,
             },
-            remote_user: None,
-            auth_type: None,
+            remote_user: self.authed.then_some(&self.auth_user[..]),
+            auth_type: self.authed.then_some(&b"Basic"[..]),
         };
         let extra = &self.cfg.cgi[script.rule].env;
         let env = build_env(&script, &env_req, extra);
@@ -238,6 +240,7 @@ impl Worker {
             script: script.script_filename.display().to_string(),
             stderr_line: Vec::new(),
             broken: false,
+            user: self.authed.then(|| self.auth_user.clone()),
         };
         c.cgi = Some(Box::new(run));
         c.phase = Phase::Cgi;
@@ -581,7 +584,7 @@ impl Worker {
                     bytes: g.body_bytes,
                     referer: req.header("referer"),
                     user_agent: req.header("user-agent"),
-                    user: None,
+                    user: g.user.as_deref(),
                     duration_us: self.now.saturating_duration_since(g.started).as_micros() as u64,
                 };
                 self.logger.access(&rec);

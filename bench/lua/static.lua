@@ -1,0 +1,1 @@
+-- The same request over and over (wrk's fast path: no request() function).

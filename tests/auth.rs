@@ -1,0 +1,188 @@
+//! Basic authentication on the wire (RFC 7617): challenges, every
+//! htpasswd format Apache's tool writes, the failed-attempt limit, reload
+//! without restart, REMOTE_USER for CGI, and the user in the access log.
+
+mod common;
+
+use common::*;
+
+const VECTORS: &str = include_str!("../src/access/testdata/vectors.htpasswd");
+
+fn basic(user: &str, pass: &str) -> String {
+    // A tiny base64 encoder, so the test shares no code with the server.
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let raw = format!("{user}:{pass}").into_bytes();
+    let mut out = String::new();
+    for chunk in raw.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("Basic {out}")
+}
+
+fn site(extra: &str) -> Builder {
+    let mut b = Builder::new();
+    b.file("private/secret.txt", b"the secret");
+    b.file("public.txt", b"open");
+    write_file(&b.base().join("htpasswd"), VECTORS.as_bytes());
+    b.config(&format!(
+        "[[auth]]\npath = \"/private/\"\nrealm = \"Private Area\"\nhtpasswd = \"htpasswd\"\n{extra}"
+    ));
+    b
+}
+
+fn get(s: &Server, path: &str, auth: Option<&str>) -> Response {
+    let h = auth
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    s.request(format!("GET {path} HTTP/1.1\r\nHost: x\r\n{h}Connection: close\r\n\r\n").as_bytes())
+}
+
+#[test]
+fn challenge_then_every_format_is_accepted() {
+    let s = site("").start();
+    let r = get(&s, "/private/secret.txt", None);
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("WWW-Authenticate"),
+        Some("Basic realm=\"Private Area\", charset=\"UTF-8\"")
+    );
+    assert_ne!(r.body, b"the secret");
+    // Other spellings of the protected path are protected too.
+    for p in [
+        "/%70rivate/secret.txt",
+        "//private/./secret.txt",
+        "/x/../private/secret.txt",
+    ] {
+        assert_eq!(get(&s, p, None).status, 401, "{p}");
+    }
+    assert_eq!(get(&s, "/public.txt", None).body, b"open");
+    for user in ["bcrypt4", "apr1", "sha1", "sha256", "sha512", "argon2id"] {
+        let r = get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic(user, "correct horse")),
+        );
+        assert_eq!(r.status, 200, "{user}");
+        assert_eq!(r.body, b"the secret");
+        let r = get(&s, "/private/secret.txt", Some(&basic(user, "wrong horse")));
+        assert_eq!(r.status, 401, "{user} with a wrong password");
+    }
+    // A password with a colon and non-ASCII bytes (split at the first colon).
+    let r = get(
+        &s,
+        "/private/secret.txt",
+        Some(&basic("bcrypt5", "pa:ss wörd")),
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn too_many_failures_get_429_with_retry_after() {
+    let s = site("[limits]\nauth_failures = 3\n").start();
+    for _ in 0..3 {
+        assert_eq!(
+            get(&s, "/private/secret.txt", Some(&basic("apr1", "guess"))).status,
+            401
+        );
+    }
+    let r = get(
+        &s,
+        "/private/secret.txt",
+        Some(&basic("apr1", "correct horse")),
+    );
+    assert_eq!(r.status, 429);
+    assert!(r
+        .header("Retry-After")
+        .is_some_and(|v| v.parse::<u64>().is_ok()));
+    assert!(r.head.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+    // Unprotected paths are still served to that client.
+    assert_eq!(get(&s, "/public.txt", None).status, 200);
+}
+
+#[test]
+fn the_file_is_reread_when_it_changes() {
+    // No failure limit: the polling below fails until the reload is seen.
+    let b = site("[limits]\nauth_failures = 0\n");
+    let path = b.base().join("htpasswd");
+    let s = b.start();
+    let apr1_line = VECTORS.lines().find(|l| l.starts_with("apr1:")).unwrap();
+    assert_eq!(
+        get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("apr1", "correct horse"))
+        )
+        .status,
+        200
+    );
+    // Replace the file with one where apr1's hash belongs to "newuser".
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write_file(&path, format!("newuser:{}\n", &apr1_line[5..]).as_bytes());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("newuser", "correct horse")),
+        );
+        if r.status == 200 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "new file never read");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("apr1", "correct horse"))
+        )
+        .status,
+        401
+    );
+}
+
+#[test]
+fn remote_user_reaches_cgi_and_the_log() {
+    let mut b = site("[[cgi]]\nurl = \"/private/cgi/\"\ndir = \"cgi\"\n");
+    let script = b.base().join("cgi/who.sh");
+    write_file(&script, b"#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n%s %s' \"$REMOTE_USER\" \"$AUTH_TYPE\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.access_log();
+    let s = b.start();
+    let r = get(
+        &s,
+        "/private/cgi/who.sh",
+        Some(&basic("sha1", "correct horse")),
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(
+        r.body.ends_with(b"sha1 Basic"),
+        "{:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(get(&s, "/private/cgi/who.sh", None).status, 401);
+    let line = s.wait_access_line(|l| l.windows(12).any(|w| w == b"/private/cgi"));
+    assert!(
+        line.starts_with(b"127.0.0.1 - sha1 ["),
+        "{}",
+        String::from_utf8_lossy(&line)
+    );
+    assert!(
+        !s.stderr().contains("correct horse"),
+        "no password in the logs"
+    );
+}
