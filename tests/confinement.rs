@@ -297,3 +297,35 @@ fn chroot_reopens_logs_by_their_path_inside_the_jail() {
         );
     }
 }
+
+#[test]
+fn sandboxed_auth_reads_its_htpasswd_and_sees_it_replaced() {
+    let mut b = Builder::new();
+    b.file("private/a.txt", b"secret");
+    write_file(&b.base().join("auth/htpasswd"), b"ann:first\n");
+    b.config(
+        "[limits]\nauth_failures = 0\n[[auth]]\npath = \"/private/\"\nrealm = \"R\"\nhtpasswd = \"auth/htpasswd\"\nallow_plaintext = true\n",
+    );
+    let s = b.start();
+    wait_started(&s);
+    // "ann:first" and "ann:second" in base64.
+    let first = "Authorization: Basic YW5uOmZpcnN0\r\n";
+    let second = "Authorization: Basic YW5uOnNlY29uZA==\r\n";
+    assert_eq!(s.get("/private/a.txt").status, 401);
+    assert_eq!(s.get_with("/private/a.txt", first).body, b"secret");
+    // Replaced the way editors and tools do it: a new file renamed over.
+    // (No failure limit: the polling below fails until the reload.)
+    let dir = s.base.path.join("auth");
+    fs::write(dir.join("htpasswd.new"), b"ann:second\n").expect("write");
+    fs::rename(dir.join("htpasswd.new"), dir.join("htpasswd")).expect("rename");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.get_with("/private/a.txt", second).status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "new htpasswd not seen: {}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(s.get_with("/private/a.txt", first).status, 401);
+}
