@@ -182,6 +182,7 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     write_file(&root.join("hello.txt"), b"from the daemon");
     let pid_file = dir.path.join("brisk.pid");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(common::root_args())
         .args([
             "--daemon",
             "--listen",

@@ -13,6 +13,9 @@ use super::load::{sorted, Cx};
 use super::units;
 use super::{CgiRule, CgiTarget, ConfigError};
 
+/// `(key, "file:line: cgi[N].key")` for each path key of one rule.
+pub(crate) type PathOrigins = Vec<(&'static str, String)>;
+
 const CGI_KEYS: &[&str] = &["url", "dir", "program", "pattern", "interpreter", "env"];
 
 /// Whether `name` is a portable environment variable name: ASCII letters,
@@ -48,18 +51,35 @@ fn is_executable(path: &Path) -> Result<bool, std::io::Error> {
 }
 
 impl Cx<'_> {
-    pub(super) fn cgi(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<CgiRule>, ConfigError> {
+    /// The rules, and per rule where each path it names (`dir`,
+    /// `program`, `interpreter`) was set, for the checks made later.
+    pub(super) fn cgi(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<(Vec<CgiRule>, Vec<PathOrigins>), ConfigError> {
         let items = match v.get_ref() {
             DeValue::Array(items) => items,
             _ => return Err(self.expected(v, "cgi", "an array of tables ([[cgi]])")),
         };
         let mut rules = Vec::with_capacity(items.len());
+        let mut origins = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let section = format!("cgi[{}]", i + 1);
             let table = self.table(&section, item)?;
             rules.push(self.cgi_rule(&section, item, table)?);
+            let mut here = Vec::new();
+            for (key, value) in sorted(table) {
+                let name: &'static str = match key.get_ref().as_ref() {
+                    "dir" => "dir",
+                    "program" => "program",
+                    "interpreter" => "interpreter",
+                    _ => continue,
+                };
+                here.push((name, self.origin(&format!("{section}.{name}"), value)));
+            }
+            origins.push(here);
         }
-        Ok(rules)
+        Ok((rules, origins))
     }
 
     fn cgi_rule(

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::jail;
 use super::load::{self, Source};
 use super::units::{self, LISTEN_HELP};
 use super::{Command, Config, ConfigError, Level, LogConfig, LogTarget};
@@ -38,6 +39,11 @@ Options:
   --pid-file FILE      write the process id to FILE
   --log-level LEVEL    error log level: off, error, warn, info, debug
   --access-log TARGET  access log: a file path, - (stdout), or off
+  --user NAME          once listening, switch to this user (needs root)
+  --group NAME         and to this group (default: the user's primary group)
+  --allow-root         serve as root when no other user is given; without
+                       it, brisk started as root refuses to serve
+  --no-sandbox         do not confine the server with Landlock and seccomp
   --check-config       validate the configuration, print a summary, and exit
   --version, -V        print the version and exit
   --help, -h           print this help and exit
@@ -58,6 +64,10 @@ struct Flags {
     check: bool,
     log_level: Option<Level>,
     access_log: Option<LogTarget>,
+    user: Option<String>,
+    group: Option<String>,
+    allow_root: bool,
+    no_sandbox: bool,
 }
 
 /// See [`super::from_args`].
@@ -134,6 +144,17 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
         };
         origins.access = Some("--access-log".to_string());
     }
+    if let Some(name) = &flags.user {
+        config.user = Some(jail::user(name).map_err(|m| flag_error("--user", &m))?);
+    }
+    if let Some(name) = &flags.group {
+        config.group = Some(jail::group(name).map_err(|m| flag_error("--group", &m))?);
+        origins.group = None;
+    }
+    config.allow_root |= flags.allow_root;
+    if flags.no_sandbox {
+        config.sandbox = false;
+    }
 
     // Final checks, after every layer had its say.
     if config.workers == 0 {
@@ -144,6 +165,7 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
         .as_deref()
         .unwrap_or("root (default: the current directory)");
     config.root = check_root(&config.root, root_from)?;
+    jail::check(&mut config, &origins)?;
     // Files are created at start-up, but their directories must exist:
     // better said here, with the line, than by a failing open later.
     let files = [
@@ -236,7 +258,7 @@ fn parse_flags<I: IntoIterator<Item = OsString>>(args: I) -> Result<Parsed, Conf
                 "brisk {}",
                 env!("CARGO_PKG_VERSION")
             )))),
-            "--daemon" | "--check-config" => None,
+            "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" => None,
             _ if !VALUE_FLAGS.contains(&name.as_str()) => return Err(unknown_flag(&name)),
             _ => {
                 let value = match inline {
@@ -256,6 +278,8 @@ fn parse_flags<I: IntoIterator<Item = OsString>>(args: I) -> Result<Parsed, Conf
         match switch {
             Some(exit) => return Ok(exit),
             None if name == "--daemon" => flags.daemon = true,
+            None if name == "--allow-root" => flags.allow_root = true,
+            None if name == "--no-sandbox" => flags.no_sandbox = true,
             None => flags.check = true,
         }
     }
@@ -323,6 +347,8 @@ fn apply_value(flags: &mut Flags, name: &str, value: &OsStr) -> Result<(), Confi
                 })?;
             flags.log_level = Some(level);
         }
+        "--user" => flags.user = Some(text()?.to_string()),
+        "--group" => flags.group = Some(text()?.to_string()),
         "--access-log" => {
             flags.access_log = Some(match value.as_bytes() {
                 b"-" | b"stdout" => LogTarget::Stdout,
@@ -356,6 +382,8 @@ const VALUE_FLAGS: &[&str] = &[
     "--pid-file",
     "--log-level",
     "--access-log",
+    "--user",
+    "--group",
 ];
 
 /// Every flag, for "did you mean".
@@ -371,6 +399,10 @@ const FLAG_NAMES: &[&str] = &[
     "--help",
     "--log-level",
     "--access-log",
+    "--user",
+    "--group",
+    "--allow-root",
+    "--no-sandbox",
 ];
 
 /// The `--check-config` report: what will actually be used.
@@ -407,6 +439,23 @@ fn summary(config: &Config, source: &str) -> String {
     if !config.cgi.is_empty() {
         s += &format!("cgi rules: {}\n", config.cgi.len());
     }
+    if let Some(u) = &config.user {
+        s += &format!("user: {} (uid {})\n", u.name, u.uid);
+        match &config.group {
+            Some(g) => s += &format!("group: {} (gid {})\n", g.name, g.gid),
+            None => s += &format!("group: gid {} (the user's primary group)\n", u.gid),
+        }
+    } else if config.allow_root {
+        s += "allow root: yes\n";
+    }
+    if let Some(j) = &config.chroot {
+        s += &format!("chroot: {}\n", j.display());
+    }
+    s += if config.sandbox {
+        "sandbox: on\n"
+    } else {
+        "sandbox: off\n"
+    };
     if !config.auth.is_empty() {
         s += &format!("auth rules: {}\n", config.auth.len());
     }

@@ -42,17 +42,18 @@ const TOP_KEYS: &[&str] = &[
     "headers",
     "cgi",
     "throttle",
+    "user",
+    "group",
+    "chroot",
+    "allow_root",
+    "sandbox",
     "auth",
 ];
 
 /// Documented sections that this version does not implement yet: refused
 /// loudly rather than ignored, so nobody believes an auth rule is in force
 /// when it is not.
-const NOT_YET: &[(&str, &str)] = &[
-    ("user", "dropping privileges (user)"),
-    ("group", "dropping privileges (group)"),
-    ("chroot", "chroot"),
-];
+const NOT_YET: &[(&str, &str)] = &[];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
 pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -68,6 +69,10 @@ pub(crate) struct Origins {
     pub(crate) pid_file: Option<String>,
     pub(crate) access: Option<String>,
     pub(crate) error: Option<String>,
+    pub(crate) group: Option<String>,
+    pub(crate) chroot: Option<String>,
+    /// Per `[[cgi]]` rule: where each path it names was set.
+    pub(crate) cgi: Vec<super::cgi::PathOrigins>,
 }
 
 /// Loads `src` on top of `config`.
@@ -106,7 +111,22 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "timeouts" => cx.timeouts(value, config)?,
             "mime" => config.mime = cx.mime(value)?,
             "headers" => config.headers = cx.headers(value)?,
-            "cgi" => config.cgi = cx.cgi(value)?,
+            "cgi" => {
+                let (rules, where_) = cx.cgi(value)?;
+                config.cgi = rules;
+                origins.cgi = where_;
+            }
+            "user" => config.user = Some(cx.user(value)?),
+            "group" => {
+                config.group = Some(cx.group(value)?);
+                origins.group = Some(cx.origin("group", value));
+            }
+            "chroot" => {
+                config.chroot = Some(cx.path("chroot", value)?);
+                origins.chroot = Some(cx.origin("chroot", value));
+            }
+            "allow_root" => config.allow_root = cx.boolean("allow_root", value)?,
+            "sandbox" => config.sandbox = cx.boolean("sandbox", value)?,
             "throttle" => config.throttle = cx.throttles(value)?,
             "auth" => config.auth = cx.auth(value)?,
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),
@@ -359,6 +379,16 @@ impl Cx<'_> {
             return Err(self.expected(v, key, "a non-empty path"));
         }
         Ok(self.src.base.join(s))
+    }
+
+    fn user(&self, v: &Spanned<DeValue<'_>>) -> Result<super::User, ConfigError> {
+        let name = self.string("user", v)?;
+        super::jail::user(name).map_err(|msg| self.fail(v, "user", &msg))
+    }
+
+    fn group(&self, v: &Spanned<DeValue<'_>>) -> Result<super::Group, ConfigError> {
+        let name = self.string("group", v)?;
+        super::jail::group(name).map_err(|msg| self.fail(v, "group", &msg))
     }
 
     fn listen(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<std::net::SocketAddr>, ConfigError> {

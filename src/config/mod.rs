@@ -10,6 +10,7 @@ mod auth;
 mod cgi;
 mod cli;
 pub(crate) mod glob;
+mod jail;
 mod load;
 mod sections;
 mod throttle;
@@ -57,6 +58,41 @@ pub struct Config {
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
+    /// The user to run as once listeners and files are open (`user`,
+    /// `--user`); `None` keeps the starting user.
+    pub user: Option<User>,
+    /// The group to run as (`group`, `--group`); `None` means the user's
+    /// primary group.
+    pub group: Option<Group>,
+    /// Directory to `chroot` to after opening listeners, the document root
+    /// and the logs (`chroot`); absolute and canonical.
+    pub chroot: Option<PathBuf>,
+    /// Serve as root when no other `user` is given (`allow_root`,
+    /// `--allow-root`); otherwise brisk refuses to.
+    pub allow_root: bool,
+    /// Confine the running server with Landlock and seccomp where the
+    /// kernel supports them (`sandbox`, `--no-sandbox`).
+    pub sandbox: bool,
+}
+
+/// A user from the user database, resolved when the config is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The name as configured.
+    pub name: String,
+    /// Its user id.
+    pub uid: u32,
+    /// Its primary group id.
+    pub gid: u32,
+}
+
+/// A group from the group database, resolved when the config is loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// The name as configured.
+    pub name: String,
+    /// Its group id.
+    pub gid: u32,
 }
 
 /// Size and count limits (`[limits]`).
@@ -369,6 +405,11 @@ impl Default for Config {
             headers: Vec::new(),
             throttle: Vec::new(),
             cgi: Vec::new(),
+            user: None,
+            group: None,
+            chroot: None,
+            allow_root: false,
+            sandbox: true,
             auth: Vec::new(),
         }
     }

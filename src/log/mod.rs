@@ -97,12 +97,44 @@ pub struct LogService {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Log files opened but not yet written: the writer thread starts later,
+/// so that it can be created after the process confined itself (threads
+/// inherit a sandbox only from the thread that creates them).
+pub struct OpenLogs {
+    access: Sink,
+    error: Sink,
+    config: LogConfig,
+}
+
+impl OpenLogs {
+    /// Changes the paths used to reopen the files (on SIGUSR1) to those of
+    /// `config`, as seen from inside a chroot; the open files stay. A file
+    /// whose target there is not a file (see `Config::in_jail`) stays open
+    /// but is never reopened.
+    pub fn set_paths(&mut self, config: &LogConfig) {
+        self.access.set_path(&config.access);
+        self.error.set_path(&config.error);
+    }
+
+    /// Starts the writer thread.
+    pub fn start(self) -> Result<LogService, LogError> {
+        LogService::start_with(self.access, self.error, &self.config, QUEUE)
+    }
+}
+
 impl LogService {
     /// Opens the configured targets and starts the writer thread.
     pub fn start(config: &LogConfig) -> Result<LogService, LogError> {
-        let access = Sink::open(&config.access, "access log")?;
-        let error = Sink::open(&config.error, "error log")?;
-        LogService::start_with(access, error, config, QUEUE)
+        LogService::open(config)?.start()
+    }
+
+    /// Opens the configured targets without starting the writer thread.
+    pub fn open(config: &LogConfig) -> Result<OpenLogs, LogError> {
+        Ok(OpenLogs {
+            access: Sink::open(&config.access, "access log")?,
+            error: Sink::open(&config.error, "error log")?,
+            config: config.clone(),
+        })
     }
 
     /// Starts the writer with open sinks and a queue of `queue` batches.

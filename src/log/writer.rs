@@ -68,6 +68,8 @@ pub(crate) enum Sink {
     File {
         path: PathBuf,
         file: File,
+        /// False once `path` no longer leads to the file (outside a chroot).
+        reopen: bool,
     },
     /// A shared buffer, for tests: holding its lock stalls the writer.
     #[cfg(test)]
@@ -95,6 +97,7 @@ impl Sink {
                 Ok(file) => Sink::File {
                     path: path.clone(),
                     file,
+                    reopen: true,
                 },
                 Err(e) => {
                     return Err(LogError {
@@ -105,10 +108,28 @@ impl Sink {
         })
     }
 
+    /// Points a file sink's reopen path at `target`'s; any other target
+    /// means the file can no longer be reached by a path: it stays open
+    /// and is never reopened.
+    pub(crate) fn set_path(&mut self, target: &LogTarget) {
+        if let Sink::File { path, reopen, .. } = self {
+            match target {
+                LogTarget::File(new) => *path = new.clone(),
+                _ => *reopen = false,
+            }
+        }
+    }
+
     /// Reopens a file sink in place (log rotation). On failure the old file
     /// stays in use, which is better than losing lines.
     fn reopen(&mut self) -> Result<(), String> {
-        if let Sink::File { path, file } = self {
+        if let Sink::File { path, file, reopen } = self {
+            if !*reopen {
+                return Err(format!(
+                    "cannot reopen {}: it cannot be reached from inside the chroot; still writing to the old file",
+                    path.display()
+                ));
+            }
             match open(path) {
                 Ok(new) => *file = new,
                 Err(e) => return Err(format!("cannot reopen {}: {e}", path.display())),

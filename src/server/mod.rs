@@ -1,9 +1,12 @@
 //! Event loops, listeners, connections, timers, shutdown.
 //!
 //! [`run`] binds every listener first (one `SO_REUSEPORT` socket per
-//! address per worker), starts the workers, then waits for signals on the
-//! main thread: SIGINT/SIGTERM drain and stop, SIGUSR1 reopens the logs.
+//! address per worker), opens the logs, confines the process (chroot,
+//! user switch, sandbox: see [`confine`]), starts the workers, then waits
+//! for signals on the main thread: SIGINT/SIGTERM drain and stop, SIGUSR1
+//! reopens the logs.
 
+pub mod confine;
 pub mod conn;
 pub mod output;
 pub mod response;
@@ -83,6 +86,27 @@ impl Server {
             per_worker,
             addrs,
         })
+    }
+
+    /// Replaces the configuration with `cfg` (the same one as seen from
+    /// inside a chroot) and opens the document root again by its path
+    /// there. Call it after `chroot` and before [`Server::start`].
+    pub fn rebase(&mut self, cfg: Config) -> Result<(), String> {
+        let cfg = Arc::new(cfg);
+        let site = Site::new(Arc::clone(&cfg)).map_err(|e| {
+            format!(
+                "cannot open root {} inside the chroot: {e}",
+                cfg.root.display()
+            )
+        })?;
+        self.site = Arc::new(site);
+        self.cfg = cfg;
+        Ok(())
+    }
+
+    /// The configuration being served.
+    pub fn config(&self) -> &Config {
+        &self.cfg
     }
 
     /// The bound addresses, in the order of `listen`.
@@ -168,7 +192,8 @@ pub fn run(cfg: Config) -> Result<(), String> {
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
-    let server = Server::bind(cfg)?;
+    confine::check_identity(&cfg)?;
+    let mut server = Server::bind(cfg)?;
     let cfg = Arc::clone(&server.cfg);
     {
         let mut out = std::io::stdout().lock();
@@ -185,9 +210,27 @@ pub fn run(cfg: Config) -> Result<(), String> {
         std::fs::write(pid_file, format!("{}\n", sys::process::pid()))
             .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
     }
-    let logs = LogService::start(&cfg.log).map_err(|e| e.to_string())?;
+    let mut open_logs = LogService::open(&cfg.log).map_err(|e| e.to_string())?;
+    // Everything is open: confine the process before any thread exists,
+    // so that every thread (and every CGI child) inherits the result.
+    let mut notes = confine::Notes::new();
+    if confine::enter_jail(&cfg)? {
+        let inside = cfg.in_jail();
+        confine::note_outside_jail(&cfg, &inside, &mut notes);
+        open_logs.set_paths(&inside.log);
+        server.rebase(inside)?;
+    }
+    confine::switch_user(&cfg, &mut notes)?;
+    let cfg = Arc::clone(&server.cfg);
+    if cfg.sandbox {
+        confine::sandbox(&cfg, &mut notes);
+    }
+    let logs = open_logs.start().map_err(|e| e.to_string())?;
     let running = server.start(&logs)?;
     let mut main_log = logs.handle();
+    for (level, note) in &notes {
+        main_log.log(*level, format_args!("{note}"));
+    }
     main_log.log(
         Level::Info,
         format_args!("started {} workers", running.workers()),

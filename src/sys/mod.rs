@@ -5,9 +5,12 @@
 
 pub mod fs;
 pub mod net;
+pub mod privileges;
 pub mod process;
+pub mod sandbox;
 pub mod signal;
 pub mod spawn;
+pub mod syscalls;
 
 use std::io;
 

@@ -23,9 +23,18 @@ pub(super) fn gated_script(base: &Path, tag: &str) -> String {
     )
 }
 
+/// These scripts record their pids in the base directory, which the
+/// kernel sandbox forbids CGI programs (they inherit it): they run
+/// without it. The sandbox's own tests are in tests/confinement.rs.
+fn writing_builder(config: &str) -> Builder {
+    let mut b = builder(config);
+    b.arg("--no-sandbox");
+    b
+}
+
 #[test]
 fn timeout_kills_the_process_group_and_answers_504() {
-    let b = builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"1s\"\n"));
+    let b = writing_builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"1s\"\n"));
     let base = b.base().to_path_buf();
     script(
         &b,
@@ -50,7 +59,7 @@ fn timeout_kills_the_process_group_and_answers_504() {
 
 #[test]
 fn timeout_after_output_truncates_and_closes() {
-    let b = builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"1s\"\n"));
+    let b = writing_builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"1s\"\n"));
     let base = b.base().to_path_buf();
     script(
         &b,
@@ -78,7 +87,7 @@ fn timeout_after_output_truncates_and_closes() {
 
 #[test]
 fn timeout_is_for_silence_not_for_slow_output() {
-    let b = builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"2s\"\n"));
+    let b = writing_builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"2s\"\n"));
     // Output every 0.25 s for 3 s: never 2 s without progress.
     script(
         &b,
@@ -94,7 +103,7 @@ fn timeout_is_for_silence_not_for_slow_output() {
 
 #[test]
 fn slow_scripts_do_not_block_static_files() {
-    let mut b = builder(CGI_BIN);
+    let mut b = writing_builder(CGI_BIN);
     let base = b.base().to_path_buf();
     script(&b, "cgi-bin/slow.sh", &gated_script(&base, "slow"));
     let big = pattern(2 * MIB);
@@ -150,7 +159,7 @@ fn slow_scripts_do_not_block_static_files() {
 
 #[test]
 fn process_limit_answers_503() {
-    let mut b = builder(&format!("{CGI_BIN}[limits]\ncgi_processes = 2\n"));
+    let mut b = writing_builder(&format!("{CGI_BIN}[limits]\ncgi_processes = 2\n"));
     b.workers(1);
     let base = b.base().to_path_buf();
     script(&b, "cgi-bin/slow.sh", &gated_script(&base, "lim"));
@@ -202,7 +211,7 @@ fn process_limit_answers_503() {
 
 #[test]
 fn client_disconnect_kills_the_child() {
-    let b = builder(CGI_BIN);
+    let b = writing_builder(CGI_BIN);
     let base = b.base().to_path_buf();
     script(&b, "cgi-bin/wait.sh", &gated_script(&base, "gone"));
     let server = b.start();
@@ -218,7 +227,7 @@ fn client_disconnect_kills_the_child() {
 
 #[test]
 fn disconnect_while_streaming_kills_the_child() {
-    let b = builder(CGI_BIN);
+    let b = writing_builder(CGI_BIN);
     let base = b.base().to_path_buf();
     script(
         &b,
@@ -248,7 +257,7 @@ fn disconnect_while_streaming_kills_the_child() {
 
 #[test]
 fn no_children_outlive_their_requests_or_the_server() {
-    let mut b = builder(&format!(
+    let mut b = writing_builder(&format!(
         "{CGI_BIN}[timeouts]\ncgi = \"1s\"\nshutdown = \"500ms\"\n"
     ));
     let base = b.base().to_path_buf();

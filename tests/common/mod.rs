@@ -329,6 +329,16 @@ pub fn write_file(path: &Path, contents: &[u8]) {
     set_mtime(path);
 }
 
+/// `--allow-root` when the tests run as root (as in CI), since brisk
+/// refuses to serve as root without it; nothing otherwise.
+pub fn root_args() -> &'static [&'static str] {
+    if brisk::sys::privileges::euid() == 0 {
+        &["--allow-root"]
+    } else {
+        &[]
+    }
+}
+
 /// Spawns brisk with `args`, stderr to `stderr_path`, and waits (10 s at
 /// most) for `brisk: serving …` and one `brisk: listening on http://ADDR/`
 /// line per `--listen` flag; returns the child and those addresses.
@@ -345,7 +355,8 @@ pub fn spawn_brisk_with(
     use std::os::unix::process::CommandExt;
     let stderr = fs::File::create(stderr_path).expect("create stderr file");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
-    cmd.args(args)
+    cmd.args(root_args())
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr));
@@ -883,6 +894,7 @@ pub fn run_brisk(args: &[&str]) -> (ExitStatus, String, String) {
     let out = dir.path.join("out");
     let err = dir.path.join("err");
     let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(root_args())
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(fs::File::create(&out).expect("out")))

@@ -229,7 +229,7 @@ fn check_config_summarises() {
     };
     let root = dir.path().join("public").canonicalize().unwrap();
     let expected = format!(
-        "configuration OK ({name})\nlisten: 127.0.0.1:8001, [::1]:8001\nroot: {}\nworkers: 2\naccess log: {} (json)\nerror log: stderr (level info)\n",
+        "configuration OK ({name})\nlisten: 127.0.0.1:8001, [::1]:8001\nroot: {}\nworkers: 2\naccess log: {} (json)\nerror log: stderr (level info)\nsandbox: on\n",
         root.display(),
         dir.path().join("a.log").display()
     );

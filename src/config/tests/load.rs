@@ -293,11 +293,88 @@ fn root_must_be_an_existing_directory() {
 fn features_of_later_versions_are_refused() {
     assert!(load_err("[[throttle]]\npattern = \"*\"\n")
         .contains("throttle[1]: needs rate and/or connection_rate"));
-    assert!(
-        load_err("user = \"www\"\n").contains("user: dropping privileges (user) is not available")
+}
+
+#[test]
+fn privilege_keys() {
+    let c =
+        load("user = \"root\"\ngroup = \"root\"\nallow_root = true\nsandbox = false\n").unwrap();
+    assert_eq!(
+        c.user.as_ref().map(|u| (u.name.as_str(), u.uid)),
+        Some(("root", 0))
     );
-    assert!(load_err("group = \"www\"\n").contains("not available"));
-    assert!(load_err("chroot = \"/srv\"\n").contains("chroot: chroot is not available"));
+    assert_eq!(c.group.as_ref().map(|g| g.gid), Some(0));
+    assert!(c.allow_root);
+    assert!(!c.sandbox);
+    let d = load("").unwrap();
+    assert!(d.user.is_none() && d.group.is_none() && d.chroot.is_none());
+    assert!(!d.allow_root);
+    assert!(d.sandbox);
+
+    assert_eq!(
+        load_err("user = \"no-such-user-x\"\n"),
+        "DIR/site.toml:2: user: no user named \"no-such-user-x\" on this system"
+    );
+    assert_eq!(
+        load_err("user = \"root\"\ngroup = \"no-such-group-x\"\n"),
+        "DIR/site.toml:3: group: no group named \"no-such-group-x\" on this system"
+    );
+    assert_eq!(
+        load_err("group = \"root\"\n"),
+        "DIR/site.toml:2: group: a group is only used together with user = \"NAME\" (or --user NAME)"
+    );
+    assert!(load_err("user = 3\n").contains("site.toml:2: user: expected a string; got 3"));
+    assert!(load_err("sandbox = \"yes\"\n").contains("sandbox: expected true or false"));
+    assert!(load_err("allow_root = 1\n").contains("allow_root: expected true or false"));
+}
+
+#[test]
+fn chroot_must_hold_the_root_and_cgi() {
+    let dir = super::TempDir::new();
+    dir.write("jail/www/index.html", "x");
+    dir.write("jail/cgi/run.cgi", "#!/bin/sh\n");
+    dir.write("outside/index.html", "x");
+    let ok = dir.write(
+        "ok.toml",
+        "root = \"jail/www\"\nchroot = \"jail\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
+    );
+    let c = match super::args(&["--config", ok.to_str().unwrap()]) {
+        Ok(super::Command::Run(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    let jail = dir.path().join("jail").canonicalize().unwrap();
+    assert_eq!(c.chroot.as_deref(), Some(jail.as_path()));
+    let inside = c.in_jail();
+    assert_eq!(inside.root, std::path::PathBuf::from("/www"));
+
+    let bad = dir.write("bad.toml", "root = \"outside\"\nchroot = \"jail\"\n");
+    let e = super::args(&["--config", bad.to_str().unwrap()])
+        .unwrap_err()
+        .message;
+    let e = e.replace(dir.path().to_str().unwrap(), "DIR");
+    assert!(
+        e.starts_with("DIR/bad.toml:1: root: DIR/outside is outside the chroot directory DIR/jail (DIR/bad.toml:2: chroot)"),
+        "{e}"
+    );
+    let bad_cgi = dir.write(
+        "cgi.toml",
+        "root = \"jail/www\"\nchroot = \"jail/www\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
+    );
+    let e = super::args(&["--config", bad_cgi.to_str().unwrap()])
+        .unwrap_err()
+        .message;
+    assert!(
+        e.contains("cgi.toml:5: cgi[1].dir: ") && e.contains("is outside the chroot"),
+        "{e}"
+    );
+    let missing = dir.write("m.toml", "root = \"jail/www\"\nchroot = \"nope\"\n");
+    let e = super::args(&["--config", missing.to_str().unwrap()])
+        .unwrap_err()
+        .message;
+    assert!(
+        e.contains("m.toml:2: chroot: cannot use") && e.contains("nope"),
+        "{e}"
+    );
 }
 
 #[test]

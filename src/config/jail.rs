@@ -1,0 +1,238 @@
+//! `user`, `group` and `chroot`: names resolved when the file is loaded
+//! (the user database may not exist inside a jail), paths checked against
+//! the jail, and the configuration as the server sees it once inside.
+//!
+//! Paths in the configuration are always written as seen from outside the
+//! jail: the server opens its listeners, the document root and the log
+//! files before it calls `chroot`, and only then confines itself.
+
+use std::path::{Path, PathBuf};
+
+use super::load::Origins;
+use super::{CgiTarget, Config, ConfigError, Group, LogTarget, User};
+use crate::sys::privileges;
+
+/// Resolves a `user` value.
+pub(super) fn user(name: &str) -> Result<User, String> {
+    if name.is_empty() {
+        return Err("expected a user name; got \"\"".to_string());
+    }
+    match privileges::lookup_user(name) {
+        Ok(Some(a)) => Ok(User {
+            name: name.to_string(),
+            uid: a.uid,
+            gid: a.gid,
+        }),
+        Ok(None) => Err(format!("no user named {name:?} on this system")),
+        Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
+    }
+}
+
+/// Resolves a `group` value.
+pub(super) fn group(name: &str) -> Result<Group, String> {
+    if name.is_empty() {
+        return Err("expected a group name; got \"\"".to_string());
+    }
+    match privileges::lookup_group(name) {
+        Ok(Some(gid)) => Ok(Group {
+            name: name.to_string(),
+            gid,
+        }),
+        Ok(None) => Err(format!("no group named {name:?} on this system")),
+        Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
+    }
+}
+
+fn error(message: String) -> ConfigError {
+    ConfigError { message }
+}
+
+/// The checks that need the final configuration: `group` needs `user`,
+/// and with `chroot`, the jail must be a directory holding the document
+/// root, every CGI directory, program and interpreter, and every htpasswd
+/// file (stored canonical, so that the jail-relative paths are the real
+/// ones).
+pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), ConfigError> {
+    if config.group.is_some() && config.user.is_none() {
+        let from = origins.group.as_deref().unwrap_or("--group");
+        return Err(error(format!(
+            "{from}: a group is only used together with user = \"NAME\" (or --user NAME)"
+        )));
+    }
+    let Some(jail) = &config.chroot else {
+        return Ok(());
+    };
+    let from = origins.chroot.as_deref().unwrap_or("chroot");
+    let jail = jail.canonicalize().map_err(|e| {
+        error(format!(
+            "{from}: cannot use {} as the chroot directory: {e}",
+            jail.display()
+        ))
+    })?;
+    if !jail.is_dir() {
+        return Err(error(format!(
+            "{from}: {} is not a directory",
+            jail.display()
+        )));
+    }
+    let outside = |what: &str, path: &Path| {
+        error(format!(
+            "{what}: {} is outside the chroot directory {} ({from}); after the chroot it could not be reached",
+            path.display(),
+            jail.display()
+        ))
+    };
+    if !config.root.starts_with(&jail) {
+        let what = origins.root.as_deref().unwrap_or("root");
+        return Err(outside(what, &config.root));
+    }
+    for (i, rule) in config.cgi.iter_mut().enumerate() {
+        let origin = |key: &str| {
+            origins
+                .cgi
+                .get(i)
+                .and_then(|o| o.iter().find(|(k, _)| *k == key))
+                .map_or_else(|| format!("cgi[{}].{key}", i + 1), |(_, o)| o.clone())
+        };
+        let mut paths: Vec<(&str, &mut PathBuf)> = Vec::new();
+        match &mut rule.target {
+            CgiTarget::Dir { dir, .. } => paths.push(("dir", dir)),
+            CgiTarget::Program { program, .. } => paths.push(("program", program)),
+            CgiTarget::Pattern(_) => {}
+        }
+        if let Some(interp) = &mut rule.interpreter {
+            paths.push(("interpreter", interp));
+        }
+        for (key, path) in paths {
+            let real = path.canonicalize().map_err(|e| {
+                error(format!(
+                    "{}: cannot use {}: {e}",
+                    origin(key),
+                    path.display()
+                ))
+            })?;
+            if !real.starts_with(&jail) {
+                return Err(outside(&origin(key), &real));
+            }
+            *path = real;
+        }
+    }
+    for (i, rule) in config.auth.iter_mut().enumerate() {
+        let what = format!("auth[{}].htpasswd", i + 1);
+        let real = rule.htpasswd.canonicalize().map_err(|e| {
+            error(format!(
+                "{what}: cannot use {}: {e}",
+                rule.htpasswd.display()
+            ))
+        })?;
+        if !real.starts_with(&jail) {
+            return Err(outside(&what, &real));
+        }
+        rule.htpasswd = real;
+    }
+    config.chroot = Some(jail);
+    Ok(())
+}
+
+/// `path` as seen from inside `jail`, if it lies inside.
+pub fn inside(path: &Path, jail: &Path) -> Option<PathBuf> {
+    path.strip_prefix(jail)
+        .ok()
+        .map(|rest| Path::new("/").join(rest))
+}
+
+impl Config {
+    /// The configuration as seen from inside the `chroot` directory: every
+    /// path inside the jail made relative to it (as absolute paths from
+    /// the new `/`). Log and pid files may lie outside: such a log becomes
+    /// `Off` here (its file stays open, but no path reaches it any more)
+    /// and such a pid file `None` (it cannot be removed), so that nothing
+    /// opens or unlinks a same-named file inside the jail by mistake.
+    /// Without `chroot`, a copy.
+    pub fn in_jail(&self) -> Config {
+        let mut c = self.clone();
+        let Some(jail) = &self.chroot else {
+            return c;
+        };
+        let rebase = |p: &mut PathBuf| {
+            if let Some(q) = inside(p, jail) {
+                *p = q;
+            }
+        };
+        rebase(&mut c.root);
+        for rule in &mut c.cgi {
+            match &mut rule.target {
+                CgiTarget::Dir { dir, .. } => rebase(dir),
+                CgiTarget::Program { program, .. } => rebase(program),
+                CgiTarget::Pattern(_) => {}
+            }
+            if let Some(i) = &mut rule.interpreter {
+                rebase(i);
+            }
+        }
+        for rule in &mut c.auth {
+            rebase(&mut rule.htpasswd);
+        }
+        for t in [&mut c.log.access, &mut c.log.error] {
+            if let LogTarget::File(p) = t {
+                match inside(p, jail) {
+                    Some(q) => *p = q,
+                    None => *t = LogTarget::Off,
+                }
+            }
+        }
+        c.pid_file = c.pid_file.as_deref().and_then(|p| inside(p, jail));
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_inside_the_jail() {
+        let jail = Path::new("/srv/jail");
+        assert_eq!(
+            inside(Path::new("/srv/jail/www"), jail),
+            Some(PathBuf::from("/www"))
+        );
+        assert_eq!(
+            inside(Path::new("/srv/jail"), jail),
+            Some(PathBuf::from("/"))
+        );
+        assert_eq!(inside(Path::new("/srv/jailbreak/x"), jail), None);
+        assert_eq!(inside(Path::new("/var/log/a.log"), jail), None);
+    }
+
+    #[test]
+    fn config_in_jail() {
+        let c = Config {
+            root: PathBuf::from("/srv/jail/www"),
+            chroot: Some(PathBuf::from("/srv/jail")),
+            pid_file: Some(PathBuf::from("/run/brisk.pid")),
+            log: super::super::LogConfig {
+                access: LogTarget::File(PathBuf::from("/srv/jail/log/access.log")),
+                ..Config::default().log
+            },
+            ..Config::default()
+        };
+        let j = c.in_jail();
+        assert_eq!(j.root, PathBuf::from("/www"));
+        assert_eq!(
+            j.log.access,
+            LogTarget::File(PathBuf::from("/log/access.log"))
+        );
+        assert_eq!(j.pid_file, None, "outside the jail");
+        assert_eq!(j.log.error, LogTarget::Stderr);
+        let outside_log = Config {
+            log: super::super::LogConfig {
+                access: LogTarget::File(PathBuf::from("/var/log/a.log")),
+                ..c.log.clone()
+            },
+            ..c.clone()
+        };
+        assert_eq!(outside_log.in_jail().log.access, LogTarget::Off);
+        assert_eq!(Config::default().in_jail().root, Config::default().root);
+    }
+}

@@ -1,0 +1,259 @@
+//! Who the process is: user and group look-ups, `chroot`, and the one-way
+//! switch from root to an unprivileged user.
+//!
+//! The switch follows the order that leaves no privilege behind:
+//! supplementary groups first (they can only be set while still root),
+//! then the group id, then the user id, and then it checks the result,
+//! including that root cannot be regained.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::path::Path;
+
+use super::cvt;
+
+/// An account from the user database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// The user id.
+    pub uid: u32,
+    /// The primary group id.
+    pub gid: u32,
+}
+
+/// Largest buffer tried for one `getpwnam_r`/`getgrnam_r` record.
+const MAX_RECORD: usize = 1 << 20;
+
+/// Runs a `get*nam_r` call with a growing buffer until it fits.
+fn with_record_buf(mut call: impl FnMut(&mut [libc::c_char]) -> libc::c_int) -> io::Result<bool> {
+    let mut size = 1024;
+    loop {
+        let mut buf = vec![0 as libc::c_char; size];
+        match call(&mut buf) {
+            0 => return Ok(true),
+            libc::ERANGE if size < MAX_RECORD => size *= 4,
+            // "Not found" is reported as 0 with a null result by glibc, but
+            // POSIX lets an implementation use these codes for it too.
+            libc::ENOENT | libc::ESRCH | libc::EBADF | libc::EPERM => return Ok(false),
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+fn c_name(name: &str) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a name"))
+}
+
+/// Looks `name` up in the user database; `None` if there is no such user.
+pub fn lookup_user(name: &str) -> io::Result<Option<Account>> {
+    let c = c_name(name)?;
+    let mut found = None;
+    with_record_buf(|buf| {
+        // SAFETY: `passwd` is plain old data filled in by the call.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call; `buf` outlives it
+        // and its length is passed along.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                c.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if rc == 0 && !result.is_null() {
+            found = Some(Account {
+                uid: pw.pw_uid,
+                gid: pw.pw_gid,
+            });
+        }
+        rc
+    })?;
+    Ok(found)
+}
+
+/// Looks `name` up in the group database; `None` if there is no such group.
+pub fn lookup_group(name: &str) -> io::Result<Option<u32>> {
+    let c = c_name(name)?;
+    let mut found = None;
+    with_record_buf(|buf| {
+        // SAFETY: `group` is plain old data filled in by the call.
+        let mut gr: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: as in `lookup_user`.
+        let rc = unsafe {
+            libc::getgrnam_r(
+                c.as_ptr(),
+                &mut gr,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        };
+        if rc == 0 && !result.is_null() {
+            found = Some(gr.gr_gid);
+        }
+        rc
+    })?;
+    Ok(found)
+}
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: plain syscall without arguments; it cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The real, effective user ids and the real, effective group ids.
+pub fn ids() -> (u32, u32, u32, u32) {
+    // SAFETY: plain syscalls without arguments; they cannot fail.
+    unsafe {
+        (
+            libc::getuid(),
+            libc::geteuid(),
+            libc::getgid(),
+            libc::getegid(),
+        )
+    }
+}
+
+/// Supplementary group ids of the process.
+pub fn groups() -> io::Result<Vec<u32>> {
+    // SAFETY: a zero size asks only for the count.
+    let n = cvt(unsafe { libc::getgroups(0, std::ptr::null_mut()) })?;
+    let mut out = vec![0 as libc::gid_t; n as usize];
+    // SAFETY: `out` has room for `n` ids.
+    let n = cvt(unsafe { libc::getgroups(n, out.as_mut_ptr()) })?;
+    out.truncate(n as usize);
+    Ok(out)
+}
+
+/// Changes the root directory to `dir`, then the working directory to the
+/// new `/`, so that no descriptor-free path leads back out.
+pub fn chroot(dir: &Path) -> io::Result<()> {
+    let c = c_name_path(dir)?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    cvt(unsafe { libc::chroot(c.as_ptr()) })?;
+    // SAFETY: a static NUL-terminated string.
+    cvt(unsafe { libc::chdir(c"/".as_ptr()) })?;
+    Ok(())
+}
+
+fn c_name_path(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
+}
+
+/// Why switching users failed.
+#[derive(Debug)]
+pub enum SwitchError {
+    /// A call failed; the name says which.
+    Call(&'static str, io::Error),
+    /// The calls succeeded but the process is not what was asked for.
+    Verify(String),
+}
+
+impl std::fmt::Display for SwitchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SwitchError::Call(what, e) => write!(f, "{what} failed: {e}"),
+            SwitchError::Verify(what) => write!(f, "verification failed: {what}"),
+        }
+    }
+}
+
+/// Switches the whole process (every thread: glibc broadcasts the id
+/// changes) to `uid`/`gid` with `gid` as the only supplementary group,
+/// then verifies the real and effective ids, the group list, and — when
+/// leaving root — that `setuid(0)` is refused.
+///
+/// Meant to run while the process is root; a process that already has
+/// exactly these ids is left alone.
+pub fn switch_user(uid: u32, gid: u32) -> Result<(), SwitchError> {
+    let (ruid, euid, rgid, egid) = ids();
+    if (ruid, euid, rgid, egid) == (uid, uid, gid, gid) {
+        return Ok(());
+    }
+    let list = [gid as libc::gid_t];
+    // SAFETY: `list` holds one valid gid.
+    cvt(unsafe { libc::setgroups(1, list.as_ptr()) })
+        .map_err(|e| SwitchError::Call("setgroups", e))?;
+    // SAFETY: plain syscall.
+    cvt(unsafe { libc::setgid(gid) }).map_err(|e| SwitchError::Call("setgid", e))?;
+    // SAFETY: plain syscall.
+    cvt(unsafe { libc::setuid(uid) }).map_err(|e| SwitchError::Call("setuid", e))?;
+    verify(uid, gid, euid == 0)
+}
+
+fn verify(uid: u32, gid: u32, was_root: bool) -> Result<(), SwitchError> {
+    let now = ids();
+    if now != (uid, uid, gid, gid) {
+        return Err(SwitchError::Verify(format!(
+            "ids are uid {}/{} gid {}/{}, wanted uid {uid} gid {gid}",
+            now.0, now.1, now.2, now.3
+        )));
+    }
+    let groups = groups().map_err(|e| SwitchError::Call("getgroups", e))?;
+    if groups.iter().any(|&g| g != gid) {
+        return Err(SwitchError::Verify(format!(
+            "supplementary groups are {groups:?}, wanted only {gid}"
+        )));
+    }
+    if was_root && uid != 0 {
+        // SAFETY: plain syscall; success would be the failure we test for.
+        if unsafe { libc::setuid(0) } == 0 {
+            return Err(SwitchError::Verify("setuid(0) succeeded".to_string()));
+        }
+        // SAFETY: plain syscall, as above.
+        if unsafe { libc::setgid(0) } == 0 && gid != 0 {
+            return Err(SwitchError::Verify("setgid(0) succeeded".to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// The user name of a user id, for messages; `None` if unknown.
+pub fn user_name(uid: u32) -> Option<String> {
+    let mut name = None;
+    let _ = with_record_buf(|buf| {
+        // SAFETY: as in `lookup_user`.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: as in `lookup_user`.
+        let rc =
+            unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut result) };
+        if rc == 0 && !result.is_null() && !pw.pw_name.is_null() {
+            // SAFETY: the record points into `buf`, NUL-terminated.
+            let s = unsafe { CStr::from_ptr(pw.pw_name) };
+            name = Some(s.to_string_lossy().into_owned());
+        }
+        rc
+    });
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_exists_and_nonsense_does_not() {
+        let root = lookup_user("root")
+            .unwrap()
+            .expect("root in the user database");
+        assert_eq!(root.uid, 0);
+        assert_eq!(lookup_user("no-such-user-brisk-test").unwrap(), None);
+        assert_eq!(lookup_group("no-such-group-brisk-test").unwrap(), None);
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert!(lookup_user("a\0b").is_err());
+    }
+
+    #[test]
+    fn ids_are_consistent() {
+        let (_, e, _, _) = ids();
+        assert_eq!(e, euid());
+        assert!(groups().is_ok());
+    }
+}

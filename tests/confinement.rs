@@ -1,0 +1,331 @@
+//! Confinement of the running server: the refusal to serve as root, the
+//! switch to an unprivileged user (threads and CGI children included),
+//! chroot, and the kernel sandbox while serving, rotating logs and
+//! stopping. Tests that need root say so and pass when not run as root.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn is_root() -> bool {
+    brisk::sys::privileges::euid() == 0
+}
+
+/// `(uid, gid)` of the `nobody` account, if there is one.
+fn nobody() -> Option<(u32, u32)> {
+    brisk::sys::privileges::lookup_user("nobody")
+        .ok()
+        .flatten()
+        .map(|a| (a.uid, a.gid))
+}
+
+/// Waits (5 s at most) until the server logged that its workers run: the
+/// listening line comes before the confinement and the threads.
+fn wait_started(s: &Server) {
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    while !s.stderr().contains("] started ") {
+        assert!(std::time::Instant::now() < deadline, "{}", s.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The value of a `Key:` line of every thread's `/proc/PID/task/TID/status`.
+fn thread_status(pid: u32, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .flatten()
+    {
+        let status = fs::read_to_string(t.path().join("status")).expect("status");
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}:")))
+            .unwrap_or_else(|| panic!("no {key} line"));
+        out.push(line.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    assert!(out.len() >= 3, "expected main, log and worker threads");
+    out
+}
+
+fn write_mode(path: &Path, contents: &[u8], mode: u32) {
+    write_file(path, contents);
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+#[test]
+fn refuses_to_serve_as_root_unless_told() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let dir = TempDir::new("root");
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_brisk"))
+            .args(["--listen", "127.0.0.1:0", "--access-log", "off", "--root"])
+            .arg(&dir.path)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run brisk");
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (st, err) = run(&[]);
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(
+        err.contains("refusing to serve as root; set user = \"www-data\" (or --user NAME)")
+            && err.contains("allow_root = true (or --allow-root)"),
+        "{err}"
+    );
+    let (st, err) = run(&["--user", "root"]);
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(err.contains("user = \"root\" is root"), "{err}");
+}
+
+#[test]
+fn switches_to_nobody_for_every_thread_and_cgi_child() {
+    let (Some((uid, gid)), true) = (nobody(), is_root()) else {
+        eprintln!("skipped: needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    b.file("public.txt", b"for everyone");
+    write_mode(&b.root().join("secret.txt"), b"root only", 0o600);
+    write_mode(
+        &b.base().join("cgi-bin/id.cgi"),
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\nid -u\nid -g\n",
+        0o755,
+    );
+    b.config("user = \"nobody\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.workers(2);
+    let s = b.start();
+    wait_started(&s);
+
+    let want_uid = format!("{uid} {uid} {uid} {uid}");
+    let want_gid = format!("{gid} {gid} {gid} {gid}");
+    for line in thread_status(s.pid(), "Uid") {
+        assert_eq!(line, want_uid);
+    }
+    for line in thread_status(s.pid(), "Gid") {
+        assert_eq!(line, want_gid);
+    }
+    for line in thread_status(s.pid(), "Groups") {
+        assert_eq!(line, gid.to_string());
+    }
+    for line in thread_status(s.pid(), "CapEff") {
+        assert_eq!(line, "0000000000000000");
+    }
+
+    let r = s.get("/public.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"for everyone"[..]));
+    assert_eq!(s.get("/secret.txt").status, 403);
+    let r = s.get("/cgi-bin/id.cgi");
+    assert_eq!(r.status, 200, "{}", s.stderr());
+    assert_eq!(r.text(), format!("{uid}\n{gid}\n"));
+    assert!(
+        s.stderr().contains("running as user \"nobody\""),
+        "{}",
+        s.stderr()
+    );
+}
+
+#[test]
+fn chroot_serves_from_the_jail() {
+    let (Some((uid, _)), true) = (nobody(), is_root()) else {
+        eprintln!("skipped: needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    b.file("index.html", b"in the jail");
+    // The harness's root is base/root: the jail is base, the config's
+    // directory.
+    b.config("chroot = \".\"\nuser = \"nobody\"\n");
+    let jail = b.base().canonicalize().expect("canonical base");
+    let s = b.start();
+    wait_started(&s);
+    let r = s.get("/");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"in the jail"[..]));
+    assert_eq!(s.get("/etc/passwd").status, 404);
+    let seen = fs::read_link(format!("/proc/{}/root", s.pid())).expect("root link");
+    assert_eq!(seen, jail);
+    for line in thread_status(s.pid(), "Uid") {
+        assert_eq!(line, format!("{uid} {uid} {uid} {uid}"));
+    }
+}
+
+#[test]
+fn chroot_must_contain_the_root() {
+    let dir = TempDir::new("jail");
+    fs::create_dir_all(dir.path.join("jail")).expect("jail");
+    let cfg = dir.path.join("b.toml");
+    fs::write(&cfg, "chroot = \"jail\"\n").expect("config");
+    let (st, _out, err) = run_brisk(&[
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--root",
+        dir.path.to_str().expect("utf-8"),
+        "--check-config",
+    ]);
+    assert!(!st.success());
+    assert!(
+        err.contains("--root: ") && err.contains("is outside the chroot directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sandboxed_server_serves_logs_rotates_and_stops_cleanly() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let big = pattern(3 << 20);
+    b.file("big.bin", &big);
+    b.dir("d");
+    b.file("d/x.txt", b"x");
+    b.config("[static]\nautoindex = true\n");
+    b.access_log();
+    b.workers(2);
+    let mut s = b.start();
+    wait_started(&s);
+    let err = s.stderr();
+    let landlock = brisk::sys::sandbox::landlock_abi().is_some();
+    if landlock {
+        assert!(err.contains("sandbox: Landlock (ABI"), "{err}");
+        // The access log sits next to the root: writable, with a warning.
+        assert!(err.contains("the log directory"), "{err}");
+    }
+    assert!(err.contains("sandbox: seccomp on"), "{err}");
+    for line in thread_status(s.pid(), "Seccomp") {
+        assert_eq!(line, "2", "every thread filtered");
+    }
+    for line in thread_status(s.pid(), "NoNewPrivs") {
+        assert_eq!(line, "1");
+    }
+
+    assert_eq!(s.get("/a.txt").body, b"AAAA");
+    let r = s.get("/big.bin");
+    assert_eq!(r.status, 200);
+    assert!(r.body == big, "large body by sendfile");
+    assert_eq!(
+        s.get_with("/big.bin", "Range: bytes=10-19\r\n").body,
+        &big[10..20]
+    );
+    assert!(s.get("/d/").text().contains("x.txt"));
+    assert_eq!(s.get("/nope").status, 404);
+    assert_eq!(s.get("/etc/passwd").status, 404);
+    s.wait_access_line(|l| find(l, b"/a.txt").is_some());
+
+    let rotated = s.base.path.join("access.log.1");
+    fs::rename(&s.access_path, &rotated).expect("rotate");
+    s.signal(libc::SIGUSR1);
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
+        std::thread::sleep(Duration::from_millis(50));
+        let fresh = fs::read(&s.access_path).unwrap_or_default();
+        if find(&fresh, b"/a.txt?after").is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new log after SIGUSR1"
+        );
+    }
+
+    s.signal(libc::SIGTERM);
+    let st = s.wait_exit(Duration::from_secs(10)).expect("stops");
+    assert!(st.success(), "exit status {st:?}");
+    let err = s.stderr();
+    assert!(err.contains("[info] stopped"), "{err}");
+    assert!(
+        !err.contains("ermission denied") && !err.contains("not permitted"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_sandbox_flag_turns_it_off() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"A");
+    b.arg("--no-sandbox");
+    let s = b.start();
+    wait_started(&s);
+    assert_eq!(s.get("/a.txt").body, b"A");
+    for line in thread_status(s.pid(), "Seccomp") {
+        assert_eq!(line, "0");
+    }
+    assert!(!s.stderr().contains("sandbox:"), "{}", s.stderr());
+}
+
+#[test]
+fn chroot_reopens_logs_by_their_path_inside_the_jail() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let mut b = Builder::new();
+    b.file("a.txt", b"A");
+    b.config("chroot = \".\"\n");
+    b.access_log();
+    let s = b.start();
+    wait_started(&s);
+    assert_eq!(s.get("/a.txt?before").status, 200);
+    s.wait_access_line(|l| find(l, b"?before").is_some());
+    fs::rename(&s.access_path, s.base.path.join("access.log.1")).expect("rotate");
+    s.signal(libc::SIGUSR1);
+    let deadline = std::time::Instant::now() + IO_TIMEOUT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
+        std::thread::sleep(Duration::from_millis(50));
+        if find(&fs::read(&s.access_path).unwrap_or_default(), b"?after").is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new log after SIGUSR1: {}",
+            s.stderr()
+        );
+    }
+}
+
+#[test]
+fn sandboxed_auth_reads_its_htpasswd_and_sees_it_replaced() {
+    let mut b = Builder::new();
+    b.file("private/a.txt", b"secret");
+    write_file(&b.base().join("auth/htpasswd"), b"ann:first\n");
+    b.config(
+        "[limits]\nauth_failures = 0\n[[auth]]\npath = \"/private/\"\nrealm = \"R\"\nhtpasswd = \"auth/htpasswd\"\nallow_plaintext = true\n",
+    );
+    let s = b.start();
+    wait_started(&s);
+    // "ann:first" and "ann:second" in base64.
+    let first = "Authorization: Basic YW5uOmZpcnN0\r\n";
+    let second = "Authorization: Basic YW5uOnNlY29uZA==\r\n";
+    assert_eq!(s.get("/private/a.txt").status, 401);
+    assert_eq!(s.get_with("/private/a.txt", first).body, b"secret");
+    // Replaced the way editors and tools do it: a new file renamed over.
+    // (No failure limit: the polling below fails until the reload.)
+    let dir = s.base.path.join("auth");
+    fs::write(dir.join("htpasswd.new"), b"ann:second\n").expect("write");
+    fs::rename(dir.join("htpasswd.new"), dir.join("htpasswd")).expect("rename");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.get_with("/private/a.txt", second).status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "new htpasswd not seen: {}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(s.get_with("/private/a.txt", first).status, 401);
+}
