@@ -77,13 +77,37 @@ fn refuses_to_serve_as_root_unless_told() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (st, err) = run(&[]);
-    assert_eq!(st.code(), Some(1), "{err}");
-    assert!(
-        err.contains("refusing to serve as root; set user = \"www-data\" (or --user NAME)")
-            && err.contains("allow_root = true (or --allow-root)"),
-        "{err}"
-    );
+    // With no user configured, root serves as nobody (as nginx does).
+    if let Some((uid, _)) = nobody() {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+            .args(["--listen", "127.0.0.1:0", "--access-log", "off", "--root"])
+            .arg(&dir.path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run brisk");
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let listening = lines.find(|l| l.as_ref().is_ok_and(|l| l.contains("listening on")));
+        assert!(listening.is_some(), "did not start");
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let uid_line = status
+            .lines()
+            .find(|l| l.starts_with("Uid:"))
+            .unwrap()
+            .to_string();
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            uid_line
+                .split_whitespace()
+                .skip(1)
+                .all(|u| u == uid.to_string()),
+            "{uid_line}"
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("serving as \"nobody\""));
+    }
     let (st, err) = run(&["--user", "root"]);
     assert_eq!(st.code(), Some(1), "{err}");
     assert!(err.contains("user = \"root\" is root"), "{err}");

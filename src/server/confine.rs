@@ -21,6 +21,26 @@ use crate::sys::syscalls;
 /// starts).
 pub type Notes = Vec<(Level, String)>;
 
+/// Started as root with neither `user` nor `allow_root`: serve as `nobody`
+/// (what nginx does by default) rather than as root. Returns a line saying
+/// so; without a `nobody` account nothing changes, and
+/// [`check_identity`] then refuses to start.
+pub fn default_user(cfg: &mut Config) -> Option<String> {
+    if privileges::euid() != 0 || cfg.user.is_some() || cfg.allow_root {
+        return None;
+    }
+    let account = privileges::lookup_user("nobody").ok().flatten()?;
+    cfg.user = Some(crate::config::User {
+        name: "nobody".to_string(),
+        uid: account.uid,
+        gid: account.gid,
+    });
+    Some(
+        "started as root with no user configured: serving as \"nobody\" (set user = \"NAME\", or allow_root = true to serve as root)"
+            .to_string(),
+    )
+}
+
 /// Refuses to go on as root unless the configuration says so, and refuses
 /// a user change that cannot work without root.
 pub fn check_identity(cfg: &Config) -> Result<(), String> {

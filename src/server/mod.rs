@@ -187,11 +187,14 @@ impl Running {
 }
 
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
-pub fn run(cfg: Config) -> Result<(), String> {
+pub fn run(mut cfg: Config) -> Result<(), String> {
     // Blocked before any thread exists (the log writer included), so that
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    if let Some(note) = confine::default_user(&mut cfg) {
+        eprintln!("brisk: {note}");
+    }
     confine::check_identity(&cfg)?;
     let mut server = Server::bind(cfg)?;
     let cfg = Arc::clone(&server.cfg);
