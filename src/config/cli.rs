@@ -23,7 +23,7 @@ const BUILT_IN_NAME: &str = "<built-in>";
 const USAGE: &str = "\
 Usage: brisk [OPTIONS]
 
-Serves static files over HTTP/1.1. Without --config, the built-in
+Serves static files and CGI programs over HTTP/1.1. Without --config, the built-in
 configuration is used (by default: the current directory on 127.0.0.1:8080).
 Flags override the configuration file. Both `--flag value` and
 `--flag=value` are accepted.
@@ -42,7 +42,7 @@ Options:
   --user NAME          once listening, switch to this user (needs root)
   --group NAME         and to this group (default: the user's primary group)
   --allow-root         serve as root when no other user is given; without
-                       it, brisk started as root refuses to serve
+                       it, brisk started as root serves as nobody
   --no-sandbox         do not confine the server with Landlock and seccomp
   --check-config       validate the configuration, print a summary, and exit
   --version, -V        print the version and exit
