@@ -314,7 +314,7 @@ impl Cx<'_> {
     }
 
     /// `path = "/prefix/"` (`name` is "path") or `pattern = "*.ext"`, as
-    /// `[[headers]]` and `[[auth]]` take them.
+    /// `[[headers]]`, `[[auth]]` and `[[throttle]]` take them.
     pub(super) fn path_match(
         &self,
         name: &str,

@@ -5,7 +5,7 @@ use toml::Spanned;
 
 use super::load::{sorted, Cx};
 use super::units;
-use super::{ConfigError, PathMatch, ThrottleRule};
+use super::{ConfigError, ThrottleRule};
 
 const THROTTLE_KEYS: &[&str] = &["path", "pattern", "rate", "connection_rate"];
 const RATE_HELP: &str = "a rate like \"200KiB/s\" or \"1MB/s\", or an integer of bytes per second";
@@ -39,26 +39,7 @@ impl Cx<'_> {
                                 "give either path or pattern, not both",
                             ));
                         }
-                        let s = self.string(&full, value)?;
-                        matcher = Some(if name == "path" {
-                            if !s.starts_with('/') || !units::is_header_value(s) {
-                                return Err(self.expected(
-                                    value,
-                                    &full,
-                                    "a URL prefix starting with \"/\"",
-                                ));
-                            }
-                            PathMatch::Prefix(s.to_string())
-                        } else {
-                            if s.is_empty() || (s.contains('/') && !s.starts_with('/')) {
-                                return Err(self.expected(
-                                    value,
-                                    &full,
-                                    "a glob like \"*.mp4\" (last segment) or \"/video/*.mp4\" (whole path)",
-                                ));
-                            }
-                            PathMatch::Glob(s.to_string())
-                        });
+                        matcher = Some(self.path_match(name, &full, value)?);
                     }
                     "rate" => rate = Some(self.rate(&full, value)?),
                     "connection_rate" => connection_rate = Some(self.rate(&full, value)?),
