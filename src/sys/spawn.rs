@@ -5,13 +5,11 @@
 //! non-blocking, ready to register in an event loop. Nothing here waits:
 //! the loop reaps with [`try_reap`] when it sees the pipes close.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use super::cvt;
 
@@ -31,86 +29,127 @@ pub struct CgiChild {
 /// Starts `program` with `args`, exactly the environment `env` (each entry
 /// `NAME=value`), in `cwd`, as the leader of a new process group.
 ///
-/// The child starts with an empty signal mask and SIGPIPE at its default
-/// disposition, whatever the calling thread blocks or ignores: the server
-/// blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 in every thread, and a script that
-/// inherited that mask could not be stopped by them (std's `posix_spawn`
-/// path keeps the mask, so it is reset here). It inherits only its three
-/// pipes: descriptors brisk opens are close-on-exec, and any the server
-/// itself inherited without the flag are marked in the child before the
-/// exec (`close_range(CLOSE_RANGE_CLOEXEC)`, Linux ≥ 5.11; on older
-/// kernels such strays leak).
+/// It uses `posix_spawn`, which glibc implements with
+/// `clone(CLONE_VM | CLONE_VFORK)`: no page tables are copied and the
+/// worker is held only until the child has called exec, which makes a CGI
+/// request markedly cheaper than with fork. The child starts with an empty
+/// signal mask and every signal at its default disposition, whatever the
+/// server blocks (it blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 in every
+/// thread). It inherits only its three pipes (every other descriptor is
+/// closed in the child, also any the server inherited). A program that
+/// cannot be executed is an error here (glibc reports the exec's errno).
 pub fn spawn(
     program: &Path,
     args: &[PathBuf],
     env: &[CString],
     cwd: &Path,
 ) -> io::Result<CgiChild> {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .env_clear()
-        .current_dir(cwd)
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the forked child before exec and makes
-    // only async-signal-safe calls (sigprocmask, signal, close_range) on
-    // stack data; it neither allocates nor takes locks.
-    unsafe {
-        cmd.pre_exec(|| {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            cvt(libc::sigprocmask(
-                libc::SIG_SETMASK,
-                &empty,
-                std::ptr::null_mut(),
-            ))?;
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            // Marks rather than closes, so that std's own close-on-exec
-            // pipe can still report a failed exec. Errors (ENOSYS on old
-            // kernels) leave things as they were.
-            libc::syscall(
-                libc::SYS_close_range,
-                3 as libc::c_uint,
-                libc::c_uint::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            Ok(())
-        });
-    }
-    for entry in env {
-        let bytes = entry.as_bytes();
-        let eq = bytes
-            .iter()
-            .position(|&b| b == b'=')
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "env entry without '='"))?;
-        cmd.env(
-            OsStr::from_bytes(&bytes[..eq]),
-            OsStr::from_bytes(&bytes[eq + 1..]),
-        );
-    }
-    let mut child = cmd.spawn()?;
-    let pid = child.id() as i32;
-    let taken = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    let (Some(stdin), Some(stdout), Some(stderr)) = taken else {
-        // Cannot happen with three `Stdio::piped()`; do not leave a child behind.
-        kill_group(pid);
-        return Err(io::Error::other("child pipes missing"));
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
     };
-    let out = CgiChild {
-        pid,
-        stdin: OwnedFd::from(stdin),
-        stdout: OwnedFd::from(stdout),
-        stderr: OwnedFd::from(stderr),
-    };
-    for fd in [&out.stdin, &out.stdout, &out.stderr] {
-        if let Err(e) = set_nonblocking(fd.as_raw_fd()) {
-            kill_group(pid);
-            return Err(e);
+    if env.iter().any(|e| !e.as_bytes().contains(&b'=')) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "env entry without '='",
+        ));
+    }
+    let prog = c(program)?;
+    let cwd = c(cwd)?;
+    let argv_owned: Vec<CString> = args.iter().map(|a| c(a)).collect::<io::Result<_>>()?;
+    let mut argv: Vec<*mut libc::c_char> = Vec::with_capacity(args.len() + 2);
+    argv.push(prog.as_ptr() as *mut libc::c_char);
+    argv.extend(argv_owned.iter().map(|a| a.as_ptr() as *mut libc::c_char));
+    argv.push(std::ptr::null_mut());
+    let mut envp: Vec<*mut libc::c_char> = env
+        .iter()
+        .map(|e| e.as_ptr() as *mut libc::c_char)
+        .collect();
+    envp.push(std::ptr::null_mut());
+
+    let (stdin_r, stdin_w) = pipe()?;
+    let (stdout_r, stdout_w) = pipe()?;
+    let (stderr_r, stderr_w) = pipe()?;
+    for fd in [&stdin_w, &stdout_r, &stderr_r] {
+        set_nonblocking(fd.as_raw_fd())?;
+    }
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: the attribute and file-action objects are initialised before
+    // use and destroyed after; every pointer passed (program, argv, envp,
+    // cwd) points to NUL-terminated data that outlives the call, and argv
+    // and envp end with a null pointer.
+    let ret = unsafe {
+        let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+        libc::posix_spawn_file_actions_init(&mut actions);
+        libc::posix_spawnattr_init(&mut attr);
+        let mut rc = 0;
+        for (from, to) in [(&stdin_r, 0), (&stdout_w, 1), (&stderr_w, 2)] {
+            if rc == 0 {
+                rc = libc::posix_spawn_file_actions_adddup2(&mut actions, from.as_raw_fd(), to);
+            }
         }
+        if rc == 0 {
+            // Nothing but the three pipes: not even a descriptor the server
+            // inherited without close-on-exec (glibc ≥ 2.34).
+            rc = libc::posix_spawn_file_actions_addclosefrom_np(&mut actions, 3);
+        }
+        if rc == 0 {
+            rc = libc::posix_spawn_file_actions_addchdir_np(&mut actions, cwd.as_ptr());
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigfillset(&mut all);
+        let flags = libc::POSIX_SPAWN_SETSIGMASK
+            | libc::POSIX_SPAWN_SETSIGDEF
+            | libc::POSIX_SPAWN_SETPGROUP;
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
+        }
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setsigmask(&mut attr, &empty);
+        }
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setsigdefault(&mut attr, &all);
+        }
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setpgroup(&mut attr, 0);
+        }
+        if rc == 0 {
+            rc = libc::posix_spawn(
+                &mut pid,
+                prog.as_ptr(),
+                &actions,
+                &attr,
+                argv.as_ptr(),
+                envp.as_ptr(),
+            );
+        }
+        libc::posix_spawn_file_actions_destroy(&mut actions);
+        libc::posix_spawnattr_destroy(&mut attr);
+        rc
+    };
+    if ret != 0 {
+        return Err(io::Error::from_raw_os_error(ret));
     }
-    Ok(out)
+    // The child's ends are closed here as they drop; ours stay.
+    drop((stdin_r, stdout_w, stderr_w));
+    Ok(CgiChild {
+        pid,
+        stdin: stdin_w,
+        stdout: stdout_r,
+        stderr: stderr_r,
+    })
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
