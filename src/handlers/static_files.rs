@@ -113,8 +113,11 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
         }
     }
     let (raw_path, query) = path::split_target(req.target);
-    if let Err(e) = path::decode_and_normalize(raw_path, &mut s.path) {
-        return Plan::error(e.status, s);
+    // The router may have decoded the path already (for CGI or auth).
+    if s.path.is_empty() {
+        if let Err(e) = path::decode_and_normalize(raw_path, &mut s.path) {
+            return Plan::error(e.status, s);
+        }
     }
     if site.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
         return Plan::error(dotfile_status(site), s);

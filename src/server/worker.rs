@@ -931,9 +931,9 @@ impl Worker {
                     && path::has_dotfile_segment(path))
             {
                 let mut resolved = resolver.resolve(path);
+                let base = path.len();
                 if matches!(resolved, Resolved::NotCgi) && path.ends_with(b"/") {
                     // An index file may itself be a script (`index.cgi`).
-                    let base = path.len();
                     for index in &self.cfg.static_files.index {
                         path.truncate(base);
                         path.extend_from_slice(index.as_bytes());
@@ -944,7 +944,8 @@ impl Worker {
                     }
                 }
                 match resolved {
-                    Resolved::NotCgi => {}
+                    // The static handler goes on from the decoded path.
+                    Resolved::NotCgi => path.truncate(base),
                     Resolved::Denied(status) => {
                         return Some(Plan::error(status, &mut self.scratch))
                     }
@@ -953,7 +954,6 @@ impl Worker {
                     }
                 }
             }
-            self.scratch.clear();
         }
         Some(static_files::serve(
             &self.site,
