@@ -18,17 +18,9 @@ const AUTH_KEYS: &[&str] = &["path", "pattern", "realm", "htpasswd", "allow_plai
 
 impl Cx<'_> {
     pub(super) fn auth(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<AuthRule>, ConfigError> {
-        let items = match v.get_ref() {
-            DeValue::Array(items) => items,
-            _ => return Err(self.expected(v, "auth", "an array of tables ([[auth]])")),
-        };
-        let mut rules = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let section = format!("auth[{}]", i + 1);
-            let table = self.table(&section, item)?;
-            rules.push(self.auth_rule(&section, item, table)?);
-        }
-        Ok(rules)
+        self.each_table("auth", v, |section, item, table| {
+            self.auth_rule(section, item, table)
+        })
     }
 
     fn auth_rule(

@@ -50,11 +50,6 @@ const TOP_KEYS: &[&str] = &[
     "auth",
 ];
 
-/// Documented sections that this version does not implement yet: refused
-/// loudly rather than ignored, so nobody believes an auth rule is in force
-/// when it is not.
-const NOT_YET: &[(&str, &str)] = &[];
-
 /// Upper bound for timeouts: anything longer is surely a typo.
 pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
@@ -225,16 +220,6 @@ impl Cx<'_> {
         } else {
             format!("{section}.{name}")
         };
-        if section.is_empty() {
-            if let Some((_, what)) = NOT_YET.iter().find(|(k, _)| *k == name) {
-                return ConfigError {
-                    message: format!(
-                        "{}: {name}: {what} is not available in this version of brisk; remove this setting",
-                        self.at(key.span())
-                    ),
-                };
-            }
-        }
         let hint = match units::nearest(name, allowed) {
             Some(n) => format!("did you mean \"{n}\"? "),
             None => String::new(),
@@ -246,6 +231,26 @@ impl Cx<'_> {
                 units::one_of(allowed)
             ),
         }
+    }
+
+    /// Calls `f` for each table of the array of tables `[[key]]`, with
+    /// its name for errors (`key[1]`, `key[2]`, …), collecting the results.
+    pub(super) fn each_table<'t, 'i, T>(
+        &self,
+        key: &str,
+        v: &'t Spanned<DeValue<'i>>,
+        mut f: impl FnMut(&str, &'t Spanned<DeValue<'i>>, &'t DeTable<'i>) -> Result<T, ConfigError>,
+    ) -> Result<Vec<T>, ConfigError> {
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(self.expected(v, key, &format!("an array of tables ([[{key}]])")));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let section = format!("{key}[{}]", i + 1);
+            let table = self.table(&section, item)?;
+            out.push(f(&section, item, table)?);
+        }
+        Ok(out)
     }
 
     pub(super) fn table<'t, 'i>(

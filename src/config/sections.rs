@@ -264,18 +264,9 @@ impl Cx<'_> {
     }
 
     pub(super) fn headers(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<HeaderRule>, ConfigError> {
-        let what = "an array of tables ([[headers]])";
-        let items = match v.get_ref() {
-            DeValue::Array(items) => items,
-            _ => return Err(self.expected(v, "headers", what)),
-        };
-        let mut rules = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let section = format!("headers[{}]", i + 1);
-            let table = self.table(&section, item)?;
-            rules.push(self.header_rule(&section, item, table)?);
-        }
-        Ok(rules)
+        self.each_table("headers", v, |section, item, table| {
+            self.header_rule(section, item, table)
+        })
     }
 
     fn header_rule(

@@ -16,14 +16,7 @@ impl Cx<'_> {
         &self,
         v: &Spanned<DeValue<'_>>,
     ) -> Result<Vec<ThrottleRule>, ConfigError> {
-        let items = match v.get_ref() {
-            DeValue::Array(items) => items,
-            _ => return Err(self.expected(v, "throttle", "an array of tables ([[throttle]])")),
-        };
-        let mut rules = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let section = format!("throttle[{}]", i + 1);
-            let table = self.table(&section, item)?;
+        self.each_table("throttle", v, |section, item, table| {
             let mut matcher = None;
             let mut rate = None;
             let mut connection_rate = None;
@@ -43,26 +36,25 @@ impl Cx<'_> {
                     }
                     "rate" => rate = Some(self.rate(&full, value)?),
                     "connection_rate" => connection_rate = Some(self.rate(&full, value)?),
-                    _ => return Err(self.unknown(key, &section, THROTTLE_KEYS)),
+                    _ => return Err(self.unknown(key, section, THROTTLE_KEYS)),
                 }
             }
             let matcher = matcher.ok_or_else(|| {
                 self.fail(
                     item,
-                    &section,
+                    section,
                     "needs path = \"/prefix/\" or pattern = \"*.ext\"",
                 )
             })?;
             if rate.is_none() && connection_rate.is_none() {
-                return Err(self.fail(item, &section, "needs rate and/or connection_rate"));
+                return Err(self.fail(item, section, "needs rate and/or connection_rate"));
             }
-            rules.push(ThrottleRule {
+            Ok(ThrottleRule {
                 matcher,
                 rate,
                 connection_rate,
-            });
-        }
-        Ok(rules)
+            })
+        })
     }
 
     /// A byte rate: `"200KiB/s"` (any size syntax followed by `/s`) or an

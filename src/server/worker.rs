@@ -845,19 +845,8 @@ impl Worker {
             );
         }
         if self.logger.access_enabled() {
-            let rec = AccessRecord {
-                remote: c.peer.ip(),
-                time: self.wall,
-                method: req.method_token,
-                target: req.target,
-                version: req.version.as_str(),
-                status: status.0,
-                bytes,
-                referer: req.header("referer"),
-                user_agent: req.header("user-agent"),
-                user: self.authed.then_some(&self.auth_user[..]),
-                duration_us: 0,
-            };
+            let user = self.authed.then_some(&self.auth_user[..]);
+            let rec = request_record(c.peer.ip(), self.wall, req, status.0, bytes, user, 0);
             self.logger.access(&rec);
         }
         if keep {
@@ -1001,5 +990,30 @@ impl Worker {
                 _ => {}
             }
         }
+    }
+}
+
+/// The access-log record of an answered request.
+fn request_record<'a>(
+    remote: std::net::IpAddr,
+    time: SystemTime,
+    req: &Request<'a>,
+    status: u16,
+    bytes: u64,
+    user: Option<&'a [u8]>,
+    duration_us: u64,
+) -> AccessRecord<'a> {
+    AccessRecord {
+        remote,
+        time,
+        method: req.method_token,
+        target: req.target,
+        version: req.version.as_str(),
+        status,
+        bytes,
+        referer: req.header("referer"),
+        user_agent: req.header("user-agent"),
+        user,
+        duration_us,
     }
 }

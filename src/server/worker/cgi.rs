@@ -18,7 +18,6 @@ use crate::handlers::cgi::{build_env, parse_head, CgiReply, EnvRequest};
 use crate::handlers::Plan;
 use crate::http::parse::{self, BodyFraming, Header, Request};
 use crate::http::{path, Method, Status, Version};
-use crate::log::AccessRecord;
 use crate::server::conn::{Conn, Phase};
 use crate::server::response::{self, ConnHeader, Framing, HeadParts};
 use crate::sys::spawn;
@@ -558,35 +557,15 @@ impl Worker {
     /// lets the connection go on (or close).
     pub(super) fn cgi_end(&mut self, c: &mut Conn) {
         self.flush_stderr_line(c);
-        let Some(g) = c.cgi.take() else { return };
-        let g = *g;
-        let reg = self.poll.registry();
-        for fd in [&g.stdin, &g.stdout, &g.stderr].into_iter().flatten() {
-            let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
-        }
-        drop((g.stdin, g.stdout, g.stderr));
-        match spawn::try_reap(g.pid) {
-            Ok(Some(_)) => {}
-            _ => self.zombies.push((g.pid, self.now)),
-        }
-        self.cgi_running -= 1;
+        let Some(g) = self.cgi_release(c) else { return };
         if self.logger.access_enabled() {
             let mut storage = [Header::EMPTY; super::MAX_HEADERS];
             if let Ok(Some(req)) = parse::parse_request(&g.request_head, &self.limits, &mut storage)
             {
-                let rec = AccessRecord {
-                    remote: c.peer.ip(),
-                    time: self.wall,
-                    method: req.method_token,
-                    target: req.target,
-                    version: req.version.as_str(),
-                    status: g.status,
-                    bytes: g.body_bytes,
-                    referer: req.header("referer"),
-                    user_agent: req.header("user-agent"),
-                    user: g.user.as_deref(),
-                    duration_us: self.now.saturating_duration_since(g.started).as_micros() as u64,
-                };
+                let took = self.now.saturating_duration_since(g.started).as_micros() as u64;
+                let (status, bytes, user) = (g.status, g.body_bytes, g.user.as_deref());
+                let rec =
+                    super::request_record(c.peer.ip(), self.wall, &req, status, bytes, user, took);
                 self.logger.access(&rec);
             }
         }
@@ -679,17 +658,26 @@ impl Worker {
 
     /// Ends a CGI request without an access-log line.
     fn cgi_end_quiet(&mut self, c: &mut Conn) {
-        let Some(g) = c.cgi.take() else { return };
-        let g = *g;
+        self.cgi_release(c);
+    }
+
+    /// Detaches the connection's child: its pipes leave the loop and close,
+    /// and it is reaped now or, if still running, later from the zombie
+    /// list. Returns what is left of the request, for the log.
+    fn cgi_release(&mut self, c: &mut Conn) -> Option<CgiRun> {
+        let mut g = *c.cgi.take()?;
         let reg = self.poll.registry();
-        for fd in [&g.stdin, &g.stdout, &g.stderr].into_iter().flatten() {
+        for fd in [g.stdin.take(), g.stdout.take(), g.stderr.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
         }
-        drop((g.stdin, g.stdout, g.stderr));
         if !matches!(spawn::try_reap(g.pid), Ok(Some(_))) {
             self.zombies.push((g.pid, self.now));
         }
         self.cgi_running -= 1;
+        Some(g)
     }
 
     /// Reaps children that outlived their request; kills those that
