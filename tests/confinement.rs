@@ -91,12 +91,20 @@ fn refuses_to_serve_as_root_unless_told() {
             std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
         let listening = lines.find(|l| l.as_ref().is_ok_and(|l| l.contains("listening on")));
         assert!(listening.is_some(), "did not start");
-        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-        let uid_line = status
-            .lines()
-            .find(|l| l.starts_with("Uid:"))
-            .unwrap()
-            .to_string();
+        // The switch happens just after the listening lines are printed.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let uid_line = loop {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+            let line = status
+                .lines()
+                .find(|l| l.starts_with("Uid:"))
+                .unwrap()
+                .to_string();
+            if !line.contains("\t0\t") || std::time::Instant::now() > deadline {
+                break line;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
         assert!(
