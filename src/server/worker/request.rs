@@ -1,0 +1,351 @@
+//! Answering requests: parsing what arrived, routing each request to
+//! authentication, CGI or the static handler, queueing the answer, and
+//! logging it.
+
+use super::*;
+
+impl Worker {
+    /// Paces this connection's output if the request's path (decoded in
+    /// `scratch.path` by the handler) matches a `[[throttle]]` rule.
+    pub(super) fn throttle_for(&mut self, c: &mut Conn) {
+        if self.cfg.throttle.is_empty() || c.throttle.is_some() {
+            return;
+        }
+        let path = &self.scratch.path;
+        if let Some((i, rule)) = self
+            .cfg
+            .throttle
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.matcher.matches(path))
+        {
+            let own = rule
+                .connection_rate
+                .map(|r| crate::access::throttle::Rate::new(r, self.now));
+            let shared = self.site.throttles.get(i).cloned().flatten();
+            c.throttle = Some(Box::new(crate::access::throttle::Throttle { shared, own }));
+        }
+    }
+
+    /// Answers the complete requests at the start of `input`; returns how
+    /// many bytes were consumed.
+    pub(super) fn process(&mut self, c: &mut Conn, input: &[u8]) -> usize {
+        let mut pos = 0;
+        while !c.close_after {
+            if let Some(dec) = c.body.as_mut() {
+                // Body bytes go to a CGI child's stdin while it wants them
+                // (reading pauses when its buffer is full), else nowhere.
+                let forward = c.cgi.as_mut().filter(|g| g.wants_body());
+                let room = match &forward {
+                    Some(g) => cgi::STDIN_CAP.saturating_sub(g.stdin_buf.len()),
+                    None => usize::MAX,
+                };
+                if room == 0 {
+                    return pos;
+                }
+                let end = pos + room.min(input.len() - pos);
+                let mut sink_buf = forward.map(|g| &mut g.stdin_buf);
+                let mut sink = |data: &[u8]| {
+                    if let Some(b) = sink_buf.as_mut() {
+                        b.extend_from_slice(data);
+                    }
+                };
+                match dec.decode(&input[pos..end], &mut sink) {
+                    Ok(n) => {
+                        pos += n;
+                        if n > 0 {
+                            c.since = self.now;
+                        }
+                    }
+                    Err(e) => {
+                        // The request was answered already (before its body
+                        // arrived); a second answer would be taken for the
+                        // next request's, so the connection just ends.
+                        c.body = None;
+                        if self.logger.enabled(Level::Info) {
+                            self.logger.log(
+                                Level::Info,
+                                format_args!(
+                                    "client {}: request body refused: {}",
+                                    c.peer.ip(),
+                                    e.reason
+                                ),
+                            );
+                        }
+                        c.close_after = true;
+                        return input.len();
+                    }
+                }
+                if dec.is_done() {
+                    c.body = None;
+                } else {
+                    return pos;
+                }
+            }
+            // Pipelined requests wait until a CGI response is complete.
+            if c.cgi.is_some() || pos == input.len() || self.stage.buffered() >= STAGE_CAP {
+                return pos;
+            }
+            let mut storage = [Header::EMPTY; MAX_HEADERS];
+            match parse::parse_request(&input[pos..], &self.limits, &mut storage) {
+                Ok(None) => return pos,
+                Err(e) => {
+                    self.reject(c, e.status, e.reason);
+                    return input.len();
+                }
+                Ok(Some(req)) => {
+                    let head = &input[pos..pos + req.head_len];
+                    pos += req.head_len;
+                    c.served += 1;
+                    self.respond_to(c.index, c, &req, head, 0);
+                }
+            }
+        }
+        pos
+    }
+
+    /// Answers a request that could not be parsed, and closes after it.
+    pub(super) fn reject(&mut self, c: &mut Conn, status: Status, reason: &str) {
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!("client {}: {} ({})", c.peer.ip(), status.0, reason),
+            );
+        }
+        self.scratch.clear();
+        let plan = Plan::error(status, &mut self.scratch);
+        let parts = HeadParts {
+            server: self.cfg.server_header.as_bytes(),
+            date: self.date.get(),
+            connection: ConnHeader::Close,
+            head_only: false,
+        };
+        let bytes = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
+        if self.logger.access_enabled() {
+            let rec = AccessRecord {
+                remote: c.peer.ip(),
+                time: self.wall,
+                method: b"-",
+                target: b"-",
+                version: "-",
+                status: status.0,
+                bytes,
+                referer: None,
+                user_agent: None,
+                user: None,
+                duration_us: 0,
+            };
+            self.logger.access(&rec);
+        }
+        c.close_after = true;
+    }
+
+    /// Answers one parsed request (`head` is its raw head; `redirects`
+    /// counts CGI local redirects that led here).
+    pub(super) fn respond_to(
+        &mut self,
+        idx: usize,
+        c: &mut Conn,
+        req: &Request,
+        head: &[u8],
+        redirects: u8,
+    ) {
+        self.scratch.clear();
+        let mut decoder = None;
+        let plan = match req.body {
+            BodyFraming::None => self.route(idx, c, req, head, redirects),
+            framing => match BodyDecoder::new(framing, &self.body_limits) {
+                Ok(d) => {
+                    decoder = Some(d);
+                    self.route(idx, c, req, head, redirects)
+                }
+                Err(e) => {
+                    let mut p = Plan::error(e.status, &mut self.scratch);
+                    p.close = true;
+                    Some(p)
+                }
+            },
+        };
+        self.throttle_for(c);
+        let Some(plan) = plan else {
+            // A CGI child answers; its body (if any) is forwarded to it.
+            c.body = decoder;
+            return;
+        };
+        // A final answer sent without `100 Continue` leaves it open whether
+        // the body follows (RFC 9110 §10.1.1), so the connection cannot be reused.
+        let expect_unread = req.expect_continue && decoder.is_some();
+        let keep = req.keep_alive
+            && !plan.close
+            && !expect_unread
+            && c.served < self.cfg.limits.keepalive_requests
+            && self.drain_until.is_none();
+        let connection = match (keep, req.version) {
+            (false, _) => ConnHeader::Close,
+            (true, crate::http::Version::Http10) => ConnHeader::KeepAlive,
+            (true, _) => ConnHeader::None,
+        };
+        let status = plan.status;
+        let parts = HeadParts {
+            server: self.cfg.server_header.as_bytes(),
+            date: self.date.get(),
+            connection,
+            head_only: req.method == Method::Head,
+        };
+        let bytes = match response::queue(&mut self.stage, plan, &self.scratch, &parts) {
+            Ok(n) => n,
+            Err(e) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!(
+                        "reading {} failed: {e}",
+                        String::from_utf8_lossy(req.target)
+                    ),
+                );
+                c.close_after = true;
+                0
+            }
+        };
+        if status.0 >= 500 && self.logger.enabled(Level::Error) {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "{} answering {}",
+                    status.0,
+                    String::from_utf8_lossy(req.target)
+                ),
+            );
+        }
+        if self.logger.access_enabled() {
+            let user = self.authed.then_some(&self.auth_user[..]);
+            let rec = request_record(c.peer.ip(), self.wall, req, status.0, bytes, user, 0);
+            self.logger.access(&rec);
+        }
+        if keep {
+            c.body = decoder;
+        } else {
+            c.close_after = true;
+        }
+    }
+
+    /// Chooses the handler: a CGI script (started here; `None` returned)
+    /// or a static file (its plan returned).
+    fn route(
+        &mut self,
+        idx: usize,
+        c: &mut Conn,
+        req: &Request,
+        head: &[u8],
+        redirects: u8,
+    ) -> Option<Plan> {
+        self.authed = false;
+        if let Some(auth) = self.auth.as_mut() {
+            let (raw_path, _) = path::split_target(req.target);
+            // Rules match the decoded, normalised path, so no spelling of
+            // a protected path (`/%70rivate/`, `//private/./`) slips by.
+            if path::decode_and_normalize(raw_path, &mut self.scratch.path).is_ok() {
+                let ip = c.peer.ip();
+                match auth.check(
+                    &self.scratch.path,
+                    req.header("authorization"),
+                    ip,
+                    self.now,
+                ) {
+                    Verdict::Open => {}
+                    Verdict::Allowed { user } => {
+                        self.auth_user.clear();
+                        self.auth_user.extend_from_slice(user);
+                        self.authed = true;
+                    }
+                    Verdict::Challenge {
+                        realm_header,
+                        failure,
+                    } => {
+                        if let Some(f) = failure {
+                            self.logger
+                                .log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                        }
+                        self.scratch.header("WWW-Authenticate", realm_header);
+                        return Some(Plan::error(Status::UNAUTHORIZED, &mut self.scratch));
+                    }
+                    Verdict::TooManyFailures { retry_after_secs } => {
+                        self.logger.log(
+                            Level::Warn,
+                            format_args!("auth: {ip} is over its failed-attempt limit; 429"),
+                        );
+                        let mut v = Vec::with_capacity(20);
+                        crate::http::push_u64(&mut v, retry_after_secs);
+                        self.scratch.header("Retry-After", &v);
+                        return Some(Plan::error(Status::TOO_MANY_REQUESTS, &mut self.scratch));
+                    }
+                }
+            }
+            for w in auth.take_warnings() {
+                self.logger.log(Level::Warn, format_args!("auth: {w}"));
+            }
+        }
+        if let (Some(resolver), true) = (&self.cgi, req.method != Method::Other) {
+            let (raw_path, _) = path::split_target(req.target);
+            let path = &mut self.scratch.path;
+            if path::decode_and_normalize(raw_path, path).is_ok()
+                && !(self.cfg.static_files.dotfiles != Dotfiles::Allow
+                    && path::has_dotfile_segment(path))
+            {
+                let mut resolved = resolver.resolve(path);
+                let base = path.len();
+                if matches!(resolved, Resolved::NotCgi) && path.ends_with(b"/") {
+                    // An index file may itself be a script (`index.cgi`).
+                    for index in &self.cfg.static_files.index {
+                        path.truncate(base);
+                        path.extend_from_slice(index.as_bytes());
+                        if let found @ Resolved::Cgi(_) = resolver.resolve(path) {
+                            resolved = found;
+                            break;
+                        }
+                    }
+                }
+                match resolved {
+                    // The static handler goes on from the decoded path.
+                    Resolved::NotCgi => path.truncate(base),
+                    Resolved::Denied(status) => {
+                        return Some(Plan::error(status, &mut self.scratch))
+                    }
+                    Resolved::Cgi(script) => {
+                        return self.start_cgi(idx, c, req, head, script, redirects).err();
+                    }
+                }
+            }
+        }
+        Some(static_files::serve(
+            &self.site,
+            req,
+            &mut self.scratch,
+            &mut self.files,
+        ))
+    }
+}
+
+/// The access-log record of an answered request.
+pub(super) fn request_record<'a>(
+    remote: std::net::IpAddr,
+    time: SystemTime,
+    req: &Request<'a>,
+    status: u16,
+    bytes: u64,
+    user: Option<&'a [u8]>,
+    duration_us: u64,
+) -> AccessRecord<'a> {
+    AccessRecord {
+        remote,
+        time,
+        method: req.method_token,
+        target: req.target,
+        version: req.version.as_str(),
+        status,
+        bytes,
+        referer: req.header("referer"),
+        user_agent: req.header("user-agent"),
+        user,
+        duration_us,
+    }
+}
