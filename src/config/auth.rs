@@ -37,12 +37,7 @@ impl Cx<'_> {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
             match name {
-                "path" | "pattern" => {
-                    if matcher.is_some() {
-                        return Err(self.fail(key, &full, "give either path or pattern, not both"));
-                    }
-                    matcher = Some(self.path_match(name, &full, value)?);
-                }
+                "path" | "pattern" => self.set_matcher(&mut matcher, key, name, &full, value)?,
                 "realm" => {
                     let s = self.string(&full, value)?;
                     if s.is_empty() || s.chars().any(|c| c.is_control() || c == '"' || c == '\\') {

@@ -3,7 +3,7 @@
 //! primitives of [`super::load`]. `[[cgi]]` is in [`super::cgi`], `[[auth]]`
 //! in [`super::auth`].
 
-use toml::de::{DeTable, DeValue};
+use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
 use super::load::{sorted, Cx, Origins};
@@ -281,12 +281,7 @@ impl Cx<'_> {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
             match name {
-                "path" | "pattern" => {
-                    if matcher.is_some() {
-                        return Err(self.fail(key, &full, "give either path or pattern, not both"));
-                    }
-                    matcher = Some(self.path_match(name, &full, value)?);
-                }
+                "path" | "pattern" => self.set_matcher(&mut matcher, key, name, &full, value)?,
                 "set" => set = Some(self.header_set(&full, value)?),
                 _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
             }
@@ -302,6 +297,23 @@ impl Cx<'_> {
             self.fail(item, section, "needs set = { \"Header-Name\" = \"value\" }")
         })?;
         Ok(HeaderRule { matcher, set })
+    }
+
+    /// Records a rule's `path` or `pattern` key in `matcher`; a rule may
+    /// have only one of them.
+    pub(super) fn set_matcher(
+        &self,
+        matcher: &mut Option<PathMatch>,
+        key: &Spanned<DeString<'_>>,
+        name: &str,
+        full: &str,
+        value: &Spanned<DeValue<'_>>,
+    ) -> Result<(), ConfigError> {
+        if matcher.is_some() {
+            return Err(self.fail(key, full, "give either path or pattern, not both"));
+        }
+        *matcher = Some(self.path_match(name, full, value)?);
+        Ok(())
     }
 
     /// `path = "/prefix/"` (`name` is "path") or `pattern = "*.ext"`, as

@@ -25,14 +25,7 @@ impl Cx<'_> {
                 let full = format!("{section}.{name}");
                 match name {
                     "path" | "pattern" => {
-                        if matcher.is_some() {
-                            return Err(self.fail(
-                                key,
-                                &full,
-                                "give either path or pattern, not both",
-                            ));
-                        }
-                        matcher = Some(self.path_match(name, &full, value)?);
+                        self.set_matcher(&mut matcher, key, name, &full, value)?
                     }
                     "rate" => rate = Some(self.rate(&full, value)?),
                     "connection_rate" => connection_rate = Some(self.rate(&full, value)?),
