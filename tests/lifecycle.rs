@@ -68,6 +68,8 @@ fn idle_keep_alive_connection_is_closed() {
 
 #[test]
 fn connection_that_never_sends_is_closed() {
+    // Deferred by the kernel for about a second (timeouts.defer_accept),
+    // then handed over and timed out like any other.
     let s = timeout_site("[timeouts]\nkeepalive = \"1s\"\nheader = \"1s\"\n");
     let mut c = s.connect();
     let raw = c.read_to_end();
@@ -170,6 +172,9 @@ fn shutdown_closes_idle_connections_at_once() {
     let mut b = Builder::new();
     b.file("a.txt", b"AAAA");
     b.workers(2);
+    // Without deferral, so that the silent connection is brisk's at once
+    // (the deferred case is the next test).
+    b.config("[timeouts]\ndefer_accept = 0\n");
     let mut s = b.start();
     let mut used = s.connect();
     used.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -190,6 +195,30 @@ fn shutdown_closes_idle_connections_at_once() {
         .wait_exit(Duration::from_secs(10))
         .expect("brisk did not exit");
     assert!(st.success(), "exit status {st:?}; stderr: {}", s.stderr());
+}
+
+#[test]
+fn deferred_silent_connection_is_never_served_after_shutdown() {
+    // By default (timeouts.defer_accept = 1s) a connection that has sent
+    // nothing stays with the kernel: brisk cannot close it at shutdown,
+    // but nothing is served on it once brisk is gone: its first request
+    // is answered with a reset by the kernel.
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let mut s = b.start();
+    let mut silent = s.connect();
+    std::thread::sleep(Duration::from_millis(100));
+    s.signal(libc::SIGTERM);
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("brisk did not exit");
+    assert!(st.success(), "exit status {st:?}; stderr: {}", s.stderr());
+    // Not closed by brisk: it never had it.
+    silent.expect_silence(Duration::from_millis(300));
+    let _ = silent
+        .stream
+        .write_all(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(silent.read_to_end(), b"");
 }
 
 #[test]

@@ -147,6 +147,10 @@ pub struct Timeouts {
     /// The window in which `limits.auth_failures` are counted; it starts
     /// at a client's first failure.
     pub auth_failure_window: Duration,
+    /// How long the kernel may hold a new connection that has sent nothing
+    /// before handing it over (`TCP_DEFER_ACCEPT`, whole seconds, rounded
+    /// up); zero hands every connection over at once.
+    pub defer_accept: Duration,
 }
 
 /// Where a log goes.
@@ -384,6 +388,7 @@ impl Default for Config {
                 shutdown: Duration::from_secs(5),
                 cgi: Duration::from_secs(60),
                 auth_failure_window: Duration::from_secs(60),
+                defer_accept: Duration::from_secs(1),
             },
             log: LogConfig {
                 access: LogTarget::Stdout,

@@ -41,6 +41,7 @@ const TIMEOUT_KEYS: &[&str] = &[
     "shutdown",
     "cgi",
     "auth_failure_window",
+    "defer_accept",
 ];
 const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
@@ -221,6 +222,8 @@ impl Cx<'_> {
                 "auth_failure_window" => {
                     t.auth_failure_window = self.duration(&full, value, false)?
                 }
+                // Zero is meaningful here: no deferral.
+                "defer_accept" => t.defer_accept = self.duration(&full, value, true)?,
                 _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
             }
         }

@@ -27,9 +27,13 @@ use worker::{Worker, WorkerInit};
 /// Binds `addr` once per worker with `SO_REUSEPORT`. A probe bind without
 /// it comes first, so an address already served by another process is an
 /// error rather than silently shared; port 0 is resolved by the probe.
-fn bind_all(addr: SocketAddr, workers: usize) -> Result<(SocketAddr, Vec<TcpListener>), String> {
-    let probe =
-        sys::net::listen(&addr, false, 1).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+fn bind_all(
+    addr: SocketAddr,
+    workers: usize,
+    defer: Duration,
+) -> Result<(SocketAddr, Vec<TcpListener>), String> {
+    let probe = sys::net::listen(&addr, false, 1, Duration::ZERO)
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let real = probe
         .local_addr()
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -37,7 +41,7 @@ fn bind_all(addr: SocketAddr, workers: usize) -> Result<(SocketAddr, Vec<TcpList
     let mut out = Vec::with_capacity(workers);
     for _ in 0..workers {
         out.push(
-            sys::net::listen(&real, true, 4096)
+            sys::net::listen(&real, true, 4096, defer)
                 .map_err(|e| format!("cannot listen on {real}: {e}"))?,
         );
     }
@@ -74,7 +78,7 @@ impl Server {
         let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
         let mut addrs = Vec::new();
         for addr in &cfg.listen {
-            let (real, listeners) = bind_all(*addr, workers)?;
+            let (real, listeners) = bind_all(*addr, workers, cfg.timeouts.defer_accept)?;
             addrs.push(real);
             for (w, l) in listeners.into_iter().enumerate() {
                 per_worker[w].push(l);

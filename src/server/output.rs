@@ -105,22 +105,33 @@ impl Out {
     }
 
     /// Writes as much as the socket takes.
-    pub fn flush(&mut self, stream: &TcpStream) -> io::Result<Flushed> {
-        self.flush_limited(stream, usize::MAX)
+    ///
+    /// `fin_follows`: the connection is shut down for writing right after
+    /// the last byte, so that byte is sent with `MSG_MORE` and the FIN
+    /// leaves in the same segment (one packet, and one ACK, fewer per
+    /// closing answer).
+    pub fn flush(&mut self, stream: &TcpStream, fin_follows: bool) -> io::Result<Flushed> {
+        self.flush_limited(stream, usize::MAX, fin_follows)
     }
 
     /// Writes as much as the socket takes, but at most `limit` bytes.
-    pub fn flush_limited(&mut self, stream: &TcpStream, mut limit: usize) -> io::Result<Flushed> {
+    pub fn flush_limited(
+        &mut self,
+        stream: &TcpStream,
+        mut limit: usize,
+        fin_follows: bool,
+    ) -> io::Result<Flushed> {
         loop {
             if limit == 0 && !self.pieces.is_empty() {
                 return Ok(Flushed::Limit);
             }
-            let more = self.pieces.len() > 1;
+            let last = self.pieces.len() == 1;
             let Some(piece) = self.pieces.front_mut() else {
                 break;
             };
             match piece {
                 Piece::Bytes(n) => {
+                    let more = !last || (fin_follows && *n <= limit);
                     let end = self.pos + (*n).min(limit);
                     match net::send(stream, &self.buf[self.pos..end], more) {
                         Ok(w) => {

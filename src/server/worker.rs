@@ -331,6 +331,13 @@ impl Worker {
                     }
                     self.conns[idx] = Some(conn);
                     self.live += 1;
+                    // With TCP_DEFER_ACCEPT the request is normally already
+                    // here: serve it now rather than after another epoll
+                    // round trip. (Registered first, so bytes that arrive
+                    // after this read still raise an event.)
+                    if !self.cfg.timeouts.defer_accept.is_zero() {
+                        self.on_event(idx, true, false);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 // Out of descriptors or memory: back off instead of
@@ -426,7 +433,8 @@ impl Worker {
                         return true;
                     }
                 };
-                match c.out.flush_limited(&c.stream, limit) {
+                let fin_follows = c.close_after && c.cgi.is_none();
+                match c.out.flush_limited(&c.stream, limit, fin_follows) {
                     Ok(Flushed::All) => {
                         let mut done = std::mem::take(&mut c.out);
                         done.clear();
@@ -460,7 +468,10 @@ impl Worker {
                 continue;
             }
             if !self.stage.is_empty() {
-                match self.stage.flush(&c.stream) {
+                match self
+                    .stage
+                    .flush(&c.stream, c.close_after && c.cgi.is_none())
+                {
                     Ok(Flushed::All | Flushed::Limit) => {}
                     Ok(Flushed::Blocked) => {
                         // Keep the rest with the connection; the staging
@@ -492,6 +503,11 @@ impl Worker {
                 // still be sending: unread input, a body in flight, or a
                 // socket not known to be drained. Otherwise close at once.
                 if c.eof || (c.pending.is_empty() && c.body.is_none() && !c.read_more) {
+                    // The answer's tail was held back for the FIN (see
+                    // `Out::flush`): send both now. A bare close would
+                    // instead reset and drop them if input arrived since
+                    // the last read.
+                    let _ = c.stream.shutdown(Shutdown::Write);
                     return false;
                 }
                 let _ = c.stream.shutdown(Shutdown::Write);

@@ -3,6 +3,7 @@
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use super::{cvt, cvt_size};
 
@@ -64,7 +65,18 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 ///
 /// With `reuseport`, several sockets (one per worker) may bind the same
 /// address and the kernel spreads new connections across them.
-pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: i32) -> io::Result<TcpListener> {
+///
+/// A non-zero `defer` sets `TCP_DEFER_ACCEPT`: the kernel completes the
+/// handshake but hands the connection over only once the request's first
+/// bytes are there (or, for a silent client, after about `defer`), so the
+/// first read after accept usually finds the request and no epoll round
+/// trip is spent on a connection that has nothing to say yet.
+pub fn listen(
+    addr: &SocketAddr,
+    reuseport: bool,
+    backlog: i32,
+    defer: Duration,
+) -> io::Result<TcpListener> {
     let family = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -93,6 +105,15 @@ pub fn listen(addr: &SocketAddr, reuseport: bool, backlog: i32) -> io::Result<Tc
     // connection. Responses leave whole, so Nagle would only ever delay a
     // pipelined answer behind an unacknowledged one.
     setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+    if !defer.is_zero() {
+        let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
+        setsockopt_int(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            secs.min(i32::MAX as u64) as i32,
+        )?;
+    }
     let (storage, len) = sockaddr(addr);
     // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
     cvt(unsafe { libc::bind(fd, (&storage as *const libc::sockaddr_storage).cast(), len) })?;

@@ -45,6 +45,7 @@ keepalive = 30
 send = "2m"
 body = "250ms"
 shutdown = 0
+defer_accept = 0
 
 [mime]
 WASM = "application/wasm"
@@ -94,6 +95,7 @@ set.X-Kind = "style"
     assert_eq!(c.timeouts.send, Duration::from_secs(120));
     assert_eq!(c.timeouts.body, Duration::from_millis(250));
     assert_eq!(c.timeouts.shutdown, Duration::ZERO);
+    assert_eq!(c.timeouts.defer_accept, Duration::ZERO);
     assert_eq!(
         c.mime,
         [
