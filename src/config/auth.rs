@@ -54,13 +54,7 @@ impl Cx<'_> {
                 _ => return Err(self.unknown(key, section, AUTH_KEYS)),
             }
         }
-        let matcher = matcher.ok_or_else(|| {
-            self.fail(
-                item,
-                section,
-                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
-            )
-        })?;
+        let matcher = self.required_matcher(matcher, item, section)?;
         let realm = realm
             .ok_or_else(|| self.fail(item, section, "needs realm = \"Name shown at login\""))?;
         let Some((path, full, value)) = htpasswd else {

@@ -289,13 +289,7 @@ impl Cx<'_> {
                 _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
             }
         }
-        let matcher = matcher.ok_or_else(|| {
-            self.fail(
-                item,
-                section,
-                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
-            )
-        })?;
+        let matcher = self.required_matcher(matcher, item, section)?;
         let set = set.ok_or_else(|| {
             self.fail(item, section, "needs set = { \"Header-Name\" = \"value\" }")
         })?;
@@ -317,6 +311,23 @@ impl Cx<'_> {
         }
         *matcher = Some(self.path_match(name, full, value)?);
         Ok(())
+    }
+
+    /// The rule's matcher, or the error for a rule that has neither
+    /// `path` nor `pattern`.
+    pub(super) fn required_matcher<T>(
+        &self,
+        matcher: Option<PathMatch>,
+        item: &Spanned<T>,
+        section: &str,
+    ) -> Result<PathMatch, ConfigError> {
+        matcher.ok_or_else(|| {
+            self.fail(
+                item,
+                section,
+                "needs path = \"/prefix/\" or pattern = \"*.ext\"",
+            )
+        })
     }
 
     /// `path = "/prefix/"` (`name` is "path") or `pattern = "*.ext"`, as

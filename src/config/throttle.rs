@@ -32,13 +32,7 @@ impl Cx<'_> {
                     _ => return Err(self.unknown(key, section, THROTTLE_KEYS)),
                 }
             }
-            let matcher = matcher.ok_or_else(|| {
-                self.fail(
-                    item,
-                    section,
-                    "needs path = \"/prefix/\" or pattern = \"*.ext\"",
-                )
-            })?;
+            let matcher = self.required_matcher(matcher, item, section)?;
             if rate.is_none() && connection_rate.is_none() {
                 return Err(self.fail(item, section, "needs rate and/or connection_rate"));
             }

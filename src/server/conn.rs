@@ -64,6 +64,13 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Whether what is queued is the connection's last output, so the
+    /// FIN may ride with its final bytes (a CGI answer still streaming
+    /// must not be held back).
+    pub fn fin_follows(&self) -> bool {
+        self.close_after && self.cgi.is_none()
+    }
+
     /// A new connection, idle since `now`.
     pub fn new(stream: TcpStream, index: usize, peer: SocketAddr, now: Instant) -> Conn {
         Conn {

@@ -433,8 +433,7 @@ impl Worker {
                         return true;
                     }
                 };
-                let fin_follows = c.close_after && c.cgi.is_none();
-                match c.out.flush_limited(&c.stream, limit, fin_follows) {
+                match c.out.flush_limited(&c.stream, limit, c.fin_follows()) {
                     Ok(Flushed::All) => {
                         let mut done = std::mem::take(&mut c.out);
                         done.clear();
@@ -468,10 +467,7 @@ impl Worker {
                 continue;
             }
             if !self.stage.is_empty() {
-                match self
-                    .stage
-                    .flush(&c.stream, c.close_after && c.cgi.is_none())
-                {
+                match self.stage.flush(&c.stream, c.fin_follows()) {
                     Ok(Flushed::All | Flushed::Limit) => {}
                     Ok(Flushed::Blocked) => {
                         // Keep the rest with the connection; the staging
