@@ -3,8 +3,12 @@
 use brisk::config::{self, Command};
 
 fn main() {
-    let code = match config::from_args(std::env::args_os().skip(1)) {
-        Ok(Command::Run(cfg)) => match brisk::server::run(cfg) {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    let code = match config::from_args(args.clone()) {
+        Ok(Command::Run(cfg)) => match config::Reload::new(args, &cfg)
+            .map_err(|e| format!("cannot read the current directory: {e}"))
+            .and_then(|reload| brisk::server::run(cfg, Some(reload)))
+        {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("brisk: {e}");

@@ -92,16 +92,6 @@ fn canon(path: &Path) -> String {
         .to_string()
 }
 
-/// Polls `cond` every 20 ms for up to 10 s; panics with `what` if it
-/// never holds.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The pid a script wrote to `path` (waits for the file).
 fn read_pid(path: &Path) -> i32 {
     let mut pid = 0;

@@ -130,30 +130,11 @@ fn graceful_shutdown_completes_a_large_response() {
     let port = s.port;
     let mut c = s.connect();
     c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
-    // Read a little, slowly, so that most of the body is still to come.
-    let mut got = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    while got.len() < 256 * 1024 {
-        let n = c.stream.read(&mut buf).expect("read");
-        assert!(n > 0, "closed early");
-        got.extend_from_slice(&buf[..n]);
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    // Read a little, so that most of the body is still to come.
+    c.read_at_least(256 * 1024);
     s.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(300));
-    loop {
-        let n = c.stream.read(&mut buf).expect("read after SIGTERM");
-        if n == 0 {
-            break;
-        }
-        got.extend_from_slice(&buf[..n]);
-    }
-    let head_end = find(&got, b"\r\n\r\n").expect("head") + 4;
-    let head = String::from_utf8_lossy(&got[..head_end]).into_owned();
-    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
-    assert!(head.contains("\r\nContent-Length: 20971520\r\n"), "{head}");
-    assert_eq!(got.len() - head_end, big.len(), "body truncated");
-    assert!(got[head_end..] == big[..], "body differs");
+    assert_whole_download(&c.read_to_end(), "HTTP/1.1 200 OK\r\n", &big);
     let st = s
         .wait_exit(Duration::from_secs(20))
         .expect("brisk did not exit");

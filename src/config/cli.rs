@@ -14,7 +14,7 @@ use super::{Command, Config, ConfigError, Level, LogConfig, LogTarget};
 
 /// The TOML document baked in at build time (`BRISK_DEFAULT_CONFIG`), or
 /// empty; see `build.rs`.
-const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/default.toml"));
+pub(super) const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/default.toml"));
 
 /// How errors name the baked-in document.
 const BUILT_IN_NAME: &str = "<built-in>";
@@ -80,12 +80,26 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
     args: I,
     built_in: &str,
 ) -> Result<Command, ConfigError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| error(format!("cannot read the current directory: {e}")))?;
+    run_in(args, built_in, &cwd, None)
+}
+
+/// [`run`] with relative paths on the command line resolved against `cwd`
+/// (a reload resolves them as the start did, wherever the process is now),
+/// and `workers = 0` meaning `auto_workers` if given (a reload: the count
+/// the start found, which a sandboxed process may not be able to find
+/// again) or else one per CPU core.
+pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
+    args: I,
+    built_in: &str,
+    cwd: &Path,
+    auto_workers: Option<usize>,
+) -> Result<Command, ConfigError> {
     let flags = match parse_flags(args)? {
         Parsed::Flags(flags) => flags,
         Parsed::Exit(cmd) => return Ok(cmd),
     };
-    let cwd = std::env::current_dir()
-        .map_err(|e| error(format!("cannot read the current directory: {e}")))?;
 
     // Defaults, then one document, then flags.
     let mut config = Config {
@@ -107,13 +121,14 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
                 base: &base,
             };
             let origins = load::load(&src, &mut config)?;
+            config.config_file = Some(cwd.join(path));
             (name, origins)
         }
         None => {
             let src = Source {
                 name: BUILT_IN_NAME,
                 text: built_in,
-                base: &cwd,
+                base: cwd,
             };
             (BUILT_IN_NAME.to_string(), load::load(&src, &mut config)?)
         }
@@ -158,7 +173,8 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
 
     // Final checks, after every layer had its say.
     if config.workers == 0 {
-        config.workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        config.workers = auto_workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     }
     let root_from = origins
         .root

@@ -7,25 +7,54 @@
 //! files before it calls `chroot`, and only then confines itself.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use super::load::Origins;
 use super::{CgiTarget, Config, ConfigError, Group, LogTarget, User};
 use crate::sys::privileges;
+
+/// Names resolved so far in this process. A reload (SIGHUP) runs inside
+/// the sandbox and after any chroot, where the user database may be out of
+/// reach; the user and group cannot change without a restart anyway, so
+/// the names they had at start are answered from here.
+static KNOWN_USERS: Mutex<Vec<User>> = Mutex::new(Vec::new());
+static KNOWN_GROUPS: Mutex<Vec<Group>> = Mutex::new(Vec::new());
+
+/// `name` from `known`, or else looked up with `lookup` and remembered.
+fn remembered<T: Clone>(
+    known: &Mutex<Vec<T>>,
+    name: &str,
+    name_of: fn(&T) -> &str,
+    lookup: impl FnOnce() -> Result<T, String>,
+) -> Result<T, String> {
+    let mut known = known.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(t) = known.iter().find(|t| name_of(t) == name) {
+        return Ok(t.clone());
+    }
+    let t = lookup()?;
+    known.push(t.clone());
+    Ok(t)
+}
 
 /// Resolves a `user` value.
 pub(super) fn user(name: &str) -> Result<User, String> {
     if name.is_empty() {
         return Err("expected a user name; got \"\"".to_string());
     }
-    match privileges::lookup_user(name) {
-        Ok(Some(a)) => Ok(User {
-            name: name.to_string(),
-            uid: a.uid,
-            gid: a.gid,
-        }),
-        Ok(None) => Err(format!("no user named {name:?} on this system")),
-        Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
-    }
+    remembered(
+        &KNOWN_USERS,
+        name,
+        |u| &u.name,
+        || match privileges::lookup_user(name) {
+            Ok(Some(a)) => Ok(User {
+                name: name.to_string(),
+                uid: a.uid,
+                gid: a.gid,
+            }),
+            Ok(None) => Err(format!("no user named {name:?} on this system")),
+            Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
+        },
+    )
 }
 
 /// Resolves a `group` value.
@@ -33,14 +62,19 @@ pub(super) fn group(name: &str) -> Result<Group, String> {
     if name.is_empty() {
         return Err("expected a group name; got \"\"".to_string());
     }
-    match privileges::lookup_group(name) {
-        Ok(Some(gid)) => Ok(Group {
-            name: name.to_string(),
-            gid,
-        }),
-        Ok(None) => Err(format!("no group named {name:?} on this system")),
-        Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
-    }
+    remembered(
+        &KNOWN_GROUPS,
+        name,
+        |g| &g.name,
+        || match privileges::lookup_group(name) {
+            Ok(Some(gid)) => Ok(Group {
+                name: name.to_string(),
+                gid,
+            }),
+            Ok(None) => Err(format!("no group named {name:?} on this system")),
+            Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
+        },
+    )
 }
 
 fn error(message: String) -> ConfigError {
@@ -147,7 +181,8 @@ impl Config {
     /// the new `/`). Log and pid files may lie outside: such a log becomes
     /// `Off` here (its file stays open, but no path reaches it any more)
     /// and such a pid file `None` (it cannot be removed), so that nothing
-    /// opens or unlinks a same-named file inside the jail by mistake.
+    /// opens or unlinks a same-named file inside the jail by mistake. The
+    /// configuration file is `None`: a jailed server does not reload.
     /// Without `chroot`, a copy.
     pub fn in_jail(&self) -> Config {
         let mut c = self.clone();
@@ -182,6 +217,8 @@ impl Config {
             }
         }
         c.pid_file = c.pid_file.as_deref().and_then(|p| inside(p, jail));
+        // No reload from inside a jail: the file's paths are outside it.
+        c.config_file = None;
         c
     }
 }

@@ -73,6 +73,9 @@ pub struct Config {
     /// Confine the running server with Landlock and seccomp where the
     /// kernel supports them (`sandbox`, `--no-sandbox`).
     pub sandbox: bool,
+    /// The configuration file (`--config`), absolute: read again on
+    /// SIGHUP. `None` for the built-in document.
+    pub config_file: Option<PathBuf>,
 }
 
 /// A user from the user database, resolved when the config is loaded.
@@ -415,6 +418,7 @@ impl Default for Config {
             chroot: None,
             allow_root: false,
             sandbox: true,
+            config_file: None,
             auth: Vec::new(),
         }
     }
@@ -448,6 +452,75 @@ pub enum Command {
     Help(String),
     /// `--version`: print this text and exit 0.
     Version(String),
+}
+
+impl Config {
+    /// The keys whose values differ between `self` and `new` but only
+    /// take effect at start: the process's identity and confinement, its
+    /// log files, and the listeners' shape (one socket per worker).
+    /// Compare configurations as loaded, before the server fills in a
+    /// default user.
+    pub fn restart_only_changes(&self, new: &Config) -> Vec<&'static str> {
+        let a = self;
+        let b = new;
+        [
+            (a.workers != b.workers, "workers"),
+            (a.daemon != b.daemon, "daemon"),
+            (a.pid_file != b.pid_file, "pid_file"),
+            (a.user != b.user, "user"),
+            (a.group != b.group, "group"),
+            (a.chroot != b.chroot, "chroot"),
+            (a.allow_root != b.allow_root, "allow_root"),
+            (a.sandbox != b.sandbox, "sandbox"),
+            (a.log.access != b.log.access, "log.access"),
+            (a.log.error != b.log.error, "log.error"),
+            (
+                a.timeouts.defer_accept != b.timeouts.defer_accept,
+                "timeouts.defer_accept",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(changed, key)| changed.then_some(key))
+        .collect()
+    }
+}
+
+/// How to load the configuration again, for a reload (SIGHUP): the same
+/// command line, with its relative paths resolved against the directory
+/// the server started in (a daemon has moved to `/` since).
+#[derive(Debug, Clone)]
+pub struct Reload {
+    args: Vec<std::ffi::OsString>,
+    cwd: PathBuf,
+    workers: usize,
+}
+
+impl Reload {
+    /// Remembers `args` (as given to [`from_args`]), the current directory,
+    /// and `started.workers` (what `workers = 0` came to at start).
+    pub fn new(args: Vec<std::ffi::OsString>, started: &Config) -> std::io::Result<Reload> {
+        Ok(Reload {
+            args,
+            cwd: std::env::current_dir()?,
+            workers: started.workers,
+        })
+    }
+
+    /// Loads the configuration file again and applies the flags, with the
+    /// same checks as at start.
+    pub fn load(&self) -> Result<Config, ConfigError> {
+        match cli::run_in(
+            self.args.iter().cloned(),
+            cli::BUILT_IN,
+            &self.cwd,
+            Some(self.workers),
+        )? {
+            Command::Run(cfg) => Ok(cfg),
+            _ => Err(ConfigError {
+                message: "the command line does not start a server".to_string(),
+            }),
+        }
+    }
 }
 
 /// Parses the command line (without the program name), loads the config file

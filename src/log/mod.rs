@@ -89,6 +89,17 @@ struct Settings {
     error_on: bool,
 }
 
+impl Settings {
+    fn new(config: &LogConfig) -> Settings {
+        Settings {
+            level: config.level,
+            format: config.format,
+            access_on: config.access != LogTarget::Off,
+            error_on: config.error != LogTarget::Off && config.level != Level::Off,
+        }
+    }
+}
+
 /// The shared log service: owns the writer thread.
 pub struct LogService {
     tx: SyncSender<Msg>,
@@ -144,12 +155,7 @@ impl LogService {
         config: &LogConfig,
         queue: usize,
     ) -> Result<LogService, LogError> {
-        let settings = Settings {
-            level: config.level,
-            format: config.format,
-            access_on: config.access != LogTarget::Off,
-            error_on: config.error != LogTarget::Off && config.level != Level::Off,
-        };
+        let settings = Settings::new(config);
         let (tx, rx) = mpsc::sync_channel(queue);
         let dropped = Arc::new(AtomicU64::new(0));
         let writer = Writer {
@@ -179,6 +185,17 @@ impl LogService {
 
     /// A handle for one worker thread (or the main thread).
     pub fn handle(&self) -> Logger {
+        self.handle_with(self.settings.clone())
+    }
+
+    /// A handle that logs at `config`'s level and access-log format, for
+    /// workers started by a reload. The targets stay the service's own:
+    /// `config` must name the same ones.
+    pub fn handle_for(&self, config: &LogConfig) -> Logger {
+        self.handle_with(Settings::new(config))
+    }
+
+    fn handle_with(&self, settings: Settings) -> Logger {
         let (home_tx, home_rx) = mpsc::sync_channel(SPARES);
         Logger {
             batch: Batch::new(home_tx.clone()),
@@ -186,7 +203,7 @@ impl LogService {
             home_tx,
             home_rx,
             dropped: self.dropped.clone(),
-            settings: self.settings.clone(),
+            settings,
             access_clock: Clock::new(),
             error_clock: Clock::new(),
         }

@@ -228,11 +228,29 @@ fn landlock_rules(cfg: &Config, notes: &mut Notes) -> Vec<(PathBuf, u64)> {
             }
         }
     }
+    // Read again on SIGHUP. Editors save by writing a new file and renaming
+    // it over the old one, so the right is on the directory, as for the
+    // htpasswd files: reading files there, not listing it.
+    if let Some(file) = &cfg.config_file {
+        rules.push((file.clone(), READ_FILE));
+        if let Some(dir) = file.parent() {
+            rules.push((dir.to_path_buf(), READ_FILE));
+        }
+    }
     if let Some(dir) = cfg.pid_file.as_deref().and_then(Path::parent) {
         // Removed on exit.
         rules.push((dir.to_path_buf(), REMOVE_FILE));
     }
     rules
+}
+
+/// Whether the sandbox built for `running` also fits `new`: the same file
+/// rules, and CGI on or off in both (which decides seccomp). The kernel
+/// cannot widen a sandbox, so a reload that needs other paths needs a
+/// restart.
+pub fn sandbox_unchanged(running: &Config, new: &Config) -> bool {
+    let rules = |c: &Config| landlock_rules(c, &mut Notes::new());
+    running.cgi.is_empty() == new.cgi.is_empty() && rules(running) == rules(new)
 }
 
 /// Applies the kernel sandbox as `cfg` (seen from inside any chroot)
@@ -251,9 +269,10 @@ pub fn sandbox(cfg: &Config, notes: &mut Notes) {
         Ok(Some(abi)) => notes.push((
             Level::Info,
             format!(
-                "sandbox: Landlock (ABI {abi}) on: read-only beneath the document root{}{}, writes only to the logs",
+                "sandbox: Landlock (ABI {abi}) on: read-only beneath the document root{}{}{}, writes only to the logs",
                 if cgi { ", CGI directories and system directories" } else { "" },
-                if cfg.auth.is_empty() { "" } else { " and the htpasswd files' directories" }
+                if cfg.auth.is_empty() { "" } else { ", the htpasswd files' directories" },
+                if cfg.config_file.is_none() { "" } else { " and the configuration file's directory" }
             ),
         )),
         Ok(None) => notes.push((

@@ -4,7 +4,9 @@
 //! address per worker), opens the logs, confines the process (chroot,
 //! user switch, sandbox: see [`confine`]), starts the workers, then waits
 //! for signals on the main thread: SIGINT/SIGTERM drain and stop, SIGUSR1
-//! reopens the logs.
+//! reopens the logs, SIGHUP reloads the configuration: a new set of
+//! workers serves it on the same listening sockets while the previous set
+//! drains, as at shutdown.
 
 pub mod confine;
 pub mod conn;
@@ -18,9 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{Config, Level};
+use crate::config::{Config, Level, Reload};
 use crate::handlers::static_files::Site;
-use crate::log::LogService;
+use crate::log::{LogService, Logger};
 use crate::sys::{self, signal::Signal};
 use worker::{Worker, WorkerInit};
 
@@ -55,13 +57,59 @@ fn url(addr: &SocketAddr) -> String {
     }
 }
 
+/// The sockets of one `listen` entry: one `SO_REUSEPORT` socket per
+/// worker. A reload keeps them for every address it still lists, so the
+/// port is never closed and no queued connection is lost.
+struct Bound {
+    /// As configured (port 0 stays 0, so a reload recognises it).
+    wanted: SocketAddr,
+    /// As bound.
+    real: SocketAddr,
+    sockets: Vec<TcpListener>,
+}
+
+/// Binds every address of `cfg.listen`; an address already bound in
+/// `keep` gets duplicates of its sockets instead.
+fn bind_listeners(cfg: &Config, keep: &[Bound]) -> Result<Vec<Bound>, String> {
+    let workers = cfg.workers.max(1);
+    let mut out = Vec::with_capacity(cfg.listen.len());
+    for &wanted in &cfg.listen {
+        if let Some(b) = keep.iter().find(|b| b.wanted == wanted) {
+            let sockets = b
+                .sockets
+                .iter()
+                .map(TcpListener::try_clone)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("cannot share the socket of {}: {e}", b.real))?;
+            out.push(Bound {
+                wanted,
+                real: b.real,
+                sockets,
+            });
+            continue;
+        }
+        let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept)?;
+        out.push(Bound {
+            wanted,
+            real,
+            sockets,
+        });
+    }
+    Ok(out)
+}
+
+fn open_site(cfg: &Arc<Config>) -> Result<Arc<Site>, String> {
+    Site::new(Arc::clone(cfg))
+        .map(Arc::new)
+        .map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))
+}
+
 /// A bound server, not yet serving: the listeners exist, so the
 /// addresses (with port 0 resolved) are known.
 pub struct Server {
     cfg: Arc<Config>,
     site: Arc<Site>,
-    per_worker: Vec<Vec<TcpListener>>,
-    addrs: Vec<SocketAddr>,
+    bound: Vec<Bound>,
 }
 
 impl Server {
@@ -70,26 +118,9 @@ impl Server {
     pub fn bind(cfg: Config) -> Result<Server, String> {
         let cfg = Arc::new(cfg);
         let _ = sys::process::raise_nofile_limit();
-        let site = Arc::new(
-            Site::new(Arc::clone(&cfg))
-                .map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))?,
-        );
-        let workers = cfg.workers.max(1);
-        let mut per_worker: Vec<Vec<TcpListener>> = (0..workers).map(|_| Vec::new()).collect();
-        let mut addrs = Vec::new();
-        for addr in &cfg.listen {
-            let (real, listeners) = bind_all(*addr, workers, cfg.timeouts.defer_accept)?;
-            addrs.push(real);
-            for (w, l) in listeners.into_iter().enumerate() {
-                per_worker[w].push(l);
-            }
-        }
-        Ok(Server {
-            cfg,
-            site,
-            per_worker,
-            addrs,
-        })
+        let site = open_site(&cfg)?;
+        let bound = bind_listeners(&cfg, &[])?;
+        Ok(Server { cfg, site, bound })
     }
 
     /// Replaces the configuration with `cfg` (the same one as seen from
@@ -114,73 +145,176 @@ impl Server {
     }
 
     /// The bound addresses, in the order of `listen`.
-    pub fn local_addrs(&self) -> &[SocketAddr] {
-        &self.addrs
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.bound.iter().map(|b| b.real).collect()
     }
 
     /// Starts the worker threads; each logs through `logs`.
     pub fn start(self, logs: &LogService) -> Result<Running, String> {
-        let shutdown = Arc::new(AtomicBool::new(false));
-        let mut wakers = Vec::new();
-        let mut threads = Vec::new();
-        for (id, listeners) in self.per_worker.into_iter().enumerate() {
-            let (poll, waker) =
-                worker::poll_and_waker().map_err(|e| format!("cannot create event loop: {e}"))?;
-            let init = WorkerInit {
-                id,
-                site: Arc::clone(&self.site),
-                listeners,
-                logger: logs.handle(),
-                shutdown: Arc::clone(&shutdown),
-                poll,
-            };
-            let t = std::thread::Builder::new()
-                .name(format!("brisk-worker-{id}"))
-                .spawn(move || match Worker::new(init) {
-                    Ok(w) => w.run(),
-                    Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
-                })
-                .map_err(|e| format!("cannot start worker thread: {e}"))?;
-            wakers.push(waker);
-            threads.push(t);
-        }
+        let current = Generation::start(&self.site, &self.bound, &|| logs.handle())?;
         Ok(Running {
             cfg: self.cfg,
-            shutdown,
-            wakers,
-            threads,
+            bound: self.bound,
+            current,
+            retired: Vec::new(),
         })
+    }
+}
+
+/// One set of workers serving one configuration.
+struct Generation {
+    shutdown: Arc<AtomicBool>,
+    wakers: Vec<mio::Waker>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Generation {
+    /// Starts one worker per socket of each listener; worker `w` accepts
+    /// on a duplicate of socket `w` of every address.
+    /// `logger` makes each worker's log handle.
+    fn start(
+        site: &Arc<Site>,
+        bound: &[Bound],
+        logger: &dyn Fn() -> Logger,
+    ) -> Result<Generation, String> {
+        let mut gen = Generation {
+            shutdown: Arc::new(AtomicBool::new(false)),
+            wakers: Vec::new(),
+            threads: Vec::new(),
+        };
+        let workers = site.cfg.workers.max(1);
+        for id in 0..workers {
+            if let Err(e) = gen.start_worker(id, site, bound, logger()) {
+                gen.stop();
+                return Err(e);
+            }
+        }
+        Ok(gen)
+    }
+
+    fn start_worker(
+        &mut self,
+        id: usize,
+        site: &Arc<Site>,
+        bound: &[Bound],
+        logger: Logger,
+    ) -> Result<(), String> {
+        let listeners = bound
+            .iter()
+            .map(|b| b.sockets[id].try_clone())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("cannot share a listening socket: {e}"))?;
+        let (poll, waker) =
+            worker::poll_and_waker().map_err(|e| format!("cannot create event loop: {e}"))?;
+        let init = WorkerInit {
+            id,
+            site: Arc::clone(site),
+            listeners,
+            logger,
+            shutdown: Arc::clone(&self.shutdown),
+            poll,
+        };
+        let t = std::thread::Builder::new()
+            .name(format!("brisk-worker-{id}"))
+            .spawn(move || match Worker::new(init) {
+                Ok(w) => w.run(),
+                Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
+            })
+            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+        self.wakers.push(waker);
+        self.threads.push(t);
+        Ok(())
+    }
+
+    /// Asks every worker to drain: stop accepting, finish what is in
+    /// flight within `timeouts.shutdown`, close idle connections.
+    fn begin_stop(&self) {
+        self.shutdown.store(true, Ordering::Relaxed);
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.threads.iter().all(|t| t.is_finished())
+    }
+
+    fn stop(&mut self) {
+        self.begin_stop();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
     }
 }
 
 /// Serving workers.
 pub struct Running {
     cfg: Arc<Config>,
-    shutdown: Arc<AtomicBool>,
-    wakers: Vec<mio::Waker>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    bound: Vec<Bound>,
+    current: Generation,
+    /// Workers of earlier configurations, draining after a reload.
+    retired: Vec<Generation>,
 }
 
 impl Running {
     /// How many worker threads serve.
     pub fn workers(&self) -> usize {
-        self.threads.len()
+        self.current.threads.len()
     }
 
     /// Whether a worker has stopped on its own (it should not).
     pub fn worker_died(&self) -> bool {
-        self.threads.iter().any(|t| t.is_finished())
+        self.current.threads.iter().any(|t| t.is_finished())
+    }
+
+    /// Serves `cfg` from now on: listeners still listed are kept (new
+    /// ones bound), the document root opened, and a new set of workers
+    /// started; the previous workers then drain as at shutdown, finishing
+    /// the requests they hold. On error nothing changes. The caller checks
+    /// that `cfg` keeps what only a restart can change
+    /// ([`Config::restart_only_changes`], [`confine::sandbox_unchanged`]).
+    pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), String> {
+        let cfg = Arc::new(cfg);
+        let site = open_site(&cfg)?;
+        let bound = bind_listeners(&cfg, &self.bound)?;
+        let gen = Generation::start(&site, &bound, &|| logs.handle_for(&cfg.log))?;
+        let old = std::mem::replace(&mut self.current, gen);
+        old.begin_stop();
+        self.retired.push(old);
+        // An address no longer listed closes once the old workers have
+        // let go of their duplicates of its sockets.
+        self.bound = bound;
+        self.cfg = cfg;
+        Ok(())
+    }
+
+    /// Joins the workers of earlier configurations that have finished
+    /// draining; how many generations still drain.
+    pub fn reap(&mut self) -> usize {
+        for g in &mut self.retired {
+            if g.finished() {
+                g.stop();
+            }
+        }
+        self.retired.retain(|g| !g.threads.is_empty());
+        self.retired.len()
+    }
+
+    /// The bound addresses, in the order of `listen`.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.bound.iter().map(|b| b.real).collect()
     }
 
     /// Graceful stop: no new connections, in-flight responses get up to
     /// `timeouts.shutdown` to finish; returns when every worker is done.
-    pub fn stop(self) {
-        self.shutdown.store(true, Ordering::Relaxed);
-        for w in &self.wakers {
-            let _ = w.wake();
+    pub fn stop(mut self) {
+        self.current.begin_stop();
+        for g in &self.retired {
+            g.begin_stop();
         }
-        for t in self.threads {
-            let _ = t.join();
+        self.current.stop();
+        for g in &mut self.retired {
+            g.stop();
         }
     }
 
@@ -190,12 +324,56 @@ impl Running {
     }
 }
 
+/// Loads the configuration again and serves it, if it changes nothing that
+/// needs a restart (compared with `loaded`, the configuration as loaded at
+/// start).
+fn reload_config(
+    reload: Option<&Reload>,
+    loaded: &Config,
+    running: &mut Running,
+    logs: &LogService,
+) -> Result<(), String> {
+    let Some(reload) = reload else {
+        return Err("no configuration to load again (brisk runs embedded)".to_string());
+    };
+    let current = running.config();
+    if loaded.chroot.is_some() {
+        return Err(
+            "no reload inside a chroot (the configuration's paths lie outside it); restart to apply changes"
+                .to_string(),
+        );
+    }
+    let mut cfg = reload.load().map_err(|e| e.to_string())?;
+    let changed = loaded.restart_only_changes(&cfg);
+    if !changed.is_empty() {
+        return Err(format!(
+            "{} changed, which takes effect only at start; restart to apply changes",
+            changed.join(", ")
+        ));
+    }
+    // The identity the process took at start (a default user included).
+    cfg.user = current.user.clone();
+    cfg.group = current.group.clone();
+    if current.sandbox && !confine::sandbox_unchanged(current, &cfg) {
+        return Err(
+            "the sandbox allows only the files of the configuration it was started with, and this one changes the document root, CGI paths, htpasswd files or whether CGI is used; restart to apply changes"
+                .to_string(),
+        );
+    }
+    running.reload(cfg, logs)
+}
+
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
-pub fn run(mut cfg: Config) -> Result<(), String> {
+/// SIGHUP reloads through `reload` (see [`reload`]); without it, SIGHUP is
+/// logged and ignored.
+pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     // Blocked before any thread exists (the log writer included), so that
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    // As loaded, before a default user is filled in: what a reload's
+    // configuration is compared with.
+    let loaded = cfg.clone();
     if let Some(note) = confine::default_user(&mut cfg) {
         eprintln!("brisk: {note}");
     }
@@ -205,7 +383,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "brisk: serving {}", cfg.root.display());
-        for a in server.local_addrs() {
+        for a in &server.local_addrs() {
             let _ = writeln!(out, "brisk: listening on {}", url(a));
         }
         let _ = out.flush();
@@ -233,7 +411,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         confine::sandbox(&cfg, &mut notes);
     }
     let logs = open_logs.start().map_err(|e| e.to_string())?;
-    let running = server.start(&logs)?;
+    let mut running = server.start(&logs)?;
     let mut main_log = logs.handle();
     for (level, note) in &notes {
         main_log.log(*level, format_args!("{note}"));
@@ -248,14 +426,28 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
             Some(Signal::Terminate) => break,
             Some(Signal::ReopenLogs) => logs.reopen(),
             Some(Signal::Hangup) => {
-                main_log.log(
-                    Level::Warn,
-                    format_args!("SIGHUP: reload is not supported yet; restart to apply changes"),
-                );
+                match reload_config(reload.as_ref(), &loaded, &mut running, &logs) {
+                    Ok(()) => {
+                        main_log.flush();
+                        main_log = logs.handle_for(&running.config().log);
+                        main_log.log(
+                        Level::Info,
+                        format_args!(
+                            "SIGHUP: configuration reloaded; {} new workers serve, the previous ones finish their requests",
+                            running.workers()
+                        ),
+                        );
+                    }
+                    Err(e) => main_log.log(
+                        Level::Error,
+                        format_args!("SIGHUP: {e}; still serving the previous configuration"),
+                    ),
+                }
                 main_log.flush();
             }
             None => {}
         }
+        running.reap();
         if running.worker_died() {
             main_log.log(
                 Level::Error,

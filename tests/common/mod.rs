@@ -320,6 +320,28 @@ impl Builder {
     }
 }
 
+/// Polls `cond` every 20 ms for up to 10 s; panics with `what` if it
+/// never holds.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asserts that `got` is one whole 200 answer whose head starts with
+/// `head_start` and whose body is `body`, and nothing else.
+pub fn assert_whole_download(got: &[u8], head_start: &str, body: &[u8]) {
+    let head_end = find(got, b"\r\n\r\n").expect("head") + 4;
+    let head = String::from_utf8_lossy(&got[..head_end]).into_owned();
+    assert!(head.starts_with(head_start), "{head}");
+    let length = format!("\r\nContent-Length: {}\r\n", body.len());
+    assert!(head.contains(&length), "{head}");
+    assert_eq!(got.len() - head_end, body.len(), "body truncated");
+    assert!(got[head_end..] == body[..], "body differs");
+}
+
 /// Writes `contents` to `path` (creating directories), mtime [`MTIME`].
 pub fn write_file(path: &Path, contents: &[u8]) {
     if let Some(parent) = path.parent() {
@@ -831,6 +853,13 @@ impl Client {
     }
 
     /// Reads everything until the server closes.
+    /// Reads until at least `n` bytes have arrived; they stay unread.
+    pub fn read_at_least(&mut self, n: usize) {
+        while self.buf.len() < n {
+            assert!(self.fill(), "closed after {} bytes", self.buf.len());
+        }
+    }
+
     pub fn read_to_end(&mut self) -> Vec<u8> {
         while self.fill() {}
         std::mem::take(&mut self.buf)

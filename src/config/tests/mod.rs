@@ -181,3 +181,52 @@ fn from_args_uses_the_compiled_in_document() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn reload_reads_the_file_again_with_the_same_flags() {
+    let dir = TempDir::new();
+    let file = dir.write("site.toml", "root = \"public\"\nserver_header = \"one\"\n");
+    let argv = os(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let mut started = match run(argv.clone(), "") {
+        Ok(Command::Run(c)) => c,
+        other => panic!("expected Run, got {other:?}"),
+    };
+    assert_eq!(started.config_file.as_deref(), Some(file.as_path()));
+    // What `workers = 0` came to at start is kept, whatever the machine
+    // says now.
+    started.workers = 7;
+    let reload = super::Reload::new(argv, &started).unwrap();
+
+    dir.write(
+        "site.toml",
+        "root = \"public\"\nserver_header = \"two\"\nlisten = [\"127.0.0.1:1\"]\n",
+    );
+    let c = reload.load().unwrap();
+    assert_eq!(c.server_header, "two");
+    assert_eq!(c.workers, 7);
+    assert_eq!(
+        c.listen,
+        ["127.0.0.1:0".parse().unwrap()],
+        "the flag still wins"
+    );
+    assert!(started.restart_only_changes(&c).is_empty());
+
+    dir.write(
+        "site.toml",
+        "root = \"public\"\nworkers = 3\nsandbox = false\n[log]\nerror = \"err.log\"\n",
+    );
+    let c = reload.load().unwrap();
+    assert_eq!(
+        started.restart_only_changes(&c),
+        ["workers", "sandbox", "log.error"]
+    );
+
+    dir.write("site.toml", "root = \"public\"\nworkers = \"many\"\n");
+    let e = reload.load().unwrap_err().message;
+    assert!(e.contains("site.toml:2"), "{e}");
+}

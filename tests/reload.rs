@@ -1,0 +1,179 @@
+//! SIGHUP: the configuration file is read again and served by a new set
+//! of workers on the same sockets, while the previous set finishes its
+//! requests; a configuration that is broken, or that changes what only a
+//! restart can, is refused and the old one keeps serving.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+
+const LOG: &str = "[log]\nlevel = \"info\"\n";
+
+fn start(cfg: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.file("big.bin", &pattern(20 * 1024 * 1024));
+    b.config(&format!("{cfg}\n{LOG}"));
+    b.start()
+}
+
+/// Rewrites the config file and sends SIGHUP; waits for the error log to
+/// say what became of it (`reloaded` or `still serving`), and returns that
+/// line.
+fn reload(s: &Server, cfg: &str) -> String {
+    reload_with(s, |file| {
+        fs::write(file, format!("{cfg}\n{LOG}")).expect("write config")
+    })
+}
+
+/// [`reload`] with `change` doing what it likes to the config file.
+fn reload_with(s: &Server, change: impl FnOnce(&Path)) -> String {
+    let before = s.stderr().matches("SIGHUP:").count();
+    change(&s.base.path.join("brisk.toml"));
+    s.signal(libc::SIGHUP);
+    let mut line = String::new();
+    wait_until("the reload to be logged", || {
+        let err = s.stderr();
+        match err.lines().filter(|l| l.contains("SIGHUP:")).nth(before) {
+            Some(l) => {
+                line = l.to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    line
+}
+
+fn server_header(s: &Server) -> String {
+    s.get("/a.txt").header("Server").unwrap_or("").to_string()
+}
+
+#[test]
+fn a_changed_file_is_served_after_sighup_on_the_same_port() {
+    let s = start("server_header = \"one\"");
+    assert_eq!(server_header(&s), "one");
+    let line = reload(
+        &s,
+        "server_header = \"two\"\n[[headers]]\npattern = \"*.txt\"\nset = { \"X-Reloaded\" = \"yes\" }\n",
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    // Every connection made after the log line is the new workers'.
+    let r = s.get("/a.txt");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Server"), Some("two"));
+    assert_eq!(r.header("X-Reloaded"), Some("yes"));
+    assert_eq!(r.body, b"AAAA");
+    // And again: the listening sockets survive any number of reloads.
+    let line = reload(&s, "server_header = \"three\"");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "three");
+    assert_eq!(s.get("/a.txt").header("X-Reloaded"), None);
+}
+
+#[test]
+fn a_response_in_flight_completes_and_an_idle_connection_is_closed() {
+    let s = start("server_header = \"one\"");
+    let big = pattern(20 * 1024 * 1024);
+    let mut idle = s.connect();
+    idle.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(idle.response().header("Server"), Some("one"));
+    let mut busy = s.connect();
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.read_at_least(256 * 1024);
+    let line = reload(&s, "server_header = \"two\"");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "two");
+    // The old workers drain: the idle connection is closed without an
+    // answer, the download runs to its end.
+    idle.expect_closed();
+    assert_whole_download(
+        &busy.read_to_end(),
+        "HTTP/1.1 200 OK\r\nServer: one\r\n",
+        &big,
+    );
+}
+
+#[test]
+fn a_broken_file_is_refused_and_the_old_configuration_serves_on() {
+    let mut s = start("server_header = \"one\"");
+    let line = reload(
+        &s,
+        "server_header = \"two\"\n[static]\ndotfiles = \"maybe\"\n",
+    );
+    assert!(line.contains("[error]"), "{line}");
+    assert!(line.contains("brisk.toml:3: static.dotfiles"), "{line}");
+    assert!(
+        line.contains("still serving the previous configuration"),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+    assert!(s.is_running());
+    // A missing file too.
+    let line = reload_with(&s, |file| fs::remove_file(file).expect("remove config"));
+    assert!(
+        line.contains("cannot read the configuration file"),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+}
+
+#[test]
+fn a_change_that_needs_a_restart_is_refused_by_name() {
+    let s = start("server_header = \"one\"");
+    let line = reload(
+        &s,
+        "server_header = \"two\"\nworkers = 3\nsandbox = false\n[timeouts]\ndefer_accept = \"0s\"\n",
+    );
+    // `--workers 1` on the command line still wins over the file.
+    assert!(
+        line.contains("sandbox, timeouts.defer_accept changed, which takes effect only at start; restart to apply changes"),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+}
+
+/// Starts with `sandbox` on or off, then reloads with an `[[auth]]` rule
+/// whose htpasswd file (user ann, password test) lies in a new directory;
+/// returns the server and the reload's log line.
+fn add_auth(sandbox: bool) -> (Server, String) {
+    let s = start(&format!("sandbox = {sandbox}"));
+    let pw = s.base.path.join("pw");
+    fs::create_dir(&pw).expect("mkdir");
+    fs::write(
+        pw.join("htpasswd"),
+        "ann:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=\n",
+    )
+    .expect("htpasswd");
+    let line = reload(
+        &s,
+        &format!("sandbox = {sandbox}\n[[auth]]\npath = \"/\"\nrealm = \"r\"\nhtpasswd = \"pw/htpasswd\"\n"),
+    );
+    (s, line)
+}
+
+#[test]
+fn with_the_sandbox_a_new_htpasswd_file_needs_a_restart() {
+    let (s, line) = add_auth(true);
+    assert!(line.contains("the sandbox allows only the files"), "{line}");
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+#[test]
+fn without_the_sandbox_a_new_auth_rule_applies() {
+    let (s, line) = add_auth(false);
+    assert!(line.contains("configuration reloaded"), "{line}");
+    let r = s.get("/a.txt");
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("WWW-Authenticate"),
+        Some("Basic realm=\"r\", charset=\"UTF-8\"")
+    );
+    // "ann:test"
+    let r = s.get_with("/a.txt", "Authorization: Basic YW5uOnRlc3Q=\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"AAAA");
+}
