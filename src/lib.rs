@@ -4,7 +4,8 @@
 //! downwards only:
 //!
 //! - [`server`]: event loops, listeners, connections, timers, shutdown.
-//! - [`handlers`]: decide *what* to send (static files, directory index).
+//! - [`handlers`]: decide *what* to send (static files, directory index,
+//!   CGI, and embedded handlers mounted at paths: [`handlers::app`]).
 //! - [`access`]: basic authentication (RFC 7617), failure limits.
 //! - [`http`]: sans-IO protocol code: bytes in, values out.
 //! - [`config`]: schema, compiled-in defaults, validation with clear errors.

@@ -2,6 +2,7 @@
 //! source. They never touch a socket; the server decides how bytes leave
 //! (one write for a head and a small body, `sendfile` for large ones).
 
+pub mod app;
 pub mod autoindex;
 pub mod cgi;
 pub mod error_page;

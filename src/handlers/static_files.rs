@@ -406,7 +406,7 @@ fn boundary(meta: &Meta) -> [u8; 24] {
 }
 
 /// Adds the configured `[[headers]]` whose path matches.
-fn apply_header_rules(site: &Site, s: &mut Scratch) {
+pub(crate) fn apply_header_rules(site: &Site, s: &mut Scratch) {
     for rule in &site.cfg.headers {
         if rule.matcher.matches(&s.path) {
             for (name, value) in &rule.set {

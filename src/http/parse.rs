@@ -85,11 +85,16 @@ pub struct Request<'a> {
 impl<'a> Request<'a> {
     /// The value of the first header with this name (ASCII case-insensitive).
     pub fn header(&self, name: &str) -> Option<&'a [u8]> {
-        self.headers
-            .iter()
-            .find(|h| h.name.eq_ignore_ascii_case(name.as_bytes()))
-            .map(|h| h.value)
+        find_header(self.headers, name)
     }
+}
+
+/// The value of the first of `headers` named `name` (ASCII case-insensitive).
+pub fn find_header<'a>(headers: &[Header<'a>], name: &str) -> Option<&'a [u8]> {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name.as_bytes()))
+        .map(|h| h.value)
 }
 
 /// Why a request was rejected, and with which status.

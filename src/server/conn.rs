@@ -37,12 +37,15 @@ pub struct Conn {
     pub index: usize,
     /// A CGI request in progress (boxed: most connections never have one).
     pub cgi: Option<Box<super::worker::cgi::CgiRun>>,
+    /// A request for an embedded handler whose body is still arriving.
+    pub app: Option<Box<super::worker::app::AppCall>>,
     pub peer: SocketAddr,
     /// Input received but not yet consumed (empty, unallocated when idle).
     pub pending: Vec<u8>,
     /// Output the socket has not taken yet (empty, unallocated when idle).
     pub out: Out,
-    /// A request body being read and discarded.
+    /// A request body being read (for a CGI child or an embedded handler)
+    /// or discarded.
     pub body: Option<BodyDecoder>,
     pub phase: Phase,
     /// When the current phase's timer started.
@@ -77,6 +80,7 @@ impl Conn {
             stream,
             index,
             cgi: None,
+            app: None,
             peer,
             pending: Vec::new(),
             out: Out::default(),

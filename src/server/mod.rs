@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Config, Level, Reload};
+use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
 use crate::log::{LogService, Logger};
 use crate::sys::{self, signal::Signal};
@@ -110,6 +111,7 @@ pub struct Server {
     cfg: Arc<Config>,
     site: Arc<Site>,
     bound: Vec<Bound>,
+    mounts: Vec<Mount>,
 }
 
 impl Server {
@@ -120,7 +122,12 @@ impl Server {
         let _ = sys::process::raise_nofile_limit();
         let site = open_site(&cfg)?;
         let bound = bind_listeners(&cfg, &[])?;
-        Ok(Server { cfg, site, bound })
+        Ok(Server {
+            cfg,
+            site,
+            bound,
+            mounts: Vec::new(),
+        })
     }
 
     /// Replaces the configuration with `cfg` (the same one as seen from
@@ -149,12 +156,29 @@ impl Server {
         self.bound.iter().map(|b| b.real).collect()
     }
 
+    /// Mounts `handler` at `prefix`: a path ending in `/` (`/api/`) takes
+    /// every path below it, any other (`/status`) exactly that path. It
+    /// answers every method there, ahead of CGI and static files; basic
+    /// authentication and `[[headers]]` rules apply as to any path. Mounts
+    /// are tried in the order they were made; the first match wins. See
+    /// [`crate::handlers::app`].
+    pub fn mount(
+        &mut self,
+        prefix: &str,
+        handler: impl Handler + 'static,
+    ) -> Result<&mut Self, String> {
+        self.mounts.push(Mount::new(prefix, Arc::new(handler))?);
+        Ok(self)
+    }
+
     /// Starts the worker threads; each logs through `logs`.
     pub fn start(self, logs: &LogService) -> Result<Running, String> {
-        let current = Generation::start(&self.site, &self.bound, &|| logs.handle())?;
+        let mounts: Arc<[Mount]> = self.mounts.into();
+        let current = Generation::start(&self.site, &self.bound, &mounts, &|| logs.handle())?;
         Ok(Running {
             cfg: self.cfg,
             bound: self.bound,
+            mounts,
             current,
             retired: Vec::new(),
         })
@@ -175,6 +199,7 @@ impl Generation {
     fn start(
         site: &Arc<Site>,
         bound: &[Bound],
+        mounts: &Arc<[Mount]>,
         logger: &dyn Fn() -> Logger,
     ) -> Result<Generation, String> {
         let mut gen = Generation {
@@ -184,7 +209,7 @@ impl Generation {
         };
         let workers = site.cfg.workers.max(1);
         for id in 0..workers {
-            if let Err(e) = gen.start_worker(id, site, bound, logger()) {
+            if let Err(e) = gen.start_worker(id, site, bound, mounts, logger()) {
                 gen.stop();
                 return Err(e);
             }
@@ -197,6 +222,7 @@ impl Generation {
         id: usize,
         site: &Arc<Site>,
         bound: &[Bound],
+        mounts: &Arc<[Mount]>,
         logger: Logger,
     ) -> Result<(), String> {
         let listeners = bound
@@ -209,6 +235,7 @@ impl Generation {
         let init = WorkerInit {
             id,
             site: Arc::clone(site),
+            mounts: Arc::clone(mounts),
             listeners,
             logger,
             shutdown: Arc::clone(&self.shutdown),
@@ -251,6 +278,7 @@ impl Generation {
 pub struct Running {
     cfg: Arc<Config>,
     bound: Vec<Bound>,
+    mounts: Arc<[Mount]>,
     current: Generation,
     /// Workers of earlier configurations, draining after a reload.
     retired: Vec<Generation>,
@@ -277,7 +305,7 @@ impl Running {
         let cfg = Arc::new(cfg);
         let site = open_site(&cfg)?;
         let bound = bind_listeners(&cfg, &self.bound)?;
-        let gen = Generation::start(&site, &bound, &|| logs.handle_for(&cfg.log))?;
+        let gen = Generation::start(&site, &bound, &self.mounts, &|| logs.handle_for(&cfg.log))?;
         let old = std::mem::replace(&mut self.current, gen);
         old.begin_stop();
         self.retired.push(old);

@@ -16,6 +16,7 @@ use super::conn::{Conn, Phase};
 use super::output::{Flushed, Out};
 use super::response::{self, ConnHeader, HeadParts};
 use crate::config::{Config, Level};
+use crate::handlers::app::Mount;
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::static_files::{self, Site};
 use crate::handlers::{Plan, Scratch};
@@ -26,6 +27,7 @@ use crate::http::{Method, Status};
 use crate::log::{AccessRecord, Logger};
 use crate::sys::net;
 
+pub mod app;
 pub mod cgi;
 mod request;
 
@@ -66,6 +68,8 @@ const TICK: Duration = Duration::from_secs(1);
 pub struct WorkerInit {
     pub id: usize,
     pub site: Arc<Site>,
+    /// Embedded handlers, in mount order.
+    pub mounts: Arc<[Mount]>,
     pub listeners: Vec<StdListener>,
     pub logger: Logger,
     pub shutdown: Arc<AtomicBool>,
@@ -88,6 +92,7 @@ pub struct Worker {
     free: Vec<usize>,
     live: usize,
     site: Arc<Site>,
+    mounts: Arc<[Mount]>,
     cfg: Arc<Config>,
     logger: Logger,
     date: DateCache,
@@ -165,6 +170,7 @@ impl Worker {
             free: Vec::new(),
             live: 0,
             site: init.site,
+            mounts: init.mounts,
             cfg,
             logger: init.logger,
             date: DateCache::new(),

@@ -44,7 +44,9 @@ impl Worker {
                     return pos;
                 }
                 let end = pos + room.min(input.len() - pos);
-                let mut sink_buf = forward.map(|g| &mut g.stdin_buf);
+                let mut sink_buf = forward
+                    .map(|g| &mut g.stdin_buf)
+                    .or(c.app.as_mut().map(|a| &mut a.body));
                 let mut sink = |data: &[u8]| {
                     if let Some(b) = sink_buf.as_mut() {
                         b.extend_from_slice(data);
@@ -58,10 +60,15 @@ impl Worker {
                         }
                     }
                     Err(e) => {
+                        c.body = None;
+                        if let Some(app) = c.app.take() {
+                            // Not answered yet: the handler never runs.
+                            self.finish_app(c, *app, Some(e.status));
+                            return input.len();
+                        }
                         // The request was answered already (before its body
                         // arrived); a second answer would be taken for the
                         // next request's, so the connection just ends.
-                        c.body = None;
                         if self.logger.enabled(Level::Info) {
                             self.logger.log(
                                 Level::Info,
@@ -78,6 +85,9 @@ impl Worker {
                 }
                 if dec.is_done() {
                     c.body = None;
+                    if let Some(app) = c.app.take() {
+                        self.finish_app(c, *app, None);
+                    }
                 } else {
                     return pos;
                 }
@@ -168,10 +178,23 @@ impl Worker {
         };
         self.throttle_for(c);
         let Some(plan) = plan else {
-            // A CGI child answers; its body (if any) is forwarded to it.
+            // A CGI child or an embedded handler answers; the body (if
+            // any) goes to it.
             c.body = decoder;
             return;
         };
+        self.answer(c, req, plan, decoder);
+    }
+
+    /// Queues `plan` as the answer to `req` and logs it; `decoder` reads
+    /// the request's body to discard it, if it has one left to read.
+    pub(super) fn answer(
+        &mut self,
+        c: &mut Conn,
+        req: &Request,
+        plan: Plan,
+        decoder: Option<BodyDecoder>,
+    ) {
         // A final answer sent without `100 Continue` leaves it open whether
         // the body follows (RFC 9110 §10.1.1), so the connection cannot be reused.
         let expect_unread = req.expect_continue && decoder.is_some();
@@ -282,6 +305,11 @@ impl Worker {
             }
             for w in auth.take_warnings() {
                 self.logger.log(Level::Warn, format_args!("auth: {w}"));
+            }
+        }
+        if !self.mounts.is_empty() {
+            if let Some(answer) = self.route_app(c, req, head) {
+                return answer;
             }
         }
         if let (Some(resolver), true) = (&self.cgi, req.method != Method::Other) {

@@ -1,0 +1,68 @@
+//! brisk as a library: the current directory as static files, plus two
+//! handlers. `cargo run --example embed`, then
+//! `curl http://127.0.0.1:8080/hello?name=you` or
+//! `curl -d 'some text' http://127.0.0.1:8080/api/count`.
+
+use std::io::Write as _;
+
+use brisk::config::Config;
+use brisk::handlers::app::{Request, Response};
+use brisk::log::LogService;
+use brisk::server::Server;
+
+fn hello(req: &Request<'_>, resp: &mut Response<'_>) {
+    let name = req
+        .query
+        .and_then(|q| q.strip_prefix(b"name="))
+        .unwrap_or(b"world");
+    resp.header("Content-Type", "text/plain; charset=utf-8")
+        .expect("a valid header");
+    resp.write(b"Hello, ");
+    resp.write(name);
+    resp.write(b"!\n");
+}
+
+fn count(req: &Request<'_>, resp: &mut Response<'_>) {
+    if req.method != b"POST" {
+        resp.set_status(405);
+        resp.header("Allow", "POST").expect("a valid header");
+        return;
+    }
+    let words = req
+        .body
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty());
+    resp.header("Content-Type", "application/json")
+        .expect("a valid header");
+    let _ = writeln!(
+        resp.body(),
+        "{{\"bytes\":{},\"words\":{}}}",
+        req.body.len(),
+        words.count()
+    );
+}
+
+fn main() -> Result<(), String> {
+    let cfg = Config {
+        root: std::env::current_dir().map_err(|e| e.to_string())?,
+        workers: 2,
+        ..Config::default()
+    };
+    let logs = LogService::start(&cfg.log).map_err(|e| e.to_string())?;
+    let mut server = Server::bind(cfg)?;
+    server.mount("/hello", hello)?.mount("/api/count", count)?;
+    for a in server.local_addrs() {
+        println!("listening on http://{a}/");
+    }
+    let running = server.start(&logs)?;
+    // Serve until interrupted; a real program would wait for its own
+    // signal and then call `running.stop()` to drain.
+    loop {
+        std::thread::park();
+        if running.worker_died() {
+            running.stop();
+            logs.shutdown();
+            return Err("a worker stopped".to_string());
+        }
+    }
+}

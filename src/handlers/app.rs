@@ -1,0 +1,246 @@
+//! Embedded handlers: code of the program that embeds brisk, mounted at a
+//! path prefix with [`crate::server::Server::mount`].
+//!
+//! A handler gets the whole request, its body already read (and
+//! de-chunked, within `limits.max_body`), and fills in a [`Response`]:
+//! a status, header lines and a body. brisk adds what it always adds
+//! (`Server`, `Date`, `Content-Length`, `Connection`), leaves the body out
+//! for HEAD and for 204/304, applies `[[headers]]` rules, basic
+//! authentication and keep-alive as for any other answer, and logs it.
+//!
+//! Handlers run on the worker thread that owns the connection, like an
+//! nginx module's content handler: they must answer quickly and never
+//! block (a slow one holds up every other connection of that worker; run
+//! slow work as CGI instead). A handler that panics gets the client a 500
+//! and the error log a line; the worker goes on.
+
+use std::net::SocketAddr;
+
+use super::Scratch;
+use crate::http::parse::{find_header, is_tchar, Header};
+
+/// Code that answers requests under a path prefix.
+pub trait Handler: Send + Sync {
+    /// Answers `req` by filling in `resp` (initially 200 with no headers
+    /// and an empty body).
+    fn handle(&self, req: &Request<'_>, resp: &mut Response<'_>);
+}
+
+/// Plain functions and closures are handlers.
+impl<F> Handler for F
+where
+    F: Fn(&Request<'_>, &mut Response<'_>) + Send + Sync,
+{
+    fn handle(&self, req: &Request<'_>, resp: &mut Response<'_>) {
+        self(req, resp)
+    }
+}
+
+/// A request as a handler sees it.
+#[derive(Debug)]
+pub struct Request<'a> {
+    /// The method as sent (`GET`, `POST`, …).
+    pub method: &'a [u8],
+    /// The decoded, normalised path (`/api/items/7`): no `.` or `..`
+    /// segments, no `%xx` escapes, no repeated slashes.
+    pub path: &'a [u8],
+    /// The path below the mount prefix (`items/7` under `/api/`).
+    pub rest: &'a [u8],
+    /// The query string as sent (without the `?`), if any.
+    pub query: Option<&'a [u8]>,
+    /// The request target as sent (`/api/items/7?x=1`).
+    pub target: &'a [u8],
+    /// The header fields in the order they were sent.
+    pub headers: &'a [Header<'a>],
+    /// The request body, de-chunked (empty without one).
+    pub body: &'a [u8],
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The user an `[[auth]]` rule authenticated, if one applied.
+    pub user: Option<&'a [u8]>,
+}
+
+impl<'a> Request<'a> {
+    /// The value of the first header with this name (ASCII case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&'a [u8]> {
+        find_header(self.headers, name)
+    }
+}
+
+/// Why [`Response::header`] refused a header line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidHeader(pub String);
+
+impl std::fmt::Display for InvalidHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidHeader {}
+
+/// Headers brisk writes itself, from the response as it leaves.
+const RESERVED: &[&str] = &[
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "date",
+    "server",
+];
+
+/// What a handler answers; brisk's per-thread buffers back it, so a
+/// steady stream of answers allocates nothing.
+#[derive(Debug)]
+pub struct Response<'a> {
+    status: u16,
+    scratch: &'a mut Scratch,
+}
+
+impl<'a> Response<'a> {
+    /// A 200 with no header lines and an empty body, written into
+    /// `scratch` (cleared first).
+    pub(crate) fn new(scratch: &'a mut Scratch) -> Response<'a> {
+        scratch.headers.clear();
+        scratch.body.clear();
+        Response {
+            status: 200,
+            scratch,
+        }
+    }
+
+    /// Sets the status code. Final codes only (200–599); anything else
+    /// is answered as a 500 and logged.
+    pub fn set_status(&mut self, code: u16) {
+        self.status = code;
+    }
+
+    /// The status code so far.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Adds a header line. The name must be an HTTP token and the value
+    /// free of control characters other than tab (so no line breaks:
+    /// nothing can be smuggled into the head); `Content-Length`,
+    /// `Transfer-Encoding`, `Connection`, `Date` and `Server` are brisk's
+    /// to write.
+    pub fn header(&mut self, name: &str, value: &str) -> Result<(), InvalidHeader> {
+        if name.is_empty() || !name.bytes().all(is_tchar) {
+            return Err(InvalidHeader(format!(
+                "{name:?} is not a valid header name"
+            )));
+        }
+        if RESERVED.iter().any(|r| name.eq_ignore_ascii_case(r)) {
+            return Err(InvalidHeader(format!("{name} is written by the server")));
+        }
+        if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+            return Err(InvalidHeader(format!(
+                "the value of {name} holds a control character"
+            )));
+        }
+        self.scratch.header(name, value.trim().as_bytes());
+        Ok(())
+    }
+
+    /// The body so far, to write into (`Vec<u8>` is `std::io::Write`).
+    pub fn body(&mut self) -> &mut Vec<u8> {
+        &mut self.scratch.body
+    }
+
+    /// Appends `bytes` to the body.
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.scratch.body.extend_from_slice(bytes);
+    }
+}
+
+/// A handler and the path prefix it answers under.
+#[derive(Clone)]
+pub struct Mount {
+    /// Starts and ends with `/` (`/api/`), or is one exact path (`/status`).
+    pub prefix: Vec<u8>,
+    pub handler: std::sync::Arc<dyn Handler>,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("prefix", &String::from_utf8_lossy(&self.prefix))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Mount {
+    /// A mount at `prefix`: a path that ends in `/` takes everything below
+    /// it (`/api/` answers `/api/` and `/api/x/y`), any other exactly that
+    /// path (`/status`). It must be a normalised absolute path, as the
+    /// paths it is compared with are.
+    pub fn new(prefix: &str, handler: std::sync::Arc<dyn Handler>) -> Result<Mount, String> {
+        let mut norm = Vec::new();
+        let ok = prefix.starts_with('/')
+            && crate::http::path::decode_and_normalize(prefix.as_bytes(), &mut norm).is_ok()
+            && norm == prefix.as_bytes();
+        if !ok {
+            return Err(format!(
+                "cannot mount a handler at {prefix:?}: expected a normalised absolute path such as \"/api/\" or \"/status\""
+            ));
+        }
+        Ok(Mount {
+            prefix: norm,
+            handler,
+        })
+    }
+
+    /// The part of `path` below this mount, if it is under it.
+    pub fn rest<'p>(&self, path: &'p [u8]) -> Option<&'p [u8]> {
+        if self.prefix.ends_with(b"/") {
+            path.strip_prefix(&self.prefix[..])
+        } else {
+            (path == &self.prefix[..]).then_some(&path[path.len()..])
+        }
+    }
+}
+
+/// The first of `mounts` that `path` is under, and the rest of the path.
+pub fn find<'m, 'p>(mounts: &'m [Mount], path: &'p [u8]) -> Option<(&'m Mount, &'p [u8])> {
+    mounts.iter().find_map(|m| m.rest(path).map(|r| (m, r)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn noop() -> Arc<dyn Handler> {
+        Arc::new(|_: &Request<'_>, _: &mut Response<'_>| {})
+    }
+
+    #[test]
+    fn prefixes_and_exact_paths() {
+        let dir = Mount::new("/api/", noop()).unwrap();
+        assert_eq!(dir.rest(b"/api/"), Some(&b""[..]));
+        assert_eq!(dir.rest(b"/api/x/y"), Some(&b"x/y"[..]));
+        assert_eq!(dir.rest(b"/api"), None);
+        assert_eq!(dir.rest(b"/apix/"), None);
+        let one = Mount::new("/status", noop()).unwrap();
+        assert_eq!(one.rest(b"/status"), Some(&b""[..]));
+        assert_eq!(one.rest(b"/status/"), None);
+        assert_eq!(one.rest(b"/statusx"), None);
+        for bad in ["api/", "/a/../b/", "/a//b", "/%61/", ""] {
+            assert!(Mount::new(bad, noop()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn header_lines_cannot_break_the_head() {
+        let mut scratch = Scratch::default();
+        let mut r = Response::new(&mut scratch);
+        assert!(r.header("X-Ok", "fine\tvalue").is_ok());
+        assert!(r.header("X-Bad", "a\r\nSet-Cookie: x=1").is_err());
+        assert!(r.header("X-Bad", "a\nb").is_err());
+        assert!(r.header("X Bad", "a").is_err());
+        assert!(r.header("", "a").is_err());
+        assert!(r.header("content-length", "5").is_err());
+        assert!(r.header("Connection", "close").is_err());
+        assert_eq!(scratch.headers, b"X-Ok: fine\tvalue\r\n");
+    }
+}

@@ -1,0 +1,135 @@
+//! Requests for embedded handlers (see [`crate::handlers::app`]): routed
+//! by path, the body gathered first, the handler called on this thread,
+//! its answer queued like any other.
+
+use super::*;
+use crate::handlers::app::{self, Response};
+use crate::handlers::static_files::apply_header_rules;
+use crate::handlers::Body;
+
+/// A request whose handler waits for the body.
+#[derive(Debug)]
+pub struct AppCall {
+    /// Index of the mount in the worker's list.
+    mount: usize,
+    /// The request head, parsed again once the body is in.
+    head: Vec<u8>,
+    /// The body so far, de-chunked (`limits.max_body` bounds it).
+    pub body: Vec<u8>,
+    /// The user `[[auth]]` authenticated for this request.
+    user: Option<Vec<u8>>,
+}
+
+impl Worker {
+    /// For a path under a mount: the answer (`Some(Some(plan))`), or
+    /// `Some(None)` when the handler is to run once the body is in.
+    /// `None` for any other path.
+    pub(super) fn route_app(
+        &mut self,
+        c: &mut Conn,
+        req: &Request,
+        head: &[u8],
+    ) -> Option<Option<Plan>> {
+        let (raw_path, _) = path::split_target(req.target);
+        // A path that does not decode is the static handler's 400.
+        path::decode_and_normalize(raw_path, &mut self.scratch.path).ok()?;
+        let mount = self
+            .mounts
+            .iter()
+            .position(|m| m.rest(&self.scratch.path).is_some())?;
+        if matches!(req.body, BodyFraming::None | BodyFraming::Length(0)) {
+            return Some(Some(self.call_app(mount, c, req, &[])));
+        }
+        if req.expect_continue {
+            // The handler will read the body (RFC 9110 §10.1.1).
+            self.stage.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        c.app = Some(Box::new(AppCall {
+            mount,
+            head: head.to_vec(),
+            body: Vec::new(),
+            user: self.authed.then(|| self.auth_user.clone()),
+        }));
+        Some(None)
+    }
+
+    /// The body of `call` is in (or, with `error`, cannot be read): runs
+    /// the handler, or answers `error` and closes.
+    pub(super) fn finish_app(&mut self, c: &mut Conn, call: AppCall, error: Option<Status>) {
+        let mut storage = [Header::EMPTY; MAX_HEADERS];
+        let Ok(Some(req)) = parse::parse_request(&call.head, &self.limits, &mut storage) else {
+            // It parsed when it arrived; the same bytes parse the same.
+            c.close_after = true;
+            return;
+        };
+        // Other connections' requests ran in between.
+        self.authed = call.user.is_some();
+        if let Some(u) = &call.user {
+            self.auth_user.clear();
+            self.auth_user.extend_from_slice(u);
+        }
+        self.scratch.clear();
+        let plan = match error {
+            Some(status) => {
+                let mut p = Plan::error(status, &mut self.scratch);
+                p.close = true;
+                p
+            }
+            None => {
+                let (raw_path, _) = path::split_target(req.target);
+                let _ = path::decode_and_normalize(raw_path, &mut self.scratch.path);
+                self.call_app(call.mount, c, &req, &call.body)
+            }
+        };
+        self.answer(c, &req, plan, None);
+    }
+
+    /// Calls the handler of mount `i` for `req` (whose decoded path is in
+    /// `scratch.path`) and turns what it answered into a plan.
+    fn call_app(&mut self, i: usize, c: &Conn, req: &Request, body: &[u8]) -> Plan {
+        let mount = &self.mounts[i];
+        let path = std::mem::take(&mut self.scratch.path);
+        let (_, query) = path::split_target(req.target);
+        let areq = app::Request {
+            method: req.method_token,
+            path: &path,
+            rest: mount.rest(&path).unwrap_or_default(),
+            query,
+            target: req.target,
+            headers: req.headers,
+            body,
+            peer: c.peer,
+            user: self.authed.then_some(&self.auth_user[..]),
+        };
+        let mut resp = Response::new(&mut self.scratch);
+        let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
+        let status = resp.status();
+        self.scratch.path = path;
+        let failure = match ran {
+            Err(_) => Some("panicked".to_string()),
+            Ok(()) if !(200..=599).contains(&status) => {
+                Some(format!("answered with status {status}, not a final one"))
+            }
+            Ok(()) => None,
+        };
+        if let Some(why) = failure {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "handler at {} {why} for {}",
+                    String::from_utf8_lossy(&self.mounts[i].prefix),
+                    String::from_utf8_lossy(req.target)
+                ),
+            );
+            self.scratch.headers.clear();
+            self.scratch.body.clear();
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch);
+        }
+        apply_header_rules(&self.site, &mut self.scratch);
+        Plan {
+            status: Status(status),
+            body: Body::Buffer,
+            close: false,
+        }
+    }
+}

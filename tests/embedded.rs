@@ -1,0 +1,312 @@
+//! brisk as a library: handlers mounted at paths, answering next to the
+//! static files, checked on the wire.
+
+mod common;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+
+use brisk::config::{AuthRule, Config, HeaderRule, Level, LogTarget, PathMatch};
+use brisk::handlers::app::{Request, Response};
+use brisk::log::LogService;
+use brisk::server::{Running, Server};
+use common::*;
+
+/// A running embedded server: the static root holds `a.txt`; `/api/`
+/// echoes the request, `/status` answers `ok`, `/boom` panics, `/weird`
+/// sets status 99, `/bad-header` tries header lines it may not write.
+struct App {
+    running: Option<Running>,
+    logs: Option<LogService>,
+    addr: SocketAddr,
+    dir: TempDir,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop();
+        }
+        if let Some(l) = self.logs.take() {
+            l.shutdown();
+        }
+    }
+}
+
+fn echo(req: &Request<'_>, resp: &mut Response<'_>) {
+    resp.header("Content-Type", "text/plain").unwrap();
+    let b = resp.body();
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    writeln!(b, "method={}", text(req.method)).unwrap();
+    writeln!(b, "path={}", text(req.path)).unwrap();
+    writeln!(b, "rest={}", text(req.rest)).unwrap();
+    writeln!(b, "query={}", text(req.query.unwrap_or(b"-"))).unwrap();
+    writeln!(b, "x-test={}", text(req.header("x-test").unwrap_or(b"-"))).unwrap();
+    writeln!(b, "peer={}", req.peer.ip()).unwrap();
+    if let Some(user) = req.user {
+        writeln!(b, "user={}", text(user)).unwrap();
+    }
+    writeln!(b, "body={}", text(req.body)).unwrap();
+}
+
+fn config(dir: &TempDir) -> Config {
+    let root = dir.path.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.txt"), b"AAAA").unwrap();
+    let mut cfg = Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        root: root.canonicalize().unwrap(),
+        workers: 1,
+        ..Config::default()
+    };
+    cfg.log.access = LogTarget::Off;
+    cfg.log.error = LogTarget::File(dir.path.join("error.log"));
+    cfg.log.level = Level::Error;
+    cfg.limits.max_body = 64;
+    cfg
+}
+
+fn start(tweak: impl FnOnce(&mut Config)) -> App {
+    let dir = TempDir::new("embedded");
+    let mut cfg = config(&dir);
+    tweak(&mut cfg);
+    let logs = LogService::start(&cfg.log).unwrap();
+    let mut server = Server::bind(cfg).unwrap();
+    server
+        .mount("/api/", echo)
+        .unwrap()
+        .mount("/status", |_: &Request<'_>, r: &mut Response<'_>| {
+            r.write(b"ok")
+        })
+        .unwrap()
+        .mount("/boom", |_: &Request<'_>, _: &mut Response<'_>| {
+            panic!("handler failure on purpose")
+        })
+        .unwrap()
+        .mount("/weird", |_: &Request<'_>, r: &mut Response<'_>| {
+            r.set_status(99)
+        })
+        .unwrap()
+        .mount("/bad-header", |_: &Request<'_>, r: &mut Response<'_>| {
+            let refused = [
+                r.header("X-Split", "a\r\nSet-Cookie: x=1").is_err(),
+                r.header("Content-Length", "1").is_err(),
+                r.header("Bad Name", "v").is_err(),
+            ];
+            r.set_status(201);
+            r.header("X-Fine", "yes").unwrap();
+            r.write(format!("{refused:?}").as_bytes());
+        })
+        .unwrap();
+    let addr = server.local_addrs()[0];
+    let running = server.start(&logs).unwrap();
+    App {
+        running: Some(running),
+        logs: Some(logs),
+        addr,
+        dir,
+    }
+}
+
+impl App {
+    fn connect(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    fn request(&self, raw: &[u8]) -> common::Response {
+        let mut c = self.connect();
+        c.send(raw);
+        c.response()
+    }
+
+    fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path.join("error.log")).unwrap_or_default()
+    }
+}
+
+const ECHO_GET: &str = "method=GET\npath=/api/items/7\nrest=items/7\nquery=x=1&y\nx-test=hello\npeer=127.0.0.1\nbody=\n";
+
+#[test]
+fn a_mounted_handler_answers_byte_exact_and_static_files_stay() {
+    let app = start(|_| {});
+    let r = app.request(b"GET /api/items/./%37?x=1&y HTTP/1.1\r\nHost: x\r\nX-Test: hello\r\n\r\n");
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+            ECHO_GET.len()
+        )
+    );
+    assert_eq!(r.text(), ECHO_GET);
+    // Outside the mounts: the static handler.
+    assert_eq!(
+        app.request(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"AAAA"
+    );
+    // `/status` is one exact path; `/api/` needs its slash.
+    assert_eq!(
+        app.request(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"ok"
+    );
+    assert_eq!(
+        app.request(b"GET /status/x HTTP/1.1\r\nHost: x\r\n\r\n")
+            .status,
+        404
+    );
+    assert_eq!(
+        app.request(b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n").status,
+        404
+    );
+}
+
+#[test]
+fn head_gets_the_get_length_without_the_body() {
+    let app = start(|_| {});
+    let mut c = app.connect();
+    c.send(b"HEAD /api/items/7?x=1&y HTTP/1.1\r\nHost: x\r\nX-Test: hello\r\n\r\n");
+    let r = c.head_response();
+    let echo = ECHO_GET.replace("method=GET", "method=HEAD");
+    assert_eq!(
+        r.header("Content-Length"),
+        Some(echo.len().to_string().as_str())
+    );
+    // Nothing follows the head: the next answer on the connection is whole.
+    c.send(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body, b"ok");
+}
+
+#[test]
+fn bodies_arrive_whole_and_pipelined_requests_keep_their_order() {
+    let app = start(|_| {});
+    let mut c = app.connect();
+    // A Content-Length body in pieces, a chunked one, then a static file,
+    // all on one connection, partly pipelined.
+    c.send(b"POST /api/f HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    c.send(b" world");
+    c.send(
+        b"PUT /api/g HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nTrailer: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert!(
+        r.text().starts_with("method=POST\npath=/api/f\n"),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().ends_with("\nbody=hello world\n"), "{}", r.text());
+    let r = c.response();
+    assert!(r.text().starts_with("method=PUT\n"), "{}", r.text());
+    assert!(r.text().ends_with("\nbody=abcde\n"), "{}", r.text());
+    assert_eq!(c.response().body, b"AAAA");
+}
+
+#[test]
+fn expect_100_continue_is_answered_before_the_body() {
+    let app = start(|_| {});
+    let mut c = app.connect();
+    c.send(b"POST /api/e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+    let interim = c.response();
+    assert_eq!(interim.raw, b"HTTP/1.1 100 Continue\r\n\r\n");
+    c.send(b"ok");
+    assert!(c.response().text().ends_with("\nbody=ok\n"));
+}
+
+#[test]
+fn bodies_over_the_limit_get_413() {
+    let app = start(|_| {});
+    let mut c = app.connect();
+    c.send(b"POST /api/big HTTP/1.1\r\nHost: x\r\nContent-Length: 65\r\n\r\n");
+    let r = c.response();
+    assert_error(&r, 413, "Content Too Large", "", Conn::Close);
+    c.expect_closed();
+    // Chunked: found out only while reading; the handler never runs.
+    let mut c = app.connect();
+    c.send(b"POST /api/big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n");
+    c.send(&[b'x'; 64]);
+    c.send(b"\r\n1\r\ny\r\n0\r\n\r\n");
+    let r = c.response();
+    assert_error(&r, 413, "Content Too Large", "", Conn::Close);
+    c.expect_closed();
+}
+
+#[test]
+fn a_panicking_or_wrong_handler_gets_a_500_and_the_worker_goes_on() {
+    let app = start(|_| {});
+    let mut c = app.connect();
+    c.send(b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\nGET /weird HTTP/1.1\r\nHost: x\r\n\r\nGET /status HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_error(&c.response(), 500, "Internal Server Error", "", Conn::None);
+    assert_error(&c.response(), 500, "Internal Server Error", "", Conn::None);
+    assert_eq!(c.response().body, b"ok");
+    wait_until("the error log", || {
+        let log = app.error_log();
+        log.contains("[error] handler at /boom panicked for /boom")
+            && log.contains(
+                "[error] handler at /weird answered with status 99, not a final one for /weird",
+            )
+    });
+}
+
+#[test]
+fn header_lines_are_checked_and_rules_apply() {
+    let app = start(|cfg| {
+        cfg.headers.push(HeaderRule {
+            matcher: PathMatch::Prefix("/bad-header".to_string()),
+            set: vec![("Cache-Control".to_string(), "no-store".to_string())],
+        });
+    });
+    let r = app.request(b"GET /bad-header HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(
+        r.masked_head(),
+        format!("HTTP/1.1 201 Created\r\nServer: brisk\r\nDate: {DATE}\r\nX-Fine: yes\r\nCache-Control: no-store\r\nContent-Length: 18\r\n\r\n")
+    );
+    assert_eq!(r.text(), "[true, true, true]");
+}
+
+#[test]
+fn mounts_survive_a_reload() {
+    let mut app = start(|_| {});
+    let logs = app.logs.take().unwrap();
+    let mut cfg = config(&app.dir);
+    cfg.server_header = "again".to_string();
+    app.running.as_mut().unwrap().reload(cfg, &logs).unwrap();
+    app.logs = Some(logs);
+    let r = app.request(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(r.header("Server"), Some("again"));
+    assert_eq!(r.body, b"ok");
+}
+
+#[test]
+fn a_prefix_that_is_not_a_normalised_path_is_refused() {
+    let dir = TempDir::new("embedded");
+    let mut server = Server::bind(config(&dir)).unwrap();
+    for bad in ["api/", "/a/../b/", "/a//b/"] {
+        let e = server.mount(bad, echo).err().unwrap();
+        assert!(e.contains("expected a normalised absolute path"), "{e}");
+    }
+}
+
+#[test]
+fn auth_rules_cover_mounts_and_the_handler_sees_the_user() {
+    let app = start(|cfg| {
+        let file = cfg.root.parent().unwrap().join("htpasswd");
+        // ann:test
+        std::fs::write(&file, "ann:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=\n").unwrap();
+        cfg.auth.push(AuthRule {
+            matcher: PathMatch::Prefix("/api/".to_string()),
+            realm: "r".to_string(),
+            htpasswd: file,
+            allow_plaintext: false,
+        });
+    });
+    let r = app.request(b"POST /api/x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+    assert_eq!(r.status, 401);
+    let r = app.request(
+        b"POST /api/x HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YW5uOnRlc3Q=\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    assert!(r.text().ends_with("\nuser=ann\nbody=hi\n"), "{}", r.text());
+    assert_eq!(
+        app.request(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"ok"
+    );
+}
