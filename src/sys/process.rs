@@ -21,6 +21,27 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
     Ok(lim.rlim_cur)
 }
 
+/// Marks every descriptor above the standard three close-on-exec, so that
+/// none inherited from whoever started brisk reaches a CGI program (where
+/// the C library cannot close them in the child, as musl's cannot).
+/// Linux ≥ 5.11 (`close_range`); older kernels keep them as they were.
+pub fn cloexec_inherited() -> io::Result<()> {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: plain syscall; it only sets a flag on open descriptors.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Detaches from the terminal: fork, `setsid`, fork again, standard
 /// streams to /dev/null. Must run before any thread is spawned.
 pub fn daemonize() -> io::Result<()> {

@@ -47,7 +47,8 @@ pub fn block() -> io::Result<()> {
 pub fn wait(timeout: Duration) -> Option<Signal> {
     let set = handled_set();
     let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
+        // `as _`: time_t's width differs between libcs.
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     // SAFETY: `set` and `ts` are valid; siginfo is not wanted.

@@ -89,9 +89,13 @@ pub fn spawn(
                 rc = libc::posix_spawn_file_actions_adddup2(&mut actions, from.as_raw_fd(), to);
             }
         }
+        // Nothing but the three pipes: not even a descriptor the server
+        // inherited without close-on-exec (glibc ≥ 2.34). musl has no
+        // such action; there `process::cloexec_inherited` marked every
+        // inherited descriptor close-on-exec at start, and brisk opens
+        // all of its own that way.
+        #[cfg(target_env = "gnu")]
         if rc == 0 {
-            // Nothing but the three pipes: not even a descriptor the server
-            // inherited without close-on-exec (glibc ≥ 2.34).
             rc = libc::posix_spawn_file_actions_addclosefrom_np(&mut actions, 3);
         }
         if rc == 0 {
@@ -329,6 +333,8 @@ mod tests {
 
     #[test]
     fn pipes_are_non_blocking_and_child_has_only_three_fds() {
+        // As `server::run` does at start (musl cannot close them in the child).
+        crate::sys::process::cloexec_inherited().unwrap();
         let c = sh("ls /proc/self/fd", &[]);
         for fd in [&c.stdin, &c.stdout, &c.stderr] {
             // SAFETY: test-only fcntl query on an open descriptor.

@@ -91,6 +91,12 @@ pub const ALLOWED: &[libc::c_long] = &[
     libc::SYS_unlink,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_readlink,
+    // musl (the static build) opens and stats with the old calls
+    // (`scripts/trace-syscalls x86_64-unknown-linux-musl`).
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_open,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_stat,
 ];
 
 /// `ioctl` requests allowed (none: brisk makes no `ioctl` once serving).
