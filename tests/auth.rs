@@ -112,6 +112,30 @@ fn too_many_failures_get_429_with_retry_after() {
 }
 
 #[test]
+fn the_failure_limit_holds_across_workers() {
+    // Each request comes on a new connection, which the kernel hands to
+    // any of the four workers: the count must be the server's, not one
+    // worker's, or a correct guess would get through.
+    let mut b = site("[limits]\nauth_failures = 3\n");
+    b.workers(4);
+    let s = b.start();
+    for _ in 0..3 {
+        assert_eq!(
+            get(&s, "/private/secret.txt", Some(&basic("apr1", "guess"))).status,
+            401
+        );
+    }
+    for _ in 0..12 {
+        let r = get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("apr1", "correct horse")),
+        );
+        assert_eq!(r.status, 429);
+    }
+}
+
+#[test]
 fn the_file_is_reread_when_it_changes() {
     // No failure limit: the polling below fails until the reload is seen.
     let b = site("[limits]\nauth_failures = 0\n");

@@ -34,18 +34,18 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::credentials;
-use super::failures::{Failures, MAX_CLIENTS};
+use super::failures::SharedFailures;
 use super::htpasswd::{escape, Watched};
 use crate::config::{Config, PathMatch};
 
 /// Basic authentication state of one worker: every `[[auth]]` rule, its
-/// htpasswd file (parsed), the cache of verified credentials and the
-/// per-client failure counters.
+/// htpasswd file (parsed), the cache of verified credentials, and the
+/// per-client failure counters (shared with the other workers).
 pub struct Auth {
     rules: Vec<Rule>,
     /// Distinct (file, allow_plaintext) pairs; rules point into this.
     files: Vec<Watched>,
-    failures: Failures,
+    failures: SharedFailures,
     /// The decoded credential of the request being checked; it keeps its
     /// capacity, so checks do not allocate once it has grown.
     buf: Vec<u8>,
@@ -127,9 +127,15 @@ impl Failure<'_> {
 }
 
 impl Auth {
-    /// Loads every `[[auth]]` rule's htpasswd file. Errors name the file
-    /// (and line). Call once per worker thread.
+    /// Loads every `[[auth]]` rule's htpasswd file, with failure counters
+    /// of its own. Errors name the file (and line).
     pub fn new(cfg: &Config) -> Result<Auth, String> {
+        Auth::sharing(cfg, SharedFailures::new(cfg))
+    }
+
+    /// [`Auth::new`] counting failures in `failures`, which other workers
+    /// share. Call once per worker thread.
+    pub fn sharing(cfg: &Config, failures: SharedFailures) -> Result<Auth, String> {
         let now = Instant::now();
         let mut files: Vec<Watched> = Vec::new();
         let mut rules = Vec::with_capacity(cfg.auth.len());
@@ -153,11 +159,7 @@ impl Auth {
         Ok(Auth {
             rules,
             files,
-            failures: Failures::new(
-                cfg.limits.auth_failures,
-                cfg.timeouts.auth_failure_window,
-                MAX_CLIENTS,
-            ),
+            failures,
             buf: Vec::new(),
             secret: random_secret(),
             warnings: Vec::new(),
@@ -183,7 +185,7 @@ impl Auth {
         let Some(rule) = self.rules.iter().position(|r| r.matcher.matches(path)) else {
             return Verdict::Open;
         };
-        if let Some(retry_after_secs) = self.failures.blocked(client, now) {
+        if let Some(retry_after_secs) = self.failures.lock().blocked(client, now) {
             return Verdict::TooManyFailures { retry_after_secs };
         }
         let file = &mut self.files[self.rules[rule].file];
@@ -218,7 +220,7 @@ impl Auth {
                 user: &self.buf[..colon],
             },
             Err((reason, colon)) => {
-                self.failures.record(client, now);
+                self.failures.lock().record(client, now);
                 let user = (reason != FailureReason::Malformed).then(|| &self.buf[..colon]);
                 Verdict::Challenge {
                     realm_header: &self.rules[rule].challenge,
@@ -241,7 +243,7 @@ impl Auth {
 
     #[cfg(test)]
     pub(crate) fn tracked_clients(&self) -> usize {
-        self.failures.len()
+        self.failures.lock().len()
     }
 }
 

@@ -7,9 +7,12 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Clients tracked per worker; beyond it the oldest window is forgotten.
+use crate::config::Config;
+
+/// Clients tracked; beyond it the oldest window is forgotten.
 pub(crate) const MAX_CLIENTS: usize = 8192;
 
 struct Window {
@@ -17,7 +20,7 @@ struct Window {
     count: u32,
 }
 
-/// The failure counters of one worker.
+/// Failure counters.
 pub(crate) struct Failures {
     /// Failures allowed per window; 0 means no limit.
     limit: u32,
@@ -96,6 +99,34 @@ impl Failures {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.map.len()
+    }
+}
+
+/// The failure counters every worker of a server shares, so that more
+/// workers do not mean more guesses. The lock is taken once per request
+/// under an `[[auth]]` rule, for a map lookup.
+#[derive(Clone)]
+pub struct SharedFailures(Arc<Mutex<Failures>>);
+
+impl SharedFailures {
+    /// Counters for `limits.auth_failures` per `timeouts.auth_failure_window`.
+    pub fn new(cfg: &Config) -> SharedFailures {
+        SharedFailures(Arc::new(Mutex::new(Failures::new(
+            cfg.limits.auth_failures,
+            cfg.timeouts.auth_failure_window,
+            MAX_CLIENTS,
+        ))))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Failures> {
+        // The counters stay usable after a panic elsewhere.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl std::fmt::Debug for SharedFailures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedFailures")
     }
 }
 

@@ -16,6 +16,7 @@ pub mod limits;
 pub mod throttle;
 
 pub use auth::{Auth, Failure, FailureReason, Verdict};
+pub use failures::SharedFailures;
 
 #[cfg(test)]
 mod tests;

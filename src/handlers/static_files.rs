@@ -36,6 +36,8 @@ pub struct Site {
     pub throttles: Vec<Option<Arc<Rate>>>,
     /// Open connections, counted across workers.
     pub conn_limits: crate::access::limits::ConnLimits,
+    /// Failed logins per client, counted across workers.
+    pub auth_failures: crate::access::SharedFailures,
 }
 
 impl Site {
@@ -63,8 +65,10 @@ impl Site {
             cfg.limits.max_connections,
             cfg.limits.max_connections_per_ip,
         );
+        let auth_failures = crate::access::SharedFailures::new(&cfg);
         Ok(Site {
             cfg,
+            auth_failures,
             root,
             mime,
             cgi_dirs,

@@ -157,7 +157,8 @@ impl Worker {
         } else {
             Some(Resolver::new(&cfg.cgi, &cfg.root)?)
         };
-        let auth = crate::access::Auth::new(&cfg).map_err(io::Error::other)?;
+        let auth = crate::access::Auth::sharing(&cfg, init.site.auth_failures.clone())
+            .map_err(io::Error::other)?;
         let auth = auth.is_active().then_some(auth);
         let files = FileCache::new(
             cfg.static_files.open_file_cache,
