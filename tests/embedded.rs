@@ -310,3 +310,48 @@ fn auth_rules_cover_mounts_and_the_handler_sees_the_user() {
         b"ok"
     );
 }
+
+#[test]
+fn bodies_held_for_handlers_are_bounded_per_worker() {
+    // 64-byte bodies at most, 100 bytes of them at once.
+    let app = start(|cfg| cfg.limits.handler_bodies = 100);
+    let mut first = app.connect();
+    first.send(b"POST /api/a HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
+    first.send(&[b'a'; 50]);
+    let mut second = app.connect();
+    second.send(b"POST /api/b HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
+    second.send(&[b'b'; 40]);
+    // 90 held: both wait. Ten more for the second fit exactly…
+    second.send(&[b'b'; 10]);
+    second.expect_silence(std::time::Duration::from_millis(100));
+    // …one more does not: that request is refused, the other one goes on.
+    second.send(b"b");
+    assert_error(
+        &second.response(),
+        503,
+        "Service Unavailable",
+        "",
+        Conn::Close,
+    );
+    second.expect_closed();
+    first.send(&[b'a'; 10]);
+    assert!(first
+        .response()
+        .text()
+        .ends_with(&format!("\nbody={}\n", "a".repeat(60))));
+    // What the refused and the answered requests held is free again.
+    let mut third = app.connect();
+    third.send(b"POST /api/c HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
+    third.send(&[b'c'; 60]);
+    assert_eq!(third.response().status, 200);
+    // A client that leaves in the middle frees its share too.
+    let mut gone = app.connect();
+    gone.send(b"POST /api/d HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
+    gone.send(&[b'd'; 59]);
+    drop(gone);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut last = app.connect();
+    last.send(b"POST /api/e HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
+    last.send(&[b'e'; 60]);
+    assert_eq!(last.response().status, 200);
+}

@@ -124,9 +124,13 @@ pub struct Limits {
     /// Largest header block a CGI script may print before its body, in
     /// bytes; a longer one is a bad gateway (502).
     pub cgi_header_bytes: usize,
-    /// Failed logins per client address (IPv6: per /64) and worker within
-    /// `timeouts.auth_failure_window` before further attempts are answered
-    /// 429 without a password check; 0 means no limit.
+    /// Request bodies held in memory for embedded handlers, per worker, at
+    /// once; a request whose body would go beyond is answered 503.
+    pub handler_bodies: u64,
+    /// Failed logins per client address (IPv6: per /64), all workers
+    /// together, within `timeouts.auth_failure_window` before further
+    /// attempts are answered 429 without a password check; 0 means no
+    /// limit.
     pub auth_failures: u32,
 }
 
@@ -381,6 +385,7 @@ impl Default for Config {
                 max_connections_per_ip: 0,
                 cgi_processes: 64,
                 cgi_header_bytes: 16384,
+                handler_bodies: 64 << 20,
                 auth_failures: 10,
             },
             timeouts: Timeouts {

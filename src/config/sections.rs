@@ -31,6 +31,7 @@ const LIMIT_KEYS: &[&str] = &[
     "max_connections_per_ip",
     "cgi_processes",
     "cgi_header_bytes",
+    "handler_bodies",
     "auth_failures",
 ];
 const TIMEOUT_KEYS: &[&str] = &[
@@ -192,6 +193,7 @@ impl Cx<'_> {
                 "cgi_header_bytes" => {
                     l.cgi_header_bytes = self.size(&full, value, 256, 16 * MIB)? as usize
                 }
+                "handler_bodies" => l.handler_bodies = self.size(&full, value, 0, u64::MAX)?,
                 // 0 turns the limit off.
                 "auth_failures" => {
                     l.auth_failures = self.integer(&full, value, 0, 1_000_000)? as u32

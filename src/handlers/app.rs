@@ -2,7 +2,9 @@
 //! path prefix with [`crate::server::Server::mount`].
 //!
 //! A handler gets the whole request, its body already read (and
-//! de-chunked, within `limits.max_body`), and fills in a [`Response`]:
+//! de-chunked, within `limits.max_body`; a worker holds at most
+//! `limits.handler_bodies` of such bodies at once, and answers 503 to the
+//! request that would go beyond), and fills in a [`Response`]:
 //! a status, header lines and a body. brisk adds what it always adds
 //! (`Server`, `Date`, `Content-Length`, `Connection`), leaves the body out
 //! for HEAD and for 204/304, applies `[[headers]]` rules, basic

@@ -107,6 +107,8 @@ pub struct Worker {
     spare_bufs: Vec<Vec<u8>>,
     /// CGI children running for this worker's connections.
     cgi_running: usize,
+    /// Bytes of request bodies held for embedded handlers (all connections).
+    app_held: u64,
     /// Children whose request ended before they were reaped, and since when.
     zombies: Vec<(i32, Instant)>,
     /// Read buffer for CGI pipes.
@@ -184,6 +186,7 @@ impl Worker {
             spare_outs: Vec::new(),
             spare_bufs: Vec::new(),
             cgi_running: 0,
+            app_held: 0,
             zombies: Vec::new(),
             cgi_buf: Vec::with_capacity(READ_BUF),
             cgi,
@@ -414,6 +417,7 @@ impl Worker {
             if c.cgi.is_some() {
                 self.cgi_abandon(&mut c);
             }
+            self.take_app(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
             self.site.conn_limits.release(c.peer.ip());
             self.free.push(i);
@@ -529,8 +533,10 @@ impl Worker {
                 break;
             }
         }
-        if c.eof && c.pending.is_empty() && c.body.is_none() {
-            // (A client that leaves while its CGI runs abandons it: see close.)
+        if c.eof && c.pending.is_empty() && (c.body.is_none() || c.cgi.is_none()) {
+            // (A client that leaves while its CGI runs abandons it: see
+            // close.) A body cut short can never be complete: whatever
+            // waited for it (an embedded handler) never runs.
             return false;
         }
         if c.cgi.is_some() {

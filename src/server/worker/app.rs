@@ -16,6 +16,8 @@ pub struct AppCall {
     head: Vec<u8>,
     /// The body so far, de-chunked (`limits.max_body` bounds it).
     pub body: Vec<u8>,
+    /// How much of it counts against `limits.handler_bodies`.
+    counted: usize,
     /// The user `[[auth]]` authenticated for this request.
     user: Option<Vec<u8>>,
 }
@@ -48,9 +50,45 @@ impl Worker {
             mount,
             head: head.to_vec(),
             body: Vec::new(),
+            counted: 0,
             user: self.authed.then(|| self.auth_user.clone()),
         }));
         Some(None)
+    }
+
+    /// Takes the connection's pending handler call, if any, and stops
+    /// counting its body against `limits.handler_bodies`.
+    pub(super) fn take_app(&mut self, c: &mut Conn) -> Option<AppCall> {
+        let call = *c.app.take()?;
+        self.app_held -= call.counted as u64;
+        Some(call)
+    }
+
+    /// Counts what the pending call's body grew by. If the worker then
+    /// holds more than
+    /// `limits.handler_bodies`, the request is answered 503 (and the
+    /// connection closed), and false returned: memory for bodies is
+    /// bounded however many clients send them at once.
+    pub(super) fn hold_app_body(&mut self, c: &mut Conn) -> bool {
+        let Some(call) = c.app.as_mut() else {
+            return true;
+        };
+        self.app_held += (call.body.len() - call.counted) as u64;
+        call.counted = call.body.len();
+        if self.app_held <= self.cfg.limits.handler_bodies {
+            return true;
+        }
+        self.logger.log(
+            Level::Warn,
+            format_args!(
+                "client {}: 503: the request bodies held for handlers would exceed limits.handler_bodies",
+                c.peer.ip()
+            ),
+        );
+        if let Some(call) = self.take_app(c) {
+            self.finish_app(c, call, Some(Status::SERVICE_UNAVAILABLE));
+        }
+        false
     }
 
     /// The body of `call` is in (or, with `error`, cannot be read): runs

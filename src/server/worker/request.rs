@@ -61,9 +61,9 @@ impl Worker {
                     }
                     Err(e) => {
                         c.body = None;
-                        if let Some(app) = c.app.take() {
+                        if let Some(app) = self.take_app(c) {
                             // Not answered yet: the handler never runs.
-                            self.finish_app(c, *app, Some(e.status));
+                            self.finish_app(c, app, Some(e.status));
                             return input.len();
                         }
                         // The request was answered already (before its body
@@ -83,10 +83,15 @@ impl Worker {
                         return input.len();
                     }
                 }
-                if dec.is_done() {
+                let done = dec.is_done();
+                if !self.hold_app_body(c) {
                     c.body = None;
-                    if let Some(app) = c.app.take() {
-                        self.finish_app(c, *app, None);
+                    return input.len();
+                }
+                if done {
+                    c.body = None;
+                    if let Some(app) = self.take_app(c) {
+                        self.finish_app(c, app, None);
                     }
                 } else {
                     return pos;
