@@ -361,3 +361,71 @@ fn sandboxed_auth_reads_its_htpasswd_and_sees_it_replaced() {
     }
     assert_eq!(s.get_with("/private/a.txt", first).status, 401);
 }
+
+/// The children of `pid` named `comm`.
+fn children_named(pid: u32, comm: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ..."
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let ppid = rest.split_whitespace().nth(1).and_then(|v| v.parse().ok());
+        if name == comm && ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn with_cgi_the_server_keeps_seccomp_and_programs_start_from_the_launcher() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    write_mode(
+        &b.base().join("cgi-bin/sys.cgi"),
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n'\ntest -r /etc/hostname && echo system readable\n",
+        0o755,
+    );
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.workers(2);
+    let mut s = b.start();
+    wait_started(&s);
+    let err = s.stderr();
+    assert!(err.contains("sandbox: seccomp on"), "{err}");
+    assert!(!err.contains("relaxed for CGI"), "{err}");
+    for line in thread_status(s.pid(), "Seccomp") {
+        assert_eq!(line, "2", "every server thread filtered");
+    }
+    let launchers = children_named(s.pid(), "brisk-cgi");
+    assert_eq!(launchers.len(), 1, "one launcher");
+    let launcher = launchers[0];
+    let status = fs::read_to_string(format!("/proc/{launcher}/status")).expect("status");
+    assert!(status.contains("\nSeccomp:\t0\n"), "{status}");
+    assert!(status.contains("\nNoNewPrivs:\t1\n"), "{status}");
+
+    // Programs run, and see the system directories; static files too.
+    for _ in 0..3 {
+        let r = s.get("/cgi-bin/sys.cgi");
+        assert_eq!(r.status, 200, "{}", s.stderr());
+        assert_eq!(r.text(), "system readable\n");
+    }
+    assert_eq!(s.get("/a.txt").body, b"AAAA");
+
+    // The launcher leaves with the server.
+    s.signal(libc::SIGTERM);
+    let st = s.wait_exit(Duration::from_secs(10)).expect("stops");
+    assert!(st.success(), "exit status {st:?}");
+    wait_until("the launcher to exit", || {
+        !Path::new(&format!("/proc/{launcher}")).exists()
+    });
+    let err = s.stderr();
+    assert!(!err.contains("not permitted"), "{err}");
+}

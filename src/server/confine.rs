@@ -161,34 +161,35 @@ const DEVICES: &[(&str, u64)] = &[
 ];
 
 /// The file rules of the sandbox: `(path, rights)`. `cfg` is the
-/// configuration as seen from inside any chroot.
-fn landlock_rules(cfg: &Config, notes: &mut Notes) -> Vec<(PathBuf, u64)> {
+/// configuration as seen from inside any chroot. With `programs`, the
+/// sandbox is one CGI programs inherit: they may also run the scripts and
+/// interpreters, and read and run the system directories.
+fn landlock_rules(cfg: &Config, notes: &mut Notes, programs: bool) -> Vec<(PathBuf, u64)> {
     use fs_access::*;
     let read = READ_FILE | READ_DIR;
+    let exec = if programs { EXECUTE } else { 0 };
     // A `pattern` rule runs scripts found anywhere under the root.
     let patterns = cfg
         .cgi
         .iter()
         .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
-    let root_rights = if patterns { read | EXECUTE } else { read };
+    let root_rights = if patterns { read | exec } else { read };
     let mut rules = vec![(cfg.root.clone(), root_rights)];
     let mut read_trees = vec![cfg.root.clone()];
     for rule in &cfg.cgi {
         match &rule.target {
             CgiTarget::Dir { dir, .. } => {
-                rules.push((dir.clone(), read | EXECUTE));
+                rules.push((dir.clone(), read | exec));
                 read_trees.push(dir.clone());
             }
-            CgiTarget::Program { program, .. } => {
-                rules.push((program.clone(), READ_FILE | EXECUTE))
-            }
+            CgiTarget::Program { program, .. } => rules.push((program.clone(), READ_FILE | exec)),
             CgiTarget::Pattern(_) => {}
         }
-        if let Some(i) = &rule.interpreter {
+        if let (Some(i), true) = (&rule.interpreter, programs) {
             rules.push((i.clone(), READ_FILE | EXECUTE));
         }
     }
-    if !cfg.cgi.is_empty() {
+    if programs && !cfg.cgi.is_empty() {
         rules.extend(
             SYSTEM_DIRS
                 .iter()
@@ -249,14 +250,18 @@ fn landlock_rules(cfg: &Config, notes: &mut Notes) -> Vec<(PathBuf, u64)> {
 /// cannot widen a sandbox, so a reload that needs other paths needs a
 /// restart.
 pub fn sandbox_unchanged(running: &Config, new: &Config) -> bool {
-    let rules = |c: &Config| landlock_rules(c, &mut Notes::new());
+    // The programs' rules hold every path the server's do.
+    let rules = |c: &Config| landlock_rules(c, &mut Notes::new(), true);
     running.cgi.is_empty() == new.cgi.is_empty() && rules(running) == rules(new)
 }
 
 /// Applies the kernel sandbox as `cfg` (seen from inside any chroot)
 /// allows. Never fails: what the kernel cannot do, or what goes wrong, is
-/// noted as a warning and the server runs without that layer.
-pub fn sandbox(cfg: &Config, notes: &mut Notes) {
+/// noted as a warning and the server runs without that layer. With
+/// `programs`, it is a sandbox CGI programs will inherit (the CGI
+/// launcher's, or the server's own when there is no launcher): Landlock
+/// also allows what programs need, and there is no seccomp filter.
+pub fn sandbox(cfg: &Config, notes: &mut Notes, programs: bool) {
     if let Err(e) = sandbox::no_new_privs() {
         notes.push((
             Level::Warn,
@@ -264,13 +269,13 @@ pub fn sandbox(cfg: &Config, notes: &mut Notes) {
         ));
         return;
     }
-    let cgi = !cfg.cgi.is_empty();
+    let cgi = programs && !cfg.cgi.is_empty();
     match landlock(cfg, cgi, notes) {
         Ok(Some(abi)) => notes.push((
             Level::Info,
             format!(
                 "sandbox: Landlock (ABI {abi}) on: read-only beneath the document root{}{}{}, writes only to the logs",
-                if cgi { ", CGI directories and system directories" } else { "" },
+                if cfg.cgi.is_empty() { "" } else { ", CGI directories" },
                 if cfg.auth.is_empty() { "" } else { ", the htpasswd files' directories" },
                 if cfg.config_file.is_none() { "" } else { " and the configuration file's directory" }
             ),
@@ -290,6 +295,12 @@ pub fn sandbox(cfg: &Config, notes: &mut Notes) {
             "sandbox: relaxed for CGI: no seccomp filter, and Landlock also allows reading and running /usr, /lib, /lib64, /bin, /sbin and /etc, and reading /proc, because CGI programs inherit the sandbox".to_string(),
         ));
         return;
+    }
+    if !cfg.cgi.is_empty() {
+        notes.push((
+            Level::Info,
+            "sandbox: CGI programs start from a separate process (brisk-cgi) whose sandbox lets them read and run the system directories; the server keeps its own".to_string(),
+        ));
     }
     match sandbox::seccomp_allow_only(syscalls::ALLOWED, syscalls::IOCTLS) {
         Ok(true) => notes.push((
@@ -322,7 +333,7 @@ fn landlock(cfg: &Config, cgi: bool, notes: &mut Notes) -> std::io::Result<Optio
     let Some(mut ruleset) = Ruleset::new(extra)? else {
         return Ok(None);
     };
-    for (path, access) in landlock_rules(cfg, notes) {
+    for (path, access) in landlock_rules(cfg, notes, cgi) {
         ruleset.allow(&path, access).map_err(|e| {
             std::io::Error::new(e.kind(), format!("rule for {}: {e}", path.display()))
         })?;
@@ -404,7 +415,7 @@ mod tests {
             ..Config::default()
         };
         let mut notes = Notes::new();
-        sandbox(&cfg, &mut notes);
+        sandbox(&cfg, &mut notes, false);
         eprintln!("{notes:?}");
         assert!(notes.iter().all(|(l, _)| *l != Level::Warn), "{notes:?}");
 
@@ -462,7 +473,8 @@ mod tests {
             ..Config::default()
         };
         let mut notes = Notes::new();
-        sandbox(&cfg, &mut notes);
+        // The sandbox of the CGI launcher (or of a server without one).
+        sandbox(&cfg, &mut notes, true);
         assert!(
             notes.iter().any(|(_, n)| n.contains("relaxed for CGI")),
             "{notes:?}"

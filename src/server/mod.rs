@@ -24,6 +24,7 @@ use crate::config::{Config, Level, Reload};
 use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
 use crate::log::{LogService, Logger};
+use crate::sys::launcher::Launcher;
 use crate::sys::{self, signal::Signal};
 use worker::{Worker, WorkerInit};
 
@@ -112,6 +113,7 @@ pub struct Server {
     site: Arc<Site>,
     bound: Vec<Bound>,
     mounts: Vec<Mount>,
+    launcher: Option<Arc<Launcher>>,
 }
 
 impl Server {
@@ -127,6 +129,7 @@ impl Server {
             site,
             bound,
             mounts: Vec::new(),
+            launcher: None,
         })
     }
 
@@ -174,15 +177,27 @@ impl Server {
     /// Starts the worker threads; each logs through `logs`.
     pub fn start(self, logs: &LogService) -> Result<Running, String> {
         let mounts: Arc<[Mount]> = self.mounts.into();
-        let current = Generation::start(&self.site, &self.bound, &mounts, &|| logs.handle())?;
+        let shared = Shared {
+            mounts,
+            launcher: self.launcher,
+        };
+        let current = Generation::start(&self.site, &self.bound, &shared, &|| logs.handle())?;
         Ok(Running {
             cfg: self.cfg,
             bound: self.bound,
-            mounts,
+            shared,
             current,
             retired: Vec::new(),
         })
     }
+}
+
+/// What every generation of workers gets, whatever the configuration.
+struct Shared {
+    /// Embedded handlers.
+    mounts: Arc<[Mount]>,
+    /// Starts CGI programs (when the sandbox keeps the server from it).
+    launcher: Option<Arc<Launcher>>,
 }
 
 /// One set of workers serving one configuration.
@@ -199,7 +214,7 @@ impl Generation {
     fn start(
         site: &Arc<Site>,
         bound: &[Bound],
-        mounts: &Arc<[Mount]>,
+        shared: &Shared,
         logger: &dyn Fn() -> Logger,
     ) -> Result<Generation, String> {
         let mut gen = Generation {
@@ -209,7 +224,7 @@ impl Generation {
         };
         let workers = site.cfg.workers.max(1);
         for id in 0..workers {
-            if let Err(e) = gen.start_worker(id, site, bound, mounts, logger()) {
+            if let Err(e) = gen.start_worker(id, site, bound, shared, logger()) {
                 gen.stop();
                 return Err(e);
             }
@@ -222,7 +237,7 @@ impl Generation {
         id: usize,
         site: &Arc<Site>,
         bound: &[Bound],
-        mounts: &Arc<[Mount]>,
+        shared: &Shared,
         logger: Logger,
     ) -> Result<(), String> {
         let listeners = bound
@@ -235,7 +250,8 @@ impl Generation {
         let init = WorkerInit {
             id,
             site: Arc::clone(site),
-            mounts: Arc::clone(mounts),
+            mounts: Arc::clone(&shared.mounts),
+            launcher: shared.launcher.clone(),
             listeners,
             logger,
             shutdown: Arc::clone(&self.shutdown),
@@ -278,7 +294,7 @@ impl Generation {
 pub struct Running {
     cfg: Arc<Config>,
     bound: Vec<Bound>,
-    mounts: Arc<[Mount]>,
+    shared: Shared,
     current: Generation,
     /// Workers of earlier configurations, draining after a reload.
     retired: Vec<Generation>,
@@ -305,7 +321,7 @@ impl Running {
         let cfg = Arc::new(cfg);
         let site = open_site(&cfg)?;
         let bound = bind_listeners(&cfg, &self.bound)?;
-        let gen = Generation::start(&site, &bound, &self.mounts, &|| logs.handle_for(&cfg.log))?;
+        let gen = Generation::start(&site, &bound, &self.shared, &|| logs.handle_for(&cfg.log))?;
         let old = std::mem::replace(&mut self.current, gen);
         old.begin_stop();
         self.retired.push(old);
@@ -436,8 +452,21 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     }
     confine::switch_user(&cfg, &mut notes)?;
     let cfg = Arc::clone(&server.cfg);
+    // With CGI and the sandbox, programs start from a process of their
+    // own, confined for what they need, so the server keeps a strict one.
+    if cfg.sandbox && !cfg.cgi.is_empty() {
+        let programs = || confine::sandbox(&cfg, &mut confine::Notes::new(), true);
+        match Launcher::start(cfg.timeouts.cgi, programs) {
+            Ok(l) => server.launcher = Some(Arc::new(l)),
+            Err(e) => notes.push((
+                Level::Warn,
+                format!("cannot start the CGI launcher ({e}); the server's sandbox is relaxed for CGI instead"),
+            )),
+        }
+    }
     if cfg.sandbox {
-        confine::sandbox(&cfg, &mut notes);
+        let programs = !cfg.cgi.is_empty() && server.launcher.is_none();
+        confine::sandbox(&cfg, &mut notes, programs);
     }
     let logs = open_logs.start().map_err(|e| e.to_string())?;
     let mut running = server.start(&logs)?;

@@ -25,6 +25,7 @@ use crate::http::date::DateCache;
 use crate::http::parse::{self, BodyFraming, Header, Request};
 use crate::http::{Method, Status};
 use crate::log::{AccessRecord, Logger};
+use crate::sys::launcher::Launcher;
 use crate::sys::net;
 
 pub mod app;
@@ -70,6 +71,8 @@ pub struct WorkerInit {
     pub site: Arc<Site>,
     /// Embedded handlers, in mount order.
     pub mounts: Arc<[Mount]>,
+    /// Starts CGI programs; `None`: the worker starts them itself.
+    pub launcher: Option<Arc<Launcher>>,
     pub listeners: Vec<StdListener>,
     pub logger: Logger,
     pub shutdown: Arc<AtomicBool>,
@@ -93,6 +96,7 @@ pub struct Worker {
     live: usize,
     site: Arc<Site>,
     mounts: Arc<[Mount]>,
+    launcher: Option<Arc<Launcher>>,
     cfg: Arc<Config>,
     logger: Logger,
     date: DateCache,
@@ -174,6 +178,7 @@ impl Worker {
             live: 0,
             site: init.site,
             mounts: init.mounts,
+            launcher: init.launcher,
             cfg,
             logger: init.logger,
             date: DateCache::new(),

@@ -4,6 +4,7 @@
 //! `// SAFETY:` line saying why it is sound.
 
 pub mod fs;
+pub mod launcher;
 pub mod net;
 pub mod privileges;
 pub mod process;

@@ -16,8 +16,8 @@
 //! Not here on purpose: `execve`, `socket`, `bind`, `connect`, `ptrace`,
 //! `mount`, `ioctl` (none is made after start-up; `ioctl` also closes the
 //! `TIOCSTI` terminal injection trick), and the process and credential
-//! calls. With `[[cgi]]` rules the filter is not installed at all, since
-//! CGI programs would inherit it.
+//! calls. With `[[cgi]]` rules, programs start from a separate process
+//! (`sys::launcher`) that has no filter, so the server keeps this one.
 
 /// Allowed system calls.
 pub const ALLOWED: &[libc::c_long] = &[
@@ -91,6 +91,17 @@ pub const ALLOWED: &[libc::c_long] = &[
     libc::SYS_unlink,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_readlink,
+    // Talking to the CGI launcher: requests, and the pipes it sends back
+    // (`SCM_RIGHTS`).
+    libc::SYS_sendmsg,
+    libc::SYS_recvmsg,
+    // and checking that a script may run: whose file it is, against the
+    // server's user and groups.
+    libc::SYS_geteuid,
+    libc::SYS_getegid,
+    libc::SYS_getgroups,
+    // SERVER_ADDR and SERVER_PORT: the connection's local address.
+    libc::SYS_getsockname,
     // musl (the static build) opens and stats with the old calls
     // (`scripts/trace-syscalls x86_64-unknown-linux-musl`).
     #[cfg(target_arch = "x86_64")]

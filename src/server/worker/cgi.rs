@@ -166,7 +166,11 @@ impl Worker {
         };
         let extra = &self.cfg.cgi[script.rule].env;
         let env = build_env(&script, &env_req, extra);
-        let child = match spawn::spawn(&script.program, &script.args, &env, &script.cwd) {
+        let started = match &self.launcher {
+            Some(l) => l.spawn(&script.program, &script.args, &env, &script.cwd),
+            None => spawn::spawn(&script.program, &script.args, &env, &script.cwd),
+        };
+        let child = match started {
             Ok(ch) => ch,
             Err(e) => {
                 self.logger.log(
@@ -201,8 +205,8 @@ impl Worker {
                 )
             });
         if let Err(e) = ok {
-            spawn::kill_group(child.pid);
-            self.zombies.push((child.pid, self.now));
+            self.kill_child(child.pid);
+            self.release_child(child.pid);
             self.logger
                 .log(Level::Error, format_args!("cgi: cannot watch pipes: {e}"));
             return Err(Plan::error(
@@ -442,7 +446,7 @@ impl Worker {
     /// Kills the child of a connection that is going away.
     pub(super) fn cgi_abandon(&mut self, c: &mut Conn) {
         if let Some(g) = c.cgi.as_mut() {
-            spawn::kill_group(g.pid);
+            self.kill_child(g.pid);
             g.broken = true;
             g.status = if g.sent_any { g.status } else { 499 };
         }
@@ -453,7 +457,7 @@ impl Worker {
     /// answers as if that had been requested, with GET.
     fn cgi_local_redirect(&mut self, c: &mut Conn, target: &[u8]) {
         let Some(g) = c.cgi.as_mut() else { return };
-        spawn::kill_group(g.pid);
+        self.kill_child(g.pid);
         let redirects = g.redirects + 1;
         let head = std::mem::take(&mut g.request_head);
         // The new request: the redirected target with the original header
@@ -525,11 +529,31 @@ impl Worker {
         {
             let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
         }
-        if !matches!(spawn::try_reap(g.pid), Ok(Some(_))) {
-            self.zombies.push((g.pid, self.now));
-        }
+        self.release_child(g.pid);
         self.cgi_running -= 1;
         Some(g)
+    }
+
+    /// Kills the process group of the child `pid`.
+    pub(super) fn kill_child(&self, pid: i32) {
+        match &self.launcher {
+            Some(l) => l.kill_group(pid),
+            None => spawn::kill_group(pid),
+        }
+    }
+
+    /// The request of child `pid` is over: it is reaped now or, if still
+    /// running, later (and killed if it outlives the CGI timeout), here
+    /// from the zombie list or by the launcher that started it.
+    fn release_child(&mut self, pid: i32) {
+        match &self.launcher {
+            Some(l) => l.release(pid),
+            None => {
+                if !matches!(spawn::try_reap(pid), Ok(Some(_))) {
+                    self.zombies.push((pid, self.now));
+                }
+            }
+        }
     }
 
     /// Reaps children that outlived their request; kills those that

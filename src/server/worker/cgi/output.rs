@@ -136,7 +136,7 @@ impl Worker {
     /// short), and ends the CGI request.
     pub(super) fn cgi_fail(&mut self, c: &mut Conn, status: Status) {
         let Some(g) = c.cgi.as_mut() else { return };
-        spawn::kill_group(g.pid);
+        self.kill_child(g.pid);
         if g.sent_any {
             g.broken = true;
         } else {
