@@ -177,3 +177,26 @@ fn without_the_sandbox_a_new_auth_rule_applies() {
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"AAAA");
 }
+
+#[test]
+fn connections_of_the_previous_workers_still_count_against_the_limit() {
+    let limits = "[limits]\nmax_connections = 2\n";
+    let s = start(&format!("server_header = \"one\"\n{limits}"));
+    // A download in flight, served by the workers of the first
+    // configuration until it ends…
+    let mut busy = s.connect();
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.read_at_least(256 * 1024);
+    let line = reload(&s, &format!("server_header = \"two\"\n{limits}"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    // …still counts: one more connection fits, the next is refused.
+    let mut second = s.connect();
+    second.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(second.response().header("Server"), Some("two"));
+    assert_eq!(s.get("/a.txt").status, 503);
+    drop(busy);
+    drop(second);
+    wait_until("the connections to be released", || {
+        s.get("/a.txt").status == 200
+    });
+}

@@ -34,8 +34,8 @@ pub struct Site {
     cgi_dirs: Vec<Vec<u8>>,
     /// The shared rate of each `[[throttle]]` rule (all workers draw on it).
     pub throttles: Vec<Option<Arc<Rate>>>,
-    /// Open connections, counted across workers.
-    pub conn_limits: crate::access::limits::ConnLimits,
+    /// Open connections, counted across workers (and across a reload).
+    pub conn_limits: Arc<crate::access::limits::ConnLimits>,
     /// Failed logins per client, counted across workers.
     pub auth_failures: crate::access::SharedFailures,
 }
@@ -73,8 +73,26 @@ impl Site {
             mime,
             cgi_dirs,
             throttles,
-            conn_limits: crate::access::limits::ConnLimits::new(limits.0, limits.1),
+            conn_limits: Arc::new(crate::access::limits::ConnLimits::new(limits.0, limits.1)),
         })
+    }
+
+    /// After a reload: keeps counting open connections and failed logins
+    /// where `old` counts them, when the limits are the same, so that the
+    /// connections the previous workers still serve count against the
+    /// same `limits.max_connections` (new limits start new counts).
+    pub fn carry_over(&mut self, old: &Site) {
+        let (a, b) = (&self.cfg.limits, &old.cfg.limits);
+        if (a.max_connections, a.max_connections_per_ip)
+            == (b.max_connections, b.max_connections_per_ip)
+        {
+            self.conn_limits = Arc::clone(&old.conn_limits);
+        }
+        if (a.auth_failures, self.cfg.timeouts.auth_failure_window)
+            == (b.auth_failures, old.cfg.timeouts.auth_failure_window)
+        {
+            self.auth_failures = old.auth_failures.clone();
+        }
     }
 
     /// Whether `rel` (relative to the root) is, or is inside, a CGI

@@ -100,10 +100,8 @@ fn bind_listeners(cfg: &Config, keep: &[Bound]) -> Result<Vec<Bound>, String> {
     Ok(out)
 }
 
-fn open_site(cfg: &Arc<Config>) -> Result<Arc<Site>, String> {
-    Site::new(Arc::clone(cfg))
-        .map(Arc::new)
-        .map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))
+fn open_site(cfg: &Arc<Config>) -> Result<Site, String> {
+    Site::new(Arc::clone(cfg)).map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))
 }
 
 /// A bound server, not yet serving: the listeners exist, so the
@@ -122,7 +120,7 @@ impl Server {
     pub fn bind(cfg: Config) -> Result<Server, String> {
         let cfg = Arc::new(cfg);
         let _ = sys::process::raise_nofile_limit();
-        let site = open_site(&cfg)?;
+        let site = Arc::new(open_site(&cfg)?);
         let bound = bind_listeners(&cfg, &[])?;
         Ok(Server {
             cfg,
@@ -184,6 +182,7 @@ impl Server {
         let current = Generation::start(&self.site, &self.bound, &shared, &|| logs.handle())?;
         Ok(Running {
             cfg: self.cfg,
+            site: self.site,
             bound: self.bound,
             shared,
             current,
@@ -293,6 +292,7 @@ impl Generation {
 /// Serving workers.
 pub struct Running {
     cfg: Arc<Config>,
+    site: Arc<Site>,
     bound: Vec<Bound>,
     shared: Shared,
     current: Generation,
@@ -319,7 +319,9 @@ impl Running {
     /// ([`Config::restart_only_changes`], [`confine::sandbox_unchanged`]).
     pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), String> {
         let cfg = Arc::new(cfg);
-        let site = open_site(&cfg)?;
+        let mut site = open_site(&cfg)?;
+        site.carry_over(&self.site);
+        let site = Arc::new(site);
         let bound = bind_listeners(&cfg, &self.bound)?;
         let gen = Generation::start(&site, &bound, &self.shared, &|| logs.handle_for(&cfg.log))?;
         let old = std::mem::replace(&mut self.current, gen);
@@ -329,6 +331,7 @@ impl Running {
         // let go of their duplicates of its sockets.
         self.bound = bound;
         self.cfg = cfg;
+        self.site = site;
         Ok(())
     }
 
@@ -524,12 +527,20 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     );
     main_log.flush();
     running.stop();
+    if let Some(pid_file) = &cfg.pid_file {
+        // After the switch to an unprivileged user the pid file's
+        // directory may not let it go (as with lighttpd): say so.
+        match std::fs::remove_file(pid_file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => main_log.log(
+                Level::Warn,
+                format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
+            ),
+            _ => {}
+        }
+    }
     main_log.log(Level::Info, format_args!("stopped"));
     main_log.flush();
     drop(main_log);
     logs.shutdown();
-    if let Some(pid_file) = &cfg.pid_file {
-        let _ = std::fs::remove_file(pid_file);
-    }
     Ok(())
 }
