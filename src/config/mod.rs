@@ -117,9 +117,9 @@ pub struct Limits {
     /// Open client connections from one IP address (all workers
     /// together); 0 means no limit.
     pub max_connections_per_ip: u32,
-    /// CGI processes running at once per worker (like `max_connections`,
-    /// a per-worker count, so the server-wide ceiling is this times
-    /// `workers`); a request beyond it is answered 503.
+    /// CGI processes running at once per worker (unlike
+    /// `max_connections`, a per-worker count, so the server-wide ceiling
+    /// is this times `workers`); a request beyond it is answered 503.
     pub cgi_processes: usize,
     /// Largest header block a CGI script may print before its body, in
     /// bytes; a longer one is a bad gateway (502).
