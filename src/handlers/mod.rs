@@ -73,6 +73,18 @@ impl Scratch {
         self.rel.clear();
     }
 
+    /// Gives back the memory of a buffer that one large answer (a long
+    /// directory listing, a handler's big body) grew beyond `keep` bytes,
+    /// so a worker does not hold it for good.
+    pub fn trim(&mut self, keep: usize) {
+        for b in [&mut self.headers, &mut self.body] {
+            if b.capacity() > keep {
+                b.clear();
+                b.shrink_to(keep);
+            }
+        }
+    }
+
     /// Appends a header line.
     pub fn header(&mut self, name: &str, value: &[u8]) {
         self.headers.extend_from_slice(name.as_bytes());
@@ -110,5 +122,22 @@ impl Plan {
             body: Body::Static(error_page::page(status)),
             close: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trim_gives_back_only_what_grew_large() {
+        let mut s = Scratch::default();
+        s.body.extend_from_slice(&[b'x'; 1 << 20]);
+        s.headers.extend_from_slice(b"A: b\r\n");
+        let small = s.headers.capacity();
+        s.trim(64 * 1024);
+        assert!(s.body.capacity() <= 64 * 1024);
+        assert_eq!(s.headers.capacity(), small);
+        assert_eq!(s.headers, b"A: b\r\n");
     }
 }

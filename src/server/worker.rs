@@ -58,6 +58,8 @@ const LINGER: Duration = Duration::from_secs(2);
 /// What a connection over the limits gets before it is closed.
 const REFUSED: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+/// Scratch buffers grown beyond this by one answer are given back after it.
+const SCRATCH_KEEP: usize = 256 * 1024;
 /// Most bytes a throttled connection writes at once.
 const THROTTLE_CHUNK: usize = 16 * 1024;
 /// Most spare buffers and queues a worker keeps.

@@ -254,6 +254,8 @@ impl Worker {
         } else {
             c.close_after = true;
         }
+        // The answer is queued (copied): the scratch buffers are free.
+        self.scratch.trim(SCRATCH_KEEP);
     }
 
     /// Chooses the handler: a CGI script (started here; `None` returned)
