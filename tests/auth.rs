@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use std::time::Duration;
 
 const VECTORS: &str = include_str!("../src/access/testdata/vectors.htpasswd");
 
@@ -133,6 +134,41 @@ fn the_failure_limit_holds_across_workers() {
         );
         assert_eq!(r.status, 429);
     }
+}
+
+#[test]
+fn a_slow_password_check_does_not_hold_up_other_clients() {
+    // bcrypt at cost 10 (htpasswd -B -C 10): a noticeable hash.
+    let mut b = site("");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(
+        &b.base().join("htpasswd"),
+        format!("{VECTORS}{slow}").as_bytes(),
+    );
+    b.workers(1);
+    let s = b.start();
+    let request = format!(
+        "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\n\r\n",
+        basic("slow", "correct horse")
+    );
+    let mut c = s.connect();
+    c.send(request.as_bytes());
+    // While the one worker has that password hashed, it answers another
+    // client, and the first answer is not there yet.
+    assert_eq!(get(&s, "/public.txt", None).body, b"open");
+    c.expect_silence(Duration::from_millis(1));
+    let r = c.response();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"the secret"[..]));
+    // Verified once: the next request is answered from memory, also on a
+    // new connection.
+    c.send(request.as_bytes());
+    assert_eq!(c.response().status, 200);
+    let mut again = s.connect();
+    again.send(request.as_bytes());
+    assert_eq!(again.response().status, 200);
+    // A wrong password is hashed away from the loop too, and refused.
+    let r = get(&s, "/private/secret.txt", Some(&basic("slow", "wrong")));
+    assert_eq!(r.status, 401);
 }
 
 #[test]

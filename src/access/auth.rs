@@ -16,13 +16,13 @@
 //!   remembered (as a SHA-256 digest keyed with a per-worker random secret,
 //!   never the password) per file, up to 1024 of them, until the file
 //!   changes; a keep-alive client therefore pays the hash once per worker,
-//!   not once per request. A wrong password is never cached.
+//!   not once per request. A wrong password is never cached. The server
+//!   has hashes computed off its event loops ([`Auth::offload`]).
 //! - Failed attempts are counted per client address (an IPv6 /64 counts as
 //!   one client) in windows of `timeouts.auth_failure_window`; at
 //!   `limits.auth_failures` the client gets [`Verdict::TooManyFailures`]
 //!   until its window ends, without a password check, whatever it sends.
-//!   Counters are per worker, so a client spread over several workers'
-//!   connections can make up to `workers` × that many attempts per window.
+//!   The counters are shared by all workers ([`SharedFailures`]).
 //!   A request without `Authorization` is not a failure (browsers send one
 //!   first to get the challenge); everything else that does not log in is,
 //!   and a success resets nothing.
@@ -33,8 +33,11 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+use std::sync::Arc;
+
 use super::credentials;
 use super::failures::SharedFailures;
+use super::htpasswd::Htpasswd;
 use super::htpasswd::{escape, Watched};
 use crate::config::{Config, PathMatch};
 
@@ -53,6 +56,11 @@ pub struct Auth {
     /// unsalted SHA-256 digests of passwords.
     secret: [u8; 16],
     warnings: Vec<String>,
+    /// Hand password hashing to the caller ([`Verdict::Verify`]).
+    offload: bool,
+    /// The outcome of the last check run elsewhere, for the next request
+    /// with that credential.
+    settled: Option<([u8; 32], bool)>,
 }
 
 struct Rule {
@@ -88,6 +96,72 @@ pub enum Verdict<'a> {
         /// Seconds until the client's window ends (at least 1).
         retry_after_secs: u64,
     },
+    /// (Only with [`Auth::offload`].) The password must be hashed: run
+    /// the check away from the event loop, hand its result to
+    /// [`Auth::settle`], and ask again.
+    Verify(Check),
+}
+
+/// A password check to run off the event loop: the entries of the file
+/// it was read from, the user and the password (wiped when dropped).
+pub struct Check {
+    table: Arc<Htpasswd>,
+    file: usize,
+    key: [u8; 32],
+    user: Vec<u8>,
+    password: Vec<u8>,
+}
+
+impl Check {
+    /// Hashes the password (tens of milliseconds for bcrypt or argon2id).
+    pub fn run(self) -> Checked {
+        let ok = self.table.verify(&self.user, &self.password) == Some(true);
+        Checked {
+            table: Arc::clone(&self.table),
+            file: self.file,
+            key: self.key,
+            ok,
+        }
+        // `self` drops here, wiping the password.
+    }
+}
+
+impl Drop for Check {
+    fn drop(&mut self) {
+        wipe(&mut self.password, 0);
+    }
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check")
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Check {
+    fn eq(&self, other: &Check) -> bool {
+        self.file == other.file && self.key == other.key
+    }
+}
+
+impl Eq for Check {}
+
+/// The outcome of a [`Check`].
+pub struct Checked {
+    table: Arc<Htpasswd>,
+    file: usize,
+    key: [u8; 32],
+    ok: bool,
+}
+
+impl std::fmt::Debug for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checked")
+            .field("ok", &self.ok)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A failed login, for the error log.
@@ -163,7 +237,34 @@ impl Auth {
             buf: Vec::new(),
             secret: random_secret(),
             warnings: Vec::new(),
+            offload: false,
+            settled: None,
         })
+    }
+
+    /// From now on, a check that must hash a password returns
+    /// [`Verdict::Verify`] instead of hashing on the caller's thread.
+    pub fn offload(&mut self) {
+        self.offload = true;
+    }
+
+    /// Takes the outcome of a [`Check`]: a credential that verified is
+    /// remembered (if the file did not change meanwhile), and the next
+    /// [`Auth::check`] of that credential answers from it, without
+    /// hashing again.
+    pub fn settle(&mut self, done: Checked) {
+        self.settled = Some((done.key, done.ok));
+        self.remember(done);
+    }
+
+    /// Keeps only what a [`Check`] proved for later requests: a
+    /// credential that verified (when its request is gone).
+    pub fn remember(&mut self, done: Checked) {
+        if done.ok {
+            if let Some(f) = self.files.get_mut(done.file) {
+                f.remember_for(&done.table, &done.key);
+            }
+        }
     }
 
     /// Whether any rule exists (if not, every [`Auth::check`] is `Open`).
@@ -204,7 +305,23 @@ impl Auth {
             Ok(colon) => {
                 let key = cache_key(&self.secret, &self.buf);
                 let (user, password) = (&self.buf[..colon], &self.buf[colon + 1..]);
-                let result = file.verify(&key, user, password);
+                let settled = self.settled.take().filter(|(k, _)| *k == key);
+                let result = match settled {
+                    // Hashed elsewhere just now: not again.
+                    Some((_, false)) if file.needs_hash(&key, user) => Some(false),
+                    _ if self.offload && file.needs_hash(&key, user) => {
+                        let check = Check {
+                            table: Arc::clone(file.shared_table()),
+                            file: self.rules[rule].file,
+                            key,
+                            user: user.to_vec(),
+                            password: password.to_vec(),
+                        };
+                        wipe(&mut self.buf, 0);
+                        return Verdict::Verify(check);
+                    }
+                    _ => file.verify(&key, user, password),
+                };
                 // The password is not needed any more: do not leave it in
                 // memory until the next request overwrites it.
                 wipe(&mut self.buf, colon);

@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hash::Hash;
@@ -173,7 +174,7 @@ fn read_file(path: &Path, allow_plaintext: bool) -> Result<(Htpasswd, Signature)
 pub(crate) struct Watched {
     path: PathBuf,
     allow_plaintext: bool,
-    table: Htpasswd,
+    table: Arc<Htpasswd>,
     signature: Option<Signature>,
     /// The version last reported as unusable (`None` inside: missing), so
     /// that a broken file is reported once, not once a second.
@@ -194,7 +195,7 @@ impl Watched {
         Ok(Watched {
             path: path.to_path_buf(),
             allow_plaintext,
-            table,
+            table: Arc::new(table),
             signature: Some(sig),
             reported: None,
             next_check: now + CHECK_INTERVAL,
@@ -229,7 +230,7 @@ impl Watched {
         }
         match read_file(&self.path, self.allow_plaintext) {
             Ok((table, sig)) => {
-                self.table = table;
+                self.table = Arc::new(table);
                 self.signature = Some(sig);
                 self.reported = None;
                 self.verified.clear();
@@ -252,16 +253,40 @@ impl Watched {
         }
         let ok = self.table.verify(user, password)?;
         if ok {
-            if self.verified.len() >= CACHE_ENTRIES {
-                // Any entry will do: a forgotten one costs one slow
-                // verification the next time it is used.
-                if let Some(&k) = self.verified.iter().next() {
-                    self.verified.remove(&k);
-                }
-            }
-            self.verified.insert(*key);
+            self.remember(key);
         }
         Some(ok)
+    }
+
+    /// Whether checking this credential would cost a hash: its user is in
+    /// the file and it is not among the verified ones.
+    pub(crate) fn needs_hash(&self, key: &[u8; 32], user: &[u8]) -> bool {
+        self.table.contains(user) && !self.verified.contains(key)
+    }
+
+    /// The current version of the file's entries, to verify against
+    /// elsewhere (see `auth::Check`).
+    pub(crate) fn shared_table(&self) -> &Arc<Htpasswd> {
+        &self.table
+    }
+
+    /// Remembers that the credential `key` verified against `table`, if
+    /// that is still the file's current version.
+    pub(crate) fn remember_for(&mut self, table: &Arc<Htpasswd>, key: &[u8; 32]) {
+        if Arc::ptr_eq(table, &self.table) {
+            self.remember(key);
+        }
+    }
+
+    fn remember(&mut self, key: &[u8; 32]) {
+        if self.verified.len() >= CACHE_ENTRIES {
+            // Any entry will do: a forgotten one costs one slow
+            // verification the next time it is used.
+            if let Some(&k) = self.verified.iter().next() {
+                self.verified.remove(&k);
+            }
+        }
+        self.verified.insert(*key);
     }
 
     #[cfg(test)]

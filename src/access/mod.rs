@@ -14,8 +14,9 @@ mod hash;
 pub mod htpasswd;
 pub mod limits;
 pub mod throttle;
+pub mod verify;
 
-pub use auth::{Auth, Failure, FailureReason, Verdict};
+pub use auth::{Auth, Check, Checked, Failure, FailureReason, Verdict};
 pub use failures::SharedFailures;
 
 #[cfg(test)]

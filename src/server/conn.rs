@@ -24,6 +24,8 @@ pub enum Phase {
     Writing,
     /// A CGI child is producing the response (CGI timeout, from its start).
     Cgi,
+    /// A password is being hashed off the loop (no timeout: it finishes).
+    Verifying,
     /// Output done, write side shut; draining what the client still sends
     /// so that closing does not reset the connection under the response.
     Lingering,
@@ -39,6 +41,8 @@ pub struct Conn {
     pub cgi: Option<Box<super::worker::cgi::CgiRun>>,
     /// A request for an embedded handler whose body is still arriving.
     pub app: Option<Box<super::worker::app::AppCall>>,
+    /// A request waiting for its password check.
+    pub auth_wait: Option<Box<super::worker::AuthWait>>,
     pub peer: SocketAddr,
     /// Input received but not yet consumed (empty, unallocated when idle).
     pub pending: Vec<u8>,
@@ -81,6 +85,7 @@ impl Conn {
             index,
             cgi: None,
             app: None,
+            auth_wait: None,
             peer,
             pending: Vec::new(),
             out: Out::default(),

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::access::verify::Verifier;
 use crate::config::{Config, Level, Reload};
 use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
@@ -178,6 +179,7 @@ impl Server {
         let shared = Shared {
             mounts,
             launcher: self.launcher,
+            verifier: Arc::new(Verifier::new(self.cfg.workers.clamp(1, 4))),
         };
         let current = Generation::start(&self.site, &self.bound, &shared, &|| logs.handle())?;
         Ok(Running {
@@ -197,12 +199,14 @@ struct Shared {
     mounts: Arc<[Mount]>,
     /// Starts CGI programs (when the sandbox keeps the server from it).
     launcher: Option<Arc<Launcher>>,
+    /// Hashes passwords off the event loops.
+    verifier: Arc<Verifier>,
 }
 
 /// One set of workers serving one configuration.
 struct Generation {
     shutdown: Arc<AtomicBool>,
-    wakers: Vec<mio::Waker>,
+    wakers: Vec<Arc<mio::Waker>>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -251,6 +255,8 @@ impl Generation {
             site: Arc::clone(site),
             mounts: Arc::clone(&shared.mounts),
             launcher: shared.launcher.clone(),
+            verifier: Arc::clone(&shared.verifier),
+            waker: Arc::clone(&waker),
             listeners,
             logger,
             shutdown: Arc::clone(&self.shutdown),
@@ -263,7 +269,7 @@ impl Generation {
                 Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
             })
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
-        self.wakers.push(waker);
+        self.wakers.push(Arc::clone(&waker));
         self.threads.push(t);
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::io;
 use std::net::{Shutdown, TcpListener as StdListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
 use mio::net::TcpListener;
@@ -15,6 +15,8 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use super::conn::{Conn, Phase};
 use super::output::{Flushed, Out};
 use super::response::{self, ConnHeader, HeadParts};
+use crate::access::verify::Verifier;
+use crate::access::Checked;
 use crate::config::{Config, Level};
 use crate::handlers::app::Mount;
 use crate::handlers::file_cache::FileCache;
@@ -33,6 +35,7 @@ pub mod cgi;
 mod request;
 
 use request::request_record;
+pub use request::AuthWait;
 
 use crate::access::Verdict;
 use crate::config::Dotfiles;
@@ -75,6 +78,10 @@ pub struct WorkerInit {
     pub mounts: Arc<[Mount]>,
     /// Starts CGI programs; `None`: the worker starts them itself.
     pub launcher: Option<Arc<Launcher>>,
+    /// Hashes passwords off the loop.
+    pub verifier: Arc<Verifier>,
+    /// Wakes this worker's loop (shutdown, a finished password check).
+    pub waker: Arc<Waker>,
     pub listeners: Vec<StdListener>,
     pub logger: Logger,
     pub shutdown: Arc<AtomicBool>,
@@ -83,9 +90,9 @@ pub struct WorkerInit {
 
 /// Creates the poll instance and the waker for a worker, so the main
 /// thread can hold the waker before the worker starts.
-pub fn poll_and_waker() -> io::Result<(Poll, Waker)> {
+pub fn poll_and_waker() -> io::Result<(Poll, Arc<Waker>)> {
     let poll = Poll::new()?;
-    let waker = Waker::new(poll.registry(), WAKER)?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     Ok((poll, waker))
 }
 
@@ -99,6 +106,12 @@ pub struct Worker {
     site: Arc<Site>,
     mounts: Arc<[Mount]>,
     launcher: Option<Arc<Launcher>>,
+    verifier: Arc<Verifier>,
+    waker: Arc<Waker>,
+    /// Finished password checks: connection, request id, outcome.
+    checks_tx: mpsc::Sender<(usize, u64, Checked)>,
+    checks_rx: mpsc::Receiver<(usize, u64, Checked)>,
+    next_check: u64,
     cfg: Arc<Config>,
     logger: Logger,
     date: DateCache,
@@ -167,7 +180,11 @@ impl Worker {
         };
         let auth = crate::access::Auth::sharing(&cfg, init.site.auth_failures.clone())
             .map_err(io::Error::other)?;
-        let auth = auth.is_active().then_some(auth);
+        let auth = auth.is_active().then_some(auth).map(|mut a| {
+            a.offload();
+            a
+        });
+        let (checks_tx, checks_rx) = mpsc::channel();
         let files = FileCache::new(
             cfg.static_files.open_file_cache,
             cfg.static_files.open_file_cache_valid,
@@ -181,6 +198,11 @@ impl Worker {
             site: init.site,
             mounts: init.mounts,
             launcher: init.launcher,
+            verifier: init.verifier,
+            waker: init.waker,
+            checks_tx,
+            checks_rx,
+            next_check: 0,
             cfg,
             logger: init.logger,
             date: DateCache::new(),
@@ -238,6 +260,7 @@ impl Worker {
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {
+                        self.take_checks();
                         if self.shutdown.load(Ordering::Relaxed) {
                             self.begin_drain();
                         }
@@ -553,7 +576,9 @@ impl Worker {
             }
             return true;
         }
-        let phase = if c.body.is_some() {
+        let phase = if c.auth_wait.is_some() {
+            Phase::Verifying
+        } else if c.body.is_some() {
             Phase::Body
         } else if c.pending.is_empty() {
             Phase::Idle

@@ -421,3 +421,40 @@ fn user_names_are_escaped_in_log_lines() {
         "auth failed for user \"ev\\x22il\\x5c\\x0a\\x1b[31m\\xff\" from 2001:db8::1: unknown user"
     );
 }
+
+#[test]
+fn offloaded_checks_hash_elsewhere_once_and_settle_the_verdict() {
+    let (_d, mut auth) = setup(10);
+    auth.offload();
+    let now = Instant::now();
+    let client = ip("192.0.2.9");
+    // Not hashed here: the caller gets the check to run.
+    let check = match auth.check(b"/private/x", Some(ALICE), client, now) {
+        Verdict::Verify(c) => c,
+        other => panic!("expected Verify, got {other:?}"),
+    };
+    auth.settle(check.run());
+    assert_eq!(
+        auth.check(b"/private/x", Some(ALICE), client, now),
+        Verdict::Allowed { user: b"alice" }
+    );
+    // Remembered: no further check for it.
+    assert_eq!(
+        auth.check(b"/private/x", Some(ALICE), client, now),
+        Verdict::Allowed { user: b"alice" }
+    );
+    // A wrong password: checked elsewhere, then refused and counted once.
+    let wrong = b"Basic YWxpY2U6d3Jvbmc="; // alice:wrong
+    let check = match auth.check(b"/private/x", Some(wrong), client, now) {
+        Verdict::Verify(c) => c,
+        other => panic!("expected Verify, got {other:?}"),
+    };
+    assert_eq!(auth.tracked_clients(), 0);
+    auth.settle(check.run());
+    let v = auth.check(b"/private/x", Some(wrong), client, now);
+    assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
+    assert_eq!(auth.tracked_clients(), 1);
+    // Unknown users cost no hash, so they are answered at once.
+    let v = auth.check(b"/private/x", Some(b"Basic Ym9iOng="), client, now); // bob:x
+    assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
+}

@@ -4,6 +4,16 @@
 
 use super::*;
 
+/// A request held while its password is hashed off the loop; it is
+/// answered from its head once the outcome is in (`ready`).
+#[derive(Debug)]
+pub struct AuthWait {
+    id: u64,
+    head: Vec<u8>,
+    redirects: u8,
+    ready: bool,
+}
+
 impl Worker {
     /// Paces this connection's output if the request's path (decoded in
     /// `scratch.path` by the handler) matches a `[[throttle]]` rule.
@@ -32,6 +42,20 @@ impl Worker {
     pub(super) fn process(&mut self, c: &mut Conn, input: &[u8]) -> usize {
         let mut pos = 0;
         while !c.close_after {
+            if let Some(wait) = &c.auth_wait {
+                // What follows (its body, pipelined requests) waits too.
+                if !wait.ready {
+                    return pos;
+                }
+                let wait = c.auth_wait.take().expect("checked above");
+                let mut storage = [Header::EMPTY; MAX_HEADERS];
+                match parse::parse_request(&wait.head, &self.limits, &mut storage) {
+                    Ok(Some(req)) => self.respond_to(c.index, c, &req, &wait.head, wait.redirects),
+                    // It parsed when it arrived; the same bytes parse the same.
+                    _ => c.close_after = true,
+                }
+                continue;
+            }
             if let Some(dec) = c.body.as_mut() {
                 // Body bytes go to a CGI child's stdin while it wants them
                 // (reading pauses when its buffer is full), else nowhere.
@@ -184,8 +208,11 @@ impl Worker {
         self.throttle_for(c);
         let Some(plan) = plan else {
             // A CGI child or an embedded handler answers; the body (if
-            // any) goes to it.
-            c.body = decoder;
+            // any) goes to it. A request waiting for its password check
+            // leaves its body unread until then.
+            if c.auth_wait.is_none() {
+                c.body = decoder;
+            }
             return;
         };
         self.answer(c, req, plan, decoder);
@@ -258,6 +285,71 @@ impl Worker {
         self.scratch.trim(SCRATCH_KEEP);
     }
 
+    /// Hands `check` to the hashing threads and holds the request until
+    /// its outcome is in (see [`Worker::take_checks`]); without them, hashes
+    /// here and routes again.
+    fn verify_later(
+        &mut self,
+        idx: usize,
+        c: &mut Conn,
+        req: &Request,
+        head: &[u8],
+        redirects: u8,
+        check: crate::access::Check,
+    ) -> Option<Plan> {
+        let id = self.next_check;
+        self.next_check += 1;
+        let (tx, waker) = (self.checks_tx.clone(), Arc::clone(&self.waker));
+        let done = Box::new(move |outcome: Checked| {
+            let _ = tx.send((idx, id, outcome));
+            let _ = waker.wake();
+        });
+        match self.verifier.submit(check, done) {
+            Ok(()) => {
+                c.auth_wait = Some(Box::new(AuthWait {
+                    id,
+                    head: head.to_vec(),
+                    redirects,
+                    ready: false,
+                }));
+                None
+            }
+            Err(check) => {
+                if let Some(auth) = self.auth.as_mut() {
+                    auth.settle(check.run());
+                }
+                self.route(idx, c, req, head, redirects)
+            }
+        }
+    }
+
+    /// Takes the outcomes of finished password checks: each waiting
+    /// request is answered at once (so the outcome is used before the
+    /// next one arrives); one whose client left only leaves a verified
+    /// credential remembered.
+    pub(super) fn take_checks(&mut self) {
+        while let Ok((idx, id, outcome)) = self.checks_rx.try_recv() {
+            let waiting = matches!(
+                self.conns.get(idx),
+                Some(Some(c)) if c.auth_wait.as_ref().is_some_and(|w| w.id == id)
+            );
+            let Some(auth) = self.auth.as_mut() else {
+                continue;
+            };
+            if !waiting {
+                auth.remember(outcome);
+                continue;
+            }
+            auth.settle(outcome);
+            if let Some(Some(c)) = self.conns.get_mut(idx) {
+                if let Some(w) = c.auth_wait.as_mut() {
+                    w.ready = true;
+                }
+            }
+            self.on_event(idx, true, false);
+        }
+    }
+
     /// Chooses the handler: a CGI script (started here; `None` returned)
     /// or a static file (its plan returned).
     fn route(
@@ -297,6 +389,9 @@ impl Worker {
                         }
                         self.scratch.header("WWW-Authenticate", realm_header);
                         return Some(Plan::error(Status::UNAUTHORIZED, &mut self.scratch));
+                    }
+                    Verdict::Verify(check) => {
+                        return self.verify_later(idx, c, req, head, redirects, check);
                     }
                     Verdict::TooManyFailures { retry_after_secs } => {
                         self.logger.log(
