@@ -16,6 +16,8 @@ mod sections;
 mod throttle;
 mod units;
 
+pub(crate) use units::{is_header_value, is_token, FRAMING_HEADERS};
+
 #[cfg(test)]
 mod tests;
 

@@ -46,10 +46,6 @@ const TIMEOUT_KEYS: &[&str] = &[
 ];
 const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
-/// Headers that describe the message framing or are owned by the server;
-/// letting a config set them would produce broken or ambiguous responses.
-const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection", "date"];
-
 impl Cx<'_> {
     pub(super) fn log(
         &self,
@@ -380,7 +376,10 @@ impl Cx<'_> {
                     "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
                 ));
             }
-            if FRAMING_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+            if units::FRAMING_HEADERS
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(name))
+            {
                 return Err(self.fail(
                     key,
                     &key_name,

@@ -78,6 +78,12 @@ pub(crate) fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(is_tchar)
 }
 
+/// Header fields that describe the message framing or are owned by the
+/// server, which writes them as the response leaves: a config or a
+/// handler setting them would make broken or ambiguous responses.
+pub(crate) const FRAMING_HEADERS: &[&str] =
+    &["content-length", "transfer-encoding", "connection", "date"];
+
 /// Whether `s` may be a header value: no CR, LF or NUL, which could split
 /// the response; other controls are refused too since no client needs them.
 pub(crate) fn is_header_value(s: &str) -> bool {

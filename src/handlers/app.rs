@@ -19,7 +19,8 @@
 use std::net::SocketAddr;
 
 use super::Scratch;
-use crate::http::parse::{find_header, is_tchar, Header};
+use crate::config::{is_header_value, is_token, FRAMING_HEADERS};
+use crate::http::parse::{find_header, Header};
 
 /// Code that answers requests under a path prefix.
 pub trait Handler: Send + Sync {
@@ -81,15 +82,6 @@ impl std::fmt::Display for InvalidHeader {
 
 impl std::error::Error for InvalidHeader {}
 
-/// Headers brisk writes itself, from the response as it leaves.
-const RESERVED: &[&str] = &[
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "date",
-    "server",
-];
-
 /// What a handler answers; brisk's per-thread buffers back it, so a
 /// steady stream of answers allocates nothing.
 #[derive(Debug)]
@@ -127,15 +119,16 @@ impl<'a> Response<'a> {
     /// `Transfer-Encoding`, `Connection`, `Date` and `Server` are brisk's
     /// to write.
     pub fn header(&mut self, name: &str, value: &str) -> Result<(), InvalidHeader> {
-        if name.is_empty() || !name.bytes().all(is_tchar) {
+        if !is_token(name) {
             return Err(InvalidHeader(format!(
                 "{name:?} is not a valid header name"
             )));
         }
-        if RESERVED.iter().any(|r| name.eq_ignore_ascii_case(r)) {
+        let mut own = FRAMING_HEADERS.iter().chain(&["server"]);
+        if own.any(|r| name.eq_ignore_ascii_case(r)) {
             return Err(InvalidHeader(format!("{name} is written by the server")));
         }
-        if value.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        if !is_header_value(value) {
             return Err(InvalidHeader(format!(
                 "the value of {name} holds a control character"
             )));

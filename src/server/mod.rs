@@ -342,20 +342,14 @@ impl Running {
     }
 
     /// Joins the workers of earlier configurations that have finished
-    /// draining; how many generations still drain.
-    pub fn reap(&mut self) -> usize {
+    /// draining.
+    pub fn reap(&mut self) {
         for g in &mut self.retired {
             if g.finished() {
                 g.stop();
             }
         }
         self.retired.retain(|g| !g.threads.is_empty());
-        self.retired.len()
-    }
-
-    /// The bound addresses, in the order of `listen`.
-    pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.bound.iter().map(|b| b.real).collect()
     }
 
     /// Graceful stop: no new connections, in-flight responses get up to

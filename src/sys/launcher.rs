@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::process;
 use super::spawn::{self, CgiChild};
 use super::{cvt, cvt_size};
 
@@ -264,16 +265,11 @@ fn start(rest: &[u8]) -> io::Result<CgiChild> {
 
 /// Closes every descriptor but `keep` (and the standard three).
 fn close_all_but(keep: RawFd) {
-    let close_range = |first: libc::c_uint, last: libc::c_uint| {
-        // SAFETY: plain syscall closing descriptors this process owns; the
-        // range excludes `keep` and the standard streams.
-        unsafe { libc::syscall(libc::SYS_close_range, first, last, 0 as libc::c_uint) };
-    };
     let keep = keep as libc::c_uint;
     if keep > 3 {
-        close_range(3, keep - 1);
+        let _ = process::close_range(3, keep - 1, 0);
     }
-    close_range(keep + 1, libc::c_uint::MAX);
+    let _ = process::close_range(keep + 1, libc::c_uint::MAX, 0);
 }
 
 /// Sends one message with `fds` attached (`SCM_RIGHTS`).

@@ -27,15 +27,20 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
 /// Linux ≥ 5.11 (`close_range`); older kernels keep them as they were.
 pub fn cloexec_inherited() -> io::Result<()> {
     const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-    // SAFETY: plain syscall; it only sets a flag on open descriptors.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3 as libc::c_uint,
-            libc::c_uint::MAX,
-            CLOSE_RANGE_CLOEXEC,
-        )
-    };
+    close_range(3, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC)
+}
+
+/// `close_range(2)` (Linux ≥ 5.11): closes descriptors `first..=last`, or
+/// with `CLOSE_RANGE_CLOEXEC` in `flags` marks them close-on-exec.
+pub(crate) fn close_range(
+    first: libc::c_uint,
+    last: libc::c_uint,
+    flags: libc::c_uint,
+) -> io::Result<()> {
+    // SAFETY: plain syscall on this process's own descriptors; callers
+    // choose ranges that hold no descriptor still owned by Rust code that
+    // will use it.
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, last, flags) };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -23,18 +23,15 @@ pub struct AppCall {
 }
 
 impl Worker {
-    /// For a path under a mount: the answer (`Some(Some(plan))`), or
-    /// `Some(None)` when the handler is to run once the body is in.
-    /// `None` for any other path.
+    /// For a path (decoded in `scratch.path`) under a mount: the answer
+    /// (`Some(Some(plan))`), or `Some(None)` when the handler is to run
+    /// once the body is in. `None` for any other path.
     pub(super) fn route_app(
         &mut self,
         c: &mut Conn,
         req: &Request,
         head: &[u8],
     ) -> Option<Option<Plan>> {
-        let (raw_path, _) = path::split_target(req.target);
-        // A path that does not decode is the static handler's 400.
-        path::decode_and_normalize(raw_path, &mut self.scratch.path).ok()?;
         let mount = self
             .mounts
             .iter()

@@ -361,11 +361,15 @@ impl Worker {
         redirects: u8,
     ) -> Option<Plan> {
         self.authed = false;
+        // Auth rules, mounts and CGI rules match the decoded, normalised
+        // path (in `scratch.path`), so no spelling of a path (`/%70rivate/`,
+        // `//private/./`) slips by. One that does not decode is the static
+        // handler's 400.
+        let decoded = (self.auth.is_some() || !self.mounts.is_empty() || self.cgi.is_some())
+            && path::decode_and_normalize(path::split_target(req.target).0, &mut self.scratch.path)
+                .is_ok();
         if let Some(auth) = self.auth.as_mut() {
-            let (raw_path, _) = path::split_target(req.target);
-            // Rules match the decoded, normalised path, so no spelling of
-            // a protected path (`/%70rivate/`, `//private/./`) slips by.
-            if path::decode_and_normalize(raw_path, &mut self.scratch.path).is_ok() {
+            if decoded {
                 let ip = c.peer.ip();
                 match auth.check(
                     &self.scratch.path,
@@ -409,17 +413,15 @@ impl Worker {
                 self.logger.log(Level::Warn, format_args!("auth: {w}"));
             }
         }
-        if !self.mounts.is_empty() {
+        if decoded && !self.mounts.is_empty() {
             if let Some(answer) = self.route_app(c, req, head) {
                 return answer;
             }
         }
-        if let (Some(resolver), true) = (&self.cgi, req.method != Method::Other) {
-            let (raw_path, _) = path::split_target(req.target);
+        if let (Some(resolver), true) = (&self.cgi, decoded && req.method != Method::Other) {
             let path = &mut self.scratch.path;
-            if path::decode_and_normalize(raw_path, path).is_ok()
-                && !(self.cfg.static_files.dotfiles != Dotfiles::Allow
-                    && path::has_dotfile_segment(path))
+            if !(self.cfg.static_files.dotfiles != Dotfiles::Allow
+                && path::has_dotfile_segment(path))
             {
                 let mut resolved = resolver.resolve(path);
                 let base = path.len();
