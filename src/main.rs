@@ -1,6 +1,9 @@
 //! The `brisk` command: parse the command line and config, then serve.
 
+use std::io::Write;
+
 use brisk::config::{self, Command};
+use brisk::log::console;
 
 fn main() {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
@@ -11,18 +14,36 @@ fn main() {
         {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("brisk: {e}");
+                console::say(format_args!("{e}"));
                 1
             }
         },
-        Ok(Command::CheckOk(text) | Command::Help(text) | Command::Version(text)) => {
-            println!("{text}");
-            0
-        }
+        Ok(Command::CheckOk(text) | Command::Help(text) | Command::Version(text)) => print(&text),
         Err(e) => {
-            eprintln!("brisk: {e}");
+            console::say(format_args!("{e}"));
             2
         }
     };
     std::process::exit(code);
+}
+
+/// Prints `text` and a newline on standard output; returns the exit code.
+/// A reader that stopped reading (`brisk --help | head -3`) is no error:
+/// it had what it wanted, so brisk exits 0 without a word, where
+/// `println!` would panic on the broken pipe. Any other failure (a full
+/// disk) is reported and exits 1.
+fn print(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+    {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            console::say(format_args!("cannot write to standard output: {e}"));
+            1
+        }
+    }
 }

@@ -201,13 +201,13 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
         .expect("run brisk --daemon");
     // The foreground process returns at once, after printing the URL.
     assert!(out.status.success(), "{out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let addr: std::net::SocketAddr = stdout
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let addr: std::net::SocketAddr = stderr
         .lines()
         .find_map(|l| l.strip_prefix("brisk: listening on http://"))
         .and_then(|a| a.strip_suffix('/'))
         .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no listening line in {stdout:?}"));
+        .unwrap_or_else(|| panic!("no listening line in {stderr:?}"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let pid: i32 = loop {
         if let Some(p) = std::fs::read_to_string(&pid_file)
@@ -263,4 +263,141 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(!pid_file.exists(), "pid file removed on exit");
+}
+
+#[test]
+fn banner_goes_to_stderr_so_a_json_access_log_on_stdout_is_only_json() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"A");
+    b.access_log_from_config()
+        .config("[log]\naccess = \"-\"\nformat = \"json\"\n");
+    let s = b.start();
+    for path in ["/a.txt", "/missing"] {
+        s.get(path);
+    }
+    wait_until("two access log lines on stdout", || {
+        s.stdout().lines().count() >= 2
+    });
+    let out = s.stdout();
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("stdout line {line:?} is not JSON ({e}); stdout: {out:?}"));
+        assert!(v.get("status").is_some(), "{line}");
+    }
+    let err = s.stderr();
+    let banner: Vec<&str> = err.lines().filter(|l| l.starts_with("brisk: ")).collect();
+    assert_eq!(
+        banner,
+        [
+            format!(
+                "brisk: serving {}",
+                s.root.canonicalize().unwrap().display()
+            ),
+            format!("brisk: listening on http://{}/", s.addr()),
+        ],
+        "{err}"
+    );
+    wait_until("the started line", || s.stderr().contains("] started "));
+    assert!(
+        s.stderr()
+            .lines()
+            .any(|l| l.ends_with("] started 1 worker")),
+        "{}",
+        s.stderr()
+    );
+}
+
+/// Runs brisk with `args` and its stdout a pipe whose reader has already
+/// gone, as in `brisk --help | true`; returns (status, stderr).
+fn run_into_closed_pipe(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let dir = TempDir::new("epipe");
+    let err_path = dir.path.join("err");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(writer)
+        .stderr(fs::File::create(&err_path).expect("err"))
+        .spawn()
+        .expect("spawn brisk");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("brisk {args:?} did not exit");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    (status, fs::read_to_string(&err_path).unwrap_or_default())
+}
+
+#[test]
+fn help_version_and_check_config_survive_a_reader_that_left() {
+    let dir = TempDir::new("epipe-root");
+    let root = dir.path.to_str().expect("utf-8");
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["--check-config", "--root", root],
+    ] {
+        let (st, err) = run_into_closed_pipe(args);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(st.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(err, "", "{args:?}");
+    }
+}
+
+#[test]
+fn help_to_a_full_disk_is_an_error() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: no /dev/full");
+        return;
+    }
+    let dir = TempDir::new("full");
+    let err_path = dir.path.join("err");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .arg("--help")
+        .stdout(
+            fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .expect("full"),
+        )
+        .stderr(fs::File::create(&err_path).expect("err"))
+        .status()
+        .expect("run");
+    let err = fs::read_to_string(&err_path).unwrap_or_default();
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("brisk: cannot write to standard output: ") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stdout_access_log_whose_reader_left_does_not_stop_the_server() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut b = Builder::new();
+    b.file("a.txt", b"still here");
+    b.access_log_from_config()
+        .config("[log]\naccess = \"-\"\n")
+        .stdout(writer.into());
+    let s = b.start();
+    for _ in 0..3 {
+        assert_eq!(s.get("/a.txt").body, b"still here");
+    }
+    wait_until("the log's note", || s.stderr().contains("went away"));
+    let err = s.stderr();
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("[error] the reader of the access log (standard output) went away"),
+        "{err}"
+    );
+    assert_eq!(s.get("/a.txt").body, b"still here");
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::{Level, LogTarget};
 
+use super::console;
 use super::format::{self, Clock};
 use super::LogError;
 
@@ -251,11 +252,48 @@ impl Writer {
             let home = b.home.clone();
             let _ = home.try_send(b);
         }
-        if let Err(e) = access.and(error) {
-            if !self.failed {
-                self.failed = true;
-                eprintln!("brisk: writing a log failed: {e}; further failures are not reported until the logs are reopened");
-            }
+        if let Err(e) = access {
+            self.write_failed(true, &e);
+        }
+        if let Err(e) = error {
+            self.write_failed(false, &e);
+        }
+    }
+
+    /// A log could not be written. Standard output or error whose reader
+    /// has gone (`brisk | head`: Rust ignores SIGPIPE, so the write fails
+    /// with EPIPE) never comes back: that log is turned off, said once,
+    /// and the server goes on serving. Any other failure (a full disk) is
+    /// said once until the logs are reopened. The access log's trouble
+    /// goes to the error log; the error log's to standard error, if that
+    /// is still there.
+    fn write_failed(&mut self, access: bool, e: &io::Error) {
+        let what = if access { "access log" } else { "error log" };
+        let sink = if access {
+            &mut self.access
+        } else {
+            &mut self.error
+        };
+        let message = if e.kind() == io::ErrorKind::BrokenPipe
+            && matches!(sink, Sink::Stdout | Sink::Stderr)
+        {
+            let stream = if matches!(sink, Sink::Stdout) {
+                "standard output"
+            } else {
+                "standard error"
+            };
+            *sink = Sink::Off;
+            format!("the reader of the {what} ({stream}) went away ({e}); the {what} is off until brisk restarts")
+        } else if !self.failed {
+            self.failed = true;
+            format!("writing the {what} failed: {e}; further failures are not reported until the logs are reopened")
+        } else {
+            return;
+        };
+        if access && !matches!(self.error, Sink::Off) {
+            self.own_line(Level::Error, format_args!("{message}"));
+        } else {
+            console::say(format_args!("{message}"));
         }
     }
 

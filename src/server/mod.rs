@@ -14,7 +14,6 @@ pub mod output;
 pub mod response;
 pub mod worker;
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -24,7 +23,7 @@ use crate::access::verify::Verifier;
 use crate::config::{Config, Level, Reload};
 use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
-use crate::log::{LogService, Logger};
+use crate::log::{console, LogService, Logger};
 use crate::sys::launcher::Launcher;
 use crate::sys::{self, signal::Signal};
 use worker::{Worker, WorkerInit};
@@ -266,7 +265,7 @@ impl Generation {
             .name(format!("brisk-worker-{id}"))
             .spawn(move || match Worker::new(init) {
                 Ok(w) => w.run(),
-                Err(e) => eprintln!("brisk: cannot start worker {id}: {e}"),
+                Err(e) => console::say(format_args!("cannot start worker {id}: {e}")),
             })
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         self.wakers.push(Arc::clone(&waker));
@@ -423,18 +422,16 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     // configuration is compared with.
     let loaded = cfg.clone();
     if let Some(note) = confine::default_user(&mut cfg) {
-        eprintln!("brisk: {note}");
+        console::say(format_args!("{note}"));
     }
     confine::check_identity(&cfg)?;
     let mut server = Server::bind(cfg)?;
     let cfg = Arc::clone(&server.cfg);
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "brisk: serving {}", cfg.root.display());
-        for a in &server.local_addrs() {
-            let _ = writeln!(out, "brisk: listening on {}", url(a));
-        }
-        let _ = out.flush();
+    // The banner goes to stderr: stdout is the access log by default, and
+    // a consumer of a JSON log must not meet two lines of prose first.
+    console::say(format_args!("serving {}", cfg.root.display()));
+    for a in &server.local_addrs() {
+        console::say(format_args!("listening on {}", url(a)));
     }
     if cfg.daemon {
         sys::process::daemonize().map_err(|e| format!("cannot daemonize: {e}"))?;
@@ -479,7 +476,15 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     }
     main_log.log(
         Level::Info,
-        format_args!("started {} workers", running.workers()),
+        format_args!(
+            "started {} {}",
+            running.workers(),
+            if running.workers() == 1 {
+                "worker"
+            } else {
+                "workers"
+            }
+        ),
     );
     main_log.flush();
     loop {
@@ -494,8 +499,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
                         main_log.log(
                         Level::Info,
                         format_args!(
-                            "SIGHUP: configuration reloaded; {} new workers serve, the previous ones finish their requests",
-                            running.workers()
+                            "SIGHUP: configuration reloaded; {} {}, the previous ones finish their requests",
+                            running.workers(),
+                            if running.workers() == 1 { "new worker serves" } else { "new workers serve" }
                         ),
                         );
                     }

@@ -8,13 +8,12 @@
 #![allow(dead_code)]
 
 use std::fs;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Timeout of every socket read and write.
@@ -180,6 +179,7 @@ pub struct Builder {
     listen: String,
     args: Vec<String>,
     nofile: Option<u64>,
+    stdout: Option<Stdio>,
 }
 
 /// How the access log is configured.
@@ -213,6 +213,7 @@ impl Builder {
             listen: "127.0.0.1:0".to_string(),
             args: Vec::new(),
             nofile: None,
+            stdout: None,
         }
     }
 
@@ -283,8 +284,14 @@ impl Builder {
         self
     }
 
+    /// The server's stdout, instead of a file at [`Server::stdout_path`].
+    pub fn stdout(&mut self, out: Stdio) -> &mut Self {
+        self.stdout = Some(out);
+        self
+    }
+
     /// Starts the server and waits until it reports its port.
-    pub fn start(self) -> Server {
+    pub fn start(mut self) -> Server {
         let mut args: Vec<String> = vec![
             "--listen".into(),
             self.listen.clone(),
@@ -307,13 +314,14 @@ impl Builder {
         }
         args.extend(self.args.iter().cloned());
         let stderr_path = self.base.path.join("stderr.log");
-        let (child, addrs) = spawn_brisk_with(&args, &stderr_path, self.nofile);
+        let (child, addrs) = spawn(&args, &stderr_path, self.nofile, self.stdout.take());
         Server {
             child: Some(child),
             port: addrs[0].port(),
             addrs,
             root: self.root,
             access_path,
+            stdout_path: stdout_path(&stderr_path),
             stderr_path,
             base: self.base,
         }
@@ -361,11 +369,19 @@ pub fn root_args() -> &'static [&'static str] {
     }
 }
 
-/// Spawns brisk with `args`, stderr to `stderr_path`, and waits (10 s at
-/// most) for `brisk: serving …` and one `brisk: listening on http://ADDR/`
-/// line per `--listen` flag; returns the child and those addresses.
+/// Spawns brisk with `args`, stderr to `stderr_path` and stdout to
+/// [`stdout_path`]`(stderr_path)`, and waits (10 s at most) for the
+/// banner brisk prints on stderr, `brisk: serving …` and one
+/// `brisk: listening on http://ADDR/` line per `--listen` flag; returns
+/// the child and those addresses.
 pub fn spawn_brisk(args: &[String], stderr_path: &Path) -> (Child, Vec<SocketAddr>) {
     spawn_brisk_with(args, stderr_path, None)
+}
+
+/// Where [`spawn_brisk`] sends the server's stdout: beside `stderr_path`,
+/// with the extension `stdout`.
+pub fn stdout_path(stderr_path: &Path) -> PathBuf {
+    stderr_path.with_extension("stdout")
 }
 
 /// Like [`spawn_brisk`], with an optional RLIMIT_NOFILE for the child.
@@ -374,13 +390,29 @@ pub fn spawn_brisk_with(
     stderr_path: &Path,
     nofile: Option<u64>,
 ) -> (Child, Vec<SocketAddr>) {
+    spawn(args, stderr_path, nofile, None)
+}
+
+/// [`spawn_brisk_with`], with `stdout` instead of the file.
+fn spawn(
+    args: &[String],
+    stderr_path: &Path,
+    nofile: Option<u64>,
+    stdout: Option<Stdio>,
+) -> (Child, Vec<SocketAddr>) {
     use std::os::unix::process::CommandExt;
     let stderr = fs::File::create(stderr_path).expect("create stderr file");
+    let stdout = match stdout {
+        Some(out) => out,
+        None => {
+            Stdio::from(fs::File::create(stdout_path(stderr_path)).expect("create stdout file"))
+        }
+    };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
     cmd.args(root_args())
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::from(stderr));
     if let Some(n) = nofile {
         let lim = libc::rlimit {
@@ -401,62 +433,43 @@ pub fn spawn_brisk_with(
         }
     }
     let mut child = cmd.spawn().expect("spawn brisk");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel::<String>();
-    // Reads stdout to the end so that the server never blocks on it.
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(stdout);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let _ = tx.send(line.trim_end().to_string());
-                }
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut lines = Vec::new();
-    let mut addrs = Vec::new();
     let want = args
         .iter()
         .filter(|a| *a == "--listen" || a.starts_with("--listen="))
         .count()
         .max(1);
-    let fail = |child: &mut Child, lines: &[String], why: &str| -> ! {
+    let fail = |child: &mut Child, why: &str| -> ! {
         let _ = child.kill();
         let _ = child.wait();
         let err = fs::read_to_string(stderr_path).unwrap_or_default();
-        panic!("brisk did not start ({why}); args {args:?}\nstdout: {lines:?}\nstderr: {err}");
+        panic!("brisk did not start ({why}); args {args:?}\nstderr: {err}");
     };
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                lines.push(line);
-                if lines.len() == 1 {
-                    if !lines[0].starts_with("brisk: serving ") {
-                        fail(&mut child, &lines, "first stdout line");
-                    }
-                    continue;
-                }
-                let last = lines.last().cloned().unwrap_or_default();
-                let Some(addr) = last
-                    .strip_prefix("brisk: listening on http://")
-                    .and_then(|r| r.strip_suffix('/'))
-                    .and_then(|a| a.parse::<SocketAddr>().ok())
-                else {
-                    fail(&mut child, &lines, "listening line");
-                };
-                addrs.push(addr);
-                if addrs.len() == want {
-                    return (child, addrs);
-                }
+        let err = fs::read_to_string(stderr_path).unwrap_or_default();
+        // Only whole lines: the file may end in the middle of one.
+        let whole = &err[..err.rfind('\n').map_or(0, |i| i + 1)];
+        let Some(addrs) = whole
+            .lines()
+            .filter_map(|l| l.strip_prefix("brisk: listening on http://"))
+            .map(|a| a.strip_suffix('/').and_then(|a| a.parse().ok()))
+            .collect::<Option<Vec<SocketAddr>>>()
+        else {
+            fail(&mut child, "a listening line without an address");
+        };
+        if addrs.len() >= want {
+            if !whole.lines().any(|l| l.starts_with("brisk: serving ")) {
+                fail(&mut child, "no serving line before the listening lines");
             }
-            Err(_) => fail(&mut child, &lines, "no listening line"),
+            return (child, addrs);
         }
+        if let Ok(Some(st)) = child.try_wait() {
+            fail(&mut child, &format!("exited with {st}"));
+        }
+        if Instant::now() >= deadline {
+            fail(&mut child, "no listening line within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -480,6 +493,8 @@ pub struct Server {
     pub root: PathBuf,
     pub access_path: PathBuf,
     pub stderr_path: PathBuf,
+    /// Where the server's stdout goes (the access log with `-`).
+    pub stdout_path: PathBuf,
     pub base: TempDir,
 }
 
@@ -579,6 +594,11 @@ impl Server {
         fs::read_dir(format!("/proc/{}/fd", self.pid()))
             .map(|d| d.count())
             .unwrap_or(0)
+    }
+
+    /// Everything the server wrote to stdout so far.
+    pub fn stdout(&self) -> String {
+        fs::read_to_string(&self.stdout_path).unwrap_or_default()
     }
 
     /// Everything the server wrote to stderr so far.
