@@ -98,7 +98,7 @@ fn control_bytes_and_quotes_are_escaped() {
     let s = b.start();
     let mut c = s.connect();
     c.send(
-        b"GET /log\"q\x85\x9b HTTP/1.1\r\nHost: x\r\nUser-Agent: a\tb\"c\\d\xff\r\nConnection: close\r\n\r\n",
+        b"GET /log\"q HTTP/1.1\r\nHost: x\r\nUser-Agent: a\tb\"c\\d\xff\r\nReferer: /\x85\x9b\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(c.response().status, 404);
     let line = s.wait_access_line(|l| contains(l, "/log"));

@@ -545,31 +545,31 @@ fn control_characters_never_reach_the_logs_raw() {
         String::from_utf8_lossy(&line).contains("/a%0d%0aX"),
         "{line:?}"
     );
-    // A raw ESC in the target: refused by the parser; neither the access
-    // log nor the error log (stderr) may carry the raw byte.
+    // Refused by the parser: a raw ESC in the target, raw ESC in a header
+    // value, and C1 CSI (U+009B as UTF-8) in the target (no raw byte
+    // >= 0x80 is a URI's). Neither the access log nor the error log
+    // (stderr) may carry the raw bytes.
+    for (raw, what) in [
+        (
+            &b"GET /\x1b[31mred HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            "raw ESC",
+        ),
+        (
+            b"GET /esc HTTP/1.1\r\nHost: x\r\nUser-Agent: \x1b[31m\r\n\r\n",
+            "ESC in UA",
+        ),
+        (
+            b"GET /csi\xc2\x9b31m HTTP/1.1\r\nHost: x\r\n\r\n",
+            "raw C1 in target",
+        ),
+    ] {
+        let mut c = s.connect();
+        c.send(raw);
+        exact_error(&c.response(), 400, "Bad Request", "", Conn::Close, what);
+    }
+    // C1 CSI in header values is logged, escaped.
     let mut c = s.connect();
-    c.send(b"GET /\x1b[31mred HTTP/1.1\r\nHost: x\r\n\r\n");
-    exact_error(
-        &c.response(),
-        400,
-        "Bad Request",
-        "",
-        Conn::Close,
-        "raw ESC",
-    );
-    // Raw ESC and C1 CSI (U+009B as UTF-8) in header values.
-    let mut c = s.connect();
-    c.send(b"GET /esc HTTP/1.1\r\nHost: x\r\nUser-Agent: \x1b[31m\r\n\r\n");
-    exact_error(
-        &c.response(),
-        400,
-        "Bad Request",
-        "",
-        Conn::Close,
-        "ESC in UA",
-    );
-    let mut c = s.connect();
-    c.send(b"GET /csi\xc2\x9b31m HTTP/1.1\r\nHost: x\r\nUser-Agent: \xc2\x9b31m\r\nReferer: \xc2\x9b\r\nConnection: close\r\n\r\n");
+    c.send(b"GET /csi HTTP/1.1\r\nHost: x\r\nUser-Agent: \xc2\x9b31m\r\nReferer: \xc2\x9b\r\nConnection: close\r\n\r\n");
     assert_eq!(c.response().status, 404);
     let line = s.wait_access_line(|l| l.windows(4).any(|w| w == b"/csi"));
     assert!(clean(&line), "{line:?}");
@@ -593,11 +593,11 @@ fn control_characters_never_reach_the_logs_raw() {
 
 #[test]
 fn c1_controls_from_requests_never_reach_the_error_log_raw() {
-    // Raw bytes >= 0x80 are allowed in a target (UTF-8 paths and queries);
     // `\xc2\x9b` is U+009B, the C1 control CSI that some terminals act on
     // like ESC `[`. The access log escapes every byte >= 0x7F; the error
-    // log quotes the target of a 5xx answer and a CGI script's stderr,
-    // and must not pass such a character through either.
+    // log quotes the target of a 5xx answer (percent-encoded: the parser
+    // refuses raw bytes >= 0x80 there) and a CGI script's stderr (which
+    // may print anything), and must pass no such character through.
     let mut b = Builder::new();
     b.file("a.txt", b"AAAA");
     let dir = b.base().join("cgi-bin");
@@ -610,20 +610,19 @@ fn c1_controls_from_requests_never_reach_the_error_log_raw() {
     std::fs::create_dir_all(&dir).expect("cgi dir");
     // An interpreter that does not exist: 500, logged with the target.
     script("broken.cgi", "#!/nonexistent/interpreter\n");
-    // A script that reports its query on stderr, as scripts do.
+    // A script that reports its query on stderr, after a raw CSI.
     script(
         "echo.cgi",
-        "#!/bin/sh\necho \"query: $QUERY_STRING\" >&2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n",
+        "#!/bin/sh\nprintf 'query: \\302\\233%s\\n' \"$QUERY_STRING\" >&2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok'\n",
     );
     b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
     let s = b.start();
     let r = s.request(
-        b"GET /cgi-bin/broken.cgi?\xc2\x9b31mred HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /cgi-bin/broken.cgi?%C2%9B31mred HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(r.status, 500);
-    let r = s.request(
-        b"GET /cgi-bin/echo.cgi?\xc2\x9b31mred HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    );
+    let r =
+        s.request(b"GET /cgi-bin/echo.cgi?31mred HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(r.status, 200);
     // Both lines are in the error log once the next request is answered
     // (the log is flushed once per loop iteration).
@@ -637,6 +636,11 @@ fn c1_controls_from_requests_never_reach_the_error_log_raw() {
         }
         std::thread::sleep(std::time::Duration::from_millis(25));
     };
+    assert!(
+        String::from_utf8_lossy(&errors).matches("31mred").count() >= 2,
+        "both lines logged: {:?}",
+        String::from_utf8_lossy(&errors)
+    );
     let bad: Vec<String> = errors
         .split(|&b| b == b'\n')
         .filter(|l| l.windows(5).any(|w| w == b"31mre") && !clean(l))

@@ -97,6 +97,8 @@ fuzz_target!(|data: &[u8]| {
         assert!(req.headers.len() <= limits.max_headers);
         assert!(within(data, req.method_token));
         assert!(within(data, req.target) || req.target == b"/" || req.target == b"*");
+        // No fragment and no raw byte >= 0x80 ever reaches a handler.
+        assert!(!req.target.iter().any(|&b| b == b'#' || b >= 0x80));
         for h in req.headers {
             assert!(
                 within(&data[..req.head_len], h.name) && within(&data[..req.head_len], h.value)

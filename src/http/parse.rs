@@ -156,11 +156,27 @@ pub(crate) fn is_field_byte(b: u8) -> bool {
     b == b'\t' || (b >= 0x20 && b != 0x7f)
 }
 
-/// Whether `b` may appear in a request target. Visible ASCII as RFC 3986
-/// allows, plus raw bytes >= 0x80 (UTF-8 paths sent unencoded, accepted
-/// like nginx does; the path module decides what they mean).
+/// Whether `b` may appear in a request target: visible ASCII except `#`.
+/// A raw byte >= 0x80 is never part of a URI (RFC 3986 §2: non-ASCII must
+/// be percent-encoded; RFC 9112 §3.2 lets a server answer 400 to an
+/// invalid target), and passing it on would hand a CGI script or a log
+/// bytes of no defined meaning. A fragment (`#…`, RFC 3986 §3.5) is for
+/// the client alone and is never sent (RFC 9112 §3.2 has no room for it):
+/// one that arrives is a broken or hostile client, and guessing whether
+/// `/a#b` means `/a` would make brisk differ from whatever sits in front.
+/// The other bytes RFC 3986 leaves out (`"`, `{`, `|`, `\`, …) are accepted,
+/// as every common client and server does.
 fn is_target_byte(b: u8) -> bool {
-    b > 0x20 && b != 0x7f
+    b > 0x20 && b < 0x7f && b != b'#'
+}
+
+/// Why `b` (not a target byte) cannot be in a request target.
+fn target_byte_error(b: u8) -> ParseError {
+    match b {
+        b'#' => bad("fragment (#) in request target"),
+        0x80.. => bad("raw byte above 0x7F in request target (percent-encode it)"),
+        _ => bad("invalid character in request target"),
+    }
 }
 
 /// Trims optional whitespace (SP / HTAB, RFC 9110 §5.6.3) on both ends.
@@ -270,7 +286,7 @@ fn parse_request_line(line: &[u8], complete: bool) -> Result<Option<RequestLine<
         return incomplete("request line has no HTTP version");
     };
     if rest[target_end] != b' ' {
-        return Err(bad("invalid character in request target"));
+        return Err(target_byte_error(rest[target_end]));
     }
     if target_end == 0 {
         return Err(bad("empty request target"));

@@ -209,3 +209,34 @@ fn symlinks_and_dotfiles_in_the_cgi_dir_are_refused() {
     }
     stop(server);
 }
+
+#[test]
+fn raw_high_bytes_and_fragments_never_reach_a_script() {
+    // RFC 9112 §3.2 / RFC 3986 §2, §3.5: a raw byte >= 0x80 is no URI's,
+    // and a fragment is never sent. Both are 400 before any routing: the
+    // script (which would answer 200 with its query) never runs.
+    let b = builder(CGI_BIN);
+    script(
+        &b,
+        "cgi-bin/echo.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n%s' \"$QUERY_STRING\"\n",
+    );
+    let server = b.start();
+    for target in [
+        &b"/cgi-bin/echo.sh?a#b"[..],
+        b"/cgi-bin/echo.sh#b",
+        b"/cgi-bin/echo.sh?q=\xc3\xa9",
+        b"/cgi-bin/echo.sh/\xff",
+        b"/cgi-bin/echo.sh?\x80",
+    ] {
+        let mut raw = b"GET ".to_vec();
+        raw.extend_from_slice(target);
+        raw.extend_from_slice(b" HTTP/1.1\r\nHost: h\r\n\r\n");
+        let r = server.request(&raw);
+        assert_error(&r, 400, "Bad Request", "", Conn::Close);
+    }
+    // Percent-encoded, the same bytes are a query like any other.
+    let r = server.get("/cgi-bin/echo.sh?q=%C3%A9%23");
+    assert_eq!((r.status, r.text().as_str()), (200, "q=%C3%A9%23"));
+    stop(server);
+}

@@ -123,9 +123,42 @@ fn target_bytes() {
     assert_code(b"GET /a\x7fb HTTP/1.1\r\nHost: a\r\n\r\n", 400);
     assert_code(b"GET /a\x00b HTTP/1.1\r\nHost: a\r\n\r\n", 400);
     assert_code(b"GET /a\x1bb HTTP/1.1\r\nHost: a\r\n\r\n", 400);
-    // Raw UTF-8 is accepted; the path module decides what it means.
-    ok(b"GET /\xce\xb4\xc2\xb6 HTTP/1.1\r\nHost: a\r\n\r\n", |r| {
-        assert_eq!(r.target, b"/\xce\xb4\xc2\xb6");
+    // Raw bytes >= 0x80 (unencoded UTF-8 or not) are refused at once,
+    // in the path and in the query, before the line is complete.
+    for t in [
+        &b"GET /\xce\xb4\xc2\xb6 HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+        b"GET /a?q=\xff HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET /\x80",
+        b"GET http://a/\xc3\xa9 HTTP/1.1\r\n\r\n",
+    ] {
+        assert_code(t, 400);
+        with(t, &LIMITS, |r| {
+            assert!(matches!(r, Err(e) if e.reason.contains("0x7F")), "{r:?}")
+        });
+    }
+    // Percent-encoded, the same bytes are fine.
+    ok(b"GET /%CE%B4?q=%FF HTTP/1.1\r\nHost: a\r\n\r\n", |r| {
+        assert_eq!(r.target, b"/%CE%B4?q=%FF");
+    });
+    // A fragment is never sent (RFC 9112 §3.2, RFC 3986 §3.5): 400.
+    for t in [
+        &b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n"[..],
+        b"GET /a?q=1#frag HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET /# HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET http://a/b#c HTTP/1.1\r\n\r\n",
+        b"GET http://a#c HTTP/1.1\r\n\r\n",
+        b"GET /#",
+    ] {
+        assert_code(t, 400);
+        with(t, &LIMITS, |r| {
+            assert!(
+                matches!(r, Err(e) if e.reason.contains("fragment")),
+                "{r:?}"
+            )
+        });
+    }
+    ok(b"GET /%23 HTTP/1.1\r\nHost: a\r\n\r\n", |r| {
+        assert_eq!(r.target, b"/%23");
     });
     ok(
         b"GET /with_\"q\"|{}?x=\\ HTTP/1.1\r\nHost: a\r\n\r\n",
