@@ -181,17 +181,13 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     let root = dir.path.join("root");
     write_file(&root.join("hello.txt"), b"from the daemon");
     let pid_file = dir.path.join("brisk.pid");
+    let error_log = dir.path.join("logs/error.log");
+    fs::create_dir(dir.path.join("logs")).expect("logs");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
         .args(common::root_args())
-        .args([
-            "--daemon",
-            "--listen",
-            "127.0.0.1:0",
-            "--access-log",
-            "off",
-            "--log-level",
-            "warn",
-        ])
+        .args(["--daemon", "--listen", "127.0.0.1:0", "--access-log", "off"])
+        .args(["--workers", "1", "--error-log"])
+        .arg(&error_log)
         .arg("--root")
         .arg(&root)
         .arg("--pid-file")
@@ -263,6 +259,89 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(!pid_file.exists(), "pid file removed on exit");
+    let log = fs::read_to_string(&error_log).unwrap_or_default();
+    assert!(log.contains("] started 1 worker\n"), "{log}");
+    assert!(log.contains("] stopped\n"), "{log}");
+}
+
+#[test]
+fn a_daemon_refuses_logs_that_would_go_to_dev_null() {
+    let dir = TempDir::new("daemon-logs");
+    let root = dir.path.to_str().expect("utf-8");
+    let base = ["--daemon", "--listen", "127.0.0.1:0", "--root", root];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        run_brisk(&args)
+    };
+    let (st, out, err) = run(&[]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "brisk: --daemon: log.access (default \"-\") sends the access log to standard output, \
+         which a daemon points at /dev/null: every line would be lost; set [log] access to a \
+         file or \"off\" (or --access-log PATH|off)\n"
+    );
+    let (st, _, err) = run(&["--access-log", "off", "--check-config"]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(
+        err.contains("log.error (default \"-\") sends the error log to standard error")
+            && err.contains("(or --error-log PATH|off)"),
+        "{err}"
+    );
+    let (st, _, err) = run(&["--access-log", "off", "--error-log", "-", "--check-config"]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(err.contains("brisk: --daemon: --error-log sends"), "{err}");
+    // An error log with nothing to write is no loss.
+    let (st, out, err) = run(&[
+        "--access-log",
+        "off",
+        "--log-level",
+        "off",
+        "--check-config",
+    ]);
+    assert!(st.success(), "{err}");
+    assert!(out.contains("daemon: yes"), "{out}");
+    // From a file: both places are named.
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        "daemon = true\n\n[log]\naccess = \"off\"\nerror = \"stderr\"\n",
+    )
+    .expect("write");
+    let (st, _, err) = run_brisk(&["--config", cfg.to_str().expect("utf-8"), "--check-config"]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(
+        err.contains("site.toml:1: daemon: ") && err.contains("site.toml:5: log.error sends"),
+        "{err}"
+    );
+}
+
+#[test]
+fn error_log_flag_sends_the_error_log_to_a_file_or_nowhere() {
+    let mut b = Builder::new();
+    let log = b.base().join("error.log");
+    b.arg("--error-log").arg(log.to_str().expect("utf-8"));
+    let s = b.start();
+    wait_until("the error log file", || {
+        fs::read_to_string(&log).is_ok_and(|l| l.contains("] started 1 worker\n"))
+    });
+    let err = s.stderr();
+    assert!(
+        err.lines().all(|l| l.starts_with("brisk: ")),
+        "only the banner on stderr: {err}"
+    );
+    drop(s);
+
+    let mut b = Builder::new();
+    b.arg("--error-log=off").arg("--workers").arg("1");
+    let s = b.start();
+    s.get("/");
+    assert!(
+        s.stderr().lines().all(|l| l.starts_with("brisk: ")),
+        "{}",
+        s.stderr()
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::jail;
-use super::load::{self, Source};
+use super::load::{self, Origins, Source};
 use super::units::{self, LISTEN_HELP};
 use super::{Command, Config, ConfigError, Level, LogConfig, LogTarget};
 
@@ -35,10 +35,12 @@ Options:
                        [IPv6]:PORT ([::1]:8080), or PORT alone (0.0.0.0:PORT)
   --root DIR           serve files from DIR
   --workers N          worker threads, 0 = one per CPU core (at most 1024)
-  --daemon             run in the background
+  --daemon             run in the background; both logs must then go to
+                       files or be off (a daemon has no stdout or stderr)
   --pid-file FILE      write the process id to FILE
   --log-level LEVEL    error log level: off, error, warn, info, debug
   --access-log TARGET  access log: a file path, - (stdout), or off
+  --error-log TARGET   error log: a file path, - (stderr), or off
   --user NAME          once listening, switch to this user (needs root)
   --group NAME         and to this group (default: the user's primary group)
   --allow-root         serve as root when no other user is given; without
@@ -64,6 +66,7 @@ struct Flags {
     check: bool,
     log_level: Option<Level>,
     access_log: Option<LogTarget>,
+    error_log: Option<LogTarget>,
     user: Option<String>,
     group: Option<String>,
     allow_root: bool,
@@ -144,7 +147,10 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
     if let Some(n) = flags.workers {
         config.workers = n;
     }
-    config.daemon |= flags.daemon;
+    if flags.daemon {
+        config.daemon = true;
+        origins.daemon = Some("--daemon".to_string());
+    }
     if let Some(p) = flags.pid_file {
         config.pid_file = Some(cwd.join(p));
         origins.pid_file = Some("--pid-file".to_string());
@@ -153,11 +159,12 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         config.log.level = level;
     }
     if let Some(target) = flags.access_log {
-        config.log.access = match target {
-            LogTarget::File(p) => LogTarget::File(cwd.join(p)),
-            other => other,
-        };
+        config.log.access = target.relative_to(cwd);
         origins.access = Some("--access-log".to_string());
+    }
+    if let Some(target) = flags.error_log {
+        config.log.error = target.relative_to(cwd);
+        origins.error = Some("--error-log".to_string());
     }
     if let Some(name) = &flags.user {
         config.user = Some(jail::user(name).map_err(|m| flag_error("--user", &m))?);
@@ -194,6 +201,9 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
             check_parent(file, from)?;
         }
     }
+    if config.daemon {
+        check_daemon_logs(&config, &origins)?;
+    }
 
     if flags.check {
         return Ok(Command::CheckOk(summary(&config, &source_name)));
@@ -217,6 +227,41 @@ fn check_root(root: &Path, from: &str) -> Result<PathBuf, ConfigError> {
         )));
     }
     Ok(canonical)
+}
+
+/// A daemon's standard output and error lead to /dev/null: a log sent
+/// there would be lost without a word, so it is refused (as a setting
+/// that cannot do what it says) rather than quietly dropped.
+fn check_daemon_logs(config: &Config, origins: &Origins) -> Result<(), ConfigError> {
+    let daemon = origins.daemon.as_deref().unwrap_or("daemon");
+    let logs = [
+        (&config.log.access, &origins.access, "access", true),
+        (
+            &config.log.error,
+            &origins.error,
+            "error",
+            config.log.level != Level::Off,
+        ),
+    ];
+    for (target, from, which, written) in logs {
+        let stream = match target {
+            LogTarget::Stdout => "standard output",
+            LogTarget::Stderr => "standard error",
+            _ => continue,
+        };
+        if !written {
+            continue;
+        }
+        let from = from
+            .clone()
+            .unwrap_or_else(|| format!("log.{which} (default \"-\")"));
+        return Err(error(format!(
+            "{daemon}: {from} sends the {which} log to {stream}, which a daemon points at /dev/null: \
+             every line would be lost; set [log] {which} to a file or \"off\" \
+             (or --{which}-log PATH|off)"
+        )));
+    }
+    Ok(())
 }
 
 fn target_file(t: &LogTarget) -> Option<&Path> {
@@ -365,13 +410,20 @@ fn apply_value(flags: &mut Flags, name: &str, value: &OsStr) -> Result<(), Confi
         }
         "--user" => flags.user = Some(text()?.to_string()),
         "--group" => flags.group = Some(text()?.to_string()),
-        "--access-log" => {
-            flags.access_log = Some(match value.as_bytes() {
-                b"-" | b"stdout" => LogTarget::Stdout,
+        "--access-log" | "--error-log" => {
+            let target = match value.as_bytes() {
+                b"-" if name == "--access-log" => LogTarget::Stdout,
+                b"-" => LogTarget::Stderr,
+                b"stdout" => LogTarget::Stdout,
                 b"stderr" => LogTarget::Stderr,
                 b"off" => LogTarget::Off,
                 _ => LogTarget::File(nonempty_path()?),
-            });
+            };
+            if name == "--access-log" {
+                flags.access_log = Some(target);
+            } else {
+                flags.error_log = Some(target);
+            }
         }
         _ => return Err(unknown_flag(name)),
     }
@@ -398,6 +450,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--pid-file",
     "--log-level",
     "--access-log",
+    "--error-log",
     "--user",
     "--group",
 ];
@@ -415,6 +468,7 @@ const FLAG_NAMES: &[&str] = &[
     "--help",
     "--log-level",
     "--access-log",
+    "--error-log",
     "--user",
     "--group",
     "--allow-root",

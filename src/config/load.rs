@@ -61,6 +61,7 @@ pub(super) type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<
 #[derive(Default)]
 pub(crate) struct Origins {
     pub(crate) root: Option<String>,
+    pub(crate) daemon: Option<String>,
     pub(crate) pid_file: Option<String>,
     pub(crate) access: Option<String>,
     pub(crate) error: Option<String>,
@@ -95,7 +96,10 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 }
                 config.server_header = s.to_string();
             }
-            "daemon" => config.daemon = cx.boolean("daemon", value)?,
+            "daemon" => {
+                config.daemon = cx.boolean("daemon", value)?;
+                origins.daemon = Some(cx.origin("daemon", value));
+            }
             "pid_file" => {
                 config.pid_file = Some(cx.path("pid_file", value)?);
                 origins.pid_file = Some(cx.origin("pid_file", value));

@@ -175,6 +175,17 @@ pub enum LogTarget {
     File(PathBuf),
 }
 
+impl LogTarget {
+    /// A file target's relative path resolved against `dir`; others as
+    /// they are.
+    pub(crate) fn relative_to(self, dir: &std::path::Path) -> LogTarget {
+        match self {
+            LogTarget::File(p) => LogTarget::File(dir.join(p)),
+            other => other,
+        }
+    }
+}
+
 /// Access log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AccessFormat {

@@ -26,6 +26,7 @@ fn help_and_version() {
                 "--help",
                 "--log-level",
                 "--access-log",
+                "--error-log",
             ] {
                 assert!(text.contains(flag), "usage lacks {flag}");
             }
@@ -161,14 +162,19 @@ fn flags_override_the_file() {
         "--config",
         file.to_str().unwrap(),
         "--workers=5",
-        "--access-log=-",
+        "--access-log=/tmp/brisk-test-access.log",
+        "--error-log=off",
         "--log-level=debug",
         "--daemon",
         "--pid-file",
         "/tmp/brisk-test.pid",
     ]);
     assert_eq!(c.workers, 5);
-    assert_eq!(c.log.access, LogTarget::Stdout);
+    assert_eq!(
+        c.log.access,
+        LogTarget::File("/tmp/brisk-test-access.log".into())
+    );
+    assert_eq!(c.log.error, LogTarget::Off);
     assert_eq!(c.log.level, Level::Debug);
     assert!(c.daemon);
     assert_eq!(
