@@ -355,3 +355,33 @@ fn bodies_held_for_handlers_are_bounded_per_worker() {
     last.send(&[b'e'; 60]);
     assert_eq!(last.response().status, 200);
 }
+
+#[test]
+fn any_method_reaches_a_mounted_handler() {
+    // A handler covering the path sees the method as sent; outside the
+    // mounts the static handler answers 501 for a method it does not know.
+    let app = start(|_| {});
+    for (method, body) in [("PROPFIND", "<p/>"), ("MKCOL", ""), ("QUERY", "q=1")] {
+        let r = app.request(
+            format!(
+                "{method} /api/dav HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        assert_eq!(r.status, 200, "{method}");
+        assert!(
+            r.text()
+                .starts_with(&format!("method={method}\npath=/api/dav\n")),
+            "{}",
+            r.text()
+        );
+        assert!(
+            r.text().ends_with(&format!("\nbody={body}\n")),
+            "{}",
+            r.text()
+        );
+    }
+    let r = app.request(b"PROPFIND /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_error(&r, 501, "Not Implemented", "", Conn::None);
+}

@@ -331,3 +331,74 @@ fn script_name_and_path_info_are_decoded_and_normalised() {
     }
     stop(server);
 }
+
+#[test]
+fn any_method_reaches_a_script_and_static_paths_keep_405_and_501() {
+    // WebDAV and newer methods (PROPFIND, MKCOL, QUERY, …) go to the
+    // script that covers the path, as sent (RFC 3875 §4.1.12), with their
+    // bodies; where no script covers the path the static handler answers
+    // 405 (a method it knows) or 501 (one it does not).
+    let mut b = builder(CGI_BIN);
+    script(
+        &b,
+        "cgi-bin/method.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n%s %s [%s]' \
+         \"$REQUEST_METHOD\" \"${CONTENT_LENGTH:-none}\" \"$(cat)\"\n",
+    );
+    b.file("a.txt", b"A");
+    let server = b.start();
+    for (method, body) in [
+        ("PROPFIND", "<propfind xmlns=\"DAV:\"/>"),
+        ("MKCOL", ""),
+        ("QUERY", "select 1"),
+        ("PROPPATCH", "<x/>"),
+        ("BREW", ""),
+        ("DELETE", ""),
+    ] {
+        let length = if body.is_empty() {
+            String::new()
+        } else {
+            format!("Content-Length: {}\r\n", body.len())
+        };
+        let r = server.request(
+            format!(
+                "{method} /cgi-bin/method.sh HTTP/1.1\r\nHost: h\r\n{length}Connection: close\r\n\r\n{body}"
+            )
+            .as_bytes(),
+        );
+        assert_eq!(
+            r.masked_head(),
+            head(
+                "200 OK",
+                "Content-Type: text/plain\r\nConnection: close\r\n"
+            ),
+            "{method}"
+        );
+        let length = if body.is_empty() {
+            "none".to_string()
+        } else {
+            body.len().to_string()
+        };
+        assert_eq!(r.text(), format!("{method} {length} [{body}]"));
+    }
+    for (method, code, reason, extra) in [
+        ("PROPFIND", 501, "Not Implemented", ""),
+        ("MKCOL", 501, "Not Implemented", ""),
+        ("QUERY", 501, "Not Implemented", ""),
+        (
+            "DELETE",
+            405,
+            "Method Not Allowed",
+            "Allow: GET, HEAD, OPTIONS\r\n",
+        ),
+    ] {
+        for path in ["/a.txt", "/missing", "/"] {
+            let r = server.request(
+                format!("{method} {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+                    .as_bytes(),
+            );
+            assert_error(&r, code, reason, extra, Conn::Close);
+        }
+    }
+    stop(server);
+}

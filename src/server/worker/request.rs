@@ -418,7 +418,10 @@ impl Worker {
                 return answer;
             }
         }
-        if let (Some(resolver), true) = (&self.cgi, decoded && req.method != Method::Other) {
+        // Every method reaches a script (WebDAV's PROPFIND, MKCOL, QUERY, …:
+        // REQUEST_METHOD is what was sent, RFC 3875 §4.1.12); the static
+        // handler answers 405 or 501 only where no script covers the path.
+        if let (Some(resolver), true) = (&self.cgi, decoded) {
             let path = &mut self.scratch.path;
             if !(self.cfg.static_files.dotfiles != Dotfiles::Allow
                 && path::has_dotfile_segment(path))
