@@ -444,3 +444,121 @@ fn with_cgi_the_server_keeps_seccomp_and_programs_start_from_the_launcher() {
     let err = s.stderr();
     assert!(!err.contains("not permitted"), "{err}");
 }
+
+#[test]
+fn a_root_the_serving_user_cannot_reach_by_path_is_still_confined() {
+    let (Some(_), true) = (nobody(), is_root()) else {
+        eprintln!("skipped: needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    b.file("a.txt", b"served");
+    b.config("user = \"nobody\"\n");
+    // The root (base/root, 0755) lies in a directory only root may enter,
+    // as a root under /root would: nobody cannot open it by its path.
+    fs::set_permissions(b.base(), fs::Permissions::from_mode(0o700)).expect("chmod");
+    let s = b.start();
+    wait_started(&s);
+    // Opened before the switch, the root serves by descriptor…
+    let r = s.get("/a.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"served"[..]));
+    // …and Landlock is on, its rules opened before the switch too.
+    let err = s.stderr();
+    assert!(!err.contains("unconfined"), "{err}");
+    if brisk::sys::sandbox::landlock_abi().is_some() {
+        assert!(err.contains("sandbox: Landlock (ABI"), "{err}");
+    }
+    assert!(err.contains("sandbox: seccomp on"), "{err}");
+}
+
+/// Runs `f` on a thread of its own that is confined by as many Landlock
+/// layers as the kernel stacks (16, each allowing everything), so that
+/// brisk, started from it, cannot add its own.
+fn with_landlock_layers_used_up<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    use brisk::sys::sandbox::{no_new_privs, Extra, RulePath, Ruleset};
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                no_new_privs().expect("no_new_privs");
+                let everything = RulePath::open(Path::new("/")).unwrap().unwrap();
+                for _ in 0..16 {
+                    let mut rules = Ruleset::new(Extra::default()).unwrap().unwrap();
+                    rules.allow(&everything, u64::MAX).unwrap();
+                    rules.restrict_self().expect("a Landlock layer");
+                }
+                f()
+            })
+            .join()
+            .expect("thread")
+    })
+}
+
+#[test]
+fn a_sandbox_that_cannot_be_applied_stops_the_start_up() {
+    if brisk::sys::sandbox::landlock_abi().is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let dir = TempDir::new("layers");
+    let root = dir.path.display().to_string();
+    let (status, out, err) = with_landlock_layers_used_up(|| {
+        run_brisk(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            "off",
+            "--root",
+            &root,
+        ])
+    });
+    assert_eq!(status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("sandbox: cannot enforce the Landlock rules")
+            && err.contains("set sandbox = false (or --no-sandbox)"),
+        "{err}"
+    );
+    // The way out works.
+    let (mut child, _) = with_landlock_layers_used_up(|| {
+        spawn_brisk(
+            &[
+                "--listen".to_string(),
+                "127.0.0.1:0".to_string(),
+                "--access-log".to_string(),
+                "off".to_string(),
+                "--root".to_string(),
+                root.clone(),
+                "--no-sandbox".to_string(),
+            ],
+            &dir.path.join("stderr"),
+        )
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn symlinks_outside_the_root_need_the_sandbox_off() {
+    let mut b = Builder::new();
+    write_file(&b.base().join("outside/o.txt"), b"outside");
+    std::os::unix::fs::symlink(b.base().join("outside/o.txt"), b.root().join("o.txt"))
+        .expect("symlink");
+    let cfg = b.base().join("links.toml");
+    fs::write(&cfg, "[static]\nsymlinks_outside_root = true\n").expect("config");
+    let root = b.root().display().to_string();
+    let cfg = cfg.display().to_string();
+    // With the sandbox on, the combination is refused at start…
+    let (status, _, err) = run_brisk(&["--config", &cfg, "--root", &root]);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "links.toml:2: static.symlinks_outside_root: true cannot work with the sandbox on"
+        ) && err.contains("set sandbox = false (or --no-sandbox) to follow them"),
+        "{err}"
+    );
+    // …and without it, the links are followed.
+    b.config("[static]\nsymlinks_outside_root = true\n");
+    b.arg("--no-sandbox");
+    let s = b.start();
+    let r = s.get("/o.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"outside"[..]));
+}

@@ -137,34 +137,135 @@ fn a_change_that_needs_a_restart_is_refused_by_name() {
 }
 
 /// Starts with `sandbox` on or off, then reloads with an `[[auth]]` rule
-/// whose htpasswd file (user ann, password test) lies in a new directory;
-/// returns the server and the reload's log line.
-fn add_auth(sandbox: bool) -> (Server, String) {
+/// whose htpasswd file (user ann, password test) lies in `pw`, a new
+/// directory outside the configuration file's; returns the server and
+/// the reload's log line.
+fn add_auth(sandbox: bool, pw: &TempDir) -> (Server, String) {
     let s = start(&format!("sandbox = {sandbox}"));
-    let pw = s.base.path.join("pw");
-    fs::create_dir(&pw).expect("mkdir");
     fs::write(
-        pw.join("htpasswd"),
+        pw.path.join("htpasswd"),
         "ann:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=\n",
     )
     .expect("htpasswd");
     let line = reload(
         &s,
-        &format!("sandbox = {sandbox}\n[[auth]]\npath = \"/\"\nrealm = \"r\"\nhtpasswd = \"pw/htpasswd\"\n"),
+        &format!(
+            "sandbox = {sandbox}\n[[auth]]\npath = \"/\"\nrealm = \"r\"\nhtpasswd = \"{}/htpasswd\"\n",
+            pw.path.display()
+        ),
     );
     (s, line)
 }
 
+fn landlock() -> bool {
+    let on = brisk::sys::sandbox::landlock_abi().is_some();
+    if !on {
+        eprintln!("skipped: no Landlock on this kernel, so any path reloads");
+    }
+    on
+}
+
+/// The end of every refusal the sandbox causes.
+const WAY_OUT: &str = "restart brisk to apply this configuration, or set sandbox = false; still serving the previous configuration";
+
 #[test]
 fn with_the_sandbox_a_new_htpasswd_file_needs_a_restart() {
-    let (s, line) = add_auth(true);
-    assert!(line.contains("the sandbox allows only the files"), "{line}");
+    if !landlock() {
+        return;
+    }
+    let pw = TempDir::new("pw");
+    let (s, line) = add_auth(true, &pw);
+    let want = format!(
+        "[error] SIGHUP: {}/brisk.toml:5: auth[1].htpasswd: the sandbox does not allow reading {}/htpasswd: its Landlock rules were fixed at start and cannot be widened while brisk runs; {WAY_OUT}",
+        s.base.path.display(),
+        pw.path.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
     assert_eq!(s.get("/a.txt").status, 200);
 }
 
 #[test]
+fn with_the_sandbox_a_new_cgi_directory_is_named() {
+    if !landlock() {
+        return;
+    }
+    let cgi = |dir: &str| format!("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"{dir}\"\n");
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    fs::create_dir(b.base().join("cgi-a")).expect("mkdir");
+    fs::create_dir(b.base().join("cgi-b")).expect("mkdir");
+    b.config(&format!("{}\n{LOG}", cgi("cgi-a")));
+    let s = b.start();
+    let line = reload(&s, &cgi("cgi-b"));
+    let want = format!(
+        "[error] SIGHUP: the sandbox does not allow cgi[1].dir = {}/cgi-b: its Landlock rules were fixed at start and cannot be widened while brisk runs; {WAY_OUT}",
+        s.base.path.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+}
+
+#[test]
+fn with_the_sandbox_cgi_cannot_be_turned_on_by_a_reload() {
+    let s = start("server_header = \"one\"");
+    fs::create_dir(s.base.path.join("cgi-bin")).expect("mkdir");
+    let line = reload(&s, "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    assert!(
+        line.ends_with(&format!("[error] SIGHUP: the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {WAY_OUT}")),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+}
+
+/// A port nothing listens on just now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Starts with the listen addresses of the config file (no `--listen`).
+fn start_listening(cfg: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.listen_from_config();
+    b.config(&format!("{cfg}\n{LOG}"));
+    b.start()
+}
+
+#[test]
+fn with_the_sandbox_a_new_listen_address_is_named() {
+    let s = start_listening("listen = [\"127.0.0.1:0\"]");
+    let port = free_port();
+    let line = reload(
+        &s,
+        &format!("listen = [\"127.0.0.1:0\", \"127.0.0.1:{port}\"]"),
+    );
+    assert!(
+        line.ends_with(&format!("[error] SIGHUP: listen address 127.0.0.1:{port} needs a restart while the sandbox is on (it keeps brisk from opening sockets); {WAY_OUT}")),
+        "{line}"
+    );
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+#[test]
+fn without_the_sandbox_a_new_listen_address_serves() {
+    let s = start_listening("sandbox = false\nlisten = [\"127.0.0.1:0\"]");
+    let port = free_port();
+    let line = reload(
+        &s,
+        &format!("sandbox = false\nlisten = [\"127.0.0.1:0\", \"127.0.0.1:{port}\"]"),
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"AAAA");
+}
+
+#[test]
 fn without_the_sandbox_a_new_auth_rule_applies() {
-    let (s, line) = add_auth(false);
+    let pw = TempDir::new("pw");
+    let (s, line) = add_auth(false, &pw);
     assert!(line.contains("configuration reloaded"), "{line}");
     let r = s.get("/a.txt");
     assert_eq!(r.status, 401);

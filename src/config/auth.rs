@@ -61,6 +61,9 @@ impl Cx<'_> {
             return Err(self.fail(item, section, "needs htpasswd = \"path/to/htpasswd\""));
         };
         // Checked now, with allow_plaintext known whatever the key order.
+        if let Some(readable) = self.src.readable {
+            readable(&path).map_err(|e| self.fail(value, &full, &e))?;
+        }
         Htpasswd::read(&path, allow_plaintext).map_err(|e| self.fail(value, &full, &e))?;
         Ok(AuthRule {
             matcher,

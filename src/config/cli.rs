@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::jail;
-use super::load::{self, Origins, Source};
+use super::load::{self, Origins, Readable, Source};
 use super::units::{self, LISTEN_HELP};
 use super::{Command, Config, ConfigError, Level, LogConfig, LogTarget};
 
@@ -85,7 +85,7 @@ pub(crate) fn run<I: IntoIterator<Item = OsString>>(
 ) -> Result<Command, ConfigError> {
     let cwd = std::env::current_dir()
         .map_err(|e| error(format!("cannot read the current directory: {e}")))?;
-    run_in(args, built_in, &cwd, None)
+    run_in(args, built_in, &cwd, None, None)
 }
 
 /// [`run`] with relative paths on the command line resolved against `cwd`
@@ -98,6 +98,7 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
     built_in: &str,
     cwd: &Path,
     auto_workers: Option<usize>,
+    readable: Option<Readable<'_>>,
 ) -> Result<Command, ConfigError> {
     let flags = match parse_flags(args)? {
         Parsed::Flags(flags) => flags,
@@ -122,6 +123,7 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
                 name: &name,
                 text: &text,
                 base: &base,
+                readable,
             };
             let origins = load::load(&src, &mut config)?;
             config.config_file = Some(cwd.join(path));
@@ -132,6 +134,7 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
                 name: BUILT_IN_NAME,
                 text: built_in,
                 base: cwd,
+                readable,
             };
             (BUILT_IN_NAME.to_string(), load::load(&src, &mut config)?)
         }
@@ -189,6 +192,18 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         .unwrap_or("root (default: the current directory)");
     config.root = check_root(&config.root, root_from)?;
     jail::check(&mut config, &origins)?;
+    if config.sandbox && config.static_files.symlinks_outside_root {
+        // Landlock lets the server read only beneath the root (and what
+        // else it was given at start), so such links would be 403s; the
+        // links can change at any time, and a sandbox cannot widen.
+        let from = origins
+            .symlinks
+            .as_deref()
+            .unwrap_or("static.symlinks_outside_root");
+        return Err(error(format!(
+            "{from}: true cannot work with the sandbox on: its Landlock rules let brisk read only beneath the document root, so files behind symlinks that leave it would all be refused (403); set sandbox = false (or --no-sandbox) to follow them, or keep the links' targets inside the root"
+        )));
+    }
     // Files are created at start-up, but their directories must exist:
     // better said here, with the line, than by a failing open later.
     let files = [

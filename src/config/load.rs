@@ -24,7 +24,13 @@ pub(crate) struct Source<'a> {
     pub text: &'a str,
     /// Directory that relative paths in the document are relative to.
     pub base: &'a Path,
+    /// Says whether a file the configuration names may be read, before it
+    /// is (a reload inside the sandbox: why not, naming the way out).
+    pub readable: Option<Readable<'a>>,
 }
+
+/// See [`Source::readable`].
+pub(crate) type Readable<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
 
 /// Keys of the top-level table.
 const TOP_KEYS: &[&str] = &[
@@ -67,6 +73,7 @@ pub(crate) struct Origins {
     pub(crate) error: Option<String>,
     pub(crate) group: Option<String>,
     pub(crate) chroot: Option<String>,
+    pub(crate) symlinks: Option<String>,
     /// Per `[[cgi]]` rule: where each path it names was set.
     pub(crate) cgi: Vec<super::cgi::PathOrigins>,
 }
@@ -105,7 +112,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.pid_file = Some(cx.origin("pid_file", value));
             }
             "log" => cx.log(value, config, &mut origins)?,
-            "static" => cx.static_section(value, config)?,
+            "static" => cx.static_section(value, config, &mut origins)?,
             "limits" => cx.limits(value, config)?,
             "timeouts" => cx.timeouts(value, config)?,
             "mime" => config.mime = cx.mime(value)?,

@@ -527,11 +527,22 @@ impl Reload {
     /// Loads the configuration file again and applies the flags, with the
     /// same checks as at start.
     pub fn load(&self) -> Result<Config, ConfigError> {
+        self.load_readable(&|_| Ok(()))
+    }
+
+    /// [`Reload::load`] where `readable` says whether a file the
+    /// configuration names (an htpasswd file) may be read, and if not,
+    /// why: the error then names the file, line and key.
+    pub fn load_readable(
+        &self,
+        readable: &dyn Fn(&std::path::Path) -> Result<(), String>,
+    ) -> Result<Config, ConfigError> {
         match cli::run_in(
             self.args.iter().cloned(),
             cli::BUILT_IN,
             &self.cwd,
             Some(self.workers),
+            Some(readable),
         )? {
             Command::Run(cfg) => Ok(cfg),
             _ => Err(ConfigError {

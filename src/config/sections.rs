@@ -92,6 +92,7 @@ impl Cx<'_> {
         &self,
         v: &Spanned<DeValue<'_>>,
         config: &mut Config,
+        origins: &mut Origins,
     ) -> Result<(), ConfigError> {
         let st = &mut config.static_files;
         for (key, value) in sorted(self.table("static", v)?) {
@@ -139,6 +140,7 @@ impl Cx<'_> {
                 "symlinks_outside_root" => {
                     st.symlinks_outside_root =
                         self.boolean("static.symlinks_outside_root", value)?;
+                    origins.symlinks = Some(self.origin("static.symlinks_outside_root", value));
                 }
                 "open_file_cache" => {
                     st.open_file_cache =

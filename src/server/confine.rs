@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{CgiTarget, Config, Level, LogTarget};
 use crate::sys::privileges::{self, SwitchError};
-use crate::sys::sandbox::{self, fs_access, Extra, Ruleset};
+use crate::sys::sandbox::{self, fs_access, Extra, RulePath, Ruleset};
 use crate::sys::syscalls;
 
 /// Lines to log once the log writer runs (confinement happens before it
@@ -160,11 +160,43 @@ const DEVICES: &[(&str, u64)] = &[
     ("/dev/urandom", fs_access::READ_FILE),
 ];
 
-/// The file rules of the sandbox: `(path, rights)`. `cfg` is the
-/// configuration as seen from inside any chroot. With `programs`, the
-/// sandbox is one CGI programs inherit: they may also run the scripts and
-/// interpreters, and read and run the system directories.
-fn landlock_rules(cfg: &Config, notes: &mut Notes, programs: bool) -> Vec<(PathBuf, u64)> {
+/// The way out of every sandbox error.
+const TURN_OFF: &str = "set sandbox = false (or --no-sandbox) to run without Landlock and seccomp";
+
+/// One Landlock rule: a path, the rights beneath it, and the setting it
+/// serves, so that an error can say which one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// As configured (outside any chroot).
+    pub path: PathBuf,
+    /// `fs_access` rights beneath it (or on it, for a file).
+    pub rights: u64,
+    /// The setting that needs it: `root`, `cgi[1].dir`, `auth[2].htpasswd`…
+    pub what: String,
+    /// Skipped when missing (system directories not every system has);
+    /// every other path was checked when the configuration loaded.
+    pub optional: bool,
+}
+
+impl Rule {
+    fn new(path: impl Into<PathBuf>, rights: u64, what: impl Into<String>) -> Rule {
+        Rule {
+            path: path.into(),
+            rights,
+            what: what.into(),
+            optional: false,
+        }
+    }
+}
+
+/// The file rules of a sandbox, from `cfg` as configured (outside any
+/// chroot: the paths are opened before it). With `programs`, the sandbox
+/// is the one CGI programs inherit (the CGI launcher's): they may also run
+/// the scripts and interpreters, and read and run the system directories
+/// (those inside the jail, with `chroot`). With `privileged`, a separate
+/// process reopens the logs and removes the pid file, so the server needs
+/// no rights on them.
+pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rule> {
     use fs_access::*;
     let read = READ_FILE | READ_DIR;
     let exec = if programs { EXECUTE } else { 0 };
@@ -174,173 +206,411 @@ fn landlock_rules(cfg: &Config, notes: &mut Notes, programs: bool) -> Vec<(PathB
         .iter()
         .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
     let root_rights = if patterns { read | exec } else { read };
-    let mut rules = vec![(cfg.root.clone(), root_rights)];
-    let mut read_trees = vec![cfg.root.clone()];
-    for rule in &cfg.cgi {
+    let mut rules = vec![Rule::new(&cfg.root, root_rights, "root")];
+    for (i, rule) in cfg.cgi.iter().enumerate() {
+        let n = i + 1;
         match &rule.target {
             CgiTarget::Dir { dir, .. } => {
-                rules.push((dir.clone(), read | exec));
-                read_trees.push(dir.clone());
+                rules.push(Rule::new(dir, read | exec, format!("cgi[{n}].dir")));
             }
-            CgiTarget::Program { program, .. } => rules.push((program.clone(), READ_FILE | exec)),
+            CgiTarget::Program { program, .. } => rules.push(Rule::new(
+                program,
+                READ_FILE | exec,
+                format!("cgi[{n}].program"),
+            )),
             CgiTarget::Pattern(_) => {}
         }
         if let (Some(i), true) = (&rule.interpreter, programs) {
-            rules.push((i.clone(), READ_FILE | EXECUTE));
+            rules.push(Rule::new(
+                i,
+                READ_FILE | EXECUTE,
+                format!("cgi[{n}].interpreter"),
+            ));
         }
     }
     if programs && !cfg.cgi.is_empty() {
-        rules.extend(
-            SYSTEM_DIRS
-                .iter()
-                .map(|d| (PathBuf::from(d), read | EXECUTE)),
-        );
-        rules.extend(DEVICES.iter().map(|(d, a)| (PathBuf::from(d), *a)));
-        rules.push((PathBuf::from(PROC), read));
+        // Inside a chroot, programs find their system where it is.
+        let system = |p: &str| match &cfg.chroot {
+            Some(jail) => jail.join(p.trim_start_matches('/')),
+            None => PathBuf::from(p),
+        };
+        let mut optional = |path: PathBuf, rights: u64| {
+            rules.push(Rule {
+                optional: true,
+                ..Rule::new(path, rights, "a system directory CGI programs need")
+            })
+        };
+        for d in SYSTEM_DIRS {
+            optional(system(d), read | EXECUTE);
+        }
+        for (d, a) in DEVICES {
+            optional(system(d), *a);
+        }
+        optional(system(PROC), read);
     }
     // htpasswd files are read by the workers and again when they change;
     // tools that replace the file (write a new one, rename it over) make a
     // new inode, so the right is on the directory: reading files there,
     // not listing it.
-    for rule in &cfg.auth {
-        rules.push((rule.htpasswd.clone(), READ_FILE));
+    for (i, rule) in cfg.auth.iter().enumerate() {
+        let what = format!("auth[{}].htpasswd", i + 1);
+        rules.push(Rule::new(&rule.htpasswd, READ_FILE, what.clone()));
         if let Some(dir) = rule.htpasswd.parent() {
-            rules.push((dir.to_path_buf(), READ_FILE));
+            rules.push(Rule::new(dir, READ_FILE, format!("{what} (its directory)")));
         }
     }
-    let contains_tree = |dir: &Path| read_trees.iter().any(|t| t.starts_with(dir));
-    for target in [&cfg.log.access, &cfg.log.error] {
-        let LogTarget::File(file) = target else {
-            continue;
-        };
-        rules.push((file.clone(), WRITE_FILE));
-        // Reopening after a rename-style rotation creates the file anew,
-        // which needs rights on the directory.
-        if let Some(dir) = file.parent() {
-            rules.push((dir.to_path_buf(), WRITE_FILE | MAKE_REG));
-            if contains_tree(dir) {
-                notes.push((
-                    Level::Warn,
-                    format!(
-                        "sandbox: the log directory {} contains the document root or a CGI directory, so files beneath them stay writable; keep logs in a directory of their own",
-                        dir.display()
-                    ),
+    if !privileged {
+        for (target, key) in [
+            (&cfg.log.access, "log.access"),
+            (&cfg.log.error, "log.error"),
+        ] {
+            let LogTarget::File(file) = target else {
+                continue;
+            };
+            rules.push(Rule::new(file, WRITE_FILE, key));
+            // Reopening after a rename-style rotation creates the file
+            // anew, which needs rights on the directory.
+            if let Some(dir) = file.parent() {
+                rules.push(Rule::new(
+                    dir,
+                    WRITE_FILE | MAKE_REG,
+                    format!("{key} (its directory)"),
                 ));
             }
         }
-    }
-    // Read again on SIGHUP. Editors save by writing a new file and renaming
-    // it over the old one, so the right is on the directory, as for the
-    // htpasswd files: reading files there, not listing it.
-    if let Some(file) = &cfg.config_file {
-        rules.push((file.clone(), READ_FILE));
-        if let Some(dir) = file.parent() {
-            rules.push((dir.to_path_buf(), READ_FILE));
+        if let Some(dir) = cfg.pid_file.as_deref().and_then(Path::parent) {
+            // Removed on exit.
+            rules.push(Rule::new(dir, REMOVE_FILE, "pid_file (its directory)"));
         }
     }
-    if let Some(dir) = cfg.pid_file.as_deref().and_then(Path::parent) {
-        // Removed on exit.
-        rules.push((dir.to_path_buf(), REMOVE_FILE));
+    // Read again on SIGHUP (never inside a chroot). Editors save by writing
+    // a new file and renaming it over the old one, so the right is on the
+    // directory, as for the htpasswd files: reading files there, not
+    // listing it.
+    if let (Some(file), None) = (&cfg.config_file, &cfg.chroot) {
+        rules.push(Rule::new(file, READ_FILE, "the configuration file"));
+        if let Some(dir) = file.parent() {
+            rules.push(Rule::new(
+                dir,
+                READ_FILE,
+                "the configuration file (its directory)",
+            ));
+        }
     }
     rules
 }
 
-/// Whether the sandbox built for `running` also fits `new`: the same file
-/// rules, and CGI on or off in both (which decides seccomp). The kernel
-/// cannot widen a sandbox, so a reload that needs other paths needs a
-/// restart.
-pub fn sandbox_unchanged(running: &Config, new: &Config) -> bool {
-    // The programs' rules hold every path the server's do.
-    let rules = |c: &Config| landlock_rules(c, &mut Notes::new(), true);
-    running.cgi.is_empty() == new.cgi.is_empty() && rules(running) == rules(new)
+/// Warns when a log directory the sandbox lets the server write to holds
+/// files it serves or runs.
+fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
+    let writes = fs_access::WRITE_FILE | fs_access::MAKE_REG;
+    let reads = |r: &&Rule| r.rights & fs_access::READ_DIR != 0 && !r.optional;
+    for dir in rules.iter().filter(|r| r.rights & writes == writes) {
+        if rules
+            .iter()
+            .filter(reads)
+            .any(|t| t.path.starts_with(&dir.path))
+        {
+            notes.push((
+                Level::Warn,
+                format!(
+                    "sandbox: the log directory {} contains the document root or a CGI directory, so files beneath them stay writable; keep logs in a directory of their own",
+                    dir.path.display()
+                ),
+            ));
+        }
+    }
 }
 
-/// Applies the kernel sandbox as `cfg` (seen from inside any chroot)
-/// allows. Never fails: what the kernel cannot do, or what goes wrong, is
-/// noted as a warning and the server runs without that layer. With
-/// `programs`, it is a sandbox CGI programs will inherit (the CGI
-/// launcher's, or the server's own when there is no launcher): Landlock
-/// also allows what programs need, and there is no seccomp filter.
-pub fn sandbox(cfg: &Config, notes: &mut Notes, programs: bool) {
-    if let Err(e) = sandbox::no_new_privs() {
-        notes.push((
-            Level::Warn,
-            format!("sandbox: cannot set no_new_privs ({e}); running unconfined"),
-        ));
-        return;
+/// A sandbox ready to be applied: its rule paths already opened, while
+/// the process can still reach them.
+pub struct Plan {
+    /// `None` when the kernel has no Landlock.
+    landlock: Option<(u32, Vec<(Rule, RulePath)>)>,
+    /// For CGI programs (no seccomp filter, TCP and signals allowed).
+    programs: bool,
+    /// A summary for the error log.
+    summary: String,
+}
+
+/// What an applied sandbox allows, to check a reload against.
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    /// Canonical path, whether it is a directory, effective rights;
+    /// `None` without Landlock (any path goes).
+    files: Option<Vec<(PathBuf, bool, u64)>>,
+    /// The Landlock ABI the rights were masked with.
+    abi: u32,
+}
+
+/// Opens every path of the sandbox that `cfg` asks for (see
+/// [`landlock_rules`]); call it before `chroot` and the user switch, so
+/// that a document root beneath a directory the serving user cannot
+/// enter is still confined. A path that cannot be opened is an error
+/// naming it and the setting.
+pub fn prepare(cfg: &Config, programs: bool, privileged: bool) -> Result<Plan, String> {
+    let rules = landlock_rules(cfg, programs, privileged);
+    let summary = format!(
+        "read-only beneath the document root{}{}{}, {}",
+        if cfg.cgi.is_empty() {
+            ""
+        } else {
+            ", CGI directories"
+        },
+        if cfg.auth.is_empty() {
+            ""
+        } else {
+            ", the htpasswd files' directories"
+        },
+        if cfg.config_file.is_none() {
+            ""
+        } else {
+            " and the configuration file's directory"
+        },
+        if rules
+            .iter()
+            .any(|r| r.rights & fs_access::WRITE_FILE != 0 && !r.optional)
+        {
+            "writes only to the logs"
+        } else {
+            "writes nowhere"
+        },
+    );
+    let Some(abi) = sandbox::landlock_abi() else {
+        return Ok(Plan {
+            landlock: None,
+            programs,
+            summary,
+        });
+    };
+    let mut opened = Vec::with_capacity(rules.len());
+    for rule in rules {
+        match RulePath::open(&rule.path) {
+            Ok(Some(p)) => opened.push((rule, p)),
+            Ok(None) if rule.optional => {}
+            Ok(None) => {
+                return Err(rule_error(&rule, "no such file or directory"));
+            }
+            Err(e) => return Err(rule_error(&rule, &e.to_string())),
+        }
     }
-    let cgi = programs && !cfg.cgi.is_empty();
-    match landlock(cfg, cgi, notes) {
-        Ok(Some(abi)) => notes.push((
-            Level::Info,
-            format!(
-                "sandbox: Landlock (ABI {abi}) on: read-only beneath the document root{}{}{}, writes only to the logs",
-                if cfg.cgi.is_empty() { "" } else { ", CGI directories" },
-                if cfg.auth.is_empty() { "" } else { ", the htpasswd files' directories" },
-                if cfg.config_file.is_none() { "" } else { " and the configuration file's directory" }
-            ),
-        )),
-        Ok(None) => notes.push((
-            Level::Warn,
-            "sandbox: this kernel has no Landlock; file access runs unconfined".to_string(),
-        )),
-        Err(e) => notes.push((
-            Level::Warn,
-            format!("sandbox: Landlock failed ({e}); file access runs unconfined"),
-        )),
+    Ok(Plan {
+        landlock: Some((abi, opened)),
+        programs,
+        summary,
+    })
+}
+
+fn rule_error(rule: &Rule, e: &str) -> String {
+    format!(
+        "sandbox: cannot add the Landlock rule for {} ({}): {e}; {TURN_OFF}",
+        rule.path.display(),
+        rule.what
+    )
+}
+
+impl Plan {
+    /// What the sandbox will allow once applied.
+    pub fn allowed(&self) -> Allowed {
+        let Some((abi, rules)) = &self.landlock else {
+            return Allowed {
+                files: None,
+                abi: 0,
+            };
+        };
+        let files = rules
+            .iter()
+            .map(|(r, p)| {
+                let path = r.path.canonicalize().unwrap_or_else(|_| r.path.clone());
+                (path, p.is_dir(), effective(*abi, p.is_dir(), r.rights))
+            })
+            .collect();
+        Allowed {
+            files: Some(files),
+            abi: *abi,
+        }
     }
-    if cgi {
-        notes.push((
-            Level::Warn,
-            "sandbox: relaxed for CGI: no seccomp filter, and Landlock also allows reading and running /usr, /lib, /lib64, /bin, /sbin and /etc, and reading /proc, because CGI programs inherit the sandbox".to_string(),
-        ));
-        return;
+
+    /// Applies the sandbox to the calling process (and every thread and
+    /// child it starts afterwards). What the kernel does not offer at all
+    /// (Landlock before Linux 5.13 or not enabled at boot; seccomp on an
+    /// architecture this build does not filter) is noted as a warning;
+    /// anything that is there but fails is an error, and the server does
+    /// not start.
+    pub fn apply(self, notes: &mut Notes) -> Result<(), String> {
+        let fail = |what: &str, e: std::io::Error| format!("sandbox: {what}: {e}; {TURN_OFF}");
+        sandbox::no_new_privs().map_err(|e| fail("cannot set no_new_privs", e))?;
+        match self.landlock {
+            Some((abi, rules)) => {
+                // CGI programs may talk to databases and signal their own
+                // children.
+                let extra = Extra {
+                    deny_tcp: !self.programs,
+                    scope: !self.programs,
+                };
+                let mut ruleset = Ruleset::new(extra)
+                    .map_err(|e| fail("cannot create a Landlock ruleset", e))?
+                    .ok_or_else(|| format!("sandbox: Landlock went away; {TURN_OFF}"))?;
+                for (rule, path) in &rules {
+                    ruleset
+                        .allow(path, rule.rights)
+                        .map_err(|e| rule_error(rule, &e.to_string()))?;
+                }
+                ruleset
+                    .restrict_self()
+                    .map_err(|e| fail("cannot enforce the Landlock rules", e))?;
+                notes.push((
+                    Level::Info,
+                    format!("sandbox: Landlock (ABI {abi}) on: {}", self.summary),
+                ));
+            }
+            None => notes.push((
+                Level::Warn,
+                "sandbox: this kernel has no Landlock (Linux 5.13 or later, with landlock among the boot-time LSMs): files are confined only by the document root checks and file permissions".to_string(),
+            )),
+        }
+        if self.programs {
+            return Ok(());
+        }
+        match sandbox::seccomp_allow_only(syscalls::ALLOWED, syscalls::IOCTLS) {
+            Ok(true) => notes.push((
+                Level::Info,
+                format!(
+                    "sandbox: seccomp on: {} system calls allowed, every other one fails with EPERM",
+                    syscalls::ALLOWED.len()
+                ),
+            )),
+            Ok(false) => notes.push((
+                Level::Warn,
+                "sandbox: no seccomp filtering on this kernel or architecture; system calls run unconfined"
+                    .to_string(),
+            )),
+            Err(e) => return Err(fail("cannot install the seccomp filter", e)),
+        }
+        Ok(())
     }
+}
+
+/// The rights a rule really grants: those the kernel knows, and on a
+/// file only the file rights.
+fn effective(abi: u32, is_dir: bool, rights: u64) -> u64 {
+    let known = rights & sandbox::landlock_rights(abi);
+    if is_dir {
+        known
+    } else {
+        known & fs_access::FILE_RIGHTS
+    }
+}
+
+impl Allowed {
+    /// The rules of `rules` this sandbox does not allow: a reload that
+    /// needs one of them needs a restart, since the kernel cannot widen a
+    /// sandbox.
+    fn missing<'r>(&self, rules: &'r [Rule]) -> Vec<&'r Rule> {
+        let Some(files) = &self.files else {
+            return Vec::new();
+        };
+        let covered = |rule: &Rule| {
+            let Ok(path) = rule.path.canonicalize() else {
+                // A path that went away is found missing by what opens it.
+                return true;
+            };
+            let need = effective(self.abi, path.is_dir(), rule.rights);
+            let mut have = 0;
+            for (p, dir, rights) in files {
+                if *p == path || (*dir && path.starts_with(p)) {
+                    have |= rights;
+                }
+            }
+            need & !have == 0
+        };
+        rules.iter().filter(|r| !covered(r)).collect()
+    }
+}
+
+/// What the sandboxes applied at start allow: the server's, and the CGI
+/// launcher's if there is one. A reload has to fit in them.
+#[derive(Debug, Clone)]
+pub struct Sandboxes {
+    /// The server's own.
+    pub server: Allowed,
+    /// The CGI launcher's (there is none when brisk started without CGI).
+    pub launcher: Option<Allowed>,
+    /// Whether a privileged helper reopens the logs.
+    pub privileged: bool,
+}
+
+/// The end of every reload refusal the sandbox causes.
+const RESTART: &str = "restart brisk to apply this configuration, or set sandbox = false";
+
+impl Sandboxes {
+    /// Whether the server's sandbox lets it read `file` (a file a reloaded
+    /// configuration names); if not, why, and the way out.
+    pub fn readable(&self, file: &Path) -> Result<(), String> {
+        let rule = Rule::new(file, fs_access::READ_FILE, "");
+        if self.server.missing(std::slice::from_ref(&rule)).is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the sandbox does not allow reading {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
+            file.display()
+        ))
+    }
+
+    /// Why `new` cannot be served without a restart, naming the settings;
+    /// `None` when it fits.
+    pub fn refusal(&self, new: &Config) -> Option<String> {
+        if !new.cgi.is_empty() && self.launcher.is_none() {
+            return Some(format!(
+                "the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {RESTART}"
+            ));
+        }
+        let mut missing = self
+            .server
+            .missing(&landlock_rules(new, false, self.privileged))
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>();
+        if let (Some(launcher), false) = (&self.launcher, new.cgi.is_empty()) {
+            let programs = landlock_rules(new, true, self.privileged);
+            missing.extend(launcher.missing(&programs).into_iter().cloned());
+        }
+        // One mention per setting: a file and its directory are one.
+        let mut named: Vec<String> = Vec::new();
+        for rule in &missing {
+            let key = rule.what.trim_end_matches(" (its directory)");
+            if !named.iter().any(|n| n.starts_with(&format!("{key} = "))) {
+                named.push(format!("{key} = {}", rule.path.display()));
+            }
+        }
+        if named.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "the sandbox does not allow {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
+            named.join(", ")
+        ))
+    }
+}
+
+/// Applies `plan` as the server's own sandbox, with the notes that go
+/// with it.
+pub fn confine_server(
+    cfg: &Config,
+    plan: Plan,
+    privileged: bool,
+    notes: &mut Notes,
+) -> Result<(), String> {
     if !cfg.cgi.is_empty() {
         notes.push((
             Level::Info,
             "sandbox: CGI programs start from a separate process (brisk-cgi) whose sandbox lets them read and run the system directories; the server keeps its own".to_string(),
         ));
     }
-    match sandbox::seccomp_allow_only(syscalls::ALLOWED, syscalls::IOCTLS) {
-        Ok(true) => notes.push((
-            Level::Info,
-            format!(
-                "sandbox: seccomp on: {} system calls allowed, every other one fails with EPERM",
-                syscalls::ALLOWED.len()
-            ),
-        )),
-        Ok(false) => notes.push((
-            Level::Warn,
-            "sandbox: no seccomp filtering on this kernel or architecture; system calls run unconfined"
-                .to_string(),
-        )),
-        Err(e) => notes.push((
-            Level::Warn,
-            format!("sandbox: seccomp failed ({e}); system calls run unconfined"),
-        )),
+    if plan.landlock.is_some() {
+        note_writable_trees(&landlock_rules(cfg, false, privileged), notes);
     }
-}
-
-/// Builds and enforces the Landlock ruleset; the ABI version, or `None`
-/// when the kernel has no Landlock.
-fn landlock(cfg: &Config, cgi: bool, notes: &mut Notes) -> std::io::Result<Option<u32>> {
-    // CGI programs may talk to databases and signal their own children.
-    let extra = Extra {
-        deny_tcp: !cgi,
-        scope: !cgi,
-    };
-    let Some(mut ruleset) = Ruleset::new(extra)? else {
-        return Ok(None);
-    };
-    for (path, access) in landlock_rules(cfg, notes, cgi) {
-        ruleset.allow(&path, access).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("rule for {}: {e}", path.display()))
-        })?;
-    }
-    let abi = ruleset.abi();
-    ruleset.restrict_self()?;
-    Ok(Some(abi))
+    plan.apply(notes)
 }
 
 #[cfg(test)]
@@ -415,7 +685,9 @@ mod tests {
             ..Config::default()
         };
         let mut notes = Notes::new();
-        sandbox(&cfg, &mut notes, false);
+        prepare(&cfg, false, false)
+            .and_then(|plan| plan.apply(&mut notes))
+            .unwrap();
         eprintln!("{notes:?}");
         assert!(notes.iter().all(|(l, _)| *l != Level::Warn), "{notes:?}");
 
@@ -473,12 +745,10 @@ mod tests {
             ..Config::default()
         };
         let mut notes = Notes::new();
-        // The sandbox of the CGI launcher (or of a server without one).
-        sandbox(&cfg, &mut notes, true);
-        assert!(
-            notes.iter().any(|(_, n)| n.contains("relaxed for CGI")),
-            "{notes:?}"
-        );
+        // The sandbox of the CGI launcher.
+        prepare(&cfg, true, false)
+            .and_then(|plan| plan.apply(&mut notes))
+            .unwrap();
         // Programs run, and see the system directories…
         let out = Command::new("/bin/sh")
             .args(["-c", "cat /etc/hostname >/dev/null && echo ran"])

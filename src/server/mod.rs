@@ -321,7 +321,7 @@ impl Running {
     /// started; the previous workers then drain as at shutdown, finishing
     /// the requests they hold. On error nothing changes. The caller checks
     /// that `cfg` keeps what only a restart can change
-    /// ([`Config::restart_only_changes`], [`confine::sandbox_unchanged`]).
+    /// ([`Config::restart_only_changes`], [`confine::Sandboxes::refusal`]).
     pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), String> {
         let cfg = Arc::new(cfg);
         let mut site = open_site(&cfg)?;
@@ -368,6 +368,11 @@ impl Running {
     pub fn config(&self) -> &Config {
         &self.cfg
     }
+
+    /// Whether `addr` (as configured) is one of the bound addresses.
+    fn listens_on(&self, addr: &SocketAddr) -> bool {
+        self.bound.iter().any(|b| b.wanted == *addr)
+    }
 }
 
 /// Loads the configuration again and serves it, if it changes nothing that
@@ -376,6 +381,7 @@ impl Running {
 fn reload_config(
     reload: Option<&Reload>,
     loaded: &Config,
+    sandboxes: Option<&confine::Sandboxes>,
     running: &mut Running,
     logs: &LogService,
 ) -> Result<(), String> {
@@ -389,7 +395,11 @@ fn reload_config(
                 .to_string(),
         );
     }
-    let mut cfg = reload.load().map_err(|e| e.to_string())?;
+    let mut cfg = match sandboxes {
+        Some(s) => reload.load_readable(&|file| s.readable(file)),
+        None => reload.load(),
+    }
+    .map_err(|e| e.to_string())?;
     let changed = loaded.restart_only_changes(&cfg);
     if !changed.is_empty() {
         return Err(format!(
@@ -400,11 +410,19 @@ fn reload_config(
     // The identity the process took at start (a default user included).
     cfg.user = current.user.clone();
     cfg.group = current.group.clone();
-    if current.sandbox && !confine::sandbox_unchanged(current, &cfg) {
-        return Err(
-            "the sandbox allows only the files of the configuration it was started with, and this one changes the document root, CGI paths, htpasswd files or whether CGI is used; restart to apply changes"
-                .to_string(),
-        );
+    if let Some(sandboxes) = sandboxes {
+        if let Some(why) = sandboxes.refusal(&cfg) {
+            return Err(why);
+        }
+        // Sockets are the privileged helper's to open; without one, the
+        // sandbox's seccomp filter and Landlock keep the server from it.
+        if !sandboxes.privileged {
+            if let Some(addr) = cfg.listen.iter().find(|a| !running.listens_on(a)) {
+                return Err(format!(
+                    "listen address {addr} needs a restart while the sandbox is on (it keeps brisk from opening sockets); restart brisk to apply this configuration, or set sandbox = false"
+                ));
+            }
+        }
     }
     running.reload(cfg, logs)
 }
@@ -441,6 +459,19 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
             .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
     }
     let mut open_logs = LogService::open(&cfg.log).map_err(|e| e.to_string())?;
+    // Landlock rules name descriptors: open their paths while they can
+    // still be reached, before the chroot and the user switch.
+    let privileged = false;
+    let cgi = !cfg.cgi.is_empty();
+    let plans = if cfg.sandbox {
+        let programs = match cgi {
+            true => Some(confine::prepare(&cfg, true, privileged)?),
+            false => None,
+        };
+        Some((confine::prepare(&cfg, false, privileged)?, programs))
+    } else {
+        None
+    };
     // Everything is open: confine the process before any thread exists,
     // so that every thread (and every CGI child) inherits the result.
     let mut notes = confine::Notes::new();
@@ -452,21 +483,26 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     }
     confine::switch_user(&cfg, &mut notes)?;
     let cfg = Arc::clone(&server.cfg);
-    // With CGI and the sandbox, programs start from a process of their
-    // own, confined for what they need, so the server keeps a strict one.
-    if cfg.sandbox && !cfg.cgi.is_empty() {
-        let programs = || confine::sandbox(&cfg, &mut confine::Notes::new(), true);
-        match Launcher::start(cfg.timeouts.cgi, programs) {
-            Ok(l) => server.launcher = Some(Arc::new(l)),
-            Err(e) => notes.push((
-                Level::Warn,
-                format!("cannot start the CGI launcher ({e}); the server's sandbox is relaxed for CGI instead"),
-            )),
+    let mut allowed = None;
+    if let Some((plan, programs)) = plans {
+        // With CGI, programs start from a process of their own, confined
+        // for what they need, so that the server keeps a strict sandbox.
+        let mut launcher_allows = None;
+        if let Some(programs) = programs {
+            launcher_allows = Some(programs.allowed());
+            let launcher = Launcher::start(cfg.timeouts.cgi, || {
+                programs.apply(&mut confine::Notes::new())
+            })
+            .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
+            server.launcher = Some(Arc::new(launcher));
         }
-    }
-    if cfg.sandbox {
-        let programs = !cfg.cgi.is_empty() && server.launcher.is_none();
-        confine::sandbox(&cfg, &mut notes, programs);
+        let server_allows = plan.allowed();
+        confine::confine_server(&cfg, plan, privileged, &mut notes)?;
+        allowed = Some(confine::Sandboxes {
+            server: server_allows,
+            launcher: launcher_allows,
+            privileged,
+        });
     }
     let logs = open_logs.start().map_err(|e| e.to_string())?;
     let mut running = server.start(&logs)?;
@@ -492,7 +528,13 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
             Some(Signal::Terminate) => break,
             Some(Signal::ReopenLogs) => logs.reopen(),
             Some(Signal::Hangup) => {
-                match reload_config(reload.as_ref(), &loaded, &mut running, &logs) {
+                match reload_config(
+                    reload.as_ref(),
+                    &loaded,
+                    allowed.as_ref(),
+                    &mut running,
+                    &logs,
+                ) {
                     Ok(()) => {
                         main_log.flush();
                         main_log = logs.handle_for(&running.config().log);

@@ -44,7 +44,7 @@ pub struct Meta {
     pub ctime_ns: i64,
 }
 
-fn fstat(fd: RawFd) -> io::Result<Meta> {
+pub(super) fn fstat(fd: RawFd) -> io::Result<Meta> {
     // SAFETY: `st` is plain old data written by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open and `st` is a valid out-pointer.

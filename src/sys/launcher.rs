@@ -2,8 +2,8 @@
 //! can keep its strict sandbox (seccomp, and Landlock without the system
 //! directories) while the programs get what they need to run.
 //!
-//! It is forked once, before the server confines itself and before any
-//! thread exists. The workers talk to it over one `SOCK_SEQPACKET` socket:
+//! It is forked once (see `service`), before the server confines itself
+//! and before any thread exists. The workers talk to it over one `SOCK_SEQPACKET` socket:
 //! a spawn request carries the program, its working directory, arguments
 //! and environment; the answer carries the child's pid and, as
 //! `SCM_RIGHTS`, the server's ends of its three pipes. The launcher owns
@@ -14,15 +14,14 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::process;
+use super::service::{self, recv, send};
 use super::spawn::{self, CgiChild};
-use super::{cvt, cvt_size};
 
 /// Largest request the launcher reads. The environment holds the
 /// request's header lines; a message the socket cannot carry (its send
@@ -42,42 +41,16 @@ pub struct Launcher {
 
 impl Launcher {
     /// Forks the launcher. In the child, `confine` runs first (the
-    /// programs' sandbox), then it serves until the socket closes, killing
-    /// released children still running after `cgi_timeout`. Call only
-    /// while the process has a single thread.
-    pub fn start(cgi_timeout: Duration, confine: impl FnOnce()) -> io::Result<Launcher> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors socketpair writes.
-        cvt(unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        })?;
-        // SAFETY: both descriptors were just created and are owned by nobody else.
-        let (ours, theirs) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: the caller guarantees a single thread, so the child is a
-        // faithful copy that may run ordinary code.
-        let pid = cvt(unsafe { libc::fork() })?;
-        if pid == 0 {
-            drop(ours);
-            // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most
-            // 16 bytes.
-            unsafe { libc::prctl(libc::PR_SET_NAME, c"brisk-cgi".as_ptr()) };
-            confine();
-            let keep = theirs.as_raw_fd();
-            close_all_but(keep);
-            serve(theirs, cgi_timeout);
-            // SAFETY: leaving the child without running the parent's
-            // destructors or atexit handlers.
-            unsafe { libc::_exit(0) };
-        }
-        drop(theirs);
+    /// programs' sandbox; its error is this call's), then it serves until
+    /// the socket closes, killing released children still running after
+    /// `cgi_timeout`. Call only while the process has a single thread.
+    pub fn start(
+        cgi_timeout: Duration,
+        confine: impl FnOnce() -> Result<(), String>,
+    ) -> io::Result<Launcher> {
+        let (sock, _pid) = service::fork(c"brisk-cgi", confine, |sock| serve(sock, cgi_timeout))?;
         Ok(Launcher {
-            sock: Mutex::new(ours),
+            sock: Mutex::new(sock),
         })
     }
 
@@ -261,87 +234,4 @@ fn start(rest: &[u8]) -> io::Result<CgiChild> {
         }
     }
     spawn::spawn(&program, &args, &env, &cwd)
-}
-
-/// Closes every descriptor but `keep` (and the standard three).
-fn close_all_but(keep: RawFd) {
-    let keep = keep as libc::c_uint;
-    if keep > 3 {
-        let _ = process::close_range(3, keep - 1, 0);
-    }
-    let _ = process::close_range(keep + 1, libc::c_uint::MAX, 0);
-}
-
-/// Sends one message with `fds` attached (`SCM_RIGHTS`).
-fn send(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
-    let mut iov = libc::iovec {
-        iov_base: data.as_ptr() as *mut libc::c_void,
-        iov_len: data.len(),
-    };
-    let mut cbuf = [0u64; 8];
-    // SAFETY: msghdr is plain old data; every pointer set below stays
-    // valid for the call, and the control buffer (64 bytes, aligned for
-    // cmsghdr) holds one header with up to 3 descriptors.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        if !fds.is_empty() {
-            let len = std::mem::size_of_val(fds) as libc::c_uint;
-            msg.msg_control = cbuf.as_mut_ptr().cast();
-            msg.msg_controllen = libc::CMSG_SPACE(len) as _;
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(len) as _;
-            std::ptr::copy_nonoverlapping(
-                fds.as_ptr().cast::<u8>(),
-                libc::CMSG_DATA(cmsg),
-                len as usize,
-            );
-        }
-        cvt_size(libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL))?;
-    }
-    Ok(())
-}
-
-/// Receives one message into `buf`; returns its length and the
-/// descriptors that came with it (close-on-exec).
-fn recv(sock: RawFd, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let mut cbuf = [0u64; 8];
-    let mut fds = Vec::new();
-    // SAFETY: as in `send`; the kernel writes at most `msg_controllen`
-    // bytes of control data, and each received descriptor is taken into
-    // an OwnedFd exactly once.
-    let n = unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
-        let n = loop {
-            match cvt_size(libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC)) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other?,
-            }
-        };
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(cmsg);
-                let bytes = (*cmsg).cmsg_len as usize - (data as usize - cmsg as usize);
-                for i in 0..bytes / std::mem::size_of::<RawFd>() {
-                    let fd = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
-                    fds.push(OwnedFd::from_raw_fd(fd));
-                }
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-        n
-    };
-    Ok((n, fds))
 }

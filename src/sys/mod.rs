@@ -9,6 +9,7 @@ pub mod net;
 pub mod privileges;
 pub mod process;
 pub mod sandbox;
+pub mod service;
 pub mod signal;
 pub mod spawn;
 pub mod syscalls;

@@ -94,7 +94,7 @@ pub fn landlock_abi() -> Option<u32> {
 }
 
 /// Every filesystem right the given ABI version knows.
-fn fs_rights(abi: u32) -> u64 {
+pub fn landlock_rights(abi: u32) -> u64 {
     let mut all = (1 << 13) - 1;
     if abi >= 2 {
         all |= fs_access::REFER;
@@ -106,6 +106,40 @@ fn fs_rights(abi: u32) -> u64 {
         all |= fs_access::IOCTL_DEV;
     }
     all
+}
+
+/// A file or directory opened (`O_PATH`) for a Landlock rule. Landlock
+/// rules name descriptors, not paths, so they are opened while the
+/// process still has the rights to reach them (before `chroot` and the
+/// switch to an unprivileged user) and the ruleset is built later.
+#[derive(Debug)]
+pub struct RulePath {
+    fd: OwnedFd,
+    is_dir: bool,
+}
+
+impl RulePath {
+    /// Opens `path` (following symlinks) without reading it; `None` when
+    /// it does not exist.
+    pub fn open(path: &Path) -> io::Result<Option<RulePath>> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
+        // SAFETY: `c` is a valid NUL-terminated string.
+        let fd = match cvt(unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) }) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // SAFETY: just opened, owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let is_dir = super::fs::fstat(fd.as_raw_fd())?.kind == super::fs::Kind::Dir;
+        Ok(Some(RulePath { fd, is_dir }))
+    }
+
+    /// Whether it is a directory (a rule then covers everything beneath).
+    pub fn is_dir(&self) -> bool {
+        self.is_dir
+    }
 }
 
 /// A Landlock ruleset being built: everything it handles is denied except
@@ -134,7 +168,7 @@ impl Ruleset {
         let Some(abi) = landlock_abi() else {
             return Ok(None);
         };
-        let handled = fs_rights(abi);
+        let handled = landlock_rights(abi);
         let attr = RulesetAttr {
             handled_access_fs: handled,
             handled_access_net: if extra.deny_tcp && abi >= 4 {
@@ -170,32 +204,20 @@ impl Ruleset {
         self.abi
     }
 
-    /// Allows `access` beneath `path` (or on `path` alone when it is not a
-    /// directory: then only the file rights of `access` apply). Rights the
-    /// kernel does not know are dropped. Returns `false`, adding nothing,
-    /// when `path` does not exist.
-    pub fn allow(&mut self, path: &Path, access: u64) -> io::Result<bool> {
-        let c = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))?;
-        // SAFETY: `c` is a valid NUL-terminated string.
-        let fd = match cvt(unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) }) {
-            Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        // SAFETY: just opened, owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let is_dir = std::fs::metadata(path)?.is_dir();
+    /// Allows `access` beneath `target` (or on `target` alone when it is
+    /// not a directory: then only the file rights of `access` apply).
+    /// Rights the kernel does not know are dropped.
+    pub fn allow(&mut self, target: &RulePath, access: u64) -> io::Result<()> {
         let mut allowed = access & self.handled;
-        if !is_dir {
+        if !target.is_dir {
             allowed &= fs_access::FILE_RIGHTS;
         }
         if allowed == 0 {
-            return Ok(true);
+            return Ok(());
         }
         let attr = PathBeneathAttr {
             allowed_access: allowed,
-            parent_fd: fd.as_raw_fd(),
+            parent_fd: target.fd.as_raw_fd(),
         };
         // SAFETY: both descriptors are open and `attr` is a valid rule.
         let rc = unsafe {
@@ -210,7 +232,7 @@ impl Ruleset {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Enforces the ruleset on the calling thread and every thread and
@@ -372,9 +394,9 @@ mod tests {
 
     #[test]
     fn rights_grow_with_the_abi() {
-        assert_eq!(fs_rights(1), (1 << 13) - 1);
-        assert!(fs_rights(3) & fs_access::TRUNCATE != 0);
-        assert!(fs_rights(2) & fs_access::TRUNCATE == 0);
-        assert!(fs_rights(5) & fs_access::IOCTL_DEV != 0);
+        assert_eq!(landlock_rights(1), (1 << 13) - 1);
+        assert!(landlock_rights(3) & fs_access::TRUNCATE != 0);
+        assert!(landlock_rights(2) & fs_access::TRUNCATE == 0);
+        assert!(landlock_rights(5) & fs_access::IOCTL_DEV != 0);
     }
 }

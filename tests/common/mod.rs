@@ -271,6 +271,13 @@ impl Builder {
         self
     }
 
+    /// Passes no `--listen` flag, so the config file decides (it must
+    /// list one address).
+    pub fn listen_from_config(&mut self) -> &mut Self {
+        self.listen.clear();
+        self
+    }
+
     /// An extra command-line argument.
     pub fn arg(&mut self, a: &str) -> &mut Self {
         self.args.push(a.to_string());
@@ -292,14 +299,16 @@ impl Builder {
 
     /// Starts the server and waits until it reports its port.
     pub fn start(mut self) -> Server {
-        let mut args: Vec<String> = vec![
-            "--listen".into(),
-            self.listen.clone(),
+        let mut args: Vec<String> = Vec::new();
+        if !self.listen.is_empty() {
+            args.extend(["--listen".into(), self.listen.clone()]);
+        }
+        args.extend([
             "--root".into(),
             self.root.display().to_string(),
             "--workers".into(),
             self.workers.to_string(),
-        ];
+        ]);
         let access_path = self.base.path.join("access.log");
         match self.access_log {
             Access::Off => args.extend(["--access-log".into(), "off".into()]),

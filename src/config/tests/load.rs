@@ -16,6 +16,7 @@ workers = 2
 server_header = "brisk/test"
 daemon = true
 pid_file = "public/brisk.pid"
+sandbox = false
 
 [log]
 access = "public/access.log"
@@ -488,4 +489,14 @@ fn files_must_go_in_existing_directories() {
     assert!(load_err("[log]\nerror = \"logs/e.log\"\n")
         .starts_with("DIR/site.toml:3: log.error: cannot create"));
     assert!(load("[log]\naccess = \"a.log\"\nerror = \"public/e.log\"\n").is_ok());
+}
+
+#[test]
+fn symlinks_outside_the_root_need_the_sandbox_off() {
+    assert_eq!(
+        load_err("[static]\nsymlinks_outside_root = true\n"),
+        "DIR/site.toml:3: static.symlinks_outside_root: true cannot work with the sandbox on: its Landlock rules let brisk read only beneath the document root, so files behind symlinks that leave it would all be refused (403); set sandbox = false (or --no-sandbox) to follow them, or keep the links' targets inside the root"
+    );
+    let c = load("sandbox = false\n[static]\nsymlinks_outside_root = true\n").unwrap();
+    assert!(c.static_files.symlinks_outside_root && !c.sandbox);
 }
