@@ -149,6 +149,40 @@ fn graceful_shutdown_completes_a_large_response() {
 }
 
 #[test]
+fn sigterm_refuses_new_connections_while_a_download_finishes() {
+    // Behind a load balancer, a stopping server must refuse new
+    // connections at once (so they go elsewhere) rather than let the
+    // kernel queue them for nobody, as nginx does; what is in flight
+    // still completes.
+    let big = pattern(20 * 1024 * 1024);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    b.workers(2);
+    b.config("[timeouts]\nshutdown = \"60s\"\n");
+    let mut s = b.start();
+    let addr = s.addr();
+    let mut c = s.connect();
+    c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    // Most of the body is still to come: the drain lasts until it is read.
+    c.read_at_least(256 * 1024);
+    s.signal(libc::SIGTERM);
+    wait_until(
+        "new connections to be refused",
+        || match std::net::TcpStream::connect_timeout(&addr, IO_TIMEOUT) {
+            Ok(_) => false,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => true,
+            Err(e) => panic!("connect: {e}"),
+        },
+    );
+    assert!(s.is_running(), "the drain ended before the download did");
+    assert_whole_download(&c.read_to_end(), "HTTP/1.1 200 OK\r\n", &big);
+    let st = s
+        .wait_exit(Duration::from_secs(20))
+        .expect("brisk did not exit");
+    assert!(st.success(), "exit status {st:?}; stderr: {}", s.stderr());
+}
+
+#[test]
 fn shutdown_closes_idle_connections_at_once() {
     let mut b = Builder::new();
     b.file("a.txt", b"AAAA");

@@ -149,6 +149,10 @@ pub struct Timeouts {
     pub body: Duration,
     /// On SIGINT/SIGTERM, in-flight responses get this long to finish.
     pub shutdown: Duration,
+    /// On SIGHUP, how long the previous workers may take to finish what
+    /// they hold; `None` (the default): as long as the send, idle and
+    /// other timeouts let their connections live, so a reload cuts nothing.
+    pub reload_drain: Option<Duration>,
     /// A CGI script that makes no progress (no output read, no input
     /// taken) for this long is killed with its process group; the client
     /// gets 504 if the response had not started.
@@ -407,6 +411,7 @@ impl Default for Config {
                 send: Duration::from_secs(60),
                 body: Duration::from_secs(60),
                 shutdown: Duration::from_secs(5),
+                reload_drain: None,
                 cgi: Duration::from_secs(60),
                 auth_failure_window: Duration::from_secs(60),
                 defer_accept: Duration::from_secs(1),

@@ -40,6 +40,7 @@ const TIMEOUT_KEYS: &[&str] = &[
     "send",
     "body",
     "shutdown",
+    "reload_drain",
     "cgi",
     "auth_failure_window",
     "defer_accept",
@@ -218,6 +219,9 @@ impl Cx<'_> {
                 "body" => t.body = self.duration(&full, value, false)?,
                 // Zero is meaningful here: stop at once, abandoning responses.
                 "shutdown" => t.shutdown = self.duration(&full, value, true)?,
+                // Zero: the previous workers stop at once, as at shutdown
+                // with `shutdown = 0`.
+                "reload_drain" => t.reload_drain = Some(self.duration(&full, value, true)?),
                 "cgi" => t.cgi = self.duration(&full, value, false)?,
                 "auth_failure_window" => {
                     t.auth_failure_window = self.duration(&full, value, false)?

@@ -6,16 +6,16 @@
 //! for signals on the main thread: SIGINT/SIGTERM drain and stop, SIGUSR1
 //! reopens the logs, SIGHUP reloads the configuration: a new set of
 //! workers serves it on the same listening sockets while the previous set
-//! drains, as at shutdown.
+//! retires (see [`drain`]).
 
 pub mod confine;
 pub mod conn;
+pub mod drain;
 pub mod output;
 pub mod response;
 pub mod worker;
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use crate::handlers::static_files::Site;
 use crate::log::{console, LogService, Logger};
 use crate::sys::launcher::Launcher;
 use crate::sys::{self, signal::Signal};
+use drain::{Drain, DrainOrder};
 use worker::{Worker, WorkerInit};
 
 /// Binds `addr` once per worker with `SO_REUSEPORT`. A probe bind without
@@ -204,7 +205,7 @@ struct Shared {
 
 /// One set of workers serving one configuration.
 struct Generation {
-    shutdown: Arc<AtomicBool>,
+    order: Arc<DrainOrder>,
     wakers: Vec<Arc<mio::Waker>>,
     threads: Vec<std::thread::JoinHandle<()>>,
 }
@@ -220,14 +221,15 @@ impl Generation {
         logger: &dyn Fn() -> Logger,
     ) -> Result<Generation, String> {
         let mut gen = Generation {
-            shutdown: Arc::new(AtomicBool::new(false)),
+            order: Arc::new(DrainOrder::default()),
             wakers: Vec::new(),
             threads: Vec::new(),
         };
         let workers = site.cfg.workers.max(1);
         for id in 0..workers {
             if let Err(e) = gen.start_worker(id, site, bound, shared, logger()) {
-                gen.stop();
+                gen.drain(Drain::Stop, Some(Duration::ZERO));
+                gen.join();
                 return Err(e);
             }
         }
@@ -258,7 +260,7 @@ impl Generation {
             waker: Arc::clone(&waker),
             listeners,
             logger,
-            shutdown: Arc::clone(&self.shutdown),
+            order: Arc::clone(&self.order),
             poll,
         };
         let t = std::thread::Builder::new()
@@ -273,10 +275,11 @@ impl Generation {
         Ok(())
     }
 
-    /// Asks every worker to drain: stop accepting, finish what is in
-    /// flight within `timeouts.shutdown`, close idle connections.
-    fn begin_stop(&self) {
-        self.shutdown.store(true, Ordering::Relaxed);
+    /// Asks every worker to wind down (see [`drain`]) within `bound`:
+    /// they stop accepting at once and exit when their last connection
+    /// is done.
+    fn drain(&self, mode: Drain, bound: Option<Duration>) {
+        self.order.give(mode, bound);
         for w in &self.wakers {
             let _ = w.wake();
         }
@@ -286,8 +289,8 @@ impl Generation {
         self.threads.iter().all(|t| t.is_finished())
     }
 
-    fn stop(&mut self) {
-        self.begin_stop();
+    /// Waits for every worker to exit (after [`Generation::drain`]).
+    fn join(&mut self) {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -318,8 +321,11 @@ impl Running {
 
     /// Serves `cfg` from now on: listeners still listed are kept (new
     /// ones bound), the document root opened, and a new set of workers
-    /// started; the previous workers then drain as at shutdown, finishing
-    /// the requests they hold. On error nothing changes. The caller checks
+    /// started; the previous workers then retire: they finish every
+    /// response they have started and answer the next request of each
+    /// idle connection with `Connection: close` (see [`drain`]), within
+    /// `timeouts.reload_drain` of `cfg` if it sets one. On error nothing
+    /// changes. The caller checks
     /// that `cfg` keeps what only a restart can change
     /// ([`Config::restart_only_changes`], [`confine::Sandboxes::refusal`]).
     pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), String> {
@@ -330,7 +336,7 @@ impl Running {
         let bound = bind_listeners(&cfg, &self.bound)?;
         let gen = Generation::start(&site, &bound, &self.shared, &|| logs.handle_for(&cfg.log))?;
         let old = std::mem::replace(&mut self.current, gen);
-        old.begin_stop();
+        old.drain(Drain::Retire, cfg.timeouts.reload_drain);
         self.retired.push(old);
         // An address no longer listed closes once the old workers have
         // let go of their duplicates of its sockets.
@@ -345,22 +351,27 @@ impl Running {
     pub fn reap(&mut self) {
         for g in &mut self.retired {
             if g.finished() {
-                g.stop();
+                g.join();
             }
         }
         self.retired.retain(|g| !g.threads.is_empty());
     }
 
-    /// Graceful stop: no new connections, in-flight responses get up to
+    /// Graceful stop: no new connections (the listening sockets close at
+    /// once, so new connections are refused rather than left waiting in a
+    /// queue nobody serves), in-flight responses get up to
     /// `timeouts.shutdown` to finish; returns when every worker is done.
     pub fn stop(mut self) {
-        self.current.begin_stop();
+        // The workers close their own copies when they see the order.
+        self.bound.clear();
+        let bound = Some(self.cfg.timeouts.shutdown);
+        self.current.drain(Drain::Stop, bound);
         for g in &self.retired {
-            g.begin_stop();
+            g.drain(Drain::Stop, bound);
         }
-        self.current.stop();
+        self.current.join();
         for g in &mut self.retired {
-            g.stop();
+            g.join();
         }
     }
 
@@ -570,7 +581,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
         Level::Info,
         format_args!(
             "shutting down; draining for up to {:?}",
-            cfg.timeouts.shutdown
+            running.config().timeouts.shutdown
         ),
     );
     main_log.flush();

@@ -5,7 +5,6 @@
 use std::io;
 use std::net::{Shutdown, TcpListener as StdListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -13,6 +12,7 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::{Conn, Phase};
+use super::drain::{Drain, DrainOrder};
 use super::output::{Flushed, Out};
 use super::response::{self, ConnHeader, HeadParts};
 use crate::access::verify::Verifier;
@@ -32,6 +32,7 @@ use crate::sys::net;
 
 pub mod app;
 pub mod cgi;
+mod drain;
 mod request;
 
 use request::request_record;
@@ -80,11 +81,12 @@ pub struct WorkerInit {
     pub launcher: Option<Arc<Launcher>>,
     /// Hashes passwords off the loop.
     pub verifier: Arc<Verifier>,
-    /// Wakes this worker's loop (shutdown, a finished password check).
+    /// Wakes this worker's loop (an order, a finished password check).
     pub waker: Arc<Waker>,
     pub listeners: Vec<StdListener>,
     pub logger: Logger,
-    pub shutdown: Arc<AtomicBool>,
+    /// When to wind down, and how (see [`crate::server::drain`]).
+    pub order: Arc<DrainOrder>,
     pub poll: Poll,
 }
 
@@ -143,7 +145,10 @@ pub struct Worker {
     cgi: Option<Resolver>,
     limits: parse::Limits,
     body_limits: BodyLimits,
-    shutdown: Arc<AtomicBool>,
+    order: Arc<DrainOrder>,
+    /// The order being carried out (`Serve` until one comes).
+    draining: Drain,
+    /// When the worker exits whatever its connections still hold.
     drain_until: Option<Instant>,
     accept_paused_until: Option<Instant>,
     next_tick: Instant,
@@ -225,7 +230,8 @@ impl Worker {
             authed: false,
             limits,
             body_limits,
-            shutdown: init.shutdown,
+            order: init.order,
+            draining: Drain::Serve,
             drain_until: None,
             accept_paused_until: None,
             next_tick: now + TICK,
@@ -261,9 +267,7 @@ impl Worker {
                 match ev.token() {
                     WAKER => {
                         self.take_checks();
-                        if self.shutdown.load(Ordering::Relaxed) {
-                            self.begin_drain();
-                        }
+                        self.take_order();
                     }
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     Token(t) if t >= CGI_BASE => {
@@ -298,10 +302,10 @@ impl Worker {
                 }
             }
             self.logger.flush();
-            if let Some(until) = self.drain_until {
-                if self.live == 0 || self.now >= until {
-                    break;
-                }
+            if self.draining != Drain::Serve
+                && (self.live == 0 || self.drain_until.is_some_and(|u| self.now >= u))
+            {
+                break;
             }
         }
         // Whatever still runs is abandoned: no child outlives its worker.
@@ -310,23 +314,6 @@ impl Worker {
         }
         self.reap_zombies(true);
         self.logger.flush();
-    }
-
-    /// Stops accepting; closes idle connections; lets the rest finish.
-    fn begin_drain(&mut self) {
-        if self.drain_until.is_some() {
-            return;
-        }
-        self.drain_until = Some(self.now + self.cfg.timeouts.shutdown);
-        for mut l in self.listeners.drain(..) {
-            let _ = self.poll.registry().deregister(&mut l);
-        }
-        for i in 0..self.conns.len() {
-            if matches!(&self.conns[i], Some(c) if matches!(c.phase, Phase::Idle | Phase::Lingering) && c.out.is_empty())
-            {
-                self.close(i);
-            }
-        }
     }
 
     fn accept_all(&mut self, li: usize) {
@@ -374,8 +361,9 @@ impl Worker {
                     // With TCP_DEFER_ACCEPT the request is normally already
                     // here: serve it now rather than after another epoll
                     // round trip. (Registered first, so bytes that arrive
-                    // after this read still raise an event.)
-                    if !self.cfg.timeouts.defer_accept.is_zero() {
+                    // after this read still raise an event.) At a stop,
+                    // what it holds is served now or never.
+                    if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
                         self.on_event(idx, true, false);
                     }
                 }
@@ -589,7 +577,7 @@ impl Worker {
             c.phase = phase;
             c.since = self.now;
         }
-        if self.drain_until.is_some() && phase == Phase::Idle {
+        if self.draining == Drain::Stop && phase == Phase::Idle {
             return false;
         }
         true
@@ -712,9 +700,9 @@ impl Worker {
                 continue;
             };
             let age = self.now.saturating_duration_since(c.since);
-            let draining = self.drain_until.is_some();
+            let stopping = self.draining == Drain::Stop;
             match c.phase {
-                Phase::Idle if age >= t.keepalive || (draining && c.out.is_empty()) => {
+                Phase::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
                     self.close(i)
                 }
                 Phase::Body if age >= t.body => self.close(i),

@@ -610,6 +610,14 @@ impl Server {
         fs::read_to_string(&self.stdout_path).unwrap_or_default()
     }
 
+    /// How many threads the server runs (`/proc/<pid>/task`): the workers
+    /// of every generation still alive, the log writer, the main thread.
+    pub fn thread_count(&self) -> usize {
+        fs::read_dir(format!("/proc/{}/task", self.pid()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         fs::read_to_string(&self.stderr_path).unwrap_or_default()

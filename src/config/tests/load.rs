@@ -46,6 +46,7 @@ keepalive = 30
 send = "2m"
 body = "250ms"
 shutdown = 0
+reload_drain = "10m"
 defer_accept = 0
 
 [mime]
@@ -96,6 +97,7 @@ set.X-Kind = "style"
     assert_eq!(c.timeouts.send, Duration::from_secs(120));
     assert_eq!(c.timeouts.body, Duration::from_millis(250));
     assert_eq!(c.timeouts.shutdown, Duration::ZERO);
+    assert_eq!(c.timeouts.reload_drain, Some(Duration::from_secs(600)));
     assert_eq!(c.timeouts.defer_accept, Duration::ZERO);
     assert_eq!(
         c.mime,

@@ -21,6 +21,7 @@ use crate::handlers::Plan;
 use crate::http::parse::{self, BodyFraming, Header, Request};
 use crate::http::{path, Method, Status, Version};
 use crate::server::conn::{Conn, Phase};
+use crate::server::drain::Drain;
 use crate::server::response::{self, ConnHeader, Framing, HeadParts};
 use crate::sys::spawn;
 

@@ -234,7 +234,7 @@ impl Worker {
             && !plan.close
             && !expect_unread
             && c.served < self.cfg.limits.keepalive_requests
-            && self.drain_until.is_none();
+            && self.draining == Drain::Serve;
         let connection = match (keep, req.version) {
             (false, _) => ConnHeader::Close,
             (true, crate::http::Version::Http10) => ConnHeader::KeepAlive,

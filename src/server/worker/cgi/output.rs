@@ -67,7 +67,7 @@ impl Worker {
                             g.keep_alive = g.keep_alive && g.head_only;
                         }
                         let keep =
-                            g.keep_alive && self.drain_until.is_none() && out != BodyOut::Close;
+                            g.keep_alive && self.draining == Drain::Serve && out != BodyOut::Close;
                         g.keep_alive = keep;
                         g.status = head.status;
                         let reason_owned;

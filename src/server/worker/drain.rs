@@ -1,0 +1,47 @@
+//! Winding a worker down on the main thread's order (see
+//! [`crate::server::drain`]).
+
+use super::*;
+
+impl Worker {
+    /// Reads the generation's order and carries out what is new in it.
+    pub(super) fn take_order(&mut self) {
+        let (mode, until) = self.order.get();
+        if mode > self.draining {
+            self.begin_drain(mode);
+        }
+        if let Some(u) = until {
+            self.drain_until = Some(self.drain_until.map_or(u, |d| d.min(u)));
+        }
+    }
+
+    /// Stops accepting (the listening sockets close, so that once every
+    /// copy is gone new connections are refused, not queued); at a stop,
+    /// also closes the idle connections. The rest finish as they would:
+    /// each answer from now on says `Connection: close`.
+    fn begin_drain(&mut self, mode: Drain) {
+        let first = self.draining == Drain::Serve;
+        self.draining = mode;
+        if first {
+            if mode == Drain::Stop {
+                // Connections the kernel completed already, with their
+                // request (TCP_DEFER_ACCEPT) or without, would be reset
+                // when the socket closes: serve them instead.
+                for i in 0..self.listeners.len() {
+                    self.accept_all(i);
+                }
+            }
+            for mut l in self.listeners.drain(..) {
+                let _ = self.poll.registry().deregister(&mut l);
+            }
+        }
+        if mode == Drain::Stop {
+            for i in 0..self.conns.len() {
+                if matches!(&self.conns[i], Some(c) if matches!(c.phase, Phase::Idle | Phase::Lingering) && c.out.is_empty())
+                {
+                    self.close(i);
+                }
+            }
+        }
+    }
+}
