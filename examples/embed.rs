@@ -2,8 +2,14 @@
 //! handlers. `cargo run --example embed`, then
 //! `curl http://127.0.0.1:8080/hello?name=you` or
 //! `curl -d 'some text' http://127.0.0.1:8080/api/count`.
+//!
+//! It listens on the address given as its argument
+//! (`cargo run --example embed -- 127.0.0.1:9000`, port 0 for any free
+//! one), else on `$BRISK_ADDR`, else on 127.0.0.1:8080, and prints the
+//! URL on stderr.
 
 use std::io::Write as _;
+use std::net::SocketAddr;
 
 use brisk::config::Config;
 use brisk::handlers::app::{Request, Response};
@@ -42,8 +48,24 @@ fn count(req: &Request<'_>, resp: &mut Response<'_>) {
     );
 }
 
+/// The address to listen on: the first argument, else `BRISK_ADDR`, else
+/// 127.0.0.1:8080.
+fn address() -> Result<SocketAddr, String> {
+    let (given, from) = match std::env::args().nth(1) {
+        Some(a) => (a, "the argument"),
+        None => match std::env::var("BRISK_ADDR") {
+            Ok(a) => (a, "BRISK_ADDR"),
+            Err(_) => return Ok(SocketAddr::from(([127, 0, 0, 1], 8080))),
+        },
+    };
+    given.parse().map_err(|_| {
+        format!("{from}: expected an address such as 127.0.0.1:8080 or [::1]:8080; got {given:?}")
+    })
+}
+
 fn main() -> Result<(), String> {
     let cfg = Config {
+        listen: vec![address()?],
         root: std::env::current_dir().map_err(|e| e.to_string())?,
         workers: 2,
         ..Config::default()
@@ -52,7 +74,7 @@ fn main() -> Result<(), String> {
     let mut server = Server::bind(cfg)?;
     server.mount("/hello", hello)?.mount("/api/count", count)?;
     for a in server.local_addrs() {
-        println!("listening on http://{a}/");
+        eprintln!("listening on http://{a}/");
     }
     let running = server.start(&logs)?;
     // Serve until interrupted; a real program would wait for its own

@@ -385,3 +385,71 @@ fn any_method_reaches_a_mounted_handler() {
     let r = app.request(b"PROPFIND /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_error(&r, 501, "Not Implemented", "", Conn::None);
 }
+
+/// `examples/embed.rs`, as `cargo test` builds it beside the test
+/// programs; `None` when only this test target was built (no binary, or
+/// one older than the source).
+fn example_binary() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let path = exe.parent()?.parent()?.join("examples").join("embed");
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/embed.rs");
+    let built = std::fs::metadata(&path).and_then(|m| m.modified()).ok()?;
+    let written = std::fs::metadata(source).and_then(|m| m.modified()).ok()?;
+    (built >= written).then_some(path)
+}
+
+/// Starts the example with `addr` as its argument (or, with `env`, in
+/// `BRISK_ADDR`), reads the URL it prints, and fetches `/hello?name=ex`.
+fn run_example(bin: &std::path::Path, addr: &str, env: bool) -> (SocketAddr, Vec<u8>) {
+    let dir = TempDir::new("example");
+    let err_path = dir.path.join("stderr");
+    let mut cmd = std::process::Command::new(bin);
+    if env {
+        cmd.env("BRISK_ADDR", addr);
+    } else {
+        cmd.arg(addr).env_remove("BRISK_ADDR");
+    }
+    let child = cmd
+        .current_dir(&dir.path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("run the example");
+    let _guard = KillOnDrop(child);
+    let mut seen = None;
+    wait_until("the example's URL", || {
+        let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+        seen = err
+            .lines()
+            .find_map(|l| l.strip_prefix("listening on http://"))
+            .and_then(|a| a.strip_suffix('/'))
+            .and_then(|a| a.parse::<SocketAddr>().ok());
+        seen.is_some()
+    });
+    let addr = seen.expect("an address");
+    let mut c = Client::connect(addr);
+    c.send(b"GET /hello?name=ex HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    (addr, c.response().body)
+}
+
+#[test]
+fn the_example_listens_where_it_is_told() {
+    let Some(bin) = example_binary() else {
+        eprintln!("skipped: examples/embed is not built or stale (run the whole `cargo test`)");
+        return;
+    };
+    let (addr, body) = run_example(&bin, "127.0.0.1:0", false);
+    assert_ne!(addr.port(), 8080);
+    assert_eq!(body, b"Hello, ex!\n");
+    let (_, body) = run_example(&bin, "127.0.0.1:0", true);
+    assert_eq!(body, b"Hello, ex!\n");
+    // A bad address is refused with a word.
+    let out = std::process::Command::new(&bin)
+        .arg("localhost")
+        .output()
+        .expect("run the example");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the argument: expected an address"), "{err}");
+}
