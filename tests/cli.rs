@@ -480,3 +480,16 @@ fn a_stdout_access_log_whose_reader_left_does_not_stop_the_server() {
     );
     assert_eq!(s.get("/a.txt").body, b"still here");
 }
+
+#[test]
+fn license_file_matches_cargo_toml() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        manifest.lines().any(|l| l == "license = \"MIT\""),
+        "{manifest}"
+    );
+    let license = fs::read_to_string(dir.join("LICENSE")).expect("a LICENSE file");
+    assert!(license.starts_with("MIT License\n\nCopyright (c) 2026 the brisk developers\n"));
+    assert!(license.contains("THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND"));
+}

@@ -562,3 +562,92 @@ fn symlinks_outside_the_root_need_the_sandbox_off() {
     let r = s.get("/o.txt");
     assert_eq!((r.status, r.body.as_slice()), (200, &b"outside"[..]));
 }
+
+#[test]
+fn numeric_user_and_group_without_entries_are_served_as() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    // Ids that the user and group databases do not know, as in a
+    // container image without /etc/passwd entries.
+    let uid = (54_321..60_000)
+        .find(|&id| matches!(brisk::sys::privileges::lookup_uid(id), Ok(None)))
+        .expect("a free user id");
+    let gid = uid + 1;
+    let mut b = Builder::new();
+    b.file("public.txt", b"for everyone");
+    b.arg("--user").arg(&uid.to_string());
+    // Without a group, a user id with no entry has no primary group.
+    let dir = TempDir::new("numeric");
+    let root = dir.path.to_str().expect("utf-8");
+    let (st, _, err) = run_brisk(&["--user", &uid.to_string(), "--root", root, "--check-config"]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "brisk: --user: user id {uid} has no entry in the user database, so no primary group; set group = \"GID\" (or --group GID) too\n"
+        )
+    );
+    let (st, out, err) = run_brisk(&[
+        "--user",
+        &uid.to_string(),
+        "--group",
+        &gid.to_string(),
+        "--root",
+        root,
+        "--check-config",
+    ]);
+    assert!(st.success(), "{err}");
+    assert!(
+        out.contains(&format!(
+            "user: {uid} (uid {uid})\ngroup: {gid} (gid {gid})\n"
+        )),
+        "{out}"
+    );
+
+    b.arg("--group").arg(&gid.to_string());
+    let s = b.start();
+    wait_started(&s);
+    for line in thread_status(s.pid(), "Uid") {
+        assert_eq!(line, format!("{uid} {uid} {uid} {uid}"));
+    }
+    for line in thread_status(s.pid(), "Gid") {
+        assert_eq!(line, format!("{gid} {gid} {gid} {gid}"));
+    }
+    let r = s.get("/public.txt");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"for everyone"[..]));
+    assert!(
+        s.stderr()
+            .contains(&format!("running as user \"{uid}\" (uid {uid}, gid {gid})")),
+        "{}",
+        s.stderr()
+    );
+}
+
+#[test]
+fn numeric_user_with_an_entry_takes_its_primary_group() {
+    let Some((uid, gid)) = nobody() else {
+        eprintln!("skipped: no nobody user");
+        return;
+    };
+    let dir = TempDir::new("numeric");
+    let (st, out, err) = run_brisk(&[
+        "--user",
+        &uid.to_string(),
+        "--root",
+        dir.path.to_str().expect("utf-8"),
+        "--check-config",
+    ]);
+    assert!(st.success(), "{err}");
+    assert!(
+        out.contains(&format!(
+            "user: {uid} (uid {uid})\ngroup: gid {gid} (the user's primary group)\n"
+        )),
+        "{out}"
+    );
+    // (uid_t)-1 means "no change" to setuid: never an id.
+    let (st, _, err) = run_brisk(&["--user", "4294967295", "--check-config"]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(err.contains("no user named \"4294967295\""), "{err}");
+}

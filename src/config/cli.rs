@@ -41,8 +41,9 @@ Options:
   --log-level LEVEL    error log level: off, error, warn, info, debug
   --access-log TARGET  access log: a file path, - (stdout), or off
   --error-log TARGET   error log: a file path, - (stderr), or off
-  --user NAME          once listening, switch to this user (needs root)
-  --group NAME         and to this group (default: the user's primary group)
+  --user NAME|UID      once listening, switch to this user (needs root)
+  --group NAME|GID     and to this group (default: the user's primary group;
+                       needed for a UID with no entry in the user database)
   --allow-root         serve as root when no other user is given; without
                        it, brisk started as root serves as nobody
   --no-sandbox         do not confine the server with Landlock and seccomp
@@ -171,6 +172,7 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
     }
     if let Some(name) = &flags.user {
         config.user = Some(jail::user(name).map_err(|m| flag_error("--user", &m))?);
+        origins.user = None;
     }
     if let Some(name) = &flags.group {
         config.group = Some(jail::group(name).map_err(|m| flag_error("--group", &m))?);
@@ -528,7 +530,11 @@ fn summary(config: &Config, source: &str) -> String {
         s += &format!("user: {} (uid {})\n", u.name, u.uid);
         match &config.group {
             Some(g) => s += &format!("group: {} (gid {})\n", g.name, g.gid),
-            None => s += &format!("group: gid {} (the user's primary group)\n", u.gid),
+            None => {
+                if let Some(gid) = u.gid {
+                    s += &format!("group: gid {gid} (the user's primary group)\n")
+                }
+            }
         }
     } else if config.allow_root {
         s += "allow root: yes\n";

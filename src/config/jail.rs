@@ -36,43 +36,73 @@ fn remembered<T: Clone>(
     Ok(t)
 }
 
-/// Resolves a `user` value.
+/// A name made of decimal digits read as a numeric id (containers run as
+/// ids that have no entry in the user database). `u32::MAX` is `(uid_t)-1`,
+/// which setuid reads as "leave unchanged", so it is no id.
+fn numeric_id(name: &str) -> Option<u32> {
+    if !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    name.parse::<u32>().ok().filter(|&id| id != u32::MAX)
+}
+
+/// Resolves a `user` value: a name in the user database, or else a
+/// numeric user id (with that id's primary group if the database has
+/// an entry for it).
 pub(super) fn user(name: &str) -> Result<User, String> {
     if name.is_empty() {
-        return Err("expected a user name; got \"\"".to_string());
+        return Err("expected a user name or id; got \"\"".to_string());
     }
     remembered(
         &KNOWN_USERS,
         name,
         |u| &u.name,
-        || match privileges::lookup_user(name) {
-            Ok(Some(a)) => Ok(User {
+        || {
+            let user = |uid, gid| User {
                 name: name.to_string(),
-                uid: a.uid,
-                gid: a.gid,
-            }),
-            Ok(None) => Err(format!("no user named {name:?} on this system")),
-            Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
+                uid,
+                gid,
+            };
+            let by_id = |uid| match privileges::lookup_uid(uid) {
+                Ok(found) => Ok(user(uid, found.map(|(_, a)| a.gid))),
+                Err(e) => Err(format!("cannot look up user id {uid}: {e}")),
+            };
+            match privileges::lookup_user(name) {
+                Ok(Some(a)) => Ok(user(a.uid, Some(a.gid))),
+                Ok(None) => match numeric_id(name) {
+                    Some(uid) => by_id(uid),
+                    None => Err(format!(
+                        "no user named {name:?} on this system (a numeric id is accepted too)"
+                    )),
+                },
+                Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
+            }
         },
     )
 }
 
-/// Resolves a `group` value.
+/// Resolves a `group` value: a name in the group database, or else a
+/// numeric group id.
 pub(super) fn group(name: &str) -> Result<Group, String> {
     if name.is_empty() {
-        return Err("expected a group name; got \"\"".to_string());
+        return Err("expected a group name or id; got \"\"".to_string());
     }
     remembered(
         &KNOWN_GROUPS,
         name,
         |g| &g.name,
-        || match privileges::lookup_group(name) {
-            Ok(Some(gid)) => Ok(Group {
+        || {
+            let group = |gid| Group {
                 name: name.to_string(),
                 gid,
-            }),
-            Ok(None) => Err(format!("no group named {name:?} on this system")),
-            Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
+            };
+            match privileges::lookup_group(name) {
+                Ok(Some(gid)) => Ok(group(gid)),
+                Ok(None) => numeric_id(name).map(group).ok_or_else(|| {
+                    format!("no group named {name:?} on this system (a numeric id is accepted too)")
+                }),
+                Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
+            }
         },
     )
 }
@@ -92,6 +122,17 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
         return Err(error(format!(
             "{from}: a group is only used together with user = \"NAME\" (or --user NAME)"
         )));
+    }
+    if let (Some(u), None) = (&config.user, &config.group) {
+        if u.gid.is_none() {
+            // Guessing (gid 0 as Docker does, or the same number) could
+            // hand out a group with rights (root, adm, sudo): ask instead.
+            let from = origins.user.as_deref().unwrap_or("--user");
+            return Err(error(format!(
+                "{from}: user id {} has no entry in the user database, so no primary group; set group = \"GID\" (or --group GID) too",
+                u.uid
+            )));
+        }
     }
     let Some(jail) = &config.chroot else {
         return Ok(());

@@ -71,6 +71,7 @@ pub(crate) struct Origins {
     pub(crate) pid_file: Option<String>,
     pub(crate) access: Option<String>,
     pub(crate) error: Option<String>,
+    pub(crate) user: Option<String>,
     pub(crate) group: Option<String>,
     pub(crate) chroot: Option<String>,
     pub(crate) symlinks: Option<String>,
@@ -122,7 +123,10 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 config.cgi = rules;
                 origins.cgi = where_;
             }
-            "user" => config.user = Some(cx.user(value)?),
+            "user" => {
+                config.user = Some(cx.user(value)?);
+                origins.user = Some(cx.origin("user", value));
+            }
             "group" => {
                 config.group = Some(cx.group(value)?);
                 origins.group = Some(cx.origin("group", value));

@@ -80,18 +80,21 @@ pub struct Config {
     pub config_file: Option<PathBuf>,
 }
 
-/// A user from the user database, resolved when the config is loaded.
+/// A user from the user database, or a numeric user id, resolved when
+/// the config is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
-    /// The name as configured.
+    /// The name as configured (a number for a numeric id).
     pub name: String,
     /// Its user id.
     pub uid: u32,
-    /// Its primary group id.
-    pub gid: u32,
+    /// Its primary group id; `None` for a numeric id that has no entry in
+    /// the user database (a container's), which then needs `group`.
+    pub gid: Option<u32>,
 }
 
-/// A group from the group database, resolved when the config is loaded.
+/// A group from the group database, or a numeric group id, resolved when
+/// the config is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
     /// The name as configured.

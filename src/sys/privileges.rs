@@ -214,24 +214,42 @@ fn verify(uid: u32, gid: u32, was_root: bool) -> Result<(), SwitchError> {
     Ok(())
 }
 
-/// The user name of a user id, for messages; `None` if unknown.
-pub fn user_name(uid: u32) -> Option<String> {
-    let mut name = None;
-    let _ = with_record_buf(|buf| {
+/// Looks user id `uid` up in the user database: its name and account;
+/// `None` if no entry has that id.
+pub fn lookup_uid(uid: u32) -> io::Result<Option<(String, Account)>> {
+    let mut found = None;
+    with_record_buf(|buf| {
         // SAFETY: as in `lookup_user`.
         let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::passwd = std::ptr::null_mut();
         // SAFETY: as in `lookup_user`.
         let rc =
             unsafe { libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr(), buf.len(), &mut result) };
-        if rc == 0 && !result.is_null() && !pw.pw_name.is_null() {
-            // SAFETY: the record points into `buf`, NUL-terminated.
-            let s = unsafe { CStr::from_ptr(pw.pw_name) };
-            name = Some(s.to_string_lossy().into_owned());
+        if rc == 0 && !result.is_null() {
+            let name = if pw.pw_name.is_null() {
+                String::new()
+            } else {
+                // SAFETY: the record points into `buf`, NUL-terminated.
+                unsafe { CStr::from_ptr(pw.pw_name) }
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            found = Some((
+                name,
+                Account {
+                    uid: pw.pw_uid,
+                    gid: pw.pw_gid,
+                },
+            ));
         }
         rc
-    });
-    name
+    })?;
+    Ok(found)
+}
+
+/// The user name of a user id, for messages; `None` if unknown.
+pub fn user_name(uid: u32) -> Option<String> {
+    lookup_uid(uid).ok().flatten().map(|(name, _)| name)
 }
 
 #[cfg(test)]
@@ -247,6 +265,12 @@ mod tests {
         assert_eq!(lookup_user("no-such-user-brisk-test").unwrap(), None);
         assert_eq!(lookup_group("no-such-group-brisk-test").unwrap(), None);
         assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(
+            lookup_uid(0).unwrap(),
+            Some(("root".to_string(), Account { uid: 0, gid: 0 }))
+        );
+        // No system gives every id an entry.
+        assert_eq!(lookup_uid(4_000_000_123).unwrap(), None);
         assert!(lookup_user("a\0b").is_err());
     }
 

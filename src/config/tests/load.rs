@@ -318,17 +318,43 @@ fn privilege_keys() {
 
     assert_eq!(
         load_err("user = \"no-such-user-x\"\n"),
-        "DIR/site.toml:2: user: no user named \"no-such-user-x\" on this system"
+        "DIR/site.toml:2: user: no user named \"no-such-user-x\" on this system (a numeric id is accepted too)"
     );
     assert_eq!(
         load_err("user = \"root\"\ngroup = \"no-such-group-x\"\n"),
-        "DIR/site.toml:3: group: no group named \"no-such-group-x\" on this system"
+        "DIR/site.toml:3: group: no group named \"no-such-group-x\" on this system (a numeric id is accepted too)"
     );
     assert_eq!(
         load_err("group = \"root\"\n"),
         "DIR/site.toml:2: group: a group is only used together with user = \"NAME\" (or --user NAME)"
     );
     assert!(load_err("user = 3\n").contains("site.toml:2: user: expected a string; got 3"));
+    // Numeric ids, known to the databases or not.
+    let c = load("user = \"0\"\nallow_root = true\n").unwrap();
+    assert_eq!(
+        c.user,
+        Some(crate::config::User {
+            name: "0".to_string(),
+            uid: 0,
+            gid: Some(0)
+        })
+    );
+    let c = load("user = \"4000000123\"\ngroup = \"4000000124\"\n").unwrap();
+    assert_eq!(
+        c.user.as_ref().map(|u| (u.uid, u.gid)),
+        Some((4000000123, None))
+    );
+    assert_eq!(c.group.as_ref().map(|g| g.gid), Some(4000000124));
+    assert_eq!(
+        load_err("user = \"4000000123\"\n"),
+        "DIR/site.toml:2: user: user id 4000000123 has no entry in the user database, so no primary group; set group = \"GID\" (or --group GID) too"
+    );
+    for bad in ["-1", "4294967295", "99999999999", "+5", "1e3"] {
+        assert!(
+            load_err(&format!("user = \"{bad}\"\n")).contains("no user named"),
+            "{bad}"
+        );
+    }
     assert!(load_err("sandbox = \"yes\"\n").contains("sandbox: expected true or false"));
     assert!(load_err("allow_root = 1\n").contains("allow_root: expected true or false"));
 }

@@ -35,7 +35,7 @@ pub fn default_user(cfg: &mut Config) -> Option<String> {
     cfg.user = Some(crate::config::User {
         name: "nobody".to_string(),
         uid: account.uid,
-        gid: account.gid,
+        gid: Some(account.gid),
     });
     Some(
         "started as root with no user configured: serving as \"nobody\" (set user = \"NAME\", or allow_root = true to serve as root)"
@@ -127,7 +127,14 @@ pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), String> {
         }
         return Ok(());
     };
-    let gid = cfg.group.as_ref().map_or(user.gid, |g| g.gid);
+    // The configuration was checked: a user without a primary group comes
+    // with a group.
+    let Some(gid) = cfg.group.as_ref().map(|g| g.gid).or(user.gid) else {
+        return Err(format!(
+            "user \"{}\" has no primary group and no group is set",
+            user.name
+        ));
+    };
     privileges::switch_user(user.uid, gid).map_err(|e| {
         let what = match &e {
             SwitchError::Call(..) => "cannot switch",
