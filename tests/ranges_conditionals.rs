@@ -413,28 +413,6 @@ fn conditional_range_combination() {
 }
 
 #[test]
-fn not_modified_with_a_sidecar_varies() {
-    let mut b = Builder::new();
-    b.file("a.js", b"let a;");
-    b.file("a.js.br", b"BR");
-    let s = b.start();
-    let r = s.get_with(
-        "/a.js",
-        &format!("Accept-Encoding: br\r\nIf-None-Match: {}\r\n", etag(2)),
-    );
-    assert_eq!(
-        r.masked_head(),
-        head(
-            "304 Not Modified",
-            &format!(
-                "ETag: {}\r\nLast-Modified: {MTIME_HTTP}\r\nVary: Accept-Encoding\r\nConnection: close\r\n",
-                etag(2)
-            )
-        )
-    );
-}
-
-#[test]
 fn range_on_an_empty_file_is_416() {
     let mut b = Builder::new();
     b.file("empty.txt", b"");

@@ -1,5 +1,5 @@
 //! Static files on the wire: heads byte for byte, content types,
-//! directories, methods, precompressed sidecars, configured headers.
+//! directories, methods, configured headers (sidecars: precompressed.rs).
 
 mod common;
 
@@ -395,96 +395,6 @@ fn absolute_form_target_is_served_like_the_path() {
         b"GET http://localhost/file HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
     );
     assert_file(&r, b"the file", "application/octet-stream", "", Conn::Close);
-}
-
-fn precompressed_site() -> Server {
-    let mut b = Builder::new();
-    b.file("a.js", b"console.log('identity');\n");
-    b.file("a.js.gz", b"GZIP-BYTES");
-    b.file("a.js.br", b"BROTLI");
-    b.file("only-gz.css", b"body{}");
-    b.file("only-gz.css.gz", b"GZ-CSS");
-    b.file("plain.js", b"plain");
-    b.start()
-}
-
-#[test]
-fn precompressed_br_is_preferred() {
-    let s = precompressed_site();
-    let r = s.get_with("/a.js", "Accept-Encoding: gzip, br\r\n");
-    assert_file(
-        &r,
-        b"BROTLI",
-        "text/javascript; charset=utf-8",
-        "Content-Encoding: br\r\nVary: Accept-Encoding\r\n",
-        Conn::Close,
-    );
-    let r = s.get_with("/a.js", "Accept-Encoding: br\r\n");
-    assert_eq!(r.body, b"BROTLI");
-}
-
-#[test]
-fn precompressed_gzip_when_br_is_not_accepted() {
-    let s = precompressed_site();
-    let r = s.get_with("/a.js", "Accept-Encoding: gzip\r\n");
-    assert_file(
-        &r,
-        b"GZIP-BYTES",
-        "text/javascript; charset=utf-8",
-        "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n",
-        Conn::Close,
-    );
-    // q=0 means "not acceptable" (RFC 9110 §12.5.3).
-    let r = s.get_with("/a.js", "Accept-Encoding: br;q=0, gzip\r\n");
-    assert_eq!(r.body, b"GZIP-BYTES");
-    assert_eq!(r.header("content-encoding"), Some("gzip"));
-    // Only a .gz sidecar exists.
-    let r = s.get_with("/only-gz.css", "Accept-Encoding: gzip, br\r\n");
-    assert_file(
-        &r,
-        b"GZ-CSS",
-        "text/css; charset=utf-8",
-        "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n",
-        Conn::Close,
-    );
-}
-
-#[test]
-fn precompressed_identity_without_accept_encoding() {
-    let s = precompressed_site();
-    let body = b"console.log('identity');\n";
-    let r = s.get("/a.js");
-    assert_file(&r, body, "text/javascript; charset=utf-8", "", Conn::Close);
-    // Accept-Encoding without a usable coding: identity, but it varies.
-    let r = s.get_with("/a.js", "Accept-Encoding: identity\r\n");
-    assert_file(
-        &r,
-        body,
-        "text/javascript; charset=utf-8",
-        "Vary: Accept-Encoding\r\n",
-        Conn::Close,
-    );
-    // No sidecar at all: no Vary.
-    let r = s.get_with("/plain.js", "Accept-Encoding: gzip, br\r\n");
-    assert_file(
-        &r,
-        b"plain",
-        "text/javascript; charset=utf-8",
-        "",
-        Conn::Close,
-    );
-}
-
-#[test]
-fn precompressed_head_matches_get() {
-    let s = precompressed_site();
-    let mut c = s.connect();
-    c.send(b"HEAD /a.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n\r\n");
-    let h = c.head_response();
-    c.send(b"GET /a.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n\r\n");
-    let g = c.response();
-    assert_eq!(h.masked_head(), g.masked_head());
-    assert_eq!(g.header("content-encoding"), Some("br"));
 }
 
 #[test]

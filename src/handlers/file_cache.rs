@@ -9,6 +9,7 @@
 //! nanosecond). Failed lookups (404s) are cached the same way. When full,
 //! the cache is emptied and refills; it never grows past `capacity`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -44,6 +45,9 @@ pub struct Entry {
     pub source: Option<Source>,
     /// `ETag: "…"\r\nLast-Modified: …\r\n` for regular files.
     pub validators: Box<[u8]>,
+    /// Whether precompressed sidecars of this file exist, and until when
+    /// that answer may be used (see [`FileCache::sidecars_known`]).
+    sidecars: Cell<Option<(Instant, bool)>>,
 }
 
 impl Entry {
@@ -58,7 +62,9 @@ impl Entry {
 #[derive(Debug)]
 struct Slot {
     result: Result<Rc<Entry>, i32>,
-    checked: Instant,
+    /// Until when the slot is used without asking the disk (the time it
+    /// was checked plus `valid`; a comparison is cheaper than a subtraction).
+    fresh_until: Instant,
 }
 
 /// FNV-1a: paths are short, and SipHash's DoS resistance is not needed
@@ -117,7 +123,7 @@ impl FileCache {
             return load(root, rel, &mut 0);
         }
         if let Some(slot) = self.map.get_mut(rel) {
-            if self.now.saturating_duration_since(slot.checked) < self.valid {
+            if self.now < slot.fresh_until {
                 return slot.result.clone().map_err(io::Error::from_raw_os_error);
             }
             let unchanged = match (root.stat(rel), &slot.result) {
@@ -126,7 +132,7 @@ impl FileCache {
                 _ => false,
             };
             if unchanged {
-                slot.checked = self.now;
+                slot.fresh_until = self.now + self.valid;
                 return slot.result.clone().map_err(io::Error::from_raw_os_error);
             }
             if let Some(Slot { result: Ok(e), .. }) = self.map.remove(rel) {
@@ -162,10 +168,25 @@ impl FileCache {
             rel.into(),
             Slot {
                 result: cached,
-                checked: self.now,
+                fresh_until: self.now + self.valid,
             },
         );
         result
+    }
+
+    /// Whether sidecars of `entry` were found to exist (or not) recently
+    /// enough to answer without looking them up again: no longer ago
+    /// than a cached lookup may be trusted.
+    pub fn sidecars_known(&self, entry: &Entry) -> Option<bool> {
+        match entry.sidecars.get() {
+            Some((until, exist)) if self.now < until => Some(exist),
+            _ => None,
+        }
+    }
+
+    /// Remembers whether sidecars of `entry` exist (see [`FileCache::sidecars_known`]).
+    pub fn remember_sidecars(&self, entry: &Entry, exist: bool) {
+        entry.sidecars.set(Some((self.now + self.valid, exist)));
     }
 }
 
@@ -187,6 +208,7 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
             meta,
             source: None,
             validators: Box::default(),
+            sidecars: Cell::new(None),
         }));
     }
     let (file, meta) = root.open_file(rel)?;
@@ -210,5 +232,6 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
         meta,
         source: Some(source),
         validators: validators.into(),
+        sidecars: Cell::new(None),
     }))
 }

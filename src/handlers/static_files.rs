@@ -159,9 +159,20 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
             let _ = e;
             Plan::error(Status::FORBIDDEN, s)
         }
-        Ok(e) if e.meta.kind == Kind::File => serve_file(site, req, s, cache, e),
+        Ok(e) if e.meta.kind == Kind::File => {
+            let chosen = negotiate(site, req, s, cache, Some(e));
+            serve_file(site, req, s, chosen)
+        }
         Ok(e) if e.meta.kind == Kind::Dir => serve_dir(site, req, s, cache, raw_path, query),
         Ok(_) => Plan::error(Status::FORBIDDEN, s),
+        // `CHANGES` may exist only as `CHANGES.gz` (nginx's gzip_static).
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && site.is_program(&s.rel) => {
+            Plan::error(status_for(&e), s)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && site.cfg.static_files.precompressed => {
+            let chosen = negotiate(site, req, s, cache, None);
+            serve_file(site, req, s, chosen)
+        }
         Err(e) => Plan::error(status_for(&e), s),
     }
 }
@@ -216,16 +227,27 @@ fn serve_dir(
     for index in &site.cfg.static_files.index {
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
-        if let Ok(e) = cache.lookup(&site.root, &s.rel) {
-            if e.meta.kind == Kind::File {
-                if site.is_program(&s.rel) {
-                    return Plan::error(Status::FORBIDDEN, s);
+        let chosen = match cache.lookup(&site.root, &s.rel) {
+            Ok(e) if e.meta.kind == Kind::File => negotiate(site, req, s, cache, Some(e)),
+            // An index that exists only precompressed (`gzip -r` replaces
+            // the files) is the index all the same.
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOENT)
+                    && site.cfg.static_files.precompressed =>
+            {
+                match negotiate(site, req, s, cache, None) {
+                    chosen if chosen.varies => chosen,
+                    _ => continue,
                 }
-                s.path.truncate(dir_path_len);
-                s.path.extend_from_slice(index.as_bytes());
-                return serve_file(site, req, s, cache, e);
             }
+            _ => continue,
+        };
+        if site.is_program(&s.rel) {
+            return Plan::error(Status::FORBIDDEN, s);
         }
+        s.path.truncate(dir_path_len);
+        s.path.extend_from_slice(index.as_bytes());
+        return serve_file(site, req, s, chosen);
     }
     s.rel.truncate(dir_rel_len);
     if !site.cfg.static_files.autoindex {
@@ -257,36 +279,92 @@ fn serve_dir(
     }
 }
 
-/// Serves the regular file `entry`, found at `s.rel` (request path `s.path`).
-fn serve_file(
+/// The representation of a resource chosen for a request (RFC 9110
+/// §12.5.3): the identity file or a precompressed sidecar.
+struct Chosen {
+    /// The file to send; `None` when only sidecars exist and the client
+    /// accepts none of them.
+    entry: Option<Rc<Entry>>,
+    /// The content coding of `entry` (`None`: identity).
+    coding: Option<&'static str>,
+    /// Sidecars exist, so the choice depended on `Accept-Encoding` and
+    /// every answer about this resource says `Vary: Accept-Encoding`
+    /// (RFC 9110 §12.5.5), whichever file was sent.
+    varies: bool,
+}
+
+/// Chooses between the file at `s.rel` (`identity`; `None` when it does
+/// not exist) and its `.br`/`.gz` sidecars. Sidecars are looked up even
+/// when the request has no `Accept-Encoding`, because a cache must learn
+/// that the answer varies with it.
+fn negotiate(
     site: &Site,
     req: &Request,
     s: &mut Scratch,
     cache: &mut FileCache,
-    entry: Rc<Entry>,
-) -> Plan {
-    let mut entry = entry;
-    let mut coding: Option<&str> = None;
-    let mut has_sidecar = false;
-    if site.cfg.static_files.precompressed {
-        if let Some(accept) = req.header("accept-encoding") {
-            let base = s.rel.len();
-            for (name, suffix) in SIDECARS {
-                s.rel.extend_from_slice(suffix);
-                if let Ok(side) = cache.lookup(&site.root, &s.rel) {
-                    if side.meta.kind == Kind::File {
-                        has_sidecar = true;
-                        if encoding::accepts(accept, name.as_bytes()) {
-                            coding = Some(name);
-                            entry = side;
-                            break;
-                        }
-                    }
-                }
-                s.rel.truncate(base);
+    identity: Option<Rc<Entry>>,
+) -> Chosen {
+    let mut chosen = Chosen {
+        entry: identity,
+        coding: None,
+        varies: false,
+    };
+    if !site.cfg.static_files.precompressed {
+        return chosen;
+    }
+    let accept = req.header("accept-encoding");
+    let wanted =
+        SIDECARS.map(|(name, _)| accept.is_some_and(|a| encoding::accepts(a, name.as_bytes())));
+    // Most requests without Accept-Encoding (or with none of these
+    // codings) only need to know whether sidecars exist: remembered on
+    // the file's cache entry, as fresh as a cached lookup.
+    if let Some(e) = &chosen.entry {
+        if wanted == [false; SIDECARS.len()] {
+            if let Some(exist) = cache.sidecars_known(e) {
+                chosen.varies = exist;
+                return chosen;
             }
         }
     }
+    let identity = chosen.entry.clone();
+    let base = s.rel.len();
+    for ((name, suffix), wanted) in SIDECARS.into_iter().zip(wanted) {
+        s.rel.extend_from_slice(suffix);
+        let side = cache.lookup(&site.root, &s.rel);
+        s.rel.truncate(base);
+        let Ok(side) = side else { continue };
+        if side.meta.kind != Kind::File {
+            continue;
+        }
+        chosen.varies = true;
+        if wanted {
+            chosen.entry = Some(side);
+            chosen.coding = Some(name);
+            break;
+        }
+    }
+    if let Some(e) = identity {
+        cache.remember_sidecars(&e, chosen.varies);
+    }
+    chosen
+}
+
+/// Serves the representation `chosen` of the file at `s.rel` (request
+/// path `s.path`).
+fn serve_file(site: &Site, req: &Request, s: &mut Scratch, chosen: Chosen) -> Plan {
+    let vary = |s: &mut Scratch| {
+        if chosen.varies {
+            s.header("Vary", b"Accept-Encoding");
+        }
+    };
+    let coding = chosen.coding;
+    let Some(entry) = chosen.entry.as_ref() else {
+        // Only `CHANGES.gz` exists and the client takes no gzip: as
+        // nginx's `gzip_static on` without `gunzip`, the resource is not
+        // there for it (404, not 406: no other representation exists).
+        vary(s);
+        return Plan::error(Status::NOT_FOUND, s);
+    };
     let meta = entry.meta;
     let Some(src) = entry.source.clone() else {
         return Plan::error(Status::FORBIDDEN, s);
@@ -305,9 +383,7 @@ fn serve_file(
     match conditional::evaluate(&pre, &v, req.method) {
         Precondition::Proceed => {}
         Precondition::NotModified => {
-            if has_sidecar {
-                s.header("Vary", b"Accept-Encoding");
-            }
+            vary(s);
             apply_header_rules(site, s);
             return Plan {
                 status: Status::NOT_MODIFIED,
@@ -317,6 +393,7 @@ fn serve_file(
         }
         Precondition::Failed => {
             s.headers.clear();
+            vary(s);
             return Plan::error(Status::PRECONDITION_FAILED, s);
         }
     }
@@ -334,6 +411,7 @@ fn serve_file(
         cr.extend_from_slice(b"bytes */");
         crate::http::push_u64(&mut cr, meta.size);
         s.header("Content-Range", &cr);
+        vary(s);
         return Plan::error(Status::RANGE_NOT_SATISFIABLE, s);
     }
     let multipart = matches!(&ranges, RangeOutcome::Ranges(set) if set.as_slice().len() > 1);
@@ -344,9 +422,7 @@ fn serve_file(
     if let Some(c) = coding {
         s.header("Content-Encoding", c.as_bytes());
     }
-    if has_sidecar {
-        s.header("Vary", b"Accept-Encoding");
-    }
+    vary(s);
     apply_header_rules(site, s);
     match ranges {
         RangeOutcome::Ranges(set) if multipart => {
