@@ -23,6 +23,9 @@ fn help() {
         "--workers",
         "--check-config",
         "--access-log",
+        "--error-log",
+        "--port",
+        "--autoindex",
     ] {
         assert!(out.contains(flag), "--help does not mention {flag}:\n{out}");
     }
@@ -492,4 +495,116 @@ fn license_file_matches_cargo_toml() {
     let license = fs::read_to_string(dir.join("LICENSE")).expect("a LICENSE file");
     assert!(license.starts_with("MIT License\n\nCopyright (c) 2026 the brisk developers\n"));
     assert!(license.contains("THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND"));
+}
+
+/// The server's stderr once its workers run.
+fn stderr_when_started(s: &Server) -> String {
+    wait_until("the started line", || s.stderr().contains("] started "));
+    s.stderr()
+}
+
+#[test]
+fn a_root_without_an_index_gets_a_hint_and_autoindex_lists_it() {
+    let hint = |root: &std::path::Path| {
+        format!(
+            "[info] no index.html in {} and directory listings are off, so / answers 403 Forbidden: \
+             add an index.html, or list directories with --autoindex (autoindex = true in [static])\n",
+            root.canonicalize().unwrap().display()
+        )
+    };
+    let mut b = Builder::new();
+    b.file("a.txt", b"A");
+    let s = b.start();
+    let err = stderr_when_started(&s);
+    assert!(err.contains(&hint(&s.root)), "{err}");
+    assert_eq!(s.get("/").status, 403);
+    drop(s);
+
+    let mut b = Builder::new();
+    b.file("a.txt", b"A").arg("--autoindex");
+    let s = b.start();
+    let err = stderr_when_started(&s);
+    assert!(!err.contains("no index.html"), "{err}");
+    let r = s.get("/");
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("<a href=\"a.txt\">"), "{}", r.text());
+    drop(s);
+
+    let mut b = Builder::new();
+    b.file("index.html", b"home");
+    let s = b.start();
+    let err = stderr_when_started(&s);
+    assert!(!err.contains("no index.html"), "{err}");
+    assert_eq!(s.get("/").body, b"home");
+    drop(s);
+
+    // Several index names, none there.
+    let mut b = Builder::new();
+    b.config("[static]\nindex = [\"index.htm\", \"default.htm\"]\n");
+    let s = b.start();
+    let err = stderr_when_started(&s);
+    assert!(
+        err.contains("[info] none of index.htm, default.htm in ")
+            && err.contains(": add one of them, or list directories with --autoindex"),
+        "{err}"
+    );
+}
+
+#[test]
+fn port_flag_sets_the_port_of_every_listen_address() {
+    let dir = TempDir::new("port");
+    let root = dir.path.join("root");
+    write_file(&root.join("p.txt"), b"on the port");
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        "listen = [\"127.0.0.1:1\", \"[::1]:2\", \"127.0.0.1:3\"]\nroot = \"root\"\n",
+    )
+    .expect("write");
+    let (st, out, err) = run_brisk(&[
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--port",
+        "9999",
+        "--check-config",
+    ]);
+    assert!(st.success(), "{err}");
+    assert!(
+        out.contains("\nlisten: 127.0.0.1:9999, [::1]:9999\n"),
+        "{out}"
+    );
+
+    // Without a file: the default address, on that port.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("probe");
+    let port = probe.local_addr().expect("addr").port();
+    drop(probe);
+    let args: Vec<String> = ["--port", &port.to_string(), "--access-log", "off"]
+        .iter()
+        .map(|a| a.to_string())
+        .chain(["--root".to_string(), root.display().to_string()])
+        .collect();
+    let (child, addrs) = spawn_brisk(&args, &dir.path.join("stderr"));
+    let _guard = KillOnDrop(child);
+    assert_eq!(addrs, [std::net::SocketAddr::from(([127, 0, 0, 1], port))]);
+    let mut c = Client::connect(addrs[0]);
+    c.send(b"GET /p.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"on the port");
+
+    let (st, _, err) = run_brisk(&["--port", "8080", "--listen", "127.0.0.1:9000"]);
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "brisk: --port: cannot be used with --listen, which names its own port \
+         (--listen 127.0.0.1:PORT) (see brisk --help)\n"
+    );
+    for bad in ["65536", "-1", "http", ""] {
+        let (st, _, err) = run_brisk(&[&format!("--port={bad}"), "--check-config"]);
+        assert_eq!(st.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "--port: expected a port number from 0 to 65535; got {bad:?}"
+            )),
+            "{err}"
+        );
+    }
 }

@@ -33,7 +33,11 @@ Options:
   --listen ADDR        listen on ADDR; repeat for several; replaces the file's
                        whole `listen` list. ADDR is IPv4:PORT (127.0.0.1:8080),
                        [IPv6]:PORT ([::1]:8080), or PORT alone (0.0.0.0:PORT)
+  --port N             listen on port N at every address of `listen` (by
+                       default 127.0.0.1); 0 picks a free port. Not together
+                       with --listen, which names its own ports
   --root DIR           serve files from DIR
+  --autoindex          list the directories that have no index file
   --workers N          worker threads, 0 = one per CPU core (at most 1024)
   --daemon             run in the background; both logs must then go to
                        files or be off (a daemon has no stdout or stderr)
@@ -60,7 +64,9 @@ in a configuration file, to the file's directory.
 struct Flags {
     config: Option<PathBuf>,
     listen: Vec<SocketAddr>,
+    port: Option<u16>,
     root: Option<PathBuf>,
+    autoindex: bool,
     workers: Option<usize>,
     daemon: bool,
     pid_file: Option<PathBuf>,
@@ -141,9 +147,27 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         }
     };
 
+    if let Some(port) = flags.port {
+        if !flags.listen.is_empty() {
+            return Err(flag_error(
+                "--port",
+                "cannot be used with --listen, which names its own port (--listen 127.0.0.1:PORT)",
+            ));
+        }
+        // Addresses that differed only in their port become one.
+        let mut listen: Vec<SocketAddr> = Vec::with_capacity(config.listen.len());
+        for mut addr in config.listen.drain(..) {
+            addr.set_port(port);
+            if !listen.contains(&addr) {
+                listen.push(addr);
+            }
+        }
+        config.listen = listen;
+    }
     if !flags.listen.is_empty() {
         config.listen = flags.listen;
     }
+    config.static_files.autoindex |= flags.autoindex;
     if let Some(root) = flags.root {
         config.root = cwd.join(root);
         origins.root = Some("--root".to_string());
@@ -336,7 +360,7 @@ fn parse_flags<I: IntoIterator<Item = OsString>>(args: I) -> Result<Parsed, Conf
                 "brisk {}",
                 env!("CARGO_PKG_VERSION")
             )))),
-            "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" => None,
+            "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" | "--autoindex" => None,
             _ if !VALUE_FLAGS.contains(&name.as_str()) => return Err(unknown_flag(&name)),
             _ => {
                 let value = match inline {
@@ -358,6 +382,7 @@ fn parse_flags<I: IntoIterator<Item = OsString>>(args: I) -> Result<Parsed, Conf
             None if name == "--daemon" => flags.daemon = true,
             None if name == "--allow-root" => flags.allow_root = true,
             None if name == "--no-sandbox" => flags.no_sandbox = true,
+            None if name == "--autoindex" => flags.autoindex = true,
             None => flags.check = true,
         }
     }
@@ -390,6 +415,16 @@ fn apply_value(flags: &mut Flags, name: &str, value: &OsStr) -> Result<(), Confi
                 return Err(flag_error(name, &format!("{addr} is given twice")));
             }
             flags.listen.push(addr);
+        }
+        "--port" => {
+            let s = text()?;
+            let port = s.parse::<u16>().map_err(|_| {
+                flag_error(
+                    name,
+                    &format!("expected a port number from 0 to 65535; got {s:?}"),
+                )
+            })?;
+            flags.port = Some(port);
         }
         "--workers" => {
             let s = text()?;
@@ -462,6 +497,7 @@ fn unknown_flag(name: &str) -> ConfigError {
 const VALUE_FLAGS: &[&str] = &[
     "--config",
     "--listen",
+    "--port",
     "--root",
     "--workers",
     "--pid-file",
@@ -476,7 +512,9 @@ const VALUE_FLAGS: &[&str] = &[
 const FLAG_NAMES: &[&str] = &[
     "--config",
     "--listen",
+    "--port",
     "--root",
+    "--autoindex",
     "--workers",
     "--daemon",
     "--pid-file",

@@ -110,6 +110,40 @@ impl Site {
             })
     }
 
+    /// A line for whoever starts brisk when `/` can only answer 403 (what a
+    /// first `brisk` in a source tree meets): the root holds none of the
+    /// index files, listings are off, and no CGI rule takes `/`.
+    pub fn root_hint(&self) -> Option<String> {
+        let st = &self.cfg.static_files;
+        let cgi_takes_root = self.cfg.cgi.iter().any(|rule| match &rule.target {
+            CgiTarget::Dir { url, .. } | CgiTarget::Program { url, .. } => url == "/",
+            CgiTarget::Pattern(_) => false,
+        });
+        let has_index = st.index.iter().any(|name| {
+            self.root
+                .stat(name.as_bytes())
+                .is_ok_and(|(_, meta)| meta.kind == Kind::File)
+        });
+        if st.autoindex || cgi_takes_root || has_index {
+            return None;
+        }
+        let root = self.cfg.root.display();
+        let (missing, add) = match &st.index[..] {
+            [] => (
+                format!("no index files are configured ([static] index) for {root}"),
+                "an index file".to_string(),
+            ),
+            [one] => (format!("no {one} in {root}"), format!("an {one}")),
+            many => (
+                format!("none of {} in {root}", many.join(", ")),
+                "one of them".to_string(),
+            ),
+        };
+        Some(format!(
+            "{missing} and directory listings are off, so / answers 403 Forbidden: add {add}, or list directories with --autoindex (autoindex = true in [static])"
+        ))
+    }
+
     /// Uses the no-`openat2` confinement fallback (for tests).
     pub fn force_fallback(&mut self) {
         self.root.force_fallback();

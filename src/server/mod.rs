@@ -456,6 +456,8 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     confine::check_identity(&cfg)?;
     let mut server = Server::bind(cfg)?;
     let cfg = Arc::clone(&server.cfg);
+    // Looked at while the root can still be read by its path.
+    let hint = server.site.root_hint();
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
     console::say(format_args!("serving {}", cfg.root.display()));
@@ -486,6 +488,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     // Everything is open: confine the process before any thread exists,
     // so that every thread (and every CGI child) inherits the result.
     let mut notes = confine::Notes::new();
+    notes.extend(hint.map(|h| (Level::Info, h)));
     if confine::enter_jail(&cfg)? {
         let inside = cfg.in_jail();
         confine::note_outside_jail(&cfg, &inside, &mut notes);
