@@ -395,3 +395,60 @@ fn connections_of_the_previous_workers_still_count_against_the_limit() {
         s.get("/a.txt").status == 200
     });
 }
+
+#[test]
+fn a_reload_reads_the_mime_types_file_again() {
+    let mut b = Builder::new();
+    b.file("x.foo", b"foo");
+    // Outside the config file's directory (which the sandbox lets the
+    // server read again), as /etc/mime.types is.
+    let elsewhere = TempDir::new("types");
+    let types = elsewhere.path.join("mime.types");
+    write_file(&types, b"application/x-one foo\n");
+    let cfg = format!("[static]\nmime_types = \"{}\"\n", types.display());
+    b.config(&format!("{cfg}{LOG}"));
+    let s = b.start();
+    assert_eq!(
+        s.get("/x.foo").header("Content-Type"),
+        Some("application/x-one")
+    );
+    // Changed in place (the sandbox allows reading that file again).
+    let line = reload_with(&s, |_| {
+        fs::write(&types, b"application/x-two foo\n").expect("rewrite types")
+    });
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(
+        s.get("/x.foo").header("Content-Type"),
+        Some("application/x-two")
+    );
+    // A broken file is refused like a broken config, naming file and line.
+    let line = reload_with(&s, |_| {
+        fs::write(&types, b"application/x-three foo\n\nbroken\n").expect("rewrite types")
+    });
+    assert!(line.contains("static.mime_types"), "{line}");
+    assert!(
+        line.contains("mime.types:3: expected a media type"),
+        "{line}"
+    );
+    assert_eq!(
+        s.get("/x.foo").header("Content-Type"),
+        Some("application/x-two")
+    );
+    // Replaced by a new file (as a package upgrade does): the sandbox
+    // fixed at start covers the old one only, and the refusal says so.
+    let line = reload_with(&s, |_| {
+        let new = elsewhere.path.join("mime.types.new");
+        fs::write(&new, b"application/x-four foo\n").expect("write types");
+        fs::rename(&new, &types).expect("rename types");
+    });
+    if line.contains("configuration reloaded") {
+        eprintln!("note: no Landlock sandbox here; the replaced file was read");
+        assert_eq!(
+            s.get("/x.foo").header("Content-Type"),
+            Some("application/x-four")
+        );
+    } else {
+        assert!(line.contains("static.mime_types: cannot read"), "{line}");
+        assert!(line.contains("can only be read after a restart"), "{line}");
+    }
+}

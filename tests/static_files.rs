@@ -491,6 +491,72 @@ fn mime_overrides() {
 }
 
 #[test]
+fn default_type_and_a_mime_types_file() {
+    let mut b = Builder::new();
+    b.file("README", b"read me");
+    b.file("doc/copyright", b"(c)");
+    b.file("x.foo", b"foo");
+    b.file("x.csh", b"csh");
+    b.file("x.md", b"md");
+    b.file("x.css", b"css");
+    b.file("x.unknown", b"?");
+    // Relative to the config file's directory, and in the format of
+    // /etc/mime.types: the later of two lines for one extension wins.
+    write_file(
+        &b.base().join("etc/mime.types"),
+        b"# types\napplication/x-foo\tfoo\napplication/x-csh csh\ntext/x-csh csh\n\
+          text/x-md md\nimage/x-none\n",
+    );
+    b.config(
+        "[static]\ndefault_type = \"text/plain\"\nmime_types = \"etc/mime.types\"\n\
+         [mime]\nmd = \"text/markdown\"\n",
+    );
+    let s = b.start();
+    let text = "text/plain; charset=utf-8";
+    assert_file(&s.get("/README"), b"read me", text, "", Conn::Close);
+    assert_file(&s.get("/doc/copyright"), b"(c)", text, "", Conn::Close);
+    assert_file(&s.get("/x.unknown"), b"?", text, "", Conn::Close);
+    assert_file(
+        &s.get("/x.foo"),
+        b"foo",
+        "application/x-foo",
+        "",
+        Conn::Close,
+    );
+    assert_file(
+        &s.get("/x.csh"),
+        b"csh",
+        "text/x-csh; charset=utf-8",
+        "",
+        Conn::Close,
+    );
+    // [mime] beats the file; the built-in table fills in what it lacks.
+    assert_file(
+        &s.get("/x.md"),
+        b"md",
+        "text/markdown; charset=utf-8",
+        "",
+        Conn::Close,
+    );
+    assert_file(
+        &s.get("/x.css"),
+        b"css",
+        "text/css; charset=utf-8",
+        "",
+        Conn::Close,
+    );
+}
+
+#[test]
+fn the_default_type_stays_octet_stream() {
+    let mut b = Builder::new();
+    b.file("README", b"read me");
+    let s = b.start();
+    let r = s.get("/README");
+    assert_file(&r, b"read me", "application/octet-stream", "", Conn::Close);
+}
+
+#[test]
 fn query_in_filename_under_configured_prefix_only() {
     let mut b = Builder::new();
     b.file("mirror/page.html?x=1", b"mirrored x=1");

@@ -12,6 +12,7 @@ mod cli;
 pub(crate) mod glob;
 mod jail;
 mod load;
+mod mime_types;
 mod sections;
 mod throttle;
 mod units;
@@ -287,6 +288,19 @@ pub struct StaticConfig {
     /// How long a cached file is trusted before it is checked again: the
     /// most a response can lag behind a change on disk.
     pub open_file_cache_valid: Duration,
+    /// `Content-Type` of files no type table names (`default_type`).
+    pub default_type: String,
+    /// The `mime_types` file, read when the configuration was loaded.
+    pub mime_types: Option<MimeTypesFile>,
+}
+
+/// A `mime.types` file (`[static] mime_types`) and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MimeTypesFile {
+    /// Where it is (absolute, or relative to the working directory).
+    pub path: PathBuf,
+    /// (extension, media type) pairs in file order.
+    pub types: Vec<(String, String)>,
 }
 
 /// How a `[[headers]]` rule selects requests.
@@ -434,6 +448,8 @@ impl Default for Config {
                 symlinks_outside_root: false,
                 open_file_cache: 1024,
                 open_file_cache_valid: Duration::from_secs(1),
+                default_type: crate::http::mime::DEFAULT_TYPE.to_string(),
+                mime_types: None,
             },
             mime: Vec::new(),
             headers: Vec::new(),

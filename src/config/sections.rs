@@ -20,6 +20,8 @@ const STATIC_KEYS: &[&str] = &[
     "symlinks_outside_root",
     "open_file_cache",
     "open_file_cache_valid",
+    "default_type",
+    "mime_types",
 ];
 const LIMIT_KEYS: &[&str] = &[
     "max_request_line",
@@ -150,6 +152,37 @@ impl Cx<'_> {
                 "open_file_cache_valid" => {
                     st.open_file_cache_valid =
                         self.duration("static.open_file_cache_valid", value, true)?;
+                }
+                "default_type" => {
+                    let ty = self.string("static.default_type", value)?;
+                    if !units::is_media_type(ty) {
+                        return Err(self.expected(
+                            value,
+                            "static.default_type",
+                            "a media type like \"text/plain\" or \"text/plain; charset=utf-8\"",
+                        ));
+                    }
+                    st.default_type = ty.to_string();
+                }
+                "mime_types" => {
+                    let key = "static.mime_types";
+                    let path = self.path(key, value)?;
+                    // A reload inside the sandbox can read only what it
+                    // allowed at start.
+                    if let Some(readable) = self.src.readable {
+                        readable(&path).map_err(|e| self.fail(value, key, &e))?;
+                    }
+                    let types = super::mime_types::read(&path).map_err(|(e, denied)| {
+                        if denied && self.src.readable.is_some() {
+                            // Landlock allows the file that was there at
+                            // start, not one renamed over it since.
+                            let hint = "; with the sandbox on, a mime_types file replaced since start (as by a package upgrade) can only be read after a restart";
+                            self.fail(value, key, &format!("{e}{hint}"))
+                        } else {
+                            self.fail(value, key, &e)
+                        }
+                    })?;
+                    st.mime_types = Some(super::MimeTypesFile { path, types });
                 }
                 _ => return Err(self.unknown(key, "static", STATIC_KEYS)),
             }

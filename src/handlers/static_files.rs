@@ -44,7 +44,9 @@ impl Site {
     /// Opens the document root named by the configuration.
     pub fn new(cfg: Arc<Config>) -> io::Result<Site> {
         let root = Root::open(&cfg.root, cfg.static_files.symlinks_outside_root)?;
-        let mime = MimeTable::new(&cfg.mime);
+        let st = &cfg.static_files;
+        let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
+        let mime = MimeTable::with_file(&cfg.mime, file_types, &st.default_type);
         let root_path = std::fs::canonicalize(&cfg.root)?;
         let cgi_dirs = cfg
             .cgi

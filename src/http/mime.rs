@@ -1,14 +1,18 @@
-//! Content types by file extension: a built-in table, overridable.
+//! Content types by file extension: a built-in table, optionally the
+//! types of a `mime.types` file over it, and `[mime]` overrides over both.
 //!
-//! The built-in table holds complete `Content-Type` values (charset
-//! included) sorted by extension, so a lookup is a binary search with the
-//! extension lower-cased in a stack buffer: no allocation on the hot path.
+//! The tables hold complete `Content-Type` values (charset included)
+//! sorted by extension, so a lookup is a binary search with the extension
+//! lower-cased in a stack buffer: no allocation on the hot path.
 
-/// The type for files whose extension is unknown.
+/// The type for files whose extension is unknown, unless configured
+/// otherwise (`[static] default_type`).
 pub const DEFAULT_TYPE: &str = "application/octet-stream";
 
 /// Longest extension the built-in table can hold; longer ones are unknown.
 const MAX_EXT_LEN: usize = 16;
+/// Longest extension looked up in a `mime.types` file's table.
+const MAX_FILE_EXT_LEN: usize = 64;
 
 /// Built-in types: IANA-registered where a registration exists (RFC 9239
 /// `text/javascript`, RFC 9512 `application/yaml`, RFC 9559 Matroska…),
@@ -201,12 +205,18 @@ pub fn is_textual(essence: &str) -> bool {
         )
 }
 
-/// Extension → content-type table: the built-in types plus configured overrides.
+/// Extension → content-type table: the built-in types, those of a
+/// `mime.types` file, and configured overrides.
 #[derive(Debug, Clone)]
 pub struct MimeTable {
     /// (lower-case extension, full Content-Type value), checked before the
-    /// built-in table. Few entries, so a linear scan beats anything fancier.
+    /// other tables. Few entries, so a linear scan beats anything fancier.
     overrides: Vec<(Vec<u8>, String)>,
+    /// The types of a `mime.types` file, checked before the built-in
+    /// table: (lower-case extension, full value), sorted by extension.
+    file: Vec<(Box<[u8]>, Box<str>)>,
+    /// For files with no extension, or an unknown one.
+    default: Box<str>,
 }
 
 /// Adds `; charset=utf-8` to a textual type that has no charset yet.
@@ -249,15 +259,35 @@ impl MimeTable {
     /// control character could split the response head, so it is dropped;
     /// the config layer is expected to have refused it already.
     pub fn new(overrides: &[(String, String)]) -> MimeTable {
+        MimeTable::with_file(overrides, &[], DEFAULT_TYPE)
+    }
+
+    /// As [`MimeTable::new`], with the types read from a `mime.types` file
+    /// (extension → type, in file order: for an extension listed twice the
+    /// later line wins, as in Apache) between the overrides and the
+    /// built-in table, and `default_type` for files the tables do not
+    /// name. The charset rule applies to all of them; entries the config
+    /// layer should have refused (control characters) are dropped.
+    pub fn with_file(
+        overrides: &[(String, String)],
+        file_types: &[(String, String)],
+        default_type: &str,
+    ) -> MimeTable {
+        let usable = |ext: &str, ty: &str| {
+            !ext.is_empty() && !ty.trim().is_empty() && !ty.bytes().any(|b| b < 0x20 || b == 0x7f)
+        };
         let mut table = MimeTable {
             overrides: Vec::with_capacity(overrides.len()),
+            file: Vec::with_capacity(file_types.len()),
+            default: if usable("-", default_type) {
+                with_charset(default_type).into()
+            } else {
+                DEFAULT_TYPE.into()
+            },
         };
         for (ext, content_type) in overrides {
             let ext = ext.strip_prefix('.').unwrap_or(ext).to_ascii_lowercase();
-            if ext.is_empty()
-                || content_type.trim().is_empty()
-                || content_type.bytes().any(|b| b < 0x20 || b == 0x7f)
-            {
+            if !usable(&ext, content_type) {
                 continue;
             }
             let value = with_charset(content_type);
@@ -267,17 +297,36 @@ impl MimeTable {
                 None => table.overrides.push((ext, value)),
             }
         }
+        // Reversed and deduplicated keeping the first of each run: the
+        // last line of the file wins.
+        let mut file: Vec<(Box<[u8]>, Box<str>)> = file_types
+            .iter()
+            .rev()
+            .filter(|(ext, ty)| usable(ext, ty) && ext.len() <= MAX_FILE_EXT_LEN)
+            .map(|(ext, ty)| {
+                let ext = ext.to_ascii_lowercase().into_bytes().into_boxed_slice();
+                (ext, with_charset(ty).into_boxed_str())
+            })
+            .collect();
+        file.sort_by(|a, b| a.0.cmp(&b.0));
+        file.dedup_by(|later, first| later.0 == first.0);
+        table.file = file;
         table
+    }
+
+    /// The value given to files no table names.
+    pub fn default_type(&self) -> &str {
+        &self.default
     }
 
     /// The full `Content-Type` value for a file name or path (by its last
     /// extension, case-insensitive), with `; charset=utf-8` on text types.
     ///
-    /// `a.tar.gz` is `gz`; no extension or an unknown one gives
-    /// [`DEFAULT_TYPE`]. Never allocates.
+    /// `a.tar.gz` is `gz`; no extension or an unknown one gives the
+    /// default type ([`DEFAULT_TYPE`] unless configured). Never allocates.
     pub fn lookup(&self, path: &[u8]) -> &str {
         let Some(ext) = extension(path) else {
-            return DEFAULT_TYPE;
+            return &self.default;
         };
         if let Some((_, value)) = self
             .overrides
@@ -286,16 +335,25 @@ impl MimeTable {
         {
             return value;
         }
-        if ext.len() > MAX_EXT_LEN {
-            return DEFAULT_TYPE;
+        if ext.len() > MAX_FILE_EXT_LEN {
+            return &self.default;
         }
-        let mut buf = [0u8; MAX_EXT_LEN];
+        let mut buf = [0u8; MAX_FILE_EXT_LEN];
         let lower = &mut buf[..ext.len()];
         lower.copy_from_slice(ext);
         lower.make_ascii_lowercase();
+        let lower = &*lower;
+        if !self.file.is_empty() {
+            if let Ok(i) = self.file.binary_search_by(|(e, _)| (**e).cmp(lower)) {
+                return &self.file[i].1;
+            }
+        }
+        if ext.len() > MAX_EXT_LEN {
+            return &self.default;
+        }
         match BUILTIN.binary_search_by(|(e, _)| e.as_bytes().cmp(lower)) {
             Ok(i) => BUILTIN[i].1,
-            Err(_) => DEFAULT_TYPE,
+            Err(_) => &self.default,
         }
     }
 }
@@ -450,10 +508,43 @@ mod tests {
             "text/x-long; charset=utf-8"
         );
         // Untouched built-ins still work.
+        assert_eq!(t.default_type(), DEFAULT_TYPE);
         assert_eq!(t.lookup(b"a.css"), "text/css; charset=utf-8");
         assert_eq!(
             MimeTable::default().lookup(b"a.md"),
             "text/markdown; charset=utf-8"
         );
+    }
+
+    #[test]
+    fn file_types_sit_between_overrides_and_the_built_in_table() {
+        let o = |e: &str, t: &str| (e.to_owned(), t.to_owned());
+        let file = [
+            o("csh", "application/x-csh"),
+            o("md", "text/x-markdown"),
+            o("CSH", "text/x-csh"),
+            o("ELN", "application/x-eln+zip"),
+            o("a-thirty-character-extension00", "application/x-long"),
+            o("bad", "text/plain\nX: y"),
+        ];
+        let t = MimeTable::with_file(&[o("md", "text/markdown")], &file, "text/plain");
+        // The override beats the file; the file's later line beats its earlier one.
+        assert_eq!(t.lookup(b"a.md"), "text/markdown; charset=utf-8");
+        assert_eq!(t.lookup(b"a.csh"), "text/x-csh; charset=utf-8");
+        assert_eq!(t.lookup(b"a.eln"), "application/x-eln+zip");
+        assert_eq!(
+            t.lookup(b"x.A-Thirty-Character-Extension00"),
+            "application/x-long"
+        );
+        // Not in the file: the built-in table, then the default type.
+        assert_eq!(t.lookup(b"a.css"), "text/css; charset=utf-8");
+        assert_eq!(t.lookup(b"a.bad"), "text/plain; charset=utf-8");
+        assert_eq!(t.lookup(b"README"), "text/plain; charset=utf-8");
+        assert_eq!(t.lookup(b"x.unknownext"), "text/plain; charset=utf-8");
+        assert_eq!(t.default_type(), "text/plain; charset=utf-8");
+        // A default with its own charset keeps it.
+        let t = MimeTable::with_file(&[], &[], "text/plain; charset=iso-8859-1");
+        assert_eq!(t.lookup(b"copyright"), "text/plain; charset=iso-8859-1");
+        assert_eq!(t.lookup(b"a.html"), "text/html; charset=utf-8");
     }
 }

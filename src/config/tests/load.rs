@@ -154,7 +154,7 @@ fn syntax_error_has_line_and_column() {
 fn unknown_keys_suggest_the_nearest() {
     assert_eq!(
         load_err("[static]\nautoindx = true\n"),
-        "DIR/site.toml:3: unknown key \"static.autoindx\"; did you mean \"autoindex\"? expected one of \"index\", \"autoindex\", \"dotfiles\", \"query_in_filename\", \"precompressed\", \"symlinks_outside_root\", \"open_file_cache\", \"open_file_cache_valid\""
+        "DIR/site.toml:3: unknown key \"static.autoindx\"; did you mean \"autoindex\"? expected one of \"index\", \"autoindex\", \"dotfiles\", \"query_in_filename\", \"precompressed\", \"symlinks_outside_root\", \"open_file_cache\", \"open_file_cache_valid\", \"default_type\", \"mime_types\""
     );
     let e = load_err("wrokers = 2\n");
     assert!(
@@ -436,6 +436,57 @@ fn mime_errors() {
         .contains("mime.html: expected a media type"));
     assert!(
         load_err("[mime]\nhtml = \"text/html\"\nHTML = \"text/plain\"\n").contains("listed twice")
+    );
+}
+
+#[test]
+fn default_type_and_mime_types_file() {
+    let c = load("").unwrap();
+    assert_eq!(c.static_files.default_type, "application/octet-stream");
+    assert_eq!(c.static_files.mime_types, None);
+    let dir = TempDir::new();
+    dir.write(
+        "my.types",
+        "# types\ntext/x-foo foo FOO2\n\nimage/png png\n",
+    );
+    let text = format!(
+        "[static]\ndefault_type = \"text/plain\"\nmime_types = \"{}\"\n",
+        dir.path().join("my.types").display()
+    );
+    let c = load(&text).unwrap();
+    assert_eq!(c.static_files.default_type, "text/plain");
+    let types = c.static_files.mime_types.expect("read").types;
+    let o = |e: &str, t: &str| (e.to_owned(), t.to_owned());
+    assert_eq!(
+        types,
+        [
+            o("foo", "text/x-foo"),
+            o("FOO2", "text/x-foo"),
+            o("png", "image/png")
+        ]
+    );
+    assert_eq!(
+        load_err("[static]\ndefault_type = \"plain\"\n"),
+        "DIR/site.toml:3: static.default_type: expected a media type like \"text/plain\" or \"text/plain; charset=utf-8\"; got \"plain\""
+    );
+    let missing = load_err("[static]\nmime_types = \"nope.types\"\n");
+    assert!(
+        missing.starts_with(
+            "DIR/site.toml:3: static.mime_types: cannot read DIR/nope.types: No such file"
+        ),
+        "{missing}"
+    );
+    dir.write("bad.types", "text/plain txt\nimage/png png\njunk\n");
+    let err = load_err(&format!(
+        "[static]\nmime_types = \"{}\"\n",
+        dir.path().join("bad.types").display()
+    ));
+    assert!(
+        err.ends_with(&format!(
+            "static.mime_types: {}:3: expected a media type such as text/html first; got \"junk\"",
+            dir.path().join("bad.types").display()
+        )),
+        "{err}"
     );
 }
 

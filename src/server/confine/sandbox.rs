@@ -122,6 +122,13 @@ pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rul
             rules.push(Rule::new(dir, READ_FILE, format!("{what} (its directory)")));
         }
     }
+    // Read again on each reload. The right is on the file alone, not on
+    // its directory (that would be all of /etc): a file replaced since
+    // start (a package upgrade renames a new one over it) is a new inode
+    // it does not cover, and the reload says so.
+    if let (Some(types), false) = (&cfg.static_files.mime_types, programs) {
+        rules.push(Rule::new(&types.path, READ_FILE, "static.mime_types"));
+    }
     if !privileged {
         for (target, key) in [
             (&cfg.log.access, "log.access"),
