@@ -27,7 +27,8 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Prints `text` and a newline on standard output; returns the exit code.
+/// Prints `text` on standard output, ending with a newline; returns the
+/// exit code.
 /// A reader that stopped reading (`brisk --help | head -3`) is no error:
 /// it had what it wanted, so brisk exits 0 without a word, where
 /// `println!` would panic on the broken pipe. Any other failure (a full
@@ -36,7 +37,10 @@ fn print(text: &str) -> i32 {
     let mut out = std::io::stdout().lock();
     match out
         .write_all(text.as_bytes())
-        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| match text.ends_with('\n') {
+            true => Ok(()),
+            false => out.write_all(b"\n"),
+        })
         .and_then(|()| out.flush())
     {
         Ok(()) => 0,

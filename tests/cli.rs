@@ -608,3 +608,36 @@ fn port_flag_sets_the_port_of_every_listen_address() {
         );
     }
 }
+
+#[test]
+fn the_example_configuration_passes_check_config_from_the_repository_root() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(["--config", "brisk.example.toml", "--check-config"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run brisk");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with("configuration OK (brisk.example.toml)\nlisten: 127.0.0.1:8080\n"),
+        "{stdout}"
+    );
+    for line in [
+        "headers: none",
+        "throttles: none",
+        "cgi: none",
+        "auth: none",
+        "mime overrides: none",
+        "limits: the defaults",
+        "timeouts: the defaults",
+        "sandbox: on",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "no {line:?} in {stdout}");
+    }
+    assert!(stdout.contains("autoindex off;"), "{stdout}");
+    assert!(stdout.contains("\nuser: "), "{stdout}");
+}

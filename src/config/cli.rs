@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use super::jail;
 use super::load::{self, Origins, Readable, Source};
+use super::summary;
 use super::units::{self, LISTEN_HELP};
-use super::{Command, Config, ConfigError, Level, LogConfig, LogTarget};
+use super::{Command, Config, ConfigError, Level, LogTarget};
 
 /// The TOML document baked in at build time (`BRISK_DEFAULT_CONFIG`), or
 /// empty; see `build.rs`.
@@ -247,7 +248,7 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
     }
 
     if flags.check {
-        return Ok(Command::CheckOk(summary(&config, &source_name)));
+        return Ok(Command::CheckOk(summary::summary(&config, &source_name)));
     }
     Ok(Command::Run(config))
 }
@@ -529,73 +530,3 @@ const FLAG_NAMES: &[&str] = &[
     "--allow-root",
     "--no-sandbox",
 ];
-
-/// The `--check-config` report: what will actually be used.
-fn summary(config: &Config, source: &str) -> String {
-    let listen: Vec<String> = config.listen.iter().map(|a| a.to_string()).collect();
-    let mut s = format!(
-        "configuration OK ({source})\nlisten: {}\nroot: {}\nworkers: {}\n",
-        listen.join(", "),
-        config.root.display(),
-        config.workers
-    );
-    let LogConfig {
-        access,
-        format,
-        level,
-        error,
-    } = &config.log;
-    s += &format!(
-        "access log: {} ({})\n",
-        target_name(access),
-        format.as_str()
-    );
-    s += &format!(
-        "error log: {} (level {})\n",
-        target_name(error),
-        level.as_str()
-    );
-    if config.daemon {
-        s += "daemon: yes\n";
-    }
-    if let Some(p) = &config.pid_file {
-        s += &format!("pid file: {}\n", p.display());
-    }
-    if !config.cgi.is_empty() {
-        s += &format!("cgi rules: {}\n", config.cgi.len());
-    }
-    if let Some(u) = &config.user {
-        s += &format!("user: {} (uid {})\n", u.name, u.uid);
-        match &config.group {
-            Some(g) => s += &format!("group: {} (gid {})\n", g.name, g.gid),
-            None => {
-                if let Some(gid) = u.gid {
-                    s += &format!("group: gid {gid} (the user's primary group)\n")
-                }
-            }
-        }
-    } else if config.allow_root {
-        s += "allow root: yes\n";
-    }
-    if let Some(j) = &config.chroot {
-        s += &format!("chroot: {}\n", j.display());
-    }
-    s += if config.sandbox {
-        "sandbox: on\n"
-    } else {
-        "sandbox: off\n"
-    };
-    if !config.auth.is_empty() {
-        s += &format!("auth rules: {}\n", config.auth.len());
-    }
-    s
-}
-
-fn target_name(t: &LogTarget) -> String {
-    match t {
-        LogTarget::Off => "off".to_string(),
-        LogTarget::Stdout => "stdout".to_string(),
-        LogTarget::Stderr => "stderr".to_string(),
-        LogTarget::File(p) => p.display().to_string(),
-    }
-}

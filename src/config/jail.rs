@@ -107,6 +107,23 @@ pub(super) fn group(name: &str) -> Result<Group, String> {
     )
 }
 
+impl Config {
+    /// Started as root with neither `user` nor `allow_root`, brisk serves
+    /// as `nobody` (what nginx does) rather than as root: that account, if
+    /// this applies and it exists.
+    pub fn default_user(&self) -> Option<User> {
+        if privileges::euid() != 0 || self.user.is_some() || self.allow_root {
+            return None;
+        }
+        let account = privileges::lookup_user("nobody").ok().flatten()?;
+        Some(User {
+            name: "nobody".to_string(),
+            uid: account.uid,
+            gid: Some(account.gid),
+        })
+    }
+}
+
 fn error(message: String) -> ConfigError {
     ConfigError { message }
 }

@@ -14,6 +14,7 @@ mod jail;
 mod load;
 mod mime_types;
 mod sections;
+mod summary;
 mod throttle;
 mod units;
 

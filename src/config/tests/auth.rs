@@ -196,7 +196,13 @@ fn check_config_counts_the_rules() {
         "root = \"public\"\n[[auth]]\npath = \"/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n",
     );
     match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
-        Ok(Command::CheckOk(s)) => assert!(s.contains("auth rules: 1\n"), "{s}"),
+        Ok(Command::CheckOk(s)) => assert!(
+            s.contains(&format!(
+                "auth: 1 rule\n  path /: realm \"R\", users from {}\n",
+                dir.path().join("htpasswd").display()
+            )),
+            "{s}"
+        ),
         other => panic!("{other:?}"),
     }
 }

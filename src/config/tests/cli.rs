@@ -224,22 +224,128 @@ fn workers_zero_means_one_per_core() {
 #[test]
 fn check_config_summarises() {
     let dir = TempDir::new();
+    dir.write("cgi-bin/run.cgi", "#!/bin/sh\n");
+    dir.write("users", "alice:secret\n");
     let file = dir.write(
         "site.toml",
-        "listen = [\"127.0.0.1:8001\", \"[::1]:8001\"]\nroot = \"public\"\nworkers = 2\n[log]\naccess = \"a.log\"\nformat = \"json\"\n",
+        "listen = [\"127.0.0.1:8001\", \"[::1]:8001\"]\nroot = \"public\"\nworkers = 2\n\
+         server_header = \"x\"\n\
+         [log]\naccess = \"a.log\"\nformat = \"json\"\n\
+         [static]\nautoindex = true\ndotfiles = \"ignore\"\nindex = [\"index.htm\", \"home.html\"]\n\
+         query_in_filename = [\"/mirror/\"]\nopen_file_cache = 0\n\
+         [limits]\nmax_body = \"10MiB\"\nauth_failures = 0\n\
+         [timeouts]\nheader = \"250ms\"\n\
+         [mime]\nmd = \"text/markdown\"\n\
+         [[headers]]\npath = \"/assets/\"\nset = { \"Cache-Control\" = \"no-cache\", \"X-A\" = \"b\" }\n\
+         [[headers]]\npattern = \"*.html\"\nset = { \"X-B\" = \"c\" }\n\
+         [[throttle]]\npattern = \"*.mp4\"\nrate = \"200KiB/s\"\nconnection_rate = 51200\n\
+         [[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\nenv = { SECRET = \"hidden\" }\n\
+         [[cgi]]\npattern = \"*.pl\"\ninterpreter = \"/usr/bin/perl\"\n\
+         [[auth]]\npath = \"/private/\"\nrealm = \"Private\"\nhtpasswd = \"users\"\nallow_plaintext = true\n",
     );
     let name = file.to_str().unwrap();
     let summary = match args(&["--check-config", "--config", name]).unwrap() {
         Command::CheckOk(s) => s,
         other => panic!("{other:?}"),
     };
-    let root = dir.path().join("public").canonicalize().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    let d = d.display();
     let expected = format!(
-        "configuration OK ({name})\nlisten: 127.0.0.1:8001, [::1]:8001\nroot: {}\nworkers: 2\naccess log: {} (json)\nerror log: stderr (level info)\nsandbox: on\n",
-        root.display(),
-        dir.path().join("a.log").display()
+        "configuration OK ({name})
+listen: 127.0.0.1:8001, [::1]:8001
+root: {d}/public
+workers: 2
+server header: \"x\"
+static: index index.htm, home.html; autoindex on; dotfiles ignore (404); precompressed on; symlinks outside the root refused
+  open-file cache: off
+  query in the file name under: /mirror/
+mime overrides: 1 rule
+  .md: text/markdown
+headers: 2 rules
+  path /assets/: Cache-Control: no-cache; X-A: b
+  pattern *.html: X-B: c
+throttles: 1 rule
+  pattern *.mp4: 200KiB/s shared by all its clients, 50KiB/s per connection
+cgi: 2 rules
+  url /cgi-bin/: scripts in {d}/cgi-bin, env SECRET
+  pattern *.pl: scripts beneath the root, run by /usr/bin/perl
+auth: 1 rule
+  path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed
+limits: max_body 10MiB (default 1MiB), auth_failures 0 (default 10)
+timeouts: header 250ms (default 20s)
+access log: {d}/a.log (json)
+error log: stderr (level info)
+"
     );
-    assert_eq!(summary, expected);
+    let (head, rest) = summary.split_at(summary.find("user: ").unwrap());
+    assert_eq!(head, expected);
+    assert!(
+        !summary.contains("hidden"),
+        "an env value is shown: {summary}"
+    );
+    // Who serves and how it is confined depend on who runs the test.
+    let sandbox = &rest[rest.find("sandbox: ").unwrap()..];
+    assert!(sandbox.starts_with("sandbox: on\n"), "{sandbox}");
+    if crate::sys::sandbox::landlock_abi().is_some() {
+        assert!(
+            sandbox.contains(
+                "reads beneath the document root, the CGI directories and programs, the htpasswd \
+                 files' directories and the configuration file's directory; writes only to the log files;"
+            ),
+            "{sandbox}"
+        );
+    }
+    assert!(
+        sandbox.contains("\n  CGI programs start from a launcher"),
+        "{sandbox}"
+    );
+    let off = match args(&["--check-config", "--config", name, "--no-sandbox"]).unwrap() {
+        Command::CheckOk(s) => s,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        off.ends_with("sandbox: off: no Landlock, no seccomp filter\n"),
+        "{off}"
+    );
     // Errors still come first.
     assert!(args(&["--check-config", "--workers", "9999"]).is_err());
+}
+
+#[test]
+fn check_config_names_who_serves() {
+    let dir = TempDir::new();
+    let root = dir.path().join("public");
+    let root = root.to_str().unwrap();
+    let summary = |extra: &[&str]| {
+        let mut argv = vec!["--check-config", "--root", root];
+        argv.extend(extra);
+        match args(&argv).unwrap() {
+            Command::CheckOk(s) => s,
+            other => panic!("{other:?}"),
+        }
+    };
+    let euid = crate::sys::privileges::euid();
+    let plain = summary(&[]);
+    if euid != 0 {
+        assert!(
+            plain.contains(&format!(
+                "(uid {euid}), the user that started brisk (no switch)\n"
+            )),
+            "{plain}"
+        );
+        return;
+    }
+    match crate::sys::privileges::lookup_user("nobody").unwrap() {
+        Some(a) => assert!(
+            plain.contains(&format!(
+                "user: nobody (uid {}): started as root with no user set, brisk serves as nobody\ngroup: gid {} (nobody's primary group)\n",
+                a.uid, a.gid
+            )),
+            "{plain}"
+        ),
+        None => assert!(plain.contains("brisk would refuse to start"), "{plain}"),
+    }
+    assert!(summary(&["--allow-root"]).contains("user: root (allow_root): brisk serves as root\n"));
+    assert!(summary(&["--user", "root", "--group", "0"])
+        .contains("user: root (uid 0)\ngroup: 0 (gid 0)\n"));
 }

@@ -159,14 +159,42 @@ fn config_file_replaces_the_built_in_document() {
 }
 
 #[test]
-fn the_shipped_example_is_valid() {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("brisk.example.toml");
-    let text = std::fs::read_to_string(example).unwrap();
-    let dir = TempDir::new();
-    // The example serves "public" next to itself, which the temp dir has.
-    let file = dir.write("brisk.toml", &text);
-    match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
-        Ok(Command::CheckOk(_)) => {}
+fn the_shipped_example_is_valid_and_changes_nothing() {
+    // Loaded from the repository root, as a user would run it there:
+    // copying it must give exactly the compiled-in defaults (its rules are
+    // all commented out), whatever directory it is used from.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = |argv: &[&str]| match super::cli::run_in(os(argv), "", repo, Some(1), None) {
+        Ok(Command::Run(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    let mut example = load(&["--config", "brisk.example.toml"]);
+    assert_eq!(
+        example.config_file.as_deref(),
+        Some(repo.join("brisk.example.toml").as_path())
+    );
+    example.config_file = None;
+    let defaults = load(&[]);
+    assert_eq!(format!("{example:#?}"), format!("{defaults:#?}"));
+    assert!(example.headers.is_empty() && example.throttle.is_empty());
+    assert!(example.cgi.is_empty() && example.auth.is_empty() && example.mime.is_empty());
+    match super::cli::run_in(
+        os(&["--config", "brisk.example.toml", "--check-config"]),
+        "",
+        repo,
+        Some(1),
+        None,
+    ) {
+        Ok(Command::CheckOk(s)) => {
+            for none in [
+                "headers: none\n",
+                "throttles: none\n",
+                "cgi: none\n",
+                "auth: none\n",
+            ] {
+                assert!(s.contains(none), "{s}");
+            }
+        }
         other => panic!("{other:?}"),
     }
 }

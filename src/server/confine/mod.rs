@@ -28,15 +28,7 @@ pub type Notes = Vec<(Level, String)>;
 /// so; without a `nobody` account nothing changes, and
 /// [`check_identity`] then refuses to start.
 pub fn default_user(cfg: &mut Config) -> Option<String> {
-    if privileges::euid() != 0 || cfg.user.is_some() || cfg.allow_root {
-        return None;
-    }
-    let account = privileges::lookup_user("nobody").ok().flatten()?;
-    cfg.user = Some(crate::config::User {
-        name: "nobody".to_string(),
-        uid: account.uid,
-        gid: Some(account.gid),
-    });
+    cfg.user = Some(cfg.default_user()?);
     Some(
         "started as root with no user configured: serving as \"nobody\" (set user = \"NAME\", or allow_root = true to serve as root)"
             .to_string(),

@@ -1,0 +1,443 @@
+//! The `--check-config` report: what the server will actually use, one
+//! function per section, every rule set listed (or `none`), so that a
+//! rule copied from an example by mistake shows up before it serves.
+//!
+//! A new setting belongs in the function of its section; a new section
+//! gets a function of its own, called from [`summary`].
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::{CgiTarget, Config, Limits, LogTarget, PathMatch, Timeouts};
+use crate::sys::{privileges, sandbox};
+
+/// The whole report; `source` names the configuration document.
+pub(super) fn summary(config: &Config, source: &str) -> String {
+    let mut s = format!("configuration OK ({source})\n");
+    let sections: [fn(&Config, &mut String); 13] = [
+        server,
+        static_files,
+        mime,
+        headers,
+        throttles,
+        cgi,
+        auth,
+        limits,
+        timeouts,
+        logs,
+        process,
+        identity,
+        confinement,
+    ];
+    for section in sections {
+        section(config, &mut s);
+    }
+    s
+}
+
+fn server(c: &Config, s: &mut String) {
+    let listen: Vec<String> = c.listen.iter().map(|a| a.to_string()).collect();
+    let _ = writeln!(s, "listen: {}", listen.join(", "));
+    let _ = writeln!(s, "root: {}", c.root.display());
+    let _ = writeln!(s, "workers: {}", c.workers);
+    if c.server_header != Config::default().server_header {
+        let _ = writeln!(s, "server header: {:?}", c.server_header);
+    }
+}
+
+fn static_files(c: &Config, s: &mut String) {
+    let st = &c.static_files;
+    let on = |b: bool| if b { "on" } else { "off" };
+    let dotfiles = match st.dotfiles {
+        super::Dotfiles::Deny => "deny (403)",
+        super::Dotfiles::Ignore => "ignore (404)",
+        super::Dotfiles::Allow => "allow",
+    };
+    let index = if st.index.is_empty() {
+        "none".to_string()
+    } else {
+        st.index.join(", ")
+    };
+    let _ = writeln!(
+        s,
+        "static: index {index}; autoindex {}; dotfiles {dotfiles}; precompressed {}; \
+         symlinks outside the root {}",
+        on(st.autoindex),
+        on(st.precompressed),
+        if st.symlinks_outside_root {
+            "followed"
+        } else {
+            "refused"
+        },
+    );
+    let cache = if st.open_file_cache == 0 {
+        "off".to_string()
+    } else {
+        format!(
+            "{} files per worker, checked every {}",
+            st.open_file_cache,
+            duration(st.open_file_cache_valid)
+        )
+    };
+    let _ = writeln!(s, "  open-file cache: {cache}");
+    if !st.query_in_filename.is_empty() {
+        let _ = writeln!(
+            s,
+            "  query in the file name under: {}",
+            st.query_in_filename.join(", ")
+        );
+    }
+}
+
+fn mime(c: &Config, s: &mut String) {
+    rule_set(s, "mime overrides", &c.mime, |(ext, ty)| {
+        format!(".{ext}: {ty}")
+    });
+}
+
+fn headers(c: &Config, s: &mut String) {
+    rule_set(s, "headers", &c.headers, |rule| {
+        let set: Vec<String> = rule.set.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        format!("{}: {}", matcher(&rule.matcher), set.join("; "))
+    });
+}
+
+fn throttles(c: &Config, s: &mut String) {
+    rule_set(s, "throttles", &c.throttle, |rule| {
+        let mut rates = Vec::new();
+        if let Some(r) = rule.rate {
+            rates.push(format!("{}/s shared by all its clients", size(r)));
+        }
+        if let Some(r) = rule.connection_rate {
+            rates.push(format!("{}/s per connection", size(r)));
+        }
+        format!("{}: {}", matcher(&rule.matcher), rates.join(", "))
+    });
+}
+
+fn cgi(c: &Config, s: &mut String) {
+    rule_set(s, "cgi", &c.cgi, |rule| {
+        let mut line = match &rule.target {
+            CgiTarget::Dir { url, dir } => format!("url {url}: scripts in {}", dir.display()),
+            CgiTarget::Program { url, program } => {
+                format!("url {url}: the program {}", program.display())
+            }
+            CgiTarget::Pattern(p) => format!("pattern {p}: scripts beneath the root"),
+        };
+        if let Some(i) = &rule.interpreter {
+            let _ = write!(line, ", run by {}", i.display());
+        }
+        if !rule.env.is_empty() {
+            // Names only: values may be secrets.
+            let names: Vec<&str> = rule.env.iter().map(|(n, _)| n.as_str()).collect();
+            let _ = write!(line, ", env {}", names.join(" "));
+        }
+        line
+    });
+}
+
+fn auth(c: &Config, s: &mut String) {
+    rule_set(s, "auth", &c.auth, |rule| {
+        format!(
+            "{}: realm {:?}, users from {}{}",
+            matcher(&rule.matcher),
+            rule.realm,
+            rule.htpasswd.display(),
+            if rule.allow_plaintext {
+                ", plaintext passwords allowed"
+            } else {
+                ""
+            }
+        )
+    });
+}
+
+/// `[limits]` as (key, value) pairs, for the ones that differ from the
+/// defaults.
+fn limit_values(l: &Limits) -> Vec<(&'static str, String)> {
+    vec![
+        ("max_request_line", size(l.max_request_line as u64)),
+        ("max_header_bytes", size(l.max_header_bytes as u64)),
+        ("max_headers", l.max_headers.to_string()),
+        ("max_body", size(l.max_body)),
+        ("keepalive_requests", l.keepalive_requests.to_string()),
+        ("max_connections", l.max_connections.to_string()),
+        (
+            "max_connections_per_ip",
+            l.max_connections_per_ip.to_string(),
+        ),
+        ("cgi_processes", l.cgi_processes.to_string()),
+        ("cgi_header_bytes", size(l.cgi_header_bytes as u64)),
+        ("handler_bodies", size(l.handler_bodies)),
+        ("auth_failures", l.auth_failures.to_string()),
+    ]
+}
+
+/// `[timeouts]` as (key, value) pairs.
+fn timeout_values(t: &Timeouts) -> Vec<(&'static str, String)> {
+    vec![
+        ("header", duration(t.header)),
+        ("keepalive", duration(t.keepalive)),
+        ("send", duration(t.send)),
+        ("body", duration(t.body)),
+        ("shutdown", duration(t.shutdown)),
+        ("cgi", duration(t.cgi)),
+        ("auth_failure_window", duration(t.auth_failure_window)),
+        ("defer_accept", duration(t.defer_accept)),
+    ]
+}
+
+fn limits(c: &Config, s: &mut String) {
+    changed(
+        s,
+        "limits",
+        limit_values(&c.limits),
+        limit_values(&Config::default().limits),
+    );
+}
+
+fn timeouts(c: &Config, s: &mut String) {
+    changed(
+        s,
+        "timeouts",
+        timeout_values(&c.timeouts),
+        timeout_values(&Config::default().timeouts),
+    );
+}
+
+/// `name: the defaults`, or the values that differ from them.
+fn changed(
+    s: &mut String,
+    name: &str,
+    now: Vec<(&'static str, String)>,
+    default: Vec<(&'static str, String)>,
+) {
+    let diff: Vec<String> = now
+        .into_iter()
+        .zip(default)
+        .filter(|(a, b)| a.1 != b.1)
+        .map(|((key, value), (_, was))| format!("{key} {value} (default {was})"))
+        .collect();
+    if diff.is_empty() {
+        let _ = writeln!(s, "{name}: the defaults");
+    } else {
+        let _ = writeln!(s, "{name}: {}", diff.join(", "));
+    }
+}
+
+fn logs(c: &Config, s: &mut String) {
+    let l = &c.log;
+    let _ = writeln!(
+        s,
+        "access log: {} ({})",
+        target_name(&l.access),
+        l.format.as_str()
+    );
+    let _ = writeln!(
+        s,
+        "error log: {} (level {})",
+        target_name(&l.error),
+        l.level.as_str()
+    );
+}
+
+fn process(c: &Config, s: &mut String) {
+    if c.daemon {
+        s.push_str("daemon: yes\n");
+    }
+    if let Some(p) = &c.pid_file {
+        let _ = writeln!(s, "pid file: {}", p.display());
+    }
+    if let Some(j) = &c.chroot {
+        let _ = writeln!(s, "chroot: {}", j.display());
+    }
+}
+
+/// Who serves: the configured user, the `nobody` default when started as
+/// root, root itself with `allow_root`, or whoever started brisk.
+fn identity(c: &Config, s: &mut String) {
+    let euid = privileges::euid();
+    let user = match (&c.user, c.default_user()) {
+        (Some(u), _) => u.clone(),
+        (None, Some(nobody)) => {
+            let _ = writeln!(
+                s,
+                "user: nobody (uid {}): started as root with no user set, brisk serves as nobody",
+                nobody.uid
+            );
+            if let Some(gid) = nobody.gid {
+                let _ = writeln!(s, "group: gid {gid} (nobody's primary group)");
+            }
+            return;
+        }
+        (None, None) if euid == 0 && c.allow_root => {
+            s.push_str("user: root (allow_root): brisk serves as root\n");
+            return;
+        }
+        (None, None) if euid == 0 => {
+            s.push_str(
+                "user: none, and no nobody account: started as root, brisk would refuse to \
+                 start; set user = \"NAME\" or allow_root = true\n",
+            );
+            return;
+        }
+        (None, None) => {
+            let name = privileges::user_name(euid).unwrap_or_else(|| euid.to_string());
+            let _ = writeln!(
+                s,
+                "user: {name} (uid {euid}), the user that started brisk (no switch)"
+            );
+            return;
+        }
+    };
+    let _ = writeln!(s, "user: {} (uid {})", user.name, user.uid);
+    match (&c.group, user.gid) {
+        (Some(g), _) => {
+            let _ = writeln!(s, "group: {} (gid {})", g.name, g.gid);
+        }
+        (None, Some(gid)) => {
+            let _ = writeln!(s, "group: gid {gid} (the user's primary group)");
+        }
+        (None, None) => {}
+    }
+}
+
+/// The sandbox as this kernel will apply it.
+fn confinement(c: &Config, s: &mut String) {
+    if !c.sandbox {
+        s.push_str("sandbox: off: no Landlock, no seccomp filter\n");
+        return;
+    }
+    s.push_str("sandbox: on\n");
+    match sandbox::landlock_abi() {
+        Some(abi) => {
+            let mut reads = vec!["the document root"];
+            if !c.cgi.is_empty() {
+                reads.push("the CGI directories and programs");
+            }
+            if !c.auth.is_empty() {
+                reads.push("the htpasswd files' directories");
+            }
+            if c.config_file.is_some() {
+                reads.push("the configuration file's directory");
+            }
+            let files = [&c.log.access, &c.log.error]
+                .into_iter()
+                .any(|t| matches!(t, LogTarget::File(_)));
+            let writes = if files {
+                "only to the log files"
+            } else {
+                "nowhere"
+            };
+            let reads = match reads.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} and {last}", rest.join(", "))
+                }
+                _ => reads.join(""),
+            };
+            let _ = writeln!(
+                s,
+                "  Landlock (kernel ABI {abi}): reads beneath {reads}; writes {writes}; \
+                 no TCP bind or connect"
+            );
+        }
+        None => s.push_str("  Landlock: not offered by this kernel; brisk runs without it\n"),
+    }
+    if sandbox::seccomp_supported() {
+        s.push_str("  seccomp: only the system calls brisk makes while serving\n");
+    } else {
+        s.push_str("  seccomp: no filter for this architecture; brisk runs without it\n");
+    }
+    if !c.cgi.is_empty() {
+        s.push_str(
+            "  CGI programs start from a launcher process with a sandbox of its own: they may \
+             also read and run the system directories; no seccomp filter\n",
+        );
+    }
+}
+
+/// `name: none`, or `name: N rule(s)` and one indented line per rule.
+fn rule_set<T>(s: &mut String, name: &str, rules: &[T], line: impl Fn(&T) -> String) {
+    match rules.len() {
+        0 => {
+            let _ = writeln!(s, "{name}: none");
+        }
+        n => {
+            let _ = writeln!(s, "{name}: {n} {}", if n == 1 { "rule" } else { "rules" });
+            for r in rules {
+                let _ = writeln!(s, "  {}", line(r));
+            }
+        }
+    }
+}
+
+fn matcher(m: &PathMatch) -> String {
+    match m {
+        PathMatch::Prefix(p) => format!("path {p}"),
+        PathMatch::Glob(g) => format!("pattern {g}"),
+    }
+}
+
+fn target_name(t: &LogTarget) -> String {
+    match t {
+        LogTarget::Off => "off".to_string(),
+        LogTarget::Stdout => "stdout".to_string(),
+        LogTarget::Stderr => "stderr".to_string(),
+        LogTarget::File(p) => p.display().to_string(),
+    }
+}
+
+/// Bytes in the config file's own syntax: `16KiB`, `1MiB`, `1000`.
+fn size(n: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// A duration in the config file's own syntax: `20s`, `250ms`.
+fn duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_read_as_written() {
+        assert_eq!(size(16384), "16KiB");
+        assert_eq!(size(1 << 20), "1MiB");
+        assert_eq!(size(3 << 30), "3GiB");
+        assert_eq!(size(1000), "1000");
+        assert_eq!(size(0), "0");
+        assert_eq!(duration(Duration::from_secs(20)), "20s");
+        assert_eq!(duration(Duration::ZERO), "0s");
+        assert_eq!(duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn only_changed_values_are_listed() {
+        let mut s = String::new();
+        let c = Config::default();
+        limits(&c, &mut s);
+        assert_eq!(s, "limits: the defaults\n");
+        let mut c = Config::default();
+        c.limits.max_body = 10 << 20;
+        c.timeouts.header = Duration::from_secs(5);
+        let mut s = String::new();
+        limits(&c, &mut s);
+        timeouts(&c, &mut s);
+        assert_eq!(
+            s,
+            "limits: max_body 10MiB (default 1MiB)\ntimeouts: header 5s (default 20s)\n"
+        );
+    }
+}
