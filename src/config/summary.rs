@@ -80,6 +80,15 @@ fn static_files(c: &Config, s: &mut String) {
         )
     };
     let _ = writeln!(s, "  open-file cache: {cache}");
+    let types = match &st.mime_types {
+        Some(f) => format!(
+            "{} types from {}, then the built-in table",
+            f.types.len(),
+            f.path.display()
+        ),
+        None => "the built-in table".to_string(),
+    };
+    let _ = writeln!(s, "  types: {types}; otherwise {}", st.default_type);
     if !st.query_in_filename.is_empty() {
         let _ = writeln!(
             s,
@@ -181,6 +190,10 @@ fn timeout_values(t: &Timeouts) -> Vec<(&'static str, String)> {
         ("send", duration(t.send)),
         ("body", duration(t.body)),
         ("shutdown", duration(t.shutdown)),
+        (
+            "reload_drain",
+            t.reload_drain.map_or("none".to_string(), duration),
+        ),
         ("cgi", duration(t.cgi)),
         ("auth_failure_window", duration(t.auth_failure_window)),
         ("defer_accept", duration(t.defer_accept)),
@@ -438,6 +451,13 @@ mod tests {
         assert_eq!(
             s,
             "limits: max_body 10MiB (default 1MiB)\ntimeouts: header 5s (default 20s)\n"
+        );
+        c.timeouts.reload_drain = Some(Duration::from_secs(30));
+        let mut s = String::new();
+        timeouts(&c, &mut s);
+        assert_eq!(
+            s,
+            "timeouts: header 5s (default 20s), reload_drain 30s (default none)\n"
         );
     }
 }

@@ -233,6 +233,7 @@ fn check_config_summarises() {
          [log]\naccess = \"a.log\"\nformat = \"json\"\n\
          [static]\nautoindex = true\ndotfiles = \"ignore\"\nindex = [\"index.htm\", \"home.html\"]\n\
          query_in_filename = [\"/mirror/\"]\nopen_file_cache = 0\n\
+         default_type = \"text/plain; charset=utf-8\"\n\
          [limits]\nmax_body = \"10MiB\"\nauth_failures = 0\n\
          [timeouts]\nheader = \"250ms\"\n\
          [mime]\nmd = \"text/markdown\"\n\
@@ -258,6 +259,7 @@ workers: 2
 server header: \"x\"
 static: index index.htm, home.html; autoindex on; dotfiles ignore (404); precompressed on; symlinks outside the root refused
   open-file cache: off
+  types: the built-in table; otherwise text/plain; charset=utf-8
   query in the file name under: /mirror/
 mime overrides: 1 rule
   .md: text/markdown
