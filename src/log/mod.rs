@@ -25,6 +25,7 @@ use std::time::SystemTime;
 use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
 
 use format::Clock;
+pub use writer::Opener;
 use writer::{Batch, Msg, Sink, Writer};
 
 /// Batches that may wait for the writer before loggers start dropping.
@@ -119,13 +120,23 @@ pub struct OpenLogs {
 }
 
 impl OpenLogs {
-    /// Changes the paths used to reopen the files (on SIGUSR1) to those of
-    /// `config`, as seen from inside a chroot; the open files stay. A file
-    /// whose target there is not a file (see `Config::in_jail`) stays open
-    /// but is never reopened.
-    pub fn set_paths(&mut self, config: &LogConfig) {
-        self.access.set_path(&config.access);
-        self.error.set_path(&config.error);
+    /// Reopens the log files (on SIGUSR1) through `opener` rather than by
+    /// this process itself: after the switch to an unprivileged user, it
+    /// can no longer open files in a root-owned log directory.
+    pub fn reopen_through(&mut self, opener: Opener) {
+        self.access.reopen_through(&opener);
+        self.error.reopen_through(&opener);
+    }
+
+    /// The paths of the log files, for whatever reopens them.
+    pub fn files(&self) -> Vec<std::path::PathBuf> {
+        [&self.config.access, &self.config.error]
+            .into_iter()
+            .filter_map(|t| match t {
+                LogTarget::File(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Starts the writer thread.

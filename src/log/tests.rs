@@ -310,9 +310,65 @@ fn files_are_appended_and_reopened() {
     assert!(fresh.contains("/after"));
     let mode = std::fs::metadata(&access).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode & !0o640, 0, "mode {mode:o} is wider than 0640");
-    assert!(std::fs::read_to_string(&error)
-        .unwrap()
-        .contains("[info] after reopen"));
+    let errors = std::fs::read_to_string(&error).unwrap();
+    assert!(errors.contains("[info] after reopen"));
+    assert!(
+        errors.contains(&format!(
+            "[info] SIGUSR1: reopened {} and {}\n",
+            access.display(),
+            error.display()
+        )),
+        "{errors}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_reopen_names_the_file_and_the_error_and_keeps_the_old_file() {
+    let dir = temp_dir("reopen-fails");
+    let access = dir.join("access.log");
+    let error = dir.join("error.log");
+    let config = LogConfig {
+        access: LogTarget::File(access.clone()),
+        format: AccessFormat::Common,
+        level: Level::Info,
+        error: LogTarget::File(error.clone()),
+    };
+    let mut open = LogService::open(&config).unwrap();
+    // Whatever reopens the access log is refused; the error log reopens.
+    let refused = access.clone();
+    open.reopen_through(Arc::new(move |path: &std::path::Path| {
+        if path == refused {
+            Err(std::io::Error::from_raw_os_error(libc::EACCES))
+        } else {
+            crate::sys::fs::open_log(path)
+        }
+    }));
+    let service = open.start().unwrap();
+    let mut logger = service.handle();
+    std::fs::rename(&access, dir.join("access.log.1")).unwrap();
+    service.reopen();
+    logger.access(&AccessRecord {
+        target: b"/after",
+        ..record()
+    });
+    drop(logger);
+    service.shutdown();
+    let errors = std::fs::read_to_string(&error).unwrap();
+    assert!(
+        errors.contains(&format!(
+            "[error] SIGUSR1: cannot reopen {}: Permission denied (os error 13); still writing to the old file\n",
+            access.display()
+        )),
+        "{errors}"
+    );
+    assert!(
+        errors.contains(&format!("[info] SIGUSR1: reopened {}\n", error.display())),
+        "{errors}"
+    );
+    // Nothing lost: the line went to the file still open.
+    let old = std::fs::read_to_string(dir.join("access.log.1")).unwrap();
+    assert!(old.contains("/after"), "{old}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -5,15 +5,16 @@
 //! emptied buffers back to the logger they came from, so buffers circulate
 //! instead of being allocated and freed per flush.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, IoSlice, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::config::{Level, LogTarget};
+use crate::sys::fs;
 
 use super::console;
 use super::format::{self, Clock};
@@ -61,6 +62,10 @@ pub(crate) enum Msg {
     Stop,
 }
 
+/// Opens a log file again by its path (on SIGUSR1), for a process that
+/// may no longer do it itself: see [`super::OpenLogs::reopen_through`].
+pub type Opener = Arc<dyn Fn(&Path) -> io::Result<File> + Send + Sync>;
+
 /// Where one log goes, open.
 pub(crate) enum Sink {
     Off,
@@ -69,22 +74,12 @@ pub(crate) enum Sink {
     File {
         path: PathBuf,
         file: File,
-        /// False once `path` no longer leads to the file (outside a chroot).
-        reopen: bool,
+        /// Opens `path` again; `None`: this process does it itself.
+        opener: Option<Opener>,
     },
     /// A shared buffer, for tests: holding its lock stalls the writer.
     #[cfg(test)]
     Memory(std::sync::Arc<std::sync::Mutex<Vec<u8>>>),
-}
-
-fn open(path: &Path) -> io::Result<File> {
-    // Append so that concurrent writers (and logrotate's copytruncate)
-    // never overwrite; 0640 because logs hold client addresses.
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o640)
-        .open(path)
 }
 
 impl Sink {
@@ -94,11 +89,11 @@ impl Sink {
             LogTarget::Off => Sink::Off,
             LogTarget::Stdout => Sink::Stdout,
             LogTarget::Stderr => Sink::Stderr,
-            LogTarget::File(path) => match open(path) {
+            LogTarget::File(path) => match fs::open_log(path) {
                 Ok(file) => Sink::File {
                     path: path.clone(),
                     file,
-                    reopen: true,
+                    opener: None,
                 },
                 Err(e) => {
                     return Err(LogError {
@@ -109,34 +104,34 @@ impl Sink {
         })
     }
 
-    /// Points a file sink's reopen path at `target`'s; any other target
-    /// means the file can no longer be reached by a path: it stays open
-    /// and is never reopened.
-    pub(crate) fn set_path(&mut self, target: &LogTarget) {
-        if let Sink::File { path, reopen, .. } = self {
-            match target {
-                LogTarget::File(new) => *path = new.clone(),
-                _ => *reopen = false,
-            }
+    /// Reopens a file sink through `with` from now on.
+    pub(crate) fn reopen_through(&mut self, with: &Opener) {
+        if let Sink::File { opener, .. } = self {
+            *opener = Some(Arc::clone(with));
         }
     }
 
-    /// Reopens a file sink in place (log rotation). On failure the old file
-    /// stays in use, which is better than losing lines.
-    fn reopen(&mut self) -> Result<(), String> {
-        if let Sink::File { path, file, reopen } = self {
-            if !*reopen {
+    /// Reopens a file sink in place (log rotation); returns its path. On
+    /// failure the old file stays in use, which is better than losing
+    /// lines. `Ok(None)` for what is not a file.
+    fn reopen(&mut self) -> Result<Option<&Path>, String> {
+        let Sink::File { path, file, opener } = self else {
+            return Ok(None);
+        };
+        let new = match opener {
+            Some(open) => open(path),
+            None => fs::open_log(path),
+        };
+        match new {
+            Ok(new) => *file = new,
+            Err(e) => {
                 return Err(format!(
-                    "cannot reopen {}: it cannot be reached from inside the chroot; still writing to the old file",
+                    "cannot reopen {}: {e}; still writing to the old file",
                     path.display()
-                ));
-            }
-            match open(path) {
-                Ok(new) => *file = new,
-                Err(e) => return Err(format!("cannot reopen {}: {e}", path.display())),
+                ))
             }
         }
-        Ok(())
+        Ok(Some(path))
     }
 
     /// Writes all of `bufs`, as few `writev` calls as the kernel allows.
@@ -299,10 +294,26 @@ impl Writer {
 
     fn reopen(&mut self) {
         self.failed = false;
-        for result in [self.access.reopen(), self.error.reopen()] {
-            if let Err(msg) = result {
-                self.own_line(Level::Error, format_args!("{msg}"));
+        let mut reopened: Vec<String> = Vec::new();
+        let mut errors = Vec::new();
+        for sink in [&mut self.access, &mut self.error] {
+            match sink.reopen() {
+                Ok(Some(path)) => {
+                    let path = path.display().to_string();
+                    if !reopened.contains(&path) {
+                        reopened.push(path);
+                    }
+                }
+                Ok(None) => {}
+                Err(msg) => errors.push(msg),
             }
+        }
+        for msg in errors {
+            self.own_line(Level::Error, format_args!("SIGUSR1: {msg}"));
+        }
+        if !reopened.is_empty() {
+            let files = reopened.join(" and ");
+            self.own_line(Level::Info, format_args!("SIGUSR1: reopened {files}"));
         }
         self.write_pending();
     }

@@ -25,19 +25,26 @@ use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
 use crate::log::{console, LogService, Logger};
 use crate::sys::launcher::Launcher;
+use crate::sys::privileged::Privileged;
 use crate::sys::{self, signal::Signal};
 use drain::{Drain, DrainOrder};
 use worker::{Worker, WorkerInit};
 
-/// Binds `addr` once per worker with `SO_REUSEPORT`. A probe bind without
-/// it comes first, so an address already served by another process is an
-/// error rather than silently shared; port 0 is resolved by the probe.
+/// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or
+/// through `via` (the privileged helper). A probe bind without it comes
+/// first, so an address already served by another process is an error
+/// rather than silently shared; port 0 is resolved by the probe.
 fn bind_all(
     addr: SocketAddr,
     workers: usize,
     defer: Duration,
+    via: Option<&Privileged>,
 ) -> Result<(SocketAddr, Vec<TcpListener>), String> {
-    let probe = sys::net::listen(&addr, false, 1, Duration::ZERO)
+    let listen = |addr: &SocketAddr, reuseport, backlog, defer| match via {
+        Some(helper) => helper.listen(addr, reuseport, backlog, defer),
+        None => sys::net::listen(addr, reuseport, backlog, defer),
+    };
+    let probe = listen(&addr, false, 1, Duration::ZERO)
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let real = probe
         .local_addr()
@@ -46,7 +53,7 @@ fn bind_all(
     let mut out = Vec::with_capacity(workers);
     for _ in 0..workers {
         out.push(
-            sys::net::listen(&real, true, 4096, defer)
+            listen(&real, true, 4096, defer)
                 .map_err(|e| format!("cannot listen on {real}: {e}"))?,
         );
     }
@@ -71,9 +78,14 @@ struct Bound {
     sockets: Vec<TcpListener>,
 }
 
-/// Binds every address of `cfg.listen`; an address already bound in
-/// `keep` gets duplicates of its sockets instead.
-fn bind_listeners(cfg: &Config, keep: &[Bound]) -> Result<Vec<Bound>, String> {
+/// Binds every address of `cfg.listen` (through `via`, if given); an
+/// address already bound in `keep` gets duplicates of its sockets
+/// instead.
+fn bind_listeners(
+    cfg: &Config,
+    keep: &[Bound],
+    via: Option<&Privileged>,
+) -> Result<Vec<Bound>, String> {
     let workers = cfg.workers.max(1);
     let mut out = Vec::with_capacity(cfg.listen.len());
     for &wanted in &cfg.listen {
@@ -91,7 +103,7 @@ fn bind_listeners(cfg: &Config, keep: &[Bound]) -> Result<Vec<Bound>, String> {
             });
             continue;
         }
-        let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept)?;
+        let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept, via)?;
         out.push(Bound {
             wanted,
             real,
@@ -113,6 +125,8 @@ pub struct Server {
     bound: Vec<Bound>,
     mounts: Vec<Mount>,
     launcher: Option<Arc<Launcher>>,
+    /// Binds listen addresses a reload adds, when brisk left root.
+    privileged: Option<Arc<Privileged>>,
 }
 
 impl Server {
@@ -122,13 +136,14 @@ impl Server {
         let cfg = Arc::new(cfg);
         let _ = sys::process::raise_nofile_limit();
         let site = Arc::new(open_site(&cfg)?);
-        let bound = bind_listeners(&cfg, &[])?;
+        let bound = bind_listeners(&cfg, &[], None)?;
         Ok(Server {
             cfg,
             site,
             bound,
             mounts: Vec::new(),
             launcher: None,
+            privileged: None,
         })
     }
 
@@ -189,6 +204,7 @@ impl Server {
             shared,
             current,
             retired: Vec::new(),
+            privileged: self.privileged,
         })
     }
 }
@@ -306,6 +322,8 @@ pub struct Running {
     current: Generation,
     /// Workers of earlier configurations, draining after a reload.
     retired: Vec<Generation>,
+    /// Binds listen addresses a reload adds, when brisk left root.
+    privileged: Option<Arc<Privileged>>,
 }
 
 impl Running {
@@ -333,7 +351,7 @@ impl Running {
         let mut site = open_site(&cfg)?;
         site.carry_over(&self.site);
         let site = Arc::new(site);
-        let bound = bind_listeners(&cfg, &self.bound)?;
+        let bound = bind_listeners(&cfg, &self.bound, self.privileged.as_deref())?;
         let gen = Generation::start(&site, &bound, &self.shared, &|| logs.handle_for(&cfg.log))?;
         let old = std::mem::replace(&mut self.current, gen);
         old.drain(Drain::Retire, cfg.timeouts.reload_drain);
@@ -378,6 +396,11 @@ impl Running {
     /// The configuration being served.
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// The bound addresses, in the order of `listen`.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.bound.iter().map(|b| b.real).collect()
     }
 
     /// Whether `addr` (as configured) is one of the bound addresses.
@@ -472,56 +495,15 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
             .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
     }
     let mut open_logs = LogService::open(&cfg.log).map_err(|e| e.to_string())?;
-    // Landlock rules name descriptors: open their paths while they can
-    // still be reached, before the chroot and the user switch.
-    let privileged = false;
-    let cgi = !cfg.cgi.is_empty();
-    let plans = if cfg.sandbox {
-        let programs = match cgi {
-            true => Some(confine::prepare(&cfg, true, privileged)?),
-            false => None,
-        };
-        Some((confine::prepare(&cfg, false, privileged)?, programs))
-    } else {
-        None
-    };
-    // Everything is open: confine the process before any thread exists,
-    // so that every thread (and every CGI child) inherits the result.
-    let mut notes = confine::Notes::new();
-    notes.extend(hint.map(|h| (Level::Info, h)));
-    if confine::enter_jail(&cfg)? {
-        let inside = cfg.in_jail();
-        confine::note_outside_jail(&cfg, &inside, &mut notes);
-        open_logs.set_paths(&inside.log);
-        server.rebase(inside)?;
+    let mut confined = confine::confine(&mut server, &mut open_logs)?;
+    if let Some(hint) = hint {
+        confined.notes.insert(0, (Level::Info, hint));
     }
-    confine::switch_user(&cfg, &mut notes)?;
     let cfg = Arc::clone(&server.cfg);
-    let mut allowed = None;
-    if let Some((plan, programs)) = plans {
-        // With CGI, programs start from a process of their own, confined
-        // for what they need, so that the server keeps a strict sandbox.
-        let mut launcher_allows = None;
-        if let Some(programs) = programs {
-            launcher_allows = Some(programs.allowed());
-            let launcher = Launcher::start(cfg.timeouts.cgi, || {
-                programs.apply(&mut confine::Notes::new())
-            })
-            .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
-            server.launcher = Some(Arc::new(launcher));
-        }
-        let server_allows = plan.allowed();
-        confine::confine_server(&cfg, plan, privileged, &mut notes)?;
-        allowed = Some(confine::Sandboxes {
-            server: server_allows,
-            launcher: launcher_allows,
-            privileged,
-        });
-    }
     let logs = open_logs.start().map_err(|e| e.to_string())?;
     let mut running = server.start(&logs)?;
     let mut main_log = logs.handle();
-    for (level, note) in &notes {
+    for (level, note) in &confined.notes {
         main_log.log(*level, format_args!("{note}"));
     }
     main_log.log(
@@ -542,10 +524,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
             Some(Signal::Terminate) => break,
             Some(Signal::ReopenLogs) => logs.reopen(),
             Some(Signal::Hangup) => {
+                let before = running.local_addrs();
                 match reload_config(
                     reload.as_ref(),
                     &loaded,
-                    allowed.as_ref(),
+                    confined.sandboxes.as_ref(),
                     &mut running,
                     &logs,
                 ) {
@@ -560,6 +543,14 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
                             if running.workers() == 1 { "new worker serves" } else { "new workers serve" }
                         ),
                         );
+                        for a in running.local_addrs() {
+                            if !before.contains(&a) {
+                                main_log.log(
+                                    Level::Info,
+                                    format_args!("SIGHUP: now also listening on {}", url(&a)),
+                                );
+                            }
+                        }
                     }
                     Err(e) => main_log.log(
                         Level::Error,
@@ -589,15 +580,31 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     );
     main_log.flush();
     running.stop();
-    if let Some(pid_file) = &cfg.pid_file {
-        // After the switch to an unprivileged user the pid file's
-        // directory may not let it go (as with lighttpd): say so.
-        match std::fs::remove_file(pid_file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => main_log.log(
-                Level::Warn,
-                format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
-            ),
-            _ => {}
+    match (&confined.privileged, &loaded.pid_file) {
+        // Removed by the process that kept the right to.
+        (Some(helper), Some(pid_file)) => {
+            if let Err(e) = helper.finish() {
+                main_log.log(
+                    Level::Warn,
+                    format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
+                );
+            }
+        }
+        (Some(helper), None) => {
+            let _ = helper.finish();
+        }
+        // Without root to begin with, the pid file's directory may not
+        // let it go (as with lighttpd): say so.
+        (None, _) => {
+            if let Some(pid_file) = &cfg.pid_file {
+                match std::fs::remove_file(pid_file) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => main_log.log(
+                        Level::Warn,
+                        format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
+                    ),
+                    _ => {}
+                }
+            }
         }
     }
     main_log.log(Level::Info, format_args!("stopped"));

@@ -223,6 +223,18 @@ impl Root {
     }
 }
 
+/// Opens a log file for appending, creating it (mode 0640: logs hold
+/// client addresses) if needed. Appending, so that concurrent writers
+/// (and logrotate's `copytruncate`) never overwrite.
+pub fn open_log(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o640)
+        .open(path)
+}
+
 fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }

@@ -6,6 +6,7 @@
 pub mod fs;
 pub mod launcher;
 pub mod net;
+pub mod privileged;
 pub mod privileges;
 pub mod process;
 pub mod sandbox;

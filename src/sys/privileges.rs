@@ -214,6 +214,58 @@ fn verify(uid: u32, gid: u32, was_root: bool) -> Result<(), SwitchError> {
     Ok(())
 }
 
+/// `CAP_DAC_OVERRIDE`: open and create files whatever their permissions.
+pub const CAP_DAC_OVERRIDE: u32 = 1;
+/// `CAP_NET_BIND_SERVICE`: bind ports below 1024.
+pub const CAP_NET_BIND_SERVICE: u32 = 10;
+
+/// `struct __user_cap_header_struct`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`; version 3 takes two of them.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`.
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+/// Keeps only `caps` (of those the process has) in its effective and
+/// permitted sets, and none inheritable: for a process that stays root
+/// but needs only a little of what root may do. Cannot be undone.
+pub fn keep_capabilities(caps: &[u32]) -> io::Result<()> {
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: a valid header and room for the two data structs version 3
+    // writes.
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) } as libc::c_int)?;
+    let mut keep = [0u32; 2];
+    for &c in caps {
+        if let Some(word) = keep.get_mut((c / 32) as usize) {
+            *word |= 1 << (c % 32);
+        }
+    }
+    for (d, keep) in data.iter_mut().zip(keep) {
+        d.permitted &= keep;
+        d.effective = d.permitted;
+        d.inheritable = 0;
+    }
+    // SAFETY: as above; the kernel only reads the two structs.
+    cvt(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } as libc::c_int)?;
+    Ok(())
+}
+
 /// Looks user id `uid` up in the user database: its name and account;
 /// `None` if no entry has that id.
 pub fn lookup_uid(uid: u32) -> io::Result<Option<(String, Account)>> {

@@ -12,11 +12,20 @@
 //! 5. [`Plan::apply`] ([`sandbox`]): Landlock for files, seccomp for
 //!    system calls.
 
+mod allowed;
 mod sandbox;
 
-pub use sandbox::{confine_server, prepare, Plan, Sandboxes};
+pub use allowed::Sandboxes;
+pub use sandbox::{confine_privileged, confine_server, prepare, Plan};
 
-use crate::config::{Config, Level, LogTarget};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::Server;
+use crate::config::{Config, Level};
+use crate::log::OpenLogs;
+use crate::sys::launcher::Launcher;
+use crate::sys::privileged::{Grants, Privileged};
 use crate::sys::privileges::{self, SwitchError};
 
 /// Lines to log once the log writer runs (confinement happens before it
@@ -79,33 +88,91 @@ pub fn enter_jail(cfg: &Config) -> Result<bool, String> {
     Ok(true)
 }
 
-/// Notes the log and pid files that lie outside the chroot directory:
-/// `outside` is the configuration before the chroot, `inside` after.
-pub fn note_outside_jail(outside: &Config, inside: &Config, notes: &mut Notes) {
-    let logs = [
-        (&outside.log.access, &inside.log.access),
-        (&outside.log.error, &inside.log.error),
-    ];
-    for (before, after) in logs {
-        if let (LogTarget::File(p), LogTarget::Off) = (before, after) {
-            notes.push((
-                Level::Warn,
-                format!(
-                    "{} lies outside the chroot: it stays open, but SIGUSR1 cannot reopen it",
-                    p.display()
-                ),
-            ));
-        }
+/// The outcome of [`confine`].
+pub struct Confined {
+    /// Lines to log once the log writer runs.
+    pub notes: Notes,
+    /// What the sandboxes allow (`None` with `sandbox = false`).
+    pub sandboxes: Option<Sandboxes>,
+    /// The privileged helper, when there is one.
+    pub privileged: Option<Arc<Privileged>>,
+}
+
+/// Everything is open (listeners, document root, log and pid files):
+/// confines the process before any thread exists, so that every thread
+/// and every CGI child inherits the result. In this order: the privileged
+/// helper is forked (started as root and leaving it: it reopens the logs
+/// and removes the pid file), the sandbox's paths are opened (Landlock
+/// rules take descriptors), `chroot`, the user switch, the CGI launcher
+/// forked and confined, and the server's own sandbox.
+pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confined, String> {
+    let cfg = Arc::clone(&server.cfg);
+    let helper = start_privileged(&cfg, logs)?;
+    let privileged = helper.is_some();
+    server.privileged = helper.clone();
+    let plans = if cfg.sandbox {
+        let programs = match cfg.cgi.is_empty() {
+            false => Some(prepare(&cfg, true, privileged)?),
+            true => None,
+        };
+        Some((prepare(&cfg, false, privileged)?, programs))
+    } else {
+        None
+    };
+    let mut notes = Notes::new();
+    if enter_jail(&cfg)? {
+        server.rebase(cfg.in_jail())?;
     }
-    if let (Some(p), None) = (&outside.pid_file, &inside.pid_file) {
-        notes.push((
-            Level::Warn,
-            format!(
-                "the pid file {} lies outside the chroot and will not be removed on exit",
-                p.display()
-            ),
-        ));
+    switch_user(&cfg, &mut notes)?;
+    let Some((plan, programs)) = plans else {
+        return Ok(Confined {
+            notes,
+            sandboxes: None,
+            privileged: helper,
+        });
+    };
+    // With CGI, programs start from a process of their own, confined for
+    // what they need, so that the server keeps a strict sandbox.
+    let mut launcher_allows = None;
+    if let Some(programs) = programs {
+        launcher_allows = Some(programs.allowed());
+        let launcher = Launcher::start(cfg.timeouts.cgi, || programs.apply(&mut Notes::new()))
+            .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
+        server.launcher = Some(Arc::new(launcher));
     }
+    let server_allows = plan.allowed();
+    confine_server(&cfg, plan, privileged, &mut notes)?;
+    Ok(Confined {
+        notes,
+        sandboxes: Some(Sandboxes {
+            server: server_allows,
+            launcher: launcher_allows,
+            privileged,
+        }),
+        privileged: helper,
+    })
+}
+
+/// Forks `brisk-priv` when brisk starts as root and leaves it (a user
+/// switch or a chroot), and has the logs reopened through it: the server
+/// could no longer open files in a root-owned log directory, nor reach
+/// the logs and the pid file from inside a chroot.
+fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Privileged>>, String> {
+    let leaves_root = cfg.user.as_ref().is_some_and(|u| u.uid != 0) || cfg.chroot.is_some();
+    if privileges::euid() != 0 || !leaves_root {
+        return Ok(None);
+    }
+    let grants = Grants {
+        logs: logs.files(),
+        pid_file: cfg.pid_file.clone(),
+    };
+    let sandbox = cfg.sandbox;
+    let helper = Privileged::start(grants.clone(), move || confine_privileged(&grants, sandbox))
+        .map_err(|e| format!("cannot start the privileged helper (brisk-priv): {e}"))?;
+    let helper = Arc::new(helper);
+    let opener = Arc::clone(&helper);
+    logs.reopen_through(Arc::new(move |path: &Path| opener.open_log(path)));
+    Ok(Some(helper))
 }
 
 /// Switches to the configured user and group, if any, and verifies it.

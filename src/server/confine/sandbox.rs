@@ -4,8 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::allowed::{effective, Allowed};
 use super::Notes;
 use crate::config::{CgiTarget, Config, Level, LogTarget};
+use crate::sys::privileged::Grants;
+use crate::sys::privileges;
 use crate::sys::sandbox::{self, fs_access, Extra, RulePath, Ruleset};
 use crate::sys::syscalls;
 
@@ -42,7 +45,7 @@ pub struct Rule {
 }
 
 impl Rule {
-    fn new(path: impl Into<PathBuf>, rights: u64, what: impl Into<String>) -> Rule {
+    pub(super) fn new(path: impl Into<PathBuf>, rights: u64, what: impl Into<String>) -> Rule {
         Rule {
             path: path.into(),
             rights,
@@ -130,28 +133,15 @@ pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rul
         rules.push(Rule::new(&types.path, READ_FILE, "static.mime_types"));
     }
     if !privileged {
-        for (target, key) in [
+        let logs = [
             (&cfg.log.access, "log.access"),
             (&cfg.log.error, "log.error"),
-        ] {
-            let LogTarget::File(file) = target else {
-                continue;
-            };
-            rules.push(Rule::new(file, WRITE_FILE, key));
-            // Reopening after a rename-style rotation creates the file
-            // anew, which needs rights on the directory.
-            if let Some(dir) = file.parent() {
-                rules.push(Rule::new(
-                    dir,
-                    WRITE_FILE | MAKE_REG,
-                    format!("{key} (its directory)"),
-                ));
-            }
-        }
-        if let Some(dir) = cfg.pid_file.as_deref().and_then(Path::parent) {
-            // Removed on exit.
-            rules.push(Rule::new(dir, REMOVE_FILE, "pid_file (its directory)"));
-        }
+        ];
+        let logs = logs.into_iter().filter_map(|(t, key)| match t {
+            LogTarget::File(file) => Some((file.as_path(), key)),
+            _ => None,
+        });
+        rules.extend(log_rules(logs, cfg.pid_file.as_deref()));
     }
     // Read again on SIGHUP (never inside a chroot). Editors save by writing
     // a new file and renaming it over the old one, so the right is on the
@@ -166,6 +156,31 @@ pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rul
                 "the configuration file (its directory)",
             ));
         }
+    }
+    rules
+}
+
+/// What writing the logs takes: appending to each file (named by its
+/// setting), creating it anew in its directory (a rename-style rotation),
+/// and removing the pid file at the end.
+fn log_rules<'a>(
+    logs: impl Iterator<Item = (&'a Path, &'a str)>,
+    pid_file: Option<&Path>,
+) -> Vec<Rule> {
+    use fs_access::*;
+    let mut rules = Vec::new();
+    for (file, key) in logs {
+        rules.push(Rule::new(file, WRITE_FILE, key));
+        if let Some(dir) = file.parent() {
+            rules.push(Rule::new(
+                dir,
+                WRITE_FILE | MAKE_REG,
+                format!("{key} (its directory)"),
+            ));
+        }
+    }
+    if let Some(dir) = pid_file.and_then(Path::parent) {
+        rules.push(Rule::new(dir, REMOVE_FILE, "pid_file (its directory)"));
     }
     rules
 }
@@ -196,21 +211,11 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
 /// the process can still reach them.
 pub struct Plan {
     /// `None` when the kernel has no Landlock.
-    landlock: Option<(u32, Vec<(Rule, RulePath)>)>,
+    landlock: Option<Opened>,
     /// For CGI programs (no seccomp filter, TCP and signals allowed).
     programs: bool,
     /// A summary for the error log.
     summary: String,
-}
-
-/// What an applied sandbox allows, to check a reload against.
-#[derive(Debug, Clone)]
-pub struct Allowed {
-    /// Canonical path, whether it is a directory, effective rights;
-    /// `None` without Landlock (any path goes).
-    files: Option<Vec<(PathBuf, bool, u64)>>,
-    /// The Landlock ABI the rights were masked with.
-    abi: u32,
 }
 
 /// Opens every path of the sandbox that `cfg` asks for (see
@@ -246,12 +251,20 @@ pub fn prepare(cfg: &Config, programs: bool, privileged: bool) -> Result<Plan, S
             "writes nowhere"
         },
     );
+    Ok(Plan {
+        landlock: open_rules(rules)?,
+        programs,
+        summary,
+    })
+}
+
+/// Landlock rules with their paths opened, and the kernel's Landlock ABI.
+type Opened = (u32, Vec<(Rule, RulePath)>);
+
+/// Opens the paths of `rules`; `None` when the kernel has no Landlock.
+fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, String> {
     let Some(abi) = sandbox::landlock_abi() else {
-        return Ok(Plan {
-            landlock: None,
-            programs,
-            summary,
-        });
+        return Ok(None);
     };
     let mut opened = Vec::with_capacity(rules.len());
     for rule in rules {
@@ -264,11 +277,27 @@ pub fn prepare(cfg: &Config, programs: bool, privileged: bool) -> Result<Plan, S
             Err(e) => return Err(rule_error(&rule, &e.to_string())),
         }
     }
-    Ok(Plan {
-        landlock: Some((abi, opened)),
-        programs,
-        summary,
-    })
+    Ok(Some((abi, opened)))
+}
+
+/// Builds the Landlock ruleset of `rules` and enforces it on the calling
+/// thread (and what it starts afterwards).
+fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), String> {
+    let mut ruleset = Ruleset::new(extra)
+        .map_err(|e| failed("cannot create a Landlock ruleset", e))?
+        .ok_or_else(|| format!("sandbox: Landlock went away; {TURN_OFF}"))?;
+    for (rule, path) in rules {
+        ruleset
+            .allow(path, rule.rights)
+            .map_err(|e| rule_error(rule, &e.to_string()))?;
+    }
+    ruleset
+        .restrict_self()
+        .map_err(|e| failed("cannot enforce the Landlock rules", e))
+}
+
+fn failed(what: &str, e: std::io::Error) -> String {
+    format!("sandbox: {what}: {e}; {TURN_OFF}")
 }
 
 fn rule_error(rule: &Rule, e: &str) -> String {
@@ -308,8 +337,7 @@ impl Plan {
     /// anything that is there but fails is an error, and the server does
     /// not start.
     pub fn apply(self, notes: &mut Notes) -> Result<(), String> {
-        let fail = |what: &str, e: std::io::Error| format!("sandbox: {what}: {e}; {TURN_OFF}");
-        sandbox::no_new_privs().map_err(|e| fail("cannot set no_new_privs", e))?;
+        sandbox::no_new_privs().map_err(|e| failed("cannot set no_new_privs", e))?;
         match self.landlock {
             Some((abi, rules)) => {
                 // CGI programs may talk to databases and signal their own
@@ -318,17 +346,7 @@ impl Plan {
                     deny_tcp: !self.programs,
                     scope: !self.programs,
                 };
-                let mut ruleset = Ruleset::new(extra)
-                    .map_err(|e| fail("cannot create a Landlock ruleset", e))?
-                    .ok_or_else(|| format!("sandbox: Landlock went away; {TURN_OFF}"))?;
-                for (rule, path) in &rules {
-                    ruleset
-                        .allow(path, rule.rights)
-                        .map_err(|e| rule_error(rule, &e.to_string()))?;
-                }
-                ruleset
-                    .restrict_self()
-                    .map_err(|e| fail("cannot enforce the Landlock rules", e))?;
+                enforce(&rules, extra)?;
                 notes.push((
                     Level::Info,
                     format!("sandbox: Landlock (ABI {abi}) on: {}", self.summary),
@@ -355,111 +373,9 @@ impl Plan {
                 "sandbox: no seccomp filtering on this kernel or architecture; system calls run unconfined"
                     .to_string(),
             )),
-            Err(e) => return Err(fail("cannot install the seccomp filter", e)),
+            Err(e) => return Err(failed("cannot install the seccomp filter", e)),
         }
         Ok(())
-    }
-}
-
-/// The rights a rule really grants: those the kernel knows, and on a
-/// file only the file rights.
-fn effective(abi: u32, is_dir: bool, rights: u64) -> u64 {
-    let known = rights & sandbox::landlock_rights(abi);
-    if is_dir {
-        known
-    } else {
-        known & fs_access::FILE_RIGHTS
-    }
-}
-
-impl Allowed {
-    /// The rules of `rules` this sandbox does not allow: a reload that
-    /// needs one of them needs a restart, since the kernel cannot widen a
-    /// sandbox.
-    fn missing<'r>(&self, rules: &'r [Rule]) -> Vec<&'r Rule> {
-        let Some(files) = &self.files else {
-            return Vec::new();
-        };
-        let covered = |rule: &Rule| {
-            let Ok(path) = rule.path.canonicalize() else {
-                // A path that went away is found missing by what opens it.
-                return true;
-            };
-            let need = effective(self.abi, path.is_dir(), rule.rights);
-            let mut have = 0;
-            for (p, dir, rights) in files {
-                if *p == path || (*dir && path.starts_with(p)) {
-                    have |= rights;
-                }
-            }
-            need & !have == 0
-        };
-        rules.iter().filter(|r| !covered(r)).collect()
-    }
-}
-
-/// What the sandboxes applied at start allow: the server's, and the CGI
-/// launcher's if there is one. A reload has to fit in them.
-#[derive(Debug, Clone)]
-pub struct Sandboxes {
-    /// The server's own.
-    pub server: Allowed,
-    /// The CGI launcher's (there is none when brisk started without CGI).
-    pub launcher: Option<Allowed>,
-    /// Whether a privileged helper reopens the logs.
-    pub privileged: bool,
-}
-
-/// The end of every reload refusal the sandbox causes.
-const RESTART: &str = "restart brisk to apply this configuration, or set sandbox = false";
-
-impl Sandboxes {
-    /// Whether the server's sandbox lets it read `file` (a file a reloaded
-    /// configuration names); if not, why, and the way out.
-    pub fn readable(&self, file: &Path) -> Result<(), String> {
-        let rule = Rule::new(file, fs_access::READ_FILE, "");
-        if self.server.missing(std::slice::from_ref(&rule)).is_empty() {
-            return Ok(());
-        }
-        Err(format!(
-            "the sandbox does not allow reading {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
-            file.display()
-        ))
-    }
-
-    /// Why `new` cannot be served without a restart, naming the settings;
-    /// `None` when it fits.
-    pub fn refusal(&self, new: &Config) -> Option<String> {
-        if !new.cgi.is_empty() && self.launcher.is_none() {
-            return Some(format!(
-                "the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {RESTART}"
-            ));
-        }
-        let mut missing = self
-            .server
-            .missing(&landlock_rules(new, false, self.privileged))
-            .into_iter()
-            .cloned()
-            .collect::<Vec<_>>();
-        if let (Some(launcher), false) = (&self.launcher, new.cgi.is_empty()) {
-            let programs = landlock_rules(new, true, self.privileged);
-            missing.extend(launcher.missing(&programs).into_iter().cloned());
-        }
-        // One mention per setting: a file and its directory are one.
-        let mut named: Vec<String> = Vec::new();
-        for rule in &missing {
-            let key = rule.what.trim_end_matches(" (its directory)");
-            if !named.iter().any(|n| n.starts_with(&format!("{key} = "))) {
-                named.push(format!("{key} = {}", rule.path.display()));
-            }
-        }
-        if named.is_empty() {
-            return None;
-        }
-        Some(format!(
-            "the sandbox does not allow {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
-            named.join(", ")
-        ))
     }
 }
 
@@ -481,6 +397,37 @@ pub fn confine_server(
         note_writable_trees(&landlock_rules(cfg, false, privileged), notes);
     }
     plan.apply(notes)
+}
+
+/// Confines `brisk-priv`, in it, just after the fork: it keeps only the
+/// capabilities its errands need (opening files whatever their owner,
+/// binding ports below 1024) and, with the sandbox on, Landlock lets it
+/// only create and append to the log files and remove the pid file (no
+/// reading at all), and seccomp only the calls it makes. Landlock and
+/// seccomp missing from the kernel are no error here: the server's own
+/// sandbox has said so already.
+pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), String> {
+    privileges::keep_capabilities(&[
+        privileges::CAP_DAC_OVERRIDE,
+        privileges::CAP_NET_BIND_SERVICE,
+    ])
+    .map_err(|e| format!("cannot drop its other capabilities: {e}"))?;
+    if !sandbox_on {
+        return Ok(());
+    }
+    sandbox::no_new_privs().map_err(|e| failed("cannot set no_new_privs", e))?;
+    let logs = grants.logs.iter().map(|p| (p.as_path(), "a log file"));
+    if let Some((_, rules)) = open_rules(log_rules(logs, grants.pid_file.as_deref()))? {
+        // It binds listeners; it signals nobody.
+        let extra = Extra {
+            deny_tcp: false,
+            scope: true,
+        };
+        enforce(&rules, extra)?;
+    }
+    sandbox::seccomp_allow_only(syscalls::PRIVILEGED, &[])
+        .map_err(|e| failed("cannot install the seccomp filter", e))?;
+    Ok(())
 }
 
 #[cfg(test)]

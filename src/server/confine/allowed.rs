@@ -1,0 +1,122 @@
+//! What an applied sandbox allows, and whether a configuration loaded
+//! again (SIGHUP) fits in it: the kernel cannot widen a sandbox, so a
+//! reload that needs more needs a restart, and the refusal says which
+//! setting and path.
+
+use std::path::{Path, PathBuf};
+
+use super::sandbox::{landlock_rules, Rule};
+use crate::config::Config;
+use crate::sys::sandbox::{self, fs_access};
+
+/// What an applied sandbox allows, to check a reload against.
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    /// Canonical path, whether it is a directory, effective rights;
+    /// `None` without Landlock (any path goes).
+    pub(super) files: Option<Vec<(PathBuf, bool, u64)>>,
+    /// The Landlock ABI the rights were masked with.
+    pub(super) abi: u32,
+}
+
+/// The rights a rule really grants: those the kernel knows, and on a
+/// file only the file rights.
+pub(super) fn effective(abi: u32, is_dir: bool, rights: u64) -> u64 {
+    let known = rights & sandbox::landlock_rights(abi);
+    if is_dir {
+        known
+    } else {
+        known & fs_access::FILE_RIGHTS
+    }
+}
+
+impl Allowed {
+    /// The rules of `rules` this sandbox does not allow: a reload that
+    /// needs one of them needs a restart, since the kernel cannot widen a
+    /// sandbox.
+    fn missing<'r>(&self, rules: &'r [Rule]) -> Vec<&'r Rule> {
+        let Some(files) = &self.files else {
+            return Vec::new();
+        };
+        let covered = |rule: &Rule| {
+            let Ok(path) = rule.path.canonicalize() else {
+                // A path that went away is found missing by what opens it.
+                return true;
+            };
+            let need = effective(self.abi, path.is_dir(), rule.rights);
+            let mut have = 0;
+            for (p, dir, rights) in files {
+                if *p == path || (*dir && path.starts_with(p)) {
+                    have |= rights;
+                }
+            }
+            need & !have == 0
+        };
+        rules.iter().filter(|r| !covered(r)).collect()
+    }
+}
+
+/// What the sandboxes applied at start allow: the server's, and the CGI
+/// launcher's if there is one. A reload has to fit in them.
+#[derive(Debug, Clone)]
+pub struct Sandboxes {
+    /// The server's own.
+    pub server: Allowed,
+    /// The CGI launcher's (there is none when brisk started without CGI).
+    pub launcher: Option<Allowed>,
+    /// Whether a privileged helper reopens the logs.
+    pub privileged: bool,
+}
+
+/// The end of every reload refusal the sandbox causes.
+const RESTART: &str = "restart brisk to apply this configuration, or set sandbox = false";
+
+impl Sandboxes {
+    /// Whether the server's sandbox lets it read `file` (a file a reloaded
+    /// configuration names); if not, why, and the way out.
+    pub fn readable(&self, file: &Path) -> Result<(), String> {
+        let rule = Rule::new(file, fs_access::READ_FILE, "");
+        if self.server.missing(std::slice::from_ref(&rule)).is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "the sandbox does not allow reading {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
+            file.display()
+        ))
+    }
+
+    /// Why `new` cannot be served without a restart, naming the settings;
+    /// `None` when it fits.
+    pub fn refusal(&self, new: &Config) -> Option<String> {
+        if !new.cgi.is_empty() && self.launcher.is_none() {
+            return Some(format!(
+                "the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {RESTART}"
+            ));
+        }
+        let mut missing = self
+            .server
+            .missing(&landlock_rules(new, false, self.privileged))
+            .into_iter()
+            .cloned()
+            .collect::<Vec<_>>();
+        if let (Some(launcher), false) = (&self.launcher, new.cgi.is_empty()) {
+            let programs = landlock_rules(new, true, self.privileged);
+            missing.extend(launcher.missing(&programs).into_iter().cloned());
+        }
+        // One mention per setting: a file and its directory are one.
+        let mut named: Vec<String> = Vec::new();
+        for rule in &missing {
+            let key = rule.what.trim_end_matches(" (its directory)");
+            if !named.iter().any(|n| n.starts_with(&format!("{key} = "))) {
+                named.push(format!("{key} = {}", rule.path.display()));
+            }
+        }
+        if named.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "the sandbox does not allow {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
+            named.join(", ")
+        ))
+    }
+}

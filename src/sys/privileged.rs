@@ -1,0 +1,191 @@
+//! `brisk-priv`: a small process that keeps root after the server drops
+//! it, for the few things a server started as root must still do as root
+//! (what nginx's master process is kept for): open its log files again
+//! after a rotation (in a root-owned `/var/log/brisk`, with files that
+//! logrotate `create`s as root), bind a listen address a reload adds (a
+//! port below 1024, or any port while the server's sandbox keeps it from
+//! opening sockets), and remove the pid file when the server stops (or
+//! dies).
+//!
+//! It is forked (see `service`) before the `chroot` and the user switch,
+//! so it sees the paths as configured, and confines itself at once: only
+//! the capabilities it needs, and the caller's sandbox. It answers only
+//! for what it was given at the fork: the log files by their paths, one
+//! pid file; whatever the server sends, it can open no other file and
+//! remove nothing else.
+//!
+//! Protocol: one `SOCK_SEQPACKET` message per request, an opcode byte and
+//! its argument; one answer per request, the `errno` as a native `i32`
+//! (0 for success) with the descriptor, if any, as `SCM_RIGHTS`. New
+//! errands (reading a root-only TLS key again on reload, say) are a new
+//! opcode with its own grant.
+
+use std::fs::File;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::service::{self, recv, send};
+use super::{fs, net};
+
+/// Open a granted log file (append, create 0640); the argument is its path.
+const OPEN_LOG: u8 = b'O';
+/// Bind a listening socket; the argument: `reuseport` (one byte), the
+/// backlog (`i32`), `TCP_DEFER_ACCEPT` in seconds (`u32`), the address as
+/// text.
+const LISTEN: u8 = b'L';
+/// The server stops: remove the pid file (after the answer the helper
+/// exits).
+const FINISH: u8 = b'F';
+
+/// Largest request: a path or an address.
+const MAX_REQUEST: usize = 8192;
+
+/// What the helper may do, fixed when it is forked.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    /// Log files it may open (create, append), by these exact paths.
+    pub logs: Vec<PathBuf>,
+    /// The pid file it removes at the end.
+    pub pid_file: Option<PathBuf>,
+}
+
+/// The server's end of `brisk-priv`.
+#[derive(Debug)]
+pub struct Privileged {
+    sock: Mutex<OwnedFd>,
+}
+
+impl Privileged {
+    /// Forks the helper. In the child, `confine` runs first (its error is
+    /// this call's), then it serves until the server asks it to finish or
+    /// goes away. Call only while the process has a single thread.
+    pub fn start(
+        grants: Grants,
+        confine: impl FnOnce() -> Result<(), String>,
+    ) -> io::Result<Privileged> {
+        let (sock, _pid) = service::fork(c"brisk-priv", confine, |sock| serve(sock, &grants))?;
+        Ok(Privileged {
+            sock: Mutex::new(sock),
+        })
+    }
+
+    /// Opens the granted log file `path` for appending (created 0640).
+    pub fn open_log(&self, path: &Path) -> io::Result<File> {
+        let mut msg = vec![OPEN_LOG];
+        msg.extend_from_slice(path.as_os_str().as_encoded_bytes());
+        self.ask(&msg)?.map(File::from).ok_or_else(no_descriptor)
+    }
+
+    /// A listening socket bound to `addr`, as [`net::listen`] makes it.
+    pub fn listen(
+        &self,
+        addr: &SocketAddr,
+        reuseport: bool,
+        backlog: i32,
+        defer: Duration,
+    ) -> io::Result<TcpListener> {
+        let mut msg = vec![LISTEN, u8::from(reuseport)];
+        msg.extend_from_slice(&backlog.to_ne_bytes());
+        let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
+        msg.extend_from_slice(&(secs.min(u32::MAX as u64) as u32).to_ne_bytes());
+        msg.extend_from_slice(addr.to_string().as_bytes());
+        self.ask(&msg)?
+            .map(TcpListener::from)
+            .ok_or_else(no_descriptor)
+    }
+
+    /// Removes the pid file; the helper exits afterwards.
+    pub fn finish(&self) -> io::Result<()> {
+        self.ask(&[FINISH]).map(drop)
+    }
+
+    /// Sends one request; on success, the descriptor that came back, if
+    /// any.
+    fn ask(&self, msg: &[u8]) -> io::Result<Option<OwnedFd>> {
+        let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner());
+        let gone = || io::Error::other("the privileged helper (brisk-priv) is gone");
+        send(sock.as_raw_fd(), msg, &[]).map_err(|_| gone())?;
+        let mut reply = [0u8; 4];
+        let (n, mut fds) = recv(sock.as_raw_fd(), &mut reply).map_err(|_| gone())?;
+        drop(sock);
+        if n != 4 {
+            return Err(gone());
+        }
+        match i32::from_ne_bytes(reply) {
+            0 => Ok(fds.pop()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+}
+
+fn no_descriptor() -> io::Error {
+    io::Error::other("the privileged helper (brisk-priv) sent no descriptor")
+}
+
+/// The helper's loop: one answer per request, until the server finishes
+/// or goes away; the pid file is removed either way.
+fn serve(sock: OwnedFd, grants: &Grants) {
+    let mut buf = vec![0u8; MAX_REQUEST];
+    loop {
+        let n = match recv(sock.as_raw_fd(), &mut buf) {
+            Ok((0, _)) | Err(_) => break,
+            Ok((n, _)) => n,
+        };
+        let (done, answer) = match buf[..n].split_first() {
+            Some((&OPEN_LOG, path)) => (false, open_log(grants, path)),
+            Some((&LISTEN, arg)) => (false, listen(arg)),
+            Some((&FINISH, [])) => (true, remove_pid_file(grants).map(|()| None)),
+            _ => (false, Err(io::Error::from_raw_os_error(libc::EINVAL))),
+        };
+        let (errno, fd) = match answer {
+            Ok(fd) => (0, fd),
+            Err(e) => (e.raw_os_error().unwrap_or(libc::EIO), None),
+        };
+        let raw: Vec<_> = fd.iter().map(AsRawFd::as_raw_fd).collect();
+        let _ = send(sock.as_raw_fd(), &errno.to_ne_bytes(), &raw);
+        if done {
+            return;
+        }
+    }
+    // The server went away without a word (killed, crashed).
+    let _ = remove_pid_file(grants);
+}
+
+fn open_log(grants: &Grants, path: &[u8]) -> io::Result<Option<OwnedFd>> {
+    let granted = grants
+        .logs
+        .iter()
+        .find(|p| p.as_os_str().as_encoded_bytes() == path)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EPERM))?;
+    Ok(Some(fs::open_log(granted)?.into()))
+}
+
+fn listen(arg: &[u8]) -> io::Result<Option<OwnedFd>> {
+    let bad = || io::Error::from_raw_os_error(libc::EINVAL);
+    if arg.len() < 9 {
+        return Err(bad());
+    }
+    let reuseport = arg[0] != 0;
+    let backlog = i32::from_ne_bytes(arg[1..5].try_into().map_err(|_| bad())?);
+    let defer = u32::from_ne_bytes(arg[5..9].try_into().map_err(|_| bad())?);
+    let addr: SocketAddr = std::str::from_utf8(&arg[9..])
+        .ok()
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(bad)?;
+    let l = net::listen(&addr, reuseport, backlog, Duration::from_secs(defer.into()))?;
+    Ok(Some(l.into()))
+}
+
+fn remove_pid_file(grants: &Grants) -> io::Result<()> {
+    match &grants.pid_file {
+        Some(p) => match std::fs::remove_file(p) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
