@@ -246,3 +246,43 @@ fn remote_user_reaches_cgi_and_the_log() {
         "no password in the logs"
     );
 }
+
+#[test]
+fn clients_sharing_an_address_share_the_failure_count_unless_it_is_off() {
+    // What README says of a reverse proxy: every client arrives from the
+    // same address (here 127.0.0.1), so one client's failures lock out
+    // another one on a connection of its own…
+    let s = site("[limits]\nauth_failures = 3\n").start();
+    let mut guesser = s.connect();
+    for _ in 0..3 {
+        guesser.send(
+            format!(
+                "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\n\r\n",
+                basic("apr1", "guess")
+            )
+            .as_bytes(),
+        );
+        assert_eq!(guesser.response().status, 401);
+    }
+    let other = get(
+        &s,
+        "/private/secret.txt",
+        Some(&basic("apr1", "correct horse")),
+    );
+    assert_eq!(other.status, 429);
+    drop(s);
+    // …and auth_failures = 0, the way out it gives, lets them in.
+    let s = site("[limits]\nauth_failures = 0\n").start();
+    for _ in 0..20 {
+        assert_eq!(
+            get(&s, "/private/secret.txt", Some(&basic("apr1", "guess"))).status,
+            401
+        );
+    }
+    let other = get(
+        &s,
+        "/private/secret.txt",
+        Some(&basic("apr1", "correct horse")),
+    );
+    assert_eq!(other.status, 200);
+}
