@@ -139,3 +139,46 @@ c.close()
     want.extend_from_slice(&data);
     assert!(o.stdout == want, "python got {} bytes", o.stdout.len());
 }
+
+/// The user's scenario: `wget -r -np` of a tree where packages link to
+/// each other's directories and files (as `/usr/share/doc` does) mirrors
+/// every file that lies inside the root, and exits 0.
+#[test]
+fn wget_mirrors_a_listed_tree_with_symlinks() {
+    use std::os::unix::fs::symlink;
+    let mut b = Builder::new();
+    b.file("doc/pkg-a/README", b"read me\n");
+    b.file("doc/pkg-a/changelog.gz", b"GZ");
+    b.file("doc/pkg-c/NEWS", b"news\n");
+    let doc = b.root().join("doc");
+    symlink("pkg-a", doc.join("pkg-b")).expect("symlink");
+    symlink("../pkg-a/README", doc.join("pkg-c/copyright")).expect("symlink");
+    symlink("nowhere", doc.join("pkg-c/dangling")).expect("symlink");
+    symlink("/etc", doc.join("etc")).expect("symlink");
+    b.config("[static]\nautoindex = true\n");
+    let s = b.start();
+    let dir = TempDir::new("wget-r");
+    let Some(o) = run(Command::new("wget")
+        .args(["-r", "-np", "-nH", "-nv", "-e", "robots=off"])
+        .args(["--timeout=10", "--tries=1", "-P"])
+        .arg(&dir.path)
+        .arg(format!("http://127.0.0.1:{}/doc/", s.port)))
+    else {
+        eprintln!("skipped: wget not installed");
+        return;
+    };
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "wget failed:\n{log}");
+    let got = |rel: &str| {
+        std::fs::read(dir.path.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}\n{log}"))
+    };
+    assert_eq!(got("doc/pkg-a/README"), b"read me\n");
+    assert_eq!(got("doc/pkg-a/changelog.gz"), b"GZ");
+    assert_eq!(got("doc/pkg-b/README"), b"read me\n");
+    assert_eq!(got("doc/pkg-b/changelog.gz"), b"GZ");
+    assert_eq!(got("doc/pkg-c/copyright"), b"read me\n");
+    assert_eq!(got("doc/pkg-c/NEWS"), b"news\n");
+    assert!(!dir.path.join("doc/pkg-c/dangling").exists(), "{log}");
+    assert!(!dir.path.join("doc/etc").exists(), "{log}");
+    assert!(!log.contains("ERROR"), "{log}");
+}

@@ -294,9 +294,10 @@ fn serve_dir(
         Err(e) => return Plan::error(status_for(&e), s),
     };
     let hide_dot = site.cfg.static_files.dotfiles != Dotfiles::Allow;
+    // FIFOs, sockets and devices are never served: not listed either.
     let mut list: Vec<autoindex::Entry> = entries
         .into_iter()
-        .filter(|(name, _)| !(hide_dot && name.starts_with(b".")))
+        .filter(|(name, meta)| !(hide_dot && name.starts_with(b".")) && meta.kind != Kind::Special)
         .map(|(name, meta)| autoindex::Entry {
             name,
             is_dir: meta.kind == Kind::Dir,

@@ -139,11 +139,37 @@ impl Root {
         Ok((File::from(fd), opened))
     }
 
-    /// Lists the directory `rel`: each entry's name and metadata (entries
-    /// that vanish while listing are skipped; symlinks are not followed).
+    /// Lists the directory `rel`: each entry's name and metadata. A
+    /// symlink is followed the way a request for it would be (beneath the
+    /// root unless links may lead out), so it shows what it leads to;
+    /// one that leads nowhere, out of the root, or into a loop is left
+    /// out, as are entries that vanish while listing.
     pub fn list_dir(&self, rel: &[u8]) -> io::Result<Vec<(Vec<u8>, Meta)>> {
         let fd = self.open_flags(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
-        read_dir(fd)
+        let mut entries = read_dir(fd)?;
+        let mut path = Vec::with_capacity(rel.len() + 64);
+        entries.retain_mut(|(name, meta, is_link)| {
+            if !*is_link {
+                return true;
+            }
+            path.clear();
+            path.extend_from_slice(rel);
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(name);
+            match self.stat(&path) {
+                Ok((_, target)) => {
+                    *meta = target;
+                    true
+                }
+                Err(_) => false,
+            }
+        });
+        Ok(entries
+            .into_iter()
+            .map(|(name, meta, _)| (name, meta))
+            .collect())
     }
 
     fn open_flags(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
@@ -288,7 +314,9 @@ fn openat2_raw(dir: RawFd, c: &std::ffi::CStr, flags: libc::c_int) -> io::Result
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta)>> {
+/// Each entry of the directory: its name, its own metadata (`lstat`), and
+/// whether it is a symlink.
+fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
     let raw = fd.as_raw_fd();
     // SAFETY: fdopendir takes ownership of the descriptor on success.
     let dirp = unsafe { libc::fdopendir(raw) };
@@ -321,7 +349,8 @@ fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta)>> {
             )
         };
         if r == 0 {
-            out.push((bytes.to_vec(), meta_of(&st)));
+            let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
+            out.push((bytes.to_vec(), meta_of(&st), is_link));
         }
     }
     // SAFETY: `dirp` is valid and not used afterwards.
@@ -416,6 +445,44 @@ mod tests {
         let root = Root::open(&path, true).unwrap();
         assert_eq!(read(&root, "abs_out").unwrap(), b"secret");
         assert_eq!(read(&root, "dir_out/secret.txt").unwrap(), b"secret");
+    }
+
+    #[test]
+    fn listings_follow_symlinks_as_opening_would() {
+        let (_t, path) = tree("list");
+        symlink("sub", path.join("sub_link")).unwrap();
+        symlink("missing", path.join("dangling")).unwrap();
+        let names = |root: &Root| {
+            let mut v: Vec<(String, Kind, u64)> = root
+                .list_dir(b"")
+                .unwrap()
+                .into_iter()
+                .map(|(n, m)| (String::from_utf8(n).unwrap(), m.kind, m.size))
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        };
+        let root = Root::open(&path, false).unwrap();
+        let f = |n: &str, size| (n.to_string(), Kind::File, size);
+        let listed = names(&root);
+        let dirs: Vec<&str> = listed
+            .iter()
+            .filter(|e| e.1 == Kind::Dir)
+            .map(|e| &e.0[..])
+            .collect();
+        assert_eq!(dirs, ["sub", "sub_link"]);
+        let files: Vec<_> = listed.into_iter().filter(|e| e.1 == Kind::File).collect();
+        assert_eq!(files, [f("abs_in", 2), f("inside.txt", 2), f("rel_in", 2)]);
+        // Without openat2 no symlink is followed: each is the link itself,
+        // a special file (which listings leave out and requests get 403).
+        let mut fallback = Root::open(&path, false).unwrap();
+        fallback.force_fallback();
+        let listed: Vec<String> = names(&fallback)
+            .into_iter()
+            .filter(|e| e.1 != Kind::Special)
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(listed, ["inside.txt", "sub"]);
     }
 
     #[test]
