@@ -124,20 +124,67 @@ fn running(pid: i32) -> bool {
     matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
 }
 
+/// Every process id in /proc.
+fn all_pids() -> Vec<i32> {
+    fs::read_dir("/proc")
+        .expect("read /proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect()
+}
+
 /// The children of `ppid` with their states.
 fn children_of(ppid: i32) -> Vec<(i32, char)> {
-    let mut kids = Vec::new();
-    for e in fs::read_dir("/proc").expect("read /proc").flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Some((state, parent)) = proc_stat(pid) {
-            if parent == ppid {
-                kids.push((pid, state));
-            }
-        }
+    all_pids()
+        .into_iter()
+        .filter_map(|pid| match proc_stat(pid) {
+            Some((state, parent)) if parent == ppid => Some((pid, state)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The running processes whose command line mentions `needle` (a
+/// script's path).
+fn processes_running(needle: &str) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmd| find(&cmd, needle.as_bytes()).is_some())
+                && running(pid)
+        })
+        .collect()
+}
+
+/// The running processes of process group `pgid` (a script and what it
+/// started).
+fn group_members(pgid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            // After the parenthesised name: state, ppid, pgrp.
+            let pgrp = fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let rest = s.get(s.rfind(')')? + 2..)?;
+                    rest.split(' ').nth(2)?.parse::<i32>().ok()
+                });
+            pgrp == Some(pgid) && running(pid)
+        })
+        .collect()
+}
+
+/// `data` as a chunked body in chunks of `piece` bytes, with the last chunk.
+fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / piece.max(1) * 8 + 8);
+    for p in data.chunks(piece.max(1)) {
+        out.extend_from_slice(format!("{:x}\r\n", p.len()).as_bytes());
+        out.extend_from_slice(p);
+        out.extend_from_slice(b"\r\n");
     }
-    kids
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
 }
 
 /// Waits until the server's error log (its stderr) contains `text`.

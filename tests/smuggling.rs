@@ -303,30 +303,7 @@ fn good_body(s: &Server, body: &[u8]) {
 #[test]
 fn invalid_chunk_sizes() {
     let s = site();
-    let cases: &[&[u8]] = &[
-        b"0x5\r\nhello\r\n0\r\n\r\n",
-        b"-1\r\nhello\r\n0\r\n\r\n",
-        b"+5\r\nhello\r\n0\r\n\r\n",
-        b"5 ;\r\nhello\r\n0\r\n\r\n",
-        b"5 \r\nhello\r\n0\r\n\r\n",
-        b" 5\r\nhello\r\n0\r\n\r\n",
-        b"\r\nhello\r\n0\r\n\r\n",
-        b"g\r\nhello\r\n0\r\n\r\n",
-        b"5\nhello\r\n0\r\n\r\n",
-        b"5\rhello\r\n0\r\n\r\n",
-        b"5\r\nhelloXX\r\n0\r\n\r\n",
-        b"5\r\nhello\n0\r\n\r\n",
-        b"5\r\nhello\r\n0\n\n",
-        // 17 hex digits: more than a u64 holds (and more than anyone sends).
-        b"00000000000000005\r\nhello\r\n0\r\n\r\n",
-        b"10000000000000000\r\nhello\r\n0\r\n\r\n",
-        b"fffffffffffffffff\r\nhello\r\n0\r\n\r\n",
-        b"5;\r\nhello\r\n0\r\n\r\n",
-        b"5;=x\r\nhello\r\n0\r\n\r\n",
-        b"5;a=\"unterminated\r\nhello\r\n0\r\n\r\n",
-        b"5;a\x00b\r\nhello\r\n0\r\n\r\n",
-    ];
-    for body in cases {
+    for body in BAD_CHUNK_FRAMING {
         bad_body(&s, body);
     }
     // Chunk sizes near u64::MAX are beyond any body limit: refused as the
@@ -378,17 +355,7 @@ fn trailers() {
     );
     good_body(&s, b"0\r\nContent-Length: 50\r\n\r\n");
     // Malformed trailers end the connection.
-    let bad: &[&[u8]] = &[
-        b"0\r\nX-A: 1\r\n folded\r\n\r\n",
-        b"0\r\nX-A : 1\r\n\r\n",
-        b"0\r\nX-A: 1\n\r\n",
-        b"0\r\nX-A: 1\r\n\n",
-        b"0\r\nX-A: 1\rX: 2\r\n\r\n",
-        b"0\r\nX-A: \x00\r\n\r\n",
-        b"0\r\nNo-Colon\r\n\r\n",
-        b"0\r\n: empty name\r\n\r\n",
-    ];
-    for body in bad {
+    for body in BAD_TRAILERS {
         bad_body(&s, body);
     }
     // An endless trailer section is cut off (431 or the head's answer).

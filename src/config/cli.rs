@@ -218,6 +218,18 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         .as_deref()
         .unwrap_or("root (default: the current directory)");
     config.root = check_root(&config.root, root_from)?;
+    if !config.cgi.is_empty() {
+        // Used only with CGI (request bodies held for programs).
+        let from = origins
+            .temp_dir
+            .as_deref()
+            .unwrap_or("temp_dir (default: $TMPDIR or /tmp)");
+        config.temp_dir = check_dir(
+            &config.temp_dir,
+            from,
+            "the directory for request bodies held for CGI programs",
+        )?;
+    }
     jail::check(&mut config, &origins)?;
     if config.sandbox && config.static_files.symlinks_outside_root {
         // Landlock lets the server read only beneath the root (and what
@@ -256,16 +268,22 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
 /// The root must be an existing directory; it is stored canonical so that
 /// the containment checks downstream compare like with like.
 fn check_root(root: &Path, from: &str) -> Result<PathBuf, ConfigError> {
-    let canonical = root.canonicalize().map_err(|e| {
+    check_dir(root, from, "the document root")
+}
+
+/// `dir` (used as `role`) must be an existing directory; returns it
+/// canonical.
+fn check_dir(dir: &Path, from: &str, role: &str) -> Result<PathBuf, ConfigError> {
+    let canonical = dir.canonicalize().map_err(|e| {
         error(format!(
-            "{from}: cannot use {} as the document root: {e}",
-            root.display()
+            "{from}: cannot use {} as {role}: {e}",
+            dir.display()
         ))
     })?;
     if !canonical.is_dir() {
         return Err(error(format!(
             "{from}: {} is not a directory",
-            root.display()
+            dir.display()
         )));
     }
     Ok(canonical)

@@ -130,9 +130,9 @@ fn error(message: String) -> ConfigError {
 
 /// The checks that need the final configuration: `group` needs `user`,
 /// and with `chroot`, the jail must be a directory holding the document
-/// root, every CGI directory, program and interpreter, and every htpasswd
-/// file (stored canonical, so that the jail-relative paths are the real
-/// ones).
+/// root, every CGI directory, program and interpreter, `temp_dir` (with
+/// CGI), and every htpasswd file (stored canonical, so that the
+/// jail-relative paths are the real ones).
 pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), ConfigError> {
     if config.group.is_some() && config.user.is_none() {
         let from = origins.group.as_deref().unwrap_or("--group");
@@ -209,6 +209,13 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             *path = real;
         }
     }
+    if !config.cgi.is_empty() && !config.temp_dir.starts_with(&jail) {
+        let what = origins
+            .temp_dir
+            .as_deref()
+            .unwrap_or("temp_dir (default: $TMPDIR or /tmp; set one inside the chroot)");
+        return Err(outside(what, &config.temp_dir));
+    }
     for (i, rule) in config.auth.iter_mut().enumerate() {
         let what = format!("auth[{}].htpasswd", i + 1);
         let real = rule.htpasswd.canonicalize().map_err(|e| {
@@ -266,6 +273,7 @@ impl Config {
         for rule in &mut c.auth {
             rebase(&mut rule.htpasswd);
         }
+        rebase(&mut c.temp_dir);
         for t in [&mut c.log.access, &mut c.log.error] {
             if let LogTarget::File(p) = t {
                 match inside(p, jail) {

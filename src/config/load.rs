@@ -54,6 +54,7 @@ const TOP_KEYS: &[&str] = &[
     "allow_root",
     "sandbox",
     "auth",
+    "temp_dir",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -75,6 +76,7 @@ pub(crate) struct Origins {
     pub(crate) group: Option<String>,
     pub(crate) chroot: Option<String>,
     pub(crate) symlinks: Option<String>,
+    pub(crate) temp_dir: Option<String>,
     /// Per `[[cgi]]` rule: where each path it names was set.
     pub(crate) cgi: Vec<super::cgi::PathOrigins>,
 }
@@ -137,6 +139,10 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             }
             "allow_root" => config.allow_root = cx.boolean("allow_root", value)?,
             "sandbox" => config.sandbox = cx.boolean("sandbox", value)?,
+            "temp_dir" => {
+                config.temp_dir = cx.path("temp_dir", value)?;
+                origins.temp_dir = Some(cx.origin("temp_dir", value));
+            }
             "throttle" => config.throttle = cx.throttles(value)?,
             "auth" => config.auth = cx.auth(value)?,
             _ => return Err(cx.unknown(key, "", TOP_KEYS)),

@@ -80,6 +80,11 @@ pub struct Config {
     /// The configuration file (`--config`), absolute: read again on
     /// SIGHUP. `None` for the built-in document.
     pub config_file: Option<PathBuf>,
+    /// Where request bodies are held while a CGI program waits for them
+    /// (a chunked body larger than 64 KiB), as unnamed files (`temp_dir`;
+    /// default `$TMPDIR` or `/tmp`). Checked only with `[[cgi]]` rules;
+    /// then absolute and canonical.
+    pub temp_dir: PathBuf,
 }
 
 /// A user from the user database, or a numeric user id, resolved when
@@ -462,6 +467,7 @@ impl Default for Config {
             allow_root: false,
             sandbox: true,
             config_file: None,
+            temp_dir: std::env::temp_dir(),
             auth: Vec::new(),
         }
     }

@@ -41,6 +41,8 @@ pub struct Conn {
     pub cgi: Option<Box<super::worker::cgi::CgiRun>>,
     /// A request for an embedded handler whose body is still arriving.
     pub app: Option<Box<super::worker::app::AppCall>>,
+    /// A request for a CGI program whose (chunked) body is still arriving.
+    pub cgi_wait: Option<Box<super::worker::cgi::CgiWait>>,
     /// A request waiting for its password check.
     pub auth_wait: Option<Box<super::worker::AuthWait>>,
     pub peer: SocketAddr,
@@ -85,6 +87,7 @@ impl Conn {
             index,
             cgi: None,
             app: None,
+            cgi_wait: None,
             auth_wait: None,
             peer,
             pending: Vec::new(),

@@ -13,6 +13,7 @@ pub mod conn;
 pub mod drain;
 pub mod output;
 pub mod response;
+pub mod spool;
 pub mod worker;
 
 use std::net::{SocketAddr, TcpListener};
@@ -500,6 +501,17 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
         confined.notes.insert(0, (Level::Info, hint));
     }
     let cfg = Arc::clone(&server.cfg);
+    if !cfg.cgi.is_empty() {
+        // Now as the server will run (its user, its sandbox): a directory
+        // it cannot use would otherwise show only on the first large
+        // chunked upload.
+        spool::probe(&cfg.temp_dir).map_err(|e| {
+            format!(
+                "temp_dir: cannot make temporary files in {} (for request bodies held for CGI programs): {e}",
+                cfg.temp_dir.display()
+            )
+        })?;
+    }
     let logs = open_logs.start().map_err(|e| e.to_string())?;
     let mut running = server.start(&logs)?;
     let mut main_log = logs.handle();

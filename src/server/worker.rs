@@ -551,10 +551,26 @@ impl Worker {
                 break;
             }
         }
-        if c.eof && c.pending.is_empty() && (c.body.is_none() || c.cgi.is_none()) {
-            // (A client that leaves while its CGI runs abandons it: see
-            // close.) A body cut short can never be complete: whatever
-            // waited for it (an embedded handler) never runs.
+        if c.eof && c.pending.is_empty() {
+            // The client is gone (or sends nothing more): a body cut short
+            // can never be complete, so whatever waits for it (an embedded
+            // handler, a CGI program reading its stdin, a held body) is
+            // dropped now, not at a timeout. `close` ends a running CGI
+            // program's process group and frees its slot.
+            if c.body.is_some() && self.logger.enabled(Level::Info) {
+                self.logger.log(
+                    Level::Info,
+                    format_args!(
+                        "client {} closed the connection before its request body was complete{}",
+                        c.peer.ip(),
+                        if c.cgi.is_some() {
+                            "; its CGI program is stopped"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+            }
             return false;
         }
         if c.cgi.is_some() {

@@ -312,3 +312,107 @@ fn no_children_outlive_their_requests_or_the_server() {
     // The client was told the response will not come.
     assert_eq!(c.read_to_end(), b"");
 }
+
+#[test]
+fn a_client_leaving_mid_body_frees_its_slot_at_once() {
+    // One process slot, and a CGI timeout (and body timeout) far longer
+    // than the test may take: the slot can only come back because the
+    // server noticed the client leave. With the sandbox on (the default)
+    // and the launcher, as a user runs it.
+    let mut b = builder(&format!(
+        "{CGI_BIN}[limits]\ncgi_processes = 1\n[timeouts]\ncgi = \"600s\"\nbody = \"600s\"\n"
+    ));
+    b.workers(1);
+    // Reads its whole body (it never comes), with a grandchild in its group.
+    script(
+        &b,
+        "cgi-bin/upload.sh",
+        "#!/bin/sh\nsleep 600 &\ncat >/dev/null\nprintf 'Content-Type: text/plain\\r\\n\\r\\nstored'\n",
+    );
+    script(
+        &b,
+        "cgi-bin/hello.sh",
+        "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\nhello'\n",
+    );
+    let server = b.start();
+    let upload = format!("{}/upload.sh", canon(&server.base.path.join("cgi-bin")));
+    // A Content-Length body cut short by a FIN, then by a reset; a
+    // chunked one (held: no program runs yet) cut short by a FIN.
+    for (how, framing) in [
+        ("FIN", "Content-Length: 1000000"),
+        ("RST", "Content-Length: 1000000"),
+        ("FIN", "Transfer-Encoding: chunked"),
+    ] {
+        let chunked = framing.contains("chunked");
+        let mut c = server.connect();
+        let mut req = format!("POST /cgi-bin/upload.sh HTTP/1.1\r\nHost: h\r\n{framing}\r\n\r\n")
+            .into_bytes();
+        if chunked {
+            req.extend_from_slice(b"2000\r\n");
+        }
+        req.extend_from_slice(&pattern(5000));
+        c.send(&req);
+        let group = if chunked {
+            None
+        } else {
+            let mut pid = 0;
+            wait_until("the upload script to start", || {
+                pid = processes_running(&upload).first().copied().unwrap_or(0);
+                pid != 0
+            });
+            assert_eq!(
+                server.get("/cgi-bin/hello.sh").status,
+                503,
+                "{how}: the one slot is taken"
+            );
+            Some(pid)
+        };
+        if how == "RST" {
+            // SO_LINGER 0: close() sends a reset.
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&c.stream);
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: setsockopt on our own socket with a valid linger.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                )
+            };
+        } else {
+            c.stream.shutdown(Shutdown::Write).expect("shutdown");
+        }
+        drop(c);
+        // The next CGI request gets the slot: retried while the server
+        // takes in the close (a bounded number of times, far below the
+        // 600 s after which a timeout would free it).
+        let mut answered = None;
+        for _ in 0..200 {
+            let r = server.get("/cgi-bin/hello.sh");
+            if r.status != 503 {
+                answered = Some(r);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let r = answered.unwrap_or_else(|| panic!("{how} {framing}: still 503 after 200 tries"));
+        assert_eq!((r.status, r.text().as_str()), (200, "hello"), "{how}");
+        // Nothing is left behind: the script and its grandchild are gone.
+        if let Some(pid) = group {
+            wait_until("the upload script's group to end", || {
+                group_members(pid).is_empty()
+            });
+        }
+    }
+    wait_until("the server's error log to say why", || {
+        server
+            .stderr()
+            .contains("closed the connection before its request body was complete")
+    });
+    stop(server);
+}

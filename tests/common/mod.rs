@@ -985,3 +985,43 @@ pub fn run_brisk(args: &[&str]) -> (ExitStatus, String, String) {
         fs::read_to_string(&err).unwrap_or_default(),
     )
 }
+
+/// Chunked bodies whose framing is invalid (RFC 9112 §7.1): each must be
+/// refused with 400 (or 413 where a chunk size alone is over
+/// `limits.max_body`), wherever it is sent (tests/smuggling.rs for static
+/// routes, tests/cgi/bodies.rs for CGI programs).
+pub const BAD_CHUNK_FRAMING: &[&[u8]] = &[
+    b"0x5\r\nhello\r\n0\r\n\r\n",
+    b"-1\r\nhello\r\n0\r\n\r\n",
+    b"+5\r\nhello\r\n0\r\n\r\n",
+    b"5 ;\r\nhello\r\n0\r\n\r\n",
+    b"5 \r\nhello\r\n0\r\n\r\n",
+    b" 5\r\nhello\r\n0\r\n\r\n",
+    b"\r\nhello\r\n0\r\n\r\n",
+    b"g\r\nhello\r\n0\r\n\r\n",
+    b"5\nhello\r\n0\r\n\r\n",
+    b"5\rhello\r\n0\r\n\r\n",
+    b"5\r\nhelloXX\r\n0\r\n\r\n",
+    b"5\r\nhello\n0\r\n\r\n",
+    b"5\r\nhello\r\n0\n\n",
+    // 17 hex digits: more than a u64 holds (and more than anyone sends).
+    b"00000000000000005\r\nhello\r\n0\r\n\r\n",
+    b"10000000000000000\r\nhello\r\n0\r\n\r\n",
+    b"fffffffffffffffff\r\nhello\r\n0\r\n\r\n",
+    b"5;\r\nhello\r\n0\r\n\r\n",
+    b"5;=x\r\nhello\r\n0\r\n\r\n",
+    b"5;a=\"unterminated\r\nhello\r\n0\r\n\r\n",
+    b"5;a\x00b\r\nhello\r\n0\r\n\r\n",
+];
+
+/// Chunked bodies whose trailer section is malformed: 400 as well.
+pub const BAD_TRAILERS: &[&[u8]] = &[
+    b"0\r\nX-A: 1\r\n folded\r\n\r\n",
+    b"0\r\nX-A : 1\r\n\r\n",
+    b"0\r\nX-A: 1\n\r\n",
+    b"0\r\nX-A: 1\r\n\n",
+    b"0\r\nX-A: 1\rX: 2\r\n\r\n",
+    b"0\r\nX-A: \x00\r\n\r\n",
+    b"0\r\nNo-Colon\r\n\r\n",
+    b"0\r\n: empty name\r\n\r\n",
+];

@@ -229,3 +229,24 @@ fn second_rule_errors_name_their_index() {
     assert!(err("[[cgi]]\npattern = \"*.cgi\"\n[[cgi]]\nurl = \"/x\"\n")
         .starts_with("DIR/site.toml:4: cgi[2]: needs one of"));
 }
+
+#[test]
+fn temp_dir_holds_bodies_for_cgi_and_must_exist() {
+    // Relative to the config file, canonical; checked only with [[cgi]].
+    let dir = tree();
+    std::fs::create_dir(dir.path().join("spool")).unwrap();
+    let rule = "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n";
+    let c = run(&dir, &format!("temp_dir = \"spool\"\n{rule}")).unwrap();
+    assert_eq!(c.temp_dir, dir.path().join("spool").canonicalize().unwrap());
+    let c = run(&dir, rule).unwrap();
+    assert_eq!(c.temp_dir, std::env::temp_dir().canonicalize().unwrap());
+    assert!(run(&dir, "temp_dir = \"missing\"\n").is_ok());
+    assert_eq!(
+        err(&format!("temp_dir = \"missing\"\n{rule}")),
+        "DIR/site.toml:2: temp_dir: cannot use DIR/missing as the directory for request bodies held for CGI programs: No such file or directory (os error 2)"
+    );
+    assert_eq!(
+        err(&format!("temp_dir = \"cgi-bin/tool\"\n{rule}")),
+        "DIR/site.toml:2: temp_dir: DIR/cgi-bin/tool is not a directory"
+    );
+}

@@ -364,10 +364,11 @@ fn chroot_must_hold_the_root_and_cgi() {
     let dir = super::TempDir::new();
     dir.write("jail/www/index.html", "x");
     dir.write("jail/cgi/run.cgi", "#!/bin/sh\n");
+    dir.write("jail/tmp/.keep", "");
     dir.write("outside/index.html", "x");
     let ok = dir.write(
         "ok.toml",
-        "root = \"jail/www\"\nchroot = \"jail\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
+        "root = \"jail/www\"\nchroot = \"jail\"\ntemp_dir = \"jail/tmp\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
     );
     let c = match super::args(&["--config", ok.to_str().unwrap()]) {
         Ok(super::Command::Run(c)) => c,
@@ -377,6 +378,20 @@ fn chroot_must_hold_the_root_and_cgi() {
     assert_eq!(c.chroot.as_deref(), Some(jail.as_path()));
     let inside = c.in_jail();
     assert_eq!(inside.root, std::path::PathBuf::from("/www"));
+    assert_eq!(inside.temp_dir, std::path::PathBuf::from("/tmp"));
+    // CGI needs a temp_dir inside the jail (the default is outside).
+    let no_tmp = dir.write(
+        "tmp.toml",
+        "root = \"jail/www\"\nchroot = \"jail\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
+    );
+    let e = super::args(&["--config", no_tmp.to_str().unwrap()])
+        .unwrap_err()
+        .message;
+    assert!(
+        e.starts_with("temp_dir (default: $TMPDIR or /tmp; set one inside the chroot): ")
+            && e.contains("is outside the chroot directory"),
+        "{e}"
+    );
 
     let bad = dir.write("bad.toml", "root = \"outside\"\nchroot = \"jail\"\n");
     let e = super::args(&["--config", bad.to_str().unwrap()])

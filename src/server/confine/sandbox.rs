@@ -132,6 +132,13 @@ pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rul
     if let (Some(types), false) = (&cfg.static_files.mime_types, programs) {
         rules.push(Rule::new(&types.path, READ_FILE, "static.mime_types"));
     }
+    if !programs && !cfg.cgi.is_empty() {
+        // Chunked bodies held for CGI programs (`server::spool`): unnamed
+        // O_TMPFILE files, which Landlock lets a process make and use with
+        // these two rights alone; without MAKE_REG no named file can be
+        // made there.
+        rules.push(Rule::new(&cfg.temp_dir, READ_FILE | WRITE_FILE, "temp_dir"));
+    }
     if !privileged {
         let logs = [
             (&cfg.log.access, "log.access"),
@@ -185,21 +192,29 @@ fn log_rules<'a>(
     rules
 }
 
-/// Warns when a log directory the sandbox lets the server write to holds
-/// files it serves or runs.
+/// Warns when a directory the sandbox lets the server write beneath (a
+/// log directory, `temp_dir`) holds files it serves or runs.
 fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
-    let writes = fs_access::WRITE_FILE | fs_access::MAKE_REG;
     let reads = |r: &&Rule| r.rights & fs_access::READ_DIR != 0 && !r.optional;
-    for dir in rules.iter().filter(|r| r.rights & writes == writes) {
+    let writable = |r: &&Rule| {
+        r.rights & fs_access::WRITE_FILE != 0
+            && (r.rights & fs_access::MAKE_REG != 0 || r.what == "temp_dir")
+    };
+    for dir in rules.iter().filter(writable) {
         if rules
             .iter()
             .filter(reads)
             .any(|t| t.path.starts_with(&dir.path))
         {
+            let (what, advice) = if dir.what == "temp_dir" {
+                ("temp_dir", "give it a directory of its own")
+            } else {
+                ("the log directory", "keep logs in a directory of their own")
+            };
             notes.push((
                 Level::Warn,
                 format!(
-                    "sandbox: the log directory {} contains the document root or a CGI directory, so files beneath them stay writable; keep logs in a directory of their own",
+                    "sandbox: {what} {} contains the document root or a CGI directory, so files beneath them stay writable; {advice}",
                     dir.path.display()
                 ),
             ));
@@ -242,14 +257,7 @@ pub fn prepare(cfg: &Config, programs: bool, privileged: bool) -> Result<Plan, S
         } else {
             " and the configuration file's directory"
         },
-        if rules
-            .iter()
-            .any(|r| r.rights & fs_access::WRITE_FILE != 0 && !r.optional)
-        {
-            "writes only to the logs"
-        } else {
-            "writes nowhere"
-        },
+        writes(&rules),
     );
     Ok(Plan {
         landlock: open_rules(rules)?,
@@ -298,6 +306,26 @@ fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), String> {
 
 fn failed(what: &str, e: std::io::Error) -> String {
     format!("sandbox: {what}: {e}; {TURN_OFF}")
+}
+
+/// Where a sandbox with `rules` lets the process write, for its summary.
+fn writes(rules: &[Rule]) -> String {
+    let writing = |r: &&Rule| r.rights & fs_access::WRITE_FILE != 0 && !r.optional;
+    let mut places = Vec::new();
+    if rules.iter().filter(writing).any(|r| r.what.starts_with("log.")) {
+        places.push("the logs".to_string());
+    }
+    if let Some(t) = rules.iter().filter(writing).find(|r| r.what == "temp_dir") {
+        places.push(format!(
+            "unnamed files in {} (request bodies held for CGI)",
+            t.path.display()
+        ));
+    }
+    if places.is_empty() {
+        "writes nowhere".to_string()
+    } else {
+        format!("writes only to {}", places.join(" and "))
+    }
 }
 
 fn rule_error(rule: &Rule, e: &str) -> String {

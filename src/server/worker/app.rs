@@ -91,32 +91,16 @@ impl Worker {
     /// The body of `call` is in (or, with `error`, cannot be read): runs
     /// the handler, or answers `error` and closes.
     pub(super) fn finish_app(&mut self, c: &mut Conn, call: AppCall, error: Option<Status>) {
-        let mut storage = [Header::EMPTY; MAX_HEADERS];
-        let Ok(Some(req)) = parse::parse_request(&call.head, &self.limits, &mut storage) else {
-            // It parsed when it arrived; the same bytes parse the same.
-            c.close_after = true;
+        if let Some(status) = error {
+            self.refuse_held(c, &call.head, call.user.as_deref(), status);
             return;
-        };
-        // Other connections' requests ran in between.
-        self.authed = call.user.is_some();
-        if let Some(u) = &call.user {
-            self.auth_user.clear();
-            self.auth_user.extend_from_slice(u);
         }
-        self.scratch.clear();
-        let plan = match error {
-            Some(status) => {
-                let mut p = Plan::error(status, &mut self.scratch);
-                p.close = true;
-                p
-            }
-            None => {
-                let (raw_path, _) = path::split_target(req.target);
-                let _ = path::decode_and_normalize(raw_path, &mut self.scratch.path);
-                self.call_app(call.mount, c, &req, &call.body)
-            }
-        };
-        self.answer(c, &req, plan, None);
+        self.with_held(c, &call.head, call.user.as_deref(), |me, c, req| {
+            let (raw_path, _) = path::split_target(req.target);
+            let _ = path::decode_and_normalize(raw_path, &mut me.scratch.path);
+            let plan = me.call_app(call.mount, c, req, &call.body);
+            me.answer(c, req, plan, None);
+        });
     }
 
     /// Calls the handler of mount `i` for `req` (whose decoded path is in

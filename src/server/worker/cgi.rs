@@ -1,8 +1,10 @@
 //! CGI in the event loop: the child's pipes are registered in the worker's
 //! epoll next to the sockets, so a slow or hung script delays only its own
-//! client. The request body streams to the child's stdin as it arrives
-//! (never held whole); the child's output streams back, framed by its
-//! Content-Length, chunked (HTTP/1.1) or by closing (HTTP/1.0).
+//! client. A request body with a Content-Length streams to the child's
+//! stdin as it arrives; a chunked one is held until complete, so that the
+//! script is told its length (see `body`). The child's output streams
+//! back, framed by its Content-Length, chunked (HTTP/1.1) or by closing
+//! (HTTP/1.0).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -11,7 +13,10 @@ use std::time::Instant;
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 
+mod body;
 mod output;
+
+pub use body::CgiWait;
 
 use super::{Worker, CGI_BASE};
 use crate::config::Level;
@@ -23,6 +28,7 @@ use crate::http::{path, Method, Status, Version};
 use crate::server::conn::{Conn, Phase};
 use crate::server::drain::Drain;
 use crate::server::response::{self, ConnHeader, Framing, HeadParts};
+use crate::server::spool::Spool;
 use crate::sys::spawn;
 
 /// Request-body bytes buffered for a child's stdin before reading from the
@@ -64,6 +70,8 @@ pub struct CgiRun {
     stderr: Option<OwnedFd>,
     /// Decoded request body waiting for the child's stdin.
     pub(super) stdin_buf: Vec<u8>,
+    /// The rest of a held (chunked) body, fed to stdin as it drains.
+    held: Option<Spool>,
     stdin_ready: bool,
     stdout_ready: bool,
     stderr_ready: bool,
@@ -116,8 +124,26 @@ fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
 }
 
 impl Worker {
-    /// Starts `script` for `req` on connection `c` (slab index `idx`).
-    /// Returns an error plan when the script cannot be started.
+    /// A 503 when this worker runs as many CGI programs as it may.
+    fn over_process_limit(&mut self) -> Result<(), Plan> {
+        if self.cgi_running < self.cfg.limits.cgi_processes {
+            return Ok(());
+        }
+        self.logger.log(
+            Level::Warn,
+            format_args!(
+                "cgi: {} processes running; refusing another",
+                self.cgi_running
+            ),
+        );
+        Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch))
+    }
+
+    /// Starts `script` for `req` on connection `c` (slab index `idx`);
+    /// its stdin is `held` (a body held whole) or else the request's body
+    /// as it arrives. Returns an error plan when the script cannot be
+    /// started.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_cgi(
         &mut self,
         idx: usize,
@@ -126,16 +152,20 @@ impl Worker {
         raw_head: &[u8],
         script: Script,
         redirects: u8,
+        mut held: Option<Spool>,
     ) -> Result<(), Plan> {
-        if self.cgi_running >= self.cfg.limits.cgi_processes {
+        self.over_process_limit()?;
+        if let Some(Err(e)) = held.as_mut().map(Spool::rewind) {
             self.logger.log(
-                Level::Warn,
+                Level::Error,
                 format_args!(
-                    "cgi: {} processes running; refusing another",
-                    self.cgi_running
+                    "cgi: cannot read back the request body held in a temporary file: {e}"
                 ),
             );
-            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch));
+            return Err(Plan::error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut self.scratch,
+            ));
         }
         let (_, query) = path::split_target(req.target);
         let local = c.stream.local_addr().unwrap_or(c.peer);
@@ -158,9 +188,12 @@ impl Worker {
             local,
             server_name,
             document_root: &self.cfg.root,
-            content_length: match req.body {
-                BodyFraming::Length(n) => Some(n),
-                _ => None,
+            // RFC 3875 §4.1.2: set whenever there is a body (a chunked
+            // one is held until its length is known).
+            content_length: match (&held, req.body) {
+                (Some(body), _) => Some(body.len()),
+                (None, BodyFraming::Length(n)) => Some(n),
+                (None, _) => None,
             },
             remote_user: self.authed.then_some(&self.auth_user[..]),
             auth_type: self.authed.then_some(&b"Basic"[..]),
@@ -216,9 +249,12 @@ impl Worker {
             ));
         }
         self.cgi_running += 1;
-        let has_body = req.body != BodyFraming::None;
+        let has_body = match &held {
+            Some(body) => !body.is_empty(),
+            None => req.body != BodyFraming::None,
+        };
         let keep_alive = req.keep_alive && c.served < self.cfg.limits.keepalive_requests;
-        if req.expect_continue && has_body {
+        if req.expect_continue && has_body && held.is_none() {
             // The script will read the body: tell the client to send it
             // (RFC 9110 §10.1.1), ahead of the response.
             self.stage.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
@@ -229,6 +265,7 @@ impl Worker {
             stdout: Some(child.stdout),
             stderr: Some(child.stderr),
             stdin_buf: Vec::new(),
+            held: held.filter(|body| !body.is_empty()),
             stdin_ready: true,
             stdout_ready: true,
             stderr_ready: true,
@@ -265,18 +302,6 @@ impl Worker {
                 Pipe::Stdout => g.stdout_ready = true,
                 Pipe::Stderr => g.stderr_ready = true,
             }
-        }
-    }
-
-    fn close_stdin(&mut self, c: &mut Conn) {
-        if let Some(g) = c.cgi.as_mut() {
-            if let Some(fd) = g.stdin.take() {
-                let _ = self
-                    .poll
-                    .registry()
-                    .deregister(&mut SourceFd(&fd.as_raw_fd()));
-            }
-            g.stdin_buf = Vec::new();
         }
     }
 
@@ -321,36 +346,6 @@ impl Worker {
         if moved && c.cgi.is_some() {
             // `timeouts.cgi` is an idle timeout: progress restarts it.
             c.since = since;
-        }
-        moved
-    }
-
-    fn pump_stdin(&mut self, c: &mut Conn) -> bool {
-        let Some(g) = c.cgi.as_mut() else {
-            return false;
-        };
-        let mut moved = false;
-        while g.stdin_ready && !g.stdin_buf.is_empty() {
-            let Some(fd) = g.stdin.as_ref() else { break };
-            match crate::sys::net::write_fd(fd, &g.stdin_buf) {
-                Ok(n) => {
-                    g.stdin_buf.drain(..n);
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => g.stdin_ready = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    // The script does not read its input (EPIPE): the rest
-                    // of the body is read from the client and dropped.
-                    moved = true;
-                    self.close_stdin(c);
-                    return moved;
-                }
-            }
-        }
-        let body_done = c.body.is_none();
-        if body_done && g.stdin_buf.is_empty() && g.stdin.is_some() {
-            self.close_stdin(c);
         }
         moved
     }

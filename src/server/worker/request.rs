@@ -68,12 +68,16 @@ impl Worker {
                     return pos;
                 }
                 let end = pos + room.min(input.len() - pos);
-                let mut sink_buf = forward
+                let mut buf = forward
                     .map(|g| &mut g.stdin_buf)
                     .or(c.app.as_mut().map(|a| &mut a.body));
+                let mut held = c.cgi_wait.as_mut().map(|w| &mut w.body);
+                let temp_dir = &self.cfg.temp_dir;
                 let mut sink = |data: &[u8]| {
-                    if let Some(b) = sink_buf.as_mut() {
+                    if let Some(b) = buf.as_mut() {
                         b.extend_from_slice(data);
+                    } else if let Some(h) = held.as_mut() {
+                        h.push(data, temp_dir);
                     }
                 };
                 match dec.decode(&input[pos..end], &mut sink) {
@@ -85,14 +89,6 @@ impl Worker {
                     }
                     Err(e) => {
                         c.body = None;
-                        if let Some(app) = self.take_app(c) {
-                            // Not answered yet: the handler never runs.
-                            self.finish_app(c, app, Some(e.status));
-                            return input.len();
-                        }
-                        // The request was answered already (before its body
-                        // arrived); a second answer would be taken for the
-                        // next request's, so the connection just ends.
                         if self.logger.enabled(Level::Info) {
                             self.logger.log(
                                 Level::Info,
@@ -103,12 +99,26 @@ impl Worker {
                                 ),
                             );
                         }
-                        c.close_after = true;
+                        if let Some(app) = self.take_app(c) {
+                            // Not answered yet: the handler never runs.
+                            self.finish_app(c, app, Some(e.status));
+                        } else if let Some(w) = c.cgi_wait.take() {
+                            // Held for a CGI program, which never runs.
+                            self.refuse_held_cgi(c, *w, e.status);
+                        } else if c.cgi.is_some() {
+                            self.cgi_body_refused(c, e.status);
+                        } else {
+                            // The request was answered already (before its
+                            // body arrived); a second answer would be taken
+                            // for the next request's, so the connection
+                            // just ends.
+                            c.close_after = true;
+                        }
                         return input.len();
                     }
                 }
                 let done = dec.is_done();
-                if !self.hold_app_body(c) {
+                if !self.hold_app_body(c) || !self.check_held_cgi_body(c) {
                     c.body = None;
                     return input.len();
                 }
@@ -116,6 +126,8 @@ impl Worker {
                     c.body = None;
                     if let Some(app) = self.take_app(c) {
                         self.finish_app(c, app, None);
+                    } else if let Some(w) = c.cgi_wait.take() {
+                        self.start_held_cgi(c, *w);
                     }
                 } else {
                     return pos;
@@ -285,6 +297,47 @@ impl Worker {
         self.scratch.trim(SCRATCH_KEEP);
     }
 
+    /// Runs `f` for a request held while its body arrived: `head` is
+    /// parsed again (it parsed when it arrived; the same bytes parse the
+    /// same), and `user` is again the one it authenticated as (other
+    /// connections' requests ran in between).
+    pub(super) fn with_held(
+        &mut self,
+        c: &mut Conn,
+        head: &[u8],
+        user: Option<&[u8]>,
+        f: impl FnOnce(&mut Worker, &mut Conn, &Request),
+    ) {
+        let mut storage = [Header::EMPTY; MAX_HEADERS];
+        let Ok(Some(req)) = parse::parse_request(head, &self.limits, &mut storage) else {
+            c.close_after = true;
+            return;
+        };
+        self.authed = user.is_some();
+        if let Some(u) = user {
+            self.auth_user.clear();
+            self.auth_user.extend_from_slice(u);
+        }
+        self.scratch.clear();
+        f(self, c, &req);
+    }
+
+    /// Answers a held request whose body was refused with `status`, and
+    /// closes: what is left of the body cannot be told from a next request.
+    pub(super) fn refuse_held(
+        &mut self,
+        c: &mut Conn,
+        head: &[u8],
+        user: Option<&[u8]>,
+        status: Status,
+    ) {
+        self.with_held(c, head, user, |me, c, req| {
+            let mut plan = Plan::error(status, &mut me.scratch);
+            plan.close = true;
+            me.answer(c, req, plan, None);
+        });
+    }
+
     /// Hands `check` to the hashing threads and holds the request until
     /// its outcome is in (see [`Worker::take_checks`]); without them, hashes
     /// here and routes again.
@@ -445,8 +498,13 @@ impl Worker {
                     Resolved::Denied(status) => {
                         return Some(Plan::error(status, &mut self.scratch))
                     }
+                    Resolved::Cgi(script) if req.body == BodyFraming::Chunked => {
+                        return self.hold_cgi_body(c, req, head, script, redirects);
+                    }
                     Resolved::Cgi(script) => {
-                        return self.start_cgi(idx, c, req, head, script, redirects).err();
+                        return self
+                            .start_cgi(idx, c, req, head, script, redirects, None)
+                            .err();
                     }
                 }
             }
