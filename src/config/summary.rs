@@ -143,6 +143,13 @@ fn cgi(c: &Config, s: &mut String) {
         }
         line
     });
+    if !c.cgi.is_empty() {
+        let _ = writeln!(
+            s,
+            "  chunked request bodies held in {} (past 64 KiB)",
+            c.temp_dir.display()
+        );
+    }
 }
 
 fn auth(c: &Config, s: &mut String) {

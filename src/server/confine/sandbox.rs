@@ -312,7 +312,11 @@ fn failed(what: &str, e: std::io::Error) -> String {
 fn writes(rules: &[Rule]) -> String {
     let writing = |r: &&Rule| r.rights & fs_access::WRITE_FILE != 0 && !r.optional;
     let mut places = Vec::new();
-    if rules.iter().filter(writing).any(|r| r.what.starts_with("log.")) {
+    if rules
+        .iter()
+        .filter(writing)
+        .any(|r| r.what.starts_with("log."))
+    {
         places.push("the logs".to_string());
     }
     if let Some(t) = rules.iter().filter(writing).find(|r| r.what == "temp_dir") {
