@@ -344,10 +344,16 @@ fn confinement(c: &Config, s: &mut String) {
             let files = [&c.log.access, &c.log.error]
                 .into_iter()
                 .any(|t| matches!(t, LogTarget::File(_)));
-            let writes = if files {
-                "only to the log files"
-            } else {
-                "nowhere"
+            let mut places = Vec::new();
+            if files {
+                places.push("the log files".to_string());
+            }
+            if !c.cgi.is_empty() {
+                places.push(format!("unnamed files in {}", c.temp_dir.display()));
+            }
+            let writes = match places.is_empty() {
+                true => "nowhere".to_string(),
+                false => format!("only to {}", places.join(" and ")),
             };
             let reads = match reads.split_last() {
                 Some((last, rest)) if !rest.is_empty() => {

@@ -251,6 +251,8 @@ fn check_config_summarises() {
     };
     let d = dir.path().canonicalize().unwrap();
     let d = d.display();
+    let tmp = std::env::temp_dir().canonicalize().unwrap();
+    let tmp = tmp.display();
     let expected = format!(
         "configuration OK ({name})
 listen: 127.0.0.1:8001, [::1]:8001
@@ -271,6 +273,7 @@ throttles: 1 rule
 cgi: 2 rules
   url /cgi-bin/: scripts in {d}/cgi-bin, env SECRET
   pattern *.pl: scripts beneath the root, run by /usr/bin/perl
+  chunked request bodies held in {tmp} (past 64 KiB)
 auth: 1 rule
   path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed
 limits: max_body 10MiB (default 1MiB), auth_failures 0 (default 10)
@@ -290,10 +293,11 @@ error log: stderr (level info)
     assert!(sandbox.starts_with("sandbox: on\n"), "{sandbox}");
     if crate::sys::sandbox::landlock_abi().is_some() {
         assert!(
-            sandbox.contains(
+            sandbox.contains(&format!(
                 "reads beneath the document root, the CGI directories and programs, the htpasswd \
-                 files' directories and the configuration file's directory; writes only to the log files;"
-            ),
+                 files' directories and the configuration file's directory; writes only to the log \
+                 files and unnamed files in {tmp};"
+            )),
             "{sandbox}"
         );
     }
