@@ -7,9 +7,11 @@ pub mod autoindex;
 pub mod cgi;
 pub mod error_page;
 pub mod file_cache;
+pub mod refusal;
 pub mod static_files;
 
 pub use file_cache::Source;
+pub use refusal::Refusal;
 
 use crate::http::Status;
 
@@ -61,6 +63,10 @@ pub struct Scratch {
     pub path: Vec<u8>,
     /// A path relative to the document root.
     pub rel: Vec<u8>,
+    /// Why the file asked for was not served (logged at `debug`)...
+    pub why: Option<Refusal>,
+    /// ...and which file: relative to the document root, or absolute.
+    pub why_file: Vec<u8>,
 }
 
 impl Scratch {
@@ -71,6 +77,22 @@ impl Scratch {
         self.segs.clear();
         self.path.clear();
         self.rel.clear();
+        self.why = None;
+        self.why_file.clear();
+    }
+
+    /// Records why the file at [`Scratch::rel`] is not served.
+    pub fn refuse(&mut self, why: Refusal) {
+        self.why = Some(why);
+        self.why_file.clear();
+        self.why_file.extend_from_slice(&self.rel);
+    }
+
+    /// Records why `file` (absolute, or relative to the root) is not served.
+    pub fn refuse_file(&mut self, why: Refusal, file: &[u8]) {
+        self.why = Some(why);
+        self.why_file.clear();
+        self.why_file.extend_from_slice(file);
     }
 
     /// Gives back the memory of a buffer that one large answer (a long

@@ -5,7 +5,7 @@ use std::io;
 use std::sync::Arc;
 
 use super::file_cache::{Entry, FileCache};
-use super::{autoindex, Body, Plan, Scratch, Seg};
+use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::access::throttle::Rate;
 use crate::config::{CgiTarget, Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
@@ -178,7 +178,9 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
         }
     }
     if site.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
-        return Plan::error(dotfile_status(site), s);
+        s.rel.clear();
+        s.rel.extend_from_slice(&s.path[1..]);
+        return refused(Refusal::Dotfile, dotfile_status(site), s);
     }
     s.rel.clear();
     s.rel.extend_from_slice(&s.path[1..]);
@@ -193,24 +195,35 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
     match cache.lookup(&site.root, &s.rel) {
         Ok(e) if e.meta.kind == Kind::File && site.is_program(&s.rel) => {
             let _ = e;
-            Plan::error(Status::FORBIDDEN, s)
+            refused(Refusal::ScriptSource, Status::FORBIDDEN, s)
         }
         Ok(e) if e.meta.kind == Kind::File => {
             let chosen = negotiate(site, req, s, cache, Some(e));
             serve_file(site, req, s, chosen)
         }
         Ok(e) if e.meta.kind == Kind::Dir => serve_dir(site, req, s, cache, raw_path, query),
-        Ok(_) => Plan::error(Status::FORBIDDEN, s),
+        Ok(_) => refused(Refusal::NotRegular, Status::FORBIDDEN, s),
         // `CHANGES` may exist only as `CHANGES.gz` (nginx's gzip_static).
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) && site.is_program(&s.rel) => {
-            Plan::error(status_for(&e), s)
+            lookup_failed(&e, s)
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) && site.cfg.static_files.precompressed => {
             let chosen = negotiate(site, req, s, cache, None);
             serve_file(site, req, s, chosen)
         }
-        Err(e) => Plan::error(status_for(&e), s),
+        Err(e) => lookup_failed(&e, s),
     }
+}
+
+/// An error answer, with the reason recorded for the debug log.
+fn refused(why: Refusal, status: Status, s: &mut Scratch) -> Plan {
+    s.refuse(why);
+    Plan::error(status, s)
+}
+
+/// The answer to a failed lookup of `s.rel` (see [`status_for`]).
+fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
+    refused(Refusal::lookup(e), status_for(e), s)
 }
 
 fn dotfile_status(site: &Site) -> Status {
@@ -279,7 +292,7 @@ fn serve_dir(
             _ => continue,
         };
         if site.is_program(&s.rel) {
-            return Plan::error(Status::FORBIDDEN, s);
+            return refused(Refusal::ScriptSource, Status::FORBIDDEN, s);
         }
         s.path.truncate(dir_path_len);
         s.path.extend_from_slice(index.as_bytes());
@@ -287,11 +300,11 @@ fn serve_dir(
     }
     s.rel.truncate(dir_rel_len);
     if !site.cfg.static_files.autoindex {
-        return Plan::error(Status::FORBIDDEN, s);
+        return refused(Refusal::NoIndex, Status::FORBIDDEN, s);
     }
     let entries = match site.root.list_dir(&s.rel) {
         Ok(e) => e,
-        Err(e) => return Plan::error(status_for(&e), s),
+        Err(e) => return lookup_failed(&e, s),
     };
     let hide_dot = site.cfg.static_files.dotfiles != Dotfiles::Allow;
     // FIFOs, sockets and devices are never served: not listed either.
@@ -400,11 +413,15 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch, chosen: Chosen) -> Pl
         // nginx's `gzip_static on` without `gunzip`, the resource is not
         // there for it (404, not 406: no other representation exists).
         vary(s);
-        return Plan::error(Status::NOT_FOUND, s);
+        let why = match chosen.varies {
+            true => Refusal::EncodingNotAccepted,
+            false => Refusal::Lookup(libc::ENOENT),
+        };
+        return refused(why, Status::NOT_FOUND, s);
     };
     let meta = entry.meta;
     let Some(src) = entry.source.clone() else {
-        return Plan::error(Status::FORBIDDEN, s);
+        return refused(Refusal::NotRegular, Status::FORBIDDEN, s);
     };
     s.headers.extend_from_slice(&entry.validators);
     let v = Validators {

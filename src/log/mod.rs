@@ -8,6 +8,7 @@
 //! returned earlier. When the writer cannot keep up, lines are dropped and
 //! counted rather than waited for; the writer then logs how many were lost.
 
+pub mod budget;
 pub mod console;
 mod format;
 mod writer;

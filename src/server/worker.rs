@@ -26,6 +26,7 @@ use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::date::DateCache;
 use crate::http::parse::{self, BodyFraming, Header, Request};
 use crate::http::{Method, Status};
+use crate::log::budget::LineBudget;
 use crate::log::{AccessRecord, Logger};
 use crate::sys::launcher::Launcher;
 use crate::sys::net;
@@ -70,6 +71,9 @@ const THROTTLE_CHUNK: usize = 16 * 1024;
 const SPARES: usize = 16;
 /// Timer sweep period.
 const TICK: Duration = Duration::from_secs(1);
+/// Most 403s and 404s a worker explains in the error log per second (at
+/// `debug`); the rest are counted in one line.
+const REFUSALS_PER_SEC: u32 = 20;
 
 /// What a worker needs from the server that started it.
 pub struct WorkerInit {
@@ -152,6 +156,8 @@ pub struct Worker {
     drain_until: Option<Instant>,
     accept_paused_until: Option<Instant>,
     next_tick: Instant,
+    /// Caps the debug lines that explain 403s and 404s.
+    refusals: LineBudget,
 }
 
 impl Worker {
@@ -235,6 +241,7 @@ impl Worker {
             drain_until: None,
             accept_paused_until: None,
             next_tick: now + TICK,
+            refusals: LineBudget::new(REFUSALS_PER_SEC, now),
         })
     }
 
@@ -707,6 +714,7 @@ impl Worker {
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
         self.next_tick = self.now + TICK;
+        self.report_refusals_not_logged();
         if !self.zombies.is_empty() {
             self.reap_zombies(false);
         }

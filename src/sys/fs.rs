@@ -207,7 +207,8 @@ impl Root {
         if real.starts_with(&self.path) {
             Ok(fd)
         } else {
-            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+            // What openat2 says for a way out (a 403, and cached as such).
+            Err(io::Error::from_raw_os_error(libc::EXDEV))
         }
     }
 
@@ -231,10 +232,12 @@ impl Root {
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC
             };
             let fd = openat(at, part, f).map_err(|e| {
-                // ELOOP is what O_NOFOLLOW answers for a symlink.
-                if e.raw_os_error() == Some(libc::ELOOP)
-                    || e.raw_os_error() == Some(libc::ENOTDIR) && !last
-                {
+                // ELOOP is what O_NOFOLLOW answers for a symlink at the
+                // end; on the way, O_DIRECTORY answers ENOTDIR for one (a
+                // 403 either way, named as a link not followed in the log).
+                if e.raw_os_error() == Some(libc::ENOTDIR) && !last && is_symlink_at(at, part) {
+                    io::Error::from_raw_os_error(libc::ELOOP)
+                } else if e.raw_os_error() == Some(libc::ENOTDIR) && !last {
                     io::Error::from(io::ErrorKind::PermissionDenied)
                 } else {
                     e
@@ -278,6 +281,17 @@ fn with_cstr<T>(bytes: &[u8], f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>) 
     } else {
         f(&cstring(bytes)?)
     }
+}
+
+/// Whether `name` in the directory `dir` is a symlink (an error path only).
+fn is_symlink_at(dir: RawFd, name: &[u8]) -> bool {
+    // SAFETY: plain old data written by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    with_cstr(name, |c| {
+        // SAFETY: an open directory, a NUL-terminated name, a valid out-pointer.
+        cvt(unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })
+    })
+    .is_ok_and(|_| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
 }
 
 fn openat(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
@@ -421,7 +435,7 @@ mod tests {
         assert_eq!(read(&root, "abs_in").unwrap(), b"in");
         for rel in ESCAPES {
             let err = read(&root, rel).expect_err(rel);
-            assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{rel}: {err}");
+            assert_eq!(err.raw_os_error(), Some(libc::EXDEV), "{rel}: {err}");
         }
     }
 

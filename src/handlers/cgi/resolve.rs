@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::glob;
 use crate::config::{CgiRule, CgiTarget};
+use crate::handlers::Refusal;
 use crate::http::Status;
 use crate::sys::fs::{Kind, Root};
 use crate::sys::spawn::{permitted, Access};
@@ -30,7 +31,37 @@ pub enum Resolved {
     Cgi(Script),
     /// A CGI rule applies but nothing can run: answer with this status
     /// (403 or 404), never with the file.
-    Denied(Status),
+    Denied(Denial),
+}
+
+/// Why a CGI rule refused a path: the status, and the reason and file
+/// for the debug log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub status: Status,
+    pub why: Refusal,
+    /// The file or directory concerned (absolute).
+    pub file: PathBuf,
+}
+
+impl Denial {
+    /// A failed lookup of `file`.
+    fn lookup(e: &io::Error, file: PathBuf) -> Resolved {
+        Resolved::Denied(Denial {
+            status: status_of(e),
+            why: Refusal::lookup(e),
+            file,
+        })
+    }
+
+    /// A 403 for `file`.
+    fn forbidden(why: Refusal, file: PathBuf) -> Resolved {
+        Resolved::Denied(Denial {
+            status: Status::FORBIDDEN,
+            why,
+            file,
+        })
+    }
 }
 
 /// A script to run, and the names the RFC 3875 environment gives it.
@@ -123,7 +154,7 @@ impl Resolver {
                     if let Some(base) = under(url, path) {
                         return match self.root(i, dir) {
                             Ok(root) => self.walk_dir(i, &root, dir, base, path),
-                            Err(e) => Resolved::Denied(status_of(&e)),
+                            Err(e) => Denial::lookup(&e, dir.clone()),
                         };
                     }
                 }
@@ -187,20 +218,20 @@ impl Resolver {
             // `path[pos..]` is empty or starts with `/`.
             let Some((seg, end)) = segment(path, pos) else {
                 // The rule's directory itself, or a subdirectory: no listing.
-                return Resolved::Denied(Status::FORBIDDEN);
+                return Denial::forbidden(Refusal::CgiDirectory, join(dir, &rel));
             };
             push_segment(&mut rel, seg);
             let (fd, meta) = match root.stat(&rel) {
                 Ok(found) => found,
-                Err(e) => return Resolved::Denied(status_of(&e)),
+                Err(e) => return Denial::lookup(&e, join(dir, &rel)),
             };
             match meta.kind {
                 Kind::Dir => pos = end,
-                Kind::Special => return Resolved::Denied(Status::FORBIDDEN),
+                Kind::Special => return Denial::forbidden(Refusal::NotRegular, join(dir, &rel)),
                 Kind::File => {
                     return match permitted(fd.as_fd(), self.access(i)) {
                         Ok(true) => Resolved::Cgi(self.script(i, dir, &rel, path, end)),
-                        _ => Resolved::Denied(Status::FORBIDDEN),
+                        _ => Denial::forbidden(Refusal::NotRunnable, join(dir, &rel)),
                     }
                 }
             }
@@ -216,7 +247,7 @@ impl Resolver {
         let last = last_matching_end(glob, path)?;
         let root = match self.root(i, &self.doc_root) {
             Ok(root) => root,
-            Err(e) => return Some(Resolved::Denied(status_of(&e))),
+            Err(e) => return Some(Denial::lookup(&e, self.doc_root.clone())),
         };
         let mut rel: Vec<u8> = Vec::new();
         let mut pos = 0;
@@ -228,17 +259,22 @@ impl Resolver {
                 Ok(found) => found,
                 // A matching name that cannot be looked up: maybe a symlink
                 // out, which the static handler might be allowed to follow.
-                Err(e) if matched => return Some(Resolved::Denied(status_of(&e))),
+                Err(e) if matched => return Some(Denial::lookup(&e, join(&self.doc_root, &rel))),
                 Err(_) => return None,
             };
             match meta.kind {
                 Kind::Dir => pos = end,
                 _ if !matched => return None,
-                Kind::Special => return Some(Resolved::Denied(Status::FORBIDDEN)),
+                Kind::Special => {
+                    return Some(Denial::forbidden(
+                        Refusal::NotRegular,
+                        join(&self.doc_root, &rel),
+                    ))
+                }
                 Kind::File => {
                     return Some(match permitted(fd.as_fd(), self.access(i)) {
                         Ok(true) => Resolved::Cgi(self.script(i, &self.doc_root, &rel, path, end)),
-                        _ => Resolved::Denied(Status::FORBIDDEN),
+                        _ => Denial::forbidden(Refusal::NotRunnable, join(&self.doc_root, &rel)),
                     })
                 }
             }
@@ -333,6 +369,11 @@ fn status_of(e: &io::Error) -> Status {
     } else {
         Status::FORBIDDEN
     }
+}
+
+/// `dir/rel` (for the log).
+fn join(dir: &Path, rel: &[u8]) -> PathBuf {
+    dir.join(OsStr::from_bytes(rel))
 }
 
 fn parent(file: &Path) -> PathBuf {

@@ -283,6 +283,9 @@ impl Worker {
                 ),
             );
         }
+        if self.logger.enabled(Level::Debug) && self.scratch.why.is_some() {
+            self.log_refusal(c.peer.ip(), req, status);
+        }
         if self.logger.access_enabled() {
             let user = self.authed.then_some(&self.auth_user[..]);
             let rec = request_record(c.peer.ip(), self.wall, req, status.0, bytes, user, 0);
@@ -336,6 +339,49 @@ impl Worker {
             plan.close = true;
             me.answer(c, req, plan, None);
         });
+    }
+
+    /// Logs why `req` was answered `status` (the reason its handler
+    /// recorded: the file and what was wrong with it), within the
+    /// worker's budget of such lines.
+    fn log_refusal(&mut self, ip: std::net::IpAddr, req: &Request, status: Status) {
+        let Some(why) = self.scratch.why else {
+            return;
+        };
+        self.report_refusals_not_logged();
+        if !self.refusals.allow(self.now) {
+            return;
+        }
+        let file = crate::handlers::refusal::Explained {
+            why,
+            file: &self.scratch.why_file,
+            root: &self.cfg.root,
+        };
+        self.logger.log(
+            Level::Debug,
+            format_args!(
+                "client {ip}: {} for \"{} {} {}\": {file}",
+                status.0,
+                String::from_utf8_lossy(req.method_token),
+                String::from_utf8_lossy(req.target),
+                req.version.as_str(),
+            ),
+        );
+    }
+
+    /// Says how many reasons for refusals the budget kept out of the log
+    /// in the seconds that ended (called per refusal and once a second).
+    pub(super) fn report_refusals_not_logged(&mut self) {
+        let n = self.refusals.take_unreported(self.now);
+        if n > 0 {
+            self.logger.log(
+                Level::Debug,
+                format_args!(
+                    "{n} more refused requests were not explained (at most {} a second per worker are)",
+                    self.refusals.per_sec()
+                ),
+            );
+        }
     }
 
     /// Hands `check` to the hashing threads and holds the request until
@@ -495,8 +541,10 @@ impl Worker {
                 match resolved {
                     // The static handler goes on from the decoded path.
                     Resolved::NotCgi => path.truncate(base),
-                    Resolved::Denied(status) => {
-                        return Some(Plan::error(status, &mut self.scratch))
+                    Resolved::Denied(d) => {
+                        let file = d.file.as_os_str().as_encoded_bytes();
+                        self.scratch.refuse_file(d.why, file);
+                        return Some(Plan::error(d.status, &mut self.scratch));
                     }
                     Resolved::Cgi(script) if req.body == BodyFraming::Chunked => {
                         return self.hold_cgi_body(c, req, head, script, redirects);

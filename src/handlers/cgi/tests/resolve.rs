@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::config::{CgiRule, CgiTarget};
 use crate::handlers::cgi::{resolve, Resolved, Resolver, Script};
-use crate::http::Status;
 
 /// A temporary tree:
 ///
@@ -121,7 +120,7 @@ fn cgi(t: &Tree, path: &str) -> Script {
 
 fn denied(t: &Tree, path: &str) -> u16 {
     match both(&t.rules(), &t.root(), path) {
-        Resolved::Denied(Status(s)) => s,
+        Resolved::Denied(d) => d.status.0,
         other => panic!("{path}: {other:?}"),
     }
 }

@@ -1,0 +1,147 @@
+//! Why a file was not served: recorded by the handlers on their error
+//! paths (a few bytes, no formatting) and written to the error log at
+//! `debug` by the worker, so that a 403 or a 404 can be explained (nginx
+//! names the file and the errno).
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+/// What was wrong with the file a request named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Looking the path up or opening it failed with this errno.
+    Lookup(i32),
+    /// A FIFO, socket or device: never opened.
+    NotRegular,
+    /// A path segment starts with "." and `dotfiles` is not "allow".
+    Dotfile,
+    /// The file is a CGI program (its source is never served).
+    ScriptSource,
+    /// A directory with no index file, and `autoindex` is off.
+    NoIndex,
+    /// Only precompressed versions exist, in codings the client refuses.
+    EncodingNotAccepted,
+    /// A CGI directory (or one below it) was asked for: never listed.
+    CgiDirectory,
+    /// A CGI script the user brisk runs as may not run (or read, with an
+    /// interpreter).
+    NotRunnable,
+}
+
+impl Refusal {
+    /// The refusal for a failed lookup.
+    pub fn lookup(e: &io::Error) -> Refusal {
+        Refusal::Lookup(errno(e))
+    }
+}
+
+/// The errno of `e`, or the closest one for errors made without one.
+pub fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(match e.kind() {
+        io::ErrorKind::NotFound => libc::ENOENT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        _ => libc::EIO,
+    })
+}
+
+/// A refusal with the file it concerns, for the log: `"/srv/www/x":
+/// cannot be opened: Permission denied (os error 13)`.
+pub struct Explained<'a> {
+    pub why: Refusal,
+    /// The file as the server looked it up: relative to `root`, or absolute.
+    pub file: &'a [u8],
+    pub root: &'a Path,
+}
+
+impl fmt::Display for Explained<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = String::from_utf8_lossy(self.file);
+        if file.starts_with('/') {
+            write!(f, "\"{file}\": ")?;
+        } else if file.is_empty() {
+            write!(f, "\"{}\": ", self.root.display())?;
+        } else {
+            write!(f, "\"{}/{file}\": ", self.root.display())?;
+        }
+        match self.why {
+            Refusal::Lookup(libc::EXDEV) => f.write_str(
+                "a symlink on the way leads outside the document root \
+                 (static.symlinks_outside_root is false)",
+            ),
+            Refusal::Lookup(libc::ELOOP) => f.write_str(
+                "a symlink that is not followed (a loop, or no openat2 on this kernel \
+                 so no symlink is followed)",
+            ),
+            Refusal::Lookup(n @ (libc::EACCES | libc::EPERM)) => write!(
+                f,
+                "cannot be opened: {} (file permissions for the user brisk runs as, \
+                 or the sandbox)",
+                io::Error::from_raw_os_error(n)
+            ),
+            Refusal::Lookup(n) => {
+                write!(f, "cannot be opened: {}", io::Error::from_raw_os_error(n))
+            }
+            Refusal::NotRegular => {
+                f.write_str("not a regular file (a FIFO, socket or device is never served)")
+            }
+            Refusal::Dotfile => f.write_str("a name starting with \".\" (static.dotfiles)"),
+            Refusal::ScriptSource => f.write_str("a CGI program, whose source is never served"),
+            Refusal::NoIndex => {
+                f.write_str("a directory with no index file, and static.autoindex is off")
+            }
+            Refusal::EncodingNotAccepted => f.write_str(
+                "exists only precompressed (.br/.gz), in codings the client does not accept",
+            ),
+            Refusal::CgiDirectory => f.write_str("a CGI directory, which is never listed"),
+            Refusal::NotRunnable => f.write_str(
+                "a CGI script the user brisk runs as may not run \
+                 (not executable, or not readable with an interpreter)",
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(why: Refusal, file: &[u8]) -> String {
+        let root = Path::new("/srv/www");
+        Explained { why, file, root }.to_string()
+    }
+
+    #[test]
+    fn explanations_name_the_file_and_the_errno() {
+        assert_eq!(
+            text(Refusal::Lookup(libc::ENOENT), b"a/b.txt"),
+            "\"/srv/www/a/b.txt\": cannot be opened: No such file or directory (os error 2)"
+        );
+        assert_eq!(
+            text(Refusal::Lookup(libc::EACCES), b"x"),
+            "\"/srv/www/x\": cannot be opened: Permission denied (os error 13) (file \
+             permissions for the user brisk runs as, or the sandbox)"
+        );
+        assert!(text(Refusal::Lookup(libc::EXDEV), b"l").contains("outside the document root"));
+        assert!(text(Refusal::NotRegular, b"fifo").starts_with("\"/srv/www/fifo\": not a regular"));
+        assert!(text(Refusal::NotRunnable, b"/usr/lib/cgi-bin/x")
+            .starts_with("\"/usr/lib/cgi-bin/x\": "));
+        assert!(text(Refusal::NoIndex, b"").starts_with("\"/srv/www\": "));
+    }
+
+    #[test]
+    fn errors_without_an_errno_get_the_closest() {
+        assert_eq!(
+            errno(&io::Error::from(io::ErrorKind::PermissionDenied)),
+            libc::EACCES
+        );
+        assert_eq!(
+            errno(&io::Error::from(io::ErrorKind::NotFound)),
+            libc::ENOENT
+        );
+        assert_eq!(
+            errno(&io::Error::from_raw_os_error(libc::EXDEV)),
+            libc::EXDEV
+        );
+    }
+}
