@@ -407,14 +407,25 @@ impl Cx<'_> {
         Ok(self.src.base.join(s))
     }
 
+    /// An account: a name, or a numeric id written as a string or as a
+    /// bare number (`user = 65534`, as container set-ups write it).
+    fn account(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<String, ConfigError> {
+        match v.get_ref() {
+            DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix())
+                .map(|n| n.to_string())
+                .map_err(|_| self.expected(v, key, "a name or a non-negative numeric id")),
+            _ => self.string(key, v).map(str::to_string),
+        }
+    }
+
     fn user(&self, v: &Spanned<DeValue<'_>>) -> Result<super::User, ConfigError> {
-        let name = self.string("user", v)?;
-        super::jail::user(name).map_err(|msg| self.fail(v, "user", &msg))
+        let name = self.account("user", v)?;
+        super::jail::user(&name).map_err(|msg| self.fail(v, "user", &msg))
     }
 
     fn group(&self, v: &Spanned<DeValue<'_>>) -> Result<super::Group, ConfigError> {
-        let name = self.string("group", v)?;
-        super::jail::group(name).map_err(|msg| self.fail(v, "group", &msg))
+        let name = self.account("group", v)?;
+        super::jail::group(&name).map_err(|msg| self.fail(v, "group", &msg))
     }
 
     fn listen(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<std::net::SocketAddr>, ConfigError> {

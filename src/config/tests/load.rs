@@ -328,7 +328,13 @@ fn privilege_keys() {
         load_err("group = \"root\"\n"),
         "DIR/site.toml:2: group: a group is only used together with user = \"NAME\" (or --user NAME)"
     );
-    assert!(load_err("user = 3\n").contains("site.toml:2: user: expected a string; got 3"));
+    // A bare number is a numeric id, as a quoted one is.
+    let c = load("user = 4000000123\ngroup = 4000000124\n").unwrap();
+    assert_eq!(c.user.as_ref().map(|u| u.uid), Some(4000000123));
+    assert_eq!(c.group.as_ref().map(|g| g.gid), Some(4000000124));
+    assert!(load_err("user = -3\n")
+        .contains("site.toml:2: user: expected a name or a non-negative numeric id; got -3"));
+    assert!(load_err("user = 1.5\n").contains("site.toml:2: user: expected a string; got 1.5"));
     // Numeric ids, known to the databases or not.
     let c = load("user = \"0\"\nallow_root = true\n").unwrap();
     assert_eq!(
