@@ -22,6 +22,8 @@ use common::*;
 mod bodies;
 #[path = "cgi/env.rs"]
 mod env;
+#[path = "cgi/git.rs"]
+mod git;
 #[path = "cgi/output.rs"]
 mod output;
 #[path = "cgi/processes.rs"]

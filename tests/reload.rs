@@ -299,6 +299,38 @@ fn with_the_sandbox_a_new_cgi_directory_is_named() {
 }
 
 #[test]
+fn with_the_sandbox_new_writable_paths_need_a_restart() {
+    // A launcher's writable directories are its Landlock sandbox's, fixed
+    // at start; the same set again (in another order) reloads.
+    if !landlock() {
+        return;
+    }
+    let cgi = |writable: &str| {
+        format!("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\nwritable = [{writable}]\n")
+    };
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    for d in ["cgi-bin", "w1", "w2"] {
+        fs::create_dir(b.base().join(d)).expect("mkdir");
+    }
+    b.config(&format!("{}\n{LOG}", cgi("\"w1\", \"w2\"")));
+    let s = b.start();
+    let line = reload(
+        &s,
+        &format!("server_header = \"two\"\n{}", cgi("\"w2\", \"w1\"")),
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "two");
+    let line = reload(&s, &cgi("\"w1\""));
+    let want = format!(
+        "[error] SIGHUP: the sandbox does not allow cgi[1].writable = [\"{}/w1\"]: its Landlock rules were fixed at start and cannot be widened while brisk runs; {WAY_OUT}",
+        s.base.path.canonicalize().expect("base").display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+    assert_eq!(server_header(&s), "two");
+}
+
+#[test]
 fn with_the_sandbox_cgi_cannot_be_turned_on_by_a_reload() {
     let s = start("server_header = \"one\"");
     fs::create_dir(s.base.path.join("cgi-bin")).expect("mkdir");

@@ -16,7 +16,15 @@ use super::{CgiRule, CgiTarget, ConfigError};
 /// `(key, "file:line: cgi[N].key")` for each path key of one rule.
 pub(crate) type PathOrigins = Vec<(&'static str, String)>;
 
-const CGI_KEYS: &[&str] = &["url", "dir", "program", "pattern", "interpreter", "env"];
+const CGI_KEYS: &[&str] = &[
+    "url",
+    "dir",
+    "program",
+    "pattern",
+    "interpreter",
+    "env",
+    "writable",
+];
 
 /// Whether `name` is a portable environment variable name: ASCII letters,
 /// digits and `_`, not starting with a digit (what a shell can read back).
@@ -73,6 +81,7 @@ impl Cx<'_> {
                     "dir" => "dir",
                     "program" => "program",
                     "interpreter" => "interpreter",
+                    "writable" => "writable",
                     _ => continue,
                 };
                 here.push((name, self.origin(&format!("{section}.{name}"), value)));
@@ -93,6 +102,7 @@ impl Cx<'_> {
         let mut target: Option<(&str, &Spanned<DeValue<'_>>)> = None;
         let mut interpreter = None;
         let mut env = Vec::new();
+        let mut writable = Vec::new();
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -140,6 +150,7 @@ impl Cx<'_> {
                     interpreter = Some(path);
                 }
                 "env" => env = self.cgi_env(&full, value)?,
+                "writable" => writable = self.cgi_writable(&full, value)?,
                 _ => return Err(self.unknown(key, section, CGI_KEYS)),
             }
         }
@@ -194,6 +205,7 @@ impl Cx<'_> {
             target,
             interpreter,
             env,
+            writable,
         })
     }
 
@@ -204,11 +216,23 @@ impl Cx<'_> {
         value: &Spanned<DeValue<'_>>,
         path: &Path,
     ) -> Result<PathBuf, ConfigError> {
+        self.existing_dir(full, value, path, "a CGI directory")
+    }
+
+    /// `path` (used as `role`) must be an existing directory; returns it
+    /// canonical.
+    fn existing_dir(
+        &self,
+        full: &str,
+        value: &Spanned<DeValue<'_>>,
+        path: &Path,
+        role: &str,
+    ) -> Result<PathBuf, ConfigError> {
         let canonical = path.canonicalize().map_err(|e| {
             self.fail(
                 value,
                 full,
-                &format!("cannot use {} as a CGI directory: {e}", path.display()),
+                &format!("cannot use {} as {role}: {e}", path.display()),
             )
         })?;
         if !canonical.is_dir() {
@@ -255,6 +279,36 @@ impl Cx<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// `writable`: directories (relative to the file) that must exist;
+    /// stored canonical, sorted and without duplicates, so that two rules
+    /// naming the same places share one CGI launcher.
+    fn cgi_writable(
+        &self,
+        full: &str,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<PathBuf>, ConfigError> {
+        let mut out = Vec::new();
+        for (s, item) in self.strings(full, v)? {
+            if s.is_empty() || s.contains('\0') {
+                return Err(self.expected(item, full, "a non-empty path"));
+            }
+            let path = self.src.base.join(s);
+            let canonical =
+                self.existing_dir(full, item, &path, "a directory CGI programs may write to")?;
+            if canonical == Path::new("/") {
+                return Err(self.fail(
+                    item,
+                    full,
+                    "the whole file system cannot be writable (set sandbox = false for that)",
+                ));
+            }
+            out.push(canonical);
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 
     fn cgi_env(

@@ -130,9 +130,9 @@ fn error(message: String) -> ConfigError {
 
 /// The checks that need the final configuration: `group` needs `user`,
 /// and with `chroot`, the jail must be a directory holding the document
-/// root, every CGI directory, program and interpreter, `temp_dir` (with
-/// CGI), and every htpasswd file (stored canonical, so that the
-/// jail-relative paths are the real ones).
+/// root, every CGI directory, program, interpreter and writable path,
+/// `temp_dir` (with CGI), and every htpasswd file (stored canonical, so
+/// that the jail-relative paths are the real ones).
 pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), ConfigError> {
     if config.group.is_some() && config.user.is_none() {
         let from = origins.group.as_deref().unwrap_or("--group");
@@ -194,6 +194,9 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
         }
         if let Some(interp) = &mut rule.interpreter {
             paths.push(("interpreter", interp));
+        }
+        for w in &mut rule.writable {
+            paths.push(("writable", w));
         }
         for (key, path) in paths {
             let real = path.canonicalize().map_err(|e| {
@@ -269,6 +272,7 @@ impl Config {
             if let Some(i) = &mut rule.interpreter {
                 rebase(i);
             }
+            rule.writable.iter_mut().for_each(rebase);
         }
         for rule in &mut c.auth {
             rebase(&mut rule.htpasswd);

@@ -389,6 +389,9 @@ pub struct CgiRule {
     /// Extra environment variables for the script, in file order; they
     /// override the CGI variables of the same name.
     pub env: Vec<(String, String)>,
+    /// Directories the rule's programs may write beneath despite the
+    /// sandbox (`writable`): existing, canonical, sorted, no duplicates.
+    pub writable: Vec<PathBuf>,
 }
 
 /// One `[[auth]]` rule: which requests need a login, and against which

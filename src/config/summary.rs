@@ -141,6 +141,14 @@ fn cgi(c: &Config, s: &mut String) {
             let names: Vec<&str> = rule.env.iter().map(|(n, _)| n.as_str()).collect();
             let _ = write!(line, ", env {}", names.join(" "));
         }
+        if !rule.writable.is_empty() {
+            let dirs: Vec<String> = rule
+                .writable
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let _ = write!(line, ", may write beneath {}", dirs.join(", "));
+        }
         line
     });
     if !c.cgi.is_empty() {

@@ -25,7 +25,7 @@ use crate::config::{Config, Level, Reload};
 use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
 use crate::log::{console, LogService, Logger};
-use crate::sys::launcher::Launcher;
+use crate::sys::launcher::Launchers;
 use crate::sys::privileged::Privileged;
 use crate::sys::{self, signal::Signal};
 use drain::{Drain, DrainOrder};
@@ -125,7 +125,7 @@ pub struct Server {
     site: Arc<Site>,
     bound: Vec<Bound>,
     mounts: Vec<Mount>,
-    launcher: Option<Arc<Launcher>>,
+    launcher: Option<Arc<Launchers>>,
     /// Binds listen addresses a reload adds, when brisk left root.
     privileged: Option<Arc<Privileged>>,
 }
@@ -215,7 +215,7 @@ struct Shared {
     /// Embedded handlers.
     mounts: Arc<[Mount]>,
     /// Starts CGI programs (when the sandbox keeps the server from it).
-    launcher: Option<Arc<Launcher>>,
+    launcher: Option<Arc<Launchers>>,
     /// Hashes passwords off the event loops.
     verifier: Arc<Verifier>,
 }

@@ -28,7 +28,7 @@ use crate::http::parse::{self, BodyFraming, Header, Request};
 use crate::http::{Method, Status};
 use crate::log::budget::LineBudget;
 use crate::log::{AccessRecord, Logger};
-use crate::sys::launcher::Launcher;
+use crate::sys::launcher::Launchers;
 use crate::sys::net;
 
 pub mod app;
@@ -82,7 +82,7 @@ pub struct WorkerInit {
     /// Embedded handlers, in mount order.
     pub mounts: Arc<[Mount]>,
     /// Starts CGI programs; `None`: the worker starts them itself.
-    pub launcher: Option<Arc<Launcher>>,
+    pub launcher: Option<Arc<Launchers>>,
     /// Hashes passwords off the loop.
     pub verifier: Arc<Verifier>,
     /// Wakes this worker's loop (an order, a finished password check).
@@ -111,7 +111,7 @@ pub struct Worker {
     live: usize,
     site: Arc<Site>,
     mounts: Arc<[Mount]>,
-    launcher: Option<Arc<Launcher>>,
+    launcher: Option<Arc<Launchers>>,
     verifier: Arc<Verifier>,
     waker: Arc<Waker>,
     /// Finished password checks: connection, request id, outcome.

@@ -119,6 +119,56 @@ impl Launcher {
     }
 }
 
+/// The CGI launchers of a server, one per set of `writable` directories:
+/// a Landlock sandbox belongs to a process and every child inherits it,
+/// so programs that may write to different places must start from
+/// different launchers (one, with no writable directory, in the common
+/// case).
+#[derive(Debug, Default)]
+pub struct Launchers {
+    all: Vec<(Vec<PathBuf>, Launcher)>,
+}
+
+impl Launchers {
+    /// Adds the launcher whose programs may write beneath `writable`.
+    pub fn add(&mut self, writable: Vec<PathBuf>, launcher: Launcher) {
+        self.all.push((writable, launcher));
+    }
+
+    /// Starts a program that may write beneath `writable` (exactly the
+    /// set some launcher was started for), as [`Launcher::spawn`].
+    pub fn spawn(
+        &self,
+        writable: &[PathBuf],
+        program: &Path,
+        args: &[PathBuf],
+        env: &[CString],
+        cwd: &Path,
+    ) -> io::Result<CgiChild> {
+        match self.all.iter().find(|(w, _)| w.as_slice() == writable) {
+            Some((_, l)) => l.spawn(program, args, env, cwd),
+            None => Err(io::Error::other(
+                "no CGI launcher was started for these writable paths (they changed since start; restart brisk)",
+            )),
+        }
+    }
+
+    /// Kills the process group of `pid` now. Every launcher is told; each
+    /// acts only on its own children.
+    pub fn kill_group(&self, pid: i32) {
+        for (_, l) in &self.all {
+            l.kill_group(pid);
+        }
+    }
+
+    /// The server is done with `pid` (see [`Launcher::release`]).
+    pub fn release(&self, pid: i32) {
+        for (_, l) in &self.all {
+            l.release(pid);
+        }
+    }
+}
+
 /// A child the launcher started: when the server released it, and
 /// whether its group was killed since.
 struct Child {

@@ -102,6 +102,7 @@ interpreter = "/bin/sh"
                 },
                 interpreter: None,
                 env: vec![],
+                writable: Vec::new(),
             },
             CgiRule {
                 target: CgiTarget::Program {
@@ -113,11 +114,13 @@ interpreter = "/bin/sh"
                     ("TOOL_ROOT".into(), "/srv/tool".into()),
                     ("B".into(), "2".into())
                 ],
+                writable: Vec::new(),
             },
             CgiRule {
                 target: CgiTarget::Pattern("*.pl".into()),
                 interpreter: Some(PathBuf::from("/bin/sh")),
                 env: vec![],
+                writable: Vec::new(),
             },
             CgiRule {
                 target: CgiTarget::Program {
@@ -126,6 +129,7 @@ interpreter = "/bin/sh"
                 },
                 interpreter: Some(PathBuf::from("/bin/sh")),
                 env: vec![],
+                writable: Vec::new(),
             },
         ]
     );
@@ -155,7 +159,7 @@ fn each_rule_has_exactly_one_target() {
     );
     assert_eq!(
         err("[[cgi]]\npattern = \"*.cgi\"\nscript = \"x\"\n"),
-        "DIR/site.toml:4: unknown key \"cgi[1].script\"; expected one of \"url\", \"dir\", \"program\", \"pattern\", \"interpreter\", \"env\""
+        "DIR/site.toml:4: unknown key \"cgi[1].script\"; expected one of \"url\", \"dir\", \"program\", \"pattern\", \"interpreter\", \"env\", \"writable\""
     );
 }
 
@@ -249,4 +253,36 @@ fn temp_dir_holds_bodies_for_cgi_and_must_exist() {
         err(&format!("temp_dir = \"cgi-bin/tool\"\n{rule}")),
         "DIR/site.toml:2: temp_dir: DIR/cgi-bin/tool is not a directory"
     );
+}
+
+#[test]
+fn writable_paths_exist_and_are_canonical() {
+    let dir = tree();
+    std::fs::create_dir_all(dir.path().join("repos/a")).unwrap();
+    let rule = "[[cgi]]\nurl = \"/git/\"\ndir = \"cgi-bin\"\n";
+    let c = run(
+        &dir,
+        &format!("{rule}writable = [\"repos\", \"repos/../repos\", \"cgi-bin/../repos/a\"]\n"),
+    )
+    .unwrap();
+    let repos = dir.path().join("repos").canonicalize().unwrap();
+    assert_eq!(c.cgi[0].writable, [repos.clone(), repos.join("a")]);
+    // A single string is one path.
+    let c = run(&dir, &format!("{rule}writable = \"repos\"\n")).unwrap();
+    assert_eq!(c.cgi[0].writable, [repos]);
+    assert_eq!(
+        err(&format!("{rule}writable = [\"missing\"]\n")),
+        "DIR/site.toml:5: cgi[1].writable: cannot use DIR/missing as a directory CGI programs may write to: No such file or directory (os error 2)"
+    );
+    assert_eq!(
+        err(&format!("{rule}writable = [\"cgi-bin/tool\"]\n")),
+        "DIR/site.toml:5: cgi[1].writable: DIR/cgi-bin/tool is not a directory"
+    );
+    assert_eq!(
+        err(&format!("{rule}writable = [\"/\"]\n")),
+        "DIR/site.toml:5: cgi[1].writable: the whole file system cannot be writable (set sandbox = false for that)"
+    );
+    assert!(err(&format!("{rule}writable = [3]\n")).contains("cgi[1].writable: expected a string"));
+    assert!(err(&format!("{rule}writable = [\"\"]\n"))
+        .contains("cgi[1].writable: expected a non-empty path"));
 }

@@ -57,13 +57,14 @@ impl Allowed {
 }
 
 /// What the sandboxes applied at start allow: the server's, and the CGI
-/// launcher's if there is one. A reload has to fit in them.
+/// launchers' if there are any. A reload has to fit in them.
 #[derive(Debug, Clone)]
 pub struct Sandboxes {
     /// The server's own.
     pub server: Allowed,
-    /// The CGI launcher's (there is none when brisk started without CGI).
-    pub launcher: Option<Allowed>,
+    /// The CGI launchers', each with the `writable` set of the rules it
+    /// starts programs for (none when brisk started without CGI).
+    pub launchers: Vec<(Vec<PathBuf>, Allowed)>,
     /// Whether a privileged helper reopens the logs.
     pub privileged: bool,
 }
@@ -88,23 +89,37 @@ impl Sandboxes {
     /// Why `new` cannot be served without a restart, naming the settings;
     /// `None` when it fits.
     pub fn refusal(&self, new: &Config) -> Option<String> {
-        if !new.cgi.is_empty() && self.launcher.is_none() {
+        if !new.cgi.is_empty() && self.launchers.is_empty() {
             return Some(format!(
                 "the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {RESTART}"
             ));
         }
         let mut missing = self
             .server
-            .missing(&landlock_rules(new, false, self.privileged))
+            .missing(&landlock_rules(new, None, self.privileged))
             .into_iter()
             .cloned()
             .collect::<Vec<_>>();
-        if let (Some(launcher), false) = (&self.launcher, new.cgi.is_empty()) {
-            let programs = landlock_rules(new, true, self.privileged);
-            missing.extend(launcher.missing(&programs).into_iter().cloned());
+        let mut named: Vec<String> = Vec::new();
+        for (i, rule) in new.cgi.iter().enumerate() {
+            match self.launchers.iter().find(|(set, _)| *set == rule.writable) {
+                Some((set, launcher)) => {
+                    let programs = landlock_rules(new, Some(set), self.privileged);
+                    missing.extend(launcher.missing(&programs).into_iter().cloned());
+                }
+                // A launcher's writable directories are its sandbox's.
+                None => named.push(format!(
+                    "cgi[{}].writable = [{}]",
+                    i + 1,
+                    rule.writable
+                        .iter()
+                        .map(|p| format!("{:?}", p.display().to_string()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
         }
         // One mention per setting: a file and its directory are one.
-        let mut named: Vec<String> = Vec::new();
         for rule in &missing {
             let key = rule.what.trim_end_matches(" (its directory)");
             if !named.iter().any(|n| n.starts_with(&format!("{key} = "))) {

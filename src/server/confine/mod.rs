@@ -24,7 +24,7 @@ use std::sync::Arc;
 use super::Server;
 use crate::config::{Config, Level};
 use crate::log::OpenLogs;
-use crate::sys::launcher::Launcher;
+use crate::sys::launcher::{Launcher, Launchers};
 use crate::sys::privileged::{Grants, Privileged};
 use crate::sys::privileges::{self, SwitchError};
 
@@ -111,11 +111,12 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
     let privileged = helper.is_some();
     server.privileged = helper.clone();
     let plans = if cfg.sandbox {
-        let programs = match cfg.cgi.is_empty() {
-            false => Some(prepare(&cfg, true, privileged)?),
-            true => None,
-        };
-        Some((prepare(&cfg, false, privileged)?, programs))
+        let mut programs = Vec::new();
+        for set in sandbox::writable_sets(&cfg) {
+            let plan = prepare(&cfg, Some(&set), privileged)?;
+            programs.push((set, plan));
+        }
+        Some((prepare(&cfg, None, privileged)?, programs))
     } else {
         None
     };
@@ -132,13 +133,18 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
         });
     };
     // With CGI, programs start from a process of their own, confined for
-    // what they need, so that the server keeps a strict sandbox.
-    let mut launcher_allows = None;
-    if let Some(programs) = programs {
-        launcher_allows = Some(programs.allowed());
-        let launcher = Launcher::start(cfg.timeouts.cgi, || programs.apply(&mut Notes::new()))
-            .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
-        server.launcher = Some(Arc::new(launcher));
+    // what they need, so that the server keeps a strict sandbox: one per
+    // set of writable directories, since a sandbox is per process.
+    let mut launcher_allows = Vec::new();
+    if !programs.is_empty() {
+        let mut launchers = Launchers::default();
+        for (set, plan) in programs {
+            launcher_allows.push((set.clone(), plan.allowed()));
+            let launcher = Launcher::start(cfg.timeouts.cgi, || plan.apply(&mut Notes::new()))
+                .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
+            launchers.add(set, launcher);
+        }
+        server.launcher = Some(Arc::new(launchers));
     }
     let server_allows = plan.allowed();
     confine_server(&cfg, plan, privileged, &mut notes)?;
@@ -146,7 +152,7 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
         notes,
         sandboxes: Some(Sandboxes {
             server: server_allows,
-            launcher: launcher_allows,
+            launchers: launcher_allows,
             privileged,
         }),
         privileged: helper,

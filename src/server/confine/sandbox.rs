@@ -55,15 +55,59 @@ impl Rule {
     }
 }
 
+/// What CGI programs may do beneath a `writable` directory: read, write,
+/// truncate, create and remove files and directories, and move them
+/// around inside it (git renames objects across directories: REFER). Not
+/// run what they find there, nor make symlinks, devices, FIFOs or sockets.
+pub const WRITABLE: u64 = fs_access::READ_FILE
+    | fs_access::READ_DIR
+    | fs_access::WRITE_FILE
+    | fs_access::TRUNCATE
+    | fs_access::MAKE_REG
+    | fs_access::MAKE_DIR
+    | fs_access::REMOVE_FILE
+    | fs_access::REMOVE_DIR
+    | fs_access::REFER;
+
+/// The rules for the `writable` directories `set`, each named after the
+/// first `[[cgi]]` rule that lists it.
+fn writable_rules(cfg: &Config, set: &[PathBuf]) -> Vec<Rule> {
+    set.iter()
+        .map(|dir| {
+            let n = cfg
+                .cgi
+                .iter()
+                .position(|r| r.writable.contains(dir))
+                .map_or(0, |i| i + 1);
+            Rule::new(dir, WRITABLE, format!("cgi[{n}].writable"))
+        })
+        .collect()
+}
+
+/// The distinct `writable` sets of the `[[cgi]]` rules, in file order:
+/// one CGI launcher each.
+pub fn writable_sets(cfg: &Config) -> Vec<Vec<PathBuf>> {
+    let mut sets: Vec<Vec<PathBuf>> = Vec::new();
+    for rule in &cfg.cgi {
+        if !sets.contains(&rule.writable) {
+            sets.push(rule.writable.clone());
+        }
+    }
+    sets
+}
+
 /// The file rules of a sandbox, from `cfg` as configured (outside any
 /// chroot: the paths are opened before it). With `programs`, the sandbox
-/// is the one CGI programs inherit (the CGI launcher's): they may also run
-/// the scripts and interpreters, and read and run the system directories
-/// (those inside the jail, with `chroot`). With `privileged`, a separate
-/// process reopens the logs and removes the pid file, so the server needs
-/// no rights on them.
-pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rule> {
+/// is the one CGI programs inherit (a CGI launcher's): they may also run
+/// the scripts and interpreters, read and run the system directories
+/// (those inside the jail, with `chroot`), and write beneath the
+/// `writable` directories given (those of the rules this launcher starts
+/// programs for). With `privileged`, a separate process reopens the logs
+/// and removes the pid file, so the server needs no rights on them.
+pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bool) -> Vec<Rule> {
     use fs_access::*;
+    let writable = programs;
+    let programs = programs.is_some();
     let read = READ_FILE | READ_DIR;
     let exec = if programs { EXECUTE } else { 0 };
     // A `pattern` rule runs scripts found anywhere under the root.
@@ -114,6 +158,7 @@ pub fn landlock_rules(cfg: &Config, programs: bool, privileged: bool) -> Vec<Rul
         }
         optional(system(PROC), read);
     }
+    rules.extend(writable_rules(cfg, writable.unwrap_or_default()));
     // htpasswd files are read by the workers and again when they change;
     // tools that replace the file (write a new one, rename it over) make a
     // new inode, so the right is on the directory: reading files there,
@@ -192,10 +237,13 @@ fn log_rules<'a>(
     rules
 }
 
-/// Warns when a directory the sandbox lets the server write beneath (a
-/// log directory, `temp_dir`) holds files it serves or runs.
+/// Warns when a directory the sandbox lets the server or CGI programs
+/// write beneath (a log directory, `temp_dir`, a `writable` one) holds
+/// files brisk serves or runs.
 fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
-    let reads = |r: &&Rule| r.rights & fs_access::READ_DIR != 0 && !r.optional;
+    let reads = |r: &&Rule| {
+        r.rights & fs_access::READ_DIR != 0 && !r.optional && !r.what.ends_with(".writable")
+    };
     let writable = |r: &&Rule| {
         r.rights & fs_access::WRITE_FILE != 0
             && (r.rights & fs_access::MAKE_REG != 0 || r.what == "temp_dir")
@@ -207,9 +255,17 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
             .any(|t| t.path.starts_with(&dir.path))
         {
             let (what, advice) = if dir.what == "temp_dir" {
-                ("temp_dir", "give it a directory of its own")
+                ("temp_dir".to_string(), "give it a directory of its own")
+            } else if dir.what.ends_with(".writable") {
+                (
+                    dir.what.clone(),
+                    "CGI programs could change what is served or run",
+                )
             } else {
-                ("the log directory", "keep logs in a directory of their own")
+                (
+                    "the log directory".to_string(),
+                    "keep logs in a directory of their own",
+                )
             };
             notes.push((
                 Level::Warn,
@@ -238,8 +294,13 @@ pub struct Plan {
 /// that a document root beneath a directory the serving user cannot
 /// enter is still confined. A path that cannot be opened is an error
 /// naming it and the setting.
-pub fn prepare(cfg: &Config, programs: bool, privileged: bool) -> Result<Plan, String> {
+pub fn prepare(
+    cfg: &Config,
+    programs: Option<&[PathBuf]>,
+    privileged: bool,
+) -> Result<Plan, String> {
     let rules = landlock_rules(cfg, programs, privileged);
+    let programs = programs.is_some();
     let summary = format!(
         "read-only beneath the document root{}{}{}, {}",
         if cfg.cgi.is_empty() {
@@ -324,6 +385,15 @@ fn writes(rules: &[Rule]) -> String {
             "unnamed files in {} (request bodies held for CGI)",
             t.path.display()
         ));
+    }
+    let programs: Vec<String> = rules
+        .iter()
+        .filter(writing)
+        .filter(|r| r.what.ends_with(".writable"))
+        .map(|r| r.path.display().to_string())
+        .collect();
+    if !programs.is_empty() {
+        places.push(format!("beneath {}", programs.join(", ")));
     }
     if places.is_empty() {
         "writes nowhere".to_string()
@@ -426,7 +496,11 @@ pub fn confine_server(
         ));
     }
     if plan.landlock.is_some() {
-        note_writable_trees(&landlock_rules(cfg, false, privileged), notes);
+        let mut rules = landlock_rules(cfg, None, privileged);
+        for set in writable_sets(cfg) {
+            rules.extend(writable_rules(cfg, &set));
+        }
+        note_writable_trees(&rules, notes);
     }
     plan.apply(notes)
 }
@@ -534,7 +608,7 @@ mod tests {
             ..Config::default()
         };
         let mut notes = Notes::new();
-        prepare(&cfg, false, false)
+        prepare(&cfg, None, false)
             .and_then(|plan| plan.apply(&mut notes))
             .unwrap();
         eprintln!("{notes:?}");
@@ -590,12 +664,13 @@ mod tests {
                 target: CgiTarget::Pattern("*.cgi".to_string()),
                 interpreter: None,
                 env: Vec::new(),
+                writable: Vec::new(),
             }],
             ..Config::default()
         };
         let mut notes = Notes::new();
         // The sandbox of the CGI launcher.
-        prepare(&cfg, true, false)
+        prepare(&cfg, Some(&[]), false)
             .and_then(|plan| plan.apply(&mut notes))
             .unwrap();
         // Programs run, and see the system directories…
@@ -613,5 +688,77 @@ mod tests {
             .unwrap();
         assert!(!out.status.success(), "a CGI child could write to /tmp");
         eprintln!("cgi child: all checks passed");
+    }
+
+    #[test]
+    fn writable_paths_open_for_their_launcher_only() {
+        if Ruleset::new(Extra::default()).ok().flatten().is_none() {
+            eprintln!("skipped: no Landlock on this kernel");
+            return;
+        }
+        let dir = temp_site("writable");
+        std::fs::create_dir_all(dir.join("repo/objects")).unwrap();
+        std::fs::create_dir_all(dir.join("other")).unwrap();
+        let out = in_child("server::confine::sandbox::tests::writable_child", &dir);
+        assert!(out.contains("writable child: all checks passed"), "{out}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The child half of the test above; does nothing when run directly.
+    #[test]
+    fn writable_child() {
+        let Some(dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+            return;
+        };
+        let repo = dir.join("repo");
+        let rule = |writable: Vec<PathBuf>| crate::config::CgiRule {
+            target: CgiTarget::Pattern("*.cgi".to_string()),
+            interpreter: None,
+            env: Vec::new(),
+            writable,
+        };
+        let cfg = Config {
+            root: dir.join("www"),
+            cgi: vec![rule(vec![repo.clone()]), rule(vec![dir.join("other")])],
+            ..Config::default()
+        };
+        assert_eq!(
+            writable_sets(&cfg),
+            [vec![repo.clone()], vec![dir.join("other")]]
+        );
+        // The first rule's launcher: what git does to a repository.
+        prepare(&cfg, Some(std::slice::from_ref(&repo)), false)
+            .and_then(|plan| plan.apply(&mut Notes::new()))
+            .unwrap();
+        let script = "set -e; cd \"$1\"; mkdir objects/ab; echo x > objects/tmp_obj; \
+             mv objects/tmp_obj objects/ab/cd; echo y > ref.lock; mv ref.lock ref; \
+             : > ref; rm objects/ab/cd; rmdir objects/ab; cat ref; echo done";
+        let out = Command::new("/bin/sh")
+            .args(["-c", script, "sh"])
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "done\n",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Not the other rule's directory, nor anywhere else.
+        denied(std::fs::write(dir.join("other/x"), b"x"), "other rule's");
+        denied(std::fs::write(dir.join("www/x"), b"x"), "root");
+        denied(std::fs::write(dir.join("x"), b"x"), "parent");
+        // Nothing written there runs.
+        std::fs::write(repo.join("hook"), b"#!/bin/sh\necho ran\n").unwrap();
+        std::fs::set_permissions(
+            repo.join("hook"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        assert!(
+            Command::new(repo.join("hook")).output().is_err(),
+            "ran a file from a writable directory"
+        );
+        eprintln!("writable child: all checks passed");
     }
 }

@@ -201,7 +201,13 @@ impl Worker {
         let extra = &self.cfg.cgi[script.rule].env;
         let env = build_env(&script, &env_req, extra);
         let started = match &self.launcher {
-            Some(l) => l.spawn(&script.program, &script.args, &env, &script.cwd),
+            Some(l) => l.spawn(
+                &self.cfg.cgi[script.rule].writable,
+                &script.program,
+                &script.args,
+                &env,
+                &script.cwd,
+            ),
             None => spawn::spawn(&script.program, &script.args, &env, &script.cwd),
         };
         let child = match started {

@@ -32,6 +32,7 @@ fn resolve_spawn_and_parse() {
         },
         interpreter: None,
         env: vec![],
+        writable: Vec::new(),
     }];
     let root = base.join("www");
     let Resolved::Cgi(s) = resolve(&rules, &root, b"/cgi-bin/echo/p/q") else {

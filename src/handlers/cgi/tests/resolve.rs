@@ -99,6 +99,7 @@ fn rule(target: CgiTarget) -> CgiRule {
         target,
         interpreter: None,
         env: Vec::new(),
+        writable: Vec::new(),
     }
 }
 
