@@ -234,3 +234,106 @@ fn sigusr1_reopens_the_access_log() {
     let old = std::fs::read(&rotated).expect("rotated");
     assert!(contains(&old, "/a.txt?before"));
 }
+
+/// The byte count of a common/combined line (the field after the status).
+fn logged_bytes(line: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(line).into_owned();
+    let after = text.split("\" ").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let mut fields = after.split(' ');
+    let _status = fields.next();
+    fields
+        .next()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in {text}"))
+}
+
+/// Requests `path`, reads 256 KiB or more of a 200 answer and goes away
+/// with the rest unread (the kernel then resets the connection); returns
+/// the body bytes read.
+fn read_some_then_leave(s: &Server, path: &str) -> u64 {
+    let mut c = s.connect();
+    c.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+    c.read_at_least(256 * 1024);
+    let got = c.unread();
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    let head = find(got, b"\r\n\r\n").expect("head") + 4;
+    (got.len() - head) as u64
+}
+
+#[test]
+fn an_aborted_download_logs_the_bytes_sent() {
+    // nginx logs what it sent, not what the answer would have held.
+    let size = 20 * 1024 * 1024;
+    let mut b = Builder::new();
+    b.file("big.bin", &pattern(size));
+    b.access_log();
+    let s = b.start();
+    let read = read_some_then_leave(&s, "/big.bin");
+    let line = s.wait_access_line(|l| contains(l, "/big.bin"));
+    let bytes = logged_bytes(&line);
+    assert!(
+        bytes >= read && bytes < size as u64,
+        "logged {bytes}; the client read {read} of {size}: {}",
+        String::from_utf8_lossy(&line)
+    );
+}
+
+/// The JSON object of the access-log line about `path`.
+fn json_line(s: &Server, path: &str) -> serde_json::Value {
+    let line = s.wait_access_line(|l| contains(l, path));
+    serde_json::from_slice(&line)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&line)))
+}
+
+#[test]
+fn a_throttled_download_logs_how_long_it_took() {
+    // The throttle makes the transfer slow by design: the duration logged
+    // (first byte of the request to last byte of the answer) cannot be
+    // less than the rate allows, whatever the machine.
+    let body = pattern(300_000);
+    let rate = 256 * 1024;
+    let mut b = Builder::new();
+    b.file("v.mp4", &body);
+    b.access_log_from_config();
+    b.config(
+        "[log]\naccess = \"access.log\"\nformat = \"json\"\n\
+         [[throttle]]\npattern = \"*.mp4\"\nrate = \"256KiB/s\"\n",
+    );
+    let s = b.start();
+    assert_eq!(s.get("/v.mp4").body, body);
+    let v = json_line(&s, "/v.mp4");
+    assert_eq!(v["bytes"], 300_000, "{v}");
+    // 100 ms of burst go at once (see access::throttle); the rest at the rate.
+    let floor_us = (body.len() as u64 - rate / 10) * 1_000_000 / rate;
+    let took = v["duration_us"].as_u64().unwrap_or_else(|| panic!("{v}"));
+    assert!(took >= floor_us, "{took} µs < {floor_us} µs: {v}");
+}
+
+#[test]
+fn a_cgi_answer_cut_short_logs_the_bytes_sent() {
+    let size: u64 = 16 * 1024 * 1024;
+    let mut b = Builder::new();
+    let dir = b.base().join("cgi-bin");
+    std::fs::create_dir_all(&dir).expect("cgi-bin");
+    let script = dir.join("big.sh");
+    write_file(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf 'Content-Type: application/octet-stream\\r\\nContent-Length: {size}\\r\\n\\r\\n'\nexec head -c {size} /dev/zero\n"
+        )
+        .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.access_log();
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    let s = b.start();
+    let read = read_some_then_leave(&s, "/cgi-bin/big.sh");
+    let line = s.wait_access_line(|l| contains(l, "/cgi-bin/big.sh"));
+    let bytes = logged_bytes(&line);
+    assert!(
+        bytes >= read && bytes < size,
+        "logged {bytes}; the client read {read} of {size}: {}",
+        String::from_utf8_lossy(&line)
+    );
+}

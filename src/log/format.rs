@@ -211,6 +211,19 @@ pub(crate) fn error_line(
     out.push(b'\n');
 }
 
+/// An access-log line formatted before its answer has left: the byte
+/// count and the duration, known only once the last byte is written (or
+/// the connection ends), are filled in by [`finish_line`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Draft {
+    /// Length of the draft's text.
+    pub len: u32,
+    /// Where the byte count goes.
+    bytes_at: u32,
+    /// Where the duration goes, in formats that have one.
+    duration_at: Option<u32>,
+}
+
 /// Appends one access-log line in `format`.
 pub(crate) fn access_line(
     out: &mut Vec<u8>,
@@ -218,23 +231,92 @@ pub(crate) fn access_line(
     format: AccessFormat,
     rec: &AccessRecord<'_>,
 ) {
+    let start = out.len();
+    let draft = access_draft(out, clock, format, rec);
+    // The later hole first, so that the earlier one stays where it was.
+    if let Some(at) = draft.duration_at {
+        insert_number(out, start + at as usize, rec.duration_us);
+    }
+    insert_number(out, start + draft.bytes_at as usize, rec.bytes);
+}
+
+/// Inserts `n` in decimal at `at` (in place: no allocation once `out` has
+/// room).
+fn insert_number(out: &mut Vec<u8>, at: usize, n: u64) {
+    let before = out.len();
+    crate::http::push_u64(out, n);
+    let digits = out.len() - before;
+    out[at..].rotate_right(digits);
+}
+
+/// Appends the line of `rec` in `format` without its byte count and
+/// duration (`rec.bytes` and `rec.duration_us` are not used); returns
+/// where they go.
+pub(crate) fn access_draft(
+    out: &mut Vec<u8>,
+    clock: &mut Clock,
+    format: AccessFormat,
+    rec: &AccessRecord<'_>,
+) -> Draft {
+    let start = out.len();
+    let at = |out: &Vec<u8>| (out.len() - start) as u32;
+    let mut duration_at = None;
+    let bytes_at;
     match format {
-        AccessFormat::Common => common(out, clock, rec),
+        AccessFormat::Common => {
+            common(out, clock, rec);
+            bytes_at = at(out);
+        }
         AccessFormat::Combined => {
             common(out, clock, rec);
+            bytes_at = at(out);
             out.push(b' ');
             quoted_or_dash(out, rec.referer);
             out.push(b' ');
             quoted_or_dash(out, rec.user_agent);
         }
-        AccessFormat::Json => json(out, clock, rec),
+        AccessFormat::Json => {
+            json_head(out, clock, rec);
+            bytes_at = at(out);
+            json_tail(out, rec);
+            duration_at = Some(at(out));
+            out.push(b'}');
+        }
     }
     out.push(b'\n');
+    Draft {
+        len: at(out),
+        bytes_at,
+        duration_at,
+    }
 }
 
-/// `127.0.0.1 - user [22/Nov/2026:01:50:00 +0000] "GET /x HTTP/1.1" 200 123`
-/// (without the newline). Bytes are written as a number even when 0, as
-/// nginx does, so the field is always numeric.
+/// Appends the line drafted as `text` (see [`access_draft`]) with its
+/// byte count and duration.
+pub(crate) fn finish_line(
+    out: &mut Vec<u8>,
+    text: &[u8],
+    draft: Draft,
+    bytes: u64,
+    duration_us: u64,
+) {
+    let b = draft.bytes_at as usize;
+    out.extend_from_slice(&text[..b]);
+    crate::http::push_u64(out, bytes);
+    match draft.duration_at {
+        Some(d) => {
+            let d = d as usize;
+            out.extend_from_slice(&text[b..d]);
+            crate::http::push_u64(out, duration_us);
+            out.extend_from_slice(&text[d..]);
+        }
+        None => out.extend_from_slice(&text[b..]),
+    }
+}
+
+/// `127.0.0.1 - user [22/Nov/2026:01:50:00 +0000] "GET /x HTTP/1.1" 200 `
+/// (the byte count follows: written as a number even when 0, as nginx
+/// does, so the field is always numeric).
 fn common(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
     let _ = write!(out, "{} - ", rec.remote);
     match rec.user {
@@ -254,7 +336,7 @@ fn common(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
         out.push(b' ');
         escape_text(out, rec.version.as_bytes());
     }
-    let _ = write!(out, "\" {} {}", rec.status, rec.bytes);
+    let _ = write!(out, "\" {} ", rec.status);
 }
 
 /// `"value"`, or `"-"` when absent.
@@ -267,8 +349,8 @@ fn quoted_or_dash(out: &mut Vec<u8>, value: Option<&[u8]>) {
     out.push(b'"');
 }
 
-/// One JSON object; absent fields are `null`.
-fn json(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
+/// One JSON object, up to the byte count; absent fields are `null`.
+fn json_head(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
     out.extend_from_slice(b"{\"time\":\"");
     out.extend_from_slice(clock.rfc3339(rec.time));
     let _ = write!(out, "\",\"remote\":\"{}\",\"method\":", rec.remote);
@@ -277,17 +359,18 @@ fn json(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
     json_string(out, Some(rec.target));
     out.extend_from_slice(b",\"version\":");
     json_string(out, Some(rec.version.as_bytes()));
-    let _ = write!(
-        out,
-        ",\"status\":{},\"bytes\":{},\"referer\":",
-        rec.status, rec.bytes
-    );
+    let _ = write!(out, ",\"status\":{},\"bytes\":", rec.status);
+}
+
+/// The JSON fields after the byte count, up to the duration.
+fn json_tail(out: &mut Vec<u8>, rec: &AccessRecord<'_>) {
+    out.extend_from_slice(b",\"referer\":");
     json_string(out, rec.referer);
     out.extend_from_slice(b",\"user_agent\":");
     json_string(out, rec.user_agent);
     out.extend_from_slice(b",\"user\":");
     json_string(out, rec.user);
-    let _ = write!(out, ",\"duration_us\":{}}}", rec.duration_us);
+    out.extend_from_slice(b",\"duration_us\":");
 }
 
 fn json_string(out: &mut Vec<u8>, value: Option<&[u8]>) {

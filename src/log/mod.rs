@@ -26,6 +26,7 @@ use std::time::SystemTime;
 use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
 
 use format::Clock;
+pub use format::Draft;
 pub use writer::Opener;
 use writer::{Batch, Msg, Sink, Writer};
 
@@ -45,7 +46,7 @@ const AUTO_FLUSH: usize = 64 * 1024;
 pub struct AccessRecord<'a> {
     /// The client's address.
     pub remote: IpAddr,
-    /// When the request head was complete.
+    /// When the request was answered (its head complete).
     pub time: SystemTime,
     /// The request line pieces as sent (escaped when written). An empty
     /// method means no request line was parsed; the line then shows `"-"`.
@@ -56,7 +57,9 @@ pub struct AccessRecord<'a> {
     pub version: &'a str,
     /// The response status code.
     pub status: u16,
-    /// Body bytes sent (not counting the head).
+    /// Body bytes written to the client (not counting the head; chunk
+    /// framing counts): nginx's `$body_bytes_sent`. An answer cut short
+    /// counts what left.
     pub bytes: u64,
     /// The `Referer` header, if sent.
     pub referer: Option<&'a [u8]>,
@@ -64,7 +67,8 @@ pub struct AccessRecord<'a> {
     pub user_agent: Option<&'a [u8]>,
     /// Authenticated user, if any.
     pub user: Option<&'a [u8]>,
-    /// Time from head complete to last byte queued, in microseconds.
+    /// From the first byte of the request to the last byte of the answer
+    /// written, in microseconds.
     pub duration_us: u64,
 }
 
@@ -311,6 +315,25 @@ impl Logger {
             self.settings.format,
             rec,
         );
+        self.batch.lines += 1;
+        self.flush_if_big();
+    }
+
+    /// Appends `rec`'s line to `buf` without its byte count and duration
+    /// (`rec.bytes` and `rec.duration_us` are not used), for
+    /// [`Logger::finish`] once they are known. Nothing is drafted when the
+    /// access log is off (check [`Logger::access_enabled`] first).
+    pub fn draft(&mut self, rec: &AccessRecord<'_>, buf: &mut Vec<u8>) -> Draft {
+        format::access_draft(buf, &mut self.access_clock, self.settings.format, rec)
+    }
+
+    /// Records the line drafted as `text` by [`Logger::draft`] with its
+    /// byte count and duration.
+    pub fn finish(&mut self, text: &[u8], draft: Draft, bytes: u64, duration_us: u64) {
+        if !self.settings.access_on {
+            return;
+        }
+        format::finish_line(&mut self.batch.access, text, draft, bytes, duration_us);
         self.batch.lines += 1;
         self.flush_if_big();
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::format::{access_line, error_line, Clock};
+use super::format::{access_draft, access_line, error_line, finish_line, Clock};
 use super::writer::Sink;
 use super::{AccessRecord, LogService};
 use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
@@ -66,6 +66,30 @@ fn common_format() {
         line(AccessFormat::Common, &rec),
         "127.0.0.1 - - [22/Nov/2026:01:50:00 +0000] \"-\" 400 11\n"
     );
+}
+
+#[test]
+fn a_draft_finished_later_is_the_same_line() {
+    // The worker drafts a line when it queues an answer and finishes it
+    // when the last byte is written: the result must not differ.
+    let rec = AccessRecord {
+        referer: Some(b"http://a/"),
+        user_agent: Some(b"ua"),
+        user: Some(b"bob"),
+        ..record()
+    };
+    for format in [
+        AccessFormat::Common,
+        AccessFormat::Combined,
+        AccessFormat::Json,
+    ] {
+        let mut text = b"earlier".to_vec();
+        let draft = access_draft(&mut text, &mut Clock::new(), format, &rec);
+        assert_eq!(draft.len as usize, text.len() - 7);
+        let mut out = Vec::new();
+        finish_line(&mut out, &text[7..], draft, 123, 52);
+        assert_eq!(String::from_utf8(out).unwrap(), line(format, &rec));
+    }
 }
 
 #[test]

@@ -58,6 +58,9 @@ pub struct Conn {
     pub since: Instant,
     /// Requests answered on this connection.
     pub served: u32,
+    /// Bytes written to the client so far (positions in the output
+    /// queues' endings count from here).
+    pub sent: u64,
     /// Close once the queued output is written.
     pub close_after: bool,
     /// Edge-triggered polling: the socket may still hold unread bytes.
@@ -96,6 +99,7 @@ impl Conn {
             phase: Phase::Idle,
             since: now,
             served: 0,
+            sent: 0,
             close_after: false,
             read_more: true,
             eof: false,

@@ -1,14 +1,22 @@
 //! A connection's output queue: header and small-body bytes in one buffer,
 //! large file ranges by `sendfile`, flushed in order with as few syscalls
 //! as possible (consecutive byte pieces leave in a single write).
+//!
+//! The queue also knows where each answer ends, with its access-log line
+//! drafted: the line is completed with the bytes actually sent once the
+//! answer's last byte is written or the connection ends. Positions count
+//! the bytes of the connection (see `Conn::sent`), so they stay true when
+//! a queue moves from the worker's staging queue to the connection.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::rc::Rc;
+use std::time::Instant;
 
 use mio::net::TcpStream;
 
+use crate::log::Draft;
 use crate::sys::net;
 
 /// A queued piece of output.
@@ -35,6 +43,19 @@ pub enum Flushed {
     Blocked,
 }
 
+/// Where a queued answer ends, for its access-log line.
+#[derive(Debug, Clone, Copy)]
+pub struct Ending {
+    /// The connection's byte count (`Conn::sent`) once its last byte is out.
+    pub end: u64,
+    /// The connection's byte count where its body begins.
+    pub body_from: u64,
+    /// When the first byte of its request arrived.
+    pub started: Instant,
+    /// Its line, drafted in [`Out`]'s draft buffer.
+    pub draft: Draft,
+}
+
 /// Queued output for one connection (or the per-thread staging queue).
 #[derive(Debug, Default)]
 pub struct Out {
@@ -44,6 +65,19 @@ pub struct Out {
     pieces: VecDeque<Piece>,
     /// Bytes written by flushes so far (for logs and tests).
     pub written: u64,
+    /// The ends of answers queued here (boxed: an idle connection's
+    /// queue holds none, and a queue once used keeps its box).
+    endings: Option<Box<Endings>>,
+}
+
+/// The answers whose last byte is queued in an [`Out`], in order, with
+/// their drafted log lines back to back.
+#[derive(Debug, Default)]
+struct Endings {
+    list: VecDeque<Ending>,
+    drafts: Vec<u8>,
+    /// Bytes of `drafts` that belong to endings already settled.
+    done: usize,
 }
 
 impl Out {
@@ -54,6 +88,70 @@ impl Out {
             pos: 0,
             pieces: VecDeque::with_capacity(64),
             written: 0,
+            endings: None,
+        }
+    }
+
+    /// Bytes in the queue not yet written (including any appended to the
+    /// buffer and not committed yet).
+    pub fn unsent(&self) -> u64 {
+        let files: u64 = self
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::File { len, .. } => *len,
+                Piece::Bytes(_) => 0,
+            })
+            .sum();
+        (self.buf.len() - self.pos) as u64 + files
+    }
+
+    /// Records that an answer ends at connection position `end` (its
+    /// body from `body_from`); `draft` appends its log line to the buffer
+    /// it is given.
+    pub fn push_ending(
+        &mut self,
+        end: u64,
+        body_from: u64,
+        started: Instant,
+        draft: impl FnOnce(&mut Vec<u8>) -> Draft,
+    ) {
+        let e = self.endings.get_or_insert_with(Box::default);
+        let draft = draft(&mut e.drafts);
+        e.list.push_back(Ending {
+            end,
+            body_from,
+            started,
+            draft,
+        });
+    }
+
+    /// Whether an answer's end waits here.
+    pub fn has_endings(&self) -> bool {
+        self.endings.as_ref().is_some_and(|e| !e.list.is_empty())
+    }
+
+    /// Hands every answer that has ended to `done` with its line and the
+    /// body bytes it sent, given that the connection has sent `sent`
+    /// bytes; with `all` (the connection is ending), every answer, cut
+    /// short or not.
+    pub fn settle(&mut self, sent: u64, all: bool, mut done: impl FnMut(&[u8], &Ending, u64)) {
+        let Some(endings) = self.endings.as_mut() else {
+            return;
+        };
+        while let Some(e) = endings.list.front() {
+            if e.end > sent && !all {
+                break;
+            }
+            let bytes = sent.min(e.end).saturating_sub(e.body_from);
+            let len = e.draft.len as usize;
+            done(&endings.drafts[endings.done..endings.done + len], e, bytes);
+            endings.done += len;
+            endings.list.pop_front();
+        }
+        if endings.list.is_empty() {
+            endings.drafts.clear();
+            endings.done = 0;
         }
     }
 
@@ -183,10 +281,16 @@ impl Out {
         Ok(Flushed::All)
     }
 
-    /// Drops everything queued (keeping capacity).
+    /// Drops everything queued (keeping capacity). Endings should be
+    /// settled first; any left are dropped.
     pub fn clear(&mut self) {
         self.buf.clear();
         self.pos = 0;
         self.pieces.clear();
+        if let Some(e) = self.endings.as_mut() {
+            e.list.clear();
+            e.drafts.clear();
+            e.done = 0;
+        }
     }
 }

@@ -31,11 +31,13 @@ use crate::log::{AccessRecord, Logger};
 use crate::sys::launcher::Launchers;
 use crate::sys::net;
 
+mod access_log;
 pub mod app;
 pub mod cgi;
 mod drain;
 mod request;
 
+use access_log::settle;
 use request::request_record;
 pub use request::AuthWait;
 
@@ -143,6 +145,10 @@ pub struct Worker {
     /// The user the current request authenticated as (when `authed`).
     auth_user: Vec<u8>,
     authed: bool,
+    /// When the first byte of the request being answered arrived (kept
+    /// here rather than in every connection: only a request that waits,
+    /// for its body, a password check or a CGI program, keeps its own).
+    req_start: Instant,
     /// Throttled connections waiting for their rate: when, and which.
     timers: Vec<(Instant, usize)>,
     /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
@@ -234,6 +240,7 @@ impl Worker {
             auth,
             auth_user: Vec::new(),
             authed: false,
+            req_start: now,
             limits,
             body_limits,
             order: init.order,
@@ -414,6 +421,7 @@ impl Worker {
                     Level::Error,
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
+                settle(&mut self.logger, &mut self.stage, conn.sent, true);
                 self.stage.clear();
                 // Buffers lent out (mem::take) when the panic struck must
                 // not stay empty for every later connection.
@@ -442,6 +450,8 @@ impl Worker {
             if c.cgi.is_some() {
                 self.cgi_abandon(&mut c);
             }
+            // What never left (the client went away) counts as not sent.
+            settle(&mut self.logger, &mut c.out, c.sent, true);
             self.take_app(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
             self.site.conn_limits.release(c.peer.ip());
@@ -469,7 +479,10 @@ impl Worker {
                         return true;
                     }
                 };
-                match c.out.flush_limited(&c.stream, limit, c.fin_follows()) {
+                let flushed = c.out.flush_limited(&c.stream, limit, c.fin_follows());
+                c.sent += c.out.written - before;
+                settle(&mut self.logger, &mut c.out, c.sent, false);
+                match flushed {
                     Ok(Flushed::All) => {
                         let mut done = std::mem::take(&mut c.out);
                         done.clear();
@@ -503,7 +516,11 @@ impl Worker {
                 continue;
             }
             if !self.stage.is_empty() {
-                match self.stage.flush(&c.stream, c.fin_follows()) {
+                let before = self.stage.written;
+                let flushed = self.stage.flush(&c.stream, c.fin_follows());
+                c.sent += self.stage.written - before;
+                settle(&mut self.logger, &mut self.stage, c.sent, false);
+                match flushed {
                     Ok(Flushed::All | Flushed::Limit) => {}
                     Ok(Flushed::Blocked) => {
                         // Keep the rest with the connection; the staging
@@ -519,6 +536,7 @@ impl Worker {
                         return true;
                     }
                     Err(_) => {
+                        settle(&mut self.logger, &mut self.stage, c.sent, true);
                         self.stage.clear();
                         return false;
                     }
@@ -550,6 +568,7 @@ impl Worker {
             let progressed = match self.read_and_process(c) {
                 Ok(p) => p,
                 Err(_) => {
+                    settle(&mut self.logger, &mut self.stage, c.sent, true);
                     self.stage.clear();
                     return false;
                 }
@@ -696,7 +715,7 @@ impl Worker {
         }
         let fresh = self.rbuf.len() > had;
         let rbuf = std::mem::take(&mut self.rbuf);
-        let consumed = self.process(c, &rbuf);
+        let consumed = self.process(c, &rbuf, had);
         if consumed < rbuf.len() && !c.close_after {
             if c.eof {
                 // The client left in the middle of a request: nothing to answer.
@@ -742,6 +761,8 @@ impl Worker {
                     // Slowloris: the head did not arrive in time.
                     let mut conn = self.conns[i].take().expect("present");
                     conn.pending = Vec::new();
+                    // (In the Head phase since its first byte.)
+                    self.req_start = conn.since;
                     self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
                     conn.phase = Phase::Idle;
                     self.conns[i] = Some(conn);

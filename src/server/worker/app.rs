@@ -20,6 +20,8 @@ pub struct AppCall {
     counted: usize,
     /// The user `[[auth]]` authenticated for this request.
     user: Option<Vec<u8>>,
+    /// When the request's first byte arrived.
+    started: Instant,
 }
 
 impl Worker {
@@ -49,6 +51,7 @@ impl Worker {
             body: Vec::new(),
             counted: 0,
             user: self.authed.then(|| self.auth_user.clone()),
+            started: self.req_start,
         }));
         Some(None)
     }
@@ -91,6 +94,8 @@ impl Worker {
     /// The body of `call` is in (or, with `error`, cannot be read): runs
     /// the handler, or answers `error` and closes.
     pub(super) fn finish_app(&mut self, c: &mut Conn, call: AppCall, error: Option<Status>) {
+        // Other connections' requests ran in between.
+        self.req_start = call.started;
         if let Some(status) = error {
             self.refuse_held(c, &call.head, call.user.as_deref(), status);
             return;

@@ -80,7 +80,9 @@ pub struct CgiRun {
     body_out: Option<BodyOut>,
     /// Bytes of the response (head or body) queued for the client.
     sent_any: bool,
-    body_bytes: u64,
+    /// The connection's byte position where the response's body begins
+    /// (for an `nph-` script, its whole output).
+    body_from: u64,
     status: u16,
     keep_alive: bool,
     version: Version,
@@ -88,6 +90,7 @@ pub struct CgiRun {
     /// The request head as received (for a local redirect and the log).
     request_head: Vec<u8>,
     redirects: u8,
+    /// When the request's first byte arrived.
     started: Instant,
     script: String,
     stderr_line: Vec<u8>,
@@ -278,14 +281,14 @@ impl Worker {
             head_buf: Vec::new(),
             body_out: if script.nph { Some(BodyOut::Raw) } else { None },
             sent_any: false,
-            body_bytes: 0,
+            body_from: self.queued_end(c),
             status: 0,
             keep_alive: keep_alive && !script.nph,
             version: req.version,
             head_only: req.method == Method::Head,
             request_head: raw_head.to_vec(),
             redirects,
-            started: self.now,
+            started: self.req_start,
             script: script.script_filename.display().to_string(),
             stderr_line: Vec::new(),
             broken: false,
@@ -420,11 +423,15 @@ impl Worker {
             let mut storage = [Header::EMPTY; super::MAX_HEADERS];
             if let Ok(Some(req)) = parse::parse_request(&g.request_head, &self.limits, &mut storage)
             {
-                let took = self.now.saturating_duration_since(g.started).as_micros() as u64;
-                let (status, bytes, user) = (g.status, g.body_bytes, g.user.as_deref());
-                let rec =
-                    super::request_record(c.peer.ip(), self.wall, &req, status, bytes, user, took);
-                self.logger.access(&rec);
+                // Logged once the response's last byte has left (or the
+                // connection ended), with what was sent.
+                let (status, user) = (g.status, g.user.as_deref());
+                let rec = super::request_record(c.peer.ip(), self.wall, &req, status, 0, user, 0);
+                let end = self.queued_end(c);
+                let body = end.saturating_sub(g.body_from);
+                let log = &mut self.logger;
+                super::access_log::ending(&mut c.out, log, end, body, g.started, &rec);
+                super::settle(&mut self.logger, &mut c.out, c.sent, false);
             }
         }
         if g.broken || !g.keep_alive {
@@ -460,6 +467,8 @@ impl Worker {
     fn cgi_local_redirect(&mut self, c: &mut Conn, target: &[u8]) {
         let Some(g) = c.cgi.as_mut() else { return };
         self.kill_child(g.pid);
+        // Other connections' requests may have run since it started.
+        self.req_start = g.started;
         let redirects = g.redirects + 1;
         let head = std::mem::take(&mut g.request_head);
         // The new request: the redirected target with the original header

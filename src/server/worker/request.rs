@@ -9,6 +9,8 @@ use super::*;
 #[derive(Debug)]
 pub struct AuthWait {
     id: u64,
+    /// When the request's first byte arrived.
+    started: Instant,
     head: Vec<u8>,
     redirects: u8,
     ready: bool,
@@ -38,8 +40,9 @@ impl Worker {
     }
 
     /// Answers the complete requests at the start of `input`; returns how
-    /// many bytes were consumed.
-    pub(super) fn process(&mut self, c: &mut Conn, input: &[u8]) -> usize {
+    /// many bytes were consumed. Bytes from `fresh` on arrived just now
+    /// (those before it, in earlier reads).
+    pub(super) fn process(&mut self, c: &mut Conn, input: &[u8], fresh: usize) -> usize {
         let mut pos = 0;
         while !c.close_after {
             if let Some(wait) = &c.auth_wait {
@@ -48,6 +51,7 @@ impl Worker {
                     return pos;
                 }
                 let wait = c.auth_wait.take().expect("checked above");
+                self.req_start = wait.started;
                 let mut storage = [Header::EMPTY; MAX_HEADERS];
                 match parse::parse_request(&wait.head, &self.limits, &mut storage) {
                     Ok(Some(req)) => self.respond_to(c.index, c, &req, &wait.head, wait.redirects),
@@ -137,6 +141,9 @@ impl Worker {
             if c.cgi.is_some() || pos == input.len() || self.stage.buffered() >= STAGE_CAP {
                 return pos;
             }
+            // This request's first byte came with this read, or with an
+            // earlier one (the connection has been in the Head phase since).
+            self.req_start = if pos >= fresh { self.now } else { c.since };
             let mut storage = [Header::EMPTY; MAX_HEADERS];
             match parse::parse_request(&input[pos..], &self.limits, &mut storage) {
                 Ok(None) => return pos,
@@ -171,7 +178,7 @@ impl Worker {
             connection: ConnHeader::Close,
             head_only: false,
         };
-        let bytes = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
+        let body = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
@@ -180,13 +187,21 @@ impl Worker {
                 target: b"-",
                 version: "-",
                 status: status.0,
-                bytes,
+                bytes: 0,
                 referer: None,
                 user_agent: None,
                 user: None,
                 duration_us: 0,
             };
-            self.logger.access(&rec);
+            let end = self.queued_end(c);
+            access_log::ending(
+                &mut self.stage,
+                &mut self.logger,
+                end,
+                body,
+                self.req_start,
+                &rec,
+            );
         }
         c.close_after = true;
     }
@@ -287,9 +302,17 @@ impl Worker {
             self.log_refusal(c.peer.ip(), req, status);
         }
         if self.logger.access_enabled() {
+            let end = self.queued_end(c);
             let user = self.authed.then_some(&self.auth_user[..]);
-            let rec = request_record(c.peer.ip(), self.wall, req, status.0, bytes, user, 0);
-            self.logger.access(&rec);
+            let rec = request_record(c.peer.ip(), self.wall, req, status.0, 0, user, 0);
+            access_log::ending(
+                &mut self.stage,
+                &mut self.logger,
+                end,
+                bytes,
+                self.req_start,
+                &rec,
+            );
         }
         if keep {
             c.body = decoder;
@@ -407,6 +430,7 @@ impl Worker {
             Ok(()) => {
                 c.auth_wait = Some(Box::new(AuthWait {
                     id,
+                    started: self.req_start,
                     head: head.to_vec(),
                     redirects,
                     ready: false,

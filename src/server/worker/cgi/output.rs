@@ -88,6 +88,8 @@ impl Worker {
                             framing,
                             &parts,
                         );
+                        // (The head is counted, committed or not.)
+                        g.body_from = c.sent + c.out.unsent() + self.stage.unsent();
                         let rest = g.head_buf.split_off(head.head_len);
                         g.head_buf = Vec::new();
                         g.body_out = Some(out);
@@ -149,7 +151,8 @@ impl Worker {
                 head_only: g.head_only,
                 ..parts
             };
-            g.body_bytes = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
+            let body = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
+            g.body_from = (c.sent + c.out.unsent() + self.stage.unsent()).saturating_sub(body);
             g.sent_any = true;
         }
         self.cgi_end(c);
@@ -163,14 +166,10 @@ fn emit_body(g: &mut CgiRun, out: BodyOut, data: &[u8], buf: &mut Vec<u8>) {
     }
     match out {
         BodyOut::Discard => {}
-        BodyOut::Raw | BodyOut::Close => {
-            buf.extend_from_slice(data);
-            g.body_bytes += data.len() as u64;
-        }
+        BodyOut::Raw | BodyOut::Close => buf.extend_from_slice(data),
         BodyOut::Length(left) => {
             let n = (data.len() as u64).min(left) as usize;
             buf.extend_from_slice(&data[..n]);
-            g.body_bytes += n as u64;
             g.body_out = Some(BodyOut::Length(left - n as u64));
         }
         BodyOut::Chunked => {
@@ -190,7 +189,6 @@ fn emit_body(g: &mut CgiRun, out: BodyOut, data: &[u8], buf: &mut Vec<u8>) {
             buf.extend_from_slice(b"\r\n");
             buf.extend_from_slice(data);
             buf.extend_from_slice(b"\r\n");
-            g.body_bytes += data.len() as u64;
         }
     }
 }
