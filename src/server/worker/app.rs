@@ -94,13 +94,12 @@ impl Worker {
     /// The body of `call` is in (or, with `error`, cannot be read): runs
     /// the handler, or answers `error` and closes.
     pub(super) fn finish_app(&mut self, c: &mut Conn, call: AppCall, error: Option<Status>) {
-        // Other connections' requests ran in between.
-        self.req_start = call.started;
+        let user = call.user.as_deref();
         if let Some(status) = error {
-            self.refuse_held(c, &call.head, call.user.as_deref(), status);
+            self.refuse_held(c, &call.head, user, call.started, status);
             return;
         }
-        self.with_held(c, &call.head, call.user.as_deref(), |me, c, req| {
+        self.with_held(c, &call.head, user, call.started, |me, c, req| {
             let (raw_path, _) = path::split_target(req.target);
             let _ = path::decode_and_normalize(raw_path, &mut me.scratch.path);
             let plan = me.call_app(call.mount, c, req, &call.body);

@@ -332,6 +332,7 @@ impl Worker {
         c: &mut Conn,
         head: &[u8],
         user: Option<&[u8]>,
+        started: Instant,
         f: impl FnOnce(&mut Worker, &mut Conn, &Request),
     ) {
         let mut storage = [Header::EMPTY; MAX_HEADERS];
@@ -339,6 +340,7 @@ impl Worker {
             c.close_after = true;
             return;
         };
+        self.req_start = started;
         self.authed = user.is_some();
         if let Some(u) = user {
             self.auth_user.clear();
@@ -355,9 +357,10 @@ impl Worker {
         c: &mut Conn,
         head: &[u8],
         user: Option<&[u8]>,
+        started: Instant,
         status: Status,
     ) {
-        self.with_held(c, head, user, |me, c, req| {
+        self.with_held(c, head, user, started, |me, c, req| {
             let mut plan = Plan::error(status, &mut me.scratch);
             plan.close = true;
             me.answer(c, req, plan, None);

@@ -23,6 +23,8 @@ pub struct CgiWait {
     redirects: u8,
     /// The user `[[auth]]` authenticated for this request.
     user: Option<Vec<u8>>,
+    /// When the request's first byte arrived.
+    started: Instant,
     /// The body so far.
     pub(in crate::server::worker) body: Spool,
 }
@@ -51,6 +53,7 @@ impl Worker {
             head: head.to_vec(),
             redirects,
             user: self.authed.then(|| self.auth_user.clone()),
+            started: self.req_start,
             body: Spool::default(),
         }));
         None
@@ -74,7 +77,8 @@ impl Worker {
                 self.cfg.temp_dir.display()
             ),
         );
-        self.refuse_held(c, &w.head, w.user.as_deref(), Status::INTERNAL_SERVER_ERROR);
+        let status = Status::INTERNAL_SERVER_ERROR;
+        self.refuse_held(c, &w.head, w.user.as_deref(), w.started, status);
         false
     }
 
@@ -85,9 +89,10 @@ impl Worker {
             head,
             redirects,
             user,
+            started,
             body,
         } = w;
-        self.with_held(c, &head, user.as_deref(), |me, c, req| {
+        self.with_held(c, &head, user.as_deref(), started, |me, c, req| {
             if let Err(plan) = me.start_cgi(c.index, c, req, &head, script, redirects, Some(body)) {
                 me.answer(c, req, plan, None);
             }
@@ -103,7 +108,7 @@ impl Worker {
         w: CgiWait,
         status: Status,
     ) {
-        self.refuse_held(c, &w.head, w.user.as_deref(), status);
+        self.refuse_held(c, &w.head, w.user.as_deref(), w.started, status);
     }
 
     /// A body streaming to a running program was refused (`status`). If
