@@ -298,6 +298,8 @@ pub struct StaticConfig {
     pub default_type: String,
     /// The `mime_types` file, read when the configuration was loaded.
     pub mime_types: Option<MimeTypesFile>,
+    /// Send large files with `sendfile` (else copy them with `pread`).
+    pub sendfile: bool,
 }
 
 /// A `mime.types` file (`[static] mime_types`) and what it says.
@@ -459,6 +461,7 @@ impl Default for Config {
                 open_file_cache_valid: Duration::from_secs(1),
                 default_type: crate::http::mime::DEFAULT_TYPE.to_string(),
                 mime_types: None,
+                sendfile: true,
             },
             mime: Vec::new(),
             headers: Vec::new(),

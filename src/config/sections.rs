@@ -22,6 +22,7 @@ const STATIC_KEYS: &[&str] = &[
     "open_file_cache_valid",
     "default_type",
     "mime_types",
+    "sendfile",
 ];
 const LIMIT_KEYS: &[&str] = &[
     "max_request_line",
@@ -153,6 +154,7 @@ impl Cx<'_> {
                     st.open_file_cache_valid =
                         self.duration("static.open_file_cache_valid", value, true)?;
                 }
+                "sendfile" => st.sendfile = self.boolean("static.sendfile", value)?,
                 "default_type" => {
                     let ty = self.string("static.default_type", value)?;
                     if !units::is_media_type(ty) {

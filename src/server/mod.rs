@@ -11,6 +11,7 @@
 pub mod confine;
 pub mod conn;
 pub mod drain;
+mod file_copy;
 pub mod output;
 pub mod response;
 pub mod spool;

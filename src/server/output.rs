@@ -1,6 +1,7 @@
 //! A connection's output queue: header and small-body bytes in one buffer,
-//! large file ranges by `sendfile`, flushed in order with as few syscalls
-//! as possible (consecutive byte pieces leave in a single write).
+//! large file ranges by `sendfile` (or copied: see `file_copy`), flushed in
+//! order with as few syscalls as possible (consecutive byte pieces leave in
+//! a single write).
 //!
 //! The queue also knows where each answer ends, with its access-log line
 //! drafted: the line is completed with the bytes actually sent once the
@@ -16,6 +17,7 @@ use std::time::Instant;
 
 use mio::net::TcpStream;
 
+use super::file_copy::Copied;
 use crate::log::Draft;
 use crate::sys::net;
 
@@ -30,6 +32,8 @@ enum Piece {
         offset: u64,
         len: u64,
     },
+    /// A file range copied through memory (`[static] sendfile = false`).
+    Copy(Box<Copied>),
 }
 
 /// What a flush achieved.
@@ -100,6 +104,7 @@ impl Out {
             .iter()
             .map(|p| match p {
                 Piece::File { len, .. } => *len,
+                Piece::Copy(copy) => copy.unsent(),
                 Piece::Bytes(_) => 0,
             })
             .sum();
@@ -202,6 +207,15 @@ impl Out {
         }
     }
 
+    /// Queues `len` bytes of `file` from `offset`, to be copied through
+    /// memory rather than sent by `sendfile` (see [`super::file_copy`]).
+    pub fn push_copy(&mut self, file: Rc<File>, offset: u64, len: u64) {
+        if len > 0 {
+            let copied = Copied::new(file, offset, len);
+            self.pieces.push_back(Piece::Copy(Box::new(copied)));
+        }
+    }
+
     /// Writes as much as the socket takes.
     ///
     /// `fin_follows`: the connection is shut down for writing right after
@@ -219,6 +233,7 @@ impl Out {
         mut limit: usize,
         fin_follows: bool,
     ) -> io::Result<Flushed> {
+        let throttled = limit != usize::MAX;
         loop {
             if limit == 0 && !self.pieces.is_empty() {
                 return Ok(Flushed::Limit);
@@ -264,6 +279,22 @@ impl Out {
                             self.written += w as u64;
                             *len -= w as u64;
                             if *len == 0 {
+                                self.pieces.pop_front();
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            return Ok(Flushed::Blocked)
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Piece::Copy(copy) => {
+                    match copy.send(stream, limit, !last, fin_follows, throttled) {
+                        Ok(w) => {
+                            limit -= w;
+                            self.written += w as u64;
+                            if copy.is_done() {
                                 self.pieces.pop_front();
                             }
                         }

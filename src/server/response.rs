@@ -32,6 +32,9 @@ pub struct HeadParts<'a> {
     pub connection: ConnHeader,
     /// HEAD request: send the head only (with the GET's Content-Length).
     pub head_only: bool,
+    /// Large file ranges go by `sendfile`; else they are copied through
+    /// memory (`[static] sendfile`).
+    pub sendfile: bool,
 }
 
 /// How a response body is delimited on the wire.
@@ -127,7 +130,9 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
             out.buf_mut().extend_from_slice(&s.body);
             Ok(())
         }
-        Body::File { src, offset, len } => queue_file(out, &mut mark, &src, offset, len),
+        Body::File { src, offset, len } => {
+            queue_file(out, &mut mark, &src, offset, len, parts.sendfile)
+        }
         Body::Multipart { src } => {
             let mut r = Ok(());
             for seg in &s.segs {
@@ -136,7 +141,9 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
                         out.buf_mut().extend_from_slice(&s.body[at..at + len]);
                         Ok(())
                     }
-                    Seg::File { offset, len } => queue_file(out, &mut mark, &src, offset, len),
+                    Seg::File { offset, len } => {
+                        queue_file(out, &mut mark, &src, offset, len, parts.sendfile)
+                    }
                 };
                 if r.is_err() {
                     break;
@@ -160,13 +167,15 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
 }
 
 /// Queues a file range: copied behind what is already buffered when it
-/// is in memory or small, as a `sendfile` piece when large.
+/// is in memory or small, as a `sendfile` piece when large (or one copied
+/// a chunk at a time as the socket drains, without `sendfile`).
 fn queue_file(
     out: &mut Out,
     mark: &mut usize,
     src: &Source,
     offset: u64,
     len: u64,
+    sendfile: bool,
 ) -> io::Result<()> {
     match src {
         Source::Mem(content) => {
@@ -194,7 +203,11 @@ fn queue_file(
         }
         Source::File(file) => {
             out.commit(*mark);
-            out.push_file(Rc::clone(file), offset, len);
+            if sendfile {
+                out.push_file(Rc::clone(file), offset, len);
+            } else {
+                out.push_copy(Rc::clone(file), offset, len);
+            }
             *mark = out.buf_mut().len();
             Ok(())
         }

@@ -177,6 +177,7 @@ impl Worker {
             date: self.date.get(),
             connection: ConnHeader::Close,
             head_only: false,
+            sendfile: self.cfg.static_files.sendfile,
         };
         let body = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
         if self.logger.access_enabled() {
@@ -273,6 +274,7 @@ impl Worker {
             date: self.date.get(),
             connection,
             head_only: req.method == Method::Head,
+            sendfile: self.cfg.static_files.sendfile,
         };
         let bytes = match response::queue(&mut self.stage, plan, &self.scratch, &parts) {
             Ok(n) => n,

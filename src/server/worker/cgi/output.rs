@@ -16,6 +16,7 @@ impl Worker {
             date: self.date.get(),
             connection,
             head_only: false,
+            sendfile: self.cfg.static_files.sendfile,
         }
     }
 
