@@ -112,6 +112,13 @@ impl FileCache {
         }
     }
 
+    /// Forgets every entry (and frees the memory and descriptors they
+    /// held): a worker does so when it has been quiet a while.
+    pub fn clear(&mut self) {
+        self.map = HashMap::default();
+        self.mem = 0;
+    }
+
     /// Sets the clock the cache compares against (once per loop iteration).
     pub fn set_now(&mut self, now: Instant) {
         self.now = now;

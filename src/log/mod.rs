@@ -344,6 +344,18 @@ impl Logger {
         }
     }
 
+    /// Hands what is buffered to the writer and frees the buffers kept
+    /// for reuse (a worker does so when it has been quiet a while; the
+    /// next lines grow new ones).
+    pub fn rest(&mut self) {
+        self.flush();
+        while self.home_rx.try_recv().is_ok() {}
+        if self.batch.lines == 0 {
+            self.batch.access = Vec::new();
+            self.batch.error = Vec::new();
+        }
+    }
+
     /// Hands buffered lines to the writer thread without blocking (called
     /// once per event-loop iteration). If the writer is behind, lines are
     /// dropped and counted, never waited for.

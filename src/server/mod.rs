@@ -369,12 +369,18 @@ impl Running {
     /// Joins the workers of earlier configurations that have finished
     /// draining.
     pub fn reap(&mut self) {
+        let before = self.retired.len();
         for g in &mut self.retired {
             if g.finished() {
                 g.join();
             }
         }
         self.retired.retain(|g| !g.threads.is_empty());
+        if self.retired.len() < before {
+            // What the previous workers held is free now, but glibc keeps
+            // it in their arenas: hand it back.
+            sys::memory::give_back();
+        }
     }
 
     /// Graceful stop: no new connections (the listening sockets close at

@@ -36,6 +36,7 @@ pub mod app;
 pub mod cgi;
 mod drain;
 mod request;
+mod rest;
 
 use access_log::settle;
 use request::request_record;
@@ -164,6 +165,9 @@ pub struct Worker {
     next_tick: Instant,
     /// Caps the debug lines that explain 403s and 404s.
     refusals: LineBudget,
+    /// Since when no socket or pipe has had an event, if the worker has
+    /// worked since it last rested (see [`rest`]).
+    quiet_since: Option<Instant>,
 }
 
 impl Worker {
@@ -248,6 +252,7 @@ impl Worker {
             drain_until: None,
             accept_paused_until: None,
             next_tick: now + TICK,
+            quiet_since: None,
             refusals: LineBudget::new(REFUSALS_PER_SEC, now),
         })
     }
@@ -277,6 +282,9 @@ impl Worker {
             self.wall = SystemTime::now();
             self.date.update(self.wall);
             self.files.set_now(self.now);
+            if !events.is_empty() {
+                self.quiet_since = Some(self.now);
+            }
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {
@@ -405,6 +413,8 @@ impl Worker {
         let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
             return;
         };
+        // (Throttled output moves on timers, without a socket event.)
+        self.quiet_since = Some(self.now);
         if readable {
             conn.read_more = true;
         }
@@ -733,6 +743,7 @@ impl Worker {
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
         self.next_tick = self.now + TICK;
+        self.maybe_rest();
         self.report_refusals_not_logged();
         if !self.zombies.is_empty() {
             self.reap_zombies(false);

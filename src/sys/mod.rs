@@ -5,6 +5,7 @@
 
 pub mod fs;
 pub mod launcher;
+pub mod memory;
 pub mod net;
 pub mod privileged;
 pub mod privileges;

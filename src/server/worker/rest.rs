@@ -1,0 +1,71 @@
+//! Giving memory back once a worker has been quiet for a while: a burst
+//! of connections leaves a long connection slab, spare queues and
+//! buffers, a full open-file cache (with small files' content) and log
+//! buffers behind, and the allocator keeps whatever is freed unless told
+//! to return it (see [`crate::sys::memory`]). None of this is on the
+//! request path: after a rest, the first requests grow what they need
+//! again.
+
+use super::*;
+
+/// Quiet time (no event on any socket or pipe) before a worker rests.
+pub(super) const REST_AFTER: Duration = Duration::from_secs(3);
+
+impl Worker {
+    /// Called at each timer tick: rests once the worker has been quiet
+    /// for [`REST_AFTER`] since it last worked.
+    pub(super) fn maybe_rest(&mut self) {
+        if let Some(since) = self.quiet_since {
+            if self.now.saturating_duration_since(since) >= REST_AFTER {
+                self.quiet_since = None;
+                self.rest();
+            }
+        }
+    }
+
+    /// Frees what only a busier moment needed and hands the allocator's
+    /// free pages back to the system.
+    fn rest(&mut self) {
+        self.spare_outs = Vec::new();
+        self.spare_bufs = Vec::new();
+        // The slab keeps the slots of connections still open; the tail
+        // that only closed connections used goes.
+        while matches!(self.conns.last(), Some(None)) {
+            self.conns.pop();
+        }
+        let n = self.conns.len();
+        self.free.retain(|&i| i < n);
+        self.conns.shrink_to_fit();
+        self.free.shrink_to_fit();
+        self.timers.shrink_to_fit();
+        self.zombies.shrink_to_fit();
+        self.files.clear();
+        self.scratch = Scratch::default();
+        self.auth_user = Vec::new();
+        if self.logger.enabled(Level::Debug) {
+            self.logger.log(
+                Level::Debug,
+                format_args!(
+                    "quiet for {}s: spare buffers and caches freed, free memory returned to the system",
+                    REST_AFTER.as_secs()
+                ),
+            );
+        }
+        self.logger.rest();
+        // The per-thread buffers too (nothing is staged between events):
+        // freed before the trim and allocated again after it, they hold
+        // no page until a request writes to them.
+        let staged = !self.stage.is_empty();
+        if !staged {
+            self.stage = Out::default();
+        }
+        self.rbuf = Vec::new();
+        self.cgi_buf = Vec::new();
+        crate::sys::memory::give_back();
+        if !staged {
+            self.stage = Out::with_capacity(READ_BUF);
+        }
+        self.rbuf = Vec::with_capacity(READ_BUF);
+        self.cgi_buf = Vec::with_capacity(READ_BUF);
+    }
+}
