@@ -126,6 +126,25 @@ impl FileCache {
 
     /// Looks `rel` up beneath `root`, from the cache when it is fresh.
     pub fn lookup(&mut self, root: &Root, rel: &[u8]) -> io::Result<Rc<Entry>> {
+        self.lookup_keeping(root, rel, true)
+    }
+
+    /// Looks up a file that usually does not exist (a `.br`/`.gz`
+    /// sidecar): as [`FileCache::lookup`], but a miss takes no slot. The
+    /// file it would accompany remembers that it has none
+    /// ([`FileCache::remember_sidecars`]), so a miss is asked again only
+    /// as often as a cached lookup is; were misses kept, three slots a
+    /// file would empty the cache of a site a third of its size.
+    pub fn probe(&mut self, root: &Root, rel: &[u8]) -> io::Result<Rc<Entry>> {
+        self.lookup_keeping(root, rel, false)
+    }
+
+    fn lookup_keeping(
+        &mut self,
+        root: &Root,
+        rel: &[u8],
+        keep_misses: bool,
+    ) -> io::Result<Rc<Entry>> {
         if self.capacity == 0 {
             return load(root, rel, &mut 0);
         }
@@ -147,6 +166,9 @@ impl FileCache {
                     self.mem -= m.len();
                 }
             }
+        }
+        if !keep_misses {
+            root.stat(rel)?;
         }
         if self.map.len() >= self.capacity {
             self.map.clear();
@@ -241,4 +263,28 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
         validators: validators.into(),
         sidecars: Cell::new(None),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_that_miss_take_no_slot() {
+        let dir = std::env::temp_dir().join(format!("brisk-fcache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.html"), b"a").unwrap();
+        std::fs::write(dir.join("b.html.gz"), b"b").unwrap();
+        let root = Root::open(&dir, false).unwrap();
+        let mut cache = FileCache::new(8, Duration::from_secs(60));
+        assert!(cache.lookup(&root, b"a.html").is_ok());
+        assert!(cache.lookup(&root, b"missing.html").is_err());
+        assert_eq!(cache.map.len(), 2, "lookups keep hits and misses");
+        assert!(cache.probe(&root, b"a.html.gz").is_err());
+        assert!(cache.probe(&root, b"a.html.br").is_err());
+        assert_eq!(cache.map.len(), 2, "a probe that misses takes no slot");
+        assert!(cache.probe(&root, b"b.html.gz").is_ok());
+        assert_eq!(cache.map.len(), 3, "a probe that finds a file keeps it");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -369,18 +369,21 @@ fn negotiate(
     // codings) only need to know whether sidecars exist: remembered on
     // the file's cache entry, as fresh as a cached lookup.
     if let Some(e) = &chosen.entry {
-        if wanted == [false; SIDECARS.len()] {
-            if let Some(exist) = cache.sidecars_known(e) {
-                chosen.varies = exist;
+        match cache.sidecars_known(e) {
+            // Nothing to choose from, whatever the client accepts.
+            Some(false) => return chosen,
+            Some(true) if wanted == [false; SIDECARS.len()] => {
+                chosen.varies = true;
                 return chosen;
             }
+            _ => {}
         }
     }
     let identity = chosen.entry.clone();
     let base = s.rel.len();
     for ((name, suffix), wanted) in SIDECARS.into_iter().zip(wanted) {
         s.rel.extend_from_slice(suffix);
-        let side = cache.lookup(&site.root, &s.rel);
+        let side = cache.probe(&site.root, &s.rel);
         s.rel.truncate(base);
         let Ok(side) = side else { continue };
         if side.meta.kind != Kind::File {
