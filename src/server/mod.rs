@@ -477,6 +477,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    sys::memory::one_arena();
     let _ = sys::process::cloexec_inherited();
     // As loaded, before a default user is filled in: what a reload's
     // configuration is compared with.

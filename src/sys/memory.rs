@@ -25,3 +25,25 @@ pub fn give_back() -> bool {
 pub fn give_back() -> bool {
     false
 }
+
+/// Makes every thread allocate from one arena (glibc's `M_ARENA_MAX`).
+/// glibc gives each thread that allocates an arena of its own, and an
+/// exited thread's arena stays, fragmented, for the next thread: after
+/// twenty reloads under load (two workers, `wrk -c4000`) the resting RSS
+/// was 8.6 MiB against 3.2 MiB at start, and 3.7 MiB with one arena (4.1
+/// with two). The request path allocates nothing once warm, and small
+/// allocations come from each thread's cache without the arena's lock, so
+/// one arena costs no measurable speed. Call it before any thread exists.
+/// Only the brisk program does: an embedding program keeps its own
+/// allocator settings.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn one_arena() {
+    // SAFETY: mallopt only changes a setting of the allocator, under its lock.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+/// One arena for every thread (musl's allocator has no per-thread arenas).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn one_arena() {}
