@@ -92,11 +92,12 @@ fn steady_state_logging_does_not_allocate() {
             round(&mut logger);
         }
         let spent = allocs() - before;
-        // A writer thread starved by a busy machine forces a fresh buffer
-        // for a round now and then (one per flush at most: 200 here, on a
-        // loaded machine); an allocation per line would show as 1000 or more.
+        // A writer thread starved by a busy machine forces a fresh batch
+        // for a round now and then: its two buffers, sized at once (400 if
+        // every one of the 200 rounds found the writer behind); an
+        // allocation per line would show as 1000 or more.
         assert!(
-            spent <= 200,
+            spent <= 400,
             "{format:?}: {spent} allocations for 1000 lines"
         );
         drop(logger);

@@ -364,10 +364,15 @@ impl Logger {
             return;
         }
         // A returned buffer if there is one; a new one only while warming up
-        // or after the writer fell behind.
+        // or after the writer fell behind, sized like the one that goes so
+        // that it does not grow line by line (two allocations, not a dozen).
         let spare = match self.home_rx.try_recv() {
             Ok(b) => b,
-            Err(_) => Batch::new(self.home_tx.clone()),
+            Err(_) => Batch::with_capacity(
+                self.home_tx.clone(),
+                self.batch.access.capacity(),
+                self.batch.error.capacity(),
+            ),
         };
         let full = std::mem::replace(&mut self.batch, spare);
         match self.tx.try_send(Msg::Batch(full)) {

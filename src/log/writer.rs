@@ -38,9 +38,14 @@ pub(crate) struct Batch {
 
 impl Batch {
     pub(crate) fn new(home: SyncSender<Batch>) -> Batch {
+        Batch::with_capacity(home, 0, 0)
+    }
+
+    /// A batch whose buffers hold `access` and `error` bytes before they grow.
+    pub(crate) fn with_capacity(home: SyncSender<Batch>, access: usize, error: usize) -> Batch {
         Batch {
-            access: Vec::new(),
-            error: Vec::new(),
+            access: Vec::with_capacity(access),
+            error: Vec::with_capacity(error),
             lines: 0,
             home,
         }
