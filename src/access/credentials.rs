@@ -2,6 +2,8 @@
 
 use base64ct::{Base64, Encoding};
 
+use crate::http::grammar::{is_tchar, trim_ows};
+
 /// Why a credential could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Malformed {
@@ -68,19 +70,4 @@ pub(crate) fn decode(value: &[u8], buf: &mut Vec<u8>) -> Result<usize, Malformed
         return Err(Malformed::UserPass);
     }
     Ok(colon)
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
-}
-
-/// RFC 9110 §5.6.2 tchar.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }

@@ -10,8 +10,8 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::load::{sorted, Cx};
-use super::units;
 use super::{CgiRule, CgiTarget, ConfigError};
+use crate::http::grammar;
 
 /// `(key, "file:line: cgi[N].key")` for each path key of one rule.
 pub(crate) type PathOrigins = Vec<(&'static str, String)>;
@@ -48,7 +48,7 @@ fn is_url_prefix(url: &str) -> bool {
             return false;
         }
     }
-    units::is_header_value(url)
+    grammar::is_field_value(url.as_bytes())
 }
 
 /// A regular file with at least one execute bit. Whether the server's
@@ -172,7 +172,7 @@ impl Cx<'_> {
                     ));
                 }
                 let s = self.string(&full, value)?;
-                if s.is_empty() || s.contains('/') || !units::is_header_value(s) {
+                if s.is_empty() || s.contains('/') || !grammar::is_field_value(s.as_bytes()) {
                     return Err(self.expected(
                         value,
                         &full,

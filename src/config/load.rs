@@ -15,6 +15,7 @@ use toml::Spanned;
 
 use super::units::{self, DURATION_HELP, LISTEN_HELP, SIZE_HELP};
 use super::{Config, ConfigError, LogTarget};
+use crate::http::grammar;
 
 /// One TOML document to load.
 pub(crate) struct Source<'a> {
@@ -97,7 +98,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "workers" => config.workers = cx.integer("workers", value, 0, 1024)? as usize,
             "server_header" => {
                 let s = cx.string("server_header", value)?;
-                if !units::is_header_value(s) {
+                if !grammar::is_field_value(s.as_bytes()) {
                     return Err(cx.fail(
                         value,
                         "server_header",

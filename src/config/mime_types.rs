@@ -9,6 +9,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::units;
+use crate::http::grammar;
 
 /// A larger file is surely not a types file (Debian's is 74 KB).
 const MAX_LEN: u64 = 4 << 20;
@@ -52,7 +53,7 @@ fn parse(text: &[u8]) -> Result<Vec<(String, String)>, (usize, String)> {
             ));
         }
         for ext in words {
-            if !units::is_token(ext) {
+            if !grammar::is_token(ext.as_bytes()) {
                 return Err((n, format!("{ext:?} is not a file extension")));
             }
             // brisk matches the last extension of a name (`a.tar.gz` is

@@ -18,7 +18,7 @@ mod summary;
 mod throttle;
 mod units;
 
-pub(crate) use units::{is_header_value, is_token, FRAMING_HEADERS};
+pub(crate) use units::FRAMING_HEADERS;
 
 #[cfg(test)]
 mod tests;

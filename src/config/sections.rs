@@ -9,6 +9,7 @@ use toml::Spanned;
 use super::load::{sorted, Cx, Origins};
 use super::units;
 use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
+use crate::http::grammar;
 
 const LOG_KEYS: &[&str] = &["access", "format", "level", "error"];
 const STATIC_KEYS: &[&str] = &[
@@ -277,7 +278,10 @@ impl Cx<'_> {
         for (key, value) in sorted(self.table("mime", v)?) {
             let ext = key.get_ref().as_ref();
             let full = format!("mime.{ext}");
-            if ext.is_empty() || ext.contains(['.', '/', '\\']) || !units::is_header_value(ext) {
+            if ext.is_empty()
+                || ext.contains(['.', '/', '\\'])
+                || !grammar::is_field_value(ext.as_bytes())
+            {
                 return Err(self.fail(
                     key,
                     &full,
@@ -378,7 +382,7 @@ impl Cx<'_> {
         value: &Spanned<DeValue<'_>>,
     ) -> Result<PathMatch, ConfigError> {
         let s = self.string(full, value)?;
-        if !units::is_header_value(s) {
+        if !grammar::is_field_value(s.as_bytes()) {
             return Err(self.fail(value, full, "control characters are not allowed"));
         }
         if name == "path" {
@@ -410,7 +414,7 @@ impl Cx<'_> {
         for (key, value) in entries {
             let name = key.get_ref().as_ref();
             let key_name = format!("{full}.{name:?}");
-            if !units::is_token(name) {
+            if !grammar::is_token(name.as_bytes()) {
                 return Err(self.fail(
                     key,
                     &key_name,
@@ -435,7 +439,7 @@ impl Cx<'_> {
                 ));
             }
             let s = self.string(&key_name, value)?;
-            if !units::is_header_value(s) {
+            if !grammar::is_field_value(s.as_bytes()) {
                 return Err(self.fail(
                     value,
                     &key_name,

@@ -19,7 +19,8 @@
 use std::net::SocketAddr;
 
 use super::Scratch;
-use crate::config::{is_header_value, is_token, FRAMING_HEADERS};
+use crate::config::FRAMING_HEADERS;
+use crate::http::grammar;
 use crate::http::parse::{find_header, Header};
 
 /// Code that answers requests under a path prefix.
@@ -119,7 +120,7 @@ impl<'a> Response<'a> {
     /// `Transfer-Encoding`, `Connection`, `Date` and `Server` are brisk's
     /// to write.
     pub fn header(&mut self, name: &str, value: &str) -> Result<(), InvalidHeader> {
-        if !is_token(name) {
+        if !grammar::is_token(name.as_bytes()) {
             return Err(InvalidHeader(format!(
                 "{name:?} is not a valid header name"
             )));
@@ -128,7 +129,7 @@ impl<'a> Response<'a> {
         if own.any(|r| name.eq_ignore_ascii_case(r)) {
             return Err(InvalidHeader(format!("{name} is written by the server")));
         }
-        if !is_header_value(value) {
+        if !grammar::is_field_value(value.as_bytes()) {
             return Err(InvalidHeader(format!(
                 "the value of {name} holds a control character"
             )));

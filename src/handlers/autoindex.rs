@@ -10,6 +10,7 @@
 //! `YYYY-MM-DD HH:MM` in UTC, which the column header says.
 
 use crate::http::date::civil_time;
+use crate::http::grammar::hex_pair;
 use crate::http::push_u64;
 
 /// One directory entry to list.
@@ -136,12 +137,12 @@ fn is_href_safe(b: u8) -> bool {
 /// Appends a file name percent-encoded as one relative path segment, the
 /// exact bytes preserved (a non-UTF-8 name still links to itself).
 pub fn push_href(out: &mut Vec<u8>, name: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in name {
         if is_href_safe(b) {
             out.push(b);
         } else {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]);
+            out.push(b'%');
+            out.extend_from_slice(&hex_pair(b));
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
 use crate::http::parse::Request;
 use crate::http::range::{self, RangeOutcome};
-use crate::http::{encoding, path, Method, Status};
+use crate::http::{encoding, grammar, path, Method, Status};
 use crate::sys::fs::{Kind, Meta, Root};
 use std::rc::Rc;
 
@@ -553,10 +553,7 @@ fn boundary(meta: &Meta) -> [u8; 24] {
     let mix = n ^ meta.ino.rotate_left(17) ^ meta.mtime.rotate_left(41) ^ meta.size;
     let mut out = [0u8; 24];
     out[..8].copy_from_slice(b"brisk-0x");
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for (i, b) in out[8..].iter_mut().enumerate() {
-        *b = HEX[((mix >> (60 - 4 * i)) & 0xf) as usize];
-    }
+    out[8..].copy_from_slice(&grammar::hex_u64(mix));
     out
 }
 

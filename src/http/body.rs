@@ -5,7 +5,8 @@
 //! data and Content-Length bodies are handed to the sink in slices of the
 //! input, never copied.
 
-use super::parse::{is_field_byte, is_tchar, BodyFraming, ParseError};
+use super::grammar::{hex_value, is_field_byte, is_ows, is_tchar};
+use super::parse::{BodyFraming, ParseError};
 use super::Status;
 
 /// Limits applied while reading a body.
@@ -98,15 +99,6 @@ const TOO_LARGE: ParseError = ParseError {
 /// A u64 chunk size has at most 16 hex digits; more is refused rather than
 /// risking an overflow (leading zeros that long are not sent in practice).
 const MAX_SIZE_DIGITS: u8 = 16;
-
-fn hex_value(b: u8) -> Option<u64> {
-    match b {
-        b'0'..=b'9' => Some(u64::from(b - b'0')),
-        b'a'..=b'f' => Some(u64::from(b - b'a' + 10)),
-        b'A'..=b'F' => Some(u64::from(b - b'A' + 10)),
-        _ => None,
-    }
-}
 
 /// qdtext / the character after a backslash in a quoted-string (RFC 9110 §5.6.4).
 fn is_qdtext(b: u8) -> bool {
@@ -245,7 +237,7 @@ impl BodyDecoder {
         if self.digits > MAX_SIZE_DIGITS {
             return Err(bad("chunk size too long"));
         }
-        self.size = (self.size << 4) | v;
+        self.size = (self.size << 4) | u64::from(v);
         // The size only grows with more digits: refuse as soon as it is
         // certain the body will not fit.
         if self.decoded.saturating_add(self.size) > self.limits.max_body {
@@ -295,7 +287,7 @@ fn take(remaining: u64, avail: usize) -> usize {
 
 /// The chunk-ext state after byte `b` (never CR, handled by the caller).
 fn next_ext(ext: Ext, b: u8) -> Result<Ext, ParseError> {
-    let ws = b == b' ' || b == b'\t';
+    let ws = is_ows(b);
     let next = match ext {
         Ext::AfterSize | Ext::BwsSemi if ws => Ext::BwsSemi,
         Ext::AfterSize | Ext::BwsSemi | Ext::Name | Ext::AfterName | Ext::AfterValue

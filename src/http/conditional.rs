@@ -1,6 +1,7 @@
 //! Conditional requests (RFC 9110 §13) and entity tags.
 
 use super::date::parse_http_date;
+use super::grammar::{is_ows, push_hex};
 use super::Method;
 
 /// The validators of the selected representation.
@@ -53,10 +54,6 @@ impl EntityTag<'_> {
     fn weak_eq(&self, other: &EntityTag) -> bool {
         self.opaque == other.opaque
     }
-}
-
-fn is_ows(b: u8) -> bool {
-    b == b' ' || b == b'\t'
 }
 
 fn skip_ows(s: &[u8], mut i: usize) -> usize {
@@ -207,22 +204,6 @@ pub fn if_range_matches(if_range: &[u8], v: &Validators) -> bool {
         return tag.strong_eq(&current);
     }
     parse_http_date(value) == Some(v.last_modified)
-}
-
-fn push_hex(out: &mut Vec<u8>, n: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 16];
-    let mut i = buf.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        buf[i] = DIGITS[(n & 0xf) as usize];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
 }
 
 /// Writes the strong entity tag brisk uses for a file, with quotes:

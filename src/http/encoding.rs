@@ -1,5 +1,7 @@
 //! Content-coding negotiation (`Accept-Encoding`, RFC 9110 §12.5.3).
 
+use super::grammar::trim_ows;
+
 /// Whether an `Accept-Encoding` value makes `coding` acceptable: listed
 /// with a non-zero weight, or matched by `*` with a non-zero weight while
 /// not listed itself.
@@ -7,12 +9,12 @@ pub fn accepts(header: &[u8], coding: &[u8]) -> bool {
     let mut star = false;
     for item in header.split(|&b| b == b',') {
         let mut parts = item.split(|&b| b == b';');
-        let name = trim(parts.next().unwrap_or_default());
+        let name = trim_ows(parts.next().unwrap_or_default());
         let mut q_zero = false;
         for param in parts {
-            let param = trim(param);
+            let param = trim_ows(param);
             if param.len() >= 2 && param[..2].eq_ignore_ascii_case(b"q=") {
-                q_zero = is_zero_weight(trim(&param[2..]));
+                q_zero = is_zero_weight(trim_ows(&param[2..]));
             }
         }
         if name.eq_ignore_ascii_case(coding) {
@@ -33,16 +35,6 @@ fn is_zero_weight(q: &[u8]) -> bool {
         }
         _ => false,
     }
-}
-
-fn trim(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod body;
 pub mod conditional;
 pub mod date;
 pub mod encoding;
+pub mod grammar;
 pub mod mime;
 pub mod parse;
 pub mod path;

@@ -9,6 +9,7 @@
 mod fields;
 mod target;
 
+use super::grammar::{is_field_byte, is_tchar, trim_ows};
 use super::{Method, Status, Version};
 use fields::Semantics;
 use target::parse_target;
@@ -127,35 +128,6 @@ const fn too_large(reason: &'static str) -> ParseError {
     }
 }
 
-const fn build_tchar() -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut i = 0;
-    while i < 256 {
-        table[i] = (i as u8).is_ascii_alphanumeric();
-        i += 1;
-    }
-    let specials = b"!#$%&'*+-.^_`|~";
-    let mut j = 0;
-    while j < specials.len() {
-        table[specials[j] as usize] = true;
-        j += 1;
-    }
-    table
-}
-
-static TCHAR: [bool; 256] = build_tchar();
-
-/// Whether `b` may appear in a token (RFC 9110 §5.6.2).
-pub(crate) fn is_tchar(b: u8) -> bool {
-    TCHAR[b as usize]
-}
-
-/// Whether `b` may appear in a field value: VCHAR, obs-text, SP, HTAB
-/// (RFC 9110 §5.5). NUL, the other controls and DEL may not.
-pub(crate) fn is_field_byte(b: u8) -> bool {
-    b == b'\t' || (b >= 0x20 && b != 0x7f)
-}
-
 /// Whether `b` may appear in a request target: visible ASCII except `#`.
 /// A raw byte >= 0x80 is never part of a URI (RFC 3986 §2: non-ASCII must
 /// be percent-encoded; RFC 9112 §3.2 lets a server answer 400 to an
@@ -177,17 +149,6 @@ fn target_byte_error(b: u8) -> ParseError {
         0x80.. => bad("raw byte above 0x7F in request target (percent-encode it)"),
         _ => bad("invalid character in request target"),
     }
-}
-
-/// Trims optional whitespace (SP / HTAB, RFC 9110 §5.6.3) on both ends.
-pub(crate) fn trim_ows(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
 }
 
 /// Where the line that starts at `start` ends.

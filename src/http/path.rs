@@ -6,6 +6,7 @@
 //! like a literal one and can never smuggle a `..` past normalisation, while
 //! a double-encoded one (`%252e`) stays the literal file name `%2e`.
 
+use super::grammar::hex_value;
 use super::Status;
 
 /// Why a path was refused, and with which status.
@@ -37,15 +38,6 @@ pub fn split_target(target: &[u8]) -> (&[u8], Option<&[u8]>) {
     match target.iter().position(|&b| b == b'?') {
         Some(i) => (&target[..i], Some(&target[i + 1..])),
         None => (target, None),
-    }
-}
-
-fn hex_value(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! coalesced (RFC 9110 §14.2 allows it), which defeats the classic
 //! "many overlapping ranges" amplification attack.
 
+use super::grammar::trim_ows;
 use super::push_u64;
 
 /// An inclusive byte range `start..=end` within a representation.
@@ -60,26 +61,6 @@ pub enum RangeOutcome {
     Ranges(RangeSet),
     /// Valid syntax, nothing satisfiable: 416 with `Content-Range: bytes */len`.
     Unsatisfiable,
-}
-
-fn is_ows(b: u8) -> bool {
-    b == b' ' || b == b'\t'
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [first, rest @ ..] = s {
-        if !is_ows(*first) {
-            break;
-        }
-        s = rest;
-    }
-    while let [rest @ .., last] = s {
-        if !is_ows(*last) {
-            break;
-        }
-        s = rest;
-    }
-    s
 }
 
 /// `1*DIGIT` as a u64; `None` if empty, not digits, or overflowing.

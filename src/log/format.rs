@@ -7,14 +7,13 @@ use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{AccessFormat, Level};
+use crate::http::grammar::hex_pair;
 
 use super::AccessRecord;
 
 const MONTHS: [&[u8; 3]; 12] = [
     b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
 ];
-
-const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 /// The three timestamp spellings of one second, formatted once per second:
 /// every request needs one, and the digits only change once a second.
@@ -95,6 +94,12 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// Appends `prefix` and the two hex digits of `b` (`\x1B`, `\u001B`).
+fn push_hex_escape(out: &mut Vec<u8>, prefix: &[u8], b: u8) {
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(&hex_pair(b));
+}
+
 /// Appends `bytes` for a text-format field: `"`, `\`, controls and every
 /// byte ≥ 0x7F become `\xHH` (nginx's escaping), so a client can neither
 /// end the field, nor start a new line, nor smuggle terminal escapes.
@@ -103,12 +108,7 @@ pub(crate) fn escape_text(out: &mut Vec<u8>, bytes: &[u8]) {
     for (i, &b) in bytes.iter().enumerate() {
         if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
             out.extend_from_slice(&bytes[start..i]);
-            out.extend_from_slice(&[
-                b'\\',
-                b'x',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ]);
+            push_hex_escape(out, b"\\x", b);
             start = i + 1;
         }
     }
@@ -135,14 +135,7 @@ pub(crate) fn escape_json(out: &mut Vec<u8>, bytes: &[u8]) {
             };
             out.extend_from_slice(&valid[start..i]);
             if short.is_empty() {
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 15)],
-                ]);
+                push_hex_escape(out, b"\\u00", b);
             } else {
                 out.extend_from_slice(short);
             }
@@ -180,12 +173,7 @@ impl fmt::Write for ControlEscaper<'_> {
             };
             self.0.extend_from_slice(&bytes[start..i]);
             for &c in &bytes[i..i + len] {
-                self.0.extend_from_slice(&[
-                    b'\\',
-                    b'x',
-                    HEX[usize::from(c >> 4)],
-                    HEX[usize::from(c & 15)],
-                ]);
+                push_hex_escape(self.0, b"\\x", c);
             }
             i += len;
             start = i;

@@ -6,6 +6,8 @@
 //! is not a token — makes the whole reply invalid (the server answers
 //! 502), rather than being passed on or silently repaired.
 
+use crate::http::grammar::{is_field_value, is_ows, is_token, trim_ows};
+
 /// What kind of reply the script gave (RFC 3875 §6.2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CgiReply {
@@ -196,7 +198,7 @@ fn redirect_kind(code: &mut u16, explicit: bool) -> CgiReply {
 /// Splits `Name: value`, checking both. Values keep obs-text (bytes ≥ 0x80)
 /// but no control bytes other than tab.
 fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
-    if line[0] == b' ' || line[0] == b'\t' {
+    if is_ows(line[0]) {
         return Err("CGI header line folded (obs-fold)");
     }
     let colon = line
@@ -204,29 +206,14 @@ fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
         .position(|&b| b == b':')
         .ok_or("CGI header line without a colon")?;
     let name = &line[..colon];
-    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+    if !is_token(name) {
         return Err("CGI header name is not a token");
     }
-    let value = trim(&line[colon + 1..]);
-    if value.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+    let value = trim_ows(&line[colon + 1..]);
+    if !is_field_value(value) {
         return Err("CGI header value holds a control character");
     }
     Ok((name, value))
-}
-
-fn trim(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
-}
-
-/// RFC 9110 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// `Status: 404 Not Found` (RFC 3875 §6.3.3): three digits, then an
@@ -238,7 +225,7 @@ fn parse_status(value: &[u8]) -> Result<(u16, Option<Vec<u8>>), &'static str> {
     if digits.len() != 3 || !digits.iter().all(u8::is_ascii_digit) {
         return Err(BAD);
     }
-    if !rest.is_empty() && rest[0] != b' ' && rest[0] != b'\t' {
+    if rest.first().is_some_and(|&b| !is_ows(b)) {
         return Err(BAD);
     }
     let code = digits
@@ -247,7 +234,7 @@ fn parse_status(value: &[u8]) -> Result<(u16, Option<Vec<u8>>), &'static str> {
     if !(200..=599).contains(&code) {
         return Err(BAD);
     }
-    let reason = trim(rest);
+    let reason = trim_ows(rest);
     Ok((code, (!reason.is_empty()).then(|| reason.to_vec())))
 }
 

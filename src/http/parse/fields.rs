@@ -2,7 +2,8 @@
 //! Connection and Expect.
 
 use super::target::split_host_port;
-use super::{bad, is_tchar, trim_ows, Header, ParseError};
+use super::{bad, Header, ParseError};
+use crate::http::grammar::{is_tchar, trim_ows};
 use crate::http::Version;
 
 /// Iterates the non-empty, trimmed elements of a comma list. Empty elements

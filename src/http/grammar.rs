@@ -1,0 +1,174 @@
+//! The small rules of HTTP's grammar that many parsers share: tokens and
+//! optional whitespace (RFC 9110 §5.6), field-value bytes (§5.5) and
+//! hexadecimal digits (RFC 5234 Appendix B.1 `HEXDIG`, used by chunk sizes,
+//! percent-encoding and entity tags).
+//!
+//! One definition of each, so that a header name is the same set of bytes
+//! whether a client, a CGI script, a config file or an embedded handler
+//! sends it, and so that the request parser's lookup table serves them all.
+
+/// `tchar` as a table: the request line and every header name go through
+/// it byte by byte, and a lookup is cheaper than the comparisons.
+static TCHAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = (i as u8).is_ascii_alphanumeric();
+        i += 1;
+    }
+    let specials = b"!#$%&'*+-.^_`|~";
+    let mut j = 0;
+    while j < specials.len() {
+        table[specials[j] as usize] = true;
+        j += 1;
+    }
+    table
+};
+
+/// Whether `b` may appear in a token (RFC 9110 §5.6.2 `tchar`).
+#[inline]
+pub fn is_tchar(b: u8) -> bool {
+    TCHAR[b as usize]
+}
+
+/// Whether `s` is a token: one or more `tchar` (RFC 9110 §5.6.2), the
+/// syntax of field names, methods and media type names.
+pub fn is_token(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|&b| is_tchar(b))
+}
+
+/// Whether `b` is optional whitespace: SP or HTAB (RFC 9110 §5.6.3 `OWS`).
+#[inline]
+pub fn is_ows(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// `v` without optional whitespace (SP / HTAB, RFC 9110 §5.6.3) on either
+/// end: a field value's own leading and trailing whitespace is not part of
+/// it (§5.5), nor is the whitespace around list elements (§5.6.1).
+#[inline]
+pub fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// Whether `b` may appear in a field value: VCHAR, obs-text, SP, HTAB
+/// (RFC 9110 §5.5). NUL, CR, LF, the other controls and DEL may not: a CR
+/// or LF would end the field (and could start a forged one).
+#[inline]
+pub fn is_field_byte(b: u8) -> bool {
+    b == b'\t' || (b >= 0x20 && b != 0x7f)
+}
+
+/// Whether every byte of `v` may appear in a field value ([`is_field_byte`]).
+pub fn is_field_value(v: &[u8]) -> bool {
+    v.iter().all(|&b| is_field_byte(b))
+}
+
+/// The value of one hexadecimal digit, either case (RFC 5234 `HEXDIG` is
+/// case-insensitive, as every ABNF string is).
+#[inline]
+pub fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// The two uppercase hexadecimal digits of `b`: uppercase as RFC 3986 §2.1
+/// asks of percent-encoding, and as nginx writes its `\xHH` log escapes.
+#[inline]
+pub fn hex_pair(b: u8) -> [u8; 2] {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]
+}
+
+/// The 16 lowercase hexadecimal digits of `n`, zero-padded.
+pub fn hex_u64(n: u64) -> [u8; 16] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 16];
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = DIGITS[((n >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out
+}
+
+/// Appends `n` in lowercase hexadecimal without leading zeros (`0` for
+/// zero): a chunk-size (RFC 9112 §7.1) or a part of an entity tag.
+pub fn push_hex(out: &mut Vec<u8>, n: u64) {
+    let digits = hex_u64(n);
+    let first = digits.iter().position(|&d| d != b'0').unwrap_or(15);
+    out.extend_from_slice(&digits[first..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tchar_is_exactly_the_rfc_set() {
+        let specials = b"!#$%&'*+-.^_`|~";
+        for b in 0..=255u8 {
+            let want = b.is_ascii_alphanumeric() || specials.contains(&b);
+            assert_eq!(is_tchar(b), want, "byte {b:#04x}");
+        }
+        assert!(is_token(b"Cache-Control"));
+        assert!(is_token(b"x-a.b_c~d|e"));
+        assert!(!is_token(b""));
+        assert!(!is_token(b"Bad Name"));
+        assert!(!is_token(b"X:Y"));
+        assert!(!is_token(b"caf\xc3\xa9"));
+    }
+
+    #[test]
+    fn ows_is_space_and_tab_only() {
+        assert_eq!(trim_ows(b" \t a b \t "), b"a b");
+        assert_eq!(trim_ows(b"\t\t"), b"");
+        assert_eq!(trim_ows(b""), b"");
+        assert_eq!(trim_ows(b"\r\na\x0b"), b"\r\na\x0b");
+        for b in 0..=255u8 {
+            assert_eq!(is_ows(b), b == b' ' || b == b'\t', "byte {b:#04x}");
+        }
+    }
+
+    #[test]
+    fn field_values_refuse_controls_but_keep_obs_text() {
+        assert!(is_field_value(b"text/html; q=0.5\tx"));
+        assert!(is_field_value(b"caf\xc3\xa9 \xff"));
+        assert!(is_field_value(b""));
+        for bad in [
+            &b"a\r\nSet-Cookie: x"[..],
+            b"a\nb",
+            b"a\0",
+            b"\x7f",
+            b"\x1b[31m",
+        ] {
+            assert!(!is_field_value(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn hex_digits_both_ways() {
+        for b in 0..=255u8 {
+            let want = (b as char).to_digit(16).map(|d| d as u8);
+            assert_eq!(hex_value(b), want, "byte {b:#04x}");
+            let [hi, lo] = hex_pair(b);
+            assert_eq!(format!("{b:02X}").as_bytes(), [hi, lo]);
+            assert_eq!(hex_value(hi).zip(hex_value(lo)), Some((b >> 4, b & 0xf)));
+        }
+        assert_eq!(&hex_u64(0x1a4), b"00000000000001a4");
+        assert_eq!(&hex_u64(u64::MAX), b"ffffffffffffffff");
+        for n in [0, 1, 0xf, 0x10, 0x5f3a_1c2b, u64::MAX] {
+            let mut out = Vec::new();
+            push_hex(&mut out, n);
+            assert_eq!(out, format!("{n:x}").as_bytes());
+        }
+    }
+}
