@@ -24,7 +24,9 @@ const LONG_DAY_NAMES: [&[u8]; 7] = [
     b"Friday",
     b"Saturday",
 ];
-const MONTH_NAMES: [&[u8; 3]; 12] = [
+/// English month abbreviations, as IMF-fixdate and the common log format
+/// spell them.
+pub const MONTH_NAMES: [&[u8; 3]; 12] = [
     b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
 ];
 

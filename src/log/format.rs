@@ -7,13 +7,10 @@ use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{AccessFormat, Level};
+use crate::http::date::{civil_time, MONTH_NAMES};
 use crate::http::grammar::hex_pair;
 
 use super::AccessRecord;
-
-const MONTHS: [&[u8; 3]; 12] = [
-    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
-];
 
 /// The three timestamp spellings of one second, formatted once per second:
 /// every request needs one, and the digits only change once a second.
@@ -44,15 +41,14 @@ impl Clock {
             return;
         }
         self.second = Some(secs);
-        let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
-        let s = secs % 86_400;
-        let (h, mi, sec) = (s / 3600, s / 60 % 60, s % 60);
-        // Years past 9999 would need more digits than the arrays hold; a
-        // clock that far off is clamped rather than mis-formatted.
-        let y = y.clamp(0, 9999) as u64;
+        // Years past 9999 would need more digits than the arrays hold;
+        // `civil_time` clamps a clock that far off to the last second of 9999.
+        let t = civil_time(secs);
+        let (y, mo, d) = (t.year, t.month, t.day);
+        let (h, mi, sec) = (t.hour, t.minute, t.second);
         let mut w = &mut self.error[..];
         let _ = write!(w, "{y:04}/{mo:02}/{d:02} {h:02}:{mi:02}:{sec:02}");
-        let mon = MONTHS[(mo - 1) as usize];
+        let mon = MONTH_NAMES[(mo - 1) as usize];
         self.clf[3..6].copy_from_slice(mon);
         let mut w = &mut self.clf[..];
         let _ = write!(w, "{d:02}/");
@@ -76,22 +72,6 @@ impl Clock {
         self.set(time);
         &self.rfc3339
     }
-}
-
-/// Proleptic Gregorian (year, month 1-12, day 1-31) of a day count since
-/// 1970-01-01, by shifting the year to start in March so that the leap day
-/// falls at the end and each 400-year era has the same shape.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468; // days from 0000-03-01 to 1970-01-01
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // day of era, 0..146096
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..399
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of March-based year
-    let mp = (5 * doy + 2) / 153; // March = 0
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Appends `prefix` and the two hex digits of `b` (`\x1B`, `\u001B`).
@@ -399,6 +379,10 @@ mod tests {
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(clock.rfc3339(leap), b"2000-02-29T00:00:00Z");
         assert_eq!(clock.error(leap), b"2000/02/29 00:00:00");
+        // Past year 9999 the four-digit fields hold the last second of 9999.
+        let far = UNIX_EPOCH + Duration::from_secs(400_000_000_000);
+        assert_eq!(clock.rfc3339(far), b"9999-12-31T23:59:59Z");
+        assert_eq!(clock.clf(far), b"31/Dec/9999:23:59:59 +0000");
     }
 
     #[test]
