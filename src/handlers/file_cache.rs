@@ -18,8 +18,10 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::refusal::lookup_status;
 use crate::http::conditional;
 use crate::http::date::{format_http_date, HTTP_DATE_LEN};
+use crate::http::Status;
 use crate::sys::fs::{Kind, Meta, Root};
 
 /// Files up to this size are kept in memory (their content leaves in the
@@ -179,17 +181,11 @@ impl FileCache {
         self.mem = MEM_BUDGET - budget;
         let cached = match &result {
             Ok(e) => Ok(Rc::clone(e)),
-            // Only definite answers about the path are cached; running out
-            // of descriptors or memory says nothing about it.
-            Err(e) => match e.raw_os_error() {
-                Some(
-                    errno @ (libc::ENOENT
-                    | libc::ENOTDIR
-                    | libc::EACCES
-                    | libc::ELOOP
-                    | libc::EXDEV
-                    | libc::ENAMETOOLONG),
-                ) => Err(errno),
+            // Only definite answers about the path (absent: 404, refused:
+            // 403) are cached; running out of descriptors or memory says
+            // nothing about it.
+            Err(e) => match (e.raw_os_error(), lookup_status(e)) {
+                (Some(errno), Status::NOT_FOUND | Status::FORBIDDEN) => Err(errno),
                 _ => return result,
             },
         };

@@ -7,6 +7,8 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+use crate::http::Status;
+
 /// What was wrong with the file a request named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -43,6 +45,21 @@ pub fn errno(e: &io::Error) -> i32 {
         io::ErrorKind::PermissionDenied => libc::EACCES,
         _ => libc::EIO,
     })
+}
+
+/// The status for a file that could not be looked up or opened, by its
+/// errno ([`errno`]): absent → 404; refused (permissions, the sandbox, a
+/// symlink out of the root or not followed) → 403; out of descriptors or
+/// memory → 503, a passing condition rather than an error in the request
+/// or the server (DESIGN.md: 503 or backpressure); anything else → 500.
+/// The static handler and the CGI resolver both answer with it.
+pub fn lookup_status(e: &io::Error) -> Status {
+    match errno(e) {
+        libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG => Status::NOT_FOUND,
+        libc::EACCES | libc::EPERM | libc::ELOOP | libc::EXDEV => Status::FORBIDDEN,
+        libc::EMFILE | libc::ENFILE | libc::ENOMEM => Status::SERVICE_UNAVAILABLE,
+        _ => Status::INTERNAL_SERVER_ERROR,
+    }
 }
 
 /// A refusal with the file it concerns, for the log: `"/srv/www/x":
@@ -127,6 +144,38 @@ mod tests {
         assert!(text(Refusal::NotRunnable, b"/usr/lib/cgi-bin/x")
             .starts_with("\"/usr/lib/cgi-bin/x\": "));
         assert!(text(Refusal::NoIndex, b"").starts_with("\"/srv/www\": "));
+    }
+
+    #[test]
+    fn lookup_statuses() {
+        let os = io::Error::from_raw_os_error;
+        for n in [libc::ENOENT, libc::ENOTDIR, libc::ENAMETOOLONG] {
+            assert_eq!(lookup_status(&os(n)), Status::NOT_FOUND, "errno {n}");
+        }
+        for n in [libc::EACCES, libc::EPERM, libc::ELOOP, libc::EXDEV] {
+            assert_eq!(lookup_status(&os(n)), Status::FORBIDDEN, "errno {n}");
+        }
+        for n in [libc::EMFILE, libc::ENFILE, libc::ENOMEM] {
+            assert_eq!(
+                lookup_status(&os(n)),
+                Status::SERVICE_UNAVAILABLE,
+                "errno {n}"
+            );
+        }
+        assert_eq!(lookup_status(&os(libc::EIO)), Status::INTERNAL_SERVER_ERROR);
+        let kind = io::Error::from;
+        assert_eq!(
+            lookup_status(&kind(io::ErrorKind::NotFound)),
+            Status::NOT_FOUND
+        );
+        assert_eq!(
+            lookup_status(&kind(io::ErrorKind::PermissionDenied)),
+            Status::FORBIDDEN
+        );
+        assert_eq!(
+            lookup_status(&kind(io::ErrorKind::InvalidInput)),
+            Status::INTERNAL_SERVER_ERROR
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::io;
 use std::sync::Arc;
 
 use super::file_cache::{Entry, FileCache};
+use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::access::throttle::Rate;
 use crate::config::{CgiTarget, Config, Dotfiles};
@@ -221,31 +222,15 @@ fn refused(why: Refusal, status: Status, s: &mut Scratch) -> Plan {
     Plan::error(status, s)
 }
 
-/// The answer to a failed lookup of `s.rel` (see [`status_for`]).
+/// The answer to a failed lookup of `s.rel` (see [`lookup_status`]).
 fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
-    refused(Refusal::lookup(e), status_for(e), s)
+    refused(Refusal::lookup(e), lookup_status(e), s)
 }
 
 fn dotfile_status(site: &Site) -> Status {
     match site.cfg.static_files.dotfiles {
         Dotfiles::Ignore => Status::NOT_FOUND,
         _ => Status::FORBIDDEN,
-    }
-}
-
-/// Maps a failed lookup to a status: absent → 404, refused → 403.
-fn status_for(e: &io::Error) -> Status {
-    match e.raw_os_error() {
-        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => Status::NOT_FOUND,
-        Some(libc::EACCES | libc::EPERM | libc::ELOOP | libc::EXDEV) => Status::FORBIDDEN,
-        // Out of descriptors or memory: a passing condition, not an error
-        // in the request or the server (DESIGN.md: 503 or backpressure).
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM) => Status::SERVICE_UNAVAILABLE,
-        _ => match e.kind() {
-            io::ErrorKind::NotFound => Status::NOT_FOUND,
-            io::ErrorKind::PermissionDenied => Status::FORBIDDEN,
-            _ => Status::INTERNAL_SERVER_ERROR,
-        },
     }
 }
 

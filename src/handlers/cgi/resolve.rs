@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::glob;
 use crate::config::{CgiRule, CgiTarget};
+use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
 use crate::http::Status;
 use crate::sys::fs::{Kind, Root};
@@ -48,7 +49,7 @@ impl Denial {
     /// A failed lookup of `file`.
     fn lookup(e: &io::Error, file: PathBuf) -> Resolved {
         Resolved::Denied(Denial {
-            status: status_of(e),
+            status: lookup_status(e),
             why: Refusal::lookup(e),
             file,
         })
@@ -356,19 +357,6 @@ fn push_segment(rel: &mut Vec<u8>, seg: &[u8]) {
         rel.push(b'/');
     }
     rel.extend_from_slice(seg);
-}
-
-/// 404 when the name does not exist (or a file stands where a directory
-/// was needed); 403 for anything else: permissions, a symlink out, a loop.
-fn status_of(e: &io::Error) -> Status {
-    if matches!(
-        e.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory | io::ErrorKind::InvalidFilename
-    ) {
-        Status::NOT_FOUND
-    } else {
-        Status::FORBIDDEN
-    }
 }
 
 /// `dir/rel` (for the log).
