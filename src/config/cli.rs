@@ -459,19 +459,11 @@ fn apply_value(flags: &mut Flags, name: &str, value: &OsStr) -> Result<(), Confi
         }
         "--log-level" => {
             let s = text()?;
-            let levels = [
-                ("off", Level::Off),
-                ("error", Level::Error),
-                ("warn", Level::Warn),
-                ("info", Level::Info),
-                ("debug", Level::Debug),
-            ];
-            let level = levels
-                .iter()
-                .find(|(n, _)| *n == s)
-                .map(|(_, l)| *l)
+            let level = Level::ALL
+                .into_iter()
+                .find(|l| l.as_str() == s)
                 .ok_or_else(|| {
-                    let names: Vec<&str> = levels.iter().map(|(n, _)| *n).collect();
+                    let names = Level::ALL.map(Level::as_str);
                     flag_error(
                         name,
                         &format!("expected {}; got {s:?}", units::one_of(&names)),

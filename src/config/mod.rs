@@ -227,6 +227,13 @@ pub enum Level {
 }
 
 impl AccessFormat {
+    /// Every format, in the order error messages list them.
+    pub const ALL: [AccessFormat; 3] = [
+        AccessFormat::Common,
+        AccessFormat::Combined,
+        AccessFormat::Json,
+    ];
+
     /// The name used in the config file (`"combined"`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -238,7 +245,17 @@ impl AccessFormat {
 }
 
 impl Level {
-    /// The name used in the config file and in error-log lines (`"warn"`).
+    /// Every level, most quiet first.
+    pub const ALL: [Level; 5] = [
+        Level::Off,
+        Level::Error,
+        Level::Warn,
+        Level::Info,
+        Level::Debug,
+    ];
+
+    /// The name used in the config file, on the command line and in
+    /// error-log lines (`"warn"`): the one table of level names.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Off => "off",

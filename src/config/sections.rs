@@ -70,21 +70,11 @@ impl Cx<'_> {
                     origins.error = Some(self.origin("log.error", value));
                 }
                 "format" => {
-                    let formats = [
-                        ("common", AccessFormat::Common),
-                        ("combined", AccessFormat::Combined),
-                        ("json", AccessFormat::Json),
-                    ];
+                    let formats = AccessFormat::ALL.map(|f| (f.as_str(), f));
                     log.format = self.choice("log.format", value, &formats)?;
                 }
                 "level" => {
-                    let levels = [
-                        ("off", Level::Off),
-                        ("error", Level::Error),
-                        ("warn", Level::Warn),
-                        ("info", Level::Info),
-                        ("debug", Level::Debug),
-                    ];
+                    let levels = Level::ALL.map(|l| (l.as_str(), l));
                     log.level = self.choice("log.level", value, &levels)?;
                 }
                 _ => return Err(self.unknown(key, "log", LOG_KEYS)),
