@@ -9,7 +9,7 @@
 //! the exact byte count is in the cell's `title`. Times are
 //! `YYYY-MM-DD HH:MM` in UTC, which the column header says.
 
-use crate::http::date::civil_time;
+use crate::http::date::{civil_time, two_digits};
 use crate::http::grammar::hex_pair;
 use crate::http::push_u64;
 
@@ -180,9 +180,7 @@ fn push_size(out: &mut Vec<u8>, size: u64) {
 /// `YYYY-MM-DD HH:MM`, UTC.
 fn push_time(out: &mut Vec<u8>, secs: u64) {
     let t = civil_time(secs);
-    let two = |out: &mut Vec<u8>, n: u32| {
-        out.extend_from_slice(&[b'0' + (n / 10 % 10) as u8, b'0' + (n % 10) as u8])
-    };
+    let two = |out: &mut Vec<u8>, n: u32| out.extend_from_slice(&two_digits(n));
     two(out, t.year / 100);
     two(out, t.year % 100);
     out.push(b'-');

@@ -91,9 +91,9 @@ fn days_from_civil(year: u32, month: u32, day: u32) -> Option<u64> {
     (era * 146_097 + doe).checked_sub(719_468)
 }
 
-fn two_digits(out: &mut [u8], n: u32) {
-    out[0] = b'0' + (n / 10 % 10) as u8;
-    out[1] = b'0' + (n % 10) as u8;
+/// The last two decimal digits of `n`, zero-padded: the fields of a date.
+pub fn two_digits(n: u32) -> [u8; 2] {
+    [b'0' + (n / 10 % 10) as u8, b'0' + (n % 10) as u8]
 }
 
 /// Formats seconds since the Unix epoch as an IMF-fixdate.
@@ -103,13 +103,13 @@ pub fn format_http_date(secs: u64, out: &mut [u8; HTTP_DATE_LEN]) {
     let t = civil_time(secs);
     *out = *b"Sun, 00 Jan 0000 00:00:00 GMT";
     out[0..3].copy_from_slice(DAY_NAMES[t.weekday as usize]);
-    two_digits(&mut out[5..7], t.day);
+    out[5..7].copy_from_slice(&two_digits(t.day));
     out[8..11].copy_from_slice(MONTH_NAMES[t.month as usize - 1]);
-    two_digits(&mut out[12..14], t.year / 100);
-    two_digits(&mut out[14..16], t.year % 100);
-    two_digits(&mut out[17..19], t.hour);
-    two_digits(&mut out[20..22], t.minute);
-    two_digits(&mut out[23..25], t.second);
+    out[12..14].copy_from_slice(&two_digits(t.year / 100));
+    out[14..16].copy_from_slice(&two_digits(t.year % 100));
+    out[17..19].copy_from_slice(&two_digits(t.hour));
+    out[20..22].copy_from_slice(&two_digits(t.minute));
+    out[23..25].copy_from_slice(&two_digits(t.second));
 }
 
 fn digits(s: &[u8]) -> Option<u32> {
