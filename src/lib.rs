@@ -3,7 +3,10 @@
 //! The crate is layered as `DESIGN.md` describes; dependencies point
 //! downwards only:
 //!
-//! - [`server`]: event loops, listeners, connections, timers, shutdown.
+//! - [`process`]: what `brisk` does around the engine: signals, daemon,
+//!   pid file, chroot, user switch, sandbox, CGI launcher, reload.
+//! - [`server`]: the engine (event loops, listeners, connections, timers,
+//!   draining) and the embedding API ([`server::Server`]).
 //! - [`handlers`]: decide *what* to send (static files, directory index,
 //!   CGI, and embedded handlers mounted at paths: [`handlers::app`]).
 //! - [`access`]: basic authentication (RFC 7617), failure limits.
@@ -17,5 +20,6 @@ pub mod config;
 pub mod handlers;
 pub mod http;
 pub mod log;
+pub mod process;
 pub mod server;
 pub mod sys;

@@ -10,7 +10,7 @@ fn main() {
     let code = match config::from_args(args.clone()) {
         Ok(Command::Run(cfg)) => match config::Reload::new(args, &cfg)
             .map_err(|e| format!("cannot read the current directory: {e}"))
-            .and_then(|reload| brisk::server::run(cfg, Some(reload)))
+            .and_then(|reload| brisk::process::run(cfg, Some(reload)))
         {
             Ok(()) => 0,
             Err(e) => {

@@ -1,14 +1,16 @@
-//! Event loops, listeners, connections, timers, shutdown.
+//! The engine and the embedding API: listeners, event loops, connections,
+//! timers, draining.
 //!
-//! [`run`] binds every listener first (one `SO_REUSEPORT` socket per
-//! address per worker), opens the logs, confines the process (chroot,
-//! user switch, sandbox: see [`confine`]), starts the workers, then waits
-//! for signals on the main thread: SIGINT/SIGTERM drain and stop, SIGUSR1
-//! reopens the logs, SIGHUP reloads the configuration: a new set of
-//! workers serves it on the same listening sockets while the previous set
-//! retires (see [`drain`]).
+//! [`Server::bind`] binds every listener (one `SO_REUSEPORT` socket per
+//! address per worker) and opens the document root; [`Server::start`]
+//! starts one set of workers (a generation); [`Running::reload`] starts a
+//! new set on the same listening sockets while the previous one retires
+//! (see [`drain`]); [`Running::stop`] drains them all. What a process does
+//! around them (signals, daemon, pid file, chroot, user switch, sandbox,
+//! the CGI launcher) is [`crate::process`]'s, through the hooks
+//! [`Server::rebase`], [`Server::set_launchers`] and
+//! [`Server::set_privileged`].
 
-pub mod confine;
 pub mod conn;
 pub mod drain;
 mod file_copy;
@@ -22,13 +24,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::verify::Verifier;
-use crate::config::{Config, Level, Reload};
+use crate::config::Config;
 use crate::handlers::app::{Handler, Mount};
 use crate::handlers::static_files::Site;
 use crate::log::{console, LogService, Logger};
+use crate::sys;
 use crate::sys::launcher::Launchers;
 use crate::sys::privileged::Privileged;
-use crate::sys::{self, signal::Signal};
 use drain::{Drain, DrainOrder};
 use worker::{Worker, WorkerInit};
 
@@ -60,13 +62,6 @@ fn bind_all(
         );
     }
     Ok((real, out))
-}
-
-fn url(addr: &SocketAddr) -> String {
-    match addr {
-        SocketAddr::V4(a) => format!("http://{}:{}/", a.ip(), a.port()),
-        SocketAddr::V6(a) => format!("http://[{}]:{}/", a.ip(), a.port()),
-    }
 }
 
 /// The sockets of one `listen` entry: one `SO_REUSEPORT` socket per
@@ -163,6 +158,27 @@ impl Server {
         self.site = Arc::new(site);
         self.cfg = cfg;
         Ok(())
+    }
+
+    /// Has CGI programs started by `launchers` (processes forked before
+    /// the server confined itself, see [`crate::sys::launcher`]) rather
+    /// than by the workers. Call it before [`Server::start`].
+    pub fn set_launchers(&mut self, launchers: Arc<Launchers>) {
+        self.launcher = Some(launchers);
+    }
+
+    /// Has listen addresses that a reload adds bound by `helper` (the
+    /// privileged helper, `brisk-priv`), once the process has left root.
+    /// Call it before [`Server::start`].
+    pub fn set_privileged(&mut self, helper: Arc<Privileged>) {
+        self.privileged = Some(helper);
+    }
+
+    /// A line for whoever starts brisk when `/` can only answer 403 (see
+    /// [`Site::root_hint`]); ask before `chroot`, while the root can still
+    /// be read by its path.
+    pub fn root_hint(&self) -> Option<String> {
+        self.site.root_hint()
     }
 
     /// The configuration being served.
@@ -347,7 +363,8 @@ impl Running {
     /// `timeouts.reload_drain` of `cfg` if it sets one. On error nothing
     /// changes. The caller checks
     /// that `cfg` keeps what only a restart can change
-    /// ([`Config::restart_only_changes`], [`confine::Sandboxes::refusal`]).
+    /// ([`Config::restart_only_changes`],
+    /// [`crate::process::confine::Sandboxes::refusal`]).
     pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), String> {
         let cfg = Arc::new(cfg);
         let mut site = open_site(&cfg)?;
@@ -412,224 +429,7 @@ impl Running {
     }
 
     /// Whether `addr` (as configured) is one of the bound addresses.
-    fn listens_on(&self, addr: &SocketAddr) -> bool {
+    pub fn listens_on(&self, addr: &SocketAddr) -> bool {
         self.bound.iter().any(|b| b.wanted == *addr)
     }
-}
-
-/// Loads the configuration again and serves it, if it changes nothing that
-/// needs a restart (compared with `loaded`, the configuration as loaded at
-/// start).
-fn reload_config(
-    reload: Option<&Reload>,
-    loaded: &Config,
-    sandboxes: Option<&confine::Sandboxes>,
-    running: &mut Running,
-    logs: &LogService,
-) -> Result<(), String> {
-    let Some(reload) = reload else {
-        return Err("no configuration to load again (brisk runs embedded)".to_string());
-    };
-    let current = running.config();
-    if loaded.chroot.is_some() {
-        return Err(
-            "no reload inside a chroot (the configuration's paths lie outside it); restart to apply changes"
-                .to_string(),
-        );
-    }
-    let mut cfg = match sandboxes {
-        Some(s) => reload.load_readable(&|file| s.readable(file)),
-        None => reload.load(),
-    }
-    .map_err(|e| e.to_string())?;
-    let changed = loaded.restart_only_changes(&cfg);
-    if !changed.is_empty() {
-        return Err(format!(
-            "{} changed, which takes effect only at start; restart to apply changes",
-            changed.join(", ")
-        ));
-    }
-    // The identity the process took at start (a default user included).
-    cfg.user = current.user.clone();
-    cfg.group = current.group.clone();
-    if let Some(sandboxes) = sandboxes {
-        if let Some(why) = sandboxes.refusal(&cfg) {
-            return Err(why);
-        }
-        // Sockets are the privileged helper's to open; without one, the
-        // sandbox's seccomp filter and Landlock keep the server from it.
-        if !sandboxes.privileged {
-            if let Some(addr) = cfg.listen.iter().find(|a| !running.listens_on(a)) {
-                return Err(format!(
-                    "listen address {addr} needs a restart while the sandbox is on (it keeps brisk from opening sockets); restart brisk to apply this configuration, or set sandbox = false"
-                ));
-            }
-        }
-    }
-    running.reload(cfg, logs)
-}
-
-/// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
-/// SIGHUP reloads through `reload` (see [`reload`]); without it, SIGHUP is
-/// logged and ignored.
-pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
-    // Blocked before any thread exists (the log writer included), so that
-    // every thread inherits the mask and a signal can only ever be taken
-    // by the main thread's sigtimedwait, never by a default action.
-    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
-    sys::memory::one_arena();
-    let _ = sys::process::cloexec_inherited();
-    // As loaded, before a default user is filled in: what a reload's
-    // configuration is compared with.
-    let loaded = cfg.clone();
-    if let Some(note) = confine::default_user(&mut cfg) {
-        console::say(format_args!("{note}"));
-    }
-    confine::check_identity(&cfg)?;
-    let mut server = Server::bind(cfg)?;
-    let cfg = Arc::clone(&server.cfg);
-    // Looked at while the root can still be read by its path.
-    let hint = server.site.root_hint();
-    // The banner goes to stderr: stdout is the access log by default, and
-    // a consumer of a JSON log must not meet two lines of prose first.
-    console::say(format_args!("serving {}", cfg.root.display()));
-    for a in &server.local_addrs() {
-        console::say(format_args!("listening on {}", url(a)));
-    }
-    if cfg.daemon {
-        sys::process::daemonize().map_err(|e| format!("cannot daemonize: {e}"))?;
-    }
-    if let Some(pid_file) = &cfg.pid_file {
-        std::fs::write(pid_file, format!("{}\n", sys::process::pid()))
-            .map_err(|e| format!("cannot write pid file {}: {e}", pid_file.display()))?;
-    }
-    let mut open_logs = LogService::open(&cfg.log).map_err(|e| e.to_string())?;
-    let mut confined = confine::confine(&mut server, &mut open_logs)?;
-    if let Some(hint) = hint {
-        confined.notes.insert(0, (Level::Info, hint));
-    }
-    let cfg = Arc::clone(&server.cfg);
-    if !cfg.cgi.is_empty() {
-        // Now as the server will run (its user, its sandbox): a directory
-        // it cannot use would otherwise show only on the first large
-        // chunked upload.
-        spool::probe(&cfg.temp_dir).map_err(|e| {
-            format!(
-                "temp_dir: cannot make temporary files in {} (for request bodies held for CGI programs): {e}",
-                cfg.temp_dir.display()
-            )
-        })?;
-    }
-    let logs = open_logs.start().map_err(|e| e.to_string())?;
-    let mut running = server.start(&logs)?;
-    let mut main_log = logs.handle();
-    for (level, note) in &confined.notes {
-        main_log.log(*level, format_args!("{note}"));
-    }
-    main_log.log(
-        Level::Info,
-        format_args!(
-            "started {} {}",
-            running.workers(),
-            if running.workers() == 1 {
-                "worker"
-            } else {
-                "workers"
-            }
-        ),
-    );
-    main_log.flush();
-    loop {
-        match sys::signal::wait(Duration::from_millis(500)) {
-            Some(Signal::Terminate) => break,
-            Some(Signal::ReopenLogs) => logs.reopen(),
-            Some(Signal::Hangup) => {
-                let before = running.local_addrs();
-                match reload_config(
-                    reload.as_ref(),
-                    &loaded,
-                    confined.sandboxes.as_ref(),
-                    &mut running,
-                    &logs,
-                ) {
-                    Ok(()) => {
-                        main_log.flush();
-                        main_log = logs.handle_for(&running.config().log);
-                        main_log.log(
-                        Level::Info,
-                        format_args!(
-                            "SIGHUP: configuration reloaded; {} {}, the previous ones finish their requests",
-                            running.workers(),
-                            if running.workers() == 1 { "new worker serves" } else { "new workers serve" }
-                        ),
-                        );
-                        for a in running.local_addrs() {
-                            if !before.contains(&a) {
-                                main_log.log(
-                                    Level::Info,
-                                    format_args!("SIGHUP: now also listening on {}", url(&a)),
-                                );
-                            }
-                        }
-                    }
-                    Err(e) => main_log.log(
-                        Level::Error,
-                        format_args!("SIGHUP: {e}; still serving the previous configuration"),
-                    ),
-                }
-                main_log.flush();
-            }
-            None => {}
-        }
-        running.reap();
-        if running.worker_died() {
-            main_log.log(
-                Level::Error,
-                format_args!("a worker stopped unexpectedly; shutting down"),
-            );
-            main_log.flush();
-            break;
-        }
-    }
-    main_log.log(
-        Level::Info,
-        format_args!(
-            "shutting down; draining for up to {:?}",
-            running.config().timeouts.shutdown
-        ),
-    );
-    main_log.flush();
-    running.stop();
-    match (&confined.privileged, &loaded.pid_file) {
-        // Removed by the process that kept the right to.
-        (Some(helper), Some(pid_file)) => {
-            if let Err(e) = helper.finish() {
-                main_log.log(
-                    Level::Warn,
-                    format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
-                );
-            }
-        }
-        (Some(helper), None) => {
-            let _ = helper.finish();
-        }
-        // Without root to begin with, the pid file's directory may not
-        // let it go (as with lighttpd): say so.
-        (None, _) => {
-            if let Some(pid_file) = &cfg.pid_file {
-                match std::fs::remove_file(pid_file) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => main_log.log(
-                        Level::Warn,
-                        format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
-                    ),
-                    _ => {}
-                }
-            }
-        }
-    }
-    main_log.log(Level::Info, format_args!("stopped"));
-    main_log.flush();
-    drop(main_log);
-    logs.shutdown();
-    Ok(())
 }

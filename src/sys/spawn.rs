@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn pipes_are_non_blocking_and_child_has_only_three_fds() {
-        // As `server::run` does at start (musl cannot close them in the child).
+        // As `process::run` does at start (musl cannot close them in the child).
         crate::sys::process::cloexec_inherited().unwrap();
         let c = sh("ls /proc/self/fd", &[]);
         for fd in [&c.stdin, &c.stdout, &c.stderr] {

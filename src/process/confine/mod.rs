@@ -21,9 +21,9 @@ pub use sandbox::{confine_privileged, confine_server, prepare, Plan};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::Server;
 use crate::config::{Config, Level};
 use crate::log::OpenLogs;
+use crate::server::Server;
 use crate::sys::launcher::{Launcher, Launchers};
 use crate::sys::privileged::{Grants, Privileged};
 use crate::sys::privileges::{self, SwitchError};
@@ -106,10 +106,14 @@ pub struct Confined {
 /// rules take descriptors), `chroot`, the user switch, the CGI launcher
 /// forked and confined, and the server's own sandbox.
 pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confined, String> {
-    let cfg = Arc::clone(&server.cfg);
+    // Owned: `server` is rebased on the configuration as seen from inside
+    // the chroot below.
+    let cfg = server.config().clone();
     let helper = start_privileged(&cfg, logs)?;
     let privileged = helper.is_some();
-    server.privileged = helper.clone();
+    if let Some(helper) = &helper {
+        server.set_privileged(Arc::clone(helper));
+    }
     let plans = if cfg.sandbox {
         let mut programs = Vec::new();
         for set in sandbox::writable_sets(&cfg) {
@@ -144,7 +148,7 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
                 .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
             launchers.add(set, launcher);
         }
-        server.launcher = Some(Arc::new(launchers));
+        server.set_launchers(Arc::new(launchers));
     }
     let server_allows = plan.allowed();
     confine_server(&cfg, plan, privileged, &mut notes)?;

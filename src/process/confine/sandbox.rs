@@ -591,7 +591,7 @@ mod tests {
             return;
         }
         let dir = temp_site("strict");
-        let out = in_child("server::confine::sandbox::tests::strict_child", &dir);
+        let out = in_child("process::confine::sandbox::tests::strict_child", &dir);
         assert!(out.contains("strict child: all checks passed"), "{out}");
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -646,7 +646,7 @@ mod tests {
             return;
         }
         let dir = temp_site("cgi");
-        let out = in_child("server::confine::sandbox::tests::cgi_child", &dir);
+        let out = in_child("process::confine::sandbox::tests::cgi_child", &dir);
         assert!(out.contains("cgi child: all checks passed"), "{out}");
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -699,7 +699,7 @@ mod tests {
         let dir = temp_site("writable");
         std::fs::create_dir_all(dir.join("repo/objects")).unwrap();
         std::fs::create_dir_all(dir.join("other")).unwrap();
-        let out = in_child("server::confine::sandbox::tests::writable_child", &dir);
+        let out = in_child("process::confine::sandbox::tests::writable_child", &dir);
         assert!(out.contains("writable child: all checks passed"), "{out}");
         let _ = std::fs::remove_dir_all(&dir);
     }

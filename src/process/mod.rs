@@ -1,0 +1,177 @@
+//! The process around the engine: what `brisk` does between its command
+//! line and [`crate::server`].
+//!
+//! [`run`] takes a loaded configuration and, in this order: blocks the
+//! signals (before any thread exists), fills in the default user and
+//! checks the identity, binds the listeners and opens the document root
+//! ([`Server::bind`]), prints where it serves, daemonizes, writes the pid
+//! file, opens the logs, confines the process (the privileged helper,
+//! `chroot`, the user switch, the CGI launchers, the sandbox: see
+//! [`confine`]), starts the workers, then waits for signals on the main
+//! thread: SIGINT/SIGTERM drain and stop, SIGUSR1 reopens the logs,
+//! SIGHUP reloads the configuration (`reload.rs`).
+
+pub mod confine;
+mod pid_file;
+mod reload;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::config::{Config, Level, Reload};
+use crate::log::{console, LogService};
+use crate::server::{spool, Server};
+use crate::sys::{self, signal::Signal};
+
+/// `http://addr/`, as the start-up and reload lines show an address.
+fn url(addr: &SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(a) => format!("http://{}:{}/", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("http://[{}]:{}/", a.ip(), a.port()),
+    }
+}
+
+/// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
+/// SIGHUP reloads through `reload` (see `reload.rs`); without it, SIGHUP is
+/// logged and ignored.
+pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
+    // Blocked before any thread exists (the log writer included), so that
+    // every thread inherits the mask and a signal can only ever be taken
+    // by the main thread's sigtimedwait, never by a default action.
+    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    sys::memory::one_arena();
+    let _ = sys::process::cloexec_inherited();
+    // As loaded, before a default user is filled in: what a reload's
+    // configuration is compared with.
+    let loaded = cfg.clone();
+    if let Some(note) = confine::default_user(&mut cfg) {
+        console::say(format_args!("{note}"));
+    }
+    confine::check_identity(&cfg)?;
+    let mut server = Server::bind(cfg)?;
+    // Looked at while the root can still be read by its path.
+    let hint = server.root_hint();
+    let cfg = server.config();
+    // The banner goes to stderr: stdout is the access log by default, and
+    // a consumer of a JSON log must not meet two lines of prose first.
+    console::say(format_args!("serving {}", cfg.root.display()));
+    for a in &server.local_addrs() {
+        console::say(format_args!("listening on {}", url(a)));
+    }
+    if cfg.daemon {
+        sys::process::daemonize().map_err(|e| format!("cannot daemonize: {e}"))?;
+    }
+    if let Some(path) = &cfg.pid_file {
+        pid_file::write(path)?;
+    }
+    let mut open_logs = LogService::open(&cfg.log).map_err(|e| e.to_string())?;
+    let mut confined = confine::confine(&mut server, &mut open_logs)?;
+    if let Some(hint) = hint {
+        confined.notes.insert(0, (Level::Info, hint));
+    }
+    let cfg = server.config();
+    if !cfg.cgi.is_empty() {
+        // Now as the server will run (its user, its sandbox): a directory
+        // it cannot use would otherwise show only on the first large
+        // chunked upload.
+        spool::probe(&cfg.temp_dir).map_err(|e| {
+            format!(
+                "temp_dir: cannot make temporary files in {} (for request bodies held for CGI programs): {e}",
+                cfg.temp_dir.display()
+            )
+        })?;
+    }
+    // The pid file as seen from where the server runs (inside the chroot).
+    let pid_file = cfg.pid_file.clone();
+    let logs = open_logs.start().map_err(|e| e.to_string())?;
+    let mut running = server.start(&logs)?;
+    let mut main_log = logs.handle();
+    for (level, note) in &confined.notes {
+        main_log.log(*level, format_args!("{note}"));
+    }
+    main_log.log(
+        Level::Info,
+        format_args!(
+            "started {} {}",
+            running.workers(),
+            if running.workers() == 1 {
+                "worker"
+            } else {
+                "workers"
+            }
+        ),
+    );
+    main_log.flush();
+    loop {
+        match sys::signal::wait(Duration::from_millis(500)) {
+            Some(Signal::Terminate) => break,
+            Some(Signal::ReopenLogs) => logs.reopen(),
+            Some(Signal::Hangup) => {
+                let before = running.local_addrs();
+                match reload::reload_config(
+                    reload.as_ref(),
+                    &loaded,
+                    confined.sandboxes.as_ref(),
+                    &mut running,
+                    &logs,
+                ) {
+                    Ok(()) => {
+                        main_log.flush();
+                        main_log = logs.handle_for(&running.config().log);
+                        main_log.log(
+                        Level::Info,
+                        format_args!(
+                            "SIGHUP: configuration reloaded; {} {}, the previous ones finish their requests",
+                            running.workers(),
+                            if running.workers() == 1 { "new worker serves" } else { "new workers serve" }
+                        ),
+                        );
+                        for a in running.local_addrs() {
+                            if !before.contains(&a) {
+                                main_log.log(
+                                    Level::Info,
+                                    format_args!("SIGHUP: now also listening on {}", url(&a)),
+                                );
+                            }
+                        }
+                    }
+                    Err(e) => main_log.log(
+                        Level::Error,
+                        format_args!("SIGHUP: {e}; still serving the previous configuration"),
+                    ),
+                }
+                main_log.flush();
+            }
+            None => {}
+        }
+        running.reap();
+        if running.worker_died() {
+            main_log.log(
+                Level::Error,
+                format_args!("a worker stopped unexpectedly; shutting down"),
+            );
+            main_log.flush();
+            break;
+        }
+    }
+    main_log.log(
+        Level::Info,
+        format_args!(
+            "shutting down; draining for up to {:?}",
+            running.config().timeouts.shutdown
+        ),
+    );
+    main_log.flush();
+    running.stop();
+    pid_file::remove(
+        confined.privileged.as_deref(),
+        loaded.pid_file.as_deref(),
+        pid_file.as_deref(),
+        &mut main_log,
+    );
+    main_log.log(Level::Info, format_args!("stopped"));
+    main_log.flush();
+    drop(main_log);
+    logs.shutdown();
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! The pid file: written at start (after daemonizing, so it holds the
+//! serving process's pid), removed at the end by whoever still may.
+
+use std::path::Path;
+
+use crate::config::Level;
+use crate::log::Logger;
+use crate::sys::{self, privileged::Privileged};
+
+/// Writes this process's pid and a newline to `path`.
+pub(super) fn write(path: &Path) -> Result<(), String> {
+    std::fs::write(path, format!("{}\n", sys::process::pid()))
+        .map_err(|e| format!("cannot write pid file {}: {e}", path.display()))
+}
+
+/// Removes the pid file at the end, by the process that kept the right
+/// to: the privileged helper when there is one (it exits afterwards, so
+/// it is told even without a pid file), this process otherwise. `loaded`
+/// is the path as configured (what the helper removes), `here` the path
+/// as this process sees it (inside a chroot, if any). A failure is
+/// logged as a warning through `log`.
+pub(super) fn remove(
+    helper: Option<&Privileged>,
+    loaded: Option<&Path>,
+    here: Option<&Path>,
+    log: &mut Logger,
+) {
+    match (helper, loaded) {
+        (Some(helper), Some(pid_file)) => {
+            if let Err(e) = helper.finish() {
+                log.log(
+                    Level::Warn,
+                    format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
+                );
+            }
+        }
+        (Some(helper), None) => {
+            let _ = helper.finish();
+        }
+        // Without root to begin with, the pid file's directory may not
+        // let it go (as with lighttpd): say so.
+        (None, _) => {
+            if let Some(pid_file) = here {
+                match std::fs::remove_file(pid_file) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => log.log(
+                        Level::Warn,
+                        format_args!("cannot remove the pid file {}: {e}", pid_file.display()),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
