@@ -10,13 +10,13 @@
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::load::{sorted, Cx};
+use super::load::{sorted, Loader};
 use super::{AuthRule, ConfigError};
 use crate::access::htpasswd::Htpasswd;
 
 const AUTH_KEYS: &[&str] = &["path", "pattern", "realm", "htpasswd", "allow_plaintext"];
 
-impl Cx<'_> {
+impl Loader<'_> {
     pub(super) fn auth(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<AuthRule>, ConfigError> {
         self.each_table("auth", v, |section, item, table| {
             self.auth_rule(section, item, table)

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::load::{sorted, Cx};
+use super::load::{sorted, Loader};
 use super::{CgiRule, CgiTarget, ConfigError};
 use crate::http::grammar;
 
@@ -58,7 +58,7 @@ fn is_executable(path: &Path) -> Result<bool, std::io::Error> {
     Ok(meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
-impl Cx<'_> {
+impl Loader<'_> {
     /// The rules, and per rule where each path it names (`dir`,
     /// `program`, `interpreter`) was set, for the checks made later.
     pub(super) fn cgi(

@@ -85,21 +85,21 @@ pub(crate) struct Origins {
 /// Loads `src` on top of `config`.
 pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, ConfigError> {
     let doc = DeTable::parse(src.text).map_err(|e| syntax_error(src, &e))?;
-    let cx = Cx { src };
+    let loader = Loader { src };
     let mut origins = Origins::default();
     for (key, value) in sorted(doc.get_ref()) {
         let name = key.get_ref().as_ref();
         match name {
-            "listen" => config.listen = cx.listen(value)?,
+            "listen" => config.listen = loader.listen(value)?,
             "root" => {
-                config.root = cx.path("root", value)?;
-                origins.root = Some(cx.origin("root", value));
+                config.root = loader.path("root", value)?;
+                origins.root = Some(loader.origin("root", value));
             }
-            "workers" => config.workers = cx.integer("workers", value, 0, 1024)? as usize,
+            "workers" => config.workers = loader.integer("workers", value, 0, 1024)? as usize,
             "server_header" => {
-                let s = cx.string("server_header", value)?;
+                let s = loader.string("server_header", value)?;
                 if !grammar::is_field_value(s.as_bytes()) {
-                    return Err(cx.fail(
+                    return Err(loader.fail(
                         value,
                         "server_header",
                         "control characters are not allowed",
@@ -108,45 +108,45 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 config.server_header = s.to_string();
             }
             "daemon" => {
-                config.daemon = cx.boolean("daemon", value)?;
-                origins.daemon = Some(cx.origin("daemon", value));
+                config.daemon = loader.boolean("daemon", value)?;
+                origins.daemon = Some(loader.origin("daemon", value));
             }
             "pid_file" => {
-                config.pid_file = Some(cx.path("pid_file", value)?);
-                origins.pid_file = Some(cx.origin("pid_file", value));
+                config.pid_file = Some(loader.path("pid_file", value)?);
+                origins.pid_file = Some(loader.origin("pid_file", value));
             }
-            "log" => cx.log(value, config, &mut origins)?,
-            "static" => cx.static_section(value, config, &mut origins)?,
-            "limits" => cx.limits(value, config)?,
-            "timeouts" => cx.timeouts(value, config)?,
-            "mime" => config.mime = cx.mime(value)?,
-            "headers" => config.headers = cx.headers(value)?,
+            "log" => loader.log(value, config, &mut origins)?,
+            "static" => loader.static_section(value, config, &mut origins)?,
+            "limits" => loader.limits(value, config)?,
+            "timeouts" => loader.timeouts(value, config)?,
+            "mime" => config.mime = loader.mime(value)?,
+            "headers" => config.headers = loader.headers(value)?,
             "cgi" => {
-                let (rules, where_) = cx.cgi(value)?;
+                let (rules, where_) = loader.cgi(value)?;
                 config.cgi = rules;
                 origins.cgi = where_;
             }
             "user" => {
-                config.user = Some(cx.user(value)?);
-                origins.user = Some(cx.origin("user", value));
+                config.user = Some(loader.user(value)?);
+                origins.user = Some(loader.origin("user", value));
             }
             "group" => {
-                config.group = Some(cx.group(value)?);
-                origins.group = Some(cx.origin("group", value));
+                config.group = Some(loader.group(value)?);
+                origins.group = Some(loader.origin("group", value));
             }
             "chroot" => {
-                config.chroot = Some(cx.path("chroot", value)?);
-                origins.chroot = Some(cx.origin("chroot", value));
+                config.chroot = Some(loader.path("chroot", value)?);
+                origins.chroot = Some(loader.origin("chroot", value));
             }
-            "allow_root" => config.allow_root = cx.boolean("allow_root", value)?,
-            "sandbox" => config.sandbox = cx.boolean("sandbox", value)?,
+            "allow_root" => config.allow_root = loader.boolean("allow_root", value)?,
+            "sandbox" => config.sandbox = loader.boolean("sandbox", value)?,
             "temp_dir" => {
-                config.temp_dir = cx.path("temp_dir", value)?;
-                origins.temp_dir = Some(cx.origin("temp_dir", value));
+                config.temp_dir = loader.path("temp_dir", value)?;
+                origins.temp_dir = Some(loader.origin("temp_dir", value));
             }
-            "throttle" => config.throttle = cx.throttles(value)?,
-            "auth" => config.auth = cx.auth(value)?,
-            _ => return Err(cx.unknown(key, "", TOP_KEYS)),
+            "throttle" => config.throttle = loader.throttles(value)?,
+            "auth" => config.auth = loader.auth(value)?,
+            _ => return Err(loader.unknown(key, "", TOP_KEYS)),
         }
     }
     Ok(origins)
@@ -196,12 +196,14 @@ fn describe(v: &DeValue<'_>) -> String {
     }
 }
 
-/// The loading context: knows the source, so it can place errors.
-pub(super) struct Cx<'s> {
+/// Reads the values of one config document into a `Config`, section by
+/// section (here and in the section modules); it knows the source, so that
+/// every error names the file, the line and the key.
+pub(super) struct Loader<'s> {
     pub(super) src: &'s Source<'s>,
 }
 
-impl Cx<'_> {
+impl Loader<'_> {
     /// `site.toml:12`.
     pub(super) fn at(&self, span: Range<usize>) -> String {
         format!(

@@ -6,7 +6,7 @@
 use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
-use super::load::{sorted, Cx, Origins};
+use super::load::{sorted, Loader, Origins};
 use super::units;
 use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
 use crate::http::grammar;
@@ -51,7 +51,7 @@ const TIMEOUT_KEYS: &[&str] = &[
 ];
 const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
-impl Cx<'_> {
+impl Loader<'_> {
     pub(super) fn log(
         &self,
         v: &Spanned<DeValue<'_>>,

@@ -3,14 +3,14 @@
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Cx};
+use super::load::{sorted, Loader};
 use super::units;
 use super::{ConfigError, ThrottleRule};
 
 const THROTTLE_KEYS: &[&str] = &["path", "pattern", "rate", "connection_rate"];
 const RATE_HELP: &str = "a rate like \"200KiB/s\" or \"1MB/s\", or an integer of bytes per second";
 
-impl Cx<'_> {
+impl Loader<'_> {
     /// The `[[throttle]]` array.
     pub(super) fn throttles(
         &self,

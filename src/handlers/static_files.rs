@@ -195,7 +195,6 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
     }
     match cache.lookup(&site.root, &s.rel) {
         Ok(e) if e.meta.kind == Kind::File && site.is_program(&s.rel) => {
-            let _ = e;
             refused(Refusal::ScriptSource, Status::FORBIDDEN, s)
         }
         Ok(e) if e.meta.kind == Kind::File => {
