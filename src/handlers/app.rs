@@ -196,11 +196,6 @@ impl Mount {
     }
 }
 
-/// The first of `mounts` that `path` is under, and the rest of the path.
-pub fn find<'m, 'p>(mounts: &'m [Mount], path: &'p [u8]) -> Option<(&'m Mount, &'p [u8])> {
-    mounts.iter().find_map(|m| m.rest(path).map(|r| (m, r)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
