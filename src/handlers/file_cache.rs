@@ -24,8 +24,9 @@ use crate::http::date::{format_http_date, HTTP_DATE_LEN};
 use crate::http::Status;
 use crate::sys::fs::{Kind, Meta, Root};
 
-/// Files up to this size are kept in memory (their content leaves in the
-/// same write as the head).
+/// Files up to this size are kept in memory by the cache, and file ranges
+/// up to it are read into the output buffer behind the head, so that head
+/// and body leave in one write; larger ones go by `sendfile`.
 pub const SMALL_FILE: u64 = 16 * 1024;
 /// At most this much file content is held per worker.
 const MEM_BUDGET: usize = 16 << 20;

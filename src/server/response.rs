@@ -7,89 +7,22 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 
 use super::output::Out;
+use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::{Body, Plan, Scratch, Seg, Source};
-use crate::http::push_u64;
-
-/// File ranges up to this size are read into the output buffer behind the
-/// head; larger ones go by `sendfile`.
-pub const SMALL_BODY: u64 = 16 * 1024;
-
-/// The `Connection` header a response carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnHeader {
-    /// HTTP/1.1 keep-alive: the default, nothing to say.
-    None,
-    /// HTTP/1.0 keep-alive.
-    KeepAlive,
-    Close,
-}
+use crate::http::response::{Connection, Framing, Head, Stamp};
 
 /// The per-response values the server adds around the handler's headers.
 #[derive(Debug, Clone, Copy)]
 pub struct HeadParts<'a> {
-    pub server: &'a [u8],
-    pub date: &'a [u8],
-    pub connection: ConnHeader,
+    /// `Server` and `Date`.
+    pub stamp: Stamp<'a>,
+    /// The `Connection` field.
+    pub connection: Connection,
     /// HEAD request: send the head only (with the GET's Content-Length).
     pub head_only: bool,
     /// Large file ranges go by `sendfile`; else they are copied through
     /// memory (`[static] sendfile`).
     pub sendfile: bool,
-}
-
-/// How a response body is delimited on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// No body at all (1xx, 204, 304): no length header either.
-    Bodiless,
-    /// `Content-Length: n`.
-    Length(u64),
-    /// `Transfer-Encoding: chunked` (HTTP/1.1 streams of unknown length).
-    Chunked,
-    /// Delimited by closing the connection (HTTP/1.0 streams).
-    Close,
-}
-
-/// Writes a status line and head: Server, Date, the handler's `headers`,
-/// the framing header, the Connection header, and the empty line.
-pub fn write_head(
-    buf: &mut Vec<u8>,
-    status: u16,
-    reason: &[u8],
-    headers: &[u8],
-    framing: Framing,
-    parts: &HeadParts,
-) {
-    buf.extend_from_slice(b"HTTP/1.1 ");
-    push_u64(buf, u64::from(status));
-    buf.push(b' ');
-    buf.extend_from_slice(reason);
-    buf.extend_from_slice(b"\r\n");
-    // `server_header = ""` hides the software name entirely.
-    if !parts.server.is_empty() {
-        buf.extend_from_slice(b"Server: ");
-        buf.extend_from_slice(parts.server);
-        buf.extend_from_slice(b"\r\n");
-    }
-    buf.extend_from_slice(b"Date: ");
-    buf.extend_from_slice(parts.date);
-    buf.extend_from_slice(b"\r\n");
-    buf.extend_from_slice(headers);
-    match framing {
-        Framing::Bodiless | Framing::Close => {}
-        Framing::Length(n) => {
-            buf.extend_from_slice(b"Content-Length: ");
-            push_u64(buf, n);
-            buf.extend_from_slice(b"\r\n");
-        }
-        Framing::Chunked => buf.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
-    }
-    match parts.connection {
-        ConnHeader::None => {}
-        ConnHeader::KeepAlive => buf.extend_from_slice(b"Connection: keep-alive\r\n"),
-        ConnHeader::Close => buf.extend_from_slice(b"Connection: close\r\n"),
-    }
-    buf.extend_from_slice(b"\r\n");
 }
 
 /// Queues the response; returns the number of body bytes queued. On a
@@ -106,15 +39,14 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
     } else {
         Framing::Length(body_len)
     };
-    let reason = plan.status.reason().as_bytes();
-    write_head(
-        out.buf_mut(),
-        plan.status.0,
-        reason,
-        &s.headers,
+    let head = Head {
+        status: plan.status.0,
+        reason: plan.status.reason().as_bytes(),
+        headers: &s.headers,
         framing,
-        parts,
-    );
+        connection: parts.connection,
+    };
+    head.write(&parts.stamp, out.buf_mut());
     if parts.head_only || bodiless {
         out.commit(start);
         return Ok(0);
@@ -191,7 +123,7 @@ fn queue_file(
                 )),
             }
         }
-        Source::File(file) if len <= SMALL_BODY => {
+        Source::File(file) if len <= SMALL_FILE => {
             let buf = out.buf_mut();
             let at = buf.len();
             buf.resize(at + len as usize, 0);

@@ -14,7 +14,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use super::conn::{Conn, Phase};
 use super::drain::{Drain, DrainOrder};
 use super::output::{Flushed, Out};
-use super::response::{self, ConnHeader, HeadParts};
+use super::response::{self, HeadParts};
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
@@ -25,6 +25,7 @@ use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::date::DateCache;
 use crate::http::parse::{self, BodyFraming, Header, Request};
+use crate::http::response::{Connection, Stamp, CONTINUE};
 use crate::http::{Method, Status};
 use crate::log::budget::LineBudget;
 use crate::log::{AccessRecord, Logger};
@@ -782,5 +783,24 @@ impl Worker {
                 _ => {}
             }
         }
+    }
+}
+
+/// What the server adds to the head of an answer: `Server`, `Date`,
+/// `connection`; `head_only` for a HEAD request.
+fn head_parts<'a>(
+    cfg: &'a Config,
+    date: &'a DateCache,
+    connection: Connection,
+    head_only: bool,
+) -> HeadParts<'a> {
+    HeadParts {
+        stamp: Stamp {
+            server: cfg.server_header.as_bytes(),
+            date: date.get(),
+        },
+        connection,
+        head_only,
+        sendfile: cfg.static_files.sendfile,
     }
 }

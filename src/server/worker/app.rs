@@ -43,7 +43,7 @@ impl Worker {
         }
         if req.expect_continue {
             // The handler will read the body (RFC 9110 §10.1.1).
-            self.stage.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.stage.push_bytes(CONTINUE);
         }
         c.app = Some(Box::new(AppCall {
             mount,

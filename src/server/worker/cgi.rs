@@ -18,16 +18,17 @@ mod output;
 
 pub use body::CgiWait;
 
-use super::{Worker, CGI_BASE};
+use super::{head_parts, Worker, CGI_BASE};
 use crate::config::Level;
 use crate::handlers::cgi::Script;
 use crate::handlers::cgi::{build_env, parse_head, CgiReply, EnvRequest};
 use crate::handlers::Plan;
 use crate::http::parse::{self, BodyFraming, Header, Request};
+use crate::http::response::{Connection, Encoder, Framing, Head, CONTINUE};
 use crate::http::{path, Method, Status, Version};
 use crate::server::conn::{Conn, Phase};
 use crate::server::drain::Drain;
-use crate::server::response::{self, ConnHeader, Framing, HeadParts};
+use crate::server::response;
 use crate::server::spool::Spool;
 use crate::sys::spawn;
 
@@ -49,18 +50,6 @@ pub(super) enum Pipe {
     Stderr = 2,
 }
 
-/// How the child's body reaches the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BodyOut {
-    /// HEAD or a bodiless status: output is discarded.
-    Discard,
-    Length(u64),
-    Chunked,
-    Close,
-    /// `nph-` script: everything is passed through as it comes.
-    Raw,
-}
-
 /// A running CGI request on a connection.
 #[derive(Debug)]
 pub struct CgiRun {
@@ -77,7 +66,9 @@ pub struct CgiRun {
     stderr_ready: bool,
     /// The child's output until its header block is complete.
     head_buf: Vec<u8>,
-    body_out: Option<BodyOut>,
+    /// Frames the child's body once its head is sent (an `nph-`
+    /// script's whole output passes as it comes).
+    encoder: Option<Encoder>,
     /// Bytes of the response (head or body) queued for the client.
     sent_any: bool,
     /// The connection's byte position where the response's body begins
@@ -266,7 +257,7 @@ impl Worker {
         if req.expect_continue && has_body && held.is_none() {
             // The script will read the body: tell the client to send it
             // (RFC 9110 §10.1.1), ahead of the response.
-            self.stage.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.stage.push_bytes(CONTINUE);
         }
         let run = CgiRun {
             pid: child.pid,
@@ -279,7 +270,7 @@ impl Worker {
             stdout_ready: true,
             stderr_ready: true,
             head_buf: Vec::new(),
-            body_out: if script.nph { Some(BodyOut::Raw) } else { None },
+            encoder: script.nph.then_some(Encoder::Close),
             sent_any: false,
             body_from: self.queued_end(c),
             status: 0,
@@ -501,7 +492,7 @@ impl Worker {
                 .log(Level::Error, format_args!("cgi: too many local redirects"));
             self.scratch.clear();
             let plan = Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch);
-            let parts = self.head_parts(false, Version::Http11);
+            let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
             let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
             c.close_after = true;
             return;
@@ -516,7 +507,7 @@ impl Worker {
             _ => {
                 self.scratch.clear();
                 let plan = Plan::error(Status::BAD_GATEWAY, &mut self.scratch);
-                let parts = self.head_parts(false, Version::Http11);
+                let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
                 let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
                 c.close_after = true;
             }

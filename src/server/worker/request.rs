@@ -172,13 +172,7 @@ impl Worker {
         }
         self.scratch.clear();
         let plan = Plan::error(status, &mut self.scratch);
-        let parts = HeadParts {
-            server: self.cfg.server_header.as_bytes(),
-            date: self.date.get(),
-            connection: ConnHeader::Close,
-            head_only: false,
-            sendfile: self.cfg.static_files.sendfile,
-        };
+        let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
         let body = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
@@ -263,19 +257,14 @@ impl Worker {
             && !expect_unread
             && c.served < self.cfg.limits.keepalive_requests
             && self.draining == Drain::Serve;
-        let connection = match (keep, req.version) {
-            (false, _) => ConnHeader::Close,
-            (true, crate::http::Version::Http10) => ConnHeader::KeepAlive,
-            (true, _) => ConnHeader::None,
-        };
         let status = plan.status;
-        let parts = HeadParts {
-            server: self.cfg.server_header.as_bytes(),
-            date: self.date.get(),
+        let connection = Connection::new(keep, req.version);
+        let parts = head_parts(
+            &self.cfg,
+            &self.date,
             connection,
-            head_only: req.method == Method::Head,
-            sendfile: self.cfg.static_files.sendfile,
-        };
+            req.method == Method::Head,
+        );
         let bytes = match response::queue(&mut self.stage, plan, &self.scratch, &parts) {
             Ok(n) => n,
             Err(e) => {

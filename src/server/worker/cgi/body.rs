@@ -46,7 +46,7 @@ impl Worker {
         }
         if req.expect_continue {
             // The body is wanted (RFC 9110 §10.1.1).
-            self.stage.push_bytes(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.stage.push_bytes(CONTINUE);
         }
         c.cgi_wait = Some(Box::new(CgiWait {
             script,

@@ -5,28 +5,13 @@
 use super::*;
 
 impl Worker {
-    pub(super) fn head_parts(&self, keep: bool, version: Version) -> HeadParts<'_> {
-        let connection = match (keep, version) {
-            (false, _) => ConnHeader::Close,
-            (true, Version::Http10) => ConnHeader::KeepAlive,
-            (true, _) => ConnHeader::None,
-        };
-        HeadParts {
-            server: self.cfg.server_header.as_bytes(),
-            date: self.date.get(),
-            connection,
-            head_only: false,
-            sendfile: self.cfg.static_files.sendfile,
-        }
-    }
-
     /// Handles bytes the child wrote to stdout.
     pub(super) fn cgi_output(&mut self, c: &mut Conn, data: &[u8]) {
         let Some(g) = c.cgi.as_mut() else { return };
-        match g.body_out {
-            Some(out) => {
+        match g.encoder.as_mut() {
+            Some(encoder) => {
                 let start = c.out.buf_mut().len();
-                emit_body(g, out, data, c.out.buf_mut());
+                encoder.encode(data, c.out.buf_mut());
                 c.out.commit(start);
             }
             None => {
@@ -48,27 +33,19 @@ impl Worker {
                             return;
                         }
                         let status = Status(head.status);
-                        let bodiless = status.is_bodiless();
-                        let out = if g.head_only || bodiless {
-                            BodyOut::Discard
+                        let framing = if status.is_bodiless() {
+                            Framing::Bodiless
                         } else if let Some(n) = head.content_length {
-                            BodyOut::Length(n)
-                        } else if g.keep_alive && g.version == Version::Http11 {
-                            BodyOut::Chunked
+                            Framing::Length(n)
+                        } else if !g.head_only && g.keep_alive && g.version == Version::Http11 {
+                            Framing::Chunked
                         } else {
-                            BodyOut::Close
+                            // (A HEAD answer has no body to delimit: its
+                            // connection may stay open all the same.)
+                            Framing::Close
                         };
-                        let framing = match (out, head.content_length) {
-                            (_, _) if bodiless => Framing::Bodiless,
-                            (_, Some(n)) => Framing::Length(n),
-                            (BodyOut::Chunked, None) => Framing::Chunked,
-                            _ => Framing::Close,
-                        };
-                        if out == BodyOut::Close || (g.head_only && head.content_length.is_none()) {
-                            g.keep_alive = g.keep_alive && g.head_only;
-                        }
-                        let keep =
-                            g.keep_alive && self.draining == Drain::Serve && out != BodyOut::Close;
+                        let delimits = framing == Framing::Close && !g.head_only;
+                        let keep = g.keep_alive && self.draining == Drain::Serve && !delimits;
                         g.keep_alive = keep;
                         g.status = head.status;
                         let reason_owned;
@@ -79,23 +56,29 @@ impl Worker {
                             }
                             _ => status.reason().as_bytes(),
                         };
-                        let parts = self.head_parts(keep, g.version);
-                        let start = c.out.buf_mut().len();
-                        response::write_head(
-                            c.out.buf_mut(),
-                            head.status,
-                            reason,
-                            &head.headers,
-                            framing,
-                            &parts,
+                        let parts = head_parts(
+                            &self.cfg,
+                            &self.date,
+                            Connection::new(keep, g.version),
+                            false,
                         );
+                        let start = c.out.buf_mut().len();
+                        let response_head = Head {
+                            status: head.status,
+                            reason,
+                            headers: &head.headers,
+                            framing,
+                            connection: parts.connection,
+                        };
+                        response_head.write(&parts.stamp, c.out.buf_mut());
                         // (The head is counted, committed or not.)
                         g.body_from = c.sent + c.out.unsent() + self.stage.unsent();
                         let rest = g.head_buf.split_off(head.head_len);
                         g.head_buf = Vec::new();
-                        g.body_out = Some(out);
+                        let mut encoder = Encoder::new(framing, g.head_only);
+                        encoder.encode(&rest, c.out.buf_mut());
+                        g.encoder = Some(encoder);
                         g.sent_any = true;
-                        emit_body(g, out, &rest, c.out.buf_mut());
                         c.out.commit(start);
                     }
                 }
@@ -106,31 +89,32 @@ impl Worker {
     /// The child closed its stdout: end the response.
     pub(super) fn cgi_output_done(&mut self, c: &mut Conn) {
         let Some(g) = c.cgi.as_mut() else { return };
-        match g.body_out {
-            None => {
-                self.logger.log(
-                    Level::Error,
-                    format_args!(
-                        "cgi {}: exited without a complete response header",
-                        g.script
-                    ),
-                );
-                self.cgi_fail(c, Status::BAD_GATEWAY);
-                return;
-            }
-            Some(BodyOut::Chunked) => c.out.push_bytes(b"0\r\n\r\n"),
-            Some(BodyOut::Length(left)) if left > 0 => {
-                self.logger.log(
-                    Level::Error,
-                    format_args!(
-                        "cgi {}: output {left} bytes shorter than its Content-Length",
-                        g.script
-                    ),
-                );
-                g.broken = true;
-            }
-            Some(BodyOut::Close | BodyOut::Raw) => g.keep_alive = false,
-            Some(_) => {}
+        let Some(encoder) = g.encoder.as_mut() else {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "cgi {}: exited without a complete response header",
+                    g.script
+                ),
+            );
+            self.cgi_fail(c, Status::BAD_GATEWAY);
+            return;
+        };
+        let start = c.out.buf_mut().len();
+        let missing = encoder.finish(c.out.buf_mut());
+        c.out.commit(start);
+        if missing > 0 {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "cgi {}: output {missing} bytes shorter than its Content-Length",
+                    g.script
+                ),
+            );
+            g.broken = true;
+        }
+        if *encoder == Encoder::Close {
+            g.keep_alive = false;
         }
         self.cgi_end(c);
     }
@@ -147,49 +131,11 @@ impl Worker {
             g.status = status.0;
             self.scratch.clear();
             let plan = Plan::error(status, &mut self.scratch);
-            let parts = self.head_parts(false, g.version);
-            let parts = HeadParts {
-                head_only: g.head_only,
-                ..parts
-            };
+            let parts = head_parts(&self.cfg, &self.date, Connection::Close, g.head_only);
             let body = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
             g.body_from = (c.sent + c.out.unsent() + self.stage.unsent()).saturating_sub(body);
             g.sent_any = true;
         }
         self.cgi_end(c);
-    }
-}
-
-/// Frames `data` from the child's stdout into `buf` for the client.
-fn emit_body(g: &mut CgiRun, out: BodyOut, data: &[u8], buf: &mut Vec<u8>) {
-    if data.is_empty() {
-        return;
-    }
-    match out {
-        BodyOut::Discard => {}
-        BodyOut::Raw | BodyOut::Close => buf.extend_from_slice(data),
-        BodyOut::Length(left) => {
-            let n = (data.len() as u64).min(left) as usize;
-            buf.extend_from_slice(&data[..n]);
-            g.body_out = Some(BodyOut::Length(left - n as u64));
-        }
-        BodyOut::Chunked => {
-            // RFC 9112 §7.1: chunk-size in hex, CRLF, data, CRLF.
-            let mut hex = [0u8; 16];
-            let mut i = hex.len();
-            let mut n = data.len();
-            loop {
-                i -= 1;
-                hex[i] = b"0123456789abcdef"[n & 0xf];
-                n >>= 4;
-                if n == 0 {
-                    break;
-                }
-            }
-            buf.extend_from_slice(&hex[i..]);
-            buf.extend_from_slice(b"\r\n");
-            buf.extend_from_slice(data);
-            buf.extend_from_slice(b"\r\n");
-        }
     }
 }
