@@ -203,13 +203,13 @@ impl Failure<'_> {
 impl Auth {
     /// Loads every `[[auth]]` rule's htpasswd file, with failure counters
     /// of its own. Errors name the file (and line).
-    pub fn new(cfg: &Config) -> Result<Auth, String> {
+    pub fn new(cfg: &Config) -> Result<Auth, super::Error> {
         Auth::sharing(cfg, SharedFailures::new(cfg))
     }
 
     /// [`Auth::new`] counting failures in `failures`, which other workers
     /// share. Call once per worker thread.
-    pub fn sharing(cfg: &Config, failures: SharedFailures) -> Result<Auth, String> {
+    pub fn sharing(cfg: &Config, failures: SharedFailures) -> Result<Auth, super::Error> {
         let now = Instant::now();
         let mut files: Vec<Watched> = Vec::new();
         let mut rules = Vec::with_capacity(cfg.auth.len());

@@ -16,9 +16,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::hash::Hash;
+use super::Error;
 
 /// Larger files are refused: a password file that big is a mistake.
-const MAX_FILE: u64 = 16 << 20;
+pub(super) const MAX_FILE: u64 = 16 << 20;
 
 /// How often a worker looks at the file's metadata for a change.
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -42,6 +43,14 @@ pub struct LineError {
     /// What is wrong with it (never includes the hash or a password).
     pub message: String,
 }
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for LineError {}
 
 impl Htpasswd {
     /// Parses the text of an htpasswd file. Plaintext entries are accepted
@@ -68,7 +77,7 @@ impl Htpasswd {
             }
             let rest = &l[colon + 1..];
             let field = &rest[..rest.iter().position(|&b| b == b':').unwrap_or(rest.len())];
-            let hash = Hash::parse(field, allow_plaintext).map_err(fail)?;
+            let hash = Hash::parse(field, allow_plaintext).map_err(|e| fail(e.to_string()))?;
             if let Some(&before) = first_line.get(user) {
                 return Err(fail(format!(
                     "user {} is already defined on line {before}",
@@ -83,7 +92,7 @@ impl Htpasswd {
     }
 
     /// Reads and parses a file. Errors read `PATH: …` or `PATH:LINE: …`.
-    pub fn read(path: &Path, allow_plaintext: bool) -> Result<Htpasswd, String> {
+    pub fn read(path: &Path, allow_plaintext: bool) -> Result<Htpasswd, Error> {
         read_file(path, allow_plaintext).map(|(table, _)| table)
     }
 
@@ -146,26 +155,29 @@ impl Signature {
     }
 }
 
-fn read_file(path: &Path, allow_plaintext: bool) -> Result<(Htpasswd, Signature), String> {
-    let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+fn read_file(path: &Path, allow_plaintext: bool) -> Result<(Htpasswd, Signature), Error> {
+    let cannot_read = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(cannot_read)?;
     // The signature comes from the open file, so it describes exactly the
     // bytes read even if the file is replaced meanwhile.
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let meta = file.metadata().map_err(cannot_read)?;
     if !meta.is_file() {
-        return Err(format!("{name}: not a regular file"));
+        return Err(Error::NotAFile(path.to_path_buf()));
     }
     if meta.len() > MAX_FILE {
-        return Err(format!("{name}: larger than {} MiB", MAX_FILE >> 20));
+        return Err(Error::TooLarge(path.to_path_buf()));
     }
     let mut text = Vec::with_capacity(meta.len() as usize);
     file.take(MAX_FILE + 1)
         .read_to_end(&mut text)
-        .map_err(|e| format!("{name}: cannot read: {e}"))?;
-    let table = Htpasswd::parse(&text, allow_plaintext)
-        .map_err(|e| format!("{name}:{}: {}", e.line, e.message))?;
+        .map_err(cannot_read)?;
+    let table = Htpasswd::parse(&text, allow_plaintext).map_err(|error| Error::Line {
+        path: path.to_path_buf(),
+        error,
+    })?;
     Ok((table, Signature::of(&meta)))
 }
 
@@ -186,11 +198,7 @@ pub(crate) struct Watched {
 }
 
 impl Watched {
-    pub(crate) fn open(
-        path: &Path,
-        allow_plaintext: bool,
-        now: Instant,
-    ) -> Result<Watched, String> {
+    pub(crate) fn open(path: &Path, allow_plaintext: bool, now: Instant) -> Result<Watched, Error> {
         let (table, sig) = read_file(path, allow_plaintext)?;
         Ok(Watched {
             path: path.to_path_buf(),

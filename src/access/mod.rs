@@ -9,6 +9,7 @@
 
 pub mod auth;
 mod credentials;
+mod error;
 mod failures;
 mod hash;
 pub mod htpasswd;
@@ -17,6 +18,7 @@ pub mod throttle;
 pub mod verify;
 
 pub use auth::{Auth, Check, Checked, Failure, FailureReason, Verdict};
+pub use error::Error;
 pub use failures::SharedFailures;
 
 #[cfg(test)]

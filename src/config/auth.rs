@@ -62,9 +62,10 @@ impl Loader<'_> {
         };
         // Checked now, with allow_plaintext known whatever the key order.
         if let Some(readable) = self.src.readable {
-            readable(&path).map_err(|e| self.fail(value, &full, &e))?;
+            readable(&path).map_err(|e| self.fail(value, &full, &e.to_string()))?;
         }
-        Htpasswd::read(&path, allow_plaintext).map_err(|e| self.fail(value, &full, &e))?;
+        Htpasswd::read(&path, allow_plaintext)
+            .map_err(|e| self.fail(value, &full, &e.to_string()))?;
         Ok(AuthRule {
             matcher,
             realm,

@@ -4,7 +4,7 @@
 
 use md5::{Digest, Md5};
 
-use super::{crypt64_push, ct_eq, is_crypt64};
+use super::{crypt64_push, ct_eq, is_crypt64, HashError};
 
 const MAGIC: &[u8] = b"$apr1$";
 
@@ -19,17 +19,21 @@ pub(crate) struct Apr1 {
 
 impl Apr1 {
     /// `$apr1$salt$digest`.
-    pub(crate) fn parse(s: &[u8]) -> Result<Apr1, String> {
+    pub(crate) fn parse(s: &[u8]) -> Result<Apr1, HashError> {
         let rest = &s[MAGIC.len()..];
         let Some(dollar) = rest.iter().position(|&b| b == b'$') else {
-            return Err("APR1 hashes look like $apr1$salt$digest".into());
+            return Err(HashError::Invalid(
+                "APR1 hashes look like $apr1$salt$digest",
+            ));
         };
         let (salt, digest) = (&rest[..dollar], &rest[dollar + 1..]);
         if salt.len() > 8 {
-            return Err("APR1 salt must be at most 8 characters".into());
+            return Err(HashError::Invalid("APR1 salt must be at most 8 characters"));
         }
         if digest.len() != 22 || !digest.iter().all(|&b| is_crypt64(b)) {
-            return Err("APR1 digest must be 22 characters of ./0-9A-Za-z".into());
+            return Err(HashError::Invalid(
+                "APR1 digest must be 22 characters of ./0-9A-Za-z",
+            ));
         }
         let mut encoded = [0u8; 22];
         encoded.copy_from_slice(digest);

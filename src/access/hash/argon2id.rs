@@ -7,12 +7,12 @@
 use argon2::{Algorithm, Argon2, Params, Version};
 use base64ct::{Base64Unpadded, Encoding};
 
-use super::ct_eq;
+use super::{ct_eq, HashError};
 
 /// Most memory a verification may take: 1 GiB, in KiB.
-const MAX_M: u32 = 1 << 20;
-const MAX_T: u32 = 64;
-const MAX_P: u32 = 64;
+pub(super) const MAX_M: u32 = 1 << 20;
+pub(super) const MAX_T: u32 = 64;
+pub(super) const MAX_P: u32 = 64;
 
 /// A parsed argon2id hash.
 #[derive(Clone)]
@@ -24,14 +24,14 @@ pub(crate) struct Argon2id {
 }
 
 impl Argon2id {
-    pub(crate) fn parse(s: &[u8]) -> Result<Argon2id, String> {
+    pub(crate) fn parse(s: &[u8]) -> Result<Argon2id, HashError> {
         const FORM: &str = "argon2id hashes look like $argon2id$v=19$m=65536,t=3,p=4$salt$hash";
-        let text = std::str::from_utf8(s).map_err(|_| FORM.to_string())?;
+        let text = std::str::from_utf8(s).map_err(|_| HashError::Invalid(FORM))?;
         let mut fields = text.split('$').skip(2).peekable();
         let version = match fields.peek().and_then(|f| f.strip_prefix("v=")) {
             Some("19") => Version::V0x13,
             Some("16") => Version::V0x10,
-            Some(_) => return Err("argon2id version must be v=19 or v=16".into()),
+            Some(_) => return Err(HashError::Invalid("argon2id version must be v=19 or v=16")),
             None => Version::V0x10,
         };
         if fields.peek().is_some_and(|f| f.starts_with("v=")) {
@@ -40,7 +40,7 @@ impl Argon2id {
         let (Some(params), Some(salt), Some(hash), None) =
             (fields.next(), fields.next(), fields.next(), fields.next())
         else {
-            return Err(FORM.into());
+            return Err(HashError::Invalid(FORM));
         };
         let mut values = [0u32; 3];
         let mut names = ["m=", "t=", "p="].iter();
@@ -48,29 +48,30 @@ impl Argon2id {
             let digits = names
                 .next()
                 .and_then(|n| part.strip_prefix(n))
-                .ok_or_else(|| FORM.to_string())?;
+                .ok_or(HashError::Invalid(FORM))?;
             if digits.is_empty() || digits.len() > 10 || !digits.bytes().all(|b| b.is_ascii_digit())
             {
-                return Err(FORM.into());
+                return Err(HashError::Invalid(FORM));
             }
-            *value = digits.parse().map_err(|_| FORM.to_string())?;
+            *value = digits.parse().map_err(|_| HashError::Invalid(FORM))?;
         }
         let [m, t, p] = values;
         if params.split(',').count() != 3 {
-            return Err(FORM.into());
+            return Err(HashError::Invalid(FORM));
         }
         if m > MAX_M || t > MAX_T || p > MAX_P {
-            return Err(format!(
-                "argon2id costs must be at most m={MAX_M} (1 GiB), t={MAX_T}, p={MAX_P}"
+            return Err(HashError::Argon2Costs);
+        }
+        let salt =
+            decode(salt).ok_or(HashError::Invalid("argon2id salt is not unpadded base64"))?;
+        let hash =
+            decode(hash).ok_or(HashError::Invalid("argon2id hash is not unpadded base64"))?;
+        if !(8..=64).contains(&salt.len()) || !(4..=64).contains(&hash.len()) {
+            return Err(HashError::Invalid(
+                "argon2id salt must be 8 to 64 bytes and the hash 4 to 64",
             ));
         }
-        let salt = decode(salt).ok_or("argon2id salt is not unpadded base64")?;
-        let hash = decode(hash).ok_or("argon2id hash is not unpadded base64")?;
-        if !(8..=64).contains(&salt.len()) || !(4..=64).contains(&hash.len()) {
-            return Err("argon2id salt must be 8 to 64 bytes and the hash 4 to 64".into());
-        }
-        let params = Params::new(m, t, p, Some(hash.len()))
-            .map_err(|e| format!("argon2id parameters: {e}"))?;
+        let params = Params::new(m, t, p, Some(hash.len())).map_err(HashError::Argon2Params)?;
         Ok(Argon2id {
             version,
             params,

@@ -9,10 +9,10 @@
 use base64ct::{Base64Bcrypt, Encoding};
 use blowfish::Blowfish;
 
-use super::ct_eq;
+use super::{ct_eq, HashError};
 
 /// Highest cost accepted: 2^20 rounds already take over a minute.
-const MAX_COST: u32 = 20;
+pub(super) const MAX_COST: u32 = 20;
 
 /// A parsed bcrypt hash.
 #[derive(Clone)]
@@ -25,17 +25,17 @@ pub(crate) struct Bcrypt {
 
 impl Bcrypt {
     /// `$2y$05$` + 22 characters of salt + 31 of digest.
-    pub(crate) fn parse(s: &[u8]) -> Result<Bcrypt, String> {
+    pub(crate) fn parse(s: &[u8]) -> Result<Bcrypt, HashError> {
         const FORM: &str = "bcrypt hashes look like $2y$05$ followed by 53 characters";
         if s.len() != 60 || s[6] != b'$' {
-            return Err(FORM.into());
+            return Err(HashError::Invalid(FORM));
         }
         let cost = match (s[4], s[5]) {
             (a @ b'0'..=b'9', b @ b'0'..=b'9') => u32::from(a - b'0') * 10 + u32::from(b - b'0'),
-            _ => return Err(FORM.into()),
+            _ => return Err(HashError::Invalid(FORM)),
         };
         if !(4..=MAX_COST).contains(&cost) {
-            return Err(format!("bcrypt cost must be from 04 to {MAX_COST}"));
+            return Err(HashError::BcryptCost);
         }
         let mut salt = [0u8; 16];
         // 22 characters carry 132 bits, of which the last 4 must be zero:
@@ -44,7 +44,9 @@ impl Bcrypt {
         let mut digest = [0u8; 23];
         let digest_ok = Base64Bcrypt::decode(&s[29..], &mut digest).map(|d| d.len()) == Ok(23);
         if !salt_ok || !digest_ok {
-            return Err("bcrypt salt or digest is not valid bcrypt base64".into());
+            return Err(HashError::Invalid(
+                "bcrypt salt or digest is not valid bcrypt base64",
+            ));
         }
         let mut encoded = [0u8; 31];
         encoded.copy_from_slice(&s[29..]);

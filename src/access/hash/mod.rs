@@ -13,7 +13,10 @@
 mod apr1;
 mod argon2id;
 mod bcrypt;
+mod error;
 mod sha_crypt;
+
+pub(crate) use error::HashError;
 
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
@@ -39,9 +42,9 @@ pub(crate) enum Hash {
 
 impl Hash {
     /// Parses the hash field of an htpasswd line.
-    pub(crate) fn parse(s: &[u8], allow_plaintext: bool) -> Result<Hash, String> {
+    pub(crate) fn parse(s: &[u8], allow_plaintext: bool) -> Result<Hash, HashError> {
         if s.is_empty() {
-            return Err("empty password hash".into());
+            return Err(HashError::Invalid("empty password hash"));
         }
         if s.starts_with(b"$2y$") || s.starts_with(b"$2b$") || s.starts_with(b"$2a$") {
             return bcrypt::Bcrypt::parse(s).map(Hash::Bcrypt);
@@ -58,33 +61,38 @@ impl Hash {
             let len = base64ct::Base64::decode(b64, &mut out).map(|d| d.len());
             return match len {
                 Ok(20) => Ok(Hash::Sha1(out)),
-                _ => Err("{SHA} must be followed by the base64 of 20 bytes (28 characters)".into()),
+                _ => Err(HashError::Invalid(
+                    "{SHA} must be followed by the base64 of 20 bytes (28 characters)",
+                )),
             };
         }
         if s.starts_with(b"$argon2id$") {
             return argon2id::Argon2id::parse(s).map(Hash::Argon2id);
         }
         if s.starts_with(b"$argon2i$") || s.starts_with(b"$argon2d$") {
-            return Err("only the argon2id variant of Argon2 is supported".into());
+            return Err(HashError::Invalid(
+                "only the argon2id variant of Argon2 is supported",
+            ));
         }
         if s.starts_with(b"$1$") {
-            return Err("MD5-crypt ($1$) is not supported; use htpasswd -B (bcrypt)".into());
+            return Err(HashError::Invalid(
+                "MD5-crypt ($1$) is not supported; use htpasswd -B (bcrypt)",
+            ));
         }
         if s.starts_with(b"$") || s.starts_with(b"{") {
-            return Err(format!(
-                "unknown password hash scheme {}; supported: $2y$/$2b$/$2a$ (bcrypt), $5$, $6$ (SHA-crypt), $apr1$, {{SHA}}, $argon2id$",
-                scheme_name(s)
-            ));
+            return Err(HashError::UnknownScheme(scheme_name(s)));
         }
         if allow_plaintext {
             return Ok(Hash::Plain(Sha256::digest(s).into()));
         }
         if s.len() == 13 && s.iter().all(|&b| is_crypt64(b)) {
-            return Err(
-                "crypt(3) DES hashes are not supported (they use only 8 characters of the password); recreate the entry with htpasswd -B".into(),
-            );
+            return Err(HashError::Invalid(
+                "crypt(3) DES hashes are not supported (they use only 8 characters of the password); recreate the entry with htpasswd -B",
+            ));
         }
-        Err("not a supported password hash (a plaintext password needs allow_plaintext = true; better, hash it with htpasswd -B)".into())
+        Err(HashError::Invalid(
+            "not a supported password hash (a plaintext password needs allow_plaintext = true; better, hash it with htpasswd -B)",
+        ))
     }
 
     /// Whether `password` matches. Costs what the scheme costs: tens of

@@ -4,14 +4,14 @@
 
 use sha2::{Digest, Sha256, Sha512};
 
-use super::{crypt64_push, ct_eq, is_crypt64};
+use super::{crypt64_push, ct_eq, is_crypt64, HashError};
 
 const DEFAULT_ROUNDS: u32 = 5000;
 /// The specification clamps smaller counts up to this.
 const MIN_ROUNDS: u32 = 1000;
 /// The specification allows up to 999,999,999; anything near that would
 /// stall a worker for minutes per login, so such a line is refused.
-const MAX_ROUNDS: u32 = 10_000_000;
+pub(super) const MAX_ROUNDS: u32 = 10_000_000;
 
 /// Byte triples of the SHA-256 output in encoding order (then 31, 30).
 const ORDER_256: [[usize; 3]; 10] = [
@@ -66,7 +66,7 @@ pub(crate) struct ShaCrypt {
 
 impl ShaCrypt {
     /// `$5$[rounds=N$]salt$digest` or the same with `$6$`.
-    pub(crate) fn parse(s: &[u8]) -> Result<ShaCrypt, String> {
+    pub(crate) fn parse(s: &[u8]) -> Result<ShaCrypt, HashError> {
         let wide = s[1] == b'6';
         let mut rest = &s[3..];
         let mut rounds = DEFAULT_ROUNDS;
@@ -74,26 +74,26 @@ impl ShaCrypt {
             let end = r.iter().position(|&b| b == b'$').unwrap_or(r.len());
             let digits = &r[..end];
             if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
-                return Err("SHA-crypt rounds= must be a number".into());
+                return Err(HashError::Invalid("SHA-crypt rounds= must be a number"));
             }
             let n = digits
                 .iter()
                 .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
             if n > MAX_ROUNDS {
-                return Err(format!("SHA-crypt rounds must be at most {MAX_ROUNDS}"));
+                return Err(HashError::ShaCryptRounds);
             }
             rounds = n.max(MIN_ROUNDS);
             rest = r.get(end + 1..).unwrap_or_default();
         }
         let Some(dollar) = rest.iter().position(|&b| b == b'$') else {
-            return Err("SHA-crypt hashes look like $5$salt$digest".into());
+            return Err(HashError::Invalid(
+                "SHA-crypt hashes look like $5$salt$digest",
+            ));
         };
         let (salt, digest) = (&rest[..dollar], &rest[dollar + 1..]);
         let want = if wide { 86 } else { 43 };
         if digest.len() != want || !digest.iter().all(|&b| is_crypt64(b)) {
-            return Err(format!(
-                "SHA-crypt digest must be {want} characters of ./0-9A-Za-z"
-            ));
+            return Err(HashError::ShaCryptDigest(want));
         }
         Ok(ShaCrypt {
             wide,

@@ -17,7 +17,7 @@ fn plaintext_entries_only_where_allowed() {
         auth: vec![rule(prefix("/"), "R", &file)],
         ..Config::default()
     };
-    let e = Auth::new(&cfg).err().unwrap();
+    let e = Auth::new(&cfg).err().unwrap().to_string();
     assert!(e.ends_with("htpasswd:1: not a supported password hash (a plaintext password needs allow_plaintext = true; better, hash it with htpasswd -B)"), "{e}");
     cfg.auth[0].allow_plaintext = true;
     let mut auth = Auth::new(&cfg).unwrap();
@@ -200,12 +200,12 @@ fn a_file_that_went_bad_before_start_up_is_an_error() {
         auth: vec![rule(prefix("/"), "R", &file)],
         ..Config::default()
     };
-    let e = Auth::new(&cfg).err().unwrap();
+    let e = Auth::new(&cfg).err().unwrap().to_string();
     assert!(
         e.ends_with("htpasswd:1: bcrypt hashes look like $2y$05$ followed by 53 characters"),
         "{e}"
     );
     cfg.auth[0].htpasswd = dir.0.join("missing");
-    let e = Auth::new(&cfg).err().unwrap();
+    let e = Auth::new(&cfg).err().unwrap().to_string();
     assert!(e.contains("missing: cannot read: "), "{e}");
 }
