@@ -196,11 +196,11 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         origins.error = Some("--error-log".to_string());
     }
     if let Some(name) = &flags.user {
-        config.user = Some(jail::user(name).map_err(|m| flag_error("--user", &m))?);
+        config.user = Some(jail::user(name).map_err(|e| flag_error("--user", &e.to_string()))?);
         origins.user = None;
     }
     if let Some(name) = &flags.group {
-        config.group = Some(jail::group(name).map_err(|m| flag_error("--group", &m))?);
+        config.group = Some(jail::group(name).map_err(|e| flag_error("--group", &e.to_string()))?);
         origins.group = None;
     }
     config.allow_root |= flags.allow_root;

@@ -6,6 +6,7 @@
 //! jail: the server opens its listeners, the document root and the log
 //! files before it calls `chroot`, and only then confines itself.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -20,20 +21,76 @@ use crate::sys::privileges;
 static KNOWN_USERS: Mutex<Vec<User>> = Mutex::new(Vec::new());
 static KNOWN_GROUPS: Mutex<Vec<Group>> = Mutex::new(Vec::new());
 
-/// `name` from `known`, or else looked up with `lookup` and remembered.
+/// Why a `user` or `group` value names no account; the caller puts the
+/// key (file and line) or the flag in front.
+#[derive(Debug)]
+pub(super) enum AccountError {
+    /// An empty name; `kind` is "user" or "group".
+    Empty { kind: &'static str },
+    /// Neither a name in the database nor a numeric id.
+    Unknown { kind: &'static str, name: String },
+    /// The database could not be read.
+    Lookup {
+        kind: &'static str,
+        name: String,
+        source: io::Error,
+    },
+    /// The database could not be read for a numeric user id.
+    LookupUid { uid: u32, source: io::Error },
+}
+
+impl std::fmt::Display for AccountError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AccountError::Empty { kind } => write!(f, "expected a {kind} name or id; got \"\""),
+            AccountError::Unknown { kind, name } => write!(
+                f,
+                "no {kind} named {name:?} on this system (a numeric id is accepted too)"
+            ),
+            AccountError::Lookup { kind, name, source } => {
+                write!(f, "cannot look up {kind} {name:?}: {source}")
+            }
+            AccountError::LookupUid { uid, source } => {
+                write!(f, "cannot look up user id {uid}: {source}")
+            }
+        }
+    }
+}
+
+/// `name` from `known`, or else looked up with `lookup` (`None`: no such
+/// account) and remembered; `kind` ("user" or "group") is for the error.
 fn remembered<T: Clone>(
     known: &Mutex<Vec<T>>,
+    kind: &'static str,
     name: &str,
     name_of: fn(&T) -> &str,
-    lookup: impl FnOnce() -> Result<T, String>,
-) -> Result<T, String> {
+    lookup: impl FnOnce() -> Result<Option<T>, AccountError>,
+) -> Result<T, AccountError> {
+    if name.is_empty() {
+        return Err(AccountError::Empty { kind });
+    }
     let mut known = known.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(t) = known.iter().find(|t| name_of(t) == name) {
         return Ok(t.clone());
     }
-    let t = lookup()?;
+    let t = lookup()?.ok_or_else(|| AccountError::Unknown {
+        kind,
+        name: name.to_string(),
+    })?;
     known.push(t.clone());
     Ok(t)
+}
+
+/// The error of a failed look-up of the `kind` account `name`.
+fn lookup_failed<'a>(
+    kind: &'static str,
+    name: &'a str,
+) -> impl FnOnce(io::Error) -> AccountError + 'a {
+    move |source| AccountError::Lookup {
+        kind,
+        name: name.to_string(),
+        source,
+    }
 }
 
 /// A name made of decimal digits read as a numeric id (containers run as
@@ -49,12 +106,10 @@ fn numeric_id(name: &str) -> Option<u32> {
 /// Resolves a `user` value: a name in the user database, or else a
 /// numeric user id (with that id's primary group if the database has
 /// an entry for it).
-pub(super) fn user(name: &str) -> Result<User, String> {
-    if name.is_empty() {
-        return Err("expected a user name or id; got \"\"".to_string());
-    }
+pub(super) fn user(name: &str) -> Result<User, AccountError> {
     remembered(
         &KNOWN_USERS,
+        "user",
         name,
         |u| &u.name,
         || {
@@ -63,19 +118,15 @@ pub(super) fn user(name: &str) -> Result<User, String> {
                 uid,
                 gid,
             };
-            let by_id = |uid| match privileges::lookup_uid(uid) {
-                Ok(found) => Ok(user(uid, found.map(|(_, a)| a.gid))),
-                Err(e) => Err(format!("cannot look up user id {uid}: {e}")),
-            };
-            match privileges::lookup_user(name) {
-                Ok(Some(a)) => Ok(user(a.uid, Some(a.gid))),
-                Ok(None) => match numeric_id(name) {
-                    Some(uid) => by_id(uid),
-                    None => Err(format!(
-                        "no user named {name:?} on this system (a numeric id is accepted too)"
-                    )),
+            match privileges::lookup_user(name).map_err(lookup_failed("user", name))? {
+                Some(a) => Ok(Some(user(a.uid, Some(a.gid)))),
+                None => match numeric_id(name) {
+                    Some(uid) => match privileges::lookup_uid(uid) {
+                        Ok(found) => Ok(Some(user(uid, found.map(|(_, a)| a.gid)))),
+                        Err(source) => Err(AccountError::LookupUid { uid, source }),
+                    },
+                    None => Ok(None),
                 },
-                Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
             }
         },
     )
@@ -83,26 +134,18 @@ pub(super) fn user(name: &str) -> Result<User, String> {
 
 /// Resolves a `group` value: a name in the group database, or else a
 /// numeric group id.
-pub(super) fn group(name: &str) -> Result<Group, String> {
-    if name.is_empty() {
-        return Err("expected a group name or id; got \"\"".to_string());
-    }
+pub(super) fn group(name: &str) -> Result<Group, AccountError> {
     remembered(
         &KNOWN_GROUPS,
+        "group",
         name,
         |g| &g.name,
         || {
-            let group = |gid| Group {
+            let gid = privileges::lookup_group(name).map_err(lookup_failed("group", name))?;
+            Ok(gid.or_else(|| numeric_id(name)).map(|gid| Group {
                 name: name.to_string(),
                 gid,
-            };
-            match privileges::lookup_group(name) {
-                Ok(Some(gid)) => Ok(group(gid)),
-                Ok(None) => numeric_id(name).map(group).ok_or_else(|| {
-                    format!("no group named {name:?} on this system (a numeric id is accepted too)")
-                }),
-                Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
-            }
+            }))
         },
     )
 }

@@ -423,12 +423,12 @@ impl Loader<'_> {
 
     fn user(&self, v: &Spanned<DeValue<'_>>) -> Result<super::User, ConfigError> {
         let name = self.account("user", v)?;
-        super::jail::user(&name).map_err(|msg| self.fail(v, "user", &msg))
+        super::jail::user(&name).map_err(|e| self.fail(v, "user", &e.to_string()))
     }
 
     fn group(&self, v: &Spanned<DeValue<'_>>) -> Result<super::Group, ConfigError> {
         let name = self.account("group", v)?;
-        super::jail::group(&name).map_err(|msg| self.fail(v, "group", &msg))
+        super::jail::group(&name).map_err(|e| self.fail(v, "group", &e.to_string()))
     }
 
     fn listen(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<std::net::SocketAddr>, ConfigError> {

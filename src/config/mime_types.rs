@@ -5,8 +5,8 @@
 //! no extension is allowed and adds nothing. It is read when the
 //! configuration is loaded, so at start and again on each reload.
 
-use std::io::Read;
-use std::path::Path;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use super::units;
 use crate::http::grammar;
@@ -14,12 +14,52 @@ use crate::http::grammar;
 /// A larger file is surely not a types file (Debian's is 74 KB).
 const MAX_LEN: u64 = 4 << 20;
 
-/// Reads `path`; on error, a message that names the file (and the line),
-/// and whether it was refused by permissions (or by the sandbox).
-pub(crate) fn read(path: &Path) -> Result<Vec<(String, String)>, (String, bool)> {
-    let failed = |e: std::io::Error| {
-        let denied = e.kind() == std::io::ErrorKind::PermissionDenied;
-        (format!("cannot read {}: {e}", path.display()), denied)
+/// Why a types file cannot be used; the message names the file (and the
+/// line).
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// It could not be opened or read.
+    Io { path: PathBuf, source: io::Error },
+    /// It is larger than [`MAX_LEN`].
+    TooLarge(PathBuf),
+    /// A line is not `type ext…`: its number and what is wrong.
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+impl ReadError {
+    /// Whether permissions (or the sandbox) refused it.
+    pub(crate) fn denied(&self) -> bool {
+        matches!(self, ReadError::Io { source, .. } if source.kind() == io::ErrorKind::PermissionDenied)
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
+            ReadError::TooLarge(path) => write!(
+                f,
+                "{} is larger than 4 MiB; expected a mime.types file",
+                path.display()
+            ),
+            ReadError::Line {
+                path,
+                line,
+                message,
+            } => write!(f, "{}:{line}: {message}", path.display()),
+        }
+    }
+}
+
+/// Reads `path`.
+pub(crate) fn read(path: &Path) -> Result<Vec<(String, String)>, ReadError> {
+    let failed = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
     };
     let file = std::fs::File::open(path).map_err(failed)?;
     let mut text = Vec::new();
@@ -27,13 +67,13 @@ pub(crate) fn read(path: &Path) -> Result<Vec<(String, String)>, (String, bool)>
         .read_to_end(&mut text)
         .map_err(failed)?;
     if text.len() as u64 > MAX_LEN {
-        let msg = format!(
-            "{} is larger than 4 MiB; expected a mime.types file",
-            path.display()
-        );
-        return Err((msg, false));
+        return Err(ReadError::TooLarge(path.to_path_buf()));
     }
-    parse(&text).map_err(|(line, msg)| (format!("{}:{line}: {msg}", path.display()), false))
+    parse(&text).map_err(|(line, message)| ReadError::Line {
+        path: path.to_path_buf(),
+        line,
+        message,
+    })
 }
 
 /// (extension, type) pairs in file order, or the 1-based line of the
@@ -120,9 +160,10 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("mime.types");
         std::fs::write(&file, "text/plain txt\n\nbad\n").expect("write");
-        let (err, _) = read(&file).expect_err("bad line");
+        let err = read(&file).expect_err("bad line");
+        assert!(!err.denied());
         assert_eq!(
-            err,
+            err.to_string(),
             format!(
                 "{}:3: expected a media type such as text/html first; got \"bad\"",
                 file.display()
@@ -131,7 +172,7 @@ mod tests {
         let missing = dir.join("none.types");
         assert!(read(&missing)
             .expect_err("missing")
-            .0
+            .to_string()
             .starts_with(&format!("cannot read {}: ", missing.display())));
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -163,16 +163,16 @@ impl Loader<'_> {
                     // A reload inside the sandbox can read only what it
                     // allowed at start.
                     if let Some(readable) = self.src.readable {
-                        readable(&path).map_err(|e| self.fail(value, key, &e))?;
+                        readable(&path).map_err(|e| self.fail(value, key, &e.to_string()))?;
                     }
-                    let types = super::mime_types::read(&path).map_err(|(e, denied)| {
-                        if denied && self.src.readable.is_some() {
+                    let types = super::mime_types::read(&path).map_err(|e| {
+                        if e.denied() && self.src.readable.is_some() {
                             // Landlock allows the file that was there at
                             // start, not one renamed over it since.
                             let hint = "; with the sandbox on, a mime_types file replaced since start (as by a package upgrade) can only be read after a restart";
                             self.fail(value, key, &format!("{e}{hint}"))
                         } else {
-                            self.fail(value, key, &e)
+                            self.fail(value, key, &e.to_string())
                         }
                     })?;
                     st.mime_types = Some(super::MimeTypesFile { path, types });

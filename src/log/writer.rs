@@ -119,7 +119,7 @@ impl Sink {
     /// Reopens a file sink in place (log rotation); returns its path. On
     /// failure the old file stays in use, which is better than losing
     /// lines. `Ok(None)` for what is not a file.
-    fn reopen(&mut self) -> Result<Option<&Path>, String> {
+    fn reopen(&mut self) -> Result<Option<&Path>, LogError> {
         let Sink::File { path, file, opener } = self else {
             return Ok(None);
         };
@@ -130,10 +130,12 @@ impl Sink {
         match new {
             Ok(new) => *file = new,
             Err(e) => {
-                return Err(format!(
-                    "cannot reopen {}: {e}; still writing to the old file",
-                    path.display()
-                ))
+                return Err(LogError {
+                    message: format!(
+                        "cannot reopen {}: {e}; still writing to the old file",
+                        path.display()
+                    ),
+                })
             }
         }
         Ok(Some(path))
