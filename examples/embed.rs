@@ -63,14 +63,23 @@ fn address() -> Result<SocketAddr, String> {
     })
 }
 
-fn main() -> Result<(), String> {
+fn main() {
+    if let Err(e) = serve() {
+        eprintln!("embed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Serves until interrupted. Each layer's error (`brisk::server::Error`,
+/// `brisk::log::LogError`, …) says what failed in its `Display`.
+fn serve() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = Config {
         listen: vec![address()?],
-        root: std::env::current_dir().map_err(|e| e.to_string())?,
+        root: std::env::current_dir()?,
         workers: 2,
         ..Config::default()
     };
-    let logs = LogService::start(&cfg.log).map_err(|e| e.to_string())?;
+    let logs = LogService::start(&cfg.log)?;
     let mut server = Server::bind(cfg)?;
     server.mount("/hello", hello)?.mount("/api/count", count)?;
     for a in server.local_addrs() {
@@ -84,7 +93,7 @@ fn main() -> Result<(), String> {
         if running.worker_died() {
             running.stop();
             logs.shutdown();
-            return Err("a worker stopped".to_string());
+            return Err("a worker stopped".into());
         }
     }
 }

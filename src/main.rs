@@ -9,7 +9,7 @@ fn main() {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     let code = match config::from_args(args.clone()) {
         Ok(Command::Run(cfg)) => match config::Reload::new(args, &cfg)
-            .map_err(|e| format!("cannot read the current directory: {e}"))
+            .map_err(brisk::process::Error::CurrentDir)
             .and_then(|reload| brisk::process::run(cfg, Some(reload)))
         {
             Ok(()) => 0,

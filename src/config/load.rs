@@ -30,8 +30,9 @@ pub(crate) struct Source<'a> {
     pub readable: Option<Readable<'a>>,
 }
 
-/// See [`Source::readable`].
-pub(crate) type Readable<'a> = &'a dyn Fn(&Path) -> Result<(), String>;
+/// See [`Source::readable`]; the error is the caller's (the process
+/// layer's sandbox), shown after the file, line and key.
+pub(crate) type Readable<'a> = &'a dyn Fn(&Path) -> Result<(), super::Unreadable>;
 
 /// Keys of the top-level table.
 const TOP_KEYS: &[&str] = &[

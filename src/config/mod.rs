@@ -511,6 +511,12 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// Why a file a reloaded configuration names may not be read (see
+/// [`Reload::load_readable`]): the error of whoever says so (the process
+/// layer's sandbox), which the configuration's error then follows the
+/// file, line and key with.
+pub type Unreadable = Box<dyn std::error::Error + Send + Sync>;
+
 /// What the command line asks for.
 // Made once per process, so the size of `Run` is not worth a box.
 #[allow(clippy::large_enum_variant)]
@@ -589,7 +595,7 @@ impl Reload {
     /// why: the error then names the file, line and key.
     pub fn load_readable(
         &self,
-        readable: &dyn Fn(&std::path::Path) -> Result<(), String>,
+        readable: &dyn Fn(&std::path::Path) -> Result<(), Unreadable>,
     ) -> Result<Config, ConfigError> {
         match cli::run_in(
             self.args.iter().cloned(),

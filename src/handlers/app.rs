@@ -170,15 +170,13 @@ impl Mount {
     /// it (`/api/` answers `/api/` and `/api/x/y`), any other exactly that
     /// path (`/status`). It must be a normalised absolute path, as the
     /// paths it is compared with are.
-    pub fn new(prefix: &str, handler: std::sync::Arc<dyn Handler>) -> Result<Mount, String> {
+    pub fn new(prefix: &str, handler: std::sync::Arc<dyn Handler>) -> Result<Mount, super::Error> {
         let mut norm = Vec::new();
         let ok = prefix.starts_with('/')
             && crate::http::path::decode_and_normalize(prefix.as_bytes(), &mut norm).is_ok()
             && norm == prefix.as_bytes();
         if !ok {
-            return Err(format!(
-                "cannot mount a handler at {prefix:?}: expected a normalised absolute path such as \"/api/\" or \"/status\""
-            ));
+            return Err(super::Error::MountPrefix(prefix.to_string()));
         }
         Ok(Mount {
             prefix: norm,

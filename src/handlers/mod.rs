@@ -5,11 +5,13 @@
 pub mod app;
 pub mod autoindex;
 pub mod cgi;
+mod error;
 pub mod error_page;
 pub mod file_cache;
 pub mod refusal;
 pub mod static_files;
 
+pub use error::Error;
 pub use file_cache::Source;
 pub use refusal::Refusal;
 

@@ -12,6 +12,7 @@
 //! SIGHUP reloads the configuration (`reload.rs`).
 
 pub mod confine;
+mod error;
 mod pid_file;
 mod reload;
 
@@ -22,6 +23,8 @@ use crate::config::{Config, Level, Reload};
 use crate::log::{console, LogService};
 use crate::server::{spool, Server};
 use crate::sys::{self, signal::Signal};
+
+pub use error::Error;
 
 /// `http://addr/`, as the start-up and reload lines show an address.
 fn url(addr: &SocketAddr) -> String {
@@ -34,11 +37,11 @@ fn url(addr: &SocketAddr) -> String {
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
 /// SIGHUP reloads through `reload` (see `reload.rs`); without it, SIGHUP is
 /// logged and ignored.
-pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
+pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // Blocked before any thread exists (the log writer included), so that
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
-    sys::signal::block().map_err(|e| format!("cannot block signals: {e}"))?;
+    sys::signal::block().map_err(Error::Signals)?;
     sys::memory::one_arena();
     let _ = sys::process::cloexec_inherited();
     // As loaded, before a default user is filled in: what a reload's
@@ -59,12 +62,12 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
         console::say(format_args!("listening on {}", url(a)));
     }
     if cfg.daemon {
-        sys::process::daemonize().map_err(|e| format!("cannot daemonize: {e}"))?;
+        sys::process::daemonize().map_err(Error::Daemonize)?;
     }
     if let Some(path) = &cfg.pid_file {
         pid_file::write(path)?;
     }
-    let mut open_logs = LogService::open(&cfg.log).map_err(|e| e.to_string())?;
+    let mut open_logs = LogService::open(&cfg.log)?;
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
@@ -74,16 +77,14 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), String> {
         // Now as the server will run (its user, its sandbox): a directory
         // it cannot use would otherwise show only on the first large
         // chunked upload.
-        spool::probe(&cfg.temp_dir).map_err(|e| {
-            format!(
-                "temp_dir: cannot make temporary files in {} (for request bodies held for CGI programs): {e}",
-                cfg.temp_dir.display()
-            )
+        spool::probe(&cfg.temp_dir).map_err(|source| Error::TempDir {
+            dir: cfg.temp_dir.clone(),
+            source,
         })?;
     }
     // The pid file as seen from where the server runs (inside the chroot).
     let pid_file = cfg.pid_file.clone();
-    let logs = open_logs.start().map_err(|e| e.to_string())?;
+    let logs = open_logs.start()?;
     let mut running = server.start(&logs)?;
     let mut main_log = logs.handle();
     for (level, note) in &confined.notes {

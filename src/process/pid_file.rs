@@ -3,14 +3,17 @@
 
 use std::path::Path;
 
+use super::Error;
 use crate::config::Level;
 use crate::log::Logger;
 use crate::sys::{self, privileged::Privileged};
 
 /// Writes this process's pid and a newline to `path`.
-pub(super) fn write(path: &Path) -> Result<(), String> {
-    std::fs::write(path, format!("{}\n", sys::process::pid()))
-        .map_err(|e| format!("cannot write pid file {}: {e}", path.display()))
+pub(super) fn write(path: &Path) -> Result<(), Error> {
+    std::fs::write(path, format!("{}\n", sys::process::pid())).map_err(|source| Error::PidFile {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Removes the pid file at the end, by the process that kept the right

@@ -7,6 +7,7 @@ use crate::log::LogService;
 use crate::server::Running;
 
 use super::confine::Sandboxes;
+use super::Error;
 
 /// Loads the configuration again and serves it, if it changes nothing that
 /// needs a restart (compared with `loaded`, the configuration as loaded at
@@ -17,28 +18,21 @@ pub(super) fn reload_config(
     sandboxes: Option<&Sandboxes>,
     running: &mut Running,
     logs: &LogService,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let Some(reload) = reload else {
-        return Err("no configuration to load again (brisk runs embedded)".to_string());
+        return Err(Error::NoReload);
     };
     let current = running.config();
     if loaded.chroot.is_some() {
-        return Err(
-            "no reload inside a chroot (the configuration's paths lie outside it); restart to apply changes"
-                .to_string(),
-        );
+        return Err(Error::ReloadInChroot);
     }
     let mut cfg = match sandboxes {
-        Some(s) => reload.load_readable(&|file| s.readable(file)),
+        Some(s) => reload.load_readable(&|file| Ok(s.readable(file)?)),
         None => reload.load(),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     let changed = loaded.restart_only_changes(&cfg);
     if !changed.is_empty() {
-        return Err(format!(
-            "{} changed, which takes effect only at start; restart to apply changes",
-            changed.join(", ")
-        ));
+        return Err(Error::RestartOnly(changed));
     }
     // The identity the process took at start (a default user included).
     cfg.user = current.user.clone();
@@ -51,11 +45,9 @@ pub(super) fn reload_config(
         // sandbox's seccomp filter and Landlock keep the server from it.
         if !sandboxes.privileged {
             if let Some(addr) = cfg.listen.iter().find(|a| !running.listens_on(a)) {
-                return Err(format!(
-                    "listen address {addr} needs a restart while the sandbox is on (it keeps brisk from opening sockets); restart brisk to apply this configuration, or set sandbox = false"
-                ));
+                return Err(Error::ListenNeedsRestart(*addr));
             }
         }
     }
-    running.reload(cfg, logs)
+    Ok(running.reload(cfg, logs)?)
 }

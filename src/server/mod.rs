@@ -13,6 +13,7 @@
 
 pub mod conn;
 pub mod drain;
+mod error;
 mod file_copy;
 pub mod output;
 pub mod response;
@@ -34,6 +35,8 @@ use crate::sys::privileged::Privileged;
 use drain::{Drain, DrainOrder};
 use worker::{Worker, WorkerInit};
 
+pub use error::Error;
+
 /// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or
 /// through `via` (the privileged helper). A probe bind without it comes
 /// first, so an address already served by another process is an error
@@ -43,23 +46,18 @@ fn bind_all(
     workers: usize,
     defer: Duration,
     via: Option<&Privileged>,
-) -> Result<(SocketAddr, Vec<TcpListener>), String> {
+) -> Result<(SocketAddr, Vec<TcpListener>), Error> {
     let listen = |addr: &SocketAddr, reuseport, backlog, defer| match via {
         Some(helper) => helper.listen(addr, reuseport, backlog, defer),
         None => sys::net::listen(addr, reuseport, backlog, defer),
     };
-    let probe = listen(&addr, false, 1, Duration::ZERO)
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    let real = probe
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let fail = |addr, source| Error::Listen { addr, source };
+    let probe = listen(&addr, false, 1, Duration::ZERO).map_err(|e| fail(addr, e))?;
+    let real = probe.local_addr().map_err(|e| fail(addr, e))?;
     drop(probe);
     let mut out = Vec::with_capacity(workers);
     for _ in 0..workers {
-        out.push(
-            listen(&real, true, 4096, defer)
-                .map_err(|e| format!("cannot listen on {real}: {e}"))?,
-        );
+        out.push(listen(&real, true, 4096, defer).map_err(|e| fail(real, e))?);
     }
     Ok((real, out))
 }
@@ -82,7 +80,7 @@ fn bind_listeners(
     cfg: &Config,
     keep: &[Bound],
     via: Option<&Privileged>,
-) -> Result<Vec<Bound>, String> {
+) -> Result<Vec<Bound>, Error> {
     let workers = cfg.workers.max(1);
     let mut out = Vec::with_capacity(cfg.listen.len());
     for &wanted in &cfg.listen {
@@ -92,7 +90,10 @@ fn bind_listeners(
                 .iter()
                 .map(TcpListener::try_clone)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("cannot share the socket of {}: {e}", b.real))?;
+                .map_err(|source| Error::ShareSocket {
+                    addr: b.real,
+                    source,
+                })?;
             out.push(Bound {
                 wanted,
                 real: b.real,
@@ -110,8 +111,14 @@ fn bind_listeners(
     Ok(out)
 }
 
-fn open_site(cfg: &Arc<Config>) -> Result<Site, String> {
-    Site::new(Arc::clone(cfg)).map_err(|e| format!("cannot open root {}: {e}", cfg.root.display()))
+/// Opens the document root of `cfg`; `in_chroot` says where, for the
+/// error.
+fn open_site(cfg: &Arc<Config>, in_chroot: bool) -> Result<Site, Error> {
+    Site::new(Arc::clone(cfg)).map_err(|source| Error::OpenRoot {
+        root: cfg.root.clone(),
+        in_chroot,
+        source,
+    })
 }
 
 /// A bound server, not yet serving: the listeners exist, so the
@@ -129,10 +136,10 @@ pub struct Server {
 impl Server {
     /// Opens the document root and binds every listen address, one
     /// `SO_REUSEPORT` socket per worker.
-    pub fn bind(cfg: Config) -> Result<Server, String> {
+    pub fn bind(cfg: Config) -> Result<Server, Error> {
         let cfg = Arc::new(cfg);
         let _ = sys::process::raise_nofile_limit();
-        let site = Arc::new(open_site(&cfg)?);
+        let site = Arc::new(open_site(&cfg, false)?);
         let bound = bind_listeners(&cfg, &[], None)?;
         Ok(Server {
             cfg,
@@ -147,15 +154,9 @@ impl Server {
     /// Replaces the configuration with `cfg` (the same one as seen from
     /// inside a chroot) and opens the document root again by its path
     /// there. Call it after `chroot` and before [`Server::start`].
-    pub fn rebase(&mut self, cfg: Config) -> Result<(), String> {
+    pub fn rebase(&mut self, cfg: Config) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
-        let site = Site::new(Arc::clone(&cfg)).map_err(|e| {
-            format!(
-                "cannot open root {} inside the chroot: {e}",
-                cfg.root.display()
-            )
-        })?;
-        self.site = Arc::new(site);
+        self.site = Arc::new(open_site(&cfg, true)?);
         self.cfg = cfg;
         Ok(())
     }
@@ -201,13 +202,13 @@ impl Server {
         &mut self,
         prefix: &str,
         handler: impl Handler + 'static,
-    ) -> Result<&mut Self, String> {
+    ) -> Result<&mut Self, Error> {
         self.mounts.push(Mount::new(prefix, Arc::new(handler))?);
         Ok(self)
     }
 
     /// Starts the worker threads; each logs through `logs`.
-    pub fn start(self, logs: &LogService) -> Result<Running, String> {
+    pub fn start(self, logs: &LogService) -> Result<Running, Error> {
         let mounts: Arc<[Mount]> = self.mounts.into();
         let shared = Shared {
             mounts,
@@ -253,7 +254,7 @@ impl Generation {
         bound: &[Bound],
         shared: &Shared,
         logger: &dyn Fn() -> Logger,
-    ) -> Result<Generation, String> {
+    ) -> Result<Generation, Error> {
         let mut gen = Generation {
             order: Arc::new(DrainOrder::default()),
             wakers: Vec::new(),
@@ -277,14 +278,13 @@ impl Generation {
         bound: &[Bound],
         shared: &Shared,
         logger: Logger,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let listeners = bound
             .iter()
             .map(|b| b.sockets[id].try_clone())
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("cannot share a listening socket: {e}"))?;
-        let (poll, waker) =
-            worker::poll_and_waker().map_err(|e| format!("cannot create event loop: {e}"))?;
+            .map_err(Error::ShareListener)?;
+        let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
         let init = WorkerInit {
             id,
             site: Arc::clone(site),
@@ -303,7 +303,7 @@ impl Generation {
                 Ok(w) => w.run(),
                 Err(e) => console::say(format_args!("cannot start worker {id}: {e}")),
             })
-            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+            .map_err(Error::WorkerThread)?;
         self.wakers.push(Arc::clone(&waker));
         self.threads.push(t);
         Ok(())
@@ -365,9 +365,9 @@ impl Running {
     /// that `cfg` keeps what only a restart can change
     /// ([`Config::restart_only_changes`],
     /// [`crate::process::confine::Sandboxes::refusal`]).
-    pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), String> {
+    pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
-        let mut site = open_site(&cfg)?;
+        let mut site = open_site(&cfg, false)?;
         site.carry_over(&self.site);
         let site = Arc::new(site);
         let bound = bind_listeners(&cfg, &self.bound, self.privileged.as_deref())?;

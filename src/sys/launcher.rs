@@ -44,9 +44,9 @@ impl Launcher {
     /// programs' sandbox; its error is this call's), then it serves until
     /// the socket closes, killing released children still running after
     /// `cgi_timeout`. Call only while the process has a single thread.
-    pub fn start(
+    pub fn start<E: std::fmt::Display>(
         cgi_timeout: Duration,
-        confine: impl FnOnce() -> Result<(), String>,
+        confine: impl FnOnce() -> Result<(), E>,
     ) -> io::Result<Launcher> {
         let (sock, _pid) = service::fork(c"brisk-cgi", confine, |sock| serve(sock, cgi_timeout))?;
         Ok(Launcher {

@@ -63,9 +63,9 @@ impl Privileged {
     /// Forks the helper. In the child, `confine` runs first (its error is
     /// this call's), then it serves until the server asks it to finish or
     /// goes away. Call only while the process has a single thread.
-    pub fn start(
+    pub fn start<E: std::fmt::Display>(
         grants: Grants,
-        confine: impl FnOnce() -> Result<(), String>,
+        confine: impl FnOnce() -> Result<(), E>,
     ) -> io::Result<Privileged> {
         let (sock, _pid) = service::fork(c"brisk-priv", confine, |sock| serve(sock, &grants))?;
         Ok(Privileged {

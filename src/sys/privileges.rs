@@ -164,6 +164,8 @@ impl std::fmt::Display for SwitchError {
     }
 }
 
+impl std::error::Error for SwitchError {}
+
 /// Switches the whole process (every thread: glibc broadcasts the id
 /// changes) to `uid`/`gid` with `gid` as the only supplementary group,
 /// then verifies the real and effective ids, the group list, and — when

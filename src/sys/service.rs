@@ -21,14 +21,15 @@ const READY: u8 = b'R';
 const FAILED: u8 = b'E';
 
 /// Forks a helper named `name` (at most 15 bytes). In the child, `confine`
-/// runs first, then every descriptor but the socket is closed and `serve`
+/// runs first (its error, whatever its type, reaches the parent as text),
+/// then every descriptor but the socket is closed and `serve`
 /// runs until it returns; the child then exits. Returns the server's end
 /// of the socket and the child's pid once the child said it is ready; an
 /// error carries the child's reason when `confine` failed. Call only while
 /// the process has a single thread.
-pub fn fork(
+pub fn fork<E: std::fmt::Display>(
     name: &CStr,
-    confine: impl FnOnce() -> Result<(), String>,
+    confine: impl FnOnce() -> Result<(), E>,
     serve: impl FnOnce(OwnedFd),
 ) -> io::Result<(OwnedFd, i32)> {
     let mut fds = [0; 2];
@@ -53,7 +54,7 @@ pub fn fork(
         unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
         if let Err(why) = confine() {
             let mut msg = vec![FAILED];
-            msg.extend_from_slice(why.as_bytes());
+            msg.extend_from_slice(why.to_string().as_bytes());
             let _ = send(theirs.as_raw_fd(), &msg, &[]);
             // SAFETY: leaving the child without running the parent's
             // destructors or atexit handlers.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::sandbox::{landlock_rules, Rule};
 use crate::config::Config;
+use crate::process::Error;
 use crate::sys::sandbox::{self, fs_access};
 
 /// What an applied sandbox allows, to check a reload against.
@@ -69,30 +70,22 @@ pub struct Sandboxes {
     pub privileged: bool,
 }
 
-/// The end of every reload refusal the sandbox causes.
-const RESTART: &str = "restart brisk to apply this configuration, or set sandbox = false";
-
 impl Sandboxes {
     /// Whether the server's sandbox lets it read `file` (a file a reloaded
     /// configuration names); if not, why, and the way out.
-    pub fn readable(&self, file: &Path) -> Result<(), String> {
+    pub fn readable(&self, file: &Path) -> Result<(), Error> {
         let rule = Rule::new(file, fs_access::READ_FILE, "");
         if self.server.missing(std::slice::from_ref(&rule)).is_empty() {
             return Ok(());
         }
-        Err(format!(
-            "the sandbox does not allow reading {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
-            file.display()
-        ))
+        Err(Error::SandboxUnreadable(file.to_path_buf()))
     }
 
     /// Why `new` cannot be served without a restart, naming the settings;
     /// `None` when it fits.
-    pub fn refusal(&self, new: &Config) -> Option<String> {
+    pub fn refusal(&self, new: &Config) -> Option<Error> {
         if !new.cgi.is_empty() && self.launchers.is_empty() {
-            return Some(format!(
-                "the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {RESTART}"
-            ));
+            return Some(Error::SandboxNoLauncher);
         }
         let mut missing = self
             .server
@@ -129,9 +122,6 @@ impl Sandboxes {
         if named.is_empty() {
             return None;
         }
-        Some(format!(
-            "the sandbox does not allow {}: its Landlock rules were fixed at start and cannot be widened while brisk runs; {RESTART}",
-            named.join(", ")
-        ))
+        Some(Error::SandboxNotAllowed(named))
     }
 }

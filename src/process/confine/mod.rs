@@ -23,10 +23,11 @@ use std::sync::Arc;
 
 use crate::config::{Config, Level};
 use crate::log::OpenLogs;
+use crate::process::Error;
 use crate::server::Server;
 use crate::sys::launcher::{Launcher, Launchers};
 use crate::sys::privileged::{Grants, Privileged};
-use crate::sys::privileges::{self, SwitchError};
+use crate::sys::privileges;
 
 /// Lines to log once the log writer runs (confinement happens before it
 /// starts).
@@ -46,25 +47,22 @@ pub fn default_user(cfg: &mut Config) -> Option<String> {
 
 /// Refuses to go on as root unless the configuration says so, and refuses
 /// a user change that cannot work without root.
-pub fn check_identity(cfg: &Config) -> Result<(), String> {
+pub fn check_identity(cfg: &Config) -> Result<(), Error> {
     let euid = privileges::euid();
     let target = cfg.user.as_ref().map_or(euid, |u| u.uid);
     if target == 0 && !cfg.allow_root {
-        return Err(match &cfg.user {
-            Some(u) => format!(
-                "refusing to serve as root (user = \"{}\" is root); set allow_root = true (or --allow-root) if that is really meant",
-                u.name
-            ),
-            None => "refusing to serve as root; set user = \"www-data\" (or --user NAME) to switch to an unprivileged user after binding, or allow_root = true (or --allow-root) to serve as root anyway".to_string(),
-        });
+        return Err(Error::RootRefused(
+            cfg.user.as_ref().map(|u| u.name.clone()),
+        ));
     }
     if euid != 0 {
         if let Some(u) = &cfg.user {
             if u.uid != euid {
-                return Err(format!(
-                    "cannot switch to user \"{}\" (uid {}): brisk runs as uid {euid}, and only root can change user",
-                    u.name, u.uid
-                ));
+                return Err(Error::NotRoot {
+                    user: u.name.clone(),
+                    uid: u.uid,
+                    euid,
+                });
             }
         }
     }
@@ -73,17 +71,13 @@ pub fn check_identity(cfg: &Config) -> Result<(), String> {
 
 /// `chroot` to the configured directory, if any; the caller then sees
 /// its configuration through [`Config::in_jail`].
-pub fn enter_jail(cfg: &Config) -> Result<bool, String> {
+pub fn enter_jail(cfg: &Config) -> Result<bool, Error> {
     let Some(jail) = &cfg.chroot else {
         return Ok(false);
     };
-    privileges::chroot(jail).map_err(|e| {
-        let hint = if e.raw_os_error() == Some(libc::EPERM) {
-            " (chroot needs root)"
-        } else {
-            ""
-        };
-        format!("cannot chroot to {}: {e}{hint}", jail.display())
+    privileges::chroot(jail).map_err(|source| Error::Chroot {
+        dir: jail.clone(),
+        source,
     })?;
     Ok(true)
 }
@@ -105,7 +99,7 @@ pub struct Confined {
 /// and removes the pid file), the sandbox's paths are opened (Landlock
 /// rules take descriptors), `chroot`, the user switch, the CGI launcher
 /// forked and confined, and the server's own sandbox.
-pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confined, String> {
+pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confined, Error> {
     // Owned: `server` is rebased on the configuration as seen from inside
     // the chroot below.
     let cfg = server.config().clone();
@@ -145,7 +139,7 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
         for (set, plan) in programs {
             launcher_allows.push((set.clone(), plan.allowed()));
             let launcher = Launcher::start(cfg.timeouts.cgi, || plan.apply(&mut Notes::new()))
-                .map_err(|e| format!("cannot start the CGI launcher: {e}"))?;
+                .map_err(Error::Launcher)?;
             launchers.add(set, launcher);
         }
         server.set_launchers(Arc::new(launchers));
@@ -167,7 +161,7 @@ pub(super) fn confine(server: &mut Server, logs: &mut OpenLogs) -> Result<Confin
 /// switch or a chroot), and has the logs reopened through it: the server
 /// could no longer open files in a root-owned log directory, nor reach
 /// the logs and the pid file from inside a chroot.
-fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Privileged>>, String> {
+fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Privileged>>, Error> {
     let leaves_root = cfg.user.as_ref().is_some_and(|u| u.uid != 0) || cfg.chroot.is_some();
     if privileges::euid() != 0 || !leaves_root {
         return Ok(None);
@@ -178,7 +172,7 @@ fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Priv
     };
     let sandbox = cfg.sandbox;
     let helper = Privileged::start(grants.clone(), move || confine_privileged(&grants, sandbox))
-        .map_err(|e| format!("cannot start the privileged helper (brisk-priv): {e}"))?;
+        .map_err(Error::PrivilegedHelper)?;
     let helper = Arc::new(helper);
     let opener = Arc::clone(&helper);
     logs.reopen_through(Arc::new(move |path: &Path| opener.open_log(path)));
@@ -186,7 +180,7 @@ fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Priv
 }
 
 /// Switches to the configured user and group, if any, and verifies it.
-pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), String> {
+pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), Error> {
     let Some(user) = &cfg.user else {
         if privileges::euid() == 0 {
             notes.push((
@@ -199,20 +193,13 @@ pub fn switch_user(cfg: &Config, notes: &mut Notes) -> Result<(), String> {
     // The configuration was checked: a user without a primary group comes
     // with a group.
     let Some(gid) = cfg.group.as_ref().map(|g| g.gid).or(user.gid) else {
-        return Err(format!(
-            "user \"{}\" has no primary group and no group is set",
-            user.name
-        ));
+        return Err(Error::NoGroup(user.name.clone()));
     };
-    privileges::switch_user(user.uid, gid).map_err(|e| {
-        let what = match &e {
-            SwitchError::Call(..) => "cannot switch",
-            SwitchError::Verify(_) => "refusing to serve after switching",
-        };
-        format!(
-            "{what} to user \"{}\" (uid {}, gid {gid}): {e}",
-            user.name, user.uid
-        )
+    privileges::switch_user(user.uid, gid).map_err(|source| Error::SwitchUser {
+        user: user.name.clone(),
+        uid: user.uid,
+        gid,
+        source,
     })?;
     notes.push((
         Level::Info,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::allowed::{effective, Allowed};
 use super::Notes;
 use crate::config::{CgiTarget, Config, Level, LogTarget};
+use crate::process::Error;
 use crate::sys::privileged::Grants;
 use crate::sys::privileges;
 use crate::sys::sandbox::{self, fs_access, Extra, RulePath, Ruleset};
@@ -25,9 +26,6 @@ const DEVICES: &[(&str, u64)] = &[
     ("/dev/zero", fs_access::READ_FILE),
     ("/dev/urandom", fs_access::READ_FILE),
 ];
-
-/// The way out of every sandbox error.
-const TURN_OFF: &str = "set sandbox = false (or --no-sandbox) to run without Landlock and seccomp";
 
 /// One Landlock rule: a path, the rights beneath it, and the setting it
 /// serves, so that an error can say which one.
@@ -298,7 +296,7 @@ pub fn prepare(
     cfg: &Config,
     programs: Option<&[PathBuf]>,
     privileged: bool,
-) -> Result<Plan, String> {
+) -> Result<Plan, Error> {
     let rules = landlock_rules(cfg, programs, privileged);
     let programs = programs.is_some();
     let summary = format!(
@@ -331,7 +329,7 @@ pub fn prepare(
 type Opened = (u32, Vec<(Rule, RulePath)>);
 
 /// Opens the paths of `rules`; `None` when the kernel has no Landlock.
-fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, String> {
+fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, Error> {
     let Some(abi) = sandbox::landlock_abi() else {
         return Ok(None);
     };
@@ -341,9 +339,9 @@ fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, String> {
             Ok(Some(p)) => opened.push((rule, p)),
             Ok(None) if rule.optional => {}
             Ok(None) => {
-                return Err(rule_error(&rule, "no such file or directory"));
+                return Err(rule_error(&rule, None));
             }
-            Err(e) => return Err(rule_error(&rule, &e.to_string())),
+            Err(e) => return Err(rule_error(&rule, Some(e))),
         }
     }
     Ok(Some((abi, opened)))
@@ -351,22 +349,22 @@ fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, String> {
 
 /// Builds the Landlock ruleset of `rules` and enforces it on the calling
 /// thread (and what it starts afterwards).
-fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), String> {
+fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), Error> {
     let mut ruleset = Ruleset::new(extra)
         .map_err(|e| failed("cannot create a Landlock ruleset", e))?
-        .ok_or_else(|| format!("sandbox: Landlock went away; {TURN_OFF}"))?;
+        .ok_or(Error::LandlockGone)?;
     for (rule, path) in rules {
         ruleset
             .allow(path, rule.rights)
-            .map_err(|e| rule_error(rule, &e.to_string()))?;
+            .map_err(|e| rule_error(rule, Some(e)))?;
     }
     ruleset
         .restrict_self()
         .map_err(|e| failed("cannot enforce the Landlock rules", e))
 }
 
-fn failed(what: &str, e: std::io::Error) -> String {
-    format!("sandbox: {what}: {e}; {TURN_OFF}")
+fn failed(what: &'static str, source: std::io::Error) -> Error {
+    Error::Sandbox { what, source }
 }
 
 /// Where a sandbox with `rules` lets the process write, for its summary.
@@ -402,12 +400,14 @@ fn writes(rules: &[Rule]) -> String {
     }
 }
 
-fn rule_error(rule: &Rule, e: &str) -> String {
-    format!(
-        "sandbox: cannot add the Landlock rule for {} ({}): {e}; {TURN_OFF}",
-        rule.path.display(),
-        rule.what
-    )
+/// `rule` cannot be added: `source` says why (`None`: its path is
+/// missing).
+fn rule_error(rule: &Rule, source: Option<std::io::Error>) -> Error {
+    Error::SandboxRule {
+        path: rule.path.clone(),
+        setting: rule.what.clone(),
+        source,
+    }
 }
 
 impl Plan {
@@ -438,7 +438,7 @@ impl Plan {
     /// architecture this build does not filter) is noted as a warning;
     /// anything that is there but fails is an error, and the server does
     /// not start.
-    pub fn apply(self, notes: &mut Notes) -> Result<(), String> {
+    pub fn apply(self, notes: &mut Notes) -> Result<(), Error> {
         sandbox::no_new_privs().map_err(|e| failed("cannot set no_new_privs", e))?;
         match self.landlock {
             Some((abi, rules)) => {
@@ -488,7 +488,7 @@ pub fn confine_server(
     plan: Plan,
     privileged: bool,
     notes: &mut Notes,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if !cfg.cgi.is_empty() {
         notes.push((
             Level::Info,
@@ -512,12 +512,12 @@ pub fn confine_server(
 /// reading at all), and seccomp only the calls it makes. Landlock and
 /// seccomp missing from the kernel are no error here: the server's own
 /// sandbox has said so already.
-pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), String> {
+pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), Error> {
     privileges::keep_capabilities(&[
         privileges::CAP_DAC_OVERRIDE,
         privileges::CAP_NET_BIND_SERVICE,
     ])
-    .map_err(|e| format!("cannot drop its other capabilities: {e}"))?;
+    .map_err(Error::Capabilities)?;
     if !sandbox_on {
         return Ok(());
     }

@@ -1,0 +1,144 @@
+//! The embedding API's error: what [`Server::bind`](super::Server::bind),
+//! [`Server::mount`](super::Server::mount), [`Server::start`](super::Server::start)
+//! and [`Running::reload`](super::Running::reload) return.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why the server could not bind, mount, start or reload.
+#[derive(Debug)]
+pub enum Error {
+    /// A listen address could not be bound.
+    Listen {
+        /// The address, with port 0 resolved once the probe bound it.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// A reload could not duplicate the sockets of an address it keeps.
+    ShareSocket {
+        /// The address as bound.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// A worker's duplicate of a listening socket could not be made.
+    ShareListener(io::Error),
+    /// The document root could not be opened.
+    OpenRoot {
+        /// As configured (or as seen from inside the chroot).
+        root: PathBuf,
+        /// Opened again after `chroot` ([`Server::rebase`](super::Server::rebase)).
+        in_chroot: bool,
+        /// Why.
+        source: io::Error,
+    },
+    /// A handler could not be mounted.
+    Mount(crate::handlers::Error),
+    /// A worker's epoll (or its waker) could not be made.
+    EventLoop(io::Error),
+    /// A worker thread could not be started.
+    WorkerThread(io::Error),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            Error::ShareSocket { addr, source } => {
+                write!(f, "cannot share the socket of {addr}: {source}")
+            }
+            Error::ShareListener(e) => write!(f, "cannot share a listening socket: {e}"),
+            Error::OpenRoot {
+                root,
+                in_chroot,
+                source,
+            } => write!(
+                f,
+                "cannot open root {}{}: {source}",
+                root.display(),
+                if *in_chroot { " inside the chroot" } else { "" }
+            ),
+            Error::Mount(e) => e.fmt(f),
+            Error::EventLoop(e) => write!(f, "cannot create event loop: {e}"),
+            Error::WorkerThread(e) => write!(f, "cannot start worker thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Listen { source, .. }
+            | Error::ShareSocket { source, .. }
+            | Error::OpenRoot { source, .. } => Some(source),
+            Error::ShareListener(e) | Error::EventLoop(e) | Error::WorkerThread(e) => Some(e),
+            Error::Mount(e) => Some(e),
+        }
+    }
+}
+
+impl From<crate::handlers::Error> for Error {
+    fn from(e: crate::handlers::Error) -> Error {
+        Error::Mount(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The messages are those brisk printed before it had this type
+    /// (scripts and the tests of the binary read them).
+    #[test]
+    fn messages_read_as_before() {
+        let e = || io::Error::other("in use");
+        let addr: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let cases = [
+            (
+                Error::Listen { addr, source: e() },
+                "cannot listen on 127.0.0.1:80: in use",
+            ),
+            (
+                Error::ShareSocket { addr, source: e() },
+                "cannot share the socket of 127.0.0.1:80: in use",
+            ),
+            (
+                Error::ShareListener(e()),
+                "cannot share a listening socket: in use",
+            ),
+            (
+                Error::OpenRoot {
+                    root: "/srv/www".into(),
+                    in_chroot: false,
+                    source: e(),
+                },
+                "cannot open root /srv/www: in use",
+            ),
+            (
+                Error::OpenRoot {
+                    root: "/www".into(),
+                    in_chroot: true,
+                    source: e(),
+                },
+                "cannot open root /www inside the chroot: in use",
+            ),
+            (
+                Error::Mount(crate::handlers::Error::MountPrefix("api".into())),
+                "cannot mount a handler at \"api\": expected a normalised absolute path such as \"/api/\" or \"/status\"",
+            ),
+            (
+                Error::EventLoop(e()),
+                "cannot create event loop: in use",
+            ),
+            (
+                Error::WorkerThread(e()),
+                "cannot start worker thread: in use",
+            ),
+        ];
+        for (error, text) in cases {
+            assert_eq!(error.to_string(), text);
+        }
+    }
+}
