@@ -61,7 +61,10 @@ pub struct Scratch {
     pub body: Vec<u8>,
     /// The pieces of a [`Body::Multipart`].
     pub segs: Vec<Seg>,
-    /// The decoded request path.
+    /// The path being answered: the request's decoded path (the router
+    /// puts it here before any handler runs), extended by a handler that
+    /// answers with another file (a directory's index file). Header
+    /// rules and throttles match it.
     pub path: Vec<u8>,
     /// A path relative to the document root.
     pub rel: Vec<u8>,

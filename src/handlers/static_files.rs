@@ -11,8 +11,8 @@ use crate::access::throttle::Rate;
 use crate::config::{CgiTarget, Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
-use crate::http::parse::Request;
 use crate::http::range::{self, RangeOutcome};
+use crate::http::request::OwnedRequest;
 use crate::http::{encoding, grammar, path, Method, Status};
 use crate::sys::fs::{Kind, Meta, Root};
 use std::rc::Rc;
@@ -153,9 +153,10 @@ impl Site {
     }
 }
 
-/// Answers a request for a static file.
-pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache) -> Plan {
-    match req.method {
+/// Answers a request for a static file; `s.path` holds its decoded path
+/// (the router puts it there).
+pub fn serve(site: &Site, req: &OwnedRequest, s: &mut Scratch, cache: &mut FileCache) -> Plan {
+    match req.method() {
         Method::Get | Method::Head => {}
         Method::Options => {
             s.header("Allow", ALLOW);
@@ -171,12 +172,10 @@ pub fn serve(site: &Site, req: &Request, s: &mut Scratch, cache: &mut FileCache)
             return Plan::error(Status::METHOD_NOT_ALLOWED, s);
         }
     }
-    let (raw_path, query) = path::split_target(req.target);
-    // The router may have decoded the path already (for CGI or auth).
-    if s.path.is_empty() {
-        if let Err(e) = path::decode_and_normalize(raw_path, &mut s.path) {
-            return Plan::error(e.status, s);
-        }
+    let (raw_path, query) = path::split_target(req.target());
+    // `s.path` is the request's decoded path (see `Scratch::path`).
+    if let Err(e) = req.path() {
+        return Plan::error(e.status, s);
     }
     if site.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
         s.rel.clear();
@@ -235,7 +234,7 @@ fn dotfile_status(site: &Site) -> Status {
 
 fn serve_dir(
     site: &Site,
-    req: &Request,
+    req: &OwnedRequest,
     s: &mut Scratch,
     cache: &mut FileCache,
     raw_path: &[u8],
@@ -333,7 +332,7 @@ struct Chosen {
 /// that the answer varies with it.
 fn negotiate(
     site: &Site,
-    req: &Request,
+    req: &OwnedRequest,
     s: &mut Scratch,
     cache: &mut FileCache,
     identity: Option<Rc<Entry>>,
@@ -388,7 +387,7 @@ fn negotiate(
 
 /// Serves the representation `chosen` of the file at `s.rel` (request
 /// path `s.path`).
-fn serve_file(site: &Site, req: &Request, s: &mut Scratch, chosen: Chosen) -> Plan {
+fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) -> Plan {
     let vary = |s: &mut Scratch| {
         if chosen.varies {
             s.header("Vary", b"Accept-Encoding");
@@ -421,7 +420,7 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch, chosen: Chosen) -> Pl
         if_modified_since: req.header("if-modified-since"),
         if_unmodified_since: req.header("if-unmodified-since"),
     };
-    match conditional::evaluate(&pre, &v, req.method) {
+    match conditional::evaluate(&pre, &v, req.method()) {
         Precondition::Proceed => {}
         Precondition::NotModified => {
             vary(s);
@@ -438,7 +437,7 @@ fn serve_file(site: &Site, req: &Request, s: &mut Scratch, chosen: Chosen) -> Pl
             return Plan::error(Status::PRECONDITION_FAILED, s);
         }
     }
-    let ranges = match (req.method, req.header("range")) {
+    let ranges = match (req.method(), req.header("range")) {
         (Method::Get, Some(r)) => match req.header("if-range") {
             Some(ir) if !conditional::if_range_matches(ir, &v) => RangeOutcome::Ignore,
             _ => range::parse_range(r, meta.size),

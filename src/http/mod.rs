@@ -10,6 +10,7 @@ pub mod mime;
 pub mod parse;
 pub mod path;
 pub mod range;
+pub mod request;
 pub mod response;
 pub mod status;
 

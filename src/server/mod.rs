@@ -17,6 +17,7 @@ mod error;
 mod file_copy;
 pub mod output;
 pub mod response;
+pub mod router;
 pub mod spool;
 pub mod worker;
 

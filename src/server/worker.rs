@@ -19,12 +19,12 @@ use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
 use crate::handlers::app::Mount;
-use crate::handlers::file_cache::FileCache;
-use crate::handlers::static_files::{self, Site};
+use crate::handlers::static_files::Site;
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::date::DateCache;
-use crate::http::parse::{self, BodyFraming, Header, Request};
+use crate::http::parse::{self, BodyFraming};
+use crate::http::request::{OwnedRequest, MAX_HEADERS};
 use crate::http::response::{Connection, Stamp, CONTINUE};
 use crate::http::{Method, Status};
 use crate::log::budget::LineBudget;
@@ -41,12 +41,11 @@ mod rest;
 
 use access_log::settle;
 use request::request_record;
-pub use request::AuthWait;
+pub use request::{AuthWait, Held};
 
-use crate::access::Verdict;
-use crate::config::Dotfiles;
-use crate::handlers::cgi::{Resolved, Resolver};
-use crate::http::path;
+use super::router::{Client, Deferred, Routed, Router};
+use crate::access::Check;
+use crate::handlers::cgi::Resolver;
 use cgi::Pipe;
 
 /// Token of the waker that tells a worker to shut down.
@@ -60,8 +59,6 @@ const READ_BUF: usize = 64 * 1024;
 /// Stop answering pipelined requests once this much output is staged, and
 /// let it go out first (bounds memory per connection).
 const STAGE_CAP: usize = 256 * 1024;
-/// Most header fields a request may have (storage is on the stack).
-pub const MAX_HEADERS: usize = 128;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
 /// What a connection over the limits gets before it is closed.
@@ -114,7 +111,10 @@ pub struct Worker {
     free: Vec<usize>,
     live: usize,
     site: Arc<Site>,
-    mounts: Arc<[Mount]>,
+    /// Chooses who answers each request.
+    router: Router,
+    /// The request being answered (its buffers reused from one to the next).
+    req: OwnedRequest,
     launcher: Option<Arc<Launchers>>,
     verifier: Arc<Verifier>,
     waker: Arc<Waker>,
@@ -130,7 +130,6 @@ pub struct Worker {
     rbuf: Vec<u8>,
     stage: Out,
     scratch: Scratch,
-    files: FileCache,
     /// Emptied output queues and input buffers kept for reuse.
     spare_outs: Vec<Out>,
     spare_bufs: Vec<Vec<u8>>,
@@ -142,19 +141,12 @@ pub struct Worker {
     zombies: Vec<(i32, Instant)>,
     /// Read buffer for CGI pipes.
     cgi_buf: Vec<u8>,
-    /// Basic authentication (`None` without `[[auth]]` rules).
-    auth: Option<crate::access::Auth>,
-    /// The user the current request authenticated as (when `authed`).
-    auth_user: Vec<u8>,
-    authed: bool,
     /// When the first byte of the request being answered arrived (kept
     /// here rather than in every connection: only a request that waits,
     /// for its body, a password check or a CGI program, keeps its own).
     req_start: Instant,
     /// Throttled connections waiting for their rate: when, and which.
     timers: Vec<(Instant, usize)>,
-    /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
-    cgi: Option<Resolver>,
     limits: parse::Limits,
     body_limits: BodyLimits,
     order: Arc<DrainOrder>,
@@ -207,10 +199,7 @@ impl Worker {
             a
         });
         let (checks_tx, checks_rx) = mpsc::channel();
-        let files = FileCache::new(
-            cfg.static_files.open_file_cache,
-            cfg.static_files.open_file_cache_valid,
-        );
+        let router = Router::new(Arc::clone(&init.site), init.mounts, auth, cgi);
         Ok(Worker {
             poll: init.poll,
             listeners,
@@ -218,7 +207,8 @@ impl Worker {
             free: Vec::new(),
             live: 0,
             site: init.site,
-            mounts: init.mounts,
+            router,
+            req: OwnedRequest::default(),
             launcher: init.launcher,
             verifier: init.verifier,
             waker: init.waker,
@@ -233,18 +223,13 @@ impl Worker {
             rbuf: Vec::with_capacity(READ_BUF),
             stage: Out::with_capacity(READ_BUF),
             scratch: Scratch::default(),
-            files,
             spare_outs: Vec::new(),
             spare_bufs: Vec::new(),
             cgi_running: 0,
             app_held: 0,
             zombies: Vec::new(),
             cgi_buf: Vec::with_capacity(READ_BUF),
-            cgi,
             timers: Vec::new(),
-            auth,
-            auth_user: Vec::new(),
-            authed: false,
             req_start: now,
             limits,
             body_limits,
@@ -282,7 +267,7 @@ impl Worker {
             self.now = Instant::now();
             self.wall = SystemTime::now();
             self.date.update(self.wall);
-            self.files.set_now(self.now);
+            self.router.set_now(self.now);
             if !events.is_empty() {
                 self.quiet_since = Some(self.now);
             }

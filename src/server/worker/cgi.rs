@@ -8,7 +8,6 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::Instant;
 
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
@@ -18,14 +17,14 @@ mod output;
 
 pub use body::CgiWait;
 
-use super::{head_parts, Worker, CGI_BASE};
+use super::{head_parts, Held, Worker, CGI_BASE};
 use crate::config::Level;
 use crate::handlers::cgi::Script;
 use crate::handlers::cgi::{build_env, parse_head, CgiReply, EnvRequest};
 use crate::handlers::Plan;
-use crate::http::parse::{self, BodyFraming, Header, Request};
+use crate::http::parse::{BodyFraming, Header};
 use crate::http::response::{Connection, Encoder, Framing, Head, CONTINUE};
-use crate::http::{path, Method, Status, Version};
+use crate::http::{Method, Status, Version};
 use crate::server::conn::{Conn, Phase};
 use crate::server::drain::Drain;
 use crate::server::response;
@@ -78,17 +77,12 @@ pub struct CgiRun {
     keep_alive: bool,
     version: Version,
     head_only: bool,
-    /// The request head as received (for a local redirect and the log).
-    request_head: Vec<u8>,
-    redirects: u8,
-    /// When the request's first byte arrived.
-    started: Instant,
+    /// The request (for a local redirect and the log).
+    request: Held,
     script: String,
     stderr_line: Vec<u8>,
     /// The response must not be reused after this (truncated, aborted).
     broken: bool,
-    /// The authenticated user, for the access log.
-    user: Option<Vec<u8>>,
 }
 
 impl CgiRun {
@@ -133,17 +127,13 @@ impl Worker {
         Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch))
     }
 
-    /// Starts `script` for `req` on connection `c` (slab index `idx`);
-    /// its stdin is `held` (a body held whole) or else the request's body
-    /// as it arrives. Returns an error plan when the script cannot be
+    /// Starts `script` for the current request on connection `c`; its
+    /// stdin is `held` (a body held whole) or else the request's body as
+    /// it arrives. Returns an error plan when the script cannot be
     /// started.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_cgi(
         &mut self,
-        idx: usize,
         c: &mut Conn,
-        req: &Request,
-        raw_head: &[u8],
         script: Script,
         redirects: u8,
         mut held: Option<Spool>,
@@ -161,9 +151,9 @@ impl Worker {
                 &mut self.scratch,
             ));
         }
-        let (_, query) = path::split_target(req.target);
+        let req = &self.req;
         let local = c.stream.local_addr().unwrap_or(c.peer);
-        let host = req.host.unwrap_or_default();
+        let host = req.host().unwrap_or_default();
         let server_name = host_without_port(host);
         let local_ip;
         let server_name: &[u8] = if server_name.is_empty() {
@@ -172,25 +162,26 @@ impl Worker {
         } else {
             server_name
         };
+        let headers: Vec<Header> = req.headers().collect();
         let env_req = EnvRequest {
-            method: req.method_token,
-            raw_target: req.target,
-            query: query.unwrap_or_default(),
-            version: req.version.as_str(),
-            headers: req.headers,
+            method: req.method_token(),
+            raw_target: req.target(),
+            query: req.query().unwrap_or_default(),
+            version: req.version().as_str(),
+            headers: &headers,
             remote: c.peer,
             local,
             server_name,
             document_root: &self.cfg.root,
             // RFC 3875 §4.1.2: set whenever there is a body (a chunked
             // one is held until its length is known).
-            content_length: match (&held, req.body) {
+            content_length: match (&held, req.body()) {
                 (Some(body), _) => Some(body.len()),
                 (None, BodyFraming::Length(n)) => Some(n),
                 (None, _) => None,
             },
-            remote_user: self.authed.then_some(&self.auth_user[..]),
-            auth_type: self.authed.then_some(&b"Basic"[..]),
+            remote_user: req.user(),
+            auth_type: req.user().map(|_| &b"Basic"[..]),
         };
         let extra = &self.cfg.cgi[script.rule].env;
         let env = build_env(&script, &env_req, extra);
@@ -221,20 +212,20 @@ impl Worker {
         let ok = reg
             .register(
                 &mut SourceFd(&child.stdout.as_raw_fd()),
-                token(idx, Pipe::Stdout),
+                token(c.index, Pipe::Stdout),
                 Interest::READABLE,
             )
             .and_then(|_| {
                 reg.register(
                     &mut SourceFd(&child.stderr.as_raw_fd()),
-                    token(idx, Pipe::Stderr),
+                    token(c.index, Pipe::Stderr),
                     Interest::READABLE,
                 )
             })
             .and_then(|_| {
                 reg.register(
                     &mut SourceFd(&child.stdin.as_raw_fd()),
-                    token(idx, Pipe::Stdin),
+                    token(c.index, Pipe::Stdin),
                     Interest::WRITABLE,
                 )
             });
@@ -249,12 +240,14 @@ impl Worker {
             ));
         }
         self.cgi_running += 1;
+        let req = &self.req;
         let has_body = match &held {
             Some(body) => !body.is_empty(),
-            None => req.body != BodyFraming::None,
+            None => req.body() != BodyFraming::None,
         };
-        let keep_alive = req.keep_alive && c.served < self.cfg.limits.keepalive_requests;
-        if req.expect_continue && has_body && held.is_none() {
+        let keep_alive = req.keep_alive() && c.served < self.cfg.limits.keepalive_requests;
+        let (version, head_only) = (req.version(), req.method() == Method::Head);
+        if req.expect_continue() && has_body && held.is_none() {
             // The script will read the body: tell the client to send it
             // (RFC 9110 §10.1.1), ahead of the response.
             self.stage.push_bytes(CONTINUE);
@@ -275,15 +268,12 @@ impl Worker {
             body_from: self.queued_end(c),
             status: 0,
             keep_alive: keep_alive && !script.nph,
-            version: req.version,
-            head_only: req.method == Method::Head,
-            request_head: raw_head.to_vec(),
-            redirects,
-            started: self.req_start,
+            version,
+            head_only,
+            request: self.hold(redirects),
             script: script.script_filename.display().to_string(),
             stderr_line: Vec::new(),
             broken: false,
-            user: self.authed.then(|| self.auth_user.clone()),
         };
         c.cgi = Some(Box::new(run));
         c.phase = Phase::Cgi;
@@ -411,19 +401,14 @@ impl Worker {
         self.flush_stderr_line(c);
         let Some(g) = self.cgi_release(c) else { return };
         if self.logger.access_enabled() {
-            let mut storage = [Header::EMPTY; super::MAX_HEADERS];
-            if let Ok(Some(req)) = parse::parse_request(&g.request_head, &self.limits, &mut storage)
-            {
-                // Logged once the response's last byte has left (or the
-                // connection ended), with what was sent.
-                let (status, user) = (g.status, g.user.as_deref());
-                let rec = super::request_record(c.peer.ip(), self.wall, &req, status, 0, user, 0);
-                let end = self.queued_end(c);
-                let body = end.saturating_sub(g.body_from);
-                let log = &mut self.logger;
-                super::access_log::ending(&mut c.out, log, end, body, g.started, &rec);
-                super::settle(&mut self.logger, &mut c.out, c.sent, false);
-            }
+            // Logged once the response's last byte has left (or the
+            // connection ended), with what was sent.
+            let rec = super::request_record(c.peer.ip(), self.wall, &g.request.req, g.status);
+            let end = self.queued_end(c);
+            let body = end.saturating_sub(g.body_from);
+            let log = &mut self.logger;
+            super::access_log::ending(&mut c.out, log, end, body, g.request.started, &rec);
+            super::settle(&mut self.logger, &mut c.out, c.sent, false);
         }
         if g.broken || !g.keep_alive {
             c.close_after = true;
@@ -458,60 +443,34 @@ impl Worker {
     fn cgi_local_redirect(&mut self, c: &mut Conn, target: &[u8]) {
         let Some(g) = c.cgi.as_mut() else { return };
         self.kill_child(g.pid);
-        // Other connections' requests may have run since it started.
-        self.req_start = g.started;
-        let redirects = g.redirects + 1;
-        let head = std::mem::take(&mut g.request_head);
         // The new request: the redirected target with the original header
         // lines (but no body: the method becomes GET).
-        let line_end = head
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .map_or(head.len(), |p| p + 2);
-        let mut new_head = Vec::with_capacity(head.len() + target.len());
-        new_head.extend_from_slice(b"GET ");
-        new_head.extend_from_slice(target);
-        new_head.push(b' ');
-        new_head.extend_from_slice(g.version.as_str().as_bytes());
-        new_head.extend_from_slice(b"\r\n");
-        for line in head[line_end..].split_inclusive(|&b| b == b'\n') {
-            let lower = line.to_ascii_lowercase();
-            if lower.starts_with(b"content-length:") || lower.starts_with(b"transfer-encoding:") {
-                continue;
-            }
-            new_head.extend_from_slice(line);
-        }
-        g.request_head = head;
-        g.status = 0;
-        g.keep_alive = false;
-        let idx = c.index;
+        let redirected = g.request.req.redirected(target, &self.limits);
+        // Other connections' requests may have run since it started.
+        let (started, redirects) = (g.request.started, g.request.redirects + 1);
         // The original request is not logged; the redirected one is.
         self.cgi_end_quiet(c);
-        if redirects > MAX_REDIRECTS {
-            self.logger
-                .log(Level::Error, format_args!("cgi: too many local redirects"));
-            self.scratch.clear();
-            let plan = Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch);
-            let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
-            let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
-            c.close_after = true;
-            return;
-        }
-        let mut storage = [Header::EMPTY; super::MAX_HEADERS];
-        match parse::parse_request(&new_head, &self.limits, &mut storage) {
-            Ok(Some(req)) => {
+        let failure = match redirected {
+            _ if redirects > MAX_REDIRECTS => {
+                self.logger
+                    .log(Level::Error, format_args!("cgi: too many local redirects"));
+                Status::INTERNAL_SERVER_ERROR
+            }
+            Some(req) => {
+                self.req = req;
+                self.req_start = started;
                 // A static answer lands in the staging queue, which the
                 // connection's loop flushes right after its own queue.
-                self.respond_to(idx, c, &req, &new_head, redirects);
+                self.dispatch(c, redirects);
+                return;
             }
-            _ => {
-                self.scratch.clear();
-                let plan = Plan::error(Status::BAD_GATEWAY, &mut self.scratch);
-                let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
-                let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
-                c.close_after = true;
-            }
-        }
+            None => Status::BAD_GATEWAY,
+        };
+        self.scratch.clear();
+        let plan = Plan::error(failure, &mut self.scratch);
+        let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
+        let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
+        c.close_after = true;
     }
 
     /// Ends a CGI request without an access-log line.

@@ -4,15 +4,22 @@
 
 use super::*;
 
+/// A request that waits (for its password check, its body, a CGI
+/// program): the request itself, when its first byte arrived, and how
+/// many CGI local redirects led to it.
+#[derive(Debug)]
+pub struct Held {
+    pub req: OwnedRequest,
+    pub started: Instant,
+    pub redirects: u8,
+}
+
 /// A request held while its password is hashed off the loop; it is
-/// answered from its head once the outcome is in (`ready`).
+/// routed again once the outcome is in (`ready`).
 #[derive(Debug)]
 pub struct AuthWait {
     id: u64,
-    /// When the request's first byte arrived.
-    started: Instant,
-    head: Vec<u8>,
-    redirects: u8,
+    held: Held,
     ready: bool,
 }
 
@@ -51,13 +58,8 @@ impl Worker {
                     return pos;
                 }
                 let wait = c.auth_wait.take().expect("checked above");
-                self.req_start = wait.started;
-                let mut storage = [Header::EMPTY; MAX_HEADERS];
-                match parse::parse_request(&wait.head, &self.limits, &mut storage) {
-                    Ok(Some(req)) => self.respond_to(c.index, c, &req, &wait.head, wait.redirects),
-                    // It parsed when it arrived; the same bytes parse the same.
-                    _ => c.close_after = true,
-                }
+                let redirects = self.resume(wait.held);
+                self.dispatch(c, redirects);
                 continue;
             }
             if let Some(dec) = c.body.as_mut() {
@@ -144,18 +146,16 @@ impl Worker {
             // This request's first byte came with this read, or with an
             // earlier one (the connection has been in the Head phase since).
             self.req_start = if pos >= fresh { self.now } else { c.since };
-            let mut storage = [Header::EMPTY; MAX_HEADERS];
-            match parse::parse_request(&input[pos..], &self.limits, &mut storage) {
+            match self.req.parse(&input[pos..], &self.limits) {
                 Ok(None) => return pos,
                 Err(e) => {
                     self.reject(c, e.status, e.reason);
                     return input.len();
                 }
-                Ok(Some(req)) => {
-                    let head = &input[pos..pos + req.head_len];
-                    pos += req.head_len;
+                Ok(Some(head_len)) => {
+                    pos += head_len;
                     c.served += 1;
-                    self.respond_to(c.index, c, &req, head, 0);
+                    self.dispatch(c, 0);
                 }
             }
         }
@@ -201,24 +201,18 @@ impl Worker {
         c.close_after = true;
     }
 
-    /// Answers one parsed request (`head` is its raw head; `redirects`
-    /// counts CGI local redirects that led here).
-    pub(super) fn respond_to(
-        &mut self,
-        idx: usize,
-        c: &mut Conn,
-        req: &Request,
-        head: &[u8],
-        redirects: u8,
-    ) {
+    /// Routes the current request (`self.req`; `redirects` counts the
+    /// CGI local redirects that led to it) and queues its answer, or
+    /// holds it until it can be answered.
+    pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
         self.scratch.clear();
         let mut decoder = None;
-        let plan = match req.body {
-            BodyFraming::None => self.route(idx, c, req, head, redirects),
+        let plan = match self.req.body() {
+            BodyFraming::None => self.route(c, redirects),
             framing => match BodyDecoder::new(framing, &self.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    self.route(idx, c, req, head, redirects)
+                    self.route(c, redirects)
                 }
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut self.scratch);
@@ -237,34 +231,70 @@ impl Worker {
             }
             return;
         };
-        self.answer(c, req, plan, decoder);
+        self.answer(c, plan, decoder);
     }
 
-    /// Queues `plan` as the answer to `req` and logs it; `decoder` reads
-    /// the request's body to discard it, if it has one left to read.
-    pub(super) fn answer(
-        &mut self,
-        c: &mut Conn,
-        req: &Request,
-        plan: Plan,
-        decoder: Option<BodyDecoder>,
-    ) {
+    /// Runs the router over the current request: the answer, or `None`
+    /// when the request is held (a password check, an embedded handler
+    /// waiting for the body, a CGI program).
+    fn route(&mut self, c: &mut Conn, redirects: u8) -> Option<Plan> {
+        let client = Client {
+            peer: c.peer,
+            now: self.now,
+        };
+        let routed = self
+            .router
+            .route(&mut self.req, client, &mut self.scratch, &mut self.logger);
+        match routed {
+            Routed::Answer(plan) => Some(plan),
+            Routed::Defer(Deferred::Verify(check)) => self.verify_later(c, redirects, check),
+            Routed::Defer(Deferred::Handler { mount }) => {
+                self.hold_for_handler(c, mount, redirects);
+                None
+            }
+            Routed::Defer(Deferred::Cgi(script)) if self.req.body() == BodyFraming::Chunked => {
+                self.hold_cgi_body(c, script, redirects)
+            }
+            Routed::Defer(Deferred::Cgi(script)) => {
+                self.start_cgi(c, script, redirects, None).err()
+            }
+        }
+    }
+
+    /// Takes the current request away to hold it.
+    pub(super) fn hold(&mut self, redirects: u8) -> Held {
+        Held {
+            req: std::mem::take(&mut self.req),
+            started: self.req_start,
+            redirects,
+        }
+    }
+
+    /// Makes a held request the current one again; returns its redirects.
+    pub(super) fn resume(&mut self, held: Held) -> u8 {
+        self.req = held.req;
+        self.req_start = held.started;
+        self.scratch.clear();
+        held.redirects
+    }
+
+    /// Queues `plan` as the answer to the current request and logs it;
+    /// `decoder` reads the request's body to discard it, if it has one
+    /// left to read.
+    pub(super) fn answer(&mut self, c: &mut Conn, plan: Plan, decoder: Option<BodyDecoder>) {
+        let req = &self.req;
         // A final answer sent without `100 Continue` leaves it open whether
         // the body follows (RFC 9110 §10.1.1), so the connection cannot be reused.
-        let expect_unread = req.expect_continue && decoder.is_some();
-        let keep = req.keep_alive
+        let expect_unread = req.expect_continue() && decoder.is_some();
+        let keep = req.keep_alive()
             && !plan.close
             && !expect_unread
             && c.served < self.cfg.limits.keepalive_requests
             && self.draining == Drain::Serve;
         let status = plan.status;
-        let connection = Connection::new(keep, req.version);
-        let parts = head_parts(
-            &self.cfg,
-            &self.date,
-            connection,
-            req.method == Method::Head,
-        );
+        let connection = Connection::new(keep, req.version());
+        let head_only = req.method() == Method::Head;
+        let parts = head_parts(&self.cfg, &self.date, connection, head_only);
         let bytes = match response::queue(&mut self.stage, plan, &self.scratch, &parts) {
             Ok(n) => n,
             Err(e) => {
@@ -272,7 +302,7 @@ impl Worker {
                     Level::Error,
                     format_args!(
                         "reading {} failed: {e}",
-                        String::from_utf8_lossy(req.target)
+                        String::from_utf8_lossy(self.req.target())
                     ),
                 );
                 c.close_after = true;
@@ -285,17 +315,16 @@ impl Worker {
                 format_args!(
                     "{} answering {}",
                     status.0,
-                    String::from_utf8_lossy(req.target)
+                    String::from_utf8_lossy(self.req.target())
                 ),
             );
         }
         if self.logger.enabled(Level::Debug) && self.scratch.why.is_some() {
-            self.log_refusal(c.peer.ip(), req, status);
+            self.log_refusal(c.peer.ip(), status);
         }
         if self.logger.access_enabled() {
             let end = self.queued_end(c);
-            let user = self.authed.then_some(&self.auth_user[..]);
-            let rec = request_record(c.peer.ip(), self.wall, req, status.0, 0, user, 0);
+            let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
             access_log::ending(
                 &mut self.stage,
                 &mut self.logger,
@@ -314,54 +343,19 @@ impl Worker {
         self.scratch.trim(SCRATCH_KEEP);
     }
 
-    /// Runs `f` for a request held while its body arrived: `head` is
-    /// parsed again (it parsed when it arrived; the same bytes parse the
-    /// same), and `user` is again the one it authenticated as (other
-    /// connections' requests ran in between).
-    pub(super) fn with_held(
-        &mut self,
-        c: &mut Conn,
-        head: &[u8],
-        user: Option<&[u8]>,
-        started: Instant,
-        f: impl FnOnce(&mut Worker, &mut Conn, &Request),
-    ) {
-        let mut storage = [Header::EMPTY; MAX_HEADERS];
-        let Ok(Some(req)) = parse::parse_request(head, &self.limits, &mut storage) else {
-            c.close_after = true;
-            return;
-        };
-        self.req_start = started;
-        self.authed = user.is_some();
-        if let Some(u) = user {
-            self.auth_user.clear();
-            self.auth_user.extend_from_slice(u);
-        }
-        self.scratch.clear();
-        f(self, c, &req);
-    }
-
     /// Answers a held request whose body was refused with `status`, and
     /// closes: what is left of the body cannot be told from a next request.
-    pub(super) fn refuse_held(
-        &mut self,
-        c: &mut Conn,
-        head: &[u8],
-        user: Option<&[u8]>,
-        started: Instant,
-        status: Status,
-    ) {
-        self.with_held(c, head, user, started, |me, c, req| {
-            let mut plan = Plan::error(status, &mut me.scratch);
-            plan.close = true;
-            me.answer(c, req, plan, None);
-        });
+    pub(super) fn refuse_held(&mut self, c: &mut Conn, held: Held, status: Status) {
+        self.resume(held);
+        let mut plan = Plan::error(status, &mut self.scratch);
+        plan.close = true;
+        self.answer(c, plan, None);
     }
 
-    /// Logs why `req` was answered `status` (the reason its handler
-    /// recorded: the file and what was wrong with it), within the
-    /// worker's budget of such lines.
-    fn log_refusal(&mut self, ip: std::net::IpAddr, req: &Request, status: Status) {
+    /// Logs why the current request was answered `status` (the reason
+    /// its handler recorded: the file and what was wrong with it), within
+    /// the worker's budget of such lines.
+    fn log_refusal(&mut self, ip: std::net::IpAddr, status: Status) {
         let Some(why) = self.scratch.why else {
             return;
         };
@@ -379,9 +373,9 @@ impl Worker {
             format_args!(
                 "client {ip}: {} for \"{} {} {}\": {file}",
                 status.0,
-                String::from_utf8_lossy(req.method_token),
-                String::from_utf8_lossy(req.target),
-                req.version.as_str(),
+                String::from_utf8_lossy(self.req.method_token()),
+                String::from_utf8_lossy(self.req.target()),
+                self.req.version().as_str(),
             ),
         );
     }
@@ -404,18 +398,10 @@ impl Worker {
     /// Hands `check` to the hashing threads and holds the request until
     /// its outcome is in (see [`Worker::take_checks`]); without them, hashes
     /// here and routes again.
-    fn verify_later(
-        &mut self,
-        idx: usize,
-        c: &mut Conn,
-        req: &Request,
-        head: &[u8],
-        redirects: u8,
-        check: crate::access::Check,
-    ) -> Option<Plan> {
+    fn verify_later(&mut self, c: &mut Conn, redirects: u8, check: Check) -> Option<Plan> {
         let id = self.next_check;
         self.next_check += 1;
-        let (tx, waker) = (self.checks_tx.clone(), Arc::clone(&self.waker));
+        let (tx, waker, idx) = (self.checks_tx.clone(), Arc::clone(&self.waker), c.index);
         let done = Box::new(move |outcome: Checked| {
             let _ = tx.send((idx, id, outcome));
             let _ = waker.wake();
@@ -424,18 +410,14 @@ impl Worker {
             Ok(()) => {
                 c.auth_wait = Some(Box::new(AuthWait {
                     id,
-                    started: self.req_start,
-                    head: head.to_vec(),
-                    redirects,
+                    held: self.hold(redirects),
                     ready: false,
                 }));
                 None
             }
             Err(check) => {
-                if let Some(auth) = self.auth.as_mut() {
-                    auth.settle(check.run());
-                }
-                self.route(idx, c, req, head, redirects)
+                self.router.settle(check.run());
+                self.route(c, redirects)
             }
         }
     }
@@ -450,14 +432,11 @@ impl Worker {
                 self.conns.get(idx),
                 Some(Some(c)) if c.auth_wait.as_ref().is_some_and(|w| w.id == id)
             );
-            let Some(auth) = self.auth.as_mut() else {
-                continue;
-            };
             if !waiting {
-                auth.remember(outcome);
+                self.router.remember(outcome);
                 continue;
             }
-            auth.settle(outcome);
+            self.router.settle(outcome);
             if let Some(Some(c)) = self.conns.get_mut(idx) {
                 if let Some(w) = c.auth_wait.as_mut() {
                     w.ready = true;
@@ -466,145 +445,27 @@ impl Worker {
             self.on_event(idx, true, false);
         }
     }
-
-    /// Chooses the handler: a CGI script (started here; `None` returned)
-    /// or a static file (its plan returned).
-    fn route(
-        &mut self,
-        idx: usize,
-        c: &mut Conn,
-        req: &Request,
-        head: &[u8],
-        redirects: u8,
-    ) -> Option<Plan> {
-        self.authed = false;
-        // Auth rules, mounts and CGI rules match the decoded, normalised
-        // path (in `scratch.path`), so no spelling of a path (`/%70rivate/`,
-        // `//private/./`) slips by. One that does not decode is the static
-        // handler's 400.
-        let decoded = (self.auth.is_some() || !self.mounts.is_empty() || self.cgi.is_some())
-            && path::decode_and_normalize(path::split_target(req.target).0, &mut self.scratch.path)
-                .is_ok();
-        if let Some(auth) = self.auth.as_mut() {
-            if decoded {
-                let ip = c.peer.ip();
-                match auth.check(
-                    &self.scratch.path,
-                    req.header("authorization"),
-                    ip,
-                    self.now,
-                ) {
-                    Verdict::Open => {}
-                    Verdict::Allowed { user } => {
-                        self.auth_user.clear();
-                        self.auth_user.extend_from_slice(user);
-                        self.authed = true;
-                    }
-                    Verdict::Challenge {
-                        realm_header,
-                        failure,
-                    } => {
-                        if let Some(f) = failure {
-                            self.logger
-                                .log(Level::Warn, format_args!("{}", f.log_line(ip)));
-                        }
-                        self.scratch.header("WWW-Authenticate", realm_header);
-                        return Some(Plan::error(Status::UNAUTHORIZED, &mut self.scratch));
-                    }
-                    Verdict::Verify(check) => {
-                        return self.verify_later(idx, c, req, head, redirects, check);
-                    }
-                    Verdict::TooManyFailures { retry_after_secs } => {
-                        self.logger.log(
-                            Level::Warn,
-                            format_args!("auth: {ip} is over its failed-attempt limit; 429"),
-                        );
-                        let mut v = Vec::with_capacity(20);
-                        crate::http::push_u64(&mut v, retry_after_secs);
-                        self.scratch.header("Retry-After", &v);
-                        return Some(Plan::error(Status::TOO_MANY_REQUESTS, &mut self.scratch));
-                    }
-                }
-            }
-            for w in auth.take_warnings() {
-                self.logger.log(Level::Warn, format_args!("auth: {w}"));
-            }
-        }
-        if decoded && !self.mounts.is_empty() {
-            if let Some(answer) = self.route_app(c, req, head) {
-                return answer;
-            }
-        }
-        // Every method reaches a script (WebDAV's PROPFIND, MKCOL, QUERY, …:
-        // REQUEST_METHOD is what was sent, RFC 3875 §4.1.12); the static
-        // handler answers 405 or 501 only where no script covers the path.
-        if let (Some(resolver), true) = (&self.cgi, decoded) {
-            let path = &mut self.scratch.path;
-            if !(self.cfg.static_files.dotfiles != Dotfiles::Allow
-                && path::has_dotfile_segment(path))
-            {
-                let mut resolved = resolver.resolve(path);
-                let base = path.len();
-                if matches!(resolved, Resolved::NotCgi) && path.ends_with(b"/") {
-                    // An index file may itself be a script (`index.cgi`).
-                    for index in &self.cfg.static_files.index {
-                        path.truncate(base);
-                        path.extend_from_slice(index.as_bytes());
-                        if let found @ Resolved::Cgi(_) = resolver.resolve(path) {
-                            resolved = found;
-                            break;
-                        }
-                    }
-                }
-                match resolved {
-                    // The static handler goes on from the decoded path.
-                    Resolved::NotCgi => path.truncate(base),
-                    Resolved::Denied(d) => {
-                        let file = d.file.as_os_str().as_encoded_bytes();
-                        self.scratch.refuse_file(d.why, file);
-                        return Some(Plan::error(d.status, &mut self.scratch));
-                    }
-                    Resolved::Cgi(script) if req.body == BodyFraming::Chunked => {
-                        return self.hold_cgi_body(c, req, head, script, redirects);
-                    }
-                    Resolved::Cgi(script) => {
-                        return self
-                            .start_cgi(idx, c, req, head, script, redirects, None)
-                            .err();
-                    }
-                }
-            }
-        }
-        Some(static_files::serve(
-            &self.site,
-            req,
-            &mut self.scratch,
-            &mut self.files,
-        ))
-    }
 }
 
-/// The access-log record of an answered request.
-pub(super) fn request_record<'a>(
+/// The access-log record of an answered request (its body bytes and
+/// duration are filled in once the answer has left).
+pub(super) fn request_record(
     remote: std::net::IpAddr,
     time: SystemTime,
-    req: &Request<'a>,
+    req: &OwnedRequest,
     status: u16,
-    bytes: u64,
-    user: Option<&'a [u8]>,
-    duration_us: u64,
-) -> AccessRecord<'a> {
+) -> AccessRecord<'_> {
     AccessRecord {
         remote,
         time,
-        method: req.method_token,
-        target: req.target,
-        version: req.version.as_str(),
+        method: req.method_token(),
+        target: req.target(),
+        version: req.version().as_str(),
         status,
-        bytes,
+        bytes: 0,
         referer: req.header("referer"),
         user_agent: req.header("user-agent"),
-        user,
-        duration_us,
+        user: req.user(),
+        duration_us: 0,
     }
 }

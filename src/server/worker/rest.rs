@@ -39,9 +39,9 @@ impl Worker {
         self.free.shrink_to_fit();
         self.timers.shrink_to_fit();
         self.zombies.shrink_to_fit();
-        self.files.clear();
+        self.router.rest();
         self.scratch = Scratch::default();
-        self.auth_user = Vec::new();
+        self.req = OwnedRequest::default();
         if self.logger.enabled(Level::Debug) {
             self.logger.log(
                 Level::Debug,

@@ -18,42 +18,33 @@ use crate::server::spool::Spool;
 #[derive(Debug)]
 pub struct CgiWait {
     script: Script,
-    /// The request head as received, parsed again when the body is in.
-    head: Vec<u8>,
-    redirects: u8,
-    /// The user `[[auth]]` authenticated for this request.
-    user: Option<Vec<u8>>,
-    /// When the request's first byte arrived.
-    started: Instant,
+    /// The request.
+    held: Held,
     /// The body so far.
     pub(in crate::server::worker) body: Spool,
 }
 
 impl Worker {
-    /// Holds the chunked body of `req` for `script` until it is complete
-    /// (see the module documentation). A 503 at once if the program could
-    /// not start now anyway, rather than after the whole upload.
+    /// Holds the chunked body of the current request for `script` until
+    /// it is complete (see the module documentation). A 503 at once if
+    /// the program could not start now anyway, rather than after the
+    /// whole upload.
     pub(in crate::server::worker) fn hold_cgi_body(
         &mut self,
         c: &mut Conn,
-        req: &Request,
-        head: &[u8],
         script: Script,
         redirects: u8,
     ) -> Option<Plan> {
         if let Err(plan) = self.over_process_limit() {
             return Some(plan);
         }
-        if req.expect_continue {
+        if self.req.expect_continue() {
             // The body is wanted (RFC 9110 §10.1.1).
             self.stage.push_bytes(CONTINUE);
         }
         c.cgi_wait = Some(Box::new(CgiWait {
             script,
-            head: head.to_vec(),
-            redirects,
-            user: self.authed.then(|| self.auth_user.clone()),
-            started: self.req_start,
+            held: self.hold(redirects),
             body: Spool::default(),
         }));
         None
@@ -77,26 +68,16 @@ impl Worker {
                 self.cfg.temp_dir.display()
             ),
         );
-        let status = Status::INTERNAL_SERVER_ERROR;
-        self.refuse_held(c, &w.head, w.user.as_deref(), w.started, status);
+        self.refuse_held(c, w.held, Status::INTERNAL_SERVER_ERROR);
         false
     }
 
     /// The held body is complete: starts the program with it.
     pub(in crate::server::worker) fn start_held_cgi(&mut self, c: &mut Conn, w: CgiWait) {
-        let CgiWait {
-            script,
-            head,
-            redirects,
-            user,
-            started,
-            body,
-        } = w;
-        self.with_held(c, &head, user.as_deref(), started, |me, c, req| {
-            if let Err(plan) = me.start_cgi(c.index, c, req, &head, script, redirects, Some(body)) {
-                me.answer(c, req, plan, None);
-            }
-        });
+        let redirects = self.resume(w.held);
+        if let Err(plan) = self.start_cgi(c, w.script, redirects, Some(w.body)) {
+            self.answer(c, plan, None);
+        }
     }
 
     /// The held body was refused (`status`): answered before any program
@@ -108,7 +89,7 @@ impl Worker {
         w: CgiWait,
         status: Status,
     ) {
-        self.refuse_held(c, &w.head, w.user.as_deref(), w.started, status);
+        self.refuse_held(c, w.held, status);
     }
 
     /// A body streaming to a running program was refused (`status`). If

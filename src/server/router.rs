@@ -1,0 +1,354 @@
+//! The router: one chain of stages over one [`OwnedRequest`], in the
+//! style of h2o's handler chain. Each stage looks at the request and
+//! answers it ([`Step::Answer`]), defers it until something is in (a
+//! password check, its body: [`Step::Defer`]), or leaves it to the next
+//! stage ([`Step::Next`]):
+//!
+//! 1. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
+//!    request);
+//! 2. **mounts**: embedded handlers (see [`crate::handlers::app`]);
+//! 3. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
+//!    is never left to the static handler);
+//! 4. **static files**, which answer everything that reaches them.
+//!
+//! Every stage matches the request's decoded, normalised path, so no
+//! spelling of a path (`/%70rivate/`, `//private/./`) slips by one. A
+//! path that does not decode goes straight to the static stage, whose
+//! answer is 400.
+
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::access::{Auth, Check, Checked, Verdict};
+use crate::config::{Config, Dotfiles, Level};
+use crate::handlers::app::{self, Mount, Response};
+use crate::handlers::cgi::{Resolved, Resolver, Script};
+use crate::handlers::file_cache::FileCache;
+use crate::handlers::static_files::{self, apply_header_rules, Site};
+use crate::handlers::{Body, Plan, Scratch};
+use crate::http::parse::{BodyFraming, Header};
+use crate::http::request::{OwnedRequest, MAX_HEADERS};
+use crate::http::{path, Status};
+use crate::log::Logger;
+
+/// What the chain makes of a request.
+#[derive(Debug)]
+pub enum Routed {
+    /// Answer with this plan (its header lines and body bytes in the
+    /// scratch buffers).
+    Answer(Plan),
+    /// Not answerable yet: see [`Deferred`].
+    Defer(Deferred),
+}
+
+/// Why a request cannot be answered yet, and who answers it once it can.
+#[derive(Debug)]
+pub enum Deferred {
+    /// Its password must be hashed off the event loop first; once the
+    /// outcome is settled ([`Router::settle`]) the request is routed
+    /// again from the start.
+    Verify(Check),
+    /// The handler of mount `mount` answers once the request's body is in
+    /// ([`Router::call_handler`]).
+    Handler {
+        /// Index of the mount, in mount order.
+        mount: usize,
+    },
+    /// This CGI script answers.
+    Cgi(Script),
+}
+
+/// What one stage makes of a request.
+enum Step {
+    Answer(Plan),
+    Defer(Deferred),
+    Next,
+}
+
+/// A stage of the chain before the static one (which always answers).
+type Stage = fn(&mut Router, &mut OwnedRequest, Client, &mut Scratch, &mut Logger) -> Step;
+
+/// One worker's router: the stages and what they hold.
+pub struct Router {
+    cfg: Arc<Config>,
+    site: Arc<Site>,
+    /// Basic authentication (`None` without `[[auth]]` rules).
+    auth: Option<Auth>,
+    /// Embedded handlers, in mount order.
+    mounts: Arc<[Mount]>,
+    /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
+    cgi: Option<Resolver>,
+    /// The static handler's open files.
+    files: FileCache,
+    /// A directory path with an index file name appended, tried as a
+    /// CGI script.
+    index_path: Vec<u8>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("auth", &self.auth.is_some())
+            .field("mounts", &self.mounts)
+            .field("cgi", &self.cgi)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who a request comes from, and when it is routed.
+#[derive(Debug, Clone, Copy)]
+pub struct Client {
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Now (the event loop's clock).
+    pub now: Instant,
+}
+
+impl Router {
+    /// The router of one worker. `auth` hashes passwords off the loop
+    /// (see [`Deferred::Verify`]) when it was told to offload.
+    pub fn new(
+        site: Arc<Site>,
+        mounts: Arc<[Mount]>,
+        auth: Option<Auth>,
+        cgi: Option<Resolver>,
+    ) -> Router {
+        let cfg = Arc::clone(&site.cfg);
+        let files = FileCache::new(
+            cfg.static_files.open_file_cache,
+            cfg.static_files.open_file_cache_valid,
+        );
+        Router {
+            cfg,
+            site,
+            auth,
+            mounts,
+            cgi,
+            files,
+            index_path: Vec::new(),
+        }
+    }
+
+    /// Runs the chain over `req`. The answer's header lines and body go
+    /// to `s`, whose `path` is set to the request's path first (a stage
+    /// may then extend it with an index file name).
+    pub fn route(
+        &mut self,
+        req: &mut OwnedRequest,
+        client: Client,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Routed {
+        s.path.clear();
+        if let Ok(path) = req.path() {
+            s.path.extend_from_slice(path);
+        }
+        let decoded = req.path().is_ok();
+        if decoded {
+            let stages: [Stage; 3] = [Router::auth, Router::mounts, Router::cgi];
+            for stage in stages {
+                match stage(self, req, client, s, log) {
+                    Step::Next => continue,
+                    Step::Answer(plan) => return Routed::Answer(plan),
+                    Step::Defer(why) => return Routed::Defer(why),
+                }
+            }
+        }
+        Routed::Answer(static_files::serve(&self.site, req, s, &mut self.files))
+    }
+
+    /// The auth stage: 401 without valid credentials, 429 for a client
+    /// over its failure limit, the user recorded in `req` otherwise.
+    fn auth(
+        &mut self,
+        req: &mut OwnedRequest,
+        client: Client,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Step {
+        let Some(auth) = self.auth.as_mut() else {
+            return Step::Next;
+        };
+        let ip = client.peer.ip();
+        let verdict = auth.check(&s.path, req.header("authorization"), ip, client.now);
+        let step = match verdict {
+            Verdict::Open => Step::Next,
+            Verdict::Allowed { user } => {
+                req.set_user(user);
+                Step::Next
+            }
+            Verdict::Challenge {
+                realm_header,
+                failure,
+            } => {
+                if let Some(f) = failure {
+                    log.log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                }
+                s.header("WWW-Authenticate", realm_header);
+                Step::Answer(Plan::error(Status::UNAUTHORIZED, s))
+            }
+            Verdict::Verify(check) => return Step::Defer(Deferred::Verify(check)),
+            Verdict::TooManyFailures { retry_after_secs } => {
+                log.log(
+                    Level::Warn,
+                    format_args!("auth: {ip} is over its failed-attempt limit; 429"),
+                );
+                let mut v = Vec::with_capacity(20);
+                crate::http::push_u64(&mut v, retry_after_secs);
+                s.header("Retry-After", &v);
+                Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, s))
+            }
+        };
+        for w in auth.take_warnings() {
+            log.log(Level::Warn, format_args!("auth: {w}"));
+        }
+        step
+    }
+
+    /// Hands the outcome of a password check run off the loop to the auth
+    /// stage, for the request that waited for it (routed again next).
+    pub fn settle(&mut self, outcome: Checked) {
+        if let Some(auth) = self.auth.as_mut() {
+            auth.settle(outcome);
+        }
+    }
+
+    /// Keeps the outcome of a check whose request is gone, so that the
+    /// same credential is not hashed again.
+    pub fn remember(&mut self, outcome: Checked) {
+        if let Some(auth) = self.auth.as_mut() {
+            auth.remember(outcome);
+        }
+    }
+
+    /// The mounts stage: the first mount the path is under answers, now
+    /// if the request has no body, else once it is in.
+    fn mounts(
+        &mut self,
+        req: &mut OwnedRequest,
+        client: Client,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Step {
+        let Some(mount) = self.mounts.iter().position(|m| m.rest(&s.path).is_some()) else {
+            return Step::Next;
+        };
+        if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) {
+            return Step::Answer(self.call_handler(mount, req, &[], client.peer, s, log));
+        }
+        Step::Defer(Deferred::Handler { mount })
+    }
+
+    /// Calls the handler of mount `i` for `req`, with its `body`, and
+    /// turns what it answered into a plan: a handler that panics or
+    /// answers with a status that is not final is logged and answered 500.
+    pub fn call_handler(
+        &mut self,
+        i: usize,
+        req: &OwnedRequest,
+        body: &[u8],
+        peer: SocketAddr,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Plan {
+        let mount = &self.mounts[i];
+        let mut headers = [Header::EMPTY; MAX_HEADERS];
+        let mut n = 0;
+        for (slot, h) in headers.iter_mut().zip(req.headers()) {
+            *slot = h;
+            n += 1;
+        }
+        let path = req.path().unwrap_or_default();
+        // (Header rules match it, as for any answer.)
+        s.path.clear();
+        s.path.extend_from_slice(path);
+        let areq = app::Request {
+            method: req.method_token(),
+            path,
+            rest: mount.rest(path).unwrap_or_default(),
+            query: req.query(),
+            target: req.target(),
+            headers: &headers[..n],
+            body,
+            peer,
+            user: req.user(),
+        };
+        let mut resp = Response::new(s);
+        let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
+        let status = resp.status();
+        let failure = match ran {
+            Err(_) => Some("panicked".to_string()),
+            Ok(()) if !(200..=599).contains(&status) => {
+                Some(format!("answered with status {status}, not a final one"))
+            }
+            Ok(()) => None,
+        };
+        if let Some(why) = failure {
+            log.log(
+                Level::Error,
+                format_args!(
+                    "handler at {} {why} for {}",
+                    String::from_utf8_lossy(&mount.prefix),
+                    String::from_utf8_lossy(req.target())
+                ),
+            );
+            s.headers.clear();
+            s.body.clear();
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, s);
+        }
+        apply_header_rules(&self.site, s);
+        Plan {
+            status: Status(status),
+            body: Body::Buffer,
+            close: false,
+        }
+    }
+
+    /// The CGI stage. Every method reaches a script (WebDAV's PROPFIND,
+    /// MKCOL, QUERY, …: REQUEST_METHOD is what was sent, RFC 3875
+    /// §4.1.12); the static handler answers 405 or 501 only where no
+    /// script covers the path. A directory's index file may itself be a
+    /// script (`index.cgi`).
+    fn cgi(&mut self, _: &mut OwnedRequest, _: Client, s: &mut Scratch, _: &mut Logger) -> Step {
+        let Some(resolver) = &self.cgi else {
+            return Step::Next;
+        };
+        if self.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+            return Step::Next;
+        }
+        let mut resolved = resolver.resolve(&s.path);
+        if matches!(resolved, Resolved::NotCgi) && s.path.ends_with(b"/") {
+            for index in &self.cfg.static_files.index {
+                self.index_path.clear();
+                self.index_path.extend_from_slice(&s.path);
+                self.index_path.extend_from_slice(index.as_bytes());
+                if let found @ Resolved::Cgi(_) = resolver.resolve(&self.index_path) {
+                    resolved = found;
+                    std::mem::swap(&mut s.path, &mut self.index_path);
+                    break;
+                }
+            }
+        }
+        match resolved {
+            Resolved::NotCgi => Step::Next,
+            Resolved::Denied(d) => {
+                let file = d.file.as_os_str().as_encoded_bytes();
+                s.refuse_file(d.why, file);
+                Step::Answer(Plan::error(d.status, s))
+            }
+            Resolved::Cgi(script) => Step::Defer(Deferred::Cgi(script)),
+        }
+    }
+
+    /// Moves the static handler's clock on (once per loop iteration).
+    pub fn set_now(&mut self, now: Instant) {
+        self.files.set_now(now);
+    }
+
+    /// Forgets the open files (a worker that has been quiet a while).
+    pub fn rest(&mut self) {
+        self.files.clear();
+    }
+}
