@@ -1,5 +1,7 @@
 //! The `brisk` command: parse the command line and config, then serve.
 
+#![deny(unsafe_code)]
+
 use std::io::Write;
 
 use brisk::config::{self, Command};

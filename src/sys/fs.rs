@@ -264,6 +264,15 @@ pub fn open_log(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Makes a FIFO at `path` with permissions `mode`: the tests' special
+/// file, which must never be opened as content.
+#[cfg(test)]
+pub(crate) fn make_fifo(path: &Path, mode: u32) -> io::Result<()> {
+    let c = cstring(path.as_os_str().as_encoded_bytes())?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    cvt(unsafe { libc::mkfifo(c.as_ptr(), mode as libc::mode_t) }).map(drop)
+}
+
 fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
@@ -502,10 +511,7 @@ mod tests {
     #[test]
     fn special_files_are_never_opened() {
         let (_t, path) = tree("special");
-        let fifo =
-            std::ffi::CString::new(path.join("fifo").as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        make_fifo(&path.join("fifo"), 0o644).unwrap();
         let root = Root::open(&path, false).unwrap();
         let (_, meta) = root.stat(b"fifo").unwrap();
         assert_eq!(meta.kind, Kind::Special);

@@ -59,10 +59,7 @@ impl Tree {
         symlink("script", t.0.join("cgi-bin/inlink")).unwrap();
         symlink("../outside/evil.pl", t.0.join("www/out.pl")).unwrap();
         for fifo in ["www/fifo.cgi", "cgi-bin/fifo"] {
-            let c = std::ffi::CString::new(t.0.join(fifo).into_os_string().into_encoded_bytes())
-                .unwrap();
-            // SAFETY: a valid NUL-terminated path.
-            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o755) }, 0);
+            crate::sys::fs::make_fifo(&t.0.join(fifo), 0o755).unwrap();
         }
         t
     }
