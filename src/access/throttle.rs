@@ -69,7 +69,9 @@ impl Rate {
 /// queued: the rule's shared rate and/or a rate of its own.
 #[derive(Debug)]
 pub struct Throttle {
+    /// The rule's rate, shared by every connection it paces (all workers).
     pub shared: Option<std::sync::Arc<Rate>>,
+    /// This connection's own rate.
     pub own: Option<Rate>,
 }
 

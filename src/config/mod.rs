@@ -357,6 +357,7 @@ impl PathMatch {
 /// One `[[throttle]]` rule: responses whose path matches are paced.
 #[derive(Debug, Clone)]
 pub struct ThrottleRule {
+    /// The paths it paces (`path` or `pattern`).
     pub matcher: PathMatch,
     /// Bytes per second shared by every client of this rule (all workers).
     pub rate: Option<u64>,

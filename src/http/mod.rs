@@ -20,15 +20,25 @@ pub use status::Status;
 /// anything else that is a valid token is `Other` (answered 501).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// `GET` (§9.3.1).
     Get,
+    /// `HEAD` (§9.3.2): as GET, without the body.
     Head,
+    /// `POST` (§9.3.3).
     Post,
+    /// `PUT` (§9.3.4).
     Put,
+    /// `DELETE` (§9.3.5).
     Delete,
+    /// `CONNECT` (§9.3.6): brisk is no proxy.
     Connect,
+    /// `OPTIONS` (§9.3.7).
     Options,
+    /// `TRACE` (§9.3.8).
     Trace,
+    /// `PATCH` (RFC 5789).
     Patch,
+    /// Any other token.
     Other,
 }
 
@@ -54,7 +64,9 @@ impl Method {
 /// served; other versions are rejected by the parser with 505.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Version {
+    /// `HTTP/1.0`: no keep-alive unless asked for, no chunked coding.
     Http10,
+    /// `HTTP/1.1`.
     Http11,
 }
 

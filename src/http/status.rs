@@ -5,32 +5,59 @@
 pub struct Status(pub u16);
 
 impl Status {
+    /// 100 Continue (RFC 9110 §15.2.1).
     pub const CONTINUE: Status = Status(100);
+    /// 200 OK (RFC 9110 §15.3.1).
     pub const OK: Status = Status(200);
+    /// 204 No Content (RFC 9110 §15.3.5).
     pub const NO_CONTENT: Status = Status(204);
+    /// 206 Partial Content (RFC 9110 §15.3.7).
     pub const PARTIAL_CONTENT: Status = Status(206);
+    /// 301 Moved Permanently (RFC 9110 §15.4.2).
     pub const MOVED_PERMANENTLY: Status = Status(301);
+    /// 302 Found (RFC 9110 §15.4.3).
     pub const FOUND: Status = Status(302);
+    /// 304 Not Modified (RFC 9110 §15.4.5).
     pub const NOT_MODIFIED: Status = Status(304);
+    /// 400 Bad Request (RFC 9110 §15.5.1).
     pub const BAD_REQUEST: Status = Status(400);
+    /// 401 Unauthorized (RFC 9110 §15.5.2).
     pub const UNAUTHORIZED: Status = Status(401);
+    /// 403 Forbidden (RFC 9110 §15.5.4).
     pub const FORBIDDEN: Status = Status(403);
+    /// 404 Not Found (RFC 9110 §15.5.5).
     pub const NOT_FOUND: Status = Status(404);
+    /// 405 Method Not Allowed (RFC 9110 §15.5.6).
     pub const METHOD_NOT_ALLOWED: Status = Status(405);
+    /// 408 Request Timeout (RFC 9110 §15.5.9).
     pub const REQUEST_TIMEOUT: Status = Status(408);
+    /// 411 Length Required (RFC 9110 §15.5.12).
     pub const LENGTH_REQUIRED: Status = Status(411);
+    /// 412 Precondition Failed (RFC 9110 §15.5.13).
     pub const PRECONDITION_FAILED: Status = Status(412);
+    /// 413 Content Too Large (RFC 9110 §15.5.14).
     pub const CONTENT_TOO_LARGE: Status = Status(413);
+    /// 414 URI Too Long (RFC 9110 §15.5.15).
     pub const URI_TOO_LONG: Status = Status(414);
+    /// 416 Range Not Satisfiable (RFC 9110 §15.5.17).
     pub const RANGE_NOT_SATISFIABLE: Status = Status(416);
+    /// 417 Expectation Failed (RFC 9110 §15.5.18).
     pub const EXPECTATION_FAILED: Status = Status(417);
+    /// 429 Too Many Requests (RFC 6585 §4).
     pub const TOO_MANY_REQUESTS: Status = Status(429);
+    /// 431 Request Header Fields Too Large (RFC 6585 §5).
     pub const HEADER_FIELDS_TOO_LARGE: Status = Status(431);
+    /// 500 Internal Server Error (RFC 9110 §15.6.1).
     pub const INTERNAL_SERVER_ERROR: Status = Status(500);
+    /// 501 Not Implemented (RFC 9110 §15.6.2).
     pub const NOT_IMPLEMENTED: Status = Status(501);
+    /// 502 Bad Gateway (RFC 9110 §15.6.3).
     pub const BAD_GATEWAY: Status = Status(502);
+    /// 503 Service Unavailable (RFC 9110 §15.6.4).
     pub const SERVICE_UNAVAILABLE: Status = Status(503);
+    /// 504 Gateway Timeout (RFC 9110 §15.6.5).
     pub const GATEWAY_TIMEOUT: Status = Status(504);
+    /// 505 HTTP Version Not Supported (RFC 9110 §15.6.6).
     pub const VERSION_NOT_SUPPORTED: Status = Status(505);
 
     /// The reason phrase for the status line.

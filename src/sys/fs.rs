@@ -23,7 +23,9 @@ static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 /// `O_PATH` (so opening it had no side effect, even for a device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
     /// Device, FIFO, socket: never opened for reading.
     Special,
@@ -32,15 +34,21 @@ pub enum Kind {
 /// The metadata brisk needs of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
+    /// What the path names.
     pub kind: Kind,
+    /// Size in bytes.
     pub size: u64,
     /// Modification time in whole seconds since the epoch.
     pub mtime: u64,
+    /// The device it lives on; with `ino`, the file's identity.
     pub dev: u64,
+    /// Its inode number.
     pub ino: u64,
-    /// Modification and status-change times in nanoseconds, to notice a
+    /// Modification time in nanoseconds since the epoch, to notice a
     /// change within the same second (cache revalidation).
     pub mtime_ns: i64,
+    /// Status-change time in nanoseconds, likewise: it also moves when
+    /// only the metadata changes.
     pub ctime_ns: i64,
 }
 
