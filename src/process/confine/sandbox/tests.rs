@@ -1,0 +1,223 @@
+//! The sandbox is applied in a child process (this test binary run
+//! again with an environment variable), since it cannot be undone.
+
+use super::*;
+use std::process::Command;
+
+const CHILD_ENV: &str = "BRISK_SANDBOX_CHILD";
+
+/// Runs the test `name` of this binary in a child with `dir` in the
+/// environment, and returns its combined output after checking it
+/// succeeded.
+fn in_child(name: &str, dir: &Path) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child failed: {text}");
+    text
+}
+
+fn temp_site(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "brisk-sandbox-{tag}-{}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now()
+    ));
+    std::fs::create_dir_all(dir.join("www")).unwrap();
+    std::fs::write(dir.join("www/index.html"), b"inside").unwrap();
+    std::fs::write(dir.join("secret.txt"), b"outside").unwrap();
+    dir
+}
+
+fn denied<T: std::fmt::Debug>(r: std::io::Result<T>, what: &str) {
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+        other => panic!("{what}: expected permission denied, got {other:?}"),
+    }
+}
+
+#[test]
+fn wrong_path_join_cannot_leave_the_root() {
+    if Ruleset::new(Extra::default()).ok().flatten().is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let dir = temp_site("strict");
+    let out = in_child("process::confine::sandbox::tests::strict_child", &dir);
+    assert!(out.contains("strict child: all checks passed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child half of the test above; does nothing when run directly.
+#[test]
+fn strict_child() {
+    let Some(dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let root = dir.join("www");
+    let cfg = Config {
+        root: root.clone(),
+        ..Config::default()
+    };
+    let mut notes = Notes::new();
+    prepare(&cfg, None, false)
+        .and_then(|plan| plan.apply(&mut notes))
+        .unwrap();
+    eprintln!("{notes:?}");
+    assert!(notes.iter().all(|(l, _)| *l != Level::Warn), "{notes:?}");
+
+    // The document root is still readable…
+    assert_eq!(std::fs::read(root.join("index.html")).unwrap(), b"inside");
+    assert!(std::fs::read_dir(&root).is_ok());
+    // …and a path joined without any checking still cannot leave it.
+    denied(
+        std::fs::read(root.join("../../../../../../../etc/passwd")),
+        "wrong join",
+    );
+    denied(std::fs::read("/etc/passwd"), "/etc/passwd");
+    denied(std::fs::read(dir.join("secret.txt")), "sibling of the root");
+    // Read-only: no writing, creating or removing beneath the root.
+    denied(std::fs::write(root.join("new.html"), b"x"), "create");
+    denied(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("index.html")),
+        "write",
+    );
+    denied(std::fs::remove_file(root.join("index.html")), "remove");
+    // seccomp: no new sockets, no programs.
+    denied(std::net::TcpStream::connect("127.0.0.1:9"), "connect");
+    assert!(Command::new("/bin/true").status().is_err(), "exec allowed");
+    eprintln!("strict child: all checks passed");
+}
+
+#[test]
+fn cgi_relaxes_the_sandbox_for_programs_only() {
+    if Ruleset::new(Extra::default()).ok().flatten().is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let dir = temp_site("cgi");
+    let out = in_child("process::confine::sandbox::tests::cgi_child", &dir);
+    assert!(out.contains("cgi child: all checks passed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child half of the test above; does nothing when run directly.
+#[test]
+fn cgi_child() {
+    let Some(dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let root = dir.join("www");
+    let cfg = Config {
+        root: root.clone(),
+        cgi: vec![crate::config::CgiRule {
+            target: CgiTarget::Pattern("*.cgi".to_string()),
+            interpreter: None,
+            env: Vec::new(),
+            writable: Vec::new(),
+        }],
+        ..Config::default()
+    };
+    let mut notes = Notes::new();
+    // The sandbox of the CGI launcher.
+    prepare(&cfg, Some(&[]), false)
+        .and_then(|plan| plan.apply(&mut notes))
+        .unwrap();
+    // Programs run, and see the system directories…
+    let out = Command::new("/bin/sh")
+        .args(["-c", "cat /etc/hostname >/dev/null && echo ran"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    // …but not what lies outside them and the root, nor can they write.
+    denied(std::fs::read(dir.join("secret.txt")), "sibling of the root");
+    denied(std::fs::write(root.join("new.html"), b"x"), "create");
+    let out = Command::new("/bin/sh")
+        .args(["-c", "echo x > /tmp/brisk-sandbox-escape"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a CGI child could write to /tmp");
+    eprintln!("cgi child: all checks passed");
+}
+
+#[test]
+fn writable_paths_open_for_their_launcher_only() {
+    if Ruleset::new(Extra::default()).ok().flatten().is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let dir = temp_site("writable");
+    std::fs::create_dir_all(dir.join("repo/objects")).unwrap();
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    let out = in_child("process::confine::sandbox::tests::writable_child", &dir);
+    assert!(out.contains("writable child: all checks passed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child half of the test above; does nothing when run directly.
+#[test]
+fn writable_child() {
+    let Some(dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let repo = dir.join("repo");
+    let rule = |writable: Vec<PathBuf>| crate::config::CgiRule {
+        target: CgiTarget::Pattern("*.cgi".to_string()),
+        interpreter: None,
+        env: Vec::new(),
+        writable,
+    };
+    let cfg = Config {
+        root: dir.join("www"),
+        cgi: vec![rule(vec![repo.clone()]), rule(vec![dir.join("other")])],
+        ..Config::default()
+    };
+    assert_eq!(
+        writable_sets(&cfg),
+        [vec![repo.clone()], vec![dir.join("other")]]
+    );
+    // The first rule's launcher: what git does to a repository.
+    prepare(&cfg, Some(std::slice::from_ref(&repo)), false)
+        .and_then(|plan| plan.apply(&mut Notes::new()))
+        .unwrap();
+    let script = "set -e; cd \"$1\"; mkdir objects/ab; echo x > objects/tmp_obj; \
+         mv objects/tmp_obj objects/ab/cd; echo y > ref.lock; mv ref.lock ref; \
+         : > ref; rm objects/ab/cd; rmdir objects/ab; cat ref; echo done";
+    let out = Command::new("/bin/sh")
+        .args(["-c", script, "sh"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "done\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Not the other rule's directory, nor anywhere else.
+    denied(std::fs::write(dir.join("other/x"), b"x"), "other rule's");
+    denied(std::fs::write(dir.join("www/x"), b"x"), "root");
+    denied(std::fs::write(dir.join("x"), b"x"), "parent");
+    // Nothing written there runs.
+    std::fs::write(repo.join("hook"), b"#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(
+        repo.join("hook"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    assert!(
+        Command::new(repo.join("hook")).output().is_err(),
+        "ran a file from a writable directory"
+    );
+    eprintln!("writable child: all checks passed");
+}
