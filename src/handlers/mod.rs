@@ -8,7 +8,9 @@ pub mod cgi;
 mod error;
 pub mod error_page;
 pub mod file_cache;
+pub mod pipe;
 pub mod refusal;
+pub mod spool;
 pub mod static_files;
 
 pub use error::Error;
@@ -39,6 +41,9 @@ pub enum Body {
     File { src: Source, offset: u64, len: u64 },
     /// The pieces in [`Scratch::segs`], over this file.
     Multipart { src: Source },
+    /// What a process writes into a pipe, head included (CGI): the
+    /// engine pumps it (see [`pipe`]).
+    Pipe(Box<pipe::Pipe>),
 }
 
 /// What a handler decided to send.
@@ -129,6 +134,8 @@ impl Plan {
             Body::Static(b) => b.len() as u64,
             Body::Buffer => scratch.body.len() as u64,
             Body::File { len, .. } => *len,
+            // (Its length is in its own head, if anywhere.)
+            Body::Pipe(_) => 0,
             Body::Multipart { .. } => scratch
                 .segs
                 .iter()

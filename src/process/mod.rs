@@ -20,8 +20,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::config::{Config, Level, Reload};
+use crate::handlers::spool;
 use crate::log::{console, LogService};
-use crate::server::{spool, Server};
+use crate::server::Server;
 use crate::sys::{self, signal::Signal};
 
 pub use error::Error;

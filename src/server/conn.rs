@@ -22,8 +22,9 @@ pub enum Phase {
     Body,
     /// The socket would not take more output (send timeout, from last progress).
     Writing,
-    /// A CGI child is producing the response (CGI timeout, from its start).
-    Cgi,
+    /// A process is producing the response through a pipe (its idle
+    /// timeout, from its last progress).
+    Pipe,
     /// A password is being hashed off the loop (no timeout: it finishes).
     Verifying,
     /// Output done, write side shut; draining what the client still sends
@@ -37,12 +38,12 @@ pub struct Conn {
     pub stream: TcpStream,
     /// The connection's slot in its worker's slab (its token).
     pub index: usize,
-    /// A CGI request in progress (boxed: most connections never have one).
-    pub cgi: Option<Box<super::worker::cgi::CgiRun>>,
+    /// A pipe body being pumped (boxed: most connections never have one).
+    pub pipe: Option<Box<super::worker::PipeRun>>,
     /// A request for an embedded handler whose body is still arriving.
     pub app: Option<Box<super::worker::app::AppCall>>,
-    /// A request for a CGI program whose (chunked) body is still arriving.
-    pub cgi_wait: Option<Box<super::worker::cgi::CgiWait>>,
+    /// A request whose (chunked) body is still arriving, held whole.
+    pub whole_body: Option<Box<super::worker::WholeBody>>,
     /// A request waiting for its password check.
     pub auth_wait: Option<Box<super::worker::AuthWait>>,
     pub peer: SocketAddr,
@@ -77,10 +78,15 @@ pub struct Conn {
 
 impl Conn {
     /// Whether what is queued is the connection's last output, so the
-    /// FIN may ride with its final bytes (a CGI answer still streaming
+    /// FIN may ride with its final bytes (a piped answer still streaming
     /// must not be held back).
     pub fn fin_follows(&self) -> bool {
-        self.close_after && self.cgi.is_none()
+        self.close_after && self.pipe.is_none()
+    }
+
+    /// The address the client connected to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.stream.local_addr().unwrap_or(self.peer)
     }
 
     /// A new connection, idle since `now`.
@@ -88,9 +94,9 @@ impl Conn {
         Conn {
             stream,
             index,
-            cgi: None,
+            pipe: None,
             app: None,
-            cgi_wait: None,
+            whole_body: None,
             auth_wait: None,
             peer,
             pending: Vec::new(),

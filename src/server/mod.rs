@@ -18,7 +18,6 @@ mod file_copy;
 pub mod output;
 pub mod response;
 pub mod router;
-pub mod spool;
 pub mod worker;
 
 use std::net::{SocketAddr, TcpListener};

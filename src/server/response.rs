@@ -65,6 +65,9 @@ pub fn queue(out: &mut Out, plan: Plan, s: &Scratch, parts: &HeadParts) -> io::R
         Body::File { src, offset, len } => {
             queue_file(out, &mut mark, &src, offset, len, parts.sendfile)
         }
+        // A pipe is pumped by the worker as its process writes, never
+        // queued whole: nothing to queue here.
+        Body::Pipe(_) => Ok(()),
         Body::Multipart { src } => {
             let mut r = Ok(());
             for seg in &s.segs {

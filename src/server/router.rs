@@ -24,8 +24,9 @@ use std::time::Instant;
 use crate::access::{Auth, Check, Checked, Verdict};
 use crate::config::{Config, Dotfiles, Level};
 use crate::handlers::app::{self, Mount, Response};
-use crate::handlers::cgi::{Resolved, Resolver, Script};
+use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::file_cache::FileCache;
+use crate::handlers::spool::Spool;
 use crate::handlers::static_files::{self, apply_header_rules, Site};
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
@@ -56,8 +57,10 @@ pub enum Deferred {
         /// Index of the mount, in mount order.
         mount: usize,
     },
-    /// This CGI script answers.
-    Cgi(Script),
+    /// This CGI script answers once the request's whole body is held
+    /// ([`Router::start_cgi`]): a chunked body, whose length the script
+    /// must be told.
+    WholeBody(Script),
 }
 
 /// What one stage makes of a request.
@@ -68,7 +71,7 @@ enum Step {
 }
 
 /// A stage of the chain before the static one (which always answers).
-type Stage = fn(&mut Router, &mut OwnedRequest, Client, &mut Scratch, &mut Logger) -> Step;
+type Stage = fn(&mut Router, &mut OwnedRequest, Client<'_>, &mut Scratch, &mut Logger) -> Step;
 
 /// One worker's router: the stages and what they hold.
 pub struct Router {
@@ -78,8 +81,8 @@ pub struct Router {
     auth: Option<Auth>,
     /// Embedded handlers, in mount order.
     mounts: Arc<[Mount]>,
-    /// Maps paths to CGI scripts (`None` without `[[cgi]]` rules).
-    cgi: Option<Resolver>,
+    /// CGI scripts (`None` without `[[cgi]]` rules).
+    cgi: Option<Cgi>,
     /// The static handler's open files.
     files: FileCache,
     /// A directory path with an index file name appended, tried as a
@@ -98,12 +101,23 @@ impl std::fmt::Debug for Router {
 }
 
 /// Who a request comes from, and when it is routed.
-#[derive(Debug, Clone, Copy)]
-pub struct Client {
+#[derive(Clone, Copy)]
+pub struct Client<'a> {
     /// The client's address.
     pub peer: SocketAddr,
     /// Now (the event loop's clock).
     pub now: Instant,
+    /// The address the client connected to (asked only when needed).
+    pub local: &'a dyn Fn() -> SocketAddr,
+}
+
+impl Client<'_> {
+    fn ends(&self) -> Ends {
+        Ends {
+            remote: self.peer,
+            local: (self.local)(),
+        }
+    }
 }
 
 impl Router {
@@ -113,7 +127,7 @@ impl Router {
         site: Arc<Site>,
         mounts: Arc<[Mount]>,
         auth: Option<Auth>,
-        cgi: Option<Resolver>,
+        cgi: Option<Cgi>,
     ) -> Router {
         let cfg = Arc::clone(&site.cfg);
         let files = FileCache::new(
@@ -137,7 +151,7 @@ impl Router {
     pub fn route(
         &mut self,
         req: &mut OwnedRequest,
-        client: Client,
+        client: Client<'_>,
         s: &mut Scratch,
         log: &mut Logger,
     ) -> Routed {
@@ -164,7 +178,7 @@ impl Router {
     fn auth(
         &mut self,
         req: &mut OwnedRequest,
-        client: Client,
+        client: Client<'_>,
         s: &mut Scratch,
         log: &mut Logger,
     ) -> Step {
@@ -228,7 +242,7 @@ impl Router {
     fn mounts(
         &mut self,
         req: &mut OwnedRequest,
-        client: Client,
+        client: Client<'_>,
         s: &mut Scratch,
         log: &mut Logger,
     ) -> Step {
@@ -311,20 +325,26 @@ impl Router {
     /// §4.1.12); the static handler answers 405 or 501 only where no
     /// script covers the path. A directory's index file may itself be a
     /// script (`index.cgi`).
-    fn cgi(&mut self, _: &mut OwnedRequest, _: Client, s: &mut Scratch, _: &mut Logger) -> Step {
-        let Some(resolver) = &self.cgi else {
+    fn cgi(
+        &mut self,
+        req: &mut OwnedRequest,
+        client: Client<'_>,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Step {
+        let Some(cgi) = &self.cgi else {
             return Step::Next;
         };
         if self.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
             return Step::Next;
         }
-        let mut resolved = resolver.resolve(&s.path);
+        let mut resolved = cgi.resolve(&s.path);
         if matches!(resolved, Resolved::NotCgi) && s.path.ends_with(b"/") {
             for index in &self.cfg.static_files.index {
                 self.index_path.clear();
                 self.index_path.extend_from_slice(&s.path);
                 self.index_path.extend_from_slice(index.as_bytes());
-                if let found @ Resolved::Cgi(_) = resolver.resolve(&self.index_path) {
+                if let found @ Resolved::Cgi(_) = cgi.resolve(&self.index_path) {
                     resolved = found;
                     std::mem::swap(&mut s.path, &mut self.index_path);
                     break;
@@ -338,7 +358,51 @@ impl Router {
                 s.refuse_file(d.why, file);
                 Step::Answer(Plan::error(d.status, s))
             }
-            Resolved::Cgi(script) => Step::Defer(Deferred::Cgi(script)),
+            // A 503 at once if the program could not start now anyway,
+            // rather than after the whole upload.
+            Resolved::Cgi(script) if req.body() == BodyFraming::Chunked => {
+                match cgi.over_limit(log) {
+                    Some(status) => Step::Answer(Plan::error(status, s)),
+                    None => Step::Defer(Deferred::WholeBody(script)),
+                }
+            }
+            Resolved::Cgi(script) => {
+                Step::Answer(self.start_cgi(&script, req, client, None, s, log))
+            }
+        }
+    }
+
+    /// Starts `script` for `req`; its input is `held` (a body held
+    /// whole) or else the request's body as it arrives. The answer is a
+    /// pipe body, or an error when the script cannot be started.
+    pub fn start_cgi(
+        &self,
+        script: &Script,
+        req: &OwnedRequest,
+        client: Client<'_>,
+        held: Option<Spool>,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Plan {
+        let Some(cgi) = &self.cgi else {
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, s);
+        };
+        match cgi.start(script, req, client.ends(), held, log) {
+            Ok(pipe) => Plan {
+                // (The status is the program's, from the pipe's head.)
+                status: Status::OK,
+                body: Body::Pipe(Box::new(pipe)),
+                close: false,
+            },
+            Err(status) => Plan::error(status, s),
+        }
+    }
+
+    /// Reaps CGI programs that outlived their request; with `all` (the
+    /// worker ends), kills and waits for every one.
+    pub fn reap(&self, now: Instant, all: bool) {
+        if let Some(cgi) = &self.cgi {
+            cgi.reap(now, all);
         }
     }
 
@@ -350,5 +414,8 @@ impl Router {
     /// Forgets the open files (a worker that has been quiet a while).
     pub fn rest(&mut self) {
         self.files.clear();
+        if let Some(cgi) = &self.cgi {
+            cgi.shrink();
+        }
     }
 }

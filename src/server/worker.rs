@@ -34,26 +34,30 @@ use crate::sys::net;
 
 mod access_log;
 pub mod app;
-pub mod cgi;
 mod drain;
+mod held_body;
+mod pipe;
 mod request;
 mod rest;
 
 use access_log::settle;
+pub use held_body::WholeBody;
+pub use pipe::PipeRun;
 use request::request_record;
 pub use request::{AuthWait, Held};
 
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
-use crate::handlers::cgi::Resolver;
-use cgi::Pipe;
+use crate::handlers::cgi::Cgi;
+use crate::handlers::Body;
+use pipe::End;
 
 /// Token of the waker that tells a worker to shut down.
 const WAKER: Token = Token(usize::MAX);
 /// Listener `i` has token `LISTENER_BASE + i`.
 const LISTENER_BASE: usize = usize::MAX / 2;
-/// The pipes of connection `i`'s CGI child have tokens `CGI_BASE + 3i + k`.
-const CGI_BASE: usize = usize::MAX / 8;
+/// The pipes of connection `i`'s pipe body have tokens `PIPE_BASE + 3i + k`.
+const PIPE_BASE: usize = usize::MAX / 8;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
 /// Stop answering pipelined requests once this much output is staged, and
@@ -115,7 +119,6 @@ pub struct Worker {
     router: Router,
     /// The request being answered (its buffers reused from one to the next).
     req: OwnedRequest,
-    launcher: Option<Arc<Launchers>>,
     verifier: Arc<Verifier>,
     waker: Arc<Waker>,
     /// Finished password checks: connection, request id, outcome.
@@ -133,14 +136,10 @@ pub struct Worker {
     /// Emptied output queues and input buffers kept for reuse.
     spare_outs: Vec<Out>,
     spare_bufs: Vec<Vec<u8>>,
-    /// CGI children running for this worker's connections.
-    cgi_running: usize,
     /// Bytes of request bodies held for embedded handlers (all connections).
     app_held: u64,
-    /// Children whose request ended before they were reaped, and since when.
-    zombies: Vec<(i32, Instant)>,
-    /// Read buffer for CGI pipes.
-    cgi_buf: Vec<u8>,
+    /// Read buffer for pipe bodies.
+    pipe_buf: Vec<u8>,
     /// When the first byte of the request being answered arrived (kept
     /// here rather than in every connection: only a request that waits,
     /// for its body, a password check or a CGI program, keeps its own).
@@ -190,7 +189,7 @@ impl Worker {
         let cgi = if cfg.cgi.is_empty() {
             None
         } else {
-            Some(Resolver::new(&cfg.cgi, &cfg.root)?)
+            Some(Cgi::new(&cfg, init.launcher)?)
         };
         let auth = crate::access::Auth::sharing(&cfg, init.site.auth_failures.clone())
             .map_err(io::Error::other)?;
@@ -209,7 +208,6 @@ impl Worker {
             site: init.site,
             router,
             req: OwnedRequest::default(),
-            launcher: init.launcher,
             verifier: init.verifier,
             waker: init.waker,
             checks_tx,
@@ -225,10 +223,8 @@ impl Worker {
             scratch: Scratch::default(),
             spare_outs: Vec::new(),
             spare_bufs: Vec::new(),
-            cgi_running: 0,
             app_held: 0,
-            zombies: Vec::new(),
-            cgi_buf: Vec::with_capacity(READ_BUF),
+            pipe_buf: Vec::with_capacity(READ_BUF),
             timers: Vec::new(),
             req_start: now,
             limits,
@@ -278,9 +274,9 @@ impl Worker {
                         self.take_order();
                     }
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
-                    Token(t) if t >= CGI_BASE => {
-                        let (i, pipe) = cgi::split_token(t);
-                        self.on_cgi_event(i, pipe);
+                    Token(t) if t >= PIPE_BASE => {
+                        let (i, end) = pipe::split_token(t);
+                        self.on_pipe_event(i, end);
                     }
                     Token(i) => {
                         if ev.is_read_closed() || ev.is_error() {
@@ -320,7 +316,7 @@ impl Worker {
         for i in 0..self.conns.len() {
             self.close(i);
         }
-        self.reap_zombies(true);
+        self.router.reap(self.now, true);
         self.logger.flush();
     }
 
@@ -424,8 +420,8 @@ impl Worker {
                 if self.rbuf.capacity() == 0 {
                     self.rbuf = Vec::with_capacity(READ_BUF);
                 }
-                if self.cgi_buf.capacity() == 0 {
-                    self.cgi_buf = Vec::with_capacity(READ_BUF);
+                if self.pipe_buf.capacity() == 0 {
+                    self.pipe_buf = Vec::with_capacity(READ_BUF);
                 }
                 self.conns[i] = Some(conn);
                 self.close(i);
@@ -433,18 +429,18 @@ impl Worker {
         }
     }
 
-    /// An event on a CGI child's pipe of connection `i`.
-    fn on_cgi_event(&mut self, i: usize, pipe: Pipe) {
+    /// An event on a pipe of connection `i`'s pipe body.
+    fn on_pipe_event(&mut self, i: usize, end: End) {
         if let Some(Some(c)) = self.conns.get_mut(i) {
-            Self::cgi_ready(c, pipe);
+            Self::pipe_ready(c, end);
             self.on_event(i, false, false);
         }
     }
 
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.get_mut(i).and_then(Option::take) {
-            if c.cgi.is_some() {
-                self.cgi_abandon(&mut c);
+            if c.pipe.is_some() {
+                self.pipe_abandon(&mut c);
             }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
@@ -538,7 +534,7 @@ impl Worker {
                     }
                 }
             }
-            if c.cgi.is_some() && self.pump_cgi(c) {
+            if c.pipe.is_some() && self.pump_pipe(c) {
                 continue;
             }
             if c.phase == Phase::Lingering {
@@ -585,7 +581,7 @@ impl Worker {
                     format_args!(
                         "client {} closed the connection before its request body was complete{}",
                         c.peer.ip(),
-                        if c.cgi.is_some() {
+                        if c.pipe.is_some() {
                             "; its CGI program is stopped"
                         } else {
                             ""
@@ -595,9 +591,9 @@ impl Worker {
             }
             return false;
         }
-        if c.cgi.is_some() {
-            if c.phase != Phase::Cgi {
-                c.phase = Phase::Cgi;
+        if c.pipe.is_some() {
+            if c.phase != Phase::Pipe {
+                c.phase = Phase::Pipe;
                 c.since = self.now;
             }
             return true;
@@ -731,9 +727,7 @@ impl Worker {
         self.next_tick = self.now + TICK;
         self.maybe_rest();
         self.report_refusals_not_logged();
-        if !self.zombies.is_empty() {
-            self.reap_zombies(false);
-        }
+        self.router.reap(self.now, false);
         let t = self.cfg.timeouts.clone();
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
@@ -748,9 +742,9 @@ impl Worker {
                 Phase::Body if age >= t.body => self.close(i),
                 Phase::Writing if age >= t.send => self.close(i),
                 Phase::Lingering if age >= LINGER => self.close(i),
-                Phase::Cgi if age >= t.cgi => {
+                Phase::Pipe if c.pipe.as_ref().is_some_and(|p| age >= p.idle_timeout()) => {
                     let mut conn = self.conns[i].take().expect("present");
-                    self.cgi_timeout(&mut conn);
+                    self.pipe_timeout(&mut conn);
                     self.conns[i] = Some(conn);
                     self.on_event(i, false, true);
                 }

@@ -6,17 +6,27 @@
 //! - [`build_env`]: the script's whole environment (RFC 3875 §4.1).
 //! - [`parse_head`]: the header block a script prints before its body
 //!   (RFC 3875 §6), turned into a status, header lines and a kind of reply.
+//! - [`Cgi`]: one worker's rules and programs: starting a script for a
+//!   request makes its answer a [`crate::handlers::pipe::Pipe`] body,
+//!   whose reply object ([`ScriptReply`]) reads the header block and stops
+//!   the program when asked; [`Children`] reaps what outlives a request.
 //!
-//! Starting, killing and reaping processes is [`crate::sys::spawn`]; the
-//! event loop in `server/` drives the pipes.
+//! The raw system calls are [`crate::sys::spawn`]; the event loop in
+//! `server/` pumps the pipes without knowing what CGI is.
 
 mod env;
 mod head;
+mod process;
+mod reply;
 mod resolve;
+mod runner;
 
 #[cfg(test)]
 mod tests;
 
 pub use env::{build_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
 pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
+pub use process::{Children, Process};
+pub use reply::ScriptReply;
 pub use resolve::{resolve, Resolved, Resolver, Script};
+pub use runner::{Cgi, Ends};

@@ -63,11 +63,11 @@ impl Worker {
                 continue;
             }
             if let Some(dec) = c.body.as_mut() {
-                // Body bytes go to a CGI child's stdin while it wants them
+                // Body bytes go to a pipe's input while it wants them
                 // (reading pauses when its buffer is full), else nowhere.
-                let forward = c.cgi.as_mut().filter(|g| g.wants_body());
+                let forward = c.pipe.as_mut().filter(|p| p.wants_body());
                 let room = match &forward {
-                    Some(g) => cgi::STDIN_CAP.saturating_sub(g.stdin_buf.len()),
+                    Some(p) => pipe::INPUT_CAP.saturating_sub(p.input_buf.len()),
                     None => usize::MAX,
                 };
                 if room == 0 {
@@ -75,9 +75,9 @@ impl Worker {
                 }
                 let end = pos + room.min(input.len() - pos);
                 let mut buf = forward
-                    .map(|g| &mut g.stdin_buf)
+                    .map(|p| &mut p.input_buf)
                     .or(c.app.as_mut().map(|a| &mut a.body));
-                let mut held = c.cgi_wait.as_mut().map(|w| &mut w.body);
+                let mut held = c.whole_body.as_mut().map(|w| &mut w.body);
                 let temp_dir = &self.cfg.temp_dir;
                 let mut sink = |data: &[u8]| {
                     if let Some(b) = buf.as_mut() {
@@ -108,11 +108,11 @@ impl Worker {
                         if let Some(app) = self.take_app(c) {
                             // Not answered yet: the handler never runs.
                             self.finish_app(c, app, Some(e.status));
-                        } else if let Some(w) = c.cgi_wait.take() {
-                            // Held for a CGI program, which never runs.
-                            self.refuse_held_cgi(c, *w, e.status);
-                        } else if c.cgi.is_some() {
-                            self.cgi_body_refused(c, e.status);
+                        } else if let Some(w) = c.whole_body.take() {
+                            // Held whole for a program, which never runs.
+                            self.refuse_held(c, w.held, e.status);
+                        } else if c.pipe.is_some() {
+                            self.pipe_body_refused(c, e.status);
                         } else {
                             // The request was answered already (before its
                             // body arrived); a second answer would be taken
@@ -124,7 +124,7 @@ impl Worker {
                     }
                 }
                 let done = dec.is_done();
-                if !self.hold_app_body(c) || !self.check_held_cgi_body(c) {
+                if !self.hold_app_body(c) || !self.check_whole_body(c) {
                     c.body = None;
                     return input.len();
                 }
@@ -132,15 +132,15 @@ impl Worker {
                     c.body = None;
                     if let Some(app) = self.take_app(c) {
                         self.finish_app(c, app, None);
-                    } else if let Some(w) = c.cgi_wait.take() {
-                        self.start_held_cgi(c, *w);
+                    } else if let Some(w) = c.whole_body.take() {
+                        self.answer_whole_body(c, *w);
                     }
                 } else {
                     return pos;
                 }
             }
-            // Pipelined requests wait until a CGI response is complete.
-            if c.cgi.is_some() || pos == input.len() || self.stage.buffered() >= STAGE_CAP {
+            // Pipelined requests wait until a piped response is complete.
+            if c.pipe.is_some() || pos == input.len() || self.stage.buffered() >= STAGE_CAP {
                 return pos;
             }
             // This request's first byte came with this read, or with an
@@ -222,25 +222,26 @@ impl Worker {
             },
         };
         self.throttle_for(c);
-        let Some(plan) = plan else {
-            // A CGI child or an embedded handler answers; the body (if
-            // any) goes to it. A request waiting for its password check
-            // leaves its body unread until then.
-            if c.auth_wait.is_none() {
-                c.body = decoder;
-            }
-            return;
-        };
-        self.answer(c, plan, decoder);
+        match plan {
+            Some(plan) => self.answer_or_pipe(c, plan, decoder, redirects),
+            // An embedded handler answers once the body is in, or a
+            // program once the body is held whole: the body goes to it. A
+            // request waiting for its password check leaves its body
+            // unread until then.
+            None if c.auth_wait.is_none() => c.body = decoder,
+            None => {}
+        }
     }
 
     /// Runs the router over the current request: the answer, or `None`
     /// when the request is held (a password check, an embedded handler
-    /// waiting for the body, a CGI program).
+    /// waiting for the body, a program waiting for the whole body).
     fn route(&mut self, c: &mut Conn, redirects: u8) -> Option<Plan> {
+        let local = || c.local_addr();
         let client = Client {
             peer: c.peer,
             now: self.now,
+            local: &local,
         };
         let routed = self
             .router
@@ -252,13 +253,42 @@ impl Worker {
                 self.hold_for_handler(c, mount, redirects);
                 None
             }
-            Routed::Defer(Deferred::Cgi(script)) if self.req.body() == BodyFraming::Chunked => {
-                self.hold_cgi_body(c, script, redirects)
-            }
-            Routed::Defer(Deferred::Cgi(script)) => {
-                self.start_cgi(c, script, redirects, None).err()
+            Routed::Defer(Deferred::WholeBody(script)) => {
+                self.hold_whole_body(c, script, redirects);
+                None
             }
         }
+    }
+
+    /// Answers with `plan`: a pipe body starts being pumped (the request
+    /// body, read by `decoder`, goes to it); anything else is queued.
+    pub(super) fn answer_or_pipe(
+        &mut self,
+        c: &mut Conn,
+        plan: Plan,
+        decoder: Option<BodyDecoder>,
+        redirects: u8,
+    ) {
+        let Plan {
+            status,
+            body,
+            close,
+        } = plan;
+        let plan = match body {
+            Body::Pipe(pipe) => match self.start_pipe(c, *pipe, redirects) {
+                Ok(()) => {
+                    c.body = decoder;
+                    return;
+                }
+                Err(plan) => plan,
+            },
+            body => Plan {
+                status,
+                body,
+                close,
+            },
+        };
+        self.answer(c, plan, decoder);
     }
 
     /// Takes the current request away to hold it.

@@ -38,7 +38,6 @@ impl Worker {
         self.conns.shrink_to_fit();
         self.free.shrink_to_fit();
         self.timers.shrink_to_fit();
-        self.zombies.shrink_to_fit();
         self.router.rest();
         self.scratch = Scratch::default();
         self.req = OwnedRequest::default();
@@ -60,12 +59,12 @@ impl Worker {
             self.stage = Out::default();
         }
         self.rbuf = Vec::new();
-        self.cgi_buf = Vec::new();
+        self.pipe_buf = Vec::new();
         crate::sys::memory::give_back();
         if !staged {
             self.stage = Out::with_capacity(READ_BUF);
         }
         self.rbuf = Vec::with_capacity(READ_BUF);
-        self.cgi_buf = Vec::with_capacity(READ_BUF);
+        self.pipe_buf = Vec::with_capacity(READ_BUF);
     }
 }

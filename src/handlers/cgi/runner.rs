@@ -1,0 +1,186 @@
+//! One worker's CGI: which script a path names, and starting it for a
+//! request, whose answer is then a [`Pipe`] body.
+
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::env::{build_env, EnvRequest};
+use super::process::Children;
+use super::reply::ScriptReply;
+use super::resolve::{Resolved, Resolver, Script};
+use crate::config::{Config, Level};
+use crate::handlers::pipe::Pipe;
+use crate::handlers::spool::Spool;
+use crate::http::parse::{BodyFraming, Header};
+use crate::http::request::OwnedRequest;
+use crate::http::Status;
+use crate::log::Logger;
+use crate::sys::launcher::Launchers;
+
+/// The `[[cgi]]` rules of one worker and the programs it runs.
+#[derive(Debug)]
+pub struct Cgi {
+    cfg: Arc<Config>,
+    resolver: Resolver,
+    children: Rc<Children>,
+}
+
+/// The two ends of the connection a request came on.
+#[derive(Debug, Clone, Copy)]
+pub struct Ends {
+    /// The client (`REMOTE_ADDR`, `REMOTE_PORT`).
+    pub remote: SocketAddr,
+    /// Where it connected to (`SERVER_ADDR`, `SERVER_PORT`).
+    pub local: SocketAddr,
+}
+
+impl Cgi {
+    /// Opens the rules' directories; programs are started by `launcher`
+    /// if given, else by the worker itself.
+    pub fn new(cfg: &Arc<Config>, launcher: Option<Arc<Launchers>>) -> io::Result<Cgi> {
+        Ok(Cgi {
+            cfg: Arc::clone(cfg),
+            resolver: Resolver::new(&cfg.cgi, &cfg.root)?,
+            children: Children::new(launcher, cfg.timeouts.cgi),
+        })
+    }
+
+    /// Which script, if any, the decoded path `path` names.
+    pub fn resolve(&self, path: &[u8]) -> Resolved {
+        self.resolver.resolve(path)
+    }
+
+    /// A 503 (logged) when this worker runs as many programs as
+    /// `limits.cgi_processes` allows.
+    pub fn over_limit(&self, log: &mut Logger) -> Option<Status> {
+        let running = self.children.running();
+        if running < self.cfg.limits.cgi_processes {
+            return None;
+        }
+        log.log(
+            Level::Warn,
+            format_args!("cgi: {running} processes running; refusing another"),
+        );
+        Some(Status::SERVICE_UNAVAILABLE)
+    }
+
+    /// Starts `script` for `req`, which came from `ends`: its stdin is
+    /// `held` (a body held whole) or else the request's body as it
+    /// arrives. The answer's body is the program's output; the status to
+    /// answer instead when it cannot be started.
+    pub fn start(
+        &self,
+        script: &Script,
+        req: &OwnedRequest,
+        ends: Ends,
+        mut held: Option<Spool>,
+        log: &mut Logger,
+    ) -> Result<Pipe, Status> {
+        if let Some(status) = self.over_limit(log) {
+            return Err(status);
+        }
+        if let Some(Err(e)) = held.as_mut().map(Spool::rewind) {
+            log.log(
+                Level::Error,
+                format_args!(
+                    "cgi: cannot read back the request body held in a temporary file: {e}"
+                ),
+            );
+            return Err(Status::INTERNAL_SERVER_ERROR);
+        }
+        let server_name = host_without_port(req.host().unwrap_or_default());
+        let local_ip;
+        let server_name: &[u8] = if server_name.is_empty() {
+            local_ip = ends.local.ip().to_string();
+            local_ip.as_bytes()
+        } else {
+            server_name
+        };
+        let headers: Vec<Header> = req.headers().collect();
+        let env_req = EnvRequest {
+            method: req.method_token(),
+            raw_target: req.target(),
+            query: req.query().unwrap_or_default(),
+            version: req.version().as_str(),
+            headers: &headers,
+            remote: ends.remote,
+            local: ends.local,
+            server_name,
+            document_root: &self.cfg.root,
+            // RFC 3875 §4.1.2: set whenever there is a body (a chunked
+            // one is held until its length is known).
+            content_length: match (&held, req.body()) {
+                (Some(body), _) => Some(body.len()),
+                (None, BodyFraming::Length(n)) => Some(n),
+                (None, _) => None,
+            },
+            remote_user: req.user(),
+            auth_type: req.user().map(|_| &b"Basic"[..]),
+        };
+        let rule = &self.cfg.cgi[script.rule];
+        let env = build_env(script, &env_req, &rule.env);
+        let started = self.children.spawn(
+            &rule.writable,
+            &script.program,
+            &script.args,
+            &env,
+            &script.cwd,
+        );
+        let (child, process) = match started {
+            Ok(started) => started,
+            Err(e) => {
+                log.log(
+                    Level::Error,
+                    format_args!("cgi: cannot run {}: {e}", script.script_filename.display()),
+                );
+                return Err(Status::INTERNAL_SERVER_ERROR);
+            }
+        };
+        let has_body = match &held {
+            Some(body) => !body.is_empty(),
+            None => req.body() != BodyFraming::None,
+        };
+        Ok(Pipe {
+            output: child.stdout,
+            input: child.stdin,
+            diagnostics: child.stderr,
+            held: held.filter(|body| !body.is_empty()),
+            has_body,
+            label: format!("cgi {}", script.script_filename.display()),
+            idle_timeout: self.cfg.timeouts.cgi,
+            reply: Box::new(ScriptReply::new(
+                process,
+                script.nph,
+                self.cfg.limits.cgi_header_bytes,
+            )),
+        })
+    }
+
+    /// Reaps programs that outlived their request (see [`Children::reap`]).
+    pub fn reap(&self, now: Instant, all: bool) {
+        self.children.reap(now, all);
+    }
+
+    /// Gives back memory a busier moment left behind.
+    pub fn shrink(&self) {
+        self.children.shrink();
+    }
+}
+
+/// The host part of a Host value (`example.com:8080` → `example.com`,
+/// `[::1]:80` → `[::1]`).
+fn host_without_port(host: &[u8]) -> &[u8] {
+    if host.starts_with(b"[") {
+        return match host.iter().position(|&b| b == b']') {
+            Some(end) => &host[..=end],
+            None => host,
+        };
+    }
+    match host.iter().rposition(|&b| b == b':') {
+        Some(colon) => &host[..colon],
+        None => host,
+    }
+}

@@ -1,0 +1,539 @@
+//! Pipe bodies in the event loop (see [`crate::handlers::pipe`]): the
+//! process's pipes are registered in the worker's epoll next to the
+//! sockets, so a slow or hung process delays only its own client. The
+//! request body streams to its input as it arrives (or from a body held
+//! whole, see `input`); its diagnostics go to the error log line by line;
+//! its output goes to the reply object until the head is in, and is then
+//! framed as the response body: by its Content-Length, chunked
+//! (HTTP/1.1) or by closing (HTTP/1.0).
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Interest, Token};
+
+mod input;
+
+use super::{head_parts, Held, Worker, PIPE_BASE};
+use crate::config::Level;
+use crate::handlers::pipe::{Pipe, PipeReply, ReplyStart};
+use crate::handlers::spool::Spool;
+use crate::handlers::Plan;
+use crate::http::response::{Connection, Encoder, Framing, Head, CONTINUE};
+use crate::http::{Method, Status, Version};
+use crate::log::Logger;
+use crate::server::conn::{Conn, Phase};
+use crate::server::drain::Drain;
+use crate::server::response;
+
+/// Request-body bytes buffered for a process's input before reading from
+/// the client pauses.
+pub(super) const INPUT_CAP: usize = 64 * 1024;
+/// Output buffered for the client before reading from the process pauses.
+const OUT_CAP: usize = 256 * 1024;
+/// Longest diagnostics line kept for the error log.
+const DIAGNOSTICS_LINE: usize = 4096;
+/// Local redirects followed for one request before giving up (500).
+const MAX_REDIRECTS: u8 = 5;
+
+/// Which pipe of a process an event is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    Input = 0,
+    Output = 1,
+    Diagnostics = 2,
+}
+
+/// A pipe body being pumped for a connection.
+#[derive(Debug)]
+pub struct PipeRun {
+    input: Option<OwnedFd>,
+    output: Option<OwnedFd>,
+    diagnostics: Option<OwnedFd>,
+    /// Decoded request body waiting for the process's input.
+    pub(super) input_buf: Vec<u8>,
+    /// The rest of a held body, fed to the input as it drains.
+    held: Option<Spool>,
+    input_ready: bool,
+    output_ready: bool,
+    diagnostics_ready: bool,
+    /// The output until its head is complete.
+    head_buf: Vec<u8>,
+    /// Frames the body once the head is sent (a raw reply's whole output
+    /// passes as it comes).
+    encoder: Option<Encoder>,
+    /// Bytes of the response (head or body) queued for the client.
+    sent_any: bool,
+    /// The connection's byte position where the response's body begins
+    /// (for a raw reply, its whole output).
+    body_from: u64,
+    status: u16,
+    keep_alive: bool,
+    version: Version,
+    head_only: bool,
+    /// The request (for a local redirect and the log).
+    request: Held,
+    /// Names the process in log lines.
+    label: String,
+    idle_timeout: Duration,
+    diagnostics_line: Vec<u8>,
+    /// The response must not be reused after this (truncated, aborted).
+    broken: bool,
+    reply: Box<dyn PipeReply>,
+}
+
+impl PipeRun {
+    /// Whether the decoded request body still has somewhere to go.
+    pub(super) fn wants_body(&self) -> bool {
+        self.input.is_some()
+    }
+
+    /// Logs the diagnostics line gathered so far, if any.
+    fn log_line(&mut self, logger: &mut Logger) {
+        if !self.diagnostics_line.is_empty() {
+            let line = String::from_utf8_lossy(&self.diagnostics_line);
+            logger.log(Level::Error, format_args!("{}: {line}", self.label));
+            self.diagnostics_line.clear();
+        }
+    }
+
+    /// How long the process may go without progress.
+    pub(super) fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+}
+
+fn token(conn: usize, end: End) -> Token {
+    Token(PIPE_BASE + conn * 3 + end as usize)
+}
+
+/// Maps a pipe token back to its connection and end.
+pub(super) fn split_token(t: usize) -> (usize, End) {
+    let n = t - PIPE_BASE;
+    let end = match n % 3 {
+        0 => End::Input,
+        1 => End::Output,
+        _ => End::Diagnostics,
+    };
+    (n / 3, end)
+}
+
+fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    crate::sys::net::read_into_spare(fd, buf)
+}
+
+impl Worker {
+    /// Starts pumping `pipe` as the answer to the current request on
+    /// connection `c` (`redirects` led to it). An error plan when its
+    /// pipes cannot be watched (the process is stopped).
+    pub(super) fn start_pipe(
+        &mut self,
+        c: &mut Conn,
+        mut pipe: Pipe,
+        redirects: u8,
+    ) -> Result<(), Plan> {
+        let reg = self.poll.registry();
+        let ok = reg
+            .register(
+                &mut SourceFd(&pipe.output.as_raw_fd()),
+                token(c.index, End::Output),
+                Interest::READABLE,
+            )
+            .and_then(|_| {
+                reg.register(
+                    &mut SourceFd(&pipe.diagnostics.as_raw_fd()),
+                    token(c.index, End::Diagnostics),
+                    Interest::READABLE,
+                )
+            })
+            .and_then(|_| {
+                reg.register(
+                    &mut SourceFd(&pipe.input.as_raw_fd()),
+                    token(c.index, End::Input),
+                    Interest::WRITABLE,
+                )
+            });
+        if let Err(e) = ok {
+            pipe.reply.stop();
+            self.logger.log(
+                Level::Error,
+                format_args!("{}: cannot watch pipes: {e}", pipe.label),
+            );
+            return Err(Plan::error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut self.scratch,
+            ));
+        }
+        let req = &self.req;
+        let keep_alive = req.keep_alive() && c.served < self.cfg.limits.keepalive_requests;
+        let (version, head_only) = (req.version(), req.method() == Method::Head);
+        if req.expect_continue() && pipe.has_body && pipe.held.is_none() {
+            // The process will read the body: tell the client to send it
+            // (RFC 9110 §10.1.1), ahead of the response.
+            self.stage.push_bytes(CONTINUE);
+        }
+        let raw = pipe.reply.is_raw();
+        let run = PipeRun {
+            input: Some(pipe.input),
+            output: Some(pipe.output),
+            diagnostics: Some(pipe.diagnostics),
+            input_buf: Vec::new(),
+            held: pipe.held,
+            input_ready: true,
+            output_ready: true,
+            diagnostics_ready: true,
+            head_buf: Vec::new(),
+            encoder: raw.then_some(Encoder::Close),
+            sent_any: false,
+            body_from: self.queued_end(c),
+            status: 0,
+            keep_alive: keep_alive && !raw,
+            version,
+            head_only,
+            request: self.hold(redirects),
+            label: pipe.label,
+            idle_timeout: pipe.idle_timeout,
+            diagnostics_line: Vec::new(),
+            broken: false,
+            reply: pipe.reply,
+        };
+        c.pipe = Some(Box::new(run));
+        c.phase = Phase::Pipe;
+        c.since = self.now;
+        if !pipe.has_body {
+            self.close_input(c);
+        }
+        Ok(())
+    }
+
+    /// Records readiness of one of a process's pipes.
+    pub(super) fn pipe_ready(c: &mut Conn, end: End) {
+        if let Some(p) = c.pipe.as_mut() {
+            match end {
+                End::Input => p.input_ready = true,
+                End::Output => p.output_ready = true,
+                End::Diagnostics => p.diagnostics_ready = true,
+            }
+        }
+    }
+
+    /// Moves a pipe body forward: request body to the input, diagnostics
+    /// to the log, output to the client (while the client keeps up).
+    /// Returns whether anything moved.
+    pub(super) fn pump_pipe(&mut self, c: &mut Conn) -> bool {
+        let mut moved = false;
+        self.pump_diagnostics(c);
+        let since = self.now;
+        moved |= self.pump_input(c);
+        while c
+            .pipe
+            .as_ref()
+            .is_some_and(|p| p.output_ready && p.output.is_some())
+            && c.out.buffered() < OUT_CAP
+        {
+            let p = c.pipe.as_mut().expect("checked");
+            self.pipe_buf.clear();
+            let fd = p.output.as_ref().expect("checked");
+            match read_fd(fd, &mut self.pipe_buf) {
+                Ok(0) => {
+                    moved = true;
+                    self.pipe_output_done(c);
+                    break;
+                }
+                Ok(_) => {
+                    moved = true;
+                    let data = std::mem::take(&mut self.pipe_buf);
+                    self.pipe_output(c, &data);
+                    self.pipe_buf = data;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.output_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    moved = true;
+                    self.pipe_output_done(c);
+                    break;
+                }
+            }
+        }
+        if moved && c.pipe.is_some() {
+            // The pipe's timeout is an idle timeout: progress restarts it.
+            c.since = since;
+        }
+        moved
+    }
+
+    /// Logs each complete line of diagnostics as one error-log message.
+    fn pump_diagnostics(&mut self, c: &mut Conn) {
+        loop {
+            let Some(p) = c.pipe.as_mut() else { return };
+            if !p.diagnostics_ready {
+                return;
+            }
+            let Some(fd) = p.diagnostics.as_ref() else {
+                return;
+            };
+            self.pipe_buf.clear();
+            match read_fd(fd, &mut self.pipe_buf) {
+                Ok(0) => {
+                    if let Some(fd) = p.diagnostics.take() {
+                        let _ = self
+                            .poll
+                            .registry()
+                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
+                    }
+                    self.flush_diagnostics_line(c);
+                    return;
+                }
+                Ok(_) => {
+                    for piece in self.pipe_buf.split_inclusive(|&b| b == b'\n') {
+                        let line_done = piece.ends_with(b"\n");
+                        let text = piece.strip_suffix(b"\n").unwrap_or(piece);
+                        let room = DIAGNOSTICS_LINE.saturating_sub(p.diagnostics_line.len());
+                        p.diagnostics_line
+                            .extend_from_slice(&text[..text.len().min(room)]);
+                        if line_done {
+                            p.log_line(&mut self.logger);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.diagnostics_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    if let Some(fd) = p.diagnostics.take() {
+                        let _ = self
+                            .poll
+                            .registry()
+                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Logs what is left of a diagnostics line the process did not end.
+    fn flush_diagnostics_line(&mut self, c: &mut Conn) {
+        if let Some(p) = c.pipe.as_mut() {
+            p.log_line(&mut self.logger);
+        }
+    }
+
+    /// Handles bytes the process wrote to its output.
+    fn pipe_output(&mut self, c: &mut Conn, data: &[u8]) {
+        let Some(p) = c.pipe.as_mut() else { return };
+        if let Some(encoder) = p.encoder.as_mut() {
+            let start = c.out.buf_mut().len();
+            encoder.encode(data, c.out.buf_mut());
+            c.out.commit(start);
+            return;
+        }
+        p.head_buf.extend_from_slice(data);
+        let head = match p.reply.start(&p.head_buf) {
+            ReplyStart::Incomplete => return,
+            ReplyStart::Invalid(why) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!("{}: invalid response header: {why}", p.label),
+                );
+                self.pipe_fail(c, Status::BAD_GATEWAY);
+                return;
+            }
+            ReplyStart::Redirect(target) => {
+                self.local_redirect(c, &target);
+                return;
+            }
+            ReplyStart::Head(head) => head,
+        };
+        let status = Status(head.status);
+        let framing = if status.is_bodiless() {
+            Framing::Bodiless
+        } else if let Some(n) = head.content_length {
+            Framing::Length(n)
+        } else if !p.head_only && p.keep_alive && p.version == Version::Http11 {
+            Framing::Chunked
+        } else {
+            // (A HEAD answer has no body to delimit: its connection may
+            // stay open all the same.)
+            Framing::Close
+        };
+        let delimits = framing == Framing::Close && !p.head_only;
+        let keep = p.keep_alive && self.draining == Drain::Serve && !delimits;
+        p.keep_alive = keep;
+        p.status = head.status;
+        let reason: &[u8] = match &head.reason {
+            Some(r) if status.reason() == "Unknown" => r,
+            _ => status.reason().as_bytes(),
+        };
+        let parts = head_parts(
+            &self.cfg,
+            &self.date,
+            Connection::new(keep, p.version),
+            false,
+        );
+        let start = c.out.buf_mut().len();
+        let response_head = Head {
+            status: head.status,
+            reason,
+            headers: &head.headers,
+            framing,
+            connection: parts.connection,
+        };
+        response_head.write(&parts.stamp, c.out.buf_mut());
+        // (The head is counted, committed or not.)
+        p.body_from = c.sent + c.out.unsent() + self.stage.unsent();
+        let rest = p.head_buf.split_off(head.len);
+        p.head_buf = Vec::new();
+        let mut encoder = Encoder::new(framing, p.head_only);
+        encoder.encode(&rest, c.out.buf_mut());
+        p.encoder = Some(encoder);
+        p.sent_any = true;
+        c.out.commit(start);
+    }
+
+    /// The process closed its output: end the response.
+    fn pipe_output_done(&mut self, c: &mut Conn) {
+        let Some(p) = c.pipe.as_mut() else { return };
+        let Some(encoder) = p.encoder.as_mut() else {
+            self.logger.log(
+                Level::Error,
+                format_args!("{}: exited without a complete response header", p.label),
+            );
+            self.pipe_fail(c, Status::BAD_GATEWAY);
+            return;
+        };
+        let start = c.out.buf_mut().len();
+        let missing = encoder.finish(c.out.buf_mut());
+        c.out.commit(start);
+        if missing > 0 {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "{}: output {missing} bytes shorter than its Content-Length",
+                    p.label
+                ),
+            );
+            p.broken = true;
+        }
+        if *encoder == Encoder::Close {
+            p.keep_alive = false;
+        }
+        self.pipe_end(c);
+    }
+
+    /// Answers `status` if nothing was sent yet (else cuts the response
+    /// short), stops the process, and ends the pipe body.
+    pub(super) fn pipe_fail(&mut self, c: &mut Conn, status: Status) {
+        let Some(p) = c.pipe.as_mut() else { return };
+        p.reply.stop();
+        if p.sent_any {
+            p.broken = true;
+        } else {
+            p.keep_alive = false;
+            p.status = status.0;
+            self.scratch.clear();
+            let plan = Plan::error(status, &mut self.scratch);
+            let parts = head_parts(&self.cfg, &self.date, Connection::Close, p.head_only);
+            let body = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
+            p.body_from = (c.sent + c.out.unsent() + self.stage.unsent()).saturating_sub(body);
+            p.sent_any = true;
+        }
+        self.pipe_end(c);
+    }
+
+    /// A process that made no progress for its idle timeout: stopped,
+    /// and the client answered 504 (or its response cut short).
+    pub(super) fn pipe_timeout(&mut self, c: &mut Conn) {
+        if let Some(p) = c.pipe.as_ref() {
+            self.logger
+                .log(Level::Error, format_args!("{}: timed out; killed", p.label));
+        }
+        self.pipe_fail(c, Status::GATEWAY_TIMEOUT);
+    }
+
+    /// Stops the process of a connection that is going away.
+    pub(super) fn pipe_abandon(&mut self, c: &mut Conn) {
+        if let Some(p) = c.pipe.as_mut() {
+            p.reply.stop();
+            p.broken = true;
+            p.status = if p.sent_any { p.status } else { 499 };
+        }
+        self.pipe_end(c);
+    }
+
+    /// Releases the process (reaped now or later), logs the request, and
+    /// lets the connection go on (or close).
+    fn pipe_end(&mut self, c: &mut Conn) {
+        self.flush_diagnostics_line(c);
+        let Some(p) = self.pipe_release(c) else {
+            return;
+        };
+        if self.logger.access_enabled() {
+            // Logged once the response's last byte has left (or the
+            // connection ended), with what was sent.
+            let rec = super::request_record(c.peer.ip(), self.wall, &p.request.req, p.status);
+            let end = self.queued_end(c);
+            let body = end.saturating_sub(p.body_from);
+            let log = &mut self.logger;
+            super::access_log::ending(&mut c.out, log, end, body, p.request.started, &rec);
+            super::settle(&mut self.logger, &mut c.out, c.sent, false);
+        }
+        if p.broken || !p.keep_alive {
+            c.close_after = true;
+        }
+        c.phase = Phase::Idle;
+        c.since = self.now;
+    }
+
+    /// A local redirect (a CGI `Location: /path` with no body, RFC 3875
+    /// §6.2.2): the server answers as if that had been requested, with
+    /// GET; the process is stopped.
+    fn local_redirect(&mut self, c: &mut Conn, target: &[u8]) {
+        let Some(p) = c.pipe.as_mut() else { return };
+        p.reply.stop();
+        // The new request: the redirected target with the original header
+        // lines (but no body: the method becomes GET).
+        let redirected = p.request.req.redirected(target, &self.limits);
+        // Other connections' requests may have run since it started.
+        let (started, redirects) = (p.request.started, p.request.redirects + 1);
+        // The original request is not logged; the redirected one is.
+        self.pipe_release(c);
+        let failure = match redirected {
+            _ if redirects > MAX_REDIRECTS => {
+                self.logger
+                    .log(Level::Error, format_args!("cgi: too many local redirects"));
+                Status::INTERNAL_SERVER_ERROR
+            }
+            Some(req) => {
+                self.req = req;
+                self.req_start = started;
+                // A static answer lands in the staging queue, which the
+                // connection's loop flushes right after its own queue.
+                self.dispatch(c, redirects);
+                return;
+            }
+            None => Status::BAD_GATEWAY,
+        };
+        self.scratch.clear();
+        let plan = Plan::error(failure, &mut self.scratch);
+        let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
+        let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
+        c.close_after = true;
+    }
+
+    /// Detaches the connection's pipe body: its pipes leave the loop and
+    /// close. Returns what is left of it, for the log (dropping it lets
+    /// the process go).
+    fn pipe_release(&mut self, c: &mut Conn) -> Option<PipeRun> {
+        let mut p = *c.pipe.take()?;
+        let reg = self.poll.registry();
+        for fd in [p.input.take(), p.output.take(), p.diagnostics.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
+        }
+        Some(p)
+    }
+}

@@ -1,0 +1,103 @@
+//! A pipe body's input: the request body on its way to the process.
+//!
+//! With a Content-Length the body streams to the input as it arrives
+//! (reading from the client pauses while [`INPUT_CAP`] bytes wait). A
+//! body held whole before the process started (see `held`) is read back
+//! into the same buffer as the input drains. The input closes once the
+//! whole body is written, or at once when there is none.
+
+use super::*;
+
+impl Worker {
+    /// Closes the process's input (its request body is complete, or it
+    /// does not read it).
+    pub(in crate::server::worker) fn close_input(&mut self, c: &mut Conn) {
+        if let Some(p) = c.pipe.as_mut() {
+            if let Some(fd) = p.input.take() {
+                let _ = self
+                    .poll
+                    .registry()
+                    .deregister(&mut SourceFd(&fd.as_raw_fd()));
+            }
+            p.input_buf = Vec::new();
+            p.held = None;
+        }
+    }
+
+    /// Writes what waits for the process's input (refilled from a held
+    /// body as it drains); closes the input once the whole body is in.
+    /// Returns whether anything moved.
+    pub(super) fn pump_input(&mut self, c: &mut Conn) -> bool {
+        let Some(p) = c.pipe.as_mut() else {
+            return false;
+        };
+        let mut moved = false;
+        let mut unreadable = None;
+        while p.input_ready && p.input.is_some() {
+            if p.input_buf.is_empty() {
+                let Some(held) = p.held.as_mut() else { break };
+                match held.read_into(&mut p.input_buf, INPUT_CAP) {
+                    Ok(0) => {
+                        p.held = None;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        unreadable = Some(e);
+                        break;
+                    }
+                }
+            }
+            let Some(fd) = p.input.as_ref() else { break };
+            match crate::sys::net::write_fd(fd, &p.input_buf) {
+                Ok(n) => {
+                    p.input_buf.drain(..n);
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.input_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // The process does not read its input (EPIPE): the
+                    // rest of the body is read from the client and dropped.
+                    self.close_input(c);
+                    return true;
+                }
+            }
+        }
+        if let Some(e) = unreadable {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "{}: cannot read back the request body held in a temporary file: {e}",
+                    p.label
+                ),
+            );
+            self.pipe_fail(c, Status::INTERNAL_SERVER_ERROR);
+            return true;
+        }
+        let body_done = c.body.is_none() && p.held.is_none();
+        if body_done && p.input_buf.is_empty() && p.input.is_some() {
+            self.close_input(c);
+        }
+        moved
+    }
+
+    /// A body streaming to a running process was refused (`status`). If
+    /// the process has not answered yet, it is stopped and the client
+    /// gets `status` instead of its output. If it has started answering,
+    /// that answer cannot be taken back: the process is stopped and the
+    /// connection closed, with the response cut short (the client can
+    /// tell from its framing), and a log line says why.
+    pub(in crate::server::worker) fn pipe_body_refused(&mut self, c: &mut Conn, status: Status) {
+        if let Some(p) = c.pipe.as_ref().filter(|p| p.sent_any) {
+            self.logger.log(
+                Level::Info,
+                format_args!(
+                    "{}: request body refused ({}) after the program started answering; response cut short",
+                    p.label, status.0
+                ),
+            );
+        }
+        self.pipe_fail(c, status);
+    }
+}
