@@ -29,3 +29,7 @@ pub mod process;
 pub mod server;
 #[allow(unsafe_code)]
 pub mod sys;
+
+#[cfg(test)]
+#[path = "../tests/common/skip.rs"]
+mod test_skip;

@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 
@@ -79,7 +79,7 @@ fn compile(b: &Builder, rel: &str, source: &str) -> bool {
             true
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            eprintln!("note: no `cc` on PATH; the compiled CGI program is not tested");
+            skip("no `cc` on PATH: the compiled CGI program is not tested");
             false
         }
         Err(e) => panic!("cannot run cc: {e}"),
@@ -187,22 +187,6 @@ fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
     }
     out.extend_from_slice(b"0\r\n\r\n");
     out
-}
-
-/// Waits until the server's error log (its stderr) contains `text`.
-fn wait_stderr(server: &Server, text: &str) {
-    let deadline = Instant::now() + IO_TIMEOUT;
-    loop {
-        let err = server.stderr();
-        if err.contains(text) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{text:?} not in the error log; it holds: {err:?}"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
 }
 
 /// Decodes a chunked body that must be exactly `raw` (nothing after the

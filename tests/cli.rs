@@ -207,17 +207,11 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
         .and_then(|a| a.strip_suffix('/'))
         .and_then(|a| a.parse().ok())
         .unwrap_or_else(|| panic!("no listening line in {stderr:?}"));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let pid: i32 = loop {
-        if let Some(p) = std::fs::read_to_string(&pid_file)
+    let pid: i32 = wait_for("the daemon's pid file", || {
+        std::fs::read_to_string(&pid_file)
             .ok()
             .and_then(|s| s.trim().parse().ok())
-        {
-            break p;
-        }
-        assert!(std::time::Instant::now() < deadline, "no pid file");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    });
     // A daemon is in a session of its own, not the test's.
     let session = |stat: &str| -> String {
         let fields: Vec<&str> = stat
@@ -254,13 +248,9 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
         .status()
         .unwrap();
     assert!(st.success());
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(
-            std::time::Instant::now() < deadline + std::time::Duration::from_secs(10),
-            "daemon did not stop"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until("the daemon to stop", || {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    });
     assert!(!pid_file.exists(), "pid file removed on exit");
     let log = fs::read_to_string(&error_log).unwrap_or_default();
     assert!(log.contains("] started 1 worker\n"), "{log}");
@@ -403,18 +393,8 @@ fn run_into_closed_pipe(args: &[&str]) -> (std::process::ExitStatus, String) {
         .stderr(fs::File::create(&err_path).expect("err"))
         .spawn()
         .expect("spawn brisk");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st;
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("brisk {args:?} did not exit");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+    let status = wait_exit(&mut child, WAIT_LIMIT)
+        .unwrap_or_else(|| panic!("brisk {args:?} did not exit within {WAIT_LIMIT:?}"));
     (status, fs::read_to_string(&err_path).unwrap_or_default())
 }
 
@@ -437,7 +417,7 @@ fn help_version_and_check_config_survive_a_reader_that_left() {
 #[test]
 fn help_to_a_full_disk_is_an_error() {
     if !std::path::Path::new("/dev/full").exists() {
-        eprintln!("skipped: no /dev/full");
+        skip("no /dev/full");
         return;
     }
     let dir = TempDir::new("full");

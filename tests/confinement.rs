@@ -24,14 +24,10 @@ fn nobody() -> Option<(u32, u32)> {
         .map(|a| (a.uid, a.gid))
 }
 
-/// Waits (5 s at most) until the server logged that its workers run: the
-/// listening line comes before the confinement and the threads.
+/// Waits until the server logged that its workers run: the listening
+/// line comes before the confinement and the threads.
 fn wait_started(s: &Server) {
-    let deadline = std::time::Instant::now() + IO_TIMEOUT;
-    while !s.stderr().contains("] started ") {
-        assert!(std::time::Instant::now() < deadline, "{}", s.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_stderr_line("] started ");
 }
 
 /// The value of a `Key:` line of every thread's `/proc/PID/task/TID/status`.
@@ -60,7 +56,7 @@ fn write_mode(path: &Path, contents: &[u8], mode: u32) {
 #[test]
 fn refuses_to_serve_as_root_unless_told() {
     if !is_root() {
-        eprintln!("skipped: needs root");
+        skip("needs root");
         return;
     }
     let dir = TempDir::new("root");
@@ -104,19 +100,11 @@ fn refuses_to_serve_as_root_unless_told() {
             "did not start: {before:?}"
         );
         // The switch happens just after the listening lines are printed.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let uid_line = loop {
+        let uid_line = wait_for("the switch away from root", || {
             let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-            let line = status
-                .lines()
-                .find(|l| l.starts_with("Uid:"))
-                .unwrap()
-                .to_string();
-            if !line.contains("\t0\t") || std::time::Instant::now() > deadline {
-                break line;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+            let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+            (!line.contains("\t0\t")).then(|| line.to_string())
+        });
         let _ = child.kill();
         let _ = child.wait();
         assert!(
@@ -139,7 +127,7 @@ fn refuses_to_serve_as_root_unless_told() {
 #[test]
 fn switches_to_nobody_for_every_thread_and_cgi_child() {
     let (Some((uid, gid)), true) = (nobody(), is_root()) else {
-        eprintln!("skipped: needs root and a nobody user");
+        skip("needs root and a nobody user");
         return;
     };
     let mut b = Builder::new();
@@ -186,7 +174,7 @@ fn switches_to_nobody_for_every_thread_and_cgi_child() {
 #[test]
 fn chroot_serves_from_the_jail() {
     let (Some((uid, _)), true) = (nobody(), is_root()) else {
-        eprintln!("skipped: needs root and a nobody user");
+        skip("needs root and a nobody user");
         return;
     };
     let mut b = Builder::new();
@@ -268,24 +256,9 @@ fn sandboxed_server_serves_logs_rotates_and_stops_cleanly() {
     assert_eq!(s.get("/etc/passwd").status, 404);
     s.wait_access_line(|l| find(l, b"/a.txt").is_some());
 
-    let rotated = s.base.path.join("access.log.1");
-    fs::rename(&s.access_path, &rotated).expect("rotate");
-    s.signal(libc::SIGUSR1);
-    let deadline = std::time::Instant::now() + IO_TIMEOUT;
-    let mut n = 0;
-    loop {
-        n += 1;
-        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
-        std::thread::sleep(Duration::from_millis(50));
-        let fresh = fs::read(&s.access_path).unwrap_or_default();
-        if find(&fresh, b"/a.txt?after").is_some() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no new log after SIGUSR1"
-        );
-    }
+    s.rotate_access_log();
+    assert_eq!(s.get("/a.txt?after").status, 200);
+    s.wait_access_line(|l| find(l, b"/a.txt?after").is_some());
 
     s.signal(libc::SIGTERM);
     let st = s.wait_exit(Duration::from_secs(10)).expect("stops");
@@ -315,7 +288,7 @@ fn no_sandbox_flag_turns_it_off() {
 #[test]
 fn chroot_reopens_logs_by_their_path_inside_the_jail() {
     if !is_root() {
-        eprintln!("skipped: needs root");
+        skip("needs root");
         return;
     }
     let mut b = Builder::new();
@@ -326,23 +299,9 @@ fn chroot_reopens_logs_by_their_path_inside_the_jail() {
     wait_started(&s);
     assert_eq!(s.get("/a.txt?before").status, 200);
     s.wait_access_line(|l| find(l, b"?before").is_some());
-    fs::rename(&s.access_path, s.base.path.join("access.log.1")).expect("rotate");
-    s.signal(libc::SIGUSR1);
-    let deadline = std::time::Instant::now() + IO_TIMEOUT;
-    let mut n = 0;
-    loop {
-        n += 1;
-        assert_eq!(s.get(&format!("/a.txt?after{n}")).status, 200);
-        std::thread::sleep(Duration::from_millis(50));
-        if find(&fs::read(&s.access_path).unwrap_or_default(), b"?after").is_some() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no new log after SIGUSR1: {}",
-            s.stderr()
-        );
-    }
+    s.rotate_access_log();
+    assert_eq!(s.get("/a.txt?after").status, 200);
+    s.wait_access_line(|l| find(l, b"?after").is_some());
 }
 
 #[test]
@@ -365,15 +324,9 @@ fn sandboxed_auth_reads_its_htpasswd_and_sees_it_replaced() {
     let dir = s.base.path.join("auth");
     fs::write(dir.join("htpasswd.new"), b"ann:second\n").expect("write");
     fs::rename(dir.join("htpasswd.new"), dir.join("htpasswd")).expect("rename");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while s.get_with("/private/a.txt", second).status != 200 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "new htpasswd not seen: {}",
-            s.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the new htpasswd to be read", || {
+        s.get_with("/private/a.txt", second).status == 200
+    });
     assert_eq!(s.get_with("/private/a.txt", first).status, 401);
 }
 
@@ -448,7 +401,7 @@ fn with_cgi_the_server_keeps_seccomp_and_programs_start_from_the_launcher() {
 #[test]
 fn a_root_the_serving_user_cannot_reach_by_path_is_still_confined() {
     let (Some(_), true) = (nobody(), is_root()) else {
-        eprintln!("skipped: needs root and a nobody user");
+        skip("needs root and a nobody user");
         return;
     };
     let mut b = Builder::new();
@@ -496,7 +449,7 @@ fn with_landlock_layers_used_up<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 #[test]
 fn a_sandbox_that_cannot_be_applied_stops_the_start_up() {
     if brisk::sys::sandbox::landlock_abi().is_none() {
-        eprintln!("skipped: no Landlock on this kernel");
+        skip("no Landlock on this kernel");
         return;
     }
     let dir = TempDir::new("layers");
@@ -566,7 +519,7 @@ fn symlinks_outside_the_root_need_the_sandbox_off() {
 #[test]
 fn numeric_user_and_group_without_entries_are_served_as() {
     if !is_root() {
-        eprintln!("skipped: needs root");
+        skip("needs root");
         return;
     }
     // Ids that the user and group databases do not know, as in a
@@ -628,7 +581,7 @@ fn numeric_user_and_group_without_entries_are_served_as() {
 #[test]
 fn numeric_user_with_an_entry_takes_its_primary_group() {
     let Some((uid, gid)) = nobody() else {
-        eprintln!("skipped: no nobody user");
+        skip("no nobody user");
         return;
     };
     let dir = TempDir::new("numeric");

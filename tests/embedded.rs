@@ -182,7 +182,8 @@ fn bodies_arrive_whole_and_pipelined_requests_keep_their_order() {
     // A Content-Length body in pieces, a chunked one, then a static file,
     // all on one connection, partly pipelined.
     c.send(b"POST /api/f HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello");
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    // The rest of the body comes in a read of its own.
+    c.wait_until_read();
     c.send(b" world");
     c.send(
         b"PUT /api/g HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\nTrailer: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -351,8 +352,9 @@ fn bodies_held_for_handlers_are_bounded_per_worker() {
     let mut gone = app.connect();
     gone.send(b"POST /api/d HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
     gone.send(&[b'd'; 59]);
+    let (client, server) = gone.ends();
     drop(gone);
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    wait_until_server_closed(client, server);
     let mut last = app.connect();
     last.send(b"POST /api/e HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n");
     last.send(&[b'e'; 60]);
@@ -439,7 +441,7 @@ fn run_example(bin: &std::path::Path, addr: &str, env: bool) -> (SocketAddr, Vec
 #[test]
 fn the_example_listens_where_it_is_told() {
     let Some(bin) = example_binary() else {
-        eprintln!("skipped: examples/embed is not built or stale (run the whole `cargo test`)");
+        skip("examples/embed is not built or stale (run the whole `cargo test`)");
         return;
     };
     let (addr, body) = run_example(&bin, "127.0.0.1:0", false);

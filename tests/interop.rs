@@ -57,7 +57,7 @@ fn curl_fetches_byte_exact() {
         .arg(dir.path.join("small.txt"))
         .arg(format!("{base}/small.txt")))
     else {
-        eprintln!("note: curl not installed; skipping");
+        skip("curl not installed");
         return;
     };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -98,7 +98,7 @@ fn wget_fetches_byte_exact() {
         .arg(&out)
         .arg(format!("http://127.0.0.1:{}/data.bin", s.port)))
     else {
-        eprintln!("note: wget not installed; skipping");
+        skip("wget not installed");
         return;
     };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -164,7 +164,7 @@ fn wget_mirrors_a_listed_tree_with_symlinks() {
         .arg(&dir.path)
         .arg(format!("http://127.0.0.1:{}/doc/", s.port)))
     else {
-        eprintln!("skipped: wget not installed");
+        skip("wget not installed");
         return;
     };
     let log = String::from_utf8_lossy(&o.stderr);

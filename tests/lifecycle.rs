@@ -30,6 +30,8 @@ fn dripped_head_still_times_out() {
     let mut c = s.connect();
     c.send(b"GET /a.txt HTTP/1.1\r\n");
     for i in 0..20 {
+        // The slow client is what is tested: a header line every 200 ms,
+        // 4 s in all unless the server stops it (after 1 s).
         std::thread::sleep(Duration::from_millis(200));
         if c.stream
             .write_all(format!("X-{i}: y\r\n").as_bytes())
@@ -133,7 +135,8 @@ fn graceful_shutdown_completes_a_large_response() {
     // Read a little, so that most of the body is still to come.
     c.read_at_least(256 * 1024);
     s.signal(libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(300));
+    // The rest is read while the server drains.
+    wait_until("new connections to be refused", || s.refuses_connections());
     assert_whole_download(&c.read_to_end(), "HTTP/1.1 200 OK\r\n", &big);
     let st = s
         .wait_exit(Duration::from_secs(20))
@@ -160,20 +163,12 @@ fn sigterm_refuses_new_connections_while_a_download_finishes() {
     b.workers(2);
     b.config("[timeouts]\nshutdown = \"60s\"\n");
     let mut s = b.start();
-    let addr = s.addr();
     let mut c = s.connect();
     c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
     // Most of the body is still to come: the drain lasts until it is read.
     c.read_at_least(256 * 1024);
     s.signal(libc::SIGTERM);
-    wait_until(
-        "new connections to be refused",
-        || match std::net::TcpStream::connect_timeout(&addr, IO_TIMEOUT) {
-            Ok(_) => false,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => true,
-            Err(e) => panic!("connect: {e}"),
-        },
-    );
+    wait_until("new connections to be refused", || s.refuses_connections());
     assert!(s.is_running(), "the drain ended before the download did");
     assert_whole_download(&c.read_to_end(), "HTTP/1.1 200 OK\r\n", &big);
     let st = s
@@ -195,8 +190,8 @@ fn shutdown_closes_idle_connections_at_once() {
     used.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(used.response().status, 200);
     let mut fresh = s.connect();
-    // Make sure the fresh connection is accepted before the signal.
-    std::thread::sleep(Duration::from_millis(100));
+    // The fresh connection is brisk's before the signal.
+    fresh.wait_until_accepted();
     s.signal(libc::SIGTERM);
     // Both close well before the 15 s keep-alive timeout.
     used.expect_closed();
@@ -222,7 +217,11 @@ fn deferred_silent_connection_is_never_served_after_shutdown() {
     b.file("a.txt", b"AAAA");
     let mut s = b.start();
     let mut silent = s.connect();
-    std::thread::sleep(Duration::from_millis(100));
+    // The kernel holds it for brisk (deferred: not accepted) before the
+    // signal.
+    wait_until("the kernel to hold the silent connection", || {
+        silent.server_side().is_some()
+    });
     s.signal(libc::SIGTERM);
     let st = s
         .wait_exit(Duration::from_secs(10))
@@ -258,9 +257,11 @@ fn request_in_flight_at_shutdown_is_answered_with_close() {
     let mut c = s.connect();
     // Half a head: the connection is busy, not idle.
     c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n");
-    std::thread::sleep(Duration::from_millis(100));
+    c.wait_until_read();
     s.signal(libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(200));
+    // The head ends during the drain: once the listeners are closed, the
+    // worker knows.
+    wait_until("new connections to be refused", || s.refuses_connections());
     let _ = c.stream.write_all(b"\r\n");
     let raw = c.read_to_end();
     if !raw.is_empty() {
@@ -286,6 +287,17 @@ fn second_request_stalling_gets_408() {
     c.expect_closed();
 }
 
+/// Waits until the server has reloaded on SIGHUP, or exited (as the
+/// default action of SIGHUP would make it); fails if it exited.
+fn wait_reload_or_exit(s: &mut Server) {
+    wait_until("the reload (or the end of the server)", || {
+        s.stderr().contains("SIGHUP: configuration reloaded") || !s.is_running()
+    });
+    if let Some(st) = s.wait_exit(Duration::ZERO) {
+        panic!("exited on SIGHUP: {st:?}; stderr: {}", s.stderr());
+    }
+}
+
 #[test]
 fn sighup_does_not_stop_the_server() {
     let mut b = Builder::new();
@@ -294,11 +306,7 @@ fn sighup_does_not_stop_the_server() {
     // Serving already (see also the test below for the start-up window).
     assert_eq!(s.get("/a.txt").status, 200);
     s.signal(libc::SIGHUP);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        s.wait_exit(Duration::from_millis(1)).is_none(),
-        "exited on SIGHUP"
-    );
+    wait_reload_or_exit(&mut s);
     assert_eq!(s.get("/a.txt").status, 200);
 }
 
@@ -309,10 +317,7 @@ fn sighup_right_after_start_up_does_not_stop_the_server() {
     b.file("a.txt", b"AAAA");
     let mut s = b.start();
     s.signal(libc::SIGHUP);
-    std::thread::sleep(Duration::from_millis(200));
-    if let Some(st) = s.wait_exit(Duration::from_millis(1)) {
-        panic!("exited on SIGHUP: {st:?}");
-    }
+    wait_reload_or_exit(&mut s);
     assert_eq!(s.get("/a.txt").status, 200);
 }
 
@@ -344,9 +349,12 @@ fn second_sigterm_during_the_drain_is_not_fatal() {
     let n = c.stream.read(&mut buf).expect("read");
     assert!(n > 0);
     s.signal(libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(300));
+    // Taken (not still pending, where a second one would merge with it):
+    // the second comes during the drain.
+    s.wait_stderr_line("shutting down; draining");
     s.signal(libc::SIGTERM);
-    std::thread::sleep(Duration::from_millis(300));
+    // Were the second fatal, the kernel would end the process at once and
+    // the reads below would end early: no need to wait for anything.
     // Drain what is left so that the server can finish.
     let mut total = n;
     loop {

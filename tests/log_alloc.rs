@@ -2,10 +2,12 @@
 //! flushing a line allocates nothing on the worker's thread. Its own test
 //! binary, because it needs a counting global allocator.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use brisk::config::{AccessFormat, Level, LogConfig, LogTarget};
 use brisk::log::{AccessRecord, LogService};
@@ -71,7 +73,10 @@ fn steady_state_logging_does_not_allocate() {
             user: None,
             duration_us: 120,
         };
+        let error_log = dir.join("error.log");
+        let written = || std::fs::metadata(&error_log).map_or(0, |m| m.len());
         let round = |logger: &mut brisk::log::Logger| {
+            let before = written();
             for _ in 0..4 {
                 logger.access(&rec);
             }
@@ -80,9 +85,11 @@ fn steady_state_logging_does_not_allocate() {
                 format_args!("status {} for {}", 404, "/missing"),
             );
             logger.flush();
-            // Give the writer time to send the buffer home, as an event
-            // loop's next iteration would.
-            std::thread::sleep(Duration::from_millis(2));
+            // The next round starts once the writer has written this one
+            // (and so is about to send the buffers home), as an event
+            // loop's next iteration would come after a while. Neither
+            // the wait nor the metadata call allocates.
+            common::wait_until("the writer to write the round", || written() > before);
         };
         for _ in 0..20 {
             round(&mut logger);

@@ -18,7 +18,7 @@ use std::time::Duration;
 fn can_switch() -> bool {
     let nobody = brisk::sys::privileges::lookup_user("nobody").ok().flatten();
     if brisk::sys::privileges::euid() != 0 || nobody.is_none() {
-        eprintln!("skipped: needs root and a nobody user");
+        skip("needs root and a nobody user");
         return false;
     }
     true

@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use std::time::Duration;
 
 fn site() -> Server {
     let mut b = Builder::new();
@@ -372,7 +371,8 @@ fn request_split_across_writes() {
     let raw = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\nConnection: close\r\n\r\n";
     for piece in raw.chunks(7) {
         c.send(piece);
-        std::thread::sleep(Duration::from_millis(5));
+        // Each piece is a read of its own.
+        c.wait_until_read();
     }
     txt(&c.response(), b"AAAA", Conn::Close);
     c.expect_closed();
@@ -382,7 +382,7 @@ fn request_split_across_writes() {
     let r = c.response();
     assert_eq!(r.status, 405);
     c.send(b"lo wor");
-    std::thread::sleep(Duration::from_millis(20));
+    c.wait_until_read();
     c.send(b"lGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     txt(&c.response(), b"AAAA", Conn::None);
 }
@@ -424,7 +424,7 @@ fn many_concurrent_connections() {
 #[test]
 fn ipv6_loopback_listener() {
     if std::net::TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("note: no IPv6 loopback here; skipping");
+        skip("no IPv6 loopback here");
         return;
     }
     let mut b = Builder::new();
@@ -578,8 +578,13 @@ fn pipelined_output_larger_than_the_socket_buffers() {
     }
     let mut c = s.connect();
     c.send(&raw);
-    // Read slowly at first so that output backs up in the server.
-    std::thread::sleep(Duration::from_millis(300));
+    // Read only once the output has backed up in the server: the
+    // client's buffer full, answers waiting.
+    let (client, server) = c.ends();
+    wait_until("the answers to back up in the server", || {
+        let client_full = tcp_socket(client, server).is_some_and(|t| t.rx_queue > 0);
+        client_full && tcp_socket(server, client).is_some_and(|t| t.tx_queue > 0)
+    });
     for i in 0..n {
         let conn = if i == n - 1 { Conn::Close } else { Conn::None };
         assert_file(&c.response(), &body, "application/octet-stream", "", conn);
@@ -637,23 +642,15 @@ fn max_connections_refuses_the_excess_and_recovers() {
     txt(&c2.response(), b"AAAA", Conn::Close);
     c2.expect_closed();
     drop(c2);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
+    // Retried while the server takes in the close.
+    wait_until("a connection to be served after one closed", || {
         let mut c = s.connect();
         let _ = std::io::Write::write_all(
             &mut c.stream,
             b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
         );
-        let raw = c.read_to_end();
-        if raw.starts_with(b"HTTP/1.1 200 OK\r\n") {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no connection accepted after one closed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        c.read_to_end().starts_with(b"HTTP/1.1 200 OK\r\n")
+    });
 }
 
 #[test]

@@ -77,13 +77,13 @@ fn raise_nofile() -> u64 {
 const MANY: usize = 10_000;
 const MANY_FDS: u64 = 11_000;
 
-/// Whether `MANY` connections fit; prints why not when they do not.
-fn enough_descriptors(test: &str) -> bool {
+/// Whether `MANY` connections fit; says the test skips when they do not.
+fn enough_descriptors() -> bool {
     let limit = raise_nofile();
     if limit < MANY_FDS {
-        eprintln!(
-            "survival: {test} skipped: RLIMIT_NOFILE is {limit}, it needs {MANY_FDS} descriptors"
-        );
+        skip(&format!(
+            "RLIMIT_NOFILE is {limit}, it needs {MANY_FDS} descriptors"
+        ));
         return false;
     }
     true
@@ -100,45 +100,6 @@ fn open_many(addr: SocketAddr, n: usize, deadline: Instant) -> Vec<Client> {
         v.push(Client::connect(addr));
     }
     v
-}
-
-/// Polls `f` every 50 ms until it holds or `limit` passes.
-fn wait_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The state (RFC 793 number as `/proc/net/tcp` writes it, e.g. 1 for
-/// ESTABLISHED, 4 for FIN_WAIT1) of the IPv4 socket with this local and
-/// remote address, if the kernel still has one.
-fn tcp_state(local: SocketAddr, remote: SocketAddr) -> Option<u8> {
-    fn hex(a: SocketAddr) -> String {
-        match a {
-            SocketAddr::V4(v4) => format!(
-                "{:08X}:{:04X}",
-                u32::from_ne_bytes(v4.ip().octets()),
-                v4.port()
-            ),
-            SocketAddr::V6(_) => String::new(),
-        }
-    }
-    let (l, r) = (hex(local), hex(remote));
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-    table.lines().skip(1).find_map(|line| {
-        let mut f = line.split_whitespace().skip(1);
-        let (la, ra, st) = (f.next()?, f.next()?, f.next()?);
-        (la == l && ra == r)
-            .then(|| u8::from_str_radix(st, 16).ok())
-            .flatten()
-    })
 }
 
 /// Closes `s` with a reset instead of a FIN (SO_LINGER with a zero time).
@@ -179,13 +140,19 @@ impl Bystander {
             while !s.load(Ordering::Relaxed) && Instant::now() < end {
                 normal(addr);
                 d.fetch_add(1, Ordering::Relaxed);
+                // A steady trickle of ordinary clients, not a flood of
+                // its own.
                 thread::sleep(Duration::from_millis(20));
             }
         });
         Bystander { stop, done, handle }
     }
 
+    /// Waits until at least one request was served, then stops.
     fn finish(self) -> usize {
+        wait_until("a bystander's request to be served", || {
+            self.done.load(Ordering::Relaxed) >= 1 || self.handle.is_finished()
+        });
         self.stop.store(true, Ordering::Relaxed);
         if let Err(e) = self.handle.join() {
             std::panic::resume_unwind(e);
@@ -213,13 +180,13 @@ fn slowloris_gets_408_while_others_are_served() {
             if stop2.load(Ordering::Relaxed) || writer.write_all(&[*b]).is_err() {
                 return;
             }
+            // The slow client is what is tested.
             thread::sleep(Duration::from_millis(200));
         }
     });
     let bystander = Bystander::start(addr);
     let raw = c.read_to_end();
     let closed_after = started.elapsed();
-    thread::sleep(Duration::from_millis(200));
     let served = bystander.finish();
     stop.store(true, Ordering::Relaxed);
     drip.join().expect("drip thread");
@@ -272,12 +239,18 @@ fn slow_reader_is_cut_off_and_its_memory_freed() {
     slow.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
         .expect("send");
     let client_side = slow.local_addr().expect("local address");
-    let established = || tcp_state(addr, client_side) == Some(1);
-    assert!(
-        wait_until(Duration::from_secs(5), established),
-        "server side of the slow connection not found established"
+    let server_side = || tcp_socket(addr, client_side);
+    let established = || server_side().is_some_and(|t| t.state == TCP_ESTABLISHED);
+    // Stalled: the client's buffer is full and the server's output waits
+    // in its own.
+    wait_until(
+        "the slow connection's output to back up in the server",
+        || {
+            let client_full = tcp_socket(client_side, addr).is_some_and(|t| t.rx_queue > 0);
+            client_full
+                && server_side().is_some_and(|t| t.state == TCP_ESTABLISHED && t.tx_queue > 0)
+        },
     );
-    thread::sleep(Duration::from_millis(300));
     let rss_stalled = s.rss_kib();
     // Others are served while it stalls.
     for _ in 0..3 {
@@ -285,10 +258,9 @@ fn slow_reader_is_cut_off_and_its_memory_freed() {
     }
     // The server closes its side: the socket leaves ESTABLISHED (an orphan
     // in FIN_WAIT1 still holding unsent data, or gone).
-    let cut = wait_until(Duration::from_secs(10), || !established());
-    assert!(
-        cut,
-        "the server never gave up on a client that does not read"
+    wait_until(
+        "the server to give up on a client that does not read",
+        || !established(),
     );
     // What arrives now is what was already queued, then the end: never
     // the whole file.
@@ -330,7 +302,7 @@ fn slow_reader_is_cut_off_and_its_memory_freed() {
 #[test]
 fn ten_thousand_keep_alive_connections() {
     let _g = heavy();
-    if !enough_descriptors("ten_thousand_keep_alive_connections") {
+    if !enough_descriptors() {
         return;
     }
     let s = builder("").start();
@@ -363,7 +335,7 @@ fn ten_thousand_keep_alive_connections() {
         assert_file(&c.response(), b"AAAA", TXT, "", Conn::None);
     }
     drop(conns);
-    let back = wait_until(Duration::from_secs(10), || s.fd_count() <= fds_before);
+    let back = poll(WAIT_LIMIT, || (s.fd_count() <= fds_before).then_some(())).is_some();
     eprintln!(
         "survival: {MANY} keep-alive connections: opened in {:.2} s, all answered after {:.2} s; \
          RSS {:.1} MiB before, {:.1} MiB with all open ({:.2} KiB per connection); \
@@ -390,7 +362,7 @@ fn ten_thousand_keep_alive_connections() {
 #[test]
 fn ten_thousand_slowloris_connections() {
     let _g = heavy();
-    if !enough_descriptors("ten_thousand_slowloris_connections") {
+    if !enough_descriptors() {
         return;
     }
     let s = builder("[timeouts]\nheader = \"3s\"\n").start();
@@ -405,7 +377,17 @@ fn ten_thousand_slowloris_connections() {
         c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nX-Slow: 1");
     }
     let sent = t0.elapsed();
-    thread::sleep(Duration::from_millis(300));
+    // Measured once the server has taken in every partial head: each
+    // connection accepted with nothing left unread (or timed out already).
+    let ours: std::collections::HashSet<SocketAddr> = conns.iter().map(|c| c.ends().0).collect();
+    wait_until("the server to read every partial head", || {
+        tcp_sockets().iter().all(|t| {
+            t.local != addr
+                || !ours.contains(&t.remote)
+                || t.state != TCP_ESTABLISHED
+                || (t.inode != 0 && t.rx_queue == 0)
+        })
+    });
     let rss_open = s.rss_kib();
     let fds_open = s.fd_count();
     // Everyone else is still served.
@@ -418,7 +400,7 @@ fn ten_thousand_slowloris_connections() {
     }
     let closed = t0.elapsed();
     drop(conns);
-    let back = wait_until(Duration::from_secs(10), || s.fd_count() <= fds_before);
+    let back = poll(WAIT_LIMIT, || (s.fd_count() <= fds_before).then_some(())).is_some();
     eprintln!(
         "survival: {MANY} slowloris connections: partial heads sent in {:.2} s, all 408 and \
          closed after {:.2} s; RSS {:.1} MiB before, {:.1} MiB with all pending ({:.2} KiB per \
@@ -445,7 +427,10 @@ fn floods_of_reset_and_half_closed_connections() {
     let mut s = builder("[timeouts]\nheader = \"2s\"\nkeepalive = \"2s\"\n").start();
     let addr = s.addr();
     normal(addr);
-    thread::sleep(Duration::from_millis(100));
+    // Counted once the server has closed its end of that connection.
+    wait_until("the server to close the first connection", || {
+        s.held_connections() == 0
+    });
     let fds_before = s.fd_count();
     let rss_before = s.rss_kib();
     let bystander = Bystander::start(addr);
@@ -479,7 +464,7 @@ fn floods_of_reset_and_half_closed_connections() {
     let flooded = t0.elapsed();
     let served = bystander.finish();
     assert!(s.is_running(), "the server died under the flood");
-    let back = wait_until(Duration::from_secs(10), || s.fd_count() <= fds_before);
+    let back = poll(WAIT_LIMIT, || (s.fd_count() <= fds_before).then_some(())).is_some();
     let fds_after = s.fd_count();
     drop(half);
     let rss_after = s.rss_kib();
@@ -566,9 +551,9 @@ fn running_out_of_descriptors_neither_spins_nor_sticks() {
     for _ in 0..150 {
         first.push(Client::connect(addr));
     }
-    // Let the server hit the limit, then see how busy it is while it stays
-    // there for a second.
-    thread::sleep(Duration::from_millis(300));
+    // Once the server has hit the limit, see how busy it is while it
+    // stays there for a second (the second is the measurement itself).
+    s.wait_stderr_line("pausing new connections");
     let fds = s.fd_count();
     let cpu0 = s.cpu_ticks();
     let t = Instant::now();

@@ -426,7 +426,7 @@ fn curl_sends_a_chunked_file_to_a_python_script() {
     let out = match out {
         Ok(o) => o,
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            eprintln!("skipped: curl is not installed (scripts/test installs it)");
+            skip("curl is not installed (scripts/test installs it)");
             return;
         }
         Err(e) => panic!("curl: {e}"),

@@ -36,7 +36,9 @@ fn git_ok(home: &Path, args: &[&str]) -> String {
 #[test]
 fn git_push_with_the_sandbox_on() {
     if Command::new("git").arg("--version").output().is_err() || !Path::new(BACKEND).exists() {
-        eprintln!("skipped: git or {BACKEND} is not installed (scripts/test installs git)");
+        skip(&format!(
+            "git or {BACKEND} is not installed (scripts/test installs git)"
+        ));
         return;
     }
     let b = builder("");

@@ -51,6 +51,8 @@ pub(super) fn output_site() -> Builder {
         "nph-raw.sh",
         "HTTP/1.1 299 Raw\\r\\nX-Nph: yes\\r\\nContent-Type: text/plain\\r\\n\\r\\nraw body\\n",
     );
+    // Its body in three writes with pauses between them (what is tested:
+    // output that reaches the server in pieces).
     script(
         &b,
         "cgi-bin/parts.sh",

@@ -53,7 +53,7 @@ fn timeout_kills_the_process_group_and_answers_504() {
     // its group is killed (its reaping is up to whoever adopted it).
     wait_until("the script to be reaped", || proc_stat(pid).is_none());
     wait_until("the grandchild to die", || !running(grandchild));
-    wait_stderr(&server, "timed out");
+    server.wait_stderr_line("timed out");
     stop(server);
 }
 
@@ -267,6 +267,7 @@ fn no_children_outlive_their_requests_or_the_server() {
         "#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\nok'\n",
     );
     script(&b, "cgi-bin/crash.sh", "#!/bin/sh\nkill -SEGV $$\n");
+    // Answers, then lingers a little: it is reaped after its request.
     script(
         &b,
         "cgi-bin/early.sh",
@@ -389,18 +390,12 @@ fn a_client_leaving_mid_body_frees_its_slot_at_once() {
         }
         drop(c);
         // The next CGI request gets the slot: retried while the server
-        // takes in the close (a bounded number of times, far below the
-        // 600 s after which a timeout would free it).
-        let mut answered = None;
-        for _ in 0..200 {
-            let r = server.get("/cgi-bin/hello.sh");
-            if r.status != 503 {
-                answered = Some(r);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        let r = answered.unwrap_or_else(|| panic!("{how} {framing}: still 503 after 200 tries"));
+        // takes in the close (far less than the 600 s after which a
+        // timeout would free it).
+        let r = wait_for(
+            &format!("{how} {framing}: an answer other than 503"),
+            || Some(server.get("/cgi-bin/hello.sh")).filter(|r| r.status != 503),
+        );
         assert_eq!((r.status, r.text().as_str()), (200, "hello"), "{how}");
         // Nothing is left behind: the script and its grandchild are gone.
         if let Some(pid) = group {

@@ -26,7 +26,7 @@ fn broken_scripts_get_502_and_stderr_is_logged() {
         let r = server.get(&format!("/cgi-bin/{name}"));
         assert_error(&r, 502, "Bad Gateway", "", Conn::Close);
     }
-    wait_stderr(&server, "noheader: missing settings file");
+    server.wait_stderr_line("noheader: missing settings file");
     stop(server);
 }
 

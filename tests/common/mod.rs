@@ -7,6 +7,11 @@
 
 #![allow(dead_code)]
 
+mod skip;
+// Not every test binary has a test that may skip.
+#[allow(unused_imports)]
+pub use skip::skip;
+
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -337,14 +342,127 @@ impl Builder {
     }
 }
 
-/// Polls `cond` every 20 ms for up to 10 s; panics with `what` if it
-/// never holds.
-pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
+/// How long [`wait_until`] waits for its condition before failing the test.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Waits until `cond` holds, polling it every millisecond at first and
+/// backing off to every 20 ms; panics with "timed out … waiting for
+/// `what`" after [`WAIT_LIMIT`]. Tests wait for what they need (a log
+/// line, a file, a socket's state, a process) rather than sleeping for a
+/// guessed time: fast when the machine is, and a clear failure when the
+/// thing never happens.
+pub fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    wait_until_within(WAIT_LIMIT, what, cond);
+}
+
+/// [`wait_until`] with another limit.
+pub fn wait_until_within(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    wait_for_within(limit, what, || cond().then_some(()));
+}
+
+/// Waits until `find` returns something, and returns it (as
+/// [`wait_until`]: bounded by [`WAIT_LIMIT`], panics naming `what`).
+pub fn wait_for<T>(what: &str, find: impl FnMut() -> Option<T>) -> T {
+    wait_for_within(WAIT_LIMIT, what, find)
+}
+
+fn wait_for_within<T>(limit: Duration, what: &str, find: impl FnMut() -> Option<T>) -> T {
+    poll(limit, find).unwrap_or_else(|| panic!("timed out after {limit:?} waiting for {what}"))
+}
+
+/// Polls `find` (every millisecond at first, backing off to every 20 ms)
+/// until it returns something or `limit` has passed; for tests that
+/// want to say more than [`wait_until`] when the wait fails.
+pub fn poll<T>(limit: Duration, mut find: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(found) = find() {
+            return Some(found);
+        }
+        if start.elapsed() >= limit {
+            return None;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
     }
+}
+
+/// The kernel's state numbers for TCP sockets (`include/net/tcp_states.h`).
+pub const TCP_ESTABLISHED: u8 = 1;
+pub const TCP_SYN_RECV: u8 = 3;
+pub const TCP_CLOSE_WAIT: u8 = 8;
+pub const TCP_LISTEN: u8 = 10;
+
+/// One socket of the kernel's TCP table (`/proc/net/tcp` and `tcp6`):
+/// what the tests look at instead of sleeping — whether the server has
+/// accepted a connection, read what was sent on it, let its output back
+/// up, or closed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSocket {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// One of the `TCP_*` states (`TCP_ESTABLISHED`, …).
+    pub state: u8,
+    /// Bytes written and not yet acknowledged by the peer.
+    pub tx_queue: u64,
+    /// Bytes received and not yet read by the process that holds it.
+    pub rx_queue: u64,
+    /// The socket's inode, 0 while no process holds it: not accepted yet,
+    /// or closed by its process and left to the kernel.
+    pub inode: u64,
+}
+
+/// Every TCP socket of this network namespace.
+pub fn tcp_sockets() -> Vec<TcpSocket> {
+    fn addr(s: &str) -> Option<SocketAddr> {
+        let (ip, port) = s.split_once(':')?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        // Each 32-bit word of the address is printed as a number in the
+        // host's byte order.
+        let mut bytes = Vec::with_capacity(16);
+        for i in (0..ip.len()).step_by(8) {
+            let word = u32::from_str_radix(ip.get(i..i + 8)?, 16).ok()?;
+            bytes.extend_from_slice(&word.to_ne_bytes());
+        }
+        let ip: std::net::IpAddr = match bytes.len() {
+            4 => <[u8; 4]>::try_from(bytes).ok()?.into(),
+            16 => <[u8; 16]>::try_from(bytes).ok()?.into(),
+            _ => return None,
+        };
+        Some(SocketAddr::new(ip, port))
+    }
+    fn socket(line: &str) -> Option<TcpSocket> {
+        // sl local rem st tx:rx tr:when retrnsmt uid timeout inode …
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (tx, rx) = f.get(4)?.split_once(':')?;
+        Some(TcpSocket {
+            local: addr(f.get(1)?)?,
+            remote: addr(f.get(2)?)?,
+            state: u8::from_str_radix(f.get(3)?, 16).ok()?,
+            tx_queue: u64::from_str_radix(tx, 16).ok()?,
+            rx_queue: u64::from_str_radix(rx, 16).ok()?,
+            inode: f.get(9)?.parse().ok()?,
+        })
+    }
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|p| {
+            fs::read_to_string(p)
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .filter_map(socket)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The socket with this local and remote address, if the kernel has one.
+pub fn tcp_socket(local: SocketAddr, remote: SocketAddr) -> Option<TcpSocket> {
+    tcp_sockets()
+        .into_iter()
+        .find(|s| s.local == local && s.remote == remote)
 }
 
 /// Asserts that `got` is one whole 200 answer whose head starts with
@@ -453,8 +571,7 @@ fn spawn(
         let err = fs::read_to_string(stderr_path).unwrap_or_default();
         panic!("brisk did not start ({why}); args {args:?}\nstderr: {err}");
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let started = poll(WAIT_LIMIT, || {
         let err = fs::read_to_string(stderr_path).unwrap_or_default();
         // Only whole lines: the file may end in the middle of one.
         let whole = &err[..err.rfind('\n').map_or(0, |i| i + 1)];
@@ -464,22 +581,38 @@ fn spawn(
             .map(|a| a.strip_suffix('/').and_then(|a| a.parse().ok()))
             .collect::<Option<Vec<SocketAddr>>>()
         else {
-            fail(&mut child, "a listening line without an address");
+            return Some(Err("a listening line without an address".to_string()));
         };
         if addrs.len() >= want {
             if !whole.lines().any(|l| l.starts_with("brisk: serving ")) {
-                fail(&mut child, "no serving line before the listening lines");
+                return Some(Err("no serving line before the listening lines".to_string()));
             }
-            return (child, addrs);
+            return Some(Ok(addrs));
         }
-        if let Ok(Some(st)) = child.try_wait() {
-            fail(&mut child, &format!("exited with {st}"));
+        match child.try_wait() {
+            Ok(Some(st)) => Some(Err(format!("exited with {st}"))),
+            _ => None,
         }
-        if Instant::now() >= deadline {
-            fail(&mut child, "no listening line within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    });
+    match started {
+        Some(Ok(addrs)) => (child, addrs),
+        Some(Err(why)) => fail(&mut child, &why),
+        None => fail(
+            &mut child,
+            &format!("no listening line within {WAIT_LIMIT:?}"),
+        ),
     }
+}
+
+/// Waits up to `limit` for `child` to exit; past it, kills and reaps it
+/// and returns `None`.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let status = poll(limit, || child.try_wait().ok().flatten());
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    status
 }
 
 /// A child process killed (and reaped) on drop.
@@ -557,17 +690,14 @@ impl Server {
 
     /// Waits up to `timeout` for the process to exit.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let child = self.child.as_mut().expect("child");
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(Some(st)) = child.try_wait() {
-                return Some(st);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        poll(timeout, || {
+            self.child
+                .as_mut()
+                .expect("child")
+                .try_wait()
+                .ok()
+                .flatten()
+        })
     }
 
     /// Whether the server process is still running (not exited).
@@ -623,23 +753,75 @@ impl Server {
         fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
 
-    /// Polls the access log (up to 5 s) until a line satisfies `pred`;
-    /// returns that line.
-    pub fn wait_access_line(&self, pred: impl Fn(&[u8]) -> bool) -> Vec<u8> {
-        let deadline = Instant::now() + IO_TIMEOUT;
-        loop {
-            let data = fs::read(&self.access_path).unwrap_or_default();
-            if let Some(line) = data.split(|&b| b == b'\n').find(|l| pred(l)) {
-                return line.to_vec();
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "no matching access log line; log so far: {:?}",
-                    String::from_utf8_lossy(&data)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(25));
+    /// Waits ([`WAIT_LIMIT`] at most) until a line of the server's error
+    /// log (its stderr) contains `text`; returns that line.
+    pub fn wait_stderr_line(&self, text: &str) -> String {
+        let found = poll(WAIT_LIMIT, || {
+            let err = self.stderr();
+            // Only whole lines: the file may end in the middle of one.
+            let whole = &err[..err.rfind('\n').map_or(0, |i| i + 1)];
+            whole.lines().find(|l| l.contains(text)).map(str::to_string)
+        });
+        found.unwrap_or_else(|| {
+            panic!(
+                "no line with {text:?} in the error log within {WAIT_LIMIT:?}; it holds: {}",
+                self.stderr()
+            )
+        })
+    }
+
+    /// Rotates the access log as logrotate does: renames it to
+    /// `access.log.1` and sends SIGUSR1; returns once brisk has opened a
+    /// new `access.log` (lines from then on go there), with the rotated
+    /// file's path.
+    pub fn rotate_access_log(&self) -> PathBuf {
+        let rotated = self.base.path.join("access.log.1");
+        fs::rename(&self.access_path, &rotated).expect("rotate the access log");
+        self.signal(libc::SIGUSR1);
+        let reopened = poll(WAIT_LIMIT, || self.access_path.exists().then_some(()));
+        if reopened.is_none() {
+            panic!(
+                "no new access log within {WAIT_LIMIT:?} of SIGUSR1; stderr: {}",
+                self.stderr()
+            );
         }
+        rotated
+    }
+
+    /// Whether a new connection to the first listener is refused: the
+    /// server has closed its listeners (it is stopping, or gone).
+    pub fn refuses_connections(&self) -> bool {
+        match TcpStream::connect_timeout(&self.addr(), IO_TIMEOUT) {
+            Ok(_) => false,
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => true,
+            Err(e) => panic!("connect to {}: {e}", self.addr()),
+        }
+    }
+
+    /// How many connections to its listeners the server holds (has
+    /// accepted and not closed), from the kernel's TCP table.
+    pub fn held_connections(&self) -> usize {
+        tcp_sockets()
+            .iter()
+            .filter(|t| self.addrs.contains(&t.local) && t.state != TCP_LISTEN && t.inode != 0)
+            .count()
+    }
+
+    /// Waits ([`WAIT_LIMIT`] at most) until a line of the access log
+    /// satisfies `pred`; returns that line.
+    pub fn wait_access_line(&self, pred: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+        let found = poll(WAIT_LIMIT, || {
+            let data = fs::read(&self.access_path).unwrap_or_default();
+            data.split(|&b| b == b'\n')
+                .find(|l| pred(l))
+                .map(<[u8]>::to_vec)
+        });
+        found.unwrap_or_else(|| {
+            panic!(
+                "no matching access log line within {WAIT_LIMIT:?}; log so far: {:?}",
+                String::from_utf8_lossy(&fs::read(&self.access_path).unwrap_or_default())
+            )
+        })
     }
 }
 
@@ -705,6 +887,9 @@ pub struct Client {
     pub stream: TcpStream,
     buf: Vec<u8>,
     eof: bool,
+    /// This end's address and the server's, kept: the socket forgets its
+    /// peer once the connection is reset.
+    ends: (SocketAddr, SocketAddr),
 }
 
 impl Client {
@@ -712,15 +897,63 @@ impl Client {
         let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
         stream.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
         stream.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        let ends = (stream.local_addr().expect("local address"), addr);
         Client {
             stream,
             buf: Vec::new(),
             eof: false,
+            ends,
         }
     }
 
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("send request");
+    }
+
+    /// This end's address and the server's.
+    pub fn ends(&self) -> (SocketAddr, SocketAddr) {
+        self.ends
+    }
+
+    /// The server's end of this connection in the kernel's TCP table.
+    pub fn server_side(&self) -> Option<TcpSocket> {
+        let (local, peer) = self.ends();
+        tcp_socket(peer, local)
+    }
+
+    /// Waits until the server has accepted this connection (its process
+    /// holds the socket).
+    pub fn wait_until_accepted(&self) {
+        wait_until("the server to accept the connection", || {
+            self.server_side().is_some_and(|t| t.inode != 0)
+        });
+    }
+
+    /// Waits until the server has accepted this connection and read every
+    /// byte sent on it so far (its kernel acknowledged them all and none
+    /// waits in its receive queue), or has closed its end after reading.
+    /// For a request that must arrive in pieces (each piece a read of its
+    /// own), or a server that must be in the middle of a request when
+    /// something else happens.
+    pub fn wait_until_read(&self) {
+        let (local, peer) = self.ends();
+        wait_until(
+            "the server to read everything sent on the connection",
+            || {
+                let acked = tcp_socket(local, peer).is_some_and(|m| m.tx_queue == 0);
+                acked
+                    && match tcp_socket(peer, local) {
+                        // Open: accepted (brisk holds it), nothing unread.
+                        Some(t) if t.state == TCP_ESTABLISHED || t.state == TCP_SYN_RECV => {
+                            t.inode != 0 && t.rx_queue == 0
+                        }
+                        // Half-closed by the client: brisk holds it still.
+                        Some(t) if t.state == TCP_CLOSE_WAIT => t.inode != 0 && t.rx_queue == 0,
+                        // Closed by brisk (FIN_WAIT…), or gone.
+                        _ => true,
+                    }
+            },
+        );
     }
 
     /// Reads more bytes; returns false at end of stream (or reset).
@@ -927,6 +1160,15 @@ impl Client {
     }
 }
 
+/// Waits until the server has closed its end of the connection between
+/// `client` and `server` (the ends as [`Client::ends`] gave them, before
+/// the client went away): its process no longer holds the socket.
+pub fn wait_until_server_closed(client: SocketAddr, server: SocketAddr) {
+    wait_until("the server to close its end of the connection", || {
+        tcp_socket(server, client).is_none_or(|t| t.inode == 0)
+    });
+}
+
 /// Position of `needle` in `hay`.
 pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
@@ -967,18 +1209,8 @@ pub fn run_brisk(args: &[&str]) -> (ExitStatus, String, String) {
         .stderr(Stdio::from(fs::File::create(&err).expect("err")))
         .spawn()
         .expect("spawn brisk");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Ok(Some(st)) = child.try_wait() {
-            break st;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("brisk {args:?} did not exit within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(&mut child, WAIT_LIMIT)
+        .unwrap_or_else(|| panic!("brisk {args:?} did not exit within {WAIT_LIMIT:?}"));
     (
         status,
         fs::read_to_string(&out).unwrap_or_default(),

@@ -47,7 +47,7 @@ fn denied<T: std::fmt::Debug>(r: std::io::Result<T>, what: &str) {
 #[test]
 fn wrong_path_join_cannot_leave_the_root() {
     if Ruleset::new(Extra::default()).ok().flatten().is_none() {
-        eprintln!("skipped: no Landlock on this kernel");
+        crate::test_skip::skip("no Landlock on this kernel");
         return;
     }
     let dir = temp_site("strict");
@@ -102,7 +102,7 @@ fn strict_child() {
 #[test]
 fn cgi_relaxes_the_sandbox_for_programs_only() {
     if Ruleset::new(Extra::default()).ok().flatten().is_none() {
-        eprintln!("skipped: no Landlock on this kernel");
+        crate::test_skip::skip("no Landlock on this kernel");
         return;
     }
     let dir = temp_site("cgi");
@@ -153,7 +153,7 @@ fn cgi_child() {
 #[test]
 fn writable_paths_open_for_their_launcher_only() {
     if Ruleset::new(Extra::default()).ok().flatten().is_none() {
-        eprintln!("skipped: no Landlock on this kernel");
+        crate::test_skip::skip("no Landlock on this kernel");
         return;
     }
     let dir = temp_site("writable");
