@@ -789,11 +789,15 @@ impl Server {
     }
 
     /// Whether a new connection to the first listener is refused: the
-    /// server has closed its listeners (it is stopping, or gone).
+    /// server has closed every copy of its listening sockets (it is
+    /// stopping, or gone).
     pub fn refuses_connections(&self) -> bool {
         match TcpStream::connect_timeout(&self.addr(), IO_TIMEOUT) {
             Ok(_) => false,
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => true,
+            // Queued on a listening socket as it closed: closing, maybe
+            // not every copy yet.
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => false,
             Err(e) => panic!("connect to {}: {e}", self.addr()),
         }
     }
