@@ -40,7 +40,9 @@ pub fn is_token(s: &[u8]) -> bool {
 /// Whether `b` is optional whitespace: SP or HTAB (RFC 9110 §5.6.3 `OWS`).
 #[inline]
 pub fn is_ows(b: u8) -> bool {
-    b == b' ' || b == b'\t'
+    // A `matches!` rather than `==` || `==`: in the chunk-extension state
+    // machine (http/body.rs) it compiles to fewer instructions per byte.
+    matches!(b, b' ' | b'\t')
 }
 
 /// `v` without optional whitespace (SP / HTAB, RFC 9110 §5.6.3) on either
