@@ -63,6 +63,16 @@ fn script(b: &Builder, rel: &str, text: &str) -> PathBuf {
     write_mode(b, rel, text, 0o755)
 }
 
+/// A shell script `cgi-bin/<name>` that prints `out` (a printf format:
+/// `\\r\\n` for CRLF) and exits.
+fn printf_script(b: &Builder, name: &str, out: &str) -> PathBuf {
+    script(
+        b,
+        &format!("cgi-bin/{name}"),
+        &format!("#!/bin/sh\nprintf '{out}'\n"),
+    )
+}
+
 /// Compiles C `source` into the executable `<base>/<rel>`. Returns false
 /// (after saying so) when there is no C compiler.
 fn compile(b: &Builder, rel: &str, source: &str) -> bool {

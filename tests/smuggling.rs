@@ -21,17 +21,9 @@ fn site() -> Server {
 /// Asserts, naming the case, that `r` is exactly the error response
 /// `code reason` with `extra` header lines and `conn`.
 fn exact_error(r: &Response, code: u16, reason: &str, extra: &str, conn: Conn, case: &str) {
-    let page = error_page(code, reason);
-    let want = head(
-        &format!("{code} {reason}"),
-        &format!(
-            "{extra}Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n{}",
-            page.len(),
-            conn.line()
-        ),
-    );
+    let want = error_head(code, reason, extra, conn);
     assert_eq!(r.masked_head(), want, "case {case}");
-    assert_eq!(r.text(), page, "case {case}");
+    assert_eq!(r.text(), error_page(code, reason), "case {case}");
 }
 
 /// Asserts that nothing more arrives on `c` before the server closes it.

@@ -192,13 +192,7 @@ fn slowloris_gets_408_while_others_are_served() {
     drip.join().expect("drip thread");
     let text = String::from_utf8_lossy(&raw);
     let page = error_page(408, "Request Timeout");
-    let want = head(
-        "408 Request Timeout",
-        &format!(
-            "Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
-            page.len()
-        ),
-    );
+    let want = error_head(408, "Request Timeout", "", Conn::Close);
     // What arrived, compared byte for byte (the Date masked).
     let date = text
         .lines()

@@ -372,19 +372,12 @@ fn bad_or_oversized_chunked_bodies_get_400_or_413() {
         c.send(&raw);
         let r = c.response();
         let case = String::from_utf8_lossy(&body[..body.len().min(40)]).into_owned();
-        let page = error_page(code, reason);
         assert_eq!(
             r.masked_head(),
-            head(
-                &format!("{code} {reason}"),
-                &format!(
-                    "Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
-                    page.len()
-                )
-            ),
+            error_head(code, reason, "", Conn::Close),
             "case {case:?}"
         );
-        assert_eq!(r.text(), page, "case {case:?}");
+        assert_eq!(r.text(), error_page(code, reason), "case {case:?}");
         let rest = c.read_to_end();
         assert!(rest.is_empty(), "case {case:?}: answered after: {rest:?}");
     }

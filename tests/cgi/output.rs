@@ -6,47 +6,40 @@ use super::*;
 
 pub(super) fn output_site() -> Builder {
     let mut b = builder(CGI_BIN);
-    let sh = |b: &Builder, name: &str, out: &str| {
-        script(
-            b,
-            &format!("cgi-bin/{name}"),
-            &format!("#!/bin/sh\nprintf '{out}'\n"),
-        );
-    };
-    sh(
+    printf_script(
         &b,
         "len.sh",
         "Content-Type: text/plain\\r\\nContent-Length: 5\\r\\n\\r\\nhello",
     );
-    sh(&b, "nolen.sh", "Content-Type: text/plain\\n\\nhello");
-    sh(
+    printf_script(&b, "nolen.sh", "Content-Type: text/plain\\n\\nhello");
+    printf_script(
         &b,
         "notfound.sh",
         "Status: 404 Not Found\\r\\nContent-Type: text/plain\\r\\n\\r\\nnope\\n",
     );
-    sh(
+    printf_script(
         &b,
         "custom.sh",
         "Status: 299 Custom Thing\\r\\nContent-Type: text/plain\\r\\nX-Extra: one\\r\\n\
          Content-Length: 3\\r\\n\\r\\nabc",
     );
-    sh(
+    printf_script(
         &b,
         "teapot.sh",
         "Status: 418 I am a teapot\\r\\nContent-Type: text/plain\\r\\nContent-Length: 3\\r\\n\\r\\ntea",
     );
-    sh(&b, "local.sh", "Location: /file.txt\\r\\n\\r\\n");
-    sh(
+    printf_script(&b, "local.sh", "Location: /file.txt\\r\\n\\r\\n");
+    printf_script(
         &b,
         "client.sh",
         "Location: http://example.test/\\r\\n\\r\\n",
     );
-    sh(
+    printf_script(
         &b,
         "moved.sh",
         "Status: 301 Moved Permanently\\r\\nLocation: http://example.test/new\\r\\n\\r\\n",
     );
-    sh(
+    printf_script(
         &b,
         "nph-raw.sh",
         "HTTP/1.1 299 Raw\\r\\nX-Nph: yes\\r\\nContent-Type: text/plain\\r\\n\\r\\nraw body\\n",

@@ -79,14 +79,7 @@ fn client_redirect_is_a_302() {
 #[test]
 fn local_redirects_of_every_kind() {
     let mut b = builder(CGI_BIN);
-    let sh = |b: &Builder, name: &str, out: &str| {
-        script(
-            b,
-            &format!("cgi-bin/{name}"),
-            &format!("#!/bin/sh\nprintf '{out}'\n"),
-        );
-    };
-    sh(
+    printf_script(
         &b,
         "to-script.sh",
         "Location: /cgi-bin/query.sh?from=redirect\\r\\n\\r\\n",
@@ -96,11 +89,11 @@ fn local_redirects_of_every_kind() {
         "cgi-bin/query.sh",
         "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n%s %s' \"$REQUEST_METHOD\" \"$QUERY_STRING\"\n",
     );
-    sh(&b, "loop.sh", "Location: /cgi-bin/loop.sh\\r\\n\\r\\n");
-    sh(&b, "hop1.sh", "Location: /cgi-bin/hop2.sh\\r\\n\\r\\n");
-    sh(&b, "hop2.sh", "Location: /file.txt\\r\\n\\r\\n");
-    sh(&b, "to-file.sh", "Location: /file.txt\\r\\n\\r\\n");
-    sh(&b, "to-missing.sh", "Location: /missing.txt\\r\\n\\r\\n");
+    printf_script(&b, "loop.sh", "Location: /cgi-bin/loop.sh\\r\\n\\r\\n");
+    printf_script(&b, "hop1.sh", "Location: /cgi-bin/hop2.sh\\r\\n\\r\\n");
+    printf_script(&b, "hop2.sh", "Location: /file.txt\\r\\n\\r\\n");
+    printf_script(&b, "to-file.sh", "Location: /file.txt\\r\\n\\r\\n");
+    printf_script(&b, "to-missing.sh", "Location: /missing.txt\\r\\n\\r\\n");
     b.file("file.txt", b"the file\n");
     let server = b.start();
     // To another script: it runs with GET and the new query.

@@ -131,20 +131,29 @@ impl Conn {
     }
 }
 
-/// Asserts that `r` is exactly the error response `code reason`, with
+/// The head (`Date` masked) of the error response `code reason`, with
 /// `extra` header lines before `Content-Type` and the given `Connection`.
-pub fn assert_error(r: &Response, code: u16, reason: &str, extra: &str, conn: Conn) {
-    let page = error_page(code, reason);
-    let want = head(
+pub fn error_head(code: u16, reason: &str, extra: &str, conn: Conn) -> String {
+    head(
         &format!("{code} {reason}"),
         &format!(
             "{extra}Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n{}",
-            page.len(),
+            error_page(code, reason).len(),
             conn.line()
         ),
-    );
+    )
+}
+
+/// Asserts that `r` is exactly the error response `code reason`, with
+/// `extra` header lines before `Content-Type` and the given `Connection`.
+pub fn assert_error(r: &Response, code: u16, reason: &str, extra: &str, conn: Conn) {
+    let want = error_head(code, reason, extra, conn);
     assert_eq!(r.masked_head(), want, "head of the {code} response");
-    assert_eq!(r.text(), page, "body of the {code} response");
+    assert_eq!(
+        r.text(),
+        error_page(code, reason),
+        "body of the {code} response"
+    );
 }
 
 /// Asserts that `r` is a complete 200 response for a harness-written file
