@@ -14,6 +14,8 @@
 //! - [`config`]: schema, compiled-in defaults, validation with clear errors.
 //! - [`sys`]: every `unsafe` block and raw syscall, behind safe functions.
 //! - [`log`]: access log and error log.
+//! - `tls` (cargo feature `tls`): HTTPS with rustls: certificates, SNI,
+//!   session resumption, one connection's record layer, sans-IO.
 //!
 //! `unsafe` is denied everywhere but in [`sys`], where each block says
 //! why it is sound in a `// SAFETY:` line.
@@ -29,6 +31,8 @@ pub mod process;
 pub mod server;
 #[allow(unsafe_code)]
 pub mod sys;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 #[cfg(test)]
 #[path = "../tests/common/skip.rs"]

@@ -1,0 +1,13 @@
+//! HTTPS (issue #12): TLS 1.3 and 1.2 with rustls, through its sans-IO
+//! connection API, so that the per-core event loops drive it like any
+//! other transport (no second runtime, no thread per connection).
+//!
+//! The crypto provider is *ring*, chosen by measurement (see
+//! `bench/tls-provider` and the commit that added it): aws-lc-rs
+//! handshakes faster but doubles the binary. Everything here is behind
+//! the cargo feature `tls` (on by default).
+
+/// The crypto provider every TLS object of brisk uses.
+pub fn provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
