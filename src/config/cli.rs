@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::jail;
 use super::load::{self, Origins, Readable, Source};
 use super::summary;
+use super::tls::{self, CertificateSource, Read, TlsSection};
 use super::units::{self, LISTEN_HELP};
 use super::{Command, Config, ConfigError, Level, LogTarget};
 
@@ -52,6 +53,11 @@ Options:
   --allow-root         serve as root when no other user is given; without
                        it, brisk started as root serves as nobody
   --no-sandbox         do not confine the server with Landlock and seccomp
+  --tls-cert FILE      serve HTTPS with this PEM certificate chain (with
+                       --tls-key): every --listen address speaks TLS; without
+                       --listen, the [tls] listen addresses of the file, or
+                       else the `listen` ones, do. Replaces [[tls.certificate]]
+  --tls-key FILE       the PEM private key of --tls-cert
   --check-config       validate the configuration, print a summary, and exit
   --version, -V        print the version and exit
   --help, -h           print this help and exit
@@ -79,6 +85,8 @@ struct Flags {
     group: Option<String>,
     allow_root: bool,
     no_sandbox: bool,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
 }
 
 /// See [`super::from_args`].
@@ -107,6 +115,20 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
     cwd: &Path,
     auto_workers: Option<usize>,
     readable: Option<Readable<'_>>,
+) -> Result<Command, ConfigError> {
+    run_with(args, built_in, cwd, auto_workers, readable, None)
+}
+
+/// [`run_in`] where the TLS certificates and keys are read with `read`
+/// (on a reload, maybe through the privileged helper) rather than
+/// `std::fs::read`.
+pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
+    args: I,
+    built_in: &str,
+    cwd: &Path,
+    auto_workers: Option<usize>,
+    readable: Option<Readable<'_>>,
+    read: Option<Read<'_>>,
 ) -> Result<Command, ConfigError> {
     let flags = match parse_flags(args)? {
         Parsed::Flags(flags) => flags,
@@ -165,7 +187,8 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         }
         config.listen = listen;
     }
-    if !flags.listen.is_empty() {
+    let listen_flags = !flags.listen.is_empty();
+    if listen_flags {
         config.listen = flags.listen;
     }
     config.static_files.autoindex |= flags.autoindex;
@@ -206,6 +229,17 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
     config.allow_root |= flags.allow_root;
     if flags.no_sandbox {
         config.sandbox = false;
+    }
+    let tls = tls_section(
+        &mut config,
+        origins.tls.take(),
+        origins.listen,
+        listen_flags,
+        (flags.tls_cert, flags.tls_key),
+        cwd,
+    )?;
+    if let Some(section) = tls {
+        config.tls = Some(tls::finish(section, read.unwrap_or(&|p| std::fs::read(p)))?);
     }
 
     // Final checks, after every layer had its say.
@@ -263,6 +297,65 @@ pub(crate) fn run_in<I: IntoIterator<Item = OsString>>(
         return Ok(Command::CheckOk(summary::summary(&config, &source_name)));
     }
     Ok(Command::Run(config))
+}
+
+/// `[tls]` after the flags: `--tls-cert`/`--tls-key` replace the file's
+/// certificates and make the command line's `--listen` addresses (or,
+/// without any, the file's TLS addresses, or else its plain ones) serve
+/// HTTPS. A document whose only listeners are TLS ones (no top-level
+/// `listen`) serves no plain HTTP. An address cannot be both.
+fn tls_section(
+    config: &mut Config,
+    file: Option<TlsSection>,
+    listen_in_file: bool,
+    listen_flags: bool,
+    flags: (Option<PathBuf>, Option<PathBuf>),
+    cwd: &Path,
+) -> Result<Option<TlsSection>, ConfigError> {
+    let mut section = match flags {
+        (Some(cert), Some(key)) => {
+            let mut section = file.unwrap_or_else(|| TlsSection {
+                config: tls::defaults(),
+                has_listen: false,
+                origin: "--tls-cert".to_string(),
+                certificates: Vec::new(),
+            });
+            section.certificates = vec![CertificateSource {
+                cert: (cwd.join(cert), "--tls-cert".to_string()),
+                key: (cwd.join(key), "--tls-key".to_string()),
+                ocsp: None,
+            }];
+            if listen_flags || !section.has_listen {
+                section.config.listen = std::mem::take(&mut config.listen);
+                section.has_listen = true;
+            }
+            section
+        }
+        (Some(_), None) => return Err(flag_error("--tls-cert", "needs --tls-key FILE too")),
+        (None, Some(_)) => return Err(flag_error("--tls-key", "needs --tls-cert FILE too")),
+        (None, None) => match file {
+            Some(section) => {
+                if section.has_listen && !listen_in_file && !listen_flags {
+                    config.listen.clear();
+                }
+                section
+            }
+            None => return Ok(None),
+        },
+    };
+    if let Some(addr) = section
+        .config
+        .listen
+        .iter()
+        .find(|a| config.listen.contains(a))
+    {
+        return Err(error(format!(
+            "{}: {addr} is in both listen and tls.listen; an address serves either plain HTTP or HTTPS",
+            section.origin
+        )));
+    }
+    section.config.certificates.clear();
+    Ok(Some(section))
 }
 
 /// The root must be an existing directory; it is stored canonical so that
@@ -471,6 +564,8 @@ fn apply_value(flags: &mut Flags, name: &str, value: &OsStr) -> Result<(), Confi
                 })?;
             flags.log_level = Some(level);
         }
+        "--tls-cert" => flags.tls_cert = Some(nonempty_path()?),
+        "--tls-key" => flags.tls_key = Some(nonempty_path()?),
         "--user" => flags.user = Some(text()?.to_string()),
         "--group" => flags.group = Some(text()?.to_string()),
         "--access-log" | "--error-log" => {
@@ -517,6 +612,8 @@ const VALUE_FLAGS: &[&str] = &[
     "--error-log",
     "--user",
     "--group",
+    "--tls-cert",
+    "--tls-key",
 ];
 
 /// Every flag, for "did you mean".
@@ -539,4 +636,6 @@ const FLAG_NAMES: &[&str] = &[
     "--group",
     "--allow-root",
     "--no-sandbox",
+    "--tls-cert",
+    "--tls-key",
 ];

@@ -13,7 +13,7 @@ use std::time::Duration;
 use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
-use super::units::{self, DURATION_HELP, LISTEN_HELP, SIZE_HELP};
+use super::units::{self, DURATION_HELP, SIZE_HELP};
 use super::{Config, ConfigError, LogTarget};
 use crate::http::grammar;
 
@@ -57,6 +57,7 @@ const TOP_KEYS: &[&str] = &[
     "sandbox",
     "auth",
     "temp_dir",
+    "tls",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -81,6 +82,10 @@ pub(crate) struct Origins {
     pub(crate) temp_dir: Option<String>,
     /// Per `[[cgi]]` rule: where each path it names was set.
     pub(crate) cgi: Vec<super::cgi::PathOrigins>,
+    /// Whether the document has a top-level `listen`.
+    pub(crate) listen: bool,
+    /// `[tls]`, its certificates not read yet.
+    pub(crate) tls: Option<super::tls::TlsSection>,
 }
 
 /// Loads `src` on top of `config`.
@@ -91,7 +96,11 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
     for (key, value) in sorted(doc.get_ref()) {
         let name = key.get_ref().as_ref();
         match name {
-            "listen" => config.listen = loader.listen(value)?,
+            "listen" => {
+                config.listen = loader.addresses("listen", value)?;
+                origins.listen = true;
+            }
+            "tls" => origins.tls = Some(loader.tls(value)?),
             "root" => {
                 config.root = loader.path("root", value)?;
                 origins.root = Some(loader.origin("root", value));
@@ -430,23 +439,6 @@ impl Loader<'_> {
     fn group(&self, v: &Spanned<DeValue<'_>>) -> Result<super::Group, ConfigError> {
         let name = self.account("group", v)?;
         super::jail::group(&name).map_err(|e| self.fail(v, "group", &e.to_string()))
-    }
-
-    fn listen(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<std::net::SocketAddr>, ConfigError> {
-        let items = self.strings("listen", v)?;
-        if items.is_empty() {
-            return Err(self.fail(v, "listen", "expected at least one address"));
-        }
-        let mut out = Vec::with_capacity(items.len());
-        for (s, item) in items {
-            let addr =
-                units::parse_listen(s).ok_or_else(|| self.expected(item, "listen", LISTEN_HELP))?;
-            if out.contains(&addr) {
-                return Err(self.fail(item, "listen", &format!("{addr} is listed twice")));
-            }
-            out.push(addr);
-        }
-        Ok(out)
     }
 
     /// A log target; `dash` is what `"-"` means for this log.

@@ -16,6 +16,7 @@ mod mime_types;
 mod sections;
 mod summary;
 mod throttle;
+mod tls;
 mod units;
 
 pub(crate) use units::FRAMING_HEADERS;
@@ -85,7 +86,40 @@ pub struct Config {
     /// default `$TMPDIR` or `/tmp`). Checked only with `[[cgi]]` rules;
     /// then absolute and canonical.
     pub temp_dir: PathBuf,
+    /// `[tls]` (and `--tls-cert`/`--tls-key`): HTTPS listeners and their
+    /// certificates; `None` without TLS.
+    pub tls: Option<TlsConfig>,
 }
+
+/// `[tls]`: HTTPS listeners, certificates, session resumption, limits.
+#[derive(Debug, Clone)]
+pub struct TlsConfig {
+    /// Addresses whose clients speak TLS (`[tls] listen`).
+    pub listen: Vec<SocketAddr>,
+    /// `[[tls.certificate]]`, read and checked when the configuration
+    /// loaded; SNI picks by their names, the first is the default.
+    pub certificates: Vec<TlsCertificate>,
+    /// Resume sessions with stateless tickets (`session_tickets`).
+    pub session_tickets: bool,
+    /// Sessions the server keeps for clients without tickets, all workers
+    /// together (`session_cache`); 0 keeps none.
+    pub session_cache: usize,
+    /// A handshake must be done within this (`handshake_timeout`).
+    pub handshake_timeout: Duration,
+    /// Handshakes in progress per worker (`max_handshakes`); new TLS
+    /// connections wait in the kernel's queue beyond it.
+    pub max_handshakes: usize,
+}
+
+/// A `[[tls.certificate]]` ready to serve (see `tls::certs`).
+#[cfg(feature = "tls")]
+pub type TlsCertificate = crate::tls::Certificate;
+
+/// A build without the `tls` feature refuses `[tls]`, so there is never
+/// a certificate.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone)]
+pub enum TlsCertificate {}
 
 /// A user from the user database, or a numeric user id, resolved when
 /// the config is loaded.
@@ -493,6 +527,7 @@ impl Default for Config {
             config_file: None,
             temp_dir: std::env::temp_dir(),
             auth: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -598,12 +633,24 @@ impl Reload {
         &self,
         readable: &dyn Fn(&std::path::Path) -> Result<(), Unreadable>,
     ) -> Result<Config, ConfigError> {
-        match cli::run_in(
+        self.load_with(readable, &|p| std::fs::read(p))
+    }
+
+    /// [`Reload::load_readable`] where the TLS certificates and keys are
+    /// read with `read`: the privileged helper's, when only root may read
+    /// them.
+    pub fn load_with(
+        &self,
+        readable: &dyn Fn(&std::path::Path) -> Result<(), Unreadable>,
+        read: &dyn Fn(&std::path::Path) -> std::io::Result<Vec<u8>>,
+    ) -> Result<Config, ConfigError> {
+        match cli::run_with(
             self.args.iter().cloned(),
             cli::BUILT_IN,
             &self.cwd,
             Some(self.workers),
             Some(readable),
+            Some(read),
         )? {
             Command::Run(cfg) => Ok(cfg),
             _ => Err(ConfigError {

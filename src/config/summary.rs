@@ -14,8 +14,9 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 13] = [
+    let sections: [fn(&Config, &mut String); 14] = [
         server,
+        tls,
         static_files,
         mime,
         headers,
@@ -37,12 +38,71 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
 
 fn server(c: &Config, s: &mut String) {
     let listen: Vec<String> = c.listen.iter().map(|a| a.to_string()).collect();
-    let _ = writeln!(s, "listen: {}", listen.join(", "));
+    if listen.is_empty() {
+        let _ = writeln!(s, "listen: none (HTTPS only: see tls)");
+    } else {
+        let _ = writeln!(s, "listen: {}", listen.join(", "));
+    }
     let _ = writeln!(s, "root: {}", c.root.display());
     let _ = writeln!(s, "workers: {}", c.workers);
     if c.server_header != Config::default().server_header {
         let _ = writeln!(s, "server header: {:?}", c.server_header);
     }
+}
+
+/// `[tls]`: its listeners, each certificate (files, names, expiry; the
+/// first is the default), and how sessions resume.
+fn tls(c: &Config, s: &mut String) {
+    let Some(t) = &c.tls else {
+        let _ = writeln!(s, "tls: off");
+        return;
+    };
+    let listen: Vec<String> = t.listen.iter().map(|a| a.to_string()).collect();
+    let _ = writeln!(
+        s,
+        "tls: listen {} (TLS 1.3 and 1.2, ALPN http/1.1, no 0-RTT)",
+        listen.join(", ")
+    );
+    #[cfg(feature = "tls")]
+    for (i, cert) in t.certificates.iter().enumerate() {
+        let f = &cert.files;
+        let _ = writeln!(
+            s,
+            "  certificate {}{}: {}, key {}{}; names {}; expires {}",
+            i + 1,
+            if i == 0 {
+                " (default, and for clients without SNI)"
+            } else {
+                ""
+            },
+            f.cert.display(),
+            f.key.display(),
+            f.ocsp
+                .as_ref()
+                .map_or(String::new(), |o| format!(", OCSP staple {}", o.display())),
+            if cert.names.is_empty() {
+                "none (served only as the default)".to_string()
+            } else {
+                cert.names.join(", ")
+            },
+            crate::tls::certs::utc(cert.not_after)
+        );
+        if let Some(warning) = crate::tls::certs::key_warning(&f.key) {
+            let _ = writeln!(s, "  warning: {warning}");
+        }
+    }
+    let tickets = if t.session_tickets {
+        "session tickets on (one key for all workers, rotated every 6 hours)"
+    } else {
+        "session tickets off"
+    };
+    let _ = writeln!(
+        s,
+        "  {tickets}, session cache {} entries; handshake timeout {}, at most {} handshakes at once per worker",
+        t.session_cache,
+        duration(t.handshake_timeout),
+        t.max_handshakes
+    );
 }
 
 fn static_files(c: &Config, s: &mut String) {

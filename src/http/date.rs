@@ -80,8 +80,9 @@ pub fn civil_time(secs: u64) -> CivilTime {
 }
 
 /// Days since 1970-01-01 of a civil date (inverse of the era arithmetic in
-/// [`civil_time`]); `None` before the epoch.
-fn days_from_civil(year: u32, month: u32, day: u32) -> Option<u64> {
+/// [`civil_time`]); `None` before the epoch. Also used for X.509 validity
+/// times (`tls::x509`).
+pub fn days_from_civil(year: u32, month: u32, day: u32) -> Option<u64> {
     let y = u64::from(year) - u64::from(month <= 2);
     let era = y / 400;
     let yoe = y % 400;

@@ -35,6 +35,22 @@ fn url(addr: &SocketAddr) -> String {
     }
 }
 
+/// Warnings about the TLS key files: one readable by every user (its
+/// secret is the server's identity; nginx's guides say 600 or 640).
+fn tls_notes(cfg: &Config) -> confine::Notes {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = &cfg.tls {
+        return tls
+            .certificates
+            .iter()
+            .filter_map(|c| crate::tls::certs::key_warning(&c.files.key))
+            .map(|w| (Level::Warn, w))
+            .collect();
+    }
+    let _ = cfg;
+    confine::Notes::new()
+}
+
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
 /// SIGHUP reloads through `reload` (see `reload.rs`); without it, SIGHUP is
 /// logged and ignored.
@@ -43,6 +59,10 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(Error::Signals)?;
+    let tls_notes = tls_notes(&cfg);
+    if cfg.tls.is_some() {
+        return Err(Error::TlsNotServed);
+    }
     sys::memory::one_arena();
     let _ = sys::process::cloexec_inherited();
     // As loaded, before a default user is filled in: what a reload's
@@ -73,6 +93,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
     }
+    confined.notes.extend(tls_notes);
     let cfg = server.config();
     if !cfg.cgi.is_empty() {
         // Now as the server will run (its user, its sandbox): a directory

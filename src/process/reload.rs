@@ -30,6 +30,9 @@ pub(super) fn reload_config(
         Some(s) => reload.load_readable(&|file| Ok(s.readable(file)?)),
         None => reload.load(),
     }?;
+    if cfg.tls.is_some() {
+        return Err(Error::TlsNotServed);
+    }
     let changed = loaded.restart_only_changes(&cfg);
     if !changed.is_empty() {
         return Err(Error::RestartOnly(changed));

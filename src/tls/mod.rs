@@ -2,10 +2,20 @@
 //! connection API, so that the per-core event loops drive it like any
 //! other transport (no second runtime, no thread per connection).
 //!
+//! - [`certs`]: a `[[tls.certificate]]`'s files read and checked (PEM
+//!   chain, key of any common form, optional OCSP staple; the key must
+//!   match, the certificate must not have expired);
+//! - [`x509`]: the validity and the names of a certificate;
+//!
 //! The crypto provider is *ring*, chosen by measurement (see
 //! `bench/tls-provider` and the commit that added it): aws-lc-rs
 //! handshakes faster but doubles the binary. Everything here is behind
 //! the cargo feature `tls` (on by default).
+
+pub mod certs;
+pub mod x509;
+
+pub use certs::{Certificate, CertificateFiles};
 
 /// The crypto provider every TLS object of brisk uses.
 pub fn provider() -> rustls::crypto::CryptoProvider {

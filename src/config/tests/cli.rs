@@ -259,6 +259,7 @@ listen: 127.0.0.1:8001, [::1]:8001
 root: {d}/public
 workers: 2
 server header: \"x\"
+tls: off
 static: index index.htm, home.html; autoindex on; dotfiles ignore (404); precompressed on; symlinks outside the root refused
   open-file cache: off
   types: the built-in table; otherwise text/plain; charset=utf-8

@@ -6,6 +6,8 @@ mod auth;
 mod cgi;
 mod cli;
 mod load;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -257,4 +259,13 @@ fn reload_reads_the_file_again_with_the_same_flags() {
     dir.write("site.toml", "root = \"public\"\nworkers = \"many\"\n");
     let e = reload.load().unwrap_err().message;
     assert!(e.contains("site.toml:2"), "{e}");
+}
+
+#[cfg(not(feature = "tls"))]
+#[test]
+fn a_build_without_tls_refuses_the_tls_section() {
+    assert_eq!(
+        load_err("[tls]\nlisten = [\"127.0.0.1:8443\"]\n"),
+        "DIR/site.toml:2: tls: this brisk was built without TLS (cargo feature \"tls\"); build it with the default features to serve HTTPS"
+    );
 }

@@ -1,0 +1,250 @@
+//! `[tls]`, `[[tls.certificate]]` and `--tls-cert`/`--tls-key`: what they
+//! serve, and every refusal with its file, line and key.
+
+use std::path::Path;
+
+use super::{args, TempDir};
+use crate::config::{Command, Config, ConfigError};
+
+/// A directory with `public/` and the test certificates of `src/tls`.
+fn site() -> TempDir {
+    let dir = TempDir::new();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tls/testdata");
+    for name in ["a", "b", "c", "expired"] {
+        for ext in ["pem", "key"] {
+            let file = format!("{name}.{ext}");
+            std::fs::copy(data.join(&file), dir.path().join(&file)).unwrap();
+        }
+    }
+    dir
+}
+
+fn run(dir: &TempDir, toml: &str, extra: &[&str]) -> Result<Config, String> {
+    let file = dir.write("site.toml", &format!("root = \"public\"\n{toml}"));
+    let mut argv = vec!["--config", file.to_str().unwrap()];
+    argv.extend_from_slice(extra);
+    match args(&argv) {
+        Ok(Command::Run(c)) => Ok(c),
+        Ok(other) => panic!("expected Run, got {other:?}"),
+        Err(ConfigError { message }) => Err(message.replace(dir.path().to_str().unwrap(), "DIR")),
+    }
+}
+
+const ONE: &str = "[tls]\nlisten = [\"127.0.0.1:8443\"]\n[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
+
+#[test]
+fn a_tls_section_serves_https_only_when_there_is_no_plain_listen() {
+    let dir = site();
+    let c = run(&dir, ONE, &[]).unwrap();
+    let tls = c.tls.expect("tls");
+    assert_eq!(tls.listen, vec!["127.0.0.1:8443".parse().unwrap()]);
+    assert!(c.listen.is_empty(), "no top-level listen: HTTPS only");
+    assert_eq!(tls.certificates.len(), 1);
+    assert_eq!(tls.certificates[0].names, ["a.test", "*.a.test"]);
+    assert_eq!(tls.certificates[0].files.key, dir.path().join("a.key"));
+    assert!(tls.session_tickets);
+    assert_eq!(tls.session_cache, 10_000);
+
+    let both = run(&dir, &format!("listen = [\"127.0.0.1:8080\"]\n{ONE}"), &[]).unwrap();
+    assert_eq!(both.listen, vec!["127.0.0.1:8080".parse().unwrap()]);
+    assert!(both.tls.is_some());
+}
+
+#[test]
+fn every_key_format_and_several_certificates_load() {
+    let dir = site();
+    let toml = "[tls]\nlisten = \"127.0.0.1:8443\"\nsession_tickets = false\nsession_cache = 0\n\
+        handshake_timeout = \"3s\"\nmax_handshakes = 8\n\
+        [[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n\
+        [[tls.certificate]]\ncert = \"b.pem\"\nkey = \"b.key\"\n\
+        [[tls.certificate]]\ncert = \"c.pem\"\nkey = \"c.key\"\n";
+    let tls = run(&dir, toml, &[]).unwrap().tls.unwrap();
+    let names: Vec<_> = tls.certificates.iter().map(|c| c.names.join(" ")).collect();
+    assert_eq!(names, ["a.test *.a.test", "b.test", "c.test"]);
+    assert!(!tls.session_tickets);
+    assert_eq!(tls.session_cache, 0);
+    assert_eq!(tls.handshake_timeout, std::time::Duration::from_secs(3));
+    assert_eq!(tls.max_handshakes, 8);
+}
+
+#[test]
+fn broken_files_are_refused_with_file_line_and_key() {
+    let dir = site();
+    dir.write("empty.pem", "");
+    dir.write("ocsp.pem", "-----BEGIN X-----\n");
+    let cert = |cert: &str, key: &str| {
+        format!("[tls]\nlisten = [\"127.0.0.1:8443\"]\n[[tls.certificate]]\ncert = \"{cert}\"\nkey = \"{key}\"\n")
+    };
+    assert_eq!(
+        run(&dir, &cert("a.pem", "b.key"), &[]).unwrap_err(),
+        "DIR/site.toml:6: tls.certificate[1].key: DIR/b.key: this key does not match the certificate in DIR/a.pem"
+    );
+    assert_eq!(
+        run(&dir, &cert("expired.pem", "expired.key"), &[]).unwrap_err(),
+        "DIR/site.toml:5: tls.certificate[1].cert: DIR/expired.pem: the certificate expired on 2021-01-01 00:00:00 UTC; renew it (clients refuse an expired certificate)"
+    );
+    assert_eq!(
+        run(&dir, &cert("empty.pem", "a.key"), &[]).unwrap_err(),
+        "DIR/site.toml:5: tls.certificate[1].cert: DIR/empty.pem: no certificate in it (expected a PEM \"-----BEGIN CERTIFICATE-----\" block)"
+    );
+    assert_eq!(
+        run(&dir, &cert("a.pem", "a.pem"), &[]).unwrap_err(),
+        "DIR/site.toml:6: tls.certificate[1].key: DIR/a.pem: no private key in it (expected a PEM \"PRIVATE KEY\", \"EC PRIVATE KEY\" or \"RSA PRIVATE KEY\" block)"
+    );
+    let missing = run(&dir, &cert("a.pem", "gone.key"), &[]).unwrap_err();
+    assert!(
+        missing
+            .starts_with("DIR/site.toml:6: tls.certificate[1].key: DIR/gone.key: cannot read it: "),
+        "{missing}"
+    );
+    let ocsp = format!("{}ocsp = \"ocsp.pem\"\n", cert("a.pem", "a.key"));
+    assert_eq!(
+        run(&dir, &ocsp, &[]).unwrap_err(),
+        "DIR/site.toml:7: tls.certificate[1].ocsp: DIR/ocsp.pem: not a DER OCSP response (openssl ocsp -respout writes one)"
+    );
+}
+
+#[test]
+fn section_errors() {
+    let dir = site();
+    assert_eq!(
+        run(&dir, "[tls]\nlisten = [\"127.0.0.1:8443\"]\n", &[]).unwrap_err(),
+        "DIR/site.toml:2: tls: needs at least one [[tls.certificate]] with cert and key (or --tls-cert FILE --tls-key FILE)"
+    );
+    assert_eq!(
+        run(&dir, "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n", &[]).unwrap_err(),
+        "DIR/site.toml:2: tls: needs listen = [\"ADDRESS:PORT\", ...], the addresses that serve HTTPS (or --tls-cert with --listen)"
+    );
+    assert_eq!(
+        run(
+            &dir,
+            "[tls]\nlisten = [\"127.0.0.1:8443\"]\n[[tls.certificate]]\ncert = \"a.pem\"\n",
+            &[]
+        )
+        .unwrap_err(),
+        "DIR/site.toml:4: tls.certificate[1]: needs key = \"privkey.pem\" (the PEM private key)"
+    );
+    assert!(run(
+        &dir,
+        "[tls]\nlisten = [\"127.0.0.1:8443\"]\nsesion_cache = 1\n",
+        &[]
+    )
+    .unwrap_err()
+    .starts_with(
+        "DIR/site.toml:4: unknown key \"tls.sesion_cache\"; did you mean \"session_cache\"?"
+    ));
+    assert_eq!(
+        run(&dir, &format!("listen = \"127.0.0.1:8443\"\n{ONE}"), &[]).unwrap_err(),
+        "DIR/site.toml:3: tls: 127.0.0.1:8443 is in both listen and tls.listen; an address serves either plain HTTP or HTTPS"
+    );
+    assert_eq!(
+        run(&dir, "[tls]\nlisten = []\n", &[]).unwrap_err(),
+        "DIR/site.toml:3: tls.listen: expected at least one address"
+    );
+}
+
+#[test]
+fn tls_flags_make_the_listen_flags_serve_https() {
+    let dir = site();
+    let a = dir.path().join("a.pem");
+    let k = dir.path().join("a.key");
+    let (a, k) = (a.to_str().unwrap(), k.to_str().unwrap());
+    let c = run(
+        &dir,
+        "",
+        &[
+            "--tls-cert",
+            a,
+            "--tls-key",
+            k,
+            "--listen",
+            "127.0.0.1:9443",
+        ],
+    )
+    .unwrap();
+    assert!(c.listen.is_empty());
+    assert_eq!(
+        c.tls.unwrap().listen,
+        vec!["127.0.0.1:9443".parse().unwrap()]
+    );
+
+    // Without --listen, the file's (or the default) plain addresses do.
+    let c = run(
+        &dir,
+        "listen = \"127.0.0.1:9000\"\n",
+        &["--tls-cert", a, "--tls-key", k],
+    )
+    .unwrap();
+    assert!(c.listen.is_empty());
+    assert_eq!(
+        c.tls.unwrap().listen,
+        vec!["127.0.0.1:9000".parse().unwrap()]
+    );
+
+    // With a [tls] section, its addresses stay, its certificates give way.
+    let toml = format!(
+        "listen = \"127.0.0.1:9000\"\n{}",
+        ONE.replace("a.pem", "b.pem").replace("a.key", "b.key")
+    );
+    let c = run(&dir, &toml, &["--tls-cert", a, "--tls-key", k]).unwrap();
+    assert_eq!(c.listen, vec!["127.0.0.1:9000".parse().unwrap()]);
+    let tls = c.tls.unwrap();
+    assert_eq!(tls.listen, vec!["127.0.0.1:8443".parse().unwrap()]);
+    assert_eq!(tls.certificates.len(), 1);
+    assert_eq!(tls.certificates[0].names[0], "a.test");
+
+    assert_eq!(
+        run(&dir, "", &["--tls-cert", a]).unwrap_err(),
+        "--tls-cert: needs --tls-key FILE too (see brisk --help)"
+    );
+    assert_eq!(
+        run(&dir, "", &["--tls-cert", a, "--tls-key", a]).unwrap_err(),
+        "--tls-key: DIR/a.pem: no private key in it (expected a PEM \"PRIVATE KEY\", \"EC PRIVATE KEY\" or \"RSA PRIVATE KEY\" block)"
+    );
+}
+
+#[test]
+fn check_config_shows_the_certificates() {
+    let dir = site();
+    let file = dir.write("site.toml", &format!("root = \"public\"\n{ONE}"));
+    let out = match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(Command::CheckOk(s)) => s.replace(dir.path().to_str().unwrap(), "DIR"),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        out.contains("listen: none (HTTPS only: see tls)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("tls: listen 127.0.0.1:8443 (TLS 1.3 and 1.2, ALPN http/1.1, no 0-RTT)\n"),
+        "{out}"
+    );
+    assert!(out.contains(
+        "  certificate 1 (default, and for clients without SNI): DIR/a.pem, key DIR/a.key; names a.test, *.a.test; expires 2126-01-01 00:00:00 UTC\n"
+    ), "{out}");
+    let plain = match args(&["--check-config"]) {
+        Ok(Command::CheckOk(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    assert!(plain.contains("tls: off\n"), "{plain}");
+}
+
+#[test]
+fn a_key_readable_by_everyone_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = site();
+    let file = dir.write("site.toml", &format!("root = \"public\"\n{ONE}"));
+    let key = dir.path().join("a.key");
+    let summary = |mode: u32| {
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+        match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+            Ok(Command::CheckOk(s)) => s.replace(dir.path().to_str().unwrap(), "DIR"),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(summary(0o644).contains(
+        "  warning: tls: the private key DIR/a.key is readable by every user (mode 644); chmod 600 it"
+    ));
+    assert!(!summary(0o600).contains("warning"));
+    assert!(!summary(0o640).contains("warning"));
+}

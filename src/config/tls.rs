@@ -1,0 +1,212 @@
+//! `[tls]` and `[[tls.certificate]]`: HTTPS listeners and certificates.
+//!
+//! Certificates and keys are read and checked as the configuration loads
+//! (the key as root, at start, before the privilege drop; on SIGHUP
+//! through the reader the process layer gives, the privileged helper when
+//! only root may read the key), so that an unreadable file, a PEM without
+//! a certificate, a key that does not match, or an expired certificate is
+//! refused with the file, line and key, at start or by `--check-config`,
+//! and a reload with a broken file keeps the running certificate.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::de::DeValue;
+use toml::Spanned;
+
+use super::load::{sorted, Loader};
+use super::units::{self, LISTEN_HELP};
+use super::{ConfigError, TlsConfig};
+
+const TLS_KEYS: &[&str] = &[
+    "listen",
+    "certificate",
+    "session_tickets",
+    "session_cache",
+    "handshake_timeout",
+    "max_handshakes",
+];
+const CERTIFICATE_KEYS: &[&str] = &["cert", "key", "ocsp"];
+
+/// `[tls]` defaults, for the keys a document leaves out.
+pub(super) fn defaults() -> TlsConfig {
+    TlsConfig {
+        listen: Vec::new(),
+        certificates: Vec::new(),
+        session_tickets: true,
+        session_cache: 10_000,
+        handshake_timeout: Duration::from_secs(10),
+        max_handshakes: 256,
+    }
+}
+
+/// What `[tls]` said before the command line and the final checks: the
+/// certificate files with where each was set, read once the flags have
+/// had their say (`--tls-cert` replaces them).
+pub(crate) struct TlsSection {
+    pub(crate) config: TlsConfig,
+    /// Whether the section has `listen`.
+    pub(crate) has_listen: bool,
+    /// Where `[tls]` is, for errors about the whole section.
+    pub(crate) origin: String,
+    /// Each `[[tls.certificate]]`: its files and their origins.
+    pub(crate) certificates: Vec<CertificateSource>,
+}
+
+/// One `[[tls.certificate]]` before it is read.
+#[cfg_attr(not(feature = "tls"), allow(dead_code))]
+pub(crate) struct CertificateSource {
+    pub(crate) cert: (PathBuf, String),
+    pub(crate) key: (PathBuf, String),
+    pub(crate) ocsp: Option<(PathBuf, String)>,
+}
+
+impl Loader<'_> {
+    pub(super) fn tls(&self, v: &Spanned<DeValue<'_>>) -> Result<TlsSection, ConfigError> {
+        let mut section = TlsSection {
+            config: defaults(),
+            has_listen: false,
+            origin: self.origin("tls", v),
+            certificates: Vec::new(),
+        };
+        let c = &mut section.config;
+        for (key, value) in sorted(self.table("tls", v)?) {
+            match key.get_ref().as_ref() {
+                "listen" => {
+                    c.listen = self.addresses("tls.listen", value)?;
+                    section.has_listen = true;
+                }
+                "certificate" => {
+                    section.certificates =
+                        self.each_table("tls.certificate", value, |name, item, table| {
+                            let mut cert = None;
+                            let mut key = None;
+                            let mut ocsp = None;
+                            for (k, value) in sorted(table) {
+                                let field = k.get_ref().as_ref();
+                                let full = format!("{name}.{field}");
+                                let slot = match field {
+                                    "cert" => &mut cert,
+                                    "key" => &mut key,
+                                    "ocsp" => &mut ocsp,
+                                    _ => return Err(self.unknown(k, name, CERTIFICATE_KEYS)),
+                                };
+                                *slot = Some((self.path(&full, value)?, self.origin(&full, value)));
+                            }
+                            let cert = cert.ok_or_else(|| {
+                                self.fail(
+                                    item,
+                                    name,
+                                    "needs cert = \"fullchain.pem\" (the PEM chain)",
+                                )
+                            })?;
+                            let key = key.ok_or_else(|| {
+                                self.fail(
+                                    item,
+                                    name,
+                                    "needs key = \"privkey.pem\" (the PEM private key)",
+                                )
+                            })?;
+                            Ok(CertificateSource { cert, key, ocsp })
+                        })?;
+                }
+                "session_tickets" => {
+                    c.session_tickets = self.boolean("tls.session_tickets", value)?
+                }
+                "session_cache" => {
+                    c.session_cache =
+                        self.integer("tls.session_cache", value, 0, 10_000_000)? as usize
+                }
+                "handshake_timeout" => {
+                    c.handshake_timeout = self.duration("tls.handshake_timeout", value, false)?
+                }
+                "max_handshakes" => {
+                    c.max_handshakes =
+                        self.integer("tls.max_handshakes", value, 1, 1_000_000)? as usize
+                }
+                _ => return Err(self.unknown(key, "tls", TLS_KEYS)),
+            }
+        }
+        Ok(section)
+    }
+
+    /// A non-empty list of distinct listen addresses.
+    pub(super) fn addresses(
+        &self,
+        key: &str,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<SocketAddr>, ConfigError> {
+        let items = self.strings(key, v)?;
+        if items.is_empty() {
+            return Err(self.fail(v, key, "expected at least one address"));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (s, item) in items {
+            let addr =
+                units::parse_listen(s).ok_or_else(|| self.expected(item, key, LISTEN_HELP))?;
+            if out.contains(&addr) {
+                return Err(self.fail(item, key, &format!("{addr} is listed twice")));
+            }
+            out.push(addr);
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a file the configuration names (see [`super::ReadFile`]).
+pub(crate) type Read<'a> = &'a dyn Fn(&std::path::Path) -> std::io::Result<Vec<u8>>;
+
+/// Reads and checks every certificate of `section` with `read`, into its
+/// configuration; errors name where each file was set.
+#[cfg(feature = "tls")]
+pub(crate) fn finish(mut section: TlsSection, read: Read<'_>) -> Result<TlsConfig, ConfigError> {
+    use crate::tls::certs::{self, CertificateFiles};
+    if section.certificates.is_empty() {
+        return Err(ConfigError {
+            message: format!(
+                "{}: needs at least one [[tls.certificate]] with cert and key (or --tls-cert FILE --tls-key FILE)",
+                section.origin
+            ),
+        });
+    }
+    if section.config.listen.is_empty() {
+        return Err(ConfigError {
+            message: format!(
+                "{}: needs listen = [\"ADDRESS:PORT\", ...], the addresses that serve HTTPS (or --tls-cert with --listen)",
+                section.origin
+            ),
+        });
+    }
+    let now = certs::now();
+    for source in section.certificates {
+        let files = CertificateFiles {
+            cert: source.cert.0.clone(),
+            key: source.key.0.clone(),
+            ocsp: source.ocsp.as_ref().map(|(p, _)| p.clone()),
+        };
+        let cert = certs::load(&files, read, now).map_err(|e| {
+            let from = match (e.part, &source.ocsp) {
+                (certs::Part::Key, _) => &source.key.1,
+                (certs::Part::Ocsp, Some((_, origin))) => origin,
+                _ => &source.cert.1,
+            };
+            ConfigError {
+                message: format!("{from}: {e}"),
+            }
+        })?;
+        section.config.certificates.push(cert);
+    }
+    Ok(section.config)
+}
+
+/// A build without TLS refuses `[tls]` and the TLS flags.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn finish(section: TlsSection, _read: Read<'_>) -> Result<TlsConfig, ConfigError> {
+    Err(ConfigError {
+        message: format!(
+            "{}: this brisk was built without TLS (cargo feature \"tls\"); build it with the default features to serve HTTPS",
+            section.origin
+        ),
+    })
+}
