@@ -6,6 +6,14 @@
 //!   chain, key of any common form, optional OCSP staple; the key must
 //!   match, the certificate must not have expired);
 //! - [`x509`]: the validity and the names of a certificate;
+//! - [`sni`]: the certificate for a ClientHello, by its SAN names, the
+//!   first one for clients without SNI;
+//! - [`context`]: one rustls server configuration per generation of
+//!   workers, with the session-ticket key and session cache shared by
+//!   all workers (and kept across reloads);
+//! - [`conn`]: one connection's record layer, sans-IO: ciphertext in,
+//!   plaintext out and back, with reused buffers, a handshake deadline,
+//!   plain HTTP detection and garbage handling.
 //!
 //! The crypto provider is *ring*, chosen by measurement (see
 //! `bench/tls-provider` and the commit that added it): aws-lc-rs
@@ -13,6 +21,9 @@
 //! the cargo feature `tls` (on by default).
 
 pub mod certs;
+pub mod conn;
+pub mod context;
+pub mod sni;
 pub mod x509;
 
 pub use certs::{Certificate, CertificateFiles};

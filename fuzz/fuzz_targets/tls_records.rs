@@ -1,0 +1,143 @@
+//! Feeds arbitrary bytes to a TLS server connection (`brisk::tls::conn`),
+//! in pieces, as a socket would: before any handshake (ClientHellos,
+//! plain HTTP, garbage), and, when the first byte is odd, after a real
+//! handshake with an in-memory rustls client, so that the bytes hit the
+//! encrypted record path (bad MACs, alerts, stray handshake messages).
+//! Beyond "never panics": no plaintext before a handshake, and nothing
+//! is ever called on rustls again after an error.
+
+#![no_main]
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use brisk::config::TlsConfig;
+use brisk::tls::certs::{self, CertificateFiles};
+use brisk::tls::conn::TlsConn;
+use brisk::tls::context::{server_config, Shared};
+use libfuzzer_sys::fuzz_target;
+use rustls::pki_types::ServerName;
+
+const CERT: &[u8] = include_bytes!("../../src/tls/testdata/a.pem");
+const KEY: &[u8] = include_bytes!("../../src/tls/testdata/a.key");
+
+fn config() -> Arc<rustls::ServerConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();
+    Arc::clone(CONFIG.get_or_init(|| {
+        let files = CertificateFiles {
+            cert: "a.pem".into(),
+            key: "a.key".into(),
+            ocsp: None,
+        };
+        let read = |p: &std::path::Path| Ok(if p.ends_with("a.pem") { CERT } else { KEY }.to_vec());
+        let cert = certs::load(&files, &read, certs::now()).expect("test certificate");
+        let tls = TlsConfig {
+            listen: Vec::new(),
+            certificates: vec![cert],
+            session_tickets: true,
+            session_cache: 16,
+            handshake_timeout: Duration::from_secs(10),
+            max_handshakes: 1,
+        };
+        server_config(&tls, &Shared::new(16).expect("ticket key")).expect("server config")
+    }))
+}
+
+/// Any certificate goes: the point is to reach the record layer.
+#[derive(Debug)]
+struct Trusting(rustls::crypto::WebPkiSupportedAlgorithms);
+
+impl rustls::client::danger::ServerCertVerifier for Trusting {
+    fn verify_server_cert(
+        &self,
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &[rustls::pki_types::CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &rustls::pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+/// A server connection after a full handshake with a rustls client.
+fn established(incoming: &mut Vec<u8>, plaintext: &mut Vec<u8>, out: &mut Vec<u8>) -> TlsConn {
+    let provider = brisk::tls::provider();
+    let algs = provider.signature_verification_algorithms;
+    let client_config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Trusting(algs)))
+        .with_no_client_auth();
+    let name = ServerName::try_from("a.test").expect("name");
+    let mut client = rustls::ClientConnection::new(Arc::new(client_config), name).expect("client");
+    let mut server =
+        TlsConn::new(config(), Instant::now(), Duration::from_secs(10), None).expect("server");
+    for _ in 0..10 {
+        while client.wants_write() {
+            client.write_tls(incoming).expect("client writes");
+        }
+        server.receive(incoming, plaintext, out).expect("handshake");
+        let mut rd = &out[..];
+        while !rd.is_empty() {
+            client.read_tls(&mut rd).expect("client reads");
+            client.process_new_packets().expect("client accepts");
+        }
+        out.clear();
+        if !server.is_handshaking() && !client.is_handshaking() {
+            break;
+        }
+    }
+    server
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, mut rest)) = data.split_first() else {
+        return;
+    };
+    let (mut incoming, mut plaintext, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    let mut conn = if mode & 1 == 1 {
+        established(&mut incoming, &mut plaintext, &mut out)
+    } else {
+        TlsConn::new(config(), Instant::now(), Duration::from_secs(10), None).expect("server")
+    };
+    let handshaking = conn.is_handshaking();
+    let mut failed = false;
+    // Pieces of 1 to 256 bytes, each length taken from the input.
+    while let Some((&len, tail)) = rest.split_first() {
+        let n = (usize::from(len) + 1).min(tail.len());
+        incoming.extend_from_slice(&tail[..n]);
+        rest = &tail[n..];
+        match conn.receive(&mut incoming, &mut plaintext, &mut out) {
+            Ok(_) => assert!(!failed, "a call after an error succeeded"),
+            Err(_) => failed = true,
+        }
+        if handshaking && conn.is_handshaking() {
+            assert!(plaintext.is_empty(), "plaintext before the handshake");
+        }
+        if conn.send(b"HTTP/1.1 200 OK\r\n\r\n", &mut incoming, &mut out).is_ok() {
+            assert!(!failed, "a send after an error succeeded");
+        }
+    }
+    conn.close_notify(&mut incoming, &mut out);
+});

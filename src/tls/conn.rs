@@ -1,0 +1,514 @@
+//! One TLS connection's record layer, sans-IO, over rustls's unbuffered
+//! server connection: the transport feeds it the ciphertext it read and
+//! gets plaintext out; it hands it plaintext and gets records to write.
+//!
+//! It owns no buffer: the caller's (per-worker, reused) buffers go in and
+//! out of every call, so an idle TLS connection is only rustls's state
+//! (3.3 KiB: 2.2 KiB of heap and this struct; `tests/tls_memory.rs`),
+//! not the 4 KiB read buffer and chunk queues a buffered rustls
+//! connection keeps. rustls 0.23 itself still makes one short-lived
+//! buffer per record it decrypts or encrypts (two per request).
+//!
+//! Around rustls it adds what a server facing the internet needs:
+//! - a handshake deadline ([`TlsConn::handshake_deadline`]) that the
+//!   event loop's timer enforces, as it does the request-head timeout;
+//! - a per-worker cap on handshakes in progress ([`Handshakes`]), so that
+//!   a flood of handshakes cannot take the CPU from established clients;
+//! - plain HTTP sent to a TLS port is answered with a readable `400` in
+//!   plaintext (nginx's "plain HTTP request was sent to HTTPS port"), then
+//!   closed, instead of a TLS alert the browser shows as gibberish;
+//! - anything else that is not TLS is a [`TlsError`] after which the
+//!   caller writes what is in `out` (a fatal alert, when rustls made one)
+//!   and closes; [`TlsError::log_line`] says what happened for a debug
+//!   line, which the caller rate-limits (`log::budget::LineBudget`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::server::UnbufferedServerConnection;
+use rustls::unbuffered::{
+    ConnectionState, EncodeError, EncryptError, InsufficientSizeError, UnbufferedStatus,
+};
+use rustls::ServerConfig;
+
+/// The answer to plain HTTP on a TLS port (RFC 9110 §15.5.1: the request
+/// cannot be processed as sent).
+pub const PLAIN_HTTP_ANSWER: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
+Content-Type: text/plain; charset=utf-8\r\n\
+Content-Length: 71\r\n\
+Connection: close\r\n\
+\r\n\
+This port speaks HTTPS: the plain HTTP request was sent to a TLS port.\n";
+
+/// Bytes of framing a TLS record adds to its payload, at most (header,
+/// content type, AEAD tag; TLS 1.2's explicit nonce).
+const RECORD_OVERHEAD: usize = 5 + 1 + 16 + 8;
+/// The largest record payload (RFC 8446 §5.1).
+const MAX_FRAGMENT: usize = 16 * 1024;
+
+/// Handshakes in progress on one worker, against its cap.
+#[derive(Debug, Clone)]
+pub struct Handshakes {
+    active: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// One handshake's place under the cap; given back when the handshake
+/// ends (done or failed) or the connection goes.
+#[derive(Debug)]
+pub struct HandshakeSlot(Arc<AtomicUsize>);
+
+impl Drop for HandshakeSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Handshakes {
+    /// A cap of `max` handshakes at once (at least 1).
+    pub fn new(max: usize) -> Handshakes {
+        Handshakes {
+            active: Arc::new(AtomicUsize::new(0)),
+            max: max.max(1),
+        }
+    }
+
+    /// A place for one more handshake, or `None` while the cap is
+    /// reached: the caller then leaves new connections in the kernel's
+    /// accept queue until one ends.
+    pub fn try_begin(&self) -> Option<HandshakeSlot> {
+        let prev = self.active.fetch_add(1, Ordering::Relaxed);
+        if prev >= self.max {
+            self.active.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(HandshakeSlot(Arc::clone(&self.active)))
+    }
+
+    /// Handshakes in progress.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a TLS connection must close. Whatever `out` holds after the call
+/// that returned it (a readable 400, a fatal alert) is written first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TlsError {
+    /// The client sent plain HTTP; `out` holds [`PLAIN_HTTP_ANSWER`].
+    PlainHttp,
+    /// Not TLS at all, or TLS that breaks the protocol (a garbage record,
+    /// a bad MAC, a handshake rustls refuses).
+    Protocol(rustls::Error),
+}
+
+impl TlsError {
+    /// A short line for the debug log.
+    pub fn log_line(&self) -> String {
+        match self {
+            TlsError::PlainHttp => "plain HTTP sent to a TLS port: answered 400".to_string(),
+            TlsError::Protocol(e) => format!("TLS error, connection closed: {e}"),
+        }
+    }
+}
+
+/// What a call to [`TlsConn::receive`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Received {
+    /// Plaintext bytes appended to the caller's buffer.
+    pub plaintext: usize,
+    /// The handshake completed during this call.
+    pub handshake_done: bool,
+    /// The client sent close_notify: no more plaintext will come.
+    pub peer_closed: bool,
+}
+
+/// A TLS connection's state (rustls's), without buffers.
+pub struct TlsConn {
+    conn: UnbufferedServerConnection,
+    /// Until the handshake ends: its deadline and its place under the cap.
+    handshake: Option<(Instant, Option<HandshakeSlot>)>,
+    /// Whether the first bytes were looked at (plain HTTP or TLS).
+    sniffed: bool,
+    peer_closed: bool,
+    /// An error ended the connection: rustls is not called again.
+    failed: bool,
+}
+
+impl std::fmt::Debug for TlsConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConn")
+            .field("handshaking", &self.handshake.is_some())
+            .field("peer_closed", &self.peer_closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsConn {
+    /// A new server connection with `config`; its handshake must end
+    /// within `timeout` of `now`. `slot` is its place under the worker's
+    /// cap ([`Handshakes::try_begin`]), held until the handshake ends.
+    pub fn new(
+        config: Arc<ServerConfig>,
+        now: Instant,
+        timeout: Duration,
+        slot: Option<HandshakeSlot>,
+    ) -> Result<TlsConn, rustls::Error> {
+        Ok(TlsConn {
+            conn: UnbufferedServerConnection::new(config)?,
+            handshake: Some((now + timeout, slot)),
+            sniffed: false,
+            peer_closed: false,
+            failed: false,
+        })
+    }
+
+    /// When the handshake must be done by, while it is not.
+    pub fn handshake_deadline(&self) -> Option<Instant> {
+        self.handshake.as_ref().map(|(at, _)| *at)
+    }
+
+    /// Whether the handshake is still going on.
+    pub fn is_handshaking(&self) -> bool {
+        self.handshake.is_some()
+    }
+
+    /// Whether the client sent close_notify.
+    pub fn peer_closed(&self) -> bool {
+        self.peer_closed
+    }
+
+    /// Processes the ciphertext in `incoming` (what the socket gave, in
+    /// order; bytes of an incomplete record stay in it for the next call):
+    /// decrypted application data is appended to `plaintext`, and
+    /// whatever must go to the client (handshake flights, session tickets,
+    /// alerts) to `out`.
+    pub fn receive(
+        &mut self,
+        incoming: &mut Vec<u8>,
+        plaintext: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<Received, TlsError> {
+        if self.failed {
+            return Err(failed());
+        }
+        if !self.sniffed && !incoming.is_empty() {
+            match sniff(incoming) {
+                First::Tls => self.sniffed = true,
+                First::Http => {
+                    self.sniffed = true;
+                    self.failed = true;
+                    self.handshake = None;
+                    incoming.clear();
+                    out.extend_from_slice(PLAIN_HTTP_ANSWER);
+                    return Err(TlsError::PlainHttp);
+                }
+                First::TooShort => return Ok(Received::default()),
+            }
+        }
+        let mut got = Received::default();
+        let was_handshaking = self.conn.is_handshaking();
+        let result = self.drive(incoming, plaintext, out, &mut got);
+        if let Err(e) = result {
+            self.handshake = None;
+            self.failed = true;
+            // rustls queued a fatal alert for most errors: let it go out.
+            self.flush_alert(incoming, out);
+            return Err(TlsError::Protocol(e));
+        }
+        if was_handshaking && !self.conn.is_handshaking() {
+            self.handshake = None;
+            got.handshake_done = true;
+        }
+        got.peer_closed = self.peer_closed;
+        Ok(got)
+    }
+
+    fn drive(
+        &mut self,
+        incoming: &mut Vec<u8>,
+        plaintext: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+        got: &mut Received,
+    ) -> Result<(), rustls::Error> {
+        // Each turn consumes input or produces output; the bound is only a
+        // guard (a flight plus its records is far fewer turns).
+        for _ in 0..MAX_STEPS + incoming.len() / 5 {
+            let UnbufferedStatus { mut discard, state } = self.conn.process_tls_records(incoming);
+            let state = match state {
+                Ok(state) => state,
+                Err(e) => {
+                    drain(incoming, discard);
+                    return Err(e);
+                }
+            };
+            let more = match state {
+                ConnectionState::ReadTraffic(mut traffic) => {
+                    while let Some(record) = traffic.next_record() {
+                        let record = record?;
+                        discard += record.discard;
+                        plaintext.extend_from_slice(record.payload);
+                        got.plaintext += record.payload.len();
+                    }
+                    true
+                }
+                ConnectionState::EncodeTlsData(mut encode) => {
+                    encode_into(out, |buf| encode.encode(buf).map_err(encode_size))?;
+                    true
+                }
+                // What was encoded is in `out`, which the caller writes
+                // before anything later: it counts as sent.
+                ConnectionState::TransmitTlsData(transmit) => {
+                    transmit.done();
+                    true
+                }
+                ConnectionState::PeerClosed => {
+                    self.peer_closed = true;
+                    true
+                }
+                // Needs more bytes, or has nothing more to do with them.
+                ConnectionState::BlockedHandshake
+                | ConnectionState::WriteTraffic(_)
+                | ConnectionState::Closed => false,
+                // 0-RTT is off (max_early_data_size = 0).
+                ConnectionState::ReadEarlyData(_) => {
+                    return Err(rustls::Error::General("unexpected early data".into()))
+                }
+                _ => false,
+            };
+            drain(incoming, discard);
+            if !more {
+                return Ok(());
+            }
+        }
+        Err(rustls::Error::General(
+            "too many TLS steps for one read".into(),
+        ))
+    }
+
+    /// Encrypts `data` into records appended to `out`, once the handshake
+    /// is done (`Ok(false)` before: nothing was taken). `incoming` is the
+    /// buffer [`TlsConn::receive`] works on (rustls keeps its place in a
+    /// handshake message split across records there).
+    pub fn send(
+        &mut self,
+        data: &[u8],
+        incoming: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, TlsError> {
+        if self.conn.is_handshaking() {
+            return Ok(false);
+        }
+        for _ in 0..MAX_STEPS {
+            let UnbufferedStatus { discard, state } = self.conn.process_tls_records(incoming);
+            let state = state.map_err(TlsError::Protocol);
+            let done = match state {
+                Err(e) => Err(e),
+                Ok(ConnectionState::EncodeTlsData(mut encode)) => {
+                    encode_into(out, |buf| encode.encode(buf).map_err(encode_size))
+                        .map(|()| None)
+                        .map_err(TlsError::Protocol)
+                }
+                Ok(ConnectionState::TransmitTlsData(transmit)) => {
+                    transmit.done();
+                    Ok(None)
+                }
+                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
+                    encrypt_into(out, data, |d, buf| traffic.encrypt(d, buf)).map(|()| Some(true))
+                }
+                // `receive` left no complete record behind, so there is
+                // no plaintext here; a closed connection takes nothing.
+                Ok(_) => Ok(Some(false)),
+            };
+            drain(incoming, discard);
+            match done {
+                Ok(Some(sent)) => return Ok(sent),
+                Ok(None) => {}
+                Err(e) => {
+                    self.failed = true;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Appends a close_notify alert to `out` (a clean end that a client
+    /// can tell from a truncation, RFC 8446 §6.1), once the handshake is
+    /// done; before, closing is all there is.
+    pub fn close_notify(&mut self, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
+        if self.failed || self.conn.is_handshaking() {
+            return;
+        }
+        let UnbufferedStatus { discard, state } = self.conn.process_tls_records(incoming);
+        if let Ok(ConnectionState::WriteTraffic(mut traffic)) = state {
+            let _ = encode_into(out, |buf| {
+                traffic.queue_close_notify(buf).map_err(|e| match e {
+                    EncryptError::InsufficientSize(s) => Ok(s.required_size),
+                    e => Err(rustls::Error::General(e.to_string())),
+                })
+            });
+        }
+        drain(incoming, discard);
+    }
+
+    /// After an error: the fatal alert rustls queued, if any, into `out`.
+    /// One call only: rustls hands out what it queued before it looks at
+    /// the input again, and looking at the input that failed would fail
+    /// again (and rustls asserts it sends one fatal alert at most).
+    fn flush_alert(&mut self, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
+        let UnbufferedStatus { discard, state } = self.conn.process_tls_records(incoming);
+        if let Ok(ConnectionState::EncodeTlsData(mut encode)) = state {
+            let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
+        }
+        drain(incoming, discard);
+    }
+
+    /// The protocol version, once negotiated: `TLSv1.3` or `TLSv1.2`
+    /// (the names of CGI's `SSL_PROTOCOL` and the access log).
+    pub fn protocol(&self) -> Option<&'static str> {
+        Some(match self.conn.protocol_version()? {
+            rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
+            rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
+            _ => "TLS",
+        })
+    }
+
+    /// The cipher suite, once negotiated, by its IANA name
+    /// (`TLS13_AES_128_GCM_SHA256`; CGI's `SSL_CIPHER`).
+    pub fn cipher(&self) -> Option<&'static str> {
+        self.conn.negotiated_cipher_suite()?.suite().as_str()
+    }
+
+    /// The ALPN protocol agreed on, if any.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
+    /// Whether this connection resumed an earlier session.
+    pub fn resumed(&self) -> bool {
+        self.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+    }
+}
+
+/// Steps of rustls's state machine one call may take (a flight, the
+/// tickets, an alert): a bound, so that no state can spin a worker.
+const MAX_STEPS: usize = 32;
+
+/// The error of a call on a connection that failed before.
+fn failed() -> TlsError {
+    TlsError::Protocol(rustls::Error::General(
+        "the TLS connection failed before".into(),
+    ))
+}
+
+/// Drops the `n` bytes rustls is done with from the front of `incoming`.
+fn drain(incoming: &mut Vec<u8>, n: usize) {
+    incoming.drain(..n.min(incoming.len()));
+}
+
+/// Encrypts `data` at the end of `out`, growing it to what the records
+/// need (a first guess from the record overhead, then rustls's figure).
+fn encrypt_into(
+    out: &mut Vec<u8>,
+    data: &[u8],
+    mut encrypt: impl FnMut(&[u8], &mut [u8]) -> Result<usize, EncryptError>,
+) -> Result<(), TlsError> {
+    let records = data.len().div_ceil(MAX_FRAGMENT).max(1);
+    let mut room = data.len() + records * RECORD_OVERHEAD;
+    let start = out.len();
+    for _ in 0..2 {
+        out.resize(start + room, 0);
+        match encrypt(data, &mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                return Ok(());
+            }
+            Err(EncryptError::InsufficientSize(InsufficientSizeError { required_size }))
+                if required_size > room =>
+            {
+                room = required_size;
+            }
+            Err(e) => {
+                out.truncate(start);
+                return Err(TlsError::Protocol(rustls::Error::General(e.to_string())));
+            }
+        }
+    }
+    out.truncate(start);
+    Err(TlsError::Protocol(rustls::Error::General(
+        "record encryption needs more room than it said".into(),
+    )))
+}
+
+/// `InsufficientSize` becomes the size wanted; anything else an error.
+fn encode_size(e: EncodeError) -> Result<usize, rustls::Error> {
+    match e {
+        EncodeError::InsufficientSize(s) => Ok(s.required_size),
+        e => Err(rustls::Error::General(e.to_string())),
+    }
+}
+
+/// Runs `write` on free space at the end of `out`, growing it to the size
+/// `write` asks for (`Err(Ok(size))`) once; keeps what it wrote.
+fn encode_into(
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(&mut [u8]) -> Result<usize, Result<usize, rustls::Error>>,
+) -> Result<(), rustls::Error> {
+    let start = out.len();
+    let mut room = 1024;
+    for _ in 0..2 {
+        out.resize(start + room, 0);
+        match write(&mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                return Ok(());
+            }
+            Err(Ok(need)) if need > room => room = need,
+            Err(Ok(_)) => {
+                out.truncate(start);
+                return Err(rustls::Error::General("record encoding failed".into()));
+            }
+            Err(Err(e)) => {
+                out.truncate(start);
+                return Err(e);
+            }
+        }
+    }
+    out.truncate(start);
+    Err(rustls::Error::General(
+        "record encoding needs more room than it said".into(),
+    ))
+}
+
+/// What the first bytes of a connection are.
+#[derive(Debug, PartialEq, Eq)]
+enum First {
+    /// TLS, or at least not HTTP: rustls judges.
+    Tls,
+    /// An HTTP request line.
+    Http,
+    /// Upper-case letters so far: a method whose end has not come yet.
+    TooShort,
+}
+
+/// A TLS record starts with its content type, 22 for the ClientHello's
+/// handshake record (RFC 8446 §5.1); an HTTP request with a method, an
+/// upper-case token of 3 to 7 letters and a space (`GET `, `OPTIONS `).
+fn sniff(first: &[u8]) -> First {
+    const LONGEST: usize = 7;
+    let letters = first
+        .iter()
+        .take(LONGEST + 1)
+        .take_while(|b| b.is_ascii_uppercase())
+        .count();
+    match first.get(letters) {
+        Some(b' ') if letters >= 3 => First::Http,
+        None if letters > 0 && letters <= LONGEST => First::TooShort,
+        _ => First::Tls,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,463 @@
+//! The record layer against a real rustls client, in memory: handshakes
+//! (TLS 1.3 and 1.2), data both ways, SNI, ALPN, resumption by tickets
+//! across two server configurations that share the ticket key, plain HTTP
+//! and garbage, the handshake cap and deadline.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+use super::*;
+use crate::config::TlsConfig;
+use crate::tls::certs::{self, CertificateFiles};
+use crate::tls::context::{server_config, Shared};
+
+fn testdata(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/tls/testdata")
+        .join(name)
+}
+
+pub(crate) fn certificate(name: &str) -> crate::tls::Certificate {
+    let files = CertificateFiles {
+        cert: testdata(&format!("{name}.pem")),
+        key: testdata(&format!("{name}.key")),
+        ocsp: None,
+    };
+    certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("test certificate loads")
+}
+
+pub(crate) fn tls_config(names: &[&str]) -> TlsConfig {
+    TlsConfig {
+        listen: Vec::new(),
+        certificates: names.iter().map(|n| certificate(n)).collect(),
+        session_tickets: true,
+        session_cache: 100,
+        handshake_timeout: Duration::from_secs(10),
+        max_handshakes: 10,
+    }
+}
+
+fn client(
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    alpn: &[&[u8]],
+) -> Arc<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    let ca = CertificateDer::from_pem_file(testdata("ca.pem")).expect("ca.pem");
+    roots.add(ca).expect("CA certificate");
+    let mut c = ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
+        .with_protocol_versions(versions)
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    c.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(c)
+}
+
+fn tls13() -> Arc<ClientConfig> {
+    client(&[&rustls::version::TLS13], &[b"http/1.1"])
+}
+
+/// A client and a server connection with the buffers a worker would lend.
+struct Pair {
+    client: ClientConnection,
+    server: TlsConn,
+    incoming: Vec<u8>,
+    plaintext: Vec<u8>,
+    out: Vec<u8>,
+    /// What the client has read so far.
+    got: Vec<u8>,
+    /// The client read a clean end (close_notify).
+    eof: bool,
+}
+
+impl Pair {
+    fn new(cc: Arc<ClientConfig>, sni: &str, sc: Arc<rustls::ServerConfig>) -> Pair {
+        let name = ServerName::try_from(sni.to_string()).expect("server name");
+        Pair {
+            client: ClientConnection::new(cc, name).expect("client"),
+            server: TlsConn::new(sc, Instant::now(), Duration::from_secs(10), None)
+                .expect("server"),
+            incoming: Vec::new(),
+            plaintext: Vec::new(),
+            out: Vec::new(),
+            got: Vec::new(),
+            eof: false,
+        }
+    }
+
+    fn send(&mut self, data: &[u8]) -> Result<bool, TlsError> {
+        self.server.send(data, &mut self.incoming, &mut self.out)
+    }
+
+    /// Moves bytes both ways until neither side has anything to say.
+    fn pump(&mut self) -> Result<(), TlsError> {
+        for _ in 0..20 {
+            let mut moved = false;
+            while self.client.wants_write() {
+                self.client
+                    .write_tls(&mut self.incoming)
+                    .expect("client writes");
+                moved = true;
+            }
+            if !self.incoming.is_empty() {
+                self.server
+                    .receive(&mut self.incoming, &mut self.plaintext, &mut self.out)?;
+            }
+            if !self.out.is_empty() {
+                let out = std::mem::take(&mut self.out);
+                let mut rd = &out[..];
+                while !rd.is_empty() {
+                    self.client.read_tls(&mut rd).expect("client reads");
+                    self.client.process_new_packets().expect("client accepts");
+                    self.client_reads();
+                }
+                moved = true;
+            }
+            if !moved {
+                return Ok(());
+            }
+        }
+        panic!("the pair never went quiet");
+    }
+
+    fn client_reads(&mut self) {
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.client.reader().read(&mut buf) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => self.got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("client read: {e}"),
+            }
+        }
+    }
+}
+
+fn shared() -> Shared {
+    Shared::new(100).expect("ticket key")
+}
+
+#[test]
+fn handshake_and_data_both_ways_tls13() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let mut p = Pair::new(tls13(), "a.test", sc);
+    assert!(p.server.is_handshaking());
+    assert!(p.server.handshake_deadline().is_some());
+    p.pump().expect("handshake");
+    assert!(!p.client.is_handshaking());
+    assert!(!p.server.is_handshaking());
+    assert_eq!(p.server.handshake_deadline(), None);
+    assert_eq!(p.server.protocol(), Some("TLSv1.3"));
+    assert!(p.server.cipher().is_some_and(|c| c.starts_with("TLS13_")));
+
+    p.client
+        .writer()
+        .write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        .expect("client writes");
+    p.pump().expect("request");
+    assert_eq!(p.plaintext, b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+
+    let body = vec![b'x'; 40_000];
+    assert_eq!(p.send(&body), Ok(true));
+    p.pump().expect("response");
+    assert_eq!(p.got, body);
+    assert!(!p.eof);
+
+    p.server.close_notify(&mut p.incoming, &mut p.out);
+    p.pump().expect("close");
+    assert!(p.eof, "close_notify is a clean end");
+}
+
+#[test]
+fn tls12_handshake_and_data() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let cc = client(&[&rustls::version::TLS12], &[b"http/1.1"]);
+    let mut p = Pair::new(cc, "a.test", sc);
+    p.pump().expect("handshake");
+    assert_eq!(p.server.protocol(), Some("TLSv1.2"));
+    assert!(p
+        .server
+        .cipher()
+        .is_some_and(|c| c.starts_with("TLS_ECDHE_")));
+    p.client.writer().write_all(b"ping").expect("write");
+    p.pump().expect("data");
+    assert_eq!(p.plaintext, b"ping");
+    assert_eq!(p.send(b"pong"), Ok(true));
+    p.pump().expect("data");
+    assert_eq!(p.got, b"pong");
+}
+
+#[test]
+fn a_body_in_one_byte_pieces_is_reassembled() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let mut p = Pair::new(tls13(), "a.test", sc);
+    p.pump().expect("handshake");
+    p.client
+        .writer()
+        .write_all(b"hello over tls")
+        .expect("write");
+    let mut records = Vec::new();
+    p.client.write_tls(&mut records).expect("records");
+    for b in records {
+        p.incoming.push(b);
+        p.server
+            .receive(&mut p.incoming, &mut p.plaintext, &mut p.out)
+            .expect("partial record is fine");
+    }
+    assert_eq!(p.plaintext, b"hello over tls");
+    assert!(p.incoming.is_empty());
+}
+
+fn leaf_of(p: &Pair) -> Vec<u8> {
+    p.client.peer_certificates().expect("server certificate")[0].to_vec()
+}
+
+fn leaf_file(name: &str) -> Vec<u8> {
+    CertificateDer::from_pem_file(testdata(&format!("{name}.pem")))
+        .expect("pem")
+        .to_vec()
+}
+
+#[test]
+fn sni_chooses_the_certificate_by_its_names() {
+    let sc = server_config(&tls_config(&["a", "b", "c"]), &shared()).expect("config");
+    // Every client trusts the CA, so any certificate would verify for its
+    // own names only: the handshake succeeding is half the proof.
+    for (sni, expect) in [
+        ("b.test", "b"),
+        ("c.test", "c"),
+        ("www.a.test", "a"),
+        ("a.test", "a"),
+    ] {
+        let mut p = Pair::new(tls13(), sni, Arc::clone(&sc));
+        p.pump().expect(sni);
+        assert_eq!(leaf_of(&p), leaf_file(expect), "SNI {sni}");
+    }
+}
+
+/// Takes any certificate and remembers it: a client of an IP address
+/// sends no SNI, and no test certificate is for 127.0.0.1.
+#[derive(Debug)]
+struct Remember(
+    std::sync::Mutex<Vec<u8>>,
+    rustls::crypto::WebPkiSupportedAlgorithms,
+);
+
+impl rustls::client::danger::ServerCertVerifier for Remember {
+    fn verify_server_cert(
+        &self,
+        leaf: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        *self.0.lock().expect("lock") = leaf.to_vec();
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.1)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.1)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.1.supported_schemes()
+    }
+}
+
+#[test]
+fn without_sni_the_first_certificate_is_served() {
+    let sc = server_config(&tls_config(&["b", "a"]), &shared()).expect("config");
+    let provider = crate::tls::provider();
+    let seen = Arc::new(Remember(
+        Default::default(),
+        provider.signature_verification_algorithms,
+    ));
+    let cc = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("versions")
+        .dangerous()
+        .with_custom_certificate_verifier(seen.clone())
+        .with_no_client_auth();
+    let mut p = Pair::new(Arc::new(cc), "127.0.0.1", sc);
+    p.pump().expect("handshake");
+    assert_eq!(*seen.0.lock().expect("lock"), leaf_file("b"));
+}
+
+#[test]
+fn alpn_agrees_on_http11() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let cc = client(&[&rustls::version::TLS13], &[b"h2", b"http/1.1"]);
+    let mut p = Pair::new(cc, "a.test", sc);
+    p.pump().expect("handshake");
+    assert_eq!(p.server.alpn(), Some(&b"http/1.1"[..]));
+    assert_eq!(p.client.alpn_protocol(), Some(&b"http/1.1"[..]));
+}
+
+#[test]
+fn alpn_without_http11_is_refused() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let cc = client(&[&rustls::version::TLS13], &[b"h2"]);
+    let mut p = Pair::new(cc, "a.test", sc);
+    assert!(matches!(p.pump(), Err(TlsError::Protocol(_))));
+}
+
+#[test]
+fn tickets_resume_on_another_worker_of_the_same_server() {
+    let tls = tls_config(&["a"]);
+    let keys = shared();
+    // Two generations (or two workers' configurations) with one key.
+    let first = server_config(&tls, &keys).expect("config");
+    let second = server_config(&tls, &keys).expect("config");
+    let cc = tls13();
+    let mut p = Pair::new(Arc::clone(&cc), "a.test", first);
+    p.pump().expect("full handshake");
+    assert!(!p.server.resumed());
+    let mut q = Pair::new(Arc::clone(&cc), "a.test", second);
+    q.pump().expect("resumed handshake");
+    assert!(
+        q.server.resumed(),
+        "a ticket from one configuration resumes on the other"
+    );
+
+    // A server with another ticket key (another process) cannot.
+    let other = server_config(&tls, &shared()).expect("config");
+    let mut r = Pair::new(cc, "a.test", other);
+    r.pump().expect("handshake");
+    assert!(!r.server.resumed());
+}
+
+#[test]
+fn tls12_resumes_from_the_session_cache_without_tickets() {
+    let mut tls = tls_config(&["a"]);
+    tls.session_tickets = false;
+    let keys = shared();
+    let cc = client(&[&rustls::version::TLS12], &[b"http/1.1"]);
+    let mut p = Pair::new(
+        Arc::clone(&cc),
+        "a.test",
+        server_config(&tls, &keys).expect("config"),
+    );
+    p.pump().expect("full");
+    let mut q = Pair::new(cc, "a.test", server_config(&tls, &keys).expect("config"));
+    q.pump().expect("resumed");
+    assert!(q.server.resumed());
+}
+
+#[test]
+fn plain_http_gets_a_readable_400() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let mut conn = TlsConn::new(sc, Instant::now(), Duration::from_secs(10), None).expect("conn");
+    let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+    // A method cut short is not judged yet.
+    let mut incoming = b"GE".to_vec();
+    assert_eq!(
+        conn.receive(&mut incoming, &mut plaintext, &mut out),
+        Ok(Received::default())
+    );
+    assert!(out.is_empty());
+    incoming.extend_from_slice(b"T / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(
+        conn.receive(&mut incoming, &mut plaintext, &mut out),
+        Err(TlsError::PlainHttp)
+    );
+    assert_eq!(out, PLAIN_HTTP_ANSWER);
+    assert!(plaintext.is_empty());
+    let text = std::str::from_utf8(PLAIN_HTTP_ANSWER).expect("ascii");
+    let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+    assert!(head.contains(&format!("Content-Length: {}", body.len())));
+}
+
+#[test]
+fn garbage_closes_with_an_error() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    for garbage in [
+        &b"\x16\x03\x01\x00\x05hello"[..],
+        &b"\x17\x03\x03\x00\x10abcdefghijklmnop"[..],
+        &b"\x80\x2e\x01\x03\x01"[..],
+        &b"\x00\x00\x00\x00\x00\x00\x00\x00"[..],
+        &b"\x16\x03\x01\xff\xff"[..],
+    ] {
+        let mut conn = TlsConn::new(
+            Arc::clone(&sc),
+            Instant::now(),
+            Duration::from_secs(10),
+            None,
+        )
+        .expect("conn");
+        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+        let mut incoming = garbage.to_vec();
+        let got = conn.receive(&mut incoming, &mut plaintext, &mut out);
+        // A record header that promises more just waits for it (the
+        // handshake deadline ends a client that never sends it).
+        if garbage == b"\x16\x03\x01\xff\xff" {
+            assert!(got.is_err() || incoming.len() == 5, "{garbage:?}: {got:?}");
+            continue;
+        }
+        let err = got.expect_err("garbage is an error");
+        assert!(matches!(err, TlsError::Protocol(_)), "{garbage:?}");
+        assert!(!err.log_line().is_empty());
+        assert!(plaintext.is_empty());
+        assert!(!conn.is_handshaking());
+    }
+}
+
+#[test]
+fn the_handshake_cap_counts_handshakes_in_progress_only() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let cap = Handshakes::new(2);
+    let first = cap.try_begin().expect("one");
+    let second = cap.try_begin().expect("two");
+    assert!(cap.try_begin().is_none(), "the third waits");
+    assert_eq!(cap.active(), 2);
+    drop(first);
+    assert_eq!(cap.active(), 1);
+    let mut p = Pair::new(tls13(), "a.test", Arc::clone(&sc));
+    p.server =
+        TlsConn::new(sc, Instant::now(), Duration::from_secs(10), cap.try_begin()).expect("server");
+    assert_eq!(cap.active(), 2);
+    p.pump().expect("handshake");
+    assert_eq!(cap.active(), 1, "a finished handshake gives its place back");
+    drop(second);
+    assert_eq!(cap.active(), 0);
+}
+
+#[test]
+fn sending_before_the_handshake_takes_nothing() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let mut conn = TlsConn::new(sc, Instant::now(), Duration::from_secs(10), None).expect("conn");
+    let (mut incoming, mut out) = (Vec::new(), Vec::new());
+    assert_eq!(conn.send(b"early", &mut incoming, &mut out), Ok(false));
+    assert!(out.is_empty());
+}
+
+#[test]
+fn the_handshake_deadline_is_the_start_plus_the_timeout() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let now = Instant::now();
+    let conn = TlsConn::new(sc, now, Duration::from_secs(7), None).expect("conn");
+    assert_eq!(
+        conn.handshake_deadline(),
+        Some(now + Duration::from_secs(7))
+    );
+}

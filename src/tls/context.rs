@@ -1,0 +1,60 @@
+//! The rustls server configuration of one generation of workers, and the
+//! state that outlives generations: the session-ticket key (rotated by
+//! rustls every 6 hours, tickets accepted for 12) and the session cache,
+//! so that a client resumes on any worker, and across a reload.
+
+use std::sync::Arc;
+
+use rustls::server::{
+    NoServerSessionStorage, ProducesTickets, ServerSessionMemoryCache, StoresServerSessions,
+};
+use rustls::ServerConfig;
+
+use super::sni::ByName;
+use crate::config::TlsConfig;
+
+/// ALPN protocols offered, most preferred first (RFC 7301); `h2` joins
+/// once HTTP/2 exists.
+pub const ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// What every generation of workers shares: made once per process.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    /// Encrypts and decrypts session tickets; its key rotates.
+    pub ticketer: Arc<dyn ProducesTickets>,
+    /// Sessions kept by the server for clients that do not take tickets
+    /// (TLS 1.2 session ids, or tickets off), bounded.
+    pub cache: Arc<dyn StoresServerSessions>,
+}
+
+impl Shared {
+    /// The ticket key and a cache of `cache_entries` sessions (0: none).
+    pub fn new(cache_entries: usize) -> Result<Shared, rustls::Error> {
+        let ticketer = rustls::crypto::ring::Ticketer::new()?;
+        let cache: Arc<dyn StoresServerSessions> = if cache_entries == 0 {
+            Arc::new(NoServerSessionStorage {})
+        } else {
+            ServerSessionMemoryCache::new(cache_entries)
+        };
+        Ok(Shared { ticketer, cache })
+    }
+}
+
+/// The server configuration for `tls`: TLS 1.3 and 1.2 only (rustls has
+/// nothing older, and only AEAD suites with forward secrecy), ALPN
+/// `http/1.1`, certificates by SNI, tickets and the cache from `shared`,
+/// no 0-RTT (replayable requests are not worth one round trip).
+pub fn server_config(tls: &TlsConfig, shared: &Shared) -> Result<Arc<ServerConfig>, rustls::Error> {
+    let mut config = ServerConfig::builder_with_provider(Arc::new(super::provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(ByName::new(&tls.certificates)));
+    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+    config.session_storage = Arc::clone(&shared.cache);
+    if tls.session_tickets {
+        config.ticketer = Arc::clone(&shared.ticketer);
+    }
+    config.max_early_data_size = 0;
+    config.send_half_rtt_data = false;
+    Ok(Arc::new(config))
+}
