@@ -111,6 +111,28 @@ pub struct TlsConfig {
     pub max_handshakes: usize,
 }
 
+impl TlsConfig {
+    /// Every file the certificates were read from, with its key
+    /// (`tls.certificate[1].key`): what a reload reads again.
+    pub fn files(&self) -> Vec<(PathBuf, String)> {
+        #[cfg(feature = "tls")]
+        {
+            let mut out = Vec::new();
+            for (i, c) in self.certificates.iter().enumerate() {
+                let key = |k: &str| format!("tls.certificate[{}].{k}", i + 1);
+                out.push((c.files.cert.clone(), key("cert")));
+                out.push((c.files.key.clone(), key("key")));
+                if let Some(ocsp) = &c.files.ocsp {
+                    out.push((ocsp.clone(), key("ocsp")));
+                }
+            }
+            out
+        }
+        #[cfg(not(feature = "tls"))]
+        Vec::new()
+    }
+}
+
 /// A `[[tls.certificate]]` ready to serve (see `tls::certs`).
 #[cfg(feature = "tls")]
 pub type TlsCertificate = crate::tls::Certificate;

@@ -409,6 +409,9 @@ fn confinement(c: &Config, s: &mut String) {
             if c.config_file.is_some() {
                 reads.push("the configuration file's directory");
             }
+            if c.tls.is_some() {
+                reads.push("the TLS files' directories (brisk-priv's when brisk starts as root)");
+            }
             let files = [&c.log.access, &c.log.error]
                 .into_iter()
                 .any(|t| matches!(t, LogTarget::File(_)));

@@ -135,6 +135,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                     reload.as_ref(),
                     &loaded,
                     confined.sandboxes.as_ref(),
+                    confined.privileged.as_deref(),
                     &mut running,
                     &logs,
                 ) {

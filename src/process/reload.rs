@@ -2,9 +2,13 @@
 //! restart can change (the process's identity and confinement, the
 //! chroot, the sandbox's rules), and handed to [`Running::reload`].
 
+use std::io;
+use std::path::Path;
+
 use crate::config::{Config, Reload};
 use crate::log::LogService;
 use crate::server::Running;
+use crate::sys::privileged::Privileged;
 
 use super::confine::Sandboxes;
 use super::Error;
@@ -16,6 +20,7 @@ pub(super) fn reload_config(
     reload: Option<&Reload>,
     loaded: &Config,
     sandboxes: Option<&Sandboxes>,
+    privileged: Option<&Privileged>,
     running: &mut Running,
     logs: &LogService,
 ) -> Result<(), Error> {
@@ -26,9 +31,10 @@ pub(super) fn reload_config(
     if loaded.chroot.is_some() {
         return Err(Error::ReloadInChroot);
     }
+    let read = |file: &Path| read_tls(file, sandboxes, privileged);
     let mut cfg = match sandboxes {
-        Some(s) => reload.load_readable(&|file| Ok(s.readable(file)?)),
-        None => reload.load(),
+        Some(s) => reload.load_with(&|file| Ok(s.readable(file)?), &read),
+        None => reload.load_with(&|_| Ok(()), &read),
     }?;
     if cfg.tls.is_some() {
         return Err(Error::TlsNotServed);
@@ -53,4 +59,26 @@ pub(super) fn reload_config(
         }
     }
     Ok(running.reload(cfg, logs)?)
+}
+
+/// Reads a TLS file a reloaded configuration names: through the
+/// privileged helper when it was granted at start (a key readable by root
+/// only, as at start), else as the server, inside its sandbox (whose
+/// refusal names the way out).
+fn read_tls(
+    file: &Path,
+    sandboxes: Option<&Sandboxes>,
+    privileged: Option<&Privileged>,
+) -> io::Result<Vec<u8>> {
+    if let Some(helper) = privileged {
+        match helper.read_tls(file) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+            done => return done,
+        }
+    }
+    if let Some(s) = sandboxes {
+        s.readable(file)
+            .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+    }
+    std::fs::read(file)
 }

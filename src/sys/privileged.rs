@@ -17,8 +17,10 @@
 //! Protocol: one `SOCK_SEQPACKET` message per request, an opcode byte and
 //! its argument; one answer per request, the `errno` as a native `i32`
 //! (0 for success) with the descriptor, if any, as `SCM_RIGHTS`. New
-//! errands (reading a root-only TLS key again on reload, say) are a new
-//! opcode with its own grant.
+//! errands are a new opcode with its own grant; the TLS certificates and
+//! keys of the configuration at start are one: on SIGHUP the server reads
+//! them again (a renewal) through a descriptor the helper opens, since
+//! a key is often readable by root only.
 
 use std::fs::File;
 use std::io;
@@ -40,6 +42,9 @@ const LISTEN: u8 = b'L';
 /// The server stops: remove the pid file (after the answer the helper
 /// exits).
 const FINISH: u8 = b'F';
+/// Open a granted TLS file (certificate, key, OCSP response) for reading;
+/// the argument is its path.
+const READ_TLS: u8 = b'R';
 
 /// Largest request: a path or an address.
 const MAX_REQUEST: usize = 8192;
@@ -51,6 +56,9 @@ pub struct Grants {
     pub logs: Vec<PathBuf>,
     /// The pid file it removes at the end.
     pub pid_file: Option<PathBuf>,
+    /// TLS certificates, keys and OCSP responses it may open for reading,
+    /// by these exact paths (those configured at start).
+    pub tls: Vec<PathBuf>,
 }
 
 /// The server's end of `brisk-priv`.
@@ -98,6 +106,27 @@ impl Privileged {
             .ok_or_else(no_descriptor)
     }
 
+    /// The contents of the granted TLS file `path`, read through a
+    /// descriptor the helper opened (the server may not open it itself).
+    /// `PermissionDenied` for a path that was not granted.
+    pub fn read_tls(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let mut msg = vec![READ_TLS];
+        msg.extend_from_slice(path.as_os_str().as_encoded_bytes());
+        let mut file = self.ask(&msg)?.map(File::from).ok_or_else(no_descriptor)?;
+        // Plain reads: the server's seccomp filter allows read(2), and a
+        // key file is small.
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match io::Read::read(&mut file, &mut buf) {
+                Ok(0) => return Ok(out),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Removes the pid file; the helper exits afterwards.
     pub fn finish(&self) -> io::Result<()> {
         self.ask(&[FINISH]).map(drop)
@@ -138,6 +167,7 @@ fn serve(sock: OwnedFd, grants: &Grants) {
         let (done, answer) = match buf[..n].split_first() {
             Some((&OPEN_LOG, path)) => (false, open_log(grants, path)),
             Some((&LISTEN, arg)) => (false, listen(arg)),
+            Some((&READ_TLS, path)) => (false, open_tls(grants, path)),
             Some((&FINISH, [])) => (true, remove_pid_file(grants).map(|()| None)),
             _ => (false, Err(io::Error::from_raw_os_error(libc::EINVAL))),
         };
@@ -162,6 +192,15 @@ fn open_log(grants: &Grants, path: &[u8]) -> io::Result<Option<OwnedFd>> {
         .find(|p| p.as_os_str().as_encoded_bytes() == path)
         .ok_or_else(|| io::Error::from_raw_os_error(libc::EPERM))?;
     Ok(Some(fs::open_log(granted)?.into()))
+}
+
+fn open_tls(grants: &Grants, path: &[u8]) -> io::Result<Option<OwnedFd>> {
+    let granted = grants
+        .tls
+        .iter()
+        .find(|p| p.as_os_str().as_encoded_bytes() == path)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EPERM))?;
+    Ok(Some(File::open(granted)?.into()))
 }
 
 fn listen(arg: &[u8]) -> io::Result<Option<OwnedFd>> {

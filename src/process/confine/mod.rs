@@ -169,6 +169,12 @@ fn start_privileged(cfg: &Config, logs: &mut OpenLogs) -> Result<Option<Arc<Priv
     let grants = Grants {
         logs: logs.files(),
         pid_file: cfg.pid_file.clone(),
+        tls: cfg
+            .tls
+            .iter()
+            .flat_map(|t| t.files())
+            .map(|(path, _)| path)
+            .collect(),
     };
     let sandbox = cfg.sandbox;
     let helper = Privileged::start(grants.clone(), move || confine_privileged(&grants, sandbox))

@@ -182,6 +182,12 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
         // made there.
         rules.push(Rule::new(&cfg.temp_dir, READ_FILE | WRITE_FILE, "temp_dir"));
     }
+    // With a privileged helper, the helper reads them (they are often
+    // root's only); without one, the server does, as the same user that
+    // read them at start.
+    if let (Some(tls), false, false) = (&cfg.tls, privileged, programs) {
+        rules.extend(tls_rules(&tls.files()));
+    }
     if !privileged {
         let logs = [
             (&cfg.log.access, "log.access"),
@@ -205,6 +211,34 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
                 READ_FILE,
                 "the configuration file (its directory)",
             ));
+        }
+    }
+    rules
+}
+
+/// What reading the TLS files again (SIGHUP, a renewal) takes: the file,
+/// and reading files in its directory, since renewals write a new file
+/// and rename it over the old one (a new inode); for a symlink (certbot's
+/// `live/` into `archive/`), reading in its target's directory too, where
+/// the next renewal puts the next file.
+pub(super) fn tls_rules(files: &[(PathBuf, String)]) -> Vec<Rule> {
+    use fs_access::*;
+    let mut rules = Vec::new();
+    for (file, key) in files {
+        rules.push(Rule::new(file, READ_FILE, key.clone()));
+        let dirs = [
+            (file.parent().map(Path::to_path_buf), "its directory"),
+            (
+                file.canonicalize()
+                    .ok()
+                    .and_then(|t| t.parent().map(Path::to_path_buf)),
+                "the directory it links to",
+            ),
+        ];
+        for (dir, what) in dirs.into_iter().filter_map(|(d, w)| Some((d?, w))) {
+            if !rules.iter().any(|r| r.path == dir) {
+                rules.push(Rule::new(dir, READ_FILE, format!("{key} ({what})")));
+            }
         }
     }
     rules
@@ -523,7 +557,14 @@ pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), Error
     }
     sandbox::no_new_privs().map_err(|e| failed("cannot set no_new_privs", e))?;
     let logs = grants.logs.iter().map(|p| (p.as_path(), "a log file"));
-    if let Some((_, rules)) = open_rules(log_rules(logs, grants.pid_file.as_deref()))? {
+    let mut rules = log_rules(logs, grants.pid_file.as_deref());
+    let tls: Vec<_> = grants
+        .tls
+        .iter()
+        .map(|p| (p.clone(), "a TLS file".to_string()))
+        .collect();
+    rules.extend(tls_rules(&tls));
+    if let Some((_, rules)) = open_rules(rules)? {
         // It binds listeners; it signals nobody.
         let extra = Extra {
             deny_tcp: false,

@@ -221,3 +221,125 @@ fn writable_child() {
     );
     eprintln!("writable child: all checks passed");
 }
+
+/// Root, a `nobody` account, and Landlock: what the TLS helper test needs.
+fn root_nobody_landlock() -> Option<(u32, u32)> {
+    let nobody = privileges::lookup_user("nobody").ok().flatten();
+    let landlock = Ruleset::new(Extra::default()).ok().flatten().is_some();
+    match nobody {
+        Some(a) if privileges::euid() == 0 && landlock => Some((a.uid, a.gid)),
+        _ => {
+            crate::test_skip::skip("needs root, a nobody user and Landlock");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_helper_reads_root_only_tls_keys_for_the_unprivileged_server() {
+    if root_nobody_landlock().is_none() {
+        return;
+    }
+    let dir = temp_site("tls-helper");
+    let out = in_child("process::confine::sandbox::tests::tls_helper_child", &dir);
+    assert!(out.contains("tls helper child: all checks passed"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child half of the test above: starts brisk-priv with a TLS grant
+/// and its sandbox, renews the key (a new file renamed over it, as
+/// certbot does), then becomes `nobody` as the server does, and reads.
+#[test]
+fn tls_helper_child() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(dir) = std::env::var_os(CHILD_ENV).map(PathBuf::from) else {
+        return;
+    };
+    let Some((uid, gid)) = root_nobody_landlock() else {
+        return;
+    };
+    let keys = dir.join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root_only = |name: &str, text: &[u8]| {
+        let p = keys.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p
+    };
+    let key = root_only("privkey.pem", b"old key");
+    let other = root_only("other.pem", b"not granted");
+    let grants = Grants {
+        tls: vec![key.clone()],
+        ..Grants::default()
+    };
+    let confined = grants.clone();
+    let helper = crate::sys::privileged::Privileged::start(grants, move || {
+        confine_privileged(&confined, true)
+    })
+    .unwrap();
+    std::fs::write(keys.join("privkey.pem.new"), b"renewed key").unwrap();
+    std::fs::set_permissions(
+        keys.join("privkey.pem.new"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    std::fs::rename(keys.join("privkey.pem.new"), &key).unwrap();
+
+    privileges::switch_user(uid, gid).unwrap();
+    denied(std::fs::read(&key), "the server reading the key itself");
+    assert_eq!(helper.read_tls(&key).unwrap(), b"renewed key");
+    denied(helper.read_tls(&other), "a file that was not granted");
+    denied(
+        helper.read_tls(&keys.join("../keys/privkey.pem")),
+        "the granted file by another name",
+    );
+    eprintln!("tls helper child: all checks passed");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_files_are_readable_by_the_server_only_without_a_helper() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tls/testdata");
+    let files = crate::tls::certs::CertificateFiles {
+        cert: data.join("a.pem"),
+        key: data.join("a.key"),
+        ocsp: None,
+    };
+    let cert =
+        crate::tls::certs::load(&files, &|p| std::fs::read(p), crate::tls::certs::now()).unwrap();
+    let cfg = Config {
+        root: data.clone(),
+        tls: Some(crate::config::TlsConfig {
+            listen: Vec::new(),
+            certificates: vec![cert],
+            session_tickets: true,
+            session_cache: 1,
+            handshake_timeout: std::time::Duration::from_secs(1),
+            max_handshakes: 1,
+        }),
+        ..Config::default()
+    };
+    let tls_rules = |privileged: bool| -> Vec<(PathBuf, String)> {
+        landlock_rules(&cfg, None, privileged)
+            .into_iter()
+            .filter(|r| r.what.starts_with("tls."))
+            .map(|r| (r.path, r.what))
+            .collect()
+    };
+    assert_eq!(
+        tls_rules(false),
+        vec![
+            (data.join("a.pem"), "tls.certificate[1].cert".to_string()),
+            (
+                data.clone(),
+                "tls.certificate[1].cert (its directory)".to_string()
+            ),
+            (data.join("a.key"), "tls.certificate[1].key".to_string()),
+        ]
+    );
+    assert!(tls_rules(true).is_empty(), "brisk-priv reads them then");
+    assert!(landlock_rules(&cfg, Some(&[]), false)
+        .iter()
+        .all(|r| !r.what.starts_with("tls.")));
+}
