@@ -297,6 +297,9 @@ impl TlsConn {
         incoming: &mut Vec<u8>,
         out: &mut Vec<u8>,
     ) -> Result<bool, TlsError> {
+        if self.failed {
+            return Err(failed());
+        }
         if self.conn.is_handshaking() {
             return Ok(false);
         }

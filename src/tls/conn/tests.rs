@@ -461,3 +461,25 @@ fn the_handshake_deadline_is_the_start_plus_the_timeout() {
         Some(now + Duration::from_secs(7))
     );
 }
+
+/// Found by fuzz/fuzz_targets/tls_records.rs: after a garbage byte on an
+/// established connection, a send called rustls again, which asserts (in
+/// debug builds) that it sends at most one fatal alert.
+#[test]
+fn nothing_reaches_rustls_after_an_error() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let mut p = Pair::new(tls13(), "a.test", sc);
+    p.pump().expect("handshake");
+    p.incoming.push(0x12);
+    let got = p
+        .server
+        .receive(&mut p.incoming, &mut p.plaintext, &mut p.out);
+    assert!(matches!(got, Err(TlsError::Protocol(_))), "{got:?}");
+    assert!(!p.out.is_empty(), "the fatal alert goes out");
+    assert!(p.send(b"late").is_err());
+    p.server.close_notify(&mut p.incoming, &mut p.out);
+    let again = p
+        .server
+        .receive(&mut p.incoming, &mut p.plaintext, &mut p.out);
+    assert!(again.is_err());
+}
