@@ -92,22 +92,32 @@ pub fn hex_pair(b: u8) -> [u8; 2] {
     [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]
 }
 
+const LOWER_HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// The 16 lowercase hexadecimal digits of `n`, zero-padded.
 pub fn hex_u64(n: u64) -> [u8; 16] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = [0u8; 16];
     for (i, d) in out.iter_mut().enumerate() {
-        *d = DIGITS[((n >> (60 - 4 * i)) & 0xf) as usize];
+        *d = LOWER_HEX[((n >> (60 - 4 * i)) & 0xf) as usize];
     }
     out
 }
 
 /// Appends `n` in lowercase hexadecimal without leading zeros (`0` for
-/// zero): a chunk-size (RFC 9112 §7.1) or a part of an entity tag.
-pub fn push_hex(out: &mut Vec<u8>, n: u64) {
-    let digits = hex_u64(n);
-    let first = digits.iter().position(|&d| d != b'0').unwrap_or(15);
-    out.extend_from_slice(&digits[first..]);
+/// zero): a chunk-size (RFC 9112 §7.1) or a part of an entity tag. Only
+/// the digits `n` has are computed: chunk sizes are small.
+pub fn push_hex(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = LOWER_HEX[(n & 0xf) as usize];
+        n >>= 4;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! framing a response gets: the connection's protocol does, once per
 //! response, and hands the outcome in.
 
+use super::grammar::push_hex;
 use super::push_u64;
 
 /// The interim response that tells a client to send the body it
@@ -120,18 +121,7 @@ pub fn push_chunk(buf: &mut Vec<u8>, data: &[u8]) {
     if data.is_empty() {
         return;
     }
-    let mut hex = [0u8; 16];
-    let mut i = hex.len();
-    let mut n = data.len();
-    loop {
-        i -= 1;
-        hex[i] = b"0123456789abcdef"[n & 0xf];
-        n >>= 4;
-        if n == 0 {
-            break;
-        }
-    }
-    buf.extend_from_slice(&hex[i..]);
+    push_hex(buf, data.len() as u64);
     buf.extend_from_slice(b"\r\n");
     buf.extend_from_slice(data);
     buf.extend_from_slice(b"\r\n");
