@@ -54,6 +54,9 @@ pub fn server_config(tls: &TlsConfig, shared: &Shared) -> Result<Arc<ServerConfi
     if tls.session_tickets {
         config.ticketer = Arc::clone(&shared.ticketer);
     }
+    // The server's order (rustls's: AES-256-GCM, AES-128-GCM, ChaCha20)
+    // rather than the client's, as testssl.sh expects of a server.
+    config.ignore_client_order = true;
     config.max_early_data_size = 0;
     config.send_half_rtt_data = false;
     Ok(Arc::new(config))

@@ -483,3 +483,29 @@ fn nothing_reaches_rustls_after_an_error() {
         .receive(&mut p.incoming, &mut p.plaintext, &mut p.out);
     assert!(again.is_err());
 }
+
+/// The server picks the cipher suite by its own order (testssl.sh rates
+/// a server that follows the client's order HIGH).
+#[test]
+fn the_server_order_of_cipher_suites_wins() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let mut provider = crate::tls::provider();
+    provider.cipher_suites.sort_by_key(|s| {
+        !matches!(
+            s.suite(),
+            rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
+        )
+    });
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(testdata("ca.pem")).expect("ca"))
+        .expect("root");
+    let cc = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut p = Pair::new(Arc::new(cc), "a.test", sc);
+    p.pump().expect("handshake");
+    assert_eq!(p.server.cipher(), Some("TLS13_AES_256_GCM_SHA384"));
+}
