@@ -15,9 +15,10 @@ pub mod conn;
 pub mod drain;
 mod error;
 mod file_copy;
+pub mod h1;
 pub mod output;
-pub mod response;
 pub mod router;
+pub mod waits;
 pub mod worker;
 
 use std::net::{SocketAddr, TcpListener};
@@ -286,7 +287,6 @@ impl Generation {
             .map_err(Error::ShareListener)?;
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
         let init = WorkerInit {
-            id,
             site: Arc::clone(site),
             mounts: Arc::clone(&shared.mounts),
             launcher: shared.launcher.clone(),

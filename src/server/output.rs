@@ -175,6 +175,11 @@ impl Out {
         self.buf.len() - self.pos
     }
 
+    /// The bytes waiting in the buffer (file ranges are not in it).
+    pub fn buffered_bytes(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
     /// Appends bytes to the queue.
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let start = self.buf.len();

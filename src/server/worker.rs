@@ -11,10 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use super::conn::{Conn, Phase};
+use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
 use super::output::{Flushed, Out};
-use super::response::{self, HeadParts};
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
@@ -25,31 +24,30 @@ use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::date::DateCache;
 use crate::http::parse::{self, BodyFraming};
 use crate::http::request::{OwnedRequest, MAX_HEADERS};
-use crate::http::response::{Connection, Stamp, CONTINUE};
-use crate::http::{Method, Status};
+use crate::http::response::Stamp;
+use crate::http::Status;
 use crate::log::budget::LineBudget;
 use crate::log::{AccessRecord, Logger};
 use crate::sys::launcher::Launchers;
 use crate::sys::net;
 
 mod access_log;
-pub mod app;
+mod bodies;
+mod dispatch;
 mod drain;
-mod held_body;
 mod pipe;
-mod request;
 mod rest;
 
 use access_log::settle;
-pub use held_body::WholeBody;
+use dispatch::{answering, request_record};
 pub use pipe::PipeRun;
-use request::request_record;
-pub use request::{AuthWait, Held};
 
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
 use crate::handlers::cgi::Cgi;
 use crate::handlers::Body;
+use crate::server::h1::{State, Timer};
+use crate::server::waits::WholeBody;
 use pipe::End;
 
 /// Token of the waker that tells a worker to shut down.
@@ -60,9 +58,8 @@ const LISTENER_BASE: usize = usize::MAX / 2;
 const PIPE_BASE: usize = usize::MAX / 8;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
-/// Stop answering pipelined requests once this much output is staged, and
-/// let it go out first (bounds memory per connection).
-const STAGE_CAP: usize = 256 * 1024;
+/// Output queues larger than this are not kept for reuse.
+const OUT_KEEP: usize = 512 * 1024;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
 /// What a connection over the limits gets before it is closed.
@@ -82,7 +79,6 @@ const REFUSALS_PER_SEC: u32 = 20;
 
 /// What a worker needs from the server that started it.
 pub struct WorkerInit {
-    pub id: usize,
     pub site: Arc<Site>,
     /// Embedded handlers, in mount order.
     pub mounts: Arc<[Mount]>,
@@ -131,13 +127,13 @@ pub struct Worker {
     now: Instant,
     wall: SystemTime,
     rbuf: Vec<u8>,
-    stage: Out,
     scratch: Scratch,
-    /// Emptied output queues and input buffers kept for reuse.
+    /// Emptied output queues and input buffers kept for reuse: a
+    /// connection borrows a queue while it has output waiting.
     spare_outs: Vec<Out>,
     spare_bufs: Vec<Vec<u8>>,
     /// Bytes of request bodies held for embedded handlers (all connections).
-    app_held: u64,
+    handler_bodies: u64,
     /// Read buffer for pipe bodies.
     pipe_buf: Vec<u8>,
     /// When the first byte of the request being answered arrived (kept
@@ -185,7 +181,6 @@ impl Worker {
             max_trailers: cfg.limits.max_header_bytes,
         };
         let now = Instant::now();
-        let _ = init.id;
         let cgi = if cfg.cgi.is_empty() {
             None
         } else {
@@ -219,11 +214,10 @@ impl Worker {
             now,
             wall: SystemTime::now(),
             rbuf: Vec::with_capacity(READ_BUF),
-            stage: Out::with_capacity(READ_BUF),
             scratch: Scratch::default(),
-            spare_outs: Vec::new(),
+            spare_outs: vec![Out::with_capacity(READ_BUF)],
             spare_bufs: Vec::new(),
-            app_held: 0,
+            handler_bodies: 0,
             pipe_buf: Vec::with_capacity(READ_BUF),
             timers: Vec::new(),
             req_start: now,
@@ -287,7 +281,7 @@ impl Worker {
                             }
                         }
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
-                        self.on_event(i, readable, ev.is_writable());
+                        self.on_event(i, readable);
                     }
                 }
             }
@@ -368,7 +362,7 @@ impl Worker {
                     // after this read still raise an event.) At a stop,
                     // what it holds is served now or never.
                     if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
-                        self.on_event(idx, true, false);
+                        self.on_event(idx, true);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -391,7 +385,9 @@ impl Worker {
         }
     }
 
-    fn on_event(&mut self, i: usize, readable: bool, writable: bool) {
+    /// Drives connection `i` after an event (`readable`: its socket may
+    /// have input), a timer or a pipe event.
+    fn on_event(&mut self, i: usize, readable: bool) {
         let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
             return;
         };
@@ -400,7 +396,6 @@ impl Worker {
         if readable {
             conn.read_more = true;
         }
-        let _ = writable;
         let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
         match keep {
             Ok(true) => self.conns[i] = Some(conn),
@@ -413,8 +408,6 @@ impl Worker {
                     Level::Error,
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
-                settle(&mut self.logger, &mut self.stage, conn.sent, true);
-                self.stage.clear();
                 // Buffers lent out (mem::take) when the panic struck must
                 // not stay empty for every later connection.
                 if self.rbuf.capacity() == 0 {
@@ -433,18 +426,18 @@ impl Worker {
     fn on_pipe_event(&mut self, i: usize, end: End) {
         if let Some(Some(c)) = self.conns.get_mut(i) {
             Self::pipe_ready(c, end);
-            self.on_event(i, false, false);
+            self.on_event(i, false);
         }
     }
 
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.get_mut(i).and_then(Option::take) {
-            if c.pipe.is_some() {
+            if c.h1.pipe().is_some() {
                 self.pipe_abandon(&mut c);
             }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
-            self.take_app(&mut c);
+            self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
             self.site.conn_limits.release(c.peer.ip());
             self.free.push(i);
@@ -476,20 +469,21 @@ impl Worker {
                 settle(&mut self.logger, &mut c.out, c.sent, false);
                 match flushed {
                     Ok(Flushed::All) => {
-                        let mut done = std::mem::take(&mut c.out);
-                        done.clear();
-                        self.recycle_out(done);
+                        self.take_back_out(c);
                         self.want_write(c, false);
                         c.throttle = None;
+                        if c.blocked_since.take().is_some() {
+                            // The state's timer starts again after the wait.
+                            c.h1.touch(self.now);
+                        }
                     }
                     Ok(Flushed::Limit) => {
-                        c.since = self.now;
+                        c.h1.touch(self.now);
                         continue;
                     }
                     Ok(Flushed::Blocked) => {
-                        if c.out.written != before || c.phase != Phase::Writing {
-                            c.phase = Phase::Writing;
-                            c.since = self.now;
+                        if c.out.written != before || c.blocked_since.is_none() {
+                            c.blocked_since = Some(self.now);
                         }
                         self.want_write(c, true);
                         return true;
@@ -497,54 +491,20 @@ impl Worker {
                     Err(_) => return false,
                 }
             }
-            if !self.stage.is_empty() && c.throttle.is_some() {
-                // A throttled answer is paced from the connection's own
-                // queue (empty here: input is read only once it drained).
-                let spare = self
-                    .spare_outs
-                    .pop()
-                    .unwrap_or_else(|| Out::with_capacity(READ_BUF));
-                c.out = std::mem::replace(&mut self.stage, spare);
-                continue;
-            }
-            if !self.stage.is_empty() {
-                let before = self.stage.written;
-                let flushed = self.stage.flush(&c.stream, c.fin_follows());
-                c.sent += self.stage.written - before;
-                settle(&mut self.logger, &mut self.stage, c.sent, false);
-                match flushed {
-                    Ok(Flushed::All | Flushed::Limit) => {}
-                    Ok(Flushed::Blocked) => {
-                        // Keep the rest with the connection; the staging
-                        // queue starts afresh.
-                        std::mem::swap(&mut self.stage, &mut c.out);
-                        self.stage = self
-                            .spare_outs
-                            .pop()
-                            .unwrap_or_else(|| Out::with_capacity(READ_BUF));
-                        c.phase = Phase::Writing;
-                        c.since = self.now;
-                        self.want_write(c, true);
-                        return true;
-                    }
-                    Err(_) => {
-                        settle(&mut self.logger, &mut self.stage, c.sent, true);
-                        self.stage.clear();
-                        return false;
-                    }
+            if c.h1.pipe().is_some() {
+                self.lend_out(c);
+                if self.pump_pipe(c) {
+                    continue;
                 }
             }
-            if c.pipe.is_some() && self.pump_pipe(c) {
-                continue;
-            }
-            if c.phase == Phase::Lingering {
+            if matches!(c.h1.state(), State::Lingering) {
                 return self.linger(c);
             }
-            if c.close_after {
+            if c.h1.closing() && !matches!(c.h1.state(), State::Piping(..)) {
                 // Lingering (RFC 9112 §9.6) only matters when the client may
                 // still be sending: unread input, a body in flight, or a
                 // socket not known to be drained. Otherwise close at once.
-                if c.eof || (c.pending.is_empty() && c.body.is_none() && !c.read_more) {
+                if c.eof || (c.pending.is_empty() && !c.h1.reading_body() && !c.read_more) {
                     // The answer's tail was held back for the FIN (see
                     // `Out::flush`): send both now. A bare close would
                     // instead reset and drop them if input arrived since
@@ -553,35 +513,33 @@ impl Worker {
                     return false;
                 }
                 let _ = c.stream.shutdown(Shutdown::Write);
-                c.phase = Phase::Lingering;
-                c.since = self.now;
+                c.h1.set(State::Lingering, self.now);
                 continue;
             }
             let progressed = match self.read_and_process(c) {
                 Ok(p) => p,
-                Err(_) => {
-                    settle(&mut self.logger, &mut self.stage, c.sent, true);
-                    self.stage.clear();
-                    return false;
-                }
+                Err(_) => return false,
             };
-            if !progressed && self.stage.is_empty() {
+            if !progressed && c.out.is_empty() {
                 break;
             }
+        }
+        if c.out.is_empty() {
+            self.take_back_out(c);
         }
         if c.eof && c.pending.is_empty() {
             // The client is gone (or sends nothing more): a body cut short
             // can never be complete, so whatever waits for it (an embedded
-            // handler, a CGI program reading its stdin, a held body) is
-            // dropped now, not at a timeout. `close` ends a running CGI
-            // program's process group and frees its slot.
-            if c.body.is_some() && self.logger.enabled(Level::Info) {
+            // handler, a program reading its input, a held body) is
+            // dropped now, not at a timeout. `close` stops a running
+            // program and frees its slot.
+            if c.h1.reading_body() && self.logger.enabled(Level::Info) {
                 self.logger.log(
                     Level::Info,
                     format_args!(
                         "client {} closed the connection before its request body was complete{}",
                         c.peer.ip(),
-                        if c.pipe.is_some() {
+                        if c.h1.pipe().is_some() {
                             "; its CGI program is stopped"
                         } else {
                             ""
@@ -591,30 +549,34 @@ impl Worker {
             }
             return false;
         }
-        if c.pipe.is_some() {
-            if c.phase != Phase::Pipe {
-                c.phase = Phase::Pipe;
-                c.since = self.now;
-            }
-            return true;
-        }
-        let phase = if c.auth_wait.is_some() {
-            Phase::Verifying
-        } else if c.body.is_some() {
-            Phase::Body
-        } else if c.pending.is_empty() {
-            Phase::Idle
-        } else {
-            Phase::Head
-        };
-        if phase != c.phase || phase == Phase::Idle {
-            c.phase = phase;
-            c.since = self.now;
-        }
-        if self.draining == Drain::Stop && phase == Phase::Idle {
+        c.h1.settle(!c.pending.is_empty(), self.now);
+        if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {
             return false;
         }
         true
+    }
+
+    /// Lends the connection an output queue (from the spares) if it has
+    /// none, so that answers are written into reused memory.
+    pub(super) fn lend_out(&mut self, c: &mut Conn) {
+        if c.out.capacity() == 0 {
+            c.out = self
+                .spare_outs
+                .pop()
+                .unwrap_or_else(|| Out::with_capacity(READ_BUF));
+        }
+    }
+
+    /// Takes back the connection's emptied output queue for reuse.
+    fn take_back_out(&mut self, c: &mut Conn) {
+        if c.out.capacity() == 0 {
+            return;
+        }
+        let mut done = std::mem::take(&mut c.out);
+        done.clear();
+        if self.spare_outs.len() < SPARES && done.capacity() <= OUT_KEEP {
+            self.spare_outs.push(done);
+        }
     }
 
     /// Wakes the throttled connections whose time has come.
@@ -630,7 +592,7 @@ impl Worker {
             }
         });
         for idx in due {
-            self.on_event(idx, false, false);
+            self.on_event(idx, false);
         }
     }
 
@@ -651,14 +613,6 @@ impl Worker {
             {
                 c.writable_interest = on;
             }
-        }
-    }
-
-    /// Keeps an emptied output queue for reuse (bounded), so that a
-    /// connection that had to wait for the socket costs no allocation.
-    fn recycle_out(&mut self, out: Out) {
-        if self.spare_outs.len() < SPARES && out.capacity() <= STAGE_CAP * 2 {
-            self.spare_outs.push(out);
         }
     }
 
@@ -708,10 +662,10 @@ impl Worker {
         let fresh = self.rbuf.len() > had;
         let rbuf = std::mem::take(&mut self.rbuf);
         let consumed = self.process(c, &rbuf, had);
-        if consumed < rbuf.len() && !c.close_after {
+        if consumed < rbuf.len() && !c.h1.closing() {
             if c.eof {
                 // The client left in the middle of a request: nothing to answer.
-                c.close_after = true;
+                c.h1.close();
             } else {
                 let mut p = self.spare_bufs.pop().unwrap_or_default();
                 p.extend_from_slice(&rbuf[consumed..]);
@@ -733,53 +687,38 @@ impl Worker {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
             };
-            let age = self.now.saturating_duration_since(c.since);
+            if let Some(blocked) = c.blocked_since {
+                if self.now.saturating_duration_since(blocked) >= t.send {
+                    self.close(i);
+                }
+                continue;
+            }
+            let age = self.now.saturating_duration_since(c.h1.since());
             let stopping = self.draining == Drain::Stop;
-            match c.phase {
-                Phase::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
+            match c.h1.timer() {
+                Timer::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
                     self.close(i)
                 }
-                Phase::Body if age >= t.body => self.close(i),
-                Phase::Writing if age >= t.send => self.close(i),
-                Phase::Lingering if age >= LINGER => self.close(i),
-                Phase::Pipe if c.pipe.as_ref().is_some_and(|p| age >= p.idle_timeout()) => {
+                Timer::Body if age >= t.body => self.close(i),
+                Timer::Linger if age >= LINGER => self.close(i),
+                Timer::Pipe(limit) if age >= limit => {
                     let mut conn = self.conns[i].take().expect("present");
                     self.pipe_timeout(&mut conn);
                     self.conns[i] = Some(conn);
-                    self.on_event(i, false, true);
+                    self.on_event(i, false);
                 }
-                Phase::Head if age >= t.header => {
+                Timer::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
                     let mut conn = self.conns[i].take().expect("present");
                     conn.pending = Vec::new();
-                    // (In the Head phase since its first byte.)
-                    self.req_start = conn.since;
+                    // (Reading its head since its first byte.)
+                    self.req_start = conn.h1.since();
                     self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
-                    conn.phase = Phase::Idle;
                     self.conns[i] = Some(conn);
-                    self.on_event(i, false, true);
+                    self.on_event(i, false);
                 }
                 _ => {}
             }
         }
-    }
-}
-
-/// What the server adds to the head of an answer: `Server`, `Date`,
-/// `connection`; `head_only` for a HEAD request.
-fn head_parts<'a>(
-    cfg: &'a Config,
-    date: &'a DateCache,
-    connection: Connection,
-    head_only: bool,
-) -> HeadParts<'a> {
-    HeadParts {
-        stamp: Stamp {
-            server: cfg.server_header.as_bytes(),
-            date: date.get(),
-        },
-        connection,
-        head_only,
-        sendfile: cfg.static_files.sendfile,
     }
 }

@@ -9,18 +9,9 @@
 use super::*;
 use crate::server::output::Out;
 
-impl Worker {
-    /// The connection's byte position at the end of what is queued for
-    /// it: sent, in its own queue, and in the staging queue (which only
-    /// ever holds the output of the connection being driven).
-    pub(super) fn queued_end(&self, c: &Conn) -> u64 {
-        c.sent + c.out.unsent() + self.stage.unsent()
-    }
-}
-
 /// Records that the answer to `rec`, whose request began to arrive at
 /// `started`, ends with what is queued for its connection so far (`end`,
-/// from [`Worker::queued_end`]), its last `body` bytes being its body;
+/// from [`Conn::queued_end`]), its last `body` bytes being its body;
 /// `out` is the queue holding its last byte.
 pub(super) fn ending(
     out: &mut Out,

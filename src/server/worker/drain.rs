@@ -37,7 +37,7 @@ impl Worker {
         }
         if mode == Drain::Stop {
             for i in 0..self.conns.len() {
-                if matches!(&self.conns[i], Some(c) if matches!(c.phase, Phase::Idle | Phase::Lingering) && c.out.is_empty())
+                if matches!(&self.conns[i], Some(c) if matches!(c.h1.state(), State::Idle | State::Lingering) && c.out.is_empty())
                 {
                     self.close(i);
                 }

@@ -16,17 +16,18 @@ use mio::{Interest, Token};
 
 mod input;
 
-use super::{head_parts, Held, Worker, PIPE_BASE};
+use super::{answering, Worker, PIPE_BASE};
 use crate::config::Level;
 use crate::handlers::pipe::{Pipe, PipeReply, ReplyStart};
 use crate::handlers::spool::Spool;
 use crate::handlers::Plan;
-use crate::http::response::{Connection, Encoder, Framing, Head, CONTINUE};
+use crate::http::body::BodyDecoder;
+use crate::http::response::{Encoder, CONTINUE};
 use crate::http::{Method, Status, Version};
 use crate::log::Logger;
-use crate::server::conn::{Conn, Phase};
-use crate::server::drain::Drain;
-use crate::server::response;
+use crate::server::conn::Conn;
+use crate::server::h1::{stream_head, State, StreamFor};
+use crate::server::waits::Held;
 
 /// Request-body bytes buffered for a process's input before reading from
 /// the client pauses.
@@ -70,7 +71,11 @@ pub struct PipeRun {
     /// (for a raw reply, its whole output).
     body_from: u64,
     status: u16,
-    keep_alive: bool,
+    /// The request lets the connection stay open (and the reply is not
+    /// a whole response of its own).
+    wanted: bool,
+    /// The connection stays open after the answer (decided with its head).
+    keep: bool,
     version: Version,
     head_only: bool,
     /// The request (for a local redirect and the log).
@@ -85,9 +90,20 @@ pub struct PipeRun {
 }
 
 impl PipeRun {
-    /// Whether the decoded request body still has somewhere to go.
-    pub(super) fn wants_body(&self) -> bool {
-        self.input.is_some()
+    /// How many more request-body bytes the input buffer takes now
+    /// (any number once the input is closed: the rest is dropped).
+    pub(crate) fn input_room(&self) -> usize {
+        match self.input {
+            Some(_) => INPUT_CAP.saturating_sub(self.input_buf.len()),
+            None => usize::MAX,
+        }
+    }
+
+    /// Takes request-body bytes for the input (dropped once it is closed).
+    pub(crate) fn feed_input(&mut self, data: &[u8]) {
+        if self.input.is_some() {
+            self.input_buf.extend_from_slice(data);
+        }
     }
 
     /// Logs the diagnostics line gathered so far, if any.
@@ -100,7 +116,7 @@ impl PipeRun {
     }
 
     /// How long the process may go without progress.
-    pub(super) fn idle_timeout(&self) -> Duration {
+    pub(crate) fn idle_timeout(&self) -> Duration {
         self.idle_timeout
     }
 }
@@ -126,13 +142,15 @@ fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
 
 impl Worker {
     /// Starts pumping `pipe` as the answer to the current request on
-    /// connection `c` (`redirects` led to it). An error plan when its
-    /// pipes cannot be watched (the process is stopped).
+    /// connection `c` (`redirects` led to it); the request body, read by
+    /// `decoder`, goes to its input (the decoder is taken). An error plan
+    /// when its pipes cannot be watched (the process is stopped).
     pub(super) fn start_pipe(
         &mut self,
         c: &mut Conn,
         mut pipe: Pipe,
         redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         let reg = self.poll.registry();
         let ok = reg
@@ -167,12 +185,11 @@ impl Worker {
             ));
         }
         let req = &self.req;
-        let keep_alive = req.keep_alive() && c.served < self.cfg.limits.keepalive_requests;
         let (version, head_only) = (req.version(), req.method() == Method::Head);
         if req.expect_continue() && pipe.has_body && pipe.held.is_none() {
             // The process will read the body: tell the client to send it
             // (RFC 9110 §10.1.1), ahead of the response.
-            self.stage.push_bytes(CONTINUE);
+            c.out.push_bytes(CONTINUE);
         }
         let raw = pipe.reply.is_raw();
         let run = PipeRun {
@@ -187,9 +204,10 @@ impl Worker {
             head_buf: Vec::new(),
             encoder: raw.then_some(Encoder::Close),
             sent_any: false,
-            body_from: self.queued_end(c),
+            body_from: c.queued_end(),
             status: 0,
-            keep_alive: keep_alive && !raw,
+            wanted: req.keep_alive() && !raw,
+            keep: false,
             version,
             head_only,
             request: self.hold(redirects),
@@ -199,9 +217,7 @@ impl Worker {
             broken: false,
             reply: pipe.reply,
         };
-        c.pipe = Some(Box::new(run));
-        c.phase = Phase::Pipe;
-        c.since = self.now;
+        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.now);
         if !pipe.has_body {
             self.close_input(c);
         }
@@ -210,7 +226,7 @@ impl Worker {
 
     /// Records readiness of one of a process's pipes.
     pub(super) fn pipe_ready(c: &mut Conn, end: End) {
-        if let Some(p) = c.pipe.as_mut() {
+        if let Some(p) = c.h1.pipe() {
             match end {
                 End::Input => p.input_ready = true,
                 End::Output => p.output_ready = true,
@@ -227,15 +243,12 @@ impl Worker {
         self.pump_diagnostics(c);
         let since = self.now;
         moved |= self.pump_input(c);
-        while c
-            .pipe
-            .as_ref()
-            .is_some_and(|p| p.output_ready && p.output.is_some())
-            && c.out.buffered() < OUT_CAP
-        {
-            let p = c.pipe.as_mut().expect("checked");
+        while c.out.buffered() < OUT_CAP {
+            let Some(p) = c.h1.pipe().filter(|p| p.output_ready) else {
+                break;
+            };
+            let Some(fd) = p.output.as_ref() else { break };
             self.pipe_buf.clear();
-            let fd = p.output.as_ref().expect("checked");
             match read_fd(fd, &mut self.pipe_buf) {
                 Ok(0) => {
                     moved = true;
@@ -257,9 +270,9 @@ impl Worker {
                 }
             }
         }
-        if moved && c.pipe.is_some() {
+        if moved && c.h1.pipe().is_some() {
             // The pipe's timeout is an idle timeout: progress restarts it.
-            c.since = since;
+            c.h1.touch(since);
         }
         moved
     }
@@ -267,7 +280,7 @@ impl Worker {
     /// Logs each complete line of diagnostics as one error-log message.
     fn pump_diagnostics(&mut self, c: &mut Conn) {
         loop {
-            let Some(p) = c.pipe.as_mut() else { return };
+            let Some(p) = c.h1.pipe() else { return };
             if !p.diagnostics_ready {
                 return;
             }
@@ -315,14 +328,15 @@ impl Worker {
 
     /// Logs what is left of a diagnostics line the process did not end.
     fn flush_diagnostics_line(&mut self, c: &mut Conn) {
-        if let Some(p) = c.pipe.as_mut() {
+        if let Some(p) = c.h1.pipe() {
             p.log_line(&mut self.logger);
         }
     }
 
     /// Handles bytes the process wrote to its output.
     fn pipe_output(&mut self, c: &mut Conn, data: &[u8]) {
-        let Some(p) = c.pipe.as_mut() else { return };
+        let served = c.h1.served();
+        let Some(p) = c.h1.pipe() else { return };
         if let Some(encoder) = p.encoder.as_mut() {
             let start = c.out.buf_mut().len();
             encoder.encode(data, c.out.buf_mut());
@@ -346,46 +360,22 @@ impl Worker {
             }
             ReplyStart::Head(head) => head,
         };
-        let status = Status(head.status);
-        let framing = if status.is_bodiless() {
-            Framing::Bodiless
-        } else if let Some(n) = head.content_length {
-            Framing::Length(n)
-        } else if !p.head_only && p.keep_alive && p.version == Version::Http11 {
-            Framing::Chunked
-        } else {
-            // (A HEAD answer has no body to delimit: its connection may
-            // stay open all the same.)
-            Framing::Close
+        let to = StreamFor {
+            served,
+            wanted: p.wanted,
+            version: p.version,
+            head_only: p.head_only,
         };
-        let delimits = framing == Framing::Close && !p.head_only;
-        let keep = p.keep_alive && self.draining == Drain::Serve && !delimits;
-        p.keep_alive = keep;
-        p.status = head.status;
-        let reason: &[u8] = match &head.reason {
-            Some(r) if status.reason() == "Unknown" => r,
-            _ => status.reason().as_bytes(),
-        };
-        let parts = head_parts(
-            &self.cfg,
-            &self.date,
-            Connection::new(keep, p.version),
-            false,
-        );
+        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
         let start = c.out.buf_mut().len();
-        let response_head = Head {
-            status: head.status,
-            reason,
-            headers: &head.headers,
-            framing,
-            connection: parts.connection,
-        };
-        response_head.write(&parts.stamp, c.out.buf_mut());
+        let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
+        p.keep = stream.keep;
+        p.status = head.status;
         // (The head is counted, committed or not.)
-        p.body_from = c.sent + c.out.unsent() + self.stage.unsent();
+        p.body_from = c.sent + c.out.unsent();
         let rest = p.head_buf.split_off(head.len);
         p.head_buf = Vec::new();
-        let mut encoder = Encoder::new(framing, p.head_only);
+        let mut encoder = stream.encoder;
         encoder.encode(&rest, c.out.buf_mut());
         p.encoder = Some(encoder);
         p.sent_any = true;
@@ -394,7 +384,7 @@ impl Worker {
 
     /// The process closed its output: end the response.
     fn pipe_output_done(&mut self, c: &mut Conn) {
-        let Some(p) = c.pipe.as_mut() else { return };
+        let Some(p) = c.h1.pipe() else { return };
         let Some(encoder) = p.encoder.as_mut() else {
             self.logger.log(
                 Level::Error,
@@ -416,28 +406,29 @@ impl Worker {
             );
             p.broken = true;
         }
-        if *encoder == Encoder::Close {
-            p.keep_alive = false;
-        }
         self.pipe_end(c);
     }
 
     /// Answers `status` if nothing was sent yet (else cuts the response
     /// short), stops the process, and ends the pipe body.
     pub(super) fn pipe_fail(&mut self, c: &mut Conn, status: Status) {
-        let Some(p) = c.pipe.as_mut() else { return };
+        let Some(p) = c.h1.pipe() else { return };
         p.reply.stop();
         if p.sent_any {
             p.broken = true;
         } else {
-            p.keep_alive = false;
+            p.keep = false;
             p.status = status.0;
+            let head_only = p.head_only;
             self.scratch.clear();
             let plan = Plan::error(status, &mut self.scratch);
-            let parts = head_parts(&self.cfg, &self.date, Connection::Close, p.head_only);
-            let body = response::queue(&mut c.out, plan, &self.scratch, &parts).unwrap_or(0);
-            p.body_from = (c.sent + c.out.unsent() + self.stage.unsent()).saturating_sub(body);
-            p.sent_any = true;
+            let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+            let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
+            let end = c.queued_end();
+            if let Some(p) = c.h1.pipe() {
+                p.body_from = end.saturating_sub(body);
+                p.sent_any = true;
+            }
         }
         self.pipe_end(c);
     }
@@ -445,7 +436,7 @@ impl Worker {
     /// A process that made no progress for its idle timeout: stopped,
     /// and the client answered 504 (or its response cut short).
     pub(super) fn pipe_timeout(&mut self, c: &mut Conn) {
-        if let Some(p) = c.pipe.as_ref() {
+        if let Some(p) = c.h1.pipe() {
             self.logger
                 .log(Level::Error, format_args!("{}: timed out; killed", p.label));
         }
@@ -454,7 +445,7 @@ impl Worker {
 
     /// Stops the process of a connection that is going away.
     pub(super) fn pipe_abandon(&mut self, c: &mut Conn) {
-        if let Some(p) = c.pipe.as_mut() {
+        if let Some(p) = c.h1.pipe() {
             p.reply.stop();
             p.broken = true;
             p.status = if p.sent_any { p.status } else { 499 };
@@ -473,24 +464,22 @@ impl Worker {
             // Logged once the response's last byte has left (or the
             // connection ended), with what was sent.
             let rec = super::request_record(c.peer.ip(), self.wall, &p.request.req, p.status);
-            let end = self.queued_end(c);
+            let end = c.queued_end();
             let body = end.saturating_sub(p.body_from);
             let log = &mut self.logger;
             super::access_log::ending(&mut c.out, log, end, body, p.request.started, &rec);
             super::settle(&mut self.logger, &mut c.out, c.sent, false);
         }
-        if p.broken || !p.keep_alive {
-            c.close_after = true;
+        if p.broken || !p.keep {
+            c.h1.close();
         }
-        c.phase = Phase::Idle;
-        c.since = self.now;
     }
 
     /// A local redirect (a CGI `Location: /path` with no body, RFC 3875
     /// §6.2.2): the server answers as if that had been requested, with
     /// GET; the process is stopped.
     fn local_redirect(&mut self, c: &mut Conn, target: &[u8]) {
-        let Some(p) = c.pipe.as_mut() else { return };
+        let Some(p) = c.h1.pipe() else { return };
         p.reply.stop();
         // The new request: the redirected target with the original header
         // lines (but no body: the method becomes GET).
@@ -508,8 +497,6 @@ impl Worker {
             Some(req) => {
                 self.req = req;
                 self.req_start = started;
-                // A static answer lands in the staging queue, which the
-                // connection's loop flushes right after its own queue.
                 self.dispatch(c, redirects);
                 return;
             }
@@ -517,16 +504,15 @@ impl Worker {
         };
         self.scratch.clear();
         let plan = Plan::error(failure, &mut self.scratch);
-        let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
-        let _ = response::queue(&mut c.out, plan, &self.scratch, &parts);
-        c.close_after = true;
+        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        c.h1.fail(plan, &self.scratch, false, &mut c.out, &cx);
     }
 
     /// Detaches the connection's pipe body: its pipes leave the loop and
     /// close. Returns what is left of it, for the log (dropping it lets
     /// the process go).
     fn pipe_release(&mut self, c: &mut Conn) -> Option<PipeRun> {
-        let mut p = *c.pipe.take()?;
+        let mut p = *c.h1.end_pipe(self.now)?;
         let reg = self.poll.registry();
         for fd in [p.input.take(), p.output.take(), p.diagnostics.take()]
             .into_iter()

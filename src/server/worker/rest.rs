@@ -54,16 +54,11 @@ impl Worker {
         // The per-thread buffers too (nothing is staged between events):
         // freed before the trim and allocated again after it, they hold
         // no page until a request writes to them.
-        let staged = !self.stage.is_empty();
-        if !staged {
-            self.stage = Out::default();
-        }
+        self.spare_outs = Vec::new();
         self.rbuf = Vec::new();
         self.pipe_buf = Vec::new();
         crate::sys::memory::give_back();
-        if !staged {
-            self.stage = Out::with_capacity(READ_BUF);
-        }
+        self.spare_outs = vec![Out::with_capacity(READ_BUF)];
         self.rbuf = Vec::with_capacity(READ_BUF);
         self.pipe_buf = Vec::with_capacity(READ_BUF);
     }

@@ -12,7 +12,7 @@ impl Worker {
     /// Closes the process's input (its request body is complete, or it
     /// does not read it).
     pub(in crate::server::worker) fn close_input(&mut self, c: &mut Conn) {
-        if let Some(p) = c.pipe.as_mut() {
+        if let Some(p) = c.h1.pipe() {
             if let Some(fd) = p.input.take() {
                 let _ = self
                     .poll
@@ -28,7 +28,8 @@ impl Worker {
     /// body as it drains); closes the input once the whole body is in.
     /// Returns whether anything moved.
     pub(super) fn pump_input(&mut self, c: &mut Conn) -> bool {
-        let Some(p) = c.pipe.as_mut() else {
+        let reading_body = c.h1.reading_body();
+        let Some(p) = c.h1.pipe() else {
             return false;
         };
         let mut moved = false;
@@ -75,7 +76,7 @@ impl Worker {
             self.pipe_fail(c, Status::INTERNAL_SERVER_ERROR);
             return true;
         }
-        let body_done = c.body.is_none() && p.held.is_none();
+        let body_done = !reading_body && p.held.is_none();
         if body_done && p.input_buf.is_empty() && p.input.is_some() {
             self.close_input(c);
         }
@@ -89,7 +90,7 @@ impl Worker {
     /// connection closed, with the response cut short (the client can
     /// tell from its framing), and a log line says why.
     pub(in crate::server::worker) fn pipe_body_refused(&mut self, c: &mut Conn, status: Status) {
-        if let Some(p) = c.pipe.as_ref().filter(|p| p.sent_any) {
+        if let Some(p) = c.h1.pipe().filter(|p| p.sent_any) {
             self.logger.log(
                 Level::Info,
                 format_args!(

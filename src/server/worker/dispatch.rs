@@ -1,27 +1,12 @@
-//! Answering requests: parsing what arrived, routing each request to
-//! authentication, CGI or the static handler, queueing the answer, and
-//! logging it.
+//! Answering requests: the connection's protocol finds them in what
+//! arrived (see [`crate::server::h1`]); each is routed (see
+//! [`crate::server::router`]), and its answer queued and logged, or the
+//! request held until it can be answered.
 
 use super::*;
-
-/// A request that waits (for its password check, its body, a CGI
-/// program): the request itself, when its first byte arrived, and how
-/// many CGI local redirects led to it.
-#[derive(Debug)]
-pub struct Held {
-    pub req: OwnedRequest,
-    pub started: Instant,
-    pub redirects: u8,
-}
-
-/// A request held while its password is hashed off the loop; it is
-/// routed again once the outcome is in (`ready`).
-#[derive(Debug)]
-pub struct AuthWait {
-    id: u64,
-    held: Held,
-    ready: bool,
-}
+use crate::http::parse::ParseError;
+use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
+use crate::server::waits::{AuthWait, HandlerWait, Held};
 
 impl Worker {
     /// Paces this connection's output if the request's path (decoded in
@@ -46,123 +31,77 @@ impl Worker {
         }
     }
 
-    /// Answers the complete requests at the start of `input`; returns how
-    /// many bytes were consumed. Bytes from `fresh` on arrived just now
-    /// (those before it, in earlier reads).
+    /// Handles the bytes at the start of `input`: answers the complete
+    /// requests in it, feeds bodies to where they go. Returns how many
+    /// bytes were consumed. Bytes from `fresh` on arrived just now (those
+    /// before it, in earlier reads).
     pub(super) fn process(&mut self, c: &mut Conn, input: &[u8], fresh: usize) -> usize {
         let mut pos = 0;
-        while !c.close_after {
-            if let Some(wait) = &c.auth_wait {
-                // What follows (its body, pipelined requests) waits too.
-                if !wait.ready {
-                    return pos;
-                }
-                let wait = c.auth_wait.take().expect("checked above");
-                let redirects = self.resume(wait.held);
-                self.dispatch(c, redirects);
-                continue;
-            }
-            if let Some(dec) = c.body.as_mut() {
-                // Body bytes go to a pipe's input while it wants them
-                // (reading pauses when its buffer is full), else nowhere.
-                let forward = c.pipe.as_mut().filter(|p| p.wants_body());
-                let room = match &forward {
-                    Some(p) => pipe::INPUT_CAP.saturating_sub(p.input_buf.len()),
-                    None => usize::MAX,
-                };
-                if room == 0 {
-                    return pos;
-                }
-                let end = pos + room.min(input.len() - pos);
-                let mut buf = forward
-                    .map(|p| &mut p.input_buf)
-                    .or(c.app.as_mut().map(|a| &mut a.body));
-                let mut held = c.whole_body.as_mut().map(|w| &mut w.body);
-                let temp_dir = &self.cfg.temp_dir;
-                let mut sink = |data: &[u8]| {
-                    if let Some(b) = buf.as_mut() {
-                        b.extend_from_slice(data);
-                    } else if let Some(h) = held.as_mut() {
-                        h.push(data, temp_dir);
-                    }
-                };
-                match dec.decode(&input[pos..end], &mut sink) {
-                    Ok(n) => {
-                        pos += n;
-                        if n > 0 {
-                            c.since = self.now;
-                        }
-                    }
-                    Err(e) => {
-                        c.body = None;
-                        if self.logger.enabled(Level::Info) {
-                            self.logger.log(
-                                Level::Info,
-                                format_args!(
-                                    "client {}: request body refused: {}",
-                                    c.peer.ip(),
-                                    e.reason
-                                ),
-                            );
-                        }
-                        if let Some(app) = self.take_app(c) {
-                            // Not answered yet: the handler never runs.
-                            self.finish_app(c, app, Some(e.status));
-                        } else if let Some(w) = c.whole_body.take() {
-                            // Held whole for a program, which never runs.
-                            self.refuse_held(c, w.held, e.status);
-                        } else if c.pipe.is_some() {
-                            self.pipe_body_refused(c, e.status);
-                        } else {
-                            // The request was answered already (before its
-                            // body arrived); a second answer would be taken
-                            // for the next request's, so the connection
-                            // just ends.
-                            c.close_after = true;
-                        }
-                        return input.len();
-                    }
-                }
-                let done = dec.is_done();
-                if !self.hold_app_body(c) || !self.check_whole_body(c) {
-                    c.body = None;
-                    return input.len();
-                }
-                if done {
-                    c.body = None;
-                    if let Some(app) = self.take_app(c) {
-                        self.finish_app(c, app, None);
-                    } else if let Some(w) = c.whole_body.take() {
-                        self.answer_whole_body(c, *w);
-                    }
-                } else {
-                    return pos;
-                }
-            }
-            // Pipelined requests wait until a piped response is complete.
-            if c.pipe.is_some() || pos == input.len() || self.stage.buffered() >= STAGE_CAP {
-                return pos;
-            }
-            // This request's first byte came with this read, or with an
-            // earlier one (the connection has been in the Head phase since).
-            self.req_start = if pos >= fresh { self.now } else { c.since };
-            match self.req.parse(&input[pos..], &self.limits) {
-                Ok(None) => return pos,
-                Err(e) => {
+        loop {
+            // A request's first byte came with this read, or with an
+            // earlier one (the connection has been reading its head since).
+            let started = if pos >= fresh { self.now } else { c.h1.since() };
+            let cx = Reading {
+                limits: &self.limits,
+                temp_dir: &self.cfg.temp_dir,
+                output: c.out.buffered(),
+                now: self.now,
+            };
+            match c.h1.read(input, &mut pos, &mut self.req, &cx) {
+                Event::Stall => return pos,
+                Event::Invalid(e) => {
+                    self.req_start = started;
                     self.reject(c, e.status, e.reason);
                     return input.len();
                 }
-                Ok(Some(head_len)) => {
-                    pos += head_len;
-                    c.served += 1;
+                Event::Request => {
+                    self.req_start = started;
                     self.dispatch(c, 0);
+                }
+                Event::Verified(wait) => {
+                    let redirects = self.resume(wait.held);
+                    self.dispatch(c, redirects);
+                }
+                Event::BodyGrew => {
+                    if !self.keep_handler_body(c) || !self.keep_whole_body(c) {
+                        return input.len();
+                    }
+                }
+                Event::BodyDone(Waiting::Handler(h)) => self.finish_handler(c, *h, None),
+                Event::BodyDone(Waiting::Whole(w)) => self.answer_whole_body(c, *w),
+                Event::BodyDone(Waiting::Nothing | Waiting::Pipe) => {}
+                Event::BodyRefused(e, waiting) => {
+                    self.body_refused(c, e, waiting);
+                    return input.len();
                 }
             }
         }
-        pos
     }
 
-    /// Answers a request that could not be parsed, and closes after it.
+    /// A request body can never be complete (`e`): whatever waited for it
+    /// is answered `e.status` instead.
+    fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: Waiting) {
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!("client {}: request body refused: {}", c.peer.ip(), e.reason),
+            );
+        }
+        match waiting {
+            // Not answered yet: the handler never runs.
+            Waiting::Handler(h) => self.finish_handler(c, *h, Some(e.status)),
+            // Held whole for a program, which never runs.
+            Waiting::Whole(w) => self.refuse_held(c, w.held, e.status),
+            Waiting::Pipe => self.pipe_body_refused(c, e.status),
+            // The request was answered already (before its body arrived);
+            // a second answer would be taken for the next request's, so
+            // the connection just ends.
+            Waiting::Nothing => c.h1.close(),
+        }
+    }
+
+    /// Answers a request that could not be parsed (or whose head did not
+    /// arrive in time), and closes after it.
     pub(super) fn reject(&mut self, c: &mut Conn, status: Status, reason: &str) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
@@ -170,10 +109,11 @@ impl Worker {
                 format_args!("client {}: {} ({})", c.peer.ip(), status.0, reason),
             );
         }
+        self.lend_out(c);
         self.scratch.clear();
         let plan = Plan::error(status, &mut self.scratch);
-        let parts = head_parts(&self.cfg, &self.date, Connection::Close, false);
-        let body = response::queue(&mut self.stage, plan, &self.scratch, &parts).unwrap_or(0);
+        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
@@ -188,9 +128,9 @@ impl Worker {
                 user: None,
                 duration_us: 0,
             };
-            let end = self.queued_end(c);
+            let end = c.queued_end();
             access_log::ending(
-                &mut self.stage,
+                &mut c.out,
                 &mut self.logger,
                 end,
                 body,
@@ -198,7 +138,6 @@ impl Worker {
                 &rec,
             );
         }
-        c.close_after = true;
     }
 
     /// Routes the current request (`self.req`; `redirects` counts the
@@ -206,13 +145,14 @@ impl Worker {
     /// holds it until it can be answered.
     pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
         self.scratch.clear();
+        self.lend_out(c);
         let mut decoder = None;
         let plan = match self.req.body() {
-            BodyFraming::None => self.route(c, redirects),
+            BodyFraming::None => self.route(c, redirects, &mut decoder),
             framing => match BodyDecoder::new(framing, &self.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    self.route(c, redirects)
+                    self.route(c, redirects, &mut decoder)
                 }
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut self.scratch);
@@ -222,21 +162,21 @@ impl Worker {
             },
         };
         self.throttle_for(c);
-        match plan {
-            Some(plan) => self.answer_or_pipe(c, plan, decoder, redirects),
-            // An embedded handler answers once the body is in, or a
-            // program once the body is held whole: the body goes to it. A
-            // request waiting for its password check leaves its body
-            // unread until then.
-            None if c.auth_wait.is_none() => c.body = decoder,
-            None => {}
+        if let Some(plan) = plan {
+            self.answer_or_pipe(c, plan, decoder, redirects);
         }
     }
 
     /// Runs the router over the current request: the answer, or `None`
     /// when the request is held (a password check, an embedded handler
-    /// waiting for the body, a program waiting for the whole body).
-    fn route(&mut self, c: &mut Conn, redirects: u8) -> Option<Plan> {
+    /// waiting for the body, a program waiting for the whole body), the
+    /// body's `decoder` with it.
+    fn route(
+        &mut self,
+        c: &mut Conn,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Option<Plan> {
         let local = || c.local_addr();
         let client = Client {
             peer: c.peer,
@@ -246,18 +186,36 @@ impl Worker {
         let routed = self
             .router
             .route(&mut self.req, client, &mut self.scratch, &mut self.logger);
-        match routed {
-            Routed::Answer(plan) => Some(plan),
-            Routed::Defer(Deferred::Verify(check)) => self.verify_later(c, redirects, check),
-            Routed::Defer(Deferred::Handler { mount }) => {
-                self.hold_for_handler(c, mount, redirects);
-                None
+        let to = match routed {
+            Routed::Answer(plan) => return Some(plan),
+            Routed::Defer(Deferred::Verify(check)) => {
+                return self.verify_later(c, redirects, check, decoder)
             }
-            Routed::Defer(Deferred::WholeBody(script)) => {
-                self.hold_whole_body(c, script, redirects);
-                None
+            Routed::Defer(Deferred::Handler { mount }) => BodyTo::Handler(Box::new(HandlerWait {
+                mount,
+                held: self.hold(redirects),
+                body: Vec::new(),
+                counted: 0,
+            })),
+            Routed::Defer(Deferred::WholeBody(script)) => BodyTo::Whole(Box::new(WholeBody {
+                script,
+                held: self.hold(redirects),
+                body: Default::default(),
+            })),
+        };
+        let (expect_continue, d) = match (&to, decoder.take()) {
+            (BodyTo::Handler(h), Some(d)) => (h.held.req.expect_continue(), d),
+            (BodyTo::Whole(w), Some(d)) => (w.held.req.expect_continue(), d),
+            // (Only a request with a body is held for it.)
+            _ => {
+                return Some(Plan::error(
+                    Status::INTERNAL_SERVER_ERROR,
+                    &mut self.scratch,
+                ))
             }
-        }
+        };
+        c.h1.wait_for_body(expect_continue, d, to, &mut c.out, self.now);
+        None
     }
 
     /// Answers with `plan`: a pipe body starts being pumped (the request
@@ -266,7 +224,7 @@ impl Worker {
         &mut self,
         c: &mut Conn,
         plan: Plan,
-        decoder: Option<BodyDecoder>,
+        mut decoder: Option<BodyDecoder>,
         redirects: u8,
     ) {
         let Plan {
@@ -275,11 +233,8 @@ impl Worker {
             close,
         } = plan;
         let plan = match body {
-            Body::Pipe(pipe) => match self.start_pipe(c, *pipe, redirects) {
-                Ok(()) => {
-                    c.body = decoder;
-                    return;
-                }
+            Body::Pipe(pipe) => match self.start_pipe(c, *pipe, redirects, &mut decoder) {
+                Ok(()) => return,
                 Err(plan) => plan,
             },
             body => Plan {
@@ -309,23 +264,15 @@ impl Worker {
     }
 
     /// Queues `plan` as the answer to the current request and logs it;
-    /// `decoder` reads the request's body to discard it, if it has one
-    /// left to read.
+    /// `decoder` reads the request's body to drop it, if it has one left
+    /// to read.
     pub(super) fn answer(&mut self, c: &mut Conn, plan: Plan, decoder: Option<BodyDecoder>) {
-        let req = &self.req;
-        // A final answer sent without `100 Continue` leaves it open whether
-        // the body follows (RFC 9110 §10.1.1), so the connection cannot be reused.
-        let expect_unread = req.expect_continue() && decoder.is_some();
-        let keep = req.keep_alive()
-            && !plan.close
-            && !expect_unread
-            && c.served < self.cfg.limits.keepalive_requests
-            && self.draining == Drain::Serve;
+        self.lend_out(c);
         let status = plan.status;
-        let connection = Connection::new(keep, req.version());
-        let head_only = req.method() == Method::Head;
-        let parts = head_parts(&self.cfg, &self.date, connection, head_only);
-        let bytes = match response::queue(&mut self.stage, plan, &self.scratch, &parts) {
+        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let queued =
+            c.h1.answer(&self.req, plan, &self.scratch, decoder, &mut c.out, &cx);
+        let bytes = match queued {
             Ok(n) => n,
             Err(e) => {
                 self.logger.log(
@@ -335,7 +282,6 @@ impl Worker {
                         String::from_utf8_lossy(self.req.target())
                     ),
                 );
-                c.close_after = true;
                 0
             }
         };
@@ -353,21 +299,16 @@ impl Worker {
             self.log_refusal(c.peer.ip(), status);
         }
         if self.logger.access_enabled() {
-            let end = self.queued_end(c);
+            let end = c.queued_end();
             let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
             access_log::ending(
-                &mut self.stage,
+                &mut c.out,
                 &mut self.logger,
                 end,
                 bytes,
                 self.req_start,
                 &rec,
             );
-        }
-        if keep {
-            c.body = decoder;
-        } else {
-            c.close_after = true;
         }
         // The answer is queued (copied): the scratch buffers are free.
         self.scratch.trim(SCRATCH_KEEP);
@@ -428,7 +369,13 @@ impl Worker {
     /// Hands `check` to the hashing threads and holds the request until
     /// its outcome is in (see [`Worker::take_checks`]); without them, hashes
     /// here and routes again.
-    fn verify_later(&mut self, c: &mut Conn, redirects: u8, check: Check) -> Option<Plan> {
+    fn verify_later(
+        &mut self,
+        c: &mut Conn,
+        redirects: u8,
+        check: Check,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Option<Plan> {
         let id = self.next_check;
         self.next_check += 1;
         let (tx, waker, idx) = (self.checks_tx.clone(), Arc::clone(&self.waker), c.index);
@@ -438,16 +385,17 @@ impl Worker {
         });
         match self.verifier.submit(check, done) {
             Ok(()) => {
-                c.auth_wait = Some(Box::new(AuthWait {
+                let wait = AuthWait {
                     id,
                     held: self.hold(redirects),
                     ready: false,
-                }));
+                };
+                c.h1.verify(Box::new(wait), self.now);
                 None
             }
             Err(check) => {
                 self.router.settle(check.run());
-                self.route(c, redirects)
+                self.route(c, redirects, decoder)
             }
         }
     }
@@ -460,7 +408,7 @@ impl Worker {
         while let Ok((idx, id, outcome)) = self.checks_rx.try_recv() {
             let waiting = matches!(
                 self.conns.get(idx),
-                Some(Some(c)) if c.auth_wait.as_ref().is_some_and(|w| w.id == id)
+                Some(Some(c)) if c.h1.waits_for_check(id)
             );
             if !waiting {
                 self.router.remember(outcome);
@@ -468,12 +416,30 @@ impl Worker {
             }
             self.router.settle(outcome);
             if let Some(Some(c)) = self.conns.get_mut(idx) {
-                if let Some(w) = c.auth_wait.as_mut() {
-                    w.ready = true;
-                }
+                c.h1.check_done();
             }
-            self.on_event(idx, true, false);
+            self.on_event(idx, true);
         }
+    }
+}
+
+/// How answers are written: the stamp, the keep-alive limit, whether the
+/// worker winds down, how large files go, and the clock.
+pub(super) fn answering<'a>(
+    cfg: &'a Config,
+    date: &'a DateCache,
+    draining: Drain,
+    now: Instant,
+) -> Answering<'a> {
+    Answering {
+        stamp: Stamp {
+            server: cfg.server_header.as_bytes(),
+            date: date.get(),
+        },
+        max_requests: cfg.limits.keepalive_requests,
+        draining: draining != Drain::Serve,
+        sendfile: cfg.static_files.sendfile,
+        now,
     }
 }
 

@@ -1,0 +1,432 @@
+//! HTTP/1.1 on one connection, sans-IO: fed the bytes that arrived, it
+//! finds the requests in them (pipelined ones in order), reads their
+//! bodies into wherever they go, and writes the answers it is given
+//! into the connection's output queue: heads through
+//! [`crate::http::response`], bodies framed, the one keep-alive decision
+//! made once per answer. It never touches a socket; whoever drives it
+//! (a worker, or a unit test with a byte script) routes each request
+//! and hands the answer back.
+//!
+//! A connection is always in one [`State`], which holds whatever it
+//! waits for, and each state has its own timer ([`State::timer`]):
+//!
+//! ```text
+//!   Idle ──first byte──▶ Head ──head──▶ (answered) ──▶ Idle
+//!                                  ├──▶ Body (its body: dropped, or for a handler / held whole)
+//!                                  ├──▶ Verifying (a password check) ──▶ routed again
+//!                                  └──▶ Piping (a process answers) ──▶ Idle
+//!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
+//! ```
+
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
+
+use super::waits::{AuthWait, HandlerWait, WholeBody};
+use super::worker::PipeRun;
+use crate::http::body::BodyDecoder;
+use crate::http::parse::{Limits, ParseError};
+use crate::http::request::OwnedRequest;
+
+/// Stop reading pipelined requests once this much output waits, and let
+/// it go out first (bounds memory per connection).
+pub const OUTPUT_CAP: usize = 256 * 1024;
+
+/// Where a connection is in its life (see the module documentation).
+#[derive(Debug)]
+pub enum State {
+    /// Waiting for the next request (keep-alive timeout).
+    Idle,
+    /// Part of a request head has arrived (header timeout, against
+    /// slowloris).
+    Head,
+    /// A request body is being read (body timeout, from last progress).
+    Body(BodyRead),
+    /// A request waits for its password check (no timeout: it finishes).
+    Verifying(Box<AuthWait>),
+    /// A process answers through a pipe (its idle timeout, from last
+    /// progress); the request body, while it arrives, goes to its input.
+    Piping(Box<PipeRun>, Option<BodyDecoder>),
+    /// The answer is out and the write side shut: what the client still
+    /// sends is read and dropped until it closes (linger timeout), so
+    /// that closing does not reset the connection under the answer.
+    Lingering,
+}
+
+/// A request body being read, and where it goes.
+#[derive(Debug)]
+pub struct BodyRead {
+    /// Reads the body's framing (Content-Length or chunked).
+    pub decoder: BodyDecoder,
+    /// Where the body goes.
+    pub to: BodyTo,
+}
+
+/// Where a request body goes.
+#[derive(Debug)]
+pub enum BodyTo {
+    /// The request was answered already: the body is dropped.
+    Nowhere,
+    /// An embedded handler answers once the body is in.
+    Handler(Box<HandlerWait>),
+    /// The body is held whole before the answer starts.
+    Whole(Box<WholeBody>),
+}
+
+/// What waited for a request body that ended (or was refused).
+#[derive(Debug)]
+pub enum Waiting {
+    /// Nothing: the request was answered already.
+    Nothing,
+    /// An embedded handler.
+    Handler(Box<HandlerWait>),
+    /// An answer that needs the whole body.
+    Whole(Box<WholeBody>),
+    /// The process answering through a pipe (still in [`State::Piping`]).
+    Pipe,
+}
+
+/// Which timeout applies to a connection now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// `timeouts.keepalive` (and a stop closes it at once).
+    Idle,
+    /// `timeouts.header`: the connection is answered 408.
+    Head,
+    /// `timeouts.body`.
+    Body,
+    /// The pipe's own idle timeout: its process is stopped.
+    Pipe(Duration),
+    /// How long a closing connection may keep sending.
+    Linger,
+    /// None.
+    Never,
+}
+
+/// What [`Conn::read`] found in the input.
+#[derive(Debug)]
+pub enum Event {
+    /// Nothing more can happen with this input now: more is needed, a
+    /// wait holds the connection, or output must drain first.
+    Stall,
+    /// A request head is complete, in the request given to `read`:
+    /// answer it ([`Conn::answer`]) or hold it ([`Conn::wait_for_body`],
+    /// [`Conn::verify`], [`Conn::pipe`]).
+    Request,
+    /// A request head that can never be valid: answer it with
+    /// [`Conn::reject`].
+    Invalid(ParseError),
+    /// The password check of the request held is in: route it again.
+    Verified(Box<AuthWait>),
+    /// More of a body for a handler, or held whole, arrived: see whether
+    /// it may be kept before reading on.
+    BodyGrew,
+    /// The request body is complete.
+    BodyDone(Waiting),
+    /// The request body can never be complete (bad chunk framing, too
+    /// large): what waited for it gets the status instead.
+    BodyRefused(ParseError, Waiting),
+}
+
+/// What reading needs to know besides the input.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading<'a> {
+    /// Limits on request heads.
+    pub limits: &'a Limits,
+    /// Where bodies held whole go once they outgrow memory.
+    pub temp_dir: &'a Path,
+    /// Output waiting on the connection (reading pauses above
+    /// [`OUTPUT_CAP`]).
+    pub output: usize,
+    /// Now.
+    pub now: Instant,
+}
+
+/// One connection's HTTP/1.1 state.
+#[derive(Debug)]
+pub struct Conn {
+    state: State,
+    /// Requests read on this connection.
+    served: u32,
+    /// The connection closes once the queued output is out: nothing more
+    /// is read as a request.
+    closing: bool,
+    /// When the current state's timer started.
+    since: Instant,
+}
+
+impl Conn {
+    /// A new connection, idle since `now`.
+    pub fn new(now: Instant) -> Conn {
+        Conn {
+            state: State::Idle,
+            served: 0,
+            closing: false,
+            since: now,
+        }
+    }
+
+    /// The state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The state, to work on what it holds.
+    pub fn state_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+
+    /// Requests read on this connection so far.
+    pub fn served(&self) -> u32 {
+        self.served
+    }
+
+    /// When the current state's timer started.
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
+    /// Restarts the current state's timer (progress was made).
+    pub fn touch(&mut self, now: Instant) {
+        self.since = now;
+    }
+
+    /// Whether the connection closes once its output is out.
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
+    /// Closes the connection once its output is out.
+    pub fn close(&mut self) {
+        self.closing = true;
+    }
+
+    /// Moves to `state`, starting its timer at `now`.
+    pub fn set(&mut self, state: State, now: Instant) {
+        self.state = state;
+        self.since = now;
+    }
+
+    /// Whether a request body is still being read (a client that leaves
+    /// now cuts it short).
+    pub fn reading_body(&self) -> bool {
+        matches!(self.state, State::Body(_) | State::Piping(_, Some(_)))
+    }
+
+    /// The process answering through a pipe, if one is.
+    pub fn pipe(&mut self) -> Option<&mut PipeRun> {
+        match &mut self.state {
+            State::Piping(p, _) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Takes the pipe away (its answer has ended); the connection is
+    /// idle again, or reads and drops what is left of the request body.
+    pub fn end_pipe(&mut self, now: Instant) -> Option<Box<PipeRun>> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Piping(p, decoder) => {
+                // What is left of a request body is read and dropped.
+                if let Some(decoder) = decoder {
+                    self.state = State::Body(BodyRead {
+                        decoder,
+                        to: BodyTo::Nowhere,
+                    });
+                }
+                self.since = now;
+                Some(p)
+            }
+            other => {
+                self.state = other;
+                None
+            }
+        }
+    }
+
+    /// After the input of one event is consumed: an idle connection with
+    /// input left over is in the middle of a head (`pending`), and a
+    /// head's timer keeps running while more of it trickles in.
+    pub fn settle(&mut self, pending: bool, now: Instant) {
+        match (&self.state, pending) {
+            (State::Idle, true) => self.set(State::Head, now),
+            (State::Head, false) | (State::Idle, false) => self.set(State::Idle, now),
+            _ => {}
+        }
+    }
+
+    /// Which timeout applies now.
+    pub fn timer(&self) -> Timer {
+        match &self.state {
+            State::Idle => Timer::Idle,
+            State::Head => Timer::Head,
+            State::Body(_) => Timer::Body,
+            State::Verifying(_) => Timer::Never,
+            State::Piping(p, _) => Timer::Pipe(p.idle_timeout()),
+            State::Lingering => Timer::Linger,
+        }
+    }
+
+    /// Reads from `input[*pos..]`, moving `pos` past what it consumed,
+    /// and says what it found (see [`Event`]). A request head goes into
+    /// `req`.
+    pub fn read(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        req: &mut OwnedRequest,
+        cx: &Reading,
+    ) -> Event {
+        if self.closing {
+            return Event::Stall;
+        }
+        match &mut self.state {
+            State::Verifying(w) if w.ready => {
+                let State::Verifying(w) = std::mem::replace(&mut self.state, State::Idle) else {
+                    return Event::Stall;
+                };
+                return Event::Verified(w);
+            }
+            // What follows a request held for its password check (its
+            // body, pipelined requests) waits too, as do pipelined
+            // requests behind a piped answer.
+            State::Verifying(_) | State::Lingering | State::Piping(_, None) => return Event::Stall,
+            State::Body(_) | State::Piping(_, Some(_)) => return self.read_body(input, pos, cx),
+            State::Idle | State::Head => {}
+        }
+        if *pos == input.len() || cx.output >= OUTPUT_CAP {
+            return Event::Stall;
+        }
+        match req.parse(&input[*pos..], cx.limits) {
+            Ok(None) => Event::Stall,
+            Err(e) => {
+                *pos = input.len();
+                Event::Invalid(e)
+            }
+            Ok(Some(n)) => {
+                *pos += n;
+                self.served += 1;
+                Event::Request
+            }
+        }
+    }
+
+    /// Reads body bytes into where the body goes.
+    fn read_body(&mut self, input: &[u8], pos: &mut usize, cx: &Reading) -> Event {
+        let (decoder, to, mut pipe) = match &mut self.state {
+            State::Body(b) => (&mut b.decoder, Some(&mut b.to), None),
+            State::Piping(p, Some(d)) => (d, None, Some(p)),
+            _ => return Event::Stall,
+        };
+        // Body bytes go to a pipe's input while it wants them (reading
+        // pauses when its buffer is full), else where the state says.
+        let room = match &pipe {
+            Some(p) => p.input_room(),
+            None => usize::MAX,
+        };
+        if room == 0 {
+            return Event::Stall;
+        }
+        let end = *pos + room.min(input.len() - *pos);
+        let grows = matches!(to, Some(BodyTo::Handler(_) | BodyTo::Whole(_)));
+        let mut to = to;
+        let mut sink = |data: &[u8]| match (&mut pipe, &mut to) {
+            (Some(p), _) => p.feed_input(data),
+            (None, Some(BodyTo::Handler(h))) => h.body.extend_from_slice(data),
+            (None, Some(BodyTo::Whole(w))) => w.body.push(data, cx.temp_dir),
+            _ => {}
+        };
+        let result = decoder.decode(&input[*pos..end], &mut sink);
+        let done = decoder.is_done();
+        match result {
+            Err(e) => {
+                *pos = input.len();
+                Event::BodyRefused(e, self.body_over())
+            }
+            Ok(n) => {
+                *pos += n;
+                if n > 0 {
+                    self.since = cx.now;
+                }
+                if n > 0 && grows {
+                    Event::BodyGrew
+                } else if done {
+                    Event::BodyDone(self.body_over())
+                } else {
+                    Event::Stall
+                }
+            }
+        }
+    }
+
+    /// The body is over (read or refused): what waited for it.
+    fn body_over(&mut self) -> Waiting {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Body(b) => match b.to {
+                BodyTo::Nowhere => Waiting::Nothing,
+                BodyTo::Handler(h) => Waiting::Handler(h),
+                BodyTo::Whole(w) => Waiting::Whole(w),
+            },
+            State::Piping(p, _) => {
+                self.state = State::Piping(p, None);
+                Waiting::Pipe
+            }
+            other => {
+                self.state = other;
+                Waiting::Nothing
+            }
+        }
+    }
+
+    /// Takes away what waits for the body being read (its request is
+    /// answered otherwise: over a limit, its body could not be kept).
+    /// The rest of the body cannot be told from a next request, so the
+    /// caller closes the connection after the answer.
+    pub fn take_waiting(&mut self) -> Waiting {
+        self.body_over()
+    }
+
+    /// The handler waiting for the body being read, if one is.
+    pub fn handler_wait(&mut self) -> Option<&mut HandlerWait> {
+        match &mut self.state {
+            State::Body(BodyRead {
+                to: BodyTo::Handler(h),
+                ..
+            }) => Some(h),
+            _ => None,
+        }
+    }
+
+    /// The body being held whole, if one is.
+    pub fn whole_body(&mut self) -> Option<&mut WholeBody> {
+        match &mut self.state {
+            State::Body(BodyRead {
+                to: BodyTo::Whole(w),
+                ..
+            }) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Holds the request for its password check.
+    pub fn verify(&mut self, wait: Box<AuthWait>, now: Instant) {
+        self.set(State::Verifying(wait), now);
+    }
+
+    /// Whether the request held for check `id` is still waiting for it.
+    pub fn waits_for_check(&self, id: u64) -> bool {
+        matches!(&self.state, State::Verifying(w) if w.id == id)
+    }
+
+    /// Marks the password check of the request held as done.
+    pub fn check_done(&mut self) {
+        if let State::Verifying(w) = &mut self.state {
+            w.ready = true;
+        }
+    }
+}

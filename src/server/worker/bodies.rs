@@ -1,0 +1,118 @@
+//! Request bodies an answer waits for (see [`crate::server::waits`]):
+//!
+//! - an embedded handler's (see [`crate::handlers::app`]): gathered in
+//!   memory, the handler called on this thread once it is in; a worker
+//!   holds at most `limits.handler_bodies` of such bodies at once and
+//!   answers 503 to the request that would go beyond;
+//! - a chunked body on a CGI route, held whole: a chunked body has no
+//!   length until its last chunk, and RFC 3875 §4.1.2 says the server
+//!   must set `CONTENT_LENGTH` whenever there is a body (CGI.pm, php-cgi
+//!   and Python's cgi module read nothing without it): so the body is
+//!   held first (in a [`crate::handlers::spool::Spool`]: memory, then an
+//!   unnamed temporary file in `temp_dir`), bounded by `limits.max_body`,
+//!   and the program starts once it is complete, with its length (what
+//!   lighttpd does).
+//!
+//! A body refused while it arrives (bad chunk framing, too large) is
+//! answered 400/413 before any handler or program runs.
+
+use super::*;
+use crate::server::h1::Waiting;
+use crate::server::waits::{HandlerWait, WholeBody};
+
+impl Worker {
+    /// Counts what the body a handler waits for grew by. If the worker
+    /// then holds more than `limits.handler_bodies`, the request is
+    /// answered 503 (and the connection closed), and false returned:
+    /// memory for bodies is bounded however many clients send them at once.
+    pub(super) fn keep_handler_body(&mut self, c: &mut Conn) -> bool {
+        let Some(h) = c.h1.handler_wait() else {
+            return true;
+        };
+        self.handler_bodies += (h.body.len() - h.counted) as u64;
+        h.counted = h.body.len();
+        if self.handler_bodies <= self.cfg.limits.handler_bodies {
+            return true;
+        }
+        self.logger.log(
+            Level::Warn,
+            format_args!(
+                "client {}: 503: the request bodies held for handlers would exceed limits.handler_bodies",
+                c.peer.ip()
+            ),
+        );
+        if let Waiting::Handler(h) = c.h1.take_waiting() {
+            self.finish_handler(c, *h, Some(Status::SERVICE_UNAVAILABLE));
+        }
+        false
+    }
+
+    /// Stops counting the body of a handler whose connection goes away.
+    pub(super) fn forget_handler_body(&mut self, c: &mut Conn) {
+        if let Some(h) = c.h1.handler_wait() {
+            self.handler_bodies -= h.counted as u64;
+        }
+    }
+
+    /// The body `h` waited for is in (or, with `error`, cannot be read):
+    /// runs the handler, or answers `error` and closes.
+    pub(super) fn finish_handler(&mut self, c: &mut Conn, h: HandlerWait, error: Option<Status>) {
+        self.handler_bodies -= h.counted as u64;
+        if let Some(status) = error {
+            self.refuse_held(c, h.held, status);
+            return;
+        }
+        self.resume(h.held);
+        let plan = self.router.call_handler(
+            h.mount,
+            &self.req,
+            &h.body,
+            c.peer,
+            &mut self.scratch,
+            &mut self.logger,
+        );
+        self.answer(c, plan, None);
+    }
+
+    /// Whether the body being held whole could be kept; if not (the
+    /// temporary file could not be made or written), the request is
+    /// answered 500 and false returned.
+    pub(super) fn keep_whole_body(&mut self, c: &mut Conn) -> bool {
+        let Some(e) = c.h1.whole_body().and_then(|w| w.body.take_error()) else {
+            return true;
+        };
+        let Waiting::Whole(w) = c.h1.take_waiting() else {
+            return true;
+        };
+        self.logger.log(
+            Level::Error,
+            format_args!(
+                "cgi {}: cannot hold the request body in {}: {e}",
+                w.script.script_filename.display(),
+                self.cfg.temp_dir.display()
+            ),
+        );
+        self.refuse_held(c, w.held, Status::INTERNAL_SERVER_ERROR);
+        false
+    }
+
+    /// The body held whole is complete: the router answers with it.
+    pub(super) fn answer_whole_body(&mut self, c: &mut Conn, w: WholeBody) {
+        let redirects = self.resume(w.held);
+        let local = || c.local_addr();
+        let client = Client {
+            peer: c.peer,
+            now: self.now,
+            local: &local,
+        };
+        let plan = self.router.start_cgi(
+            &w.script,
+            &self.req,
+            client,
+            Some(w.body),
+            &mut self.scratch,
+            &mut self.logger,
+        );
+        self.answer_or_pipe(c, plan, None, redirects);
+    }
+}
