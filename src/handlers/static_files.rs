@@ -12,7 +12,7 @@ use crate::config::{CgiTarget, Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
 use crate::http::range::{self, RangeOutcome};
-use crate::http::request::OwnedRequest;
+use crate::http::request::{Field, OwnedRequest};
 use crate::http::{encoding, grammar, path, Method, Status};
 use crate::sys::fs::{Kind, Meta, Root};
 use std::rc::Rc;
@@ -345,7 +345,7 @@ fn negotiate(
     if !site.cfg.static_files.precompressed {
         return chosen;
     }
-    let accept = req.header("accept-encoding");
+    let accept = req.field(Field::AcceptEncoding);
     let wanted =
         SIDECARS.map(|(name, _)| accept.is_some_and(|a| encoding::accepts(a, name.as_bytes())));
     // Most requests without Accept-Encoding (or with none of these
@@ -415,10 +415,10 @@ fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) 
         last_modified: meta.mtime,
     };
     let pre = Preconditions {
-        if_match: req.header("if-match"),
-        if_none_match: req.header("if-none-match"),
-        if_modified_since: req.header("if-modified-since"),
-        if_unmodified_since: req.header("if-unmodified-since"),
+        if_match: req.field(Field::IfMatch),
+        if_none_match: req.field(Field::IfNoneMatch),
+        if_modified_since: req.field(Field::IfModifiedSince),
+        if_unmodified_since: req.field(Field::IfUnmodifiedSince),
     };
     match conditional::evaluate(&pre, &v, req.method()) {
         Precondition::Proceed => {}
@@ -437,8 +437,8 @@ fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) 
             return Plan::error(Status::PRECONDITION_FAILED, s);
         }
     }
-    let ranges = match (req.method(), req.header("range")) {
-        (Method::Get, Some(r)) => match req.header("if-range") {
+    let ranges = match (req.method(), req.field(Field::Range)) {
+        (Method::Get, Some(r)) => match req.field(Field::IfRange) {
             Some(ir) if !conditional::if_range_matches(ir, &v) => RangeOutcome::Ignore,
             _ => range::parse_range(r, meta.size),
         },

@@ -306,6 +306,68 @@ pub fn parse_request<'a>(
     limits: &Limits,
     storage: &'a mut [Header<'a>],
 ) -> Result<Option<Request<'a>>, ParseError> {
+    let mut count = 0;
+    let room = storage.len();
+    let head = parse_head(buf, limits, room, &mut |field| {
+        storage[count] = field;
+        count += 1;
+    })?;
+    let headers: &'a [Header<'a>] = storage;
+    Ok(head.map(|h| h.with_headers(&headers[..count])))
+}
+
+/// A parsed request head whose header fields went elsewhere (see
+/// [`parse_head`]): a [`Request`] without [`Request::headers`].
+#[derive(Debug)]
+pub struct RequestHead<'a> {
+    /// As [`Request::method`].
+    pub method: Method,
+    /// As [`Request::method_token`].
+    pub method_token: &'a [u8],
+    /// As [`Request::target`].
+    pub target: &'a [u8],
+    /// As [`Request::version`].
+    pub version: Version,
+    /// As [`Request::head_len`].
+    pub head_len: usize,
+    /// As [`Request::host`].
+    pub host: Option<&'a [u8]>,
+    /// As [`Request::body`].
+    pub body: BodyFraming,
+    /// As [`Request::keep_alive`].
+    pub keep_alive: bool,
+    /// As [`Request::expect_continue`].
+    pub expect_continue: bool,
+}
+
+impl<'a> RequestHead<'a> {
+    /// The request, with these header fields.
+    pub fn with_headers(self, headers: &'a [Header<'a>]) -> Request<'a> {
+        Request {
+            method: self.method,
+            method_token: self.method_token,
+            target: self.target,
+            version: self.version,
+            headers,
+            head_len: self.head_len,
+            host: self.host,
+            body: self.body,
+            keep_alive: self.keep_alive,
+            expect_continue: self.expect_continue,
+        }
+    }
+}
+
+/// Parses one request head from the start of `buf`, as [`parse_request`]
+/// does, handing each header field to `on_field` in order instead of
+/// storing it (at most `room` of them, and `limits.max_headers`). Fields
+/// handed out before an error or an incomplete head are to be forgotten.
+pub fn parse_head<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    room: usize,
+    on_field: &mut dyn FnMut(Header<'a>),
+) -> Result<Option<RequestHead<'a>>, ParseError> {
     let head_too_large = || too_large("request head too large");
 
     // RFC 9112 §2.2: empty lines before the request line are ignored.
@@ -361,7 +423,7 @@ pub fn parse_request<'a>(
             Some(b' ' | b'\t') => return Err(bad("obsolete line folding")),
             Some(_) => {}
         }
-        if count >= limits.max_headers || count >= storage.len() {
+        if count >= limits.max_headers || count >= room {
             return Err(too_large("too many header fields"));
         }
         let (end, next) = match find_line_end(buf, pos)? {
@@ -376,7 +438,7 @@ pub fn parse_request<'a>(
             return Ok(None);
         };
         sem.apply(&field, rl.version)?;
-        storage[count] = field;
+        on_field(field);
         count += 1;
         pos = next;
     };
@@ -415,13 +477,11 @@ pub fn parse_request<'a>(
     }
 
     let keep_alive = !sem.conn_close && (rl.version == Version::Http11 || sem.conn_keep_alive);
-    let headers: &'a [Header<'a>] = storage;
-    Ok(Some(Request {
+    Ok(Some(RequestHead {
         method,
         method_token: rl.method,
         target: target.target,
         version: rl.version,
-        headers: &headers[..count],
         head_len,
         host: target.authority_host.or(sem.host_header),
         body,

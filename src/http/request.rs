@@ -9,7 +9,7 @@
 //! their capacity, so the steady state allocates nothing); a request that
 //! has to wait takes it along and leaves an empty one behind.
 
-use super::parse::{self, BodyFraming, Header, Limits, ParseError, Request};
+use super::parse::{self, BodyFraming, Header, Limits, ParseError, RequestHead};
 use super::path::{self, PathError};
 use super::{Method, Version};
 
@@ -18,6 +18,64 @@ use super::{Method, Version};
 struct Span {
     start: u32,
     end: u32,
+}
+
+impl Span {
+    fn len(self) -> usize {
+        (self.end - self.start) as usize
+    }
+}
+
+/// Header fields the server itself reads, found once when the head is
+/// parsed (most requests are looked up for several of them: the static
+/// handler's conditionals and ranges, the access log's referer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `Accept-Encoding`.
+    AcceptEncoding,
+    /// `Authorization`.
+    Authorization,
+    /// `If-Match`.
+    IfMatch,
+    /// `If-Modified-Since`.
+    IfModifiedSince,
+    /// `If-None-Match`.
+    IfNoneMatch,
+    /// `If-Range`.
+    IfRange,
+    /// `If-Unmodified-Since`.
+    IfUnmodifiedSince,
+    /// `Range`.
+    Range,
+    /// `Referer`.
+    Referer,
+    /// `User-Agent`.
+    UserAgent,
+}
+
+/// How many [`Field`]s there are.
+const FIELDS: usize = 10;
+
+impl Field {
+    /// The field a name (ASCII case-insensitive) is, if one of these.
+    fn of(name: &[u8]) -> Option<Field> {
+        let is = |known: &str| name.eq_ignore_ascii_case(known.as_bytes());
+        // (Told apart by length first: most names are none of these.)
+        let field = match name.len() {
+            5 if is("range") => Field::Range,
+            7 if is("referer") => Field::Referer,
+            8 if is("if-match") => Field::IfMatch,
+            8 if is("if-range") => Field::IfRange,
+            10 if is("user-agent") => Field::UserAgent,
+            13 if is("if-none-match") => Field::IfNoneMatch,
+            13 if is("authorization") => Field::Authorization,
+            15 if is("accept-encoding") => Field::AcceptEncoding,
+            17 if is("if-modified-since") => Field::IfModifiedSince,
+            19 if is("if-unmodified-since") => Field::IfUnmodifiedSince,
+            _ => return None,
+        };
+        Some(field)
+    }
 }
 
 /// A request head owned by the server: see the module documentation.
@@ -33,6 +91,8 @@ pub struct OwnedRequest {
     target: Span,
     version: Version,
     headers: Vec<(Span, Span)>,
+    /// Where each [`Field`] is first in `headers`, plus one (0: absent).
+    fields: [u8; FIELDS],
     host: Option<Span>,
     body: BodyFraming,
     keep_alive: bool,
@@ -55,6 +115,7 @@ impl Default for OwnedRequest {
             target: Span::default(),
             version: Version::Http11,
             headers: Vec::new(),
+            fields: [0; FIELDS],
             host: None,
             body: BodyFraming::None,
             keep_alive: false,
@@ -71,36 +132,49 @@ impl OwnedRequest {
     /// Parses the request head at the start of `input` into `self`
     /// (whatever it held before is replaced; its buffers are reused).
     ///
-    /// `Ok(None)`: the head is not complete yet, `self` is unchanged.
-    /// `Ok(Some(n))`: the head took the first `n` bytes of `input`.
-    /// `Err`: it can never be a valid head (see [`parse::parse_request`]).
+    /// `Ok(None)`: the head is not complete yet. `Ok(Some(n))`: the head
+    /// took the first `n` bytes of `input`. `Err`: it can never be a
+    /// valid head (see [`parse::parse_request`]). Unless it returns
+    /// `Ok(Some(_))`, what `self` held is lost.
     pub fn parse(&mut self, input: &[u8], limits: &Limits) -> Result<Option<usize>, ParseError> {
-        let mut storage = [Header::EMPTY; MAX_HEADERS];
-        let Some(req) = parse::parse_request(input, limits, &mut storage)? else {
+        self.headers.clear();
+        self.fields = [0; FIELDS];
+        let base = input.as_ptr() as usize;
+        let at = |piece: &[u8]| Span {
+            start: (piece.as_ptr() as usize - base) as u32,
+            end: (piece.as_ptr() as usize - base + piece.len()) as u32,
+        };
+        let (headers, fields) = (&mut self.headers, &mut self.fields);
+        let mut field = |h: Header<'_>| {
+            if let Some(f) = Field::of(h.name) {
+                if fields[f as usize] == 0 {
+                    // (At most MAX_HEADERS fields: an index fits.)
+                    fields[f as usize] = (headers.len() + 1) as u8;
+                }
+            }
+            headers.push((at(h.name), at(h.value)));
+        };
+        let Some(head) = parse::parse_head(input, limits, MAX_HEADERS, &mut field)? else {
             return Ok(None);
         };
-        self.fill(input, &req);
-        Ok(Some(req.head_len))
+        self.fill(input, &head);
+        Ok(Some(head.head_len))
     }
 
-    /// Copies `req`, parsed from the start of `input`.
-    fn fill(&mut self, input: &[u8], req: &Request<'_>) {
+    /// Copies `head`, parsed from the start of `input` (its fields are
+    /// in `headers` already).
+    fn fill(&mut self, input: &[u8], head: &RequestHead<'_>) {
         self.bytes.clear();
-        self.bytes.extend_from_slice(&input[..req.head_len]);
-        self.head_len = req.head_len;
-        self.method = req.method;
-        self.method_token = self.span(req.method_token);
-        self.target = self.span(req.target);
-        self.version = req.version;
-        self.headers.clear();
-        for h in req.headers {
-            let field = (self.span(h.name), self.span(h.value));
-            self.headers.push(field);
-        }
-        self.host = req.host.map(|h| self.span(h));
-        self.body = req.body;
-        self.keep_alive = req.keep_alive;
-        self.expect_continue = req.expect_continue;
+        self.bytes.extend_from_slice(&input[..head.head_len]);
+        self.head_len = head.head_len;
+        self.method = head.method;
+        self.method_token = self.span_in(input, head.method_token);
+        self.target = self.span_in(input, head.target);
+        self.version = head.version;
+        self.host = head.host.map(|h| self.span_in(input, h));
+        self.body = head.body;
+        self.keep_alive = head.keep_alive;
+        self.expect_continue = head.expect_continue;
         self.user.clear();
         self.authed = false;
         let target = self.target;
@@ -109,12 +183,12 @@ impl OwnedRequest {
         self.path_error = path::decode_and_normalize(raw_path, &mut self.path).err();
     }
 
-    /// Where `piece` (a slice of the head in `bytes`, or a piece the
-    /// parser made up) lies; a made-up piece is copied behind the head.
-    fn span(&mut self, piece: &[u8]) -> Span {
-        let head = &self.bytes[..self.head_len];
-        let (base, at) = (head.as_ptr() as usize, piece.as_ptr() as usize);
-        let start = if at >= base && at + piece.len() <= base + head.len() {
+    /// Where `piece` (a slice of the head in `input`, or a piece the
+    /// parser made up) lies in `bytes`, the head's copy; a made-up piece
+    /// is copied behind the head.
+    fn span_in(&mut self, input: &[u8], piece: &[u8]) -> Span {
+        let (base, at) = (input.as_ptr() as usize, piece.as_ptr() as usize);
+        let start = if at >= base && at + piece.len() <= base + self.head_len {
             at - base
         } else {
             let start = self.bytes.len();
@@ -146,7 +220,7 @@ impl OwnedRequest {
         self.get(self.method_token)
     }
 
-    /// The request target in origin-form, as [`Request::target`] says.
+    /// The request target in origin-form, as [`parse::Request::target`] says.
     pub fn target(&self) -> &[u8] {
         self.get(self.target)
     }
@@ -169,14 +243,25 @@ impl OwnedRequest {
         })
     }
 
-    /// The value of the first header with this name (ASCII case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&[u8]> {
-        self.headers()
-            .find(|h| h.name.eq_ignore_ascii_case(name.as_bytes()))
-            .map(|h| h.value)
+    /// The value of the first `field`.
+    pub fn field(&self, field: Field) -> Option<&[u8]> {
+        match self.fields[field as usize] {
+            0 => None,
+            n => self.headers.get(n as usize - 1).map(|&(_, v)| self.get(v)),
+        }
     }
 
-    /// The host, as [`Request::host`] says.
+    /// The value of the first header with this name (ASCII case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        let name = name.as_bytes();
+        // (Most fields are told apart by their length alone.)
+        self.headers
+            .iter()
+            .find(|(n, _)| n.len() == name.len() && self.get(*n).eq_ignore_ascii_case(name))
+            .map(|&(_, value)| self.get(value))
+    }
+
+    /// The host, as [`parse::Request::host`] says.
     pub fn host(&self) -> Option<&[u8]> {
         self.host.map(|h| self.get(h))
     }
@@ -282,6 +367,7 @@ mod tests {
         assert_eq!(r.query(), Some(&b"x=1"[..]));
         assert_eq!(r.path(), Ok(&b"/c"[..]));
         assert_eq!(r.header("x-a"), Some(&b"1"[..]));
+        assert_eq!(r.field(Field::Range), None);
         assert_eq!(r.headers().count(), 4);
         assert_eq!(r.host(), Some(&b"h"[..]));
         assert_eq!(r.body(), BodyFraming::Length(3));
@@ -302,6 +388,31 @@ mod tests {
         assert_eq!((r.version(), r.keep_alive()), (Version::Http10, false));
         assert_eq!(r.user(), None);
         assert_eq!(r.headers().count(), 0);
+    }
+
+    #[test]
+    fn the_fields_the_server_reads_are_found_once() {
+        let r = parsed(
+            b"GET / HTTP/1.1\r\nHost: x\r\nrange: bytes=1-\r\nIF-NONE-MATCH: \"a\"\r\nRange: bytes=2-\r\nReferer: r\r\nUser-Agent: u\r\nIf-Range: \"b\"\r\nIf-Match: *\r\nAuthorization: Basic x\r\nAccept-Encoding: gzip\r\nIf-Modified-Since: m\r\nIf-Unmodified-Since: n\r\n\r\n",
+        );
+        let fields = [
+            (Field::Range, "bytes=1-"),
+            (Field::IfNoneMatch, "\"a\""),
+            (Field::Referer, "r"),
+            (Field::UserAgent, "u"),
+            (Field::IfRange, "\"b\""),
+            (Field::IfMatch, "*"),
+            (Field::Authorization, "Basic x"),
+            (Field::AcceptEncoding, "gzip"),
+            (Field::IfModifiedSince, "m"),
+            (Field::IfUnmodifiedSince, "n"),
+        ];
+        for (field, value) in fields {
+            assert_eq!(r.field(field), Some(value.as_bytes()), "{field:?}");
+        }
+        assert_eq!(r.header("range"), r.field(Field::Range), "the first one");
+        let r = parsed(b"GET / HTTP/1.1\r\nHost: x\r\nX-Range: y\r\n\r\n");
+        assert_eq!(r.field(Field::Range), None);
     }
 
     #[test]

@@ -6,15 +6,14 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use mio::net::TcpStream;
-
 use super::h1;
-use super::output::Out;
+use super::transport::{Out, Tcp, Transport};
 
 /// A client connection.
 #[derive(Debug)]
 pub struct Conn {
-    pub stream: TcpStream,
+    /// Bytes in and out.
+    pub transport: Tcp,
     /// The connection's slot in its worker's slab (its token).
     pub index: usize,
     pub peer: SocketAddr,
@@ -22,7 +21,7 @@ pub struct Conn {
     pub h1: h1::Conn,
     /// Input received but not yet consumed (empty, unallocated when idle).
     pub pending: Vec<u8>,
-    /// Output the socket has not taken yet (empty, unallocated when idle).
+    /// Output the transport has not taken yet (nothing when idle).
     pub out: Out,
     /// Bytes written to the client so far (positions in the output
     /// queue's endings count from here).
@@ -30,23 +29,15 @@ pub struct Conn {
     /// Since when output has waited for the socket to take more (the
     /// send timeout runs from its last progress), while it does.
     pub blocked_since: Option<Instant>,
-    /// Edge-triggered polling: the socket may still hold unread bytes.
-    pub read_more: bool,
-    /// The client has shut its write side.
-    pub eof: bool,
-    /// epoll reported the peer's FIN (or an error): read until EOF.
-    pub hangup: bool,
-    /// Registered with epoll for writability (only while output waits).
-    pub writable_interest: bool,
     /// Paces the output while a throttled response is queued.
     pub throttle: Option<Box<crate::access::throttle::Throttle>>,
 }
 
 impl Conn {
     /// A new connection, idle since `now`.
-    pub fn new(stream: TcpStream, index: usize, peer: SocketAddr, now: Instant) -> Conn {
+    pub fn new(transport: Tcp, index: usize, peer: SocketAddr, now: Instant) -> Conn {
         Conn {
-            stream,
+            transport,
             index,
             peer,
             h1: h1::Conn::new(now),
@@ -54,10 +45,6 @@ impl Conn {
             out: Out::default(),
             sent: 0,
             blocked_since: None,
-            read_more: true,
-            eof: false,
-            hangup: false,
-            writable_interest: false,
             throttle: None,
         }
     }
@@ -77,6 +64,6 @@ impl Conn {
 
     /// The address the client connected to.
     pub fn local_addr(&self) -> SocketAddr {
-        self.stream.local_addr().unwrap_or(self.peer)
+        self.transport.local_addr().unwrap_or(self.peer)
     }
 }

@@ -14,10 +14,9 @@
 pub mod conn;
 pub mod drain;
 mod error;
-mod file_copy;
 pub mod h1;
-pub mod output;
 pub mod router;
+pub mod transport;
 pub mod waits;
 pub mod worker;
 

@@ -30,7 +30,7 @@ use crate::handlers::spool::Spool;
 use crate::handlers::static_files::{self, apply_header_rules, Site};
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
-use crate::http::request::{OwnedRequest, MAX_HEADERS};
+use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 use crate::http::{path, Status};
 use crate::log::Logger;
 
@@ -186,7 +186,7 @@ impl Router {
             return Step::Next;
         };
         let ip = client.peer.ip();
-        let verdict = auth.check(&s.path, req.header("authorization"), ip, client.now);
+        let verdict = auth.check(&s.path, req.field(Field::Authorization), ip, client.now);
         let step = match verdict {
             Verdict::Open => Step::Next,
             Verdict::Allowed { user } => {

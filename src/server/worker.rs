@@ -3,7 +3,7 @@
 //! request path.
 
 use std::io;
-use std::net::{Shutdown, TcpListener as StdListener};
+use std::net::TcpListener as StdListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
@@ -13,7 +13,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
-use super::output::{Flushed, Out};
+use super::transport::{Flushed, Out, Tcp, Transport};
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
@@ -35,6 +35,7 @@ mod access_log;
 mod bodies;
 mod dispatch;
 mod drain;
+mod drive;
 mod pipe;
 mod rest;
 
@@ -277,7 +278,7 @@ impl Worker {
                             // The FIN may have come with the last data: read
                             // on until read() says so, or it goes unseen.
                             if let Some(Some(c)) = self.conns.get_mut(i) {
-                                c.hangup = true;
+                                c.transport.hangup = true;
                             }
                         }
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
@@ -343,11 +344,12 @@ impl Worker {
                             self.conns.len() - 1
                         }
                     };
-                    let mut conn = Conn::new(stream, idx, peer, self.now);
+                    let transport = Tcp::new(stream, self.cfg.static_files.sendfile);
+                    let mut conn = Conn::new(transport, idx, peer, self.now);
                     if self
                         .poll
                         .registry()
-                        .register(&mut conn.stream, Token(idx), Interest::READABLE)
+                        .register(conn.transport.source(), Token(idx), Interest::READABLE)
                         .is_err()
                     {
                         self.free.push(idx);
@@ -394,7 +396,7 @@ impl Worker {
         // (Throttled output moves on timers, without a socket event.)
         self.quiet_since = Some(self.now);
         if readable {
-            conn.read_more = true;
+            conn.transport.read_more = true;
         }
         let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
         match keep {
@@ -445,140 +447,6 @@ impl Worker {
         }
     }
 
-    /// Moves a connection forward as far as it can go without blocking.
-    /// Returns false when it must be closed.
-    fn drive(&mut self, c: &mut Conn) -> bool {
-        loop {
-            if !c.out.is_empty() {
-                let before = c.out.written;
-                let limit = match c
-                    .throttle
-                    .as_ref()
-                    .map(|t| t.take(self.now, THROTTLE_CHUNK))
-                {
-                    None => usize::MAX,
-                    Some(Ok(n)) => n,
-                    Some(Err(when)) => {
-                        // Over its rate: no write until the bucket allows.
-                        self.timers.push((when, c.index));
-                        return true;
-                    }
-                };
-                let flushed = c.out.flush_limited(&c.stream, limit, c.fin_follows());
-                c.sent += c.out.written - before;
-                settle(&mut self.logger, &mut c.out, c.sent, false);
-                match flushed {
-                    Ok(Flushed::All) => {
-                        self.take_back_out(c);
-                        self.want_write(c, false);
-                        c.throttle = None;
-                        if c.blocked_since.take().is_some() {
-                            // The state's timer starts again after the wait.
-                            c.h1.touch(self.now);
-                        }
-                    }
-                    Ok(Flushed::Limit) => {
-                        c.h1.touch(self.now);
-                        continue;
-                    }
-                    Ok(Flushed::Blocked) => {
-                        if c.out.written != before || c.blocked_since.is_none() {
-                            c.blocked_since = Some(self.now);
-                        }
-                        self.want_write(c, true);
-                        return true;
-                    }
-                    Err(_) => return false,
-                }
-            }
-            if c.h1.pipe().is_some() {
-                self.lend_out(c);
-                if self.pump_pipe(c) {
-                    continue;
-                }
-            }
-            if matches!(c.h1.state(), State::Lingering) {
-                return self.linger(c);
-            }
-            if c.h1.closing() && !matches!(c.h1.state(), State::Piping(..)) {
-                // Lingering (RFC 9112 §9.6) only matters when the client may
-                // still be sending: unread input, a body in flight, or a
-                // socket not known to be drained. Otherwise close at once.
-                if c.eof || (c.pending.is_empty() && !c.h1.reading_body() && !c.read_more) {
-                    // The answer's tail was held back for the FIN (see
-                    // `Out::flush`): send both now. A bare close would
-                    // instead reset and drop them if input arrived since
-                    // the last read.
-                    let _ = c.stream.shutdown(Shutdown::Write);
-                    return false;
-                }
-                let _ = c.stream.shutdown(Shutdown::Write);
-                c.h1.set(State::Lingering, self.now);
-                continue;
-            }
-            let progressed = match self.read_and_process(c) {
-                Ok(p) => p,
-                Err(_) => return false,
-            };
-            if !progressed && c.out.is_empty() {
-                break;
-            }
-        }
-        if c.out.is_empty() {
-            self.take_back_out(c);
-        }
-        if c.eof && c.pending.is_empty() {
-            // The client is gone (or sends nothing more): a body cut short
-            // can never be complete, so whatever waits for it (an embedded
-            // handler, a program reading its input, a held body) is
-            // dropped now, not at a timeout. `close` stops a running
-            // program and frees its slot.
-            if c.h1.reading_body() && self.logger.enabled(Level::Info) {
-                self.logger.log(
-                    Level::Info,
-                    format_args!(
-                        "client {} closed the connection before its request body was complete{}",
-                        c.peer.ip(),
-                        if c.h1.pipe().is_some() {
-                            "; its CGI program is stopped"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
-            }
-            return false;
-        }
-        c.h1.settle(!c.pending.is_empty(), self.now);
-        if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {
-            return false;
-        }
-        true
-    }
-
-    /// Lends the connection an output queue (from the spares) if it has
-    /// none, so that answers are written into reused memory.
-    pub(super) fn lend_out(&mut self, c: &mut Conn) {
-        if c.out.capacity() == 0 {
-            c.out = self
-                .spare_outs
-                .pop()
-                .unwrap_or_else(|| Out::with_capacity(READ_BUF));
-        }
-    }
-
-    /// Takes back the connection's emptied output queue for reuse.
-    fn take_back_out(&mut self, c: &mut Conn) {
-        if c.out.capacity() == 0 {
-            return;
-        }
-        let mut done = std::mem::take(&mut c.out);
-        done.clear();
-        if self.spare_outs.len() < SPARES && done.capacity() <= OUT_KEEP {
-            self.spare_outs.push(done);
-        }
-    }
-
     /// Wakes the throttled connections whose time has come.
     fn fire_timers(&mut self) {
         let now = self.now;
@@ -594,86 +462,6 @@ impl Worker {
         for idx in due {
             self.on_event(idx, false);
         }
-    }
-
-    /// Asks epoll for writability only while output waits: a socket that
-    /// is always registered for it would wake the loop on every ACK.
-    fn want_write(&self, c: &mut Conn, on: bool) {
-        if c.writable_interest != on {
-            let interest = if on {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            if self
-                .poll
-                .registry()
-                .reregister(&mut c.stream, Token(c.index), interest)
-                .is_ok()
-            {
-                c.writable_interest = on;
-            }
-        }
-    }
-
-    /// Discards input until the client closes. Returns false to close now.
-    fn linger(&mut self, c: &mut Conn) -> bool {
-        loop {
-            self.rbuf.clear();
-            match net::read_into_spare(&c.stream, &mut self.rbuf) {
-                Ok(0) => return false,
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return false,
-            }
-        }
-    }
-
-    /// Reads what is available and answers every complete request in it.
-    /// Returns whether anything was consumed or produced.
-    fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
-        self.rbuf.clear();
-        if !c.pending.is_empty() {
-            let mut p = std::mem::take(&mut c.pending);
-            self.rbuf.extend_from_slice(&p);
-            p.clear();
-            if self.spare_bufs.len() < SPARES && p.capacity() <= READ_BUF {
-                self.spare_bufs.push(p);
-            }
-        }
-        let had = self.rbuf.len();
-        if c.read_more && !c.eof && self.rbuf.len() < self.rbuf.capacity() {
-            let spare = self.rbuf.capacity() - self.rbuf.len();
-            match net::read_into_spare(&c.stream, &mut self.rbuf) {
-                Ok(0) => {
-                    c.eof = true;
-                    c.read_more = false;
-                }
-                // A short read means the socket is drained: with
-                // edge-triggered polling the next arrival raises a new event.
-                Ok(n) if n < spare && !c.hangup => c.read_more = false,
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.read_more = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let fresh = self.rbuf.len() > had;
-        let rbuf = std::mem::take(&mut self.rbuf);
-        let consumed = self.process(c, &rbuf, had);
-        if consumed < rbuf.len() && !c.h1.closing() {
-            if c.eof {
-                // The client left in the middle of a request: nothing to answer.
-                c.h1.close();
-            } else {
-                let mut p = self.spare_bufs.pop().unwrap_or_default();
-                p.extend_from_slice(&rbuf[consumed..]);
-                c.pending = p;
-            }
-        }
-        self.rbuf = rbuf;
-        Ok(fresh || consumed > 0)
     }
 
     /// The once-a-second timer pass over every connection.

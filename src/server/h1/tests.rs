@@ -11,7 +11,7 @@ use crate::handlers::{Body, Plan, Scratch};
 use crate::http::body::BodyLimits;
 use crate::http::response::{Encoder, Stamp};
 use crate::http::{Status, Version};
-use crate::server::output::Out;
+use crate::server::transport::Out;
 use crate::server::waits::Held;
 
 const LIMITS: Limits = Limits {
@@ -66,7 +66,6 @@ impl Script {
             },
             max_requests: self.max_requests,
             draining: self.draining,
-            sendfile: true,
             now: self.now,
         }
     }

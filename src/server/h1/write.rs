@@ -17,7 +17,7 @@ use crate::http::body::BodyDecoder;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Encoder, Framing, Head, Stamp, CONTINUE};
 use crate::http::{Method, Status, Version};
-use crate::server::output::Out;
+use crate::server::transport::Out;
 
 /// What writing an answer needs to know about the server.
 #[derive(Debug, Clone, Copy)]
@@ -29,9 +29,6 @@ pub struct Answering<'a> {
     /// The server is winding down (a reload or a stop): every answer
     /// from now on closes its connection.
     pub draining: bool,
-    /// Large file ranges go by `sendfile`; else they are copied through
-    /// memory (`[static] sendfile`).
-    pub sendfile: bool,
     /// Now.
     pub now: Instant,
 }
@@ -246,7 +243,7 @@ fn queue(
             out.buf_mut().extend_from_slice(&s.body);
             Ok(())
         }
-        Body::File { src, offset, len } => queue_file(out, &mut mark, &src, offset, len, cx),
+        Body::File { src, offset, len } => queue_file(out, &mut mark, &src, offset, len),
         Body::Multipart { src } => {
             let mut r = Ok(());
             for seg in &s.segs {
@@ -255,7 +252,7 @@ fn queue(
                         out.buf_mut().extend_from_slice(&s.body[at..at + len]);
                         Ok(())
                     }
-                    Seg::File { offset, len } => queue_file(out, &mut mark, &src, offset, len, cx),
+                    Seg::File { offset, len } => queue_file(out, &mut mark, &src, offset, len),
                 };
                 if r.is_err() {
                     break;
@@ -279,14 +276,14 @@ fn queue(
 }
 
 /// Queues a file range: copied behind what is already buffered when it
-/// is in memory or small, as a range for the transport when large.
+/// is in memory or small, as a range for the transport when large (it
+/// sends it by `sendfile`, or copies it).
 fn queue_file(
     out: &mut Out,
     mark: &mut usize,
     src: &Source,
     offset: u64,
     len: u64,
-    cx: &Answering,
 ) -> io::Result<()> {
     match src {
         Source::Mem(content) => {
@@ -314,11 +311,7 @@ fn queue_file(
         }
         Source::File(file) => {
             out.commit(*mark);
-            if cx.sendfile {
-                out.push_file(Rc::clone(file), offset, len);
-            } else {
-                out.push_copy(Rc::clone(file), offset, len);
-            }
+            out.push_file(Rc::clone(file), offset, len);
             *mark = out.buf_mut().len();
             Ok(())
         }

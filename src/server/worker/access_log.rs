@@ -7,7 +7,7 @@
 //! no system call more than before.
 
 use super::*;
-use crate::server::output::Out;
+use crate::server::transport::Out;
 
 /// Records that the answer to `rec`, whose request began to arrive at
 /// `started`, ends with what is queued for its connection so far (`end`,

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::http::parse::ParseError;
+use crate::http::request::Field;
 use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
 use crate::server::waits::{AuthWait, HandlerWait, Held};
 
@@ -424,7 +425,7 @@ impl Worker {
 }
 
 /// How answers are written: the stamp, the keep-alive limit, whether the
-/// worker winds down, how large files go, and the clock.
+/// worker winds down, and the clock.
 pub(super) fn answering<'a>(
     cfg: &'a Config,
     date: &'a DateCache,
@@ -438,7 +439,6 @@ pub(super) fn answering<'a>(
         },
         max_requests: cfg.limits.keepalive_requests,
         draining: draining != Drain::Serve,
-        sendfile: cfg.static_files.sendfile,
         now,
     }
 }
@@ -459,8 +459,8 @@ pub(super) fn request_record(
         version: req.version().as_str(),
         status,
         bytes: 0,
-        referer: req.header("referer"),
-        user_agent: req.header("user-agent"),
+        referer: req.field(Field::Referer),
+        user_agent: req.field(Field::UserAgent),
         user: req.user(),
         duration_us: 0,
     }

@@ -1,0 +1,341 @@
+//! A connection's output queue, sans-IO: header and small-body bytes in
+//! one buffer, large file ranges as ranges, in order; whichever
+//! transport sends them takes the front piece and says how much went.
+//! Consecutive byte pieces merge, so a head and a small body (or a batch
+//! of pipelined answers) leave in a single write.
+//!
+//! The queue also knows where each answer ends, with its access-log line
+//! drafted: the line is completed with the bytes actually sent once the
+//! answer's last byte is written or the connection ends. Positions count
+//! the bytes of the connection (see `Conn::sent`).
+//!
+//! The queue's memory is lent by the worker while output waits: an idle
+//! connection's [`Out`] holds nothing (one pointer), and taking a queue
+//! from the spares or giving it back moves only that pointer.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::log::Draft;
+
+/// A queued piece of output.
+#[derive(Debug)]
+enum Piece {
+    /// The next `n` bytes of the buffer.
+    Bytes(usize),
+    /// `len` bytes of `file` from `offset`.
+    File {
+        file: Rc<File>,
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// The piece at the front of a queue, for a transport to send.
+#[derive(Debug)]
+pub enum Front<'a> {
+    /// Bytes.
+    Bytes(&'a [u8]),
+    /// `len` bytes of `file` from `offset`.
+    File {
+        /// The file.
+        file: &'a Rc<File>,
+        /// Where the bytes to send start.
+        offset: u64,
+        /// How many are left to send.
+        len: u64,
+    },
+}
+
+/// Where a queued answer ends, for its access-log line.
+#[derive(Debug, Clone, Copy)]
+pub struct Ending {
+    /// The connection's byte count (`Conn::sent`) once its last byte is out.
+    pub end: u64,
+    /// The connection's byte count where its body begins.
+    pub body_from: u64,
+    /// When the first byte of its request arrived.
+    pub started: Instant,
+    /// Its line, drafted in the queue's draft buffer.
+    pub draft: Draft,
+}
+
+/// Queued output for one connection (see the module documentation).
+#[derive(Debug, Default)]
+pub struct Out(Option<Box<Queue>>);
+
+/// What an [`Out`] holds while it is lent.
+#[derive(Debug)]
+struct Queue {
+    buf: Vec<u8>,
+    /// Bytes of `buf` already written.
+    pos: usize,
+    pieces: VecDeque<Piece>,
+    /// Bytes taken by transports so far.
+    written: u64,
+    /// The ends of answers queued here (boxed: most queues never log).
+    endings: Option<Box<Endings>>,
+}
+
+/// The answers whose last byte is queued, in order, with their drafted
+/// log lines back to back.
+#[derive(Debug, Default)]
+struct Endings {
+    list: VecDeque<Ending>,
+    drafts: Vec<u8>,
+    /// Bytes of `drafts` that belong to endings already settled.
+    done: usize,
+}
+
+impl Out {
+    /// An empty queue with room for `cap` bytes.
+    pub fn with_capacity(cap: usize) -> Out {
+        Out(Some(Box::new(Queue {
+            buf: Vec::with_capacity(cap),
+            pos: 0,
+            pieces: VecDeque::with_capacity(64),
+            written: 0,
+            endings: None,
+        })))
+    }
+
+    /// The queue, made if this `Out` holds none (the worker lends one
+    /// before anything is written, so this does not allocate then).
+    fn queue(&mut self) -> &mut Queue {
+        self.0.get_or_insert_with(|| {
+            let Out(q) = Out::with_capacity(0);
+            q.unwrap_or_else(|| unreachable!("with_capacity makes a queue"))
+        })
+    }
+
+    /// Bytes in the queue not yet written (including any appended to the
+    /// buffer and not committed yet).
+    pub fn unsent(&self) -> u64 {
+        let Some(q) = &self.0 else { return 0 };
+        let files: u64 = q
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::File { len, .. } => *len,
+                Piece::Bytes(_) => 0,
+            })
+            .sum();
+        (q.buf.len() - q.pos) as u64 + files
+    }
+
+    /// Bytes taken by transports since the queue was made.
+    pub fn written(&self) -> u64 {
+        self.0.as_ref().map_or(0, |q| q.written)
+    }
+
+    /// Records that an answer ends at connection position `end` (its
+    /// body from `body_from`); `draft` appends its log line to the buffer
+    /// it is given.
+    pub fn push_ending(
+        &mut self,
+        end: u64,
+        body_from: u64,
+        started: Instant,
+        draft: impl FnOnce(&mut Vec<u8>) -> Draft,
+    ) {
+        let e = self.queue().endings.get_or_insert_with(Box::default);
+        let draft = draft(&mut e.drafts);
+        e.list.push_back(Ending {
+            end,
+            body_from,
+            started,
+            draft,
+        });
+    }
+
+    /// Whether an answer's end waits here.
+    pub fn has_endings(&self) -> bool {
+        let endings = self.0.as_ref().and_then(|q| q.endings.as_ref());
+        endings.is_some_and(|e| !e.list.is_empty())
+    }
+
+    /// Hands every answer that has ended to `done` with its line and the
+    /// body bytes it sent, given that the connection has sent `sent`
+    /// bytes; with `all` (the connection is ending), every answer, cut
+    /// short or not.
+    pub fn settle(&mut self, sent: u64, all: bool, mut done: impl FnMut(&[u8], &Ending, u64)) {
+        let Some(endings) = self.0.as_mut().and_then(|q| q.endings.as_mut()) else {
+            return;
+        };
+        while let Some(e) = endings.list.front() {
+            if e.end > sent && !all {
+                break;
+            }
+            let bytes = sent.min(e.end).saturating_sub(e.body_from);
+            let len = e.draft.len as usize;
+            done(&endings.drafts[endings.done..endings.done + len], e, bytes);
+            endings.done += len;
+            endings.list.pop_front();
+        }
+        if endings.list.is_empty() {
+            endings.drafts.clear();
+            endings.done = 0;
+        }
+    }
+
+    /// Whether nothing is waiting to be written.
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|q| q.pieces.is_empty())
+    }
+
+    /// The buffer's capacity (memory held; 0 when no queue is lent).
+    pub fn capacity(&self) -> usize {
+        self.0.as_ref().map_or(0, |q| q.buf.capacity())
+    }
+
+    /// Bytes waiting in the buffer (not counting file ranges).
+    pub fn buffered(&self) -> usize {
+        self.0.as_ref().map_or(0, |q| q.buf.len() - q.pos)
+    }
+
+    /// The bytes waiting in the buffer (file ranges are not in it).
+    pub fn buffered_bytes(&self) -> &[u8] {
+        self.0.as_ref().map_or(&[], |q| &q.buf[q.pos..])
+    }
+
+    /// Appends bytes to the queue.
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        let start = self.buf_mut().len();
+        self.buf_mut().extend_from_slice(bytes);
+        self.commit(start);
+    }
+
+    /// Direct access to the buffer, to write into it; follow with
+    /// [`Out::commit`] passing the length the buffer had before.
+    pub fn buf_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.queue().buf
+    }
+
+    /// Queues the bytes appended to the buffer since it was `start` long.
+    pub fn commit(&mut self, start: usize) {
+        let q = self.queue();
+        let n = q.buf.len() - start;
+        if n == 0 {
+            return;
+        }
+        match q.pieces.back_mut() {
+            Some(Piece::Bytes(m)) => *m += n,
+            _ => q.pieces.push_back(Piece::Bytes(n)),
+        }
+    }
+
+    /// Queues `len` bytes of `file` from `offset`.
+    pub fn push_file(&mut self, file: Rc<File>, offset: u64, len: u64) {
+        if len > 0 {
+            self.queue()
+                .pieces
+                .push_back(Piece::File { file, offset, len });
+        }
+    }
+
+    /// The piece to send next, and whether it is the last one queued.
+    pub fn front(&self) -> Option<(Front<'_>, bool)> {
+        let q = self.0.as_ref()?;
+        let last = q.pieces.len() == 1;
+        let front = match q.pieces.front()? {
+            Piece::Bytes(n) => Front::Bytes(&q.buf[q.pos..q.pos + n]),
+            Piece::File { file, offset, len } => Front::File {
+                file,
+                offset: *offset,
+                len: *len,
+            },
+        };
+        Some((front, last))
+    }
+
+    /// `n` bytes of the front piece were sent.
+    pub fn advance(&mut self, n: usize) {
+        let Some(q) = self.0.as_mut() else { return };
+        q.written += n as u64;
+        let done = match q.pieces.front_mut() {
+            Some(Piece::Bytes(m)) => {
+                q.pos += n;
+                *m -= n;
+                *m == 0
+            }
+            Some(Piece::File { offset, len, .. }) => {
+                *offset += n as u64;
+                *len -= n as u64;
+                *len == 0
+            }
+            None => false,
+        };
+        if done {
+            q.pieces.pop_front();
+        }
+        if q.pieces.is_empty() {
+            q.buf.clear();
+            q.pos = 0;
+        }
+    }
+
+    /// Drops everything queued (keeping the memory). Endings should be
+    /// settled first; any left are dropped.
+    pub fn clear(&mut self) {
+        let Some(q) = self.0.as_mut() else { return };
+        q.buf.clear();
+        q.pos = 0;
+        q.pieces.clear();
+        if let Some(e) = q.endings.as_mut() {
+            e.list.clear();
+            e.drafts.clear();
+            e.done = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_leave_in_order_and_bytes_merge() {
+        let out = Out::default();
+        assert!(
+            out.is_empty() && out.capacity() == 0,
+            "an idle queue holds nothing"
+        );
+        let mut out = Out::with_capacity(64);
+        out.push_bytes(b"head ");
+        out.push_bytes(b"body");
+        let file = Rc::new(File::open("/dev/null").unwrap());
+        out.push_file(Rc::clone(&file), 10, 5);
+        out.push_bytes(b"tail");
+        assert_eq!(out.unsent(), 18);
+        let Some((Front::Bytes(b), false)) = out.front() else {
+            panic!("bytes first")
+        };
+        assert_eq!(b, b"head body", "consecutive bytes merge");
+        out.advance(5);
+        assert!(matches!(out.front(), Some((Front::Bytes(b"body"), false))));
+        out.advance(4);
+        let Some((Front::File { offset, len, .. }, false)) = out.front() else {
+            panic!("then the file range")
+        };
+        assert_eq!((offset, len), (10, 5));
+        out.advance(2);
+        assert!(matches!(
+            out.front(),
+            Some((
+                Front::File {
+                    offset: 12,
+                    len: 3,
+                    ..
+                },
+                false
+            ))
+        ));
+        out.advance(3);
+        assert!(matches!(out.front(), Some((Front::Bytes(b"tail"), true))));
+        out.advance(4);
+        assert!(out.is_empty() && out.front().is_none());
+        assert_eq!((out.written(), out.unsent(), out.buffered()), (18, 0, 0));
+    }
+}

@@ -1,0 +1,116 @@
+//! Plain TCP: the socket, what epoll said about it, and sending the
+//! output queue: byte runs by `send` (with `MSG_MORE` while more
+//! follows), file ranges by `sendfile`, or copied through memory with
+//! `[static] sendfile = false` (see [`super::copy`]).
+
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+
+use mio::net::TcpStream;
+
+use super::copy::{Chunk, Range, Sending};
+use super::queue::{Front, Out};
+use super::{Flushed, Transport};
+use crate::sys::net;
+
+/// A TCP connection.
+#[derive(Debug)]
+pub struct Tcp {
+    stream: TcpStream,
+    /// Large file ranges go by `sendfile` (else they are copied).
+    sendfile: bool,
+    /// The chunk of a file range being copied.
+    chunk: Option<Box<Chunk>>,
+    /// Edge-triggered polling: the socket may still hold unread bytes.
+    pub read_more: bool,
+    /// The client has shut its write side.
+    pub eof: bool,
+    /// epoll reported the peer's FIN (or an error): read until EOF.
+    pub hangup: bool,
+    /// Registered with epoll for writability (only while output waits).
+    pub writable_interest: bool,
+}
+
+impl Tcp {
+    /// A connection over `stream`; `sendfile` as `[static] sendfile`.
+    pub fn new(stream: TcpStream, sendfile: bool) -> Tcp {
+        Tcp {
+            stream,
+            sendfile,
+            chunk: None,
+            read_more: true,
+            eof: false,
+            hangup: false,
+            writable_interest: false,
+        }
+    }
+
+    /// The socket, to register it with epoll.
+    pub fn source(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+}
+
+impl Transport for Tcp {
+    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        net::read_into_spare(&self.stream, buf)
+    }
+
+    fn flush(&mut self, out: &mut Out, mut limit: usize, fin_follows: bool) -> io::Result<Flushed> {
+        let throttled = limit != usize::MAX;
+        loop {
+            if limit == 0 && !out.is_empty() {
+                return Ok(Flushed::Limit);
+            }
+            let Some((front, last)) = out.front() else {
+                return Ok(Flushed::All);
+            };
+            let sent = match front {
+                Front::Bytes(bytes) => {
+                    let more = !last || (fin_follows && bytes.len() <= limit);
+                    let end = bytes.len().min(limit);
+                    net::send(&self.stream, &bytes[..end], more)
+                }
+                Front::File { file, offset, len } if self.sendfile => {
+                    let chunk = (len.min(1 << 30) as usize).min(limit);
+                    match net::sendfile(&self.stream, &**file, &mut { offset }, chunk) {
+                        // The file shrank under us: the promised length
+                        // cannot be kept, so the connection must end.
+                        Ok(0) => Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "file truncated while sending",
+                        )),
+                        sent => sent,
+                    }
+                }
+                Front::File { file, offset, len } => {
+                    let range = Range { file, offset, len };
+                    let how = Sending {
+                        limit,
+                        more: !last,
+                        fin_follows,
+                        throttled,
+                    };
+                    Chunk::send(&mut self.chunk, &self.stream, range, how)
+                }
+            };
+            match sent {
+                Ok(w) => {
+                    limit -= w;
+                    out.advance(w);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flushed::Blocked),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn shutdown_write(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        self.stream.local_addr().ok()
+    }
+}
