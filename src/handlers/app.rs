@@ -154,6 +154,7 @@ impl<'a> Response<'a> {
 pub struct Mount {
     /// Starts and ends with `/` (`/api/`), or is one exact path (`/status`).
     pub prefix: Vec<u8>,
+    /// What answers there.
     pub handler: std::sync::Arc<dyn Handler>,
 }
 

@@ -43,6 +43,7 @@ pub enum Source {
 /// What a path names, as cached.
 #[derive(Debug)]
 pub struct Entry {
+    /// What `fstat` said of it.
     pub meta: Meta,
     /// The content of a regular file; `None` for directories and others.
     pub source: Option<Source>,

@@ -23,9 +23,19 @@ use crate::http::Status;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seg {
     /// `len` bytes of [`Scratch::body`] starting at `start`.
-    Bytes { start: usize, len: usize },
+    Bytes {
+        /// Where they start in [`Scratch::body`].
+        start: usize,
+        /// How many.
+        len: usize,
+    },
     /// `len` bytes of the plan's file from `offset`.
-    File { offset: u64, len: u64 },
+    File {
+        /// Where they start in the file.
+        offset: u64,
+        /// How many.
+        len: u64,
+    },
 }
 
 /// Where a response body comes from.
@@ -38,9 +48,19 @@ pub enum Body {
     /// The bytes in [`Scratch::body`] (directory listings, redirects).
     Buffer,
     /// A range of a file.
-    File { src: Source, offset: u64, len: u64 },
+    File {
+        /// The file (its content, when small).
+        src: Source,
+        /// Where the range starts.
+        offset: u64,
+        /// Its length.
+        len: u64,
+    },
     /// The pieces in [`Scratch::segs`], over this file.
-    Multipart { src: Source },
+    Multipart {
+        /// The file the pieces' ranges are of.
+        src: Source,
+    },
     /// What a process writes into a pipe, head included (CGI): the
     /// engine pumps it (see [`pipe`]).
     Pipe(Box<pipe::Pipe>),
@@ -49,7 +69,9 @@ pub enum Body {
 /// What a handler decided to send.
 #[derive(Debug)]
 pub struct Plan {
+    /// The status (a pipe's process gives its own in its head).
     pub status: Status,
+    /// The body; its header lines are in [`Scratch::headers`].
     pub body: Body,
     /// The connection must close after this response.
     pub close: bool,

@@ -65,9 +65,11 @@ pub fn lookup_status(e: &io::Error) -> Status {
 /// A refusal with the file it concerns, for the log: `"/srv/www/x":
 /// cannot be opened: Permission denied (os error 13)`.
 pub struct Explained<'a> {
+    /// What was wrong with it.
     pub why: Refusal,
     /// The file as the server looked it up: relative to `root`, or absolute.
     pub file: &'a [u8],
+    /// The document root a relative `file` is in.
     pub root: &'a Path,
 }
 

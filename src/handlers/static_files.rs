@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::file_cache::{Entry, FileCache};
 use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
-use crate::access::throttle::Rate;
 use crate::config::{CgiTarget, Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
@@ -23,27 +22,23 @@ pub const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 /// Sidecar encodings in order of preference: coding, file suffix.
 const SIDECARS: [(&str, &[u8]); 2] = [("br", b".br"), ("gzip", b".gz")];
 
-/// The document root and everything needed to serve it; shared by all
-/// workers (immutable).
+/// The static handler's settings: the document root (held open), the
+/// MIME table, and which files are CGI programs; shared by all workers of
+/// a configuration (immutable).
 #[derive(Debug)]
-pub struct Site {
+pub struct StaticFiles {
+    /// The configuration they come from.
     pub cfg: Arc<Config>,
     root: Root,
     mime: MimeTable,
     /// CGI script directories that lie inside the document root, relative
     /// to it: their files are programs, never served as static files.
     cgi_dirs: Vec<Vec<u8>>,
-    /// The shared rate of each `[[throttle]]` rule (all workers draw on it).
-    pub throttles: Vec<Option<Arc<Rate>>>,
-    /// Open connections, counted across workers (and across a reload).
-    pub conn_limits: Arc<crate::access::limits::ConnLimits>,
-    /// Failed logins per client, counted across workers.
-    pub auth_failures: crate::access::SharedFailures,
 }
 
-impl Site {
+impl StaticFiles {
     /// Opens the document root named by the configuration.
-    pub fn new(cfg: Arc<Config>) -> io::Result<Site> {
+    pub fn new(cfg: Arc<Config>) -> io::Result<StaticFiles> {
         let root = Root::open(&cfg.root, cfg.static_files.symlinks_outside_root)?;
         let st = &cfg.static_files;
         let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
@@ -58,44 +53,12 @@ impl Site {
             })
             .map(|rel| rel.as_os_str().as_encoded_bytes().to_vec())
             .collect();
-        let now = std::time::Instant::now();
-        let throttles = cfg
-            .throttle
-            .iter()
-            .map(|t| t.rate.map(|r| Arc::new(Rate::new(r, now))))
-            .collect();
-        let limits = (
-            cfg.limits.max_connections,
-            cfg.limits.max_connections_per_ip,
-        );
-        let auth_failures = crate::access::SharedFailures::new(&cfg);
-        Ok(Site {
+        Ok(StaticFiles {
             cfg,
-            auth_failures,
             root,
             mime,
             cgi_dirs,
-            throttles,
-            conn_limits: Arc::new(crate::access::limits::ConnLimits::new(limits.0, limits.1)),
         })
-    }
-
-    /// After a reload: keeps counting open connections and failed logins
-    /// where `old` counts them, when the limits are the same, so that the
-    /// connections the previous workers still serve count against the
-    /// same `limits.max_connections` (new limits start new counts).
-    pub fn carry_over(&mut self, old: &Site) {
-        let (a, b) = (&self.cfg.limits, &old.cfg.limits);
-        if (a.max_connections, a.max_connections_per_ip)
-            == (b.max_connections, b.max_connections_per_ip)
-        {
-            self.conn_limits = Arc::clone(&old.conn_limits);
-        }
-        if (a.auth_failures, self.cfg.timeouts.auth_failure_window)
-            == (b.auth_failures, old.cfg.timeouts.auth_failure_window)
-        {
-            self.auth_failures = old.auth_failures.clone();
-        }
     }
 
     /// Whether `rel` (relative to the root) is, or is inside, a CGI
@@ -146,16 +109,16 @@ impl Site {
             "{missing} and directory listings are off, so / answers 403 Forbidden: add {add}, or list directories with --autoindex (autoindex = true in [static])"
         ))
     }
-
-    /// Uses the no-`openat2` confinement fallback (for tests).
-    pub fn force_fallback(&mut self) {
-        self.root.force_fallback();
-    }
 }
 
 /// Answers a request for a static file; `s.path` holds its decoded path
 /// (the router puts it there).
-pub fn serve(site: &Site, req: &OwnedRequest, s: &mut Scratch, cache: &mut FileCache) -> Plan {
+pub fn serve(
+    files: &StaticFiles,
+    req: &OwnedRequest,
+    s: &mut Scratch,
+    cache: &mut FileCache,
+) -> Plan {
     match req.method() {
         Method::Get | Method::Head => {}
         Method::Options => {
@@ -177,38 +140,40 @@ pub fn serve(site: &Site, req: &OwnedRequest, s: &mut Scratch, cache: &mut FileC
     if let Err(e) = req.path() {
         return Plan::error(e.status, s);
     }
-    if site.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+    if files.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
         s.rel.clear();
         s.rel.extend_from_slice(&s.path[1..]);
-        return refused(Refusal::Dotfile, dotfile_status(site), s);
+        return refused(Refusal::Dotfile, dotfile_status(files), s);
     }
     s.rel.clear();
     s.rel.extend_from_slice(&s.path[1..]);
     if let Some(q) = query {
         // MrHTTPD's QUERY_HACK: what `wget --mirror` saved as `page.html?x=1`.
-        let prefixes = &site.cfg.static_files.query_in_filename;
+        let prefixes = &files.cfg.static_files.query_in_filename;
         if prefixes.iter().any(|p| s.path.starts_with(p.as_bytes())) {
             s.rel.push(b'?');
             s.rel.extend_from_slice(q);
         }
     }
-    match cache.lookup(&site.root, &s.rel) {
-        Ok(e) if e.meta.kind == Kind::File && site.is_program(&s.rel) => {
+    match cache.lookup(&files.root, &s.rel) {
+        Ok(e) if e.meta.kind == Kind::File && files.is_program(&s.rel) => {
             refused(Refusal::ScriptSource, Status::FORBIDDEN, s)
         }
         Ok(e) if e.meta.kind == Kind::File => {
-            let chosen = negotiate(site, req, s, cache, Some(e));
-            serve_file(site, req, s, chosen)
+            let chosen = negotiate(files, req, s, cache, Some(e));
+            serve_file(files, req, s, chosen)
         }
-        Ok(e) if e.meta.kind == Kind::Dir => serve_dir(site, req, s, cache, raw_path, query),
+        Ok(e) if e.meta.kind == Kind::Dir => serve_dir(files, req, s, cache, raw_path, query),
         Ok(_) => refused(Refusal::NotRegular, Status::FORBIDDEN, s),
         // `CHANGES` may exist only as `CHANGES.gz` (nginx's gzip_static).
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && site.is_program(&s.rel) => {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && files.is_program(&s.rel) => {
             lookup_failed(&e, s)
         }
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && site.cfg.static_files.precompressed => {
-            let chosen = negotiate(site, req, s, cache, None);
-            serve_file(site, req, s, chosen)
+        Err(e)
+            if e.raw_os_error() == Some(libc::ENOENT) && files.cfg.static_files.precompressed =>
+        {
+            let chosen = negotiate(files, req, s, cache, None);
+            serve_file(files, req, s, chosen)
         }
         Err(e) => lookup_failed(&e, s),
     }
@@ -225,15 +190,15 @@ fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
     refused(Refusal::lookup(e), lookup_status(e), s)
 }
 
-fn dotfile_status(site: &Site) -> Status {
-    match site.cfg.static_files.dotfiles {
+fn dotfile_status(files: &StaticFiles) -> Status {
+    match files.cfg.static_files.dotfiles {
         Dotfiles::Ignore => Status::NOT_FOUND,
         _ => Status::FORBIDDEN,
     }
 }
 
 fn serve_dir(
-    site: &Site,
+    files: &StaticFiles,
     req: &OwnedRequest,
     s: &mut Scratch,
     cache: &mut FileCache,
@@ -251,45 +216,45 @@ fn serve_dir(
             loc.extend_from_slice(q);
         }
         s.header("Location", &loc);
-        apply_header_rules(site, s);
+        apply_header_rules(files, s);
         return Plan::error(Status::MOVED_PERMANENTLY, s);
     }
     let dir_rel_len = s.rel.len();
     let dir_path_len = s.path.len();
-    for index in &site.cfg.static_files.index {
+    for index in &files.cfg.static_files.index {
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
-        let chosen = match cache.lookup(&site.root, &s.rel) {
-            Ok(e) if e.meta.kind == Kind::File => negotiate(site, req, s, cache, Some(e)),
+        let chosen = match cache.lookup(&files.root, &s.rel) {
+            Ok(e) if e.meta.kind == Kind::File => negotiate(files, req, s, cache, Some(e)),
             // An index that exists only precompressed (`gzip -r` replaces
             // the files) is the index all the same.
             Err(e)
                 if e.raw_os_error() == Some(libc::ENOENT)
-                    && site.cfg.static_files.precompressed =>
+                    && files.cfg.static_files.precompressed =>
             {
-                match negotiate(site, req, s, cache, None) {
+                match negotiate(files, req, s, cache, None) {
                     chosen if chosen.varies => chosen,
                     _ => continue,
                 }
             }
             _ => continue,
         };
-        if site.is_program(&s.rel) {
+        if files.is_program(&s.rel) {
             return refused(Refusal::ScriptSource, Status::FORBIDDEN, s);
         }
         s.path.truncate(dir_path_len);
         s.path.extend_from_slice(index.as_bytes());
-        return serve_file(site, req, s, chosen);
+        return serve_file(files, req, s, chosen);
     }
     s.rel.truncate(dir_rel_len);
-    if !site.cfg.static_files.autoindex {
+    if !files.cfg.static_files.autoindex {
         return refused(Refusal::NoIndex, Status::FORBIDDEN, s);
     }
-    let entries = match site.root.list_dir(&s.rel) {
+    let entries = match files.root.list_dir(&s.rel) {
         Ok(e) => e,
         Err(e) => return lookup_failed(&e, s),
     };
-    let hide_dot = site.cfg.static_files.dotfiles != Dotfiles::Allow;
+    let hide_dot = files.cfg.static_files.dotfiles != Dotfiles::Allow;
     // FIFOs, sockets and devices are never served: not listed either.
     let mut list: Vec<autoindex::Entry> = entries
         .into_iter()
@@ -304,7 +269,7 @@ fn serve_dir(
     s.body.clear();
     autoindex::render(&s.path, &mut list, &mut s.body);
     s.header("Content-Type", b"text/html; charset=utf-8");
-    apply_header_rules(site, s);
+    apply_header_rules(files, s);
     Plan {
         status: Status::OK,
         body: Body::Buffer,
@@ -331,7 +296,7 @@ struct Chosen {
 /// when the request has no `Accept-Encoding`, because a cache must learn
 /// that the answer varies with it.
 fn negotiate(
-    site: &Site,
+    files: &StaticFiles,
     req: &OwnedRequest,
     s: &mut Scratch,
     cache: &mut FileCache,
@@ -342,7 +307,7 @@ fn negotiate(
         coding: None,
         varies: false,
     };
-    if !site.cfg.static_files.precompressed {
+    if !files.cfg.static_files.precompressed {
         return chosen;
     }
     let accept = req.field(Field::AcceptEncoding);
@@ -366,7 +331,7 @@ fn negotiate(
     let base = s.rel.len();
     for ((name, suffix), wanted) in SIDECARS.into_iter().zip(wanted) {
         s.rel.extend_from_slice(suffix);
-        let side = cache.probe(&site.root, &s.rel);
+        let side = cache.probe(&files.root, &s.rel);
         s.rel.truncate(base);
         let Ok(side) = side else { continue };
         if side.meta.kind != Kind::File {
@@ -387,7 +352,7 @@ fn negotiate(
 
 /// Serves the representation `chosen` of the file at `s.rel` (request
 /// path `s.path`).
-fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) -> Plan {
+fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) -> Plan {
     let vary = |s: &mut Scratch| {
         if chosen.varies {
             s.header("Vary", b"Accept-Encoding");
@@ -424,7 +389,7 @@ fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) 
         Precondition::Proceed => {}
         Precondition::NotModified => {
             vary(s);
-            apply_header_rules(site, s);
+            apply_header_rules(files, s);
             return Plan {
                 status: Status::NOT_MODIFIED,
                 body: Body::Empty,
@@ -444,7 +409,7 @@ fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) 
         },
         _ => RangeOutcome::Ignore,
     };
-    let content_type = site.mime.lookup(&s.path);
+    let content_type = files.mime.lookup(&s.path);
     if let RangeOutcome::Unsatisfiable = ranges {
         s.headers.clear();
         let mut cr = Vec::with_capacity(32);
@@ -463,7 +428,7 @@ fn serve_file(site: &Site, req: &OwnedRequest, s: &mut Scratch, chosen: Chosen) 
         s.header("Content-Encoding", c.as_bytes());
     }
     vary(s);
-    apply_header_rules(site, s);
+    apply_header_rules(files, s);
     match ranges {
         RangeOutcome::Ranges(set) if multipart => {
             let boundary = boundary(&meta);
@@ -541,8 +506,8 @@ fn boundary(meta: &Meta) -> [u8; 24] {
 }
 
 /// Adds the configured `[[headers]]` whose path matches.
-pub(crate) fn apply_header_rules(site: &Site, s: &mut Scratch) {
-    for rule in &site.cfg.headers {
+pub(crate) fn apply_header_rules(files: &StaticFiles, s: &mut Scratch) {
+    for rule in &files.cfg.headers {
         if rule.matcher.matches(&s.path) {
             for (name, value) in &rule.set {
                 s.header(name, value.as_bytes());

@@ -16,6 +16,7 @@ pub struct Conn {
     pub transport: Tcp,
     /// The connection's slot in its worker's slab (its token).
     pub index: usize,
+    /// The client's address.
     pub peer: SocketAddr,
     /// Where its HTTP/1.1 exchange is, and what it waits for.
     pub h1: h1::Conn,

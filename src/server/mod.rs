@@ -12,6 +12,7 @@
 //! [`Server::set_privileged`].
 
 pub mod conn;
+pub mod counters;
 pub mod drain;
 mod error;
 pub mod h1;
@@ -27,11 +28,12 @@ use std::time::Duration;
 use crate::access::verify::Verifier;
 use crate::config::Config;
 use crate::handlers::app::{Handler, Mount};
-use crate::handlers::static_files::Site;
+use crate::handlers::static_files::StaticFiles;
 use crate::log::{console, LogService, Logger};
 use crate::sys;
 use crate::sys::launcher::Launchers;
 use crate::sys::privileged::Privileged;
+use counters::Counters;
 use drain::{Drain, DrainOrder};
 use worker::{Worker, WorkerInit};
 
@@ -113,8 +115,8 @@ fn bind_listeners(
 
 /// Opens the document root of `cfg`; `in_chroot` says where, for the
 /// error.
-fn open_site(cfg: &Arc<Config>, in_chroot: bool) -> Result<Site, Error> {
-    Site::new(Arc::clone(cfg)).map_err(|source| Error::OpenRoot {
+fn open_root(cfg: &Arc<Config>, in_chroot: bool) -> Result<StaticFiles, Error> {
+    StaticFiles::new(Arc::clone(cfg)).map_err(|source| Error::OpenRoot {
         root: cfg.root.clone(),
         in_chroot,
         source,
@@ -125,7 +127,7 @@ fn open_site(cfg: &Arc<Config>, in_chroot: bool) -> Result<Site, Error> {
 /// addresses (with port 0 resolved) are known.
 pub struct Server {
     cfg: Arc<Config>,
-    site: Arc<Site>,
+    files: Arc<StaticFiles>,
     bound: Vec<Bound>,
     mounts: Vec<Mount>,
     launcher: Option<Arc<Launchers>>,
@@ -139,11 +141,11 @@ impl Server {
     pub fn bind(cfg: Config) -> Result<Server, Error> {
         let cfg = Arc::new(cfg);
         let _ = sys::process::raise_nofile_limit();
-        let site = Arc::new(open_site(&cfg, false)?);
+        let files = Arc::new(open_root(&cfg, false)?);
         let bound = bind_listeners(&cfg, &[], None)?;
         Ok(Server {
             cfg,
-            site,
+            files,
             bound,
             mounts: Vec::new(),
             launcher: None,
@@ -156,7 +158,7 @@ impl Server {
     /// there. Call it after `chroot` and before [`Server::start`].
     pub fn rebase(&mut self, cfg: Config) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
-        self.site = Arc::new(open_site(&cfg, true)?);
+        self.files = Arc::new(open_root(&cfg, true)?);
         self.cfg = cfg;
         Ok(())
     }
@@ -176,10 +178,10 @@ impl Server {
     }
 
     /// A line for whoever starts brisk when `/` can only answer 403 (see
-    /// [`Site::root_hint`]); ask before `chroot`, while the root can still
-    /// be read by its path.
+    /// [`StaticFiles::root_hint`]); ask before `chroot`, while the root can
+    /// still be read by its path.
     pub fn root_hint(&self) -> Option<String> {
-        self.site.root_hint()
+        self.files.root_hint()
     }
 
     /// The configuration being served.
@@ -215,10 +217,12 @@ impl Server {
             launcher: self.launcher,
             verifier: Arc::new(Verifier::new(self.cfg.workers.clamp(1, 4))),
         };
-        let current = Generation::start(&self.site, &self.bound, &shared, &|| logs.handle())?;
+        let counters = Arc::new(Counters::new(&self.cfg));
+        let serving = (&self.files, &counters);
+        let current = Generation::start(serving, &self.bound, &shared, &|| logs.handle())?;
         Ok(Running {
             cfg: self.cfg,
-            site: self.site,
+            counters,
             bound: self.bound,
             shared,
             current,
@@ -250,7 +254,7 @@ impl Generation {
     /// on a duplicate of socket `w` of every address.
     /// `logger` makes each worker's log handle.
     fn start(
-        site: &Arc<Site>,
+        serving: (&Arc<StaticFiles>, &Arc<Counters>),
         bound: &[Bound],
         shared: &Shared,
         logger: &dyn Fn() -> Logger,
@@ -260,9 +264,9 @@ impl Generation {
             wakers: Vec::new(),
             threads: Vec::new(),
         };
-        let workers = site.cfg.workers.max(1);
+        let workers = serving.0.cfg.workers.max(1);
         for id in 0..workers {
-            if let Err(e) = gen.start_worker(id, site, bound, shared, logger()) {
+            if let Err(e) = gen.start_worker(id, serving, bound, shared, logger()) {
                 gen.drain(Drain::Stop, Some(Duration::ZERO));
                 gen.join();
                 return Err(e);
@@ -274,7 +278,7 @@ impl Generation {
     fn start_worker(
         &mut self,
         id: usize,
-        site: &Arc<Site>,
+        (files, counters): (&Arc<StaticFiles>, &Arc<Counters>),
         bound: &[Bound],
         shared: &Shared,
         logger: Logger,
@@ -286,7 +290,8 @@ impl Generation {
             .map_err(Error::ShareListener)?;
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
         let init = WorkerInit {
-            site: Arc::clone(site),
+            files: Arc::clone(files),
+            counters: Arc::clone(counters),
             mounts: Arc::clone(&shared.mounts),
             launcher: shared.launcher.clone(),
             verifier: Arc::clone(&shared.verifier),
@@ -333,7 +338,9 @@ impl Generation {
 /// Serving workers.
 pub struct Running {
     cfg: Arc<Config>,
-    site: Arc<Site>,
+    /// What the current workers count in together (a reload carries the
+    /// counts over where its limits are unchanged).
+    counters: Arc<Counters>,
     bound: Vec<Bound>,
     shared: Shared,
     current: Generation,
@@ -366,11 +373,14 @@ impl Running {
     /// [`crate::process::confine::Sandboxes::refusal`]).
     pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
-        let mut site = open_site(&cfg, false)?;
-        site.carry_over(&self.site);
-        let site = Arc::new(site);
+        let files = Arc::new(open_root(&cfg, false)?);
+        let mut counters = Counters::new(&cfg);
+        counters.carry_over(&self.counters);
+        let counters = Arc::new(counters);
         let bound = bind_listeners(&cfg, &self.bound, self.privileged.as_deref())?;
-        let gen = Generation::start(&site, &bound, &self.shared, &|| logs.handle_for(&cfg.log))?;
+        let serving = (&files, &counters);
+        let logger = || logs.handle_for(&cfg.log);
+        let gen = Generation::start(serving, &bound, &self.shared, &logger)?;
         let old = std::mem::replace(&mut self.current, gen);
         old.drain(Drain::Retire, cfg.timeouts.reload_drain);
         self.retired.push(old);
@@ -378,7 +388,7 @@ impl Running {
         // let go of their duplicates of its sockets.
         self.bound = bound;
         self.cfg = cfg;
-        self.site = site;
+        self.counters = counters;
         Ok(())
     }
 

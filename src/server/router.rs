@@ -16,23 +16,25 @@
 //! path that does not decode goes straight to the static stage, whose
 //! answer is 400.
 
+use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::access::{Auth, Check, Checked, Verdict};
+use crate::access::{Auth, Check, Checked, SharedFailures, Verdict};
 use crate::config::{Config, Dotfiles, Level};
 use crate::handlers::app::{self, Mount, Response};
 use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
-use crate::handlers::static_files::{self, apply_header_rules, Site};
+use crate::handlers::static_files::{self, apply_header_rules, StaticFiles};
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 use crate::http::{path, Status};
 use crate::log::Logger;
+use crate::sys::launcher::Launchers;
 
 /// What the chain makes of a request.
 #[derive(Debug)]
@@ -57,10 +59,22 @@ pub enum Deferred {
         /// Index of the mount, in mount order.
         mount: usize,
     },
-    /// This CGI script answers once the request's whole body is held
-    /// ([`Router::start_cgi`]): a chunked body, whose length the script
-    /// must be told.
-    WholeBody(Script),
+    /// The answer needs the request's whole body first, held
+    /// ([`Router::answer_whole`]): a chunked body for a CGI script, which
+    /// must be told the body's length.
+    WholeBody(Resume),
+}
+
+/// Who answers a request once its whole body is held; the engine only
+/// holds it and hands it back.
+#[derive(Debug)]
+pub struct Resume(Script);
+
+impl Resume {
+    /// Names the answer's producer in log lines (`cgi /srv/cgi-bin/x`).
+    pub fn label(&self) -> String {
+        format!("cgi {}", self.0.script_filename.display())
+    }
 }
 
 /// What one stage makes of a request.
@@ -76,7 +90,7 @@ type Stage = fn(&mut Router, &mut OwnedRequest, Client<'_>, &mut Scratch, &mut L
 /// One worker's router: the stages and what they hold.
 pub struct Router {
     cfg: Arc<Config>,
-    site: Arc<Site>,
+    files: Arc<StaticFiles>,
     /// Basic authentication (`None` without `[[auth]]` rules).
     auth: Option<Auth>,
     /// Embedded handlers, in mount order.
@@ -84,7 +98,7 @@ pub struct Router {
     /// CGI scripts (`None` without `[[cgi]]` rules).
     cgi: Option<Cgi>,
     /// The static handler's open files.
-    files: FileCache,
+    cache: FileCache,
     /// A directory path with an index file name appended, tried as a
     /// CGI script.
     index_path: Vec<u8>,
@@ -121,28 +135,40 @@ impl Client<'_> {
 }
 
 impl Router {
-    /// The router of one worker. `auth` hashes passwords off the loop
-    /// (see [`Deferred::Verify`]) when it was told to offload.
+    /// The router of one worker, for the configuration of `files`:
+    /// `mounts` are the embedded handlers; `failures` counts failed logins
+    /// with the other workers; CGI programs are started by `launcher` if
+    /// given. Passwords are hashed off the loop (see [`Deferred::Verify`]).
+    /// An error when an htpasswd file or a CGI directory cannot be opened.
     pub fn new(
-        site: Arc<Site>,
+        files: Arc<StaticFiles>,
         mounts: Arc<[Mount]>,
-        auth: Option<Auth>,
-        cgi: Option<Cgi>,
-    ) -> Router {
-        let cfg = Arc::clone(&site.cfg);
-        let files = FileCache::new(
+        failures: SharedFailures,
+        launcher: Option<Arc<Launchers>>,
+    ) -> io::Result<Router> {
+        let cfg = Arc::clone(&files.cfg);
+        let cgi = match cfg.cgi.is_empty() {
+            true => None,
+            false => Some(Cgi::new(&cfg, launcher)?),
+        };
+        let auth = Auth::sharing(&cfg, failures).map_err(io::Error::other)?;
+        let auth = auth.is_active().then_some(auth).map(|mut a| {
+            a.offload();
+            a
+        });
+        let cache = FileCache::new(
             cfg.static_files.open_file_cache,
             cfg.static_files.open_file_cache_valid,
         );
-        Router {
+        Ok(Router {
             cfg,
-            site,
+            files,
             auth,
             mounts,
             cgi,
-            files,
+            cache,
             index_path: Vec::new(),
-        }
+        })
     }
 
     /// Runs the chain over `req`. The answer's header lines and body go
@@ -170,7 +196,7 @@ impl Router {
                 }
             }
         }
-        Routed::Answer(static_files::serve(&self.site, req, s, &mut self.files))
+        Routed::Answer(static_files::serve(&self.files, req, s, &mut self.cache))
     }
 
     /// The auth stage: 401 without valid credentials, 429 for a client
@@ -312,7 +338,7 @@ impl Router {
             s.body.clear();
             return Plan::error(Status::INTERNAL_SERVER_ERROR, s);
         }
-        apply_header_rules(&self.site, s);
+        apply_header_rules(&self.files, s);
         Plan {
             status: Status(status),
             body: Body::Buffer,
@@ -363,7 +389,7 @@ impl Router {
             Resolved::Cgi(script) if req.body() == BodyFraming::Chunked => {
                 match cgi.over_limit(log) {
                     Some(status) => Step::Answer(Plan::error(status, s)),
-                    None => Step::Defer(Deferred::WholeBody(script)),
+                    None => Step::Defer(Deferred::WholeBody(Resume(script))),
                 }
             }
             Resolved::Cgi(script) => {
@@ -372,10 +398,23 @@ impl Router {
         }
     }
 
+    /// Answers `req`, whose whole body is `body`, as `resume` says.
+    pub fn answer_whole(
+        &self,
+        resume: &Resume,
+        req: &OwnedRequest,
+        client: Client<'_>,
+        body: Spool,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) -> Plan {
+        self.start_cgi(&resume.0, req, client, Some(body), s, log)
+    }
+
     /// Starts `script` for `req`; its input is `held` (a body held
     /// whole) or else the request's body as it arrives. The answer is a
     /// pipe body, or an error when the script cannot be started.
-    pub fn start_cgi(
+    fn start_cgi(
         &self,
         script: &Script,
         req: &OwnedRequest,
@@ -408,12 +447,12 @@ impl Router {
 
     /// Moves the static handler's clock on (once per loop iteration).
     pub fn set_now(&mut self, now: Instant) {
-        self.files.set_now(now);
+        self.cache.set_now(now);
     }
 
     /// Forgets the open files (a worker that has been quiet a while).
     pub fn rest(&mut self) {
-        self.files.clear();
+        self.cache.clear();
         if let Some(cgi) = &self.cgi {
             cgi.shrink();
         }

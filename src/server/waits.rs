@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::handlers::cgi::Script;
+use super::router::Resume;
 use crate::handlers::spool::Spool;
 use crate::http::request::OwnedRequest;
 
@@ -51,7 +51,7 @@ pub struct HandlerWait {
 #[derive(Debug)]
 pub struct WholeBody {
     /// Who answers once the body is in.
-    pub script: Script,
+    pub resume: Resume,
     /// The request.
     pub held: Held,
     /// The body so far.

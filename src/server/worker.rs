@@ -18,7 +18,7 @@ use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
 use crate::handlers::app::Mount;
-use crate::handlers::static_files::Site;
+use crate::handlers::static_files::StaticFiles;
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::date::DateCache;
@@ -28,6 +28,7 @@ use crate::http::response::Stamp;
 use crate::http::Status;
 use crate::log::budget::LineBudget;
 use crate::log::{AccessRecord, Logger};
+use crate::server::counters::Counters;
 use crate::sys::launcher::Launchers;
 use crate::sys::net;
 
@@ -45,7 +46,6 @@ pub use pipe::PipeRun;
 
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
-use crate::handlers::cgi::Cgi;
 use crate::handlers::Body;
 use crate::server::h1::{State, Timer};
 use crate::server::waits::WholeBody;
@@ -80,7 +80,10 @@ const REFUSALS_PER_SEC: u32 = 20;
 
 /// What a worker needs from the server that started it.
 pub struct WorkerInit {
-    pub site: Arc<Site>,
+    /// The static handler's settings.
+    pub files: Arc<StaticFiles>,
+    /// What the workers of this configuration count in together.
+    pub counters: Arc<Counters>,
     /// Embedded handlers, in mount order.
     pub mounts: Arc<[Mount]>,
     /// Starts CGI programs; `None`: the worker starts them itself.
@@ -89,10 +92,13 @@ pub struct WorkerInit {
     pub verifier: Arc<Verifier>,
     /// Wakes this worker's loop (an order, a finished password check).
     pub waker: Arc<Waker>,
+    /// Its `SO_REUSEPORT` socket of each listen address.
     pub listeners: Vec<StdListener>,
+    /// Its log handle.
     pub logger: Logger,
     /// When to wind down, and how (see [`crate::server::drain`]).
     pub order: Arc<DrainOrder>,
+    /// Its event loop (made with the waker, see [`poll_and_waker`]).
     pub poll: Poll,
 }
 
@@ -111,7 +117,7 @@ pub struct Worker {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     live: usize,
-    site: Arc<Site>,
+    counters: Arc<Counters>,
     /// Chooses who answers each request.
     router: Router,
     /// The request being answered (its buffers reused from one to the next).
@@ -162,7 +168,7 @@ pub struct Worker {
 impl Worker {
     /// Prepares a worker; registers its listeners.
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
-        let cfg = Arc::clone(&init.site.cfg);
+        let cfg = Arc::clone(&init.files.cfg);
         let mut listeners = Vec::new();
         for (i, l) in init.listeners.into_iter().enumerate() {
             let mut l = TcpListener::from_std(l);
@@ -182,26 +188,16 @@ impl Worker {
             max_trailers: cfg.limits.max_header_bytes,
         };
         let now = Instant::now();
-        let cgi = if cfg.cgi.is_empty() {
-            None
-        } else {
-            Some(Cgi::new(&cfg, init.launcher)?)
-        };
-        let auth = crate::access::Auth::sharing(&cfg, init.site.auth_failures.clone())
-            .map_err(io::Error::other)?;
-        let auth = auth.is_active().then_some(auth).map(|mut a| {
-            a.offload();
-            a
-        });
+        let failures = init.counters.auth_failures.clone();
+        let router = Router::new(init.files, init.mounts, failures, init.launcher)?;
         let (checks_tx, checks_rx) = mpsc::channel();
-        let router = Router::new(Arc::clone(&init.site), init.mounts, auth, cgi);
         Ok(Worker {
             poll: init.poll,
             listeners,
             conns: Vec::new(),
             free: Vec::new(),
             live: 0,
-            site: init.site,
+            counters: init.counters,
             router,
             req: OwnedRequest::default(),
             verifier: init.verifier,
@@ -322,7 +318,7 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    if let Err(why) = self.site.conn_limits.admit(peer.ip()) {
+                    if let Err(why) = self.counters.conn_limits.admit(peer.ip()) {
                         // Refused early, before any state exists for it;
                         // established connections are not touched.
                         let _ = net::send(&stream, REFUSED, false);
@@ -353,7 +349,7 @@ impl Worker {
                         .is_err()
                     {
                         self.free.push(idx);
-                        self.site.conn_limits.release(peer.ip());
+                        self.counters.conn_limits.release(peer.ip());
                         continue;
                     }
                     self.conns[idx] = Some(conn);
@@ -441,7 +437,7 @@ impl Worker {
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
-            self.site.conn_limits.release(c.peer.ip());
+            self.counters.conn_limits.release(c.peer.ip());
             self.free.push(i);
             self.live -= 1;
         }

@@ -87,8 +87,8 @@ impl Worker {
         self.logger.log(
             Level::Error,
             format_args!(
-                "cgi {}: cannot hold the request body in {}: {e}",
-                w.script.script_filename.display(),
+                "{}: cannot hold the request body in {}: {e}",
+                w.resume.label(),
                 self.cfg.temp_dir.display()
             ),
         );
@@ -105,11 +105,11 @@ impl Worker {
             now: self.now,
             local: &local,
         };
-        let plan = self.router.start_cgi(
-            &w.script,
+        let plan = self.router.answer_whole(
+            &w.resume,
             &self.req,
             client,
-            Some(w.body),
+            w.body,
             &mut self.scratch,
             &mut self.logger,
         );

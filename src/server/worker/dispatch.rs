@@ -27,7 +27,7 @@ impl Worker {
             let own = rule
                 .connection_rate
                 .map(|r| crate::access::throttle::Rate::new(r, self.now));
-            let shared = self.site.throttles.get(i).cloned().flatten();
+            let shared = self.counters.throttles.get(i).cloned().flatten();
             c.throttle = Some(Box::new(crate::access::throttle::Throttle { shared, own }));
         }
     }
@@ -198,8 +198,8 @@ impl Worker {
                 body: Vec::new(),
                 counted: 0,
             })),
-            Routed::Defer(Deferred::WholeBody(script)) => BodyTo::Whole(Box::new(WholeBody {
-                script,
+            Routed::Defer(Deferred::WholeBody(resume)) => BodyTo::Whole(Box::new(WholeBody {
+                resume,
                 held: self.hold(redirects),
                 body: Default::default(),
             })),
