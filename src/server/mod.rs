@@ -1,6 +1,11 @@
 //! The engine and the embedding API: listeners, event loops, connections,
 //! timers, draining.
 //!
+//! The engine in layers (README: "The engine"): [`worker`] (the event
+//! loop) drives each connection's [`transport`] (bytes and readiness) and
+//! its [`h1`] protocol state (sans-IO HTTP/1.1), asks the [`router`] who
+//! answers each request, and pumps the body the handler chose.
+//!
 //! [`Server::bind`] binds every listener (one `SO_REUSEPORT` socket per
 //! address per worker) and opens the document root; [`Server::start`]
 //! starts one set of workers (a generation); [`Running::reload`] starts a
