@@ -21,6 +21,7 @@
 //! why it is sound in a `// SAFETY:` line.
 
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod access;
 pub mod config;

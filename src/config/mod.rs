@@ -397,7 +397,7 @@ pub enum PathMatch {
 impl PathMatch {
     /// Whether the decoded URL path matches. Never allocates.
     ///
-    /// `Prefix` is a plain byte-prefix test. `Glob` follows [`glob`]'s
+    /// `Prefix` is a plain byte-prefix test. `Glob` follows `glob`'s
     /// rules: `*` matches any run of bytes within one path segment (never
     /// a `/`), `?` exactly one byte other than `/`; a pattern without `/`
     /// is matched against the last segment of the path, a pattern with `/`

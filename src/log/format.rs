@@ -181,7 +181,7 @@ pub(crate) fn error_line(
 
 /// An access-log line formatted before its answer has left: the byte
 /// count and the duration, known only once the last byte is written (or
-/// the connection ends), are filled in by [`finish_line`].
+/// the connection ends), are filled in by `finish_line`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Draft {
     /// Length of the draft's text.

@@ -9,7 +9,7 @@
 //! 2. [`prepare`]: the sandbox's paths opened while they can be reached;
 //! 3. [`enter_jail`] (`chroot`), while still root;
 //! 4. [`switch_user`] (setgroups, setgid, setuid, verified);
-//! 5. [`Plan::apply`] ([`sandbox`]): Landlock for files, seccomp for
+//! 5. [`Plan::apply`] (`sandbox.rs`): Landlock for files, seccomp for
 //!    system calls.
 
 mod allowed;
@@ -82,7 +82,7 @@ pub fn enter_jail(cfg: &Config) -> Result<bool, Error> {
     Ok(true)
 }
 
-/// The outcome of [`confine`].
+/// The outcome of `confine`.
 pub struct Confined {
     /// Lines to log once the log writer runs.
     pub notes: Notes,

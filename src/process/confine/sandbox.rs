@@ -322,7 +322,7 @@ pub struct Plan {
 }
 
 /// Opens every path of the sandbox that `cfg` asks for (see
-/// [`landlock_rules`]); call it before `chroot` and the user switch, so
+/// `landlock_rules`); call it before `chroot` and the user switch, so
 /// that a document root beneath a directory the serving user cannot
 /// enter is still confined. A path that cannot be opened is an error
 /// naming it and the setting.
