@@ -4,10 +4,11 @@
 use std::io;
 use std::sync::Arc;
 
+use super::cgi::{self, Programs};
 use super::file_cache::{Entry, FileCache};
 use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
-use crate::config::{CgiTarget, Config, Dotfiles};
+use crate::config::{Config, Dotfiles};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
 use crate::http::range::{self, RangeOutcome};
@@ -31,9 +32,8 @@ pub struct StaticFiles {
     pub cfg: Arc<Config>,
     root: Root,
     mime: MimeTable,
-    /// CGI script directories that lie inside the document root, relative
-    /// to it: their files are programs, never served as static files.
-    cgi_dirs: Vec<Vec<u8>>,
+    /// The files that are CGI programs: their source is never served.
+    programs: Programs,
 }
 
 impl StaticFiles {
@@ -43,37 +43,13 @@ impl StaticFiles {
         let st = &cfg.static_files;
         let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
         let mime = MimeTable::with_file(&cfg.mime, file_types, &st.default_type);
-        let root_path = std::fs::canonicalize(&cfg.root)?;
-        let cgi_dirs = cfg
-            .cgi
-            .iter()
-            .filter_map(|rule| match &rule.target {
-                CgiTarget::Dir { dir, .. } => dir.strip_prefix(&root_path).ok(),
-                _ => None,
-            })
-            .map(|rel| rel.as_os_str().as_encoded_bytes().to_vec())
-            .collect();
+        let programs = Programs::new(&cfg.cgi, &cfg.root)?;
         Ok(StaticFiles {
             cfg,
             root,
             mime,
-            cgi_dirs,
+            programs,
         })
-    }
-
-    /// Whether `rel` (relative to the root) is, or is inside, a CGI
-    /// directory, or names a file a CGI pattern claims: a script's source
-    /// is never served.
-    fn is_program(&self, rel: &[u8]) -> bool {
-        let in_dir = self.cgi_dirs.iter().any(|d| {
-            d.is_empty() || rel == &d[..] || (rel.starts_with(d) && rel.get(d.len()) == Some(&b'/'))
-        });
-        let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
-        in_dir
-            || self.cfg.cgi.iter().any(|rule| match &rule.target {
-                CgiTarget::Pattern(p) => crate::config::glob::matches(p.as_bytes(), name),
-                _ => false,
-            })
     }
 
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
@@ -81,10 +57,7 @@ impl StaticFiles {
     /// index files, listings are off, and no CGI rule takes `/`.
     pub fn root_hint(&self) -> Option<String> {
         let st = &self.cfg.static_files;
-        let cgi_takes_root = self.cfg.cgi.iter().any(|rule| match &rule.target {
-            CgiTarget::Dir { url, .. } | CgiTarget::Program { url, .. } => url == "/",
-            CgiTarget::Pattern(_) => false,
-        });
+        let cgi_takes_root = cgi::takes_root(&self.cfg.cgi);
         let has_index = st.index.iter().any(|name| {
             self.root
                 .stat(name.as_bytes())
@@ -156,7 +129,7 @@ pub fn serve(
         }
     }
     match cache.lookup(&files.root, &s.rel) {
-        Ok(e) if e.meta.kind == Kind::File && files.is_program(&s.rel) => {
+        Ok(e) if e.meta.kind == Kind::File && files.programs.contains(&s.rel) => {
             refused(Refusal::ScriptSource, Status::FORBIDDEN, s)
         }
         Ok(e) if e.meta.kind == Kind::File => {
@@ -166,7 +139,7 @@ pub fn serve(
         Ok(e) if e.meta.kind == Kind::Dir => serve_dir(files, req, s, cache, raw_path, query),
         Ok(_) => refused(Refusal::NotRegular, Status::FORBIDDEN, s),
         // `CHANGES` may exist only as `CHANGES.gz` (nginx's gzip_static).
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && files.is_program(&s.rel) => {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) && files.programs.contains(&s.rel) => {
             lookup_failed(&e, s)
         }
         Err(e)
@@ -239,7 +212,7 @@ fn serve_dir(
             }
             _ => continue,
         };
-        if files.is_program(&s.rel) {
+        if files.programs.contains(&s.rel) {
             return refused(Refusal::ScriptSource, Status::FORBIDDEN, s);
         }
         s.path.truncate(dir_path_len);

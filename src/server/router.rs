@@ -1,8 +1,8 @@
 //! The router: one chain of stages over one [`OwnedRequest`], in the
 //! style of h2o's handler chain. Each stage looks at the request and
-//! answers it ([`Step::Answer`]), defers it until something is in (a
-//! password check, its body: [`Step::Defer`]), or leaves it to the next
-//! stage ([`Step::Next`]):
+//! answers it (Answer), defers it until something is in (Defer: a
+//! password check, its body; see [`Deferred`]), or leaves it to the next
+//! stage (Next):
 //!
 //! 1. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
 //!    request);

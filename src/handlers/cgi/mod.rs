@@ -10,6 +10,8 @@
 //!   request makes its answer a [`crate::handlers::pipe::Pipe`] body,
 //!   whose reply object ([`ScriptReply`]) reads the header block and stops
 //!   the program when asked; [`Children`] reaps what outlives a request.
+//! - [`Programs`]: which files under the document root are programs, so
+//!   that the static handler never serves their source.
 //!
 //! The raw system calls are [`crate::sys::spawn`]; the event loop in
 //! `server/` pumps the pipes without knowing what CGI is.
@@ -17,6 +19,7 @@
 mod env;
 mod head;
 mod process;
+mod programs;
 mod reply;
 mod resolve;
 mod runner;
@@ -27,6 +30,7 @@ mod tests;
 pub use env::{build_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
 pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
 pub use process::{Children, Process};
+pub use programs::Programs;
 pub use reply::ScriptReply;
-pub use resolve::{resolve, Resolved, Resolver, Script};
+pub use resolve::{resolve, takes_root, Resolved, Resolver, Script};
 pub use runner::{Cgi, Ends};

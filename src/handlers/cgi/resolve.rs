@@ -101,6 +101,15 @@ pub fn resolve(rules: &[CgiRule], doc_root: &Path, path: &[u8]) -> Resolved {
     Resolver::lazy(rules, doc_root).resolve(path)
 }
 
+/// Whether a `dir` or `program` rule's URL covers `/`, so that CGI
+/// answers the site's front page (a `pattern` only takes file names).
+pub fn takes_root(rules: &[CgiRule]) -> bool {
+    rules.iter().any(|rule| match &rule.target {
+        CgiTarget::Dir { url, .. } | CgiTarget::Program { url, .. } => under(url, b"/").is_some(),
+        CgiTarget::Pattern(_) => false,
+    })
+}
+
 /// The CGI rules with their directories held open, for one worker.
 ///
 /// A directory renamed or replaced after [`Resolver::new`] is not seen

@@ -8,7 +8,7 @@
 //! and hands the answer back.
 //!
 //! A connection is always in one [`State`], which holds whatever it
-//! waits for, and each state has its own timer ([`State::timer`]):
+//! waits for, and each state has its own timer ([`Conn::timer`]):
 //!
 //! ```text
 //!   Idle ──first byte──▶ Head ──head──▶ (answered) ──▶ Idle

@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::config::{CgiRule, CgiTarget};
+use crate::config::CgiTarget;
 use crate::handlers::cgi::{build_env, parse_head, resolve, CgiReply, EnvRequest, Resolved};
 use crate::http::parse::Header;
 use crate::sys::spawn::{spawn, try_reap, Exit};
@@ -25,15 +25,10 @@ fn resolve_spawn_and_parse() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let rules = [CgiRule {
-        target: CgiTarget::Dir {
-            url: "/cgi-bin/".into(),
-            dir: base.join("cgi-bin").canonicalize().unwrap(),
-        },
-        interpreter: None,
-        env: vec![],
-        writable: Vec::new(),
-    }];
+    let rules = [super::rule(CgiTarget::Dir {
+        url: "/cgi-bin/".into(),
+        dir: base.join("cgi-bin").canonicalize().unwrap(),
+    })];
     let root = base.join("www");
     let Resolved::Cgi(s) = resolve(&rules, &root, b"/cgi-bin/echo/p/q") else {
         panic!("not resolved");

@@ -2,6 +2,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::rule;
 use crate::config::{CgiRule, CgiTarget};
 use crate::handlers::cgi::{resolve, Resolved, Resolver, Script};
 
@@ -88,15 +89,6 @@ impl Tree {
             },
             rule(CgiTarget::Pattern("*.cgi".into())),
         ]
-    }
-}
-
-fn rule(target: CgiTarget) -> CgiRule {
-    CgiRule {
-        target,
-        interpreter: None,
-        env: Vec::new(),
-        writable: Vec::new(),
     }
 }
 
