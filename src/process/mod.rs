@@ -37,17 +37,20 @@ fn url(addr: &SocketAddr) -> String {
 
 /// Warnings about the TLS key files: one readable by every user (its
 /// secret is the server's identity; nginx's guides say 600 or 640).
+#[cfg(feature = "tls")]
 fn tls_notes(cfg: &Config) -> confine::Notes {
-    #[cfg(feature = "tls")]
-    if let Some(tls) = &cfg.tls {
-        return tls
-            .certificates
-            .iter()
-            .filter_map(|c| crate::tls::certs::key_warning(&c.files.key))
-            .map(|w| (Level::Warn, w))
-            .collect();
-    }
-    let _ = cfg;
+    cfg.tls
+        .iter()
+        .flat_map(|tls| &tls.certificates)
+        .filter_map(|c| crate::tls::certs::key_warning(&c.files.key))
+        .map(|w| (Level::Warn, w))
+        .collect()
+}
+
+/// None without TLS: such a build refuses `[tls]` when it loads the
+/// configuration.
+#[cfg(not(feature = "tls"))]
+fn tls_notes(_: &Config) -> confine::Notes {
     confine::Notes::new()
 }
 
@@ -64,6 +67,8 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         return Err(Error::TlsNotServed);
     }
     sys::memory::one_arena();
+    // Best effort: a kernel without close_range (before 5.11) leaves
+    // inherited descriptors as they were.
     let _ = sys::process::cloexec_inherited();
     // As loaded, before a default user is filled in: what a reload's
     // configuration is compared with.

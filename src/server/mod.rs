@@ -264,20 +264,20 @@ impl Generation {
         shared: &Shared,
         logger: &dyn Fn() -> Logger,
     ) -> Result<Generation, Error> {
-        let mut gen = Generation {
+        let mut generation = Generation {
             order: Arc::new(DrainOrder::default()),
             wakers: Vec::new(),
             threads: Vec::new(),
         };
         let workers = serving.0.cfg.workers.max(1);
         for id in 0..workers {
-            if let Err(e) = gen.start_worker(id, serving, bound, shared, logger()) {
-                gen.drain(Drain::Stop, Some(Duration::ZERO));
-                gen.join();
+            if let Err(e) = generation.start_worker(id, serving, bound, shared, logger()) {
+                generation.drain(Drain::Stop, Some(Duration::ZERO));
+                generation.join();
                 return Err(e);
             }
         }
-        Ok(gen)
+        Ok(generation)
     }
 
     fn start_worker(
@@ -306,15 +306,15 @@ impl Generation {
             order: Arc::clone(&self.order),
             poll,
         };
-        let t = std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("brisk-worker-{id}"))
             .spawn(move || match Worker::new(init) {
-                Ok(w) => w.run(),
+                Ok(worker) => worker.run(),
                 Err(e) => console::say(format_args!("cannot start worker {id}: {e}")),
             })
             .map_err(Error::WorkerThread)?;
         self.wakers.push(Arc::clone(&waker));
-        self.threads.push(t);
+        self.threads.push(thread);
         Ok(())
     }
 
@@ -323,19 +323,21 @@ impl Generation {
     /// is done.
     fn drain(&self, mode: Drain, bound: Option<Duration>) {
         self.order.give(mode, bound);
-        for w in &self.wakers {
-            let _ = w.wake();
+        for waker in &self.wakers {
+            // Fails only when the worker's poll is gone: it has exited.
+            let _ = waker.wake();
         }
     }
 
     fn finished(&self) -> bool {
-        self.threads.iter().all(|t| t.is_finished())
+        self.threads.iter().all(|thread| thread.is_finished())
     }
 
     /// Waits for every worker to exit (after [`Generation::drain`]).
     fn join(&mut self) {
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        for thread in self.threads.drain(..) {
+            // A worker that panicked has said so on stderr already.
+            let _ = thread.join();
         }
     }
 }
@@ -363,7 +365,10 @@ impl Running {
 
     /// Whether a worker has stopped on its own (it should not).
     pub fn worker_died(&self) -> bool {
-        self.current.threads.iter().any(|t| t.is_finished())
+        self.current
+            .threads
+            .iter()
+            .any(|thread| thread.is_finished())
     }
 
     /// Serves `cfg` from now on: listeners still listed are kept (new
@@ -385,8 +390,8 @@ impl Running {
         let bound = bind_listeners(&cfg, &self.bound, self.privileged.as_deref())?;
         let serving = (&files, &counters);
         let logger = || logs.handle_for(&cfg.log);
-        let gen = Generation::start(serving, &bound, &self.shared, &logger)?;
-        let old = std::mem::replace(&mut self.current, gen);
+        let generation = Generation::start(serving, &bound, &self.shared, &logger)?;
+        let old = std::mem::replace(&mut self.current, generation);
         old.drain(Drain::Retire, cfg.timeouts.reload_drain);
         self.retired.push(old);
         // An address no longer listed closes once the old workers have
@@ -401,12 +406,13 @@ impl Running {
     /// draining.
     pub fn reap(&mut self) {
         let before = self.retired.len();
-        for g in &mut self.retired {
-            if g.finished() {
-                g.join();
+        for generation in &mut self.retired {
+            if generation.finished() {
+                generation.join();
             }
         }
-        self.retired.retain(|g| !g.threads.is_empty());
+        self.retired
+            .retain(|generation| !generation.threads.is_empty());
         if self.retired.len() < before {
             // What the previous workers held is free now, but glibc keeps
             // it in their arenas: hand it back.
@@ -423,12 +429,12 @@ impl Running {
         self.bound.clear();
         let bound = Some(self.cfg.timeouts.shutdown);
         self.current.drain(Drain::Stop, bound);
-        for g in &self.retired {
-            g.drain(Drain::Stop, bound);
+        for generation in &self.retired {
+            generation.drain(Drain::Stop, bound);
         }
         self.current.join();
-        for g in &mut self.retired {
-            g.join();
+        for generation in &mut self.retired {
+            generation.join();
         }
     }
 

@@ -170,12 +170,14 @@ impl Worker {
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
         let cfg = Arc::clone(&init.files.cfg);
         let mut listeners = Vec::new();
-        for (i, l) in init.listeners.into_iter().enumerate() {
-            let mut l = TcpListener::from_std(l);
-            init.poll
-                .registry()
-                .register(&mut l, Token(LISTENER_BASE + i), Interest::READABLE)?;
-            listeners.push(l);
+        for (i, socket) in init.listeners.into_iter().enumerate() {
+            let mut listener = TcpListener::from_std(socket);
+            init.poll.registry().register(
+                &mut listener,
+                Token(LISTENER_BASE + i),
+                Interest::READABLE,
+            )?;
+            listeners.push(listener);
         }
         let limits = parse::Limits {
             max_request_line: cfg.limits.max_request_line,

@@ -26,11 +26,11 @@ impl Worker {
     /// answered 503 (and the connection closed), and false returned:
     /// memory for bodies is bounded however many clients send them at once.
     pub(super) fn keep_handler_body(&mut self, c: &mut Conn) -> bool {
-        let Some(h) = c.h1.handler_wait() else {
+        let Some(wait) = c.h1.handler_wait() else {
             return true;
         };
-        self.handler_bodies += (h.body.len() - h.counted) as u64;
-        h.counted = h.body.len();
+        self.handler_bodies += (wait.body.len() - wait.counted) as u64;
+        wait.counted = wait.body.len();
         if self.handler_bodies <= self.cfg.limits.handler_bodies {
             return true;
         }
@@ -41,32 +41,37 @@ impl Worker {
                 c.peer.ip()
             ),
         );
-        if let Waiting::Handler(h) = c.h1.take_waiting() {
-            self.finish_handler(c, *h, Some(Status::SERVICE_UNAVAILABLE));
+        if let Waiting::Handler(wait) = c.h1.take_waiting() {
+            self.finish_handler(c, *wait, Some(Status::SERVICE_UNAVAILABLE));
         }
         false
     }
 
     /// Stops counting the body of a handler whose connection goes away.
     pub(super) fn forget_handler_body(&mut self, c: &mut Conn) {
-        if let Some(h) = c.h1.handler_wait() {
-            self.handler_bodies -= h.counted as u64;
+        if let Some(wait) = c.h1.handler_wait() {
+            self.handler_bodies -= wait.counted as u64;
         }
     }
 
-    /// The body `h` waited for is in (or, with `error`, cannot be read):
+    /// The body `wait` waited for is in (or, with `error`, cannot be read):
     /// runs the handler, or answers `error` and closes.
-    pub(super) fn finish_handler(&mut self, c: &mut Conn, h: HandlerWait, error: Option<Status>) {
-        self.handler_bodies -= h.counted as u64;
+    pub(super) fn finish_handler(
+        &mut self,
+        c: &mut Conn,
+        wait: HandlerWait,
+        error: Option<Status>,
+    ) {
+        self.handler_bodies -= wait.counted as u64;
         if let Some(status) = error {
-            self.refuse_held(c, h.held, status);
+            self.refuse_held(c, wait.held, status);
             return;
         }
-        self.resume(h.held);
+        self.resume(wait.held);
         let plan = self.router.call_handler(
-            h.mount,
+            wait.mount,
             &self.req,
-            &h.body,
+            &wait.body,
             c.peer,
             &mut self.scratch,
             &mut self.logger,
@@ -78,27 +83,27 @@ impl Worker {
     /// temporary file could not be made or written), the request is
     /// answered 500 and false returned.
     pub(super) fn keep_whole_body(&mut self, c: &mut Conn) -> bool {
-        let Some(e) = c.h1.whole_body().and_then(|w| w.body.take_error()) else {
+        let Some(e) = c.h1.whole_body().and_then(|whole| whole.body.take_error()) else {
             return true;
         };
-        let Waiting::Whole(w) = c.h1.take_waiting() else {
+        let Waiting::Whole(whole) = c.h1.take_waiting() else {
             return true;
         };
         self.logger.log(
             Level::Error,
             format_args!(
                 "{}: cannot hold the request body in {}: {e}",
-                w.resume.label(),
+                whole.resume.label(),
                 self.cfg.temp_dir.display()
             ),
         );
-        self.refuse_held(c, w.held, Status::INTERNAL_SERVER_ERROR);
+        self.refuse_held(c, whole.held, Status::INTERNAL_SERVER_ERROR);
         false
     }
 
     /// The body held whole is complete: the router answers with it.
-    pub(super) fn answer_whole_body(&mut self, c: &mut Conn, w: WholeBody) {
-        let redirects = self.resume(w.held);
+    pub(super) fn answer_whole_body(&mut self, c: &mut Conn, whole: WholeBody) {
+        let redirects = self.resume(whole.held);
         let local = || c.local_addr();
         let client = Client {
             peer: c.peer,
@@ -106,10 +111,10 @@ impl Worker {
             local: &local,
         };
         let plan = self.router.answer_whole(
-            &w.resume,
+            &whole.resume,
             &self.req,
             client,
-            w.body,
+            whole.body,
             &mut self.scratch,
             &mut self.logger,
         );

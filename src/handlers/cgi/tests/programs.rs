@@ -9,23 +9,23 @@ use crate::handlers::cgi::{takes_root, Programs};
 
 /// A document root `www/` holding `cgi-bin/` and `scripts/`, with a
 /// `dir` rule on each of them and on `elsewhere/`, outside the root.
-struct Site(PathBuf);
+struct SiteTree(PathBuf);
 
-impl Drop for Site {
+impl Drop for SiteTree {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
-impl Site {
-    fn new(name: &str) -> Site {
+impl SiteTree {
+    fn new(name: &str) -> SiteTree {
         let base =
             std::env::temp_dir().join(format!("brisk-programs-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         for d in ["www/cgi-bin", "www/scripts", "elsewhere"] {
             std::fs::create_dir_all(base.join(d)).unwrap();
         }
-        Site(base.canonicalize().unwrap())
+        SiteTree(base.canonicalize().unwrap())
     }
 
     fn dir(&self, url: &str, rel: &str) -> CgiRule {
@@ -38,7 +38,7 @@ impl Site {
 
 #[test]
 fn files_of_dir_rules_inside_the_root_and_of_patterns_are_programs() {
-    let site = Site::new("mixed");
+    let site = SiteTree::new("mixed");
     let rules = [
         site.dir("/cgi-bin/", "www/cgi-bin"),
         // Inside the root under another URL: `/scripts/x` reaches it as
@@ -80,7 +80,7 @@ fn files_of_dir_rules_inside_the_root_and_of_patterns_are_programs() {
 
 #[test]
 fn a_dir_rule_on_the_root_itself_makes_every_file_a_program() {
-    let site = Site::new("root");
+    let site = SiteTree::new("root");
     let rules = [site.dir("/", "www")];
     let programs = Programs::new(&rules, &site.0.join("www")).unwrap();
     assert!(programs.contains(b"index.html"));
@@ -89,7 +89,7 @@ fn a_dir_rule_on_the_root_itself_makes_every_file_a_program() {
 
 #[test]
 fn no_rules_no_programs() {
-    let site = Site::new("none");
+    let site = SiteTree::new("none");
     let programs = Programs::new(&[], &site.0.join("www")).unwrap();
     assert!(!programs.contains(b"x.cgi"));
     assert!(Programs::new(&[], &site.0.join("missing")).is_err());
@@ -97,7 +97,7 @@ fn no_rules_no_programs() {
 
 #[test]
 fn takes_root_only_for_a_url_covering_slash() {
-    let site = Site::new("front");
+    let site = SiteTree::new("front");
     assert!(takes_root(&[site.dir("/", "www/cgi-bin")]));
     assert!(takes_root(&[rule(CgiTarget::Program {
         url: "/".into(),
