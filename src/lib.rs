@@ -14,6 +14,8 @@
 //! - [`config`]: schema, compiled-in defaults, validation with clear errors.
 //! - [`sys`]: every `unsafe` block and raw syscall, behind safe functions.
 //! - [`log`]: access log and error log.
+//! - `h2` (cargo feature `http2`): HTTP/2, sans-IO: frames, streams,
+//!   flow control, HPACK, and the defences against its floods.
 //! - `tls` (cargo feature `tls`): HTTPS with rustls: certificates, SNI,
 //!   session resumption, one connection's record layer, sans-IO.
 //!
@@ -25,6 +27,8 @@
 
 pub mod access;
 pub mod config;
+#[cfg(feature = "http2")]
+pub mod h2;
 pub mod handlers;
 pub mod http;
 pub mod log;
