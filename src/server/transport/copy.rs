@@ -21,21 +21,11 @@ use std::rc::Rc;
 
 use mio::net::TcpStream;
 
+use super::queue::FileRange;
 use crate::sys::net;
 
 /// Bytes read from the file at a time (nginx's `output_buffers` are 2 × 32 KiB).
 pub const CHUNK: usize = 64 * 1024;
-
-/// A file range to copy to a socket: the part of it not sent yet.
-#[derive(Debug, Clone, Copy)]
-pub struct Range<'a> {
-    /// The file.
-    pub file: &'a Rc<File>,
-    /// The next byte to send.
-    pub offset: u64,
-    /// Bytes not sent yet.
-    pub len: u64,
-}
 
 /// How the bytes of one `send` go.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +41,8 @@ pub struct Sending {
 }
 
 /// The chunk of a range read and not sent yet: `held[pos..end]` are the
-/// bytes of `file` from `at`.
+/// bytes of `file` from `at`. It belongs to the queue's front range while
+/// `at` is where that range goes on.
 #[derive(Debug)]
 pub struct Chunk {
     file: Rc<File>,
@@ -73,12 +64,12 @@ impl Chunk {
     pub fn send(
         chunk: &mut Option<Box<Chunk>>,
         stream: &TcpStream,
-        range: Range<'_>,
+        range: &FileRange,
         how: Sending,
     ) -> io::Result<usize> {
         let current = chunk
             .as_ref()
-            .is_some_and(|c| Rc::ptr_eq(&c.file, range.file) && c.at == range.offset);
+            .is_some_and(|c| Rc::ptr_eq(&c.file, &range.file) && c.at == range.offset);
         if !current {
             *chunk = None;
         }
@@ -108,12 +99,12 @@ impl Chunk {
     }
 
     /// Reads the next chunk of `range`, into the memory of `old` if given.
-    fn fill(old: Option<Box<Chunk>>, range: Range<'_>) -> io::Result<Box<Chunk>> {
+    fn fill(old: Option<Box<Chunk>>, range: &FileRange) -> io::Result<Box<Chunk>> {
         let size = range.len.min(CHUNK as u64) as usize;
         let mut c = match old {
             Some(c) if c.held.len() >= size => c,
             _ => Box::new(Chunk {
-                file: Rc::clone(range.file),
+                file: Rc::clone(&range.file),
                 at: range.offset,
                 held: vec![0; size],
                 pos: 0,

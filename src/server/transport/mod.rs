@@ -23,7 +23,7 @@ use std::io;
 use std::net::SocketAddr;
 
 pub use copy::CHUNK;
-pub use queue::{Ending, Front, Out};
+pub use queue::{Ending, FileRange, Front, Out};
 pub use tcp::Tcp;
 
 /// What a flush achieved.

@@ -25,12 +25,21 @@ use crate::log::Draft;
 enum Piece {
     /// The next `n` bytes of the buffer.
     Bytes(usize),
-    /// `len` bytes of `file` from `offset`.
-    File {
-        file: Rc<File>,
-        offset: u64,
-        len: u64,
-    },
+    /// A file range: what of it is not sent yet.
+    File(FileRange),
+}
+
+/// The part of a queued file range not sent yet: `len` bytes of `file`
+/// from `offset`. The queue moves it on as bytes are sent; a transport
+/// that caches what it read of the file checks its cache against it.
+#[derive(Debug)]
+pub struct FileRange {
+    /// The file.
+    pub file: Rc<File>,
+    /// Where the bytes to send start.
+    pub offset: u64,
+    /// How many are left to send.
+    pub len: u64,
 }
 
 /// The piece at the front of a queue, for a transport to send.
@@ -38,15 +47,8 @@ enum Piece {
 pub enum Front<'a> {
     /// Bytes.
     Bytes(&'a [u8]),
-    /// `len` bytes of `file` from `offset`.
-    File {
-        /// The file.
-        file: &'a Rc<File>,
-        /// Where the bytes to send start.
-        offset: u64,
-        /// How many are left to send.
-        len: u64,
-    },
+    /// A file range.
+    File(&'a FileRange),
 }
 
 /// Where a queued answer ends, for its access-log line.
@@ -118,7 +120,7 @@ impl Out {
             .pieces
             .iter()
             .map(|p| match p {
-                Piece::File { len, .. } => *len,
+                Piece::File(range) => range.len,
                 Piece::Bytes(_) => 0,
             })
             .sum();
@@ -229,9 +231,8 @@ impl Out {
     /// Queues `len` bytes of `file` from `offset`.
     pub fn push_file(&mut self, file: Rc<File>, offset: u64, len: u64) {
         if len > 0 {
-            self.queue()
-                .pieces
-                .push_back(Piece::File { file, offset, len });
+            let range = FileRange { file, offset, len };
+            self.queue().pieces.push_back(Piece::File(range));
         }
     }
 
@@ -241,11 +242,7 @@ impl Out {
         let last = q.pieces.len() == 1;
         let front = match q.pieces.front()? {
             Piece::Bytes(n) => Front::Bytes(&q.buf[q.pos..q.pos + n]),
-            Piece::File { file, offset, len } => Front::File {
-                file,
-                offset: *offset,
-                len: *len,
-            },
+            Piece::File(range) => Front::File(range),
         };
         Some((front, last))
     }
@@ -260,10 +257,10 @@ impl Out {
                 *m -= n;
                 *m == 0
             }
-            Some(Piece::File { offset, len, .. }) => {
-                *offset += n as u64;
-                *len -= n as u64;
-                *len == 0
+            Some(Piece::File(range)) => {
+                range.offset += n as u64;
+                range.len -= n as u64;
+                range.len == 0
             }
             None => false,
         };
@@ -316,22 +313,15 @@ mod tests {
         out.advance(5);
         assert!(matches!(out.front(), Some((Front::Bytes(b"body"), false))));
         out.advance(4);
-        let Some((Front::File { offset, len, .. }, false)) = out.front() else {
+        let Some((Front::File(range), false)) = out.front() else {
             panic!("then the file range")
         };
-        assert_eq!((offset, len), (10, 5));
+        assert_eq!((range.offset, range.len), (10, 5));
         out.advance(2);
-        assert!(matches!(
-            out.front(),
-            Some((
-                Front::File {
-                    offset: 12,
-                    len: 3,
-                    ..
-                },
-                false
-            ))
-        ));
+        let Some((Front::File(range), false)) = out.front() else {
+            panic!("still the file range")
+        };
+        assert_eq!((range.offset, range.len), (12, 3));
         out.advance(3);
         assert!(matches!(out.front(), Some((Front::Bytes(b"tail"), true))));
         out.advance(4);

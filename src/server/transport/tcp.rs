@@ -8,7 +8,7 @@ use std::net::{Shutdown, SocketAddr};
 
 use mio::net::TcpStream;
 
-use super::copy::{Chunk, Range, Sending};
+use super::copy::{Chunk, Sending};
 use super::queue::{Front, Out};
 use super::{Flushed, Transport};
 use crate::sys::net;
@@ -71,9 +71,10 @@ impl Transport for Tcp {
                     let end = bytes.len().min(limit);
                     net::send(&self.stream, &bytes[..end], more)
                 }
-                Front::File { file, offset, len } if self.sendfile => {
-                    let chunk = (len.min(1 << 30) as usize).min(limit);
-                    match net::sendfile(&self.stream, &**file, &mut { offset }, chunk) {
+                Front::File(range) if self.sendfile => {
+                    let chunk = (range.len.min(1 << 30) as usize).min(limit);
+                    let mut offset = range.offset;
+                    match net::sendfile(&self.stream, &*range.file, &mut offset, chunk) {
                         // The file shrank under us: the promised length
                         // cannot be kept, so the connection must end.
                         Ok(0) => Err(io::Error::new(
@@ -83,8 +84,7 @@ impl Transport for Tcp {
                         sent => sent,
                     }
                 }
-                Front::File { file, offset, len } => {
-                    let range = Range { file, offset, len };
+                Front::File(range) => {
                     let how = Sending {
                         limit,
                         more: !last,
