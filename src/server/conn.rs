@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::h1;
+use super::router::LocalAddr;
 use super::transport::{Out, Tcp, Transport};
 
 /// A client connection.
@@ -62,9 +63,10 @@ impl Conn {
     pub fn queued_end(&self) -> u64 {
         self.sent + self.out.unsent()
     }
+}
 
-    /// The address the client connected to.
-    pub fn local_addr(&self) -> SocketAddr {
+impl LocalAddr for Conn {
+    fn local_addr(&self) -> SocketAddr {
         self.transport.local_addr().unwrap_or(self.peer)
     }
 }

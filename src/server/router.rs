@@ -85,7 +85,21 @@ enum Step {
 }
 
 /// A stage of the chain before the static one (which always answers).
-type Stage = fn(&mut Router, &mut OwnedRequest, Client<'_>, &mut Scratch, &mut Logger) -> Step;
+type Stage = fn(&mut Router, &mut Routing<'_>) -> Step;
+
+/// One request on its way through the chain: the request, who sent it,
+/// where its answer goes, and the log. Every entry point of the router
+/// and every stage takes it whole.
+pub struct Routing<'a> {
+    /// The request (the auth stage records its user in it).
+    pub req: &'a mut OwnedRequest,
+    /// Who sent it, and when it is routed.
+    pub client: Client<'a>,
+    /// The answer's header lines and body bytes, and the path answered.
+    pub scratch: &'a mut Scratch,
+    /// The worker's error log.
+    pub log: &'a mut Logger,
+}
 
 /// One worker's router: the stages and what they hold.
 pub struct Router {
@@ -121,15 +135,23 @@ pub struct Client<'a> {
     pub peer: SocketAddr,
     /// Now (the event loop's clock).
     pub now: Instant,
-    /// The address the client connected to (asked only when needed).
-    pub local: &'a dyn Fn() -> SocketAddr,
+    /// The connection it came on, for the address the client connected
+    /// to (asked only when needed: it costs a system call).
+    pub local: &'a dyn LocalAddr,
+}
+
+/// A connection that can say which of the server's addresses the client
+/// connected to.
+pub trait LocalAddr {
+    /// The address the client connected to.
+    fn local_addr(&self) -> SocketAddr;
 }
 
 impl Client<'_> {
     fn ends(&self) -> Ends {
         Ends {
             remote: self.peer,
-            local: (self.local)(),
+            local: self.local.local_addr(),
         }
     }
 }
@@ -171,52 +193,51 @@ impl Router {
         })
     }
 
-    /// Runs the chain over `req`. The answer's header lines and body go
-    /// to `s`, whose `path` is set to the request's path first (a stage
-    /// may then extend it with an index file name).
-    pub fn route(
-        &mut self,
-        req: &mut OwnedRequest,
-        client: Client<'_>,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Routed {
-        s.path.clear();
-        if let Ok(path) = req.path() {
-            s.path.extend_from_slice(path);
+    /// Runs the chain over the request. The answer's header lines and
+    /// body go to the scratch buffers, whose `path` is set to the
+    /// request's path first (a stage may then extend it with an index
+    /// file name).
+    pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
+        routing.scratch.path.clear();
+        if let Ok(path) = routing.req.path() {
+            routing.scratch.path.extend_from_slice(path);
         }
-        let decoded = req.path().is_ok();
+        let decoded = routing.req.path().is_ok();
         if decoded {
             let stages: [Stage; 3] = [Router::auth, Router::mounts, Router::cgi];
             for stage in stages {
-                match stage(self, req, client, s, log) {
+                match stage(self, routing) {
                     Step::Next => continue,
                     Step::Answer(plan) => return Routed::Answer(plan),
                     Step::Defer(why) => return Routed::Defer(why),
                 }
             }
         }
-        Routed::Answer(static_files::serve(&self.files, req, s, &mut self.cache))
+        Routed::Answer(static_files::serve(
+            &self.files,
+            routing.req,
+            routing.scratch,
+            &mut self.cache,
+        ))
     }
 
     /// The auth stage: 401 without valid credentials, 429 for a client
-    /// over its failure limit, the user recorded in `req` otherwise.
-    fn auth(
-        &mut self,
-        req: &mut OwnedRequest,
-        client: Client<'_>,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Step {
+    /// over its failure limit, the user recorded in the request otherwise.
+    fn auth(&mut self, routing: &mut Routing<'_>) -> Step {
         let Some(auth) = self.auth.as_mut() else {
             return Step::Next;
         };
-        let ip = client.peer.ip();
-        let verdict = auth.check(&s.path, req.field(Field::Authorization), ip, client.now);
+        let ip = routing.client.peer.ip();
+        let verdict = auth.check(
+            &routing.scratch.path,
+            routing.req.field(Field::Authorization),
+            ip,
+            routing.client.now,
+        );
         let step = match verdict {
             Verdict::Open => Step::Next,
             Verdict::Allowed { user } => {
-                req.set_user(user);
+                routing.req.set_user(user);
                 Step::Next
             }
             Verdict::Challenge {
@@ -224,25 +245,27 @@ impl Router {
                 failure,
             } => {
                 if let Some(f) = failure {
-                    log.log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                    routing
+                        .log
+                        .log(Level::Warn, format_args!("{}", f.log_line(ip)));
                 }
-                s.header("WWW-Authenticate", realm_header);
-                Step::Answer(Plan::error(Status::UNAUTHORIZED, s))
+                routing.scratch.header("WWW-Authenticate", realm_header);
+                Step::Answer(Plan::error(Status::UNAUTHORIZED, routing.scratch))
             }
             Verdict::Verify(check) => return Step::Defer(Deferred::Verify(check)),
             Verdict::TooManyFailures { retry_after_secs } => {
-                log.log(
+                routing.log.log(
                     Level::Warn,
                     format_args!("auth: {ip} is over its failed-attempt limit; 429"),
                 );
                 let mut v = Vec::with_capacity(20);
                 crate::http::push_u64(&mut v, retry_after_secs);
-                s.header("Retry-After", &v);
-                Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, s))
+                routing.scratch.header("Retry-After", &v);
+                Step::Answer(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
             }
         };
         for w in auth.take_warnings() {
-            log.log(Level::Warn, format_args!("auth: {w}"));
+            routing.log.log(Level::Warn, format_args!("auth: {w}"));
         }
         step
     }
@@ -265,57 +288,47 @@ impl Router {
 
     /// The mounts stage: the first mount the path is under answers, now
     /// if the request has no body, else once it is in.
-    fn mounts(
-        &mut self,
-        req: &mut OwnedRequest,
-        client: Client<'_>,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Step {
-        let Some(mount) = self.mounts.iter().position(|m| m.rest(&s.path).is_some()) else {
+    fn mounts(&mut self, routing: &mut Routing<'_>) -> Step {
+        let path = &routing.scratch.path;
+        let Some(mount) = self.mounts.iter().position(|m| m.rest(path).is_some()) else {
             return Step::Next;
         };
-        if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) {
-            return Step::Answer(self.call_handler(mount, req, &[], client.peer, s, log));
+        if matches!(
+            routing.req.body(),
+            BodyFraming::None | BodyFraming::Length(0)
+        ) {
+            return Step::Answer(self.call_handler(mount, &[], routing));
         }
         Step::Defer(Deferred::Handler { mount })
     }
 
-    /// Calls the handler of mount `i` for `req`, with its `body`, and
-    /// turns what it answered into a plan: a handler that panics or
+    /// Calls the handler of mount `i` for the request, with its `body`,
+    /// and turns what it answered into a plan: a handler that panics or
     /// answers with a status that is not final is logged and answered 500.
-    pub fn call_handler(
-        &mut self,
-        i: usize,
-        req: &OwnedRequest,
-        body: &[u8],
-        peer: SocketAddr,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Plan {
+    pub fn call_handler(&mut self, i: usize, body: &[u8], routing: &mut Routing<'_>) -> Plan {
         let mount = &self.mounts[i];
         let mut headers = [Header::EMPTY; MAX_HEADERS];
         let mut n = 0;
-        for (slot, h) in headers.iter_mut().zip(req.headers()) {
+        for (slot, h) in headers.iter_mut().zip(routing.req.headers()) {
             *slot = h;
             n += 1;
         }
-        let path = req.path().unwrap_or_default();
+        let path = routing.req.path().unwrap_or_default();
         // (Header rules match it, as for any answer.)
-        s.path.clear();
-        s.path.extend_from_slice(path);
+        routing.scratch.path.clear();
+        routing.scratch.path.extend_from_slice(path);
         let areq = app::Request {
-            method: req.method_token(),
+            method: routing.req.method_token(),
             path,
             rest: mount.rest(path).unwrap_or_default(),
-            query: req.query(),
-            target: req.target(),
+            query: routing.req.query(),
+            target: routing.req.target(),
             headers: &headers[..n],
             body,
-            peer,
-            user: req.user(),
+            peer: routing.client.peer,
+            user: routing.req.user(),
         };
-        let mut resp = Response::new(s);
+        let mut resp = Response::new(routing.scratch);
         let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
         let status = resp.status();
         let failure = match ran {
@@ -326,19 +339,19 @@ impl Router {
             Ok(()) => None,
         };
         if let Some(why) = failure {
-            log.log(
+            routing.log.log(
                 Level::Error,
                 format_args!(
                     "handler at {} {why} for {}",
                     String::from_utf8_lossy(&mount.prefix),
-                    String::from_utf8_lossy(req.target())
+                    String::from_utf8_lossy(routing.req.target())
                 ),
             );
-            s.headers.clear();
-            s.body.clear();
-            return Plan::error(Status::INTERNAL_SERVER_ERROR, s);
+            routing.scratch.headers.clear();
+            routing.scratch.body.clear();
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
-        apply_header_rules(&self.files, s);
+        apply_header_rules(&self.files, routing.scratch);
         Plan {
             status: Status(status),
             body: Body::Buffer,
@@ -351,28 +364,24 @@ impl Router {
     /// §4.1.12); the static handler answers 405 or 501 only where no
     /// script covers the path. A directory's index file may itself be a
     /// script (`index.cgi`).
-    fn cgi(
-        &mut self,
-        req: &mut OwnedRequest,
-        client: Client<'_>,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Step {
+    fn cgi(&mut self, routing: &mut Routing<'_>) -> Step {
         let Some(cgi) = &self.cgi else {
             return Step::Next;
         };
-        if self.cfg.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+        if self.cfg.static_files.dotfiles != Dotfiles::Allow
+            && path::has_dotfile_segment(&routing.scratch.path)
+        {
             return Step::Next;
         }
-        let mut resolved = cgi.resolve(&s.path);
-        if matches!(resolved, Resolved::NotCgi) && s.path.ends_with(b"/") {
+        let mut resolved = cgi.resolve(&routing.scratch.path);
+        if matches!(resolved, Resolved::NotCgi) && routing.scratch.path.ends_with(b"/") {
             for index in &self.cfg.static_files.index {
                 self.index_path.clear();
-                self.index_path.extend_from_slice(&s.path);
+                self.index_path.extend_from_slice(&routing.scratch.path);
                 self.index_path.extend_from_slice(index.as_bytes());
                 if let found @ Resolved::Cgi(_) = cgi.resolve(&self.index_path) {
                     resolved = found;
-                    std::mem::swap(&mut s.path, &mut self.index_path);
+                    std::mem::swap(&mut routing.scratch.path, &mut self.index_path);
                     break;
                 }
             }
@@ -381,59 +390,47 @@ impl Router {
             Resolved::NotCgi => Step::Next,
             Resolved::Denied(d) => {
                 let file = d.file.as_os_str().as_encoded_bytes();
-                s.refuse_file(d.why, file);
-                Step::Answer(Plan::error(d.status, s))
+                routing.scratch.refuse_file(d.why, file);
+                Step::Answer(Plan::error(d.status, routing.scratch))
             }
             // A 503 at once if the program could not start now anyway,
             // rather than after the whole upload.
-            Resolved::Cgi(script) if req.body() == BodyFraming::Chunked => {
-                match cgi.over_limit(log) {
-                    Some(status) => Step::Answer(Plan::error(status, s)),
+            Resolved::Cgi(script) if routing.req.body() == BodyFraming::Chunked => {
+                match cgi.over_limit(routing.log) {
+                    Some(status) => Step::Answer(Plan::error(status, routing.scratch)),
                     None => Step::Defer(Deferred::WholeBody(Resume(script))),
                 }
             }
-            Resolved::Cgi(script) => {
-                Step::Answer(self.start_cgi(&script, req, client, None, s, log))
-            }
+            Resolved::Cgi(script) => Step::Answer(self.start_cgi(&script, None, routing)),
         }
     }
 
-    /// Answers `req`, whose whole body is `body`, as `resume` says.
-    pub fn answer_whole(
-        &self,
-        resume: &Resume,
-        req: &OwnedRequest,
-        client: Client<'_>,
-        body: Spool,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Plan {
-        self.start_cgi(&resume.0, req, client, Some(body), s, log)
+    /// Answers the request, whose whole body is `body`, as `resume` says.
+    pub fn answer_whole(&self, resume: &Resume, body: Spool, routing: &mut Routing<'_>) -> Plan {
+        self.start_cgi(&resume.0, Some(body), routing)
     }
 
-    /// Starts `script` for `req`; its input is `held` (a body held
+    /// Starts `script` for the request; its input is `held` (a body held
     /// whole) or else the request's body as it arrives. The answer is a
     /// pipe body, or an error when the script cannot be started.
-    fn start_cgi(
-        &self,
-        script: &Script,
-        req: &OwnedRequest,
-        client: Client<'_>,
-        held: Option<Spool>,
-        s: &mut Scratch,
-        log: &mut Logger,
-    ) -> Plan {
+    fn start_cgi(&self, script: &Script, held: Option<Spool>, routing: &mut Routing<'_>) -> Plan {
         let Some(cgi) = &self.cgi else {
-            return Plan::error(Status::INTERNAL_SERVER_ERROR, s);
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         };
-        match cgi.start(script, req, client.ends(), held, log) {
+        match cgi.start(
+            script,
+            routing.req,
+            routing.client.ends(),
+            held,
+            routing.log,
+        ) {
             Ok(pipe) => Plan {
                 // (The status is the program's, from the pipe's head.)
                 status: Status::OK,
                 body: Body::Pipe(Box::new(pipe)),
                 close: false,
             },
-            Err(status) => Plan::error(status, s),
+            Err(status) => Plan::error(status, routing.scratch),
         }
     }
 

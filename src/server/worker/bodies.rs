@@ -68,14 +68,8 @@ impl Worker {
             return;
         }
         self.resume(wait.held);
-        let plan = self.router.call_handler(
-            wait.mount,
-            &self.req,
-            &wait.body,
-            c.peer,
-            &mut self.scratch,
-            &mut self.logger,
-        );
+        let (router, mut routing) = self.routing(c);
+        let plan = router.call_handler(wait.mount, &wait.body, &mut routing);
         self.answer(c, plan, None);
     }
 
@@ -104,20 +98,8 @@ impl Worker {
     /// The body held whole is complete: the router answers with it.
     pub(super) fn answer_whole_body(&mut self, c: &mut Conn, whole: WholeBody) {
         let redirects = self.resume(whole.held);
-        let local = || c.local_addr();
-        let client = Client {
-            peer: c.peer,
-            now: self.now,
-            local: &local,
-        };
-        let plan = self.router.answer_whole(
-            &whole.resume,
-            &self.req,
-            client,
-            whole.body,
-            &mut self.scratch,
-            &mut self.logger,
-        );
+        let (router, mut routing) = self.routing(c);
+        let plan = router.answer_whole(&whole.resume, whole.body, &mut routing);
         self.answer_or_pipe(c, plan, None, redirects);
     }
 }

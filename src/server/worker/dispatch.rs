@@ -7,6 +7,7 @@ use super::*;
 use crate::http::parse::ParseError;
 use crate::http::request::Field;
 use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
+use crate::server::router::Routing;
 use crate::server::waits::{AuthWait, HandlerWait, Held};
 
 impl Worker {
@@ -168,6 +169,21 @@ impl Worker {
         }
     }
 
+    /// The router, and the current request on its way to it, from `c`.
+    pub(super) fn routing<'a>(&'a mut self, c: &'a Conn) -> (&'a mut Router, Routing<'a>) {
+        let routing = Routing {
+            req: &mut self.req,
+            client: Client {
+                peer: c.peer,
+                now: self.now,
+                local: c,
+            },
+            scratch: &mut self.scratch,
+            log: &mut self.logger,
+        };
+        (&mut self.router, routing)
+    }
+
     /// Runs the router over the current request: the answer, or `None`
     /// when the request is held (a password check, an embedded handler
     /// waiting for the body, a program waiting for the whole body), the
@@ -178,15 +194,8 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        let local = || c.local_addr();
-        let client = Client {
-            peer: c.peer,
-            now: self.now,
-            local: &local,
-        };
-        let routed = self
-            .router
-            .route(&mut self.req, client, &mut self.scratch, &mut self.logger);
+        let (router, mut routing) = self.routing(c);
+        let routed = router.route(&mut routing);
         let to = match routed {
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
