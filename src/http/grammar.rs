@@ -120,6 +120,19 @@ pub fn push_hex(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// `1*DIGIT` as a u64; `None` if empty, not digits, or overflowing.
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0u64, |n, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 //! coalesced (RFC 9110 §14.2 allows it), which defeats the classic
 //! "many overlapping ranges" amplification attack.
 
-use super::grammar::trim_ows;
+use super::grammar::{self, trim_ows};
 use super::push_u64;
 
 /// An inclusive byte range `start..=end` within a representation.
@@ -63,19 +63,6 @@ pub enum RangeOutcome {
     Unsatisfiable,
 }
 
-/// `1*DIGIT` as a u64; `None` if empty, not digits, or overflowing.
-fn parse_u64(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    s.iter().try_fold(0u64, |n, &b| {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-    })
-}
-
 /// One range-spec: `Err(())` on a syntax error, `Ok(None)` if valid but
 /// unsatisfiable for `len` bytes, else the range clipped to the representation.
 fn parse_spec(spec: &[u8], len: u64) -> Result<Option<ByteRange>, ()> {
@@ -83,7 +70,7 @@ fn parse_spec(spec: &[u8], len: u64) -> Result<Option<ByteRange>, ()> {
     let (first, last) = (&spec[..dash], &spec[dash + 1..]);
     if first.is_empty() {
         // suffix-range: the last `n` bytes; `-0` asks for nothing.
-        let n = parse_u64(last).ok_or(())?;
+        let n = grammar::parse_u64(last).ok_or(())?;
         if n == 0 || len == 0 {
             return Ok(None);
         }
@@ -92,11 +79,11 @@ fn parse_spec(spec: &[u8], len: u64) -> Result<Option<ByteRange>, ()> {
             end: len - 1,
         }));
     }
-    let start = parse_u64(first).ok_or(())?;
+    let start = grammar::parse_u64(first).ok_or(())?;
     let end = if last.is_empty() {
         u64::MAX
     } else {
-        let end = parse_u64(last).ok_or(())?;
+        let end = grammar::parse_u64(last).ok_or(())?;
         // RFC 9110 §14.1.1: last-pos < first-pos makes the int-range invalid.
         if end < start {
             return Err(());

@@ -1,0 +1,143 @@
+//! The answering side of a connection: heads, body bytes within the
+//! windows, the order answers' bytes go in, window credit given back,
+//! and the graceful GOAWAY.
+
+use super::*;
+
+impl Conn {
+    /// Resets stream `id` from our side (its answer cannot go on).
+    pub fn reset(&mut self, id: u32, code: ErrorCode) {
+        self.reset_stream(id, code);
+    }
+
+    pub(super) fn release_conn(&mut self, n: u32) {
+        self.recv_window += n as i64;
+        self.recv_unacked += n;
+        let half = self.limits.connection_window / 2;
+        if self.recv_unacked >= half {
+            frame::write_window_update(&mut self.out, 0, self.recv_unacked);
+            self.recv_unacked = 0;
+        }
+    }
+
+    /// `n` body bytes of stream `id` were used: their credit goes back
+    /// to the client, in WINDOW_UPDATEs of at least half a window, so a
+    /// large upload is not throttled to one window per round trip.
+    pub fn release(&mut self, id: u32, n: usize) {
+        let n = n as u32;
+        self.release_conn(n);
+        let half = self.limits.stream_window / 2;
+        let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else {
+            return;
+        };
+        s.recv_window += n as i64;
+        s.recv_unacked += n;
+        if s.recv_open && s.recv_unacked >= half {
+            frame::write_window_update(&mut self.out, id, s.recv_unacked);
+            s.recv_unacked = 0;
+        }
+    }
+
+    /// Sends the answer's head, HPACK block `block`, on stream `id`;
+    /// `end_stream` when no body follows. False if the stream is gone.
+    pub fn send_headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> bool {
+        let max = self.peer.max_frame as usize;
+        let Some(s) = self.streams.iter_mut().find(|s| s.id == id) else {
+            return false;
+        };
+        if !s.send_open {
+            return false;
+        }
+        frame::write_headers(&mut self.out, id, block, end_stream, max);
+        if end_stream {
+            self.end_send(id);
+        }
+        true
+    }
+
+    /// Our side of stream `id` ended.
+    fn end_send(&mut self, id: u32) {
+        if let Some(s) = self.stream(id) {
+            s.send_open = false;
+            s.remaining = 0;
+            if !s.recv_open {
+                self.remove(id);
+            }
+        }
+    }
+
+    /// How many body bytes stream `id` may send now: its window, the
+    /// connection's, and one frame's worth (0 if the stream is gone).
+    pub fn sendable(&self, id: u32) -> usize {
+        let Some(s) = self.streams.iter().find(|s| s.id == id) else {
+            return 0;
+        };
+        if !s.send_open {
+            return 0;
+        }
+        let window = s.send_window.min(self.send_window).max(0) as usize;
+        window.min(self.peer.max_frame as usize)
+    }
+
+    /// Charges `len` bytes (at most [`Conn::sendable`]) of stream `id`'s
+    /// body to the windows and returns the DATA frame header to send
+    /// before them; with `end_stream`, the answer ends there.
+    pub fn data_head(&mut self, id: u32, len: usize, end_stream: bool) -> [u8; HEAD_LEN] {
+        self.send_window -= len as i64;
+        if let Some(s) = self.stream(id) {
+            s.send_window -= len as i64;
+            s.remaining = s.remaining.saturating_sub(len as u64);
+        }
+        if end_stream {
+            self.end_send(id);
+        }
+        frame::data_head(id, len, end_stream)
+    }
+
+    /// Sends `data` (at most [`Conn::sendable`]) as one DATA frame.
+    pub fn send_data(&mut self, id: u32, data: &[u8], end_stream: bool) {
+        let head = self.data_head(id, data.len(), end_stream);
+        self.out.extend_from_slice(&head);
+        self.out.extend_from_slice(data);
+    }
+
+    /// Records how much of stream `id`'s answer is left to send, for
+    /// [`Conn::next_stream`].
+    pub fn set_remaining(&mut self, id: u32, remaining: u64) {
+        if let Some(s) = self.stream(id) {
+            s.remaining = remaining;
+        }
+    }
+
+    /// The stream to send body bytes for next, among those with bytes
+    /// left and room in their windows: the one with the fewest bytes
+    /// left (the simpler scheduler RFC 9218 allows in place of
+    /// priorities: small answers, the page's CSS and scripts, are not
+    /// held up behind a large download). `None` when nothing can move.
+    pub fn next_stream(&self) -> Option<u32> {
+        if self.send_window <= 0 {
+            return None;
+        }
+        self.streams
+            .iter()
+            .filter(|s| s.send_open && s.remaining > 0 && s.send_window > 0)
+            .min_by_key(|s| (s.remaining, s.id))
+            .map(|s| s.id)
+    }
+
+    /// Whether an answer has bytes left that no window lets out: a
+    /// client that never opens its window is timed out by the caller,
+    /// which holds nothing for it but the answer's source.
+    pub fn window_blocked(&self) -> bool {
+        self.streams.iter().any(|s| s.send_open && s.remaining > 0) && self.next_stream().is_none()
+    }
+
+    /// Graceful shutdown (§6.8): GOAWAY with the last stream we will
+    /// serve; the streams open finish, new ones are not served.
+    pub fn shut_down(&mut self) {
+        if self.goaway.is_none() && self.phase != Phase::Failed {
+            self.goaway = Some(self.last_stream);
+            frame::write_goaway(&mut self.out, self.last_stream, ErrorCode::NoError, b"");
+        }
+    }
+}

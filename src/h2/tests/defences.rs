@@ -1,0 +1,233 @@
+//! Each defence of `Conn`, as a byte script that goes past its budget by
+//! one (and stays within it, where that shows the budget is the line).
+
+use super::*;
+
+impl Script {
+    /// Stream 1 asked and answered: closed both ways.
+    fn closed_stream_1(&mut self) {
+        let mut input = Vec::new();
+        headers(&mut input, 1, &get("/"), END);
+        self.feed(&input);
+        self.conn.send_headers(1, &[0x88], true);
+        self.take();
+    }
+}
+
+/// Rapid reset (CVE-2023-44487): streams opened and cancelled at once.
+fn open_and_cancel(n: u32) -> (Vec<String>, Vec<Sent>) {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    for i in 0..n {
+        let id = 1 + 2 * i;
+        headers(&mut input, id, &get("/"), flag::END_HEADERS);
+        rst(&mut input, id);
+    }
+    s.feed(&input);
+    let sent = s.take();
+    (s.events, sent)
+}
+
+#[test]
+fn rapid_reset_is_sent_goaway() {
+    let (events, sent) = open_and_cancel(200);
+    assert_eq!(
+        goaway_code(&sent),
+        None,
+        "200 cancels are within the budget"
+    );
+    assert_eq!(events.len(), 400);
+    let (events, sent) = open_and_cancel(201);
+    assert_eq!(goaway_code(&sent), Some(ErrorCode::EnhanceYourCalm as u32));
+    assert_eq!(events.last().unwrap(), "close");
+    // A new window starts the count again.
+    let mut s = Script::new(Limits::default());
+    let mut id = 1;
+    for round in 0..3 {
+        let mut input = Vec::new();
+        for _ in 0..150 {
+            headers(&mut input, id, &get("/"), flag::END_HEADERS);
+            rst(&mut input, id);
+            id += 2;
+        }
+        assert!(!s.feed(&input), "round {round}");
+        s.now += Duration::from_secs(10);
+    }
+}
+
+#[test]
+fn a_continuation_flood_is_sent_goaway() {
+    let flood = |frames: u32, each: usize| {
+        let mut s = Script::new(Limits::default());
+        let mut input = Vec::new();
+        headers(&mut input, 1, &get("/")[..2], 0);
+        for _ in 0..frames {
+            frame::write_head(&mut input, each, kind::CONTINUATION, 0, 1);
+            input.extend(std::iter::repeat_n(0x82u8, each));
+        }
+        s.feed(&input);
+        goaway_code(&s.take())
+    };
+    assert_eq!(flood(16, 100), None, "16 continuations are allowed");
+    assert_eq!(flood(17, 100), Some(ErrorCode::EnhanceYourCalm as u32));
+    // Few frames, but a block past twice the header list size.
+    assert_eq!(flood(10, 14_000), Some(ErrorCode::EnhanceYourCalm as u32));
+    // Empty continuations count as empty frames too.
+    let mut s = Script::new(Limits {
+        max_continuations: 10_000,
+        ..Limits::default()
+    });
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/")[..2], 0);
+    for _ in 0..1001 {
+        frame::write_head(&mut input, 0, kind::CONTINUATION, 0, 1);
+    }
+    assert!(s.feed(&input));
+    assert_eq!(
+        goaway_code(&s.take()),
+        Some(ErrorCode::EnhanceYourCalm as u32)
+    );
+}
+
+/// A header block that adds one large entry to the table and then names
+/// it `refs` times.
+fn bomb(refs: usize) -> Vec<u8> {
+    let mut block = get("/");
+    block.extend_from_slice(&[0x40, 0x01, b'x', 0x7f, 0x9e, 0x1e]); // 127 + 30 + 30 * 128 = 3997
+    block.extend_from_slice(&[b'v'; 3997]);
+    block.extend(std::iter::repeat_n(0xbeu8, refs));
+    block
+}
+
+#[test]
+fn an_hpack_bomb_gets_431_or_goaway() {
+    // 20 copies of a 4 KiB field: 80 KiB decoded, over the 64 KiB list.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &bomb(20), END);
+    assert!(!s.feed(&input));
+    assert!(s.events.is_empty(), "no request reaches the application");
+    let sent = s.take();
+    assert_eq!(sent[0].kind, kind::HEADERS);
+    let mut d = hpack::Decoder::new(4096);
+    let mut status = Vec::new();
+    d.decode(&sent[0].payload, 1 << 20, &mut |_, v| status = v.to_vec())
+        .unwrap();
+    assert_eq!(status, b"431");
+    // 40 copies decode past twice the bound: the connection ends.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &bomb(40), END);
+    assert!(s.feed(&input));
+    assert_eq!(
+        goaway_code(&s.take()),
+        Some(ErrorCode::EnhanceYourCalm as u32)
+    );
+    // (Within the list size, the same block is a request.)
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &bomb(5), END);
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 true"]);
+}
+
+fn flood_of(kind_: u8, n: usize) -> Option<u32> {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    if kind_ == kind::DATA {
+        headers(&mut input, 1, &get("/"), flag::END_HEADERS);
+    }
+    for _ in 0..n {
+        match kind_ {
+            kind::SETTINGS => frame::write_settings(&mut input, &[]),
+            kind::PING => {
+                frame::write_head(&mut input, 8, kind::PING, 0, 0);
+                input.extend_from_slice(&[1; 8]);
+            }
+            _ => data(&mut input, 1, b"", 0),
+        }
+    }
+    s.feed(&input);
+    goaway_code(&s.take())
+}
+
+#[test]
+fn settings_ping_and_empty_data_floods_are_sent_goaway() {
+    // (The script's own first SETTINGS counts among the 1000 control
+    // frames, which PING and SETTINGS share.)
+    for (k, budget) in [(kind::SETTINGS, 999), (kind::PING, 999), (kind::DATA, 1000)] {
+        assert_eq!(flood_of(k, budget), None, "kind {k}: within the budget");
+        assert_eq!(
+            flood_of(k, budget + 1),
+            Some(ErrorCode::EnhanceYourCalm as u32),
+            "kind {k}"
+        );
+    }
+}
+
+#[test]
+fn streams_over_the_concurrent_limit_are_refused() {
+    let mut s = Script::new(Limits {
+        max_concurrent_streams: 2,
+        ..Limits::default()
+    });
+    let mut input = Vec::new();
+    for id in [1, 3, 5] {
+        headers(&mut input, id, &get("/"), END);
+    }
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 true", "request 3 true"]);
+    assert_eq!(rst_codes(&s.take()), [(5, ErrorCode::RefusedStream as u32)]);
+    assert_eq!(s.conn.open_streams(), 2);
+}
+
+#[test]
+fn stream_ids_are_never_used_again() {
+    // A stream that ended, opened again: STREAM_CLOSED.
+    let mut s = Script::new(Limits::default());
+    s.closed_stream_1();
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::StreamClosed as u32));
+    // An id below one already used: PROTOCOL_ERROR.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 5, &get("/"), END);
+    headers(&mut input, 3, &get("/"), END);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+    // An even id: PROTOCOL_ERROR.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 2, &get("/"), END);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+}
+
+#[test]
+fn frames_on_closed_streams_are_refused_and_counted() {
+    let mut s = Script::new(Limits::default());
+    s.closed_stream_1();
+    let mut input = Vec::new();
+    data(&mut input, 1, b"late", 0);
+    s.feed(&input);
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::StreamClosed as u32)]);
+    // DATA on a stream never opened: a connection error.
+    let mut input = Vec::new();
+    data(&mut input, 7, b"x", 0);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+    // A flood of them ends the connection.
+    let mut s = Script::new(Limits::default());
+    s.closed_stream_1();
+    let mut input = Vec::new();
+    for _ in 0..1001 {
+        data(&mut input, 1, b"", 0);
+    }
+    assert!(s.feed(&input));
+    assert_eq!(
+        goaway_code(&s.take()),
+        Some(ErrorCode::EnhanceYourCalm as u32)
+    );
+}

@@ -1,0 +1,498 @@
+//! Byte scripts for the HTTP/2 connection: a client's frames in, the
+//! server's frames and events out. Each defence has a test that fails
+//! without it (the script goes past the budget by one, and also stays
+//! within it by one where that shows the budget is the line).
+
+use std::time::{Duration, Instant};
+
+use super::frame::{self, flag, kind, setting, Head, HEAD_LEN};
+use super::hpack;
+use super::{Conn, ErrorCode, Event, Limits, PREFACE};
+
+mod defences;
+
+/// A frame the server sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Sent {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: Vec<u8>,
+}
+
+impl Sent {
+    fn code(&self) -> u32 {
+        let at = if self.kind == kind::GOAWAY { 4 } else { 0 };
+        u32::from_be_bytes(self.payload[at..at + 4].try_into().unwrap())
+    }
+}
+
+/// What the server sent, as frames.
+pub(super) fn frames(mut b: &[u8]) -> Vec<Sent> {
+    let mut v = Vec::new();
+    while b.len() >= HEAD_LEN {
+        let h = Head::read(b[..HEAD_LEN].try_into().unwrap());
+        let end = HEAD_LEN + h.len as usize;
+        v.push(Sent {
+            kind: h.kind,
+            flags: h.flags,
+            stream: h.stream,
+            payload: b[HEAD_LEN..end].to_vec(),
+        });
+        b = &b[end..];
+    }
+    assert!(b.is_empty(), "whole frames");
+    v
+}
+
+/// A connection and its clock, with the preface and SETTINGS exchanged.
+struct Script {
+    conn: Conn,
+    now: Instant,
+    /// Events seen, as text (streams and data lengths).
+    events: Vec<String>,
+}
+
+impl Script {
+    fn new(limits: Limits) -> Script {
+        let now = Instant::now();
+        let mut s = Script {
+            conn: Conn::new(limits, now),
+            now,
+            events: Vec::new(),
+        };
+        let mut input = PREFACE.to_vec();
+        frame::write_settings(&mut input, &[]);
+        s.feed(&input);
+        s.take();
+        s
+    }
+
+    /// Feeds `input` whole; records every event; returns whether the
+    /// connection failed.
+    fn feed(&mut self, input: &[u8]) -> bool {
+        let mut pos = 0;
+        loop {
+            let ev = self.conn.read(input, &mut pos, self.now);
+            match ev {
+                Event::Stall => break,
+                Event::Close => {
+                    self.events.push("close".into());
+                    return true;
+                }
+                Event::Request { stream, end_stream } => {
+                    self.events.push(format!("request {stream} {end_stream}"))
+                }
+                Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                } => self
+                    .events
+                    .push(format!("data {stream} {} {end_stream}", data.len())),
+                Event::Reset { stream } => self.events.push(format!("reset {stream}")),
+                Event::GoAway => self.events.push("goaway".into()),
+            }
+        }
+        assert_eq!(pos, input.len(), "all consumed");
+        false
+    }
+
+    /// The frames the server has queued, taken.
+    fn take(&mut self) -> Vec<Sent> {
+        let mut out = Vec::new();
+        self.conn.drain_out(&mut out);
+        frames(&out)
+    }
+}
+
+fn get(path: &str) -> Vec<u8> {
+    let mut b = vec![0x82, 0x86]; // :method GET, :scheme http
+    b.push(0x04); // :path, literal without indexing
+    b.push(path.len() as u8);
+    b.extend_from_slice(path.as_bytes());
+    b.extend_from_slice(&[0x01, 0x01, b'h']); // :authority h
+    b
+}
+
+fn headers(out: &mut Vec<u8>, stream: u32, block: &[u8], flags: u8) {
+    frame::write_head(out, block.len(), kind::HEADERS, flags, stream);
+    out.extend_from_slice(block);
+}
+
+fn data(out: &mut Vec<u8>, stream: u32, bytes: &[u8], flags: u8) {
+    frame::write_head(out, bytes.len(), kind::DATA, flags, stream);
+    out.extend_from_slice(bytes);
+}
+
+fn rst(out: &mut Vec<u8>, stream: u32) {
+    frame::write_rst(out, stream, ErrorCode::Cancel);
+}
+
+const END: u8 = flag::END_STREAM | flag::END_HEADERS;
+
+fn goaway_code(sent: &[Sent]) -> Option<u32> {
+    sent.iter().find(|f| f.kind == kind::GOAWAY).map(Sent::code)
+}
+
+fn rst_codes(sent: &[Sent]) -> Vec<(u32, u32)> {
+    sent.iter()
+        .filter(|f| f.kind == kind::RST_STREAM)
+        .map(|f| (f.stream, f.code()))
+        .collect()
+}
+
+#[test]
+fn settings_come_first_and_are_acknowledged() {
+    let now = Instant::now();
+    let c = Conn::new(Limits::default(), now);
+    let first = frames(c.out());
+    assert_eq!(first[0].kind, kind::SETTINGS);
+    let params: Vec<_> = frame::settings(&first[0].payload).collect();
+    assert!(params.contains(&(setting::MAX_CONCURRENT_STREAMS, 128)));
+    assert!(params.contains(&(setting::INITIAL_WINDOW_SIZE, 256 * 1024)));
+    // The connection window opened to 1 MiB at once.
+    assert_eq!(first[1].kind, kind::WINDOW_UPDATE);
+    assert_eq!(first[1].code() as i64, 1024 * 1024 - 65_535);
+
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    frame::write_settings(&mut input, &[(setting::INITIAL_WINDOW_SIZE, 1000)]);
+    frame::write_head(&mut input, 8, kind::PING, 0, 0);
+    input.extend_from_slice(b"12345678");
+    s.feed(&input);
+    let sent = s.take();
+    assert_eq!((sent[0].kind, sent[0].flags), (kind::SETTINGS, flag::ACK));
+    assert_eq!((sent[1].kind, sent[1].flags), (kind::PING, flag::ACK));
+    assert_eq!(sent[1].payload, b"12345678");
+}
+
+#[test]
+fn a_bad_preface_is_a_connection_error() {
+    let mut c = Conn::new(Limits::default(), Instant::now());
+    let mut pos = 0;
+    assert_eq!(
+        c.read(b"GET / HTTP/1.1\r\n", &mut pos, Instant::now()),
+        Event::Close
+    );
+    let mut out = Vec::new();
+    c.drain_out(&mut out);
+    assert_eq!(goaway_code(&frames(&out)), Some(ErrorCode::Protocol as u32));
+    // A preface that arrives in pieces is fine.
+    let mut c = Conn::new(Limits::default(), Instant::now());
+    let mut pos = 0;
+    assert_eq!(
+        c.read(&PREFACE[..10], &mut pos, Instant::now()),
+        Event::Stall
+    );
+    assert_eq!(pos, 0);
+}
+
+#[test]
+fn a_request_is_answered_within_the_windows() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/index.html"), END);
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 true"]);
+    let r = s.conn.request();
+    assert_eq!(
+        (r.method(), r.scheme(), r.path()),
+        (&b"GET"[..], &b"http"[..], &b"/index.html"[..])
+    );
+    assert_eq!(r.authority(), Some(&b"h"[..]));
+    let mut block = Vec::new();
+    hpack::encode_status(200, &mut block);
+    assert!(s.conn.send_headers(1, &block, false));
+    s.conn.set_remaining(1, 100_000);
+    assert_eq!(s.conn.next_stream(), Some(1));
+    // The peer's default window (65535) bounds what goes.
+    let mut sent = 0;
+    while let Some(id) = s.conn.next_stream() {
+        let n = s.conn.sendable(id).min(100_000 - sent);
+        s.conn.send_data(id, &vec![b'x'; n], sent + n == 100_000);
+        sent += n;
+    }
+    assert_eq!(sent, 65_535);
+    assert!(s.conn.window_blocked());
+    let mut input = Vec::new();
+    frame::write_window_update(&mut input, 0, 40_000);
+    frame::write_window_update(&mut input, 1, 40_000);
+    s.feed(&input);
+    while let Some(id) = s.conn.next_stream() {
+        let n = s.conn.sendable(id).min(100_000 - sent);
+        s.conn.send_data(id, &vec![b'x'; n], sent + n == 100_000);
+        sent += n;
+    }
+    assert_eq!(sent, 100_000);
+    let out = s.take();
+    assert_eq!(out[0].kind, kind::HEADERS);
+    assert!(
+        out.iter().all(|f| f.payload.len() <= 16_384),
+        "frames within the peer's max"
+    );
+    assert_eq!(out.last().unwrap().flags, flag::END_STREAM);
+    assert_eq!(s.conn.open_streams(), 0, "closed both ways");
+}
+
+#[test]
+fn continuation_and_padding_are_assembled() {
+    let mut s = Script::new(Limits::default());
+    let block = get("/a");
+    let mut input = Vec::new();
+    // HEADERS, padded, with the block's first 3 bytes; two CONTINUATIONs.
+    let first = &block[..3];
+    frame::write_head(
+        &mut input,
+        1 + first.len() + 4,
+        kind::HEADERS,
+        flag::PADDED,
+        1,
+    );
+    input.push(4);
+    input.extend_from_slice(first);
+    input.extend_from_slice(&[0; 4]);
+    frame::write_head(&mut input, 2, kind::CONTINUATION, 0, 1);
+    input.extend_from_slice(&block[3..5]);
+    frame::write_head(
+        &mut input,
+        block.len() - 5,
+        kind::CONTINUATION,
+        flag::END_HEADERS,
+        1,
+    );
+    input.extend_from_slice(&block[5..]);
+    // A padded DATA frame: 3 bytes of data, 10 of padding.
+    frame::write_head(
+        &mut input,
+        14,
+        kind::DATA,
+        flag::PADDED | flag::END_STREAM,
+        1,
+    );
+    input.push(10);
+    input.extend_from_slice(b"abc");
+    input.extend_from_slice(&[0; 10]);
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 false", "data 1 3 true"]);
+    assert_eq!(s.conn.request().path(), b"/a");
+
+    // Padding as long as the payload: PROTOCOL_ERROR.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), flag::END_HEADERS);
+    frame::write_head(&mut input, 3, kind::DATA, flag::PADDED, 1);
+    input.extend_from_slice(&[3, 0, 0]);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+}
+
+#[test]
+fn a_frame_inside_a_header_block_is_a_connection_error() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/")[..2], 0);
+    frame::write_head(&mut input, 8, kind::PING, 0, 0);
+    input.extend_from_slice(&[0; 8]);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+}
+
+#[test]
+fn request_windows_are_enforced_and_given_back() {
+    let limits = Limits {
+        stream_window: 65_535,
+        connection_window: 65_535,
+        ..Limits::default()
+    };
+    let mut s = Script::new(limits);
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/up"), flag::END_HEADERS);
+    for _ in 0..3 {
+        data(&mut input, 1, &[b'a'; 16_000], 0);
+    }
+    s.feed(&input);
+    assert_eq!(s.events.len(), 4);
+    assert!(
+        s.take().is_empty(),
+        "nothing given back before the bytes are used"
+    );
+    s.conn.release(1, 48_000);
+    let sent = s.take();
+    let updates: Vec<_> = sent
+        .iter()
+        .filter(|f| f.kind == kind::WINDOW_UPDATE)
+        .map(|f| (f.stream, f.code()))
+        .collect();
+    assert_eq!(
+        updates,
+        [(0, 48_000), (1, 48_000)],
+        "half a window or more: given back"
+    );
+    // Past the connection's window: FLOW_CONTROL_ERROR, GOAWAY.
+    let mut input = Vec::new();
+    for _ in 0..5 {
+        data(&mut input, 1, &[b'a'; 16_000], 0);
+    }
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::FlowControl as u32));
+    // Past a stream's window only: FLOW_CONTROL_ERROR on the stream.
+    let mut s = Script::new(Limits {
+        stream_window: 65_535,
+        ..Limits::default()
+    });
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/up"), flag::END_HEADERS);
+    for _ in 0..5 {
+        data(&mut input, 1, &[b'a'; 16_000], 0);
+    }
+    assert!(!s.feed(&input));
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::FlowControl as u32)]);
+}
+
+#[test]
+fn window_updates_are_checked() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    frame::write_window_update(&mut input, 1, 0x7fff_ffff);
+    s.feed(&input);
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::FlowControl as u32)]);
+    let mut input = Vec::new();
+    frame::write_window_update(&mut input, 0, 0);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+    // SETTINGS_INITIAL_WINDOW_SIZE moves every open stream's window.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    frame::write_settings(&mut input, &[(setting::INITIAL_WINDOW_SIZE, 1)]);
+    s.feed(&input);
+    s.conn.send_headers(1, &[0x88], false);
+    assert_eq!(s.conn.sendable(1), 1);
+}
+
+#[test]
+fn malformed_requests_are_stream_errors() {
+    let cases: [&[u8]; 5] = [
+        // An upper-case name.
+        &[
+            0x82, 0x86, 0x84, 0x41, 0x01, b'h', 0x00, 0x01, b'X', 0x01, b'y',
+        ],
+        // A connection-specific field.
+        &[
+            0x82, 0x86, 0x84, 0x00, 0x0a, b'c', b'o', b'n', b'n', b'e', b'c', b't', b'i', b'o',
+            b'n', 0x01, b'y',
+        ],
+        // No :path.
+        &[0x82, 0x86, 0x41, 0x01, b'h'],
+        // A pseudo-header field after a regular one.
+        &[0x82, 0x86, 0x00, 0x01, b'a', 0x01, b'b', 0x84],
+        // te: gzip.
+        &[
+            0x82, 0x86, 0x84, 0x00, 0x02, b't', b'e', 0x04, b'g', b'z', b'i', b'p',
+        ],
+    ];
+    for (i, block) in cases.iter().enumerate() {
+        let mut s = Script::new(Limits::default());
+        let mut input = Vec::new();
+        headers(&mut input, 1, block, END);
+        s.feed(&input);
+        assert!(s.events.is_empty(), "case {i}: {:?}", s.events);
+        assert_eq!(
+            rst_codes(&s.take()),
+            [(1, ErrorCode::Protocol as u32)],
+            "case {i}"
+        );
+    }
+}
+
+#[test]
+fn trailers_end_the_body_and_content_length_must_match() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), flag::END_HEADERS);
+    data(&mut input, 1, b"abc", 0);
+    headers(&mut input, 1, &[0x00, 0x01, b'x', 0x01, b'y'], END);
+    s.feed(&input);
+    assert_eq!(
+        s.events,
+        ["request 1 false", "data 1 3 false", "data 1 0 true"]
+    );
+    // Trailers without END_STREAM.
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), flag::END_HEADERS);
+    headers(
+        &mut input,
+        1,
+        &[0x00, 0x01, b'x', 0x01, b'y'],
+        flag::END_HEADERS,
+    );
+    s.feed(&input);
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::Protocol as u32)]);
+    // content-length: 5 and 3 bytes of DATA.
+    let mut s = Script::new(Limits::default());
+    let mut block = get("/");
+    block.extend_from_slice(&[0x0f, 0x0d, 0x01, b'5']); // content-length (28)
+    let mut input = Vec::new();
+    headers(&mut input, 1, &block, flag::END_HEADERS);
+    data(&mut input, 1, b"abc", flag::END_STREAM);
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 false", "reset 1"]);
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::Protocol as u32)]);
+}
+
+#[test]
+fn the_smallest_answer_goes_first() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    for id in [1, 3, 5] {
+        headers(&mut input, id, &get("/"), END);
+    }
+    s.feed(&input);
+    for (id, left) in [(1, 1_000_000), (3, 500), (5, 40_000)] {
+        s.conn.send_headers(id, &[0x88], false);
+        s.conn.set_remaining(id, left);
+    }
+    assert_eq!(s.conn.next_stream(), Some(3));
+    s.conn.send_data(3, &[0; 500], true);
+    assert_eq!(s.conn.next_stream(), Some(5));
+}
+
+#[test]
+fn goaway_lets_open_streams_finish() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    s.feed(&input);
+    s.conn.shut_down();
+    let sent = s.take();
+    assert_eq!(goaway_code(&sent), Some(ErrorCode::NoError as u32));
+    let last = u32::from_be_bytes(sent[0].payload[..4].try_into().unwrap());
+    assert_eq!(last, 1);
+    // A stream opened after it is not served, and HPACK stays in step.
+    let mut input = Vec::new();
+    headers(&mut input, 3, &get("/x"), END);
+    assert!(!s.feed(&input));
+    assert_eq!(s.events, ["request 1 true"]);
+    assert!(!s.conn.finished(), "stream 1 is still being answered");
+    s.conn.send_headers(1, &[0x88], true);
+    assert!(s.conn.finished());
+}
+
+#[test]
+fn push_promise_and_oversized_frames_are_connection_errors() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    frame::write_head(&mut input, 4, kind::PUSH_PROMISE, flag::END_HEADERS, 1);
+    input.extend_from_slice(&[0, 0, 0, 2]);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    frame::write_head(&mut input, 16_385, kind::DATA, 0, 1);
+    input.extend_from_slice(&[0; 16_385]);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::FrameSize as u32));
+}
