@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 use mio::unix::SourceFd;
-use mio::{Interest, Token};
+use mio::{Interest, Registry, Token};
 
 mod input;
 
@@ -136,6 +136,15 @@ pub(super) fn split_token(t: usize) -> (usize, End) {
     (n / 3, end)
 }
 
+/// Takes a pipe out of the loop, if it is still open, and closes it.
+fn unwatch(registry: &Registry, fd: Option<OwnedFd>) {
+    if let Some(fd) = fd {
+        // (It fails only for a pipe not registered; closing it, as the
+        // drop does next, takes it out of epoll anyway.)
+        let _ = registry.deregister(&mut SourceFd(&fd.as_raw_fd()));
+    }
+}
+
 fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
     crate::sys::net::read_into_spare(fd, buf)
 }
@@ -153,26 +162,18 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         let reg = self.poll.registry();
-        let ok = reg
-            .register(
-                &mut SourceFd(&pipe.output.as_raw_fd()),
-                token(c.index, End::Output),
-                Interest::READABLE,
+        let ends = [
+            (&pipe.output, End::Output, Interest::READABLE),
+            (&pipe.diagnostics, End::Diagnostics, Interest::READABLE),
+            (&pipe.input, End::Input, Interest::WRITABLE),
+        ];
+        let ok = ends.into_iter().try_for_each(|(fd, end, interest)| {
+            reg.register(
+                &mut SourceFd(&fd.as_raw_fd()),
+                token(c.index, end),
+                interest,
             )
-            .and_then(|_| {
-                reg.register(
-                    &mut SourceFd(&pipe.diagnostics.as_raw_fd()),
-                    token(c.index, End::Diagnostics),
-                    Interest::READABLE,
-                )
-            })
-            .and_then(|_| {
-                reg.register(
-                    &mut SourceFd(&pipe.input.as_raw_fd()),
-                    token(c.index, End::Input),
-                    Interest::WRITABLE,
-                )
-            });
+        });
         if let Err(e) = ok {
             pipe.reply.stop();
             self.logger.log(
@@ -290,12 +291,7 @@ impl Worker {
             self.pipe_buf.clear();
             match read_fd(fd, &mut self.pipe_buf) {
                 Ok(0) => {
-                    if let Some(fd) = p.diagnostics.take() {
-                        let _ = self
-                            .poll
-                            .registry()
-                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
-                    }
+                    unwatch(self.poll.registry(), p.diagnostics.take());
                     self.flush_diagnostics_line(c);
                     return;
                 }
@@ -314,12 +310,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.diagnostics_ready = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => {
-                    if let Some(fd) = p.diagnostics.take() {
-                        let _ = self
-                            .poll
-                            .registry()
-                            .deregister(&mut SourceFd(&fd.as_raw_fd()));
-                    }
+                    unwatch(self.poll.registry(), p.diagnostics.take());
                     return;
                 }
             }
@@ -513,12 +504,8 @@ impl Worker {
     /// the process go).
     fn pipe_release(&mut self, c: &mut Conn) -> Option<PipeRun> {
         let mut p = *c.h1.end_pipe(self.now)?;
-        let reg = self.poll.registry();
-        for fd in [p.input.take(), p.output.take(), p.diagnostics.take()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = reg.deregister(&mut SourceFd(&fd.as_raw_fd()));
+        for fd in [p.input.take(), p.output.take(), p.diagnostics.take()] {
+            unwatch(self.poll.registry(), fd);
         }
         Some(p)
     }

@@ -13,12 +13,7 @@ impl Worker {
     /// does not read it).
     pub(in crate::server::worker) fn close_input(&mut self, c: &mut Conn) {
         if let Some(p) = c.h1.pipe() {
-            if let Some(fd) = p.input.take() {
-                let _ = self
-                    .poll
-                    .registry()
-                    .deregister(&mut SourceFd(&fd.as_raw_fd()));
-            }
+            unwatch(self.poll.registry(), p.input.take());
             p.input_buf = Vec::new();
             p.held = None;
         }
