@@ -16,12 +16,12 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::service::{self, recv, send};
-use super::spawn::{self, CgiChild};
+use super::spawn::{self, CgiChild, Command};
 
 /// Largest request the launcher reads. The environment holds the
 /// request's header lines; a message the socket cannot carry (its send
@@ -54,26 +54,20 @@ impl Launcher {
         })
     }
 
-    /// Starts `program` as [`spawn::spawn`] would, in the launcher.
-    pub fn spawn(
-        &self,
-        program: &Path,
-        args: &[PathBuf],
-        env: &[CString],
-        cwd: &Path,
-    ) -> io::Result<CgiChild> {
+    /// Starts `cmd` as [`spawn::spawn`] would, in the launcher.
+    pub fn spawn(&self, cmd: Command<'_>) -> io::Result<CgiChild> {
         let mut msg = vec![SPAWN];
         let mut field = |b: &[u8]| {
             msg.extend_from_slice(b);
             msg.push(0);
         };
-        field(program.as_os_str().as_bytes());
-        field(cwd.as_os_str().as_bytes());
-        field(args.len().to_string().as_bytes());
-        for a in args {
+        field(cmd.program.as_os_str().as_bytes());
+        field(cmd.cwd.as_os_str().as_bytes());
+        field(cmd.args.len().to_string().as_bytes());
+        for a in cmd.args {
             field(a.as_os_str().as_bytes());
         }
-        for e in env {
+        for e in cmd.env {
             field(e.as_bytes());
         }
         let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner());
@@ -137,16 +131,9 @@ impl Launchers {
 
     /// Starts a program that may write beneath `writable` (exactly the
     /// set some launcher was started for), as [`Launcher::spawn`].
-    pub fn spawn(
-        &self,
-        writable: &[PathBuf],
-        program: &Path,
-        args: &[PathBuf],
-        env: &[CString],
-        cwd: &Path,
-    ) -> io::Result<CgiChild> {
+    pub fn spawn(&self, writable: &[PathBuf], cmd: Command<'_>) -> io::Result<CgiChild> {
         match self.all.iter().find(|(w, _)| w.as_slice() == writable) {
-            Some((_, l)) => l.spawn(program, args, env, cwd),
+            Some((_, l)) => l.spawn(cmd),
             None => Err(io::Error::other(
                 "no CGI launcher was started for these writable paths (they changed since start; restart brisk)",
             )),
@@ -283,5 +270,10 @@ fn start(rest: &[u8]) -> io::Result<CgiChild> {
             env.push(CString::new(f).map_err(|_| bad())?);
         }
     }
-    spawn::spawn(&program, &args, &env, &cwd)
+    spawn::spawn(Command {
+        program: &program,
+        args: &args,
+        env: &env,
+        cwd: &cwd,
+    })
 }

@@ -26,8 +26,22 @@ pub struct CgiChild {
     pub stderr: OwnedFd,
 }
 
-/// Starts `program` with `args`, exactly the environment `env` (each entry
-/// `NAME=value`), in `cwd`, as the leader of a new process group.
+/// A program to start, as every layer that starts one passes it on
+/// (the CGI handler, the launchers, [`spawn`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'a> {
+    /// What to execute (`argv[0]`).
+    pub program: &'a Path,
+    /// The arguments after `argv[0]`.
+    pub args: &'a [PathBuf],
+    /// Exactly the environment it gets, each entry `NAME=value`.
+    pub env: &'a [CString],
+    /// The directory it starts in.
+    pub cwd: &'a Path,
+}
+
+/// Starts `cmd.program` with `cmd.args`, exactly the environment
+/// `cmd.env`, in `cmd.cwd`, as the leader of a new process group.
 ///
 /// It uses `posix_spawn`, which glibc implements with
 /// `clone(CLONE_VM | CLONE_VFORK)`: no page tables are copied and the
@@ -38,12 +52,13 @@ pub struct CgiChild {
 /// thread). It inherits only its three pipes (every other descriptor is
 /// closed in the child, also any the server inherited). A program that
 /// cannot be executed is an error here (glibc reports the exec's errno).
-pub fn spawn(
-    program: &Path,
-    args: &[PathBuf],
-    env: &[CString],
-    cwd: &Path,
-) -> io::Result<CgiChild> {
+pub fn spawn(cmd: Command<'_>) -> io::Result<CgiChild> {
+    let Command {
+        program,
+        args,
+        env,
+        cwd,
+    } = cmd;
     let c = |p: &Path| {
         CString::new(p.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a path"))
@@ -266,12 +281,12 @@ mod tests {
 
     fn sh(script: &str, env: &[&str]) -> CgiChild {
         let env: Vec<CString> = env.iter().map(|e| CString::new(*e).unwrap()).collect();
-        spawn(
-            Path::new("/bin/sh"),
-            &[PathBuf::from("-c"), PathBuf::from(script)],
-            &env,
-            Path::new("/tmp"),
-        )
+        spawn(Command {
+            program: Path::new("/bin/sh"),
+            args: &[PathBuf::from("-c"), PathBuf::from(script)],
+            env: &env,
+            cwd: Path::new("/tmp"),
+        })
         .unwrap()
     }
 
@@ -359,12 +374,12 @@ mod tests {
             }
             assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old), 0);
         }
-        let c = spawn(
-            Path::new("/bin/sleep"),
-            &[PathBuf::from("10")],
-            &[],
-            Path::new("/"),
-        );
+        let c = spawn(Command {
+            program: Path::new("/bin/sleep"),
+            args: &[PathBuf::from("10")],
+            env: &[],
+            cwd: Path::new("/"),
+        });
         // SAFETY: restore the test thread's mask.
         unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
         let c = c.unwrap();
@@ -433,10 +448,18 @@ mod tests {
 
     #[test]
     fn missing_program_fails_to_spawn() {
-        let e = spawn(Path::new("/no/such/program"), &[], &[], Path::new("/")).unwrap_err();
+        let run = |program: &str, env: &[CString]| {
+            spawn(Command {
+                program: Path::new(program),
+                args: &[],
+                env,
+                cwd: Path::new("/"),
+            })
+        };
+        let e = run("/no/such/program", &[]).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         let bad = [CString::new("NOEQUALS").unwrap()];
-        let e = spawn(Path::new("/bin/true"), &[], &bad, Path::new("/")).unwrap_err();
+        let e = run("/bin/true", &bad).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 

@@ -8,15 +8,14 @@
 //! outlives the worker that started it.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::CString;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::sys::launcher::Launchers;
-use crate::sys::spawn::{self, CgiChild};
+use crate::sys::spawn::{self, CgiChild, Command};
 
 /// One worker's CGI programs.
 #[derive(Debug)]
@@ -48,19 +47,16 @@ impl Children {
         self.running.get()
     }
 
-    /// Starts `program` with `args` and `env` in `cwd`; `writable` are
-    /// the directories its rule lets it write (for the launcher's sandbox).
+    /// Starts `cmd`; `writable` are the directories its rule lets it
+    /// write (for the launcher's sandbox).
     pub fn spawn(
         self: &Rc<Self>,
         writable: &[PathBuf],
-        program: &Path,
-        args: &[PathBuf],
-        env: &[CString],
-        cwd: &Path,
+        cmd: Command<'_>,
     ) -> io::Result<(CgiChild, Process)> {
         let child = match &self.launcher {
-            Some(l) => l.spawn(writable, program, args, env, cwd)?,
-            None => spawn::spawn(program, args, env, cwd)?,
+            Some(l) => l.spawn(writable, cmd)?,
+            None => spawn::spawn(cmd)?,
         };
         self.running.set(self.running.get() + 1);
         let process = Process {

@@ -9,7 +9,7 @@
 //! handler to serve: under a `dir` rule's URL every failure is a 403 or a
 //! 404, and a file matching a `pattern` that cannot run is a 403.
 
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
@@ -21,7 +21,7 @@ use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
 use crate::http::Status;
 use crate::sys::fs::{Kind, Root};
-use crate::sys::spawn::{permitted, Access};
+use crate::sys::spawn::{permitted, Access, Command};
 
 /// What to do with a request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +89,18 @@ pub struct Script {
     /// The file name starts with `nph-`: the script writes the whole HTTP
     /// response itself, status line included (RFC 3875 §5).
     pub nph: bool,
+}
+
+impl Script {
+    /// How to start the script with the environment `env`.
+    pub fn command<'a>(&'a self, env: &'a [CString]) -> Command<'a> {
+        Command {
+            program: &self.program,
+            args: &self.args,
+            env,
+            cwd: &self.cwd,
+        }
+    }
 }
 
 /// Resolves `path` against `rules` in one go, opening whatever directory

@@ -122,13 +122,7 @@ impl Cgi {
         };
         let rule = &self.cfg.cgi[script.rule];
         let env = build_env(script, &env_req, &rule.env);
-        let started = self.children.spawn(
-            &rule.writable,
-            &script.program,
-            &script.args,
-            &env,
-            &script.cwd,
-        );
+        let started = self.children.spawn(&rule.writable, script.command(&env));
         let (child, process) = match started {
             Ok(started) => started,
             Err(e) => {

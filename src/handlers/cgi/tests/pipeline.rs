@@ -56,7 +56,7 @@ fn resolve_spawn_and_parse() {
     // open for writing may hold it until its own exec.
     let mut tries = 0;
     let child = loop {
-        match spawn(&s.program, &s.args, &env, &s.cwd) {
+        match spawn(s.command(&env)) {
             Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(10));
