@@ -58,6 +58,7 @@ const TOP_KEYS: &[&str] = &[
     "auth",
     "temp_dir",
     "tls",
+    "http2",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -101,6 +102,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.listen = true;
             }
             "tls" => origins.tls = Some(loader.tls(value)?),
+            "http2" => loader.http2(value, &mut config.http2)?,
             "root" => {
                 config.root = loader.path("root", value)?;
                 origins.root = Some(loader.origin("root", value));

@@ -10,6 +10,7 @@ mod auth;
 mod cgi;
 mod cli;
 pub(crate) mod glob;
+mod http2;
 mod jail;
 mod load;
 mod mime_types;
@@ -89,6 +90,39 @@ pub struct Config {
     /// `[tls]` (and `--tls-cert`/`--tls-key`): HTTPS listeners and their
     /// certificates; `None` without TLS.
     pub tls: Option<TlsConfig>,
+    /// `[http2]`: HTTP/2 on TLS (ALPN) and cleartext listeners, and its limits.
+    pub http2: Http2Config,
+}
+
+/// `[http2]`: where HTTP/2 is spoken, and the limits of each connection
+/// (every one a defence; see `brisk.example.toml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http2Config {
+    /// ALPN `h2` on every TLS listener.
+    pub enable: bool,
+    /// A plaintext connection that opens with the HTTP/2 preface is
+    /// served as h2c (prior knowledge).
+    pub cleartext: bool,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub max_concurrent_streams: u32,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: a stream's receive window.
+    pub stream_window: u32,
+    /// The connection's receive window.
+    pub connection_window: u32,
+    /// SETTINGS_MAX_FRAME_SIZE.
+    pub max_frame_size: u32,
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: larger request heads get 431.
+    pub max_header_list_size: u32,
+    /// SETTINGS_HEADER_TABLE_SIZE: the HPACK table a client may use.
+    pub header_table_size: u32,
+    /// CONTINUATION frames a header block may take.
+    pub max_continuations: u32,
+    /// Streams cancelled, refused or malformed per 10 s (rapid reset).
+    pub max_resets: u32,
+    /// SETTINGS, PING and PRIORITY frames per 10 s.
+    pub max_control_frames: u32,
+    /// Empty frames and frames on closed streams per 10 s.
+    pub max_empty_frames: u32,
 }
 
 /// `[tls]`: HTTPS listeners, certificates, session resumption, limits.
@@ -550,6 +584,7 @@ impl Default for Config {
             temp_dir: std::env::temp_dir(),
             auth: Vec::new(),
             tls: None,
+            http2: http2::defaults(),
         }
     }
 }

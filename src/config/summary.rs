@@ -14,9 +14,10 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 14] = [
+    let sections: [fn(&Config, &mut String); 15] = [
         server,
         tls,
+        http2,
         static_files,
         mime,
         headers,
@@ -273,6 +274,28 @@ fn timeout_values(t: &Timeouts) -> Vec<(&'static str, String)> {
         ("auth_failure_window", duration(t.auth_failure_window)),
         ("defer_accept", duration(t.defer_accept)),
     ]
+}
+
+/// `[http2]`: where it is spoken, and the limits that differ from the
+/// defaults.
+fn http2(c: &Config, s: &mut String) {
+    let h = &c.http2;
+    let on = match (h.enable, h.cleartext) {
+        (false, false) => "off",
+        (true, false) => "on TLS listeners (ALPN h2); not in cleartext",
+        (false, true) => "h2c with prior knowledge on plain listeners; not on TLS",
+        (true, true) => "on TLS listeners (ALPN h2) and as h2c with prior knowledge on plain ones",
+    };
+    let _ = writeln!(s, "http2: {on}");
+    if h.enable || h.cleartext {
+        let default = super::http2::defaults();
+        changed(
+            s,
+            "http2 limits",
+            super::http2::values(h),
+            super::http2::values(&default),
+        );
+    }
 }
 
 fn limits(c: &Config, s: &mut String) {

@@ -1,56 +1,62 @@
 //! The limits one HTTP/2 connection is held to: what it advertises in
-//! its SETTINGS, and the defences' budgets. `[http2]` sets them; the
-//! defaults are safe for a public server.
+//! its SETTINGS, and the defences' budgets. `[http2]` sets them (see
+//! [`Http2Config`] for what each means); the defaults are safe for a
+//! public server.
 
 use std::time::Duration;
 
-/// Limits and settings of a connection (see `brisk.example.toml`,
-/// `[http2]`, for what each means to a user).
+use crate::config::Http2Config;
+
+/// Limits and settings of a connection: [`Http2Config`]'s, and the
+/// window the flood budgets count in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
-    /// SETTINGS_MAX_CONCURRENT_STREAMS: streams a client may have open;
-    /// more are refused (RST_STREAM REFUSED_STREAM).
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_concurrent_streams: u32,
-    /// SETTINGS_INITIAL_WINDOW_SIZE: how much of a request body a client
-    /// may send on a stream before we ask for more (at least 65535).
+    /// SETTINGS_INITIAL_WINDOW_SIZE (at least 65535).
     pub stream_window: u32,
-    /// The connection's receive window, opened by WINDOW_UPDATE at start.
+    /// The connection's receive window.
     pub connection_window: u32,
-    /// SETTINGS_MAX_FRAME_SIZE: the largest frame payload we accept.
+    /// SETTINGS_MAX_FRAME_SIZE.
     pub max_frame_size: u32,
-    /// SETTINGS_MAX_HEADER_LIST_SIZE: a larger request head is answered
-    /// 431; one twice as large (encoded) closes the connection.
+    /// SETTINGS_MAX_HEADER_LIST_SIZE.
     pub max_header_list_size: u32,
-    /// SETTINGS_HEADER_TABLE_SIZE: the HPACK dynamic table a client may use.
+    /// SETTINGS_HEADER_TABLE_SIZE.
     pub header_table_size: u32,
-    /// CONTINUATION frames one header block may take (CONTINUATION flood).
+    /// CONTINUATION frames per header block.
     pub max_continuations: u32,
-    /// Streams a client may cancel (RST_STREAM) or have refused per
-    /// [`Limits::flood_window`] (rapid reset, CVE-2023-44487).
+    /// Streams cancelled, refused or malformed per flood window.
     pub max_resets: u32,
-    /// SETTINGS and PING frames (and PRIORITY) per flood window.
+    /// SETTINGS, PING and PRIORITY frames per flood window.
     pub max_control_frames: u32,
-    /// Frames that carry nothing per flood window: empty DATA without
-    /// END_STREAM, empty CONTINUATION, frames on closed streams.
+    /// Empty frames and frames on closed streams per flood window.
     pub max_empty_frames: u32,
     /// The window the flood budgets count in.
     pub flood_window: Duration,
 }
 
-impl Default for Limits {
-    fn default() -> Limits {
+impl Limits {
+    /// The limits `[http2]` sets.
+    pub fn new(c: &Http2Config) -> Limits {
         Limits {
-            max_concurrent_streams: 128,
-            stream_window: 256 * 1024,
-            connection_window: 1024 * 1024,
-            max_frame_size: 16_384,
-            max_header_list_size: 64 * 1024,
-            header_table_size: 4096,
-            max_continuations: 16,
-            max_resets: 200,
-            max_control_frames: 1000,
-            max_empty_frames: 1000,
+            max_concurrent_streams: c.max_concurrent_streams,
+            stream_window: c.stream_window,
+            connection_window: c.connection_window,
+            max_frame_size: c.max_frame_size,
+            max_header_list_size: c.max_header_list_size,
+            header_table_size: c.header_table_size,
+            max_continuations: c.max_continuations,
+            max_resets: c.max_resets,
+            max_control_frames: c.max_control_frames,
+            max_empty_frames: c.max_empty_frames,
             flood_window: Duration::from_secs(10),
         }
+    }
+}
+
+impl Default for Limits {
+    /// `[http2]`'s defaults.
+    fn default() -> Limits {
+        Limits::new(&crate::config::Config::default().http2)
     }
 }

@@ -253,6 +253,11 @@ fn check_config_summarises() {
     let d = d.display();
     let tmp = std::env::temp_dir().canonicalize().unwrap();
     let tmp = tmp.display();
+    let http2 = if cfg!(feature = "http2") {
+        "http2: on TLS listeners (ALPN h2) and as h2c with prior knowledge on plain ones\nhttp2 limits: the defaults\n"
+    } else {
+        "http2: off\n"
+    };
     let expected = format!(
         "configuration OK ({name})
 listen: 127.0.0.1:8001, [::1]:8001
@@ -260,7 +265,7 @@ root: {d}/public
 workers: 2
 server header: \"x\"
 tls: off
-static: index index.htm, home.html; autoindex on; dotfiles ignore (404); precompressed on; symlinks outside the root refused
+{http2}static: index index.htm, home.html; autoindex on; dotfiles ignore (404); precompressed on; symlinks outside the root refused
   open-file cache: off
   types: the built-in table; otherwise text/plain; charset=utf-8
   query in the file name under: /mirror/

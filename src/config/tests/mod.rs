@@ -5,6 +5,7 @@
 mod auth;
 mod cgi;
 mod cli;
+mod http2;
 mod load;
 #[cfg(feature = "tls")]
 mod tls;
