@@ -147,15 +147,23 @@ impl Script {
                 return;
             }
         }
-        self.reply(b"ok", decoder);
+        match target.as_str() {
+            // What a conditional GET of an unchanged file gets.
+            "/unchanged" => self.reply_with(Status::NOT_MODIFIED, Body::Empty, decoder),
+            _ => self.reply(b"ok", decoder),
+        }
     }
 
     fn reply(&mut self, body: &[u8], decoder: Option<BodyDecoder>) {
         self.scratch.clear();
         self.scratch.body.extend_from_slice(body);
+        self.reply_with(Status::OK, Body::Buffer, decoder);
+    }
+
+    fn reply_with(&mut self, status: Status, body: Body, decoder: Option<BodyDecoder>) {
         let plan = Plan {
-            status: Status::OK,
-            body: Body::Buffer,
+            status,
+            body,
             close: false,
         };
         let cx = self.answering();
@@ -470,6 +478,71 @@ fn streamed_answers_are_framed_by_what_the_process_said() {
         to(true, Version::Http11, false),
         &mut Vec::new(),
         &draining,
+    );
+    assert!(!stream.keep);
+}
+
+#[test]
+fn a_head_answer_has_no_body_and_keeps_the_connection() {
+    let mut s = Script::new();
+    s.feed(b"HEAD /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(s.seen(), ["HEAD /a", "GET /b"]);
+    // The length of the body a GET would get (RFC 9110 §9.3.2), no body.
+    let head = ok("ok", "");
+    let head = head.strip_suffix("ok").unwrap();
+    assert_eq!(s.output(), head.to_string() + &ok("ok", ""));
+    assert!(!s.conn.closing());
+}
+
+#[test]
+fn a_304_has_no_length_nor_body_and_keeps_the_connection() {
+    let mut s = Script::new();
+    s.feed(b"GET /unchanged HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(s.seen(), ["GET /unchanged", "GET /b"]);
+    // RFC 9110 §8.6, §15.4.5: a 304 ends at its head.
+    let not_modified = "HTTP/1.1 304 Not Modified\r\nServer: brisk\r\nDate: <date>\r\n\r\n";
+    assert_eq!(s.output(), not_modified.to_string() + &ok("ok", ""));
+    assert!(!s.conn.closing());
+}
+
+#[test]
+fn a_streamed_answer_without_a_length_is_chunked_on_a_kept_connection() {
+    let cx = Script::new().answering();
+    let head = ReplyHead {
+        len: 0,
+        status: 200,
+        reason: None,
+        headers: Vec::new(),
+        content_length: None,
+    };
+    let stream_for = |version| StreamFor {
+        served: 1,
+        wanted: true,
+        version,
+        head_only: false,
+    };
+    // HTTP/1.1: chunks (RFC 9112 §7.1), ended by the last chunk; the
+    // connection goes on.
+    let mut buf = Vec::new();
+    let mut stream = stream_head(&head, stream_for(Version::Http11), &mut buf, &cx);
+    for piece in [&b"hel"[..], b"", b"lo"] {
+        stream.encoder.encode(piece, &mut buf);
+    }
+    assert_eq!(stream.encoder.finish(&mut buf), 0);
+    assert_eq!(
+        String::from_utf8(buf).unwrap(),
+        "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nTransfer-Encoding: chunked\r\n\r\n\
+         3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n"
+    );
+    assert!(stream.keep);
+    // HTTP/1.0 knows no chunks: the body ends where the connection does.
+    let mut buf = Vec::new();
+    let mut stream = stream_head(&head, stream_for(Version::Http10), &mut buf, &cx);
+    stream.encoder.encode(b"hello", &mut buf);
+    stream.encoder.finish(&mut buf);
+    assert_eq!(
+        String::from_utf8(buf).unwrap(),
+        "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nConnection: close\r\n\r\nhello"
     );
     assert!(!stream.keep);
 }
