@@ -1,6 +1,6 @@
 //! brisk: a small, fast, secure web server.
 //!
-//! The crate is layered as `DESIGN.md` describes; dependencies point
+//! The crate is layered (README: Architecture); dependencies point
 //! downwards only:
 //!
 //! - [`process`]: what `brisk` does around the engine: signals, daemon,
