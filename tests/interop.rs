@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 fn site() -> (Server, Vec<u8>) {
     let data = pattern(300 * 1024 + 3);
@@ -17,30 +17,7 @@ fn site() -> (Server, Vec<u8>) {
 
 /// Runs a command with a 20 s limit; None if the tool is missing.
 fn run(cmd: &mut Command) -> Option<Output> {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => panic!("spawn {cmd:?}: {e}"),
-    };
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    match rx.recv_timeout(deadline - Instant::now()) {
-        Ok(out) => Some(out.expect("wait")),
-        Err(_) => {
-            // SAFETY: kill(2) on our own child.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            panic!("{cmd:?} did not finish within 20 s");
-        }
-    }
+    run_for(cmd, Duration::from_secs(20))
 }
 
 #[test]

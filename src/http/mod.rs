@@ -60,14 +60,18 @@ impl Method {
     }
 }
 
-/// The protocol version of a request. Only HTTP/1.0 and HTTP/1.1 are
-/// served; other versions are rejected by the parser with 505.
+/// The protocol version of a request. HTTP/1.0 and HTTP/1.1 are parsed
+/// here (other versions are rejected by the parser with 505); HTTP/2
+/// requests come from `h2` (see `OwnedRequest::as_http2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Version {
     /// `HTTP/1.0`: no keep-alive unless asked for, no chunked coding.
     Http10,
     /// `HTTP/1.1`.
     Http11,
+    /// `HTTP/2` (RFC 9113): framing and connection management are the
+    /// protocol's own; `HTTP/2.0` in logs and CGI's SERVER_PROTOCOL.
+    Http2,
 }
 
 impl Version {
@@ -76,6 +80,7 @@ impl Version {
         match self {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
+            Version::Http2 => "HTTP/2.0",
         }
     }
 }

@@ -303,6 +303,23 @@ impl OwnedRequest {
         self.authed = true;
     }
 
+    /// Makes the request just parsed (from a head `server::h2` wrote for
+    /// an HTTP/2 request) an HTTP/2 one: its body is framed by the
+    /// protocol (`body`: a length, `Chunked` for one of unknown length,
+    /// or none), the connection's life is not the request's business,
+    /// and there is no `100 Continue`. With `synthetic`, the head's last
+    /// field was written only to get past the HTTP/1.1 rules on bodies
+    /// and is dropped.
+    pub fn as_http2(&mut self, body: BodyFraming, synthetic: bool) {
+        if synthetic {
+            self.headers.pop();
+        }
+        self.version = Version::Http2;
+        self.body = body;
+        self.keep_alive = true;
+        self.expect_continue = false;
+    }
+
     /// The request a CGI local redirect (RFC 3875 §6.2.2) makes of this
     /// one: `GET target` with the same version and header fields, less
     /// the body's framing (the new request has none). `None` if that
@@ -312,7 +329,12 @@ impl OwnedRequest {
         head.extend_from_slice(b"GET ");
         head.extend_from_slice(target);
         head.push(b' ');
-        head.extend_from_slice(self.version.as_str().as_bytes());
+        // (An HTTP/2 request is written as HTTP/1.1, then made HTTP/2 again.)
+        let version = match self.version {
+            Version::Http2 => Version::Http11,
+            v => v,
+        };
+        head.extend_from_slice(version.as_str().as_bytes());
         head.extend_from_slice(b"\r\n");
         for h in self.headers() {
             if h.name.eq_ignore_ascii_case(b"content-length")
@@ -328,7 +350,12 @@ impl OwnedRequest {
         head.extend_from_slice(b"\r\n");
         let mut req = OwnedRequest::default();
         match req.parse(&head, limits) {
-            Ok(Some(_)) => Some(req),
+            Ok(Some(_)) => {
+                if self.version == Version::Http2 {
+                    req.as_http2(BodyFraming::None, false);
+                }
+                Some(req)
+            }
             _ => None,
         }
     }

@@ -33,6 +33,10 @@ pub struct Conn {
     pub blocked_since: Option<Instant>,
     /// Paces the output while a throttled response is queued.
     pub throttle: Option<Box<crate::access::throttle::Throttle>>,
+    /// The connection speaks HTTP/2 (it opened with the preface): its
+    /// streams and their answers. `h1` then stays idle.
+    #[cfg(feature = "http2")]
+    pub h2: Option<Box<super::h2::Session>>,
 }
 
 impl Conn {
@@ -48,6 +52,8 @@ impl Conn {
             sent: 0,
             blocked_since: None,
             throttle: None,
+            #[cfg(feature = "http2")]
+            h2: None,
         }
     }
 

@@ -21,6 +21,8 @@ pub mod counters;
 pub mod drain;
 mod error;
 pub mod h1;
+#[cfg(feature = "http2")]
+pub mod h2;
 pub mod router;
 pub mod transport;
 pub mod waits;

@@ -37,6 +37,8 @@ mod bodies;
 mod dispatch;
 mod drain;
 mod drive;
+#[cfg(feature = "http2")]
+mod h2;
 mod pipe;
 mod rest;
 
@@ -160,6 +162,9 @@ pub struct Worker {
     next_tick: Instant,
     /// Caps the debug lines that explain 403s and 404s.
     refusals: LineBudget,
+    /// Buffers for HTTP/2 heads.
+    #[cfg(feature = "http2")]
+    h2_scratch: crate::server::h2::Scratch,
     /// Since when no socket or pipe has had an event, if the worker has
     /// worked since it last rested (see [`rest`]).
     quiet_since: Option<Instant>,
@@ -229,6 +234,8 @@ impl Worker {
             next_tick: now + TICK,
             quiet_since: None,
             refusals: LineBudget::new(REFUSALS_PER_SEC, now),
+            #[cfg(feature = "http2")]
+            h2_scratch: Default::default(),
         })
     }
 
@@ -438,6 +445,10 @@ impl Worker {
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
+            #[cfg(feature = "http2")]
+            if let Some(s) = &c.h2 {
+                self.handler_bodies -= s.held_bytes();
+            }
             // Closing the socket (dropping it) removes it from epoll.
             self.counters.conn_limits.release(c.peer.ip());
             self.free.push(i);
@@ -481,6 +492,16 @@ impl Worker {
             }
             let age = self.now.saturating_duration_since(c.h1.since());
             let stopping = self.draining == Drain::Stop;
+            #[cfg(feature = "http2")]
+            if let Some(h2) = &c.h2 {
+                // An HTTP/2 connection is idle when no stream is open
+                // (a stalled one is timed out above, as `blocked`).
+                let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
+                if idle && (age >= t.keepalive || self.draining != Drain::Serve) {
+                    self.close(i);
+                }
+                continue;
+            }
             match c.h1.timer() {
                 Timer::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
                     self.close(i)

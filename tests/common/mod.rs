@@ -1270,3 +1270,31 @@ pub const BAD_TRAILERS: &[&[u8]] = &[
     b"0\r\nNo-Colon\r\n\r\n",
     b"0\r\n: empty name\r\n\r\n",
 ];
+
+/// Runs `cmd` with its output captured, for at most `limit` (then it is
+/// killed and the test fails); `None` if the tool is not installed.
+pub fn run_for(cmd: &mut Command, limit: Duration) -> Option<std::process::Output> {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("spawn {cmd:?}: {e}"),
+    };
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => Some(out.expect("wait")),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+    }
+}

@@ -38,6 +38,17 @@ impl Worker {
     /// bytes were consumed. Bytes from `fresh` on arrived just now (those
     /// before it, in earlier reads).
     pub(super) fn process(&mut self, c: &mut Conn, input: &[u8], fresh: usize) -> usize {
+        #[cfg(feature = "http2")]
+        {
+            if c.h2.is_some() {
+                return self.process_h2(c, input);
+            }
+            match self.h2_opening(c, input) {
+                super::h2::Opening::Http1 => {}
+                super::h2::Opening::Partial => return 0,
+                super::h2::Opening::Http2 => return self.process_h2(c, input),
+            }
+        }
         let mut pos = 0;
         loop {
             // A request's first byte came with this read, or with an
@@ -295,19 +306,7 @@ impl Worker {
                 0
             }
         };
-        if status.0 >= 500 && self.logger.enabled(Level::Error) {
-            self.logger.log(
-                Level::Error,
-                format_args!(
-                    "{} answering {}",
-                    status.0,
-                    String::from_utf8_lossy(self.req.target())
-                ),
-            );
-        }
-        if self.logger.enabled(Level::Debug) && self.scratch.why.is_some() {
-            self.log_refusal(c.peer.ip(), status);
-        }
+        self.log_answer(c.peer.ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
             let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
@@ -331,6 +330,24 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         plan.close = true;
         self.answer(c, plan, None);
+    }
+
+    /// Logs what the answer `status` to the current request says about
+    /// the server: a 5xx at `error`, and why a file was refused at `debug`.
+    pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
+        if status.0 >= 500 && self.logger.enabled(Level::Error) {
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "{} answering {}",
+                    status.0,
+                    String::from_utf8_lossy(self.req.target())
+                ),
+            );
+        }
+        if self.logger.enabled(Level::Debug) && self.scratch.why.is_some() {
+            self.log_refusal(ip, status);
+        }
     }
 
     /// Logs why the current request was answered `status` (the reason

@@ -54,6 +54,13 @@ impl Worker {
                     Err(_) => return false,
                 }
             }
+            #[cfg(feature = "http2")]
+            if self.h2_done(c) && c.out.is_empty() {
+                // GOAWAY sent (an error, or winding down with every
+                // stream answered): the write side ends after it.
+                c.transport.shutdown_write();
+                return false;
+            }
             if c.h1.pipe().is_some() {
                 self.lend_out(c);
                 if self.pump_pipe(c) {
@@ -112,6 +119,11 @@ impl Worker {
                 );
             }
             return false;
+        }
+        #[cfg(feature = "http2")]
+        if c.h2.is_some() {
+            // (Its h1 state stays idle: HTTP/2 keeps its own timers.)
+            return true;
         }
         c.h1.settle(!c.pending.is_empty(), self.now);
         if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {

@@ -1,0 +1,131 @@
+//! HTTP/2 in the engine: the second protocol next to `h1`, over the same
+//! transport, router and handlers. The protocol itself is `crate::h2`
+//! (sans-IO); this holds what a worker keeps per HTTP/2 connection: the
+//! answers being sent, stream by stream, as pieces (bytes, or file
+//! ranges that leave by `sendfile` behind their DATA frame headers), and
+//! the requests that wait for their bodies; and the two translations
+//! between the protocols: a request head into the `OwnedRequest` every
+//! handler reads ([`request`]), and the head a handler's answer makes
+//! into an HPACK block ([`head`]).
+
+pub mod head;
+pub mod request;
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::h2;
+use crate::http::request::OwnedRequest;
+use crate::log::Draft;
+
+/// One HTTP/2 connection's state in the engine.
+#[derive(Debug)]
+pub struct Session {
+    /// The protocol.
+    pub conn: h2::Conn,
+    /// Answers with body bytes left, and requests waiting for a body.
+    pub answers: Vec<Answer>,
+}
+
+impl Session {
+    /// A session whose SETTINGS are queued at once.
+    pub fn new(limits: h2::Limits, now: Instant) -> Session {
+        Session {
+            conn: h2::Conn::new(limits, now),
+            answers: Vec::new(),
+        }
+    }
+
+    /// The answer on stream `id`, if it has one.
+    pub fn answer(&mut self, id: u32) -> Option<&mut Answer> {
+        self.answers.iter_mut().find(|a| a.id == id)
+    }
+
+    /// Takes the answer on stream `id` away.
+    pub fn take(&mut self, id: u32) -> Option<Answer> {
+        let i = self.answers.iter().position(|a| a.id == id)?;
+        Some(self.answers.swap_remove(i))
+    }
+
+    /// Bytes of request bodies held for handlers.
+    pub fn held_bytes(&self) -> u64 {
+        self.answers
+            .iter()
+            .filter_map(|a| a.wait.as_ref())
+            .map(|w| w.body.len() as u64)
+            .sum()
+    }
+}
+
+/// A piece of an answer's body.
+#[derive(Debug)]
+pub enum Piece {
+    /// Fixed bytes, from `at`.
+    Static(&'static [u8], usize),
+    /// Bytes made for this answer, from `at`.
+    Bytes(Vec<u8>, usize),
+    /// Cached file content: `len` bytes from `at`.
+    Mem(Rc<[u8]>, usize, usize),
+    /// `len` bytes of a file from `offset`.
+    File(Rc<File>, u64, u64),
+}
+
+impl Piece {
+    /// Bytes left.
+    pub fn len(&self) -> u64 {
+        match self {
+            Piece::Static(b, at) => (b.len() - at) as u64,
+            Piece::Bytes(b, at) => (b.len() - at) as u64,
+            Piece::Mem(_, _, len) => *len as u64,
+            Piece::File(_, _, len) => *len,
+        }
+    }
+
+    /// Whether nothing is left.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What a stream's answer holds until its last byte is framed.
+#[derive(Debug)]
+pub struct Answer {
+    /// The stream.
+    pub id: u32,
+    /// The body left to send.
+    pub pieces: VecDeque<Piece>,
+    /// Body bytes in all.
+    pub body_len: u64,
+    /// Its access-log line, drafted (text and draft), and when the
+    /// request began to arrive.
+    pub log: Option<(Vec<u8>, Draft)>,
+    /// When the request's head arrived.
+    pub started: Instant,
+    /// The request, while it waits for its body.
+    pub wait: Option<Box<BodyWait>>,
+}
+
+/// A request an embedded handler answers once its body is in.
+#[derive(Debug)]
+pub struct BodyWait {
+    /// The mount whose handler answers.
+    pub mount: usize,
+    /// The request.
+    pub req: OwnedRequest,
+    /// The body so far (`limits.max_body` bounds it).
+    pub body: Vec<u8>,
+}
+
+/// A worker's buffers for HTTP/2 answers, reused from one to the next.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    /// A request head written as HTTP/1.1 ([`request::fill`]), then an
+    /// answer's head.
+    pub head: Vec<u8>,
+    /// An answer's HPACK block.
+    pub block: Vec<u8>,
+    /// A field name in lower case.
+    pub name: Vec<u8>,
+}

@@ -1,0 +1,173 @@
+//! An HTTP/2 request head as the `OwnedRequest` every handler reads: it
+//! is written out as an HTTP/1.1 head and parsed by the same strict
+//! parser, so the path is decoded and checked once, the fields the
+//! server reads are found, and the same limits apply (a head over
+//! `limits.max_header_bytes` is 431 either way); then it is made an
+//! HTTP/2 request again (`OwnedRequest::as_http2`).
+//!
+//! RFC 9113 §8.3.1: `:authority` is the host, ahead of any `host`
+//! field; §8.2.3: `cookie` fields, which HTTP/2 lets a client split,
+//! are joined with "; " as HTTP/1.1 wants them.
+
+use crate::h2::Request;
+use crate::http::parse::{BodyFraming, Limits, ParseError};
+use crate::http::request::OwnedRequest;
+
+/// Fills `req` from the HTTP/2 request `r` (`end_stream`: it has no
+/// body), writing the head in `head`.
+pub fn fill(
+    req: &mut OwnedRequest,
+    r: &Request,
+    end_stream: bool,
+    limits: &Limits,
+    head: &mut Vec<u8>,
+) -> Result<(), ParseError> {
+    head.clear();
+    head.extend_from_slice(r.method());
+    head.push(b' ');
+    match r.method() {
+        b"CONNECT" => head.extend_from_slice(r.authority().unwrap_or_default()),
+        _ => head.extend_from_slice(r.path()),
+    }
+    head.extend_from_slice(b" HTTP/1.1\r\n");
+    let authority = r.authority();
+    match authority {
+        Some(a) => field(head, b"host", a),
+        // HTTP/2 lets a request have no authority at all (§8.3.1), where
+        // HTTP/1.1 wants Host, if empty (RFC 9112 §3.2).
+        None if !r.fields().any(|(n, _)| n == b"host") => field(head, b"host", b""),
+        None => {}
+    }
+    let mut length_written = false;
+    for (name, value) in r.fields() {
+        match name {
+            b"host" if authority.is_some() => continue,
+            // Joined below; `te: trailers` means nothing to HTTP/1.1.
+            b"cookie" | b"te" => continue,
+            // (Repeats agree: the protocol checked.)
+            b"content-length" if length_written => continue,
+            b"content-length" => length_written = true,
+            _ => {}
+        }
+        field(head, name, value);
+    }
+    let mut cookies = r.fields().filter(|(n, _)| *n == b"cookie").peekable();
+    if cookies.peek().is_some() {
+        head.extend_from_slice(b"cookie: ");
+        for (i, (_, v)) in cookies.enumerate() {
+            if i > 0 {
+                head.extend_from_slice(b"; ");
+            }
+            head.extend_from_slice(v);
+        }
+        head.extend_from_slice(b"\r\n");
+    }
+    let body = match (end_stream, r.content_length()) {
+        (true, _) => BodyFraming::None,
+        (false, Some(n)) => BodyFraming::Length(n),
+        (false, None) => BodyFraming::Chunked,
+    };
+    // A body of unknown length: HTTP/1.1 would ask for chunked coding
+    // (or answer 411), so the head says so, and the field is dropped.
+    let synthetic = body == BodyFraming::Chunked;
+    if synthetic {
+        field(head, b"transfer-encoding", b"chunked");
+    }
+    head.extend_from_slice(b"\r\n");
+    match req.parse(head, limits)? {
+        Some(_) => {
+            req.as_http2(body, synthetic);
+            Ok(())
+        }
+        None => Err(ParseError::bad_request("incomplete request head")),
+    }
+}
+
+fn field(head: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    head.extend_from_slice(name);
+    head.extend_from_slice(b": ");
+    head.extend_from_slice(value);
+    head.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h2::hpack;
+
+    fn h2_request(fields: &[(&str, &str)]) -> Request {
+        let mut block = Vec::new();
+        for (n, v) in fields {
+            hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut block);
+        }
+        let mut r = Request::default();
+        r.clear(1 << 16, false);
+        hpack::Decoder::new(4096)
+            .decode(&block, 1 << 20, &mut |n, v| r.field(n, v))
+            .unwrap();
+        assert_eq!(r.finish(), None);
+        r
+    }
+
+    const LIMITS: Limits = Limits {
+        max_request_line: 8192,
+        max_head: 8192,
+        max_headers: 100,
+    };
+
+    #[test]
+    fn an_http2_request_becomes_an_owned_request() {
+        let r = h2_request(&[
+            (":method", "POST"),
+            (":scheme", "https"),
+            (":path", "/up%20load?x=1"),
+            (":authority", "example.org"),
+            ("host", "other.example"),
+            ("cookie", "a=1"),
+            ("user-agent", "t"),
+            ("cookie", "b=2"),
+        ]);
+        let (mut req, mut head) = (OwnedRequest::default(), Vec::new());
+        fill(&mut req, &r, false, &LIMITS, &mut head).unwrap();
+        assert_eq!(req.version(), crate::http::Version::Http2);
+        assert_eq!(req.method_token(), b"POST");
+        assert_eq!(req.path(), Ok(&b"/up load"[..]));
+        assert_eq!(req.host(), Some(&b"example.org"[..]), ":authority wins");
+        assert_eq!(
+            req.header("cookie"),
+            Some(&b"a=1; b=2"[..]),
+            "cookies joined"
+        );
+        assert_eq!(req.body(), BodyFraming::Chunked, "a body of unknown length");
+        assert_eq!(
+            req.header("transfer-encoding"),
+            None,
+            "the synthetic field is gone"
+        );
+        assert!(req.keep_alive() && !req.expect_continue());
+        // With a length, and without a body.
+        let r = h2_request(&[
+            (":method", "PUT"),
+            (":scheme", "http"),
+            (":path", "/"),
+            ("content-length", "3"),
+        ]);
+        fill(&mut req, &r, false, &LIMITS, &mut head).unwrap();
+        assert_eq!(req.body(), BodyFraming::Length(3));
+        let r = h2_request(&[(":method", "GET"), (":scheme", "http"), (":path", "/../x")]);
+        fill(&mut req, &r, true, &LIMITS, &mut head).unwrap();
+        assert_eq!(req.body(), BodyFraming::None);
+        assert_eq!(req.host(), Some(&b""[..]), "no authority at all is allowed");
+        assert!(req.path().is_err(), "the path is checked as any other");
+        // A head past the HTTP/1.1 limits is refused the same way.
+        let big = "v".repeat(9000);
+        let r = h2_request(&[
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/"),
+            ("x-big", &big),
+        ]);
+        let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
+        assert_eq!(e.status.0, 431);
+    }
+}

@@ -1,0 +1,455 @@
+//! HTTP/2 connections in the worker (feature `http2`): a plain
+//! connection whose first bytes are the HTTP/2 preface (`[http2]
+//! cleartext`) becomes an h2c session; its frames go through
+//! `crate::h2::Conn`, each request through the same router as HTTP/1.1,
+//! and each answer back as HEADERS and DATA frames within the client's
+//! windows, the smallest answer first. File ranges leave by `sendfile`
+//! behind their 9-byte frame headers (or are copied, small ones and
+//! with `[static] sendfile = false`), so the output queue holds frame
+//! headers and ranges, never a copy of a large file.
+//!
+//! Not yet over HTTP/2: CGI (a stream whose answer a program would
+//! write is refused with RST_STREAM HTTP_1_1_REQUIRED, which tells the
+//! client to ask again over HTTP/1.1), throttles, and password checks
+//! off the loop (hashed on the loop instead).
+
+use std::collections::VecDeque;
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+
+use super::*;
+use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
+use crate::handlers::file_cache::SMALL_FILE;
+use crate::handlers::{Seg, Source};
+use crate::http::response::{Connection, Framing, Head};
+use crate::http::Method;
+use crate::server::h1::OUTPUT_CAP;
+use crate::server::h2::{head, request, Answer, BodyWait, Piece, Session};
+
+/// What the first bytes of a plain connection say.
+pub(super) enum Opening {
+    /// HTTP/1.x: go on as always.
+    Http1,
+    /// Maybe the HTTP/2 preface: wait for more bytes.
+    Partial,
+    /// The HTTP/2 preface: the connection is h2c.
+    Http2,
+}
+
+impl Worker {
+    /// Whether `input`, the first bytes of plain connection `c`, open
+    /// HTTP/2 with prior knowledge (RFC 9113 §3.3).
+    pub(super) fn h2_opening(&self, c: &Conn, input: &[u8]) -> Opening {
+        if !self.cfg.http2.cleartext
+            || input.is_empty()
+            || c.h1.served() > 0
+            || !matches!(c.h1.state(), State::Idle | State::Head)
+        {
+            return Opening::Http1;
+        }
+        let n = input.len().min(PREFACE.len());
+        match (input[..n] == PREFACE[..n], n == PREFACE.len()) {
+            (false, _) => Opening::Http1,
+            (true, false) => Opening::Partial,
+            (true, true) => Opening::Http2,
+        }
+    }
+
+    /// Handles what arrived on HTTP/2 connection `c`; returns the bytes
+    /// consumed (a frame not complete yet waits for more).
+    pub(super) fn process_h2(&mut self, c: &mut Conn, input: &[u8]) -> usize {
+        if c.h2.is_none() {
+            let limits = proto::Limits::new(&self.cfg.http2);
+            c.h2 = Some(Box::new(Session::new(limits, self.now)));
+        }
+        if self.draining != Drain::Serve {
+            if let Some(s) = c.h2.as_mut() {
+                s.conn.shut_down();
+            }
+        }
+        let mut pos = 0;
+        loop {
+            // Reading waits while output does not leave (a client that
+            // sends PINGs but reads nothing holds a bounded queue).
+            if c.out.unsent() >= OUTPUT_CAP as u64 {
+                break;
+            }
+            let Some(s) = c.h2.as_mut() else { break };
+            let before = pos;
+            let event = s.conn.read(input, &mut pos, self.now);
+            if pos > before {
+                c.h1.touch(self.now);
+            }
+            match event {
+                H2Event::Stall => break,
+                H2Event::Close => {
+                    if self.logger.enabled(Level::Info) {
+                        let why = s.conn.failure().unwrap_or("error");
+                        self.logger.log(
+                            Level::Info,
+                            format_args!("client {}: HTTP/2 connection closed: {why}", c.peer.ip()),
+                        );
+                    }
+                    pos = input.len();
+                    break;
+                }
+                H2Event::Request { stream, end_stream } => self.h2_request(c, stream, end_stream),
+                H2Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                } => self.h2_data(c, stream, data, end_stream),
+                H2Event::Reset { stream } => {
+                    if let Some(a) = s.take(stream) {
+                        self.h2_forget(c, a);
+                    }
+                }
+                H2Event::GoAway => {}
+            }
+        }
+        self.h2_send(c);
+        pos
+    }
+
+    /// A request head arrived on stream `id`.
+    fn h2_request(&mut self, c: &mut Conn, id: u32, end_stream: bool) {
+        self.scratch.clear();
+        self.req_start = self.now;
+        let Some(s) = c.h2.as_ref() else { return };
+        let built = request::fill(
+            &mut self.req,
+            s.conn.request(),
+            end_stream,
+            &self.limits,
+            &mut self.h2_scratch.head,
+        );
+        let plan = match built {
+            Err(e) => Plan::error(e.status, &mut self.scratch),
+            Ok(()) => match self.h2_route(c, id) {
+                Some(plan) => plan,
+                None => return,
+            },
+        };
+        self.h2_answer(c, id, plan);
+    }
+
+    /// Routes the current request: its answer, or `None` when it waits
+    /// for its body (an embedded handler).
+    fn h2_route(&mut self, c: &mut Conn, id: u32) -> Option<Plan> {
+        // (A password check is hashed here, on the loop: see the module
+        // documentation. The second pass finds its outcome settled.)
+        for _ in 0..2 {
+            let (router, mut routing) = self.routing(c);
+            match router.route(&mut routing) {
+                Routed::Answer(plan) => return Some(plan),
+                Routed::Defer(Deferred::Verify(check)) => self.router.settle(check.run()),
+                Routed::Defer(Deferred::Handler { mount }) => {
+                    let wait = BodyWait {
+                        mount,
+                        req: std::mem::take(&mut self.req),
+                        body: Vec::new(),
+                    };
+                    let s = c.h2.as_mut()?;
+                    s.answers.push(Answer {
+                        id,
+                        pieces: VecDeque::new(),
+                        body_len: 0,
+                        log: None,
+                        started: self.req_start,
+                        wait: Some(Box::new(wait)),
+                    });
+                    return None;
+                }
+                Routed::Defer(Deferred::WholeBody(_)) => {
+                    self.h2_needs_http1(c, id);
+                    return None;
+                }
+            }
+        }
+        Some(Plan::error(
+            Status::INTERNAL_SERVER_ERROR,
+            &mut self.scratch,
+        ))
+    }
+
+    /// Refuses stream `id` with HTTP_1_1_REQUIRED: its answer is a
+    /// program's (CGI), which brisk does not run over HTTP/2 yet; the
+    /// client asks again over HTTP/1.1 (RFC 9113 §8.... error code 0xd).
+    fn h2_needs_http1(&mut self, c: &mut Conn, id: u32) {
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!(
+                    "client {}: {} is answered by a program, not yet over HTTP/2: HTTP_1_1_REQUIRED",
+                    c.peer.ip(),
+                    String::from_utf8_lossy(self.req.target())
+                ),
+            );
+        }
+        if let Some(s) = c.h2.as_mut() {
+            s.conn.reset(id, ErrorCode::Http11Required);
+        }
+    }
+
+    /// Body bytes of stream `id` arrived.
+    fn h2_data(&mut self, c: &mut Conn, id: u32, data: &[u8], end_stream: bool) {
+        let Some(s) = c.h2.as_mut() else { return };
+        // Bodies nobody waits for are dropped: their credit goes back now.
+        s.conn.release(id, data.len());
+        let Some(a) = s.answer(id) else { return };
+        let Some(w) = a.wait.as_mut() else { return };
+        let max = self.cfg.limits.max_body;
+        self.handler_bodies += data.len() as u64;
+        w.body.extend_from_slice(data);
+        let over_body = w.body.len() as u64 > max;
+        let over_all = self.handler_bodies > self.cfg.limits.handler_bodies;
+        if !end_stream && !over_body && !over_all {
+            return;
+        }
+        let Some(mut a) = s.take(id) else { return };
+        let Some(w) = a.wait.take() else { return };
+        self.handler_bodies -= w.body.len() as u64;
+        self.req = w.req;
+        self.req_start = a.started;
+        self.scratch.clear();
+        let plan = if over_body {
+            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+        } else if over_all {
+            Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch)
+        } else {
+            let (router, mut routing) = self.routing(c);
+            router.call_handler(w.mount, &w.body, &mut routing)
+        };
+        self.h2_answer(c, id, plan);
+        if !end_stream {
+            // The rest of the body is not wanted (RFC 9113 §8.1).
+            if let Some(s) = c.h2.as_mut() {
+                s.conn.reset(id, ErrorCode::NoError);
+            }
+        }
+    }
+
+    /// Forgets an answer whose stream is gone.
+    fn h2_forget(&mut self, _c: &mut Conn, a: Answer) {
+        if let Some(w) = a.wait {
+            self.handler_bodies -= w.body.len() as u64;
+        }
+    }
+
+    /// Answers stream `id` of `c` with `plan` (for the current request).
+    fn h2_answer(&mut self, c: &mut Conn, id: u32, plan: Plan) {
+        let body_len = plan.body_len(&self.scratch);
+        let Plan { status, body, .. } = plan;
+        if let Body::Pipe(mut pipe) = body {
+            // Stopped before it was ever registered: the router reaps it.
+            pipe.reply.stop();
+            self.h2_needs_http1(c, id);
+            return;
+        }
+        let head_only = self.req.method() == Method::Head;
+        let bodiless = status.is_bodiless();
+        let framing = if bodiless {
+            Framing::Bodiless
+        } else {
+            Framing::Length(body_len)
+        };
+        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        let hs = &mut self.h2_scratch;
+        hs.head.clear();
+        Head {
+            status: status.0,
+            reason: status.reason().as_bytes(),
+            headers: &self.scratch.headers,
+            framing,
+            connection: Connection::Default,
+        }
+        .write(&stamp, &mut hs.head);
+        hs.block.clear();
+        head::encode(&hs.head, &mut hs.block, &mut hs.name);
+        let pieces = if head_only || bodiless || body_len == 0 {
+            VecDeque::new()
+        } else {
+            pieces(body, &self.scratch)
+        };
+        self.log_answer(c.peer.ip(), status);
+        let log = self.logger.access_enabled().then(|| {
+            let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
+            let mut text = Vec::new();
+            let draft = self.logger.draft(&rec, &mut text);
+            (text, draft)
+        });
+        let Some(s) = c.h2.as_mut() else { return };
+        let end = pieces.is_empty();
+        if !s.conn.send_headers(id, &self.h2_scratch.block, end) {
+            return;
+        }
+        let answer = Answer {
+            id,
+            body_len: if end { 0 } else { body_len },
+            pieces,
+            log,
+            started: self.req_start,
+            wait: None,
+        };
+        if end {
+            self.h2_ended(c, answer);
+        } else {
+            s.conn.set_remaining(id, body_len);
+            s.answers.push(answer);
+        }
+        self.scratch.trim(SCRATCH_KEEP);
+    }
+
+    /// An answer's last frame is queued: its log line waits for it to leave.
+    fn h2_ended(&mut self, c: &mut Conn, a: Answer) {
+        self.lend_out(c);
+        if let Some(s) = c.h2.as_mut() {
+            let start = c.out.buf_mut().len();
+            s.conn.drain_out(c.out.buf_mut());
+            c.out.commit(start);
+        }
+        if let Some((text, draft)) = a.log {
+            let end = c.queued_end();
+            c.out
+                .push_ending(end, end.saturating_sub(a.body_len), a.started, |buf| {
+                    buf.extend_from_slice(&text);
+                    draft
+                });
+        }
+    }
+
+    /// Frames the answers' bodies as the windows allow, smallest first,
+    /// until the output queue holds enough for now.
+    pub(super) fn h2_send(&mut self, c: &mut Conn) {
+        self.lend_out(c);
+        loop {
+            if c.out.unsent() >= OUTPUT_CAP as u64 {
+                break;
+            }
+            let Some(s) = c.h2.as_mut() else { return };
+            let Some(id) = s.conn.next_stream() else {
+                break;
+            };
+            let room = s.conn.sendable(id);
+            let Some(a) = s.answers.iter_mut().find(|a| a.id == id) else {
+                s.conn.reset(id, ErrorCode::Internal);
+                continue;
+            };
+            let last = a.pieces.len() == 1;
+            let Some(piece) = a.pieces.front_mut() else {
+                s.conn.reset(id, ErrorCode::Internal);
+                continue;
+            };
+            let n = (piece.len() as usize).min(room);
+            let end = last && n as u64 == piece.len();
+            let sent = match piece {
+                Piece::Static(b, at) => frame_bytes(&mut s.conn, id, &b[*at..*at + n], end, at),
+                Piece::Bytes(b, at) => frame_bytes(&mut s.conn, id, &b[*at..*at + n], end, at),
+                Piece::Mem(m, at, len) => {
+                    s.conn.send_data(id, &m[*at..*at + n], end);
+                    *at += n;
+                    *len -= n;
+                    Ok(())
+                }
+                Piece::File(file, offset, len) => {
+                    let head = s.conn.data_head(id, n, end);
+                    // The frames queued before this one go first.
+                    let start = c.out.buf_mut().len();
+                    s.conn.drain_out(c.out.buf_mut());
+                    c.out.buf_mut().extend_from_slice(&head);
+                    let copied = if n as u64 <= SMALL_FILE || !self.cfg.static_files.sendfile {
+                        let buf = c.out.buf_mut();
+                        let at = buf.len();
+                        buf.resize(at + n, 0);
+                        file.read_exact_at(&mut buf[at..], *offset)
+                    } else {
+                        Ok(())
+                    };
+                    c.out.commit(start);
+                    if copied.is_ok() && n as u64 > SMALL_FILE && self.cfg.static_files.sendfile {
+                        c.out.push_file(Rc::clone(file), *offset, n as u64);
+                    }
+                    *offset += n as u64;
+                    *len -= n as u64;
+                    copied
+                }
+            };
+            if let Err(e) = sent {
+                // The frame's header promised bytes that cannot be read:
+                // the connection cannot go on.
+                self.logger.log(
+                    Level::Error,
+                    format_args!("reading a file for HTTP/2 failed: {e}"),
+                );
+                c.h2 = None;
+                c.h1.close();
+                return;
+            }
+            if piece.is_empty() {
+                a.pieces.pop_front();
+            }
+            if end {
+                if let Some(a) = s.take(id) {
+                    self.h2_ended(c, a);
+                }
+            }
+        }
+        if let Some(s) = c.h2.as_mut() {
+            let start = c.out.buf_mut().len();
+            s.conn.drain_out(c.out.buf_mut());
+            c.out.commit(start);
+            if s.conn.window_blocked() && c.out.is_empty() {
+                // A client that opens no window is timed out as one that
+                // reads nothing (`timeouts.send`).
+                c.blocked_since.get_or_insert(self.now);
+            }
+        }
+    }
+
+    /// Whether an HTTP/2 connection is done: failed, or winding down
+    /// with every stream answered.
+    pub(super) fn h2_done(&self, c: &Conn) -> bool {
+        c.h2.as_ref()
+            .is_some_and(|s| s.conn.failed() || s.conn.finished())
+    }
+}
+
+/// Sends `bytes` as one DATA frame, moving `at` past them.
+fn frame_bytes(
+    conn: &mut proto::Conn,
+    id: u32,
+    bytes: &[u8],
+    end: bool,
+    at: &mut usize,
+) -> io::Result<()> {
+    conn.send_data(id, bytes, end);
+    *at += bytes.len();
+    Ok(())
+}
+
+/// The pieces of a body, in order.
+fn pieces(body: Body, s: &crate::handlers::Scratch) -> VecDeque<Piece> {
+    let mut v = VecDeque::new();
+    let from = |src: &Source, offset: u64, len: u64, v: &mut VecDeque<Piece>| match src {
+        Source::Mem(m) => v.push_back(Piece::Mem(Rc::clone(m), offset as usize, len as usize)),
+        Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),
+    };
+    match body {
+        Body::Empty | Body::Pipe(_) => {}
+        Body::Static(b) => v.push_back(Piece::Static(b, 0)),
+        Body::Buffer => v.push_back(Piece::Bytes(s.body.clone(), 0)),
+        Body::File { src, offset, len } => from(&src, offset, len, &mut v),
+        Body::Multipart { src } => {
+            for seg in &s.segs {
+                match *seg {
+                    Seg::Bytes { start, len } => {
+                        v.push_back(Piece::Bytes(s.body[start..start + len].to_vec(), 0))
+                    }
+                    Seg::File { offset, len } => from(&src, offset, len, &mut v),
+                }
+            }
+        }
+    }
+    v.retain(|p| !p.is_empty());
+    v
+}
