@@ -370,6 +370,63 @@ fn a_request_head_over_the_list_size_gets_431() {
     assert_eq!(a[0].status(), "431");
 }
 
+#[test]
+fn a_password_check_does_not_hold_up_the_other_streams() {
+    // bcrypt at cost 10: hashed off the event loop, as over HTTP/1.1.
+    let mut b = Builder::new();
+    b.file("private/secret.txt", b"the secret");
+    b.file("public.txt", b"open");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(&b.base().join("htpasswd"), slow.as_bytes());
+    b.config("[[auth]]\npath = \"/private/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n");
+    b.workers(1);
+    let s = b.start();
+    let mut c = H2::connect(&s, &[], 0);
+    let auth = basic_auth("slow", "correct horse");
+    let private = c.get("/private/secret.txt", &[("authorization", &auth)]);
+    let public = c.get("/public.txt", &[]);
+    // The stream behind the password is answered after the one that
+    // came later, which did not wait for the hash.
+    let first = loop {
+        let f = c.frame().expect("frames");
+        if f.kind == kind::HEADERS {
+            break f.stream;
+        }
+    };
+    assert_eq!(first, public);
+    let a = c.answers(&[private]);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"the secret"[..])
+    );
+    let wrong = c.get(
+        "/private/secret.txt",
+        &[("authorization", &basic_auth("slow", "nope"))],
+    );
+    assert_eq!(c.answers(&[wrong])[0].status(), "401");
+}
+
+#[test]
+fn a_throttled_answer_never_exceeds_its_rate() {
+    let body = pattern(600_000);
+    let mut b = Builder::new();
+    b.file("v.mp4", &body);
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"256KiB/s\"\n");
+    let s = b.start();
+    let rate = 256.0 * 1024.0;
+    let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)], 16 << 20);
+    let t0 = Instant::now();
+    let id = c.get("/v.mp4", &[]);
+    assert_eq!(c.answers(&[id])[0].body, body, "intact");
+    // (100 ms of burst allowed, as over HTTP/1.1: tests/throttle.rs.)
+    let least = Duration::from_secs_f64((600_000.0 - rate / 10.0) / rate);
+    assert!(
+        t0.elapsed() >= least,
+        "600 kB at 256 KiB/s in {:?}",
+        t0.elapsed()
+    );
+}
+
 /// Runs `cmd` (at most 60 s); `None` if the tool is not installed.
 fn run(cmd: &mut Command) -> Option<std::process::Output> {
     run_for(cmd, Duration::from_secs(60))

@@ -69,6 +69,36 @@ impl Conn {
     pub fn queued_end(&self) -> u64 {
         self.sent + self.out.unsent()
     }
+
+    /// Whether the pacing of a throttled answer must go on after the
+    /// queued output has left (an HTTP/2 answer not framed whole yet).
+    pub fn stays_throttled(&self) -> bool {
+        #[cfg(feature = "http2")]
+        if let Some(s) = &self.h2 {
+            return s.throttled();
+        }
+        false
+    }
+
+    /// Whether a request of this connection waits for password check `id`.
+    pub fn waits_for_check(&self, id: u64) -> bool {
+        #[cfg(feature = "http2")]
+        if let Some(s) = &self.h2 {
+            return s.waits_for_check(id);
+        }
+        self.h1.waits_for_check(id)
+    }
+
+    /// Password check `id` is done: its request may be routed again.
+    pub fn check_done(&mut self, id: u64) {
+        #[cfg(feature = "http2")]
+        if let Some(s) = &mut self.h2 {
+            s.check_done(id);
+            return;
+        }
+        let _ = id;
+        self.h1.check_done();
+    }
 }
 
 impl LocalAddr for Conn {

@@ -49,6 +49,36 @@ impl Session {
         Some(self.answers.swap_remove(i))
     }
 
+    /// Whether a stream's request waits for password check `id`.
+    pub fn waits_for_check(&self, id: u64) -> bool {
+        self.answers
+            .iter()
+            .any(|a| a.check.as_ref().is_some_and(|w| w.id == id))
+    }
+
+    /// Password check `id` is done.
+    pub fn check_done(&mut self, id: u64) {
+        for a in &mut self.answers {
+            if let Some(w) = a.check.as_mut().filter(|w| w.id == id) {
+                w.ready = true;
+            }
+        }
+    }
+
+    /// Takes away an answer whose password check is done, if one is.
+    pub fn take_checked(&mut self) -> Option<Answer> {
+        let i = self
+            .answers
+            .iter()
+            .position(|a| a.check.as_ref().is_some_and(|w| w.ready))?;
+        Some(self.answers.swap_remove(i))
+    }
+
+    /// Whether an answer a throttle covers is still being sent.
+    pub fn throttled(&self) -> bool {
+        self.answers.iter().any(|a| a.throttled)
+    }
+
     /// Bytes of request bodies held for handlers.
     pub fn held_bytes(&self) -> u64 {
         self.answers
@@ -105,6 +135,38 @@ pub struct Answer {
     pub started: Instant,
     /// The request, while it waits for its body.
     pub wait: Option<Box<BodyWait>>,
+    /// The request, while its password is checked off the loop.
+    pub check: Option<Box<CheckWait>>,
+    /// A `[[throttle]]` rule covers it: the connection's output stays
+    /// paced until it is sent.
+    pub throttled: bool,
+}
+
+impl Answer {
+    /// An answer that has nothing yet: its request waits.
+    pub fn waiting(id: u32, started: Instant) -> Answer {
+        Answer {
+            id,
+            pieces: VecDeque::new(),
+            body_len: 0,
+            log: None,
+            started,
+            wait: None,
+            check: None,
+            throttled: false,
+        }
+    }
+}
+
+/// A request (without a body) whose password is being checked.
+#[derive(Debug)]
+pub struct CheckWait {
+    /// The check.
+    pub id: u64,
+    /// The request.
+    pub req: OwnedRequest,
+    /// The outcome is in.
+    pub ready: bool,
 }
 
 /// A request an embedded handler answers once its body is in.

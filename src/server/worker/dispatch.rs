@@ -403,15 +403,8 @@ impl Worker {
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        let id = self.next_check;
-        self.next_check += 1;
-        let (tx, waker, idx) = (self.checks_tx.clone(), Arc::clone(&self.waker), c.index);
-        let done = Box::new(move |outcome: Checked| {
-            let _ = tx.send((idx, id, outcome));
-            let _ = waker.wake();
-        });
-        match self.verifier.submit(check, done) {
-            Ok(()) => {
+        match self.submit_check(c.index, check) {
+            Ok(id) => {
                 let wait = AuthWait {
                     id,
                     held: self.hold(redirects),
@@ -427,6 +420,21 @@ impl Worker {
         }
     }
 
+    /// Hands `check`, for a request of connection `idx`, to the hashing
+    /// threads: its id (the outcome comes back through
+    /// [`Worker::take_checks`]), or the check itself when they cannot
+    /// take it (then it is run here).
+    pub(super) fn submit_check(&mut self, idx: usize, check: Check) -> Result<u64, Check> {
+        let id = self.next_check;
+        self.next_check += 1;
+        let (tx, waker) = (self.checks_tx.clone(), Arc::clone(&self.waker));
+        let done = Box::new(move |outcome: Checked| {
+            let _ = tx.send((idx, id, outcome));
+            let _ = waker.wake();
+        });
+        self.verifier.submit(check, done).map(|()| id)
+    }
+
     /// Takes the outcomes of finished password checks: each waiting
     /// request is answered at once (so the outcome is used before the
     /// next one arrives); one whose client left only leaves a verified
@@ -435,7 +443,7 @@ impl Worker {
         while let Ok((idx, id, outcome)) = self.checks_rx.try_recv() {
             let waiting = matches!(
                 self.conns.get(idx),
-                Some(Some(c)) if c.h1.waits_for_check(id)
+                Some(Some(c)) if c.waits_for_check(id)
             );
             if !waiting {
                 self.router.remember(outcome);
@@ -443,7 +451,7 @@ impl Worker {
             }
             self.router.settle(outcome);
             if let Some(Some(c)) = self.conns.get_mut(idx) {
-                c.h1.check_done();
+                c.check_done(id);
             }
             self.on_event(idx, true);
         }

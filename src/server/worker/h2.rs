@@ -10,8 +10,11 @@
 //!
 //! Not yet over HTTP/2: CGI (a stream whose answer a program would
 //! write is refused with RST_STREAM HTTP_1_1_REQUIRED, which tells the
-//! client to ask again over HTTP/1.1), throttles, and password checks
-//! off the loop (hashed on the loop instead).
+//! client to ask again over HTTP/1.1), and throttles per stream: a
+//! `[[throttle]]` rate paces the whole connection while an answer it
+//! covers is being sent. A password check
+//! runs off the loop as for HTTP/1.1, but for a request with a body
+//! (then it is hashed on the loop).
 
 use std::collections::VecDeque;
 use std::os::unix::fs::FileExt;
@@ -24,7 +27,7 @@ use crate::handlers::{Seg, Source};
 use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
 use crate::server::h1::OUTPUT_CAP;
-use crate::server::h2::{head, request, Answer, BodyWait, Piece, Session};
+use crate::server::h2::{head, request, Answer, BodyWait, CheckWait, Piece, Session};
 
 /// What the first bytes of a plain connection say.
 pub(super) enum Opening {
@@ -65,6 +68,16 @@ impl Worker {
         if self.draining != Drain::Serve {
             if let Some(s) = c.h2.as_mut() {
                 s.conn.shut_down();
+            }
+        }
+        // Requests whose password check is done are routed again.
+        while let Some(mut a) = c.h2.as_mut().and_then(|s| s.take_checked()) {
+            let Some(w) = a.check.take() else { continue };
+            self.req = w.req;
+            self.req_start = a.started;
+            self.scratch.clear();
+            if let Some(plan) = self.h2_route(c, a.id) {
+                self.h2_answer(c, a.id, plan);
             }
         }
         let mut pos = 0;
@@ -142,22 +155,36 @@ impl Worker {
             let (router, mut routing) = self.routing(c);
             match router.route(&mut routing) {
                 Routed::Answer(plan) => return Some(plan),
-                Routed::Defer(Deferred::Verify(check)) => self.router.settle(check.run()),
+                Routed::Defer(Deferred::Verify(check)) => {
+                    // A request without a body waits off the loop; one
+                    // with a body (rare: an upload behind a password) is
+                    // hashed here, its body arriving meanwhile.
+                    let check = match self.req.body() {
+                        BodyFraming::None => match self.submit_check(c.index, check) {
+                            Ok(check_id) => {
+                                let mut a = Answer::waiting(id, self.req_start);
+                                a.check = Some(Box::new(CheckWait {
+                                    id: check_id,
+                                    req: std::mem::take(&mut self.req),
+                                    ready: false,
+                                }));
+                                c.h2.as_mut()?.answers.push(a);
+                                return None;
+                            }
+                            Err(check) => check,
+                        },
+                        _ => check,
+                    };
+                    self.router.settle(check.run());
+                }
                 Routed::Defer(Deferred::Handler { mount }) => {
-                    let wait = BodyWait {
+                    let mut a = Answer::waiting(id, self.req_start);
+                    a.wait = Some(Box::new(BodyWait {
                         mount,
                         req: std::mem::take(&mut self.req),
                         body: Vec::new(),
-                    };
-                    let s = c.h2.as_mut()?;
-                    s.answers.push(Answer {
-                        id,
-                        pieces: VecDeque::new(),
-                        body_len: 0,
-                        log: None,
-                        started: self.req_start,
-                        wait: Some(Box::new(wait)),
-                    });
+                    }));
+                    c.h2.as_mut()?.answers.push(a);
                     return None;
                 }
                 Routed::Defer(Deferred::WholeBody(_)) => {
@@ -278,19 +305,26 @@ impl Worker {
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
+        // A throttled answer paces the whole connection while it is sent.
+        let throttled = !pieces.is_empty()
+            && self
+                .cfg
+                .throttle
+                .iter()
+                .any(|r| r.matcher.matches(&self.scratch.path));
+        if throttled {
+            self.throttle_for(c);
+        }
         let Some(s) = c.h2.as_mut() else { return };
         let end = pieces.is_empty();
         if !s.conn.send_headers(id, &self.h2_scratch.block, end) {
             return;
         }
-        let answer = Answer {
-            id,
-            body_len: if end { 0 } else { body_len },
-            pieces,
-            log,
-            started: self.req_start,
-            wait: None,
-        };
+        let mut answer = Answer::waiting(id, self.req_start);
+        answer.body_len = if end { 0 } else { body_len };
+        answer.pieces = pieces;
+        answer.log = log;
+        answer.throttled = throttled;
         if end {
             self.h2_ended(c, answer);
         } else {
