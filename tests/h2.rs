@@ -427,6 +427,121 @@ fn a_throttled_answer_never_exceeds_its_rate() {
     );
 }
 
+/// A site with `/cgi-bin/` scripts (shell) next to its files.
+fn cgi_site() -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("sub/a.txt", b"a file\n");
+    let scripts = [
+        ("hi.sh", "echo 'Content-Type: text/plain'\necho\necho \"hi over $SERVER_PROTOCOL\""),
+        ("echo.sh", "echo 'Content-Type: text/plain'\necho\necho \"$REQUEST_METHOD $CONTENT_LENGTH\"\ncat"),
+        ("redirect.sh", "echo 'Location: /sub/a.txt'\necho"),
+        ("broken.sh", "echo 'no head here' >&2\nexit 3"),
+        ("short.sh", "echo 'Content-Type: text/plain'\necho 'Content-Length: 100'\necho\nprintf 'only ten b'"),
+        ("big.sh", "echo 'Content-Type: application/octet-stream'\necho\nhead -c 3000000 /dev/zero"),
+        // Silent until it is killed (at most 30 s if it is not).
+        ("hang.sh", "sleep 30"),
+    ];
+    for (name, body) in scripts {
+        let path = b.base().join("cgi-bin").join(name);
+        write_file(&path, format!("#!/bin/sh\n{body}\n").as_bytes());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    b.config("[timeouts]\ncgi = \"1s\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.access_log();
+    b.start()
+}
+
+#[test]
+fn a_silent_program_is_stopped_and_its_stream_answered_504() {
+    let s = cgi_site();
+    let mut c = H2::connect(&s, &[], 0);
+    let hang = c.get("/cgi-bin/hang.sh", &[]);
+    let hi = c.get("/cgi-bin/hi.sh", &[]);
+    let a = c.answers(&[hi, hang]);
+    assert_eq!(a[0].status(), "200");
+    assert_eq!(a[1].status(), "504");
+}
+
+#[test]
+fn cgi_programs_answer_streams() {
+    let s = cgi_site();
+    let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)], 16 << 20);
+    let upload = pattern(300_000);
+    let len = upload.len().to_string();
+    let ids = [
+        c.get("/cgi-bin/hi.sh", &[]),
+        c.request(
+            "POST",
+            "/cgi-bin/echo.sh",
+            &[("content-length", &len)],
+            Some(&upload),
+        ),
+        c.get("/cgi-bin/redirect.sh", &[]),
+        c.get("/cgi-bin/broken.sh", &[]),
+        c.get("/cgi-bin/big.sh", &[]),
+        c.request("HEAD", "/cgi-bin/hi.sh", &[], None),
+        c.get("/cgi-bin/short.sh", &[]),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"hi over HTTP/2.0\n"[..])
+    );
+    assert_eq!(a[0].field("content-type"), Some("text/plain"));
+    // The body streamed to the program, and its output back.
+    let mut expected = format!("POST {len}\n").into_bytes();
+    expected.extend_from_slice(&upload);
+    assert_eq!(a[1].status(), "200");
+    assert!(a[1].body == expected, "the upload came back whole");
+    assert_eq!(
+        (a[2].status(), a[2].body.as_slice()),
+        ("200", &b"a file\n"[..]),
+        "local redirect"
+    );
+    assert_eq!(a[3].status(), "502");
+    assert_eq!((a[4].status(), a[4].body.len()), ("200", 3_000_000));
+    assert_eq!((a[5].status(), a[5].body.len()), ("200", 0), "HEAD");
+    // Shorter than its Content-Length: the stream is reset, not ended.
+    assert_eq!(a[6].field("content-length"), Some("100"));
+    assert_eq!(a[6].body, b"only ten b");
+    assert_eq!(a[6].reset, Some(ErrorCode::Internal as u32));
+    let log = wait_for("six CGI lines and the redirected one", || {
+        let log = std::fs::read_to_string(&s.access_path).ok()?;
+        (log.matches("/cgi-bin/").count() >= 6 && log.contains("/sub/a.txt")).then_some(log)
+    });
+    assert!(
+        log.contains("\"POST /cgi-bin/echo.sh HTTP/2.0\" 200 "),
+        "{log}"
+    );
+    assert!(
+        log.contains("\"GET /cgi-bin/broken.sh HTTP/2.0\" 502 "),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_window_that_does_not_open_holds_up_only_its_own_program() {
+    // The client's stream windows stay at 64 KiB and it gives no credit
+    // back (the connection's is wide): the big program's stream stops at
+    // its window (its output waits in its pipe), and the other program's
+    // stream is answered meanwhile.
+    let s = cgi_site();
+    let mut c = H2::connect(&s, &[], 16 << 20);
+    let big = c.get("/cgi-bin/big.sh", &[]);
+    let hi = c.get("/cgi-bin/hi.sh", &[]);
+    let mut seen = 0usize;
+    let mut hi_done = false;
+    while !hi_done {
+        let f = c.frame().expect("frames");
+        if f.stream == big && f.kind == kind::DATA {
+            seen += f.payload.len();
+        }
+        hi_done = f.stream == hi && f.flags & flag::END_STREAM != 0;
+    }
+    assert!(seen <= 65_535, "no more than the window: {seen}");
+}
+
 /// Runs `cmd` (at most 60 s); `None` if the tool is not installed.
 fn run(cmd: &mut Command) -> Option<std::process::Output> {
     run_for(cmd, Duration::from_secs(60))

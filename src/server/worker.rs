@@ -275,8 +275,8 @@ impl Worker {
                     }
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     Token(t) if t >= PIPE_BASE => {
-                        let (i, end) = pipe::split_token(t);
-                        self.on_pipe_event(i, end);
+                        let (i, slot, end) = pipe::split_token(t);
+                        self.on_pipe_event(i, slot, end);
                     }
                     Token(i) => {
                         if ev.is_read_closed() || ev.is_error() {
@@ -429,10 +429,11 @@ impl Worker {
         }
     }
 
-    /// An event on a pipe of connection `i`'s pipe body.
-    fn on_pipe_event(&mut self, i: usize, end: End) {
+    /// An event on a pipe of a process answering on connection `i` (in
+    /// `slot`: 0 for HTTP/1.1, another for an HTTP/2 stream).
+    fn on_pipe_event(&mut self, i: usize, slot: usize, end: End) {
         if let Some(Some(c)) = self.conns.get_mut(i) {
-            Self::pipe_ready(c, end);
+            Self::pipe_ready(c, slot, end);
             self.on_event(i, false);
         }
     }
@@ -442,13 +443,17 @@ impl Worker {
             if c.h1.pipe().is_some() {
                 self.pipe_abandon(&mut c);
             }
+            #[cfg(feature = "http2")]
+            if let Some(mut s) = c.h2.as_mut().map(|s| std::mem::take(&mut s.answers)) {
+                // Every answer still on its way is logged with what it
+                // sent, and every process still answering is stopped.
+                for a in s.drain(..) {
+                    self.h2_forget(&mut c, a);
+                }
+            }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
-            #[cfg(feature = "http2")]
-            if let Some(s) = &c.h2 {
-                self.handler_bodies -= s.held_bytes();
-            }
             // Closing the socket (dropping it) removes it from epoll.
             self.counters.conn_limits.release(c.peer.ip());
             self.free.push(i);
@@ -499,6 +504,15 @@ impl Worker {
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
                 if idle && (age >= t.keepalive || self.draining != Drain::Serve) {
                     self.close(i);
+                    continue;
+                }
+                let Some(mut conn) = self.conns[i].take() else {
+                    continue;
+                };
+                let late = self.h2_pipe_timeouts(&mut conn);
+                self.conns[i] = Some(conn);
+                if late {
+                    self.on_event(i, false);
                 }
                 continue;
             }

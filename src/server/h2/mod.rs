@@ -79,6 +79,14 @@ impl Session {
         self.answers.iter().any(|a| a.throttled)
     }
 
+    /// Bytes of the answer's body buffered, not yet framed.
+    pub fn buffered(&self, id: u32) -> u64 {
+        self.answers
+            .iter()
+            .find(|a| a.id == id)
+            .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
+    }
+
     /// Bytes of request bodies held for handlers.
     pub fn held_bytes(&self) -> u64 {
         self.answers
@@ -140,6 +148,25 @@ pub struct Answer {
     /// A `[[throttle]]` rule covers it: the connection's output stays
     /// paced until it is sent.
     pub throttled: bool,
+    /// The process writing it (CGI), while it runs.
+    pub pipe: Option<Box<crate::server::worker::PipeRun>>,
+    /// Its pipes' slot in the connection's pipe tokens (1 and up).
+    pub slot: usize,
+    /// More body may come (from the process): the stream does not end
+    /// when the pieces run out.
+    pub open: bool,
+    /// The request's body is all in (the process's input closes once it
+    /// is written).
+    pub body_done: bool,
+    /// The response cannot be complete (a process that stopped short):
+    /// the stream is reset instead of ended.
+    pub broken: bool,
+    /// The process's output is read and dropped (a HEAD request).
+    pub discard: bool,
+    /// Last progress of the process (its idle timeout runs from here).
+    pub progress: Instant,
+    /// The body's length, if the process said it.
+    pub expect: Option<u64>,
 }
 
 impl Answer {
@@ -154,6 +181,14 @@ impl Answer {
             wait: None,
             check: None,
             throttled: false,
+            pipe: None,
+            slot: 0,
+            open: false,
+            body_done: true,
+            broken: false,
+            discard: false,
+            progress: started,
+            expect: None,
         }
     }
 }

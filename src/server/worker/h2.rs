@@ -8,9 +8,11 @@
 //! with `[static] sendfile = false`), so the output queue holds frame
 //! headers and ranges, never a copy of a large file.
 //!
-//! Not yet over HTTP/2: CGI (a stream whose answer a program would
-//! write is refused with RST_STREAM HTTP_1_1_REQUIRED, which tells the
-//! client to ask again over HTTP/1.1), and throttles per stream: a
+//! CGI programs answer streams as they answer HTTP/1.1 requests (see
+//! `pipe/h2.rs`), but for one whose request body has no length, or an
+//! `nph-` one: those streams are refused with RST_STREAM
+//! HTTP_1_1_REQUIRED, which tells the client to ask again over HTTP/1.1.
+//! Not yet over HTTP/2: throttles per stream: a
 //! `[[throttle]]` rate paces the whole connection while an answer it
 //! covers is being sent. A password check
 //! runs off the loop as for HTTP/1.1, but for a request with a body
@@ -77,7 +79,7 @@ impl Worker {
             self.req_start = a.started;
             self.scratch.clear();
             if let Some(plan) = self.h2_route(c, a.id) {
-                self.h2_answer(c, a.id, plan);
+                self.h2_answer(c, a.id, plan, 0);
             }
         }
         let mut pos = 0;
@@ -143,12 +145,12 @@ impl Worker {
                 None => return,
             },
         };
-        self.h2_answer(c, id, plan);
+        self.h2_answer(c, id, plan, 0);
     }
 
     /// Routes the current request: its answer, or `None` when it waits
     /// for its body (an embedded handler).
-    fn h2_route(&mut self, c: &mut Conn, id: u32) -> Option<Plan> {
+    pub(super) fn h2_route(&mut self, c: &mut Conn, id: u32) -> Option<Plan> {
         // (A password check is hashed here, on the loop: see the module
         // documentation. The second pass finds its outcome settled.)
         for _ in 0..2 {
@@ -199,15 +201,17 @@ impl Worker {
         ))
     }
 
-    /// Refuses stream `id` with HTTP_1_1_REQUIRED: its answer is a
-    /// program's (CGI), which brisk does not run over HTTP/2 yet; the
-    /// client asks again over HTTP/1.1 (RFC 9113 §8.... error code 0xd).
+    /// Refuses stream `id` with HTTP_1_1_REQUIRED (RFC 9113 §7), which
+    /// tells the client to ask again over HTTP/1.1: a CGI program whose
+    /// request body has no length (it would have to be held whole first,
+    /// as over HTTP/1.1, for CONTENT_LENGTH), or one that writes a whole
+    /// HTTP/1.1 response of its own (`nph-`).
     fn h2_needs_http1(&mut self, c: &mut Conn, id: u32) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
                 format_args!(
-                    "client {}: {} is answered by a program, not yet over HTTP/2: HTTP_1_1_REQUIRED",
+                    "client {}: {} needs HTTP/1.1 (a program with a body of unknown length, or nph-): HTTP_1_1_REQUIRED",
                     c.peer.ip(),
                     String::from_utf8_lossy(self.req.target())
                 ),
@@ -220,6 +224,9 @@ impl Worker {
 
     /// Body bytes of stream `id` arrived.
     fn h2_data(&mut self, c: &mut Conn, id: u32, data: &[u8], end_stream: bool) {
+        if Self::h2_pipe_data(c, id, data, end_stream) {
+            return;
+        }
         let Some(s) = c.h2.as_mut() else { return };
         // Bodies nobody waits for are dropped: their credit goes back now.
         s.conn.release(id, data.len());
@@ -247,7 +254,7 @@ impl Worker {
             let (router, mut routing) = self.routing(c);
             router.call_handler(w.mount, &w.body, &mut routing)
         };
-        self.h2_answer(c, id, plan);
+        self.h2_answer(c, id, plan, 0);
         if !end_stream {
             // The rest of the body is not wanted (RFC 9113 §8.1).
             if let Some(s) = c.h2.as_mut() {
@@ -256,21 +263,39 @@ impl Worker {
         }
     }
 
-    /// Forgets an answer whose stream is gone.
-    fn h2_forget(&mut self, _c: &mut Conn, a: Answer) {
-        if let Some(w) = a.wait {
+    /// Forgets an answer whose stream (or connection) is gone: its log
+    /// line says what it sent, and a process still answering is stopped.
+    pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
+        if let Some(w) = a.wait.take() {
             self.handler_bodies -= w.body.len() as u64;
         }
+        let Some((text, draft)) = a.log.take() else {
+            // (A process that never answered is logged as 499.)
+            self.h2_pipe_abandon(c, &mut a, true);
+            return;
+        };
+        self.h2_pipe_abandon(c, &mut a, false);
+        self.lend_out(c);
+        let framed = a.body_len - a.pieces.iter().map(Piece::len).sum::<u64>();
+        let end = c.queued_end();
+        c.out
+            .push_ending(end, end.saturating_sub(framed), a.started, |buf| {
+                buf.extend_from_slice(&text);
+                draft
+            });
     }
 
-    /// Answers stream `id` of `c` with `plan` (for the current request).
-    fn h2_answer(&mut self, c: &mut Conn, id: u32, plan: Plan) {
+    /// Answers stream `id` of `c` with `plan` (for the current request,
+    /// which `redirects` CGI local redirects led to).
+    pub(super) fn h2_answer(&mut self, c: &mut Conn, id: u32, plan: Plan, redirects: u8) {
         let body_len = plan.body_len(&self.scratch);
         let Plan { status, body, .. } = plan;
-        if let Body::Pipe(mut pipe) = body {
-            // Stopped before it was ever registered: the router reaps it.
-            pipe.reply.stop();
-            self.h2_needs_http1(c, id);
+        if let Body::Pipe(pipe) = body {
+            match self.h2_start_pipe(c, id, *pipe, redirects) {
+                Ok(()) => {}
+                Err(None) => self.h2_needs_http1(c, id),
+                Err(Some(plan)) => self.h2_answer(c, id, plan, redirects),
+            }
             return;
         }
         let head_only = self.req.method() == Method::Head;
@@ -335,7 +360,7 @@ impl Worker {
     }
 
     /// An answer's last frame is queued: its log line waits for it to leave.
-    fn h2_ended(&mut self, c: &mut Conn, a: Answer) {
+    pub(super) fn h2_ended(&mut self, c: &mut Conn, a: Answer) {
         self.lend_out(c);
         if let Some(s) = c.h2.as_mut() {
             let start = c.out.buf_mut().len();
@@ -356,6 +381,7 @@ impl Worker {
     /// until the output queue holds enough for now.
     pub(super) fn h2_send(&mut self, c: &mut Conn) {
         self.lend_out(c);
+        self.h2_pump_pipes(c);
         loop {
             if c.out.unsent() >= OUTPUT_CAP as u64 {
                 break;
@@ -375,7 +401,8 @@ impl Worker {
                 continue;
             };
             let n = (piece.len() as usize).min(room);
-            let end = last && n as u64 == piece.len();
+            // (A process's answer ends when it has, and not if short.)
+            let end = last && n as u64 == piece.len() && !a.open && !a.broken;
             let sent = match piece {
                 Piece::Static(b, at) => frame_bytes(&mut s.conn, id, &b[*at..*at + n], end, at),
                 Piece::Bytes(b, at) => frame_bytes(&mut s.conn, id, &b[*at..*at + n], end, at),
@@ -422,9 +449,15 @@ impl Worker {
             if piece.is_empty() {
                 a.pieces.pop_front();
             }
+            let ran_out = a.pieces.is_empty() && !a.open;
             if end {
                 if let Some(a) = s.take(id) {
                     self.h2_ended(c, a);
+                }
+            } else if ran_out {
+                // A process's answer that stopped short: reset.
+                if let Some(a) = s.take(id) {
+                    self.h2_pipe_close(c, a);
                 }
             }
         }

@@ -14,7 +14,13 @@ use std::time::Duration;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 
+#[cfg(feature = "http2")]
+mod h2;
 mod input;
+
+/// Most processes answering one HTTP/2 connection's streams at once (a
+/// stream beyond them is answered 503).
+const H2_PIPES: usize = 16;
 
 use super::{answering, Worker, PIPE_BASE};
 use crate::config::Level;
@@ -119,21 +125,114 @@ impl PipeRun {
     pub(crate) fn idle_timeout(&self) -> Duration {
         self.idle_timeout
     }
+
+    /// The run of `pipe`, answering `request` (of `version`; `head_only`
+    /// for HEAD), before anything of its output is read.
+    fn new(pipe: Pipe, request: Held, version: Version, head_only: bool) -> PipeRun {
+        PipeRun {
+            input: Some(pipe.input),
+            output: Some(pipe.output),
+            diagnostics: Some(pipe.diagnostics),
+            input_buf: Vec::new(),
+            held: pipe.held,
+            input_ready: true,
+            output_ready: true,
+            diagnostics_ready: true,
+            head_buf: Vec::new(),
+            encoder: None,
+            sent_any: false,
+            body_from: 0,
+            status: 0,
+            wanted: false,
+            keep: false,
+            version,
+            head_only,
+            request,
+            label: pipe.label,
+            idle_timeout: pipe.idle_timeout,
+            diagnostics_line: Vec::new(),
+            broken: false,
+            reply: pipe.reply,
+        }
+    }
+
+    /// Records that pipe `end` is ready.
+    fn ready(&mut self, end: End) {
+        match end {
+            End::Input => self.input_ready = true,
+            End::Output => self.output_ready = true,
+            End::Diagnostics => self.diagnostics_ready = true,
+        }
+    }
+
+    /// Reads the diagnostics that arrived, each complete line one
+    /// error-log message (in `buf`, lent); at their end the pipe leaves
+    /// the loop and the last line is logged.
+    fn read_diagnostics(&mut self, buf: &mut Vec<u8>, logger: &mut Logger, registry: &Registry) {
+        while self.diagnostics_ready {
+            let Some(fd) = self.diagnostics.as_ref() else {
+                return;
+            };
+            buf.clear();
+            match read_fd(fd, buf) {
+                Ok(0) => {
+                    unwatch(registry, self.diagnostics.take());
+                    self.log_line(logger);
+                    return;
+                }
+                Ok(_) => {
+                    for piece in buf.split_inclusive(|&b| b == b'\n') {
+                        let line_done = piece.ends_with(b"\n");
+                        let text = piece.strip_suffix(b"\n").unwrap_or(piece);
+                        let room = DIAGNOSTICS_LINE.saturating_sub(self.diagnostics_line.len());
+                        self.diagnostics_line
+                            .extend_from_slice(&text[..text.len().min(room)]);
+                        if line_done {
+                            self.log_line(logger);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.diagnostics_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    unwatch(registry, self.diagnostics.take());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes every pipe still open out of the loop and closes it.
+    fn unwatch_all(&mut self, registry: &Registry) {
+        for fd in [
+            self.input.take(),
+            self.output.take(),
+            self.diagnostics.take(),
+        ] {
+            unwatch(registry, fd);
+        }
+    }
 }
 
-fn token(conn: usize, end: End) -> Token {
-    Token(PIPE_BASE + conn * 3 + end as usize)
+/// Pipe slots per connection: 0 for an HTTP/1.1 answer, the others for
+/// HTTP/2 streams (see `h2`).
+const SLOTS: usize = 1 + H2_PIPES;
+
+/// The token of pipe `end` of the process in `slot` of connection `conn`.
+fn token_at(conn: usize, slot: usize, end: End) -> Token {
+    Token(PIPE_BASE + (conn * SLOTS + slot) * 3 + end as usize)
 }
 
-/// Maps a pipe token back to its connection and end.
-pub(super) fn split_token(t: usize) -> (usize, End) {
+/// Maps a pipe token back to its connection, slot and end.
+pub(super) fn split_token(t: usize) -> (usize, usize, End) {
     let n = t - PIPE_BASE;
     let end = match n % 3 {
         0 => End::Input,
         1 => End::Output,
         _ => End::Diagnostics,
     };
-    (n / 3, end)
+    let process = n / 3;
+    (process / SLOTS, process % SLOTS, end)
 }
 
 /// Takes a pipe out of the loop, if it is still open, and closes it.
@@ -161,6 +260,32 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
+        self.watch(&mut pipe, c.index, 0)?;
+        let req = &self.req;
+        let (version, head_only) = (req.version(), req.method() == Method::Head);
+        let has_body = pipe.has_body;
+        if req.expect_continue() && has_body && pipe.held.is_none() {
+            // The process will read the body: tell the client to send it
+            // (RFC 9110 §10.1.1), ahead of the response.
+            c.out.push_bytes(CONTINUE);
+        }
+        let raw = pipe.reply.is_raw();
+        let wanted = req.keep_alive() && !raw;
+        let mut run = PipeRun::new(pipe, self.hold(redirects), version, head_only);
+        run.encoder = raw.then_some(Encoder::Close);
+        run.body_from = c.queued_end();
+        run.wanted = wanted;
+        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.now);
+        if !has_body {
+            self.close_input(c);
+        }
+        Ok(())
+    }
+
+    /// Registers the pipes of `pipe`, the process in `slot` of connection
+    /// `conn`; if they cannot be watched, the process is stopped and the
+    /// answer is a 500.
+    fn watch(&mut self, pipe: &mut Pipe, conn: usize, slot: usize) -> Result<(), Plan> {
         let reg = self.poll.registry();
         let ends = [
             (&pipe.output, End::Output, Interest::READABLE),
@@ -170,7 +295,7 @@ impl Worker {
         let ok = ends.into_iter().try_for_each(|(fd, end, interest)| {
             reg.register(
                 &mut SourceFd(&fd.as_raw_fd()),
-                token(c.index, end),
+                token_at(conn, slot, end),
                 interest,
             )
         });
@@ -185,54 +310,18 @@ impl Worker {
                 &mut self.scratch,
             ));
         }
-        let req = &self.req;
-        let (version, head_only) = (req.version(), req.method() == Method::Head);
-        if req.expect_continue() && pipe.has_body && pipe.held.is_none() {
-            // The process will read the body: tell the client to send it
-            // (RFC 9110 §10.1.1), ahead of the response.
-            c.out.push_bytes(CONTINUE);
-        }
-        let raw = pipe.reply.is_raw();
-        let run = PipeRun {
-            input: Some(pipe.input),
-            output: Some(pipe.output),
-            diagnostics: Some(pipe.diagnostics),
-            input_buf: Vec::new(),
-            held: pipe.held,
-            input_ready: true,
-            output_ready: true,
-            diagnostics_ready: true,
-            head_buf: Vec::new(),
-            encoder: raw.then_some(Encoder::Close),
-            sent_any: false,
-            body_from: c.queued_end(),
-            status: 0,
-            wanted: req.keep_alive() && !raw,
-            keep: false,
-            version,
-            head_only,
-            request: self.hold(redirects),
-            label: pipe.label,
-            idle_timeout: pipe.idle_timeout,
-            diagnostics_line: Vec::new(),
-            broken: false,
-            reply: pipe.reply,
-        };
-        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.now);
-        if !pipe.has_body {
-            self.close_input(c);
-        }
         Ok(())
     }
 
     /// Records readiness of one of a process's pipes.
-    pub(super) fn pipe_ready(c: &mut Conn, end: End) {
+    pub(super) fn pipe_ready(c: &mut Conn, slot: usize, end: End) {
+        if slot > 0 {
+            #[cfg(feature = "http2")]
+            Self::h2_pipe_ready(c, slot, end);
+            return;
+        }
         if let Some(p) = c.h1.pipe() {
-            match end {
-                End::Input => p.input_ready = true,
-                End::Output => p.output_ready = true,
-                End::Diagnostics => p.diagnostics_ready = true,
-            }
+            p.ready(end);
         }
     }
 
@@ -280,40 +369,8 @@ impl Worker {
 
     /// Logs each complete line of diagnostics as one error-log message.
     fn pump_diagnostics(&mut self, c: &mut Conn) {
-        loop {
-            let Some(p) = c.h1.pipe() else { return };
-            if !p.diagnostics_ready {
-                return;
-            }
-            let Some(fd) = p.diagnostics.as_ref() else {
-                return;
-            };
-            self.pipe_buf.clear();
-            match read_fd(fd, &mut self.pipe_buf) {
-                Ok(0) => {
-                    unwatch(self.poll.registry(), p.diagnostics.take());
-                    self.flush_diagnostics_line(c);
-                    return;
-                }
-                Ok(_) => {
-                    for piece in self.pipe_buf.split_inclusive(|&b| b == b'\n') {
-                        let line_done = piece.ends_with(b"\n");
-                        let text = piece.strip_suffix(b"\n").unwrap_or(piece);
-                        let room = DIAGNOSTICS_LINE.saturating_sub(p.diagnostics_line.len());
-                        p.diagnostics_line
-                            .extend_from_slice(&text[..text.len().min(room)]);
-                        if line_done {
-                            p.log_line(&mut self.logger);
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.diagnostics_ready = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    unwatch(self.poll.registry(), p.diagnostics.take());
-                    return;
-                }
-            }
+        if let Some(p) = c.h1.pipe() {
+            p.read_diagnostics(&mut self.pipe_buf, &mut self.logger, self.poll.registry());
         }
     }
 
@@ -504,9 +561,7 @@ impl Worker {
     /// the process go).
     fn pipe_release(&mut self, c: &mut Conn) -> Option<PipeRun> {
         let mut p = *c.h1.end_pipe(self.now)?;
-        for fd in [p.input.take(), p.output.take(), p.diagnostics.take()] {
-            unwatch(self.poll.registry(), fd);
-        }
+        p.unwatch_all(self.poll.registry());
         Some(p)
     }
 }

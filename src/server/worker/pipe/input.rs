@@ -8,6 +8,49 @@
 
 use super::*;
 
+/// Why a process's input must close.
+pub(super) enum InputEnd {
+    /// The process does not read it (EPIPE).
+    Refused,
+    /// The body held in a temporary file cannot be read back.
+    Unreadable(io::Error),
+}
+
+impl PipeRun {
+    /// Writes what waits for the input (refilled from a held body as it
+    /// drains), while the pipe takes it. Whether anything moved, or why
+    /// the input must close.
+    pub(super) fn write_input(&mut self) -> Result<bool, InputEnd> {
+        let mut moved = false;
+        while self.input_ready && self.input.is_some() {
+            if self.input_buf.is_empty() {
+                let Some(held) = self.held.as_mut() else {
+                    break;
+                };
+                match held.read_into(&mut self.input_buf, INPUT_CAP) {
+                    Ok(0) => {
+                        self.held = None;
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Err(InputEnd::Unreadable(e)),
+                }
+            }
+            let Some(fd) = self.input.as_ref() else { break };
+            match crate::sys::net::write_fd(fd, &self.input_buf) {
+                Ok(n) => {
+                    self.input_buf.drain(..n);
+                    moved = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.input_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(InputEnd::Refused),
+            }
+        }
+        Ok(moved)
+    }
+}
+
 impl Worker {
     /// Closes the process's input (its request body is complete, or it
     /// does not read it).
@@ -27,50 +70,26 @@ impl Worker {
         let Some(p) = c.h1.pipe() else {
             return false;
         };
-        let mut moved = false;
-        let mut unreadable = None;
-        while p.input_ready && p.input.is_some() {
-            if p.input_buf.is_empty() {
-                let Some(held) = p.held.as_mut() else { break };
-                match held.read_into(&mut p.input_buf, INPUT_CAP) {
-                    Ok(0) => {
-                        p.held = None;
-                        break;
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        unreadable = Some(e);
-                        break;
-                    }
-                }
+        let moved = match p.write_input() {
+            Ok(moved) => moved,
+            Err(InputEnd::Refused) => {
+                // The process does not read its input (EPIPE): the rest
+                // of the body is read from the client and dropped.
+                self.close_input(c);
+                return true;
             }
-            let Some(fd) = p.input.as_ref() else { break };
-            match crate::sys::net::write_fd(fd, &p.input_buf) {
-                Ok(n) => {
-                    p.input_buf.drain(..n);
-                    moved = true;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.input_ready = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    // The process does not read its input (EPIPE): the
-                    // rest of the body is read from the client and dropped.
-                    self.close_input(c);
-                    return true;
-                }
+            Err(InputEnd::Unreadable(e)) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!(
+                        "{}: cannot read back the request body held in a temporary file: {e}",
+                        p.label
+                    ),
+                );
+                self.pipe_fail(c, Status::INTERNAL_SERVER_ERROR);
+                return true;
             }
-        }
-        if let Some(e) = unreadable {
-            self.logger.log(
-                Level::Error,
-                format_args!(
-                    "{}: cannot read back the request body held in a temporary file: {e}",
-                    p.label
-                ),
-            );
-            self.pipe_fail(c, Status::INTERNAL_SERVER_ERROR);
-            return true;
-        }
+        };
         let body_done = !reading_body && p.held.is_none();
         if body_done && p.input_buf.is_empty() && p.input.is_some() {
             self.close_input(c);
