@@ -13,7 +13,10 @@
 //!   all workers (and kept across reloads);
 //! - [`conn`]: one connection's record layer, sans-IO: ciphertext in,
 //!   plaintext out and back, with reused buffers, a handshake deadline,
-//!   plain HTTP detection and garbage handling.
+//!   plain HTTP detection and garbage handling;
+//! - [`stream`]: that record layer over a non-blocking socket, with a
+//!   worker's scratch buffers: what the engine's TLS transport delegates
+//!   to.
 //!
 //! The crypto provider is *ring*, chosen by measurement (see
 //! `bench/tls-provider` and the commit that added it): aws-lc-rs
@@ -24,6 +27,9 @@ pub mod certs;
 pub mod conn;
 pub mod context;
 pub mod sni;
+pub mod stream;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod x509;
 
 pub use certs::{Certificate, CertificateFiles};

@@ -4,7 +4,6 @@
 //! and garbage, the handshake cap and deadline.
 
 use std::io::{Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,51 +12,8 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
 use super::*;
-use crate::config::TlsConfig;
-use crate::tls::certs::{self, CertificateFiles};
-use crate::tls::context::{server_config, Shared};
-
-fn testdata(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/tls/testdata")
-        .join(name)
-}
-
-pub(crate) fn certificate(name: &str) -> crate::tls::Certificate {
-    let files = CertificateFiles {
-        cert: testdata(&format!("{name}.pem")),
-        key: testdata(&format!("{name}.key")),
-        ocsp: None,
-    };
-    certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("test certificate loads")
-}
-
-pub(crate) fn tls_config(names: &[&str]) -> TlsConfig {
-    TlsConfig {
-        listen: Vec::new(),
-        certificates: names.iter().map(|n| certificate(n)).collect(),
-        session_tickets: true,
-        session_cache: 100,
-        handshake_timeout: Duration::from_secs(10),
-        max_handshakes: 10,
-    }
-}
-
-fn client(
-    versions: &[&'static rustls::SupportedProtocolVersion],
-    alpn: &[&[u8]],
-) -> Arc<ClientConfig> {
-    let mut roots = RootCertStore::empty();
-    let ca = CertificateDer::from_pem_file(testdata("ca.pem")).expect("ca.pem");
-    roots.add(ca).expect("CA certificate");
-    let mut c = ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
-        .with_protocol_versions(versions)
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    c.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Arc::new(c)
-}
+use crate::tls::context::server_config;
+use crate::tls::testing::{client, shared, testdata, tls_config};
 
 fn tls13() -> Arc<ClientConfig> {
     client(&[&rustls::version::TLS13], &[b"http/1.1"])
@@ -142,9 +98,6 @@ impl Pair {
     }
 }
 
-fn shared() -> Shared {
-    Shared::new(100).expect("ticket key")
-}
 
 #[test]
 fn handshake_and_data_both_ways_tls13() {

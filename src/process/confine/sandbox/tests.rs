@@ -300,24 +300,10 @@ fn tls_helper_child() {
 #[cfg(feature = "tls")]
 #[test]
 fn tls_files_are_readable_by_the_server_only_without_a_helper() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tls/testdata");
-    let files = crate::tls::certs::CertificateFiles {
-        cert: data.join("a.pem"),
-        key: data.join("a.key"),
-        ocsp: None,
-    };
-    let cert =
-        crate::tls::certs::load(&files, &|p| std::fs::read(p), crate::tls::certs::now()).unwrap();
+    let data = crate::tls::testing::testdata("");
     let cfg = Config {
         root: data.clone(),
-        tls: Some(crate::config::TlsConfig {
-            listen: Vec::new(),
-            certificates: vec![cert],
-            session_tickets: true,
-            session_cache: 1,
-            handshake_timeout: std::time::Duration::from_secs(1),
-            max_handshakes: 1,
-        }),
+        tls: Some(crate::tls::testing::tls_config(&["a"])),
         ..Config::default()
     };
     let tls_rules = |privileged: bool| -> Vec<(PathBuf, String)> {
