@@ -343,11 +343,12 @@ fn tls_section(
             None => return Ok(None),
         },
     };
+    // (Port 0 is a new port for each entry, not one address twice.)
     if let Some(addr) = section
         .config
         .listen
         .iter()
-        .find(|a| config.listen.contains(a))
+        .find(|a| a.port() != 0 && config.listen.contains(a))
     {
         return Err(error(format!(
             "{}: {addr} is in both listen and tls.listen; an address serves either plain HTTP or HTTPS",

@@ -16,6 +16,18 @@ pub mod status;
 
 pub use status::Status;
 
+/// What TLS negotiated on the connection a request came on (an `https`
+/// request, RFC 9110 §4.2.2), by the names Apache's mod_ssl gives CGI
+/// (`SSL_PROTOCOL`, `SSL_CIPHER`) and the access log shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsSession {
+    /// `TLSv1.3` or `TLSv1.2`.
+    pub protocol: &'static str,
+    /// The cipher suite, by OpenSSL's name (`TLS_AES_128_GCM_SHA256`,
+    /// `ECDHE-ECDSA-AES128-GCM-SHA256`).
+    pub cipher: &'static str,
+}
+
 /// A request method. The known ones are RFC 9110 §9 plus PATCH (RFC 5789);
 /// anything else that is a valid token is `Other` (answered 501).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,6 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use super::Logger;
+use crate::config::Level;
+
 /// Lines allowed per second, and the count of those refused.
 #[derive(Debug)]
 pub struct LineBudget {
@@ -61,6 +64,22 @@ impl LineBudget {
     /// The most lines written per second.
     pub fn per_sec(&self) -> u32 {
         self.per_sec
+    }
+
+    /// Says at `debug`, in one line to `log`, how many lines were refused
+    /// in the windows that ended by `now`: "N more `what` (at most M a
+    /// second per worker are)". Nothing when none was.
+    pub fn report_refused(&mut self, now: Instant, log: &mut Logger, what: &str) {
+        let n = self.take_unreported(now);
+        if n > 0 {
+            log.log(
+                Level::Debug,
+                format_args!(
+                    "{n} more {what} (at most {} a second per worker are)",
+                    self.per_sec
+                ),
+            );
+        }
     }
 }
 

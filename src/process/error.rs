@@ -67,8 +67,6 @@ pub enum Error {
     PrivilegedHelper(io::Error),
     /// A CGI launcher (`brisk-cgi`) did not start.
     Launcher(io::Error),
-    /// `[tls]` is configured, but the engine has no TLS transport yet.
-    TlsNotServed,
     /// `user` has no primary group and no `group` is set.
     NoGroup(String),
     /// The switch to the configured user failed or did not stick.
@@ -165,9 +163,6 @@ impl std::fmt::Display for Error {
                 write!(f, "cannot start the privileged helper (brisk-priv): {e}")
             }
             Error::Launcher(e) => write!(f, "cannot start the CGI launcher: {e}"),
-            Error::TlsNotServed => f.write_str(
-                "tls: HTTPS is configured, but this version does not serve it yet: the TLS transport waits for the engine's transport seam (issue #11); `--check-config` checks [tls] and its certificates meanwhile, and without [tls] (or --tls-cert) brisk serves plain HTTP",
-            ),
             Error::NoGroup(user) => write!(
                 f,
                 "user \"{user}\" has no primary group and no group is set"

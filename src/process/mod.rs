@@ -27,11 +27,13 @@ use crate::sys::{self, signal::Signal};
 
 pub use error::Error;
 
-/// `http://addr/`, as the start-up and reload lines show an address.
-fn url(addr: &SocketAddr) -> String {
+/// `http://addr/` (`https://` for a TLS listener), as the start-up and
+/// reload lines show an address.
+fn url((addr, tls): &(SocketAddr, bool)) -> String {
+    let scheme = if *tls { "https" } else { "http" };
     match addr {
-        SocketAddr::V4(a) => format!("http://{}:{}/", a.ip(), a.port()),
-        SocketAddr::V6(a) => format!("http://[{}]:{}/", a.ip(), a.port()),
+        SocketAddr::V4(a) => format!("{scheme}://{}:{}/", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("{scheme}://[{}]:{}/", a.ip(), a.port()),
     }
 }
 
@@ -63,9 +65,6 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(Error::Signals)?;
     let tls_notes = tls_notes(&cfg);
-    if cfg.tls.is_some() {
-        return Err(Error::TlsNotServed);
-    }
     sys::memory::one_arena();
     // Best effort: a kernel without close_range (before 5.11) leaves
     // inherited descriptors as they were.
@@ -84,7 +83,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
     console::say(format_args!("serving {}", cfg.root.display()));
-    for a in &server.local_addrs() {
+    for a in &server.listeners() {
         console::say(format_args!("listening on {}", url(a)));
     }
     if cfg.daemon {
@@ -135,7 +134,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             Some(Signal::Terminate) => break,
             Some(Signal::ReopenLogs) => logs.reopen(),
             Some(Signal::Hangup) => {
-                let before = running.local_addrs();
+                let before = running.listeners();
                 match reload::reload_config(
                     reload.as_ref(),
                     &loaded,
@@ -155,7 +154,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                             if running.workers() == 1 { "new worker serves" } else { "new workers serve" }
                         ),
                         );
-                        for a in running.local_addrs() {
+                        for a in running.listeners() {
                             if !before.contains(&a) {
                                 main_log.log(
                                     Level::Info,

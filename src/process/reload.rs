@@ -36,9 +36,6 @@ pub(super) fn reload_config(
         Some(s) => reload.load_with(&|file| Ok(s.readable(file)?), &read),
         None => reload.load_with(&|_| Ok(()), &read),
     }?;
-    if cfg.tls.is_some() {
-        return Err(Error::TlsNotServed);
-    }
     let changed = loaded.restart_only_changes(&cfg);
     if !changed.is_empty() {
         return Err(Error::RestartOnly(changed));
@@ -53,7 +50,13 @@ pub(super) fn reload_config(
         // Sockets are the privileged helper's to open; without one, the
         // sandbox's seccomp filter and Landlock keep the server from it.
         if !sandboxes.privileged {
-            if let Some(addr) = cfg.listen.iter().find(|a| !running.listens_on(a)) {
+            let tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
+            if let Some(addr) = cfg
+                .listen
+                .iter()
+                .chain(tls)
+                .find(|a| !running.listens_on(a))
+            {
                 return Err(Error::ListenNeedsRestart(*addr));
             }
         }

@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use super::h1;
 use super::router::LocalAddr;
-use super::transport::{Out, Tcp, Transport};
+use super::transport::{Link, Out, Transport};
 
 /// A client connection.
 #[derive(Debug)]
 pub struct Conn {
-    /// Bytes in and out.
-    pub transport: Tcp,
+    /// Bytes in and out: plain TCP or TLS.
+    pub transport: Link,
     /// The connection's slot in its worker's slab (its token).
     pub index: usize,
     /// The client's address.
@@ -41,7 +41,7 @@ pub struct Conn {
 
 impl Conn {
     /// A new connection, idle since `now`.
-    pub fn new(transport: Tcp, index: usize, peer: SocketAddr, now: Instant) -> Conn {
+    pub fn new(transport: Link, index: usize, peer: SocketAddr, now: Instant) -> Conn {
         Conn {
             transport,
             index,

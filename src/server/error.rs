@@ -40,6 +40,8 @@ pub enum Error {
     EventLoop(io::Error),
     /// A worker thread could not be started.
     WorkerThread(io::Error),
+    /// TLS could not be set up with the configured certificates.
+    Tls(String),
 }
 
 impl std::fmt::Display for Error {
@@ -63,6 +65,7 @@ impl std::fmt::Display for Error {
             Error::Mount(e) => e.fmt(f),
             Error::EventLoop(e) => write!(f, "cannot create event loop: {e}"),
             Error::WorkerThread(e) => write!(f, "cannot start worker thread: {e}"),
+            Error::Tls(e) => write!(f, "tls: {e}"),
         }
     }
 }
@@ -75,6 +78,7 @@ impl std::error::Error for Error {
             | Error::OpenRoot { source, .. } => Some(source),
             Error::ShareListener(e) | Error::EventLoop(e) | Error::WorkerThread(e) => Some(e),
             Error::Mount(e) => Some(e),
+            Error::Tls(_) => None,
         }
     }
 }

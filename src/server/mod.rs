@@ -42,6 +42,7 @@ use crate::sys::launcher::Launchers;
 use crate::sys::privileged::Privileged;
 use counters::Counters;
 use drain::{Drain, DrainOrder};
+use transport::{Sessions, Setup};
 use worker::{Worker, WorkerInit};
 
 pub use error::Error;
@@ -71,20 +72,30 @@ fn bind_all(
     Ok((real, out))
 }
 
-/// The sockets of one `listen` entry: one `SO_REUSEPORT` socket per
-/// worker. A reload keeps them for every address it still lists, so the
-/// port is never closed and no queued connection is lost.
+/// The sockets of one `listen` (or `[tls] listen`) entry: one
+/// `SO_REUSEPORT` socket per worker. A reload keeps them for every
+/// address it still lists, so the port is never closed and no queued
+/// connection is lost.
 struct Bound {
     /// As configured (port 0 stays 0, so a reload recognises it).
     wanted: SocketAddr,
     /// As bound.
     real: SocketAddr,
     sockets: Vec<TcpListener>,
+    /// Its clients speak TLS.
+    tls: bool,
 }
 
-/// Binds every address of `cfg.listen` (through `via`, if given); an
-/// address already bound in `keep` gets duplicates of its sockets
-/// instead.
+/// Every address to listen on: `listen`, then `[tls] listen`, each with
+/// whether it speaks TLS.
+fn listen_addrs(cfg: &Config) -> impl Iterator<Item = (SocketAddr, bool)> + '_ {
+    let tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
+    (cfg.listen.iter().map(|&a| (a, false))).chain(tls.map(|&a| (a, true)))
+}
+
+/// Binds every address of `cfg.listen` and `cfg.tls.listen` (through
+/// `via`, if given); an address already bound in `keep` gets duplicates
+/// of its sockets instead.
 fn bind_listeners(
     cfg: &Config,
     keep: &[Bound],
@@ -92,8 +103,11 @@ fn bind_listeners(
 ) -> Result<Vec<Bound>, Error> {
     let workers = cfg.workers.max(1);
     let mut out = Vec::with_capacity(cfg.listen.len());
-    for &wanted in &cfg.listen {
-        if let Some(b) = keep.iter().find(|b| b.wanted == wanted) {
+    for (wanted, tls) in listen_addrs(cfg) {
+        // Port 0 is a port of its own for each entry: the plain and the
+        // TLS one are told apart by what they speak.
+        let same = |b: &&Bound| b.wanted == wanted && (wanted.port() != 0 || b.tls == tls);
+        if let Some(b) = keep.iter().find(same) {
             let sockets = b
                 .sockets
                 .iter()
@@ -107,6 +121,7 @@ fn bind_listeners(
                 wanted,
                 real: b.real,
                 sockets,
+                tls,
             });
             continue;
         }
@@ -115,6 +130,7 @@ fn bind_listeners(
             wanted,
             real,
             sockets,
+            tls,
         });
     }
     Ok(out)
@@ -196,9 +212,15 @@ impl Server {
         &self.cfg
     }
 
-    /// The bound addresses, in the order of `listen`.
+    /// The bound addresses: those of `listen`, then those of
+    /// `[tls] listen`, each in its order.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.bound.iter().map(|b| b.real).collect()
+    }
+
+    /// [`Server::local_addrs`], each with whether it speaks TLS.
+    pub fn listeners(&self) -> Vec<(SocketAddr, bool)> {
+        self.bound.iter().map(|b| (b.real, b.tls)).collect()
     }
 
     /// Mounts `handler` at `prefix`: a path ending in `/` (`/api/`) takes
@@ -223,6 +245,7 @@ impl Server {
             mounts,
             launcher: self.launcher,
             verifier: Arc::new(Verifier::new(self.cfg.workers.clamp(1, 4))),
+            sessions: Sessions::new(&self.cfg, None).map_err(Error::Tls)?,
         };
         let counters = Arc::new(Counters::new(&self.cfg));
         let serving = (&self.files, &counters);
@@ -247,6 +270,9 @@ struct Shared {
     launcher: Option<Arc<Launchers>>,
     /// Hashes passwords off the event loops.
     verifier: Arc<Verifier>,
+    /// TLS session resumption: the ticket key and the session cache, so
+    /// that a client resumes on any worker, and across reloads.
+    sessions: Option<Sessions>,
 }
 
 /// One set of workers serving one configuration.
@@ -271,9 +297,12 @@ impl Generation {
             wakers: Vec::new(),
             threads: Vec::new(),
         };
-        let workers = serving.0.cfg.workers.max(1);
+        let cfg = &serving.0.cfg;
+        let tls = Setup::new(cfg, shared.sessions.as_ref()).map_err(Error::Tls)?;
+        let workers = cfg.workers.max(1);
         for id in 0..workers {
-            if let Err(e) = generation.start_worker(id, serving, bound, shared, logger()) {
+            let started = generation.start_worker(id, serving, (bound, &tls), shared, logger());
+            if let Err(e) = started {
                 generation.drain(Drain::Stop, Some(Duration::ZERO));
                 generation.join();
                 return Err(e);
@@ -286,13 +315,13 @@ impl Generation {
         &mut self,
         id: usize,
         (files, counters): (&Arc<StaticFiles>, &Arc<Counters>),
-        bound: &[Bound],
+        (bound, tls): (&[Bound], &Option<Setup>),
         shared: &Shared,
         logger: Logger,
     ) -> Result<(), Error> {
         let listeners = bound
             .iter()
-            .map(|b| b.sockets[id].try_clone())
+            .map(|b| b.sockets[id].try_clone().map(|s| (s, b.tls)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::ShareListener)?;
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
@@ -304,6 +333,7 @@ impl Generation {
             verifier: Arc::clone(&shared.verifier),
             waker: Arc::clone(&waker),
             listeners,
+            tls: tls.clone(),
             logger,
             order: Arc::clone(&self.order),
             poll,
@@ -385,6 +415,9 @@ impl Running {
     /// [`crate::process::confine::Sandboxes::refusal`]).
     pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
+        // Tickets issued before stay valid: the key is kept (see Sessions).
+        self.shared.sessions =
+            Sessions::new(&cfg, self.shared.sessions.as_ref()).map_err(Error::Tls)?;
         let files = Arc::new(open_root(&cfg, false)?);
         let mut counters = Counters::new(&cfg);
         counters.carry_over(&self.counters);
@@ -445,9 +478,15 @@ impl Running {
         &self.cfg
     }
 
-    /// The bound addresses, in the order of `listen`.
+    /// The bound addresses: those of `listen`, then those of
+    /// `[tls] listen`, each in its order.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.bound.iter().map(|b| b.real).collect()
+    }
+
+    /// [`Running::local_addrs`], each with whether it speaks TLS.
+    pub fn listeners(&self) -> Vec<(SocketAddr, bool)> {
+        self.bound.iter().map(|b| (b.real, b.tls)).collect()
     }
 
     /// Whether `addr` (as configured) is one of the bound addresses.

@@ -3,7 +3,7 @@
 //! request path.
 
 use std::io;
-use std::net::TcpListener as StdListener;
+use std::net::{SocketAddr, TcpListener as StdListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
@@ -13,7 +13,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
-use super::transport::{Flushed, Out, Tcp, Transport};
+use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
@@ -32,6 +32,7 @@ use crate::server::counters::Counters;
 use crate::sys::launcher::Launchers;
 use crate::sys::net;
 
+mod accept;
 mod access_log;
 mod bodies;
 mod dispatch;
@@ -94,8 +95,11 @@ pub struct WorkerInit {
     pub verifier: Arc<Verifier>,
     /// Wakes this worker's loop (an order, a finished password check).
     pub waker: Arc<Waker>,
-    /// Its `SO_REUSEPORT` socket of each listen address.
-    pub listeners: Vec<StdListener>,
+    /// Its `SO_REUSEPORT` socket of each listen address, and whether
+    /// the address speaks TLS.
+    pub listeners: Vec<(StdListener, bool)>,
+    /// Its generation's TLS (certificates, limits), with TLS listeners.
+    pub tls: Option<Setup>,
     /// Its log handle.
     pub logger: Logger,
     /// When to wind down, and how (see [`crate::server::drain`]).
@@ -115,7 +119,14 @@ pub fn poll_and_waker() -> io::Result<(Poll, Arc<Waker>)> {
 /// A worker's state.
 pub struct Worker {
     poll: Poll,
-    listeners: Vec<TcpListener>,
+    /// Its listeners, each with whether it speaks TLS.
+    listeners: Vec<(TcpListener, bool)>,
+    /// Starts TLS connections (with TLS listeners).
+    tls: Option<Acceptor>,
+    /// A TLS listener has connections waiting for a handshake slot.
+    tls_waiting: bool,
+    /// Caps the debug lines that explain failed TLS connections.
+    tls_errors: LineBudget,
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     live: usize,
@@ -175,14 +186,14 @@ impl Worker {
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
         let cfg = Arc::clone(&init.files.cfg);
         let mut listeners = Vec::new();
-        for (i, socket) in init.listeners.into_iter().enumerate() {
+        for (i, (socket, tls)) in init.listeners.into_iter().enumerate() {
             let mut listener = TcpListener::from_std(socket);
             init.poll.registry().register(
                 &mut listener,
                 Token(LISTENER_BASE + i),
                 Interest::READABLE,
             )?;
-            listeners.push(listener);
+            listeners.push((listener, tls));
         }
         let limits = parse::Limits {
             max_request_line: cfg.limits.max_request_line,
@@ -201,6 +212,9 @@ impl Worker {
         Ok(Worker {
             poll: init.poll,
             listeners,
+            tls: init.tls.as_ref().map(Acceptor::new),
+            tls_waiting: false,
+            tls_errors: LineBudget::new(accept::TLS_ERRORS_PER_SEC, now),
             conns: Vec::new(),
             free: Vec::new(),
             live: 0,
@@ -283,7 +297,7 @@ impl Worker {
                             // The FIN may have come with the last data: read
                             // on until read() says so, or it goes unseen.
                             if let Some(Some(c)) = self.conns.get_mut(i) {
-                                c.transport.hangup = true;
+                                c.transport.tcp_mut().hangup = true;
                             }
                         }
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
@@ -294,6 +308,7 @@ impl Worker {
             if !self.timers.is_empty() {
                 self.fire_timers();
             }
+            self.accept_waiting_tls();
             if self.now >= self.next_tick || self.drain_until.is_some() {
                 self.sweep();
             }
@@ -320,78 +335,6 @@ impl Worker {
         self.logger.flush();
     }
 
-    fn accept_all(&mut self, li: usize) {
-        while self.accept_paused_until.is_none() {
-            let Some(listener) = self.listeners.get(li) else {
-                return;
-            };
-            match listener.accept() {
-                Ok((stream, peer)) => {
-                    if let Err(why) = self.counters.conn_limits.admit(peer.ip()) {
-                        // Refused early, before any state exists for it;
-                        // established connections are not touched.
-                        let _ = net::send(&stream, REFUSED, false);
-                        if self.logger.enabled(Level::Warn) {
-                            self.logger.log(
-                                Level::Warn,
-                                format_args!(
-                                    "refused connection from {}: {why:?} limit",
-                                    peer.ip()
-                                ),
-                            );
-                        }
-                        continue;
-                    }
-                    let idx = match self.free.pop() {
-                        Some(i) => i,
-                        None => {
-                            self.conns.push(None);
-                            self.conns.len() - 1
-                        }
-                    };
-                    let transport = Tcp::new(stream, self.cfg.static_files.sendfile);
-                    let mut conn = Conn::new(transport, idx, peer, self.now);
-                    if self
-                        .poll
-                        .registry()
-                        .register(conn.transport.source(), Token(idx), Interest::READABLE)
-                        .is_err()
-                    {
-                        self.free.push(idx);
-                        self.counters.conn_limits.release(peer.ip());
-                        continue;
-                    }
-                    self.conns[idx] = Some(conn);
-                    self.live += 1;
-                    // With TCP_DEFER_ACCEPT the request is normally already
-                    // here: serve it now rather than after another epoll
-                    // round trip. (Registered first, so bytes that arrive
-                    // after this read still raise an event.) At a stop,
-                    // what it holds is served now or never.
-                    if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
-                        self.on_event(idx, true);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                // Out of descriptors or memory: back off instead of
-                // spinning on a listener that stays readable.
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-                    ) =>
-                {
-                    self.logger.log(
-                        Level::Warn,
-                        format_args!("accept: {e}; pausing new connections for 100 ms"),
-                    );
-                    self.accept_paused_until = Some(self.now + Duration::from_millis(100));
-                }
-                Err(_) => {}
-            }
-        }
-    }
-
     /// Drives connection `i` after an event (`readable`: its socket may
     /// have input), a timer or a pipe event.
     fn on_event(&mut self, i: usize, readable: bool) {
@@ -401,7 +344,7 @@ impl Worker {
         // (Throttled output moves on timers, without a socket event.)
         self.quiet_since = Some(self.now);
         if readable {
-            conn.transport.read_more = true;
+            conn.transport.tcp_mut().read_more = true;
         }
         let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
         match keep {
@@ -483,12 +426,19 @@ impl Worker {
         self.next_tick = self.now + TICK;
         self.maybe_rest();
         self.report_refusals_not_logged();
+        self.report_tls_errors_not_logged();
         self.router.reap(self.now, false);
         let t = self.cfg.timeouts.clone();
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
             };
+            if c.transport.deadline().is_some_and(|at| self.now >= at) {
+                // The TLS handshake did not end in time (a client that
+                // sends nothing, or dribbles): like the head timeout.
+                self.close(i);
+                continue;
+            }
             if let Some(blocked) = c.blocked_since {
                 if self.now.saturating_duration_since(blocked) >= t.send {
                     self.close(i);

@@ -90,6 +90,11 @@ impl Handshakes {
     pub fn active(&self) -> usize {
         self.active.load(Ordering::Relaxed)
     }
+
+    /// The cap.
+    pub fn max(&self) -> usize {
+        self.max
+    }
 }
 
 /// Why a TLS connection must close. Whatever `out` holds after the call

@@ -30,13 +30,19 @@ pub struct Shared {
 impl Shared {
     /// The ticket key and a cache of `cache_entries` sessions (0: none).
     pub fn new(cache_entries: usize) -> Result<Shared, rustls::Error> {
-        let ticketer = rustls::crypto::ring::Ticketer::new()?;
-        let cache: Arc<dyn StoresServerSessions> = if cache_entries == 0 {
-            Arc::new(NoServerSessionStorage {})
-        } else {
-            ServerSessionMemoryCache::new(cache_entries)
-        };
-        Ok(Shared { ticketer, cache })
+        Ok(Shared {
+            ticketer: rustls::crypto::ring::Ticketer::new()?,
+            cache: cache(cache_entries),
+        })
+    }
+}
+
+/// A session cache of `entries` sessions (0: none).
+pub fn cache(entries: usize) -> Arc<dyn StoresServerSessions> {
+    if entries == 0 {
+        Arc::new(NoServerSessionStorage {})
+    } else {
+        ServerSessionMemoryCache::new(entries)
     }
 }
 

@@ -11,6 +11,8 @@ mod skip;
 // Not every test binary has a test that may skip.
 #[allow(unused_imports)]
 pub use skip::skip;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use std::fs;
 use std::io::{ErrorKind, Read, Write};
@@ -194,6 +196,8 @@ pub struct Builder {
     args: Vec<String>,
     nofile: Option<u64>,
     stdout: Option<Stdio>,
+    /// How many listening lines to wait for, when not one per `--listen`.
+    listeners: Option<usize>,
 }
 
 /// How the access log is configured.
@@ -228,6 +232,7 @@ impl Builder {
             args: Vec::new(),
             nofile: None,
             stdout: None,
+            listeners: None,
         }
     }
 
@@ -298,10 +303,25 @@ impl Builder {
         self
     }
 
+    /// Serves HTTPS on the `--listen` address with the test certificate
+    /// `a` (`a.test`; see [`tls`]).
+    #[cfg(feature = "tls")]
+    pub fn tls(&mut self) -> &mut Self {
+        self.args.extend(tls::cert_args("a"));
+        self
+    }
+
     /// Starts the server with this descriptor limit (RLIMIT_NOFILE, soft
     /// and hard), to make it run out of descriptors.
     pub fn nofile(&mut self, n: u64) -> &mut Self {
         self.nofile = Some(n);
+        self
+    }
+
+    /// Waits for `n` listening lines at start (a configuration with more
+    /// addresses than `--listen` flags: `[tls] listen`).
+    pub fn listeners(&mut self, n: usize) -> &mut Self {
+        self.listeners = Some(n);
         self
     }
 
@@ -337,7 +357,12 @@ impl Builder {
         }
         args.extend(self.args.iter().cloned());
         let stderr_path = self.base.path.join("stderr.log");
-        let (child, addrs) = spawn(&args, &stderr_path, self.nofile, self.stdout.take());
+        let (child, addrs) = spawn(
+            &args,
+            &stderr_path,
+            (self.nofile, self.listeners),
+            self.stdout.take(),
+        );
         Server {
             child: Some(child),
             port: addrs[0].port(),
@@ -508,7 +533,8 @@ pub fn root_args() -> &'static [&'static str] {
 /// Spawns brisk with `args`, stderr to `stderr_path` and stdout to
 /// [`stdout_path`]`(stderr_path)`, and waits (10 s at most) for the
 /// banner brisk prints on stderr, `brisk: serving …` and one
-/// `brisk: listening on http://ADDR/` line per `--listen` flag; returns
+/// `brisk: listening on http://ADDR/` (or `https://`) line per
+/// `--listen` flag; returns
 /// the child and those addresses.
 pub fn spawn_brisk(args: &[String], stderr_path: &Path) -> (Child, Vec<SocketAddr>) {
     spawn_brisk_with(args, stderr_path, None)
@@ -526,14 +552,16 @@ pub fn spawn_brisk_with(
     stderr_path: &Path,
     nofile: Option<u64>,
 ) -> (Child, Vec<SocketAddr>) {
-    spawn(args, stderr_path, nofile, None)
+    spawn(args, stderr_path, (nofile, None), None)
 }
 
 /// [`spawn_brisk_with`], with `stdout` instead of the file.
+/// `listeners`: how many listening lines to wait for (default: one per
+/// `--listen` flag, at least one).
 fn spawn(
     args: &[String],
     stderr_path: &Path,
-    nofile: Option<u64>,
+    (nofile, listeners): (Option<u64>, Option<usize>),
     stdout: Option<Stdio>,
 ) -> (Child, Vec<SocketAddr>) {
     use std::os::unix::process::CommandExt;
@@ -569,11 +597,12 @@ fn spawn(
         }
     }
     let mut child = cmd.spawn().expect("spawn brisk");
-    let want = args
-        .iter()
-        .filter(|a| *a == "--listen" || a.starts_with("--listen="))
-        .count()
-        .max(1);
+    let want = listeners.unwrap_or_else(|| {
+        args.iter()
+            .filter(|a| *a == "--listen" || a.starts_with("--listen="))
+            .count()
+            .max(1)
+    });
     let fail = |child: &mut Child, why: &str| -> ! {
         let _ = child.kill();
         let _ = child.wait();
@@ -586,7 +615,11 @@ fn spawn(
         let whole = &err[..err.rfind('\n').map_or(0, |i| i + 1)];
         let Some(addrs) = whole
             .lines()
-            .filter_map(|l| l.strip_prefix("brisk: listening on http://"))
+            .filter_map(|l| {
+                let l = l.strip_prefix("brisk: listening on ")?;
+                l.strip_prefix("http://")
+                    .or_else(|| l.strip_prefix("https://"))
+            })
             .map(|a| a.strip_suffix('/').and_then(|a| a.parse().ok()))
             .collect::<Option<Vec<SocketAddr>>>()
         else {
@@ -661,6 +694,19 @@ impl Server {
     /// A new connection.
     pub fn connect(&self) -> Client {
         Client::connect(self.addr())
+    }
+
+    /// A new TLS 1.3 connection to `a.test` (see [`tls::client_conn`]).
+    #[cfg(feature = "tls")]
+    pub fn connect_tls(&self) -> Client {
+        self.connect_tls_to(self.addr())
+    }
+
+    /// A new TLS 1.3 connection to `a.test` at `addr`, one of the
+    /// server's listeners.
+    #[cfg(feature = "tls")]
+    pub fn connect_tls_to(&self, addr: SocketAddr) -> Client {
+        Client::connect_tls(addr, tls::client_conn("a.test"))
     }
 
     /// Sends `raw` on a new connection and reads one response (not to a
@@ -903,6 +949,10 @@ pub struct Client {
     /// This end's address and the server's, kept: the socket forgets its
     /// peer once the connection is reset.
     ends: (SocketAddr, SocketAddr),
+    /// Over TLS: the client's record layer (reads and writes go through
+    /// it; `stream` carries the records).
+    #[cfg(feature = "tls")]
+    pub tls: Option<Box<rustls::ClientConnection>>,
 }
 
 impl Client {
@@ -916,11 +966,48 @@ impl Client {
             buf: Vec::new(),
             eof: false,
             ends,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
+    /// A TLS connection with `conn` (see [`tls::client_conn`]), its
+    /// handshake done.
+    #[cfg(feature = "tls")]
+    pub fn connect_tls(addr: SocketAddr, conn: rustls::ClientConnection) -> Client {
+        let mut c = Client::connect(addr);
+        let mut conn = Box::new(conn);
+        while conn.is_handshaking() {
+            conn.complete_io(&mut c.stream).expect("TLS handshake");
+        }
+        c.tls = Some(conn);
+        c
+    }
+
+    /// Writes `bytes`, through TLS if the connection speaks it.
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        #[cfg(feature = "tls")]
+        if let Some(conn) = self.tls.as_mut() {
+            return rustls::Stream::new(&mut **conn, &mut self.stream).write_all(bytes);
+        }
+        self.stream.write_all(bytes)
+    }
+
+    /// Reads what comes, through TLS if the connection speaks it (a
+    /// close without close_notify is an end, as for curl).
+    fn read_some(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        #[cfg(feature = "tls")]
+        if let Some(conn) = self.tls.as_mut() {
+            return match rustls::Stream::new(&mut **conn, &mut self.stream).read(buf) {
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => Ok(0),
+                r => r,
+            };
+        }
+        self.stream.read(buf)
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("send request");
+        self.write_all(bytes).expect("send request");
     }
 
     /// This end's address and the server's.
@@ -975,7 +1062,7 @@ impl Client {
             return false;
         }
         let mut tmp = [0u8; 65536];
-        match self.stream.read(&mut tmp) {
+        match self.read_some(&mut tmp) {
             Ok(0) => {
                 self.eof = true;
                 false
@@ -1158,7 +1245,7 @@ impl Client {
     pub fn expect_silence(&mut self, wait: Duration) {
         self.stream.set_read_timeout(Some(wait)).expect("timeout");
         let mut tmp = [0u8; 1024];
-        let r = self.stream.read(&mut tmp);
+        let r = self.read_some(&mut tmp);
         self.stream
             .set_read_timeout(Some(IO_TIMEOUT))
             .expect("timeout");

@@ -137,6 +137,14 @@ fn section_errors() {
         run(&dir, &format!("listen = \"127.0.0.1:8443\"\n{ONE}"), &[]).unwrap_err(),
         "DIR/site.toml:3: tls: 127.0.0.1:8443 is in both listen and tls.listen; an address serves either plain HTTP or HTTPS"
     );
+    // Port 0 is a new port for each: no address twice.
+    let c = run(
+        &dir,
+        &format!("listen = \"127.0.0.1:0\"\n{}", ONE.replace("8443", "0")),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.listen, c.tls.expect("tls").listen);
     assert_eq!(
         run(&dir, "[tls]\nlisten = []\n", &[]).unwrap_err(),
         "DIR/site.toml:3: tls.listen: expected at least one address"

@@ -7,24 +7,35 @@
 //! above ([`crate::server::h1`]) only ever sees plaintext bytes and fills
 //! the queue; handlers never see a transport at all.
 //!
-//! TLS is meant to be a second implementation of [`Transport`]: with a
-//! sans-IO record layer (rustls), `read` reads records from the socket
-//! and hands back the plaintext they carry; `flush` takes the queue's
-//! front piece (a file range is read with `pread`, never `sendfile`),
-//! encrypts it into records, and writes those, saying how much of the
-//! piece it consumed; `shutdown_write` sends `close_notify` before the
-//! FIN. kTLS would keep `sendfile`. Nothing above the transport changes.
+//! TLS ([`Tls`], cargo feature `tls`) is the second implementation of
+//! [`Transport`]: with a sans-IO record layer (rustls), `read` reads
+//! records from the socket and hands back the plaintext they carry;
+//! `flush` takes the queue's front piece (a file range is read with
+//! `pread`, never `sendfile`), encrypts it into records, and writes
+//! those, saying how much of the piece it consumed; `shutdown_write`
+//! sends `close_notify` before the FIN. Nothing above the transport
+//! changes: a connection holds a [`Link`], either of the two. (kTLS,
+//! which would keep `sendfile`, is not built: see README, "HTTPS".)
 
 mod copy;
 mod queue;
 mod tcp;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "no_tls.rs"]
+mod tls;
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::Instant;
+
+use crate::http::TlsSession;
 
 pub use copy::CHUNK;
 pub use queue::{Ending, FileRange, Front, Out};
 pub use tcp::Tcp;
+pub use tls::{Acceptor, Sessions, Setup, Slot, Tls};
 
 /// What a flush achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,9 +62,102 @@ pub trait Transport {
     /// (one packet, and one ACK, fewer per closing answer).
     fn flush(&mut self, out: &mut Out, limit: usize, fin_follows: bool) -> io::Result<Flushed>;
 
+    /// Whether bytes the transport took wait for the socket (TLS records
+    /// it made, during the handshake too): the connection then waits for
+    /// writability and flushes, even with nothing queued.
+    fn has_backlog(&self) -> bool {
+        false
+    }
+
     /// Ends the write side, after what was flushed.
     fn shutdown_write(&mut self);
 
     /// The address the client connected to.
     fn local_addr(&self) -> Option<SocketAddr>;
+}
+
+/// One connection's transport: plain TCP, or TLS over it (boxed: a plain
+/// connection does not pay for the larger state).
+#[derive(Debug)]
+pub enum Link {
+    /// Plain TCP.
+    Tcp(Tcp),
+    /// TLS over TCP.
+    Tls(Box<Tls>),
+}
+
+impl Link {
+    /// The socket and what epoll said about it.
+    pub fn tcp(&self) -> &Tcp {
+        match self {
+            Link::Tcp(t) => t,
+            Link::Tls(t) => t.tcp(),
+        }
+    }
+
+    /// The socket and what epoll said about it.
+    pub fn tcp_mut(&mut self) -> &mut Tcp {
+        match self {
+            Link::Tcp(t) => t,
+            Link::Tls(t) => t.tcp_mut(),
+        }
+    }
+
+    /// When the TLS handshake must be done by, while it is not.
+    pub fn deadline(&self) -> Option<Instant> {
+        match self {
+            Link::Tcp(_) => None,
+            Link::Tls(t) => t.deadline(),
+        }
+    }
+
+    /// What TLS negotiated; `None` over plain TCP.
+    pub fn session(&self) -> Option<TlsSession> {
+        match self {
+            Link::Tcp(_) => None,
+            Link::Tls(t) => t.session(),
+        }
+    }
+
+    /// Whether the connection speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Link::Tls(_))
+    }
+}
+
+impl Transport for Link {
+    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        match self {
+            Link::Tcp(t) => t.read(buf),
+            Link::Tls(t) => t.read(buf),
+        }
+    }
+
+    fn flush(&mut self, out: &mut Out, limit: usize, fin_follows: bool) -> io::Result<Flushed> {
+        match self {
+            Link::Tcp(t) => t.flush(out, limit, fin_follows),
+            Link::Tls(t) => t.flush(out, limit, fin_follows),
+        }
+    }
+
+    fn has_backlog(&self) -> bool {
+        match self {
+            Link::Tcp(t) => t.has_backlog(),
+            Link::Tls(t) => t.has_backlog(),
+        }
+    }
+
+    fn shutdown_write(&mut self) {
+        match self {
+            Link::Tcp(t) => t.shutdown_write(),
+            Link::Tls(t) => t.shutdown_write(),
+        }
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Link::Tcp(t) => t.local_addr(),
+            Link::Tls(t) => t.local_addr(),
+        }
+    }
 }

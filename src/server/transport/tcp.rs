@@ -49,6 +49,11 @@ impl Tcp {
     pub fn source(&mut self) -> &mut TcpStream {
         &mut self.stream
     }
+
+    /// The socket, for a transport over it (TLS).
+    pub fn socket(&self) -> &TcpStream {
+        &self.stream
+    }
 }
 
 impl Transport for Tcp {

@@ -381,16 +381,9 @@ impl Worker {
     /// Says how many reasons for refusals the budget kept out of the log
     /// in the seconds that ended (called per refusal and once a second).
     pub(super) fn report_refusals_not_logged(&mut self) {
-        let n = self.refusals.take_unreported(self.now);
-        if n > 0 {
-            self.logger.log(
-                Level::Debug,
-                format_args!(
-                    "{n} more refused requests were not explained (at most {} a second per worker are)",
-                    self.refusals.per_sec()
-                ),
-            );
-        }
+        let what = "refused requests were not explained";
+        self.refusals
+            .report_refused(self.now, &mut self.logger, what);
     }
 
     /// Hands `check` to the hashing threads and holds the request until

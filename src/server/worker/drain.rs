@@ -31,7 +31,7 @@ impl Worker {
                     self.accept_all(i);
                 }
             }
-            for mut l in self.listeners.drain(..) {
+            for (mut l, _) in self.listeners.drain(..) {
                 let _ = self.poll.registry().deregister(&mut l);
             }
         }

@@ -11,7 +11,7 @@ impl Worker {
     /// Returns false when it must be closed.
     pub(super) fn drive(&mut self, c: &mut Conn) -> bool {
         loop {
-            if !c.out.is_empty() {
+            if !c.out.is_empty() || c.transport.has_backlog() {
                 let before = c.out.written();
                 let limit = match c
                     .throttle
@@ -76,7 +76,7 @@ impl Worker {
                 // Lingering (RFC 9112 §9.6) only matters when the client may
                 // still be sending: unread input, a body in flight, or a
                 // socket not known to be drained. Otherwise close at once.
-                let t = &c.transport;
+                let t = c.transport.tcp();
                 if t.eof || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more) {
                     // The answer's tail was held back for the FIN (see
                     // `Out::flush`): send both now. A bare close would
@@ -91,16 +91,19 @@ impl Worker {
             }
             let progressed = match self.read_and_process(c) {
                 Ok(p) => p,
-                Err(_) => return false,
+                Err(e) => {
+                    self.tls_failed(c, &e);
+                    return false;
+                }
             };
-            if !progressed && c.out.is_empty() {
+            if !progressed && c.out.is_empty() && !c.transport.has_backlog() {
                 break;
             }
         }
         if c.out.is_empty() {
             self.take_back_out(c);
         }
-        if c.transport.eof && c.pending.is_empty() {
+        if c.transport.tcp().eof && c.pending.is_empty() {
             // The client is gone (or sends nothing more): a body cut short
             // can never be complete, so whatever waits for it (an embedded
             // handler, a program reading its input, a held body) is
@@ -160,7 +163,7 @@ impl Worker {
     /// Asks epoll for writability only while output waits: a socket that
     /// is always registered for it would wake the loop on every ACK.
     fn want_write(&self, c: &mut Conn, on: bool) {
-        if c.transport.writable_interest != on {
+        if c.transport.tcp().writable_interest != on {
             let interest = if on {
                 Interest::READABLE | Interest::WRITABLE
             } else {
@@ -169,10 +172,10 @@ impl Worker {
             if self
                 .poll
                 .registry()
-                .reregister(c.transport.source(), Token(c.index), interest)
+                .reregister(c.transport.tcp_mut().source(), Token(c.index), interest)
                 .is_ok()
             {
-                c.transport.writable_interest = on;
+                c.transport.tcp_mut().writable_interest = on;
             }
         }
     }
@@ -204,10 +207,13 @@ impl Worker {
             }
         }
         let had = self.rbuf.len();
-        let t = &mut c.transport;
-        if t.read_more && !t.eof && self.rbuf.len() < self.rbuf.capacity() {
-            let spare = self.rbuf.capacity() - self.rbuf.len();
-            match t.read(&mut self.rbuf) {
+        let (link, rbuf) = (&mut c.transport, &mut self.rbuf);
+        let t = link.tcp();
+        if t.read_more && !t.eof && rbuf.len() < rbuf.capacity() {
+            let spare = rbuf.capacity() - rbuf.len();
+            let read = link.read(rbuf);
+            let t = link.tcp_mut();
+            match read {
                 Ok(0) => {
                     t.eof = true;
                     t.read_more = false;
@@ -225,7 +231,7 @@ impl Worker {
         let rbuf = std::mem::take(&mut self.rbuf);
         let consumed = self.process(c, &rbuf, had);
         if consumed < rbuf.len() && !c.h1.closing() {
-            if c.transport.eof {
+            if c.transport.tcp().eof {
                 // The client left in the middle of a request: nothing to answer.
                 c.h1.close();
             } else {

@@ -98,7 +98,6 @@ impl Pair {
     }
 }
 
-
 #[test]
 fn handshake_and_data_both_ways_tls13() {
     let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");

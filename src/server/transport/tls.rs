@@ -1,0 +1,303 @@
+//! TLS over TCP: the second implementation of [`Transport`], over the
+//! sans-IO record layer of [`crate::tls`] (rustls).
+//!
+//! `read` reads records from the socket and hands back the plaintext they
+//! carry (the handshake goes on inside it: its flights are written as
+//! they are made); `flush` takes the output queue's front piece (a file
+//! range is read with `pread` into the worker's buffer, never
+//! `sendfile`: the kernel cannot encrypt), encrypts it into records and
+//! writes them, saying how much of the piece it consumed; records the
+//! socket does not take wait in the connection ([`Transport::has_backlog`]).
+//! `shutdown_write` sends close_notify before the FIN.
+//!
+//! The buffers are the worker's ([`Acceptor`] lends them to each call), so
+//! an idle TLS connection is rustls's state and the socket, nothing more.
+//!
+//! What a worker needs to start TLS connections is an [`Acceptor`], made
+//! from its generation's [`Setup`] (the rustls configuration of its
+//! certificates), itself made with the process's [`Sessions`] (the ticket
+//! key and the session cache, shared by every worker of every
+//! generation, so that a client resumes on any worker, across reloads).
+
+use std::cell::RefCell;
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::fs::FileExt;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::ServerConfig;
+
+use super::queue::{Front, Out};
+use super::{Flushed, Tcp, Transport};
+use crate::config::Config;
+use crate::http::TlsSession;
+use crate::tls::conn::{HandshakeSlot, Handshakes, TlsConn};
+use crate::tls::context::{cache, server_config, Shared};
+use crate::tls::stream::{Scratch, TlsStream, MAX_WRITE};
+
+/// What every generation of workers shares: the session-ticket key (it
+/// rotates) and the bounded session cache.
+#[derive(Debug, Clone)]
+pub struct Sessions {
+    shared: Shared,
+    /// The cache's size, as configured.
+    cache_entries: usize,
+}
+
+impl Sessions {
+    /// The ticket key and the cache for `cfg` (`[tls] session_cache`
+    /// entries), `None` without `[tls]`. With the `previous` ones (a
+    /// reload), the ticket key is kept, so that tickets issued before
+    /// stay good, and the cache too unless its size changed.
+    pub fn new(cfg: &Config, previous: Option<&Sessions>) -> Result<Option<Sessions>, String> {
+        let Some(tls) = &cfg.tls else {
+            return Ok(previous.cloned());
+        };
+        let shared = match previous {
+            Some(p) if p.cache_entries == tls.session_cache => p.shared.clone(),
+            Some(p) => Shared {
+                ticketer: Arc::clone(&p.shared.ticketer),
+                cache: cache(tls.session_cache),
+            },
+            None => Shared::new(tls.session_cache)
+                .map_err(|e| format!("cannot make the session-ticket key: {e}"))?,
+        };
+        Ok(Some(Sessions {
+            shared,
+            cache_entries: tls.session_cache,
+        }))
+    }
+}
+
+/// One generation's TLS: the rustls configuration of its certificates,
+/// and its limits.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    config: Arc<ServerConfig>,
+    timeout: Duration,
+    max_handshakes: usize,
+}
+
+impl Setup {
+    /// The setup for `cfg`, with the process's `sessions`; `None`
+    /// without `[tls]`.
+    pub fn new(cfg: &Config, sessions: Option<&Sessions>) -> Result<Option<Setup>, String> {
+        let (Some(tls), Some(sessions)) = (&cfg.tls, sessions) else {
+            return Ok(None);
+        };
+        let config = server_config(tls, &sessions.shared)
+            .map_err(|e| format!("cannot set up TLS with these certificates: {e}"))?;
+        Ok(Some(Setup {
+            config,
+            timeout: tls.handshake_timeout,
+            max_handshakes: tls.max_handshakes,
+        }))
+    }
+}
+
+/// A worker's means to start TLS connections: its generation's rustls
+/// configuration, its cap on handshakes in progress, and the buffers its
+/// TLS connections share.
+#[derive(Debug)]
+pub struct Acceptor {
+    config: Arc<ServerConfig>,
+    timeout: Duration,
+    handshakes: Handshakes,
+    scratch: Rc<RefCell<Scratch>>,
+}
+
+/// One handshake's place under a worker's cap.
+pub type Slot = HandshakeSlot;
+
+impl Acceptor {
+    /// The acceptor of one worker of `setup`'s generation.
+    pub fn new(setup: &Setup) -> Acceptor {
+        Acceptor {
+            config: Arc::clone(&setup.config),
+            timeout: setup.timeout,
+            handshakes: Handshakes::new(setup.max_handshakes),
+            scratch: Rc::new(RefCell::new(Scratch::new())),
+        }
+    }
+
+    /// A place for one more handshake, or `None` while the worker has
+    /// as many in progress as it may (`[tls] max_handshakes`): new TLS
+    /// connections then wait in the kernel's accept queue.
+    pub fn slot(&self) -> Option<Slot> {
+        self.handshakes.try_begin()
+    }
+
+    /// Whether a handshake could begin now.
+    pub fn has_room(&self) -> bool {
+        self.handshakes.active() < self.handshakes.max()
+    }
+
+    /// TLS over `tcp`, a connection just accepted at `now`, holding `slot`
+    /// until its handshake ends.
+    pub fn wrap(&self, tcp: Tcp, slot: Slot, now: Instant) -> io::Result<Tls> {
+        let conn = TlsConn::new(Arc::clone(&self.config), now, self.timeout, Some(slot))
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Tls {
+            tcp,
+            stream: TlsStream::new(conn),
+            scratch: Rc::clone(&self.scratch),
+            closed: false,
+            notified: false,
+        })
+    }
+}
+
+/// A TLS connection: the TCP socket (and what epoll said of it) and the
+/// record layer's state.
+#[derive(Debug)]
+pub struct Tls {
+    tcp: Tcp,
+    stream: TlsStream,
+    /// The worker's buffers.
+    scratch: Rc<RefCell<Scratch>>,
+    /// The client has closed after plaintext that was handed up: the next
+    /// read says so.
+    closed: bool,
+    /// close_notify has been sent.
+    notified: bool,
+}
+
+impl Tls {
+    /// The socket and its readiness flags.
+    pub fn tcp(&self) -> &Tcp {
+        &self.tcp
+    }
+
+    /// The socket and its readiness flags.
+    pub fn tcp_mut(&mut self) -> &mut Tcp {
+        &mut self.tcp
+    }
+
+    /// When the handshake must be done by, while it is not.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.stream.conn().handshake_deadline()
+    }
+
+    /// The protocol version and cipher suite, once negotiated.
+    pub fn session(&self) -> Option<TlsSession> {
+        let conn = self.stream.conn();
+        Some(TlsSession {
+            protocol: conn.protocol()?,
+            cipher: conn.cipher()?,
+        })
+    }
+}
+
+impl Transport for Tls {
+    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        if self.closed {
+            return Ok(0);
+        }
+        // As much as the caller has room for: the engine takes a read
+        // that fills its buffer as "more may wait" (edge-triggered
+        // polling), and one that does not as "drained".
+        let want = (buf.capacity() - buf.len()).max(1);
+        let mut s = self.scratch.borrow_mut();
+        let got = self.stream.read(self.tcp.socket(), &mut s, buf, want)?;
+        if got.closed {
+            if got.plaintext == 0 {
+                return Ok(0);
+            }
+            // The end is said at the next read, which the engine makes
+            // at once: the client's end is like a FIN epoll reported.
+            self.closed = true;
+            self.tcp.hangup = true;
+        } else if got.plaintext == 0 {
+            // The handshake went on, or a record is still arriving.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(got.plaintext)
+    }
+
+    fn flush(
+        &mut self,
+        out: &mut Out,
+        mut limit: usize,
+        _fin_follows: bool,
+    ) -> io::Result<Flushed> {
+        let mut s = self.scratch.borrow_mut();
+        let s = &mut *s;
+        let sock = self.tcp.socket();
+        loop {
+            if !self.stream.flush(sock)? {
+                return Ok(Flushed::Blocked);
+            }
+            if limit == 0 && !out.is_empty() {
+                return Ok(Flushed::Limit);
+            }
+            let Some((front, _)) = out.front() else {
+                self.stream.release();
+                return Ok(Flushed::All);
+            };
+            let taken = match front {
+                Front::Bytes(bytes) => {
+                    let end = bytes.len().min(limit);
+                    self.stream.write(sock, &mut s.out, &bytes[..end])
+                }
+                Front::File(range) => {
+                    let want = (range.len.min(MAX_WRITE as u64) as usize).min(limit);
+                    if s.plain.len() < want {
+                        // Once per worker: zeroed up to MAX_WRITE, then kept.
+                        s.plain.resize(MAX_WRITE.max(want), 0);
+                    }
+                    match range.file.read_at(&mut s.plain[..want], range.offset) {
+                        // The file shrank under us: the promised length
+                        // cannot be kept, so the connection must end.
+                        Ok(0) => Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "file truncated while sending",
+                        )),
+                        Ok(n) => self.stream.write(sock, &mut s.out, &s.plain[..n]),
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            match taken {
+                // Output is only made for requests, which only come once
+                // the handshake is done; never wait for it here (there is
+                // no event to wait for).
+                Ok(0) => {
+                    return Err(io::Error::other(
+                        "output queued before the TLS handshake ended",
+                    ))
+                }
+                Ok(n) => {
+                    limit -= n;
+                    out.advance(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flushed::Blocked),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn has_backlog(&self) -> bool {
+        self.stream.wants_write()
+    }
+
+    fn shutdown_write(&mut self) {
+        if !self.notified {
+            self.notified = true;
+            let mut s = self.scratch.borrow_mut();
+            // A clean end that the client can tell from a cut (RFC 8446
+            // §6.1); if the socket does not take it now, the FIN alone.
+            let _ = self.stream.close_notify(self.tcp.socket(), &mut s.out);
+        }
+        self.tcp.shutdown_write();
+    }
+
+    fn local_addr(&self) -> Option<SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,161 @@
+//! Taking new connections from the worker's listeners: the connection
+//! limits, plain TCP or TLS by listener, the cap on TLS handshakes in
+//! progress (beyond it, new TLS connections wait in the kernel's accept
+//! queue), and the debug line of a TLS connection that failed.
+
+use super::*;
+
+/// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
+/// a worker explains in the error log per second (at `debug`); the rest
+/// are counted in one line.
+pub(super) const TLS_ERRORS_PER_SEC: u32 = 10;
+
+impl Worker {
+    /// Accepts every connection waiting on listener `li`.
+    pub(super) fn accept_all(&mut self, li: usize) {
+        while self.accept_paused_until.is_none() {
+            let Some(&(ref listener, tls)) = self.listeners.get(li) else {
+                return;
+            };
+            // A TLS connection is accepted only with a place for its
+            // handshake: a flood of handshakes waits in the kernel's queue
+            // while established connections are served.
+            let slot = match (tls, &self.tls) {
+                (true, Some(acceptor)) => match acceptor.slot() {
+                    Some(slot) => Some(slot),
+                    None => {
+                        self.tls_waiting = true;
+                        return;
+                    }
+                },
+                _ => None,
+            };
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    if let Err(why) = self.counters.conn_limits.admit(peer.ip()) {
+                        // Refused early, before any state exists for it;
+                        // established connections are not touched. (A
+                        // TLS client could not read a plain answer.)
+                        if !tls {
+                            let _ = net::send(&stream, REFUSED, false);
+                        }
+                        if self.logger.enabled(Level::Warn) {
+                            self.logger.log(
+                                Level::Warn,
+                                format_args!(
+                                    "refused connection from {}: {why:?} limit",
+                                    peer.ip()
+                                ),
+                            );
+                        }
+                        continue;
+                    }
+                    let tcp = Tcp::new(stream, self.cfg.static_files.sendfile);
+                    let link = match (slot, &self.tls) {
+                        (Some(slot), Some(acceptor)) => match acceptor.wrap(tcp, slot, self.now) {
+                            Ok(t) => Link::Tls(Box::new(t)),
+                            Err(e) => {
+                                self.counters.conn_limits.release(peer.ip());
+                                self.logger
+                                    .log(Level::Error, format_args!("cannot start TLS: {e}"));
+                                continue;
+                            }
+                        },
+                        _ => Link::Tcp(tcp),
+                    };
+                    self.add_conn(link, peer);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                // Out of descriptors or memory: back off instead of
+                // spinning on a listener that stays readable.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) =>
+                {
+                    self.logger.log(
+                        Level::Warn,
+                        format_args!("accept: {e}; pausing new connections for 100 ms"),
+                    );
+                    self.accept_paused_until = Some(self.now + Duration::from_millis(100));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Registers a connection just accepted and serves what it holds.
+    fn add_conn(&mut self, link: Link, peer: SocketAddr) {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        let mut conn = Conn::new(link, idx, peer, self.now);
+        if self
+            .poll
+            .registry()
+            .register(
+                conn.transport.tcp_mut().source(),
+                Token(idx),
+                Interest::READABLE,
+            )
+            .is_err()
+        {
+            self.free.push(idx);
+            self.counters.conn_limits.release(peer.ip());
+            return;
+        }
+        self.conns[idx] = Some(conn);
+        self.live += 1;
+        // With TCP_DEFER_ACCEPT the request (or the ClientHello) is
+        // normally already here: serve it now rather than after another
+        // epoll round trip. (Registered first, so bytes that arrive after
+        // this read still raise an event.) At a stop, what it holds is
+        // served now or never.
+        if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
+            self.on_event(idx, true);
+        }
+    }
+
+    /// Accepts the TLS connections left waiting at the handshake cap,
+    /// once handshakes have ended (no new event would come for them).
+    pub(super) fn accept_waiting_tls(&mut self) {
+        if !self.tls_waiting || !self.tls.as_ref().is_some_and(Acceptor::has_room) {
+            return;
+        }
+        self.tls_waiting = false;
+        for li in 0..self.listeners.len() {
+            if self.listeners[li].1 {
+                self.accept_all(li);
+            }
+        }
+    }
+
+    /// Says at `debug` why a TLS connection failed (garbage, plain HTTP,
+    /// a handshake refused), within the worker's budget of such lines: a
+    /// scanner must not flood the error log.
+    pub(super) fn tls_failed(&mut self, c: &Conn, e: &io::Error) {
+        if !c.transport.is_tls()
+            || e.kind() != io::ErrorKind::InvalidData
+            || !self.logger.enabled(Level::Debug)
+        {
+            return;
+        }
+        self.report_tls_errors_not_logged();
+        if self.tls_errors.allow(self.now) {
+            self.logger
+                .log(Level::Debug, format_args!("{}: {e}", c.peer.ip()));
+        }
+    }
+
+    /// Says how many TLS failures the budget kept out of the log.
+    pub(super) fn report_tls_errors_not_logged(&mut self) {
+        let what = "failed TLS connections were not explained";
+        self.tls_errors
+            .report_refused(self.now, &mut self.logger, what);
+    }
+}
