@@ -323,3 +323,45 @@ fn an_established_client_is_served_while_others_flood_the_port_with_handshakes()
         .sum();
     assert!(handshakes > 0, "the flood was served too");
 }
+
+/// A CGI script printing what it knows of TLS.
+const TLS_ENV_SCRIPT: &str = "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\n\
+printf 'HTTPS=%s SSL_PROTOCOL=%s SSL_CIPHER=%s SERVER_PORT=%s REQUEST_SCHEME=%s' \
+\"$HTTPS\" \"$SSL_PROTOCOL\" \"$SSL_CIPHER\" \"$SERVER_PORT\" \"$REQUEST_SCHEME\"\n";
+
+#[test]
+fn cgi_scripts_see_https_and_the_session_over_tls() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let script = b.base().join("cgi-bin/tls.sh");
+    write_file(&script, TLS_ENV_SCRIPT.as_bytes());
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let server = both(
+        &mut b,
+        "",
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n",
+    );
+    let get = b"GET /cgi-bin/tls.sh HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n";
+    let mut plain = server.connect();
+    plain.send(get);
+    assert_eq!(
+        plain.response().text(),
+        format!(
+            "HTTPS= SSL_PROTOCOL= SSL_CIPHER= SERVER_PORT={} REQUEST_SCHEME=http",
+            server.addrs[0].port()
+        )
+    );
+    let port = tls_addr(&server).port();
+    let mut tls13 = server.connect_tls_to(tls_addr(&server));
+    tls13.send(get);
+    assert_eq!(
+        tls13.response().text(),
+        format!("HTTPS=on SSL_PROTOCOL=TLSv1.3 SSL_CIPHER=TLS_AES_256_GCM_SHA384 SERVER_PORT={port} REQUEST_SCHEME=https")
+    );
+    let mut tls12 = Client::connect_tls(tls_addr(&server), client_conn_tls12("a.test"));
+    tls12.send(get);
+    assert_eq!(
+        tls12.response().text(),
+        format!("HTTPS=on SSL_PROTOCOL=TLSv1.2 SSL_CIPHER=ECDHE-ECDSA-AES256-GCM-SHA384 SERVER_PORT={port} REQUEST_SCHEME=https")
+    );
+}

@@ -32,7 +32,7 @@ use crate::handlers::static_files::{self, apply_header_rules, StaticFiles};
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
-use crate::http::{path, Status};
+use crate::http::{path, Status, TlsSession};
 use crate::log::Logger;
 use crate::sys::launcher::Launchers;
 
@@ -138,6 +138,8 @@ pub struct Client<'a> {
     /// The connection it came on, for the address the client connected
     /// to (asked only when needed: it costs a system call).
     pub local: &'a dyn LocalAddr,
+    /// What TLS negotiated, on a TLS connection.
+    pub tls: Option<TlsSession>,
 }
 
 /// A connection that can say which of the server's addresses the client
@@ -152,6 +154,7 @@ impl Client<'_> {
         Ends {
             remote: self.peer,
             local: self.local.local_addr(),
+            tls: self.tls,
         }
     }
 }

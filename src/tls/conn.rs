@@ -383,10 +383,13 @@ impl TlsConn {
         })
     }
 
-    /// The cipher suite, once negotiated, by its IANA name
-    /// (`TLS13_AES_128_GCM_SHA256`; CGI's `SSL_CIPHER`).
+    /// The cipher suite, once negotiated, by the name OpenSSL gives it
+    /// (`TLS_AES_128_GCM_SHA256`, `ECDHE-ECDSA-AES128-GCM-SHA256`): what
+    /// Apache's `SSL_CIPHER` and nginx's `$ssl_cipher` show, so CGI
+    /// scripts and log readers see the names they know.
     pub fn cipher(&self) -> Option<&'static str> {
-        self.conn.negotiated_cipher_suite()?.suite().as_str()
+        let suite = self.conn.negotiated_cipher_suite()?.suite();
+        openssl_name(suite).or_else(|| suite.as_str())
     }
 
     /// The ALPN protocol agreed on, if any.
@@ -398,6 +401,23 @@ impl TlsConn {
     pub fn resumed(&self) -> bool {
         self.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
     }
+}
+
+/// OpenSSL's name of each suite rustls speaks (`openssl ciphers -stdname`).
+fn openssl_name(suite: rustls::CipherSuite) -> Option<&'static str> {
+    use rustls::CipherSuite as C;
+    Some(match suite {
+        C::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
+        C::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
+        C::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
+        C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        C::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
+        C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
+        C::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
+        _ => return None,
+    })
 }
 
 /// Steps of rustls's state machine one call may take (a flight, the

@@ -68,6 +68,7 @@ fn base_env(server: &Server, root: &str) -> BTreeMap<String, String> {
         ("REDIRECT_STATUS", "200".into()),
         ("REMOTE_ADDR", "127.0.0.1".into()),
         ("REMOTE_HOST", "127.0.0.1".into()),
+        ("REQUEST_SCHEME", "http".into()),
         ("SERVER_ADDR", "127.0.0.1".into()),
         ("SERVER_PORT", server.port.to_string()),
         (

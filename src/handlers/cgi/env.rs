@@ -4,7 +4,8 @@
 //! leaks through except what is listed here. Besides the RFC's variables
 //! it has the ones scripts commonly expect from Apache and nginx
 //! (`REQUEST_URI`, `SCRIPT_FILENAME`, `DOCUMENT_ROOT`, `REMOTE_PORT`,
-//! `SERVER_ADDR`, `REDIRECT_STATUS`), and
+//! `SERVER_ADDR`, `REDIRECT_STATUS`, `REQUEST_SCHEME`; over TLS `HTTPS=on`
+//! and mod_ssl's `SSL_PROTOCOL` and `SSL_CIPHER`), and
 //! `PATH=/usr/local/bin:/usr/bin:/bin` so that `#!/usr/bin/env perl`
 //! finds its interpreter.
 
@@ -16,6 +17,7 @@ use std::path::Path;
 
 use super::resolve::Script;
 use crate::http::parse::Header;
+use crate::http::TlsSession;
 
 /// `PATH` for scripts unless the rule's `env` sets its own.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -41,6 +43,9 @@ pub struct EnvRequest<'a> {
     pub remote: SocketAddr,
     /// The address the request came in on (`SERVER_ADDR`, `SERVER_PORT`).
     pub local: SocketAddr,
+    /// What TLS negotiated, if the request came over TLS (`HTTPS`,
+    /// `SSL_PROTOCOL`, `SSL_CIPHER`; `REQUEST_SCHEME`).
+    pub tls: Option<TlsSession>,
     /// The Host without its port, or the local IP (`SERVER_NAME`).
     pub server_name: &'a [u8],
     /// The document root (`DOCUMENT_ROOT`, and the base of `PATH_TRANSLATED`).
@@ -99,6 +104,17 @@ pub fn build_env(
         req.local.ip().to_canonical().to_string().as_bytes(),
     );
     set("SERVER_PORT", req.local.port().to_string().as_bytes());
+    // Apache's (and nginx's fastcgi_params) names: scripts build their
+    // own URLs from REQUEST_SCHEME, and test HTTPS=on.
+    match &req.tls {
+        Some(tls) => {
+            set("REQUEST_SCHEME", b"https");
+            set("HTTPS", b"on");
+            set("SSL_PROTOCOL", tls.protocol.as_bytes());
+            set("SSL_CIPHER", tls.cipher.as_bytes());
+        }
+        None => set("REQUEST_SCHEME", b"http"),
+    }
     // No DNS lookups: REMOTE_HOST may be the address (RFC 3875 §4.1.9).
     let remote_ip = req.remote.ip().to_canonical().to_string();
     set("REMOTE_ADDR", remote_ip.as_bytes());

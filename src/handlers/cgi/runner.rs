@@ -16,7 +16,7 @@ use crate::handlers::pipe::Pipe;
 use crate::handlers::spool::Spool;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::OwnedRequest;
-use crate::http::Status;
+use crate::http::{Status, TlsSession};
 use crate::log::Logger;
 use crate::sys::launcher::Launchers;
 
@@ -35,6 +35,8 @@ pub struct Ends {
     pub remote: SocketAddr,
     /// Where it connected to (`SERVER_ADDR`, `SERVER_PORT`).
     pub local: SocketAddr,
+    /// What TLS negotiated, over TLS (`HTTPS`, `SSL_PROTOCOL`, `SSL_CIPHER`).
+    pub tls: Option<TlsSession>,
 }
 
 impl Cgi {
@@ -108,6 +110,7 @@ impl Cgi {
             headers: &headers,
             remote: ends.remote,
             local: ends.local,
+            tls: ends.tls,
             server_name,
             document_root: &self.cfg.root,
             // RFC 3875 §4.1.2: set whenever there is a body (a chunked

@@ -188,6 +188,7 @@ impl Worker {
                 peer: c.peer,
                 now: self.now,
                 local: c,
+                tls: c.transport.session(),
             },
             scratch: &mut self.scratch,
             log: &mut self.logger,

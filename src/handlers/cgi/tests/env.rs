@@ -2,6 +2,7 @@ use std::path::{Path, PathBuf};
 
 use crate::handlers::cgi::{build_env, EnvRequest, Script};
 use crate::http::parse::Header;
+use crate::http::TlsSession;
 
 fn script(path_info: &[u8]) -> Script {
     Script {
@@ -37,6 +38,7 @@ fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
         content_length: Some(11),
         remote_user: None,
         auth_type: None,
+        tls: None,
     }
 }
 
@@ -84,6 +86,7 @@ fn full_environment_byte_exact() {
         "REMOTE_HOST=192.0.2.7",
         "REMOTE_PORT=51234",
         "REQUEST_METHOD=POST",
+        "REQUEST_SCHEME=http",
         "REQUEST_URI=/cgi-bin/env.cgi/a%20b/c?x=1&y=%2F",
         "SCRIPT_FILENAME=/srv/cgi-bin/env.cgi",
         "SCRIPT_NAME=/cgi-bin/env.cgi",
@@ -128,6 +131,35 @@ fn minimal_request_leaves_optional_variables_unset() {
 }
 
 #[test]
+fn over_tls_https_and_the_ssl_variables_are_set() {
+    let mut req = request(&[]);
+    req.local = "127.0.0.1:8443".parse().unwrap();
+    let plain = strings(build_env(&script(b""), &req, &[]));
+    for absent in ["HTTPS", "SSL_PROTOCOL", "SSL_CIPHER"] {
+        assert!(
+            !plain.iter().any(|e| e.starts_with(&format!("{absent}="))),
+            "{absent} over plain HTTP: {plain:?}"
+        );
+    }
+    req.tls = Some(TlsSession {
+        protocol: "TLSv1.3",
+        cipher: "TLS_AES_256_GCM_SHA384",
+    });
+    let env = strings(build_env(&script(b""), &req, &[]));
+    let added: Vec<&String> = env.iter().filter(|e| !plain.contains(e)).collect();
+    assert_eq!(
+        added,
+        [
+            "HTTPS=on",
+            "REQUEST_SCHEME=https",
+            "SSL_CIPHER=TLS_AES_256_GCM_SHA384",
+            "SSL_PROTOCOL=TLSv1.3",
+        ]
+    );
+    assert!(env.contains(&"SERVER_PORT=8443".to_string()));
+}
+
+#[test]
 fn path_translated_on_a_root_of_slash() {
     let mut req = request(&[]);
     req.document_root = Path::new("/");
@@ -167,5 +199,5 @@ fn only_listed_variables_nothing_from_the_server() {
     // The server's own environment (HOME, USER, …) never appears.
     let env = strings(build_env(&script(b""), &request(&[]), &[]));
     assert!(env.iter().all(|e| !e.starts_with("HOME=")));
-    assert_eq!(env.len(), 18, "{env:?}");
+    assert_eq!(env.len(), 19, "{env:?}");
 }

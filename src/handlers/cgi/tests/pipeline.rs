@@ -50,6 +50,7 @@ fn resolve_spawn_and_parse() {
         content_length: Some(5),
         remote_user: None,
         auth_type: None,
+        tls: None,
     };
     let env = build_env(&s, &req, &rules[s.rule].env);
     // ETXTBSY: a child forked by another test while the script was still
