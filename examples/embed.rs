@@ -1,7 +1,8 @@
-//! brisk as a library: the current directory as static files, plus two
+//! brisk as a library: the current directory as static files, plus three
 //! handlers. `cargo run --example embed`, then
-//! `curl http://127.0.0.1:8080/hello?name=you` or
-//! `curl -d 'some text' http://127.0.0.1:8080/api/count`.
+//! `curl http://127.0.0.1:8080/hello?name=you`,
+//! `curl -d 'some text' http://127.0.0.1:8080/api/count` or
+//! `curl http://127.0.0.1:8080/later` (answered from another thread).
 //!
 //! It listens on the address given as its argument
 //! (`cargo run --example embed -- 127.0.0.1:9000`, port 0 for any free
@@ -48,6 +49,20 @@ fn count(req: &Request<'_>, resp: &mut Response<'_>) {
     );
 }
 
+/// Answers from a thread of its own, as a handler that waits on a
+/// database would: the worker serves its other clients meanwhile.
+fn later(_: &Request<'_>, resp: &mut Response<'_>) {
+    let Some(later) = resp.defer() else {
+        resp.set_status(500);
+        return;
+    };
+    std::thread::spawn(move || {
+        let text = format!("answered by {:?}\n", std::thread::current().id());
+        // Err only if the client left meanwhile.
+        let _ = later.answer(200, &[("Content-Type", "text/plain")], text.as_bytes());
+    });
+}
+
 /// The address to listen on: the first argument, else `BRISK_ADDR`, else
 /// 127.0.0.1:8080.
 fn address() -> Result<SocketAddr, String> {
@@ -81,7 +96,10 @@ fn serve() -> Result<(), Box<dyn std::error::Error>> {
     };
     let logs = LogService::start(&cfg.log)?;
     let mut server = Server::bind(cfg)?;
-    server.mount("/hello", hello)?.mount("/api/count", count)?;
+    server
+        .mount("/hello", hello)?
+        .mount("/api/count", count)?
+        .mount("/later", later)?;
     for a in server.local_addrs() {
         eprintln!("listening on http://{a}/");
     }

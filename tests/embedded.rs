@@ -8,30 +8,13 @@ use std::net::SocketAddr;
 
 use brisk::config::{AuthRule, Config, HeaderRule, Level, LogTarget, PathMatch};
 use brisk::handlers::app::{Request, Response};
-use brisk::log::LogService;
-use brisk::server::{Running, Server};
+use brisk::server::Server;
+use common::embedded::App;
 use common::*;
 
-/// A running embedded server: the static root holds `a.txt`; `/api/`
-/// echoes the request, `/status` answers `ok`, `/boom` panics, `/weird`
-/// sets status 99, `/bad-header` tries header lines it may not write.
-struct App {
-    running: Option<Running>,
-    logs: Option<LogService>,
-    addr: SocketAddr,
-    dir: TempDir,
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.stop();
-        }
-        if let Some(l) = self.logs.take() {
-            l.shutdown();
-        }
-    }
-}
+// `/api/` echoes the request, `/status` answers `ok`, `/boom` panics,
+// `/weird` sets status 99, `/bad-header` tries header lines it may not
+// write; the static root holds `a.txt`.
 
 fn echo(req: &Request<'_>, resp: &mut Response<'_>) {
     resp.header("Content-Type", "text/plain").unwrap();
@@ -70,58 +53,34 @@ fn start(tweak: impl FnOnce(&mut Config)) -> App {
     let dir = TempDir::new("embedded");
     let mut cfg = config(&dir);
     tweak(&mut cfg);
-    let logs = LogService::start(&cfg.log).unwrap();
-    let mut server = Server::bind(cfg).unwrap();
-    server
-        .mount("/api/", echo)
-        .unwrap()
-        .mount("/status", |_: &Request<'_>, r: &mut Response<'_>| {
-            r.write(b"ok")
-        })
-        .unwrap()
-        .mount("/boom", |_: &Request<'_>, _: &mut Response<'_>| {
-            panic!("handler failure on purpose")
-        })
-        .unwrap()
-        .mount("/weird", |_: &Request<'_>, r: &mut Response<'_>| {
-            r.set_status(99)
-        })
-        .unwrap()
-        .mount("/bad-header", |_: &Request<'_>, r: &mut Response<'_>| {
-            let refused = [
-                r.header("X-Split", "a\r\nSet-Cookie: x=1").is_err(),
-                r.header("Content-Length", "1").is_err(),
-                r.header("Bad Name", "v").is_err(),
-            ];
-            r.set_status(201);
-            r.header("X-Fine", "yes").unwrap();
-            r.write(format!("{refused:?}").as_bytes());
-        })
-        .unwrap();
-    let addr = server.local_addrs()[0];
-    let running = server.start(&logs).unwrap();
-    App {
-        running: Some(running),
-        logs: Some(logs),
-        addr,
-        dir,
-    }
-}
-
-impl App {
-    fn connect(&self) -> Client {
-        Client::connect(self.addr)
-    }
-
-    fn request(&self, raw: &[u8]) -> common::Response {
-        let mut c = self.connect();
-        c.send(raw);
-        c.response()
-    }
-
-    fn error_log(&self) -> String {
-        std::fs::read_to_string(self.dir.path.join("error.log")).unwrap_or_default()
-    }
+    App::start(cfg, dir, |server| {
+        server
+            .mount("/api/", echo)
+            .unwrap()
+            .mount("/status", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"ok")
+            })
+            .unwrap()
+            .mount("/boom", |_: &Request<'_>, _: &mut Response<'_>| {
+                panic!("handler failure on purpose")
+            })
+            .unwrap()
+            .mount("/weird", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.set_status(99)
+            })
+            .unwrap()
+            .mount("/bad-header", |_: &Request<'_>, r: &mut Response<'_>| {
+                let refused = [
+                    r.header("X-Split", "a\r\nSet-Cookie: x=1").is_err(),
+                    r.header("Content-Length", "1").is_err(),
+                    r.header("Bad Name", "v").is_err(),
+                ];
+                r.set_status(201);
+                r.header("X-Fine", "yes").unwrap();
+                r.write(format!("{refused:?}").as_bytes());
+            })
+            .unwrap();
+    })
 }
 
 const ECHO_GET: &str = "method=GET\npath=/api/items/7\nrest=items/7\nquery=x=1&y\nx-test=hello\npeer=127.0.0.1\nbody=\n";

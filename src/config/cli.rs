@@ -293,6 +293,10 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
         check_daemon_logs(&config, &origins)?;
     }
 
+    // The brisk command's handlers are its built-ins (an embedder's
+    // server checks its own registry when it starts).
+    config.check_handlers(super::BUILT_IN_HANDLERS)?;
+
     if flags.check {
         return Ok(Command::CheckOk(summary::summary(&config, &source_name)));
     }

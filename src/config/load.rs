@@ -59,6 +59,7 @@ const TOP_KEYS: &[&str] = &[
     "temp_dir",
     "tls",
     "http2",
+    "handlers",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -158,6 +159,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             }
             "throttle" => config.throttle = loader.throttles(value)?,
             "auth" => config.auth = loader.auth(value)?,
+            "handlers" => config.handlers = loader.handlers(value)?,
             _ => return Err(loader.unknown(key, "", TOP_KEYS)),
         }
     }

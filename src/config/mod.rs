@@ -10,6 +10,7 @@ mod auth;
 mod cgi;
 mod cli;
 pub(crate) mod glob;
+mod handlers;
 mod http2;
 mod jail;
 mod load;
@@ -19,8 +20,11 @@ mod summary;
 mod throttle;
 mod tls;
 mod units;
+mod value;
 
+pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub(crate) use units::FRAMING_HEADERS;
+pub use value::Value;
 
 #[cfg(test)]
 mod tests;
@@ -92,6 +96,8 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
     /// `[http2]`: HTTP/2 on TLS (ALPN) and cleartext listeners, and its limits.
     pub http2: Http2Config,
+    /// Named handlers mounted at paths, from `[[handlers]]`, in file order.
+    pub handlers: Vec<HandlerRule>,
 }
 
 /// `[http2]`: where HTTP/2 is spoken, and the limits of each connection
@@ -257,6 +263,10 @@ pub struct Timeouts {
     /// taken) for this long is killed with its process group; the client
     /// gets 504 if the response had not started.
     pub cgi: Duration,
+    /// An embedded handler's answer that streams in pieces or comes later
+    /// from another thread, and makes no progress for this long, is given
+    /// up: 504 if it had not started, else cut short.
+    pub handler: Duration,
     /// The window in which `limits.auth_failures` are counted; it starts
     /// at a client's first failure.
     pub auth_failure_window: Duration,
@@ -549,6 +559,7 @@ impl Default for Config {
                 shutdown: Duration::from_secs(5),
                 reload_drain: None,
                 cgi: Duration::from_secs(60),
+                handler: Duration::from_secs(60),
                 auth_failure_window: Duration::from_secs(60),
                 defer_accept: Duration::from_secs(1),
             },
@@ -585,6 +596,7 @@ impl Default for Config {
             auth: Vec::new(),
             tls: None,
             http2: http2::defaults(),
+            handlers: Vec::new(),
         }
     }
 }

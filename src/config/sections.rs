@@ -46,6 +46,7 @@ const TIMEOUT_KEYS: &[&str] = &[
     "shutdown",
     "reload_drain",
     "cgi",
+    "handler",
     "auth_failure_window",
     "defer_accept",
 ];
@@ -249,6 +250,7 @@ impl Loader<'_> {
                 // with `shutdown = 0`.
                 "reload_drain" => t.reload_drain = Some(self.duration(&full, value, true)?),
                 "cgi" => t.cgi = self.duration(&full, value, false)?,
+                "handler" => t.handler = self.duration(&full, value, false)?,
                 "auth_failure_window" => {
                     t.auth_failure_window = self.duration(&full, value, false)?
                 }

@@ -14,7 +14,7 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 15] = [
+    let sections: [fn(&Config, &mut String); 16] = [
         server,
         tls,
         http2,
@@ -24,6 +24,7 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
         throttles,
         cgi,
         auth,
+        handlers,
         limits,
         timeouts,
         logs,
@@ -237,6 +238,22 @@ fn auth(c: &Config, s: &mut String) {
     });
 }
 
+fn handlers(c: &Config, s: &mut String) {
+    rule_set(s, "handlers", &c.handlers, |rule| {
+        // Keys only: values may be secrets (a database password).
+        let keys: Vec<&str> = rule.config.keys().collect();
+        match keys.is_empty() {
+            true => format!("path {}: {}", rule.path, rule.handler),
+            false => format!(
+                "path {}: {}, config {}",
+                rule.path,
+                rule.handler,
+                keys.join(" ")
+            ),
+        }
+    });
+}
+
 /// `[limits]` as (key, value) pairs, for the ones that differ from the
 /// defaults.
 fn limit_values(l: &Limits) -> Vec<(&'static str, String)> {
@@ -271,6 +288,7 @@ fn timeout_values(t: &Timeouts) -> Vec<(&'static str, String)> {
             t.reload_drain.map_or("none".to_string(), duration),
         ),
         ("cgi", duration(t.cgi)),
+        ("handler", duration(t.handler)),
         ("auth_failure_window", duration(t.auth_failure_window)),
         ("defer_accept", duration(t.defer_accept)),
     ]

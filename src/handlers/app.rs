@@ -12,14 +12,28 @@
 //!
 //! Handlers run on the worker thread that owns the connection, like an
 //! nginx module's content handler: they must answer quickly and never
-//! block (a slow one holds up every other connection of that worker; run
-//! slow work as CGI instead). A handler that panics gets the client a 500
-//! and the error log a line; the worker goes on.
+//! block (a slow one holds up every other connection of that worker).
+//! Slow work goes to a thread of the handler's own, which answers later
+//! ([`Response::defer`]); a large body can be produced in pieces as the
+//! client takes them ([`Response::stream`]) or be a file the engine sends
+//! with `sendfile` ([`Response::send_file`]). A handler that panics gets
+//! the client a 500 and the error log a line; the worker goes on.
+//!
+//! Handlers are mounted by the embedding program at a path
+//! ([`crate::server::Server::mount`]), or registered by name
+//! ([`crate::server::Server::register`]) and mounted by the
+//! configuration's `[[handlers]]` entries, each of which gets its own
+//! copy of the handler, initialised with the entry's `config` table
+//! ([`Handler::init`]).
 
+use std::fs::File;
 use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
 
+use super::stream::{BodyStream, Channel, Later, Wake};
 use super::Scratch;
-use crate::config::FRAMING_HEADERS;
+use crate::config::{Value, FRAMING_HEADERS};
 use crate::http::grammar;
 use crate::http::parse::{find_header, Header};
 
@@ -28,6 +42,27 @@ pub trait Handler: Send + Sync {
     /// Answers `req` by filling in `resp` (initially 200 with no headers
     /// and an empty body).
     fn handle(&self, req: &Request<'_>, resp: &mut Response<'_>);
+
+    /// Prepares a copy of a registered handler for the `[[handlers]]`
+    /// entry that mounts it, before it serves (at start, and again on
+    /// each reload): the Gerbil httpd's `handler-init!`. An error stops
+    /// the start (or refuses the reload) with the entry's file, line and
+    /// key. Handlers mounted in code are not initialised.
+    fn init(&mut self, init: &Init<'_>) -> Result<(), String> {
+        let _ = init;
+        Ok(())
+    }
+}
+
+/// What a named handler is initialised with.
+#[derive(Debug, Clone, Copy)]
+pub struct Init<'a> {
+    /// The entry's `config` table (empty without one).
+    pub config: &'a Value,
+    /// The path it is mounted at.
+    pub path: &'a str,
+    /// The document root.
+    pub root: &'a Path,
 }
 
 /// Plain functions and closures are handlers.
@@ -83,12 +118,63 @@ impl std::fmt::Display for InvalidHeader {
 
 impl std::error::Error for InvalidHeader {}
 
+/// Checks a header line a handler wants to send: the name must be an
+/// HTTP token and the value free of control characters other than tab
+/// (so no line breaks: nothing can be smuggled into the head);
+/// `Content-Length`, `Transfer-Encoding`, `Connection`, `Date` and
+/// `Server` are brisk's to write.
+pub fn check_header(name: &str, value: &str) -> Result<(), InvalidHeader> {
+    if !grammar::is_token(name.as_bytes()) {
+        return Err(InvalidHeader(format!(
+            "{name:?} is not a valid header name"
+        )));
+    }
+    let mut own = FRAMING_HEADERS.iter().chain(&["server"]);
+    if own.any(|r| name.eq_ignore_ascii_case(r)) {
+        return Err(InvalidHeader(format!("{name} is written by the server")));
+    }
+    if !grammar::is_field_value(value.as_bytes()) {
+        return Err(InvalidHeader(format!(
+            "the value of {name} holds a control character"
+        )));
+    }
+    Ok(())
+}
+
+/// Where a handler's answer body comes from, when it is not the bytes
+/// written into the [`Response`].
+pub enum Answer {
+    /// The bytes written (the usual case).
+    Bytes,
+    /// A whole file, sent with `sendfile` when large.
+    File(File, u64),
+    /// Pieces produced as the client takes them, of this length if known.
+    Stream(Box<dyn BodyStream>, Option<u64>),
+    /// Given later, by another thread.
+    Later(Arc<Channel>),
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Answer::Bytes => "Bytes",
+            Answer::File(..) => "File",
+            Answer::Stream(..) => "Stream",
+            Answer::Later(_) => "Later",
+        })
+    }
+}
+
 /// What a handler answers; brisk's per-thread buffers back it, so a
 /// steady stream of answers allocates nothing.
 #[derive(Debug)]
 pub struct Response<'a> {
     status: u16,
     scratch: &'a mut Scratch,
+    answer: Answer,
+    /// How a later answer wakes the worker (`None` where none can be
+    /// given: a unit test's response).
+    wake: Option<Wake>,
 }
 
 impl<'a> Response<'a> {
@@ -100,7 +186,53 @@ impl<'a> Response<'a> {
         Response {
             status: 200,
             scratch,
+            answer: Answer::Bytes,
+            wake: None,
         }
+    }
+
+    /// [`Response::new`] for a request whose answer may be given later,
+    /// waking the worker through `wake`.
+    pub(crate) fn wakeable(scratch: &'a mut Scratch, wake: Wake) -> Response<'a> {
+        let mut r = Response::new(scratch);
+        r.wake = Some(wake);
+        r
+    }
+
+    /// What the body is, taken out (the bytes are in the scratch buffer).
+    pub(crate) fn take_answer(&mut self) -> Answer {
+        std::mem::replace(&mut self.answer, Answer::Bytes)
+    }
+
+    /// Answers with the whole of `file` (from its start to its current
+    /// size), sent by `sendfile` when large, with its `Content-Length`.
+    /// Set its `Content-Type` yourself. An error when its size cannot be
+    /// read.
+    pub fn send_file(&mut self, file: File) -> std::io::Result<()> {
+        let len = file.metadata()?.len();
+        self.answer = Answer::File(file, len);
+        Ok(())
+    }
+
+    /// Answers with a body produced in pieces on this thread as the
+    /// client takes them (see [`BodyStream`]); `length`, if known, is
+    /// sent as its `Content-Length` (else chunked for HTTP/1.1). The
+    /// status and header lines are those set on this response.
+    pub fn stream(&mut self, body: impl BodyStream + 'static, length: Option<u64>) {
+        self.answer = Answer::Stream(Box::new(body), length);
+    }
+
+    /// Answers later, from any thread, through the [`Later`] returned:
+    /// the handler returns at once and the worker goes on with its other
+    /// connections. Header lines set on this response (and `[[headers]]`
+    /// rules) are sent with the later answer; its status and body are
+    /// the later answer's. `None` where the request cannot wait (no
+    /// worker to wake: a response made outside a server).
+    pub fn defer(&mut self) -> Option<Later> {
+        let wake = self.wake.clone()?;
+        let channel = Arc::new(Channel::default());
+        self.answer = Answer::Later(Arc::clone(&channel));
+        Some(Later::new(channel, wake))
     }
 
     /// Sets the status code. Final codes only (200–599); anything else
@@ -120,20 +252,7 @@ impl<'a> Response<'a> {
     /// `Transfer-Encoding`, `Connection`, `Date` and `Server` are brisk's
     /// to write.
     pub fn header(&mut self, name: &str, value: &str) -> Result<(), InvalidHeader> {
-        if !grammar::is_token(name.as_bytes()) {
-            return Err(InvalidHeader(format!(
-                "{name:?} is not a valid header name"
-            )));
-        }
-        let mut own = FRAMING_HEADERS.iter().chain(&["server"]);
-        if own.any(|r| name.eq_ignore_ascii_case(r)) {
-            return Err(InvalidHeader(format!("{name} is written by the server")));
-        }
-        if !grammar::is_field_value(value.as_bytes()) {
-            return Err(InvalidHeader(format!(
-                "the value of {name} holds a control character"
-            )));
-        }
+        check_header(name, value)?;
         self.scratch.header(name, value.trim().as_bytes());
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod autoindex;
+pub mod builtin;
 pub mod cgi;
 mod error;
 pub mod error_page;
@@ -12,6 +13,7 @@ pub mod pipe;
 pub mod refusal;
 pub mod spool;
 pub mod static_files;
+pub mod stream;
 
 pub use error::Error;
 pub use file_cache::Source;
@@ -64,6 +66,9 @@ pub enum Body {
     /// What a process writes into a pipe, head included (CGI): the
     /// engine pumps it (see [`pipe`]).
     Pipe(Box<pipe::Pipe>),
+    /// An embedded handler's body in pieces, or its answer given later
+    /// (see [`stream`]): the engine pumps it.
+    Stream(Box<stream::Streamed>),
 }
 
 /// What a handler decided to send.
@@ -157,7 +162,7 @@ impl Plan {
             Body::Buffer => scratch.body.len() as u64,
             Body::File { len, .. } => *len,
             // (Its length is in its own head, if anywhere.)
-            Body::Pipe(_) => 0,
+            Body::Pipe(_) | Body::Stream(_) => 0,
             Body::Multipart { .. } => scratch
                 .segs
                 .iter()

@@ -77,6 +77,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     }
     confine::check_identity(&cfg)?;
     let mut server = Server::bind(cfg)?;
+    // The built-in handlers `[[handlers]]` may name (as listed in
+    // config::BUILT_IN_HANDLERS, which the configuration was checked with).
+    server.register("echo", crate::handlers::builtin::Echo::default())?;
     // Looked at while the root can still be read by its path.
     let hint = server.root_hint();
     let cfg = server.config();

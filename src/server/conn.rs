@@ -61,7 +61,7 @@ impl Conn {
     /// FIN may ride with its final bytes (a piped answer still streaming
     /// must not be held back).
     pub fn fin_follows(&self) -> bool {
-        self.h1.closing() && !matches!(self.h1.state(), h1::State::Piping(..))
+        self.h1.closing() && !self.h1.producing()
     }
 
     /// The connection's byte position at the end of what is queued for

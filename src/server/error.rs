@@ -36,6 +36,11 @@ pub enum Error {
     },
     /// A handler could not be mounted.
     Mount(crate::handlers::Error),
+    /// A `[[handlers]]` entry names no registered handler, or its
+    /// handler's init failed: the message names the file, line and key.
+    Handler(String),
+    /// A name registered twice with [`Server::register`](super::Server::register).
+    HandlerName(String),
     /// A worker's epoll (or its waker) could not be made.
     EventLoop(io::Error),
     /// A worker thread could not be started.
@@ -63,6 +68,10 @@ impl std::fmt::Display for Error {
                 if *in_chroot { " inside the chroot" } else { "" }
             ),
             Error::Mount(e) => e.fmt(f),
+            Error::Handler(why) => f.write_str(why),
+            Error::HandlerName(name) => {
+                write!(f, "a handler is registered as \"{name}\" already")
+            }
             Error::EventLoop(e) => write!(f, "cannot create event loop: {e}"),
             Error::WorkerThread(e) => write!(f, "cannot start worker thread: {e}"),
             Error::Tls(e) => write!(f, "tls: {e}"),
@@ -79,6 +88,7 @@ impl std::error::Error for Error {
             Error::ShareListener(e) | Error::EventLoop(e) | Error::WorkerThread(e) => Some(e),
             Error::Mount(e) => Some(e),
             Error::Tls(_) => None,
+            Error::Handler(_) | Error::HandlerName(_) => None,
         }
     }
 }

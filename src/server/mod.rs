@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use crate::access::verify::Verifier;
 use crate::config::Config;
-use crate::handlers::app::{Handler, Mount};
+use crate::handlers::app::{Handler, Init, Mount};
 use crate::handlers::static_files::StaticFiles;
 use crate::log::{console, LogService, Logger};
 use crate::sys;
@@ -146,6 +146,45 @@ fn open_root(cfg: &Arc<Config>, in_chroot: bool) -> Result<StaticFiles, Error> {
     })
 }
 
+/// Makes the handler of one `[[handlers]]` entry: a copy of the
+/// registered handler, initialised with the entry's settings.
+type Factory = Arc<dyn Fn(&Init<'_>) -> Result<Arc<dyn Handler>, String> + Send + Sync>;
+
+/// Handlers registered by name, in registration order.
+#[derive(Clone, Default)]
+struct Registry(Vec<(String, Factory)>);
+
+impl Registry {
+    fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The mounts of `cfg`'s `[[handlers]]` entries, each handler
+    /// initialised; the error names the entry's file, line and key.
+    fn mounts(&self, cfg: &Config) -> Result<Vec<Mount>, Error> {
+        let mut out = Vec::with_capacity(cfg.handlers.len());
+        for rule in &cfg.handlers {
+            let Some((_, make)) = self.0.iter().find(|(n, _)| *n == rule.handler) else {
+                let names = self.names();
+                return Err(Error::Handler(crate::config::unknown_handler(rule, &names)));
+            };
+            let init = Init {
+                config: &rule.config,
+                path: &rule.path,
+                root: &cfg.root,
+            };
+            let handler = make(&init).map_err(|why| {
+                Error::Handler(format!(
+                    "{}: the handler \"{}\" at {} did not start: {why}",
+                    rule.origin, rule.handler, rule.path
+                ))
+            })?;
+            out.push(Mount::new(&rule.path, handler)?);
+        }
+        Ok(out)
+    }
+}
+
 /// A bound server, not yet serving: the listeners exist, so the
 /// addresses (with port 0 resolved) are known.
 pub struct Server {
@@ -153,6 +192,7 @@ pub struct Server {
     files: Arc<StaticFiles>,
     bound: Vec<Bound>,
     mounts: Vec<Mount>,
+    registry: Registry,
     launcher: Option<Arc<Launchers>>,
     /// Binds listen addresses a reload adds, when brisk left root.
     privileged: Option<Arc<Privileged>>,
@@ -171,6 +211,7 @@ impl Server {
             files,
             bound,
             mounts: Vec::new(),
+            registry: Registry::default(),
             launcher: None,
             privileged: None,
         })
@@ -238,18 +279,45 @@ impl Server {
         Ok(self)
     }
 
-    /// Starts the worker threads; each logs through `logs`.
+    /// Registers `handler` as `name`, for the configuration's
+    /// `[[handlers]]` entries to mount (`handler = "name"`): each entry
+    /// gets a copy, initialised with its `config` table by
+    /// [`Handler::init`] when the server starts and on every reload.
+    /// Entries come after the handlers mounted in code. An error for a
+    /// name registered already.
+    pub fn register(
+        &mut self,
+        name: &str,
+        handler: impl Handler + Clone + 'static,
+    ) -> Result<&mut Self, Error> {
+        if self.registry.0.iter().any(|(n, _)| n == name) {
+            return Err(Error::HandlerName(name.to_string()));
+        }
+        let make: Factory = Arc::new(move |init: &Init<'_>| {
+            let mut h = handler.clone();
+            h.init(init)?;
+            Ok(Arc::new(h) as Arc<dyn Handler>)
+        });
+        self.registry.0.push((name.to_string(), make));
+        Ok(self)
+    }
+
+    /// Starts the worker threads; each logs through `logs`. An error
+    /// (naming the file, line and key) for a `[[handlers]]` entry whose
+    /// name is not registered or whose handler's init fails.
     pub fn start(self, logs: &LogService) -> Result<Running, Error> {
-        let mounts: Arc<[Mount]> = self.mounts.into();
+        let code: Arc<[Mount]> = self.mounts.into();
+        let mounts = all_mounts(&code, &self.registry, &self.cfg)?;
         let shared = Shared {
-            mounts,
+            code_mounts: code,
+            registry: self.registry,
             launcher: self.launcher,
             verifier: Arc::new(Verifier::new(self.cfg.workers.clamp(1, 4))),
             sessions: Sessions::new(&self.cfg, None).map_err(Error::Tls)?,
         };
         let counters = Arc::new(Counters::new(&self.cfg));
         let serving = (&self.files, &counters);
-        let current = Generation::start(serving, &self.bound, &shared, &|| logs.handle())?;
+        let current = Generation::start(serving, &self.bound, &shared, &mounts, &|| logs.handle())?;
         Ok(Running {
             cfg: self.cfg,
             counters,
@@ -262,10 +330,19 @@ impl Server {
     }
 }
 
+/// The handlers mounted in code, then those of `cfg`'s `[[handlers]]`.
+fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<Arc<[Mount]>, Error> {
+    let mut all = code.to_vec();
+    all.extend(registry.mounts(cfg)?);
+    Ok(all.into())
+}
+
 /// What every generation of workers gets, whatever the configuration.
 struct Shared {
-    /// Embedded handlers.
-    mounts: Arc<[Mount]>,
+    /// Embedded handlers mounted in code.
+    code_mounts: Arc<[Mount]>,
+    /// Handlers registered by name, for `[[handlers]]`.
+    registry: Registry,
     /// Starts CGI programs (when the sandbox keeps the server from it).
     launcher: Option<Arc<Launchers>>,
     /// Hashes passwords off the event loops.
@@ -290,6 +367,7 @@ impl Generation {
         serving: (&Arc<StaticFiles>, &Arc<Counters>),
         bound: &[Bound],
         shared: &Shared,
+        mounts: &Arc<[Mount]>,
         logger: &dyn Fn() -> Logger,
     ) -> Result<Generation, Error> {
         let mut generation = Generation {
@@ -301,7 +379,8 @@ impl Generation {
         let tls = Setup::new(cfg, shared.sessions.as_ref()).map_err(Error::Tls)?;
         let workers = cfg.workers.max(1);
         for id in 0..workers {
-            let started = generation.start_worker(id, serving, (bound, &tls), shared, logger());
+            let started =
+                generation.start_worker(id, serving, (bound, &tls), (shared, mounts), logger());
             if let Err(e) = started {
                 generation.drain(Drain::Stop, Some(Duration::ZERO));
                 generation.join();
@@ -316,7 +395,7 @@ impl Generation {
         id: usize,
         (files, counters): (&Arc<StaticFiles>, &Arc<Counters>),
         (bound, tls): (&[Bound], &Option<Setup>),
-        shared: &Shared,
+        (shared, mounts): (&Shared, &Arc<[Mount]>),
         logger: Logger,
     ) -> Result<(), Error> {
         let listeners = bound
@@ -328,7 +407,7 @@ impl Generation {
         let init = WorkerInit {
             files: Arc::clone(files),
             counters: Arc::clone(counters),
-            mounts: Arc::clone(&shared.mounts),
+            mounts: Arc::clone(mounts),
             launcher: shared.launcher.clone(),
             verifier: Arc::clone(&shared.verifier),
             waker: Arc::clone(&waker),
@@ -425,7 +504,8 @@ impl Running {
         let bound = bind_listeners(&cfg, &self.bound, self.privileged.as_deref())?;
         let serving = (&files, &counters);
         let logger = || logs.handle_for(&cfg.log);
-        let generation = Generation::start(serving, &bound, &self.shared, &logger)?;
+        let mounts = all_mounts(&self.shared.code_mounts, &self.shared.registry, &cfg)?;
+        let generation = Generation::start(serving, &bound, &self.shared, &mounts, &logger)?;
         let old = std::mem::replace(&mut self.current, generation);
         old.drain(Drain::Retire, cfg.timeouts.reload_drain);
         self.retired.push(old);

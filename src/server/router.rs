@@ -19,16 +19,19 @@
 use std::io;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::access::{Auth, Check, Checked, SharedFailures, Verdict};
 use crate::config::{Config, Dotfiles, Level};
-use crate::handlers::app::{self, Mount, Response};
+use crate::handlers::app::{self, Answer, Mount, Response};
 use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::{self, apply_header_rules, StaticFiles};
+use crate::handlers::stream::{Source, Streamed, Wake};
+use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
@@ -116,6 +119,8 @@ pub struct Router {
     /// A directory path with an index file name appended, tried as a
     /// CGI script.
     index_path: Vec<u8>,
+    /// Wakes the worker when a handler's later answer moves.
+    wake: Wake,
 }
 
 impl std::fmt::Debug for Router {
@@ -131,6 +136,8 @@ impl std::fmt::Debug for Router {
 /// Who a request comes from, and when it is routed.
 #[derive(Clone, Copy)]
 pub struct Client<'a> {
+    /// The connection's slot in its worker (for an answer given later).
+    pub conn: usize,
     /// The client's address.
     pub peer: SocketAddr,
     /// Now (the event loop's clock).
@@ -170,6 +177,7 @@ impl Router {
         mounts: Arc<[Mount]>,
         failures: SharedFailures,
         launcher: Option<Arc<Launchers>>,
+        wake: Wake,
     ) -> io::Result<Router> {
         let cfg = Arc::clone(&files.cfg);
         let cgi = match cfg.cgi.is_empty() {
@@ -193,6 +201,7 @@ impl Router {
             cgi,
             cache,
             index_path: Vec::new(),
+            wake,
         })
     }
 
@@ -331,22 +340,27 @@ impl Router {
             peer: routing.client.peer,
             user: routing.req.user(),
         };
-        let mut resp = Response::new(routing.scratch);
+        let mut wake = self.wake.clone();
+        wake.conn = routing.client.conn;
+        let mut resp = Response::wakeable(routing.scratch, wake);
         let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
         let status = resp.status();
+        let answer = resp.take_answer();
+        let later = matches!(answer, Answer::Later(_));
         let failure = match ran {
             Err(_) => Some("panicked".to_string()),
-            Ok(()) if !(200..=599).contains(&status) => {
+            Ok(()) if !later && !(200..=599).contains(&status) => {
                 Some(format!("answered with status {status}, not a final one"))
             }
             Ok(()) => None,
         };
+        let label = || format!("handler at {}", String::from_utf8_lossy(&mount.prefix));
         if let Some(why) = failure {
             routing.log.log(
                 Level::Error,
                 format_args!(
-                    "handler at {} {why} for {}",
-                    String::from_utf8_lossy(&mount.prefix),
+                    "{} {why} for {}",
+                    label(),
                     String::from_utf8_lossy(routing.req.target())
                 ),
             );
@@ -355,9 +369,26 @@ impl Router {
             return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
         apply_header_rules(&self.files, routing.scratch);
+        let streamed = |source, length| {
+            Body::Stream(Box::new(Streamed {
+                source,
+                length,
+                label: label(),
+            }))
+        };
+        let body = match answer {
+            Answer::Bytes => Body::Buffer,
+            Answer::File(file, len) => Body::File {
+                src: FileSource::File(Rc::new(file)),
+                offset: 0,
+                len,
+            },
+            Answer::Stream(body, length) => streamed(Source::Local(body), length),
+            Answer::Later(channel) => streamed(Source::Later(channel), None),
+        };
         Plan {
             status: Status(status),
-            body: Body::Buffer,
+            body,
             close: false,
         }
     }

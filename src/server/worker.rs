@@ -42,10 +42,12 @@ mod drive;
 mod h2;
 mod pipe;
 mod rest;
+mod stream;
 
 use access_log::settle;
 use dispatch::{answering, request_record};
 pub use pipe::PipeRun;
+pub use stream::StreamRun;
 
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
@@ -141,6 +143,9 @@ pub struct Worker {
     checks_tx: mpsc::Sender<(usize, u64, Checked)>,
     checks_rx: mpsc::Receiver<(usize, u64, Checked)>,
     next_check: u64,
+    /// Connections whose handler's later answer has moved (see
+    /// [`crate::handlers::stream::Later`]).
+    streams_rx: mpsc::Receiver<usize>,
     cfg: Arc<Config>,
     logger: Logger,
     date: DateCache,
@@ -207,7 +212,13 @@ impl Worker {
         };
         let now = Instant::now();
         let failures = init.counters.auth_failures.clone();
-        let router = Router::new(init.files, init.mounts, failures, init.launcher)?;
+        let (streams_tx, streams_rx) = mpsc::channel();
+        let wake = crate::handlers::stream::Wake {
+            tx: streams_tx,
+            waker: Arc::clone(&init.waker),
+            conn: 0,
+        };
+        let router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
         let (checks_tx, checks_rx) = mpsc::channel();
         Ok(Worker {
             poll: init.poll,
@@ -226,6 +237,7 @@ impl Worker {
             checks_tx,
             checks_rx,
             next_check: 0,
+            streams_rx,
             cfg,
             logger: init.logger,
             date: DateCache::new(),
@@ -285,6 +297,7 @@ impl Worker {
                 match ev.token() {
                     WAKER => {
                         self.take_checks();
+                        self.take_streams();
                         self.take_order();
                     }
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
@@ -394,6 +407,9 @@ impl Worker {
                     self.h2_forget(&mut c, a);
                 }
             }
+            if c.h1.stream().is_some() {
+                self.stream_abandon(&mut c);
+            }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
@@ -475,6 +491,12 @@ impl Worker {
                 Timer::Pipe(limit) if age >= limit => {
                     let mut conn = self.conns[i].take().expect("present");
                     self.pipe_timeout(&mut conn);
+                    self.conns[i] = Some(conn);
+                    self.on_event(i, false);
+                }
+                Timer::Stream if age >= t.handler => {
+                    let mut conn = self.conns[i].take().expect("present");
+                    self.stream_timeout(&mut conn);
                     self.conns[i] = Some(conn);
                     self.on_event(i, false);
                 }

@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod embedded;
 mod skip;
 // Not every test binary has a test that may skip.
 #[allow(unused_imports)]

@@ -14,7 +14,8 @@
 //!   Idle ──first byte──▶ Head ──head──▶ (answered) ──▶ Idle
 //!                                  ├──▶ Body (its body: dropped, or for a handler / held whole)
 //!                                  ├──▶ Verifying (a password check) ──▶ routed again
-//!                                  └──▶ Piping (a process answers) ──▶ Idle
+//!                                  ├──▶ Piping (a process answers) ──▶ Idle
+//!                                  └──▶ Streaming (a handler's pieces, or its later answer) ──▶ Idle
 //!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
 //! ```
 
@@ -29,7 +30,7 @@ use std::time::{Duration, Instant};
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
 use super::waits::{AuthWait, HandlerWait, WholeBody};
-use super::worker::PipeRun;
+use super::worker::{PipeRun, StreamRun};
 use crate::http::body::BodyDecoder;
 use crate::http::parse::{Limits, ParseError};
 use crate::http::request::OwnedRequest;
@@ -53,6 +54,10 @@ pub enum State {
     /// A process answers through a pipe (its idle timeout, from last
     /// progress); the request body, while it arrives, goes to its input.
     Piping(Box<PipeRun>, Option<BodyDecoder>),
+    /// An embedded handler's answer streams in pieces, or comes later
+    /// from another thread (`timeouts.handler`, from last progress); its
+    /// request body was read before the handler ran.
+    Streaming(Box<StreamRun>),
     /// The answer is out and the write side shut: what the client still
     /// sends is read and dropped until it closes (linger timeout), so
     /// that closing does not reset the connection under the answer.
@@ -103,6 +108,8 @@ pub enum Timer {
     Body,
     /// The pipe's own idle timeout: its process is stopped.
     Pipe(Duration),
+    /// `timeouts.handler`: a streamed or later answer is given up.
+    Stream,
     /// How long a closing connection may keep sending.
     Linger,
     /// None.
@@ -227,6 +234,35 @@ impl Conn {
         }
     }
 
+    /// Whether an answer is being produced (piped or streamed): queued
+    /// output is not the connection's last.
+    pub fn producing(&self) -> bool {
+        matches!(self.state, State::Piping(..) | State::Streaming(_))
+    }
+
+    /// The handler's answer being streamed, if one is.
+    pub fn stream(&mut self) -> Option<&mut StreamRun> {
+        match &mut self.state {
+            State::Streaming(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Takes the stream away (its answer has ended); the connection is
+    /// idle again.
+    pub fn end_stream(&mut self, now: Instant) -> Option<Box<StreamRun>> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Streaming(s) => {
+                self.since = now;
+                Some(s)
+            }
+            other => {
+                self.state = other;
+                None
+            }
+        }
+    }
+
     /// Takes the pipe away (its answer has ended); the connection is
     /// idle again, or reads and drops what is left of the request body.
     pub fn end_pipe(&mut self, now: Instant) -> Option<Box<PipeRun>> {
@@ -268,6 +304,7 @@ impl Conn {
             State::Body(_) => Timer::Body,
             State::Verifying(_) => Timer::Never,
             State::Piping(p, _) => Timer::Pipe(p.idle_timeout()),
+            State::Streaming(_) => Timer::Stream,
             State::Lingering => Timer::Linger,
         }
     }
@@ -295,7 +332,10 @@ impl Conn {
             // What follows a request held for its password check (its
             // body, pipelined requests) waits too, as do pipelined
             // requests behind a piped answer.
-            State::Verifying(_) | State::Lingering | State::Piping(_, None) => return Event::Stall,
+            State::Verifying(_)
+            | State::Lingering
+            | State::Piping(_, None)
+            | State::Streaming(_) => return Event::Stall,
             State::Body(_) | State::Piping(_, Some(_)) => return self.read_body(input, pos, cx),
             State::Idle | State::Head => {}
         }

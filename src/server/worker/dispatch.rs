@@ -185,6 +185,7 @@ impl Worker {
         let routing = Routing {
             req: &mut self.req,
             client: Client {
+                conn: c.index,
                 peer: c.peer,
                 now: self.now,
                 local: c,
@@ -259,6 +260,8 @@ impl Worker {
                 Ok(()) => return,
                 Err(plan) => plan,
             },
+            // (A handler's request body was read before it ran.)
+            Body::Stream(streamed) => return self.start_stream(c, status, *streamed),
             body => Plan {
                 status,
                 body,

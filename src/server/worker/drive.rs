@@ -69,10 +69,16 @@ impl Worker {
                     continue;
                 }
             }
+            if c.h1.stream().is_some() {
+                self.lend_out(c);
+                if self.pump_stream(c) {
+                    continue;
+                }
+            }
             if matches!(c.h1.state(), State::Lingering) {
                 return self.linger(c);
             }
-            if c.h1.closing() && !matches!(c.h1.state(), State::Piping(..)) {
+            if c.h1.closing() && !c.h1.producing() {
                 // Lingering (RFC 9112 §9.6) only matters when the client may
                 // still be sending: unread input, a body in flight, or a
                 // socket not known to be drained. Otherwise close at once.

@@ -33,6 +33,7 @@ use crate::http::{Method, Status, Version};
 use crate::log::Logger;
 use crate::server::conn::Conn;
 use crate::server::h1::{stream_head, State, StreamFor};
+use crate::server::transport::Out;
 use crate::server::waits::Held;
 
 /// Request-body bytes buffered for a process's input before reading from
@@ -244,6 +245,27 @@ fn unwatch(registry: &Registry, fd: Option<OwnedFd>) {
     }
 }
 
+/// Ends a produced body (a pipe's, a handler's stream) framed by
+/// `encoder` into `out`; false (and a line naming `label` in the log)
+/// when it is shorter than its Content-Length: the answer is cut short.
+pub(super) fn finish_body(
+    encoder: &mut Encoder,
+    out: &mut Out,
+    log: &mut Logger,
+    label: &str,
+) -> bool {
+    let start = out.buf_mut().len();
+    let missing = encoder.finish(out.buf_mut());
+    out.commit(start);
+    if missing > 0 {
+        log.log(
+            Level::Error,
+            format_args!("{label}: body {missing} bytes shorter than its Content-Length"),
+        );
+    }
+    missing == 0
+}
+
 fn read_fd(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
     crate::sys::net::read_into_spare(fd, buf)
 }
@@ -441,17 +463,7 @@ impl Worker {
             self.pipe_fail(c, Status::BAD_GATEWAY);
             return;
         };
-        let start = c.out.buf_mut().len();
-        let missing = encoder.finish(c.out.buf_mut());
-        c.out.commit(start);
-        if missing > 0 {
-            self.logger.log(
-                Level::Error,
-                format_args!(
-                    "{}: output {missing} bytes shorter than its Content-Length",
-                    p.label
-                ),
-            );
+        if !finish_body(encoder, &mut c.out, &mut self.logger, &p.label) {
             p.broken = true;
         }
         self.pipe_end(c);
@@ -468,17 +480,24 @@ impl Worker {
             p.keep = false;
             p.status = status.0;
             let head_only = p.head_only;
-            self.scratch.clear();
-            let plan = Plan::error(status, &mut self.scratch);
-            let cx = answering(&self.cfg, &self.date, self.draining, self.now);
-            let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
-            let end = c.queued_end();
+            let body_from = self.fail_unstarted(c, status, head_only);
             if let Some(p) = c.h1.pipe() {
-                p.body_from = end.saturating_sub(body);
+                p.body_from = body_from;
                 p.sent_any = true;
             }
         }
         self.pipe_end(c);
+    }
+
+    /// Queues an error page with `status` in place of a produced answer
+    /// that has not started (a pipe's, a handler's stream); the
+    /// connection closes after it. Returns where its body starts.
+    pub(super) fn fail_unstarted(&mut self, c: &mut Conn, status: Status, head_only: bool) -> u64 {
+        self.scratch.clear();
+        let plan = Plan::error(status, &mut self.scratch);
+        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
+        c.queued_end().saturating_sub(body)
     }
 
     /// A process that made no progress for its idle timeout: stopped,
@@ -508,18 +527,30 @@ impl Worker {
         let Some(p) = self.pipe_release(c) else {
             return;
         };
-        if self.logger.access_enabled() {
-            // Logged once the response's last byte has left (or the
-            // connection ended), with what was sent.
-            let rec = super::request_record(c.peer.ip(), self.wall, &p.request.req, p.status);
-            let end = c.queued_end();
-            let body = end.saturating_sub(p.body_from);
-            let log = &mut self.logger;
-            super::access_log::ending(&mut c.out, log, end, body, p.request.started, &rec);
-            super::settle(&mut self.logger, &mut c.out, c.sent, false);
-        }
+        self.log_produced(c, &p.request, p.status, p.body_from);
         if p.broken || !p.keep {
             c.h1.close();
+        }
+    }
+
+    /// Logs the answer to `request` (`status`, its body from the
+    /// connection's byte `body_from` to what is queued now) once its last
+    /// byte has left, or the connection ended, with what was sent: for
+    /// answers produced as they go (a pipe's, a handler's stream).
+    pub(super) fn log_produced(
+        &mut self,
+        c: &mut Conn,
+        request: &Held,
+        status: u16,
+        body_from: u64,
+    ) {
+        if self.logger.access_enabled() {
+            let rec = super::request_record(c.peer.ip(), self.wall, &request.req, status);
+            let end = c.queued_end();
+            let body = end.saturating_sub(body_from);
+            let log = &mut self.logger;
+            super::access_log::ending(&mut c.out, log, end, body, request.started, &rec);
+            super::settle(&mut self.logger, &mut c.out, c.sent, false);
         }
     }
 

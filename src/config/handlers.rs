@@ -1,0 +1,130 @@
+//! `[[handlers]]`: named handlers mounted at paths, as the Gerbil
+//! httpd's `handlers:` list: the brisk binary's built-ins (`echo`) and
+//! those an embedding program registers with
+//! [`crate::server::Server::register`]. The names are checked against
+//! what is registered when the configuration is loaded by the `brisk`
+//! command (its built-ins) and again when a server starts with it (an
+//! embedder's), each time naming the file, line and key.
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::load::{sorted, Loader};
+use super::value::Value;
+use super::{units, Config, ConfigError};
+
+const HANDLER_KEYS: &[&str] = &["path", "handler", "config"];
+
+/// The handlers the `brisk` command registers (see
+/// `crate::handlers::builtin`), which its configuration may name.
+pub const BUILT_IN_HANDLERS: &[&str] = &["echo"];
+
+/// One `[[handlers]]` entry: the handler registered as `handler`,
+/// mounted at `path`, initialised with `config`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandlerRule {
+    /// A normalised absolute path: one ending in `/` takes every path
+    /// below it, any other exactly that path (as `Server::mount`).
+    pub path: String,
+    /// The registered name.
+    pub handler: String,
+    /// The `config` table, handed to the handler's init (empty without one).
+    pub config: Value,
+    /// `site.toml:12: handlers[1].handler`, for errors found later (an
+    /// unknown name, an init that fails).
+    pub origin: String,
+}
+
+impl Config {
+    /// Checks that every `[[handlers]]` entry names one of `registered`;
+    /// the error names the file, line and key, and lists them.
+    pub fn check_handlers(&self, registered: &[&str]) -> Result<(), ConfigError> {
+        match self
+            .handlers
+            .iter()
+            .find(|h| !registered.contains(&h.handler.as_str()))
+        {
+            None => Ok(()),
+            Some(h) => Err(ConfigError {
+                message: unknown_handler(h, registered),
+            }),
+        }
+    }
+}
+
+/// `site.toml:4: handlers[1].handler: no handler is registered as "x"; …`.
+pub fn unknown_handler(rule: &HandlerRule, registered: &[&str]) -> String {
+    let known = match registered {
+        [] => "none is registered".to_string(),
+        names => format!("registered: {}", units::one_of(names)),
+    };
+    let hint = match units::nearest(&rule.handler, registered) {
+        Some(n) => format!("did you mean \"{n}\"? "),
+        None => String::new(),
+    };
+    format!(
+        "{}: no handler is registered as \"{}\"; {hint}{known}",
+        rule.origin, rule.handler
+    )
+}
+
+impl Loader<'_> {
+    pub(super) fn handlers(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<HandlerRule>, ConfigError> {
+        self.each_table("handlers", v, |section, item, table| {
+            self.handler_rule(section, item, table)
+        })
+    }
+
+    fn handler_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<HandlerRule, ConfigError> {
+        let (mut path, mut handler, mut config) = (None, None, Value::default());
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            match name {
+                "path" => {
+                    let s = self.string(&full, value)?;
+                    let mut norm = Vec::new();
+                    let normal = s.starts_with('/')
+                        && crate::http::path::decode_and_normalize(s.as_bytes(), &mut norm).is_ok()
+                        && norm == s.as_bytes();
+                    if !normal {
+                        return Err(self.expected(
+                            value,
+                            &full,
+                            "a normalised absolute path (\"/api/\" for everything below it, \
+                             \"/status\" for that path only; no %-escapes, no . or .. \
+                             segments, no //)",
+                        ));
+                    }
+                    path = Some(s.to_string());
+                }
+                "handler" => {
+                    let s = self.string(&full, value)?;
+                    if s.is_empty() {
+                        return Err(self.expected(value, &full, "a handler's name"));
+                    }
+                    handler = Some((s.to_string(), self.origin(&full, value)));
+                }
+                "config" => config = self.config_table(&full, value)?,
+                _ => return Err(self.unknown(key, section, HANDLER_KEYS)),
+            }
+        }
+        let path = path.ok_or_else(|| self.fail(item, section, "needs path = \"/prefix/\""))?;
+        let (handler, origin) =
+            handler.ok_or_else(|| self.fail(item, section, "needs handler = \"name\""))?;
+        Ok(HandlerRule {
+            path,
+            handler,
+            config,
+            origin,
+        })
+    }
+}

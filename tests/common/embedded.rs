@@ -1,0 +1,62 @@
+//! brisk as a library in a test: a server started in the test's process
+//! with handlers of the test's own, stopped on drop.
+
+use std::net::SocketAddr;
+
+use brisk::config::Config;
+use brisk::log::LogService;
+use brisk::server::{Running, Server};
+
+use super::{Client, Response, TempDir};
+
+/// A running embedded server; `dir` holds its files and error log.
+pub struct App {
+    pub running: Option<Running>,
+    pub logs: Option<LogService>,
+    pub addr: SocketAddr,
+    pub dir: TempDir,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop();
+        }
+        if let Some(l) = self.logs.take() {
+            l.shutdown();
+        }
+    }
+}
+
+impl App {
+    /// Binds `cfg`, lets `mount` add handlers, and starts it.
+    pub fn start(cfg: Config, dir: TempDir, mount: impl FnOnce(&mut Server)) -> App {
+        let logs = LogService::start(&cfg.log).unwrap();
+        let mut server = Server::bind(cfg).unwrap();
+        mount(&mut server);
+        let addr = server.local_addrs()[0];
+        let running = server.start(&logs).unwrap();
+        App {
+            running: Some(running),
+            logs: Some(logs),
+            addr,
+            dir,
+        }
+    }
+
+    pub fn connect(&self) -> Client {
+        Client::connect(self.addr)
+    }
+
+    /// Sends `raw` on a new connection and reads one response.
+    pub fn request(&self, raw: &[u8]) -> Response {
+        let mut c = self.connect();
+        c.send(raw);
+        c.response()
+    }
+
+    /// The error log (`error.log` in `dir`, where the tests put it).
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path.join("error.log")).unwrap_or_default()
+    }
+}
