@@ -204,8 +204,9 @@ impl Worker {
     /// Refuses stream `id` with HTTP_1_1_REQUIRED (RFC 9113 §7), which
     /// tells the client to ask again over HTTP/1.1: a CGI program whose
     /// request body has no length (it would have to be held whole first,
-    /// as over HTTP/1.1, for CONTENT_LENGTH), or one that writes a whole
-    /// HTTP/1.1 response of its own (`nph-`).
+    /// as over HTTP/1.1, for CONTENT_LENGTH), one that writes a whole
+    /// HTTP/1.1 response of its own (`nph-`), or an embedded handler's
+    /// body in pieces or later answer (not over HTTP/2 yet).
     fn h2_needs_http1(&mut self, c: &mut Conn, id: u32) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
@@ -296,6 +297,15 @@ impl Worker {
                 Err(None) => self.h2_needs_http1(c, id),
                 Err(Some(plan)) => self.h2_answer(c, id, plan, redirects),
             }
+            return;
+        }
+        if let Body::Stream(streamed) = body {
+            // Not over HTTP/2 yet: the answering thread of a
+            // later answer learns that it is not wanted.
+            if let crate::handlers::stream::Source::Later(ch) = &streamed.source {
+                ch.abandon();
+            }
+            self.h2_needs_http1(c, id);
             return;
         }
         let head_only = self.req.method() == Method::Head;
@@ -502,7 +512,7 @@ fn pieces(body: Body, s: &crate::handlers::Scratch) -> VecDeque<Piece> {
         Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),
     };
     match body {
-        Body::Empty | Body::Pipe(_) => {}
+        Body::Empty | Body::Pipe(_) | Body::Stream(_) => {}
         Body::Static(b) => v.push_back(Piece::Static(b, 0)),
         Body::Buffer => v.push_back(Piece::Bytes(s.body.clone(), 0)),
         Body::File { src, offset, len } => from(&src, offset, len, &mut v),
