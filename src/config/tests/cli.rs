@@ -282,6 +282,7 @@ cgi: 2 rules
   chunked request bodies held in {tmp} (past 64 KiB)
 auth: 1 rule
   path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed
+handlers: none
 limits: max_body 10MiB (default 1MiB), auth_failures 0 (default 10)
 timeouts: header 250ms (default 20s)
 access log: {d}/a.log (json)
