@@ -1,6 +1,7 @@
 //! The engine's promise: once warm, answering static requests allocates
 //! nothing (small file, many 1 KiB files, 1 MiB files, 16-deep
-//! pipelining). The server runs in this process, embedded through the
+//! pipelining; and over h2c: a small file, 1 KiB files, 1 MiB files, ten
+//! streams at once). The server runs in this process, embedded through the
 //! library API, under a global allocator that counts every allocation on
 //! every thread; the client loop itself allocates nothing, so any count
 //! is the server's.
@@ -23,6 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use brisk::config::{Config, Level, LogTarget};
+#[cfg(feature = "http2")]
+use brisk::h2::frame::{self, flag, kind, setting, Head, HEAD_LEN};
+#[cfg(feature = "http2")]
+use brisk::h2::{hpack, PREFACE};
 use brisk::log::LogService;
 use brisk::server::Server;
 
@@ -121,6 +126,82 @@ fn content_length(head: &[u8]) -> u64 {
         .iter()
         .take_while(|b| b.is_ascii_digit())
         .fold(0, |n, &d| n * 10 + u64::from(d - b'0'))
+}
+
+/// An HTTP/2 client that allocates nothing once made.
+#[cfg(feature = "http2")]
+struct H2Client {
+    s: TcpStream,
+    buf: Vec<u8>,
+    filled: usize,
+    out: Vec<u8>,
+    next: u32,
+}
+
+#[cfg(feature = "http2")]
+impl H2Client {
+    /// Sends a GET for each of `paths` (their blocks made in advance),
+    /// then reads until every one of them has ended; returns the DATA
+    /// bytes received. Window credit goes back as DATA arrives.
+    fn get(&mut self, blocks: &[&[u8]]) -> u64 {
+        self.out.clear();
+        let first = self.next;
+        for block in blocks {
+            frame::write_head(
+                &mut self.out,
+                block.len(),
+                kind::HEADERS,
+                flag::END_HEADERS | flag::END_STREAM,
+                self.next,
+            );
+            self.out.extend_from_slice(block);
+            self.next += 2;
+        }
+        self.s.write_all(&self.out).unwrap();
+        let mut open = blocks.len();
+        let mut data = 0u64;
+        while open > 0 {
+            while self.filled < HEAD_LEN || self.filled < HEAD_LEN + frame_len(&self.buf) {
+                let r = self.s.read(&mut self.buf[self.filled..]).expect("read");
+                assert!(r > 0, "server closed");
+                self.filled += r;
+            }
+            let h = Head::read(self.buf[..HEAD_LEN].try_into().unwrap());
+            let end = HEAD_LEN + h.len as usize;
+            assert!(
+                h.kind != kind::RST_STREAM && h.kind != kind::GOAWAY,
+                "{h:?}"
+            );
+            if h.stream >= first && h.stream < self.next {
+                if h.kind == kind::DATA && h.len > 0 {
+                    data += h.len as u64;
+                    self.out.clear();
+                    frame::write_window_update(&mut self.out, 0, h.len);
+                    frame::write_window_update(&mut self.out, h.stream, h.len);
+                    self.s.write_all(&self.out).unwrap();
+                }
+                if h.flags & flag::END_STREAM != 0 && matches!(h.kind, kind::DATA | kind::HEADERS) {
+                    open -= 1;
+                }
+            }
+            self.buf.copy_within(end..self.filled, 0);
+            self.filled -= end;
+        }
+        data
+    }
+}
+
+#[cfg(feature = "http2")]
+fn frame_len(b: &[u8]) -> usize {
+    (u32::from_be_bytes([0, b[0], b[1], b[2]])) as usize
+}
+
+#[cfg(feature = "http2")]
+fn block(path: &str) -> Vec<u8> {
+    let mut b = vec![0x82, 0x86]; // GET, http
+    hpack::encode_field(b":path", path.as_bytes(), &mut b);
+    hpack::encode_field(b":authority", b"x", &mut b);
+    b
 }
 
 struct Site {
@@ -282,6 +363,8 @@ fn steady_state_requests_do_not_allocate() {
         drop(s);
         NOT_COUNTED.with(|c| c.set(false));
     }
+    #[cfg(feature = "http2")]
+    h2_scenarios(addrs[0]);
     running.stop();
     logs.shutdown();
 }
@@ -342,4 +425,54 @@ mod tls {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         rustls::StreamOwned::new(conn, s)
     }
+}
+
+/// The same promise over h2c, on the same server.
+#[cfg(feature = "http2")]
+fn h2_scenarios(addr: std::net::SocketAddr) {
+    let s = TcpStream::connect(addr).unwrap();
+    // (No Nagle: a request must not wait for the ACK of a WINDOW_UPDATE.)
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut c = H2Client {
+        s,
+        buf: vec![0u8; 1 << 20],
+        filled: 0,
+        out: Vec::with_capacity(1 << 16),
+        next: 1,
+    };
+    let mut hello = PREFACE.to_vec();
+    frame::write_settings(&mut hello, &[(setting::INITIAL_WINDOW_SIZE, 1 << 20)]);
+    frame::write_window_update(&mut hello, 0, 1 << 24);
+    c.s.write_all(&hello).unwrap();
+    let small = block("/index.html");
+    let files: Vec<Vec<u8>> = (0..100).map(|i| block(&format!("/f{i}.txt"))).collect();
+    let bigs: Vec<Vec<u8>> = (0..4).map(|i| block(&format!("/big{i}.bin"))).collect();
+    let ten: Vec<&[u8]> = (0..10).map(|i| &files[i * 7][..]).collect();
+    let mut scenario = |name: &str, rounds: usize, step: &mut dyn FnMut(&mut H2Client, usize)| {
+        for i in 0..rounds {
+            step(&mut c, i);
+        }
+        let before = ALLOCS.load(Ordering::Relaxed);
+        for i in 0..rounds {
+            step(&mut c, i);
+        }
+        let spent = ALLOCS.load(Ordering::Relaxed) - before;
+        assert_eq!(
+            spent, 0,
+            "h2 {name}: {spent} allocations in {rounds} rounds"
+        );
+    };
+    scenario("small file", 2000, &mut |c, _| {
+        assert_eq!(c.get(&[&small]), 100)
+    });
+    scenario("1 KiB files", 2000, &mut |c, i| {
+        assert_eq!(c.get(&[&files[(i * 37) % 100]]), 1024)
+    });
+    scenario("1 MiB files", 20, &mut |c, i| {
+        assert_eq!(c.get(&[&bigs[i % 4]]), 1 << 20)
+    });
+    scenario("ten streams at once", 300, &mut |c, _| {
+        assert_eq!(c.get(&ten), 10 * 1024)
+    });
 }

@@ -20,6 +20,10 @@ use crate::h2;
 use crate::http::request::OwnedRequest;
 use crate::log::Draft;
 
+/// Spare piece lists and log buffers a session keeps (as many as the
+/// answers it usually has at once).
+const SPARES: usize = 16;
+
 /// One HTTP/2 connection's state in the engine.
 #[derive(Debug)]
 pub struct Session {
@@ -27,6 +31,10 @@ pub struct Session {
     pub conn: h2::Conn,
     /// Answers with body bytes left, and requests waiting for a body.
     pub answers: Vec<Answer>,
+    /// Emptied piece lists and log-line buffers of answers that ended,
+    /// for the next ones (a warm connection allocates nothing per answer).
+    spare_pieces: Vec<VecDeque<Piece>>,
+    spare_text: Vec<Vec<u8>>,
 }
 
 impl Session {
@@ -35,6 +43,31 @@ impl Session {
         Session {
             conn: h2::Conn::new(limits, now),
             answers: Vec::new(),
+            spare_pieces: Vec::new(),
+            spare_text: Vec::new(),
+        }
+    }
+
+    /// An empty piece list and log-line buffer for a new answer.
+    pub fn spares(&mut self) -> (VecDeque<Piece>, Vec<u8>) {
+        let pieces = self.spare_pieces.pop().unwrap_or_default();
+        let text = self.spare_text.pop().unwrap_or_default();
+        (pieces, text)
+    }
+
+    /// Keeps the memory of an answer that ended for the next ones (up to
+    /// [`SPARES`] of each).
+    pub fn recycle(&mut self, a: &mut Answer) {
+        let mut pieces = std::mem::take(&mut a.pieces);
+        pieces.clear();
+        if self.spare_pieces.len() < SPARES && pieces.capacity() > 0 {
+            self.spare_pieces.push(pieces);
+        }
+        if let Some((mut text, _)) = a.log.take() {
+            text.clear();
+            if self.spare_text.len() < SPARES && text.capacity() <= 4096 {
+                self.spare_text.push(text);
+            }
         }
     }
 

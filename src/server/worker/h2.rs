@@ -328,15 +328,18 @@ impl Worker {
         .write(&stamp, &mut hs.head);
         hs.block.clear();
         head::encode(&hs.head, &mut hs.block, &mut hs.name);
-        let pieces = if head_only || bodiless || body_len == 0 {
-            VecDeque::new()
-        } else {
-            pieces(body, &self.scratch)
+        // (Their memory is the session's, reused from answer to answer.)
+        let (mut pieces, text) = match c.h2.as_mut() {
+            Some(s) => s.spares(),
+            None => return,
         };
+        if !(head_only || bodiless || body_len == 0) {
+            fill_pieces(&mut pieces, body, &self.scratch);
+        }
         self.log_answer(c.peer.ip(), status);
         let log = self.logger.access_enabled().then(|| {
             let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
-            let mut text = Vec::new();
+            let mut text = text;
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
@@ -370,20 +373,23 @@ impl Worker {
     }
 
     /// An answer's last frame is queued: its log line waits for it to leave.
-    pub(super) fn h2_ended(&mut self, c: &mut Conn, a: Answer) {
+    pub(super) fn h2_ended(&mut self, c: &mut Conn, mut a: Answer) {
         self.lend_out(c);
         if let Some(s) = c.h2.as_mut() {
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
             c.out.commit(start);
         }
-        if let Some((text, draft)) = a.log {
+        if let Some((text, draft)) = &a.log {
             let end = c.queued_end();
             c.out
                 .push_ending(end, end.saturating_sub(a.body_len), a.started, |buf| {
-                    buf.extend_from_slice(&text);
-                    draft
+                    buf.extend_from_slice(text);
+                    *draft
                 });
+        }
+        if let Some(s) = c.h2.as_mut() {
+            s.recycle(&mut a);
         }
     }
 
@@ -504,9 +510,8 @@ fn frame_bytes(
     Ok(())
 }
 
-/// The pieces of a body, in order.
-fn pieces(body: Body, s: &crate::handlers::Scratch) -> VecDeque<Piece> {
-    let mut v = VecDeque::new();
+/// Puts the pieces of a body, in order, into `v`.
+fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch) {
     let from = |src: &Source, offset: u64, len: u64, v: &mut VecDeque<Piece>| match src {
         Source::Mem(m) => v.push_back(Piece::Mem(Rc::clone(m), offset as usize, len as usize)),
         Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),
@@ -515,18 +520,17 @@ fn pieces(body: Body, s: &crate::handlers::Scratch) -> VecDeque<Piece> {
         Body::Empty | Body::Pipe(_) | Body::Stream(_) => {}
         Body::Static(b) => v.push_back(Piece::Static(b, 0)),
         Body::Buffer => v.push_back(Piece::Bytes(s.body.clone(), 0)),
-        Body::File { src, offset, len } => from(&src, offset, len, &mut v),
+        Body::File { src, offset, len } => from(&src, offset, len, v),
         Body::Multipart { src } => {
             for seg in &s.segs {
                 match *seg {
                     Seg::Bytes { start, len } => {
                         v.push_back(Piece::Bytes(s.body[start..start + len].to_vec(), 0))
                     }
-                    Seg::File { offset, len } => from(&src, offset, len, &mut v),
+                    Seg::File { offset, len } => from(&src, offset, len, v),
                 }
             }
         }
     }
     v.retain(|p| !p.is_empty());
-    v
 }
