@@ -118,6 +118,25 @@ fn a_mounted_handler_answers_byte_exact_and_static_files_stay() {
     );
 }
 
+#[cfg(feature = "tls")]
+#[test]
+fn mounted_handlers_answer_over_https_as_over_http() {
+    let app = start(|cfg| cfg.tls = Some(common::tls::config()));
+    let requests = b"GET /api/items/7?x=1&y HTTP/1.1\r\nHost: x\r\nX-Test: hello\r\n\r\n\
+        POST /api/p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\
+        GET /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let mut plain = app.connect();
+    plain.send(requests);
+    let mut tls = Client::connect_tls(app.addrs[1], common::tls::client_conn("a.test"));
+    tls.send(requests);
+    for _ in 0..3 {
+        let (p, t) = (plain.response(), tls.response());
+        assert_eq!(t.status, 200);
+        assert_eq!((t.status, &t.body), (p.status, &p.body));
+    }
+    tls.expect_closed();
+}
+
 #[test]
 fn head_gets_the_get_length_without_the_body() {
     let app = start(|_| {});

@@ -9,7 +9,8 @@ use std::cell::Cell;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::SystemTime;
 
-use brisk::config::{AccessFormat, Level, LogConfig, LogTarget};
+use brisk::config::{AccessFormat, Level, LogConfig, LogField, LogTarget};
+use brisk::http::TlsSession;
 use brisk::log::{AccessRecord, LogService};
 
 struct Counting;
@@ -55,6 +56,8 @@ fn steady_state_logging_does_not_allocate() {
         let config = LogConfig {
             access: LogTarget::File(dir.join("access.log")),
             format,
+            // The optional fields too: they must not allocate either.
+            fields: vec![LogField::TlsVersion, LogField::TlsCipher],
             level: Level::Info,
             error: LogTarget::File(dir.join("error.log")),
         };
@@ -72,6 +75,10 @@ fn steady_state_logging_does_not_allocate() {
             user_agent: Some("curl/8 \u{e9}".as_bytes()),
             user: None,
             duration_us: 120,
+            tls: Some(TlsSession {
+                protocol: "TLSv1.3",
+                cipher: "TLS_AES_128_GCM_SHA256",
+            }),
         };
         let error_log = dir.join("error.log");
         let written = || std::fs::metadata(&error_log).map_or(0, |m| m.len());

@@ -311,6 +311,30 @@ pub enum AccessFormat {
     Json,
 }
 
+/// An optional access-log field (`[log] fields`), written after the
+/// format's own fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogField {
+    /// The TLS version (`TLSv1.3`, `TLSv1.2`): nginx's `$ssl_protocol`.
+    TlsVersion,
+    /// The TLS cipher suite, by OpenSSL's name: nginx's `$ssl_cipher`.
+    TlsCipher,
+}
+
+impl LogField {
+    /// Every field, in the order error messages list them.
+    pub const ALL: [LogField; 2] = [LogField::TlsVersion, LogField::TlsCipher];
+
+    /// The name used in the config file (`"tls_version"`) and as the
+    /// JSON format's key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogField::TlsVersion => "tls_version",
+            LogField::TlsCipher => "tls_cipher",
+        }
+    }
+}
+
 /// Error log verbosity, most quiet first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -374,6 +398,8 @@ pub struct LogConfig {
     pub access: LogTarget,
     /// Access log line format.
     pub format: AccessFormat,
+    /// Optional fields after the format's own (`[log] fields`), in order.
+    pub fields: Vec<LogField>,
     /// Error log verbosity.
     pub level: Level,
     /// Where the error log goes (default stderr).
@@ -566,6 +592,7 @@ impl Default for Config {
             log: LogConfig {
                 access: LogTarget::Stdout,
                 format: AccessFormat::Combined,
+                fields: Vec::new(),
                 level: Level::Info,
                 error: LogTarget::Stderr,
             },

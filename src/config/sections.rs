@@ -8,10 +8,12 @@ use toml::Spanned;
 
 use super::load::{sorted, Loader, Origins};
 use super::units;
-use super::{AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogTarget, PathMatch};
+use super::{
+    AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogField, LogTarget, PathMatch,
+};
 use crate::http::grammar;
 
-const LOG_KEYS: &[&str] = &["access", "format", "level", "error"];
+const LOG_KEYS: &[&str] = &["access", "format", "fields", "level", "error"];
 const STATIC_KEYS: &[&str] = &[
     "index",
     "autoindex",
@@ -77,6 +79,18 @@ impl Loader<'_> {
                 "level" => {
                     let levels = Level::ALL.map(|l| (l.as_str(), l));
                     log.level = self.choice("log.level", value, &levels)?;
+                }
+                "fields" => {
+                    let names = LogField::ALL.map(|f| (f.as_str(), f));
+                    log.fields.clear();
+                    for (_, item) in self.strings("log.fields", value)? {
+                        let field = self.choice("log.fields", item, &names)?;
+                        if log.fields.contains(&field) {
+                            let twice = format!("{} is listed twice", field.as_str());
+                            return Err(self.fail(item, "log.fields", &twice));
+                        }
+                        log.fields.push(field);
+                    }
                 }
                 _ => return Err(self.unknown(key, "log", LOG_KEYS)),
             }

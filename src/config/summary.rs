@@ -356,11 +356,14 @@ fn changed(
 
 fn logs(c: &Config, s: &mut String) {
     let l = &c.log;
+    let fields: Vec<&str> = l.fields.iter().map(|f| f.as_str()).collect();
     let _ = writeln!(
         s,
-        "access log: {} ({})",
+        "access log: {} ({}{}{})",
         target_name(&l.access),
-        l.format.as_str()
+        l.format.as_str(),
+        if fields.is_empty() { "" } else { ", then " },
+        fields.join(", ")
     );
     let _ = writeln!(
         s,

@@ -6,7 +6,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::config::{AccessFormat, Level};
+use crate::config::{AccessFormat, Level, LogField};
 use crate::http::date::{civil_time, MONTH_NAMES};
 use crate::http::grammar::hex_pair;
 
@@ -192,15 +192,19 @@ pub struct Draft {
     duration_at: Option<u32>,
 }
 
-/// Appends one access-log line in `format`.
+/// A line's format and the optional fields after its own (`[log]
+/// format`, `[log] fields`).
+pub(crate) type Layout<'a> = (AccessFormat, &'a [LogField]);
+
+/// Appends one access-log line in `layout`.
 pub(crate) fn access_line(
     out: &mut Vec<u8>,
     clock: &mut Clock,
-    format: AccessFormat,
+    layout: Layout<'_>,
     rec: &AccessRecord<'_>,
 ) {
     let start = out.len();
-    let draft = access_draft(out, clock, format, rec);
+    let draft = access_draft(out, clock, layout, rec);
     // The later hole first, so that the earlier one stays where it was.
     if let Some(at) = draft.duration_at {
         insert_number(out, start + at as usize, rec.duration_us);
@@ -217,13 +221,13 @@ fn insert_number(out: &mut Vec<u8>, at: usize, n: u64) {
     out[at..].rotate_right(digits);
 }
 
-/// Appends the line of `rec` in `format` without its byte count and
+/// Appends the line of `rec` in `layout` without its byte count and
 /// duration (`rec.bytes` and `rec.duration_us` are not used); returns
 /// where they go.
 pub(crate) fn access_draft(
     out: &mut Vec<u8>,
     clock: &mut Clock,
-    format: AccessFormat,
+    (format, fields): Layout<'_>,
     rec: &AccessRecord<'_>,
 ) -> Draft {
     let start = out.len();
@@ -234,6 +238,7 @@ pub(crate) fn access_draft(
         AccessFormat::Common => {
             common(out, clock, rec);
             bytes_at = at(out);
+            quoted_fields(out, fields, rec);
         }
         AccessFormat::Combined => {
             common(out, clock, rec);
@@ -242,11 +247,12 @@ pub(crate) fn access_draft(
             quoted_or_dash(out, rec.referer);
             out.push(b' ');
             quoted_or_dash(out, rec.user_agent);
+            quoted_fields(out, fields, rec);
         }
         AccessFormat::Json => {
             json_head(out, clock, rec);
             bytes_at = at(out);
-            json_tail(out, rec);
+            json_tail(out, fields, rec);
             duration_at = Some(at(out));
             out.push(b'}');
         }
@@ -307,6 +313,25 @@ fn common(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
     let _ = write!(out, "\" {} ", rec.status);
 }
 
+/// The value of an optional field for `rec` (`None`: absent, as over
+/// plain HTTP).
+fn field_value(field: LogField, rec: &AccessRecord<'_>) -> Option<&'static [u8]> {
+    let tls = rec.tls?;
+    Some(match field {
+        LogField::TlsVersion => tls.protocol.as_bytes(),
+        LogField::TlsCipher => tls.cipher.as_bytes(),
+    })
+}
+
+/// ` "value"` (or ` "-"`) for each of `fields`, as nginx users write
+/// `"$ssl_protocol" "$ssl_cipher"` after the combined format.
+fn quoted_fields(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
+    for &f in fields {
+        out.push(b' ');
+        quoted_or_dash(out, field_value(f, rec));
+    }
+}
+
 /// `"value"`, or `"-"` when absent.
 fn quoted_or_dash(out: &mut Vec<u8>, value: Option<&[u8]>) {
     out.push(b'"');
@@ -330,14 +355,21 @@ fn json_head(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
     let _ = write!(out, ",\"status\":{},\"bytes\":", rec.status);
 }
 
-/// The JSON fields after the byte count, up to the duration.
-fn json_tail(out: &mut Vec<u8>, rec: &AccessRecord<'_>) {
+/// The JSON fields after the byte count, up to the duration: the
+/// optional `fields` by their names (`null` when absent).
+fn json_tail(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
     out.extend_from_slice(b",\"referer\":");
     json_string(out, rec.referer);
     out.extend_from_slice(b",\"user_agent\":");
     json_string(out, rec.user_agent);
     out.extend_from_slice(b",\"user\":");
     json_string(out, rec.user);
+    for &f in fields {
+        out.extend_from_slice(b",\"");
+        out.extend_from_slice(f.as_str().as_bytes());
+        out.extend_from_slice(b"\":");
+        json_string(out, field_value(f, rec));
+    }
     out.extend_from_slice(b",\"duration_us\":");
 }
 

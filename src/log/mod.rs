@@ -23,7 +23,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
+use crate::config::{AccessFormat, Level, LogConfig, LogField, LogTarget};
+use crate::http::TlsSession;
 
 use format::Clock;
 pub use format::Draft;
@@ -67,6 +68,9 @@ pub struct AccessRecord<'a> {
     pub user_agent: Option<&'a [u8]>,
     /// Authenticated user, if any.
     pub user: Option<&'a [u8]>,
+    /// What TLS negotiated, for a request that came over TLS (the
+    /// `tls_version` and `tls_cipher` fields).
+    pub tls: Option<TlsSession>,
     /// From the first byte of the request to the last byte of the answer
     /// written, in microseconds.
     pub duration_us: u64,
@@ -92,6 +96,8 @@ impl std::error::Error for LogError {}
 struct Settings {
     level: Level,
     format: AccessFormat,
+    /// `[log] fields`, after the format's own.
+    fields: Arc<[LogField]>,
     access_on: bool,
     error_on: bool,
 }
@@ -101,6 +107,7 @@ impl Settings {
         Settings {
             level: config.level,
             format: config.format,
+            fields: config.fields.as_slice().into(),
             access_on: config.access != LogTarget::Off,
             error_on: config.error != LogTarget::Off && config.level != Level::Off,
         }
@@ -312,7 +319,7 @@ impl Logger {
         format::access_line(
             &mut self.batch.access,
             &mut self.access_clock,
-            self.settings.format,
+            (self.settings.format, &self.settings.fields),
             rec,
         );
         self.batch.lines += 1;
@@ -324,7 +331,8 @@ impl Logger {
     /// [`Logger::finish`] once they are known. Nothing is drafted when the
     /// access log is off (check [`Logger::access_enabled`] first).
     pub fn draft(&mut self, rec: &AccessRecord<'_>, buf: &mut Vec<u8>) -> Draft {
-        format::access_draft(buf, &mut self.access_clock, self.settings.format, rec)
+        let layout = (self.settings.format, &*self.settings.fields);
+        format::access_draft(buf, &mut self.access_clock, layout, rec)
     }
 
     /// Records the line drafted as `text` by [`Logger::draft`] with its

@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::format::{access_draft, access_line, error_line, finish_line, Clock};
 use super::writer::Sink;
 use super::{AccessRecord, LogService};
-use crate::config::{AccessFormat, Level, LogConfig, LogTarget};
+use crate::config::{AccessFormat, Level, LogConfig, LogField, LogTarget};
+use crate::http::TlsSession;
 
 /// 2026-11-22 01:50:00 UTC.
 fn when() -> SystemTime {
@@ -29,12 +30,17 @@ fn record<'a>() -> AccessRecord<'a> {
         user_agent: None,
         user: None,
         duration_us: 52,
+        tls: None,
     }
 }
 
 fn line(format: AccessFormat, rec: &AccessRecord<'_>) -> String {
+    line_with(format, &[], rec)
+}
+
+fn line_with(format: AccessFormat, fields: &[LogField], rec: &AccessRecord<'_>) -> String {
     let mut out = Vec::new();
-    access_line(&mut out, &mut Clock::new(), format, rec);
+    access_line(&mut out, &mut Clock::new(), (format, fields), rec);
     String::from_utf8(out).unwrap()
 }
 
@@ -84,7 +90,7 @@ fn a_draft_finished_later_is_the_same_line() {
         AccessFormat::Json,
     ] {
         let mut text = b"earlier".to_vec();
-        let draft = access_draft(&mut text, &mut Clock::new(), format, &rec);
+        let draft = access_draft(&mut text, &mut Clock::new(), (format, &[]), &rec);
         assert_eq!(draft.len as usize, text.len() - 7);
         let mut out = Vec::new();
         finish_line(&mut out, &text[7..], draft, 123, 52);
@@ -117,6 +123,51 @@ fn json_format() {
          \"version\":\"HTTP/1.1\",\"status\":200,\"bytes\":123,\"referer\":null,\"user_agent\":null,\
          \"user\":null,\"duration_us\":52}\n"
     );
+}
+
+#[test]
+fn tls_fields_follow_each_format() {
+    let fields = [LogField::TlsVersion, LogField::TlsCipher];
+    let tls = AccessRecord {
+        tls: Some(TlsSession {
+            protocol: "TLSv1.3",
+            cipher: "TLS_AES_128_GCM_SHA256",
+        }),
+        ..record()
+    };
+    let head = "127.0.0.1 - - [22/Nov/2026:01:50:00 +0000] \"GET /x HTTP/1.1\" 200 123";
+    assert_eq!(
+        line_with(AccessFormat::Combined, &fields, &tls),
+        format!("{head} \"-\" \"-\" \"TLSv1.3\" \"TLS_AES_128_GCM_SHA256\"\n")
+    );
+    assert_eq!(
+        line_with(AccessFormat::Common, &fields[1..], &tls),
+        format!("{head} \"TLS_AES_128_GCM_SHA256\"\n")
+    );
+    // Over plain HTTP: "-", as nginx writes an empty variable.
+    assert_eq!(
+        line_with(AccessFormat::Combined, &fields, &record()),
+        format!("{head} \"-\" \"-\" \"-\" \"-\"\n")
+    );
+    assert_eq!(
+        line_with(AccessFormat::Json, &fields, &tls),
+        "{\"time\":\"2026-11-22T01:50:00Z\",\"remote\":\"127.0.0.1\",\"method\":\"GET\",\"target\":\"/x\",\
+         \"version\":\"HTTP/1.1\",\"status\":200,\"bytes\":123,\"referer\":null,\"user_agent\":null,\
+         \"user\":null,\"tls_version\":\"TLSv1.3\",\"tls_cipher\":\"TLS_AES_128_GCM_SHA256\",\"duration_us\":52}\n"
+    );
+    assert!(line_with(AccessFormat::Json, &fields, &record())
+        .contains(",\"tls_version\":null,\"tls_cipher\":null,"));
+    // Drafted and finished later: the same line.
+    for format in AccessFormat::ALL {
+        let mut text = Vec::new();
+        let draft = access_draft(&mut text, &mut Clock::new(), (format, &fields), &tls);
+        let mut out = Vec::new();
+        finish_line(&mut out, &text, draft, 123, 52);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            line_with(format, &fields, &tls)
+        );
+    }
 }
 
 #[test]
@@ -182,6 +233,7 @@ fn memory(format: AccessFormat, level: Level, queue: usize) -> Memory {
     let config = LogConfig {
         access: LogTarget::Stdout,
         format,
+        fields: Vec::new(),
         level,
         error: LogTarget::Stderr,
     };
@@ -304,6 +356,7 @@ fn files_are_appended_and_reopened() {
     let config = LogConfig {
         access: LogTarget::File(access.clone()),
         format: AccessFormat::Common,
+        fields: Vec::new(),
         level: Level::Info,
         error: LogTarget::File(error.clone()),
     };
@@ -355,6 +408,7 @@ fn a_failed_reopen_names_the_file_and_the_error_and_keeps_the_old_file() {
     let config = LogConfig {
         access: LogTarget::File(access.clone()),
         format: AccessFormat::Common,
+        fields: Vec::new(),
         level: Level::Info,
         error: LogTarget::File(error.clone()),
     };
@@ -401,6 +455,7 @@ fn open_failure_names_the_file() {
     let config = LogConfig {
         access: LogTarget::File(PathBuf::from("/nonexistent-dir/access.log")),
         format: AccessFormat::Common,
+        fields: Vec::new(),
         level: Level::Info,
         error: LogTarget::Stderr,
     };
@@ -418,6 +473,7 @@ fn off_targets_disable_logging() {
     let config = LogConfig {
         access: LogTarget::Off,
         format: AccessFormat::Json,
+        fields: Vec::new(),
         level: Level::Debug,
         error: LogTarget::Off,
     };

@@ -14,6 +14,8 @@ pub struct App {
     pub running: Option<Running>,
     pub logs: Option<LogService>,
     pub addr: SocketAddr,
+    /// Every listener: `addr`, then the TLS one if configured.
+    pub addrs: Vec<SocketAddr>,
     pub dir: TempDir,
 }
 
@@ -34,12 +36,13 @@ impl App {
         let logs = LogService::start(&cfg.log).unwrap();
         let mut server = Server::bind(cfg).unwrap();
         mount(&mut server);
-        let addr = server.local_addrs()[0];
+        let addrs = server.local_addrs();
         let running = server.start(&logs).unwrap();
         App {
             running: Some(running),
             logs: Some(logs),
-            addr,
+            addr: addrs[0],
+            addrs,
             dir,
         }
     }

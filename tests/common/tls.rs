@@ -17,6 +17,26 @@ pub fn testdata(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// `[tls]` for an embedded server: one listener on 127.0.0.1 (port 0),
+/// the test certificate `a`.
+pub fn config() -> brisk::config::TlsConfig {
+    use brisk::tls::certs::{self, CertificateFiles};
+    let files = CertificateFiles {
+        cert: testdata("a.pem"),
+        key: testdata("a.key"),
+        ocsp: None,
+    };
+    let cert = certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("certificate a");
+    brisk::config::TlsConfig {
+        listen: vec!["127.0.0.1:0".parse().expect("address")],
+        certificates: vec![cert],
+        session_tickets: true,
+        session_cache: 100,
+        handshake_timeout: std::time::Duration::from_secs(10),
+        max_handshakes: 16,
+    }
+}
+
 /// `--tls-cert`/`--tls-key` with the test certificate `name`.
 pub fn cert_args(name: &str) -> [String; 4] {
     [

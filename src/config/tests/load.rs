@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{load, load_err, TempDir};
-use crate::config::{AccessFormat, Dotfiles, Level, LogTarget, PathMatch};
+use crate::config::{AccessFormat, Dotfiles, Level, LogField, LogTarget, PathMatch};
 
 #[test]
 fn full_document() {
@@ -21,6 +21,7 @@ sandbox = false
 [log]
 access = "public/access.log"
 format = "json"
+fields = ["tls_cipher", "tls_version"]
 level = "debug"
 error = "off"
 
@@ -78,6 +79,7 @@ set.X-Kind = "style"
         LogTarget::File(base.join("public/access.log"))
     );
     assert_eq!(c.log.format, AccessFormat::Json);
+    assert_eq!(c.log.fields, [LogField::TlsCipher, LogField::TlsVersion]);
     assert_eq!(c.log.level, Level::Debug);
     assert_eq!(c.log.error, LogTarget::Off);
     assert_eq!(c.static_files.index, ["index.html", "index.htm"]);
@@ -186,6 +188,18 @@ fn choices_list_what_is_allowed() {
     assert_eq!(
         load_err("[log]\nlevel = 3\n"),
         "DIR/site.toml:3: log.level: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\"; got 3"
+    );
+}
+
+#[test]
+fn log_fields_are_the_tls_ones_each_once() {
+    assert_eq!(
+        load_err("[log]\nfields = [\"tls_version\", \"ssl_cipher\"]\n"),
+        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\"; got \"ssl_cipher\""
+    );
+    assert_eq!(
+        load_err("[log]\nfields = [\"tls_cipher\", \"tls_cipher\"]\n"),
+        "DIR/site.toml:3: log.fields: tls_cipher is listed twice"
     );
 }
 

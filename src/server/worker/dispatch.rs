@@ -140,6 +140,7 @@ impl Worker {
                 user_agent: None,
                 user: None,
                 duration_us: 0,
+                tls: c.transport.session(),
             };
             let end = c.queued_end();
             access_log::ending(
@@ -313,7 +314,7 @@ impl Worker {
         self.log_answer(c.peer.ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
+            let rec = request_record(c, self.wall, &self.req, status.0);
             access_log::ending(
                 &mut c.out,
                 &mut self.logger,
@@ -476,14 +477,15 @@ pub(super) fn answering<'a>(
 
 /// The access-log record of an answered request (its body bytes and
 /// duration are filled in once the answer has left).
-pub(super) fn request_record(
-    remote: std::net::IpAddr,
+pub(super) fn request_record<'a>(
+    c: &Conn,
     time: SystemTime,
-    req: &OwnedRequest,
+    req: &'a OwnedRequest,
     status: u16,
-) -> AccessRecord<'_> {
+) -> AccessRecord<'a> {
     AccessRecord {
-        remote,
+        remote: c.peer.ip(),
+        tls: c.transport.session(),
         time,
         method: req.method_token(),
         target: req.target(),

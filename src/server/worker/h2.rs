@@ -338,7 +338,7 @@ impl Worker {
         }
         self.log_answer(c.peer.ip(), status);
         let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c.peer.ip(), self.wall, &self.req, status.0);
+            let rec = request_record(c, self.wall, &self.req, status.0);
             let mut text = text;
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)

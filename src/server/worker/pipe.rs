@@ -545,7 +545,7 @@ impl Worker {
         body_from: u64,
     ) {
         if self.logger.access_enabled() {
-            let rec = super::request_record(c.peer.ip(), self.wall, &request.req, status);
+            let rec = super::request_record(c, self.wall, &request.req, status);
             let end = c.queued_end();
             let body = end.saturating_sub(body_from);
             let log = &mut self.logger;

@@ -268,8 +268,7 @@ impl Worker {
         a.discard = ends;
         a.expect = head.content_length;
         if self.logger.access_enabled() {
-            let rec =
-                super::super::request_record(c.peer.ip(), self.wall, &p.request.req, head.status);
+            let rec = super::super::request_record(c, self.wall, &p.request.req, head.status);
             let mut text = Vec::new();
             let draft = self.logger.draft(&rec, &mut text);
             a.log = Some((text, draft));
@@ -396,7 +395,7 @@ impl Worker {
         p.unwatch_all(self.poll.registry());
         if log && self.logger.access_enabled() {
             let status = if p.sent_any { p.status } else { 499 };
-            let rec = super::super::request_record(c.peer.ip(), self.wall, &p.request.req, status);
+            let rec = super::super::request_record(c, self.wall, &p.request.req, status);
             let end = c.queued_end();
             super::super::access_log::ending(
                 &mut c.out,
