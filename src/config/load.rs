@@ -60,6 +60,7 @@ const TOP_KEYS: &[&str] = &[
     "tls",
     "http2",
     "handlers",
+    "servlets",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -160,6 +161,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "throttle" => config.throttle = loader.throttles(value)?,
             "auth" => config.auth = loader.auth(value)?,
             "handlers" => config.handlers = loader.handlers(value)?,
+            "servlets" => loader.servlets(value, &mut config.servlets)?,
             _ => return Err(loader.unknown(key, "", TOP_KEYS)),
         }
     }

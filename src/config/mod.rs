@@ -16,6 +16,7 @@ mod jail;
 mod load;
 mod mime_types;
 mod sections;
+mod servlets;
 mod summary;
 mod throttle;
 mod tls;
@@ -23,6 +24,7 @@ mod units;
 mod value;
 
 pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
+pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use value::Value;
 
@@ -98,6 +100,8 @@ pub struct Config {
     pub http2: Http2Config,
     /// Named handlers mounted at paths, from `[[handlers]]`, in file order.
     pub handlers: Vec<HandlerRule>,
+    /// `[servlets]`: Lua servlets under URL prefixes.
+    pub servlets: ServletsConfig,
 }
 
 /// `[http2]`: where HTTP/2 is spoken, and the limits of each connection
@@ -624,6 +628,7 @@ impl Default for Config {
             tls: None,
             http2: http2::defaults(),
             handlers: Vec::new(),
+            servlets: servlets::defaults(),
         }
     }
 }

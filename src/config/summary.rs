@@ -14,7 +14,7 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 16] = [
+    let sections: [fn(&Config, &mut String); 17] = [
         server,
         tls,
         http2,
@@ -25,6 +25,7 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
         cgi,
         auth,
         handlers,
+        servlets,
         limits,
         timeouts,
         logs,
@@ -252,6 +253,28 @@ fn handlers(c: &Config, s: &mut String) {
             ),
         }
     });
+}
+
+fn servlets(c: &Config, s: &mut String) {
+    let v = &c.servlets;
+    if !v.enable {
+        let _ = writeln!(s, "servlets: off");
+        return;
+    }
+    let keys: Vec<&str> = v.config.keys().collect();
+    let _ = writeln!(
+        s,
+        "servlets: *.lua under {}; per request {} of CPU and {} of output; {} per worker's Lua state; brisk.shared {}{}",
+        v.paths.join(", "),
+        duration(v.cpu_time),
+        size(v.max_output),
+        size(v.memory),
+        size(v.shared_memory),
+        match keys.is_empty() {
+            true => String::new(),
+            false => format!("; config {}", keys.join(" ")),
+        }
+    );
 }
 
 /// `[limits]` as (key, value) pairs, for the ones that differ from the

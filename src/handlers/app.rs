@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use super::stream::{BodyStream, Channel, Later, Wake};
 use super::Scratch;
-use crate::config::{Value, FRAMING_HEADERS};
+use crate::config::{Level, Value, FRAMING_HEADERS};
 use crate::http::grammar;
 use crate::http::parse::{find_header, Header};
 
@@ -175,6 +175,8 @@ pub struct Response<'a> {
     /// How a later answer wakes the worker (`None` where none can be
     /// given: a unit test's response).
     wake: Option<Wake>,
+    /// Lines for the error log (see [`Response::log`]).
+    logs: Vec<(Level, String)>,
 }
 
 impl<'a> Response<'a> {
@@ -188,6 +190,7 @@ impl<'a> Response<'a> {
             scratch,
             answer: Answer::Bytes,
             wake: None,
+            logs: Vec::new(),
         }
     }
 
@@ -197,6 +200,24 @@ impl<'a> Response<'a> {
         let mut r = Response::new(scratch);
         r.wake = Some(wake);
         r
+    }
+
+    /// Has `message` written to the worker's error log at `level` (after
+    /// the handler returns, with the handler's path in front).
+    pub fn log(&mut self, level: Level, message: String) {
+        self.logs.push((level, message));
+    }
+
+    /// The lines given to [`Response::log`], taken out.
+    pub(crate) fn take_logs(&mut self) -> Vec<(Level, String)> {
+        std::mem::take(&mut self.logs)
+    }
+
+    /// Replaces the header lines with `lines` (`Name: value\r\n` each,
+    /// checked already).
+    pub(crate) fn raw_headers(&mut self, lines: &[u8]) {
+        self.scratch.headers.clear();
+        self.scratch.headers.extend_from_slice(lines);
     }
 
     /// What the body is, taken out (the bytes are in the scratch buffer).
@@ -275,6 +296,9 @@ pub struct Mount {
     pub prefix: Vec<u8>,
     /// What answers there.
     pub handler: std::sync::Arc<dyn Handler>,
+    /// Only paths ending so (`.lua` for servlets); others go on to CGI
+    /// and static files.
+    suffix: Option<&'static [u8]>,
 }
 
 impl std::fmt::Debug for Mount {
@@ -301,11 +325,21 @@ impl Mount {
         Ok(Mount {
             prefix: norm,
             handler,
+            suffix: None,
         })
+    }
+
+    /// This mount, for paths that end in `suffix` only.
+    pub fn only_ending(mut self, suffix: &'static [u8]) -> Mount {
+        self.suffix = Some(suffix);
+        self
     }
 
     /// The part of `path` below this mount, if it is under it.
     pub fn rest<'p>(&self, path: &'p [u8]) -> Option<&'p [u8]> {
+        if self.suffix.is_some_and(|s| !path.ends_with(s)) {
+            return None;
+        }
         if self.prefix.ends_with(b"/") {
             path.strip_prefix(&self.prefix[..])
         } else {

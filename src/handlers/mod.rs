@@ -11,6 +11,8 @@ pub mod error_page;
 pub mod file_cache;
 pub mod pipe;
 pub mod refusal;
+#[cfg(feature = "servlets")]
+pub mod servlets;
 pub mod spool;
 pub mod static_files;
 pub mod stream;

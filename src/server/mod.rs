@@ -334,6 +334,14 @@ impl Server {
 fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<Arc<[Mount]>, Error> {
     let mut all = code.to_vec();
     all.extend(registry.mounts(cfg)?);
+    #[cfg(feature = "servlets")]
+    if cfg.servlets.enable {
+        // After every other mount: `.lua` files under the prefixes only.
+        let servlets = Arc::new(crate::handlers::servlets::Servlets::new(cfg));
+        for prefix in &cfg.servlets.paths {
+            all.push(Mount::new(prefix, servlets.clone())?.only_ending(b".lua"));
+        }
+    }
     Ok(all.into())
 }
 

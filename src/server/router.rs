@@ -346,6 +346,9 @@ impl Router {
         let ran = catch_unwind(AssertUnwindSafe(|| mount.handler.handle(&areq, &mut resp)));
         let status = resp.status();
         let answer = resp.take_answer();
+        for (level, line) in resp.take_logs() {
+            routing.log.log(level, format_args!("{line}"));
+        }
         let later = matches!(answer, Answer::Later(_));
         let failure = match ran {
             Err(_) => Some("panicked".to_string()),

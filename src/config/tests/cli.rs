@@ -283,6 +283,7 @@ cgi: 2 rules
 auth: 1 rule
   path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed
 handlers: none
+servlets: off
 limits: max_body 10MiB (default 1MiB), auth_failures 0 (default 10)
 timeouts: header 250ms (default 20s)
 access log: {d}/a.log (json)

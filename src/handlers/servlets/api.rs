@@ -1,0 +1,478 @@
+//! What a servlet sees: the request table, the response object, and the
+//! `brisk` library (JSON, escaping, forms, the shared dictionary).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, LuaString, Table, UserData, UserDataMethods, Value};
+
+use super::shared::{self, Stored};
+use crate::handlers::app::{check_header, Request};
+use crate::http::{form, json};
+
+/// Output gathered before it goes to the client in one piece.
+pub const PIECE: usize = 64 * 1024;
+
+/// What the response object gathers.
+#[derive(Debug, Default)]
+pub struct Out {
+    pub status: u16,
+    /// Header lines (`Name: value\r\n`).
+    pub headers: Vec<u8>,
+    /// Body bytes not yet handed to the engine.
+    pub body: Vec<u8>,
+    /// Body bytes written in all.
+    pub written: u64,
+    /// The head has gone out (a streamed answer): no more header lines.
+    pub head_sent: bool,
+    /// `servlets.max_output`.
+    pub max: u64,
+}
+
+/// The native side of `res` (see the prelude in `mod.rs`).
+pub struct Res(pub Rc<RefCell<Out>>);
+
+fn lua_err(msg: impl Into<String>) -> mlua::Error {
+    mlua::Error::runtime(msg.into())
+}
+
+impl Out {
+    fn header(&mut self, name: &str, value: &str) -> mlua::Result<()> {
+        if self.head_sent {
+            return Err(lua_err("the response head has been sent already"));
+        }
+        check_header(name, value).map_err(|e| lua_err(e.0))?;
+        self.headers.extend_from_slice(name.as_bytes());
+        self.headers.extend_from_slice(b": ");
+        self.headers.extend_from_slice(value.trim().as_bytes());
+        self.headers.extend_from_slice(b"\r\n");
+        Ok(())
+    }
+
+    fn status(&mut self, status: u16) -> mlua::Result<()> {
+        if self.head_sent {
+            return Err(lua_err("the response head has been sent already"));
+        }
+        if !(200..=599).contains(&status) {
+            return Err(lua_err(format!("{status} is not a final status (200-599)")));
+        }
+        self.status = status;
+        Ok(())
+    }
+
+    fn body(&mut self, bytes: &[u8]) -> mlua::Result<()> {
+        self.written += bytes.len() as u64;
+        if self.written > self.max {
+            return Err(lua_err(format!(
+                "the answer is longer than servlets.max_output ({} bytes)",
+                self.max
+            )));
+        }
+        self.body.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+impl UserData for Res {
+    fn add_methods<M: UserDataMethods<Self>>(m: &mut M) {
+        // write(status, headers, body), as Gerbil's http-response-write,
+        // or write(piece). Returns whether a piece's worth is gathered
+        // (the prelude then yields, so it leaves while the servlet runs).
+        m.add_method(
+            "write",
+            |_, this, (a, b, c): (Value, Option<Table>, Option<LuaString>)| {
+                let mut out = this.0.borrow_mut();
+                match (a, b, c) {
+                    (Value::Integer(status), headers, body) => {
+                        out.status(u16::try_from(status).unwrap_or(0))?;
+                        if let Some(h) = headers {
+                            for pair in h.pairs::<LuaString, LuaString>() {
+                                let (k, v) = pair?;
+                                out.header(&k.to_str()?, &v.to_str()?)?;
+                            }
+                        }
+                        if let Some(body) = body {
+                            out.body(&body.as_bytes())?;
+                        }
+                    }
+                    (Value::String(s), None, None) => out.body(&s.as_bytes())?,
+                    (Value::Number(n), None, None) => out.body(n.to_string().as_bytes())?,
+                    _ => {
+                        return Err(lua_err(
+                            "res:write takes (status, headers, body) or (string)",
+                        ))
+                    }
+                }
+                Ok(out.body.len() >= PIECE)
+            },
+        );
+        m.add_method(
+            "header",
+            |_, this, (name, value): (LuaString, LuaString)| {
+                this.0
+                    .borrow_mut()
+                    .header(&name.to_str()?, &value.to_str()?)
+            },
+        );
+        m.add_method("set_status", |_, this, status: u16| {
+            this.0.borrow_mut().status(status)
+        });
+        m.add_method(
+            "redirect",
+            |_, this, (url, status): (LuaString, Option<u16>)| {
+                let status = status.unwrap_or(302);
+                if !(300..=399).contains(&status) {
+                    return Err(lua_err("a redirect's status is 3xx"));
+                }
+                let mut out = this.0.borrow_mut();
+                out.status(status)?;
+                out.header("Location", &url.to_str()?)?;
+                Ok(())
+            },
+        );
+    }
+}
+
+/// A table whose string keys are found case-insensitively (the request's
+/// headers): keys are stored in lower case, and the metatable lowers the
+/// key asked for.
+fn header_table(lua: &Lua, lower: &mlua::Function) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let mt = lua.create_table()?;
+    mt.raw_set("__index", lower.clone())?;
+    t.set_metatable(Some(mt))?;
+    Ok(t)
+}
+
+/// Builds the request table for `req`.
+pub fn request(lua: &Lua, req: &Request<'_>, lower: &mlua::Function) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 12)?;
+    t.raw_set("method", lua.create_string(req.method)?)?;
+    t.raw_set("path", lua.create_string(req.path)?)?;
+    let args = lua.create_table()?;
+    if let Some(q) = req.query {
+        t.raw_set("query", lua.create_string(q)?)?;
+        fill_fields(lua, &args, form::urlencoded(q))?;
+    }
+    t.raw_set("args", args)?;
+    let headers = header_table(lua, lower)?;
+    let cookies = lua.create_table()?;
+    for h in req.headers {
+        let name = lua.create_string(h.name.to_ascii_lowercase())?;
+        // A repeated field keeps its first value (read the rest from
+        // the raw list if ever needed).
+        if headers.raw_get::<Value>(&name)?.is_nil() {
+            headers.raw_set(name, lua.create_string(h.value)?)?;
+        }
+        if h.name.eq_ignore_ascii_case(b"cookie") {
+            for c in h.value.split(|&b| b == b';') {
+                let c = c.trim_ascii();
+                if let Some(eq) = c.iter().position(|&b| b == b'=') {
+                    let v = c[eq + 1..].trim_ascii();
+                    let v = v
+                        .strip_prefix(b"\"")
+                        .and_then(|v| v.strip_suffix(b"\""))
+                        .unwrap_or(v);
+                    cookies.raw_set(lua.create_string(&c[..eq])?, lua.create_string(v)?)?;
+                }
+            }
+        }
+    }
+    t.raw_set("headers", headers)?;
+    t.raw_set("cookies", cookies)?;
+    t.raw_set("body", lua.create_string(req.body)?)?;
+    t.raw_set("remote_addr", req.peer.ip().to_string())?;
+    if let Some(u) = req.user {
+        t.raw_set("user", lua.create_string(u)?)?;
+    }
+    Ok(t)
+}
+
+/// Adds decoded `name = value` fields to `t` (a repeated name keeps its
+/// first value).
+fn fill_fields(lua: &Lua, t: &Table, fields: Vec<(Vec<u8>, Vec<u8>)>) -> mlua::Result<()> {
+    for (n, v) in fields {
+        let n = lua.create_string(n)?;
+        if t.raw_get::<Value>(&n)?.is_nil() {
+            t.raw_set(n, lua.create_string(v)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `req:form()`: the body's fields, by its Content-Type: urlencoded
+/// (`name = value`) or multipart (`name = value`, and an uploaded file
+/// as `name = {filename =, type =, data =}`); nil and a message for a
+/// body that is neither or is malformed.
+pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
+    let headers: Table = req.raw_get("headers")?;
+    let ctype: Option<LuaString> = headers.raw_get("content-type")?;
+    let body: LuaString = req.raw_get("body")?;
+    let body = body.as_bytes();
+    let ctype = ctype.map(|c| c.as_bytes().to_vec()).unwrap_or_default();
+    let out = lua.create_table()?;
+    let kind = ctype
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii();
+    if kind.eq_ignore_ascii_case(b"application/x-www-form-urlencoded") {
+        fill_fields(lua, &out, form::urlencoded(&body))?;
+        return Ok((Value::Table(out), None));
+    }
+    let Some(boundary) = form::boundary(&ctype) else {
+        return Ok((Value::Nil, Some("not a form (Content-Type)".into())));
+    };
+    match form::multipart(&body, boundary) {
+        Err(e) => Ok((
+            Value::Nil,
+            Some(format!("malformed multipart body: {}", e.0)),
+        )),
+        Ok(parts) => {
+            for p in parts {
+                let name = lua.create_string(&p.name)?;
+                if !out.raw_get::<Value>(&name)?.is_nil() {
+                    continue;
+                }
+                match p.filename {
+                    None => out.raw_set(name, lua.create_string(p.data)?)?,
+                    Some(f) => {
+                        let file = lua.create_table()?;
+                        file.raw_set("filename", lua.create_string(f)?)?;
+                        if let Some(t) = p.content_type {
+                            file.raw_set("type", lua.create_string(t)?)?;
+                        }
+                        file.raw_set("data", lua.create_string(p.data)?)?;
+                        out.raw_set(name, file)?;
+                    }
+                }
+            }
+            Ok((Value::Table(out), None))
+        }
+    }
+}
+
+/// Encodes a Lua value as JSON: a table with keys 1..n (or empty) is an
+/// array, any other an object; strings must be UTF-8.
+pub fn json_encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
+    if depth > json::MAX_DEPTH {
+        return Err(lua_err("brisk.json.encode: nested too deeply (or a cycle)"));
+    }
+    match v {
+        Value::Nil => out.extend_from_slice(b"null"),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Number(n) if n.is_finite() => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::Number(_) => return Err(lua_err("brisk.json.encode: not a finite number")),
+        Value::String(s) => json::push_string(&s.to_str()?, out),
+        Value::Table(t) => {
+            let n = t.raw_len();
+            let array = n > 0 || t.clone().pairs::<Value, Value>().next().is_none();
+            if array {
+                out.push(b'[');
+                for i in 1..=n {
+                    if i > 1 {
+                        out.push(b',');
+                    }
+                    json_encode(&t.raw_get::<Value>(i)?, out, depth + 1)?;
+                }
+                out.push(b']');
+            } else {
+                out.push(b'{');
+                let mut first = true;
+                for pair in t.clone().pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    let key = match &k {
+                        Value::String(s) => s.to_str()?.to_string(),
+                        Value::Integer(i) => i.to_string(),
+                        _ => return Err(lua_err("brisk.json.encode: a key that is not a string")),
+                    };
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    json::push_string(&key, out);
+                    out.push(b':');
+                    json_encode(&v, out, depth + 1)?;
+                }
+                out.push(b'}');
+            }
+        }
+        _ => return Err(lua_err("brisk.json.encode: a value JSON cannot hold")),
+    }
+    Ok(())
+}
+
+/// A decoded JSON value as a Lua value (`null` as `brisk.json.null`).
+pub fn json_to_lua(lua: &Lua, v: json::Json, null: &Value) -> mlua::Result<Value> {
+    Ok(match v {
+        json::Json::Null => null.clone(),
+        json::Json::Bool(b) => Value::Boolean(b),
+        json::Json::Int(i) => Value::Integer(i),
+        json::Json::Float(f) => Value::Number(f),
+        json::Json::Str(s) => Value::String(lua.create_string(s)?),
+        json::Json::Array(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.into_iter().enumerate() {
+                t.raw_set(i + 1, json_to_lua(lua, item, null)?)?;
+            }
+            Value::Table(t)
+        }
+        json::Json::Object(members) => {
+            let t = lua.create_table_with_capacity(0, members.len())?;
+            for (k, item) in members {
+                t.raw_set(k, json_to_lua(lua, item, null)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+/// `&<>"'` as HTML character references.
+pub fn html_escape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 16);
+    for &b in s {
+        match b {
+            b'&' => out.extend_from_slice(b"&amp;"),
+            b'<' => out.extend_from_slice(b"&lt;"),
+            b'>' => out.extend_from_slice(b"&gt;"),
+            b'"' => out.extend_from_slice(b"&quot;"),
+            b'\'' => out.extend_from_slice(b"&#39;"),
+            b => out.push(b),
+        }
+    }
+    out
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters.
+pub fn url_escape(s: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = Vec::with_capacity(s.len() * 3);
+    for &b in s {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        }
+    }
+    out
+}
+
+/// The `brisk.shared` value of a Lua value.
+fn stored(v: Value) -> mlua::Result<Stored> {
+    Ok(match v {
+        Value::String(s) => Stored::Str(s.as_bytes().to_vec()),
+        Value::Integer(i) => Stored::Num(i as f64),
+        Value::Number(n) => Stored::Num(n),
+        Value::Boolean(b) => Stored::Bool(b),
+        _ => return Err(lua_err("brisk.shared holds strings, numbers and booleans")),
+    })
+}
+
+fn unstored(lua: &Lua, v: Option<Stored>) -> mlua::Result<Value> {
+    Ok(match v {
+        None => Value::Nil,
+        Some(Stored::Str(s)) => Value::String(lua.create_string(s)?),
+        Some(Stored::Num(n)) if n.fract() == 0.0 && n.abs() < 9e15 => Value::Integer(n as i64),
+        Some(Stored::Num(n)) => Value::Number(n),
+        Some(Stored::Bool(b)) => Value::Boolean(b),
+    })
+}
+
+/// The `brisk` library table.
+pub fn library(lua: &Lua) -> mlua::Result<Table> {
+    let brisk = lua.create_table()?;
+    let j = lua.create_table()?;
+    let null = lua.create_table()?;
+    j.raw_set("null", null.clone())?;
+    j.raw_set(
+        "encode",
+        lua.create_function(|lua, v: Value| {
+            let mut out = Vec::new();
+            json_encode(&v, &mut out, 0)?;
+            lua.create_string(out)
+        })?,
+    )?;
+    let null_v = Value::Table(null);
+    j.raw_set(
+        "decode",
+        lua.create_function(move |lua, s: LuaString| match json::decode(&s.as_bytes()) {
+            Ok(v) => Ok((json_to_lua(lua, v, &null_v)?, Value::Nil)),
+            Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
+        })?,
+    )?;
+    brisk.raw_set("json", j)?;
+    brisk.raw_set(
+        "html_escape",
+        lua.create_function(|lua, s: LuaString| lua.create_string(html_escape(&s.as_bytes())))?,
+    )?;
+    brisk.raw_set(
+        "url_escape",
+        lua.create_function(|lua, s: LuaString| lua.create_string(url_escape(&s.as_bytes())))?,
+    )?;
+    brisk.raw_set(
+        "url_unescape",
+        lua.create_function(|lua, s: LuaString| {
+            let mut out = Vec::new();
+            form::percent_decode(&s.as_bytes(), true, &mut out);
+            lua.create_string(out)
+        })?,
+    )?;
+    let sh = lua.create_table()?;
+    sh.raw_set(
+        "get",
+        lua.create_function(|lua, (_, k): (Value, LuaString)| {
+            unstored(lua, shared::get(&k.as_bytes(), Instant::now()))
+        })?,
+    )?;
+    sh.raw_set(
+        "set",
+        lua.create_function(
+            |_, (_, k, v, ttl): (Value, LuaString, Value, Option<f64>)| {
+                let now = Instant::now();
+                let expires = match ttl {
+                    Some(t) if t > 0.0 && t.is_finite() => {
+                        Some(now + Duration::from_secs_f64(t.min(1e9)))
+                    }
+                    _ => None,
+                };
+                if v.is_nil() {
+                    shared::delete(&k.as_bytes());
+                    return Ok(true);
+                }
+                Ok(shared::set(&k.as_bytes(), stored(v)?, expires, now))
+            },
+        )?,
+    )?;
+    sh.raw_set(
+        "incr",
+        lua.create_function(|lua, (_, k, by): (Value, LuaString, Option<f64>)| {
+            let sum = shared::incr(&k.as_bytes(), by.unwrap_or(1.0), Instant::now());
+            unstored(lua, sum.map(Stored::Num))
+        })?,
+    )?;
+    sh.raw_set(
+        "delete",
+        lua.create_function(|_, (_, k): (Value, LuaString)| {
+            shared::delete(&k.as_bytes());
+            Ok(())
+        })?,
+    )?;
+    brisk.raw_set("shared", sh)?;
+    Ok(brisk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(
+            html_escape(b"<a href=\"x\">'&'</a>"),
+            b"&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+        assert_eq!(url_escape("a b/é~".as_bytes()), b"a%20b%2F%C3%A9~");
+    }
+}

@@ -1,0 +1,619 @@
+//! Lua servlets (`[servlets]`, cargo feature `servlets`): a `.lua` file
+//! under one of `servlets.paths` is a module that defines
+//! `handle_request(req, res)` and optionally `handler_init(cfg)`, as the
+//! Gerbil httpd's servlets. Nothing else under the root is executed.
+//!
+//! - One Lua 5.4 state per worker thread (a thread-local, so a reload's
+//!   new workers start afresh); each servlet is loaded on first use into
+//!   an environment of its own (its globals persist between requests in
+//!   that worker), `handler_init` runs then, and again when the file
+//!   changes (checked at most every `static.open_file_cache_valid`).
+//! - Each request runs in a coroutine: its output leaves in one piece
+//!   with its length, or, once 64 KiB are gathered, the head goes out and
+//!   the rest follows in chunks as the client takes them.
+//! - Limits: CPU time per request (an instruction-count hook: 503),
+//!   memory per worker's state (an allocation error: 500), output size.
+//!   An error answers 500 and logs the file, line and traceback, the
+//!   same one at most once a minute per servlet.
+//! - The sandbox inside Lua: no `io`, no `os` but time and date, no
+//!   `load` of bytecode (`string.dump` is gone too), no `dofile` or
+//!   `loadfile`; `require` loads only `.lua` modules from the servlet
+//!   prefixes' directories, beneath the root. The process's Landlock and
+//!   seccomp sandbox applies as to everything else.
+
+mod api;
+pub mod shared;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::chunk::ChunkMode;
+use mlua::thread::ThreadStatus;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, VmState};
+
+use super::app::{Handler, Request, Response};
+use super::stream::BodyStream;
+use crate::config::{Config, Level, ServletsConfig};
+use crate::sys::fs::{Meta, Root};
+use api::Out;
+
+/// Marks the error the CPU-time hook raises.
+const CPU_LIMIT: &str = "servlets.cpu_time exceeded";
+/// The same error of one servlet is logged at most this often.
+const ERROR_EVERY: Duration = Duration::from_secs(60);
+/// Servlets whose last error is remembered, per worker.
+const MAX_ERRORS_KEPT: usize = 1024;
+
+/// What the servlets of one configuration share (every worker's state
+/// is built from it).
+#[derive(Debug)]
+pub struct Settings {
+    servlets: ServletsConfig,
+    root: std::path::PathBuf,
+    /// How long a loaded servlet is used before its file is looked at.
+    valid: Duration,
+    follow_outside: bool,
+}
+
+/// The handler mounted at each servlet prefix (for `.lua` paths only).
+#[derive(Debug, Clone)]
+pub struct Servlets(Arc<Settings>);
+
+impl Servlets {
+    /// The servlets of `cfg`.
+    pub fn new(cfg: &Config) -> Servlets {
+        shared::set_capacity(cfg.servlets.shared_memory);
+        Servlets(Arc::new(Settings {
+            servlets: cfg.servlets.clone(),
+            root: cfg.root.clone(),
+            valid: cfg.static_files.open_file_cache_valid,
+            follow_outside: cfg.static_files.symlinks_outside_root,
+        }))
+    }
+}
+
+thread_local! {
+    /// This worker's Lua state, for the settings it was made with.
+    static STATE: RefCell<Option<(usize, Rc<State>)>> = const { RefCell::new(None) };
+}
+
+/// A loaded servlet.
+struct Module {
+    handle: Function,
+    meta: Meta,
+    checked: Instant,
+}
+
+/// One worker's Lua state.
+struct State {
+    lua: Lua,
+    root: Root,
+    modules: RefCell<HashMap<Vec<u8>, Module>>,
+    /// The last error logged for each servlet, and when.
+    errors: RefCell<HashMap<Vec<u8>, (String, Instant)>>,
+    /// `req:form()`.
+    form: Function,
+    /// Runs a servlet's `handle_request` in a coroutine, under xpcall.
+    runner: Function,
+    /// Makes the `res` object around its native side.
+    make_res: Function,
+    /// Lowers a header name (the request's header table's `__index`).
+    lower: Function,
+    /// The current request's CPU deadline (read by the hook).
+    deadline: Rc<Cell<Instant>>,
+    /// The hook stopped the current request.
+    cpu_stopped: Rc<Cell<bool>>,
+    settings: Arc<Settings>,
+}
+
+/// Lua code run once per state: the sandbox's edits of the standard
+/// library, the `res` object's methods (`write` yields once a piece is
+/// gathered, so it can leave while the servlet runs), and the runner.
+const PRELUDE: &str = r#"
+local traceback, require_native = ...
+local rawload, coyield, xpcall = load, coroutine.yield, xpcall
+load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
+dofile, loadfile, collectgarbage = nil, nil, nil
+string.dump = nil
+local osx = os
+os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
+require = require_native
+local Res = {}
+Res.__index = Res
+function Res:write(a, b, c) if self[1]:write(a, b, c) then coyield() end end
+function Res:header(n, v) self[1]:header(n, v) end
+function Res:set_status(s) self[1]:set_status(s) end
+function Res:redirect(u, s) self[1]:redirect(u, s) end
+local function make_res(native) return setmetatable({ native }, Res) end
+local function run(handle, req, res)
+  local ok, err = xpcall(handle, traceback, req, res)
+  if not ok then return false, err end
+  return true
+end
+local function lower(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end
+return run, make_res, lower
+"#;
+
+impl State {
+    fn new(settings: Arc<Settings>) -> mlua::Result<State> {
+        let libs = StdLib::COROUTINE
+            | StdLib::TABLE
+            | StdLib::STRING
+            | StdLib::UTF8
+            | StdLib::MATH
+            | StdLib::OS;
+        let lua = Lua::new_with(libs, LuaOptions::default())?;
+        lua.set_memory_limit(usize::try_from(settings.servlets.memory).unwrap_or(usize::MAX))?;
+        let root =
+            Root::open(&settings.root, settings.follow_outside).map_err(mlua::Error::external)?;
+        let traceback = lua.create_function(|lua, msg: Value| {
+            let text = match &msg {
+                Value::String(s) => s.to_str()?.to_string(),
+                Value::Error(e) => e.to_string(),
+                other => format!("{other:?}"),
+            };
+            lua.traceback(Some(&text), 1)
+        })?;
+        let require = lua.create_function(|lua, name: mlua::LuaString| {
+            let state = lua
+                .app_data_ref::<std::rc::Weak<State>>()
+                .and_then(|w| w.upgrade())
+                .ok_or_else(|| mlua::Error::runtime("require: no state"))?;
+            state.require(&name.to_str()?)
+        })?;
+        let (runner, make_res, lower): (Function, Function, Function) = lua
+            .load(PRELUDE)
+            .set_name("=brisk")
+            .call((traceback, require))?;
+        let brisk = api::library(&lua)?;
+        let form = lua.create_function(|lua, req: Table| api::form(lua, &req))?;
+        lua.globals().raw_set("brisk", brisk)?;
+        Ok(State {
+            lua,
+            root,
+            modules: RefCell::new(HashMap::new()),
+            errors: RefCell::new(HashMap::new()),
+            form,
+            runner,
+            make_res,
+            lower,
+            deadline: Rc::new(Cell::new(Instant::now())),
+            cpu_stopped: Rc::new(Cell::new(false)),
+            settings,
+        })
+    }
+
+    /// This thread's state for `settings`, made on first use.
+    fn get(settings: &Arc<Settings>) -> Result<Rc<State>, String> {
+        let key = Arc::as_ptr(settings) as usize;
+        STATE.with(|s| {
+            if let Some((k, st)) = &*s.borrow() {
+                if *k == key {
+                    return Ok(Rc::clone(st));
+                }
+            }
+            let st = Rc::new(State::new(Arc::clone(settings)).map_err(|e| e.to_string())?);
+            st.lua.set_app_data(Rc::downgrade(&st));
+            *s.borrow_mut() = Some((key, Rc::clone(&st)));
+            Ok(st)
+        })
+    }
+
+    /// Reads `rel` beneath the root.
+    fn read(&self, rel: &[u8]) -> std::io::Result<(String, Meta)> {
+        let (mut f, meta) = self.root.open_file(rel)?;
+        let mut text = String::new();
+        f.read_to_string(&mut text)?;
+        Ok((text, meta))
+    }
+
+    /// `require(name)`: `a.b` is `a/b.lua` in one of the servlet
+    /// prefixes' directories; loaded once per state.
+    fn require(&self, name: &str) -> mlua::Result<Value> {
+        let ok = !name.is_empty()
+            && name.split('.').all(|p| {
+                !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            });
+        if !ok {
+            return Err(mlua::Error::runtime(format!(
+                "require {name:?}: a module name is words joined by dots (a.b for a/b.lua)"
+            )));
+        }
+        let loaded: Table = match self
+            .lua
+            .named_registry_value::<Option<Table>>("brisk.loaded")?
+        {
+            Some(t) => t,
+            None => {
+                let t = self.lua.create_table()?;
+                self.lua.set_named_registry_value("brisk.loaded", &t)?;
+                t
+            }
+        };
+        if let Some(v) = loaded.raw_get::<Option<Value>>(name)? {
+            return Ok(v);
+        }
+        let file = format!("{}.lua", name.replace('.', "/"));
+        for prefix in &self.settings.servlets.paths {
+            let rel = format!("{}{file}", &prefix[1..]);
+            let Ok((text, _)) = self.read(rel.as_bytes()) else {
+                continue;
+            };
+            let v: Value = self
+                .lua
+                .load(text)
+                .set_name(format!("@{rel}"))
+                .set_mode(ChunkMode::Text)
+                .call(())?;
+            let v = if v.is_nil() { Value::Boolean(true) } else { v };
+            loaded.raw_set(name, v.clone())?;
+            return Ok(v);
+        }
+        Err(mlua::Error::runtime(format!(
+            "require {name:?}: no {file} in the servlet directories"
+        )))
+    }
+
+    /// Loads (or reloads) the servlet at `rel`, running its
+    /// `handler_init`; the error says why it cannot run (with a 404 for
+    /// a file that is not there).
+    fn load(&self, rel: &[u8], url: &[u8], now: Instant) -> Result<(), Failure> {
+        let mut modules = self.modules.borrow_mut();
+        if let Some(m) = modules.get_mut(rel) {
+            if now.saturating_duration_since(m.checked) < self.settings.valid {
+                return Ok(());
+            }
+            if let Ok((_, meta)) = self.root.stat(rel) {
+                if same_file(&meta, &m.meta) {
+                    m.checked = now;
+                    return Ok(());
+                }
+            }
+        }
+        drop(modules);
+        let (text, meta) = self.read(rel).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Failure::NotFound,
+            _ => Failure::Forbidden(e.to_string()),
+        })?;
+        let name = String::from_utf8_lossy(rel).into_owned();
+        let env = self.lua.create_table().map_err(Failure::lua)?;
+        let mt = self.lua.create_table().map_err(Failure::lua)?;
+        mt.raw_set("__index", self.lua.globals())
+            .map_err(Failure::lua)?;
+        env.set_metatable(Some(mt)).map_err(Failure::lua)?;
+        self.start_clock();
+        self.lua
+            .load(text)
+            .set_name(format!("@{name}"))
+            .set_mode(ChunkMode::Text)
+            .set_environment(env.clone())
+            .exec()
+            .map_err(|e| self.failure(e))?;
+        let handle: Function = env
+            .raw_get::<Option<Function>>("handle_request")
+            .map_err(Failure::lua)?
+            .ok_or_else(|| {
+                Failure::Error(format!("{name}: defines no handle_request(req, res)"))
+            })?;
+        if let Some(init) = env
+            .raw_get::<Option<Function>>("handler_init")
+            .map_err(Failure::lua)?
+        {
+            let cfg = self.init_table(url).map_err(Failure::lua)?;
+            let thread = self.thread(&init).map_err(Failure::lua)?;
+            thread.resume::<()>(cfg).map_err(|e| self.failure(e))?;
+            if thread.status() == ThreadStatus::Resumable {
+                return Err(Failure::Error(format!(
+                    "{name}: handler_init may not write"
+                )));
+            }
+        }
+        self.modules.borrow_mut().insert(
+            rel.to_vec(),
+            Module {
+                handle,
+                meta,
+                checked: now,
+            },
+        );
+        Ok(())
+    }
+
+    /// `cfg` for `handler_init`: `config` (the `[servlets]` table),
+    /// `root` and `url`.
+    fn init_table(&self, url: &[u8]) -> mlua::Result<Table> {
+        let t = self.lua.create_table()?;
+        t.raw_set(
+            "config",
+            value_to_lua(&self.lua, &self.settings.servlets.config)?,
+        )?;
+        t.raw_set("root", self.settings.root.display().to_string())?;
+        t.raw_set("url", self.lua.create_string(url)?)?;
+        Ok(t)
+    }
+
+    /// A coroutine running `f` under the CPU-time hook.
+    fn thread(&self, f: &Function) -> mlua::Result<Thread> {
+        let thread = self.lua.create_thread(f.clone())?;
+        let (deadline, stopped) = (Rc::clone(&self.deadline), Rc::clone(&self.cpu_stopped));
+        thread.set_hook(
+            HookTriggers::new().every_nth_instruction(1000),
+            move |_, _| {
+                if Instant::now() > deadline.get() {
+                    stopped.set(true);
+                    return Err(mlua::Error::runtime(CPU_LIMIT));
+                }
+                Ok(VmState::Continue)
+            },
+        )?;
+        Ok(thread)
+    }
+
+    /// Starts a request's CPU-time budget.
+    fn start_clock(&self) {
+        self.cpu_stopped.set(false);
+        self.deadline
+            .set(Instant::now() + self.settings.servlets.cpu_time);
+    }
+
+    /// What an error caught in the servlet (its message and traceback)
+    /// means for the answer.
+    fn caught(&self, err: String) -> Failure {
+        if self.cpu_stopped.get() {
+            return Failure::Cpu;
+        }
+        if err.starts_with("not enough memory") {
+            let _ = self.lua.gc_collect();
+            return Failure::Error(format!("servlets.memory exceeded: {err}"));
+        }
+        Failure::Error(err)
+    }
+
+    /// What an error from Lua means for the answer.
+    fn failure(&self, e: mlua::Error) -> Failure {
+        if self.cpu_stopped.get() {
+            return Failure::Cpu;
+        }
+        if matches!(e, mlua::Error::MemoryError(_)) {
+            // What the servlet held is garbage now: give it back.
+            let _ = self.lua.gc_collect();
+            return Failure::Error(format!("servlets.memory exceeded: {e}"));
+        }
+        Failure::Error(e.to_string())
+    }
+}
+
+/// Why a servlet did not answer.
+enum Failure {
+    NotFound,
+    Forbidden(String),
+    Cpu,
+    Error(String),
+}
+
+impl Failure {
+    fn lua(e: mlua::Error) -> Failure {
+        Failure::Error(e.to_string())
+    }
+}
+
+fn same_file(a: &Meta, b: &Meta) -> bool {
+    (a.dev, a.ino, a.size, a.mtime_ns, a.ctime_ns) == (b.dev, b.ino, b.size, b.mtime_ns, b.ctime_ns)
+}
+
+/// A config value as a Lua value.
+fn value_to_lua(lua: &Lua, v: &crate::config::Value) -> mlua::Result<Value> {
+    use crate::config::Value as V;
+    Ok(match v {
+        V::String(s) | V::Datetime(s) => Value::String(lua.create_string(s)?),
+        V::Integer(i) => Value::Integer(*i),
+        V::Float(f) => Value::Number(*f),
+        V::Boolean(b) => Value::Boolean(*b),
+        V::Array(items) => {
+            let t = lua.create_table()?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, value_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+        V::Table(entries) => {
+            let t = lua.create_table()?;
+            for (k, item) in entries {
+                t.raw_set(k.as_str(), value_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
+impl Handler for Servlets {
+    fn handle(&self, req: &Request<'_>, resp: &mut Response<'_>) {
+        let rel = &req.path[1..];
+        if crate::http::path::has_dotfile_segment(req.path) {
+            return not_found(resp);
+        }
+        let state = match State::get(&self.0) {
+            Ok(s) => s,
+            Err(e) => {
+                resp.log(
+                    Level::Error,
+                    format!("servlets: cannot make a Lua state: {e}"),
+                );
+                return resp.set_status(500);
+            }
+        };
+        let now = Instant::now();
+        if let Err(f) = state.load(rel, req.path, now) {
+            return state.answer_failure(rel, f, resp, now);
+        }
+        if let Err(f) = state.run(rel, req, resp) {
+            state.answer_failure(rel, f, resp, now);
+        }
+    }
+}
+
+fn not_found(resp: &mut Response<'_>) {
+    error_page(resp, 404);
+}
+
+/// Answers `status` with brisk's error page (what the servlet wrote is
+/// dropped).
+fn error_page(resp: &mut Response<'_>, status: u16) {
+    resp.raw_headers(b"");
+    resp.body().clear();
+    resp.set_status(status);
+    let _ = resp.header("Content-Type", "text/html; charset=utf-8");
+    resp.write(crate::handlers::error_page::page(crate::http::Status(
+        status,
+    )));
+}
+
+impl State {
+    /// Runs the servlet at `rel` (loaded) for `req`.
+    fn run(
+        self: &Rc<Self>,
+        rel: &[u8],
+        req: &Request<'_>,
+        resp: &mut Response<'_>,
+    ) -> Result<(), Failure> {
+        let handle = match self.modules.borrow().get(rel) {
+            Some(m) => m.handle.clone(),
+            None => return Err(Failure::NotFound),
+        };
+        let out = Rc::new(RefCell::new(Out {
+            status: 200,
+            max: self.settings.servlets.max_output,
+            ..Out::default()
+        }));
+        let reqt = api::request(&self.lua, req, &self.lower).map_err(Failure::lua)?;
+        reqt.raw_set("form", &self.form).map_err(Failure::lua)?;
+        let res: Table = self
+            .make_res
+            .call(
+                self.lua
+                    .create_userdata(api::Res(Rc::clone(&out)))
+                    .map_err(Failure::lua)?,
+            )
+            .map_err(Failure::lua)?;
+        let thread = self.thread(&self.runner).map_err(Failure::lua)?;
+        self.start_clock();
+        let started = Instant::now();
+        let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, res));
+        let (ok, err) = step.map_err(|e| self.failure(e))?;
+        if ok == Some(false) {
+            return Err(self.caught(err.unwrap_or_default()));
+        }
+        let mut o = out.borrow_mut();
+        resp.set_status(o.status);
+        resp.raw_headers(&o.headers);
+        if thread.status() != ThreadStatus::Resumable {
+            resp.write(&o.body);
+            return Ok(());
+        }
+        // A piece is gathered and more may follow: the head leaves now.
+        o.head_sent = true;
+        drop(o);
+        resp.stream(
+            Piecewise {
+                state: Rc::clone(self),
+                thread,
+                out,
+                spent: started.elapsed(),
+                rel: rel.to_vec(),
+            },
+            None,
+        );
+        Ok(())
+    }
+
+    /// Answers a failure: 404, 403, 503 (CPU time) or 500, logging
+    /// the reason (at most once a minute for the same one).
+    fn answer_failure(&self, rel: &[u8], f: Failure, resp: &mut Response<'_>, now: Instant) {
+        let (status, why) = match f {
+            Failure::NotFound => return not_found(resp),
+            Failure::Forbidden(why) => (403, why),
+            Failure::Cpu => (
+                503,
+                format!(
+                    "stopped: {CPU_LIMIT} ({:?})",
+                    self.settings.servlets.cpu_time
+                ),
+            ),
+            Failure::Error(why) => (500, why),
+        };
+        if self.should_log(rel, &why, now) {
+            resp.log(
+                Level::Error,
+                format!("servlet {}: {why}", String::from_utf8_lossy(rel)),
+            );
+        }
+        error_page(resp, status);
+    }
+
+    /// Whether to log `why` for the servlet at `rel`: not if the same
+    /// was logged less than a minute ago.
+    fn should_log(&self, rel: &[u8], why: &str, now: Instant) -> bool {
+        let mut errors = self.errors.borrow_mut();
+        if let Some((w, at)) = errors.get(rel) {
+            if w == why && now.saturating_duration_since(*at) < ERROR_EVERY {
+                return false;
+            }
+        }
+        if errors.len() >= MAX_ERRORS_KEPT {
+            errors.clear();
+        }
+        errors.insert(rel.to_vec(), (why.to_string(), now));
+        true
+    }
+}
+
+/// The rest of a servlet's answer, resumed as the client takes it.
+struct Piecewise {
+    state: Rc<State>,
+    thread: Thread,
+    out: Rc<RefCell<Out>>,
+    /// CPU time the request has had so far.
+    spent: Duration,
+    rel: Vec<u8>,
+}
+
+impl BodyStream for Piecewise {
+    fn fill(&mut self, buf: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+        loop {
+            {
+                let mut o = self.out.borrow_mut();
+                if !o.body.is_empty() {
+                    buf.append(&mut o.body);
+                    return Ok(self.thread.status() == ThreadStatus::Resumable);
+                }
+            }
+            if self.thread.status() != ThreadStatus::Resumable {
+                return Ok(false);
+            }
+            let st = &self.state;
+            st.cpu_stopped.set(false);
+            let left = st.settings.servlets.cpu_time.saturating_sub(self.spent);
+            st.deadline.set(Instant::now() + left);
+            let t0 = Instant::now();
+            let r = self.thread.resume::<(Option<bool>, Option<String>)>(());
+            self.spent += t0.elapsed();
+            let name = String::from_utf8_lossy(&self.rel);
+            match r {
+                Err(e) => return Err(format!("servlet {name}: {e}")),
+                Ok((Some(false), err)) => {
+                    let why = match st.caught(err.unwrap_or_default()) {
+                        Failure::Cpu => format!("stopped: {CPU_LIMIT}"),
+                        Failure::Error(why) | Failure::Forbidden(why) => why,
+                        Failure::NotFound => String::new(),
+                    };
+                    return Err(format!("servlet {name}: {why}"));
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! JSON (RFC 8259), sans-IO: a strict decoder into [`Json`] with a
+//! bounded nesting depth, and the string escaping its encoder needs.
+//! Servlets decode request bodies with it (`brisk.json.decode`) and
+//! encode their answers (`brisk.json.encode`). Fuzzed (`fuzz/form`).
+
+/// Deepest nesting of arrays and objects accepted: deeper input is an
+/// error, not a stack overflow.
+pub const MAX_DEPTH: usize = 128;
+
+/// A JSON value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    /// `null`.
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number without fraction or exponent that fits an i64.
+    Int(i64),
+    /// Any other number.
+    Float(f64),
+    /// A string (UTF-8; escapes decoded).
+    Str(String),
+    /// An array.
+    Array(Vec<Json>),
+    /// An object, its members in order (a repeated name keeps both).
+    Object(Vec<(String, Json)>),
+}
+
+/// Where and why a document is not JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    /// Byte offset.
+    pub at: usize,
+    /// What was wrong.
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid JSON at byte {}: {}", self.at, self.why)
+    }
+}
+
+/// Decodes one JSON document (whitespace around it allowed).
+pub fn decode(input: &[u8]) -> Result<Json, JsonError> {
+    let mut p = Parser { s: input, i: 0 };
+    p.ws();
+    let v = p.value(0)?;
+    p.ws();
+    if p.i != input.len() {
+        return Err(p.err("text after the value"));
+    }
+    Ok(v)
+}
+
+/// Appends `s` as a JSON string (quotes included) to `out`: `"`, `\`
+/// and control characters escaped, and `<`, `>`, `&` as `\u00XX` so the
+/// result is safe inside an HTML `<script>` too.
+pub fn push_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0..=0x1f | b'<' | b'>' | b'&' | 0x7f => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 15) as usize]);
+            }
+            _ => out.push(b),
+        }
+    }
+    out.push(b'"');
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn err(&self, why: &'static str) -> JsonError {
+        JsonError { at: self.i, why }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    fn lit(&mut self, word: &[u8], v: Json) -> Result<Json, JsonError> {
+        if self.s[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(self.err("unknown literal"))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Json, JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("nested too deeply"));
+        }
+        match self.s.get(self.i) {
+            None => Err(self.err("unexpected end")),
+            Some(b'n') => self.lit(b"null", Json::Null),
+            Some(b't') => self.lit(b"true", Json::Bool(true)),
+            Some(b'f') => self.lit(b"false", Json::Bool(false)),
+            Some(b'"') => self.string().map(Json::Str),
+            Some(b'[') => {
+                self.i += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(Json::Array(items));
+                }
+                loop {
+                    self.ws();
+                    items.push(self.value(depth + 1)?);
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(Json::Array(items));
+                        }
+                        _ => return Err(self.err("expected , or ]")),
+                    }
+                }
+            }
+            Some(b'{') => {
+                self.i += 1;
+                let mut members = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(Json::Object(members));
+                }
+                loop {
+                    self.ws();
+                    if self.s.get(self.i) != Some(&b'"') {
+                        return Err(self.err("expected a member name"));
+                    }
+                    let name = self.string()?;
+                    self.ws();
+                    if self.s.get(self.i) != Some(&b':') {
+                        return Err(self.err("expected :"));
+                    }
+                    self.i += 1;
+                    self.ws();
+                    members.push((name, self.value(depth + 1)?));
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(Json::Object(members));
+                        }
+                        _ => return Err(self.err("expected , or }")),
+                    }
+                }
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.err("unexpected character")),
+        }
+    }
+
+    fn number(&mut self) -> Result<Json, JsonError> {
+        let start = self.i;
+        let digits = |p: &mut Parser<'_>| {
+            let from = p.i;
+            while let Some(b'0'..=b'9') = p.s.get(p.i) {
+                p.i += 1;
+            }
+            p.i - from
+        };
+        if self.s.get(self.i) == Some(&b'-') {
+            self.i += 1;
+        }
+        let int_start = self.i;
+        let n = digits(self);
+        if n == 0 || (n > 1 && self.s[int_start] == b'0') {
+            return Err(self.err("a malformed number"));
+        }
+        let mut float = false;
+        if self.s.get(self.i) == Some(&b'.') {
+            self.i += 1;
+            float = true;
+            if digits(self) == 0 {
+                return Err(self.err("a malformed number"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.i) {
+            self.i += 1;
+            float = true;
+            if let Some(b'+' | b'-') = self.s.get(self.i) {
+                self.i += 1;
+            }
+            if digits(self) == 0 {
+                return Err(self.err("a malformed number"));
+            }
+        }
+        // (Only ASCII digits and signs were taken.)
+        let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("0");
+        if !float {
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Json::Int(i));
+            }
+        }
+        text.parse::<f64>()
+            .map(Json::Float)
+            .map_err(|_| self.err("a malformed number"))
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let h = self
+            .s
+            .get(self.i..self.i + 4)
+            .ok_or_else(|| self.err("a short \\u escape"))?;
+        let mut v = 0;
+        for &b in h {
+            let d = (b as char)
+                .to_digit(16)
+                .ok_or_else(|| self.err("a bad \\u escape"))?;
+            v = v * 16 + d;
+        }
+        self.i += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            let Some(&b) = self.s.get(self.i) else {
+                return Err(self.err("an unterminated string"));
+            };
+            self.i += 1;
+            match b {
+                b'"' => break,
+                0..=0x1f => return Err(self.err("a control character in a string")),
+                b'\\' => {
+                    let Some(&e) = self.s.get(self.i) else {
+                        return Err(self.err("an unterminated string"));
+                    };
+                    self.i += 1;
+                    let c = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            let cp = if (0xD800..0xDC00).contains(&hi) {
+                                if !self.s[self.i..].starts_with(b"\\u") {
+                                    return Err(self.err("a lone surrogate"));
+                                }
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return Err(self.err("a lone surrogate"));
+                                }
+                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                            } else {
+                                hi
+                            };
+                            char::from_u32(cp).ok_or_else(|| self.err("a lone surrogate"))?
+                        }
+                        _ => return Err(self.err("an unknown escape")),
+                    };
+                    let mut buf = [0; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+                b => out.push(b),
+            }
+        }
+        String::from_utf8(out).map_err(|_| self.err("a string that is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_decode() {
+        assert_eq!(
+            decode(br#" {"a": [1, -2.5e1, true, null], "b": "x\"\u00e9\ud83d\ude00"} "#),
+            Ok(Json::Object(vec![
+                (
+                    "a".into(),
+                    Json::Array(vec![
+                        Json::Int(1),
+                        Json::Float(-25.0),
+                        Json::Bool(true),
+                        Json::Null
+                    ])
+                ),
+                ("b".into(), Json::Str("x\"é😀".into())),
+            ]))
+        );
+        assert_eq!(
+            decode(b"18446744073709551616"),
+            Ok(Json::Float(1.8446744073709552e19))
+        );
+    }
+
+    #[test]
+    fn malformed_documents_say_where() {
+        for (doc, at) in [
+            (&b"[1,]"[..], 3),
+            (b"{\"a\" 1}", 5),
+            (b"01", 2),
+            (b"\"\\ud800\"", 7),
+            (b"[1] x", 4),
+            (b"\"a\x01\"", 3),
+            (b"tru", 0),
+            (b"", 0),
+        ] {
+            assert_eq!(decode(doc).map_err(|e| e.at), Err(at), "{doc:?}");
+        }
+        let deep = "[".repeat(MAX_DEPTH + 2);
+        assert_eq!(
+            decode(deep.as_bytes()).unwrap_err().why,
+            "nested too deeply"
+        );
+    }
+
+    #[test]
+    fn strings_encode_safely() {
+        let mut out = Vec::new();
+        push_string("a\"\\\n</script>\u{1}é", &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""a\"\\\n\u003c/script\u003e\u0001é""#
+        );
+    }
+}

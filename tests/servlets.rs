@@ -1,0 +1,384 @@
+//! Lua servlets (`[servlets]`), on the wire: the Gerbil example as
+//! written, the request and response API, forms, reloads, the limits
+//! and the sandbox inside Lua.
+#![cfg(feature = "servlets")]
+
+mod common;
+
+use std::fs;
+
+use common::*;
+
+const HELLO: &str = r#"local state = "not initialized"
+function handler_init(cfg) state = "initialized" end
+function handle_request(req, res)
+  res:write(200, {["Content-Type"] = "text/plain"},
+            "hello! I am a servlet and my state is " .. state .. "\n")
+end
+"#;
+
+const CONFIG: &str = "[servlets]\nenable = true\npaths = [\"/servlets/\"]\nconfig = { greeting = \"hello\" }\ncpu_time = \"300ms\"\nmemory = \"16MiB\"\nmax_output = \"1MiB\"\n\n[static]\nopen_file_cache_valid = 0\n";
+
+fn server(files: &[(&str, &str)]) -> Server {
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes());
+    for (name, text) in files {
+        b.file(name, text.as_bytes());
+    }
+    b.config(CONFIG);
+    b.start()
+}
+
+fn get(s: &Server, path: &str) -> Response {
+    s.request(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+}
+
+#[test]
+fn the_gerbil_example_works_as_written() {
+    let s = server(&[]);
+    let r = get(&s, "/servlets/hello.lua");
+    let body = "hello! I am a servlet and my state is initialized\n";
+    assert_eq!(
+        r.masked_head(),
+        format!("HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n", body.len())
+    );
+    assert_eq!(r.text(), body);
+}
+
+#[test]
+fn a_lua_file_outside_the_prefixes_is_never_run() {
+    let s = server(&[(
+        "other/x.lua",
+        "function handle_request(req, res) res:write('ran') end",
+    )]);
+    let r = get(&s, "/other/x.lua");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.text(),
+        "function handle_request(req, res) res:write('ran') end"
+    );
+    // A missing servlet is a 404; other files under the prefix are static.
+    assert_eq!(get(&s, "/servlets/none.lua").status, 404);
+}
+
+#[test]
+fn the_request_api_and_helpers() {
+    let s = server(&[(
+        "servlets/api.lua",
+        r#"local calls = 0
+local cfg_seen
+function handler_init(cfg) cfg_seen = cfg.config.greeting .. " " .. cfg.url end
+function handle_request(req, res)
+  calls = calls + 1
+  res:set_status(201)
+  res:header("Content-Type", "application/json")
+  res:write(brisk.json.encode({
+    calls = calls, cfg = cfg_seen, method = req.method, path = req.path, query = req.query,
+    a = req.args.a, ua = req.headers["x-TEST"], sid = req.cookies.sid, body = req.body,
+    html = brisk.html_escape("<a&'\">"), url = brisk.url_escape("a b/é"),
+    un = brisk.url_unescape("x%20y+z"), back = brisk.json.decode('{"k":[1,2.5,"s"]}').k[3],
+  }))
+end
+"#,
+    )]);
+    let mut c = s.connect();
+    for calls in 1..=2 {
+        c.send(b"POST /servlets/api.lua?a=1%202&b HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\nCookie: a=b; sid=\"42\"\r\nContent-Length: 3\r\n\r\nxyz");
+        let r = c.response();
+        assert_eq!(r.status, 201);
+        assert_eq!(r.header("Content-Type"), Some("application/json"));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["calls"], calls, "globals persist in the worker");
+        assert_eq!(v["cfg"], "hello /servlets/api.lua");
+        assert_eq!(v["method"], "POST");
+        assert_eq!(v["path"], "/servlets/api.lua");
+        assert_eq!(v["query"], "a=1%202&b");
+        assert_eq!(v["a"], "1 2");
+        assert_eq!(v["ua"], "yes");
+        assert_eq!(v["sid"], "42");
+        assert_eq!(v["body"], "xyz");
+        assert_eq!(v["html"], "&lt;a&amp;&#39;&quot;&gt;");
+        assert_eq!(v["url"], "a%20b%2F%C3%A9");
+        assert_eq!(v["un"], "x y z");
+        assert_eq!(v["back"], "s");
+    }
+}
+
+const FORM: &str = r#"function handle_request(req, res)
+  local f, err = req:form()
+  if not f then res:write(400, {}, err) return end
+  local out = {}
+  for k, v in pairs(f) do
+    if type(v) == "table" then out[k] = v.filename .. "|" .. (v.type or "-") .. "|" .. #v.data
+    else out[k] = v end
+  end
+  res:write(200, {["Content-Type"] = "application/json"}, brisk.json.encode(out))
+end
+"#;
+
+#[test]
+fn a_form_post_and_a_multipart_upload() {
+    let s = server(&[("servlets/form.lua", FORM)]);
+    let r = s.request(b"POST /servlets/form.lua HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 20\r\n\r\nname=J%C3%B6rg&x=a+b");
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v, serde_json::json!({"name": "Jörg", "x": "a b"}));
+    let data = vec![b'q'; 70_000];
+    let mut body = b"--BOUND\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nmy file\r\n--BOUND\r\nContent-Disposition: form-data; name=\"up\"; filename=\"a.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n".to_vec();
+    body.extend_from_slice(&data);
+    body.extend_from_slice(b"\r\n--BOUND--\r\n");
+    let mut req = format!("POST /servlets/form.lua HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=BOUND\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    req.extend_from_slice(&body);
+    let r = s.request(&req);
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"title": "my file", "up": "a.bin|application/octet-stream|70000"})
+    );
+    let r = s.request(b"POST /servlets/form.lua HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\nContent-Length: 5\r\n\r\n--B\r\n");
+    assert_eq!(r.status, 400);
+    assert_eq!(r.text(), "malformed multipart body: no closing boundary");
+    if let Some(curl) = which("curl") {
+        let up = s.base.path.join("up.txt");
+        fs::write(&up, b"uploaded by curl").unwrap();
+        let out = std::process::Command::new(curl)
+            .args(["-s", "-F", &format!("f=@{}", up.display()), "-F", "k=v"])
+            .arg(format!("http://{}/servlets/form.lua", s.addr()))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"f": "up.txt|text/plain|16", "k": "v"})
+        );
+    }
+}
+
+fn which(tool: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(tool))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn a_changed_servlet_is_reloaded_and_initialised_again() {
+    let s = server(&[]);
+    assert!(get(&s, "/servlets/hello.lua")
+        .text()
+        .ends_with("initialized\n"));
+    let file = s.root.join("servlets/hello.lua");
+    fs::write(&file, HELLO.replace("hello!", "changed!")).unwrap();
+    let r = wait_for("the new version", || {
+        let r = get(&s, "/servlets/hello.lua");
+        r.text().starts_with("changed!").then_some(r)
+    });
+    assert_eq!(
+        r.text(),
+        "changed! I am a servlet and my state is initialized\n"
+    );
+}
+
+#[test]
+fn sighup_reloads_every_servlet() {
+    let s = server(&[(
+        "servlets/count.lua",
+        "local n = 0\nfunction handle_request(req, res) n = n + 1 res:write(tostring(n)) end\n",
+    )]);
+    let mut c = s.connect();
+    for n in 1..=3 {
+        c.send(b"GET /servlets/count.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(c.response().text(), n.to_string());
+    }
+    let before = s.stderr().matches("configuration reloaded").count();
+    s.signal(libc::SIGHUP);
+    wait_until("the reload", || {
+        s.stderr().matches("configuration reloaded").count() > before
+    });
+    assert_eq!(get(&s, "/servlets/count.lua").text(), "1");
+}
+
+#[test]
+fn an_error_answers_500_and_logs_the_line_and_traceback_once() {
+    let s = server(&[
+        ("servlets/err.lua", "local function inner() error('boom') end\nfunction handle_request(req, res)\n  inner()\nend\n"),
+        ("servlets/syntax.lua", "function handle_request(req, res\n"),
+        ("servlets/none.lua", "x = 1\n"),
+    ]);
+    for _ in 0..3 {
+        let r = get(&s, "/servlets/err.lua");
+        assert_eq!(r.status, 500);
+        assert_eq!(r.header("Content-Type"), Some("text/html; charset=utf-8"));
+    }
+    let line = s.wait_stderr_line("servlet servlets/err.lua:");
+    assert!(line.contains("servlets/err.lua:1: boom"), "{line}");
+    assert!(line.contains("stack traceback:"), "{line}");
+    assert!(line.contains("servlets/err.lua:3: in function"), "{line}");
+    // The worker goes on, and logged the error once.
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    assert_eq!(s.stderr().matches("servlet servlets/err.lua:").count(), 1);
+    assert_eq!(get(&s, "/servlets/syntax.lua").status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/syntax.lua")
+        .contains("syntax error"));
+    assert_eq!(get(&s, "/servlets/none.lua").status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/none.lua")
+        .contains("defines no handle_request"));
+}
+
+#[test]
+fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes())
+        .file("servlets/loop.lua", b"function handle_request(req, res) while true do end end")
+        .file("servlets/count.lua", b"function handle_request(req, res) local i = 0 while true do i = i + 1 end end")
+        .file("servlets/late.lua", b"function handle_request(req, res) res:write(string.rep('x', 70000)) while true do end end")
+        .config(CONFIG)
+        .workers(1);
+    let s = b.start();
+    for path in ["/servlets/loop.lua", "/servlets/count.lua"] {
+        let r = get(&s, path);
+        assert_eq!(r.status, 503, "{path}");
+        assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    }
+    assert!(s
+        .wait_stderr_line("servlet servlets/loop.lua")
+        .contains("servlets.cpu_time exceeded"));
+    // Stopped after its head left: cut short (no last chunk).
+    let mut c = s.connect();
+    c.send(b"GET /servlets/late.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = c.stream.read_to_end(&mut raw);
+    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(!raw.ends_with(b"0\r\n\r\n"));
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+#[test]
+fn the_memory_limit_is_an_error_and_the_worker_survives() {
+    let s = server(&[("servlets/hog.lua", "function handle_request(req, res) local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end end")]);
+    let r = get(&s, "/servlets/hog.lua");
+    assert_eq!(r.status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/hog.lua")
+        .contains("servlets.memory exceeded"));
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    // Again: the memory came back.
+    assert_eq!(get(&s, "/servlets/hog.lua").status, 500);
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+#[test]
+fn output_streams_in_chunks_and_is_bounded() {
+    let s = server(&[
+        ("servlets/big.lua", "function handle_request(req, res) res:header('Content-Type', 'text/plain') for i = 1, 100 do res:write(string.rep(string.char(65 + i % 26), 5000)) end end"),
+        ("servlets/huge.lua", "function handle_request(req, res) for i = 1, 100 do res:write(string.rep('x', 20000)) end end"),
+        ("servlets/redir.lua", "function handle_request(req, res) res:redirect('/servlets/hello.lua') end"),
+    ]);
+    let r = get(&s, "/servlets/big.lua");
+    assert_eq!(r.header("Transfer-Encoding"), Some("chunked"));
+    assert_eq!(r.header("Content-Type"), Some("text/plain"));
+    let want: Vec<u8> = (1..=100)
+        .flat_map(|i| std::iter::repeat_n(b'A' + (i % 26) as u8, 5000))
+        .collect();
+    assert!(r.body == want);
+    // 2 MB against max_output = 1MiB: cut short.
+    let mut c = s.connect();
+    c.send(b"GET /servlets/huge.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = c.stream.read_to_end(&mut raw);
+    assert!(
+        raw.len() < 1_100_000 && !raw.ends_with(b"0\r\n\r\n"),
+        "{}",
+        raw.len()
+    );
+    assert!(s
+        .wait_stderr_line("servlet servlets/huge.lua")
+        .contains("servlets.max_output"));
+    let r = get(&s, "/servlets/redir.lua");
+    assert_eq!(r.status, 302);
+    assert_eq!(r.header("Location"), Some("/servlets/hello.lua"));
+}
+
+#[test]
+fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
+    let s = server(&[
+        ("servlets/exec.lua", "function handle_request(req, res) os.execute('touch /tmp/brisk-servlet-ran') end"),
+        ("servlets/popen.lua", "function handle_request(req, res) io.popen('id') end"),
+        ("servlets/bytecode.lua", "function handle_request(req, res) local f, err = load('\\27Lua' .. string.rep('x', 20)) res:write(tostring(f) .. ' ' .. err) end"),
+        ("servlets/dump.lua", "function handle_request(req, res) res:write(tostring(string.dump)) end"),
+        ("servlets/lib/util.lua", "return { twice = function(x) return 2 * x end }"),
+        ("servlets/req.lua", "local u = require('lib.util') function handle_request(req, res) res:write(tostring(u.twice(21))) end"),
+        ("servlets/escape.lua", "function handle_request(req, res) local ok, err = pcall(require, '..secret') res:write(tostring(err)) end"),
+        ("servlets/dofile.lua", "function handle_request(req, res) res:write(tostring(dofile) .. tostring(loadfile) .. tostring(io)) end"),
+    ]);
+    let r = get(&s, "/servlets/exec.lua");
+    assert_eq!(r.status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/exec.lua")
+        .contains("attempt to call a nil value (field 'execute')"));
+    assert_eq!(get(&s, "/servlets/popen.lua").status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/popen.lua")
+        .contains("attempt to index a nil value (global 'io')"));
+    assert_eq!(
+        get(&s, "/servlets/bytecode.lua").text(),
+        "nil attempt to load a binary chunk (mode is 't')"
+    );
+    assert_eq!(get(&s, "/servlets/dump.lua").text(), "nil");
+    assert_eq!(get(&s, "/servlets/req.lua").text(), "42");
+    let t = get(&s, "/servlets/escape.lua").text();
+    assert!(t.contains("a module name is words joined by dots"), "{t}");
+    assert_eq!(get(&s, "/servlets/dofile.lua").text(), "nilnilnil");
+}
+
+#[test]
+fn the_shared_dictionary_is_seen_by_every_worker() {
+    let mut b = Builder::new();
+    b.file(
+        "servlets/hits.lua",
+        b"function handle_request(req, res) if req.args.set then brisk.shared:set('k', req.args.set, 60) end res:write(tostring(brisk.shared:incr('hits')) .. ' ' .. tostring(brisk.shared:get('k'))) end",
+    )
+    .config(CONFIG)
+    .workers(2);
+    let s = b.start();
+    get(&s, "/servlets/hits.lua?set=v");
+    // New connections land on either worker; the count is one.
+    for n in 2..=12 {
+        assert_eq!(get(&s, "/servlets/hits.lua").text(), format!("{n} v"));
+    }
+}
+
+#[test]
+fn check_config_shows_the_servlets_and_refuses_bad_keys() {
+    let dir = TempDir::new("servlets");
+    fs::create_dir(dir.path.join("root")).unwrap();
+    let file = dir.path.join("site.toml");
+    let root = dir.path.join("root").display().to_string();
+    fs::write(&file, CONFIG).unwrap();
+    let (st, out, err) = run_brisk(&[
+        "--config",
+        &file.display().to_string(),
+        "--root",
+        &root,
+        "--check-config",
+    ]);
+    assert!(st.success(), "{err}");
+    assert!(out.contains("servlets: *.lua under /servlets/; per request 300ms of CPU and 1MiB of output; 16MiB per worker's Lua state; brisk.shared 1MiB; config greeting\n"), "{out}");
+    fs::write(&file, "[servlets]\nenable = true\npaths = [\"servlets\"]\n").unwrap();
+    let (st, _, err) = run_brisk(&[
+        "--config",
+        &file.display().to_string(),
+        "--root",
+        &root,
+        "--check-config",
+    ]);
+    assert!(!st.success());
+    assert!(
+        err.contains("site.toml:3: servlets.paths: expected URL prefixes"),
+        "{err}"
+    );
+}
