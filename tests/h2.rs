@@ -467,7 +467,9 @@ fn a_silent_program_is_stopped_and_its_stream_answered_504() {
 fn cgi_programs_answer_streams() {
     let s = cgi_site();
     let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)], 16 << 20);
-    let upload = pattern(300_000);
+    // (Within the stream window, 256 KiB: this client does not wait
+    // for window updates before it sends.)
+    let upload = pattern(200_000);
     let len = upload.len().to_string();
     let ids = [
         c.get("/cgi-bin/hi.sh", &[]),
@@ -482,6 +484,9 @@ fn cgi_programs_answer_streams() {
         c.get("/cgi-bin/big.sh", &[]),
         c.request("HEAD", "/cgi-bin/hi.sh", &[], None),
         c.get("/cgi-bin/short.sh", &[]),
+        // No content-length: held whole first, then the program is told
+        // its length, as over HTTP/1.1.
+        c.request("POST", "/cgi-bin/echo.sh", &[], Some(&upload[..50_000])),
     ];
     let a = c.answers(&ids);
     assert_eq!(
@@ -506,9 +511,15 @@ fn cgi_programs_answer_streams() {
     assert_eq!(a[6].field("content-length"), Some("100"));
     assert_eq!(a[6].body, b"only ten b");
     assert_eq!(a[6].reset, Some(ErrorCode::Internal as u32));
-    let log = wait_for("six CGI lines and the redirected one", || {
+    let mut expected = b"POST 50000\n".to_vec();
+    expected.extend_from_slice(&upload[..50_000]);
+    assert!(
+        a[7].status() == "200" && a[7].body == expected,
+        "a body of unknown length"
+    );
+    let log = wait_for("seven CGI lines and the redirected one", || {
         let log = std::fs::read_to_string(&s.access_path).ok()?;
-        (log.matches("/cgi-bin/").count() >= 6 && log.contains("/sub/a.txt")).then_some(log)
+        (log.matches("/cgi-bin/").count() >= 7 && log.contains("/sub/a.txt")).then_some(log)
     });
     assert!(
         log.contains("\"POST /cgi-bin/echo.sh HTTP/2.0\" 200 "),
@@ -517,6 +528,42 @@ fn cgi_programs_answer_streams() {
     assert!(
         log.contains("\"GET /cgi-bin/broken.sh HTTP/2.0\" 502 "),
         "{log}"
+    );
+}
+
+#[test]
+fn a_body_nobody_wants_is_read_and_dropped() {
+    // A 900 kB upload to a static file is answered 405 and its body read
+    // and dropped (its credit given back), so a client that sends its
+    // whole body before it reads (past its 256 KiB window, even) still
+    // gets the answer; one over limits.max_body (1 MiB) is answered 413
+    // the same way, as HTTP/1.1 refuses it before it is routed.
+    let s = cgi_site();
+    let mut c = H2::connect(&s, &[], 0);
+    let body = pattern(2_000_000);
+    let (small, large) = (900_000.to_string(), body.len().to_string());
+    let ids = [
+        c.request(
+            "POST",
+            "/sub/a.txt",
+            &[("content-length", &small)],
+            Some(&body[..900_000]),
+        ),
+        c.request(
+            "POST",
+            "/cgi-bin/echo.sh",
+            &[("content-length", &large)],
+            Some(&body),
+        ),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), a[0].reset), ("405", None));
+    assert_eq!((a[1].status(), a[1].reset), ("413", None));
+    let id = c.get("/sub/a.txt", &[]);
+    assert_eq!(
+        c.answers(&[id])[0].body,
+        b"a file\n",
+        "the connection goes on"
     );
 }
 

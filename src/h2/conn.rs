@@ -80,6 +80,9 @@ struct Stream {
     received: u64,
     /// Bytes of the answer not yet framed (the scheduler's key).
     remaining: u64,
+    /// The request's body is not wanted: this much more of it is read
+    /// and dropped, then the stream is reset (see [`Conn::discard_body`]).
+    discard: Option<u64>,
 }
 
 /// A header block in HEADERS + CONTINUATION frames, being gathered.
@@ -430,6 +433,38 @@ impl Conn {
         if !s.recv_open {
             self.release_conn(flow);
             return self.reset_stream(id, ErrorCode::StreamClosed);
+        }
+        if s.discard.is_some() {
+            // (Discarded or not, a body must match its content-length:
+            // §8.1.1 makes a mismatch malformed.)
+            s.received += data.len() as u64;
+            let wrong = match s.content_length {
+                Some(n) => s.received > n || (end_stream && s.received != n),
+                None => false,
+            };
+            if wrong {
+                self.release_conn(flow);
+                return self.reset_stream(id, ErrorCode::Protocol);
+            }
+        }
+        if let Some(left) = s.discard.as_mut() {
+            // A body nobody wants: its credit goes back at once, and past
+            // the allowance the client is asked to stop (RFC 9113 §8.1).
+            *left = left.saturating_sub(flow as u64);
+            let over = *left == 0 && !end_stream;
+            s.recv_window -= flow as i64;
+            if end_stream {
+                s.recv_open = false;
+            }
+            let done = end_stream && !s.send_open;
+            self.release(id, flow as usize);
+            if done {
+                self.remove(id);
+            }
+            if over {
+                return self.reset_stream(id, ErrorCode::NoError);
+            }
+            return None;
         }
         s.recv_window -= flow as i64;
         if s.recv_window < 0 {

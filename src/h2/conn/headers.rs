@@ -173,6 +173,7 @@ impl Conn {
             content_length,
             received: 0,
             remaining: 0,
+            discard: None,
         });
         if self.request.too_large() {
             // 431 (RFC 6585 §5): the head is over the header list size.
@@ -180,8 +181,9 @@ impl Conn {
             hpack::encode_status(431, &mut block);
             self.send_headers(id, &block, true);
             if !end_stream {
-                // Its body is not wanted (§8.1: NO_ERROR after a complete answer).
-                self.reset_stream(id, ErrorCode::NoError);
+                // Its body is not wanted: read and dropped, up to a
+                // connection window's worth (§8.1).
+                self.discard_body(id, self.limits.connection_window as u64);
             }
             return None;
         }

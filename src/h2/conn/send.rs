@@ -38,6 +38,19 @@ impl Conn {
         }
     }
 
+    /// The rest of stream `id`'s request body is not wanted (it was
+    /// answered without it): up to `allowance` more bytes of it are read
+    /// and dropped, their credit given back at once, so that a client
+    /// that sends its body whole still reads the answer; past that the
+    /// stream is reset with NO_ERROR (RFC 9113 §8.1), which some clients
+    /// take for an error.
+    pub fn discard_body(&mut self, id: u32, allowance: u64) {
+        let Some(s) = self.stream(id) else { return };
+        if s.recv_open {
+            s.discard = Some(allowance.max(1));
+        }
+    }
+
     /// Sends the answer's head, HPACK block `block`, on stream `id`;
     /// `end_stream` when no body follows. False if the stream is gone.
     pub fn send_headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> bool {

@@ -351,6 +351,62 @@ fn request_windows_are_enforced_and_given_back() {
 }
 
 #[test]
+fn a_body_nobody_wants_is_dropped_with_its_credit_given_back() {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/up"), flag::END_HEADERS);
+    s.feed(&input);
+    s.conn.send_headers(1, &[0x88], true);
+    s.conn.discard_body(1, 40_000);
+    s.take();
+    let mut input = Vec::new();
+    for _ in 0..2 {
+        data(&mut input, 1, &[b'a'; 16_000], 0);
+    }
+    s.feed(&input);
+    assert_eq!(
+        s.events,
+        ["request 1 false"],
+        "no body reaches the application"
+    );
+    // The stream's credit comes back (half its window is 128 KiB: not
+    // yet); past the allowance the client is asked to stop.
+    let mut input = Vec::new();
+    data(&mut input, 1, &[b'a'; 16_000], 0);
+    s.feed(&input);
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::NoError as u32)]);
+    // With a body that ends within the allowance, nothing is reset.
+    let mut s = Script::new(Limits {
+        stream_window: 65_535,
+        ..Limits::default()
+    });
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/up"), flag::END_HEADERS);
+    s.feed(&input);
+    s.conn.send_headers(1, &[0x88], true);
+    s.conn.discard_body(1, 1 << 20);
+    s.take();
+    let mut input = Vec::new();
+    for i in 0..4 {
+        data(
+            &mut input,
+            1,
+            &[b'a'; 16_000],
+            if i == 3 { flag::END_STREAM } else { 0 },
+        );
+    }
+    s.feed(&input);
+    let sent = s.take();
+    assert!(rst_codes(&sent).is_empty());
+    assert!(
+        sent.iter()
+            .any(|f| f.kind == kind::WINDOW_UPDATE && f.stream == 1),
+        "the stream's credit came back"
+    );
+    assert_eq!(s.conn.open_streams(), 0, "closed both ways");
+}
+
+#[test]
 fn window_updates_are_checked() {
     let mut s = Script::new(Limits::default());
     let mut input = Vec::new();

@@ -178,6 +178,11 @@ pub struct Answer {
     pub wait: Option<Box<BodyWait>>,
     /// The request, while its password is checked off the loop.
     pub check: Option<Box<CheckWait>>,
+    /// The request, while its body is held whole for its program.
+    pub whole: Option<Box<crate::server::waits::WholeBody>>,
+    /// Its program reads a body held whole (whose window credit went
+    /// back as it arrived), not DATA frames still coming.
+    pub held_body: bool,
     /// A `[[throttle]]` rule covers it: the connection's output stays
     /// paced until it is sent.
     pub throttled: bool,
@@ -213,6 +218,8 @@ impl Answer {
             started,
             wait: None,
             check: None,
+            whole: None,
+            held_body: false,
             throttled: false,
             pipe: None,
             slot: 0,

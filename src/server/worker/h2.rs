@@ -9,9 +9,10 @@
 //! headers and ranges, never a copy of a large file.
 //!
 //! CGI programs answer streams as they answer HTTP/1.1 requests (see
-//! `pipe/h2.rs`), but for one whose request body has no length, or an
-//! `nph-` one: those streams are refused with RST_STREAM
-//! HTTP_1_1_REQUIRED, which tells the client to ask again over HTTP/1.1.
+//! `pipe/h2.rs`; a body of unknown length is held whole first, as over
+//! HTTP/1.1), but for `nph-` ones: those streams are refused with
+//! RST_STREAM HTTP_1_1_REQUIRED, which tells the client to ask again
+//! over HTTP/1.1.
 //! Not yet over HTTP/2: throttles per stream: a
 //! `[[throttle]]` rate paces the whole connection while an answer it
 //! covers is being sent. A password check
@@ -30,6 +31,7 @@ use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
 use crate::server::h1::OUTPUT_CAP;
 use crate::server::h2::{head, request, Answer, BodyWait, CheckWait, Piece, Session};
+use crate::server::waits::WholeBody;
 
 /// What the first bytes of a plain connection say.
 pub(super) enum Opening {
@@ -138,14 +140,27 @@ impl Worker {
             &self.limits,
             &mut self.h2_scratch.head,
         );
+        let max = self.cfg.limits.max_body;
         let plan = match built {
             Err(e) => Plan::error(e.status, &mut self.scratch),
+            // (As HTTP/1.1 refuses a Content-Length over the limit.)
+            Ok(()) if matches!(self.req.body(), BodyFraming::Length(n) if n > max) => {
+                Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            }
             Ok(()) => match self.h2_route(c, id) {
                 Some(plan) => plan,
                 None => return,
             },
         };
         self.h2_answer(c, id, plan, 0);
+        let reads_body =
+            c.h2.as_mut()
+                .and_then(|s| s.answer(id))
+                .is_some_and(|a| a.pipe.is_some());
+        if !end_stream && !reads_body {
+            // Answered without its body (a static file, an error).
+            self.h2_refuse_rest(c, id);
+        }
     }
 
     /// Routes the current request: its answer, or `None` when it waits
@@ -189,8 +204,14 @@ impl Worker {
                     c.h2.as_mut()?.answers.push(a);
                     return None;
                 }
-                Routed::Defer(Deferred::WholeBody(_)) => {
-                    self.h2_needs_http1(c, id);
+                Routed::Defer(Deferred::WholeBody(resume)) => {
+                    let mut a = Answer::waiting(id, self.req_start);
+                    a.whole = Some(Box::new(WholeBody {
+                        resume,
+                        held: self.hold(0),
+                        body: Default::default(),
+                    }));
+                    c.h2.as_mut()?.answers.push(a);
                     return None;
                 }
             }
@@ -202,17 +223,16 @@ impl Worker {
     }
 
     /// Refuses stream `id` with HTTP_1_1_REQUIRED (RFC 9113 §7), which
-    /// tells the client to ask again over HTTP/1.1: a CGI program whose
-    /// request body has no length (it would have to be held whole first,
-    /// as over HTTP/1.1, for CONTENT_LENGTH), one that writes a whole
-    /// HTTP/1.1 response of its own (`nph-`), or an embedded handler's
-    /// body in pieces or later answer (not over HTTP/2 yet).
+    /// tells the client to ask again over HTTP/1.1: its CGI program writes
+    /// a whole HTTP/1.1 response of its own (`nph-`), or its embedded
+    /// handler answers with a body in pieces or later (not over HTTP/2
+    /// yet).
     fn h2_needs_http1(&mut self, c: &mut Conn, id: u32) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
                 format_args!(
-                    "client {}: {} needs HTTP/1.1 (a program with a body of unknown length, or nph-): HTTP_1_1_REQUIRED",
+                    "client {}: {} is answered by an nph- program or a handler's streamed body, which need HTTP/1.1: HTTP_1_1_REQUIRED",
                     c.peer.ip(),
                     String::from_utf8_lossy(self.req.target())
                 ),
@@ -232,6 +252,10 @@ impl Worker {
         // Bodies nobody waits for are dropped: their credit goes back now.
         s.conn.release(id, data.len());
         let Some(a) = s.answer(id) else { return };
+        if a.whole.is_some() {
+            self.h2_hold_body(c, id, data, end_stream);
+            return;
+        }
         let Some(w) = a.wait.as_mut() else { return };
         let max = self.cfg.limits.max_body;
         self.handler_bodies += data.len() as u64;
@@ -257,10 +281,71 @@ impl Worker {
         };
         self.h2_answer(c, id, plan, 0);
         if !end_stream {
-            // The rest of the body is not wanted (RFC 9113 §8.1).
-            if let Some(s) = c.h2.as_mut() {
-                s.conn.reset(id, ErrorCode::NoError);
-            }
+            self.h2_refuse_rest(c, id);
+        }
+    }
+
+    /// Body bytes of a request held whole before its program starts (a
+    /// body of unknown length for CGI, which must be told its length:
+    /// as over HTTP/1.1, in memory, then in an unnamed file in
+    /// `temp_dir`, up to `limits.max_body`). Once it is all in, the
+    /// program starts with it.
+    fn h2_hold_body(&mut self, c: &mut Conn, id: u32, data: &[u8], end_stream: bool) {
+        let Some(w) =
+            c.h2.as_mut()
+                .and_then(|s| s.answer(id))
+                .and_then(|a| a.whole.as_mut())
+        else {
+            return;
+        };
+        w.body.push(data, &self.cfg.temp_dir);
+        let too_large = w.body.len() > self.cfg.limits.max_body;
+        let error = w.body.take_error();
+        if !end_stream && !too_large && error.is_none() {
+            return;
+        }
+        let Some(w) =
+            c.h2.as_mut()
+                .and_then(|s| s.take(id))
+                .and_then(|mut a| a.whole.take())
+        else {
+            return;
+        };
+        let label = w.resume.label();
+        let redirects = self.resume(w.held);
+        let plan = if too_large {
+            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+        } else if let Some(e) = error {
+            let dir = self.cfg.temp_dir.display();
+            self.logger.log(
+                Level::Error,
+                format_args!("{label}: cannot hold the request body in {dir}: {e}"),
+            );
+            Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch)
+        } else {
+            let (router, mut routing) = self.routing(c);
+            router.answer_whole(&w.resume, w.body, &mut routing)
+        };
+        self.h2_answer(c, id, plan, redirects);
+        if !end_stream {
+            self.h2_refuse_rest(c, id);
+        }
+    }
+
+    /// The rest of stream `id`'s request body (of the current request)
+    /// is not wanted: it was answered without it. What the client said it
+    /// would send (up to 64 MiB), or else `limits.max_body`, is read and
+    /// dropped, so that a client that sends its whole body before it
+    /// reads still gets the answer; beyond that the stream is reset (see
+    /// `h2::Conn::discard_body`).
+    fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32) {
+        let declared = match self.req.body() {
+            BodyFraming::Length(n) => n.min(64 << 20),
+            _ => 0,
+        };
+        if let Some(s) = c.h2.as_mut() {
+            s.conn
+                .discard_body(id, declared.max(self.cfg.limits.max_body));
         }
     }
 

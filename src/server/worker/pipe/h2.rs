@@ -62,7 +62,8 @@ impl Worker {
         };
         self.watch(&mut pipe, c.index, slot).map_err(Some)?;
         let head_only = self.req.method() == Method::Head;
-        let body_done = self.req.body() == crate::http::parse::BodyFraming::None;
+        let held_body = pipe.held.is_some();
+        let body_done = held_body || self.req.body() == crate::http::parse::BodyFraming::None;
         let has_body = pipe.has_body;
         let mut run = PipeRun::new(pipe, self.hold(redirects), Version::Http2, head_only);
         if !has_body {
@@ -73,6 +74,7 @@ impl Worker {
         a.slot = slot;
         a.open = true;
         a.body_done = body_done;
+        a.held_body = held_body;
         a.progress = self.now;
         if let Some(s) = c.h2.as_mut() {
             s.answers.push(a);
@@ -169,9 +171,12 @@ impl Worker {
                 return self.h2_pipe_fail(c, a, Status::INTERNAL_SERVER_ERROR);
             }
         };
-        // (A body held whole never reaches HTTP/2 processes, so what left
-        // the buffer came from the client's DATA frames.)
-        let written = waiting.saturating_sub(p.input_buf.len());
+        // What left the buffer came from the client's DATA frames, unless
+        // the body was held whole (its credit went back as it arrived).
+        let written = match a.held_body {
+            true => 0,
+            false => waiting.saturating_sub(p.input_buf.len()),
+        };
         if a.body_done && p.input_buf.is_empty() && p.input.is_some() {
             close_input(p, self.poll.registry());
         }
