@@ -589,6 +589,91 @@ fn a_window_that_does_not_open_holds_up_only_its_own_program() {
     assert!(seen <= 65_535, "no more than the window: {seen}");
 }
 
+/// A site served over TLS only (the test certificate `a.test`).
+#[cfg(feature = "tls")]
+fn tls_site(extra: &str) -> (Server, Vec<u8>) {
+    let big = pattern(1024 * 1024 + 7);
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.file("big.bin", &big);
+    b.tls();
+    if !extra.is_empty() {
+        b.config(extra);
+    }
+    (b.start(), big)
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn alpn_h2_serves_http2_over_tls_and_http1_to_the_others() {
+    let (s, big) = tls_site("");
+    let url = format!("https://127.0.0.1:{}/big.bin", s.port);
+    let fetch = |flag: &str| {
+        run(Command::new("curl")
+            .args([
+                "-sS",
+                "-k",
+                "--fail",
+                flag,
+                "-w",
+                "%{http_version}",
+                "-o",
+                "-",
+            ])
+            .arg(&url))
+    };
+    let Some(o) = fetch("--http2") else {
+        skip("curl not installed");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 1);
+    assert_eq!(version, b"2", "h2 chosen by ALPN");
+    assert!(body == big, "byte exact");
+    let o = fetch("--http1.1").expect("curl");
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 3);
+    assert_eq!(version, b"1.1", "http/1.1 chosen by ALPN");
+    assert!(body == big);
+    // With [http2] enable = false, h2 is not offered.
+    let (s, _) = tls_site("[http2]\nenable = false\n");
+    let url = format!("https://127.0.0.1:{}/index.html", s.port);
+    let o = run(Command::new("curl")
+        .args([
+            "-sS",
+            "-k",
+            "--http2",
+            "-w",
+            "%{http_version}",
+            "-o",
+            "/dev/null",
+        ])
+        .arg(&url))
+    .expect("curl");
+    assert_eq!(o.stdout, b"1.1");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn h2spec_passes_over_tls() {
+    let (s, _) = tls_site("");
+    let h2spec = std::env::var("H2SPEC").unwrap_or_else(|_| "h2spec".into());
+    let args = ["-t", "-k", "-h", "127.0.0.1", "--timeout", "3", "-p"];
+    let Some(o) = run(Command::new(&h2spec).args(args).arg(s.port.to_string())) else {
+        skip("h2spec not installed (scripts/test installs it with go)");
+        return;
+    };
+    let text = String::from_utf8_lossy(&o.stdout);
+    let summary = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(" tests, "))
+        .unwrap_or("");
+    assert!(
+        summary.contains("145 tests, 145 passed, 0 skipped, 0 failed"),
+        "{text}"
+    );
+}
+
 /// Runs `cmd` (at most 60 s); `None` if the tool is not installed.
 fn run(cmd: &mut Command) -> Option<std::process::Output> {
     run_for(cmd, Duration::from_secs(60))

@@ -61,9 +61,14 @@ fn tls(c: &Config, s: &mut String) {
         return;
     };
     let listen: Vec<String> = t.listen.iter().map(|a| a.to_string()).collect();
+    let alpn = if c.http2.enable {
+        "h2, http/1.1"
+    } else {
+        "http/1.1"
+    };
     let _ = writeln!(
         s,
-        "tls: listen {} (TLS 1.3 and 1.2, ALPN http/1.1, no 0-RTT)",
+        "tls: listen {} (TLS 1.3 and 1.2, ALPN {alpn}, no 0-RTT)",
         listen.join(", ")
     );
     #[cfg(feature = "tls")]

@@ -13,9 +13,12 @@ use rustls::ServerConfig;
 use super::sni::ByName;
 use crate::config::TlsConfig;
 
-/// ALPN protocols offered, most preferred first (RFC 7301); `h2` joins
-/// once HTTP/2 exists.
+/// ALPN protocols offered, most preferred first (RFC 7301), without
+/// HTTP/2 (`[http2] enable = false`, or a build without it).
 pub const ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// ALPN protocols offered with HTTP/2: `h2` first (RFC 9113 §3.2).
+pub const ALPN_H2: &[&[u8]] = &[b"h2", b"http/1.1"];
 
 /// What every generation of workers shares: made once per process.
 #[derive(Debug, Clone)]
@@ -51,11 +54,20 @@ pub fn cache(entries: usize) -> Arc<dyn StoresServerSessions> {
 /// `http/1.1`, certificates by SNI, tickets and the cache from `shared`,
 /// no 0-RTT (replayable requests are not worth one round trip).
 pub fn server_config(tls: &TlsConfig, shared: &Shared) -> Result<Arc<ServerConfig>, rustls::Error> {
+    server_config_offering(tls, shared, ALPN)
+}
+
+/// [`server_config`], offering the ALPN protocols `alpn` (see [`ALPN_H2`]).
+pub fn server_config_offering(
+    tls: &TlsConfig,
+    shared: &Shared,
+    alpn: &[&[u8]],
+) -> Result<Arc<ServerConfig>, rustls::Error> {
     let mut config = ServerConfig::builder_with_provider(Arc::new(super::provider()))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_no_client_auth()
         .with_cert_resolver(Arc::new(ByName::new(&tls.certificates)));
-    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config.session_storage = Arc::clone(&shared.cache);
     if tls.session_tickets {
         config.ticketer = Arc::clone(&shared.ticketer);

@@ -223,8 +223,15 @@ fn check_config_shows_the_certificates() {
         out.contains("listen: none (HTTPS only: see tls)\n"),
         "{out}"
     );
+    let alpn = if cfg!(feature = "http2") {
+        "h2, http/1.1"
+    } else {
+        "http/1.1"
+    };
     assert!(
-        out.contains("tls: listen 127.0.0.1:8443 (TLS 1.3 and 1.2, ALPN http/1.1, no 0-RTT)\n"),
+        out.contains(&format!(
+            "tls: listen 127.0.0.1:8443 (TLS 1.3 and 1.2, ALPN {alpn}, no 0-RTT)\n"
+        )),
         "{out}"
     );
     assert!(out.contains(

@@ -123,6 +123,14 @@ impl Link {
     pub fn is_tls(&self) -> bool {
         matches!(self, Link::Tls(_))
     }
+
+    /// Whether the client chose HTTP/2 by ALPN (TLS only).
+    pub fn alpn_h2(&self) -> bool {
+        match self {
+            Link::Tcp(_) => false,
+            Link::Tls(t) => t.alpn_h2(),
+        }
+    }
 }
 
 impl Transport for Link {

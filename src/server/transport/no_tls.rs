@@ -87,6 +87,11 @@ impl Tls {
     pub fn session(&self) -> Option<TlsSession> {
         match *self {}
     }
+
+    /// Unreachable: there is no TLS connection.
+    pub fn alpn_h2(&self) -> bool {
+        match *self {}
+    }
 }
 
 impl Transport for Tls {

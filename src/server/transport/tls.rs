@@ -34,7 +34,7 @@ use super::{Flushed, Tcp, Transport};
 use crate::config::Config;
 use crate::http::TlsSession;
 use crate::tls::conn::{HandshakeSlot, Handshakes, TlsConn};
-use crate::tls::context::{cache, server_config, Shared};
+use crate::tls::context::{cache, server_config_offering, Shared, ALPN, ALPN_H2};
 use crate::tls::stream::{Scratch, TlsStream, MAX_WRITE};
 
 /// What every generation of workers shares: the session-ticket key (it
@@ -87,7 +87,9 @@ impl Setup {
         let (Some(tls), Some(sessions)) = (&cfg.tls, sessions) else {
             return Ok(None);
         };
-        let config = server_config(tls, &sessions.shared)
+        // (`enable` is false in a build without HTTP/2.)
+        let alpn = if cfg.http2.enable { ALPN_H2 } else { ALPN };
+        let config = server_config_offering(tls, &sessions.shared, alpn)
             .map_err(|e| format!("cannot set up TLS with these certificates: {e}"))?;
         Ok(Some(Setup {
             config,
@@ -178,6 +180,11 @@ impl Tls {
     /// When the handshake must be done by, while it is not.
     pub fn deadline(&self) -> Option<Instant> {
         self.stream.conn().handshake_deadline()
+    }
+
+    /// Whether the client chose HTTP/2 by ALPN (`h2`).
+    pub fn alpn_h2(&self) -> bool {
+        self.stream.conn().alpn() == Some(&b"h2"[..])
     }
 
     /// The protocol version and cipher suite, once negotiated.

@@ -44,10 +44,22 @@ pub(super) enum Opening {
 }
 
 impl Worker {
-    /// Whether `input`, the first bytes of plain connection `c`, open
-    /// HTTP/2 with prior knowledge (RFC 9113 §3.3).
+    /// Whether connection `c` speaks HTTP/2: its client chose `h2` by
+    /// ALPN, or `input`, the first bytes of a plain connection, open it
+    /// with prior knowledge (RFC 9113 §3.3).
     pub(super) fn h2_opening(&self, c: &Conn, input: &[u8]) -> Opening {
+        if c.transport.alpn_h2() {
+            // ALPN said h2 (RFC 9113 §3.2): HTTP/2 from the first byte,
+            // the client's preface included, which the protocol checks;
+            // our SETTINGS go once the handshake is done (nothing is
+            // written before it).
+            return match c.transport.deadline() {
+                Some(_) => Opening::Partial,
+                None => Opening::Http2,
+            };
+        }
         if !self.cfg.http2.cleartext
+            || c.transport.is_tls()
             || input.is_empty()
             || c.h1.served() > 0
             || !matches!(c.h1.state(), State::Idle | State::Head)
