@@ -11,27 +11,17 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::Duration;
 
-use common::tls::{client_conn, client_conn_tls12, testdata};
+use common::tls::{client_conn, client_conn_tls12, section};
 use common::*;
 
 const BIG: usize = 3 * 1024 * 1024 + 17;
-
-/// `[tls]` on one more address of 127.0.0.1 with the test certificate
-/// `a`, then `extra` (more `[tls]` keys).
-fn tls_section(extra: &str) -> String {
-    format!(
-        "[tls]\nlisten = [\"127.0.0.1:0\"]\n{extra}\n[[tls.certificate]]\ncert = \"{}\"\nkey = \"{}\"\n",
-        testdata("a.pem").display(),
-        testdata("a.key").display()
-    )
-}
 
 /// A site served on a plain listener (`addrs[0]`) and a TLS one
 /// (`addrs[1]`), with `[tls]` keys `extra` and more configuration `more`.
 fn both(b: &mut Builder, extra: &str, more: &str) -> Server {
     b.file("index.html", b"<h1>hello</h1>\n")
         .file("big.bin", &pattern(BIG))
-        .config(&format!("{more}\n{}", tls_section(extra)))
+        .config(&format!("{more}\n{}", section(&["a"], extra)))
         .listeners(2);
     std::mem::take(b).start()
 }

@@ -484,3 +484,63 @@ fn a_reload_reads_the_mime_types_file_again() {
         assert!(line.contains("can only be read after a restart"), "{line}");
     }
 }
+
+/// HTTPS (issue #12): SIGHUP reads the certificates again. A download
+/// begun under the old certificate runs to its end on its session; new
+/// connections get the new certificate; a broken new key is refused by
+/// name and the running certificate stays.
+#[cfg(feature = "tls")]
+#[test]
+fn a_reload_swaps_the_certificate_while_a_download_goes_on() {
+    use common::tls::{client_conn, served_name, testdata};
+    let copy = |name: &str, to: &Path| {
+        fs::copy(testdata(&format!("{name}.pem")), to.join("site.pem")).expect("cert");
+        fs::copy(testdata(&format!("{name}.key")), to.join("site.key")).expect("key");
+    };
+    let big = pattern(20 * 1024 * 1024);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    copy("a", b.base());
+    b.config(&format!(
+        "server_header = \"one\"\n{LOG}\n[tls]\nlisten = [\"127.0.0.1:0\"]\n\
+         [[tls.certificate]]\ncert = \"site.pem\"\nkey = \"site.key\"\n"
+    ))
+    .listeners(2);
+    let s = b.start();
+    let tls = s.addrs[1];
+    let mut busy = Client::connect_tls(tls, client_conn("a.test"));
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    busy.read_at_least(256 * 1024);
+
+    copy("b", &s.base.path);
+    let line = reload_with(&s, |file| {
+        let cfg = fs::read_to_string(file).expect("config");
+        fs::write(file, cfg.replace("\"one\"", "\"two\"")).expect("config");
+    });
+    assert!(line.contains("configuration reloaded"), "{line}");
+    let fresh = Client::connect_tls(tls, client_conn("b.test"));
+    assert_eq!(served_name(fresh.tls.as_deref().expect("tls")), "b");
+    // The old name is not on the new certificate: verification fails.
+    let mut old_name = client_conn("a.test");
+    let mut sock = std::net::TcpStream::connect(tls).expect("connect");
+    sock.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let refused = (0..10).find_map(|_| old_name.complete_io(&mut sock).err());
+    assert!(
+        refused
+            .as_ref()
+            .is_some_and(|e| format!("{e:?}").contains("presented: [\"DnsName(\\\"b.test\\\")\"]")),
+        "a.test is refused: {refused:?}"
+    );
+
+    // The download started before goes on, to its end, on its session.
+    assert_eq!(served_name(busy.tls.as_deref().expect("tls")), "a");
+    assert_old_download(&mut busy, &big);
+
+    // A broken key is refused by name; the new certificate serves on.
+    fs::write(s.base.path.join("site.key"), b"not a key").expect("key");
+    let line = reload_with(&s, |_| {});
+    assert!(line.contains("still serving"), "{line}");
+    assert!(line.contains("site.key"), "{line}");
+    let again = Client::connect_tls(tls, client_conn("b.test"));
+    assert_eq!(served_name(again.tls.as_deref().expect("tls")), "b");
+}

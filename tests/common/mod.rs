@@ -1362,8 +1362,17 @@ pub const BAD_TRAILERS: &[&[u8]] = &[
 /// Runs `cmd` with its output captured, for at most `limit` (then it is
 /// killed and the test fails); `None` if the tool is not installed.
 pub fn run_for(cmd: &mut Command, limit: Duration) -> Option<std::process::Output> {
+    run_with_input(cmd, Stdio::null(), limit)
+}
+
+/// [`run_for`] with `stdin` as the command's standard input.
+pub fn run_with_input(
+    cmd: &mut Command,
+    stdin: Stdio,
+    limit: Duration,
+) -> Option<std::process::Output> {
     let child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();

@@ -37,6 +37,21 @@ pub fn config() -> brisk::config::TlsConfig {
     }
 }
 
+/// A `[tls]` section listening on one more address of 127.0.0.1 (port 0)
+/// with `extra` keys, and a `[[tls.certificate]]` for each of the test
+/// certificates `names` (the first is the default).
+pub fn section(names: &[&str], extra: &str) -> String {
+    let mut s = format!("[tls]\nlisten = [\"127.0.0.1:0\"]\n{extra}\n");
+    for name in names {
+        s.push_str(&format!(
+            "[[tls.certificate]]\ncert = \"{}\"\nkey = \"{}\"\n",
+            testdata(&format!("{name}.pem")).display(),
+            testdata(&format!("{name}.key")).display()
+        ));
+    }
+    s
+}
+
 /// `--tls-cert`/`--tls-key` with the test certificate `name`.
 pub fn cert_args(name: &str) -> [String; 4] {
     [
