@@ -131,6 +131,12 @@ impl Acceptor {
         self.handshakes.try_begin()
     }
 
+    /// Gives back the buffers the worker's TLS connections share (they
+    /// grow again with the next read or write): a resting worker's.
+    pub fn rest(&self) {
+        *self.scratch.borrow_mut() = Scratch::new();
+    }
+
     /// Whether a handshake could begin now.
     pub fn has_room(&self) -> bool {
         self.handshakes.active() < self.handshakes.max()

@@ -41,6 +41,9 @@ impl Worker {
         self.router.rest();
         self.scratch = Scratch::default();
         self.req = OwnedRequest::default();
+        if let Some(tls) = &self.tls {
+            tls.rest();
+        }
         if self.logger.enabled(Level::Debug) {
             self.logger.log(
                 Level::Debug,
