@@ -70,7 +70,7 @@ fn curl_over_tls_1_3_and_1_2_with_alpn() {
             "curl",
             curl(&s, &["a.test"])
                 .args(flags)
-                .args(["-v", "-w", "%{http_version}"])
+                .args(["--http1.1", "-v", "-w", "%{http_version}"])
                 .arg(&url),
         ) else {
             return;
@@ -87,11 +87,26 @@ fn curl_over_tls_1_3_and_1_2_with_alpn() {
         );
         assert!(err.contains("ALPN: server accepted http/1.1"), "{err}");
     }
+    // Left to choose, curl takes h2 when the server offers it by ALPN.
+    let (version, alpn) = match cfg!(feature = "http2") {
+        true => ("2", "h2"),
+        false => ("1.1", "http/1.1"),
+    };
+    let o = run(
+        "curl",
+        curl(&s, &["a.test"])
+            .args(["-v", "-o", "/dev/null", "-w", "%{http_version}"])
+            .arg(&url),
+    )
+    .expect("curl");
+    assert!(o.status.success());
+    assert_eq!(text(&o.stdout), version);
+    assert!(text(&o.stderr).contains(&format!("ALPN: server accepted {alpn}")));
     // A range and keep-alive (two URLs, one connection) over TLS.
     let o = run(
         "curl",
         curl(&s, &["a.test"])
-            .args(["-v", "-r", "1000-1999"])
+            .args(["--http1.1", "-v", "-r", "1000-1999"])
             .arg(&url)
             .arg(&url),
     )
