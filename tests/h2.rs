@@ -656,22 +656,42 @@ fn alpn_h2_serves_http2_over_tls_and_http1_to_the_others() {
 #[test]
 fn h2spec_passes_over_tls() {
     let (s, _) = tls_site("");
-    let h2spec = std::env::var("H2SPEC").unwrap_or_else(|_| "h2spec".into());
-    let args = ["-t", "-k", "-h", "127.0.0.1", "--timeout", "3", "-p"];
-    let Some(o) = run(Command::new(&h2spec).args(args).arg(s.port.to_string())) else {
-        skip("h2spec not installed (scripts/test installs it with go)");
+    let Some((summary, _, text)) = h2spec(&["-t", "-k"], s.port) else {
         return;
     };
-    let text = String::from_utf8_lossy(&o.stdout);
-    let summary = text
-        .lines()
-        .rev()
-        .find(|l| l.contains(" tests, "))
-        .unwrap_or("");
     assert!(
         summary.contains("145 tests, 145 passed, 0 skipped, 0 failed"),
         "{text}"
     );
+}
+
+/// Runs h2spec (with `extra` arguments) against `port`: its summary line,
+/// the cases that failed, and its whole report; `None` (a counted skip)
+/// if it is not installed.
+fn h2spec(extra: &[&str], port: u16) -> Option<(String, Vec<String>, String)> {
+    let h2spec = std::env::var("H2SPEC").unwrap_or_else(|_| "h2spec".into());
+    let args = ["-h", "127.0.0.1", "--timeout", "3", "-p"];
+    let Some(o) = run(Command::new(&h2spec)
+        .args(extra)
+        .args(args)
+        .arg(port.to_string()))
+    else {
+        skip("h2spec not installed (scripts/test installs it with go)");
+        return None;
+    };
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let summary = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(" tests, "))
+        .unwrap_or("")
+        .to_string();
+    let failed = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with('×'))
+        .map(|l| l.trim().to_string())
+        .collect();
+    Some((summary, failed, text))
 }
 
 /// Runs `cmd` (at most 60 s); `None` if the tool is not installed.
@@ -772,29 +792,13 @@ fn h2load_gets_every_answer() {
 #[test]
 fn h2spec_passes_over_h2c() {
     let (s, _) = site();
-    let h2spec = std::env::var("H2SPEC").unwrap_or_else(|_| "h2spec".into());
-    let Some(o) = run(Command::new(&h2spec)
-        .args(["-h", "127.0.0.1", "--timeout", "3", "-p"])
-        .arg(s.port.to_string()))
-    else {
-        skip("h2spec not installed (scripts/test installs it with go)");
+    let Some((summary, failed, text)) = h2spec(&[], s.port) else {
         return;
     };
-    let text = String::from_utf8_lossy(&o.stdout);
-    let summary = text
-        .lines()
-        .rev()
-        .find(|l| l.contains(" tests, "))
-        .unwrap_or("");
     // One case cannot pass on a port that serves HTTP/1.1 too: "INVALID
     // CONNECTION PREFACE\r\n\r\n" is a malformed HTTP/1.1 request there,
     // answered 400 as HTTP/1.1 says, where h2spec wants a silent close
     // (it passes over TLS, where ALPN says the connection is HTTP/2).
-    let failed: Vec<&str> = text
-        .lines()
-        .filter(|l| l.trim_start().starts_with('×'))
-        .map(str::trim)
-        .collect();
     assert_eq!(
         failed,
         ["× 2: Sends invalid connection preface"],

@@ -464,13 +464,18 @@ impl Worker {
             let age = self.now.saturating_duration_since(c.h1.since());
             let stopping = self.draining == Drain::Stop;
             #[cfg(feature = "http2")]
-            if let Some(h2) = &c.h2 {
+            if let Some(h2) = c.h2.as_mut() {
                 // An HTTP/2 connection is idle when no stream is open
                 // (a stalled one is timed out above, as `blocked`).
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
                 if idle && (age >= t.keepalive || self.draining != Drain::Serve) {
                     self.close(i);
                     continue;
+                }
+                if idle && age >= TICK {
+                    // Idle a second or more: it holds its HPACK table,
+                    // not its buffers.
+                    h2.rest();
                 }
                 let Some(mut conn) = self.conns[i].take() else {
                     continue;

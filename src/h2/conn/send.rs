@@ -145,6 +145,22 @@ impl Conn {
         self.streams.iter().any(|s| s.send_open && s.remaining > 0) && self.next_stream().is_none()
     }
 
+    /// Gives back the memory an idle connection does not need (its
+    /// buffers; the HPACK table stays, the client counts on it): a
+    /// connection idle between requests holds little more than its
+    /// table.
+    pub fn shrink(&mut self) {
+        if self.out.is_empty() {
+            self.out = Vec::new();
+        }
+        if self.block.is_none() {
+            self.block_buf = Vec::new();
+        }
+        self.request = Request::default();
+        self.streams.shrink_to_fit();
+        self.decoder.shrink();
+    }
+
     /// Graceful shutdown (§6.8): GOAWAY with the last stream we will
     /// serve; the streams open finish, new ones are not served.
     pub fn shut_down(&mut self) {

@@ -120,6 +120,12 @@ impl Decoder {
         }
     }
 
+    /// Gives back the scratch buffers (the table stays).
+    pub fn shrink(&mut self) {
+        self.name = Vec::new();
+        self.value = Vec::new();
+    }
+
     /// The dynamic table's size now (RFC 7541 §4.1).
     pub fn table_size(&self) -> usize {
         self.table.size()

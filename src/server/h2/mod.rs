@@ -48,6 +48,15 @@ impl Session {
         }
     }
 
+    /// Gives back what an idle session holds (no stream open): spare
+    /// buffers, and the protocol's own (see `h2::Conn::shrink`).
+    pub fn rest(&mut self) {
+        self.spare_pieces = Vec::new();
+        self.spare_text = Vec::new();
+        self.answers = Vec::new();
+        self.conn.shrink();
+    }
+
     /// An empty piece list and log-line buffer for a new answer.
     pub fn spares(&mut self) -> (VecDeque<Piece>, Vec<u8>) {
         let pieces = self.spare_pieces.pop().unwrap_or_default();
