@@ -283,6 +283,48 @@ fn etag_of(s: &Server, name: &str) -> String {
 }
 
 #[test]
+fn a_stop_sends_goaway_and_lets_the_open_stream_finish() {
+    let (s, big) = site();
+    let mut c = H2::connect(&s, &[], 0);
+    let done = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[done])[0].status(), "200");
+    // A large answer in flight (the client gives no credit back yet).
+    let id = c.get("/big.bin", &[]);
+    let first = c.frame().expect("its head");
+    assert_eq!((first.kind, first.stream), (kind::HEADERS, id));
+    s.signal(libc::SIGTERM);
+    // GOAWAY NO_ERROR names the last stream served; that stream's
+    // answer still comes whole, and then the connection closes.
+    let mut body = Vec::new();
+    let mut goaway = None;
+    while let Some(f) = c.frame() {
+        match f.kind {
+            kind::GOAWAY => {
+                let last = u32::from_be_bytes(f.payload[..4].try_into().unwrap());
+                goaway = Some((
+                    last,
+                    u32::from_be_bytes(f.payload[4..8].try_into().unwrap()),
+                ));
+            }
+            kind::DATA if f.stream == id => {
+                body.extend_from_slice(&f.payload);
+                if f.flags & flag::END_STREAM == 0 {
+                    let mut out = Vec::new();
+                    frame::write_window_update(&mut out, 0, f.payload.len() as u32);
+                    frame::write_window_update(&mut out, id, f.payload.len() as u32);
+                    // (The server may be gone once the stream is done.)
+                    let _ = c.sock.write_all(&out);
+                }
+            }
+            _ => {}
+        }
+    }
+    // (Then the server closed the connection.)
+    assert_eq!(goaway, Some((id, ErrorCode::NoError as u32)));
+    assert!(body == big, "the open stream finished");
+}
+
+#[test]
 fn a_page_with_100_assets_comes_over_one_connection() {
     let (s, _) = site();
     let mut c = H2::connect(&s, &[], 0);

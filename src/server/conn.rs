@@ -80,6 +80,14 @@ impl Conn {
         false
     }
 
+    /// Whether the connection speaks HTTP/2.
+    pub fn speaks_h2(&self) -> bool {
+        #[cfg(feature = "http2")]
+        return self.h2.is_some();
+        #[cfg(not(feature = "http2"))]
+        false
+    }
+
     /// Whether a request of this connection waits for password check `id`.
     pub fn waits_for_check(&self, id: u64) -> bool {
         #[cfg(feature = "http2")]

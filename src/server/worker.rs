@@ -468,8 +468,15 @@ impl Worker {
                 // An HTTP/2 connection is idle when no stream is open
                 // (a stalled one is timed out above, as `blocked`).
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
-                if idle && (age >= t.keepalive || self.draining != Drain::Serve) {
+                if idle && age >= t.keepalive {
                     self.close(i);
+                    continue;
+                }
+                if self.draining != Drain::Serve && !h2.conn.finished() {
+                    // Winding down: GOAWAY (its open streams finish),
+                    // and the connection closes once it has left.
+                    h2.conn.shut_down();
+                    self.on_event(i, false);
                     continue;
                 }
                 if idle && age >= TICK {
