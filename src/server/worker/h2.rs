@@ -530,6 +530,7 @@ impl Worker {
                     // The frames queued before this one go first.
                     let start = c.out.buf_mut().len();
                     s.conn.drain_out(c.out.buf_mut());
+                    let mark = c.out.buf_mut().len();
                     c.out.buf_mut().extend_from_slice(&head);
                     let copied = if n as u64 <= SMALL_FILE || !self.cfg.static_files.sendfile {
                         let buf = c.out.buf_mut();
@@ -539,6 +540,11 @@ impl Worker {
                     } else {
                         Ok(())
                     };
+                    if copied.is_err() {
+                        // Never a frame of made-up bytes: the frame goes,
+                        // and the connection ends (below).
+                        c.out.buf_mut().truncate(mark);
+                    }
                     c.out.commit(start);
                     if copied.is_ok() && n as u64 > SMALL_FILE && self.cfg.static_files.sendfile {
                         c.out.push_file(Rc::clone(file), *offset, n as u64);
@@ -555,6 +561,10 @@ impl Worker {
                     Level::Error,
                     format_args!("reading a file for HTTP/2 failed: {e}"),
                 );
+                let gone = c.h2.as_mut().map(|s| std::mem::take(&mut s.answers));
+                for a in gone.into_iter().flatten() {
+                    self.h2_forget(c, a);
+                }
                 c.h2 = None;
                 c.h1.close();
                 return;
