@@ -24,6 +24,9 @@ struct Frame {
     flags: u8,
     stream: u32,
     payload: Vec<u8>,
+    /// A HEADERS frame's fields, decoded as it arrived (every block is,
+    /// in order: the server's encoder counts on the table it builds).
+    fields: Vec<(String, String)>,
 }
 
 /// A stream's answer as the client saw it.
@@ -88,11 +91,23 @@ impl H2 {
                 if self.buf.len() >= end {
                     let payload = self.buf[HEAD_LEN..end].to_vec();
                     self.buf.drain(..end);
+                    let mut fields = Vec::new();
+                    if h.kind == kind::HEADERS {
+                        self.decoder
+                            .decode(&payload, 1 << 20, &mut |n, v| {
+                                fields.push((
+                                    String::from_utf8_lossy(n).into_owned(),
+                                    String::from_utf8_lossy(v).into_owned(),
+                                ))
+                            })
+                            .expect("HPACK");
+                    }
                     return Some(Frame {
                         kind: h.kind,
                         flags: h.flags,
                         stream: h.stream,
                         payload,
+                        fields,
                     });
                 }
             }
@@ -163,17 +178,7 @@ impl H2 {
                 continue;
             };
             match f.kind {
-                kind::HEADERS => {
-                    let fields = &mut a.1.fields;
-                    self.decoder
-                        .decode(&f.payload, 1 << 20, &mut |n, v| {
-                            fields.push((
-                                String::from_utf8_lossy(n).into_owned(),
-                                String::from_utf8_lossy(v).into_owned(),
-                            ))
-                        })
-                        .expect("HPACK");
-                }
+                kind::HEADERS => a.1.fields.extend(f.fields),
                 kind::DATA => {
                     a.1.body.extend_from_slice(&f.payload);
                     if !f.payload.is_empty() {

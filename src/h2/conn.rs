@@ -144,6 +144,8 @@ pub struct Conn {
     phase: Phase,
     peer: Peer,
     decoder: Decoder,
+    /// Encodes our answers' heads (its table is the client's to keep).
+    encoder: hpack::Encoder,
     streams: Vec<Stream>,
     /// The highest stream the client opened.
     last_stream: u32,
@@ -205,6 +207,7 @@ impl Conn {
                 initial_window: 65_535,
             },
             decoder: Decoder::new(limits.header_table_size as usize),
+            encoder: hpack::Encoder::new(),
             streams: Vec::new(),
             last_stream: 0,
             reset_lately: [0; 8],
@@ -234,6 +237,12 @@ impl Conn {
     /// The request head of the last [`Event::Request`].
     pub fn request(&self) -> &Request {
         &self.request
+    }
+
+    /// The encoder of our answers' heads: every block it starts goes out
+    /// in the order it was made (the client's table follows ours).
+    pub fn encoder(&mut self) -> &mut hpack::Encoder {
+        &mut self.encoder
     }
 
     /// Frames waiting to be sent.
@@ -571,9 +580,8 @@ impl Conn {
                     }
                     self.peer.max_frame = value;
                 }
-                // The encoder never uses the dynamic table, so the
-                // client's table size does not matter; unknown
-                // settings are ignored (§6.5.2).
+                setting::HEADER_TABLE_SIZE => self.encoder.set_limit(value),
+                // Unknown settings are ignored (§6.5.2).
                 _ => {}
             }
         }

@@ -51,6 +51,12 @@ impl Conn {
         }
     }
 
+    /// Whether stream `id` can still take an answer's head (encode one
+    /// only then: the encoder's table changes as it encodes).
+    pub fn can_send_headers(&self, id: u32) -> bool {
+        self.streams.iter().any(|s| s.id == id && s.send_open)
+    }
+
     /// Sends the answer's head, HPACK block `block`, on stream `id`;
     /// `end_stream` when no body follows. False if the stream is gone.
     pub fn send_headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> bool {

@@ -1,16 +1,19 @@
 //! HPACK (RFC 7541), the header compression of HTTP/2: a decoder with a
 //! bounded dynamic table and a bound on the decoded size (against HPACK
 //! bombs: a few bytes that name a large table entry again and again),
-//! and an encoder that uses the static table and Huffman coding where
-//! it is shorter, and never the dynamic table (so the peer's table size
-//! setting never matters to it, and answers cost no table state).
+//! and encoders: free functions that use the static table and Huffman
+//! coding where it is shorter, and [`Encoder`], which also puts the
+//! fields that repeat from answer to answer into the client's dynamic
+//! table, within the size the client allows.
 
+mod encoder;
 mod huffman;
 mod table;
 
 #[cfg(test)]
 mod tests;
 
+pub use encoder::Encoder;
 pub use huffman::HuffmanError;
 pub use table::{static_name_index, DynTable, STATIC};
 

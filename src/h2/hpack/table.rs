@@ -114,6 +114,17 @@ impl DynTable {
         self.size
     }
 
+    /// The current maximum size.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The index (1: the newest) of the entry `name: value`, if held.
+    pub fn find(&self, name: &[u8], value: &[u8]) -> Option<usize> {
+        let n = self.entries.len();
+        (1..=n).find(|&i| self.get(i) == Some((name, value)))
+    }
+
     /// Entries held.
     pub fn len(&self) -> usize {
         self.entries.len()

@@ -2,13 +2,17 @@
 //! head writer (`http::response::Head`, as for HTTP/1.1: Server, Date,
 //! the handler's fields, Content-Length), then each field goes into the
 //! block with its name in lower case (RFC 9113 §8.2.1), less those
-//! HTTP/2 forbids (§8.2.2: Connection and the fields it names).
+//! HTTP/2 forbids (§8.2.2: Connection and the fields it names), through
+//! the connection's encoder (repeated fields become table indexes).
 
 use crate::h2::hpack;
 
-/// Appends to `block` the HPACK encoding of the HTTP/1.1 head `h1` (a
-/// status line, fields, an empty line); `name` is scratch space.
-pub fn encode(h1: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>) {
+/// Appends to `block` the HPACK encoding, by the connection's encoder
+/// `enc`, of the HTTP/1.1 head `h1` (a status line, fields, an empty
+/// line); `name` is scratch space. The block must be sent before any
+/// other the encoder makes.
+pub fn encode(h1: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+    enc.begin(block);
     let mut lines = h1
         .split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
@@ -31,7 +35,7 @@ pub fn encode(h1: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>) {
             continue;
         }
         let value = crate::http::grammar::trim_ows(&line[colon + 1..]);
-        hpack::encode_field(name, value, block);
+        enc.field(name, value, block);
     }
 }
 
@@ -43,7 +47,7 @@ mod tests {
     fn an_http1_head_becomes_a_block() {
         let h1 = b"HTTP/1.1 206 Partial Content\r\nServer: brisk\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 5\r\n\r\n";
         let (mut block, mut name) = (Vec::new(), Vec::new());
-        encode(h1, &mut block, &mut name);
+        encode(h1, &mut block, &mut name, &mut hpack::Encoder::new());
         let mut fields = Vec::new();
         hpack::Decoder::new(4096)
             .decode(&block, 1 << 20, &mut |n, v| {

@@ -57,6 +57,20 @@ impl Session {
         self.conn.shrink();
     }
 
+    /// Sends the head in `s.head` (as the one head writer wrote it) on
+    /// stream `id`, encoded by the connection's encoder into `s.block`;
+    /// `end` when no body follows. False (and nothing encoded) if the
+    /// stream can no longer take it.
+    pub fn send_head(&mut self, id: u32, end: bool, s: &mut Scratch) -> bool {
+        if !self.conn.can_send_headers(id) {
+            return false;
+        }
+        let Scratch { head, block, name } = s;
+        block.clear();
+        head::encode(head, block, name, self.conn.encoder());
+        self.conn.send_headers(id, block, end)
+    }
+
     /// An empty piece list and log-line buffer for a new answer.
     pub fn spares(&mut self) -> (VecDeque<Piece>, Vec<u8>) {
         let pieces = self.spare_pieces.pop().unwrap_or_default();

@@ -30,7 +30,7 @@ use crate::handlers::{Seg, Source};
 use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
 use crate::server::h1::OUTPUT_CAP;
-use crate::server::h2::{head, request, Answer, BodyWait, CheckWait, Piece, Session};
+use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
 
 /// What the first bytes of a plain connection say.
@@ -423,8 +423,6 @@ impl Worker {
             connection: Connection::Default,
         }
         .write(&stamp, &mut hs.head);
-        hs.block.clear();
-        head::encode(&hs.head, &mut hs.block, &mut hs.name);
         // (Their memory is the session's, reused from answer to answer.)
         let (mut pieces, text) = match c.h2.as_mut() {
             Some(s) => s.spares(),
@@ -452,7 +450,8 @@ impl Worker {
         }
         let Some(s) = c.h2.as_mut() else { return };
         let end = pieces.is_empty();
-        if !s.conn.send_headers(id, &self.h2_scratch.block, end) {
+        let hs = &mut self.h2_scratch;
+        if !s.send_head(id, end, hs) {
             return;
         }
         let mut answer = Answer::waiting(id, self.req_start);

@@ -14,7 +14,7 @@ use super::input::InputEnd;
 use super::*;
 use crate::h2::ErrorCode;
 use crate::http::response::{Connection, Framing, Head};
-use crate::server::h2::{head, Answer, Piece};
+use crate::server::h2::{Answer, Piece};
 
 /// A process's output buffered for its stream before reading it pauses.
 const STREAM_OUT_CAP: u64 = 64 * 1024;
@@ -265,8 +265,6 @@ impl Worker {
             connection: Connection::Default,
         }
         .write(&stamp, &mut hs.head);
-        hs.block.clear();
-        head::encode(&hs.head, &mut hs.block, &mut hs.name);
         let ends = p.head_only || status.is_bodiless();
         p.status = head.status;
         p.sent_any = true;
@@ -281,7 +279,8 @@ impl Worker {
         let rest = p.head_buf.split_off(head.len);
         p.head_buf = Vec::new();
         if let Some(s) = c.h2.as_mut() {
-            s.conn.send_headers(a.id, &self.h2_scratch.block, ends);
+            let hs = &mut self.h2_scratch;
+            s.send_head(a.id, ends, hs);
         }
         if !ends && !rest.is_empty() {
             a.body_len += rest.len() as u64;
