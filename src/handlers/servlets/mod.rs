@@ -107,6 +107,8 @@ struct State {
     deadline: Rc<Cell<Instant>>,
     /// The hook stopped the current request.
     cpu_stopped: Rc<Cell<bool>>,
+    /// A finished coroutine, for the next request.
+    spare: RefCell<Option<Thread>>,
     settings: Arc<Settings>,
 }
 
@@ -183,6 +185,7 @@ impl State {
             lower,
             deadline: Rc::new(Cell::new(Instant::now())),
             cpu_stopped: Rc::new(Cell::new(false)),
+            spare: RefCell::new(None),
             settings,
         })
     }
@@ -336,8 +339,14 @@ impl State {
         Ok(t)
     }
 
-    /// A coroutine running `f` under the CPU-time hook.
+    /// A coroutine running `f` under the CPU-time hook: the one the last
+    /// request finished with, reset (a new one costs a hook of its own).
     fn thread(&self, f: &Function) -> mlua::Result<Thread> {
+        if let Some(t) = self.spare.borrow_mut().take() {
+            if t.reset(f.clone()).is_ok() {
+                return Ok(t);
+            }
+        }
         let thread = self.lua.create_thread(f.clone())?;
         let (deadline, stopped) = (Rc::clone(&self.deadline), Rc::clone(&self.cpu_stopped));
         thread.set_hook(
@@ -512,6 +521,7 @@ impl State {
         resp.raw_headers(&o.headers);
         if thread.status() != ThreadStatus::Resumable {
             resp.write(&o.body);
+            *self.spare.borrow_mut() = Some(thread);
             return Ok(());
         }
         // A piece is gathered and more may follow: the head leaves now.
