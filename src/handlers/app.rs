@@ -214,7 +214,8 @@ impl<'a> Response<'a> {
     }
 
     /// Replaces the header lines with `lines` (`Name: value\r\n` each,
-    /// checked already).
+    /// checked already). (Only servlets use it.)
+    #[cfg_attr(not(feature = "servlets"), allow(dead_code))]
     pub(crate) fn raw_headers(&mut self, lines: &[u8]) {
         self.scratch.headers.clear();
         self.scratch.headers.extend_from_slice(lines);
