@@ -494,9 +494,27 @@ fn cgi_site() -> Server {
         write_file(&path, format!("#!/bin/sh\n{body}\n").as_bytes());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    b.config("[timeouts]\ncgi = \"1s\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.config("[timeouts]\ncgi = \"1s\"\nbody = \"1s\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
     b.access_log();
     b.start()
+}
+
+#[test]
+fn a_request_body_that_stops_coming_is_answered_408() {
+    // A body of unknown length for a program is held whole; its client
+    // sends part of it, then nothing: after timeouts.body, 408.
+    let s = cgi_site();
+    let mut c = H2::connect(&s, &[], 0);
+    let id = c.next;
+    c.next += 2;
+    let block = H2::block("POST", "/cgi-bin/echo.sh", &[]);
+    let mut out = Vec::new();
+    frame::write_headers(&mut out, id, &block, false, 16_384);
+    out.extend_from_slice(&frame::data_head(id, 5, false));
+    out.extend_from_slice(b"hello");
+    c.send(&out);
+    let a = c.answers(&[id]);
+    assert_eq!(a[0].status(), "408");
 }
 
 #[test]

@@ -487,7 +487,10 @@ impl Worker {
                 let Some(mut conn) = self.conns[i].take() else {
                     continue;
                 };
-                let late = self.h2_pipe_timeouts(&mut conn);
+                // A request body that makes no progress for
+                // timeouts.body is answered 408 (HTTP/1.1 closes).
+                let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
+                late |= self.h2_pipe_timeouts(&mut conn);
                 self.conns[i] = Some(conn);
                 if late {
                     self.on_event(i, false);

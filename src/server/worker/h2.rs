@@ -361,6 +361,48 @@ impl Worker {
         }
     }
 
+    /// The connection has received nothing for `timeouts.body`: every
+    /// request still waiting for its body (for a handler, or held whole
+    /// for a program) is answered 408 and the rest of its body dropped.
+    /// Whether any was.
+    pub(super) fn h2_body_timeouts(&mut self, c: &mut Conn) -> bool {
+        let waiting: Vec<u32> = match c.h2.as_ref() {
+            Some(s) => s
+                .answers
+                .iter()
+                .filter(|a| a.wait.is_some() || a.whole.is_some())
+                .map(|a| a.id)
+                .collect(),
+            None => return false,
+        };
+        for &id in &waiting {
+            let Some(mut a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
+                continue;
+            };
+            let req = match (a.wait.take(), a.whole.take()) {
+                (Some(w), _) => {
+                    self.handler_bodies -= w.body.len() as u64;
+                    w.req
+                }
+                (None, Some(w)) => w.held.req,
+                (None, None) => continue,
+            };
+            self.req = req;
+            self.req_start = a.started;
+            self.scratch.clear();
+            if self.logger.enabled(Level::Info) {
+                self.logger.log(
+                    Level::Info,
+                    format_args!("client {}: request body timed out (408)", c.peer.ip()),
+                );
+            }
+            let plan = Plan::error(Status::REQUEST_TIMEOUT, &mut self.scratch);
+            self.h2_answer(c, id, plan, 0);
+            self.h2_refuse_rest(c, id);
+        }
+        !waiting.is_empty()
+    }
+
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
