@@ -229,30 +229,30 @@ impl Transport for Tls {
         Ok(got.plaintext)
     }
 
-    fn flush(
-        &mut self,
-        out: &mut Out,
-        mut limit: usize,
-        _fin_follows: bool,
-    ) -> io::Result<Flushed> {
+    fn flush(&mut self, out: &mut Out, mut limit: usize, fin_follows: bool) -> io::Result<Flushed> {
         let mut s = self.scratch.borrow_mut();
         let s = &mut *s;
         let sock = self.tcp.socket();
         loop {
-            if !self.stream.flush(sock)? {
-                return Ok(Flushed::Blocked);
-            }
             if limit == 0 && !out.is_empty() {
                 return Ok(Flushed::Limit);
             }
-            let Some((front, _)) = out.front() else {
+            let Some((front, last)) = out.front() else {
+                // What is held (tickets, the last records) goes now.
+                if !self.stream.flush(sock)? {
+                    return Ok(Flushed::Blocked);
+                }
                 self.stream.release();
                 return Ok(Flushed::All);
             };
-            let taken = match front {
+            // The connection's last bytes take close_notify with them, so
+            // that the FIN is all shutdown_write has left to send.
+            let closing =
+                |n: usize, left: u64| fin_follows && last && n as u64 == left && n <= MAX_WRITE;
+            let (data, ends): (&[u8], bool) = match front {
                 Front::Bytes(bytes) => {
                     let end = bytes.len().min(limit);
-                    self.stream.write(sock, &mut s.out, &bytes[..end])
+                    (&bytes[..end], closing(end, bytes.len() as u64))
                 }
                 Front::File(range) => {
                     let want = (range.len.min(MAX_WRITE as u64) as usize).min(limit);
@@ -263,15 +263,25 @@ impl Transport for Tls {
                     match range.file.read_at(&mut s.plain[..want], range.offset) {
                         // The file shrank under us: the promised length
                         // cannot be kept, so the connection must end.
-                        Ok(0) => Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "file truncated while sending",
-                        )),
-                        Ok(n) => self.stream.write(sock, &mut s.out, &s.plain[..n]),
-                        Err(e) => Err(e),
+                        Ok(0) => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "file truncated while sending",
+                            ))
+                        }
+                        Ok(n) => (&s.plain[..n], closing(n, range.len)),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
                     }
                 }
             };
+            let taken = match ends && !self.notified {
+                true => self.stream.write_last(sock, &mut s.out, data),
+                false => self.stream.write(sock, &mut s.out, data),
+            };
+            if ends && matches!(taken, Ok(n) if n > 0) {
+                self.notified = true;
+            }
             match taken {
                 // Output is only made for requests, which only come once
                 // the handshake is done; never wait for it here (there is

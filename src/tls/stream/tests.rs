@@ -258,3 +258,63 @@ fn nothing_to_read_keeps_a_partial_record() {
         "no buffer is kept once the record is complete"
     );
 }
+
+#[test]
+fn what_comes_with_a_request_waits_for_the_answer() {
+    let mut e = Ends::new();
+    // The hello, and the server's flight back.
+    let mut hello = Vec::new();
+    e.tls.write_tls(&mut hello).expect("hello");
+    e.client.write_all(&hello).expect("send");
+    let got = e
+        .stream
+        .read(&e.server, &mut e.scratch, &mut e.plain, usize::MAX)
+        .expect("hello read");
+    assert_eq!(got.plaintext, 0);
+    e.client.set_nonblocking(false).expect("blocking");
+    while e.tls.is_handshaking() && !e.tls.wants_write() {
+        e.tls.read_tls(&mut e.client).expect("flight");
+        e.tls.process_new_packets().expect("flight accepted");
+    }
+    e.client.set_nonblocking(true).expect("nonblocking");
+    // TLS 1.3: the client's Finished and its request leave together; the
+    // server's session tickets are made when they arrive, and held.
+    e.tls
+        .writer()
+        .write_all(b"GET / HTTP/1.1\r\n\r\n")
+        .expect("request");
+    let mut records = Vec::new();
+    while e.tls.wants_write() {
+        e.tls.write_tls(&mut records).expect("records");
+    }
+    e.client.write_all(&records).expect("send");
+    let got = e
+        .stream
+        .read(&e.server, &mut e.scratch, &mut e.plain, usize::MAX)
+        .expect("read");
+    assert_eq!(got.plaintext, 18);
+    assert!(e.stream.wants_write(), "the tickets are held");
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        e.client
+            .read(&mut byte)
+            .expect_err("nothing sent yet")
+            .kind(),
+        io::ErrorKind::WouldBlock
+    );
+    // The answer takes them along: both arrive, tickets first.
+    let answer = b"HTTP/1.1 204 No Content\r\n\r\n";
+    assert_eq!(
+        e.stream
+            .write(&e.server, &mut e.scratch.out, answer)
+            .expect("write"),
+        answer.len()
+    );
+    assert!(!e.stream.wants_write());
+    e.turn().expect("turn");
+    assert_eq!(e.got, answer);
+    assert!(
+        e.tls.process_new_packets().is_ok(),
+        "the tickets were taken in too"
+    );
+}

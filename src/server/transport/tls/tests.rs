@@ -237,3 +237,22 @@ fn the_client_closing_after_its_request_is_read_then_said() {
     assert_eq!(p.server.read(&mut buf).expect("the end"), 0);
     assert!(p.server.tcp().hangup, "the engine reads on until the end");
 }
+
+#[test]
+fn the_last_answer_takes_close_notify_along() {
+    let mut p = Pair::new();
+    p.request(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+    let mut out = Out::with_capacity(1024);
+    out.push_bytes(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+    // Not yet shut down: close_notify went with the answer's records.
+    assert_eq!(
+        p.server.flush(&mut out, usize::MAX, true).expect("flush"),
+        Flushed::All
+    );
+    p.client_reads();
+    assert_eq!(
+        p.got,
+        b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
+    );
+    assert!(p.clean_end, "close_notify came with the answer");
+}
