@@ -238,7 +238,7 @@ sys.stdout.buffer.write(got[got.index(b"\r\n\r\n") + 4:])
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(o.stdout == data, "the file, byte for byte");
-    assert_eq!(err.trim(), "TLSv1.3 http/1.1 TLS_AES_256_GCM_SHA384");
+    assert_eq!(err.trim(), "TLSv1.3 http/1.1 TLS_AES_128_GCM_SHA256");
 }
 
 #[test]

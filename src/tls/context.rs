@@ -72,8 +72,9 @@ pub fn server_config_offering(
     if tls.session_tickets {
         config.ticketer = Arc::clone(&shared.ticketer);
     }
-    // The server's order (rustls's: AES-256-GCM, AES-128-GCM, ChaCha20)
-    // rather than the client's, as testssl.sh expects of a server.
+    // The server's order (provider()'s: AES-128-GCM, AES-256-GCM,
+    // ChaCha20) rather than the client's, as testssl.sh expects of a
+    // server.
     config.ignore_client_order = true;
     config.max_early_data_size = 0;
     config.send_half_rtt_data = false;

@@ -34,7 +34,22 @@ pub mod x509;
 
 pub use certs::{Certificate, CertificateFiles};
 
-/// The crypto provider every TLS object of brisk uses.
+/// The crypto provider every TLS object of brisk uses: ring's, with
+/// AES-128-GCM first among the suites a server picks by its own order
+/// (`ignore_client_order`): 128-bit keys are as safe for TLS as 256-bit
+/// ones (RFC 8446 §9.1 makes AES-128-GCM the one every client must have),
+/// their 10 rounds encrypt faster than AES-256's 14, and two of their key
+/// schedules (one each way) are 128 bytes fewer per connection.
 pub fn provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
+    let mut p = rustls::crypto::ring::default_provider();
+    // A stable sort: AES-128 before AES-256 in each version, the rest in
+    // rustls's order (TLS 1.3 first, ChaCha20 last).
+    p.cipher_suites.sort_by_key(|s| {
+        let name = s.suite().as_str().unwrap_or_default();
+        (
+            s.version() != &rustls::version::TLS13,
+            !name.contains("AES_128"),
+        )
+    });
+    p
 }

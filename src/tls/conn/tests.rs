@@ -109,7 +109,7 @@ fn handshake_and_data_both_ways_tls13() {
     assert!(!p.server.is_handshaking());
     assert_eq!(p.server.handshake_deadline(), None);
     assert_eq!(p.server.protocol(), Some("TLSv1.3"));
-    assert_eq!(p.server.cipher(), Some("TLS_AES_256_GCM_SHA384"));
+    assert_eq!(p.server.cipher(), Some("TLS_AES_128_GCM_SHA256"));
 
     p.client
         .writer()
@@ -136,7 +136,7 @@ fn tls12_handshake_and_data() {
     let mut p = Pair::new(cc, "a.test", sc);
     p.pump().expect("handshake");
     assert_eq!(p.server.protocol(), Some("TLSv1.2"));
-    assert_eq!(p.server.cipher(), Some("ECDHE-ECDSA-AES256-GCM-SHA384"));
+    assert_eq!(p.server.cipher(), Some("ECDHE-ECDSA-AES128-GCM-SHA256"));
     p.client.writer().write_all(b"ping").expect("write");
     p.pump().expect("data");
     assert_eq!(p.plaintext, b"ping");
@@ -456,5 +456,5 @@ fn the_server_order_of_cipher_suites_wins() {
         .with_no_client_auth();
     let mut p = Pair::new(Arc::new(cc), "a.test", sc);
     p.pump().expect("handshake");
-    assert_eq!(p.server.cipher(), Some("TLS_AES_256_GCM_SHA384"));
+    assert_eq!(p.server.cipher(), Some("TLS_AES_128_GCM_SHA256"));
 }
