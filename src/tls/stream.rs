@@ -34,6 +34,17 @@ const HOLD: usize = 16 * 1024;
 /// connection must not keep its worker reading for ever.
 const MAX_READS: usize = 64;
 
+/// What a write does with its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Writes them (after what is held).
+    Send,
+    /// Holds them for the next write.
+    Hold,
+    /// Writes them with close_notify after them.
+    Close,
+}
+
 /// A worker's buffers, lent to each call of each of its connections.
 #[derive(Debug, Default)]
 pub struct Scratch {
@@ -192,7 +203,24 @@ impl TlsStream {
         out: &mut Vec<u8>,
         data: &[u8],
     ) -> io::Result<usize> {
-        self.write_then(sock, out, data, false)
+        self.write_then(sock, out, data, Then::Send)
+    }
+
+    /// [`TlsStream::write`] of bytes that more follow at once (a large
+    /// file's head): their records are held, to leave in the next write
+    /// with the next ones, while what is held stays under [`HOLD`];
+    /// else they are written now.
+    pub fn write_held(
+        &mut self,
+        sock: &impl AsRawFd,
+        out: &mut Vec<u8>,
+        data: &[u8],
+    ) -> io::Result<usize> {
+        let then = match self.left_out.len() + data.len() < HOLD {
+            true => Then::Hold,
+            false => Then::Send,
+        };
+        self.write_then(sock, out, data, then)
     }
 
     /// [`TlsStream::write`] of the connection's last bytes: close_notify
@@ -206,7 +234,7 @@ impl TlsStream {
         out: &mut Vec<u8>,
         data: &[u8],
     ) -> io::Result<usize> {
-        self.write_then(sock, out, data, true)
+        self.write_then(sock, out, data, Then::Close)
     }
 
     fn write_then(
@@ -214,7 +242,7 @@ impl TlsStream {
         sock: &impl AsRawFd,
         out: &mut Vec<u8>,
         data: &[u8],
-        close: bool,
+        then: Then,
     ) -> io::Result<usize> {
         if self.left_out.len() > HOLD && !self.flush(sock)? {
             return Err(io::ErrorKind::WouldBlock.into());
@@ -225,13 +253,16 @@ impl TlsStream {
         if !sent.map_err(io_error)? {
             return Ok(0);
         }
-        if close {
+        if then == Then::Close {
             self.conn.close_notify(&mut self.left_in, out);
         }
         if self.left_in.is_empty() {
             self.left_in = Vec::new();
         }
-        self.queue(sock, out)?;
+        match then {
+            Then::Hold => self.left_out.extend_from_slice(out),
+            Then::Send | Then::Close => self.queue(sock, out)?,
+        }
         Ok(take)
     }
 

@@ -275,9 +275,13 @@ impl Transport for Tls {
                     }
                 }
             };
-            let taken = match ends && !self.notified {
-                true => self.stream.write_last(sock, &mut s.out, data),
-                false => self.stream.write(sock, &mut s.out, data),
+            // A head with a file range behind it: held, to leave with the
+            // range's first records in one write.
+            let head = !last && matches!(front, Front::Bytes(_));
+            let taken = match (ends && !self.notified, head) {
+                (true, _) => self.stream.write_last(sock, &mut s.out, data),
+                (false, true) => self.stream.write_held(sock, &mut s.out, data),
+                (false, false) => self.stream.write(sock, &mut s.out, data),
             };
             if ends && matches!(taken, Ok(n) if n > 0) {
                 self.notified = true;

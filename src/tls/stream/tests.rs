@@ -318,3 +318,30 @@ fn what_comes_with_a_request_waits_for_the_answer() {
         "the tickets were taken in too"
     );
 }
+
+#[test]
+fn a_held_head_leaves_with_the_next_write() {
+    let mut e = Ends::new();
+    e.handshake();
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+    let taken = e
+        .stream
+        .write_held(&e.server, &mut e.scratch.out, head)
+        .expect("held");
+    assert_eq!(taken, head.len());
+    assert!(e.stream.wants_write(), "its records wait");
+    let mut byte = [0u8; 1];
+    assert_eq!(
+        e.client
+            .read(&mut byte)
+            .expect_err("nothing sent yet")
+            .kind(),
+        io::ErrorKind::WouldBlock
+    );
+    e.stream
+        .write(&e.server, &mut e.scratch.out, b"hello")
+        .expect("body");
+    assert!(!e.stream.wants_write(), "both went in one write");
+    e.turn().expect("turn");
+    assert_eq!(e.got, [&head[..], b"hello"].concat());
+}
