@@ -2,6 +2,7 @@
 //! connections in a slab, one coarse timer sweep a second. No locks on the
 //! request path.
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -127,6 +128,10 @@ pub struct Worker {
     tls: Option<Acceptor>,
     /// A TLS listener has connections waiting for a handshake slot.
     tls_waiting: bool,
+    /// TLS connections in their handshake with an event not handled yet:
+    /// their turn comes after the established connections', a few per
+    /// pass of the loop (see [`accept`]).
+    handshakes_due: VecDeque<usize>,
     /// Caps the debug lines that explain failed TLS connections.
     tls_errors: LineBudget,
     conns: Vec<Option<Conn>>,
@@ -225,6 +230,7 @@ impl Worker {
             listeners,
             tls: init.tls.as_ref().map(Acceptor::new),
             tls_waiting: false,
+            handshakes_due: VecDeque::new(),
             tls_errors: LineBudget::new(accept::TLS_ERRORS_PER_SEC, now),
             conns: Vec::new(),
             free: Vec::new(),
@@ -279,6 +285,10 @@ impl Worker {
             if let Some(first) = self.timers.iter().map(|t| t.0).min() {
                 timeout = timeout.min(first.saturating_duration_since(Instant::now()));
             }
+            if !self.handshakes_due.is_empty() {
+                // Handshakes wait: look at what else is ready, then go on.
+                timeout = Duration::ZERO;
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     self.logger
@@ -314,10 +324,13 @@ impl Worker {
                             }
                         }
                         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
-                        self.on_event(i, readable);
+                        if !self.handshake_later(i, readable) {
+                            self.on_event(i, readable);
+                        }
                     }
                 }
             }
+            self.take_handshake_turn();
             if !self.timers.is_empty() {
                 self.fire_timers();
             }

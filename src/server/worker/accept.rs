@@ -1,7 +1,11 @@
 //! Taking new connections from the worker's listeners: the connection
-//! limits, plain TCP or TLS by listener, the cap on TLS handshakes in
-//! progress (beyond it, new TLS connections wait in the kernel's accept
-//! queue), and the debug line of a TLS connection that failed.
+//! limits, plain TCP or TLS by listener, and what keeps a flood of TLS
+//! handshakes from starving the established connections: the cap on
+//! handshakes in progress (beyond it, new TLS connections wait in the
+//! kernel's accept queue), and the turn handshakes take in each pass of
+//! the event loop (the established connections' events first, then at
+//! most [`HANDSHAKES_PER_TURN`] handshaking connections'); and the debug
+//! line of a TLS connection that failed.
 
 use super::*;
 
@@ -9,6 +13,14 @@ use super::*;
 /// a worker explains in the error log per second (at `debug`); the rest
 /// are counted in one line.
 pub(super) const TLS_ERRORS_PER_SEC: u32 = 10;
+
+/// Handshaking connections served per pass of the event loop, after the
+/// other connections' events: a full handshake costs some 150 µs of CPU
+/// (a key exchange and a signature), so a pass that took every
+/// ClientHello of a flood at once would keep an established client
+/// waiting for tens of milliseconds. (With nothing else to do, the loop
+/// comes straight back for the next ones.)
+const HANDSHAKES_PER_TURN: usize = 8;
 
 impl Worker {
     /// Accepts every connection waiting on listener `li`.
@@ -109,15 +121,49 @@ impl Worker {
             self.counters.conn_limits.release(peer.ip());
             return;
         }
+        let tls = conn.transport.is_tls();
         self.conns[idx] = Some(conn);
         self.live += 1;
         // With TCP_DEFER_ACCEPT the request (or the ClientHello) is
         // normally already here: serve it now rather than after another
-        // epoll round trip. (Registered first, so bytes that arrive after
-        // this read still raise an event.) At a stop, what it holds is
-        // served now or never.
+        // epoll round trip (a ClientHello in the handshakes' turn).
+        // (Registered first, so bytes that arrive after this read still
+        // raise an event.) At a stop, what it holds is served now or
+        // never.
         if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
-            self.on_event(idx, true);
+            if tls {
+                self.handshakes_due.push_back(idx);
+            } else {
+                self.on_event(idx, true);
+            }
+        }
+    }
+
+    /// Puts off an event of connection `i` to the handshakes' turn if the
+    /// connection is in its TLS handshake; returns whether it did.
+    pub(super) fn handshake_later(&mut self, i: usize, readable: bool) -> bool {
+        let Some(Some(c)) = self.conns.get_mut(i) else {
+            return false;
+        };
+        if c.transport.deadline().is_none() {
+            return false;
+        }
+        if readable {
+            c.transport.tcp_mut().read_more = true;
+        }
+        self.handshakes_due.push_back(i);
+        true
+    }
+
+    /// The handshakes' turn: drives a few of the handshaking connections
+    /// that have had an event (or were just accepted with their hello).
+    pub(super) fn take_handshake_turn(&mut self) {
+        for _ in 0..HANDSHAKES_PER_TURN {
+            let Some(i) = self.handshakes_due.pop_front() else {
+                return;
+            };
+            // (A connection closed meanwhile is gone: nothing happens.)
+            self.on_event(i, true);
         }
     }
 
