@@ -91,6 +91,10 @@ pub struct TlsStream {
     left_in: Vec<u8>,
     /// Records the socket has not taken yet.
     left_out: Vec<u8>,
+    /// Bytes at the start of the worker's records buffer that are this
+    /// connection's, held for its next write ([`TlsStream::write_held`]):
+    /// valid only until the caller's next write or [`TlsStream::park`].
+    held: usize,
 }
 
 /// A TLS failure as an `io::Error` (`InvalidData`), keeping the reason.
@@ -105,6 +109,7 @@ impl TlsStream {
             conn,
             left_in: Vec::new(),
             left_out: Vec::new(),
+            held: 0,
         }
     }
 
@@ -207,9 +212,10 @@ impl TlsStream {
     }
 
     /// [`TlsStream::write`] of bytes that more follow at once (a large
-    /// file's head): their records are held, to leave in the next write
-    /// with the next ones, while what is held stays under [`HOLD`];
-    /// else they are written now.
+    /// file's head): their records stay in `out`, the worker's buffer, to
+    /// leave in the next write with the next ones (while what is held
+    /// stays under [`HOLD`]; else they are written now). The caller's
+    /// next call is a write with the same `out`, or [`TlsStream::park`].
     pub fn write_held(
         &mut self,
         sock: &impl AsRawFd,
@@ -248,7 +254,7 @@ impl TlsStream {
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let take = data.len().min(MAX_WRITE);
-        out.clear();
+        out.truncate(self.held);
         let sent = self.conn.send(&data[..take], &mut self.left_in, out);
         if !sent.map_err(io_error)? {
             return Ok(0);
@@ -260,10 +266,24 @@ impl TlsStream {
             self.left_in = Vec::new();
         }
         match then {
-            Then::Hold => self.left_out.extend_from_slice(out),
-            Then::Send | Then::Close => self.queue(sock, out)?,
+            Then::Hold => self.held = out.len(),
+            Then::Send | Then::Close => {
+                self.held = 0;
+                self.queue(sock, out)?;
+            }
         }
         Ok(take)
+    }
+
+    /// Keeps in the connection the records [`TlsStream::write_held`] left
+    /// in `out` when no write follows to take them (a throttle's limit, a
+    /// full socket): they leave first when the socket takes more.
+    pub fn park(&mut self, out: &mut Vec<u8>) {
+        if self.held > 0 {
+            self.left_out.extend_from_slice(&out[..self.held]);
+            self.held = 0;
+            out.clear();
+        }
     }
 
     /// Writes the records that wait; `Ok(true)` once none is left.

@@ -201,37 +201,16 @@ impl Tls {
             cipher: conn.cipher()?,
         })
     }
-}
 
-impl Transport for Tls {
-    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
-        if self.closed {
-            return Ok(0);
-        }
-        // As much as the caller has room for: the engine takes a read
-        // that fills its buffer as "more may wait" (edge-triggered
-        // polling), and one that does not as "drained".
-        let want = (buf.capacity() - buf.len()).max(1);
-        let mut s = self.scratch.borrow_mut();
-        let got = self.stream.read(self.tcp.socket(), &mut s, buf, want)?;
-        if got.closed {
-            if got.plaintext == 0 {
-                return Ok(0);
-            }
-            // The end is said at the next read, which the engine makes
-            // at once: the client's end is like a FIN epoll reported.
-            self.closed = true;
-            self.tcp.hangup = true;
-        } else if got.plaintext == 0 {
-            // The handshake went on, or a record is still arriving.
-            return Err(io::ErrorKind::WouldBlock.into());
-        }
-        Ok(got.plaintext)
-    }
-
-    fn flush(&mut self, out: &mut Out, mut limit: usize, fin_follows: bool) -> io::Result<Flushed> {
-        let mut s = self.scratch.borrow_mut();
-        let s = &mut *s;
+    /// Writes the queue's pieces as records, a file range's head held
+    /// for the range's first records (see [`Transport::flush`]).
+    fn flush_pieces(
+        &mut self,
+        s: &mut Scratch,
+        out: &mut Out,
+        mut limit: usize,
+        fin_follows: bool,
+    ) -> io::Result<Flushed> {
         let sock = self.tcp.socket();
         loop {
             if limit == 0 && !out.is_empty() {
@@ -239,6 +218,7 @@ impl Transport for Tls {
             }
             let Some((front, last)) = out.front() else {
                 // What is held (tickets, the last records) goes now.
+                self.stream.park(&mut s.out);
                 if !self.stream.flush(sock)? {
                     return Ok(Flushed::Blocked);
                 }
@@ -304,6 +284,43 @@ impl Transport for Tls {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+impl Transport for Tls {
+    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        if self.closed {
+            return Ok(0);
+        }
+        // As much as the caller has room for: the engine takes a read
+        // that fills its buffer as "more may wait" (edge-triggered
+        // polling), and one that does not as "drained".
+        let want = (buf.capacity() - buf.len()).max(1);
+        let mut s = self.scratch.borrow_mut();
+        let got = self.stream.read(self.tcp.socket(), &mut s, buf, want)?;
+        if got.closed {
+            if got.plaintext == 0 {
+                return Ok(0);
+            }
+            // The end is said at the next read, which the engine makes
+            // at once: the client's end is like a FIN epoll reported.
+            self.closed = true;
+            self.tcp.hangup = true;
+        } else if got.plaintext == 0 {
+            // The handshake went on, or a record is still arriving.
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(got.plaintext)
+    }
+
+    fn flush(&mut self, out: &mut Out, limit: usize, fin_follows: bool) -> io::Result<Flushed> {
+        let scratch = Rc::clone(&self.scratch);
+        let mut s = scratch.borrow_mut();
+        let flushed = self.flush_pieces(&mut s, out, limit, fin_follows);
+        // A head held for a range's records that did not follow in this
+        // call stays with the connection.
+        self.stream.park(&mut s.out);
+        flushed
     }
 
     fn has_backlog(&self) -> bool {

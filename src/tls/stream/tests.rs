@@ -329,7 +329,7 @@ fn a_held_head_leaves_with_the_next_write() {
         .write_held(&e.server, &mut e.scratch.out, head)
         .expect("held");
     assert_eq!(taken, head.len());
-    assert!(e.stream.wants_write(), "its records wait");
+    assert!(e.stream.held > 0, "its records wait in the worker's buffer");
     let mut byte = [0u8; 1];
     assert_eq!(
         e.client
@@ -344,4 +344,15 @@ fn a_held_head_leaves_with_the_next_write() {
     assert!(!e.stream.wants_write(), "both went in one write");
     e.turn().expect("turn");
     assert_eq!(e.got, [&head[..], b"hello"].concat());
+
+    // Held with no write after it (a throttle's limit): parked in the
+    // connection, it leaves first.
+    e.stream
+        .write_held(&e.server, &mut e.scratch.out, head)
+        .expect("held");
+    e.stream.park(&mut e.scratch.out);
+    assert!(e.stream.wants_write() && e.stream.held == 0);
+    e.stream.flush(&e.server).expect("flush");
+    e.turn().expect("turn");
+    assert_eq!(e.got, [&head[..], b"hello", &head[..]].concat());
 }
