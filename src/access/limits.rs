@@ -59,15 +59,29 @@ impl ConnLimits {
 
     /// Counts a new connection from `ip`, or refuses it.
     pub fn admit(&self, ip: IpAddr) -> Result<(), Refused> {
+        self.admit_total()?;
+        self.admit_ip(ip).inspect_err(|_| self.release_total())
+    }
+
+    /// Counts a new connection whose client is not known yet (a PROXY
+    /// protocol header will say): in the total only, until
+    /// [`ConnLimits::admit_ip`].
+    pub fn admit_total(&self) -> Result<(), Refused> {
         if self.open.fetch_add(1, Ordering::Relaxed) >= self.max {
             self.open.fetch_sub(1, Ordering::Relaxed);
             return Err(Refused::Total);
         }
+        Ok(())
+    }
+
+    /// Counts a connection admitted by [`ConnLimits::admit_total`]
+    /// against its client `ip` too, or refuses it (it then still counts
+    /// in the total until released by [`ConnLimits::release_total`]).
+    pub fn admit_ip(&self, ip: IpAddr) -> Result<(), Refused> {
         if self.per_ip_max > 0 {
             let s = &self.per_ip[slot(ip)];
             if s.fetch_add(1, Ordering::Relaxed) >= self.per_ip_max {
                 s.fetch_sub(1, Ordering::Relaxed);
-                self.open.fetch_sub(1, Ordering::Relaxed);
                 return Err(Refused::PerIp);
             }
         }
@@ -76,10 +90,15 @@ impl ConnLimits {
 
     /// Uncounts a connection from `ip` that was admitted.
     pub fn release(&self, ip: IpAddr) {
-        self.open.fetch_sub(1, Ordering::Relaxed);
+        self.release_total();
         if self.per_ip_max > 0 {
             self.per_ip[slot(ip)].fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    /// Uncounts a connection counted in the total only.
+    pub fn release_total(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Connections open now.
@@ -115,6 +134,21 @@ mod tests {
             Err(Refused::PerIp),
             "mapped address counts as its IPv4"
         );
+    }
+
+    #[test]
+    fn a_client_named_later_counts_in_the_total_first() {
+        let l = ConnLimits::new(2, 1);
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(l.admit_total(), Ok(()));
+        assert_eq!(l.admit_total(), Ok(()));
+        assert_eq!(l.admit_total(), Err(Refused::Total));
+        assert_eq!(l.admit_ip(a), Ok(()));
+        assert_eq!(l.admit_ip(a), Err(Refused::PerIp));
+        l.release_total();
+        assert_eq!(l.open(), 1);
+        l.release(a);
+        assert_eq!((l.open(), l.admit(a)), (0, Ok(())));
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod failures;
 mod hash;
 pub mod htpasswd;
 pub mod limits;
+pub mod proxy;
 pub mod throttle;
 pub mod verify;
 

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 
 use super::jail;
 use super::load::{self, Origins, Readable, Source};
+use super::proxy::ProxySection;
 use super::summary;
 use super::tls::{self, CertificateSource, Read, TlsSection};
 use super::units::{self, LISTEN_HELP};
-use super::{Command, Config, ConfigError, Level, LogTarget};
+use super::{Command, Config, ConfigError, Level, LogTarget, ProxyConfig};
 
 /// The TOML document baked in at build time (`BRISK_DEFAULT_CONFIG`), or
 /// empty; see `build.rs`.
@@ -241,6 +242,10 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
     if let Some(section) = tls {
         config.tls = Some(tls::finish(section, read.unwrap_or(&|p| std::fs::read(p)))?);
     }
+    if let Some(section) = origins.proxy.take() {
+        let listen_given = origins.listen || listen_flags || flags.port.is_some();
+        config.proxy = proxy_section(&mut config, section, listen_given)?;
+    }
 
     // Final checks, after every layer had its say.
     if config.workers == 0 {
@@ -361,6 +366,31 @@ fn tls_section(
     }
     section.config.certificates.clear();
     Ok(Some(section))
+}
+
+/// `[proxy]` after the flags: a document whose listeners are all PROXY
+/// (or TLS) ones, with no top-level `listen`, serves no plain HTTP
+/// without the header; an address serves one kind of client only.
+fn proxy_section(
+    config: &mut Config,
+    section: ProxySection,
+    listen_given: bool,
+) -> Result<ProxyConfig, ConfigError> {
+    let proxy = section.config;
+    let Some(origin) = section.listen_origin else {
+        return Ok(proxy);
+    };
+    if !listen_given {
+        config.listen.clear();
+    }
+    let tls = config.tls.iter().flat_map(|t| t.listen.iter());
+    let mut others = config.listen.iter().chain(tls);
+    if let Some(addr) = others.find(|a| a.port() != 0 && proxy.listen.contains(a)) {
+        return Err(error(format!(
+            "{origin}: {addr} is also in listen or tls.listen; an address either expects a PROXY protocol header on every connection or never"
+        )));
+    }
+    Ok(proxy)
 }
 
 /// The root must be an existing directory; it is stored canonical so that

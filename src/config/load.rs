@@ -61,6 +61,7 @@ const TOP_KEYS: &[&str] = &[
     "http2",
     "handlers",
     "servlets",
+    "proxy",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -89,6 +90,8 @@ pub(crate) struct Origins {
     pub(crate) listen: bool,
     /// `[tls]`, its certificates not read yet.
     pub(crate) tls: Option<super::tls::TlsSection>,
+    /// `[proxy]`, its listeners not checked against the others yet.
+    pub(crate) proxy: Option<super::proxy::ProxySection>,
 }
 
 /// Loads `src` on top of `config`.
@@ -104,6 +107,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.listen = true;
             }
             "tls" => origins.tls = Some(loader.tls(value)?),
+            "proxy" => origins.proxy = Some(loader.proxy(value)?),
             "http2" => loader.http2(value, &mut config.http2)?,
             "root" => {
                 config.root = loader.path("root", value)?;

@@ -15,6 +15,7 @@ mod http2;
 mod jail;
 mod load;
 mod mime_types;
+mod proxy;
 mod sections;
 mod servlets;
 mod summary;
@@ -102,6 +103,19 @@ pub struct Config {
     pub handlers: Vec<HandlerRule>,
     /// `[servlets]`: Lua servlets under URL prefixes.
     pub servlets: ServletsConfig,
+    /// `[proxy]`: PROXY protocol listeners and trusted proxies.
+    pub proxy: ProxyConfig,
+}
+
+/// `[proxy]`: behind load balancers and reverse proxies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyConfig {
+    /// Plain HTTP listeners whose every connection must open with a
+    /// PROXY protocol header (v1 or v2), which names the client.
+    pub listen: Vec<SocketAddr>,
+    /// Peers whose `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto`
+    /// headers name the client (nobody's by default).
+    pub trusted: crate::access::proxy::Trusted,
 }
 
 /// `[http2]`: where HTTP/2 is spoken, and the limits of each connection
@@ -629,6 +643,7 @@ impl Default for Config {
             http2: http2::defaults(),
             handlers: Vec::new(),
             servlets: servlets::defaults(),
+            proxy: ProxyConfig::default(),
         }
     }
 }

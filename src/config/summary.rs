@@ -14,9 +14,10 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 17] = [
+    let sections: [fn(&Config, &mut String); 18] = [
         server,
         tls,
+        proxy,
         http2,
         static_files,
         mime,
@@ -42,7 +43,7 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
 fn server(c: &Config, s: &mut String) {
     let listen: Vec<String> = c.listen.iter().map(|a| a.to_string()).collect();
     if listen.is_empty() {
-        let _ = writeln!(s, "listen: none (HTTPS only: see tls)");
+        let _ = writeln!(s, "listen: none (see tls and proxy)");
     } else {
         let _ = writeln!(s, "listen: {}", listen.join(", "));
     }
@@ -111,6 +112,37 @@ fn tls(c: &Config, s: &mut String) {
         duration(t.handshake_timeout),
         t.max_handshakes
     );
+}
+
+/// `[proxy]`: the PROXY protocol listeners and whose forwarding headers
+/// count.
+fn proxy(c: &Config, s: &mut String) {
+    let p = &c.proxy;
+    if p.listen.is_empty() && p.trusted.is_empty() {
+        let _ = writeln!(s, "proxy: none (the client is the connection's peer)");
+        return;
+    }
+    if !p.listen.is_empty() {
+        let listen: Vec<String> = p.listen.iter().map(|a| a.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "proxy: listen {} (a PROXY protocol v1 or v2 header required on every connection)",
+            listen.join(", ")
+        );
+    }
+    if p.trusted.is_empty() {
+        let _ = writeln!(
+            s,
+            "proxy: trusted none (Forwarded and X-Forwarded-* are ignored)"
+        );
+    } else {
+        let ranges: Vec<String> = p.trusted.0.iter().map(|c| c.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "proxy: trusted {} (their Forwarded, else X-Forwarded-For and -Proto, name the client)",
+            ranges.join(", ")
+        );
+    }
 }
 
 fn static_files(c: &Config, s: &mut String) {

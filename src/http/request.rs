@@ -103,6 +103,18 @@ pub struct OwnedRequest {
     /// The user an `[[auth]]` rule authenticated (valid when `authed`).
     user: Vec<u8>,
     authed: bool,
+    /// The client as trusted proxies named it, if they did.
+    forwarded: Option<Forwarded>,
+}
+
+/// The client of a request as trusted proxies name it (`Forwarded`,
+/// `X-Forwarded-For`, `X-Forwarded-Proto`; see `access::proxy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forwarded {
+    /// Its address (port 0 when they did not say).
+    pub addr: std::net::SocketAddr,
+    /// Whether it spoke HTTPS to them, when they said.
+    pub https: Option<bool>,
 }
 
 impl Default for OwnedRequest {
@@ -124,6 +136,7 @@ impl Default for OwnedRequest {
             path_error: None,
             user: Vec::new(),
             authed: false,
+            forwarded: None,
         }
     }
 }
@@ -177,6 +190,7 @@ impl OwnedRequest {
         self.expect_continue = head.expect_continue;
         self.user.clear();
         self.authed = false;
+        self.forwarded = None;
         let target = self.target;
         let (raw_path, _) =
             path::split_target(&self.bytes[target.start as usize..target.end as usize]);
@@ -236,7 +250,7 @@ impl OwnedRequest {
     }
 
     /// The header fields, in the order they were sent.
-    pub fn headers(&self) -> impl Iterator<Item = Header<'_>> + '_ {
+    pub fn headers(&self) -> impl Iterator<Item = Header<'_>> + Clone + '_ {
         self.headers.iter().map(|&(name, value)| Header {
             name: self.get(name),
             value: self.get(value),
@@ -303,6 +317,16 @@ impl OwnedRequest {
         self.authed = true;
     }
 
+    /// The client as trusted proxies named it, if they did.
+    pub fn forwarded(&self) -> Option<Forwarded> {
+        self.forwarded
+    }
+
+    /// Records who trusted proxies say the client is.
+    pub fn set_forwarded(&mut self, client: Forwarded) {
+        self.forwarded = Some(client);
+    }
+
     /// Makes the request just parsed (from a head `server::h2` wrote for
     /// an HTTP/2 request) an HTTP/2 one: its body is framed by the
     /// protocol (`body`: a length, `Chunked` for one of unknown length,
@@ -354,6 +378,8 @@ impl OwnedRequest {
                 if self.version == Version::Http2 {
                     req.as_http2(BodyFraming::None, false);
                 }
+                // (The same client asks.)
+                req.forwarded = self.forwarded;
                 Some(req)
             }
             _ => None,

@@ -22,18 +22,22 @@ use std::time::Duration;
 use crate::config::{Config, Level, Reload};
 use crate::handlers::spool;
 use crate::log::{console, LogService};
-use crate::server::Server;
+use crate::server::{Server, Speaks};
 use crate::sys::{self, signal::Signal};
 
 pub use error::Error;
 
-/// `http://addr/` (`https://` for a TLS listener), as the start-up and
-/// reload lines show an address.
-fn url((addr, tls): &(SocketAddr, bool)) -> String {
-    let scheme = if *tls { "https" } else { "http" };
+/// `http://addr/` (`https://` for a TLS listener; a PROXY protocol one
+/// says so), as the start-up and reload lines show an address.
+fn url((addr, speaks): &(SocketAddr, Speaks)) -> String {
+    let (scheme, note) = match speaks {
+        Speaks::Http => ("http", ""),
+        Speaks::Https => ("https", ""),
+        Speaks::Proxy => ("http", " (PROXY protocol)"),
+    };
     match addr {
-        SocketAddr::V4(a) => format!("{scheme}://{}:{}/", a.ip(), a.port()),
-        SocketAddr::V6(a) => format!("{scheme}://[{}]:{}/", a.ip(), a.port()),
+        SocketAddr::V4(a) => format!("{scheme}://{}:{}/{note}", a.ip(), a.port()),
+        SocketAddr::V6(a) => format!("{scheme}://[{}]:{}/{note}", a.ip(), a.port()),
     }
 }
 

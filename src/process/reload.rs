@@ -55,6 +55,7 @@ pub(super) fn reload_config(
                 .listen
                 .iter()
                 .chain(tls)
+                .chain(&cfg.proxy.listen)
                 .find(|a| !running.listens_on(a))
             {
                 return Err(Error::ListenNeedsRestart(*addr));

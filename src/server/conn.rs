@@ -31,6 +31,10 @@ pub struct Conn {
     /// Since when output has waited for the socket to take more (the
     /// send timeout runs from its last progress), while it does.
     pub blocked_since: Option<Instant>,
+    /// A `[proxy] listen` connection whose PROXY header has not come
+    /// yet: `peer` is still the balancer, counted in the total number of
+    /// connections but not against any address.
+    pub awaiting_proxy: bool,
     /// Paces the output while a throttled response is queued.
     pub throttle: Option<Box<crate::access::throttle::Throttle>>,
     /// The connection speaks HTTP/2 (it opened with the preface): its
@@ -51,6 +55,7 @@ impl Conn {
             out: Out::default(),
             sent: 0,
             blocked_since: None,
+            awaiting_proxy: false,
             throttle: None,
             #[cfg(feature = "http2")]
             h2: None,

@@ -72,6 +72,17 @@ fn bind_all(
     Ok((real, out))
 }
 
+/// What the clients of a listener speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaks {
+    /// HTTP (and h2c): `listen`.
+    Http,
+    /// HTTPS: `[tls] listen`.
+    Https,
+    /// HTTP behind a PROXY protocol header: `[proxy] listen`.
+    Proxy,
+}
+
 /// The sockets of one `listen` (or `[tls] listen`) entry: one
 /// `SO_REUSEPORT` socket per worker. A reload keeps them for every
 /// address it still lists, so the port is never closed and no queued
@@ -82,15 +93,17 @@ struct Bound {
     /// As bound.
     real: SocketAddr,
     sockets: Vec<TcpListener>,
-    /// Its clients speak TLS.
-    tls: bool,
+    /// What its clients speak.
+    speaks: Speaks,
 }
 
-/// Every address to listen on: `listen`, then `[tls] listen`, each with
-/// whether it speaks TLS.
-fn listen_addrs(cfg: &Config) -> impl Iterator<Item = (SocketAddr, bool)> + '_ {
+/// Every address to listen on: `listen`, `[tls] listen`, then `[proxy]
+/// listen`, each with what it speaks.
+fn listen_addrs(cfg: &Config) -> impl Iterator<Item = (SocketAddr, Speaks)> + '_ {
     let tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
-    (cfg.listen.iter().map(|&a| (a, false))).chain(tls.map(|&a| (a, true)))
+    let plain = cfg.listen.iter().map(|&a| (a, Speaks::Http));
+    let proxy = cfg.proxy.listen.iter().map(|&a| (a, Speaks::Proxy));
+    plain.chain(tls.map(|&a| (a, Speaks::Https))).chain(proxy)
 }
 
 /// Binds every address of `cfg.listen` and `cfg.tls.listen` (through
@@ -103,10 +116,10 @@ fn bind_listeners(
 ) -> Result<Vec<Bound>, Error> {
     let workers = cfg.workers.max(1);
     let mut out = Vec::with_capacity(cfg.listen.len());
-    for (wanted, tls) in listen_addrs(cfg) {
+    for (wanted, speaks) in listen_addrs(cfg) {
         // Port 0 is a port of its own for each entry: the plain and the
         // TLS one are told apart by what they speak.
-        let same = |b: &&Bound| b.wanted == wanted && (wanted.port() != 0 || b.tls == tls);
+        let same = |b: &&Bound| b.wanted == wanted && (wanted.port() != 0 || b.speaks == speaks);
         if let Some(b) = keep.iter().find(same) {
             let sockets = b
                 .sockets
@@ -121,7 +134,7 @@ fn bind_listeners(
                 wanted,
                 real: b.real,
                 sockets,
-                tls,
+                speaks,
             });
             continue;
         }
@@ -130,7 +143,7 @@ fn bind_listeners(
             wanted,
             real,
             sockets,
-            tls,
+            speaks,
         });
     }
     Ok(out)
@@ -253,15 +266,15 @@ impl Server {
         &self.cfg
     }
 
-    /// The bound addresses: those of `listen`, then those of
-    /// `[tls] listen`, each in its order.
+    /// The bound addresses: those of `listen`, `[tls] listen`, then
+    /// `[proxy] listen`, each in its order.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.bound.iter().map(|b| b.real).collect()
     }
 
-    /// [`Server::local_addrs`], each with whether it speaks TLS.
-    pub fn listeners(&self) -> Vec<(SocketAddr, bool)> {
-        self.bound.iter().map(|b| (b.real, b.tls)).collect()
+    /// [`Server::local_addrs`], each with what its clients speak.
+    pub fn listeners(&self) -> Vec<(SocketAddr, Speaks)> {
+        self.bound.iter().map(|b| (b.real, b.speaks)).collect()
     }
 
     /// Mounts `handler` at `prefix`: a path ending in `/` (`/api/`) takes
@@ -408,7 +421,7 @@ impl Generation {
     ) -> Result<(), Error> {
         let listeners = bound
             .iter()
-            .map(|b| b.sockets[id].try_clone().map(|s| (s, b.tls)))
+            .map(|b| b.sockets[id].try_clone().map(|s| (s, b.speaks)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::ShareListener)?;
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
@@ -566,15 +579,15 @@ impl Running {
         &self.cfg
     }
 
-    /// The bound addresses: those of `listen`, then those of
-    /// `[tls] listen`, each in its order.
+    /// The bound addresses: those of `listen`, `[tls] listen`, then
+    /// `[proxy] listen`, each in its order.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.bound.iter().map(|b| b.real).collect()
     }
 
-    /// [`Running::local_addrs`], each with whether it speaks TLS.
-    pub fn listeners(&self) -> Vec<(SocketAddr, bool)> {
-        self.bound.iter().map(|b| (b.real, b.tls)).collect()
+    /// [`Running::local_addrs`], each with what its clients speak.
+    pub fn listeners(&self) -> Vec<(SocketAddr, Speaks)> {
+        self.bound.iter().map(|b| (b.real, b.speaks)).collect()
     }
 
     /// Whether `addr` (as configured) is one of the bound addresses.

@@ -15,6 +15,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
 use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
+use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
@@ -42,6 +43,7 @@ mod drive;
 #[cfg(feature = "http2")]
 mod h2;
 mod pipe;
+mod proxied;
 mod rest;
 mod stream;
 
@@ -98,9 +100,9 @@ pub struct WorkerInit {
     pub verifier: Arc<Verifier>,
     /// Wakes this worker's loop (an order, a finished password check).
     pub waker: Arc<Waker>,
-    /// Its `SO_REUSEPORT` socket of each listen address, and whether
-    /// the address speaks TLS.
-    pub listeners: Vec<(StdListener, bool)>,
+    /// Its `SO_REUSEPORT` socket of each listen address, and what its
+    /// clients speak.
+    pub listeners: Vec<(StdListener, Speaks)>,
     /// Its generation's TLS (certificates, limits), with TLS listeners.
     pub tls: Option<Setup>,
     /// Its log handle.
@@ -122,8 +124,8 @@ pub fn poll_and_waker() -> io::Result<(Poll, Arc<Waker>)> {
 /// A worker's state.
 pub struct Worker {
     poll: Poll,
-    /// Its listeners, each with whether it speaks TLS.
-    listeners: Vec<(TcpListener, bool)>,
+    /// Its listeners, each with what its clients speak.
+    listeners: Vec<(TcpListener, Speaks)>,
     /// Starts TLS connections (with TLS listeners).
     tls: Option<Acceptor>,
     /// A TLS listener has connections waiting for a handshake slot.
@@ -196,14 +198,14 @@ impl Worker {
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
         let cfg = Arc::clone(&init.files.cfg);
         let mut listeners = Vec::new();
-        for (i, (socket, tls)) in init.listeners.into_iter().enumerate() {
+        for (i, (socket, speaks)) in init.listeners.into_iter().enumerate() {
             let mut listener = TcpListener::from_std(socket);
             init.poll.registry().register(
                 &mut listener,
                 Token(LISTENER_BASE + i),
                 Interest::READABLE,
             )?;
-            listeners.push((listener, tls));
+            listeners.push((listener, speaks));
         }
         let limits = parse::Limits {
             max_request_line: cfg.limits.max_request_line,
@@ -427,7 +429,11 @@ impl Worker {
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
-            self.counters.conn_limits.release(c.peer.ip());
+            if c.awaiting_proxy {
+                self.counters.conn_limits.release_total();
+            } else {
+                self.counters.conn_limits.release(c.peer.ip());
+            }
             self.free.push(i);
             self.live -= 1;
         }
@@ -462,6 +468,12 @@ impl Worker {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
             };
+            if c.awaiting_proxy && self.now.saturating_duration_since(c.h1.since()) >= t.header {
+                // The balancer never said who the client is: no HTTP
+                // answer (it would go to nobody in particular).
+                self.close(i);
+                continue;
+            }
             if c.transport.deadline().is_some_and(|at| self.now >= at) {
                 // The TLS handshake did not end in time (a client that
                 // sends nothing, or dribbles): like the head timeout.

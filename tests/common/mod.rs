@@ -621,7 +621,8 @@ fn spawn(
                 l.strip_prefix("http://")
                     .or_else(|| l.strip_prefix("https://"))
             })
-            .map(|a| a.strip_suffix('/').and_then(|a| a.parse().ok()))
+            // (A PROXY protocol listener's line ends in a note.)
+            .map(|a| a.split(' ').next()?.strip_suffix('/')?.parse().ok())
             .collect::<Option<Vec<SocketAddr>>>()
         else {
             return Some(Err("a listening line without an address".to_string()));

@@ -265,6 +265,7 @@ root: {d}/public
 workers: 2
 server header: \"x\"
 tls: off
+proxy: none (the client is the connection's peer)
 {http2}static: index index.htm, home.html; autoindex on; dotfiles ignore (404); precompressed on; symlinks outside the root refused
   open-file cache: off
   types: the built-in table; otherwise text/plain; charset=utf-8

@@ -7,6 +7,7 @@ mod cgi;
 mod cli;
 mod http2;
 mod load;
+mod proxy;
 #[cfg(feature = "tls")]
 mod tls;
 

@@ -219,10 +219,7 @@ fn check_config_shows_the_certificates() {
         Ok(Command::CheckOk(s)) => s.replace(dir.path().to_str().unwrap(), "DIR"),
         other => panic!("{other:?}"),
     };
-    assert!(
-        out.contains("listen: none (HTTPS only: see tls)\n"),
-        "{out}"
-    );
+    assert!(out.contains("listen: none (see tls and proxy)\n"), "{out}");
     let alpn = if cfg!(feature = "http2") {
         "h2, http/1.1"
     } else {

@@ -58,6 +58,10 @@ pub struct EnvRequest<'a> {
     pub remote_user: Option<&'a [u8]>,
     /// The authentication scheme (`AUTH_TYPE`, e.g. `Basic`), if any.
     pub auth_type: Option<&'a [u8]>,
+    /// Whether the client spoke HTTPS to the trusted proxy in front, when
+    /// it says (`X-Forwarded-Proto`, `Forwarded: proto=`): it decides
+    /// `HTTPS` and `REQUEST_SCHEME` over the connection's own.
+    pub forwarded_https: Option<bool>,
 }
 
 /// Request headers never passed as `HTTP_*`: the two with variables of
@@ -106,14 +110,16 @@ pub fn build_env(
     set("SERVER_PORT", req.local.port().to_string().as_bytes());
     // Apache's (and nginx's fastcgi_params) names: scripts build their
     // own URLs from REQUEST_SCHEME, and test HTTPS=on.
-    match &req.tls {
-        Some(tls) => {
-            set("REQUEST_SCHEME", b"https");
-            set("HTTPS", b"on");
-            set("SSL_PROTOCOL", tls.protocol.as_bytes());
-            set("SSL_CIPHER", tls.cipher.as_bytes());
-        }
-        None => set("REQUEST_SCHEME", b"http"),
+    // Behind a trusted proxy the scheme is the client's, as it says.
+    if req.forwarded_https.unwrap_or(req.tls.is_some()) {
+        set("REQUEST_SCHEME", b"https");
+        set("HTTPS", b"on");
+    } else {
+        set("REQUEST_SCHEME", b"http");
+    }
+    if let Some(tls) = &req.tls {
+        set("SSL_PROTOCOL", tls.protocol.as_bytes());
+        set("SSL_CIPHER", tls.cipher.as_bytes());
     }
     // No DNS lookups: REMOTE_HOST may be the address (RFC 3875 §4.1.9).
     let remote_ip = req.remote.ip().to_canonical().to_string();

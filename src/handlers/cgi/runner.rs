@@ -122,6 +122,7 @@ impl Cgi {
             },
             remote_user: req.user(),
             auth_type: req.user().map(|_| &b"Basic"[..]),
+            forwarded_https: req.forwarded().and_then(|f| f.https),
         };
         let rule = &self.cfg.cgi[script.rule];
         let env = build_env(script, &env_req, &rule.env);

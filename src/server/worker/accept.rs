@@ -26,9 +26,10 @@ impl Worker {
     /// Accepts every connection waiting on listener `li`.
     pub(super) fn accept_all(&mut self, li: usize) {
         while self.accept_paused_until.is_none() {
-            let Some(&(ref listener, tls)) = self.listeners.get(li) else {
+            let Some(&(ref listener, speaks)) = self.listeners.get(li) else {
                 return;
             };
+            let tls = speaks == Speaks::Https;
             // A TLS connection is accepted only with a place for its
             // handshake: a flood of handshakes waits in the kernel's queue
             // while established connections are served.
@@ -44,7 +45,14 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, peer)) => {
-                    if let Err(why) = self.counters.conn_limits.admit(peer.ip()) {
+                    // Behind a PROXY header the client is not known yet:
+                    // it counts against its address once the header says.
+                    let proxied = speaks == Speaks::Proxy;
+                    let admitted = match proxied {
+                        true => self.counters.conn_limits.admit_total(),
+                        false => self.counters.conn_limits.admit(peer.ip()),
+                    };
+                    if let Err(why) = admitted {
                         // Refused early, before any state exists for it;
                         // established connections are not touched. (A
                         // TLS client could not read a plain answer.)
@@ -75,7 +83,7 @@ impl Worker {
                         },
                         _ => Link::Tcp(tcp),
                     };
-                    self.add_conn(link, peer);
+                    self.add_conn(link, peer, proxied);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 // Out of descriptors or memory: back off instead of
@@ -98,7 +106,7 @@ impl Worker {
     }
 
     /// Registers a connection just accepted and serves what it holds.
-    fn add_conn(&mut self, link: Link, peer: SocketAddr) {
+    fn add_conn(&mut self, link: Link, peer: SocketAddr, proxied: bool) {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -107,6 +115,7 @@ impl Worker {
             }
         };
         let mut conn = Conn::new(link, idx, peer, self.now);
+        conn.awaiting_proxy = proxied;
         if self
             .poll
             .registry()
@@ -118,7 +127,11 @@ impl Worker {
             .is_err()
         {
             self.free.push(idx);
-            self.counters.conn_limits.release(peer.ip());
+            if proxied {
+                self.counters.conn_limits.release_total();
+            } else {
+                self.counters.conn_limits.release(peer.ip());
+            }
             return;
         }
         let tls = conn.transport.is_tls();
@@ -175,7 +188,7 @@ impl Worker {
         }
         self.tls_waiting = false;
         for li in 0..self.listeners.len() {
-            if self.listeners[li].1 {
+            if self.listeners[li].1 == Speaks::Https {
                 self.accept_all(li);
             }
         }

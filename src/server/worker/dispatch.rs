@@ -3,6 +3,7 @@
 //! [`crate::server::router`]), and its answer queued and logged, or the
 //! request held until it can be answered.
 
+use super::proxied::client_of;
 use super::*;
 use crate::http::parse::ParseError;
 use crate::http::request::Field;
@@ -158,6 +159,7 @@ impl Worker {
     /// CGI local redirects that led to it) and queues its answer, or
     /// holds it until it can be answered.
     pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
+        self.see_through_proxies(c);
         self.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
@@ -183,11 +185,12 @@ impl Worker {
 
     /// The router, and the current request on its way to it, from `c`.
     pub(super) fn routing<'a>(&'a mut self, c: &'a Conn) -> (&'a mut Router, Routing<'a>) {
+        let peer = client_of(c, &self.req);
         let routing = Routing {
             req: &mut self.req,
             client: Client {
                 conn: c.index,
-                peer: c.peer,
+                peer,
                 now: self.now,
                 local: c,
                 tls: c.transport.session(),
@@ -311,7 +314,7 @@ impl Worker {
                 0
             }
         };
-        self.log_answer(c.peer.ip(), status);
+        self.log_answer(client_of(c, &self.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
             let rec = request_record(c, self.wall, &self.req, status.0);
@@ -484,7 +487,7 @@ pub(super) fn request_record<'a>(
     status: u16,
 ) -> AccessRecord<'a> {
     AccessRecord {
-        remote: c.peer.ip(),
+        remote: client_of(c, req).ip(),
         tls: c.transport.session(),
         time,
         method: req.method_token(),

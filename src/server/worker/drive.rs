@@ -235,7 +235,21 @@ impl Worker {
         }
         let fresh = self.rbuf.len() > had;
         let rbuf = std::mem::take(&mut self.rbuf);
-        let consumed = self.process(c, &rbuf, had);
+        let mut header = 0;
+        if c.awaiting_proxy {
+            header = match self.take_proxy_header(c, &rbuf) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.rbuf = rbuf;
+                    return Err(e);
+                }
+            };
+        }
+        let consumed = match c.awaiting_proxy {
+            // (Kept as pending input until the header is whole.)
+            true => 0,
+            false => header + self.process(c, &rbuf[header..], had.saturating_sub(header)),
+        };
         if consumed < rbuf.len() && !c.h1.closing() {
             if c.transport.tcp().eof {
                 // The client left in the middle of a request: nothing to answer.

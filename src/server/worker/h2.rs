@@ -153,6 +153,9 @@ impl Worker {
             &mut self.h2_scratch.head,
         );
         let max = self.cfg.limits.max_body;
+        if built.is_ok() {
+            self.see_through_proxies(c);
+        }
         let plan = match built {
             Err(e) => Plan::error(e.status, &mut self.scratch),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
@@ -473,7 +476,7 @@ impl Worker {
         if !(head_only || bodiless || body_len == 0) {
             fill_pieces(&mut pieces, body, &self.scratch);
         }
-        self.log_answer(c.peer.ip(), status);
+        self.log_answer(super::proxied::client_of(c, &self.req).ip(), status);
         let log = self.logger.access_enabled().then(|| {
             let rec = request_record(c, self.wall, &self.req, status.0);
             let mut text = text;

@@ -38,6 +38,7 @@ fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
         content_length: Some(11),
         remote_user: None,
         auth_type: None,
+        forwarded_https: None,
         tls: None,
     }
 }

@@ -50,6 +50,7 @@ fn resolve_spawn_and_parse() {
         content_length: Some(5),
         remote_user: None,
         auth_type: None,
+        forwarded_https: None,
         tls: None,
     };
     let env = build_env(&s, &req, &rules[s.rule].env);

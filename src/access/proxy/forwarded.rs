@@ -1,0 +1,210 @@
+//! The client behind trusted proxies, from `Forwarded` (RFC 7239) or
+//! `X-Forwarded-For` and `X-Forwarded-Proto`, sans-IO.
+//!
+//! Each proxy on the way appends the address it got the request from,
+//! so the list reads from the original client (left) to the last proxy's
+//! peer (right), and only the entries added by proxies we trust are
+//! worth anything: anything to their left may be made up by the client.
+//! So the list is walked from the right, starting at the connection's
+//! peer (trusted, or nothing is read at all): while the address reached
+//! is a trusted proxy, the entry it added names the next one; the first
+//! address that is not trusted is the client (nginx's `real_ip_recursive
+//! on`, Apache's `mod_remoteip`). An entry that is no address
+//! (`unknown`, an obfuscated `_name`, garbage) stops the walk at the
+//! proxy that added it.
+//!
+//! `Forwarded` wins over `X-Forwarded-For` when a request has both
+//! (it is the standard, and its `proto=` belongs to its `for=`);
+//! several header lines of one name are one list, in order (RFC 9110
+//! §5.3).
+
+use std::net::{IpAddr, SocketAddr};
+
+use super::Trusted;
+
+/// Who a request comes from once trusted proxies are seen through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client {
+    /// The client's address (port 0 when the proxies did not say).
+    pub addr: SocketAddr,
+    /// Whether the client spoke HTTPS to the first trusted proxy:
+    /// `proto=` of its `Forwarded` element, else the last
+    /// `X-Forwarded-Proto` value; `None` when not said.
+    pub https: Option<bool>,
+}
+
+/// The client of a request from `peer` with `headers` (name, value), or
+/// `None` when `peer` is not trusted or no header says more than the
+/// connection does.
+pub fn client<'h>(
+    trusted: &Trusted,
+    peer: SocketAddr,
+    headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
+) -> Option<Client> {
+    if trusted.is_empty() || !trusted.contains(peer.ip()) {
+        return None;
+    }
+    let named = |name: &'static str| {
+        headers
+            .clone()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
+    };
+    let forwarded: Vec<Hop> = named("forwarded").flat_map(forwarded_hops).collect();
+    let (hops, proto_header) = if forwarded.is_empty() {
+        let hops: Vec<Hop> = named("x-forwarded-for")
+            .flat_map(|v| v.split(|&b| b == b','))
+            .map(trim)
+            // (Empty list elements do not count: RFC 9110 §5.6.1.)
+            .filter(|item| !item.is_empty())
+            .map(|item| Hop {
+                addr: node(item),
+                https: None,
+            })
+            .collect();
+        let proto = named("x-forwarded-proto")
+            .flat_map(|v| v.split(|&b| b == b','))
+            .map(trim)
+            .filter(|p| !p.is_empty())
+            .last()
+            .and_then(scheme);
+        (hops, proto)
+    } else {
+        (forwarded, None)
+    };
+    if hops.is_empty() && proto_header.is_none() {
+        return None;
+    }
+    let mut at = peer;
+    let mut https = proto_header;
+    for hop in hops.iter().rev() {
+        if !trusted.contains(at.ip()) {
+            break;
+        }
+        let Some(addr) = hop.addr else { break };
+        at = addr;
+        if hop.https.is_some() {
+            https = hop.https;
+        }
+    }
+    Some(Client { addr: at, https })
+}
+
+/// One entry of the list: the address it names (None: not an address)
+/// and, from `Forwarded`, its `proto=`.
+#[derive(Debug)]
+struct Hop {
+    addr: Option<SocketAddr>,
+    https: Option<bool>,
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    b.trim_ascii()
+}
+
+/// `http` / `https` (case-insensitive), else not said.
+fn scheme(v: &[u8]) -> Option<bool> {
+    if v.eq_ignore_ascii_case(b"https") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case(b"http") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The elements of one `Forwarded` value (RFC 7239 §4): comma-separated,
+/// each `;`-separated `name=value` pairs, a value a token or a quoted
+/// string (which may hold `,` and `;`).
+fn forwarded_hops(value: &[u8]) -> Vec<Hop> {
+    let mut hops = Vec::new();
+    let mut hop = Hop {
+        addr: None,
+        https: None,
+    };
+    let mut i = 0;
+    let n = value.len();
+    loop {
+        // One pair: name, '=', value.
+        while i < n && matches!(value[i], b' ' | b'\t') {
+            i += 1;
+        }
+        let name_start = i;
+        while i < n && !matches!(value[i], b'=' | b';' | b',') {
+            i += 1;
+        }
+        let name = trim(&value[name_start..i]);
+        let mut pair_value: Vec<u8> = Vec::new();
+        if i < n && value[i] == b'=' {
+            i += 1;
+            if i < n && value[i] == b'"' {
+                i += 1;
+                while i < n && value[i] != b'"' {
+                    if value[i] == b'\\' && i + 1 < n {
+                        i += 1;
+                    }
+                    pair_value.push(value[i]);
+                    i += 1;
+                }
+                i += 1; // the closing quote (or the end)
+                while i < n && !matches!(value[i], b';' | b',') {
+                    i += 1;
+                }
+            } else {
+                let start = i;
+                while i < n && !matches!(value[i], b';' | b',') {
+                    i += 1;
+                }
+                pair_value.extend_from_slice(trim(&value[start..i]));
+            }
+        }
+        if name.eq_ignore_ascii_case(b"for") {
+            hop.addr = node(&pair_value);
+        } else if name.eq_ignore_ascii_case(b"proto") {
+            hop.https = scheme(&pair_value);
+        }
+        if i >= n || value[i] == b',' {
+            if !name.is_empty() || hop.addr.is_some() {
+                hops.push(hop);
+            }
+            hop = Hop {
+                addr: None,
+                https: None,
+            };
+            if i >= n {
+                return hops;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// A node (RFC 7239 §6) or an `X-Forwarded-For` item: an IPv4 address,
+/// a bracketed IPv6 address, either with `:port`, or a bare IPv6
+/// address; `unknown` and obfuscated names are not addresses.
+fn node(text: &[u8]) -> Option<SocketAddr> {
+    let text = std::str::from_utf8(text).ok()?;
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Some(SocketAddr::new(canonical(ip), 0));
+    }
+    if let Some(rest) = text.strip_prefix('[') {
+        let (ip, after) = rest.split_once(']')?;
+        let ip: IpAddr = ip.parse().ok()?;
+        let port = match after {
+            "" => 0,
+            p => p.strip_prefix(':')?.parse().ok()?,
+        };
+        return Some(SocketAddr::new(canonical(ip), port));
+    }
+    let (ip, port) = text.split_once(':')?;
+    let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+    Some(SocketAddr::new(IpAddr::V4(ip), port.parse().ok()?))
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it is.
+pub(super) fn canonical(ip: IpAddr) -> IpAddr {
+    ip.to_canonical()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! The walk from the right through trusted proxies, for `Forwarded`
+//! and `X-Forwarded-For`, with the headers a client may forge.
+
+use super::*;
+use crate::access::proxy::Cidr;
+
+fn trusted(ranges: &[&str]) -> Trusted {
+    Trusted(ranges.iter().map(|r| Cidr::parse(r).unwrap()).collect())
+}
+
+fn sa(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn run(t: &Trusted, peer: &str, headers: &[(&str, &str)]) -> Option<Client> {
+    let h: Vec<(&[u8], &[u8])> = headers
+        .iter()
+        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+        .collect();
+    client(t, sa(peer), h.iter().copied())
+}
+
+fn addr(c: Option<Client>) -> Option<String> {
+    c.map(|c| c.addr.to_string())
+}
+
+#[test]
+fn an_untrusted_peer_is_never_read() {
+    let t = trusted(&["10.0.0.0/8"]);
+    let h = [
+        ("X-Forwarded-For", "203.0.113.7"),
+        ("Forwarded", "for=203.0.113.7;proto=https"),
+        ("X-Forwarded-Proto", "https"),
+    ];
+    assert_eq!(run(&t, "192.0.2.9:5000", &h), None);
+    assert_eq!(run(&Trusted::default(), "10.0.0.1:5000", &h), None);
+}
+
+#[test]
+fn x_forwarded_for_from_the_right() {
+    let t = trusted(&["10.0.0.0/8"]);
+    // The client forged "1.1.1.1"; the trusted proxy appended what it saw.
+    let h = [("X-Forwarded-For", "1.1.1.1, 203.0.113.7")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("203.0.113.7:0")
+    );
+    // Two trusted proxies in a row: the second's peer is the first.
+    let h = [("x-forwarded-for", "1.1.1.1, 203.0.113.7, 10.9.9.9")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("203.0.113.7:0")
+    );
+    // Several lines are one list, in order.
+    let h = [
+        ("X-Forwarded-For", "1.1.1.1"),
+        ("X-Forwarded-For", "203.0.113.7, 10.9.9.9"),
+    ];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("203.0.113.7:0")
+    );
+    // Every hop trusted: the leftmost is as far as one can see.
+    let h = [("X-Forwarded-For", "10.1.1.1, 10.2.2.2")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("10.1.1.1:0")
+    );
+    // IPv6, bracketed with a port, IPv4 with a port.
+    let h = [("X-Forwarded-For", "2001:db8::7")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("[2001:db8::7]:0")
+    );
+    let h = [("X-Forwarded-For", "[2001:db8::7]:4711")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("[2001:db8::7]:4711")
+    );
+    let h = [("X-Forwarded-For", "203.0.113.7:4711")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("203.0.113.7:4711")
+    );
+}
+
+#[test]
+fn garbage_stops_at_the_proxy_that_added_it() {
+    let t = trusted(&["10.0.0.0/8"]);
+    let h = [("X-Forwarded-For", "203.0.113.7, unknown")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("10.0.0.1:5000")
+    );
+    let h = [("X-Forwarded-For", "203.0.113.7, bogus, 10.2.2.2")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("10.2.2.2:0")
+    );
+    // No header at all: nothing to say.
+    assert_eq!(run(&t, "10.0.0.1:5000", &[]), None);
+    assert_eq!(
+        run(&t, "10.0.0.1:5000", &[("X-Forwarded-For", " , ")]),
+        None
+    );
+    let h = [("X-Forwarded-For", "203.0.113.7,, ")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:5000", &h)).as_deref(),
+        Some("203.0.113.7:0")
+    );
+}
+
+#[test]
+fn forwarded_rfc7239_examples() {
+    let t = trusted(&["10.0.0.0/8", "2001:db8:cafe::/48"]);
+    // §4's examples.
+    let h = [("Forwarded", "for=\"_gazonk\"")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:1", &h)).as_deref(),
+        Some("10.0.0.1:1")
+    );
+    let h = [("Forwarded", "For=\"[2001:db8:cafe::17]:4711\"")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:1", &h)).as_deref(),
+        Some("[2001:db8:cafe::17]:4711")
+    );
+    let h = [("Forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43")];
+    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    assert_eq!((c.addr, c.https), (sa("192.0.2.60:0"), Some(false)));
+    let h = [("Forwarded", "for=192.0.2.43, for=198.51.100.17")];
+    assert_eq!(
+        addr(run(&t, "10.0.0.1:1", &h)).as_deref(),
+        Some("198.51.100.17:0")
+    );
+    // Quoted strings may hold ; and , ; the proto that counts is the
+    // client's element's.
+    let h = [(
+        "Forwarded",
+        "for=198.51.100.17;proto=https;by=\"x;y,z\", for=10.3.3.3;proto=http",
+    )];
+    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    assert_eq!((c.addr, c.https), (sa("198.51.100.17:0"), Some(true)));
+    // Forwarded wins over X-Forwarded-For; X-Forwarded-Proto is then not read.
+    let h = [
+        ("X-Forwarded-For", "203.0.113.99"),
+        ("X-Forwarded-Proto", "https"),
+        ("Forwarded", "for=192.0.2.60"),
+    ];
+    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    assert_eq!((c.addr, c.https), (sa("192.0.2.60:0"), None));
+}
+
+#[test]
+fn x_forwarded_proto_last_value_counts() {
+    let t = trusted(&["127.0.0.0/8"]);
+    let h = [
+        ("X-Forwarded-For", "203.0.113.7"),
+        ("X-Forwarded-Proto", "http, HTTPS"),
+    ];
+    let c = run(&t, "127.0.0.1:1", &h).unwrap();
+    assert_eq!((c.addr, c.https), (sa("203.0.113.7:0"), Some(true)));
+    let h = [("X-Forwarded-Proto", "ftp")];
+    assert_eq!(run(&t, "127.0.0.1:1", &h), None, "not a scheme");
+    let h = [("X-Forwarded-Proto", "https")];
+    let c = run(&t, "127.0.0.1:1", &h).unwrap();
+    assert_eq!(
+        (c.addr, c.https),
+        (sa("127.0.0.1:1"), Some(true)),
+        "the proto alone"
+    );
+}
+
+#[test]
+fn mapped_peer_counts_as_ipv4() {
+    let t = trusted(&["127.0.0.1"]);
+    let h = [("X-Forwarded-For", "::ffff:203.0.113.7")];
+    assert_eq!(
+        addr(run(&t, "[::ffff:127.0.0.1]:9", &h)).as_deref(),
+        Some("203.0.113.7:0")
+    );
+}

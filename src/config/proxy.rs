@@ -1,0 +1,50 @@
+//! `[proxy]`: listeners whose clients are load balancers that open each
+//! connection with a PROXY protocol header (`listen`), and the peers whose
+//! `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto` headers are
+//! believed (`trusted`, CIDR ranges). See `access::proxy`.
+
+use toml::de::DeValue;
+use toml::Spanned;
+
+use super::load::{sorted, Loader};
+use super::{ConfigError, ProxyConfig};
+use crate::access::proxy::{Cidr, Trusted};
+
+const PROXY_KEYS: &[&str] = &["listen", "trusted"];
+
+/// What `[proxy]` said, and where: errors about its listeners name it.
+pub(crate) struct ProxySection {
+    pub(crate) config: ProxyConfig,
+    /// Where `proxy.listen` was set.
+    pub(crate) listen_origin: Option<String>,
+}
+
+impl Loader<'_> {
+    pub(super) fn proxy(&self, v: &Spanned<DeValue<'_>>) -> Result<ProxySection, ConfigError> {
+        let mut section = ProxySection {
+            config: ProxyConfig::default(),
+            listen_origin: None,
+        };
+        for (key, value) in sorted(self.table("proxy", v)?) {
+            match key.get_ref().as_ref() {
+                "listen" => {
+                    section.config.listen = self.addresses("proxy.listen", value)?;
+                    section.listen_origin = Some(self.origin("proxy.listen", value));
+                }
+                "trusted" => {
+                    let mut ranges = Vec::new();
+                    for (text, item) in self.strings("proxy.trusted", value)? {
+                        let cidr =
+                            Cidr::parse(text).map_err(|e| self.fail(item, "proxy.trusted", &e))?;
+                        if !ranges.contains(&cidr) {
+                            ranges.push(cidr);
+                        }
+                    }
+                    section.config.trusted = Trusted(ranges);
+                }
+                _ => return Err(self.unknown(key, "proxy", PROXY_KEYS)),
+            }
+        }
+        Ok(section)
+    }
+}

@@ -1,0 +1,88 @@
+//! `[proxy]`: its keys, how its listeners sit with the others, and its
+//! errors (file, line, key).
+
+use super::{config, load, load_err, TempDir};
+
+#[test]
+fn listen_and_trusted_load() {
+    let c = load(
+        "listen = \"127.0.0.1:8080\"\n[proxy]\nlisten = [\"127.0.0.1:8081\"]\ntrusted = [\"10.0.0.0/8\", \"::1\"]\n",
+    )
+    .unwrap();
+    assert_eq!(c.listen, vec!["127.0.0.1:8080".parse().unwrap()]);
+    assert_eq!(c.proxy.listen, vec!["127.0.0.1:8081".parse().unwrap()]);
+    let ranges: Vec<String> = c.proxy.trusted.0.iter().map(|r| r.to_string()).collect();
+    assert_eq!(ranges, ["10.0.0.0/8", "::1/128"]);
+    // Nothing by default: no header is ever believed.
+    let d = load("").unwrap();
+    assert!(d.proxy.listen.is_empty() && d.proxy.trusted.is_empty());
+}
+
+#[test]
+fn proxy_listeners_alone_replace_the_default_listen() {
+    let c = load("[proxy]\nlisten = \"127.0.0.1:8081\"\n").unwrap();
+    assert!(c.listen.is_empty(), "no plain listener without the header");
+    // trusted alone keeps the default listener.
+    let c = load("[proxy]\ntrusted = \"127.0.0.1\"\n").unwrap();
+    assert_eq!(c.listen, vec!["127.0.0.1:8080".parse().unwrap()]);
+    // --listen on the command line is kept next to them.
+    let dir = TempDir::new();
+    let file = dir.write(
+        "site.toml",
+        "root = \"public\"\n[proxy]\nlisten = \"127.0.0.1:8081\"\n",
+    );
+    let c = config(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:9000",
+    ]);
+    assert_eq!(c.listen, vec!["127.0.0.1:9000".parse().unwrap()]);
+    assert_eq!(c.proxy.listen, vec!["127.0.0.1:8081".parse().unwrap()]);
+}
+
+#[test]
+fn errors_name_the_file_line_and_key() {
+    assert_eq!(
+        load_err("[proxy]\ntrusted = [\"10.0.0.0/33\"]\n"),
+        "DIR/site.toml:3: proxy.trusted: the prefix length of \"10.0.0.0/33\" must be a number from 0 to 32"
+    );
+    assert_eq!(
+        load_err("[proxy]\n\ntrusted = \"10.1.0.0/8\"\n"),
+        "DIR/site.toml:4: proxy.trusted: \"10.1.0.0/8\" has bits set beyond its /8 prefix; did you mean \"10.0.0.0/8\"?"
+    );
+    assert_eq!(
+        load_err("[proxy]\ntrusted = \"proxy.example\"\n"),
+        "DIR/site.toml:3: proxy.trusted: expected an IP address or a CIDR range such as \"10.0.0.0/8\" or \"fd00::/8\"; got \"proxy.example\""
+    );
+    assert!(load_err("[proxy]\nlisten = \"nowhere\"\n")
+        .starts_with("DIR/site.toml:3: proxy.listen: expected"));
+    assert!(
+        load_err("[proxy]\nlisten = []\n").contains("proxy.listen: expected at least one address")
+    );
+    let e = load_err("[proxy]\nlisen = \"127.0.0.1:1\"\n");
+    assert!(
+        e.contains("unknown key \"proxy.lisen\"; did you mean \"listen\"?"),
+        "{e}"
+    );
+    assert_eq!(
+        load_err("listen = \"127.0.0.1:8081\"\n[proxy]\nlisten = \"127.0.0.1:8081\"\n"),
+        "DIR/site.toml:4: proxy.listen: 127.0.0.1:8081 is also in listen or tls.listen; an address either expects a PROXY protocol header on every connection or never"
+    );
+}
+
+#[test]
+fn check_config_shows_the_section() {
+    let dir = TempDir::new();
+    let file = dir.write(
+        "site.toml",
+        "root = \"public\"\n[proxy]\nlisten = \"127.0.0.1:8081\"\ntrusted = \"10.0.0.0/8\"\n",
+    );
+    let out = match super::args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(crate::config::Command::CheckOk(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    assert!(out.contains("listen: none (see tls and proxy)\n"), "{out}");
+    assert!(out.contains("proxy: listen 127.0.0.1:8081 (a PROXY protocol v1 or v2 header required on every connection)\n"), "{out}");
+    assert!(out.contains("proxy: trusted 10.0.0.0/8 ("), "{out}");
+}

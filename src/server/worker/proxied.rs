@@ -1,0 +1,79 @@
+//! Clients behind proxies (see [`crate::access::proxy`]): the PROXY
+//! protocol header a `[proxy] listen` connection must open with, which
+//! makes its client the connection's peer (and so what the access log,
+//! `limits.max_connections_per_ip`, the failed-login counter and CGI's
+//! `REMOTE_ADDR` see); and the forwarding headers of a request from a
+//! trusted peer (`[proxy] trusted`), which name the client of that one
+//! request (not of the connection: a proxy's pooled connection carries
+//! many clients' requests, so the per-address connection count stays
+//! with the connection's peer).
+
+use super::*;
+use crate::access::proxy::{forwarded, header};
+use crate::http::request::Forwarded;
+
+impl Worker {
+    /// Takes the PROXY header from the start of `input` on a connection
+    /// that waits for one: how many bytes it took (0: it is not all
+    /// there yet). An error closes the connection: no header (or a
+    /// malformed one), or a client over `limits.max_connections_per_ip`
+    /// (it gets a 503 first, as at accept).
+    pub(super) fn take_proxy_header(&mut self, c: &mut Conn, input: &[u8]) -> io::Result<usize> {
+        let (len, source) = match header::parse(input) {
+            Ok(header::Parsed::Incomplete) => return Ok(0),
+            Ok(header::Parsed::Done { len, source, .. }) => (len, source),
+            Err(e) => {
+                if self.logger.enabled(Level::Info) {
+                    self.logger.log(
+                        Level::Info,
+                        format_args!(
+                            "client {}: {e} on a [proxy] listener; connection closed",
+                            c.peer.ip()
+                        ),
+                    );
+                }
+                return Err(io::Error::new(io::ErrorKind::InvalidData, e.0));
+            }
+        };
+        // LOCAL (the balancer's own check) and UNKNOWN keep the peer.
+        if let Some(client) = source {
+            c.peer = client;
+        }
+        c.awaiting_proxy = false;
+        if let Err(why) = self.counters.conn_limits.admit_ip(c.peer.ip()) {
+            // Counted in the total only, as at accept.
+            c.awaiting_proxy = true;
+            let _ = net::send(c.transport.tcp().socket(), REFUSED, false);
+            if self.logger.enabled(Level::Warn) {
+                self.logger.log(
+                    Level::Warn,
+                    format_args!("refused connection from {}: {why:?} limit", c.peer.ip()),
+                );
+            }
+            return Err(io::Error::other("over the connection limit"));
+        }
+        Ok(len)
+    }
+
+    /// Records in the current request who trusted proxies say its client
+    /// is, when its connection's peer is one of them.
+    pub(super) fn see_through_proxies(&mut self, c: &Conn) {
+        let trusted = &self.cfg.proxy.trusted;
+        if trusted.is_empty() {
+            return;
+        }
+        let headers = self.req.headers().map(|h| (h.name, h.value));
+        if let Some(client) = forwarded::client(trusted, c.peer, headers) {
+            self.req.set_forwarded(Forwarded {
+                addr: client.addr,
+                https: client.https,
+            });
+        }
+    }
+}
+
+/// The client of `req` on `c`: as trusted proxies name it, else the
+/// connection's peer.
+pub(super) fn client_of(c: &Conn, req: &OwnedRequest) -> SocketAddr {
+    req.forwarded().map_or(c.peer, |f| f.addr)
+}
