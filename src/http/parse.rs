@@ -121,6 +121,20 @@ const fn bad(reason: &'static str) -> ParseError {
     ParseError::bad_request(reason)
 }
 
+/// A request line whose third part does not even begin like `HTTP/`
+/// (in any case): not HTTP/1.x at all (a port that also speaks HTTP/2
+/// takes it for a failed connection preface, see
+/// [`ParseError::is_not_http1`]).
+pub const NOT_HTTP1: ParseError = bad("not an HTTP/1.x request line");
+
+impl ParseError {
+    /// Whether the bytes were not an HTTP/1.x request line at all
+    /// ([`NOT_HTTP1`]), rather than a malformed one.
+    pub fn is_not_http1(&self) -> bool {
+        self.reason == NOT_HTTP1.reason
+    }
+}
+
 const fn too_large(reason: &'static str) -> ParseError {
     ParseError {
         status: Status::HEADER_FIELDS_TOO_LARGE,
@@ -201,6 +215,9 @@ fn parse_version(v: &[u8], complete: bool) -> Result<Option<Version>, ParseError
             5 | 7 => b.is_ascii_digit(),
             _ => b == PATTERN[i],
         };
+        if !ok && i < 5 && !b.eq_ignore_ascii_case(&PATTERN[i]) {
+            return Err(NOT_HTTP1);
+        }
         if !ok {
             return Err(bad("malformed HTTP version"));
         }

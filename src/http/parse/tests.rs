@@ -196,6 +196,31 @@ fn versions() {
 }
 
 #[test]
+fn a_line_that_is_not_http1_is_told_from_a_malformed_one() {
+    let cases: [(&[u8], bool); 8] = [
+        // h2spec's invalid HTTP/2 preface, and other protocols.
+        (b"INVALID CONNECTION PREFACE\r\n\r\n", true),
+        (b"INVALID CONNECTION P", true),
+        (b"GET / RTSP/1.0\r\n\r\n", true),
+        (b"GET / FOO\r\n", true),
+        // HTTP/1.x with a mistake is malformed, not another protocol.
+        (b"GET / http/1.1\r\nHost: a\r\n\r\n", false),
+        (b"GET / HTTP/a.1\r\n\r\n", false),
+        (b"GET / HTTP/1\r\n\r\n", false),
+        (b"GET  / HTTP/1.1\r\n\r\n", false),
+    ];
+    for (buf, expected) in cases {
+        let not_http1 = with(buf, &LIMITS, |r| r.err().map(|e| e.is_not_http1()));
+        assert_eq!(
+            not_http1,
+            Some(expected),
+            "{:?}",
+            String::from_utf8_lossy(buf)
+        );
+    }
+}
+
+#[test]
 fn line_endings_are_crlf_only() {
     assert_code(b"GET / HTTP/1.1\nHost: a\r\n\r\n", 400);
     assert_code(b"GET / HTTP/1.1\rHost: a\r\n\r\n", 400);

@@ -64,6 +64,10 @@ impl Worker {
             match c.h1.read(input, &mut pos, &mut self.req, &cx) {
                 Event::Stall => return pos,
                 Event::Invalid(e) => {
+                    #[cfg(feature = "http2")]
+                    if e.is_not_http1() && self.h2_failed_preface(c) {
+                        return input.len();
+                    }
                     self.req_start = started;
                     self.reject(c, e.status, e.reason);
                     return input.len();

@@ -33,6 +33,9 @@ use crate::server::h1::OUTPUT_CAP;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
 
+/// Length of the preface's first line, `PRI * HTTP/2.0`.
+const PREFACE_LINE: usize = 14;
+
 /// What the first bytes of a plain connection say.
 pub(super) enum Opening {
     /// HTTP/1.x: go on as always.
@@ -66,12 +69,45 @@ impl Worker {
         {
             return Opening::Http1;
         }
+        // Bytes that begin with the preface's request line are HTTP/2's
+        // (no HTTP/1.x request is `PRI * HTTP/2.0`): a preface that goes
+        // wrong after it fails as HTTP/2 (RFC 9113 §3.4), not as HTTP/1.1.
+        let line = PREFACE_LINE.min(input.len());
         let n = input.len().min(PREFACE.len());
-        match (input[..n] == PREFACE[..n], n == PREFACE.len()) {
-            (false, _) => Opening::Http1,
-            (true, false) => Opening::Partial,
-            (true, true) => Opening::Http2,
+        match (input[..n] == PREFACE[..n], input[..line] == PREFACE[..line]) {
+            (true, _) if n == PREFACE.len() => Opening::Http2,
+            (_, true) if line == PREFACE_LINE => Opening::Http2,
+            (true, _) => Opening::Partial,
+            _ => Opening::Http1,
         }
+    }
+
+    /// The first bytes of plain connection `c` are not an HTTP/1.x
+    /// request line (their version does not even begin like `HTTP/`),
+    /// nor the HTTP/2 preface. On a port that speaks h2c with prior
+    /// knowledge they are a failed preface: a connection error (RFC 9113
+    /// §3.4), and since no HTTP/1.x client is there to read a 400, the
+    /// connection closes without a word (the GOAWAY "MAY be omitted":
+    /// the peer is not using HTTP/2). Whether it was closed so.
+    pub(super) fn h2_failed_preface(&mut self, c: &mut Conn) -> bool {
+        if !self.cfg.http2.cleartext
+            || c.transport.is_tls()
+            || c.h1.served() > 0
+            || !matches!(c.h1.state(), State::Idle | State::Head)
+        {
+            return false;
+        }
+        if self.logger.enabled(Level::Info) {
+            self.logger.log(
+                Level::Info,
+                format_args!(
+                    "client {}: neither an HTTP/1.x request nor the HTTP/2 preface; closed",
+                    c.peer.ip()
+                ),
+            );
+        }
+        c.h1.close();
+        true
     }
 
     /// Handles what arrived on HTTP/2 connection `c`; returns the bytes
