@@ -409,3 +409,116 @@ fn the_later_answers_of_pipelined_requests_keep_their_order() {
     assert_eq!(c.response().body, b"now");
     let _ = c.stream.flush();
 }
+
+/// The same answers over HTTP/2 (h2c with prior knowledge): the body in
+/// pieces and the later answer go as DATA frames within the client's
+/// windows, with no chunked coding.
+#[cfg(feature = "http2")]
+mod over_h2 {
+    use super::*;
+    use brisk::h2::frame::setting;
+    use brisk::h2::ErrorCode;
+    use common::h2::H2;
+
+    fn app(tweak: impl FnOnce(&mut Config)) -> (App, mpsc::Receiver<Later>) {
+        let (tx, rx) = mpsc::channel();
+        let tx: Handoff = Arc::new(Mutex::new(tx));
+        let app = start(tweak, |s| {
+            s.mount("/later", deferring(tx)).unwrap();
+            s.mount("/s", streaming(None)).unwrap();
+            s.mount("/fails", streaming(Some(3))).unwrap();
+        });
+        (app, rx)
+    }
+
+    #[test]
+    fn a_body_in_pieces_and_a_later_answer_are_served() {
+        let (app, rx) = app(|_| {});
+        let want = pieces_body(5, 100_000);
+        // (Default 64 KiB windows: the client's updates move the bodies on.)
+        let mut c = H2::connect(app.addr, &[], 0);
+        let later = c.get("/later", &[]);
+        let ids = [
+            c.get("/s", &[]),
+            c.get("/s?len", &[]),
+            c.request("HEAD", "/s", &[], None),
+        ];
+        let a = c.answers(&ids);
+        assert_eq!(a[0].status(), "200");
+        assert_eq!(a[0].field("content-type"), Some("text/plain"));
+        assert_eq!(a[0].field("content-length"), None);
+        assert!(a[0].body == want, "{} bytes", a[0].body.len());
+        assert_eq!(a[1].field("content-length"), Some("500000"));
+        assert!(a[1].body == want);
+        assert_eq!((a[2].status(), a[2].body.len()), ("200", 0));
+        // The later answer, from another thread, in pieces larger than
+        // the windows: its writes wait for the client.
+        let mut l = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let writer = std::thread::spawn(move || {
+            l.start(201, &[("Content-Type", "application/octet-stream")], None)
+                .unwrap();
+            for i in 0..32u8 {
+                l.write(&[i; 65536]).unwrap();
+            }
+            l.finish().unwrap();
+        });
+        let a = c.answers(&[later]);
+        writer.join().unwrap();
+        assert_eq!(a[0].status(), "201");
+        assert_eq!(a[0].field("x-early"), Some("set before defer"));
+        assert_eq!(a[0].field("transfer-encoding"), None);
+        assert_eq!(a[0].body.len(), 32 * 65536);
+        assert!(a[0]
+            .body
+            .chunks(65536)
+            .enumerate()
+            .all(|(i, p)| p.iter().all(|&b| b == i as u8)));
+    }
+
+    #[test]
+    fn failures_reset_the_stream_or_answer_500_and_504() {
+        let (app, rx) = app(|cfg| cfg.timeouts.handler = Duration::from_secs(1));
+        let mut c = H2::connect(
+            app.addr,
+            &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+            16 << 20,
+        );
+        // Fails after two pieces: what was sent stays, the stream is reset.
+        let fails = c.get("/fails", &[]);
+        let a = c.answers(&[fails]);
+        assert_eq!(a[0].status(), "200");
+        assert_eq!(a[0].body.len(), 200_000);
+        assert_eq!(a[0].reset, Some(ErrorCode::Internal as u32));
+        // Dropped unanswered: 500. Never given: 504, and its thread is told.
+        let dropped = c.get("/later", &[]);
+        drop(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        assert_eq!(c.answers(&[dropped])[0].status(), "500");
+        let never = c.get("/later", &[]);
+        let kept = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(c.answers(&[never])[0].status(), "504");
+        assert!(kept.is_gone());
+        // A length that the body does not keep to: reset, not ended.
+        let short = c.get("/later", &[]);
+        let mut l = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        l.start(200, &[], Some(10)).unwrap();
+        l.write(b"12345").unwrap();
+        l.finish().unwrap();
+        let a = c.answers(&[short]);
+        assert_eq!(
+            (a[0].field("content-length"), &a[0].body[..]),
+            (Some("10"), &b"12345"[..])
+        );
+        assert_eq!(a[0].reset, Some(ErrorCode::Internal as u32));
+        // A stream the client cancels tells the answering thread.
+        let cancelled = c.get("/later", &[]);
+        let l = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let mut out = Vec::new();
+        brisk::h2::frame::write_rst(&mut out, cancelled, ErrorCode::Cancel);
+        c.send(&out);
+        wait_until("the answering thread to be told", || l.is_gone());
+        // The connection goes on.
+        let id = c.get("/s?len", &[]);
+        let a = c.answers(&[id]);
+        assert_eq!(a[0].body.len(), 500_000);
+    }
+}

@@ -8,209 +8,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use brisk::h2::frame::{self, flag, kind, setting, Head, HEAD_LEN};
-use brisk::h2::{hpack, ErrorCode, PREFACE};
+use brisk::h2::frame::{self, flag, kind, setting};
+use brisk::h2::ErrorCode;
+use common::h2::H2;
 use common::*;
-
-/// A frame from the server.
-#[derive(Debug)]
-struct Frame {
-    kind: u8,
-    flags: u8,
-    stream: u32,
-    payload: Vec<u8>,
-    /// A HEADERS frame's fields, decoded as it arrived (every block is,
-    /// in order: the server's encoder counts on the table it builds).
-    fields: Vec<(String, String)>,
-}
-
-/// A stream's answer as the client saw it.
-#[derive(Debug, Default)]
-struct Answer {
-    fields: Vec<(String, String)>,
-    body: Vec<u8>,
-    reset: Option<u32>,
-}
-
-impl Answer {
-    fn status(&self) -> &str {
-        self.field(":status").unwrap_or("")
-    }
-    fn field(&self, name: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// A raw HTTP/2 client.
-struct H2 {
-    sock: TcpStream,
-    buf: Vec<u8>,
-    decoder: hpack::Decoder,
-    next: u32,
-}
-
-impl H2 {
-    /// Connects with prior knowledge; `settings` go in the client's first
-    /// SETTINGS frame (and its connection window opens by `window`).
-    fn connect(s: &Server, settings: &[(u16, u32)], window: u32) -> H2 {
-        let sock = TcpStream::connect(s.addr()).expect("connect");
-        sock.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        let mut c = H2 {
-            sock,
-            buf: Vec::new(),
-            decoder: hpack::Decoder::new(4096),
-            next: 1,
-        };
-        let mut out = PREFACE.to_vec();
-        frame::write_settings(&mut out, settings);
-        if window > 0 {
-            frame::write_window_update(&mut out, 0, window);
-        }
-        c.send(&out);
-        c
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.sock.write_all(bytes).expect("send");
-    }
-
-    /// The next frame, or `None` when the server closed.
-    fn frame(&mut self) -> Option<Frame> {
-        loop {
-            if self.buf.len() >= HEAD_LEN {
-                let h = Head::read(self.buf[..HEAD_LEN].try_into().unwrap());
-                let end = HEAD_LEN + h.len as usize;
-                if self.buf.len() >= end {
-                    let payload = self.buf[HEAD_LEN..end].to_vec();
-                    self.buf.drain(..end);
-                    let mut fields = Vec::new();
-                    if h.kind == kind::HEADERS {
-                        self.decoder
-                            .decode(&payload, 1 << 20, &mut |n, v| {
-                                fields.push((
-                                    String::from_utf8_lossy(n).into_owned(),
-                                    String::from_utf8_lossy(v).into_owned(),
-                                ))
-                            })
-                            .expect("HPACK");
-                    }
-                    return Some(Frame {
-                        kind: h.kind,
-                        flags: h.flags,
-                        stream: h.stream,
-                        payload,
-                        fields,
-                    });
-                }
-            }
-            let mut chunk = [0u8; 65536];
-            match self.sock.read(&mut chunk) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    }
-
-    /// A request block: method, path, and extra fields.
-    fn block(method: &str, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
-        let mut b = Vec::new();
-        hpack::encode_field(b":method", method.as_bytes(), &mut b);
-        hpack::encode_field(b":scheme", b"http", &mut b);
-        hpack::encode_field(b":path", path.as_bytes(), &mut b);
-        hpack::encode_field(b":authority", b"localhost", &mut b);
-        for (n, v) in extra {
-            hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut b);
-        }
-        b
-    }
-
-    /// Sends a request without a body; returns its stream.
-    fn get(&mut self, path: &str, extra: &[(&str, &str)]) -> u32 {
-        self.request("GET", path, extra, None)
-    }
-
-    fn request(
-        &mut self,
-        method: &str,
-        path: &str,
-        extra: &[(&str, &str)],
-        body: Option<&[u8]>,
-    ) -> u32 {
-        let id = self.next;
-        self.next += 2;
-        let block = H2::block(method, path, extra);
-        let mut out = Vec::new();
-        frame::write_headers(&mut out, id, &block, body.is_none(), 16_384);
-        if let Some(body) = body {
-            for (i, chunk) in body.chunks(16_384).enumerate() {
-                let last = (i + 1) * 16_384 >= body.len();
-                out.extend_from_slice(&frame::data_head(id, chunk.len(), last));
-                out.extend_from_slice(chunk);
-            }
-            if body.is_empty() {
-                out.extend_from_slice(&frame::data_head(id, 0, true));
-            }
-        }
-        self.send(&out);
-        id
-    }
-
-    /// Reads until every stream of `ids` has ended; answers in that order.
-    /// Window credit is given back as data arrives.
-    fn answers(&mut self, ids: &[u32]) -> Vec<Answer> {
-        let mut answers: Vec<(u32, Answer, bool)> = ids
-            .iter()
-            .map(|&id| (id, Answer::default(), false))
-            .collect();
-        while answers.iter().any(|a| !a.2) {
-            let f = self
-                .frame()
-                .unwrap_or_else(|| panic!("closed before the answers: {answers:?}"));
-            let Some(a) = answers.iter_mut().find(|a| a.0 == f.stream) else {
-                continue;
-            };
-            match f.kind {
-                kind::HEADERS => a.1.fields.extend(f.fields),
-                kind::DATA => {
-                    a.1.body.extend_from_slice(&f.payload);
-                    if !f.payload.is_empty() {
-                        let mut out = Vec::new();
-                        frame::write_window_update(&mut out, 0, f.payload.len() as u32);
-                        frame::write_window_update(&mut out, f.stream, f.payload.len() as u32);
-                        self.send(&out);
-                    }
-                }
-                kind::RST_STREAM => {
-                    a.1.reset = Some(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
-                    a.2 = true;
-                }
-                _ => {}
-            }
-            if f.flags & flag::END_STREAM != 0 && matches!(f.kind, kind::HEADERS | kind::DATA) {
-                a.2 = true;
-            }
-        }
-        answers.into_iter().map(|a| a.1).collect()
-    }
-
-    /// Reads frames until a GOAWAY (its error code) or the end.
-    fn goaway(&mut self) -> Option<u32> {
-        while let Some(f) = self.frame() {
-            if f.kind == kind::GOAWAY {
-                return Some(u32::from_be_bytes(f.payload[4..8].try_into().unwrap()));
-            }
-        }
-        None
-    }
-}
 
 fn site() -> (Server, Vec<u8>) {
     let big = pattern(1024 * 1024 + 7);
@@ -230,7 +35,7 @@ fn site() -> (Server, Vec<u8>) {
 #[test]
 fn h2c_serves_files_and_http1_on_the_same_port() {
     let (s, big) = site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let ids = [
         c.get("/index.html", &[]),
         c.get("/big.bin", &[("range", "bytes=100-199")]),
@@ -290,7 +95,7 @@ fn etag_of(s: &Server, name: &str) -> String {
 #[test]
 fn a_stop_sends_goaway_and_lets_the_open_stream_finish() {
     let (s, big) = site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let done = c.get("/index.html", &[]);
     assert_eq!(c.answers(&[done])[0].status(), "200");
     // A large answer in flight (the client gives no credit back yet).
@@ -332,7 +137,7 @@ fn a_stop_sends_goaway_and_lets_the_open_stream_finish() {
 #[test]
 fn a_page_with_100_assets_comes_over_one_connection() {
     let (s, _) = site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let ids: Vec<u32> = (0..100)
         .map(|i| c.get(&format!("/assets/{i}.css"), &[]))
         .collect();
@@ -352,11 +157,15 @@ fn a_large_file_flows_within_the_windows() {
     // The client's window opened wide (as curl's and browsers' are):
     // 1 MiB leaves without waiting for window updates.
     let (s, big) = site();
-    let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)], 16 << 20);
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
     let id = c.get("/big.bin", &[]);
     assert_eq!(c.answers(&[id])[0].body, big);
     // With the default 64 KiB windows, the client's updates move it on.
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let id = c.get("/big.bin", &[]);
     assert_eq!(c.answers(&[id])[0].body, big);
 }
@@ -367,7 +176,7 @@ fn a_client_that_never_opens_its_window_is_timed_out() {
     b.file("big.bin", &pattern(1 << 20));
     b.config("[timeouts]\nsend = \"1s\"\n");
     let s = b.start();
-    let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 0)], 0);
+    let mut c = H2::connect(s.addr(), &[(setting::INITIAL_WINDOW_SIZE, 0)], 0);
     let id = c.get("/big.bin", &[]);
     let started = Instant::now();
     // Headers come, then nothing: the server holds the file open, not
@@ -389,7 +198,7 @@ fn a_client_that_never_opens_its_window_is_timed_out() {
 #[test]
 fn rapid_reset_over_the_wire_is_sent_goaway() {
     let (s, _) = site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let mut out = Vec::new();
     for i in 0..300u32 {
         let id = 1 + 2 * i;
@@ -402,7 +211,7 @@ fn rapid_reset_over_the_wire_is_sent_goaway() {
     assert_eq!(c.goaway(), Some(ErrorCode::EnhanceYourCalm as u32));
     assert!(c.frame().is_none(), "and the connection is closed");
     // The server is fine: a new connection is served.
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let id = c.get("/index.html", &[]);
     assert_eq!(c.answers(&[id])[0].status(), "200");
 }
@@ -410,7 +219,7 @@ fn rapid_reset_over_the_wire_is_sent_goaway() {
 #[test]
 fn a_request_head_over_the_list_size_gets_431() {
     let (s, _) = site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let big = "x".repeat(70 * 1024);
     let id = c.get("/index.html", &[("x-big", &big)]);
     let a = c.answers(&[id]);
@@ -428,7 +237,7 @@ fn a_password_check_does_not_hold_up_the_other_streams() {
     b.config("[[auth]]\npath = \"/private/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n");
     b.workers(1);
     let s = b.start();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let auth = basic_auth("slow", "correct horse");
     let private = c.get("/private/secret.txt", &[("authorization", &auth)]);
     let public = c.get("/public.txt", &[]);
@@ -461,7 +270,11 @@ fn a_throttled_answer_never_exceeds_its_rate() {
     b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"256KiB/s\"\n");
     let s = b.start();
     let rate = 256.0 * 1024.0;
-    let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)], 16 << 20);
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
     let t0 = Instant::now();
     let id = c.get("/v.mp4", &[]);
     assert_eq!(c.answers(&[id])[0].body, body, "intact");
@@ -504,7 +317,7 @@ fn a_request_body_that_stops_coming_is_answered_408() {
     // A body of unknown length for a program is held whole; its client
     // sends part of it, then nothing: after timeouts.body, 408.
     let s = cgi_site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let id = c.next;
     c.next += 2;
     let block = H2::block("POST", "/cgi-bin/echo.sh", &[]);
@@ -520,7 +333,7 @@ fn a_request_body_that_stops_coming_is_answered_408() {
 #[test]
 fn a_silent_program_is_stopped_and_its_stream_answered_504() {
     let s = cgi_site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let hang = c.get("/cgi-bin/hang.sh", &[]);
     let hi = c.get("/cgi-bin/hi.sh", &[]);
     let a = c.answers(&[hi, hang]);
@@ -531,7 +344,11 @@ fn a_silent_program_is_stopped_and_its_stream_answered_504() {
 #[test]
 fn cgi_programs_answer_streams() {
     let s = cgi_site();
-    let mut c = H2::connect(&s, &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)], 16 << 20);
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
     // (Within the stream window, 256 KiB: this client does not wait
     // for window updates before it sends.)
     let upload = pattern(200_000);
@@ -604,7 +421,7 @@ fn a_body_nobody_wants_is_read_and_dropped() {
     // gets the answer; one over limits.max_body (1 MiB) is answered 413
     // the same way, as HTTP/1.1 refuses it before it is routed.
     let s = cgi_site();
-    let mut c = H2::connect(&s, &[], 0);
+    let mut c = H2::connect(s.addr(), &[], 0);
     let body = pattern(2_000_000);
     let (small, large) = (900_000.to_string(), body.len().to_string());
     let ids = [
@@ -639,7 +456,7 @@ fn a_window_that_does_not_open_holds_up_only_its_own_program() {
     // its window (its output waits in its pipe), and the other program's
     // stream is answered meanwhile.
     let s = cgi_site();
-    let mut c = H2::connect(&s, &[], 16 << 20);
+    let mut c = H2::connect(s.addr(), &[], 16 << 20);
     let big = c.get("/cgi-bin/big.sh", &[]);
     let hi = c.get("/cgi-bin/hi.sh", &[]);
     let mut seen = 0usize;
@@ -876,13 +693,7 @@ fn a_failed_preface_closes_and_http1_mistakes_still_get_400() {
     c.send(b"INVALID CONNECTION PREFACE\r\n\r\n");
     c.expect_closed();
     // The preface's own line, then something else: HTTP/2's error.
-    let mut c = H2 {
-        sock: TcpStream::connect(s.addr()).expect("connect"),
-        buf: Vec::new(),
-        decoder: hpack::Decoder::new(4096),
-        next: 1,
-    };
-    c.sock.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let mut c = H2::raw(s.addr());
     c.send(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n");
     assert_eq!(c.goaway(), Some(ErrorCode::Protocol as u32));
     // HTTP/1.1 with a mistake in its version is still answered 400.

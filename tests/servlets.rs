@@ -382,3 +382,43 @@ fn check_config_shows_the_servlets_and_refuses_bad_keys() {
         "{err}"
     );
 }
+
+#[cfg(feature = "http2")]
+#[test]
+fn streamed_output_goes_over_http2() {
+    use brisk::h2::frame::setting;
+    use brisk::h2::ErrorCode;
+    use common::h2::H2;
+    let s = server(&[
+        ("servlets/big.lua", "function handle_request(req, res) res:header('Content-Type', 'text/plain') for i = 1, 100 do res:write(string.rep(string.char(65 + i % 26), 5000)) end end"),
+        ("servlets/huge.lua", "function handle_request(req, res) for i = 1, 100 do res:write(string.rep('x', 20000)) end end"),
+    ]);
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let ids = [
+        c.get("/servlets/hello.lua", &[]),
+        c.get("/servlets/big.lua", &[]),
+        c.get("/servlets/huge.lua", &[]),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!(
+        a[0].body,
+        b"hello! I am a servlet and my state is initialized\n"
+    );
+    let want: Vec<u8> = (1..=100)
+        .flat_map(|i| std::iter::repeat_n(b'A' + (i % 26) as u8, 5000))
+        .collect();
+    assert_eq!(
+        (a[1].status(), a[1].field("content-type")),
+        ("200", Some("text/plain"))
+    );
+    assert!(a[1].body == want && a[1].reset.is_none());
+    // Over max_output: cut short, the stream reset, the connection kept.
+    assert!(a[2].body.len() < 1_100_000, "{}", a[2].body.len());
+    assert_eq!(a[2].reset, Some(ErrorCode::Internal as u32));
+    let id = c.get("/servlets/hello.lua", &[]);
+    assert_eq!(c.answers(&[id])[0].status(), "200");
+}

@@ -50,6 +50,8 @@ mod stream;
 use access_log::settle;
 use dispatch::{answering, request_record};
 pub use pipe::PipeRun;
+#[cfg(feature = "http2")]
+pub use stream::HandlerBody;
 pub use stream::StreamRun;
 
 use super::router::{Client, Deferred, Routed, Router};
@@ -516,6 +518,7 @@ impl Worker {
                 // timeouts.body is answered 408 (HTTP/1.1 closes).
                 let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
                 late |= self.h2_pipe_timeouts(&mut conn);
+                late |= self.h2_stream_timeouts(&mut conn);
                 self.conns[i] = Some(conn);
                 if late {
                     self.on_event(i, false);

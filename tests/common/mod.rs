@@ -8,6 +8,8 @@
 #![allow(dead_code)]
 
 pub mod embedded;
+#[cfg(feature = "http2")]
+pub mod h2;
 mod skip;
 // Not every test binary has a test that may skip.
 #[allow(unused_imports)]

@@ -211,10 +211,13 @@ pub struct Answer {
     pub throttled: bool,
     /// The process writing it (CGI), while it runs.
     pub pipe: Option<Box<crate::server::worker::PipeRun>>,
+    /// An embedded handler's body in pieces, or its later answer, while
+    /// it comes.
+    pub stream: Option<Box<crate::server::worker::HandlerBody>>,
     /// Its pipes' slot in the connection's pipe tokens (1 and up).
     pub slot: usize,
-    /// More body may come (from the process): the stream does not end
-    /// when the pieces run out.
+    /// More body may come (from the process or the handler): the stream
+    /// does not end when the pieces run out.
     pub open: bool,
     /// The request's body is all in (the process's input closes once it
     /// is written).
@@ -245,6 +248,7 @@ impl Answer {
             held_body: false,
             throttled: false,
             pipe: None,
+            stream: None,
             slot: 0,
             open: false,
             body_done: true,

@@ -8,6 +8,11 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "http2")]
+mod h2;
+#[cfg(feature = "http2")]
+pub use self::h2::HandlerBody;
+
 use super::{answering, Worker};
 use crate::config::Level;
 use crate::handlers::pipe::ReplyHead;
@@ -55,18 +60,7 @@ impl Worker {
     /// lines are in the scratch buffer.
     pub(super) fn start_stream(&mut self, c: &mut Conn, plan_status: Status, streamed: Streamed) {
         let req = &self.req;
-        let local = matches!(streamed.source, Source::Local(_));
-        let head = local.then(|| ReplyHead {
-            len: 0,
-            status: plan_status.0,
-            reason: None,
-            headers: self.scratch.headers.clone(),
-            content_length: streamed.length,
-        });
-        let early_headers = match local {
-            true => Vec::new(),
-            false => self.scratch.headers.clone(),
-        };
+        let (head, early_headers) = first_head(&streamed, plan_status, &self.scratch.headers);
         let run = StreamRun {
             source: streamed.source,
             head,
@@ -89,7 +83,7 @@ impl Worker {
     /// each.
     pub(super) fn take_streams(&mut self) {
         while let Ok(idx) = self.streams_rx.try_recv() {
-            let streaming = matches!(self.conns.get(idx), Some(Some(c)) if matches!(c.h1.state(), State::Streaming(_)));
+            let streaming = matches!(self.conns.get(idx), Some(Some(c)) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
             if streaming {
                 self.on_event(idx, false);
             }
@@ -103,19 +97,8 @@ impl Worker {
         while c.out.buffered() < OUT_CAP {
             let Some(s) = c.h1.stream() else { break };
             let local = matches!(s.source, Source::Local(_));
-            let step = match &mut s.source {
-                Source::Later(ch) => take_later(ch, s.head.is_none() && s.encoder.is_none()),
-                Source::Local(body) => {
-                    self.pipe_buf.clear();
-                    match body.fill(&mut self.pipe_buf, PIECE) {
-                        Ok(true) if self.pipe_buf.is_empty() => {
-                            Step::Fail("produced nothing but said more follows".into())
-                        }
-                        Ok(more) => Step::Data(None, std::mem::take(&mut self.pipe_buf), !more),
-                        Err(why) => Step::Fail(why),
-                    }
-                }
-            };
+            let no_head = s.head.is_none() && s.encoder.is_none();
+            let step = step(&mut s.source, no_head, &mut self.pipe_buf);
             match step {
                 Step::Nothing => break,
                 Step::Data(head, data, end) => {
@@ -258,6 +241,46 @@ enum Step {
     Data(Option<ReplyHead>, Vec<u8>, bool),
     /// The answer failed: the reason, for the log.
     Fail(String),
+}
+
+/// A streamed answer's head and early header lines as its handler left
+/// them (`status`, and its header lines `headers`): a body in pieces has
+/// its head now, with the length it gave; a later answer's head comes
+/// with the answer, and the lines set before it was deferred go with it.
+fn first_head(streamed: &Streamed, status: Status, headers: &[u8]) -> (Option<ReplyHead>, Vec<u8>) {
+    match streamed.source {
+        Source::Local(_) => {
+            let head = ReplyHead {
+                len: 0,
+                status: status.0,
+                reason: None,
+                headers: headers.to_vec(),
+                content_length: streamed.length,
+            };
+            (Some(head), Vec::new())
+        }
+        Source::Later(_) => (None, headers.to_vec()),
+    }
+}
+
+/// What `source` gives now: a local body is asked for its next piece,
+/// written into `buf` (the worker's spare buffer, handed on as the
+/// step's data: give it back when done with it); a later answer's
+/// thread gives what it has (`no_head`: its head has not come yet).
+fn step(source: &mut Source, no_head: bool, buf: &mut Vec<u8>) -> Step {
+    match source {
+        Source::Later(ch) => take_later(ch, no_head),
+        Source::Local(body) => {
+            buf.clear();
+            match body.fill(buf, PIECE) {
+                Ok(true) if buf.is_empty() => {
+                    Step::Fail("produced nothing but said more follows".into())
+                }
+                Ok(more) => Step::Data(None, std::mem::take(buf), !more),
+                Err(why) => Step::Fail(why),
+            }
+        }
+    }
 }
 
 /// Takes what a later answer's thread has given; `no_head` says its head

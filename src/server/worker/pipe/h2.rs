@@ -13,7 +13,6 @@
 use super::input::InputEnd;
 use super::*;
 use crate::h2::ErrorCode;
-use crate::http::response::{Connection, Framing, Head};
 use crate::server::h2::{Answer, Piece};
 
 /// A process's output buffered for its stream before reading it pauses.
@@ -127,28 +126,7 @@ impl Worker {
 
     /// Moves every process answering `c`'s streams forward.
     pub(in crate::server::worker) fn h2_pump_pipes(&mut self, c: &mut Conn) {
-        let Some(s) = c.h2.as_ref() else { return };
-        if !s.answers.iter().any(|a| a.pipe.is_some()) {
-            return;
-        }
-        let ids: Vec<u32> = s
-            .answers
-            .iter()
-            .filter(|a| a.pipe.is_some())
-            .map(|a| a.id)
-            .collect();
-        for id in ids {
-            let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
-                continue;
-            };
-            if let Some(a) = self.h2_pump(c, a) {
-                let buffered: u64 = a.pieces.iter().map(Piece::len).sum();
-                if let Some(s) = c.h2.as_mut() {
-                    s.conn.set_remaining(id, buffered);
-                    s.answers.push(a);
-                }
-            }
-        }
+        self.h2_pump_each(c, |a| a.pipe.is_some(), Self::h2_pump);
     }
 
     /// Moves one process forward; gives its answer back unless it ended.
@@ -244,44 +222,14 @@ impl Worker {
             ReplyStart::Redirect(target) => return Err(Turn::Redirect(target)),
             ReplyStart::Head(head) => head,
         };
-        let status = Status(head.status);
-        let framing = match head.content_length {
-            _ if status.is_bodiless() => Framing::Bodiless,
-            Some(n) => Framing::Length(n),
-            None => Framing::Close,
-        };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
-        let reason: &[u8] = match &head.reason {
-            Some(r) if status.reason() == "Unknown" => r,
-            _ => status.reason().as_bytes(),
-        };
-        let hs = &mut self.h2_scratch;
-        hs.head.clear();
-        Head {
-            status: head.status,
-            reason,
-            headers: &head.headers,
-            framing,
-            connection: Connection::Default,
-        }
-        .write(&stamp, &mut hs.head);
-        let ends = p.head_only || status.is_bodiless();
+        let (ends, log) = self.h2_reply_head(c, a.id, &head, &p.request.req, p.head_only);
         p.status = head.status;
         p.sent_any = true;
         a.discard = ends;
         a.expect = head.content_length;
-        if self.logger.access_enabled() {
-            let rec = super::super::request_record(c, self.wall, &p.request.req, head.status);
-            let mut text = Vec::new();
-            let draft = self.logger.draft(&rec, &mut text);
-            a.log = Some((text, draft));
-        }
+        a.log = log;
         let rest = p.head_buf.split_off(head.len);
         p.head_buf = Vec::new();
-        if let Some(s) = c.h2.as_mut() {
-            let hs = &mut self.h2_scratch;
-            s.send_head(a.id, ends, hs);
-        }
         if !ends && !rest.is_empty() {
             a.body_len += rest.len() as u64;
             a.pieces.push_back(Piece::Bytes(rest, 0));
@@ -337,6 +285,28 @@ impl Worker {
         self.h2_ended(c, a);
     }
 
+    /// Ends answer `a`, which cannot go on: its stream is reset if its
+    /// head went out (`started`: a process's or a handler's), else its
+    /// `request` is answered `status`.
+    pub(in crate::server::worker) fn h2_give_up(
+        &mut self,
+        c: &mut Conn,
+        mut a: Answer,
+        started: bool,
+        request: Held,
+        status: Status,
+    ) {
+        if started {
+            a.broken = true;
+            a.pieces.clear();
+            self.h2_pipe_close(c, a);
+            return;
+        }
+        self.resume(request);
+        let plan = Plan::error(status, &mut self.scratch);
+        self.h2_answer(c, a.id, plan, 0);
+    }
+
     /// Stops the process: the client gets `status` if nothing was sent
     /// yet, else its stream is reset.
     fn h2_pipe_fail(&mut self, c: &mut Conn, mut a: Answer, status: Status) -> Option<Answer> {
@@ -344,15 +314,7 @@ impl Worker {
         p.reply.stop();
         p.log_line(&mut self.logger);
         p.unwatch_all(self.poll.registry());
-        if p.sent_any {
-            a.broken = true;
-            a.pieces.clear();
-            self.h2_pipe_close(c, a);
-            return None;
-        }
-        self.resume(p.request);
-        let plan = Plan::error(status, &mut self.scratch);
-        self.h2_answer(c, a.id, plan, 0);
+        self.h2_give_up(c, a, p.sent_any, p.request, status);
         None
     }
 

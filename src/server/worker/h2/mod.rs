@@ -12,8 +12,9 @@
 //! `pipe/h2.rs`; a body of unknown length is held whole first, as over
 //! HTTP/1.1), but for `nph-` ones: those streams are refused with
 //! RST_STREAM HTTP_1_1_REQUIRED, which tells the client to ask again
-//! over HTTP/1.1.
-//! Not yet over HTTP/2: throttles per stream: a
+//! over HTTP/1.1. Embedded handlers' bodies in pieces and later answers
+//! (and so servlets' streamed writes) go as DATA frames as they come
+//! (`stream/h2.rs`). Not yet over HTTP/2: throttles per stream: a
 //! `[[throttle]]` rate paces the whole connection while an answer it
 //! covers is being sent. A password check
 //! runs off the loop as for HTTP/1.1, but for a request with a body
@@ -26,12 +27,17 @@ use std::rc::Rc;
 use super::*;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
 use crate::handlers::file_cache::SMALL_FILE;
+use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Seg, Source};
+use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
+use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
+
+mod body;
 
 /// Length of the preface's first line, `PRI * HTTP/2.0`.
 const PREFACE_LINE: usize = 14;
@@ -275,15 +281,13 @@ impl Worker {
 
     /// Refuses stream `id` with HTTP_1_1_REQUIRED (RFC 9113 §7), which
     /// tells the client to ask again over HTTP/1.1: its CGI program writes
-    /// a whole HTTP/1.1 response of its own (`nph-`), or its embedded
-    /// handler answers with a body in pieces or later (not over HTTP/2
-    /// yet).
+    /// a whole HTTP/1.1 response of its own (`nph-`).
     fn h2_needs_http1(&mut self, c: &mut Conn, id: u32) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
                 format_args!(
-                    "client {}: {} is answered by an nph- program or a handler's streamed body, which need HTTP/1.1: HTTP_1_1_REQUIRED",
+                    "client {}: {} is answered by an nph- program, which needs HTTP/1.1: HTTP_1_1_REQUIRED",
                     c.peer.ip(),
                     String::from_utf8_lossy(self.req.target())
                 ),
@@ -294,154 +298,6 @@ impl Worker {
         }
     }
 
-    /// Body bytes of stream `id` arrived.
-    fn h2_data(&mut self, c: &mut Conn, id: u32, data: &[u8], end_stream: bool) {
-        if Self::h2_pipe_data(c, id, data, end_stream) {
-            return;
-        }
-        let Some(s) = c.h2.as_mut() else { return };
-        // Bodies nobody waits for are dropped: their credit goes back now.
-        s.conn.release(id, data.len());
-        let Some(a) = s.answer(id) else { return };
-        if a.whole.is_some() {
-            self.h2_hold_body(c, id, data, end_stream);
-            return;
-        }
-        let Some(w) = a.wait.as_mut() else { return };
-        let max = self.cfg.limits.max_body;
-        self.handler_bodies += data.len() as u64;
-        w.body.extend_from_slice(data);
-        let over_body = w.body.len() as u64 > max;
-        let over_all = self.handler_bodies > self.cfg.limits.handler_bodies;
-        if !end_stream && !over_body && !over_all {
-            return;
-        }
-        let Some(mut a) = s.take(id) else { return };
-        let Some(w) = a.wait.take() else { return };
-        self.handler_bodies -= w.body.len() as u64;
-        self.req = w.req;
-        self.req_start = a.started;
-        self.scratch.clear();
-        let plan = if over_body {
-            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
-        } else if over_all {
-            Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch)
-        } else {
-            let (router, mut routing) = self.routing(c);
-            router.call_handler(w.mount, &w.body, &mut routing)
-        };
-        self.h2_answer(c, id, plan, 0);
-        if !end_stream {
-            self.h2_refuse_rest(c, id);
-        }
-    }
-
-    /// Body bytes of a request held whole before its program starts (a
-    /// body of unknown length for CGI, which must be told its length:
-    /// as over HTTP/1.1, in memory, then in an unnamed file in
-    /// `temp_dir`, up to `limits.max_body`). Once it is all in, the
-    /// program starts with it.
-    fn h2_hold_body(&mut self, c: &mut Conn, id: u32, data: &[u8], end_stream: bool) {
-        let Some(w) =
-            c.h2.as_mut()
-                .and_then(|s| s.answer(id))
-                .and_then(|a| a.whole.as_mut())
-        else {
-            return;
-        };
-        w.body.push(data, &self.cfg.temp_dir);
-        let too_large = w.body.len() > self.cfg.limits.max_body;
-        let error = w.body.take_error();
-        if !end_stream && !too_large && error.is_none() {
-            return;
-        }
-        let Some(w) =
-            c.h2.as_mut()
-                .and_then(|s| s.take(id))
-                .and_then(|mut a| a.whole.take())
-        else {
-            return;
-        };
-        let label = w.resume.label();
-        let redirects = self.resume(w.held);
-        let plan = if too_large {
-            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
-        } else if let Some(e) = error {
-            let dir = self.cfg.temp_dir.display();
-            self.logger.log(
-                Level::Error,
-                format_args!("{label}: cannot hold the request body in {dir}: {e}"),
-            );
-            Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch)
-        } else {
-            let (router, mut routing) = self.routing(c);
-            router.answer_whole(&w.resume, w.body, &mut routing)
-        };
-        self.h2_answer(c, id, plan, redirects);
-        if !end_stream {
-            self.h2_refuse_rest(c, id);
-        }
-    }
-
-    /// The rest of stream `id`'s request body (of the current request)
-    /// is not wanted: it was answered without it. What the client said it
-    /// would send (up to 64 MiB), or else `limits.max_body`, is read and
-    /// dropped, so that a client that sends its whole body before it
-    /// reads still gets the answer; beyond that the stream is reset (see
-    /// `h2::Conn::discard_body`).
-    fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32) {
-        let declared = match self.req.body() {
-            BodyFraming::Length(n) => n.min(64 << 20),
-            _ => 0,
-        };
-        if let Some(s) = c.h2.as_mut() {
-            s.conn
-                .discard_body(id, declared.max(self.cfg.limits.max_body));
-        }
-    }
-
-    /// The connection has received nothing for `timeouts.body`: every
-    /// request still waiting for its body (for a handler, or held whole
-    /// for a program) is answered 408 and the rest of its body dropped.
-    /// Whether any was.
-    pub(super) fn h2_body_timeouts(&mut self, c: &mut Conn) -> bool {
-        let waiting: Vec<u32> = match c.h2.as_ref() {
-            Some(s) => s
-                .answers
-                .iter()
-                .filter(|a| a.wait.is_some() || a.whole.is_some())
-                .map(|a| a.id)
-                .collect(),
-            None => return false,
-        };
-        for &id in &waiting {
-            let Some(mut a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
-                continue;
-            };
-            let req = match (a.wait.take(), a.whole.take()) {
-                (Some(w), _) => {
-                    self.handler_bodies -= w.body.len() as u64;
-                    w.req
-                }
-                (None, Some(w)) => w.held.req,
-                (None, None) => continue,
-            };
-            self.req = req;
-            self.req_start = a.started;
-            self.scratch.clear();
-            if self.logger.enabled(Level::Info) {
-                self.logger.log(
-                    Level::Info,
-                    format_args!("client {}: request body timed out (408)", c.peer.ip()),
-                );
-            }
-            let plan = Plan::error(Status::REQUEST_TIMEOUT, &mut self.scratch);
-            self.h2_answer(c, id, plan, 0);
-            self.h2_refuse_rest(c, id);
-        }
-        !waiting.is_empty()
-    }
-
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
@@ -449,11 +305,13 @@ impl Worker {
             self.handler_bodies -= w.body.len() as u64;
         }
         let Some((text, draft)) = a.log.take() else {
-            // (A process that never answered is logged as 499.)
+            // (A process or handler that never answered is logged as 499.)
             self.h2_pipe_abandon(c, &mut a, true);
+            self.h2_stream_abandon(c, &mut a, true);
             return;
         };
         self.h2_pipe_abandon(c, &mut a, false);
+        self.h2_stream_abandon(c, &mut a, false);
         self.lend_out(c);
         let framed = a.body_len - a.pieces.iter().map(Piece::len).sum::<u64>();
         let end = c.queued_end();
@@ -478,12 +336,7 @@ impl Worker {
             return;
         }
         if let Body::Stream(streamed) = body {
-            // Not over HTTP/2 yet: the answering thread of a
-            // later answer learns that it is not wanted.
-            if let crate::handlers::stream::Source::Later(ch) = &streamed.source {
-                ch.abandon();
-            }
-            self.h2_needs_http1(c, id);
+            self.h2_start_stream(c, id, status, *streamed, redirects);
             return;
         }
         let head_only = self.req.method() == Method::Head;
@@ -549,6 +402,82 @@ impl Worker {
         self.scratch.trim(SCRATCH_KEEP);
     }
 
+    /// Sends on stream `id` the head a process or a handler gave later
+    /// (`head`, answering `req`; `head_only` for a HEAD request), as
+    /// HEADERS: whether the stream ended with it (a HEAD request or a
+    /// bodiless status: the body that follows is then not wanted), and
+    /// the answer's access-log line, drafted.
+    pub(in crate::server::worker) fn h2_reply_head(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        head: &ReplyHead,
+        req: &OwnedRequest,
+        head_only: bool,
+    ) -> (bool, Option<(Vec<u8>, Draft)>) {
+        let status = Status(head.status);
+        let framing = match head.content_length {
+            _ if status.is_bodiless() => Framing::Bodiless,
+            Some(n) => Framing::Length(n),
+            None => Framing::Close,
+        };
+        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        let reason: &[u8] = match &head.reason {
+            Some(r) if status.reason() == "Unknown" => r,
+            _ => status.reason().as_bytes(),
+        };
+        let hs = &mut self.h2_scratch;
+        hs.head.clear();
+        Head {
+            status: head.status,
+            reason,
+            headers: &head.headers,
+            framing,
+            connection: Connection::Default,
+        }
+        .write(&stamp, &mut hs.head);
+        let ends = head_only || status.is_bodiless();
+        let log = self.logger.access_enabled().then(|| {
+            let rec = request_record(c, self.wall, req, head.status);
+            let mut text = Vec::new();
+            let draft = self.logger.draft(&rec, &mut text);
+            (text, draft)
+        });
+        if let Some(s) = c.h2.as_mut() {
+            s.send_head(id, ends, &mut self.h2_scratch);
+        }
+        (ends, log)
+    }
+
+    /// Moves forward, with `pump`, every answer on `c`'s streams that
+    /// `has` a producer (a process, a handler's stream): each is taken
+    /// out, pumped, and put back unless it ended, the scheduler told how
+    /// much of it is buffered.
+    pub(in crate::server::worker) fn h2_pump_each(
+        &mut self,
+        c: &mut Conn,
+        has: fn(&Answer) -> bool,
+        pump: fn(&mut Worker, &mut Conn, Answer) -> Option<Answer>,
+    ) {
+        let Some(s) = c.h2.as_ref() else { return };
+        if !s.answers.iter().any(has) {
+            return;
+        }
+        let ids: Vec<u32> = s.answers.iter().filter(|a| has(a)).map(|a| a.id).collect();
+        for id in ids {
+            let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
+                continue;
+            };
+            if let Some(a) = pump(self, c, a) {
+                let buffered: u64 = a.pieces.iter().map(Piece::len).sum();
+                if let Some(s) = c.h2.as_mut() {
+                    s.conn.set_remaining(id, buffered);
+                    s.answers.push(a);
+                }
+            }
+        }
+    }
+
     /// An answer's last frame is queued: its log line waits for it to leave.
     pub(super) fn h2_ended(&mut self, c: &mut Conn, mut a: Answer) {
         self.lend_out(c);
@@ -575,6 +504,7 @@ impl Worker {
     pub(super) fn h2_send(&mut self, c: &mut Conn) {
         self.lend_out(c);
         self.h2_pump_pipes(c);
+        self.h2_pump_streams(c);
         loop {
             if c.out.unsent() >= OUTPUT_CAP as u64 {
                 break;

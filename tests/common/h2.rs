@@ -1,0 +1,210 @@
+//! A raw HTTP/2 client for the tests, built on brisk's own frame codec
+//! and HPACK: every frame the server sends is checked as it arrives.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+
+use brisk::h2::frame::{self, flag, kind, Head, HEAD_LEN};
+use brisk::h2::{hpack, PREFACE};
+
+use super::IO_TIMEOUT;
+
+/// A frame from the server.
+#[derive(Debug)]
+pub struct Frame {
+    pub kind: u8,
+    pub flags: u8,
+    pub stream: u32,
+    pub payload: Vec<u8>,
+    /// A HEADERS frame's fields, decoded as it arrived (every block is,
+    /// in order: the server's encoder counts on the table it builds).
+    pub fields: Vec<(String, String)>,
+}
+
+/// A stream's answer as the client saw it.
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub fields: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub reset: Option<u32>,
+}
+
+impl Answer {
+    pub fn status(&self) -> &str {
+        self.field(":status").unwrap_or("")
+    }
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A raw HTTP/2 client.
+pub struct H2 {
+    pub sock: TcpStream,
+    pub buf: Vec<u8>,
+    pub decoder: hpack::Decoder,
+    pub next: u32,
+}
+
+impl H2 {
+    /// Connects with prior knowledge; `settings` go in the client's first
+    /// SETTINGS frame (and its connection window opens by `window`).
+    pub fn connect(addr: SocketAddr, settings: &[(u16, u32)], window: u32) -> H2 {
+        let mut c = H2::raw(addr);
+        let mut out = PREFACE.to_vec();
+        frame::write_settings(&mut out, settings);
+        if window > 0 {
+            frame::write_window_update(&mut out, 0, window);
+        }
+        c.send(&out);
+        c
+    }
+
+    /// A connection that has sent nothing yet.
+    pub fn raw(addr: SocketAddr) -> H2 {
+        let sock = TcpStream::connect(addr).expect("connect");
+        sock.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        H2 {
+            sock,
+            buf: Vec::new(),
+            decoder: hpack::Decoder::new(4096),
+            next: 1,
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.sock.write_all(bytes).expect("send");
+    }
+
+    /// The next frame, or `None` when the server closed.
+    pub fn frame(&mut self) -> Option<Frame> {
+        loop {
+            if self.buf.len() >= HEAD_LEN {
+                let h = Head::read(self.buf[..HEAD_LEN].try_into().unwrap());
+                let end = HEAD_LEN + h.len as usize;
+                if self.buf.len() >= end {
+                    let payload = self.buf[HEAD_LEN..end].to_vec();
+                    self.buf.drain(..end);
+                    let mut fields = Vec::new();
+                    if h.kind == kind::HEADERS {
+                        self.decoder
+                            .decode(&payload, 1 << 20, &mut |n, v| {
+                                fields.push((
+                                    String::from_utf8_lossy(n).into_owned(),
+                                    String::from_utf8_lossy(v).into_owned(),
+                                ))
+                            })
+                            .expect("HPACK");
+                    }
+                    return Some(Frame {
+                        kind: h.kind,
+                        flags: h.flags,
+                        stream: h.stream,
+                        payload,
+                        fields,
+                    });
+                }
+            }
+            let mut chunk = [0u8; 65536];
+            match self.sock.read(&mut chunk) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    /// A request block: method, path, and extra fields.
+    pub fn block(method: &str, path: &str, extra: &[(&str, &str)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        hpack::encode_field(b":method", method.as_bytes(), &mut b);
+        hpack::encode_field(b":scheme", b"http", &mut b);
+        hpack::encode_field(b":path", path.as_bytes(), &mut b);
+        hpack::encode_field(b":authority", b"localhost", &mut b);
+        for (n, v) in extra {
+            hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut b);
+        }
+        b
+    }
+
+    /// Sends a request without a body; returns its stream.
+    pub fn get(&mut self, path: &str, extra: &[(&str, &str)]) -> u32 {
+        self.request("GET", path, extra, None)
+    }
+
+    pub fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        extra: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> u32 {
+        let id = self.next;
+        self.next += 2;
+        let block = H2::block(method, path, extra);
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, id, &block, body.is_none(), 16_384);
+        if let Some(body) = body {
+            for (i, chunk) in body.chunks(16_384).enumerate() {
+                let last = (i + 1) * 16_384 >= body.len();
+                out.extend_from_slice(&frame::data_head(id, chunk.len(), last));
+                out.extend_from_slice(chunk);
+            }
+            if body.is_empty() {
+                out.extend_from_slice(&frame::data_head(id, 0, true));
+            }
+        }
+        self.send(&out);
+        id
+    }
+
+    /// Reads until every stream of `ids` has ended; answers in that order.
+    /// Window credit is given back as data arrives.
+    pub fn answers(&mut self, ids: &[u32]) -> Vec<Answer> {
+        let mut answers: Vec<(u32, Answer, bool)> = ids
+            .iter()
+            .map(|&id| (id, Answer::default(), false))
+            .collect();
+        while answers.iter().any(|a| !a.2) {
+            let f = self
+                .frame()
+                .unwrap_or_else(|| panic!("closed before the answers: {answers:?}"));
+            let Some(a) = answers.iter_mut().find(|a| a.0 == f.stream) else {
+                continue;
+            };
+            match f.kind {
+                kind::HEADERS => a.1.fields.extend(f.fields),
+                kind::DATA => {
+                    a.1.body.extend_from_slice(&f.payload);
+                    if !f.payload.is_empty() {
+                        let mut out = Vec::new();
+                        frame::write_window_update(&mut out, 0, f.payload.len() as u32);
+                        frame::write_window_update(&mut out, f.stream, f.payload.len() as u32);
+                        self.send(&out);
+                    }
+                }
+                kind::RST_STREAM => {
+                    a.1.reset = Some(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                    a.2 = true;
+                }
+                _ => {}
+            }
+            if f.flags & flag::END_STREAM != 0 && matches!(f.kind, kind::HEADERS | kind::DATA) {
+                a.2 = true;
+            }
+        }
+        answers.into_iter().map(|a| a.1).collect()
+    }
+
+    /// Reads frames until a GOAWAY (its error code) or the end.
+    pub fn goaway(&mut self) -> Option<u32> {
+        while let Some(f) = self.frame() {
+            if f.kind == kind::GOAWAY {
+                return Some(u32::from_be_bytes(f.payload[4..8].try_into().unwrap()));
+            }
+        }
+        None
+    }
+}
