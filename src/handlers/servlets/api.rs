@@ -2,6 +2,7 @@
 //! `brisk` library (JSON, escaping, forms, the shared dictionary).
 
 use std::cell::RefCell;
+use std::io::Write as _;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -134,19 +135,10 @@ impl UserData for Res {
     }
 }
 
-/// A table whose string keys are found case-insensitively (the request's
-/// headers): keys are stored in lower case, and the metatable lowers the
-/// key asked for.
-fn header_table(lua: &Lua, lower: &mlua::Function) -> mlua::Result<Table> {
-    let t = lua.create_table()?;
-    let mt = lua.create_table()?;
-    mt.raw_set("__index", lower.clone())?;
-    t.set_metatable(Some(mt))?;
-    Ok(t)
-}
-
-/// Builds the request table for `req`.
-pub fn request(lua: &Lua, req: &Request<'_>, lower: &mlua::Function) -> mlua::Result<Table> {
+/// Builds the request table for `req`; `headers_mt` makes its headers
+/// table find keys in any case (they are stored in lower case, and its
+/// `__index` lowers the key asked for).
+pub fn request(lua: &Lua, req: &Request<'_>, headers_mt: &Table) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 12)?;
     t.raw_set("method", lua.create_string(req.method)?)?;
     t.raw_set("path", lua.create_string(req.path)?)?;
@@ -156,10 +148,19 @@ pub fn request(lua: &Lua, req: &Request<'_>, lower: &mlua::Function) -> mlua::Re
         fill_fields(lua, &args, form::urlencoded(q))?;
     }
     t.raw_set("args", args)?;
-    let headers = header_table(lua, lower)?;
+    let headers = lua.create_table()?;
+    headers.set_metatable(Some(headers_mt.clone()))?;
     let cookies = lua.create_table()?;
+    let mut lower = [0u8; 64];
     for h in req.headers {
-        let name = lua.create_string(h.name.to_ascii_lowercase())?;
+        let name = match lower.get_mut(..h.name.len()) {
+            Some(buf) => {
+                buf.copy_from_slice(h.name);
+                buf.make_ascii_lowercase();
+                lua.create_string(&*buf)?
+            }
+            None => lua.create_string(h.name.to_ascii_lowercase())?,
+        };
         // A repeated field keeps its first value (read the rest from
         // the raw list if ever needed).
         if headers.raw_get::<Value>(&name)?.is_nil() {
@@ -262,14 +263,17 @@ pub fn json_encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> mlua::Result<(
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        Value::Number(n) if n.is_finite() => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Number(n) if n.is_finite() => {
+            let _ = write!(out, "{n}");
+        }
         Value::Number(_) => return Err(lua_err("brisk.json.encode: not a finite number")),
         Value::String(s) => json::push_string(&s.to_str()?, out),
         Value::Table(t) => {
             let n = t.raw_len();
-            let array = n > 0 || t.clone().pairs::<Value, Value>().next().is_none();
-            if array {
+            if n > 0 || t.is_empty() {
                 out.push(b'[');
                 for i in 1..=n {
                     if i > 1 {
@@ -281,21 +285,19 @@ pub fn json_encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> mlua::Result<(
             } else {
                 out.push(b'{');
                 let mut first = true;
-                for pair in t.clone().pairs::<Value, Value>() {
-                    let (k, v) = pair?;
-                    let key = match &k {
-                        Value::String(s) => s.to_str()?.to_string(),
-                        Value::Integer(i) => i.to_string(),
-                        _ => return Err(lua_err("brisk.json.encode: a key that is not a string")),
-                    };
+                t.for_each(|k: Value, v: Value| {
                     if !first {
                         out.push(b',');
                     }
                     first = false;
-                    json::push_string(&key, out);
+                    match &k {
+                        Value::String(s) => json::push_string(&s.to_str()?, out),
+                        Value::Integer(i) => json::push_string(&i.to_string(), out),
+                        _ => return Err(lua_err("brisk.json.encode: a key that is not a string")),
+                    }
                     out.push(b':');
-                    json_encode(&v, out, depth + 1)?;
-                }
+                    json_encode(&v, out, depth + 1)
+                })?;
                 out.push(b'}');
             }
         }

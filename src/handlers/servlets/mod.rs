@@ -99,10 +99,10 @@ struct State {
     form: Function,
     /// Runs a servlet's `handle_request` in a coroutine, under xpcall.
     runner: Function,
-    /// Makes the `res` object around its native side.
-    make_res: Function,
-    /// Lowers a header name (the request's header table's `__index`).
-    lower: Function,
+    /// The metatable of `res` objects (their methods).
+    res_mt: Table,
+    /// The metatable of the request's headers table (any case).
+    headers_mt: Table,
     /// The current request's CPU deadline (read by the hook).
     deadline: Rc<Cell<Instant>>,
     /// The hook stopped the current request.
@@ -130,14 +130,13 @@ function Res:write(a, b, c) if self[1]:write(a, b, c) then coyield() end end
 function Res:header(n, v) self[1]:header(n, v) end
 function Res:set_status(s) self[1]:set_status(s) end
 function Res:redirect(u, s) self[1]:redirect(u, s) end
-local function make_res(native) return setmetatable({ native }, Res) end
 local function run(handle, req, res)
   local ok, err = xpcall(handle, traceback, req, res)
   if not ok then return false, err end
   return true
 end
-local function lower(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end
-return run, make_res, lower
+local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
+return run, Res, headers_mt
 "#;
 
 impl State {
@@ -167,7 +166,7 @@ impl State {
                 .ok_or_else(|| mlua::Error::runtime("require: no state"))?;
             state.require(&name.to_str()?)
         })?;
-        let (runner, make_res, lower): (Function, Function, Function) = lua
+        let (runner, res_mt, headers_mt): (Function, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=brisk")
             .call((traceback, require))?;
@@ -181,8 +180,8 @@ impl State {
             errors: RefCell::new(HashMap::new()),
             form,
             runner,
-            make_res,
-            lower,
+            res_mt,
+            headers_mt,
             deadline: Rc::new(Cell::new(Instant::now())),
             cpu_stopped: Rc::new(Cell::new(false)),
             spare: RefCell::new(None),
@@ -498,15 +497,16 @@ impl State {
             max: self.settings.servlets.max_output,
             ..Out::default()
         }));
-        let reqt = api::request(&self.lua, req, &self.lower).map_err(Failure::lua)?;
+        let reqt = api::request(&self.lua, req, &self.headers_mt).map_err(Failure::lua)?;
         reqt.raw_set("form", &self.form).map_err(Failure::lua)?;
-        let res: Table = self
-            .make_res
-            .call(
-                self.lua
-                    .create_userdata(api::Res(Rc::clone(&out)))
-                    .map_err(Failure::lua)?,
-            )
+        let res = self
+            .lua
+            .create_table_with_capacity(1, 0)
+            .map_err(Failure::lua)?;
+        let native = self.lua.create_userdata(api::Res(Rc::clone(&out)));
+        res.raw_set(1, native.map_err(Failure::lua)?)
+            .map_err(Failure::lua)?;
+        res.set_metatable(Some(self.res_mt.clone()))
             .map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
         self.start_clock();
