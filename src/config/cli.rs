@@ -242,9 +242,12 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
     if let Some(section) = tls {
         config.tls = Some(tls::finish(section, read.unwrap_or(&|p| std::fs::read(p)))?);
     }
+    config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
+        && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());
     if let Some(section) = origins.proxy.take() {
         let listen_given = origins.listen || listen_flags || flags.port.is_some();
         config.proxy = proxy_section(&mut config, section, listen_given)?;
+        config.listen_default &= config.proxy.listen.is_empty();
     }
 
     // Final checks, after every layer had its say.

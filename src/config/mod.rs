@@ -41,6 +41,10 @@ use std::time::Duration;
 pub struct Config {
     /// Addresses to listen on (IPv4 and IPv6).
     pub listen: Vec<SocketAddr>,
+    /// No listener of any kind was configured (`listen`, `--listen`,
+    /// `--port`, `[tls] listen`, `[proxy] listen`): `listen` is the
+    /// built-in default, which sockets passed by systemd replace.
+    pub listen_default: bool,
     /// The document root, absolute and canonical.
     pub root: PathBuf,
     /// Worker threads (event loops); already resolved (never 0).
@@ -292,6 +296,11 @@ pub struct Timeouts {
     /// before handing it over (`TCP_DEFER_ACCEPT`, whole seconds, rounded
     /// up); zero hands every connection over at once.
     pub defer_accept: Duration,
+    /// On SIGTERM, how long to go on accepting and serving while
+    /// readiness answers 503 (a load balancer's or Kubernetes' time to
+    /// take the server out of rotation), before the listeners close and
+    /// the drain starts; zero (the default) starts at once.
+    pub stop_delay: Duration,
 }
 
 /// Where a log goes.
@@ -577,6 +586,7 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             listen: vec![SocketAddr::from(([127, 0, 0, 1], 8080))],
+            listen_default: true,
             root: PathBuf::from("."),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             daemon: false,
@@ -606,6 +616,7 @@ impl Default for Config {
                 handler: Duration::from_secs(60),
                 auth_failure_window: Duration::from_secs(60),
                 defer_accept: Duration::from_secs(1),
+                stop_delay: Duration::ZERO,
             },
             log: LogConfig {
                 access: LogTarget::Stdout,

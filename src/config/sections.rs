@@ -51,6 +51,7 @@ const TIMEOUT_KEYS: &[&str] = &[
     "handler",
     "auth_failure_window",
     "defer_accept",
+    "stop_delay",
 ];
 const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
@@ -270,6 +271,8 @@ impl Loader<'_> {
                 }
                 // Zero is meaningful here: no deferral.
                 "defer_accept" => t.defer_accept = self.duration(&full, value, true)?,
+                // Zero: the drain starts at SIGTERM.
+                "stop_delay" => t.stop_delay = self.duration(&full, value, true)?,
                 _ => return Err(self.unknown(key, "timeouts", TIMEOUT_KEYS)),
             }
         }

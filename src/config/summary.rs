@@ -351,6 +351,7 @@ fn timeout_values(t: &Timeouts) -> Vec<(&'static str, String)> {
         ("handler", duration(t.handler)),
         ("auth_failure_window", duration(t.auth_failure_window)),
         ("defer_accept", duration(t.defer_accept)),
+        ("stop_delay", duration(t.stop_delay)),
     ]
 }
 

@@ -122,6 +122,10 @@ pub enum Error {
     /// The configuration loaded again adds a listen address, which the
     /// sandbox keeps the server from opening.
     ListenNeedsRestart(SocketAddr),
+    /// The sockets systemd passed (`LISTEN_FDS`) cannot be used.
+    SocketActivation(io::Error),
+    /// `$NOTIFY_SOCKET` is set but cannot be reached.
+    Notify(io::Error),
 }
 
 impl std::fmt::Display for Error {
@@ -142,6 +146,13 @@ impl std::fmt::Display for Error {
             ),
             Error::Server(e) => e.fmt(f),
             Error::Daemonize(e) => write!(f, "cannot daemonize: {e}"),
+            Error::SocketActivation(e) => {
+                write!(f, "cannot use the sockets systemd passed (LISTEN_FDS): {e}")
+            }
+            Error::Notify(e) => write!(
+                f,
+                "cannot reach the service manager's NOTIFY_SOCKET: {e}"
+            ),
             Error::PidFile { path, source } => {
                 write!(f, "cannot write pid file {}: {source}", path.display())
             }
@@ -239,6 +250,8 @@ impl std::error::Error for Error {
             Error::CurrentDir(e)
             | Error::Signals(e)
             | Error::Daemonize(e)
+            | Error::SocketActivation(e)
+            | Error::Notify(e)
             | Error::PrivilegedHelper(e)
             | Error::Launcher(e)
             | Error::Capabilities(e)

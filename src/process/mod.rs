@@ -15,14 +15,15 @@ pub mod confine;
 mod error;
 mod pid_file;
 mod reload;
+mod systemd;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, Level, Reload};
 use crate::handlers::spool;
 use crate::log::{console, LogService};
-use crate::server::{Server, Speaks};
+use crate::server::{Inherited, Running, Server, Speaks};
 use crate::sys::{self, signal::Signal};
 
 pub use error::Error;
@@ -60,6 +61,65 @@ fn tls_notes(_: &Config) -> confine::Notes {
     confine::Notes::new()
 }
 
+/// A worker whose loop has not gone round its once-a-second pass for
+/// this long is stuck: the watchdog is no longer fed.
+const STUCK: Duration = Duration::from_secs(10);
+
+/// Why the main loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// SIGTERM or SIGINT.
+    Asked,
+    /// A worker is gone: stop at once.
+    WorkerDied,
+}
+
+/// `timeouts.stop_delay`: readiness says no from now on, while the
+/// listeners stay open and every request is served, so that load
+/// balancers take brisk out of rotation before it stops accepting (the
+/// Kubernetes pre-stop pattern). A second SIGTERM or SIGINT ends the
+/// delay; SIGUSR1 still reopens the logs.
+fn delay_stop(
+    running: &Running,
+    manager: &mut systemd::Manager,
+    logs: &LogService,
+    log: &mut crate::log::Logger,
+) {
+    running.begin_stop();
+    let delay = running.config().timeouts.stop_delay;
+    if delay.is_zero() {
+        return;
+    }
+    log.log(
+        Level::Info,
+        format_args!("stopping in {delay:?}: still serving meanwhile, readiness answers 503"),
+    );
+    log.flush();
+    let until = Instant::now() + delay;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match sys::signal::wait(manager.wait_at_most(left.min(Duration::from_millis(500)))) {
+            Some(Signal::Terminate) => {
+                log.log(
+                    Level::Info,
+                    format_args!("second stop signal: stopping now"),
+                );
+                return;
+            }
+            Some(Signal::ReopenLogs) => logs.reopen(),
+            Some(Signal::Hangup) => log.log(
+                Level::Info,
+                format_args!("SIGHUP while stopping: not reloaded"),
+            ),
+            None => {}
+        }
+        manager.tick(running.responsive(STUCK), log);
+    }
+}
+
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
 /// SIGHUP reloads through `reload` (see `reload.rs`); without it, SIGHUP is
 /// logged and ignored.
@@ -68,6 +128,10 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
     sys::signal::block().map_err(Error::Signals)?;
+    // Socket activation: taken (and their variables removed) before
+    // anything else runs.
+    let passed = sys::systemd::listen_fds().map_err(Error::SocketActivation)?;
+    let mut manager = systemd::Manager::connect().map_err(Error::Notify)?;
     let tls_notes = tls_notes(&cfg);
     sys::memory::one_arena();
     // Best effort: a kernel without close_range (before 5.11) leaves
@@ -80,7 +144,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         console::say(format_args!("{note}"));
     }
     confine::check_identity(&cfg)?;
-    let mut server = Server::bind(cfg)?;
+    let given = passed
+        .into_iter()
+        .map(|p| Inherited::from_systemd(p.socket, &p.name))
+        .collect();
+    let mut server = Server::bind_inheriting(cfg, given)?;
     // The built-in handlers `[[handlers]]` may name (as listed in
     // config::BUILT_IN_HANDLERS, which the configuration was checked with).
     server.register("echo", crate::handlers::builtin::Echo::default())?;
@@ -136,11 +204,13 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         ),
     );
     main_log.flush();
-    loop {
-        match sys::signal::wait(Duration::from_millis(500)) {
-            Some(Signal::Terminate) => break,
+    manager.ready("serving", &mut main_log);
+    let stop = loop {
+        match sys::signal::wait(manager.wait_at_most(Duration::from_millis(500))) {
+            Some(Signal::Terminate) => break Stop::Asked,
             Some(Signal::ReopenLogs) => logs.reopen(),
             Some(Signal::Hangup) => {
+                manager.reloading(&mut main_log);
                 let before = running.listeners();
                 match reload::reload_config(
                     reload.as_ref(),
@@ -169,11 +239,18 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                                 );
                             }
                         }
+                        manager.ready("serving (configuration reloaded)", &mut main_log);
                     }
-                    Err(e) => main_log.log(
-                        Level::Error,
-                        format_args!("SIGHUP: {e}; still serving the previous configuration"),
-                    ),
+                    Err(e) => {
+                        main_log.log(
+                            Level::Error,
+                            format_args!("SIGHUP: {e}; still serving the previous configuration"),
+                        );
+                        manager.ready(
+                            "serving (a reload failed: see the error log)",
+                            &mut main_log,
+                        );
+                    }
                 }
                 main_log.flush();
             }
@@ -186,8 +263,13 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 format_args!("a worker stopped unexpectedly; shutting down"),
             );
             main_log.flush();
-            break;
+            break Stop::WorkerDied;
         }
+        manager.tick(running.responsive(STUCK), &mut main_log);
+    };
+    manager.stopping("stopping", &mut main_log);
+    if stop == Stop::Asked {
+        delay_stop(&running, &mut manager, &logs, &mut main_log);
     }
     main_log.log(
         Level::Info,

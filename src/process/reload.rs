@@ -36,6 +36,9 @@ pub(super) fn reload_config(
         Some(s) => reload.load_with(&|file| Ok(s.readable(file)?), &read),
         None => reload.load_with(&|_| Ok(()), &read),
     }?;
+    // Sockets systemd passed stay the listeners of a configuration that
+    // names none, as at start.
+    running.adopt(&mut cfg)?;
     let changed = loaded.restart_only_changes(&cfg);
     if !changed.is_empty() {
         return Err(Error::RestartOnly(changed));

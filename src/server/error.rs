@@ -47,6 +47,9 @@ pub enum Error {
     WorkerThread(io::Error),
     /// TLS could not be set up with the configured certificates.
     Tls(String),
+    /// A listening socket given to the process (socket activation, an
+    /// upgrade) does not fit the configuration.
+    Inherited(String),
 }
 
 impl std::fmt::Display for Error {
@@ -75,6 +78,7 @@ impl std::fmt::Display for Error {
             Error::EventLoop(e) => write!(f, "cannot create event loop: {e}"),
             Error::WorkerThread(e) => write!(f, "cannot start worker thread: {e}"),
             Error::Tls(e) => write!(f, "tls: {e}"),
+            Error::Inherited(why) => f.write_str(why),
         }
     }
 }
@@ -87,7 +91,7 @@ impl std::error::Error for Error {
             | Error::OpenRoot { source, .. } => Some(source),
             Error::ShareListener(e) | Error::EventLoop(e) | Error::WorkerThread(e) => Some(e),
             Error::Mount(e) => Some(e),
-            Error::Tls(_) => None,
+            Error::Tls(_) | Error::Inherited(_) => None,
             Error::Handler(_) | Error::HandlerName(_) => None,
         }
     }

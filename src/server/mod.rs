@@ -23,6 +23,8 @@ mod error;
 pub mod h1;
 #[cfg(feature = "http2")]
 pub mod h2;
+mod inherited;
+pub mod lifecycle;
 pub mod router;
 pub mod transport;
 pub mod waits;
@@ -46,6 +48,9 @@ use transport::{Sessions, Setup};
 use worker::{Worker, WorkerInit};
 
 pub use error::Error;
+pub use inherited::Inherited;
+use lifecycle::Heartbeat;
+pub use lifecycle::Lifecycle;
 
 /// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or
 /// through `via` (the privileged helper). A probe bind without it comes
@@ -209,17 +214,33 @@ pub struct Server {
     launcher: Option<Arc<Launchers>>,
     /// Binds listen addresses a reload adds, when brisk left root.
     privileged: Option<Arc<Privileged>>,
+    /// The given sockets that are the listeners (none configured).
+    adopted: inherited::Adopted,
+    /// Whether a stop has begun, for readiness.
+    lifecycle: Arc<Lifecycle>,
 }
 
 impl Server {
     /// Opens the document root and binds every listen address, one
     /// `SO_REUSEPORT` socket per worker.
     pub fn bind(cfg: Config) -> Result<Server, Error> {
-        let cfg = Arc::new(cfg);
+        Server::bind_inheriting(cfg, Vec::new())
+    }
+
+    /// [`Server::bind`], with listening sockets the process was given
+    /// (systemd's socket activation, an upgrade): each serves the
+    /// configured address it is bound to, and with no listener
+    /// configured at all they are the listeners. Addresses no given
+    /// socket serves are bound.
+    pub fn bind_inheriting(mut cfg: Config, given: Vec<Inherited>) -> Result<Server, Error> {
         let _ = sys::process::raise_nofile_limit();
+        let (keep, adopted) = inherited::adopt(&mut cfg, given)?;
+        let cfg = Arc::new(cfg);
         let files = Arc::new(open_root(&cfg, false)?);
-        let bound = bind_listeners(&cfg, &[], None)?;
+        let bound = bind_listeners(&cfg, &keep, None)?;
         Ok(Server {
+            lifecycle: Arc::default(),
+            adopted,
             cfg,
             files,
             bound,
@@ -264,6 +285,12 @@ impl Server {
     /// The configuration being served.
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// The server's life (whether a stop has begun), for handlers that
+    /// report on it (readiness).
+    pub fn lifecycle(&self) -> Arc<Lifecycle> {
+        Arc::clone(&self.lifecycle)
     }
 
     /// The bound addresses: those of `listen`, `[tls] listen`, then
@@ -332,6 +359,8 @@ impl Server {
         let serving = (&self.files, &counters);
         let current = Generation::start(serving, &self.bound, &shared, &mounts, &|| logs.handle())?;
         Ok(Running {
+            lifecycle: self.lifecycle,
+            adopted: self.adopted,
             cfg: self.cfg,
             counters,
             bound: self.bound,
@@ -378,6 +407,8 @@ struct Generation {
     order: Arc<DrainOrder>,
     wakers: Vec<Arc<mio::Waker>>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// Each worker's loop's last turn.
+    heartbeats: Vec<Arc<Heartbeat>>,
 }
 
 impl Generation {
@@ -395,6 +426,7 @@ impl Generation {
             order: Arc::new(DrainOrder::default()),
             wakers: Vec::new(),
             threads: Vec::new(),
+            heartbeats: Vec::new(),
         };
         let cfg = &serving.0.cfg;
         let tls = Setup::new(cfg, shared.sessions.as_ref()).map_err(Error::Tls)?;
@@ -419,13 +451,23 @@ impl Generation {
         (shared, mounts): (&Shared, &Arc<[Mount]>),
         logger: Logger,
     ) -> Result<(), Error> {
+        // Worker `id` takes every `workers`-th socket of an address from
+        // its index (more than one only where more were given).
+        let workers = files.cfg.workers.max(1);
         let listeners = bound
             .iter()
-            .map(|b| b.sockets[id].try_clone().map(|s| (s, b.speaks)))
+            .flat_map(|b| {
+                let mine = b.sockets.iter().skip(id).step_by(workers);
+                mine.map(|s| (s, b.speaks))
+            })
+            .map(|(s, speaks)| s.try_clone().map(|s| (s, speaks)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::ShareListener)?;
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
+        let heartbeat = Heartbeat::new();
+        self.heartbeats.push(Arc::clone(&heartbeat));
         let init = WorkerInit {
+            heartbeat,
             files: Arc::clone(files),
             counters: Arc::clone(counters),
             mounts: Arc::clone(mounts),
@@ -487,9 +529,32 @@ pub struct Running {
     retired: Vec<Generation>,
     /// Binds listen addresses a reload adds, when brisk left root.
     privileged: Option<Arc<Privileged>>,
+    /// The given sockets that are the listeners (none configured).
+    adopted: inherited::Adopted,
+    /// Whether a stop has begun, for readiness.
+    lifecycle: Arc<Lifecycle>,
 }
 
 impl Running {
+    /// A stop begins (readiness answers 503 from now on); the workers
+    /// serve on until [`Running::stop`].
+    pub fn begin_stop(&self) {
+        self.lifecycle.begin_stop();
+    }
+
+    /// Whether every current worker's loop went round within `age` (it
+    /// does once a second when idle): none is stuck.
+    pub fn responsive(&self, age: Duration) -> bool {
+        !self.worker_died() && self.current.heartbeats.iter().all(|h| h.within(age))
+    }
+
+    /// Makes the sockets given at start the listeners of `cfg` if it
+    /// configures none, as at start (a reload's configuration, before it
+    /// is checked against what a reload may change).
+    pub fn adopt(&self, cfg: &mut Config) -> Result<(), Error> {
+        inherited::serve_adopted(cfg, &self.adopted)
+    }
+
     /// How many worker threads serve.
     pub fn workers(&self) -> usize {
         self.current.threads.len()
@@ -513,7 +578,8 @@ impl Running {
     /// that `cfg` keeps what only a restart can change
     /// ([`Config::restart_only_changes`],
     /// [`crate::process::confine::Sandboxes::refusal`]).
-    pub fn reload(&mut self, cfg: Config, logs: &LogService) -> Result<(), Error> {
+    pub fn reload(&mut self, mut cfg: Config, logs: &LogService) -> Result<(), Error> {
+        self.adopt(&mut cfg)?;
         let cfg = Arc::new(cfg);
         // Tickets issued before stay valid: the key is kept (see Sessions).
         self.shared.sessions =
@@ -561,6 +627,7 @@ impl Running {
     /// queue nobody serves), in-flight responses get up to
     /// `timeouts.shutdown` to finish; returns when every worker is done.
     pub fn stop(mut self) {
+        self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
         self.bound.clear();
         let bound = Some(self.cfg.timeouts.shutdown);

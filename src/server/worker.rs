@@ -113,6 +113,8 @@ pub struct WorkerInit {
     pub order: Arc<DrainOrder>,
     /// Its event loop (made with the waker, see [`poll_and_waker`]).
     pub poll: Poll,
+    /// Told each time the loop goes round its timer pass.
+    pub heartbeat: Arc<super::lifecycle::Heartbeat>,
 }
 
 /// Creates the poll instance and the waker for a worker, so the main
@@ -187,6 +189,8 @@ pub struct Worker {
     next_tick: Instant,
     /// Caps the debug lines that explain 403s and 404s.
     refusals: LineBudget,
+    /// Told each time the loop goes round its timer pass.
+    heartbeat: Arc<super::lifecycle::Heartbeat>,
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     h2_scratch: crate::server::h2::Scratch,
@@ -270,6 +274,7 @@ impl Worker {
             next_tick: now + TICK,
             quiet_since: None,
             refusals: LineBudget::new(REFUSALS_PER_SEC, now),
+            heartbeat: init.heartbeat,
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
         })
@@ -461,6 +466,7 @@ impl Worker {
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
         self.next_tick = self.now + TICK;
+        self.heartbeat.beat(self.now);
         self.maybe_rest();
         self.report_refusals_not_logged();
         self.report_tls_errors_not_logged();

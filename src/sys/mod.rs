@@ -15,6 +15,7 @@ pub mod service;
 pub mod signal;
 pub mod spawn;
 pub mod syscalls;
+pub mod systemd;
 
 use std::io;
 

@@ -100,26 +100,38 @@ pub fn listen(
         // `[::]:80` must not also take IPv4: that is `0.0.0.0:80`'s job.
         setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
     }
-    // Accepted sockets inherit TCP_NODELAY from the listener (Linux copies
-    // the socket state on accept), which saves a setsockopt per
-    // connection. Responses leave whole, so Nagle would only ever delay a
-    // pipelined answer behind an unacknowledged one.
-    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
-    if !defer.is_zero() {
-        let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
-        setsockopt_int(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
-            secs.min(i32::MAX as u64) as i32,
-        )?;
-    }
+    tune(fd, defer)?;
     let (storage, len) = sockaddr(addr);
     // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
     cvt(unsafe { libc::bind(fd, (&storage as *const libc::sockaddr_storage).cast(), len) })?;
     // SAFETY: plain syscall on a descriptor we own.
     cvt(unsafe { libc::listen(fd, backlog) })?;
     Ok(TcpListener::from(owned))
+}
+
+/// Gives a listening socket brisk did not make (passed by systemd, or
+/// by the brisk it replaces) what [`listen`] gives its own: `TCP_NODELAY`
+/// for the connections it accepts, and `TCP_DEFER_ACCEPT` when `defer`
+/// is not zero (or off when it is).
+pub fn tune_listener(sock: &TcpListener, defer: Duration) -> io::Result<()> {
+    tune(sock.as_raw_fd(), defer)
+}
+
+/// `TCP_NODELAY` and `TCP_DEFER_ACCEPT` (off for a zero `defer`) on a
+/// listening socket.
+fn tune(fd: libc::c_int, defer: Duration) -> io::Result<()> {
+    // Accepted sockets inherit TCP_NODELAY from the listener (Linux copies
+    // the socket state on accept), which saves a setsockopt per
+    // connection. Responses leave whole, so Nagle would only ever delay a
+    // pipelined answer behind an unacknowledged one.
+    setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+    let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
+    setsockopt_int(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_DEFER_ACCEPT,
+        secs.min(i32::MAX as u64) as i32,
+    )
 }
 
 /// Sends up to `count` bytes of `file` from `offset` to socket `sock`

@@ -1,5 +1,6 @@
 //! `[proxy]`: its keys, how its listeners sit with the others, and its
-//! errors (file, line, key).
+//! errors (file, line, key); which `listen` is the default one, and
+//! `timeouts.stop_delay` (both for running under systemd).
 
 use super::{config, load, load_err, TempDir};
 
@@ -85,4 +86,43 @@ fn check_config_shows_the_section() {
     assert!(out.contains("listen: none (see tls and proxy)\n"), "{out}");
     assert!(out.contains("proxy: listen 127.0.0.1:8081 (a PROXY protocol v1 or v2 header required on every connection)\n"), "{out}");
     assert!(out.contains("proxy: trusted 10.0.0.0/8 ("), "{out}");
+}
+
+#[test]
+fn the_default_listen_is_known_as_such() {
+    // (What socket activation replaces: only a listener nobody asked for.)
+    assert!(load("").unwrap().listen_default);
+    assert!(
+        !load("listen = \"127.0.0.1:8080\"\n")
+            .unwrap()
+            .listen_default
+    );
+    assert!(
+        !load("[proxy]\nlisten = \"127.0.0.1:8081\"\n")
+            .unwrap()
+            .listen_default
+    );
+    assert!(
+        load("[proxy]\ntrusted = \"127.0.0.1\"\n")
+            .unwrap()
+            .listen_default
+    );
+    let dir = TempDir::new();
+    let file = dir.write("site.toml", "root = \"public\"\n");
+    let file = file.to_str().unwrap();
+    assert!(!config(&["--config", file, "--port", "9000"]).listen_default);
+    assert!(!config(&["--config", file, "--listen", "127.0.0.1:9000"]).listen_default);
+    assert!(config(&["--config", file]).listen_default);
+}
+
+#[test]
+fn stop_delay_loads() {
+    assert_eq!(
+        load("").unwrap().timeouts.stop_delay,
+        std::time::Duration::ZERO
+    );
+    let c = load("[timeouts]\nstop_delay = \"5s\"\n").unwrap();
+    assert_eq!(c.timeouts.stop_delay, std::time::Duration::from_secs(5));
+    assert!(load_err("[timeouts]\nstop_delay = \"soon\"\n")
+        .starts_with("DIR/site.toml:3: timeouts.stop_delay: expected"));
 }
