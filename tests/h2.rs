@@ -243,12 +243,7 @@ fn a_password_check_does_not_hold_up_the_other_streams() {
     let public = c.get("/public.txt", &[]);
     // The stream behind the password is answered after the one that
     // came later, which did not wait for the hash.
-    let first = loop {
-        let f = c.frame().expect("frames");
-        if f.kind == kind::HEADERS {
-            break f.stream;
-        }
-    };
+    let first = c.first_headers();
     assert_eq!(first, public);
     let a = c.answers(&[private]);
     assert_eq!(
@@ -260,6 +255,51 @@ fn a_password_check_does_not_hold_up_the_other_streams() {
         &[("authorization", &basic_auth("slow", "nope"))],
     );
     assert_eq!(c.answers(&[wrong])[0].status(), "401");
+}
+
+#[test]
+fn a_password_check_on_a_request_with_a_body_is_off_the_loop_too() {
+    // Uploads behind a password (bcrypt at cost 10): the hash runs off
+    // the loop while the body is held, so a stream that came later is
+    // answered first (hashed on the loop, the upload to a static file
+    // would be refused, 405, before it), and a program gets the body
+    // whole once the password is known.
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("public.txt", b"open");
+    b.file("p/secret.txt", b"the secret");
+    let script = b.base().join("cgi-bin").join("echo.sh");
+    write_file(
+        &script,
+        b"#!/bin/sh\necho 'Content-Type: text/plain'\necho\ncat\n",
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(&b.base().join("htpasswd"), slow.as_bytes());
+    b.config("[[auth]]\npath = \"/p/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n[[cgi]]\nurl = \"/p/cgi/\"\ndir = \"cgi-bin\"\n");
+    b.workers(1);
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let upload = pattern(100_000);
+    let len = upload.len().to_string();
+    let auth = basic_auth("slow", "correct horse");
+    let fields = [("authorization", auth.as_str()), ("content-length", &len)];
+    let private = c.request("POST", "/p/secret.txt", &fields, Some(&upload));
+    let public = c.get("/public.txt", &[]);
+    let first = c.first_headers();
+    assert_eq!(first, public);
+    assert_eq!(c.answers(&[private])[0].status(), "405");
+    let echo = c.request("POST", "/p/cgi/echo.sh", &fields, Some(&upload));
+    let a = c.answers(&[echo]);
+    assert_eq!(a[0].status(), "200");
+    assert!(a[0].body == upload, "{} bytes echoed", a[0].body.len());
+    // A wrong password: 401, its body dropped, the connection goes on.
+    let wrong = basic_auth("slow", "nope");
+    let fields = [("authorization", wrong.as_str()), ("content-length", &len)];
+    let id = c.request("POST", "/p/cgi/echo.sh", &fields, Some(&upload));
+    assert_eq!(c.answers(&[id])[0].status(), "401");
+    let id = c.get("/public.txt", &[]);
+    assert_eq!(c.answers(&[id])[0].body, b"open");
 }
 
 #[test]

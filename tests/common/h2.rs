@@ -198,6 +198,16 @@ impl H2 {
         answers.into_iter().map(|a| a.1).collect()
     }
 
+    /// Reads frames until a HEADERS frame: its stream.
+    pub fn first_headers(&mut self) -> u32 {
+        loop {
+            let f = self.frame().expect("frames");
+            if f.kind == kind::HEADERS {
+                return f.stream;
+            }
+        }
+    }
+
     /// Reads frames until a GOAWAY (its error code) or the end.
     pub fn goaway(&mut self) -> Option<u32> {
         while let Some(f) = self.frame() {

@@ -260,7 +260,7 @@ impl Answer {
     }
 }
 
-/// A request (without a body) whose password is being checked.
+/// A request whose password is being checked.
 #[derive(Debug)]
 pub struct CheckWait {
     /// The check.
@@ -269,6 +269,11 @@ pub struct CheckWait {
     pub req: OwnedRequest,
     /// The outcome is in.
     pub ready: bool,
+    /// Its body so far, held (with its window credit) until the request
+    /// is routed again.
+    pub body: Vec<u8>,
+    /// The body is all in.
+    pub body_done: bool,
 }
 
 /// A request an embedded handler answers once its body is in.

@@ -13,6 +13,13 @@ impl Worker {
             return;
         }
         let Some(s) = c.h2.as_mut() else { return };
+        if let Some(w) = s.answer(id).and_then(|a| a.check.as_mut()) {
+            // Its password is being checked: the body waits, its credit
+            // held back, so the stream's window bounds it.
+            w.body.extend_from_slice(data);
+            w.body_done |= end_stream;
+            return;
+        }
         // Bodies nobody waits for are dropped: their credit goes back now.
         s.conn.release(id, data.len());
         let Some(a) = s.answer(id) else { return };

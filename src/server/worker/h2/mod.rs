@@ -16,9 +16,8 @@
 //! (and so servlets' streamed writes) go as DATA frames as they come
 //! (`stream/h2.rs`). Not yet over HTTP/2: throttles per stream: a
 //! `[[throttle]]` rate paces the whole connection while an answer it
-//! covers is being sent. A password check
-//! runs off the loop as for HTTP/1.1, but for a request with a body
-//! (then it is hashed on the loop).
+//! covers is being sent. A password check runs off the loop as for
+//! HTTP/1.1, the request's body held meanwhile within its window.
 
 use std::collections::VecDeque;
 use std::os::unix::fs::FileExt;
@@ -128,14 +127,20 @@ impl Worker {
                 s.conn.shut_down();
             }
         }
-        // Requests whose password check is done are routed again.
+        // Requests whose password check is done are routed again, and
+        // the body that came meanwhile goes where the route says.
         while let Some(mut a) = c.h2.as_mut().and_then(|s| s.take_checked()) {
             let Some(w) = a.check.take() else { continue };
             self.req = w.req;
             self.req_start = a.started;
             self.scratch.clear();
+            let no_body = self.req.body() == BodyFraming::None;
             if let Some(plan) = self.h2_route(c, a.id) {
                 self.h2_answer(c, a.id, plan, 0);
+                self.h2_body_unless_read(c, a.id, no_body);
+            }
+            if !w.body.is_empty() || w.body_done {
+                self.h2_data(c, a.id, &w.body, w.body_done);
             }
         }
         let mut pos = 0;
@@ -210,46 +215,51 @@ impl Worker {
             },
         };
         self.h2_answer(c, id, plan, 0);
+        self.h2_body_unless_read(c, id, end_stream);
+    }
+
+    /// Stream `id` was answered: unless it has no body (`no_body`) or a
+    /// process reads it, its body is not wanted (a static file, an
+    /// error answered without it).
+    fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
         let reads_body =
             c.h2.as_mut()
                 .and_then(|s| s.answer(id))
                 .is_some_and(|a| a.pipe.is_some());
-        if !end_stream && !reads_body {
-            // Answered without its body (a static file, an error).
+        if !no_body && !reads_body {
             self.h2_refuse_rest(c, id);
         }
     }
 
     /// Routes the current request: its answer, or `None` when it waits
-    /// for its body (an embedded handler).
+    /// (for its body, or for a password check off the loop).
     pub(super) fn h2_route(&mut self, c: &mut Conn, id: u32) -> Option<Plan> {
-        // (A password check is hashed here, on the loop: see the module
-        // documentation. The second pass finds its outcome settled.)
+        // (A password check the hashing threads cannot take runs here:
+        // the second pass finds its outcome settled.)
         for _ in 0..2 {
             let (router, mut routing) = self.routing(c);
             match router.route(&mut routing) {
                 Routed::Answer(plan) => return Some(plan),
                 Routed::Defer(Deferred::Verify(check)) => {
-                    // A request without a body waits off the loop; one
-                    // with a body (rare: an upload behind a password) is
-                    // hashed here, its body arriving meanwhile.
-                    let check = match self.req.body() {
-                        BodyFraming::None => match self.submit_check(c.index, check) {
-                            Ok(check_id) => {
-                                let mut a = Answer::waiting(id, self.req_start);
-                                a.check = Some(Box::new(CheckWait {
-                                    id: check_id,
-                                    req: std::mem::take(&mut self.req),
-                                    ready: false,
-                                }));
-                                c.h2.as_mut()?.answers.push(a);
-                                return None;
-                            }
-                            Err(check) => check,
-                        },
-                        _ => check,
-                    };
-                    self.router.settle(check.run());
+                    // The request waits off the loop, its body (if it
+                    // has one) held meanwhile without its window credit
+                    // going back (see `h2_data`); when the hashing
+                    // threads cannot take the check, it runs here.
+                    match self.submit_check(c.index, check) {
+                        Ok(check_id) => {
+                            let mut a = Answer::waiting(id, self.req_start);
+                            a.check = Some(Box::new(CheckWait {
+                                id: check_id,
+                                req: std::mem::take(&mut self.req),
+                                ready: false,
+                                body: Vec::new(),
+                                body_done: false,
+                            }));
+                            c.h2.as_mut()?.answers.push(a);
+                            return None;
+                        }
+                        Err(check) => self.router.settle(check.run()),
+                    }
                 }
                 Routed::Defer(Deferred::Handler { mount }) => {
                     let mut a = Answer::waiting(id, self.req_start);
@@ -303,6 +313,10 @@ impl Worker {
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take() {
             self.handler_bodies -= w.body.len() as u64;
+        }
+        if let (Some(w), Some(s)) = (a.check.take(), c.h2.as_mut()) {
+            // The body held during its check: the connection's credit back.
+            s.conn.release(a.id, w.body.len());
         }
         let Some((text, draft)) = a.log.take() else {
             // (A process or handler that never answered is logged as 499.)
