@@ -327,6 +327,72 @@ fn a_throttled_answer_never_exceeds_its_rate() {
     );
 }
 
+#[test]
+fn a_throttle_paces_its_own_streams_not_the_connections_others() {
+    // A throttled video (64 KiB/s) and a large file nobody throttles on
+    // one connection: the file comes at full speed meanwhile (the whole
+    // connection used to be paced while the video was sent).
+    let video = pattern(600_000);
+    let big = pattern(2 << 20);
+    let mut b = Builder::new();
+    b.file("v.mp4", &video);
+    b.file("big.bin", &big);
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"64KiB/s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let v = c.get("/v.mp4", &[]);
+    let id = c.get("/big.bin", &[]);
+    let (mut got, mut video_bytes) = (0, 0);
+    while got < big.len() {
+        let f = c.frame().expect("frames");
+        if f.kind == kind::DATA {
+            if f.stream == id {
+                got += f.payload.len();
+            } else if f.stream == v {
+                video_bytes += f.payload.len();
+            }
+        }
+    }
+    // (64 KiB/s: 300 kB would take more than four seconds.)
+    assert!(
+        video_bytes < 300_000,
+        "{video_bytes} bytes of the video first"
+    );
+}
+
+#[test]
+fn a_connection_rate_is_shared_by_the_connections_streams() {
+    // connection_rate = 128 KiB/s for two 200 kB videos on one
+    // connection: 400 kB at 128 KiB/s together (less the 100 ms burst),
+    // not each stream at its own 128 KiB/s.
+    let video = pattern(200_000);
+    let mut b = Builder::new();
+    b.file("a.mp4", &video);
+    b.file("b.mp4", &video);
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nconnection_rate = \"128KiB/s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let t0 = Instant::now();
+    let ids = [c.get("/a.mp4", &[]), c.get("/b.mp4", &[])];
+    let a = c.answers(&ids);
+    assert!(a[0].body == video && a[1].body == video, "intact");
+    let rate = 128.0 * 1024.0;
+    let least = Duration::from_secs_f64((400_000.0 - rate / 10.0) / rate);
+    assert!(
+        t0.elapsed() >= least,
+        "400 kB at 128 KiB/s in {:?}",
+        t0.elapsed()
+    );
+}
+
 /// A site with `/cgi-bin/` scripts (shell) next to its files.
 fn cgi_site() -> Server {
     use std::os::unix::fs::PermissionsExt;

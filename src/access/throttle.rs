@@ -71,8 +71,9 @@ impl Rate {
 pub struct Throttle {
     /// The rule's rate, shared by every connection it paces (all workers).
     pub shared: Option<std::sync::Arc<Rate>>,
-    /// This connection's own rate.
-    pub own: Option<Rate>,
+    /// This connection's own rate (over HTTP/2, shared by the
+    /// connection's streams the same rule covers).
+    pub own: Option<std::sync::Arc<Rate>>,
 }
 
 impl Throttle {
@@ -158,7 +159,7 @@ mod tests {
         let t0 = Instant::now();
         let th = Throttle {
             shared: Some(std::sync::Arc::new(Rate::new(1_000_000, t0))),
-            own: Some(Rate::new(10_000, t0)),
+            own: Some(std::sync::Arc::new(Rate::new(10_000, t0))),
         };
         assert_eq!(th.take(t0, 50_000), Ok(1000));
         assert!(th.take(t0, 50_000).is_err());

@@ -83,6 +83,9 @@ struct Stream {
     /// The request's body is not wanted: this much more of it is read
     /// and dropped, then the stream is reset (see [`Conn::discard_body`]).
     discard: Option<u64>,
+    /// The caller holds its answer back for now (a throttle): the
+    /// scheduler passes it over until [`Conn::resume_all`].
+    paused: bool,
 }
 
 /// A header block in HEADERS + CONTINUATION frames, being gathered.

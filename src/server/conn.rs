@@ -75,16 +75,6 @@ impl Conn {
         self.sent + self.out.unsent()
     }
 
-    /// Whether the pacing of a throttled answer must go on after the
-    /// queued output has left (an HTTP/2 answer not framed whole yet).
-    pub fn stays_throttled(&self) -> bool {
-        #[cfg(feature = "http2")]
-        if let Some(s) = &self.h2 {
-            return s.throttled();
-        }
-        false
-    }
-
     /// Whether the connection speaks HTTP/2.
     pub fn speaks_h2(&self) -> bool {
         #[cfg(feature = "http2")]

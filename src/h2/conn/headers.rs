@@ -174,6 +174,7 @@ impl Conn {
             received: 0,
             remaining: 0,
             discard: None,
+            paused: false,
         });
         if self.request.too_large() {
             // 431 (RFC 6585 §5): the head is over the header list size.

@@ -139,16 +139,35 @@ impl Conn {
         }
         self.streams
             .iter()
-            .filter(|s| s.send_open && s.remaining > 0 && s.send_window > 0)
+            .filter(|s| s.send_open && s.remaining > 0 && s.send_window > 0 && !s.paused)
             .min_by_key(|s| (s.remaining, s.id))
             .map(|s| s.id)
     }
 
+    /// Holds stream `id`'s answer back: [`Conn::next_stream`] passes it
+    /// over (a throttled answer over its rate) until [`Conn::resume_all`].
+    pub fn pause(&mut self, id: u32) {
+        if let Some(s) = self.stream(id) {
+            s.paused = true;
+        }
+    }
+
+    /// Lets every paused answer be scheduled again.
+    pub fn resume_all(&mut self) {
+        for s in &mut self.streams {
+            s.paused = false;
+        }
+    }
+
     /// Whether an answer has bytes left that no window lets out: a
     /// client that never opens its window is timed out by the caller,
-    /// which holds nothing for it but the answer's source.
+    /// which holds nothing for it but the answer's source. (An answer the
+    /// caller paused is not the client's doing.)
     pub fn window_blocked(&self) -> bool {
-        self.streams.iter().any(|s| s.send_open && s.remaining > 0) && self.next_stream().is_none()
+        self.streams
+            .iter()
+            .any(|s| s.send_open && s.remaining > 0 && !s.paused)
+            && self.next_stream().is_none()
     }
 
     /// Gives back the memory an idle connection does not need (its

@@ -514,6 +514,14 @@ fn the_smallest_answer_goes_first() {
     assert_eq!(s.conn.next_stream(), Some(3));
     s.conn.send_data(3, &[0; 500], true);
     assert_eq!(s.conn.next_stream(), Some(5));
+    // A paused answer (throttled) is passed over, and is no window stall.
+    s.conn.pause(5);
+    assert_eq!(s.conn.next_stream(), Some(1));
+    s.conn.pause(1);
+    assert_eq!(s.conn.next_stream(), None);
+    assert!(!s.conn.window_blocked());
+    s.conn.resume_all();
+    assert_eq!(s.conn.next_stream(), Some(5));
 }
 
 #[test]

@@ -14,8 +14,10 @@ pub mod request;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
+use crate::access::throttle::{Rate, Throttle};
 use crate::h2;
 use crate::http::request::OwnedRequest;
 use crate::log::Draft;
@@ -35,6 +37,11 @@ pub struct Session {
     /// for the next ones (a warm connection allocates nothing per answer).
     spare_pieces: Vec<VecDeque<Piece>>,
     spare_text: Vec<Vec<u8>>,
+    /// The connection's own rate per `[[throttle]]` rule that has paced
+    /// one of its streams (`connection_rate`).
+    rates: Vec<(usize, Arc<Rate>)>,
+    /// When throttled answers may go on (a timer is set for then).
+    wake: Option<Instant>,
 }
 
 impl Session {
@@ -45,6 +52,8 @@ impl Session {
             answers: Vec::new(),
             spare_pieces: Vec::new(),
             spare_text: Vec::new(),
+            rates: Vec::new(),
+            wake: None,
         }
     }
 
@@ -130,9 +139,26 @@ impl Session {
         Some(self.answers.swap_remove(i))
     }
 
-    /// Whether an answer a throttle covers is still being sent.
-    pub fn throttled(&self) -> bool {
-        self.answers.iter().any(|a| a.throttled)
+    /// The rate of `[[throttle]]` rule `rule` for this connection
+    /// (`connection_rate`, `bytes_per_sec`): every stream the rule covers
+    /// shares it, so more streams never make a faster download.
+    pub fn connection_rate(&mut self, rule: usize, bytes_per_sec: u64, now: Instant) -> Arc<Rate> {
+        if let Some((_, r)) = self.rates.iter().find(|(i, _)| *i == rule) {
+            return Arc::clone(r);
+        }
+        let r = Arc::new(Rate::new(bytes_per_sec, now));
+        self.rates.push((rule, Arc::clone(&r)));
+        r
+    }
+
+    /// Whether a wake-up at `when` for throttled answers is owed: none
+    /// is set for that time or earlier (one timer is enough).
+    pub fn throttle_wake(&mut self, when: Instant, now: Instant) -> bool {
+        if self.wake.is_some_and(|w| w > now && w <= when) {
+            return false;
+        }
+        self.wake = Some(when);
+        true
     }
 
     /// Bytes of the answer's body buffered, not yet framed.
@@ -206,9 +232,10 @@ pub struct Answer {
     /// Its program reads a body held whole (whose window credit went
     /// back as it arrived), not DATA frames still coming.
     pub held_body: bool,
-    /// A `[[throttle]]` rule covers it: the connection's output stays
-    /// paced until it is sent.
-    pub throttled: bool,
+    /// The `[[throttle]]` rates that pace it (its rule's, shared by all
+    /// clients, and its connection's), if a rule covers it: its frames
+    /// wait for them, the connection's other streams do not.
+    pub throttle: Option<Box<Throttle>>,
     /// The process writing it (CGI), while it runs.
     pub pipe: Option<Box<crate::server::worker::PipeRun>>,
     /// An embedded handler's body in pieces, or its later answer, while
@@ -246,7 +273,7 @@ impl Answer {
             check: None,
             whole: None,
             held_body: false,
-            throttled: false,
+            throttle: None,
             pipe: None,
             stream: None,
             slot: 0,

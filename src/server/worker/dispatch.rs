@@ -5,6 +5,7 @@
 
 use super::proxied::client_of;
 use super::*;
+use crate::access::throttle::{Rate, Throttle};
 use crate::http::parse::ParseError;
 use crate::http::request::Field;
 use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
@@ -15,23 +16,31 @@ impl Worker {
     /// Paces this connection's output if the request's path (decoded in
     /// `scratch.path` by the handler) matches a `[[throttle]]` rule.
     pub(super) fn throttle_for(&mut self, c: &mut Conn) {
-        if self.cfg.throttle.is_empty() || c.throttle.is_some() {
+        if c.throttle.is_some() {
             return;
         }
+        if let Some((_, connection_rate, shared)) = self.matching_throttle() {
+            let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.now)));
+            c.throttle = Some(Box::new(Throttle { shared, own }));
+        }
+    }
+
+    /// The first `[[throttle]]` rule the request's path (decoded in
+    /// `scratch.path` by the handler) matches: its index, its
+    /// `connection_rate`, and its `rate`, shared by every worker.
+    pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
+        if self.cfg.throttle.is_empty() {
+            return None;
+        }
         let path = &self.scratch.path;
-        if let Some((i, rule)) = self
+        let (i, rule) = self
             .cfg
             .throttle
             .iter()
             .enumerate()
-            .find(|(_, r)| r.matcher.matches(path))
-        {
-            let own = rule
-                .connection_rate
-                .map(|r| crate::access::throttle::Rate::new(r, self.now));
-            let shared = self.counters.throttles.get(i).cloned().flatten();
-            c.throttle = Some(Box::new(crate::access::throttle::Throttle { shared, own }));
-        }
+            .find(|(_, r)| r.matcher.matches(path))?;
+        let shared = self.counters.throttles.get(i).cloned().flatten();
+        Some((i, rule.connection_rate, shared))
     }
 
     /// Handles the bytes at the start of `input`: answers the complete

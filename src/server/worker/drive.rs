@@ -34,9 +34,7 @@ impl Worker {
                     Ok(Flushed::All) => {
                         self.take_back_out(c);
                         self.want_write(c, false);
-                        if !c.stays_throttled() {
-                            c.throttle = None;
-                        }
+                        c.throttle = None;
                         if c.blocked_since.take().is_some() {
                             // The state's timer starts again after the wait.
                             c.h1.touch(self.now);

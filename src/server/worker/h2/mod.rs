@@ -14,9 +14,10 @@
 //! RST_STREAM HTTP_1_1_REQUIRED, which tells the client to ask again
 //! over HTTP/1.1. Embedded handlers' bodies in pieces and later answers
 //! (and so servlets' streamed writes) go as DATA frames as they come
-//! (`stream/h2.rs`). Not yet over HTTP/2: throttles per stream: a
-//! `[[throttle]]` rate paces the whole connection while an answer it
-//! covers is being sent. A password check runs off the loop as for
+//! (`stream/h2.rs`). A `[[throttle]]` rule paces the frames of the
+//! streams it covers, never the connection's other streams; its
+//! `connection_rate` is shared by the connection's streams it covers.
+//! A password check runs off the loop as for
 //! HTTP/1.1, the request's body held meanwhile within its window.
 
 use std::collections::VecDeque;
@@ -24,6 +25,7 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 
 use super::*;
+use crate::access::throttle::Throttle;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
@@ -386,16 +388,10 @@ impl Worker {
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
-        // A throttled answer paces the whole connection while it is sent.
-        let throttled = !pieces.is_empty()
-            && self
-                .cfg
-                .throttle
-                .iter()
-                .any(|r| r.matcher.matches(&self.scratch.path));
-        if throttled {
-            self.throttle_for(c);
-        }
+        let throttle = match pieces.is_empty() {
+            true => None,
+            false => self.h2_throttle(c),
+        };
         let Some(s) = c.h2.as_mut() else { return };
         let end = pieces.is_empty();
         let hs = &mut self.h2_scratch;
@@ -406,7 +402,7 @@ impl Worker {
         answer.body_len = if end { 0 } else { body_len };
         answer.pieces = pieces;
         answer.log = log;
-        answer.throttled = throttled;
+        answer.throttle = throttle;
         if end {
             self.h2_ended(c, answer);
         } else {
@@ -414,6 +410,20 @@ impl Worker {
             s.answers.push(answer);
         }
         self.scratch.trim(SCRATCH_KEEP);
+    }
+
+    /// The rates that pace the current request's answer on `c`, if a
+    /// `[[throttle]]` rule covers it: the rule's `rate` (all clients) and
+    /// the connection's `connection_rate` for that rule, which every
+    /// stream of the connection the rule covers shares. Only the
+    /// stream's own frames wait for them.
+    pub(in crate::server::worker) fn h2_throttle(&mut self, c: &mut Conn) -> Option<Box<Throttle>> {
+        let (rule, connection_rate, shared) = self.matching_throttle()?;
+        let own = match connection_rate {
+            Some(r) => Some(c.h2.as_mut()?.connection_rate(rule, r, self.now)),
+            None => None,
+        };
+        Some(Box::new(Throttle { shared, own }))
     }
 
     /// Sends on stream `id` the head a process or a handler gave later
@@ -519,6 +529,12 @@ impl Worker {
         self.lend_out(c);
         self.h2_pump_pipes(c);
         self.h2_pump_streams(c);
+        // Throttled answers over their rates wait (paused) for the
+        // earliest moment one may go on; the others are not held up.
+        let mut wake: Option<Instant> = None;
+        if let Some(s) = c.h2.as_mut() {
+            s.conn.resume_all();
+        }
         loop {
             if c.out.unsent() >= OUTPUT_CAP as u64 {
                 break;
@@ -537,7 +553,17 @@ impl Worker {
                 s.conn.reset(id, ErrorCode::Internal);
                 continue;
             };
-            let n = (piece.len() as usize).min(room);
+            let mut n = (piece.len() as usize).min(room);
+            if let Some(t) = &a.throttle {
+                match t.take(self.now, n) {
+                    Ok(allowed) => n = allowed,
+                    Err(when) => {
+                        s.conn.pause(id);
+                        wake = Some(wake.map_or(when, |w| w.min(when)));
+                        continue;
+                    }
+                }
+            }
             // (A process's answer ends when it has, and not if short.)
             let end = last && n as u64 == piece.len() && !a.open && !a.broken;
             let sent = match piece {
@@ -609,6 +635,9 @@ impl Worker {
             }
         }
         if let Some(s) = c.h2.as_mut() {
+            if wake.is_some_and(|when| s.throttle_wake(when, self.now)) {
+                self.timers.push((wake.unwrap_or(self.now), c.index));
+            }
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
             c.out.commit(start);

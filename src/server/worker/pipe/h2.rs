@@ -75,6 +75,7 @@ impl Worker {
         a.body_done = body_done;
         a.held_body = held_body;
         a.progress = self.now;
+        a.throttle = self.h2_throttle(c);
         if let Some(s) = c.h2.as_mut() {
             s.answers.push(a);
         }

@@ -68,6 +68,7 @@ impl Worker {
         a.open = true;
         a.progress = self.now;
         a.stream = Some(Box::new(run));
+        a.throttle = self.h2_throttle(c);
         match c.h2.as_mut() {
             Some(s) => s.answers.push(a),
             None => self.h2_stream_abandon(c, &mut a, false),
