@@ -8,6 +8,7 @@ mod cli;
 mod http2;
 mod load;
 mod proxy;
+mod servlets;
 #[cfg(feature = "tls")]
 mod tls;
 
