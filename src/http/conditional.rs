@@ -156,6 +156,18 @@ fn match_list(value: &[u8], current: &EntityTag, strong: bool) -> ListMatch {
 ///
 /// Invalid dates are ignored (RFC 9110 §13.1.3, §13.1.4).
 pub fn evaluate(pre: &Preconditions, v: &Validators, method: Method) -> Precondition {
+    if pre.if_match.is_none() && pre.if_none_match.is_none() && pre.if_unmodified_since.is_none() {
+        // (The common request: only If-Modified-Since, or nothing, to
+        // look at; the current tag need not be read.)
+        return match pre.if_modified_since.and_then(parse_http_date) {
+            Some(date)
+                if v.last_modified <= date && matches!(method, Method::Get | Method::Head) =>
+            {
+                Precondition::NotModified
+            }
+            _ => Precondition::Proceed,
+        };
+    }
     let current = parse_single_tag(v.etag).unwrap_or(EntityTag {
         weak: false,
         opaque: v.etag,

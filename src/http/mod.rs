@@ -100,16 +100,20 @@ impl Version {
 }
 
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
+pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(u64_digits(n, &mut [0; 20]));
+}
+
+/// The decimal digits of `n`, written at the end of `buf`.
+pub fn u64_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
     loop {
         i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
+        buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    out.extend_from_slice(&digits[i..]);
+    &buf[i..]
 }

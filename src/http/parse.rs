@@ -180,7 +180,7 @@ enum LineEnd {
 /// parsers is how request smuggling starts).
 fn find_line_end(buf: &[u8], start: usize) -> Result<LineEnd, ParseError> {
     let rest = buf.get(start..).unwrap_or_default();
-    match rest.iter().position(|&b| b == b'\r' || b == b'\n') {
+    match super::grammar::find_either(rest, b'\r', b'\n') {
         None => Ok(LineEnd::Partial { end: buf.len() }),
         Some(i) => {
             let end = start + i;

@@ -184,6 +184,7 @@ impl Conn {
         self.request = Request::default();
         self.streams.shrink_to_fit();
         self.decoder.shrink();
+        self.encoder.shrink();
     }
 
     /// Graceful shutdown (§6.8): GOAWAY with the last stream we will

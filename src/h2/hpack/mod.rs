@@ -127,6 +127,7 @@ impl Decoder {
     pub fn shrink(&mut self) {
         self.name = Vec::new();
         self.value = Vec::new();
+        self.table.shrink();
     }
 
     /// The dynamic table's size now (RFC 7541 §4.1).

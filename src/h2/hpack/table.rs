@@ -68,21 +68,82 @@ pub const STATIC: [(&str, &str); 61] = [
     ("www-authenticate", ""),
 ];
 
+/// Longest name in the static table.
+const LONGEST: usize = 27;
+
+/// The static table's first index of each name, by the name's length:
+/// `BY_LENGTH[len]` lists them (0 ends a list), so a lookup compares a
+/// name with the few of its length, not with all 61.
+const BY_LENGTH: [[u8; 8]; LONGEST + 1] = {
+    let mut t = [[0u8; 8]; LONGEST + 1];
+    let mut i = 0;
+    while i < STATIC.len() {
+        let (name, len) = (STATIC[i].0, STATIC[i].0.len());
+        // (Only a name's first entry: `:method GET` and `POST` share one.)
+        let first = i == 0 || !eq(STATIC[i - 1].0, name);
+        if first {
+            let mut k = 0;
+            while t[len][k] != 0 {
+                k += 1;
+            }
+            t[len][k] = (i + 1) as u8;
+        }
+        i += 1;
+    }
+    t
+};
+
+const fn eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The static index of the first entry named `name` (lower case), if any.
 pub fn static_name_index(name: &[u8]) -> Option<usize> {
-    // (Told apart by length first: most lengths have one or two names.)
-    STATIC
+    let candidates = BY_LENGTH.get(name.len())?;
+    candidates
         .iter()
-        .position(|(n, _)| n.len() == name.len() && n.as_bytes() == name)
-        .map(|i| i + 1)
+        .take_while(|&&i| i != 0)
+        .find(|&&i| STATIC[i as usize - 1].0.as_bytes() == name)
+        .map(|&i| i as usize)
+}
+
+/// A field's hash, as the encoder's table keeps it (FxHash's mixing over
+/// eight bytes at a time): a lookup compares hashes before bytes.
+pub fn field_hash(name: &[u8], value: &[u8]) -> u32 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = (name.len() as u64) << 32 | value.len() as u64;
+    for part in [name, value] {
+        let mut chunks = part.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            h = (h.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+    }
+    (h >> 32) as u32
 }
 
 /// An entry's bytes in [`DynTable::bytes`]: the name, then the value.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     start: usize,
-    name: usize,
-    value: usize,
+    name: u32,
+    value: u32,
+    /// [`field_hash`] of it (the encoder's), or 0 (the decoder's).
+    hash: u32,
 }
 
 /// The dynamic table: entries' bytes back to back in one buffer (oldest
@@ -119,10 +180,17 @@ impl DynTable {
         self.max
     }
 
-    /// The index (1: the newest) of the entry `name: value`, if held.
-    pub fn find(&self, name: &[u8], value: &[u8]) -> Option<usize> {
-        let n = self.entries.len();
-        (1..=n).find(|&i| self.get(i) == Some((name, value)))
+    /// The index (1: the newest) of the entry `name: value`, whose
+    /// [`field_hash`] is `hash`, if held (entries inserted with
+    /// [`DynTable::insert_hashed`]).
+    pub fn find(&self, name: &[u8], value: &[u8], hash: u32) -> Option<usize> {
+        self.entries
+            .iter()
+            .rev()
+            .enumerate()
+            .filter(|(_, e)| e.hash == hash)
+            .map(|(i, _)| i + 1)
+            .find(|&i| self.get(i) == Some((name, value)))
     }
 
     /// Entries held.
@@ -147,9 +215,24 @@ impl DynTable {
             return None;
         }
         let e = self.entries[n - i];
-        let name = &self.bytes[e.start..e.start + e.name];
-        let value = &self.bytes[e.start + e.name..e.start + e.name + e.value];
-        Some((name, value))
+        let (name, value) = (e.name as usize, e.value as usize);
+        let name_bytes = &self.bytes[e.start..e.start + name];
+        let value_bytes = &self.bytes[e.start + name..e.start + name + value];
+        Some((name_bytes, value_bytes))
+    }
+
+    /// Gives back the memory the entries do not use (an idle
+    /// connection's table keeps its entries, not the room to churn).
+    pub fn shrink(&mut self) {
+        let live = self.entries.front().map_or(self.bytes.len(), |e| e.start);
+        if live > 0 {
+            self.bytes.drain(..live);
+            for e in self.entries.iter_mut() {
+                e.start -= live;
+            }
+        }
+        self.bytes.shrink_to_fit();
+        self.entries.shrink_to_fit();
     }
 
     /// Sets the maximum size, evicting what no longer fits (§4.3).
@@ -163,7 +246,7 @@ impl DynTable {
             let Some(e) = self.entries.pop_front() else {
                 break;
             };
-            self.size -= e.name + e.value + 32;
+            self.size -= e.name as usize + e.value as usize + 32;
         }
         if self.entries.is_empty() {
             self.bytes.clear();
@@ -173,6 +256,12 @@ impl DynTable {
     /// Adds an entry (§4.4): older ones are evicted to make room; one
     /// larger than the table empties it and is not added.
     pub fn insert(&mut self, name: &[u8], value: &[u8]) {
+        self.insert_hashed(name, value, 0);
+    }
+
+    /// Adds an entry that [`DynTable::find`] can find by `hash`, its
+    /// [`field_hash`].
+    pub fn insert_hashed(&mut self, name: &[u8], value: &[u8], hash: u32) {
         let size = name.len() + value.len() + 32;
         if size > self.max {
             self.evict_to(0);
@@ -191,10 +280,12 @@ impl DynTable {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(name);
         self.bytes.extend_from_slice(value);
+        // (Both fit: an entry is at most the table's size, a u32.)
         self.entries.push_back(Entry {
             start,
-            name: name.len(),
-            value: value.len(),
+            name: name.len() as u32,
+            value: value.len() as u32,
+            hash,
         });
         self.size += size;
     }

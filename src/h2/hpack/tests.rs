@@ -129,6 +129,11 @@ fn the_table_stays_within_its_size_however_many_inserts() {
         assert_eq!(t.get(1).unwrap().1, v.as_bytes());
     }
     assert!(t.bytes_capacity() <= 3 * 4096, "the buffer is compacted");
+    // At rest it holds what its entries need, and they are still there.
+    let newest = t.get(1).map(|(n, v)| (n.to_vec(), v.to_vec()));
+    t.shrink();
+    assert!(t.bytes_capacity() <= t.size(), "{}", t.bytes_capacity());
+    assert_eq!(t.get(1).map(|(n, v)| (n.to_vec(), v.to_vec())), newest);
     // An entry larger than the table empties it.
     t.insert(b"big", &[b'y'; 5000]);
     assert!(t.is_empty() && t.size() == 0);

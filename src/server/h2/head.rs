@@ -1,29 +1,41 @@
-//! An answer's head as an HPACK block: the head is written by the one
-//! head writer (`http::response::Head`, as for HTTP/1.1: Server, Date,
-//! the handler's fields, Content-Length), then each field goes into the
-//! block with its name in lower case (RFC 9113 §8.2.1), less those
-//! HTTP/2 forbids (§8.2.2: Connection and the fields it names), through
-//! the connection's encoder (repeated fields become table indexes).
+//! An answer's head as an HPACK block: the same [`Head`] the HTTP/1.1
+//! writer takes (status, the handler's header lines, the framing) and
+//! the worker's [`Stamp`] (Server, Date), encoded straight into the
+//! block through the connection's encoder (fields that repeat become
+//! table indexes), without an HTTP/1.1 text in between. Each handler
+//! line goes in with its name in lower case (RFC 9113 §8.2.1), less
+//! those HTTP/2 forbids (§8.2.2: Connection and the fields it names);
+//! the length is `content-length`, and nothing else frames the body.
 
 use crate::h2::hpack;
+use crate::http::grammar::{find_byte, trim_ows};
+use crate::http::response::{Framing, Head, Stamp};
+use crate::http::u64_digits;
 
 /// Appends to `block` the HPACK encoding, by the connection's encoder
-/// `enc`, of the HTTP/1.1 head `h1` (a status line, fields, an empty
-/// line); `name` is scratch space. The block must be sent before any
-/// other the encoder makes.
-pub fn encode(h1: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+/// `enc`, of `head` stamped with `stamp`; `name` is scratch space. The
+/// block must be sent before any other the encoder makes.
+pub fn encode(
+    head: &Head<'_>,
+    stamp: &Stamp<'_>,
+    block: &mut Vec<u8>,
+    name: &mut Vec<u8>,
+    enc: &mut hpack::Encoder,
+) {
     enc.begin(block);
-    let mut lines = h1
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let status = lines
-        .next()
-        .and_then(|l| l.get(9..12))
-        .and_then(crate::http::grammar::parse_u64)
-        .unwrap_or(500);
-    hpack::encode_status(status as u16, block);
-    for line in lines {
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
+    hpack::encode_status(head.status, block);
+    // `server_header = ""` hides the software name entirely.
+    if !stamp.server.is_empty() {
+        enc.field(b"server", stamp.server, block);
+    }
+    enc.field(b"date", stamp.date, block);
+    let mut rest = head.headers;
+    while !rest.is_empty() {
+        let end = find_byte(rest, b'\n').unwrap_or(rest.len());
+        let line = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or_default();
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = find_byte(line, b':') else {
             continue;
         };
         name.clear();
@@ -34,41 +46,80 @@ pub fn encode(h1: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut hpac
         ) {
             continue;
         }
-        let value = crate::http::grammar::trim_ows(&line[colon + 1..]);
-        enc.field(name, value, block);
+        enc.field(name, trim_ows(&line[colon + 1..]), block);
+    }
+    if let Framing::Length(n) = head.framing {
+        enc.field(b"content-length", u64_digits(n, &mut [0; 20]), block);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::response::Connection;
 
-    #[test]
-    fn an_http1_head_becomes_a_block() {
-        let h1 = b"HTTP/1.1 206 Partial Content\r\nServer: brisk\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 5\r\n\r\n";
+    /// The fields `head` and `stamp` encode to, decoded back.
+    fn fields(head: &Head<'_>, stamp: &Stamp<'_>) -> Vec<(String, String)> {
         let (mut block, mut name) = (Vec::new(), Vec::new());
-        encode(h1, &mut block, &mut name, &mut hpack::Encoder::new());
+        encode(
+            head,
+            stamp,
+            &mut block,
+            &mut name,
+            &mut hpack::Encoder::new(),
+        );
+        let block = &block[..];
         let mut fields = Vec::new();
         hpack::Decoder::new(4096)
-            .decode(&block, 1 << 20, &mut |n, v| {
+            .decode(block, 1 << 20, &mut |n, v| {
                 fields.push((
                     String::from_utf8(n.to_vec()).unwrap(),
                     String::from_utf8(v.to_vec()).unwrap(),
                 ))
             })
             .unwrap();
-        let fields: Vec<(&str, &str)> = fields
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
+        fields
+    }
+
+    #[test]
+    fn a_head_becomes_a_block() {
+        let head = Head {
+            status: 206,
+            reason: b"Partial Content",
+            headers: b"Content-Type: text/plain\r\nConnection: close\r\nX-Long-Name:  spaced \r\n",
+            framing: Framing::Length(5),
+            connection: Connection::Close,
+        };
+        let stamp = Stamp {
+            server: b"brisk",
+            date: b"Mon, 23 Nov 2026 15:40:12 GMT",
+        };
+        let got = fields(&head, &stamp);
+        let got: Vec<(&str, &str)> = got.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         assert_eq!(
-            fields,
+            got,
             [
                 (":status", "206"),
                 ("server", "brisk"),
+                ("date", "Mon, 23 Nov 2026 15:40:12 GMT"),
                 ("content-type", "text/plain"),
+                ("x-long-name", "spaced"),
                 ("content-length", "5")
             ]
         );
+        // No server field when it is hidden; no length on a bodiless status.
+        let head = Head {
+            status: 304,
+            headers: b"",
+            framing: Framing::Bodiless,
+            ..head
+        };
+        let stamp = Stamp {
+            server: b"",
+            ..stamp
+        };
+        let got = fields(&head, &stamp);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[1].0, "date");
     }
 }

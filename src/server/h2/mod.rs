@@ -20,6 +20,7 @@ use std::time::Instant;
 use crate::access::throttle::{Rate, Throttle};
 use crate::h2;
 use crate::http::request::OwnedRequest;
+use crate::http::response::{Head, Stamp};
 use crate::log::Draft;
 
 /// Spare piece lists and log buffers a session keeps (as many as the
@@ -66,17 +67,24 @@ impl Session {
         self.conn.shrink();
     }
 
-    /// Sends the head in `s.head` (as the one head writer wrote it) on
-    /// stream `id`, encoded by the connection's encoder into `s.block`;
-    /// `end` when no body follows. False (and nothing encoded) if the
-    /// stream can no longer take it.
-    pub fn send_head(&mut self, id: u32, end: bool, s: &mut Scratch) -> bool {
+    /// Sends `head` (with `stamp`'s Server and Date) on stream `id`,
+    /// encoded by the connection's encoder into `s.block`; `end` when no
+    /// body follows. False (and nothing encoded) if the stream can no
+    /// longer take it.
+    pub fn send_head(
+        &mut self,
+        id: u32,
+        end: bool,
+        head: &Head<'_>,
+        stamp: &Stamp<'_>,
+        s: &mut Scratch,
+    ) -> bool {
         if !self.conn.can_send_headers(id) {
             return false;
         }
-        let Scratch { head, block, name } = s;
+        let Scratch { block, name, .. } = s;
         block.clear();
-        head::encode(head, block, name, self.conn.encoder());
+        head::encode(head, stamp, block, name, self.conn.encoder());
         self.conn.send_headers(id, block, end)
     }
 
@@ -317,8 +325,7 @@ pub struct BodyWait {
 /// A worker's buffers for HTTP/2 answers, reused from one to the next.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    /// A request head written as HTTP/1.1 ([`request::fill`]), then an
-    /// answer's head.
+    /// A request head written as HTTP/1.1 ([`request::fill`]).
     pub head: Vec<u8>,
     /// An answer's HPACK block.
     pub block: Vec<u8>,

@@ -362,17 +362,6 @@ impl Worker {
         } else {
             Framing::Length(body_len)
         };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
-        let hs = &mut self.h2_scratch;
-        hs.head.clear();
-        Head {
-            status: status.0,
-            reason: status.reason().as_bytes(),
-            headers: &self.scratch.headers,
-            framing,
-            connection: Connection::Default,
-        }
-        .write(&stamp, &mut hs.head);
         // (Their memory is the session's, reused from answer to answer.)
         let (mut pieces, text) = match c.h2.as_mut() {
             Some(s) => s.spares(),
@@ -394,8 +383,15 @@ impl Worker {
         };
         let Some(s) = c.h2.as_mut() else { return };
         let end = pieces.is_empty();
-        let hs = &mut self.h2_scratch;
-        if !s.send_head(id, end, hs) {
+        let head = Head {
+            status: status.0,
+            reason: b"",
+            headers: &self.scratch.headers,
+            framing,
+            connection: Connection::Default,
+        };
+        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        if !s.send_head(id, end, &head, &stamp, &mut self.h2_scratch) {
             return;
         }
         let mut answer = Answer::waiting(id, self.req_start);
@@ -445,21 +441,6 @@ impl Worker {
             Some(n) => Framing::Length(n),
             None => Framing::Close,
         };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
-        let reason: &[u8] = match &head.reason {
-            Some(r) if status.reason() == "Unknown" => r,
-            _ => status.reason().as_bytes(),
-        };
-        let hs = &mut self.h2_scratch;
-        hs.head.clear();
-        Head {
-            status: head.status,
-            reason,
-            headers: &head.headers,
-            framing,
-            connection: Connection::Default,
-        }
-        .write(&stamp, &mut hs.head);
         let ends = head_only || status.is_bodiless();
         let log = self.logger.access_enabled().then(|| {
             let rec = request_record(c, self.wall, req, head.status);
@@ -467,8 +448,17 @@ impl Worker {
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
+        // (HTTP/2 has no reason phrase: the process's own is dropped.)
+        let written = Head {
+            status: head.status,
+            reason: b"",
+            headers: &head.headers,
+            framing,
+            connection: Connection::Default,
+        };
+        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
         if let Some(s) = c.h2.as_mut() {
-            s.send_head(id, ends, &mut self.h2_scratch);
+            s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
         }
         (ends, log)
     }
