@@ -145,15 +145,23 @@ fn all_pids() -> Vec<i32> {
         .collect()
 }
 
-/// The children of `ppid` with their states.
+/// The children of `ppid` with their states, but brisk's upgrade helper.
 fn children_of(ppid: i32) -> Vec<(i32, char)> {
     all_pids()
         .into_iter()
         .filter_map(|pid| match proc_stat(pid) {
-            Some((state, parent)) if parent == ppid => Some((pid, state)),
+            Some((state, parent)) if parent == ppid && !is_upgrade_helper(pid) => {
+                Some((pid, state))
+            }
             _ => None,
         })
         .collect()
+}
+
+/// Whether `pid` is brisk's upgrade helper (`brisk-upgrade`), a child
+/// the server keeps for its whole life (SIGUSR2), not a CGI program's.
+fn is_upgrade_helper(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "brisk-upgrade")
 }
 
 /// The running processes whose command line mentions `needle` (a

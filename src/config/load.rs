@@ -62,6 +62,7 @@ const TOP_KEYS: &[&str] = &[
     "handlers",
     "servlets",
     "proxy",
+    "upgrade",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -158,6 +159,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             }
             "allow_root" => config.allow_root = loader.boolean("allow_root", value)?,
             "sandbox" => config.sandbox = loader.boolean("sandbox", value)?,
+            "upgrade" => config.upgrade = loader.boolean("upgrade", value)?,
             "temp_dir" => {
                 config.temp_dir = loader.path("temp_dir", value)?;
                 origins.temp_dir = Some(loader.origin("temp_dir", value));

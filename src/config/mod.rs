@@ -90,6 +90,9 @@ pub struct Config {
     /// Confine the running server with Landlock and seccomp where the
     /// kernel supports them (`sandbox`, `--no-sandbox`).
     pub sandbox: bool,
+    /// Keep the upgrade helper (`brisk-upgrade`) so that SIGUSR2 can start
+    /// a new binary with the listening sockets (`upgrade`).
+    pub upgrade: bool,
     /// The configuration file (`--config`), absolute: read again on
     /// SIGHUP. `None` for the built-in document.
     pub config_file: Option<PathBuf>,
@@ -647,6 +650,7 @@ impl Default for Config {
             chroot: None,
             allow_root: false,
             sandbox: true,
+            upgrade: true,
             config_file: None,
             temp_dir: std::env::temp_dir(),
             auth: Vec::new(),
@@ -713,6 +717,7 @@ impl Config {
             (a.chroot != b.chroot, "chroot"),
             (a.allow_root != b.allow_root, "allow_root"),
             (a.sandbox != b.sandbox, "sandbox"),
+            (a.upgrade != b.upgrade, "upgrade"),
             (a.log.access != b.log.access, "log.access"),
             (a.log.error != b.log.error, "log.error"),
             (

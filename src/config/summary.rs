@@ -444,6 +444,9 @@ fn process(c: &Config, s: &mut String) {
     if let Some(j) = &c.chroot {
         let _ = writeln!(s, "chroot: {}", j.display());
     }
+    if !c.upgrade {
+        s.push_str("upgrade: off (SIGUSR2 starts no new binary)\n");
+    }
 }
 
 /// Who serves: the configured user, the `nobody` default when started as

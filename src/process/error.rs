@@ -126,6 +126,10 @@ pub enum Error {
     SocketActivation(io::Error),
     /// `$NOTIFY_SOCKET` is set but cannot be reached.
     Notify(io::Error),
+    /// The sockets a previous brisk handed over (an upgrade) cannot be used.
+    Handover(io::Error),
+    /// The upgrade helper (`brisk-upgrade`) did not start.
+    UpgradeHelper(io::Error),
 }
 
 impl std::fmt::Display for Error {
@@ -149,6 +153,13 @@ impl std::fmt::Display for Error {
             Error::SocketActivation(e) => {
                 write!(f, "cannot use the sockets systemd passed (LISTEN_FDS): {e}")
             }
+            Error::Handover(e) => {
+                write!(f, "cannot use the sockets the previous brisk handed over: {e}")
+            }
+            Error::UpgradeHelper(e) => write!(
+                f,
+                "cannot start the upgrade helper (brisk-upgrade): {e}; set upgrade = false to run without it"
+            ),
             Error::Notify(e) => write!(
                 f,
                 "cannot reach the service manager's NOTIFY_SOCKET: {e}"
@@ -252,6 +263,8 @@ impl std::error::Error for Error {
             | Error::Daemonize(e)
             | Error::SocketActivation(e)
             | Error::Notify(e)
+            | Error::Handover(e)
+            | Error::UpgradeHelper(e)
             | Error::PrivilegedHelper(e)
             | Error::Launcher(e)
             | Error::Capabilities(e)

@@ -16,7 +16,9 @@ mod error;
 mod pid_file;
 mod reload;
 mod systemd;
+mod upgrade;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -24,6 +26,7 @@ use crate::config::{Config, Level, Reload};
 use crate::handlers::spool;
 use crate::log::{console, LogService};
 use crate::server::{Inherited, Running, Server, Speaks};
+use crate::sys::upgrade::{Program, Upgrader};
 use crate::sys::{self, signal::Signal};
 
 pub use error::Error;
@@ -72,6 +75,80 @@ enum Stop {
     Asked,
     /// A worker is gone: stop at once.
     WorkerDied,
+    /// SIGUSR2: a new brisk serves on the sockets.
+    Upgraded,
+}
+
+/// The program to start again on SIGUSR2: this one's path, arguments and
+/// working directory; `None` when the path cannot be told (upgrades
+/// then say so).
+fn this_program() -> Option<Program> {
+    Some(Program {
+        path: std::env::current_exe().ok()?,
+        args: std::env::args_os().collect(),
+        cwd: std::env::current_dir().ok()?,
+    })
+}
+
+/// SIGUSR2: starts the new binary through `helper` unless an upgrade is
+/// under way already; returns the upgrade under way.
+fn start_upgrade(
+    helper: Option<&Upgrader>,
+    pending: Option<upgrade::Pending>,
+    running: &Running,
+    log: &mut crate::log::Logger,
+) -> Option<upgrade::Pending> {
+    if let Some(p) = pending {
+        log.log(
+            Level::Info,
+            format_args!("SIGUSR2: an upgrade is under way already (pid {})", p.pid()),
+        );
+        log.flush();
+        return Some(p);
+    }
+    let Some(helper) = helper else {
+        log.log(
+            Level::Info,
+            format_args!("SIGUSR2: upgrades are off (upgrade = false), or brisk cannot tell its own path; nothing done"),
+        );
+        log.flush();
+        return None;
+    };
+    let started = match upgrade::begin(helper, running) {
+        Ok(p) => {
+            log.log(
+                Level::Info,
+                format_args!(
+                    "SIGUSR2: started the new binary (pid {}) with the listening sockets; waiting for it to serve",
+                    p.pid()
+                ),
+            );
+            Some(p)
+        }
+        Err(e) => {
+            log.log(
+                Level::Error,
+                format_args!("SIGUSR2: cannot start the new binary: {e}; still serving"),
+            );
+            None
+        }
+    };
+    log.flush();
+    started
+}
+
+/// After an upgrade: the workers retire as after a reload, while signals
+/// are still heard (SIGTERM or SIGINT hastens them to a stop).
+fn retire(running: &mut Running, logs: &LogService, log: &mut crate::log::Logger) {
+    running.retire();
+    log.flush();
+    while !running.finished() {
+        match sys::signal::wait(Duration::from_millis(100)) {
+            Some(Signal::Terminate) => return,
+            Some(Signal::ReopenLogs) => logs.reopen(),
+            Some(_) | None => {}
+        }
+    }
 }
 
 /// `timeouts.stop_delay`: readiness says no from now on, while the
@@ -110,9 +187,9 @@ fn delay_stop(
                 return;
             }
             Some(Signal::ReopenLogs) => logs.reopen(),
-            Some(Signal::Hangup) => log.log(
+            Some(Signal::Hangup | Signal::Upgrade) => log.log(
                 Level::Info,
-                format_args!("SIGHUP while stopping: not reloaded"),
+                format_args!("SIGHUP or SIGUSR2 while stopping: nothing done"),
             ),
             None => {}
         }
@@ -131,7 +208,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // Socket activation: taken (and their variables removed) before
     // anything else runs.
     let passed = sys::systemd::listen_fds().map_err(Error::SocketActivation)?;
+    let mut handover = sys::upgrade::handed_over().map_err(Error::Handover)?;
     let mut manager = systemd::Manager::connect().map_err(Error::Notify)?;
+    // What an upgrade starts again, as brisk was started (before a
+    // daemon moves to /).
+    let program = this_program();
     let tls_notes = tls_notes(&cfg);
     sys::memory::one_arena();
     // Best effort: a kernel without close_range (before 5.11) leaves
@@ -144,10 +225,16 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         console::say(format_args!("{note}"));
     }
     confine::check_identity(&cfg)?;
-    let given = passed
-        .into_iter()
-        .map(|p| Inherited::from_systemd(p.socket, &p.name))
-        .collect();
+    let mut given: Vec<Inherited> = handover
+        .as_mut()
+        .map(upgrade::inherited)
+        .unwrap_or_default();
+    let handed = given.len();
+    given.extend(
+        passed
+            .into_iter()
+            .map(|p| Inherited::from_systemd(p.socket, &p.name)),
+    );
     let mut server = Server::bind_inheriting(cfg, given)?;
     // The built-in handlers `[[handlers]]` may name (as listed in
     // config::BUILT_IN_HANDLERS, which the configuration was checked with).
@@ -168,9 +255,23 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         pid_file::write(path)?;
     }
     let mut open_logs = LogService::open(&cfg.log)?;
+    // Forked while brisk is as it started (identity, no sandbox, no
+    // chroot), before any thread exists.
+    let upgrader = match (cfg.upgrade, program) {
+        (true, Some(p)) => Some(Upgrader::start(p).map_err(Error::UpgradeHelper)?),
+        _ => None,
+    };
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
+    }
+    if handover.is_some() {
+        confined.notes.push((
+            Level::Info,
+            format!(
+                "upgrade: serving on the {handed} listening sockets the previous brisk handed over"
+            ),
+        ));
     }
     confined.notes.extend(tls_notes);
     let cfg = server.config();
@@ -205,87 +306,112 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     );
     main_log.flush();
     manager.ready("serving", &mut main_log);
-    let stop = loop {
-        match sys::signal::wait(manager.wait_at_most(Duration::from_millis(500))) {
-            Some(Signal::Terminate) => break Stop::Asked,
-            Some(Signal::ReopenLogs) => logs.reopen(),
-            Some(Signal::Hangup) => {
-                manager.reloading(&mut main_log);
-                let before = running.listeners();
-                match reload::reload_config(
-                    reload.as_ref(),
-                    &loaded,
-                    confined.sandboxes.as_ref(),
-                    confined.privileged.as_deref(),
-                    &mut running,
-                    &logs,
-                ) {
-                    Ok(()) => {
-                        main_log.flush();
-                        main_log = logs.handle_for(&running.config().log);
+    let mut stop = None;
+    if let Some(h) = handover.take() {
+        // The previous brisk waits for this to retire.
+        if let Err(e) = (&h.ready).write_all(b"R") {
+            main_log.log(
+                Level::Error,
+                format_args!("the previous brisk gave up on this upgrade ({e}); stopping"),
+            );
+            stop = Some(Stop::WorkerDied);
+        }
+    }
+    let mut pending: Option<upgrade::Pending> = None;
+    let stop = match stop {
+        Some(s) => s,
+        None => loop {
+            let wait = match pending {
+                Some(_) => Duration::from_millis(100),
+                None => Duration::from_millis(500),
+            };
+            match sys::signal::wait(manager.wait_at_most(wait)) {
+                Some(Signal::Terminate) => break Stop::Asked,
+                Some(Signal::ReopenLogs) => logs.reopen(),
+                Some(Signal::Hangup) => {
+                    manager.reloading(&mut main_log);
+                    let done = reload::on_hangup(
+                        reload.as_ref(),
+                        &loaded,
+                        &confined,
+                        &mut running,
+                        &logs,
+                        &mut main_log,
+                    );
+                    manager.ready(done, &mut main_log);
+                }
+                Some(Signal::Upgrade) => {
+                    pending = start_upgrade(upgrader.as_ref(), pending, &running, &mut main_log)
+                }
+                None => {}
+            }
+            if let Some(p) = pending.as_mut() {
+                match p.progress() {
+                    upgrade::Progress::Waiting => {}
+                    upgrade::Progress::Ready => {
                         main_log.log(
-                        Level::Info,
-                        format_args!(
-                            "SIGHUP: configuration reloaded; {} {}, the previous ones finish their requests",
-                            running.workers(),
-                            if running.workers() == 1 { "new worker serves" } else { "new workers serve" }
-                        ),
+                            Level::Info,
+                            format_args!(
+                                "SIGUSR2: the new brisk (pid {}) serves; this one finishes its requests and exits",
+                                p.pid()
+                            ),
                         );
-                        for a in running.listeners() {
-                            if !before.contains(&a) {
-                                main_log.log(
-                                    Level::Info,
-                                    format_args!("SIGHUP: now also listening on {}", url(&a)),
-                                );
-                            }
-                        }
-                        manager.ready("serving (configuration reloaded)", &mut main_log);
+                        break Stop::Upgraded;
                     }
-                    Err(e) => {
+                    upgrade::Progress::Failed(why) => {
                         main_log.log(
                             Level::Error,
-                            format_args!("SIGHUP: {e}; still serving the previous configuration"),
+                            format_args!("SIGUSR2: upgrade failed: {why}; still serving"),
                         );
-                        manager.ready(
-                            "serving (a reload failed: see the error log)",
-                            &mut main_log,
-                        );
+                        pending = None;
                     }
                 }
                 main_log.flush();
             }
-            None => {}
-        }
-        running.reap();
-        if running.worker_died() {
-            main_log.log(
-                Level::Error,
-                format_args!("a worker stopped unexpectedly; shutting down"),
-            );
-            main_log.flush();
-            break Stop::WorkerDied;
-        }
-        manager.tick(running.responsive(STUCK), &mut main_log);
+            running.reap();
+            if running.worker_died() {
+                main_log.log(
+                    Level::Error,
+                    format_args!("a worker stopped unexpectedly; shutting down"),
+                );
+                main_log.flush();
+                break Stop::WorkerDied;
+            }
+            manager.tick(running.responsive(STUCK), &mut main_log);
+        },
     };
-    manager.stopping("stopping", &mut main_log);
-    if stop == Stop::Asked {
-        delay_stop(&running, &mut manager, &logs, &mut main_log);
+    drop(upgrader);
+    if stop == Stop::Upgraded {
+        // The sockets are the new brisk's now: no STOPPING for the service
+        // manager, no stop delay, the pid file stays (it names the new one).
+        retire(&mut running, &logs, &mut main_log);
+    } else {
+        manager.stopping("stopping", &mut main_log);
+        if stop == Stop::Asked {
+            delay_stop(&running, &mut manager, &logs, &mut main_log);
+        }
+        main_log.log(
+            Level::Info,
+            format_args!(
+                "shutting down; draining for up to {:?}",
+                running.config().timeouts.shutdown
+            ),
+        );
+        main_log.flush();
     }
-    main_log.log(
-        Level::Info,
-        format_args!(
-            "shutting down; draining for up to {:?}",
-            running.config().timeouts.shutdown
-        ),
-    );
-    main_log.flush();
     running.stop();
-    pid_file::remove(
-        confined.privileged.as_deref(),
-        loaded.pid_file.as_deref(),
-        pid_file.as_deref(),
-        &mut main_log,
-    );
+    match (stop, confined.privileged.as_deref()) {
+        (Stop::Upgraded, Some(helper)) => {
+            let _ = helper.leave();
+        }
+        (Stop::Upgraded, None) => {}
+        _ => pid_file::remove(
+            confined.privileged.as_deref(),
+            loaded.pid_file.as_deref(),
+            pid_file.as_deref(),
+            &mut main_log,
+        ),
+    }
     main_log.log(Level::Info, format_args!("stopped"));
     main_log.flush();
     drop(main_log);

@@ -5,18 +5,72 @@
 use std::io;
 use std::path::Path;
 
-use crate::config::{Config, Reload};
-use crate::log::LogService;
+use crate::config::{Config, Level, Reload};
+use crate::log::{LogService, Logger};
 use crate::server::Running;
 use crate::sys::privileged::Privileged;
 
-use super::confine::Sandboxes;
-use super::Error;
+use super::confine::{Confined, Sandboxes};
+use super::{url, Error};
+
+/// SIGHUP: reloads and says so in `log` (switched to the new
+/// configuration's log settings); returns the status for the service
+/// manager.
+pub(super) fn on_hangup(
+    reload: Option<&Reload>,
+    loaded: &Config,
+    confined: &Confined,
+    running: &mut Running,
+    logs: &LogService,
+    log: &mut Logger,
+) -> &'static str {
+    let before = running.listeners();
+    let done = reload_config(
+        reload,
+        loaded,
+        confined.sandboxes.as_ref(),
+        confined.privileged.as_deref(),
+        running,
+        logs,
+    );
+    let status = match done {
+        Ok(()) => {
+            log.flush();
+            *log = logs.handle_for(&running.config().log);
+            let n = running.workers();
+            log.log(
+                Level::Info,
+                format_args!(
+                    "SIGHUP: configuration reloaded; {n} {}, the previous ones finish their requests",
+                    if n == 1 { "new worker serves" } else { "new workers serve" }
+                ),
+            );
+            for a in running.listeners() {
+                if !before.contains(&a) {
+                    log.log(
+                        Level::Info,
+                        format_args!("SIGHUP: now also listening on {}", url(&a)),
+                    );
+                }
+            }
+            "serving (configuration reloaded)"
+        }
+        Err(e) => {
+            log.log(
+                Level::Error,
+                format_args!("SIGHUP: {e}; still serving the previous configuration"),
+            );
+            "serving (a reload failed: see the error log)"
+        }
+    };
+    log.flush();
+    status
+}
 
 /// Loads the configuration again and serves it, if it changes nothing that
 /// needs a restart (compared with `loaded`, the configuration as loaded at
 /// start).
-pub(super) fn reload_config(
+fn reload_config(
     reload: Option<&Reload>,
     loaded: &Config,
     sandboxes: Option<&Sandboxes>,

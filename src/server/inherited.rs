@@ -86,6 +86,12 @@ pub(super) fn adopt(
             kind && (addr == real || g.wanted == Some(addr))
         };
         let Some(&(wanted, speaks)) = configured.iter().find(matches) else {
+            if g.wanted.is_some() {
+                // Handed over by the brisk this one replaces, for an
+                // address the configuration no longer lists: it closes
+                // when that one exits.
+                continue;
+            }
             return Err(Error::Inherited(format!(
                 "the listening socket {real}{} given to brisk is not in the configuration (listen, tls.listen or proxy.listen): add it there, or stop passing it (the .socket unit's ListenStream=)",
                 g.speaks.map_or(String::new(), |s| format!(" ({s:?})"))

@@ -657,6 +657,37 @@ impl Running {
         self.bound.iter().map(|b| (b.real, b.speaks)).collect()
     }
 
+    /// Every listening socket, with what its clients speak and the
+    /// configured address it serves: what an upgrade hands to the new
+    /// binary.
+    pub fn handover(&self) -> Vec<(&TcpListener, Speaks, SocketAddr)> {
+        let mut out = Vec::new();
+        for b in &self.bound {
+            out.extend(b.sockets.iter().map(|s| (s, b.speaks, b.wanted)));
+        }
+        out
+    }
+
+    /// Ends serving as a reload's previous workers do (see [`drain`]):
+    /// they stop accepting and finish what they started, within
+    /// `timeouts.reload_drain` if set; the listening sockets are let go
+    /// (another process holds them: an upgrade). [`Running::finished`]
+    /// says when they are done; [`Running::stop`] hastens and joins them.
+    pub fn retire(&mut self) {
+        self.lifecycle.begin_stop();
+        self.bound.clear();
+        let bound = self.cfg.timeouts.reload_drain;
+        self.current.drain(Drain::Retire, bound);
+        for generation in &self.retired {
+            generation.drain(Drain::Retire, bound);
+        }
+    }
+
+    /// Whether every worker, of every generation, has exited.
+    pub fn finished(&self) -> bool {
+        self.current.finished() && self.retired.iter().all(Generation::finished)
+    }
+
     /// Whether `addr` (as configured) is one of the bound addresses.
     pub fn listens_on(&self, addr: &SocketAddr) -> bool {
         self.bound.iter().any(|b| b.wanted == *addr)

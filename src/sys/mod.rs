@@ -16,6 +16,7 @@ pub mod signal;
 pub mod spawn;
 pub mod syscalls;
 pub mod systemd;
+pub mod upgrade;
 
 use std::io;
 

@@ -42,6 +42,9 @@ const LISTEN: u8 = b'L';
 /// The server stops: remove the pid file (after the answer the helper
 /// exits).
 const FINISH: u8 = b'F';
+/// The server hands over to a new brisk (an upgrade), which owns the pid
+/// file now: exit without removing it.
+const LEAVE: u8 = b'X';
 /// Open a granted TLS file (certificate, key, OCSP response) for reading;
 /// the argument is its path.
 const READ_TLS: u8 = b'R';
@@ -132,6 +135,12 @@ impl Privileged {
         self.ask(&[FINISH]).map(drop)
     }
 
+    /// Exits without removing the pid file: a new brisk (an upgrade)
+    /// wrote its own pid there.
+    pub fn leave(&self) -> io::Result<()> {
+        self.ask(&[LEAVE]).map(drop)
+    }
+
     /// Sends one request; on success, the descriptor that came back, if
     /// any.
     fn ask(&self, msg: &[u8]) -> io::Result<Option<OwnedFd>> {
@@ -169,6 +178,7 @@ fn serve(sock: OwnedFd, grants: &Grants) {
             Some((&LISTEN, arg)) => (false, listen(arg)),
             Some((&READ_TLS, path)) => (false, open_tls(grants, path)),
             Some((&FINISH, [])) => (true, remove_pid_file(grants).map(|()| None)),
+            Some((&LEAVE, [])) => (true, Ok(None)),
             _ => (false, Err(io::Error::from_raw_os_error(libc::EINVAL))),
         };
         let (errno, fd) = match answer {

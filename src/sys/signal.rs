@@ -14,9 +14,17 @@ pub enum Signal {
     Hangup,
     /// SIGUSR1: reopen log files.
     ReopenLogs,
+    /// SIGUSR2: start the new binary and hand it the listeners.
+    Upgrade,
 }
 
-const HANDLED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1];
+const HANDLED: [libc::c_int; 5] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
 
 fn handled_set() -> libc::sigset_t {
     // SAFETY: sigset_t is plain old data; sigemptyset initialises it.
@@ -57,6 +65,7 @@ pub fn wait(timeout: Duration) -> Option<Signal> {
         libc::SIGINT | libc::SIGTERM => Some(Signal::Terminate),
         libc::SIGHUP => Some(Signal::Hangup),
         libc::SIGUSR1 => Some(Signal::ReopenLogs),
+        libc::SIGUSR2 => Some(Signal::Upgrade),
         _ => None,
     }
 }

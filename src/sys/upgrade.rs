@@ -1,0 +1,307 @@
+//! `brisk-upgrade`: a small process that starts a new brisk binary on
+//! SIGUSR2 and hands it the listening sockets, so that an upgrade refuses
+//! no connection (nginx's binary upgrade, without a master process).
+//!
+//! It is forked (see `service`) at start, before the server confines
+//! itself, switches user or enters a chroot, so that the binary it starts
+//! begins as brisk began: the same program path, arguments, working
+//! directory, environment and identity, free of the sandbox (Landlock
+//! and seccomp are inherited across `execve`, so the helper cannot be
+//! confined itself). What the server may ask of it is narrow: take these
+//! listening sockets, then start *the* program (the path brisk was
+//! started from, fixed at the fork) with them. A compromised server can
+//! make it do nothing else.
+//!
+//! The new brisk finds its sockets in `BRISK_UPGRADE` (`FD KIND ADDR`
+//! entries, `;`-separated: the descriptor, what its clients speak, the
+//! configured address it serves) and writes one byte to the pipe named
+//! by `BRISK_UPGRADE_READY` once it serves; the old brisk reads the other
+//! end (which the helper sends back) and then drains. The new process is
+//! started through an intermediate child that exits at once, so that it
+//! is nobody's child here (init, or the service manager, reaps it when
+//! it ends) and outlives the old brisk and its helper.
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::service::{self, recv, send};
+use super::{cvt, systemd};
+
+/// Descriptors, with one `KIND ADDR` line each; answered with 0.
+const HAND: u8 = b'H';
+/// Start the new binary with the descriptors handed; answered with the
+/// errno (0), its pid, and the read end of its readiness pipe.
+const START: u8 = b'S';
+
+/// Descriptors per message (what `service::send` carries).
+const PER_MESSAGE: usize = 8;
+
+/// Environment variable naming the handed sockets.
+pub const SOCKETS_VAR: &str = "BRISK_UPGRADE";
+/// Environment variable naming the readiness pipe.
+pub const READY_VAR: &str = "BRISK_UPGRADE_READY";
+
+/// The program to start, as brisk itself was started.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// Its path (what `/proc/self/exe` named at start: a binary replaced
+    /// since, by a rename, is the new one).
+    pub path: PathBuf,
+    /// Its arguments, `argv[0]` first.
+    pub args: Vec<OsString>,
+    /// The directory it started in.
+    pub cwd: PathBuf,
+}
+
+/// The server's end of `brisk-upgrade`.
+#[derive(Debug)]
+pub struct Upgrader {
+    sock: Mutex<OwnedFd>,
+}
+
+/// A new brisk started: its pid, and the pipe it says "ready" on (the
+/// read end, non-blocking; end of file: it exited first).
+#[derive(Debug)]
+pub struct Started {
+    /// The new process.
+    pub pid: i32,
+    /// Readiness: one byte when it serves.
+    pub ready: std::fs::File,
+}
+
+impl Upgrader {
+    /// Forks the helper. Call only while the process has a single thread.
+    pub fn start(program: Program) -> io::Result<Upgrader> {
+        let (sock, _pid) = service::fork(
+            c"brisk-upgrade",
+            || Ok::<(), io::Error>(()),
+            |sock| serve(sock, &program),
+        )?;
+        Ok(Upgrader {
+            sock: Mutex::new(sock),
+        })
+    }
+
+    /// Hands the helper `sockets` (each with what its clients speak and
+    /// the configured address it serves), then has it start the new
+    /// binary with them.
+    pub fn upgrade(&self, sockets: &[(&TcpListener, &str, SocketAddr)]) -> io::Result<Started> {
+        let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner());
+        let gone = || io::Error::other("the upgrade helper (brisk-upgrade) is gone");
+        let ask = |msg: &[u8], fds: &[RawFd]| -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
+            send(sock.as_raw_fd(), msg, fds).map_err(|_| gone())?;
+            let mut reply = [0u8; 8];
+            let (n, fds) = recv(sock.as_raw_fd(), &mut reply).map_err(|_| gone())?;
+            if n < 4 {
+                return Err(gone());
+            }
+            match i32::from_ne_bytes([reply[0], reply[1], reply[2], reply[3]]) {
+                0 => Ok((reply[..n].to_vec(), fds)),
+                errno => Err(io::Error::from_raw_os_error(errno)),
+            }
+        };
+        for chunk in sockets.chunks(PER_MESSAGE) {
+            let mut msg = vec![HAND];
+            let mut fds = Vec::with_capacity(chunk.len());
+            for (socket, kind, addr) in chunk {
+                msg.extend_from_slice(format!("{kind} {addr}\n").as_bytes());
+                fds.push(socket.as_raw_fd());
+            }
+            ask(&msg, &fds)?;
+        }
+        let (reply, mut fds) = ask(&[START], &[])?;
+        let ready = fds.pop().ok_or_else(gone)?;
+        if reply.len() != 8 {
+            return Err(gone());
+        }
+        let pid = i32::from_ne_bytes([reply[4], reply[5], reply[6], reply[7]]);
+        let ready = std::fs::File::from(ready);
+        set_nonblocking(ready.as_raw_fd())?;
+        Ok(Started { pid, ready })
+    }
+}
+
+fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a descriptor this process owns.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
+}
+
+/// The helper's loop: descriptors accumulate until START, which starts
+/// the program with them and forgets them.
+fn serve(sock: OwnedFd, program: &Program) {
+    let mut handed: Vec<(OwnedFd, String)> = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let (n, fds) = match recv(sock.as_raw_fd(), &mut buf) {
+            Ok((0, _)) | Err(_) => return,
+            Ok(got) => got,
+        };
+        let answer = match buf[..n].split_first() {
+            Some((&HAND, lines)) => {
+                let lines = String::from_utf8_lossy(lines);
+                let lines: Vec<&str> = lines.lines().collect();
+                if lines.len() == fds.len() {
+                    handed.extend(fds.into_iter().zip(lines.iter().map(|l| l.to_string())));
+                    Ok(None)
+                } else {
+                    Err(io::Error::from_raw_os_error(libc::EINVAL))
+                }
+            }
+            Some((&START, [])) => {
+                let started = launch(program, &handed);
+                handed.clear();
+                started.map(Some)
+            }
+            _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+        };
+        let mut reply = Vec::with_capacity(8);
+        let mut fds = Vec::new();
+        match answer {
+            Ok(None) => reply.extend_from_slice(&0i32.to_ne_bytes()),
+            Ok(Some((pid, ready))) => {
+                reply.extend_from_slice(&0i32.to_ne_bytes());
+                reply.extend_from_slice(&pid.to_ne_bytes());
+                fds.push(ready);
+            }
+            Err(e) => reply.extend_from_slice(&e.raw_os_error().unwrap_or(libc::EIO).to_ne_bytes()),
+        }
+        let raw: Vec<RawFd> = fds.iter().map(AsRawFd::as_raw_fd).collect();
+        let _ = send(sock.as_raw_fd(), &reply, &raw);
+    }
+}
+
+/// Starts `program` with `handed` through an intermediate child; returns
+/// its pid and the read end of its readiness pipe.
+fn launch(program: &Program, handed: &[(OwnedFd, String)]) -> io::Result<(i32, OwnedFd)> {
+    let (ready_r, ready_w) = pipe()?;
+    let (pid_r, pid_w) = pipe()?;
+    // SAFETY: the helper is single-threaded (forked before any thread
+    // existed), so the child is a faithful copy that may run ordinary code.
+    let child = cvt(unsafe { libc::fork() })?;
+    if child == 0 {
+        drop(ready_r);
+        drop(pid_r);
+        let pid = spawn(program, handed, ready_w.as_raw_fd()).unwrap_or(-1);
+        let mut out = std::fs::File::from(pid_w);
+        let _ = out.write_all(&pid.to_ne_bytes());
+        // SAFETY: leaving the intermediate child at once; the new brisk
+        // is reparented.
+        unsafe { libc::_exit(0) };
+    }
+    drop(ready_w);
+    drop(pid_w);
+    let mut status = 0;
+    // SAFETY: `status` is a valid out-pointer; `child` is ours.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    let mut pid = [0u8; 4];
+    std::fs::File::from(pid_r)
+        .read_exact(&mut pid)
+        .map_err(|_| io::Error::other("the new brisk could not be started"))?;
+    match i32::from_ne_bytes(pid) {
+        -1 => Err(io::Error::other(format!(
+            "cannot start {}",
+            program.path.display()
+        ))),
+        pid => Ok((pid, ready_r)),
+    }
+}
+
+/// In the intermediate child: starts the program, its handed sockets and
+/// readiness pipe kept open across `execve`.
+fn spawn(program: &Program, handed: &[(OwnedFd, String)], ready: RawFd) -> io::Result<i32> {
+    let described: Vec<String> = handed
+        .iter()
+        .map(|(fd, what)| format!("{} {what}", fd.as_raw_fd()))
+        .collect();
+    let mut keep: Vec<RawFd> = handed.iter().map(|(fd, _)| fd.as_raw_fd()).collect();
+    keep.push(ready);
+    let mut cmd = std::process::Command::new(&program.path);
+    if let Some((argv0, rest)) = program.args.split_first() {
+        cmd.arg0(argv0).args(rest);
+    }
+    cmd.current_dir(&program.cwd)
+        .env(SOCKETS_VAR, described.join(";"))
+        .env(READY_VAR, ready.to_string());
+    // SAFETY: the closure runs in the new child between fork and exec and
+    // only calls fcntl on descriptors it was given (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(move || {
+            for &fd in &keep {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    // std resets the signal mask (blocked since brisk's start) in the child.
+    Ok(cmd.spawn()?.id() as i32)
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// What an upgraded brisk was handed (see the module documentation).
+#[derive(Debug)]
+pub struct Handover {
+    /// The sockets: what its clients speak (`http`, `https`, `proxy`) and
+    /// the configured address each serves.
+    pub sockets: Vec<(TcpListener, String, SocketAddr)>,
+    /// Where to say "ready".
+    pub ready: std::fs::File,
+}
+
+/// The sockets and readiness pipe the previous brisk handed over, if this
+/// process was started by an upgrade; the variables are removed.
+pub fn handed_over() -> io::Result<Option<Handover>> {
+    let sockets = std::env::var(SOCKETS_VAR).ok();
+    let ready = std::env::var(READY_VAR).ok();
+    // (Single-threaded here: nothing reads the environment meanwhile.)
+    std::env::remove_var(SOCKETS_VAR);
+    std::env::remove_var(READY_VAR);
+    let (Some(sockets), Some(ready)) = (sockets, ready) else {
+        return Ok(None);
+    };
+    let bad = |what: &str| io::Error::other(format!("{SOCKETS_VAR}: {what}"));
+    let ready: RawFd = ready
+        .parse()
+        .map_err(|_| bad("the readiness descriptor is not a number"))?;
+    let mut out = Vec::new();
+    for entry in sockets.split(';').filter(|e| !e.is_empty()) {
+        let mut parts = entry.splitn(3, ' ');
+        let (Some(fd), Some(kind), Some(addr)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad(&format!("{entry:?} is not \"FD KIND ADDRESS\"")));
+        };
+        let fd: RawFd = fd
+            .parse()
+            .map_err(|_| bad(&format!("{entry:?}: not a descriptor")))?;
+        let addr: SocketAddr = addr
+            .parse()
+            .map_err(|_| bad(&format!("{entry:?}: not an address")))?;
+        let socket = systemd::adopt(fd).map_err(|e| bad(&format!("descriptor {fd}: {e}")))?;
+        out.push((socket, kind.to_string(), addr));
+    }
+    // SAFETY: F_GETFD only asks whether the descriptor is open.
+    cvt(unsafe { libc::fcntl(ready, libc::F_GETFD) })?;
+    // SAFETY: the descriptor was handed to this process to own (the
+    // variable named it, and is gone).
+    let file = unsafe { std::fs::File::from_raw_fd(ready) };
+    // SAFETY: F_SETFD on a descriptor this process owns.
+    cvt(unsafe { libc::fcntl(ready, libc::F_SETFD, libc::FD_CLOEXEC) })?;
+    Ok(Some(Handover {
+        sockets: out,
+        ready: file,
+    }))
+}
