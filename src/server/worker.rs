@@ -312,13 +312,18 @@ impl Worker {
             if !events.is_empty() {
                 self.quiet_since = Some(self.now);
             }
+            // The main thread's news first: a drain ordered before a
+            // request arrived applies to that request's answer even when
+            // both come in one batch (an idle connection's next request
+            // after a reload is answered `Connection: close`).
+            if events.iter().any(|ev| ev.token() == WAKER) {
+                self.take_checks();
+                self.take_streams();
+                self.take_order();
+            }
             for ev in events.iter() {
                 match ev.token() {
-                    WAKER => {
-                        self.take_checks();
-                        self.take_streams();
-                        self.take_order();
-                    }
+                    WAKER => {}
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     Token(t) if t >= PIPE_BASE => {
                         let (i, slot, end) = pipe::split_token(t);
