@@ -29,8 +29,8 @@ Usage: brisk [OPTIONS]
 Serves static files, CGI programs and Lua servlets over HTTP/1.1, HTTPS and
 HTTP/2 (builds without the tls, http2 or servlets features lack those).
 Without --config, the built-in configuration is used (by default: the current
-directory on 127.0.0.1:8080). Flags override the configuration file. Both `--flag value` and
-`--flag=value` are accepted.
+directory on 127.0.0.1:8080). Flags override the configuration file. Both
+`--flag value` and `--flag=value` are accepted.
 
 Options:
   --config FILE        read the configuration from this TOML file
