@@ -13,11 +13,11 @@ use super::load::{sorted, Loader};
 use super::value::Value;
 use super::{units, Config, ConfigError};
 
-const HANDLER_KEYS: &[&str] = &["path", "handler", "config"];
+pub(super) const HANDLER_KEYS: &[&str] = &["path", "handler", "config"];
 
 /// The handlers the `brisk` command registers (see
 /// `crate::handlers::builtin`), which its configuration may name.
-pub const BUILT_IN_HANDLERS: &[&str] = &["echo"];
+pub const BUILT_IN_HANDLERS: &[&str] = &["echo", "health", "ready", "metrics", "status"];
 
 /// One `[[handlers]]` entry: the handler registered as `handler`,
 /// mounted at `path`, initialised with `config`.

@@ -9,12 +9,14 @@ pub mod cgi;
 mod error;
 pub mod error_page;
 pub mod file_cache;
+pub mod health;
 pub mod pipe;
 pub mod refusal;
 #[cfg(feature = "servlets")]
 pub mod servlets;
 pub mod spool;
 pub mod static_files;
+pub mod stats;
 pub mod stream;
 
 pub use error::Error;

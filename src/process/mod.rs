@@ -20,10 +20,11 @@ mod upgrade;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Level, Reload};
-use crate::handlers::spool;
+use crate::handlers::{health, spool};
 use crate::log::{console, LogService};
 use crate::server::{Inherited, Running, Server, Speaks};
 use crate::sys::upgrade::{Program, Upgrader};
@@ -239,6 +240,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // The built-in handlers `[[handlers]]` may name (as listed in
     // config::BUILT_IN_HANDLERS, which the configuration was checked with).
     server.register("echo", crate::handlers::builtin::Echo::default())?;
+    let life = server.lifecycle();
+    server.register("health", health::Health)?;
+    server.register("ready", health::Ready(Arc::clone(&life)))?;
+    server.register("metrics", health::Metrics(Arc::clone(&life)))?;
+    server.register("status", health::Status(life))?;
     // Looked at while the root can still be read by its path.
     let hint = server.root_hint();
     let cfg = server.config();

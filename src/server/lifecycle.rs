@@ -1,30 +1,14 @@
 //! What the outside may ask of a serving brisk's life: whether a stop has
-//! begun (readiness answers 503 from then on), and whether every worker's
-//! loop still turns (the service manager's watchdog is fed only then).
+//! begun (readiness answers 503 from then on) and what it counted (both in
+//! [`Lifecycle`], shared with the built-in handlers), and whether every
+//! worker's loop still turns (the service manager's watchdog is fed only
+//! then).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The server's life, shared with whoever reports on it (the built-in
-/// `ready` handler, the process layer).
-#[derive(Debug, Default)]
-pub struct Lifecycle {
-    stopping: AtomicBool,
-}
-
-impl Lifecycle {
-    /// Whether a stop has begun (SIGTERM, within `timeouts.stop_delay`
-    /// and the drain after it).
-    pub fn stopping(&self) -> bool {
-        self.stopping.load(Ordering::Relaxed)
-    }
-
-    /// A stop begins: from now on, readiness says no.
-    pub fn begin_stop(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
-    }
-}
+pub use crate::handlers::stats::Lifecycle;
 
 /// When a worker's loop last went round its once-a-second timer pass.
 #[derive(Debug)]

@@ -354,6 +354,7 @@ impl Server {
             launcher: self.launcher,
             verifier: Arc::new(Verifier::new(self.cfg.workers.clamp(1, 4))),
             sessions: Sessions::new(&self.cfg, None).map_err(Error::Tls)?,
+            lifecycle: Arc::clone(&self.lifecycle),
         };
         let counters = Arc::new(Counters::new(&self.cfg));
         let serving = (&self.files, &counters);
@@ -400,6 +401,8 @@ struct Shared {
     /// TLS session resumption: the ticket key and the session cache, so
     /// that a client resumes on any worker, and across reloads.
     sessions: Option<Sessions>,
+    /// Whether a stop has begun, and what the workers count.
+    lifecycle: Arc<Lifecycle>,
 }
 
 /// One set of workers serving one configuration.
@@ -409,6 +412,8 @@ struct Generation {
     threads: Vec<std::thread::JoinHandle<()>>,
     /// Each worker's loop's last turn.
     heartbeats: Vec<Arc<Heartbeat>>,
+    /// What each worker counts.
+    stats: Vec<Arc<crate::handlers::stats::WorkerStats>>,
 }
 
 impl Generation {
@@ -427,6 +432,7 @@ impl Generation {
             wakers: Vec::new(),
             threads: Vec::new(),
             heartbeats: Vec::new(),
+            stats: Vec::new(),
         };
         let cfg = &serving.0.cfg;
         let tls = Setup::new(cfg, shared.sessions.as_ref()).map_err(Error::Tls)?;
@@ -466,7 +472,10 @@ impl Generation {
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
         let heartbeat = Heartbeat::new();
         self.heartbeats.push(Arc::clone(&heartbeat));
+        let stats = shared.lifecycle.worker(id);
+        self.stats.push(Arc::clone(&stats));
         let init = WorkerInit {
+            stats,
             heartbeat,
             files: Arc::clone(files),
             counters: Arc::clone(counters),
@@ -595,6 +604,7 @@ impl Running {
         let generation = Generation::start(serving, &bound, &self.shared, &mounts, &logger)?;
         let old = std::mem::replace(&mut self.current, generation);
         old.drain(Drain::Retire, cfg.timeouts.reload_drain);
+        self.lifecycle.reloaded();
         self.retired.push(old);
         // An address no longer listed closes once the old workers have
         // let go of their duplicates of its sockets.
@@ -611,6 +621,8 @@ impl Running {
         for generation in &mut self.retired {
             if generation.finished() {
                 generation.join();
+                // What its workers counted goes on in the totals.
+                self.lifecycle.retire(&generation.stats);
             }
         }
         self.retired

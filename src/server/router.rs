@@ -121,6 +121,8 @@ pub struct Router {
     index_path: Vec<u8>,
     /// Wakes the worker when a handler's later answer moves.
     wake: Wake,
+    /// Where failed logins are counted (the worker's stats).
+    stats: Option<Arc<crate::handlers::stats::WorkerStats>>,
 }
 
 impl std::fmt::Debug for Router {
@@ -202,7 +204,18 @@ impl Router {
             cache,
             index_path: Vec::new(),
             wake,
+            stats: None,
         })
+    }
+
+    /// Counts failed logins in `stats` (the worker's).
+    pub fn count_in(&mut self, stats: Arc<crate::handlers::stats::WorkerStats>) {
+        self.stats = Some(stats);
+    }
+
+    /// CGI processes this router's worker runs now.
+    pub fn cgi_running(&self) -> usize {
+        self.cgi.as_ref().map_or(0, Cgi::running)
     }
 
     /// Runs the chain over the request. The answer's header lines and
@@ -260,12 +273,18 @@ impl Router {
                     routing
                         .log
                         .log(Level::Warn, format_args!("{}", f.log_line(ip)));
+                    if let Some(s) = &self.stats {
+                        s.auth_failed();
+                    }
                 }
                 routing.scratch.header("WWW-Authenticate", realm_header);
                 Step::Answer(Plan::error(Status::UNAUTHORIZED, routing.scratch))
             }
             Verdict::Verify(check) => return Step::Defer(Deferred::Verify(check)),
             Verdict::TooManyFailures { retry_after_secs } => {
+                if let Some(s) = &self.stats {
+                    s.auth_failed();
+                }
                 routing.log.log(
                     Level::Warn,
                     format_args!("auth: {ip} is over its failed-attempt limit; 429"),

@@ -37,6 +37,7 @@ use crate::sys::net;
 mod accept;
 mod access_log;
 mod bodies;
+mod counting;
 mod dispatch;
 mod drain;
 mod drive;
@@ -115,6 +116,8 @@ pub struct WorkerInit {
     pub poll: Poll,
     /// Told each time the loop goes round its timer pass.
     pub heartbeat: Arc<super::lifecycle::Heartbeat>,
+    /// What it counts (for the built-in `metrics` and `status`).
+    pub stats: Arc<crate::handlers::stats::WorkerStats>,
 }
 
 /// Creates the poll instance and the waker for a worker, so the main
@@ -191,6 +194,8 @@ pub struct Worker {
     refusals: LineBudget,
     /// Told each time the loop goes round its timer pass.
     heartbeat: Arc<super::lifecycle::Heartbeat>,
+    /// What it counts (for the built-in `metrics` and `status`).
+    stats: Arc<crate::handlers::stats::WorkerStats>,
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     h2_scratch: crate::server::h2::Scratch,
@@ -231,7 +236,8 @@ impl Worker {
             waker: Arc::clone(&init.waker),
             conn: 0,
         };
-        let router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
+        let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
+        router.count_in(Arc::clone(&init.stats));
         let (checks_tx, checks_rx) = mpsc::channel();
         Ok(Worker {
             poll: init.poll,
@@ -275,6 +281,7 @@ impl Worker {
             quiet_since: None,
             refusals: LineBudget::new(REFUSALS_PER_SEC, now),
             heartbeat: init.heartbeat,
+            stats: init.stats,
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
         })
@@ -472,6 +479,7 @@ impl Worker {
     fn sweep(&mut self) {
         self.next_tick = self.now + TICK;
         self.heartbeat.beat(self.now);
+        self.publish_stats();
         self.maybe_rest();
         self.report_refusals_not_logged();
         self.report_tls_errors_not_logged();

@@ -40,6 +40,11 @@ pub struct Ends {
 }
 
 impl Cgi {
+    /// CGI processes running now (this worker's).
+    pub fn running(&self) -> usize {
+        self.children.running()
+    }
+
     /// Opens the rules' directories; programs are started by `launcher`
     /// if given, else by the worker itself.
     pub fn new(cfg: &Arc<Config>, launcher: Option<Arc<Launchers>>) -> io::Result<Cgi> {

@@ -356,6 +356,7 @@ impl Worker {
     /// Logs what the answer `status` to the current request says about
     /// the server: a 5xx at `error`, and why a file was refused at `debug`.
     pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
+        self.count_answer(&self.req, status.0, self.req_start);
         if status.0 >= 500 && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,

@@ -28,7 +28,12 @@ impl Worker {
                 };
                 let fin_follows = c.fin_follows();
                 let flushed = c.transport.flush(&mut c.out, limit, fin_follows);
-                c.sent += c.out.written() - before;
+                let wrote = c.out.written() - before;
+                c.sent += wrote;
+                self.stats.sent(wrote);
+                if c.throttle.is_some() {
+                    self.stats.throttled(wrote);
+                }
                 settle(&mut self.logger, &mut c.out, c.sent, false);
                 match flushed {
                     Ok(Flushed::All) => {

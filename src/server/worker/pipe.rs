@@ -544,6 +544,7 @@ impl Worker {
         status: u16,
         body_from: u64,
     ) {
+        self.count_answer(&request.req, status, request.started);
         if self.logger.access_enabled() {
             let rec = super::request_record(c, self.wall, &request.req, status);
             let end = c.queued_end();

@@ -442,6 +442,8 @@ impl Worker {
             None => Framing::Close,
         };
         let ends = head_only || status.is_bodiless();
+        // (Timed from when the stream's request was routed.)
+        self.count_answer(req, head.status, self.req_start);
         let log = self.logger.access_enabled().then(|| {
             let rec = request_record(c, self.wall, req, head.status);
             let mut text = Vec::new();
