@@ -14,7 +14,7 @@ use super::load::{sorted, Loader};
 use super::{AuthRule, ConfigError};
 use crate::access::htpasswd::Htpasswd;
 
-const AUTH_KEYS: &[&str] = &["path", "pattern", "realm", "htpasswd", "allow_plaintext"];
+pub(super) const AUTH_KEYS: &[&str] = &["path", "pattern", "realm", "htpasswd", "allow_plaintext"];
 
 impl Loader<'_> {
     pub(super) fn auth(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<AuthRule>, ConfigError> {

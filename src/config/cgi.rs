@@ -16,7 +16,7 @@ use crate::http::grammar;
 /// `(key, "file:line: cgi[N].key")` for each path key of one rule.
 pub(crate) type PathOrigins = Vec<(&'static str, String)>;
 
-const CGI_KEYS: &[&str] = &[
+pub(super) const CGI_KEYS: &[&str] = &[
     "url",
     "dir",
     "program",

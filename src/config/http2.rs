@@ -9,7 +9,7 @@ use toml::Spanned;
 use super::load::{sorted, Loader};
 use super::{ConfigError, Http2Config};
 
-const HTTP2_KEYS: &[&str] = &[
+pub(super) const HTTP2_KEYS: &[&str] = &[
     "enable",
     "cleartext",
     "max_concurrent_streams",

@@ -35,7 +35,7 @@ pub(crate) struct Source<'a> {
 pub(crate) type Readable<'a> = &'a dyn Fn(&Path) -> Result<(), super::Unreadable>;
 
 /// Keys of the top-level table.
-const TOP_KEYS: &[&str] = &[
+pub(super) const TOP_KEYS: &[&str] = &[
     "listen",
     "root",
     "workers",

@@ -792,6 +792,34 @@ impl Reload {
     }
 }
 
+/// Every key a configuration file may hold, as `section.key` (top-level
+/// keys alone; arrays of tables as `cgi.url`): what `brisk.toml(5)` and
+/// the shell completions are checked against. `[mime]` takes any
+/// extension as a key and is listed as `mime`.
+pub fn known_keys() -> Vec<String> {
+    let mut out: Vec<String> = load::TOP_KEYS.iter().map(|k| k.to_string()).collect();
+    let sections: [(&str, &[&str]); 14] = [
+        ("log", sections::LOG_KEYS),
+        ("static", sections::STATIC_KEYS),
+        ("limits", sections::LIMIT_KEYS),
+        ("timeouts", sections::TIMEOUT_KEYS),
+        ("headers", sections::HEADER_RULE_KEYS),
+        ("cgi", cgi::CGI_KEYS),
+        ("auth", auth::AUTH_KEYS),
+        ("throttle", throttle::THROTTLE_KEYS),
+        ("handlers", handlers::HANDLER_KEYS),
+        ("tls", tls::TLS_KEYS),
+        ("tls.certificate", tls::CERTIFICATE_KEYS),
+        ("http2", http2::HTTP2_KEYS),
+        ("servlets", servlets::SERVLET_KEYS),
+        ("proxy", proxy::PROXY_KEYS),
+    ];
+    for (section, keys) in sections {
+        out.extend(keys.iter().map(|k| format!("{section}.{k}")));
+    }
+    out
+}
+
 /// Parses the command line (without the program name), loads the config file
 /// it names (or the compiled-in default), applies flag overrides, validates.
 pub fn from_args<I: IntoIterator<Item = std::ffi::OsString>>(

@@ -10,7 +10,7 @@ use super::load::{sorted, Loader};
 use super::{ConfigError, ProxyConfig};
 use crate::access::proxy::{Cidr, Trusted};
 
-const PROXY_KEYS: &[&str] = &["listen", "trusted"];
+pub(super) const PROXY_KEYS: &[&str] = &["listen", "trusted"];
 
 /// What `[proxy]` said, and where: errors about its listeners name it.
 pub(crate) struct ProxySection {

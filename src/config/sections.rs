@@ -13,8 +13,8 @@ use super::{
 };
 use crate::http::grammar;
 
-const LOG_KEYS: &[&str] = &["access", "format", "fields", "level", "error"];
-const STATIC_KEYS: &[&str] = &[
+pub(super) const LOG_KEYS: &[&str] = &["access", "format", "fields", "level", "error"];
+pub(super) const STATIC_KEYS: &[&str] = &[
     "index",
     "autoindex",
     "dotfiles",
@@ -27,7 +27,7 @@ const STATIC_KEYS: &[&str] = &[
     "mime_types",
     "sendfile",
 ];
-const LIMIT_KEYS: &[&str] = &[
+pub(super) const LIMIT_KEYS: &[&str] = &[
     "max_request_line",
     "max_header_bytes",
     "max_headers",
@@ -40,7 +40,7 @@ const LIMIT_KEYS: &[&str] = &[
     "handler_bodies",
     "auth_failures",
 ];
-const TIMEOUT_KEYS: &[&str] = &[
+pub(super) const TIMEOUT_KEYS: &[&str] = &[
     "header",
     "keepalive",
     "send",
@@ -53,7 +53,7 @@ const TIMEOUT_KEYS: &[&str] = &[
     "defer_accept",
     "stop_delay",
 ];
-const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
+pub(super) const HEADER_RULE_KEYS: &[&str] = &["path", "pattern", "set"];
 
 impl Loader<'_> {
     pub(super) fn log(

@@ -13,7 +13,7 @@ use super::load::{sorted, Loader};
 use super::value::Value;
 use super::ConfigError;
 
-const SERVLET_KEYS: &[&str] = &[
+pub(super) const SERVLET_KEYS: &[&str] = &[
     "enable",
     "paths",
     "config",

@@ -7,7 +7,7 @@ use super::load::{sorted, Loader};
 use super::units;
 use super::{ConfigError, ThrottleRule};
 
-const THROTTLE_KEYS: &[&str] = &["path", "pattern", "rate", "connection_rate"];
+pub(super) const THROTTLE_KEYS: &[&str] = &["path", "pattern", "rate", "connection_rate"];
 const RATE_HELP: &str = "a rate like \"200KiB/s\" or \"1MB/s\", or an integer of bytes per second";
 
 impl Loader<'_> {

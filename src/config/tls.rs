@@ -19,7 +19,7 @@ use super::load::{sorted, Loader};
 use super::units::{self, LISTEN_HELP};
 use super::{ConfigError, TlsConfig};
 
-const TLS_KEYS: &[&str] = &[
+pub(super) const TLS_KEYS: &[&str] = &[
     "listen",
     "certificate",
     "session_tickets",
@@ -27,7 +27,7 @@ const TLS_KEYS: &[&str] = &[
     "handshake_timeout",
     "max_handshakes",
 ];
-const CERTIFICATE_KEYS: &[&str] = &["cert", "key", "ocsp"];
+pub(super) const CERTIFICATE_KEYS: &[&str] = &["cert", "key", "ocsp"];
 
 /// `[tls]` defaults, for the keys a document leaves out.
 pub(super) fn defaults() -> TlsConfig {
