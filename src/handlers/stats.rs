@@ -406,7 +406,10 @@ mod tests {
         assert_eq!(c.duration[BUCKETS.len()], 1);
         let text = prometheus(&life);
         assert!(text.contains("brisk_requests_total{worker=\"0\",method=\"GET\",code=\"2xx\"} 1\n"));
-        assert!(text.contains("brisk_request_duration_seconds_bucket{le=\"0.0005\"} 2\n"), "{text}");
+        assert!(
+            text.contains("brisk_request_duration_seconds_bucket{le=\"0.0005\"} 2\n"),
+            "{text}"
+        );
         assert!(text.contains("brisk_request_duration_seconds_bucket{le=\"+Inf\"} 4\n"));
         assert!(text.contains("brisk_request_duration_seconds_count 4\n"));
         assert!(text.contains("brisk_sent_bytes_total{worker=\"0\"} 1000\n"));
