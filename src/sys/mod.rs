@@ -4,6 +4,7 @@
 //! `// SAFETY:` line saying why it is sound.
 
 pub mod fs;
+pub mod interleave;
 pub mod launcher;
 pub mod memory;
 pub mod net;

@@ -37,6 +37,8 @@ pub const ALLOWED: &[libc::c_long] = &[
     libc::SYS_openat,
     libc::SYS_openat2,
     libc::SYS_pread64,
+    // (HTTP/2: a file's DATA frames read in one call, sys::interleave.)
+    libc::SYS_preadv,
     libc::SYS_newfstatat,
     libc::SYS_getdents64,
     // Measured: memory, threads, signals, exit.

@@ -85,17 +85,29 @@ impl Conn {
         }
     }
 
-    /// How many body bytes stream `id` may send now: its window, the
-    /// connection's, and one frame's worth (0 if the stream is gone).
+    /// How many body bytes stream `id` may send now in one frame: its
+    /// window, the connection's, and one frame's worth (0 if the stream
+    /// is gone).
     pub fn sendable(&self, id: u32) -> usize {
+        self.window_room(id).min(self.peer.max_frame as usize)
+    }
+
+    /// How many body bytes stream `id` may send now, in as many frames of
+    /// at most [`Conn::max_frame`] as it takes: its window and the
+    /// connection's (0 if the stream is gone).
+    pub fn window_room(&self, id: u32) -> usize {
         let Some(s) = self.streams.iter().find(|s| s.id == id) else {
             return 0;
         };
         if !s.send_open {
             return 0;
         }
-        let window = s.send_window.min(self.send_window).max(0) as usize;
-        window.min(self.peer.max_frame as usize)
+        s.send_window.min(self.send_window).max(0) as usize
+    }
+
+    /// The largest frame the client takes (SETTINGS_MAX_FRAME_SIZE).
+    pub fn max_frame(&self) -> usize {
+        self.peer.max_frame as usize
     }
 
     /// Charges `len` bytes (at most [`Conn::sendable`]) of stream `id`'s

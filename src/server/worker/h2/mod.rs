@@ -21,11 +21,11 @@
 //! HTTP/1.1, the request's body held meanwhile within its window.
 
 use std::collections::VecDeque;
-use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 
 use super::*;
 use crate::access::throttle::Throttle;
+use crate::h2::frame::HEAD_LEN;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
@@ -37,8 +37,13 @@ use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
+use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
 mod body;
+
+/// Most of a file's body framed for a stream at once (read in one call
+/// behind its frames' headers).
+const FILE_BATCH: usize = 256 * 1024;
 
 /// Length of the preface's first line, `PRI * HTTP/2.0`.
 const PREFACE_LINE: usize = 14;
@@ -535,7 +540,7 @@ impl Worker {
             let Some(id) = s.conn.next_stream() else {
                 break;
             };
-            let room = s.conn.sendable(id);
+            let frame = s.conn.sendable(id);
             let Some(a) = s.answers.iter_mut().find(|a| a.id == id) else {
                 s.conn.reset(id, ErrorCode::Internal);
                 continue;
@@ -544,6 +549,19 @@ impl Worker {
             let Some(piece) = a.pieces.front_mut() else {
                 s.conn.reset(id, ErrorCode::Internal);
                 continue;
+            };
+            // A file's bytes go by `sendfile` one large frame at a time
+            // where the client takes large frames, else they are read
+            // behind their frames' headers, many frames at once.
+            let sendfile = frame as u64 > SMALL_FILE && self.cfg.static_files.sendfile;
+            let batch = matches!(piece, Piece::File(..)) && !sendfile;
+            let room = match batch {
+                true => s
+                    .conn
+                    .window_room(id)
+                    .min(FILE_BATCH)
+                    .min(s.conn.max_frame() * MAX_PIECES),
+                false => frame,
             };
             let mut n = (piece.len() as usize).min(room);
             if let Some(t) = &a.throttle {
@@ -568,27 +586,33 @@ impl Worker {
                     Ok(())
                 }
                 Piece::File(file, offset, len) => {
-                    let head = s.conn.data_head(id, n, end);
-                    // The frames queued before this one go first.
+                    // The frames' headers, in order (one with `sendfile`).
+                    let mut heads = [([0u8; HEAD_LEN], 0usize); MAX_PIECES];
+                    let (mut k, mut left, max) = (0, n, frame.max(1));
+                    while left > 0 && k < MAX_PIECES {
+                        let f = left.min(max);
+                        left -= f;
+                        heads[k] = (s.conn.data_head(id, f, end && left == 0), f);
+                        k += 1;
+                    }
+                    // The frames queued before these go first.
                     let start = c.out.buf_mut().len();
                     s.conn.drain_out(c.out.buf_mut());
-                    let mark = c.out.buf_mut().len();
-                    c.out.buf_mut().extend_from_slice(&head);
-                    let copied = if n as u64 <= SMALL_FILE || !self.cfg.static_files.sendfile {
-                        let buf = c.out.buf_mut();
-                        let at = buf.len();
-                        buf.resize(at + n, 0);
-                        file.read_exact_at(&mut buf[at..], *offset)
-                    } else {
+                    let copied = if sendfile {
+                        c.out.buf_mut().extend_from_slice(&heads[0].0);
                         Ok(())
+                    } else {
+                        let mut pieces = [(&[][..], 0usize); MAX_PIECES];
+                        for (p, (h, f)) in pieces.iter_mut().zip(&heads[..k]) {
+                            *p = (&h[..], *f);
+                        }
+                        // On an error nothing of these frames is queued:
+                        // never a frame of made-up bytes; the connection
+                        // ends (below).
+                        read_behind_prefixes(c.out.buf_mut(), file, *offset, &pieces[..k])
                     };
-                    if copied.is_err() {
-                        // Never a frame of made-up bytes: the frame goes,
-                        // and the connection ends (below).
-                        c.out.buf_mut().truncate(mark);
-                    }
                     c.out.commit(start);
-                    if copied.is_ok() && n as u64 > SMALL_FILE && self.cfg.static_files.sendfile {
+                    if sendfile {
                         c.out.push_file(Rc::clone(file), *offset, n as u64);
                     }
                     *offset += n as u64;
