@@ -88,6 +88,32 @@ struct Stream {
     paused: bool,
 }
 
+/// A connection's buffers that only matter while it has streams open
+/// (see [`Conn::lend`], [`Conn::give_back`]): empty until a connection
+/// has used them.
+#[derive(Debug, Default)]
+pub struct Buffers {
+    streams: Vec<Stream>,
+    request: Option<Box<Request>>,
+    out: Vec<u8>,
+    /// The decoder's, for literals.
+    literals: (Vec<u8>, Vec<u8>),
+}
+
+impl Buffers {
+    /// Whether it holds no buffer at all.
+    pub fn is_empty(&self) -> bool {
+        self.streams.capacity() == 0
+            && self.request.is_none()
+            && self.out.capacity() == 0
+            && self.literals.0.capacity() == 0
+            && self.literals.1.capacity() == 0
+    }
+}
+
+/// The request of a connection that holds none (see [`Conn::request`]).
+static NO_REQUEST: Request = Request::EMPTY;
+
 /// A header block in HEADERS + CONTINUATION frames, being gathered.
 #[derive(Debug)]
 struct Block {
@@ -166,7 +192,8 @@ pub struct Conn {
     /// The header block being gathered, and its bytes.
     block: Option<Block>,
     block_buf: Vec<u8>,
-    request: Request,
+    /// The last request head (lent, see [`Conn::lend`]).
+    request: Option<Box<Request>>,
     /// Frames to send (control frames, heads, small bodies).
     out: Vec<u8>,
     flood: Flood,
@@ -222,7 +249,7 @@ impl Conn {
             send_window: 65_535,
             block: None,
             block_buf: Vec::new(),
-            request: Request::default(),
+            request: None,
             out,
             flood: Flood {
                 since: now,
@@ -239,7 +266,7 @@ impl Conn {
 
     /// The request head of the last [`Event::Request`].
     pub fn request(&self) -> &Request {
-        &self.request
+        self.request.as_deref().unwrap_or(&NO_REQUEST)
     }
 
     /// The encoder of our answers' heads: every block it starts goes out

@@ -21,7 +21,7 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{Conn, Event};
+pub use conn::{Buffers, Conn, Event};
 pub use limits::Limits;
 pub use request::Request;
 

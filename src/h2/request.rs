@@ -34,6 +34,22 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request with nothing in it, and no memory.
+    pub const EMPTY: Request = Request {
+        buf: Vec::new(),
+        fields: Vec::new(),
+        method: None,
+        scheme: None,
+        authority: None,
+        path: None,
+        size: 0,
+        max_size: 0,
+        too_large: false,
+        malformed: None,
+        trailers: false,
+        content_length: None,
+    };
+
     /// Empties the request for the next block (a trailer block with
     /// `trailers`), keeping its buffers; at most `max_size` is kept.
     pub fn clear(&mut self, max_size: usize, trailers: bool) {

@@ -199,6 +199,10 @@ pub struct Worker {
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     h2_scratch: crate::server::h2::Scratch,
+    /// Buffers of HTTP/2 connections that have no stream open, for the
+    /// next that opens one.
+    #[cfg(feature = "http2")]
+    h2_spares: Vec<crate::server::h2::Spares>,
     /// Since when no socket or pipe has had an event, if the worker has
     /// worked since it last rested (see [`rest`]).
     quiet_since: Option<Instant>,
@@ -284,6 +288,8 @@ impl Worker {
             stats: init.stats,
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
+            #[cfg(feature = "http2")]
+            h2_spares: Vec::new(),
         })
     }
 

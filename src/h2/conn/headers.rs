@@ -118,8 +118,8 @@ impl Conn {
             &self.block_buf[..]
         };
         let max_list = self.limits.max_header_list_size as usize;
-        self.request.clear(max_list, b.then == Then::Trailers);
-        let request = &mut self.request;
+        let request = self.request.get_or_insert_with(Box::default);
+        request.clear(max_list, b.then == Then::Trailers);
         let decoded = self
             .decoder
             .decode(block, 2 * max_list + 1024, &mut |n, v| request.field(n, v));
@@ -131,7 +131,7 @@ impl Conn {
             };
             return Some(self.fail(code, e.reason()));
         }
-        let malformed = self.request.finish();
+        let malformed = self.request.as_mut().and_then(|r| r.finish());
         match b.then {
             Then::Drop => None,
             Then::Refuse(code) => self.reset_stream(b.stream, code),
@@ -158,7 +158,7 @@ impl Conn {
 
     /// Opens stream `id` for the request just decoded.
     fn open<'a>(&mut self, id: u32, end_stream: bool) -> Option<Event<'a>> {
-        let content_length = self.request.content_length();
+        let content_length = self.request().content_length();
         if end_stream && content_length.is_some_and(|n| n > 0) {
             // §8.1.1: content-length and the DATA sent must agree.
             return self.reset_stream(id, ErrorCode::Protocol);
@@ -176,7 +176,7 @@ impl Conn {
             discard: None,
             paused: false,
         });
-        if self.request.too_large() {
+        if self.request().too_large() {
             // 431 (RFC 6585 §5): the head is over the header list size.
             let mut block = Vec::with_capacity(8);
             self.encoder.begin(&mut block);

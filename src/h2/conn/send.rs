@@ -182,6 +182,39 @@ impl Conn {
             && self.next_stream().is_none()
     }
 
+    /// Takes, for the parts of its buffers this connection does not
+    /// have (it gave them back, or never had them), those of `spare`: a
+    /// worker's, reused from connection to connection, so a connection
+    /// that has no stream open holds none of them and a busy one
+    /// allocates nothing.
+    pub fn lend(&mut self, spare: &mut Buffers) {
+        if self.streams.capacity() == 0 {
+            std::mem::swap(&mut self.streams, &mut spare.streams);
+        }
+        if self.request.is_none() {
+            std::mem::swap(&mut self.request, &mut spare.request);
+        }
+        if self.out.capacity() == 0 {
+            std::mem::swap(&mut self.out, &mut spare.out);
+        }
+        self.decoder.lend(&mut spare.literals);
+    }
+
+    /// Gives its buffers into `spare` (whose own must be empty, as
+    /// [`Buffers::default`]) if the connection has no use for them now:
+    /// no stream open, no header block half gathered, nothing to send.
+    /// Whether it did.
+    pub fn give_back(&mut self, spare: &mut Buffers) -> bool {
+        if !self.streams.is_empty() || self.block.is_some() || !self.out.is_empty() {
+            return false;
+        }
+        std::mem::swap(&mut self.streams, &mut spare.streams);
+        std::mem::swap(&mut self.request, &mut spare.request);
+        std::mem::swap(&mut self.out, &mut spare.out);
+        self.decoder.give_back(&mut spare.literals);
+        true
+    }
+
     /// Gives back the memory an idle connection does not need (its
     /// buffers; the HPACK table stays, the client counts on it): a
     /// connection idle between requests holds little more than its
@@ -193,10 +226,10 @@ impl Conn {
         if self.block.is_none() {
             self.block_buf = Vec::new();
         }
-        self.request = Request::default();
+        self.request = None;
         self.streams.shrink_to_fit();
         self.decoder.shrink();
-        self.encoder.shrink();
+        self.encoder.forget();
     }
 
     /// Graceful shutdown (§6.8): GOAWAY with the last stream we will

@@ -67,9 +67,17 @@ impl Encoder {
         self.update = Some((least, max));
     }
 
-    /// Gives back the memory its table's entries do not use.
-    pub fn shrink(&mut self) {
-        self.table.shrink();
+    /// Empties the table and gives back its memory (an idle
+    /// connection's): the next block starts with a size update to 0,
+    /// which empties the client's copy too (RFC 7541 §4.2, §6.3), then
+    /// back to the size in force, so the two tables stay the same.
+    pub fn forget(&mut self) {
+        if self.table.is_empty() && self.table.bytes_capacity() == 0 {
+            return;
+        }
+        let max = self.table.max();
+        self.table = DynTable::new(max);
+        self.update = Some((0, max));
     }
 
     /// Starts a header block: the size updates owed, if any.
@@ -157,6 +165,24 @@ mod tests {
         // content-length, which changes with every answer, never entered.
         assert_eq!(d.table_size(), e.table.size());
         assert_eq!(e.table.len(), 4);
+    }
+
+    #[test]
+    fn a_forgotten_table_is_emptied_on_both_sides() {
+        let (mut e, mut d) = (Encoder::new(), Decoder::new(4096));
+        decode(&mut d, &block(&mut e, &ANSWER));
+        assert!(d.table_size() > 0);
+        e.forget();
+        assert_eq!(e.table.bytes_capacity(), 0);
+        let b = block(&mut e, &ANSWER);
+        // Size 0 (the client's copy empties), then 4096 again.
+        assert_eq!(&b[..4], &[0x20, 0x3f, 0xe1, 0x1f]);
+        assert_eq!(decode(&mut d, &b).len(), ANSWER.len());
+        assert_eq!(d.table_size(), e.table.size());
+        // The next block indexes again.
+        let again = block(&mut e, &ANSWER);
+        assert_eq!(decode(&mut d, &again).len(), ANSWER.len());
+        assert_eq!(again.len(), 4 + 5);
     }
 
     #[test]

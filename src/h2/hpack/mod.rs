@@ -130,6 +130,21 @@ impl Decoder {
         self.table.shrink();
     }
 
+    /// Takes the buffers literals are decoded into from `spare` if it has
+    /// none (see `h2::Conn::lend`).
+    pub fn lend(&mut self, spare: &mut (Vec<u8>, Vec<u8>)) {
+        if self.name.capacity() == 0 && self.value.capacity() == 0 {
+            std::mem::swap(&mut self.name, &mut spare.0);
+            std::mem::swap(&mut self.value, &mut spare.1);
+        }
+    }
+
+    /// Gives those buffers into `spare`.
+    pub fn give_back(&mut self, spare: &mut (Vec<u8>, Vec<u8>)) {
+        std::mem::swap(&mut self.name, &mut spare.0);
+        std::mem::swap(&mut self.value, &mut spare.1);
+    }
+
     /// The dynamic table's size now (RFC 7541 §4.1).
     pub fn table_size(&self) -> usize {
         self.table.size()

@@ -139,7 +139,9 @@ pub fn field_hash(name: &[u8], value: &[u8]) -> u32 {
 /// An entry's bytes in [`DynTable::bytes`]: the name, then the value.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    start: usize,
+    /// (A table is at most 1 MiB, `[http2] header_table_size`, and its
+    /// buffer about twice that: offsets fit.)
+    start: u32,
     name: u32,
     value: u32,
     /// [`field_hash`] of it (the encoder's), or 0 (the decoder's).
@@ -215,20 +217,23 @@ impl DynTable {
             return None;
         }
         let e = self.entries[n - i];
-        let (name, value) = (e.name as usize, e.value as usize);
-        let name_bytes = &self.bytes[e.start..e.start + name];
-        let value_bytes = &self.bytes[e.start + name..e.start + name + value];
+        let (start, name, value) = (e.start as usize, e.name as usize, e.value as usize);
+        let name_bytes = &self.bytes[start..start + name];
+        let value_bytes = &self.bytes[start + name..start + name + value];
         Some((name_bytes, value_bytes))
     }
 
     /// Gives back the memory the entries do not use (an idle
     /// connection's table keeps its entries, not the room to churn).
     pub fn shrink(&mut self) {
-        let live = self.entries.front().map_or(self.bytes.len(), |e| e.start);
+        let live = self
+            .entries
+            .front()
+            .map_or(self.bytes.len(), |e| e.start as usize);
         if live > 0 {
             self.bytes.drain(..live);
             for e in self.entries.iter_mut() {
-                e.start -= live;
+                e.start -= live as u32;
             }
         }
         self.bytes.shrink_to_fit();
@@ -268,16 +273,19 @@ impl DynTable {
             return;
         }
         self.evict_to(self.max - size);
-        let live = self.entries.front().map_or(self.bytes.len(), |e| e.start);
+        let live = self
+            .entries
+            .front()
+            .map_or(self.bytes.len(), |e| e.start as usize);
         // Compact once the dead bytes at the front outweigh the table:
         // the buffer stays within about twice the table's size.
         if live > 0 && self.bytes.len() + name.len() + value.len() > 2 * self.max {
             self.bytes.drain(..live);
             for e in self.entries.iter_mut() {
-                e.start -= live;
+                e.start -= live as u32;
             }
         }
-        let start = self.bytes.len();
+        let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(name);
         self.bytes.extend_from_slice(value);
         // (Both fit: an entry is at most the table's size, a u32.)

@@ -58,6 +58,39 @@ impl Session {
         }
     }
 
+    /// Takes, for the buffers this session does not have (it gave them
+    /// back, see [`Session::give_back`]), those of `spare`, a worker's.
+    pub fn lend(&mut self, spare: &mut Spares) {
+        if self.answers.capacity() == 0 {
+            std::mem::swap(&mut self.answers, &mut spare.answers);
+        }
+        if self.spare_pieces.capacity() == 0 {
+            std::mem::swap(&mut self.spare_pieces, &mut spare.pieces);
+        }
+        if self.spare_text.capacity() == 0 {
+            std::mem::swap(&mut self.spare_text, &mut spare.text);
+        }
+        self.conn.lend(&mut spare.conn);
+    }
+
+    /// Whether the session has none of the buffers a worker lends.
+    pub fn dry(&self) -> bool {
+        self.answers.capacity() == 0
+    }
+
+    /// Gives its buffers into `spare` (empty, as [`Spares::default`]) if
+    /// nothing is under way: no stream open, no answer on its way.
+    /// Whether it did.
+    pub fn give_back(&mut self, spare: &mut Spares) -> bool {
+        if !self.answers.is_empty() || !self.conn.give_back(&mut spare.conn) {
+            return false;
+        }
+        std::mem::swap(&mut self.answers, &mut spare.answers);
+        std::mem::swap(&mut self.spare_pieces, &mut spare.pieces);
+        std::mem::swap(&mut self.spare_text, &mut spare.text);
+        true
+    }
+
     /// Gives back what an idle session holds (no stream open): spare
     /// buffers, and the protocol's own (see `h2::Conn::shrink`).
     pub fn rest(&mut self) {
@@ -320,6 +353,27 @@ pub struct BodyWait {
     pub req: OwnedRequest,
     /// The body so far (`limits.max_body` bounds it).
     pub body: Vec<u8>,
+}
+
+/// The buffers an HTTP/2 connection needs only while streams are open,
+/// kept by its worker while the connection has none, and lent to the
+/// next one that has (an idle connection holds none of them).
+#[derive(Debug, Default)]
+pub struct Spares {
+    conn: h2::Buffers,
+    answers: Vec<Answer>,
+    pieces: Vec<VecDeque<Piece>>,
+    text: Vec<Vec<u8>>,
+}
+
+impl Spares {
+    /// Whether it holds no buffer at all.
+    pub fn is_empty(&self) -> bool {
+        self.conn.is_empty()
+            && self.answers.capacity() == 0
+            && self.pieces.capacity() == 0
+            && self.text.capacity() == 0
+    }
 }
 
 /// A worker's buffers for HTTP/2 answers, reused from one to the next.

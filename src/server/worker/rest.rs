@@ -28,6 +28,10 @@ impl Worker {
     fn rest(&mut self) {
         self.spare_outs = Vec::new();
         self.spare_bufs = Vec::new();
+        #[cfg(feature = "http2")]
+        {
+            self.h2_spares = Vec::new();
+        }
         // The slab keeps the slots of connections still open; the tail
         // that only closed connections used goes.
         while matches!(self.conns.last(), Some(None)) {

@@ -129,6 +129,7 @@ impl Worker {
             let limits = proto::Limits::new(&self.cfg.http2);
             c.h2 = Some(Box::new(Session::new(limits, self.now)));
         }
+        self.h2_lend(c);
         if self.draining != Drain::Serve {
             if let Some(s) = c.h2.as_mut() {
                 s.conn.shut_down();
@@ -191,7 +192,36 @@ impl Worker {
             }
         }
         self.h2_send(c);
+        self.h2_take_back(c);
         pos
+    }
+
+    /// Lends connection `c` the buffers its streams need, from the
+    /// worker's spares, if it has none.
+    fn h2_lend(&mut self, c: &mut Conn) {
+        let Some(s) = c.h2.as_mut().filter(|s| s.dry()) else {
+            return;
+        };
+        let Some(mut spare) = self.h2_spares.pop() else {
+            return;
+        };
+        s.lend(&mut spare);
+        if !spare.is_empty() {
+            self.h2_spares.push(spare);
+        }
+    }
+
+    /// Takes back, for the next connection, the buffers of `c` if it has
+    /// no stream open and nothing under way: an idle connection holds
+    /// none (beyond [`SPARES`] kept, they are freed).
+    pub(super) fn h2_take_back(&mut self, c: &mut Conn) {
+        let Some(s) = c.h2.as_mut().filter(|s| !s.dry()) else {
+            return;
+        };
+        let mut spare = Default::default();
+        if s.give_back(&mut spare) && self.h2_spares.len() < SPARES {
+            self.h2_spares.push(spare);
+        }
     }
 
     /// A request head arrived on stream `id`.
