@@ -1,9 +1,10 @@
 //! A connection's HPACK encoder (RFC 7541 §2.3, §4): the answer fields
 //! enter the dynamic table the client keeps, and are then sent as
 //! one-byte indexes while they are there: `server`, `content-type`,
-//! `accept-ranges` and the like for good, `date` for the second it
-//! holds (one entry a second), a file's `etag` and `last-modified` for
-//! as long as the same files are asked for. The fields that change with
+//! `accept-ranges` and the like, `date`, a file's `etag` and
+//! `last-modified`, for as long as the same files are asked for within
+//! the second (each second the table starts afresh, see
+//! [`Encoder::begin_at`]). The fields that change with
 //! every answer (`content-length`, `content-range`) and `set-cookie` go
 //! as literals without indexing, so they never push the others out. A
 //! lookup compares each entry's hash before its bytes, so a table of
@@ -38,6 +39,8 @@ pub struct Encoder {
     /// Size updates owed at the start of the next block: the smallest
     /// size since the last block, and the final one (§4.2).
     update: Option<(usize, usize)>,
+    /// The date of the last block's answers (its hash).
+    epoch: u32,
 }
 
 impl Default for Encoder {
@@ -52,6 +55,7 @@ impl Encoder {
         Encoder {
             table: DynTable::new(TABLE),
             update: None,
+            epoch: 0,
         }
     }
 
@@ -78,6 +82,26 @@ impl Encoder {
         let max = self.table.max();
         self.table = DynTable::new(max);
         self.update = Some((0, max));
+    }
+
+    /// Starts a header block of answers stamped with `date` (formatted
+    /// once a second): when it is not the last block's, the table starts
+    /// afresh (a size update to 0 and back, which empties the client's
+    /// copy too), so the entries of past seconds never pile up and a
+    /// busy connection's table, refilled with the same fields each
+    /// second, never grows (nor allocates) once warm.
+    pub fn begin_at(&mut self, out: &mut Vec<u8>, date: &[u8]) {
+        let epoch = field_hash(b"date", date);
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            if !self.table.is_empty() {
+                let max = self.table.max();
+                self.table.set_max(0);
+                self.table.set_max(max);
+                self.update = Some((0, max));
+            }
+        }
+        self.begin(out);
     }
 
     /// Starts a header block: the size updates owed, if any.
@@ -183,6 +207,37 @@ mod tests {
         let again = block(&mut e, &ANSWER);
         assert_eq!(decode(&mut d, &again).len(), ANSWER.len());
         assert_eq!(again.len(), 4 + 5);
+    }
+
+    #[test]
+    fn a_new_second_starts_the_table_afresh_and_it_never_grows() {
+        let (mut e, mut d) = (Encoder::new(), Decoder::new(4096));
+        let mut capacity = 0;
+        for second in 0..20 {
+            let date = format!("Mon, 23 Nov 2026 15:40:{second:02} GMT");
+            let fields = [
+                ("server", "brisk"),
+                ("date", date.as_str()),
+                ("content-length", "95"),
+            ];
+            for round in 0..3 {
+                let mut out = Vec::new();
+                e.begin_at(&mut out, date.as_bytes());
+                for (n, v) in fields {
+                    e.field(n.as_bytes(), v.as_bytes(), &mut out);
+                }
+                if second > 0 && round == 0 {
+                    assert_eq!(&out[..4], &[0x20, 0x3f, 0xe1, 0x1f], "afresh");
+                }
+                assert_eq!(decode(&mut d, &out).len(), 3);
+                assert_eq!(d.table_size(), e.table.size());
+                assert_eq!(e.table.len(), 2, "server and this second's date");
+            }
+            if second == 1 {
+                capacity = e.table.bytes_capacity();
+            }
+        }
+        assert_eq!(e.table.bytes_capacity(), capacity, "no growth once warm");
     }
 
     #[test]

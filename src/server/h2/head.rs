@@ -22,7 +22,7 @@ pub fn encode(
     name: &mut Vec<u8>,
     enc: &mut hpack::Encoder,
 ) {
-    enc.begin(block);
+    enc.begin_at(block, stamp.date);
     hpack::encode_status(head.status, block);
     // `server_header = ""` hides the software name entirely.
     if !stamp.server.is_empty() {
