@@ -168,6 +168,28 @@ fn a_stop_sends_goaway_and_lets_the_open_stream_finish() {
 }
 
 #[test]
+fn a_stop_sends_goaway_to_an_idle_connection_too() {
+    // Its streams all answered, the connection still hears GOAWAY
+    // NO_ERROR (naming the last stream it opened) before the close: the
+    // frame used to be left behind when nothing else was queued.
+    let (s, _) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[id])[0].status(), "200");
+    s.signal(libc::SIGTERM);
+    let mut goaway = None;
+    while let Some(f) = c.frame() {
+        if f.kind == kind::GOAWAY {
+            goaway = Some((
+                u32::from_be_bytes(f.payload[..4].try_into().unwrap()),
+                u32::from_be_bytes(f.payload[4..8].try_into().unwrap()),
+            ));
+        }
+    }
+    assert_eq!(goaway, Some((id, ErrorCode::NoError as u32)));
+}
+
+#[test]
 fn a_page_with_100_assets_comes_over_one_connection() {
     let (s, _) = site();
     let mut c = H2::connect(s.addr(), &[], 0);

@@ -60,6 +60,12 @@ impl Worker {
                 }
             }
             #[cfg(feature = "http2")]
+            if c.out.is_empty() && self.h2_queue_control(c) {
+                // Frames the protocol queued by itself since (a GOAWAY
+                // at a stop) go before the connection may end.
+                continue;
+            }
+            #[cfg(feature = "http2")]
             if self.h2_done(c) && c.out.is_empty() {
                 // GOAWAY sent (an error, or winding down with every
                 // stream answered): the write side ends after it.

@@ -695,6 +695,21 @@ impl Worker {
         }
     }
 
+    /// Moves the frames the protocol has queued by itself (control
+    /// frames, a GOAWAY) to the output queue; whether there were any.
+    pub(super) fn h2_queue_control(&mut self, c: &mut Conn) -> bool {
+        if c.h2.as_ref().is_none_or(|s| s.conn.out().is_empty()) {
+            return false;
+        }
+        self.lend_out(c);
+        if let Some(s) = c.h2.as_mut() {
+            let start = c.out.buf_mut().len();
+            s.conn.drain_out(c.out.buf_mut());
+            c.out.commit(start);
+        }
+        true
+    }
+
     /// Whether an HTTP/2 connection is done: failed, or winding down
     /// with every stream answered.
     pub(super) fn h2_done(&self, c: &Conn) -> bool {
