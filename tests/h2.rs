@@ -462,6 +462,11 @@ fn cgi_site() -> Server {
         ("big.sh", "echo 'Content-Type: application/octet-stream'\necho\nhead -c 3000000 /dev/zero"),
         // Silent until it is killed (at most 30 s if it is not).
         ("hang.sh", "sleep 30"),
+        // Whole HTTP/1.1 responses of their own.
+        ("nph-raw.sh", "printf 'HTTP/1.1 201 Created\\r\\nContent-Type: text/plain\\r\\nX-Nph: yes\\r\\nConnection: close\\r\\nContent-Length: 5\\r\\n\\r\\nhello'"),
+        ("nph-chunked.sh", "printf 'HTTP/1.1 200 OK\\r\\nContent-Type: text/plain\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n6\\r\\n world\\r\\n0\\r\\n\\r\\n'"),
+        ("nph-cut.sh", "printf 'HTTP/1.1 200 OK\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n'"),
+        ("nph-bad.sh", "printf 'Content-Type: text/plain\\r\\n\\r\\nnot a status line'"),
     ];
     for (name, body) in scripts {
         let path = b.base().join("cgi-bin").join(name);
@@ -572,6 +577,39 @@ fn cgi_programs_answer_streams() {
         log.contains("\"GET /cgi-bin/broken.sh HTTP/2.0\" 502 "),
         "{log}"
     );
+}
+
+#[test]
+fn nph_programs_answer_streams_from_their_own_head() {
+    // An nph- program writes a whole HTTP/1.1 response; over HTTP/2 its
+    // status line and fields become the stream's head (less what HTTP/2
+    // forbids), and a chunked body is decoded.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let ids = [
+        c.get("/cgi-bin/nph-raw.sh", &[]),
+        c.get("/cgi-bin/nph-chunked.sh", &[]),
+        c.get("/cgi-bin/nph-cut.sh", &[]),
+        c.get("/cgi-bin/nph-bad.sh", &[]),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("201", &b"hello"[..]));
+    assert_eq!(a[0].field("x-nph"), Some("yes"));
+    assert_eq!(a[0].field("content-length"), Some("5"));
+    assert_eq!(a[0].field("connection"), None);
+    assert_eq!(
+        (a[1].status(), &a[1].body[..]),
+        ("200", &b"hello world"[..])
+    );
+    assert_eq!(a[1].field("transfer-encoding"), None);
+    assert_eq!(a[1].reset, None);
+    // Without its last chunk the answer is incomplete: reset, not ended.
+    assert_eq!(a[2].body, b"hello");
+    assert_eq!(a[2].reset, Some(ErrorCode::Internal as u32));
+    assert_eq!(a[3].status(), "502");
+    // Over HTTP/1.1 the output still passes as it is.
+    let r = s.request(b"GET /cgi-bin/nph-raw.sh HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(r.head.starts_with("HTTP/1.1 201 Created\r\n"), "{}", r.head);
 }
 
 #[test]

@@ -63,6 +63,9 @@ pub struct ReplyHead {
     pub headers: Vec<u8>,
     /// The body's length, if the process said it.
     pub content_length: Option<u64>,
+    /// The body is in chunked coding, which the engine decodes (an
+    /// `nph-` script's own HTTP/1.1 framing, read for HTTP/2).
+    pub chunked: bool,
 }
 
 /// What the output so far makes of the head.
@@ -86,8 +89,9 @@ pub enum ReplyStart {
 /// still runs (and stopped if it outlives its timeout).
 pub trait PipeReply: fmt::Debug {
     /// Whether the output is a whole HTTP response already (an `nph-`
-    /// CGI script): it passes as it comes, with no head to read, and
-    /// the connection closes after it.
+    /// CGI script): over HTTP/1.1 it passes as it comes, with no head to
+    /// read, and the connection closes after it; over HTTP/2 its head is
+    /// read by [`PipeReply::start`] like any other.
     fn is_raw(&self) -> bool;
 
     /// Reads the head at the start of `output` (all the output so far).

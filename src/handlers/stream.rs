@@ -205,6 +205,7 @@ impl Later {
             reason: None,
             headers: lines,
             content_length: length,
+            chunked: false,
         };
         self.give(|g| g.head = Some(head))?;
         self.started = true;

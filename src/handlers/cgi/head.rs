@@ -68,26 +68,8 @@ pub const DROPPED: &[&str] = &[
 /// bytes; the reason is for the error log. On success the body (if any)
 /// starts at [`CgiHead::head_len`].
 pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static str> {
-    let mut lines: Vec<&[u8]> = Vec::new();
-    let mut pos = 0;
-    let head_len = loop {
-        let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
-            if buf.len() > max {
-                return Err("CGI header block too large");
-            }
-            return Ok(None);
-        };
-        let end = pos + n + 1;
-        if end > max {
-            return Err("CGI header block too large");
-        }
-        let line = &buf[pos..pos + n];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        pos = end;
-        if line.is_empty() {
-            break end;
-        }
-        lines.push(line);
+    let Some((lines, head_len)) = head_lines(buf, max)? else {
+        return Ok(None);
     };
 
     let mut status: Option<(u16, Option<Vec<u8>>)> = None;
@@ -182,6 +164,36 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     }))
 }
 
+/// A header block's lines (without their ends), and the bytes it took
+/// with its empty line.
+pub(super) type Lines<'a> = (Vec<&'a [u8]>, usize);
+
+/// The lines of the header block at the start of `buf` (LF or CRLF
+/// ended); `None` while it is incomplete; an error past `max` bytes.
+pub(super) fn head_lines(buf: &[u8], max: usize) -> Result<Option<Lines<'_>>, &'static str> {
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut pos = 0;
+    loop {
+        let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
+            if buf.len() > max {
+                return Err("CGI header block too large");
+            }
+            return Ok(None);
+        };
+        let end = pos + n + 1;
+        if end > max {
+            return Err("CGI header block too large");
+        }
+        let line = &buf[pos..pos + n];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        pos = end;
+        if line.is_empty() {
+            return Ok(Some((lines, end)));
+        }
+        lines.push(line);
+    }
+}
+
 /// A client redirect is a 3xx; with another explicit status (say 201
 /// Created and a Location) the reply is a document that has a Location.
 fn redirect_kind(code: &mut u16, explicit: bool) -> CgiReply {
@@ -197,7 +209,7 @@ fn redirect_kind(code: &mut u16, explicit: bool) -> CgiReply {
 
 /// Splits `Name: value`, checking both. Values keep obs-text (bytes ≥ 0x80)
 /// but no control bytes other than tab.
-fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
+pub(super) fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
     if is_ows(line[0]) {
         return Err("CGI header line folded (obs-fold)");
     }
@@ -219,7 +231,7 @@ fn field(line: &[u8]) -> Result<(&[u8], &[u8]), &'static str> {
 /// `Status: 404 Not Found` (RFC 3875 §6.3.3): three digits, then an
 /// optional reason. Only final statuses: a 1xx from a script would leave
 /// the client waiting for a response that never comes.
-fn parse_status(value: &[u8]) -> Result<(u16, Option<Vec<u8>>), &'static str> {
+pub(super) fn parse_status(value: &[u8]) -> Result<(u16, Option<Vec<u8>>), &'static str> {
     const BAD: &str = "CGI Status is not a 3-digit code from 200 to 599";
     let (digits, rest) = value.split_at(value.len().min(3));
     if digits.len() != 3 || !digits.iter().all(u8::is_ascii_digit) {
@@ -238,7 +250,7 @@ fn parse_status(value: &[u8]) -> Result<(u16, Option<Vec<u8>>), &'static str> {
     Ok((code, (!reason.is_empty()).then(|| reason.to_vec())))
 }
 
-fn parse_length(value: &[u8]) -> Result<u64, &'static str> {
+pub(super) fn parse_length(value: &[u8]) -> Result<u64, &'static str> {
     const BAD: &str = "CGI Content-Length is not a number";
     if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
         return Err(BAD);

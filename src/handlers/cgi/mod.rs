@@ -18,6 +18,7 @@
 
 mod env;
 mod head;
+mod nph;
 mod process;
 mod programs;
 mod reply;

@@ -5,6 +5,7 @@
 //! (RFC 3875 §5).
 
 use super::head::{parse_head, CgiReply as Kind};
+use super::nph::parse_nph_head;
 use super::process::Process;
 use crate::handlers::pipe::{PipeReply, ReplyHead, ReplyStart};
 
@@ -35,6 +36,13 @@ impl PipeReply for ScriptReply {
     }
 
     fn start(&mut self, output: &[u8]) -> ReplyStart {
+        if self.nph {
+            return match parse_nph_head(output, self.max_head) {
+                Ok(None) => ReplyStart::Incomplete,
+                Ok(Some(head)) => ReplyStart::Head(head),
+                Err(why) => ReplyStart::Invalid(why),
+            };
+        }
         match parse_head(output, self.max_head) {
             Ok(None) => ReplyStart::Incomplete,
             Err(why) => ReplyStart::Invalid(why),
@@ -46,6 +54,7 @@ impl PipeReply for ScriptReply {
                     reason: head.reason,
                     headers: head.headers,
                     content_length: head.content_length,
+                    chunked: false,
                 }),
             },
         }

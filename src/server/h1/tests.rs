@@ -406,6 +406,7 @@ fn streamed_answers_are_framed_by_what_the_process_said() {
         reason: None,
         headers: b"Content-Type: text/plain\r\n".to_vec(),
         content_length,
+        chunked: false,
     };
     let to = |wanted, version, head_only| StreamFor {
         served: 1,
@@ -514,6 +515,7 @@ fn a_streamed_answer_without_a_length_is_chunked_on_a_kept_connection() {
         reason: None,
         headers: Vec::new(),
         content_length: None,
+        chunked: false,
     };
     let stream_for = |version| StreamFor {
         served: 1,

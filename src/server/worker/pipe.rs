@@ -94,6 +94,10 @@ pub struct PipeRun {
     /// The response must not be reused after this (truncated, aborted).
     broken: bool,
     reply: Box<dyn PipeReply>,
+    /// Decodes a body the process sent in chunked coding (an `nph-`
+    /// script's, over HTTP/2).
+    #[cfg(feature = "http2")]
+    dechunk: Option<BodyDecoder>,
 }
 
 impl PipeRun {
@@ -154,6 +158,8 @@ impl PipeRun {
             diagnostics_line: Vec::new(),
             broken: false,
             reply: pipe.reply,
+            #[cfg(feature = "http2")]
+            dechunk: None,
         }
     }
 

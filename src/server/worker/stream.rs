@@ -256,6 +256,7 @@ fn first_head(streamed: &Streamed, status: Status, headers: &[u8]) -> (Option<Re
                 reason: None,
                 headers: headers.to_vec(),
                 content_length: streamed.length,
+                chunked: false,
             };
             (Some(head), Vec::new())
         }

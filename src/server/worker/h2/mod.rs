@@ -10,9 +10,8 @@
 //!
 //! CGI programs answer streams as they answer HTTP/1.1 requests (see
 //! `pipe/h2.rs`; a body of unknown length is held whole first, as over
-//! HTTP/1.1), but for `nph-` ones: those streams are refused with
-//! RST_STREAM HTTP_1_1_REQUIRED, which tells the client to ask again
-//! over HTTP/1.1. Embedded handlers' bodies in pieces and later answers
+//! HTTP/1.1); an `nph-` program's own HTTP/1.1 response is read into a
+//! head and a body like any other's. Embedded handlers' bodies in pieces and later answers
 //! (and so servlets' streamed writes) go as DATA frames as they come
 //! (`stream/h2.rs`). A `[[throttle]]` rule paces the frames of the
 //! streams it covers, never the connection's other streams; its
@@ -326,25 +325,6 @@ impl Worker {
         ))
     }
 
-    /// Refuses stream `id` with HTTP_1_1_REQUIRED (RFC 9113 §7), which
-    /// tells the client to ask again over HTTP/1.1: its CGI program writes
-    /// a whole HTTP/1.1 response of its own (`nph-`).
-    fn h2_needs_http1(&mut self, c: &mut Conn, id: u32) {
-        if self.logger.enabled(Level::Info) {
-            self.logger.log(
-                Level::Info,
-                format_args!(
-                    "client {}: {} is answered by an nph- program, which needs HTTP/1.1: HTTP_1_1_REQUIRED",
-                    c.peer.ip(),
-                    String::from_utf8_lossy(self.req.target())
-                ),
-            );
-        }
-        if let Some(s) = c.h2.as_mut() {
-            s.conn.reset(id, ErrorCode::Http11Required);
-        }
-    }
-
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
@@ -379,10 +359,8 @@ impl Worker {
         let body_len = plan.body_len(&self.scratch);
         let Plan { status, body, .. } = plan;
         if let Body::Pipe(pipe) = body {
-            match self.h2_start_pipe(c, id, *pipe, redirects) {
-                Ok(()) => {}
-                Err(None) => self.h2_needs_http1(c, id),
-                Err(Some(plan)) => self.h2_answer(c, id, plan, redirects),
+            if let Err(plan) = self.h2_start_pipe(c, id, *pipe, redirects) {
+                self.h2_answer(c, id, plan, redirects);
             }
             return;
         }

@@ -13,6 +13,8 @@
 use super::input::InputEnd;
 use super::*;
 use crate::h2::ErrorCode;
+use crate::http::body::{BodyDecoder, BodyLimits};
+use crate::http::parse::BodyFraming;
 use crate::server::h2::{Answer, Piece};
 
 /// A process's output buffered for its stream before reading it pauses.
@@ -28,20 +30,17 @@ enum Turn {
 
 impl Worker {
     /// Starts `pipe` as the answer to the current request, on stream
-    /// `id` of `c` (`redirects` local redirects led to it). `Err(None)`
-    /// for a process whose reply HTTP/2 cannot carry (a whole HTTP/1.1
-    /// response of its own, `nph-`), `Err(Some(plan))` for an error.
+    /// `id` of `c` (`redirects` local redirects led to it), or the
+    /// error to answer instead. (An `nph-` script's whole HTTP/1.1
+    /// response is read as any script's head and body: see
+    /// `handlers::cgi::nph`.)
     pub(in crate::server::worker) fn h2_start_pipe(
         &mut self,
         c: &mut Conn,
         id: u32,
         mut pipe: Pipe,
         redirects: u8,
-    ) -> Result<(), Option<Plan>> {
-        if pipe.reply.is_raw() {
-            pipe.reply.stop();
-            return Err(None);
-        }
+    ) -> Result<(), Plan> {
         let free = c.h2.as_ref().and_then(|s| {
             (1..=H2_PIPES).find(|k| !s.answers.iter().any(|a| a.pipe.is_some() && a.slot == *k))
         });
@@ -54,12 +53,9 @@ impl Worker {
                     pipe.label
                 ),
             );
-            return Err(Some(Plan::error(
-                Status::SERVICE_UNAVAILABLE,
-                &mut self.scratch,
-            )));
+            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch));
         };
-        self.watch(&mut pipe, c.index, slot).map_err(Some)?;
+        self.watch(&mut pipe, c.index, slot)?;
         let head_only = self.req.method() == Method::Head;
         let held_body = pipe.held.is_some();
         let body_done = held_body || self.req.body() == crate::http::parse::BodyFraming::None;
@@ -207,8 +203,7 @@ impl Worker {
         };
         if p.sent_any {
             if !a.discard && !data.is_empty() {
-                a.body_len += data.len() as u64;
-                a.pieces.push_back(Piece::Bytes(data.to_vec(), 0));
+                body_piece(a, data);
             }
             return Ok(());
         }
@@ -229,11 +224,18 @@ impl Worker {
         a.discard = ends;
         a.expect = head.content_length;
         a.log = log;
+        if head.chunked {
+            let limits = BodyLimits {
+                max_body: u64::MAX,
+                max_chunk_ext: 4096,
+                max_trailers: self.cfg.limits.max_header_bytes,
+            };
+            p.dechunk = BodyDecoder::new(BodyFraming::Chunked, &limits).ok();
+        }
         let rest = p.head_buf.split_off(head.len);
         p.head_buf = Vec::new();
         if !ends && !rest.is_empty() {
-            a.body_len += rest.len() as u64;
-            a.pieces.push_back(Piece::Bytes(rest, 0));
+            body_piece(a, &rest);
         }
         Ok(())
     }
@@ -255,6 +257,13 @@ impl Worker {
             return self.h2_pipe_fail(c, a, Status::BAD_GATEWAY);
         }
         a.open = false;
+        if p.dechunk.as_ref().is_some_and(|d| !d.is_done()) && !a.discard {
+            self.logger.log(
+                Level::Error,
+                format_args!("{}: chunked output ended without its last chunk", p.label),
+            );
+            a.broken = true;
+        }
         if let Some(n) = a.expect.filter(|&n| n != a.body_len && !a.discard) {
             self.logger.log(
                 Level::Error,
@@ -407,6 +416,26 @@ impl Worker {
             }
         }
         !late.is_empty()
+    }
+}
+
+/// Queues body bytes the process wrote for its stream: as they are, or
+/// decoded from chunked coding (what follows the last chunk is dropped;
+/// bad coding ends the answer short, so its stream is reset).
+fn body_piece(a: &mut Answer, data: &[u8]) {
+    let Some(p) = a.pipe.as_mut() else { return };
+    let Some(d) = p.dechunk.as_mut() else {
+        a.body_len += data.len() as u64;
+        a.pieces.push_back(Piece::Bytes(data.to_vec(), 0));
+        return;
+    };
+    let (pieces, len) = (&mut a.pieces, &mut a.body_len);
+    let decoded = d.decode(data, &mut |bytes| {
+        *len += bytes.len() as u64;
+        pieces.push_back(Piece::Bytes(bytes.to_vec(), 0));
+    });
+    if decoded.is_err() {
+        a.broken = true;
     }
 }
 
