@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// Room the frame queue has while the connection is lent its buffers.
+const OUT_ROOM: usize = 4096;
+
 impl Conn {
     /// Resets stream `id` from our side (its answer cannot go on).
     pub fn reset(&mut self, id: u32, code: ErrorCode) {
@@ -197,7 +200,23 @@ impl Conn {
         if self.out.capacity() == 0 {
             std::mem::swap(&mut self.out, &mut spare.out);
         }
+        // Heads and control frames queue here between reads: room for a
+        // busy moment's (a new second's heads carry their table's fields
+        // again), so it does not grow while warm.
+        if self.out.capacity() < OUT_ROOM {
+            self.out.reserve(OUT_ROOM - self.out.len());
+        }
         self.decoder.lend(&mut spare.literals);
+    }
+
+    /// Whether it lacks one of the buffers [`Conn::lend`] gives.
+    pub fn lacks_buffers(&self) -> bool {
+        self.streams.capacity() == 0 || self.request.is_none() || self.out.capacity() == 0
+    }
+
+    /// Whether it holds none of them.
+    pub fn holds_no_buffers(&self) -> bool {
+        self.streams.capacity() == 0 && self.request.is_none() && self.out.capacity() == 0
     }
 
     /// Gives its buffers into `spare` (whose own must be empty, as

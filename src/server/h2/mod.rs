@@ -73,9 +73,17 @@ impl Session {
         self.conn.lend(&mut spare.conn);
     }
 
-    /// Whether the session has none of the buffers a worker lends.
-    pub fn dry(&self) -> bool {
+    /// Whether the session lacks one of the buffers a worker lends.
+    pub fn lacks_buffers(&self) -> bool {
+        self.answers.capacity() == 0 || self.conn.lacks_buffers()
+    }
+
+    /// Whether it holds none of them.
+    pub fn holds_no_buffers(&self) -> bool {
         self.answers.capacity() == 0
+            && self.spare_pieces.capacity() == 0
+            && self.spare_text.capacity() == 0
+            && self.conn.holds_no_buffers()
     }
 
     /// Gives its buffers into `spare` (empty, as [`Spares::default`]) if

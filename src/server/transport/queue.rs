@@ -202,6 +202,19 @@ impl Out {
         self.0.as_ref().map_or(&[], |q| &q.buf[q.pos..])
     }
 
+    /// Makes room for `extra` more bytes without growing the buffer
+    /// where dropping what was written already from its front is
+    /// enough (a queue that is sent a part at a time while it is
+    /// appended to would otherwise grow past what waits in it).
+    pub fn make_room(&mut self, extra: usize) {
+        if let Some(q) = self.0.as_mut() {
+            if q.pos > 0 && q.buf.len() + extra > q.buf.capacity() {
+                q.buf.drain(..q.pos);
+                q.pos = 0;
+            }
+        }
+    }
+
     /// Appends bytes to the queue.
     pub fn push_bytes(&mut self, bytes: &[u8]) {
         let start = self.buf_mut().len();

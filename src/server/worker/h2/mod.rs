@@ -198,7 +198,7 @@ impl Worker {
     /// Lends connection `c` the buffers its streams need, from the
     /// worker's spares, if it has none.
     fn h2_lend(&mut self, c: &mut Conn) {
-        let Some(s) = c.h2.as_mut().filter(|s| s.dry()) else {
+        let Some(s) = c.h2.as_mut().filter(|s| s.lacks_buffers()) else {
             return;
         };
         let Some(mut spare) = self.h2_spares.pop() else {
@@ -214,7 +214,7 @@ impl Worker {
     /// no stream open and nothing under way: an idle connection holds
     /// none (beyond [`SPARES`] kept, they are freed).
     pub(super) fn h2_take_back(&mut self, c: &mut Conn) {
-        let Some(s) = c.h2.as_mut().filter(|s| !s.dry()) else {
+        let Some(s) = c.h2.as_mut().filter(|s| !s.holds_no_buffers()) else {
             return;
         };
         let mut spare = Default::default();
@@ -563,12 +563,18 @@ impl Worker {
             // behind their frames' headers, many frames at once.
             let sendfile = frame as u64 > SMALL_FILE && self.cfg.static_files.sendfile;
             let batch = matches!(piece, Piece::File(..)) && !sendfile;
+            // (A batch fills the output queue up to its cap, not past it
+            // by more than a frame: its buffer, compacted as it fills,
+            // stays within the size a worker keeps for reuse.)
+            let queue_room = OUTPUT_CAP.saturating_sub(c.out.unsent() as usize);
             let room = match batch {
                 true => s
                     .conn
                     .window_room(id)
                     .min(FILE_BATCH)
-                    .min(s.conn.max_frame() * MAX_PIECES),
+                    .min(queue_room)
+                    .min(s.conn.max_frame() * MAX_PIECES)
+                    .max(frame.min(FILE_BATCH)),
                 false => frame,
             };
             let mut n = (piece.len() as usize).min(room);
@@ -585,10 +591,18 @@ impl Worker {
             // (A process's answer ends when it has, and not if short.)
             let end = last && n as u64 == piece.len() && !a.open && !a.broken;
             let sent = match piece {
-                Piece::Static(b, at) => frame_bytes(&mut s.conn, id, &b[*at..*at + n], end, at),
-                Piece::Bytes(b, at) => frame_bytes(&mut s.conn, id, &b[*at..*at + n], end, at),
+                Piece::Static(b, at) => {
+                    frame_bytes(&mut s.conn, &mut c.out, id, &b[*at..*at + n], end);
+                    *at += n;
+                    Ok(())
+                }
+                Piece::Bytes(b, at) => {
+                    frame_bytes(&mut s.conn, &mut c.out, id, &b[*at..*at + n], end);
+                    *at += n;
+                    Ok(())
+                }
                 Piece::Mem(m, at, len) => {
-                    s.conn.send_data(id, &m[*at..*at + n], end);
+                    frame_bytes(&mut s.conn, &mut c.out, id, &m[*at..*at + n], end);
                     *at += n;
                     *len -= n;
                     Ok(())
@@ -604,6 +618,7 @@ impl Worker {
                         k += 1;
                     }
                     // The frames queued before these go first.
+                    make_room(&mut c.out, n + HEAD_LEN * k + s.conn.out().len());
                     let start = c.out.buf_mut().len();
                     s.conn.drain_out(c.out.buf_mut());
                     let copied = if sendfile {
@@ -696,17 +711,30 @@ impl Worker {
     }
 }
 
-/// Sends `bytes` as one DATA frame, moving `at` past them.
-fn frame_bytes(
-    conn: &mut proto::Conn,
-    id: u32,
-    bytes: &[u8],
-    end: bool,
-    at: &mut usize,
-) -> io::Result<()> {
-    conn.send_data(id, bytes, end);
-    *at += bytes.len();
-    Ok(())
+/// Makes room in `out` for `extra` more bytes: what was written already
+/// leaves the front of its buffer first; if that is not enough, the
+/// buffer grows to the size a worker keeps for reuse ([`OUT_KEEP`]) at
+/// once, not by doubling past it (a queue that outgrows it is freed,
+/// and the next answer would allocate another).
+fn make_room(out: &mut Out, extra: usize) {
+    out.make_room(extra);
+    let buf = out.buf_mut();
+    if buf.len() + extra > buf.capacity() {
+        buf.reserve_exact(extra.max(OUT_KEEP.saturating_sub(buf.len())));
+    }
+}
+
+/// Queues `bytes` as one DATA frame of stream `id` straight into the
+/// output queue `out`, after the frames the protocol queued before it
+/// (heads, control frames), which thus keep their order.
+fn frame_bytes(conn: &mut proto::Conn, out: &mut Out, id: u32, bytes: &[u8], end: bool) {
+    let head = conn.data_head(id, bytes.len(), end);
+    make_room(out, HEAD_LEN + bytes.len() + conn.out().len());
+    let start = out.buf_mut().len();
+    conn.drain_out(out.buf_mut());
+    out.buf_mut().extend_from_slice(&head);
+    out.buf_mut().extend_from_slice(bytes);
+    out.commit(start);
 }
 
 /// Puts the pieces of a body, in order, into `v`.
