@@ -88,12 +88,12 @@ fn main() {
 /// Serves until interrupted. Each layer's error (`brisk::server::Error`,
 /// `brisk::log::LogError`, …) says what failed in its `Display`.
 fn serve() -> Result<(), Box<dyn std::error::Error>> {
-    let cfg = Config {
+    let mut cfg = Config {
         listen: vec![address()?],
-        root: std::env::current_dir()?,
         workers: 2,
         ..Config::default()
     };
+    cfg.site.root = std::env::current_dir()?;
     let logs = LogService::start(&cfg.log)?;
     let mut server = Server::bind(cfg)?;
     server

@@ -38,7 +38,10 @@ fn config(dir: &TempDir) -> Config {
     std::fs::write(root.join("a.txt"), b"AAAA").unwrap();
     let mut cfg = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        root: root.canonicalize().unwrap(),
+        site: brisk::config::SiteConfig {
+            root: root.canonicalize().unwrap(),
+            ..Config::default().site
+        },
         workers: 1,
         ..Config::default()
     };
@@ -229,7 +232,7 @@ fn a_panicking_or_wrong_handler_gets_a_500_and_the_worker_goes_on() {
 #[test]
 fn header_lines_are_checked_and_rules_apply() {
     let app = start(|cfg| {
-        cfg.headers.push(HeaderRule {
+        cfg.site.headers.push(HeaderRule {
             matcher: PathMatch::Prefix("/bad-header".to_string()),
             set: vec![("Cache-Control".to_string(), "no-store".to_string())],
         });
@@ -271,10 +274,10 @@ fn a_prefix_that_is_not_a_normalised_path_is_refused() {
 #[test]
 fn auth_rules_cover_mounts_and_the_handler_sees_the_user() {
     let app = start(|cfg| {
-        let file = cfg.root.parent().unwrap().join("htpasswd");
+        let file = cfg.site.root.parent().unwrap().join("htpasswd");
         // ann:test
         std::fs::write(&file, "ann:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=\n").unwrap();
-        cfg.auth.push(AuthRule {
+        cfg.site.auth.push(AuthRule {
             matcher: PathMatch::Prefix("/api/".to_string()),
             realm: "r".to_string(),
             htpasswd: file,

@@ -24,7 +24,10 @@ fn start(tweak: impl FnOnce(&mut Config), mount: impl FnOnce(&mut Server)) -> Ap
     std::fs::create_dir_all(&root).unwrap();
     let mut cfg = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        root: root.canonicalize().unwrap(),
+        site: brisk::config::SiteConfig {
+            root: root.canonicalize().unwrap(),
+            ..Config::default().site
+        },
         workers: 1,
         ..Config::default()
     };
@@ -366,7 +369,10 @@ fn an_unknown_name_or_a_failing_init_stops_the_start() {
     let dir = TempDir::new("streams");
     let mut cfg = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        root: dir.path.canonicalize().unwrap(),
+        site: brisk::config::SiteConfig {
+            root: dir.path.canonicalize().unwrap(),
+            ..Config::default().site
+        },
         workers: 1,
         ..Config::default()
     };

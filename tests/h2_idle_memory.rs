@@ -111,7 +111,10 @@ fn an_idle_h2_connection_keeps_the_clients_table_and_no_buffer() {
     std::fs::write(dir.join("index.html"), [b'x'; 100]).unwrap();
     let mut cfg = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        root: dir.clone(),
+        site: brisk::config::SiteConfig {
+            root: dir.clone(),
+            ..Config::default().site
+        },
         workers: 1,
         ..Config::default()
     };

@@ -325,7 +325,10 @@ fn steady_state_requests_do_not_allocate() {
     }
     let mut cfg = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        root: dir.clone(),
+        site: brisk::config::SiteConfig {
+            root: dir.clone(),
+            ..Config::default().site
+        },
         workers: 1,
         ..Config::default()
     };

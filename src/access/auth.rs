@@ -212,8 +212,8 @@ impl Auth {
     pub fn sharing(cfg: &Config, failures: SharedFailures) -> Result<Auth, super::Error> {
         let now = Instant::now();
         let mut files: Vec<Watched> = Vec::new();
-        let mut rules = Vec::with_capacity(cfg.auth.len());
-        for rule in &cfg.auth {
+        let mut rules = Vec::with_capacity(cfg.site.auth.len());
+        for rule in &cfg.site.auth {
             let existing = files.iter().position(|f| {
                 f.path() == rule.htpasswd && f.allow_plaintext() == rule.allow_plaintext
             });

@@ -13,7 +13,7 @@ use super::proxy::ProxySection;
 use super::summary;
 use super::tls::{self, CertificateSource, Read, TlsSection};
 use super::units::{self, LISTEN_HELP};
-use super::{Command, Config, ConfigError, Level, LogTarget, ProxyConfig};
+use super::{Command, Config, ConfigError, Level, LogTarget, ProxyConfig, SiteConfig};
 
 /// The TOML document baked in at build time (`BRISK_DEFAULT_CONFIG`), or
 /// empty; see `build.rs`.
@@ -193,10 +193,10 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
     if listen_flags {
         config.listen = flags.listen;
     }
-    config.static_files.autoindex |= flags.autoindex;
+    config.site.static_files.autoindex |= flags.autoindex;
     if let Some(root) = flags.root {
-        config.root = cwd.join(root);
-        origins.root = Some("--root".to_string());
+        config.site.root = cwd.join(root);
+        origins.site.root = Some("--root".to_string());
     }
     if let Some(n) = flags.workers {
         config.workers = n;
@@ -256,12 +256,31 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
         config.workers = auto_workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     }
-    let root_from = origins
-        .root
-        .as_deref()
-        .unwrap_or("root (default: the current directory)");
-    config.root = check_root(&config.root, root_from)?;
-    if !config.cgi.is_empty() {
+    let sites = std::iter::once(&mut config.site).chain(config.sites.iter_mut());
+    for (i, (site, from)) in sites
+        .zip(std::iter::once(&origins.site).chain(&origins.sites))
+        .enumerate()
+    {
+        let root_from = from
+            .root
+            .as_deref()
+            .unwrap_or("root (default: the current directory)");
+        site.root = check_root(&site.root, root_from)?;
+        if config.sandbox && site.static_files.symlinks_outside_root {
+            // Landlock lets the server read only beneath the root (and what
+            // else it was given at start), so such links would be 403s; the
+            // links can change at any time, and a sandbox cannot widen.
+            let key = match i {
+                0 => "static.symlinks_outside_root".to_string(),
+                i => format!("site[{i}].static.symlinks_outside_root"),
+            };
+            let from = from.symlinks.as_deref().unwrap_or(&key);
+            return Err(error(format!(
+                "{from}: true cannot work with the sandbox on: its Landlock rules let brisk read only beneath the document root, so files behind symlinks that leave it would all be refused (403); set sandbox = false (or --no-sandbox) to follow them, or keep the links' targets inside the root"
+            )));
+        }
+    }
+    if SiteConfig::all(&config).any(|site| !site.cgi.is_empty()) {
         // Used only with CGI (request bodies held for programs).
         let from = origins
             .temp_dir
@@ -274,18 +293,6 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
         )?;
     }
     jail::check(&mut config, &origins)?;
-    if config.sandbox && config.static_files.symlinks_outside_root {
-        // Landlock lets the server read only beneath the root (and what
-        // else it was given at start), so such links would be 403s; the
-        // links can change at any time, and a sandbox cannot widen.
-        let from = origins
-            .symlinks
-            .as_deref()
-            .unwrap_or("static.symlinks_outside_root");
-        return Err(error(format!(
-            "{from}: true cannot work with the sandbox on: its Landlock rules let brisk read only beneath the document root, so files behind symlinks that leave it would all be refused (403); set sandbox = false (or --no-sandbox) to follow them, or keep the links' targets inside the root"
-        )));
-    }
     // Files are created at start-up, but their directories must exist:
     // better said here, with the line, than by a failing open later.
     let files = [

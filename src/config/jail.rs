@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::load::Origins;
-use super::{CgiTarget, Config, ConfigError, Group, LogTarget, User};
+use super::{CgiTarget, Config, ConfigError, Group, LogTarget, SiteConfig, User};
 use crate::sys::privileges;
 
 /// Names resolved so far in this process. A reload (SIGHUP) runs inside
@@ -217,63 +217,76 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             jail.display()
         ))
     };
-    if !config.root.starts_with(&jail) {
-        let what = origins.root.as_deref().unwrap_or("root");
-        return Err(outside(what, &config.root));
-    }
-    for (i, rule) in config.cgi.iter_mut().enumerate() {
-        let origin = |key: &str| {
-            origins
-                .cgi
-                .get(i)
-                .and_then(|o| o.iter().find(|(k, _)| *k == key))
-                .map_or_else(|| format!("cgi[{}].{key}", i + 1), |(_, o)| o.clone())
+    let sites = std::iter::once(&mut config.site).chain(config.sites.iter_mut());
+    let site_origins = std::iter::once(&origins.site).chain(&origins.sites);
+    for (n, (site, origins)) in sites.zip(site_origins).enumerate() {
+        // Keys as the file names them: `cgi[1].dir`, `site[2].cgi[1].dir`.
+        let prefix = match n {
+            0 => String::new(),
+            n => format!("site[{n}]."),
         };
-        let mut paths: Vec<(&str, &mut PathBuf)> = Vec::new();
-        match &mut rule.target {
-            CgiTarget::Dir { dir, .. } => paths.push(("dir", dir)),
-            CgiTarget::Program { program, .. } => paths.push(("program", program)),
-            CgiTarget::Pattern(_) => {}
+        if !site.root.starts_with(&jail) {
+            let what = origins.root.clone().unwrap_or(format!("{prefix}root"));
+            return Err(outside(&what, &site.root));
         }
-        if let Some(interp) = &mut rule.interpreter {
-            paths.push(("interpreter", interp));
+        for (i, rule) in site.cgi.iter_mut().enumerate() {
+            let origin = |key: &str| {
+                origins
+                    .cgi
+                    .get(i)
+                    .and_then(|o| o.iter().find(|(k, _)| *k == key))
+                    .map_or_else(
+                        || format!("{prefix}cgi[{}].{key}", i + 1),
+                        |(_, o)| o.clone(),
+                    )
+            };
+            let mut paths: Vec<(&str, &mut PathBuf)> = Vec::new();
+            match &mut rule.target {
+                CgiTarget::Dir { dir, .. } => paths.push(("dir", dir)),
+                CgiTarget::Program { program, .. } => paths.push(("program", program)),
+                CgiTarget::Pattern(_) => {}
+            }
+            if let Some(interp) = &mut rule.interpreter {
+                paths.push(("interpreter", interp));
+            }
+            for w in &mut rule.writable {
+                paths.push(("writable", w));
+            }
+            for (key, path) in paths {
+                let real = path.canonicalize().map_err(|e| {
+                    error(format!(
+                        "{}: cannot use {}: {e}",
+                        origin(key),
+                        path.display()
+                    ))
+                })?;
+                if !real.starts_with(&jail) {
+                    return Err(outside(&origin(key), &real));
+                }
+                *path = real;
+            }
         }
-        for w in &mut rule.writable {
-            paths.push(("writable", w));
-        }
-        for (key, path) in paths {
-            let real = path.canonicalize().map_err(|e| {
+        for (i, rule) in site.auth.iter_mut().enumerate() {
+            let what = format!("{prefix}auth[{}].htpasswd", i + 1);
+            let real = rule.htpasswd.canonicalize().map_err(|e| {
                 error(format!(
-                    "{}: cannot use {}: {e}",
-                    origin(key),
-                    path.display()
+                    "{what}: cannot use {}: {e}",
+                    rule.htpasswd.display()
                 ))
             })?;
             if !real.starts_with(&jail) {
-                return Err(outside(&origin(key), &real));
+                return Err(outside(&what, &real));
             }
-            *path = real;
+            rule.htpasswd = real;
         }
     }
-    if !config.cgi.is_empty() && !config.temp_dir.starts_with(&jail) {
+    let cgi = SiteConfig::all(config).any(|site| !site.cgi.is_empty());
+    if cgi && !config.temp_dir.starts_with(&jail) {
         let what = origins
             .temp_dir
             .as_deref()
             .unwrap_or("temp_dir (default: $TMPDIR or /tmp; set one inside the chroot)");
         return Err(outside(what, &config.temp_dir));
-    }
-    for (i, rule) in config.auth.iter_mut().enumerate() {
-        let what = format!("auth[{}].htpasswd", i + 1);
-        let real = rule.htpasswd.canonicalize().map_err(|e| {
-            error(format!(
-                "{what}: cannot use {}: {e}",
-                rule.htpasswd.display()
-            ))
-        })?;
-        if !real.starts_with(&jail) {
-            return Err(outside(&what, &real));
-        }
-        rule.htpasswd = real;
     }
     config.chroot = Some(jail);
     Ok(())
@@ -305,20 +318,22 @@ impl Config {
                 *p = q;
             }
         };
-        rebase(&mut c.root);
-        for rule in &mut c.cgi {
-            match &mut rule.target {
-                CgiTarget::Dir { dir, .. } => rebase(dir),
-                CgiTarget::Program { program, .. } => rebase(program),
-                CgiTarget::Pattern(_) => {}
+        for site in std::iter::once(&mut c.site).chain(c.sites.iter_mut()) {
+            rebase(&mut site.root);
+            for rule in &mut site.cgi {
+                match &mut rule.target {
+                    CgiTarget::Dir { dir, .. } => rebase(dir),
+                    CgiTarget::Program { program, .. } => rebase(program),
+                    CgiTarget::Pattern(_) => {}
+                }
+                if let Some(i) = &mut rule.interpreter {
+                    rebase(i);
+                }
+                rule.writable.iter_mut().for_each(rebase);
             }
-            if let Some(i) = &mut rule.interpreter {
-                rebase(i);
+            for rule in &mut site.auth {
+                rebase(&mut rule.htpasswd);
             }
-            rule.writable.iter_mut().for_each(rebase);
-        }
-        for rule in &mut c.auth {
-            rebase(&mut rule.htpasswd);
         }
         rebase(&mut c.temp_dir);
         for t in [&mut c.log.access, &mut c.log.error] {
@@ -357,8 +372,7 @@ mod tests {
 
     #[test]
     fn config_in_jail() {
-        let c = Config {
-            root: PathBuf::from("/srv/jail/www"),
+        let mut c = Config {
             chroot: Some(PathBuf::from("/srv/jail")),
             pid_file: Some(PathBuf::from("/run/brisk.pid")),
             log: super::super::LogConfig {
@@ -367,8 +381,9 @@ mod tests {
             },
             ..Config::default()
         };
+        c.site.root = PathBuf::from("/srv/jail/www");
         let j = c.in_jail();
-        assert_eq!(j.root, PathBuf::from("/www"));
+        assert_eq!(j.site.root, PathBuf::from("/www"));
         assert_eq!(
             j.log.access,
             LogTarget::File(PathBuf::from("/log/access.log"))
@@ -383,6 +398,9 @@ mod tests {
             ..c.clone()
         };
         assert_eq!(outside_log.in_jail().log.access, LogTarget::Off);
-        assert_eq!(Config::default().in_jail().root, Config::default().root);
+        assert_eq!(
+            Config::default().in_jail().site.root,
+            Config::default().site.root
+        );
     }
 }

@@ -34,7 +34,8 @@ pub(crate) struct Source<'a> {
 /// layer's sandbox), shown after the file, line and key.
 pub(crate) type Readable<'a> = &'a dyn Fn(&Path) -> Result<(), super::Unreadable>;
 
-/// Keys of the top-level table.
+/// Keys of the top-level table: the server-wide ones, [`SITE_KEYS`], and
+/// `site`/`vhost`.
 pub(super) const TOP_KEYS: &[&str] = &[
     "listen",
     "root",
@@ -63,6 +64,27 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "servlets",
     "proxy",
     "upgrade",
+    "site",
+    "vhost",
+];
+
+/// Keys a `[[site]]` table may hold: `hosts`, and what the top level
+/// holds for the default site. Every other top-level key is server-wide.
+pub(super) const SITE_KEYS: &[&str] = &[
+    "hosts", "root", "static", "mime", "headers", "cgi", "throttle", "auth", "servlets",
+];
+
+/// Keys of `[static]` and `[servlets]` that size or tune per-worker
+/// machinery shared by every site (the open-file cache, the socket's
+/// sendfile, the Lua state's limits): set at the top level only.
+pub(super) const SERVER_WIDE_SITE_KEYS: &[&str] = &[
+    "static.open_file_cache",
+    "static.open_file_cache_valid",
+    "static.sendfile",
+    "servlets.cpu_time",
+    "servlets.memory",
+    "servlets.max_output",
+    "servlets.shared_memory",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.
@@ -75,7 +97,10 @@ pub(super) type Entry<'t, 'i> = (&'t Spanned<DeString<'i>>, &'t Spanned<DeValue<
 /// the command line had its chance to override them.
 #[derive(Default)]
 pub(crate) struct Origins {
-    pub(crate) root: Option<String>,
+    /// The default site's.
+    pub(crate) site: SiteOrigins,
+    /// Each `[[site]]`'s, in order.
+    pub(crate) sites: Vec<SiteOrigins>,
     pub(crate) daemon: Option<String>,
     pub(crate) pid_file: Option<String>,
     pub(crate) access: Option<String>,
@@ -83,10 +108,7 @@ pub(crate) struct Origins {
     pub(crate) user: Option<String>,
     pub(crate) group: Option<String>,
     pub(crate) chroot: Option<String>,
-    pub(crate) symlinks: Option<String>,
     pub(crate) temp_dir: Option<String>,
-    /// Per `[[cgi]]` rule: where each path it names was set.
-    pub(crate) cgi: Vec<super::cgi::PathOrigins>,
     /// Whether the document has a top-level `listen`.
     pub(crate) listen: bool,
     /// `[tls]`, its certificates not read yet.
@@ -95,11 +117,24 @@ pub(crate) struct Origins {
     pub(crate) proxy: Option<super::proxy::ProxySection>,
 }
 
+/// [`Origins`] of one site's settings.
+#[derive(Default)]
+pub(crate) struct SiteOrigins {
+    pub(crate) root: Option<String>,
+    pub(crate) symlinks: Option<String>,
+    /// Per `[[cgi]]` rule: where each path it names was set.
+    pub(crate) cgi: Vec<super::cgi::PathOrigins>,
+}
+
 /// Loads `src` on top of `config`.
 pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, ConfigError> {
     let doc = DeTable::parse(src.text).map_err(|e| syntax_error(src, &e))?;
-    let loader = Loader { src };
+    let loader = Loader {
+        src,
+        prefix: String::new(),
+    };
     let mut origins = Origins::default();
+    let mut site_tables = Vec::new();
     for (key, value) in sorted(doc.get_ref()) {
         let name = key.get_ref().as_ref();
         match name {
@@ -110,10 +145,6 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             "tls" => origins.tls = Some(loader.tls(value)?),
             "proxy" => origins.proxy = Some(loader.proxy(value)?),
             "http2" => loader.http2(value, &mut config.http2)?,
-            "root" => {
-                config.root = loader.path("root", value)?;
-                origins.root = Some(loader.origin("root", value));
-            }
             "workers" => config.workers = loader.integer("workers", value, 0, 1024)? as usize,
             "server_header" => {
                 let s = loader.string("server_header", value)?;
@@ -135,16 +166,8 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.pid_file = Some(loader.origin("pid_file", value));
             }
             "log" => loader.log(value, config, &mut origins)?,
-            "static" => loader.static_section(value, config, &mut origins)?,
             "limits" => loader.limits(value, config)?,
             "timeouts" => loader.timeouts(value, config)?,
-            "mime" => config.mime = loader.mime(value)?,
-            "headers" => config.headers = loader.headers(value)?,
-            "cgi" => {
-                let (rules, where_) = loader.cgi(value)?;
-                config.cgi = rules;
-                origins.cgi = where_;
-            }
             "user" => {
                 config.user = Some(loader.user(value)?);
                 origins.user = Some(loader.origin("user", value));
@@ -164,12 +187,49 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 config.temp_dir = loader.path("temp_dir", value)?;
                 origins.temp_dir = Some(loader.origin("temp_dir", value));
             }
-            "throttle" => config.throttle = loader.throttles(value)?,
-            "auth" => config.auth = loader.auth(value)?,
             "handlers" => config.handlers = loader.handlers(value)?,
-            "servlets" => loader.servlets(value, &mut config.servlets)?,
+            // After the top level: a site starts from the default site's
+            // settings, wherever in the file they are.
+            "site" | "vhost" => site_tables.push((name, value)),
+            _ if SITE_KEYS.contains(&name) && name != "hosts" => {
+                loader.site_key(key, value, &mut config.site, &mut origins.site)?
+            }
             _ => return Err(loader.unknown(key, "", TOP_KEYS)),
         }
+    }
+    for (name, value) in site_tables {
+        loader.each_table(name, value, |section, item, table| {
+            let site = Loader {
+                src,
+                prefix: format!("{section}."),
+            };
+            let mut out = config.site.inherit();
+            let mut here = SiteOrigins::default();
+            for (key, value) in sorted(table) {
+                let k = key.get_ref().as_ref();
+                match k {
+                    "hosts" => out.hosts = site.hosts(value, &config.sites)?,
+                    _ if SITE_KEYS.contains(&k) => site.site_key(key, value, &mut out, &mut here)?,
+                    _ if TOP_KEYS.contains(&k) => {
+                        return Err(site.fail(
+                            key,
+                            k,
+                            "is server-wide: set it at the top level of the file, outside every [[site]]",
+                        ))
+                    }
+                    _ => return Err(site.unknown(key, "", SITE_KEYS)),
+                }
+            }
+            if out.hosts.is_empty() {
+                return Err(site.fail(item, "hosts", "missing: a [[site]] answers the host names it lists, such as hosts = [\"example.org\", \"*.example.org\"]"));
+            }
+            if here.root.is_none() {
+                return Err(site.fail(item, "root", "missing: every [[site]] names its own document root"));
+            }
+            config.sites.push(out);
+            origins.sites.push(here);
+            Ok(())
+        })?;
     }
     Ok(origins)
 }
@@ -223,6 +283,9 @@ fn describe(v: &DeValue<'_>) -> String {
 /// every error names the file, the line and the key.
 pub(super) struct Loader<'s> {
     pub(super) src: &'s Source<'s>,
+    /// Put before every key an error names: `site[2].` inside the second
+    /// `[[site]]`, empty at the top level.
+    pub(super) prefix: String,
 }
 
 impl Loader<'_> {
@@ -237,13 +300,13 @@ impl Loader<'_> {
 
     /// `site.toml:12: key`, for errors found after loading.
     pub(super) fn origin<T>(&self, key: &str, v: &Spanned<T>) -> String {
-        format!("{}: {key}", self.at(v.span()))
+        format!("{}: {}{key}", self.at(v.span()), self.prefix)
     }
 
     /// `site.toml:12: key: msg`.
     pub(super) fn fail<T>(&self, v: &Spanned<T>, key: &str, msg: &str) -> ConfigError {
         ConfigError {
-            message: format!("{}: {key}: {msg}", self.at(v.span())),
+            message: format!("{}: {}{key}: {msg}", self.at(v.span()), self.prefix),
         }
     }
 
@@ -262,9 +325,9 @@ impl Loader<'_> {
     ) -> ConfigError {
         let name = key.get_ref().as_ref();
         let full = if section.is_empty() {
-            name.to_string()
+            format!("{}{name}", self.prefix)
         } else {
-            format!("{section}.{name}")
+            format!("{}{section}.{name}", self.prefix)
         };
         let hint = match units::nearest(name, allowed) {
             Some(n) => format!("did you mean \"{n}\"? "),

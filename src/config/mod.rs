@@ -18,6 +18,7 @@ mod mime_types;
 mod proxy;
 mod sections;
 mod servlets;
+mod site;
 mod summary;
 mod throttle;
 mod tls;
@@ -45,8 +46,12 @@ pub struct Config {
     /// `--port`, `[tls] listen`, `[proxy] listen`): `listen` is the
     /// built-in default, which sockets passed by systemd replace.
     pub listen_default: bool,
-    /// The document root, absolute and canonical.
-    pub root: PathBuf,
+    /// The default site: the top level's per-site settings (document
+    /// root, `[static]`, rules), which answers every request no `[[site]]`
+    /// claims.
+    pub site: SiteConfig,
+    /// `[[site]]` (or `[[vhost]]`) tables, in file order.
+    pub sites: Vec<SiteConfig>,
     /// Worker threads (event loops); already resolved (never 0).
     pub workers: usize,
     /// Run in the background (`--daemon`).
@@ -62,19 +67,6 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// `[log]`.
     pub log: LogConfig,
-    /// `[static]`.
-    pub static_files: StaticConfig,
-    /// Extension (no dot, lower case) → content type overrides from `[mime]`.
-    pub mime: Vec<(String, String)>,
-    /// Byte-rate limits by path, from `[[throttle]]`, in file order.
-    pub throttle: Vec<ThrottleRule>,
-    /// Extra response headers by path, from `[[headers]]`, in file order.
-    pub headers: Vec<HeaderRule>,
-    /// CGI rules from `[[cgi]]`, in file order (the first match wins).
-    pub cgi: Vec<CgiRule>,
-    /// Basic authentication rules from `[[auth]]`, in file order (the
-    /// first match wins).
-    pub auth: Vec<AuthRule>,
     /// The user to run as once listeners and files are open (`user`,
     /// `--user`); `None` keeps the starting user.
     pub user: Option<User>,
@@ -108,10 +100,69 @@ pub struct Config {
     pub http2: Http2Config,
     /// Named handlers mounted at paths, from `[[handlers]]`, in file order.
     pub handlers: Vec<HandlerRule>,
-    /// `[servlets]`: Lua servlets under URL prefixes.
-    pub servlets: ServletsConfig,
     /// `[proxy]`: PROXY protocol listeners and trusted proxies.
     pub proxy: ProxyConfig,
+}
+
+/// What one site serves and how: the per-site part of the configuration,
+/// read by the same code from the top level (the default site) and from
+/// each `[[site]]` table.
+#[derive(Debug, Clone)]
+pub struct SiteConfig {
+    /// Host names this site answers (`hosts`): lower case, without a
+    /// trailing dot or a port; `*.example.org` matches any name below
+    /// `example.org`. Empty for the default site.
+    pub hosts: Vec<String>,
+    /// The document root, absolute and canonical.
+    pub root: PathBuf,
+    /// `[static]`.
+    pub static_files: StaticConfig,
+    /// Extension (no dot, lower case) → content type overrides from `[mime]`.
+    pub mime: Vec<(String, String)>,
+    /// Byte-rate limits by path, from `[[throttle]]`, in file order.
+    pub throttle: Vec<ThrottleRule>,
+    /// Extra response headers by path, from `[[headers]]`, in file order.
+    pub headers: Vec<HeaderRule>,
+    /// CGI rules from `[[cgi]]`, in file order (the first match wins).
+    pub cgi: Vec<CgiRule>,
+    /// Basic authentication rules from `[[auth]]`, in file order (the
+    /// first match wins).
+    pub auth: Vec<AuthRule>,
+    /// `[servlets]`: Lua servlets under URL prefixes.
+    pub servlets: ServletsConfig,
+}
+
+impl SiteConfig {
+    /// What a `[[site]]` starts from before its own keys: the default
+    /// site's settings tables (`[static]`, `[mime]`), so that a site need
+    /// not repeat them, but none of its rules (`[[headers]]`, `[[cgi]]`,
+    /// `[[auth]]`, `[[throttle]]`, `[servlets]`), which name paths and
+    /// programs of the default site. A per-site key added later decides
+    /// here whether it is inherited.
+    pub fn inherit(&self) -> SiteConfig {
+        SiteConfig {
+            hosts: Vec::new(),
+            root: self.root.clone(),
+            static_files: self.static_files.clone(),
+            mime: self.mime.clone(),
+            throttle: Vec::new(),
+            headers: Vec::new(),
+            cgi: Vec::new(),
+            auth: Vec::new(),
+            // The limits are server-wide (one Lua state per worker).
+            servlets: ServletsConfig {
+                enable: false,
+                paths: vec!["/servlets/".to_string()],
+                config: Value::default(),
+                ..self.servlets.clone()
+            },
+        }
+    }
+
+    /// The default site and then every `[[site]]`.
+    pub fn all(config: &Config) -> impl Iterator<Item = &SiteConfig> {
+        std::iter::once(&config.site).chain(config.sites.iter())
+    }
 }
 
 /// `[proxy]`: behind load balancers and reverse proxies.
@@ -590,7 +641,30 @@ impl Default for Config {
         Config {
             listen: vec![SocketAddr::from(([127, 0, 0, 1], 8080))],
             listen_default: true,
-            root: PathBuf::from("."),
+            site: SiteConfig {
+                hosts: Vec::new(),
+                root: PathBuf::from("."),
+                static_files: StaticConfig {
+                    index: vec!["index.html".to_string()],
+                    autoindex: false,
+                    dotfiles: Dotfiles::Deny,
+                    query_in_filename: Vec::new(),
+                    precompressed: true,
+                    symlinks_outside_root: false,
+                    open_file_cache: 1024,
+                    open_file_cache_valid: Duration::from_secs(1),
+                    default_type: crate::http::mime::DEFAULT_TYPE.to_string(),
+                    mime_types: None,
+                    sendfile: true,
+                },
+                mime: Vec::new(),
+                headers: Vec::new(),
+                throttle: Vec::new(),
+                cgi: Vec::new(),
+                auth: Vec::new(),
+                servlets: servlets::defaults(),
+            },
+            sites: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             daemon: false,
             pid_file: None,
@@ -628,23 +702,6 @@ impl Default for Config {
                 level: Level::Info,
                 error: LogTarget::Stderr,
             },
-            static_files: StaticConfig {
-                index: vec!["index.html".to_string()],
-                autoindex: false,
-                dotfiles: Dotfiles::Deny,
-                query_in_filename: Vec::new(),
-                precompressed: true,
-                symlinks_outside_root: false,
-                open_file_cache: 1024,
-                open_file_cache_valid: Duration::from_secs(1),
-                default_type: crate::http::mime::DEFAULT_TYPE.to_string(),
-                mime_types: None,
-                sendfile: true,
-            },
-            mime: Vec::new(),
-            headers: Vec::new(),
-            throttle: Vec::new(),
-            cgi: Vec::new(),
             user: None,
             group: None,
             chroot: None,
@@ -653,11 +710,9 @@ impl Default for Config {
             upgrade: true,
             config_file: None,
             temp_dir: std::env::temp_dir(),
-            auth: Vec::new(),
             tls: None,
             http2: http2::defaults(),
             handlers: Vec::new(),
-            servlets: servlets::defaults(),
             proxy: ProxyConfig::default(),
         }
     }
@@ -798,7 +853,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::TOP_KEYS.iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 14] = [
+    let sections: [(&str, &[&str]); 15] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -813,6 +868,7 @@ pub fn known_keys() -> Vec<String> {
         ("http2", http2::HTTP2_KEYS),
         ("servlets", servlets::SERVLET_KEYS),
         ("proxy", proxy::PROXY_KEYS),
+        ("site", &["hosts"]),
     ];
     for (section, keys) in sections {
         out.extend(keys.iter().map(|k| format!("{section}.{k}")));

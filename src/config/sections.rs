@@ -6,10 +6,11 @@
 use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
-use super::load::{sorted, Loader, Origins};
+use super::load::{sorted, Loader, Origins, SiteOrigins};
 use super::units;
 use super::{
     AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogField, LogTarget, PathMatch,
+    SiteConfig,
 };
 use crate::http::grammar;
 
@@ -102,10 +103,10 @@ impl Loader<'_> {
     pub(super) fn static_section(
         &self,
         v: &Spanned<DeValue<'_>>,
-        config: &mut Config,
-        origins: &mut Origins,
+        site: &mut SiteConfig,
+        origins: &mut SiteOrigins,
     ) -> Result<(), ConfigError> {
-        let st = &mut config.static_files;
+        let st = &mut site.static_files;
         for (key, value) in sorted(self.table("static", v)?) {
             match key.get_ref().as_ref() {
                 "index" => {

@@ -47,7 +47,7 @@ fn server(c: &Config, s: &mut String) {
     } else {
         let _ = writeln!(s, "listen: {}", listen.join(", "));
     }
-    let _ = writeln!(s, "root: {}", c.root.display());
+    let _ = writeln!(s, "root: {}", c.site.root.display());
     let _ = writeln!(s, "workers: {}", c.workers);
     if c.server_header != Config::default().server_header {
         let _ = writeln!(s, "server header: {:?}", c.server_header);
@@ -146,7 +146,7 @@ fn proxy(c: &Config, s: &mut String) {
 }
 
 fn static_files(c: &Config, s: &mut String) {
-    let st = &c.static_files;
+    let st = &c.site.static_files;
     let on = |b: bool| if b { "on" } else { "off" };
     let dotfiles = match st.dotfiles {
         super::Dotfiles::Deny => "deny (403)",
@@ -199,20 +199,20 @@ fn static_files(c: &Config, s: &mut String) {
 }
 
 fn mime(c: &Config, s: &mut String) {
-    rule_set(s, "mime overrides", &c.mime, |(ext, ty)| {
+    rule_set(s, "mime overrides", &c.site.mime, |(ext, ty)| {
         format!(".{ext}: {ty}")
     });
 }
 
 fn headers(c: &Config, s: &mut String) {
-    rule_set(s, "headers", &c.headers, |rule| {
+    rule_set(s, "headers", &c.site.headers, |rule| {
         let set: Vec<String> = rule.set.iter().map(|(n, v)| format!("{n}: {v}")).collect();
         format!("{}: {}", matcher(&rule.matcher), set.join("; "))
     });
 }
 
 fn throttles(c: &Config, s: &mut String) {
-    rule_set(s, "throttles", &c.throttle, |rule| {
+    rule_set(s, "throttles", &c.site.throttle, |rule| {
         let mut rates = Vec::new();
         if let Some(r) = rule.rate {
             rates.push(format!("{}/s shared by all its clients", size(r)));
@@ -225,7 +225,7 @@ fn throttles(c: &Config, s: &mut String) {
 }
 
 fn cgi(c: &Config, s: &mut String) {
-    rule_set(s, "cgi", &c.cgi, |rule| {
+    rule_set(s, "cgi", &c.site.cgi, |rule| {
         let mut line = match &rule.target {
             CgiTarget::Dir { url, dir } => format!("url {url}: scripts in {}", dir.display()),
             CgiTarget::Program { url, program } => {
@@ -251,7 +251,7 @@ fn cgi(c: &Config, s: &mut String) {
         }
         line
     });
-    if !c.cgi.is_empty() {
+    if !c.site.cgi.is_empty() {
         let _ = writeln!(
             s,
             "  chunked request bodies held in {} (past 64 KiB)",
@@ -261,7 +261,7 @@ fn cgi(c: &Config, s: &mut String) {
 }
 
 fn auth(c: &Config, s: &mut String) {
-    rule_set(s, "auth", &c.auth, |rule| {
+    rule_set(s, "auth", &c.site.auth, |rule| {
         format!(
             "{}: realm {:?}, users from {}{}",
             matcher(&rule.matcher),
@@ -293,7 +293,7 @@ fn handlers(c: &Config, s: &mut String) {
 }
 
 fn servlets(c: &Config, s: &mut String) {
-    let v = &c.servlets;
+    let v = &c.site.servlets;
     if !v.enable {
         let _ = writeln!(s, "servlets: off");
         return;
@@ -508,10 +508,10 @@ fn confinement(c: &Config, s: &mut String) {
     match sandbox::landlock_abi() {
         Some(abi) => {
             let mut reads = vec!["the document root"];
-            if !c.cgi.is_empty() {
+            if !c.site.cgi.is_empty() {
                 reads.push("the CGI directories and programs");
             }
-            if !c.auth.is_empty() {
+            if !c.site.auth.is_empty() {
                 reads.push("the htpasswd files' directories");
             }
             if c.config_file.is_some() {
@@ -527,7 +527,7 @@ fn confinement(c: &Config, s: &mut String) {
             if files {
                 places.push("the log files".to_string());
             }
-            if !c.cgi.is_empty() {
+            if !c.site.cgi.is_empty() {
                 places.push(format!("unnamed files in {}", c.temp_dir.display()));
             }
             let writes = match places.is_empty() {
@@ -553,7 +553,7 @@ fn confinement(c: &Config, s: &mut String) {
     } else {
         s.push_str("  seccomp: no filter for this architecture; brisk runs without it\n");
     }
-    if !c.cgi.is_empty() {
+    if !c.site.cgi.is_empty() {
         s.push_str(
             "  CGI programs start from a launcher process with a sandbox of its own: they may \
              also read and run the system directories; no seccomp filter\n",

@@ -38,6 +38,7 @@ impl Counters {
         );
         Counters {
             throttles: cfg
+                .site
                 .throttle
                 .iter()
                 .map(|t| t.rate.map(|r| Arc::new(Rate::new(r, now))))

@@ -158,7 +158,7 @@ fn bind_listeners(
 /// error.
 fn open_root(cfg: &Arc<Config>, in_chroot: bool) -> Result<StaticFiles, Error> {
     StaticFiles::new(Arc::clone(cfg)).map_err(|source| Error::OpenRoot {
-        root: cfg.root.clone(),
+        root: cfg.site.root.clone(),
         in_chroot,
         source,
     })
@@ -189,7 +189,7 @@ impl Registry {
             let init = Init {
                 config: &rule.config,
                 path: &rule.path,
-                root: &cfg.root,
+                root: &cfg.site.root,
             };
             let handler = make(&init).map_err(|why| {
                 Error::Handler(format!(
@@ -378,10 +378,10 @@ fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<Arc<[
     let mut all = code.to_vec();
     all.extend(registry.mounts(cfg)?);
     #[cfg(feature = "servlets")]
-    if cfg.servlets.enable {
+    if cfg.site.servlets.enable {
         // After every other mount: `.lua` files under the prefixes only.
         let servlets = Arc::new(crate::handlers::servlets::Servlets::new(cfg));
-        for prefix in &cfg.servlets.paths {
+        for prefix in &cfg.site.servlets.paths {
             all.push(Mount::new(prefix, servlets.clone())?.only_ending(b".lua"));
         }
     }

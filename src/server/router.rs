@@ -182,7 +182,7 @@ impl Router {
         wake: Wake,
     ) -> io::Result<Router> {
         let cfg = Arc::clone(&files.cfg);
-        let cgi = match cfg.cgi.is_empty() {
+        let cgi = match cfg.site.cgi.is_empty() {
             true => None,
             false => Some(Cgi::new(&cfg, launcher)?),
         };
@@ -192,8 +192,8 @@ impl Router {
             a
         });
         let cache = FileCache::new(
-            cfg.static_files.open_file_cache,
-            cfg.static_files.open_file_cache_valid,
+            cfg.site.static_files.open_file_cache,
+            cfg.site.static_files.open_file_cache_valid,
         );
         Ok(Router {
             cfg,
@@ -424,14 +424,14 @@ impl Router {
         let Some(cgi) = &self.cgi else {
             return Step::Next;
         };
-        if self.cfg.static_files.dotfiles != Dotfiles::Allow
+        if self.cfg.site.static_files.dotfiles != Dotfiles::Allow
             && path::has_dotfile_segment(&routing.scratch.path)
         {
             return Step::Next;
         }
         let mut resolved = cgi.resolve(&routing.scratch.path);
         if matches!(resolved, Resolved::NotCgi) && routing.scratch.path.ends_with(b"/") {
-            for index in &self.cfg.static_files.index {
+            for index in &self.cfg.site.static_files.index {
                 self.index_path.clear();
                 self.index_path.extend_from_slice(&routing.scratch.path);
                 self.index_path.extend_from_slice(index.as_bytes());

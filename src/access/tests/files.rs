@@ -13,13 +13,11 @@ use crate::config::Config;
 fn plaintext_entries_only_where_allowed() {
     let dir = TempDir::new();
     let file = dir.write("htpasswd", "carol:hunter2\n");
-    let mut cfg = Config {
-        auth: vec![rule(prefix("/"), "R", &file)],
-        ..Config::default()
-    };
+    let mut cfg = Config::default();
+    cfg.site.auth = vec![rule(prefix("/"), "R", &file)];
     let e = Auth::new(&cfg).err().unwrap().to_string();
     assert!(e.ends_with("htpasswd:1: not a supported password hash (a plaintext password needs allow_plaintext = true; better, hash it with htpasswd -B)"), "{e}");
-    cfg.auth[0].allow_plaintext = true;
+    cfg.site.auth[0].allow_plaintext = true;
     let mut auth = Auth::new(&cfg).unwrap();
     let v = auth.check(
         b"/x",
@@ -196,16 +194,14 @@ fn htpasswd_lines() {
 fn a_file_that_went_bad_before_start_up_is_an_error() {
     let dir = TempDir::new();
     let file = dir.write("htpasswd", "alice:$2y$05$broken\n");
-    let mut cfg = Config {
-        auth: vec![rule(prefix("/"), "R", &file)],
-        ..Config::default()
-    };
+    let mut cfg = Config::default();
+    cfg.site.auth = vec![rule(prefix("/"), "R", &file)];
     let e = Auth::new(&cfg).err().unwrap().to_string();
     assert!(
         e.ends_with("htpasswd:1: bcrypt hashes look like $2y$05$ followed by 53 characters"),
         "{e}"
     );
-    cfg.auth[0].htpasswd = dir.0.join("missing");
+    cfg.site.auth[0].htpasswd = dir.0.join("missing");
     let e = Auth::new(&cfg).err().unwrap().to_string();
     assert!(e.contains("missing: cannot read: "), "{e}");
 }

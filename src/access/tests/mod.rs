@@ -62,10 +62,8 @@ fn prefix(p: &str) -> PathMatch {
 }
 
 fn auth_with(rules: Vec<AuthRule>, failures: u32) -> Auth {
-    let mut cfg = Config {
-        auth: rules,
-        ..Config::default()
-    };
+    let mut cfg = Config::default();
+    cfg.site.auth = rules;
     cfg.limits.auth_failures = failures;
     cfg.timeouts.auth_failure_window = Duration::from_secs(60);
     Auth::new(&cfg).unwrap()

@@ -25,7 +25,7 @@ fn err(passwords: &str, text: &str) -> String {
     let dir = TempDir::new();
     dir.write("htpasswd", passwords);
     match run(&dir, text) {
-        Ok(c) => panic!("expected an error, got {:?}", c.auth),
+        Ok(c) => panic!("expected an error, got {:?}", c.site.auth),
         Err(e) => e.message.replace(dir.path().to_str().unwrap(), "DIR"),
     }
 }
@@ -37,7 +37,7 @@ fn good() -> String {
 #[test]
 fn defaults() {
     let c = load("").unwrap();
-    assert!(c.auth.is_empty());
+    assert!(c.site.auth.is_empty());
     assert_eq!(c.limits.auth_failures, 10);
     assert_eq!(c.timeouts.auth_failure_window, Duration::from_secs(60));
 }
@@ -81,7 +81,7 @@ pattern = "*.pdf"
     .unwrap();
     let base: PathBuf = dir.path().to_path_buf();
     assert_eq!(
-        c.auth,
+        c.site.auth,
         [
             AuthRule {
                 matcher: PathMatch::Prefix("/private/".into()),
@@ -184,7 +184,7 @@ fn the_htpasswd_file_must_exist_and_parse() {
     // allow_plaintext counts wherever it stands in the rule.
     let text =
         "[[auth]]\nallow_plaintext = true\nhtpasswd = \"htpasswd\"\npath = \"/\"\nrealm = \"R\"\n";
-    assert!(run(&dir, text).unwrap().auth[0].allow_plaintext);
+    assert!(run(&dir, text).unwrap().site.auth[0].allow_plaintext);
 }
 
 #[test]

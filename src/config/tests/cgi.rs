@@ -30,7 +30,7 @@ fn run(dir: &TempDir, text: &str) -> Result<Config, ConfigError> {
 fn err(text: &str) -> String {
     let dir = tree();
     match run(&dir, text) {
-        Ok(c) => panic!("expected an error, got {:?}", c.cgi),
+        Ok(c) => panic!("expected an error, got {:?}", c.site.cgi),
         Err(e) => e.message.replace(dir.path().to_str().unwrap(), "DIR"),
     }
 }
@@ -38,7 +38,7 @@ fn err(text: &str) -> String {
 #[test]
 fn defaults() {
     let c = load("").unwrap();
-    assert!(c.cgi.is_empty());
+    assert!(c.site.cgi.is_empty());
     assert_eq!(c.limits.cgi_processes, 64);
     assert_eq!(c.limits.cgi_header_bytes, 16384);
     assert_eq!(c.timeouts.cgi, Duration::from_secs(60));
@@ -93,7 +93,7 @@ interpreter = "/bin/sh"
     .unwrap();
     let base = dir.path().to_path_buf();
     assert_eq!(
-        c.cgi,
+        c.site.cgi,
         [
             CgiRule {
                 target: CgiTarget::Dir {
@@ -266,10 +266,10 @@ fn writable_paths_exist_and_are_canonical() {
     )
     .unwrap();
     let repos = dir.path().join("repos").canonicalize().unwrap();
-    assert_eq!(c.cgi[0].writable, [repos.clone(), repos.join("a")]);
+    assert_eq!(c.site.cgi[0].writable, [repos.clone(), repos.join("a")]);
     // A single string is one path.
     let c = run(&dir, &format!("{rule}writable = \"repos\"\n")).unwrap();
-    assert_eq!(c.cgi[0].writable, [repos]);
+    assert_eq!(c.site.cgi[0].writable, [repos]);
     assert_eq!(
         err(&format!("{rule}writable = [\"missing\"]\n")),
         "DIR/site.toml:5: cgi[1].writable: cannot use DIR/missing as a directory CGI programs may write to: No such file or directory (os error 2)"

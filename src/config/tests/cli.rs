@@ -118,7 +118,10 @@ fn both_flag_forms() {
         "--log-level=warn",
     ]);
     for c in [a, b] {
-        assert_eq!(c.root, dir.path().join("public").canonicalize().unwrap());
+        assert_eq!(
+            c.site.root,
+            dir.path().join("public").canonicalize().unwrap()
+        );
         assert_eq!(c.listen, vec!["127.0.0.1:9001".parse().unwrap()]);
         assert_eq!(c.workers, 3);
         assert_eq!(c.log.level, Level::Warn);
@@ -151,7 +154,7 @@ fn flags_override_the_file() {
             "[::1]:9000".parse().unwrap()
         ]
     );
-    assert_eq!(c.root, other.canonicalize().unwrap());
+    assert_eq!(c.site.root, other.canonicalize().unwrap());
     // Everything else still comes from the file.
     assert_eq!(c.workers, 2);
     assert_eq!(c.server_header, "x");
@@ -194,7 +197,7 @@ fn root_flag_hides_a_bad_root_in_the_file() {
         "--root",
         root.to_str().unwrap(),
     ]);
-    assert_eq!(c.root, root.canonicalize().unwrap());
+    assert_eq!(c.site.root, root.canonicalize().unwrap());
 }
 
 #[test]
@@ -208,7 +211,7 @@ fn relative_flag_paths_are_relative_to_cwd() {
         "--pid-file",
         "b.pid",
     ]);
-    assert_eq!(c.root, cwd.join("src").canonicalize().unwrap());
+    assert_eq!(c.site.root, cwd.join("src").canonicalize().unwrap());
     assert_eq!(c.log.access, LogTarget::File(cwd.join("access.log")));
     assert_eq!(c.pid_file, Some(cwd.join("b.pid")));
     assert_eq!(config(&["--access-log", "off"]).log.access, LogTarget::Off);

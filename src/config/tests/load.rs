@@ -69,7 +69,7 @@ set.X-Kind = "style"
     assert_eq!(c.workers, 2);
     assert_eq!(c.server_header, "brisk/test");
     assert!(c.daemon);
-    let base = c.root.parent().unwrap().to_path_buf();
+    let base = c.site.root.parent().unwrap().to_path_buf();
     assert_eq!(
         c.pid_file.as_deref(),
         Some(base.join("public/brisk.pid").as_path())
@@ -82,12 +82,12 @@ set.X-Kind = "style"
     assert_eq!(c.log.fields, [LogField::TlsCipher, LogField::TlsVersion]);
     assert_eq!(c.log.level, Level::Debug);
     assert_eq!(c.log.error, LogTarget::Off);
-    assert_eq!(c.static_files.index, ["index.html", "index.htm"]);
-    assert!(c.static_files.autoindex);
-    assert_eq!(c.static_files.dotfiles, Dotfiles::Ignore);
-    assert_eq!(c.static_files.query_in_filename, ["/mirror/"]);
-    assert!(!c.static_files.precompressed);
-    assert!(c.static_files.symlinks_outside_root);
+    assert_eq!(c.site.static_files.index, ["index.html", "index.htm"]);
+    assert!(c.site.static_files.autoindex);
+    assert_eq!(c.site.static_files.dotfiles, Dotfiles::Ignore);
+    assert_eq!(c.site.static_files.query_in_filename, ["/mirror/"]);
+    assert!(!c.site.static_files.precompressed);
+    assert!(c.site.static_files.symlinks_outside_root);
     assert_eq!(c.limits.max_request_line, 4096);
     assert_eq!(c.limits.max_header_bytes, 32768);
     assert_eq!(c.limits.max_headers, 50);
@@ -102,20 +102,27 @@ set.X-Kind = "style"
     assert_eq!(c.timeouts.reload_drain, Some(Duration::from_secs(600)));
     assert_eq!(c.timeouts.defer_accept, Duration::ZERO);
     assert_eq!(
-        c.mime,
+        c.site.mime,
         [
             ("wasm".to_string(), "application/wasm".to_string()),
             ("md".to_string(), "text/markdown; charset=utf-8".to_string())
         ]
     );
-    assert_eq!(c.headers.len(), 2);
-    assert_eq!(c.headers[0].matcher, PathMatch::Prefix("/assets/".into()));
-    // File order, not alphabetical.
-    let names: Vec<&str> = c.headers[0].set.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["Cache-Control", "X-B", "X-A"]);
-    assert_eq!(c.headers[1].matcher, PathMatch::Glob("*.css".into()));
+    assert_eq!(c.site.headers.len(), 2);
     assert_eq!(
-        c.headers[1].set,
+        c.site.headers[0].matcher,
+        PathMatch::Prefix("/assets/".into())
+    );
+    // File order, not alphabetical.
+    let names: Vec<&str> = c.site.headers[0]
+        .set
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(names, ["Cache-Control", "X-B", "X-A"]);
+    assert_eq!(c.site.headers[1].matcher, PathMatch::Glob("*.css".into()));
+    assert_eq!(
+        c.site.headers[1].set,
         [("X-Kind".to_string(), "style".to_string())]
     );
 }
@@ -134,7 +141,7 @@ fn dash_means_stdout_for_access_and_stderr_for_error() {
 fn single_strings_where_lists_are_expected() {
     let c = load("listen = \"127.0.0.1:1\"\n[static]\nindex = \"home.html\"\n").unwrap();
     assert_eq!(c.listen, vec!["127.0.0.1:1".parse().unwrap()]);
-    assert_eq!(c.static_files.index, ["home.html"]);
+    assert_eq!(c.site.static_files.index, ["home.html"]);
 }
 
 #[test]
@@ -143,7 +150,10 @@ fn root_is_relative_to_the_file_and_canonical() {
     std::fs::create_dir_all(dir.path().join("conf/site")).unwrap();
     let file = dir.write("conf/brisk.toml", "root = \"site/../site\"\n");
     let c = super::config(&["--config", file.to_str().unwrap()]);
-    assert_eq!(c.root, dir.path().join("conf/site").canonicalize().unwrap());
+    assert_eq!(
+        c.site.root,
+        dir.path().join("conf/site").canonicalize().unwrap()
+    );
 }
 
 #[test]
@@ -397,7 +407,7 @@ fn chroot_must_hold_the_root_and_cgi() {
     let jail = dir.path().join("jail").canonicalize().unwrap();
     assert_eq!(c.chroot.as_deref(), Some(jail.as_path()));
     let inside = c.in_jail();
-    assert_eq!(inside.root, std::path::PathBuf::from("/www"));
+    assert_eq!(inside.site.root, std::path::PathBuf::from("/www"));
     assert_eq!(inside.temp_dir, std::path::PathBuf::from("/tmp"));
     // CGI needs a temp_dir inside the jail (the default is outside).
     let no_tmp = dir.write(
@@ -477,8 +487,8 @@ fn mime_errors() {
 #[test]
 fn default_type_and_mime_types_file() {
     let c = load("").unwrap();
-    assert_eq!(c.static_files.default_type, "application/octet-stream");
-    assert_eq!(c.static_files.mime_types, None);
+    assert_eq!(c.site.static_files.default_type, "application/octet-stream");
+    assert_eq!(c.site.static_files.mime_types, None);
     let dir = TempDir::new();
     dir.write(
         "my.types",
@@ -489,8 +499,8 @@ fn default_type_and_mime_types_file() {
         dir.path().join("my.types").display()
     );
     let c = load(&text).unwrap();
-    assert_eq!(c.static_files.default_type, "text/plain");
-    let types = c.static_files.mime_types.expect("read").types;
+    assert_eq!(c.site.static_files.default_type, "text/plain");
+    let types = c.site.static_files.mime_types.expect("read").types;
     let o = |e: &str, t: &str| (e.to_owned(), t.to_owned());
     assert_eq!(
         types,
@@ -612,5 +622,5 @@ fn symlinks_outside_the_root_need_the_sandbox_off() {
         "DIR/site.toml:3: static.symlinks_outside_root: true cannot work with the sandbox on: its Landlock rules let brisk read only beneath the document root, so files behind symlinks that leave it would all be refused (403); set sandbox = false (or --no-sandbox) to follow them, or keep the links' targets inside the root"
     );
     let c = load("sandbox = false\n[static]\nsymlinks_outside_root = true\n").unwrap();
-    assert!(c.static_files.symlinks_outside_root && !c.sandbox);
+    assert!(c.site.static_files.symlinks_outside_root && !c.sandbox);
 }

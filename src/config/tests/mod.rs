@@ -9,6 +9,7 @@ mod http2;
 mod load;
 mod proxy;
 mod servlets;
+mod sites;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -111,7 +112,7 @@ fn built_in_empty_document_gives_the_defaults() {
     let d = Config::default();
     assert_eq!(c.listen, d.listen);
     assert_eq!(
-        c.root,
+        c.site.root,
         std::env::current_dir().unwrap().canonicalize().unwrap()
     );
     assert!(c.workers >= 1);
@@ -129,7 +130,7 @@ fn built_in_document_is_loaded_relative_to_cwd() {
         other => panic!("{other:?}"),
     };
     assert_eq!(
-        c.root,
+        c.site.root,
         std::env::current_dir()
             .unwrap()
             .join("src")
@@ -181,8 +182,10 @@ fn the_shipped_example_is_valid_and_changes_nothing() {
     example.config_file = None;
     let defaults = load(&[]);
     assert_eq!(format!("{example:#?}"), format!("{defaults:#?}"));
-    assert!(example.headers.is_empty() && example.throttle.is_empty());
-    assert!(example.cgi.is_empty() && example.auth.is_empty() && example.mime.is_empty());
+    assert!(example.site.headers.is_empty() && example.site.throttle.is_empty());
+    assert!(
+        example.site.cgi.is_empty() && example.site.auth.is_empty() && example.site.mime.is_empty()
+    );
     match super::cli::run_in(
         os(&["--config", "brisk.example.toml", "--check-config"]),
         "",

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn servlets_are_off_by_default_and_their_limits_have_safe_defaults() {
-    let s = load("").unwrap().servlets;
+    let s = load("").unwrap().site.servlets;
     assert!(!s.enable);
     assert_eq!(s.paths, ["/servlets/"]);
     assert_eq!(s.cpu_time, std::time::Duration::from_secs(1));
@@ -17,6 +17,7 @@ fn servlets_are_off_by_default_and_their_limits_have_safe_defaults() {
 fn servlets_load_with_their_config_table_kept_whole() {
     let s = load("[servlets]\nenable = true\npaths = [\"/a/\", \"/b/c/\"]\nconfig = { greeting = \"hello\", n = [1, 2.5, true], t = { x = \"y\" } }\ncpu_time = \"250ms\"\nmemory = \"8MiB\"\n")
         .unwrap()
+        .site
         .servlets;
     assert!(s.enable);
     assert_eq!(s.paths, ["/a/", "/b/c/"]);

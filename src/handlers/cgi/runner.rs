@@ -50,7 +50,7 @@ impl Cgi {
     pub fn new(cfg: &Arc<Config>, launcher: Option<Arc<Launchers>>) -> io::Result<Cgi> {
         Ok(Cgi {
             cfg: Arc::clone(cfg),
-            resolver: Resolver::new(&cfg.cgi, &cfg.root)?,
+            resolver: Resolver::new(&cfg.site.cgi, &cfg.site.root)?,
             children: Children::new(launcher, cfg.timeouts.cgi),
         })
     }
@@ -117,7 +117,7 @@ impl Cgi {
             local: ends.local,
             tls: ends.tls,
             server_name,
-            document_root: &self.cfg.root,
+            document_root: &self.cfg.site.root,
             // RFC 3875 §4.1.2: set whenever there is a body (a chunked
             // one is held until its length is known).
             content_length: match (&held, req.body()) {
@@ -129,7 +129,7 @@ impl Cgi {
             auth_type: req.user().map(|_| &b"Basic"[..]),
             forwarded_https: req.forwarded().and_then(|f| f.https),
         };
-        let rule = &self.cfg.cgi[script.rule];
+        let rule = &self.cfg.site.cgi[script.rule];
         let env = build_env(script, &env_req, &rule.env);
         let started = self.children.spawn(&rule.writable, script.command(&env));
         let (child, process) = match started {

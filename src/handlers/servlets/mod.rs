@@ -66,12 +66,12 @@ pub struct Servlets(Arc<Settings>);
 impl Servlets {
     /// The servlets of `cfg`.
     pub fn new(cfg: &Config) -> Servlets {
-        shared::set_capacity(cfg.servlets.shared_memory);
+        shared::set_capacity(cfg.site.servlets.shared_memory);
         Servlets(Arc::new(Settings {
-            servlets: cfg.servlets.clone(),
-            root: cfg.root.clone(),
-            valid: cfg.static_files.open_file_cache_valid,
-            follow_outside: cfg.static_files.symlinks_outside_root,
+            servlets: cfg.site.servlets.clone(),
+            root: cfg.site.root.clone(),
+            valid: cfg.site.static_files.open_file_cache_valid,
+            follow_outside: cfg.site.static_files.symlinks_outside_root,
         }))
     }
 }

@@ -84,7 +84,7 @@ impl Sandboxes {
     /// Why `new` cannot be served without a restart, naming the settings;
     /// `None` when it fits.
     pub fn refusal(&self, new: &Config) -> Option<Error> {
-        if !new.cgi.is_empty() && self.launchers.is_empty() {
+        if !new.site.cgi.is_empty() && self.launchers.is_empty() {
             return Some(Error::SandboxNoLauncher);
         }
         let mut missing = self
@@ -94,7 +94,7 @@ impl Sandboxes {
             .cloned()
             .collect::<Vec<_>>();
         let mut named: Vec<String> = Vec::new();
-        for (i, rule) in new.cgi.iter().enumerate() {
+        for (i, rule) in new.site.cgi.iter().enumerate() {
             match self.launchers.iter().find(|(set, _)| *set == rule.writable) {
                 Some((set, launcher)) => {
                     let programs = landlock_rules(new, Some(set), self.privileged);

@@ -73,6 +73,7 @@ fn writable_rules(cfg: &Config, set: &[PathBuf]) -> Vec<Rule> {
     set.iter()
         .map(|dir| {
             let n = cfg
+                .site
                 .cgi
                 .iter()
                 .position(|r| r.writable.contains(dir))
@@ -86,7 +87,7 @@ fn writable_rules(cfg: &Config, set: &[PathBuf]) -> Vec<Rule> {
 /// one CGI launcher each.
 pub fn writable_sets(cfg: &Config) -> Vec<Vec<PathBuf>> {
     let mut sets: Vec<Vec<PathBuf>> = Vec::new();
-    for rule in &cfg.cgi {
+    for rule in &cfg.site.cgi {
         if !sets.contains(&rule.writable) {
             sets.push(rule.writable.clone());
         }
@@ -110,12 +111,13 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
     let exec = if programs { EXECUTE } else { 0 };
     // A `pattern` rule runs scripts found anywhere under the root.
     let patterns = cfg
+        .site
         .cgi
         .iter()
         .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
     let root_rights = if patterns { read | exec } else { read };
-    let mut rules = vec![Rule::new(&cfg.root, root_rights, "root")];
-    for (i, rule) in cfg.cgi.iter().enumerate() {
+    let mut rules = vec![Rule::new(&cfg.site.root, root_rights, "root")];
+    for (i, rule) in cfg.site.cgi.iter().enumerate() {
         let n = i + 1;
         match &rule.target {
             CgiTarget::Dir { dir, .. } => {
@@ -136,7 +138,7 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
             ));
         }
     }
-    if programs && !cfg.cgi.is_empty() {
+    if programs && !cfg.site.cgi.is_empty() {
         // Inside a chroot, programs find their system where it is.
         let system = |p: &str| match &cfg.chroot {
             Some(jail) => jail.join(p.trim_start_matches('/')),
@@ -161,7 +163,7 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
     // tools that replace the file (write a new one, rename it over) make a
     // new inode, so the right is on the directory: reading files there,
     // not listing it.
-    for (i, rule) in cfg.auth.iter().enumerate() {
+    for (i, rule) in cfg.site.auth.iter().enumerate() {
         let what = format!("auth[{}].htpasswd", i + 1);
         rules.push(Rule::new(&rule.htpasswd, READ_FILE, what.clone()));
         if let Some(dir) = rule.htpasswd.parent() {
@@ -172,10 +174,10 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
     // its directory (that would be all of /etc): a file replaced since
     // start (a package upgrade renames a new one over it) is a new inode
     // it does not cover, and the reload says so.
-    if let (Some(types), false) = (&cfg.static_files.mime_types, programs) {
+    if let (Some(types), false) = (&cfg.site.static_files.mime_types, programs) {
         rules.push(Rule::new(&types.path, READ_FILE, "static.mime_types"));
     }
-    if !programs && !cfg.cgi.is_empty() {
+    if !programs && !cfg.site.cgi.is_empty() {
         // Chunked bodies held for CGI programs (`server::spool`): unnamed
         // O_TMPFILE files, which Landlock lets a process make and use with
         // these two rights alone; without MAKE_REG no named file can be
@@ -335,12 +337,12 @@ pub fn prepare(
     let programs = programs.is_some();
     let summary = format!(
         "read-only beneath the document root{}{}{}, {}",
-        if cfg.cgi.is_empty() {
+        if cfg.site.cgi.is_empty() {
             ""
         } else {
             ", CGI directories"
         },
-        if cfg.auth.is_empty() {
+        if cfg.site.auth.is_empty() {
             ""
         } else {
             ", the htpasswd files' directories"
@@ -523,7 +525,7 @@ pub fn confine_server(
     privileged: bool,
     notes: &mut Notes,
 ) -> Result<(), Error> {
-    if !cfg.cgi.is_empty() {
+    if !cfg.site.cgi.is_empty() {
         notes.push((
             Level::Info,
             "sandbox: CGI programs start from a separate process (brisk-cgi) whose sandbox lets them read and run the system directories; the server keeps its own".to_string(),

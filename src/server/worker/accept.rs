@@ -70,7 +70,7 @@ impl Worker {
                         }
                         continue;
                     }
-                    let tcp = Tcp::new(stream, self.cfg.static_files.sendfile);
+                    let tcp = Tcp::new(stream, self.cfg.site.static_files.sendfile);
                     let link = match (slot, &self.tls) {
                         (Some(slot), Some(acceptor)) => match acceptor.wrap(tcp, slot, self.now) {
                             Ok(t) => Link::Tls(Box::new(t)),

@@ -29,12 +29,13 @@ impl Worker {
     /// `scratch.path` by the handler) matches: its index, its
     /// `connection_rate`, and its `rate`, shared by every worker.
     pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
-        if self.cfg.throttle.is_empty() {
+        if self.cfg.site.throttle.is_empty() {
             return None;
         }
         let path = &self.scratch.path;
         let (i, rule) = self
             .cfg
+            .site
             .throttle
             .iter()
             .enumerate()
@@ -386,7 +387,7 @@ impl Worker {
         let file = crate::handlers::refusal::Explained {
             why,
             file: &self.scratch.why_file,
-            root: &self.cfg.root,
+            root: &self.cfg.site.root,
         };
         self.logger.log(
             Level::Debug,

@@ -64,7 +64,10 @@ fn strict_child() {
     };
     let root = dir.join("www");
     let cfg = Config {
-        root: root.clone(),
+        site: crate::config::SiteConfig {
+            root: root.clone(),
+            ..Config::default().site
+        },
         ..Config::default()
     };
     let mut notes = Notes::new();
@@ -119,13 +122,16 @@ fn cgi_child() {
     };
     let root = dir.join("www");
     let cfg = Config {
-        root: root.clone(),
-        cgi: vec![crate::config::CgiRule {
-            target: CgiTarget::Pattern("*.cgi".to_string()),
-            interpreter: None,
-            env: Vec::new(),
-            writable: Vec::new(),
-        }],
+        site: crate::config::SiteConfig {
+            root: root.clone(),
+            cgi: vec![crate::config::CgiRule {
+                target: CgiTarget::Pattern("*.cgi".to_string()),
+                interpreter: None,
+                env: Vec::new(),
+                writable: Vec::new(),
+            }],
+            ..Config::default().site
+        },
         ..Config::default()
     };
     let mut notes = Notes::new();
@@ -178,8 +184,11 @@ fn writable_child() {
         writable,
     };
     let cfg = Config {
-        root: dir.join("www"),
-        cgi: vec![rule(vec![repo.clone()]), rule(vec![dir.join("other")])],
+        site: crate::config::SiteConfig {
+            root: dir.join("www"),
+            cgi: vec![rule(vec![repo.clone()]), rule(vec![dir.join("other")])],
+            ..Config::default().site
+        },
         ..Config::default()
     };
     assert_eq!(
@@ -302,7 +311,10 @@ fn tls_helper_child() {
 fn tls_files_are_readable_by_the_server_only_without_a_helper() {
     let data = crate::tls::testing::testdata("");
     let cfg = Config {
-        root: data.clone(),
+        site: crate::config::SiteConfig {
+            root: data.clone(),
+            ..Config::default().site
+        },
         tls: Some(crate::tls::testing::tls_config(&["a"])),
         ..Config::default()
     };

@@ -561,7 +561,7 @@ impl Worker {
             // A file's bytes go by `sendfile` one large frame at a time
             // where the client takes large frames, else they are read
             // behind their frames' headers, many frames at once.
-            let sendfile = frame as u64 > SMALL_FILE && self.cfg.static_files.sendfile;
+            let sendfile = frame as u64 > SMALL_FILE && self.cfg.site.static_files.sendfile;
             let batch = matches!(piece, Piece::File(..)) && !sendfile;
             // (A batch fills the output queue up to its cap, not past it
             // by more than a frame: its buffer, compacted as it fills,
