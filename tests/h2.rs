@@ -168,6 +168,56 @@ fn a_stop_sends_goaway_and_lets_the_open_stream_finish() {
 }
 
 #[test]
+fn a_stop_sends_goaway_to_a_connection_stalled_on_flow_control() {
+    // A client that read the stream's whole window and gives credit to
+    // the connection only: the answer cannot go on, and the connection
+    // counts as stalled (`timeouts.send`). A stop still owes it GOAWAY
+    // at once (RFC 9113 §6.8), so that it opens nothing more; it used to
+    // hear nothing until the shutdown grace ended in a bare close.
+    let big = pattern(1024 * 1024 + 7);
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.file("big.bin", &big);
+    b.workers(1);
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/big.bin", &[]);
+    let mut body = Vec::new();
+    while body.len() < 65_535 {
+        let f = c.frame().expect("the first window's DATA");
+        if f.kind == kind::DATA && f.stream == id {
+            body.extend_from_slice(&f.payload);
+        }
+    }
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, 0, 1 << 20);
+    c.send(&out);
+    // (The one worker answers another connection meanwhile: the credit,
+    // sent first, is at the server before the stop.)
+    assert_eq!(s.get("/index.html").status, 200);
+    s.signal(libc::SIGTERM);
+    let f = c.frame().expect("GOAWAY, not a close");
+    assert_eq!(f.kind, kind::GOAWAY, "{f:?}");
+    assert_eq!(
+        (
+            u32::from_be_bytes(f.payload[..4].try_into().unwrap()),
+            u32::from_be_bytes(f.payload[4..8].try_into().unwrap())
+        ),
+        (id, ErrorCode::NoError as u32)
+    );
+    // Given credit, the open stream still finishes whole.
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, id, big.len() as u32);
+    c.send(&out);
+    while let Some(f) = c.frame() {
+        if f.kind == kind::DATA && f.stream == id {
+            body.extend_from_slice(&f.payload);
+        }
+    }
+    assert!(body == big, "the open stream finished");
+}
+
+#[test]
 fn a_stop_sends_goaway_to_an_idle_connection_too() {
     // Its streams all answered, the connection still hears GOAWAY
     // NO_ERROR (naming the last stream it opened) before the close: the

@@ -306,6 +306,12 @@ impl Conn {
         self.streams.len()
     }
 
+    /// Whether this side has said GOAWAY (a graceful shutdown, or a
+    /// connection error).
+    pub fn shutting_down(&self) -> bool {
+        self.goaway.is_some() || self.failed()
+    }
+
     /// Whether a GOAWAY went either way and no stream is left: the
     /// connection may close.
     pub fn finished(&self) -> bool {

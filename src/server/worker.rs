@@ -507,6 +507,20 @@ impl Worker {
                 self.close(i);
                 continue;
             }
+            #[cfg(feature = "http2")]
+            if self.draining != Drain::Serve {
+                if let Some(h2) = c.h2.as_mut().filter(|h2| !h2.conn.shutting_down()) {
+                    // Winding down: GOAWAY (RFC 9113 §6.8), so the client
+                    // opens nothing more; its open streams finish and the
+                    // connection closes once they have. A connection
+                    // stalled on flow control hears it too (it waited for
+                    // the shutdown grace and a bare close before); its
+                    // `timeouts.send` still runs from the next sweep.
+                    h2.conn.shut_down();
+                    self.on_event(i, false);
+                    continue;
+                }
+            }
             if let Some(blocked) = c.blocked_since {
                 if self.now.saturating_duration_since(blocked) >= t.send {
                     self.close(i);
@@ -522,13 +536,6 @@ impl Worker {
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
                 if idle && age >= t.keepalive {
                     self.close(i);
-                    continue;
-                }
-                if self.draining != Drain::Serve && !h2.conn.finished() {
-                    // Winding down: GOAWAY (its open streams finish),
-                    // and the connection closes once it has left.
-                    h2.conn.shut_down();
-                    self.on_event(i, false);
                     continue;
                 }
                 if idle && age >= TICK {
