@@ -75,6 +75,59 @@ fn a_changed_file_is_served_after_sighup_on_the_same_port() {
 }
 
 #[test]
+fn no_connection_made_after_the_reload_is_logged_meets_the_previous_configuration() {
+    // The listening sockets are shared by the previous workers and the
+    // new ones: a previous worker going through a batch of events with
+    // its listener in it accepted whatever was queued, and could take a
+    // connection made after "configuration reloaded" was logged. A
+    // client keeps connecting through each reload (so such batches are
+    // common); every connection it begins once the line is out must be
+    // answered by the new configuration.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let s = start("server_header = \"c0\"");
+    // The number of the reloads logged so far, as the client last saw it.
+    let logged = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicUsize::new(0));
+    let addr = s.addr();
+    let client = {
+        let (logged, stop) = (Arc::clone(&logged), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut wrong = Vec::new();
+            let mut made = 0;
+            while stop.load(Ordering::SeqCst) == 0 && made < 20_000 {
+                let at_least = logged.load(Ordering::SeqCst);
+                let mut c = Client::connect(addr);
+                c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let r = c.response();
+                made += 1;
+                let served: usize = r
+                    .header("Server")
+                    .and_then(|v| v.strip_prefix('c'))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(usize::MAX);
+                if served < at_least {
+                    wrong.push((at_least, served));
+                }
+            }
+            (made, wrong)
+        })
+    };
+    for n in 1..=10 {
+        let line = reload(&s, &format!("server_header = \"c{n}\""));
+        assert!(line.contains("configuration reloaded"), "{line}");
+        logged.store(n, Ordering::SeqCst);
+    }
+    stop.store(1, Ordering::SeqCst);
+    let (made, wrong) = client.join().expect("the client");
+    assert!(
+        wrong.is_empty(),
+        "{} of {made} connections made after a reload was logged were served by an earlier configuration (reload, configuration): {wrong:?}",
+        wrong.len()
+    );
+}
+
+#[test]
 fn a_response_in_flight_completes_and_an_idle_connection_is_closed_by_its_next_answer() {
     let s = start("server_header = \"one\"");
     let big = pattern(20 * 1024 * 1024);

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::verify::Verifier;
-use crate::config::Config;
+use crate::config::{Config, Level};
 use crate::handlers::app::{Handler, Init, Mount};
 use crate::handlers::static_files::StaticFiles;
 use crate::log::{console, LogService, Logger};
@@ -405,6 +405,11 @@ struct Shared {
     lifecycle: Arc<Lifecycle>,
 }
 
+/// How long a reload waits for the previous workers to close their
+/// listening sockets (each does when its loop next wakes: at once, unless
+/// it is busy in a handler).
+const LET_GO: Duration = Duration::from_secs(5);
+
 /// One set of workers serving one configuration.
 struct Generation {
     order: Arc<DrainOrder>,
@@ -516,6 +521,13 @@ impl Generation {
         self.threads.iter().all(|thread| thread.is_finished())
     }
 
+    /// Waits, at most `bound`, until every worker has closed its
+    /// listening sockets after [`Generation::drain`]; whether they did.
+    fn wait_listeners_closed(&self, bound: Duration) -> bool {
+        self.order
+            .wait_listeners_closed(self.threads.len(), bound, || self.finished())
+    }
+
     /// Waits for every worker to exit (after [`Generation::drain`]).
     fn join(&mut self) {
         for thread in self.threads.drain(..) {
@@ -604,6 +616,20 @@ impl Running {
         let generation = Generation::start(serving, &bound, &self.shared, &mounts, &logger)?;
         let old = std::mem::replace(&mut self.current, generation);
         old.drain(Drain::Retire, cfg.timeouts.reload_drain);
+        // The sockets are shared: until a previous worker has closed its
+        // copies it may still accept a new connection (one that arrived
+        // while it went through a batch of events), which the previous
+        // configuration would serve. The reload is done (and logged,
+        // and told to systemd) once none can. (A worker busy for longer
+        // than the bound, in an embedded handler say, is not waited for.)
+        if !old.wait_listeners_closed(LET_GO) {
+            logs.handle_for(&cfg.log).log(
+                Level::Warn,
+                format_args!(
+                    "reload: a previous worker has not closed its listening sockets after {LET_GO:?}; it may still accept a connection"
+                ),
+            );
+        }
         self.lifecycle.reloaded();
         self.retired.push(old);
         // An address no longer listed closes once the old workers have

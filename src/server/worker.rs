@@ -380,6 +380,11 @@ impl Worker {
                 break;
             }
         }
+        if self.draining == Drain::Serve {
+            // (The loop failed: the listeners close with the worker.)
+            self.listeners.clear();
+            self.order.listeners_closed();
+        }
         // Whatever still runs is abandoned: no child outlives its worker.
         for i in 0..self.conns.len() {
             self.close(i);

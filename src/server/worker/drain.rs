@@ -34,6 +34,10 @@ impl Worker {
             for (mut l, _) in self.listeners.drain(..) {
                 let _ = self.poll.registry().deregister(&mut l);
             }
+            // (Closed: the main thread says a reload is done only once
+            // every previous worker has told it so, so that no connection
+            // made after that is accepted here.)
+            self.order.listeners_closed();
         }
         if mode == Drain::Stop {
             for i in 0..self.conns.len() {
