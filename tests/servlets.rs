@@ -257,6 +257,57 @@ fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
 }
 
 #[test]
+fn the_cpu_limit_counts_cpu_time_not_time_the_worker_waited() {
+    // A servlet that needs a fraction of its budget, held up for longer
+    // than the whole budget while it runs (the process stopped, as a
+    // loaded machine holds a worker off its core): its answer comes
+    // whole. The budget used to be counted on the wall clock, and the
+    // answer was cut short.
+    let config = CONFIG.replace("cpu_time = \"300ms\"", "cpu_time = \"2s\"");
+    assert_ne!(config, CONFIG);
+    let mut b = Builder::new();
+    b.file("servlets/spin.lua", b"function handle_request(req, res) res:write(string.rep('x', 300000)) local n = 0 for i = 1, 5e6 do n = n + i end res:write('done ' .. n) end")
+        .config(&config)
+        .workers(1);
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(b"GET /servlets/spin.lua HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    // The first piece (more than a worker queues at once) has left: the
+    // servlet goes on to its loop.
+    c.read_at_least(300_000);
+    // And the worker is running it (its thread has used CPU since).
+    let before = worker_cpu_ticks(s.pid());
+    wait_until("the servlet's loop to run", || {
+        worker_cpu_ticks(s.pid()) >= before + 3
+    });
+    s.signal(libc::SIGSTOP);
+    // (Waiting is the point: the wall clock goes past the budget.)
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    s.signal(libc::SIGCONT);
+    let raw = c.read_to_end();
+    assert!(
+        raw.ends_with(b"done 12500002500000"),
+        "{:?}",
+        String::from_utf8_lossy(&raw[raw.len().saturating_sub(100)..])
+    );
+}
+
+/// The CPU time (in clock ticks) worker 0 of process `pid` has used.
+fn worker_cpu_ticks(pid: u32) -> u64 {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/PID/task");
+    for task in tasks.flatten() {
+        let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        if let Some((_, rest)) = stat.split_once("(brisk-worker-0) ") {
+            // After the name: state, then utime and stime are the 12th
+            // and 13th fields (proc(5)).
+            let f: Vec<&str> = rest.split(' ').collect();
+            return f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        }
+    }
+    panic!("no worker thread in /proc/{pid}/task");
+}
+
+#[test]
 fn the_memory_limit_is_an_error_and_the_worker_survives() {
     // A CPU budget far above what filling 16 MiB takes, even on a loaded
     // machine: this test is about the memory limit, which must be met

@@ -22,6 +22,7 @@
 //!   seccomp sandbox applies as to everything else.
 
 mod api;
+mod clock;
 pub mod shared;
 
 use std::cell::{Cell, RefCell};
@@ -38,8 +39,10 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value
 use super::app::{Handler, Request, Response};
 use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
+use crate::sys::clock::thread_cpu_time;
 use crate::sys::fs::{Meta, Root};
 use api::Out;
+use clock::Clock;
 
 /// Marks the error the CPU-time hook raises.
 const CPU_LIMIT: &str = "servlets.cpu_time exceeded";
@@ -103,8 +106,8 @@ struct State {
     res_mt: Table,
     /// The metatable of the request's headers table (any case).
     headers_mt: Table,
-    /// The current request's CPU deadline (read by the hook).
-    deadline: Rc<Cell<Instant>>,
+    /// The current request's CPU budget (read by the hook): see [`Clock`].
+    clock: Rc<Clock>,
     /// The hook stopped the current request.
     cpu_stopped: Rc<Cell<bool>>,
     /// A finished coroutine, for the next request.
@@ -182,7 +185,7 @@ impl State {
             runner,
             res_mt,
             headers_mt,
-            deadline: Rc::new(Cell::new(Instant::now())),
+            clock: Rc::new(Clock::default()),
             cpu_stopped: Rc::new(Cell::new(false)),
             spare: RefCell::new(None),
             settings,
@@ -287,7 +290,7 @@ impl State {
         mt.raw_set("__index", self.lua.globals())
             .map_err(Failure::lua)?;
         env.set_metatable(Some(mt)).map_err(Failure::lua)?;
-        self.start_clock();
+        self.start_clock(self.settings.servlets.cpu_time);
         self.lua
             .load(text)
             .set_name(format!("@{name}"))
@@ -347,11 +350,11 @@ impl State {
             }
         }
         let thread = self.lua.create_thread(f.clone())?;
-        let (deadline, stopped) = (Rc::clone(&self.deadline), Rc::clone(&self.cpu_stopped));
+        let (clock, stopped) = (Rc::clone(&self.clock), Rc::clone(&self.cpu_stopped));
         thread.set_hook(
             HookTriggers::new().every_nth_instruction(1000),
             move |_, _| {
-                if Instant::now() > deadline.get() {
+                if clock.spent() {
                     stopped.set(true);
                     return Err(mlua::Error::runtime(CPU_LIMIT));
                 }
@@ -361,11 +364,10 @@ impl State {
         Ok(thread)
     }
 
-    /// Starts a request's CPU-time budget.
-    fn start_clock(&self) {
+    /// Starts a request's CPU-time budget, or what is `left` of it.
+    fn start_clock(&self, left: Duration) {
         self.cpu_stopped.set(false);
-        self.deadline
-            .set(Instant::now() + self.settings.servlets.cpu_time);
+        self.clock.start(left);
     }
 
     /// What an error caught in the servlet (its message and traceback)
@@ -509,8 +511,8 @@ impl State {
         res.set_metatable(Some(self.res_mt.clone()))
             .map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
-        self.start_clock();
-        let started = Instant::now();
+        self.start_clock(self.settings.servlets.cpu_time);
+        let started = thread_cpu_time();
         let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, res));
         let (ok, err) = step.map_err(|e| self.failure(e))?;
         if ok == Some(false) {
@@ -532,7 +534,7 @@ impl State {
                 state: Rc::clone(self),
                 thread,
                 out,
-                spent: started.elapsed(),
+                spent: thread_cpu_time().saturating_sub(started),
                 rel: rel.to_vec(),
             },
             None,
@@ -605,12 +607,10 @@ impl BodyStream for Piecewise {
                 return Ok(false);
             }
             let st = &self.state;
-            st.cpu_stopped.set(false);
-            let left = st.settings.servlets.cpu_time.saturating_sub(self.spent);
-            st.deadline.set(Instant::now() + left);
-            let t0 = Instant::now();
+            st.start_clock(st.settings.servlets.cpu_time.saturating_sub(self.spent));
+            let t0 = thread_cpu_time();
             let r = self.thread.resume::<(Option<bool>, Option<String>)>(());
-            self.spent += t0.elapsed();
+            self.spent += thread_cpu_time().saturating_sub(t0);
             let name = String::from_utf8_lossy(&self.rel);
             match r {
                 Err(e) => return Err(format!("servlet {name}: {e}")),
