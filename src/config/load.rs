@@ -66,12 +66,17 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "upgrade",
     "site",
     "vhost",
+    "redirect",
+    "rewrite",
+    "errors",
+    "cors",
 ];
 
 /// Keys a `[[site]]` table may hold: `hosts`, and what the top level
 /// holds for the default site. Every other top-level key is server-wide.
 pub(super) const SITE_KEYS: &[&str] = &[
     "hosts", "root", "static", "mime", "headers", "cgi", "throttle", "auth", "servlets",
+    "redirect", "rewrite", "errors", "cors",
 ];
 
 /// Keys of `[static]` and `[servlets]` that size or tune per-worker

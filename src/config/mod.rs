@@ -16,6 +16,7 @@ mod jail;
 mod load;
 mod mime_types;
 mod proxy;
+pub mod rules;
 mod sections;
 mod servlets;
 mod site;
@@ -130,14 +131,18 @@ pub struct SiteConfig {
     pub auth: Vec<AuthRule>,
     /// `[servlets]`: Lua servlets under URL prefixes.
     pub servlets: ServletsConfig,
+    /// `[[redirect]]`, `[[rewrite]]`, `[errors]` and `[[cors]]`.
+    pub rules: rules::SiteRules,
 }
 
 impl SiteConfig {
     /// What a `[[site]]` starts from before its own keys: the default
     /// site's settings tables (`[static]`, `[mime]`), so that a site need
     /// not repeat them, but none of its rules (`[[headers]]`, `[[cgi]]`,
-    /// `[[auth]]`, `[[throttle]]`, `[servlets]`), which name paths and
-    /// programs of the default site. A per-site key added later decides
+    /// `[[auth]]`, `[[throttle]]`, `[servlets]`, `[[redirect]]`,
+    /// `[[rewrite]]`, `[errors]`, `[[cors]]`), which name paths and
+    /// programs (and pages) of the default site. `[static] try_files`
+    /// comes along with `[static]`. A per-site key added later decides
     /// here whether it is inherited.
     pub fn inherit(&self) -> SiteConfig {
         SiteConfig {
@@ -156,6 +161,7 @@ impl SiteConfig {
                 config: Value::default(),
                 ..self.servlets.clone()
             },
+            rules: rules::SiteRules::default(),
         }
     }
 
@@ -524,6 +530,14 @@ pub struct StaticConfig {
     pub mime_types: Option<MimeTypesFile>,
     /// Send large files with `sendfile` (else copy them with `pread`).
     pub sendfile: bool,
+    /// `try_files` (or `spa = "index.html"`, which is `["/index.html"]`):
+    /// what a GET or HEAD of a path that is no file (nor a directory with
+    /// an index) is answered with, 200: the first of these paths (`$uri`
+    /// stands for the request's) that is a file. Empty: 404 as usual.
+    pub try_files: Vec<String>,
+    /// Extensions (lower case, no dot) of paths that never fall back to
+    /// `try_files`: a missing script or image stays a 404.
+    pub fallback_exclude: Vec<String>,
 }
 
 /// A `mime.types` file (`[static] mime_types`) and what it says.
@@ -656,6 +670,11 @@ impl Default for Config {
                     default_type: crate::http::mime::DEFAULT_TYPE.to_string(),
                     mime_types: None,
                     sendfile: true,
+                    try_files: Vec::new(),
+                    fallback_exclude: rules::DEFAULT_FALLBACK_EXCLUDE
+                        .iter()
+                        .map(|e| e.to_string())
+                        .collect(),
                 },
                 mime: Vec::new(),
                 headers: Vec::new(),
@@ -663,6 +682,7 @@ impl Default for Config {
                 cgi: Vec::new(),
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
+                rules: rules::SiteRules::default(),
             },
             sites: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -853,7 +873,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::TOP_KEYS.iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 15] = [
+    let sections: [(&str, &[&str]); 18] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -869,6 +889,9 @@ pub fn known_keys() -> Vec<String> {
         ("servlets", servlets::SERVLET_KEYS),
         ("proxy", proxy::PROXY_KEYS),
         ("site", &["hosts"]),
+        ("redirect", rules::REDIRECT_KEYS),
+        ("rewrite", rules::REWRITE_KEYS),
+        ("cors", rules::CORS_KEYS),
     ];
     for (section, keys) in sections {
         out.extend(keys.iter().map(|k| format!("{section}.{k}")));

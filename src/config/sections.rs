@@ -27,6 +27,9 @@ pub(super) const STATIC_KEYS: &[&str] = &[
     "default_type",
     "mime_types",
     "sendfile",
+    "spa",
+    "try_files",
+    "fallback_exclude",
 ];
 pub(super) const LIMIT_KEYS: &[&str] = &[
     "max_request_line",
@@ -107,6 +110,8 @@ impl Loader<'_> {
         origins: &mut SiteOrigins,
     ) -> Result<(), ConfigError> {
         let st = &mut site.static_files;
+        // (A site's [static] may replace the fallback it inherited.)
+        let mut fallback_given = false;
         for (key, value) in sorted(self.table("static", v)?) {
             match key.get_ref().as_ref() {
                 "index" => {
@@ -163,6 +168,20 @@ impl Loader<'_> {
                         self.duration("static.open_file_cache_valid", value, true)?;
                 }
                 "sendfile" => st.sendfile = self.boolean("static.sendfile", value)?,
+                "spa" | "try_files" => {
+                    let full = format!("static.{}", key.get_ref().as_ref());
+                    if std::mem::replace(&mut fallback_given, true) {
+                        return Err(self.fail(
+                            key,
+                            &full,
+                            "give either spa or try_files, not both",
+                        ));
+                    }
+                    st.try_files = self.fallbacks(&full, value)?;
+                }
+                "fallback_exclude" => {
+                    st.fallback_exclude = self.extensions("static.fallback_exclude", value)?
+                }
                 "default_type" => {
                     let ty = self.string("static.default_type", value)?;
                     if !units::is_media_type(ty) {

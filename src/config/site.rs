@@ -37,6 +37,13 @@ impl Loader<'_> {
             "throttle" => site.throttle = self.throttles(value)?,
             "auth" => site.auth = self.auth(value)?,
             "servlets" => self.servlets(value, &mut site.servlets)?,
+            "redirect" | "rewrite" => {
+                let rules = self.url_rules(name, value, name == "redirect")?;
+                site.rules.url.extend(rules);
+                super::rules::in_file_order(&mut site.rules.url);
+            }
+            "errors" => site.rules.errors = self.error_pages(value)?,
+            "cors" => site.rules.cors = self.cors_rules(value)?,
             _ => return Err(self.unknown(key, "", super::load::SITE_KEYS)),
         }
         Ok(())

@@ -14,7 +14,7 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 18] = [
+    let sections: [fn(&Config, &mut String); 19] = [
         server,
         tls,
         proxy,
@@ -25,6 +25,7 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
         throttles,
         cgi,
         auth,
+        rules,
         handlers,
         servlets,
         limits,
@@ -196,6 +197,11 @@ fn static_files(c: &Config, s: &mut String) {
             st.query_in_filename.join(", ")
         );
     }
+    super::rules::fallback(st, s);
+}
+
+fn rules(c: &Config, s: &mut String) {
+    super::rules::describe(&c.site.rules, s);
 }
 
 fn mime(c: &Config, s: &mut String) {

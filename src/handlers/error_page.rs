@@ -23,6 +23,10 @@ macro_rules! page {
 pub fn page(status: Status) -> &'static [u8] {
     match status.0 {
         301 => page!("301", "Moved Permanently"),
+        302 => page!("302", "Found"),
+        303 => page!("303", "See Other"),
+        307 => page!("307", "Temporary Redirect"),
+        308 => page!("308", "Permanent Redirect"),
         400 => page!("400", "Bad Request"),
         401 => page!("401", "Unauthorized"),
         403 => page!("403", "Forbidden"),

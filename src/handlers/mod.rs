@@ -6,12 +6,15 @@ pub mod app;
 pub mod autoindex;
 pub mod builtin;
 pub mod cgi;
+pub mod cors;
 mod error;
 pub mod error_page;
+pub mod fallback;
 pub mod file_cache;
 pub mod health;
 pub mod pipe;
 pub mod refusal;
+pub mod rewrite;
 #[cfg(feature = "servlets")]
 pub mod servlets;
 pub mod spool;

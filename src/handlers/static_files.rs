@@ -154,6 +154,50 @@ pub fn serve(
     }
 }
 
+/// Serves the file at `s.rel` (request path `s.path`) if it is a
+/// regular file that is not a CGI program; `None` otherwise (a
+/// `try_files` candidate that is not there).
+pub(super) fn serve_found(
+    files: &StaticFiles,
+    req: &OwnedRequest,
+    s: &mut Scratch,
+    cache: &mut FileCache,
+) -> Option<Plan> {
+    match cache.lookup(&files.root, &s.rel) {
+        Ok(e) if e.meta.kind == Kind::File && !files.programs.contains(&s.rel) => {
+            s.headers.clear();
+            s.why = None;
+            let chosen = negotiate(files, req, s, cache, Some(e));
+            Some(serve_file(files, req, s, chosen))
+        }
+        _ => None,
+    }
+}
+
+/// The body of the file at `rel` (an `[errors]` page) and its length,
+/// or why it cannot be sent.
+pub(super) fn open_page(
+    files: &StaticFiles,
+    cache: &mut FileCache,
+    rel: &[u8],
+) -> Result<(super::Source, u64), String> {
+    match cache.lookup(&files.root, rel) {
+        Ok(e) if e.meta.kind == Kind::File => match e.source.clone() {
+            Some(src) => Ok((src, e.meta.size)),
+            None => Err("not a regular file".to_string()),
+        },
+        Ok(_) => Err("not a regular file".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl StaticFiles {
+    /// The `Content-Type` of a file at `path` by the site's type table.
+    pub fn content_type(&self, path: &[u8]) -> &str {
+        self.mime.lookup(path)
+    }
+}
+
 /// An error answer, with the reason recorded for the debug log.
 fn refused(why: Refusal, status: Status, s: &mut Scratch) -> Plan {
     s.refuse(why);

@@ -237,7 +237,7 @@ fn with_charset(content_type: &str) -> String {
 
 /// The last extension of the last segment of `path`, if any. A leading
 /// dot names a dotfile (`.bashrc`), not an extension.
-fn extension(path: &[u8]) -> Option<&[u8]> {
+pub fn extension(path: &[u8]) -> Option<&[u8]> {
     let name = match path.iter().rposition(|&b| b == b'/') {
         Some(slash) => &path[slash + 1..],
         None => path,

@@ -99,6 +99,21 @@ impl Version {
     }
 }
 
+/// The host part of a Host value (`example.com:8080` → `example.com`,
+/// `[::1]:80` → `[::1]`).
+pub fn host_without_port(host: &[u8]) -> &[u8] {
+    if host.starts_with(b"[") {
+        return match host.iter().position(|&b| b == b']') {
+            Some(end) => &host[..=end],
+            None => host,
+        };
+    }
+    match host.iter().rposition(|&b| b == b':') {
+        Some(colon) => &host[..colon],
+        None => host,
+    }
+}
+
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(u64_digits(n, &mut [0; 20]));

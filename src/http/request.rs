@@ -105,6 +105,8 @@ pub struct OwnedRequest {
     authed: bool,
     /// The client as trusted proxies named it, if they did.
     forwarded: Option<Forwarded>,
+    /// The target as sent, once a `[[rewrite]]` rule replaced it.
+    original: Option<Span>,
 }
 
 /// The client of a request as trusted proxies name it (`Forwarded`,
@@ -137,6 +139,7 @@ impl Default for OwnedRequest {
             user: Vec::new(),
             authed: false,
             forwarded: None,
+            original: None,
         }
     }
 }
@@ -191,6 +194,7 @@ impl OwnedRequest {
         self.user.clear();
         self.authed = false;
         self.forwarded = None;
+        self.original = None;
         let target = self.target;
         let (raw_path, _) =
             path::split_target(&self.bytes[target.start as usize..target.end as usize]);
@@ -237,6 +241,31 @@ impl OwnedRequest {
     /// The request target in origin-form, as [`parse::Request::target`] says.
     pub fn target(&self) -> &[u8] {
         self.get(self.target)
+    }
+
+    /// The target as the client sent it, whatever `[[rewrite]]` rules
+    /// made of it since (the access log's and `REQUEST_URI`).
+    pub fn original_target(&self) -> &[u8] {
+        self.get(self.original.unwrap_or(self.target))
+    }
+
+    /// Replaces the target with `target` (an origin-form target a
+    /// `[[rewrite]]` rule made, already percent-encoded) and decodes its
+    /// path again; [`OwnedRequest::original_target`] keeps the one sent.
+    /// Each call keeps the new target behind the head (a request is
+    /// rewritten a bounded number of times).
+    pub fn rewrite(&mut self, target: &[u8]) {
+        if self.original.is_none() {
+            self.original = Some(self.target);
+        }
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(target);
+        self.target = Span {
+            start: start as u32,
+            end: (start + target.len()) as u32,
+        };
+        let (raw_path, _) = path::split_target(target);
+        self.path_error = path::decode_and_normalize(raw_path, &mut self.path).err();
     }
 
     /// The query of the target (without `?`), if it has one.
@@ -380,6 +409,7 @@ impl OwnedRequest {
                 }
                 // (The same client asks.)
                 req.forwarded = self.forwarded;
+
                 Some(req)
             }
             _ => None,

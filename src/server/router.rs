@@ -4,12 +4,21 @@
 //! password check, its body; see [`Deferred`]), or leaves it to the next
 //! stage (Next):
 //!
+//! 0. **rules**: `[[redirect]]` and `[[rewrite]]` (a redirect answers;
+//!    a rewrite changes the request every later stage sees, so no
+//!    rewrite can get round `[[auth]]`), then the CORS preflight of a
+//!    `[[cors]]` rule (answered before auth: a preflight carries no
+//!    credentials);
 //! 1. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
 //!    request);
 //! 2. **mounts**: embedded handlers (see [`crate::handlers::app`]);
 //! 3. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
 //!    is never left to the static handler);
-//! 4. **static files**, which answer everything that reaches them.
+//! 4. **static files**, which answer everything that reaches them
+//!    (with `try_files` / `spa` where a file is missing).
+//!
+//! Whatever answers, [`Router::finish`] then makes a built-in error page
+//! the site's own (`[errors]`) and adds a `[[cors]]` rule's headers.
 //!
 //! Every stage matches the request's decoded, normalised path, so no
 //! spelling of a path (`/%70rivate/`, `//private/./`) slips by one. A
@@ -27,6 +36,7 @@ use crate::access::{Auth, Check, Checked, SharedFailures, Verdict};
 use crate::config::{Config, Dotfiles, Level};
 use crate::handlers::app::{self, Answer, Mount, Response};
 use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
+use crate::handlers::fallback;
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::{self, apply_header_rules, StaticFiles};
@@ -38,6 +48,8 @@ use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 use crate::http::{path, Status, TlsSession};
 use crate::log::Logger;
 use crate::sys::launcher::Launchers;
+
+mod rules;
 
 /// What the chain makes of a request.
 #[derive(Debug)]
@@ -123,6 +135,11 @@ pub struct Router {
     wake: Wake,
     /// Where failed logins are counted (the worker's stats).
     stats: Option<Arc<crate::handlers::stats::WorkerStats>>,
+    /// The site has `[[redirect]]`, `[[rewrite]]`, `[errors]` or
+    /// `[[cors]]` rules (without, the request path does nothing new).
+    has_rules: bool,
+    /// A redirect's `Location`, or a rewritten target, being made.
+    target: Vec<u8>,
 }
 
 impl std::fmt::Debug for Router {
@@ -196,6 +213,8 @@ impl Router {
             cfg.site.static_files.open_file_cache_valid,
         );
         Ok(Router {
+            has_rules: !cfg.site.rules.is_empty(),
+            target: Vec::new(),
             cfg,
             files,
             auth,
@@ -223,6 +242,11 @@ impl Router {
     /// request's path first (a stage may then extend it with an index
     /// file name).
     pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
+        if self.has_rules {
+            if let Some(plan) = self.rules(routing) {
+                return Routed::Answer(plan);
+            }
+        }
         routing.scratch.path.clear();
         if let Ok(path) = routing.req.path() {
             routing.scratch.path.extend_from_slice(path);
@@ -238,11 +262,16 @@ impl Router {
                 }
             }
         }
-        Routed::Answer(static_files::serve(
+        let plan = static_files::serve(&self.files, routing.req, routing.scratch, &mut self.cache);
+        if self.cfg.site.static_files.try_files.is_empty() {
+            return Routed::Answer(plan);
+        }
+        Routed::Answer(fallback::try_files(
             &self.files,
             routing.req,
             routing.scratch,
             &mut self.cache,
+            plan,
         ))
     }
 

@@ -1423,3 +1423,15 @@ pub fn basic_auth(user: &str, pass: &str) -> String {
     }
     format!("Basic {out}")
 }
+
+/// `brisk --config <toml> --check-config` in a fresh directory (with a
+/// `root/` the document may name): whether it passed, and its stdout and
+/// stderr.
+pub fn check_config(toml: &str) -> (bool, String, String) {
+    let dir = TempDir::new("check");
+    fs::create_dir(dir.path.join("root")).expect("create root");
+    let cfg = dir.path.join("brisk.toml");
+    write_file(&cfg, toml.as_bytes());
+    let (st, out, err) = run_brisk(&["--config", cfg.to_str().expect("utf-8"), "--check-config"]);
+    (st.success(), out, err)
+}

@@ -286,6 +286,9 @@ cgi: 2 rules
   chunked request bodies held in {tmp} (past 64 KiB)
 auth: 1 rule
   path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed
+redirects and rewrites: none
+error pages: none
+cors: none
 handlers: none
 servlets: off
 limits: max_body 10MiB (default 1MiB), auth_failures 0 (default 10)

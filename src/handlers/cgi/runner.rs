@@ -98,7 +98,7 @@ impl Cgi {
             );
             return Err(Status::INTERNAL_SERVER_ERROR);
         }
-        let server_name = host_without_port(req.host().unwrap_or_default());
+        let server_name = crate::http::host_without_port(req.host().unwrap_or_default());
         let local_ip;
         let server_name: &[u8] = if server_name.is_empty() {
             local_ip = ends.local.ip().to_string();
@@ -109,7 +109,7 @@ impl Cgi {
         let headers: Vec<Header> = req.headers().collect();
         let env_req = EnvRequest {
             method: req.method_token(),
-            raw_target: req.target(),
+            raw_target: req.original_target(),
             query: req.query().unwrap_or_default(),
             version: req.version().as_str(),
             headers: &headers,
@@ -170,20 +170,5 @@ impl Cgi {
     /// Gives back memory a busier moment left behind.
     pub fn shrink(&self) {
         self.children.shrink();
-    }
-}
-
-/// The host part of a Host value (`example.com:8080` → `example.com`,
-/// `[::1]:80` → `[::1]`).
-fn host_without_port(host: &[u8]) -> &[u8] {
-    if host.starts_with(b"[") {
-        return match host.iter().position(|&b| b == b']') {
-            Some(end) => &host[..=end],
-            None => host,
-        };
-    }
-    match host.iter().rposition(|&b| b == b':') {
-        Some(colon) => &host[..colon],
-        None => host,
     }
 }

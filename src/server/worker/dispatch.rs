@@ -139,7 +139,9 @@ impl Worker {
         }
         self.lend_out(c);
         self.scratch.clear();
-        let plan = Plan::error(status, &mut self.scratch);
+        let mut plan = Plan::error(status, &mut self.scratch);
+        self.router
+            .finish_unread(&mut plan, &mut self.scratch, &mut self.logger);
         let cx = answering(&self.cfg, &self.date, self.draining, self.now);
         let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
@@ -309,7 +311,9 @@ impl Worker {
     /// Queues `plan` as the answer to the current request and logs it;
     /// `decoder` reads the request's body to drop it, if it has one left
     /// to read.
-    pub(super) fn answer(&mut self, c: &mut Conn, plan: Plan, decoder: Option<BodyDecoder>) {
+    pub(super) fn answer(&mut self, c: &mut Conn, mut plan: Plan, decoder: Option<BodyDecoder>) {
+        self.router
+            .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
         let cx = answering(&self.cfg, &self.date, self.draining, self.now);
@@ -506,7 +510,7 @@ pub(super) fn request_record<'a>(
         tls: c.transport.session(),
         time,
         method: req.method_token(),
-        target: req.target(),
+        target: req.original_target(),
         version: req.version().as_str(),
         status,
         bytes: 0,

@@ -500,7 +500,9 @@ impl Worker {
     /// connection closes after it. Returns where its body starts.
     pub(super) fn fail_unstarted(&mut self, c: &mut Conn, status: Status, head_only: bool) -> u64 {
         self.scratch.clear();
-        let plan = Plan::error(status, &mut self.scratch);
+        let mut plan = Plan::error(status, &mut self.scratch);
+        self.router
+            .finish_unread(&mut plan, &mut self.scratch, &mut self.logger);
         let cx = answering(&self.cfg, &self.date, self.draining, self.now);
         let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)

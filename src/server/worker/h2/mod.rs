@@ -355,7 +355,9 @@ impl Worker {
 
     /// Answers stream `id` of `c` with `plan` (for the current request,
     /// which `redirects` CGI local redirects led to).
-    pub(super) fn h2_answer(&mut self, c: &mut Conn, id: u32, plan: Plan, redirects: u8) {
+    pub(super) fn h2_answer(&mut self, c: &mut Conn, id: u32, mut plan: Plan, redirects: u8) {
+        self.router
+            .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
         let body_len = plan.body_len(&self.scratch);
         let Plan { status, body, .. } = plan;
         if let Body::Pipe(pipe) = body {

@@ -1,0 +1,129 @@
+//! What the static handler answers instead of its own 404 (or 403 for a
+//! directory without an index): `[static] try_files` / `spa` (another
+//! file, 200, as nginx's `try_files $uri /index.html`) and `[errors]`
+//! pages (a file of the site with the error's status).
+
+use std::sync::atomic::Ordering;
+
+use super::file_cache::FileCache;
+use super::static_files::{self, StaticFiles};
+use super::{Body, Plan, Refusal, Scratch};
+use crate::config::rules::ErrorPage;
+use crate::config::{Dotfiles, Level};
+use crate::http::request::OwnedRequest;
+use crate::http::{path, Method, Status};
+use crate::log::Logger;
+
+/// Answers `plan` (the static handler's) again from the first
+/// `try_files` path that is a file, when it is a 404 for a missing file
+/// or a 403 for a directory without an index, to a GET or HEAD whose path
+/// does not end in one of `fallback_exclude`'s extensions. Conditionals
+/// and ranges apply to the file served, as to any.
+pub fn try_files(
+    files: &StaticFiles,
+    req: &OwnedRequest,
+    s: &mut Scratch,
+    cache: &mut FileCache,
+    plan: Plan,
+) -> Plan {
+    let st = &files.cfg.site.static_files;
+    let missing = matches!(
+        (plan.status, s.why),
+        (
+            Status::NOT_FOUND,
+            Some(Refusal::Lookup(libc::ENOENT | libc::ENOTDIR))
+        ) | (Status::FORBIDDEN, Some(Refusal::NoIndex))
+    );
+    if !missing || !matches!(req.method(), Method::Get | Method::Head) {
+        return plan;
+    }
+    let Ok(uri) = req.path() else { return plan };
+    if let Some(ext) = crate::http::mime::extension(uri) {
+        if st
+            .fallback_exclude
+            .iter()
+            .any(|e| e.as_bytes().eq_ignore_ascii_case(ext))
+        {
+            return plan;
+        }
+    }
+    for candidate in &st.try_files {
+        s.path.clear();
+        let mut rest = candidate.as_bytes();
+        while let Some(i) = rest.windows(4).position(|w| w == b"$uri") {
+            s.path.extend_from_slice(&rest[..i]);
+            s.path.extend_from_slice(uri);
+            rest = &rest[i + 4..];
+        }
+        s.path.extend_from_slice(rest);
+        if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+            continue;
+        }
+        s.rel.clear();
+        s.rel
+            .extend_from_slice(s.path.strip_prefix(b"/").unwrap_or(&s.path));
+        if let Some(plan) = static_files::serve_found(files, req, s, cache) {
+            return plan;
+        }
+    }
+    // (Nothing to fall back to: the first answer, as it was.)
+    s.path.clear();
+    s.path.extend_from_slice(uri);
+    plan
+}
+
+/// Makes `plan`, a built-in error page, the site's own page for its
+/// status if `[errors]` names one that can be opened: same status and
+/// header lines, the file's `Content-Type`, and `Cache-Control: no-store`
+/// so that no cache keeps the page (nor takes it for the resource). A
+/// page that cannot be served leaves the built-in one, and is logged
+/// once. The page is a file, never routed: it cannot fail into itself.
+pub fn error_page(
+    files: &StaticFiles,
+    pages: &[ErrorPage],
+    cache: &mut FileCache,
+    plan: &mut Plan,
+    s: &mut Scratch,
+    log: &mut Logger,
+) {
+    if plan.status.0 < 400 || !matches!(plan.body, Body::Static(_)) {
+        return;
+    }
+    let Some(page) = pages.iter().find(|p| p.status == plan.status.0) else {
+        return;
+    };
+    let found = static_files::open_page(files, cache, page.page.as_bytes());
+    let (src, len) = match found {
+        Ok(found) => found,
+        Err(why) => {
+            if !page.warned.swap(true, Ordering::Relaxed) {
+                log.log(
+                    Level::Warn,
+                    format_args!(
+                        "errors.{}: {:?} cannot be served ({why}); the built-in page is sent instead (logged once)",
+                        page.status, page.page
+                    ),
+                );
+            }
+            return;
+        }
+    };
+    const BUILT_IN: &[u8] = b"Content-Type: text/html; charset=utf-8\r\n";
+    if let Some(at) = s
+        .headers
+        .windows(BUILT_IN.len())
+        .position(|w| w == BUILT_IN)
+    {
+        s.headers.drain(at..at + BUILT_IN.len());
+    }
+    s.header(
+        "Content-Type",
+        files.content_type(page.page.as_bytes()).as_bytes(),
+    );
+    s.header("Cache-Control", b"no-store");
+    plan.body = Body::File {
+        src,
+        offset: 0,
+        len,
+    };
+}

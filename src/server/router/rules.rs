@@ -1,0 +1,88 @@
+//! The router's rules stage and the finishing of every answer: see
+//! the module documentation of [`super`].
+
+use super::{Router, Routing};
+use crate::config::rules::{Scheme, MAX_REWRITES};
+use crate::config::Level;
+use crate::handlers::rewrite::{self, Outcome};
+use crate::handlers::{cors, fallback, Body, Plan, Scratch};
+use crate::http::request::OwnedRequest;
+use crate::http::{Method, Status};
+use crate::log::Logger;
+
+impl Router {
+    /// The rules stage: a redirect, a rewrite loop (500), or a CORS
+    /// preflight answers; a rewrite changes the request.
+    pub(super) fn rules(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
+        let rules = &self.cfg.site.rules;
+        if !rules.url.is_empty() {
+            let https = match routing.req.forwarded().and_then(|f| f.https) {
+                Some(https) => https,
+                None => routing.client.tls.is_some(),
+            };
+            let cx = rewrite::Context {
+                scheme: if https { Scheme::Https } else { Scheme::Http },
+            };
+            match rewrite::apply(&rules.url, routing.req, cx, &mut self.target) {
+                Outcome::Route => {}
+                Outcome::Redirect(status) => {
+                    routing.scratch.header("Location", &self.target);
+                    return Some(Plan::error(Status(status), routing.scratch));
+                }
+                Outcome::Loop(origin) => {
+                    routing.log.log(
+                        Level::Error,
+                        format_args!(
+                            "{}: rewritten {} times, the last by the rule at {origin}; answered 500 (does a rule's target match its own from?)",
+                            String::from_utf8_lossy(routing.req.original_target()),
+                            MAX_REWRITES
+                        ),
+                    );
+                    return Some(Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch));
+                }
+            }
+        }
+        let path = routing.req.path().ok()?;
+        let rule = cors::rule_for(&rules.cors, path)?;
+        cors::preflight(rule, routing.req, routing.scratch)
+    }
+
+    /// Finishes the answer `plan` to `req` (any answer but a CGI
+    /// program's or a handler's streamed one): a built-in error page
+    /// becomes the site's own (`[errors]`), and a `[[cors]]` rule adds
+    /// its headers (the preflight it answered has them).
+    pub fn finish(
+        &mut self,
+        req: &OwnedRequest,
+        plan: &mut Plan,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) {
+        if !self.has_rules || matches!(plan.body, Body::Pipe(_) | Body::Stream(_)) {
+            return;
+        }
+        let rules = &self.cfg.site.rules;
+        if !rules.errors.is_empty() {
+            fallback::error_page(&self.files, &rules.errors, &mut self.cache, plan, s, log);
+        }
+        let Ok(path) = req.path() else { return };
+        let Some(rule) = cors::rule_for(&rules.cors, path) else {
+            return;
+        };
+        let preflight = req.method() == Method::Options
+            && req.header("access-control-request-method").is_some()
+            && plan.status == Status::NO_CONTENT;
+        if !preflight {
+            cors::decorate(rule, req, s);
+        }
+    }
+
+    /// Finishes an error answered before any request could be read (a
+    /// head too large, a bad request line): the site's page, if any.
+    pub fn finish_unread(&mut self, plan: &mut Plan, s: &mut Scratch, log: &mut Logger) {
+        if self.has_rules && !self.cfg.site.rules.errors.is_empty() {
+            let errors = &self.cfg.site.rules.errors;
+            fallback::error_page(&self.files, errors, &mut self.cache, plan, s, log);
+        }
+    }
+}
