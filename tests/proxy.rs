@@ -226,3 +226,107 @@ fn behind_a_proxy_protocol_balancer_a_trusted_proxy_may_still_forward() {
     c.send(b"GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.77\r\n\r\n");
     assert_eq!(c.response().text(), "203.0.113.5 4711 http off");
 }
+
+#[cfg(feature = "tls")]
+#[test]
+fn proxy_protocol_then_tls_on_a_tls_listen_listener() {
+    // `[proxy] tls_listen`: the header (v1 or v2) comes in plain text,
+    // then the TLS handshake (HAProxy's `ssl` with `send-proxy-v2`, or a
+    // balancer passing TLS through); the client it names is the one
+    // CGI and the access log see.
+    let tls = common::tls::section(&["a"], "");
+    let s = site(&format!("[proxy]\ntls_listen = \"127.0.0.1:0\"\n{tls}"), 3);
+    let (https, proxied) = (s.addrs[1], s.addrs[2]);
+    // Version 1 in a write of its own, then TLS; two requests.
+    let mut c = Client::connect(proxied);
+    c.send(b"PROXY TCP4 203.0.113.7 127.0.0.1 4711 443\r\n");
+    c.start_tls(common::tls::client_conn("a.test"));
+    c.send(WHO_REQ);
+    let r = c.response();
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.text(), "203.0.113.7 4711 https on");
+    c.send(WHO_REQ);
+    assert_eq!(c.response().text(), "203.0.113.7 4711 https on");
+    s.wait_access_line(|l| {
+        l.starts_with(b"203.0.113.7 - - [") && find(l, b"/cgi-bin/who").is_some()
+    });
+    // Version 2 with the ClientHello in the same write.
+    let mut conn = common::tls::client_conn("a.test");
+    let mut first = v2(
+        "198.51.100.9:6000".parse().unwrap(),
+        "192.0.2.1:443".parse().unwrap(),
+    );
+    conn.write_tls(&mut first).unwrap();
+    let mut c = Client::connect(proxied);
+    c.send(&first);
+    c.start_tls(conn);
+    c.send(WHO_REQ);
+    assert_eq!(c.response().text(), "198.51.100.9 6000 https on");
+    // No header: a ClientHello straight away is no PROXY header, and
+    // the connection closes.
+    let mut conn = common::tls::client_conn("a.test");
+    let mut hello = Vec::new();
+    conn.write_tls(&mut hello).unwrap();
+    let mut c = Client::connect(proxied);
+    c.send(&hello);
+    c.expect_closed();
+    assert!(s
+        .wait_stderr_line("on a [proxy] listener; connection closed")
+        .contains("no PROXY protocol header"));
+    // And the [tls] listener takes no header: to it, that is plain text
+    // on a TLS port (which it says in a plain 400).
+    let mut c = Client::connect(https);
+    c.send(b"PROXY TCP4 203.0.113.7 127.0.0.1 4711 443\r\n");
+    c.send(&hello);
+    assert_eq!(c.response().status, 400);
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn haproxy_send_proxy_v2_with_ssl_reaches_a_tls_listen_listener() {
+    use std::process::{Command, Stdio};
+    if Command::new("haproxy").arg("-v").output().is_err() {
+        skip("no haproxy (Debian: haproxy; scripts/test installs it as root)");
+        return;
+    }
+    let tls = common::tls::section(&["a"], "");
+    let s = site(&format!("[proxy]\ntls_listen = \"127.0.0.1:0\"\n{tls}"), 3);
+    let backend = s.addrs[2];
+    // HAProxy connects to brisk from 127.0.0.3: only the PROXY header
+    // can tell brisk the client is 127.0.0.1.
+    let front = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let cfg = s.base.path.join("haproxy.cfg");
+    fs::write(
+        &cfg,
+        format!(
+            "global\n    maxconn 100\n\
+defaults\n    mode http\n    timeout connect 5s\n    timeout client 10s\n    timeout server 10s\n\
+frontend web\n    bind {front}\n    default_backend brisk\n\
+backend brisk\n    server b {backend} ssl verify none sni str(a.test) send-proxy-v2 source 127.0.0.3\n"
+        ),
+    )
+    .unwrap();
+    let _haproxy = KillOnDrop(
+        Command::new("haproxy")
+            .args(["-db", "-f", cfg.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start haproxy"),
+    );
+    wait_until("HAProxy to listen", || {
+        std::net::TcpStream::connect(front).is_ok()
+    });
+    let mut c = Client::connect(front);
+    c.send(b"GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200, "{}", r.head);
+    let who = r.text();
+    assert!(
+        who.starts_with("127.0.0.1 ") && who.ends_with(" https on"),
+        "{who}"
+    );
+    s.wait_access_line(|l| l.starts_with(b"127.0.0.1 - - [") && find(l, b"/cgi-bin/who").is_some());
+}

@@ -150,7 +150,7 @@ fn a_passed_socket_the_configuration_does_not_list_is_an_error() {
     assert!(!status.success());
     let text = fs::read_to_string(&err).unwrap();
     assert!(
-        text.contains(&format!("the listening socket {passed} given to brisk is not in the configuration (listen, tls.listen or proxy.listen)")),
+        text.contains(&format!("the listening socket {passed} given to brisk is not in the configuration (listen, tls.listen, proxy.listen or proxy.tls_listen)")),
         "{text}"
     );
 }

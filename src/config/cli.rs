@@ -248,7 +248,8 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
     if let Some(section) = origins.proxy.take() {
         let listen_given = origins.listen || listen_flags || flags.port.is_some();
         config.proxy = proxy_section(&mut config, section, listen_given)?;
-        config.listen_default &= config.proxy.listen.is_empty();
+        config.listen_default &=
+            config.proxy.listen.is_empty() && config.proxy.tls_listen.is_empty();
     }
 
     // Final checks, after every layer had its say.
@@ -388,18 +389,37 @@ fn proxy_section(
     listen_given: bool,
 ) -> Result<ProxyConfig, ConfigError> {
     let proxy = section.config;
-    let Some(origin) = section.listen_origin else {
+    if section.listen_origin.is_none() && section.tls_listen_origin.is_none() {
         return Ok(proxy);
-    };
+    }
     if !listen_given {
         config.listen.clear();
     }
     let tls = config.tls.iter().flat_map(|t| t.listen.iter());
-    let mut others = config.listen.iter().chain(tls);
-    if let Some(addr) = others.find(|a| a.port() != 0 && proxy.listen.contains(a)) {
-        return Err(error(format!(
-            "{origin}: {addr} is also in listen or tls.listen; an address either expects a PROXY protocol header on every connection or never"
-        )));
+    let others: Vec<SocketAddr> = config.listen.iter().chain(tls).copied().collect();
+    let clash = |list: &[SocketAddr], also: &[SocketAddr]| {
+        list.iter()
+            .find(|a| a.port() != 0 && (others.contains(a) || also.contains(a)))
+            .copied()
+    };
+    if let Some(origin) = &section.listen_origin {
+        if let Some(addr) = clash(&proxy.listen, &[]) {
+            return Err(error(format!(
+                "{origin}: {addr} is also in listen or tls.listen; an address either expects a PROXY protocol header on every connection or never"
+            )));
+        }
+    }
+    if let Some(origin) = &section.tls_listen_origin {
+        if config.tls.is_none() {
+            return Err(error(format!(
+                "{origin}: TLS after the PROXY header needs a certificate: add [[tls.certificate]] (or --tls-cert and --tls-key)"
+            )));
+        }
+        if let Some(addr) = clash(&proxy.tls_listen, &proxy.listen) {
+            return Err(error(format!(
+                "{origin}: {addr} is also in listen, tls.listen or proxy.listen; an address serves one kind of client (proxy.tls_listen: a PROXY protocol header, then TLS)"
+            )));
+        }
     }
     Ok(proxy)
 }

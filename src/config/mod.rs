@@ -177,6 +177,11 @@ pub struct ProxyConfig {
     /// Plain HTTP listeners whose every connection must open with a
     /// PROXY protocol header (v1 or v2), which names the client.
     pub listen: Vec<SocketAddr>,
+    /// HTTPS listeners whose every connection must open with a PROXY
+    /// protocol header, then TLS (a balancer that passes TLS through, or
+    /// HAProxy's `ssl` with `send-proxy-v2`); `[tls]` gives the
+    /// certificates.
+    pub tls_listen: Vec<SocketAddr>,
     /// Peers whose `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto`
     /// headers name the client (nobody's by default).
     pub trusted: crate::access::proxy::Trusted,

@@ -1,5 +1,6 @@
 //! `[proxy]`: listeners whose clients are load balancers that open each
-//! connection with a PROXY protocol header (`listen`), and the peers whose
+//! connection with a PROXY protocol header (`listen`; `tls_listen` where
+//! TLS follows the header), and the peers whose
 //! `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto` headers are
 //! believed (`trusted`, CIDR ranges). See `access::proxy`.
 
@@ -10,13 +11,15 @@ use super::load::{sorted, Loader};
 use super::{ConfigError, ProxyConfig};
 use crate::access::proxy::{Cidr, Trusted};
 
-pub(super) const PROXY_KEYS: &[&str] = &["listen", "trusted"];
+pub(super) const PROXY_KEYS: &[&str] = &["listen", "tls_listen", "trusted"];
 
 /// What `[proxy]` said, and where: errors about its listeners name it.
 pub(crate) struct ProxySection {
     pub(crate) config: ProxyConfig,
     /// Where `proxy.listen` was set.
     pub(crate) listen_origin: Option<String>,
+    /// Where `proxy.tls_listen` was set.
+    pub(crate) tls_listen_origin: Option<String>,
 }
 
 impl Loader<'_> {
@@ -24,12 +27,17 @@ impl Loader<'_> {
         let mut section = ProxySection {
             config: ProxyConfig::default(),
             listen_origin: None,
+            tls_listen_origin: None,
         };
         for (key, value) in sorted(self.table("proxy", v)?) {
             match key.get_ref().as_ref() {
                 "listen" => {
                     section.config.listen = self.addresses("proxy.listen", value)?;
                     section.listen_origin = Some(self.origin("proxy.listen", value));
+                }
+                "tls_listen" => {
+                    section.config.tls_listen = self.addresses("proxy.tls_listen", value)?;
+                    section.tls_listen_origin = Some(self.origin("proxy.tls_listen", value));
                 }
                 "trusted" => {
                     let mut ranges = Vec::new();

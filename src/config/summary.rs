@@ -119,7 +119,7 @@ fn tls(c: &Config, s: &mut String) {
 /// count.
 fn proxy(c: &Config, s: &mut String) {
     let p = &c.proxy;
-    if p.listen.is_empty() && p.trusted.is_empty() {
+    if p.listen.is_empty() && p.tls_listen.is_empty() && p.trusted.is_empty() {
         let _ = writeln!(s, "proxy: none (the client is the connection's peer)");
         return;
     }
@@ -128,6 +128,14 @@ fn proxy(c: &Config, s: &mut String) {
         let _ = writeln!(
             s,
             "proxy: listen {} (a PROXY protocol v1 or v2 header required on every connection)",
+            listen.join(", ")
+        );
+    }
+    if !p.tls_listen.is_empty() {
+        let listen: Vec<String> = p.tls_listen.iter().map(|a| a.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "proxy: tls_listen {} (a PROXY protocol v1 or v2 header, then TLS, on every connection)",
             listen.join(", ")
         );
     }

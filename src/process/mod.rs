@@ -39,6 +39,7 @@ fn url((addr, speaks): &(SocketAddr, Speaks)) -> String {
         Speaks::Http => ("http", ""),
         Speaks::Https => ("https", ""),
         Speaks::Proxy => ("http", " (PROXY protocol)"),
+        Speaks::ProxyTls => ("https", " (PROXY protocol)"),
     };
     match addr {
         SocketAddr::V4(a) => format!("{scheme}://{}:{}/{note}", a.ip(), a.port()),

@@ -113,6 +113,7 @@ fn reload_config(
                 .iter()
                 .chain(tls)
                 .chain(&cfg.proxy.listen)
+                .chain(&cfg.proxy.tls_listen)
                 .find(|a| !running.listens_on(a))
             {
                 return Err(Error::ListenNeedsRestart(*addr));

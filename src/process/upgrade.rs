@@ -43,6 +43,7 @@ fn kind(speaks: Speaks) -> &'static str {
         Speaks::Http => "http",
         Speaks::Https => "https",
         Speaks::Proxy => "proxy",
+        Speaks::ProxyTls => "proxy-tls",
     }
 }
 
@@ -100,6 +101,7 @@ pub(super) fn inherited(handover: &mut Handover) -> Vec<Inherited> {
             speaks: Some(match kind.as_str() {
                 "https" => Speaks::Https,
                 "proxy" => Speaks::Proxy,
+                "proxy-tls" => Speaks::ProxyTls,
                 _ => Speaks::Http,
             }),
             wanted: Some(wanted),

@@ -25,13 +25,14 @@ pub struct Inherited {
 
 impl Inherited {
     /// A socket passed by systemd, named `name` (`FileDescriptorName=` in
-    /// the socket unit): `https` (or `tls`) and `proxy` say what its
-    /// clients speak when the configuration does not list it; anything
-    /// else is plain HTTP.
+    /// the socket unit): `https` (or `tls`), `proxy` and `proxy-tls` say
+    /// what its clients speak when the configuration does not list it;
+    /// anything else is plain HTTP.
     pub fn from_systemd(socket: TcpListener, name: &str) -> Inherited {
         let speaks = match name {
             "https" | "tls" => Some(Speaks::Https),
             "proxy" => Some(Speaks::Proxy),
+            "proxy-tls" => Some(Speaks::ProxyTls),
             _ => None,
         };
         Inherited {
@@ -93,7 +94,7 @@ pub(super) fn adopt(
                 continue;
             }
             return Err(Error::Inherited(format!(
-                "the listening socket {real}{} given to brisk is not in the configuration (listen, tls.listen or proxy.listen): add it there, or stop passing it (the .socket unit's ListenStream=)",
+                "the listening socket {real}{} given to brisk is not in the configuration (listen, tls.listen, proxy.listen or proxy.tls_listen): add it there, or stop passing it (the .socket unit's ListenStream=)",
                 g.speaks.map_or(String::new(), |s| format!(" ({s:?})"))
             )));
         };
@@ -147,7 +148,8 @@ pub(super) fn serve_adopted(cfg: &mut Config, adopted: &Adopted) -> Result<(), E
         match speaks {
             Speaks::Http => add(&mut cfg.listen, addr),
             Speaks::Proxy => add(&mut cfg.proxy.listen, addr),
-            Speaks::Https => match cfg.tls.as_mut() {
+            Speaks::ProxyTls if cfg.tls.is_some() => add(&mut cfg.proxy.tls_listen, addr),
+            Speaks::Https | Speaks::ProxyTls => match cfg.tls.as_mut() {
                 Some(tls) => add(&mut tls.listen, addr),
                 None => {
                     return Err(Error::Inherited(format!(

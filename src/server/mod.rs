@@ -86,6 +86,20 @@ pub enum Speaks {
     Https,
     /// HTTP behind a PROXY protocol header: `[proxy] listen`.
     Proxy,
+    /// HTTPS behind a PROXY protocol header: `[proxy] tls_listen`.
+    ProxyTls,
+}
+
+impl Speaks {
+    /// Whether its connections speak TLS (after the PROXY header, if any).
+    pub fn tls(self) -> bool {
+        matches!(self, Speaks::Https | Speaks::ProxyTls)
+    }
+
+    /// Whether its connections open with a PROXY protocol header.
+    pub fn proxied(self) -> bool {
+        matches!(self, Speaks::Proxy | Speaks::ProxyTls)
+    }
 }
 
 /// The sockets of one `listen` (or `[tls] listen`) entry: one
@@ -108,7 +122,11 @@ fn listen_addrs(cfg: &Config) -> impl Iterator<Item = (SocketAddr, Speaks)> + '_
     let tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
     let plain = cfg.listen.iter().map(|&a| (a, Speaks::Http));
     let proxy = cfg.proxy.listen.iter().map(|&a| (a, Speaks::Proxy));
-    plain.chain(tls.map(|&a| (a, Speaks::Https))).chain(proxy)
+    let proxy_tls = cfg.proxy.tls_listen.iter().map(|&a| (a, Speaks::ProxyTls));
+    plain
+        .chain(tls.map(|&a| (a, Speaks::Https)))
+        .chain(proxy)
+        .chain(proxy_tls)
 }
 
 /// Binds every address of `cfg.listen` and `cfg.tls.listen` (through

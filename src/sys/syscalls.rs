@@ -104,6 +104,9 @@ pub const ALLOWED: &[libc::c_long] = &[
     libc::SYS_getgroups,
     // SERVER_ADDR and SERVER_PORT: the connection's local address.
     libc::SYS_getsockname,
+    // `[proxy] tls_listen`: the PROXY header is looked at in place
+    // (`recv` with `MSG_PEEK`) before TLS reads the socket.
+    libc::SYS_recvfrom,
     // musl (the static build) opens and stats with the old calls
     // (`scripts/trace-syscalls x86_64-unknown-linux-musl`).
     #[cfg(target_arch = "x86_64")]

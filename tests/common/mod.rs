@@ -980,12 +980,19 @@ impl Client {
     #[cfg(feature = "tls")]
     pub fn connect_tls(addr: SocketAddr, conn: rustls::ClientConnection) -> Client {
         let mut c = Client::connect(addr);
+        c.start_tls(conn);
+        c
+    }
+
+    /// Makes the handshake of `conn` (which may have written its first
+    /// bytes already) on this connection, which then speaks TLS.
+    #[cfg(feature = "tls")]
+    pub fn start_tls(&mut self, conn: rustls::ClientConnection) {
         let mut conn = Box::new(conn);
         while conn.is_handshaking() {
-            conn.complete_io(&mut c.stream).expect("TLS handshake");
+            conn.complete_io(&mut self.stream).expect("TLS handshake");
         }
-        c.tls = Some(conn);
-        c
+        self.tls = Some(conn);
     }
 
     /// Writes `bytes`, through TLS if the connection speaks it.

@@ -260,3 +260,36 @@ fn a_key_readable_by_everyone_is_warned_about() {
     assert!(!summary(0o600).contains("warning"));
     assert!(!summary(0o640).contains("warning"));
 }
+
+#[test]
+fn proxy_tls_listen_needs_certificates_and_an_address_of_its_own() {
+    let dir = site();
+    let c = run(
+        &dir,
+        &format!("[proxy]\ntls_listen = \"127.0.0.1:8444\"\n{ONE}"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.proxy.tls_listen, vec!["127.0.0.1:8444".parse().unwrap()]);
+    assert!(c.listen.is_empty(), "no plain listener without the header");
+    assert_eq!(
+        run(&dir, "[proxy]\ntls_listen = \"127.0.0.1:8444\"\n", &[]).unwrap_err(),
+        "DIR/site.toml:3: proxy.tls_listen: TLS after the PROXY header needs a certificate: add [[tls.certificate]] (or --tls-cert and --tls-key)"
+    );
+    assert_eq!(
+        run(
+            &dir,
+            &format!("[proxy]\ntls_listen = \"127.0.0.1:8443\"\n{ONE}"),
+            &[]
+        )
+        .unwrap_err(),
+        "DIR/site.toml:3: proxy.tls_listen: 127.0.0.1:8443 is also in listen, tls.listen or proxy.listen; an address serves one kind of client (proxy.tls_listen: a PROXY protocol header, then TLS)"
+    );
+    assert!(run(
+        &dir,
+        &format!("[proxy]\nlisten = \"127.0.0.1:8081\"\ntls_listen = \"127.0.0.1:8081\"\n{ONE}"),
+        &[]
+    )
+    .unwrap_err()
+    .contains("proxy.tls_listen: 127.0.0.1:8081 is also in"));
+}

@@ -29,7 +29,7 @@ impl Worker {
             let Some(&(ref listener, speaks)) = self.listeners.get(li) else {
                 return;
             };
-            let tls = speaks == Speaks::Https;
+            let tls = speaks.tls();
             // A TLS connection is accepted only with a place for its
             // handshake: a flood of handshakes waits in the kernel's queue
             // while established connections are served.
@@ -47,7 +47,7 @@ impl Worker {
                 Ok((stream, peer)) => {
                     // Behind a PROXY header the client is not known yet:
                     // it counts against its address once the header says.
-                    let proxied = speaks == Speaks::Proxy;
+                    let proxied = speaks.proxied();
                     let admitted = match proxied {
                         true => self.counters.conn_limits.admit_total(),
                         false => self.counters.conn_limits.admit(peer.ip()),
@@ -188,7 +188,7 @@ impl Worker {
         }
         self.tls_waiting = false;
         for li in 0..self.listeners.len() {
-            if self.listeners[li].1 == Speaks::Https {
+            if self.listeners[li].1.tls() {
                 self.accept_all(li);
             }
         }

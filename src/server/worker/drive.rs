@@ -212,6 +212,14 @@ impl Worker {
     /// Reads what is available and answers every complete request in it.
     /// Returns whether anything was consumed or produced.
     fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
+        if c.awaiting_proxy && c.transport.is_tls() {
+            // (`[proxy] tls_listen`: the header comes before TLS.)
+            if !c.transport.tcp().read_more || !self.take_proxy_header_before_tls(c)? {
+                // Not all here: its next bytes raise an event.
+                c.transport.tcp_mut().read_more = false;
+                return Ok(false);
+            }
+        }
         self.rbuf.clear();
         if !c.pending.is_empty() {
             let mut p = std::mem::take(&mut c.pending);

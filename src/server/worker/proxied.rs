@@ -8,6 +8,8 @@
 //! many clients' requests, so the per-address connection count stays
 //! with the connection's peer).
 
+use std::io::Read as _;
+
 use super::*;
 use crate::access::proxy::{forwarded, header};
 use crate::http::request::Forwarded;
@@ -53,6 +55,30 @@ impl Worker {
             return Err(io::Error::other("over the connection limit"));
         }
         Ok(len)
+    }
+
+    /// Takes the PROXY header of a `[proxy] tls_listen` connection from
+    /// its socket itself, before TLS begins: looked at in place (`peek`),
+    /// then exactly its bytes read, so that the TLS engine's first read
+    /// starts at the ClientHello. Whether it was taken (false: it is not
+    /// all there yet; its next bytes raise an event). Errors as
+    /// [`Worker::take_proxy_header`], and a client that leaves first.
+    pub(super) fn take_proxy_header_before_tls(&mut self, c: &mut Conn) -> io::Result<bool> {
+        let mut head = [0u8; header::MAX_HEADER];
+        let seen = match c.transport.tcp().socket().peek(&mut head) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let len = self.take_proxy_header(c, &head[..seen])?;
+        if len == 0 {
+            return Ok(false);
+        }
+        let mut sock = c.transport.tcp().socket();
+        // (All `len` bytes are in the socket's queue: they were seen.)
+        sock.read_exact(&mut head[..len])?;
+        Ok(true)
     }
 
     /// Records in the current request who trusted proxies say its client
