@@ -1,6 +1,7 @@
 //! What ships besides the binary, checked: the man pages against
 //! `--help` and the configuration keys, the shell completions against
-//! `--help`, the Kubernetes manifests by kubeconform, the container
+//! `--help` (and loaded in bash, zsh and fish), the Kubernetes manifests
+//! against the Kubernetes schemas (kubernetes-validate), the container
 //! recipe by running its files from an empty root as uid 65534, and the
 //! Debian package by installing it (as root) and serving a page.
 
@@ -152,38 +153,145 @@ fn the_completions_offer_every_flag() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "--pid-file");
 }
 
-/// kubeconform, installed by scripts/test with `go install`.
-fn kubeconform() -> Option<PathBuf> {
-    if Command::new("kubeconform").arg("-v").output().is_ok() {
-        return Some(PathBuf::from("kubeconform"));
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    let gobin = home.join("go/bin/kubeconform");
-    gobin.exists().then_some(gobin)
+/// What `shell` offers for `brisk --` once its completion file is loaded
+/// as the shell loads it, or `None` (said loudly) when the shell is not
+/// installed (scripts/test installs zsh and fish as root).
+fn offered(shell: &str) -> Option<Vec<String>> {
+    let dir = repo().join("completions");
+    let out = match shell {
+        "bash" => Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=(brisk --); COMP_CWORD=1; _brisk; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                dir.join("brisk.bash").display()
+            ))
+            .output(),
+        // `complete -C` lists what the command line would complete to.
+        "fish" => Command::new("fish")
+            .args(["--no-config", "-c"])
+            .arg(format!(
+                "source {}; complete -C 'brisk --'",
+                dir.join("brisk.fish").display()
+            ))
+            .output(),
+        // Completion runs only in the line editor: an interactive zsh on
+        // a pseudo-terminal (zpty) with `_brisk` found on its fpath by
+        // compinit, as installed, types `brisk --` and a Tab; compadd
+        // is wrapped to print what it is given.
+        _ => {
+            let script = TempDir::new("zsh");
+            let file = script.path.join("complete.zsh");
+            fs::write(&file, ZSH_COMPLETE).unwrap();
+            Command::new("zsh")
+                .arg("-f")
+                .arg(&file)
+                .arg(&dir)
+                .output()
+        }
+    };
+    let Ok(out) = out else {
+        skip(&format!("no {shell} to load its completion for brisk"));
+        return None;
+    };
+    assert!(
+        out.status.success(),
+        "{shell}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut words: Vec<String> = text
+        .lines()
+        .map(|l| l.strip_prefix("MATCH:").unwrap_or(l))
+        .filter_map(|l| l.split(['\t', ' ']).next())
+        .filter(|w| w.starts_with("--"))
+        .map(str::to_string)
+        .collect();
+    words.sort();
+    words.dedup();
+    Some(words)
 }
 
+/// zsh: types `brisk --` and a Tab in an interactive zsh on a pty; prints
+/// each match compadd is given as `MATCH:word`. `$1`: the directory of
+/// `_brisk`. Waits (bounded) until the output has been quiet a second.
+const ZSH_COMPLETE: &str = r#"zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "fpath=($1 \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z 'compadd () { local -a hits; builtin compadd -O hits "$@"; print -rl -- ${hits/#/MATCH:}; builtin compadd "$@" }'
+zpty -w -n z $'brisk --\t'
+out=""
+integer quiet=0 turns=0
+while (( turns++ < 400 && quiet < 20 )); do
+  if zpty -r -t z line; then out+="$line"; quiet=0
+  elif [[ $out == *MATCH:--* ]]; then (( quiet++ ))
+  fi
+  sleep 0.05
+done
+zpty -d z
+print -r -- "$out" | tr -d '\r' | grep -o 'MATCH:--[^[:space:]]*' | sort -u
+"#;
+
 #[test]
-fn the_kubernetes_manifests_validate() {
-    let Some(tool) = kubeconform() else {
-        skip("no kubeconform (scripts/test installs it with go install)");
-        return;
+fn each_shell_offers_every_flag_for_brisk_dash_dash() {
+    let want = flags();
+    for shell in ["bash", "zsh", "fish"] {
+        if let Some(got) = offered(shell) {
+            assert_eq!(got, want, "{shell}");
+        }
+    }
+}
+
+/// Runs kubernetes-validate (PyPI; it ships the Kubernetes JSON schemas,
+/// so it needs no network; scripts/test installs it) in strict mode on
+/// `file` against Kubernetes 1.30; `None` (said loudly) when it is not
+/// installed.
+fn kubernetes_validate(file: &Path) -> Option<(bool, String)> {
+    let out = Command::new("kubernetes-validate")
+        .args(["--strict", "--kubernetes-version", "1.30.0"])
+        .arg(file)
+        .output();
+    let Ok(out) = out else {
+        skip("no kubernetes-validate (scripts/test installs it with pip)");
+        return None;
     };
-    let out = Command::new(tool)
-        .args(["-strict", "-summary", "-kubernetes-version", "1.30.0"])
-        .arg(repo().join("deploy/kubernetes/brisk.yaml"))
-        .output()
-        .unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    if text.contains("failed downloading schema") {
-        skip("kubeconform cannot download its schemas (no network here)");
+    Some((out.status.success(), text))
+}
+
+#[test]
+fn the_kubernetes_manifests_validate() {
+    let manifests = repo().join("deploy/kubernetes/brisk.yaml");
+    let Some((ok, text)) = kubernetes_validate(&manifests) else {
         return;
+    };
+    assert!(ok, "{text}");
+    for kind in ["configmap", "deployment", "service", "poddisruptionbudget"] {
+        assert!(
+            text.contains(&format!("passed for resource {kind}/brisk")),
+            "{kind}: {text}"
+        );
     }
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("Valid: 4, Invalid: 0, Errors: 0"), "{text}");
+    // The checker does check: a wrong type, and (strict) a key that
+    // Kubernetes does not know, are refused.
+    let yaml = fs::read_to_string(&manifests).unwrap();
+    let dir = TempDir::new("k8s");
+    for (what, bad) in [
+        ("replicas", yaml.replacen("replicas: ", "replicas: x", 1)),
+        (
+            "an unknown key",
+            yaml.replacen("replicas: ", "replicaz: ", 1),
+        ),
+    ] {
+        assert_ne!(bad, yaml, "{what}");
+        let file = dir.path.join("bad.yaml");
+        fs::write(&file, bad).unwrap();
+        let (ok, text) = kubernetes_validate(&file).expect("installed");
+        assert!(!ok && text.contains("deployment/brisk"), "{what}: {text}");
+    }
 }
 
 #[test]
