@@ -74,6 +74,7 @@ fn steady_state_logging_does_not_allocate() {
             referer: Some(b"http://example.test/"),
             user_agent: Some("curl/8 \u{e9}".as_bytes()),
             user: None,
+            host: None,
             duration_us: 120,
             tls: Some(TlsSession {
                 protocol: "TLSv1.3",

@@ -45,6 +45,8 @@ use crate::config::{Config, PathMatch};
 /// htpasswd file (parsed), the cache of verified credentials, and the
 /// per-client failure counters (shared with the other workers).
 pub struct Auth {
+    /// The site whose rules these are (0: the default site).
+    site: usize,
     rules: Vec<Rule>,
     /// Distinct (file, allow_plaintext) pairs; rules point into this.
     files: Vec<Watched>,
@@ -106,6 +108,7 @@ pub enum Verdict<'a> {
 /// it was read from, the user and the password (wiped when dropped).
 pub struct Check {
     table: Arc<Htpasswd>,
+    site: usize,
     file: usize,
     key: [u8; 32],
     user: Vec<u8>,
@@ -118,6 +121,7 @@ impl Check {
         let ok = self.table.verify(&self.user, &self.password) == Some(true);
         Checked {
             table: Arc::clone(&self.table),
+            site: self.site,
             file: self.file,
             key: self.key,
             ok,
@@ -151,9 +155,17 @@ impl Eq for Check {}
 /// The outcome of a [`Check`].
 pub struct Checked {
     table: Arc<Htpasswd>,
+    site: usize,
     file: usize,
     key: [u8; 32],
     ok: bool,
+}
+
+impl Checked {
+    /// The site whose `[[auth]]` rule asked for the check.
+    pub fn site(&self) -> usize {
+        self.site
+    }
 }
 
 impl std::fmt::Debug for Checked {
@@ -204,16 +216,22 @@ impl Auth {
     /// Loads every `[[auth]]` rule's htpasswd file, with failure counters
     /// of its own. Errors name the file (and line).
     pub fn new(cfg: &Config) -> Result<Auth, super::Error> {
-        Auth::sharing(cfg, SharedFailures::new(cfg))
+        Auth::sharing(cfg, 0, SharedFailures::new(cfg))
     }
 
-    /// [`Auth::new`] counting failures in `failures`, which other workers
-    /// share. Call once per worker thread.
-    pub fn sharing(cfg: &Config, failures: SharedFailures) -> Result<Auth, super::Error> {
+    /// The rules of the configuration's site `site` (0: the default
+    /// site), counting failures in `failures`, which other workers and
+    /// sites share. Call once per worker thread.
+    pub fn sharing(
+        cfg: &Config,
+        site: usize,
+        failures: SharedFailures,
+    ) -> Result<Auth, super::Error> {
         let now = Instant::now();
         let mut files: Vec<Watched> = Vec::new();
-        let mut rules = Vec::with_capacity(cfg.site.auth.len());
-        for rule in &cfg.site.auth {
+        let auth = &cfg.site(site).auth;
+        let mut rules = Vec::with_capacity(auth.len());
+        for rule in auth {
             let existing = files.iter().position(|f| {
                 f.path() == rule.htpasswd && f.allow_plaintext() == rule.allow_plaintext
             });
@@ -231,6 +249,7 @@ impl Auth {
             });
         }
         Ok(Auth {
+            site,
             rules,
             files,
             failures,
@@ -312,6 +331,7 @@ impl Auth {
                     _ if self.offload && file.needs_hash(&key, user) => {
                         let check = Check {
                             table: Arc::clone(file.shared_table()),
+                            site: self.site,
                             file: self.rules[rule].file,
                             key,
                             user: user.to_vec(),

@@ -13,7 +13,7 @@ use super::proxy::ProxySection;
 use super::summary;
 use super::tls::{self, CertificateSource, Read, TlsSection};
 use super::units::{self, LISTEN_HELP};
-use super::{Command, Config, ConfigError, Level, LogTarget, ProxyConfig, SiteConfig};
+use super::{Command, Config, ConfigError, Level, LogTarget, ProxyConfig};
 
 /// The TOML document baked in at build time (`BRISK_DEFAULT_CONFIG`), or
 /// empty; see `build.rs`.
@@ -281,7 +281,7 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
             )));
         }
     }
-    if SiteConfig::all(&config).any(|site| !site.cgi.is_empty()) {
+    if config.any_cgi() {
         // Used only with CGI (request bodies held for programs).
         let from = origins
             .temp_dir

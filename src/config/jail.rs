@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::load::Origins;
-use super::{CgiTarget, Config, ConfigError, Group, LogTarget, SiteConfig, User};
+use super::{CgiTarget, Config, ConfigError, Group, LogTarget, User};
 use crate::sys::privileges;
 
 /// Names resolved so far in this process. A reload (SIGHUP) runs inside
@@ -280,8 +280,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             rule.htpasswd = real;
         }
     }
-    let cgi = SiteConfig::all(config).any(|site| !site.cgi.is_empty());
-    if cgi && !config.temp_dir.starts_with(&jail) {
+    if config.any_cgi() && !config.temp_dir.starts_with(&jail) {
         let what = origins
             .temp_dir
             .as_deref()

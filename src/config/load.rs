@@ -70,6 +70,8 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "rewrite",
     "errors",
     "cors",
+    "hosts",
+    "unknown_host",
 ];
 
 /// Keys a `[[site]]` table may hold: `hosts`, and what the top level
@@ -193,6 +195,8 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.temp_dir = Some(loader.origin("temp_dir", value));
             }
             "handlers" => config.handlers = loader.handlers(value)?,
+            "hosts" => config.site.hosts = loader.hosts(value, &[])?,
+            "unknown_host" => config.unknown_host = loader.unknown_host(value)?,
             // After the top level: a site starts from the default site's
             // settings, wherever in the file they are.
             "site" | "vhost" => site_tables.push((name, value)),
@@ -213,7 +217,13 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             for (key, value) in sorted(table) {
                 let k = key.get_ref().as_ref();
                 match k {
-                    "hosts" => out.hosts = site.hosts(value, &config.sites)?,
+                    "hosts" => {
+                        out.hosts = site.hosts(value, &config.sites)?;
+                        if let Some(name) = out.hosts.iter().find(|h| config.site.hosts.contains(h)) {
+                            let msg = format!("{name} is already a host of the default site (the top-level hosts)");
+                            return Err(site.fail(value, "hosts", &msg));
+                        }
+                    }
                     _ if SITE_KEYS.contains(&k) => site.site_key(key, value, &mut out, &mut here)?,
                     _ if TOP_KEYS.contains(&k) => {
                         return Err(site.fail(

@@ -53,6 +53,8 @@ pub struct Config {
     pub site: SiteConfig,
     /// `[[site]]` (or `[[vhost]]`) tables, in file order.
     pub sites: Vec<SiteConfig>,
+    /// What a request whose host names no site gets (`unknown_host`).
+    pub unknown_host: UnknownHost,
     /// Worker threads (event loops); already resolved (never 0).
     pub workers: usize,
     /// Run in the background (`--daemon`).
@@ -103,6 +105,18 @@ pub struct Config {
     pub handlers: Vec<HandlerRule>,
     /// `[proxy]`: PROXY protocol listeners and trusted proxies.
     pub proxy: ProxyConfig,
+}
+
+/// `unknown_host`: what a request gets whose host no site's `hosts`
+/// names (or that names no host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownHost {
+    /// The default site (the top level) answers it (`"default"`).
+    #[default]
+    Default,
+    /// It is refused with this status: 421 Misdirected Request (RFC 9110
+    /// §15.5.20) or 404 Not Found.
+    Refuse(u16),
 }
 
 /// What one site serves and how: the per-site part of the configuration,
@@ -168,6 +182,30 @@ impl SiteConfig {
     /// The default site and then every `[[site]]`.
     pub fn all(config: &Config) -> impl Iterator<Item = &SiteConfig> {
         std::iter::once(&config.site).chain(config.sites.iter())
+    }
+
+    /// The name a site goes by in messages: its first host, or
+    /// `the default site`.
+    pub fn name(&self) -> &str {
+        self.hosts
+            .first()
+            .map_or("the default site", String::as_str)
+    }
+}
+
+impl Config {
+    /// Whether any site has `[[cgi]]` rules.
+    pub fn any_cgi(&self) -> bool {
+        SiteConfig::all(self).any(|site| !site.cgi.is_empty())
+    }
+
+    /// Site `i`: 0 is the default site, `i` the `i`-th `[[site]]`
+    /// (the order of [`SiteConfig::all`]).
+    pub fn site(&self, i: usize) -> &SiteConfig {
+        match i {
+            0 => &self.site,
+            i => self.sites.get(i - 1).unwrap_or(&self.site),
+        }
     }
 }
 
@@ -411,11 +449,14 @@ pub enum LogField {
     TlsVersion,
     /// The TLS cipher suite, by OpenSSL's name: nginx's `$ssl_cipher`.
     TlsCipher,
+    /// The host the request named, lower case, without its port or a
+    /// trailing dot: nginx's `$host`, which picked the site.
+    Vhost,
 }
 
 impl LogField {
     /// Every field, in the order error messages list them.
-    pub const ALL: [LogField; 2] = [LogField::TlsVersion, LogField::TlsCipher];
+    pub const ALL: [LogField; 3] = [LogField::TlsVersion, LogField::TlsCipher, LogField::Vhost];
 
     /// The name used in the config file (`"tls_version"`) and as the
     /// JSON format's key.
@@ -423,6 +464,7 @@ impl LogField {
         match self {
             LogField::TlsVersion => "tls_version",
             LogField::TlsCipher => "tls_cipher",
+            LogField::Vhost => "vhost",
         }
     }
 }
@@ -690,6 +732,7 @@ impl Default for Config {
                 rules: rules::SiteRules::default(),
             },
             sites: Vec::new(),
+            unknown_host: UnknownHost::Default,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             daemon: false,
             pid_file: None,

@@ -101,6 +101,25 @@ impl Loader<'_> {
     }
 }
 
+impl Loader<'_> {
+    /// `unknown_host`: `"default"`, 421 or 404.
+    pub(super) fn unknown_host(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<super::UnknownHost, ConfigError> {
+        use super::UnknownHost;
+        let what = "\"default\" (the top-level site answers), 421 or 404";
+        match v.get_ref() {
+            DeValue::String(s) if s.as_ref() == "default" => Ok(UnknownHost::Default),
+            DeValue::Integer(_) => match self.integer("unknown_host", v, 0, 999) {
+                Ok(n @ (404 | 421)) => Ok(UnknownHost::Refuse(n as u16)),
+                _ => Err(self.expected(v, "unknown_host", what)),
+            },
+            _ => Err(self.expected(v, "unknown_host", what)),
+        }
+    }
+}
+
 const HOST_HELP: &str = "a host name such as \"example.org\" or \"*.example.org\", or an IP address, without a port or a scheme";
 
 /// A `hosts` entry as the matcher compares it: lower case (names are

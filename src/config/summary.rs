@@ -8,26 +8,21 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::{CgiTarget, Config, Limits, LogTarget, PathMatch, Timeouts};
+use super::{CgiTarget, Config, Limits, LogTarget, PathMatch, SiteConfig, Timeouts};
 use crate::sys::{privileges, sandbox};
 
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 19] = [
+    let sections: [fn(&Config, &mut String); 14] = [
         server,
         tls,
         proxy,
         http2,
-        static_files,
-        mime,
-        headers,
-        throttles,
-        cgi,
-        auth,
-        rules,
+        default_site,
         handlers,
-        servlets,
+        default_servlets,
+        sites,
         limits,
         timeouts,
         logs,
@@ -48,7 +43,11 @@ fn server(c: &Config, s: &mut String) {
     } else {
         let _ = writeln!(s, "listen: {}", listen.join(", "));
     }
-    let _ = writeln!(s, "root: {}", c.site.root.display());
+    let names = match c.site.hosts.is_empty() {
+        true => String::new(),
+        false => format!(" (hosts {})", c.site.hosts.join(", ")),
+    };
+    let _ = writeln!(s, "root: {}{names}", c.site.root.display());
     let _ = writeln!(s, "workers: {}", c.workers);
     if c.server_header != Config::default().server_header {
         let _ = writeln!(s, "server header: {:?}", c.server_header);
@@ -154,8 +153,67 @@ fn proxy(c: &Config, s: &mut String) {
     }
 }
 
-fn static_files(c: &Config, s: &mut String) {
-    let st = &c.site.static_files;
+/// What each site has: a site's section is given the server's
+/// configuration and the site's own. (Servlets last: see
+/// [`default_servlets`].)
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 8] = [
+    static_files,
+    mime,
+    headers,
+    throttles,
+    cgi,
+    auth,
+    rules,
+    servlets,
+];
+
+/// The default site's rules (its root is with the server's), unindented.
+fn default_site(c: &Config, s: &mut String) {
+    for section in &SITE_SECTIONS[..SITE_SECTIONS.len() - 1] {
+        section(c, &c.site, s);
+    }
+}
+
+/// The default site's servlets (after the named handlers, as mounted).
+fn default_servlets(c: &Config, s: &mut String) {
+    servlets(c, &c.site, s);
+}
+
+/// Each `[[site]]`: its hosts and root, then its sections indented;
+/// and what a host no site names gets.
+fn sites(c: &Config, s: &mut String) {
+    if c.sites.is_empty() && c.site.hosts.is_empty() {
+        return;
+    }
+    let unknown = match c.unknown_host {
+        super::UnknownHost::Default => "the default site".to_string(),
+        super::UnknownHost::Refuse(status) => format!("{status}"),
+    };
+    let _ = writeln!(
+        s,
+        "sites: {} besides the default one; a host no site names gets {unknown}",
+        c.sites.len()
+    );
+    for (i, site) in c.sites.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "site[{}]: hosts {}; root {}",
+            i + 1,
+            site.hosts.join(", "),
+            site.root.display()
+        );
+        let mut own = String::new();
+        for section in SITE_SECTIONS {
+            section(c, site, &mut own);
+        }
+        for line in own.lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+}
+
+fn static_files(c: &Config, site: &SiteConfig, s: &mut String) {
+    let st = &site.static_files;
     let on = |b: bool| if b { "on" } else { "off" };
     let dotfiles = match st.dotfiles {
         super::Dotfiles::Deny => "deny (403)",
@@ -188,7 +246,10 @@ fn static_files(c: &Config, s: &mut String) {
             duration(st.open_file_cache_valid)
         )
     };
-    let _ = writeln!(s, "  open-file cache: {cache}");
+    if std::ptr::eq(site, &c.site) {
+        // (Server-wide: one cache per worker for every site.)
+        let _ = writeln!(s, "  open-file cache: {cache}");
+    }
     let types = match &st.mime_types {
         Some(f) => format!(
             "{} types from {}, then the built-in table",
@@ -208,25 +269,25 @@ fn static_files(c: &Config, s: &mut String) {
     super::rules::fallback(st, s);
 }
 
-fn rules(c: &Config, s: &mut String) {
-    super::rules::describe(&c.site.rules, s);
+fn rules(_: &Config, site: &SiteConfig, s: &mut String) {
+    super::rules::describe(&site.rules, s);
 }
 
-fn mime(c: &Config, s: &mut String) {
-    rule_set(s, "mime overrides", &c.site.mime, |(ext, ty)| {
+fn mime(_: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "mime overrides", &site.mime, |(ext, ty)| {
         format!(".{ext}: {ty}")
     });
 }
 
-fn headers(c: &Config, s: &mut String) {
-    rule_set(s, "headers", &c.site.headers, |rule| {
+fn headers(_: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "headers", &site.headers, |rule| {
         let set: Vec<String> = rule.set.iter().map(|(n, v)| format!("{n}: {v}")).collect();
         format!("{}: {}", matcher(&rule.matcher), set.join("; "))
     });
 }
 
-fn throttles(c: &Config, s: &mut String) {
-    rule_set(s, "throttles", &c.site.throttle, |rule| {
+fn throttles(_: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "throttles", &site.throttle, |rule| {
         let mut rates = Vec::new();
         if let Some(r) = rule.rate {
             rates.push(format!("{}/s shared by all its clients", size(r)));
@@ -238,8 +299,8 @@ fn throttles(c: &Config, s: &mut String) {
     });
 }
 
-fn cgi(c: &Config, s: &mut String) {
-    rule_set(s, "cgi", &c.site.cgi, |rule| {
+fn cgi(c: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "cgi", &site.cgi, |rule| {
         let mut line = match &rule.target {
             CgiTarget::Dir { url, dir } => format!("url {url}: scripts in {}", dir.display()),
             CgiTarget::Program { url, program } => {
@@ -265,7 +326,7 @@ fn cgi(c: &Config, s: &mut String) {
         }
         line
     });
-    if !c.site.cgi.is_empty() {
+    if !site.cgi.is_empty() {
         let _ = writeln!(
             s,
             "  chunked request bodies held in {} (past 64 KiB)",
@@ -274,8 +335,8 @@ fn cgi(c: &Config, s: &mut String) {
     }
 }
 
-fn auth(c: &Config, s: &mut String) {
-    rule_set(s, "auth", &c.site.auth, |rule| {
+fn auth(_: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "auth", &site.auth, |rule| {
         format!(
             "{}: realm {:?}, users from {}{}",
             matcher(&rule.matcher),
@@ -306,8 +367,8 @@ fn handlers(c: &Config, s: &mut String) {
     });
 }
 
-fn servlets(c: &Config, s: &mut String) {
-    let v = &c.site.servlets;
+fn servlets(_: &Config, site: &SiteConfig, s: &mut String) {
+    let v = &site.servlets;
     if !v.enable {
         let _ = writeln!(s, "servlets: off");
         return;
@@ -521,11 +582,14 @@ fn confinement(c: &Config, s: &mut String) {
     s.push_str("sandbox: on\n");
     match sandbox::landlock_abi() {
         Some(abi) => {
-            let mut reads = vec!["the document root"];
-            if !c.site.cgi.is_empty() {
+            let mut reads = vec![match c.sites.is_empty() {
+                true => "the document root",
+                false => "every site's document root",
+            }];
+            if c.any_cgi() {
                 reads.push("the CGI directories and programs");
             }
-            if !c.site.auth.is_empty() {
+            if SiteConfig::all(c).any(|site| !site.auth.is_empty()) {
                 reads.push("the htpasswd files' directories");
             }
             if c.config_file.is_some() {
@@ -541,7 +605,7 @@ fn confinement(c: &Config, s: &mut String) {
             if files {
                 places.push("the log files".to_string());
             }
-            if !c.site.cgi.is_empty() {
+            if c.any_cgi() {
                 places.push(format!("unnamed files in {}", c.temp_dir.display()));
             }
             let writes = match places.is_empty() {
@@ -567,7 +631,7 @@ fn confinement(c: &Config, s: &mut String) {
     } else {
         s.push_str("  seccomp: no filter for this architecture; brisk runs without it\n");
     }
-    if !c.site.cgi.is_empty() {
+    if c.any_cgi() {
         s.push_str(
             "  CGI programs start from a launcher process with a sandbox of its own: they may \
              also read and run the system directories; no seccomp filter\n",

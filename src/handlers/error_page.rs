@@ -37,6 +37,7 @@ pub fn page(status: Status) -> &'static [u8] {
         412 => page!("412", "Precondition Failed"),
         413 => page!("413", "Content Too Large"),
         414 => page!("414", "URI Too Long"),
+        421 => page!("421", "Misdirected Request"),
         416 => page!("416", "Range Not Satisfiable"),
         417 => page!("417", "Expectation Failed"),
         429 => page!("429", "Too Many Requests"),

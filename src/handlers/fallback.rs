@@ -26,7 +26,7 @@ pub fn try_files(
     cache: &mut FileCache,
     plan: Plan,
 ) -> Plan {
-    let st = &files.cfg.site.static_files;
+    let st = &files.site().static_files;
     let missing = matches!(
         (plan.status, s.why),
         (

@@ -102,6 +102,10 @@ pub struct FileCache {
     valid: Duration,
     now: Instant,
     mem: usize,
+    /// The site whose files are looked up now (see [`FileCache::for_site`]).
+    site: usize,
+    /// The key of a file of a site other than the default one, reused.
+    key: Vec<u8>,
 }
 
 impl FileCache {
@@ -113,6 +117,8 @@ impl FileCache {
             valid,
             now: Instant::now(),
             mem: 0,
+            site: 0,
+            key: Vec::new(),
         }
     }
 
@@ -126,6 +132,14 @@ impl FileCache {
     /// Sets the clock the cache compares against (once per loop iteration).
     pub fn set_now(&mut self, now: Instant) {
         self.now = now;
+    }
+
+    /// Makes the next lookups those of site `site` (0: the default site),
+    /// whose files are other files than another site's of the same path:
+    /// every site's root is one cache, keyed by site and path, so that
+    /// a file of one site is never served for another.
+    pub fn for_site(&mut self, site: usize) {
+        self.site = site;
     }
 
     /// Looks `rel` up beneath `root`, from the cache when it is fresh.
@@ -152,7 +166,32 @@ impl FileCache {
         if self.capacity == 0 {
             return load(root, rel, &mut 0);
         }
-        if let Some(slot) = self.map.get_mut(rel) {
+        if self.site == 0 {
+            // The default site's keys are the paths themselves: nothing
+            // to build on the single-site path.
+            return self.lookup_key(root, rel, rel, keep_misses);
+        }
+        // A relative path never starts with NUL: a NUL and the site's
+        // number keep other sites' keys apart from the default site's.
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.push(0);
+        key.extend_from_slice(&self.site.to_le_bytes());
+        key.extend_from_slice(rel);
+        let found = self.lookup_key(root, rel, &key, keep_misses);
+        self.key = key;
+        found
+    }
+
+    /// [`FileCache::lookup_keeping`] with the cache's key for `rel`.
+    fn lookup_key(
+        &mut self,
+        root: &Root,
+        rel: &[u8],
+        key: &[u8],
+        keep_misses: bool,
+    ) -> io::Result<Rc<Entry>> {
+        if let Some(slot) = self.map.get_mut(key) {
             if self.now < slot.fresh_until {
                 return slot.result.clone().map_err(io::Error::from_raw_os_error);
             }
@@ -165,7 +204,7 @@ impl FileCache {
                 slot.fresh_until = self.now + self.valid;
                 return slot.result.clone().map_err(io::Error::from_raw_os_error);
             }
-            if let Some(Slot { result: Ok(e), .. }) = self.map.remove(rel) {
+            if let Some(Slot { result: Ok(e), .. }) = self.map.remove(key) {
                 if let Some(Source::Mem(m)) = &e.source {
                     self.mem -= m.len();
                 }
@@ -192,7 +231,7 @@ impl FileCache {
             },
         };
         self.map.insert(
-            rel.into(),
+            key.into(),
             Slot {
                 result: cached,
                 fresh_until: self.now + self.valid,

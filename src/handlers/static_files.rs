@@ -8,7 +8,7 @@ use super::cgi::{self, Programs};
 use super::file_cache::{Entry, FileCache};
 use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
-use crate::config::{Config, Dotfiles};
+use crate::config::{Config, Dotfiles, SiteConfig};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
 use crate::http::mime::MimeTable;
 use crate::http::range::{self, RangeOutcome};
@@ -30,6 +30,8 @@ const SIDECARS: [(&str, &[u8]); 2] = [("br", b".br"), ("gzip", b".gz")];
 pub struct StaticFiles {
     /// The configuration they come from.
     pub cfg: Arc<Config>,
+    /// Which of its sites (0: the default site; see [`Config::site`]).
+    pub site: usize,
     root: Root,
     mime: MimeTable,
     /// The files that are CGI programs: their source is never served.
@@ -37,27 +39,34 @@ pub struct StaticFiles {
 }
 
 impl StaticFiles {
-    /// Opens the document root named by the configuration.
-    pub fn new(cfg: Arc<Config>) -> io::Result<StaticFiles> {
-        let root = Root::open(&cfg.site.root, cfg.site.static_files.symlinks_outside_root)?;
-        let st = &cfg.site.static_files;
+    /// Opens the document root of the configuration's site `site`.
+    pub fn new(cfg: Arc<Config>, site: usize) -> io::Result<StaticFiles> {
+        let sc = cfg.site(site);
+        let root = Root::open(&sc.root, sc.static_files.symlinks_outside_root)?;
+        let st = &sc.static_files;
         let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
-        let mime = MimeTable::with_file(&cfg.site.mime, file_types, &st.default_type);
-        let programs = Programs::new(&cfg.site.cgi, &cfg.site.root)?;
+        let mime = MimeTable::with_file(&sc.mime, file_types, &st.default_type);
+        let programs = Programs::new(&sc.cgi, &sc.root)?;
         Ok(StaticFiles {
             cfg,
+            site,
             root,
             mime,
             programs,
         })
     }
 
+    /// The settings of the site these files are.
+    pub fn site(&self) -> &SiteConfig {
+        self.cfg.site(self.site)
+    }
+
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
     /// first `brisk` in a source tree meets): the root holds none of the
     /// index files, listings are off, and no CGI rule takes `/`.
     pub fn root_hint(&self) -> Option<String> {
-        let st = &self.cfg.site.static_files;
-        let cgi_takes_root = cgi::takes_root(&self.cfg.site.cgi);
+        let st = &self.site().static_files;
+        let cgi_takes_root = cgi::takes_root(&self.site().cgi);
         let has_index = st.index.iter().any(|name| {
             self.root
                 .stat(name.as_bytes())
@@ -66,7 +75,7 @@ impl StaticFiles {
         if st.autoindex || cgi_takes_root || has_index {
             return None;
         }
-        let root = self.cfg.site.root.display();
+        let root = self.site().root.display();
         let (missing, add) = match &st.index[..] {
             [] => (
                 format!("no index files are configured ([static] index) for {root}"),
@@ -113,8 +122,7 @@ pub fn serve(
     if let Err(e) = req.path() {
         return Plan::error(e.status, s);
     }
-    if files.cfg.site.static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path)
-    {
+    if files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
         s.rel.clear();
         s.rel.extend_from_slice(&s.path[1..]);
         return refused(Refusal::Dotfile, dotfile_status(files), s);
@@ -123,7 +131,7 @@ pub fn serve(
     s.rel.extend_from_slice(&s.path[1..]);
     if let Some(q) = query {
         // MrHTTPD's QUERY_HACK: what `wget --mirror` saved as `page.html?x=1`.
-        let prefixes = &files.cfg.site.static_files.query_in_filename;
+        let prefixes = &files.site().static_files.query_in_filename;
         if prefixes.iter().any(|p| s.path.starts_with(p.as_bytes())) {
             s.rel.push(b'?');
             s.rel.extend_from_slice(q);
@@ -145,7 +153,7 @@ pub fn serve(
         }
         Err(e)
             if e.raw_os_error() == Some(libc::ENOENT)
-                && files.cfg.site.static_files.precompressed =>
+                && files.site().static_files.precompressed =>
         {
             let chosen = negotiate(files, req, s, cache, None);
             serve_file(files, req, s, chosen)
@@ -210,7 +218,7 @@ fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
 }
 
 fn dotfile_status(files: &StaticFiles) -> Status {
-    match files.cfg.site.static_files.dotfiles {
+    match files.site().static_files.dotfiles {
         Dotfiles::Ignore => Status::NOT_FOUND,
         _ => Status::FORBIDDEN,
     }
@@ -240,7 +248,7 @@ fn serve_dir(
     }
     let dir_rel_len = s.rel.len();
     let dir_path_len = s.path.len();
-    for index in &files.cfg.site.static_files.index {
+    for index in &files.site().static_files.index {
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
         let chosen = match cache.lookup(&files.root, &s.rel) {
@@ -249,7 +257,7 @@ fn serve_dir(
             // the files) is the index all the same.
             Err(e)
                 if e.raw_os_error() == Some(libc::ENOENT)
-                    && files.cfg.site.static_files.precompressed =>
+                    && files.site().static_files.precompressed =>
             {
                 match negotiate(files, req, s, cache, None) {
                     chosen if chosen.varies => chosen,
@@ -266,14 +274,14 @@ fn serve_dir(
         return serve_file(files, req, s, chosen);
     }
     s.rel.truncate(dir_rel_len);
-    if !files.cfg.site.static_files.autoindex {
+    if !files.site().static_files.autoindex {
         return refused(Refusal::NoIndex, Status::FORBIDDEN, s);
     }
     let entries = match files.root.list_dir(&s.rel) {
         Ok(e) => e,
         Err(e) => return lookup_failed(&e, s),
     };
-    let hide_dot = files.cfg.site.static_files.dotfiles != Dotfiles::Allow;
+    let hide_dot = files.site().static_files.dotfiles != Dotfiles::Allow;
     // FIFOs, sockets and devices are never served: not listed either.
     let mut list: Vec<autoindex::Entry> = entries
         .into_iter()
@@ -326,7 +334,7 @@ fn negotiate(
         coding: None,
         varies: false,
     };
-    if !files.cfg.site.static_files.precompressed {
+    if !files.site().static_files.precompressed {
         return chosen;
     }
     let accept = req.field(Field::AcceptEncoding);
@@ -526,7 +534,7 @@ fn boundary(meta: &Meta) -> [u8; 24] {
 
 /// Adds the configured `[[headers]]` whose path matches.
 pub(crate) fn apply_header_rules(files: &StaticFiles, s: &mut Scratch) {
-    for rule in &files.cfg.site.headers {
+    for rule in &files.site().headers {
         if rule.matcher.matches(&s.path) {
             for (name, value) in &rule.set {
                 s.header(name, value.as_bytes());

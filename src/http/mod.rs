@@ -7,6 +7,7 @@ pub mod date;
 pub mod encoding;
 pub mod form;
 pub mod grammar;
+pub mod host;
 pub mod json;
 pub mod mime;
 pub mod parse;

@@ -107,6 +107,8 @@ pub struct OwnedRequest {
     forwarded: Option<Forwarded>,
     /// The target as sent, once a `[[rewrite]]` rule replaced it.
     original: Option<Span>,
+    /// The site answering it (0: the default site), as the router chose.
+    site: usize,
 }
 
 /// The client of a request as trusted proxies name it (`Forwarded`,
@@ -140,6 +142,7 @@ impl Default for OwnedRequest {
             authed: false,
             forwarded: None,
             original: None,
+            site: 0,
         }
     }
 }
@@ -195,6 +198,7 @@ impl OwnedRequest {
         self.authed = false;
         self.forwarded = None;
         self.original = None;
+        self.site = 0;
         let target = self.target;
         let (raw_path, _) =
             path::split_target(&self.bytes[target.start as usize..target.end as usize]);
@@ -349,6 +353,17 @@ impl OwnedRequest {
     /// The client as trusted proxies named it, if they did.
     pub fn forwarded(&self) -> Option<Forwarded> {
         self.forwarded
+    }
+
+    /// The site answering the request (0: the default site; see
+    /// `server::sites`), once the router chose it.
+    pub fn site(&self) -> usize {
+        self.site
+    }
+
+    /// Records which site answers the request.
+    pub fn set_site(&mut self, site: usize) {
+        self.site = site;
     }
 
     /// Records who trusted proxies say the client is.

@@ -43,6 +43,9 @@ impl Status {
     pub const RANGE_NOT_SATISFIABLE: Status = Status(416);
     /// 417 Expectation Failed (RFC 9110 §15.5.18).
     pub const EXPECTATION_FAILED: Status = Status(417);
+    /// 421 Misdirected Request (RFC 9110 §15.5.20): the connection cannot
+    /// answer for the host the request names.
+    pub const MISDIRECTED_REQUEST: Status = Status(421);
     /// 429 Too Many Requests (RFC 6585 §4).
     pub const TOO_MANY_REQUESTS: Status = Status(429);
     /// 431 Request Header Fields Too Large (RFC 6585 §5).
@@ -87,6 +90,7 @@ impl Status {
             414 => "URI Too Long",
             416 => "Range Not Satisfiable",
             417 => "Expectation Failed",
+            421 => "Misdirected Request",
             429 => "Too Many Requests",
             431 => "Request Header Fields Too Large",
             500 => "Internal Server Error",

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::config::{AccessFormat, Level, LogField};
 use crate::http::date::{civil_time, MONTH_NAMES};
 use crate::http::grammar::hex_pair;
+use crate::http::host::{canonical, MAX_NAME};
 
 use super::AccessRecord;
 
@@ -315,20 +316,31 @@ fn common(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
 
 /// The value of an optional field for `rec` (`None`: absent, as over
 /// plain HTTP).
-fn field_value(field: LogField, rec: &AccessRecord<'_>) -> Option<&'static [u8]> {
-    let tls = rec.tls?;
+/// `buf` holds the host of `vhost`, lower-cased (no allocation).
+fn field_value<'b>(
+    field: LogField,
+    rec: &AccessRecord<'_>,
+    buf: &'b mut [u8; MAX_NAME],
+) -> Option<&'b [u8]> {
     Some(match field {
-        LogField::TlsVersion => tls.protocol.as_bytes(),
-        LogField::TlsCipher => tls.cipher.as_bytes(),
+        LogField::TlsVersion => rec.tls?.protocol.as_bytes(),
+        LogField::TlsCipher => rec.tls?.cipher.as_bytes(),
+        LogField::Vhost => {
+            return rec
+                .host
+                .filter(|h| !h.is_empty())
+                .and_then(|h| canonical(h, buf))
+        }
     })
 }
 
 /// ` "value"` (or ` "-"`) for each of `fields`, as nginx users write
 /// `"$ssl_protocol" "$ssl_cipher"` after the combined format.
 fn quoted_fields(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
+    let mut buf = [0; MAX_NAME];
     for &f in fields {
         out.push(b' ');
-        quoted_or_dash(out, field_value(f, rec));
+        quoted_or_dash(out, field_value(f, rec, &mut buf));
     }
 }
 
@@ -364,11 +376,12 @@ fn json_tail(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
     json_string(out, rec.user_agent);
     out.extend_from_slice(b",\"user\":");
     json_string(out, rec.user);
+    let mut buf = [0; MAX_NAME];
     for &f in fields {
         out.extend_from_slice(b",\"");
         out.extend_from_slice(f.as_str().as_bytes());
         out.extend_from_slice(b"\":");
-        json_string(out, field_value(f, rec));
+        json_string(out, field_value(f, rec, &mut buf));
     }
     out.extend_from_slice(b",\"duration_us\":");
 }

@@ -68,6 +68,9 @@ pub struct AccessRecord<'a> {
     pub user_agent: Option<&'a [u8]>,
     /// Authenticated user, if any.
     pub user: Option<&'a [u8]>,
+    /// The host the request named, as sent (the `vhost` field shows it
+    /// lower case, without the port).
+    pub host: Option<&'a [u8]>,
     /// What TLS negotiated, for a request that came over TLS (the
     /// `tls_version` and `tls_cipher` fields).
     pub tls: Option<TlsSession>,

@@ -29,6 +29,7 @@ fn record<'a>() -> AccessRecord<'a> {
         referer: None,
         user_agent: None,
         user: None,
+        host: None,
         duration_us: 52,
         tls: None,
     }
@@ -53,6 +54,7 @@ fn common_format() {
     let rec = AccessRecord {
         remote: IpAddr::V6(Ipv6Addr::LOCALHOST),
         user: Some(b"alice"),
+        host: None,
         bytes: 0,
         status: 304,
         ..record()
@@ -82,6 +84,7 @@ fn a_draft_finished_later_is_the_same_line() {
         referer: Some(b"http://a/"),
         user_agent: Some(b"ua"),
         user: Some(b"bob"),
+        host: None,
         ..record()
     };
     for format in [
@@ -180,6 +183,7 @@ fn hostile_bytes_cannot_forge_lines() {
         user_agent: Some(evil_ua),
         referer: Some(b"\x00"),
         user: Some(b"a b\""),
+        host: None,
         ..record()
     };
     let text = line(AccessFormat::Combined, &rec);

@@ -252,6 +252,13 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
     console::say(format_args!("serving {}", cfg.site.root.display()));
+    for site in &cfg.sites {
+        console::say(format_args!(
+            "serving {} for {}",
+            site.root.display(),
+            site.hosts.join(", ")
+        ));
+    }
     for a in &server.listeners() {
         console::say(format_args!("listening on {}", url(a)));
     }
@@ -282,7 +289,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     }
     confined.notes.extend(tls_notes);
     let cfg = server.config();
-    if !cfg.site.cgi.is_empty() {
+    if cfg.any_cgi() {
         // Now as the server will run (its user, its sandbox): a directory
         // it cannot use would otherwise show only on the first large
         // chunked upload.

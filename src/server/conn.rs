@@ -108,4 +108,8 @@ impl LocalAddr for Conn {
     fn local_addr(&self) -> SocketAddr {
         self.transport.local_addr().unwrap_or(self.peer)
     }
+
+    fn server_name(&self) -> Option<&str> {
+        self.transport.server_name()
+    }
 }

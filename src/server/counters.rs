@@ -15,7 +15,8 @@ use crate::config::Config;
 /// The counters shared by every worker of one configuration.
 #[derive(Debug)]
 pub struct Counters {
-    /// The shared rate of each `[[throttle]]` rule (all workers draw on it).
+    /// The shared rate of each `[[throttle]]` rule (all workers draw on
+    /// it): the default site's rules, then each `[[site]]`'s, in order.
     pub throttles: Vec<Option<Arc<Rate>>>,
     /// Open connections, counted across workers (and across a reload).
     pub conn_limits: Arc<ConnLimits>,
@@ -37,10 +38,8 @@ impl Counters {
             cfg.limits.max_connections_per_ip,
         );
         Counters {
-            throttles: cfg
-                .site
-                .throttle
-                .iter()
+            throttles: crate::config::SiteConfig::all(cfg)
+                .flat_map(|site| &site.throttle)
                 .map(|t| t.rate.map(|r| Arc::new(Rate::new(r, now))))
                 .collect(),
             conn_limits: Arc::new(ConnLimits::new(conn_caps.0, conn_caps.1)),

@@ -26,6 +26,7 @@ pub mod h2;
 mod inherited;
 pub mod lifecycle;
 pub mod router;
+pub mod sites;
 pub mod transport;
 pub mod waits;
 pub mod worker;
@@ -35,10 +36,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::verify::Verifier;
-use crate::config::{Config, Level};
+use crate::config::{Config, Level, SiteConfig};
 use crate::handlers::app::{Handler, Init, Mount};
 use crate::handlers::static_files::StaticFiles;
 use crate::log::{console, LogService, Logger};
+use crate::server::sites::{SiteFiles, SiteMounts};
 use crate::sys;
 use crate::sys::launcher::Launchers;
 use crate::sys::privileged::Privileged;
@@ -172,14 +174,19 @@ fn bind_listeners(
     Ok(out)
 }
 
-/// Opens the document root of `cfg`; `in_chroot` says where, for the
-/// error.
-fn open_root(cfg: &Arc<Config>, in_chroot: bool) -> Result<StaticFiles, Error> {
-    StaticFiles::new(Arc::clone(cfg)).map_err(|source| Error::OpenRoot {
-        root: cfg.site.root.clone(),
-        in_chroot,
-        source,
-    })
+/// Opens the document root of every site of `cfg`; `in_chroot` says
+/// where, for the error.
+fn open_root(cfg: &Arc<Config>, in_chroot: bool) -> Result<SiteFiles, Error> {
+    let mut all = Vec::with_capacity(1 + cfg.sites.len());
+    for (i, site) in SiteConfig::all(cfg).enumerate() {
+        let files = StaticFiles::new(Arc::clone(cfg), i).map_err(|source| Error::OpenRoot {
+            root: site.root.clone(),
+            in_chroot,
+            source,
+        })?;
+        all.push(files);
+    }
+    Ok(all.into())
 }
 
 /// Makes the handler of one `[[handlers]]` entry: a copy of the
@@ -225,7 +232,7 @@ impl Registry {
 /// addresses (with port 0 resolved) are known.
 pub struct Server {
     cfg: Arc<Config>,
-    files: Arc<StaticFiles>,
+    files: SiteFiles,
     bound: Vec<Bound>,
     mounts: Vec<Mount>,
     registry: Registry,
@@ -254,7 +261,7 @@ impl Server {
         let _ = sys::process::raise_nofile_limit();
         let (keep, adopted) = inherited::adopt(&mut cfg, given)?;
         let cfg = Arc::new(cfg);
-        let files = Arc::new(open_root(&cfg, false)?);
+        let files = open_root(&cfg, false)?;
         let bound = bind_listeners(&cfg, &keep, None)?;
         Ok(Server {
             lifecycle: Arc::default(),
@@ -274,7 +281,7 @@ impl Server {
     /// there. Call it after `chroot` and before [`Server::start`].
     pub fn rebase(&mut self, cfg: Config) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
-        self.files = Arc::new(open_root(&cfg, true)?);
+        self.files = open_root(&cfg, true)?;
         self.cfg = cfg;
         Ok(())
     }
@@ -297,7 +304,7 @@ impl Server {
     /// [`StaticFiles::root_hint`]); ask before `chroot`, while the root can
     /// still be read by its path.
     pub fn root_hint(&self) -> Option<String> {
-        self.files.root_hint()
+        self.files[0].root_hint()
     }
 
     /// The configuration being served.
@@ -391,19 +398,28 @@ impl Server {
     }
 }
 
-/// The handlers mounted in code, then those of `cfg`'s `[[handlers]]`.
-fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<Arc<[Mount]>, Error> {
-    let mut all = code.to_vec();
-    all.extend(registry.mounts(cfg)?);
-    #[cfg(feature = "servlets")]
-    if cfg.site.servlets.enable {
-        // After every other mount: `.lua` files under the prefixes only.
-        let servlets = Arc::new(crate::handlers::servlets::Servlets::new(cfg));
-        for prefix in &cfg.site.servlets.paths {
-            all.push(Mount::new(prefix, servlets.clone())?.only_ending(b".lua"));
+/// Each site's mounts: the handlers mounted in code, then those of
+/// `cfg`'s `[[handlers]]` (one of each, every site's), then the site's
+/// servlets.
+fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<SiteMounts, Error> {
+    let mut shared = code.to_vec();
+    shared.extend(registry.mounts(cfg)?);
+    let mut out = Vec::with_capacity(1 + cfg.sites.len());
+    for (_i, site) in SiteConfig::all(cfg).enumerate() {
+        #[allow(unused_mut)]
+        let mut all = shared.clone();
+        #[cfg(feature = "servlets")]
+        if site.servlets.enable {
+            // After every other mount: `.lua` files under the prefixes only.
+            let servlets = Arc::new(crate::handlers::servlets::Servlets::new(cfg, _i));
+            for prefix in &site.servlets.paths {
+                all.push(Mount::new(prefix, servlets.clone())?.only_ending(b".lua"));
+            }
         }
+        let _ = site;
+        out.push(Arc::<[Mount]>::from(all));
     }
-    Ok(all.into())
+    Ok(out.into())
 }
 
 /// What every generation of workers gets, whatever the configuration.
@@ -444,10 +460,10 @@ impl Generation {
     /// on a duplicate of socket `w` of every address.
     /// `logger` makes each worker's log handle.
     fn start(
-        serving: (&Arc<StaticFiles>, &Arc<Counters>),
+        serving: (&SiteFiles, &Arc<Counters>),
         bound: &[Bound],
         shared: &Shared,
-        mounts: &Arc<[Mount]>,
+        mounts: &SiteMounts,
         logger: &dyn Fn() -> Logger,
     ) -> Result<Generation, Error> {
         let mut generation = Generation {
@@ -457,7 +473,7 @@ impl Generation {
             heartbeats: Vec::new(),
             stats: Vec::new(),
         };
-        let cfg = &serving.0.cfg;
+        let cfg = &serving.0[0].cfg;
         let tls = Setup::new(cfg, shared.sessions.as_ref()).map_err(Error::Tls)?;
         let workers = cfg.workers.max(1);
         for id in 0..workers {
@@ -475,14 +491,14 @@ impl Generation {
     fn start_worker(
         &mut self,
         id: usize,
-        (files, counters): (&Arc<StaticFiles>, &Arc<Counters>),
+        (files, counters): (&SiteFiles, &Arc<Counters>),
         (bound, tls): (&[Bound], &Option<Setup>),
-        (shared, mounts): (&Shared, &Arc<[Mount]>),
+        (shared, mounts): (&Shared, &SiteMounts),
         logger: Logger,
     ) -> Result<(), Error> {
         // Worker `id` takes every `workers`-th socket of an address from
         // its index (more than one only where more were given).
-        let workers = files.cfg.workers.max(1);
+        let workers = files[0].cfg.workers.max(1);
         let listeners = bound
             .iter()
             .flat_map(|b| {
@@ -623,7 +639,7 @@ impl Running {
         // Tickets issued before stay valid: the key is kept (see Sessions).
         self.shared.sessions =
             Sessions::new(&cfg, self.shared.sessions.as_ref()).map_err(Error::Tls)?;
-        let files = Arc::new(open_root(&cfg, false)?);
+        let files = open_root(&cfg, false)?;
         let mut counters = Counters::new(&cfg);
         counters.carry_over(&self.counters);
         let counters = Arc::new(counters);

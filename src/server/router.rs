@@ -33,13 +33,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::access::{Auth, Check, Checked, SharedFailures, Verdict};
-use crate::config::{Config, Dotfiles, Level};
+use crate::config::{Config, Dotfiles, Level, SiteConfig};
 use crate::handlers::app::{self, Answer, Mount, Response};
 use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::fallback;
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
-use crate::handlers::static_files::{self, apply_header_rules, StaticFiles};
+use crate::handlers::static_files::{self, apply_header_rules};
 use crate::handlers::stream::{Source, Streamed, Wake};
 use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
@@ -47,6 +47,7 @@ use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 use crate::http::{path, Status, TlsSession};
 use crate::log::Logger;
+use crate::server::sites::{Pick, SiteFiles, SiteMounts, Sites};
 use crate::sys::launcher::Launchers;
 
 mod rules;
@@ -116,18 +117,22 @@ pub struct Routing<'a> {
     pub log: &'a mut Logger,
 }
 
-/// One worker's router: the stages and what they hold.
+/// One worker's router: the stages and what they hold, per site.
 pub struct Router {
     cfg: Arc<Config>,
-    files: Arc<StaticFiles>,
-    /// Basic authentication (`None` without `[[auth]]` rules).
-    auth: Option<Auth>,
-    /// Embedded handlers, in mount order.
-    mounts: Arc<[Mount]>,
-    /// CGI scripts (`None` without `[[cgi]]` rules).
-    cgi: Option<Cgi>,
-    /// The static handler's open files.
+    /// Each site's files (index: the site, 0 the default one).
+    files: SiteFiles,
+    /// Which site a host names.
+    hosts: Sites,
+    /// Whether the host is looked at at all (not with one site).
+    by_host: bool,
+    /// Each site's stages, in the order of `files`.
+    sites: Vec<SiteStages>,
+    /// The static handler's open files, every site's (keyed by site).
     cache: FileCache,
+    /// The CGI programs every site's rules started (one count, the
+    /// worker's); `None` without `[[cgi]]` rules.
+    programs: Option<Cgi>,
     /// A directory path with an index file name appended, tried as a
     /// CGI script.
     index_path: Vec<u8>,
@@ -135,19 +140,28 @@ pub struct Router {
     wake: Wake,
     /// Where failed logins are counted (the worker's stats).
     stats: Option<Arc<crate::handlers::stats::WorkerStats>>,
-    /// The site has `[[redirect]]`, `[[rewrite]]`, `[errors]` or
+    /// A site has `[[redirect]]`, `[[rewrite]]`, `[errors]` or
     /// `[[cors]]` rules (without, the request path does nothing new).
     has_rules: bool,
     /// A redirect's `Location`, or a rewritten target, being made.
     target: Vec<u8>,
 }
 
+/// What the stages of one site hold.
+struct SiteStages {
+    /// Basic authentication (`None` without `[[auth]]` rules).
+    auth: Option<Auth>,
+    /// Embedded handlers, named handlers and the site's servlets, in
+    /// mount order.
+    mounts: Arc<[Mount]>,
+    /// CGI scripts (`None` without `[[cgi]]` rules).
+    cgi: Option<Cgi>,
+}
+
 impl std::fmt::Debug for Router {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Router")
-            .field("auth", &self.auth.is_some())
-            .field("mounts", &self.mounts)
-            .field("cgi", &self.cgi)
+            .field("sites", &self.sites.len())
             .finish_non_exhaustive()
     }
 }
@@ -173,6 +187,12 @@ pub struct Client<'a> {
 pub trait LocalAddr {
     /// The address the client connected to.
     fn local_addr(&self) -> SocketAddr;
+
+    /// The server name (SNI) a TLS client asked for, lower case; `None`
+    /// over plain HTTP or when the client named none.
+    fn server_name(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl Client<'_> {
@@ -186,40 +206,59 @@ impl Client<'_> {
 }
 
 impl Router {
-    /// The router of one worker, for the configuration of `files`:
-    /// `mounts` are the embedded handlers; `failures` counts failed logins
-    /// with the other workers; CGI programs are started by `launcher` if
-    /// given. Passwords are hashed off the loop (see [`Deferred::Verify`]).
-    /// An error when an htpasswd file or a CGI directory cannot be opened.
+    /// The router of one worker, for the configuration of `files` (one
+    /// per site): `mounts` are each site's handlers; `failures` counts
+    /// failed logins with the other workers; CGI programs are started by
+    /// `launcher` if given. Passwords are hashed off the loop (see
+    /// [`Deferred::Verify`]). An error when an htpasswd file or a CGI
+    /// directory cannot be opened.
     pub fn new(
-        files: Arc<StaticFiles>,
-        mounts: Arc<[Mount]>,
+        files: SiteFiles,
+        mounts: SiteMounts,
         failures: SharedFailures,
         launcher: Option<Arc<Launchers>>,
         wake: Wake,
     ) -> io::Result<Router> {
-        let cfg = Arc::clone(&files.cfg);
-        let cgi = match cfg.site.cgi.is_empty() {
-            true => None,
-            false => Some(Cgi::new(&cfg, launcher)?),
-        };
-        let auth = Auth::sharing(&cfg, failures).map_err(io::Error::other)?;
-        let auth = auth.is_active().then_some(auth).map(|mut a| {
-            a.offload();
-            a
-        });
+        let cfg = Arc::clone(&files[0].cfg);
+        let mut sites = Vec::with_capacity(files.len());
+        // One count of running programs for every site's.
+        let mut first_cgi: Option<Cgi> = None;
+        for (i, site) in SiteConfig::all(&cfg).enumerate() {
+            let cgi = match (site.cgi.is_empty(), &first_cgi) {
+                (true, _) => None,
+                (false, Some(first)) => Some(first.for_site(i)?),
+                (false, None) => {
+                    first_cgi = Some(Cgi::new(&cfg, i, launcher.clone())?);
+                    first_cgi.as_ref().map(|c| c.for_site(i)).transpose()?
+                }
+            };
+            let auth = Auth::sharing(&cfg, i, failures.clone()).map_err(io::Error::other)?;
+            let auth = auth.is_active().then_some(auth).map(|mut a| {
+                a.offload();
+                a
+            });
+            sites.push(SiteStages {
+                auth,
+                mounts: Arc::clone(&mounts[i]),
+                cgi,
+            });
+        }
+        let hosts = Sites::new(&cfg);
+        let has_rules = SiteConfig::all(&cfg).any(|site| !site.rules.is_empty());
+        let by_host = !hosts.only_default();
         let cache = FileCache::new(
             cfg.site.static_files.open_file_cache,
             cfg.site.static_files.open_file_cache_valid,
         );
         Ok(Router {
-            has_rules: !cfg.site.rules.is_empty(),
+            has_rules,
             target: Vec::new(),
             cfg,
+            hosts,
+            by_host,
+            programs: first_cgi,
             files,
-            auth,
-            mounts,
-            cgi,
+            sites,
             cache,
             index_path: Vec::new(),
             wake,
@@ -234,7 +273,7 @@ impl Router {
 
     /// CGI processes this router's worker runs now.
     pub fn cgi_running(&self) -> usize {
-        self.cgi.as_ref().map_or(0, Cgi::running)
+        self.programs.as_ref().map_or(0, Cgi::running)
     }
 
     /// Runs the chain over the request. The answer's header lines and
@@ -242,6 +281,12 @@ impl Router {
     /// request's path first (a stage may then extend it with an index
     /// file name).
     pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
+        let site = match self.pick_site(routing) {
+            Ok(site) => site,
+            Err(status) => return Routed::Answer(Plan::error(status, routing.scratch)),
+        };
+        routing.req.set_site(site);
+        self.cache.for_site(site);
         if self.has_rules {
             if let Some(plan) = self.rules(routing) {
                 return Routed::Answer(plan);
@@ -262,12 +307,13 @@ impl Router {
                 }
             }
         }
-        let plan = static_files::serve(&self.files, routing.req, routing.scratch, &mut self.cache);
-        if self.cfg.site.static_files.try_files.is_empty() {
+        let files = &self.files[site];
+        let plan = static_files::serve(files, routing.req, routing.scratch, &mut self.cache);
+        if files.site().static_files.try_files.is_empty() {
             return Routed::Answer(plan);
         }
         Routed::Answer(fallback::try_files(
-            &self.files,
+            files,
             routing.req,
             routing.scratch,
             &mut self.cache,
@@ -275,10 +321,36 @@ impl Router {
         ))
     }
 
+    /// The site that answers the request: the one its host names (RFC
+    /// 9110 §7.2: `Host`, `:authority` or an absolute-form target), else
+    /// the default site or the `unknown_host` status. Over TLS, a host
+    /// that names another site than the client's server name (SNI)
+    /// selected is misdirected (RFC 9110 §15.5.20): the connection's
+    /// certificate and the site's settings are another site's. With one
+    /// site, nothing is looked at.
+    fn pick_site(&self, routing: &Routing<'_>) -> Result<usize, Status> {
+        if !self.by_host {
+            return Ok(0);
+        }
+        let host = routing.req.host().filter(|h| !h.is_empty());
+        let named = host.and_then(|h| self.hosts.find(h));
+        let site = match (named, self.hosts.pick(host)) {
+            (Some(i), _) | (None, Pick::Site(i)) => i,
+            (None, Pick::Refuse(status)) => return Err(Status(status)),
+        };
+        if let (Some(i), Some(sni)) = (named, routing.client.local.server_name()) {
+            if self.hosts.for_server_name(sni) != i {
+                return Err(Status::MISDIRECTED_REQUEST);
+            }
+        }
+        Ok(site)
+    }
+
     /// The auth stage: 401 without valid credentials, 429 for a client
     /// over its failure limit, the user recorded in the request otherwise.
     fn auth(&mut self, routing: &mut Routing<'_>) -> Step {
-        let Some(auth) = self.auth.as_mut() else {
+        let site = routing.req.site();
+        let Some(auth) = self.sites[site].auth.as_mut() else {
             return Step::Next;
         };
         let ip = routing.client.peer.ip();
@@ -333,7 +405,8 @@ impl Router {
     /// Hands the outcome of a password check run off the loop to the auth
     /// stage, for the request that waited for it (routed again next).
     pub fn settle(&mut self, outcome: Checked) {
-        if let Some(auth) = self.auth.as_mut() {
+        let site = outcome.site();
+        if let Some(auth) = self.sites.get_mut(site).and_then(|s| s.auth.as_mut()) {
             auth.settle(outcome);
         }
     }
@@ -341,7 +414,8 @@ impl Router {
     /// Keeps the outcome of a check whose request is gone, so that the
     /// same credential is not hashed again.
     pub fn remember(&mut self, outcome: Checked) {
-        if let Some(auth) = self.auth.as_mut() {
+        let site = outcome.site();
+        if let Some(auth) = self.sites.get_mut(site).and_then(|s| s.auth.as_mut()) {
             auth.remember(outcome);
         }
     }
@@ -350,7 +424,8 @@ impl Router {
     /// if the request has no body, else once it is in.
     fn mounts(&mut self, routing: &mut Routing<'_>) -> Step {
         let path = &routing.scratch.path;
-        let Some(mount) = self.mounts.iter().position(|m| m.rest(path).is_some()) else {
+        let mounts = &self.sites[routing.req.site()].mounts;
+        let Some(mount) = mounts.iter().position(|m| m.rest(path).is_some()) else {
             return Step::Next;
         };
         if matches!(
@@ -366,7 +441,8 @@ impl Router {
     /// and turns what it answered into a plan: a handler that panics or
     /// answers with a status that is not final is logged and answered 500.
     pub fn call_handler(&mut self, i: usize, body: &[u8], routing: &mut Routing<'_>) -> Plan {
-        let mount = &self.mounts[i];
+        let site = routing.req.site();
+        let mount = &self.sites[site].mounts[i];
         let mut headers = [Header::EMPTY; MAX_HEADERS];
         let mut n = 0;
         for (slot, h) in headers.iter_mut().zip(routing.req.headers()) {
@@ -419,7 +495,7 @@ impl Router {
             routing.scratch.body.clear();
             return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
-        apply_header_rules(&self.files, routing.scratch);
+        apply_header_rules(&self.files[site], routing.scratch);
         let streamed = |source, length| {
             Body::Stream(Box::new(Streamed {
                 source,
@@ -450,17 +526,17 @@ impl Router {
     /// script covers the path. A directory's index file may itself be a
     /// script (`index.cgi`).
     fn cgi(&mut self, routing: &mut Routing<'_>) -> Step {
-        let Some(cgi) = &self.cgi else {
+        let site = routing.req.site();
+        let Some(cgi) = &self.sites[site].cgi else {
             return Step::Next;
         };
-        if self.cfg.site.static_files.dotfiles != Dotfiles::Allow
-            && path::has_dotfile_segment(&routing.scratch.path)
-        {
+        let st = &self.files[site].site().static_files;
+        if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&routing.scratch.path) {
             return Step::Next;
         }
         let mut resolved = cgi.resolve(&routing.scratch.path);
         if matches!(resolved, Resolved::NotCgi) && routing.scratch.path.ends_with(b"/") {
-            for index in &self.cfg.site.static_files.index {
+            for index in &st.index {
                 self.index_path.clear();
                 self.index_path.extend_from_slice(&routing.scratch.path);
                 self.index_path.extend_from_slice(index.as_bytes());
@@ -499,7 +575,7 @@ impl Router {
     /// whole) or else the request's body as it arrives. The answer is a
     /// pipe body, or an error when the script cannot be started.
     fn start_cgi(&self, script: &Script, held: Option<Spool>, routing: &mut Routing<'_>) -> Plan {
-        let Some(cgi) = &self.cgi else {
+        let Some(cgi) = &self.sites[routing.req.site()].cgi else {
             return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         };
         match cgi.start(
@@ -522,7 +598,7 @@ impl Router {
     /// Reaps CGI programs that outlived their request; with `all` (the
     /// worker ends), kills and waits for every one.
     pub fn reap(&self, now: Instant, all: bool) {
-        if let Some(cgi) = &self.cgi {
+        if let Some(cgi) = &self.programs {
             cgi.reap(now, all);
         }
     }
@@ -535,7 +611,7 @@ impl Router {
     /// Forgets the open files (a worker that has been quiet a while).
     pub fn rest(&mut self) {
         self.cache.clear();
-        if let Some(cgi) = &self.cgi {
+        if let Some(cgi) = &self.programs {
             cgi.shrink();
         }
     }

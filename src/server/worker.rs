@@ -19,8 +19,6 @@ use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::config::{Config, Level};
-use crate::handlers::app::Mount;
-use crate::handlers::static_files::StaticFiles;
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::date::DateCache;
@@ -92,11 +90,11 @@ const REFUSALS_PER_SEC: u32 = 20;
 /// What a worker needs from the server that started it.
 pub struct WorkerInit {
     /// The static handler's settings.
-    pub files: Arc<StaticFiles>,
+    pub files: crate::server::sites::SiteFiles,
     /// What the workers of this configuration count in together.
     pub counters: Arc<Counters>,
     /// Embedded handlers, in mount order.
-    pub mounts: Arc<[Mount]>,
+    pub mounts: crate::server::sites::SiteMounts,
     /// Starts CGI programs; `None`: the worker starts them itself.
     pub launcher: Option<Arc<Launchers>>,
     /// Hashes passwords off the loop.
@@ -211,7 +209,7 @@ pub struct Worker {
 impl Worker {
     /// Prepares a worker; registers its listeners.
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
-        let cfg = Arc::clone(&init.files.cfg);
+        let cfg = Arc::clone(&init.files[0].cfg);
         let mut listeners = Vec::new();
         for (i, (socket, speaks)) in init.listeners.into_iter().enumerate() {
             let mut listener = TcpListener::from_std(socket);

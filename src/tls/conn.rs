@@ -136,6 +136,8 @@ pub struct TlsConn {
     handshake: Option<(Instant, Option<HandshakeSlot>)>,
     /// Whether the first bytes were looked at (plain HTTP or TLS).
     sniffed: bool,
+    /// The ClientHello's server name: `None` until its record is in.
+    sni: Option<Option<Box<str>>>,
     peer_closed: bool,
     /// An error ended the connection: rustls is not called again.
     failed: bool,
@@ -164,6 +166,7 @@ impl TlsConn {
             conn: UnbufferedServerConnection::new(config)?,
             handshake: Some((now + timeout, slot)),
             sniffed: false,
+            sni: None,
             peer_closed: false,
             failed: false,
         })
@@ -177,6 +180,11 @@ impl TlsConn {
     /// Whether the handshake is still going on.
     pub fn is_handshaking(&self) -> bool {
         self.handshake.is_some()
+    }
+
+    /// The server name (SNI) the client asked for, lower case.
+    pub fn server_name(&self) -> Option<&str> {
+        self.sni.as_ref().and_then(|n| n.as_deref())
     }
 
     /// Whether the client sent close_notify.
@@ -210,6 +218,15 @@ impl TlsConn {
                     return Err(TlsError::PlainHttp);
                 }
                 First::TooShort => return Ok(Received::default()),
+            }
+        }
+        if self.sni.is_none() {
+            // Before rustls takes the ClientHello's record.
+            use super::client_hello::{server_name, Sni};
+            match server_name(incoming) {
+                Sni::Incomplete => {}
+                Sni::Name(name) => self.sni = Some(Some(name)),
+                Sni::None => self.sni = Some(None),
             }
         }
         let mut got = Received::default();

@@ -24,6 +24,7 @@
 //! the cargo feature `tls` (on by default).
 
 pub mod certs;
+pub mod client_hello;
 pub mod conn;
 pub mod context;
 pub mod sni;

@@ -202,10 +202,10 @@ fn choices_list_what_is_allowed() {
 }
 
 #[test]
-fn log_fields_are_the_tls_ones_each_once() {
+fn log_fields_are_the_known_ones_each_once() {
     assert_eq!(
         load_err("[log]\nfields = [\"tls_version\", \"ssl_cipher\"]\n"),
-        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\"; got \"ssl_cipher\""
+        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\", \"vhost\"; got \"ssl_cipher\""
     );
     assert_eq!(
         load_err("[log]\nfields = [\"tls_cipher\", \"tls_cipher\"]\n"),

@@ -141,3 +141,26 @@ fn host_names_are_made_canonical() {
     assert_eq!(host_name("[::FFFF:1]").unwrap(), "[::ffff:1]");
     assert_eq!(host_name("my_host").unwrap(), "my_host");
 }
+
+#[test]
+fn unknown_host_and_the_default_sites_hosts() {
+    use crate::config::UnknownHost;
+    let c = sites("root = \"public\"\nunknown_host = 421\nhosts = [\"Main.Test\"]\n").unwrap();
+    assert_eq!(c.unknown_host, UnknownHost::Refuse(421));
+    assert_eq!(c.site.hosts, ["main.test"]);
+    let c = sites("root = \"public\"\nunknown_host = \"default\"\n").unwrap();
+    assert_eq!(c.unknown_host, UnknownHost::Default);
+    for bad in ["200", "\"421\"", "\"none\"", "true"] {
+        assert_eq!(
+            err(&format!("root = \"public\"\nunknown_host = {bad}\n")),
+            format!(
+                "DIR/site.toml:2: unknown_host: expected \"default\" (the top-level site answers), 421 or 404; got {}",
+                bad
+            ),
+        );
+    }
+    assert_eq!(
+        err("root = \"public\"\nhosts = \"a.test\"\n[[site]]\nhosts = [\"A.TEST\"]\nroot = \"a\"\n"),
+        "DIR/site.toml:4: site[1].hosts: a.test is already a host of the default site (the top-level hosts)"
+    );
+}

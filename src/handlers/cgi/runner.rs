@@ -24,6 +24,8 @@ use crate::sys::launcher::Launchers;
 #[derive(Debug)]
 pub struct Cgi {
     cfg: Arc<Config>,
+    /// The site whose `[[cgi]]` rules these are (0: the default site).
+    site: usize,
     resolver: Resolver,
     children: Rc<Children>,
 }
@@ -47,11 +49,30 @@ impl Cgi {
 
     /// Opens the rules' directories; programs are started by `launcher`
     /// if given, else by the worker itself.
-    pub fn new(cfg: &Arc<Config>, launcher: Option<Arc<Launchers>>) -> io::Result<Cgi> {
+    pub fn new(
+        cfg: &Arc<Config>,
+        site: usize,
+        launcher: Option<Arc<Launchers>>,
+    ) -> io::Result<Cgi> {
+        let sc = cfg.site(site);
         Ok(Cgi {
             cfg: Arc::clone(cfg),
-            resolver: Resolver::new(&cfg.site.cgi, &cfg.site.root)?,
+            site,
+            resolver: Resolver::new(&sc.cgi, &sc.root)?,
             children: Children::new(launcher, cfg.timeouts.cgi),
+        })
+    }
+
+    /// The rules of the configuration's site `site`, whose programs count
+    /// with these (`limits.cgi_processes` is the worker's, whatever the
+    /// site).
+    pub fn for_site(&self, site: usize) -> io::Result<Cgi> {
+        let sc = self.cfg.site(site);
+        Ok(Cgi {
+            cfg: Arc::clone(&self.cfg),
+            site,
+            resolver: Resolver::new(&sc.cgi, &sc.root)?,
+            children: Rc::clone(&self.children),
         })
     }
 
@@ -117,7 +138,7 @@ impl Cgi {
             local: ends.local,
             tls: ends.tls,
             server_name,
-            document_root: &self.cfg.site.root,
+            document_root: &self.cfg.site(self.site).root,
             // RFC 3875 §4.1.2: set whenever there is a body (a chunked
             // one is held until its length is known).
             content_length: match (&held, req.body()) {
@@ -129,7 +150,7 @@ impl Cgi {
             auth_type: req.user().map(|_| &b"Basic"[..]),
             forwarded_https: req.forwarded().and_then(|f| f.https),
         };
-        let rule = &self.cfg.site.cgi[script.rule];
+        let rule = &self.cfg.site(self.site).cgi[script.rule];
         let env = build_env(script, &env_req, &rule.env);
         let started = self.children.spawn(&rule.writable, script.command(&env));
         let (child, process) = match started {

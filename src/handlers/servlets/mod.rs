@@ -68,20 +68,23 @@ pub struct Servlets(Arc<Settings>);
 
 impl Servlets {
     /// The servlets of `cfg`.
-    pub fn new(cfg: &Config) -> Servlets {
+    pub fn new(cfg: &Config, site: usize) -> Servlets {
+        // (The limits are server-wide: the default site's.)
         shared::set_capacity(cfg.site.servlets.shared_memory);
+        let sc = cfg.site(site);
         Servlets(Arc::new(Settings {
-            servlets: cfg.site.servlets.clone(),
-            root: cfg.site.root.clone(),
+            servlets: sc.servlets.clone(),
+            root: sc.root.clone(),
             valid: cfg.site.static_files.open_file_cache_valid,
-            follow_outside: cfg.site.static_files.symlinks_outside_root,
+            follow_outside: sc.static_files.symlinks_outside_root,
         }))
     }
 }
 
 thread_local! {
-    /// This worker's Lua state, for the settings it was made with.
-    static STATE: RefCell<Option<(usize, Rc<State>)>> = const { RefCell::new(None) };
+    /// This worker's Lua states, one per site with servlets, each for
+    /// the settings it was made with (a worker serves one configuration).
+    static STATE: RefCell<Vec<(usize, Rc<State>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A loaded servlet.
@@ -196,14 +199,12 @@ impl State {
     fn get(settings: &Arc<Settings>) -> Result<Rc<State>, String> {
         let key = Arc::as_ptr(settings) as usize;
         STATE.with(|s| {
-            if let Some((k, st)) = &*s.borrow() {
-                if *k == key {
-                    return Ok(Rc::clone(st));
-                }
+            if let Some((_, st)) = s.borrow().iter().find(|(k, _)| *k == key) {
+                return Ok(Rc::clone(st));
             }
             let st = Rc::new(State::new(Arc::clone(settings)).map_err(|e| e.to_string())?);
             st.lua.set_app_data(Rc::downgrade(&st));
-            *s.borrow_mut() = Some((key, Rc::clone(&st)));
+            s.borrow_mut().push((key, Rc::clone(&st)));
             Ok(st)
         })
     }

@@ -84,7 +84,7 @@ impl Sandboxes {
     /// Why `new` cannot be served without a restart, naming the settings;
     /// `None` when it fits.
     pub fn refusal(&self, new: &Config) -> Option<Error> {
-        if !new.site.cgi.is_empty() && self.launchers.is_empty() {
+        if new.any_cgi() && self.launchers.is_empty() {
             return Some(Error::SandboxNoLauncher);
         }
         let mut missing = self
@@ -94,7 +94,13 @@ impl Sandboxes {
             .cloned()
             .collect::<Vec<_>>();
         let mut named: Vec<String> = Vec::new();
-        for (i, rule) in new.site.cgi.iter().enumerate() {
+        let rules = super::sandbox::sites(new).flat_map(|(prefix, site)| {
+            site.cgi
+                .iter()
+                .enumerate()
+                .map(move |(i, r)| (format!("{prefix}cgi[{}]", i + 1), r))
+        });
+        for (key, rule) in rules {
             match self.launchers.iter().find(|(set, _)| *set == rule.writable) {
                 Some((set, launcher)) => {
                     let programs = landlock_rules(new, Some(set), self.privileged);
@@ -102,8 +108,7 @@ impl Sandboxes {
                 }
                 // A launcher's writable directories are its sandbox's.
                 None => named.push(format!(
-                    "cgi[{}].writable = [{}]",
-                    i + 1,
+                    "{key}.writable = [{}]",
                     rule.writable
                         .iter()
                         .map(|p| format!("{:?}", p.display().to_string()))

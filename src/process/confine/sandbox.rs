@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::allowed::{effective, Allowed};
 use super::Notes;
-use crate::config::{CgiTarget, Config, Level, LogTarget};
+use crate::config::{CgiTarget, Config, Level, LogTarget, SiteConfig};
 use crate::process::Error;
 use crate::sys::privileged::Grants;
 use crate::sys::privileges;
@@ -72,22 +72,33 @@ pub const WRITABLE: u64 = fs_access::READ_FILE
 fn writable_rules(cfg: &Config, set: &[PathBuf]) -> Vec<Rule> {
     set.iter()
         .map(|dir| {
-            let n = cfg
-                .site
-                .cgi
-                .iter()
-                .position(|r| r.writable.contains(dir))
-                .map_or(0, |i| i + 1);
-            Rule::new(dir, WRITABLE, format!("cgi[{n}].writable"))
+            let first = sites(cfg).find_map(|(prefix, site)| {
+                let i = site.cgi.iter().position(|r| r.writable.contains(dir))?;
+                Some(format!("{prefix}cgi[{}].writable", i + 1))
+            });
+            Rule::new(
+                dir,
+                WRITABLE,
+                first.unwrap_or_else(|| "cgi[0].writable".into()),
+            )
         })
         .collect()
+}
+
+/// Every site of `cfg`, with the prefix its keys have in the file
+/// (`""` for the default site, `site[2].` for the second `[[site]]`).
+pub(super) fn sites(cfg: &Config) -> impl Iterator<Item = (String, &SiteConfig)> {
+    SiteConfig::all(cfg).enumerate().map(|(i, site)| match i {
+        0 => (String::new(), site),
+        i => (format!("site[{i}]."), site),
+    })
 }
 
 /// The distinct `writable` sets of the `[[cgi]]` rules, in file order:
 /// one CGI launcher each.
 pub fn writable_sets(cfg: &Config) -> Vec<Vec<PathBuf>> {
     let mut sets: Vec<Vec<PathBuf>> = Vec::new();
-    for rule in &cfg.site.cgi {
+    for rule in SiteConfig::all(cfg).flat_map(|site| &site.cgi) {
         if !sets.contains(&rule.writable) {
             sets.push(rule.writable.clone());
         }
@@ -103,42 +114,46 @@ pub fn writable_sets(cfg: &Config) -> Vec<Vec<PathBuf>> {
 /// `writable` directories given (those of the rules this launcher starts
 /// programs for). With `privileged`, a separate process reopens the logs
 /// and removes the pid file, so the server needs no rights on them.
+/// Every site's root, CGI paths, htpasswd and types files are in it, and
+/// nothing else of theirs.
 pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bool) -> Vec<Rule> {
     use fs_access::*;
     let writable = programs;
     let programs = programs.is_some();
     let read = READ_FILE | READ_DIR;
     let exec = if programs { EXECUTE } else { 0 };
-    // A `pattern` rule runs scripts found anywhere under the root.
-    let patterns = cfg
-        .site
-        .cgi
-        .iter()
-        .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
-    let root_rights = if patterns { read | exec } else { read };
-    let mut rules = vec![Rule::new(&cfg.site.root, root_rights, "root")];
-    for (i, rule) in cfg.site.cgi.iter().enumerate() {
-        let n = i + 1;
-        match &rule.target {
-            CgiTarget::Dir { dir, .. } => {
-                rules.push(Rule::new(dir, read | exec, format!("cgi[{n}].dir")));
+    let mut rules = Vec::new();
+    for (prefix, site) in sites(cfg) {
+        // A `pattern` rule runs scripts found anywhere under the root.
+        let patterns = site
+            .cgi
+            .iter()
+            .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
+        let root_rights = if patterns { read | exec } else { read };
+        rules.push(Rule::new(&site.root, root_rights, format!("{prefix}root")));
+        for (i, rule) in site.cgi.iter().enumerate() {
+            let n = i + 1;
+            match &rule.target {
+                CgiTarget::Dir { dir, .. } => {
+                    rules.push(Rule::new(dir, read | exec, format!("{prefix}cgi[{n}].dir")));
+                }
+                CgiTarget::Program { program, .. } => rules.push(Rule::new(
+                    program,
+                    READ_FILE | exec,
+                    format!("{prefix}cgi[{n}].program"),
+                )),
+                CgiTarget::Pattern(_) => {}
             }
-            CgiTarget::Program { program, .. } => rules.push(Rule::new(
-                program,
-                READ_FILE | exec,
-                format!("cgi[{n}].program"),
-            )),
-            CgiTarget::Pattern(_) => {}
-        }
-        if let (Some(i), true) = (&rule.interpreter, programs) {
-            rules.push(Rule::new(
-                i,
-                READ_FILE | EXECUTE,
-                format!("cgi[{n}].interpreter"),
-            ));
+            if let (Some(i), true) = (&rule.interpreter, programs) {
+                rules.push(Rule::new(
+                    i,
+                    READ_FILE | EXECUTE,
+                    format!("{prefix}cgi[{n}].interpreter"),
+                ));
+            }
         }
     }
-    if programs && !cfg.site.cgi.is_empty() {
+    if programs && cfg.any_cgi() {
         // Inside a chroot, programs find their system where it is.
         let system = |p: &str| match &cfg.chroot {
             Some(jail) => jail.join(p.trim_start_matches('/')),
@@ -159,25 +174,30 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
         optional(system(PROC), read);
     }
     rules.extend(writable_rules(cfg, writable.unwrap_or_default()));
-    // htpasswd files are read by the workers and again when they change;
-    // tools that replace the file (write a new one, rename it over) make a
-    // new inode, so the right is on the directory: reading files there,
-    // not listing it.
-    for (i, rule) in cfg.site.auth.iter().enumerate() {
-        let what = format!("auth[{}].htpasswd", i + 1);
-        rules.push(Rule::new(&rule.htpasswd, READ_FILE, what.clone()));
-        if let Some(dir) = rule.htpasswd.parent() {
-            rules.push(Rule::new(dir, READ_FILE, format!("{what} (its directory)")));
+    for (prefix, site) in sites(cfg) {
+        // htpasswd files are read by the workers and again when they
+        // change; tools that replace the file (write a new one, rename it
+        // over) make a new inode, so the right is on the directory:
+        // reading files there, not listing it.
+        for (i, rule) in site.auth.iter().enumerate() {
+            let what = format!("{prefix}auth[{}].htpasswd", i + 1);
+            rules.push(Rule::new(&rule.htpasswd, READ_FILE, what.clone()));
+            if let Some(dir) = rule.htpasswd.parent() {
+                rules.push(Rule::new(dir, READ_FILE, format!("{what} (its directory)")));
+            }
+        }
+        // Read again on each reload. The right is on the file alone, not
+        // on its directory (that would be all of /etc): a file replaced
+        // since start (a package upgrade renames a new one over it) is a
+        // new inode it does not cover, and the reload says so.
+        if let (Some(types), false) = (&site.static_files.mime_types, programs) {
+            let what = format!("{prefix}static.mime_types");
+            if !rules.iter().any(|r| r.path == types.path) {
+                rules.push(Rule::new(&types.path, READ_FILE, what));
+            }
         }
     }
-    // Read again on each reload. The right is on the file alone, not on
-    // its directory (that would be all of /etc): a file replaced since
-    // start (a package upgrade renames a new one over it) is a new inode
-    // it does not cover, and the reload says so.
-    if let (Some(types), false) = (&cfg.site.static_files.mime_types, programs) {
-        rules.push(Rule::new(&types.path, READ_FILE, "static.mime_types"));
-    }
-    if !programs && !cfg.site.cgi.is_empty() {
+    if !programs && cfg.any_cgi() {
         // Chunked bodies held for CGI programs (`server::spool`): unnamed
         // O_TMPFILE files, which Landlock lets a process make and use with
         // these two rights alone; without MAKE_REG no named file can be
@@ -336,13 +356,18 @@ pub fn prepare(
     let rules = landlock_rules(cfg, programs, privileged);
     let programs = programs.is_some();
     let summary = format!(
-        "read-only beneath the document root{}{}{}, {}",
-        if cfg.site.cgi.is_empty() {
+        "read-only beneath the document root{}{}{}{}, {}",
+        if cfg.sites.is_empty() {
+            ""
+        } else {
+            "s of every site"
+        },
+        if !cfg.any_cgi() {
             ""
         } else {
             ", CGI directories"
         },
-        if cfg.site.auth.is_empty() {
+        if SiteConfig::all(cfg).all(|site| site.auth.is_empty()) {
             ""
         } else {
             ", the htpasswd files' directories"
@@ -525,7 +550,7 @@ pub fn confine_server(
     privileged: bool,
     notes: &mut Notes,
 ) -> Result<(), Error> {
-    if !cfg.site.cgi.is_empty() {
+    if cfg.any_cgi() {
         notes.push((
             Level::Info,
             "sandbox: CGI programs start from a separate process (brisk-cgi) whose sandbox lets them read and run the system directories; the server keeps its own".to_string(),

@@ -14,7 +14,7 @@ impl Router {
     /// The rules stage: a redirect, a rewrite loop (500), or a CORS
     /// preflight answers; a rewrite changes the request.
     pub(super) fn rules(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
-        let rules = &self.cfg.site.rules;
+        let rules = &self.cfg.site(routing.req.site()).rules;
         if !rules.url.is_empty() {
             let https = match routing.req.forwarded().and_then(|f| f.https) {
                 Some(https) => https,
@@ -61,9 +61,13 @@ impl Router {
         if !self.has_rules || matches!(plan.body, Body::Pipe(_) | Body::Stream(_)) {
             return;
         }
-        let rules = &self.cfg.site.rules;
+        let site = req.site();
+        let rules = &self.cfg.site(site).rules;
         if !rules.errors.is_empty() {
-            fallback::error_page(&self.files, &rules.errors, &mut self.cache, plan, s, log);
+            // (The page is a file of the request's site.)
+            self.cache.for_site(site);
+            let files = &self.files[site];
+            fallback::error_page(files, &rules.errors, &mut self.cache, plan, s, log);
         }
         let Ok(path) = req.path() else { return };
         let Some(rule) = cors::rule_for(&rules.cors, path) else {
@@ -81,8 +85,10 @@ impl Router {
     /// head too large, a bad request line): the site's page, if any.
     pub fn finish_unread(&mut self, plan: &mut Plan, s: &mut Scratch, log: &mut Logger) {
         if self.has_rules && !self.cfg.site.rules.errors.is_empty() {
+            // No request, so no host: the default site's pages.
             let errors = &self.cfg.site.rules.errors;
-            fallback::error_page(&self.files, errors, &mut self.cache, plan, s, log);
+            self.cache.for_site(0);
+            fallback::error_page(&self.files[0], errors, &mut self.cache, plan, s, log);
         }
     }
 }

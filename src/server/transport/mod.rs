@@ -119,6 +119,14 @@ impl Link {
         }
     }
 
+    /// The server name (SNI) a TLS client asked for, lower case.
+    pub fn server_name(&self) -> Option<&str> {
+        match self {
+            Link::Tcp(_) => None,
+            Link::Tls(t) => t.server_name(),
+        }
+    }
+
     /// Whether the connection speaks TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self, Link::Tls(_))

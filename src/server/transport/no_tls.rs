@@ -94,6 +94,11 @@ impl Tls {
     }
 
     /// Unreachable: there is no TLS connection.
+    pub fn server_name(&self) -> Option<&str> {
+        match *self {}
+    }
+
+    /// Unreachable: there is no TLS connection.
     pub fn alpn_h2(&self) -> bool {
         match *self {}
     }

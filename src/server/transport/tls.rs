@@ -188,6 +188,11 @@ impl Tls {
         self.stream.conn().handshake_deadline()
     }
 
+    /// The server name (SNI) the client asked for, lower case.
+    pub fn server_name(&self) -> Option<&str> {
+        self.stream.conn().server_name()
+    }
+
     /// Whether the client chose HTTP/2 by ALPN (`h2`).
     pub fn alpn_h2(&self) -> bool {
         self.stream.conn().alpn() == Some(&b"h2"[..])

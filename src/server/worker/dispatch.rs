@@ -25,21 +25,24 @@ impl Worker {
         }
     }
 
-    /// The first `[[throttle]]` rule the request's path (decoded in
-    /// `scratch.path` by the handler) matches: its index, its
-    /// `connection_rate`, and its `rate`, shared by every worker.
+    /// The first `[[throttle]]` rule of the request's site its path
+    /// (decoded in `scratch.path` by the handler) matches: its index
+    /// among every site's rules, its `connection_rate`, and its `rate`,
+    /// shared by every worker.
     pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
-        if self.cfg.site.throttle.is_empty() {
+        let site = self.req.site();
+        let rules = &self.cfg.site(site).throttle;
+        if rules.is_empty() {
             return None;
         }
         let path = &self.scratch.path;
-        let (i, rule) = self
-            .cfg
-            .site
-            .throttle
+        let (i, rule) = rules
             .iter()
             .enumerate()
             .find(|(_, r)| r.matcher.matches(path))?;
+        // (Counters number every site's rules in a row.)
+        let before: usize = (0..site).map(|s| self.cfg.site(s).throttle.len()).sum();
+        let i = before + i;
         let shared = self.counters.throttles.get(i).cloned().flatten();
         Some((i, rule.connection_rate, shared))
     }
@@ -156,6 +159,7 @@ impl Worker {
                 referer: None,
                 user_agent: None,
                 user: None,
+                host: None,
                 duration_us: 0,
                 tls: c.transport.session(),
             };
@@ -391,7 +395,7 @@ impl Worker {
         let file = crate::handlers::refusal::Explained {
             why,
             file: &self.scratch.why_file,
-            root: &self.cfg.site.root,
+            root: &self.cfg.site(self.req.site()).root,
         };
         self.logger.log(
             Level::Debug,
@@ -517,6 +521,7 @@ pub(super) fn request_record<'a>(
         referer: req.field(Field::Referer),
         user_agent: req.field(Field::UserAgent),
         user: req.user(),
+        host: req.host(),
         duration_us: 0,
     }
 }

@@ -341,3 +341,26 @@ fn tls_files_are_readable_by_the_server_only_without_a_helper() {
         .iter()
         .all(|r| !r.what.starts_with("tls.")));
 }
+
+#[test]
+fn every_site_root_is_readable_and_nothing_else_new() {
+    let dir = std::env::temp_dir();
+    let mut cfg = Config::default();
+    cfg.site.root = dir.join("www");
+    let mut other = cfg.site.inherit();
+    other.hosts = vec!["b.test".to_string()];
+    other.root = dir.join("b");
+    let one = landlock_rules(&cfg, None, false);
+    cfg.sites.push(other);
+    let two = landlock_rules(&cfg, None, false);
+    let added: Vec<(&PathBuf, &str, u64)> = two
+        .iter()
+        .filter(|r| !one.iter().any(|o| o.path == r.path))
+        .map(|r| (&r.path, r.what.as_str(), r.rights))
+        .collect();
+    use crate::sys::sandbox::fs_access::{READ_DIR, READ_FILE};
+    assert_eq!(
+        added,
+        [(&dir.join("b"), "site[1].root", READ_FILE | READ_DIR)]
+    );
+}
