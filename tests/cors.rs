@@ -190,3 +190,57 @@ fn cors_over_h2c() {
     assert_eq!(a[1].status(), "200");
     assert_eq!(a[1].field("access-control-allow-origin"), Some("*"));
 }
+
+#[test]
+fn cgi_answers_get_the_headers_unless_they_set_their_own() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    for (name, extra) in [
+        ("plain.cgi", ""),
+        (
+            "own.cgi",
+            "Access-Control-Allow-Origin: https://own.example\\r\\n",
+        ),
+    ] {
+        let script =
+            format!("#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n{extra}\\r\\nok\\n'\n");
+        b.file(&format!("api/{name}"), script.as_bytes());
+        std::fs::set_permissions(
+            b.root().join(format!("api/{name}")),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    b.config("[[cors]]\npath = \"/api/\"\norigins = [\"https://app.example\"]\n\n[[cgi]]\npattern = \"*.cgi\"\n");
+    let s = b.start();
+    let r = s.get_with("/api/plain.cgi", "Origin: https://app.example\r\n");
+    assert_eq!(r.body, b"ok\n");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            "Content-Type: text/plain\r\nVary: Origin\r\nAccess-Control-Allow-Origin: https://app.example\r\nConnection: close\r\n"
+        )
+    );
+    let r = s.get_with("/api/own.cgi", "Origin: https://app.example\r\n");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            "Content-Type: text/plain\r\nAccess-Control-Allow-Origin: https://own.example\r\nConnection: close\r\n"
+        )
+    );
+    #[cfg(feature = "http2")]
+    {
+        use common::h2::H2;
+        let mut c = H2::connect(s.addr(), &[], 0);
+        let ids = [c.get("/api/plain.cgi", &[("origin", "https://app.example")])];
+        let a = c.answers(&ids);
+        assert_eq!(a[0].status(), "200");
+        assert_eq!(
+            a[0].field("access-control-allow-origin"),
+            Some("https://app.example")
+        );
+        assert_eq!(a[0].field("vary"), Some("Origin"));
+    }
+}

@@ -8,7 +8,7 @@
 //! when it is on it, and says `Vary: Origin` on every answer under the
 //! rule, so that no cache hands one origin's answer to another.
 
-use super::{Body, Plan, Scratch};
+use super::{push_header, Body, Plan, Scratch};
 use crate::config::rules::{CorsRule, Origins};
 use crate::http::request::OwnedRequest;
 use crate::http::{Method, Status};
@@ -27,7 +27,7 @@ pub fn preflight(rule: &CorsRule, req: &OwnedRequest, s: &mut Scratch) -> Option
     }
     req.header("access-control-request-method")?;
     let origin = req.header("origin")?;
-    if allow_origin(rule, Some(origin), s) {
+    if allow_origin(rule, Some(origin), &mut s.headers) {
         s.header("Access-Control-Allow-Methods", rule.methods.as_bytes());
         if !rule.headers.is_empty() {
             s.header("Access-Control-Allow-Headers", rule.headers.as_bytes());
@@ -45,26 +45,45 @@ pub fn preflight(rule: &CorsRule, req: &OwnedRequest, s: &mut Scratch) -> Option
     })
 }
 
-/// Adds the rule's headers to an answer (any status).
-pub fn decorate(rule: &CorsRule, req: &OwnedRequest, s: &mut Scratch) {
-    if allow_origin(rule, req.header("origin"), s) && !rule.expose.is_empty() {
-        s.header("Access-Control-Expose-Headers", rule.expose.as_bytes());
+/// Adds the rule's header lines to an answer's (any status): brisk's
+/// own, or a CGI program's unless it wrote `Access-Control-Allow-Origin`
+/// itself (then the program's CORS headers are left as they are).
+pub fn decorate(rule: &CorsRule, req: &OwnedRequest, lines: &mut Vec<u8>) {
+    if has_field(lines, b"access-control-allow-origin") {
+        return;
     }
+    if allow_origin(rule, req.header("origin"), lines) && !rule.expose.is_empty() {
+        push_header(
+            lines,
+            "Access-Control-Expose-Headers",
+            rule.expose.as_bytes(),
+        );
+    }
+}
+
+/// Whether header `lines` (`Name: value\r\n` each) have a field `name`
+/// (lower case).
+fn has_field(lines: &[u8], name: &[u8]) -> bool {
+    lines.split(|&b| b == b'\n').any(|line| {
+        line.len() > name.len()
+            && line[name.len()] == b':'
+            && line[..name.len()].eq_ignore_ascii_case(name)
+    })
 }
 
 /// Writes `Access-Control-Allow-Origin` (and `-Credentials`) when
 /// `origin` is allowed, and `Vary: Origin` for a list; whether it was.
-fn allow_origin(rule: &CorsRule, origin: Option<&[u8]>, s: &mut Scratch) -> bool {
+fn allow_origin(rule: &CorsRule, origin: Option<&[u8]>, lines: &mut Vec<u8>) -> bool {
     match &rule.origins {
         Origins::Any => {
             if origin.is_none() {
                 return false;
             }
-            s.header("Access-Control-Allow-Origin", b"*");
+            push_header(lines, "Access-Control-Allow-Origin", b"*");
             true
         }
         Origins::List(list) => {
-            s.header("Vary", b"Origin");
+            push_header(lines, "Vary", b"Origin");
             let Some(origin) = origin else { return false };
             if !list
                 .iter()
@@ -72,9 +91,9 @@ fn allow_origin(rule: &CorsRule, origin: Option<&[u8]>, s: &mut Scratch) -> bool
             {
                 return false;
             }
-            s.header("Access-Control-Allow-Origin", origin);
+            push_header(lines, "Access-Control-Allow-Origin", origin);
             if rule.credentials {
-                s.header("Access-Control-Allow-Credentials", b"true");
+                push_header(lines, "Access-Control-Allow-Credentials", b"true");
             }
             true
         }
@@ -134,7 +153,7 @@ mod tests {
         let rule = &cfg.site.rules.cors[0];
         let r = req("GET /api/x HTTP/1.1\r\nHost: h\r\nOrigin: https://A.example\r\n\r\n");
         let mut s = Scratch::default();
-        decorate(rule, &r, &mut s);
+        decorate(rule, &r, &mut s.headers);
         assert_eq!(
             headers(&s),
             "Vary: Origin\r\nAccess-Control-Allow-Origin: https://A.example\r\nAccess-Control-Allow-Credentials: true\r\nAccess-Control-Expose-Headers: X-Total\r\n"
@@ -142,12 +161,12 @@ mod tests {
         let any = from_toml("[[cors]]\npattern = \"*.json\"\norigins = \"*\"\n").unwrap();
         let rule = rule_for(&any.site.rules.cors, b"/d/x.json").unwrap();
         let mut s = Scratch::default();
-        decorate(rule, &r, &mut s);
+        decorate(rule, &r, &mut s.headers);
         assert_eq!(headers(&s), "Access-Control-Allow-Origin: *\r\n");
         // No Origin, no CORS headers (and nothing to vary on for "*").
         let r = req("GET /x.json HTTP/1.1\r\nHost: h\r\n\r\n");
         let mut s = Scratch::default();
-        decorate(rule, &r, &mut s);
+        decorate(rule, &r, &mut s.headers);
         assert_eq!(headers(&s), "");
     }
 

@@ -153,11 +153,16 @@ impl Scratch {
 
     /// Appends a header line.
     pub fn header(&mut self, name: &str, value: &[u8]) {
-        self.headers.extend_from_slice(name.as_bytes());
-        self.headers.extend_from_slice(b": ");
-        self.headers.extend_from_slice(value);
-        self.headers.extend_from_slice(b"\r\n");
+        push_header(&mut self.headers, name, value);
     }
+}
+
+/// Appends the header line `name: value` to `lines`.
+pub fn push_header(lines: &mut Vec<u8>, name: &str, value: &[u8]) {
+    lines.extend_from_slice(name.as_bytes());
+    lines.extend_from_slice(b": ");
+    lines.extend_from_slice(value);
+    lines.extend_from_slice(b"\r\n");
 }
 
 impl Plan {

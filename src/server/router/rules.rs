@@ -48,7 +48,7 @@ impl Router {
     }
 
     /// Finishes the answer `plan` to `req` (any answer but a CGI
-    /// program's or a handler's streamed one): a built-in error page
+    /// program's: see [`Router::finish_reply`]): a built-in error page
     /// becomes the site's own (`[errors]`), and a `[[cors]]` rule adds
     /// its headers (the preflight it answered has them).
     pub fn finish(
@@ -58,7 +58,7 @@ impl Router {
         s: &mut Scratch,
         log: &mut Logger,
     ) {
-        if !self.has_rules || matches!(plan.body, Body::Pipe(_) | Body::Stream(_)) {
+        if !self.has_rules || matches!(plan.body, Body::Pipe(_)) {
             return;
         }
         let site = req.site();
@@ -77,7 +77,19 @@ impl Router {
             && req.header("access-control-request-method").is_some()
             && plan.status == Status::NO_CONTENT;
         if !preflight {
-            cors::decorate(rule, req, s);
+            cors::decorate(rule, req, &mut s.headers);
+        }
+    }
+
+    /// Adds a `[[cors]]` rule's headers to the head a CGI program wrote
+    /// (`lines`), for `req`, unless the program wrote its own.
+    pub fn finish_reply(&self, req: &OwnedRequest, lines: &mut Vec<u8>) {
+        if !self.has_rules || self.cfg.site.rules.cors.is_empty() {
+            return;
+        }
+        let Ok(path) = req.path() else { return };
+        if let Some(rule) = cors::rule_for(&self.cfg.site.rules.cors, path) {
+            cors::decorate(rule, req, lines);
         }
     }
 

@@ -270,10 +270,15 @@ impl Worker {
     pub(super) fn answer_or_pipe(
         &mut self,
         c: &mut Conn,
-        plan: Plan,
+        mut plan: Plan,
         mut decoder: Option<BodyDecoder>,
         redirects: u8,
     ) {
+        // (Every other answer is finished where it is queued, in `answer`.)
+        if matches!(plan.body, Body::Stream(_)) {
+            self.router
+                .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
+        }
         let Plan {
             status,
             body,

@@ -436,6 +436,8 @@ impl Worker {
             }
             ReplyStart::Head(head) => head,
         };
+        let mut head = head;
+        self.router.finish_reply(&p.request.req, &mut head.headers);
         let to = StreamFor {
             served,
             wanted: p.wanted,

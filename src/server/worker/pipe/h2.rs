@@ -218,6 +218,8 @@ impl Worker {
             ReplyStart::Redirect(target) => return Err(Turn::Redirect(target)),
             ReplyStart::Head(head) => head,
         };
+        let mut head = head;
+        self.router.finish_reply(&p.request.req, &mut head.headers);
         let (ends, log) = self.h2_reply_head(c, a.id, &head, &p.request.req, p.head_only);
         p.status = head.status;
         p.sent_any = true;
