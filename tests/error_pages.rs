@@ -151,6 +151,33 @@ fn a_missing_page_falls_back_to_the_built_in_one_and_is_logged_once() {
 }
 
 #[test]
+fn a_cgi_program_that_fails_gets_the_502_page() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("errors/502.html", b"<p>upstream trouble</p>\n");
+    b.file("bad.cgi", b"#!/bin/sh\nprintf 'no header here\\n\\n'\n");
+    std::fs::set_permissions(
+        b.root().join("bad.cgi"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    b.config("[[cgi]]\npattern = \"*.cgi\"\n\n[errors]\n502 = \"errors/502.html\"\n");
+    let s = b.start();
+    let r = s.get("/bad.cgi");
+    assert_eq!(
+        r.masked_head(),
+        page_head(
+            "502 Bad Gateway",
+            "",
+            "text/html; charset=utf-8",
+            24,
+            Conn::Close
+        )
+    );
+    assert_eq!(r.body, b"<p>upstream trouble</p>\n");
+}
+
+#[test]
 fn statuses_without_a_page_are_untouched() {
     let s = site("[errors]\n500 = \"errors/404.html\"\n");
     assert_error(&s.get("/nope"), 404, "Not Found", "", Conn::Close);
