@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
@@ -149,4 +150,220 @@ fn special_files_are_not_listed() {
     assert_eq!(rows(&html).len(), 2, "{html}");
     assert!(html.contains("href=\"a.txt\""), "{html}");
     assert!(!html.contains("pipe"), "{html}");
+}
+
+/// Sets the modification time of `path` to `MTIME + delta` seconds.
+fn set_mtime_by(path: &Path, delta: i64) {
+    let t = UNIX_EPOCH + Duration::from_secs(MTIME.saturating_add_signed(delta));
+    std::fs::File::open(path)
+        .and_then(|f| f.set_modified(t))
+        .expect("set mtime");
+}
+
+/// `/d/` holds three files of different sizes and times and two
+/// directories; returns the server and the directories' size.
+fn sortable_site(config: &str) -> (Server, u64) {
+    let mut b = Builder::new();
+    b.file("d/a.txt", &[b'a'; 30]);
+    b.file("d/b.txt", &[b'b'; 10]);
+    b.file("d/c.txt", &[b'c'; 20]);
+    b.dir("d/zdir");
+    b.dir("d/adir");
+    let d = b.root().join("d");
+    set_mtime_by(&d.join("a.txt"), 0);
+    set_mtime_by(&d.join("b.txt"), -100);
+    set_mtime_by(&d.join("c.txt"), 100);
+    set_mtime_by(&d.join("zdir"), 0);
+    set_mtime_by(&d.join("adir"), 0);
+    let dir_size = std::fs::metadata(d.join("adir")).expect("stat").len();
+    b.config(config);
+    (b.start(), dir_size)
+}
+
+/// The names in a listing's rows, without the parent row.
+fn names(html: &str) -> Vec<String> {
+    rows(html)
+        .iter()
+        .skip(1)
+        .map(|r| {
+            let s = r.find("\">").expect("link") + 2;
+            r[s..s + r[s..].find("</a>").expect("</a>")].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn listings_sort_by_name_size_and_time_directories_first() {
+    let (s, _) = sortable_site("[static]\nautoindex = true\n");
+    let cases = [
+        ("", ["adir/", "zdir/", "a.txt", "b.txt", "c.txt"]),
+        (
+            "?sort=name&order=desc",
+            ["zdir/", "adir/", "c.txt", "b.txt", "a.txt"],
+        ),
+        ("?sort=size", ["adir/", "zdir/", "b.txt", "c.txt", "a.txt"]),
+        (
+            "?sort=size&order=desc",
+            ["zdir/", "adir/", "a.txt", "c.txt", "b.txt"],
+        ),
+        ("?sort=time", ["adir/", "zdir/", "b.txt", "a.txt", "c.txt"]),
+        // (Ties, as the directories' equal times, go by name ascending.)
+        (
+            "?order=desc&sort=date",
+            ["adir/", "zdir/", "c.txt", "a.txt", "b.txt"],
+        ),
+        // Other parameters (a cache buster) change nothing.
+        (
+            "?v=2&sort=size",
+            ["adir/", "zdir/", "b.txt", "c.txt", "a.txt"],
+        ),
+    ];
+    for (query, want) in cases {
+        let r = s.get(&format!("/d/{query}"));
+        assert_eq!(r.status, 200, "{query}");
+        assert_eq!(names(&r.text()), want, "{query}");
+        assert_eq!(r.header("vary"), Some("Accept"), "{query}");
+    }
+    // The column heads link to the other orders, the current one marked.
+    let html = s.get("/d/?sort=size&order=desc").text();
+    assert!(
+        html.contains(
+            "<thead><tr>\
+             <th><a href=\"?sort=name&amp;order=asc\">Name</a></th>\
+             <th aria-sort=\"descending\"><a href=\"?sort=size&amp;order=asc\">Size</a></th>\
+             <th><a href=\"?sort=time&amp;order=desc\">Modified (UTC)</a></th>\
+             </tr></thead>\n<tbody>\n"
+        ),
+        "{html}"
+    );
+    let html = s.get("/d/").text();
+    assert!(
+        html.contains(
+            "<th aria-sort=\"ascending\"><a href=\"?sort=name&amp;order=desc\">Name</a></th>"
+        ),
+        "{html}"
+    );
+}
+
+#[test]
+fn json_listings_by_query_or_accept() {
+    let (s, dir_size) = sortable_site("[static]\nautoindex = true\n");
+    let t = |delta: i64| {
+        let secs = MTIME.saturating_add_signed(delta);
+        // MTIME is 2024-01-02T03:04:05Z.
+        format!(
+            "2024-01-02T{:02}:{:02}:{:02}Z",
+            secs % 86400 / 3600,
+            secs % 3600 / 60,
+            secs % 60
+        )
+    };
+    let body = format!(
+        "[\n\
+         {{\"name\":\"zdir\",\"url\":\"zdir/\",\"is_dir\":true,\"size\":{dir_size},\"mtime\":\"{t0}\"}},\n\
+         {{\"name\":\"adir\",\"url\":\"adir/\",\"is_dir\":true,\"size\":{dir_size},\"mtime\":\"{t0}\"}},\n\
+         {{\"name\":\"a.txt\",\"url\":\"a.txt\",\"is_dir\":false,\"size\":30,\"mtime\":\"{t0}\"}},\n\
+         {{\"name\":\"c.txt\",\"url\":\"c.txt\",\"is_dir\":false,\"size\":20,\"mtime\":\"{tc}\"}},\n\
+         {{\"name\":\"b.txt\",\"url\":\"b.txt\",\"is_dir\":false,\"size\":10,\"mtime\":\"{tb}\"}}\n\
+         ]\n",
+        t0 = t(0),
+        tb = t(-100),
+        tc = t(100),
+    );
+    assert_eq!(t(-100), "2024-01-02T03:02:25Z");
+    let json_head = |vary: &str| {
+        head(
+            "200 OK",
+            &format!(
+                "Content-Type: application/json\r\n{vary}Content-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            ),
+        )
+    };
+    // Asked for in the query: the answer does not vary with Accept.
+    let r = s.get("/d/?format=json&sort=size&order=desc");
+    assert_eq!(r.masked_head(), json_head(""));
+    assert_eq!(r.text(), body);
+    // Chosen by Accept: it does.
+    let r = s.get_with("/d/?sort=size&order=desc", "Accept: application/json\r\n");
+    assert_eq!(r.masked_head(), json_head("Vary: Accept\r\n"));
+    assert_eq!(r.text(), body);
+    // A browser's Accept, and ?format=html over a JSON Accept, get HTML.
+    let browser = "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n";
+    let r = s.get_with("/d/", browser);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("vary"), Some("Accept"));
+    let r = s.get_with("/d/?format=html", "Accept: application/json\r\n");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("vary"), None);
+    // HEAD: the same head, no body.
+    let mut c = s.connect();
+    c.send(b"HEAD /d/?format=json&sort=size&order=desc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(r.masked_head(), json_head(""));
+}
+
+#[test]
+fn hostile_names_are_escaped_in_json_and_html() {
+    let mut b = Builder::new();
+    let names: [&[u8]; 4] = [b"<script>x\"'", b"line\nbreak", b"back\\slash&", b"caf\xe9"];
+    for name in names {
+        let path = b.root().join("h").join(std::ffi::OsStr::from_bytes(name));
+        write_file(&path, b"x");
+    }
+    b.config("[static]\nautoindex = true\n");
+    let s = b.start();
+    let json = s.get("/h/?format=json").text();
+    let entry = |name: &str, url: &str| {
+        format!(
+            "{{\"name\":\"{name}\",\"url\":\"{url}\",\"is_dir\":false,\"size\":1,\"mtime\":\"2024-01-02T03:04:05Z\"}}"
+        )
+    };
+    let want = [
+        entry("\\u003cscript\\u003ex\\\"'", "%3Cscript%3Ex%22%27"),
+        entry("back\\\\slash\\u0026", "back%5Cslash%26"),
+        entry("caf\u{fffd}", "caf%E9"),
+        entry("line\\nbreak", "line%0Abreak"),
+    ];
+    assert_eq!(json, format!("[\n{}\n]\n", want.join(",\n")));
+    let html = s.get("/h/").text();
+    assert!(
+        html.contains("<a href=\"%3Cscript%3Ex%22%27\">&lt;script&gt;x&quot;&#39;</a>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<a href=\"back%5Cslash%26\">back\\slash&amp;</a>"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>"), "{html}");
+    // The links lead to the files.
+    assert_eq!(s.get("/h/caf%E9").body, b"x");
+    assert_eq!(s.get("/h/%3Cscript%3Ex%22%27").body, b"x");
+}
+
+#[test]
+fn unknown_listing_parameters_are_a_bad_request() {
+    let (s, _) = sortable_site("[static]\nautoindex = true\n");
+    for (query, name, allowed) in [
+        ("sort=weight", "sort", "name, size, time or date"),
+        ("order=up", "order", "asc or desc"),
+        ("format=xml", "format", "html or json"),
+    ] {
+        let r = s.get(&format!("/d/?{query}"));
+        let body = format!("Bad Request: the listing parameter {name} takes {allowed}.\n");
+        assert_eq!(
+            r.masked_head(),
+            head(
+                "400 Bad Request",
+                &format!(
+                    "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    body.len()
+                )
+            ),
+            "{query}"
+        );
+        assert_eq!(r.text(), body);
+    }
+    // Files are not listings: their query is not looked at.
+    assert_eq!(s.get("/d/a.txt?sort=weight").status, 200);
 }

@@ -249,7 +249,7 @@ fn autoindex_lists_a_directory() {
         head(
             "200 OK",
             &format!(
-                "Content-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
+                "Content-Type: text/html; charset=utf-8\r\nVary: Accept\r\nContent-Length: {}\r\nConnection: close\r\n",
                 r.body.len()
             )
         )

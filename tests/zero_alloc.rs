@@ -244,6 +244,9 @@ struct Requests {
     files: Vec<Vec<u8>>,
     bigs: Vec<Vec<u8>>,
     pipelined: Vec<u8>,
+    /// Files without an extension, typed by sniffing (`[static] sniff`):
+    /// their first bytes are read once, with the cache entry.
+    sniffed: Vec<Vec<u8>>,
 }
 
 impl Requests {
@@ -257,6 +260,9 @@ impl Requests {
                 .map(|i| format!("GET /big{i}.bin HTTP/1.1\r\nHost: x\r\n\r\n").into_bytes())
                 .collect(),
             pipelined: small.repeat(16),
+            sniffed: ["/notes", "/picture"]
+                .map(|p| format!("GET {p} HTTP/1.1\r\nHost: x\r\n\r\n").into_bytes())
+                .to_vec(),
             small,
         }
     }
@@ -303,6 +309,20 @@ impl Requests {
                 assert_eq!(read_responses(s, buf, 16), 1600);
             },
         );
+        scenario(
+            s,
+            &mut buf,
+            (
+                &named("sniffed files"),
+                40,
+                20 * records(1024) + 20 * records(1 << 20),
+            ),
+            &mut |s, buf, i| {
+                s.write_all(&self.sniffed[i % 2]).unwrap();
+                let want = [1024, 1 << 20][i % 2];
+                assert_eq!(read_responses(s, buf, 1), want);
+            },
+        );
     }
 }
 
@@ -323,6 +343,10 @@ fn steady_state_requests_do_not_allocate() {
     for i in 0..4 {
         std::fs::write(dir.join(format!("big{i}.bin")), vec![i as u8; 1 << 20]).unwrap();
     }
+    std::fs::write(dir.join("notes"), [b'n'; 1024]).unwrap();
+    let mut picture = vec![0u8; 1 << 20];
+    picture[..8].copy_from_slice(b"\x89PNG\r\n\x1a\n");
+    std::fs::write(dir.join("picture"), picture).unwrap();
     let mut cfg = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         site: brisk::config::SiteConfig {
@@ -336,6 +360,7 @@ fn steady_state_requests_do_not_allocate() {
     cfg.log.error = LogTarget::Off;
     cfg.log.level = Level::Off;
     cfg.limits.keepalive_requests = u32::MAX;
+    cfg.site.static_files.sniff = true;
     #[cfg(feature = "tls")]
     {
         cfg.tls = Some(tls::config());

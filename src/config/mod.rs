@@ -585,6 +585,9 @@ pub struct StaticConfig {
     /// Extensions (lower case, no dot) of paths that never fall back to
     /// `try_files`: a missing script or image stays a 404.
     pub fallback_exclude: Vec<String>,
+    /// Tell the type of files without an extension from their first
+    /// bytes (`sniff`; see `http::sniff`).
+    pub sniff: bool,
 }
 
 /// A `mime.types` file (`[static] mime_types`) and what it says.
@@ -722,6 +725,7 @@ impl Default for Config {
                         .iter()
                         .map(|e| e.to_string())
                         .collect(),
+                    sniff: false,
                 },
                 mime: Vec::new(),
                 headers: Vec::new(),

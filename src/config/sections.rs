@@ -30,6 +30,7 @@ pub(super) const STATIC_KEYS: &[&str] = &[
     "spa",
     "try_files",
     "fallback_exclude",
+    "sniff",
 ];
 pub(super) const LIMIT_KEYS: &[&str] = &[
     "max_request_line",
@@ -182,6 +183,7 @@ impl Loader<'_> {
                 "fallback_exclude" => {
                     st.fallback_exclude = self.extensions("static.fallback_exclude", value)?
                 }
+                "sniff" => st.sniff = self.boolean("static.sniff", value)?,
                 "default_type" => {
                     let ty = self.string("static.default_type", value)?;
                     if !units::is_media_type(ty) {

@@ -258,7 +258,11 @@ fn static_files(c: &Config, site: &SiteConfig, s: &mut String) {
         ),
         None => "the built-in table".to_string(),
     };
-    let _ = writeln!(s, "  types: {types}; otherwise {}", st.default_type);
+    let sniff = match st.sniff {
+        true => " (files without an extension: sniffed from their first bytes first)",
+        false => "",
+    };
+    let _ = writeln!(s, "  types: {types}; otherwise {}{sniff}", st.default_type);
     if !st.query_in_filename.is_empty() {
         let _ = writeln!(
             s,

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::refusal::lookup_status;
 use crate::http::conditional;
 use crate::http::date::{format_http_date, HTTP_DATE_LEN};
+use crate::http::sniff::{self, SNIFF_LEN};
 use crate::http::Status;
 use crate::sys::fs::{Kind, Meta, Root};
 
@@ -52,6 +53,9 @@ pub struct Entry {
     /// Whether precompressed sidecars of this file exist, and until when
     /// that answer may be used (see [`FileCache::sidecars_known`]).
     sidecars: Cell<Option<(Instant, bool)>>,
+    /// The type sniffed from the first bytes (`[static] sniff`), once
+    /// asked: the file is read for it once per version, not per request.
+    sniffed: Cell<Option<Option<&'static str>>>,
 }
 
 impl Entry {
@@ -60,6 +64,36 @@ impl Entry {
         let line = self.validators.strip_prefix(b"ETag: ").unwrap_or_default();
         let end = line.iter().position(|&b| b == b'\r').unwrap_or(line.len());
         &line[..end]
+    }
+
+    /// The `Content-Type` the file's first bytes show ([`sniff::sniff`]),
+    /// read at the first call and remembered with the entry (which a
+    /// changed file replaces). `None` for what they do not show and for
+    /// what cannot be read.
+    pub fn sniffed_type(&self) -> Option<&'static str> {
+        if let Some(known) = self.sniffed.get() {
+            return known;
+        }
+        let whole = self.meta.size <= SNIFF_LEN as u64;
+        let ty = match &self.source {
+            Some(Source::Mem(m)) => sniff::sniff(&m[..m.len().min(SNIFF_LEN)], whole),
+            Some(Source::File(f)) => {
+                let mut head = [0u8; SNIFF_LEN];
+                let want = (self.meta.size as usize).min(SNIFF_LEN);
+                let mut got = 0;
+                // A short read is retried; an error leaves the type unknown.
+                while got < want {
+                    match f.read_at(&mut head[got..want], got as u64) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => got += n,
+                    }
+                }
+                sniff::sniff(&head[..got], whole && got == want)
+            }
+            None => None,
+        };
+        self.sniffed.set(Some(ty));
+        ty
     }
 }
 
@@ -275,6 +309,7 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
             source: None,
             validators: Box::default(),
             sidecars: Cell::new(None),
+            sniffed: Cell::new(None),
         }));
     }
     let (file, meta) = root.open_file(rel)?;
@@ -299,6 +334,7 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
         source: Some(source),
         validators: validators.into(),
         sidecars: Cell::new(None),
+        sniffed: Cell::new(None),
     }))
 }
 
@@ -322,6 +358,29 @@ mod tests {
         assert_eq!(cache.map.len(), 2, "a probe that misses takes no slot");
         assert!(cache.probe(&root, b"b.html.gz").is_ok());
         assert_eq!(cache.map.len(), 3, "a probe that finds a file keeps it");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_sniffed_type_is_read_once_per_entry() {
+        let dir = std::env::temp_dir().join(format!("brisk-fsniff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut big = vec![b'x'; SMALL_FILE as usize + 1];
+        big[..8].copy_from_slice(b"\x89PNG\r\n\x1a\n");
+        std::fs::write(dir.join("big"), &big).unwrap();
+        std::fs::write(dir.join("small"), b"%PDF-1.4").unwrap();
+        let root = Root::open(&dir, false).unwrap();
+        let mut cache = FileCache::new(8, Duration::from_secs(60));
+        let big_entry = cache.lookup(&root, b"big").unwrap();
+        assert!(matches!(big_entry.source, Some(Source::File(_))));
+        assert_eq!(big_entry.sniffed_type(), Some("image/png"));
+        let small = cache.lookup(&root, b"small").unwrap();
+        assert_eq!(small.sniffed_type(), Some("application/pdf"));
+        // Rewritten in place (same size): the entry keeps what it read,
+        // so the file is not read again per request.
+        big[..6].copy_from_slice(b"GIF89a");
+        std::fs::write(dir.join("big"), &big).unwrap();
+        assert_eq!(big_entry.sniffed_type(), Some("image/png"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

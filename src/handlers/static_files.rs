@@ -10,7 +10,7 @@ use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::config::{Config, Dotfiles, SiteConfig};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
-use crate::http::mime::MimeTable;
+use crate::http::mime::{self, MimeTable};
 use crate::http::range::{self, RangeOutcome};
 use crate::http::request::{Field, OwnedRequest};
 use crate::http::{encoding, grammar, path, Method, Status};
@@ -277,6 +277,24 @@ fn serve_dir(
     if !files.site().static_files.autoindex {
         return refused(Refusal::NoIndex, Status::FORBIDDEN, s);
     }
+    let view = match autoindex::view::choose(query, req.header("Accept")) {
+        Ok(view) => view,
+        Err(bad) => {
+            s.body.clear();
+            s.body
+                .extend_from_slice(b"Bad Request: the listing parameter ");
+            s.body.extend_from_slice(bad.name.as_bytes());
+            s.body.extend_from_slice(b" takes ");
+            s.body.extend_from_slice(bad.allowed.as_bytes());
+            s.body.extend_from_slice(b".\n");
+            s.header("Content-Type", b"text/plain; charset=utf-8");
+            return Plan {
+                status: Status::BAD_REQUEST,
+                body: Body::Buffer,
+                close: false,
+            };
+        }
+    };
     let entries = match files.root.list_dir(&s.rel) {
         Ok(e) => e,
         Err(e) => return lookup_failed(&e, s),
@@ -294,8 +312,19 @@ fn serve_dir(
         })
         .collect();
     s.body.clear();
-    autoindex::render(&s.path, &mut list, &mut s.body);
-    s.header("Content-Type", b"text/html; charset=utf-8");
+    match view.format {
+        autoindex::Format::Html => {
+            autoindex::render(&s.path, &mut list, &view, &mut s.body);
+            s.header("Content-Type", b"text/html; charset=utf-8");
+        }
+        autoindex::Format::Json => {
+            autoindex::json::render(&mut list, &view, &mut s.body);
+            s.header("Content-Type", b"application/json");
+        }
+    }
+    if view.by_accept {
+        s.header("Vary", b"Accept");
+    }
     apply_header_rules(files, s);
     Plan {
         status: Status::OK,
@@ -316,6 +345,9 @@ struct Chosen {
     /// every answer about this resource says `Vary: Accept-Encoding`
     /// (RFC 9110 §12.5.5), whichever file was sent.
     varies: bool,
+    /// The identity file when `entry` is a sidecar of it: a sidecar's
+    /// type is the identity's, so content sniffing reads this one.
+    identity: Option<Rc<Entry>>,
 }
 
 /// Chooses between the file at `s.rel` (`identity`; `None` when it does
@@ -333,6 +365,7 @@ fn negotiate(
         entry: identity,
         coding: None,
         varies: false,
+        identity: None,
     };
     if !files.site().static_files.precompressed {
         return chosen;
@@ -371,8 +404,11 @@ fn negotiate(
             break;
         }
     }
-    if let Some(e) = identity {
-        cache.remember_sidecars(&e, chosen.varies);
+    if let Some(e) = &identity {
+        cache.remember_sidecars(e, chosen.varies);
+    }
+    if chosen.coding.is_some() {
+        chosen.identity = identity;
     }
     chosen
 }
@@ -436,7 +472,7 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
         },
         _ => RangeOutcome::Ignore,
     };
-    let content_type = files.mime.lookup(&s.path);
+    let content_type = content_type(files, &s.path, &chosen, entry);
     if let RangeOutcome::Unsatisfiable = ranges {
         s.headers.clear();
         let mut cr = Vec::with_capacity(32);
@@ -517,6 +553,27 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
             close: false,
         },
     }
+}
+
+/// The `Content-Type` of the file at `path`: by its extension, else (with
+/// `[static] sniff`) by the first bytes of the identity file, read once
+/// per cached file, else the default type.
+fn content_type<'a>(
+    files: &'a StaticFiles,
+    path: &[u8],
+    chosen: &Chosen,
+    entry: &Entry,
+) -> &'a str {
+    if !files.cfg.site.static_files.sniff || mime::has_extension(path) {
+        return files.mime.lookup(path);
+    }
+    let identity = match chosen.coding {
+        Some(_) => chosen.identity.as_deref(),
+        None => Some(entry),
+    };
+    identity
+        .and_then(Entry::sniffed_type)
+        .unwrap_or_else(|| files.mime.default_type())
 }
 
 /// A multipart boundary that cannot occur by chance in the file: derived

@@ -248,6 +248,12 @@ pub fn extension(path: &[u8]) -> Option<&[u8]> {
     }
 }
 
+/// Whether the last segment of `path` has an extension that a type table
+/// could name (`a.txt`, not `Makefile`, `.profile` or `file.`).
+pub fn has_extension(path: &[u8]) -> bool {
+    extension(path).is_some()
+}
+
 impl MimeTable {
     /// The built-in table with `overrides` (extension without dot → full
     /// content type) taking precedence.

@@ -15,6 +15,7 @@ pub mod path;
 pub mod range;
 pub mod request;
 pub mod response;
+pub mod sniff;
 pub mod status;
 
 pub use status::Status;

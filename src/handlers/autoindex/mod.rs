@@ -1,4 +1,5 @@
-//! Directory listings (`[static] autoindex = true`): sorted, escaped HTML.
+//! Directory listings (`[static] autoindex = true`): sorted, escaped HTML,
+//! or JSON ([`json`]), as the query or `Accept` asks ([`view`]).
 //!
 //! File names are attacker-controlled (anyone who can upload can name a
 //! file `<script>…`), so every name goes through two escapers: percent-
@@ -12,6 +13,11 @@
 use crate::http::date::{civil_time, two_digits};
 use crate::http::grammar::hex_pair;
 use crate::http::push_u64;
+
+pub mod json;
+pub mod view;
+
+pub use view::{Format, SortKey, View};
 
 /// One directory entry to list.
 #[derive(Debug, Clone)]
@@ -44,10 +50,15 @@ td.s{text-align:right}\
 <body>\n\
 <h1>Index of ";
 
-const TABLE: &[u8] = b"</h1>\n\
-<table>\n\
-<thead><tr><th>Name</th><th>Size</th><th>Modified (UTC)</th></tr></thead>\n\
-<tbody>\n";
+const TABLE: &[u8] = b"</h1>\n<table>\n<thead><tr>";
+
+const COLUMNS: [(SortKey, &[u8], &[u8]); 3] = [
+    (SortKey::Name, b"name", b"Name"),
+    (SortKey::Size, b"size", b"Size"),
+    (SortKey::Time, b"time", b"Modified (UTC)"),
+];
+
+const TBODY: &[u8] = b"</tr></thead>\n<tbody>\n";
 
 const PARENT_ROW: &[u8] =
     b"<tr><td><a href=\"../\">../</a></td><td class=\"s\">-</td><td></td></tr>\n";
@@ -57,27 +68,78 @@ const TAIL: &[u8] = b"</tbody>\n</table>\n</body>\n</html>\n";
 /// U+FFFD REPLACEMENT CHARACTER in UTF-8.
 const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 
+/// Sorts `entries` as `view` asks: directories first, then by the key in
+/// the order asked, ties by name (bytewise, ascending). Directories show
+/// no size, so among themselves they are sorted by name when sorting by
+/// size.
+pub fn sort(entries: &mut [Entry], view: &View) {
+    entries.sort_unstable_by(|a, b| {
+        let by_key = match view.sort {
+            SortKey::Name => a.name.cmp(&b.name),
+            SortKey::Size if a.is_dir => a.name.cmp(&b.name),
+            SortKey::Size => a.size.cmp(&b.size),
+            SortKey::Time => a.mtime.cmp(&b.mtime),
+        };
+        let by_key = if view.desc { by_key.reverse() } else { by_key };
+        b.is_dir
+            .cmp(&a.is_dir)
+            .then(by_key)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+}
+
+/// Whether `e` can be a real directory entry: not `.` or `..`, not empty,
+/// no `/` (hiding dotfiles is the caller's decision).
+fn listable(e: &Entry) -> bool {
+    !matches!(&e.name[..], b"" | b"." | b"..") && !e.name.contains(&b'/')
+}
+
 /// Renders a listing of `entries` for the directory at decoded URL path
 /// `url_path` (ends with `/`) into `out` as a complete HTML document.
-/// Entries are sorted (directories first, then by name, bytewise); names
-/// are percent-encoded in links and HTML-escaped in text.
+/// Entries are sorted as `view` says ([`sort`]); names are percent-encoded
+/// in links and HTML-escaped in text. The column heads link to the
+/// listing sorted by that column: the current one in the other order,
+/// the others ascending by name, largest and newest first by size and time.
 ///
 /// Links are relative to the directory, which is why `url_path` must end
-/// with `/`. Entries named `.` or `..`, empty, or containing a `/` cannot be
-/// real directory entries and are skipped; hiding dotfiles is the caller's
-/// decision.
-pub fn render(url_path: &[u8], entries: &mut [Entry], out: &mut Vec<u8>) {
-    entries.sort_unstable_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
+/// with `/`. Entries that cannot be real directory entries ([`listable`])
+/// are skipped.
+pub fn render(url_path: &[u8], entries: &mut [Entry], view: &View, out: &mut Vec<u8>) {
+    sort(entries, view);
     out.extend_from_slice(HEAD);
     push_html_text(out, url_path);
     out.extend_from_slice(STYLE);
     push_html_text(out, url_path);
     out.extend_from_slice(TABLE);
+    for (key, param, label) in COLUMNS {
+        let active = key == view.sort;
+        let next_desc = match active {
+            true => !view.desc,
+            false => key != SortKey::Name,
+        };
+        out.extend_from_slice(b"<th");
+        if active {
+            out.extend_from_slice(match view.desc {
+                true => &b" aria-sort=\"descending\""[..],
+                false => b" aria-sort=\"ascending\"",
+            });
+        }
+        out.extend_from_slice(b"><a href=\"?sort=");
+        out.extend_from_slice(param);
+        out.extend_from_slice(match next_desc {
+            true => &b"&amp;order=desc"[..],
+            false => b"&amp;order=asc",
+        });
+        out.extend_from_slice(b"\">");
+        out.extend_from_slice(label);
+        out.extend_from_slice(b"</a></th>");
+    }
+    out.extend_from_slice(TBODY);
     if url_path != b"/" {
         out.extend_from_slice(PARENT_ROW);
     }
     for e in entries.iter() {
-        if matches!(&e.name[..], b"" | b"." | b"..") || e.name.contains(&b'/') {
+        if !listable(e) {
             continue;
         }
         out.extend_from_slice(b"<tr><td><a href=\"");
@@ -179,6 +241,17 @@ fn push_size(out: &mut Vec<u8>, size: u64) {
 
 /// `YYYY-MM-DD HH:MM`, UTC.
 fn push_time(out: &mut Vec<u8>, secs: u64) {
+    push_date_time(out, secs, b' ', false);
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC).
+fn push_rfc3339(out: &mut Vec<u8>, secs: u64) {
+    push_date_time(out, secs, b'T', true);
+    out.push(b'Z');
+}
+
+/// The date, `sep`, hours and minutes, and `:SS` if `seconds`.
+fn push_date_time(out: &mut Vec<u8>, secs: u64, sep: u8, seconds: bool) {
     let t = civil_time(secs);
     let two = |out: &mut Vec<u8>, n: u32| out.extend_from_slice(&two_digits(n));
     two(out, t.year / 100);
@@ -187,10 +260,14 @@ fn push_time(out: &mut Vec<u8>, secs: u64) {
     two(out, t.month);
     out.push(b'-');
     two(out, t.day);
-    out.push(b' ');
+    out.push(sep);
     two(out, t.hour);
     out.push(b':');
     two(out, t.minute);
+    if seconds {
+        out.push(b':');
+        two(out, t.second);
+    }
 }
 
 #[cfg(test)]
@@ -217,7 +294,7 @@ mod tests {
 
     fn page(url_path: &[u8], entries: &mut [Entry]) -> String {
         let mut out = Vec::new();
-        render(url_path, entries, &mut out);
+        render(url_path, entries, &View::default(), &mut out);
         String::from_utf8(out).expect("listing is valid UTF-8")
     }
 
