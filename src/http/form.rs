@@ -44,23 +44,26 @@ fn hex(b: u8) -> Option<u8> {
 /// [`MAX_FIELDS`].
 pub fn urlencoded(input: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
-    for pair in input.split(|&b| b == b'&') {
-        if pair.is_empty() {
-            continue;
-        }
-        if out.len() == MAX_FIELDS {
-            break;
-        }
-        let (name, value) = match pair.iter().position(|&b| b == b'=') {
-            Some(i) => (&pair[..i], &pair[i + 1..]),
-            None => (pair, &pair[pair.len()..]),
-        };
+    for (name, value) in urlencoded_raw(input) {
         let (mut n, mut v) = (Vec::new(), Vec::new());
         percent_decode(name, true, &mut n);
         percent_decode(value, true, &mut v);
         out.push((n, v));
     }
     out
+}
+
+/// The fields of [`urlencoded`] still encoded (name, value), for a caller
+/// that decodes them into buffers of its own ([`percent_decode`]).
+pub fn urlencoded_raw(input: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    input
+        .split(|&b| b == b'&')
+        .filter(|pair| !pair.is_empty())
+        .take(MAX_FIELDS)
+        .map(|pair| match pair.iter().position(|&b| b == b'=') {
+            Some(i) => (&pair[..i], &pair[i + 1..]),
+            None => (pair, &pair[pair.len()..]),
+        })
 }
 
 /// One part of a `multipart/form-data` body.

@@ -58,22 +58,31 @@ pub fn decode(input: &[u8]) -> Result<Json, JsonError> {
 /// result is safe inside an HTML `<script>` too.
 pub fn push_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
-    for &b in s.as_bytes() {
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0..=0x1f | b'<' | b'>' | b'&' | 0x7f => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 15) as usize]);
-            }
-            _ => out.push(b),
+    let bytes = s.as_bytes();
+    // Runs of bytes that need no escape are copied whole.
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f | b'<' | b'>' | b'&' | 0x7f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 15) as usize]);
+        } else {
+            out.extend_from_slice(escape);
         }
     }
+    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 

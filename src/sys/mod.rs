@@ -7,6 +7,8 @@ pub mod clock;
 pub mod fs;
 pub mod interleave;
 pub mod launcher;
+#[cfg(feature = "servlets")]
+pub mod lua_raw;
 pub mod memory;
 pub mod net;
 pub mod privileged;

@@ -11,6 +11,7 @@ use mlua::{Lua, LuaString, Table, UserData, UserDataMethods, Value};
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header, Request};
 use crate::http::{form, json};
+use crate::sys::lua_raw;
 
 /// Output gathered before it goes to the client in one piece.
 pub const PIECE: usize = 64 * 1024;
@@ -36,6 +37,10 @@ pub struct Res(pub Rc<RefCell<Out>>);
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
+}
+
+fn not_utf8() -> mlua::Error {
+    lua_err("res:write: a header that is not UTF-8")
 }
 
 impl Out {
@@ -82,19 +87,31 @@ impl UserData for Res {
         // (the prelude then yields, so it leaves while the servlet runs).
         m.add_method(
             "write",
-            |_, this, (a, b, c): (Value, Option<Table>, Option<LuaString>)| {
+            |lua, this, (a, b, c): (Value, Option<Table>, Option<LuaString>)| {
                 let mut out = this.0.borrow_mut();
                 match (a, b, c) {
                     (Value::Integer(status), headers, body) => {
                         out.status(u16::try_from(status).unwrap_or(0))?;
-                        if let Some(h) = headers {
-                            for pair in h.pairs::<LuaString, LuaString>() {
-                                let (k, v) = pair?;
-                                out.header(&k.to_str()?, &v.to_str()?)?;
+                        // Read in place (see sys::lua_raw): no allocation.
+                        let read = lua_raw::read_answer(
+                            lua,
+                            headers.as_ref(),
+                            body.as_ref(),
+                            &mut *out,
+                            |out: &mut Out, name, value| {
+                                let text = |b| std::str::from_utf8(b).map_err(|_| not_utf8());
+                                out.header(text(name)?, text(value)?)
+                            },
+                            |out: &mut Out, bytes| out.body(bytes),
+                        )?;
+                        match read {
+                            Ok(()) => {}
+                            Err(lua_raw::WriteError::Refused(e)) => return Err(e),
+                            Err(lua_raw::WriteError::NotText) => {
+                                return Err(lua_err(
+                                    "res:write: header names and values are strings",
+                                ))
                             }
-                        }
-                        if let Some(body) = body {
-                            out.body(&body.as_bytes())?;
                         }
                     }
                     (Value::String(s), None, None) => out.body(&s.as_bytes())?,
@@ -145,7 +162,7 @@ pub fn request(lua: &Lua, req: &Request<'_>, headers_mt: &Table) -> mlua::Result
     let args = lua.create_table()?;
     if let Some(q) = req.query {
         t.raw_set("query", lua.create_string(q)?)?;
-        fill_fields(lua, &args, form::urlencoded(q))?;
+        fill_query(lua, &args, q)?;
     }
     t.raw_set("args", args)?;
     let headers = lua.create_table()?;
@@ -183,11 +200,47 @@ pub fn request(lua: &Lua, req: &Request<'_>, headers_mt: &Table) -> mlua::Result
     t.raw_set("headers", headers)?;
     t.raw_set("cookies", cookies)?;
     t.raw_set("body", lua.create_string(req.body)?)?;
-    t.raw_set("remote_addr", req.peer.ip().to_string())?;
+    // (Written on the stack: no String per request.)
+    let mut addr = [0u8; 64];
+    let mut w = &mut addr[..];
+    let _ = write!(w, "{}", req.peer.ip());
+    let left = w.len();
+    t.raw_set(
+        "remote_addr",
+        lua.create_string(&addr[..addr.len() - left])?,
+    )?;
     if let Some(u) = req.user {
         t.raw_set("user", lua.create_string(u)?)?;
     }
     Ok(t)
+}
+
+thread_local! {
+    /// A query's name and value, decoded (reused by each request).
+    static DECODED: std::cell::Cell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// Adds the fields of query `q` to `t` as [`fill_fields`] does, decoded
+/// into this thread's buffers rather than new ones.
+fn fill_query(lua: &Lua, t: &Table, q: &[u8]) -> mlua::Result<()> {
+    let (mut n, mut v) = DECODED.take();
+    let mut fill = || -> mlua::Result<()> {
+        for (raw_n, raw_v) in form::urlencoded_raw(q) {
+            n.clear();
+            v.clear();
+            form::percent_decode(raw_n, true, &mut n);
+            form::percent_decode(raw_v, true, &mut v);
+            let name = lua.create_string(&n)?;
+            if t.raw_get::<Value>(&name)?.is_nil() {
+                t.raw_set(name, lua.create_string(&v)?)?;
+            }
+        }
+        Ok(())
+    };
+    let r = fill();
+    DECODED.set((n, v));
+    r
 }
 
 /// Adds decoded `name = value` fields to `t` (a repeated name keeps its
@@ -252,58 +305,6 @@ pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
             Ok((Value::Table(out), None))
         }
     }
-}
-
-/// Encodes a Lua value as JSON: a table with keys 1..n (or empty) is an
-/// array, any other an object; strings must be UTF-8.
-pub fn json_encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
-    if depth > json::MAX_DEPTH {
-        return Err(lua_err("brisk.json.encode: nested too deeply (or a cycle)"));
-    }
-    match v {
-        Value::Nil => out.extend_from_slice(b"null"),
-        Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Integer(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::Number(n) if n.is_finite() => {
-            let _ = write!(out, "{n}");
-        }
-        Value::Number(_) => return Err(lua_err("brisk.json.encode: not a finite number")),
-        Value::String(s) => json::push_string(&s.to_str()?, out),
-        Value::Table(t) => {
-            let n = t.raw_len();
-            if n > 0 || t.is_empty() {
-                out.push(b'[');
-                for i in 1..=n {
-                    if i > 1 {
-                        out.push(b',');
-                    }
-                    json_encode(&t.raw_get::<Value>(i)?, out, depth + 1)?;
-                }
-                out.push(b']');
-            } else {
-                out.push(b'{');
-                let mut first = true;
-                t.for_each(|k: Value, v: Value| {
-                    if !first {
-                        out.push(b',');
-                    }
-                    first = false;
-                    match &k {
-                        Value::String(s) => json::push_string(&s.to_str()?, out),
-                        Value::Integer(i) => json::push_string(&i.to_string(), out),
-                        _ => return Err(lua_err("brisk.json.encode: a key that is not a string")),
-                    }
-                    out.push(b':');
-                    json_encode(&v, out, depth + 1)
-                })?;
-                out.push(b'}');
-            }
-        }
-        _ => return Err(lua_err("brisk.json.encode: a value JSON cannot hold")),
-    }
-    Ok(())
 }
 
 /// A decoded JSON value as a Lua value (`null` as `brisk.json.null`).
@@ -382,18 +383,38 @@ fn unstored(lua: &Lua, v: Option<Stored>) -> mlua::Result<Value> {
     })
 }
 
+thread_local! {
+    /// `brisk.json.encode`'s output buffer, reused by each call.
+    static JSON_OUT: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A larger encode buffer is let go after use rather than kept.
+const JSON_OUT_KEEP: usize = 1 << 20;
+
 /// The `brisk` library table.
 pub fn library(lua: &Lua) -> mlua::Result<Table> {
     let brisk = lua.create_table()?;
     let j = lua.create_table()?;
     let null = lua.create_table()?;
     j.raw_set("null", null.clone())?;
+    let null_t = null.clone();
     j.raw_set(
         "encode",
-        lua.create_function(|lua, v: Value| {
-            let mut out = Vec::new();
-            json_encode(&v, &mut out, 0)?;
-            lua.create_string(out)
+        lua.create_function(move |lua, v: Value| {
+            // One buffer per worker, taken out while in use (an encode
+            // that runs inside another, from a finalizer, makes its own).
+            let mut out = JSON_OUT.take();
+            out.clear();
+            let encoded = lua_raw::encode(lua, v, &null_t, &mut out);
+            let s = match encoded {
+                Ok(Ok(())) => lua.create_string(&out),
+                Ok(Err(e)) => Err(lua_err(format!("brisk.json.encode: {e}"))),
+                Err(e) => Err(e),
+            };
+            if out.capacity() <= JSON_OUT_KEEP {
+                JSON_OUT.set(out);
+            }
+            s
         })?,
     )?;
     let null_v = Value::Table(null);
@@ -476,5 +497,65 @@ mod tests {
             b"&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
         assert_eq!(url_escape("a b/é~".as_bytes()), b"a%20b%2F%C3%A9~");
+    }
+
+    /// `brisk.json.encode` of the Lua expression `expr`.
+    fn encode(lua: &Lua, expr: &str) -> Result<String, String> {
+        lua.load(format!("return brisk.json.encode({expr})"))
+            .eval::<String>()
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn json_encode_exact() {
+        let lua = Lua::new();
+        lua.globals()
+            .raw_set("brisk", library(&lua).unwrap())
+            .unwrap();
+        for (expr, want) in [
+            ("nil", "null"),
+            ("true", "true"),
+            ("-42", "-42"),
+            ("math.mininteger", "-9223372036854775808"),
+            ("2.5", "2.5"),
+            ("1e300", "1e300"),
+            ("2^53", "9007199254740992.0"),
+            (r#"'a"b\\c\n<&>'"#, r#""a\"b\\c\n\u003c\u0026\u003e""#),
+            ("{}", "[]"),
+            ("{1, 'two', {3}}", "[1,\"two\",[3]]"),
+            ("{k = {x = false}}", "{\"k\":{\"x\":false}}"),
+            ("{[7] = 'seven'}", "{\"7\":\"seven\"}"),
+            ("brisk.json.null", "null"),
+            ("{a = brisk.json.null}", "{\"a\":null}"),
+            (
+                "brisk.json.decode('{\"k\":[1,2.5,\"s\",null]}')",
+                "{\"k\":[1,2.5,\"s\",null]}",
+            ),
+        ] {
+            assert_eq!(encode(&lua, expr).as_deref(), Ok(want), "{expr}");
+        }
+        for (expr, why) in [
+            ("0/0", "not a finite number"),
+            ("{[true] = 1}", "a key that is not a string"),
+            ("{print}", "a value JSON cannot hold"),
+            ("'\\xff'", "a string that is not UTF-8"),
+            (
+                "(function() local t = {} t[1] = t return t end)()",
+                "nested too deeply",
+            ),
+        ] {
+            let err = encode(&lua, expr).unwrap_err();
+            assert!(
+                err.contains(&format!("brisk.json.encode: {why}")),
+                "{expr}: {err}"
+            );
+        }
+        // The encoder leaves the stack as it found it: many calls in one
+        // chunk still work.
+        let many: String = lua
+            .load("local s for i = 1, 10000 do s = brisk.json.encode({i, {x = i}}) end return s")
+            .eval()
+            .unwrap();
+        assert_eq!(many, "[10000,{\"x\":10000}]");
     }
 }

@@ -115,6 +115,9 @@ struct State {
     cpu_stopped: Rc<Cell<bool>>,
     /// A finished coroutine, for the next request.
     spare: RefCell<Option<Thread>>,
+    /// The last answer's `res` object and what it gathered, for the next
+    /// request (taken while in use; a streamed answer keeps its own).
+    spare_res: RefCell<Option<(Rc<RefCell<Out>>, Table)>>,
     settings: Arc<Settings>,
 }
 
@@ -191,6 +194,7 @@ impl State {
             clock: Rc::new(Clock::default()),
             cpu_stopped: Rc::new(Cell::new(false)),
             spare: RefCell::new(None),
+            spare_res: RefCell::new(None),
             settings,
         })
     }
@@ -495,26 +499,13 @@ impl State {
             Some(m) => m.handle.clone(),
             None => return Err(Failure::NotFound),
         };
-        let out = Rc::new(RefCell::new(Out {
-            status: 200,
-            max: self.settings.servlets.max_output,
-            ..Out::default()
-        }));
+        let (out, res) = self.res_object()?;
         let reqt = api::request(&self.lua, req, &self.headers_mt).map_err(Failure::lua)?;
         reqt.raw_set("form", &self.form).map_err(Failure::lua)?;
-        let res = self
-            .lua
-            .create_table_with_capacity(1, 0)
-            .map_err(Failure::lua)?;
-        let native = self.lua.create_userdata(api::Res(Rc::clone(&out)));
-        res.raw_set(1, native.map_err(Failure::lua)?)
-            .map_err(Failure::lua)?;
-        res.set_metatable(Some(self.res_mt.clone()))
-            .map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
         self.start_clock(self.settings.servlets.cpu_time);
         let started = thread_cpu_time();
-        let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, res));
+        let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, &res));
         let (ok, err) = step.map_err(|e| self.failure(e))?;
         if ok == Some(false) {
             return Err(self.caught(err.unwrap_or_default()));
@@ -524,7 +515,9 @@ impl State {
         resp.raw_headers(&o.headers);
         if thread.status() != ThreadStatus::Resumable {
             resp.write(&o.body);
+            drop(o);
             *self.spare.borrow_mut() = Some(thread);
+            *self.spare_res.borrow_mut() = Some((out, res));
             return Ok(());
         }
         // A piece is gathered and more may follow: the head leaves now.
@@ -541,6 +534,46 @@ impl State {
             None,
         );
         Ok(())
+    }
+
+    /// The `res` object for a request and what it gathers, empty: the
+    /// last answer's when it is free (its buffers keep their room), else
+    /// a new one.
+    fn res_object(&self) -> Result<(Rc<RefCell<Out>>, Table), Failure> {
+        let max = self.settings.servlets.max_output;
+        if let Some((out, res)) = self.spare_res.borrow_mut().take() {
+            let mut o = out.borrow_mut();
+            o.status = 200;
+            o.headers.clear();
+            o.body.clear();
+            o.written = 0;
+            o.head_sent = false;
+            o.max = max;
+            // What one large answer grew is not kept for the next ones.
+            if o.body.capacity() > 2 * api::PIECE {
+                o.body = Vec::new();
+            }
+            if o.headers.capacity() > api::PIECE {
+                o.headers = Vec::new();
+            }
+            drop(o);
+            return Ok((out, res));
+        }
+        let out = Rc::new(RefCell::new(Out {
+            status: 200,
+            max,
+            ..Out::default()
+        }));
+        let res = self
+            .lua
+            .create_table_with_capacity(1, 0)
+            .map_err(Failure::lua)?;
+        let native = self.lua.create_userdata(api::Res(Rc::clone(&out)));
+        res.raw_set(1, native.map_err(Failure::lua)?)
+            .map_err(Failure::lua)?;
+        res.set_metatable(Some(self.res_mt.clone()))
+            .map_err(Failure::lua)?;
+        Ok((out, res))
     }
 
     /// Answers a failure: 404, 403, 503 (CPU time) or 500, logging
