@@ -221,6 +221,54 @@ fn a_later_answer_comes_from_another_thread_while_the_worker_serves_others() {
     assert_eq!(waiting.response().body, b"now");
 }
 
+/// A file of `size` bytes (each byte from its offset) in `app`'s
+/// directory, and its content.
+fn later_file(app: &App, size: usize) -> (std::path::PathBuf, Vec<u8>) {
+    let path = app.dir.path.join(format!("later{size}"));
+    let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    (path, data)
+}
+
+/// Answers `later` from another thread with the file at `path`.
+fn send_later_file(later: Later, path: &std::path::Path) {
+    let file = std::fs::File::open(path).unwrap();
+    std::thread::spawn(move || {
+        later
+            .send_file(201, &[("Content-Type", "application/octet-stream")], file)
+            .unwrap()
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_later_answer_can_hand_a_file_to_the_engine() {
+    let (app, rx) = deferring_app(|_| {});
+    let mut c = app.connect();
+    // A small file (written behind the head) and one large enough for
+    // sendfile, one after the other on a keep-alive connection.
+    for size in [10, 3_000_000] {
+        let (path, data) = later_file(&app, size);
+        c.send(b"GET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+        send_later_file(rx.recv_timeout(Duration::from_secs(10)).unwrap(), &path);
+        let r = c.response();
+        assert_eq!(
+            r.masked_head(),
+            format!("HTTP/1.1 201 Created\r\nServer: brisk\r\nDate: {DATE}\r\nX-Early: set before defer\r\nContent-Type: application/octet-stream\r\nContent-Length: {size}\r\n\r\n")
+        );
+        assert!(r.body == data, "{size}");
+    }
+    // HEAD: the same head, no body; the connection goes on.
+    let (path, _) = later_file(&app, 5000);
+    c.send(b"HEAD /later HTTP/1.1\r\nHost: x\r\n\r\n");
+    send_later_file(rx.recv_timeout(Duration::from_secs(10)).unwrap(), &path);
+    let r = c.head_response();
+    assert_eq!(r.header("Content-Length"), Some("5000"));
+    c.send(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body, b"now");
+}
+
 #[test]
 fn a_later_answer_streams_in_pieces_and_waits_for_a_slow_client() {
     let (app, rx) = deferring_app(|_| {});
@@ -479,6 +527,31 @@ mod over_h2 {
             .chunks(65536)
             .enumerate()
             .all(|(i, p)| p.iter().all(|&b| b == i as u8)));
+    }
+
+    #[test]
+    fn a_later_answer_can_hand_a_file_to_the_engine() {
+        let (app, rx) = app(|_| {});
+        let mut c = H2::connect(app.addr, &[], 0);
+        for size in [10, 1_000_000] {
+            let (path, data) = later_file(&app, size);
+            let id = c.get("/later", &[]);
+            send_later_file(rx.recv_timeout(Duration::from_secs(10)).unwrap(), &path);
+            let a = c.answers(&[id]);
+            assert_eq!(a[0].status(), "201");
+            assert_eq!(a[0].field("x-early"), Some("set before defer"));
+            assert_eq!(
+                a[0].field("content-length"),
+                Some(size.to_string().as_str())
+            );
+            assert!(a[0].body == data, "{size}: {} bytes", a[0].body.len());
+        }
+        let (path, _) = later_file(&app, 5000);
+        let id = c.request("HEAD", "/later", &[], None);
+        send_later_file(rx.recv_timeout(Duration::from_secs(10)).unwrap(), &path);
+        let a = c.answers(&[id]);
+        assert_eq!((a[0].status(), a[0].body.len()), ("201", 0));
+        assert_eq!(a[0].field("content-length"), Some("5000"));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! cut short), as is one whose [`Later`] is dropped unanswered (500).
 
 use std::fmt;
+use std::fs::File;
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use super::app::{check_header, InvalidHeader};
@@ -61,6 +62,9 @@ pub struct Given {
     pub head: Option<ReplyHead>,
     /// Body bytes.
     pub data: Vec<u8>,
+    /// The whole body as a file and its length ([`Later::send_file`]),
+    /// sent by the engine as static files are (`sendfile` when large).
+    pub file: Option<(File, u64)>,
     /// The answer is complete (`Some(true)`) or abandoned (`Some(false)`:
     /// dropped unanswered, or unfinished).
     pub end: Option<bool>,
@@ -86,6 +90,7 @@ impl Channel {
         let taken = Given {
             head: g.head.take(),
             data: std::mem::take(&mut g.data),
+            file: g.file.take(),
             end: g.end,
             gone: g.gone,
             notified: false,
@@ -123,6 +128,8 @@ pub enum LaterError {
     Status(u16),
     /// Body bytes before [`Later::start`], or a second start.
     Order(&'static str),
+    /// The file of [`Later::send_file`] could not be measured.
+    File(String),
 }
 
 impl fmt::Display for LaterError {
@@ -132,6 +139,7 @@ impl fmt::Display for LaterError {
             LaterError::Header(e) => write!(f, "{e}"),
             LaterError::Status(s) => write!(f, "{s} is not a final status (200-599)"),
             LaterError::Order(why) => f.write_str(why),
+            LaterError::File(why) => write!(f, "the file to send: {why}"),
         }
     }
 }
@@ -175,6 +183,34 @@ impl Later {
         self.finish()
     }
 
+    /// Answers whole with `file` (from its start to its size now, given
+    /// as the `Content-Length`): the worker sends it as it sends static
+    /// files, by `sendfile` when large (over HTTP/2 and HTTPS, read into
+    /// DATA frames and records), without the bytes passing through this
+    /// thread. Set its `Content-Type` in `headers`. A file that shrinks
+    /// before it is sent ends the connection short, as a static file does.
+    pub fn send_file(
+        mut self,
+        status: u16,
+        headers: &[(&str, &str)],
+        file: File,
+    ) -> Result<(), LaterError> {
+        let len = file
+            .metadata()
+            .map_err(|e| LaterError::File(e.to_string()))?
+            .len();
+        let head = self.head(status, headers, Some(len))?;
+        self.started = true;
+        self.done = true;
+        // Head and file in one step: the worker never sees one without
+        // the other.
+        self.give(|g| {
+            g.head = Some(head);
+            g.file = Some((file, len));
+            g.end = Some(true);
+        })
+    }
+
     /// Starts the answer: `status` and header lines, and the body's
     /// length if known (else it is sent chunked, or to the close of an
     /// HTTP/1.0 connection). `Content-Length`, `Transfer-Encoding`,
@@ -185,6 +221,19 @@ impl Later {
         headers: &[(&str, &str)],
         length: Option<u64>,
     ) -> Result<(), LaterError> {
+        let head = self.head(status, headers, length)?;
+        self.give(|g| g.head = Some(head))?;
+        self.started = true;
+        Ok(())
+    }
+
+    /// The head [`Later::start`] gives, checked.
+    fn head(
+        &self,
+        status: u16,
+        headers: &[(&str, &str)],
+        length: Option<u64>,
+    ) -> Result<ReplyHead, LaterError> {
         if self.started {
             return Err(LaterError::Order("the answer has started already"));
         }
@@ -207,9 +256,7 @@ impl Later {
             content_length: length,
             chunked: false,
         };
-        self.give(|g| g.head = Some(head))?;
-        self.started = true;
-        Ok(())
+        Ok(head)
     }
 
     /// Sends more of the body. Waits while more than [`LATER_CAP`] bytes

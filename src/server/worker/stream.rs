@@ -6,6 +6,8 @@
 //! Either is framed as a pipe's output is: by its length, chunked
 //! (HTTP/1.1) or by closing (HTTP/1.0).
 
+use std::fs::File;
+use std::rc::Rc;
 use std::sync::Arc;
 
 #[cfg(feature = "http2")]
@@ -114,6 +116,24 @@ impl Worker {
                         self.stream_done(c);
                         break;
                     }
+                }
+                Step::File(head, file, len) => {
+                    moved = true;
+                    if let Some(h) = head {
+                        s.head = Some(h);
+                    }
+                    // The head goes out now; the file follows it in the
+                    // queue, sent as static files are.
+                    self.stream_output(c, &[]);
+                    if let Some(s) = c.h1.stream() {
+                        if let Some(Encoder::Length(left)) = s.encoder.as_mut() {
+                            let n = len.min(*left);
+                            c.out.push_file(Rc::new(file), 0, n);
+                            *left -= n;
+                        }
+                    }
+                    self.stream_done(c);
+                    break;
                 }
                 Step::Fail(why) => {
                     moved = true;
@@ -239,6 +259,9 @@ enum Step {
     /// A head (a later answer's first), body bytes, and whether the body
     /// is complete.
     Data(Option<ReplyHead>, Vec<u8>, bool),
+    /// A later answer's head (unless taken before) and its whole body as
+    /// a file of this length ([`crate::handlers::stream::Later::send_file`]).
+    File(Option<ReplyHead>, File, u64),
     /// The answer failed: the reason, for the log.
     Fail(String),
 }
@@ -293,6 +316,10 @@ fn take_later(ch: &Arc<Channel>, no_head: bool) -> Step {
             Step::Fail("the later answer was dropped without an answer".into())
         }
         (_, Some(false)) => Step::Fail("the later answer was dropped unfinished".into()),
+        (head, _) if given.file.is_some() => match given.file {
+            Some((file, len)) => Step::File(head, file, len),
+            None => Step::Nothing,
+        },
         (None, None) if given.data.is_empty() => Step::Nothing,
         (head, end) => Step::Data(head, given.data, end == Some(true)),
     }

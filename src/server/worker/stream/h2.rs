@@ -12,6 +12,8 @@
 //! it, so the client knows; an answer that fails before its head is
 //! answered 500 (504 after `timeouts.handler` without progress).
 
+use std::rc::Rc;
+
 use super::{first_head, step, Step};
 use crate::config::Level;
 use crate::handlers::pipe::ReplyHead;
@@ -25,6 +27,14 @@ use crate::server::worker::Worker;
 /// A stream's body buffered for its window before its producer is
 /// asked for more.
 const STREAM_OUT_CAP: u64 = 64 * 1024;
+
+/// What a handler's producer gave this time (see [`Step`]).
+enum Gave {
+    /// Body bytes, and whether the body is complete.
+    Bytes(Vec<u8>, bool),
+    /// The whole body as a file of this length.
+    File(std::fs::File, u64),
+}
 
 /// A handler's body in pieces, or its later answer, on an HTTP/2 stream.
 #[derive(Debug)]
@@ -91,58 +101,67 @@ impl Worker {
                 return Some(a);
             };
             let no_head = !h.started && h.head.is_none();
-            match step(&mut h.source, no_head, &mut self.pipe_buf) {
+            let (head, gave) = match step(&mut h.source, no_head, &mut self.pipe_buf) {
                 Step::Nothing => return Some(a),
                 Step::Fail(why) => {
                     self.logger
                         .log(Level::Error, format_args!("{}: {why}", h.label));
                     return self.h2_stream_fail(c, a, Status::INTERNAL_SERVER_ERROR);
                 }
-                Step::Data(head, mut data, end) => {
-                    a.progress = self.now;
-                    if head.is_some() {
-                        h.head = head;
-                    }
-                    if !h.started {
-                        let Some(mut head) = h.head.take() else {
-                            // (A later answer's body never comes before its head.)
-                            return Some(a);
-                        };
-                        if !h.early_headers.is_empty() {
-                            let mut lines = std::mem::take(&mut h.early_headers);
-                            lines.extend_from_slice(&head.headers);
-                            head.headers = lines;
-                        }
-                        h.started = true;
-                        let head_only = h.request.req.method() == Method::Head;
-                        let (ends, log) =
-                            self.h2_reply_head(c, a.id, &head, &h.request.req, head_only);
-                        a.discard = ends;
-                        a.expect = head.content_length;
-                        a.log = log;
-                        if ends {
-                            // No body is sent: the producer is not wanted.
-                            self.h2_stream_abandon(c, &mut a, false);
-                            self.h2_ended(c, a);
-                            return None;
-                        }
-                    }
-                    // A body past the length the handler gave is cut there.
-                    let over = a
-                        .expect
-                        .map_or(0, |n| (a.body_len + data.len() as u64).saturating_sub(n));
-                    if over > 0 {
-                        data.truncate(data.len() - over as usize);
-                        a.broken = true;
-                    }
-                    if !data.is_empty() {
-                        a.body_len += data.len() as u64;
-                        a.pieces.push_back(Piece::Bytes(data, 0));
-                    }
-                    if end || over > 0 {
-                        return self.h2_stream_done(c, a);
-                    }
+                Step::Data(head, data, end) => (head, Gave::Bytes(data, end)),
+                Step::File(head, file, len) => (head, Gave::File(file, len)),
+            };
+            a.progress = self.now;
+            if head.is_some() {
+                h.head = head;
+            }
+            if !h.started {
+                let Some(mut head) = h.head.take() else {
+                    // (A later answer's body never comes before its head.)
+                    return Some(a);
+                };
+                if !h.early_headers.is_empty() {
+                    let mut lines = std::mem::take(&mut h.early_headers);
+                    lines.extend_from_slice(&head.headers);
+                    head.headers = lines;
                 }
+                h.started = true;
+                let head_only = h.request.req.method() == Method::Head;
+                let (ends, log) = self.h2_reply_head(c, a.id, &head, &h.request.req, head_only);
+                a.discard = ends;
+                a.expect = head.content_length;
+                a.log = log;
+                if ends {
+                    // No body is sent: the producer is not wanted.
+                    self.h2_stream_abandon(c, &mut a, false);
+                    self.h2_ended(c, a);
+                    return None;
+                }
+            }
+            let (mut data, end) = match gave {
+                Gave::Bytes(data, end) => (data, end),
+                // The whole body: DATA frames read from the file
+                // as a static file's are.
+                Gave::File(file, len) => {
+                    a.body_len += len;
+                    a.pieces.push_back(Piece::File(Rc::new(file), 0, len));
+                    return self.h2_stream_done(c, a);
+                }
+            };
+            // A body past the length the handler gave is cut there.
+            let over = a
+                .expect
+                .map_or(0, |n| (a.body_len + data.len() as u64).saturating_sub(n));
+            if over > 0 {
+                data.truncate(data.len() - over as usize);
+                a.broken = true;
+            }
+            if !data.is_empty() {
+                a.body_len += data.len() as u64;
+                a.pieces.push_back(Piece::Bytes(data, 0));
+            }
+            if end || over > 0 {
+                return self.h2_stream_done(c, a);
             }
         }
     }
