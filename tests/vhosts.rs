@@ -366,3 +366,43 @@ fn over_tls_a_host_naming_another_site_than_the_server_name_is_misdirected() {
         "b same\n"
     );
 }
+
+#[cfg(feature = "servlets")]
+#[test]
+fn servlets_run_on_their_site_only_each_with_its_own_files() {
+    let servlet = |who: &str| {
+        format!(
+            "function handle_request(req, res)\n  res:write(200, {{[\"Content-Type\"] = \"text/plain\"}}, \"{who} servlet \" .. req.path .. \"\\n\")\nend\n"
+        )
+    };
+    let mut b = three_sites("");
+    b.file("servlets/hi.lua", servlet("default").as_bytes());
+    for site in ["a", "b"] {
+        write_file(
+            &b.base().join(site).join("servlets/hi.lua"),
+            servlet(site).as_bytes(),
+        );
+    }
+    b.config(
+        "[servlets]\nenable = true\ncpu_time = \"1s\"\n\
+         [[site]]\nhosts = [\"example.org\"]\nroot = \"a\"\n\
+         [site.servlets]\nenable = true\n\
+         [[site]]\nhosts = [\"b.test\"]\nroot = \"b\"\n",
+    );
+    let s = b.start();
+    let mut c = s.connect();
+    for round in 0..3 {
+        for (host, want) in [
+            (
+                "localhost",
+                "default servlet /servlets/hi.lua\n".to_string(),
+            ),
+            ("example.org", "a servlet /servlets/hi.lua\n".to_string()),
+            // b.test has no servlets: its file is a file.
+            ("b.test", servlet("b")),
+        ] {
+            let r = get_on(&mut c, "/servlets/hi.lua", &format!("Host: {host}\r\n"));
+            assert_eq!(r.text(), want, "round {round}, {host}");
+        }
+    }
+}
