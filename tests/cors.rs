@@ -244,3 +244,45 @@ fn cgi_answers_get_the_headers_unless_they_set_their_own() {
         assert_eq!(a[0].field("vary"), Some("Origin"));
     }
 }
+
+#[test]
+fn each_site_has_its_own_rules_and_pages() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("x.cgi", b"default's source\n");
+    write_file(&b.base().join("app/errors/404.html"), b"app's 404\n");
+    write_file(&b.base().join("app/index.html"), b"app\n");
+    let script = b.base().join("app/api/x.cgi");
+    write_file(
+        &script,
+        b"#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\ncgi\\n'\n",
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.config(
+        "[[site]]\nhosts = [\"app.test\"]\nroot = \"app\"\n\
+         [[site.cors]]\npath = \"/api/\"\norigins = [\"*\"]\n\
+         [[site.cgi]]\npattern = \"*.cgi\"\n\
+         [site.errors]\n404 = \"errors/404.html\"\n\
+         [site.static]\nspa = \"index.html\"\n",
+    );
+    let s = b.start();
+    let get = |path: &str, host: &str| {
+        s.request(
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nOrigin: https://o.example\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+    };
+    // app.test: its CORS rule on its CGI program's answer and its 404 page.
+    let r = get("/api/x.cgi", "app.test");
+    assert_eq!((r.status, r.text().as_str()), (200, "cgi\n"));
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    let r = get("/api/missing.js", "app.test");
+    assert_eq!((r.status, r.text().as_str()), (404, "app's 404\n"));
+    assert_eq!(r.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(get("/route", "app.test").text(), "app\n");
+    // The default site has none of them.
+    let r = get("/api/x.cgi", "localhost");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert_eq!(r.text(), error_page(404, "Not Found"));
+}

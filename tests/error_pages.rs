@@ -178,6 +178,26 @@ fn a_cgi_program_that_fails_gets_the_502_page() {
 }
 
 #[test]
+fn each_site_gets_its_own_pages_even_for_a_failed_program() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("errors/502.html", b"default's 502\n");
+    write_file(&b.base().join("app/errors/502.html"), b"app's 502\n");
+    let script = b.base().join("app/bad.cgi");
+    write_file(&script, b"#!/bin/sh\nprintf 'no header here\\n\\n'\n");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.config(
+        "[errors]\n502 = \"errors/502.html\"\n\
+         [[site]]\nhosts = [\"app.test\"]\nroot = \"app\"\n\
+         [[site.cgi]]\npattern = \"*.cgi\"\n\
+         [site.errors]\n502 = \"errors/502.html\"\n",
+    );
+    let s = b.start();
+    let r = s.request(b"GET /bad.cgi HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (502, "app's 502\n"));
+}
+
+#[test]
 fn statuses_without_a_page_are_untouched() {
     let s = site("[errors]\n500 = \"errors/404.html\"\n");
     assert_error(&s.get("/nope"), 404, "Not Found", "", Conn::Close);

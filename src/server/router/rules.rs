@@ -84,23 +84,35 @@ impl Router {
     /// Adds a `[[cors]]` rule's headers to the head a CGI program wrote
     /// (`lines`), for `req`, unless the program wrote its own.
     pub fn finish_reply(&self, req: &OwnedRequest, lines: &mut Vec<u8>) {
-        if !self.has_rules || self.cfg.site.rules.cors.is_empty() {
+        if !self.has_rules {
             return;
         }
+        let rules = &self.cfg.site(req.site()).rules;
         let Ok(path) = req.path() else { return };
-        if let Some(rule) = cors::rule_for(&self.cfg.site.rules.cors, path) {
+        if let Some(rule) = cors::rule_for(&rules.cors, path) {
             cors::decorate(rule, req, lines);
         }
     }
 
-    /// Finishes an error answered before any request could be read (a
-    /// head too large, a bad request line): the site's page, if any.
-    pub fn finish_unread(&mut self, plan: &mut Plan, s: &mut Scratch, log: &mut Logger) {
-        if self.has_rules && !self.cfg.site.rules.errors.is_empty() {
-            // No request, so no host: the default site's pages.
-            let errors = &self.cfg.site.rules.errors;
-            self.cache.for_site(0);
-            fallback::error_page(&self.files[0], errors, &mut self.cache, plan, s, log);
+    /// Finishes an error the engine answers for `site` without a routed
+    /// request at hand: one that could not be read (a head too large, a
+    /// bad request line: no host, so the default site, 0), or a CGI
+    /// program's or a stream's failure before it answered. The site's
+    /// page, if it has one.
+    pub fn finish_unread(
+        &mut self,
+        site: usize,
+        plan: &mut Plan,
+        s: &mut Scratch,
+        log: &mut Logger,
+    ) {
+        if !self.has_rules {
+            return;
+        }
+        let errors = &self.cfg.site(site).rules.errors;
+        if !errors.is_empty() {
+            self.cache.for_site(site);
+            fallback::error_page(&self.files[site], errors, &mut self.cache, plan, s, log);
         }
     }
 }

@@ -144,7 +144,7 @@ impl Worker {
         self.scratch.clear();
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
-            .finish_unread(&mut plan, &mut self.scratch, &mut self.logger);
+            .finish_unread(0, &mut plan, &mut self.scratch, &mut self.logger);
         let cx = answering(&self.cfg, &self.date, self.draining, self.now);
         let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {

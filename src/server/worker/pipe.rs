@@ -487,8 +487,8 @@ impl Worker {
         } else {
             p.keep = false;
             p.status = status.0;
-            let head_only = p.head_only;
-            let body_from = self.fail_unstarted(c, status, head_only);
+            let (head_only, site) = (p.head_only, p.request.req.site());
+            let body_from = self.fail_unstarted(c, status, head_only, site);
             if let Some(p) = c.h1.pipe() {
                 p.body_from = body_from;
                 p.sent_any = true;
@@ -498,13 +498,20 @@ impl Worker {
     }
 
     /// Queues an error page with `status` in place of a produced answer
-    /// that has not started (a pipe's, a handler's stream); the
-    /// connection closes after it. Returns where its body starts.
-    pub(super) fn fail_unstarted(&mut self, c: &mut Conn, status: Status, head_only: bool) -> u64 {
+    /// that has not started (a pipe's, a handler's stream) to a request
+    /// to `site`; the connection closes after it. Returns where its body
+    /// starts.
+    pub(super) fn fail_unstarted(
+        &mut self,
+        c: &mut Conn,
+        status: Status,
+        head_only: bool,
+        site: usize,
+    ) -> u64 {
         self.scratch.clear();
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
-            .finish_unread(&mut plan, &mut self.scratch, &mut self.logger);
+            .finish_unread(site, &mut plan, &mut self.scratch, &mut self.logger);
         let cx = answering(&self.cfg, &self.date, self.draining, self.now);
         let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)

@@ -206,8 +206,8 @@ impl Worker {
         } else {
             s.keep = false;
             s.status = status.0;
-            let head_only = s.head_only;
-            let body_from = self.fail_unstarted(c, status, head_only);
+            let (head_only, site) = (s.head_only, s.request.req.site());
+            let body_from = self.fail_unstarted(c, status, head_only, site);
             if let Some(s) = c.h1.stream() {
                 s.body_from = body_from;
             }
