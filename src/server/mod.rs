@@ -405,18 +405,19 @@ fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<SiteM
     let mut shared = code.to_vec();
     shared.extend(registry.mounts(cfg)?);
     let mut out = Vec::with_capacity(1 + cfg.sites.len());
-    for (_i, site) in SiteConfig::all(cfg).enumerate() {
+    for (i, site) in SiteConfig::all(cfg).enumerate() {
         #[allow(unused_mut)]
         let mut all = shared.clone();
         #[cfg(feature = "servlets")]
         if site.servlets.enable {
             // After every other mount: `.lua` files under the prefixes only.
-            let servlets = Arc::new(crate::handlers::servlets::Servlets::new(cfg, _i));
+            let servlets = Arc::new(crate::handlers::servlets::Servlets::new(cfg, i));
             for prefix in &site.servlets.paths {
                 all.push(Mount::new(prefix, servlets.clone())?.only_ending(b".lua"));
             }
         }
-        let _ = site;
+        #[cfg(not(feature = "servlets"))]
+        let _ = (i, site);
         out.push(Arc::<[Mount]>::from(all));
     }
     Ok(out.into())
