@@ -281,6 +281,7 @@ pub(super) fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
 }
 
 /// `"maybe"`, `42`, `an array`: how a value is shown in "got …".
+#[cold]
 fn describe(v: &DeValue<'_>) -> String {
     match v {
         DeValue::String(s) => format!("{:?}", s.as_ref()),
@@ -305,6 +306,7 @@ pub(super) struct Loader<'s> {
 
 impl Loader<'_> {
     /// `site.toml:12`.
+    #[inline(never)]
     pub(super) fn at(&self, span: Range<usize>) -> String {
         format!(
             "{}:{}",
@@ -314,11 +316,14 @@ impl Loader<'_> {
     }
 
     /// `site.toml:12: key`, for errors found after loading.
+    #[inline(never)]
     pub(super) fn origin<T>(&self, key: &str, v: &Spanned<T>) -> String {
         format!("{}: {}{key}", self.at(v.span()), self.prefix)
     }
 
     /// `site.toml:12: key: msg`.
+    #[cold]
+    #[inline(never)]
     pub(super) fn fail<T>(&self, v: &Spanned<T>, key: &str, msg: &str) -> ConfigError {
         ConfigError {
             message: format!("{}: {}{key}: {msg}", self.at(v.span()), self.prefix),
@@ -326,12 +331,16 @@ impl Loader<'_> {
     }
 
     /// `site.toml:12: key: expected WHAT; got GOT`.
+    #[cold]
+    #[inline(never)]
     pub(super) fn expected(&self, v: &Spanned<DeValue<'_>>, key: &str, what: &str) -> ConfigError {
         let msg = format!("expected {what}; got {}", describe(v.get_ref()));
         self.fail(v, key, &msg)
     }
 
     /// Unknown key under `section` (`""` for the top level), with a hint.
+    #[cold]
+    #[inline(never)]
     pub(super) fn unknown(
         &self,
         key: &Spanned<DeString<'_>>,
@@ -377,6 +386,7 @@ impl Loader<'_> {
         Ok(out)
     }
 
+    #[inline(never)]
     pub(super) fn table<'t, 'i>(
         &self,
         key: &str,
@@ -387,6 +397,7 @@ impl Loader<'_> {
             .ok_or_else(|| self.expected(v, key, "a table"))
     }
 
+    #[inline(never)]
     pub(super) fn string<'t>(
         &self,
         key: &str,
@@ -397,12 +408,14 @@ impl Loader<'_> {
             .ok_or_else(|| self.expected(v, key, "a string"))
     }
 
+    #[inline(never)]
     pub(super) fn boolean(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<bool, ConfigError> {
         v.get_ref()
             .as_bool()
             .ok_or_else(|| self.expected(v, key, "true or false"))
     }
 
+    #[inline(never)]
     pub(super) fn integer(
         &self,
         key: &str,
@@ -422,6 +435,7 @@ impl Loader<'_> {
     }
 
     /// An integer (bytes) or a size string.
+    #[inline(never)]
     pub(super) fn size(
         &self,
         key: &str,
@@ -442,6 +456,7 @@ impl Loader<'_> {
     }
 
     /// An integer (seconds) or a duration string.
+    #[inline(never)]
     pub(super) fn duration(
         &self,
         key: &str,
@@ -483,6 +498,7 @@ impl Loader<'_> {
     }
 
     /// A string, or an array of strings; each with its span.
+    #[inline(never)]
     pub(super) fn strings<'t, 'i>(
         &self,
         key: &str,
@@ -502,6 +518,7 @@ impl Loader<'_> {
     }
 
     /// A path, made absolute against the document's directory.
+    #[inline(never)]
     pub(super) fn path(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Result<PathBuf, ConfigError> {
         let s = self.string(key, v)?;
         if s.is_empty() || s.contains('\0') {
@@ -532,6 +549,7 @@ impl Loader<'_> {
     }
 
     /// A log target; `dash` is what `"-"` means for this log.
+    #[inline(never)]
     pub(super) fn target(
         &self,
         key: &str,

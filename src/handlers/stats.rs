@@ -276,6 +276,27 @@ impl Lifecycle {
     }
 }
 
+/// Microseconds written as decimal seconds, as `{}` writes `us as f64 / 1e6`
+/// ("0.0005", "2.5", "1"), with integers only: formatting an `f64` would
+/// link core's float printing (Grisu and Dragon4, about 12 KiB) for these
+/// two lines alone.
+struct Seconds(u64);
+
+impl std::fmt::Display for Seconds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (whole, mut frac) = (self.0 / 1_000_000, self.0 % 1_000_000);
+        if frac == 0 {
+            return write!(f, "{whole}");
+        }
+        let mut digits = 6;
+        while frac % 10 == 0 {
+            frac /= 10;
+            digits -= 1;
+        }
+        write!(f, "{whole}.{frac:0digits$}")
+    }
+}
+
 /// The Prometheus text exposition (version 0.0.4) of `life`.
 pub fn prometheus(life: &Lifecycle) -> String {
     let workers = life.per_worker();
@@ -354,15 +375,11 @@ pub fn prometheus(life: &Lifecycle) -> String {
     let mut cumulative = 0;
     for (i, b) in BUCKETS.iter().enumerate() {
         cumulative += all.duration[i];
-        let _ = writeln!(
-            s,
-            "{name}_bucket{{le=\"{}\"}} {cumulative}",
-            *b as f64 / 1e6
-        );
+        let _ = writeln!(s, "{name}_bucket{{le=\"{}\"}} {cumulative}", Seconds(*b));
     }
     cumulative += all.duration[BUCKETS.len()];
     let _ = writeln!(s, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
-    let _ = writeln!(s, "{name}_sum {}", all.duration_us as f64 / 1e6);
+    let _ = writeln!(s, "{name}_sum {}", Seconds(all.duration_us));
     let _ = writeln!(s, "{name}_count {cumulative}");
     let _ = writeln!(
         s,
@@ -413,6 +430,23 @@ mod tests {
         assert!(text.contains("brisk_request_duration_seconds_bucket{le=\"+Inf\"} 4\n"));
         assert!(text.contains("brisk_request_duration_seconds_count 4\n"));
         assert!(text.contains("brisk_sent_bytes_total{worker=\"0\"} 1000\n"));
+    }
+
+    #[test]
+    fn seconds_are_written_as_a_float_would_be() {
+        let samples = [
+            0, 1, 9, 10, 500, 501, 1_000, 2_500, 999_999, 1_000_000, 1_000_001,
+        ]
+        .into_iter()
+        .chain(BUCKETS)
+        .chain([2_500_000, 123_456_789, 86_400_000_000, 3_000_000_007]);
+        for us in samples {
+            assert_eq!(
+                Seconds(us).to_string(),
+                (us as f64 / 1e6).to_string(),
+                "{us}"
+            );
+        }
     }
 
     #[test]
