@@ -41,6 +41,36 @@ pub struct Encoder {
     update: Option<(usize, usize)>,
     /// The date of the last block's answers (its hash).
     epoch: u32,
+    /// Counts the changes of the table (entries in or out, its size): a
+    /// field's encoding depends on nothing else.
+    changes: u64,
+    /// The last run of fields that left the table as it found it.
+    memo: Memo,
+}
+
+/// A run of fields encoded without changing the table (each was an index,
+/// or a literal that does not enter it), kept with what they were encoded
+/// from: while the table stays the same, the same fields encode to the
+/// same bytes, so a connection that answers the same kind of request
+/// again (the same file within the second) copies them instead of
+/// parsing, hashing and looking up each field again.
+#[derive(Debug, Default)]
+struct Memo {
+    /// `changes` when the bytes were made (valid while it is the same).
+    changes: u64,
+    /// The parts of the key, one after the other, and their lengths.
+    key: Vec<u8>,
+    lens: Vec<usize>,
+    /// The encoded fields.
+    bytes: Vec<u8>,
+}
+
+/// Where [`Encoder::remember`] starts from: the table's state and the
+/// block's length before a run of fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    changes: u64,
+    at: usize,
 }
 
 impl Default for Encoder {
@@ -56,6 +86,8 @@ impl Encoder {
             table: DynTable::new(TABLE),
             update: None,
             epoch: 0,
+            changes: 0,
+            memo: Memo::default(),
         }
     }
 
@@ -67,6 +99,7 @@ impl Encoder {
             return;
         }
         self.table.set_max(max);
+        self.changes += 1;
         let least = self.update.map_or(max, |(least, _)| least.min(max));
         self.update = Some((least, max));
     }
@@ -82,6 +115,8 @@ impl Encoder {
         let max = self.table.max();
         self.table = DynTable::new(max);
         self.update = Some((0, max));
+        self.changes += 1;
+        self.memo = Memo::default();
     }
 
     /// Starts a header block of answers stamped with `date` (formatted
@@ -99,6 +134,7 @@ impl Encoder {
                 self.table.set_max(0);
                 self.table.set_max(max);
                 self.update = Some((0, max));
+                self.changes += 1;
             }
         }
         self.begin(out);
@@ -137,6 +173,53 @@ impl Encoder {
         }
         write_string(value, out);
         self.table.insert_hashed(name, value, hash);
+        self.changes += 1;
+    }
+
+    /// Appends the fields last encoded from `key` (the parts they were
+    /// made from), if the table is as it was then: whether it did.
+    pub fn repeat(&self, key: &[&[u8]], out: &mut Vec<u8>) -> bool {
+        let m = &self.memo;
+        if m.changes != self.changes || m.lens.len() != key.len() || m.bytes.is_empty() {
+            return false;
+        }
+        let mut at = 0;
+        for (part, &len) in key.iter().zip(&m.lens) {
+            if part.len() != len || m.key.get(at..at + len) != Some(part) {
+                return false;
+            }
+            at += len;
+        }
+        out.extend_from_slice(&m.bytes);
+        true
+    }
+
+    /// Where a run of fields about to be appended to `out` starts.
+    pub fn mark(&self, out: &[u8]) -> Mark {
+        Mark {
+            changes: self.changes,
+            at: out.len(),
+        }
+    }
+
+    /// Keeps the fields appended to `out` since `mark`, made from `key`,
+    /// for [`Encoder::repeat`], if they left the table as it was (the
+    /// next identical run will then encode to the same bytes).
+    pub fn remember(&mut self, key: &[&[u8]], mark: Mark, out: &[u8]) {
+        if mark.changes != self.changes {
+            return;
+        }
+        let m = &mut self.memo;
+        m.changes = self.changes;
+        m.key.clear();
+        m.lens.clear();
+        for part in key {
+            m.key.extend_from_slice(part);
+            m.lens.push(part.len());
+        }
+        m.bytes.clear();
+        m.bytes
+            .extend_from_slice(out.get(mark.at..).unwrap_or_default());
     }
 }
 
@@ -189,6 +272,40 @@ mod tests {
         // content-length, which changes with every answer, never entered.
         assert_eq!(d.table_size(), e.table.size());
         assert_eq!(e.table.len(), 4);
+    }
+
+    #[test]
+    fn a_run_of_fields_is_repeated_only_while_the_table_is_the_same() {
+        let mut e = Encoder::new();
+        let key: [&[u8]; 2] = [b"200", b"brisk"];
+        let run = |e: &mut Encoder, out: &mut Vec<u8>| {
+            let mark = e.mark(out);
+            e.field(b"server", b"brisk", out);
+            e.remember(&key, mark, out);
+        };
+        let mut out = Vec::new();
+        assert!(!e.repeat(&key, &mut out), "nothing kept yet");
+        run(&mut e, &mut out);
+        assert!(!e.repeat(&key, &mut out), "the run changed the table");
+        out.clear();
+        run(&mut e, &mut out);
+        assert_eq!(out, [0x80 | 62]);
+        let mut again = Vec::new();
+        assert!(e.repeat(&key, &mut again));
+        assert_eq!(again, out, "the same bytes");
+        assert!(!e.repeat(&[b"200", b"brisk2"], &mut again), "another key");
+        assert!(!e.repeat(&[b"200"], &mut again), "another key");
+        // Any change of the table makes the kept run stale.
+        e.field(b"etag", b"\"x\"", &mut Vec::new());
+        assert!(!e.repeat(&key, &mut again));
+        run(&mut e, &mut out);
+        e.set_limit(100);
+        assert!(!e.repeat(&key, &mut again));
+        run(&mut e, &mut out);
+        e.forget();
+        assert!(!e.repeat(&key, &mut again));
+        assert_eq!(e.memo.key.capacity(), 0, "a forgotten table keeps no run");
+        assert_eq!(again, out[..1], "nothing appended when not repeated");
     }
 
     #[test]

@@ -23,6 +23,29 @@ pub fn encode(
     enc: &mut hpack::Encoder,
 ) {
     enc.begin_at(block, stamp.date);
+    // Everything but the length encodes as it did for the last answer
+    // made of the same parts while the table is the same (the same file
+    // asked for again within the second): copied, a few bytes.
+    let status = head.status.to_be_bytes();
+    let key: [&[u8]; 4] = [&status, stamp.server, stamp.date, head.headers];
+    if !enc.repeat(&key, block) {
+        let mark = enc.mark(block);
+        encode_fields(head, stamp, block, name, enc);
+        enc.remember(&key, mark, block);
+    }
+    if let Framing::Length(n) = head.framing {
+        enc.field(b"content-length", u64_digits(n, &mut [0; 20]), block);
+    }
+}
+
+/// The fields of `head` and `stamp` but the length, encoded.
+fn encode_fields(
+    head: &Head<'_>,
+    stamp: &Stamp<'_>,
+    block: &mut Vec<u8>,
+    name: &mut Vec<u8>,
+    enc: &mut hpack::Encoder,
+) {
     hpack::encode_status(head.status, block);
     // `server_header = ""` hides the software name entirely.
     if !stamp.server.is_empty() {
@@ -47,9 +70,6 @@ pub fn encode(
             continue;
         }
         enc.field(name, trim_ows(&line[colon + 1..]), block);
-    }
-    if let Framing::Length(n) = head.framing {
-        enc.field(b"content-length", u64_digits(n, &mut [0; 20]), block);
     }
 }
 
@@ -121,5 +141,68 @@ mod tests {
         let got = fields(&head, &stamp);
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[1].0, "date");
+    }
+
+    #[test]
+    fn a_repeated_head_is_copied_and_decodes_the_same() {
+        let (mut enc, mut dec) = (hpack::Encoder::new(), hpack::Decoder::new(4096));
+        let (mut block, mut name) = (Vec::new(), Vec::new());
+        let stamp = Stamp {
+            server: b"brisk",
+            date: b"Mon, 23 Nov 2026 15:40:12 GMT",
+        };
+        let head = |headers: &'static [u8], n| Head {
+            status: 200,
+            reason: b"",
+            headers,
+            framing: Framing::Length(n),
+            connection: Connection::Default,
+        };
+        let a: &[u8] = b"Content-Type: text/html\r\nETag: \"1-a\"\r\n";
+        let b: &[u8] = b"Content-Type: text/html\r\nETag: \"2-b\"\r\n";
+        let mut blocks = Vec::new();
+        // a (entries enter), a (indexes: kept), a (copied), b (its etag
+        // enters), a (the table changed: encoded again), 304 for b.
+        for (headers, n, status) in [
+            (a, 5, 200),
+            (a, 7, 200),
+            (a, 9, 200),
+            (b, 5, 200),
+            (a, 5, 200),
+            (b, 0, 304),
+        ] {
+            block.clear();
+            let h = Head {
+                status,
+                ..head(headers, n)
+            };
+            encode(&h, &stamp, &mut block, &mut name, &mut enc);
+            let mut got = Vec::new();
+            dec.decode(&block, 1 << 20, &mut |n, v| {
+                got.push(format!(
+                    "{}: {}",
+                    String::from_utf8_lossy(n),
+                    String::from_utf8_lossy(v)
+                ))
+            })
+            .unwrap();
+            let etag = if headers == a { "\"1-a\"" } else { "\"2-b\"" };
+            assert_eq!(
+                got,
+                [
+                    format!(":status: {status}"),
+                    "server: brisk".into(),
+                    "date: Mon, 23 Nov 2026 15:40:12 GMT".into(),
+                    "content-type: text/html".into(),
+                    format!("etag: {etag}"),
+                    format!("content-length: {n}"),
+                ]
+            );
+            blocks.push(block.clone());
+        }
+        // The third is the second but its length: one-byte indexes, and
+        // content-length as a literal (4 bytes).
+        assert_eq!(blocks[1][..5], blocks[2][..5]);
+        assert_eq!(blocks[2].len(), 5 + 4, "{:?}", blocks[2]);
     }
 }
