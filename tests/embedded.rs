@@ -6,7 +6,7 @@ mod common;
 use std::io::Write as _;
 use std::net::SocketAddr;
 
-use brisk::config::{AuthRule, Config, HeaderRule, Level, LogTarget, PathMatch};
+use brisk::config::{AuthRule, Config, HeaderRule, PathMatch};
 use brisk::handlers::app::{Request, Response};
 use brisk::server::Server;
 use common::embedded::App;
@@ -33,21 +33,8 @@ fn echo(req: &Request<'_>, resp: &mut Response<'_>) {
 }
 
 fn config(dir: &TempDir) -> Config {
-    let root = dir.path.join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("a.txt"), b"AAAA").unwrap();
-    let mut cfg = Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        site: brisk::config::SiteConfig {
-            root: root.canonicalize().unwrap(),
-            ..Config::default().site
-        },
-        workers: 1,
-        ..Config::default()
-    };
-    cfg.log.access = LogTarget::Off;
-    cfg.log.error = LogTarget::File(dir.path.join("error.log"));
-    cfg.log.level = Level::Error;
+    let mut cfg = common::embedded::config(dir);
+    std::fs::write(cfg.site.root.join("a.txt"), b"AAAA").unwrap();
     cfg.limits.max_body = 64;
     cfg
 }

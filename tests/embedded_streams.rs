@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use brisk::config::{Config, HandlerRule, Level, LogTarget, Value};
+use brisk::config::{Config, HandlerRule, LogTarget, Value};
 use brisk::handlers::app::{Handler, Init, Request, Response};
 use brisk::handlers::stream::{BodyStream, Later, LaterError};
 use brisk::log::LogService;
@@ -20,20 +20,7 @@ use common::*;
 
 fn start(tweak: impl FnOnce(&mut Config), mount: impl FnOnce(&mut Server)) -> App {
     let dir = TempDir::new("streams");
-    let root = dir.path.join("root");
-    std::fs::create_dir_all(&root).unwrap();
-    let mut cfg = Config {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
-        site: brisk::config::SiteConfig {
-            root: root.canonicalize().unwrap(),
-            ..Config::default().site
-        },
-        workers: 1,
-        ..Config::default()
-    };
-    cfg.log.access = LogTarget::Off;
-    cfg.log.error = LogTarget::File(dir.path.join("error.log"));
-    cfg.log.level = Level::Error;
+    let mut cfg = common::embedded::config(&dir);
     tweak(&mut cfg);
     App::start(cfg, dir, mount)
 }

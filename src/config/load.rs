@@ -78,12 +78,13 @@ pub(super) const TOP_KEYS: &[&str] = &[
 /// holds for the default site. Every other top-level key is server-wide.
 pub(super) const SITE_KEYS: &[&str] = &[
     "hosts", "root", "static", "mime", "headers", "cgi", "throttle", "auth", "servlets",
-    "redirect", "rewrite", "errors", "cors",
+    "redirect", "rewrite", "errors", "cors", "compress",
 ];
 
-/// Keys of `[static]` and `[servlets]` that size or tune per-worker
+/// Keys of `[static]`, `[servlets]` and `[compress]` that size or tune
 /// machinery shared by every site (the open-file cache, the socket's
-/// sendfile, the Lua state's limits): set at the top level only.
+/// sendfile, the Lua state's limits, the compressed variants' cache and
+/// its threads): set at the top level only.
 pub(super) const SERVER_WIDE_SITE_KEYS: &[&str] = &[
     "static.open_file_cache",
     "static.open_file_cache_valid",
@@ -92,6 +93,8 @@ pub(super) const SERVER_WIDE_SITE_KEYS: &[&str] = &[
     "servlets.memory",
     "servlets.max_output",
     "servlets.shared_memory",
+    "compress.cache_size",
+    "compress.threads",
 ];
 
 /// Upper bound for timeouts: anything longer is surely a typo.

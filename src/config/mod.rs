@@ -9,6 +9,7 @@
 mod auth;
 mod cgi;
 mod cli;
+pub mod compress;
 pub(crate) mod glob;
 mod handlers;
 mod http2;
@@ -26,6 +27,7 @@ mod tls;
 mod units;
 mod value;
 
+pub use compress::{Coding, CompressConfig, Levels};
 pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
@@ -147,6 +149,9 @@ pub struct SiteConfig {
     pub servlets: ServletsConfig,
     /// `[[redirect]]`, `[[rewrite]]`, `[errors]` and `[[cors]]`.
     pub rules: rules::SiteRules,
+    /// `[compress]`: on-the-fly gzip, brotli and zstd (its `cache_size`
+    /// and `threads` are the top level's in every site).
+    pub compress: CompressConfig,
 }
 
 impl SiteConfig {
@@ -176,6 +181,8 @@ impl SiteConfig {
                 ..self.servlets.clone()
             },
             rules: rules::SiteRules::default(),
+            // A settings table, as [static]: a site need not repeat it.
+            compress: self.compress.clone(),
         }
     }
 
@@ -734,6 +741,7 @@ impl Default for Config {
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),
+                compress: compress::defaults(),
             },
             sites: Vec::new(),
             unknown_host: UnknownHost::Default,
@@ -925,7 +933,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::TOP_KEYS.iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 18] = [
+    let sections: [(&str, &[&str]); 19] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -944,6 +952,7 @@ pub fn known_keys() -> Vec<String> {
         ("redirect", rules::REDIRECT_KEYS),
         ("rewrite", rules::REWRITE_KEYS),
         ("cors", rules::CORS_KEYS),
+        ("compress", compress::COMPRESS_KEYS),
     ];
     for (section, keys) in sections {
         out.extend(keys.iter().map(|k| format!("{section}.{k}")));

@@ -44,6 +44,7 @@ impl Loader<'_> {
             }
             "errors" => site.rules.errors = self.error_pages(value)?,
             "cors" => site.rules.cors = self.cors_rules(value)?,
+            "compress" => self.compress(value, &mut site.compress)?,
             _ => return Err(self.unknown(key, "", super::load::SITE_KEYS)),
         }
         Ok(())

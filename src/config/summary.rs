@@ -156,8 +156,9 @@ fn proxy(c: &Config, s: &mut String) {
 /// What each site has: a site's section is given the server's
 /// configuration and the site's own. (Servlets last: see
 /// [`default_servlets`].)
-const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 8] = [
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 9] = [
     static_files,
+    compress,
     mime,
     headers,
     throttles,
@@ -454,6 +455,11 @@ fn http2(c: &Config, s: &mut String) {
             super::http2::values(&default),
         );
     }
+}
+
+/// `[compress]`: off, or what is compressed, how, and the cache.
+fn compress(_: &Config, site: &SiteConfig, s: &mut String) {
+    let _ = writeln!(s, "{}", super::compress::summary(&site.compress));
 }
 
 fn limits(c: &Config, s: &mut String) {

@@ -9,13 +9,14 @@
 //! nanosecond). Failed lookups (404s) are cached the same way. When full,
 //! the cache is emptied and refills; it never grows past `capacity`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::refusal::lookup_status;
@@ -37,8 +38,9 @@ const MEM_BUDGET: usize = 16 << 20;
 pub enum Source {
     /// An open descriptor (large files: `sendfile`).
     File(Rc<File>),
-    /// The whole content, read once.
-    Mem(Rc<[u8]>),
+    /// The whole content, read once (shared: a compressed variant is
+    /// made from it, and held, off the worker's thread).
+    Mem(Arc<[u8]>),
 }
 
 /// What a path names, as cached.
@@ -56,9 +58,58 @@ pub struct Entry {
     /// The type sniffed from the first bytes (`[static] sniff`), once
     /// asked: the file is read for it once per version, not per request.
     sniffed: Cell<Option<Option<&'static str>>>,
+    /// This worker's shortcuts to the file's compressed variants, one
+    /// per coding (see `crate::handlers::compress`).
+    pub variants: RefCell<[VariantMemo; 3]>,
+}
+
+/// What a worker remembers of one compressed variant of a file, and
+/// the epoch of the shared cache it saw then (an eviction since makes
+/// it ask again).
+#[derive(Debug, Clone, Default)]
+pub enum VariantMemo {
+    /// Not asked yet, or not ready when asked.
+    #[default]
+    Unknown,
+    /// The variant, as an entry of its own.
+    Ready(Rc<Entry>, u64),
+    /// Compressed, the file was no smaller: sent as it is.
+    Useless(u64),
 }
 
 impl Entry {
+    /// The entry of a compressed variant of this file: `data`, with an
+    /// entity tag of its own (this one's with `-suffix`, RFC 9110
+    /// §8.8.3.3: each representation its own tag) and the same
+    /// `Last-Modified`.
+    pub fn variant(&self, data: Arc<[u8]>, suffix: &str) -> Entry {
+        let etag = self.etag();
+        let mut validators = Vec::with_capacity(self.validators.len() + suffix.len() + 1);
+        validators.extend_from_slice(b"ETag: ");
+        match etag.strip_suffix(b"\"") {
+            Some(open) => {
+                validators.extend_from_slice(open);
+                validators.push(b'-');
+                validators.extend_from_slice(suffix.as_bytes());
+                validators.push(b'"');
+            }
+            None => validators.extend_from_slice(etag),
+        }
+        let rest = &self.validators[(6 + etag.len()).min(self.validators.len())..];
+        validators.extend_from_slice(rest);
+        Entry {
+            meta: Meta {
+                size: data.len() as u64,
+                ..self.meta
+            },
+            source: Some(Source::Mem(data)),
+            validators: validators.into(),
+            sidecars: Cell::new(None),
+            sniffed: Cell::new(None),
+            variants: RefCell::default(),
+        }
+    }
+
     /// The entity tag (with its quotes).
     pub fn etag(&self) -> &[u8] {
         let line = self.validators.strip_prefix(b"ETag: ").unwrap_or_default();
@@ -310,6 +361,7 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
             validators: Box::default(),
             sidecars: Cell::new(None),
             sniffed: Cell::new(None),
+            variants: RefCell::default(),
         }));
     }
     let (file, meta) = root.open_file(rel)?;
@@ -335,6 +387,7 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
         validators: validators.into(),
         sidecars: Cell::new(None),
         sniffed: Cell::new(None),
+        variants: RefCell::default(),
     }))
 }
 

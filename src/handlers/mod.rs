@@ -6,6 +6,7 @@ pub mod app;
 pub mod autoindex;
 pub mod builtin;
 pub mod cgi;
+pub mod compress;
 pub mod cors;
 mod error;
 pub mod error_page;

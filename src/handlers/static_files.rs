@@ -5,6 +5,8 @@ use std::io;
 use std::sync::Arc;
 
 use super::cgi::{self, Programs};
+#[cfg(feature = "compress")]
+use super::compress;
 use super::file_cache::{Entry, FileCache};
 use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
@@ -20,8 +22,9 @@ use std::rc::Rc;
 /// What static files answer to `Allow` (on 405 and OPTIONS).
 pub const ALLOW: &[u8] = b"GET, HEAD, OPTIONS";
 
-/// Sidecar encodings in order of preference: coding, file suffix.
-const SIDECARS: [(&str, &[u8]); 2] = [("br", b".br"), ("gzip", b".gz")];
+/// Sidecar encodings in order of preference (on equal weights in
+/// `Accept-Encoding`): coding, file suffix.
+const SIDECARS: [(&str, &[u8]); 3] = [("br", b".br"), ("zstd", b".zst"), ("gzip", b".gz")];
 
 /// The static handler's settings: the document root (held open), the
 /// MIME table, and which files are CGI programs; shared by all workers of
@@ -36,6 +39,9 @@ pub struct StaticFiles {
     mime: MimeTable,
     /// The files that are CGI programs: their source is never served.
     programs: Programs,
+    /// Compressed variants of files (`[compress]`), when enabled.
+    #[cfg(feature = "compress")]
+    variants: Option<compress::cache::Variants>,
 }
 
 impl StaticFiles {
@@ -47,12 +53,19 @@ impl StaticFiles {
         let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
         let mime = MimeTable::with_file(&sc.mime, file_types, &st.default_type);
         let programs = Programs::new(&sc.cgi, &sc.root)?;
+        #[cfg(feature = "compress")]
+        let variants = match sc.compress.enable {
+            true => Some(compress::cache::Variants::new(&sc.compress)?),
+            false => None,
+        };
         Ok(StaticFiles {
             cfg,
             site,
             root,
             mime,
             programs,
+            #[cfg(feature = "compress")]
+            variants,
         })
     }
 
@@ -348,13 +361,105 @@ struct Chosen {
     /// The identity file when `entry` is a sidecar of it: a sidecar's
     /// type is the identity's, so content sniffing reads this one.
     identity: Option<Rc<Entry>>,
+    /// `entry` is a variant compressed by brisk: no ranges of it are
+    /// served (a range request gets the identity's), so it offers none.
+    on_the_fly: bool,
+}
+
+/// Chooses the representation to send: a precompressed sidecar, or
+/// failing that a variant compressed by brisk (`[compress]`), or the
+/// file as it is.
+fn negotiate(
+    files: &StaticFiles,
+    req: &OwnedRequest,
+    s: &mut Scratch,
+    cache: &mut FileCache,
+    identity: Option<Rc<Entry>>,
+) -> Chosen {
+    #[allow(unused_mut)]
+    let mut chosen = sidecars(files, req, s, cache, identity);
+    #[cfg(feature = "compress")]
+    if let Some(variants) = &files.variants {
+        on_the_fly(files, variants, req, s, &mut chosen);
+    }
+    chosen
+}
+
+/// Puts a compressed variant of the identity file in `chosen` when the
+/// client accepts one, the file is worth compressing and its variant is
+/// ready (a thread is asked to make it otherwise; this answer is the
+/// identity). Range requests get the identity's ranges (as nginx).
+#[cfg(feature = "compress")]
+fn on_the_fly(
+    files: &StaticFiles,
+    variants: &compress::cache::Variants,
+    req: &OwnedRequest,
+    s: &Scratch,
+    chosen: &mut Chosen,
+) {
+    use super::file_cache::VariantMemo;
+    use compress::cache::{Content, Key, Lookup};
+    let cfg = &files.site().compress;
+    let Some(e) = chosen.entry.as_ref().filter(|_| chosen.coding.is_none()) else {
+        return;
+    };
+    if e.meta.size < cfg.min_size || e.meta.size > cfg.max_size {
+        return;
+    }
+    if !compress::compressible(files.mime.lookup(&s.rel).as_bytes(), &cfg.types) {
+        return;
+    }
+    chosen.varies = true;
+    if req.field(Field::Range).is_some() {
+        return;
+    }
+    let Some(coding) = compress::choose(req.field(Field::AcceptEncoding), &cfg.encodings) else {
+        return;
+    };
+    let epoch = variants.epoch();
+    let i = coding.index();
+    let memo = e.variants.borrow()[i].clone();
+    let variant = match memo {
+        VariantMemo::Ready(v, at) if at == epoch => v,
+        VariantMemo::Useless(at) if at == epoch => return,
+        _ => {
+            let content = || match &e.source {
+                Some(super::Source::Mem(m)) => Ok(Content::Mem(std::sync::Arc::clone(m))),
+                Some(super::Source::File(f)) => f.try_clone().map(Content::File),
+                None => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+            };
+            match variants.get(Key::new(&e.meta, coding), content) {
+                Lookup::Ready(data) => {
+                    let suffix = match coding {
+                        crate::config::Coding::Br => "br",
+                        crate::config::Coding::Zstd => "zst",
+                        crate::config::Coding::Gzip => "gz",
+                    };
+                    let v = Rc::new(e.variant(data, suffix));
+                    e.variants.borrow_mut()[i] = VariantMemo::Ready(Rc::clone(&v), epoch);
+                    v
+                }
+                Lookup::Useless => {
+                    e.variants.borrow_mut()[i] = VariantMemo::Useless(epoch);
+                    return;
+                }
+                Lookup::Pending => return,
+            }
+        }
+    };
+    // (Content sniffing reads the identity, not the compressed bytes.)
+    chosen.identity = chosen.entry.replace(variant);
+    chosen.coding = Some(coding.name());
+    chosen.on_the_fly = true;
 }
 
 /// Chooses between the file at `s.rel` (`identity`; `None` when it does
-/// not exist) and its `.br`/`.gz` sidecars. Sidecars are looked up even
-/// when the request has no `Accept-Encoding`, because a cache must learn
-/// that the answer varies with it.
-fn negotiate(
+/// not exist) and its `.br`/`.zst`/`.gz` sidecars, by the weights of
+/// `Accept-Encoding` (RFC 9110 §12.5.3; on a tie, in that order).
+/// Sidecars are looked up even when the request has no
+/// `Accept-Encoding`, because a cache must learn that the answer
+/// varies with it.
+fn sidecars(
     files: &StaticFiles,
     req: &OwnedRequest,
     s: &mut Scratch,
@@ -366,13 +471,22 @@ fn negotiate(
         coding: None,
         varies: false,
         identity: None,
+        on_the_fly: false,
     };
     if !files.site().static_files.precompressed {
         return chosen;
     }
-    let accept = req.field(Field::AcceptEncoding);
-    let wanted =
-        SIDECARS.map(|(name, _)| accept.is_some_and(|a| encoding::accepts(a, name.as_bytes())));
+    // Each sidecar's weight; one the client weighs below identity is not
+    // wanted when the file itself exists.
+    let (weights, identity_weight) = match req.field(Field::AcceptEncoding) {
+        Some(a) => encoding::weights(a, SIDECARS.map(|(name, _)| name.as_bytes())),
+        None => ([0; SIDECARS.len()], None),
+    };
+    let floor = match chosen.entry {
+        Some(_) => identity_weight.unwrap_or(0),
+        None => 0,
+    };
+    let wanted = weights.map(|w| w > 0 && w >= floor);
     // Most requests without Accept-Encoding (or with none of these
     // codings) only need to know whether sidecars exist: remembered on
     // the file's cache entry, as fresh as a cached lookup.
@@ -389,7 +503,11 @@ fn negotiate(
     }
     let identity = chosen.entry.clone();
     let base = s.rel.len();
-    for ((name, suffix), wanted) in SIDECARS.into_iter().zip(wanted) {
+    // Heaviest first; equal weights keep SIDECARS' order.
+    let mut order = [0, 1, 2];
+    order.sort_by_key(|&i| std::cmp::Reverse(weights[i]));
+    for i in order {
+        let ((name, suffix), wanted) = (SIDECARS[i], wanted[i]);
         s.rel.extend_from_slice(suffix);
         let side = cache.probe(&files.root, &s.rel);
         s.rel.truncate(base);
@@ -486,7 +604,9 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     if !multipart {
         s.header("Content-Type", content_type.as_bytes());
     }
-    s.header("Accept-Ranges", b"bytes");
+    if !chosen.on_the_fly {
+        s.header("Accept-Ranges", b"bytes");
+    }
     if let Some(c) = coding {
         s.header("Content-Encoding", c.as_bytes());
     }

@@ -504,7 +504,17 @@ impl Router {
             }))
         };
         let body = match answer {
-            Answer::Bytes => Body::Buffer,
+            Answer::Bytes => {
+                #[cfg(feature = "compress")]
+                crate::handlers::compress::stream::whole(
+                    &self.files[site].site().compress,
+                    routing.req.field(Field::AcceptEncoding),
+                    status,
+                    &mut routing.scratch.headers,
+                    &mut routing.scratch.body,
+                );
+                Body::Buffer
+            }
             Answer::File(file, len) => Body::File {
                 src: FileSource::File(Rc::new(file)),
                 offset: 0,

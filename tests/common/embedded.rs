@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use brisk::config::Config;
+use brisk::config::{Config, Level, LogTarget};
 use brisk::log::LogService;
 use brisk::server::{Running, Server};
 
@@ -28,6 +28,27 @@ impl Drop for App {
             l.shutdown();
         }
     }
+}
+
+/// A configuration for an embedded server: one worker on an ephemeral
+/// port of 127.0.0.1, the document root `dir/root` (made here), no access
+/// log, errors to `dir/error.log`.
+pub fn config(dir: &TempDir) -> Config {
+    let root = dir.path.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut cfg = Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        site: brisk::config::SiteConfig {
+            root: root.canonicalize().unwrap(),
+            ..Config::default().site
+        },
+        workers: 1,
+        ..Config::default()
+    };
+    cfg.log.access = LogTarget::Off;
+    cfg.log.error = LogTarget::File(dir.path.join("error.log"));
+    cfg.log.level = Level::Error;
+    cfg
 }
 
 impl App {

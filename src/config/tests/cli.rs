@@ -273,6 +273,7 @@ proxy: none (the client is the connection's peer)
   open-file cache: off
   types: the built-in table; otherwise text/plain; charset=utf-8
   query in the file name under: /mirror/
+compress: off
 mime overrides: 1 rule
   .md: text/markdown
 headers: 2 rules

@@ -5,6 +5,7 @@
 mod auth;
 mod cgi;
 mod cli;
+mod compress;
 mod http2;
 mod load;
 mod proxy;

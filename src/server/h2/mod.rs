@@ -236,7 +236,7 @@ pub enum Piece {
     /// Bytes made for this answer, from `at`.
     Bytes(Vec<u8>, usize),
     /// Cached file content: `len` bytes from `at`.
-    Mem(Rc<[u8]>, usize, usize),
+    Mem(std::sync::Arc<[u8]>, usize, usize),
     /// `len` bytes of a file from `offset`.
     File(Rc<File>, u64, u64),
 }
@@ -310,6 +310,29 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// Ends a produced body compressed by `squeeze`: its last bytes join
+    /// the pieces (unless the body is discarded). `Err` with how many
+    /// bytes the producer promised and did not give: the answer is
+    /// broken (its stream is reset).
+    pub fn end_squeezed(
+        &mut self,
+        squeeze: &mut crate::handlers::compress::Squeeze,
+    ) -> Result<(), u64> {
+        match squeeze.finish() {
+            Ok(last) => {
+                if !last.is_empty() && !self.discard {
+                    self.body_len += last.len() as u64;
+                    self.pieces.push_back(Piece::Bytes(last.to_vec(), 0));
+                }
+                Ok(())
+            }
+            Err(missing) => {
+                self.broken = true;
+                Err(missing)
+            }
+        }
+    }
+
     /// An answer that has nothing yet: its request waits.
     pub fn waiting(id: u32, started: Instant) -> Answer {
         Answer {

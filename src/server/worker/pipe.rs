@@ -24,10 +24,12 @@ const H2_PIPES: usize = 16;
 
 use super::{answering, Worker, PIPE_BASE};
 use crate::config::Level;
+use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::{Pipe, PipeReply, ReplyStart};
 use crate::handlers::spool::Spool;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
+use crate::http::request::Field;
 use crate::http::response::{Encoder, CONTINUE};
 use crate::http::{Method, Status, Version};
 use crate::log::Logger;
@@ -72,6 +74,8 @@ pub struct PipeRun {
     /// Frames the body once the head is sent (a raw reply's whole output
     /// passes as it comes).
     encoder: Option<Encoder>,
+    /// Compresses the body on its way (`[compress]`), when it is.
+    pub(super) squeeze: Squeeze,
     /// Bytes of the response (head or body) queued for the client.
     sent_any: bool,
     /// The connection's byte position where the response's body begins
@@ -145,6 +149,7 @@ impl PipeRun {
             diagnostics_ready: true,
             head_buf: Vec::new(),
             encoder: None,
+            squeeze: Squeeze::default(),
             sent_any: false,
             body_from: 0,
             status: 0,
@@ -251,17 +256,26 @@ fn unwatch(registry: &Registry, fd: Option<OwnedFd>) {
     }
 }
 
-/// Ends a produced body (a pipe's, a handler's stream) framed by
-/// `encoder` into `out`; false (and a line naming `label` in the log)
-/// when it is shorter than its Content-Length: the answer is cut short.
+/// Ends a produced body (a pipe's, a handler's stream) compressed by
+/// `squeeze` and framed by `encoder` into `out`; false (and a line
+/// naming `label` in the log) when it is shorter than its
+/// Content-Length: the answer is cut short.
 pub(super) fn finish_body(
+    squeeze: &mut Squeeze,
     encoder: &mut Encoder,
     out: &mut Out,
     log: &mut Logger,
     label: &str,
 ) -> bool {
     let start = out.buf_mut().len();
-    let missing = encoder.finish(out.buf_mut());
+    let missing = match squeeze.finish() {
+        Ok(last) => {
+            encoder.encode(last, out.buf_mut());
+            encoder.finish(out.buf_mut())
+        }
+        // (Compressed, the body has no last chunk: the client sees it cut.)
+        Err(missing) => missing,
+    };
     out.commit(start);
     if missing > 0 {
         log.log(
@@ -415,7 +429,7 @@ impl Worker {
         let Some(p) = c.h1.pipe() else { return };
         if let Some(encoder) = p.encoder.as_mut() {
             let start = c.out.buf_mut().len();
-            encoder.encode(data, c.out.buf_mut());
+            encoder.encode(p.squeeze.squeeze(data), c.out.buf_mut());
             c.out.commit(start);
             return;
         }
@@ -438,6 +452,13 @@ impl Worker {
         };
         let mut head = head;
         self.router.finish_reply(&p.request.req, &mut head.headers);
+        let accept = p.request.req.field(Field::AcceptEncoding);
+        p.squeeze = Squeeze::start(
+            &self.cfg.site(p.request.req.site()).compress,
+            accept,
+            &mut head,
+            p.head_only,
+        );
         let to = StreamFor {
             served,
             wanted: p.wanted,
@@ -454,7 +475,7 @@ impl Worker {
         let rest = p.head_buf.split_off(head.len);
         p.head_buf = Vec::new();
         let mut encoder = stream.encoder;
-        encoder.encode(&rest, c.out.buf_mut());
+        encoder.encode(p.squeeze.squeeze(&rest), c.out.buf_mut());
         p.encoder = Some(encoder);
         p.sent_any = true;
         c.out.commit(start);
@@ -471,7 +492,13 @@ impl Worker {
             self.pipe_fail(c, Status::BAD_GATEWAY);
             return;
         };
-        if !finish_body(encoder, &mut c.out, &mut self.logger, &p.label) {
+        if !finish_body(
+            &mut p.squeeze,
+            encoder,
+            &mut c.out,
+            &mut self.logger,
+            &p.label,
+        ) {
             p.broken = true;
         }
         self.pipe_end(c);

@@ -17,8 +17,10 @@ pub use self::h2::HandlerBody;
 
 use super::{answering, Worker};
 use crate::config::Level;
+use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::stream::{Channel, Source, Streamed};
+use crate::http::request::Field;
 use crate::http::response::Encoder;
 use crate::http::{Method, Status, Version};
 use crate::server::conn::Conn;
@@ -41,6 +43,8 @@ pub struct StreamRun {
     early_headers: Vec<u8>,
     /// Frames the body once the head is written.
     encoder: Option<Encoder>,
+    /// Compresses the body on its way (`[compress]`), when it is.
+    squeeze: Squeeze,
     /// The connection's byte position where the body begins.
     body_from: u64,
     status: u16,
@@ -68,6 +72,7 @@ impl Worker {
             head,
             early_headers,
             encoder: None,
+            squeeze: Squeeze::default(),
             body_from: c.queued_end(),
             status: 0,
             wanted: req.keep_alive(),
@@ -108,7 +113,7 @@ impl Worker {
                     if let Some(h) = head {
                         s.head = Some(h);
                     }
-                    self.stream_output(c, &data);
+                    self.stream_output(c, &data, true);
                     if local {
                         self.pipe_buf = data;
                     }
@@ -124,7 +129,8 @@ impl Worker {
                     }
                     // The head goes out now; the file follows it in the
                     // queue, sent as static files are.
-                    self.stream_output(c, &[]);
+                    // (Never compressed: it goes by sendfile as it is.)
+                    self.stream_output(c, &[], false);
                     if let Some(s) = c.h1.stream() {
                         if let Some(Encoder::Length(left)) = s.encoder.as_mut() {
                             let n = len.min(*left);
@@ -150,8 +156,9 @@ impl Worker {
         moved
     }
 
-    /// Writes the head if it is due, then `data` framed.
-    fn stream_output(&mut self, c: &mut Conn, data: &[u8]) {
+    /// Writes the head if it is due (compressed if `may_compress` and
+    /// `[compress]` says so), then `data` framed.
+    fn stream_output(&mut self, c: &mut Conn, data: &[u8], may_compress: bool) {
         let served = c.h1.served();
         let Some(s) = c.h1.stream() else { return };
         let start = c.out.buf_mut().len();
@@ -163,6 +170,11 @@ impl Worker {
                 let mut lines = std::mem::take(&mut s.early_headers);
                 lines.extend_from_slice(&head.headers);
                 head.headers = lines;
+            }
+            if may_compress {
+                let accept = s.request.req.field(Field::AcceptEncoding);
+                let cfg = &self.cfg.site(s.request.req.site()).compress;
+                s.squeeze = Squeeze::start(cfg, accept, &mut head, s.head_only);
             }
             let to = StreamFor {
                 served,
@@ -178,7 +190,7 @@ impl Worker {
             s.encoder = Some(stream.encoder);
         }
         if let Some(e) = s.encoder.as_mut() {
-            e.encode(data, c.out.buf_mut());
+            e.encode(s.squeeze.squeeze(data), c.out.buf_mut());
         }
         c.out.commit(start);
     }
@@ -187,7 +199,8 @@ impl Worker {
     fn stream_done(&mut self, c: &mut Conn) {
         let Some(s) = c.h1.stream() else { return };
         if let Some(e) = s.encoder.as_mut() {
-            if !super::pipe::finish_body(e, &mut c.out, &mut self.logger, &s.label) {
+            if !super::pipe::finish_body(&mut s.squeeze, e, &mut c.out, &mut self.logger, &s.label)
+            {
                 s.broken = true;
             }
         }

@@ -742,7 +742,7 @@ fn frame_bytes(conn: &mut proto::Conn, out: &mut Out, id: u32, bytes: &[u8], end
 /// Puts the pieces of a body, in order, into `v`.
 fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch) {
     let from = |src: &Source, offset: u64, len: u64, v: &mut VecDeque<Piece>| match src {
-        Source::Mem(m) => v.push_back(Piece::Mem(Rc::clone(m), offset as usize, len as usize)),
+        Source::Mem(m) => v.push_back(Piece::Mem(Arc::clone(m), offset as usize, len as usize)),
         Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),
     };
     match body {

@@ -220,6 +220,13 @@ impl Worker {
         };
         let mut head = head;
         self.router.finish_reply(&p.request.req, &mut head.headers);
+        let accept = p.request.req.field(Field::AcceptEncoding);
+        p.squeeze = Squeeze::start(
+            &self.cfg.site(p.request.req.site()).compress,
+            accept,
+            &mut head,
+            p.head_only,
+        );
         let (ends, log) = self.h2_reply_head(c, a.id, &head, &p.request.req, p.head_only);
         p.status = head.status;
         p.sent_any = true;
@@ -259,6 +266,13 @@ impl Worker {
             return self.h2_pipe_fail(c, a, Status::BAD_GATEWAY);
         }
         a.open = false;
+        if let Err(missing) = a.end_squeezed(&mut p.squeeze) {
+            let line = format!(
+                "{}: output {missing} bytes shorter than its Content-Length",
+                p.label
+            );
+            self.logger.log(Level::Error, format_args!("{line}"));
+        }
         if p.dechunk.as_ref().is_some_and(|d| !d.is_done()) && !a.discard {
             self.logger.log(
                 Level::Error,
@@ -427,8 +441,12 @@ impl Worker {
 fn body_piece(a: &mut Answer, data: &[u8]) {
     let Some(p) = a.pipe.as_mut() else { return };
     let Some(d) = p.dechunk.as_mut() else {
-        a.body_len += data.len() as u64;
-        a.pieces.push_back(Piece::Bytes(data.to_vec(), 0));
+        // (A chunked body is never compressed: see `Squeeze::start`.)
+        let data = p.squeeze.squeeze(data);
+        if !data.is_empty() {
+            a.body_len += data.len() as u64;
+            a.pieces.push_back(Piece::Bytes(data.to_vec(), 0));
+        }
         return;
     };
     let (pieces, len) = (&mut a.pieces, &mut a.body_len);

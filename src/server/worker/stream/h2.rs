@@ -16,8 +16,10 @@ use std::rc::Rc;
 
 use super::{first_head, step, Step};
 use crate::config::Level;
+use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::stream::{Source, Streamed};
+use crate::http::request::Field;
 use crate::http::{Method, Status};
 use crate::server::conn::Conn;
 use crate::server::h2::{Answer, Piece};
@@ -51,6 +53,8 @@ pub struct HandlerBody {
     request: Held,
     /// Names the handler in log lines.
     label: String,
+    /// Compresses the body on its way (`[compress]`), when it is.
+    squeeze: Squeeze,
 }
 
 impl Worker {
@@ -73,6 +77,7 @@ impl Worker {
             started: false,
             request: self.hold(redirects),
             label: streamed.label,
+            squeeze: Squeeze::default(),
         };
         let mut a = Answer::waiting(id, run.request.started);
         a.open = true;
@@ -127,6 +132,12 @@ impl Worker {
                 }
                 h.started = true;
                 let head_only = h.request.req.method() == Method::Head;
+                // (A file the handler gives goes as it is: never compressed.)
+                if matches!(gave, Gave::Bytes(..)) {
+                    let accept = h.request.req.field(Field::AcceptEncoding);
+                    let cfg = &self.cfg.site(h.request.req.site()).compress;
+                    h.squeeze = Squeeze::start(cfg, accept, &mut head, head_only);
+                }
                 let (ends, log) = self.h2_reply_head(c, a.id, &head, &h.request.req, head_only);
                 a.discard = ends;
                 a.expect = head.content_length;
@@ -156,6 +167,9 @@ impl Worker {
                 data.truncate(data.len() - over as usize);
                 a.broken = true;
             }
+            if h.squeeze.is_on() {
+                data = h.squeeze.squeeze(&data).to_vec();
+            }
             if !data.is_empty() {
                 a.body_len += data.len() as u64;
                 a.pieces.push_back(Piece::Bytes(data, 0));
@@ -169,10 +183,17 @@ impl Worker {
     /// The handler's body is complete: the stream ends once what it gave
     /// is framed (reset if that is not the length it said).
     fn h2_stream_done(&mut self, c: &mut Conn, mut a: Answer) -> Option<Answer> {
-        let Some(h) = a.stream.take() else {
+        let Some(mut h) = a.stream.take() else {
             return Some(a);
         };
         a.open = false;
+        if let Err(missing) = a.end_squeezed(&mut h.squeeze) {
+            let line = format!(
+                "{}: gave {missing} body bytes fewer than its length said",
+                h.label
+            );
+            self.logger.log(Level::Error, format_args!("{line}"));
+        }
         if let Some(n) = a.expect.filter(|&n| n != a.body_len) {
             self.logger.log(
                 Level::Error,

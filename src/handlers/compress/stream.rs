@@ -1,0 +1,285 @@
+//! Streamed compression of produced answers (CGI, servlets, embedded
+//! handlers), over HTTP/1.1 (chunked) and HTTP/2 (DATA frames): decided
+//! once the answer's head is known, then applied to each piece of body
+//! as it passes, in bounded memory (the coder's window and one piece).
+
+use super::coding::StreamCoder;
+use super::{choose, compressible};
+use crate::config::CompressConfig;
+use crate::handlers::pipe::ReplyHead;
+
+/// A produced answer's body being compressed: the coder, the bytes it
+/// made of the last piece, and what is left of the length the producer
+/// promised (its body is held to it, as it would be uncompressed).
+#[derive(Debug)]
+pub struct Active {
+    coder: Option<StreamCoder>,
+    out: Vec<u8>,
+    left: Option<u64>,
+    failed: bool,
+}
+
+impl Active {
+    /// `data` compressed (flushed, so a slow producer's output reaches the
+    /// client as it comes), cut at the promised length.
+    pub fn squeeze(&mut self, data: &[u8]) -> &[u8] {
+        self.out.clear();
+        let data = match &mut self.left {
+            Some(left) => {
+                let n = (data.len() as u64).min(*left) as usize;
+                *left -= n as u64;
+                &data[..n]
+            }
+            None => data,
+        };
+        if let Some(c) = self.coder.as_mut() {
+            if !data.is_empty() && c.push(data, &mut self.out).is_err() {
+                self.failed = true;
+            }
+        }
+        &self.out
+    }
+
+    /// The stream's last bytes; `Err` with how many bytes the producer
+    /// promised and did not give (or 1 if compressing failed): the
+    /// answer is cut short.
+    pub fn finish(&mut self) -> Result<&[u8], u64> {
+        self.out.clear();
+        if let Some(c) = self.coder.take() {
+            if c.finish(&mut self.out).is_err() {
+                self.failed = true;
+            }
+        }
+        match (self.left, self.failed) {
+            (_, true) => Err(1),
+            (Some(n), _) if n > 0 => Err(n),
+            _ => Ok(&self.out),
+        }
+    }
+}
+
+/// Decides whether the answer with `head` to a request that accepts
+/// `accept` is compressed, and if so rewrites its head (see [`decide`];
+/// its `Content-Length` goes: the engine chunks the body, or ends the
+/// HTTP/2 stream) and returns the coder. `head_only` (HEAD) gets the
+/// head a GET would, and no coder.
+pub fn start_stream(
+    cfg: &CompressConfig,
+    accept: Option<&[u8]>,
+    head: &mut ReplyHead,
+    head_only: bool,
+) -> Option<Box<Active>> {
+    if head.chunked {
+        return None;
+    }
+    let coding = decide(
+        cfg,
+        accept,
+        head.status,
+        &mut head.headers,
+        head.content_length,
+    )?;
+    let left = head.content_length.take();
+    if head_only {
+        return None;
+    }
+    let coder = StreamCoder::new(coding, cfg.levels[coding.index()]).ok()?;
+    Some(Box::new(Active {
+        coder: Some(coder),
+        out: Vec::new(),
+        left,
+        failed: false,
+    }))
+}
+
+/// Compresses a whole body held in memory (`body`, an embedded
+/// handler's or a servlet's) when [`decide`] says so; its head lines are
+/// `headers`.
+pub fn whole(
+    cfg: &CompressConfig,
+    accept: Option<&[u8]>,
+    status: u16,
+    headers: &mut Vec<u8>,
+    body: &mut Vec<u8>,
+) {
+    let len = Some(body.len() as u64);
+    let Some(coding) = decide(cfg, accept, status, headers, len) else {
+        return;
+    };
+    match super::coding::compress(coding, cfg.levels[coding.index()], body) {
+        Ok(z) => *body = z,
+        // (In memory it cannot fail; were it to, the head says a
+        // coding the body lacks: better no answer than a wrong one.)
+        Err(_) => body.clear(),
+    }
+}
+
+/// Decides whether an answer (`status`, header lines `headers`, a body
+/// of `len` bytes if known) to a request that accepts `accept` is
+/// compressed, and with which coding; if so its head gets a
+/// `Content-Encoding`, and a strong `ETag` is made weak (RFC 9110
+/// §8.8.1: the bytes differ, the content does not; as nginx does).
+/// Every answer that could have been compressed says
+/// `Vary: Accept-Encoding`.
+///
+/// Never compressed: a head that already has a `Content-Encoding`, says
+/// `Cache-Control: no-transform` (RFC 9110 §7.7), has an incompressible
+/// or no `Content-Type`, a body shorter than `min_size`, or a status
+/// without a compressible body (1xx, 204, 206, 304).
+pub fn decide(
+    cfg: &CompressConfig,
+    accept: Option<&[u8]>,
+    status: u16,
+    headers: &mut Vec<u8>,
+    len: Option<u64>,
+) -> Option<crate::config::Coding> {
+    if !cfg.enable
+        || status < 200
+        || matches!(status, 204 | 206 | 304)
+        || len.is_some_and(|n| n < cfg.min_size)
+    {
+        return None;
+    }
+    let mut content_type = None;
+    for line in headers.split(|&b| b == b'\n') {
+        let Some((name, value)) = field(line) else {
+            continue;
+        };
+        if name.eq_ignore_ascii_case(b"content-encoding") {
+            return None;
+        }
+        if name.eq_ignore_ascii_case(b"cache-control")
+            && value
+                .split(|&b| b == b',')
+                .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_ascii_case(b"no-transform"))
+        {
+            return None;
+        }
+        if name.eq_ignore_ascii_case(b"content-type") {
+            content_type = Some(value);
+        }
+    }
+    if !content_type.is_some_and(|ct| compressible(ct, &cfg.types)) {
+        return None;
+    }
+    let Some(coding) = choose(accept, &cfg.encodings) else {
+        headers.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        return None;
+    };
+    let mut out = Vec::with_capacity(headers.len() + 64);
+    for line in headers.split_inclusive(|&b| b == b'\n') {
+        match field(line) {
+            Some((name, value))
+                if name.eq_ignore_ascii_case(b"etag") && value.first() == Some(&b'"') =>
+            {
+                out.extend_from_slice(b"ETag: W/");
+                out.extend_from_slice(value);
+                out.extend_from_slice(b"\r\n");
+            }
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out.extend_from_slice(b"Content-Encoding: ");
+    out.extend_from_slice(coding.name().as_bytes());
+    out.extend_from_slice(b"\r\nVary: Accept-Encoding\r\n");
+    *headers = out;
+    Some(coding)
+}
+
+/// A header line's name and value (`Name: value\r\n`).
+fn field(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let colon = line.iter().position(|&b| b == b':')?;
+    let value = &line[colon + 1..];
+    let value = value.strip_suffix(b"\n").unwrap_or(value);
+    let value = value.strip_suffix(b"\r").unwrap_or(value);
+    Some((&line[..colon], crate::http::grammar::trim_ows(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(headers: &str, len: Option<u64>) -> ReplyHead {
+        ReplyHead {
+            len: 0,
+            status: 200,
+            reason: None,
+            headers: headers.as_bytes().to_vec(),
+            content_length: len,
+            chunked: false,
+        }
+    }
+
+    fn cfg() -> CompressConfig {
+        let mut c = crate::config::Config::default().site.compress;
+        c.enable = true;
+        c
+    }
+
+    #[test]
+    fn the_head_is_rewritten_once_compressed() {
+        let mut h = reply(
+            "Content-Type: text/html\r\nETag: \"v1\"\r\nX-A: b\r\n",
+            Some(4000),
+        );
+        let a = start_stream(&cfg(), Some(b"gzip"), &mut h, false);
+        assert!(a.is_some());
+        assert_eq!(
+            String::from_utf8_lossy(&h.headers),
+            "Content-Type: text/html\r\nETag: W/\"v1\"\r\nX-A: b\r\n\
+             Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"
+        );
+        assert_eq!(h.content_length, None);
+    }
+
+    #[test]
+    fn what_is_never_compressed() {
+        let c = cfg();
+        for (headers, len, status) in [
+            (
+                "Content-Type: text/html\r\nContent-Encoding: br\r\n",
+                None,
+                200,
+            ),
+            ("Content-Type: image/png\r\n", None, 200),
+            ("X-A: b\r\n", None, 200),
+            ("Content-Type: text/html\r\n", Some(100), 200),
+            (
+                "Content-Type: text/html\r\nCache-Control: public, no-transform\r\n",
+                None,
+                200,
+            ),
+            ("Content-Type: text/html\r\n", None, 206),
+            ("Content-Type: text/html\r\n", None, 304),
+            ("Content-Type: text/html\r\n", None, 204),
+        ] {
+            let mut h = reply(headers, len);
+            h.status = status;
+            assert!(
+                start_stream(&c, Some(b"gzip"), &mut h, false).is_none(),
+                "{headers}"
+            );
+            assert_eq!(h.headers, headers.as_bytes(), "{headers}: untouched");
+        }
+        // Compressible, but the client takes none: identity that varies.
+        let mut h = reply("Content-Type: text/plain\r\n", None);
+        assert!(start_stream(&c, Some(b"identity"), &mut h, false).is_none());
+        assert!(h.headers.ends_with(b"Vary: Accept-Encoding\r\n"));
+    }
+
+    #[test]
+    fn the_promised_length_still_holds() {
+        let mut h = reply("Content-Type: text/plain\r\n", Some(600));
+        let mut a = start_stream(&cfg(), Some(b"gzip"), &mut h, false).unwrap();
+        a.squeeze(&[b'a'; 500]);
+        assert_eq!(a.finish().err(), Some(100), "100 bytes short");
+        let mut h = reply("Content-Type: text/plain\r\n", Some(600));
+        let mut a = start_stream(&cfg(), Some(b"gzip"), &mut h, false).unwrap();
+        let mut out = a.squeeze(&[b'a'; 700]).to_vec();
+        out.extend_from_slice(a.finish().unwrap());
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&out[..]), &mut plain)
+            .unwrap();
+        assert_eq!(plain, [b'a'; 600], "cut at the promised length");
+    }
+}
