@@ -25,7 +25,7 @@ const H2_PIPES: usize = 16;
 use super::{answering, Worker, PIPE_BASE};
 use crate::config::Level;
 use crate::handlers::compress::Squeeze;
-use crate::handlers::pipe::{Pipe, PipeReply, ReplyStart};
+use crate::handlers::pipe::{Pipe, PipeReply, ReplyHead, ReplyStart};
 use crate::handlers::spool::Spool;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
@@ -423,6 +423,20 @@ impl Worker {
         }
     }
 
+    /// What every protocol does to a program's head before sending it:
+    /// the site's rules' headers (CORS), then the choice of streamed
+    /// compression, which may change the head's framing fields.
+    pub(super) fn finish_pipe_head(&self, p: &mut PipeRun, head: &mut ReplyHead) {
+        self.router.finish_reply(&p.request.req, &mut head.headers);
+        let accept = p.request.req.field(Field::AcceptEncoding);
+        p.squeeze = Squeeze::start(
+            &self.cfg.site(p.request.req.site()).compress,
+            accept,
+            head,
+            p.head_only,
+        );
+    }
+
     /// Handles bytes the process wrote to its output.
     fn pipe_output(&mut self, c: &mut Conn, data: &[u8]) {
         let served = c.h1.served();
@@ -451,14 +465,7 @@ impl Worker {
             ReplyStart::Head(head) => head,
         };
         let mut head = head;
-        self.router.finish_reply(&p.request.req, &mut head.headers);
-        let accept = p.request.req.field(Field::AcceptEncoding);
-        p.squeeze = Squeeze::start(
-            &self.cfg.site(p.request.req.site()).compress,
-            accept,
-            &mut head,
-            p.head_only,
-        );
+        self.finish_pipe_head(p, &mut head);
         let to = StreamFor {
             served,
             wanted: p.wanted,

@@ -219,14 +219,7 @@ impl Worker {
             ReplyStart::Head(head) => head,
         };
         let mut head = head;
-        self.router.finish_reply(&p.request.req, &mut head.headers);
-        let accept = p.request.req.field(Field::AcceptEncoding);
-        p.squeeze = Squeeze::start(
-            &self.cfg.site(p.request.req.site()).compress,
-            accept,
-            &mut head,
-            p.head_only,
-        );
+        self.finish_pipe_head(p, &mut head);
         let (ends, log) = self.h2_reply_head(c, a.id, &head, &p.request.req, p.head_only);
         p.status = head.status;
         p.sent_any = true;
