@@ -57,33 +57,128 @@ pub fn decode(input: &[u8]) -> Result<Json, JsonError> {
 /// and control characters escaped, and `<`, `>`, `&` as `\u00XX` so the
 /// result is safe inside an HTML `<script>` too.
 pub fn push_string(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     // Runs of bytes that need no escape are copied whole.
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
+        if !ESCAPED[b as usize] {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
         let escape: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
             b'\n' => b"\\n",
             b'\r' => b"\\r",
             b'\t' => b"\\t",
-            0..=0x1f | b'<' | b'>' | b'&' | 0x7f => b"",
-            _ => continue,
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 15) as usize],
+                ]);
+                continue;
+            }
         };
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
-        if escape.is_empty() {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 15) as usize]);
-        } else {
-            out.extend_from_slice(escape);
-        }
+        out.extend_from_slice(escape);
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// The bytes [`push_string`] escapes: `"`, `\`, control characters, DEL,
+/// `<`, `>`, `&` (one lookup a byte rather than a chain of tests).
+static ESCAPED: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = b < 0x20 || b == 0x7f || matches!(b as u8, b'"' | b'\\' | b'<' | b'>' | b'&');
+        b += 1;
+    }
+    t
+};
+
+/// Appends the finite `n` as JSON: its shortest decimal that reads back
+/// as `n` (Lua's `tonumber` too), with a `.0` if it has no fraction, as
+/// Rust's `{:?}` writes it (an exponent past 1e16 rather than sixteen
+/// zeros and more). Numbers with at most 7 decimals and under 2^50 once
+/// scaled (prices, measures: most of what servlets send) are written
+/// from integers; the others by `{:?}`.
+pub fn push_f64(out: &mut Vec<u8>, n: f64) {
+    if let Some((neg, m, k)) = short_decimal(n) {
+        if neg {
+            out.push(b'-');
+        }
+        let scale = POW10_U[k];
+        crate::http::push_u64(out, m / scale);
+        out.push(b'.');
+        if k == 0 {
+            out.push(b'0');
+        } else {
+            let mut buf = [0u8; 20];
+            let frac = crate::http::u64_digits(m % scale, &mut buf);
+            out.extend(std::iter::repeat_n(b'0', k - frac.len()));
+            out.extend_from_slice(frac);
+        }
+        return;
+    }
+    use std::io::Write as _;
+    let _ = write!(out, "{n:?}");
+}
+
+const POW10: [f64; 8] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7];
+const POW10_U: [u64; 8] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// `n` as `m / 10^k` (with its sign apart), `k` the fewest decimals that
+/// read back as `n`, when `k` is at most 7, `m` under 2^50 and `n` at
+/// least 1e-4 (`{:?}` writes smaller numbers with an exponent).
+///
+/// Why that is the shortest form: below 2^50, decimals with `k` digits
+/// are at least 4 units in the last place of `n` apart, so at most one
+/// of them reads back as `n`, and it is `fl(n * 10^k)` when that is an
+/// integer `m` and `m / 10^k` (both exact, the division rounded once, as
+/// reading the decimal is) gives `n` back. A shorter form would be one
+/// with `k - 1` digits, the one nearest `m / 10`: both neighbours are
+/// tried, and if either reads back, the general path decides.
+fn short_decimal(n: f64) -> Option<(bool, u64, usize)> {
+    let neg = n.is_sign_negative();
+    let a = n.abs();
+    if a == 0.0 {
+        return Some((neg, 0, 0));
+    }
+    if !(1e-4..1e15).contains(&a) {
+        return None;
+    }
+    const LIMIT: f64 = (1u64 << 50) as f64;
+    for k in 0..POW10.len() {
+        let m = a * POW10[k];
+        if m >= LIMIT {
+            return None;
+        }
+        if m != m.trunc() {
+            continue;
+        }
+        if m / POW10[k] != a {
+            return None;
+        }
+        if k > 0 {
+            let tenth = m / 10.0;
+            for c in [tenth.floor(), tenth.ceil()] {
+                if c / POW10[k - 1] == a {
+                    return None;
+                }
+            }
+        }
+        return Some((neg, m as u64, k));
+    }
+    None
 }
 
 struct Parser<'a> {
@@ -353,5 +448,60 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#""a\"\\\n\u003c/script\u003e\u0001é""#
         );
+    }
+
+    /// `push_f64` writes what `{:?}` writes (the shortest round trip):
+    /// numbers with few decimals (its fast path), and others.
+    #[test]
+    fn floats_encode_as_shortest() {
+        let mut cases = vec![
+            0.0,
+            -0.0,
+            3.25,
+            -3.25,
+            0.1,
+            0.2,
+            0.3,
+            0.1 + 0.2,
+            1.0,
+            100.0,
+            1e-4,
+            1.5e-4,
+            9.99e-5,
+            1e15,
+            999999999999999.9,
+            1e16,
+            123456.7891234,
+            0.0001234567,
+            2.5e-7,
+            1.0 / 3.0,
+            5e-324,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            1125899906842624.0,
+            1125899906842623.5,
+            112589990684262.4,
+            4503599627370495.5,
+            0.30000000000000004,
+        ];
+        // Prices and measures (the fast path), and arbitrary bits.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = (i % 9) as i32;
+            cases.push((x % 100_000_000_000) as f64 / 10f64.powi(k));
+            cases.push((i as f64) * 3.0 + 0.25);
+            let f = f64::from_bits(x);
+            if f.is_finite() {
+                cases.push(f);
+            }
+        }
+        for n in cases {
+            let mut out = Vec::new();
+            push_f64(&mut out, n);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("{n:?}"), "{n:e}");
+        }
     }
 }

@@ -18,7 +18,7 @@
 use mlua::ffi;
 use mlua::{Lua, LuaString, Table, Value};
 
-use crate::http::json::{push_string, MAX_DEPTH};
+use crate::http::json::{push_f64, push_string, MAX_DEPTH};
 use crate::http::push_u64;
 
 /// Why a value cannot be written as JSON.
@@ -64,30 +64,32 @@ pub fn encode(
     // stack balanced and reads only values whose type it checked.
     unsafe {
         lua.exec_raw::<()>((value, null), |state| {
-            result = walk(state, 1, 2, out, 0);
+            result = walk(state, 1, ffi::lua_type(state, 1), 2, out, 0);
             ffi::lua_settop(state, 0);
         })?;
     }
     Ok(result)
 }
 
-/// Writes the value at stack index `idx` (absolute); `null` is the index
-/// of the null sentinel.
+/// Writes the value at stack index `idx` (absolute), of Lua type `ty`
+/// (which the caller has, from `lua_rawgeti` or `lua_type`: one call
+/// less a value); `null` is the index of the null sentinel.
 ///
 /// # Safety
 /// `state` is a valid Lua state inside a protected call, `idx` and `null`
-/// valid absolute indices.
+/// valid absolute indices, `ty` the type of the value at `idx`.
 unsafe fn walk(
     state: *mut ffi::lua_State,
     idx: i32,
+    ty: i32,
     null: i32,
     out: &mut Vec<u8>,
     depth: usize,
 ) -> Result<(), EncodeError> {
-    // SAFETY: (for the calls below) `idx` is a valid index, its type is
-    // checked before it is read.
+    // SAFETY: (for the calls below) `idx` is a valid index and `ty` its
+    // type (the caller's contract): a value is read as what it is.
     unsafe {
-        match ffi::lua_type(state, idx) {
+        match ty {
             ffi::LUA_TNIL => out.extend_from_slice(b"null"),
             ffi::LUA_TBOOLEAN => match ffi::lua_toboolean(state, idx) {
                 0 => out.extend_from_slice(b"false"),
@@ -101,10 +103,7 @@ unsafe fn walk(
                 if !n.is_finite() {
                     return Err(EncodeError::NotFinite);
                 }
-                // Rust's shortest round-trip digits, with an exponent
-                // past 1e16 rather than hundreds of zeros.
-                use std::io::Write as _;
-                let _ = write!(out, "{n:?}");
+                push_f64(out, n);
             }
             ffi::LUA_TSTRING => push_string(lua_str(state, idx)?, out),
             ffi::LUA_TTABLE if ffi::lua_rawequal(state, idx, null) != 0 => {
@@ -147,8 +146,8 @@ unsafe fn walk_table(
                 if i > 1 {
                     out.push(b',');
                 }
-                ffi::lua_rawgeti(state, idx, i as ffi::lua_Integer);
-                let r = walk(state, top + 1, null, out, depth + 1);
+                let ty = ffi::lua_rawgeti(state, idx, i as ffi::lua_Integer);
+                let r = walk(state, top + 1, ty, null, out, depth + 1);
                 ffi::lua_settop(state, top);
                 r?;
             }
@@ -176,7 +175,8 @@ unsafe fn walk_table(
                 _ => return Err(EncodeError::Key),
             }
             out.push(b':');
-            walk(state, top + 2, null, out, depth + 1)?;
+            let ty = ffi::lua_type(state, top + 2);
+            walk(state, top + 2, ty, null, out, depth + 1)?;
             // Pop the value, keep the key for lua_next.
             ffi::lua_settop(state, top + 1);
             if ffi::lua_next(state, idx) == 0 {

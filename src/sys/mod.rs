@@ -8,6 +8,8 @@ pub mod fs;
 pub mod interleave;
 pub mod launcher;
 #[cfg(feature = "servlets")]
+pub mod lua_heap;
+#[cfg(feature = "servlets")]
 pub mod lua_raw;
 pub mod memory;
 pub mod net;

@@ -41,6 +41,7 @@ use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
 use crate::sys::clock::thread_cpu_time;
 use crate::sys::fs::{Meta, Root};
+use crate::sys::lua_heap::Heap;
 use api::Out;
 use clock::Clock;
 
@@ -97,6 +98,8 @@ struct Module {
 /// One worker's Lua state.
 struct State {
     lua: Lua,
+    /// `lua`'s allocator (taken out before `lua` is closed: Drop).
+    heap: Heap,
     root: Root,
     modules: RefCell<HashMap<Vec<u8>, Module>>,
     /// The last error logged for each servlet, and when.
@@ -148,6 +151,14 @@ local headers_mt = { __index = function(t, k) if type(k) == "string" then return
 return run, Res, headers_mt
 "#;
 
+impl Drop for State {
+    fn drop(&mut self) {
+        // mlua's allocator back before the state is closed (after this,
+        // when `lua` drops): the heap is freed with this struct.
+        self.heap.uninstall(&self.lua);
+    }
+}
+
 impl State {
     fn new(settings: Arc<Settings>) -> mlua::Result<State> {
         let libs = StdLib::COROUTINE
@@ -157,7 +168,12 @@ impl State {
             | StdLib::MATH
             | StdLib::OS;
         let lua = Lua::new_with(libs, LuaOptions::default())?;
-        lua.set_memory_limit(usize::try_from(settings.servlets.memory).unwrap_or(usize::MAX))?;
+        let limit = usize::try_from(settings.servlets.memory).unwrap_or(usize::MAX);
+        // mlua's limit first: with one set, mlua guards the calls that
+        // may fail to allocate; then brisk's allocator takes over with
+        // the same limit (and a cache of small blocks).
+        lua.set_memory_limit(limit)?;
+        let heap = Heap::install(&lua, limit)?;
         let root =
             Root::open(&settings.root, settings.follow_outside).map_err(mlua::Error::external)?;
         let traceback = lua.create_function(|lua, msg: Value| {
@@ -184,6 +200,7 @@ impl State {
         lua.globals().raw_set("brisk", brisk)?;
         Ok(State {
             lua,
+            heap,
             root,
             modules: RefCell::new(HashMap::new()),
             errors: RefCell::new(HashMap::new()),
