@@ -14,6 +14,7 @@
 //! Going over a budget ends the connection with GOAWAY
 //! ENHANCE_YOUR_CALM.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::frame::{self, kind, setting, Frame, FrameError, Head, HEAD_LEN};
@@ -169,12 +170,20 @@ enum Phase {
 /// One HTTP/2 connection (see the module documentation).
 #[derive(Debug)]
 pub struct Conn {
-    limits: Limits,
+    /// (Shared by a worker's connections: the same for each.)
+    limits: Arc<Limits>,
     phase: Phase,
     peer: Peer,
     decoder: Decoder,
-    /// Encodes our answers' heads (its table is the client's to keep).
-    encoder: hpack::Encoder,
+    /// Encodes our answers' heads (its table is the client's to keep);
+    /// `None` while the connection rests (see [`Conn::shrink`]): made
+    /// again for the next answer.
+    encoder: Option<Box<hpack::Encoder>>,
+    /// The client's SETTINGS_HEADER_TABLE_SIZE, for an encoder made again.
+    table_limit: u32,
+    /// The encoder was dropped at a rest: the client's copy of its
+    /// table is to be emptied.
+    rested: bool,
     streams: Vec<Stream>,
     /// The highest stream the client opened.
     last_stream: u32,
@@ -209,7 +218,8 @@ impl Conn {
     /// A connection held to `limits`, at `now`; our SETTINGS and the
     /// connection window's opening are queued at once (§3.4: the
     /// server's preface may go before the client's arrives).
-    pub fn new(limits: Limits, now: Instant) -> Conn {
+    pub fn new(limits: impl Into<Arc<Limits>>, now: Instant) -> Conn {
+        let limits = limits.into();
         let mut out = Vec::with_capacity(64);
         let mut params = vec![
             (
@@ -237,7 +247,9 @@ impl Conn {
                 initial_window: 65_535,
             },
             decoder: Decoder::new(limits.header_table_size as usize),
-            encoder: hpack::Encoder::new(),
+            encoder: None,
+            table_limit: 4096,
+            rested: false,
             streams: Vec::new(),
             last_stream: 0,
             reset_lately: [0; 8],
@@ -272,7 +284,22 @@ impl Conn {
     /// The encoder of our answers' heads: every block it starts goes out
     /// in the order it was made (the client's table follows ours).
     pub fn encoder(&mut self) -> &mut hpack::Encoder {
-        &mut self.encoder
+        let (limit, rested) = (self.table_limit, std::mem::take(&mut self.rested));
+        self.encoder.get_or_insert_with(|| {
+            // A connection's first encoder starts as the client's table
+            // does (with the size the client's SETTINGS asked for); one
+            // made again after a rest starts with a size update to 0 and
+            // back, which empties the client's copy of the table the rest
+            // forgot (RFC 7541 §4.2, §6.3).
+            let mut e = Box::new(hpack::Encoder::new());
+            if rested {
+                e.set_limit(0);
+            }
+            if rested || limit != 4096 {
+                e.set_limit(limit);
+            }
+            e
+        })
     }
 
     /// Frames waiting to be sent.
@@ -616,7 +643,14 @@ impl Conn {
                     }
                     self.peer.max_frame = value;
                 }
-                setting::HEADER_TABLE_SIZE => self.encoder.set_limit(value),
+                setting::HEADER_TABLE_SIZE => {
+                    // (No encoder is made for it: the next one is made
+                    // with this size.)
+                    self.table_limit = value;
+                    if let Some(e) = &mut self.encoder {
+                        e.set_limit(value);
+                    }
+                }
                 // Unknown settings are ignored (§6.5.2).
                 _ => {}
             }

@@ -201,6 +201,9 @@ pub struct Worker {
     /// next that opens one.
     #[cfg(feature = "http2")]
     h2_spares: Vec<crate::server::h2::Spares>,
+    /// The HTTP/2 limits of its connections (`[http2]`'s), shared.
+    #[cfg(feature = "http2")]
+    h2_limits: Option<Arc<crate::h2::Limits>>,
     /// Since when no socket or pipe has had an event, if the worker has
     /// worked since it last rested (see [`rest`]).
     quiet_since: Option<Instant>,
@@ -288,6 +291,8 @@ impl Worker {
             h2_scratch: Default::default(),
             #[cfg(feature = "http2")]
             h2_spares: Vec::new(),
+            #[cfg(feature = "http2")]
+            h2_limits: None,
         })
     }
 

@@ -179,7 +179,7 @@ impl Conn {
         if self.request().too_large() {
             // 431 (RFC 6585 §5): the head is over the header list size.
             let mut block = Vec::with_capacity(8);
-            self.encoder.begin(&mut block);
+            self.encoder().begin(&mut block);
             hpack::encode_status(431, &mut block);
             self.send_headers(id, &block, true);
             if !end_stream {

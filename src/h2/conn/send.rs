@@ -234,10 +234,10 @@ impl Conn {
         true
     }
 
-    /// Gives back the memory an idle connection does not need (its
-    /// buffers; the HPACK table stays, the client counts on it): a
-    /// connection idle between requests holds little more than its
-    /// table.
+    /// Gives back the memory an idle connection does not need: its
+    /// buffers, and its answers' encoder with its HPACK table (the next
+    /// answer's encoder empties the client's copy first); the client's
+    /// own table stays, the client counts on it.
     pub fn shrink(&mut self) {
         if self.out.is_empty() {
             self.out = Vec::new();
@@ -248,7 +248,9 @@ impl Conn {
         self.request = None;
         self.streams.shrink_to_fit();
         self.decoder.shrink();
-        self.encoder.forget();
+        if self.encoder.take().is_some() {
+            self.rested = true;
+        }
     }
 
     /// Graceful shutdown (§6.8): GOAWAY with the last stream we will

@@ -560,3 +560,96 @@ fn push_promise_and_oversized_frames_are_connection_errors() {
     assert!(s.feed(&input));
     assert_eq!(goaway_code(&s.take()), Some(ErrorCode::FrameSize as u32));
 }
+
+/// The head of an answer on `stream`, encoded by the connection's
+/// encoder (its `server` field enters the table), and the HEADERS
+/// block it sent.
+fn answer_head(s: &mut Script, stream: u32) -> Vec<u8> {
+    let mut block = Vec::new();
+    let e = s.conn.encoder();
+    e.begin(&mut block);
+    hpack::encode_status(200, &mut block);
+    e.field(b"server", b"brisk", &mut block);
+    assert!(s.conn.send_headers(stream, &block, true));
+    let sent = s.take();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].kind, kind::HEADERS);
+    sent[0].payload.clone()
+}
+
+/// The fields a client's decoder finds in `block`.
+fn decoded(client: &mut hpack::Decoder, block: &[u8]) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    client
+        .decode(block, 1 << 16, &mut |n, val| {
+            v.push((
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(val).into_owned(),
+            ))
+        })
+        .expect("a valid block");
+    v
+}
+
+#[test]
+fn a_rested_connections_next_head_empties_the_clients_copy_of_the_table_first() {
+    let mut s = Script::new(Limits::default());
+    let mut client = hpack::Decoder::new(4096);
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/a"), END);
+    s.feed(&input);
+    let first = answer_head(&mut s, 1);
+    assert_eq!(
+        first[0], 0x88,
+        "no size update on a first head: {first:02x?}"
+    );
+    let fields = decoded(&mut client, &first);
+    // At rest the encoder and its table are dropped; the next head's
+    // encoder is new, and its block opens with a size update to 0 then
+    // 4096 (RFC 7541 §4.2): the client's copy of the table is emptied
+    // as ours was, and the same fields decode the same.
+    s.conn.shrink();
+    input.clear();
+    headers(&mut input, 3, &get("/b"), END);
+    s.feed(&input);
+    let second = answer_head(&mut s, 3);
+    assert_eq!(&second[..4], &[0x20, 0x3f, 0xe1, 0x1f], "{second:02x?}");
+    assert_eq!(decoded(&mut client, &second), fields);
+    // A head without a rest in between uses the table: no update, and
+    // `server` is an index into it.
+    input.clear();
+    headers(&mut input, 5, &get("/c"), END);
+    s.feed(&input);
+    let third = answer_head(&mut s, 5);
+    assert_eq!(third, [0x88, 0xbe], "{third:02x?}");
+    assert_eq!(decoded(&mut client, &third), fields);
+}
+
+#[test]
+fn the_clients_header_table_size_holds_for_an_encoder_made_after_it() {
+    let now = Instant::now();
+    let mut s = Script {
+        conn: Conn::new(Limits::default(), now),
+        now,
+        events: Vec::new(),
+    };
+    // SETTINGS_HEADER_TABLE_SIZE 1024 comes before any answer (the
+    // encoder is made for the first): that answer's block says so.
+    let mut input = PREFACE.to_vec();
+    frame::write_settings(&mut input, &[(setting::HEADER_TABLE_SIZE, 1024)]);
+    headers(&mut input, 1, &get("/a"), END);
+    s.feed(&input);
+    s.take();
+    let mut client = hpack::Decoder::new(1024);
+    let first = answer_head(&mut s, 1);
+    assert_eq!(&first[..3], &[0x3f, 0xe1, 0x07], "{first:02x?}");
+    decoded(&mut client, &first);
+    // After a rest: emptied, then back to 1024, not to 4096.
+    s.conn.shrink();
+    input.clear();
+    headers(&mut input, 3, &get("/b"), END);
+    s.feed(&input);
+    let second = answer_head(&mut s, 3);
+    assert_eq!(&second[..4], &[0x20, 0x3f, 0xe1, 0x07], "{second:02x?}");
+    decoded(&mut client, &second);
+}

@@ -47,7 +47,7 @@ pub struct Session {
 
 impl Session {
     /// A session whose SETTINGS are queued at once.
-    pub fn new(limits: h2::Limits, now: Instant) -> Session {
+    pub fn new(limits: Arc<h2::Limits>, now: Instant) -> Session {
         Session {
             conn: h2::Conn::new(limits, now),
             answers: Vec::new(),

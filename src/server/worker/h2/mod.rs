@@ -125,7 +125,13 @@ impl Worker {
     /// consumed (a frame not complete yet waits for more).
     pub(super) fn process_h2(&mut self, c: &mut Conn, input: &[u8]) -> usize {
         if c.h2.is_none() {
+            // One copy of the limits for the worker's connections (made
+            // again if a reload changed them), not one each.
             let limits = proto::Limits::new(&self.cfg.http2);
+            let limits = match &self.h2_limits {
+                Some(l) if **l == limits => Arc::clone(l),
+                _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),
+            };
             c.h2 = Some(Box::new(Session::new(limits, self.now)));
         }
         self.h2_lend(c);
