@@ -132,6 +132,21 @@ pub(crate) fn run_with<I: IntoIterator<Item = OsString>>(
     readable: Option<Readable<'_>>,
     read: Option<Read<'_>>,
 ) -> Result<Command, ConfigError> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    load_command(args, built_in, cwd, auto_workers, readable, read)
+}
+
+/// [`run_with`]'s body, not generic: the loader is instantiated once
+/// rather than once per kind of argument list (the start's `Vec`, a
+/// reload's cloned slice), 18 KiB of binary each.
+fn load_command(
+    args: Vec<OsString>,
+    built_in: &str,
+    cwd: &Path,
+    auto_workers: Option<usize>,
+    readable: Option<Readable<'_>>,
+    read: Option<Read<'_>>,
+) -> Result<Command, ConfigError> {
     let flags = match parse_flags(args)? {
         Parsed::Flags(flags) => flags,
         Parsed::Exit(cmd) => return Ok(cmd),
@@ -519,7 +534,7 @@ enum Parsed {
     Exit(Command),
 }
 
-fn parse_flags<I: IntoIterator<Item = OsString>>(args: I) -> Result<Parsed, ConfigError> {
+fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
     let mut flags = Flags::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
