@@ -229,6 +229,8 @@ fn remote_user_reaches_cgi_and_the_log() {
     );
 }
 
+// (`[proxy] trusted` is the cargo feature `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn behind_a_proxy_clients_share_the_failure_count_unless_it_is_trusted() {
     // What README says of a reverse proxy: every client arrives from the

@@ -1,6 +1,7 @@
 //! `[[cors]]` on the wire: the preflight answered 204 by the rule
 //! (before `[[auth]]`), the headers on every answer of the rule, errors
 //! included, `Vary: Origin` when the origin is echoed, and HTTP/2.
+#![cfg(feature = "sites")]
 
 mod common;
 

@@ -8,6 +8,7 @@
 mod common;
 
 use std::fs;
+#[cfg(feature = "ops")]
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -294,6 +295,8 @@ fn the_kubernetes_manifests_validate() {
     }
 }
 
+// (Its configuration mounts the built-in health handlers: `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn the_kubernetes_config_map_is_a_valid_configuration() {
     // The brisk.toml inside the ConfigMap, checked by brisk itself.
@@ -325,6 +328,7 @@ fn the_kubernetes_config_map_is_a_valid_configuration() {
 }
 
 /// Whether `bin` is a static executable (no program interpreter).
+#[cfg(feature = "ops")]
 fn is_static(bin: &Path) -> bool {
     let data = fs::read(bin).unwrap();
     !data
@@ -332,6 +336,8 @@ fn is_static(bin: &Path) -> bool {
         .any(|w| w.starts_with(b"/lib64/ld-linux") || w.starts_with(b"/lib/ld-linux"))
 }
 
+// (Its configuration mounts the built-in health handlers: `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn the_container_runs_as_65534_from_an_empty_root() {
     let bin = Path::new(env!("CARGO_BIN_EXE_brisk"));
@@ -421,6 +427,7 @@ fn the_container_runs_as_65534_from_an_empty_root() {
 }
 
 /// Builds the package of this build's binary with scripts/deb.
+#[cfg(feature = "ops")]
 fn build_deb(out: &Path) -> Option<PathBuf> {
     if Command::new("dpkg-deb").arg("--version").output().is_err() {
         skip("no dpkg-deb");
@@ -439,6 +446,8 @@ fn build_deb(out: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(String::from_utf8_lossy(&done.stdout).trim()))
 }
 
+// (Its configuration mounts the built-in health handlers: `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn the_debian_package_holds_what_it_should() {
     let dir = TempDir::new("deb");
@@ -499,6 +508,8 @@ fn the_debian_package_holds_what_it_should() {
     }
 }
 
+// (Its configuration mounts the built-in health handlers: `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn the_debian_package_installs_and_serves() {
     if brisk::sys::privileges::euid() != 0 {

@@ -2,6 +2,7 @@
 //! source (static files, CGI refusals, auth, limits), with the right
 //! status and type and `Cache-Control: no-store`; a page that cannot be
 //! served leaves the built-in one and is logged once.
+#![cfg(feature = "sites")]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The built-in handlers for operations, mounted by `[[handlers]]`:
 //! `health`, `ready` (503 from the moment a stop begins), `metrics`
 //! (Prometheus text) and `status` (HTML and JSON), on the wire.
+#![cfg(feature = "ops")]
 
 mod common;
 

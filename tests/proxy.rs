@@ -5,6 +5,7 @@
 //! failed-login counter and `limits.max_connections_per_ip`. A missing or
 //! malformed header closes the connection; an untrusted peer's
 //! forwarding headers are ignored.
+#![cfg(feature = "ops")]
 
 mod common;
 

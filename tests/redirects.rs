@@ -3,6 +3,7 @@
 //! `[[auth]]` (a rewrite never gets round a login) and by CGI, the
 //! rewrite loop bound, the access log keeping what the client sent, and
 //! the same over HTTP/2.
+#![cfg(feature = "sites")]
 
 mod common;
 

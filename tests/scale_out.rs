@@ -5,6 +5,7 @@
 //! (c) upgraded to a new binary in place. Every request succeeds, and
 //! each instance's access log names the real client (127.0.0.2, where
 //! HAProxy itself connects from 127.0.0.1).
+#![cfg(feature = "ops")]
 
 mod common;
 

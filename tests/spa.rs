@@ -1,6 +1,7 @@
 //! `[static] spa` and `try_files`: a path that is no file falls back to
 //! the application's page with 200 (HEAD, conditionals and ranges work
 //! on it), except paths that look like assets, which stay 404.
+#![cfg(feature = "sites")]
 
 mod common;
 

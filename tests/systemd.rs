@@ -155,6 +155,8 @@ fn a_passed_socket_the_configuration_does_not_list_is_an_error() {
     );
 }
 
+// (The PROXY protocol is the cargo feature `ops`.)
+#[cfg(feature = "ops")]
 #[test]
 fn a_socket_named_proxy_expects_a_proxy_header() {
     let site = TempDir::new("activate-proxy");

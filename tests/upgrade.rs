@@ -2,6 +2,7 @@
 //! listening sockets, says it serves, and only then the old one retires.
 //! A client loop requesting throughout sees no error; a new binary that
 //! cannot start changes nothing; `upgrade = false` leaves it out.
+#![cfg(feature = "ops")]
 
 mod common;
 

@@ -4,6 +4,7 @@
 //! or gets `unknown_host`'s status; over TLS, a host naming another site
 //! than the server name (SNI) is misdirected (421). Raw bytes on
 //! 127.0.0.1.
+#![cfg(feature = "sites")]
 
 mod common;
 

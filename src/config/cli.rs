@@ -260,7 +260,8 @@ fn load_command(
     }
     config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
         && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());
-    if let Some(section) = origins.proxy.take() {
+    // (Always `None` without the cargo feature `ops`: `[proxy]` is refused.)
+    if let Some(section) = origins.proxy.take().filter(|_| cfg!(feature = "ops")) {
         let listen_given = origins.listen || listen_flags || flags.port.is_some();
         config.proxy = proxy_section(&mut config, section, listen_given)?;
         config.listen_default &=

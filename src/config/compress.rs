@@ -6,7 +6,7 @@
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader};
+use super::load::{sorted, Loader, SET_FALSE};
 use super::ConfigError;
 
 pub(super) const COMPRESS_KEYS: &[&str] = &[
@@ -143,13 +143,8 @@ impl Loader<'_> {
             match name {
                 "enable" => {
                     c.enable = self.boolean(&full, value)?;
-                    if c.enable && !cfg!(feature = "compress") {
-                        return Err(self.fail(
-                            value,
-                            &full,
-                            "this brisk was built without compression (the cargo feature \
-                             `compress`); set it to false, or build with the feature",
-                        ));
+                    if c.enable {
+                        require!(self, "compress", value, &full, "compression", SET_FALSE);
                     }
                 }
                 "encodings" => {

@@ -16,8 +16,17 @@ use super::{units, Config, ConfigError};
 pub(super) const HANDLER_KEYS: &[&str] = &["path", "handler", "config"];
 
 /// The handlers the `brisk` command registers (see
-/// `crate::handlers::builtin`), which its configuration may name.
-pub const BUILT_IN_HANDLERS: &[&str] = &["echo", "health", "ready", "metrics", "status"];
+/// `crate::handlers::builtin`), which its configuration may name: the
+/// health, readiness, metrics and status handlers only with the cargo
+/// feature `ops`.
+pub const BUILT_IN_HANDLERS: &[&str] = if cfg!(feature = "ops") {
+    &["echo", "health", "ready", "metrics", "status"]
+} else {
+    &["echo"]
+};
+
+/// The built-in handlers of the cargo feature `ops`.
+const OPS_HANDLERS: &[&str] = &["health", "ready", "metrics", "status"];
 
 /// One `[[handlers]]` entry: the handler registered as `handler`,
 /// mounted at `path`, initialised with `config`.
@@ -54,6 +63,13 @@ impl Config {
 
 /// `site.toml:4: handlers[1].handler: no handler is registered as "x"; …`.
 pub fn unknown_handler(rule: &HandlerRule, registered: &[&str]) -> String {
+    if !cfg!(feature = "ops") && OPS_HANDLERS.contains(&rule.handler.as_str()) {
+        return format!(
+            "{}: this brisk was built without the built-in handler \"{}\" (the cargo feature \
+             `ops`); remove it, or build with the feature",
+            rule.origin, rule.handler
+        );
+    }
     let known = match registered {
         [] => "none is registered".to_string(),
         names => format!("registered: {}", units::one_of(names)),

@@ -6,7 +6,7 @@
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader};
+use super::load::{sorted, Loader, SET_FALSE};
 use super::{ConfigError, Http2Config};
 
 pub(super) const HTTP2_KEYS: &[&str] = &[
@@ -58,13 +58,8 @@ impl Loader<'_> {
             match name {
                 "enable" | "cleartext" => {
                     let on = self.boolean(&full, value)?;
-                    if on && !cfg!(feature = "http2") {
-                        return Err(self.fail(
-                            value,
-                            &full,
-                            "this brisk was built without HTTP/2 (the cargo feature `http2`); \
-                             set it to false, or build with the feature",
-                        ));
+                    if on {
+                        require!(self, "http2", value, &full, "HTTP/2", SET_FALSE);
                     }
                     match name {
                         "enable" => h.enable = on,

@@ -97,6 +97,15 @@ pub(super) const SERVER_WIDE_SITE_KEYS: &[&str] = &[
     "compress.threads",
 ];
 
+/// What a refusal of a key of a feature left out says to do.
+pub(super) const REMOVE: &str = "remove it, or build with the feature";
+/// The same for a switch that turns a feature on.
+pub(super) const SET_FALSE: &str = "set it to false, or build with the feature";
+/// The subsystems of the cargo features `sites` and `ops`, as refusals
+/// name them.
+pub(super) const VHOSTS: &str = "virtual hosts";
+const PROXY: &str = "the PROXY protocol and trusted proxies";
+
 /// Upper bound for timeouts: anything longer is surely a typo.
 pub(super) const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
@@ -153,7 +162,10 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.listen = true;
             }
             "tls" => origins.tls = Some(loader.tls(value)?),
-            "proxy" => origins.proxy = Some(loader.proxy(value)?),
+            "proxy" => {
+                require!(loader, "ops", key, name, PROXY, REMOVE);
+                origins.proxy = Some(loader.proxy(value)?)
+            }
             "http2" => loader.http2(value, &mut config.http2)?,
             "workers" => config.workers = loader.integer("workers", value, 0, 1024)? as usize,
             "server_header" => {
@@ -192,17 +204,32 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             }
             "allow_root" => config.allow_root = loader.boolean("allow_root", value)?,
             "sandbox" => config.sandbox = loader.boolean("sandbox", value)?,
-            "upgrade" => config.upgrade = loader.boolean("upgrade", value)?,
+            "upgrade" => {
+                config.upgrade = loader.boolean("upgrade", value)?;
+                if config.upgrade {
+                    let what = "zero-downtime upgrades";
+                    require!(loader, "ops", value, name, what, SET_FALSE);
+                }
+            }
             "temp_dir" => {
                 config.temp_dir = loader.path("temp_dir", value)?;
                 origins.temp_dir = Some(loader.origin("temp_dir", value));
             }
             "handlers" => config.handlers = loader.handlers(value)?,
-            "hosts" => config.site.hosts = loader.hosts(value, &[])?,
-            "unknown_host" => config.unknown_host = loader.unknown_host(value)?,
+            "hosts" => {
+                require!(loader, "sites", key, name, VHOSTS, REMOVE);
+                config.site.hosts = loader.hosts(value, &[])?
+            }
+            "unknown_host" => {
+                require!(loader, "sites", key, name, VHOSTS, REMOVE);
+                config.unknown_host = loader.unknown_host(value)?
+            }
             // After the top level: a site starts from the default site's
             // settings, wherever in the file they are.
-            "site" | "vhost" => site_tables.push((name, value)),
+            "site" | "vhost" => {
+                require!(loader, "sites", key, name, VHOSTS, REMOVE);
+                site_tables.push((name, value))
+            }
             _ if SITE_KEYS.contains(&name) && name != "hosts" => {
                 loader.site_key(key, value, &mut config.site, &mut origins.site)?
             }
@@ -331,6 +358,23 @@ impl Loader<'_> {
         ConfigError {
             message: format!("{}: {}{key}: {msg}", self.at(v.span()), self.prefix),
         }
+    }
+
+    /// `site.toml:12: key: this brisk was built without WHAT (the cargo
+    /// feature `FEATURE`); FIX`: see [`require!`](crate::config).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn built_without<T>(
+        &self,
+        v: &Spanned<T>,
+        key: &str,
+        what: &str,
+        feature: &str,
+        fix: &str,
+    ) -> ConfigError {
+        let msg =
+            format!("this brisk was built without {what} (the cargo feature `{feature}`); {fix}");
+        self.fail(v, key, &msg)
     }
 
     /// `site.toml:12: key: expected WHAT; got GOT`.

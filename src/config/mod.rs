@@ -6,6 +6,20 @@
 //! `BRISK_DEFAULT_CONFIG`), then command-line flags. `brisk.example.toml`
 //! documents every key.
 
+/// `require!(loader, "feature", spanned, key, WHAT, FIX)`: returns the
+/// error `site.toml:12: key: this brisk was built without WHAT (the cargo
+/// feature `feature`); FIX` from the enclosing function when the build
+/// lacks the feature. A `return` written out (not a `?` on a `Result`)
+/// makes what follows dead code to the compiler, which then leaves the
+/// subsystem's code out of such a build.
+macro_rules! require {
+    ($loader:expr, $feature:literal, $v:expr, $key:expr, $what:expr, $fix:expr) => {
+        if !cfg!(feature = $feature) {
+            return Err($loader.built_without($v, $key, $what, $feature, $fix));
+        }
+    };
+}
+
 mod auth;
 mod cgi;
 mod cli;
@@ -787,7 +801,7 @@ impl Default for Config {
             chroot: None,
             allow_root: false,
             sandbox: true,
-            upgrade: true,
+            upgrade: cfg!(feature = "ops"),
             config_file: None,
             temp_dir: std::env::temp_dir(),
             tls: None,

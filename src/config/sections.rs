@@ -6,7 +6,11 @@
 use toml::de::{DeString, DeTable, DeValue};
 use toml::Spanned;
 
-use super::load::{sorted, Loader, Origins, SiteOrigins};
+use super::load::{sorted, Loader, Origins, SiteOrigins, REMOVE};
+
+/// `[static] spa`, `try_files` and `fallback_exclude`, as a build without
+/// the cargo feature `sites` names them when it refuses them.
+const FALLBACKS: &str = "fallback pages (spa, try_files)";
 use super::units;
 use super::{
     AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogField, LogTarget, PathMatch,
@@ -171,6 +175,7 @@ impl Loader<'_> {
                 "sendfile" => st.sendfile = self.boolean("static.sendfile", value)?,
                 "spa" | "try_files" => {
                     let full = format!("static.{}", key.get_ref().as_ref());
+                    require!(self, "sites", key, &full, FALLBACKS, REMOVE);
                     if std::mem::replace(&mut fallback_given, true) {
                         return Err(self.fail(
                             key,
@@ -181,6 +186,14 @@ impl Loader<'_> {
                     st.try_files = self.fallbacks(&full, value)?;
                 }
                 "fallback_exclude" => {
+                    require!(
+                        self,
+                        "sites",
+                        key,
+                        "static.fallback_exclude",
+                        FALLBACKS,
+                        REMOVE
+                    );
                     st.fallback_exclude = self.extensions("static.fallback_exclude", value)?
                 }
                 "sniff" => st.sniff = self.boolean("static.sniff", value)?,

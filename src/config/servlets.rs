@@ -9,7 +9,7 @@ use std::time::Duration;
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader};
+use super::load::{sorted, Loader, SET_FALSE};
 use super::value::Value;
 use super::ConfigError;
 
@@ -69,13 +69,8 @@ impl Loader<'_> {
             match name {
                 "enable" => {
                     s.enable = self.boolean(&full, value)?;
-                    if s.enable && !cfg!(feature = "servlets") {
-                        return Err(self.fail(
-                            value,
-                            &full,
-                            "this brisk was built without servlets (the cargo feature \
-                             `servlets`); set it to false, or build with the feature",
-                        ));
+                    if s.enable {
+                        require!(self, "servlets", value, &full, "servlets", SET_FALSE);
                     }
                 }
                 "paths" => {

@@ -5,7 +5,7 @@
 use toml::de::{DeString, DeValue};
 use toml::Spanned;
 
-use super::load::{Loader, SiteOrigins, SERVER_WIDE_SITE_KEYS};
+use super::load::{Loader, SiteOrigins, REMOVE, SERVER_WIDE_SITE_KEYS};
 use super::{ConfigError, SiteConfig};
 
 impl Loader<'_> {
@@ -38,12 +38,20 @@ impl Loader<'_> {
             "auth" => site.auth = self.auth(value)?,
             "servlets" => self.servlets(value, &mut site.servlets)?,
             "redirect" | "rewrite" => {
+                let what = "redirect and rewrite rules";
+                require!(self, "sites", key, name, what, REMOVE);
                 let rules = self.url_rules(name, value, name == "redirect")?;
                 site.rules.url.extend(rules);
                 super::rules::in_file_order(&mut site.rules.url);
             }
-            "errors" => site.rules.errors = self.error_pages(value)?,
-            "cors" => site.rules.cors = self.cors_rules(value)?,
+            "errors" => {
+                require!(self, "sites", key, name, "error pages", REMOVE);
+                site.rules.errors = self.error_pages(value)?
+            }
+            "cors" => {
+                require!(self, "sites", key, name, "CORS rules", REMOVE);
+                site.rules.cors = self.cors_rules(value)?
+            }
             "compress" => self.compress(value, &mut site.compress)?,
             _ => return Err(self.unknown(key, "", super::load::SITE_KEYS)),
         }

@@ -118,7 +118,10 @@ fn tls(c: &Config, s: &mut String) {
 /// count.
 fn proxy(c: &Config, s: &mut String) {
     let p = &c.proxy;
-    if p.listen.is_empty() && p.tls_listen.is_empty() && p.trusted.is_empty() {
+    // (Always none without the cargo feature `ops`, which refuses [proxy].)
+    if !cfg!(feature = "ops")
+        || p.listen.is_empty() && p.tls_listen.is_empty() && p.trusted.is_empty()
+    {
         let _ = writeln!(s, "proxy: none (the client is the connection's peer)");
         return;
     }
@@ -183,7 +186,8 @@ fn default_servlets(c: &Config, s: &mut String) {
 /// Each `[[site]]`: its hosts and root, then its sections indented;
 /// and what a host no site names gets.
 fn sites(c: &Config, s: &mut String) {
-    if c.sites.is_empty() && c.site.hosts.is_empty() {
+    // (Never any without the cargo feature `sites`, which refuses them.)
+    if !cfg!(feature = "sites") || c.sites.is_empty() && c.site.hosts.is_empty() {
         return;
     }
     let unknown = match c.unknown_host {
@@ -529,7 +533,8 @@ fn process(c: &Config, s: &mut String) {
     if let Some(j) = &c.chroot {
         let _ = writeln!(s, "chroot: {}", j.display());
     }
-    if !c.upgrade {
+    // (A build without the cargo feature `ops` has no upgrades to mention.)
+    if cfg!(feature = "ops") && !c.upgrade {
         s.push_str("upgrade: off (SIGUSR2 starts no new binary)\n");
     }
 }

@@ -100,7 +100,8 @@ fn allow_origin(rule: &CorsRule, origin: Option<&[u8]>, lines: &mut Vec<u8>) -> 
     }
 }
 
-#[cfg(test)]
+// (Through the configuration, whose rules need the cargo feature `sites`.)
+#[cfg(all(test, feature = "sites"))]
 mod tests {
     use super::*;
     use crate::config::rules::from_toml;

@@ -186,5 +186,6 @@ fn encode(bytes: &[u8], in_query: bool, out: &mut Vec<u8>) {
     }
 }
 
-#[cfg(test)]
+// (Through the configuration, whose rules need the cargo feature `sites`.)
+#[cfg(all(test, feature = "sites"))]
 mod tests;

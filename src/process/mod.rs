@@ -20,11 +20,10 @@ mod upgrade;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, Level, Reload};
-use crate::handlers::{health, spool};
+use crate::handlers::spool;
 use crate::log::{console, LogService};
 use crate::server::{Inherited, Running, Server, Speaks};
 use crate::sys::upgrade::{Program, Upgrader};
@@ -210,7 +209,12 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // Socket activation: taken (and their variables removed) before
     // anything else runs.
     let passed = sys::systemd::listen_fds().map_err(Error::SocketActivation)?;
-    let mut handover = sys::upgrade::handed_over().map_err(Error::Handover)?;
+    // (Only a build with zero-downtime upgrades, the cargo feature `ops`,
+    // takes sockets handed over by the brisk it replaces.)
+    let mut handover = match cfg!(feature = "ops") {
+        true => sys::upgrade::handed_over().map_err(Error::Handover)?,
+        false => None,
+    };
     let mut manager = systemd::Manager::connect().map_err(Error::Notify)?;
     // What an upgrade starts again, as brisk was started (before a
     // daemon moves to /).
@@ -241,11 +245,16 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // The built-in handlers `[[handlers]]` may name (as listed in
     // config::BUILT_IN_HANDLERS, which the configuration was checked with).
     server.register("echo", crate::handlers::builtin::Echo::default())?;
-    let life = server.lifecycle();
-    server.register("health", health::Health)?;
-    server.register("ready", health::Ready(Arc::clone(&life)))?;
-    server.register("metrics", health::Metrics(Arc::clone(&life)))?;
-    server.register("status", health::Status(life))?;
+    #[cfg(feature = "ops")]
+    {
+        let life = server.lifecycle();
+        use crate::handlers::health;
+        use std::sync::Arc;
+        server.register("health", health::Health)?;
+        server.register("ready", health::Ready(Arc::clone(&life)))?;
+        server.register("metrics", health::Metrics(Arc::clone(&life)))?;
+        server.register("status", health::Status(life))?;
+    }
     // Looked at while the root can still be read by its path.
     let hint = server.root_hint();
     let cfg = server.config();
@@ -271,7 +280,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     let mut open_logs = LogService::open(&cfg.log)?;
     // Forked while brisk is as it started (identity, no sandbox, no
     // chroot), before any thread exists.
-    let upgrader = match (cfg.upgrade, program) {
+    let upgrader = match (cfg!(feature = "ops") && cfg.upgrade, program) {
         (true, Some(p)) => Some(Upgrader::start(p).map_err(Error::UpgradeHelper)?),
         _ => None,
     };
@@ -354,8 +363,13 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                     );
                     manager.ready(done, &mut main_log);
                 }
-                Some(Signal::Upgrade) => {
+                Some(Signal::Upgrade) if cfg!(feature = "ops") => {
                     pending = start_upgrade(upgrader.as_ref(), pending, &running, &mut main_log)
+                }
+                Some(Signal::Upgrade) => {
+                    let why = "this brisk was built without upgrades (the cargo feature `ops`)";
+                    main_log.log(Level::Info, format_args!("SIGUSR2: {why}; nothing done"));
+                    main_log.flush();
                 }
                 None => {}
             }

@@ -44,6 +44,14 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// Whether the PROXY header is still to come ([`Conn::awaiting_proxy`]
+    /// the field); never without the cargo feature `ops`, which then
+    /// leaves the PROXY protocol's code out.
+    #[inline(always)]
+    pub fn awaiting_proxy(&self) -> bool {
+        cfg!(feature = "ops") && self.awaiting_proxy
+    }
+
     /// A new connection, idle since `now`.
     pub fn new(transport: Link, index: usize, peer: SocketAddr, now: Instant) -> Conn {
         Conn {

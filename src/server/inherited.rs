@@ -147,6 +147,11 @@ pub(super) fn serve_adopted(cfg: &mut Config, adopted: &Adopted) -> Result<(), E
     for &(addr, speaks) in adopted {
         match speaks {
             Speaks::Http => add(&mut cfg.listen, addr),
+            Speaks::Proxy | Speaks::ProxyTls if !cfg!(feature = "ops") => {
+                return Err(Error::Inherited(format!(
+                    "the listening socket {addr} given to brisk is named for the PROXY protocol, but this brisk was built without it (the cargo feature `ops`)"
+                )))
+            }
             Speaks::Proxy => add(&mut cfg.proxy.listen, addr),
             Speaks::ProxyTls if cfg.tls.is_some() => add(&mut cfg.proxy.tls_listen, addr),
             Speaks::Https | Speaks::ProxyTls => match cfg.tls.as_mut() {

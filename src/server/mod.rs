@@ -100,7 +100,7 @@ impl Speaks {
 
     /// Whether its connections open with a PROXY protocol header.
     pub fn proxied(self) -> bool {
-        matches!(self, Speaks::Proxy | Speaks::ProxyTls)
+        cfg!(feature = "ops") && matches!(self, Speaks::Proxy | Speaks::ProxyTls)
     }
 }
 

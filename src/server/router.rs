@@ -266,6 +266,13 @@ impl Router {
         })
     }
 
+    /// Whether a site has rules (`has_rules`); never without the cargo
+    /// feature `sites`, which then leaves the rules' code out.
+    #[inline(always)]
+    fn has_rules(&self) -> bool {
+        cfg!(feature = "sites") && self.has_rules
+    }
+
     /// Counts failed logins in `stats` (the worker's).
     pub fn count_in(&mut self, stats: Arc<crate::handlers::stats::WorkerStats>) {
         self.stats = Some(stats);
@@ -287,7 +294,7 @@ impl Router {
         };
         routing.req.set_site(site);
         self.cache.for_site(site);
-        if self.has_rules {
+        if self.has_rules() {
             if let Some(plan) = self.rules(routing) {
                 return Routed::Answer(plan);
             }
@@ -309,7 +316,7 @@ impl Router {
         }
         let files = &self.files[site];
         let plan = static_files::serve(files, routing.req, routing.scratch, &mut self.cache);
-        if files.site().static_files.try_files.is_empty() {
+        if !cfg!(feature = "sites") || files.site().static_files.try_files.is_empty() {
             return Routed::Answer(plan);
         }
         Routed::Answer(fallback::try_files(
@@ -329,7 +336,7 @@ impl Router {
     /// certificate and the site's settings are another site's. With one
     /// site, nothing is looked at.
     fn pick_site(&self, routing: &Routing<'_>) -> Result<usize, Status> {
-        if !self.by_host {
+        if !(cfg!(feature = "sites") && self.by_host) {
             return Ok(0);
         }
         let host = routing.req.host().filter(|h| !h.is_empty());

@@ -462,7 +462,7 @@ impl Worker {
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
-            if c.awaiting_proxy {
+            if c.awaiting_proxy() {
                 self.counters.conn_limits.release_total();
             } else {
                 self.counters.conn_limits.release(c.peer.ip());
@@ -503,7 +503,7 @@ impl Worker {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
             };
-            if c.awaiting_proxy && self.now.saturating_duration_since(c.h1.since()) >= t.header {
+            if c.awaiting_proxy() && self.now.saturating_duration_since(c.h1.since()) >= t.header {
                 // The balancer never said who the client is: no HTTP
                 // answer (it would go to nobody in particular).
                 self.close(i);

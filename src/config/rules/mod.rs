@@ -14,8 +14,6 @@ pub(super) use summary::{describe, fallback};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-#[cfg(test)]
-use super::ConfigError;
 use super::PathMatch;
 
 pub(in crate::config) const REDIRECT_KEYS: &[&str] =
@@ -214,8 +212,8 @@ pub(in crate::config) fn in_file_order(rules: &mut [UrlRule]) {
 
 /// The configuration a TOML document makes (on the defaults), for the
 /// unit tests of the rules' users.
-#[cfg(test)]
-pub(crate) fn from_toml(text: &str) -> Result<super::Config, ConfigError> {
+#[cfg(all(test, feature = "sites"))]
+pub(crate) fn from_toml(text: &str) -> Result<super::Config, super::ConfigError> {
     let src = super::load::Source {
         name: "test.toml",
         text,

@@ -6,9 +6,15 @@ use super::{Origins, SiteRules, UrlAction, UrlMatch};
 use crate::config::{PathMatch, StaticConfig};
 
 /// `redirects and rewrites: …`, `error pages: …`, `cors: …`: each rule on a line of its own, or `none`.
+/// (Always `none` without the cargo feature `sites`, which refuses them:
+/// the lines' code is then left out.)
 pub(in crate::config) fn describe(rules: &SiteRules, s: &mut String) {
-    list(s, "redirects and rewrites", rules.url.len());
-    for r in &rules.url {
+    let (url, errors, cors) = match cfg!(feature = "sites") {
+        true => (&rules.url[..], &rules.errors[..], &rules.cors[..]),
+        false => (&[][..], &[][..], &[][..]),
+    };
+    list(s, "redirects and rewrites", url.len());
+    for r in url {
         let from = match &r.matcher {
             UrlMatch::Exact(p) => format!("exact {p}"),
             UrlMatch::Prefix(p) => format!("prefix {p}"),
@@ -32,12 +38,12 @@ pub(in crate::config) fn describe(rules: &SiteRules, s: &mut String) {
         let line = r.origin.rsplit_once(':').map_or("?", |(_, l)| l);
         let _ = writeln!(s, "  {from}: {what} {}{when} (line {line})", r.to.text);
     }
-    list(s, "error pages", rules.errors.len());
-    for e in &rules.errors {
+    list(s, "error pages", errors.len());
+    for e in errors {
         let _ = writeln!(s, "  {}: {} (under the root; no-store)", e.status, e.page);
     }
-    list(s, "cors", rules.cors.len());
-    for c in &rules.cors {
+    list(s, "cors", cors.len());
+    for c in cors {
         let on = match &c.matcher {
             PathMatch::Prefix(p) => format!("path {p}"),
             PathMatch::Glob(g) => format!("pattern {g}"),
@@ -79,7 +85,7 @@ fn list(s: &mut String, name: &str, n: usize) {
 
 /// The `[static]` section's fallback line, when there is one.
 pub(in crate::config) fn fallback(st: &StaticConfig, s: &mut String) {
-    if !st.try_files.is_empty() {
+    if cfg!(feature = "sites") && !st.try_files.is_empty() {
         let _ = writeln!(
             s,
             "  try_files: {} (200), not for .{}",

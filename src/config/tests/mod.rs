@@ -6,10 +6,13 @@ mod auth;
 mod cgi;
 mod cli;
 mod compress;
+mod features;
 mod http2;
 mod load;
+#[cfg(feature = "ops")]
 mod proxy;
 mod servlets;
+#[cfg(feature = "sites")]
 mod sites;
 #[cfg(feature = "tls")]
 mod tls;

@@ -58,7 +58,7 @@ impl Router {
         s: &mut Scratch,
         log: &mut Logger,
     ) {
-        if !self.has_rules || matches!(plan.body, Body::Pipe(_)) {
+        if !self.has_rules() || matches!(plan.body, Body::Pipe(_)) {
             return;
         }
         let site = req.site();
@@ -84,7 +84,7 @@ impl Router {
     /// Adds a `[[cors]]` rule's headers to the head a CGI program wrote
     /// (`lines`), for `req`, unless the program wrote its own.
     pub fn finish_reply(&self, req: &OwnedRequest, lines: &mut Vec<u8>) {
-        if !self.has_rules {
+        if !self.has_rules() {
             return;
         }
         let rules = &self.cfg.site(req.site()).rules;
@@ -106,7 +106,7 @@ impl Router {
         s: &mut Scratch,
         log: &mut Logger,
     ) {
-        if !self.has_rules {
+        if !self.has_rules() {
             return;
         }
         let errors = &self.cfg.site(site).rules.errors;

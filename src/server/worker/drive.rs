@@ -212,7 +212,7 @@ impl Worker {
     /// Reads what is available and answers every complete request in it.
     /// Returns whether anything was consumed or produced.
     fn read_and_process(&mut self, c: &mut Conn) -> io::Result<bool> {
-        if c.awaiting_proxy && c.transport.is_tls() {
+        if c.awaiting_proxy() && c.transport.is_tls() {
             // (`[proxy] tls_listen`: the header comes before TLS.)
             if !c.transport.tcp().read_more || !self.take_proxy_header_before_tls(c)? {
                 // Not all here: its next bytes raise an event.
@@ -253,7 +253,7 @@ impl Worker {
         let fresh = self.rbuf.len() > had;
         let rbuf = std::mem::take(&mut self.rbuf);
         let mut header = 0;
-        if c.awaiting_proxy {
+        if c.awaiting_proxy() {
             header = match self.take_proxy_header(c, &rbuf) {
                 Ok(n) => n,
                 Err(e) => {
@@ -262,7 +262,7 @@ impl Worker {
                 }
             };
         }
-        let consumed = match c.awaiting_proxy {
+        let consumed = match c.awaiting_proxy() {
             // (Kept as pending input until the header is whole.)
             true => 0,
             false => header + self.process(c, &rbuf[header..], had.saturating_sub(header)),

@@ -1,0 +1,115 @@
+//! A build without the cargo features `sites` and `ops` refuses the keys
+//! of the subsystems they hold, naming the file, the line, the key and
+//! the feature that serves it (and the switches set to false load).
+
+#[cfg(not(all(feature = "sites", feature = "ops")))]
+use super::{load, load_err};
+
+/// `DIR/site.toml:LINE: KEY: this brisk was built without WHAT (the cargo
+/// feature `FEATURE`); FIX`.
+#[cfg(not(all(feature = "sites", feature = "ops")))]
+fn refusal(line: u32, key: &str, what: &str, feature: &str, fix: &str) -> String {
+    format!(
+        "DIR/site.toml:{line}: {key}: this brisk was built without {what} \
+         (the cargo feature `{feature}`); {fix}"
+    )
+}
+
+#[cfg(not(feature = "sites"))]
+#[test]
+fn a_build_without_sites_refuses_their_keys() {
+    let remove = "remove it, or build with the feature";
+    let vhosts = "virtual hosts";
+    let fallbacks = "fallback pages (spa, try_files)";
+    let cases = [
+        ("[[site]]\nhosts = [\"a.example\"]\n", 2, "site", vhosts),
+        ("[[vhost]]\nhosts = [\"a.example\"]\n", 2, "vhost", vhosts),
+        ("hosts = [\"a.example\"]\n", 2, "hosts", vhosts),
+        ("unknown_host = 421\n", 2, "unknown_host", vhosts),
+        (
+            "[[redirect]]\nfrom = \"/a\"\nto = \"/b\"\n",
+            2,
+            "redirect",
+            "redirect and rewrite rules",
+        ),
+        (
+            "[[rewrite]]\nfrom = \"/a\"\nto = \"/b\"\n",
+            2,
+            "rewrite",
+            "redirect and rewrite rules",
+        ),
+        ("[errors]\n404 = \"404.html\"\n", 2, "errors", "error pages"),
+        (
+            "[[cors]]\npath = \"/api/\"\norigins = [\"*\"]\n",
+            2,
+            "cors",
+            "CORS rules",
+        ),
+        (
+            "[static]\nspa = \"index.html\"\n",
+            3,
+            "static.spa",
+            fallbacks,
+        ),
+        (
+            "[static]\ntry_files = [\"/index.html\"]\n",
+            3,
+            "static.try_files",
+            fallbacks,
+        ),
+        (
+            "[static]\nfallback_exclude = [\"js\"]\n",
+            3,
+            "static.fallback_exclude",
+            fallbacks,
+        ),
+    ];
+    for (text, line, key, what) in cases {
+        assert_eq!(
+            load_err(text),
+            refusal(line, key, what, "sites", remove),
+            "{text}"
+        );
+    }
+}
+
+#[cfg(not(feature = "ops"))]
+#[test]
+fn a_build_without_ops_refuses_their_keys_and_handlers() {
+    assert_eq!(
+        load_err("[proxy]\ntrusted = [\"10.0.0.0/8\"]\n"),
+        refusal(
+            2,
+            "proxy",
+            "the PROXY protocol and trusted proxies",
+            "ops",
+            "remove it, or build with the feature"
+        )
+    );
+    assert_eq!(
+        load_err("upgrade = true\n"),
+        refusal(
+            2,
+            "upgrade",
+            "zero-downtime upgrades",
+            "ops",
+            "set it to false, or build with the feature"
+        )
+    );
+    // Off by default there, and false is accepted.
+    assert!(!load("").unwrap().upgrade);
+    assert!(!load("upgrade = false\n").unwrap().upgrade);
+    for name in ["health", "ready", "metrics", "status"] {
+        let text = format!("[[handlers]]\npath = \"/-/x\"\nhandler = \"{name}\"\n");
+        assert_eq!(
+            load_err(&text),
+            format!(
+                "DIR/site.toml:4: handlers[1].handler: this brisk was built without the \
+                 built-in handler \"{name}\" (the cargo feature `ops`); remove it, or build \
+                 with the feature"
+            )
+        );
+    }
+    // `echo` is there in every build.
+    assert!(load("[[handlers]]\npath = \"/-/echo\"\nhandler = \"echo\"\n").is_ok());
+}
