@@ -66,10 +66,15 @@ fn site(config: &str) -> Server {
     b.start()
 }
 
+/// How long a test waits for a file's variants, at most: they are made
+/// (brotli at quality 11 among them) on a thread, which takes seconds in a
+/// debug build on a loaded machine; the wait ends as soon as one is there.
+const VARIANT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Asks for `path` with `headers` until the answer is compressed (its
 /// variant is made on a thread; until then the file goes as it is).
 fn compressed(s: &Server, path: &str, headers: &str) -> Response {
-    wait_for("the compressed variant", || {
+    wait_for_within(VARIANT_WAIT, "the compressed variant", || {
         let r = s.get_with(path, headers);
         r.header("content-encoding").is_some().then_some(r)
     })
@@ -310,7 +315,7 @@ fn a_changed_file_gets_a_new_variant() {
     let mut changed = page();
     changed.extend_from_slice(b"<!-- changed -->\n");
     write_file(&path, &changed);
-    let r = wait_for("the new file's variant", || {
+    let r = wait_for_within(VARIANT_WAIT, "the new file's variant", || {
         let r = s.get_with("/page.html", "Accept-Encoding: gzip\r\n");
         (r.header("content-encoding").is_some() && decode("gzip", &r.body) == changed).then_some(r)
     });
@@ -327,7 +332,7 @@ fn h2_static_variant() {
     let s = site(ON);
     let body = page();
     let mut c = H2::connect(s.addr(), &[], 1 << 20);
-    let a = wait_for("the br variant over h2", || {
+    let a = wait_for_within(VARIANT_WAIT, "the br variant over h2", || {
         let id = c.get("/page.html", &[("accept-encoding", "gzip, br")]);
         let a = c.answers(&[id]).pop()?;
         a.field("content-encoding").is_some().then_some(a)

@@ -403,7 +403,7 @@ pub fn wait_for<T>(what: &str, find: impl FnMut() -> Option<T>) -> T {
     wait_for_within(WAIT_LIMIT, what, find)
 }
 
-fn wait_for_within<T>(limit: Duration, what: &str, find: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for_within<T>(limit: Duration, what: &str, find: impl FnMut() -> Option<T>) -> T {
     poll(limit, find).unwrap_or_else(|| panic!("timed out after {limit:?} waiting for {what}"))
 }
 
