@@ -11,6 +11,8 @@ pub mod launcher;
 pub mod lua_heap;
 #[cfg(feature = "servlets")]
 pub mod lua_raw;
+#[cfg(feature = "servlets")]
+pub mod lua_req;
 pub mod memory;
 pub mod net;
 pub mod privileged;

@@ -11,7 +11,7 @@ use mlua::{Lua, LuaString, Table, UserData, UserDataMethods, Value};
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header, Request};
 use crate::http::{form, json};
-use crate::sys::lua_raw;
+use crate::sys::{lua_raw, lua_req};
 
 /// Output gathered before it goes to the client in one piece.
 pub const PIECE: usize = 64 * 1024;
@@ -152,38 +152,57 @@ impl UserData for Res {
     }
 }
 
-/// Builds the request table for `req`; `headers_mt` makes its headers
-/// table find keys in any case (they are stored in lower case, and its
-/// `__index` lowers the key asked for).
-pub fn request(lua: &Lua, req: &Request<'_>, headers_mt: &Table) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(0, 12)?;
-    t.raw_set("method", lua.create_string(req.method)?)?;
-    t.raw_set("path", lua.create_string(req.path)?)?;
-    let args = lua.create_table()?;
-    if let Some(q) = req.query {
-        t.raw_set("query", lua.create_string(q)?)?;
-        fill_query(lua, &args, q)?;
-    }
-    t.raw_set("args", args)?;
-    let headers = lua.create_table()?;
-    headers.set_metatable(Some(headers_mt.clone()))?;
-    let cookies = lua.create_table()?;
-    let mut lower = [0u8; 64];
-    for h in req.headers {
-        let name = match lower.get_mut(..h.name.len()) {
-            Some(buf) => {
-                buf.copy_from_slice(h.name);
-                buf.make_ascii_lowercase();
-                lua.create_string(&*buf)?
-            }
-            None => lua.create_string(h.name.to_ascii_lowercase())?,
-        };
-        // A repeated field keeps its first value (read the rest from
-        // the raw list if ever needed).
-        if headers.raw_get::<Value>(&name)?.is_nil() {
-            headers.raw_set(name, lua.create_string(h.value)?)?;
+/// Builds the request table for `req` in one protected call (see
+/// `sys::lua_req`); `headers_mt` makes its headers table find keys in
+/// any case (they are stored in lower case, and its `__index` lowers the
+/// key asked for); `form` is `req:form()`.
+pub fn request(
+    lua: &Lua,
+    req: &Request<'_>,
+    headers_mt: &Table,
+    form: &mlua::Function,
+) -> mlua::Result<Table> {
+    // Names and values decoded or lowered here, in this thread's buffers
+    // (taken out while in use: nothing is allocated inside the call).
+    let (mut n, mut v) = DECODED.take();
+    // (Written on the stack: no String per request.)
+    let mut addr = [0u8; 64];
+    let mut w = &mut addr[..];
+    let _ = write!(w, "{}", req.peer.ip());
+    let addr_len = 64 - w.len();
+    let built = lua_req::build(lua, (headers_mt, form), 12, |b| {
+        b.set(b"method", req.method);
+        b.set(b"path", req.path);
+        if let Some(q) = req.query {
+            b.set(b"query", q);
         }
-        if h.name.eq_ignore_ascii_case(b"cookie") {
+        b.open(0);
+        if let Some(q) = req.query {
+            for (raw_n, raw_v) in form::urlencoded_raw(q) {
+                n.clear();
+                v.clear();
+                form::percent_decode(raw_n, true, &mut n);
+                form::percent_decode(raw_v, true, &mut v);
+                b.set_first(&n, &v);
+            }
+        }
+        b.close(b"args");
+        b.open(req.headers.len());
+        b.set_metatable_arg(1);
+        for h in req.headers {
+            // A repeated field keeps its first value (read the rest from
+            // the raw list if ever needed).
+            n.clear();
+            n.extend_from_slice(h.name);
+            n.make_ascii_lowercase();
+            b.set_first(&n, h.value);
+        }
+        b.close(b"headers");
+        b.open(0);
+        for h in req.headers {
+            if !h.name.eq_ignore_ascii_case(b"cookie") {
+                continue;
+            }
             for c in h.value.split(|&b| b == b';') {
                 let c = c.trim_ascii();
                 if let Some(eq) = c.iter().position(|&b| b == b'=') {
@@ -192,55 +211,26 @@ pub fn request(lua: &Lua, req: &Request<'_>, headers_mt: &Table) -> mlua::Result
                         .strip_prefix(b"\"")
                         .and_then(|v| v.strip_suffix(b"\""))
                         .unwrap_or(v);
-                    cookies.raw_set(lua.create_string(&c[..eq])?, lua.create_string(v)?)?;
+                    b.set(&c[..eq], v);
                 }
             }
         }
-    }
-    t.raw_set("headers", headers)?;
-    t.raw_set("cookies", cookies)?;
-    t.raw_set("body", lua.create_string(req.body)?)?;
-    // (Written on the stack: no String per request.)
-    let mut addr = [0u8; 64];
-    let mut w = &mut addr[..];
-    let _ = write!(w, "{}", req.peer.ip());
-    let left = w.len();
-    t.raw_set(
-        "remote_addr",
-        lua.create_string(&addr[..addr.len() - left])?,
-    )?;
-    if let Some(u) = req.user {
-        t.raw_set("user", lua.create_string(u)?)?;
-    }
-    Ok(t)
+        b.close(b"cookies");
+        b.set(b"body", req.body);
+        b.set(b"remote_addr", &addr[..addr_len]);
+        if let Some(u) = req.user {
+            b.set(b"user", u);
+        }
+        b.set_arg(b"form", 2);
+    });
+    DECODED.set((n, v));
+    built
 }
 
 thread_local! {
     /// A query's name and value, decoded (reused by each request).
     static DECODED: std::cell::Cell<(Vec<u8>, Vec<u8>)> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
-}
-
-/// Adds the fields of query `q` to `t` as [`fill_fields`] does, decoded
-/// into this thread's buffers rather than new ones.
-fn fill_query(lua: &Lua, t: &Table, q: &[u8]) -> mlua::Result<()> {
-    let (mut n, mut v) = DECODED.take();
-    let mut fill = || -> mlua::Result<()> {
-        for (raw_n, raw_v) in form::urlencoded_raw(q) {
-            n.clear();
-            v.clear();
-            form::percent_decode(raw_n, true, &mut n);
-            form::percent_decode(raw_v, true, &mut v);
-            let name = lua.create_string(&n)?;
-            if t.raw_get::<Value>(&name)?.is_nil() {
-                t.raw_set(name, lua.create_string(&v)?)?;
-            }
-        }
-        Ok(())
-    };
-    let r = fill();
-    DECODED.set((n, v));
-    r
 }
 
 /// Adds decoded `name = value` fields to `t` (a repeated name keeps its

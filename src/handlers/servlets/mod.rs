@@ -312,7 +312,7 @@ impl State {
         mt.raw_set("__index", self.lua.globals())
             .map_err(Failure::lua)?;
         env.set_metatable(Some(mt)).map_err(Failure::lua)?;
-        self.start_clock(self.settings.servlets.cpu_time);
+        self.start_clock(self.settings.servlets.cpu_time, Instant::now());
         self.lua
             .load(text)
             .set_name(format!("@{name}"))
@@ -386,10 +386,11 @@ impl State {
         Ok(thread)
     }
 
-    /// Starts a request's CPU-time budget, or what is `left` of it.
-    fn start_clock(&self, left: Duration) {
+    /// Starts a request's CPU-time budget, or what is `left` of it, at
+    /// `now`.
+    fn start_clock(&self, left: Duration, now: Instant) {
         self.cpu_stopped.set(false);
-        self.clock.start(left);
+        self.clock.start(left, now);
     }
 
     /// What an error caught in the servlet (its message and traceback)
@@ -482,7 +483,7 @@ impl Handler for Servlets {
         if let Err(f) = state.load(rel, req.path, now) {
             return state.answer_failure(rel, f, resp, now);
         }
-        if let Err(f) = state.run(rel, req, resp) {
+        if let Err(f) = state.run(rel, req, resp, now) {
             state.answer_failure(rel, f, resp, now);
         }
     }
@@ -511,17 +512,17 @@ impl State {
         rel: &[u8],
         req: &Request<'_>,
         resp: &mut Response<'_>,
+        now: Instant,
     ) -> Result<(), Failure> {
         let handle = match self.modules.borrow().get(rel) {
             Some(m) => m.handle.clone(),
             None => return Err(Failure::NotFound),
         };
         let (out, res) = self.res_object()?;
-        let reqt = api::request(&self.lua, req, &self.headers_mt).map_err(Failure::lua)?;
-        reqt.raw_set("form", &self.form).map_err(Failure::lua)?;
+        let reqt =
+            api::request(&self.lua, req, &self.headers_mt, &self.form).map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
-        self.start_clock(self.settings.servlets.cpu_time);
-        let started = thread_cpu_time();
+        self.start_clock(self.settings.servlets.cpu_time, now);
         let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, &res));
         let (ok, err) = step.map_err(|e| self.failure(e))?;
         if ok == Some(false) {
@@ -545,7 +546,7 @@ impl State {
                 state: Rc::clone(self),
                 thread,
                 out,
-                spent: thread_cpu_time().saturating_sub(started),
+                spent: self.clock.used(),
                 rel: rel.to_vec(),
             },
             None,
@@ -658,7 +659,10 @@ impl BodyStream for Piecewise {
                 return Ok(false);
             }
             let st = &self.state;
-            st.start_clock(st.settings.servlets.cpu_time.saturating_sub(self.spent));
+            st.start_clock(
+                st.settings.servlets.cpu_time.saturating_sub(self.spent),
+                Instant::now(),
+            );
             let t0 = thread_cpu_time();
             let r = self.thread.resume::<(Option<bool>, Option<String>)>(());
             self.spent += thread_cpu_time().saturating_sub(t0);
