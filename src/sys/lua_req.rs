@@ -20,6 +20,7 @@ use std::marker::PhantomData;
 use mlua::{ffi, IntoLuaMulti, Lua, Table};
 
 /// Fills the tables being built: the one opened last is the one written.
+/// (`'a`: the protected call, while which the arguments stay put.)
 pub struct Builder<'a> {
     state: *mut ffi::lua_State,
     /// The arguments given to [`build`] are at stack indices 1..=args.
@@ -29,13 +30,33 @@ pub struct Builder<'a> {
     /// A call was refused (no room on the stack, a bad argument index,
     /// closing the outermost table): the result is an error.
     failed: bool,
-    _call: PhantomData<&'a mut ()>,
+    _call: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
 /// Free stack slots above an open table: a key and a value.
 const ROOM: i32 = 2;
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    /// The bytes of the `arg`th argument given to [`build`] if it is a
+    /// string, read in place (the arguments stay on the stack, below
+    /// what is built, until the call ends).
+    pub fn arg_bytes(&self, arg: i32) -> Option<&'a [u8]> {
+        if !(1..=self.args).contains(&arg) {
+            return None;
+        }
+        // SAFETY: a valid index; lua_tolstring only on a string (no
+        // conversion), whose bytes stay valid while it is on the stack:
+        // for the call ('a), as nothing here pops an argument.
+        unsafe {
+            if ffi::lua_type(self.state, arg) != ffi::LUA_TSTRING {
+                return None;
+            }
+            let mut len = 0usize;
+            let p = ffi::lua_tolstring(self.state, arg, &mut len);
+            Some(std::slice::from_raw_parts(p.cast::<u8>(), len))
+        }
+    }
+
     /// Opens a table with room for `fields` keyed fields; it takes the
     /// fields set until [`Builder::close`].
     pub fn open(&mut self, fields: usize) {
@@ -53,6 +74,19 @@ impl Builder<'_> {
             ffi::lua_createtable(self.state, 0, i32::try_from(fields).unwrap_or(0));
         }
         self.depth += 1;
+    }
+
+    /// `t[i] = value` (a string) in the open table.
+    pub fn set_at(&mut self, i: i64, value: &[u8]) {
+        if self.failed {
+            return;
+        }
+        // SAFETY: the open table is at -1; one push, popped by
+        // lua_rawseti.
+        unsafe {
+            push_bytes(self.state, value);
+            ffi::lua_rawseti(self.state, -2, i);
+        }
     }
 
     /// Closes the table opened last and sets it as field `key` of the
@@ -214,11 +248,21 @@ mod tests {
             b.set(b"x\0y", b"\xff");
             b.close(b"inner");
             b.set_arg(b"n", 2);
+            b.set_at(1, b"first");
+            assert_eq!(b.arg_bytes(2), None);
+            assert_eq!(b.arg_bytes(3), None);
         })
         .unwrap();
         assert_eq!(t.raw_get::<String>("a").unwrap(), "one");
         assert_eq!(t.raw_get::<String>("b").unwrap(), "two");
         assert_eq!(t.raw_get::<i64>("n").unwrap(), 7);
+        assert_eq!(t.raw_get::<String>(1).unwrap(), "first");
+        let copy = build(&lua, ("in place", 1), 1, |b| {
+            let s = b.arg_bytes(1).unwrap();
+            b.set(b"copy", s);
+        })
+        .unwrap();
+        assert_eq!(copy.raw_get::<String>("copy").unwrap(), "in place");
         let inner: Table = t.raw_get("inner").unwrap();
         let v: mlua::LuaString = inner.raw_get("x\0y").unwrap();
         assert_eq!(&*v.as_bytes(), b"\xff");

@@ -153,82 +153,144 @@ impl UserData for Res {
 }
 
 /// Builds the request table for `req` in one protected call (see
-/// `sys::lua_req`); `headers_mt` makes its headers table find keys in
-/// any case (they are stored in lower case, and its `__index` lowers the
-/// key asked for); `form` is `req:form()`.
-pub fn request(
-    lua: &Lua,
-    req: &Request<'_>,
-    headers_mt: &Table,
-    form: &mlua::Function,
-) -> mlua::Result<Table> {
-    // Names and values decoded or lowered here, in this thread's buffers
-    // (taken out while in use: nothing is allocated inside the call).
-    let (mut n, mut v) = DECODED.take();
-    // (Written on the stack: no String per request.)
+/// `sys::lua_req`): its strings (method, path, query, body, remote_addr,
+/// user), and in `req[1]` the header fields, from which `headers` and
+/// `cookies` are made on first use, as `args` from the query
+/// ([`lazy_field`], through `req_mt`'s `__index`, which also gives
+/// `form`). A servlet that reads none of them makes none of them.
+pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table) -> mlua::Result<Table> {
+    // The header fields in this thread's buffer (taken out while in use:
+    // nothing is allocated inside the call).
+    let (mut raw, v) = DECODED.take();
+    raw.clear();
+    for h in req.headers {
+        for part in [h.name, h.value] {
+            raw.extend_from_slice(&u32::try_from(part.len()).unwrap_or(0).to_le_bytes());
+            raw.extend_from_slice(part);
+        }
+    }
     let mut addr = [0u8; 64];
-    let mut w = &mut addr[..];
-    let _ = write!(w, "{}", req.peer.ip());
-    let addr_len = 64 - w.len();
-    let built = lua_req::build(lua, (headers_mt, form), 12, |b| {
+    let addr = peer_text(req.peer.ip(), &mut addr);
+    let built = lua_req::build(lua, req_mt, 8, |b| {
         b.set(b"method", req.method);
         b.set(b"path", req.path);
         if let Some(q) = req.query {
             b.set(b"query", q);
         }
-        b.open(0);
-        if let Some(q) = req.query {
-            for (raw_n, raw_v) in form::urlencoded_raw(q) {
-                n.clear();
-                v.clear();
-                form::percent_decode(raw_n, true, &mut n);
-                form::percent_decode(raw_v, true, &mut v);
-                b.set_first(&n, &v);
-            }
-        }
-        b.close(b"args");
-        b.open(req.headers.len());
-        b.set_metatable_arg(1);
-        for h in req.headers {
-            // A repeated field keeps its first value (read the rest from
-            // the raw list if ever needed).
-            n.clear();
-            n.extend_from_slice(h.name);
-            n.make_ascii_lowercase();
-            b.set_first(&n, h.value);
-        }
-        b.close(b"headers");
-        b.open(0);
-        for h in req.headers {
-            if !h.name.eq_ignore_ascii_case(b"cookie") {
-                continue;
-            }
-            for c in h.value.split(|&b| b == b';') {
-                let c = c.trim_ascii();
-                if let Some(eq) = c.iter().position(|&b| b == b'=') {
-                    let v = c[eq + 1..].trim_ascii();
-                    let v = v
-                        .strip_prefix(b"\"")
-                        .and_then(|v| v.strip_suffix(b"\""))
-                        .unwrap_or(v);
-                    b.set(&c[..eq], v);
-                }
-            }
-        }
-        b.close(b"cookies");
         b.set(b"body", req.body);
-        b.set(b"remote_addr", &addr[..addr_len]);
+        b.set(b"remote_addr", addr);
         if let Some(u) = req.user {
             b.set(b"user", u);
         }
-        b.set_arg(b"form", 2);
+        b.set_at(1, &raw);
+        b.set_metatable_arg(1);
+    });
+    DECODED.set((raw, v));
+    built
+}
+
+/// The client's address as text in `buf` (on the stack: no String).
+fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
+    let std::net::IpAddr::V4(v4) = ip else {
+        let mut w = &mut buf[..];
+        let _ = write!(w, "{ip}");
+        let len = 64 - w.len();
+        return &buf[..len];
+    };
+    // (Without fmt: a tenth of the instructions.)
+    let mut len = 0;
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            buf[len] = b'.';
+            len += 1;
+        }
+        let mut digits = [0; 20];
+        let d = crate::http::u64_digits(u64::from(octet), &mut digits);
+        buf[len..len + d.len()].copy_from_slice(d);
+        len += d.len();
+    }
+    &buf[..len]
+}
+
+/// The header fields kept in `req[1]` (see [`request`]): lengths as
+/// 32-bit little-endian numbers before each name and value. A servlet
+/// may have put anything there: what does not parse ends the list.
+fn raw_fields(mut raw: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut part = move || {
+        let (len, rest) = raw.split_first_chunk::<4>()?;
+        let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
+        let (bytes, rest) = (rest.get(..len)?, &rest[len..]);
+        raw = rest;
+        Some(bytes)
+    };
+    std::iter::from_fn(move || Some((part()?, part()?)))
+}
+
+/// Which lazy field of the request table [`lazy_field`] makes (the
+/// numbers the prelude's `lazy` table gives, in `mod.rs`).
+const LAZY_ARGS: i64 = 1;
+/// `req.headers`.
+const LAZY_HEADERS: i64 = 2;
+/// `req.cookies`.
+const LAZY_COOKIES: i64 = 3;
+
+/// `req.args` (from `src`, the query: a table of its decoded fields,
+/// the first of a repeated name kept), `req.headers` (from `src`, the
+/// raw fields: names in lower case, `headers_mt` finds any case, the
+/// first of a repeated field kept) or `req.cookies` (from the raw
+/// fields' Cookie headers).
+pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua::Result<Table> {
+    let (mut n, mut v) = DECODED.take();
+    let built = lua_req::build(lua, (src, headers_mt), 0, |b| {
+        let src = b.arg_bytes(1).unwrap_or_default();
+        match which {
+            LAZY_ARGS => {
+                for (raw_n, raw_v) in form::urlencoded_raw(src) {
+                    n.clear();
+                    v.clear();
+                    form::percent_decode(raw_n, true, &mut n);
+                    form::percent_decode(raw_v, true, &mut v);
+                    b.set_first(&n, &v);
+                }
+            }
+            LAZY_HEADERS => {
+                b.set_metatable_arg(2);
+                for (name, value) in raw_fields(src) {
+                    // A repeated field keeps its first value.
+                    n.clear();
+                    n.extend_from_slice(name);
+                    n.make_ascii_lowercase();
+                    b.set_first(&n, value);
+                }
+            }
+            LAZY_COOKIES => {
+                for (name, value) in raw_fields(src) {
+                    if !name.eq_ignore_ascii_case(b"cookie") {
+                        continue;
+                    }
+                    for c in value.split(|&b| b == b';') {
+                        let c = c.trim_ascii();
+                        if let Some(eq) = c.iter().position(|&b| b == b'=') {
+                            let v = c[eq + 1..].trim_ascii();
+                            let v = v
+                                .strip_prefix(b"\"")
+                                .and_then(|v| v.strip_suffix(b"\""))
+                                .unwrap_or(v);
+                            b.set(&c[..eq], v);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
     });
     DECODED.set((n, v));
     built
 }
 
 thread_local! {
-    /// A query's name and value, decoded (reused by each request).
+    /// Names and values decoded or lowered, or a request's raw header
+    /// fields (reused by each request).
     static DECODED: std::cell::Cell<(Vec<u8>, Vec<u8>)> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
@@ -250,7 +312,8 @@ fn fill_fields(lua: &Lua, t: &Table, fields: Vec<(Vec<u8>, Vec<u8>)>) -> mlua::R
 /// as `name = {filename =, type =, data =}`); nil and a message for a
 /// body that is neither or is malformed.
 pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
-    let headers: Table = req.raw_get("headers")?;
+    // (`get`: the headers table may not be made yet.)
+    let headers: Table = req.get("headers")?;
     let ctype: Option<LuaString> = headers.raw_get("content-type")?;
     let body: LuaString = req.raw_get("body")?;
     let body = body.as_bytes();

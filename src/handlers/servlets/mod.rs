@@ -104,14 +104,12 @@ struct State {
     modules: RefCell<HashMap<Vec<u8>, Module>>,
     /// The last error logged for each servlet, and when.
     errors: RefCell<HashMap<Vec<u8>, (String, Instant)>>,
-    /// `req:form()`.
-    form: Function,
     /// Runs a servlet's `handle_request` in a coroutine, under xpcall.
     runner: Function,
     /// The metatable of `res` objects (their methods).
     res_mt: Table,
-    /// The metatable of the request's headers table (any case).
-    headers_mt: Table,
+    /// The metatable of request tables (their lazy fields, `form`).
+    req_mt: Table,
     /// The current request's CPU budget (read by the hook): see [`Clock`].
     clock: Rc<Clock>,
     /// The hook stopped the current request.
@@ -128,7 +126,7 @@ struct State {
 /// library, the `res` object's methods (`write` yields once a piece is
 /// gathered, so it can leave while the servlet runs), and the runner.
 const PRELUDE: &str = r#"
-local traceback, require_native = ...
+local traceback, require_native, lazy_field, form = ...
 local rawload, coyield, xpcall = load, coroutine.yield, xpcall
 load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
 dofile, loadfile, collectgarbage = nil, nil, nil
@@ -148,7 +146,17 @@ local function run(handle, req, res)
   return true
 end
 local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
-return run, Res, headers_mt
+-- req's tables are made on first use, from its strings (see api::request).
+local lazy, query = { args = 1, headers = 2, cookies = 3 }, { [1] = "query" }
+local Req = { __index = function(t, k)
+  if k == "form" then return form end
+  local which = lazy[k]
+  if which == nil then return nil end
+  local v = lazy_field(which, rawget(t, query[which] or 1), headers_mt)
+  rawset(t, k, v)
+  return v
+end }
+return run, Res, Req
 "#;
 
 impl Drop for State {
@@ -191,12 +199,15 @@ impl State {
                 .ok_or_else(|| mlua::Error::runtime("require: no state"))?;
             state.require(&name.to_str()?)
         })?;
-        let (runner, res_mt, headers_mt): (Function, Table, Table) = lua
+        let form = lua.create_function(|lua, req: Table| api::form(lua, &req))?;
+        let lazy = lua.create_function(|lua, (which, src, mt): (i64, Value, Table)| {
+            api::lazy_field(lua, which, src, &mt)
+        })?;
+        let (runner, res_mt, req_mt): (Function, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=brisk")
-            .call((traceback, require))?;
+            .call((traceback, require, lazy, form))?;
         let brisk = api::library(&lua)?;
-        let form = lua.create_function(|lua, req: Table| api::form(lua, &req))?;
         lua.globals().raw_set("brisk", brisk)?;
         Ok(State {
             lua,
@@ -204,10 +215,9 @@ impl State {
             root,
             modules: RefCell::new(HashMap::new()),
             errors: RefCell::new(HashMap::new()),
-            form,
             runner,
             res_mt,
-            headers_mt,
+            req_mt,
             clock: Rc::new(Clock::default()),
             cpu_stopped: Rc::new(Cell::new(false)),
             spare: RefCell::new(None),
@@ -519,8 +529,7 @@ impl State {
             None => return Err(Failure::NotFound),
         };
         let (out, res) = self.res_object()?;
-        let reqt =
-            api::request(&self.lua, req, &self.headers_mt, &self.form).map_err(Failure::lua)?;
+        let reqt = api::request(&self.lua, req, &self.req_mt).map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
         self.start_clock(self.settings.servlets.cpu_time, now);
         let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, &res));
