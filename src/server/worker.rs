@@ -548,8 +548,9 @@ impl Worker {
                 }
                 if idle && age >= TICK {
                     // Idle a second or more: it holds its HPACK table,
-                    // not its buffers.
+                    // not its buffers (nor expanded TLS keys).
                     h2.rest();
+                    c.transport.rest();
                 }
                 let Some(mut conn) = self.conns[i].take() else {
                     continue;
@@ -569,6 +570,9 @@ impl Worker {
                 Timer::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
                     self.close(i)
                 }
+                // Idle a second or more: TLS keeps its keys' bytes, not
+                // their expanded forms.
+                Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
                 Timer::Linger if age >= LINGER => self.close(i),
                 Timer::Pipe(limit) if age >= limit => {

@@ -1,13 +1,13 @@
-//! One TLS connection's record layer, sans-IO, over rustls's unbuffered
-//! server connection: the transport feeds it the ciphertext it read and
-//! gets plaintext out; it hands it plaintext and gets records to write.
+//! One TLS connection, sans-IO: the transport feeds it the ciphertext
+//! it read and gets plaintext out; it hands it plaintext and gets records
+//! to write. rustls's unbuffered server connection does the handshake;
+//! then rustls hands the traffic keys over and brisk's own record layer
+//! ([`super::record`]) seals and opens the records.
 //!
 //! It owns no buffer: the caller's (per-worker, reused) buffers go in and
-//! out of every call, so an idle TLS connection is only rustls's state
-//! (3.3 KiB: 2.2 KiB of heap and this struct; `tests/tls_memory.rs`),
-//! not the 4 KiB read buffer and chunk queues a buffered rustls
-//! connection keeps. rustls 0.23 itself still makes one short-lived
-//! buffer per record it decrypts or encrypts (two per request).
+//! out of every call, so an idle TLS connection is only its keys (1.1 KiB
+//! with this struct, `tests/tls_memory.rs`; rustls's established state
+//! was 3.3 KiB), and a request allocates nothing.
 //!
 //! Around rustls it adds what a server facing the internet needs:
 //! - a handshake deadline ([`TlsConn::handshake_deadline`]) that the
@@ -27,10 +27,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::server::UnbufferedServerConnection;
-use rustls::unbuffered::{
-    ConnectionState, EncodeError, EncryptError, InsufficientSizeError, UnbufferedStatus,
-};
+use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
 use rustls::ServerConfig;
+
+use super::context::ALPN_H2;
+use super::record::{Records, MAX_PLAIN, OVERHEAD};
 
 /// The answer to plain HTTP on a TLS port (RFC 9110 §15.5.1: the request
 /// cannot be processed as sent).
@@ -40,12 +41,6 @@ Content-Length: 71\r\n\
 Connection: close\r\n\
 \r\n\
 This port speaks HTTPS: the plain HTTP request was sent to a TLS port.\n";
-
-/// Bytes of framing a TLS record adds to its payload, at most (header,
-/// content type, AEAD tag; TLS 1.2's explicit nonce).
-const RECORD_OVERHEAD: usize = 5 + 1 + 16 + 8;
-/// The largest record payload (RFC 8446 §5.1).
-const MAX_FRAGMENT: usize = 16 * 1024;
 
 /// Handshakes in progress on one worker, against its cap.
 #[derive(Debug, Clone)]
@@ -129,9 +124,29 @@ pub struct Received {
     pub peer_closed: bool,
 }
 
-/// A TLS connection's state (rustls's), without buffers.
+/// Where a connection is: rustls doing the handshake, or brisk's own
+/// record layer after it.
+enum Stage {
+    /// rustls's state (large: boxed, and for the handshake only).
+    Handshake(Box<UnbufferedServerConnection>),
+    /// What the handshake agreed, and the keys.
+    Traffic(Established),
+    /// Between the two, for the moment of the move (or after a failed
+    /// one).
+    Gone,
+}
+
+/// An established connection: its record layer and what was negotiated.
+struct Established {
+    records: Records,
+    /// The ALPN protocol, one of those brisk offers ([`ALPN_H2`]).
+    alpn: Option<&'static [u8]>,
+    resumed: bool,
+}
+
+/// A TLS connection's state, without buffers.
 pub struct TlsConn {
-    conn: UnbufferedServerConnection,
+    stage: Stage,
     /// Until the handshake ends: its deadline and its place under the cap.
     handshake: Option<(Instant, Option<HandshakeSlot>)>,
     /// Whether the first bytes were looked at (plain HTTP or TLS).
@@ -163,7 +178,7 @@ impl TlsConn {
         slot: Option<HandshakeSlot>,
     ) -> Result<TlsConn, rustls::Error> {
         Ok(TlsConn {
-            conn: UnbufferedServerConnection::new(config)?,
+            stage: Stage::Handshake(Box::new(UnbufferedServerConnection::new(config)?)),
             handshake: Some((now + timeout, slot)),
             sniffed: false,
             sni: None,
@@ -230,170 +245,146 @@ impl TlsConn {
             }
         }
         let mut got = Received::default();
-        let was_handshaking = self.conn.is_handshaking();
-        let result = self.drive(incoming, plaintext, out, &mut got);
+        let result = match &mut self.stage {
+            Stage::Handshake(conn) => {
+                let result = drive(conn, incoming, plaintext, out, &mut got);
+                if result.is_err() {
+                    // rustls queued a fatal alert for most errors: let it
+                    // go out.
+                    flush_alert(conn, incoming, out);
+                }
+                let done = !conn.is_handshaking();
+                match result {
+                    Ok(closed) => {
+                        self.peer_closed |= closed;
+                        match done {
+                            true => self.establish(incoming, plaintext, out, &mut got),
+                            false => Ok(()),
+                        }
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Stage::Traffic(_) => self.open(incoming, plaintext, out, &mut got),
+            Stage::Gone => Err(rustls::Error::HandshakeNotComplete),
+        };
         if let Err(e) = result {
             self.handshake = None;
             self.failed = true;
-            // rustls queued a fatal alert for most errors: let it go out.
-            self.flush_alert(incoming, out);
             return Err(TlsError::Protocol(e));
-        }
-        if was_handshaking && !self.conn.is_handshaking() {
-            self.handshake = None;
-            got.handshake_done = true;
         }
         got.peer_closed = self.peer_closed;
         Ok(got)
     }
 
-    fn drive(
+    /// The handshake is done: the keys go to brisk's record layer, and
+    /// rustls's state goes, but for what a TLS 1.3 KeyUpdate needs.
+    fn establish(
         &mut self,
         incoming: &mut Vec<u8>,
         plaintext: &mut Vec<u8>,
         out: &mut Vec<u8>,
         got: &mut Received,
     ) -> Result<(), rustls::Error> {
-        // Each turn consumes input or produces output; the bound is only a
-        // guard (a flight plus its records is far fewer turns).
-        for _ in 0..MAX_STEPS + incoming.len() / 5 {
-            let UnbufferedStatus { mut discard, state } = self.conn.process_tls_records(incoming);
-            let state = match state {
-                Ok(state) => state,
-                Err(e) => {
-                    drain(incoming, discard);
-                    return Err(e);
-                }
-            };
-            let more = match state {
-                ConnectionState::ReadTraffic(mut traffic) => {
-                    while let Some(record) = traffic.next_record() {
-                        let record = record?;
-                        discard += record.discard;
-                        plaintext.extend_from_slice(record.payload);
-                        got.plaintext += record.payload.len();
-                    }
-                    true
-                }
-                ConnectionState::EncodeTlsData(mut encode) => {
-                    encode_into(out, |buf| encode.encode(buf).map_err(encode_size))?;
-                    true
-                }
-                // What was encoded is in `out`, which the caller writes
-                // before anything later: it counts as sent.
-                ConnectionState::TransmitTlsData(transmit) => {
-                    transmit.done();
-                    true
-                }
-                ConnectionState::PeerClosed => {
-                    self.peer_closed = true;
-                    true
-                }
-                // Needs more bytes, or has nothing more to do with them.
-                ConnectionState::BlockedHandshake
-                | ConnectionState::WriteTraffic(_)
-                | ConnectionState::Closed => false,
-                // 0-RTT is off (max_early_data_size = 0).
-                ConnectionState::ReadEarlyData(_) => {
-                    return Err(rustls::Error::General("unexpected early data".into()))
-                }
-                _ => false,
-            };
-            drain(incoming, discard);
-            if !more {
-                return Ok(());
-            }
+        self.handshake = None;
+        got.handshake_done = true;
+        let Stage::Handshake(conn) = std::mem::replace(&mut self.stage, Stage::Gone) else {
+            return Err(rustls::Error::HandshakeNotComplete);
+        };
+        let alpn = conn
+            .alpn_protocol()
+            .and_then(|p| ALPN_H2.iter().copied().find(|&o| o == p));
+        let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+        // rustls stopped with nothing left to send (`drive`), as this
+        // asks; it fails if secret extraction is off in the config.
+        let (secrets, kernel) = conn.dangerous_into_kernel_connection()?;
+        self.stage = Stage::Traffic(Established {
+            records: Records::new(secrets, kernel)?,
+            alpn,
+            resumed,
+        });
+        // Records behind the client's Finished that rustls left (the
+        // start of one still arriving).
+        self.open(incoming, plaintext, out, got)
+    }
+
+    /// Opens records with brisk's record layer (once established).
+    fn open(
+        &mut self,
+        incoming: &mut Vec<u8>,
+        plaintext: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+        got: &mut Received,
+    ) -> Result<(), rustls::Error> {
+        let Stage::Traffic(t) = &mut self.stage else {
+            return Ok(());
+        };
+        if self.peer_closed {
+            incoming.clear();
+            return Ok(());
         }
-        Err(rustls::Error::General(
-            "too many TLS steps for one read".into(),
-        ))
+        let opened = t.records.receive(incoming, plaintext, out)?;
+        got.plaintext += opened.plaintext;
+        self.peer_closed |= opened.peer_closed;
+        Ok(())
     }
 
     /// Encrypts `data` into records appended to `out`, once the handshake
-    /// is done (`Ok(false)` before: nothing was taken). `incoming` is the
-    /// buffer [`TlsConn::receive`] works on (rustls keeps its place in a
-    /// handshake message split across records there).
+    /// is done (`Ok(false)` before: nothing was taken). `incoming` is
+    /// unused since brisk seals its records itself (kept so that callers
+    /// need not know).
     pub fn send(
         &mut self,
         data: &[u8],
-        incoming: &mut Vec<u8>,
+        _incoming: &mut Vec<u8>,
         out: &mut Vec<u8>,
     ) -> Result<bool, TlsError> {
         if self.failed {
             return Err(failed());
         }
-        if self.conn.is_handshaking() {
+        let Stage::Traffic(t) = &mut self.stage else {
             return Ok(false);
+        };
+        let start = out.len();
+        out.reserve(data.len() + data.len().div_ceil(MAX_PLAIN).max(1) * OVERHEAD);
+        if let Err(e) = t.records.seal_data(data, out) {
+            out.truncate(start);
+            self.failed = true;
+            return Err(TlsError::Protocol(e));
         }
-        for _ in 0..MAX_STEPS {
-            let UnbufferedStatus { discard, state } = self.conn.process_tls_records(incoming);
-            let state = state.map_err(TlsError::Protocol);
-            let done = match state {
-                Err(e) => Err(e),
-                Ok(ConnectionState::EncodeTlsData(mut encode)) => {
-                    encode_into(out, |buf| encode.encode(buf).map_err(encode_size))
-                        .map(|()| None)
-                        .map_err(TlsError::Protocol)
-                }
-                Ok(ConnectionState::TransmitTlsData(transmit)) => {
-                    transmit.done();
-                    Ok(None)
-                }
-                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
-                    encrypt_into(out, data, |d, buf| traffic.encrypt(d, buf)).map(|()| Some(true))
-                }
-                // `receive` left no complete record behind, so there is
-                // no plaintext here; a closed connection takes nothing.
-                Ok(_) => Ok(Some(false)),
-            };
-            drain(incoming, discard);
-            match done {
-                Ok(Some(sent)) => return Ok(sent),
-                Ok(None) => {}
-                Err(e) => {
-                    self.failed = true;
-                    return Err(e);
-                }
-            }
-        }
-        Ok(false)
+        Ok(true)
     }
 
     /// Appends a close_notify alert to `out` (a clean end that a client
     /// can tell from a truncation, RFC 8446 §6.1), once the handshake is
     /// done; before, closing is all there is.
-    pub fn close_notify(&mut self, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
-        if self.failed || self.conn.is_handshaking() {
+    pub fn close_notify(&mut self, _incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
+        if self.failed {
             return;
         }
-        let UnbufferedStatus { discard, state } = self.conn.process_tls_records(incoming);
-        if let Ok(ConnectionState::WriteTraffic(mut traffic)) = state {
-            let _ = encode_into(out, |buf| {
-                traffic.queue_close_notify(buf).map_err(|e| match e {
-                    EncryptError::InsufficientSize(s) => Ok(s.required_size),
-                    e => Err(rustls::Error::General(e.to_string())),
-                })
-            });
+        if let Stage::Traffic(t) = &mut self.stage {
+            let _ = t.records.close_notify(out);
         }
-        drain(incoming, discard);
     }
 
-    /// After an error: the fatal alert rustls queued, if any, into `out`.
-    /// One call only: rustls hands out what it queued before it looks at
-    /// the input again, and looking at the input that failed would fail
-    /// again (and rustls asserts it sends one fatal alert at most).
-    fn flush_alert(&mut self, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
-        let UnbufferedStatus { discard, state } = self.conn.process_tls_records(incoming);
-        if let Ok(ConnectionState::EncodeTlsData(mut encode)) = state {
-            let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
+    /// Drops what an idle connection can build again when it wakes (the
+    /// expanded AEAD keys): the worker calls it once the connection has
+    /// been idle a while.
+    pub fn rest(&mut self) {
+        if let Stage::Traffic(t) = &mut self.stage {
+            t.records.rest();
         }
-        drain(incoming, discard);
     }
 
     /// The protocol version, once negotiated: `TLSv1.3` or `TLSv1.2`
     /// (the names of CGI's `SSL_PROTOCOL` and the access log).
     pub fn protocol(&self) -> Option<&'static str> {
-        Some(match self.conn.protocol_version()? {
+        let version = match &self.stage {
+            Stage::Handshake(conn) => conn.protocol_version()?,
+            Stage::Traffic(t) => t.records.suite().version().version,
+            Stage::Gone => return None,
+        };
+        Some(match version {
             rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
             rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2",
             _ => "TLS",
@@ -405,19 +396,110 @@ impl TlsConn {
     /// Apache's `SSL_CIPHER` and nginx's `$ssl_cipher` show, so CGI
     /// scripts and log readers see the names they know.
     pub fn cipher(&self) -> Option<&'static str> {
-        let suite = self.conn.negotiated_cipher_suite()?.suite();
+        let suite = match &self.stage {
+            Stage::Handshake(conn) => conn.negotiated_cipher_suite()?,
+            Stage::Traffic(t) => t.records.suite(),
+            Stage::Gone => return None,
+        }
+        .suite();
         openssl_name(suite).or_else(|| suite.as_str())
     }
 
     /// The ALPN protocol agreed on, if any.
     pub fn alpn(&self) -> Option<&[u8]> {
-        self.conn.alpn_protocol()
+        match &self.stage {
+            Stage::Handshake(conn) => conn.alpn_protocol(),
+            Stage::Traffic(t) => t.alpn,
+            Stage::Gone => None,
+        }
     }
 
     /// Whether this connection resumed an earlier session.
     pub fn resumed(&self) -> bool {
-        self.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+        match &self.stage {
+            Stage::Handshake(conn) => conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            Stage::Traffic(t) => t.resumed,
+            Stage::Gone => false,
+        }
     }
+}
+
+/// Runs rustls's handshake on what came in; `Ok(true)` if the client
+/// sent close_notify.
+fn drive(
+    conn: &mut UnbufferedServerConnection,
+    incoming: &mut Vec<u8>,
+    plaintext: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    got: &mut Received,
+) -> Result<bool, rustls::Error> {
+    let mut peer_closed = false;
+    // Each turn consumes input or produces output; the bound is only a
+    // guard (a flight plus its records is far fewer turns).
+    for _ in 0..MAX_STEPS + incoming.len() / 5 {
+        let UnbufferedStatus { mut discard, state } = conn.process_tls_records(incoming);
+        let state = match state {
+            Ok(state) => state,
+            Err(e) => {
+                drain(incoming, discard);
+                return Err(e);
+            }
+        };
+        let more = match state {
+            // Application data that came with the client's Finished.
+            ConnectionState::ReadTraffic(mut traffic) => {
+                while let Some(record) = traffic.next_record() {
+                    let record = record?;
+                    discard += record.discard;
+                    plaintext.extend_from_slice(record.payload);
+                    got.plaintext += record.payload.len();
+                }
+                true
+            }
+            ConnectionState::EncodeTlsData(mut encode) => {
+                encode_into(out, |buf| encode.encode(buf).map_err(encode_size))?;
+                true
+            }
+            // What was encoded is in `out`, which the caller writes
+            // before anything later: it counts as sent.
+            ConnectionState::TransmitTlsData(transmit) => {
+                transmit.done();
+                true
+            }
+            ConnectionState::PeerClosed => {
+                peer_closed = true;
+                true
+            }
+            // Needs more bytes, or has nothing more to do with them.
+            ConnectionState::BlockedHandshake
+            | ConnectionState::WriteTraffic(_)
+            | ConnectionState::Closed => false,
+            // 0-RTT is off (max_early_data_size = 0).
+            ConnectionState::ReadEarlyData(_) => {
+                return Err(rustls::Error::General("unexpected early data".into()))
+            }
+            _ => false,
+        };
+        drain(incoming, discard);
+        if !more {
+            return Ok(peer_closed);
+        }
+    }
+    Err(rustls::Error::General(
+        "too many TLS steps for one read".into(),
+    ))
+}
+
+/// After an error: the fatal alert rustls queued, if any, into `out`.
+/// One call only: rustls hands out what it queued before it looks at
+/// the input again, and looking at the input that failed would fail
+/// again (and rustls asserts it sends one fatal alert at most).
+fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
+    let UnbufferedStatus { discard, state } = conn.process_tls_records(incoming);
+    if let Ok(ConnectionState::EncodeTlsData(mut encode)) = state {
+        let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
+    }
+    drain(incoming, discard);
 }
 
 /// OpenSSL's name of each suite rustls speaks (`openssl ciphers -stdname`).
@@ -451,40 +533,6 @@ fn failed() -> TlsError {
 /// Drops the `n` bytes rustls is done with from the front of `incoming`.
 fn drain(incoming: &mut Vec<u8>, n: usize) {
     incoming.drain(..n.min(incoming.len()));
-}
-
-/// Encrypts `data` at the end of `out`, growing it to what the records
-/// need (a first guess from the record overhead, then rustls's figure).
-fn encrypt_into(
-    out: &mut Vec<u8>,
-    data: &[u8],
-    mut encrypt: impl FnMut(&[u8], &mut [u8]) -> Result<usize, EncryptError>,
-) -> Result<(), TlsError> {
-    let records = data.len().div_ceil(MAX_FRAGMENT).max(1);
-    let mut room = data.len() + records * RECORD_OVERHEAD;
-    let start = out.len();
-    for _ in 0..2 {
-        out.resize(start + room, 0);
-        match encrypt(data, &mut out[start..]) {
-            Ok(n) => {
-                out.truncate(start + n);
-                return Ok(());
-            }
-            Err(EncryptError::InsufficientSize(InsufficientSizeError { required_size }))
-                if required_size > room =>
-            {
-                room = required_size;
-            }
-            Err(e) => {
-                out.truncate(start);
-                return Err(TlsError::Protocol(rustls::Error::General(e.to_string())));
-            }
-        }
-    }
-    out.truncate(start);
-    Err(TlsError::Protocol(rustls::Error::General(
-        "record encryption needs more room than it said".into(),
-    )))
 }
 
 /// `InsufficientSize` becomes the size wanted; anything else an error.

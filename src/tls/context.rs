@@ -78,5 +78,8 @@ pub fn server_config_offering(
     config.ignore_client_order = true;
     config.max_early_data_size = 0;
     config.send_half_rtt_data = false;
+    // After the handshake brisk runs the record layer itself
+    // (`super::record`), with the keys rustls hands over.
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }

@@ -11,9 +11,11 @@
 //! - [`context`]: one rustls server configuration per generation of
 //!   workers, with the session-ticket key and session cache shared by
 //!   all workers (and kept across reloads);
-//! - [`conn`]: one connection's record layer, sans-IO: ciphertext in,
-//!   plaintext out and back, with reused buffers, a handshake deadline,
-//!   plain HTTP detection and garbage handling;
+//! - [`conn`]: one connection, sans-IO: ciphertext in, plaintext out
+//!   and back, with reused buffers, a handshake deadline, plain HTTP
+//!   detection and garbage handling; rustls for the handshake, then
+//! - [`record`]: brisk's own record layer (ring's AEADs on the keys
+//!   rustls hands over), so that an idle connection keeps only its keys;
 //! - [`stream`]: that record layer over a non-blocking socket, with a
 //!   worker's scratch buffers: what the engine's TLS transport delegates
 //!   to.
@@ -27,6 +29,7 @@ pub mod certs;
 pub mod client_hello;
 pub mod conn;
 pub mod context;
+pub mod record;
 pub mod sni;
 pub mod stream;
 #[cfg(test)]

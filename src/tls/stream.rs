@@ -9,7 +9,7 @@
 //! grown); a connection keeps bytes of its own only when a call ends with
 //! some left over: the start of a record that has not fully arrived, or
 //! records the socket would not take yet. An idle connection holds
-//! neither (two empty vectors) besides rustls's state.
+//! neither (two empty vectors) besides its keys.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -116,6 +116,12 @@ impl TlsStream {
     /// The record layer (protocol version, cipher, handshake state).
     pub fn conn(&self) -> &TlsConn {
         &self.conn
+    }
+
+    /// Drops the record layer's expanded keys (an idle connection: they
+    /// are built again by the next record).
+    pub fn rest(&mut self) {
+        self.conn.rest();
     }
 
     /// Whether records wait for the socket to take them.

@@ -127,6 +127,15 @@ impl Link {
         }
     }
 
+    /// Gives back what an idle connection can build again when it wakes
+    /// (TLS: the expanded keys); the worker calls it after a second idle.
+    pub fn rest(&mut self) {
+        match self {
+            Link::Tcp(_) => {}
+            Link::Tls(t) => t.rest(),
+        }
+    }
+
     /// Whether the connection speaks TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self, Link::Tls(_))

@@ -102,6 +102,11 @@ impl Tls {
     pub fn alpn_h2(&self) -> bool {
         match *self {}
     }
+
+    /// Unreachable: there is no TLS connection.
+    pub fn rest(&mut self) {
+        match *self {}
+    }
 }
 
 impl Transport for Tls {

@@ -11,7 +11,7 @@
 //! `shutdown_write` sends close_notify before the FIN.
 //!
 //! The buffers are the worker's ([`Acceptor`] lends them to each call), so
-//! an idle TLS connection is rustls's state and the socket, nothing more.
+//! an idle TLS connection is its keys and the socket, nothing more.
 //!
 //! What a worker needs to start TLS connections is an [`Acceptor`], made
 //! from its generation's [`Setup`] (the rustls configuration of its
@@ -191,6 +191,12 @@ impl Tls {
     /// The server name (SNI) the client asked for, lower case.
     pub fn server_name(&self) -> Option<&str> {
         self.stream.conn().server_name()
+    }
+
+    /// Gives back what an idle connection can build again (its expanded
+    /// keys, see `tls::record`): called once it has been idle a while.
+    pub fn rest(&mut self) {
+        self.stream.rest();
     }
 
     /// Whether the client chose HTTP/2 by ALPN (`h2`).

@@ -458,3 +458,152 @@ fn the_server_order_of_cipher_suites_wins() {
     p.pump().expect("handshake");
     assert_eq!(p.server.cipher(), Some("TLS_AES_128_GCM_SHA256"));
 }
+
+/// A client offering only `suite`, of its version.
+fn client_with_suite(suite: rustls::CipherSuite) -> Arc<ClientConfig> {
+    let mut provider = crate::tls::provider();
+    provider.cipher_suites.retain(|s| s.suite() == suite);
+    assert_eq!(provider.cipher_suites.len(), 1, "{suite:?}");
+    let version = provider.cipher_suites[0].version();
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(testdata("ca.pem")).expect("ca"))
+        .expect("root");
+    let cc = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[version])
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(cc)
+}
+
+/// Every suite brisk offers, by its OpenSSL name.
+const SUITES: &[(rustls::CipherSuite, &str, &str)] = &[
+    (
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256,
+        "TLSv1.3",
+        "TLS_AES_128_GCM_SHA256",
+    ),
+    (
+        rustls::CipherSuite::TLS13_AES_256_GCM_SHA384,
+        "TLSv1.3",
+        "TLS_AES_256_GCM_SHA384",
+    ),
+    (
+        rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256,
+        "TLSv1.3",
+        "TLS_CHACHA20_POLY1305_SHA256",
+    ),
+    (
+        rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        "TLSv1.2",
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+    ),
+    (
+        rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        "TLSv1.2",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+    ),
+    (
+        rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        "TLSv1.2",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+    ),
+];
+
+/// brisk's own record layer against rustls's, for every suite: a
+/// request sent with the client's Finished, data of several records each
+/// way, the keys dropped at rest and built again, close_notify both ways.
+#[test]
+fn every_suite_carries_data_both_ways_through_brisks_record_layer() {
+    for &(suite, version, name) in SUITES {
+        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
+        // Written before the handshake ends: it leaves with the Finished.
+        p.client
+            .writer()
+            .write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .expect("w");
+        p.pump().expect("handshake");
+        assert_eq!(p.plaintext, b"GET / HTTP/1.1\r\n\r\n", "{name}");
+        assert_eq!(p.server.protocol(), Some(version));
+        assert_eq!(p.server.cipher(), Some(name));
+        let big: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for round in 0..3 {
+            p.plaintext.clear();
+            p.got.clear();
+            p.client.writer().write_all(&big).expect("client data");
+            p.pump().expect("client data");
+            assert_eq!(p.plaintext, big, "{name} round {round}");
+            assert_eq!(p.send(&big), Ok(true));
+            assert_eq!(p.send(b""), Ok(true));
+            p.pump().expect("server data");
+            assert_eq!(p.got, big, "{name} round {round}");
+            p.server.rest();
+        }
+        p.client.send_close_notify();
+        let got = p.pump();
+        assert!(got.is_ok() && p.server.peer_closed(), "{name}: {got:?}");
+        p.server.close_notify(&mut p.incoming, &mut p.out);
+        p.pump().expect("close");
+        assert!(p.eof, "{name}: the client read close_notify");
+    }
+}
+
+/// RFC 8446 §4.6.3: a client's KeyUpdate (rustls asks for ours too)
+/// changes the keys of both directions; data flows on, several times.
+#[test]
+fn a_key_update_changes_the_keys_both_ways() {
+    for &(suite, _, name) in &SUITES[..3] {
+        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
+        p.pump().expect("handshake");
+        for i in 0..3 {
+            p.client.refresh_traffic_keys().expect("key update");
+            p.client.writer().write_all(b"after").expect("w");
+            p.pump().expect("key update");
+            assert_eq!(p.plaintext, b"after", "{name} {i}");
+            p.plaintext.clear();
+            p.got.clear();
+            assert_eq!(p.send(b"answer"), Ok(true));
+            p.pump().expect("answer");
+            assert_eq!(p.got, b"answer", "{name} {i}");
+        }
+    }
+}
+
+/// A record that does not authenticate ends the connection with a
+/// bad_record_mac alert the client can read.
+#[test]
+fn a_bad_mac_is_answered_bad_record_mac() {
+    for &(suite, _, name) in SUITES {
+        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
+        p.pump().expect("handshake");
+        p.client
+            .writer()
+            .write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .expect("w");
+        p.client.write_tls(&mut p.incoming).expect("client writes");
+        let last = p.incoming.len() - 1;
+        p.incoming[last] ^= 1;
+        let got = p
+            .server
+            .receive(&mut p.incoming, &mut p.plaintext, &mut p.out);
+        assert!(
+            matches!(got, Err(TlsError::Protocol(rustls::Error::DecryptError))),
+            "{name}: {got:?}"
+        );
+        assert!(p.plaintext.is_empty());
+        let mut rd = &p.out[..];
+        p.client.read_tls(&mut rd).expect("client reads");
+        assert_eq!(
+            p.client.process_new_packets().err(),
+            Some(rustls::Error::AlertReceived(
+                rustls::AlertDescription::BadRecordMac
+            )),
+            "{name}"
+        );
+        assert!(p.send(b"late").is_err());
+    }
+}
