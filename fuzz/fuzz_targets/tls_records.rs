@@ -1,8 +1,13 @@
 //! Feeds arbitrary bytes to a TLS server connection (`brisk::tls::conn`),
 //! in pieces, as a socket would: before any handshake (ClientHellos,
 //! plain HTTP, garbage), and, when the first byte is odd, after a real
-//! handshake with an in-memory rustls client, so that the bytes hit the
-//! encrypted record path (bad MACs, alerts, stray handshake messages).
+//! handshake with an in-memory rustls client (TLS 1.2 when its bit 2 is
+//! set), so that the bytes hit brisk's record layer (`brisk::tls::record`):
+//! as raw ciphertext (bad MACs, garbage headers), or, when bit 1 is set,
+//! as records the client seals with its real keys, each piece's first
+//! byte its content type (alerts, handshake messages, KeyUpdates, empty
+//! and oversized contents) so that the fuzzer reaches what is behind the
+//! MAC. The connection's keys are dropped at rest now and then.
 //! Beyond "never panics": no plaintext before a handshake, and nothing
 //! is ever called on rustls again after an error.
 
@@ -15,6 +20,7 @@ use brisk::config::TlsConfig;
 use brisk::tls::certs::{self, CertificateFiles};
 use brisk::tls::conn::TlsConn;
 use brisk::tls::context::{server_config, Shared};
+use brisk::tls::record::Records;
 use libfuzzer_sys::fuzz_target;
 use rustls::pki_types::ServerName;
 
@@ -79,16 +85,27 @@ impl rustls::client::danger::ServerCertVerifier for Trusting {
     }
 }
 
-/// A server connection after a full handshake with a rustls client.
-fn established(incoming: &mut Vec<u8>, plaintext: &mut Vec<u8>, out: &mut Vec<u8>) -> TlsConn {
+/// A server connection after a full handshake with a rustls client, and
+/// the client's record layer.
+fn established(
+    tls12: bool,
+    incoming: &mut Vec<u8>,
+    plaintext: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> (TlsConn, Records) {
     let provider = brisk::tls::provider();
     let algs = provider.signature_verification_algorithms;
-    let client_config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
-        .with_safe_default_protocol_versions()
+    let version = match tls12 {
+        true => &rustls::version::TLS12,
+        false => &rustls::version::TLS13,
+    };
+    let mut client_config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[version])
         .expect("versions")
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(Trusting(algs)))
         .with_no_client_auth();
+    client_config.enable_secret_extraction = true;
     let name = ServerName::try_from("a.test").expect("name");
     let mut client = rustls::ClientConnection::new(Arc::new(client_config), name).expect("client");
     let mut server =
@@ -108,7 +125,10 @@ fn established(incoming: &mut Vec<u8>, plaintext: &mut Vec<u8>, out: &mut Vec<u8
             break;
         }
     }
-    server
+    let suite = client.negotiated_cipher_suite().expect("suite");
+    let secrets = client.dangerous_extract_secrets().expect("client keys");
+    let peer = Records::from_secrets(secrets, suite).expect("client records");
+    (server, peer)
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -116,18 +136,36 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (mut incoming, mut plaintext, mut out) = (Vec::new(), Vec::new(), Vec::new());
-    let mut conn = if mode & 1 == 1 {
-        established(&mut incoming, &mut plaintext, &mut out)
+    let (mut conn, mut peer) = if mode & 1 == 1 {
+        let (conn, peer) = established(mode & 4 != 0, &mut incoming, &mut plaintext, &mut out);
+        (conn, Some(peer))
     } else {
-        TlsConn::new(config(), Instant::now(), Duration::from_secs(10), None).expect("server")
+        let conn =
+            TlsConn::new(config(), Instant::now(), Duration::from_secs(10), None).expect("server");
+        (conn, None)
     };
+    let seal = mode & 2 != 0;
     let handshaking = conn.is_handshaking();
     let mut failed = false;
     // Pieces of 1 to 256 bytes, each length taken from the input.
     while let Some((&len, tail)) = rest.split_first() {
         let n = (usize::from(len) + 1).min(tail.len());
-        incoming.extend_from_slice(&tail[..n]);
+        match (&mut peer, tail[..n].split_first()) {
+            (Some(peer), Some((&typ, content))) if seal => {
+                // A piece of 255 bytes stands for the largest record and
+                // one byte more.
+                let content = match len {
+                    255 => &[0u8; 16 * 1024 + 1][..],
+                    _ => content,
+                };
+                let _ = peer.seal(typ, content, &mut incoming);
+            }
+            _ => incoming.extend_from_slice(&tail[..n]),
+        }
         rest = &tail[n..];
+        if len % 7 == 0 {
+            conn.rest();
+        }
         match conn.receive(&mut incoming, &mut plaintext, &mut out) {
             Ok(_) => assert!(!failed, "a call after an error succeeded"),
             Err(_) => failed = true,

@@ -190,20 +190,32 @@ impl Records {
         secrets: ExtractedSecrets,
         kernel: KernelConnection<ServerConnectionData>,
     ) -> Result<Records, Error> {
-        let suite = kernel.negotiated_cipher_suite();
+        let mut records = Records::from_secrets(secrets, kernel.negotiated_cipher_suite())?;
+        if records.tls13 {
+            records.kernel = Some(Box::new(kernel));
+        }
+        Ok(records)
+    }
+
+    /// A record layer from keys alone, that cannot follow a KeyUpdate:
+    /// the client's side in tests and the fuzz target, which seal the
+    /// records a client could send (from its `dangerous_extract_secrets`).
+    pub fn from_secrets(
+        secrets: ExtractedSecrets,
+        suite: SupportedCipherSuite,
+    ) -> Result<Records, Error> {
         let (cipher, rx) = Half::new(secrets.rx.0, secrets.rx.1)?;
         let (tx_cipher, tx) = Half::new(secrets.tx.0, secrets.tx.1)?;
         if cipher != tx_cipher {
             return Err(Error::General("traffic keys of two ciphers".into()));
         }
-        let tls13 = suite.tls13().is_some();
         Ok(Records {
             suite,
             cipher,
             rx,
             tx,
-            tls13,
-            kernel: tls13.then(|| Box::new(kernel)),
+            tls13: suite.tls13().is_some(),
+            kernel: None,
             warnings: 0,
             key_updates: 0,
         })
@@ -616,3 +628,6 @@ fn aad12(seq: u64, typ: u8, len: u16) -> [u8; 13] {
     a[11..].copy_from_slice(&len.to_be_bytes());
     a
 }
+
+#[cfg(test)]
+mod tests;

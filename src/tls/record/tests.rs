@@ -1,0 +1,308 @@
+//! The record layer on its own, against itself with made-up keys: the
+//! paths a rustls client does not take (renegotiation, oversized and
+//! split records, exhausted sequence numbers, the confidentiality limit,
+//! alerts of every kind). `conn/tests.rs` runs it against rustls.
+
+use rustls::crypto::ring::cipher_suite as suites;
+
+use super::*;
+
+/// A server's record layer and a client's, with each other's keys.
+fn pair(suite: SupportedCipherSuite, cipher: Cipher) -> (Records, Records) {
+    let half = |fill: u8| Half {
+        key: [fill; 32],
+        iv: [fill ^ 0x55; aead::NONCE_LEN],
+        seq: 0,
+        live: None,
+    };
+    let records = |rx: u8, tx: u8| Records {
+        suite,
+        cipher,
+        rx: half(rx),
+        tx: half(tx),
+        tls13: suite.tls13().is_some(),
+        kernel: None,
+        warnings: 0,
+        key_updates: 0,
+    };
+    (records(1, 2), records(2, 1))
+}
+
+fn all() -> Vec<(SupportedCipherSuite, Cipher)> {
+    vec![
+        (suites::TLS13_AES_128_GCM_SHA256, Cipher::Aes128Gcm),
+        (suites::TLS13_AES_256_GCM_SHA384, Cipher::Aes256Gcm),
+        (
+            suites::TLS13_CHACHA20_POLY1305_SHA256,
+            Cipher::Chacha20Poly1305,
+        ),
+        (
+            suites::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            Cipher::Aes128Gcm,
+        ),
+        (
+            suites::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+            Cipher::Aes256Gcm,
+        ),
+        (
+            suites::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+            Cipher::Chacha20Poly1305,
+        ),
+    ]
+}
+
+fn tls12() -> (Records, Records) {
+    pair(
+        suites::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        Cipher::Aes128Gcm,
+    )
+}
+
+fn tls13() -> (Records, Records) {
+    pair(suites::TLS13_AES_128_GCM_SHA256, Cipher::Aes128Gcm)
+}
+
+/// What `from` makes of `wire`: (plaintext, out, result).
+fn feed(to: &mut Records, wire: &[u8]) -> (Vec<u8>, Vec<u8>, Result<Opened, Fail>) {
+    let (mut incoming, mut plain, mut out) = (wire.to_vec(), Vec::new(), Vec::new());
+    let r = to.receive(&mut incoming, &mut plain, &mut out);
+    (plain, out, r)
+}
+
+/// The alert a fatal `out` carries, as the peer reads it.
+fn alert_in(peer: &mut Records, out: &[u8]) -> Option<AlertDescription> {
+    match feed(peer, out).2 {
+        Err(Error::AlertReceived(a)) => Some(a),
+        _ => None,
+    }
+}
+
+#[test]
+fn records_carry_data_in_pieces_of_any_size_both_ways() {
+    for (suite, cipher) in all() {
+        let (mut s, mut c) = pair(suite, cipher);
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 253) as u8).collect();
+        let mut wire = Vec::new();
+        c.seal_data(&data, &mut wire).expect("seal");
+        assert_eq!(
+            wire.len(),
+            data.len() + 4 * (HEADER + TAG) + {
+                match (suite.tls13().is_some(), cipher) {
+                    (true, _) => 4,
+                    (false, Cipher::Chacha20Poly1305) => 0,
+                    (false, _) => 4 * EXPLICIT,
+                }
+            }
+        );
+        // A byte at a time, as a slow socket would: records open once
+        // whole, the start of one stays.
+        let (mut incoming, mut plain, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        for &b in &wire {
+            incoming.push(b);
+            s.receive(&mut incoming, &mut plain, &mut out)
+                .expect("open");
+            s.rest();
+        }
+        assert!(incoming.is_empty() && out.is_empty());
+        assert_eq!(plain, data, "{suite:?}");
+        // And back.
+        let mut back = Vec::new();
+        s.seal_data(b"answer", &mut back).expect("seal");
+        s.close_notify(&mut back).expect("close");
+        let (plain, _, got) = feed(&mut c, &back);
+        assert_eq!(plain, b"answer");
+        assert_eq!(got.map(|g| g.peer_closed), Ok(true));
+    }
+}
+
+#[test]
+fn a_tls12_renegotiation_is_refused_with_a_warning_then_fatally() {
+    let (mut s, mut c) = tls12();
+    let mut hello = Vec::new();
+    c.seal(HANDSHAKE, &[CLIENT_HELLO, 0, 0, 0], &mut hello)
+        .expect("seal");
+    let (_, out, got) = feed(&mut s, &hello);
+    assert!(got.is_ok(), "{got:?}");
+    // The client reads a warning (ignored), not a fatal alert.
+    let (_, _, read) = feed(&mut c, &out);
+    assert!(read.is_ok(), "{read:?}");
+    assert_eq!(c.warnings, 1);
+    let mut again = Vec::new();
+    c.seal(HANDSHAKE, &[CLIENT_HELLO, 0, 0, 0], &mut again)
+        .expect("seal");
+    let (_, out, got) = feed(&mut s, &again);
+    assert!(got.is_err());
+    assert_eq!(
+        alert_in(&mut c, &out),
+        Some(AlertDescription::NoRenegotiation)
+    );
+}
+
+#[test]
+fn oversized_records_are_refused_before_and_after_decryption() {
+    for (mut s, mut c) in [tls13(), tls12()] {
+        // A header announcing more than the version allows: at once.
+        let (_, out, got) = feed(&mut s, &[APPLICATION_DATA, 3, 3, 0x48, 0x01]);
+        assert!(got.is_err());
+        assert_eq!(
+            alert_in(&mut c, &out),
+            Some(AlertDescription::RecordOverflow)
+        );
+        // A record that authenticates but carries more than 2^14 bytes.
+        let (mut s, mut c) = pair(s.suite, s.cipher);
+        let mut wire = Vec::new();
+        c.seal_record(APPLICATION_DATA, &[b'x'; MAX_PLAIN + 1], &mut wire)
+            .expect("seal");
+        let (plain, out, got) = feed(&mut s, &wire);
+        assert!(got.is_err() && plain.is_empty());
+        assert_eq!(
+            alert_in(&mut c, &out),
+            Some(AlertDescription::RecordOverflow)
+        );
+    }
+}
+
+#[test]
+fn garbage_is_refused_from_its_first_bytes() {
+    for (first, alert) in [
+        (&[0x16][..], AlertDescription::UnexpectedMessage),
+        (
+            &[0x14, 3, 3, 0, 1, 1][..],
+            AlertDescription::UnexpectedMessage,
+        ),
+        (&[APPLICATION_DATA, 0x47][..], AlertDescription::DecodeError),
+    ] {
+        let (mut s, mut c) = tls13();
+        let (_, out, got) = feed(&mut s, first);
+        assert!(got.is_err(), "{first:?}");
+        assert_eq!(alert_in(&mut c, &out), Some(alert), "{first:?}");
+    }
+    // TLS 1.2 takes alerts and handshakes, not change_cipher_spec.
+    let (mut s, mut c) = tls12();
+    let (_, out, got) = feed(&mut s, &[0x14, 3, 3, 0, 1, 1]);
+    assert!(got.is_err());
+    assert_eq!(
+        alert_in(&mut c, &out),
+        Some(AlertDescription::UnexpectedMessage)
+    );
+}
+
+#[test]
+fn handshake_messages_must_be_whole_and_known() {
+    for (body, alert) in [
+        // Split: the rest would come in the next record.
+        (
+            &[KEY_UPDATE, 0, 0, 1][..],
+            AlertDescription::UnexpectedMessage,
+        ),
+        // A KeyUpdate followed by more in the same record (§5.1).
+        (
+            &[KEY_UPDATE, 0, 0, 1, 0, 1, 0, 0, 0][..],
+            AlertDescription::UnexpectedMessage,
+        ),
+        (
+            &[KEY_UPDATE, 0, 0, 1, 7][..],
+            AlertDescription::IllegalParameter,
+        ),
+        (
+            &[KEY_UPDATE, 0, 0, 2, 0, 0][..],
+            AlertDescription::DecodeError,
+        ),
+        // A NewSessionTicket, from a client.
+        (&[4, 0, 0, 0][..], AlertDescription::UnexpectedMessage),
+        (&[][..], AlertDescription::UnexpectedMessage),
+    ] {
+        let (mut s, mut c) = tls13();
+        let mut wire = Vec::new();
+        c.seal_record(HANDSHAKE, body, &mut wire).expect("seal");
+        let (_, out, got) = feed(&mut s, &wire);
+        assert!(got.is_err(), "{body:?}");
+        assert_eq!(alert_in(&mut c, &out), Some(alert), "{body:?}");
+    }
+}
+
+#[test]
+fn alerts_close_cleanly_or_fatally_and_warnings_are_bounded() {
+    // close_notify: nothing after it is read.
+    let (mut s, mut c) = tls13();
+    let mut wire = Vec::new();
+    c.close_notify(&mut wire).expect("seal");
+    c.seal_data(b"after", &mut wire).expect("seal");
+    let (plain, _, got) = feed(&mut s, &wire);
+    assert_eq!(got.map(|g| g.peer_closed), Ok(true));
+    assert!(plain.is_empty());
+    // A fatal alert ends the connection, and is not answered.
+    let (mut s, mut c) = tls13();
+    let mut wire = Vec::new();
+    c.seal(ALERT, &[FATAL, 40], &mut wire).expect("seal");
+    let (_, out, got) = feed(&mut s, &wire);
+    assert_eq!(
+        got,
+        Err(Error::AlertReceived(AlertDescription::HandshakeFailure))
+    );
+    assert!(out.is_empty());
+    // TLS 1.2 warnings: a few are ignored.
+    let (mut s, mut c) = tls12();
+    let mut wire = Vec::new();
+    for _ in 0..MAX_WARNINGS + 1 {
+        c.seal(ALERT, &[WARNING, 100], &mut wire).expect("seal");
+    }
+    let (_, _, got) = feed(&mut s, &wire);
+    assert!(got.is_err());
+    assert_eq!(s.warnings, MAX_WARNINGS);
+    // An alert of the wrong length.
+    let (mut s, mut c) = tls13();
+    let mut wire = Vec::new();
+    c.seal(ALERT, &[WARNING, 0, 0], &mut wire).expect("seal");
+    let (_, out, got) = feed(&mut s, &wire);
+    assert!(got.is_err());
+    assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::DecodeError));
+}
+
+#[test]
+fn a_bad_mac_or_a_record_too_short_is_bad_record_mac() {
+    for (suite, cipher) in all() {
+        let (mut s, mut c) = pair(suite, cipher);
+        let mut wire = Vec::new();
+        c.seal_data(b"hello", &mut wire).expect("seal");
+        wire[HEADER] ^= 0x80;
+        let (plain, out, got) = feed(&mut s, &wire);
+        assert_eq!(got, Err(Error::DecryptError), "{suite:?}");
+        assert!(plain.is_empty());
+        assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::BadRecordMac));
+        let (mut s, mut c) = pair(suite, cipher);
+        let short = [APPLICATION_DATA, 3, 3, 0, 3, 1, 2, 3];
+        let (_, out, got) = feed(&mut s, &short);
+        assert_eq!(got, Err(Error::DecryptError), "{suite:?}");
+        assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::BadRecordMac));
+    }
+}
+
+#[test]
+fn sequence_numbers_end_and_limits_close_or_rekey() {
+    // ChaCha20's limit is the sequence's end (AES-GCM's is 2^24).
+    let (mut s, mut c) = pair(
+        suites::TLS13_CHACHA20_POLY1305_SHA256,
+        Cipher::Chacha20Poly1305,
+    );
+    s.rx.seq = u64::MAX;
+    let mut wire = Vec::new();
+    c.rx.seq = 0;
+    c.tx.seq = u64::MAX - 1;
+    c.seal_data(b"x", &mut wire).expect("the last number");
+    assert!(
+        c.seal_data(b"y", &mut Vec::new()).is_err(),
+        "no number left"
+    );
+    assert!(feed(&mut s, &wire).2.is_err());
+    // TLS 1.2 cannot change keys: at the suite's limit, it stops.
+    let (mut s, _) = tls12();
+    s.tx.seq = s.confidentiality_limit();
+    assert!(s.seal_data(b"x", &mut Vec::new()).is_err());
+    // TLS 1.3 would change keys (here without rustls's secrets: refused
+    // with an alert rather than sealed under a worn key).
+    let (mut s, _) = tls13();
+    s.tx.seq = s.confidentiality_limit();
+    let mut out = Vec::new();
+    assert!(s.seal_data(b"x", &mut out).is_err());
+}
