@@ -64,6 +64,9 @@ const FATAL: u8 = 2;
 /// and BoringSSL's bounds, so that a peer cannot keep us busy for free.
 const MAX_WARNINGS: u8 = 4;
 const MAX_KEY_UPDATES: u8 = 32;
+/// Empty application data records in a row tolerated (RFC 8446 §5.1
+/// allows them; rustls too, 32 in a row).
+const MAX_EMPTY: u8 = 32;
 
 /// Bytes of framing a record adds to its plaintext, at most (header,
 /// TLS 1.3's content type, tag; TLS 1.2's explicit nonce).
@@ -182,6 +185,8 @@ pub struct Records {
     warnings: u8,
     /// KeyUpdates since the last application data.
     key_updates: u8,
+    /// Empty application data records in a row.
+    empty: u8,
 }
 
 impl Records {
@@ -218,6 +223,7 @@ impl Records {
             kernel: None,
             warnings: 0,
             key_updates: 0,
+            empty: 0,
         })
     }
 
@@ -335,7 +341,16 @@ impl Records {
             return Err(self.fatal(out, AlertDescription::RecordOverflow, "record too long"));
         }
         match typ {
+            APPLICATION_DATA if content.is_empty() && self.empty >= MAX_EMPTY => Err(self.fatal(
+                out,
+                AlertDescription::UnexpectedMessage,
+                "too many empty records",
+            )),
             APPLICATION_DATA => {
+                self.empty = match content.is_empty() {
+                    true => self.empty + 1,
+                    false => 0,
+                };
                 plaintext.extend_from_slice(content);
                 got.plaintext += content.len();
                 self.key_updates = 0;

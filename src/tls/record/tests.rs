@@ -24,6 +24,7 @@ fn pair(suite: SupportedCipherSuite, cipher: Cipher) -> (Records, Records) {
         kernel: None,
         warnings: 0,
         key_updates: 0,
+        empty: 0,
     };
     (records(1, 2), records(2, 1))
 }
@@ -305,4 +306,30 @@ fn sequence_numbers_end_and_limits_close_or_rekey() {
     s.tx.seq = s.confidentiality_limit();
     let mut out = Vec::new();
     assert!(s.seal_data(b"x", &mut out).is_err());
+}
+
+#[test]
+fn empty_records_are_allowed_a_few_in_a_row() {
+    let (mut s, mut c) = tls13();
+    let mut wire = Vec::new();
+    for _ in 0..MAX_EMPTY {
+        c.seal_record(APPLICATION_DATA, b"", &mut wire)
+            .expect("seal");
+    }
+    c.seal_data(b"x", &mut wire).expect("seal");
+    for _ in 0..MAX_EMPTY {
+        c.seal_record(APPLICATION_DATA, b"", &mut wire)
+            .expect("seal");
+    }
+    let (plain, _, got) = feed(&mut s, &wire);
+    assert!(got.is_ok() && plain == b"x", "{got:?}");
+    let mut more = Vec::new();
+    c.seal_record(APPLICATION_DATA, b"", &mut more)
+        .expect("seal");
+    let (_, out, got) = feed(&mut s, &more);
+    assert!(got.is_err());
+    assert_eq!(
+        alert_in(&mut c, &out),
+        Some(AlertDescription::UnexpectedMessage)
+    );
 }
