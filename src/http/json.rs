@@ -93,6 +93,33 @@ pub fn push_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// Appends `bytes` as [`push_string`] does when they are UTF-8, else
+/// appends nothing and says why. Printable ASCII without a byte to escape
+/// (keys, names, most short values) is checked and copied in one pass;
+/// other strings are validated and escaped as `push_string` does.
+pub fn push_utf8(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), std::str::Utf8Error> {
+    if bytes.iter().all(|&b| PLAIN[b as usize]) {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return Ok(());
+    }
+    push_string(std::str::from_utf8(bytes)?, out);
+    Ok(())
+}
+
+/// Printable ASCII that [`push_string`] copies as it is.
+static PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = b < 0x80 && !ESCAPED[b];
+        b += 1;
+    }
+    t
+};
+
 /// The bytes [`push_string`] escapes: `"`, `\`, control characters, DEL,
 /// `<`, `>`, `&` (one lookup a byte rather than a chain of tests).
 static ESCAPED: [bool; 256] = {
@@ -448,6 +475,31 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#""a\"\\\n\u003c/script\u003e\u0001é""#
         );
+    }
+
+    #[test]
+    fn bytes_encode_as_strings_do() {
+        // Every byte alone, and in ASCII company: the same bytes as
+        // push_string's, or an error for what is not UTF-8.
+        let mut cases: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        cases.extend((0..=255u8).map(|b| vec![b'k', b, b'e', b'y']));
+        cases.extend(
+            ["", "item 12", "a\"b", "é", "日本", "<&>", "\u{7f}x"].map(|s| s.as_bytes().to_vec()),
+        );
+        cases.push(vec![b'a', 0xc3]);
+        cases.push(vec![0xed, 0xa0, 0x80]);
+        for bytes in cases {
+            let mut got = b"x".to_vec();
+            let r = push_utf8(&bytes, &mut got);
+            match std::str::from_utf8(&bytes) {
+                Ok(s) => {
+                    let mut want = b"x".to_vec();
+                    push_string(s, &mut want);
+                    assert_eq!((r, got), (Ok(()), want), "{bytes:?}");
+                }
+                Err(e) => assert_eq!((r, got), (Err(e), b"x".to_vec()), "{bytes:?}"),
+            }
+        }
     }
 
     /// `push_f64` writes what `{:?}` writes (the shortest round trip):
