@@ -141,6 +141,10 @@ impl Drop for Heap {
 /// reallocates from `osize` to `nsize` bytes. Returns null when the limit
 /// would be passed (Lua then collects and tries again, or raises its
 /// memory error).
+///
+/// The two calls of almost every request come first, without a call
+/// further: a new small block taken from the cache, and a small block
+/// freed into it (bench scenario 10 makes about 670 of each a request).
 unsafe extern "C" fn allocate(
     ud: *mut c_void,
     ptr: *mut c_void,
@@ -151,6 +155,41 @@ unsafe extern "C" fn allocate(
     // its allocator from one thread at a time (the state's).
     let h = unsafe { &mut *ud.cast::<Inner>() };
     let ptr = ptr.cast::<u8>();
+    if ptr.is_null() {
+        if (size_of::<usize>()..=MAX_CACHED).contains(&nsize)
+            && !h.free[nsize].is_null()
+            && nsize <= h.limit.saturating_sub(h.used)
+        {
+            let block = h.free[nsize];
+            // SAFETY: a cached block's first word is the next's address.
+            h.free[nsize] = unsafe { block.cast::<*mut u8>().read() };
+            h.cached -= nsize;
+            h.used += nsize;
+            return block.cast();
+        }
+    } else if nsize == 0
+        && (size_of::<usize>()..=MAX_CACHED).contains(&osize)
+        && h.cached + osize <= CACHE_BYTES
+    {
+        // SAFETY: Lua gives back a block it had of `osize` bytes (at
+        // least a word, aligned to 16), no longer used.
+        unsafe { ptr.cast::<*mut u8>().write(h.free[osize]) };
+        h.free[osize] = ptr;
+        h.cached += osize;
+        h.used -= osize;
+        return ptr::null_mut();
+    }
+    // SAFETY: the contract of this function, passed on.
+    unsafe { allocate_slow(h, ptr, osize, nsize) }
+}
+
+/// [`allocate`]'s other cases: new blocks from the global allocator,
+/// reallocations, frees the cache has no room for, the memory limit.
+///
+/// # Safety
+/// As `allocate`'s (a `lua_Alloc`).
+#[inline(never)]
+unsafe fn allocate_slow(h: &mut Inner, ptr: *mut u8, osize: usize, nsize: usize) -> *mut c_void {
     let old = if ptr.is_null() { 0 } else { osize };
     if nsize > old && nsize - old > h.limit.saturating_sub(h.used) {
         return ptr::null_mut();
