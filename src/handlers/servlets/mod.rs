@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mlua::chunk::ChunkMode;
+use mlua::prelude::{LuaGcIncParams, LuaGcMode};
 use mlua::thread::ThreadStatus;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, VmState};
 
@@ -45,6 +46,8 @@ use crate::sys::lua_heap::Heap;
 use api::Out;
 use clock::Clock;
 
+/// The collector's pause (percent): see `State::new`.
+const GC_PAUSE: i32 = 400;
 /// Marks the error the CPU-time hook raises.
 const CPU_LIMIT: &str = "servlets.cpu_time exceeded";
 /// The same error of one servlet is logged at most this often.
@@ -182,6 +185,17 @@ impl State {
         // the same limit (and a cache of small blocks).
         lua.set_memory_limit(limit)?;
         let heap = Heap::install(&lua, limit)?;
+        // The collector starts a cycle when the heap has grown to 4 times
+        // what was live after the last one (Lua's default: 2): a cycle
+        // marks everything live, so half as many cycles halve that work.
+        // Bench scenario 10 (JSON of 100 items): 4.1 % fewer instructions
+        // a request (callgrind), for 236 KiB more RSS in the worker.
+        // Generational mode cost more there (+3 to +8 %), and pauses of
+        // 600 and 1000 gained no more than 400. The memory limit still
+        // holds: an allocation it refuses runs a full collection first.
+        lua.gc_set_mode(LuaGcMode::Incremental(
+            LuaGcIncParams::default().pause(GC_PAUSE),
+        ));
         let root =
             Root::open(&settings.root, settings.follow_outside).map_err(mlua::Error::external)?;
         let traceback = lua.create_function(|lua, msg: Value| {
