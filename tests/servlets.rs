@@ -46,6 +46,33 @@ fn the_gerbil_example_works_as_written() {
 }
 
 #[test]
+fn the_response_object_takes_numbers_and_refuses_misuse() {
+    let s = server(&[
+        ("servlets/nums.lua", "function handle_request(req, res) res:write(200, {['X-N'] = 5}, 42) res:write(1.5) end"),
+        // Its metatable is hidden: no servlet reaches __gc.
+        ("servlets/mt.lua", "function handle_request(req, res) res:write(tostring(getmetatable(res))) end"),
+        ("servlets/other.lua", "function handle_request(req, res) res.write({}, 'x') end"),
+        ("servlets/types.lua", "function handle_request(req, res) res:write(200, 'not a table') end"),
+        ("servlets/status.lua", "function handle_request(req, res) res:set_status(99) end"),
+    ]);
+    let r = get(&s, "/servlets/nums.lua");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("X-N"), Some("5"));
+    assert_eq!(r.text(), "421.5");
+    assert_eq!(get(&s, "/servlets/mt.lua").text(), "false");
+    for (path, why) in [
+        ("other", "res:write: call it as a method of a response"),
+        ("types", "res:write: the headers are a table"),
+        ("status", "99 is not a final status"),
+    ] {
+        assert_eq!(get(&s, &format!("/servlets/{path}.lua")).status, 500);
+        let line = s.wait_stderr_line(&format!("servlet servlets/{path}.lua"));
+        assert!(line.contains(why), "{line}");
+    }
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+#[test]
 fn a_lua_file_outside_the_prefixes_is_never_run() {
     let s = server(&[(
         "other/x.lua",
@@ -234,10 +261,27 @@ fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
         .file("servlets/loop.lua", b"function handle_request(req, res) while true do end end")
         .file("servlets/count.lua", b"function handle_request(req, res) local i = 0 while true do i = i + 1 end end")
         .file("servlets/late.lua", b"function handle_request(req, res) res:write(string.rep('x', 70000)) while true do end end")
+        // In coroutines (Lua threads of their own, made in the request or
+        // at load), behind pcall, and while loading.
+        .file("servlets/co.lua", b"function handle_request(req, res) local co = coroutine.create(function() while true do end end) coroutine.resume(co) res:write('went on') end")
+        .file("servlets/wrap.lua", b"local f = coroutine.wrap(function() while true do end end)\nfunction handle_request(req, res) f() end")
+        .file("servlets/nested.lua", b"function handle_request(req, res) coroutine.wrap(function() coroutine.resume(coroutine.create(function() while true do end end)) while true do end end)() end")
+        .file("servlets/pcall.lua", b"function handle_request(req, res) while true do pcall(function() while true do end end) end end")
+        .file("servlets/top.lua", b"while true do end")
+        .file("servlets/init.lua", b"function handler_init(cfg) while true do end end\nfunction handle_request(req, res) end")
         .config(CONFIG)
         .workers(1);
     let s = b.start();
-    for path in ["/servlets/loop.lua", "/servlets/count.lua"] {
+    for path in [
+        "/servlets/loop.lua",
+        "/servlets/count.lua",
+        "/servlets/co.lua",
+        "/servlets/wrap.lua",
+        "/servlets/nested.lua",
+        "/servlets/pcall.lua",
+        "/servlets/top.lua",
+        "/servlets/init.lua",
+    ] {
         let r = get(&s, path);
         assert_eq!(r.status, 503, "{path}");
         assert_eq!(get(&s, "/servlets/hello.lua").status, 200);

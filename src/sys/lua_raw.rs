@@ -1,6 +1,6 @@
 //! Lua values read through Lua's C API where mlua's safe API costs too
-//! much per request: `brisk.json.encode`'s walk over a value, and the
-//! header table and body a servlet's `res:write` gives. One protected
+//! much per request: `brisk.json.encode`'s walk over a value (and
+//! `sys::lua_res`, a servlet's `res` object). One protected
 //! call each, tables read with `lua_rawgeti`/`lua_next` on the Lua stack,
 //! strings read in place. Going through mlua's `Value` makes a registry
 //! reference for every table, string and key met (which cost 80 % of a
@@ -16,7 +16,7 @@
 //! the same, so that even a memory error could not unwind past it.
 
 use mlua::ffi;
-use mlua::{Lua, LuaString, Table, Value};
+use mlua::{Lua, Table, Value};
 
 use crate::http::json::{push_f64, push_utf8, MAX_DEPTH};
 use crate::http::push_u64;
@@ -294,81 +294,4 @@ fn push_i64(out: &mut Vec<u8>, i: i64) {
         out.push(b'-');
     }
     push_u64(out, i.unsigned_abs());
-}
-
-/// Why `res:write`'s arguments cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError<E> {
-    /// A header name or value that is neither a string nor a number.
-    NotText,
-    /// What the callbacks said.
-    Refused(E),
-}
-
-/// Calls `header(sink, name, value)` for each pair of `headers` (strings,
-/// or numbers as Lua writes them) and then `body(sink, bytes)` for `body`,
-/// with the bytes read in place. The first error stops the walk.
-pub fn read_answer<S, E>(
-    lua: &Lua,
-    headers: Option<&Table>,
-    body: Option<&LuaString>,
-    sink: &mut S,
-    mut header: impl FnMut(&mut S, &[u8], &[u8]) -> Result<(), E>,
-    body_fn: impl FnOnce(&mut S, &[u8]) -> Result<(), E>,
-) -> mlua::Result<Result<(), WriteError<E>>> {
-    let mut result = Ok(());
-    // SAFETY: exec_raw pushes `headers` (or nil) and `body` (or nil) as
-    // the callback's arguments 1 and 2 under lua_pcall; only strings are
-    // read (numbers are converted on a copy, never a key lua_next holds),
-    // and the stack is balanced on every path (lua_settop).
-    unsafe {
-        lua.exec_raw::<()>((headers, body), |state| {
-            result = (|| {
-                if ffi::lua_type(state, 1) == ffi::LUA_TTABLE {
-                    let top = ffi::lua_gettop(state);
-                    ffi::lua_pushnil(state);
-                    while ffi::lua_next(state, 1) != 0 {
-                        // Key at top + 1, value at top + 2; copies of
-                        // both at top + 3 and top + 4 may be converted.
-                        ffi::lua_pushvalue(state, top + 1);
-                        ffi::lua_pushvalue(state, top + 2);
-                        let name = text_at(state, top + 3).ok_or(WriteError::NotText)?;
-                        let value = text_at(state, top + 4).ok_or(WriteError::NotText)?;
-                        header(sink, name, value).map_err(WriteError::Refused)?;
-                        ffi::lua_settop(state, top + 1);
-                    }
-                    ffi::lua_settop(state, top);
-                }
-                if ffi::lua_type(state, 2) == ffi::LUA_TSTRING {
-                    let bytes = text_at(state, 2).ok_or(WriteError::NotText)?;
-                    body_fn(sink, bytes).map_err(WriteError::Refused)?;
-                }
-                Ok(())
-            })();
-            ffi::lua_settop(state, 0);
-        })?;
-    }
-    Ok(result)
-}
-
-/// The bytes of the string or number at `idx` (a number is converted to
-/// a string in its stack slot, as `tostring` would write it).
-///
-/// # Safety
-/// `idx` is a valid index whose slot may be converted (not a key that
-/// `lua_next` is iterating with); the slice lives while it stays there.
-unsafe fn text_at<'a>(state: *mut ffi::lua_State, idx: i32) -> Option<&'a [u8]> {
-    // SAFETY: as the function's contract says; lua_tolstring converts a
-    // number in place (it allocates the string, which in a protected
-    // call can at worst fail the call).
-    unsafe {
-        match ffi::lua_type(state, idx) {
-            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
-                let mut len = 0usize;
-                let p = ffi::lua_tolstring(state, idx, &mut len);
-                Some(std::slice::from_raw_parts(p.cast::<u8>(), len))
-            }
-            _ => None,
-        }
-    }
 }

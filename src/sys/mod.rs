@@ -8,11 +8,15 @@ pub mod fs;
 pub mod interleave;
 pub mod launcher;
 #[cfg(feature = "servlets")]
+pub mod lua_cpu;
+#[cfg(feature = "servlets")]
 pub mod lua_heap;
 #[cfg(feature = "servlets")]
 pub mod lua_raw;
 #[cfg(feature = "servlets")]
 pub mod lua_req;
+#[cfg(feature = "servlets")]
+pub mod lua_res;
 pub mod memory;
 pub mod net;
 pub mod privileged;

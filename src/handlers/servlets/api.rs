@@ -1,17 +1,15 @@
 //! What a servlet sees: the request table, the response object, and the
 //! `brisk` library (JSON, escaping, forms, the shared dictionary).
 
-use std::cell::RefCell;
 use std::io::Write as _;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use mlua::{Lua, LuaString, Table, UserData, UserDataMethods, Value};
+use mlua::{Lua, LuaString, Table, Value};
 
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header, Request};
 use crate::http::{form, json};
-use crate::sys::{lua_raw, lua_req};
+use crate::sys::{lua_raw, lua_req, lua_res};
 
 /// Output gathered before it goes to the client in one piece.
 pub const PIECE: usize = 64 * 1024;
@@ -32,123 +30,71 @@ pub struct Out {
     pub max: u64,
 }
 
-/// The native side of `res` (see the prelude in `mod.rs`).
-pub struct Res(pub Rc<RefCell<Out>>);
-
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
 }
 
-fn not_utf8() -> mlua::Error {
-    lua_err("res:write: a header that is not UTF-8")
+fn not_utf8() -> String {
+    "res:write: a header that is not UTF-8".to_string()
 }
 
 impl Out {
-    fn header(&mut self, name: &str, value: &str) -> mlua::Result<()> {
+    fn header_text(&mut self, name: &str, value: &str) -> Result<(), String> {
         if self.head_sent {
-            return Err(lua_err("the response head has been sent already"));
+            return Err("the response head has been sent already".into());
         }
-        check_header(name, value).map_err(|e| lua_err(e.0))?;
+        check_header(name, value).map_err(|e| e.0.to_string())?;
         self.headers.extend_from_slice(name.as_bytes());
         self.headers.extend_from_slice(b": ");
         self.headers.extend_from_slice(value.trim().as_bytes());
         self.headers.extend_from_slice(b"\r\n");
         Ok(())
     }
+}
 
-    fn status(&mut self, status: u16) -> mlua::Result<()> {
+/// `res`'s methods (`sys::lua_res` calls them).
+impl lua_res::Answer for Out {
+    fn status(&mut self, status: i64) -> Result<(), String> {
         if self.head_sent {
-            return Err(lua_err("the response head has been sent already"));
+            return Err("the response head has been sent already".into());
         }
         if !(200..=599).contains(&status) {
-            return Err(lua_err(format!("{status} is not a final status (200-599)")));
+            return Err(format!("{status} is not a final status (200-599)"));
         }
-        self.status = status;
+        self.status = status as u16;
         Ok(())
     }
 
-    fn body(&mut self, bytes: &[u8]) -> mlua::Result<()> {
+    fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
+        let text = |b| std::str::from_utf8(b).map_err(|_| not_utf8());
+        self.header_text(text(name)?, text(value)?)
+    }
+
+    fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.written += bytes.len() as u64;
         if self.written > self.max {
-            return Err(lua_err(format!(
+            return Err(format!(
                 "the answer is longer than servlets.max_output ({} bytes)",
                 self.max
-            )));
+            ));
         }
         self.body.extend_from_slice(bytes);
         Ok(())
     }
-}
 
-impl UserData for Res {
-    fn add_methods<M: UserDataMethods<Self>>(m: &mut M) {
-        // write(status, headers, body), as Gerbil's http-response-write,
-        // or write(piece). Returns whether a piece's worth is gathered
-        // (the prelude then yields, so it leaves while the servlet runs).
-        m.add_method(
-            "write",
-            |lua, this, (a, b, c): (Value, Option<Table>, Option<LuaString>)| {
-                let mut out = this.0.borrow_mut();
-                match (a, b, c) {
-                    (Value::Integer(status), headers, body) => {
-                        out.status(u16::try_from(status).unwrap_or(0))?;
-                        // Read in place (see sys::lua_raw): no allocation.
-                        let read = lua_raw::read_answer(
-                            lua,
-                            headers.as_ref(),
-                            body.as_ref(),
-                            &mut *out,
-                            |out: &mut Out, name, value| {
-                                let text = |b| std::str::from_utf8(b).map_err(|_| not_utf8());
-                                out.header(text(name)?, text(value)?)
-                            },
-                            |out: &mut Out, bytes| out.body(bytes),
-                        )?;
-                        match read {
-                            Ok(()) => {}
-                            Err(lua_raw::WriteError::Refused(e)) => return Err(e),
-                            Err(lua_raw::WriteError::NotText) => {
-                                return Err(lua_err(
-                                    "res:write: header names and values are strings",
-                                ))
-                            }
-                        }
-                    }
-                    (Value::String(s), None, None) => out.body(&s.as_bytes())?,
-                    (Value::Number(n), None, None) => out.body(n.to_string().as_bytes())?,
-                    _ => {
-                        return Err(lua_err(
-                            "res:write takes (status, headers, body) or (string)",
-                        ))
-                    }
-                }
-                Ok(out.body.len() >= PIECE)
-            },
-        );
-        m.add_method(
-            "header",
-            |_, this, (name, value): (LuaString, LuaString)| {
-                this.0
-                    .borrow_mut()
-                    .header(&name.to_str()?, &value.to_str()?)
-            },
-        );
-        m.add_method("set_status", |_, this, status: u16| {
-            this.0.borrow_mut().status(status)
-        });
-        m.add_method(
-            "redirect",
-            |_, this, (url, status): (LuaString, Option<u16>)| {
-                let status = status.unwrap_or(302);
-                if !(300..=399).contains(&status) {
-                    return Err(lua_err("a redirect's status is 3xx"));
-                }
-                let mut out = this.0.borrow_mut();
-                out.status(status)?;
-                out.header("Location", &url.to_str()?)?;
-                Ok(())
-            },
-        );
+    fn redirect(&mut self, url: &[u8], status: Option<i64>) -> Result<(), String> {
+        let status = status.unwrap_or(302);
+        if !(300..=399).contains(&status) {
+            return Err("a redirect's status is 3xx".into());
+        }
+        let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
+        self.status(status)?;
+        self.header_text("Location", url)
+    }
+
+    /// A piece's worth: the servlet yields, and it leaves.
+    fn gathered(&self) -> bool {
+        self.body.len() >= PIECE
     }
 }
 

@@ -11,7 +11,8 @@
 //! - Each request runs in a coroutine: its output leaves in one piece
 //!   with its length, or, once 64 KiB are gathered, the head goes out and
 //!   the rest follows in chunks as the client takes them.
-//! - Limits: CPU time per request (an instruction-count hook: 503),
+//! - Limits: CPU time per request (a timer on the worker's CPU clock
+//!   whose signal sets a hook that stops the servlet: `sys::lua_cpu`; 503),
 //!   memory per worker's state (an allocation error: 500), output size.
 //!   An error answers 500 and logs the file, line and traceback, the
 //!   same one at most once a minute per servlet.
@@ -22,10 +23,9 @@
 //!   seccomp sandbox applies as to everything else.
 
 mod api;
-mod clock;
 pub mod shared;
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::rc::Rc;
@@ -35,21 +35,19 @@ use std::time::{Duration, Instant};
 use mlua::chunk::ChunkMode;
 use mlua::prelude::{LuaGcIncParams, LuaGcMode};
 use mlua::thread::ThreadStatus;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Thread, Value, VmState};
+use mlua::{AnyUserData, Function, Lua, LuaOptions, StdLib, Table, Thread, Value};
 
 use super::app::{Handler, Request, Response};
 use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
-use crate::sys::clock::thread_cpu_time;
 use crate::sys::fs::{Meta, Root};
+use crate::sys::lua_cpu::{self, CPU_LIMIT};
 use crate::sys::lua_heap::Heap;
+use crate::sys::lua_res;
 use api::Out;
-use clock::Clock;
 
 /// The collector's pause (percent): see `State::new`.
 const GC_PAUSE: i32 = 400;
-/// Marks the error the CPU-time hook raises.
-const CPU_LIMIT: &str = "servlets.cpu_time exceeded";
 /// The same error of one servlet is logged at most this often.
 const ERROR_EVERY: Duration = Duration::from_secs(60);
 /// Servlets whose last error is remembered, per worker.
@@ -113,15 +111,11 @@ struct State {
     res_mt: Table,
     /// The metatable of request tables (their lazy fields, `form`).
     req_mt: Table,
-    /// The current request's CPU budget (read by the hook): see [`Clock`].
-    clock: Rc<Clock>,
-    /// The hook stopped the current request.
-    cpu_stopped: Rc<Cell<bool>>,
     /// A finished coroutine, for the next request.
     spare: RefCell<Option<Thread>>,
     /// The last answer's `res` object and what it gathered, for the next
     /// request (taken while in use; a streamed answer keeps its own).
-    spare_res: RefCell<Option<(Rc<RefCell<Out>>, Table)>>,
+    spare_res: RefCell<Option<(Rc<RefCell<Out>>, AnyUserData)>>,
     settings: Arc<Settings>,
 }
 
@@ -129,20 +123,20 @@ struct State {
 /// library, the `res` object's methods (`write` yields once a piece is
 /// gathered, so it can leave while the servlet runs), and the runner.
 const PRELUDE: &str = r#"
-local traceback, require_native, lazy_field, form = ...
-local rawload, coyield, xpcall = load, coroutine.yield, xpcall
+local traceback, require_native, lazy_field, form, arm = ...
+local rawload, xpcall = load, xpcall
+-- The servlet's coroutines check the CPU budget themselves (sys::lua_cpu).
+local cocreate, cowrap = coroutine.create, coroutine.wrap
+coroutine.create = function(f) local co = cocreate(f) arm(co) return co end
+coroutine.wrap = function(f) local w = cowrap(f) arm(w) return w end
 load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
 dofile, loadfile, collectgarbage = nil, nil, nil
 string.dump = nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
 require = require_native
+-- res's methods are C functions (sys::lua_res), set from Rust.
 local Res = {}
-Res.__index = Res
-function Res:write(a, b, c) if self[1]:write(a, b, c) then coyield() end end
-function Res:header(n, v) self[1]:header(n, v) end
-function Res:set_status(s) self[1]:set_status(s) end
-function Res:redirect(u, s) self[1]:redirect(u, s) end
 local function run(handle, req, res)
   local ok, err = xpcall(handle, traceback, req, res)
   if not ok then return false, err end
@@ -178,6 +172,9 @@ impl State {
             | StdLib::UTF8
             | StdLib::MATH
             | StdLib::OS;
+        // Budgets need this thread's CPU timer.
+        lua_cpu::prepare(settings.servlets.cpu_time)
+            .map_err(|e| mlua::Error::runtime(format!("the CPU-time timer: {e}")))?;
         let lua = Lua::new_with(libs, LuaOptions::default())?;
         let limit = usize::try_from(settings.servlets.memory).unwrap_or(usize::MAX);
         // mlua's limit first: with one set, mlua guards the calls that
@@ -217,10 +214,12 @@ impl State {
         let lazy = lua.create_function(|lua, (which, src, mt): (i64, Value, Table)| {
             api::lazy_field(lua, which, src, &mt)
         })?;
+        let arm = lua_cpu::arm_function(&lua)?;
         let (runner, res_mt, req_mt): (Function, Table, Table) = lua
             .load(PRELUDE)
             .set_name("=brisk")
-            .call((traceback, require, lazy, form))?;
+            .call((traceback, require, lazy, form, arm))?;
+        lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let brisk = api::library(&lua)?;
         lua.globals().raw_set("brisk", brisk)?;
         Ok(State {
@@ -232,8 +231,6 @@ impl State {
             runner,
             res_mt,
             req_mt,
-            clock: Rc::new(Clock::default()),
-            cpu_stopped: Rc::new(Cell::new(false)),
             spare: RefCell::new(None),
             spare_res: RefCell::new(None),
             settings,
@@ -336,14 +333,20 @@ impl State {
         mt.raw_set("__index", self.lua.globals())
             .map_err(Failure::lua)?;
         env.set_metatable(Some(mt)).map_err(Failure::lua)?;
-        self.start_clock(self.settings.servlets.cpu_time, Instant::now());
-        self.lua
+        let chunk = self
+            .lua
             .load(text)
             .set_name(format!("@{name}"))
             .set_mode(ChunkMode::Text)
             .set_environment(env.clone())
-            .exec()
-            .map_err(|e| self.failure(e))?;
+            .into_function()
+            .map_err(Failure::lua)?;
+        // (In a coroutine, as requests: under the CPU budget.)
+        let thread = self.thread(&chunk).map_err(Failure::lua)?;
+        self.resume::<()>(&thread, (), self.budget())?;
+        if thread.status() == ThreadStatus::Resumable {
+            return Err(Failure::Error(format!("{name}: may not yield when loaded")));
+        }
         let handle: Function = env
             .raw_get::<Option<Function>>("handle_request")
             .map_err(Failure::lua)?
@@ -356,7 +359,7 @@ impl State {
         {
             let cfg = self.init_table(url).map_err(Failure::lua)?;
             let thread = self.thread(&init).map_err(Failure::lua)?;
-            thread.resume::<()>(cfg).map_err(|e| self.failure(e))?;
+            self.resume::<()>(&thread, cfg, self.budget())?;
             if thread.status() == ThreadStatus::Resumable {
                 return Err(Failure::Error(format!(
                     "{name}: handler_init may not write"
@@ -387,40 +390,48 @@ impl State {
         Ok(t)
     }
 
-    /// A coroutine running `f` under the CPU-time hook: the one the last
-    /// request finished with, reset (a new one costs a hook of its own).
+    /// A coroutine running `f`: the one the last request finished with,
+    /// reset, or a new one.
     fn thread(&self, f: &Function) -> mlua::Result<Thread> {
         if let Some(t) = self.spare.borrow_mut().take() {
             if t.reset(f.clone()).is_ok() {
                 return Ok(t);
             }
         }
-        let thread = self.lua.create_thread(f.clone())?;
-        let (clock, stopped) = (Rc::clone(&self.clock), Rc::clone(&self.cpu_stopped));
-        thread.set_hook(
-            HookTriggers::new().every_nth_instruction(1000),
-            move |_, _| {
-                if clock.spent() {
-                    stopped.set(true);
-                    return Err(mlua::Error::runtime(CPU_LIMIT));
-                }
-                Ok(VmState::Continue)
-            },
-        )?;
-        Ok(thread)
+        self.lua.create_thread(f.clone())
     }
 
-    /// Starts a request's CPU-time budget, or what is `left` of it, at
-    /// `now`.
-    fn start_clock(&self, left: Duration, now: Instant) {
-        self.cpu_stopped.set(false);
-        self.clock.start(left, now);
+    /// A request's CPU budget in timer ticks (`sys::lua_cpu`).
+    fn budget(&self) -> u64 {
+        lua_cpu::ticks_for(self.settings.servlets.cpu_time)
+    }
+
+    /// Resumes `thread` with `args` under a CPU budget of `ticks`; the
+    /// ticks it used are added to `used`.
+    fn resume_counted<R: mlua::FromLuaMulti>(
+        &self,
+        thread: &Thread,
+        args: impl mlua::IntoLuaMulti,
+        ticks: u64,
+        used: &mut u64,
+    ) -> Result<R, Failure> {
+        lua_cpu::resume(thread, args, ticks, used).map_err(|e| self.failure(e))
+    }
+
+    /// [`State::resume_counted`] for a whole budget.
+    fn resume<R: mlua::FromLuaMulti>(
+        &self,
+        thread: &Thread,
+        args: impl mlua::IntoLuaMulti,
+        ticks: u64,
+    ) -> Result<R, Failure> {
+        self.resume_counted(thread, args, ticks, &mut 0)
     }
 
     /// What an error caught in the servlet (its message and traceback)
     /// means for the answer.
     fn caught(&self, err: String) -> Failure {
-        if self.cpu_stopped.get() {
+        if lua_cpu::stopped() {
             return Failure::Cpu;
         }
         if err.starts_with("not enough memory") {
@@ -432,7 +443,7 @@ impl State {
 
     /// What an error from Lua means for the answer.
     fn failure(&self, e: mlua::Error) -> Failure {
-        if self.cpu_stopped.get() {
+        if lua_cpu::stopped() {
             return Failure::Cpu;
         }
         if matches!(e, mlua::Error::MemoryError(_)) {
@@ -507,7 +518,7 @@ impl Handler for Servlets {
         if let Err(f) = state.load(rel, req.path, now) {
             return state.answer_failure(rel, f, resp, now);
         }
-        if let Err(f) = state.run(rel, req, resp, now) {
+        if let Err(f) = state.run(rel, req, resp) {
             state.answer_failure(rel, f, resp, now);
         }
     }
@@ -536,7 +547,6 @@ impl State {
         rel: &[u8],
         req: &Request<'_>,
         resp: &mut Response<'_>,
-        now: Instant,
     ) -> Result<(), Failure> {
         let handle = match self.modules.borrow().get(rel) {
             Some(m) => m.handle.clone(),
@@ -545,9 +555,14 @@ impl State {
         let (out, res) = self.res_object()?;
         let reqt = api::request(&self.lua, req, &self.req_mt).map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
-        self.start_clock(self.settings.servlets.cpu_time, now);
-        let step = thread.resume::<(Option<bool>, Option<String>)>((handle, reqt, &res));
-        let (ok, err) = step.map_err(|e| self.failure(e))?;
+        let ticks = self.budget();
+        let mut spent = 0;
+        let (ok, err) = self.resume_counted::<(Option<bool>, Option<String>)>(
+            &thread,
+            (handle, reqt, &res),
+            ticks,
+            &mut spent,
+        )?;
         if ok == Some(false) {
             return Err(self.caught(err.unwrap_or_default()));
         }
@@ -569,7 +584,7 @@ impl State {
                 state: Rc::clone(self),
                 thread,
                 out,
-                spent: self.clock.used(),
+                left: ticks.saturating_sub(spent),
                 rel: rel.to_vec(),
             },
             None,
@@ -580,7 +595,7 @@ impl State {
     /// The `res` object for a request and what it gathers, empty: the
     /// last answer's when it is free (its buffers keep their room), else
     /// a new one.
-    fn res_object(&self) -> Result<(Rc<RefCell<Out>>, Table), Failure> {
+    fn res_object(&self) -> Result<(Rc<RefCell<Out>>, AnyUserData), Failure> {
         let max = self.settings.servlets.max_output;
         if let Some((out, res)) = self.spare_res.borrow_mut().take() {
             let mut o = out.borrow_mut();
@@ -605,15 +620,8 @@ impl State {
             max,
             ..Out::default()
         }));
-        let res = self
-            .lua
-            .create_table_with_capacity(1, 0)
-            .map_err(Failure::lua)?;
-        let native = self.lua.create_userdata(api::Res(Rc::clone(&out)));
-        res.raw_set(1, native.map_err(Failure::lua)?)
-            .map_err(Failure::lua)?;
-        res.set_metatable(Some(self.res_mt.clone()))
-            .map_err(Failure::lua)?;
+        let res =
+            lua_res::new_object(&self.lua, Rc::clone(&out), &self.res_mt).map_err(Failure::lua)?;
         Ok((out, res))
     }
 
@@ -663,8 +671,8 @@ struct Piecewise {
     state: Rc<State>,
     thread: Thread,
     out: Rc<RefCell<Out>>,
-    /// CPU time the request has had so far.
-    spent: Duration,
+    /// Ticks of its CPU budget left (`sys::lua_cpu`).
+    left: u64,
     rel: Vec<u8>,
 }
 
@@ -682,26 +690,28 @@ impl BodyStream for Piecewise {
                 return Ok(false);
             }
             let st = &self.state;
-            st.start_clock(
-                st.settings.servlets.cpu_time.saturating_sub(self.spent),
-                Instant::now(),
+            let mut used = 0;
+            let r = st.resume_counted::<(Option<bool>, Option<String>)>(
+                &self.thread,
+                (),
+                self.left,
+                &mut used,
             );
-            let t0 = thread_cpu_time();
-            let r = self.thread.resume::<(Option<bool>, Option<String>)>(());
-            self.spent += thread_cpu_time().saturating_sub(t0);
-            let name = String::from_utf8_lossy(&self.rel);
-            match r {
-                Err(e) => return Err(format!("servlet {name}: {e}")),
-                Ok((Some(false), err)) => {
-                    let why = match st.caught(err.unwrap_or_default()) {
-                        Failure::Cpu => format!("stopped: {CPU_LIMIT}"),
-                        Failure::Error(why) | Failure::Forbidden(why) => why,
-                        Failure::NotFound => String::new(),
-                    };
-                    return Err(format!("servlet {name}: {why}"));
-                }
-                Ok(_) => {}
-            }
+            self.left = self.left.saturating_sub(used);
+            let failure = match r {
+                Err(f) => f,
+                Ok((Some(false), err)) => st.caught(err.unwrap_or_default()),
+                Ok(_) => continue,
+            };
+            let why = match failure {
+                Failure::Cpu => format!("stopped: {CPU_LIMIT}"),
+                Failure::Error(why) | Failure::Forbidden(why) => why,
+                Failure::NotFound => String::new(),
+            };
+            return Err(format!(
+                "servlet {}: {why}",
+                String::from_utf8_lossy(&self.rel)
+            ));
         }
     }
 }
