@@ -565,6 +565,37 @@ mod tests {
     }
 
     #[test]
+    fn integers_as_text() {
+        // Lua writes integers by src/sys/lua_c/brisk_lua_user.h's
+        // `lua_integer2str` (not snprintf) in `tostring`, `..` and
+        // `string.format("%s")`: the same text as "%lld", which Rust's
+        // `{}` writes too.
+        let lua = Lua::new();
+        let mut values = vec![0i64, 1, -1, 9, -9, i64::MAX, i64::MIN, i64::MIN + 1];
+        let mut p = 1i64;
+        while let Some(next) = p.checked_mul(10) {
+            values.extend([p - 1, p, p + 1, -p, -(p - 1), -(p + 1)]);
+            p = next;
+        }
+        values.extend([p - 1, p, p + 1, -p]);
+        let f = lua
+            .load("local n = ... return tostring(n), 'item ' .. n, string.format('%s', n)")
+            .into_function()
+            .unwrap();
+        for n in values {
+            let (a, b, c): (String, String, String) = f.call(n).unwrap();
+            assert_eq!(
+                (a.as_str(), b.as_str(), c.as_str()),
+                (
+                    n.to_string().as_str(),
+                    format!("item {n}").as_str(),
+                    n.to_string().as_str()
+                )
+            );
+        }
+    }
+
+    #[test]
     fn json_encode_repeated_keys() {
         // Objects sharing keys (the encoder writes a key once a call and
         // copies it after): more keys than its table has slots, keys that
