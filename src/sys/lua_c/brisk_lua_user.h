@@ -42,4 +42,19 @@ static inline int brisk_integer2str (char *s, size_t sz, long long n) {
 #undef lua_integer2str
 #define lua_integer2str(s,sz,n) brisk_integer2str((s), (sz), (long long)(n))
 
+/*
+** The interpreter is built for size (-Os: Cargo.toml's profile for
+** mlua-sys), but the files a request runs through are optimised for
+** speed: the VM loop, tables, strings, the collector, calls and the C
+** API. Each of those files defines its name as a macro before it
+** includes lua.h. Release builds only (debug builds stay at -O0).
+*/
+#if defined(__OPTIMIZE_SIZE__) && defined(__GNUC__) && !defined(__clang__) \
+    && (defined(lvm_c) || defined(ltable_c) || defined(lgc_c) \
+        || defined(lstring_c) || defined(ldo_c) || defined(lapi_c) \
+        || defined(lobject_c) || defined(ltm_c) || defined(lfunc_c) \
+        || defined(lmem_c))
+#pragma GCC optimize ("O2")
+#endif
+
 #endif
