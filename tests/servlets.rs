@@ -101,6 +101,7 @@ function handle_request(req, res)
   res:header("Content-Type", "application/json")
   res:write(brisk.json.encode({
     calls = calls, cfg = cfg_seen, method = req.method, path = req.path, query = req.query,
+    addr = req.remote_addr,
     a = req.args.a, ua = req.headers["x-TEST"], sid = req.cookies.sid, body = req.body,
     html = brisk.html_escape("<a&'\">"), url = brisk.url_escape("a b/é"),
     un = brisk.url_unescape("x%20y+z"), back = brisk.json.decode('{"k":[1,2.5,"s"]}').k[3],
@@ -110,7 +111,12 @@ end
     )]);
     let mut c = s.connect();
     for calls in 1..=2 {
-        c.send(b"POST /servlets/api.lua?a=1%202&b HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\nCookie: a=b; sid=\"42\"\r\nContent-Length: 3\r\n\r\nxyz");
+        // The second time with more fields than the handler's small
+        // array holds (the router's FEW_HEADERS).
+        let pad: String = (0..20 * (calls - 1))
+            .map(|i| format!("X-Pad-{i}: {i}\r\n"))
+            .collect();
+        c.send(format!("POST /servlets/api.lua?a=1%202&b HTTP/1.1\r\nHost: x\r\n{pad}X-Test: yes\r\nCookie: a=b; sid=\"42\"\r\nContent-Length: 3\r\n\r\nxyz").as_bytes());
         let r = c.response();
         assert_eq!(r.status, 201);
         assert_eq!(r.header("Content-Type"), Some("application/json"));
@@ -119,6 +125,7 @@ end
         assert_eq!(v["cfg"], "hello /servlets/api.lua");
         assert_eq!(v["method"], "POST");
         assert_eq!(v["path"], "/servlets/api.lua");
+        assert_eq!(v["addr"], "127.0.0.1");
         assert_eq!(v["query"], "a=1%202&b");
         assert_eq!(v["a"], "1 2");
         assert_eq!(v["ua"], "yes");
@@ -129,6 +136,20 @@ end
         assert_eq!(v["un"], "x y z");
         assert_eq!(v["back"], "s");
     }
+    // A GET without a body (the method and "" from the state's names),
+    // after a request for another servlet on the same connection (the
+    // state keeps the last path and client address for the next).
+    c.send(b"GET /servlets/hello.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().status, 200);
+    c.send(b"GET /servlets/api.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let v: serde_json::Value = serde_json::from_slice(&c.response().body).unwrap();
+    assert_eq!(
+        (v["method"].as_str(), v["body"].as_str()),
+        (Some("GET"), Some(""))
+    );
+    assert_eq!(v["query"], serde_json::Value::Null);
+    assert_eq!(v["path"], "/servlets/api.lua");
+    assert_eq!(v["addr"], "127.0.0.1");
 }
 
 const FORM: &str = r#"function handle_request(req, res)

@@ -159,7 +159,7 @@ struct Slot {
 /// FNV-1a: paths are short, and SipHash's DoS resistance is not needed
 /// for a map that is bounded and emptied when full.
 #[derive(Default)]
-struct Fnv(u64);
+pub(crate) struct Fnv(u64);
 
 impl Hasher for Fnv {
     fn finish(&self) -> u64 {

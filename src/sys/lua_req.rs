@@ -33,8 +33,22 @@ pub struct Builder<'a> {
     _call: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
-/// Free stack slots above an open table: a key and a value.
-const ROOM: i32 = 2;
+/// A value for [`Builder::set_from`].
+#[derive(Debug, Clone, Copy)]
+pub enum Str<'b> {
+    /// These bytes.
+    Bytes(&'b [u8]),
+    /// The string at this index of the table argument.
+    Entry(i64),
+    /// These bytes, also kept at this index of the table argument, where
+    /// a later call can take them as an [`Str::Entry`] (when the caller
+    /// knows they are the same: a keep-alive client's address, a
+    /// servlet's path; a short string made again is hashed again).
+    Keep(&'b [u8], i64),
+}
+
+/// Free stack slots above an open table: a key, a value and its copy.
+const ROOM: i32 = 3;
 
 impl<'a> Builder<'a> {
     /// The bytes of the `arg`th argument given to [`build`] if it is a
@@ -106,6 +120,38 @@ impl<'a> Builder<'a> {
         self.depth -= 1;
     }
 
+    /// `t[key] = value` in the open table, where `key` (and `value`, if
+    /// [`Str::Entry`]) is an entry of the table given as argument `arg`:
+    /// strings made once, so none is made or hashed here (interning a
+    /// string hashes every byte: six fields' keys, the method and an empty
+    /// body were 1,300 instructions of a hello servlet's request).
+    pub fn set_from(&mut self, arg: i32, key: i64, value: Str<'_>) {
+        if !self.table_arg(arg) {
+            return;
+        }
+        // SAFETY: the open table is at -1 and ROOM slots are free above
+        // it; `arg` is a table (lua_rawgeti raises nothing). A missing
+        // entry is a nil key, which lua_rawset refuses with an error
+        // inside the protected call.
+        unsafe {
+            ffi::lua_rawgeti(self.state, arg, key);
+            match value {
+                Str::Bytes(b) => push_bytes(self.state, b),
+                Str::Entry(i) => {
+                    ffi::lua_rawgeti(self.state, arg, i);
+                }
+                Str::Keep(b, i) => {
+                    // (The copy uses the third ROOM slot; lua_rawseti
+                    // pops it into `arg`.)
+                    push_bytes(self.state, b);
+                    ffi::lua_pushvalue(self.state, -1);
+                    ffi::lua_rawseti(self.state, arg, i);
+                }
+            }
+            ffi::lua_rawset(self.state, -3);
+        }
+    }
+
     /// `t[key] = value` (strings) in the open table.
     pub fn set(&mut self, key: &[u8], value: &[u8]) {
         if self.failed {
@@ -155,15 +201,24 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Gives the open table the `arg`th argument (a table) as its
-    /// metatable.
-    pub fn set_metatable_arg(&mut self, arg: i32) {
+    /// Whether nothing failed and the `arg`th argument is a table (if
+    /// not, the build fails).
+    fn table_arg(&mut self, arg: i32) -> bool {
         if self.failed
             || !(1..=self.args).contains(&arg)
             // SAFETY: `arg` is a valid index (checked just before).
             || unsafe { ffi::lua_type(self.state, arg) } != ffi::LUA_TTABLE
         {
             self.failed = true;
+            return false;
+        }
+        true
+    }
+
+    /// Gives the open table the `arg`th argument (a table) as its
+    /// metatable.
+    pub fn set_metatable_arg(&mut self, arg: i32) {
+        if !self.table_arg(arg) {
             return;
         }
         // SAFETY: a table at a valid index; one push, popped by
@@ -239,7 +294,8 @@ mod tests {
         let lua = Lua::new();
         let mt = lua.create_table().unwrap();
         mt.raw_set("marked", true).unwrap();
-        let t = build(&lua, (mt, 7), 4, |b| {
+        let names = lua.create_sequence_from(["k1", "k2", "k3"]).unwrap();
+        let t = build(&lua, (mt, 7, names.clone()), 4, |b| {
             b.set(b"a", b"one");
             b.set_first(b"a", b"not kept");
             b.set_first(b"b", b"two");
@@ -249,6 +305,9 @@ mod tests {
             b.close(b"inner");
             b.set_arg(b"n", 2);
             b.set_at(1, b"first");
+            b.set_from(3, 1, Str::Bytes(b"from names"));
+            b.set_from(3, 2, Str::Entry(1));
+            b.set_from(3, 3, Str::Keep(b"kept", 9));
             assert_eq!(b.arg_bytes(2), None);
             assert_eq!(b.arg_bytes(3), None);
         })
@@ -257,6 +316,12 @@ mod tests {
         assert_eq!(t.raw_get::<String>("b").unwrap(), "two");
         assert_eq!(t.raw_get::<i64>("n").unwrap(), 7);
         assert_eq!(t.raw_get::<String>(1).unwrap(), "first");
+        assert_eq!(t.raw_get::<String>("k1").unwrap(), "from names");
+        assert_eq!(t.raw_get::<String>("k2").unwrap(), "k1");
+        assert_eq!(t.raw_get::<String>("k3").unwrap(), "kept");
+        // The kept value, taken by the next call.
+        let again = build(&lua, names.clone(), 1, |b| b.set_from(1, 1, Str::Entry(9))).unwrap();
+        assert_eq!(again.raw_get::<String>("k1").unwrap(), "kept");
         let copy = build(&lua, ("in place", 1), 1, |b| {
             let s = b.arg_bytes(1).unwrap();
             b.set(b"copy", s);
@@ -280,11 +345,12 @@ mod tests {
     #[test]
     fn misuse_is_an_error() {
         let lua = Lua::new();
-        let fills: [fn(&mut Builder<'_>); 4] = [
+        let fills: [fn(&mut Builder<'_>); 5] = [
             |b| b.close(b"root"),
             |b| b.set_arg(b"k", 1),
             |b| b.set_metatable_arg(0),
             |b| b.open(0),
+            |b| b.set_from(1, 1, Str::Entry(1)),
         ];
         for fill in fills {
             assert!(build(&lua, (), 0, fill).is_err());

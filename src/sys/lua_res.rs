@@ -163,8 +163,6 @@ enum After {
 
 /// A method of `res` objects.
 unsafe extern "C-unwind" fn method<T: Answer, const M: u8>(l: *mut ffi::lua_State) -> libc::c_int {
-    // The message of an error, copied here (no destructor in this frame).
-    let mut msg = [0u8; 512];
     // SAFETY: called by Lua as one of our closures.
     let r = unsafe { call::<T, M>(l) };
     match r {
@@ -173,6 +171,8 @@ unsafe extern "C-unwind" fn method<T: Answer, const M: u8>(l: *mut ffi::lua_Stat
         // returns to its caller on resume (with no results).
         Ok(After::Yield) => unsafe { ffi::lua_yield(l, 0) },
         Err(e) => {
+            // The message, copied here (no destructor in this frame).
+            let mut msg = [0u8; 512];
             let n = e.len().min(msg.len());
             msg[..n].copy_from_slice(&e.as_bytes()[..n]);
             drop(e);

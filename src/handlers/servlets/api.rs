@@ -9,6 +9,7 @@ use mlua::{Lua, LuaString, Table, Value};
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header, Request};
 use crate::http::{form, json};
+use crate::sys::lua_req::Str;
 use crate::sys::{lua_raw, lua_req, lua_res};
 
 /// Output gathered before it goes to the client in one piece.
@@ -104,7 +105,13 @@ impl lua_res::Answer for Out {
 /// `cookies` are made on first use, as `args` from the query
 /// ([`lazy_field`], through `req_mt`'s `__index`, which also gives
 /// `form`). A servlet that reads none of them makes none of them.
-pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table) -> mlua::Result<Table> {
+pub fn request(
+    lua: &Lua,
+    req: &Request<'_>,
+    req_mt: &Table,
+    names: &Table,
+    recent: &mut Recent,
+) -> mlua::Result<Table> {
     // The header fields in this thread's buffer (taken out while in use:
     // nothing is allocated inside the call).
     let (mut raw, v) = DECODED.take();
@@ -115,24 +122,111 @@ pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table) -> mlua::Result<Tab
             raw.extend_from_slice(part);
         }
     }
-    let mut addr = [0u8; 64];
-    let addr = peer_text(req.peer.ip(), &mut addr);
-    let built = lua_req::build(lua, req_mt, 8, |b| {
-        b.set(b"method", req.method);
-        b.set(b"path", req.path);
+    if raw.len() <= SHORT_MAX {
+        // Made long, so Lua does not hash it (it interns, and so hashes
+        // every byte of, strings of up to 40 bytes): a length no field
+        // has ends the list (raw_fields).
+        raw.extend_from_slice(&[0xff; 4]);
+        raw.resize(SHORT_MAX + 1, 0);
+    }
+    // The client's address and the path, as the last request's (kept in
+    // `names`: no string made), or new.
+    let ip = req.peer.ip();
+    let mut text = [0u8; 64];
+    let addr = match recent.ip {
+        Some(last) if last == ip => Str::Entry(KEPT_ADDR),
+        _ => Str::Keep(peer_text(ip, &mut text), KEPT_ADDR),
+    };
+    let path = match recent.path_kept && recent.path == req.path {
+        true => Str::Entry(KEPT_PATH),
+        false => Str::Keep(req.path, KEPT_PATH),
+    };
+    let method = match NAMES[METHODS..]
+        .iter()
+        .position(|m| m.as_bytes() == req.method)
+    {
+        Some(i) => Str::Entry((METHODS + 1 + i) as i64),
+        None => Str::Bytes(req.method),
+    };
+    let body = match req.body {
+        b"" => Str::Entry(EMPTY),
+        b => Str::Bytes(b),
+    };
+    let built = lua_req::build(lua, (req_mt, names), 8, |b| {
+        // (The names are argument 2.)
+        b.set_from(2, N_METHOD, method);
+        b.set_from(2, N_PATH, path);
         if let Some(q) = req.query {
-            b.set(b"query", q);
+            b.set_from(2, N_QUERY, Str::Bytes(q));
         }
-        b.set(b"body", req.body);
-        b.set(b"remote_addr", addr);
+        b.set_from(2, N_BODY, body);
+        b.set_from(2, N_REMOTE_ADDR, addr);
         if let Some(u) = req.user {
-            b.set(b"user", u);
+            b.set_from(2, N_USER, Str::Bytes(u));
         }
         b.set_at(1, &raw);
         b.set_metatable_arg(1);
     });
     DECODED.set((raw, v));
+    // What `names` keeps now.
+    recent.ip = built.is_ok().then_some(ip);
+    recent.path_kept = built.is_ok();
+    if matches!(path, Str::Keep(..)) && built.is_ok() {
+        recent.path.clear();
+        recent.path.extend_from_slice(req.path);
+    }
     built
+}
+
+/// Lua's longest short string (`LUAI_MAXSHORTLEN`): longer ones are
+/// not interned.
+const SHORT_MAX: usize = 40;
+
+/// Which client address and path a state's `names` table keeps (see
+/// [`request`]), to be given again without making a string.
+#[derive(Debug, Default)]
+pub struct Recent {
+    ip: Option<std::net::IpAddr>,
+    path_kept: bool,
+    path: Vec<u8>,
+}
+
+/// The strings a request table is made of, made once per state
+/// ([`names`]) and found by index (see `lua_req::Builder::set_from`):
+/// its keys, the empty string, and the common methods.
+const NAMES: [&str; 14] = [
+    "method",
+    "path",
+    "query",
+    "body",
+    "remote_addr",
+    "user",
+    "",
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "DELETE",
+    "OPTIONS",
+    "PATCH",
+];
+const N_METHOD: i64 = 1;
+const N_PATH: i64 = 2;
+const N_QUERY: i64 = 3;
+const N_BODY: i64 = 4;
+const N_REMOTE_ADDR: i64 = 5;
+const N_USER: i64 = 6;
+/// `""`.
+const EMPTY: i64 = 7;
+/// Where the methods start in `NAMES` (from 0).
+const METHODS: usize = 7;
+/// Entries of `names` after `NAMES`: the last client address and path.
+const KEPT_ADDR: i64 = NAMES.len() as i64 + 1;
+const KEPT_PATH: i64 = NAMES.len() as i64 + 2;
+
+/// The table of [`NAMES`], for [`request`].
+pub fn names(lua: &Lua) -> mlua::Result<Table> {
+    lua.create_sequence_from(NAMES)
 }
 
 /// The client's address as text in `buf` (on the stack: no String).

@@ -27,6 +27,7 @@ pub mod shared;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::io::Read as _;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use mlua::{AnyUserData, Function, Lua, LuaOptions, StdLib, Table, Thread, Value}
 use super::app::{Handler, Request, Response};
 use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
+use crate::handlers::file_cache::Fnv;
 use crate::sys::fs::{Meta, Root};
 use crate::sys::lua_cpu::{self, CPU_LIMIT};
 use crate::sys::lua_heap::Heap;
@@ -89,6 +91,9 @@ thread_local! {
     static STATE: RefCell<Vec<(usize, Rc<State>)>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A map by servlet path.
+type ByPath<V> = HashMap<Vec<u8>, V, BuildHasherDefault<Fnv>>;
+
 /// A loaded servlet.
 struct Module {
     handle: Function,
@@ -102,15 +107,20 @@ struct State {
     /// `lua`'s allocator (taken out before `lua` is closed: Drop).
     heap: Heap,
     root: Root,
-    modules: RefCell<HashMap<Vec<u8>, Module>>,
+    /// (FNV: the keys are the paths of servlet files.)
+    modules: RefCell<ByPath<Module>>,
     /// The last error logged for each servlet, and when.
-    errors: RefCell<HashMap<Vec<u8>, (String, Instant)>>,
+    errors: RefCell<ByPath<(String, Instant)>>,
     /// Runs a servlet's `handle_request` in a coroutine, under xpcall.
     runner: Function,
     /// The metatable of `res` objects (their methods).
     res_mt: Table,
     /// The metatable of request tables (their lazy fields, `form`).
     req_mt: Table,
+    /// The strings request tables are made of (`api::names`), and the
+    /// last client address and path, kept there.
+    names: Table,
+    recent: RefCell<api::Recent>,
     /// A finished coroutine, for the next request.
     spare: RefCell<Option<Thread>>,
     /// The last answer's `res` object and what it gathered, for the next
@@ -220,14 +230,17 @@ impl State {
             .set_name("=brisk")
             .call((traceback, require, lazy, form, arm))?;
         lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
+        let names = api::names(&lua)?;
         let brisk = api::library(&lua)?;
         lua.globals().raw_set("brisk", brisk)?;
         Ok(State {
             lua,
             heap,
             root,
-            modules: RefCell::new(HashMap::new()),
-            errors: RefCell::new(HashMap::new()),
+            modules: RefCell::new(HashMap::default()),
+            errors: RefCell::new(HashMap::default()),
+            names,
+            recent: RefCell::default(),
             runner,
             res_mt,
             req_mt,
@@ -307,18 +320,18 @@ impl State {
     }
 
     /// Loads (or reloads) the servlet at `rel`, running its
-    /// `handler_init`; the error says why it cannot run (with a 404 for
-    /// a file that is not there).
-    fn load(&self, rel: &[u8], url: &[u8], now: Instant) -> Result<(), Failure> {
+    /// `handler_init`: its `handle_request`, or why it cannot run (with a
+    /// 404 for a file that is not there).
+    fn load(&self, rel: &[u8], url: &[u8], now: Instant) -> Result<Function, Failure> {
         let mut modules = self.modules.borrow_mut();
         if let Some(m) = modules.get_mut(rel) {
             if now.saturating_duration_since(m.checked) < self.settings.valid {
-                return Ok(());
+                return Ok(m.handle.clone());
             }
             if let Ok((_, meta)) = self.root.stat(rel) {
                 if same_file(&meta, &m.meta) {
                     m.checked = now;
-                    return Ok(());
+                    return Ok(m.handle.clone());
                 }
             }
         }
@@ -369,12 +382,12 @@ impl State {
         self.modules.borrow_mut().insert(
             rel.to_vec(),
             Module {
-                handle,
+                handle: handle.clone(),
                 meta,
                 checked: now,
             },
         );
-        Ok(())
+        Ok(handle)
     }
 
     /// `cfg` for `handler_init`: `config` (the `[servlets]` table),
@@ -515,10 +528,11 @@ impl Handler for Servlets {
             }
         };
         let now = Instant::now();
-        if let Err(f) = state.load(rel, req.path, now) {
-            return state.answer_failure(rel, f, resp, now);
-        }
-        if let Err(f) = state.run(rel, req, resp) {
+        let handle = match state.load(rel, req.path, now) {
+            Ok(h) => h,
+            Err(f) => return state.answer_failure(rel, f, resp, now),
+        };
+        if let Err(f) = state.run(rel, handle, req, resp) {
             state.answer_failure(rel, f, resp, now);
         }
     }
@@ -541,19 +555,24 @@ fn error_page(resp: &mut Response<'_>, status: u16) {
 }
 
 impl State {
-    /// Runs the servlet at `rel` (loaded) for `req`.
+    /// Runs the servlet at `rel` (its `handle_request`: `handle`) for
+    /// `req`.
     fn run(
         self: &Rc<Self>,
         rel: &[u8],
+        handle: Function,
         req: &Request<'_>,
         resp: &mut Response<'_>,
     ) -> Result<(), Failure> {
-        let handle = match self.modules.borrow().get(rel) {
-            Some(m) => m.handle.clone(),
-            None => return Err(Failure::NotFound),
-        };
         let (out, res) = self.res_object()?;
-        let reqt = api::request(&self.lua, req, &self.req_mt).map_err(Failure::lua)?;
+        let reqt = api::request(
+            &self.lua,
+            req,
+            &self.req_mt,
+            &self.names,
+            &mut self.recent.borrow_mut(),
+        )
+        .map_err(Failure::lua)?;
         let thread = self.thread(&self.runner).map_err(Failure::lua)?;
         let ticks = self.budget();
         let mut spent = 0;
