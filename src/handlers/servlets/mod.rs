@@ -111,8 +111,6 @@ struct State {
     modules: RefCell<ByPath<Module>>,
     /// The last error logged for each servlet, and when.
     errors: RefCell<ByPath<(String, Instant)>>,
-    /// Runs a servlet's `handle_request` in a coroutine, under xpcall.
-    runner: Function,
     /// The metatable of `res` objects (their methods).
     res_mt: Table,
     /// The metatable of request tables (their lazy fields, `form`).
@@ -130,11 +128,11 @@ struct State {
 }
 
 /// Lua code run once per state: the sandbox's edits of the standard
-/// library, the `res` object's methods (`write` yields once a piece is
-/// gathered, so it can leave while the servlet runs), and the runner.
+/// library, and the metatables of `res` objects (their methods are set
+/// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local traceback, require_native, lazy_field, form, arm = ...
-local rawload, xpcall = load, xpcall
+local require_native, lazy_field, form, arm = ...
+local rawload = load
 -- The servlet's coroutines check the CPU budget themselves (sys::lua_cpu).
 local cocreate, cowrap = coroutine.create, coroutine.wrap
 coroutine.create = function(f) local co = cocreate(f) arm(co) return co end
@@ -147,11 +145,6 @@ os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difft
 require = require_native
 -- res's methods are C functions (sys::lua_res), set from Rust.
 local Res = {}
-local function run(handle, req, res)
-  local ok, err = xpcall(handle, traceback, req, res)
-  if not ok then return false, err end
-  return true
-end
 local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
 -- req's tables are made on first use, from its strings (see api::request).
 local lazy, query = { args = 1, headers = 2, cookies = 3 }, { [1] = "query" }
@@ -163,7 +156,7 @@ local Req = { __index = function(t, k)
   rawset(t, k, v)
   return v
 end }
-return run, Res, Req
+return Res, Req
 "#;
 
 impl Drop for State {
@@ -205,14 +198,6 @@ impl State {
         ));
         let root =
             Root::open(&settings.root, settings.follow_outside).map_err(mlua::Error::external)?;
-        let traceback = lua.create_function(|lua, msg: Value| {
-            let text = match &msg {
-                Value::String(s) => s.to_str()?.to_string(),
-                Value::Error(e) => e.to_string(),
-                other => format!("{other:?}"),
-            };
-            lua.traceback(Some(&text), 1)
-        })?;
         let require = lua.create_function(|lua, name: mlua::LuaString| {
             let state = lua
                 .app_data_ref::<std::rc::Weak<State>>()
@@ -225,10 +210,10 @@ impl State {
             api::lazy_field(lua, which, src, &mt)
         })?;
         let arm = lua_cpu::arm_function(&lua)?;
-        let (runner, res_mt, req_mt): (Function, Table, Table) = lua
+        let (res_mt, req_mt): (Table, Table) = lua
             .load(PRELUDE)
             .set_name("=brisk")
-            .call((traceback, require, lazy, form, arm))?;
+            .call((require, lazy, form, arm))?;
         lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let names = api::names(&lua)?;
         let brisk = api::library(&lua)?;
@@ -241,7 +226,6 @@ impl State {
             errors: RefCell::new(HashMap::default()),
             names,
             recent: RefCell::default(),
-            runner,
             res_mt,
             req_mt,
             spare: RefCell::new(None),
@@ -441,20 +425,8 @@ impl State {
         self.resume_counted(thread, args, ticks, &mut 0)
     }
 
-    /// What an error caught in the servlet (its message and traceback)
-    /// means for the answer.
-    fn caught(&self, err: String) -> Failure {
-        if lua_cpu::stopped() {
-            return Failure::Cpu;
-        }
-        if err.starts_with("not enough memory") {
-            let _ = self.lua.gc_collect();
-            return Failure::Error(format!("servlets.memory exceeded: {err}"));
-        }
-        Failure::Error(err)
-    }
-
-    /// What an error from Lua means for the answer.
+    /// What an error from Lua (with the coroutine's traceback, which
+    /// mlua adds) means for the answer.
     fn failure(&self, e: mlua::Error) -> Failure {
         if lua_cpu::stopped() {
             return Failure::Cpu;
@@ -573,18 +545,12 @@ impl State {
             &mut self.recent.borrow_mut(),
         )
         .map_err(Failure::lua)?;
-        let thread = self.thread(&self.runner).map_err(Failure::lua)?;
+        // handle_request runs as the coroutine itself: an error ends it,
+        // and mlua's error has its traceback.
+        let thread = self.thread(&handle).map_err(Failure::lua)?;
         let ticks = self.budget();
         let mut spent = 0;
-        let (ok, err) = self.resume_counted::<(Option<bool>, Option<String>)>(
-            &thread,
-            (handle, reqt, &res),
-            ticks,
-            &mut spent,
-        )?;
-        if ok == Some(false) {
-            return Err(self.caught(err.unwrap_or_default()));
-        }
+        self.resume_counted::<()>(&thread, (reqt, &res), ticks, &mut spent)?;
         let mut o = out.borrow_mut();
         resp.set_status(o.status);
         resp.raw_headers(&o.headers);
@@ -710,17 +676,10 @@ impl BodyStream for Piecewise {
             }
             let st = &self.state;
             let mut used = 0;
-            let r = st.resume_counted::<(Option<bool>, Option<String>)>(
-                &self.thread,
-                (),
-                self.left,
-                &mut used,
-            );
+            let r = st.resume_counted::<()>(&self.thread, (), self.left, &mut used);
             self.left = self.left.saturating_sub(used);
-            let failure = match r {
-                Err(f) => f,
-                Ok((Some(false), err)) => st.caught(err.unwrap_or_default()),
-                Ok(_) => continue,
+            let Err(failure) = r else {
+                continue;
             };
             let why = match failure {
                 Failure::Cpu => format!("stopped: {CPU_LIMIT}"),
