@@ -1,40 +1,9 @@
-//! Bakes a configuration into the binary: when `BRISK_DEFAULT_CONFIG`
-//! names a TOML file at build time, that file becomes the configuration
-//! used without `--config` (for embedded builds that ship no file).
-//! Without it, an empty document is baked in and the compiled-in defaults
-//! apply. The file is only copied here; it is validated by the same loader
-//! as any other at start-up (`brisk --check-config` reports on it).
-//! It also asks the linker to fold identical functions in release builds
-//! (see `fold_identical_code`).
-
-use std::path::PathBuf;
+//! Link options of the `brisk` command (see `fold_identical_code`). The
+//! engine's build script (engine/build.rs) bakes the default
+//! configuration in.
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=BRISK_DEFAULT_CONFIG");
     fold_identical_code();
-    let out_dir = match std::env::var_os("OUT_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => fail("OUT_DIR is not set; build with cargo"),
-    };
-    let dest = out_dir.join("default.toml");
-    let text = match std::env::var_os("BRISK_DEFAULT_CONFIG") {
-        Some(src) if !src.is_empty() => {
-            let src = PathBuf::from(src);
-            println!("cargo:rerun-if-changed={}", src.display());
-            match std::fs::read_to_string(&src) {
-                Ok(text) => text,
-                Err(e) => fail(&format!(
-                    "BRISK_DEFAULT_CONFIG={}: cannot read it as UTF-8 text: {e} \
-                     (a relative path is relative to the crate directory)",
-                    src.display()
-                )),
-            }
-        }
-        _ => String::new(),
-    };
-    if let Err(e) = std::fs::write(&dest, text) {
-        fail(&format!("cannot write {}: {e}", dest.display()));
-    }
 }
 
 /// Release builds of the `brisk` command for x86_64 Linux with glibc are
@@ -68,9 +37,4 @@ fn fold_identical_code() {
         println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
-}
-
-fn fail(msg: &str) -> ! {
-    eprintln!("error: {msg}");
-    std::process::exit(1);
 }

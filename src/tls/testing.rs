@@ -2,7 +2,7 @@
 //! (`src/tls/testdata`, made by its `gen.sh`), a server configuration of
 //! some of them, and a rustls client that trusts their CA.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,9 +17,7 @@ use crate::tls::context::{server_config, Shared};
 
 /// A file of `src/tls/testdata`.
 pub fn testdata(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/tls/testdata")
-        .join(name)
+    crate::source_dir().join("src/tls/testdata").join(name)
 }
 
 /// The test certificate `name` (`a`: a.test, `b`, `c`: see gen.sh).

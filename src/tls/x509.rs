@@ -233,7 +233,7 @@ mod tests {
     use rustls::pki_types::CertificateDer;
 
     fn leaf(name: &str) -> Vec<u8> {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        let path = crate::source_dir()
             .join("src/tls/testdata")
             .join(format!("{name}.pem"));
         CertificateDer::from_pem_file(path).expect("pem").to_vec()

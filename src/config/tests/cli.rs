@@ -205,13 +205,13 @@ fn relative_flag_paths_are_relative_to_cwd() {
     let cwd = std::env::current_dir().unwrap();
     let c = config(&[
         "--root",
-        "src",
+        "../src",
         "--access-log",
         "access.log",
         "--pid-file",
         "b.pid",
     ]);
-    assert_eq!(c.site.root, cwd.join("src").canonicalize().unwrap());
+    assert_eq!(c.site.root, cwd.join("../src").canonicalize().unwrap());
     assert_eq!(c.log.access, LogTarget::File(cwd.join("access.log")));
     assert_eq!(c.pid_file, Some(cwd.join("b.pid")));
     assert_eq!(config(&["--access-log", "off"]).log.access, LogTarget::Off);

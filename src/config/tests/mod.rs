@@ -128,7 +128,7 @@ fn built_in_empty_document_gives_the_defaults() {
 
 #[test]
 fn built_in_document_is_loaded_relative_to_cwd() {
-    let built_in = "root = \"src\"\nlisten = \"9999\"\nworkers = 3\n";
+    let built_in = "root = \"../src\"\nlisten = \"9999\"\nworkers = 3\n";
     let c = match run(os(&[]), built_in) {
         Ok(Command::Run(c)) => c,
         other => panic!("{other:?}"),
@@ -137,7 +137,7 @@ fn built_in_document_is_loaded_relative_to_cwd() {
         c.site.root,
         std::env::current_dir()
             .unwrap()
-            .join("src")
+            .join("../src")
             .canonicalize()
             .unwrap()
     );
@@ -173,16 +173,17 @@ fn the_shipped_example_is_valid_and_changes_nothing() {
     // Loaded from the repository root, as a user would run it there:
     // copying it must give exactly the compiled-in defaults (its rules are
     // all commented out), whatever directory it is used from.
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = crate::source_dir();
     let load = |argv: &[&str]| match super::cli::run_in(os(argv), "", repo, Some(1), None) {
         Ok(Command::Run(c)) => c,
         other => panic!("{other:?}"),
     };
-    let mut example = load(&["--config", "brisk.example.toml"]);
-    assert_eq!(
-        example.config_file.as_deref(),
-        Some(repo.join("brisk.example.toml").as_path())
-    );
+    // (An absolute path: the tests run in engine/, cargo's directory of
+    // the package.)
+    let example_file = repo.join("brisk.example.toml");
+    let example_arg = example_file.to_str().expect("a UTF-8 path");
+    let mut example = load(&["--config", example_arg]);
+    assert_eq!(example.config_file.as_deref(), Some(example_file.as_path()));
     example.config_file = None;
     let defaults = load(&[]);
     assert_eq!(format!("{example:#?}"), format!("{defaults:#?}"));
@@ -191,7 +192,7 @@ fn the_shipped_example_is_valid_and_changes_nothing() {
         example.site.cgi.is_empty() && example.site.auth.is_empty() && example.site.mime.is_empty()
     );
     match super::cli::run_in(
-        os(&["--config", "brisk.example.toml", "--check-config"]),
+        os(&["--config", example_arg, "--check-config"]),
         "",
         repo,
         Some(1),

@@ -1,15 +1,13 @@
 //! `[tls]`, `[[tls.certificate]]` and `--tls-cert`/`--tls-key`: what they
 //! serve, and every refusal with its file, line and key.
 
-use std::path::Path;
-
 use super::{args, TempDir};
 use crate::config::{Command, Config, ConfigError};
 
 /// A directory with `public/` and the test certificates of `src/tls`.
 fn site() -> TempDir {
     let dir = TempDir::new();
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tls/testdata");
+    let data = crate::source_dir().join("src/tls/testdata");
     for name in ["a", "b", "c", "expired"] {
         for ext in ["pem", "key"] {
             let file = format!("{name}.{ext}");
