@@ -40,15 +40,10 @@ pub enum Str<'b> {
     Bytes(&'b [u8]),
     /// The string at this index of the table argument.
     Entry(i64),
-    /// These bytes, also kept at this index of the table argument, where
-    /// a later call can take them as an [`Str::Entry`] (when the caller
-    /// knows they are the same: a keep-alive client's address, a
-    /// servlet's path; a short string made again is hashed again).
-    Keep(&'b [u8], i64),
 }
 
-/// Free stack slots above an open table: a key, a value and its copy.
-const ROOM: i32 = 3;
+/// Free stack slots above an open table: a key and a value.
+const ROOM: i32 = 2;
 
 impl<'a> Builder<'a> {
     /// The bytes of the `arg`th argument given to [`build`] if it is a
@@ -139,13 +134,6 @@ impl<'a> Builder<'a> {
                 Str::Bytes(b) => push_bytes(self.state, b),
                 Str::Entry(i) => {
                     ffi::lua_rawgeti(self.state, arg, i);
-                }
-                Str::Keep(b, i) => {
-                    // (The copy uses the third ROOM slot; lua_rawseti
-                    // pops it into `arg`.)
-                    push_bytes(self.state, b);
-                    ffi::lua_pushvalue(self.state, -1);
-                    ffi::lua_rawseti(self.state, arg, i);
                 }
             }
             ffi::lua_rawset(self.state, -3);
@@ -241,6 +229,70 @@ unsafe fn push_bytes(state: *mut ffi::lua_State, bytes: &[u8]) {
     }
 }
 
+/// A part's length that marks it absent (see [`parts`]).
+pub const ABSENT: u32 = u32::MAX - 1;
+
+/// The parts of `blob`: each a 32-bit little-endian length and that many
+/// bytes, or the length [`ABSENT`] alone (None). A length that does not
+/// fit ends them (a servlet may have put anything there).
+pub fn parts(mut blob: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
+    std::iter::from_fn(move || {
+        let (len, rest) = blob.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len);
+        if len == ABSENT {
+            blob = rest;
+            return Some(None);
+        }
+        let len = usize::try_from(len).ok()?;
+        let (bytes, rest) = (rest.get(..len)?, &rest[len..]);
+        blob = rest;
+        Some(Some(bytes))
+    })
+}
+
+/// Appends `part` to a blob [`parts`] reads.
+pub fn put_part(blob: &mut Vec<u8>, part: Option<&[u8]>) {
+    match part {
+        Some(p) => {
+            blob.extend_from_slice(&u32::try_from(p.len()).unwrap_or(0).to_le_bytes());
+            blob.extend_from_slice(p);
+        }
+        None => blob.extend_from_slice(&ABSENT.to_le_bytes()),
+    }
+}
+
+/// `part(blob, i)` for Lua: the `i`th (from 1) of the [`parts`] of the
+/// string `blob`, or nothing (nil) if it is absent, or not there.
+///
+/// # Safety
+/// Called by Lua as a C function.
+unsafe extern "C-unwind" fn part_lua(l: *mut ffi::lua_State) -> libc::c_int {
+    // SAFETY: types checked before values are read; the bytes of a
+    // string argument stay put during the call; one push (LUA_MINSTACK
+    // gives room), which may raise a memory error: nothing here needs
+    // dropping.
+    unsafe {
+        if ffi::lua_type(l, 1) != ffi::LUA_TSTRING || ffi::lua_isinteger(l, 2) == 0 {
+            return 0;
+        }
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(l, 1, &mut len);
+        let blob = std::slice::from_raw_parts(p.cast::<u8>(), len);
+        let i = ffi::lua_tointegerx(l, 2, std::ptr::null_mut());
+        let Some(Some(bytes)) = usize::try_from(i - 1).ok().and_then(|i| parts(blob).nth(i)) else {
+            return 0;
+        };
+        push_bytes(l, bytes);
+        1
+    }
+}
+
+/// [`part_lua`] as a function for Lua code.
+pub fn part_function(lua: &Lua) -> mlua::Result<mlua::Function> {
+    // SAFETY: part_lua reads its arguments only as the types it checks.
+    unsafe { lua.create_c_function(part_lua) }
+}
+
 /// A new table with room for `fields` keyed fields, filled by `fill` in
 /// one protected call; `args` (at most a few values) are there for
 /// [`Builder::set_arg`] and [`Builder::set_metatable_arg`].
@@ -307,7 +359,7 @@ mod tests {
             b.set_at(1, b"first");
             b.set_from(3, 1, Str::Bytes(b"from names"));
             b.set_from(3, 2, Str::Entry(1));
-            b.set_from(3, 3, Str::Keep(b"kept", 9));
+
             assert_eq!(b.arg_bytes(2), None);
             assert_eq!(b.arg_bytes(3), None);
         })
@@ -318,10 +370,7 @@ mod tests {
         assert_eq!(t.raw_get::<String>(1).unwrap(), "first");
         assert_eq!(t.raw_get::<String>("k1").unwrap(), "from names");
         assert_eq!(t.raw_get::<String>("k2").unwrap(), "k1");
-        assert_eq!(t.raw_get::<String>("k3").unwrap(), "kept");
-        // The kept value, taken by the next call.
-        let again = build(&lua, names.clone(), 1, |b| b.set_from(1, 1, Str::Entry(9))).unwrap();
-        assert_eq!(again.raw_get::<String>("k1").unwrap(), "kept");
+
         let copy = build(&lua, ("in place", 1), 1, |b| {
             let s = b.arg_bytes(1).unwrap();
             b.set(b"copy", s);
@@ -340,6 +389,34 @@ mod tests {
         for _ in 0..10_000 {
             build(&lua, (), 0, |b| b.set(b"k", b"v")).unwrap();
         }
+    }
+
+    #[test]
+    fn parts_round_trip_and_part_reads_them_from_lua() {
+        let mut blob = Vec::new();
+        for p in [Some(&b"GET"[..]), None, Some(b""), Some(b"x\0y")] {
+            put_part(&mut blob, p);
+        }
+        let all: Vec<_> = parts(&blob).collect();
+        assert_eq!(all, [Some(&b"GET"[..]), None, Some(b""), Some(b"x\0y")]);
+        // A length past the end ends them.
+        let mut cut = blob.clone();
+        cut.extend_from_slice(&100u32.to_le_bytes());
+        assert_eq!(parts(&cut).count(), 4);
+        let lua = Lua::new();
+        let part = part_function(&lua).unwrap();
+        let blob = lua.create_string(&blob).unwrap();
+        let got = |i: i64| part.call::<Option<mlua::LuaString>>((&blob, i)).unwrap();
+        assert_eq!(&*got(1).unwrap().as_bytes(), b"GET");
+        assert!(got(2).is_none(), "absent");
+        assert_eq!(&*got(4).unwrap().as_bytes(), b"x\0y");
+        for i in [0, 5, -1] {
+            assert!(got(i).is_none(), "{i}");
+        }
+        assert!(part
+            .call::<Option<mlua::LuaString>>((1, 1))
+            .unwrap()
+            .is_none());
     }
 
     #[test]

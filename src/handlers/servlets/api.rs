@@ -100,26 +100,32 @@ impl lua_res::Answer for Out {
 }
 
 /// Builds the request table for `req` in one protected call (see
-/// `sys::lua_req`): its strings (method, path, query, body, remote_addr,
-/// user), and in `req[1]` the header fields, from which `headers` and
-/// `cookies` are made on first use, as `args` from the query
-/// ([`lazy_field`], through `req_mt`'s `__index`, which also gives
-/// `form`). A servlet that reads none of them makes none of them.
-pub fn request(
-    lua: &Lua,
-    req: &Request<'_>,
-    req_mt: &Table,
-    names: &Table,
-    recent: &mut Recent,
-) -> mlua::Result<Table> {
+/// `sys::lua_req`): `body`, and in `req[1]` one string of the others
+/// (method, path, query, remote_addr, user: [`BASIC`]) and the header
+/// fields (`lua_req::parts`). Through `req_mt`'s `__index`, the strings
+/// are made on first use, and `headers` and `cookies` from the fields,
+/// as `args` from the query ([`lazy_field`]; it also gives `form`). A
+/// servlet that reads none of them makes none of them (a string made is
+/// hashed, a field set is a table insertion: 2,000 instructions of a
+/// hello servlet's request that reads none).
+pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> mlua::Result<Table> {
     // The header fields in this thread's buffer (taken out while in use:
     // nothing is allocated inside the call).
     let (mut raw, v) = DECODED.take();
     raw.clear();
+    let mut text = [0u8; 64];
+    for part in [
+        Some(req.method),
+        Some(req.path),
+        req.query,
+        Some(peer_text(req.peer.ip(), &mut text)),
+        req.user,
+    ] {
+        lua_req::put_part(&mut raw, part);
+    }
     for h in req.headers {
         for part in [h.name, h.value] {
-            raw.extend_from_slice(&u32::try_from(part.len()).unwrap_or(0).to_le_bytes());
-            raw.extend_from_slice(part);
+            lua_req::put_part(&mut raw, Some(part));
         }
     }
     if raw.len() <= SHORT_MAX {
@@ -129,100 +135,34 @@ pub fn request(
         raw.extend_from_slice(&[0xff; 4]);
         raw.resize(SHORT_MAX + 1, 0);
     }
-    // The client's address and the path, as the last request's (kept in
-    // `names`: no string made), or new.
-    let ip = req.peer.ip();
-    let mut text = [0u8; 64];
-    let addr = match recent.ip {
-        Some(last) if last == ip => Str::Entry(KEPT_ADDR),
-        _ => Str::Keep(peer_text(ip, &mut text), KEPT_ADDR),
-    };
-    let path = match recent.path_kept && recent.path == req.path {
-        true => Str::Entry(KEPT_PATH),
-        false => Str::Keep(req.path, KEPT_PATH),
-    };
-    let method = match NAMES[METHODS..]
-        .iter()
-        .position(|m| m.as_bytes() == req.method)
-    {
-        Some(i) => Str::Entry((METHODS + 1 + i) as i64),
-        None => Str::Bytes(req.method),
-    };
     let body = match req.body {
         b"" => Str::Entry(EMPTY),
         b => Str::Bytes(b),
     };
-    let built = lua_req::build(lua, (req_mt, names), 8, |b| {
+    let built = lua_req::build(lua, (req_mt, names), 2, |b| {
         // (The names are argument 2.)
-        b.set_from(2, N_METHOD, method);
-        b.set_from(2, N_PATH, path);
-        if let Some(q) = req.query {
-            b.set_from(2, N_QUERY, Str::Bytes(q));
-        }
         b.set_from(2, N_BODY, body);
-        b.set_from(2, N_REMOTE_ADDR, addr);
-        if let Some(u) = req.user {
-            b.set_from(2, N_USER, Str::Bytes(u));
-        }
         b.set_at(1, &raw);
         b.set_metatable_arg(1);
     });
     DECODED.set((raw, v));
-    // What `names` keeps now.
-    recent.ip = built.is_ok().then_some(ip);
-    recent.path_kept = built.is_ok();
-    if matches!(path, Str::Keep(..)) && built.is_ok() {
-        recent.path.clear();
-        recent.path.extend_from_slice(req.path);
-    }
     built
 }
+
+/// The strings before the header fields in `req[1]`, in order (the
+/// prelude's `basic` table, in `mod.rs`, numbers them the same).
+pub const BASIC: usize = 5;
 
 /// Lua's longest short string (`LUAI_MAXSHORTLEN`): longer ones are
 /// not interned.
 const SHORT_MAX: usize = 40;
 
-/// Which client address and path a state's `names` table keeps (see
-/// [`request`]), to be given again without making a string.
-#[derive(Debug, Default)]
-pub struct Recent {
-    ip: Option<std::net::IpAddr>,
-    path_kept: bool,
-    path: Vec<u8>,
-}
-
-/// The strings a request table is made of, made once per state
-/// ([`names`]) and found by index (see `lua_req::Builder::set_from`):
-/// its keys, the empty string, and the common methods.
-const NAMES: [&str; 14] = [
-    "method",
-    "path",
-    "query",
-    "body",
-    "remote_addr",
-    "user",
-    "",
-    "GET",
-    "HEAD",
-    "POST",
-    "PUT",
-    "DELETE",
-    "OPTIONS",
-    "PATCH",
-];
-const N_METHOD: i64 = 1;
-const N_PATH: i64 = 2;
-const N_QUERY: i64 = 3;
-const N_BODY: i64 = 4;
-const N_REMOTE_ADDR: i64 = 5;
-const N_USER: i64 = 6;
+/// The strings the request table is made with, made once per state
+/// ([`names`]) and found by index (see `lua_req::Builder::set_from`).
+const NAMES: [&str; 2] = ["body", ""];
+const N_BODY: i64 = 1;
 /// `""`.
-const EMPTY: i64 = 7;
-/// Where the methods start in `NAMES` (from 0).
-const METHODS: usize = 7;
-/// Entries of `names` after `NAMES`: the last client address and path.
-const KEPT_ADDR: i64 = NAMES.len() as i64 + 1;
-const KEPT_PATH: i64 = NAMES.len() as i64 + 2;
+const EMPTY: i64 = 2;
 
 /// The table of [`NAMES`], for [`request`].
 pub fn names(lua: &Lua) -> mlua::Result<Table> {
@@ -252,18 +192,12 @@ fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
     &buf[..len]
 }
 
-/// The header fields kept in `req[1]` (see [`request`]): lengths as
-/// 32-bit little-endian numbers before each name and value. A servlet
-/// may have put anything there: what does not parse ends the list.
-fn raw_fields(mut raw: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut part = move || {
-        let (len, rest) = raw.split_first_chunk::<4>()?;
-        let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
-        let (bytes, rest) = (rest.get(..len)?, &rest[len..]);
-        raw = rest;
-        Some(bytes)
-    };
-    std::iter::from_fn(move || Some((part()?, part()?)))
+/// The header fields kept in `req[1]` (see [`request`]), after the
+/// [`BASIC`] strings. A servlet may have put anything there: what does
+/// not parse ends the list.
+fn raw_fields(raw: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut parts = lua_req::parts(raw).skip(BASIC);
+    std::iter::from_fn(move || Some((parts.next()??, parts.next()??)))
 }
 
 /// Which lazy field of the request table [`lazy_field`] makes (the
@@ -356,6 +290,7 @@ pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
     let headers: Table = req.get("headers")?;
     let ctype: Option<LuaString> = headers.raw_get("content-type")?;
     let body: LuaString = req.raw_get("body")?;
+    // (The basic strings are made on first use; body is always there.)
     let body = body.as_bytes();
     let ctype = ctype.map(|c| c.as_bytes().to_vec()).unwrap_or_default();
     let out = lua.create_table()?;

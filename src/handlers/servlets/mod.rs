@@ -45,7 +45,7 @@ use crate::handlers::file_cache::Fnv;
 use crate::sys::fs::{Meta, Root};
 use crate::sys::lua_cpu::{self, CPU_LIMIT};
 use crate::sys::lua_heap::Heap;
-use crate::sys::lua_res;
+use crate::sys::{lua_req, lua_res};
 use api::Out;
 
 /// The collector's pause (percent): see `State::new`.
@@ -115,10 +115,8 @@ struct State {
     res_mt: Table,
     /// The metatable of request tables (their lazy fields, `form`).
     req_mt: Table,
-    /// The strings request tables are made of (`api::names`), and the
-    /// last client address and path, kept there.
+    /// The strings request tables are made with (`api::names`).
     names: Table,
-    recent: RefCell<api::Recent>,
     /// A finished coroutine, for the next request.
     spare: RefCell<Option<Thread>>,
     /// The last answer's `res` object and what it gathered, for the next
@@ -131,7 +129,7 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, arm = ...
+local require_native, lazy_field, form, arm, part = ...
 local rawload = load
 -- The servlet's coroutines check the CPU budget themselves (sys::lua_cpu).
 local cocreate, cowrap = coroutine.create, coroutine.wrap
@@ -147,12 +145,20 @@ require = require_native
 local Res = {}
 local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
 -- req's tables are made on first use, from its strings (see api::request).
-local lazy, query = { args = 1, headers = 2, cookies = 3 }, { [1] = "query" }
+-- Its strings from req[1] (api::BASIC: in that order), by part.
+local basic = { method = 1, path = 2, query = 3, remote_addr = 4, user = 5 }
+local lazy = { args = 1, headers = 2, cookies = 3 }
 local Req = { __index = function(t, k)
+  local b = basic[k]
+  if b then
+    local v = part(rawget(t, 1), b)
+    rawset(t, k, v)
+    return v
+  end
   if k == "form" then return form end
   local which = lazy[k]
   if which == nil then return nil end
-  local v = lazy_field(which, rawget(t, query[which] or 1), headers_mt)
+  local v = lazy_field(which, which == 1 and t.query or rawget(t, 1), headers_mt)
   rawset(t, k, v)
   return v
 end }
@@ -210,10 +216,13 @@ impl State {
             api::lazy_field(lua, which, src, &mt)
         })?;
         let arm = lua_cpu::arm_function(&lua)?;
-        let (res_mt, req_mt): (Table, Table) = lua
-            .load(PRELUDE)
-            .set_name("=brisk")
-            .call((require, lazy, form, arm))?;
+        let (res_mt, req_mt): (Table, Table) = lua.load(PRELUDE).set_name("=brisk").call((
+            require,
+            lazy,
+            form,
+            arm,
+            lua_req::part_function(&lua)?,
+        ))?;
         lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let names = api::names(&lua)?;
         let brisk = api::library(&lua)?;
@@ -225,7 +234,6 @@ impl State {
             modules: RefCell::new(HashMap::default()),
             errors: RefCell::new(HashMap::default()),
             names,
-            recent: RefCell::default(),
             res_mt,
             req_mt,
             spare: RefCell::new(None),
@@ -537,14 +545,7 @@ impl State {
         resp: &mut Response<'_>,
     ) -> Result<(), Failure> {
         let (out, res) = self.res_object()?;
-        let reqt = api::request(
-            &self.lua,
-            req,
-            &self.req_mt,
-            &self.names,
-            &mut self.recent.borrow_mut(),
-        )
-        .map_err(Failure::lua)?;
+        let reqt = api::request(&self.lua, req, &self.req_mt, &self.names).map_err(Failure::lua)?;
         // handle_request runs as the coroutine itself: an error ends it,
         // and mlua's error has its traceback.
         let thread = self.thread(&handle).map_err(Failure::lua)?;
