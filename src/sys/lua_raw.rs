@@ -149,7 +149,8 @@ pub fn encode(
     unsafe {
         lua.exec_raw::<()>((value, null), |state| {
             let null = ffi::lua_topointer(state, 2);
-            result = walk(state, 1, ffi::lua_type(state, 1), null, enc, 0);
+            let ty = ffi::lua_type(state, 1);
+            result = walk(state, 1, ty, 2, null, enc, 0);
             ffi::lua_settop(state, 0);
         })?;
     }
@@ -158,15 +159,19 @@ pub fn encode(
 
 /// Writes the value at stack index `idx` (absolute), of Lua type `ty`
 /// (which the caller has, from `lua_rawgeti` or `lua_type`: one call
-/// less a value); `null` is the null sentinel's address.
+/// less a value); `top` is the stack's top (`lua_gettop`, which the
+/// caller knows: one call less a table); `null` is the null sentinel's
+/// address.
 ///
 /// # Safety
 /// `state` is a valid Lua state inside a protected call, `idx` a valid
-/// absolute index, `ty` the type of the value at `idx`.
+/// absolute index, `ty` the type of the value at `idx`, `top` the top,
+/// with room for `2 * (7 - depth % 8)` more values (see [`walk_table`]).
 unsafe fn walk(
     state: *mut ffi::lua_State,
     idx: i32,
     ty: i32,
+    top: i32,
     null: *const std::ffi::c_void,
     enc: &mut Encoder,
     depth: usize,
@@ -198,7 +203,7 @@ unsafe fn walk(
             ffi::LUA_TTABLE if ffi::lua_topointer(state, idx) == null => {
                 out.extend_from_slice(b"null")
             }
-            ffi::LUA_TTABLE => return walk_table(state, idx, null, enc, depth),
+            ffi::LUA_TTABLE => return walk_table(state, idx, top, null, enc, depth),
             _ => return Err(EncodeError::Value),
         }
     }
@@ -207,43 +212,50 @@ unsafe fn walk(
 
 /// Writes the table at `idx` as an array or an object.
 ///
+/// A level uses two stack slots (a key and a value). A C function has
+/// `LUA_MINSTACK` (20) free slots when called, and `encode`'s callback
+/// was given two arguments, so 18 are free at depth 0: the stack is
+/// grown by 16 every 8 levels (depth 0, 8, 16...), for the 8 levels
+/// that follow, rather than checked at every table.
+///
 /// # Safety
 /// As [`walk`], and the value at `idx` is a table.
 unsafe fn walk_table(
     state: *mut ffi::lua_State,
     idx: i32,
+    top: i32,
     null: *const std::ffi::c_void,
     enc: &mut Encoder,
     depth: usize,
 ) -> Result<(), EncodeError> {
     // SAFETY: every push below is matched by a pop before returning (or
     // the caller's lua_settop(0) on error); the stack has room for the
-    // two slots a level uses (lua_checkstack).
+    // two slots a level uses (lua_checkstack every 8 levels, above).
     unsafe {
-        if depth >= MAX_DEPTH || ffi::lua_checkstack(state, 2) == 0 {
+        if depth >= MAX_DEPTH || (depth.is_multiple_of(8) && ffi::lua_checkstack(state, 16) == 0) {
             return Err(EncodeError::Depth);
         }
-        let top = ffi::lua_gettop(state);
         let n = ffi::lua_rawlen(state, idx);
-        ffi::lua_pushnil(state);
-        let empty = n == 0 && ffi::lua_next(state, idx) == 0;
-        if n > 0 || empty {
-            // (lua_next pushed nothing when the table is empty.)
-            ffi::lua_settop(state, top);
+        let object = n == 0 && {
+            // lua_next pushes the first key and value (top + 1, top + 2)
+            // unless the table is empty (an empty array).
+            ffi::lua_pushnil(state);
+            ffi::lua_next(state, idx) != 0
+        };
+        if !object {
             enc.out.push(b'[');
             for i in 1..=n {
                 if i > 1 {
                     enc.out.push(b',');
                 }
                 let ty = ffi::lua_rawgeti(state, idx, i as ffi::lua_Integer);
-                let r = walk(state, top + 1, ty, null, enc, depth + 1);
+                let r = walk(state, top + 1, ty, top + 1, null, enc, depth + 1);
                 ffi::lua_settop(state, top);
                 r?;
             }
             enc.out.push(b']');
             return Ok(());
         }
-        // lua_next has pushed the first key (top + 1) and value (top + 2).
         enc.out.push(b'{');
         loop {
             match ffi::lua_type(state, top + 1) {
@@ -260,7 +272,7 @@ unsafe fn walk_table(
                 _ => return Err(EncodeError::Key),
             }
             let ty = ffi::lua_type(state, top + 2);
-            walk(state, top + 2, ty, null, enc, depth + 1)?;
+            walk(state, top + 2, ty, top + 2, null, enc, depth + 1)?;
             // Pop the value, keep the key for lua_next.
             ffi::lua_settop(state, top + 1);
             if ffi::lua_next(state, idx) == 0 {
@@ -268,7 +280,6 @@ unsafe fn walk_table(
             }
             enc.out.push(b',');
         }
-        ffi::lua_settop(state, top);
         enc.out.push(b'}');
         Ok(())
     }

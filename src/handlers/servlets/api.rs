@@ -584,6 +584,24 @@ mod tests {
                 "{expr}: {err}"
             );
         }
+        // Nested up to the limit, objects and arrays in turn (the stack
+        // is grown every 8 levels; debug builds check Lua's API use).
+        let deep: String = lua
+            .load(
+                "local v = 1 for i = 1, 127 do if i % 2 == 0 then v = {v} else v = {k = v} end end \
+                 return brisk.json.encode(v)",
+            )
+            .eval()
+            .unwrap();
+        let mut want = "1".to_string();
+        for i in 1..=127 {
+            want = if i % 2 == 0 {
+                format!("[{want}]")
+            } else {
+                format!("{{\"k\":{want}}}")
+            };
+        }
+        assert_eq!(deep, want);
         // The encoder leaves the stack as it found it: many calls in one
         // chunk still work.
         let many: String = lua
