@@ -3,7 +3,6 @@
 //! Nothing outside this module may use `unsafe`; each block here carries a
 //! `// SAFETY:` line saying why it is sound.
 
-pub mod clock;
 pub mod fs;
 pub mod interleave;
 pub mod launcher;
