@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 fn main() {
+    lua_user_cfg();
     println!("cargo:rerun-if-env-changed=BRISK_DEFAULT_CONFIG");
     let out_dir = match std::env::var_os("OUT_DIR") {
         Some(dir) => PathBuf::from(dir),
@@ -33,6 +34,20 @@ fn main() {
     };
     if let Err(e) = std::fs::write(&dest, text) {
         fail(&format!("cannot write {}: {e}", dest.display()));
+    }
+}
+
+/// Sets `brisk_lua_user` when the vendored Lua is built with brisk's
+/// header (`.cargo/config.toml`'s `[env]` CFLAGS name it): then the Lua
+/// library holds the C parts that `src/sys/lua_raw.rs` calls. Built as
+/// another project's dependency, without that `[env]`, Lua is stock and
+/// brisk uses its C API walk instead.
+fn lua_user_cfg() {
+    println!("cargo:rustc-check-cfg=cfg(brisk_lua_user)");
+    println!("cargo:rerun-if-env-changed=CFLAGS");
+    let cflags = std::env::var("CFLAGS").unwrap_or_default();
+    if cflags.contains("brisk_lua_user.h") {
+        println!("cargo:rustc-cfg=brisk_lua_user");
     }
 }
 

@@ -34,6 +34,9 @@ pub enum EncodeError {
     Key,
     /// A function, userdata or thread.
     Value,
+    /// The output could not grow.
+    #[cfg_attr(not(brisk_lua_user), allow(dead_code))]
+    Memory,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -44,6 +47,7 @@ impl std::fmt::Display for EncodeError {
             EncodeError::NotUtf8 => "a string that is not UTF-8",
             EncodeError::Key => "a key that is not a string",
             EncodeError::Value => "a value JSON cannot hold",
+            EncodeError::Memory => "out of memory",
         })
     }
 }
@@ -133,11 +137,27 @@ impl Encoder {
 /// keys 1..n (or empty) is an array, any other an object; `null` (the
 /// `brisk.json.null` table) and `nil` are `null`. The outer error is
 /// Lua's (a failed call), the inner what the value cannot be.
+///
+/// Tables are walked inside Lua ([`in_lua`], `src/sys/lua_c/brisk_json.c`)
+/// when brisk's header was compiled into the vendored Lua (engine/build.rs
+/// sets `brisk_lua_user` then), else through the C API ([`walk`]); both
+/// write the same text.
 pub fn encode(
     lua: &Lua,
     value: Value,
     null: &Table,
     enc: &mut Encoder,
+) -> mlua::Result<Result<(), EncodeError>> {
+    encode_with(lua, value, null, enc, cfg!(brisk_lua_user))
+}
+
+/// [`encode`], with the walk inside Lua or not (tests compare the two).
+fn encode_with(
+    lua: &Lua,
+    value: Value,
+    null: &Table,
+    enc: &mut Encoder,
+    inside: bool,
 ) -> mlua::Result<Result<(), EncodeError>> {
     enc.out.clear();
     enc.keys.clear();
@@ -145,16 +165,143 @@ pub fn encode(
     let mut result = Ok(());
     // SAFETY: exec_raw pushes `value` and `null` as the callback's
     // arguments 1 and 2 and calls it under lua_pcall; `walk` keeps the
-    // stack balanced and reads only values whose type it checked.
+    // stack balanced and reads only values whose type it checked; the
+    // walk inside Lua reads a table that stays on the stack, and runs
+    // nothing that could collect or change it.
     unsafe {
         lua.exec_raw::<()>((value, null), |state| {
             let null = ffi::lua_topointer(state, 2);
             let ty = ffi::lua_type(state, 1);
-            result = walk(state, 1, ty, 2, null, enc, 0);
+            #[cfg(brisk_lua_user)]
+            let table = ffi::lua_topointer(state, 1);
+            result = match inside {
+                #[cfg(brisk_lua_user)]
+                true if ty == ffi::LUA_TTABLE && table != null => {
+                    in_lua::table(table, null, &mut enc.out)
+                }
+                _ => walk(state, 1, ty, 2, null, enc, 0),
+            };
             ffi::lua_settop(state, 0);
         })?;
     }
     Ok(result)
+}
+
+/// The walk compiled into Lua (`src/sys/lua_c/brisk_json.c`): its output
+/// buffer is a `Vec` lent to C, which hands strings to escape and floats
+/// back to [`push_utf8`] and [`push_f64`].
+#[cfg(brisk_lua_user)]
+mod in_lua {
+    use std::ffi::{c_char, c_int, c_void};
+
+    use super::{push_f64, push_utf8, EncodeError, MAX_DEPTH};
+
+    /// `brisk_json_out` in brisk_json.c.
+    #[repr(C)]
+    struct Out {
+        buf: *mut u8,
+        len: usize,
+        cap: usize,
+        ctx: *mut c_void,
+        reserve: unsafe extern "C" fn(*mut Out, usize) -> c_int,
+        string: unsafe extern "C" fn(*mut Out, *const c_char, usize) -> c_int,
+        number: unsafe extern "C" fn(*mut Out, f64) -> c_int,
+        plain: *const bool,
+        null: *const c_void,
+        maxdepth: c_int,
+    }
+
+    unsafe extern "C" {
+        fn brisk_json_table(o: *mut Out, t: *const c_void) -> c_int;
+    }
+
+    /// Writes the table `t` (`lua_topointer` of a table on the stack).
+    ///
+    /// # Safety
+    /// `t` is a live table that nothing changes during the call.
+    pub(super) unsafe fn table(
+        t: *const c_void,
+        null: *const c_void,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let mut o = Out {
+            buf: out.as_mut_ptr(),
+            len: out.len(),
+            cap: out.capacity(),
+            ctx: (out as *mut Vec<u8>).cast(),
+            reserve,
+            string,
+            number,
+            plain: crate::http::json::PLAIN.as_ptr(),
+            null,
+            maxdepth: MAX_DEPTH as c_int,
+        };
+        // SAFETY: `o` describes `out` (C writes only within cap, and
+        // grows it through `reserve`); the caller's contract for `t`.
+        let r = unsafe { brisk_json_table(&mut o, t) };
+        // SAFETY: C wrote the bytes up to o.len, within the capacity.
+        unsafe { out.set_len(o.len) };
+        match r {
+            0 => Ok(()),
+            1 => Err(EncodeError::Depth),
+            2 => Err(EncodeError::NotFinite),
+            3 => Err(EncodeError::NotUtf8),
+            4 => Err(EncodeError::Key),
+            6 => Err(EncodeError::Memory),
+            _ => Err(EncodeError::Value),
+        }
+    }
+
+    /// The `Vec` behind `o`, its length set to what C wrote.
+    ///
+    /// # Safety
+    /// `o` is the `Out` made by [`table`], during its call.
+    unsafe fn synced<'a>(o: *mut Out) -> &'a mut Vec<u8> {
+        // SAFETY: the caller's contract: ctx is the Vec `o` describes,
+        // and C initialised its bytes up to len.
+        unsafe {
+            let v = &mut *(*o).ctx.cast::<Vec<u8>>();
+            v.set_len((*o).len);
+            v
+        }
+    }
+
+    /// Points `o` at `v` again (after it grew).
+    fn resync(o: &mut Out, v: &mut Vec<u8>) {
+        o.buf = v.as_mut_ptr();
+        o.len = v.len();
+        o.cap = v.capacity();
+    }
+
+    unsafe extern "C" fn reserve(o: *mut Out, more: usize) -> c_int {
+        // SAFETY: called by brisk_json_table with the `Out` of `table`.
+        let (o, v) = unsafe { (&mut *o, synced(o)) };
+        let ok = v.try_reserve(more).is_ok();
+        resync(o, v);
+        ok as c_int
+    }
+
+    unsafe extern "C" fn string(o: *mut Out, s: *const c_char, len: usize) -> c_int {
+        // SAFETY: as `reserve`; `s` is a Lua string's `len` bytes.
+        let (o, v, bytes) = unsafe {
+            (
+                &mut *o,
+                synced(o),
+                std::slice::from_raw_parts(s.cast::<u8>(), len),
+            )
+        };
+        let ok = push_utf8(bytes, v).is_ok();
+        resync(o, v);
+        ok as c_int
+    }
+
+    unsafe extern "C" fn number(o: *mut Out, n: f64) -> c_int {
+        // SAFETY: as `reserve`.
+        let (o, v) = unsafe { (&mut *o, synced(o)) };
+        push_f64(v, n);
+        resync(o, v);
+        1
+    }
 }
 
 /// Writes the value at stack index `idx` (absolute), of Lua type `ty`
@@ -305,4 +452,61 @@ fn push_i64(out: &mut Vec<u8>, i: i64) {
         out.push(b'-');
     }
     push_u64(out, i.unsigned_abs());
+}
+
+#[cfg(all(test, brisk_lua_user))]
+mod tests {
+    use super::*;
+
+    /// The walk inside Lua and the C API walk give the same text, or the
+    /// same error, for values of every shape: arrays held in the array
+    /// part or the hash part, holes, objects with integer keys in either
+    /// part, keys met again (more than the key cache holds), long keys
+    /// and values, strings to escape or refuse, numbers of both kinds,
+    /// `null`, and tables nested to the limit and past it.
+    #[test]
+    fn inside_lua_as_through_the_c_api() {
+        let lua = Lua::new();
+        let null = lua.create_table().unwrap();
+        lua.globals().raw_set("null", null.clone()).unwrap();
+        let cases = [
+            "{}",
+            "{1, 2, 3}",
+            "{1, nil, 3}",
+            "{nil, nil, 3}",
+            "{1, 2, x = 3}",
+            "(function() local t = {} t[3] = 3 t[2] = 2 t[1] = 1 return t end)()",
+            "(function() local t = {1, 2, 3, 4} t[1] = nil t[2] = nil return t end)()",
+            "(function() local t = {1, 2, 3, 4} t[4] = nil t[3] = nil t[1] = nil return t end)()",
+            "(function() local t = {} for i = 1, 300 do t[i] = i * 0.5 end return t end)()",
+            "{[2] = 'b', [-7] = 'm', [1000000] = true}",
+            "{a = 1, b = {c = {d = {}}}, e = null, f = false, g = true}",
+            "{[1.5] = 1}",
+            "{[true] = 1}",
+            "{print}",
+            "{s = '\\xff'}",
+            "{['\\xff'] = 1}",
+            "{s = 'a\"b\\\\c\\n<&>\\0\\127 \\u{e9}\\u{10ffff}'}",
+            "{[string.rep('k', 50)] = string.rep('v', 5000)}",
+            "{0.1, -0.0, 1e300, -1e-7, 2^53, 2^63, 123456.789, 3.25, math.pi}",
+            "{0/0}",
+            "{1/0}",
+            "{math.maxinteger, math.mininteger, 0, -1}",
+            "(function() local t = {} for i = 1, 150 do t[i] = {id = i, ['k' .. i % 70] = i,               [string.rep('x', 45) .. i % 3] = {i}, ['\\u{e9}' .. i % 4] = 'v'} end return t end)()",
+            "(function() local v = 1 for i = 1, 127 do v = i % 2 == 0 and {v} or {k = v} end return v end)()",
+            "(function() local v = 1 for i = 1, 128 do v = {v} end return v end)()",
+            "(function() local t = {} t.self = t return t end)()",
+        ];
+        let mut enc = Encoder::new();
+        for expr in cases {
+            let v: Value = lua.load(format!("return {expr}")).eval().unwrap();
+            let mut run = |inside| {
+                encode_with(&lua, v.clone(), &null, &mut enc, inside)
+                    .unwrap()
+                    .map(|()| String::from_utf8(enc.out.clone()).unwrap())
+            };
+            let (c, api) = (run(true), run(false));
+            assert_eq!(c, api, "{expr}");
+        }
+    }
 }

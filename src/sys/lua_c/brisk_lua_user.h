@@ -53,8 +53,19 @@ static inline int brisk_integer2str (char *s, size_t sz, long long n) {
     && (defined(lvm_c) || defined(ltable_c) || defined(lgc_c) \
         || defined(lstring_c) || defined(ldo_c) || defined(lapi_c) \
         || defined(lobject_c) || defined(ltm_c) || defined(lfunc_c) \
-        || defined(lmem_c))
+        || defined(lmem_c) || defined(linit_c))
 #pragma GCC optimize ("O2")
+#endif
+
+/*
+** brisk.json.encode's walk over tables, on Lua's own structures:
+** compiled into linit.c (the smallest of Lua's files, which includes
+** nothing internal itself), where it needs the internal headers that
+** describe this build's tables and strings. See brisk_json.c.
+*/
+#if defined(linit_c)
+#include "lstate.h"
+#include "brisk_json.c"
 #endif
 
 #endif
