@@ -139,21 +139,35 @@ static ESCAPED: [bool; 256] = {
 /// scaled (prices, measures: most of what servlets send) are written
 /// from integers; the others by `{:?}`.
 pub fn push_f64(out: &mut Vec<u8>, n: f64) {
-    if let Some((neg, m, k)) = short_decimal(n) {
-        if neg {
-            out.push(b'-');
-        }
-        let scale = POW10_U[k];
-        crate::http::push_u64(out, m / scale);
-        out.push(b'.');
+    if let Some((neg, mut m, k)) = short_decimal(n) {
+        // Right to left: the k decimals (zeros included), the point, the
+        // integer part (at least a 0), the sign; m < 2^50 has at most 16
+        // digits.
+        let mut buf = [b'0'; 24];
+        let mut i = buf.len();
         if k == 0 {
-            out.push(b'0');
-        } else {
-            let mut buf = [0u8; 20];
-            let frac = crate::http::u64_digits(m % scale, &mut buf);
-            out.extend(std::iter::repeat_n(b'0', k - frac.len()));
-            out.extend_from_slice(frac);
+            i -= 1; // one decimal: buf's last 0
         }
+        for _ in 0..k {
+            i -= 1;
+            buf[i] = b'0' + (m % 10) as u8;
+            m /= 10;
+        }
+        i -= 1;
+        buf[i] = b'.';
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (m % 10) as u8;
+            m /= 10;
+            if m == 0 {
+                break;
+            }
+        }
+        if neg {
+            i -= 1;
+            buf[i] = b'-';
+        }
+        out.extend_from_slice(&buf[i..]);
         return;
     }
     use std::io::Write as _;
@@ -161,7 +175,6 @@ pub fn push_f64(out: &mut Vec<u8>, n: f64) {
 }
 
 const POW10: [f64; 8] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7];
-const POW10_U: [u64; 8] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// `n` as `m / 10^k` (with its sign apart), `k` the fewest decimals that
 /// read back as `n`, when `k` is at most 7, `m` under 2^50 and `n` at
