@@ -454,6 +454,22 @@ fn push_i64(out: &mut Vec<u8>, i: i64) {
     push_u64(out, i.unsigned_abs());
 }
 
+/// This source tree builds its Lua with brisk_lua_user.h (so the walk
+/// inside Lua and its tests below are built): a `CFLAGS` in the
+/// environment replaces `.cargo/config.toml`'s, and would leave both out
+/// without a word.
+#[cfg(test)]
+#[test]
+fn lua_built_with_brisk_lua_user_h() {
+    let built_with_it = cfg!(brisk_lua_user);
+    assert!(
+        built_with_it,
+        "the vendored Lua was built without src/sys/lua_c/brisk_lua_user.h: \
+         unset CFLAGS (or add .cargo/config.toml's value to it) and run \
+         `cargo clean -p mlua-sys`"
+    );
+}
+
 #[cfg(all(test, brisk_lua_user))]
 mod tests {
     use super::*;
