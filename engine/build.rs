@@ -37,17 +37,32 @@ fn main() {
     }
 }
 
-/// Sets `brisk_lua_user` when the vendored Lua is built with brisk's
-/// header (`.cargo/config.toml`'s `[env]` CFLAGS name it): then the Lua
-/// library holds the C parts that `src/sys/lua_raw.rs` calls. Built as
-/// another project's dependency, without that `[env]`, Lua is stock and
-/// brisk uses its C API walk instead.
+/// Sets `brisk_lua_user` when the Lua library that mlua-sys built holds
+/// brisk's C parts (`brisk_json_table`): they are compiled into it when
+/// `.cargo/config.toml`'s `[env]` CFLAGS name src/sys/lua_c/brisk_lua_user.h.
+/// Built as another project's dependency, without that `[env]`, Lua is
+/// stock and brisk uses its C API walk instead. The library itself is
+/// looked at, not CFLAGS: cargo does not rebuild Lua when the header or
+/// the `[env]` changes, and a Lua built before would fail the link.
 fn lua_user_cfg() {
     println!("cargo:rustc-check-cfg=cfg(brisk_lua_user)");
-    println!("cargo:rerun-if-env-changed=CFLAGS");
-    let cflags = std::env::var("CFLAGS").unwrap_or_default();
-    if cflags.contains("brisk_lua_user.h") {
+    println!("cargo:rerun-if-env-changed=DEP_LUA_LIB");
+    let Some(dir) = std::env::var_os("DEP_LUA_LIB") else {
+        return; // (servlets off: no Lua)
+    };
+    let lib = PathBuf::from(dir).join("liblua5.4.a");
+    println!("cargo:rerun-if-changed={}", lib.display());
+    let holds = std::fs::read(&lib)
+        .map(|bytes| bytes.windows(16).any(|w| w == b"brisk_json_table"))
+        .unwrap_or(false);
+    if holds {
         println!("cargo:rustc-cfg=brisk_lua_user");
+    } else if std::env::var("CFLAGS").is_ok_and(|f| f.contains("brisk_lua_user.h")) {
+        println!(
+            "cargo:warning=the vendored Lua ({}) was built before src/sys/lua_c/ \
+             changed: run `cargo clean -p mlua-sys` (and `--release`) to rebuild it",
+            lib.display()
+        );
     }
 }
 
