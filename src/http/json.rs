@@ -139,30 +139,15 @@ static ESCAPED: [bool; 256] = {
 /// scaled (prices, measures: most of what servlets send) are written
 /// from integers; the others by `{:?}`.
 pub fn push_f64(out: &mut Vec<u8>, n: f64) {
-    if let Some((neg, mut m, k)) = short_decimal(n) {
-        // Right to left: the k decimals (zeros included), the point, the
-        // integer part (at least a 0), the sign; m < 2^50 has at most 16
-        // digits.
-        let mut buf = [b'0'; 24];
-        let mut i = buf.len();
-        if k == 0 {
-            i -= 1; // one decimal: buf's last 0
-        }
-        for _ in 0..k {
-            i -= 1;
-            buf[i] = b'0' + (m % 10) as u8;
-            m /= 10;
-        }
+    if let Some((neg, m, k)) = short_decimal(n) {
+        // Right to left: the k decimals (one 0 if none), the point, the
+        // integer part, the sign; m < 2^50 has at most 16 digits.
+        let mut buf = [0u8; 24];
+        let scale = 10u64.pow(k as u32);
+        let mut i = crate::http::digits_before(&mut buf, 24, m % scale, k);
         i -= 1;
         buf[i] = b'.';
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (m % 10) as u8;
-            m /= 10;
-            if m == 0 {
-                break;
-            }
-        }
+        i = crate::http::digits_before(&mut buf, i, m / scale, 1);
         if neg {
             i -= 1;
             buf[i] = b'-';

@@ -122,15 +122,20 @@ pub fn push_u64(out: &mut Vec<u8>, n: u64) {
 }
 
 /// The decimal digits of `n`, written at the end of `buf`.
-pub fn u64_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
+pub fn u64_digits(n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let start = digits_before(buf, 20, n, 1);
+    &buf[start..]
+}
+
+/// Writes the decimal digits of `n`, at least `min` of them (zeros in
+/// front; at least one), to end just before `buf[end]`; returns where
+/// they start.
+pub fn digits_before(buf: &mut [u8], end: usize, mut n: u64, min: usize) -> usize {
+    let mut i = end;
+    while n != 0 || end - i < min.max(1) {
         i -= 1;
         buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
-        if n == 0 {
-            break;
-        }
     }
-    &buf[i..]
+    i
 }
