@@ -615,10 +615,13 @@ fn cgi_programs_answer_streams() {
         a[7].status() == "200" && a[7].body == expected,
         "a body of unknown length"
     );
-    let log = wait_for("seven CGI lines and the redirected one", || {
-        let log = std::fs::read_to_string(&s.access_path).ok()?;
+    let read = || std::fs::read_to_string(&s.access_path).unwrap_or_default();
+    let log = poll(WAIT_LIMIT, || {
+        let log = read();
         (log.matches("/cgi-bin/").count() >= 7 && log.contains("/sub/a.txt")).then_some(log)
     });
+    let log =
+        log.unwrap_or_else(|| panic!("not seven CGI lines and the redirected one:\n{}", read()));
     assert!(
         log.contains("\"POST /cgi-bin/echo.sh HTTP/2.0\" 200 "),
         "{log}"
@@ -627,6 +630,42 @@ fn cgi_programs_answer_streams() {
         log.contains("\"GET /cgi-bin/broken.sh HTTP/2.0\" 502 "),
         "{log}"
     );
+}
+
+#[test]
+fn an_answer_that_ends_after_its_bytes_left_is_logged_at_once() {
+    // A HEAD request to a program that goes on after its head: the
+    // HEADERS frame (with END_STREAM) leaves at once, and the answer
+    // only ends when the program exits, with nothing more to send. Its
+    // access-log line must be written then, not when the connection
+    // next writes or closes (this one stays open and idle).
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin/lingers.sh");
+    write_file(
+        &path,
+        b"#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho body\nsleep 0.3\n",
+    );
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.access_log();
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.request("HEAD", "/cgi-bin/lingers.sh", &[], None);
+    let a = c.answers(&[id]);
+    assert_eq!((a[0].status(), a[0].body.len()), ("200", 0));
+    let read = || std::fs::read_to_string(&s.access_path).unwrap_or_default();
+    let logged = poll(WAIT_LIMIT, || {
+        read()
+            .contains("\"HEAD /cgi-bin/lingers.sh HTTP/2.0\" 200 ")
+            .then_some(())
+    });
+    assert!(
+        logged.is_some(),
+        "no line while the connection is open: {:?}",
+        read()
+    );
+    drop(c);
 }
 
 #[test]

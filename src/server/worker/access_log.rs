@@ -7,35 +7,47 @@
 //! no system call more than before.
 
 use super::*;
+use crate::log::Draft;
 use crate::server::transport::Out;
 
-/// Records that the answer to `rec`, whose request began to arrive at
-/// `started`, ends with what is queued for its connection so far (`end`,
-/// from [`Conn::queued_end`]), its last `body` bytes being its body;
-/// `out` is the queue holding its last byte.
-pub(super) fn ending(
+/// Records that an answer, whose request began to arrive at `started`,
+/// ends with what is queued for its connection so far (`end`, from
+/// [`Conn::queued_end`]), its last `body` bytes being its body; `out` is
+/// the queue holding its last byte, the connection has sent `sent`
+/// bytes, and `draft` writes the answer's line (from its record with
+/// [`Logger::draft`], or copied: an HTTP/2 answer's is drafted when its
+/// head is sent). Only called with the access log on.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn push(
     out: &mut Out,
     logger: &mut Logger,
+    sent: u64,
     end: u64,
     body: u64,
     started: Instant,
-    rec: &AccessRecord<'_>,
+    draft: impl FnOnce(&mut Logger, &mut Vec<u8>) -> Draft,
 ) {
-    if logger.access_enabled() {
-        out.push_ending(end, end.saturating_sub(body), started, |buf| {
-            logger.draft(rec, buf)
-        });
-    }
+    out.push_ending(end, end.saturating_sub(body), started, |buf| {
+        draft(logger, buf)
+    });
+    settle(logger, out, sent, false);
 }
 
 /// Logs the answers of `out` that have ended, the connection having sent
 /// `sent` bytes; with `all` (it is ending), every one, cut short or not.
+/// An answer may end after its last byte has left (a HEAD request's
+/// program exiting later, a stream reset once its frames were out): its
+/// line is pushed then with nothing left to write, so every push settles
+/// at once rather than waiting for the connection's next write, which an
+/// idle connection may never make.
 pub(super) fn settle(logger: &mut Logger, out: &mut Out, sent: u64, all: bool) {
     if !out.has_endings() {
         return;
     }
-    let now = Instant::now();
+    // (The clock is read only when an answer has ended.)
+    let mut now = None;
     out.settle(sent, all, |text, e, bytes| {
+        let now = *now.get_or_insert_with(Instant::now);
         let us = now.saturating_duration_since(e.started).as_micros() as u64;
         logger.finish(text, e.draft, bytes, us);
     });

@@ -164,13 +164,14 @@ impl Worker {
                 tls: c.transport.session(),
             };
             let end = c.queued_end();
-            access_log::ending(
+            access_log::push(
                 &mut c.out,
                 &mut self.logger,
+                c.sent,
                 end,
                 body,
                 self.req_start,
-                &rec,
+                |l, buf| l.draft(&rec, buf),
             );
         }
     }
@@ -345,13 +346,14 @@ impl Worker {
         if self.logger.access_enabled() {
             let end = c.queued_end();
             let rec = request_record(c, self.wall, &self.req, status.0);
-            access_log::ending(
+            access_log::push(
                 &mut c.out,
                 &mut self.logger,
+                c.sent,
                 end,
                 bytes,
                 self.req_start,
-                &rec,
+                |l, buf| l.draft(&rec, buf),
             );
         }
         // The answer is queued (copied): the scratch buffers are free.

@@ -601,8 +601,16 @@ impl Worker {
             let end = c.queued_end();
             let body = end.saturating_sub(body_from);
             let log = &mut self.logger;
-            super::access_log::ending(&mut c.out, log, end, body, request.started, &rec);
-            super::settle(&mut self.logger, &mut c.out, c.sent, false);
+            let sent = c.sent;
+            super::access_log::push(
+                &mut c.out,
+                log,
+                sent,
+                end,
+                body,
+                request.started,
+                |l, buf| l.draft(&rec, buf),
+            );
         }
     }
 

@@ -352,11 +352,11 @@ impl Worker {
         self.lend_out(c);
         let framed = a.body_len - a.pieces.iter().map(Piece::len).sum::<u64>();
         let end = c.queued_end();
-        c.out
-            .push_ending(end, end.saturating_sub(framed), a.started, |buf| {
-                buf.extend_from_slice(&text);
-                draft
-            });
+        let (out, log) = (&mut c.out, &mut self.logger);
+        access_log::push(out, log, c.sent, end, framed, a.started, |_, buf| {
+            buf.extend_from_slice(&text);
+            draft
+        });
     }
 
     /// Answers stream `id` of `c` with `plan` (for the current request,
@@ -525,11 +525,11 @@ impl Worker {
         }
         if let Some((text, draft)) = &a.log {
             let end = c.queued_end();
-            c.out
-                .push_ending(end, end.saturating_sub(a.body_len), a.started, |buf| {
-                    buf.extend_from_slice(text);
-                    *draft
-                });
+            let (out, log, body) = (&mut c.out, &mut self.logger, a.body_len);
+            access_log::push(out, log, c.sent, end, body, a.started, |_, buf| {
+                buf.extend_from_slice(text);
+                *draft
+            });
         }
         if let Some(s) = c.h2.as_mut() {
             s.recycle(&mut a);

@@ -382,13 +382,14 @@ impl Worker {
             let status = if p.sent_any { p.status } else { 499 };
             let rec = super::super::request_record(c, self.wall, &p.request.req, status);
             let end = c.queued_end();
-            super::super::access_log::ending(
+            super::super::access_log::push(
                 &mut c.out,
                 &mut self.logger,
+                c.sent,
                 end,
                 0,
                 p.request.started,
-                &rec,
+                |l, buf| l.draft(&rec, buf),
             );
         }
     }
