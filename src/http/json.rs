@@ -143,7 +143,7 @@ pub fn push_f64(out: &mut Vec<u8>, n: f64) {
         // Right to left: the k decimals (one 0 if none), the point, the
         // integer part, the sign; m < 2^50 has at most 16 digits.
         let mut buf = [0u8; 24];
-        let scale = 10u64.pow(k as u32);
+        let scale = POW10_U[k];
         let mut i = crate::http::digits_before(&mut buf, 24, m % scale, k);
         i -= 1;
         buf[i] = b'.';
@@ -160,6 +160,9 @@ pub fn push_f64(out: &mut Vec<u8>, n: f64) {
 }
 
 const POW10: [f64; 8] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7];
+/// The same powers as integers (`u64::pow` is a loop: 16 instructions a
+/// float more, bench scenario 10).
+const POW10_U: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// `n` as `m / 10^k` (with its sign apart), `k` the fewest decimals that
 /// read back as `n`, when `k` is at most 7, `m` under 2^50 and `n` at
