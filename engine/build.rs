@@ -7,15 +7,15 @@
 //! A relative path is relative to the top directory of the source tree
 //! (where README.md is), wherever cargo runs this script from.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
-    lua_user_cfg();
     println!("cargo:rerun-if-env-changed=BRISK_DEFAULT_CONFIG");
     let out_dir = match std::env::var_os("OUT_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => fail("OUT_DIR is not set; build with cargo"),
     };
+    lua_walk_cfg(&out_dir);
     let dest = out_dir.join("default.toml");
     let text = match std::env::var_os("BRISK_DEFAULT_CONFIG") {
         Some(src) if !src.is_empty() => {
@@ -37,33 +37,77 @@ fn main() {
     }
 }
 
-/// Sets `brisk_lua_user` when the Lua library that mlua-sys built holds
-/// brisk's C parts (`brisk_json_table`): they are compiled into it when
-/// `.cargo/config.toml`'s `[env]` CFLAGS name src/sys/lua_c/brisk_lua_user.h.
-/// Built as another project's dependency, without that `[env]`, Lua is
-/// stock and brisk uses its C API walk instead. The library itself is
-/// looked at, not CFLAGS: cargo does not rebuild Lua when the header or
-/// the `[env]` changes, and a Lua built before would fail the link.
-fn lua_user_cfg() {
-    println!("cargo:rustc-check-cfg=cfg(brisk_lua_user)");
-    println!("cargo:rerun-if-env-changed=DEP_LUA_LIB");
-    let Some(dir) = std::env::var_os("DEP_LUA_LIB") else {
-        return; // (servlets off: no Lua)
+/// Sets `brisk_lj_walk` when the LuaJIT library that mlua-sys built holds
+/// brisk.json.encode's walk (`brisk_json_table`, src/sys/lua_c/brisk_lj.c):
+/// LuaJIT's Makefile compiles it in when `.cargo/config.toml`'s `[env]`
+/// names it (LJCORE_O). Built as another project's dependency, without
+/// that `[env]`, LuaJIT is stock and brisk uses its C API walk instead.
+///
+/// The library itself is looked at, not the environment: cargo does not
+/// rebuild LuaJIT when brisk_lj.c or the `[env]` changes, and a library
+/// built before would fail the link. mlua-sys tells dependents nothing of
+/// where LuaJIT lies (luajit-src prints only `rustc-link-search`, so there
+/// is no DEP_LUA_LIB as with Lua 5.4): it is mlua-sys's OUT_DIR/lib, a
+/// sibling of this script's OUT_DIR (cargo runs this script after
+/// mlua-sys's, a `links` dependency). The newest such library is taken.
+fn lua_walk_cfg(out_dir: &Path) {
+    println!("cargo:rustc-check-cfg=cfg(brisk_lj_walk)");
+    println!("cargo:rerun-if-env-changed=LJCORE_O");
+    if std::env::var_os("CARGO_FEATURE_SERVLETS").is_none() {
+        return; // (no LuaJIT)
+    }
+    let source = top_dir().join("src/sys/lua_c/brisk_lj.c");
+    println!("cargo:rerun-if-changed={}", source.display());
+    let Some(lib) = luajit_library(out_dir) else {
+        return;
     };
-    let lib = PathBuf::from(dir).join("liblua5.4.a");
     println!("cargo:rerun-if-changed={}", lib.display());
-    let holds = std::fs::read(&lib)
-        .map(|bytes| bytes.windows(16).any(|w| w == b"brisk_json_table"))
-        .unwrap_or(false);
+    let bytes = std::fs::read(&lib).unwrap_or_default();
+    let holds = bytes.windows(16).any(|w| w == b"brisk_json_table");
+    let wanted = std::env::var("LJCORE_O").is_ok_and(|o| o.contains("brisk_lj.o"));
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let stale = holds && modified(&source) > modified(&lib);
     if holds {
-        println!("cargo:rustc-cfg=brisk_lua_user");
-    } else if std::env::var("CFLAGS").is_ok_and(|f| f.contains("brisk_lua_user.h")) {
+        println!("cargo:rustc-cfg=brisk_lj_walk");
+    }
+    if (wanted && !holds) || stale {
+        let build = lib.ancestors().nth(3).unwrap_or(&lib).display().to_string();
+        let fingerprint = build.replace("/build/mlua-sys-", "/.fingerprint/mlua-sys-");
         println!(
-            "cargo:warning=the vendored Lua ({}) was built before src/sys/lua_c/ \
-             changed: run `cargo clean -p mlua-sys` (and `--release`) to rebuild it",
+            "cargo:warning=the vendored LuaJIT ({}) was built before src/sys/lua_c/ \
+             or .cargo/config.toml changed: delete {build} and {fingerprint} \
+             (`cargo clean -p mlua-sys` does not) to rebuild it",
             lib.display()
         );
     }
+}
+
+/// The newest `mlua-sys-*/out/lib/libluajit*.a` beside this script's
+/// `OUT_DIR` (`target/<profile>/build/brisk-engine-*/out`).
+fn luajit_library(out_dir: &Path) -> Option<PathBuf> {
+    let build = out_dir.parent()?.parent()?;
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    for dir in std::fs::read_dir(build).ok()?.flatten() {
+        if !dir.file_name().to_string_lossy().starts_with("mlua-sys-") {
+            continue;
+        }
+        let Ok(libs) = std::fs::read_dir(dir.path().join("out/lib")) else {
+            continue;
+        };
+        for lib in libs.flatten() {
+            let name = lib.file_name().to_string_lossy().into_owned();
+            if !(name.starts_with("libluajit") && name.ends_with(".a")) {
+                continue;
+            }
+            let Ok(when) = lib.metadata().and_then(|m| m.modified()) else {
+                continue;
+            };
+            if newest.as_ref().is_none_or(|(t, _)| when > *t) {
+                newest = Some((when, lib.path()));
+            }
+        }
+    }
+    newest.map(|(_, p)| p)
 }
 
 /// The source tree's top directory: this package's parent (engine/..).

@@ -436,8 +436,9 @@ fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
     let s = server(&[
         ("servlets/exec.lua", "function handle_request(req, res) os.execute('touch /tmp/brisk-servlet-ran') end"),
         ("servlets/popen.lua", "function handle_request(req, res) io.popen('id') end"),
-        ("servlets/bytecode.lua", "function handle_request(req, res) local f, err = load('\\27Lua' .. string.rep('x', 20)) res:write(tostring(f) .. ' ' .. err) end"),
-        ("servlets/dump.lua", "function handle_request(req, res) res:write(tostring(string.dump)) end"),
+        // LuaJIT's bytecode starts with "\27LJ" (Lua 5.4's "\27Lua").
+        ("servlets/bytecode.lua", "function handle_request(req, res) local f, err = load('\\27LJ\\2' .. string.rep('x', 20)) local s = '\\27LJ\\2xx' local g, err2 = load(function() local r = s s = nil return r end) res:write(tostring(f) .. ' ' .. err .. ', ' .. tostring(g) .. ' ' .. err2) end"),
+        ("servlets/dump.lua", "function handle_request(req, res) res:write(tostring(string.dump) .. tostring(loadstring) .. tostring(setfenv) .. tostring(getfenv) .. tostring(jit) .. tostring(ffi) .. tostring(package)) end"),
         ("servlets/lib/util.lua", "return { twice = function(x) return 2 * x end }"),
         ("servlets/req.lua", "local u = require('lib.util') function handle_request(req, res) res:write(tostring(u.twice(21))) end"),
         ("servlets/escape.lua", "function handle_request(req, res) local ok, err = pcall(require, '..secret') res:write(tostring(err)) end"),
@@ -447,20 +448,56 @@ fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
     assert_eq!(r.status, 500);
     assert!(s
         .wait_stderr_line("servlet servlets/exec.lua")
-        .contains("attempt to call a nil value (field 'execute')"));
+        .contains("attempt to call field 'execute' (a nil value)"));
     assert_eq!(get(&s, "/servlets/popen.lua").status, 500);
     assert!(s
         .wait_stderr_line("servlet servlets/popen.lua")
-        .contains("attempt to index a nil value (global 'io')"));
+        .contains("attempt to index global 'io' (a nil value)"));
     assert_eq!(
         get(&s, "/servlets/bytecode.lua").text(),
-        "nil attempt to load a binary chunk (mode is 't')"
+        "nil attempt to load chunk with wrong mode, nil attempt to load chunk with wrong mode"
     );
-    assert_eq!(get(&s, "/servlets/dump.lua").text(), "nil");
+    assert_eq!(
+        get(&s, "/servlets/dump.lua").text(),
+        "nilnilnilnilnilnilnil"
+    );
     assert_eq!(get(&s, "/servlets/req.lua").text(), "42");
     let t = get(&s, "/servlets/escape.lua").text();
     assert!(t.contains("a module name is words joined by dots"), "{t}");
     assert_eq!(get(&s, "/servlets/dofile.lua").text(), "nilnilnil");
+}
+
+/// Servlets are written in LuaJIT's dialect, Lua 5.1's with `goto`: numbers
+/// are doubles (no integer subtype, no `//`, no `math.maxinteger`), no
+/// `utf8` library, `bit` for bitwise operations; coroutines work (they
+/// are in 5.1's base library). JSON writes integral numbers as integers.
+#[test]
+fn servlets_speak_lua_5_1_as_luajit_does() {
+    let s = server(&[(
+        "servlets/dialect.lua",
+        r#"function handle_request(req, res)
+  local out = {}
+  local function put(v) out[#out + 1] = tostring(v) end
+  put(math.maxinteger) put(math.type) put(utf8)
+  local f, err = load("return 7 // 2")
+  put(f) put(err ~= nil)
+  put(7 / 2) put(3 / 1) put(1 == 1.0)
+  local i = 0
+  ::again:: i = i + 1
+  if i < 3 then goto again end
+  put(i)
+  put(bit.band(6, 3)) put(bit.lshift(1, 4))
+  local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2 end)
+  put(co(1)) put(co(5))
+  put(brisk.json.encode({2^53, 1.5, -0.0, 10 / 2}))
+  res:write(table.concat(out, " "))
+end
+"#,
+    )]);
+    assert_eq!(
+        get(&s, "/servlets/dialect.lua").text(),
+        "nil nil nil nil true 3.5 3 true 3 2 16 2 10 [9007199254740992,1.5,-0.0,5]"
+    );
 }
 
 #[test]

@@ -35,7 +35,7 @@ pub enum EncodeError {
     /// A function, userdata or thread.
     Value,
     /// The output could not grow.
-    #[cfg_attr(not(brisk_lua_user), allow(dead_code))]
+    #[cfg_attr(not(brisk_lj_walk), allow(dead_code))]
     Memory,
 }
 
@@ -69,7 +69,8 @@ pub struct Encoder {
 
 /// Slots of the key table (a power of two).
 const KEY_SLOTS: usize = 32;
-/// Longest key kept (Lua's longest interned string, `LUAI_MAXSHORTLEN`).
+/// Longest key kept (longer ones are rare as keys; LuaJIT interns every
+/// string, Lua 5.4 those up to 40 bytes).
 const KEY_MAX: usize = 40;
 /// The most bytes of written keys kept in one call.
 const KEYS_BYTES: usize = 4096;
@@ -98,7 +99,7 @@ impl Encoder {
     /// Appends the key at `idx` (a string) and its colon to `out`.
     ///
     /// A key is found again by the address of its bytes, which only this
-    /// string has while it lives: Lua interns short strings (the same key
+    /// string has while it lives: LuaJIT interns strings (the same key
     /// in two tables is one string), and every key met in a call stays
     /// alive until the call ends (it is in a table reachable from the
     /// value encoded, which stays on the stack, and nothing in the walk
@@ -138,9 +139,9 @@ impl Encoder {
 /// `brisk.json.null` table) and `nil` are `null`. The outer error is
 /// Lua's (a failed call), the inner what the value cannot be.
 ///
-/// Tables are walked inside Lua ([`in_lua`], `src/sys/lua_c/brisk_json.c`)
-/// when brisk's header was compiled into the vendored Lua (engine/build.rs
-/// sets `brisk_lua_user` then), else through the C API ([`walk`]); both
+/// Tables are walked inside LuaJIT ([`in_lua`], `src/sys/lua_c/brisk_lj.c`)
+/// when that walk was compiled into the vendored LuaJIT (engine/build.rs
+/// sets `brisk_lj_walk` then), else through the C API ([`walk`]); both
 /// write the same text.
 pub fn encode(
     lua: &Lua,
@@ -148,7 +149,7 @@ pub fn encode(
     null: &Table,
     enc: &mut Encoder,
 ) -> mlua::Result<Result<(), EncodeError>> {
-    encode_with(lua, value, null, enc, cfg!(brisk_lua_user))
+    encode_with(lua, value, null, enc, cfg!(brisk_lj_walk))
 }
 
 /// [`encode`], with the walk inside Lua or not (tests compare the two).
@@ -172,10 +173,10 @@ fn encode_with(
         lua.exec_raw::<()>((value, null), |state| {
             let null = ffi::lua_topointer(state, 2);
             let ty = ffi::lua_type(state, 1);
-            #[cfg(brisk_lua_user)]
+            #[cfg(brisk_lj_walk)]
             let table = ffi::lua_topointer(state, 1);
             result = match inside {
-                #[cfg(brisk_lua_user)]
+                #[cfg(brisk_lj_walk)]
                 true if ty == ffi::LUA_TTABLE && table != null => {
                     in_lua::table(table, null, &mut enc.out)
                 }
@@ -187,16 +188,16 @@ fn encode_with(
     Ok(result)
 }
 
-/// The walk compiled into Lua (`src/sys/lua_c/brisk_json.c`): its output
+/// The walk compiled into LuaJIT (`src/sys/lua_c/brisk_lj.c`): its output
 /// buffer is a `Vec` lent to C, which hands strings to escape and floats
 /// back to [`push_utf8`] and [`push_f64`].
-#[cfg(brisk_lua_user)]
+#[cfg(brisk_lj_walk)]
 mod in_lua {
     use std::ffi::{c_char, c_int, c_void};
 
     use super::{push_f64, push_utf8, EncodeError, MAX_DEPTH};
 
-    /// `brisk_json_out` in brisk_json.c.
+    /// `brisk_json_out` in brisk_lj.c.
     #[repr(C)]
     struct Out {
         buf: *mut u8,
@@ -454,23 +455,24 @@ fn push_i64(out: &mut Vec<u8>, i: i64) {
     push_u64(out, i.unsigned_abs());
 }
 
-/// This source tree builds its Lua with brisk_lua_user.h (so the walk
-/// inside Lua and its tests below are built): a `CFLAGS` in the
-/// environment replaces `.cargo/config.toml`'s, and would leave both out
-/// without a word.
+/// This source tree builds its LuaJIT with brisk.json.encode's walk (so
+/// the walk inside LuaJIT and its tests below are built): an `LJCORE_O`
+/// in the environment replaces `.cargo/config.toml`'s, and a LuaJIT built
+/// before the `[env]` named the walk stays as it was; either would leave
+/// both out without a word.
 #[cfg(test)]
 #[test]
-fn lua_built_with_brisk_lua_user_h() {
-    let built_with_it = cfg!(brisk_lua_user);
+fn luajit_built_with_the_json_walk() {
+    let built_with_it = cfg!(brisk_lj_walk);
     assert!(
         built_with_it,
-        "the vendored Lua was built without src/sys/lua_c/brisk_lua_user.h: \
-         unset CFLAGS (or add .cargo/config.toml's value to it) and run \
-         `cargo clean -p mlua-sys`"
+        "the vendored LuaJIT was built without src/sys/lua_c/brisk_lj.c: \
+         unset LJCORE_O (or give it .cargo/config.toml's value) and delete \
+         target/*/build/mlua-sys-* and target/*/.fingerprint/mlua-sys-*"
     );
 }
 
-#[cfg(all(test, brisk_lua_user))]
+#[cfg(all(test, brisk_lj_walk))]
 mod tests {
     use super::*;
 
@@ -507,7 +509,13 @@ mod tests {
             "{0.1, -0.0, 1e300, -1e-7, 2^53, 2^63, 123456.789, 3.25, math.pi}",
             "{0/0}",
             "{1/0}",
-            "{math.maxinteger, math.mininteger, 0, -1}",
+            "{2^63 - 1024, -2^63, 2^63, -2^63 - 2048, 2^53 + 2, 0, -1}",
+            "{[0] = 'z'}",
+            "{[0] = 'z', 'a', 'b'}",
+            "(function() local t = {1, 2, 3} t[0] = 0 t[1] = nil t[3] = nil return t end)()",
+            "{[2^53] = 1, [-3] = 2, [1e15] = 3}",
+            "{[2^63] = 1}",
+            "{[0.5] = 1}",
             "(function() local t = {} for i = 1, 150 do t[i] = {id = i, ['k' .. i % 70] = i,               [string.rep('x', 45) .. i % 3] = {i}, ['\\u{e9}' .. i % 4] = 'v'} end return t end)()",
             "(function() local v = 1 for i = 1, 127 do v = i % 2 == 0 and {v} or {k = v} end return v end)()",
             "(function() local v = 1 for i = 1, 128 do v = {v} end return v end)()",
@@ -566,7 +574,7 @@ mod tests {
                   if c == 3 then return r(2) == 1 end
                   if c == 4 then return keys[r(#keys)] end
                   if c == 5 then return null end
-                  if c == 6 then return math.maxinteger - r(0, 3) end
+                  if c == 6 then return (math.maxinteger or 2^53) - r(0, 3) end
                   if c == 7 then return ("item %d"):format(r(100)) end
                   if c == 8 then return r(100) / 4 end
                   return table_of(depth)

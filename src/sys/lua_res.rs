@@ -106,7 +106,7 @@ pub fn new_object<T: Answer>(
     // (with __gc, so the Rc is dropped when Lua frees it).
     unsafe {
         lua.exec_raw::<AnyUserData>(mt, |state| {
-            let p = ffi::lua_newuserdatauv(state, std::mem::size_of::<Slot<T>>(), 0);
+            let p = ffi::lua_newuserdata(state, std::mem::size_of::<Slot<T>>());
             std::ptr::write(p.cast::<Slot<T>>(), slot.take());
             ffi::lua_pushvalue(state, 1);
             ffi::lua_setmetatable(state, -2);

@@ -3,7 +3,7 @@
 //! `handle_request(req, res)` and optionally `handler_init(cfg)`, as the
 //! Gerbil httpd's servlets. Nothing else under the root is executed.
 //!
-//! - One Lua 5.4 state per worker thread (a thread-local, so a reload's
+//! - One LuaJIT state per worker thread (a thread-local, so a reload's
 //!   new workers start afresh); each servlet is loaded on first use into
 //!   an environment of its own (its globals persist between requests in
 //!   that worker), `handler_init` runs then, and again when the file
@@ -135,9 +135,14 @@ local rawload = load
 local cocreate, cowrap = coroutine.create, coroutine.wrap
 coroutine.create = function(f) local co = cocreate(f) arm(co) return co end
 coroutine.wrap = function(f) local w = cowrap(f) arm(w) return w end
+-- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
 load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
 dofile, loadfile, collectgarbage = nil, nil, nil
 string.dump = nil
+-- loadstring takes bytecode too; setfenv/getfenv reach other functions'
+-- environments (another servlet's, brisk's prelude); jit was opened only
+-- to turn the compiler on (it would let a servlet turn it off, or flush).
+loadstring, setfenv, getfenv, jit = nil, nil, nil, nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
 require = require_native
@@ -175,12 +180,11 @@ impl Drop for State {
 
 impl State {
     fn new(settings: Arc<Settings>) -> mlua::Result<State> {
-        let libs = StdLib::COROUTINE
-            | StdLib::TABLE
-            | StdLib::STRING
-            | StdLib::UTF8
-            | StdLib::MATH
-            | StdLib::OS;
+        // LuaJIT (Lua 5.1): `coroutine` is part of the base library, `bit`
+        // stands in for 5.3's bitwise operators, no `utf8`. JIT: opening
+        // it turns the compiler on (the prelude then hides `jit`).
+        let libs =
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::OS | StdLib::BIT | StdLib::JIT;
         // Budgets need this thread's CPU timer.
         lua_cpu::prepare(settings.servlets.cpu_time)
             .map_err(|e| mlua::Error::runtime(format!("the CPU-time timer: {e}")))?;
@@ -692,5 +696,30 @@ impl BodyStream for Piecewise {
                 String::from_utf8_lossy(&self.rel)
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A servlet state runs LuaJIT with its compiler on (opening the `jit`
+    /// library turns it on), while servlets cannot reach `jit`.
+    #[test]
+    fn the_jit_is_on() {
+        let settings = Settings {
+            servlets: Config::default().site.servlets,
+            root: std::env::temp_dir(),
+            valid: Duration::ZERO,
+            follow_outside: false,
+        };
+        let st = State::new(Arc::new(settings)).unwrap();
+        let loaded: Table = st.lua.named_registry_value("_LOADED").unwrap();
+        let jit: Table = loaded.get("jit").unwrap();
+        let status: Function = jit.get("status").unwrap();
+        let on: bool = status.call(()).unwrap();
+        assert!(on, "the JIT compiler is off");
+        let global: Value = st.lua.globals().get("jit").unwrap();
+        assert!(global.is_nil());
     }
 }

@@ -1,0 +1,260 @@
+/*
+** brisk.json.encode's walk over a table, inside LuaJIT (2.1, GC64 or
+** not): it reads LuaJIT's own GCtab/Node/GCstr rather than going through
+** the C API (lua_next finds each key's slot again; a JSON request of 100
+** items went from 459 K to 272 K instructions). src/sys/lua_raw.rs calls
+** it as `brisk_json_table` when engine/build.rs finds it in the library
+** (cfg brisk_lj_walk), and keeps its C API walk as the fallback, which
+** writes the same text (unit tests compare the two).
+**
+** How it is built: LuaJIT's own Makefile compiles it, as one more object
+** of libluajit.a, with the very flags (GC64, LUAJIT_DISABLE_*, CCOPT) that
+** made the structures it reads. luajit-src runs `make -e` in a copy of
+** LuaJIT's source, so the environment (.cargo/config.toml's [env]) sets:
+**   LJCORE_O = "ljamalg.o brisk_lj.o"  (the amalgamated core, and this)
+**   VPATH = src/sys/lua_c               (where make finds brisk_lj.c)
+**   TARGET_FLAGS = "-I."                (LuaJIT's headers, from the copy)
+** Nothing else reads those three (the cc crate reads none of them).
+** Cargo does not rebuild LuaJIT when this file changes: delete
+** target/PROFILE/build/mlua-sys-HASH and its .fingerprint twin (the
+** build warns with their names).
+**
+** Order and output are lua_next's (lj_tab_next): the array part from
+** slot 0 (key 0, which LuaJIT keeps in the array part) to asize-1, then
+** the hash nodes 0..hmask. Numbers are doubles: one that is integral and
+** within the 64-bit integers (not -0.0) is written as an integer (id = 1
+** -> 1), as the C API walk does through mlua's lua_isinteger; a key the
+** same way ("1":); any other number key fails (BJ_KEY).
+**
+** Nothing here allocates or calls into the VM (the collector cannot run,
+** the table cannot change). lj_tab_len and lj_tab_getinth are LJ_FUNCA:
+** extern (hidden) even in the amalgamated build, as the VM calls them.
+*/
+#define LUA_CORE
+#include <math.h>
+#include <string.h>
+
+#include "lj_obj.h"
+#include "lj_tab.h"
+
+typedef struct brisk_json_out {
+  unsigned char *buf;  /* buf[0..len] written, room for cap */
+  size_t len, cap;
+  void *ctx;  /* the caller's */
+  int (*reserve) (struct brisk_json_out *o, size_t more);
+  int (*string) (struct brisk_json_out *o, const char *s, size_t len);
+  int (*number) (struct brisk_json_out *o, double n);
+  const unsigned char *plain;
+  const void *null;
+  int maxdepth;
+} brisk_json_out;
+
+#define BJ_OK 0
+#define BJ_DEPTH 1
+#define BJ_NOTFINITE 2
+#define BJ_NOTUTF8 3
+#define BJ_KEY 4
+#define BJ_VALUE 5
+#define BJ_MEMORY 6
+
+/* Object keys met in one call (every LuaJIT string is interned: the same
+** key is the same GCstr), where their "key": was first written. */
+#define BJ_SLOTS 64
+#define BJ_PROBE 4
+typedef struct bj_keys {
+  const GCstr *key[BJ_SLOTS];
+  size_t at[BJ_SLOTS];
+  unsigned int len[BJ_SLOTS];
+} bj_keys;
+
+#define bj_room(o,n) \
+  ((o)->cap - (o)->len >= (size_t)(n) || (o)->reserve((o), (size_t)(n)))
+
+static int bj_lit (brisk_json_out *o, const char *s, size_t n) {
+  if (!bj_room(o, n)) return BJ_MEMORY;
+  memcpy(o->buf + o->len, s, n);
+  o->len += n;
+  return BJ_OK;
+}
+
+static int bj_byte (brisk_json_out *o, unsigned char c) {
+  if (!bj_room(o, 1)) return BJ_MEMORY;
+  o->buf[o->len++] = c;
+  return BJ_OK;
+}
+
+/* An integer in decimal; `quoted` as an object key ("12":). */
+static int bj_int (brisk_json_out *o, int64_t i, int quoted) {
+  char digits[24], *p = digits + sizeof(digits), *d;
+  uint64_t u = i < 0 ? 0ull - (uint64_t)i : (uint64_t)i;
+  size_t n;
+  do {
+    *--p = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (i < 0) *--p = '-';
+  n = (size_t)(digits + sizeof(digits) - p);
+  if (!bj_room(o, n + 3)) return BJ_MEMORY;
+  d = (char *)o->buf + o->len;
+  if (quoted) *d++ = '"';
+  memcpy(d, p, n);
+  d += n;
+  if (quoted) {
+    *d++ = '"';
+    *d++ = ':';
+  }
+  o->len = (size_t)((unsigned char *)d - o->buf);
+  return BJ_OK;
+}
+
+/* Whether the double n is written as the integer *i (mlua's
+** lua_isinteger under LuaJIT: integral, in i64's range, not -0.0). */
+static int bj_integral (double n, int64_t *i) {
+  if (!(n >= -9223372036854775808.0 && n < 9223372036854775808.0))
+    return 0;  /* (NaN too) */
+  *i = (int64_t)n;
+  return (double)*i == n && !(n == 0 && signbit(n));
+}
+
+static int bj_string (brisk_json_out *o, const GCstr *s) {
+  const unsigned char *p = (const unsigned char *)strdata(s);
+  const unsigned char *plain = o->plain;
+  size_t n = s->len, k;
+  unsigned char *d;
+  if (!bj_room(o, n + 2)) return BJ_MEMORY;
+  d = o->buf + o->len;
+  d[0] = '"';
+  for (k = 0; k < n; k++) {
+    unsigned char c = p[k];
+    if (!plain[c])
+      return o->string(o, (const char *)p, n) ? BJ_OK : BJ_NOTUTF8;
+    d[k + 1] = c;
+  }
+  d[n + 1] = '"';
+  o->len += n + 2;
+  return BJ_OK;
+}
+
+static int bj_key (brisk_json_out *o, bj_keys *keys, const GCstr *s) {
+  size_t from = o->len, slot = BJ_SLOTS;
+  unsigned int p;
+  int r;
+  for (p = 0; p < BJ_PROBE; p++) {
+    size_t i = (s->hash + p) & (BJ_SLOTS - 1);
+    if (keys->key[i] == s) {
+      unsigned int n = keys->len[i];
+      if (!bj_room(o, n)) return BJ_MEMORY;
+      memcpy(o->buf + o->len, o->buf + keys->at[i], n);
+      o->len += n;
+      return BJ_OK;
+    }
+    if (keys->key[i] == NULL) {
+      slot = i;
+      break;
+    }
+  }
+  if ((r = bj_string(o, s)) != BJ_OK || (r = bj_byte(o, ':')) != BJ_OK)
+    return r;
+  if (slot < BJ_SLOTS) {
+    keys->key[slot] = s;
+    keys->at[slot] = from;
+    keys->len[slot] = (unsigned int)(o->len - from);
+  }
+  return BJ_OK;
+}
+
+static int bj_table (brisk_json_out *o, bj_keys *keys, GCtab *t, int depth);
+
+static int bj_value (brisk_json_out *o, bj_keys *keys, cTValue *v,
+                     int depth) {
+  if (v == NULL || tvisnil(v)) return bj_lit(o, "null", 4);
+  if (tvisfalse(v)) return bj_lit(o, "false", 5);
+  if (tvistrue(v)) return bj_lit(o, "true", 4);
+  if (tvisint(v)) return bj_int(o, intV(v), 0);
+  if (tvisnum(v)) {
+    double n = numV(v);
+    int64_t i;
+    if (bj_integral(n, &i)) return bj_int(o, i, 0);
+    if (!isfinite(n)) return BJ_NOTFINITE;
+    return o->number(o, n) ? BJ_OK : BJ_MEMORY;
+  }
+  if (tvisstr(v)) return bj_string(o, strV(v));
+  if (tvistab(v)) {
+    GCtab *t = tabV(v);
+    if ((const void *)t == o->null) return bj_lit(o, "null", 4);
+    return bj_table(o, keys, t, depth + 1);
+  }
+  return BJ_VALUE;
+}
+
+static int bj_nodekey (brisk_json_out *o, bj_keys *keys, cTValue *k) {
+  int64_t i;
+  if (tvisstr(k)) return bj_key(o, keys, strV(k));
+  if (tvisint(k)) return bj_int(o, intV(k), 1);
+  if (tvisnum(k) && bj_integral(numV(k), &i)) return bj_int(o, i, 1);
+  return BJ_KEY;
+}
+
+/* A table with a border n > 0 (#t, lj_tab_len) is an array of its values
+** 1..n; an empty one is []; any other is an object (as the C API walk). */
+static int bj_table (brisk_json_out *o, bj_keys *keys, GCtab *t, int depth) {
+  uint32_t asize = t->asize, hmask = t->hmask, i;
+  TValue *array = tvref(t->array);
+  Node *node = noderef(t->node);
+  MSize n;
+  int r, first = 1;
+  if (depth >= o->maxdepth) return BJ_DEPTH;
+  n = lj_tab_len(t);
+  if (n > 0) {
+    MSize j;
+    if ((r = bj_byte(o, '[')) != BJ_OK) return r;
+    for (j = 1; j <= n; j++) {
+      cTValue *v = j < asize ? &array[j] : lj_tab_getinth(t, (int32_t)j);
+      if (j > 1 && (r = bj_byte(o, ',')) != BJ_OK) return r;
+      if ((r = bj_value(o, keys, v, depth)) != BJ_OK) return r;
+    }
+    return bj_byte(o, ']');
+  }
+  if ((r = bj_byte(o, '{')) != BJ_OK) return r;
+  for (i = 0; i < asize; i++) {  /* slot 0 is key 0 */
+    if (tvisnil(&array[i])) continue;
+    if ((!first && (r = bj_byte(o, ',')) != BJ_OK)
+        || (r = bj_int(o, (int64_t)i, 1)) != BJ_OK
+        || (r = bj_value(o, keys, &array[i], depth)) != BJ_OK)
+      return r;
+    first = 0;
+  }
+  for (i = 0; i <= hmask; i++) {
+    const Node *nd = &node[i];
+    if (tvisnil(&nd->val)) continue;
+    if ((!first && (r = bj_byte(o, ',')) != BJ_OK)
+        || (r = bj_nodekey(o, keys, &nd->key)) != BJ_OK
+        || (r = bj_value(o, keys, &nd->val, depth)) != BJ_OK)
+      return r;
+    first = 0;
+  }
+  if (first) {  /* no entry: an empty array */
+    o->buf[o->len - 1] = '[';
+    return bj_byte(o, ']');
+  }
+  return bj_byte(o, '}');
+}
+
+/* Appends the table `t` (lua_topointer of a table, not the null
+** sentinel) as JSON; returns BJ_OK or what failed. Its depth is 0. */
+int brisk_json_table (brisk_json_out *o, const void *t) {
+  bj_keys keys;
+  memset(keys.key, 0, sizeof(keys.key));
+  return bj_table(o, &keys, (GCtab *)t, 0);
+}
+
+/* With the FFI compiled out (LUAJIT_DISABLE_FFI, for size) libluajit.a
+** has no luaopen_ffi, but mlua refers to it (StdLib::FFI, which brisk
+** never asks for): release builds drop the reference, debug builds (the
+** test suite) fail to link without this. */
+#if !LJ_HASFFI
+#include "lauxlib.h"
+LUALIB_API int luaopen_ffi (lua_State *L) {
+  return luaL_error(L, "the FFI is compiled out");
+}
+#endif
