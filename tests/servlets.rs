@@ -281,9 +281,15 @@ fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
     b.file("servlets/hello.lua", HELLO.as_bytes())
         .file("servlets/loop.lua", b"function handle_request(req, res) while true do end end")
         .file("servlets/count.lua", b"function handle_request(req, res) local i = 0 while true do i = i + 1 end end")
+        .file("servlets/sum.lua", b"function handle_request(req, res) local x = 0 for i = 1, 1e12 do x = x + i end res:write(tostring(x)) end")
         .file("servlets/late.lua", b"function handle_request(req, res) res:write(string.rep('x', 70000)) while true do end end")
+        // loop, count and sum are loops LuaJIT compiles (hot after 56
+        // iterations; the JIT is on in servlets: the unit test
+        // servlets::tests::the_jit_is_on): the hook stops compiled code
+        // because LuaJIT checks for hooks there (LUAJIT_ENABLE_CHECKHOOK).
         // In coroutines (Lua threads of their own, made in the request or
-        // at load), behind pcall, and while loading.
+        // at load; LuaJIT's hook is the whole VM's), behind pcall, and
+        // while loading.
         .file("servlets/co.lua", b"function handle_request(req, res) local co = coroutine.create(function() while true do end end) coroutine.resume(co) res:write('went on') end")
         .file("servlets/wrap.lua", b"local f = coroutine.wrap(function() while true do end end)\nfunction handle_request(req, res) f() end")
         .file("servlets/nested.lua", b"function handle_request(req, res) coroutine.wrap(function() coroutine.resume(coroutine.create(function() while true do end end)) while true do end end)() end")
@@ -296,6 +302,7 @@ fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
     for path in [
         "/servlets/loop.lua",
         "/servlets/count.lua",
+        "/servlets/sum.lua",
         "/servlets/co.lua",
         "/servlets/wrap.lua",
         "/servlets/nested.lua",

@@ -7,22 +7,19 @@
 //! time the thread uses; its signal handler counts the ticks in a
 //! thread-local. A budget starts by reading that count (no system call
 //! per request). Once a budget's ticks have passed, the handler sets a hook
-//! on the request's Lua thread with `lua_sethook`, which Lua allows from a
-//! signal handler (ldebug.c: the hook fields are set "atomically"; lua.c
-//! stops a script on SIGINT the same way), and the hook raises the
-//! CPU-limit error at the next instruction, and at every one after, so a
-//! `pcall` in the servlet cannot swallow it.
+//! with `lua_sethook`, as LuaJIT's own luajit.c stops a script on SIGINT
+//! (lua_sethook only stores the hook and updates the dispatch table), and
+//! the hook raises the CPU-limit error at the next instruction, and at
+//! every one after, so a `pcall` in the servlet cannot swallow it.
 //!
-//! Before, a count hook ran every thousand instructions; but with any
-//! count hook set, Lua 5.4 sends every instruction through
-//! `luaG_traceexec` to count down: about 1,000 instructions of a hello
-//! servlet's request (4 %), 7 % of a JSON one.
-//!
-//! The hook is set on the thread the budget was started for. A coroutine
-//! the servlet makes (`coroutine.create`, `coroutine.wrap`) is another
-//! Lua thread, which the handler does not know of while it runs: the
-//! servlet's coroutines get a count hook of their own when made ([`arm`]),
-//! which checks the budget every thousand instructions, as before.
+//! LuaJIT's hook belongs to the whole VM, not to one Lua thread: it fires
+//! in whichever coroutine runs, so the servlet's own coroutines are
+//! stopped as the request's is. JIT-compiled code checks for a hook
+//! because LuaJIT is built with `LUAJIT_ENABLE_CHECKHOOK`
+//! (.cargo/config.toml): a compiled `while true do end` leaves its trace
+//! for the interpreter, which calls the hook. No hook is set while the
+//! budget lasts: a count hook sends every instruction through the
+//! interpreter's hook dispatch and stops the JIT from recording traces.
 //!
 //! Only ticks count: the budget is spent once `cpu_time / period + 1`
 //! ticks have passed since it started, after between `cpu_time` and
@@ -38,9 +35,6 @@ use mlua::ffi;
 
 /// The error the hook raises.
 pub const CPU_LIMIT: &str = "servlets.cpu_time exceeded";
-
-/// A coroutine's own check runs every this many instructions.
-const ARMED_EVERY: i32 = 1000;
 
 thread_local! {
     // Read and written by the signal handler (atomics on this thread
@@ -108,7 +102,8 @@ extern "C" fn on_tick(_: libc::c_int) {
     let l = RUNNING.with(|r| r.load(Ordering::Relaxed));
     if !l.is_null() {
         // SAFETY: RUNNING is a live thread while set (see `Budget`), and
-        // lua_sethook only stores fields (ldebug.c, written for this).
+        // lua_sethook only stores the hook's fields and rewrites the
+        // dispatch table (lj_dispatch.c), as luajit.c's SIGINT handler.
         unsafe { ffi::lua_sethook(l, Some(fired), ffi::LUA_MASKCOUNT | ffi::LUA_MASKCALL, 1) };
     }
 }
@@ -141,53 +136,6 @@ unsafe extern "C-unwind" fn fired(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug
         }
         ffi::lua_sethook(l, None, 0, 0);
     }
-}
-
-/// A servlet's coroutine's hook (see [`arm`]).
-unsafe extern "C-unwind" fn armed(l: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
-    if spent() {
-        // SAFETY: as in `fired`.
-        unsafe { raise(l) }
-    }
-}
-
-/// Gives the coroutine `co` (a thread the servlet made) its own check of
-/// the budget, every thousand instructions.
-///
-/// # Safety
-/// `co` is a valid Lua thread.
-pub unsafe fn arm(co: *mut ffi::lua_State) {
-    // SAFETY: the caller's contract.
-    unsafe { ffi::lua_sethook(co, Some(armed), ffi::LUA_MASKCOUNT, ARMED_EVERY) };
-}
-
-/// `arm(co)` for Lua: gives the coroutine `co`, or the one a function
-/// made by `coroutine.wrap` resumes (its C closure's first upvalue), its
-/// own check of the budget ([`arm`]). Anything else is left alone.
-///
-/// # Safety
-/// Called by Lua as a C function.
-pub unsafe extern "C-unwind" fn arm_lua(l: *mut ffi::lua_State) -> libc::c_int {
-    // SAFETY: Lua gives a C function LUA_MINSTACK free slots (one is
-    // pushed); only a thread is armed, and lua_getupvalue reads a C
-    // closure's upvalue (no name, no error) or pushes nothing.
-    unsafe {
-        let co = match ffi::lua_type(l, 1) {
-            ffi::LUA_TTHREAD => ffi::lua_tothread(l, 1),
-            ffi::LUA_TFUNCTION if ffi::lua_iscfunction(l, 1) != 0 => {
-                if ffi::lua_getupvalue(l, 1, 1).is_null() {
-                    std::ptr::null_mut()
-                } else {
-                    ffi::lua_tothread(l, -1)
-                }
-            }
-            _ => std::ptr::null_mut(),
-        };
-        if !co.is_null() {
-            arm(co);
-        }
-    }
-    0
 }
 
 /// Sets up this thread's timer for budgets of `cpu_time`: made on first
@@ -277,12 +225,6 @@ pub fn resume<R: mlua::FromLuaMulti>(
     let r = thread.resume::<R>(args);
     *used += budget.used();
     r
-}
-
-/// [`arm_lua`] as a function for Lua code.
-pub fn arm_function(lua: &mlua::Lua) -> mlua::Result<mlua::Function> {
-    // SAFETY: arm_lua reads only its first argument, of a type it checks.
-    unsafe { lua.create_c_function(arm_lua) }
 }
 
 /// A budget running: the Lua thread it is for is watched until it ends

@@ -129,12 +129,8 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, arm, part = ...
+local require_native, lazy_field, form, part = ...
 local rawload = load
--- The servlet's coroutines check the CPU budget themselves (sys::lua_cpu).
-local cocreate, cowrap = coroutine.create, coroutine.wrap
-coroutine.create = function(f) local co = cocreate(f) arm(co) return co end
-coroutine.wrap = function(f) local w = cowrap(f) arm(w) return w end
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
 load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
 dofile, loadfile, collectgarbage = nil, nil, nil
@@ -219,12 +215,10 @@ impl State {
         let lazy = lua.create_function(|lua, (which, src, mt): (i64, Value, Table)| {
             api::lazy_field(lua, which, src, &mt)
         })?;
-        let arm = lua_cpu::arm_function(&lua)?;
         let (res_mt, req_mt): (Table, Table) = lua.load(PRELUDE).set_name("=brisk").call((
             require,
             lazy,
             form,
-            arm,
             lua_req::part_function(&lua)?,
         ))?;
         lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
