@@ -17,10 +17,11 @@
 //!   An error answers 500 and logs the file, line and traceback, the
 //!   same one at most once a minute per servlet.
 //! - The sandbox inside Lua: no `io`, no `os` but time and date, no
-//!   `load` of bytecode (`string.dump` is gone too), no `dofile` or
-//!   `loadfile`; `require` loads only `.lua` modules from the servlet
-//!   prefixes' directories, beneath the root. The process's Landlock and
-//!   seccomp sandbox applies as to everything else.
+//!   `load` of bytecode (`string.dump` and `loadstring` are gone too), no
+//!   `dofile` or `loadfile`, no `setfenv`/`getfenv`, `jit` or `ffi`;
+//!   `require` loads only `.lua` modules from the servlet prefixes'
+//!   directories, beneath the root. The process's Landlock and seccomp
+//!   sandbox applies as to everything else.
 
 mod api;
 pub mod shared;
