@@ -163,25 +163,28 @@ fn encode_with(
     enc.out.clear();
     enc.keys.clear();
     enc.slots = [(0, 0, 0); KEY_SLOTS];
+    #[cfg(brisk_lj_walk)]
+    if let (true, Value::Table(t)) = (inside, &value) {
+        let (table, null) = (t.to_pointer(), null.to_pointer());
+        if table != null {
+            // SAFETY: `value` holds the table (alive, and unchanged: the
+            // walk allocates nothing in Lua and runs no Lua code, so
+            // neither the collector nor a servlet can run meanwhile).
+            // No protected call: nothing in it can raise an error.
+            return Ok(unsafe { in_lua::table(table, null, &mut enc.out) });
+        }
+    }
     let mut result = Ok(());
-    // SAFETY: exec_raw pushes `value` and `null` as the callback's
+    // SAFETY: `protected` pushes `value` and `null` as the callback's
     // arguments 1 and 2 and calls it under lua_pcall; `walk` keeps the
     // stack balanced and reads only values whose type it checked; the
     // walk inside Lua reads a table that stays on the stack, and runs
     // nothing that could collect or change it.
     unsafe {
-        lua.exec_raw::<()>((value, null), |state| {
+        crate::sys::lua_req::protected::<()>(lua, (value, null), |state| {
             let null = ffi::lua_topointer(state, 2);
             let ty = ffi::lua_type(state, 1);
-            #[cfg(brisk_lj_walk)]
-            let table = ffi::lua_topointer(state, 1);
-            result = match inside {
-                #[cfg(brisk_lj_walk)]
-                true if ty == ffi::LUA_TTABLE && table != null => {
-                    in_lua::table(table, null, &mut enc.out)
-                }
-                _ => walk(state, 1, ty, 2, null, enc, 0),
-            };
+            result = walk(state, 1, ty, 2, null, enc, 0);
             ffi::lua_settop(state, 0);
         })?;
     }

@@ -17,7 +17,9 @@
 
 use std::marker::PhantomData;
 
-use mlua::{ffi, IntoLuaMulti, Lua, Table};
+use std::ffi::c_int;
+
+use mlua::{ffi, FromLuaMulti, IntoLuaMulti, LightUserData, Lua, Table};
 
 /// Fills the tables being built: the one opened last is the one written.
 /// (`'a`: the protected call, while which the arguments stay put.)
@@ -303,12 +305,12 @@ pub fn build(
     fill: impl FnOnce(&mut Builder<'_>),
 ) -> mlua::Result<Table> {
     let mut failed = false;
-    // SAFETY: exec_raw pushes `args` at 1..=n and calls the closure under
-    // lua_pcall; the builder keeps the stack within the room it asked
+    // SAFETY: `protected` pushes `args` at 1..=n and calls the closure
+    // under lua_pcall; the builder keeps the stack within the room it asked
     // for, and the closure leaves exactly the built table on it (or
     // nothing, which the conversion to a table reports).
     let built = unsafe {
-        lua.exec_raw::<Option<Table>>(args, |state| {
+        protected::<Option<Table>>(lua, args, |state| {
             let args = ffi::lua_gettop(state);
             let mut b = Builder {
                 state,
@@ -335,6 +337,66 @@ pub fn build(
             "building a table: no room on Lua's stack (or a builder misused)",
         )),
     }
+}
+
+/// The C function through which [`protected`] runs its closures, made
+/// once per state (kept in its app data).
+struct Trampoline(mlua::Function);
+
+/// What [`protected`] hands [`trampoline`], as a light userdata.
+type Job<'a> = &'a mut dyn FnMut(*mut ffi::lua_State);
+
+/// Runs the [`Job`] its first argument points to, with the other
+/// arguments at 1..=n, and returns what the job leaves on the stack.
+unsafe extern "C-unwind" fn trampoline(state: *mut ffi::lua_State) -> c_int {
+    // (Never reachable from Lua code, which cannot get the function;
+    // checked all the same.)
+    if ffi::lua_type(state, 1) != ffi::LUA_TLIGHTUSERDATA {
+        return 0;
+    }
+    let job = ffi::lua_touserdata(state, 1).cast::<Job<'_>>();
+    ffi::lua_remove(state, 1);
+    (*job)(state);
+    ffi::lua_gettop(state)
+}
+
+/// Runs `f` on the current Lua stack in a protected call, with `args` at
+/// 1..=n, and converts what it leaves there to `R`: mlua's
+/// `Lua::exec_raw`, for which see the rules (`f` must not panic, nor
+/// hold anything that needs dropping when a Lua error skips its frames).
+///
+/// Why not `exec_raw`: under LuaJIT (the Lua 5.1 API, which has no
+/// light C functions) mlua makes each one a `lua_cpcall` that creates
+/// two C closures and stores them in the registry, then reads them back
+/// for a `lua_pcall`: about 1,800 instructions a call, 11 % of a hello
+/// servlet's request (callgrind, bench scenario 9). Here it is one
+/// `lua_pcall` of a C function made once per state.
+///
+/// # Safety
+/// As `Lua::exec_raw`.
+pub unsafe fn protected<R: FromLuaMulti>(
+    lua: &Lua,
+    args: impl IntoLuaMulti,
+    f: impl FnOnce(*mut ffi::lua_State),
+) -> mlua::Result<R> {
+    if lua.app_data_ref::<Trampoline>().is_none() {
+        // SAFETY: `trampoline` reads its arguments only as it checks.
+        let made = lua.create_c_function(trampoline)?;
+        lua.set_app_data(Trampoline(made));
+    }
+    let Some(t) = lua.app_data_ref::<Trampoline>() else {
+        return Err(mlua::Error::runtime("no trampoline"));
+    };
+    let mut f = Some(f);
+    let mut run = |state| {
+        if let Some(f) = f.take() {
+            f(state);
+        }
+    };
+    let mut job: Job<'_> = &mut run;
+    // (The job outlives the call, which is all the pointer is read in.)
+    let ud = LightUserData((&mut job as *mut Job<'_>).cast());
+    t.0.call((ud, args))
 }
 
 #[cfg(test)]
