@@ -379,13 +379,15 @@ pub unsafe fn protected<R: FromLuaMulti>(
     args: impl IntoLuaMulti,
     f: impl FnOnce(*mut ffi::lua_State),
 ) -> mlua::Result<R> {
-    if lua.app_data_ref::<Trampoline>().is_none() {
-        // SAFETY: `trampoline` reads its arguments only as it checks.
-        let made = lua.create_c_function(trampoline)?;
-        lua.set_app_data(Trampoline(made));
-    }
-    let Some(t) = lua.app_data_ref::<Trampoline>() else {
-        return Err(mlua::Error::runtime("no trampoline"));
+    let t = match lua.app_data_ref::<Trampoline>() {
+        Some(t) => t,
+        None => {
+            // SAFETY: `trampoline` reads its arguments only as it checks.
+            let made = lua.create_c_function(trampoline)?;
+            lua.set_app_data(Trampoline(made));
+            lua.app_data_ref::<Trampoline>()
+                .ok_or_else(|| mlua::Error::runtime("no trampoline"))?
+        }
     };
     let mut f = Some(f);
     let mut run = |state| {
