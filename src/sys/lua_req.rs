@@ -401,6 +401,21 @@ pub unsafe fn protected<R: FromLuaMulti>(
     t.0.call((ud, args))
 }
 
+/// A full collection (after a memory error). Not mlua's `gc_collect`:
+/// under LuaJIT its protected call first makes two C closures, which fail
+/// while the memory is full, so the collection never ran and every later
+/// request of the worker failed too. [`protected`] makes nothing, and a
+/// collection raises nothing (LuaJIT reports a finalizer's error as an
+/// event, not an error).
+pub fn collect(lua: &Lua) -> mlua::Result<()> {
+    // SAFETY: lua_gc on the stack `protected` gives; nothing is held.
+    unsafe {
+        protected::<()>(lua, (), |state| {
+            ffi::lua_gc(state, ffi::LUA_GCCOLLECT, 0);
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

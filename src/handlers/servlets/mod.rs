@@ -26,7 +26,7 @@
 mod api;
 pub mod shared;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::io::Read as _;
@@ -123,6 +123,11 @@ struct State {
     /// The last answer's `res` object and what it gathered, for the next
     /// request (taken while in use; a streamed answer keeps its own).
     spare_res: RefCell<Option<(Rc<RefCell<Out>>, AnyUserData)>>,
+    /// A servlet ran out of memory: collect before the next request (its
+    /// servlet loaded or not). Not at once: the coroutine that failed
+    /// still holds what it made until it is dropped (after the answer, or
+    /// after a stream's end).
+    collect: Cell<bool>,
     settings: Arc<Settings>,
 }
 
@@ -237,6 +242,7 @@ impl State {
             req_mt,
             spare: RefCell::new(None),
             spare_res: RefCell::new(None),
+            collect: Cell::new(false),
             settings,
         })
     }
@@ -439,8 +445,9 @@ impl State {
             return Failure::Cpu;
         }
         if matches!(e, mlua::Error::MemoryError(_)) {
-            // What the servlet held is garbage now: give it back.
-            let _ = self.lua.gc_collect();
+            // What the servlet held is garbage once its coroutine goes:
+            // given back before the next request.
+            self.collect.set(true);
             return Failure::Error(format!("servlets.memory exceeded: {e}"));
         }
         Failure::Error(e.to_string())
@@ -506,6 +513,9 @@ impl Handler for Servlets {
                 return resp.set_status(500);
             }
         };
+        if state.collect.take() {
+            let _ = lua_req::collect(&state.lua);
+        }
         let now = Instant::now();
         let handle = match state.load(rel, req.path, now) {
             Ok(h) => h,
@@ -544,7 +554,10 @@ impl State {
         resp: &mut Response<'_>,
     ) -> Result<(), Failure> {
         let (out, res) = self.res_object()?;
-        let reqt = api::request(&self.lua, req, &self.req_mt, &self.names).map_err(Failure::lua)?;
+        let reqt = api::request(&self.lua, req, &self.req_mt, &self.names).map_err(|e| {
+            self.collect.set(matches!(e, mlua::Error::MemoryError(_)));
+            Failure::lua(e)
+        })?;
         // handle_request runs as the coroutine itself: an error ends it,
         // and mlua's error has its traceback.
         let thread = self.thread(&handle).map_err(Failure::lua)?;
