@@ -338,11 +338,12 @@ impl State {
             _ => Failure::Forbidden(e.to_string()),
         })?;
         let name = String::from_utf8_lossy(rel).into_owned();
-        let env = self.lua.create_table().map_err(Failure::lua)?;
-        let mt = self.lua.create_table().map_err(Failure::lua)?;
+        let env = self.lua.create_table().map_err(|e| self.lua_failure(e))?;
+        let mt = self.lua.create_table().map_err(|e| self.lua_failure(e))?;
         mt.raw_set("__index", self.lua.globals())
-            .map_err(Failure::lua)?;
-        env.set_metatable(Some(mt)).map_err(Failure::lua)?;
+            .map_err(|e| self.lua_failure(e))?;
+        env.set_metatable(Some(mt))
+            .map_err(|e| self.lua_failure(e))?;
         let chunk = self
             .lua
             .load(text)
@@ -350,25 +351,25 @@ impl State {
             .set_mode(ChunkMode::Text)
             .set_environment(env.clone())
             .into_function()
-            .map_err(Failure::lua)?;
+            .map_err(|e| self.lua_failure(e))?;
         // (In a coroutine, as requests: under the CPU budget.)
-        let thread = self.thread(&chunk).map_err(Failure::lua)?;
+        let thread = self.thread(&chunk).map_err(|e| self.lua_failure(e))?;
         self.resume::<()>(&thread, (), self.budget())?;
         if thread.status() == ThreadStatus::Resumable {
             return Err(Failure::Error(format!("{name}: may not yield when loaded")));
         }
         let handle: Function = env
             .raw_get::<Option<Function>>("handle_request")
-            .map_err(Failure::lua)?
+            .map_err(|e| self.lua_failure(e))?
             .ok_or_else(|| {
                 Failure::Error(format!("{name}: defines no handle_request(req, res)"))
             })?;
         if let Some(init) = env
             .raw_get::<Option<Function>>("handler_init")
-            .map_err(Failure::lua)?
+            .map_err(|e| self.lua_failure(e))?
         {
-            let cfg = self.init_table(url).map_err(Failure::lua)?;
-            let thread = self.thread(&init).map_err(Failure::lua)?;
+            let cfg = self.init_table(url).map_err(|e| self.lua_failure(e))?;
+            let thread = self.thread(&init).map_err(|e| self.lua_failure(e))?;
             self.resume::<()>(&thread, cfg, self.budget())?;
             if thread.status() == ThreadStatus::Resumable {
                 return Err(Failure::Error(format!(
@@ -445,10 +446,19 @@ impl State {
             return Failure::Cpu;
         }
         if matches!(e, mlua::Error::MemoryError(_)) {
-            // What the servlet held is garbage once its coroutine goes:
-            // given back before the next request.
             self.collect.set(true);
             return Failure::Error(format!("servlets.memory exceeded: {e}"));
+        }
+        self.lua_failure(e)
+    }
+
+    /// An error from the Lua API outside a servlet's run. A memory error
+    /// (here or in [`State::failure`]) has the state collect before its
+    /// next request: what was made is garbage once the coroutine that
+    /// made it goes.
+    fn lua_failure(&self, e: mlua::Error) -> Failure {
+        if matches!(e, mlua::Error::MemoryError(_)) {
+            self.collect.set(true);
         }
         Failure::Error(e.to_string())
     }
@@ -460,12 +470,6 @@ enum Failure {
     Forbidden(String),
     Cpu,
     Error(String),
-}
-
-impl Failure {
-    fn lua(e: mlua::Error) -> Failure {
-        Failure::Error(e.to_string())
-    }
 }
 
 fn same_file(a: &Meta, b: &Meta) -> bool {
@@ -554,13 +558,11 @@ impl State {
         resp: &mut Response<'_>,
     ) -> Result<(), Failure> {
         let (out, res) = self.res_object()?;
-        let reqt = api::request(&self.lua, req, &self.req_mt, &self.names).map_err(|e| {
-            self.collect.set(matches!(e, mlua::Error::MemoryError(_)));
-            Failure::lua(e)
-        })?;
+        let reqt = api::request(&self.lua, req, &self.req_mt, &self.names)
+            .map_err(|e| self.lua_failure(e))?;
         // handle_request runs as the coroutine itself: an error ends it,
         // and mlua's error has its traceback.
-        let thread = self.thread(&handle).map_err(Failure::lua)?;
+        let thread = self.thread(&handle).map_err(|e| self.lua_failure(e))?;
         let ticks = self.budget();
         let mut spent = 0;
         self.resume_counted::<()>(&thread, (reqt, &res), ticks, &mut spent)?;
@@ -618,8 +620,8 @@ impl State {
             max,
             ..Out::default()
         }));
-        let res =
-            lua_res::new_object(&self.lua, Rc::clone(&out), &self.res_mt).map_err(Failure::lua)?;
+        let res = lua_res::new_object(&self.lua, Rc::clone(&out), &self.res_mt)
+            .map_err(|e| self.lua_failure(e))?;
         Ok((out, res))
     }
 
