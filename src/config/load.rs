@@ -34,45 +34,40 @@ pub(crate) struct Source<'a> {
 /// layer's sandbox), shown after the file, line and key.
 pub(crate) type Readable<'a> = &'a dyn Fn(&Path) -> Result<(), super::Unreadable>;
 
-/// Keys of the top-level table: the server-wide ones, [`SITE_KEYS`], and
-/// `site`/`vhost`.
-pub(super) const TOP_KEYS: &[&str] = &[
+/// Server-wide keys of the top-level table (those a `[[site]]` may not
+/// hold); the top level also takes every key of [`SITE_KEYS`] for the
+/// default site: see [`top_keys`].
+pub(super) const SERVER_KEYS: &[&str] = &[
     "listen",
-    "root",
     "workers",
     "server_header",
     "daemon",
     "pid_file",
     "log",
-    "static",
     "limits",
     "timeouts",
-    "mime",
-    "headers",
-    "cgi",
-    "throttle",
     "user",
     "group",
     "chroot",
     "allow_root",
     "sandbox",
-    "auth",
     "temp_dir",
     "tls",
     "http2",
     "handlers",
-    "servlets",
     "proxy",
     "upgrade",
     "site",
     "vhost",
-    "redirect",
-    "rewrite",
-    "errors",
-    "cors",
-    "hosts",
     "unknown_host",
 ];
+
+/// Every key of the top-level table, in the order error messages list
+/// them: [`SERVER_KEYS`] then [`SITE_KEYS`]. Derived, so that no table
+/// the loader takes can be missing from the suggestions.
+pub(super) fn top_keys() -> Vec<&'static str> {
+    SERVER_KEYS.iter().chain(SITE_KEYS).copied().collect()
+}
 
 /// Keys a `[[site]]` table may hold: `hosts`, and what the top level
 /// holds for the default site. Every other top-level key is server-wide.
@@ -233,7 +228,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
             _ if SITE_KEYS.contains(&name) && name != "hosts" => {
                 loader.site_key(key, value, &mut config.site, &mut origins.site)?
             }
-            _ => return Err(loader.unknown(key, "", TOP_KEYS)),
+            _ => return Err(loader.unknown(key, "", &top_keys())),
         }
     }
     for (name, value) in site_tables {
@@ -255,7 +250,7 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                         }
                     }
                     _ if SITE_KEYS.contains(&k) => site.site_key(key, value, &mut out, &mut here)?,
-                    _ if TOP_KEYS.contains(&k) => {
+                    _ if SERVER_KEYS.contains(&k) => {
                         return Err(site.fail(
                             key,
                             k,
@@ -285,7 +280,15 @@ fn syntax_error(src: &Source<'_>, e: &toml::de::Error) -> ConfigError {
     let message = match e.span() {
         Some(span) => {
             let (line, col) = line_col(src.text, span.start);
-            format!("{}:{line}:{col}: {msg}", src.name)
+            // The parser says "duplicate key" and points at it: name it.
+            let named = match src.text.get(span.clone()) {
+                Some(key) if msg.starts_with("duplicate") => {
+                    let key = key.trim_matches(|c: char| c == '[' || c == ']' || c.is_whitespace());
+                    format!("{msg} \"{key}\" (a key may be set once in a table)")
+                }
+                _ => msg.to_string(),
+            };
+            format!("{}:{line}:{col}: {named}", src.name)
         }
         None => format!("{}: {msg}", src.name),
     };

@@ -946,7 +946,7 @@ impl Reload {
 /// the shell completions are checked against. `[mime]` takes any
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
-    let mut out: Vec<String> = load::TOP_KEYS.iter().map(|k| k.to_string()).collect();
+    let mut out: Vec<String> = load::top_keys().iter().map(|k| k.to_string()).collect();
     let sections: [(&str, &[&str]); 19] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),

@@ -624,3 +624,28 @@ fn symlinks_outside_the_root_need_the_sandbox_off() {
     let c = load("sandbox = false\n[static]\nsymlinks_outside_root = true\n").unwrap();
     assert!(c.site.static_files.symlinks_outside_root && !c.sandbox);
 }
+
+#[test]
+fn every_table_the_loader_takes_is_suggested() {
+    // `[compres]` once listed no `compress`: the list was kept by hand.
+    let e = load_err("[compres]\nenable = true\n");
+    assert!(
+        e.starts_with("DIR/site.toml:2: unknown key \"compres\"; did you mean \"compress\"?"),
+        "{e}"
+    );
+    // Every key the suggestions list is one the loader takes: none of
+    // them is refused as unknown, whatever its value's type.
+    for key in super::super::load::top_keys() {
+        let e = load_err(&format!("{key} = 12345678\n"));
+        assert!(!e.contains("unknown key"), "{key}: {e}");
+    }
+}
+
+#[test]
+fn a_duplicate_key_is_named() {
+    let e = load_err("workers = 2\nworkers = 3\n");
+    assert!(e.starts_with("DIR/site.toml:3:"), "{e}");
+    assert!(e.contains("\"workers\""), "{e}");
+    let e = load_err("[static]\nautoindex = true\n[static]\nindex = []\n");
+    assert!(e.contains("\"static\""), "{e}");
+}
