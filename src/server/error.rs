@@ -55,7 +55,10 @@ pub enum Error {
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::Listen { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            Error::Listen { addr, source } => {
+                write!(f, "cannot listen on {addr}: {source}")?;
+                f.write_str(listen_hint(addr, source))
+            }
             Error::ShareSocket { addr, source } => {
                 write!(f, "cannot share the socket of {addr}: {source}")
             }
@@ -83,6 +86,28 @@ impl std::fmt::Display for Error {
     }
 }
 
+/// What to do about a refused `bind`: the ways out a user cannot guess
+/// from the kernel's word alone.
+fn listen_hint(addr: &SocketAddr, e: &io::Error) -> &'static str {
+    match e.kind() {
+        // Below net.ipv4.ip_unprivileged_port_start (1024 unless lowered),
+        // binding needs CAP_NET_BIND_SERVICE.
+        io::ErrorKind::PermissionDenied if addr.port() < 1024 => {
+            " (ports below 1024 need privileges: start brisk as root, and it \
+             drops to `user` once bound; or give the binary the capability, \
+             `setcap cap_net_bind_service=+ep $(command -v brisk)`; or let \
+             systemd bind the port (socket activation, brisk.socket); or \
+             listen on a port above 1023, such as 8080)"
+        }
+        io::ErrorKind::AddrInUse => {
+            " (another program, or another brisk, listens there: \
+             `ss -ltnp` names it)"
+        }
+        io::ErrorKind::AddrNotAvailable => " (no interface of this machine has that address)",
+        _ => "",
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -106,6 +131,44 @@ impl From<crate::handlers::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_listen_names_the_ways_out() {
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let low: SocketAddr = "0.0.0.0:80".parse().unwrap();
+        let msg = Error::Listen {
+            addr: low,
+            source: denied(),
+        }
+        .to_string();
+        assert!(msg.starts_with("cannot listen on 0.0.0.0:80: permission denied (ports below 1024 need privileges: start brisk as root"), "{msg}");
+        for way in [
+            "setcap cap_net_bind_service=+ep",
+            "socket activation",
+            "8080",
+        ] {
+            assert!(msg.contains(way), "{msg}");
+        }
+        // Above 1023 the refusal is something else (a sandbox, an LSM):
+        // no advice about privileged ports.
+        let high: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let msg = Error::Listen {
+            addr: high,
+            source: denied(),
+        }
+        .to_string();
+        assert_eq!(msg, "cannot listen on 0.0.0.0:8080: permission denied");
+        let in_use = io::Error::from(io::ErrorKind::AddrInUse);
+        let msg = Error::Listen {
+            addr: high,
+            source: in_use,
+        }
+        .to_string();
+        assert!(
+            msg.ends_with("listens there: `ss -ltnp` names it)"),
+            "{msg}"
+        );
+    }
 
     /// The messages are those brisk printed before it had this type
     /// (scripts and the tests of the binary read them).
