@@ -31,6 +31,38 @@ fn broken_scripts_get_502_and_stderr_is_logged() {
 }
 
 #[test]
+fn a_missing_interpreter_is_named_not_the_script() {
+    // A rule's interpreter is checked at load: this one goes away after.
+    let b = builder(&format!(
+        "{CGI_BIN}[[cgi]]\nurl = \"/py/\"\ndir = \"py\"\ninterpreter = \"interp\"\n"
+    ));
+    fs::copy("/bin/sh", b.base().join("interp")).expect("copy sh");
+    script(&b, "cgi-bin/nine.py", "#!/usr/bin/python9\nprint('hi')\n");
+    script(&b, "cgi-bin/crlf.sh", "#!/bin/sh\r\necho hi\r\n");
+    script(&b, "py/any.py", "print('hi')\n");
+    let interp = b.base().join("interp");
+    let server = b.start();
+    // Once the sandbox, which opens it, is in place.
+    server.wait_stderr_line("started 1 worker");
+    fs::remove_file(&interp).expect("remove the interpreter");
+    for path in ["/cgi-bin/nine.py", "/cgi-bin/crlf.sh", "/py/any.py"] {
+        let r = server.get(path);
+        assert_error(&r, 500, "Internal Server Error", "", Conn::Close);
+    }
+    server.wait_stderr_line(
+        "nine.py: the interpreter /usr/bin/python9 named on its first line (#!) does not exist",
+    );
+    server.wait_stderr_line(
+        "crlf.sh: its first line names the interpreter \"/bin/sh\\r\": the file has Windows line endings (CRLF)",
+    );
+    server.wait_stderr_line(&format!(
+        "any.py: its rule's interpreter {} does not exist",
+        interp.display()
+    ));
+    stop(server);
+}
+
+#[test]
 fn crash_after_the_head_cuts_the_response_short() {
     let b = builder(CGI_BIN);
     script(

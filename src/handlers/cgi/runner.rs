@@ -1,8 +1,9 @@
 //! One worker's CGI: which script a path names, and starting it for a
 //! request, whose answer is then a [`Pipe`] body.
 
-use std::io;
+use std::io::{self, Read as _};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -156,9 +157,14 @@ impl Cgi {
         let (child, process) = match started {
             Ok(started) => started,
             Err(e) => {
+                let cmd = script.command(&env);
                 log.log(
                     Level::Error,
-                    format_args!("cgi: cannot run {}: {e}", script.script_filename.display()),
+                    format_args!(
+                        "cgi: cannot run {}: {}",
+                        script.script_filename.display(),
+                        spawn_failure(cmd.program, &script.script_filename, &e)
+                    ),
                 );
                 return Err(Status::INTERNAL_SERVER_ERROR);
             }
@@ -192,4 +198,40 @@ impl Cgi {
     pub fn shrink(&self) {
         self.children.shrink();
     }
+}
+
+/// Why a program could not be started, naming the file that is missing:
+/// exec says ENOENT alike for the script, a configured interpreter, and
+/// the interpreter a script names on its first line (`#!`).
+fn spawn_failure(program: &Path, script: &Path, e: &io::Error) -> String {
+    if e.kind() != io::ErrorKind::NotFound {
+        return e.to_string();
+    }
+    if program != script {
+        return format!(
+            "its rule's interpreter {} does not exist ({e})",
+            program.display()
+        );
+    }
+    let mut head = [0u8; 256];
+    let n = match std::fs::File::open(script).and_then(|mut f| f.read(&mut head)) {
+        Ok(n) => n,
+        Err(_) => return e.to_string(),
+    };
+    let Some(line) = head[..n].strip_prefix(b"#!") else {
+        return e.to_string();
+    };
+    let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+    let interpreter = line
+        .split(|b| b.is_ascii_whitespace() && *b != b'\r')
+        .find(|word| !word.is_empty())
+        .unwrap_or_default();
+    let shown = String::from_utf8_lossy(interpreter);
+    if let Some(name) = interpreter.strip_suffix(b"\r") {
+        return format!(
+            "its first line names the interpreter \"{}\\r\": the file has Windows line endings (CRLF); convert it with dos2unix or sed -i 's/\\r$//'",
+            String::from_utf8_lossy(name)
+        );
+    }
+    format!("the interpreter {shown} named on its first line (#!) does not exist ({e})")
 }
