@@ -1,6 +1,7 @@
 //! At `level = "debug"` every 403 and 404 a file caused is explained in
 //! the error log (the file and what was wrong, with the errno), within a
-//! per-worker budget of lines a second; below `debug` nothing is.
+//! per-worker budget of lines a second; below `debug` only a file that is
+//! there but that brisk may not open or run is (at `warn`).
 
 mod common;
 
@@ -98,9 +99,13 @@ fn each_refusal_is_explained_at_debug() {
         let r = s.get(path);
         assert_eq!(r.status, *status, "{path}");
         let line = wait_line(&s, &format!("for \"GET {path} HTTP/1.1\""));
+        let level = match *path {
+            "/secret.txt" | "/cgi-bin/noexec.sh" => "warn",
+            _ => "debug",
+        };
         assert!(
             line.contains(&format!(
-                "[debug] client 127.0.0.1: {status} for \"GET {path} HTTP/1.1\": {reason}"
+                "[{level}] client 127.0.0.1: {status} for \"GET {path} HTTP/1.1\": {reason}"
             )),
             "{path}: {line}"
         );
@@ -113,16 +118,30 @@ fn each_refusal_is_explained_at_debug() {
 }
 
 #[test]
-fn refusals_are_not_explained_below_debug() {
+fn below_debug_only_files_brisk_may_not_open_or_run_are_explained() {
     let s = refusing_site("info");
-    for path in ["/secret.txt", "/link_out", "/fifo", "/missing.txt"] {
+    for path in ["/link_out", "/fifo", "/missing.txt", "/.env"] {
         assert!(matches!(s.get(path).status, 403 | 404), "{path}");
     }
+    // A file there that brisk may not read, a script it may not run:
+    // most often a mistake, which a user sees at the default level.
+    let root = s.root.display().to_string();
+    assert_eq!(s.get("/secret.txt").status, 403);
+    wait_line(&s, &format!("[warn] client 127.0.0.1: 403 for \"GET /secret.txt HTTP/1.1\": \"{root}/secret.txt\": cannot be opened: Permission denied (os error 13)"));
+    assert_eq!(s.get("/cgi-bin/noexec.sh").status, 403);
+    wait_line(
+        &s,
+        "[warn] client 127.0.0.1: 403 for \"GET /cgi-bin/noexec.sh HTTP/1.1\"",
+    );
     // A line that info does log, written after the requests above.
     let r = s.request(b"GET /x HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n");
     assert_eq!(r.status, 400);
     wait_line(&s, "[info] client 127.0.0.1: 400");
-    assert!(!s.stderr().contains("[debug]"), "{}", s.stderr());
+    let log = s.stderr();
+    assert!(!log.contains("[debug]"), "{log}");
+    for quiet in ["/link_out", "/fifo", "/missing.txt", "/.env"] {
+        assert!(!log.contains(&format!("GET {quiet} ")), "{quiet}: {log}");
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+use crate::config::Level;
 use crate::http::Status;
 
 /// What was wrong with the file a request named.
@@ -35,6 +36,18 @@ impl Refusal {
     /// The refusal for a failed lookup.
     pub fn lookup(e: &io::Error) -> Refusal {
         Refusal::Lookup(errno(e))
+    }
+
+    /// The level its explanation is logged at: `warn` for a file that
+    /// is there but that brisk may not open or run (its permissions, or
+    /// the sandbox), most often a mistake of whoever put it there, which
+    /// nginx logs at `error`; `debug` for what the configuration refuses
+    /// on purpose and for what is missing.
+    pub fn level(self) -> Level {
+        match self {
+            Refusal::Lookup(libc::EACCES | libc::EPERM) | Refusal::NotRunnable => Level::Warn,
+            _ => Level::Debug,
+        }
     }
 }
 

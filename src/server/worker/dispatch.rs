@@ -383,8 +383,10 @@ impl Worker {
                 ),
             );
         }
-        if self.logger.enabled(Level::Debug) && self.scratch.why.is_some() {
-            self.log_refusal(ip, status);
+        if let Some(why) = self.scratch.why {
+            if self.logger.enabled(why.level()) {
+                self.log_refusal(ip, status);
+            }
         }
     }
 
@@ -405,7 +407,7 @@ impl Worker {
             root: &self.cfg.site(self.req.site()).root,
         };
         self.logger.log(
-            Level::Debug,
+            why.level(),
             format_args!(
                 "client {ip}: {} for \"{} {} {}\": {file}",
                 status.0,
