@@ -239,3 +239,45 @@ fn scheme_conditions_over_tls() {
         redirect_head("302 Found", "https://a.test/page.txt?x=1")
     );
 }
+
+/// `[tls] redirect_http`: every plain-HTTP request is sent to the same
+/// host, path and query over HTTPS, on the TLS listener's own port (not
+/// 443, which `https://$host$uri` would have meant), with 308 so that a
+/// POST stays a POST; HTTPS requests are served.
+#[cfg(feature = "tls")]
+#[test]
+fn redirect_http_sends_plain_requests_to_the_https_port() {
+    // The TLS port must be known to the configuration: a free one.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut b = Builder::new();
+    b.file("page.txt", b"secure page\n");
+    let tls = common::tls::section(&["a"], "redirect_http = true")
+        .replace("127.0.0.1:0", &format!("127.0.0.1:{port}"));
+    b.config(&format!("listen = [\"127.0.0.1:0\"]\n{tls}"))
+        .listen_from_config()
+        .listeners(2);
+    let s = b.start();
+    let plain = s
+        .addrs
+        .iter()
+        .find(|a| a.port() != port)
+        .expect("the plain listener");
+    let mut c = Client::connect(*plain);
+    c.send(b"POST /a%20b/page.txt?x=1&y HTTP/1.1\r\nHost: A.test:8080\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    let r = c.response();
+    assert_eq!(
+        r.masked_head(),
+        redirect_head(
+            "308 Permanent Redirect",
+            &format!("https://a.test:{port}/a%20b/page.txt?x=1&y")
+        )
+    );
+    let mut c = s.connect_tls_to(format!("127.0.0.1:{port}").parse().unwrap());
+    c.send(b"GET /page.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"secure page\n");
+}

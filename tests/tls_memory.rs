@@ -70,6 +70,7 @@ fn server() -> Arc<rustls::ServerConfig> {
         session_cache: 100,
         handshake_timeout: Duration::from_secs(10),
         max_handshakes: 10,
+        redirect_http: false,
     };
     server_config(&tls, &Shared::new(100).expect("ticket key")).expect("server config")
 }

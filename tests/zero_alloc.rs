@@ -425,6 +425,7 @@ mod tls {
             session_cache: 100,
             handshake_timeout: Duration::from_secs(10),
             max_handshakes: 10,
+            redirect_http: false,
         }
     }
 

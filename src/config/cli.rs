@@ -256,7 +256,17 @@ fn load_command(
         cwd,
     )?;
     if let Some(section) = tls {
+        let origin = section.origin.clone();
         config.tls = Some(tls::finish(section, read.unwrap_or(&|p| std::fs::read(p)))?);
+        // (`[tls]` has a listen address by now: checked by `finish`.)
+        if config.tls.as_ref().is_some_and(|t| t.redirect_http) {
+            // `site.toml:3: tls` → `site.toml:3`, as rules' origins are.
+            let at = origin.split(": ").next().unwrap_or_default();
+            let rule = super::rules::UrlRule::to_https(at);
+            for site in std::iter::once(&mut config.site).chain(config.sites.iter_mut()) {
+                site.rules.url.insert(0, rule.clone());
+            }
+        }
     }
     config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
         && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());

@@ -220,6 +220,11 @@ impl Config {
         SiteConfig::all(self).any(|site| !site.cgi.is_empty())
     }
 
+    /// The port of the first `[tls] listen` address (`$https_port`).
+    pub fn https_port(&self) -> Option<u16> {
+        self.tls.as_ref()?.listen.first().map(|a| a.port())
+    }
+
     /// Site `i`: 0 is the default site, `i` the `i`-th `[[site]]`
     /// (the order of [`SiteConfig::all`]).
     pub fn site(&self, i: usize) -> &SiteConfig {
@@ -295,6 +300,9 @@ pub struct TlsConfig {
     /// Handshakes in progress per worker (`max_handshakes`); new TLS
     /// connections wait in the kernel's queue beyond it.
     pub max_handshakes: usize,
+    /// Answer every plain-HTTP request with a redirect to HTTPS
+    /// (`redirect_http`): a first `[[redirect]]` rule in every site.
+    pub redirect_http: bool,
 }
 
 impl TlsConfig {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader};
+use super::load::{sorted, Loader, SET_FALSE};
 use super::units::{self, LISTEN_HELP};
 use super::{ConfigError, TlsConfig};
 
@@ -26,6 +26,7 @@ pub(super) const TLS_KEYS: &[&str] = &[
     "session_cache",
     "handshake_timeout",
     "max_handshakes",
+    "redirect_http",
 ];
 pub(super) const CERTIFICATE_KEYS: &[&str] = &["cert", "key", "ocsp"];
 
@@ -38,6 +39,7 @@ pub(super) fn defaults() -> TlsConfig {
         session_cache: 10_000,
         handshake_timeout: Duration::from_secs(10),
         max_handshakes: 256,
+        redirect_http: false,
     }
 }
 
@@ -124,6 +126,13 @@ impl Loader<'_> {
                 "max_handshakes" => {
                     c.max_handshakes =
                         self.integer("tls.max_handshakes", value, 1, 1_000_000)? as usize
+                }
+                "redirect_http" => {
+                    c.redirect_http = self.boolean("tls.redirect_http", value)?;
+                    if c.redirect_http {
+                        let what = "redirect rules";
+                        require!(self, "sites", value, "tls.redirect_http", what, SET_FALSE);
+                    }
                 }
                 _ => return Err(self.unknown(key, "tls", TLS_KEYS)),
             }

@@ -26,10 +26,15 @@ pub enum Outcome {
 }
 
 /// The request's side of the rules' conditions and variables.
-#[derive(Debug, Clone, Copy)]
-pub struct Context {
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
     /// The scheme the client used (TLS here, or as a trusted proxy said).
     pub scheme: Scheme,
+    /// The port of the first `[tls] listen` address, if any (`$https_port`).
+    pub https_port: Option<u16>,
+    /// The port the client connected to (`$port`), asked only when a
+    /// target names it (it costs a system call).
+    pub port: &'a dyn Fn() -> u16,
 }
 
 /// Applies `rules` to `req`: rewrites it in place, or writes a
@@ -38,7 +43,7 @@ pub struct Context {
 pub fn apply(
     rules: &[UrlRule],
     req: &mut OwnedRequest,
-    cx: Context,
+    cx: Context<'_>,
     location: &mut Vec<u8>,
 ) -> Outcome {
     let mut last = "";
@@ -122,7 +127,7 @@ fn matches(m: &UrlMatch, path: &[u8]) -> Option<Captures> {
 /// Writes `to` with its variables filled in: captures and `$uri` are
 /// percent-encoded for where they land (path or query), so the result is
 /// a valid target or `Location` whatever the path held.
-fn expand(to: &Target, caps: &Captures, req: &OwnedRequest, cx: Context, out: &mut Vec<u8>) {
+fn expand(to: &Target, caps: &Captures, req: &OwnedRequest, cx: Context<'_>, out: &mut Vec<u8>) {
     let path = req.path().unwrap_or_default();
     let query = req.query();
     for (i, piece) in to.pieces.iter().enumerate() {
@@ -154,6 +159,11 @@ fn expand(to: &Target, caps: &Captures, req: &OwnedRequest, cx: Context, out: &m
             Piece::Scheme => out.extend_from_slice(cx.scheme.as_str().as_bytes()),
             // (The query as sent: it was valid in the request target.)
             Piece::Query => out.extend_from_slice(query.unwrap_or_default()),
+            Piece::Port => out.extend_from_slice((cx.port)().to_string().as_bytes()),
+            Piece::HttpsPort => match cx.https_port {
+                Some(443) | None => {}
+                Some(port) => out.extend_from_slice(format!(":{port}").as_bytes()),
+            },
         }
     }
     match (to.query_from, query) {

@@ -39,6 +39,7 @@ pub fn tls_config(names: &[&str]) -> TlsConfig {
         session_cache: 100,
         handshake_timeout: Duration::from_secs(10),
         max_handshakes: 10,
+        redirect_http: false,
     }
 }
 

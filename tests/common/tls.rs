@@ -34,6 +34,7 @@ pub fn config() -> brisk::config::TlsConfig {
         session_cache: 100,
         handshake_timeout: std::time::Duration::from_secs(10),
         max_handshakes: 16,
+        redirect_http: false,
     }
 }
 

@@ -115,6 +115,12 @@ pub enum Piece {
     Scheme,
     /// `$query`: the query as sent, without `?` (empty without one).
     Query,
+    /// `$port`: the port the client connected to (nginx's `$server_port`).
+    Port,
+    /// `$https_port`: `:` and the port of the first `[tls] listen`
+    /// address, or nothing for 443 or without one, so that
+    /// `https://$host$https_port$uri` names the HTTPS side of the site.
+    HttpsPort,
 }
 
 /// A rule's target, parsed: literal text and variables, and where its
@@ -150,6 +156,32 @@ pub struct UrlRule {
     /// Byte offset of the rule in its file: redirects and rewrites are
     /// kept in file order together.
     pub(in crate::config) at: usize,
+}
+
+impl UrlRule {
+    /// `[tls] redirect_http`'s rule, first in every site: a plain-HTTP
+    /// request of any path is answered 308 (the method and body kept,
+    /// RFC 9110 §15.4.9) to the same host, path and query over HTTPS.
+    pub fn to_https(origin: &str) -> UrlRule {
+        UrlRule {
+            matcher: UrlMatch::Prefix("/".to_string()),
+            to: Target {
+                pieces: vec![
+                    Piece::Literal("https://".to_string()),
+                    Piece::Host,
+                    Piece::HttpsPort,
+                    Piece::Uri,
+                ],
+                query_from: None,
+                text: "https://$host$https_port$uri".to_string(),
+            },
+            action: UrlAction::Redirect(308),
+            scheme: Some(Scheme::Http),
+            hosts: Vec::new(),
+            origin: origin.to_string(),
+            at: 0,
+        }
+    }
 }
 
 /// One `[errors]` entry: the page for a status.

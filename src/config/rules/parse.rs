@@ -15,7 +15,8 @@ use super::{
 };
 use crate::http::grammar;
 
-const TARGET_HELP: &str = "$1 to $9, $host, $uri, $scheme, $query or $$ for a \"$\"";
+const TARGET_HELP: &str =
+    "$1 to $9, $host, $uri, $scheme, $query, $port, $https_port or $$ for a \"$\"";
 
 impl Loader<'_> {
     /// `[[redirect]]` (`action` a redirect) or `[[rewrite]]`.
@@ -219,6 +220,8 @@ impl Loader<'_> {
                     "uri" => Piece::Uri,
                     "scheme" => Piece::Scheme,
                     "query" => Piece::Query,
+                    "port" => Piece::Port,
+                    "https_port" => Piece::HttpsPort,
                     _ => {
                         return Err(self.fail(
                             value,

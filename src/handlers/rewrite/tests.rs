@@ -17,14 +17,32 @@ fn request(target: &str, host: &str) -> OwnedRequest {
 
 const HTTP: Context = Context {
     scheme: Scheme::Http,
+    https_port: None,
+    port: &|| 8080,
 };
 const HTTPS: Context = Context {
     scheme: Scheme::Https,
+    https_port: None,
+    port: &|| 8443,
 };
+
+#[test]
+fn ports_fill_in() {
+    let toml = "[[redirect]]\nprefix = \"/\"\nto = \"https://$host$https_port$uri?p=$port\"\n";
+    let on = |https_port| Context { https_port, ..HTTP };
+    for (https_port, want) in [
+        (Some(8443), "https://example.org:8443/a?p=8080"),
+        (Some(443), "https://example.org/a?p=8080"),
+        (None, "https://example.org/a?p=8080"),
+    ] {
+        let (out, loc) = run(toml, "/a", "Example.org:8080", on(https_port));
+        assert_eq!((out, loc.as_str()), (Outcome::Redirect(302), want));
+    }
+}
 
 /// What `toml`'s rules make of `GET target` to `host`: the outcome, and
 /// the Location or the rewritten target.
-fn run(toml: &str, target: &str, host: &str, cx: Context) -> (Outcome, String) {
+fn run(toml: &str, target: &str, host: &str, cx: Context<'_>) -> (Outcome, String) {
     let cfg = from_toml(toml).unwrap();
     let mut req = request(target, host);
     let mut loc = Vec::new();
@@ -193,7 +211,7 @@ fn bad_rules_are_config_errors_naming_file_line_and_key() {
     );
     assert_eq!(
         err("[[redirect]]\nexact = \"/a\"\nto = \"/$path\"\n"),
-        "test.toml:3: redirect[1].to: unknown variable $path; expected $1 to $9, $host, $uri, $scheme, $query or $$ for a \"$\""
+        "test.toml:3: redirect[1].to: unknown variable $path; expected $1 to $9, $host, $uri, $scheme, $query, $port, $https_port or $$ for a \"$\""
     );
     assert_eq!(
         err("[[redirect]]\nto = \"/b\"\n"),
