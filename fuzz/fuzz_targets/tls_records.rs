@@ -44,6 +44,7 @@ fn config() -> Arc<rustls::ServerConfig> {
             session_cache: 16,
             handshake_timeout: Duration::from_secs(10),
             max_handshakes: 1,
+            redirect_http: false,
         };
         server_config(&tls, &Shared::new(16).expect("ticket key")).expect("server config")
     }))
