@@ -303,6 +303,9 @@ impl Router {
                 return Routed::Answer(plan);
             }
         }
+        if wants_websocket(routing.req) {
+            return Routed::Answer(refuse_upgrade(routing.scratch));
+        }
         routing.scratch.path.clear();
         if let Ok(path) = routing.req.path() {
             routing.scratch.path.extend_from_slice(path);
@@ -647,5 +650,32 @@ impl Router {
         if let Some(cgi) = &self.programs {
             cgi.shrink();
         }
+    }
+}
+
+/// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
+/// websocket`), which no handler of brisk's takes yet: answered as such,
+/// not as a plain request the client could not use. Other upgrades
+/// (`h2c`, RFC 9113 §3.1) are ignored and the request is answered over
+/// HTTP/1.1, as RFC 9110 §7.8 lets a server do.
+fn wants_websocket(req: &OwnedRequest) -> bool {
+    req.header("upgrade").is_some_and(|v| {
+        v.split(|&b| b == b',')
+            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"websocket"))
+    })
+}
+
+/// 501 for a WebSocket handshake (RFC 6455 §4.2.2: a server that does
+/// not take the connection answers with an HTTP error): no 101, and a
+/// body that says why.
+fn refuse_upgrade(scratch: &mut Scratch) -> Plan {
+    scratch.header("Content-Type", b"text/plain; charset=utf-8");
+    Plan {
+        status: Status::NOT_IMPLEMENTED,
+        body: Body::Static(
+            b"501 Not Implemented: brisk does not handle WebSocket connections \
+              (Upgrade: websocket) at this address\n",
+        ),
+        close: false,
     }
 }

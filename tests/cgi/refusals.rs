@@ -63,6 +63,54 @@ fn a_missing_interpreter_is_named_not_the_script() {
 }
 
 #[test]
+fn a_websocket_handshake_is_refused_where_nothing_takes_it() {
+    let b = builder(CGI_BIN);
+    let ran = b.base().join("ran");
+    script(
+        &b,
+        "cgi-bin/ws.sh",
+        &format!(
+            "#!/bin/sh\ntouch {}\nprintf 'Content-Type: text/plain\\r\\n\\r\\nplain'\n",
+            ran.display()
+        ),
+    );
+    write_file(&b.root().join("page.txt"), b"page\n");
+    let server = b.start();
+    let body = "501 Not Implemented: brisk does not handle WebSocket connections (Upgrade: websocket) at this address\n";
+    for path in ["/cgi-bin/ws.sh", "/page.txt"] {
+        let r = server.request(
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: WebSocket\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        assert_eq!(
+            r.masked_head(),
+            head(
+                "501 Not Implemented",
+                &format!(
+                    "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n",
+                    body.len()
+                )
+            ),
+            "{path}"
+        );
+        assert_eq!(r.body, body.as_bytes(), "{path}");
+    }
+    assert!(
+        !ran.exists(),
+        "the script never runs for a WebSocket handshake"
+    );
+    // Any other upgrade (h2c, RFC 9113 §3.1) is ignored: the request is
+    // answered over HTTP/1.1.
+    let r = server.request(b"GET /cgi-bin/ws.sh HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"plain");
+    stop(server);
+}
+
+#[test]
 fn crash_after_the_head_cuts_the_response_short() {
     let b = builder(CGI_BIN);
     script(
