@@ -21,6 +21,20 @@ fn main() {
             }
         },
         Ok(Command::CheckOk(text) | Command::Help(text) | Command::Version(text)) => print(&text),
+        Ok(Command::Signal {
+            pid_file,
+            signal,
+            what,
+        }) => match brisk::process::signal_running(&pid_file, signal) {
+            Ok(pid) => print(&format!(
+                "told brisk (pid {pid}, from {}) to {what}; its error log says how it went",
+                pid_file.display()
+            )),
+            Err(e) => {
+                console::say(format_args!("{e}"));
+                1
+            }
+        },
         Err(e) => {
             console::say(format_args!("{e}"));
             2

@@ -12,6 +12,7 @@ use std::fs;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::*;
 
@@ -466,6 +467,7 @@ fn the_debian_package_holds_what_it_should() {
         "./lib/systemd/system/brisk.socket",
         "./etc/brisk/brisk.toml",
         "./etc/logrotate.d/brisk",
+        "./usr/lib/tmpfiles.d/brisk.conf",
         "./var/www/brisk/index.html",
         "./usr/share/man/man8/brisk.8.gz",
         "./usr/share/man/man5/brisk.toml.5.gz",
@@ -644,5 +646,32 @@ fn the_debian_package_installs_and_serves() {
     } else {
         skip("no logrotate to rotate the packaged logs");
     }
-    child.0.kill().ok();
+    // The packaged configuration names its pid file: `brisk --reload`
+    // and `--stop` find the running brisk by it.
+    let brisk = |what: &str| {
+        Command::new("/usr/sbin/brisk")
+            .args(["--config", "/etc/brisk/brisk.toml", what])
+            .output()
+            .unwrap()
+    };
+    let out = brisk("--reload");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_until("the reload", || {
+        fs::read_to_string("/var/log/brisk/error.log")
+            .is_ok_and(|l| l.contains("SIGHUP: configuration reloaded"))
+    });
+    let out = brisk("--stop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        wait_exit(&mut child.0, Duration::from_secs(10)).is_some(),
+        "brisk --stop"
+    );
 }

@@ -277,7 +277,7 @@ fn a_change_that_needs_a_restart_is_refused_by_name() {
     );
     // `--workers 1` on the command line still wins over the file.
     assert!(
-        line.contains("sandbox, timeouts.defer_accept changed, which takes effect only at start; restart to apply changes"),
+        line.contains("sandbox, timeouts.defer_accept changed, which takes effect only at start; restart brisk, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), to apply the change"),
         "{line}"
     );
     assert_eq!(server_header(&s), "one");
@@ -313,7 +313,7 @@ fn landlock() -> bool {
 }
 
 /// The end of every refusal the sandbox causes.
-const WAY_OUT: &str = "restart brisk to apply this configuration, or set sandbox = false; still serving the previous configuration";
+const WAY_OUT: &str = "restart brisk to apply this configuration, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which starts it anew with a sandbox made for this configuration; still serving the previous configuration";
 
 #[test]
 fn with_the_sandbox_a_new_htpasswd_file_needs_a_restart() {
@@ -596,4 +596,61 @@ fn a_reload_swaps_the_certificate_while_a_download_goes_on() {
     assert!(line.contains("site.key"), "{line}");
     let again = Client::connect_tls(tls, client_conn("b.test"));
     assert_eq!(served_name(again.tls.as_deref().expect("tls")), "b");
+}
+
+/// `brisk --reload` and `brisk --stop` find the running brisk by its pid
+/// file and signal it, after checking the configuration; a brisk started
+/// with `--root .` reloads (its root was `DIR/.` on a reload, which the
+/// sandbox refused).
+#[test]
+fn reload_and_stop_signal_the_running_brisk_by_its_pid_file() {
+    let mut b = Builder::new();
+    b.file("index.html", b"one\n");
+    let pid_file = b.base().join("brisk.pid");
+    let root = b.root().to_path_buf();
+    let pid_arg = pid_file.display().to_string();
+    b.cwd(&root)
+        .arg("--root")
+        .arg(".")
+        .arg("--pid-file")
+        .arg(&pid_arg);
+    let mut s = b.start();
+    let brisk = |what: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+            .args(["--pid-file", &pid_arg, what])
+            .current_dir(&root)
+            .output()
+            .expect("run brisk")
+    };
+    let out = brisk("--reload");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "told brisk (pid {}, from {pid_arg}) to reload; its error log says how it went\n",
+            s.pid()
+        )
+    );
+    s.wait_stderr_line("SIGHUP: configuration reloaded");
+    assert_eq!(s.get("/index.html").body, b"one\n");
+    let out = brisk("--stop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        s.wait_exit(std::time::Duration::from_secs(10)).is_some(),
+        "brisk did not stop"
+    );
+    let out = brisk("--reload");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("brisk: {pid_arg} does not exist: brisk is not running (or was started with another pid_file)\n")
+    );
 }

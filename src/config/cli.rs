@@ -61,6 +61,13 @@ Options:
                        else the `listen` ones, do. Replaces [[tls.certificate]]
   --tls-key FILE       the PEM private key of --tls-cert
   --check-config       validate the configuration, print a summary, and exit
+  --reload             validate the configuration, then tell the running
+                       brisk (by its pid_file) to load it again (SIGHUP)
+  --stop               tell the running brisk to finish and exit (SIGTERM)
+  --upgrade            tell the running brisk to start its binary again with
+                       no connection refused (SIGUSR2), which also applies
+                       what only a start can (sandbox, user, workers, …)
+  --reopen-logs        tell the running brisk to reopen its logs (SIGUSR1)
   --version, -V        print the version and exit
   --help, -h           print this help and exit
 
@@ -80,6 +87,9 @@ struct Flags {
     daemon: bool,
     pid_file: Option<PathBuf>,
     check: bool,
+    /// `--reload`, `--stop`, `--upgrade`, `--reopen-logs`: the signal
+    /// and what it asks for.
+    signal: Option<(i32, &'static str)>,
     log_level: Option<Level>,
     access_log: Option<LogTarget>,
     error_log: Option<LogTarget>,
@@ -343,6 +353,24 @@ fn load_command(
     if flags.check {
         return Ok(Command::CheckOk(summary::summary(&config, &source_name)));
     }
+    if let Some((signal, what)) = flags.signal {
+        let kill = match signal {
+            libc::SIGHUP => "HUP",
+            libc::SIGTERM => "TERM",
+            libc::SIGUSR2 => "USR2",
+            _ => "USR1",
+        };
+        let pid_file = config.pid_file.clone().ok_or_else(|| {
+            error(format!(
+                "{source_name}: no pid_file, so the running brisk cannot be found to {what}: set pid_file = \"/run/brisk/brisk.pid\" (the Debian package's brisk.toml does) before it starts, or signal it yourself (kill -{kill} PID; under systemd, systemctl kill --kill-whom=main --signal=SIG{kill} brisk)"
+            ))
+        })?;
+        return Ok(Command::Signal {
+            pid_file,
+            signal,
+            what,
+        });
+    }
     Ok(Command::Run(config))
 }
 
@@ -459,6 +487,12 @@ fn check_root(root: &Path, from: &str) -> Result<PathBuf, ConfigError> {
 /// `dir` (used as `role`) must be an existing directory; returns it
 /// canonical.
 fn check_dir(dir: &Path, from: &str, role: &str) -> Result<PathBuf, ConfigError> {
+    // Without its `.` components (`--root .` resolved against the working
+    // directory is `/srv/www/.`): the sandbox's seccomp filter refused
+    // what realpath(3) does for one on a reload, though not for the
+    // same directory named without it.
+    let dir: PathBuf = dir.components().collect();
+    let dir = dir.as_path();
     let canonical = dir.canonicalize().map_err(|e| {
         error(format!(
             "{from}: cannot use {} as {role}: {e}",
@@ -564,7 +598,8 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
                 "brisk {}",
                 env!("CARGO_PKG_VERSION")
             )))),
-            "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" | "--autoindex" => None,
+            "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" | "--autoindex"
+            | "--reload" | "--stop" | "--upgrade" | "--reopen-logs" => None,
             _ if !VALUE_FLAGS.contains(&name.as_str()) => return Err(unknown_flag(&name)),
             _ => {
                 let value = match inline {
@@ -587,7 +622,21 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
             None if name == "--allow-root" => flags.allow_root = true,
             None if name == "--no-sandbox" => flags.no_sandbox = true,
             None if name == "--autoindex" => flags.autoindex = true,
-            None => flags.check = true,
+            None if name == "--check-config" => flags.check = true,
+            None => {
+                let signal = match name.as_str() {
+                    "--reload" => (libc::SIGHUP, "reload"),
+                    "--stop" => (libc::SIGTERM, "stop"),
+                    "--upgrade" => (libc::SIGUSR2, "upgrade"),
+                    _ => (libc::SIGUSR1, "reopen its logs"),
+                };
+                if let Some((_, other)) = flags.signal.replace(signal) {
+                    return Err(flag_error(
+                        &name,
+                        &format!("one signal at a time (and {other} was asked for too)"),
+                    ));
+                }
+            }
         }
     }
     Ok(Parsed::Flags(flags))
@@ -719,6 +768,10 @@ const FLAG_NAMES: &[&str] = &[
     "--daemon",
     "--pid-file",
     "--check-config",
+    "--reload",
+    "--stop",
+    "--upgrade",
+    "--reopen-logs",
     "--version",
     "--help",
     "--log-level",

@@ -854,6 +854,17 @@ pub enum Command {
     Help(String),
     /// `--version`: print this text and exit 0.
     Version(String),
+    /// `--reload`, `--stop`, `--upgrade`, `--reopen-logs`: the
+    /// configuration is valid; send this signal to the brisk whose pid
+    /// is in `pid_file` (see [`crate::process::signal_running`]).
+    Signal {
+        /// The configuration's `pid_file` (or `--pid-file`).
+        pid_file: std::path::PathBuf,
+        /// The signal, such as `libc::SIGHUP`.
+        signal: i32,
+        /// What it asks for, for the message: `reload`, `stop`, …
+        what: &'static str,
+    },
 }
 
 impl Config {

@@ -15,7 +15,7 @@ use crate::sys::privileges::SwitchError;
 const TURN_OFF: &str = "set sandbox = false (or --no-sandbox) to run without Landlock and seccomp";
 
 /// The end of every reload refusal the sandbox causes.
-const RESTART: &str = "restart brisk to apply this configuration, or set sandbox = false";
+const RESTART: &str = "restart brisk to apply this configuration, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which starts it anew with a sandbox made for this configuration";
 
 /// Why brisk could not start, confine itself, or reload.
 #[derive(Debug)]
@@ -244,7 +244,7 @@ impl std::fmt::Display for Error {
             Error::Config(e) => e.fmt(f),
             Error::RestartOnly(keys) => write!(
                 f,
-                "{} changed, which takes effect only at start; restart to apply changes",
+                "{} changed, which takes effect only at start; restart brisk, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), to apply the change",
                 keys.join(", ")
             ),
             Error::ListenNeedsRestart(addr) => write!(
@@ -313,7 +313,7 @@ mod tests {
         let e = || io::Error::other("why");
         let eperm = io::Error::from_raw_os_error(libc::EPERM).to_string();
         let way_out = "set sandbox = false (or --no-sandbox) to run without Landlock and seccomp";
-        let restart = "restart brisk to apply this configuration, or set sandbox = false";
+        let restart = "restart brisk to apply this configuration, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which starts it anew with a sandbox made for this configuration";
         let cases: Vec<(Error, String)> = vec![
             (Error::CurrentDir(e()), "cannot read the current directory: why".into()),
             (Error::Signals(e()), "cannot block signals: why".into()),
@@ -430,7 +430,7 @@ mod tests {
             ),
             (
                 Error::RestartOnly(vec!["workers", "user"]),
-                "workers, user changed, which takes effect only at start; restart to apply changes".into(),
+                "workers, user changed, which takes effect only at start; restart brisk, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), to apply the change".into(),
             ),
             (
                 Error::ListenNeedsRestart("127.0.0.1:8080".parse().unwrap()),

@@ -30,6 +30,7 @@ use crate::sys::upgrade::{Program, Upgrader};
 use crate::sys::{self, signal::Signal};
 
 pub use error::Error;
+pub use pid_file::signal_running;
 
 /// `http://addr/` (`https://` for a TLS listener; a PROXY protocol one
 /// says so), as the start-up and reload lines show an address.

@@ -55,3 +55,41 @@ pub(super) fn remove(
         }
     }
 }
+
+/// Sends `signal` to the brisk whose pid is in `path` (`brisk --reload`
+/// and the like, nginx's `-s`): the pid it was sent to, or why not, in
+/// words that name the file.
+pub fn signal_running(path: &Path, signal: i32) -> Result<i32, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "{shown} does not exist: brisk is not running (or was started with another pid_file)"
+        ),
+        _ => format!("cannot read {shown}: {e}"),
+    })?;
+    let pid: i32 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&pid| pid > 1)
+        .ok_or_else(|| {
+            format!(
+                "{shown} does not hold a process id (it holds {:?})",
+                text.trim()
+            )
+        })?;
+    // A pid file left behind by a brisk that died may name a process
+    // that has nothing to do with it since: send only to a brisk.
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).map_err(|_| {
+        format!("no process {pid} (from {shown}): brisk is not running; remove the stale {shown}")
+    })?;
+    if !comm.trim_end().starts_with("brisk") {
+        return Err(format!(
+            "process {pid} (from {shown}) is {:?}, not brisk: the pid file is stale; remove it",
+            comm.trim_end()
+        ));
+    }
+    sys::process::signal(pid, signal)
+        .map_err(|e| format!("cannot signal brisk (pid {pid}, from {shown}): {e}"))?;
+    Ok(pid)
+}

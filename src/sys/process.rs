@@ -80,3 +80,12 @@ pub fn daemonize() -> io::Result<()> {
 pub fn pid() -> u32 {
     std::process::id()
 }
+
+/// Sends `signal` to process `pid` (> 1: never a group, never init).
+pub fn signal(pid: i32, signal: i32) -> io::Result<()> {
+    if pid < 2 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: kill(2) takes plain integers; `pid` names one process.
+    cvt(unsafe { libc::kill(pid, signal) }).map(|_| ())
+}

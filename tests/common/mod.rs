@@ -201,6 +201,8 @@ pub struct Builder {
     stdout: Option<Stdio>,
     /// How many listening lines to wait for, when not one per `--listen`.
     listeners: Option<usize>,
+    /// The working directory brisk starts in (the test's, if `None`).
+    cwd: Option<PathBuf>,
 }
 
 /// How the access log is configured.
@@ -236,7 +238,15 @@ impl Builder {
             nofile: None,
             stdout: None,
             listeners: None,
+            cwd: None,
         }
+    }
+
+    /// Starts brisk in `dir` (relative paths on its command line are
+    /// relative to it).
+    pub fn cwd(&mut self, dir: &Path) -> &mut Self {
+        self.cwd = Some(dir.to_path_buf());
+        self
     }
 
     /// The document root.
@@ -363,7 +373,7 @@ impl Builder {
         let (child, addrs) = spawn(
             &args,
             &stderr_path,
-            (self.nofile, self.listeners),
+            (self.nofile, self.listeners, self.cwd.as_deref()),
             self.stdout.take(),
         );
         Server {
@@ -555,7 +565,7 @@ pub fn spawn_brisk_with(
     stderr_path: &Path,
     nofile: Option<u64>,
 ) -> (Child, Vec<SocketAddr>) {
-    spawn(args, stderr_path, (nofile, None), None)
+    spawn(args, stderr_path, (nofile, None, None), None)
 }
 
 /// [`spawn_brisk_with`], with `stdout` instead of the file.
@@ -564,7 +574,7 @@ pub fn spawn_brisk_with(
 fn spawn(
     args: &[String],
     stderr_path: &Path,
-    (nofile, listeners): (Option<u64>, Option<usize>),
+    (nofile, listeners, cwd): (Option<u64>, Option<usize>, Option<&Path>),
     stdout: Option<Stdio>,
 ) -> (Child, Vec<SocketAddr>) {
     use std::os::unix::process::CommandExt;
@@ -598,6 +608,9 @@ fn spawn(
                 }
             });
         }
+    }
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
     }
     let mut child = cmd.spawn().expect("spawn brisk");
     let want = listeners.unwrap_or_else(|| {
