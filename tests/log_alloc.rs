@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::SystemTime;
 
-use brisk::config::{AccessFormat, Level, LogConfig, LogField, LogTarget};
+use brisk::config::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 use brisk::http::TlsSession;
 use brisk::log::{AccessRecord, LogService};
 
@@ -52,12 +52,19 @@ fn steady_state_logging_does_not_allocate() {
         AccessFormat::Common,
         AccessFormat::Combined,
         AccessFormat::Json,
+        AccessFormat::Custom,
     ] {
         let config = LogConfig {
             access: LogTarget::File(dir.join("access.log")),
             format,
             // The optional fields too: they must not allocate either.
             fields: vec![LogField::TlsVersion, LogField::TlsCipher],
+            // A line of one's own with every variable (one duration).
+            template: LogVar::ALL
+                .iter()
+                .filter(|&&(_, v)| v != LogVar::DurationUs)
+                .flat_map(|&(_, v)| [LogPiece::Var(v), LogPiece::Text(" ".into())])
+                .collect(),
             level: Level::Info,
             error: LogTarget::File(dir.join("error.log")),
         };

@@ -468,6 +468,82 @@ pub enum AccessFormat {
     Combined,
     /// One JSON object per line.
     Json,
+    /// The user's own line, [`LogConfig::template`] (a `format` with
+    /// `$variables`, as nginx's `log_format`).
+    Custom,
+}
+
+/// One piece of a user-defined access-log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogPiece {
+    /// Text as written.
+    Text(String),
+    /// A `$variable`'s value.
+    Var(LogVar),
+}
+
+/// A variable of a user-defined access-log line: nginx's names, so that
+/// a `log_format` line carries over, and brisk's `duration_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogVar {
+    /// The client's address.
+    RemoteAddr,
+    /// The authenticated user, or `-`.
+    RemoteUser,
+    /// `28/Nov/2026:04:55:21 +0000`.
+    TimeLocal,
+    /// `2026-11-28T04:55:21Z`.
+    TimeIso8601,
+    /// The request line: `GET /x HTTP/1.1`.
+    Request,
+    /// `GET`.
+    RequestMethod,
+    /// The target as sent: `/x?y`.
+    RequestUri,
+    /// `HTTP/1.1`.
+    ServerProtocol,
+    /// `200`.
+    Status,
+    /// Body bytes sent.
+    BodyBytesSent,
+    /// `Referer`, or `-`.
+    HttpReferer,
+    /// `User-Agent`, or `-`.
+    HttpUserAgent,
+    /// The host asked for, lower case, without the port; or `-`.
+    Host,
+    /// `TLSv1.3`, or `-` over plain HTTP.
+    SslProtocol,
+    /// The cipher suite, or `-` over plain HTTP.
+    SslCipher,
+    /// Seconds from the first byte of the request to the last of the
+    /// answer, with milliseconds: `0.012`.
+    RequestTime,
+    /// The same in microseconds: `12345`.
+    DurationUs,
+}
+
+impl LogVar {
+    /// Every variable with its name, in the order error messages list them.
+    pub const ALL: [(&'static str, LogVar); 17] = [
+        ("remote_addr", LogVar::RemoteAddr),
+        ("remote_user", LogVar::RemoteUser),
+        ("time_local", LogVar::TimeLocal),
+        ("time_iso8601", LogVar::TimeIso8601),
+        ("request", LogVar::Request),
+        ("request_method", LogVar::RequestMethod),
+        ("request_uri", LogVar::RequestUri),
+        ("server_protocol", LogVar::ServerProtocol),
+        ("status", LogVar::Status),
+        ("body_bytes_sent", LogVar::BodyBytesSent),
+        ("http_referer", LogVar::HttpReferer),
+        ("http_user_agent", LogVar::HttpUserAgent),
+        ("host", LogVar::Host),
+        ("ssl_protocol", LogVar::SslProtocol),
+        ("ssl_cipher", LogVar::SslCipher),
+        ("request_time", LogVar::RequestTime),
+        ("duration_us", LogVar::DurationUs),
+    ];
 }
 
 /// An optional access-log field (`[log] fields`), written after the
@@ -527,6 +603,7 @@ impl AccessFormat {
             AccessFormat::Common => "common",
             AccessFormat::Combined => "combined",
             AccessFormat::Json => "json",
+            AccessFormat::Custom => "custom",
         }
     }
 }
@@ -563,6 +640,8 @@ pub struct LogConfig {
     pub format: AccessFormat,
     /// Optional fields after the format's own (`[log] fields`), in order.
     pub fields: Vec<LogField>,
+    /// The pieces of a user-defined format ([`AccessFormat::Custom`]).
+    pub template: Vec<LogPiece>,
     /// Error log verbosity.
     pub level: Level,
     /// Where the error log goes (default stderr).
@@ -801,6 +880,7 @@ impl Default for Config {
                 access: LogTarget::Stdout,
                 format: AccessFormat::Combined,
                 fields: Vec::new(),
+                template: Vec::new(),
                 level: Level::Info,
                 error: LogTarget::Stderr,
             },

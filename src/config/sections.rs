@@ -13,8 +13,8 @@ use super::load::{sorted, Loader, Origins, SiteOrigins, REMOVE};
 const FALLBACKS: &str = "fallback pages (spa, try_files)";
 use super::units;
 use super::{
-    AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogField, LogTarget, PathMatch,
-    SiteConfig,
+    AccessFormat, Config, ConfigError, Dotfiles, HeaderRule, Level, LogField, LogPiece, LogTarget,
+    LogVar, PathMatch, SiteConfig,
 };
 use crate::http::grammar;
 
@@ -82,10 +82,24 @@ impl Loader<'_> {
                     log.error = self.target("log.error", value, LogTarget::Stderr)?;
                     origins.error = Some(self.origin("log.error", value));
                 }
-                "format" => {
-                    let formats = AccessFormat::ALL.map(|f| (f.as_str(), f));
-                    log.format = self.choice("log.format", value, &formats)?;
-                }
+                "format" => match value.get_ref() {
+                    DeValue::String(s) if s.contains('$') => {
+                        log.template = self.log_template(value, s)?;
+                        log.format = AccessFormat::Custom;
+                    }
+                    _ => {
+                        let formats = AccessFormat::ALL.map(|f| (f.as_str(), f));
+                        log.format = self.choice("log.format", value, &formats).map_err(|mut e| {
+                            e.message = e.message.replacen(
+                                "; got",
+                                ", or a line of your own with $variables (such as \"$remote_addr [$time_local] \\\"$request\\\" $status $body_bytes_sent\"); got",
+                                1,
+                            );
+                            e
+                        })?;
+                        log.template.clear();
+                    }
+                },
                 "level" => {
                     let levels = Level::ALL.map(|l| (l.as_str(), l));
                     log.level = self.choice("log.level", value, &levels)?;
@@ -493,5 +507,75 @@ impl Loader<'_> {
             out.push((name.to_string(), s.to_string()));
         }
         Ok(out)
+    }
+}
+
+impl Loader<'_> {
+    /// A user-defined access-log line (`[log] format` with `$variables`,
+    /// or `${variable}` where a name character follows): its pieces.
+    /// `$$` is a `$`. Each of the values known only once the answer has
+    /// left (`$body_bytes_sent`, and `$request_time` or `$duration_us`)
+    /// may appear once.
+    fn log_template(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+        text: &str,
+    ) -> Result<Vec<LogPiece>, ConfigError> {
+        let key = "log.format";
+        let mut pieces = Vec::new();
+        let mut literal = String::new();
+        let mut rest = text;
+        while let Some(i) = rest.find('$') {
+            literal.push_str(&rest[..i]);
+            rest = &rest[i + 1..];
+            if let Some(after) = rest.strip_prefix('$') {
+                literal.push('$');
+                rest = after;
+                continue;
+            }
+            let (name, after) = match rest.strip_prefix('{') {
+                Some(braced) => match braced.split_once('}') {
+                    Some((name, after)) => (name, after),
+                    None => return Err(self.fail(v, key, "a ${ without its }")),
+                },
+                None => {
+                    let end = rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(rest.len());
+                    (&rest[..end], &rest[end..])
+                }
+            };
+            let Some(&(_, var)) = LogVar::ALL.iter().find(|(n, _)| *n == name) else {
+                let names: Vec<String> = LogVar::ALL.iter().map(|(n, _)| format!("${n}")).collect();
+                let msg = format!(
+                    "unknown variable ${name}; expected {}, or $$ for a \"$\"",
+                    names.join(", ")
+                );
+                return Err(self.fail(v, key, &msg));
+            };
+            let hole = |p: &LogPiece| match p {
+                LogPiece::Var(LogVar::BodyBytesSent) => Some(0),
+                LogPiece::Var(LogVar::RequestTime | LogVar::DurationUs) => Some(1),
+                _ => None,
+            };
+            let this = LogPiece::Var(var);
+            if hole(&this).is_some() && pieces.iter().any(|p| hole(p) == hole(&this)) {
+                let msg = format!("${name}: $body_bytes_sent, and one of $request_time and $duration_us, may each appear once");
+                return Err(self.fail(v, key, &msg));
+            }
+            if !literal.is_empty() {
+                pieces.push(LogPiece::Text(std::mem::take(&mut literal)));
+            }
+            pieces.push(this);
+            rest = after;
+        }
+        literal.push_str(rest);
+        if !literal.is_empty() {
+            pieces.push(LogPiece::Text(literal));
+        }
+        if text.contains(['\n', '\r']) {
+            return Err(self.fail(v, key, "a line of the access log cannot hold a line break"));
+        }
+        Ok(pieces)
     }
 }

@@ -6,7 +6,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::config::{AccessFormat, Level, LogField};
+use crate::config::{AccessFormat, Level, LogField, LogPiece, LogVar};
 use crate::http::date::{civil_time, MONTH_NAMES};
 use crate::http::grammar::hex_pair;
 use crate::http::host::{canonical, MAX_NAME};
@@ -187,15 +187,45 @@ pub(crate) fn error_line(
 pub struct Draft {
     /// Length of the draft's text.
     pub len: u32,
-    /// Where the byte count goes.
-    bytes_at: u32,
+    /// Where the byte count goes, in formats that have one (a line of
+    /// the user's own may not).
+    bytes_at: Option<u32>,
     /// Where the duration goes, in formats that have one.
     duration_at: Option<u32>,
+    /// The duration is written in seconds with milliseconds
+    /// (`$request_time`), not in microseconds.
+    seconds: bool,
 }
 
-/// A line's format and the optional fields after its own (`[log]
-/// format`, `[log] fields`).
-pub(crate) type Layout<'a> = (AccessFormat, &'a [LogField]);
+impl Draft {
+    /// Its holes, first to last: where each goes, and whether it is the
+    /// byte count (else the duration).
+    fn holes(self) -> impl Iterator<Item = (usize, bool)> {
+        let mut holes = [
+            self.bytes_at.map(|at| (at as usize, true)),
+            self.duration_at.map(|at| (at as usize, false)),
+        ];
+        holes.sort_by_key(|h| h.map(|(at, _)| at));
+        holes.into_iter().flatten()
+    }
+
+    /// Appends the value of a hole: the byte count, or the duration.
+    fn fill(self, out: &mut Vec<u8>, is_bytes: bool, bytes: u64, duration_us: u64) {
+        match (is_bytes, self.seconds) {
+            (true, _) => crate::http::push_u64(out, bytes),
+            (false, false) => crate::http::push_u64(out, duration_us),
+            (false, true) => {
+                let ms = duration_us / 1000;
+                crate::http::push_u64(out, ms / 1000);
+                let _ = write!(out, ".{:03}", ms % 1000);
+            }
+        }
+    }
+}
+
+/// A line's format, the optional fields after its own, and the pieces
+/// of a line of the user's own (`[log] format`, `[log] fields`).
+pub(crate) type Layout<'a> = (AccessFormat, &'a [LogField], &'a [LogPiece]);
 
 /// Appends one access-log line in `layout`.
 pub(crate) fn access_line(
@@ -206,20 +236,21 @@ pub(crate) fn access_line(
 ) {
     let start = out.len();
     let draft = access_draft(out, clock, layout, rec);
-    // The later hole first, so that the earlier one stays where it was.
-    if let Some(at) = draft.duration_at {
-        insert_number(out, start + at as usize, rec.duration_us);
+    // The later hole first, so that the earlier one stays where it was;
+    // each value is appended, then rotated into place (no allocation
+    // once `out` has room).
+    let mut holes = [(0, false); 2];
+    let mut n = 0;
+    for hole in draft.holes() {
+        holes[n] = hole;
+        n += 1;
     }
-    insert_number(out, start + draft.bytes_at as usize, rec.bytes);
-}
-
-/// Inserts `n` in decimal at `at` (in place: no allocation once `out` has
-/// room).
-fn insert_number(out: &mut Vec<u8>, at: usize, n: u64) {
-    let before = out.len();
-    crate::http::push_u64(out, n);
-    let digits = out.len() - before;
-    out[at..].rotate_right(digits);
+    for &(at, is_bytes) in holes[..n].iter().rev() {
+        let before = out.len();
+        draft.fill(out, is_bytes, rec.bytes, rec.duration_us);
+        let len = out.len() - before;
+        out[start + at..].rotate_right(len);
+    }
 }
 
 /// Appends the line of `rec` in `layout` without its byte count and
@@ -228,22 +259,23 @@ fn insert_number(out: &mut Vec<u8>, at: usize, n: u64) {
 pub(crate) fn access_draft(
     out: &mut Vec<u8>,
     clock: &mut Clock,
-    (format, fields): Layout<'_>,
+    (format, fields, template): Layout<'_>,
     rec: &AccessRecord<'_>,
 ) -> Draft {
     let start = out.len();
     let at = |out: &Vec<u8>| (out.len() - start) as u32;
     let mut duration_at = None;
-    let bytes_at;
+    let mut bytes_at = None;
+    let mut seconds = false;
     match format {
         AccessFormat::Common => {
             common(out, clock, rec);
-            bytes_at = at(out);
+            bytes_at = Some(at(out));
             quoted_fields(out, fields, rec);
         }
         AccessFormat::Combined => {
             common(out, clock, rec);
-            bytes_at = at(out);
+            bytes_at = Some(at(out));
             out.push(b' ');
             quoted_or_dash(out, rec.referer);
             out.push(b' ');
@@ -252,10 +284,57 @@ pub(crate) fn access_draft(
         }
         AccessFormat::Json => {
             json_head(out, clock, rec);
-            bytes_at = at(out);
+            bytes_at = Some(at(out));
             json_tail(out, fields, rec);
             duration_at = Some(at(out));
             out.push(b'}');
+        }
+        AccessFormat::Custom => {
+            let mut buf = [0; MAX_NAME];
+            for piece in template {
+                let var = match piece {
+                    LogPiece::Text(t) => {
+                        out.extend_from_slice(t.as_bytes());
+                        continue;
+                    }
+                    LogPiece::Var(var) => *var,
+                };
+                match var {
+                    LogVar::RemoteAddr => {
+                        let _ = write!(out, "{}", rec.remote);
+                    }
+                    LogVar::RemoteUser => text_or_dash(out, rec.user),
+                    LogVar::TimeLocal => out.extend_from_slice(clock.clf(rec.time)),
+                    LogVar::TimeIso8601 => out.extend_from_slice(clock.rfc3339(rec.time)),
+                    LogVar::Request if rec.method.is_empty() => out.push(b'-'),
+                    LogVar::Request => {
+                        escape_text(out, rec.method);
+                        out.push(b' ');
+                        escape_text(out, rec.target);
+                        out.push(b' ');
+                        escape_text(out, rec.version.as_bytes());
+                    }
+                    LogVar::RequestMethod => text_or_dash(out, Some(rec.method)),
+                    LogVar::RequestUri => text_or_dash(out, Some(rec.target)),
+                    LogVar::ServerProtocol => text_or_dash(out, Some(rec.version.as_bytes())),
+                    LogVar::Status => crate::http::push_u64(out, rec.status.into()),
+                    LogVar::BodyBytesSent => bytes_at = Some(at(out)),
+                    LogVar::HttpReferer => text_or_dash(out, rec.referer),
+                    LogVar::HttpUserAgent => text_or_dash(out, rec.user_agent),
+                    LogVar::Host => text_or_dash(out, field_value(LogField::Vhost, rec, &mut buf)),
+                    LogVar::SslProtocol => {
+                        text_or_dash(out, field_value(LogField::TlsVersion, rec, &mut buf))
+                    }
+                    LogVar::SslCipher => {
+                        text_or_dash(out, field_value(LogField::TlsCipher, rec, &mut buf))
+                    }
+                    LogVar::RequestTime | LogVar::DurationUs => {
+                        duration_at = Some(at(out));
+                        seconds = var == LogVar::RequestTime;
+                    }
+                }
+            }
+            quoted_fields(out, fields, rec);
         }
     }
     out.push(b'\n');
@@ -263,6 +342,16 @@ pub(crate) fn access_draft(
         len: at(out),
         bytes_at,
         duration_at,
+        seconds,
+    }
+}
+
+/// `value` escaped as in the text formats, or `-` when absent or empty
+/// (as nginx writes an empty variable in a log line).
+fn text_or_dash(out: &mut Vec<u8>, value: Option<&[u8]>) {
+    match value {
+        Some(v) if !v.is_empty() => escape_text(out, v),
+        _ => out.push(b'-'),
     }
 }
 
@@ -275,18 +364,13 @@ pub(crate) fn finish_line(
     bytes: u64,
     duration_us: u64,
 ) {
-    let b = draft.bytes_at as usize;
-    out.extend_from_slice(&text[..b]);
-    crate::http::push_u64(out, bytes);
-    match draft.duration_at {
-        Some(d) => {
-            let d = d as usize;
-            out.extend_from_slice(&text[b..d]);
-            crate::http::push_u64(out, duration_us);
-            out.extend_from_slice(&text[d..]);
-        }
-        None => out.extend_from_slice(&text[b..]),
+    let mut from = 0;
+    for (at, is_bytes) in draft.holes() {
+        out.extend_from_slice(&text[from..at]);
+        draft.fill(out, is_bytes, bytes, duration_us);
+        from = at;
     }
+    out.extend_from_slice(&text[from..]);
 }
 
 /// `127.0.0.1 - user [22/Nov/2026:01:50:00 +0000] "GET /x HTTP/1.1" 200 `

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
-use crate::config::{AccessFormat, Level, LogConfig, LogField, LogTarget};
+use crate::config::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget};
 use crate::http::TlsSession;
 
 use format::Clock;
@@ -101,6 +101,8 @@ struct Settings {
     format: AccessFormat,
     /// `[log] fields`, after the format's own.
     fields: Arc<[LogField]>,
+    /// A line of the user's own (`AccessFormat::Custom`).
+    template: Arc<[LogPiece]>,
     access_on: bool,
     error_on: bool,
 }
@@ -111,6 +113,7 @@ impl Settings {
             level: config.level,
             format: config.format,
             fields: config.fields.as_slice().into(),
+            template: config.template.as_slice().into(),
             access_on: config.access != LogTarget::Off,
             error_on: config.error != LogTarget::Off && config.level != Level::Off,
         }
@@ -322,7 +325,11 @@ impl Logger {
         format::access_line(
             &mut self.batch.access,
             &mut self.access_clock,
-            (self.settings.format, &self.settings.fields),
+            (
+                self.settings.format,
+                &self.settings.fields,
+                &self.settings.template,
+            ),
             rec,
         );
         self.batch.lines += 1;
@@ -334,7 +341,11 @@ impl Logger {
     /// [`Logger::finish`] once they are known. Nothing is drafted when the
     /// access log is off (check [`Logger::access_enabled`] first).
     pub fn draft(&mut self, rec: &AccessRecord<'_>, buf: &mut Vec<u8>) -> Draft {
-        let layout = (self.settings.format, &*self.settings.fields);
+        let layout = (
+            self.settings.format,
+            &*self.settings.fields,
+            &*self.settings.template,
+        );
         format::access_draft(buf, &mut self.access_clock, layout, rec)
     }
 

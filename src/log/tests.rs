@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::format::{access_draft, access_line, error_line, finish_line, Clock};
 use super::writer::Sink;
 use super::{AccessRecord, LogService};
-use crate::config::{AccessFormat, Level, LogConfig, LogField, LogTarget};
+use crate::config::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 use crate::http::TlsSession;
 
 /// 2026-11-22 01:50:00 UTC.
@@ -41,7 +41,7 @@ fn line(format: AccessFormat, rec: &AccessRecord<'_>) -> String {
 
 fn line_with(format: AccessFormat, fields: &[LogField], rec: &AccessRecord<'_>) -> String {
     let mut out = Vec::new();
-    access_line(&mut out, &mut Clock::new(), (format, fields), rec);
+    access_line(&mut out, &mut Clock::new(), (format, fields, &[]), rec);
     String::from_utf8(out).unwrap()
 }
 
@@ -93,7 +93,7 @@ fn a_draft_finished_later_is_the_same_line() {
         AccessFormat::Json,
     ] {
         let mut text = b"earlier".to_vec();
-        let draft = access_draft(&mut text, &mut Clock::new(), (format, &[]), &rec);
+        let draft = access_draft(&mut text, &mut Clock::new(), (format, &[], &[]), &rec);
         assert_eq!(draft.len as usize, text.len() - 7);
         let mut out = Vec::new();
         finish_line(&mut out, &text[7..], draft, 123, 52);
@@ -163,7 +163,7 @@ fn tls_fields_follow_each_format() {
     // Drafted and finished later: the same line.
     for format in AccessFormat::ALL {
         let mut text = Vec::new();
-        let draft = access_draft(&mut text, &mut Clock::new(), (format, &fields), &tls);
+        let draft = access_draft(&mut text, &mut Clock::new(), (format, &fields, &[]), &tls);
         let mut out = Vec::new();
         finish_line(&mut out, &text, draft, 123, 52);
         assert_eq!(
@@ -238,6 +238,7 @@ fn memory(format: AccessFormat, level: Level, queue: usize) -> Memory {
         access: LogTarget::Stdout,
         format,
         fields: Vec::new(),
+        template: Vec::new(),
         level,
         error: LogTarget::Stderr,
     };
@@ -361,6 +362,7 @@ fn files_are_appended_and_reopened() {
         access: LogTarget::File(access.clone()),
         format: AccessFormat::Common,
         fields: Vec::new(),
+        template: Vec::new(),
         level: Level::Info,
         error: LogTarget::File(error.clone()),
     };
@@ -413,6 +415,7 @@ fn a_failed_reopen_names_the_file_and_the_error_and_keeps_the_old_file() {
         access: LogTarget::File(access.clone()),
         format: AccessFormat::Common,
         fields: Vec::new(),
+        template: Vec::new(),
         level: Level::Info,
         error: LogTarget::File(error.clone()),
     };
@@ -460,6 +463,7 @@ fn open_failure_names_the_file() {
         access: LogTarget::File(PathBuf::from("/nonexistent-dir/access.log")),
         format: AccessFormat::Common,
         fields: Vec::new(),
+        template: Vec::new(),
         level: Level::Info,
         error: LogTarget::Stderr,
     };
@@ -478,6 +482,7 @@ fn off_targets_disable_logging() {
         access: LogTarget::Off,
         format: AccessFormat::Json,
         fields: Vec::new(),
+        template: Vec::new(),
         level: Level::Debug,
         error: LogTarget::Off,
     };
@@ -490,4 +495,74 @@ fn off_targets_disable_logging() {
     assert_eq!(logger.batch.lines, 0);
     drop(logger);
     service.shutdown();
+}
+
+/// A line of the user's own, from its pieces, written at once and
+/// drafted then finished: the same bytes both ways.
+fn custom_line(pieces: &[LogPiece], rec: &AccessRecord<'_>) -> String {
+    let layout = (AccessFormat::Custom, &[][..], pieces);
+    let mut out = Vec::new();
+    access_line(&mut out, &mut Clock::new(), layout, rec);
+    let mut text = Vec::new();
+    let draft = access_draft(&mut text, &mut Clock::new(), layout, rec);
+    let mut later = Vec::new();
+    finish_line(&mut later, &text, draft, rec.bytes, rec.duration_us);
+    assert_eq!(later, out);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn custom_format() {
+    let t = |s: &str| LogPiece::Text(s.to_string());
+    let v = LogPiece::Var;
+    // The duration before the byte count, text around them, each
+    // variable once; absent values are "-".
+    let pieces = [
+        v(LogVar::RequestTime),
+        t(" "),
+        v(LogVar::RemoteAddr),
+        t(" ["),
+        v(LogVar::TimeIso8601),
+        t("] \""),
+        v(LogVar::Request),
+        t("\" "),
+        v(LogVar::Status),
+        t(" "),
+        v(LogVar::BodyBytesSent),
+        t(" u="),
+        v(LogVar::RemoteUser),
+        t(" h="),
+        v(LogVar::Host),
+        t(" ua="),
+        v(LogVar::HttpUserAgent),
+        t(" tls="),
+        v(LogVar::SslProtocol),
+    ];
+    let rec = AccessRecord {
+        duration_us: 1_234_567,
+        host: Some(b"Example.ORG:8080"),
+        user_agent: Some(b"a \"quoted\"\nagent"),
+        ..record()
+    };
+    assert_eq!(
+        custom_line(&pieces, &rec),
+        "1.234 127.0.0.1 [2026-11-22T01:50:00Z] \"GET /x HTTP/1.1\" 200 123 u=- h=example.org ua=a \\x22quoted\\x22\\x0Aagent tls=-\n"
+    );
+    let micros = [
+        v(LogVar::DurationUs),
+        t(" "),
+        v(LogVar::TimeLocal),
+        t(" "),
+        v(LogVar::RequestMethod),
+        t(" "),
+        v(LogVar::RequestUri),
+        t(" "),
+        v(LogVar::ServerProtocol),
+    ];
+    assert_eq!(
+        custom_line(&micros, &record()),
+        "52 22/Nov/2026:01:50:00 +0000 GET /x HTTP/1.1\n"
+    );
+    // No byte count nor duration at all.
+    assert_eq!(custom_line(&[v(LogVar::Status)], &record()), "200\n");
 }

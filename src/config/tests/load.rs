@@ -193,7 +193,7 @@ fn choices_list_what_is_allowed() {
     );
     assert_eq!(
         load_err("[log]\nformat = \"apache\"\n"),
-        "DIR/site.toml:3: log.format: expected one of \"common\", \"combined\", \"json\"; got \"apache\""
+        "DIR/site.toml:3: log.format: expected one of \"common\", \"combined\", \"json\", or a line of your own with $variables (such as \"$remote_addr [$time_local] \\\"$request\\\" $status $body_bytes_sent\"); got \"apache\""
     );
     assert_eq!(
         load_err("[log]\nlevel = 3\n"),
@@ -648,4 +648,37 @@ fn a_duplicate_key_is_named() {
     assert!(e.contains("\"workers\""), "{e}");
     let e = load_err("[static]\nautoindex = true\n[static]\nindex = []\n");
     assert!(e.contains("\"static\""), "{e}");
+}
+
+#[test]
+fn a_log_format_of_ones_own() {
+    use crate::config::{AccessFormat, LogPiece, LogVar};
+    let cfg =
+        load("[log]\nformat = '$remote_addr $${x} \"${request}\" ${status}ms $request_time'\n")
+            .unwrap();
+    assert_eq!(cfg.log.format, AccessFormat::Custom);
+    let t = |s: &str| LogPiece::Text(s.to_string());
+    assert_eq!(
+        cfg.log.template,
+        [
+            LogPiece::Var(LogVar::RemoteAddr),
+            t(" ${x} \""),
+            LogPiece::Var(LogVar::Request),
+            t("\" "),
+            LogPiece::Var(LogVar::Status),
+            t("ms "),
+            LogPiece::Var(LogVar::RequestTime),
+        ]
+    );
+    let e = load_err("[log]\nformat = \"$remote_addr $upstream_addr\"\n");
+    assert!(
+        e.starts_with("DIR/site.toml:3: log.format: unknown variable $upstream_addr; expected $remote_addr, $remote_user,"),
+        "{e}"
+    );
+    let e = load_err("[log]\nformat = \"$request_time $duration_us\"\n");
+    assert!(e.contains("may each appear once"), "{e}");
+    let e = load_err("[log]\nformat = \"${status\"\n");
+    assert!(e.ends_with("log.format: a ${ without its }"), "{e}");
+    let e = load_err("[log]\nformat = \"apache\"\n");
+    assert!(e.contains("or a line of your own with $variables"), "{e}");
 }
