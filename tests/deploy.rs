@@ -12,6 +12,7 @@ use std::fs;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+#[cfg(feature = "ops")]
 use std::time::Duration;
 
 use common::*;
