@@ -641,10 +641,17 @@ impl State {
             Failure::Error(why) => (500, why),
         };
         if self.should_log(rel, &why, now) {
-            resp.log(
-                Level::Error,
-                format!("servlet {}: {why}", String::from_utf8_lossy(rel)),
-            );
+            // The message, then each line of its traceback (one frame
+            // each) as a line of its own, indented, rather than one line
+            // with its line breaks escaped.
+            let rel = String::from_utf8_lossy(rel);
+            for (i, line) in why.lines().enumerate() {
+                let line = match i {
+                    0 => format!("servlet {rel}: {line}"),
+                    _ => format!("servlet {rel}:   {}", line.trim_start()),
+                };
+                resp.log(Level::Error, line);
+            }
         }
         error_page(resp, status);
     }
