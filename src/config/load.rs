@@ -70,6 +70,8 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "rewrite",
     "errors",
     "cors",
+    "access",
+    "rate_limit",
     "hosts",
     "unknown_host",
 ];
@@ -77,8 +79,22 @@ pub(super) const TOP_KEYS: &[&str] = &[
 /// Keys a `[[site]]` table may hold: `hosts`, and what the top level
 /// holds for the default site. Every other top-level key is server-wide.
 pub(super) const SITE_KEYS: &[&str] = &[
-    "hosts", "root", "static", "mime", "headers", "cgi", "throttle", "auth", "servlets",
-    "redirect", "rewrite", "errors", "cors", "compress",
+    "hosts",
+    "root",
+    "static",
+    "mime",
+    "headers",
+    "cgi",
+    "throttle",
+    "auth",
+    "servlets",
+    "redirect",
+    "rewrite",
+    "errors",
+    "cors",
+    "compress",
+    "access",
+    "rate_limit",
 ];
 
 /// Keys of `[static]`, `[servlets]` and `[compress]` that size or tune

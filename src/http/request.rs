@@ -109,6 +109,9 @@ pub struct OwnedRequest {
     original: Option<Span>,
     /// The site answering it (0: the default site), as the router chose.
     site: usize,
+    /// Its `[[rate_limit]]` buckets have counted it (a request routed
+    /// again after its password check is not counted twice).
+    rate_counted: bool,
 }
 
 /// The client of a request as trusted proxies name it (`Forwarded`,
@@ -143,6 +146,7 @@ impl Default for OwnedRequest {
             forwarded: None,
             original: None,
             site: 0,
+            rate_counted: false,
         }
     }
 }
@@ -198,6 +202,7 @@ impl OwnedRequest {
         self.authed = false;
         self.forwarded = None;
         self.original = None;
+        self.rate_counted = false;
         self.site = 0;
         let target = self.target;
         let (raw_path, _) =
@@ -364,6 +369,16 @@ impl OwnedRequest {
     /// Records which site answers the request.
     pub fn set_site(&mut self, site: usize) {
         self.site = site;
+    }
+
+    /// Whether its `[[rate_limit]]` buckets counted it already.
+    pub fn rate_counted(&self) -> bool {
+        self.rate_counted
+    }
+
+    /// Records that its `[[rate_limit]]` buckets counted it.
+    pub fn set_rate_counted(&mut self) {
+        self.rate_counted = true;
     }
 
     /// Records who trusted proxies say the client is.
