@@ -14,8 +14,8 @@
 //! The table has [`SETS`] sets of [`WAYS`] buckets (one cache line a
 //! set): 32,768 buckets, 256 KiB, allocated when a configuration has a
 //! rule and never more, whatever the number of clients. A bucket is one
-//! `AtomicU64`, its set chosen by a keyed hash (SipHash, a key drawn at
-//! start, so that nobody can aim addresses at one set) of the rule, the
+//! `AtomicU64`, its set chosen by a keyed hash (a folded multiply, keys
+//! drawn at start, so that nobody can aim addresses at one set) of the rule, the
 //! client and (with `key = "address+path"`) the path; 16 more bits of
 //! the hash tag it, the 48 others hold the arrival time in microseconds
 //! (8.9 years). A client not in its set takes the bucket whose arrival
@@ -31,7 +31,7 @@
 //! is full): small errors, in exchange for no lock on the request path.
 
 use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -57,7 +57,8 @@ struct Set([AtomicU64; WAYS]);
 /// The buckets every worker of a server shares.
 pub struct RateTable {
     sets: Box<[Set]>,
-    hasher: RandomState,
+    /// The hash's keys, drawn at start.
+    keys: [u64; 4],
     base: Instant,
 }
 
@@ -89,9 +90,12 @@ impl RateTable {
         let sets = (0..SETS)
             .map(|_| Set(std::array::from_fn(|_| AtomicU64::new(0))))
             .collect();
+        // (The standard library's per-process random keys, through the
+        // one door it opens to them.)
+        let random = RandomState::new();
         RateTable {
             sets,
-            hasher: RandomState::new(),
+            keys: std::array::from_fn(|i| random.hash_one(i)),
             base: Instant::now(),
         }
     }
@@ -100,24 +104,30 @@ impl RateTable {
     /// IPv6 one by its /64, an IPv4-mapped one as its IPv4 address) and,
     /// when given, `path`.
     pub fn key(&self, rule: u64, client: IpAddr, path: Option<&[u8]>) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        rule.hash(&mut h);
-        match client.to_canonical() {
-            IpAddr::V4(a) => u32::from(a).hash(&mut h),
+        let [k0, k1, k2, k3] = self.keys;
+        let (family, addr) = match client.to_canonical() {
+            IpAddr::V4(a) => (0, u64::from(u32::from(a))),
             // One subscriber usually holds a whole /64.
-            IpAddr::V6(a) => ((u128::from(a) >> 64) as u64).hash(&mut h),
+            IpAddr::V6(a) => (1 << 63, (u128::from(a) >> 64) as u64),
+        };
+        let mut h = fold(addr ^ k0, rule ^ family ^ k1);
+        if let Some(path) = path {
+            let mut chunks = path.chunks_exact(8);
+            for c in &mut chunks {
+                h = fold(h ^ u64::from_le_bytes(c.try_into().unwrap_or_default()), k2);
+            }
+            let mut last = [0u8; 8];
+            last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+            h = fold(h ^ u64::from_le_bytes(last), k2 ^ path.len() as u64);
         }
-        if let Some(p) = path {
-            p.hash(&mut h);
-        }
-        h.finish()
+        fold(h, k3)
     }
 
     /// Counts a request of the bucket `key` at `now` under `limit`:
     /// `Ok(())`, or `Err(wait)`, how long until a request would pass.
     pub fn take(&self, key: u64, limit: Limit, now: Instant) -> Result<(), Duration> {
-        let now_us = (now.saturating_duration_since(self.base).as_micros() as u64).min(TIME_MASK);
-        let interval = (limit.interval.as_micros() as u64).max(1);
+        let now_us = micros(now.saturating_duration_since(self.base)).min(TIME_MASK);
+        let interval = micros(limit.interval).max(1);
         let tolerance = interval.saturating_mul(u64::from(limit.burst));
         let set = &self.sets[key as usize & (SETS - 1)].0;
         let tag = (key >> TIME_BITS).max(1);
@@ -165,6 +175,21 @@ impl RateTable {
             .filter(|b| b.load(Ordering::Relaxed) & TIME_MASK > now_us)
             .count()
     }
+}
+
+/// A keyed hash's step (the "folded multiply" of wyhash and foldhash):
+/// the two halves of the 128-bit product, xored. With keys nobody knows,
+/// nobody can choose addresses that fall in one set.
+#[inline]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    p as u64 ^ (p >> 64) as u64
+}
+
+/// Whole microseconds in `d` (without `as_micros`'s 128-bit division).
+#[inline]
+fn micros(d: Duration) -> u64 {
+    d.as_secs() * 1_000_000 + u64::from(d.subsec_micros())
 }
 
 /// Whole seconds until `wait` has passed, at least 1, for `Retry-After`
