@@ -350,3 +350,66 @@ fn a_flood_of_addresses_keeps_memory_bounded_and_the_limit() {
     assert_eq!(r.status, 429);
     retry_after(&r, 60);
 }
+
+/// Behind a `[proxy] listen` balancer, the client its PROXY header names
+/// is judged.
+#[cfg(feature = "ops")]
+#[test]
+fn access_rules_judge_the_client_the_proxy_protocol_names() {
+    let mut b = Builder::new();
+    b.file("admin/a.txt", b"admin");
+    b.config(
+        "[proxy]\nlisten = \"127.0.0.1:0\"\n[[access]]\npath = \"/admin/\"\nallow = \"203.0.113.0/24\"\n",
+    );
+    b.listeners(2);
+    let s = b.start();
+    let via = |client: &str| {
+        let mut c = Client::connect(s.addrs[1]);
+        c.send(
+            format!("PROXY TCP4 {client} 127.0.0.1 4711 80\r\nGET /admin/a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        c.response()
+    };
+    assert_eq!(via("203.0.113.7").body, b"admin");
+    assert_error(&via("198.51.100.7"), 403, "Forbidden", "", Conn::Close);
+    // The plain listener's client is the connection's peer, 127.0.0.1.
+    assert_error(
+        &get(s.addrs[0], "/admin/a.txt", ""),
+        403,
+        "Forbidden",
+        "",
+        Conn::Close,
+    );
+}
+
+/// Over TLS as over plain HTTP.
+#[cfg(feature = "tls")]
+#[test]
+fn access_and_rate_limits_hold_over_tls() {
+    let mut b = Builder::new();
+    b.file("admin/a.txt", b"admin").file("login/a.txt", b"a");
+    b.config(
+        "[[access]]\npath = \"/admin/\"\nallow = \"::1\"\n[[rate_limit]]\npath = \"/login/\"\nrate = \"1/m\"\n",
+    );
+    b.tls();
+    let s = b.start();
+    let get_tls = |path: &str| {
+        let mut c = s.connect_tls();
+        c.send(
+            format!("GET {path} HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        c.response()
+    };
+    assert_error(&get_tls("/admin/a.txt"), 403, "Forbidden", "", Conn::Close);
+    assert_eq!(get_tls("/login/a.txt").body, b"a");
+    let r = get_tls("/login/a.txt");
+    let secs = retry_after(&r, 60);
+    assert_error(
+        &r,
+        429,
+        "Too Many Requests",
+        &format!("Retry-After: {secs}\r\n"),
+        Conn::Close,
+    );
+}
