@@ -413,3 +413,32 @@ fn access_and_rate_limits_hold_over_tls() {
         Conn::Close,
     );
 }
+
+/// A reload (SIGHUP) keeps the buckets (a limited client stays limited)
+/// and applies the new rules.
+#[test]
+fn a_reload_keeps_the_buckets_and_applies_new_rules() {
+    let cfg = "[log]\nlevel = \"info\"\n[[rate_limit]]\npath = \"/login/\"\nrate = \"1/m\"\n";
+    let s = site(cfg, 1);
+    let a4 = v4(&s);
+    assert_eq!(get(a4, "/login/a.txt", "").status, 200);
+    assert_eq!(get(a4, "/login/a.txt", "").status, 429);
+    assert_eq!(get(a4, "/admin/a.txt", "").status, 200);
+    std::fs::write(
+        s.base.path.join("brisk.toml"),
+        format!("{cfg}[[access]]\npath = \"/admin/\"\ndeny = \"all\"\n"),
+    )
+    .unwrap();
+    s.signal(libc::SIGHUP);
+    let line = s.wait_stderr_line("SIGHUP:");
+    assert!(line.contains("reloaded"), "{line}");
+    assert_error(
+        &get(a4, "/admin/a.txt", ""),
+        403,
+        "Forbidden",
+        "",
+        Conn::Close,
+    );
+    assert_eq!(get(a4, "/login/a.txt", "").status, 429);
+    assert_eq!(get(v6(&s), "/login/a.txt", "").status, 200);
+}
