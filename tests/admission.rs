@@ -442,3 +442,32 @@ fn a_reload_keeps_the_buckets_and_applies_new_rules() {
     assert_eq!(get(a4, "/login/a.txt", "").status, 429);
     assert_eq!(get(v6(&s), "/login/a.txt", "").status, 200);
 }
+
+/// A CGI local redirect (RFC 3875 §6.2.2) is the same request: counted
+/// once, but its new path is judged by `[[access]]` again.
+#[test]
+fn a_cgi_local_redirect_counts_once_and_is_judged_again() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("login/a.txt", b"a").file("admin/a.txt", b"admin");
+    for (name, to) in [("go", "/login/a.txt"), ("sneak", "/admin/a.txt")] {
+        let script = b.base().join("cgi-bin").join(name);
+        write_file(
+            &script,
+            format!("#!/bin/sh\nprintf 'Location: {to}\\n\\n'\n").as_bytes(),
+        );
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    b.config(
+        "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n\
+         [[rate_limit]]\npath = \"/\"\nrate = \"1/m\"\nburst = 2\n\
+         [[access]]\npath = \"/admin/\"\ndeny = \"127.0.0.1\"\n",
+    );
+    let s = b.start();
+    for _ in 0..2 {
+        assert_eq!(get(s.addr(), "/cgi-bin/go", "").body, b"a");
+    }
+    let r = get(s.addr(), "/cgi-bin/sneak", "");
+    assert_error(&r, 403, "Forbidden", "", Conn::Close);
+    assert_eq!(get(s.addr(), "/cgi-bin/go", "").status, 429);
+}

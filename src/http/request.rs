@@ -437,8 +437,12 @@ impl OwnedRequest {
                 if self.version == Version::Http2 {
                     req.as_http2(BodyFraming::None, false);
                 }
-                // (The same client asks.)
+                // (The same client asks, in the same request: its
+                // `[[rate_limit]]` buckets do not count it again, as
+                // nginx's limit_req counts a request once whatever its
+                // internal redirects.)
                 req.forwarded = self.forwarded;
+                req.rate_counted = self.rate_counted;
 
                 Some(req)
             }
