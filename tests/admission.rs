@@ -471,3 +471,33 @@ fn a_cgi_local_redirect_counts_once_and_is_judged_again() {
     assert_error(&r, 403, "Forbidden", "", Conn::Close);
     assert_eq!(get(s.addr(), "/cgi-bin/go", "").status, 429);
 }
+
+/// A `[[site]]`'s rules are its own: the default site's do not reach it,
+/// and its own do not reach the default site.
+#[cfg(feature = "sites")]
+#[test]
+fn each_site_has_its_own_rules() {
+    let mut b = Builder::new();
+    b.file("admin/a.txt", b"admin");
+    b.file("../b/admin/a.txt", b"b admin");
+    b.config(
+        "[[access]]\npath = \"/admin/\"\ndeny = \"all\"\n\
+         [[site]]\nhosts = \"b.test\"\nroot = \"b\"\n\
+         [[site.rate_limit]]\npath = \"/admin/\"\nrate = \"1/m\"\n",
+    );
+    let s = b.start();
+    let host = |h: &str| format!("Host: {h}\r\n");
+    let req = |h: &str| {
+        s.request(
+            format!(
+                "GET /admin/a.txt HTTP/1.1\r\n{}Connection: close\r\n\r\n",
+                host(h)
+            )
+            .as_bytes(),
+        )
+    };
+    assert_error(&req("x"), 403, "Forbidden", "", Conn::Close);
+    assert_eq!(req("b.test").body, b"b admin");
+    assert_eq!(req("b.test").status, 429);
+    assert_eq!(req("x").status, 403);
+}
