@@ -1,5 +1,6 @@
-//! Access control: HTTP basic authentication (RFC 7617) with htpasswd
-//! files and per-client limits on failed attempts; throttling.
+//! Access control: rules by client address (`admission`), request
+//! rates per client (`rate`), HTTP basic authentication (RFC 7617) with
+//! htpasswd files and per-client limits on failed attempts; throttling.
 //!
 //! Authentication is sans-IO towards the network: the engine hands
 //! [`auth::Auth::check`] a decoded path, the raw `Authorization` value, the
@@ -7,6 +8,7 @@
 //! only I/O is reading the htpasswd files (at start-up and when they
 //! change).
 
+pub mod admission;
 pub mod auth;
 mod credentials;
 mod error;
@@ -15,6 +17,7 @@ mod hash;
 pub mod htpasswd;
 pub mod limits;
 pub mod proxy;
+pub mod rate;
 pub mod throttle;
 pub mod verify;
 

@@ -72,8 +72,22 @@ pub(super) fn top_keys() -> Vec<&'static str> {
 /// Keys a `[[site]]` table may hold: `hosts`, and what the top level
 /// holds for the default site. Every other top-level key is server-wide.
 pub(super) const SITE_KEYS: &[&str] = &[
-    "hosts", "root", "static", "mime", "headers", "cgi", "throttle", "auth", "servlets",
-    "redirect", "rewrite", "errors", "cors", "compress",
+    "hosts",
+    "root",
+    "static",
+    "mime",
+    "headers",
+    "cgi",
+    "throttle",
+    "auth",
+    "servlets",
+    "redirect",
+    "rewrite",
+    "errors",
+    "cors",
+    "compress",
+    "access",
+    "rate_limit",
 ];
 
 /// Keys of `[static]`, `[servlets]` and `[compress]` that size or tune

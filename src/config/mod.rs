@@ -20,6 +20,7 @@ macro_rules! require {
     };
 }
 
+pub mod admission;
 mod auth;
 mod cgi;
 mod cli;
@@ -163,6 +164,9 @@ pub struct SiteConfig {
     pub servlets: ServletsConfig,
     /// `[[redirect]]`, `[[rewrite]]`, `[errors]` and `[[cors]]`.
     pub rules: rules::SiteRules,
+    /// `[[access]]` and `[[rate_limit]]`: which clients may send which
+    /// requests, and how often.
+    pub admission: admission::Admission,
     /// `[compress]`: on-the-fly gzip, brotli and zstd (its `cache_size`
     /// and `threads` are the top level's in every site).
     pub compress: CompressConfig,
@@ -173,7 +177,8 @@ impl SiteConfig {
     /// site's settings tables (`[static]`, `[mime]`), so that a site need
     /// not repeat them, but none of its rules (`[[headers]]`, `[[cgi]]`,
     /// `[[auth]]`, `[[throttle]]`, `[servlets]`, `[[redirect]]`,
-    /// `[[rewrite]]`, `[errors]`, `[[cors]]`), which name paths and
+    /// `[[rewrite]]`, `[errors]`, `[[cors]]`, `[[access]]`,
+    /// `[[rate_limit]]`), which name paths and
     /// programs (and pages) of the default site. `[static] try_files`
     /// comes along with `[static]`. A per-site key added later decides
     /// here whether it is inherited.
@@ -195,6 +200,7 @@ impl SiteConfig {
                 ..self.servlets.clone()
             },
             rules: rules::SiteRules::default(),
+            admission: admission::Admission::default(),
             // A settings table, as [static]: a site need not repeat it.
             compress: self.compress.clone(),
         }
@@ -842,6 +848,7 @@ impl Default for Config {
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),
+                admission: admission::Admission::default(),
                 compress: compress::defaults(),
             },
             sites: Vec::new(),
@@ -1046,7 +1053,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::top_keys().iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 19] = [
+    let sections: [(&str, &[&str]); 21] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -1065,6 +1072,8 @@ pub fn known_keys() -> Vec<String> {
         ("redirect", rules::REDIRECT_KEYS),
         ("rewrite", rules::REWRITE_KEYS),
         ("cors", rules::CORS_KEYS),
+        ("access", admission::ACCESS_KEYS),
+        ("rate_limit", admission::RATE_LIMIT_KEYS),
         ("compress", compress::COMPRESS_KEYS),
     ];
     for (section, keys) in sections {

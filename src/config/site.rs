@@ -53,6 +53,8 @@ impl Loader<'_> {
                 site.rules.cors = self.cors_rules(value)?
             }
             "compress" => self.compress(value, &mut site.compress)?,
+            "access" => site.admission.access = self.access_rules(value)?,
+            "rate_limit" => site.admission.rate = self.rate_rules(value)?,
             _ => return Err(self.unknown(key, "", super::load::SITE_KEYS)),
         }
         Ok(())

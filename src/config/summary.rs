@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use super::admission::RateKey;
 use super::{CgiTarget, Config, Limits, LogTarget, PathMatch, SiteConfig, Timeouts};
 use crate::sys::{privileges, sandbox};
 
@@ -159,13 +160,14 @@ fn proxy(c: &Config, s: &mut String) {
 /// What each site has: a site's section is given the server's
 /// configuration and the site's own. (Servlets last: see
 /// [`default_servlets`].)
-const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 9] = [
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 10] = [
     static_files,
     compress,
     mime,
     headers,
     throttles,
     cgi,
+    admission,
     auth,
     rules,
     servlets,
@@ -342,6 +344,36 @@ fn cgi(c: &Config, site: &SiteConfig, s: &mut String) {
             c.temp_dir.display()
         );
     }
+}
+
+/// `[[access]]` and `[[rate_limit]]`, in the order they are checked.
+fn admission(_: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "access", &site.admission.access, |rule| {
+        let entries: Vec<String> = rule
+            .entries
+            .iter()
+            .map(|(range, allow)| format!("{} {range}", if *allow { "allow" } else { "deny" }))
+            .collect();
+        let rest = if rule.rest_allowed { "allow" } else { "deny" };
+        let line = rule.origin.rsplit_once(':').map_or("?", |(_, l)| l);
+        format!(
+            "{}: {}, then {rest} the rest (line {line})",
+            matcher(&rule.matcher),
+            entries.join(", ")
+        )
+    });
+    rule_set(s, "rate limits", &site.admission.rate, |rule| {
+        let by = match rule.key {
+            RateKey::Address => "client address",
+            RateKey::AddressPath => "client address and path",
+        };
+        format!(
+            "{}: {} per {by}, burst {}",
+            matcher(&rule.matcher),
+            rule.rate_text,
+            rule.burst
+        )
+    });
 }
 
 fn auth(_: &Config, site: &SiteConfig, s: &mut String) {

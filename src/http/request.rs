@@ -109,6 +109,9 @@ pub struct OwnedRequest {
     original: Option<Span>,
     /// The site answering it (0: the default site), as the router chose.
     site: usize,
+    /// Its `[[rate_limit]]` buckets have counted it (a request routed
+    /// again after its password check is not counted twice).
+    rate_counted: bool,
 }
 
 /// The client of a request as trusted proxies name it (`Forwarded`,
@@ -143,6 +146,7 @@ impl Default for OwnedRequest {
             forwarded: None,
             original: None,
             site: 0,
+            rate_counted: false,
         }
     }
 }
@@ -198,6 +202,7 @@ impl OwnedRequest {
         self.authed = false;
         self.forwarded = None;
         self.original = None;
+        self.rate_counted = false;
         self.site = 0;
         let target = self.target;
         let (raw_path, _) =
@@ -366,6 +371,16 @@ impl OwnedRequest {
         self.site = site;
     }
 
+    /// Whether its `[[rate_limit]]` buckets counted it already.
+    pub fn rate_counted(&self) -> bool {
+        self.rate_counted
+    }
+
+    /// Records that its `[[rate_limit]]` buckets counted it.
+    pub fn set_rate_counted(&mut self) {
+        self.rate_counted = true;
+    }
+
     /// Records who trusted proxies say the client is.
     pub fn set_forwarded(&mut self, client: Forwarded) {
         self.forwarded = Some(client);
@@ -422,8 +437,12 @@ impl OwnedRequest {
                 if self.version == Version::Http2 {
                     req.as_http2(BodyFraming::None, false);
                 }
-                // (The same client asks.)
+                // (The same client asks, in the same request: its
+                // `[[rate_limit]]` buckets do not count it again, as
+                // nginx's limit_req counts a request once whatever its
+                // internal redirects.)
                 req.forwarded = self.forwarded;
+                req.rate_counted = self.rate_counted;
 
                 Some(req)
             }

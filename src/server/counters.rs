@@ -1,6 +1,7 @@
 //! What the workers of a configuration count in together: open
 //! connections (in all and per client address), failed logins per
-//! client, and the shared bucket of each `[[throttle]]` rate. Unlike the
+//! client, requests per client (`[[rate_limit]]`), and the shared bucket
+//! of each `[[throttle]]` rate. Unlike the
 //! static handler's settings these are state, and a reload keeps them
 //! where its limits are unchanged.
 
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::access::limits::ConnLimits;
+use crate::access::rate::RateTable;
 use crate::access::throttle::Rate;
 use crate::access::SharedFailures;
 use crate::config::Config;
@@ -22,6 +24,9 @@ pub struct Counters {
     pub conn_limits: Arc<ConnLimits>,
     /// Failed logins per client, counted across workers.
     pub auth_failures: SharedFailures,
+    /// The `[[rate_limit]]` buckets, shared by every worker; `None`
+    /// without a rule (no table is made).
+    pub rates: Option<Arc<RateTable>>,
     /// `limits.max_connections` and `max_connections_per_ip` they count
     /// against.
     conn_caps: (usize, u32),
@@ -44,6 +49,9 @@ impl Counters {
                 .collect(),
             conn_limits: Arc::new(ConnLimits::new(conn_caps.0, conn_caps.1)),
             auth_failures: SharedFailures::new(cfg),
+            rates: crate::config::SiteConfig::all(cfg)
+                .any(|site| !site.admission.rate.is_empty())
+                .then(|| Arc::new(RateTable::new())),
             conn_caps,
             failure_caps: (cfg.limits.auth_failures, cfg.timeouts.auth_failure_window),
         }
@@ -59,6 +67,11 @@ impl Counters {
         }
         if self.failure_caps == old.failure_caps {
             self.auth_failures = old.auth_failures.clone();
+        }
+        // (Buckets are keyed by site and rule number: a reload that
+        // reorders the rules starts those clients over, no worse.)
+        if let (Some(_), Some(table)) = (&self.rates, &old.rates) {
+            self.rates = Some(Arc::clone(table));
         }
     }
 }

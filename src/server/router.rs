@@ -6,15 +6,20 @@
 //!
 //! 0. **rules**: `[[redirect]]` and `[[rewrite]]` (a redirect answers;
 //!    a rewrite changes the request every later stage sees, so no
-//!    rewrite can get round `[[auth]]`), then the CORS preflight of a
-//!    `[[cors]]` rule (answered before auth: a preflight carries no
-//!    credentials);
-//! 1. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
+//!    rewrite can get round `[[auth]]`), then (after the admission
+//!    stage below) the CORS preflight of a `[[cors]]` rule (answered
+//!    before auth: a preflight carries no credentials);
+//! 1. **admission**, on the client's real address (after `[proxy]`
+//!    has named it): `[[access]]` (403), then `[[rate_limit]]` (429 with
+//!    `Retry-After`); after the rewrites, so that no rewrite gets round
+//!    them, and before the CORS preflight and auth, so that a refused
+//!    client learns nothing more and costs no password check;
+//! 2. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
 //!    request);
-//! 2. **mounts**: embedded handlers (see [`crate::handlers::app`]);
-//! 3. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
+//! 3. **mounts**: embedded handlers (see [`crate::handlers::app`]);
+//! 4. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
 //!    is never left to the static handler);
-//! 4. **static files**, which answer everything that reaches them
+//! 5. **static files**, which answer everything that reaches them
 //!    (with `try_files` / `spa` where a file is missing).
 //!
 //! Whatever answers, [`Router::finish`] then makes a built-in error page
@@ -32,6 +37,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::access::rate::RateTable;
 use crate::access::{Auth, Check, Checked, SharedFailures, Verdict};
 use crate::config::{Config, Dotfiles, Level, SiteConfig};
 use crate::handlers::app::{self, Answer, Mount, Response};
@@ -54,6 +60,7 @@ use crate::log::Logger;
 use crate::server::sites::{Pick, SiteFiles, SiteMounts, Sites};
 use crate::sys::launcher::Launchers;
 
+mod admission;
 mod rules;
 
 /// What the chain makes of a request.
@@ -149,6 +156,10 @@ pub struct Router {
     has_rules: bool,
     /// A redirect's `Location`, or a rewritten target, being made.
     target: Vec<u8>,
+    /// A site has `[[access]]` or `[[rate_limit]]` rules.
+    has_admission: bool,
+    /// The `[[rate_limit]]` buckets every worker shares.
+    rates: Option<Arc<RateTable>>,
 }
 
 /// What the stages of one site hold.
@@ -249,6 +260,7 @@ impl Router {
         }
         let hosts = Sites::new(&cfg);
         let has_rules = SiteConfig::all(&cfg).any(|site| !site.rules.is_empty());
+        let has_admission = SiteConfig::all(&cfg).any(|site| !site.admission.is_empty());
         let by_host = !hosts.only_default();
         let cache = FileCache::new(
             cfg.site.static_files.open_file_cache,
@@ -256,6 +268,8 @@ impl Router {
         );
         Ok(Router {
             has_rules,
+            has_admission,
+            rates: None,
             target: Vec::new(),
             cfg,
             hosts,
@@ -282,6 +296,12 @@ impl Router {
         self.stats = Some(stats);
     }
 
+    /// Counts `[[rate_limit]]` requests in `table` (the one every worker
+    /// shares); without it, no request is rate-limited.
+    pub fn share_rates(&mut self, table: Option<Arc<RateTable>>) {
+        self.rates = table;
+    }
+
     /// CGI processes this router's worker runs now.
     pub fn cgi_running(&self) -> usize {
         self.programs.as_ref().map_or(0, Cgi::running)
@@ -299,7 +319,17 @@ impl Router {
         routing.req.set_site(site);
         self.cache.for_site(site);
         if self.has_rules() {
-            if let Some(plan) = self.rules(routing) {
+            if let Some(plan) = self.url_rules(routing) {
+                return Routed::Answer(plan);
+            }
+        }
+        if self.has_admission {
+            if let Some(plan) = self.admit(routing) {
+                return Routed::Answer(plan);
+            }
+        }
+        if self.has_rules() {
+            if let Some(plan) = self.preflight(routing) {
                 return Routed::Answer(plan);
             }
         }

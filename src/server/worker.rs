@@ -243,6 +243,7 @@ impl Worker {
         };
         let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
         router.count_in(Arc::clone(&init.stats));
+        router.share_rates(init.counters.rates.clone());
         let (checks_tx, checks_rx) = mpsc::channel();
         Ok(Worker {
             poll: init.poll,

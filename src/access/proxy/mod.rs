@@ -53,6 +53,22 @@ impl Cidr {
         Ok(cidr)
     }
 
+    /// The range as it applies to addresses: an IPv4-mapped IPv6 range
+    /// (`::ffff:10.0.0.0/104`) as its IPv4 range (`10.0.0.0/8`), since
+    /// [`Cidr::contains`] takes a mapped address as its IPv4 address.
+    pub fn unmapped(self) -> Cidr {
+        match self.addr {
+            IpAddr::V6(a) if self.bits >= 96 => match a.to_ipv4_mapped() {
+                Some(v4) => Cidr {
+                    addr: IpAddr::V4(v4),
+                    bits: self.bits - 96,
+                },
+                None => self,
+            },
+            _ => self,
+        }
+    }
+
     /// The range's first address (the host bits cleared).
     fn network(&self) -> IpAddr {
         match self.addr {
@@ -127,6 +143,10 @@ mod tests {
         assert!(Cidr::parse("::/0")
             .unwrap()
             .contains("::1".parse().unwrap()));
+        let mapped = Cidr::parse("::ffff:10.0.0.0/104").unwrap().unmapped();
+        assert_eq!(mapped, Cidr::parse("10.0.0.0/8").unwrap());
+        assert!(mapped.contains("10.1.2.3".parse().unwrap()));
+        assert_eq!(v6.unmapped(), v6);
     }
 
     #[test]

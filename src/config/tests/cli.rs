@@ -285,6 +285,8 @@ cgi: 2 rules
   url /cgi-bin/: scripts in {d}/cgi-bin, env SECRET
   pattern *.pl: scripts beneath the root, run by /usr/bin/perl
   chunked request bodies held in {tmp} (past 64 KiB)
+access: none
+rate limits: none
 auth: 1 rule
   path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed
 redirects and rewrites: none

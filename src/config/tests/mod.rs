@@ -2,6 +2,7 @@
 //! precedence, and the built-in document. Files live in fresh temporary
 //! directories; the process cwd is never changed (tests run in parallel).
 
+mod admission;
 mod auth;
 mod cgi;
 mod cli;

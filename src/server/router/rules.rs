@@ -11,9 +11,9 @@ use crate::http::{Method, Status};
 use crate::log::Logger;
 
 impl Router {
-    /// The rules stage: a redirect, a rewrite loop (500), or a CORS
-    /// preflight answers; a rewrite changes the request.
-    pub(super) fn rules(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
+    /// The rules stage: a redirect or a rewrite loop (500) answers; a
+    /// rewrite changes the request.
+    pub(super) fn url_rules(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
         let rules = &self.cfg.site(routing.req.site()).rules;
         if !rules.url.is_empty() {
             let https = match routing.req.forwarded().and_then(|f| f.https) {
@@ -45,6 +45,12 @@ impl Router {
                 }
             }
         }
+        None
+    }
+
+    /// The CORS preflight of a `[[cors]]` rule, which answers.
+    pub(super) fn preflight(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
+        let rules = &self.cfg.site(routing.req.site()).rules;
         let path = routing.req.path().ok()?;
         let rule = cors::rule_for(&rules.cors, path)?;
         cors::preflight(rule, routing.req, routing.scratch)

@@ -1,0 +1,239 @@
+//! `[[access]]` (which client addresses may reach which paths, as nginx's
+//! `allow` / `deny`) and `[[rate_limit]]` (requests per client address,
+//! as nginx's `limit_req`): the rules a request must pass before
+//! `[[auth]]`. What they do with a request is in `access::admission` and
+//! `access::rate`.
+
+use std::time::Duration;
+
+use toml::de::DeValue;
+use toml::Spanned;
+
+use super::load::{sorted, Loader};
+use super::{ConfigError, PathMatch};
+use crate::access::proxy::Cidr;
+
+pub(super) const ACCESS_KEYS: &[&str] = &["path", "pattern", "allow", "deny"];
+pub(super) const RATE_LIMIT_KEYS: &[&str] = &["path", "pattern", "rate", "burst", "key"];
+
+/// The most requests a `rate` may name per second (a request every
+/// microsecond: the table's clock ticks in microseconds).
+const MAX_RATE: u64 = 1_000_000;
+/// The largest `burst`.
+const MAX_BURST: i64 = 1_000_000;
+
+/// A site's admission rules; empty by default.
+#[derive(Debug, Clone, Default)]
+pub struct Admission {
+    /// `[[access]]` rules, in file order (the first whose path matches
+    /// decides).
+    pub access: Vec<AccessRule>,
+    /// `[[rate_limit]]` rules, in file order (every one whose path
+    /// matches applies).
+    pub rate: Vec<RateRule>,
+}
+
+impl Admission {
+    /// No rule of either kind.
+    pub fn is_empty(&self) -> bool {
+        self.access.is_empty() && self.rate.is_empty()
+    }
+}
+
+/// One `[[access]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessRule {
+    /// Which paths it covers (`path` prefix or `pattern` glob).
+    pub matcher: PathMatch,
+    /// Its entries in the order written (an `allow` or `deny` key written
+    /// first is tried first): a range, and whether it allows. The first
+    /// range that holds the client's address decides.
+    pub entries: Vec<(Cidr, bool)>,
+    /// What an address no entry holds gets: refused when the rule has an
+    /// `allow` list, allowed when it has only `deny`.
+    pub rest_allowed: bool,
+    /// `brisk.toml:12`, where the rule is (for the log).
+    pub origin: String,
+}
+
+/// What a `[[rate_limit]]` rule counts requests by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateKey {
+    /// `"address"`: the client address (an IPv6 one by its /64).
+    Address,
+    /// `"address+path"`: the client address and the request's path, so
+    /// that each path under the rule has its own allowance.
+    AddressPath,
+}
+
+/// One `[[rate_limit]]` rule: a leaky bucket per client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateRule {
+    /// Which paths it covers (`path` prefix or `pattern` glob).
+    pub matcher: PathMatch,
+    /// The time one request takes to leak out of the bucket (1 s / N for
+    /// `"N/s"`), at least a microsecond.
+    pub interval: Duration,
+    /// Requests allowed beyond the rate at once (nginx's `burst`): a
+    /// client that was quiet may send `burst + 1` requests back to back.
+    pub burst: u32,
+    /// What the requests are counted by.
+    pub key: RateKey,
+    /// `rate` as written, for the summary.
+    pub rate_text: String,
+}
+
+impl Loader<'_> {
+    /// The `[[access]]` array.
+    pub(super) fn access_rules(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<AccessRule>, ConfigError> {
+        self.each_table("access", v, |section, item, table| {
+            let mut matcher = None;
+            let mut entries = Vec::new();
+            let mut has_allow = false;
+            let mut has_list = false;
+            for (key, value) in sorted(table) {
+                let name = key.get_ref().as_ref();
+                let full = format!("{section}.{name}");
+                match name {
+                    "path" | "pattern" => {
+                        self.set_matcher(&mut matcher, key, name, &full, value)?
+                    }
+                    "allow" | "deny" => {
+                        let allow = name == "allow";
+                        has_allow |= allow;
+                        has_list = true;
+                        for (text, item) in self.strings(&full, value)? {
+                            for cidr in self.ranges(text, item, &full)? {
+                                entries.push((cidr, allow));
+                            }
+                        }
+                    }
+                    _ => return Err(self.unknown(key, section, ACCESS_KEYS)),
+                }
+            }
+            let matcher = self.required_matcher(matcher, item, section)?;
+            if !has_list {
+                return Err(self.fail(
+                    item,
+                    section,
+                    "needs allow = [\"10.0.0.0/8\", …] or deny = [\"192.0.2.0/24\", …] (or both)",
+                ));
+            }
+            Ok(AccessRule {
+                matcher,
+                entries,
+                rest_allowed: !has_allow,
+                origin: self.at(item.span()),
+            })
+        })
+    }
+
+    /// One entry of `allow` or `deny`: a range, or `"all"` (every IPv4
+    /// and IPv6 address, as nginx's `all`).
+    fn ranges(
+        &self,
+        text: &str,
+        item: &Spanned<DeValue<'_>>,
+        full: &str,
+    ) -> Result<Vec<Cidr>, ConfigError> {
+        if text == "all" {
+            let all = ["0.0.0.0/0", "::/0"].map(|r| Cidr::parse(r).expect("a valid range"));
+            return Ok(all.to_vec());
+        }
+        let cidr =
+            Cidr::parse(text).map_err(|e| self.fail(item, full, &format!("{e} (or \"all\")")))?;
+        Ok(vec![cidr.unmapped()])
+    }
+
+    /// The `[[rate_limit]]` array.
+    pub(super) fn rate_rules(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<RateRule>, ConfigError> {
+        self.each_table("rate_limit", v, |section, item, table| {
+            let mut matcher = None;
+            let mut rate = None;
+            let mut burst = 0;
+            let mut key = RateKey::Address;
+            for (k, value) in sorted(table) {
+                let name = k.get_ref().as_ref();
+                let full = format!("{section}.{name}");
+                match name {
+                    "path" | "pattern" => self.set_matcher(&mut matcher, k, name, &full, value)?,
+                    "rate" => {
+                        let text = self.string(&full, value)?;
+                        let interval = parse_rate(text).ok_or_else(|| {
+                            self.expected(
+                                value,
+                                &full,
+                                &format!("requests per second or minute, like \"5/s\" or \"30/m\" (1 to {MAX_RATE} a second)"),
+                            )
+                        })?;
+                        rate = Some((interval, text.to_string()));
+                    }
+                    "burst" => burst = self.integer(&full, value, 0, MAX_BURST)? as u32,
+                    "key" => {
+                        let choices = [
+                            ("address", RateKey::Address),
+                            ("address+path", RateKey::AddressPath),
+                        ];
+                        key = self.choice(&full, value, &choices)?;
+                    }
+                    _ => return Err(self.unknown(k, section, RATE_LIMIT_KEYS)),
+                }
+            }
+            let matcher = self.required_matcher(matcher, item, section)?;
+            let Some((interval, rate_text)) = rate else {
+                return Err(self.fail(item, section, "needs rate = \"5/s\" (or \"N/m\")"));
+            };
+            Ok(RateRule {
+                matcher,
+                interval,
+                burst,
+                key,
+                rate_text,
+            })
+        })
+    }
+}
+
+/// `"5/s"`, `"30/m"` (nginx's `5r/s` too): the time one request takes at
+/// that rate; `None` for anything else, a zero count or more than
+/// [`MAX_RATE`] a second.
+fn parse_rate(text: &str) -> Option<Duration> {
+    let (count, unit) = text.trim().split_once('/')?;
+    let count = count.trim();
+    let count = count.strip_suffix('r').unwrap_or(count);
+    if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = count.parse().ok()?;
+    let per = match unit.trim() {
+        "s" | "sec" | "second" => 1,
+        "m" | "min" | "minute" => 60,
+        _ => return None,
+    };
+    if n == 0 || n > MAX_RATE * per {
+        return None;
+    }
+    Some(Duration::from_nanos(per * 1_000_000_000 / n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("5/s"), Some(Duration::from_millis(200)));
+        assert_eq!(parse_rate("5r/s"), Some(Duration::from_millis(200)));
+        assert_eq!(parse_rate("30/m"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_rate("1000000/s"), Some(Duration::from_micros(1)));
+        for bad in ["0/s", "5", "5/h", "-1/s", "/s", "1000001/s", "five/s", "5/"] {
+            assert_eq!(parse_rate(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The router's admission stage: `[[access]]`, then `[[rate_limit]]`
+//! (see the module documentation of [`super`]).
+
+use super::{Router, Routing};
+use crate::access::admission;
+use crate::access::rate::{self, Limit};
+use crate::config::admission::RateKey;
+use crate::config::Level;
+use crate::handlers::Plan;
+use crate::http::Status;
+
+impl Router {
+    /// The admission stage, on the client's real address (after `[proxy]`
+    /// has named it): 403 from an `[[access]]` rule that refuses it, then
+    /// 429 with `Retry-After` from the first `[[rate_limit]]` rule whose
+    /// bucket is full. Every matching `[[rate_limit]]` rule counts the
+    /// request, once (not again when it is routed again after its
+    /// password check).
+    pub(super) fn admit(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
+        let site = routing.req.site();
+        let rules = &self.cfg.site(site).admission;
+        let path = routing.req.path().ok()?;
+        let client = routing.client.peer.ip();
+        if let Err(rule) = admission::judge(&rules.access, path, client) {
+            if routing.log.enabled(Level::Info) {
+                routing.log.log(
+                    Level::Info,
+                    format_args!(
+                        "client {client} refused {} by the [[access]] rule at {}; 403",
+                        String::from_utf8_lossy(path),
+                        rule.origin
+                    ),
+                );
+            }
+            return Some(Plan::error(Status::FORBIDDEN, routing.scratch));
+        }
+        if rules.rate.is_empty() || routing.req.rate_counted() {
+            return None;
+        }
+        let table = self.rates.as_ref()?;
+        let mut refused = None;
+        for (i, rule) in rules.rate.iter().enumerate() {
+            if !rule.matcher.matches(path) {
+                continue;
+            }
+            let by_path = (rule.key == RateKey::AddressPath).then_some(path);
+            let key = table.key((site as u64) << 32 | i as u64, client, by_path);
+            let limit = Limit {
+                interval: rule.interval,
+                burst: rule.burst,
+            };
+            if let Err(wait) = table.take(key, limit, routing.client.now) {
+                refused = Some((wait, i));
+                break;
+            }
+        }
+        let Some((wait, i)) = refused else {
+            routing.req.set_rate_counted();
+            return None;
+        };
+        let secs = rate::retry_after_secs(wait);
+        if routing.log.enabled(Level::Debug) {
+            routing.log.log(
+                Level::Debug,
+                format_args!(
+                    "client {client} over [[rate_limit]] {} ({}) for {}; 429, retry after {secs} s",
+                    i + 1,
+                    rules.rate[i].rate_text,
+                    String::from_utf8_lossy(path),
+                ),
+            );
+        }
+        routing.req.set_rate_counted();
+        let mut v = Vec::with_capacity(20);
+        crate::http::push_u64(&mut v, secs);
+        routing.scratch.header("Retry-After", &v);
+        Some(Plan::error(Status::TOO_MANY_REQUESTS, routing.scratch))
+    }
+}
