@@ -8,6 +8,7 @@ use super::cgi::{self, Programs};
 #[cfg(feature = "compress")]
 use super::compress;
 use super::file_cache::{Entry, FileCache};
+use super::protected::Protected;
 use super::refusal::lookup_status;
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::config::{Config, Dotfiles, SiteConfig};
@@ -39,14 +40,21 @@ pub struct StaticFiles {
     mime: MimeTable,
     /// The files that are CGI programs: their source is never served.
     programs: Programs,
+    /// The files brisk itself reads: never served (see `protected`).
+    protected: Arc<Protected>,
     /// Compressed variants of files (`[compress]`), when enabled.
     #[cfg(feature = "compress")]
     variants: Option<compress::cache::Variants>,
 }
 
 impl StaticFiles {
-    /// Opens the document root of the configuration's site `site`.
-    pub fn new(cfg: Arc<Config>, site: usize) -> io::Result<StaticFiles> {
+    /// Opens the document root of the configuration's site `site`, whose
+    /// files `protected` are never served.
+    pub fn new(
+        cfg: Arc<Config>,
+        site: usize,
+        protected: Arc<Protected>,
+    ) -> io::Result<StaticFiles> {
         let sc = cfg.site(site);
         let root = Root::open(&sc.root, sc.static_files.symlinks_outside_root)?;
         let st = &sc.static_files;
@@ -64,6 +72,7 @@ impl StaticFiles {
             root,
             mime,
             programs,
+            protected,
             #[cfg(feature = "compress")]
             variants,
         })
@@ -72,6 +81,17 @@ impl StaticFiles {
     /// The settings of the site these files are.
     pub fn site(&self) -> &SiteConfig {
         self.cfg.site(self.site)
+    }
+
+    /// The files brisk itself reads, never served.
+    pub fn protected(&self) -> &Arc<Protected> {
+        &self.protected
+    }
+
+    /// Whether `e` is one of the files brisk itself reads.
+    #[inline]
+    fn own(&self, e: &Entry) -> bool {
+        self.protected.contains(&e.meta)
     }
 
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
@@ -151,6 +171,8 @@ pub fn serve(
         }
     }
     match cache.lookup(&files.root, &s.rel) {
+        // As for a missing file (the same answer, and `try_files`).
+        Ok(e) if files.own(&e) => refused(Refusal::OwnFile, Status::NOT_FOUND, s),
         Ok(e) if e.meta.kind == Kind::File && files.programs.contains(&s.rel) => {
             refused(Refusal::ScriptSource, Status::FORBIDDEN, s)
         }
@@ -185,7 +207,9 @@ pub(super) fn serve_found(
     cache: &mut FileCache,
 ) -> Option<Plan> {
     match cache.lookup(&files.root, &s.rel) {
-        Ok(e) if e.meta.kind == Kind::File && !files.programs.contains(&s.rel) => {
+        Ok(e)
+            if e.meta.kind == Kind::File && !files.programs.contains(&s.rel) && !files.own(&e) =>
+        {
             s.headers.clear();
             s.why = None;
             let chosen = negotiate(files, req, s, cache, Some(e));
@@ -265,6 +289,7 @@ fn serve_dir(
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
         let chosen = match cache.lookup(&files.root, &s.rel) {
+            Ok(e) if files.own(&e) => continue,
             Ok(e) if e.meta.kind == Kind::File => negotiate(files, req, s, cache, Some(e)),
             // An index that exists only precompressed (`gzip -r` replaces
             // the files) is the index all the same.
@@ -313,10 +338,15 @@ fn serve_dir(
         Err(e) => return lookup_failed(&e, s),
     };
     let hide_dot = files.site().static_files.dotfiles != Dotfiles::Allow;
-    // FIFOs, sockets and devices are never served: not listed either.
+    // FIFOs, sockets and devices are never served: not listed either; nor
+    // are the files brisk itself reads.
     let mut list: Vec<autoindex::Entry> = entries
         .into_iter()
-        .filter(|(name, meta)| !(hide_dot && name.starts_with(b".")) && meta.kind != Kind::Special)
+        .filter(|(name, meta)| {
+            !(hide_dot && name.starts_with(b"."))
+                && meta.kind != Kind::Special
+                && !files.protected.contains(meta)
+        })
         .map(|(name, meta)| autoindex::Entry {
             name,
             is_dir: meta.kind == Kind::Dir,
@@ -512,7 +542,7 @@ fn sidecars(
         let side = cache.probe(&files.root, &s.rel);
         s.rel.truncate(base);
         let Ok(side) = side else { continue };
-        if side.meta.kind != Kind::File {
+        if side.meta.kind != Kind::File || files.own(&side) {
             continue;
         }
         chosen.varies = true;
