@@ -10,6 +10,7 @@ use super::compress;
 use super::file_cache::{Entry, FileCache};
 use super::protected::Protected;
 use super::refusal::lookup_status;
+use super::stream::{BodyStream, Source as StreamSource, Streamed};
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::config::{Config, Dotfiles, SiteConfig};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
@@ -394,6 +395,10 @@ struct Chosen {
     /// `entry` is a variant compressed by brisk: no ranges of it are
     /// served (a range request gets the identity's), so it offers none.
     on_the_fly: bool,
+    /// The client takes a coding whose stored variant is not ready yet:
+    /// `entry` (the identity) goes compressed as it streams (see
+    /// [`serve_file`]).
+    stream: bool,
 }
 
 /// Chooses the representation to send: a precompressed sidecar, or
@@ -417,8 +422,9 @@ fn negotiate(
 
 /// Puts a compressed variant of the identity file in `chosen` when the
 /// client accepts one, the file is worth compressing and its variant is
-/// ready (a thread is asked to make it otherwise; this answer is the
-/// identity). Range requests get the identity's ranges (as nginx).
+/// ready; until it is (a thread is asked to make it), the identity is
+/// compressed as it streams (`chosen.stream`). Range requests get the
+/// identity's ranges (as nginx).
 #[cfg(feature = "compress")]
 fn on_the_fly(
     files: &StaticFiles,
@@ -473,7 +479,10 @@ fn on_the_fly(
                     e.variants.borrow_mut()[i] = VariantMemo::Useless(epoch);
                     return;
                 }
-                Lookup::Pending => return,
+                Lookup::Pending => {
+                    chosen.stream = true;
+                    return;
+                }
             }
         }
     };
@@ -502,6 +511,7 @@ fn sidecars(
         varies: false,
         identity: None,
         on_the_fly: false,
+        stream: false,
     };
     if !files.site().static_files.precompressed {
         return chosen;
@@ -585,9 +595,32 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     let Some(src) = entry.source.clone() else {
         return refused(Refusal::NotRegular, Status::FORBIDDEN, s);
     };
-    s.headers.extend_from_slice(&entry.validators);
+    // A streamed compression's bytes are not the stored variant's (nor
+    // the file's): its tag is the file's made weak (RFC 9110 §8.8.1: the
+    // same content, other bytes), as nginx's gzip does, so that
+    // `If-None-Match` (a weak comparison, §13.1.2) revalidates it while
+    // `If-Match` and `If-Range` (strong) never take it for the file.
+    let weak;
+    let etag = match chosen.stream {
+        true => {
+            weak = [b"W/", entry.etag()].concat();
+            s.headers.extend_from_slice(b"ETag: ");
+            s.headers.extend_from_slice(&weak);
+            s.headers.extend_from_slice(b"\r\n");
+            // (Then `Last-Modified`, after the `ETag` line.)
+            let rest = entry
+                .validators
+                .get(b"ETag: \r\n".len() + entry.etag().len()..);
+            s.headers.extend_from_slice(rest.unwrap_or_default());
+            &weak[..]
+        }
+        false => {
+            s.headers.extend_from_slice(&entry.validators);
+            entry.etag()
+        }
+    };
     let v = Validators {
-        etag: entry.etag(),
+        etag,
         last_modified: meta.mtime,
     };
     let pre = Preconditions {
@@ -634,11 +667,29 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     if !multipart {
         s.header("Content-Type", content_type.as_bytes());
     }
-    if !chosen.on_the_fly {
+    if !chosen.on_the_fly && !chosen.stream {
         s.header("Accept-Ranges", b"bytes");
     }
     if let Some(c) = coding {
         s.header("Content-Encoding", c.as_bytes());
+    }
+    if chosen.stream {
+        // The engine compresses it as it passes, as it does a CGI
+        // program's output, and writes `Content-Encoding` and `Vary`.
+        apply_header_rules(files, s);
+        return Plan {
+            status: Status::OK,
+            body: Body::Stream(Box::new(Streamed {
+                source: StreamSource::Local(Box::new(FileStream {
+                    src,
+                    at: 0,
+                    end: meta.size,
+                })),
+                length: Some(meta.size),
+                label: format!("static file {}", String::from_utf8_lossy(&s.path)),
+            })),
+            close: false,
+        };
     }
     vary(s);
     apply_header_rules(files, s);
@@ -702,6 +753,33 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
             },
             close: false,
         },
+    }
+}
+
+/// A file's bytes in pieces, for the engine to compress as they pass
+/// (the first answers of a file whose stored variant is not ready).
+struct FileStream {
+    src: super::Source,
+    at: u64,
+    end: u64,
+}
+
+impl BodyStream for FileStream {
+    fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
+        let n = (self.end - self.at).min(room.max(4096) as u64) as usize;
+        match &self.src {
+            super::Source::Mem(m) => out.extend_from_slice(&m[self.at as usize..][..n]),
+            super::Source::File(f) => {
+                use std::os::unix::fs::FileExt;
+                let start = out.len();
+                out.resize(start + n, 0);
+                // A file that shrank meanwhile cuts the answer short.
+                f.read_exact_at(&mut out[start..], self.at)
+                    .map_err(|e| format!("reading the file: {e}"))?;
+            }
+        }
+        self.at += n as u64;
+        Ok(self.at < self.end)
     }
 }
 
