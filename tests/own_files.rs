@@ -278,3 +278,50 @@ fn check_config_warns() {
         assert!(out.contains(&line), "no {line:?} in {out}");
     }
 }
+
+#[test]
+fn the_pid_file_and_logs_made_at_start_are_known_too() {
+    let mut b = Builder::new();
+    b.file("page.txt", b"a page\n");
+    let root = b.root().to_path_buf();
+    b.config(&format!(
+        "[log]\naccess = \"{}/logs/access.log\"\nerror = \"{}/logs/error.log\"\n",
+        root.display(),
+        root.display()
+    ));
+    b.access_log_from_config();
+    fs::create_dir_all(root.join("logs")).expect("logs");
+    b.arg("--pid-file")
+        .arg(root.join("brisk.pid").to_str().expect("utf-8"));
+    let s = b.start();
+    assert_eq!(s.get("/page.txt").body, b"a page\n");
+    for path in ["/brisk.pid", "/logs/access.log", "/logs/error.log"] {
+        assert!(s.root.join(&path[1..]).exists(), "{path}");
+        assert_missing(&s, path, "");
+    }
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn tls_keys_and_certificates() {
+    let mut b = Builder::new();
+    b.file("page.txt", b"a page\n");
+    let [cert_flag, cert, key_flag, key] = common::tls::cert_args("a");
+    for (flag, from, name) in [(cert_flag, cert, "a.pem"), (key_flag, key, "a.key")] {
+        let to = b.root().join("tls").join(name);
+        write_file(&to, &fs::read(&from).expect("test key"));
+        b.arg(&flag).arg(to.to_str().expect("utf-8"));
+    }
+    let s = b.start();
+    for path in ["/tls/a.key", "/tls/a.pem"] {
+        let mut c = s.connect_tls();
+        c.send(
+            format!("GET {path} HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        let r = c.response();
+        assert_error(&r, 404, "Not Found", "", Conn::Close);
+    }
+    let mut c = s.connect_tls();
+    c.send(b"GET /page.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"a page\n");
+}
