@@ -58,3 +58,35 @@ impl Protected {
         self.ids.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::fs::Root;
+
+    #[test]
+    fn a_file_is_known_by_its_identity_whatever_its_name() {
+        let dir = std::env::temp_dir().join(format!("brisk-protected-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("brisk.toml"), "workers = 1\n").unwrap();
+        std::fs::write(dir.join("other.txt"), "x").unwrap();
+        std::fs::hard_link(dir.join("brisk.toml"), dir.join("hard.txt")).unwrap();
+        std::os::unix::fs::symlink("brisk.toml", dir.join("soft.txt")).unwrap();
+        let cfg = Config {
+            config_file: Some(dir.join("brisk.toml")),
+            ..Config::default()
+        };
+        let p = Protected::collect(&cfg);
+        assert_eq!(p.len(), 1);
+        let root = Root::open(&dir, false).unwrap();
+        for name in ["brisk.toml", "hard.txt", "soft.txt"] {
+            let (_, meta) = root.stat(name.as_bytes()).unwrap();
+            assert!(p.contains(&meta), "{name}");
+        }
+        let (_, meta) = root.stat(b"other.txt").unwrap();
+        assert!(!p.contains(&meta));
+        assert!(!Protected::default().contains(&meta));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
