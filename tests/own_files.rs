@@ -285,7 +285,8 @@ fn the_pid_file_and_logs_made_at_start_are_known_too() {
     b.file("page.txt", b"a page\n");
     let root = b.root().to_path_buf();
     b.config(&format!(
-        "[log]\naccess = \"{}/logs/access.log\"\nerror = \"{}/logs/error.log\"\n",
+        "[log]\naccess = \"{}/logs/access.log\"\nerror = \"{}/logs/error.log\"\n\
+         [static]\nopen_file_cache_valid = 0\n",
         root.display(),
         root.display()
     ));
@@ -297,6 +298,19 @@ fn the_pid_file_and_logs_made_at_start_are_known_too() {
     assert_eq!(s.get("/page.txt").body, b"a page\n");
     for path in ["/brisk.pid", "/logs/access.log", "/logs/error.log"] {
         assert!(s.root.join(&path[1..]).exists(), "{path}");
+        assert_missing(&s, path, "");
+    }
+    // A rotation as logrotate's `create` does it, then SIGUSR1: the new
+    // file is known too, and the old one still.
+    let log = s.root.join("logs/access.log");
+    fs::rename(&log, s.root.join("logs/access.log.1")).expect("rename");
+    fs::write(&log, b"").expect("create");
+    s.signal(libc::SIGUSR1);
+    wait_until("the access log reopened", || {
+        s.get("/page.txt");
+        fs::metadata(&log).is_ok_and(|m| m.len() > 0)
+    });
+    for path in ["/logs/access.log", "/logs/access.log.1"] {
         assert_missing(&s, path, "");
     }
 }

@@ -6,17 +6,36 @@
 //! `..` resolved, another case on a case-insensitive file system, a hard
 //! link), it is the same file: they are told by their identity (device
 //! and inode), taken when the configuration is loaded (and again on each
-//! reload), and compared with the identity of each file as it is opened,
-//! which the open already gave.
+//! reload, and the new ones on SIGUSR1, after a log rotation), and
+//! compared with the identity of each file as it is opened, which the
+//! open already gave.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::Config;
 use crate::sys::fs::Meta;
 
+/// Identities learnt after the load at most (see [`Protected::learn`]).
+const LATER: usize = 8;
+
 /// The identities of the files brisk reads (see the module
 /// documentation): a handful, so a scan is cheaper than a hash.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Protected {
     ids: Box<[(u64, u64)]>,
+    /// Identities learnt since (device, inode), each pair written before
+    /// `later_len` counts it: the workers read them without a lock.
+    later: [(AtomicU64, AtomicU64); LATER],
+    later_len: AtomicUsize,
+    /// One bit per identity ([`bit`]), set once it is known: most files
+    /// are told apart by one load and a test, without the scan.
+    filter: AtomicU64,
+}
+
+/// An identity's bit in [`Protected::filter`].
+#[inline]
+fn bit(dev: u64, ino: u64) -> u64 {
+    1 << ((ino ^ dev) & 63)
 }
 
 impl Protected {
@@ -37,25 +56,61 @@ impl Protected {
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        Protected { ids: ids.into() }
+        let filter = ids.iter().fold(0, |f, &(dev, ino)| f | bit(dev, ino));
+        Protected {
+            ids: ids.into(),
+            filter: AtomicU64::new(filter),
+            ..Protected::default()
+        }
+    }
+
+    /// Adds the identities `cfg`'s own files have now that were not known
+    /// (a log file made anew by a rotation), up to a few: only the
+    /// thread that handles signals calls it.
+    pub fn learn(&self, cfg: &Config) {
+        use std::os::unix::fs::MetadataExt;
+        for (file, _) in cfg.own_files_with(false) {
+            let Ok(m) = std::fs::metadata(&file) else {
+                continue;
+            };
+            let n = self.later_len.load(Ordering::Acquire);
+            if self.known(m.dev(), m.ino()) || n == LATER {
+                continue;
+            }
+            self.later[n].0.store(m.dev(), Ordering::Relaxed);
+            self.later[n].1.store(m.ino(), Ordering::Relaxed);
+            self.later_len.store(n + 1, Ordering::Release);
+            // After the count: whoever sees the bit sees the pair.
+            self.filter
+                .fetch_or(bit(m.dev(), m.ino()), Ordering::Release);
+        }
     }
 
     /// Whether the file `meta` describes is one of them.
     #[inline]
     pub fn contains(&self, meta: &Meta) -> bool {
-        self.ids
-            .iter()
-            .any(|&(dev, ino)| dev == meta.dev && ino == meta.ino)
+        self.known(meta.dev, meta.ino)
+    }
+
+    #[inline]
+    fn known(&self, dev: u64, ino: u64) -> bool {
+        if self.filter.load(Ordering::Acquire) & bit(dev, ino) == 0 {
+            return false;
+        }
+        self.ids.contains(&(dev, ino))
+            || self.later[..self.later_len.load(Ordering::Acquire)]
+                .iter()
+                .any(|(d, i)| d.load(Ordering::Relaxed) == dev && i.load(Ordering::Relaxed) == ino)
     }
 
     /// How many files are protected.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.ids.len() + self.later_len.load(Ordering::Acquire)
     }
 
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
     }
 }
 
@@ -87,6 +142,15 @@ mod tests {
         let (_, meta) = root.stat(b"other.txt").unwrap();
         assert!(!p.contains(&meta));
         assert!(!Protected::default().contains(&meta));
+        // A file made after the load (a rotated log) is learnt, once.
+        let mut cfg = cfg;
+        cfg.log.error = crate::config::LogTarget::File(dir.join("error.log"));
+        std::fs::write(dir.join("error.log"), "").unwrap();
+        p.learn(&cfg);
+        p.learn(&cfg);
+        assert_eq!(p.len(), 2);
+        let (_, meta) = root.stat(b"error.log").unwrap();
+        assert!(p.contains(&meta));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

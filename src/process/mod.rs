@@ -358,7 +358,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             };
             match sys::signal::wait(manager.wait_at_most(wait)) {
                 Some(Signal::Terminate) => break Stop::Asked,
-                Some(Signal::ReopenLogs) => logs.reopen(),
+                Some(Signal::ReopenLogs) => {
+                    // (logrotate's `create` made the new files already.)
+                    running.learn_own_files();
+                    logs.reopen();
+                }
                 Some(Signal::Hangup) => {
                     manager.reloading(&mut main_log);
                     let done = reload::on_hangup(

@@ -406,6 +406,7 @@ impl Server {
         Ok(Running {
             lifecycle: self.lifecycle,
             adopted: self.adopted,
+            protected: Arc::clone(self.files[0].protected()),
             cfg: self.cfg,
             counters,
             bound: self.bound,
@@ -608,9 +609,19 @@ pub struct Running {
     adopted: inherited::Adopted,
     /// Whether a stop has begun, for readiness.
     lifecycle: Arc<Lifecycle>,
+    /// The files the current workers never serve.
+    protected: Arc<Protected>,
 }
 
 impl Running {
+    /// Learns the identities of the files brisk reads and writes that are
+    /// new since the configuration was loaded (a log file a rotation made
+    /// anew, before SIGUSR1), so the current workers never serve them
+    /// either.
+    pub fn learn_own_files(&self) {
+        self.protected.learn(&self.cfg);
+    }
+
     /// A stop begins (readiness answers 503 from now on); the workers
     /// serve on until [`Running::stop`].
     pub fn begin_stop(&self) {
@@ -659,7 +670,8 @@ impl Running {
         // Tickets issued before stay valid: the key is kept (see Sessions).
         self.shared.sessions =
             Sessions::new(&cfg, self.shared.sessions.as_ref()).map_err(Error::Tls)?;
-        let files = open_root(&cfg, false, &Arc::new(Protected::collect(&cfg)))?;
+        let protected = Arc::new(Protected::collect(&cfg));
+        let files = open_root(&cfg, false, &protected)?;
         for warning in cfg.own_files_under_roots() {
             logs.handle_for(&cfg.log)
                 .log(Level::Warn, format_args!("reload: {warning}"));
@@ -695,6 +707,7 @@ impl Running {
         self.bound = bound;
         self.cfg = cfg;
         self.counters = counters;
+        self.protected = protected;
         Ok(())
     }
 
