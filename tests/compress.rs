@@ -71,13 +71,22 @@ fn site(config: &str) -> Server {
 /// debug build on a loaded machine; the wait ends as soon as one is there.
 const VARIANT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Asks for `path` with `headers` until the answer is compressed (its
-/// variant is made on a thread; until then the file goes as it is).
+/// Asks for `path` with `headers` until the answer is the stored
+/// variant (made on a thread; until then the file is compressed as it
+/// streams, with a weak ETag and no Content-Length).
 fn compressed(s: &Server, path: &str, headers: &str) -> Response {
-    wait_for_within(VARIANT_WAIT, "the compressed variant", || {
+    wait_for_within(VARIANT_WAIT, "the stored compressed variant", || {
         let r = s.get_with(path, headers);
-        r.header("content-encoding").is_some().then_some(r)
+        let stored = r.header("content-encoding").is_some()
+            && r.header("etag").is_some_and(|e| !e.starts_with("W/"));
+        stored.then_some(r)
     })
+}
+
+/// The weak ETag of a streamed compression of a harness file of `size`
+/// bytes.
+fn streamed_etag(size: usize) -> String {
+    format!("W/{}", etag(size))
 }
 
 /// The ETag of a harness file with `size` bytes, for `suffix`'s variant.
@@ -115,8 +124,12 @@ fn static_variants_in_each_coding_byte_exact() {
     }
 }
 
+/// The first answers of a file, before its stored variant is made, are
+/// compressed as they stream (issue #24: a first `curl --compressed`
+/// got the file as it is, and looked broken); this test once asserted
+/// that they were the file as it is.
 #[test]
-fn the_first_answer_is_the_file_as_it_is_and_says_it_varies() {
+fn the_first_answer_is_compressed_as_it_streams_then_the_stored_variant() {
     let s = site(ON);
     let body = page();
     // No Accept-Encoding: identity, never compressed, with Vary.
@@ -128,19 +141,80 @@ fn the_first_answer_is_the_file_as_it_is_and_says_it_varies() {
         "Vary: Accept-Encoding\r\n",
         Conn::Close,
     );
-    // Whatever the state of the variant, an answer is either the file or
-    // its gzip variant, never anything else.
-    let r = s.get_with("/page.html", "Accept-Encoding: gzip\r\n");
-    match r.header("content-encoding") {
-        None => assert_file(
-            &r,
-            &body,
-            "text/html; charset=utf-8",
-            "Vary: Accept-Encoding\r\n",
-            Conn::Close,
-        ),
-        Some(c) => assert!(decode(c, &r.body) == body),
+    // The very first request for each coding: compressed, with the file's
+    // ETag made weak and no Content-Length (the length is not known
+    // before the end: chunked on a kept-alive connection).
+    for coding in ["gzip", "br", "zstd"] {
+        let r = s.get_with("/page.html", &format!("Accept-Encoding: {coding}\r\n"));
+        let want = head(
+            "200 OK",
+            &format!(
+                "ETag: {}\r\nLast-Modified: {MTIME_HTTP}\r\nContent-Type: text/html; charset=utf-8\r\n\
+                 Content-Encoding: {coding}\r\nVary: Accept-Encoding\r\nConnection: close\r\n",
+                streamed_etag(body.len()),
+            ),
+        );
+        assert_eq!(r.masked_head(), want, "{coding}");
+        assert!(r.body.len() < body.len() / 3, "{coding}: {}", r.body.len());
+        assert!(
+            decode(coding, &r.body) == body,
+            "{coding}: decodes to the file"
+        );
     }
+    // Later requests get the stored best variant, with its own tag and
+    // length.
+    let r = compressed(&s, "/page.html", "Accept-Encoding: gzip\r\n");
+    assert_eq!(
+        r.header("etag"),
+        Some(variant_etag(body.len(), "gz").as_str())
+    );
+    assert_eq!(
+        r.header("content-length"),
+        Some(r.body.len().to_string().as_str())
+    );
+    assert!(decode("gzip", &r.body) == body);
+}
+
+#[test]
+fn a_streamed_first_answer_on_a_kept_alive_connection_is_chunked() {
+    let s = site(ON);
+    let body = page();
+    let mut c = s.connect();
+    c.send(b"GET /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(r.header("content-length"), None);
+    assert!(decode("gzip", &r.body) == body);
+    // The connection goes on; a conditional request with the weak tag
+    // matches (If-None-Match compares weakly, RFC 9110 §13.1.2).
+    let tag = streamed_etag(body.len());
+    c.send(
+        format!(
+            "GET /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\nIf-None-Match: {tag}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    let r = c.response();
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("etag"), Some(tag.as_str()));
+    assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    // A HEAD before any variant of zstd: the head a streamed GET gets.
+    c.send(b"HEAD /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: zstd\r\n\r\n");
+    let h = c.head_response();
+    assert_eq!(h.status, 200);
+    assert_eq!(h.header("content-encoding"), Some("zstd"));
+    assert_eq!(h.header("etag"), Some(tag.as_str()));
+    assert_eq!(h.header("content-length"), None);
+    assert!(h.body.is_empty());
+    // If-Match compares strongly: a weak tag never matches it.
+    c.send(
+        format!(
+            "GET /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\nIf-Match: {tag}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(c.response().status, 412);
 }
 
 #[test]
@@ -242,6 +316,15 @@ fn head_and_304_carry_the_variants_validators() {
 fn ranges_are_of_the_file_as_it_is() {
     let s = site(ON);
     let body = page();
+    // Before any variant exists too.
+    let r = s.get_with(
+        "/page.html",
+        "Accept-Encoding: br\r\nRange: bytes=10-19\r\n",
+    );
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.header("etag"), Some(etag(body.len()).as_str()));
+    assert_eq!(r.body, &body[10..20]);
     compressed(&s, "/page.html", "Accept-Encoding: gzip\r\n");
     // As nginx: a range request gets the identity's bytes.
     let r = s.get_with(
@@ -317,12 +400,34 @@ fn a_changed_file_gets_a_new_variant() {
     write_file(&path, &changed);
     let r = wait_for_within(VARIANT_WAIT, "the new file's variant", || {
         let r = s.get_with("/page.html", "Accept-Encoding: gzip\r\n");
-        (r.header("content-encoding").is_some() && decode("gzip", &r.body) == changed).then_some(r)
+        let stored = r.header("etag").is_some_and(|e| !e.starts_with("W/"));
+        (stored && r.header("content-encoding").is_some() && decode("gzip", &r.body) == changed)
+            .then_some(r)
     });
     assert_eq!(
         r.header("etag"),
         Some(variant_etag(changed.len(), "gz").as_str())
     );
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn h2_first_answer_is_compressed_as_it_streams() {
+    use common::h2::H2;
+    let s = site(ON);
+    let body = page();
+    let mut c = H2::connect(s.addr(), &[], 1 << 20);
+    let id = c.get("/page.html", &[("accept-encoding", "gzip")]);
+    let a = c.answers(&[id]).pop().expect("an answer");
+    assert_eq!(a.status(), "200");
+    assert_eq!(a.field("content-encoding"), Some("gzip"));
+    assert_eq!(a.field("etag"), Some(streamed_etag(body.len()).as_str()));
+    assert_eq!(a.field("content-length"), None);
+    assert_eq!(
+        a.field("vary").map(str::to_ascii_lowercase).as_deref(),
+        Some("accept-encoding")
+    );
+    assert!(decode("gzip", &a.body) == body);
 }
 
 #[cfg(feature = "http2")]
@@ -335,7 +440,9 @@ fn h2_static_variant() {
     let a = wait_for_within(VARIANT_WAIT, "the br variant over h2", || {
         let id = c.get("/page.html", &[("accept-encoding", "gzip, br")]);
         let a = c.answers(&[id]).pop()?;
-        a.field("content-encoding").is_some().then_some(a)
+        // (The stored variant: a streamed one has no length.)
+        let stored = a.field("content-encoding").is_some() && a.field("content-length").is_some();
+        stored.then_some(a)
     });
     assert_eq!(a.status(), "200");
     assert_eq!(a.field("content-encoding"), Some("br"));

@@ -31,6 +31,7 @@ mod http2;
 mod jail;
 mod load;
 mod mime_types;
+mod own;
 mod proxy;
 pub mod rules;
 mod sections;

@@ -34,6 +34,9 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
     for section in sections {
         section(config, &mut s);
     }
+    for warning in config.own_files_under_roots() {
+        let _ = writeln!(s, "warning: {warning}");
+    }
     s
 }
 

@@ -31,7 +31,7 @@ pub fn try_files(
         (plan.status, s.why),
         (
             Status::NOT_FOUND,
-            Some(Refusal::Lookup(libc::ENOENT | libc::ENOTDIR))
+            Some(Refusal::Lookup(libc::ENOENT | libc::ENOTDIR) | Refusal::OwnFile)
         ) | (Status::FORBIDDEN, Some(Refusal::NoIndex))
     );
     if !missing || !matches!(req.method(), Method::Get | Method::Head) {

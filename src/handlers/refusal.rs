@@ -30,6 +30,9 @@ pub enum Refusal {
     /// A CGI script the user brisk runs as may not run (or read, with an
     /// interpreter).
     NotRunnable,
+    /// One of the files brisk itself reads (the configuration, a password
+    /// file, a TLS key, …): never served, answered as a missing file.
+    OwnFile,
 }
 
 impl Refusal {
@@ -126,6 +129,11 @@ impl fmt::Display for Explained<'_> {
                 "exists only precompressed (.br/.gz), in codings the client does not accept",
             ),
             Refusal::CgiDirectory => f.write_str("a CGI directory, which is never listed"),
+            Refusal::OwnFile => f.write_str(
+                "one of the files brisk itself reads or writes (its configuration, a password \
+                 file, a TLS key or certificate, a servlet source, the pid or a log file): \
+                 never served, answered as a missing file",
+            ),
             Refusal::NotRunnable => f.write_str(
                 "a CGI script the user brisk runs as may not run \
                  (not executable, or not readable with an interpreter)",

@@ -8,7 +8,9 @@ use super::cgi::{self, Programs};
 #[cfg(feature = "compress")]
 use super::compress;
 use super::file_cache::{Entry, FileCache};
+use super::protected::Protected;
 use super::refusal::lookup_status;
+use super::stream::{BodyStream, Source as StreamSource, Streamed};
 use super::{autoindex, Body, Plan, Refusal, Scratch, Seg};
 use crate::config::{Config, Dotfiles, SiteConfig};
 use crate::http::conditional::{self, Precondition, Preconditions, Validators};
@@ -39,14 +41,21 @@ pub struct StaticFiles {
     mime: MimeTable,
     /// The files that are CGI programs: their source is never served.
     programs: Programs,
+    /// The files brisk itself reads: never served (see `protected`).
+    protected: Arc<Protected>,
     /// Compressed variants of files (`[compress]`), when enabled.
     #[cfg(feature = "compress")]
     variants: Option<compress::cache::Variants>,
 }
 
 impl StaticFiles {
-    /// Opens the document root of the configuration's site `site`.
-    pub fn new(cfg: Arc<Config>, site: usize) -> io::Result<StaticFiles> {
+    /// Opens the document root of the configuration's site `site`, whose
+    /// files `protected` are never served.
+    pub fn new(
+        cfg: Arc<Config>,
+        site: usize,
+        protected: Arc<Protected>,
+    ) -> io::Result<StaticFiles> {
         let sc = cfg.site(site);
         let root = Root::open(&sc.root, sc.static_files.symlinks_outside_root)?;
         let st = &sc.static_files;
@@ -64,6 +73,7 @@ impl StaticFiles {
             root,
             mime,
             programs,
+            protected,
             #[cfg(feature = "compress")]
             variants,
         })
@@ -72,6 +82,17 @@ impl StaticFiles {
     /// The settings of the site these files are.
     pub fn site(&self) -> &SiteConfig {
         self.cfg.site(self.site)
+    }
+
+    /// The files brisk itself reads, never served.
+    pub fn protected(&self) -> &Arc<Protected> {
+        &self.protected
+    }
+
+    /// Whether `e` is one of the files brisk itself reads.
+    #[inline]
+    fn own(&self, e: &Entry) -> bool {
+        self.protected.contains(&e.meta)
     }
 
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
@@ -151,6 +172,8 @@ pub fn serve(
         }
     }
     match cache.lookup(&files.root, &s.rel) {
+        // As for a missing file (the same answer, and `try_files`).
+        Ok(e) if files.own(&e) => refused(Refusal::OwnFile, Status::NOT_FOUND, s),
         Ok(e) if e.meta.kind == Kind::File && files.programs.contains(&s.rel) => {
             refused(Refusal::ScriptSource, Status::FORBIDDEN, s)
         }
@@ -185,7 +208,9 @@ pub(super) fn serve_found(
     cache: &mut FileCache,
 ) -> Option<Plan> {
     match cache.lookup(&files.root, &s.rel) {
-        Ok(e) if e.meta.kind == Kind::File && !files.programs.contains(&s.rel) => {
+        Ok(e)
+            if e.meta.kind == Kind::File && !files.programs.contains(&s.rel) && !files.own(&e) =>
+        {
             s.headers.clear();
             s.why = None;
             let chosen = negotiate(files, req, s, cache, Some(e));
@@ -265,6 +290,7 @@ fn serve_dir(
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
         let chosen = match cache.lookup(&files.root, &s.rel) {
+            Ok(e) if files.own(&e) => continue,
             Ok(e) if e.meta.kind == Kind::File => negotiate(files, req, s, cache, Some(e)),
             // An index that exists only precompressed (`gzip -r` replaces
             // the files) is the index all the same.
@@ -313,10 +339,15 @@ fn serve_dir(
         Err(e) => return lookup_failed(&e, s),
     };
     let hide_dot = files.site().static_files.dotfiles != Dotfiles::Allow;
-    // FIFOs, sockets and devices are never served: not listed either.
+    // FIFOs, sockets and devices are never served: not listed either; nor
+    // are the files brisk itself reads.
     let mut list: Vec<autoindex::Entry> = entries
         .into_iter()
-        .filter(|(name, meta)| !(hide_dot && name.starts_with(b".")) && meta.kind != Kind::Special)
+        .filter(|(name, meta)| {
+            !(hide_dot && name.starts_with(b"."))
+                && meta.kind != Kind::Special
+                && !files.protected.contains(meta)
+        })
         .map(|(name, meta)| autoindex::Entry {
             name,
             is_dir: meta.kind == Kind::Dir,
@@ -364,6 +395,10 @@ struct Chosen {
     /// `entry` is a variant compressed by brisk: no ranges of it are
     /// served (a range request gets the identity's), so it offers none.
     on_the_fly: bool,
+    /// The client takes a coding whose stored variant is not ready yet:
+    /// `entry` (the identity) goes compressed as it streams (see
+    /// [`serve_file`]).
+    stream: bool,
 }
 
 /// Chooses the representation to send: a precompressed sidecar, or
@@ -387,8 +422,9 @@ fn negotiate(
 
 /// Puts a compressed variant of the identity file in `chosen` when the
 /// client accepts one, the file is worth compressing and its variant is
-/// ready (a thread is asked to make it otherwise; this answer is the
-/// identity). Range requests get the identity's ranges (as nginx).
+/// ready; until it is (a thread is asked to make it), the identity is
+/// compressed as it streams (`chosen.stream`). Range requests get the
+/// identity's ranges (as nginx).
 #[cfg(feature = "compress")]
 fn on_the_fly(
     files: &StaticFiles,
@@ -443,7 +479,10 @@ fn on_the_fly(
                     e.variants.borrow_mut()[i] = VariantMemo::Useless(epoch);
                     return;
                 }
-                Lookup::Pending => return,
+                Lookup::Pending => {
+                    chosen.stream = true;
+                    return;
+                }
             }
         }
     };
@@ -472,6 +511,7 @@ fn sidecars(
         varies: false,
         identity: None,
         on_the_fly: false,
+        stream: false,
     };
     if !files.site().static_files.precompressed {
         return chosen;
@@ -512,7 +552,7 @@ fn sidecars(
         let side = cache.probe(&files.root, &s.rel);
         s.rel.truncate(base);
         let Ok(side) = side else { continue };
-        if side.meta.kind != Kind::File {
+        if side.meta.kind != Kind::File || files.own(&side) {
             continue;
         }
         chosen.varies = true;
@@ -555,9 +595,32 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     let Some(src) = entry.source.clone() else {
         return refused(Refusal::NotRegular, Status::FORBIDDEN, s);
     };
-    s.headers.extend_from_slice(&entry.validators);
+    // A streamed compression's bytes are not the stored variant's (nor
+    // the file's): its tag is the file's made weak (RFC 9110 §8.8.1: the
+    // same content, other bytes), as nginx's gzip does, so that
+    // `If-None-Match` (a weak comparison, §13.1.2) revalidates it while
+    // `If-Match` and `If-Range` (strong) never take it for the file.
+    let weak;
+    let etag = match chosen.stream {
+        true => {
+            weak = [b"W/", entry.etag()].concat();
+            s.headers.extend_from_slice(b"ETag: ");
+            s.headers.extend_from_slice(&weak);
+            s.headers.extend_from_slice(b"\r\n");
+            // (Then `Last-Modified`, after the `ETag` line.)
+            let rest = entry
+                .validators
+                .get(b"ETag: \r\n".len() + entry.etag().len()..);
+            s.headers.extend_from_slice(rest.unwrap_or_default());
+            &weak[..]
+        }
+        false => {
+            s.headers.extend_from_slice(&entry.validators);
+            entry.etag()
+        }
+    };
     let v = Validators {
-        etag: entry.etag(),
+        etag,
         last_modified: meta.mtime,
     };
     let pre = Preconditions {
@@ -604,11 +667,29 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     if !multipart {
         s.header("Content-Type", content_type.as_bytes());
     }
-    if !chosen.on_the_fly {
+    if !chosen.on_the_fly && !chosen.stream {
         s.header("Accept-Ranges", b"bytes");
     }
     if let Some(c) = coding {
         s.header("Content-Encoding", c.as_bytes());
+    }
+    if chosen.stream {
+        // The engine compresses it as it passes, as it does a CGI
+        // program's output, and writes `Content-Encoding` and `Vary`.
+        apply_header_rules(files, s);
+        return Plan {
+            status: Status::OK,
+            body: Body::Stream(Box::new(Streamed {
+                source: StreamSource::Local(Box::new(FileStream {
+                    src,
+                    at: 0,
+                    end: meta.size,
+                })),
+                length: Some(meta.size),
+                label: format!("static file {}", String::from_utf8_lossy(&s.path)),
+            })),
+            close: false,
+        };
     }
     vary(s);
     apply_header_rules(files, s);
@@ -672,6 +753,33 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
             },
             close: false,
         },
+    }
+}
+
+/// A file's bytes in pieces, for the engine to compress as they pass
+/// (the first answers of a file whose stored variant is not ready).
+struct FileStream {
+    src: super::Source,
+    at: u64,
+    end: u64,
+}
+
+impl BodyStream for FileStream {
+    fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
+        let n = (self.end - self.at).min(room.max(4096) as u64) as usize;
+        match &self.src {
+            super::Source::Mem(m) => out.extend_from_slice(&m[self.at as usize..][..n]),
+            super::Source::File(f) => {
+                use std::os::unix::fs::FileExt;
+                let start = out.len();
+                out.resize(start + n, 0);
+                // A file that shrank meanwhile cuts the answer short.
+                f.read_exact_at(&mut out[start..], self.at)
+                    .map_err(|e| format!("reading the file: {e}"))?;
+            }
+        }
+        self.at += n as u64;
+        Ok(self.at < self.end)
     }
 }
 

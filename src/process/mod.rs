@@ -279,6 +279,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         pid_file::write(path)?;
     }
     let mut open_logs = LogService::open(&cfg.log)?;
+    // Once the pid file and the logs exist, and while their paths can
+    // still be read from outside a chroot.
+    server.protect_own_files()?;
+    let own_files = server.config().own_files_under_roots();
+    let cfg = server.config();
     // Forked while brisk is as it started (identity, no sandbox, no
     // chroot), before any thread exists.
     let upgrader = match (cfg!(feature = "ops") && cfg.upgrade, program) {
@@ -289,6 +294,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
     }
+    confined
+        .notes
+        .extend(own_files.into_iter().map(|w| (Level::Warn, w)));
     if handover.is_some() {
         confined.notes.push((
             Level::Info,
@@ -351,7 +359,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             };
             match sys::signal::wait(manager.wait_at_most(wait)) {
                 Some(Signal::Terminate) => break Stop::Asked,
-                Some(Signal::ReopenLogs) => logs.reopen(),
+                Some(Signal::ReopenLogs) => {
+                    // (logrotate's `create` made the new files already.)
+                    running.learn_own_files();
+                    logs.reopen();
+                }
                 Some(Signal::Hangup) => {
                     manager.reloading(&mut main_log);
                     let done = reload::on_hangup(

@@ -38,6 +38,7 @@ use std::time::Duration;
 use crate::access::verify::Verifier;
 use crate::config::{Config, Level, SiteConfig};
 use crate::handlers::app::{Handler, Init, Mount};
+use crate::handlers::protected::Protected;
 use crate::handlers::static_files::StaticFiles;
 use crate::log::{console, LogService, Logger};
 use crate::server::sites::{SiteFiles, SiteMounts};
@@ -174,16 +175,23 @@ fn bind_listeners(
     Ok(out)
 }
 
-/// Opens the document root of every site of `cfg`; `in_chroot` says
-/// where, for the error.
-fn open_root(cfg: &Arc<Config>, in_chroot: bool) -> Result<SiteFiles, Error> {
+/// Opens the document root of every site of `cfg`, where the files
+/// `protected` are never served; `in_chroot` says where, for the error.
+fn open_root(
+    cfg: &Arc<Config>,
+    in_chroot: bool,
+    protected: &Arc<Protected>,
+) -> Result<SiteFiles, Error> {
     let mut all = Vec::with_capacity(1 + cfg.sites.len());
     for (i, site) in SiteConfig::all(cfg).enumerate() {
-        let files = StaticFiles::new(Arc::clone(cfg), i).map_err(|source| Error::OpenRoot {
-            root: site.root.clone(),
-            in_chroot,
-            source,
-        })?;
+        let files =
+            StaticFiles::new(Arc::clone(cfg), i, Arc::clone(protected)).map_err(|source| {
+                Error::OpenRoot {
+                    root: site.root.clone(),
+                    in_chroot,
+                    source,
+                }
+            })?;
         all.push(files);
     }
     Ok(all.into())
@@ -261,7 +269,7 @@ impl Server {
         let _ = sys::process::raise_nofile_limit();
         let (keep, adopted) = inherited::adopt(&mut cfg, given)?;
         let cfg = Arc::new(cfg);
-        let files = open_root(&cfg, false)?;
+        let files = open_root(&cfg, false, &Arc::new(Protected::collect(&cfg)))?;
         let bound = bind_listeners(&cfg, &keep, None)?;
         Ok(Server {
             lifecycle: Arc::default(),
@@ -281,8 +289,19 @@ impl Server {
     /// there. Call it after `chroot` and before [`Server::start`].
     pub fn rebase(&mut self, cfg: Config) -> Result<(), Error> {
         let cfg = Arc::new(cfg);
-        self.files = open_root(&cfg, true)?;
+        // The files as seen from outside the jail (their identities are
+        // the same inside it).
+        let protected = Arc::clone(self.files[0].protected());
+        self.files = open_root(&cfg, true, &protected)?;
         self.cfg = cfg;
+        Ok(())
+    }
+
+    /// Takes the identities of the files brisk reads and writes again
+    /// (see [`Protected`]): once the pid file and the logs exist. Call it
+    /// before [`Server::rebase`] and [`Server::start`].
+    pub fn protect_own_files(&mut self) -> Result<(), Error> {
+        self.files = open_root(&self.cfg, false, &Arc::new(Protected::collect(&self.cfg)))?;
         Ok(())
     }
 
@@ -387,6 +406,7 @@ impl Server {
         Ok(Running {
             lifecycle: self.lifecycle,
             adopted: self.adopted,
+            protected: Arc::clone(self.files[0].protected()),
             cfg: self.cfg,
             counters,
             bound: self.bound,
@@ -589,9 +609,19 @@ pub struct Running {
     adopted: inherited::Adopted,
     /// Whether a stop has begun, for readiness.
     lifecycle: Arc<Lifecycle>,
+    /// The files the current workers never serve.
+    protected: Arc<Protected>,
 }
 
 impl Running {
+    /// Learns the identities of the files brisk reads and writes that are
+    /// new since the configuration was loaded (a log file a rotation made
+    /// anew, before SIGUSR1), so the current workers never serve them
+    /// either.
+    pub fn learn_own_files(&self) {
+        self.protected.learn(&self.cfg);
+    }
+
     /// A stop begins (readiness answers 503 from now on); the workers
     /// serve on until [`Running::stop`].
     pub fn begin_stop(&self) {
@@ -640,7 +670,12 @@ impl Running {
         // Tickets issued before stay valid: the key is kept (see Sessions).
         self.shared.sessions =
             Sessions::new(&cfg, self.shared.sessions.as_ref()).map_err(Error::Tls)?;
-        let files = open_root(&cfg, false)?;
+        let protected = Arc::new(Protected::collect(&cfg));
+        let files = open_root(&cfg, false, &protected)?;
+        for warning in cfg.own_files_under_roots() {
+            logs.handle_for(&cfg.log)
+                .log(Level::Warn, format_args!("reload: {warning}"));
+        }
         let mut counters = Counters::new(&cfg);
         counters.carry_over(&self.counters);
         let counters = Arc::new(counters);
@@ -672,6 +707,7 @@ impl Running {
         self.bound = bound;
         self.cfg = cfg;
         self.counters = counters;
+        self.protected = protected;
         Ok(())
     }
 

@@ -243,7 +243,7 @@ impl Router {
                 (true, _) => None,
                 (false, Some(first)) => Some(first.for_site(i)?),
                 (false, None) => {
-                    first_cgi = Some(Cgi::new(&cfg, i, launcher.clone())?);
+                    first_cgi = Some(Cgi::new(&cfg, i, launcher.clone(), files[i].protected())?);
                     first_cgi.as_ref().map(|c| c.for_site(i)).transpose()?
                 }
             };

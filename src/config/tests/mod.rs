@@ -10,6 +10,7 @@ mod compress;
 mod features;
 mod http2;
 mod load;
+mod own;
 #[cfg(feature = "ops")]
 mod proxy;
 mod servlets;

@@ -17,11 +17,13 @@ use std::path::{Path, PathBuf};
 
 use crate::config::glob;
 use crate::config::{CgiRule, CgiTarget};
+use crate::handlers::protected::Protected;
 use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
 use crate::http::Status;
 use crate::sys::fs::{Kind, Root};
 use crate::sys::spawn::{permitted, Access, Command};
+use std::sync::Arc;
 
 /// What to do with a request path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,16 @@ impl Denial {
         Resolved::Denied(Denial {
             status: lookup_status(e),
             why: Refusal::lookup(e),
+            file,
+        })
+    }
+
+    /// One of the files brisk itself reads: never run, answered as a
+    /// missing file.
+    fn own(file: PathBuf) -> Resolved {
+        Resolved::Denied(Denial {
+            status: Status::NOT_FOUND,
+            why: Refusal::OwnFile,
             file,
         })
     }
@@ -133,6 +145,9 @@ pub struct Resolver {
     /// Per rule: its directory (`dir`) or the document root (`pattern`);
     /// `None` for a program, or when it is to be opened per call.
     roots: Vec<Option<Root>>,
+    /// The files brisk itself reads: never run (a `dir` or `pattern`
+    /// rule's; a `program` is named by the configuration itself).
+    pub(super) protected: Arc<Protected>,
 }
 
 impl Resolver {
@@ -151,7 +166,15 @@ impl Resolver {
             rules: rules.to_vec(),
             doc_root: doc_root.to_path_buf(),
             roots,
+            protected: Arc::default(),
         })
+    }
+
+    /// Has the resolver refuse the files `protected` (see
+    /// [`crate::handlers::protected`]).
+    pub fn protecting(mut self, protected: Arc<Protected>) -> Resolver {
+        self.protected = protected;
+        self
     }
 
     /// A resolver that opens directories when a request needs them.
@@ -160,6 +183,7 @@ impl Resolver {
             rules: rules.to_vec(),
             doc_root: doc_root.to_path_buf(),
             roots: rules.iter().map(|_| None).collect(),
+            protected: Arc::default(),
         }
     }
 
@@ -250,6 +274,9 @@ impl Resolver {
             match meta.kind {
                 Kind::Dir => pos = end,
                 Kind::Special => return Denial::forbidden(Refusal::NotRegular, join(dir, &rel)),
+                Kind::File if self.protected.contains(&meta) => {
+                    return Denial::own(join(dir, &rel));
+                }
                 Kind::File => {
                     return match permitted(fd.as_fd(), self.access(i)) {
                         Ok(true) => Resolved::Cgi(self.script(i, dir, &rel, path, end)),
@@ -292,6 +319,9 @@ impl Resolver {
                         Refusal::NotRegular,
                         join(&self.doc_root, &rel),
                     ))
+                }
+                Kind::File if self.protected.contains(&meta) => {
+                    return Some(Denial::own(join(&self.doc_root, &rel)));
                 }
                 Kind::File => {
                     return Some(match permitted(fd.as_fd(), self.access(i)) {

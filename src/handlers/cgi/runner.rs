@@ -14,6 +14,7 @@ use super::reply::ScriptReply;
 use super::resolve::{Resolved, Resolver, Script};
 use crate::config::{Config, Level};
 use crate::handlers::pipe::Pipe;
+use crate::handlers::protected::Protected;
 use crate::handlers::spool::Spool;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::OwnedRequest;
@@ -49,17 +50,19 @@ impl Cgi {
     }
 
     /// Opens the rules' directories; programs are started by `launcher`
-    /// if given, else by the worker itself.
+    /// if given, else by the worker itself; the files `protected` never
+    /// run.
     pub fn new(
         cfg: &Arc<Config>,
         site: usize,
         launcher: Option<Arc<Launchers>>,
+        protected: &Arc<Protected>,
     ) -> io::Result<Cgi> {
         let sc = cfg.site(site);
         Ok(Cgi {
             cfg: Arc::clone(cfg),
             site,
-            resolver: Resolver::new(&sc.cgi, &sc.root)?,
+            resolver: Resolver::new(&sc.cgi, &sc.root)?.protecting(Arc::clone(protected)),
             children: Children::new(launcher, cfg.timeouts.cgi),
         })
     }
@@ -72,7 +75,8 @@ impl Cgi {
         Ok(Cgi {
             cfg: Arc::clone(&self.cfg),
             site,
-            resolver: Resolver::new(&sc.cgi, &sc.root)?,
+            resolver: Resolver::new(&sc.cgi, &sc.root)?
+                .protecting(Arc::clone(&self.resolver.protected)),
             children: Rc::clone(&self.children),
         })
     }

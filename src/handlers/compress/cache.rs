@@ -2,10 +2,10 @@
 //! keyed by the file's identity and version (device, inode, size,
 //! modification and change times) and the coding, bounded in bytes, and
 //! filled by a small pool of threads so that no event loop compresses a
-//! file. Until a variant is ready its file goes out as it is: a worker
-//! never waits for a thread (waiting would tie every first request for a
-//! file to the pool's queue; brotli at level 11 takes tens of
-//! milliseconds for 100 KiB).
+//! file. Until a variant is ready its file is compressed as it streams
+//! (see `static_files::serve_file`): a worker never waits for a thread
+//! (waiting would tie every first request for a file to the pool's
+//! queue; brotli at level 11 takes tens of milliseconds for 100 KiB).
 //!
 //! Eviction is oldest-first; each eviction moves an epoch on, which the
 //! workers' own shortcuts to variants (kept on their file-cache entries)

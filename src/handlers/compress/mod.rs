@@ -4,8 +4,9 @@
 //! compressible `Content-Type`, at least `min_size` bytes, no
 //! `Content-Encoding` already, not a range, a 206 or a 304), the static
 //! files' variants (`cache`, made on threads and shared by the workers)
-//! and streamed output (`coding::StreamCoder`, for CGI, servlets and
-//! handlers).
+//! and streamed output (`coding::StreamCoder`, for CGI, servlets,
+//! handlers and the first answers of a static file whose variant is not
+//! ready yet).
 //!
 //! Ranges: as nginx, a request with `Range` gets ranges of the file as it
 //! is, never of a compressed variant, and its answer says

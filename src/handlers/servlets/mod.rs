@@ -34,6 +34,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::handlers::protected::Protected;
 use mlua::chunk::ChunkMode;
 use mlua::prelude::{LuaGcIncParams, LuaGcMode};
 use mlua::thread::ThreadStatus;
@@ -65,6 +66,8 @@ pub struct Settings {
     /// How long a loaded servlet is used before its file is looked at.
     valid: Duration,
     follow_outside: bool,
+    /// The files brisk itself reads (but the servlets): never run.
+    protected: Protected,
 }
 
 /// The handler mounted at each servlet prefix (for `.lua` paths only).
@@ -82,6 +85,7 @@ impl Servlets {
             root: sc.root.clone(),
             valid: cfg.site.static_files.open_file_cache_valid,
             follow_outside: sc.static_files.symlinks_outside_root,
+            protected: Protected::collect_with(cfg, false),
         }))
     }
 }
@@ -261,9 +265,13 @@ impl State {
         })
     }
 
-    /// Reads `rel` beneath the root.
+    /// Reads `rel` beneath the root; one of the files brisk itself reads
+    /// (its configuration named `x.lua`) is not there.
     fn read(&self, rel: &[u8]) -> std::io::Result<(String, Meta)> {
         let (mut f, meta) = self.root.open_file(rel)?;
+        if self.settings.protected.contains(&meta) {
+            return Err(std::io::ErrorKind::NotFound.into());
+        }
         let mut text = String::new();
         f.read_to_string(&mut text)?;
         Ok((text, meta))
@@ -729,6 +737,7 @@ mod tests {
             root: std::env::temp_dir(),
             valid: Duration::ZERO,
             follow_outside: false,
+            protected: Protected::default(),
         };
         let st = State::new(Arc::new(settings)).unwrap();
         let loaded: Table = st.lua.named_registry_value("_LOADED").unwrap();

@@ -1,0 +1,127 @@
+//! The files brisk itself reads or writes (the configuration, password
+//! files, TLS keys and certificates, the `mime_types` file, servlet
+//! sources, the pid file and log files): never served, even when they lie
+//! under a document root (see `crate::handlers::protected`), and named in
+//! a warning at start-up and by `--check-config` when they do.
+//!
+//! `[errors]` pages are not among them: they are meant to be seen.
+
+use std::path::{Path, PathBuf};
+
+use super::{Config, LogTarget, SiteConfig};
+
+/// Servlet sources looked at under each site's servlet directories at
+/// most: a tree larger than that is not one of servlets.
+const SERVLET_FILES: usize = 4096;
+
+impl Config {
+    /// Every file brisk reads or writes by its configuration, with what
+    /// it is for messages (`auth[1].htpasswd`); files that do not exist
+    /// (yet) included.
+    pub fn own_files(&self) -> Vec<(PathBuf, String)> {
+        self.own_files_with(true)
+    }
+
+    /// [`Config::own_files`], with the servlet sources or without them.
+    pub fn own_files_with(&self, servlet_sources: bool) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        if let Some(f) = &self.config_file {
+            out.push((f.clone(), "the configuration file".to_string()));
+        }
+        if let Some(tls) = &self.tls {
+            out.extend(tls.files());
+        }
+        if let Some(p) = &self.pid_file {
+            out.push((p.clone(), "the pid file".to_string()));
+        }
+        for (t, key) in [
+            (&self.log.access, "log.access"),
+            (&self.log.error, "log.error"),
+        ] {
+            if let LogTarget::File(p) = t {
+                out.push((p.clone(), key.to_string()));
+            }
+        }
+        for (i, site) in SiteConfig::all(self).enumerate() {
+            let table = match i {
+                0 => String::new(),
+                _ => format!("site[{i}]."),
+            };
+            if let Some(m) = &site.static_files.mime_types {
+                out.push((m.path.clone(), format!("{table}static.mime_types")));
+            }
+            for (j, rule) in site.auth.iter().enumerate() {
+                out.push((
+                    rule.htpasswd.clone(),
+                    format!("{table}auth[{}].htpasswd", j + 1),
+                ));
+            }
+            if servlet_sources && site.servlets.enable {
+                let mut left = SERVLET_FILES;
+                for prefix in &site.servlets.paths {
+                    let dir = site.root.join(prefix.trim_start_matches('/'));
+                    lua_files(&dir, &mut left, &mut out, &table);
+                }
+            }
+        }
+        out
+    }
+
+    /// A warning for each of [`Config::own_files`] that lies under a
+    /// document root (by its canonical path): it is never served there,
+    /// but it should not be there.
+    pub fn own_files_under_roots(&self) -> Vec<String> {
+        let roots: Vec<&Path> = SiteConfig::all(self).map(|s| s.root.as_path()).collect();
+        let mut out = Vec::new();
+        // (Servlet sources are meant to be under the root.)
+        for (file, what) in self.own_files_with(false) {
+            let Some(real) = canonical(&file) else {
+                continue;
+            };
+            let mut seen = Vec::new();
+            for root in &roots {
+                if real.starts_with(root) && !seen.contains(root) {
+                    seen.push(*root);
+                    out.push(format!(
+                        "{} ({what}) lies under the document root {}: brisk never serves it \
+                         (it answers 404), but move it out of the root",
+                        file.display(),
+                        root.display()
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// `file`'s canonical path; for a file not made yet, its directory's
+/// canonical path and its name.
+fn canonical(file: &Path) -> Option<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(file) {
+        return Some(p);
+    }
+    let dir = std::fs::canonicalize(file.parent()?).ok()?;
+    Some(dir.join(file.file_name()?))
+}
+
+/// The `.lua` files beneath `dir` (at most `left` more), as servlet
+/// sources.
+fn lua_files(dir: &Path, left: &mut usize, out: &mut Vec<(PathBuf, String)>, table: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if *left == 0 {
+            return;
+        }
+        *left -= 1;
+        let path = e.path();
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            lua_files(&path, left, out, table);
+        } else if path.extension().is_some_and(|x| x == "lua") {
+            out.push((path, format!("{table}servlets: a servlet")));
+        }
+    }
+}
