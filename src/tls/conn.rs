@@ -426,6 +426,16 @@ impl TlsConn {
 
 /// Runs rustls's handshake on what came in; `Ok(true)` if the client
 /// sent close_notify.
+///
+/// rustls sees one more complete record each time it wants more, and none
+/// once the handshake is done: every record after the client's Finished
+/// is left in `incoming` for brisk's record layer, however TCP cut the
+/// stream. Were rustls to read a KeyUpdate(update_requested) that came in
+/// the same read as the Finished, it would queue its own KeyUpdate for
+/// its next write, which the hand-over drops
+/// (`dangerous_into_kernel_connection` checks only the records already
+/// made), and brisk's records would follow under keys the client never
+/// learnt (RFC 8446 §4.6.3).
 fn drive(
     conn: &mut UnbufferedServerConnection,
     incoming: &mut Vec<u8>,
@@ -434,10 +444,20 @@ fn drive(
     got: &mut Received,
 ) -> Result<bool, rustls::Error> {
     let mut peer_closed = false;
+    // The bytes of `incoming` rustls may see: whole records (and the start
+    // of one still arriving), from the front. What it has read but not
+    // discarded (a handshake message still incomplete) stays in front, and
+    // it goes on from where it was.
+    let mut seen = 0;
     // Each turn consumes input or produces output; the bound is only a
     // guard (a flight plus its records is far fewer turns).
     for _ in 0..MAX_STEPS + incoming.len() / 5 {
-        let UnbufferedStatus { mut discard, state } = conn.process_tls_records(incoming);
+        if seen == 0 && conn.is_handshaking() {
+            seen = record_end(incoming, 0);
+        }
+        let mut blocked = false;
+        let UnbufferedStatus { mut discard, state } =
+            conn.process_tls_records(&mut incoming[..seen]);
         let state = match state {
             Ok(state) => state,
             Err(e) => {
@@ -470,10 +490,13 @@ fn drive(
                 peer_closed = true;
                 true
             }
-            // Needs more bytes, or has nothing more to do with them.
-            ConnectionState::BlockedHandshake
-            | ConnectionState::WriteTraffic(_)
-            | ConnectionState::Closed => false,
+            // Needs more bytes (the next record, below), or has nothing
+            // more to do with them.
+            ConnectionState::BlockedHandshake => {
+                blocked = true;
+                false
+            }
+            ConnectionState::WriteTraffic(_) | ConnectionState::Closed => false,
             // 0-RTT is off (max_early_data_size = 0).
             ConnectionState::ReadEarlyData(_) => {
                 return Err(rustls::Error::General("unexpected early data".into()))
@@ -481,6 +504,11 @@ fn drive(
             _ => false,
         };
         drain(incoming, discard);
+        seen -= discard.min(seen);
+        if blocked && conn.is_handshaking() && seen < incoming.len() {
+            seen = record_end(incoming, seen);
+            continue;
+        }
         if !more {
             return Ok(peer_closed);
         }
@@ -488,6 +516,18 @@ fn drive(
     Err(rustls::Error::General(
         "too many TLS steps for one read".into(),
     ))
+}
+
+/// Where the record that starts `from` bytes into `incoming` ends (its
+/// header says, RFC 8446 §5.1), or the end of `incoming` if it has not
+/// fully arrived.
+fn record_end(incoming: &[u8], from: usize) -> usize {
+    match incoming.get(from..from + 5) {
+        Some(&[_, _, _, hi, lo]) => incoming
+            .len()
+            .min(from + 5 + usize::from(u16::from_be_bytes([hi, lo]))),
+        _ => incoming.len(),
+    }
 }
 
 /// After an error: the fatal alert rustls queued, if any, into `out`.

@@ -607,3 +607,40 @@ fn a_bad_mac_is_answered_bad_record_mac() {
         assert!(p.send(b"late").is_err());
     }
 }
+
+/// The client's Finished and a KeyUpdate(update_requested) in one read:
+/// the KeyUpdate goes to brisk's record layer, whose answer (its own
+/// KeyUpdate) reaches the client before data under the new keys, so the
+/// client reads that data. rustls handled it once, and its queued answer
+/// was lost in the hand-over: the client then failed on "Invalid tag".
+#[test]
+fn finished_and_a_key_update_in_one_read_are_both_answered() {
+    for &(suite, _, name) in &SUITES[..3] {
+        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
+        p.client.write_tls(&mut p.incoming).expect("hello");
+        p.server
+            .receive(&mut p.incoming, &mut p.plaintext, &mut p.out)
+            .expect("hello");
+        let flight = std::mem::take(&mut p.out);
+        p.client.read_tls(&mut &flight[..]).expect("client reads");
+        p.client.process_new_packets().expect("server flight");
+        assert!(!p.client.is_handshaking());
+        // Finished, then the KeyUpdate and a request under the new keys:
+        // one buffer.
+        p.client.refresh_traffic_keys().expect("key update");
+        p.client.writer().write_all(b"ping").expect("w");
+        while p.client.wants_write() {
+            p.client.write_tls(&mut p.incoming).expect("w");
+        }
+        let got = p
+            .server
+            .receive(&mut p.incoming, &mut p.plaintext, &mut p.out)
+            .expect("one read");
+        assert!(got.handshake_done, "{name}");
+        assert_eq!(p.plaintext, b"ping", "{name}");
+        assert_eq!(p.send(b"pong"), Ok(true));
+        p.pump().expect("the client reads the answer");
+        assert_eq!(p.got, b"pong", "{name}");
+    }
+}
