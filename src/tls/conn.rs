@@ -248,10 +248,14 @@ impl TlsConn {
         let result = match &mut self.stage {
             Stage::Handshake(conn) => {
                 let result = drive(conn, incoming, plaintext, out, &mut got);
-                if result.is_err() {
+                if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
                     // go out.
+                    let before = out.len();
                     flush_alert(conn, incoming, out);
+                    if out.len() == before {
+                        unexpected_alert(conn, e, out);
+                    }
                 }
                 let done = !conn.is_handshaking();
                 match result {
@@ -540,6 +544,19 @@ fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, ou
         let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
     }
     drain(incoming, discard);
+}
+
+/// The fatal alert rustls does not send for some misbehaviour (a record
+/// of another type inside a split ClientHello, RFC 8446 §5.1): an
+/// unexpected_message in plaintext, while nothing is encrypted yet (no
+/// version chosen: the ClientHello is not whole). Later, its records
+/// would need the handshake keys, which only rustls has.
+fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
+    if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
+        let alert = u8::from(rustls::AlertDescription::UnexpectedMessage);
+        // An alert record: type 21, version 0x0303, length 2, fatal (2).
+        out.extend_from_slice(&[21, 3, 3, 0, 2, 2, alert]);
+    }
 }
 
 /// OpenSSL's name of each suite rustls speaks (`openssl ciphers -stdname`).

@@ -644,3 +644,26 @@ fn finished_and_a_key_update_in_one_read_are_both_answered() {
         assert_eq!(p.got, b"pong", "{name}");
     }
 }
+
+/// RFC 8446 §5.1: nothing may come between the records of a split
+/// handshake message. rustls refuses a record inside a split ClientHello
+/// without an alert; brisk sends unexpected_message (tlsfuzzer's
+/// "zero-length app data interleaved in handshake").
+#[test]
+fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
+    let mut client = crate::tls::testing::client_conn();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("hello");
+    let body = &hello[5..];
+    let half = body.len() / 2;
+    let mut wire = vec![22, 3, 1];
+    wire.extend_from_slice(&(half as u16).to_be_bytes());
+    wire.extend_from_slice(&body[..half]);
+    // An empty application data record, then the rest of the hello.
+    wire.extend_from_slice(&[23, 3, 3, 0, 0]);
+    let mut server = crate::tls::testing::server_conn();
+    let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+    let got = server.receive(&mut wire, &mut plaintext, &mut out);
+    assert!(got.is_err(), "{got:?}");
+    assert_eq!(out, [21, 3, 3, 0, 2, 2, 10]);
+}
