@@ -547,12 +547,15 @@ fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, ou
 }
 
 /// The fatal alert rustls does not send for some misbehaviour (a record
-/// of another type inside a split ClientHello, RFC 8446 §5.1): an
+/// of another type inside a split ClientHello, RFC 8446 §5.1, whether
+/// both came in one read or not): an
 /// unexpected_message in plaintext, while nothing is encrypted yet (no
 /// version chosen: the ClientHello is not whole). Later, its records
 /// would need the handshake keys, which only rustls has.
 fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
-    if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
+    use rustls::Error::{InappropriateMessage, PeerMisbehaved};
+    let unexpected = matches!(e, PeerMisbehaved(_) | InappropriateMessage { .. });
+    if unexpected && conn.protocol_version().is_none() {
         let alert = u8::from(rustls::AlertDescription::UnexpectedMessage);
         // An alert record: type 21, version 0x0303, length 2, fatal (2).
         out.extend_from_slice(&[21, 3, 3, 0, 2, 2, alert]);

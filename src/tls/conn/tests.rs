@@ -655,15 +655,25 @@ fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
     let mut hello = Vec::new();
     client.write_tls(&mut hello).expect("hello");
     let body = &hello[5..];
-    let half = body.len() / 2;
+    let half = 2;
     let mut wire = vec![22, 3, 1];
     wire.extend_from_slice(&(half as u16).to_be_bytes());
     wire.extend_from_slice(&body[..half]);
-    // An empty application data record, then the rest of the hello.
-    wire.extend_from_slice(&[23, 3, 3, 0, 0]);
-    let mut server = crate::tls::testing::server_conn();
-    let (mut plaintext, mut out) = (Vec::new(), Vec::new());
-    let got = server.receive(&mut wire, &mut plaintext, &mut out);
-    assert!(got.is_err(), "{got:?}");
-    assert_eq!(out, [21, 3, 3, 0, 2, 2, 10]);
+    // An application data record (empty, or of padding), then the rest
+    // of the hello.
+    // In one read, or in two.
+    for (len, apart) in [(0u8, false), (30, false), (0, true), (30, true)] {
+        let mut server = crate::tls::testing::server_conn();
+        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+        let mut wire = wire.clone();
+        if apart {
+            let got = server.receive(&mut wire, &mut plaintext, &mut out);
+            assert!(got.is_ok() && out.is_empty(), "{got:?}");
+        }
+        wire.extend_from_slice(&[23, 3, 3, 0, len]);
+        wire.extend(std::iter::repeat_n(0, len.into()));
+        let got = server.receive(&mut wire, &mut plaintext, &mut out);
+        assert!(got.is_err(), "{got:?}");
+        assert_eq!(out, [21, 3, 3, 0, 2, 2, 10], "{len} {apart}: {got:?}");
+    }
 }
