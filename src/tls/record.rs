@@ -247,7 +247,26 @@ impl Records {
         if cipher != tx_cipher {
             return Err(Error::General("traffic keys of two ciphers".into()));
         }
-        Ok(Records {
+        Ok(Records::from_halves(suite, cipher, rx, tx))
+    }
+
+    /// The other end's record layer, keys alone (no KeyUpdate): what this
+    /// one seals, it opens, and the other way round. For the differential
+    /// fuzz target, which needs the server's keys beside rustls's own
+    /// server, from the client's.
+    #[doc(hidden)]
+    pub fn mirrored(&self) -> Records {
+        let copy = |h: &Half| Half {
+            key: h.key,
+            iv: h.iv,
+            seq: h.seq,
+            live: None,
+        };
+        Records::from_halves(self.suite, self.cipher, copy(&self.tx), copy(&self.rx))
+    }
+
+    fn from_halves(suite: SupportedCipherSuite, cipher: Cipher, rx: Half, tx: Half) -> Records {
+        Records {
             suite,
             cipher,
             rx,
@@ -259,7 +278,7 @@ impl Records {
             key_updates: 0,
             empty: 0,
             pending: Vec::new(),
-        })
+        }
     }
 
     /// The suite negotiated.
