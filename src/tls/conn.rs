@@ -156,6 +156,11 @@ pub struct TlsConn {
     peer_closed: bool,
     /// An error ended the connection: rustls is not called again.
     failed: bool,
+    /// During the handshake: the bytes at the front of the input that
+    /// rustls has read but not discarded (the start of a handshake
+    /// message in records of its own), which it must see again, whole,
+    /// at the next call ([`drive`]).
+    fed: u32,
 }
 
 impl std::fmt::Debug for TlsConn {
@@ -184,6 +189,7 @@ impl TlsConn {
             sni: None,
             peer_closed: false,
             failed: false,
+            fed: 0,
         })
     }
 
@@ -247,7 +253,7 @@ impl TlsConn {
         let mut got = Received::default();
         let result = match &mut self.stage {
             Stage::Handshake(conn) => {
-                let result = drive(conn, incoming, plaintext, out, &mut got);
+                let result = drive(conn, incoming, plaintext, out, &mut got, &mut self.fed);
                 if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
                     // go out.
@@ -446,13 +452,15 @@ fn drive(
     plaintext: &mut Vec<u8>,
     out: &mut Vec<u8>,
     got: &mut Received,
+    fed: &mut u32,
 ) -> Result<bool, rustls::Error> {
     let mut peer_closed = false;
     // The bytes of `incoming` rustls may see: whole records (and the start
     // of one still arriving), from the front. What it has read but not
-    // discarded (a handshake message still incomplete) stays in front, and
-    // it goes on from where it was.
-    let mut seen = 0;
+    // discarded (a handshake message still incomplete) stays in front,
+    // and it goes on from where it was: it must see at least that much
+    // again (it would index past a shorter slice).
+    let mut seen = (*fed as usize).min(incoming.len());
     // Each turn consumes input or produces output; the bound is only a
     // guard (a flight plus its records is far fewer turns).
     for _ in 0..MAX_STEPS + incoming.len() / 5 {
@@ -514,6 +522,7 @@ fn drive(
             continue;
         }
         if !more {
+            *fed = u32::try_from(seen).unwrap_or(u32::MAX);
             return Ok(peer_closed);
         }
     }

@@ -677,3 +677,37 @@ fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
         assert_eq!(out, [21, 3, 3, 0, 2, 2, 10], "{len} {apart}: {got:?}");
     }
 }
+
+/// A handshake message in records of two bytes, each in a read of its
+/// own, and then a record of another type: rustls keeps the pieces it
+/// read in the input without discarding them, and must be shown all of
+/// them again at every call (shown fewer, it panicked: a slice out of
+/// range). The answer is an unexpected_message.
+#[test]
+fn handshake_pieces_in_reads_of_their_own_are_shown_to_rustls_again() {
+    let mut client = crate::tls::testing::client_conn();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("hello");
+    let mut server = crate::tls::testing::server_conn();
+    let (mut incoming, mut plaintext, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    for piece in hello[5..9].chunks(2) {
+        incoming.extend_from_slice(&[22, 3, 1, 0, 2]);
+        incoming.extend_from_slice(piece);
+        let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+        assert!(got.is_ok() && out.is_empty(), "{got:?}");
+    }
+    incoming.extend_from_slice(&[23, 3, 3, 0, 0]);
+    let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+    assert!(got.is_err(), "{got:?}");
+    assert_eq!(out, [21, 3, 3, 0, 2, 2, 10]);
+    // The whole hello, two bytes a record and a read: the handshake goes on.
+    let mut server = crate::tls::testing::server_conn();
+    let (mut incoming, mut out) = (Vec::new(), Vec::new());
+    for piece in hello[5..].chunks(2) {
+        incoming.extend_from_slice(&[22, 3, 1, 0, piece.len() as u8]);
+        incoming.extend_from_slice(piece);
+        let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+        assert!(got.is_ok(), "{got:?}");
+    }
+    assert!(!out.is_empty(), "the server's flight");
+}
