@@ -11,7 +11,8 @@
 //! the keys alone (`Records::mirrored`), not rustls's key schedule: a
 //! KeyUpdate, which needs it, ends the comparison, as does the first
 //! error, and so does a content type TLS does not define (brisk answers
-//! unexpected_message, as the RFCs say; rustls decode_error).
+//! unexpected_message, as the RFCs say; rustls decode_error). Where
+//! rustls ends the connection without an alert, brisk may send one.
 
 #![no_main]
 
@@ -136,7 +137,11 @@ fuzz_target!(|data: &[u8]| {
         // A change_cipher_spec after the handshake: brisk refuses the
         // type (unexpected_message, RFC 5246 §7.1), rustls parses its
         // body first (decode_error when it is not the one byte 1).
-        if !(typ == CHANGE_CIPHER_SPEC && a.is_some() && b.is_some()) {
+        // rustls ends some misbehaviour without an alert (a
+        // `PeerMisbehaved` error, a handshake message too long): brisk
+        // may say which alert, as RFC 8446 §6.2 asks.
+        let silent = theirs_failed && b.is_none();
+        if !(typ == CHANGE_CIPHER_SPEC && a.is_some() && b.is_some()) && !silent {
             assert_eq!(a, b, "the same alert");
         }
         if theirs_failed || got.is_ok_and(|g| g.peer_closed) {

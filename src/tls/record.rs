@@ -541,11 +541,20 @@ impl Records {
         };
         while let Some(&[typ, a, b, c]) = rest.get(..4) {
             let len = u32::from_be_bytes([0, a, b, c]) as usize;
+            // Longer than any message taken here: decode_error, whatever
+            // its type, as rustls says.
+            if len > MAX_HANDSHAKE {
+                return Err(self.fatal(
+                    out,
+                    AlertDescription::DecodeError,
+                    "handshake message too long",
+                ));
+            }
             match (self.tls13(), typ) {
                 (true, KEY_UPDATE) if len != 1 => {
                     return Err(self.fatal(out, AlertDescription::DecodeError, "bad KeyUpdate"))
                 }
-                (false, CLIENT_HELLO) if len <= MAX_HANDSHAKE => {}
+                (false, CLIENT_HELLO) => {}
                 (true, KEY_UPDATE) => {}
                 _ => {
                     return Err(self.fatal(

@@ -442,17 +442,15 @@ fn a_handshake_message_split_over_records_is_reassembled() {
         Some(AlertDescription::UnexpectedMessage)
     );
     // A message longer than brisk keeps, announced in its header: refused
-    // at once, not buffered.
-    let (mut s, mut c) = tls12();
-    let mut wire = Vec::new();
-    c.seal(HANDSHAKE, &[CLIENT_HELLO, 1, 0, 0], &mut wire)
-        .expect("seal");
-    let (_, out, got) = feed(&mut s, &wire);
-    assert!(got.is_err() && s.pending.is_empty());
-    assert_eq!(
-        alert_in(&mut c, &out),
-        Some(AlertDescription::UnexpectedMessage)
-    );
+    // at once (decode_error, as rustls), not buffered.
+    for (old, typ) in [(true, CLIENT_HELLO), (false, 22)] {
+        let (mut s, mut c) = if old { tls12() } else { tls13() };
+        let mut wire = Vec::new();
+        c.seal(HANDSHAKE, &[typ, 1, 0, 0], &mut wire).expect("seal");
+        let (_, out, got) = feed(&mut s, &wire);
+        assert!(got.is_err() && s.pending.is_empty());
+        assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::DecodeError));
+    }
 }
 
 /// rustls's counts, each its own: warning alerts (4), renegotiations
