@@ -562,9 +562,7 @@ fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, ou
 /// version chosen: the ClientHello is not whole). Later, its records
 /// would need the handshake keys, which only rustls has.
 fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
-    use rustls::Error::{InappropriateMessage, PeerMisbehaved};
-    let unexpected = matches!(e, PeerMisbehaved(_) | InappropriateMessage { .. });
-    if unexpected && conn.protocol_version().is_none() {
+    if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
         let alert = u8::from(rustls::AlertDescription::UnexpectedMessage);
         // An alert record: type 21, version 0x0303, length 2, fatal (2).
         out.extend_from_slice(&[21, 3, 3, 0, 2, 2, alert]);
