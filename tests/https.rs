@@ -443,3 +443,68 @@ fn a_throttled_file_over_https_keeps_its_rate() {
         "400 kB at 256 KiB/s in {took:?}"
     );
 }
+
+/// Reads what the server sends on `s` until it closes: the bytes, and
+/// whether the end was a reset rather than a FIN.
+fn read_until_closed(s: &mut TcpStream) -> (Vec<u8>, bool) {
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (got, false),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (got, true),
+            Err(e) => panic!("reading the server's last bytes: {e}"),
+        }
+    }
+}
+
+/// A fatal alert is not lost to a reset when the client has sent more
+/// than the server read: the server shuts its write side after the
+/// alert and reads what still comes until the client closes (a
+/// lingering close, as nginx's), before the handshake and after it.
+#[test]
+fn a_fatal_alert_reaches_a_client_that_sent_more_than_was_read() {
+    let server = both(&mut Builder::new(), "", "");
+    let junk = vec![0x17u8; 96 * 1024];
+    // Before the handshake: the plaintext alert, byte for byte.
+    let mut s = TcpStream::connect(tls_addr(&server)).expect("connect");
+    let mut first = b"\x17\x03\x03\x00\x10abcdefghijklmnop".to_vec();
+    first.extend_from_slice(&junk);
+    let _ = s.write_all(&first);
+    let (got, reset) = read_until_closed(&mut s);
+    assert_eq!(got, b"\x15\x03\x03\x00\x02\x02\x0a", "unexpected_message");
+    assert!(!reset, "the connection ends with a FIN, not a reset");
+    // After it: a record with a bad MAC, then more; the client reads the
+    // encrypted bad_record_mac.
+    let mut s = TcpStream::connect(tls_addr(&server)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut conn = client_conn("a.test");
+    while conn.is_handshaking() {
+        conn.complete_io(&mut s).expect("handshake");
+    }
+    conn.writer()
+        .write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        .expect("request");
+    let mut wire = Vec::new();
+    conn.write_tls(&mut wire).expect("records");
+    let last = wire.len() - 1;
+    wire[last] ^= 1;
+    wire.extend_from_slice(&junk);
+    let _ = s.write_all(&wire);
+    let (got, reset) = read_until_closed(&mut s);
+    assert!(!reset, "the connection ends with a FIN, not a reset");
+    let mut rd = &got[..];
+    while !rd.is_empty() {
+        conn.read_tls(&mut rd).expect("client reads");
+    }
+    assert_eq!(
+        conn.process_new_packets().err(),
+        Some(rustls::Error::AlertReceived(
+            rustls::AlertDescription::BadRecordMac
+        ))
+    );
+}

@@ -62,6 +62,10 @@ fuzz_target!(|data: &[u8]| {
         conn.drain_out(&mut out);
         // Control answers (acks, resets, 431s, window updates) are
         // bounded by the frames that caused them.
-        assert!(out.len() <= 1024 + 64 * fed, "{} bytes queued for {fed} fed", out.len());
+        assert!(
+            out.len() <= 1024 + 64 * fed,
+            "{} bytes queued for {fed} fed",
+            out.len()
+        );
     }
 });

@@ -29,7 +29,11 @@ fuzz_target!(|data: &[u8]| {
             fields.push((n.to_vec(), v.to_vec()));
         });
         assert!(d.table_size() <= 256);
-        assert!(size <= 4096 + 32 + 2 * block.len(), "decoded {size} from {}", block.len());
+        assert!(
+            size <= 4096 + 32 + 2 * block.len(),
+            "decoded {size} from {}",
+            block.len()
+        );
         if r.is_err() {
             return;
         }
@@ -44,7 +48,9 @@ fuzz_target!(|data: &[u8]| {
         }
         let mut back = Vec::new();
         check
-            .decode(&block, 1 << 22, &mut |n2, v2| back.push((n2.to_vec(), v2.to_vec())))
+            .decode(&block, 1 << 22, &mut |n2, v2| {
+                back.push((n2.to_vec(), v2.to_vec()))
+            })
             .expect("what we encode decodes");
         assert_eq!(back, fields);
     }

@@ -13,78 +13,14 @@
 
 #![no_main]
 
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use brisk::config::TlsConfig;
-use brisk::tls::certs::{self, CertificateFiles};
 use brisk::tls::conn::TlsConn;
-use brisk::tls::context::{server_config, Shared};
 use brisk::tls::record::Records;
 use libfuzzer_sys::fuzz_target;
-use rustls::pki_types::ServerName;
 
-const CERT: &[u8] = include_bytes!("../../src/tls/testdata/a.pem");
-const KEY: &[u8] = include_bytes!("../../src/tls/testdata/a.key");
-
-fn config() -> Arc<rustls::ServerConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();
-    Arc::clone(CONFIG.get_or_init(|| {
-        let files = CertificateFiles {
-            cert: "a.pem".into(),
-            key: "a.key".into(),
-            ocsp: None,
-        };
-        let read = |p: &std::path::Path| Ok(if p.ends_with("a.pem") { CERT } else { KEY }.to_vec());
-        let cert = certs::load(&files, &read, certs::now()).expect("test certificate");
-        let tls = TlsConfig {
-            listen: Vec::new(),
-            certificates: vec![cert],
-            session_tickets: true,
-            session_cache: 16,
-            handshake_timeout: Duration::from_secs(10),
-            max_handshakes: 1,
-            redirect_http: false,
-        };
-        server_config(&tls, &Shared::new(16).expect("ticket key")).expect("server config")
-    }))
-}
-
-/// Any certificate goes: the point is to reach the record layer.
-#[derive(Debug)]
-struct Trusting(rustls::crypto::WebPkiSupportedAlgorithms);
-
-impl rustls::client::danger::ServerCertVerifier for Trusting {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_schemes()
-    }
-}
+#[path = "tls_common.rs"]
+mod tls_common;
 
 /// A server connection after a full handshake with a rustls client, and
 /// the client's record layer.
@@ -94,23 +30,14 @@ fn established(
     plaintext: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> (TlsConn, Records) {
-    let provider = brisk::tls::provider();
-    let algs = provider.signature_verification_algorithms;
-    let version = match tls12 {
-        true => &rustls::version::TLS12,
-        false => &rustls::version::TLS13,
-    };
-    let mut client_config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
-        .with_protocol_versions(&[version])
-        .expect("versions")
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Trusting(algs)))
-        .with_no_client_auth();
-    client_config.enable_secret_extraction = true;
-    let name = ServerName::try_from("a.test").expect("name");
-    let mut client = rustls::ClientConnection::new(Arc::new(client_config), name).expect("client");
-    let mut server =
-        TlsConn::new(config(), Instant::now(), Duration::from_secs(10), None).expect("server");
+    let mut client = tls_common::client(tls12);
+    let mut server = TlsConn::new(
+        tls_common::config(),
+        Instant::now(),
+        Duration::from_secs(10),
+        None,
+    )
+    .expect("server");
     for _ in 0..10 {
         while client.wants_write() {
             client.write_tls(incoming).expect("client writes");
@@ -141,8 +68,13 @@ fuzz_target!(|data: &[u8]| {
         let (conn, peer) = established(mode & 4 != 0, &mut incoming, &mut plaintext, &mut out);
         (conn, Some(peer))
     } else {
-        let conn =
-            TlsConn::new(config(), Instant::now(), Duration::from_secs(10), None).expect("server");
+        let conn = TlsConn::new(
+            tls_common::config(),
+            Instant::now(),
+            Duration::from_secs(10),
+            None,
+        )
+        .expect("server");
         (conn, None)
     };
     let seal = mode & 2 != 0;
@@ -174,7 +106,10 @@ fuzz_target!(|data: &[u8]| {
         if handshaking && conn.is_handshaking() {
             assert!(plaintext.is_empty(), "plaintext before the handshake");
         }
-        if conn.send(b"HTTP/1.1 200 OK\r\n\r\n", &mut incoming, &mut out).is_ok() {
+        if conn
+            .send(b"HTTP/1.1 200 OK\r\n\r\n", &mut incoming, &mut out)
+            .is_ok()
+        {
             assert!(!failed, "a send after an error succeeded");
         }
     }

@@ -72,6 +72,9 @@ const READ_BUF: usize = 64 * 1024;
 const OUT_KEEP: usize = 512 * 1024;
 /// How long a closing connection may keep sending before it is dropped.
 const LINGER: Duration = Duration::from_secs(2);
+/// How many bytes a closing connection may still send before it is
+/// dropped (read and thrown away, so that the close sends no reset).
+const LINGER_BYTES: u32 = 256 * 1024;
 /// What a connection over the limits gets before it is closed.
 const REFUSED: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -538,8 +541,11 @@ impl Worker {
             }
             let age = self.now.saturating_duration_since(c.h1.since());
             let stopping = self.draining == Drain::Stop;
+            // (An HTTP/2 connection that sent its GOAWAY lingers as
+            // HTTP/1.1 does: its h1 state says so.)
             #[cfg(feature = "http2")]
-            if let Some(h2) = c.h2.as_mut() {
+            if let (Some(h2), false) = (c.h2.as_mut(), matches!(c.h1.state(), State::Lingering(_)))
+            {
                 // An HTTP/2 connection is idle when no stream is open
                 // (a stalled one is timed out above, as `blocked`).
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();

@@ -156,6 +156,11 @@ pub struct TlsConn {
     peer_closed: bool,
     /// An error ended the connection: rustls is not called again.
     failed: bool,
+    /// During the handshake: the bytes at the front of the input that
+    /// rustls has read but not discarded (the start of a handshake
+    /// message in records of its own), which it must see again, whole,
+    /// at the next call ([`drive`]).
+    fed: u32,
 }
 
 impl std::fmt::Debug for TlsConn {
@@ -184,6 +189,7 @@ impl TlsConn {
             sni: None,
             peer_closed: false,
             failed: false,
+            fed: 0,
         })
     }
 
@@ -247,11 +253,15 @@ impl TlsConn {
         let mut got = Received::default();
         let result = match &mut self.stage {
             Stage::Handshake(conn) => {
-                let result = drive(conn, incoming, plaintext, out, &mut got);
-                if result.is_err() {
+                let result = drive(conn, incoming, plaintext, out, &mut got, &mut self.fed);
+                if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
                     // go out.
+                    let before = out.len();
                     flush_alert(conn, incoming, out);
+                    if out.len() == before {
+                        unexpected_alert(conn, e, out);
+                    }
                 }
                 let done = !conn.is_handshaking();
                 match result {
@@ -426,18 +436,40 @@ impl TlsConn {
 
 /// Runs rustls's handshake on what came in; `Ok(true)` if the client
 /// sent close_notify.
+///
+/// rustls sees one more complete record each time it wants more, and none
+/// once the handshake is done: every record after the client's Finished
+/// is left in `incoming` for brisk's record layer, however TCP cut the
+/// stream. Were rustls to read a KeyUpdate(update_requested) that came in
+/// the same read as the Finished, it would queue its own KeyUpdate for
+/// its next write, which the hand-over drops
+/// (`dangerous_into_kernel_connection` checks only the records already
+/// made), and brisk's records would follow under keys the client never
+/// learnt (RFC 8446 §4.6.3).
 fn drive(
     conn: &mut UnbufferedServerConnection,
     incoming: &mut Vec<u8>,
     plaintext: &mut Vec<u8>,
     out: &mut Vec<u8>,
     got: &mut Received,
+    fed: &mut u32,
 ) -> Result<bool, rustls::Error> {
     let mut peer_closed = false;
+    // The bytes of `incoming` rustls may see: whole records (and the start
+    // of one still arriving), from the front. What it has read but not
+    // discarded (a handshake message still incomplete) stays in front,
+    // and it goes on from where it was: it must see at least that much
+    // again (it would index past a shorter slice).
+    let mut seen = (*fed as usize).min(incoming.len());
     // Each turn consumes input or produces output; the bound is only a
     // guard (a flight plus its records is far fewer turns).
     for _ in 0..MAX_STEPS + incoming.len() / 5 {
-        let UnbufferedStatus { mut discard, state } = conn.process_tls_records(incoming);
+        if seen == 0 && conn.is_handshaking() {
+            seen = record_end(incoming, 0);
+        }
+        let mut blocked = false;
+        let UnbufferedStatus { mut discard, state } =
+            conn.process_tls_records(&mut incoming[..seen]);
         let state = match state {
             Ok(state) => state,
             Err(e) => {
@@ -470,10 +502,13 @@ fn drive(
                 peer_closed = true;
                 true
             }
-            // Needs more bytes, or has nothing more to do with them.
-            ConnectionState::BlockedHandshake
-            | ConnectionState::WriteTraffic(_)
-            | ConnectionState::Closed => false,
+            // Needs more bytes (the next record, below), or has nothing
+            // more to do with them.
+            ConnectionState::BlockedHandshake => {
+                blocked = true;
+                false
+            }
+            ConnectionState::WriteTraffic(_) | ConnectionState::Closed => false,
             // 0-RTT is off (max_early_data_size = 0).
             ConnectionState::ReadEarlyData(_) => {
                 return Err(rustls::Error::General("unexpected early data".into()))
@@ -481,13 +516,31 @@ fn drive(
             _ => false,
         };
         drain(incoming, discard);
+        seen -= discard.min(seen);
+        if blocked && conn.is_handshaking() && seen < incoming.len() {
+            seen = record_end(incoming, seen);
+            continue;
+        }
         if !more {
+            *fed = u32::try_from(seen).unwrap_or(u32::MAX);
             return Ok(peer_closed);
         }
     }
     Err(rustls::Error::General(
         "too many TLS steps for one read".into(),
     ))
+}
+
+/// Where the record that starts `from` bytes into `incoming` ends (its
+/// header says, RFC 8446 §5.1), or the end of `incoming` if it has not
+/// fully arrived.
+fn record_end(incoming: &[u8], from: usize) -> usize {
+    match incoming.get(from..from + 5) {
+        Some(&[_, _, _, hi, lo]) => incoming
+            .len()
+            .min(from + 5 + usize::from(u16::from_be_bytes([hi, lo]))),
+        _ => incoming.len(),
+    }
 }
 
 /// After an error: the fatal alert rustls queued, if any, into `out`.
@@ -500,6 +553,20 @@ fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, ou
         let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
     }
     drain(incoming, discard);
+}
+
+/// The fatal alert rustls does not send for some misbehaviour (a record
+/// of another type inside a split ClientHello, RFC 8446 §5.1, whether
+/// both came in one read or not): an
+/// unexpected_message in plaintext, while nothing is encrypted yet (no
+/// version chosen: the ClientHello is not whole). Later, its records
+/// would need the handshake keys, which only rustls has.
+fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
+    if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
+        let alert = u8::from(rustls::AlertDescription::UnexpectedMessage);
+        // An alert record: type 21, version 0x0303, length 2, fatal (2).
+        out.extend_from_slice(&[21, 3, 3, 0, 2, 2, alert]);
+    }
 }
 
 /// OpenSSL's name of each suite rustls speaks (`openssl ciphers -stdname`).

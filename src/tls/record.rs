@@ -59,11 +59,17 @@ const KEY_UPDATE: u8 = 24;
 const WARNING: u8 = 1;
 const FATAL: u8 = 2;
 
-/// Warning alerts (and renegotiation attempts, and KeyUpdates without
-/// data between them) tolerated before the connection fails: rustls's
-/// and BoringSSL's bounds, so that a peer cannot keep us busy for free.
+/// Warning alerts, renegotiation attempts and KeyUpdates without data
+/// between them tolerated before the connection fails, each its own
+/// count: rustls's and BoringSSL's bounds, so that a peer cannot keep us
+/// busy for free.
 const MAX_WARNINGS: u8 = 4;
+const MAX_RENEGOTIATIONS: u8 = 1;
 const MAX_KEY_UPDATES: u8 = 32;
+/// The largest post-handshake handshake message reassembled from several
+/// records (§5.1): a TLS 1.2 renegotiation ClientHello, refused once
+/// whole (rustls's bound for a handshake message it receives).
+const MAX_HANDSHAKE: usize = 0xffff;
 /// Empty application data records in a row tolerated (RFC 8446 §5.1
 /// allows them; rustls too, 32 in a row).
 const MAX_EMPTY: u8 = 32;
@@ -151,12 +157,33 @@ impl Half {
     }
 }
 
+impl Half {
+    /// Drops the expanded key, zeroing its memory: what the connection
+    /// keeps at rest are the key bytes alone.
+    fn rest(&mut self) {
+        if let Some(live) = self.live.take() {
+            crate::sys::memory::drop_zeroed(live);
+        }
+    }
+}
+
 impl Drop for Half {
     fn drop(&mut self) {
         // Key bytes do not outlive the connection in freed memory.
+        self.rest();
         self.key.fill(0);
         self.iv.fill(0);
     }
+}
+
+/// Why a record was not opened.
+enum Refused {
+    /// It does not authenticate (or is too short to).
+    BadMac,
+    /// Its TLSInnerPlaintext is longer than 2^14 + 1 bytes (§5.4).
+    Overflow,
+    /// Its TLSInnerPlaintext is all zeros: no content type (§5.4).
+    NoType,
 }
 
 /// Why the record layer stopped: the connection must close (after `out`,
@@ -181,12 +208,18 @@ pub struct Records {
     tls13: bool,
     /// TLS 1.3: derives the next traffic secrets on a KeyUpdate.
     kernel: Option<Box<KernelConnection<ServerConnectionData>>>,
-    /// Warning alerts and renegotiation attempts so far.
+    /// Warning alerts so far (never reset, as rustls).
     warnings: u8,
-    /// KeyUpdates since the last application data.
+    /// TLS 1.2 renegotiation attempts so far.
+    renegotiations: u8,
+    /// KeyUpdates since the last application data that was not empty
+    /// (empty records are free to send: they do not reset it).
     key_updates: u8,
     /// Empty application data records in a row.
     empty: u8,
+    /// The start of a handshake message whose end is in a later record
+    /// (§5.1); empty (no allocation) between messages.
+    pending: Vec<u8>,
 }
 
 impl Records {
@@ -214,7 +247,26 @@ impl Records {
         if cipher != tx_cipher {
             return Err(Error::General("traffic keys of two ciphers".into()));
         }
-        Ok(Records {
+        Ok(Records::from_halves(suite, cipher, rx, tx))
+    }
+
+    /// The other end's record layer, keys alone (no KeyUpdate): what this
+    /// one seals, it opens, and the other way round. For the differential
+    /// fuzz target, which needs the server's keys beside rustls's own
+    /// server, from the client's.
+    #[doc(hidden)]
+    pub fn mirrored(&self) -> Records {
+        let copy = |h: &Half| Half {
+            key: h.key,
+            iv: h.iv,
+            seq: h.seq,
+            live: None,
+        };
+        Records::from_halves(self.suite, self.cipher, copy(&self.tx), copy(&self.rx))
+    }
+
+    fn from_halves(suite: SupportedCipherSuite, cipher: Cipher, rx: Half, tx: Half) -> Records {
+        Records {
             suite,
             cipher,
             rx,
@@ -222,9 +274,11 @@ impl Records {
             tls13: suite.tls13().is_some(),
             kernel: None,
             warnings: 0,
+            renegotiations: 0,
             key_updates: 0,
             empty: 0,
-        })
+            pending: Vec::new(),
+        }
     }
 
     /// The suite negotiated.
@@ -239,8 +293,8 @@ impl Records {
     /// Drops the expanded keys (an idle connection): the next record
     /// builds them again from the bytes kept.
     pub fn rest(&mut self) {
-        self.rx.live = None;
-        self.tx.live = None;
+        self.rx.rest();
+        self.tx.rest();
     }
 
     /// Opens the complete records at the front of `incoming` (removing
@@ -327,18 +381,41 @@ impl Records {
             return Err(self.fatal(out, AlertDescription::InternalError, "sequence exhausted"));
         }
         let (typ, content) = match self.decrypt(header, body) {
-            Some(opened) => opened,
-            None => {
+            Ok(opened) => opened,
+            Err(Refused::BadMac) => {
                 return Err(self.fatal_with(
                     out,
                     AlertDescription::BadRecordMac,
                     Error::DecryptError,
                 ))
             }
+            Err(Refused::Overflow) => {
+                return Err(self.fatal(
+                    out,
+                    AlertDescription::RecordOverflow,
+                    "inner plaintext too long",
+                ))
+            }
+            Err(Refused::NoType) => {
+                return Err(self.fatal(
+                    out,
+                    AlertDescription::UnexpectedMessage,
+                    "record without a content type",
+                ))
+            }
         };
         self.rx.seq += 1;
         if content.len() > MAX_PLAIN {
             return Err(self.fatal(out, AlertDescription::RecordOverflow, "record too long"));
+        }
+        // §5.1: the records of a handshake message split over several
+        // come one after the other, with nothing between them.
+        if !self.pending.is_empty() && typ != HANDSHAKE {
+            return Err(self.fatal(
+                out,
+                AlertDescription::UnexpectedMessage,
+                "record inside a split handshake message",
+            ));
         }
         match typ {
             APPLICATION_DATA if content.is_empty() && self.empty >= MAX_EMPTY => Err(self.fatal(
@@ -353,7 +430,9 @@ impl Records {
                 };
                 plaintext.extend_from_slice(content);
                 got.plaintext += content.len();
-                self.key_updates = 0;
+                if !content.is_empty() {
+                    self.key_updates = 0;
+                }
                 Ok(())
             }
             ALERT => {
@@ -388,17 +467,28 @@ impl Records {
     }
 
     /// Decrypts `body` in place: the content type and the content, or
-    /// `None` if it does not authenticate (or cannot be a record).
-    fn decrypt<'a>(&mut self, header: [u8; HEADER], body: &'a mut [u8]) -> Option<(u8, &'a [u8])> {
+    /// why not.
+    fn decrypt<'a>(
+        &mut self,
+        header: [u8; HEADER],
+        body: &'a mut [u8],
+    ) -> Result<(u8, &'a [u8]), Refused> {
         let cipher = self.cipher;
         if self.tls13() {
-            // §5.4: the real type is the last non-zero byte inside.
             let nonce = Nonce::assume_unique_for_key(self.rx.nonce());
             let key = self.rx.key(cipher);
-            let inner = key.open_in_place(nonce, Aad::from(header), body).ok()?;
-            let end = inner.iter().rposition(|&b| b != 0)?;
+            let inner = key
+                .open_in_place(nonce, Aad::from(header), body)
+                .map_err(|_| Refused::BadMac)?;
+            // §5.4: the TLSInnerPlaintext, padding included, is 2^14 + 1
+            // bytes at most (record_overflow); the real type is its last
+            // non-zero byte, and one of zeros only is unexpected_message.
+            if inner.len() > MAX_PLAIN + 1 {
+                return Err(Refused::Overflow);
+            }
+            let end = inner.iter().rposition(|&b| b != 0).ok_or(Refused::NoType)?;
             let typ = inner[end];
-            return Some((typ, &inner[..end]));
+            return Ok((typ, &inner[..end]));
         }
         // TLS 1.2: the AAD is seq_num + type + version + plaintext length
         // (RFC 5246 §6.2.3.3).
@@ -408,7 +498,7 @@ impl Records {
             _ => {
                 // RFC 5288 §3: the salt, then the record's explicit part.
                 if body.len() < EXPLICIT {
-                    return None;
+                    return Err(Refused::BadMac);
                 }
                 let (explicit, sealed) = body.split_at_mut(EXPLICIT);
                 let mut nonce = self.rx.iv;
@@ -416,88 +506,56 @@ impl Records {
                 (nonce, sealed)
             }
         };
-        let len = u16::try_from(sealed.len().checked_sub(TAG)?).ok()?;
+        let len = sealed
+            .len()
+            .checked_sub(TAG)
+            .and_then(|l| u16::try_from(l).ok())
+            .ok_or(Refused::BadMac)?;
         let aad = aad12(self.rx.seq, typ, len);
         let key = self.rx.key(cipher);
         let content = key
             .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), sealed)
-            .ok()?;
-        Some((typ, &*content))
+            .map_err(|_| Refused::BadMac)?;
+        Ok((typ, &*content))
     }
 
     /// Post-handshake handshake messages: TLS 1.3's KeyUpdate (§4.6.3);
     /// TLS 1.2's renegotiation is refused (RFC 5746 §4.4, as rustls does:
     /// a warning, fatal the second time); anything else is unexpected.
-    /// A message must be whole in its record: brisk does not reassemble
-    /// the only message a client may send here (5 bytes).
-    fn handshake(&mut self, messages: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
-        let mut rest = messages;
-        if rest.is_empty() {
+    /// A message may span records (§5.1): its start waits in `pending`,
+    /// judged by its header at once (type, length), so that only a
+    /// message brisk would take is kept, up to [`MAX_HANDSHAKE`] bytes.
+    fn handshake(&mut self, fragment: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
+        if fragment.is_empty() {
             return Err(self.fatal(out, AlertDescription::UnexpectedMessage, "empty handshake"));
         }
+        let joined;
+        let mut rest = match self.pending.is_empty() {
+            true => fragment,
+            false => {
+                let mut p = std::mem::take(&mut self.pending);
+                p.extend_from_slice(fragment);
+                joined = p;
+                &joined[..]
+            }
+        };
         while let Some(&[typ, a, b, c]) = rest.get(..4) {
             let len = u32::from_be_bytes([0, a, b, c]) as usize;
-            let Some(body) = rest.get(4..4 + len) else {
-                break;
-            };
-            rest = &rest[4 + len..];
+            // Longer than any message taken here: decode_error, whatever
+            // its type, as rustls says.
+            if len > MAX_HANDSHAKE {
+                return Err(self.fatal(
+                    out,
+                    AlertDescription::DecodeError,
+                    "handshake message too long",
+                ));
+            }
             match (self.tls13(), typ) {
-                (true, KEY_UPDATE) => {
-                    let requested = match body {
-                        [0] => false,
-                        [1] => true,
-                        [_] => {
-                            return Err(self.fatal(
-                                out,
-                                AlertDescription::IllegalParameter,
-                                "bad KeyUpdate",
-                            ))
-                        }
-                        _ => {
-                            return Err(self.fatal(
-                                out,
-                                AlertDescription::DecodeError,
-                                "bad KeyUpdate",
-                            ))
-                        }
-                    };
-                    // §5.1: a key change must end its record.
-                    if !rest.is_empty() {
-                        return Err(self.fatal(
-                            out,
-                            AlertDescription::UnexpectedMessage,
-                            "data after KeyUpdate",
-                        ));
-                    }
-                    if self.key_updates >= MAX_KEY_UPDATES {
-                        return Err(self.fatal(
-                            out,
-                            AlertDescription::UnexpectedMessage,
-                            "too many KeyUpdates",
-                        ));
-                    }
-                    self.key_updates += 1;
-                    self.update_rx(out)?;
-                    if requested {
-                        self.update_tx(out)?;
-                    }
-                    return Ok(());
+                (true, KEY_UPDATE) if len != 1 => {
+                    return Err(self.fatal(out, AlertDescription::DecodeError, "bad KeyUpdate"))
                 }
-                (false, CLIENT_HELLO) if self.warnings < 1 => {
-                    self.warnings += 1;
-                    self.seal(
-                        ALERT,
-                        &[WARNING, AlertDescription::NoRenegotiation.into()],
-                        out,
-                    )?;
-                }
-                (false, CLIENT_HELLO) => {
-                    return Err(self.fatal(
-                        out,
-                        AlertDescription::NoRenegotiation,
-                        "renegotiation refused",
-                    ))
-                }
+                (false, CLIENT_HELLO) => {}
+                (true, KEY_UPDATE) => {}
                 _ => {
                     return Err(self.fatal(
                         out,
@@ -506,13 +564,63 @@ impl Records {
                     ))
                 }
             }
+            let Some(body) = rest.get(4..4 + len) else {
+                break;
+            };
+            rest = &rest[4 + len..];
+            match typ {
+                KEY_UPDATE => {
+                    // §5.1: a key change must end its record.
+                    if !rest.is_empty() {
+                        return Err(self.fatal(
+                            out,
+                            AlertDescription::UnexpectedMessage,
+                            "data after KeyUpdate",
+                        ));
+                    }
+                    return self.key_update(body[0], out);
+                }
+                _ if self.renegotiations < MAX_RENEGOTIATIONS => {
+                    self.renegotiations += 1;
+                    self.seal(
+                        ALERT,
+                        &[WARNING, AlertDescription::NoRenegotiation.into()],
+                        out,
+                    )?;
+                }
+                _ => {
+                    return Err(self.fatal(
+                        out,
+                        AlertDescription::NoRenegotiation,
+                        "renegotiation refused",
+                    ))
+                }
+            }
         }
-        if !rest.is_empty() {
+        // The start of a message whose end comes in the next record.
+        self.pending.extend_from_slice(rest);
+        Ok(())
+    }
+
+    /// A KeyUpdate (§4.6.3): the client's keys change; ours too when it
+    /// asks, after our own KeyUpdate.
+    fn key_update(&mut self, request: u8, out: &mut Vec<u8>) -> Result<(), Fail> {
+        let requested = match request {
+            0 => false,
+            1 => true,
+            _ => return Err(self.fatal(out, AlertDescription::IllegalParameter, "bad KeyUpdate")),
+        };
+        if self.key_updates >= MAX_KEY_UPDATES {
             return Err(self.fatal(
                 out,
                 AlertDescription::UnexpectedMessage,
-                "handshake message split across records",
+                "too many KeyUpdates",
             ));
+        }
+        self.key_updates += 1;
+        self.update_rx(out)?;
+        if requested {
+            self.update_tx(out)?;
         }
         Ok(())
     }
@@ -546,7 +654,17 @@ impl Records {
 
     /// Encrypts `data` of content type `typ` into records at the end of
     /// `out` (nothing for empty data).
+    /// On failure, `out` is as it was.
     pub fn seal(&mut self, typ: u8, data: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
+        let start = out.len();
+        let sealed = self.seal_chunks(typ, data, out);
+        if sealed.is_err() {
+            out.truncate(start);
+        }
+        sealed
+    }
+
+    fn seal_chunks(&mut self, typ: u8, data: &[u8], out: &mut Vec<u8>) -> Result<(), Fail> {
         for chunk in data.chunks(MAX_PLAIN) {
             // The suite's confidentiality limit (rustls's figure): TLS 1.3
             // moves to new keys, TLS 1.2 cannot and closes.
@@ -610,13 +728,16 @@ impl Records {
         };
         let body = start + HEADER + explicit;
         let key = self.tx.key(cipher);
-        let tag = key
-            .seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(&aad[..aad_len]),
-                &mut out[body..body + inner],
-            )
-            .map_err(|_| Error::EncryptError)?;
+        let sealed = key.seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(&aad[..aad_len]),
+            &mut out[body..body + inner],
+        );
+        let Ok(tag) = sealed else {
+            // No plaintext (nor half a record) stays behind.
+            out.truncate(start);
+            return Err(Error::EncryptError);
+        };
         out.extend_from_slice(tag.as_ref());
         self.tx.seq += 1;
         Ok(())

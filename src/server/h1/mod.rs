@@ -58,10 +58,12 @@ pub enum State {
     /// from another thread (`timeouts.handler`, from last progress); its
     /// request body was read before the handler ran.
     Streaming(Box<StreamRun>),
-    /// The answer is out and the write side shut: what the client still
-    /// sends is read and dropped until it closes (linger timeout), so
-    /// that closing does not reset the connection under the answer.
-    Lingering,
+    /// The answer (or a fatal TLS alert, or HTTP/2's GOAWAY) is out and
+    /// the write side shut: what the client still sends is read and
+    /// dropped until it closes (linger timeout), so that closing does not
+    /// reset the connection under the answer; the bytes it may still
+    /// drop, as nginx's lingering close bounds its time.
+    Lingering(u32),
 }
 
 /// A request body being read, and where it goes.
@@ -305,7 +307,7 @@ impl Conn {
             State::Verifying(_) => Timer::Never,
             State::Piping(p, _) => Timer::Pipe(p.idle_timeout()),
             State::Streaming(_) => Timer::Stream,
-            State::Lingering => Timer::Linger,
+            State::Lingering(_) => Timer::Linger,
         }
     }
 
@@ -333,7 +335,7 @@ impl Conn {
             // body, pipelined requests) waits too, as do pipelined
             // requests behind a piped answer.
             State::Verifying(_)
-            | State::Lingering
+            | State::Lingering(_)
             | State::Piping(_, None)
             | State::Streaming(_) => return Event::Stall,
             State::Body(_) | State::Piping(_, Some(_)) => return self.read_body(input, pos, cx),

@@ -43,7 +43,7 @@ impl Worker {
             for i in 0..self.conns.len() {
                 // (HTTP/2 connections get a GOAWAY at the sweep instead,
                 // and their open streams finish.)
-                if matches!(&self.conns[i], Some(c) if matches!(c.h1.state(), State::Idle | State::Lingering) && c.out.is_empty() && !c.speaks_h2())
+                if matches!(&self.conns[i], Some(c) if matches!(c.h1.state(), State::Idle | State::Lingering(_)) && c.out.is_empty() && !c.speaks_h2())
                 {
                     self.close(i);
                 }

@@ -11,6 +11,9 @@ impl Worker {
     /// Returns false when it must be closed.
     pub(super) fn drive(&mut self, c: &mut Conn) -> bool {
         loop {
+            if matches!(c.h1.state(), State::Lingering(_)) {
+                return self.linger(c);
+            }
             if !c.out.is_empty() || c.transport.has_backlog() {
                 let before = c.out.written();
                 let limit = match c
@@ -68,9 +71,10 @@ impl Worker {
             #[cfg(feature = "http2")]
             if self.h2_done(c) && c.out.is_empty() {
                 // GOAWAY sent (an error, or winding down with every
-                // stream answered): the write side ends after it.
-                c.transport.shutdown_write();
-                return false;
+                // stream answered): the write side ends after it, and
+                // what the client still sends (the rest of a flood) must
+                // not reset the connection under it (RFC 9113 §6.8).
+                return self.close_lingering(c);
             }
             if c.h1.pipe().is_some() {
                 self.lend_out(c);
@@ -84,31 +88,14 @@ impl Worker {
                     continue;
                 }
             }
-            if matches!(c.h1.state(), State::Lingering) {
-                return self.linger(c);
-            }
             if c.h1.closing() && !c.h1.producing() {
-                // Lingering (RFC 9112 §9.6) only matters when the client may
-                // still be sending: unread input, a body in flight, or a
-                // socket not known to be drained. Otherwise close at once.
-                let t = c.transport.tcp();
-                if t.eof || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more) {
-                    // The answer's tail was held back for the FIN (see
-                    // `Out::flush`): send both now. A bare close would
-                    // instead reset and drop them if input arrived since
-                    // the last read.
-                    c.transport.shutdown_write();
-                    return false;
-                }
-                c.transport.shutdown_write();
-                c.h1.set(State::Lingering, self.now);
-                continue;
+                return self.close_lingering(c);
             }
             let progressed = match self.read_and_process(c) {
                 Ok(p) => p,
                 Err(e) => {
                     self.tls_failed(c, &e);
-                    return false;
+                    return self.tls_fatal(c, &e);
                 }
             };
             if !progressed && c.out.is_empty() && !c.transport.has_backlog() {
@@ -195,18 +182,70 @@ impl Worker {
         }
     }
 
-    /// Discards input until the client closes. Returns false to close now.
-    fn linger(&mut self, c: &mut Conn) -> bool {
-        loop {
-            self.rbuf.clear();
-            match c.transport.read(&mut self.rbuf) {
-                Ok(0) => return false,
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return false,
+    /// Ends the write side once the output is out, and closes when the
+    /// client has, as RFC 9112 §9.6 asks (nginx's lingering close): a
+    /// close with unread input would send a reset, and the client's
+    /// system could drop the last answer (a response, a fatal TLS alert,
+    /// a GOAWAY) before its program reads it. Returns false to close now.
+    fn close_lingering(&mut self, c: &mut Conn) -> bool {
+        // Lingering only matters when the client may still be sending:
+        // unread input, a body in flight, or a socket not known to be
+        // drained. Otherwise close at once.
+        let t = c.transport.tcp();
+        let quiet = t.eof || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more);
+        // The answer's tail was held back for the FIN (see `Out::flush`):
+        // send both now. A bare close would instead reset and drop them
+        // if input arrived since the last read.
+        c.transport.shutdown_write();
+        if quiet {
+            return false;
+        }
+        c.pending.clear();
+        c.h1.set(State::Lingering(LINGER_BYTES), self.now);
+        self.linger(c)
+    }
+
+    /// A TLS record that breaks the protocol: its fatal alert (in the
+    /// transport's backlog, or sent) goes out if the socket takes it
+    /// now, and nothing else does; then the lingering close. Any other
+    /// error closes at once. Returns false to close now.
+    fn tls_fatal(&mut self, c: &mut Conn, e: &io::Error) -> bool {
+        if !c.transport.is_tls() || e.kind() != io::ErrorKind::InvalidData {
+            return false;
+        }
+        c.out.clear();
+        if c.transport.has_backlog() {
+            match c.transport.flush(&mut c.out, usize::MAX, true) {
+                Ok(Flushed::All) => {}
+                // A client that does not read would not read the alert.
+                _ => return false,
             }
         }
+        self.close_lingering(c)
+    }
+
+    /// Discards input until the client closes, up to [`LINGER_BYTES`]
+    /// (and [`LINGER`], the timer's): raw bytes from the socket, which
+    /// no protocol reads any more. Returns false to close now.
+    fn linger(&mut self, c: &mut Conn) -> bool {
+        let State::Lingering(mut left) = *c.h1.state() else {
+            return false;
+        };
+        let done = loop {
+            self.rbuf.clear();
+            match c.transport.tcp_mut().read(&mut self.rbuf) {
+                Ok(0) => break true,
+                Ok(n) if n as u64 >= u64::from(left) => break true,
+                Ok(n) => left -= n as u32,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break true,
+            }
+        };
+        if let State::Lingering(l) = c.h1.state_mut() {
+            *l = left;
+        }
+        !done
     }
 
     /// Reads what is available and answers every complete request in it.

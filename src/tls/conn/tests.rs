@@ -607,3 +607,107 @@ fn a_bad_mac_is_answered_bad_record_mac() {
         assert!(p.send(b"late").is_err());
     }
 }
+
+/// The client's Finished and a KeyUpdate(update_requested) in one read:
+/// the KeyUpdate goes to brisk's record layer, whose answer (its own
+/// KeyUpdate) reaches the client before data under the new keys, so the
+/// client reads that data. rustls handled it once, and its queued answer
+/// was lost in the hand-over: the client then failed on "Invalid tag".
+#[test]
+fn finished_and_a_key_update_in_one_read_are_both_answered() {
+    for &(suite, _, name) in &SUITES[..3] {
+        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
+        p.client.write_tls(&mut p.incoming).expect("hello");
+        p.server
+            .receive(&mut p.incoming, &mut p.plaintext, &mut p.out)
+            .expect("hello");
+        let flight = std::mem::take(&mut p.out);
+        p.client.read_tls(&mut &flight[..]).expect("client reads");
+        p.client.process_new_packets().expect("server flight");
+        assert!(!p.client.is_handshaking());
+        // Finished, then the KeyUpdate and a request under the new keys:
+        // one buffer.
+        p.client.refresh_traffic_keys().expect("key update");
+        p.client.writer().write_all(b"ping").expect("w");
+        while p.client.wants_write() {
+            p.client.write_tls(&mut p.incoming).expect("w");
+        }
+        let got = p
+            .server
+            .receive(&mut p.incoming, &mut p.plaintext, &mut p.out)
+            .expect("one read");
+        assert!(got.handshake_done, "{name}");
+        assert_eq!(p.plaintext, b"ping", "{name}");
+        assert_eq!(p.send(b"pong"), Ok(true));
+        p.pump().expect("the client reads the answer");
+        assert_eq!(p.got, b"pong", "{name}");
+    }
+}
+
+/// RFC 8446 §5.1: nothing may come between the records of a split
+/// handshake message. rustls refuses a record inside a split ClientHello
+/// without an alert; brisk sends unexpected_message (tlsfuzzer's
+/// "zero-length app data interleaved in handshake").
+#[test]
+fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
+    let mut client = crate::tls::testing::client_conn();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("hello");
+    let body = &hello[5..];
+    let half = 2;
+    let mut wire = vec![22, 3, 1];
+    wire.extend_from_slice(&(half as u16).to_be_bytes());
+    wire.extend_from_slice(&body[..half]);
+    // An application data record (empty, or of padding), then the rest
+    // of the hello.
+    // In one read, or in two.
+    for (len, apart) in [(0u8, false), (30, false), (0, true), (30, true)] {
+        let mut server = crate::tls::testing::server_conn();
+        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+        let mut wire = wire.clone();
+        if apart {
+            let got = server.receive(&mut wire, &mut plaintext, &mut out);
+            assert!(got.is_ok() && out.is_empty(), "{got:?}");
+        }
+        wire.extend_from_slice(&[23, 3, 3, 0, len]);
+        wire.extend(std::iter::repeat_n(0, len.into()));
+        let got = server.receive(&mut wire, &mut plaintext, &mut out);
+        assert!(got.is_err(), "{got:?}");
+        assert_eq!(out, [21, 3, 3, 0, 2, 2, 10], "{len} {apart}: {got:?}");
+    }
+}
+
+/// A handshake message in records of two bytes, each in a read of its
+/// own, and then a record of another type: rustls keeps the pieces it
+/// read in the input without discarding them, and must be shown all of
+/// them again at every call (shown fewer, it panicked: a slice out of
+/// range). The answer is an unexpected_message.
+#[test]
+fn handshake_pieces_in_reads_of_their_own_are_shown_to_rustls_again() {
+    let mut client = crate::tls::testing::client_conn();
+    let mut hello = Vec::new();
+    client.write_tls(&mut hello).expect("hello");
+    let mut server = crate::tls::testing::server_conn();
+    let (mut incoming, mut plaintext, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    for piece in hello[5..9].chunks(2) {
+        incoming.extend_from_slice(&[22, 3, 1, 0, 2]);
+        incoming.extend_from_slice(piece);
+        let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+        assert!(got.is_ok() && out.is_empty(), "{got:?}");
+    }
+    incoming.extend_from_slice(&[23, 3, 3, 0, 0]);
+    let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+    assert!(got.is_err(), "{got:?}");
+    assert_eq!(out, [21, 3, 3, 0, 2, 2, 10]);
+    // The whole hello, two bytes a record and a read: the handshake goes on.
+    let mut server = crate::tls::testing::server_conn();
+    let (mut incoming, mut out) = (Vec::new(), Vec::new());
+    for piece in hello[5..].chunks(2) {
+        incoming.extend_from_slice(&[22, 3, 1, 0, piece.len() as u8]);
+        incoming.extend_from_slice(piece);
+        let got = server.receive(&mut incoming, &mut plaintext, &mut out);
+        assert!(got.is_ok(), "{got:?}");
+    }
+    assert!(!out.is_empty(), "the server's flight");
+}

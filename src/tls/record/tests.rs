@@ -23,8 +23,10 @@ fn pair(suite: SupportedCipherSuite, cipher: Cipher) -> (Records, Records) {
         tls13: suite.tls13().is_some(),
         kernel: None,
         warnings: 0,
+        renegotiations: 0,
         key_updates: 0,
         empty: 0,
+        pending: Vec::new(),
     };
     (records(1, 2), records(2, 1))
 }
@@ -128,6 +130,7 @@ fn a_tls12_renegotiation_is_refused_with_a_warning_then_fatally() {
     let (_, _, read) = feed(&mut c, &out);
     assert!(read.is_ok(), "{read:?}");
     assert_eq!(c.warnings, 1);
+    assert_eq!((s.renegotiations, s.warnings), (1, 0));
     let mut again = Vec::new();
     c.seal(HANDSHAKE, &[CLIENT_HELLO, 0, 0, 0], &mut again)
         .expect("seal");
@@ -189,13 +192,8 @@ fn garbage_is_refused_from_its_first_bytes() {
 }
 
 #[test]
-fn handshake_messages_must_be_whole_and_known() {
+fn handshake_messages_must_be_known_and_well_formed() {
     for (body, alert) in [
-        // Split: the rest would come in the next record.
-        (
-            &[KEY_UPDATE, 0, 0, 1][..],
-            AlertDescription::UnexpectedMessage,
-        ),
         // A KeyUpdate followed by more in the same record (§5.1).
         (
             &[KEY_UPDATE, 0, 0, 1, 0, 1, 0, 0, 0][..],
@@ -332,4 +330,186 @@ fn empty_records_are_allowed_a_few_in_a_row() {
         alert_in(&mut c, &out),
         Some(AlertDescription::UnexpectedMessage)
     );
+}
+
+/// §5.4: the TLSInnerPlaintext (content, type, padding) is 2^14 + 1 bytes
+/// at most, checked before the padding is removed; the ciphertext is
+/// 2^14 + 256 at most.
+#[test]
+fn padding_counts_towards_the_inner_plaintext_limit() {
+    let (mut s, mut c) = tls13();
+    // 2^14 bytes of data, its type, 239 bytes of padding: the ciphertext
+    // is within its limit, the inner plaintext is not.
+    let mut inner = vec![b'x'; MAX_PLAIN];
+    inner.push(APPLICATION_DATA);
+    inner.extend_from_slice(&[0; 239]);
+    let mut wire = Vec::new();
+    c.seal_record(0, &inner[..inner.len() - 1], &mut wire)
+        .expect("seal");
+    assert_eq!(wire.len(), HEADER + MAX_PLAIN + 240 + TAG);
+    assert!(wire.len() - HEADER <= MAX_CIPHER_13);
+    let (plain, out, got) = feed(&mut s, &wire);
+    assert!(got.is_err() && plain.is_empty(), "{got:?}");
+    assert_eq!(
+        alert_in(&mut c, &out),
+        Some(AlertDescription::RecordOverflow)
+    );
+    // Exactly 2^14 + 1 with padding: accepted.
+    let (mut s, mut c) = tls13();
+    let mut wire = Vec::new();
+    let mut inner = vec![b'y'; MAX_PLAIN - 10];
+    inner.push(APPLICATION_DATA);
+    inner.extend_from_slice(&[0; 10]);
+    c.seal_record(0, &inner[..inner.len() - 1], &mut wire)
+        .expect("seal");
+    let (plain, _, got) = feed(&mut s, &wire);
+    assert!(got.is_ok(), "{got:?}");
+    assert_eq!(plain, vec![b'y'; MAX_PLAIN - 10]);
+}
+
+/// §5.4: a TLSInnerPlaintext of zeros only has no content type: that is
+/// unexpected_message (the record authenticated; its MAC was good).
+#[test]
+fn an_all_zero_inner_plaintext_is_unexpected_message() {
+    for len in [0, 1, 100] {
+        let (mut s, mut c) = tls13();
+        let mut wire = Vec::new();
+        // Type 0 with zeros: the inner plaintext is all zeros.
+        c.seal_record(0, &vec![0; len], &mut wire).expect("seal");
+        let (_, out, got) = feed(&mut s, &wire);
+        assert!(matches!(got, Err(Error::General(_))), "{len}: {got:?}");
+        assert_eq!(
+            alert_in(&mut c, &out),
+            Some(AlertDescription::UnexpectedMessage),
+            "{len}"
+        );
+    }
+}
+
+/// §5.1: a handshake message may be split over records (none of another
+/// type between them); the pieces are joined, within a bound.
+#[test]
+fn a_handshake_message_split_over_records_is_reassembled() {
+    // A KeyUpdate in two records, then data: the keys changed.
+    for cut in 1..5 {
+        let (mut s, mut c) = tls13();
+        let msg = [KEY_UPDATE, 0, 0, 1, 0];
+        let mut wire = Vec::new();
+        c.seal_record(HANDSHAKE, &msg[..cut], &mut wire)
+            .expect("seal");
+        c.seal_record(HANDSHAKE, &msg[cut..], &mut wire)
+            .expect("seal");
+        let (plain, out, got) = feed(&mut s, &wire);
+        // Without rustls's secrets the update itself cannot be made:
+        // what matters is that the message was whole when judged.
+        assert_eq!(
+            got,
+            Err(Error::General("key update failed".into())),
+            "cut {cut}"
+        );
+        assert!(plain.is_empty());
+        assert_eq!(
+            alert_in(&mut c, &out),
+            Some(AlertDescription::InternalError)
+        );
+    }
+    // A TLS 1.2 renegotiation ClientHello in three records: one warning.
+    let (mut s, mut c) = tls12();
+    let mut hello = vec![CLIENT_HELLO, 0, 0x01, 0x00];
+    hello.extend_from_slice(&[7; 0x100]);
+    let mut wire = Vec::new();
+    for piece in hello.chunks(100) {
+        c.seal(HANDSHAKE, piece, &mut wire).expect("seal");
+    }
+    c.seal_data(b"after", &mut wire).expect("seal");
+    let (plain, out, got) = feed(&mut s, &wire);
+    assert!(got.is_ok(), "{got:?}");
+    assert_eq!(plain, b"after");
+    assert!(s.pending.is_empty());
+    let (_, _, read) = feed(&mut c, &out);
+    assert!(read.is_ok(), "{read:?}");
+    assert_eq!((c.warnings, s.renegotiations), (1, 1));
+    // Another record between the pieces: unexpected_message.
+    let (mut s, mut c) = tls13();
+    let mut wire = Vec::new();
+    c.seal_record(HANDSHAKE, &[KEY_UPDATE, 0], &mut wire)
+        .expect("seal");
+    c.seal_data(b"between", &mut wire).expect("seal");
+    let (plain, out, got) = feed(&mut s, &wire);
+    assert!(got.is_err() && plain.is_empty());
+    assert_eq!(
+        alert_in(&mut c, &out),
+        Some(AlertDescription::UnexpectedMessage)
+    );
+    // A message longer than brisk keeps, announced in its header: refused
+    // at once (decode_error, as rustls), not buffered.
+    for (old, typ) in [(true, CLIENT_HELLO), (false, 22)] {
+        let (mut s, mut c) = if old { tls12() } else { tls13() };
+        let mut wire = Vec::new();
+        c.seal(HANDSHAKE, &[typ, 1, 0, 0], &mut wire).expect("seal");
+        let (_, out, got) = feed(&mut s, &wire);
+        assert!(got.is_err() && s.pending.is_empty());
+        assert_eq!(alert_in(&mut c, &out), Some(AlertDescription::DecodeError));
+    }
+}
+
+/// rustls's counts, each its own: warning alerts (4), renegotiations
+/// (1), KeyUpdates (32) between records of data; an empty record does
+/// not count as data.
+#[test]
+fn key_updates_and_warnings_are_counted_apart_and_empty_records_reset_nothing() {
+    // Empty records between KeyUpdates do not reset their count.
+    let (mut s, mut c) = tls13();
+    s.key_updates = MAX_KEY_UPDATES;
+    let mut wire = Vec::new();
+    c.seal_record(APPLICATION_DATA, b"", &mut wire)
+        .expect("seal");
+    c.seal_record(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0], &mut wire)
+        .expect("seal");
+    let (_, out, got) = feed(&mut s, &wire);
+    assert_eq!(got, Err(Error::General("too many KeyUpdates".into())));
+    assert_eq!(
+        alert_in(&mut c, &out),
+        Some(AlertDescription::UnexpectedMessage)
+    );
+    // Data does.
+    let (mut s, mut c) = tls13();
+    s.key_updates = MAX_KEY_UPDATES;
+    let mut wire = Vec::new();
+    c.seal_data(b"d", &mut wire).expect("seal");
+    let (_, _, got) = feed(&mut s, &wire);
+    assert!(got.is_ok());
+    assert_eq!(s.key_updates, 0);
+    // A renegotiation attempt does not use up the warnings, nor they it.
+    let (mut s, mut c) = tls12();
+    let mut wire = Vec::new();
+    for _ in 0..MAX_WARNINGS {
+        c.seal(ALERT, &[WARNING, 100], &mut wire).expect("seal");
+    }
+    c.seal(HANDSHAKE, &[CLIENT_HELLO, 0, 0, 0], &mut wire)
+        .expect("seal");
+    c.seal_data(b"still here", &mut wire).expect("seal");
+    let (plain, _, got) = feed(&mut s, &wire);
+    assert!(got.is_ok(), "{got:?}");
+    assert_eq!(plain, b"still here");
+    assert_eq!((s.warnings, s.renegotiations), (MAX_WARNINGS, 1));
+}
+
+/// A seal that cannot be made leaves `out` as it was: no plaintext, no
+/// half record.
+#[test]
+fn a_failed_seal_leaves_out_as_it_was() {
+    let (mut s, _) = tls12();
+    s.tx.seq = s.confidentiality_limit() - 1;
+    let mut out = b"earlier".to_vec();
+    // The first record is sealed, the second is past the limit.
+    assert!(s.seal_data(&vec![b'p'; MAX_PLAIN + 1], &mut out).is_err());
+    assert_eq!(out, b"earlier");
+    let (mut s, _) = tls13();
+    s.tx.seq = u64::MAX;
+    let mut out = b"earlier".to_vec();
+    assert!(s
+        .seal_record(APPLICATION_DATA, b"secret", &mut out)
+        .is_err());
+    assert_eq!(out, b"earlier");
 }
