@@ -605,3 +605,71 @@ fn streamed_output_goes_over_http2() {
     let id = c.get("/servlets/hello.lua", &[]);
     assert_eq!(c.answers(&[id])[0].status(), "200");
 }
+
+/// Every field of the request table, as text (tables with their keys
+/// sorted), and `brisk.json.encode(req.args)`.
+const FIELDS: &str = r#"local function show(v)
+  if type(v) ~= "table" then return type(v) .. ":" .. tostring(v) end
+  local keys = {}
+  for k, x in pairs(v) do keys[#keys + 1] = tostring(k) .. "=" .. tostring(x) end
+  table.sort(keys)
+  return "{" .. table.concat(keys, ",") .. "}"
+end
+function handle_request(req, res)
+  local out = {}
+  for _, k in ipairs({"args", "headers", "cookies", "method", "path", "query", "remote_addr", "user"}) do
+    out[#out + 1] = k .. " " .. show(req[k])
+  end
+  local form, err = req:form()
+  out[#out + 1] = "form " .. show(form) .. " " .. tostring(err)
+  out[#out + 1] = "json " .. brisk.json.encode(req.args)
+  res:write(table.concat(out, "\n"))
+end
+"#;
+
+#[test]
+fn every_request_field_with_and_without_its_source() {
+    let mut b = Builder::new();
+    b.file("servlets/fields.lua", FIELDS.as_bytes())
+        .file("servlets/private/fields.lua", FIELDS.as_bytes());
+    write_file(
+        &b.base().join("htpasswd"),
+        include_bytes!("../src/access/testdata/vectors.htpasswd"),
+    );
+    b.config(&format!("{CONFIG}\n[[auth]]\npath = \"/servlets/private/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n"));
+    let s = b.start();
+    // No query, no cookie, no form, no user: a header whose value reads
+    // as a query gives no argument (req.args used to be parsed from the
+    // request's raw header fields when there was no query).
+    let r =
+        s.request(b"GET /servlets/fields.lua HTTP/1.1\r\nHost: x\r\nX-Anything: &admin=1\r\n\r\n");
+    assert_eq!(
+        r.text(),
+        "args {}\nheaders {host=x,x-anything=&admin=1}\ncookies {}\nmethod string:GET\n\
+         path string:/servlets/fields.lua\nquery nil:nil\nremote_addr string:127.0.0.1\n\
+         user nil:nil\nform nil:nil not a form (Content-Type)\njson []"
+    );
+    // Each one's source there.
+    let body = "f=1+2&g=%C3%A9";
+    let r = s.request(
+        format!(
+            "POST /servlets/private/fields.lua?a=1%202&a=2 HTTP/1.1\r\nHost: x\r\n\
+             Authorization: {}\r\nCookie: sid=42; t=\"q\"\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            basic_auth("apr1", "correct horse"),
+            body.len()
+        )
+        .as_bytes(),
+    );
+    let auth = basic_auth("apr1", "correct horse");
+    assert_eq!(
+        r.text(),
+        format!(
+            "args {{a=1 2}}\nheaders {{authorization={auth},content-length=14,\
+             content-type=application/x-www-form-urlencoded,cookie=sid=42; t=\"q\",host=x}}\n\
+             cookies {{sid=42,t=q}}\nmethod string:POST\npath string:/servlets/private/fields.lua\n\
+             query string:a=1%202&a=2\nremote_addr string:127.0.0.1\nuser string:apr1\n\
+             form {{f=1 2,g=\u{e9}}} nil\njson {{\"a\":\"1 2\"}}"
+        )
+    );
+}

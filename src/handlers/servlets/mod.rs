@@ -165,7 +165,11 @@ local Req = { __index = function(t, k)
   if k == "form" then return form end
   local which = lazy[k]
   if which == nil then return nil end
-  local v = lazy_field(which, which == 1 and t.query or rawget(t, 1), headers_mt)
+  -- (Not `which == 1 and t.query or rawget(t, 1)`: with no query,
+  -- `t.query` is nil and that gave args the raw header fields.)
+  local src
+  if which == 1 then src = t.query else src = rawget(t, 1) end
+  local v = lazy_field(which, src, headers_mt)
   rawset(t, k, v)
   return v
 end }
