@@ -673,3 +673,74 @@ fn every_request_field_with_and_without_its_source() {
         )
     );
 }
+
+/// A server of one worker with `files` beside hello.lua, and `config`.
+fn one_worker(files: &[(&str, &str)], config: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes());
+    for (name, text) in files {
+        b.file(name, text.as_bytes());
+    }
+    b.config(config).workers(1);
+    b.start()
+}
+
+/// Each of `paths` answers `status` (and logs `why`), and the worker
+/// serves the next request.
+fn each_answers(s: &Server, paths: &[(&str, u16, &str)]) {
+    for (path, status, why) in paths {
+        let r = get(s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, *status, "{path}");
+        if !why.is_empty() {
+            let line = s.wait_stderr_line(&format!("servlet servlets/{path}.lua"));
+            assert!(line.contains(why), "{path}: {line}");
+        }
+        assert_eq!(get(s, "/servlets/hello.lua").status, 200, "after {path}");
+    }
+}
+
+#[test]
+fn no_servlet_can_make_a_finalizer() {
+    // LuaJIT runs finalizers with hooks off: this one held its worker (and
+    // the server) for ever, past the CPU budget and SIGTERM.
+    let s = one_worker(
+        &[
+            ("servlets/gc.lua", "function handle_request(req, res) local p = newproxy(true) getmetatable(p).__gc = function() while true do end end p = nil local t = {} for i = 1, 1e6 do t[i] = {} end end"),
+            // Tables take no __gc in Lua 5.1: never called.
+            ("servlets/gctable.lua", "function handle_request(req, res) setmetatable({}, {__gc = function() while true do end end}) local t = {} for i = 1, 1e5 do t[i] = {} end t = nil res:write(tostring(newproxy) .. ' ' .. tostring(gcinfo) .. ' ' .. tostring(getmetatable(res))) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[("gc", 500, "attempt to call global 'newproxy' (a nil value)")],
+    );
+    assert_eq!(get(&s, "/servlets/gctable.lua").text(), "nil nil false");
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+#[test]
+fn sort_rep_and_deep_recursion_answer_and_the_worker_serves_on() {
+    let s = one_worker(
+        &[
+            ("servlets/sort.lua", "function handle_request(req, res) local t = {} for i = 1, 100 do t[i] = 101 - i end table.sort(t, function(a, b) while true do end end) end"),
+            ("servlets/rep.lua", "function handle_request(req, res) res:write(#string.rep('x', 2^40)) end"),
+            ("servlets/rep2.lua", "function handle_request(req, res) res:write(#string.rep('xy', 5e7, ',')) end"),
+            ("servlets/deep.lua", "local function f(n) return 1 + f(n + 1) end\nfunction handle_request(req, res) f(1) end"),
+            ("servlets/deepc.lua", "local function f(n) return select(2, pcall(f, n + 1)) or n end\nfunction handle_request(req, res) res:write(type(f(1))) end"),
+            ("servlets/deepsort.lua", "local function f(n) local t = {2, 1} table.sort(t, function(a, b) f(n + 1) return a < b end) end\nfunction handle_request(req, res) f(1) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("sort", 503, "servlets.cpu_time exceeded"),
+            ("rep", 500, ""),
+            ("rep2", 500, "servlets.memory exceeded"),
+            ("deep", 500, "stack overflow"),
+            ("deepc", 200, ""),
+            ("deepsort", 500, "stack overflow"),
+        ],
+    );
+}

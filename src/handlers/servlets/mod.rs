@@ -145,6 +145,13 @@ string.dump = nil
 -- environments (another servlet's, brisk's prelude); jit was opened only
 -- to turn the compiler on (it would let a servlet turn it off, or flush).
 loadstring, setfenv, getfenv, jit = nil, nil, nil, nil
+-- newproxy makes a userdata whose metatable a servlet may give a __gc:
+-- LuaJIT runs finalizers with hooks off (lj_gc.c), so a finalizer that
+-- loops would hold the worker past any CPU budget. Without it no servlet
+-- can make a finalizer: tables take no __gc in Lua 5.1, and the only
+-- userdata servlets see (`res`) hide their metatable. gcinfo is
+-- collectgarbage("count"), gone with collectgarbage.
+newproxy, gcinfo = nil, nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
 require = require_native
@@ -522,6 +529,10 @@ impl Handler for Servlets {
             }
         };
         if state.collect.take() {
+            // Outside any CPU budget, and safely so: no servlet can make
+            // a finalizer (the prelude), so the collection runs only
+            // LuaJIT's sweep and brisk's own `__gc`s (Rust), over at most
+            // `servlets.memory`.
             let _ = lua_req::collect(&state.lua);
         }
         let now = Instant::now();
