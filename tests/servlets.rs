@@ -744,3 +744,168 @@ fn sort_rep_and_deep_recursion_answer_and_the_worker_serves_on() {
         ],
     );
 }
+
+/// Patterns as Lua 5.1 (and LuaJIT) match them: `string.find`, `match`,
+/// `gmatch` and `gsub` are brisk's own matcher in servlets (it stops
+/// when the CPU budget is spent), and answer as LuaJIT's did.
+#[test]
+fn patterns_match_as_in_lua_5_1() {
+    let s = server(&[(
+        "servlets/pat.lua",
+        r#"function handle_request(req, res)
+  local out = {}
+  local function put(...)
+    local t = {...}
+    for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
+    out[#out + 1] = table.concat(t, ",")
+  end
+  put(("hello world"):find("o w"))
+  put(("hello world"):find("l+"))
+  put(string.find("a.b", ".", 1, true))
+  put(string.find("a.b", "%."))
+  put(string.find("abc", "b", -1))
+  put(string.find("abc", "", 10))
+  put(string.find("abc", "^b"))
+  put(string.find("abc", "b", 2, false))
+  put(string.find(12345, 34))
+  put(string.match("key = value", "(%w+)%s*=%s*(%w+)"))
+  put(string.match("hello", "()ll()"))
+  put(string.match("  trim  ", "^%s*(.-)%s*$"))
+  put(string.match("f(a(b)c)d", "%b()"))
+  put(string.match("THE (quick) fox", "%f[%l]%a+"))
+  put(string.match("abcabc", "(abc)%1"))
+  put(string.match("2024-01-15", "(%d+)-(%d+)-(%d+)"))
+  put(string.match("x", "y"))
+  local words = {}
+  for w in ("one two  three"):gmatch("%a+") do words[#words + 1] = w end
+  put(table.concat(words, "|"))
+  for k, v in string.gmatch("a=1, b=2", "(%w+)=(%w+)") do put(k, v) end
+  local n = 0
+  for _ in ("abc"):gmatch("") do n = n + 1 end
+  put(n)
+  put(string.gsub("hello world", "o", "0"))
+  put(string.gsub("hello world", "(%w+)", "<%1>"))
+  put(string.gsub("abc", "", "-"))
+  put(string.gsub("hello", "l", {l = "L"}))
+  put(string.gsub("$name is $age", "%$(%w+)", {name = "Ann", age = 7}))
+  put(string.gsub("abc", "%w", function(c) return c:upper() .. "." end))
+  put(string.gsub("abc", "%w", function(c) if c == "b" then return false end return 1 end))
+  put(string.gsub("abc", "%w", "%0%0", 2))
+  put(string.gsub("x", "x", "%%"))
+  put(string.gsub("hello world", "^h", "H"))
+  put(string.gsub("a,b,,c", "[^,]*", "[%0]"))
+  put(string.gsub("abc", "()", "%1"))
+  put(pcall(string.find, "a", "[a"))
+  put(pcall(string.gsub, "a", "a", true))
+  res:write(table.concat(out, "\n"))
+end
+"#,
+    )]);
+    let got = get(&s, "/servlets/pat.lua").text();
+    let want = "5,7\n3,4\n2,2\n2,2\nnil\n4,3\nnil\n2,2\n3,4\nkey,value\n3,5\ntrim\n(a(b)c)\nquick\nabc\n2024,01,15\nnil\n\
+                one|two|three\na,1\nb,2\n4\nhell0 w0rld,2\n<hello> <world>,2\n-a-b-c-,4\nheLLo,2\nAnn is 7,2\n\
+                A.B.C.,3\n1b1,3\naabbc,2\n%,1\nHello world,1\n[a][],[b][],[],[c][],7\n1a2b3c4,4\nfalse";
+    let (head, errors) = got.split_at(want.len());
+    assert_eq!(head, want);
+    // (The error values are mlua's, with a traceback.)
+    let (find, gsub) = errors.split_once("\nfalse,").unwrap();
+    assert!(find.contains("malformed pattern (missing ']')"), "{errors}");
+    assert!(
+        gsub.contains("bad argument #3 to 'gsub' (string/function/table expected)"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_backtracking_pattern_is_stopped_by_the_cpu_limit() {
+    // LuaJIT's matcher is one C call that no hook stops: the first ran
+    // 32 s under cpu_time = "1s", its worker answering nothing meanwhile.
+    let bomb = "(\"a\"):rep(200), (\"a*\"):rep(4) .. \"b\"";
+    let s = one_worker(
+        &[
+            ("servlets/find.lua", &format!("function handle_request(req, res) res:write(tostring(string.find({bomb}))) end")),
+            ("servlets/match.lua", "function handle_request(req, res) res:write(tostring((\"a\"):rep(300):match((\"a*\"):rep(5) .. \"b\"))) end"),
+            ("servlets/gmatch.lua", &format!("function handle_request(req, res) for x in string.gmatch({bomb}) do end end")),
+            ("servlets/gsub.lua", &format!("function handle_request(req, res) string.gsub({bomb}, 'x') end")),
+            // Caught by pcall, it is raised again by the hook at once.
+            ("servlets/pcall.lua", &format!("function handle_request(req, res) local ok, err = pcall(string.find, {bomb}) res:write('caught ' .. tostring(err)) end")),
+            // A request's data as the subject (the ReDoS case).
+            ("servlets/query.lua", "function handle_request(req, res) res:write(tostring(req.query:find(('a*'):rep(5) .. 'b'))) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("find", 503, "servlets.cpu_time exceeded"),
+            ("match", 503, "servlets.cpu_time exceeded"),
+            ("gmatch", 503, "servlets.cpu_time exceeded"),
+            ("gsub", 503, "servlets.cpu_time exceeded"),
+            ("pcall", 503, "servlets.cpu_time exceeded"),
+        ],
+    );
+    let r = get(&s, &format!("/servlets/query.lua?{}", "a".repeat(100)));
+    assert_eq!(r.status, 503);
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+/// The peak resident memory of process `pid` (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_json_and_escape_helpers_keep_to_the_memory_limit() {
+    // They build their text in Rust, outside Lua's heap: a table holding
+    // one 8 MiB string 100 times made brisk.json.encode reach 831 MiB
+    // under servlets.memory = 64 MiB. Now each refuses (500) a result
+    // that would not fit in what the limit leaves, before making it.
+    let config = CONFIG
+        .replace("memory = \"16MiB\"", "memory = \"32MiB\"")
+        .replace("cpu_time = \"300ms\"", "cpu_time = \"10s\"");
+    let s = one_worker(
+        &[
+            ("servlets/html.lua", "function handle_request(req, res) res:write(#brisk.html_escape(string.rep('\"', 12 * 2^20))) end"),
+            ("servlets/url.lua", "function handle_request(req, res) res:write(#brisk.url_escape(string.rep(' ', 12 * 2^20))) end"),
+            ("servlets/decode.lua", "function handle_request(req, res) res:write(tostring(brisk.json.decode('[' .. string.rep('[[]],', 1e6) .. '0]'))) end"),
+            ("servlets/encode.lua", "function handle_request(req, res) local s, t = string.rep('x', 4 * 2^20), {} for i = 1, 100 do t[i] = s end res:write(#brisk.json.encode(t)) end"),
+            ("servlets/encode1.lua", "function handle_request(req, res) res:write(#brisk.json.encode({string.rep('<', 4 * 2^20)})) end"),
+            ("servlets/small.lua", "function handle_request(req, res) res:write(brisk.json.encode({brisk.html_escape('<'), brisk.url_escape(' '), brisk.json.decode('[1]')})) end"),
+        ],
+        &config,
+    );
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    let limit = peak_rss_kib(s.pid()) + (32 << 10) + (24 << 10);
+    for (path, why) in [
+        (
+            "html",
+            "brisk.html_escape: the result does not fit in servlets.memory",
+        ),
+        (
+            "url",
+            "brisk.url_escape: the result does not fit in servlets.memory",
+        ),
+        (
+            "decode",
+            "brisk.json.decode: the value does not fit in servlets.memory",
+        ),
+        (
+            "encode",
+            "brisk.json.encode: the text does not fit in the memory left",
+        ),
+        (
+            "encode1",
+            "brisk.json.encode: the text does not fit in the memory left",
+        ),
+    ] {
+        each_answers(&s, &[(path, 500, why)]);
+        let peak = peak_rss_kib(s.pid());
+        assert!(peak < limit, "{path}: peak RSS {peak} KiB, over {limit}");
+    }
+    assert_eq!(
+        get(&s, "/servlets/small.lua").text(),
+        "[\"\\u0026lt;\",\"%20\",[1]]"
+    );
+}

@@ -24,7 +24,9 @@
 //!   sandbox applies as to everything else.
 
 mod api;
+mod pattern;
 pub mod shared;
+mod strings;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -239,6 +241,7 @@ impl State {
             lua_req::part_function(&lua)?,
         ))?;
         lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
+        strings::install(&lua, &lua.globals().raw_get("string")?)?;
         let names = api::names(&lua)?;
         let brisk = api::library(&lua)?;
         lua.globals().raw_set("brisk", brisk)?;
@@ -456,7 +459,7 @@ impl State {
         if lua_cpu::stopped() {
             return Failure::Cpu;
         }
-        if matches!(e, mlua::Error::MemoryError(_)) {
+        if is_memory(&e) {
             self.collect.set(true);
             return Failure::Error(format!("servlets.memory exceeded: {e}"));
         }
@@ -468,10 +471,22 @@ impl State {
     /// next request: what was made is garbage once the coroutine that
     /// made it goes.
     fn lua_failure(&self, e: mlua::Error) -> Failure {
-        if matches!(e, mlua::Error::MemoryError(_)) {
+        if is_memory(&e) {
             self.collect.set(true);
         }
         Failure::Error(e.to_string())
+    }
+}
+
+/// Whether `e` is a memory error: Lua's, or one a Rust helper raised
+/// (`brisk.json.encode`...: mlua wraps it).
+fn is_memory(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            is_memory(cause)
+        }
+        _ => false,
     }
 }
 
