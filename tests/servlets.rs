@@ -909,3 +909,69 @@ fn the_json_and_escape_helpers_keep_to_the_memory_limit() {
         "[\"\\u0026lt;\",\"%20\",[1]]"
     );
 }
+
+#[test]
+fn a_servlet_cannot_change_what_another_sees() {
+    // One state (one worker): servlets shared its globals, library
+    // tables and brisk.*, and a.lua's edits showed in b.lua ("HIJACKED").
+    let s = one_worker(
+        &[
+            (
+                "servlets/a.lua",
+                r#"local tostring, pcall = tostring, pcall
+function handle_request(req, res)
+  local before = string.upper("x") .. ("x"):upper()
+  string.upper = function() return "HIJACKED" end
+  brisk.html_escape = function() return "HIJACKED" end
+  brisk.json.encode = function() return "HIJACKED" end
+  shared_global = "HIJACKED"
+  _G.tostring = function() return "HIJACKED" end
+  local tried = {
+    (pcall(function() getmetatable("").__index.upper = function() return "HIJACKED" end end)),
+    (pcall(rawset, brisk.json.null, "x", "HIJACKED")),
+    (pcall(function() brisk.json.null.x = "HIJACKED" end)),
+    (pcall(setmetatable, brisk.json.null, {})),
+    (pcall(function() load("string.lower = function() return 'HIJACKED' end")() end)),
+    (pcall(function() load("rawset(string, 'rep', function() return 'HIJACKED' end)")() end)),
+    (pcall(function() getmetatable(req).__index = function() return "HIJACKED" end end)),
+  }
+  for i = 1, #tried do tried[i] = tostring(tried[i]) end
+  res:write(before .. " " .. tostring(getmetatable("")) .. " " .. table.concat(tried, ","))
+end
+"#,
+            ),
+            (
+                "servlets/b.lua",
+                r#"function handle_request(req, res)
+  res:write(table.concat({string.upper("x"), ("x"):upper(), brisk.html_escape("<"),
+    tostring(shared_global), tostring(1), tostring(rawget(brisk.json.null, "x")), string.lower("X"),
+    string.rep("y", 2), brisk.json.encode({brisk.json.null}), tostring(req.method)}, " "))
+end
+"#,
+            ),
+            ("servlets/lib/leaky.lua", "leaked = 'from a module'\nfunction helper() return 1 end\nreturn { n = 1 }"),
+            ("servlets/c.lua", "local m = require('lib.leaky') m.n = m.n + 1\nfunction handle_request(req, res) res:write(tostring(leaked) .. ' ' .. m.n .. ' ' .. tostring(require('lib.leaky') == m)) end"),
+            ("servlets/d.lua", "local m = require('lib.leaky')\nfunction handle_request(req, res) res:write(tostring(leaked) .. ' ' .. m.n .. ' ' .. type(helper)) end"),
+            ("servlets/e.lua", "function handle_request(req, res) res:write(tostring(leaked) .. ' ' .. tostring(helper)) end"),
+        ],
+        CONFIG,
+    );
+    let want_b = "X X &lt; nil 1 nil x yy [null] GET";
+    assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+    // a.lua changes its own copies only; what is shared refuses.
+    assert_eq!(
+        get(&s, "/servlets/a.lua").text(),
+        "XX false false,false,false,false,true,true,false"
+    );
+    assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+    // Its own edits stay its own, for its next request.
+    assert!(get(&s, "/servlets/a.lua").text().starts_with("HIJACKEDX "));
+    // A module runs once per servlet, with that servlet's globals.
+    assert_eq!(get(&s, "/servlets/c.lua").text(), "from a module 2 true");
+    assert_eq!(
+        get(&s, "/servlets/d.lua").text(),
+        "from a module 1 function"
+    );
+    assert_eq!(get(&s, "/servlets/e.lua").text(), "nil nil");
+    assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+}
