@@ -28,7 +28,7 @@
 //!   sandbox applies as to everything else.
 
 mod api;
-mod pattern;
+pub(crate) mod pattern;
 pub mod shared;
 mod strings;
 

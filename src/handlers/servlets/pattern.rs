@@ -47,6 +47,15 @@ pub fn has_specials(p: &[u8]) -> bool {
     p.iter().any(|c| b"^$*+?.([%-".contains(c))
 }
 
+/// A leading `^` anchors the pattern: whether it does, and where the
+/// rest starts.
+pub fn anchored(pat: &[u8]) -> (bool, usize) {
+    match pat.first() {
+        Some(b'^') => (true, 1),
+        _ => (false, 0),
+    }
+}
+
 /// One capture's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Capture {

@@ -9,28 +9,17 @@ use std::cell::Cell;
 
 use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
 
-use super::pattern::{self, Capture, Error, Matcher};
-use crate::sys::{lua_cpu, lua_heap};
+use super::pattern::{anchored, Capture, Error, Matcher};
+use crate::sys::{lua_cpu, lua_heap, lua_str};
 
 /// Puts brisk's matcher in `string` (the table the string metatable's
 /// `__index` is: the methods too).
 pub fn install(lua: &Lua, string: &Table) -> mlua::Result<()> {
-    string.raw_set(
-        "find",
-        lua.create_function(|lua, args: FindArgs| find_aux(lua, args, true))?,
-    )?;
-    string.raw_set(
-        "match",
-        lua.create_function(|lua, (s, p, init): (LuaString, LuaString, Option<f64>)| {
-            find_aux(lua, (s, p, init, Value::Nil), false)
-        })?,
-    )?;
+    lua_str::install(lua, string)?;
     string.raw_set("gmatch", lua.create_function(gmatch)?)?;
     string.raw_set("gsub", lua.create_function(gsub)?)?;
     Ok(())
 }
-
-type FindArgs = (LuaString, LuaString, Option<f64>, Value);
 
 /// The matcher's `stop`: the request's CPU budget is spent.
 fn spent() -> bool {
@@ -49,15 +38,6 @@ fn too_long(what: &str) -> mlua::Error {
     mlua::Error::MemoryError(format!(
         "{what}: the result does not fit in servlets.memory"
     ))
-}
-
-/// A leading `^` anchors the pattern: whether it does, and where the
-/// rest starts.
-fn anchored(pat: &[u8]) -> (bool, usize) {
-    match pat.first() {
-        Some(b'^') => (true, 1),
-        _ => (false, 0),
-    }
 }
 
 fn capture_value(lua: &Lua, src: &[u8], c: Capture) -> mlua::Result<Value> {
@@ -80,47 +60,6 @@ fn captures<F: FnMut() -> bool>(
         out.push_back(capture_value(lua, src, c)?);
     }
     Ok(())
-}
-
-/// `string.find` (`find`) and `string.match`, as Lua 5.1's
-/// `str_find_aux`.
-fn find_aux(lua: &Lua, (s, p, init, plain): FindArgs, find: bool) -> mlua::Result<MultiValue> {
-    let (src, pat) = (s.as_bytes(), p.as_bytes());
-    let (src, pat) = (&src[..], &pat[..]);
-    let init = pattern::start_index(init.map_or(1, |i| i as i64), src.len());
-    let mut out = MultiValue::new();
-    if find && (!matches!(plain, Value::Nil | Value::Boolean(false)) || !pattern::has_specials(pat))
-    {
-        if let Some(i) = pattern::find_plain(src, pat, init) {
-            out.push_back(Value::Integer(i as i64 + 1));
-            out.push_back(Value::Integer((i + pat.len()) as i64));
-            return Ok(out);
-        }
-        out.push_back(Value::Nil);
-        return Ok(out);
-    }
-    let (anchor, p0) = anchored(pat);
-    let mut m = Matcher::new(src, pat, spent);
-    let mut at = init;
-    loop {
-        if let Some(e) = m.at(at, p0).map_err(lua_error)? {
-            if find {
-                out.push_back(Value::Integer(at as i64 + 1));
-                out.push_back(Value::Integer(e as i64));
-                if m.level() == 0 {
-                    return Ok(out);
-                }
-            }
-            captures(lua, &m, src, at, e, &mut out)?;
-            return Ok(out);
-        }
-        at += 1;
-        if anchor || at > src.len() {
-            break;
-        }
-    }
-    out.push_back(Value::Nil);
-    Ok(out)
 }
 
 /// `string.gmatch(s, pattern)`: an iterator over the matches (5.1: `^`
