@@ -1,4 +1,4 @@
-//! Servlets' `string.find` and `string.match` (brisk's matcher,
+//! Servlets' `string.find`, `string.match` and `string.gmatch` (brisk's matcher,
 //! `handlers::servlets::pattern`) as C functions on Lua's stack:
 //! through mlua's callbacks (the arguments converted, a protected call)
 //! a call cost about 700 ns more than LuaJIT's own (`tests::speed`).
@@ -15,12 +15,14 @@ use mlua::{Lua, Table};
 use crate::handlers::servlets::pattern::{self, anchored, Capture, Error, Matcher};
 use crate::sys::lua_cpu::{check_spent as spent, CPU_LIMIT};
 
-/// Puts [`find`] and [`find_match`] in `string` as `find` and `match`.
+/// Puts [`find`], [`find_match`] and [`gmatch`] in `string` as `find`,
+/// `match` and `gmatch`.
 pub fn install(lua: &Lua, string: &Table) -> mlua::Result<()> {
     // SAFETY: C functions that keep to Lua's C API contract (below).
     unsafe {
         string.raw_set("find", lua.create_c_function(find)?)?;
         string.raw_set("match", lua.create_c_function(find_match)?)?;
+        string.raw_set("gmatch", lua.create_c_function(gmatch)?)?;
     }
     Ok(())
 }
@@ -121,7 +123,25 @@ unsafe fn find_aux(l: *mut ffi::lua_State, find: bool) -> c_int {
                 return 2;
             }
         }
-        let captures = m.level().max(1);
+        n + push_captures(l, &m, src, s, e)
+    }
+}
+
+/// Pushes the captures of `m`'s last match `s..e` of `src` (the whole
+/// match when the pattern has none); returns how many.
+///
+/// # Safety
+/// As [`find_aux`]'s.
+unsafe fn push_captures<F: FnMut() -> bool>(
+    l: *mut ffi::lua_State,
+    m: &Matcher<'_, F>,
+    src: &[u8],
+    s: usize,
+    e: usize,
+) -> c_int {
+    let captures = m.level().max(1);
+    // SAFETY: the caller's contract.
+    unsafe {
         if ffi::lua_checkstack(l, captures as c_int) == 0 {
             raise(l, "too many captures");
         }
@@ -135,6 +155,57 @@ unsafe fn find_aux(l: *mut ffi::lua_State, find: bool) -> c_int {
                 Err(Error::Stopped) => raise(l, CPU_LIMIT),
             }
         }
-        n + captures as c_int
+    }
+    captures as c_int
+}
+
+/// `string.gmatch(s, pattern)`: an iterator (a C closure over `s`,
+/// `pattern` and where the next match is looked for) over the matches;
+/// as in 5.1, `^` is a plain character here.
+///
+/// # Safety
+/// Called by Lua as a C function.
+pub unsafe extern "C-unwind" fn gmatch(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: a C function's stack (arguments checked, made strings).
+    unsafe {
+        arg(l, 1);
+        arg(l, 2);
+        ffi::lua_settop(l, 2);
+        ffi::lua_pushinteger(l, 0);
+        ffi::lua_pushcclosure(l, gmatch_next, 3);
+    }
+    1
+}
+
+/// The iterator [`gmatch`] makes.
+///
+/// # Safety
+/// Called by Lua as the closure `gmatch` made.
+unsafe extern "C-unwind" fn gmatch_next(l: *mut ffi::lua_State) -> c_int {
+    // SAFETY: the closure's upvalues are the two strings and an integer
+    // (`gmatch`); the strings stay alive with the closure.
+    unsafe {
+        let (mut slen, mut plen) = (0, 0);
+        let sp = ffi::lua_tolstring(l, ffi::lua_upvalueindex(1), &mut slen);
+        let pp = ffi::lua_tolstring(l, ffi::lua_upvalueindex(2), &mut plen);
+        let src = std::slice::from_raw_parts(sp.cast::<u8>(), slen);
+        let pat = std::slice::from_raw_parts(pp.cast::<u8>(), plen);
+        let mut at = ffi::lua_tointeger(l, ffi::lua_upvalueindex(3)).max(0) as usize;
+        let mut m = Matcher::new(src, pat, spent);
+        while at <= src.len() {
+            match m.at(at, 0) {
+                Ok(Some(e)) => {
+                    // An empty match: on one further next time.
+                    let next = if e == at { e + 1 } else { e };
+                    ffi::lua_pushinteger(l, next as ffi::lua_Integer);
+                    ffi::lua_replace(l, ffi::lua_upvalueindex(3));
+                    return push_captures(l, &m, src, at, e);
+                }
+                Ok(None) => at += 1,
+                Err(Error::Stopped) => raise(l, CPU_LIMIT),
+                Err(Error::Pattern(why)) => raise(l, why),
+            }
+        }
+        0
     }
 }

@@ -1,13 +1,12 @@
 //! The servlets' `string.find`, `string.match`, `string.gmatch` and
-//! `string.gsub` (and so the string methods `s:find(...)`...): brisk's
+//! `string.gsub` (and so the string methods `s:find(...)`...; the first
+//! three as C functions, `sys::lua_str`): brisk's
 //! matcher ([`super::pattern`]), which stops when the request's CPU
 //! budget is spent, in place of LuaJIT's, which cannot be stopped (see
 //! `pattern`'s comment for why and what else was weighed). `gsub` builds
 //! its result outside Lua's heap, within [`lua_heap::outside_room`].
 
-use std::cell::Cell;
-
-use mlua::{Function, Lua, LuaString, MultiValue, Table, Value};
+use mlua::{Lua, LuaString, MultiValue, Table, Value};
 
 use super::pattern::{anchored, Capture, Error, Matcher};
 use crate::sys::{lua_cpu, lua_heap, lua_str};
@@ -16,7 +15,6 @@ use crate::sys::{lua_cpu, lua_heap, lua_str};
 /// `__index` is: the methods too).
 pub fn install(lua: &Lua, string: &Table) -> mlua::Result<()> {
     lua_str::install(lua, string)?;
-    string.raw_set("gmatch", lua.create_function(gmatch)?)?;
     string.raw_set("gsub", lua.create_function(gsub)?)?;
     Ok(())
 }
@@ -60,29 +58,6 @@ fn captures<F: FnMut() -> bool>(
         out.push_back(capture_value(lua, src, c)?);
     }
     Ok(())
-}
-
-/// `string.gmatch(s, pattern)`: an iterator over the matches (5.1: `^`
-/// is a plain character here).
-fn gmatch(lua: &Lua, (s, p): (LuaString, LuaString)) -> mlua::Result<Function> {
-    let next = Cell::new(0usize);
-    lua.create_function(move |lua, ()| {
-        let (src, pat) = (s.as_bytes(), p.as_bytes());
-        let (src, pat) = (&src[..], &pat[..]);
-        let mut m = Matcher::new(src, pat, spent);
-        let mut out = MultiValue::new();
-        let mut at = next.get();
-        while at <= src.len() {
-            if let Some(e) = m.at(at, 0).map_err(lua_error)? {
-                // An empty match: go on one further.
-                next.set(if e == at { e + 1 } else { e });
-                captures(lua, &m, src, at, e, &mut out)?;
-                return Ok(out);
-            }
-            at += 1;
-        }
-        Ok(out)
-    })
 }
 
 /// `string.gsub(s, pattern, repl, n)`.
