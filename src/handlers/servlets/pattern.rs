@@ -11,11 +11,17 @@
 //! cases; a watchdog thread cannot take a state off a worker stuck inside
 //! C (the state's memory is the worker's); a process per state costs a
 //! process switch per request. Here every step of the matcher counts,
-//! and every [`CHECK_EVERY`] steps the budget is read (a thread-local
-//! load: `lua_cpu::check`); once spent, the match fails with the CPU
-//! limit's error, as the hook raises it. Recursion is bounded
-//! ([`MAX_DEPTH`]) as in Lua 5.2 and later ("pattern too complex"), so
-//! no pattern can overflow the worker's stack.
+//! and every [`CHECK_EVERY`] steps the budget is read (two thread-local
+//! loads: `lua_cpu::check_spent`); once spent, the match fails with the
+//! CPU limit's error, as the hook raises it (a `pcall` that catches it
+//! meets the hook at its next instruction). A long set (`[...]`) counts
+//! as more steps, as it is scanned at each use, and a plain search is
+//! linear (two-way, `memchr::memmem`: LuaJIT's compares at each place,
+//! so a plain `find` of a long needle was slow too). Recursion is
+//! bounded ([`MAX_DEPTH`]) as in Lua 5.2 and later ("pattern too
+//! complex"), so no pattern can overflow the worker's stack. What it
+//! costs: `strings::tests::speed` (the call is the larger part: `find`,
+//! `match` and `gmatch` are C functions, `sys::lua_str`).
 //!
 //! The semantics are 5.1's, as LuaJIT's: `%z` and `%f` are there, a `%`
 //! before a non-digit in a `gsub` replacement stands for that character,
