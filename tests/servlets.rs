@@ -608,3 +608,375 @@ fn streamed_output_goes_over_http2() {
     let id = c.get("/servlets/hello.lua", &[]);
     assert_eq!(c.answers(&[id])[0].status(), "200");
 }
+
+/// Every field of the request table, as text (tables with their keys
+/// sorted), and `brisk.json.encode(req.args)`.
+const FIELDS: &str = r#"local function show(v)
+  if type(v) ~= "table" then return type(v) .. ":" .. tostring(v) end
+  local keys = {}
+  for k, x in pairs(v) do keys[#keys + 1] = tostring(k) .. "=" .. tostring(x) end
+  table.sort(keys)
+  return "{" .. table.concat(keys, ",") .. "}"
+end
+function handle_request(req, res)
+  local out = {}
+  for _, k in ipairs({"args", "headers", "cookies", "method", "path", "query", "remote_addr", "user"}) do
+    out[#out + 1] = k .. " " .. show(req[k])
+  end
+  local form, err = req:form()
+  out[#out + 1] = "form " .. show(form) .. " " .. tostring(err)
+  out[#out + 1] = "json " .. brisk.json.encode(req.args)
+  res:write(table.concat(out, "\n"))
+end
+"#;
+
+#[test]
+fn every_request_field_with_and_without_its_source() {
+    let mut b = Builder::new();
+    b.file("servlets/fields.lua", FIELDS.as_bytes())
+        .file("servlets/private/fields.lua", FIELDS.as_bytes());
+    write_file(
+        &b.base().join("htpasswd"),
+        include_bytes!("../src/access/testdata/vectors.htpasswd"),
+    );
+    b.config(&format!("{CONFIG}\n[[auth]]\npath = \"/servlets/private/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n"));
+    let s = b.start();
+    // No query, no cookie, no form, no user: a header whose value reads
+    // as a query gives no argument (req.args used to be parsed from the
+    // request's raw header fields when there was no query).
+    let r =
+        s.request(b"GET /servlets/fields.lua HTTP/1.1\r\nHost: x\r\nX-Anything: &admin=1\r\n\r\n");
+    assert_eq!(
+        r.text(),
+        "args {}\nheaders {host=x,x-anything=&admin=1}\ncookies {}\nmethod string:GET\n\
+         path string:/servlets/fields.lua\nquery nil:nil\nremote_addr string:127.0.0.1\n\
+         user nil:nil\nform nil:nil not a form (Content-Type)\njson []"
+    );
+    // Each one's source there.
+    let body = "f=1+2&g=%C3%A9";
+    let r = s.request(
+        format!(
+            "POST /servlets/private/fields.lua?a=1%202&a=2 HTTP/1.1\r\nHost: x\r\n\
+             Authorization: {}\r\nCookie: sid=42; t=\"q\"\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            basic_auth("apr1", "correct horse"),
+            body.len()
+        )
+        .as_bytes(),
+    );
+    let auth = basic_auth("apr1", "correct horse");
+    assert_eq!(
+        r.text(),
+        format!(
+            "args {{a=1 2}}\nheaders {{authorization={auth},content-length=14,\
+             content-type=application/x-www-form-urlencoded,cookie=sid=42; t=\"q\",host=x}}\n\
+             cookies {{sid=42,t=q}}\nmethod string:POST\npath string:/servlets/private/fields.lua\n\
+             query string:a=1%202&a=2\nremote_addr string:127.0.0.1\nuser string:apr1\n\
+             form {{f=1 2,g=\u{e9}}} nil\njson {{\"a\":\"1 2\"}}"
+        )
+    );
+}
+
+/// A server of one worker with `files` beside hello.lua, and `config`.
+fn one_worker(files: &[(&str, &str)], config: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("servlets/hello.lua", HELLO.as_bytes());
+    for (name, text) in files {
+        b.file(name, text.as_bytes());
+    }
+    b.config(config).workers(1);
+    b.start()
+}
+
+/// Each of `paths` answers `status` (and logs `why`), and the worker
+/// serves the next request.
+fn each_answers(s: &Server, paths: &[(&str, u16, &str)]) {
+    for (path, status, why) in paths {
+        let r = get(s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, *status, "{path}");
+        if !why.is_empty() {
+            let line = s.wait_stderr_line(&format!("servlet servlets/{path}.lua"));
+            assert!(line.contains(why), "{path}: {line}");
+        }
+        assert_eq!(get(s, "/servlets/hello.lua").status, 200, "after {path}");
+    }
+}
+
+#[test]
+fn no_servlet_can_make_a_finalizer() {
+    // LuaJIT runs finalizers with hooks off: this one held its worker (and
+    // the server) for ever, past the CPU budget and SIGTERM.
+    let s = one_worker(
+        &[
+            ("servlets/gc.lua", "function handle_request(req, res) local p = newproxy(true) getmetatable(p).__gc = function() while true do end end p = nil local t = {} for i = 1, 1e6 do t[i] = {} end end"),
+            // Tables take no __gc in Lua 5.1: never called.
+            ("servlets/gctable.lua", "function handle_request(req, res) setmetatable({}, {__gc = function() while true do end end}) local t = {} for i = 1, 1e5 do t[i] = {} end t = nil res:write(tostring(newproxy) .. ' ' .. tostring(gcinfo) .. ' ' .. tostring(getmetatable(res))) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[("gc", 500, "attempt to call global 'newproxy' (a nil value)")],
+    );
+    assert_eq!(get(&s, "/servlets/gctable.lua").text(), "nil nil false");
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+#[test]
+fn sort_rep_and_deep_recursion_answer_and_the_worker_serves_on() {
+    let s = one_worker(
+        &[
+            ("servlets/sort.lua", "function handle_request(req, res) local t = {} for i = 1, 100 do t[i] = 101 - i end table.sort(t, function(a, b) while true do end end) end"),
+            ("servlets/rep.lua", "function handle_request(req, res) res:write(#string.rep('x', 2^40)) end"),
+            ("servlets/rep2.lua", "function handle_request(req, res) res:write(#string.rep('xy', 5e7, ',')) end"),
+            ("servlets/rep3.lua", "function handle_request(req, res) res:write(#string.rep('', 2^31 - 1, '') .. #string.rep('', 2^31 - 1) .. #string.rep('x', 0, ',')) end"),
+            ("servlets/deep.lua", "local function f(n) return 1 + f(n + 1) end\nfunction handle_request(req, res) f(1) end"),
+            ("servlets/deepc.lua", "local function f(n) return select(2, pcall(f, n + 1)) or n end\nfunction handle_request(req, res) res:write(type(f(1))) end"),
+            ("servlets/deepsort.lua", "local function f(n) local t = {2, 1} table.sort(t, function(a, b) f(n + 1) return a < b end) end\nfunction handle_request(req, res) f(1) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("sort", 503, "servlets.cpu_time exceeded"),
+            ("rep", 500, ""),
+            ("rep2", 500, "servlets.memory exceeded"),
+            ("rep3", 200, ""),
+            ("deep", 500, "stack overflow"),
+            ("deepc", 200, ""),
+            ("deepsort", 500, "stack overflow"),
+        ],
+    );
+}
+
+/// Patterns as Lua 5.1 (and LuaJIT) match them: `string.find`, `match`,
+/// `gmatch` and `gsub` are brisk's own matcher in servlets (it stops
+/// when the CPU budget is spent), and answer as LuaJIT's did.
+#[test]
+fn patterns_match_as_in_lua_5_1() {
+    let s = server(&[(
+        "servlets/pat.lua",
+        r#"function handle_request(req, res)
+  local out = {}
+  local function put(...)
+    local t = {...}
+    for i = 1, select('#', ...) do t[i] = tostring(t[i]) end
+    out[#out + 1] = table.concat(t, ",")
+  end
+  put(("hello world"):find("o w"))
+  put(("hello world"):find("l+"))
+  put(string.find("a.b", ".", 1, true))
+  put(string.find("a.b", "%."))
+  put(string.find("abc", "b", -1))
+  put(string.find("abc", "", 10))
+  put(string.find("abc", "^b"))
+  put(string.find("abc", "b", 2, false))
+  put(string.find(12345, 34))
+  put(string.match("key = value", "(%w+)%s*=%s*(%w+)"))
+  put(string.match("hello", "()ll()"))
+  put(string.match("  trim  ", "^%s*(.-)%s*$"))
+  put(string.match("f(a(b)c)d", "%b()"))
+  put(string.match("THE (quick) fox", "%f[%l]%a+"))
+  put(string.match("abcabc", "(abc)%1"))
+  put(string.match("2024-01-15", "(%d+)-(%d+)-(%d+)"))
+  put(string.match("x", "y"))
+  local words = {}
+  for w in ("one two  three"):gmatch("%a+") do words[#words + 1] = w end
+  put(table.concat(words, "|"))
+  for k, v in string.gmatch("a=1, b=2", "(%w+)=(%w+)") do put(k, v) end
+  local n = 0
+  for _ in ("abc"):gmatch("") do n = n + 1 end
+  put(n)
+  put(string.gsub("hello world", "o", "0"))
+  put(string.gsub("hello world", "(%w+)", "<%1>"))
+  put(string.gsub("abc", "", "-"))
+  put(string.gsub("hello", "l", {l = "L"}))
+  put(string.gsub("$name is $age", "%$(%w+)", {name = "Ann", age = 7}))
+  put(string.gsub("abc", "%w", function(c) return c:upper() .. "." end))
+  put(string.gsub("abc", "%w", function(c) if c == "b" then return false end return 1 end))
+  put(string.gsub("abc", "%w", "%0%0", 2))
+  put(string.gsub("x", "x", "%%"))
+  put(string.gsub("hello world", "^h", "H"))
+  put(string.gsub("a,b,,c", "[^,]*", "[%0]"))
+  put(string.gsub("abc", "()", "%1"))
+  put(pcall(string.find, "a", "[a"))
+  put(pcall(string.gsub, "a", "a", true))
+  res:write(table.concat(out, "\n"))
+end
+"#,
+    )]);
+    let got = get(&s, "/servlets/pat.lua").text();
+    let want = "5,7\n3,4\n2,2\n2,2\nnil\n4,3\nnil\n2,2\n3,4\nkey,value\n3,5\ntrim\n(a(b)c)\nquick\nabc\n2024,01,15\nnil\n\
+                one|two|three\na,1\nb,2\n4\nhell0 w0rld,2\n<hello> <world>,2\n-a-b-c-,4\nheLLo,2\nAnn is 7,2\n\
+                A.B.C.,3\n1b1,3\naabbc,2\n%,1\nHello world,1\n[a][],[b][],[],[c][],7\n1a2b3c4,4\nfalse";
+    let (head, errors) = got.split_at(want.len());
+    assert_eq!(head, want);
+    // (The error values are mlua's, with a traceback.)
+    let (find, gsub) = errors.split_once("\nfalse,").unwrap();
+    assert!(find.contains("malformed pattern (missing ']')"), "{errors}");
+    assert!(
+        gsub.contains("bad argument #3 to 'gsub' (string/function/table expected)"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_backtracking_pattern_is_stopped_by_the_cpu_limit() {
+    // LuaJIT's matcher is one C call that no hook stops: the first ran
+    // 32 s under cpu_time = "1s", its worker answering nothing meanwhile.
+    let bomb = "(\"a\"):rep(200), (\"a*\"):rep(4) .. \"b\"";
+    let s = one_worker(
+        &[
+            ("servlets/find.lua", &format!("function handle_request(req, res) res:write(tostring(string.find({bomb}))) end")),
+            ("servlets/match.lua", "function handle_request(req, res) res:write(tostring((\"a\"):rep(300):match((\"a*\"):rep(5) .. \"b\"))) end"),
+            ("servlets/gmatch.lua", &format!("function handle_request(req, res) for x in string.gmatch({bomb}) do end end")),
+            ("servlets/gsub.lua", &format!("function handle_request(req, res) string.gsub({bomb}, 'x') end")),
+            // Caught by pcall, it is raised again by the hook at once.
+            ("servlets/pcall.lua", &format!("function handle_request(req, res) local ok, err = pcall(string.find, {bomb}) res:write('caught ' .. tostring(err)) end")),
+            // A request's data as the subject (the ReDoS case).
+            ("servlets/query.lua", "function handle_request(req, res) res:write(tostring(req.query:find(('a*'):rep(5) .. 'b'))) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("find", 503, "servlets.cpu_time exceeded"),
+            ("match", 503, "servlets.cpu_time exceeded"),
+            ("gmatch", 503, "servlets.cpu_time exceeded"),
+            ("gsub", 503, "servlets.cpu_time exceeded"),
+            ("pcall", 503, "servlets.cpu_time exceeded"),
+        ],
+    );
+    let r = get(&s, &format!("/servlets/query.lua?{}", "a".repeat(100)));
+    assert_eq!(r.status, 503);
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+/// The peak resident memory of process `pid` (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_json_and_escape_helpers_keep_to_the_memory_limit() {
+    // They build their text in Rust, outside Lua's heap: a table holding
+    // one 8 MiB string 100 times made brisk.json.encode reach 831 MiB
+    // under servlets.memory = 64 MiB. Now each refuses (500) a result
+    // that would not fit in what the limit leaves, before making it.
+    let config = CONFIG
+        .replace("memory = \"16MiB\"", "memory = \"32MiB\"")
+        .replace("cpu_time = \"300ms\"", "cpu_time = \"10s\"");
+    let s = one_worker(
+        &[
+            ("servlets/html.lua", "function handle_request(req, res) res:write(#brisk.html_escape(string.rep('\"', 12 * 2^20))) end"),
+            ("servlets/url.lua", "function handle_request(req, res) res:write(#brisk.url_escape(string.rep(' ', 12 * 2^20))) end"),
+            ("servlets/decode.lua", "function handle_request(req, res) res:write(tostring(brisk.json.decode('[' .. string.rep('[[]],', 1e6) .. '0]'))) end"),
+            ("servlets/encode.lua", "function handle_request(req, res) local s, t = string.rep('x', 4 * 2^20), {} for i = 1, 100 do t[i] = s end res:write(#brisk.json.encode(t)) end"),
+            ("servlets/encode1.lua", "function handle_request(req, res) res:write(#brisk.json.encode({string.rep('<', 4 * 2^20)})) end"),
+            ("servlets/small.lua", "function handle_request(req, res) res:write(brisk.json.encode({brisk.html_escape('<'), brisk.url_escape(' '), brisk.json.decode('[1]')})) end"),
+        ],
+        &config,
+    );
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    let limit = peak_rss_kib(s.pid()) + (32 << 10) + (24 << 10);
+    for (path, why) in [
+        (
+            "html",
+            "brisk.html_escape: the result does not fit in servlets.memory",
+        ),
+        (
+            "url",
+            "brisk.url_escape: the result does not fit in servlets.memory",
+        ),
+        (
+            "decode",
+            "brisk.json.decode: the value does not fit in servlets.memory",
+        ),
+        (
+            "encode",
+            "brisk.json.encode: the text does not fit in the memory left",
+        ),
+        (
+            "encode1",
+            "brisk.json.encode: the text does not fit in the memory left",
+        ),
+    ] {
+        each_answers(&s, &[(path, 500, why)]);
+        let peak = peak_rss_kib(s.pid());
+        assert!(peak < limit, "{path}: peak RSS {peak} KiB, over {limit}");
+    }
+    assert_eq!(
+        get(&s, "/servlets/small.lua").text(),
+        "[\"\\u0026lt;\",\"%20\",[1]]"
+    );
+}
+
+#[test]
+fn a_servlet_cannot_change_what_another_sees() {
+    // One state (one worker): servlets shared its globals, library
+    // tables and brisk.*, and a.lua's edits showed in b.lua ("HIJACKED").
+    let s = one_worker(
+        &[
+            (
+                "servlets/a.lua",
+                r#"local tostring, pcall = tostring, pcall
+function handle_request(req, res)
+  local before = string.upper("x") .. ("x"):upper()
+  string.upper = function() return "HIJACKED" end
+  brisk.html_escape = function() return "HIJACKED" end
+  brisk.json.encode = function() return "HIJACKED" end
+  shared_global = "HIJACKED"
+  _G.tostring = function() return "HIJACKED" end
+  local tried = {
+    (pcall(function() getmetatable("").__index.upper = function() return "HIJACKED" end end)),
+    (pcall(rawset, brisk.json.null, "x", "HIJACKED")),
+    (pcall(function() brisk.json.null.x = "HIJACKED" end)),
+    (pcall(setmetatable, brisk.json.null, {})),
+    (pcall(function() load("string.lower = function() return 'HIJACKED' end")() end)),
+    (pcall(function() load("rawset(string, 'rep', function() return 'HIJACKED' end)")() end)),
+    (pcall(function() getmetatable(req).__index = function() return "HIJACKED" end end)),
+  }
+  for i = 1, #tried do tried[i] = tostring(tried[i]) end
+  res:write(before .. " " .. tostring(getmetatable("")) .. " " .. table.concat(tried, ","))
+end
+"#,
+            ),
+            (
+                "servlets/b.lua",
+                r#"function handle_request(req, res)
+  res:write(table.concat({string.upper("x"), ("x"):upper(), brisk.html_escape("<"),
+    tostring(shared_global), tostring(1), tostring(rawget(brisk.json.null, "x")), string.lower("X"),
+    string.rep("y", 2), brisk.json.encode({brisk.json.null}), tostring(req.method)}, " "))
+end
+"#,
+            ),
+            ("servlets/lib/leaky.lua", "leaked = 'from a module'\nfunction helper() return 1 end\nreturn { n = 1 }"),
+            ("servlets/c.lua", "local m = require('lib.leaky') m.n = m.n + 1\nfunction handle_request(req, res) res:write(tostring(leaked) .. ' ' .. m.n .. ' ' .. tostring(require('lib.leaky') == m)) end"),
+            ("servlets/d.lua", "local m = require('lib.leaky')\nfunction handle_request(req, res) res:write(tostring(leaked) .. ' ' .. m.n .. ' ' .. type(helper)) end"),
+            ("servlets/e.lua", "function handle_request(req, res) res:write(tostring(leaked) .. ' ' .. tostring(helper)) end"),
+        ],
+        CONFIG,
+    );
+    let want_b = "X X &lt; nil 1 nil x yy [null] GET";
+    assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+    // a.lua changes its own copies only; what is shared refuses.
+    assert_eq!(
+        get(&s, "/servlets/a.lua").text(),
+        "XX false false,false,false,false,true,true,false"
+    );
+    assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+    // Its own edits stay its own, for its next request.
+    assert!(get(&s, "/servlets/a.lua").text().starts_with("HIJACKEDX "));
+    // A module runs once per servlet, with that servlet's globals.
+    assert_eq!(get(&s, "/servlets/c.lua").text(), "from a module 2 true");
+    assert_eq!(
+        get(&s, "/servlets/d.lua").text(),
+        "from a module 1 function"
+    );
+    assert_eq!(get(&s, "/servlets/e.lua").text(), "nil nil");
+    assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+}

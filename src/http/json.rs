@@ -109,6 +109,35 @@ pub fn push_utf8(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), std::str::Utf8Er
     Ok(())
 }
 
+/// The length [`push_string`] gives `bytes` (quotes included).
+pub fn escaped_len(bytes: &[u8]) -> usize {
+    bytes.iter().fold(2, |n, &b| {
+        n + match b {
+            _ if !ESCAPED[b as usize] => 1,
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 2,
+            _ => 6,
+        }
+    })
+}
+
+/// [`push_utf8`] if `out` stays within `max` bytes; `Ok(false)` (and
+/// nothing appended) if it would not.
+pub fn push_utf8_within(
+    bytes: &[u8],
+    out: &mut Vec<u8>,
+    max: usize,
+) -> Result<bool, std::str::Utf8Error> {
+    let room = max.saturating_sub(out.len());
+    // (Escaped, a byte takes at most 6.)
+    if bytes.len() + 2 > room
+        || (bytes.len().saturating_mul(6) + 2 > room && escaped_len(bytes) > room)
+    {
+        return Ok(false);
+    }
+    push_utf8(bytes, out)?;
+    Ok(true)
+}
+
 /// Printable ASCII that [`push_string`] copies as it is.
 pub(crate) static PLAIN: [bool; 256] = {
     let mut t = [false; 256];
@@ -472,6 +501,27 @@ mod tests {
             decode(deep.as_bytes()).unwrap_err().why,
             "nested too deeply"
         );
+    }
+
+    #[test]
+    fn escaped_lengths_and_the_cap() {
+        for s in ["", "plain", "a\"b\\c\n\r\t<>&\u{1}\u{7f}é"] {
+            let mut out = Vec::new();
+            push_string(s, &mut out);
+            assert_eq!(escaped_len(s.as_bytes()), out.len(), "{s:?}");
+            let mut capped = Vec::new();
+            assert_eq!(
+                push_utf8_within(s.as_bytes(), &mut capped, out.len()),
+                Ok(true)
+            );
+            assert_eq!(capped, out);
+            let mut capped = vec![b'x'];
+            assert_eq!(
+                push_utf8_within(s.as_bytes(), &mut capped, out.len()),
+                Ok(false)
+            );
+            assert_eq!(capped, b"x");
+        }
     }
 
     #[test]

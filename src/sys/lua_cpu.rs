@@ -272,6 +272,19 @@ impl Drop for Budget {
     }
 }
 
+/// Whether the running budget is spent, for C work that runs long
+/// without returning to Lua, where the hook cannot fire (brisk's pattern
+/// matcher asks every few thousand steps): it then stops, and raises
+/// [`CPU_LIMIT`] as the hook does, which [`stopped`] reports. A thread
+/// read of two counters; false when no budget runs.
+pub fn check_spent() -> bool {
+    if RUNNING.with(|r| r.load(Ordering::Relaxed)).is_null() || !spent() {
+        return false;
+    }
+    STOPPED.with(|s| s.store(true, Ordering::Relaxed));
+    true
+}
+
 /// Whether the hook stopped a request since the last budget started.
 pub fn stopped() -> bool {
     STOPPED.with(|s| s.load(Ordering::Relaxed))

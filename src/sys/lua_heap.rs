@@ -95,6 +95,7 @@ impl Heap {
         // (Set even if exec_raw failed after the swap.)
         heap.prev = prev;
         done?;
+        lua.set_app_data(Installed(heap.inner));
         Ok(heap)
     }
 
@@ -114,6 +115,7 @@ impl Heap {
         }
         if done {
             self.prev = None;
+            lua.remove_app_data::<Installed>();
         }
     }
 }
@@ -266,6 +268,25 @@ unsafe fn release(h: &mut Inner, ptr: *mut u8, size: usize) {
     }
     // SAFETY: the caller's contract.
     unsafe { alloc::dealloc(ptr, Layout::from_size_align_unchecked(size, ALIGN)) }
+}
+
+/// The heap installed in a state (its app data while installed).
+struct Installed(*mut Inner);
+
+/// The most bytes C code may build outside `lua`'s heap for a value it
+/// then copies in (a string: `string.gsub`'s result, JSON text): half
+/// of what the limit has left, so that the copy fits beside it, as the
+/// value built inside Lua would have (LuaJIT's own string buffers grow in
+/// its heap, and the string is a copy beside them). Unlimited for a state
+/// without a [`Heap`].
+pub fn outside_room(lua: &Lua) -> usize {
+    match lua.app_data_ref::<Installed>() {
+        // SAFETY: `Installed` is set while the heap is installed, and
+        // its `Inner` lives until then; Lua is not allocating (this
+        // thread is in a call from it).
+        Some(h) => unsafe { (*h.0).limit.saturating_sub((*h.0).used) / 2 },
+        None => usize::MAX,
+    }
 }
 
 impl Heap {

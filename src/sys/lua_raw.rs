@@ -18,7 +18,7 @@
 use mlua::ffi;
 use mlua::{Lua, Table, Value};
 
-use crate::http::json::{push_f64, push_utf8, MAX_DEPTH};
+use crate::http::json::{push_f64, push_utf8_within, MAX_DEPTH};
 use crate::http::push_u64;
 
 /// Why a value cannot be written as JSON.
@@ -34,8 +34,7 @@ pub enum EncodeError {
     Key,
     /// A function, userdata or thread.
     Value,
-    /// The output could not grow.
-    #[cfg_attr(not(brisk_lj_walk), allow(dead_code))]
+    /// The output would pass [`Encoder::max`] (or could not grow).
     Memory,
 }
 
@@ -47,7 +46,7 @@ impl std::fmt::Display for EncodeError {
             EncodeError::NotUtf8 => "a string that is not UTF-8",
             EncodeError::Key => "a key that is not a string",
             EncodeError::Value => "a value JSON cannot hold",
-            EncodeError::Memory => "out of memory",
+            EncodeError::Memory => "the text does not fit in the memory left (servlets.memory)",
         })
     }
 }
@@ -60,6 +59,10 @@ impl std::fmt::Display for EncodeError {
 pub struct Encoder {
     /// The JSON text of the last call.
     pub out: Vec<u8>,
+    /// The longest text it may write: the text is built outside Lua's
+    /// heap, which `servlets.memory` bounds (`lua_heap::outside_room`);
+    /// one table holding an 8 MiB string 100 times made 800 MiB.
+    pub max: usize,
     /// Written keys, one after the other.
     keys: Vec<u8>,
     /// A direct-mapped table by the address of a key's bytes: that
@@ -86,6 +89,7 @@ impl Encoder {
     pub const fn new() -> Encoder {
         Encoder {
             out: Vec::new(),
+            max: usize::MAX,
             keys: Vec::new(),
             slots: [(0, 0, 0); KEY_SLOTS],
         }
@@ -119,7 +123,9 @@ impl Encoder {
             return Ok(());
         }
         let from = self.out.len();
-        push_utf8(bytes, &mut self.out).map_err(|_| EncodeError::NotUtf8)?;
+        if !push_utf8_within(bytes, &mut self.out, self.max).map_err(|_| EncodeError::NotUtf8)? {
+            return Err(EncodeError::Memory);
+        }
         self.out.push(b':');
         // (Kept when it needed no escape: then a hit is told by its length.)
         if bytes.len() <= KEY_MAX
@@ -149,6 +155,7 @@ pub fn encode(
     null: &Table,
     enc: &mut Encoder,
 ) -> mlua::Result<Result<(), EncodeError>> {
+    enc.max = crate::sys::lua_heap::outside_room(lua);
     encode_with(lua, value, null, enc, cfg!(brisk_lj_walk))
 }
 
@@ -171,7 +178,7 @@ fn encode_with(
             // walk allocates nothing in Lua and runs no Lua code, so
             // neither the collector nor a servlet can run meanwhile).
             // No protected call: nothing in it can raise an error.
-            return Ok(unsafe { in_lua::table(table, null, &mut enc.out) });
+            return Ok(unsafe { in_lua::table(table, null, &mut enc.out, enc.max) });
         }
     }
     let mut result = Ok(());
@@ -193,12 +200,20 @@ fn encode_with(
 
 /// The walk compiled into LuaJIT (`src/sys/lua_c/brisk_lj.c`): its output
 /// buffer is a `Vec` lent to C, which hands strings to escape and floats
-/// back to [`push_utf8`] and [`push_f64`].
+/// back to [`push_utf8_within`] and [`push_f64`].
 #[cfg(brisk_lj_walk)]
 mod in_lua {
     use std::ffi::{c_char, c_int, c_void};
 
-    use super::{push_f64, push_utf8, EncodeError, MAX_DEPTH};
+    use super::{push_f64, push_utf8_within, EncodeError, MAX_DEPTH};
+
+    /// What `Out::ctx` points to: the output and its cap.
+    struct Ctx<'a> {
+        out: &'a mut Vec<u8>,
+        max: usize,
+        /// The cap was met (C then reports BJ_MEMORY or BJ_NOTUTF8).
+        over: bool,
+    }
 
     /// `brisk_json_out` in brisk_lj.c.
     #[repr(C)]
@@ -227,12 +242,19 @@ mod in_lua {
         t: *const c_void,
         null: *const c_void,
         out: &mut Vec<u8>,
+        max: usize,
     ) -> Result<(), EncodeError> {
+        let (buf, len, cap) = (out.as_mut_ptr(), out.len(), out.capacity());
+        let mut ctx = Ctx {
+            out,
+            max,
+            over: false,
+        };
         let mut o = Out {
-            buf: out.as_mut_ptr(),
-            len: out.len(),
-            cap: out.capacity(),
-            ctx: (out as *mut Vec<u8>).cast(),
+            buf,
+            len,
+            cap,
+            ctx: (&mut ctx as *mut Ctx<'_>).cast(),
             reserve,
             string,
             number,
@@ -244,7 +266,10 @@ mod in_lua {
         // grows it through `reserve`); the caller's contract for `t`.
         let r = unsafe { brisk_json_table(&mut o, t) };
         // SAFETY: C wrote the bytes up to o.len, within the capacity.
-        unsafe { out.set_len(o.len) };
+        unsafe { ctx.out.set_len(o.len) };
+        if ctx.over || (r == 0 && ctx.out.len() > max) {
+            return Err(EncodeError::Memory);
+        }
         match r {
             0 => Ok(()),
             1 => Err(EncodeError::Depth),
@@ -256,17 +281,17 @@ mod in_lua {
         }
     }
 
-    /// The `Vec` behind `o`, its length set to what C wrote.
+    /// The `Ctx` behind `o`, its output's length set to what C wrote.
     ///
     /// # Safety
     /// `o` is the `Out` made by [`table`], during its call.
-    unsafe fn synced<'a>(o: *mut Out) -> &'a mut Vec<u8> {
-        // SAFETY: the caller's contract: ctx is the Vec `o` describes,
-        // and C initialised its bytes up to len.
+    unsafe fn synced<'a, 'b>(o: *mut Out) -> &'a mut Ctx<'b> {
+        // SAFETY: the caller's contract: ctx is the Ctx `o` describes,
+        // and C initialised its output's bytes up to len.
         unsafe {
-            let v = &mut *(*o).ctx.cast::<Vec<u8>>();
-            v.set_len((*o).len);
-            v
+            let c = &mut *(*o).ctx.cast::<Ctx<'b>>();
+            c.out.set_len((*o).len);
+            c
         }
     }
 
@@ -279,31 +304,46 @@ mod in_lua {
 
     unsafe extern "C" fn reserve(o: *mut Out, more: usize) -> c_int {
         // SAFETY: called by brisk_json_table with the `Out` of `table`.
-        let (o, v) = unsafe { (&mut *o, synced(o)) };
-        let ok = v.try_reserve(more).is_ok();
+        let (o, c) = unsafe { (&mut *o, synced(o)) };
+        let v = &mut *c.out;
+        let want = v.len().saturating_add(more);
+        if want > c.max {
+            c.over = true;
+            return 0;
+        }
+        // Doubling, but never past the cap.
+        let target = want.max(v.capacity().saturating_mul(2)).min(c.max);
+        let ok = v.try_reserve_exact(target - v.len()).is_ok();
         resync(o, v);
         ok as c_int
     }
 
     unsafe extern "C" fn string(o: *mut Out, s: *const c_char, len: usize) -> c_int {
         // SAFETY: as `reserve`; `s` is a Lua string's `len` bytes.
-        let (o, v, bytes) = unsafe {
+        let (o, c, bytes) = unsafe {
             (
                 &mut *o,
                 synced(o),
                 std::slice::from_raw_parts(s.cast::<u8>(), len),
             )
         };
-        let ok = push_utf8(bytes, v).is_ok();
-        resync(o, v);
+        let ok = match push_utf8_within(bytes, c.out, c.max) {
+            Ok(true) => true,
+            Ok(false) => {
+                c.over = true;
+                false
+            }
+            Err(_) => false,
+        };
+        resync(o, c.out);
         ok as c_int
     }
 
     unsafe extern "C" fn number(o: *mut Out, n: f64) -> c_int {
         // SAFETY: as `reserve`.
-        let (o, v) = unsafe { (&mut *o, synced(o)) };
-        push_f64(v, n);
-        resync(o, v);
+        let (o, c) = unsafe { (&mut *o, synced(o)) };
+        push_f64(c.out, n);
+        resync(o, c.out);
         1
     }
 }
@@ -327,6 +367,7 @@ unsafe fn walk(
     enc: &mut Encoder,
     depth: usize,
 ) -> Result<(), EncodeError> {
+    let max = enc.max;
     let out = &mut enc.out;
     // SAFETY: (for the calls below) `idx` is a valid index and `ty` its
     // type (the caller's contract): a value is read as what it is.
@@ -348,7 +389,11 @@ unsafe fn walk(
                 push_f64(out, n);
             }
             ffi::LUA_TSTRING => {
-                push_utf8(lua_bytes(state, idx), out).map_err(|_| EncodeError::NotUtf8)?
+                if !push_utf8_within(lua_bytes(state, idx), out, max)
+                    .map_err(|_| EncodeError::NotUtf8)?
+                {
+                    return Err(EncodeError::Memory);
+                }
             }
             // (A table's address: cheaper than lua_rawequal.)
             ffi::LUA_TTABLE if ffi::lua_topointer(state, idx) == null => {
@@ -397,6 +442,10 @@ unsafe fn walk_table(
             enc.out.push(b'[');
             for i in 1..=n {
                 if i > 1 {
+                    // (Numbers and literals are short: checked here.)
+                    if enc.out.len() > enc.max {
+                        return Err(EncodeError::Memory);
+                    }
                     enc.out.push(b',');
                 }
                 let ty = ffi::lua_rawgeti(state, idx, i as ffi::lua_Integer);
@@ -428,6 +477,10 @@ unsafe fn walk_table(
             ffi::lua_settop(state, top + 1);
             if ffi::lua_next(state, idx) == 0 {
                 break;
+            }
+            if enc.out.len() > enc.max {
+                ffi::lua_settop(state, top);
+                return Err(EncodeError::Memory);
             }
             enc.out.push(b',');
         }

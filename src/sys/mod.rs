@@ -16,6 +16,8 @@ pub mod lua_raw;
 pub mod lua_req;
 #[cfg(feature = "servlets")]
 pub mod lua_res;
+#[cfg(feature = "servlets")]
+pub mod lua_str;
 pub mod memory;
 pub mod net;
 pub mod privileged;

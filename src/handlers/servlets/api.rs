@@ -10,7 +10,7 @@ use super::shared::{self, Stored};
 use crate::handlers::app::{check_header, Request};
 use crate::http::{form, json};
 use crate::sys::lua_req::Str;
-use crate::sys::{lua_raw, lua_req, lua_res};
+use crate::sys::{lua_heap, lua_raw, lua_req, lua_res};
 
 /// Output gathered before it goes to the client in one piece.
 pub const PIECE: usize = 64 * 1024;
@@ -360,6 +360,55 @@ pub fn json_to_lua(lua: &Lua, v: json::Json, null: &Value) -> mlua::Result<Value
     })
 }
 
+/// The text a Rust helper builds for a servlet, outside Lua's heap, if it
+/// fits in `lua_heap::outside_room`: `len` bytes, then made by `make`.
+fn within_memory(
+    lua: &Lua,
+    what: &str,
+    len: usize,
+    make: impl FnOnce() -> Vec<u8>,
+) -> mlua::Result<LuaString> {
+    if len > lua_heap::outside_room(lua) {
+        return Err(mlua::Error::MemoryError(format!(
+            "{what}: the result does not fit in servlets.memory"
+        )));
+    }
+    lua.create_string(make())
+}
+
+/// The length of [`html_escape`]'s result.
+fn html_escaped_len(s: &[u8]) -> usize {
+    s.iter().fold(0, |n, &b| {
+        n + match b {
+            b'&' | b'\'' => 5,
+            b'<' | b'>' => 4,
+            b'"' => 6,
+            _ => 1,
+        }
+    })
+}
+
+/// The length of [`url_escape`]'s result.
+fn url_escaped_len(s: &[u8]) -> usize {
+    s.iter().map(|&b| if unreserved(b) { 1 } else { 3 }).sum()
+}
+
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// The most Rust memory `json::decode` may take for `len` bytes of text,
+/// before the value is copied into Lua: a value for each byte that may
+/// start one (each `,` `:` `[` `{`, and one), strings at most the text.
+fn json_decode_bound(text: &[u8]) -> usize {
+    let starts = text
+        .iter()
+        .filter(|&&b| matches!(b, b',' | b':' | b'[' | b'{'))
+        .count()
+        + 1;
+    starts * (2 * size_of::<json::Json>() + size_of::<String>()) + text.len()
+}
+
 /// `&<>"'` as HTML character references.
 pub fn html_escape(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len() + 16);
@@ -381,7 +430,7 @@ pub fn url_escape(s: &[u8]) -> Vec<u8> {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut out = Vec::with_capacity(s.len() * 3);
     for &b in s {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if unreserved(b) {
             out.push(b);
         } else {
             out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
@@ -448,19 +497,38 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
     let null_v = Value::Table(null);
     j.raw_set(
         "decode",
-        lua.create_function(move |lua, s: LuaString| match json::decode(&s.as_bytes()) {
-            Ok(v) => Ok((json_to_lua(lua, v, &null_v)?, Value::Nil)),
-            Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
+        lua.create_function(move |lua, s: LuaString| {
+            let text = s.as_bytes();
+            // The value is built in Rust first (outside Lua's heap).
+            if json_decode_bound(&text) > lua_heap::outside_room(lua) {
+                return Err(mlua::Error::MemoryError(
+                    "brisk.json.decode: the value does not fit in servlets.memory".into(),
+                ));
+            }
+            match json::decode(&text) {
+                Ok(v) => Ok((json_to_lua(lua, v, &null_v)?, Value::Nil)),
+                Err(e) => Ok((Value::Nil, Value::String(lua.create_string(e.to_string())?))),
+            }
         })?,
     )?;
     brisk.raw_set("json", j)?;
     brisk.raw_set(
         "html_escape",
-        lua.create_function(|lua, s: LuaString| lua.create_string(html_escape(&s.as_bytes())))?,
+        lua.create_function(|lua, s: LuaString| {
+            let s = s.as_bytes();
+            within_memory(lua, "brisk.html_escape", html_escaped_len(&s), || {
+                html_escape(&s)
+            })
+        })?,
     )?;
     brisk.raw_set(
         "url_escape",
-        lua.create_function(|lua, s: LuaString| lua.create_string(url_escape(&s.as_bytes())))?,
+        lua.create_function(|lua, s: LuaString| {
+            let s = s.as_bytes();
+            within_memory(lua, "brisk.url_escape", url_escaped_len(&s), || {
+                url_escape(&s)
+            })
+        })?,
     )?;
     brisk.raw_set(
         "url_unescape",
@@ -525,6 +593,10 @@ mod tests {
             b"&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
         assert_eq!(url_escape("a b/é~".as_bytes()), b"a%20b%2F%C3%A9~");
+        for s in [&b"<a href=\"x\">'&'</a>"[..], "a b/é~".as_bytes(), b""] {
+            assert_eq!(html_escaped_len(s), html_escape(s).len());
+            assert_eq!(url_escaped_len(s), url_escape(s).len());
+        }
     }
 
     /// A state with the `brisk` library as a global.

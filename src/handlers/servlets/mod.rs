@@ -6,7 +6,8 @@
 //! - One LuaJIT state per worker thread (a thread-local, so a reload's
 //!   new workers start afresh); each servlet is loaded on first use into
 //!   an environment of its own (its globals persist between requests in
-//!   that worker), `handler_init` runs then, and again when the file
+//!   that worker; copies of the library tables, which it may change for
+//!   itself alone: the prelude's `environment`), `handler_init` runs then, and again when the file
 //!   changes (checked at most every `static.open_file_cache_valid`).
 //! - Each request runs in a coroutine: its output leaves in one piece
 //!   with its length, or, once 64 KiB are gathered, the head goes out and
@@ -18,13 +19,18 @@
 //!   same one at most once a minute per servlet.
 //! - The sandbox inside Lua: no `io`, no `os` but time and date, no
 //!   `load` of bytecode (`string.dump` and `loadstring` are gone too), no
-//!   `dofile` or `loadfile`, no `setfenv`/`getfenv`, `jit` or `ffi`;
-//!   `require` loads only `.lua` modules from the servlet prefixes'
-//!   directories, beneath the root. The process's Landlock and seccomp
+//!   `dofile` or `loadfile`, no `setfenv`/`getfenv`, `jit` or `ffi`, no
+//!   `newproxy` (finalizers), no `collectgarbage`/`gcinfo`; the
+//!   metatables of strings, requests and `res` are hidden; patterns are
+//!   matched under the CPU budget (`pattern`); `require` loads only
+//!   `.lua` modules from the servlet prefixes' directories, beneath the
+//!   root, once per servlet and with its globals. The process's Landlock and seccomp
 //!   sandbox applies as to everything else.
 
 mod api;
+pub(crate) mod pattern;
 pub mod shared;
+mod strings;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -122,6 +128,8 @@ struct State {
     req_mt: Table,
     /// The strings request tables are made with (`api::names`).
     names: Table,
+    /// Makes a servlet's globals (the prelude's `environment`).
+    environment: Function,
     /// A finished coroutine, for the next request.
     spare: RefCell<Option<Thread>>,
     /// The last answer's `res` object and what it gathered, for the next
@@ -139,8 +147,9 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part = ...
-local rawload = load
+local require_native, lazy_field, form, part, brisk_lib = ...
+brisk = brisk_lib
+local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
 load = function(chunk, name, mode, env) return rawload(chunk, name, "t", env) end
 dofile, loadfile, collectgarbage = nil, nil, nil
@@ -149,9 +158,16 @@ string.dump = nil
 -- environments (another servlet's, brisk's prelude); jit was opened only
 -- to turn the compiler on (it would let a servlet turn it off, or flush).
 loadstring, setfenv, getfenv, jit = nil, nil, nil, nil
+-- newproxy makes a userdata whose metatable a servlet may give a __gc:
+-- LuaJIT runs finalizers with hooks off (lj_gc.c), so a finalizer that
+-- loops would hold the worker past any CPU budget. Without it no servlet
+-- can make a finalizer: tables take no __gc in Lua 5.1, and the only
+-- userdata servlets see (`res`) hide their metatable. gcinfo is
+-- collectgarbage("count"), gone with collectgarbage.
+newproxy, gcinfo = nil, nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
-require = require_native
+require = nil
 -- res's methods are C functions (sys::lua_res), set from Rust.
 local Res = {}
 local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
@@ -163,17 +179,80 @@ local Req = { __index = function(t, k)
   local b = basic[k]
   if b then
     local v = part(rawget(t, 1), b)
-    rawset(t, k, v)
+    raw_set(t, k, v)
     return v
   end
   if k == "form" then return form end
   local which = lazy[k]
   if which == nil then return nil end
-  local v = lazy_field(which, which == 1 and t.query or rawget(t, 1), headers_mt)
-  rawset(t, k, v)
+  -- (Not `which == 1 and t.query or rawget(t, 1)`: with no query,
+  -- `t.query` is nil and that gave args the raw header fields.)
+  local src
+  if which == 1 then src = t.query else src = rawget(t, 1) end
+  local v = lazy_field(which, src, headers_mt)
+  raw_set(t, k, v)
   return v
 end }
-return Res, Req
+
+-- Each servlet has globals of its own (`environment`, below), and what
+-- all servlets of the state share is out of their reach or read-only,
+-- so that one servlet cannot change another's behaviour: the metatables
+-- of strings, requests and header tables are hidden (the string library
+-- behind strings' methods is the real one, out of reach), and the one
+-- shared table a servlet holds, brisk.json.null, refuses writes, by
+-- assignment and by rawset.
+getmetatable("").__metatable = false
+Req.__metatable = false
+headers_mt.__metatable = false
+local frozen = setmetatable({}, { __mode = "k" })
+local function read_only() error("brisk.json.null is shared by every servlet: read-only", 2) end
+local null = brisk.json.null
+setmetatable(null, { __newindex = read_only, __metatable = false })
+frozen[null] = true
+rawset = function(t, k, v)
+  if frozen[t] then error("rawset: a table shared by every servlet", 2) end
+  return raw_set(t, k, v)
+end
+local G = _G
+local function copy(t)
+  local c = {}
+  for k, v in next, t do c[k] = v end
+  return c
+end
+-- A servlet's globals (made once per load, not per request): the base
+-- functions, and copies of the library tables (string, table, math, os,
+-- bit, coroutine, brisk and its json and shared), which it may change
+-- for itself alone; `_G` is this table. `load` gives chunks these
+-- globals (not the state's), and `require` runs each module once per
+-- servlet, with these globals: what a module defines is the servlet's.
+-- Copies rather than read-only proxies: `pairs(string)` works, and a
+-- library function is one table lookup, as before.
+local function environment()
+  local env = {}
+  for k, v in next, G do
+    if type(v) == "table" and k ~= "_G" then v = copy(v) end
+    env[k] = v
+  end
+  env._G = env
+  local b = env.brisk
+  b.json, b.shared = copy(b.json), copy(b.shared)
+  env.load = function(chunk, name, mode, e) return rawload(chunk, name, "t", e or env) end
+  local loaded, loading = {}, {}
+  env.require = function(name)
+    local v = loaded[name]
+    if v ~= nil then return v end
+    if loading[name] then error("require " .. tostring(name) .. ": required while it loads", 2) end
+    loading[name] = true
+    local ok, r = pcall(require_native, name, env)
+    loading[name] = nil
+    if not ok then error(r, 0) end
+    if r == nil then r = true end
+    loaded[name] = r
+    return r
+  end
+  return env
+end
+return Res, Req, environment
 "#;
 
 impl Drop for State {
@@ -214,27 +293,28 @@ impl State {
         ));
         let root =
             Root::open(&settings.root, settings.follow_outside).map_err(mlua::Error::external)?;
-        let require = lua.create_function(|lua, name: mlua::LuaString| {
+        let require = lua.create_function(|lua, (name, env): (mlua::LuaString, Table)| {
             let state = lua
                 .app_data_ref::<std::rc::Weak<State>>()
                 .and_then(|w| w.upgrade())
                 .ok_or_else(|| mlua::Error::runtime("require: no state"))?;
-            state.require(&name.to_str()?)
+            state.require(&name.to_str()?, env)
         })?;
         let form = lua.create_function(|lua, req: Table| api::form(lua, &req))?;
         let lazy = lua.create_function(|lua, (which, src, mt): (i64, Value, Table)| {
             api::lazy_field(lua, which, src, &mt)
         })?;
-        let (res_mt, req_mt): (Table, Table) = lua.load(PRELUDE).set_name("=brisk").call((
-            require,
-            lazy,
-            form,
-            lua_req::part_function(&lua)?,
-        ))?;
+        strings::install(&lua, &lua.globals().raw_get("string")?)?;
+        let (res_mt, req_mt, environment): (Table, Table, Function) =
+            lua.load(PRELUDE).set_name("=brisk").call((
+                require,
+                lazy,
+                form,
+                lua_req::part_function(&lua)?,
+                api::library(&lua)?,
+            ))?;
         lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let names = api::names(&lua)?;
-        let brisk = api::library(&lua)?;
-        lua.globals().raw_set("brisk", brisk)?;
         Ok(State {
             lua,
             heap,
@@ -244,6 +324,7 @@ impl State {
             names,
             res_mt,
             req_mt,
+            environment,
             spare: RefCell::new(None),
             spare_res: RefCell::new(None),
             collect: Cell::new(false),
@@ -277,9 +358,11 @@ impl State {
         Ok((text, meta))
     }
 
-    /// `require(name)`: `a.b` is `a/b.lua` in one of the servlet
-    /// prefixes' directories; loaded once per state.
-    fn require(&self, name: &str) -> mlua::Result<Value> {
+    /// `require(name)` for the servlet whose globals are `env`: `a.b` is
+    /// `a/b.lua` in one of the servlet prefixes' directories, run with
+    /// `env` as its globals (once per servlet: the prelude's `require`
+    /// keeps what it returned).
+    fn require(&self, name: &str, env: Table) -> mlua::Result<Value> {
         let ok = !name.is_empty()
             && name.split('.').all(|p| {
                 !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -288,20 +371,6 @@ impl State {
             return Err(mlua::Error::runtime(format!(
                 "require {name:?}: a module name is words joined by dots (a.b for a/b.lua)"
             )));
-        }
-        let loaded: Table = match self
-            .lua
-            .named_registry_value::<Option<Table>>("brisk.loaded")?
-        {
-            Some(t) => t,
-            None => {
-                let t = self.lua.create_table()?;
-                self.lua.set_named_registry_value("brisk.loaded", &t)?;
-                t
-            }
-        };
-        if let Some(v) = loaded.raw_get::<Option<Value>>(name)? {
-            return Ok(v);
         }
         let file = format!("{}.lua", name.replace('.', "/"));
         for prefix in &self.settings.servlets.paths {
@@ -314,9 +383,8 @@ impl State {
                 .load(text)
                 .set_name(format!("@{rel}"))
                 .set_mode(ChunkMode::Text)
+                .set_environment(env)
                 .call(())?;
-            let v = if v.is_nil() { Value::Boolean(true) } else { v };
-            loaded.raw_set(name, v.clone())?;
             return Ok(v);
         }
         Err(mlua::Error::runtime(format!(
@@ -346,12 +414,7 @@ impl State {
             _ => Failure::Forbidden(e.to_string()),
         })?;
         let name = String::from_utf8_lossy(rel).into_owned();
-        let env = self.lua.create_table().map_err(|e| self.lua_failure(e))?;
-        let mt = self.lua.create_table().map_err(|e| self.lua_failure(e))?;
-        mt.raw_set("__index", self.lua.globals())
-            .map_err(|e| self.lua_failure(e))?;
-        env.set_metatable(Some(mt))
-            .map_err(|e| self.lua_failure(e))?;
+        let env: Table = self.environment.call(()).map_err(|e| self.lua_failure(e))?;
         let chunk = self
             .lua
             .load(text)
@@ -453,7 +516,7 @@ impl State {
         if lua_cpu::stopped() {
             return Failure::Cpu;
         }
-        if matches!(e, mlua::Error::MemoryError(_)) {
+        if is_memory(&e) {
             self.collect.set(true);
             return Failure::Error(format!("servlets.memory exceeded: {e}"));
         }
@@ -465,10 +528,22 @@ impl State {
     /// next request: what was made is garbage once the coroutine that
     /// made it goes.
     fn lua_failure(&self, e: mlua::Error) -> Failure {
-        if matches!(e, mlua::Error::MemoryError(_)) {
+        if is_memory(&e) {
             self.collect.set(true);
         }
         Failure::Error(e.to_string())
+    }
+}
+
+/// Whether `e` is a memory error: Lua's, or one a Rust helper raised
+/// (`brisk.json.encode`...: mlua wraps it).
+fn is_memory(e: &mlua::Error) -> bool {
+    match e {
+        mlua::Error::MemoryError(_) => true,
+        mlua::Error::CallbackError { cause, .. } | mlua::Error::WithContext { cause, .. } => {
+            is_memory(cause)
+        }
+        _ => false,
     }
 }
 
@@ -526,6 +601,10 @@ impl Handler for Servlets {
             }
         };
         if state.collect.take() {
+            // Outside any CPU budget, and safely so: no servlet can make
+            // a finalizer (the prelude), so the collection runs only
+            // LuaJIT's sweep and brisk's own `__gc`s (Rust), over at most
+            // `servlets.memory`.
             let _ = lua_req::collect(&state.lua);
         }
         let now = Instant::now();
@@ -747,5 +826,34 @@ mod tests {
         assert!(on, "the JIT compiler is off");
         let global: Value = st.lua.globals().get("jit").unwrap();
         assert!(global.is_nil());
+    }
+
+    /// A servlet's environment: its own copies of the libraries, `_G`
+    /// itself; and what making one costs (once per load; the time is
+    /// LuaJIT's, built the same way in debug builds): `cargo test -p
+    /// brisk-engine --lib environment -- --nocapture`.
+    #[test]
+    fn each_servlet_has_its_own_environment() {
+        let settings = Settings {
+            servlets: Config::default().site.servlets,
+            root: std::env::temp_dir(),
+            valid: Duration::ZERO,
+            follow_outside: false,
+        };
+        let st = State::new(Arc::new(settings)).unwrap();
+        let a: Table = st.environment.call(()).unwrap();
+        let b: Table = st.environment.call(()).unwrap();
+        for lib in ["string", "table", "math", "os", "bit", "coroutine", "brisk"] {
+            let (x, y): (Table, Table) = (a.get(lib).unwrap(), b.get(lib).unwrap());
+            assert_ne!(x.to_pointer(), y.to_pointer(), "{lib}");
+        }
+        let g: Table = a.get("_G").unwrap();
+        assert_eq!(g.to_pointer(), a.to_pointer());
+        let n = 2000;
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let _: Table = st.environment.call(()).unwrap();
+        }
+        println!("environment(): {:?} each", t0.elapsed() / n);
     }
 }
