@@ -839,6 +839,7 @@ mod tests {
             root: std::env::temp_dir(),
             valid: Duration::ZERO,
             follow_outside: false,
+            protected: Protected::default(),
         };
         let st = State::new(Arc::new(settings)).unwrap();
         let a: Table = st.environment.call(()).unwrap();
