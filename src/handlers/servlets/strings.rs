@@ -229,7 +229,7 @@ mod tests {
     /// plain `find` into the trace; brisk's is a C call (about 100 ns),
     /// and `gsub` goes through mlua's callback (about 700 ns).
     #[test]
-    #[ignore]
+    #[ignore = "a measurement, not a check: run it with --ignored --nocapture"]
     fn speed() {
         let lua = Lua::new();
         let ours = lua.create_table().unwrap();
