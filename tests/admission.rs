@@ -196,14 +196,26 @@ fn a_bad_range_is_a_config_error_naming_file_line_and_key() {
         err.contains(".toml:4: access[1].allow: \"10.0.0.1/8\" has bits set beyond its /8 prefix; did you mean \"10.0.0.0/8\"?"),
         "{err}"
     );
-    let (ok, _, err) = check_config(
-        "root = \"root\"\n[[site]]\nhosts = \"a.test\"\n[[site.rate_limit]]\npath = \"/\"\nrate = \"5/h\"\n",
-    );
+    let (ok, _, err) =
+        check_config("root = \"root\"\n[[rate_limit]]\npath = \"/\"\nrate = \"5/h\"\n");
     assert!(!ok);
     assert!(
-        err.contains(".toml:6: site[1].rate_limit[1].rate: expected requests per second or minute"),
+        err.contains(".toml:4: rate_limit[1].rate: expected requests per second or minute"),
         "{err}"
     );
+    // In a [[site]] (the cargo feature `sites`), named as such.
+    if cfg!(feature = "sites") {
+        let (ok, _, err) = check_config(
+            "root = \"root\"\n[[site]]\nhosts = \"a.test\"\n[[site.rate_limit]]\npath = \"/\"\nrate = \"5/h\"\n",
+        );
+        assert!(!ok);
+        assert!(
+            err.contains(
+                ".toml:6: site[1].rate_limit[1].rate: expected requests per second or minute"
+            ),
+            "{err}"
+        );
+    }
 }
 
 /// The `Retry-After` of a 429: whole seconds, at most `max`.
