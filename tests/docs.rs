@@ -142,6 +142,8 @@ fn the_toml_examples_pass_check_config() {
     }
 }
 
+/// (Its servlet needs the cargo feature `servlets`.)
+#[cfg(feature = "servlets")]
 #[test]
 fn the_example_toml_passes_check_config() {
     let out = Command::new(env!("CARGO_BIN_EXE_brisk"))
