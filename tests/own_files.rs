@@ -32,6 +32,7 @@ fn site_with(config: &str, setup: impl FnOnce(&Builder)) -> Server {
     b.start()
 }
 
+#[cfg(any(feature = "http2", feature = "sites"))]
 fn site(config: &str) -> Server {
     site_with(config, |_| {})
 }
@@ -149,6 +150,7 @@ fn listings_leave_them_out() {
     assert!(!json.contains("brisk.toml"), "{json}");
 }
 
+#[cfg(feature = "sites")]
 #[test]
 fn a_fallback_takes_them_as_missing() {
     let s = site_with("[static]\nspa = \"index.html\"\n", |b| {

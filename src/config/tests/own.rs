@@ -1,4 +1,5 @@
 //! [`Config::own_files`] and the warnings about those under a root.
+#![cfg(feature = "servlets")]
 
 use super::*;
 
