@@ -807,10 +807,8 @@ impl BodyStream for Piecewise {
 mod tests {
     use super::*;
 
-    /// A servlet state runs LuaJIT with its compiler on (opening the `jit`
-    /// library turns it on), while servlets cannot reach `jit`.
-    #[test]
-    fn the_jit_is_on() {
+    /// A state with the default `[servlets]` settings.
+    fn state() -> State {
         let settings = Settings {
             servlets: Config::default().site.servlets,
             root: std::env::temp_dir(),
@@ -818,7 +816,14 @@ mod tests {
             follow_outside: false,
             protected: Protected::default(),
         };
-        let st = State::new(Arc::new(settings)).unwrap();
+        State::new(Arc::new(settings)).unwrap()
+    }
+
+    /// A servlet state runs LuaJIT with its compiler on (opening the `jit`
+    /// library turns it on), while servlets cannot reach `jit`.
+    #[test]
+    fn the_jit_is_on() {
+        let st = state();
         let loaded: Table = st.lua.named_registry_value("_LOADED").unwrap();
         let jit: Table = loaded.get("jit").unwrap();
         let status: Function = jit.get("status").unwrap();
@@ -834,14 +839,7 @@ mod tests {
     /// brisk-engine --lib environment -- --nocapture`.
     #[test]
     fn each_servlet_has_its_own_environment() {
-        let settings = Settings {
-            servlets: Config::default().site.servlets,
-            root: std::env::temp_dir(),
-            valid: Duration::ZERO,
-            follow_outside: false,
-            protected: Protected::default(),
-        };
-        let st = State::new(Arc::new(settings)).unwrap();
+        let st = state();
         let a: Table = st.environment.call(()).unwrap();
         let b: Table = st.environment.call(()).unwrap();
         for lib in ["string", "table", "math", "os", "bit", "coroutine", "brisk"] {
