@@ -218,6 +218,19 @@ fn a_bad_range_is_a_config_error_naming_file_line_and_key() {
     }
 }
 
+/// `r` is a 429 with a `Retry-After` of at most `max` seconds, and
+/// otherwise brisk's error page.
+fn assert_429(r: &Response, max: u64) {
+    let secs = retry_after(r, max);
+    assert_error(
+        r,
+        429,
+        "Too Many Requests",
+        &format!("Retry-After: {secs}\r\n"),
+        Conn::Close,
+    );
+}
+
 /// The `Retry-After` of a 429: whole seconds, at most `max`.
 fn retry_after(r: &Response, max: u64) -> u64 {
     let secs: u64 = r
@@ -244,14 +257,7 @@ fn over_the_rate_a_client_gets_429_with_retry_after() {
         assert_eq!(get(a4, "/login/a.txt", "").body, b"a");
     }
     let r = get(a4, "/login/b.txt", "");
-    let secs = retry_after(&r, 60);
-    assert_error(
-        &r,
-        429,
-        "Too Many Requests",
-        &format!("Retry-After: {secs}\r\n"),
-        Conn::Close,
-    );
+    assert_429(&r, 60);
     // Not limited: another path, another client.
     assert_eq!(get(a4, "/open.txt", "").body, b"open");
     assert_eq!(get(a6, "/login/a.txt", "").body, b"a");
@@ -416,14 +422,7 @@ fn access_and_rate_limits_hold_over_tls() {
     assert_error(&get_tls("/admin/a.txt"), 403, "Forbidden", "", Conn::Close);
     assert_eq!(get_tls("/login/a.txt").body, b"a");
     let r = get_tls("/login/a.txt");
-    let secs = retry_after(&r, 60);
-    assert_error(
-        &r,
-        429,
-        "Too Many Requests",
-        &format!("Retry-After: {secs}\r\n"),
-        Conn::Close,
-    );
+    assert_429(&r, 60);
 }
 
 /// A reload (SIGHUP) keeps the buckets (a limited client stays limited)
