@@ -7,7 +7,6 @@ mod common;
 
 use std::fs;
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::*;
 
@@ -108,13 +107,8 @@ fn the_toml_examples_pass_check_config() {
         fs::copy(certs.join("a.key"), dir.path.join("privkey.pem")).unwrap();
         let file = dir.path.join("brisk.toml");
         fs::write(&file, toml).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_brisk"))
-            .arg("--check-config")
-            .arg("--config")
-            .arg(&file)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (status, _, err) = run_brisk(&["--check-config", "--config", file.to_str().unwrap()]);
+        let ok = status.success();
         // A build without some features refuses their keys, by name.
         let all = cfg!(all(
             feature = "tls",
@@ -134,10 +128,7 @@ fn the_toml_examples_pass_check_config() {
                 "block {i}: {err}"
             );
         } else {
-            assert!(
-                out.status.success(),
-                "block {i} under {heading:?}:\n{toml}\n{err}"
-            );
+            assert!(ok, "block {i} under {heading:?}:\n{toml}\n{err}");
         }
     }
 }
@@ -146,17 +137,10 @@ fn the_toml_examples_pass_check_config() {
 #[cfg(feature = "servlets")]
 #[test]
 fn the_example_toml_passes_check_config() {
-    let out = Command::new(env!("CARGO_BIN_EXE_brisk"))
-        .arg("--check-config")
-        .arg("--config")
-        .arg(repo().join("examples/site/brisk.toml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let file = repo().join("examples/site/brisk.toml");
+    let (status, _, err) = run_brisk(&["--check-config", "--config", file.to_str().unwrap()]);
+    let ok = status.success();
+    assert!(ok, "{err}");
 }
 
 #[cfg(feature = "servlets")]
