@@ -662,10 +662,11 @@ impl Router {
     }
 
     /// Reaps CGI programs that outlived their request; with `all` (the
-    /// worker ends), kills and waits for every one.
-    pub fn reap(&self, now: Instant, all: bool) {
+    /// worker ends), kills and waits for every one. Logs how programs
+    /// that failed ended.
+    pub fn reap(&self, now: Instant, all: bool, log: &mut Logger) {
         if let Some(cgi) = &self.programs {
-            cgi.reap(now, all);
+            cgi.reap(now, all, log);
         }
     }
 

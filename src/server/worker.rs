@@ -396,7 +396,7 @@ impl Worker {
         for i in 0..self.conns.len() {
             self.close(i);
         }
-        self.router.reap(self.now, true);
+        self.router.reap(self.now, true, &mut self.logger);
         self.logger.flush();
     }
 
@@ -501,7 +501,7 @@ impl Worker {
         self.maybe_rest();
         self.report_refusals_not_logged();
         self.report_tls_errors_not_logged();
-        self.router.reap(self.now, false);
+        self.router.reap(self.now, false, &mut self.logger);
         let t = self.cfg.timeouts.clone();
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {

@@ -6,7 +6,9 @@
 //! and before any thread exists. The workers talk to it over one `SOCK_SEQPACKET` socket:
 //! a spawn request carries the program, its working directory, arguments
 //! and environment; the answer carries the child's pid and, as
-//! `SCM_RIGHTS`, the server's ends of its three pipes. The launcher owns
+//! `SCM_RIGHTS`, the server's ends of its three pipes and the read end of
+//! a fourth, through which the launcher tells how the program ended
+//! (its raw wait status, once reaped). The launcher owns
 //! the children: it reaps them, kills a process group when asked, and
 //! kills what a worker released but still runs after the CGI timeout.
 //! When the server goes away (the socket closes), it kills every group it
@@ -54,8 +56,10 @@ impl Launcher {
         })
     }
 
-    /// Starts `cmd` as [`spawn::spawn`] would, in the launcher.
-    pub fn spawn(&self, cmd: Command<'_>) -> io::Result<CgiChild> {
+    /// Starts `cmd` as [`spawn::spawn`] would, in the launcher; with the
+    /// child, the pipe that will carry its exit status (see
+    /// [`spawn::read_exit`]).
+    pub fn spawn(&self, cmd: Command<'_>) -> io::Result<(CgiChild, OwnedFd)> {
         let mut msg = vec![SPAWN];
         let mut field = |b: &[u8]| {
             msg.extend_from_slice(b);
@@ -83,15 +87,16 @@ impl Launcher {
         if errno != 0 {
             return Err(io::Error::from_raw_os_error(errno));
         }
-        let [stdin, stdout, stderr]: [OwnedFd; 3] = fds
+        let [stdin, stdout, stderr, exit]: [OwnedFd; 4] = fds
             .try_into()
             .map_err(|_| io::Error::other("the CGI launcher sent no pipes"))?;
-        Ok(CgiChild {
+        let child = CgiChild {
             pid,
             stdin,
             stdout,
             stderr,
-        })
+        };
+        Ok((child, exit))
     }
 
     /// Kills the process group of `pid` now.
@@ -131,7 +136,7 @@ impl Launchers {
 
     /// Starts a program that may write beneath `writable` (exactly the
     /// set some launcher was started for), as [`Launcher::spawn`].
-    pub fn spawn(&self, writable: &[PathBuf], cmd: Command<'_>) -> io::Result<CgiChild> {
+    pub fn spawn(&self, writable: &[PathBuf], cmd: Command<'_>) -> io::Result<(CgiChild, OwnedFd)> {
         match self.all.iter().find(|(w, _)| w.as_slice() == writable) {
             Some((_, l)) => l.spawn(cmd),
             None => Err(io::Error::other(
@@ -156,12 +161,13 @@ impl Launchers {
     }
 }
 
-/// A child the launcher started: when the server released it, and
-/// whether its group was killed since.
+/// A child the launcher started: when the server released it, whether
+/// its group was killed since, and where its exit status goes.
 struct Child {
     pid: i32,
     released: Option<Instant>,
     killed: bool,
+    exit: OwnedFd,
 }
 
 /// The launcher's loop.
@@ -184,7 +190,14 @@ fn serve(sock: OwnedFd, cgi_timeout: Duration) {
             }
         }
         let now = Instant::now();
-        children.retain(|c| !matches!(spawn::try_reap(c.pid), Ok(Some(_)) | Err(_)));
+        children.retain(|c| match spawn::try_reap(c.pid) {
+            Ok(Some(status)) => {
+                spawn::write_exit(&c.exit, status);
+                false
+            }
+            Ok(None) => true,
+            Err(_) => false,
+        });
         for c in &mut children {
             if !c.killed
                 && c.released
@@ -209,14 +222,17 @@ fn serve(sock: OwnedFd, cgi_timeout: Duration) {
 fn handle(sock: &OwnedFd, msg: &[u8], children: &mut Vec<Child>) {
     match msg.split_first() {
         Some((&SPAWN, rest)) => {
-            let (pid, errno, fds) = match start(rest) {
-                Ok(child) => {
+            let started = spawn::exit_pipe().and_then(|exit| Ok((start(rest)?, exit)));
+            let (pid, errno, fds) = match started {
+                Ok((child, (exit_r, exit_w))) => {
                     children.push(Child {
                         pid: child.pid,
                         released: None,
                         killed: false,
+                        exit: exit_w,
                     });
-                    (child.pid, 0, vec![child.stdin, child.stdout, child.stderr])
+                    let fds = vec![child.stdin, child.stdout, child.stderr, exit_r];
+                    (child.pid, 0, fds)
                 }
                 Err(e) => (0, e.raw_os_error().unwrap_or(libc::EIO), Vec::new()),
             };

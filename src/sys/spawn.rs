@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::cvt;
+use super::{cvt, cvt_size};
 
 /// A running CGI program and our ends of its standard streams.
 #[derive(Debug)]
@@ -162,6 +162,38 @@ pub fn spawn(cmd: Command<'_>) -> io::Result<CgiChild> {
     })
 }
 
+/// A close-on-exec pipe whose read end does not block: (read end,
+/// write end). The CGI launcher tells a worker through one how the
+/// program it started ended (see [`read_exit`]).
+pub fn exit_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (r, w) = pipe()?;
+    set_nonblocking(r.as_raw_fd())?;
+    Ok((r, w))
+}
+
+/// Writes the raw wait `status` of a reaped child into an [`exit_pipe`]'s
+/// write end (four bytes: a pipe takes them whole or not at all).
+pub fn write_exit(w: &OwnedFd, status: i32) {
+    let b = status.to_ne_bytes();
+    // SAFETY: `b` is valid for its length; a failure (the reader is
+    // gone) needs no handling.
+    unsafe { libc::write(w.as_raw_fd(), b.as_ptr().cast(), b.len()) };
+}
+
+/// Reads what [`write_exit`] wrote: `Ok(Some(status))`, `Ok(None)` while
+/// nothing is there yet, `Err` once it never will be (the write end
+/// closed without a status).
+pub fn read_exit(r: &OwnedFd) -> io::Result<Option<i32>> {
+    let mut b = [0u8; 4];
+    // SAFETY: `b` is valid for its length.
+    match cvt_size(unsafe { libc::read(r.as_raw_fd(), b.as_mut_ptr().cast(), b.len()) }) {
+        Ok(4) => Ok(Some(i32::from_ne_bytes(b))),
+        Ok(_) => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// A close-on-exec pipe: (read end, write end).
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
@@ -216,12 +248,48 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Whether it ended well (exit code 0).
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+
     /// Decodes a raw status from [`try_reap`].
     pub fn from_status(status: i32) -> Exit {
         if libc::WIFSIGNALED(status) {
             Exit::Signal(libc::WTERMSIG(status))
         } else {
             Exit::Code(libc::WEXITSTATUS(status))
+        }
+    }
+}
+
+impl std::fmt::Display for Exit {
+    /// `exited with status 3`, `was killed by signal 11 (SIGSEGV)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Exit::Code(c) => write!(f, "exited with status {c}"),
+            Exit::Signal(s) => {
+                write!(f, "was killed by signal {s}")?;
+                let name = match s {
+                    libc::SIGHUP => "SIGHUP",
+                    libc::SIGINT => "SIGINT",
+                    libc::SIGQUIT => "SIGQUIT",
+                    libc::SIGILL => "SIGILL",
+                    libc::SIGABRT => "SIGABRT",
+                    libc::SIGBUS => "SIGBUS",
+                    libc::SIGFPE => "SIGFPE",
+                    libc::SIGKILL => "SIGKILL",
+                    libc::SIGSEGV => "SIGSEGV",
+                    libc::SIGPIPE => "SIGPIPE",
+                    libc::SIGALRM => "SIGALRM",
+                    libc::SIGTERM => "SIGTERM",
+                    libc::SIGXCPU => "SIGXCPU",
+                    libc::SIGXFSZ => "SIGXFSZ",
+                    libc::SIGSYS => "SIGSYS",
+                    _ => return Ok(()),
+                };
+                write!(f, " ({name})")
+            }
         }
     }
 }

@@ -30,6 +30,54 @@ fn broken_scripts_get_502_and_stderr_is_logged() {
     stop(server);
 }
 
+/// A script that answered and then failed: how it ended is logged (a
+/// non-zero status as a warning, a signal as an error), whether the
+/// sandbox's launcher started it (and reaped it) or the worker itself;
+/// one that ended well is not.
+fn exit_status_or_signal_is_logged(sandbox: bool) {
+    let mut b = builder(CGI_BIN);
+    let answer = "printf 'Content-Type: text/plain\\r\\n\\r\\nanswered'";
+    script(&b, "cgi-bin/ok.sh", &format!("#!/bin/sh\n{answer}\n"));
+    script(
+        &b,
+        "cgi-bin/three.sh",
+        &format!("#!/bin/sh\n{answer}\nexit 3\n"),
+    );
+    script(
+        &b,
+        "cgi-bin/segv.sh",
+        &format!("#!/bin/sh\n{answer}\nexec 1>&-\nkill -SEGV $$\n"),
+    );
+    script(&b, "cgi-bin/nohead.sh", "#!/bin/sh\nexit 7\n");
+    if !sandbox {
+        b.arg("--no-sandbox");
+    }
+    let server = b.start();
+    for name in ["ok.sh", "three.sh", "segv.sh"] {
+        let r = server.get(&format!("/cgi-bin/{name}"));
+        assert_eq!((r.status, r.text().as_str()), (200, "answered"), "{name}");
+    }
+    let r = server.get("/cgi-bin/nohead.sh");
+    assert_error(&r, 502, "Bad Gateway", "", Conn::Close);
+    let line = server.wait_stderr_line("three.sh: exited with status 3");
+    assert!(line.contains("warn"), "{line}");
+    let line = server.wait_stderr_line("segv.sh: was killed by signal 11 (SIGSEGV)");
+    assert!(line.contains("error"), "{line}");
+    server.wait_stderr_line("nohead.sh: exited with status 7");
+    assert!(!server.stderr().contains("ok.sh:"), "{}", server.stderr());
+    stop(server);
+}
+
+#[test]
+fn exit_status_or_signal_is_logged_from_the_launcher() {
+    exit_status_or_signal_is_logged(true);
+}
+
+#[test]
+fn exit_status_or_signal_is_logged_without_sandbox() {
+    exit_status_or_signal_is_logged(false);
+}
+
 #[test]
 fn a_missing_interpreter_is_named_not_the_script() {
     // A rule's interpreter is checked at load: this one goes away after.

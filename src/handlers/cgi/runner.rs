@@ -157,7 +157,10 @@ impl Cgi {
         };
         let rule = &self.cfg.site(self.site).cgi[script.rule];
         let env = build_env(script, &env_req, &rule.env);
-        let started = self.children.spawn(&rule.writable, script.command(&env));
+        let label = format!("cgi {}", script.script_filename.display());
+        let started = self
+            .children
+            .spawn(&rule.writable, script.command(&env), &label);
         let (child, process) = match started {
             Ok(started) => started,
             Err(e) => {
@@ -183,7 +186,7 @@ impl Cgi {
             diagnostics: child.stderr,
             held: held.filter(|body| !body.is_empty()),
             has_body,
-            label: format!("cgi {}", script.script_filename.display()),
+            label,
             idle_timeout: self.cfg.timeouts.cgi,
             reply: Box::new(ScriptReply::new(
                 process,
@@ -193,9 +196,10 @@ impl Cgi {
         })
     }
 
-    /// Reaps programs that outlived their request (see [`Children::reap`]).
-    pub fn reap(&self, now: Instant, all: bool) {
-        self.children.reap(now, all);
+    /// Reaps programs that outlived their request, and logs how those
+    /// that failed ended (see [`Children::reap`]).
+    pub fn reap(&self, now: Instant, all: bool, log: &mut Logger) {
+        self.children.reap(now, all, log);
     }
 
     /// Gives back memory a busier moment left behind.
