@@ -940,6 +940,164 @@ fn nghttp_fetches_over_h2c() {
     assert_eq!(o.stdout, b"<h1>hi</h1>\n");
 }
 
+/// What brisk answers an `Upgrade: h2c` request it takes, byte for byte.
+const SWITCHING: &[u8] =
+    b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
+/// An HTTP/1.1 GET of `path` asking to upgrade to h2c, with
+/// `HTTP2-Settings: settings` and `extra` header lines.
+fn upgrade_request(path: &str, settings: &str, extra: &str) -> Vec<u8> {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+         Upgrade: h2c\r\nHTTP2-Settings: {settings}\r\n{extra}\r\n"
+    )
+    .into_bytes()
+}
+
+#[test]
+fn an_upgrade_to_h2c_answers_on_stream_1_with_the_clients_settings() {
+    let (s, big) = site();
+    let mut c = H2::raw(s.addr());
+    // HTTP2-Settings: SETTINGS_INITIAL_WINDOW_SIZE = 100 (00 04 00 00 00
+    // 64, in base64url).
+    c.send(&upgrade_request("/big.bin", "AAQAAABk", ""));
+    while !c.buf.starts_with(SWITCHING) {
+        assert!(
+            SWITCHING.starts_with(&c.buf[..c.buf.len().min(SWITCHING.len())]),
+            "{:?}",
+            String::from_utf8_lossy(&c.buf)
+        );
+        let mut chunk = [0u8; 4096];
+        let n = std::io::Read::read(&mut c.sock, &mut chunk).expect("read the 101");
+        assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(&c.buf));
+        c.buf.extend_from_slice(&chunk[..n]);
+    }
+    c.buf.drain(..SWITCHING.len());
+    // The client's preface, its SETTINGS frame (empty) and a PING.
+    let mut out = brisk::h2::PREFACE.to_vec();
+    frame::write_settings(&mut out, &[]);
+    out.extend_from_slice(&[0, 0, 8, kind::PING, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(b"pingping");
+    c.send(&out);
+    c.next = 3;
+    // The server's preface comes first; the one SETTINGS ack is the
+    // frame's (settings that came in HTTP2-Settings are acknowledged by
+    // the 101); stream 1's DATA keeps to the window of 100 they set.
+    let first = c.frame().expect("the server's SETTINGS");
+    assert_eq!((first.kind, first.flags & flag::ACK), (kind::SETTINGS, 0));
+    let (mut acks, mut head, mut body) = (0, Vec::new(), Vec::new());
+    loop {
+        let f = c.frame().expect("frames up to the PING's ack");
+        match (f.kind, f.stream) {
+            (kind::SETTINGS, 0) if f.flags & flag::ACK != 0 => acks += 1,
+            (kind::PING, 0) if f.flags & flag::ACK != 0 => break,
+            (kind::HEADERS, 1) => head = f.fields,
+            (kind::DATA, 1) => {
+                assert!(
+                    f.payload.len() <= 100,
+                    "{} bytes in a window of 100",
+                    f.payload.len()
+                );
+                body.extend_from_slice(&f.payload);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(acks, 1);
+    assert!(head.contains(&(":status".into(), "200".into())), "{head:?}");
+    let mut rest = Vec::new();
+    frame::write_window_update(&mut rest, 1, big.len() as u32);
+    frame::write_window_update(&mut rest, 0, big.len() as u32);
+    c.send(&rest);
+    let a = c.answers(&[1]);
+    body.extend_from_slice(&a[0].body);
+    assert!(
+        body == big,
+        "stream 1's body: {} bytes of {}",
+        body.len(),
+        big.len()
+    );
+    // The connection goes on in HTTP/2.
+    let id = c.get("/index.html", &[]);
+    assert_eq!(id, 3);
+    let a = c.answers(&[id]);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"<h1>hi</h1>\n"[..])
+    );
+}
+
+#[test]
+fn an_upgrade_to_h2c_that_cannot_be_taken_is_answered_over_http1() {
+    let (s, _) = site();
+    let bad = [
+        // A body (RFC 7540 §3.2 would have it sent before the switch).
+        upgrade_request("/index.html", "AAQAAABk", "Content-Length: 3\r\n")
+            .into_iter()
+            .chain(*b"abc")
+            .collect::<Vec<u8>>(),
+        // Settings that are not base64url, or not a SETTINGS payload.
+        upgrade_request("/index.html", "not base64!", ""),
+        upgrade_request("/index.html", "AAQA", ""),
+        // HTTP2-Settings not named in Connection.
+        b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAQAAABk\r\n\r\n".to_vec(),
+    ];
+    for raw in bad {
+        let mut c = s.connect();
+        c.send(&raw);
+        let r = c.response();
+        assert!(r.head.starts_with("HTTP/1.1 "), "{}", r.head);
+        assert!(!r.head.starts_with("HTTP/1.1 101"), "{}", r.head);
+    }
+    // With h2c off, the upgrade is ignored too.
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.config("[http2]\ncleartext = false\n");
+    let off = b.start();
+    let mut c = off.connect();
+    c.send(&upgrade_request("/index.html", "AAQAAABk", ""));
+    let r = c.response();
+    assert!(r.head.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.head);
+    assert_eq!(r.body, b"<h1>hi</h1>\n");
+}
+
+#[test]
+fn nghttp_and_curl_upgrade_to_h2c() {
+    let (s, big) = site();
+    let url = format!("http://127.0.0.1:{}/big.bin", s.port);
+    let Some(o) = run(Command::new("nghttp").arg("-u").arg(&url)) else {
+        skip("nghttp not installed (Debian's nghttp2-client)");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stdout == big,
+        "nghttp -u: {} bytes of {}",
+        o.stdout.len(),
+        big.len()
+    );
+    let Some(o) = run(Command::new("curl")
+        .args(["-s", "--http2", "-w", "%{http_version}"])
+        .arg(&url))
+    else {
+        skip("curl not installed");
+        return;
+    };
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 1);
+    assert_eq!(version, b"2");
+    assert!(
+        body == big,
+        "curl --http2: {} bytes of {}",
+        body.len(),
+        big.len()
+    );
+    let log = wait_for("two HTTP/2.0 lines", || {
+        let log = std::fs::read_to_string(&s.access_path).ok()?;
+        (log.matches("\"GET /big.bin HTTP/2.0\" 200").count() >= 2).then_some(log)
+    });
+    assert!(!log.contains("HTTP/1.1"), "{log}");
+}
+
 #[test]
 fn h2load_gets_every_answer() {
     let (s, _) = site();

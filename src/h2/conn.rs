@@ -25,6 +25,7 @@ use super::{ErrorCode, Limits, PREFACE};
 mod flood;
 mod headers;
 mod send;
+mod upgrade;
 
 /// What [`Conn::read`] found.
 #[derive(Debug, PartialEq, Eq)]
@@ -212,6 +213,9 @@ pub struct Conn {
     peer_goaway: bool,
     /// Why the connection failed, for the log.
     failure: Option<&'static str>,
+    /// Stream 1 holds a request that came by `Upgrade: h2c`, to report
+    /// after the client's preface (see [`Conn::upgrade`]).
+    upgraded: bool,
 }
 
 impl Conn {
@@ -272,6 +276,7 @@ impl Conn {
             goaway: None,
             peer_goaway: false,
             failure: None,
+            upgraded: false,
             limits,
         }
     }
@@ -362,6 +367,9 @@ impl Conn {
                     }
                     *pos += n;
                     self.phase = Phase::Frames;
+                    if let Some(ev) = self.open_upgraded() {
+                        return ev;
+                    }
                     continue;
                 }
                 Phase::Frames => {}

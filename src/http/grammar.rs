@@ -31,6 +31,15 @@ pub fn is_tchar(b: u8) -> bool {
     TCHAR[b as usize]
 }
 
+/// Whether the comma-separated list `value` (a `Connection` or
+/// `Upgrade` field's, RFC 9110 §5.6.1) holds `token`, compared ASCII
+/// case-insensitively.
+pub fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
 /// Whether `s` is a token: one or more `tchar` (RFC 9110 §5.6.2), the
 /// syntax of field names, methods and media type names.
 pub fn is_token(s: &[u8]) -> bool {

@@ -686,14 +686,12 @@ impl Router {
 
 /// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
 /// websocket`), which no handler of brisk's takes yet: answered as such,
-/// not as a plain request the client could not use. Other upgrades
-/// (`h2c`, RFC 9113 §3.1) are ignored and the request is answered over
-/// HTTP/1.1, as RFC 9110 §7.8 lets a server do.
+/// not as a plain request the client could not use. (`h2c` is taken
+/// before routing, where it may be; other upgrades are ignored and the
+/// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 fn wants_websocket(req: &OwnedRequest) -> bool {
-    req.header("upgrade").is_some_and(|v| {
-        v.split(|&b| b == b',')
-            .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"websocket"))
-    })
+    req.header("upgrade")
+        .is_some_and(|v| crate::http::grammar::has_token(v, b"websocket"))
 }
 
 /// 501 for a WebSocket handshake (RFC 6455 §4.2.2: a server that does

@@ -157,7 +157,7 @@ impl Conn {
     }
 
     /// Opens stream `id` for the request just decoded.
-    fn open<'a>(&mut self, id: u32, end_stream: bool) -> Option<Event<'a>> {
+    pub(super) fn open<'a>(&mut self, id: u32, end_stream: bool) -> Option<Event<'a>> {
         let content_length = self.request().content_length();
         if end_stream && content_length.is_some_and(|n| n > 0) {
             // §8.1.1: content-length and the DATA sent must agree.

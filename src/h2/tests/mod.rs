@@ -653,3 +653,97 @@ fn the_clients_header_table_size_holds_for_an_encoder_made_after_it() {
     assert_eq!(&second[..4], &[0x20, 0x3f, 0xe1, 0x07], "{second:02x?}");
     decoded(&mut client, &second);
 }
+
+/// A connection that took an `Upgrade: h2c` GET of `/up` with
+/// `settings` (a SETTINGS payload), before the client's preface.
+fn upgraded(settings: &[(u16, u32)]) -> (Conn, Instant) {
+    let now = Instant::now();
+    let mut c = Conn::new(Limits::default(), now);
+    let mut payload = Vec::new();
+    frame::write_settings(&mut payload, settings);
+    let took = c.upgrade(&payload[HEAD_LEN..], now, |r| {
+        r.field(b":method", b"GET");
+        r.field(b":scheme", b"http");
+        r.field(b":authority", b"h");
+        r.field(b":path", b"/up");
+        r.field(b"accept", b"*/*");
+    });
+    assert_eq!(took, Ok(()));
+    (c, now)
+}
+
+#[test]
+fn an_upgraded_request_is_stream_1_reported_after_the_preface() {
+    let (c, now) = upgraded(&[(setting::INITIAL_WINDOW_SIZE, 10)]);
+    let mut s = Script {
+        conn: c,
+        now,
+        events: Vec::new(),
+    };
+    // Our SETTINGS are queued, and no ack for HTTP2-Settings (RFC 7540
+    // §3.2.1: the 101 acknowledges them).
+    let sent = s.take();
+    assert_eq!((sent[0].kind, sent[0].flags), (kind::SETTINGS, 0));
+    assert!(sent.iter().all(|f| f.flags & flag::ACK == 0), "{sent:?}");
+    // Nothing is reported before the preface; then stream 1, half-closed
+    // (remote), ahead of the frames after it.
+    let mut pos = 0;
+    assert_eq!(s.conn.read(&PREFACE[..10], &mut pos, now), Event::Stall);
+    let mut input = PREFACE.to_vec();
+    frame::write_settings(&mut input, &[]);
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 true"]);
+    let r = s.conn.request();
+    assert_eq!((r.method(), r.path()), (&b"GET"[..], &b"/up"[..]));
+    assert_eq!(
+        r.fields().collect::<Vec<_>>(),
+        [(&b"accept"[..], &b"*/*"[..])]
+    );
+    let sent = s.take();
+    assert_eq!((sent[0].kind, sent[0].flags), (kind::SETTINGS, flag::ACK));
+    // The window HTTP2-Settings set holds stream 1's answer.
+    let mut block = Vec::new();
+    hpack::encode_status(200, &mut block);
+    assert!(s.conn.send_headers(1, &block, false));
+    s.conn.set_remaining(1, 100);
+    assert_eq!(s.conn.sendable(1), 10);
+    // The client may not send on it (a stream error, §5.1); the next
+    // stream it opens is 3.
+    let mut input = Vec::new();
+    data(&mut input, 1, b"late", 0);
+    headers(&mut input, 3, &get("/next"), END);
+    s.feed(&input);
+    assert_eq!(s.events, ["request 1 true", "reset 1", "request 3 true"]);
+    assert_eq!(rst_codes(&s.take()), [(1, ErrorCode::StreamClosed as u32)]);
+}
+
+#[test]
+fn an_upgrade_with_settings_or_a_head_http2_refuses_is_not_taken() {
+    let now = Instant::now();
+    let plain = |r: &mut super::request::Request| {
+        r.field(b":method", b"GET");
+        r.field(b":scheme", b"http");
+        r.field(b":path", b"/");
+    };
+    // Not whole settings; a value out of range.
+    for settings in [&[0, 4, 0, 0][..], &[0, 2, 0, 0, 0, 2]] {
+        let mut c = Conn::new(Limits::default(), now);
+        assert!(c.upgrade(settings, now, plain).is_err(), "{settings:?}");
+    }
+    // A field HTTP/2 refuses (upper case, connection-specific).
+    for (name, value) in [(&b"Accept"[..], &b"*/*"[..]), (b"connection", b"close")] {
+        let mut c = Conn::new(Limits::default(), now);
+        let took = c.upgrade(&[], now, |r| {
+            plain(r);
+            r.field(name, value);
+        });
+        assert!(took.is_err(), "{name:?}");
+    }
+    // Once only, and never after the preface.
+    let (mut c, now) = upgraded(&[]);
+    assert!(c.upgrade(&[], now, plain).is_err());
+    let mut c = Conn::new(Limits::default(), now);
+    let mut pos = 0;
+    let _ = c.read(PREFACE, &mut pos, now);
+    assert!(c.upgrade(&[], now, plain).is_err());
+}

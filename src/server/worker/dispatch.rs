@@ -87,6 +87,12 @@ impl Worker {
                 }
                 Event::Request => {
                     self.req_start = started;
+                    // (An upgrade takes the rest of the connection: a
+                    // client waits for the 101 before its preface.)
+                    #[cfg(feature = "http2")]
+                    if pos == input.len() && self.h2c_upgrade(c) {
+                        return pos;
+                    }
                     self.dispatch(c, 0);
                 }
                 Event::Verified(wait) => {

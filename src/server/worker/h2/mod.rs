@@ -29,9 +29,10 @@ use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Seg, Source};
+use crate::http::grammar::has_token;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::Method;
+use crate::http::{Method, Version};
 use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
@@ -125,14 +126,7 @@ impl Worker {
     /// consumed (a frame not complete yet waits for more).
     pub(super) fn process_h2(&mut self, c: &mut Conn, input: &[u8]) -> usize {
         if c.h2.is_none() {
-            // One copy of the limits for the worker's connections (made
-            // again if a reload changed them), not one each.
-            let limits = proto::Limits::new(&self.cfg.http2);
-            let limits = match &self.h2_limits {
-                Some(l) if **l == limits => Arc::clone(l),
-                _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),
-            };
-            c.h2 = Some(Box::new(Session::new(limits, self.now)));
+            c.h2 = Some(self.h2_session());
         }
         self.h2_lend(c);
         if self.draining != Drain::Serve {
@@ -199,6 +193,124 @@ impl Worker {
         self.h2_send(c);
         self.h2_take_back(c);
         pos
+    }
+
+    /// A new HTTP/2 session, held to the configuration's limits: one
+    /// copy of them for the worker's connections (made again if a reload
+    /// changed them), not one each.
+    fn h2_session(&mut self) -> Box<Session> {
+        let limits = proto::Limits::new(&self.cfg.http2);
+        let limits = match &self.h2_limits {
+            Some(l) if **l == limits => Arc::clone(l),
+            _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),
+        };
+        Box::new(Session::new(limits, self.now))
+    }
+
+    /// The request just read on plain HTTP/1.1 connection `c` asks to go
+    /// on in h2c (`Upgrade: h2c`, RFC 7540 §3.2): if it may, `101
+    /// Switching Protocols` and our SETTINGS are queued, the connection
+    /// speaks HTTP/2 from the next byte on (the client's preface), after
+    /// which the request is answered on stream 1. Whether it was taken so; if not (TLS, h2c
+    /// off, a request body, a field HTTP/2 refuses, a stop under way),
+    /// the request is answered over HTTP/1.1, the upgrade ignored, as
+    /// RFC 9110 §7.8 allows.
+    pub(super) fn h2c_upgrade(&mut self, c: &mut Conn) -> bool {
+        let Some(settings) = self.h2c_settings(c) else {
+            return false;
+        };
+        let mut session = self.h2_session();
+        let req = &self.req;
+        let taken = session.conn.upgrade(&settings, self.now, |r| {
+            r.field(b":method", req.method_token());
+            r.field(b":scheme", b"http");
+            if let Some(host) = req.host() {
+                r.field(b":authority", host);
+            }
+            r.field(b":path", req.original_target());
+            let mut name = Vec::new();
+            for h in req.headers() {
+                name.clear();
+                name.extend(h.name.iter().map(u8::to_ascii_lowercase));
+                // Connection-specific fields go (RFC 9113 §8.2.2); Host
+                // became :authority.
+                let hop = matches!(
+                    &name[..],
+                    b"connection"
+                        | b"upgrade"
+                        | b"http2-settings"
+                        | b"keep-alive"
+                        | b"proxy-connection"
+                        | b"transfer-encoding"
+                        | b"host"
+                );
+                if !hop && (name != b"te" || h.value.eq_ignore_ascii_case(b"trailers")) {
+                    r.field(&name, h.value);
+                }
+            }
+        });
+        match taken {
+            Ok(()) => {}
+            Err(why) => {
+                if self.logger.enabled(Level::Debug) {
+                    self.logger.log(
+                        Level::Debug,
+                        format_args!(
+                            "client {}: Upgrade: h2c ignored ({why}); answered over HTTP/1.1",
+                            c.peer.ip()
+                        ),
+                    );
+                }
+                return false;
+            }
+        };
+        self.lend_out(c);
+        c.out.push_bytes(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+        );
+        c.h2 = Some(session);
+        self.h2_queue_control(c);
+        true
+    }
+
+    /// The SETTINGS payload of an `Upgrade: h2c` request that this
+    /// connection may take (see [`Worker::h2c_upgrade`]): `HTTP2-Settings`
+    /// once, in base64url, named in `Connection` with `Upgrade` (RFC 7540
+    /// §3.2.1), on a plain connection that speaks h2c, for a request with
+    /// no body in origin form.
+    fn h2c_settings(&self, c: &Conn) -> Option<Vec<u8>> {
+        use base64ct::{Base64UrlUnpadded, Encoding};
+        let req = &self.req;
+        if !self.cfg.http2.cleartext
+            || c.transport.is_tls()
+            || self.draining != Drain::Serve
+            || req.version() != Version::Http11
+            || req.body() != BodyFraming::None
+            || !req.original_target().starts_with(b"/")
+            || !req.header("upgrade").is_some_and(|v| has_token(v, b"h2c"))
+        {
+            return None;
+        }
+        let named = |token: &[u8]| {
+            req.headers()
+                .any(|h| h.name.eq_ignore_ascii_case(b"connection") && has_token(h.value, token))
+        };
+        if !named(b"upgrade") || !named(b"http2-settings") {
+            return None;
+        }
+        let mut values = req
+            .headers()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"http2-settings"));
+        let value = values.next()?;
+        if values.next().is_some() {
+            return None;
+        }
+        let value = value.value;
+        let value = &value[..value.iter().rposition(|&b| b != b'=').map_or(0, |i| i + 1)];
+        // (32 settings are many more than the six RFC 9113 defines.)
+        let mut decoded = [0u8; 32 * 6];
+        let n = Base64UrlUnpadded::decode(value, &mut decoded).ok()?.len();
+        Some(decoded[..n].to_vec())
     }
 
     /// Lends connection `c` the buffers its streams need, from the
