@@ -211,6 +211,26 @@ fn servlets_neither_run_them_nor_are_served_elsewhere() {
 }
 
 #[test]
+fn a_file_replaced_by_another_is_known_without_a_reload() {
+    let s = site_with("", |_| {});
+    assert_missing(&s, "/htpasswd", "");
+    // As an editor or `htpasswd` may save: a new file renamed over the
+    // old one (a new inode), and a hard link to it elsewhere.
+    for name in ["htpasswd", "brisk.toml"] {
+        let file = s.root.join(name);
+        let new = s.root.join(format!("{name}.new"));
+        fs::copy(&file, &new).expect("copy");
+        fs::rename(&new, &file).expect("rename over");
+        fs::hard_link(&file, s.root.join(format!("{name}.link"))).expect("hard link");
+        let path = format!("/{name}.link");
+        wait_until("the new file to be known", || s.get(&path).status == 404);
+        assert_missing(&s, &path, "");
+        assert_missing(&s, &format!("/{name}"), "");
+    }
+    assert!(!s.stderr().contains("SIGHUP"), "{}", s.stderr());
+}
+
+#[test]
 fn a_reload_takes_them_again() {
     let mut b = Builder::new();
     b.file("page.txt", b"a page\n");

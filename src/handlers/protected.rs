@@ -6,26 +6,33 @@
 //! `..` resolved, another case on a case-insensitive file system, a hard
 //! link), it is the same file: they are told by their identity (device
 //! and inode), taken when the configuration is loaded (and again on each
-//! reload, and the new ones on SIGUSR1, after a log rotation), and
-//! compared with the identity of each file as it is opened, which the
-//! open already gave.
+//! reload), and compared with the identity of each file as it is opened,
+//! which the open already gave. A file replaced since (an editor's or a
+//! tool's write to a new file renamed over the old one, a log rotation)
+//! has a new identity: the main thread looks at the paths again twice a
+//! second (and at once on SIGUSR1) and learns it.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::Config;
 use crate::sys::fs::Meta;
 
-/// Identities learnt after the load at most (see [`Protected::learn`]).
-const LATER: usize = 8;
+/// Identities learnt after the load at most (see [`Protected::learn`]);
+/// a reload starts afresh.
+pub const LATER: usize = 64;
 
 /// The identities of the files brisk reads (see the module
 /// documentation): a handful, so a scan is cheaper than a hash.
 #[derive(Debug, Default)]
 pub struct Protected {
     ids: Box<[(u64, u64)]>,
+    /// The files looked at again by [`Protected::learn`] (servlet sources
+    /// aside: the servlets' own set keeps them).
+    paths: Box<[PathBuf]>,
     /// Identities learnt since (device, inode), each pair written before
     /// `later_len` counts it: the workers read them without a lock.
-    later: [(AtomicU64, AtomicU64); LATER],
+    later: Box<[(AtomicU64, AtomicU64)]>,
     later_len: AtomicUsize,
     /// One bit per identity ([`bit`]), set once it is known: most files
     /// are told apart by one load and a test, without the scan.
@@ -57,25 +64,32 @@ impl Protected {
         ids.sort_unstable();
         ids.dedup();
         let filter = ids.iter().fold(0, |f, &(dev, ino)| f | bit(dev, ino));
+        let paths = cfg.own_files_with(false).into_iter().map(|(f, _)| f);
         Protected {
             ids: ids.into(),
+            paths: paths.collect(),
+            later: (0..LATER).map(|_| Default::default()).collect(),
             filter: AtomicU64::new(filter),
             ..Protected::default()
         }
     }
 
-    /// Adds the identities `cfg`'s own files have now that were not known
-    /// (a log file made anew by a rotation), up to a few: only the
-    /// thread that handles signals calls it.
-    pub fn learn(&self, cfg: &Config) {
+    /// Adds the identities the files have now that were not known (a
+    /// file replaced, a log file made anew by a rotation), up to
+    /// [`LATER`]: only the main thread calls it. Returns false when one
+    /// could not be kept (until the next reload).
+    pub fn learn(&self) -> bool {
         use std::os::unix::fs::MetadataExt;
-        for (file, _) in cfg.own_files_with(false) {
-            let Ok(m) = std::fs::metadata(&file) else {
+        for file in &self.paths {
+            let Ok(m) = std::fs::metadata(file) else {
                 continue;
             };
             let n = self.later_len.load(Ordering::Acquire);
-            if self.known(m.dev(), m.ino()) || n == LATER {
+            if self.known(m.dev(), m.ino()) {
                 continue;
+            }
+            if n == self.later.len() {
+                return false;
             }
             self.later[n].0.store(m.dev(), Ordering::Relaxed);
             self.later[n].1.store(m.ino(), Ordering::Relaxed);
@@ -84,6 +98,7 @@ impl Protected {
             self.filter
                 .fetch_or(bit(m.dev(), m.ino()), Ordering::Release);
         }
+        true
     }
 
     /// Whether the file `meta` describes is one of them.
@@ -142,15 +157,40 @@ mod tests {
         let (_, meta) = root.stat(b"other.txt").unwrap();
         assert!(!p.contains(&meta));
         assert!(!Protected::default().contains(&meta));
-        // A file made after the load (a rotated log) is learnt, once.
+        // A file made after the load (a rotated log) is learnt, once; a
+        // file replaced by another one renamed over it too, and the file
+        // it replaced stays known.
         let mut cfg = cfg;
         cfg.log.error = crate::config::LogTarget::File(dir.join("error.log"));
+        let p = Protected::collect(&cfg);
         std::fs::write(dir.join("error.log"), "").unwrap();
-        p.learn(&cfg);
-        p.learn(&cfg);
+        assert!(p.learn() && p.learn());
         assert_eq!(p.len(), 2);
         let (_, meta) = root.stat(b"error.log").unwrap();
         assert!(p.contains(&meta));
+        std::fs::write(dir.join("new.toml"), "workers = 2\n").unwrap();
+        let (_, fresh) = root.stat(b"new.toml").unwrap();
+        assert!(!p.contains(&fresh));
+        std::fs::rename(dir.join("new.toml"), dir.join("brisk.toml")).unwrap();
+        assert!(p.learn());
+        assert!(p.contains(&fresh));
+        let (_, old) = root.stat(b"hard.txt").unwrap();
+        assert!(p.contains(&old));
+        // Beyond LATER identities, a reload is needed.
+        let replace = |i: usize| {
+            std::fs::write(dir.join("next.toml"), format!("workers = {i}\n")).unwrap();
+            // (Kept, so that no inode number comes back.)
+            std::fs::hard_link(dir.join("next.toml"), dir.join(format!("{i}.kept"))).unwrap();
+            std::fs::rename(dir.join("next.toml"), dir.join("brisk.toml")).unwrap();
+        };
+        let mut i = 0;
+        while p.len() < 1 + LATER {
+            replace(i);
+            assert!(p.learn(), "{i}");
+            i += 1;
+        }
+        replace(i);
+        assert!(!p.learn());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

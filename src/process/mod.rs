@@ -350,6 +350,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         }
     }
     let mut pending: Option<upgrade::Pending> = None;
+    // Whether brisk's own files were replaced more often than it can
+    // remember since the last load (said once until the next).
+    let mut own_files_full = false;
     let stop = match stop {
         Some(s) => s,
         None => loop {
@@ -361,10 +364,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 Some(Signal::Terminate) => break Stop::Asked,
                 Some(Signal::ReopenLogs) => {
                     // (logrotate's `create` made the new files already.)
-                    running.learn_own_files();
+                    learn_own_files(&running, &mut own_files_full, &mut main_log);
                     logs.reopen();
                 }
                 Some(Signal::Hangup) => {
+                    own_files_full = false;
                     manager.reloading(&mut main_log);
                     let done = reload::on_hangup(
                         reload.as_ref(),
@@ -409,6 +413,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 }
                 main_log.flush();
             }
+            learn_own_files(&running, &mut own_files_full, &mut main_log);
             running.reap();
             if running.worker_died() {
                 main_log.log(
@@ -458,4 +463,21 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     drop(main_log);
     logs.shutdown();
     Ok(())
+}
+
+/// Looks at brisk's own files again (see [`Running::learn_own_files`]),
+/// twice a second and on SIGUSR1; says once when a reload is needed.
+fn learn_own_files(running: &Running, full: &mut bool, log: &mut crate::log::Logger) {
+    if running.learn_own_files() || *full {
+        return;
+    }
+    *full = true;
+    log.log(
+        Level::Warn,
+        format_args!(
+            "brisk's own files under a document root were replaced more than {} times since the configuration was loaded: reload (brisk --reload) so that the newest are never served either",
+            crate::handlers::protected::LATER
+        ),
+    );
+    log.flush();
 }

@@ -615,11 +615,12 @@ pub struct Running {
 
 impl Running {
     /// Learns the identities of the files brisk reads and writes that are
-    /// new since the configuration was loaded (a log file a rotation made
-    /// anew, before SIGUSR1), so the current workers never serve them
-    /// either.
-    pub fn learn_own_files(&self) {
-        self.protected.learn(&self.cfg);
+    /// new since the configuration was loaded (a file replaced, a log
+    /// file a rotation made anew), so the current workers never serve
+    /// them either. Returns false when one could not be kept: a reload
+    /// is needed.
+    pub fn learn_own_files(&self) -> bool {
+        self.protected.learn()
     }
 
     /// A stop begins (readiness answers 503 from now on); the workers
