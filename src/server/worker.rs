@@ -476,6 +476,18 @@ impl Worker {
         }
     }
 
+    /// Closes idle connection `i` gracefully (see
+    /// [`Worker::close_gracefully`]).
+    fn close_idle(&mut self, i: usize) {
+        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+            return;
+        };
+        match Self::close_gracefully(c) {
+            true => self.on_event(i, false),
+            false => self.close(i),
+        }
+    }
+
     /// Wakes the throttled connections whose time has come.
     fn fire_timers(&mut self) {
         let now = self.now;
@@ -550,7 +562,7 @@ impl Worker {
                 // (a stalled one is timed out above, as `blocked`).
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
                 if idle && age >= t.keepalive {
-                    self.close(i);
+                    self.close_idle(i);
                     continue;
                 }
                 if idle && age >= TICK {
@@ -574,9 +586,8 @@ impl Worker {
                 continue;
             }
             match c.h1.timer() {
-                Timer::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
-                    self.close(i)
-                }
+                Timer::Idle if stopping && c.out.is_empty() => self.close_idle(i),
+                Timer::Idle if age >= t.keepalive => self.close_idle(i),
                 // Idle a second or more: TLS keeps its keys' bytes, not
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
