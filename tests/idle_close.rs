@@ -1,26 +1,31 @@
-//! Idle connections close the way their protocols ask (issue #25, point
-//! 3), with the bytes on the wire checked: at the keep-alive
+//! Idle connections close the way their protocols ask (issue #25, points
+//! 3 and 4), with the bytes on the wire checked: at the keep-alive
 //! timeout and at SIGTERM, an HTTP/2 connection hears a GOAWAY (NO_ERROR,
 //! the last stream it opened: RFC 9113 §6.8), a TLS one a close_notify
 //! (RFC 8446 §6.1), in that order, then the FIN; the server lingers for
-//! the client's own close_notify instead of resetting it.
+//! the client's own close_notify instead of resetting it. And the
+//! keep-alive time starts when the client has read its answer, not when
+//! the answer was handed to the kernel: a slow reader keeps its
+//! connection, one that never reads is still closed (`timeouts.send`).
 
 mod common;
 
-#[cfg(any(feature = "tls", feature = "http2"))]
 use std::io::Read;
-#[cfg(any(feature = "tls", feature = "http2"))]
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-#[cfg(any(feature = "tls", feature = "http2"))]
 use common::*;
+
+/// The file a slow reader reads: most of it waits in the server's
+/// socket (the client's receive buffer is small), none in the server.
+const BIG: usize = 500_000;
 
 /// A site on a plain listener (`addrs[0]`) and, with TLS, a TLS one
 /// (`addrs[1]`), with `[timeouts]` keys `timeouts`.
-#[cfg(any(feature = "tls", feature = "http2"))]
 fn site(timeouts: &str) -> Server {
     let mut b = Builder::new();
-    b.file("index.html", b"<h1>hello</h1>\n");
+    b.file("index.html", b"<h1>hello</h1>\n")
+        .file("big.bin", &pattern(BIG));
     #[cfg(feature = "tls")]
     b.config(&format!(
         "[timeouts]\n{timeouts}\n{}",
@@ -345,4 +350,60 @@ fn an_idle_h2c_connection_gets_goaway_then_the_fin_at_the_keepalive_timeout() {
 #[test]
 fn an_idle_h2c_connection_gets_goaway_then_the_fin_at_sigterm() {
     h2c(Trigger::Sigterm);
+}
+
+/// A server with `[timeouts]` keys `timeouts`, and a client with a small
+/// receive buffer that has asked it for the large file.
+fn slow_client(timeouts: &str) -> (Server, Client) {
+    let server = site(timeouts);
+    let mut c = server.connect();
+    let size: libc::c_int = 16 * 1024;
+    // SAFETY: `size` lives across the call and its size is passed exactly.
+    let rc = unsafe {
+        libc::setsockopt(
+            c.stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "SO_RCVBUF");
+    c.send(b"GET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    (server, c)
+}
+
+#[test]
+fn a_slow_reader_keeps_its_connection_past_the_keepalive_timeout() {
+    // Issue #25 point 4: the whole answer was in the kernel at once, the
+    // keep-alive time ran out while the client still read it, and its
+    // next request met a FIN. 500 KB read 4 KiB every 25 ms: about 3 s,
+    // three times the keep-alive time.
+    let (_server, mut c) = slow_client("keepalive = \"1s\"");
+    let mut got = Vec::new();
+    let mut buf = [0; 4096];
+    while find(&got, b"\r\n\r\n").is_none_or(|h| got.len() < h + 4 + BIG) {
+        let n = c.stream.read(&mut buf).expect("read");
+        assert!(n > 0, "closed after {} bytes", got.len());
+        got.extend_from_slice(&buf[..n]);
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_whole_download(&got, "HTTP/1.1 200 OK\r\n", &pattern(BIG));
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"<h1>hello</h1>\n");
+}
+
+#[test]
+fn a_client_that_never_reads_its_answer_is_closed_after_the_send_timeout() {
+    // Its answer waits in the server's socket, unread: the keep-alive
+    // time waits for it, but not beyond `timeouts.send`.
+    let (_server, c) = slow_client("keepalive = \"1s\"\nsend = \"2s\"");
+    let (local, peer) = c.ends();
+    wait_until_within(
+        Duration::from_secs(15),
+        "the server to close the connection",
+        || tcp_socket(peer, local).is_none_or(|t| t.inode == 0),
+    );
 }
