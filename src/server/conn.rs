@@ -83,6 +83,23 @@ impl Conn {
         self.sent + self.out.unsent()
     }
 
+    /// Whether the connection waits for a request with nothing under way:
+    /// nothing to send, no request in part (HTTP/2: no stream open, no
+    /// answer going).
+    pub fn idle(&self) -> bool {
+        if !matches!(self.h1.state(), h1::State::Idle)
+            || !self.out.is_empty()
+            || self.transport.has_backlog()
+        {
+            return false;
+        }
+        #[cfg(feature = "http2")]
+        if let Some(s) = &self.h2 {
+            return s.conn.open_streams() == 0 && s.answers.is_empty();
+        }
+        true
+    }
+
     /// Whether the connection speaks HTTP/2.
     pub fn speaks_h2(&self) -> bool {
         #[cfg(feature = "http2")]

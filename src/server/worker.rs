@@ -476,6 +476,42 @@ impl Worker {
         }
     }
 
+    /// Closes idle connection `i` gracefully (see
+    /// [`Worker::close_gracefully`]).
+    fn close_idle(&mut self, i: usize) {
+        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+            return;
+        };
+        match Self::close_gracefully(c) {
+            true => self.on_event(i, false),
+            false => self.close(i),
+        }
+    }
+
+    /// Idle connection `i`'s keep-alive time is up, `age` after its last
+    /// answer was handed to the kernel: it closes once its client has
+    /// read that answer, not before. While the kernel still holds bytes
+    /// the client has not acknowledged (`SIOCOUTQ`, asked only now and
+    /// then once a tick), it waits, and its idle time starts again once
+    /// they are; a client that has not read it all `send` after it was
+    /// handed over is closed all the same (`timeouts.send`).
+    fn idle_timeout(&mut self, i: usize, age: Duration, send: Duration) {
+        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+            return;
+        };
+        if age < send {
+            if net::unacknowledged(c.transport.tcp().socket()).is_ok_and(|n| n > 0) {
+                c.h1.wait_unread();
+                return;
+            }
+            if c.h1.unread() {
+                c.h1.touch(self.now);
+                return;
+            }
+        }
+        self.close_idle(i);
+    }
+
     /// Wakes the throttled connections whose time has come.
     fn fire_timers(&mut self) {
         let now = self.now;
@@ -550,7 +586,7 @@ impl Worker {
                 // (a stalled one is timed out above, as `blocked`).
                 let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
                 if idle && age >= t.keepalive {
-                    self.close(i);
+                    self.idle_timeout(i, age, t.send);
                     continue;
                 }
                 if idle && age >= TICK {
@@ -574,9 +610,8 @@ impl Worker {
                 continue;
             }
             match c.h1.timer() {
-                Timer::Idle if age >= t.keepalive || (stopping && c.out.is_empty()) => {
-                    self.close(i)
-                }
+                Timer::Idle if stopping && c.out.is_empty() => self.close_idle(i),
+                Timer::Idle if age >= t.keepalive => self.idle_timeout(i, age, t.send),
                 // Idle a second or more: TLS keeps its keys' bytes, not
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),

@@ -159,6 +159,16 @@ pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// Bytes written to `sock` that its peer has not acknowledged yet, sent
+/// or still to send (`SIOCOUTQ`): 0 once everything written has reached
+/// the client's system, which only takes more as its program reads.
+pub fn unacknowledged(sock: &impl AsRawFd) -> io::Result<usize> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ's number) writes one int, into `n`.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::TIOCOUTQ, &mut n) })?;
+    Ok(n.max(0) as usize)
+}
+
 /// Reads from `sock` into the spare capacity of `buf` (never initialising
 /// it first), growing `buf.len()` by the bytes read.
 pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usize> {

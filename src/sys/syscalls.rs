@@ -14,8 +14,8 @@
 //! a dead server.
 //!
 //! Not here on purpose: `execve`, `socket`, `bind`, `connect`, `ptrace`,
-//! `mount`, `ioctl` (none is made after start-up; `ioctl` also closes the
-//! `TIOCSTI` terminal injection trick), and the process and credential
+//! `mount`, `ioctl` (allowed apart, with one request only, see [`IOCTLS`];
+//! which also closes the `TIOCSTI` terminal injection trick), and the process and credential
 //! calls. With `[[cgi]]` rules, programs start from a separate process
 //! (`sys::launcher`) that has no filter, so the server keeps this one.
 
@@ -161,8 +161,11 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_exit_group,
 ];
 
-/// `ioctl` requests allowed (none: brisk makes no `ioctl` once serving).
-pub const IOCTLS: &[u32] = &[];
+/// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`
+/// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), what
+/// a socket holds that its peer has not acknowledged, asked when an idle
+/// connection's keep-alive time is up (`sys::net::unacknowledged`).
+pub const IOCTLS: &[u32] = &[libc::TIOCOUTQ as u32];
 
 #[cfg(test)]
 mod tests {

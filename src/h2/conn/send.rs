@@ -261,4 +261,18 @@ impl Conn {
             frame::write_goaway(&mut self.out, self.last_stream, ErrorCode::NoError, b"");
         }
     }
+
+    /// The final GOAWAY at once, for a connection closed while idle (its
+    /// keep-alive time up, or the server stopping): NO_ERROR with the
+    /// highest stream the client opened, every one of which was answered
+    /// (RFC 9113 §6.8); streams opened after it are not served, and the
+    /// client may retry them elsewhere. Nothing if a final GOAWAY went
+    /// already (the last stream id it named may not grow), or the
+    /// connection failed (its GOAWAY said so).
+    pub fn go_away(&mut self) {
+        if self.phase != Phase::Failed && self.goaway.is_none_or(|last| last > self.last_stream) {
+            self.goaway = Some(self.last_stream);
+            frame::write_goaway(&mut self.out, self.last_stream, ErrorCode::NoError, b"");
+        }
+    }
 }

@@ -166,6 +166,9 @@ pub struct Conn {
     /// The connection closes once the queued output is out: nothing more
     /// is read as a request.
     closing: bool,
+    /// Idle, its keep-alive time up, but its client has not read its last
+    /// answer yet (see [`Conn::wait_unread`]).
+    unread: bool,
     /// When the current state's timer started.
     since: Instant,
 }
@@ -177,6 +180,7 @@ impl Conn {
             state: State::Idle,
             served: 0,
             closing: false,
+            unread: false,
             since: now,
         }
     }
@@ -201,9 +205,11 @@ impl Conn {
         self.since
     }
 
-    /// Restarts the current state's timer (progress was made).
+    /// Restarts the current state's timer (progress was made, or the
+    /// client has read its last answer).
     pub fn touch(&mut self, now: Instant) {
         self.since = now;
+        self.unread = false;
     }
 
     /// Whether the connection closes once its output is out.
@@ -220,6 +226,20 @@ impl Conn {
     pub fn set(&mut self, state: State, now: Instant) {
         self.state = state;
         self.since = now;
+        self.unread = false;
+    }
+
+    /// The keep-alive time is up but the client has not read the last
+    /// answer (the kernel still holds some of it): the connection waits
+    /// for that, its timer still running from when the answer was handed
+    /// over, and its idle time starts again once it has ([`Conn::touch`]).
+    pub fn wait_unread(&mut self) {
+        self.unread = true;
+    }
+
+    /// Whether it waits for its client to read the last answer.
+    pub fn unread(&self) -> bool {
+        self.unread
     }
 
     /// Whether a request body is still being read (a client that leaves

@@ -548,3 +548,20 @@ fn a_streamed_answer_without_a_length_is_chunked_on_a_kept_connection() {
     );
     assert!(!stream.keep);
 }
+
+#[test]
+fn waiting_for_the_client_to_read_keeps_the_timer_and_ends_with_the_next_progress() {
+    let start = Instant::now();
+    let later = start + Duration::from_secs(3);
+    let mut c = Conn::new(start);
+    c.wait_unread();
+    assert!(c.unread());
+    // (The timer still runs from when the answer was handed over.)
+    assert_eq!((c.timer(), c.since()), (Timer::Idle, start));
+    c.touch(later);
+    assert!(!c.unread());
+    assert_eq!(c.since(), later);
+    c.wait_unread();
+    c.settle(true, later);
+    assert!(!c.unread(), "a new state (a head arriving) ends the wait");
+}

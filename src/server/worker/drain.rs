@@ -41,11 +41,18 @@ impl Worker {
         }
         if mode == Drain::Stop {
             for i in 0..self.conns.len() {
-                // (HTTP/2 connections get a GOAWAY at the sweep instead,
-                // and their open streams finish.)
-                if matches!(&self.conns[i], Some(c) if matches!(c.h1.state(), State::Idle | State::Lingering(_)) && c.out.is_empty() && !c.speaks_h2())
-                {
-                    self.close(i);
+                match &self.conns[i] {
+                    Some(c)
+                        if matches!(c.h1.state(), State::Lingering(_))
+                            && c.out.is_empty()
+                            && !c.speaks_h2() =>
+                    {
+                        self.close(i)
+                    }
+                    // (HTTP/2 connections with streams open get a GOAWAY at
+                    // the sweep instead, and their open streams finish.)
+                    Some(c) if c.idle() => self.close_idle(i),
+                    _ => {}
                 }
             }
         }

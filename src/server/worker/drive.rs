@@ -134,8 +134,34 @@ impl Worker {
         }
         c.h1.settle(!c.pending.is_empty(), self.now);
         if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {
+            // (Once: it is closing now, and its next drive lingers.)
+            return Self::close_gracefully(c) && self.drive(c);
+        }
+        true
+    }
+
+    /// Readies idle connection `c` for its graceful close, which the next
+    /// [`Worker::drive`] carries out, in this order on the wire: HTTP/2's
+    /// final GOAWAY (NO_ERROR, the last stream it served: RFC 9113 §6.8),
+    /// TLS's close_notify (RFC 8446 §6.1; in the GOAWAY's write), the
+    /// FIN, then the lingering close, so that what the client still sends
+    /// (its own close_notify, a request that crossed ours) resets nothing.
+    /// False when there is nothing to say yet (a TLS handshake or a PROXY
+    /// header not done): close at once.
+    pub(super) fn close_gracefully(c: &mut Conn) -> bool {
+        if c.transport.deadline().is_some() || c.awaiting_proxy() {
             return false;
         }
+        #[cfg(feature = "http2")]
+        if let Some(h2) = c.h2.as_mut() {
+            h2.conn.go_away();
+        }
+        if c.transport.is_tls() || c.speaks_h2() {
+            // The client is to answer (TLS asks it to send its own
+            // close_notify): linger even if its socket was drained.
+            c.transport.tcp_mut().read_more = true;
+        }
+        c.h1.close();
         true
     }
 
