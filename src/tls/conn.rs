@@ -465,7 +465,7 @@ fn drive(
     // guard (a flight plus its records is far fewer turns).
     for _ in 0..MAX_STEPS + incoming.len() / 5 {
         if seen == 0 && conn.is_handshaking() {
-            seen = record_end(incoming, 0);
+            seen = next_record(conn, incoming, 0, out)?;
         }
         let mut blocked = false;
         let UnbufferedStatus { mut discard, state } =
@@ -518,7 +518,7 @@ fn drive(
         drain(incoming, discard);
         seen -= discard.min(seen);
         if blocked && conn.is_handshaking() && seen < incoming.len() {
-            seen = record_end(incoming, seen);
+            seen = next_record(conn, incoming, seen, out)?;
             continue;
         }
         if !more {
@@ -529,6 +529,35 @@ fn drive(
     Err(rustls::Error::General(
         "too many TLS steps for one read".into(),
     ))
+}
+
+/// Largest fragment of a record in plaintext (RFC 8446 §5.1).
+const MAX_PLAINTEXT: usize = 1 << 14;
+
+/// [`record_end`] for the record rustls is to see next, refused if it is
+/// a plaintext record over 2^14 bytes while nothing is encrypted yet (a
+/// ClientHello in one record too large, which rustls takes): the
+/// connection ends with a record_overflow alert, in plaintext, as §5.1
+/// requires. (Once a version is chosen, rustls checks its records
+/// itself, and only it has the keys an alert would need.)
+fn next_record(
+    conn: &UnbufferedServerConnection,
+    incoming: &mut Vec<u8>,
+    from: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, rustls::Error> {
+    const APPLICATION_DATA: u8 = 23;
+    if let Some(&[kind, _, _, hi, lo]) = incoming.get(from..from + 5) {
+        let len = usize::from(u16::from_be_bytes([hi, lo]));
+        if kind != APPLICATION_DATA && len > MAX_PLAINTEXT && conn.protocol_version().is_none() {
+            incoming.clear();
+            plaintext_alert(rustls::AlertDescription::RecordOverflow, out);
+            return Err(rustls::Error::InvalidMessage(
+                rustls::InvalidMessage::MessageTooLarge,
+            ));
+        }
+    }
+    Ok(record_end(incoming, from))
 }
 
 /// Where the record that starts `from` bytes into `incoming` ends (its
@@ -563,10 +592,14 @@ fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, ou
 /// would need the handshake keys, which only rustls has.
 fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
     if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
-        let alert = u8::from(rustls::AlertDescription::UnexpectedMessage);
-        // An alert record: type 21, version 0x0303, length 2, fatal (2).
-        out.extend_from_slice(&[21, 3, 3, 0, 2, 2, alert]);
+        plaintext_alert(rustls::AlertDescription::UnexpectedMessage, out);
     }
+}
+
+/// A fatal alert in plaintext (type 21, version 0x0303, length 2, level
+/// fatal), while nothing is encrypted yet.
+fn plaintext_alert(alert: rustls::AlertDescription, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[21, 3, 3, 0, 2, 2, u8::from(alert)]);
 }
 
 /// OpenSSL's name of each suite rustls speaks (`openssl ciphers -stdname`).

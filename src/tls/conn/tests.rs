@@ -711,3 +711,35 @@ fn handshake_pieces_in_reads_of_their_own_are_shown_to_rustls_again() {
     }
     assert!(!out.is_empty(), "the server's flight");
 }
+
+/// RFC 8446 §5.1: a ClientHello in one record over 2^14 bytes (which
+/// rustls would take) ends the connection with record_overflow, in
+/// plaintext, and nothing else (tlsfuzzer's "too big ClientHello msg");
+/// one of exactly 2^14 bytes is read on.
+#[test]
+fn a_plaintext_record_over_2_14_bytes_is_a_record_overflow() {
+    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    for (len, refused) in [(1 << 14, false), ((1 << 14) + 1, true)] {
+        let mut conn = TlsConn::new(
+            Arc::clone(&sc),
+            Instant::now(),
+            Duration::from_secs(10),
+            None,
+        )
+        .expect("conn");
+        let mut incoming = vec![0x16, 3, 1, (len >> 8) as u8, len as u8];
+        // A ClientHello's start (the rest does not matter: it is refused,
+        // or still arriving).
+        incoming.extend_from_slice(&[1, 0, ((len - 4) >> 8) as u8, (len - 4) as u8]);
+        incoming.resize(5 + len - 1, 0);
+        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+        let got = conn.receive(&mut incoming, &mut plaintext, &mut out);
+        if refused {
+            assert!(matches!(got, Err(TlsError::Protocol(_))), "{got:?}");
+            assert_eq!(out, [21, 3, 3, 0, 2, 2, 22], "record_overflow alone");
+        } else {
+            assert!(got.is_ok(), "{got:?}");
+            assert!(out.is_empty());
+        }
+    }
+}
