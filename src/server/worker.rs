@@ -523,12 +523,14 @@ impl Worker {
             if self.draining != Drain::Serve {
                 if let Some(h2) = c.h2.as_mut().filter(|h2| !h2.conn.shutting_down()) {
                     // Winding down: GOAWAY (RFC 9113 §6.8), so the client
-                    // opens nothing more; its open streams finish and the
-                    // connection closes once they have. A connection
+                    // opens nothing more (the final one a round trip
+                    // later: the streams it opened meanwhile are served);
+                    // its open streams finish and the connection closes
+                    // once they have. A connection
                     // stalled on flow control hears it too (it waited for
                     // the shutdown grace and a bare close before); its
                     // `timeouts.send` still runs from the next sweep.
-                    h2.conn.shut_down();
+                    h2::shut_down(h2, i, self.now, &mut self.timers);
                     self.on_event(i, false);
                     continue;
                 }
