@@ -1,11 +1,18 @@
 //! HTTP/2 across a reload (SIGHUP) and a graceful stop (SIGTERM), issue
 //! #25: the GOAWAY comes in two steps (RFC 9113 §6.8), so that requests
-//! already on the wire are served. Raw h2c clients, frames checked byte
+//! already on the wire are served, and the close after it lingers while
+//! the answer is still in the socket's send queue, so that what the
+//! client sends as it reads (WINDOW_UPDATE, PING) does not reset the
+//! connection under the answer. Raw h2c clients, frames checked byte
 //! for byte.
 
 #![cfg(feature = "http2")]
 
 mod common;
+
+use std::io::Read;
+use std::thread::sleep;
+use std::time::Duration;
 
 use brisk::h2::frame::{self, flag, kind};
 use brisk::h2::{ErrorCode, GOAWAY_PING};
@@ -25,6 +32,84 @@ fn ping(data: &[u8], ack: bool) -> Vec<u8> {
     frame::write_head(&mut out, 8, kind::PING, if ack { flag::ACK } else { 0 }, 0);
     out.extend_from_slice(data);
     out
+}
+
+#[test]
+fn a_slow_reader_gets_its_whole_answer_and_a_clean_close_across_a_reload() {
+    // One stream, a 4 MiB file the client reads slowly while it sends a
+    // PING now and then, and a reload meanwhile. The stream counts as
+    // done once its last DATA frame is in the kernel, when MiBs may still
+    // wait there for the client: the connection used to close then (at
+    // once, or 2 s later), and the client's next PING made Linux reset
+    // it, which dropped the rest of the answer. Now it lingers while the
+    // send queue drains: every byte arrives, then the FIN (no reset).
+    let big = pattern(4 * 1024 * 1024 + 7);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    let s = b.start();
+    // Windows wide open: the whole answer may be queued at once.
+    let mut c = H2::connect(
+        s.addr(),
+        &[(frame::setting::INITIAL_WINDOW_SIZE, 0x7fff_ffff)],
+        0x7fff_ffff - 65_535,
+    );
+    let id = c.get("/big.bin", &[]);
+    let head = loop {
+        let f = c.frame().expect("the answer's head");
+        if f.kind == kind::HEADERS {
+            break f;
+        }
+    };
+    let status = head.fields.iter().find(|(n, _)| n == ":status");
+    assert_eq!(
+        (head.stream, status.map(|(_, v)| v.as_str())),
+        (id, Some("200"))
+    );
+    s.signal(libc::SIGHUP);
+    let (mut body, mut goaways, mut pings) = (Vec::new(), Vec::new(), 0);
+    // (A reset can also show as a write's error, and the read after it
+    // then sees a bare end.)
+    let mut write_error = None;
+    let mut send = |c: &mut H2, bytes: &[u8]| {
+        if let Err(e) = std::io::Write::write_all(&mut c.sock, bytes) {
+            write_error.get_or_insert(e.kind());
+        }
+    };
+    let end = loop {
+        // 16 KiB every 16 ms (about 1 MB/s: the MiBs still queued in the
+        // kernel when the stream is done take longer than the 2 s linger
+        // to drain), and a PING every 64 KiB.
+        let mut chunk = [0u8; 16 * 1024];
+        let n = match c.sock.read(&mut chunk) {
+            Ok(0) => break Ok(()),
+            Ok(n) => n,
+            Err(e) => break Err(e),
+        };
+        c.buf.extend_from_slice(&chunk[..n]);
+        while let Some(f) = c.buffered_frame() {
+            match f.kind {
+                kind::DATA if f.stream == id => body.extend_from_slice(&f.payload),
+                kind::GOAWAY => goaways.push(f.payload),
+                kind::PING if f.flags & flag::ACK == 0 => send(&mut c, &ping(&f.payload, true)),
+                _ => {}
+            }
+        }
+        if body.len() / (64 * 1024) > pings {
+            pings += 1;
+            send(&mut c, &ping(b"client!!", false));
+        }
+        sleep(Duration::from_millis(16));
+    };
+    assert_eq!(
+        end.map_err(|e| e.kind()),
+        Ok(()),
+        "the connection ended with a FIN, not a reset ({} of {} bytes)",
+        body.len(),
+        big.len()
+    );
+    assert!(body == big, "{} of {} bytes", body.len(), big.len());
+    assert_eq!(write_error, None, "the client's PINGs met no reset");
+    assert_eq!(goaways, [goaway_payload(0x7fff_ffff), goaway_payload(id)]);
 }
 
 /// A connection with one stream answered; then `sig`; then requests on

@@ -56,7 +56,7 @@ pub use stream::StreamRun;
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
 use crate::handlers::Body;
-use crate::server::h1::{State, Timer};
+use crate::server::h1::{Linger, State, Timer};
 use crate::server::waits::WholeBody;
 use pipe::End;
 
@@ -583,7 +583,7 @@ impl Worker {
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
-                Timer::Linger if age >= LINGER => self.close(i),
+                Timer::Linger if drive::linger_due(c, self.now, age, t.send) => self.close(i),
                 Timer::Pipe(limit) if age >= limit => {
                     let mut conn = self.conns[i].take().expect("present");
                     self.pipe_timeout(&mut conn);

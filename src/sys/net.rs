@@ -159,6 +159,16 @@ pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// The bytes `sock`'s send queue holds (`SIOCOUTQ`: not yet sent, or
+/// sent and not yet acknowledged by the peer; its FIN counts as one).
+pub fn unsent(sock: &impl AsRawFd) -> io::Result<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ on Linux) writes one int through the
+    // pointer, which points at `n` for the whole call.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::TIOCOUTQ, &mut n) })?;
+    Ok(n.max(0) as u32)
+}
+
 /// Reads from `sock` into the spare capacity of `buf` (never initialising
 /// it first), growing `buf.len()` by the bytes read.
 pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usize> {

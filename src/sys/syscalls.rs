@@ -161,8 +161,10 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_exit_group,
 ];
 
-/// `ioctl` requests allowed (none: brisk makes no `ioctl` once serving).
-pub const IOCTLS: &[u32] = &[];
+/// `ioctl` requests allowed: only `SIOCOUTQ` (`TIOCOUTQ` on Linux), which
+/// reads how much a socket's send queue holds (a closing connection
+/// lingers while its answer is still there, see `sys::net::unsent`).
+pub const IOCTLS: &[u32] = &[libc::TIOCOUTQ as u32];
 
 #[cfg(test)]
 mod tests {
