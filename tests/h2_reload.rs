@@ -39,11 +39,30 @@ fn a_slow_reader_gets_its_whole_answer_and_a_clean_close_across_a_reload() {
     // One stream, a 4 MiB file the client reads slowly while it sends a
     // PING now and then, and a reload meanwhile. The stream counts as
     // done once its last DATA frame is in the kernel, when MiBs may still
-    // wait there for the client: the connection used to close then (at
-    // once, or 2 s later), and the client's next PING made Linux reset
-    // it, which dropped the rest of the answer. Now it lingers while the
-    // send queue drains: every byte arrives, then the FIN (no reset).
-    let big = pattern(4 * 1024 * 1024 + 7);
+    // wait there for the client: the connection used to close 2 s later,
+    // and the client's next PING made Linux reset it, which dropped the
+    // rest of the answer. Now it lingers while the send queue drains:
+    // every byte arrives, then the FIN (no reset).
+    slow_reader_across_a_reload(4 * 1024 * 1024 + 7, Duration::ZERO);
+}
+
+#[test]
+fn a_reader_silent_when_its_answer_is_done_still_gets_it_whole() {
+    // The same with a 1 MiB answer, which the socket buffers take whole:
+    // its stream is done (and both GOAWAYs queued) while the client
+    // sends nothing, so no input was waiting to be read, and the
+    // connection used to close at once; the client's first PING after
+    // that met a reset. An HTTP/2 connection always lingers.
+    slow_reader_across_a_reload(1024 * 1024 + 7, Duration::from_millis(3500));
+}
+
+/// A client that asks for a file of `size` bytes with its windows wide
+/// open, reads its head, reloads the server, stays silent (reading
+/// nothing) for `silent_for`, then reads slowly while it sends a PING
+/// now and then (and answers the server's): every byte arrives, both
+/// GOAWAYs, then a FIN, and none of its writes meets a reset.
+fn slow_reader_across_a_reload(size: usize, silent_for: Duration) {
+    let big = pattern(size);
     let mut b = Builder::new();
     b.file("big.bin", &big);
     let s = b.start();
@@ -66,6 +85,7 @@ fn a_slow_reader_gets_its_whole_answer_and_a_clean_close_across_a_reload() {
         (id, Some("200"))
     );
     s.signal(libc::SIGHUP);
+    sleep(silent_for);
     let (mut body, mut goaways, mut pings) = (Vec::new(), Vec::new(), 0);
     // (A reset can also show as a write's error, and the read after it
     // then sees a bare end.)

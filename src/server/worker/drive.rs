@@ -197,25 +197,21 @@ impl Worker {
         // Lingering only matters when the client may still be sending:
         // unread input, a body in flight, a socket not known to be
         // drained, or an HTTP/2 client (it sends WINDOW_UPDATE and PING
-        // frames as it reads); and while the socket's send queue still
-        // holds the answer, whatever the client sends next would reset
-        // the connection under it (a slow reader's MiBs). Otherwise, or
-        // once the client has closed, close at once.
+        // frames as it reads, and while the socket's send queue still
+        // holds the answers, whatever it sends next would reset the
+        // connection under them). Otherwise, or once the client has
+        // closed, close at once: an HTTP/1.1 client sends nothing after
+        // the request answered with `Connection: close`.
         let t = c.transport.tcp();
-        let unsent = t.unsent();
         let quiet = t.eof
-            || (c.pending.is_empty()
-                && !c.h1.reading_body()
-                && !t.read_more
-                && !c.speaks_h2()
-                && unsent == 0);
+            || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more && !c.speaks_h2());
         if quiet {
             return false;
         }
         c.pending.clear();
         let linger = Linger {
             left: LINGER_BYTES,
-            unsent,
+            unsent: t.unsent(),
         };
         c.h1.set(State::Lingering(linger), self.now);
         self.linger(c)
