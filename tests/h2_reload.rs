@@ -11,8 +11,9 @@
 mod common;
 
 use std::io::Read;
+use std::process::{Command, Stdio};
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use brisk::h2::frame::{self, flag, kind};
 use brisk::h2::{ErrorCode, GOAWAY_PING};
@@ -208,4 +209,146 @@ fn requests_sent_after_a_stops_first_goaway_are_served_without_a_ping_answer() {
     // (A client that never answers the PING: the final GOAWAY comes
     // after GOAWAY_WAIT.)
     requests_after_the_first_goaway_are_served(libc::SIGTERM, false);
+}
+
+/// Starts a server with `config`, makes an h2c connection to it, has
+/// one request answered, reloads, and then sends a request every 100 ms
+/// (each answered before the next) for at most `busy`, until a GOAWAY
+/// arrives: how many requests went before it, or `None` if none came
+/// while the connection was busy. Either way, the connection then goes
+/// quiet and gets both GOAWAYs (the first one if it has not yet), the
+/// final one once it answers the PING, naming its last stream.
+fn goaway_while_busy_after_a_reload(config: &str, busy: Duration) -> Option<usize> {
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.config(config);
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let first = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[first])[0].status(), "200");
+    s.signal(libc::SIGHUP);
+    s.wait_stderr_line("configuration reloaded");
+    let start = Instant::now();
+    let mut last = first;
+    let (mut goaway, mut goaway_ping) = (None, None);
+    'busy: while start.elapsed() < busy {
+        let id = c.get("/index.html", &[]);
+        loop {
+            let f = c.frame().expect("the answer");
+            match f.kind {
+                kind::GOAWAY => goaway = Some(f.payload),
+                kind::PING => goaway_ping = Some(f.payload),
+                _ => {}
+            }
+            if f.stream == id && f.flags & flag::END_STREAM != 0 {
+                last = id;
+                break;
+            }
+        }
+        if goaway.is_some() {
+            break 'busy;
+        }
+        sleep(Duration::from_millis(100));
+    }
+    let while_busy = goaway.is_some();
+    // (Quiet now: the GOAWAY comes within a second or two.)
+    let goaway = goaway.or_else(|| loop {
+        let f = c.frame()?;
+        match f.kind {
+            kind::GOAWAY => break Some(f.payload),
+            kind::PING => goaway_ping = Some(f.payload),
+            _ => {}
+        }
+    });
+    assert_eq!(goaway, Some(goaway_payload(0x7fff_ffff)));
+    let goaway_ping = goaway_ping
+        .or_else(|| c.frame().map(|f| f.payload))
+        .expect("the PING after the GOAWAY");
+    assert_eq!(goaway_ping, GOAWAY_PING);
+    c.send(&ping(&goaway_ping, true));
+    let mut rest = Vec::new();
+    while let Some(f) = c.frame() {
+        rest.push((f.kind, f.payload));
+    }
+    assert_eq!(rest, [(kind::GOAWAY, goaway_payload(last))]);
+    while_busy.then_some(((last - first) / 2) as usize)
+}
+
+#[test]
+fn a_reload_lets_a_busy_connection_go_on_and_tells_it_goaway_once_quiet() {
+    // A client in the middle of a burst of requests (as h2load, which
+    // opens no stream after a GOAWAY and does not connect again) goes on
+    // being served by the previous workers; once it is quiet for a
+    // second, it hears the GOAWAY (in two steps).
+    let goaway = goaway_while_busy_after_a_reload("", Duration::from_millis(2500));
+    assert_eq!(goaway, None, "a GOAWAY while the connection was busy");
+}
+
+#[test]
+fn a_reload_tells_a_busy_connection_goaway_after_the_keepalive_timeout() {
+    // ... but not for longer than an idle HTTP/1.1 connection is kept.
+    let goaway = goaway_while_busy_after_a_reload(
+        "[timeouts]\nkeepalive = \"2s\"\n",
+        Duration::from_secs(8),
+    );
+    assert!(
+        goaway.is_some_and(|n| n >= 10),
+        "the GOAWAY came while busy, after 2 s of requests: {goaway:?}"
+    );
+}
+
+#[test]
+fn h2load_loses_no_request_across_reloads() {
+    // The measure (#25): h2load bursts with reloads in the middle
+    // used to lose thousands of requests (the final GOAWAY at once
+    // dropped the streams on the wire, and h2load sends nothing more on
+    // a connection that got a GOAWAY).
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.workers(2);
+    let s = b.start();
+    let url = format!("http://127.0.0.1:{}/index.html", s.port);
+    let h2load = Command::new("h2load")
+        .args(["-n", "100000", "-c", "10", "-m", "8"])
+        .arg(&url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut h2load) = h2load else {
+        skip("h2load not installed (Debian's nghttp2-client)");
+        return;
+    };
+    // Three reloads 200 ms apart while it runs (bounded: 60 s at most).
+    let start = Instant::now();
+    let mut reloads = 0;
+    let status = loop {
+        sleep(Duration::from_millis(if reloads == 0 { 50 } else { 200 }));
+        if let Some(st) = h2load.try_wait().expect("h2load") {
+            break st;
+        }
+        if reloads < 3 {
+            s.signal(libc::SIGHUP);
+            reloads += 1;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = h2load.kill();
+            panic!("h2load did not finish within 60 s");
+        }
+    };
+    let mut out = String::new();
+    h2load
+        .stdout
+        .take()
+        .expect("its output")
+        .read_to_string(&mut out)
+        .expect("h2load's output");
+    assert!(status.success(), "{out}");
+    assert!(
+        out.contains("100000 succeeded, 0 failed, 0 errored"),
+        "{reloads} reloads:\n{out}"
+    );
+    assert!(
+        reloads >= 2,
+        "h2load finished before a second reload: a faster machine needs a larger -n\n{out}"
+    );
 }

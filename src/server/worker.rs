@@ -189,6 +189,9 @@ pub struct Worker {
     draining: Drain,
     /// When the worker exits whatever its connections still hold.
     drain_until: Option<Instant>,
+    /// When the sweep first saw the order to wind down.
+    #[cfg(feature = "http2")]
+    draining_since: Option<Instant>,
     accept_paused_until: Option<Instant>,
     next_tick: Instant,
     /// Caps the debug lines that explain 403s and 404s.
@@ -285,6 +288,8 @@ impl Worker {
             order: init.order,
             draining: Drain::Serve,
             drain_until: None,
+            #[cfg(feature = "http2")]
+            draining_since: None,
             accept_paused_until: None,
             next_tick: now + TICK,
             quiet_since: None,
@@ -503,6 +508,14 @@ impl Worker {
         self.report_tls_errors_not_logged();
         self.router.reap(self.now, false);
         let t = self.cfg.timeouts.clone();
+        #[cfg(feature = "http2")]
+        let draining_for = match self.draining {
+            Drain::Serve => None,
+            _ => Some(
+                self.now
+                    .saturating_duration_since(*self.draining_since.get_or_insert(self.now)),
+            ),
+        };
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
@@ -520,8 +533,17 @@ impl Worker {
                 continue;
             }
             #[cfg(feature = "http2")]
-            if self.draining != Drain::Serve {
-                if let Some(h2) = c.h2.as_mut().filter(|h2| !h2.conn.shutting_down()) {
+            if let Some(draining_for) = draining_for {
+                // At a reload, a connection hears it once it has been
+                // quiet for a second (a client in the middle of a burst
+                // of requests finishes it here: one that opens no stream
+                // after a GOAWAY and does not connect again, as h2load,
+                // would lose the rest), or `timeouts.keepalive` after the
+                // reload at the latest, as an idle HTTP/1.1 connection
+                // is kept; at a stop, at once.
+                let quiet = self.now.saturating_duration_since(c.h1.since()) >= TICK;
+                let now = self.draining == Drain::Stop || quiet || draining_for >= t.keepalive;
+                if let Some(h2) = c.h2.as_mut().filter(|h2| now && !h2.conn.shutting_down()) {
                     // Winding down: GOAWAY (RFC 9113 §6.8), so the client
                     // opens nothing more (the final one a round trip
                     // later: the streams it opened meanwhile are served);

@@ -135,7 +135,8 @@ impl Worker {
             c.h2 = Some(Box::new(Session::new(limits, self.now)));
         }
         self.h2_lend(c);
-        if self.draining != Drain::Serve {
+        // (At a reload, the sweep says when; see `Worker::sweep`.)
+        if self.draining == Drain::Stop {
             if let Some(s) = c.h2.as_mut() {
                 shut_down(s, c.index, self.now, &mut self.timers);
             }
