@@ -352,3 +352,36 @@ fn h2load_loses_no_request_across_reloads() {
         "h2load finished before a second reload: a faster machine needs a larger -n\n{out}"
     );
 }
+
+#[test]
+fn a_reload_tells_a_connection_that_only_pings_goaway_all_the_same() {
+    // Frames that open no stream (PING here; WINDOW_UPDATE as a large
+    // answer is read) are not a burst of requests: the GOAWAY does not
+    // wait for them to stop.
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let first = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[first])[0].status(), "200");
+    s.signal(libc::SIGHUP);
+    s.wait_stderr_line("configuration reloaded");
+    let start = Instant::now();
+    let goaway = 'pinging: loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(6),
+            "no GOAWAY within 6 s of pings"
+        );
+        c.send(&ping(b"client!!", false));
+        loop {
+            let f = c.frame().expect("the PING's answer");
+            match f.kind {
+                kind::GOAWAY => break 'pinging f.payload,
+                kind::PING if f.flags & flag::ACK != 0 => break,
+                _ => {}
+            }
+        }
+        sleep(Duration::from_millis(100));
+    };
+    assert_eq!(goaway, goaway_payload(0x7fff_ffff));
+}

@@ -211,8 +211,10 @@ pub struct Conn {
     /// table is to be emptied.
     rested: bool,
     streams: Vec<Stream>,
-    /// The highest stream the client opened.
+    /// The highest stream the client opened, and when it did (when the
+    /// connection started, before one).
     last_stream: u32,
+    last_opened: Instant,
     /// Streams we reset lately: frames already in flight on them are
     /// dropped, not errors (§5.4.2).
     reset_lately: [u32; 8],
@@ -278,6 +280,7 @@ impl Conn {
             rested: false,
             streams: Vec::new(),
             last_stream: 0,
+            last_opened: now,
             reset_lately: [0; 8],
             reset_next: 0,
             closed_lately: [0; 8],
@@ -357,6 +360,12 @@ impl Conn {
     /// Streams open now.
     pub fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// When the client last opened a stream (when the connection started,
+    /// if it has opened none).
+    pub fn last_opened(&self) -> Instant {
+        self.last_opened
     }
 
     /// Whether this side has said GOAWAY (a graceful shutdown, or a

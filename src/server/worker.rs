@@ -534,16 +534,21 @@ impl Worker {
             }
             #[cfg(feature = "http2")]
             if let Some(draining_for) = draining_for {
-                // At a reload, a connection hears it once it has been
-                // quiet for a second (a client in the middle of a burst
-                // of requests finishes it here: one that opens no stream
-                // after a GOAWAY and does not connect again, as h2load,
-                // would lose the rest), or `timeouts.keepalive` after the
-                // reload at the latest, as an idle HTTP/1.1 connection
-                // is kept; at a stop, at once.
-                let quiet = self.now.saturating_duration_since(c.h1.since()) >= TICK;
-                let now = self.draining == Drain::Stop || quiet || draining_for >= t.keepalive;
-                if let Some(h2) = c.h2.as_mut().filter(|h2| now && !h2.conn.shutting_down()) {
+                // At a reload, a connection hears it once it has opened
+                // no stream for a second (a client in the middle of a
+                // burst of requests finishes it here: one that opens no
+                // stream after a GOAWAY and does not connect again, as
+                // h2load, would lose the rest), or `timeouts.keepalive`
+                // after the reload at the latest, as an idle HTTP/1.1
+                // connection is kept; at a stop, at once.
+                let at_once = self.draining == Drain::Stop || draining_for >= t.keepalive;
+                let quiet = |h2: &crate::server::h2::Session| {
+                    self.now.saturating_duration_since(h2.conn.last_opened()) >= TICK
+                };
+                if let Some(h2) =
+                    c.h2.as_mut()
+                        .filter(|h2| (at_once || quiet(h2)) && !h2.conn.shutting_down())
+                {
                     // Winding down: GOAWAY (RFC 9113 §6.8), so the client
                     // opens nothing more (the final one a round trip
                     // later: the streams it opened meanwhile are served);

@@ -40,6 +40,7 @@ impl Conn {
             }
         } else {
             self.last_stream = id;
+            self.last_opened = now;
             if matches!(self.goaway, Goaway::Final(last) if id > last) {
                 Then::Drop
             } else if self_dep {

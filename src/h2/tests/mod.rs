@@ -607,6 +607,24 @@ fn goaway_comes_in_two_steps_and_serves_what_was_on_the_wire() {
 }
 
 #[test]
+fn the_last_stream_opened_is_timed() {
+    // (A reload's GOAWAY waits until a connection opens no more streams.)
+    let mut s = Script::new(Limits::default());
+    let t0 = s.now;
+    assert_eq!(s.conn.last_opened(), t0);
+    s.now = t0 + Duration::from_secs(5);
+    let mut input = Vec::new();
+    frame::write_window_update(&mut input, 0, 1000);
+    ping(&mut input, b"12345678", false);
+    s.feed(&input);
+    assert_eq!(s.conn.last_opened(), t0, "other frames do not count");
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    s.feed(&input);
+    assert_eq!(s.conn.last_opened(), t0 + Duration::from_secs(5));
+}
+
+#[test]
 fn the_final_goaway_does_not_wait_past_its_bound() {
     // A client that never answers the PING still gets the final GOAWAY
     // (naming the last stream it opened) once GOAWAY_WAIT has passed;
