@@ -298,6 +298,17 @@ fn a_reload_tells_a_busy_connection_goaway_after_the_keepalive_timeout() {
 }
 
 #[test]
+fn a_reload_tells_a_busy_connection_goaway_before_its_drain_ends() {
+    // ... nor past `timeouts.reload_drain`, which closes what is left:
+    // the GOAWAY goes early enough for both of its steps.
+    let goaway = goaway_while_busy_after_a_reload(
+        "[timeouts]\nreload_drain = \"3s\"\n",
+        Duration::from_secs(8),
+    );
+    assert!(goaway.is_some(), "no GOAWAY while busy");
+}
+
+#[test]
 fn h2load_loses_no_request_across_reloads() {
     // The measure (#25): h2load bursts with reloads in the middle
     // used to lose thousands of requests (the final GOAWAY at once

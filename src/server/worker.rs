@@ -508,13 +508,21 @@ impl Worker {
         self.report_tls_errors_not_logged();
         self.router.reap(self.now, false);
         let t = self.cfg.timeouts.clone();
+        // Winding down, whether HTTP/2 connections hear GOAWAY now, busy
+        // or not: at a stop; at a reload, `timeouts.keepalive` after it,
+        // or when `timeouts.reload_drain` is about to end (time for both
+        // steps first). `None`: serving.
         #[cfg(feature = "http2")]
-        let draining_for = match self.draining {
+        let goaway_at_once = match self.draining {
             Drain::Serve => None,
-            _ => Some(
-                self.now
-                    .saturating_duration_since(*self.draining_since.get_or_insert(self.now)),
-            ),
+            Drain::Stop => Some(true),
+            Drain::Retire => {
+                let since = *self.draining_since.get_or_insert(self.now);
+                let ending = self.drain_until.is_some_and(|u| {
+                    u.saturating_duration_since(self.now) <= crate::h2::GOAWAY_WAIT + TICK
+                });
+                Some(ending || self.now.saturating_duration_since(since) >= t.keepalive)
+            }
         };
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
@@ -533,15 +541,14 @@ impl Worker {
                 continue;
             }
             #[cfg(feature = "http2")]
-            if let Some(draining_for) = draining_for {
+            if let Some(at_once) = goaway_at_once {
                 // At a reload, a connection hears it once it has opened
                 // no stream for a second (a client in the middle of a
                 // burst of requests finishes it here: one that opens no
                 // stream after a GOAWAY and does not connect again, as
-                // h2load, would lose the rest), or `timeouts.keepalive`
-                // after the reload at the latest, as an idle HTTP/1.1
-                // connection is kept; at a stop, at once.
-                let at_once = self.draining == Drain::Stop || draining_for >= t.keepalive;
+                // h2load, would lose the rest), or at the latest as said
+                // above (`timeouts.keepalive`, as an idle HTTP/1.1
+                // connection is kept); at a stop, at once.
                 let quiet = |h2: &crate::server::h2::Session| {
                     self.now.saturating_duration_since(h2.conn.last_opened()) >= TICK
                 };
