@@ -15,7 +15,7 @@
 //! ENHANCE_YOUR_CALM.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::frame::{self, kind, setting, Frame, FrameError, Head, HEAD_LEN};
 use super::hpack::{self, Decoder};
@@ -157,6 +157,32 @@ struct Peer {
     initial_window: i64,
 }
 
+/// The last stream id a first GOAWAY names (§6.8: 2^31-1, every
+/// stream the client may have opened).
+pub const ANY_STREAM: u32 = 0x7fff_ffff;
+
+/// The data of the PING that follows the first GOAWAY: its answer says
+/// the client has read that GOAWAY, so opens no stream after it.
+pub const GOAWAY_PING: [u8; 8] = *b"goaway!\0";
+
+/// How long the final GOAWAY waits for the answer to [`GOAWAY_PING`]
+/// before it goes anyway (a client that never answers).
+pub const GOAWAY_WAIT: Duration = Duration::from_secs(1);
+
+/// Our graceful GOAWAY (RFC 9113 §6.8), in two steps, so that the
+/// requests a client sent before it read the first one are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goaway {
+    /// None sent: serving.
+    No,
+    /// The first GOAWAY (naming [`ANY_STREAM`]) and [`GOAWAY_PING`]
+    /// were queued then: every stream opened until the PING's answer
+    /// (or [`GOAWAY_WAIT`]) is served.
+    Announced(Instant),
+    /// The final GOAWAY was queued: streams above this one are not served.
+    Final(u32),
+}
+
 /// Where the connection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -186,8 +212,10 @@ pub struct Conn {
     /// table is to be emptied.
     rested: bool,
     streams: Vec<Stream>,
-    /// The highest stream the client opened.
+    /// The highest stream the client opened, and when it did (when the
+    /// connection started, before one).
     last_stream: u32,
+    last_opened: Instant,
     /// Streams we reset lately: frames already in flight on them are
     /// dropped, not errors (§5.4.2).
     reset_lately: [u32; 8],
@@ -207,8 +235,8 @@ pub struct Conn {
     /// Frames to send (control frames, heads, small bodies).
     out: Vec<u8>,
     flood: Flood,
-    /// We sent GOAWAY (graceful): streams above this are not served.
-    goaway: Option<u32>,
+    /// Our graceful GOAWAY, where it is.
+    goaway: Goaway,
     /// The client sent GOAWAY.
     peer_goaway: bool,
     /// Why the connection failed, for the log.
@@ -256,6 +284,7 @@ impl Conn {
             rested: false,
             streams: Vec::new(),
             last_stream: 0,
+            last_opened: now,
             reset_lately: [0; 8],
             reset_next: 0,
             closed_lately: [0; 8],
@@ -273,7 +302,7 @@ impl Conn {
                 control: 0,
                 empty: 0,
             },
-            goaway: None,
+            goaway: Goaway::No,
             peer_goaway: false,
             failure: None,
             upgraded: false,
@@ -338,16 +367,23 @@ impl Conn {
         self.streams.len()
     }
 
+    /// When the client last opened a stream (when the connection started,
+    /// if it has opened none).
+    pub fn last_opened(&self) -> Instant {
+        self.last_opened
+    }
+
     /// Whether this side has said GOAWAY (a graceful shutdown, or a
     /// connection error).
     pub fn shutting_down(&self) -> bool {
-        self.goaway.is_some() || self.failed()
+        self.goaway != Goaway::No || self.failed()
     }
 
-    /// Whether a GOAWAY went either way and no stream is left: the
-    /// connection may close.
+    /// Whether a (final) GOAWAY went either way and no stream is left:
+    /// the connection may close.
     pub fn finished(&self) -> bool {
-        (self.goaway.is_some() || self.peer_goaway || self.failed()) && self.streams.is_empty()
+        let ours = matches!(self.goaway, Goaway::Final(_));
+        (ours || self.peer_goaway || self.failed()) && self.streams.is_empty()
     }
 
     /// Reads frames from `input[*pos..]`, moving `pos` past those it
@@ -443,6 +479,11 @@ impl Conn {
             Frame::Settings { ack, params } => self.settings(ack, params, now),
             Frame::Ping { ack, data } => {
                 if ack {
+                    if data == GOAWAY_PING {
+                        // The client has read the first GOAWAY: it
+                        // opened every stream it will open.
+                        self.final_goaway();
+                    }
                     return None;
                 }
                 if let Some(ev) = self.spend_control(now) {

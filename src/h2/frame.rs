@@ -419,6 +419,12 @@ pub fn write_ping_ack(out: &mut Vec<u8>, data: &[u8; 8]) {
     out.extend_from_slice(data);
 }
 
+/// Appends a PING of `data` (the peer answers it with an ACK of the same).
+pub fn write_ping(out: &mut Vec<u8>, data: &[u8; 8]) {
+    write_head(out, 8, kind::PING, 0, 0);
+    out.extend_from_slice(data);
+}
+
 /// Appends a WINDOW_UPDATE.
 pub fn write_window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
     write_head(out, 4, kind::WINDOW_UPDATE, 0, stream);

@@ -21,7 +21,7 @@ mod request;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{Buffers, Conn, Event};
+pub use conn::{Buffers, Conn, Event, ANY_STREAM, GOAWAY_PING, GOAWAY_WAIT};
 pub use limits::Limits;
 pub use request::Request;
 

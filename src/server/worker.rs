@@ -56,7 +56,7 @@ pub use stream::StreamRun;
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
 use crate::handlers::Body;
-use crate::server::h1::{State, Timer};
+use crate::server::h1::{Linger, State, Timer};
 use crate::server::waits::WholeBody;
 use pipe::End;
 
@@ -189,6 +189,9 @@ pub struct Worker {
     draining: Drain,
     /// When the worker exits whatever its connections still hold.
     drain_until: Option<Instant>,
+    /// When the sweep first saw the order to wind down.
+    #[cfg(feature = "http2")]
+    draining_since: Option<Instant>,
     accept_paused_until: Option<Instant>,
     next_tick: Instant,
     /// Caps the debug lines that explain 403s and 404s.
@@ -285,6 +288,8 @@ impl Worker {
             order: init.order,
             draining: Drain::Serve,
             drain_until: None,
+            #[cfg(feature = "http2")]
+            draining_since: None,
             accept_paused_until: None,
             next_tick: now + TICK,
             quiet_since: None,
@@ -500,7 +505,7 @@ impl Worker {
             return;
         };
         if age < send {
-            if net::unacknowledged(c.transport.tcp().socket()).is_ok_and(|n| n > 0) {
+            if c.transport.tcp().unsent() > 0 {
                 c.h1.wait_unread();
                 return;
             }
@@ -539,6 +544,22 @@ impl Worker {
         self.report_tls_errors_not_logged();
         self.router.reap(self.now, false, &mut self.logger);
         let t = self.cfg.timeouts.clone();
+        // Winding down, whether HTTP/2 connections hear GOAWAY now, busy
+        // or not: at a stop; at a reload, `timeouts.keepalive` after it,
+        // or when `timeouts.reload_drain` is about to end (time for both
+        // steps first). `None`: serving.
+        #[cfg(feature = "http2")]
+        let goaway_at_once = match self.draining {
+            Drain::Serve => None,
+            Drain::Stop => Some(true),
+            Drain::Retire => {
+                let since = *self.draining_since.get_or_insert(self.now);
+                let ending = self.drain_until.is_some_and(|u| {
+                    u.saturating_duration_since(self.now) <= crate::h2::GOAWAY_WAIT + TICK
+                });
+                Some(ending || self.now.saturating_duration_since(since) >= t.keepalive)
+            }
+        };
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
@@ -556,15 +577,30 @@ impl Worker {
                 continue;
             }
             #[cfg(feature = "http2")]
-            if self.draining != Drain::Serve {
-                if let Some(h2) = c.h2.as_mut().filter(|h2| !h2.conn.shutting_down()) {
+            if let Some(at_once) = goaway_at_once {
+                // At a reload, a connection hears it once it has opened
+                // no stream for a second (a client in the middle of a
+                // burst of requests finishes it here: one that opens no
+                // stream after a GOAWAY and does not connect again, as
+                // h2load, would lose the rest), or at the latest as said
+                // above (`timeouts.keepalive`, as an idle HTTP/1.1
+                // connection is kept); at a stop, at once.
+                let quiet = |h2: &crate::server::h2::Session| {
+                    self.now.saturating_duration_since(h2.conn.last_opened()) >= TICK
+                };
+                if let Some(h2) =
+                    c.h2.as_mut()
+                        .filter(|h2| (at_once || quiet(h2)) && !h2.conn.shutting_down())
+                {
                     // Winding down: GOAWAY (RFC 9113 §6.8), so the client
-                    // opens nothing more; its open streams finish and the
-                    // connection closes once they have. A connection
+                    // opens nothing more (the final one a round trip
+                    // later: the streams it opened meanwhile are served);
+                    // its open streams finish and the connection closes
+                    // once they have. A connection
                     // stalled on flow control hears it too (it waited for
                     // the shutdown grace and a bare close before); its
                     // `timeouts.send` still runs from the next sweep.
-                    h2.conn.shut_down();
+                    h2::shut_down(h2, i, self.now, &mut self.timers);
                     self.on_event(i, false);
                     continue;
                 }
@@ -616,7 +652,7 @@ impl Worker {
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
-                Timer::Linger if age >= LINGER => self.close(i),
+                Timer::Linger if drive::linger_due(c, self.now, age, t.send) => self.close(i),
                 Timer::Pipe(limit) if age >= limit => {
                     let mut conn = self.conns[i].take().expect("present");
                     self.pipe_timeout(&mut conn);

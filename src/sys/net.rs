@@ -159,14 +159,16 @@ pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) })
 }
 
-/// Bytes written to `sock` that its peer has not acknowledged yet, sent
-/// or still to send (`SIOCOUTQ`): 0 once everything written has reached
-/// the client's system, which only takes more as its program reads.
-pub fn unacknowledged(sock: &impl AsRawFd) -> io::Result<usize> {
+/// The bytes `sock`'s send queue holds (`SIOCOUTQ`): written and not yet
+/// sent, or sent and not yet acknowledged by the peer (its FIN counts as
+/// one); 0 once everything written has reached the client's system, which
+/// only takes more as its program reads.
+pub fn unsent(sock: &impl AsRawFd) -> io::Result<u32> {
     let mut n: libc::c_int = 0;
-    // SAFETY: SIOCOUTQ (TIOCOUTQ's number) writes one int, into `n`.
+    // SAFETY: SIOCOUTQ (TIOCOUTQ on Linux) writes one int through the
+    // pointer, which points at `n` for the whole call.
     cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::TIOCOUTQ, &mut n) })?;
-    Ok(n.max(0) as usize)
+    Ok(n.max(0) as u32)
 }
 
 /// Reads from `sock` into the spare capacity of `buf` (never initialising

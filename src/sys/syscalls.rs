@@ -162,9 +162,10 @@ pub const PRIVILEGED: &[libc::c_long] = &[
 ];
 
 /// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`
-/// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), what
-/// a socket holds that its peer has not acknowledged, asked when an idle
-/// connection's keep-alive time is up (`sys::net::unacknowledged`).
+/// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), how
+/// much a socket's send queue holds (`sys::net::unsent`): asked when an
+/// idle connection's keep-alive time is up (a slow reader is not idle),
+/// and while a closing connection lingers (its answer still there).
 pub const IOCTLS: &[u32] = &[libc::TIOCOUTQ as u32];
 
 #[cfg(test)]

@@ -82,31 +82,8 @@ impl H2 {
     /// The next frame, or `None` when the server closed.
     pub fn frame(&mut self) -> Option<Frame> {
         loop {
-            if self.buf.len() >= HEAD_LEN {
-                let h = Head::read(self.buf[..HEAD_LEN].try_into().unwrap());
-                let end = HEAD_LEN + h.len as usize;
-                if self.buf.len() >= end {
-                    let payload = self.buf[HEAD_LEN..end].to_vec();
-                    self.buf.drain(..end);
-                    let mut fields = Vec::new();
-                    if h.kind == kind::HEADERS {
-                        self.decoder
-                            .decode(&payload, 1 << 20, &mut |n, v| {
-                                fields.push((
-                                    String::from_utf8_lossy(n).into_owned(),
-                                    String::from_utf8_lossy(v).into_owned(),
-                                ))
-                            })
-                            .expect("HPACK");
-                    }
-                    return Some(Frame {
-                        kind: h.kind,
-                        flags: h.flags,
-                        stream: h.stream,
-                        payload,
-                        fields,
-                    });
-                }
+            if let Some(f) = self.buffered_frame() {
+                return Some(f);
             }
             let mut chunk = [0u8; 65536];
             match self.sock.read(&mut chunk) {
@@ -114,6 +91,33 @@ impl H2 {
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
             }
         }
+    }
+
+    /// The next frame if the bytes read so far hold it whole (nothing is
+    /// read from the socket).
+    pub fn buffered_frame(&mut self) -> Option<Frame> {
+        let h = Head::read(self.buf.get(..HEAD_LEN)?.try_into().unwrap());
+        let end = HEAD_LEN + h.len as usize;
+        let payload = self.buf.get(HEAD_LEN..end)?.to_vec();
+        self.buf.drain(..end);
+        let mut fields = Vec::new();
+        if h.kind == kind::HEADERS {
+            self.decoder
+                .decode(&payload, 1 << 20, &mut |n, v| {
+                    fields.push((
+                        String::from_utf8_lossy(n).into_owned(),
+                        String::from_utf8_lossy(v).into_owned(),
+                    ))
+                })
+                .expect("HPACK");
+        }
+        Some(Frame {
+            kind: h.kind,
+            flags: h.flags,
+            stream: h.stream,
+            payload,
+            fields,
+        })
     }
 
     /// A request block: method, path, and extra fields.

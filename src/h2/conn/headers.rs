@@ -40,7 +40,8 @@ impl Conn {
             }
         } else {
             self.last_stream = id;
-            if self.goaway.is_some_and(|last| id > last) {
+            self.last_opened = now;
+            if matches!(self.goaway, Goaway::Final(last) if id > last) {
                 Then::Drop
             } else if self_dep {
                 Then::Refuse(ErrorCode::Protocol)

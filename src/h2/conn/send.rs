@@ -253,11 +253,41 @@ impl Conn {
         }
     }
 
-    /// Graceful shutdown (§6.8): GOAWAY with the last stream we will
-    /// serve; the streams open finish, new ones are not served.
-    pub fn shut_down(&mut self) {
-        if self.goaway.is_none() && self.phase != Phase::Failed {
-            self.goaway = Some(self.last_stream);
+    /// Graceful shutdown, as RFC 9113 §6.8 recommends: a GOAWAY naming
+    /// [`ANY_STREAM`] and a PING now, so that the client opens no more
+    /// streams, and the final GOAWAY, naming the last stream the client
+    /// opened, once it has answered that PING (it read the first GOAWAY)
+    /// or [`GOAWAY_WAIT`] has passed (see [`Conn::goaway_due`]). Every
+    /// stream opened until then is served, so that none of the requests
+    /// already on the wire is dropped; the streams open finish.
+    pub fn shut_down(&mut self, now: Instant) {
+        if self.goaway == Goaway::No && self.phase != Phase::Failed {
+            self.goaway = Goaway::Announced(now);
+            frame::write_goaway(&mut self.out, ANY_STREAM, ErrorCode::NoError, b"");
+            frame::write_ping(&mut self.out, &GOAWAY_PING);
+        }
+    }
+
+    /// When the final GOAWAY is due, if it waits for the client's answer
+    /// to [`GOAWAY_PING`]; past that moment, it is queued now (and
+    /// `None` returned).
+    pub fn goaway_due(&mut self, now: Instant) -> Option<Instant> {
+        let Goaway::Announced(since) = self.goaway else {
+            return None;
+        };
+        let due = since + GOAWAY_WAIT;
+        if now < due {
+            return Some(due);
+        }
+        self.final_goaway();
+        None
+    }
+
+    /// The final GOAWAY (§6.8), naming the last stream the client opened:
+    /// streams above it are not served.
+    pub(super) fn final_goaway(&mut self) {
+        if matches!(self.goaway, Goaway::Announced(_)) && self.phase != Phase::Failed {
+            self.goaway = Goaway::Final(self.last_stream);
             frame::write_goaway(&mut self.out, self.last_stream, ErrorCode::NoError, b"");
         }
     }
@@ -270,8 +300,8 @@ impl Conn {
     /// already (the last stream id it named may not grow), or the
     /// connection failed (its GOAWAY said so).
     pub fn go_away(&mut self) {
-        if self.phase != Phase::Failed && self.goaway.is_none_or(|last| last > self.last_stream) {
-            self.goaway = Some(self.last_stream);
+        if self.phase != Phase::Failed && !matches!(self.goaway, Goaway::Final(_)) {
+            self.goaway = Goaway::Final(self.last_stream);
             frame::write_goaway(&mut self.out, self.last_stream, ErrorCode::NoError, b"");
         }
     }

@@ -524,25 +524,142 @@ fn the_smallest_answer_goes_first() {
     assert_eq!(s.conn.next_stream(), Some(5));
 }
 
+/// The bytes of a GOAWAY NO_ERROR naming `last`, without debug data.
+fn goaway_bytes(last: u32) -> Vec<u8> {
+    let mut b = vec![0, 0, 8, kind::GOAWAY, 0, 0, 0, 0, 0];
+    b.extend_from_slice(&last.to_be_bytes());
+    b.extend_from_slice(&[0, 0, 0, 0]);
+    b
+}
+
+/// A PING (or its answer, `ack`) carrying `data`.
+fn ping(out: &mut Vec<u8>, data: &[u8; 8], ack: bool) {
+    frame::write_head(out, 8, kind::PING, if ack { flag::ACK } else { 0 }, 0);
+    out.extend_from_slice(data);
+}
+
 #[test]
-fn goaway_lets_open_streams_finish() {
+fn goaway_comes_in_two_steps_and_serves_what_was_on_the_wire() {
+    // RFC 9113 §6.8: first a GOAWAY naming 2^31-1 and a PING; the
+    // streams the client opened before it read that GOAWAY (HEADERS
+    // already on the wire) are served; once it answers the PING, the
+    // final GOAWAY names the last of them, byte for byte.
     let mut s = Script::new(Limits::default());
     let mut input = Vec::new();
     headers(&mut input, 1, &get("/"), END);
     s.feed(&input);
-    s.conn.shut_down();
-    let sent = s.take();
-    assert_eq!(goaway_code(&sent), Some(ErrorCode::NoError as u32));
-    let last = u32::from_be_bytes(sent[0].payload[..4].try_into().unwrap());
-    assert_eq!(last, 1);
-    // A stream opened after it is not served, and HPACK stays in step.
+    s.conn.shut_down(s.now);
+    let mut out = Vec::new();
+    s.conn.drain_out(&mut out);
+    let mut first = goaway_bytes(0x7fff_ffff);
+    ping(&mut first, b"goaway!\0", false);
+    assert_eq!(out, first);
+    assert_eq!(
+        (super::ANY_STREAM, super::GOAWAY_PING),
+        (0x7fff_ffff, *b"goaway!\0")
+    );
+    assert!(s.conn.shutting_down());
+    // Requests sent before the client read it: served.
     let mut input = Vec::new();
-    headers(&mut input, 3, &get("/x"), END);
+    headers(&mut input, 3, &get("/a"), END);
+    headers(&mut input, 5, &get("/b"), END);
+    s.feed(&input);
+    assert_eq!(
+        s.events,
+        ["request 1 true", "request 3 true", "request 5 true"]
+    );
+    assert!(
+        s.take().is_empty(),
+        "no final GOAWAY before the PING's answer"
+    );
+    // Answers to other PINGs do not count.
+    let mut input = Vec::new();
+    ping(&mut input, b"12345678", true);
+    s.feed(&input);
+    assert!(s.take().is_empty());
+    // The answer to ours: the final GOAWAY names stream 5.
+    let mut input = Vec::new();
+    ping(&mut input, b"goaway!\0", true);
+    s.feed(&input);
+    let mut out = Vec::new();
+    s.conn.drain_out(&mut out);
+    assert_eq!(out, goaway_bytes(5));
+    // A stream opened after it is not served (HPACK stays in step), and
+    // the connection is done once streams 1, 3 and 5 are answered.
+    let mut input = Vec::new();
+    headers(&mut input, 7, &get("/x"), END);
     assert!(!s.feed(&input));
-    assert_eq!(s.events, ["request 1 true"]);
-    assert!(!s.conn.finished(), "stream 1 is still being answered");
+    assert_eq!(s.events.len(), 3, "{:?}", s.events);
+    for id in [1, 3, 5] {
+        assert!(!s.conn.finished(), "stream {id} is still being answered");
+        s.conn.send_headers(id, &[0x88], true);
+    }
+    assert!(s.conn.finished());
+    let sent = s.take();
+    assert!(sent.iter().all(|f| f.kind == kind::HEADERS), "{sent:?}");
+    // Neither step is sent twice.
+    s.conn.shut_down(s.now);
+    let mut input = Vec::new();
+    ping(&mut input, b"goaway!\0", true);
+    s.feed(&input);
+    assert_eq!(s.conn.goaway_due(s.now + super::GOAWAY_WAIT), None);
+    assert!(s.take().is_empty());
+}
+
+#[test]
+fn the_last_stream_opened_is_timed() {
+    // (A reload's GOAWAY waits until a connection opens no more streams.)
+    let mut s = Script::new(Limits::default());
+    let t0 = s.now;
+    assert_eq!(s.conn.last_opened(), t0);
+    s.now = t0 + Duration::from_secs(5);
+    let mut input = Vec::new();
+    frame::write_window_update(&mut input, 0, 1000);
+    ping(&mut input, b"12345678", false);
+    s.feed(&input);
+    assert_eq!(s.conn.last_opened(), t0, "other frames do not count");
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    s.feed(&input);
+    assert_eq!(s.conn.last_opened(), t0 + Duration::from_secs(5));
+}
+
+#[test]
+fn the_final_goaway_does_not_wait_past_its_bound() {
+    // A client that never answers the PING still gets the final GOAWAY
+    // (naming the last stream it opened) once GOAWAY_WAIT has passed;
+    // until then the connection is not done, even with no stream open.
+    let mut s = Script::new(Limits::default());
+    let t0 = s.now;
+    s.conn.shut_down(t0);
+    s.take();
+    assert!(
+        !s.conn.finished(),
+        "no stream open, but the final GOAWAY is to come"
+    );
+    let mut input = Vec::new();
+    headers(&mut input, 1, &get("/"), END);
+    s.feed(&input);
+    let due = t0 + super::GOAWAY_WAIT;
+    let almost = due - Duration::from_millis(1);
+    assert_eq!(s.conn.goaway_due(almost), Some(due));
+    assert!(s.take().is_empty());
+    assert_eq!(s.conn.goaway_due(due), None);
+    let mut out = Vec::new();
+    s.conn.drain_out(&mut out);
+    assert_eq!(out, goaway_bytes(1));
     s.conn.send_headers(1, &[0x88], true);
     assert!(s.conn.finished());
+    // A connection error meanwhile sends its own GOAWAY, and no final one.
+    let mut s = Script::new(Limits::default());
+    s.conn.shut_down(s.now);
+    s.take();
+    let mut input = Vec::new();
+    headers(&mut input, 2, &get("/"), END);
+    assert!(s.feed(&input));
+    assert_eq!(goaway_code(&s.take()), Some(ErrorCode::Protocol as u32));
+    assert_eq!(s.conn.goaway_due(s.now + super::GOAWAY_WAIT), None);
+    assert!(s.take().is_empty());
 }
 
 #[test]

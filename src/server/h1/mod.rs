@@ -60,10 +60,20 @@ pub enum State {
     Streaming(Box<StreamRun>),
     /// The answer (or a fatal TLS alert, or HTTP/2's GOAWAY) is out and
     /// the write side shut: what the client still sends is read and
-    /// dropped until it closes (linger timeout), so that closing does not
-    /// reset the connection under the answer; the bytes it may still
-    /// drop, as nginx's lingering close bounds its time.
-    Lingering(u32),
+    /// dropped until it closes (linger timeout, from when the socket's
+    /// send queue last moved), so that closing does not reset the
+    /// connection under the answer.
+    Lingering(Linger),
+}
+
+/// A lingering close's bounds (see [`State::Lingering`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Linger {
+    /// The bytes the client may still send before the close, as nginx's
+    /// lingering close bounds its time.
+    pub left: u32,
+    /// The bytes the socket's send queue held at the last look.
+    pub unsent: u32,
 }
 
 /// A request body being read, and where it goes.

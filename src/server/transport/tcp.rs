@@ -54,6 +54,12 @@ impl Tcp {
     pub fn socket(&self) -> &TcpStream {
         &self.stream
     }
+
+    /// The bytes the kernel still holds to send, or sent and not yet
+    /// acknowledged by the client (0 if it cannot tell).
+    pub fn unsent(&self) -> u32 {
+        net::unsent(&self.stream).unwrap_or(0)
+    }
 }
 
 impl Transport for Tcp {

@@ -49,9 +49,10 @@ impl Worker {
                     {
                         self.close(i)
                     }
-                    // (HTTP/2 connections with streams open get a GOAWAY at
-                    // the sweep instead, and their open streams finish.)
-                    Some(c) if c.idle() => self.close_idle(i),
+                    // (HTTP/2 connections get their GOAWAY in two steps
+                    // at the sweep instead, idle or not, so that requests
+                    // already on the wire are served; open streams finish.)
+                    Some(c) if c.idle() && !c.speaks_h2() => self.close_idle(i),
                     _ => {}
                 }
             }

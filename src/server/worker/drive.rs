@@ -213,21 +213,33 @@ impl Worker {
     /// close with unread input would send a reset, and the client's
     /// system could drop the last answer (a response, a fatal TLS alert,
     /// a GOAWAY) before its program reads it. Returns false to close now.
+    /// (Every close after an answer, a GOAWAY or a fatal alert goes
+    /// through here; see [`linger_due`] for its timer.)
     fn close_lingering(&mut self, c: &mut Conn) -> bool {
-        // Lingering only matters when the client may still be sending:
-        // unread input, a body in flight, or a socket not known to be
-        // drained. Otherwise close at once.
-        let t = c.transport.tcp();
-        let quiet = t.eof || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more);
         // The answer's tail was held back for the FIN (see `Out::flush`):
         // send both now. A bare close would instead reset and drop them
         // if input arrived since the last read.
         c.transport.shutdown_write();
+        // Lingering only matters when the client may still be sending:
+        // unread input, a body in flight, a socket not known to be
+        // drained, or an HTTP/2 client (it sends WINDOW_UPDATE and PING
+        // frames as it reads, and while the socket's send queue still
+        // holds the answers, whatever it sends next would reset the
+        // connection under them). Otherwise, or once the client has
+        // closed, close at once: an HTTP/1.1 client sends nothing after
+        // the request answered with `Connection: close`.
+        let t = c.transport.tcp();
+        let quiet = t.eof
+            || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more && !c.speaks_h2());
         if quiet {
             return false;
         }
         c.pending.clear();
-        c.h1.set(State::Lingering(LINGER_BYTES), self.now);
+        let linger = Linger {
+            left: LINGER_BYTES,
+            unsent: t.unsent(),
+        };
+        c.h1.set(State::Lingering(linger), self.now);
         self.linger(c)
     }
 
@@ -254,7 +266,7 @@ impl Worker {
     /// (and [`LINGER`], the timer's): raw bytes from the socket, which
     /// no protocol reads any more. Returns false to close now.
     fn linger(&mut self, c: &mut Conn) -> bool {
-        let State::Lingering(mut left) = *c.h1.state() else {
+        let State::Lingering(Linger { mut left, .. }) = *c.h1.state() else {
             return false;
         };
         let done = loop {
@@ -269,7 +281,7 @@ impl Worker {
             }
         };
         if let State::Lingering(l) = c.h1.state_mut() {
-            *l = left;
+            l.left = left;
         }
         !done
     }
@@ -344,5 +356,35 @@ impl Worker {
         }
         self.rbuf = rbuf;
         Ok(fresh || consumed > 0)
+    }
+}
+
+/// The timer of lingering connection `c` (at the sweep, `age` since its
+/// state's timer started): whether to close it now. It closes [`LINGER`]
+/// after its socket's send queue last moved: while the queue still holds
+/// the answer and drains (a slow reader of a large body), the timer
+/// starts again, since a close would make the client's next bytes (an
+/// HTTP/2 client's WINDOW_UPDATE or PING) reset the connection and drop
+/// the rest; a queue that does not move for `send_timeout` (a client
+/// that stopped reading) closes it as a stalled write would.
+pub(super) fn linger_due(
+    c: &mut Conn,
+    now: Instant,
+    age: Duration,
+    send_timeout: Duration,
+) -> bool {
+    let unsent = c.transport.tcp().unsent();
+    let State::Lingering(l) = c.h1.state_mut() else {
+        return false;
+    };
+    if unsent != l.unsent {
+        l.unsent = unsent;
+        c.h1.touch(now);
+        return false;
+    }
+    age >= if unsent > 0 {
+        send_timeout.max(LINGER)
+    } else {
+        LINGER
     }
 }

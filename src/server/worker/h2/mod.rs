@@ -129,9 +129,10 @@ impl Worker {
             c.h2 = Some(self.h2_session());
         }
         self.h2_lend(c);
-        if self.draining != Drain::Serve {
+        // (At a reload, the sweep says when; see `Worker::sweep`.)
+        if self.draining == Drain::Stop {
             if let Some(s) = c.h2.as_mut() {
-                s.conn.shut_down();
+                shut_down(s, c.index, self.now, &mut self.timers);
             }
         }
         // Requests whose password check is done are routed again, and
@@ -811,7 +812,10 @@ impl Worker {
     /// Moves the frames the protocol has queued by itself (control
     /// frames, a GOAWAY) to the output queue; whether there were any.
     pub(super) fn h2_queue_control(&mut self, c: &mut Conn) -> bool {
-        if c.h2.as_ref().is_none_or(|s| s.conn.out().is_empty()) {
+        let Some(s) = c.h2.as_mut() else { return false };
+        // (The final GOAWAY, if its wait for the client is over.)
+        s.conn.goaway_due(self.now);
+        if s.conn.out().is_empty() {
             return false;
         }
         self.lend_out(c);
@@ -828,6 +832,23 @@ impl Worker {
     pub(super) fn h2_done(&self, c: &Conn) -> bool {
         c.h2.as_ref()
             .is_some_and(|s| s.conn.failed() || s.conn.finished())
+    }
+}
+
+/// Winding down: the first GOAWAY of session `s`, connection `index`'s
+/// (see [`proto::Conn::shut_down`]; once), and a timer for its final one.
+pub(super) fn shut_down(
+    s: &mut Session,
+    index: usize,
+    now: Instant,
+    timers: &mut Vec<(Instant, usize)>,
+) {
+    if s.conn.shutting_down() {
+        return;
+    }
+    s.conn.shut_down(now);
+    if let Some(due) = s.conn.goaway_due(now) {
+        timers.push((due, index));
     }
 }
 
