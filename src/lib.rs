@@ -34,6 +34,7 @@ pub mod http;
 pub mod log;
 pub mod process;
 pub mod server;
+pub(crate) mod sort;
 #[allow(unsafe_code)]
 pub mod sys;
 #[cfg(feature = "tls")]
