@@ -27,12 +27,35 @@ struct State<T> {
     cap: usize,
     senders: usize,
     receiver: bool,
+    /// Threads waiting in `filled` (receivers) and in `emptied`
+    /// (senders): a message or a slot wakes someone only when someone
+    /// waits, so that the common case makes no system call.
+    receiving: usize,
+    sending: usize,
 }
 
 impl<T> Shared<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // A thread that panicked holding the lock left the queue whole.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A message was queued: wakes a receiver if one waits.
+    fn filled_one(&self, state: MutexGuard<'_, State<T>>) {
+        let waits = state.receiving > 0;
+        drop(state);
+        if waits {
+            self.filled.notify_one();
+        }
+    }
+
+    /// A message was taken: wakes a sender if one waits for room.
+    fn emptied_one(&self, state: MutexGuard<'_, State<T>>) {
+        let waits = state.sending > 0;
+        drop(state);
+        if waits {
+            self.emptied.notify_one();
+        }
     }
 }
 
@@ -64,6 +87,8 @@ fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
             cap,
             senders: 1,
             receiver: true,
+            receiving: 0,
+            sending: 0,
         }),
         filled: Condvar::new(),
         emptied: Condvar::new(),
@@ -82,15 +107,16 @@ impl<T> Sender<T> {
             }
             if state.queue.len() < state.cap {
                 state.queue.push_back(msg);
-                drop(state);
-                self.0.filled.notify_one();
+                self.0.filled_one(state);
                 return Ok(());
             }
+            state.sending += 1;
             state = self
                 .0
                 .emptied
                 .wait(state)
                 .unwrap_or_else(|e| e.into_inner());
+            state.sending -= 1;
         }
     }
 
@@ -104,8 +130,7 @@ impl<T> Sender<T> {
             return Err(TrySendError::Full(msg));
         }
         state.queue.push_back(msg);
-        drop(state);
-        self.0.filled.notify_one();
+        self.0.filled_one(state);
         Ok(())
     }
 }
@@ -145,8 +170,7 @@ impl<T> Receiver<T> {
         let mut state = self.0.lock();
         match state.queue.pop_front() {
             Some(msg) => {
-                drop(state);
-                self.0.emptied.notify_one();
+                self.0.emptied_one(state);
                 Ok(msg)
             }
             None if state.senders == 0 => Err(TryRecvError::Disconnected),
@@ -158,23 +182,25 @@ impl<T> Receiver<T> {
         let mut state = self.0.lock();
         loop {
             if let Some(msg) = state.queue.pop_front() {
-                drop(state);
-                self.0.emptied.notify_one();
+                self.0.emptied_one(state);
                 return Ok(msg);
             }
             if state.senders == 0 {
                 return Err(RecvTimeoutError::Disconnected);
             }
+            state.receiving += 1;
             state = match until {
                 None => self.0.filled.wait(state).unwrap_or_else(|e| e.into_inner()),
                 Some(t) => {
                     let Some(left) = t.checked_duration_since(Instant::now()) else {
+                        state.receiving -= 1;
                         return Err(RecvTimeoutError::Timeout);
                     };
                     let waited = self.0.filled.wait_timeout(state, left);
                     waited.unwrap_or_else(|e| e.into_inner()).0
                 }
             };
+            state.receiving -= 1;
         }
     }
 }
