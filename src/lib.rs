@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub(crate) mod channel;
 pub mod config;
 #[cfg(feature = "http2")]
 pub mod h2;
@@ -34,6 +35,7 @@ pub mod http;
 pub mod log;
 pub mod process;
 pub mod server;
+pub(crate) mod sort;
 #[allow(unsafe_code)]
 pub mod sys;
 #[cfg(feature = "tls")]

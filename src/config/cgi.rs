@@ -306,7 +306,7 @@ impl Loader<'_> {
             }
             out.push(canonical);
         }
-        out.sort();
+        crate::sort::sort_by(&mut out, |a, b| a.cmp(b));
         out.dedup();
         Ok(out)
     }

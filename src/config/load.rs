@@ -323,7 +323,7 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// the file whatever order the map keeps.
 pub(super) fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<Entry<'t, 'i>> {
     let mut entries: Vec<Entry<'t, 'i>> = table.iter().collect();
-    entries.sort_by_key(|(k, _)| k.span().start);
+    crate::sort::sort_by_key(&mut entries, |(k, _)| k.span().start);
     entries
 }
 

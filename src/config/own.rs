@@ -56,7 +56,9 @@ impl Config {
                     format!("{table}auth[{}].htpasswd", j + 1),
                 ));
             }
-            if servlet_sources && site.servlets.enable {
+            // (A build without servlets refuses `enable = true`: known
+            // false there, so that the walk is left out of it.)
+            if cfg!(feature = "servlets") && servlet_sources && site.servlets.enable {
                 let mut left = SERVLET_FILES;
                 for prefix in &site.servlets.paths {
                     let dir = site.root.join(prefix.trim_start_matches('/'));

@@ -61,7 +61,7 @@ impl Protected {
             .filter_map(|(f, _)| std::fs::metadata(f).ok())
             .map(|m| (m.dev(), m.ino()))
             .collect();
-        ids.sort_unstable();
+        crate::sort::sort_by(&mut ids, |a, b| a.cmp(b));
         ids.dedup();
         let filter = ids.iter().fold(0, |f, &(dev, ino)| f | bit(dev, ino));
         let paths = cfg.own_files_with(false).into_iter().map(|(f, _)| f);

@@ -401,6 +401,16 @@ struct Chosen {
     stream: bool,
 }
 
+impl Chosen {
+    /// `stream`, known to be false where brisk compresses nothing
+    /// (without the feature `compress`), so that the code that streams
+    /// is left out of that build.
+    #[inline]
+    fn streams(&self) -> bool {
+        cfg!(feature = "compress") && self.stream
+    }
+}
+
 /// Chooses the representation to send: a precompressed sidecar, or
 /// failing that a variant compressed by brisk (`[compress]`), or the
 /// file as it is.
@@ -601,7 +611,7 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     // `If-None-Match` (a weak comparison, §13.1.2) revalidates it while
     // `If-Match` and `If-Range` (strong) never take it for the file.
     let weak;
-    let etag = match chosen.stream {
+    let etag = match chosen.streams() {
         true => {
             weak = [b"W/", entry.etag()].concat();
             s.headers.extend_from_slice(b"ETag: ");
@@ -667,13 +677,13 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
     if !multipart {
         s.header("Content-Type", content_type.as_bytes());
     }
-    if !chosen.on_the_fly && !chosen.stream {
+    if !chosen.on_the_fly && !chosen.streams() {
         s.header("Accept-Ranges", b"bytes");
     }
     if let Some(c) = coding {
         s.header("Content-Encoding", c.as_bytes());
     }
-    if chosen.stream {
+    if chosen.streams() {
         // The engine compresses it as it passes, as it does a CGI
         // program's output, and writes `Content-Encoding` and `Vary`.
         apply_header_rules(files, s);

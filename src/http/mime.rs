@@ -314,7 +314,7 @@ impl MimeTable {
                 (ext, with_charset(ty).into_boxed_str())
             })
             .collect();
-        file.sort_by(|a, b| a.0.cmp(&b.0));
+        crate::sort::sort_by(&mut file, |a, b| a.0.cmp(&b.0));
         file.dedup_by(|later, first| later.0 == first.0);
         table.file = file;
         table

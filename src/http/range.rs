@@ -164,7 +164,15 @@ fn coalesce_if_overlapping(ranges: &mut [ByteRange]) -> usize {
     let mut sorted = [EMPTY; MAX_SPECS];
     let sorted = &mut sorted[..ranges.len()];
     sorted.copy_from_slice(ranges);
-    sorted.sort_unstable_by_key(|r| r.start);
+    // By start, by insertion: at most MAX_SPECS ranges, and no copy of
+    // the standard library's whole sort for them (see `crate::sort`).
+    for i in 1..sorted.len() {
+        let mut j = i;
+        while j > 0 && sorted[j - 1].start > sorted[j].start {
+            sorted.swap(j - 1, j);
+            j -= 1;
+        }
+    }
     // `end + 1` cannot overflow: ends are clipped to len - 1 < u64::MAX.
     let touching = sorted.windows(2).any(|w| w[1].start <= w[0].end + 1);
     if !touching {

@@ -48,7 +48,7 @@ pub fn provider() -> rustls::crypto::CryptoProvider {
     let mut p = rustls::crypto::ring::default_provider();
     // A stable sort: AES-128 before AES-256 in each version, the rest in
     // rustls's order (TLS 1.3 first, ChaCha20 last).
-    p.cipher_suites.sort_by_key(|s| {
+    crate::sort::sort_by_key(&mut p.cipher_suites, |s| {
         let name = s.suite().as_str().unwrap_or_default();
         (
             s.version() != &rustls::version::TLS13,

@@ -32,7 +32,7 @@ impl ByName {
                 }
             }
         }
-        names.sort();
+        crate::sort::sort_by(&mut names, |a, b| a.cmp(b));
         ByName {
             names,
             keys: certs.iter().map(|c| Arc::clone(&c.key)).collect(),

@@ -239,7 +239,7 @@ pub const DEFAULT_FALLBACK_EXCLUDE: &[&str] = &[
 
 /// Puts redirects and rewrites read from two arrays back in file order.
 pub(in crate::config) fn in_file_order(rules: &mut [UrlRule]) {
-    rules.sort_by_key(|r| r.at);
+    crate::sort::sort_by_key(rules, |r| r.at);
 }
 
 /// The configuration a TOML document makes (on the defaults), for the

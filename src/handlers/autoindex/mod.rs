@@ -73,7 +73,7 @@ const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 /// no size, so among themselves they are sorted by name when sorting by
 /// size.
 pub fn sort(entries: &mut [Entry], view: &View) {
-    entries.sort_unstable_by(|a, b| {
+    crate::sort::sort_by(entries, |a, b| {
         let by_key = match view.sort {
             SortKey::Name => a.name.cmp(&b.name),
             SortKey::Size if a.is_dir => a.name.cmp(&b.name),

@@ -19,11 +19,6 @@ pub fn install(lua: &Lua, string: &Table) -> mlua::Result<()> {
     Ok(())
 }
 
-/// The matcher's `stop`: the request's CPU budget is spent.
-fn spent() -> bool {
-    lua_cpu::check_spent()
-}
-
 fn lua_error(e: Error) -> mlua::Error {
     match e {
         // The hook's error (`State::failure` sees `lua_cpu::stopped`).
@@ -82,7 +77,9 @@ fn gsub(
     let max = max.map_or(src.len() as f64 + 1.0, f64::trunc);
     let room = lua_heap::outside_room(lua);
     let (anchor, p0) = anchored(pat);
-    let mut m = Matcher::new(src, pat, spent);
+    // The matcher's `stop`: the request's CPU budget is spent. The same
+    // function as `lua_str`'s matchers', so that the matcher is built once.
+    let mut m = Matcher::new(src, pat, lua_cpu::check_spent);
     let mut out = Vec::new();
     let (mut at, mut n) = (0usize, 0i64);
     while (n as f64) < max {
