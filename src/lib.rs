@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub(crate) mod channel;
 pub mod config;
 #[cfg(feature = "http2")]
 pub mod h2;

@@ -2,7 +2,7 @@
 //! use, run [`Check`]s and hand each outcome to a callback (which sends it
 //! back to the worker that asked, and wakes it).
 
-use std::sync::mpsc::{self, Receiver, Sender};
+use crate::channel::{self as mpsc, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::auth::{Check, Checked};

@@ -18,11 +18,12 @@ mod tests;
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::TrySendError;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
+use crate::channel::{self as mpsc, Receiver, Sender as SyncSender};
 use crate::config::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget};
 use crate::http::TlsSession;
 

@@ -9,9 +9,11 @@ use std::fs::File;
 use std::io::{self, IoSlice, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use crate::channel::{Receiver, Sender as SyncSender};
 
 use crate::config::{Level, LogTarget};
 use crate::sys::fs;

@@ -18,6 +18,7 @@ use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
 use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::access::Checked;
+use crate::channel;
 use crate::config::{Config, Level};
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::{BodyDecoder, BodyLimits};
@@ -155,8 +156,8 @@ pub struct Worker {
     verifier: Arc<Verifier>,
     waker: Arc<Waker>,
     /// Finished password checks: connection, request id, outcome.
-    checks_tx: mpsc::Sender<(usize, u64, Checked)>,
-    checks_rx: mpsc::Receiver<(usize, u64, Checked)>,
+    checks_tx: channel::Sender<(usize, u64, Checked)>,
+    checks_rx: channel::Receiver<(usize, u64, Checked)>,
     next_check: u64,
     /// Connections whose handler's later answer has moved (see
     /// [`crate::handlers::stream::Later`]).
@@ -250,7 +251,7 @@ impl Worker {
         let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
         router.count_in(Arc::clone(&init.stats));
         router.share_rates(init.counters.rates.clone());
-        let (checks_tx, checks_rx) = mpsc::channel();
+        let (checks_tx, checks_rx) = channel::channel();
         Ok(Worker {
             poll: init.poll,
             listeners,

@@ -12,12 +12,12 @@
 //! check, so an evicted variant's memory is freed once the requests
 //! that hold it are done, whatever the workers remember.
 
+use crate::channel as mpsc;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::coding;
