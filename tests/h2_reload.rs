@@ -211,6 +211,24 @@ fn requests_sent_after_a_stops_first_goaway_are_served_without_a_ping_answer() {
     requests_after_the_first_goaway_are_served(libc::SIGTERM, false);
 }
 
+/// A server (with `config`, if given), an h2c connection whose first stream was
+/// answered, then a reload done: the server, the connection and the
+/// stream.
+fn answered_then_reloaded(config: Option<&str>) -> (Server, H2, u32) {
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    if let Some(config) = config {
+        b.config(config);
+    }
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let first = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[first])[0].status(), "200");
+    s.signal(libc::SIGHUP);
+    s.wait_stderr_line("configuration reloaded");
+    (s, c, first)
+}
+
 /// Starts a server with `config`, makes an h2c connection to it, has
 /// one request answered, reloads, and then sends a request every 100 ms
 /// (each answered before the next) for at most `busy`, until a GOAWAY
@@ -219,15 +237,7 @@ fn requests_sent_after_a_stops_first_goaway_are_served_without_a_ping_answer() {
 /// quiet and gets both GOAWAYs (the first one if it has not yet), the
 /// final one once it answers the PING, naming its last stream.
 fn goaway_while_busy_after_a_reload(config: &str, busy: Duration) -> Option<usize> {
-    let mut b = Builder::new();
-    b.file("index.html", b"<h1>hi</h1>\n");
-    b.config(config);
-    let s = b.start();
-    let mut c = H2::connect(s.addr(), &[], 0);
-    let first = c.get("/index.html", &[]);
-    assert_eq!(c.answers(&[first])[0].status(), "200");
-    s.signal(libc::SIGHUP);
-    s.wait_stderr_line("configuration reloaded");
+    let (_s, mut c, first) = answered_then_reloaded(Some(config));
     let start = Instant::now();
     let mut last = first;
     let (mut goaway, mut goaway_ping) = (None, None);
@@ -369,14 +379,7 @@ fn a_reload_tells_a_connection_that_only_pings_goaway_all_the_same() {
     // Frames that open no stream (PING here; WINDOW_UPDATE as a large
     // answer is read) are not a burst of requests: the GOAWAY does not
     // wait for them to stop.
-    let mut b = Builder::new();
-    b.file("index.html", b"<h1>hi</h1>\n");
-    let s = b.start();
-    let mut c = H2::connect(s.addr(), &[], 0);
-    let first = c.get("/index.html", &[]);
-    assert_eq!(c.answers(&[first])[0].status(), "200");
-    s.signal(libc::SIGHUP);
-    s.wait_stderr_line("configuration reloaded");
+    let (_s, mut c, _) = answered_then_reloaded(None);
     let start = Instant::now();
     let goaway = 'pinging: loop {
         assert!(

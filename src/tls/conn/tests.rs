@@ -347,13 +347,7 @@ fn garbage_closes_with_an_error() {
         &b"\x00\x00\x00\x00\x00\x00\x00\x00"[..],
         &b"\x16\x03\x01\xff\xff"[..],
     ] {
-        let mut conn = TlsConn::new(
-            Arc::clone(&sc),
-            Instant::now(),
-            Duration::from_secs(10),
-            None,
-        )
-        .expect("conn");
+        let mut conn = fresh(&sc);
         let (mut plaintext, mut out) = (Vec::new(), Vec::new());
         let mut incoming = garbage.to_vec();
         let got = conn.receive(&mut incoming, &mut plaintext, &mut out);
@@ -720,13 +714,7 @@ fn handshake_pieces_in_reads_of_their_own_are_shown_to_rustls_again() {
 fn a_plaintext_record_over_2_14_bytes_is_a_record_overflow() {
     let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
     for (len, refused) in [(1 << 14, false), ((1 << 14) + 1, true)] {
-        let mut conn = TlsConn::new(
-            Arc::clone(&sc),
-            Instant::now(),
-            Duration::from_secs(10),
-            None,
-        )
-        .expect("conn");
+        let mut conn = fresh(&sc);
         let mut incoming = vec![0x16, 3, 1, (len >> 8) as u8, len as u8];
         // A ClientHello's start (the rest does not matter: it is refused,
         // or still arriving).
@@ -742,4 +730,15 @@ fn a_plaintext_record_over_2_14_bytes_is_a_record_overflow() {
             assert!(out.is_empty());
         }
     }
+}
+
+/// A server connection that has read nothing yet.
+fn fresh(sc: &Arc<rustls::ServerConfig>) -> TlsConn {
+    TlsConn::new(
+        Arc::clone(sc),
+        Instant::now(),
+        Duration::from_secs(10),
+        None,
+    )
+    .expect("conn")
 }
