@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-const VECTORS: &str = include_str!("../src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../engine/src/access/testdata/vectors.htpasswd");
 
 fn basic(user: &str, pass: &str) -> String {
     basic_auth(user, pass)

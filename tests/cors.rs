@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 
-const VECTORS: &str = include_str!("../src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../engine/src/access/testdata/vectors.htpasswd");
 
 fn site() -> Server {
     let mut b = Builder::new();

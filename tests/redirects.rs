@@ -9,7 +9,7 @@ mod common;
 
 use common::*;
 
-const VECTORS: &str = include_str!("../src/access/testdata/vectors.htpasswd");
+const VECTORS: &str = include_str!("../engine/src/access/testdata/vectors.htpasswd");
 
 const RULES: &str = r#"
 [[redirect]]

@@ -52,7 +52,7 @@ static A: Counting = Counting;
 
 fn testdata(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/tls/testdata")
+        .join("engine/src/tls/testdata")
         .join(name)
 }
 

@@ -406,7 +406,7 @@ mod tls {
 
     fn testdata(name: &str) -> std::path::PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("src/tls/testdata")
+            .join("engine/src/tls/testdata")
             .join(name)
     }
 

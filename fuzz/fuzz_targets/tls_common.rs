@@ -10,8 +10,8 @@ use brisk::tls::certs::{self, CertificateFiles};
 use brisk::tls::context::{server_config, Shared};
 use rustls::pki_types::ServerName;
 
-const CERT: &[u8] = include_bytes!("../../src/tls/testdata/a.pem");
-const KEY: &[u8] = include_bytes!("../../src/tls/testdata/a.key");
+const CERT: &[u8] = include_bytes!("../../engine/src/tls/testdata/a.pem");
+const KEY: &[u8] = include_bytes!("../../engine/src/tls/testdata/a.key");
 
 pub fn config() -> Arc<rustls::ServerConfig> {
     static CONFIG: OnceLock<Arc<rustls::ServerConfig>> = OnceLock::new();

@@ -10,6 +10,7 @@
 pub mod embedded;
 #[cfg(feature = "http2")]
 pub mod h2;
+#[path = "../../engine/src/test_skip.rs"]
 mod skip;
 // Not every test binary has a test that may skip.
 #[allow(unused_imports)]

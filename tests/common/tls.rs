@@ -1,5 +1,5 @@
 //! TLS for the harness (cargo feature `tls`): the test certificates of
-//! `src/tls/testdata` (signed by its `ca.pem`; `a` is `a.test` and
+//! `engine/src/tls/testdata` (signed by its `ca.pem`; `a` is `a.test` and
 //! `*.a.test`, `b` is `b.test`, `expired` ended in 2021), and a rustls
 //! client that trusts that CA, for [`super::Client::connect_tls`].
 
@@ -10,10 +10,10 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-/// A file of `src/tls/testdata`.
+/// A file of `engine/src/tls/testdata`.
 pub fn testdata(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("src/tls/testdata")
+        .join("engine/src/tls/testdata")
         .join(name)
 }
 

@@ -4,10 +4,10 @@
 use super::{args, TempDir};
 use crate::config::{Command, Config, ConfigError};
 
-/// A directory with `public/` and the test certificates of `src/tls`.
+/// A directory with `public/` and the test certificates of `engine/src/tls`.
 fn site() -> TempDir {
     let dir = TempDir::new();
-    let data = crate::source_dir().join("src/tls/testdata");
+    let data = crate::source_dir().join("engine/src/tls/testdata");
     for name in ["a", "b", "c", "expired"] {
         for ext in ["pem", "key"] {
             let file = format!("{name}.{ext}");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the test certificates of src/tls (run once; the files are checked
+# Makes the test certificates of engine/src/tls (run once; the files are checked
 # in, so the tests need no openssl). A private CA signs them; "valid" ones
 # last until 2126 (a GeneralizedTime notAfter), the expired one ended in
 # 2021 (made with `openssl ca`, which takes explicit dates).

@@ -43,7 +43,7 @@ pub mod tls;
 
 /// The top directory of the source tree (where README.md is): the
 /// engine package's (engine/) parent. Where tests find their fixtures
-/// (`src/tls/testdata`, `brisk.example.toml`).
+/// (`engine/src/tls/testdata`, `brisk.example.toml`).
 #[doc(hidden)]
 pub fn source_dir() -> &'static std::path::Path {
     let engine = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -51,5 +51,4 @@ pub fn source_dir() -> &'static std::path::Path {
 }
 
 #[cfg(test)]
-#[path = "../tests/common/skip.rs"]
 mod test_skip;

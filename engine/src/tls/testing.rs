@@ -1,5 +1,5 @@
 //! What the TLS unit tests share: the test certificates
-//! (`src/tls/testdata`, made by its `gen.sh`), a server configuration of
+//! (`engine/src/tls/testdata`, made by its `gen.sh`), a server configuration of
 //! some of them, and a rustls client that trusts their CA.
 
 use std::path::PathBuf;
@@ -15,9 +15,11 @@ use crate::tls::certs::{self, CertificateFiles};
 use crate::tls::conn::TlsConn;
 use crate::tls::context::{server_config, Shared};
 
-/// A file of `src/tls/testdata`.
+/// A file of `engine/src/tls/testdata`.
 pub fn testdata(name: &str) -> PathBuf {
-    crate::source_dir().join("src/tls/testdata").join(name)
+    crate::source_dir()
+        .join("engine/src/tls/testdata")
+        .join(name)
 }
 
 /// The test certificate `name` (`a`: a.test, `b`, `c`: see gen.sh).

@@ -234,7 +234,7 @@ mod tests {
 
     fn leaf(name: &str) -> Vec<u8> {
         let path = crate::source_dir()
-            .join("src/tls/testdata")
+            .join("engine/src/tls/testdata")
             .join(format!("{name}.pem"));
         CertificateDer::from_pem_file(path).expect("pem").to_vec()
     }

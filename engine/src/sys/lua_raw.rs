@@ -145,7 +145,7 @@ impl Encoder {
 /// `brisk.json.null` table) and `nil` are `null`. The outer error is
 /// Lua's (a failed call), the inner what the value cannot be.
 ///
-/// Tables are walked inside LuaJIT ([`in_lua`], `src/sys/lua_c/brisk_lj.c`)
+/// Tables are walked inside LuaJIT ([`in_lua`], `engine/src/sys/lua_c/brisk_lj.c`)
 /// when that walk was compiled into the vendored LuaJIT (engine/build.rs
 /// sets `brisk_lj_walk` then), else through the C API ([`walk`]); both
 /// write the same text.
@@ -198,7 +198,7 @@ fn encode_with(
     Ok(result)
 }
 
-/// The walk compiled into LuaJIT (`src/sys/lua_c/brisk_lj.c`): its output
+/// The walk compiled into LuaJIT (`engine/src/sys/lua_c/brisk_lj.c`): its output
 /// buffer is a `Vec` lent to C, which hands strings to escape and floats
 /// back to [`push_utf8_within`] and [`push_f64`].
 #[cfg(brisk_lj_walk)]
@@ -522,7 +522,7 @@ fn luajit_built_with_the_json_walk() {
     let built_with_it = cfg!(brisk_lj_walk);
     assert!(
         built_with_it,
-        "the vendored LuaJIT was built without src/sys/lua_c/brisk_lj.c: \
+        "the vendored LuaJIT was built without engine/src/sys/lua_c/brisk_lj.c: \
          unset LJCORE_O (or give it .cargo/config.toml's value) and delete \
          target/*/build/mlua-sys-* and target/*/.fingerprint/mlua-sys-*"
     );

@@ -1,6 +1,6 @@
-//! Saying that a test skips: for the integration tests (through
-//! `tests/common`) and the library's unit tests alike (`src/lib.rs`
-//! includes this file), so that `scripts/test` counts both.
+//! Saying that a test skips: for the library's unit tests and the
+//! integration tests alike (their harness, `tests/common`, includes this
+//! file), so that `scripts/test` counts both.
 
 use std::io::Write as _;
 use std::path::PathBuf;
