@@ -1293,7 +1293,7 @@ impl Client {
 /// /proc/net/tcp a page per `read`, each resuming at an offset into a
 /// table that other connections (other tests) may have left meanwhile, so
 /// one read can skip a socket that is there all along; it then looked
-/// closed early (CI: tests/embedded.rs's next request found the share of
+/// closed early (CI: tests/it/embedded.rs's next request found the share of
 /// a body its connection held not freed yet, and was refused 503).
 pub fn wait_until_server_closed(client: SocketAddr, server: SocketAddr) {
     let mut gone_in_a_row = 0;
@@ -1358,8 +1358,8 @@ pub fn run_brisk(args: &[&str]) -> (ExitStatus, String, String) {
 
 /// Chunked bodies whose framing is invalid (RFC 9112 §7.1): each must be
 /// refused with 400 (or 413 where a chunk size alone is over
-/// `limits.max_body`), wherever it is sent (tests/smuggling.rs for static
-/// routes, tests/cgi/bodies.rs for CGI programs).
+/// `limits.max_body`), wherever it is sent (tests/it/smuggling.rs for static
+/// routes, tests/it/cgi/bodies.rs for CGI programs).
 pub const BAD_CHUNK_FRAMING: &[&[u8]] = &[
     b"0x5\r\nhello\r\n0\r\n\r\n",
     b"-1\r\nhello\r\n0\r\n\r\n",

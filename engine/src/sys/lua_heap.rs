@@ -31,7 +31,7 @@ pub const MAX_CACHED: usize = 256;
 /// The most bytes a state keeps in its cache. LuaJIT's collector frees a
 /// cycle's garbage in one sweep (the JSON servlet's: its blocks of some
 /// requests at once): with 256 KiB kept, 73 blocks a JSON request went to
-/// malloc (tests/servlet_alloc.rs), with 512 KiB 4 (the items array
+/// malloc (tests/alone/servlet_alloc.rs), with 512 KiB 4 (the items array
 /// growing past 256 bytes, 264 to 1,032), with 1 MiB 3.
 pub const CACHE_BYTES: usize = 512 << 10;
 

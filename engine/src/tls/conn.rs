@@ -6,7 +6,7 @@
 //!
 //! It owns no buffer: the caller's (per-worker, reused) buffers go in and
 //! out of every call, so an idle TLS connection is only its keys (1.1 KiB
-//! with this struct, `tests/tls_memory.rs`; rustls's established state
+//! with this struct, `tests/alone/tls_memory.rs`; rustls's established state
 //! was 3.3 KiB), and a request allocates nothing.
 //!
 //! Around rustls it adds what a server facing the internet needs:

@@ -1,0 +1,88 @@
+//! The one allocator of the tests that count the heap: it defers to the
+//! system's and counts, for each test's own question, calls and bytes.
+//! The counts are the process's, so these tests run one at a time
+//! ([`alone`]) in a binary of their own, apart from the integration tests
+//! whose servers would allocate beside them.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Allocations and reallocations, by every thread but those that said
+/// [`not_counted`].
+pub static ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Bytes live on the heap, by the same threads.
+pub static LIVE: AtomicI64 = AtomicI64::new(0);
+/// Allocations and reallocations with Lua's alignment (the interpreter's
+/// blocks), and with any other (brisk's and mlua's Rust side).
+#[cfg(feature = "servlets")]
+pub static LUA: AtomicU64 = AtomicU64::new(0);
+#[cfg(feature = "servlets")]
+pub static RUST: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's allocations and reallocations, counted or not.
+    static MINE: Cell<u64> = const { Cell::new(0) };
+    /// This thread's heap is not the server's (a client's thread).
+    static NOT_COUNTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This thread's allocations and reallocations so far.
+pub fn mine() -> u64 {
+    MINE.with(Cell::get)
+}
+
+/// From now on this thread's heap is not counted in [`ALLOCS`] and
+/// [`LIVE`] (`false`: counted again).
+#[cfg(any(feature = "tls", feature = "http2"))]
+pub fn not_counted(yes: bool) {
+    NOT_COUNTED.with(|c| c.set(yes));
+}
+
+/// One test at a time: hold the guard for the whole test.
+pub fn alone() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn count(layout: Layout, bytes: i64) {
+    // try_with: a thread's locals may be gone while it exits.
+    let _ = MINE.try_with(|c| c.set(c.get() + 1));
+    if !NOT_COUNTED.try_with(Cell::get).unwrap_or(false) {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        LIVE.fetch_add(bytes, Ordering::Relaxed);
+    }
+    #[cfg(feature = "servlets")]
+    match layout.align() == mlua::ffi::SYS_MIN_ALIGN {
+        true => LUA.fetch_add(1, Ordering::Relaxed),
+        false => RUST.fetch_add(1, Ordering::Relaxed),
+    };
+    let _ = layout;
+}
+
+struct Counting;
+
+// SAFETY: defers to the system allocator; only counts calls and bytes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout, layout.size() as i64);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if !NOT_COUNTED.try_with(Cell::get).unwrap_or(false) {
+            LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(layout, new_size as i64 - layout.size() as i64);
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;

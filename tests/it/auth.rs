@@ -1,0 +1,269 @@
+//! Basic authentication on the wire (RFC 7617): challenges, every
+//! htpasswd format Apache's tool writes, the failed-attempt limit, reload
+//! without restart, REMOTE_USER for CGI, and the user in the access log.
+
+use crate::common;
+
+use common::*;
+use std::time::Duration;
+
+const VECTORS: &str = include_str!("../../engine/src/access/testdata/vectors.htpasswd");
+
+fn basic(user: &str, pass: &str) -> String {
+    basic_auth(user, pass)
+}
+
+fn site(extra: &str) -> Builder {
+    let mut b = Builder::new();
+    b.file("private/secret.txt", b"the secret");
+    b.file("public.txt", b"open");
+    write_file(&b.base().join("htpasswd"), VECTORS.as_bytes());
+    b.config(&format!(
+        "[[auth]]\npath = \"/private/\"\nrealm = \"Private Area\"\nhtpasswd = \"htpasswd\"\n{extra}"
+    ));
+    b
+}
+
+fn get(s: &Server, path: &str, auth: Option<&str>) -> Response {
+    let h = auth
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    s.request(format!("GET {path} HTTP/1.1\r\nHost: x\r\n{h}Connection: close\r\n\r\n").as_bytes())
+}
+
+#[test]
+fn challenge_then_every_format_is_accepted() {
+    let s = site("").start();
+    let r = get(&s, "/private/secret.txt", None);
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("WWW-Authenticate"),
+        Some("Basic realm=\"Private Area\", charset=\"UTF-8\"")
+    );
+    assert_ne!(r.body, b"the secret");
+    // Other spellings of the protected path are protected too.
+    for p in [
+        "/%70rivate/secret.txt",
+        "//private/./secret.txt",
+        "/x/../private/secret.txt",
+    ] {
+        assert_eq!(get(&s, p, None).status, 401, "{p}");
+    }
+    assert_eq!(get(&s, "/public.txt", None).body, b"open");
+    for user in ["bcrypt4", "apr1", "sha1", "sha256", "sha512", "argon2id"] {
+        let r = get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic(user, "correct horse")),
+        );
+        assert_eq!(r.status, 200, "{user}");
+        assert_eq!(r.body, b"the secret");
+        let r = get(&s, "/private/secret.txt", Some(&basic(user, "wrong horse")));
+        assert_eq!(r.status, 401, "{user} with a wrong password");
+    }
+    // A password with a colon and non-ASCII bytes (split at the first colon).
+    let r = get(
+        &s,
+        "/private/secret.txt",
+        Some(&basic("bcrypt5", "pa:ss wörd")),
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn too_many_failures_get_429_with_retry_after() {
+    let s = site("[limits]\nauth_failures = 3\n").start();
+    for _ in 0..3 {
+        assert_eq!(
+            get(&s, "/private/secret.txt", Some(&basic("apr1", "guess"))).status,
+            401
+        );
+    }
+    let r = get(
+        &s,
+        "/private/secret.txt",
+        Some(&basic("apr1", "correct horse")),
+    );
+    assert_eq!(r.status, 429);
+    assert!(r
+        .header("Retry-After")
+        .is_some_and(|v| v.parse::<u64>().is_ok()));
+    assert!(r.head.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+    // Unprotected paths are still served to that client.
+    assert_eq!(get(&s, "/public.txt", None).status, 200);
+}
+
+#[test]
+fn the_failure_limit_holds_across_workers() {
+    // Each request comes on a new connection, which the kernel hands to
+    // any of the four workers: the count must be the server's, not one
+    // worker's, or a correct guess would get through.
+    let mut b = site("[limits]\nauth_failures = 3\n");
+    b.workers(4);
+    let s = b.start();
+    for _ in 0..3 {
+        assert_eq!(
+            get(&s, "/private/secret.txt", Some(&basic("apr1", "guess"))).status,
+            401
+        );
+    }
+    for _ in 0..12 {
+        let r = get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("apr1", "correct horse")),
+        );
+        assert_eq!(r.status, 429);
+    }
+}
+
+#[test]
+fn a_slow_password_check_does_not_hold_up_other_clients() {
+    // bcrypt at cost 10 (htpasswd -B -C 10): a noticeable hash.
+    let mut b = site("");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(
+        &b.base().join("htpasswd"),
+        format!("{VECTORS}{slow}").as_bytes(),
+    );
+    b.workers(1);
+    let s = b.start();
+    let request = format!(
+        "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\n\r\n",
+        basic("slow", "correct horse")
+    );
+    let mut c = s.connect();
+    c.send(request.as_bytes());
+    // While the one worker has that password hashed, it answers another
+    // client, and the first answer is not there yet.
+    assert_eq!(get(&s, "/public.txt", None).body, b"open");
+    c.expect_silence(Duration::from_millis(1));
+    let r = c.response();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"the secret"[..]));
+    // Verified once: the next request is answered from memory, also on a
+    // new connection.
+    c.send(request.as_bytes());
+    assert_eq!(c.response().status, 200);
+    let mut again = s.connect();
+    again.send(request.as_bytes());
+    assert_eq!(again.response().status, 200);
+    // A wrong password is hashed away from the loop too, and refused.
+    let r = get(&s, "/private/secret.txt", Some(&basic("slow", "wrong")));
+    assert_eq!(r.status, 401);
+}
+
+#[test]
+fn the_file_is_reread_when_it_changes() {
+    // No failure limit: the polling below fails until the reload is seen.
+    let b = site("[limits]\nauth_failures = 0\n");
+    let path = b.base().join("htpasswd");
+    let s = b.start();
+    let apr1_line = VECTORS.lines().find(|l| l.starts_with("apr1:")).unwrap();
+    assert_eq!(
+        get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("apr1", "correct horse"))
+        )
+        .status,
+        200
+    );
+    // Replace the file with one where apr1's hash belongs to "newuser"
+    // (a file of another size, so the change shows whatever the clocks).
+    let new = format!("newuser:{}\n", &apr1_line[5..]);
+    assert_ne!(
+        new.len() as u64,
+        std::fs::metadata(&path).expect("htpasswd").len()
+    );
+    write_file(&path, new.as_bytes());
+    wait_until("the new file to be read", || {
+        get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("newuser", "correct horse")),
+        )
+        .status
+            == 200
+    });
+    assert_eq!(
+        get(
+            &s,
+            "/private/secret.txt",
+            Some(&basic("apr1", "correct horse"))
+        )
+        .status,
+        401
+    );
+}
+
+#[test]
+fn remote_user_reaches_cgi_and_the_log() {
+    let mut b = site("[[cgi]]\nurl = \"/private/cgi/\"\ndir = \"cgi\"\n");
+    let script = b.base().join("cgi/who.sh");
+    write_file(&script, b"#!/bin/sh\nprintf 'Content-Type: text/plain\\n\\n%s %s' \"$REMOTE_USER\" \"$AUTH_TYPE\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.access_log();
+    let s = b.start();
+    let r = get(
+        &s,
+        "/private/cgi/who.sh",
+        Some(&basic("sha1", "correct horse")),
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert!(
+        r.body.ends_with(b"sha1 Basic"),
+        "{:?}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(get(&s, "/private/cgi/who.sh", None).status, 401);
+    let line = s.wait_access_line(|l| l.windows(12).any(|w| w == b"/private/cgi"));
+    assert!(
+        line.starts_with(b"127.0.0.1 - sha1 ["),
+        "{}",
+        String::from_utf8_lossy(&line)
+    );
+    assert!(
+        !s.stderr().contains("correct horse"),
+        "no password in the logs"
+    );
+}
+
+// (`[proxy] trusted` is the cargo feature `ops`.)
+#[cfg(feature = "ops")]
+#[test]
+fn behind_a_proxy_clients_share_the_failure_count_unless_it_is_trusted() {
+    // What README says of a reverse proxy: every client arrives from the
+    // proxy's address (here 127.0.0.1), so one client's failures lock out
+    // another one on a connection of its own…
+    let guess_then_other = |s: &Server| {
+        let mut guesser = s.connect();
+        for want in [401, 401, 401, 429] {
+            guesser.send(
+                format!(
+                    "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\nAuthorization: {}\r\n\r\n",
+                    basic("apr1", "guess")
+                )
+                .as_bytes(),
+            );
+            assert_eq!(guesser.response().status, want);
+        }
+        let mut other = s.connect();
+        other.send(
+            format!(
+                "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.2\r\nAuthorization: {}\r\n\r\n",
+                basic("apr1", "correct horse")
+            )
+            .as_bytes(),
+        );
+        other.response().status
+    };
+    let s = site("[limits]\nauth_failures = 3\n").start();
+    assert_eq!(guess_then_other(&s), 429);
+    drop(s);
+    // …unless the proxy is trusted ([proxy] trusted): its X-Forwarded-For
+    // names each client, whose failures are its own.
+    let s = site("[limits]\nauth_failures = 3\n[proxy]\ntrusted = \"127.0.0.1\"\n").start();
+    assert_eq!(guess_then_other(&s), 200);
+    s.wait_stderr_line("auth: 203.0.113.1 is over its failed-attempt limit; 429");
+}

@@ -1,0 +1,1159 @@
+//! HTTP/2 with prior knowledge (h2c) against the real binary: a small
+//! raw client built on brisk's own frame codec and HPACK (the server's
+//! bytes are checked frame by frame), then real clients (curl, nghttp,
+//! h2load) and h2spec when they are installed (scripts/test installs
+//! them; a missing one is a loud, counted skip).
+
+use crate::common;
+
+use std::io::Write;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use brisk::h2::frame::{self, flag, kind, setting};
+use brisk::h2::ErrorCode;
+use common::h2::H2;
+use common::*;
+
+fn site() -> (Server, Vec<u8>) {
+    let big = pattern(1024 * 1024 + 7);
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.file("big.bin", &big);
+    for i in 0..100 {
+        b.file(
+            &format!("assets/{i}.css"),
+            format!("/* asset {i} */\n").repeat(i + 1).as_bytes(),
+        );
+    }
+    b.access_log();
+    (b.start(), big)
+}
+
+#[test]
+fn h2c_serves_files_and_http1_on_the_same_port() {
+    let (s, big) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let ids = [
+        c.get("/index.html", &[]),
+        c.get("/big.bin", &[("range", "bytes=100-199")]),
+        c.request("HEAD", "/index.html", &[], None),
+        c.get("/nothing-here", &[]),
+        c.get(
+            "/index.html",
+            &[("if-none-match", &etag_of(&s, "index.html"))],
+        ),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!(a[0].status(), "200");
+    assert_eq!(a[0].body, b"<h1>hi</h1>\n");
+    assert_eq!(a[0].field("content-length"), Some("12"));
+    assert_eq!(a[0].field("server"), Some("brisk"));
+    assert!(
+        a[0].field("connection").is_none(),
+        "no connection-specific fields"
+    );
+    assert_eq!(a[1].status(), "206");
+    assert_eq!(a[1].body, big[100..200]);
+    assert_eq!(
+        a[1].field("content-range"),
+        Some(&*format!("bytes 100-199/{}", big.len()))
+    );
+    assert_eq!((a[2].status(), a[2].body.len()), ("200", 0));
+    assert_eq!(
+        a[2].field("content-length"),
+        Some("12"),
+        "HEAD says the length"
+    );
+    assert_eq!(a[3].status(), "404");
+    assert_eq!((a[4].status(), a[4].body.len()), ("304", 0));
+    // HTTP/1.1 on the same port, as before.
+    let r = s.request(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(r.head.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.head);
+    // The access log says HTTP/2.0 for the streams.
+    let log = wait_for("five HTTP/2.0 lines", || {
+        let log = std::fs::read_to_string(&s.access_path).ok()?;
+        (log.matches("HTTP/2.0\"").count() >= 5).then_some(log)
+    });
+    assert!(log.contains("\"GET /big.bin HTTP/2.0\" 206 100 "), "{log}");
+}
+
+#[test]
+fn a_repeated_answer_head_is_a_dozen_bytes() {
+    // Another answer for the same file within the same second: every
+    // field but content-length is an index into the client's table
+    // (server, date, content-type, etag, last-modified, accept-ranges),
+    // which the client decodes back to the same fields.
+    let (s, _) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let mut answer = || {
+        let id = c.get("/index.html", &[]);
+        loop {
+            let f = c.frame().expect("frames");
+            if f.kind == kind::HEADERS && f.stream == id {
+                return (f.payload.len(), f.fields);
+            }
+        }
+    };
+    let date = |f: &[(String, String)]| f.iter().find(|(n, _)| n == "date").cloned();
+    let mut last = answer();
+    // (At most a second boundary between two answers: then the date is
+    // a new entry, and the next answer is a dozen bytes again.)
+    for _ in 0..3 {
+        let next = answer();
+        if date(&next.1) == date(&last.1) {
+            assert_eq!(next.1, last.1);
+            assert!(next.0 <= 12, "{} bytes: {:?}", next.0, next.1);
+            return;
+        }
+        last = next;
+    }
+    panic!("three answers in three different seconds");
+}
+
+fn etag_of(s: &Server, name: &str) -> String {
+    let r = s.request(
+        format!("GET /{name} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
+    let line = r
+        .head
+        .lines()
+        .find(|l| l.starts_with("ETag: "))
+        .expect("etag");
+    line["ETag: ".len()..].to_string()
+}
+
+#[test]
+fn a_stop_sends_goaway_and_lets_the_open_stream_finish() {
+    let (s, big) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let done = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[done])[0].status(), "200");
+    // A large answer in flight (the client gives no credit back yet).
+    let id = c.get("/big.bin", &[]);
+    let first = c.frame().expect("its head");
+    assert_eq!((first.kind, first.stream), (kind::HEADERS, id));
+    s.signal(libc::SIGTERM);
+    // GOAWAY NO_ERROR names the last stream served; that stream's
+    // answer still comes whole, and then the connection closes.
+    let mut body = Vec::new();
+    let mut goaway = None;
+    while let Some(f) = c.frame() {
+        match f.kind {
+            kind::GOAWAY => {
+                let last = u32::from_be_bytes(f.payload[..4].try_into().unwrap());
+                goaway = Some((
+                    last,
+                    u32::from_be_bytes(f.payload[4..8].try_into().unwrap()),
+                ));
+            }
+            kind::DATA if f.stream == id => {
+                body.extend_from_slice(&f.payload);
+                if f.flags & flag::END_STREAM == 0 {
+                    let mut out = Vec::new();
+                    frame::write_window_update(&mut out, 0, f.payload.len() as u32);
+                    frame::write_window_update(&mut out, id, f.payload.len() as u32);
+                    // (The server may be gone once the stream is done.)
+                    let _ = c.sock.write_all(&out);
+                }
+            }
+            _ => {}
+        }
+    }
+    // (Then the server closed the connection.)
+    assert_eq!(goaway, Some((id, ErrorCode::NoError as u32)));
+    assert!(body == big, "the open stream finished");
+}
+
+#[test]
+fn a_stop_sends_goaway_to_a_connection_stalled_on_flow_control() {
+    // A client that read the stream's whole window and gives credit to
+    // the connection only: the answer cannot go on, and the connection
+    // counts as stalled (`timeouts.send`). A stop still owes it GOAWAY
+    // at once (RFC 9113 §6.8), so that it opens nothing more; it used to
+    // hear nothing until the shutdown grace ended in a bare close.
+    let big = pattern(1024 * 1024 + 7);
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.file("big.bin", &big);
+    b.workers(1);
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/big.bin", &[]);
+    let mut body = Vec::new();
+    while body.len() < 65_535 {
+        let f = c.frame().expect("the first window's DATA");
+        if f.kind == kind::DATA && f.stream == id {
+            body.extend_from_slice(&f.payload);
+        }
+    }
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, 0, 1 << 20);
+    c.send(&out);
+    // (The one worker answers another connection meanwhile: the credit,
+    // sent first, is at the server before the stop.)
+    assert_eq!(s.get("/index.html").status, 200);
+    s.signal(libc::SIGTERM);
+    // GOAWAY in two steps (RFC 9113 §6.8): 2^31-1 and a PING, then (the
+    // PING unanswered) the final one naming the stream.
+    let mut goaways = Vec::new();
+    while goaways.len() < 2 {
+        let f = c.frame().expect("GOAWAY, not a close");
+        assert!(matches!(f.kind, kind::GOAWAY | kind::PING), "{f:?}");
+        if f.kind == kind::GOAWAY {
+            goaways.push((
+                u32::from_be_bytes(f.payload[..4].try_into().unwrap()),
+                u32::from_be_bytes(f.payload[4..8].try_into().unwrap()),
+            ));
+        }
+    }
+    let no_error = ErrorCode::NoError as u32;
+    assert_eq!(goaways, [(0x7fff_ffff, no_error), (id, no_error)]);
+    // Given credit, the open stream still finishes whole.
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, id, big.len() as u32);
+    c.send(&out);
+    while let Some(f) = c.frame() {
+        if f.kind == kind::DATA && f.stream == id {
+            body.extend_from_slice(&f.payload);
+        }
+    }
+    assert!(body == big, "the open stream finished");
+}
+
+#[test]
+fn a_stop_sends_goaway_to_an_idle_connection_too() {
+    // Its streams all answered, the connection still hears GOAWAY
+    // NO_ERROR (naming the last stream it opened) before the close: the
+    // frame used to be left behind when nothing else was queued.
+    let (s, _) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[id])[0].status(), "200");
+    s.signal(libc::SIGTERM);
+    let mut goaway = None;
+    while let Some(f) = c.frame() {
+        if f.kind == kind::GOAWAY {
+            goaway = Some((
+                u32::from_be_bytes(f.payload[..4].try_into().unwrap()),
+                u32::from_be_bytes(f.payload[4..8].try_into().unwrap()),
+            ));
+        }
+    }
+    assert_eq!(goaway, Some((id, ErrorCode::NoError as u32)));
+}
+
+#[test]
+fn a_page_with_100_assets_comes_over_one_connection() {
+    let (s, _) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let ids: Vec<u32> = (0..100)
+        .map(|i| c.get(&format!("/assets/{i}.css"), &[]))
+        .collect();
+    let answers = c.answers(&ids);
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a.status(), "200", "asset {i}");
+        assert_eq!(
+            a.body,
+            format!("/* asset {i} */\n").repeat(i + 1).as_bytes(),
+            "asset {i}"
+        );
+    }
+}
+
+#[test]
+fn a_large_file_flows_within_the_windows() {
+    // The client's window opened wide (as curl's and browsers' are):
+    // 1 MiB leaves without waiting for window updates.
+    let (s, big) = site();
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let id = c.get("/big.bin", &[]);
+    assert_eq!(c.answers(&[id])[0].body, big);
+    // With the default 64 KiB windows, the client's updates move it on.
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/big.bin", &[]);
+    assert_eq!(c.answers(&[id])[0].body, big);
+}
+
+#[test]
+fn a_client_that_never_opens_its_window_is_timed_out() {
+    let mut b = Builder::new();
+    b.file("big.bin", &pattern(1 << 20));
+    b.config("[timeouts]\nsend = \"1s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[(setting::INITIAL_WINDOW_SIZE, 0)], 0);
+    let id = c.get("/big.bin", &[]);
+    let started = Instant::now();
+    // Headers come, then nothing: the server holds the file open, not
+    // its bytes, and closes the connection once the send timeout passes.
+    let mut got_headers = false;
+    while let Some(f) = c.frame() {
+        if f.stream == id && f.kind == kind::HEADERS {
+            got_headers = true;
+        }
+        assert!(
+            f.kind != kind::DATA || f.payload.is_empty(),
+            "no window, no data"
+        );
+        assert!(started.elapsed() < Duration::from_secs(8), "not timed out");
+    }
+    assert!(got_headers);
+}
+
+#[test]
+fn rapid_reset_over_the_wire_is_sent_goaway() {
+    let (s, _) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let mut out = Vec::new();
+    for i in 0..300u32 {
+        let id = 1 + 2 * i;
+        let block = H2::block("GET", "/index.html", &[]);
+        frame::write_head(&mut out, block.len(), kind::HEADERS, flag::END_HEADERS, id);
+        out.extend_from_slice(&block);
+        frame::write_rst(&mut out, id, ErrorCode::Cancel);
+    }
+    c.send(&out);
+    assert_eq!(c.goaway(), Some(ErrorCode::EnhanceYourCalm as u32));
+    assert!(c.frame().is_none(), "and the connection is closed");
+    // The server is fine: a new connection is served.
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/index.html", &[]);
+    assert_eq!(c.answers(&[id])[0].status(), "200");
+}
+
+#[test]
+fn a_request_head_over_the_list_size_gets_431() {
+    let (s, _) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let big = "x".repeat(70 * 1024);
+    let id = c.get("/index.html", &[("x-big", &big)]);
+    let a = c.answers(&[id]);
+    assert_eq!(a[0].status(), "431");
+}
+
+#[test]
+fn a_password_check_does_not_hold_up_the_other_streams() {
+    // bcrypt at cost 10: hashed off the event loop, as over HTTP/1.1.
+    let mut b = Builder::new();
+    b.file("private/secret.txt", b"the secret");
+    b.file("public.txt", b"open");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(&b.base().join("htpasswd"), slow.as_bytes());
+    b.config("[[auth]]\npath = \"/private/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n");
+    b.workers(1);
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let auth = basic_auth("slow", "correct horse");
+    let private = c.get("/private/secret.txt", &[("authorization", &auth)]);
+    let public = c.get("/public.txt", &[]);
+    // The stream behind the password is answered after the one that
+    // came later, which did not wait for the hash.
+    let first = c.first_headers();
+    assert_eq!(first, public);
+    let a = c.answers(&[private]);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"the secret"[..])
+    );
+    let wrong = c.get(
+        "/private/secret.txt",
+        &[("authorization", &basic_auth("slow", "nope"))],
+    );
+    assert_eq!(c.answers(&[wrong])[0].status(), "401");
+}
+
+#[test]
+fn a_password_check_on_a_request_with_a_body_is_off_the_loop_too() {
+    // Uploads behind a password (bcrypt at cost 10): the hash runs off
+    // the loop while the body is held, so a stream that came later is
+    // answered first (hashed on the loop, the upload to a static file
+    // would be refused, 405, before it), and a program gets the body
+    // whole once the password is known.
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("public.txt", b"open");
+    b.file("p/secret.txt", b"the secret");
+    let script = b.base().join("cgi-bin").join("echo.sh");
+    write_file(
+        &script,
+        b"#!/bin/sh\necho 'Content-Type: text/plain'\necho\ncat\n",
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    write_file(&b.base().join("htpasswd"), slow.as_bytes());
+    b.config("[[auth]]\npath = \"/p/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n[[cgi]]\nurl = \"/p/cgi/\"\ndir = \"cgi-bin\"\n");
+    b.workers(1);
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let upload = pattern(100_000);
+    let len = upload.len().to_string();
+    let auth = basic_auth("slow", "correct horse");
+    let fields = [("authorization", auth.as_str()), ("content-length", &len)];
+    let private = c.request("POST", "/p/secret.txt", &fields, Some(&upload));
+    let public = c.get("/public.txt", &[]);
+    let first = c.first_headers();
+    assert_eq!(first, public);
+    assert_eq!(c.answers(&[private])[0].status(), "405");
+    let echo = c.request("POST", "/p/cgi/echo.sh", &fields, Some(&upload));
+    let a = c.answers(&[echo]);
+    assert_eq!(a[0].status(), "200");
+    assert!(a[0].body == upload, "{} bytes echoed", a[0].body.len());
+    // A wrong password: 401, its body dropped, the connection goes on.
+    let wrong = basic_auth("slow", "nope");
+    let fields = [("authorization", wrong.as_str()), ("content-length", &len)];
+    let id = c.request("POST", "/p/cgi/echo.sh", &fields, Some(&upload));
+    assert_eq!(c.answers(&[id])[0].status(), "401");
+    let id = c.get("/public.txt", &[]);
+    assert_eq!(c.answers(&[id])[0].body, b"open");
+}
+
+#[test]
+fn a_throttled_answer_never_exceeds_its_rate() {
+    let body = pattern(600_000);
+    let mut b = Builder::new();
+    b.file("v.mp4", &body);
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"256KiB/s\"\n");
+    let s = b.start();
+    let rate = 256.0 * 1024.0;
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let t0 = Instant::now();
+    let id = c.get("/v.mp4", &[]);
+    assert_eq!(c.answers(&[id])[0].body, body, "intact");
+    // (100 ms of burst allowed, as over HTTP/1.1: tests/it/throttle.rs.)
+    let least = Duration::from_secs_f64((600_000.0 - rate / 10.0) / rate);
+    assert!(
+        t0.elapsed() >= least,
+        "600 kB at 256 KiB/s in {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn a_throttle_paces_its_own_streams_not_the_connections_others() {
+    // A throttled video (64 KiB/s) and a large file nobody throttles on
+    // one connection: the file comes at full speed meanwhile (the whole
+    // connection used to be paced while the video was sent).
+    let video = pattern(600_000);
+    let big = pattern(2 << 20);
+    let mut b = Builder::new();
+    b.file("v.mp4", &video);
+    b.file("big.bin", &big);
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"64KiB/s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let v = c.get("/v.mp4", &[]);
+    let id = c.get("/big.bin", &[]);
+    let (mut got, mut video_bytes) = (0, 0);
+    while got < big.len() {
+        let f = c.frame().expect("frames");
+        if f.kind == kind::DATA {
+            if f.stream == id {
+                got += f.payload.len();
+            } else if f.stream == v {
+                video_bytes += f.payload.len();
+            }
+        }
+    }
+    // (64 KiB/s: 300 kB would take more than four seconds.)
+    assert!(
+        video_bytes < 300_000,
+        "{video_bytes} bytes of the video first"
+    );
+}
+
+#[test]
+fn a_connection_rate_is_shared_by_the_connections_streams() {
+    // connection_rate = 128 KiB/s for two 200 kB videos on one
+    // connection: 400 kB at 128 KiB/s together (less the 100 ms burst),
+    // not each stream at its own 128 KiB/s.
+    let video = pattern(200_000);
+    let mut b = Builder::new();
+    b.file("a.mp4", &video);
+    b.file("b.mp4", &video);
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nconnection_rate = \"128KiB/s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    let t0 = Instant::now();
+    let ids = [c.get("/a.mp4", &[]), c.get("/b.mp4", &[])];
+    let a = c.answers(&ids);
+    assert!(a[0].body == video && a[1].body == video, "intact");
+    let rate = 128.0 * 1024.0;
+    let least = Duration::from_secs_f64((400_000.0 - rate / 10.0) / rate);
+    assert!(
+        t0.elapsed() >= least,
+        "400 kB at 128 KiB/s in {:?}",
+        t0.elapsed()
+    );
+}
+
+/// A site with `/cgi-bin/` scripts (shell) next to its files.
+fn cgi_site() -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("sub/a.txt", b"a file\n");
+    let scripts = [
+        ("hi.sh", "echo 'Content-Type: text/plain'\necho\necho \"hi over $SERVER_PROTOCOL\""),
+        ("echo.sh", "echo 'Content-Type: text/plain'\necho\necho \"$REQUEST_METHOD $CONTENT_LENGTH\"\ncat"),
+        ("redirect.sh", "echo 'Location: /sub/a.txt'\necho"),
+        ("broken.sh", "echo 'no head here' >&2\nexit 3"),
+        ("short.sh", "echo 'Content-Type: text/plain'\necho 'Content-Length: 100'\necho\nprintf 'only ten b'"),
+        ("big.sh", "echo 'Content-Type: application/octet-stream'\necho\nhead -c 3000000 /dev/zero"),
+        // Silent until it is killed (at most 30 s if it is not).
+        ("hang.sh", "sleep 30"),
+        // Whole HTTP/1.1 responses of their own.
+        ("nph-raw.sh", "printf 'HTTP/1.1 201 Created\\r\\nContent-Type: text/plain\\r\\nX-Nph: yes\\r\\nConnection: close\\r\\nContent-Length: 5\\r\\n\\r\\nhello'"),
+        ("nph-chunked.sh", "printf 'HTTP/1.1 200 OK\\r\\nContent-Type: text/plain\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n6\\r\\n world\\r\\n0\\r\\n\\r\\n'"),
+        ("nph-cut.sh", "printf 'HTTP/1.1 200 OK\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n5\\r\\nhello\\r\\n'"),
+        ("nph-bad.sh", "printf 'Content-Type: text/plain\\r\\n\\r\\nnot a status line'"),
+    ];
+    for (name, body) in scripts {
+        let path = b.base().join("cgi-bin").join(name);
+        write_file(&path, format!("#!/bin/sh\n{body}\n").as_bytes());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    b.config("[timeouts]\ncgi = \"1s\"\nbody = \"1s\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.access_log();
+    b.start()
+}
+
+#[test]
+fn a_request_body_that_stops_coming_is_answered_408() {
+    // A body of unknown length for a program is held whole; its client
+    // sends part of it, then nothing: after timeouts.body, 408.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.next;
+    c.next += 2;
+    let block = H2::block("POST", "/cgi-bin/echo.sh", &[]);
+    let mut out = Vec::new();
+    frame::write_headers(&mut out, id, &block, false, 16_384);
+    out.extend_from_slice(&frame::data_head(id, 5, false));
+    out.extend_from_slice(b"hello");
+    c.send(&out);
+    let a = c.answers(&[id]);
+    assert_eq!(a[0].status(), "408");
+}
+
+#[test]
+fn a_silent_program_is_stopped_and_its_stream_answered_504() {
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let hang = c.get("/cgi-bin/hang.sh", &[]);
+    let hi = c.get("/cgi-bin/hi.sh", &[]);
+    let a = c.answers(&[hi, hang]);
+    assert_eq!(a[0].status(), "200");
+    assert_eq!(a[1].status(), "504");
+}
+
+#[test]
+fn cgi_programs_answer_streams() {
+    let s = cgi_site();
+    let mut c = H2::connect(
+        s.addr(),
+        &[(setting::INITIAL_WINDOW_SIZE, 16 << 20)],
+        16 << 20,
+    );
+    // (Within the stream window, 256 KiB: this client does not wait
+    // for window updates before it sends.)
+    let upload = pattern(200_000);
+    let len = upload.len().to_string();
+    let ids = [
+        c.get("/cgi-bin/hi.sh", &[]),
+        c.request(
+            "POST",
+            "/cgi-bin/echo.sh",
+            &[("content-length", &len)],
+            Some(&upload),
+        ),
+        c.get("/cgi-bin/redirect.sh", &[]),
+        c.get("/cgi-bin/broken.sh", &[]),
+        c.get("/cgi-bin/big.sh", &[]),
+        c.request("HEAD", "/cgi-bin/hi.sh", &[], None),
+        c.get("/cgi-bin/short.sh", &[]),
+        // No content-length: held whole first, then the program is told
+        // its length, as over HTTP/1.1.
+        c.request("POST", "/cgi-bin/echo.sh", &[], Some(&upload[..50_000])),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"hi over HTTP/2.0\n"[..])
+    );
+    assert_eq!(a[0].field("content-type"), Some("text/plain"));
+    // The body streamed to the program, and its output back.
+    let mut expected = format!("POST {len}\n").into_bytes();
+    expected.extend_from_slice(&upload);
+    assert_eq!(a[1].status(), "200");
+    assert!(a[1].body == expected, "the upload came back whole");
+    assert_eq!(
+        (a[2].status(), a[2].body.as_slice()),
+        ("200", &b"a file\n"[..]),
+        "local redirect"
+    );
+    assert_eq!(a[3].status(), "502");
+    assert_eq!((a[4].status(), a[4].body.len()), ("200", 3_000_000));
+    assert_eq!((a[5].status(), a[5].body.len()), ("200", 0), "HEAD");
+    // Shorter than its Content-Length: the stream is reset, not ended.
+    assert_eq!(a[6].field("content-length"), Some("100"));
+    assert_eq!(a[6].body, b"only ten b");
+    assert_eq!(a[6].reset, Some(ErrorCode::Internal as u32));
+    let mut expected = b"POST 50000\n".to_vec();
+    expected.extend_from_slice(&upload[..50_000]);
+    assert!(
+        a[7].status() == "200" && a[7].body == expected,
+        "a body of unknown length"
+    );
+    let read = || std::fs::read_to_string(&s.access_path).unwrap_or_default();
+    let log = poll(WAIT_LIMIT, || {
+        let log = read();
+        (log.matches("/cgi-bin/").count() >= 7 && log.contains("/sub/a.txt")).then_some(log)
+    });
+    let log =
+        log.unwrap_or_else(|| panic!("not seven CGI lines and the redirected one:\n{}", read()));
+    assert!(
+        log.contains("\"POST /cgi-bin/echo.sh HTTP/2.0\" 200 "),
+        "{log}"
+    );
+    assert!(
+        log.contains("\"GET /cgi-bin/broken.sh HTTP/2.0\" 502 "),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_answer_that_ends_after_its_bytes_left_is_logged_at_once() {
+    // A HEAD request to a program that goes on after its head: the
+    // HEADERS frame (with END_STREAM) leaves at once, and the answer
+    // only ends when the program exits, with nothing more to send. Its
+    // access-log line must be written then, not when the connection
+    // next writes or closes (this one stays open and idle).
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin/lingers.sh");
+    write_file(
+        &path,
+        b"#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho body\nsleep 0.3\n",
+    );
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.access_log();
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.request("HEAD", "/cgi-bin/lingers.sh", &[], None);
+    let a = c.answers(&[id]);
+    assert_eq!((a[0].status(), a[0].body.len()), ("200", 0));
+    let read = || std::fs::read_to_string(&s.access_path).unwrap_or_default();
+    let logged = poll(WAIT_LIMIT, || {
+        read()
+            .contains("\"HEAD /cgi-bin/lingers.sh HTTP/2.0\" 200 ")
+            .then_some(())
+    });
+    assert!(
+        logged.is_some(),
+        "no line while the connection is open: {:?}",
+        read()
+    );
+    drop(c);
+}
+
+#[test]
+fn nph_programs_answer_streams_from_their_own_head() {
+    // An nph- program writes a whole HTTP/1.1 response; over HTTP/2 its
+    // status line and fields become the stream's head (less what HTTP/2
+    // forbids), and a chunked body is decoded.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let ids = [
+        c.get("/cgi-bin/nph-raw.sh", &[]),
+        c.get("/cgi-bin/nph-chunked.sh", &[]),
+        c.get("/cgi-bin/nph-cut.sh", &[]),
+        c.get("/cgi-bin/nph-bad.sh", &[]),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("201", &b"hello"[..]));
+    assert_eq!(a[0].field("x-nph"), Some("yes"));
+    assert_eq!(a[0].field("content-length"), Some("5"));
+    assert_eq!(a[0].field("connection"), None);
+    assert_eq!(
+        (a[1].status(), &a[1].body[..]),
+        ("200", &b"hello world"[..])
+    );
+    assert_eq!(a[1].field("transfer-encoding"), None);
+    assert_eq!(a[1].reset, None);
+    // Without its last chunk the answer is incomplete: reset, not ended.
+    assert_eq!(a[2].body, b"hello");
+    assert_eq!(a[2].reset, Some(ErrorCode::Internal as u32));
+    assert_eq!(a[3].status(), "502");
+    // Over HTTP/1.1 the output still passes as it is.
+    let r = s.request(b"GET /cgi-bin/nph-raw.sh HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(r.head.starts_with("HTTP/1.1 201 Created\r\n"), "{}", r.head);
+}
+
+#[test]
+fn a_body_nobody_wants_is_read_and_dropped() {
+    // A 900 kB upload to a static file is answered 405 and its body read
+    // and dropped (its credit given back), so a client that sends its
+    // whole body before it reads (past its 256 KiB window, even) still
+    // gets the answer; one over limits.max_body (1 MiB) is answered 413
+    // the same way, as HTTP/1.1 refuses it before it is routed.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let body = pattern(2_000_000);
+    let (small, large) = (900_000.to_string(), body.len().to_string());
+    let ids = [
+        c.request(
+            "POST",
+            "/sub/a.txt",
+            &[("content-length", &small)],
+            Some(&body[..900_000]),
+        ),
+        c.request(
+            "POST",
+            "/cgi-bin/echo.sh",
+            &[("content-length", &large)],
+            Some(&body),
+        ),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), a[0].reset), ("405", None));
+    assert_eq!((a[1].status(), a[1].reset), ("413", None));
+    let id = c.get("/sub/a.txt", &[]);
+    assert_eq!(
+        c.answers(&[id])[0].body,
+        b"a file\n",
+        "the connection goes on"
+    );
+}
+
+#[test]
+fn a_window_that_does_not_open_holds_up_only_its_own_program() {
+    // The client's stream windows stay at 64 KiB and it gives no credit
+    // back (the connection's is wide): the big program's stream stops at
+    // its window (its output waits in its pipe), and the other program's
+    // stream is answered meanwhile.
+    let s = cgi_site();
+    let mut c = H2::connect(s.addr(), &[], 16 << 20);
+    let big = c.get("/cgi-bin/big.sh", &[]);
+    let hi = c.get("/cgi-bin/hi.sh", &[]);
+    let mut seen = 0usize;
+    let mut hi_done = false;
+    while !hi_done {
+        let f = c.frame().expect("frames");
+        if f.stream == big && f.kind == kind::DATA {
+            seen += f.payload.len();
+        }
+        hi_done = f.stream == hi && f.flags & flag::END_STREAM != 0;
+    }
+    assert!(seen <= 65_535, "no more than the window: {seen}");
+}
+
+/// A site served over TLS only (the test certificate `a.test`).
+#[cfg(feature = "tls")]
+fn tls_site(extra: &str) -> (Server, Vec<u8>) {
+    let big = pattern(1024 * 1024 + 7);
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.file("big.bin", &big);
+    b.tls();
+    if !extra.is_empty() {
+        b.config(extra);
+    }
+    (b.start(), big)
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn alpn_h2_serves_http2_over_tls_and_http1_to_the_others() {
+    let (s, big) = tls_site("");
+    let url = format!("https://127.0.0.1:{}/big.bin", s.port);
+    let fetch = |flag: &str| {
+        run(Command::new("curl")
+            .args([
+                "-sS",
+                "-k",
+                "--fail",
+                flag,
+                "-w",
+                "%{http_version}",
+                "-o",
+                "-",
+            ])
+            .arg(&url))
+    };
+    let Some(o) = fetch("--http2") else {
+        skip("curl not installed");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 1);
+    assert_eq!(version, b"2", "h2 chosen by ALPN");
+    assert!(body == big, "byte exact");
+    let o = fetch("--http1.1").expect("curl");
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 3);
+    assert_eq!(version, b"1.1", "http/1.1 chosen by ALPN");
+    assert!(body == big);
+    // With [http2] enable = false, h2 is not offered.
+    let (s, _) = tls_site("[http2]\nenable = false\n");
+    let url = format!("https://127.0.0.1:{}/index.html", s.port);
+    let o = run(Command::new("curl")
+        .args([
+            "-sS",
+            "-k",
+            "--http2",
+            "-w",
+            "%{http_version}",
+            "-o",
+            "/dev/null",
+        ])
+        .arg(&url))
+    .expect("curl");
+    assert_eq!(o.stdout, b"1.1");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn h2spec_passes_over_tls() {
+    let (s, _) = tls_site("");
+    let Some((summary, _, text)) = h2spec(&["-t", "-k"], s.port) else {
+        return;
+    };
+    assert!(
+        summary.contains("145 tests, 145 passed, 0 skipped, 0 failed"),
+        "{text}"
+    );
+}
+
+/// Runs h2spec (with `extra` arguments) against `port`: its summary line,
+/// the cases that failed, and its whole report; `None` (a counted skip)
+/// if it is not installed.
+fn h2spec(extra: &[&str], port: u16) -> Option<(String, Vec<String>, String)> {
+    let h2spec = std::env::var("H2SPEC").unwrap_or_else(|_| "h2spec".into());
+    let args = ["-h", "127.0.0.1", "--timeout", "3", "-p"];
+    let Some(o) = run(Command::new(&h2spec)
+        .args(extra)
+        .args(args)
+        .arg(port.to_string()))
+    else {
+        skip("h2spec not installed (scripts/test installs it with go)");
+        return None;
+    };
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let summary = text
+        .lines()
+        .rev()
+        .find(|l| l.contains(" tests, "))
+        .unwrap_or("")
+        .to_string();
+    let failed = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with('×'))
+        .map(|l| l.trim().to_string())
+        .collect();
+    Some((summary, failed, text))
+}
+
+/// Runs `cmd` (at most 60 s); `None` if the tool is not installed.
+fn run(cmd: &mut Command) -> Option<std::process::Output> {
+    run_for(cmd, Duration::from_secs(60))
+}
+
+#[test]
+fn curl_with_prior_knowledge_fetches_byte_exact() {
+    let (s, big) = site();
+    let url = format!("http://127.0.0.1:{}/big.bin", s.port);
+    let Some(o) = run(Command::new("curl")
+        .args([
+            "-sS",
+            "--fail",
+            "--http2-prior-knowledge",
+            "-w",
+            "%{http_version}",
+            "-o",
+            "-",
+        ])
+        .arg(&url))
+    else {
+        skip("curl not installed");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 1);
+    assert_eq!(version, b"2", "spoken over HTTP/2");
+    assert!(body == big, "byte exact");
+}
+
+#[test]
+fn a_sparse_gigabyte_arrives_whole() {
+    let b = Builder::new();
+    let path = b.root().join("sparse.img");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let s = b.start();
+    let url = format!("http://127.0.0.1:{}/sparse.img", s.port);
+    let script = format!("curl -sS --fail --http2-prior-knowledge {url} | sha256sum");
+    let Some(o) = run(Command::new("bash").args(["-o", "pipefail", "-c", &script])) else {
+        skip("bash not installed");
+        return;
+    };
+    if String::from_utf8_lossy(&o.stderr).contains("curl: not found")
+        || o.status.code() == Some(127)
+    {
+        skip("curl not installed");
+        return;
+    }
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // SHA-256 of 1 GiB of zeros.
+    assert!(
+        o.stdout
+            .starts_with(b"49bc20df15e412a64472421e13fe86ff1c5165e18b2afccf160d4dc19fe68a14"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+#[test]
+fn nghttp_fetches_over_h2c() {
+    let (s, _) = site();
+    let url = format!("http://127.0.0.1:{}/index.html", s.port);
+    let Some(o) = run(Command::new("nghttp").args(["-n", "-s"]).arg(&url)) else {
+        skip("nghttp not installed (Debian's nghttp2-client)");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let Some(o) = run(Command::new("nghttp").arg(&url)) else {
+        return;
+    };
+    assert_eq!(o.stdout, b"<h1>hi</h1>\n");
+}
+
+/// What brisk answers an `Upgrade: h2c` request it takes, byte for byte.
+const SWITCHING: &[u8] =
+    b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+
+/// An HTTP/1.1 GET of `path` asking to upgrade to h2c, with
+/// `HTTP2-Settings: settings` and `extra` header lines.
+fn upgrade_request(path: &str, settings: &str, extra: &str) -> Vec<u8> {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+         Upgrade: h2c\r\nHTTP2-Settings: {settings}\r\n{extra}\r\n"
+    )
+    .into_bytes()
+}
+
+#[test]
+fn an_upgrade_to_h2c_answers_on_stream_1_with_the_clients_settings() {
+    let (s, big) = site();
+    let mut c = H2::raw(s.addr());
+    // HTTP2-Settings: SETTINGS_INITIAL_WINDOW_SIZE = 100 (00 04 00 00 00
+    // 64, in base64url).
+    c.send(&upgrade_request("/big.bin", "AAQAAABk", ""));
+    while !c.buf.starts_with(SWITCHING) {
+        assert!(
+            SWITCHING.starts_with(&c.buf[..c.buf.len().min(SWITCHING.len())]),
+            "{:?}",
+            String::from_utf8_lossy(&c.buf)
+        );
+        let mut chunk = [0u8; 4096];
+        let n = std::io::Read::read(&mut c.sock, &mut chunk).expect("read the 101");
+        assert!(n > 0, "closed: {:?}", String::from_utf8_lossy(&c.buf));
+        c.buf.extend_from_slice(&chunk[..n]);
+    }
+    c.buf.drain(..SWITCHING.len());
+    // The client's preface, its SETTINGS frame (empty) and a PING.
+    let mut out = brisk::h2::PREFACE.to_vec();
+    frame::write_settings(&mut out, &[]);
+    out.extend_from_slice(&[0, 0, 8, kind::PING, 0, 0, 0, 0, 0]);
+    out.extend_from_slice(b"pingping");
+    c.send(&out);
+    c.next = 3;
+    // The server's preface comes first; the one SETTINGS ack is the
+    // frame's (settings that came in HTTP2-Settings are acknowledged by
+    // the 101); stream 1's DATA keeps to the window of 100 they set.
+    let first = c.frame().expect("the server's SETTINGS");
+    assert_eq!((first.kind, first.flags & flag::ACK), (kind::SETTINGS, 0));
+    let (mut acks, mut head, mut body) = (0, Vec::new(), Vec::new());
+    loop {
+        let f = c.frame().expect("frames up to the PING's ack");
+        match (f.kind, f.stream) {
+            (kind::SETTINGS, 0) if f.flags & flag::ACK != 0 => acks += 1,
+            (kind::PING, 0) if f.flags & flag::ACK != 0 => break,
+            (kind::HEADERS, 1) => head = f.fields,
+            (kind::DATA, 1) => {
+                assert!(
+                    f.payload.len() <= 100,
+                    "{} bytes in a window of 100",
+                    f.payload.len()
+                );
+                body.extend_from_slice(&f.payload);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(acks, 1);
+    assert!(head.contains(&(":status".into(), "200".into())), "{head:?}");
+    let mut rest = Vec::new();
+    frame::write_window_update(&mut rest, 1, big.len() as u32);
+    frame::write_window_update(&mut rest, 0, big.len() as u32);
+    c.send(&rest);
+    let a = c.answers(&[1]);
+    body.extend_from_slice(&a[0].body);
+    assert!(
+        body == big,
+        "stream 1's body: {} bytes of {}",
+        body.len(),
+        big.len()
+    );
+    // The connection goes on in HTTP/2.
+    let id = c.get("/index.html", &[]);
+    assert_eq!(id, 3);
+    let a = c.answers(&[id]);
+    assert_eq!(
+        (a[0].status(), a[0].body.as_slice()),
+        ("200", &b"<h1>hi</h1>\n"[..])
+    );
+}
+
+#[test]
+fn an_upgrade_to_h2c_that_cannot_be_taken_is_answered_over_http1() {
+    let (s, _) = site();
+    let bad = [
+        // A body (RFC 7540 §3.2 would have it sent before the switch).
+        upgrade_request("/index.html", "AAQAAABk", "Content-Length: 3\r\n")
+            .into_iter()
+            .chain(*b"abc")
+            .collect::<Vec<u8>>(),
+        // Settings that are not base64url, or not a SETTINGS payload.
+        upgrade_request("/index.html", "not base64!", ""),
+        upgrade_request("/index.html", "AAQA", ""),
+        // HTTP2-Settings not named in Connection.
+        b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: AAQAAABk\r\n\r\n".to_vec(),
+    ];
+    for raw in bad {
+        let mut c = s.connect();
+        c.send(&raw);
+        let r = c.response();
+        assert!(r.head.starts_with("HTTP/1.1 "), "{}", r.head);
+        assert!(!r.head.starts_with("HTTP/1.1 101"), "{}", r.head);
+    }
+    // With h2c off, the upgrade is ignored too.
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.config("[http2]\ncleartext = false\n");
+    let off = b.start();
+    let mut c = off.connect();
+    c.send(&upgrade_request("/index.html", "AAQAAABk", ""));
+    let r = c.response();
+    assert!(r.head.starts_with("HTTP/1.1 200 OK\r\n"), "{}", r.head);
+    assert_eq!(r.body, b"<h1>hi</h1>\n");
+}
+
+#[test]
+fn nghttp_and_curl_upgrade_to_h2c() {
+    let (s, big) = site();
+    let url = format!("http://127.0.0.1:{}/big.bin", s.port);
+    let Some(o) = run(Command::new("nghttp").arg("-u").arg(&url)) else {
+        skip("nghttp not installed (Debian's nghttp2-client)");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stdout == big,
+        "nghttp -u: {} bytes of {}",
+        o.stdout.len(),
+        big.len()
+    );
+    let Some(o) = run(Command::new("curl")
+        .args(["-s", "--http2", "-w", "%{http_version}"])
+        .arg(&url))
+    else {
+        skip("curl not installed");
+        return;
+    };
+    let (body, version) = o.stdout.split_at(o.stdout.len() - 1);
+    assert_eq!(version, b"2");
+    assert!(
+        body == big,
+        "curl --http2: {} bytes of {}",
+        body.len(),
+        big.len()
+    );
+    let log = wait_for("two HTTP/2.0 lines", || {
+        let log = std::fs::read_to_string(&s.access_path).ok()?;
+        (log.matches("\"GET /big.bin HTTP/2.0\" 200").count() >= 2).then_some(log)
+    });
+    assert!(!log.contains("HTTP/1.1"), "{log}");
+}
+
+#[test]
+fn h2load_gets_every_answer() {
+    let (s, _) = site();
+    let url = format!("http://127.0.0.1:{}/index.html", s.port);
+    let Some(o) = run(Command::new("h2load")
+        .args(["-n", "2000", "-c", "4", "-m", "10"])
+        .arg(&url))
+    else {
+        skip("h2load not installed (Debian's nghttp2-client)");
+        return;
+    };
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("2000 succeeded, 0 failed, 0 errored"),
+        "{text}"
+    );
+    assert!(text.contains("status codes: 2000 2xx"), "{text}");
+}
+
+#[test]
+fn h2spec_passes_over_h2c() {
+    let (s, _) = site();
+    let Some((summary, failed, text)) = h2spec(&[], s.port) else {
+        return;
+    };
+    assert!(failed.is_empty(), "{summary}\n{text}");
+    assert!(
+        summary.contains("145 tests, 145 passed, 0 skipped, 0 failed"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_failed_preface_closes_and_http1_mistakes_still_get_400() {
+    let (s, _) = site();
+    // Not HTTP/1.x (no `HTTP/` version) nor the preface: h2spec's
+    // invalid preface gets no answer, only the close (RFC 9113 §3.4).
+    let mut c = s.connect();
+    c.send(b"INVALID CONNECTION PREFACE\r\n\r\n");
+    c.expect_closed();
+    // The preface's own line, then something else: HTTP/2's error.
+    let mut c = H2::raw(s.addr());
+    c.send(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n");
+    assert_eq!(c.goaway(), Some(ErrorCode::Protocol as u32));
+    // HTTP/1.1 with a mistake in its version is still answered 400.
+    let r = s.request(b"GET /index.html http/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(r.status, 400);
+    // And without h2c on the port, the line is a bad HTTP/1.1 request.
+    let mut b = Builder::new();
+    b.file("index.html", b"hi");
+    b.config("[http2]\ncleartext = false\n");
+    let s = b.start();
+    let r = s.request(b"INVALID CONNECTION PREFACE\r\n\r\n");
+    assert_eq!(r.status, 400);
+}

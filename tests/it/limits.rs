@@ -1,0 +1,55 @@
+//! Connection limits per client address: the excess from one address is
+//! refused at once while other addresses are still served.
+
+use crate::common;
+
+use common::*;
+
+#[test]
+fn per_ip_limit_refuses_only_that_address() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.config("[limits]\nmax_connections_per_ip = 2\n");
+    b.arg("--listen");
+    b.arg("[::1]:0");
+    let s = b.start();
+    let v4 = s
+        .addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .copied()
+        .expect("IPv4 listener");
+    let v6 = s
+        .addrs
+        .iter()
+        .find(|a| a.is_ipv6())
+        .copied()
+        .expect("IPv6 listener");
+    let get = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut c = Client::connect(v4);
+        c.send(get);
+        assert!(c.response().head.starts_with("HTTP/1.1 200 OK\r\n"));
+        held.push(c);
+    }
+    // A third from 127.0.0.1: refused with a 503 (or closed), never served.
+    let mut c3 = Client::connect(v4);
+    let _ = std::io::Write::write_all(&mut c3.stream, get);
+    let raw = c3.read_to_end();
+    assert!(
+        raw.is_empty()
+            || raw.starts_with(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"),
+        "{:?}",
+        String::from_utf8_lossy(&raw)
+    );
+    // Another address (::1) is not affected.
+    let mut other = Client::connect(v6);
+    other.send(get);
+    assert!(other.response().head.starts_with("HTTP/1.1 200 OK\r\n"));
+    // The held ones still work.
+    for c in &mut held {
+        c.send(get);
+        assert!(c.response().head.starts_with("HTTP/1.1 200 OK\r\n"));
+    }
+}

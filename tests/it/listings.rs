@@ -1,0 +1,369 @@
+//! Directory listings (`[static] autoindex = true`) on the wire: what a
+//! symlink leads to is listed as the server would serve it, and what can
+//! never be served is left out.
+
+use crate::common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+use common::*;
+
+/// Gives the directory `dir` the harness's modification time.
+fn set_dir_mtime(dir: &Path) {
+    std::fs::File::open(dir)
+        .and_then(|f| f.set_modified(UNIX_EPOCH + Duration::from_secs(MTIME)))
+        .expect("set directory mtime");
+}
+
+/// The `<tbody>` rows of a listing.
+fn rows(html: &str) -> Vec<&str> {
+    let start = html.find("<tbody>\n").expect("tbody") + "<tbody>\n".len();
+    let end = html.find("</tbody>").expect("/tbody");
+    html[start..end].lines().collect()
+}
+
+fn file_row(name: &str, size: usize) -> String {
+    format!(
+        "<tr><td><a href=\"{name}\">{name}</a></td><td class=\"s\" title=\"{size}\">{size}</td>\
+         <td>2024-01-02 03:04</td></tr>"
+    )
+}
+
+fn dir_row(name: &str) -> String {
+    format!(
+        "<tr><td><a href=\"{name}/\">{name}/</a></td><td class=\"s\">-</td>\
+         <td>2024-01-02 03:04</td></tr>"
+    )
+}
+
+/// A tree with symlinks of every kind under `/list/`, and a directory
+/// outside the root.
+fn symlink_site(config: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("list/real/f.txt", b"12345");
+    b.file("list/big.bin", &pattern(3000));
+    b.file("list/.hidden-target", b"hidden");
+    write_file(&b.base().join("outside/secret.txt"), b"secret");
+    let root = b.root().to_path_buf();
+    let list = root.join("list");
+    let base = b.base().to_path_buf();
+    symlink("real", list.join("link_dir")).expect("symlink");
+    symlink(list.join("real"), list.join("abs_dir")).expect("symlink");
+    symlink("real/f.txt", list.join("link_file")).expect("symlink");
+    symlink("big.bin", list.join("link_big")).expect("symlink");
+    symlink(".hidden-target", list.join("to_dotfile")).expect("symlink");
+    symlink("nowhere", list.join("dangling")).expect("symlink");
+    symlink("../../outside/secret.txt", list.join("out_file")).expect("symlink");
+    symlink(base.join("outside"), list.join("out_dir")).expect("symlink");
+    symlink("/etc/passwd", list.join("passwd")).expect("symlink");
+    symlink("loop", list.join("loop")).expect("symlink");
+    let fifo =
+        std::ffi::CString::new(list.join("fifo").as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    set_dir_mtime(&list.join("real"));
+    b.config(config);
+    b.start()
+}
+
+#[test]
+fn symlinks_are_listed_as_what_they_lead_to() {
+    let s = symlink_site("[static]\nautoindex = true\n");
+    let r = s.get("/list/");
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    // Links to directories end in "/" and show no size; links to files
+    // show the target's size and time; what can never be served (a
+    // dangling link, one out of the root, a loop, a FIFO) is left out.
+    assert_eq!(
+        rows(&html),
+        [
+            "<tr><td><a href=\"../\">../</a></td><td class=\"s\">-</td><td></td></tr>".to_string(),
+            dir_row("abs_dir"),
+            dir_row("link_dir"),
+            dir_row("real"),
+            "<tr><td><a href=\"big.bin\">big.bin</a></td><td class=\"s\" title=\"3000\">2.9K</td>\
+             <td>2024-01-02 03:04</td></tr>"
+                .to_string(),
+            "<tr><td><a href=\"link_big\">link_big</a></td><td class=\"s\" title=\"3000\">2.9K</td>\
+             <td>2024-01-02 03:04</td></tr>"
+                .to_string(),
+            file_row("link_file", 5),
+            file_row("to_dotfile", 6),
+        ]
+    );
+    // What is listed is served: through a linked directory too.
+    for path in ["/list/link_dir/f.txt", "/list/abs_dir/f.txt"] {
+        let r = s.get(path);
+        assert_file(&r, b"12345", "text/plain; charset=utf-8", "", Conn::Close);
+    }
+    // (The type comes from the name asked for.)
+    let r = s.get("/list/link_file");
+    assert_file(&r, b"12345", "application/octet-stream", "", Conn::Close);
+    assert_eq!(s.get("/list/link_dir/").status, 200);
+    assert_eq!(s.get("/list/to_dotfile").body, b"hidden");
+    // And what is left out is not.
+    for path in [
+        "/list/dangling",
+        "/list/out_file",
+        "/list/out_dir/secret.txt",
+        "/list/passwd",
+        "/list/loop",
+        "/list/fifo",
+    ] {
+        let r = s.get(path);
+        assert!(r.status == 403 || r.status == 404, "{path}: {}", r.status);
+    }
+}
+
+#[test]
+fn links_out_of_the_root_are_listed_when_they_may_be_followed() {
+    let s =
+        symlink_site("sandbox = false\n[static]\nautoindex = true\nsymlinks_outside_root = true\n");
+    let html = s.get("/list/").text();
+    assert!(html.contains("<a href=\"out_dir/\">out_dir/</a>"), "{html}");
+    assert!(
+        html.contains("<a href=\"out_file\">out_file</a></td><td class=\"s\" title=\"6\">"),
+        "{html}"
+    );
+    assert_eq!(s.get("/list/out_dir/secret.txt").body, b"secret");
+    // Still never: dangling links, loops, FIFOs.
+    for gone in ["dangling", "loop", "fifo"] {
+        assert!(!html.contains(&format!("href=\"{gone}")), "{gone}: {html}");
+    }
+}
+
+#[test]
+fn special_files_are_not_listed() {
+    let mut b = Builder::new();
+    b.file("d/a.txt", b"a");
+    let fifo = std::ffi::CString::new(b.root().join("d/pipe").as_os_str().as_encoded_bytes())
+        .expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    b.config("[static]\nautoindex = true\n");
+    let s = b.start();
+    let html = s.get("/d/").text();
+    assert_eq!(rows(&html).len(), 2, "{html}");
+    assert!(html.contains("href=\"a.txt\""), "{html}");
+    assert!(!html.contains("pipe"), "{html}");
+}
+
+/// Sets the modification time of `path` to `MTIME + delta` seconds.
+fn set_mtime_by(path: &Path, delta: i64) {
+    let t = UNIX_EPOCH + Duration::from_secs(MTIME.saturating_add_signed(delta));
+    std::fs::File::open(path)
+        .and_then(|f| f.set_modified(t))
+        .expect("set mtime");
+}
+
+/// `/d/` holds three files of different sizes and times and two
+/// directories; returns the server and the directories' size.
+fn sortable_site(config: &str) -> (Server, u64) {
+    let mut b = Builder::new();
+    b.file("d/a.txt", &[b'a'; 30]);
+    b.file("d/b.txt", &[b'b'; 10]);
+    b.file("d/c.txt", &[b'c'; 20]);
+    b.dir("d/zdir");
+    b.dir("d/adir");
+    let d = b.root().join("d");
+    set_mtime_by(&d.join("a.txt"), 0);
+    set_mtime_by(&d.join("b.txt"), -100);
+    set_mtime_by(&d.join("c.txt"), 100);
+    set_mtime_by(&d.join("zdir"), 0);
+    set_mtime_by(&d.join("adir"), 0);
+    let dir_size = std::fs::metadata(d.join("adir")).expect("stat").len();
+    b.config(config);
+    (b.start(), dir_size)
+}
+
+/// The names in a listing's rows, without the parent row.
+fn names(html: &str) -> Vec<String> {
+    rows(html)
+        .iter()
+        .skip(1)
+        .map(|r| {
+            let s = r.find("\">").expect("link") + 2;
+            r[s..s + r[s..].find("</a>").expect("</a>")].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn listings_sort_by_name_size_and_time_directories_first() {
+    let (s, _) = sortable_site("[static]\nautoindex = true\n");
+    let cases = [
+        ("", ["adir/", "zdir/", "a.txt", "b.txt", "c.txt"]),
+        (
+            "?sort=name&order=desc",
+            ["zdir/", "adir/", "c.txt", "b.txt", "a.txt"],
+        ),
+        ("?sort=size", ["adir/", "zdir/", "b.txt", "c.txt", "a.txt"]),
+        (
+            "?sort=size&order=desc",
+            ["zdir/", "adir/", "a.txt", "c.txt", "b.txt"],
+        ),
+        ("?sort=time", ["adir/", "zdir/", "b.txt", "a.txt", "c.txt"]),
+        // (Ties, as the directories' equal times, go by name ascending.)
+        (
+            "?order=desc&sort=date",
+            ["adir/", "zdir/", "c.txt", "a.txt", "b.txt"],
+        ),
+        // Other parameters (a cache buster) change nothing.
+        (
+            "?v=2&sort=size",
+            ["adir/", "zdir/", "b.txt", "c.txt", "a.txt"],
+        ),
+    ];
+    for (query, want) in cases {
+        let r = s.get(&format!("/d/{query}"));
+        assert_eq!(r.status, 200, "{query}");
+        assert_eq!(names(&r.text()), want, "{query}");
+        assert_eq!(r.header("vary"), Some("Accept"), "{query}");
+    }
+    // The column heads link to the other orders, the current one marked.
+    let html = s.get("/d/?sort=size&order=desc").text();
+    assert!(
+        html.contains(
+            "<thead><tr>\
+             <th><a href=\"?sort=name&amp;order=asc\">Name</a></th>\
+             <th aria-sort=\"descending\"><a href=\"?sort=size&amp;order=asc\">Size</a></th>\
+             <th><a href=\"?sort=time&amp;order=desc\">Modified (UTC)</a></th>\
+             </tr></thead>\n<tbody>\n"
+        ),
+        "{html}"
+    );
+    let html = s.get("/d/").text();
+    assert!(
+        html.contains(
+            "<th aria-sort=\"ascending\"><a href=\"?sort=name&amp;order=desc\">Name</a></th>"
+        ),
+        "{html}"
+    );
+}
+
+#[test]
+fn json_listings_by_query_or_accept() {
+    let (s, dir_size) = sortable_site("[static]\nautoindex = true\n");
+    let t = |delta: i64| {
+        let secs = MTIME.saturating_add_signed(delta);
+        // MTIME is 2024-01-02T03:04:05Z.
+        format!(
+            "2024-01-02T{:02}:{:02}:{:02}Z",
+            secs % 86400 / 3600,
+            secs % 3600 / 60,
+            secs % 60
+        )
+    };
+    let body = format!(
+        "[\n\
+         {{\"name\":\"zdir\",\"url\":\"zdir/\",\"is_dir\":true,\"size\":{dir_size},\"mtime\":\"{t0}\"}},\n\
+         {{\"name\":\"adir\",\"url\":\"adir/\",\"is_dir\":true,\"size\":{dir_size},\"mtime\":\"{t0}\"}},\n\
+         {{\"name\":\"a.txt\",\"url\":\"a.txt\",\"is_dir\":false,\"size\":30,\"mtime\":\"{t0}\"}},\n\
+         {{\"name\":\"c.txt\",\"url\":\"c.txt\",\"is_dir\":false,\"size\":20,\"mtime\":\"{tc}\"}},\n\
+         {{\"name\":\"b.txt\",\"url\":\"b.txt\",\"is_dir\":false,\"size\":10,\"mtime\":\"{tb}\"}}\n\
+         ]\n",
+        t0 = t(0),
+        tb = t(-100),
+        tc = t(100),
+    );
+    assert_eq!(t(-100), "2024-01-02T03:02:25Z");
+    let json_head = |vary: &str| {
+        head(
+            "200 OK",
+            &format!(
+                "Content-Type: application/json\r\n{vary}Content-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            ),
+        )
+    };
+    // Asked for in the query: the answer does not vary with Accept.
+    let r = s.get("/d/?format=json&sort=size&order=desc");
+    assert_eq!(r.masked_head(), json_head(""));
+    assert_eq!(r.text(), body);
+    // Chosen by Accept: it does.
+    let r = s.get_with("/d/?sort=size&order=desc", "Accept: application/json\r\n");
+    assert_eq!(r.masked_head(), json_head("Vary: Accept\r\n"));
+    assert_eq!(r.text(), body);
+    // A browser's Accept, and ?format=html over a JSON Accept, get HTML.
+    let browser = "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n";
+    let r = s.get_with("/d/", browser);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("vary"), Some("Accept"));
+    let r = s.get_with("/d/?format=html", "Accept: application/json\r\n");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("vary"), None);
+    // HEAD: the same head, no body.
+    let mut c = s.connect();
+    c.send(b"HEAD /d/?format=json&sort=size&order=desc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(r.masked_head(), json_head(""));
+}
+
+#[test]
+fn hostile_names_are_escaped_in_json_and_html() {
+    let mut b = Builder::new();
+    let names: [&[u8]; 4] = [b"<script>x\"'", b"line\nbreak", b"back\\slash&", b"caf\xe9"];
+    for name in names {
+        let path = b.root().join("h").join(std::ffi::OsStr::from_bytes(name));
+        write_file(&path, b"x");
+    }
+    b.config("[static]\nautoindex = true\n");
+    let s = b.start();
+    let json = s.get("/h/?format=json").text();
+    let entry = |name: &str, url: &str| {
+        format!(
+            "{{\"name\":\"{name}\",\"url\":\"{url}\",\"is_dir\":false,\"size\":1,\"mtime\":\"2024-01-02T03:04:05Z\"}}"
+        )
+    };
+    let want = [
+        entry("\\u003cscript\\u003ex\\\"'", "%3Cscript%3Ex%22%27"),
+        entry("back\\\\slash\\u0026", "back%5Cslash%26"),
+        entry("caf\u{fffd}", "caf%E9"),
+        entry("line\\nbreak", "line%0Abreak"),
+    ];
+    assert_eq!(json, format!("[\n{}\n]\n", want.join(",\n")));
+    let html = s.get("/h/").text();
+    assert!(
+        html.contains("<a href=\"%3Cscript%3Ex%22%27\">&lt;script&gt;x&quot;&#39;</a>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<a href=\"back%5Cslash%26\">back\\slash&amp;</a>"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>"), "{html}");
+    // The links lead to the files.
+    assert_eq!(s.get("/h/caf%E9").body, b"x");
+    assert_eq!(s.get("/h/%3Cscript%3Ex%22%27").body, b"x");
+}
+
+#[test]
+fn unknown_listing_parameters_are_a_bad_request() {
+    let (s, _) = sortable_site("[static]\nautoindex = true\n");
+    for (query, name, allowed) in [
+        ("sort=weight", "sort", "name, size, time or date"),
+        ("order=up", "order", "asc or desc"),
+        ("format=xml", "format", "html or json"),
+    ] {
+        let r = s.get(&format!("/d/?{query}"));
+        let body = format!("Bad Request: the listing parameter {name} takes {allowed}.\n");
+        assert_eq!(
+            r.masked_head(),
+            head(
+                "400 Bad Request",
+                &format!(
+                    "Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    body.len()
+                )
+            ),
+            "{query}"
+        );
+        assert_eq!(r.text(), body);
+    }
+    // Files are not listings: their query is not looked at.
+    assert_eq!(s.get("/d/a.txt?sort=weight").status, 200);
+}

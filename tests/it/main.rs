@@ -1,0 +1,72 @@
+//! The integration tests: the real `brisk` binary (or the engine embedded
+//! through the library) on ephemeral ports of 127.0.0.1, driven by raw
+//! clients and real tools. One binary, so the harness (`tests/common`)
+//! compiles once; one module per subject. The tests that count the heap
+//! are in `tests/alone`, a process of their own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod access_log;
+mod admission;
+mod auth;
+mod cgi;
+mod cli;
+#[cfg(feature = "compress")]
+mod compress;
+mod confinement;
+#[cfg(feature = "sites")]
+mod cors;
+mod debug_log;
+mod deploy;
+mod docs;
+mod embedded;
+mod embedded_streams;
+#[cfg(feature = "sites")]
+mod error_pages;
+#[cfg(feature = "http2")]
+mod h2;
+#[cfg(feature = "http2")]
+mod h2_reload;
+mod http_vectors;
+#[cfg(feature = "tls")]
+mod https;
+#[cfg(feature = "tls")]
+mod https_clients;
+mod idle_close;
+mod interop;
+mod lifecycle;
+mod limits;
+mod listings;
+mod memory;
+mod named_handlers;
+#[cfg(feature = "ops")]
+mod operations;
+mod own_files;
+mod precompressed;
+mod privileged;
+mod protocol;
+#[cfg(feature = "ops")]
+mod proxy;
+mod ranges_conditionals;
+#[cfg(feature = "sites")]
+mod redirects;
+mod reload;
+#[cfg(feature = "ops")]
+mod scale_out;
+mod security;
+mod sendfile;
+#[cfg(feature = "servlets")]
+mod servlets;
+mod smuggling;
+mod sniff;
+#[cfg(feature = "sites")]
+mod spa;
+mod static_files;
+mod survival;
+mod systemd;
+mod throttle;
+#[cfg(feature = "ops")]
+mod upgrade;
+#[cfg(feature = "sites")]
+mod vhosts;

@@ -1,0 +1,259 @@
+//! Started as root, brisk switches to an unprivileged user, but a small
+//! helper (brisk-priv) keeps root for what the server can no longer do:
+//! reopen its logs in a root-owned directory on SIGUSR1 (the usual
+//! `/var/log/brisk` with logrotate's `create 0640 root adm`), bind a listen
+//! address a reload adds, and remove a pid file in a root-owned directory
+//! when the server stops or dies. Every test here needs root and says so
+//! when it skips.
+
+use crate::common;
+
+use common::*;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Root, and a `nobody` account to switch to.
+fn can_switch() -> bool {
+    let nobody = brisk::sys::privileges::lookup_user("nobody").ok().flatten();
+    if brisk::sys::privileges::euid() != 0 || nobody.is_none() {
+        skip("needs root and a nobody user");
+        return false;
+    }
+    true
+}
+
+/// A server started as root, serving as nobody, with its logs in `log/`
+/// and its pid file in `run/`, both root-owned 0755 directories of the
+/// base directory.
+struct Site {
+    s: Server,
+    access: PathBuf,
+    error: PathBuf,
+    pid_file: PathBuf,
+}
+
+fn start(extra: &str) -> Site {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    let base = b.base().to_path_buf();
+    for dir in ["log", "run"] {
+        fs::create_dir(base.join(dir)).expect("mkdir");
+        fs::set_permissions(base.join(dir), fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    b.access_log_from_config();
+    b.config(&format!(
+        "user = \"nobody\"\npid_file = \"run/brisk.pid\"\n{extra}\n[log]\naccess = \"log/access.log\"\nerror = \"log/error.log\"\n"
+    ));
+    let s = b.start();
+    let site = Site {
+        s,
+        access: base.join("log/access.log"),
+        error: base.join("log/error.log"),
+        pid_file: base.join("run/brisk.pid"),
+    };
+    site.wait_error_lines("] started ", 1);
+    site
+}
+
+impl Site {
+    fn error_log(&self) -> String {
+        fs::read_to_string(&self.error).unwrap_or_default()
+    }
+
+    /// Waits until the error log holds `n` lines containing `what`.
+    fn wait_error_lines(&self, what: &str, n: usize) {
+        wait_until(&format!("{n} error log lines with {what:?}"), || {
+            self.error_log().matches(what).count() >= n
+        });
+    }
+
+    /// Requests `/a.txt?tag` and waits until its line is in `log`.
+    fn logged_request(&self, tag: &str, log: &Path) {
+        let r = self.s.get(&format!("/a.txt?{tag}"));
+        assert_eq!(r.status, 200);
+        wait_until(&format!("?{tag} in {}", log.display()), || {
+            fs::read_to_string(log).unwrap_or_default().contains(tag)
+        });
+    }
+
+    /// The pid of the server's child named `brisk-priv`.
+    fn helper(&self) -> u32 {
+        let pid = self.s.pid();
+        let children =
+            fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).expect("children");
+        children
+            .split_whitespace()
+            .filter_map(|c| c.parse::<u32>().ok())
+            .find(|c| {
+                fs::read_to_string(format!("/proc/{c}/comm"))
+                    .is_ok_and(|n| n.trim() == "brisk-priv")
+            })
+            .expect("a brisk-priv child")
+    }
+}
+
+#[test]
+fn sigusr1_with_nothing_renamed_reopens_the_root_owned_logs() {
+    if !can_switch() {
+        return;
+    }
+    let site = start("");
+    site.logged_request("before", &site.access);
+    // Created by root (0640) before the switch: nobody could not reopen.
+    let meta = fs::metadata(&site.access).expect("access log");
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o640));
+    site.s.signal(libc::SIGUSR1);
+    site.wait_error_lines("SIGUSR1: reopened", 1);
+    site.logged_request("after", &site.access);
+    let err = site.error_log();
+    assert!(
+        err.contains(&format!(
+            "[info] SIGUSR1: reopened {} and {}\n",
+            site.access.display(),
+            site.error.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("cannot reopen"), "{err}");
+}
+
+#[test]
+fn after_a_logrotate_create_rotation_lines_go_to_the_new_file() {
+    if !can_switch() {
+        return;
+    }
+    let site = start("");
+    site.logged_request("before", &site.access);
+    // What logrotate does with `create 0640 root adm`: rename, then a new
+    // empty root-owned file, then the postrotate SIGUSR1.
+    let rotated = site.access.with_extension("log.1");
+    fs::rename(&site.access, &rotated).expect("rename");
+    fs::write(&site.access, b"").expect("create");
+    fs::set_permissions(&site.access, fs::Permissions::from_mode(0o640)).expect("chmod");
+    let adm = brisk::sys::privileges::lookup_group("adm")
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    std::os::unix::fs::chown(&site.access, Some(0), Some(adm)).expect("chown");
+    site.s.signal(libc::SIGUSR1);
+    site.wait_error_lines("SIGUSR1: reopened", 1);
+    for n in 0..3 {
+        site.logged_request(&format!("after{n}"), &site.access);
+    }
+    let old = fs::read_to_string(&rotated).expect("rotated log");
+    assert!(old.contains("?before"), "{old}");
+    assert!(
+        !old.contains("?after"),
+        "a line went to the rotated file: {old}"
+    );
+    let new = fs::read_to_string(&site.access).expect("new log");
+    assert!(!new.contains("?before"), "{new}");
+    // The file logrotate created is the one written to.
+    let meta = fs::metadata(&site.access).expect("new log");
+    assert_eq!((meta.uid(), meta.gid()), (0, adm));
+    assert!(
+        !site.error_log().contains("cannot reopen"),
+        "{}",
+        site.error_log()
+    );
+}
+
+#[test]
+fn the_helper_keeps_root_but_little_else() {
+    if !can_switch() {
+        return;
+    }
+    let site = start("");
+    let status = fs::read_to_string(format!("/proc/{}/status", site.helper())).expect("status");
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}:")))
+            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert_eq!(field("Uid"), "0 0 0 0");
+    // CAP_DAC_OVERRIDE (1) and CAP_NET_BIND_SERVICE (10) only.
+    assert_eq!(field("CapEff"), "0000000000000402");
+    assert_eq!(field("CapPrm"), "0000000000000402");
+    assert_eq!(field("Seccomp"), "2");
+    assert_eq!(field("NoNewPrivs"), "1");
+}
+
+#[test]
+fn the_pid_file_in_a_root_owned_directory_is_removed_at_exit() {
+    if !can_switch() {
+        return;
+    }
+    let mut site = start("");
+    let pid = fs::read_to_string(&site.pid_file).expect("pid file");
+    assert_eq!(pid.trim(), site.s.pid().to_string());
+    let helper = site.helper();
+    site.s.signal(libc::SIGTERM);
+    let st = site.s.wait_exit(Duration::from_secs(10)).expect("stops");
+    assert!(st.success(), "{st:?}");
+    // The server waits for the helper to remove it before it exits.
+    assert!(!site.pid_file.exists(), "pid file left behind");
+    let err = site.error_log();
+    assert!(err.contains("[info] stopped"), "{err}");
+    assert!(!err.contains("cannot remove"), "{err}");
+    wait_until("the helper to exit", || {
+        fs::read_to_string(format!("/proc/{helper}/stat")).map_or(true, |s| s.contains(") Z "))
+    });
+}
+
+#[test]
+fn the_pid_file_is_removed_when_the_server_dies() {
+    if !can_switch() {
+        return;
+    }
+    let site = start("");
+    assert!(site.pid_file.exists());
+    site.s.signal(libc::SIGKILL);
+    wait_until("the helper to remove the pid file", || {
+        !site.pid_file.exists()
+    });
+}
+
+#[test]
+fn a_listen_address_added_by_a_reload_is_bound_through_the_helper() {
+    if !can_switch() {
+        return;
+    }
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.listen_from_config();
+    let listen = "listen = [\"127.0.0.1:0\"]\nuser = \"nobody\"\n[log]\nlevel = \"info\"\n";
+    b.config(listen);
+    let s = b.start();
+    wait_until("the start", || s.stderr().contains("] started "));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    fs::write(
+        s.base.path.join("brisk.toml"),
+        listen.replace(
+            "\"127.0.0.1:0\"]",
+            &format!("\"127.0.0.1:0\", \"127.0.0.1:{port}\"]"),
+        ),
+    )
+    .expect("config");
+    s.signal(libc::SIGHUP);
+    wait_until("the reload", || s.stderr().contains("SIGHUP:"));
+    let err = s.stderr();
+    assert!(err.contains("SIGHUP: configuration reloaded"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "[info] SIGHUP: now also listening on http://127.0.0.1:{port}/"
+        )),
+        "{err}"
+    );
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"AAAA");
+    // The old address serves on.
+    assert_eq!(s.get("/a.txt").body, b"AAAA");
+}

@@ -1,0 +1,437 @@
+//! Range requests (RFC 9110 §14) and conditional requests (§13).
+
+use crate::common;
+
+use common::*;
+
+const DIGITS: &[u8] = b"0123456789abcdefghij";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+fn site() -> Server {
+    let mut b = Builder::new();
+    b.file("d.txt", DIGITS);
+    b.file("big.bin", &pattern(200 * 1024));
+    b.start()
+}
+
+/// The expected head of a single-range 206 of d.txt.
+fn partial_head(first: usize, last: usize) -> String {
+    head(
+        "206 Partial Content",
+        &format!(
+            "{}Content-Range: bytes {first}-{last}/20\r\nContent-Length: {}\r\nConnection: close\r\n",
+            file_headers(20, TEXT),
+            last - first + 1
+        ),
+    )
+}
+
+fn range(s: &Server, path: &str, spec: &str) -> Response {
+    s.get_with(path, &format!("Range: {spec}\r\n"))
+}
+
+#[test]
+fn single_ranges() {
+    let s = site();
+    for (spec, first, last) in [
+        ("bytes=0-4", 0, 4),
+        ("bytes=5-5", 5, 5),
+        ("bytes=15-", 15, 19),
+        ("bytes=-5", 15, 19),
+        ("bytes=10-100", 10, 19),
+        ("bytes=-100", 0, 19),
+        ("bytes=0-", 0, 19),
+        ("bytes=19-19", 19, 19),
+    ] {
+        let r = range(&s, "/d.txt", spec);
+        assert_eq!(r.masked_head(), partial_head(first, last), "{spec}");
+        assert_eq!(r.body, &DIGITS[first..=last], "{spec}");
+    }
+}
+
+#[test]
+fn unit_and_whitespace_variants() {
+    let s = site();
+    // The unit is case-insensitive; OWS around commas is allowed.
+    let r = range(&s, "/d.txt", "Bytes=2-3");
+    assert_eq!(r.masked_head(), partial_head(2, 3));
+    let r = range(&s, "/d.txt", "bytes=1-2 , 8-9");
+    assert_eq!(r.status, 206);
+    assert!(r
+        .header("content-type")
+        .is_some_and(|v| v.starts_with("multipart/byteranges; boundary=")));
+}
+
+/// Extracts the boundary and checks its form.
+fn boundary(r: &Response) -> String {
+    let ct = r.header("content-type").expect("Content-Type");
+    let b = ct
+        .strip_prefix("multipart/byteranges; boundary=")
+        .unwrap_or_else(|| panic!("not multipart: {ct}"));
+    let hex = b.strip_prefix("brisk-0x").expect("boundary prefix");
+    assert_eq!(hex.len(), 16, "{b}");
+    assert!(
+        hex.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)),
+        "{b}"
+    );
+    b.to_string()
+}
+
+fn multipart_body(b: &str, ctype: &str, total: usize, parts: &[(usize, usize, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (first, last, data) in parts {
+        out.extend_from_slice(
+            format!(
+                "\r\n--{b}\r\nContent-Type: {ctype}\r\nContent-Range: bytes {first}-{last}/{total}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        out.extend_from_slice(data);
+    }
+    out.extend_from_slice(format!("\r\n--{b}--\r\n").as_bytes());
+    out
+}
+
+#[test]
+fn multiple_ranges_are_multipart() {
+    let s = site();
+    let r = range(&s, "/d.txt", "bytes=0-1,5-6,-2");
+    let b = boundary(&r);
+    let body = multipart_body(
+        &b,
+        TEXT,
+        20,
+        &[(0, 1, b"01"), (5, 6, b"56"), (18, 19, b"ij")],
+    );
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "206 Partial Content",
+            &format!(
+                "ETag: {}\r\nLast-Modified: {MTIME_HTTP}\r\nAccept-Ranges: bytes\r\n\
+                 Content-Type: multipart/byteranges; boundary={b}\r\nContent-Length: {}\r\nConnection: close\r\n",
+                etag(20),
+                body.len()
+            )
+        )
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&r.body),
+        String::from_utf8_lossy(&body)
+    );
+}
+
+#[test]
+fn multipart_from_a_large_file() {
+    let s = site();
+    let data = pattern(200 * 1024);
+    let r = range(&s, "/big.bin", "bytes=0-19999,50000-99999,204700-");
+    assert_eq!(r.status, 206);
+    let b = boundary(&r);
+    let body = multipart_body(
+        &b,
+        "application/octet-stream",
+        data.len(),
+        &[
+            (0, 19999, &data[..20000]),
+            (50000, 99999, &data[50000..100000]),
+            (204700, 204799, &data[204700..]),
+        ],
+    );
+    assert_eq!(
+        r.header("content-length"),
+        Some(body.len().to_string().as_str())
+    );
+    assert!(r.body == body, "multipart body differs");
+}
+
+#[test]
+fn large_single_range() {
+    let s = site();
+    let data = pattern(200 * 1024);
+    let r = range(&s, "/big.bin", "bytes=1000-150000");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "206 Partial Content",
+            &format!(
+                "{}Content-Range: bytes 1000-150000/{}\r\nContent-Length: 149001\r\nConnection: close\r\n",
+                file_headers(data.len(), "application/octet-stream"),
+                data.len()
+            )
+        )
+    );
+    assert!(r.body == data[1000..=150000]);
+}
+
+#[test]
+fn overlapping_and_adjacent_ranges_are_coalesced() {
+    let s = site();
+    let r = range(&s, "/d.txt", "bytes=0-4,3-8");
+    assert_eq!(r.masked_head(), partial_head(0, 8));
+    assert_eq!(r.body, &DIGITS[0..=8]);
+    let r = range(&s, "/d.txt", "bytes=0-4,5-9");
+    assert_eq!(r.masked_head(), partial_head(0, 9));
+    let r = range(&s, "/d.txt", "bytes=10-12,0-2,11-15");
+    let b = boundary(&r);
+    let parts: Vec<(usize, usize, &[u8])> = r
+        .text()
+        .split(&format!("--{b}"))
+        .filter_map(|p| {
+            let cr = p.split("Content-Range: bytes ").nth(1)?;
+            let (range, _) = cr.split_once('/')?;
+            let (a, z) = range.split_once('-')?;
+            Some((a.parse().ok()?, z.parse().ok()?, &b""[..]))
+        })
+        .collect();
+    let spans: Vec<(usize, usize)> = parts.iter().map(|(a, z, _)| (*a, *z)).collect();
+    assert!(
+        spans == vec![(0, 2), (10, 15)] || spans == vec![(10, 15), (0, 2)],
+        "{spans:?}"
+    );
+}
+
+#[test]
+fn unsatisfiable_range_is_416() {
+    let s = site();
+    for spec in ["bytes=20-30", "bytes=100-", "bytes=20-"] {
+        let r = range(&s, "/d.txt", spec);
+        assert_error(
+            &r,
+            416,
+            "Range Not Satisfiable",
+            "Content-Range: bytes */20\r\n",
+            Conn::Close,
+        );
+    }
+}
+
+#[test]
+fn invalid_range_is_ignored() {
+    let s = site();
+    for spec in [
+        "bytes=abc",
+        "items=0-1",
+        "bytes=5-2",
+        "bytes=",
+        "bytes=-",
+        "0-5",
+        "bytes=1-2;x",
+    ] {
+        let r = range(&s, "/d.txt", spec);
+        assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    }
+}
+
+#[test]
+fn range_on_head_is_ignored() {
+    let s = site();
+    let mut c = s.connect();
+    c.send(b"HEAD /d.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-4\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            &format!("{}Content-Length: 20\r\n", file_headers(20, TEXT))
+        )
+    );
+}
+
+#[test]
+fn if_range() {
+    let s = site();
+    let tag = etag(20);
+    let r = s.get_with(
+        "/d.txt",
+        &format!("Range: bytes=0-4\r\nIf-Range: {tag}\r\n"),
+    );
+    assert_eq!(r.masked_head(), partial_head(0, 4));
+    let r = s.get_with("/d.txt", "Range: bytes=0-4\r\nIf-Range: \"other\"\r\n");
+    assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    // A weak tag never matches (strong comparison).
+    let r = s.get_with(
+        "/d.txt",
+        &format!("Range: bytes=0-4\r\nIf-Range: W/{tag}\r\n"),
+    );
+    assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    // A date equal to Last-Modified matches.
+    let r = s.get_with(
+        "/d.txt",
+        &format!("Range: bytes=0-4\r\nIf-Range: {MTIME_HTTP}\r\n"),
+    );
+    assert_eq!(r.masked_head(), partial_head(0, 4));
+    let r = s.get_with(
+        "/d.txt",
+        "Range: bytes=0-4\r\nIf-Range: Wed, 01 Jan 2020 00:00:00 GMT\r\n",
+    );
+    assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+}
+
+fn not_modified_head(extra: &str) -> String {
+    head(
+        "304 Not Modified",
+        &format!(
+            "ETag: {}\r\nLast-Modified: {MTIME_HTTP}\r\n{extra}Connection: close\r\n",
+            etag(20)
+        ),
+    )
+}
+
+#[test]
+fn if_none_match() {
+    let s = site();
+    let tag = etag(20);
+    for value in [
+        tag.clone(),
+        "*".to_string(),
+        format!("W/{tag}"),
+        format!("\"nope\", {tag}"),
+        format!("\"a\",{tag} , \"b\""),
+    ] {
+        let r = s.get_with("/d.txt", &format!("If-None-Match: {value}\r\n"));
+        assert_eq!(r.masked_head(), not_modified_head(""), "{value}");
+        assert!(r.body.is_empty());
+    }
+    for value in ["\"nope\"", "W/\"nope\"", "\"1-2\", \"3-4\""] {
+        let r = s.get_with("/d.txt", &format!("If-None-Match: {value}\r\n"));
+        assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    }
+    // HEAD too.
+    let mut c = s.connect();
+    c.send(format!("HEAD /d.txt HTTP/1.1\r\nHost: x\r\nIf-None-Match: {tag}\r\n\r\n").as_bytes());
+    let r = c.head_response();
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("content-length"), None);
+}
+
+#[test]
+fn if_modified_since() {
+    let s = site();
+    for date in [MTIME_HTTP, "Wed, 01 Jan 2025 00:00:00 GMT"] {
+        let r = s.get_with("/d.txt", &format!("If-Modified-Since: {date}\r\n"));
+        assert_eq!(r.masked_head(), not_modified_head(""), "{date}");
+    }
+    // The obsolete formats are dates too (RFC 9110 §5.6.7).
+    let r = s.get_with(
+        "/d.txt",
+        "If-Modified-Since: Tuesday, 02-Jan-24 03:04:05 GMT\r\n",
+    );
+    assert_eq!(r.status, 304);
+    for date in [
+        "Mon, 01 Jan 2024 03:04:05 GMT",
+        "Tue, 02 Jan 2024 03:04:04 GMT",
+        "garbage",
+        "",
+    ] {
+        let r = s.get_with("/d.txt", &format!("If-Modified-Since: {date}\r\n"));
+        assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    }
+}
+
+#[test]
+fn if_none_match_takes_precedence_over_if_modified_since() {
+    let s = site();
+    let tag = etag(20);
+    // Tag does not match, date says not modified: the tag decides → 200.
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-None-Match: \"nope\"\r\nIf-Modified-Since: {MTIME_HTTP}\r\n"),
+    );
+    assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    // Tag matches, date says modified: the tag decides → 304.
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-None-Match: {tag}\r\nIf-Modified-Since: Mon, 01 Jan 2001 00:00:00 GMT\r\n"),
+    );
+    assert_eq!(r.masked_head(), not_modified_head(""));
+}
+
+#[test]
+fn if_match() {
+    let s = site();
+    let tag = etag(20);
+    for value in [tag.clone(), "*".to_string(), format!("\"x\", {tag}")] {
+        let r = s.get_with("/d.txt", &format!("If-Match: {value}\r\n"));
+        assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    }
+    for value in ["\"nope\"".to_string(), format!("W/{tag}")] {
+        let r = s.get_with("/d.txt", &format!("If-Match: {value}\r\n"));
+        assert_error(&r, 412, "Precondition Failed", "", Conn::Close);
+    }
+}
+
+#[test]
+fn if_unmodified_since() {
+    let s = site();
+    let r = s.get_with(
+        "/d.txt",
+        "If-Unmodified-Since: Mon, 01 Jan 2024 00:00:00 GMT\r\n",
+    );
+    assert_error(&r, 412, "Precondition Failed", "", Conn::Close);
+    for date in [MTIME_HTTP, "Wed, 01 Jan 2025 00:00:00 GMT", "garbage"] {
+        let r = s.get_with("/d.txt", &format!("If-Unmodified-Since: {date}\r\n"));
+        assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+    }
+    // If-Match present: If-Unmodified-Since is not evaluated.
+    let r = s.get_with(
+        "/d.txt",
+        &format!(
+            "If-Match: {}\r\nIf-Unmodified-Since: Mon, 01 Jan 2001 00:00:00 GMT\r\n",
+            etag(20)
+        ),
+    );
+    assert_file(&r, DIGITS, TEXT, "", Conn::Close);
+}
+
+#[test]
+fn if_match_failure_comes_before_if_none_match() {
+    let s = site();
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-Match: \"nope\"\r\nIf-None-Match: {}\r\n", etag(20)),
+    );
+    assert_error(&r, 412, "Precondition Failed", "", Conn::Close);
+}
+
+#[test]
+fn conditional_range_combination() {
+    let s = site();
+    // A 304 wins over Range.
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-None-Match: {}\r\nRange: bytes=0-1\r\n", etag(20)),
+    );
+    assert_eq!(r.masked_head(), not_modified_head(""));
+    // If-Match passes, the range applies.
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-Match: {}\r\nRange: bytes=0-1\r\n", etag(20)),
+    );
+    assert_eq!(r.masked_head(), partial_head(0, 1));
+}
+
+#[test]
+fn range_on_an_empty_file_is_416() {
+    let mut b = Builder::new();
+    b.file("empty.txt", b"");
+    let s = b.start();
+    let r = s.get_with("/empty.txt", "Range: bytes=0-\r\n");
+    assert_error(
+        &r,
+        416,
+        "Range Not Satisfiable",
+        "Content-Range: bytes */0\r\n",
+        Conn::Close,
+    );
+}
+
+#[test]
+fn conditionals_on_a_missing_file_are_404() {
+    let s = site();
+    let r = s.get_with("/missing.txt", "If-None-Match: *\r\n");
+    assert_error(&r, 404, "Not Found", "", Conn::Close);
+    let r = s.get_with("/missing.txt", "If-Match: *\r\n");
+    assert!(r.status == 404 || r.status == 412, "{}", r.status);
+}

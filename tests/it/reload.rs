@@ -1,0 +1,656 @@
+//! SIGHUP: the configuration file is read again and served by a new set
+//! of workers on the same sockets, while the previous set finishes its
+//! requests; a configuration that is broken, or that changes what only a
+//! restart can, is refused and the old one keeps serving.
+
+use crate::common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+
+const LOG: &str = "[log]\nlevel = \"info\"\n";
+
+fn start(cfg: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.file("big.bin", &pattern(20 * 1024 * 1024));
+    b.config(&format!("{cfg}\n{LOG}"));
+    b.start()
+}
+
+/// Rewrites the config file and sends SIGHUP; waits for the error log to
+/// say what became of it (`reloaded` or `still serving`), and returns that
+/// line.
+fn reload(s: &Server, cfg: &str) -> String {
+    reload_with(s, |file| {
+        fs::write(file, format!("{cfg}\n{LOG}")).expect("write config")
+    })
+}
+
+/// [`reload`] with `change` doing what it likes to the config file.
+fn reload_with(s: &Server, change: impl FnOnce(&Path)) -> String {
+    let before = s.stderr().matches("SIGHUP:").count();
+    change(&s.base.path.join("brisk.toml"));
+    s.signal(libc::SIGHUP);
+    let mut line = String::new();
+    wait_until("the reload to be logged", || {
+        let err = s.stderr();
+        match err.lines().filter(|l| l.contains("SIGHUP:")).nth(before) {
+            Some(l) => {
+                line = l.to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    line
+}
+
+fn server_header(s: &Server) -> String {
+    s.get("/a.txt").header("Server").unwrap_or("").to_string()
+}
+
+#[test]
+fn a_changed_file_is_served_after_sighup_on_the_same_port() {
+    let s = start("server_header = \"one\"");
+    assert_eq!(server_header(&s), "one");
+    let line = reload(
+        &s,
+        "server_header = \"two\"\n[[headers]]\npattern = \"*.txt\"\nset = { \"X-Reloaded\" = \"yes\" }\n",
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    // Every connection made after the log line is the new workers'.
+    let r = s.get("/a.txt");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Server"), Some("two"));
+    assert_eq!(r.header("X-Reloaded"), Some("yes"));
+    assert_eq!(r.body, b"AAAA");
+    // And again: the listening sockets survive any number of reloads.
+    let line = reload(&s, "server_header = \"three\"");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "three");
+    assert_eq!(s.get("/a.txt").header("X-Reloaded"), None);
+}
+
+#[test]
+fn no_connection_made_after_the_reload_is_logged_meets_the_previous_configuration() {
+    // The listening sockets are shared by the previous workers and the
+    // new ones: a previous worker going through a batch of events with
+    // its listener in it accepted whatever was queued, and could take a
+    // connection made after "configuration reloaded" was logged. A
+    // client keeps connecting through each reload (so such batches are
+    // common); every connection it begins once the line is out must be
+    // answered by the new configuration.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let s = start("server_header = \"c0\"");
+    // The number of the reloads logged so far, as the client last saw it.
+    let logged = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicUsize::new(0));
+    let addr = s.addr();
+    let client = {
+        let (logged, stop) = (Arc::clone(&logged), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut wrong = Vec::new();
+            let mut made = 0;
+            while stop.load(Ordering::SeqCst) == 0 && made < 20_000 {
+                let at_least = logged.load(Ordering::SeqCst);
+                let mut c = Client::connect(addr);
+                c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let r = c.response();
+                made += 1;
+                let served: usize = r
+                    .header("Server")
+                    .and_then(|v| v.strip_prefix('c'))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(usize::MAX);
+                if served < at_least {
+                    wrong.push((at_least, served));
+                }
+            }
+            (made, wrong)
+        })
+    };
+    for n in 1..=10 {
+        let line = reload(&s, &format!("server_header = \"c{n}\""));
+        assert!(line.contains("configuration reloaded"), "{line}");
+        logged.store(n, Ordering::SeqCst);
+    }
+    stop.store(1, Ordering::SeqCst);
+    let (made, wrong) = client.join().expect("the client");
+    assert!(
+        wrong.is_empty(),
+        "{} of {made} connections made after a reload was logged were served by an earlier configuration (reload, configuration): {wrong:?}",
+        wrong.len()
+    );
+}
+
+#[test]
+fn a_response_in_flight_completes_and_an_idle_connection_is_closed_by_its_next_answer() {
+    let s = start("server_header = \"one\"");
+    let big = pattern(20 * 1024 * 1024);
+    let mut idle = s.connect();
+    idle.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(idle.response().header("Server"), Some("one"));
+    let mut busy = s.connect();
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.read_at_least(256 * 1024);
+    let line = reload(&s, "server_header = \"two\"");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "two");
+    // The old workers finish what they hold: a client that sends its next
+    // request on a connection they kept idle gets it answered (by the
+    // configuration it connected under) and the connection then closes,
+    // so no request is lost to the reload; the download runs to its end.
+    idle.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = idle.response();
+    assert_eq!(r.header("Server"), Some("one"));
+    assert_eq!(r.header("Connection"), Some("close"));
+    assert_eq!(r.body, b"AAAA");
+    idle.expect_closed();
+    assert_old_download(&mut busy, &big);
+}
+
+/// Reads one whole answer for `big`, served by the first configuration.
+/// (The connection then stays open: it is idle, and its next request
+/// would be answered with `Connection: close`.)
+fn assert_old_download(c: &mut Client, big: &[u8]) {
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Server"), Some("one"));
+    assert_eq!(r.body.len(), big.len(), "body truncated");
+    assert!(r.body == big, "body differs");
+}
+
+#[test]
+fn a_download_in_flight_outlasts_the_shutdown_grace_at_a_reload() {
+    // `timeouts.shutdown` bounds a stop, not a reload: with it at 0, a
+    // download started before SIGHUP still arrives whole, however slowly
+    // the client reads.
+    let cfg = "server_header = \"one\"\n[timeouts]\nshutdown = 0\n";
+    let s = start(cfg);
+    let big = pattern(20 * 1024 * 1024);
+    let mut busy = s.connect();
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.read_at_least(64 * 1024);
+    let line = reload(&s, &cfg.replace("one", "two"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "two");
+    assert_old_download(&mut busy, &big);
+}
+
+#[test]
+fn reload_drain_bounds_what_the_previous_workers_may_finish() {
+    let cfg = "server_header = \"one\"\n[timeouts]\nreload_drain = \"0s\"\n";
+    let s = start(cfg);
+    let mut busy = s.connect();
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.read_at_least(64 * 1024);
+    let line = reload(&s, &cfg.replace("one", "two"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    // No time at all: the download is cut (what the socket buffers held
+    // still arrives).
+    let got = busy.read_to_end();
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\nServer: one\r\n"));
+    assert!(got.len() < 20 * 1024 * 1024, "{} bytes arrived", got.len());
+    assert_eq!(server_header(&s), "two");
+}
+
+#[test]
+fn idle_connections_of_the_previous_workers_answer_once_or_time_out() {
+    let cfg = "server_header = \"one\"\n[timeouts]\nkeepalive = \"2s\"\n";
+    let s = start(cfg);
+    let mut http10 = s.connect();
+    http10.send(b"GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_eq!(http10.response().header("Connection"), Some("keep-alive"));
+    // Counted once a worker answers (the address is printed before the
+    // threads start).
+    let threads = s.thread_count();
+    let mut silent = s.connect();
+    silent.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(silent.response().status, 200);
+    let line = reload(&s, &cfg.replace("one", "two"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    // An HTTP/1.0 client's next request is answered without keep-alive.
+    http10.send(b"GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let r = http10.response();
+    assert_eq!(r.header("Server"), Some("one"));
+    assert_eq!(r.header("Connection"), Some("close"));
+    http10.expect_closed();
+    // One that sends nothing more is closed at its idle timeout, and the
+    // previous workers then exit.
+    silent.expect_closed();
+    wait_until("the previous workers to exit", || {
+        s.thread_count() == threads
+    });
+}
+
+#[test]
+fn a_stop_after_a_reload_closes_the_previous_workers_idle_connections() {
+    let mut s = start("server_header = \"one\"");
+    let mut idle = s.connect();
+    idle.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(idle.response().status, 200);
+    let line = reload(&s, "server_header = \"two\"");
+    assert!(line.contains("configuration reloaded"), "{line}");
+    s.signal(libc::SIGTERM);
+    // At once: well before the 15 s keep-alive timeout.
+    idle.expect_closed();
+    let st = s
+        .wait_exit(std::time::Duration::from_secs(10))
+        .expect("brisk did not exit");
+    assert!(st.success(), "exit status {st:?}; stderr: {}", s.stderr());
+}
+
+#[test]
+fn a_broken_file_is_refused_and_the_old_configuration_serves_on() {
+    let mut s = start("server_header = \"one\"");
+    let line = reload(
+        &s,
+        "server_header = \"two\"\n[static]\ndotfiles = \"maybe\"\n",
+    );
+    assert!(line.contains("[error]"), "{line}");
+    assert!(line.contains("brisk.toml:3: static.dotfiles"), "{line}");
+    assert!(
+        line.contains("still serving the previous configuration"),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+    assert!(s.is_running());
+    // A missing file too.
+    let line = reload_with(&s, |file| fs::remove_file(file).expect("remove config"));
+    assert!(
+        line.contains("cannot read the configuration file"),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+}
+
+#[test]
+fn a_change_that_needs_a_restart_is_refused_by_name() {
+    let s = start("server_header = \"one\"");
+    let line = reload(
+        &s,
+        "server_header = \"two\"\nworkers = 3\nsandbox = false\n[timeouts]\ndefer_accept = \"0s\"\n",
+    );
+    // `--workers 1` on the command line still wins over the file.
+    assert!(
+        line.contains("sandbox, timeouts.defer_accept changed, which takes effect only at start; restart brisk, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), to apply the change"),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+}
+
+/// Starts with `sandbox` on or off, then reloads with an `[[auth]]` rule
+/// whose htpasswd file (user ann, password test) lies in `pw`, a new
+/// directory outside the configuration file's; returns the server and
+/// the reload's log line.
+fn add_auth(sandbox: bool, pw: &TempDir) -> (Server, String) {
+    let s = start(&format!("sandbox = {sandbox}"));
+    fs::write(
+        pw.path.join("htpasswd"),
+        "ann:{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M=\n",
+    )
+    .expect("htpasswd");
+    let line = reload(
+        &s,
+        &format!(
+            "sandbox = {sandbox}\n[[auth]]\npath = \"/\"\nrealm = \"r\"\nhtpasswd = \"{}/htpasswd\"\n",
+            pw.path.display()
+        ),
+    );
+    (s, line)
+}
+
+fn landlock() -> bool {
+    let on = brisk::sys::sandbox::landlock_abi().is_some();
+    if !on {
+        skip("no Landlock on this kernel, so any path reloads");
+    }
+    on
+}
+
+/// The end of every refusal the sandbox causes.
+const WAY_OUT: &str = "restart brisk to apply this configuration, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which starts it anew with a sandbox made for this configuration; still serving the previous configuration";
+
+#[test]
+fn with_the_sandbox_a_new_htpasswd_file_needs_a_restart() {
+    if !landlock() {
+        return;
+    }
+    let pw = TempDir::new("pw");
+    let (s, line) = add_auth(true, &pw);
+    let want = format!(
+        "[error] SIGHUP: {}/brisk.toml:5: auth[1].htpasswd: the sandbox does not allow reading {}/htpasswd: its Landlock rules were fixed at start and cannot be widened while brisk runs; {WAY_OUT}",
+        s.base.path.display(),
+        pw.path.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+#[test]
+fn with_the_sandbox_a_new_cgi_directory_is_named() {
+    if !landlock() {
+        return;
+    }
+    let cgi = |dir: &str| format!("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"{dir}\"\n");
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    fs::create_dir(b.base().join("cgi-a")).expect("mkdir");
+    fs::create_dir(b.base().join("cgi-b")).expect("mkdir");
+    b.config(&format!("{}\n{LOG}", cgi("cgi-a")));
+    let s = b.start();
+    let line = reload(&s, &cgi("cgi-b"));
+    let want = format!(
+        "[error] SIGHUP: the sandbox does not allow cgi[1].dir = {}/cgi-b: its Landlock rules were fixed at start and cannot be widened while brisk runs; {WAY_OUT}",
+        s.base.path.display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+}
+
+#[test]
+fn with_the_sandbox_new_writable_paths_need_a_restart() {
+    // A launcher's writable directories are its Landlock sandbox's, fixed
+    // at start; the same set again (in another order) reloads.
+    if !landlock() {
+        return;
+    }
+    let cgi = |writable: &str| {
+        format!("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\nwritable = [{writable}]\n")
+    };
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    for d in ["cgi-bin", "w1", "w2"] {
+        fs::create_dir(b.base().join(d)).expect("mkdir");
+    }
+    b.config(&format!("{}\n{LOG}", cgi("\"w1\", \"w2\"")));
+    let s = b.start();
+    let line = reload(
+        &s,
+        &format!("server_header = \"two\"\n{}", cgi("\"w2\", \"w1\"")),
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "two");
+    let line = reload(&s, &cgi("\"w1\""));
+    let want = format!(
+        "[error] SIGHUP: the sandbox does not allow cgi[1].writable = [\"{}/w1\"]: its Landlock rules were fixed at start and cannot be widened while brisk runs; {WAY_OUT}",
+        s.base.path.canonicalize().expect("base").display()
+    );
+    assert!(line.ends_with(&want), "{line}");
+    assert_eq!(server_header(&s), "two");
+}
+
+#[test]
+fn with_the_sandbox_cgi_cannot_be_turned_on_by_a_reload() {
+    let s = start("server_header = \"one\"");
+    fs::create_dir(s.base.path.join("cgi-bin")).expect("mkdir");
+    let line = reload(&s, "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    assert!(
+        line.ends_with(&format!("[error] SIGHUP: the sandbox cannot start CGI programs: [[cgi]] rules were added, but brisk started without any, so no CGI launcher runs and the server's seccomp filter allows no program to start; {WAY_OUT}")),
+        "{line}"
+    );
+    assert_eq!(server_header(&s), "one");
+}
+
+/// A port nothing listens on just now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Starts with the listen addresses of the config file (no `--listen`).
+fn start_listening(cfg: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.listen_from_config();
+    b.config(&format!("{cfg}\n{LOG}"));
+    b.start()
+}
+
+#[test]
+fn with_the_sandbox_a_new_listen_address_is_named() {
+    let s = start_listening("listen = [\"127.0.0.1:0\"]");
+    let port = free_port();
+    let line = reload(
+        &s,
+        &format!("listen = [\"127.0.0.1:0\", \"127.0.0.1:{port}\"]"),
+    );
+    assert!(
+        line.ends_with(&format!("[error] SIGHUP: listen address 127.0.0.1:{port} needs a restart while the sandbox is on (it keeps brisk from opening sockets); {WAY_OUT}")),
+        "{line}"
+    );
+    assert_eq!(s.get("/a.txt").status, 200);
+}
+
+#[test]
+fn without_the_sandbox_a_new_listen_address_serves() {
+    let s = start_listening("sandbox = false\nlisten = [\"127.0.0.1:0\"]");
+    let port = free_port();
+    let line = reload(
+        &s,
+        &format!("sandbox = false\nlisten = [\"127.0.0.1:0\", \"127.0.0.1:{port}\"]"),
+    );
+    assert!(line.contains("configuration reloaded"), "{line}");
+    let mut c = Client::connect(([127, 0, 0, 1], port).into());
+    c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"AAAA");
+}
+
+#[test]
+fn without_the_sandbox_a_new_auth_rule_applies() {
+    let pw = TempDir::new("pw");
+    let (s, line) = add_auth(false, &pw);
+    assert!(line.contains("configuration reloaded"), "{line}");
+    let r = s.get("/a.txt");
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("WWW-Authenticate"),
+        Some("Basic realm=\"r\", charset=\"UTF-8\"")
+    );
+    // "ann:test"
+    let r = s.get_with("/a.txt", "Authorization: Basic YW5uOnRlc3Q=\r\n");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"AAAA");
+}
+
+#[test]
+fn connections_of_the_previous_workers_still_count_against_the_limit() {
+    let limits = "[limits]\nmax_connections = 2\n";
+    let s = start(&format!("server_header = \"one\"\n{limits}"));
+    // A download in flight, served by the workers of the first
+    // configuration until it ends…
+    let mut busy = s.connect();
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    busy.read_at_least(256 * 1024);
+    let line = reload(&s, &format!("server_header = \"two\"\n{limits}"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    // …still counts: one more connection fits, the next is refused.
+    let mut second = s.connect();
+    second.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(second.response().header("Server"), Some("two"));
+    assert_eq!(s.get("/a.txt").status, 503);
+    drop(busy);
+    drop(second);
+    wait_until("the connections to be released", || {
+        s.get("/a.txt").status == 200
+    });
+}
+
+#[test]
+fn a_reload_reads_the_mime_types_file_again() {
+    let mut b = Builder::new();
+    b.file("x.foo", b"foo");
+    // Outside the config file's directory (which the sandbox lets the
+    // server read again), as /etc/mime.types is.
+    let elsewhere = TempDir::new("types");
+    let types = elsewhere.path.join("mime.types");
+    write_file(&types, b"application/x-one foo\n");
+    let cfg = format!("[static]\nmime_types = \"{}\"\n", types.display());
+    b.config(&format!("{cfg}{LOG}"));
+    let s = b.start();
+    assert_eq!(
+        s.get("/x.foo").header("Content-Type"),
+        Some("application/x-one")
+    );
+    // Changed in place (the sandbox allows reading that file again).
+    let line = reload_with(&s, |_| {
+        fs::write(&types, b"application/x-two foo\n").expect("rewrite types")
+    });
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(
+        s.get("/x.foo").header("Content-Type"),
+        Some("application/x-two")
+    );
+    // A broken file is refused like a broken config, naming file and line.
+    let line = reload_with(&s, |_| {
+        fs::write(&types, b"application/x-three foo\n\nbroken\n").expect("rewrite types")
+    });
+    assert!(line.contains("static.mime_types"), "{line}");
+    assert!(
+        line.contains("mime.types:3: expected a media type"),
+        "{line}"
+    );
+    assert_eq!(
+        s.get("/x.foo").header("Content-Type"),
+        Some("application/x-two")
+    );
+    // Replaced by a new file (as a package upgrade does): the sandbox
+    // fixed at start covers the old one only, and the refusal says so.
+    let line = reload_with(&s, |_| {
+        let new = elsewhere.path.join("mime.types.new");
+        fs::write(&new, b"application/x-four foo\n").expect("write types");
+        fs::rename(&new, &types).expect("rename types");
+    });
+    if line.contains("configuration reloaded") {
+        skip("no Landlock sandbox here: the refusal of a replaced mime_types file is not tested");
+        assert_eq!(
+            s.get("/x.foo").header("Content-Type"),
+            Some("application/x-four")
+        );
+    } else {
+        assert!(line.contains("static.mime_types: cannot read"), "{line}");
+        assert!(line.contains("can only be read after a restart"), "{line}");
+    }
+}
+
+/// HTTPS (issue #12): SIGHUP reads the certificates again. A download
+/// begun under the old certificate runs to its end on its session; new
+/// connections get the new certificate; a broken new key is refused by
+/// name and the running certificate stays.
+#[cfg(feature = "tls")]
+#[test]
+fn a_reload_swaps_the_certificate_while_a_download_goes_on() {
+    use common::tls::{client_conn, served_name, testdata};
+    let copy = |name: &str, to: &Path| {
+        fs::copy(testdata(&format!("{name}.pem")), to.join("site.pem")).expect("cert");
+        fs::copy(testdata(&format!("{name}.key")), to.join("site.key")).expect("key");
+    };
+    let big = pattern(20 * 1024 * 1024);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    copy("a", b.base());
+    b.config(&format!(
+        "server_header = \"one\"\n{LOG}\n[tls]\nlisten = [\"127.0.0.1:0\"]\n\
+         [[tls.certificate]]\ncert = \"site.pem\"\nkey = \"site.key\"\n"
+    ))
+    .listeners(2);
+    let s = b.start();
+    let tls = s.addrs[1];
+    let mut busy = Client::connect_tls(tls, client_conn("a.test"));
+    busy.send(b"GET /big.bin HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    busy.read_at_least(256 * 1024);
+
+    copy("b", &s.base.path);
+    let line = reload_with(&s, |file| {
+        let cfg = fs::read_to_string(file).expect("config");
+        fs::write(file, cfg.replace("\"one\"", "\"two\"")).expect("config");
+    });
+    assert!(line.contains("configuration reloaded"), "{line}");
+    let fresh = Client::connect_tls(tls, client_conn("b.test"));
+    assert_eq!(served_name(fresh.tls.as_deref().expect("tls")), "b");
+    // The old name is not on the new certificate: verification fails.
+    let mut old_name = client_conn("a.test");
+    let mut sock = std::net::TcpStream::connect(tls).expect("connect");
+    sock.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let refused = (0..10).find_map(|_| old_name.complete_io(&mut sock).err());
+    assert!(
+        refused
+            .as_ref()
+            .is_some_and(|e| format!("{e:?}").contains("presented: [\"DnsName(\\\"b.test\\\")\"]")),
+        "a.test is refused: {refused:?}"
+    );
+
+    // The download started before goes on, to its end, on its session.
+    assert_eq!(served_name(busy.tls.as_deref().expect("tls")), "a");
+    assert_old_download(&mut busy, &big);
+
+    // A broken key is refused by name; the new certificate serves on.
+    fs::write(s.base.path.join("site.key"), b"not a key").expect("key");
+    let line = reload_with(&s, |_| {});
+    assert!(line.contains("still serving"), "{line}");
+    assert!(line.contains("site.key"), "{line}");
+    let again = Client::connect_tls(tls, client_conn("b.test"));
+    assert_eq!(served_name(again.tls.as_deref().expect("tls")), "b");
+}
+
+/// `brisk --reload` and `brisk --stop` find the running brisk by its pid
+/// file and signal it, after checking the configuration; a brisk started
+/// with `--root .` reloads (its root was `DIR/.` on a reload, which the
+/// sandbox refused).
+#[test]
+fn reload_and_stop_signal_the_running_brisk_by_its_pid_file() {
+    let mut b = Builder::new();
+    b.file("index.html", b"one\n");
+    let pid_file = b.base().join("brisk.pid");
+    let root = b.root().to_path_buf();
+    let pid_arg = pid_file.display().to_string();
+    b.cwd(&root)
+        .arg("--root")
+        .arg(".")
+        .arg("--pid-file")
+        .arg(&pid_arg);
+    let mut s = b.start();
+    let brisk = |what: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+            .args(["--pid-file", &pid_arg, what])
+            .current_dir(&root)
+            .output()
+            .expect("run brisk")
+    };
+    let out = brisk("--reload");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "told brisk (pid {}, from {pid_arg}) to reload; its error log says how it went\n",
+            s.pid()
+        )
+    );
+    s.wait_stderr_line("SIGHUP: configuration reloaded");
+    assert_eq!(s.get("/index.html").body, b"one\n");
+    let out = brisk("--stop");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        s.wait_exit(std::time::Duration::from_secs(10)).is_some(),
+        "brisk did not stop"
+    );
+    let out = brisk("--reload");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("brisk: {pid_arg} does not exist: brisk is not running (or was started with another pid_file)\n")
+    );
+}

@@ -1,0 +1,296 @@
+//! Zero-downtime binary upgrade (SIGUSR2): the new binary takes over the
+//! listening sockets, says it serves, and only then the old one retires.
+//! A client loop requesting throughout sees no error; a new binary that
+//! cannot start changes nothing; `upgrade = false` leaves it out.
+use crate::common;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+
+/// Stops the brisk an upgrade started (not this test's child) at the end.
+struct Upgraded(i32);
+
+impl Drop for Upgraded {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the pid brisk reported for its successor.
+        unsafe { libc::kill(self.0, libc::SIGTERM) };
+        let gone = poll(Duration::from_secs(10), || {
+            (!Path::new(&format!("/proc/{}", self.0)).exists()).then_some(())
+        });
+        if gone.is_none() {
+            // SAFETY: as above.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The brisk binary copied to `dir`, so that the test may replace it.
+fn own_binary(dir: &Path) -> PathBuf {
+    let bin = dir.join("brisk");
+    copy_binary(&bin);
+    bin
+}
+
+/// Copies the brisk binary to `to` with cp(1): a copy written by this
+/// process would leave its descriptor, open for writing, in whatever
+/// another test's thread forks meanwhile, and running the copy could
+/// fail with "text file busy" (ETXTBSY).
+fn copy_binary(to: &Path) {
+    let done = Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_brisk"))
+        .arg(to)
+        .status()
+        .expect("run cp");
+    assert!(done.success());
+}
+
+/// Starts `bin` with `config` (top-level keys) and the rest of a site
+/// (the error log in `<dir>/error.log`).
+fn start(bin: &Path, dir: &Path, config: &str) -> (KillOnDrop, SocketAddr) {
+    let cfg = dir.join("brisk.toml");
+    fs::write(
+        &cfg,
+        format!(
+            "{config}root = \"{}\"\nlisten = \"127.0.0.1:0\"\nworkers = 2\npid_file = \"{}\"\n[log]\naccess = \"off\"\nerror = \"{}\"\n",
+            dir.join("root").display(),
+            dir.join("brisk.pid").display(),
+            dir.join("error.log").display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new(bin)
+        .args(root_args())
+        .args(["--config", cfg.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(fs::File::create(dir.join("stderr")).unwrap()))
+        .spawn()
+        .expect("spawn brisk");
+    let addr = wait_for("the listening line", || {
+        let t = fs::read_to_string(dir.join("stderr")).ok()?;
+        let l = t
+            .lines()
+            .find_map(|l| l.strip_prefix("brisk: listening on http://"))?;
+        l.strip_suffix('/')?.parse().ok()
+    });
+    (KillOnDrop(child), addr)
+}
+
+fn site() -> TempDir {
+    let dir = TempDir::new("upgrade");
+    write_file(&dir.path.join("root/index.html"), b"hello\n");
+    dir
+}
+
+/// Waits for an error-log line holding `text`; returns the line.
+fn log_line(dir: &Path, text: &str) -> String {
+    wait_for(text, || {
+        let log = fs::read_to_string(dir.join("error.log")).ok()?;
+        log.lines().find(|l| l.contains(text)).map(str::to_string)
+    })
+}
+
+/// The pid in "(pid N)" of `line`.
+fn pid_in(line: &str) -> i32 {
+    let at = line.find("(pid ").expect("a pid") + 5;
+    line[at..]
+        .split(')')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a pid")
+}
+
+/// One GET on `conn` (a new connection if `None` or closed); whether the
+/// answer was the page.
+fn request(addr: SocketAddr, conn: &mut Option<TcpStream>) -> Result<(), String> {
+    if conn.is_none() {
+        let s = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        *conn = Some(s);
+    }
+    let s = conn.as_mut().unwrap();
+    s.write_all(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+        .map_err(|e| format!("send: {e}"))?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let expect_end = loop {
+        let n = s.read(&mut buf).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err(format!("closed after {} bytes", got.len()));
+        }
+        got.extend_from_slice(&buf[..n]);
+        if let Some(end) = find(&got, b"\r\n\r\n") {
+            break end + 4 + 6;
+        }
+    };
+    while got.len() < expect_end {
+        let n = s.read(&mut buf).map_err(|e| format!("read: {e}"))?;
+        if n == 0 {
+            return Err("closed in the body".to_string());
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got);
+    if !text.starts_with("HTTP/1.1 200 OK\r\n") || !text.ends_with("\r\n\r\nhello\n") {
+        return Err(format!("answer {text:?}"));
+    }
+    // An answer that closes (a retiring brisk's) is followed by a new
+    // connection, as any client does.
+    if text.contains("\r\nConnection: close\r\n") {
+        *conn = None;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_client_loop_sees_no_error_through_an_upgrade() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    // Requests on keep-alive connections and on new ones, from four
+    // clients, until told to stop (bounded: 20,000 each).
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|k| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut conn = None;
+                let (mut ok, mut errors) = (0u32, Vec::new());
+                for i in 0..20_000u32 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if k % 2 == 1 || i % 50 == 0 {
+                        conn = None;
+                    }
+                    match request(addr, &mut conn) {
+                        Ok(()) => ok += 1,
+                        Err(e) => errors.push(e),
+                    }
+                }
+                (ok, errors)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // The binary replaced (a rename, as package managers do), then SIGUSR2.
+    let staged = dir.path.join("brisk.new");
+    copy_binary(&staged);
+    fs::rename(&staged, &bin).unwrap();
+    let new_inode = fs::metadata(&bin).unwrap().ino();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(
+        &dir.path,
+        "serves; this one finishes its requests and exits",
+    );
+    let new = Upgraded(pid_in(&line));
+    let exited = wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    assert!(exited.success(), "{exited}");
+    // The new process runs the new binary, and owns the pid file.
+    assert_eq!(
+        fs::metadata(format!("/proc/{}/exe", new.0)).unwrap().ino(),
+        new_inode
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .unwrap()
+            .trim(),
+        new.0.to_string()
+    );
+    // Served by the new one alone for a while.
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let mut total = 0;
+    for c in clients {
+        let (ok, errors) = c.join().unwrap();
+        assert!(
+            errors.is_empty(),
+            "{} errors, first: {:?}",
+            errors.len(),
+            errors.first()
+        );
+        total += ok;
+    }
+    assert!(total > 100, "only {total} requests");
+    eprintln!("{total} requests through the upgrade, none failed");
+    let log = fs::read_to_string(dir.path.join("error.log")).unwrap();
+    assert!(
+        log.contains("upgrade: serving on the 2 listening sockets the previous brisk handed over"),
+        "{log}"
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+    // And it can be upgraded in turn.
+    // SAFETY: kill(2) on the brisk that replaced this test's child.
+    unsafe { libc::kill(new.0, libc::SIGUSR2) };
+    let lines = wait_for("the second upgrade", || {
+        let log = fs::read_to_string(dir.path.join("error.log")).ok()?;
+        let done: Vec<String> = log
+            .lines()
+            .filter(|l| l.contains("serves; this one finishes"))
+            .map(str::to_string)
+            .collect();
+        (done.len() == 2).then_some(done)
+    });
+    let newer = Upgraded(pid_in(&lines[1]));
+    assert_ne!(newer.0, new.0);
+    assert_eq!(request(addr, &mut None), Ok(()));
+}
+
+#[test]
+fn a_new_binary_that_cannot_start_changes_nothing() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    // The configuration breaks before the upgrade: the new brisk refuses
+    // it and exits.
+    let cfg = dir.path.join("brisk.toml");
+    let mut text = fs::read_to_string(&cfg).unwrap();
+    text.push_str("[limits]\nmax_body = \"lots\"\n");
+    fs::write(&cfg, text).unwrap();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(&dir.path, "SIGUSR2: upgrade failed:");
+    assert!(line.contains("exited before it served"), "{line}");
+    assert!(line.ends_with("; still serving"), "{line}");
+    assert!(old.0.try_wait().unwrap().is_none());
+    assert_eq!(request(addr, &mut None), Ok(()));
+    let err = fs::read_to_string(dir.path.join("stderr")).unwrap();
+    assert!(
+        err.contains("limits.max_body"),
+        "the new one said why: {err}"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .unwrap()
+            .trim(),
+        old.0.id().to_string()
+    );
+}
+
+#[test]
+fn upgrade_false_keeps_no_helper() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (old, addr) = start(&bin, &dir.path, "upgrade = false\n");
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    log_line(&dir.path, "SIGUSR2: upgrades are off (upgrade = false)");
+    assert_eq!(request(addr, &mut None), Ok(()));
+    let children = fs::read_to_string(format!("/proc/{}/task/{}/children", old.0.id(), old.0.id()))
+        .unwrap_or_default();
+    for pid in children.split_whitespace() {
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        assert_ne!(comm.trim(), "brisk-upgrade");
+    }
+}
