@@ -22,7 +22,7 @@ fn main() {
 /// The same builds pack their relative relocations (`-z
 /// pack-relative-relocs`, DT_RELR): the position-independent binary's
 /// table of addresses to adjust at load shrinks from 24 bytes an entry to
-/// a bitmap (-36 KiB without features, most of 75 KiB with TLS; see README,
+/// a bitmap (-36 KiB without features, most of 75 KiB with TLS; see bench/RESULTS.md,
 /// "Sizes per feature set"). The loader applies it at start, before
 /// `main`; nothing that runs later changes. It needs glibc 2.36 or later
 /// (Debian 12) at run time, where the older loader would refuse the

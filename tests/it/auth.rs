@@ -233,7 +233,7 @@ fn remote_user_reaches_cgi_and_the_log() {
 #[cfg(feature = "ops")]
 #[test]
 fn behind_a_proxy_clients_share_the_failure_count_unless_it_is_trusted() {
-    // What README says of a reverse proxy: every client arrives from the
+    // What the book says of a reverse proxy: every client arrives from the
     // proxy's address (here 127.0.0.1), so one client's failures lock out
     // another one on a connection of its own…
     let guess_then_other = |s: &Server| {

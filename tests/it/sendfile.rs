@@ -122,7 +122,7 @@ fn copied_bytes_are_the_file_as_it_was() {
 fn with_sendfile_the_socket_shares_the_page_cache() {
     // Today's behaviour, as nginx's with `sendfile on`: the full
     // Content-Length arrives, but the bytes after the cut that shared the
-    // cut page are now zeros (what the README documents).
+    // cut page are now zeros (what the book documents, docs/src/static.md).
     let (body, data) = truncated_after_sending(true);
     assert_eq!(body.len(), data.len(), "a complete-looking 200");
     assert_eq!(&body[..1000], &data[..1000]);

@@ -9,7 +9,7 @@
 //! bytes are the file as it was when they were read; when the file turns
 //! out shorter than the length promised, the connection ends short, so
 //! the client sees a truncated response, never made-up bytes. The cost
-//! is a copy of every byte through user space (see README: Performance).
+//! is a copy of every byte through user space (see the book, docs/src/performance.md).
 //!
 //! Memory: one chunk per connection while it sends a range, freed as
 //! soon as the range is done.

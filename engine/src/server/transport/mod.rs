@@ -8,14 +8,15 @@
 //! the queue; handlers never see a transport at all.
 //!
 //! TLS ([`Tls`], cargo feature `tls`) is the second implementation of
-//! [`Transport`]: with a sans-IO record layer (rustls), `read` reads
+//! [`Transport`]: rustls makes the handshake and brisk's own sans-IO
+//! record layer ([`crate::tls::record`]) the records; `read` reads
 //! records from the socket and hands back the plaintext they carry;
 //! `flush` takes the queue's front piece (a file range is read with
 //! `pread`, never `sendfile`), encrypts it into records, and writes
 //! those, saying how much of the piece it consumed; `shutdown_write`
 //! sends `close_notify` before the FIN. Nothing above the transport
 //! changes: a connection holds a [`Link`], either of the two. (kTLS,
-//! which would keep `sendfile`, is not built: see README, "HTTPS".)
+//! which would keep `sendfile`, is not built: see the book, docs/src/https.md.)
 
 mod copy;
 mod queue;

@@ -1,5 +1,5 @@
-//! TLS over TCP: the second implementation of [`Transport`], over the
-//! sans-IO record layer of [`crate::tls`] (rustls).
+//! TLS over TCP: the second implementation of [`Transport`], over
+//! [`crate::tls`]: rustls's handshake and brisk's own sans-IO record layer.
 //!
 //! `read` reads records from the socket and hands back the plaintext they
 //! carry (the handshake goes on inside it: its flights are written as
