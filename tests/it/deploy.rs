@@ -482,6 +482,22 @@ fn the_debian_package_holds_what_it_should() {
             "{path} missing:\n{contents}"
         );
     }
+    // README's links into the manual resolve in the installed tree.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut linked = 0;
+    for link in readme.split("](").skip(1) {
+        let target = link.split([')', '#']).next().unwrap_or("");
+        if target.contains("://") || !target.ends_with(".md") {
+            continue;
+        }
+        linked += 1;
+        let path = format!("./usr/share/doc/brisk/{target}");
+        assert!(
+            contents.lines().any(|l| l.ends_with(&path)),
+            "README links to {target}, which the package lacks:\n{contents}"
+        );
+    }
+    assert!(linked > 5, "README links into the manual ({linked} links)");
     assert!(
         contents.contains("root/root"),
         "files belong to root:\n{contents}"
