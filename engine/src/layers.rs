@@ -62,11 +62,6 @@ const SERVER: &[&[&str]] = &[
 /// `server/` submodule. Each entry must still occur: delete it with the
 /// edge.
 const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[
-    ("access", "config", "access/admission.rs", "L2"),
-    ("access", "config", "access/auth.rs", "L2"),
-    ("access", "config", "access/failures.rs", "L2"),
-    ("access", "config", "access/tests/files.rs", "L2"),
-    ("access", "config", "access/tests/mod.rs", "L2"),
     ("h2", "config", "h2/limits.rs", "L4"),
     ("sys", "handlers", "sys/lua_str.rs", "L5"),
     ("sys", "http", "sys/lua_raw.rs", "L5"),

@@ -25,7 +25,6 @@ mod auth;
 mod cgi;
 mod cli;
 pub mod compress;
-pub(crate) mod glob;
 mod handlers;
 mod http2;
 mod jail;
@@ -48,6 +47,10 @@ pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use value::Value;
+
+// The rules' own types, where what reads them lives, named here too.
+pub use crate::access::auth::AuthRule;
+pub use crate::http::glob::PathMatch;
 
 // What the logs are told: the log module's own types, named here too.
 pub use crate::log::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
@@ -504,32 +507,6 @@ pub struct MimeTypesFile {
     pub types: Vec<(String, String)>,
 }
 
-/// How a `[[headers]]` rule selects requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathMatch {
-    /// URL path starts with this.
-    Prefix(String),
-    /// Glob (`*`, `?`) over the URL path; a pattern without `/` is matched
-    /// against the last path segment only.
-    Glob(String),
-}
-
-impl PathMatch {
-    /// Whether the decoded URL path matches. Never allocates.
-    ///
-    /// `Prefix` is a plain byte-prefix test. `Glob` follows `glob`'s
-    /// rules: `*` matches any run of bytes within one path segment (never
-    /// a `/`), `?` exactly one byte other than `/`; a pattern without `/`
-    /// is matched against the last segment of the path, a pattern with `/`
-    /// against the whole path, segment by segment.
-    pub fn matches(&self, path: &[u8]) -> bool {
-        match self {
-            PathMatch::Prefix(prefix) => path.starts_with(prefix.as_bytes()),
-            PathMatch::Glob(pattern) => glob::matches(pattern.as_bytes(), path),
-        }
-    }
-}
-
 /// One `[[throttle]]` rule: responses whose path matches are paced.
 #[derive(Debug, Clone)]
 pub struct ThrottleRule {
@@ -588,20 +565,6 @@ pub struct CgiRule {
     /// Directories the rule's programs may write beneath despite the
     /// sandbox (`writable`): existing, canonical, sorted, no duplicates.
     pub writable: Vec<PathBuf>,
-}
-
-/// One `[[auth]]` rule: which requests need a login, and against which
-/// file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthRule {
-    /// Which requests it covers (`path` prefix or `pattern` glob).
-    pub matcher: PathMatch,
-    /// The realm shown by the browser; no `"`, `\` or control characters.
-    pub realm: String,
-    /// The htpasswd file, absolute (it was valid when the config loaded).
-    pub htpasswd: PathBuf,
-    /// Accept plaintext passwords in the file.
-    pub allow_plaintext: bool,
 }
 
 impl Default for Config {
