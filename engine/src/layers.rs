@@ -65,8 +65,6 @@ const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[
     ("h2", "config", "h2/limits.rs", "L4"),
     ("sys", "handlers", "sys/lua_str.rs", "L5"),
     ("sys", "http", "sys/lua_raw.rs", "L5"),
-    ("tls", "config", "tls/context.rs", "L3"),
-    ("tls", "config", "tls/testing.rs", "L3"),
     // PipeRun (E3) and StreamRun (E2) leave h1::State.
     ("server/h1", "server/worker", "server/h1/mod.rs", "E2, E3"),
     // HandlerBody (E2) and PipeRun (E3) leave h2::Answer.
