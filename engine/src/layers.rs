@@ -41,8 +41,8 @@ const TOP_EXEMPT: &[&str] = &["test_skip", "layers"];
 
 /// Inside `server/`, lowest first (plan §2.2). The leaves (`error`,
 /// `counters`, …) are what every part may use; `(root)` is
-/// `server/mod.rs`, the embedding API. `run` and `exchange` are the planned parts (stage E), listed so that
-/// they land in their place.
+/// `server/mod.rs`, the embedding API. `run` and `exchange` are the
+/// planned parts (stage E), listed so that they land in their place.
 const SERVER: &[&[&str]] = &[
     &["error", "inherited"],
     &["counters", "drain", "lifecycle"],
