@@ -38,8 +38,8 @@ fn main() {
 }
 
 /// Sets `brisk_lj_walk` when the LuaJIT library that mlua-sys built holds
-/// brisk.json.encode's walk (`brisk_json_table`, engine/src/sys/lua_c/brisk_lj.c):
-/// LuaJIT's Makefile compiles it in when `.cargo/config.toml`'s `[env]`
+/// brisk.json.encode's walk (`brisk_json_table`,
+/// engine/src/handlers/servlets/ffi/c/brisk_lj.c): LuaJIT's Makefile compiles it in when `.cargo/config.toml`'s `[env]`
 /// names it (LJCORE_O). Built as another project's dependency, without
 /// that `[env]`, LuaJIT is stock and brisk uses its C API walk instead.
 ///
@@ -56,7 +56,7 @@ fn lua_walk_cfg(out_dir: &Path) {
     if std::env::var_os("CARGO_FEATURE_SERVLETS").is_none() {
         return; // (no LuaJIT)
     }
-    let source = top_dir().join("engine/src/sys/lua_c/brisk_lj.c");
+    let source = top_dir().join("engine/src/handlers/servlets/ffi/c/brisk_lj.c");
     println!("cargo:rerun-if-changed={}", source.display());
     let Some(lib) = luajit_library(out_dir) else {
         return;
@@ -74,8 +74,8 @@ fn lua_walk_cfg(out_dir: &Path) {
         let build = lib.ancestors().nth(3).unwrap_or(&lib).display().to_string();
         let fingerprint = build.replace("/build/mlua-sys-", "/.fingerprint/mlua-sys-");
         println!(
-            "cargo:warning=the vendored LuaJIT ({}) was built before engine/src/sys/lua_c/ \
-             or .cargo/config.toml changed: delete {build} and {fingerprint} \
+            "cargo:warning=the vendored LuaJIT ({}) was built before \
+             engine/src/handlers/servlets/ffi/c/ or .cargo/config.toml changed: delete {build} and {fingerprint} \
              (`cargo clean -p mlua-sys` does not) to rebuild it",
             lib.display()
         );

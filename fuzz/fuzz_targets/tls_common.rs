@@ -3,9 +3,7 @@
 //! and lets its traffic keys be extracted.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use brisk::config::TlsConfig;
 use brisk::tls::certs::{self, CertificateFiles};
 use brisk::tls::context::{server_config, Shared};
 use rustls::pki_types::ServerName;
@@ -23,16 +21,7 @@ pub fn config() -> Arc<rustls::ServerConfig> {
         };
         let read = |p: &std::path::Path| Ok(if p.ends_with("a.pem") { CERT } else { KEY }.to_vec());
         let cert = certs::load(&files, &read, certs::now()).expect("test certificate");
-        let tls = TlsConfig {
-            listen: Vec::new(),
-            certificates: vec![cert],
-            session_tickets: true,
-            session_cache: 16,
-            handshake_timeout: Duration::from_secs(10),
-            max_handshakes: 1,
-            redirect_http: false,
-        };
-        server_config(&tls, &Shared::new(16).expect("ticket key")).expect("server config")
+        server_config(&[cert], true, &Shared::new(16).expect("ticket key")).expect("server config")
     }))
 }
 

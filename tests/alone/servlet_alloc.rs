@@ -143,7 +143,7 @@ fn servlet_requests_allocate_only_in_the_interpreter() {
     assert_eq!(rust, 0, "brisk allocated for the hello servlet");
     assert_eq!(jrust, 0, "brisk allocated for the JSON servlet");
     // The interpreter's freed blocks are kept for its next ones
-    // (engine/src/sys/lua_heap.rs): a hello request's table and strings, and
+    // (engine/src/handlers/servlets/ffi/heap.rs): a hello request's table and strings, and
     // nearly all of a JSON one's 100 tables and strings, come from them
     // once warm (without it: about 9 and 600 a request).
     assert!(

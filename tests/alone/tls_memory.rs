@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use brisk::config::TlsConfig;
 use brisk::tls::certs::{self, CertificateFiles};
 use brisk::tls::conn::TlsConn;
 use brisk::tls::context::{server_config, Shared};
@@ -33,16 +32,7 @@ fn server() -> Arc<rustls::ServerConfig> {
         ocsp: None,
     };
     let cert = certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("certificate");
-    let tls = TlsConfig {
-        listen: Vec::new(),
-        certificates: vec![cert],
-        session_tickets: true,
-        session_cache: 100,
-        handshake_timeout: Duration::from_secs(10),
-        max_handshakes: 10,
-        redirect_http: false,
-    };
-    server_config(&tls, &Shared::new(100).expect("ticket key")).expect("server config")
+    server_config(&[cert], true, &Shared::new(100).expect("ticket key")).expect("server config")
 }
 
 fn client() -> Arc<rustls::ClientConfig> {

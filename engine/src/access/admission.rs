@@ -13,7 +13,24 @@
 
 use std::net::IpAddr;
 
-use crate::config::admission::AccessRule;
+use crate::access::proxy::Cidr;
+use crate::http::glob::PathMatch;
+
+/// One `[[access]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessRule {
+    /// Which paths it covers (`path` prefix or `pattern` glob).
+    pub matcher: PathMatch,
+    /// Its entries in the order written (an `allow` or `deny` key written
+    /// first is tried first): a range, and whether it allows. The first
+    /// range that holds the client's address decides.
+    pub entries: Vec<(Cidr, bool)>,
+    /// What an address no entry holds gets: refused when the rule has an
+    /// `allow` list, allowed when it has only `deny`.
+    pub rest_allowed: bool,
+    /// `brisk.toml:12`, where the rule is (for the log).
+    pub origin: String,
+}
 
 /// Whether `client` may send a request for `path`: `Err` names the rule
 /// that refuses it.
@@ -39,8 +56,6 @@ pub fn judge<'r>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::access::proxy::Cidr;
-    use crate::config::PathMatch;
 
     fn rule(path: &str, entries: &[(&str, bool)]) -> AccessRule {
         AccessRule {

@@ -29,6 +29,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
@@ -39,7 +40,21 @@ use super::credentials;
 use super::failures::SharedFailures;
 use super::htpasswd::Htpasswd;
 use super::htpasswd::{escape, Watched};
-use crate::config::{Config, PathMatch};
+use crate::http::glob::PathMatch;
+
+/// One `[[auth]]` rule: which requests need a login, and against which
+/// file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthRule {
+    /// Which requests it covers (`path` prefix or `pattern` glob).
+    pub matcher: PathMatch,
+    /// The realm shown by the browser; no `"`, `\` or control characters.
+    pub realm: String,
+    /// The htpasswd file, absolute (it was valid when the config loaded).
+    pub htpasswd: PathBuf,
+    /// Accept plaintext passwords in the file.
+    pub allow_plaintext: bool,
+}
 
 /// Basic authentication state of one worker: every `[[auth]]` rule, its
 /// htpasswd file (parsed), the cache of verified credentials, and the
@@ -213,23 +228,17 @@ impl Failure<'_> {
 }
 
 impl Auth {
-    /// Loads every `[[auth]]` rule's htpasswd file, with failure counters
-    /// of its own. Errors name the file (and line).
-    pub fn new(cfg: &Config) -> Result<Auth, super::Error> {
-        Auth::sharing(cfg, 0, SharedFailures::new(cfg))
-    }
-
-    /// The rules of the configuration's site `site` (0: the default
-    /// site), counting failures in `failures`, which other workers and
+    /// The `[[auth]]` rules `auth` of the configuration's site `site` (0:
+    /// the default site), each htpasswd file loaded (errors name the file
+    /// and line), counting failures in `failures`, which other workers and
     /// sites share. Call once per worker thread.
     pub fn sharing(
-        cfg: &Config,
+        auth: &[AuthRule],
         site: usize,
         failures: SharedFailures,
     ) -> Result<Auth, super::Error> {
         let now = Instant::now();
         let mut files: Vec<Watched> = Vec::new();
-        let auth = &cfg.site(site).auth;
         let mut rules = Vec::with_capacity(auth.len());
         for rule in auth {
             let existing = files.iter().position(|f| {

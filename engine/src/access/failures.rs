@@ -10,8 +10,6 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
-
 /// Clients tracked; beyond it the oldest window is forgotten.
 pub(crate) const MAX_CLIENTS: usize = 8192;
 
@@ -109,11 +107,13 @@ impl Failures {
 pub struct SharedFailures(Arc<Mutex<Failures>>);
 
 impl SharedFailures {
-    /// Counters for `limits.auth_failures` per `timeouts.auth_failure_window`.
-    pub fn new(cfg: &Config) -> SharedFailures {
+    /// Counters allowing `limit` failures (0: no limit) per `window`
+    /// (the configuration's `limits.auth_failures` and
+    /// `timeouts.auth_failure_window`).
+    pub fn new(limit: u32, window: Duration) -> SharedFailures {
         SharedFailures(Arc::new(Mutex::new(Failures::new(
-            cfg.limits.auth_failures,
-            cfg.timeouts.auth_failure_window,
+            limit,
+            window,
             MAX_CLIENTS,
         ))))
     }

@@ -13,6 +13,8 @@ use super::load::{sorted, Loader};
 use super::{ConfigError, PathMatch};
 use crate::access::proxy::Cidr;
 
+pub use crate::access::admission::AccessRule;
+
 pub(super) const ACCESS_KEYS: &[&str] = &["path", "pattern", "allow", "deny"];
 pub(super) const RATE_LIMIT_KEYS: &[&str] = &["path", "pattern", "rate", "burst", "key"];
 
@@ -38,22 +40,6 @@ impl Admission {
     pub fn is_empty(&self) -> bool {
         self.access.is_empty() && self.rate.is_empty()
     }
-}
-
-/// One `[[access]]` rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AccessRule {
-    /// Which paths it covers (`path` prefix or `pattern` glob).
-    pub matcher: PathMatch,
-    /// Its entries in the order written (an `allow` or `deny` key written
-    /// first is tried first): a range, and whether it allows. The first
-    /// range that holds the client's address decides.
-    pub entries: Vec<(Cidr, bool)>,
-    /// What an address no entry holds gets: refused when the rule has an
-    /// `allow` list, allowed when it has only `deny`.
-    pub rest_allowed: bool,
-    /// `brisk.toml:12`, where the rule is (for the log).
-    pub origin: String,
 }
 
 /// What a `[[rate_limit]]` rule counts requests by.

@@ -24,6 +24,27 @@ pub(super) const HTTP2_KEYS: &[&str] = &[
     "max_empty_frames",
 ];
 
+/// The limits of each HTTP/2 connection that `[http2]` sets; the flood
+/// window is h2's own.
+#[cfg(feature = "http2")]
+impl From<&Http2Config> for crate::h2::Limits {
+    fn from(c: &Http2Config) -> crate::h2::Limits {
+        crate::h2::Limits {
+            max_concurrent_streams: c.max_concurrent_streams,
+            stream_window: c.stream_window,
+            connection_window: c.connection_window,
+            max_frame_size: c.max_frame_size,
+            max_header_list_size: c.max_header_list_size,
+            header_table_size: c.header_table_size,
+            max_continuations: c.max_continuations,
+            max_resets: c.max_resets,
+            max_control_frames: c.max_control_frames,
+            max_empty_frames: c.max_empty_frames,
+            ..crate::h2::Limits::default()
+        }
+    }
+}
+
 /// `[http2]` defaults: on where the build has it.
 pub(super) fn defaults() -> Http2Config {
     let on = cfg!(feature = "http2");

@@ -25,7 +25,6 @@ mod auth;
 mod cgi;
 mod cli;
 pub mod compress;
-pub(crate) mod glob;
 mod handlers;
 mod http2;
 mod jail;
@@ -48,6 +47,13 @@ pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use value::Value;
+
+// The rules' own types, where what reads them lives, named here too.
+pub use crate::access::auth::AuthRule;
+pub use crate::http::glob::PathMatch;
+
+// What the logs are told: the log module's own types, named here too.
+pub use crate::log::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 
 #[cfg(test)]
 mod tests;
@@ -442,219 +448,6 @@ pub struct Timeouts {
     pub stop_delay: Duration,
 }
 
-/// Where a log goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogTarget {
-    /// Not written at all.
-    Off,
-    /// Standard output (`"-"` for the access log, or `"stdout"`).
-    Stdout,
-    /// Standard error (`"-"` for the error log, or `"stderr"`).
-    Stderr,
-    /// Appended to this file (absolute once loaded).
-    File(PathBuf),
-}
-
-impl LogTarget {
-    /// A file target's relative path resolved against `dir`; others as
-    /// they are.
-    pub(crate) fn relative_to(self, dir: &std::path::Path) -> LogTarget {
-        match self {
-            LogTarget::File(p) => LogTarget::File(dir.join(p)),
-            other => other,
-        }
-    }
-}
-
-/// Access log line format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AccessFormat {
-    /// NCSA common log format.
-    Common,
-    /// Common plus `"referer" "user-agent"` (Apache/nginx `combined`).
-    Combined,
-    /// One JSON object per line.
-    Json,
-    /// The user's own line, [`LogConfig::template`] (a `format` with
-    /// `$variables`, as nginx's `log_format`).
-    Custom,
-}
-
-/// One piece of a user-defined access-log line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LogPiece {
-    /// Text as written.
-    Text(String),
-    /// A `$variable`'s value.
-    Var(LogVar),
-}
-
-/// A variable of a user-defined access-log line: nginx's names, so that
-/// a `log_format` line carries over, and brisk's `duration_us`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogVar {
-    /// The client's address.
-    RemoteAddr,
-    /// The authenticated user, or `-`.
-    RemoteUser,
-    /// `28/Nov/2026:04:55:21 +0000`.
-    TimeLocal,
-    /// `2026-11-28T04:55:21Z`.
-    TimeIso8601,
-    /// The request line: `GET /x HTTP/1.1`.
-    Request,
-    /// `GET`.
-    RequestMethod,
-    /// The target as sent: `/x?y`.
-    RequestUri,
-    /// `HTTP/1.1`.
-    ServerProtocol,
-    /// `200`.
-    Status,
-    /// Body bytes sent.
-    BodyBytesSent,
-    /// `Referer`, or `-`.
-    HttpReferer,
-    /// `User-Agent`, or `-`.
-    HttpUserAgent,
-    /// The host asked for, lower case, without the port; or `-`.
-    Host,
-    /// `TLSv1.3`, or `-` over plain HTTP.
-    SslProtocol,
-    /// The cipher suite, or `-` over plain HTTP.
-    SslCipher,
-    /// Seconds from the first byte of the request to the last of the
-    /// answer, with milliseconds: `0.012`.
-    RequestTime,
-    /// The same in microseconds: `12345`.
-    DurationUs,
-}
-
-impl LogVar {
-    /// Every variable with its name, in the order error messages list them.
-    pub const ALL: [(&'static str, LogVar); 17] = [
-        ("remote_addr", LogVar::RemoteAddr),
-        ("remote_user", LogVar::RemoteUser),
-        ("time_local", LogVar::TimeLocal),
-        ("time_iso8601", LogVar::TimeIso8601),
-        ("request", LogVar::Request),
-        ("request_method", LogVar::RequestMethod),
-        ("request_uri", LogVar::RequestUri),
-        ("server_protocol", LogVar::ServerProtocol),
-        ("status", LogVar::Status),
-        ("body_bytes_sent", LogVar::BodyBytesSent),
-        ("http_referer", LogVar::HttpReferer),
-        ("http_user_agent", LogVar::HttpUserAgent),
-        ("host", LogVar::Host),
-        ("ssl_protocol", LogVar::SslProtocol),
-        ("ssl_cipher", LogVar::SslCipher),
-        ("request_time", LogVar::RequestTime),
-        ("duration_us", LogVar::DurationUs),
-    ];
-}
-
-/// An optional access-log field (`[log] fields`), written after the
-/// format's own fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogField {
-    /// The TLS version (`TLSv1.3`, `TLSv1.2`): nginx's `$ssl_protocol`.
-    TlsVersion,
-    /// The TLS cipher suite, by OpenSSL's name: nginx's `$ssl_cipher`.
-    TlsCipher,
-    /// The host the request named, lower case, without its port or a
-    /// trailing dot: nginx's `$host`, which picked the site.
-    Vhost,
-}
-
-impl LogField {
-    /// Every field, in the order error messages list them.
-    pub const ALL: [LogField; 3] = [LogField::TlsVersion, LogField::TlsCipher, LogField::Vhost];
-
-    /// The name used in the config file (`"tls_version"`) and as the
-    /// JSON format's key.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogField::TlsVersion => "tls_version",
-            LogField::TlsCipher => "tls_cipher",
-            LogField::Vhost => "vhost",
-        }
-    }
-}
-
-/// Error log verbosity, most quiet first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
-    /// Nothing is written.
-    Off,
-    /// Failures that lose a request or a feature.
-    Error,
-    /// Suspicious client behaviour, recoverable trouble.
-    Warn,
-    /// Start-up, shutdown, reloads.
-    Info,
-    /// Everything, for troubleshooting.
-    Debug,
-}
-
-impl AccessFormat {
-    /// Every format, in the order error messages list them.
-    pub const ALL: [AccessFormat; 3] = [
-        AccessFormat::Common,
-        AccessFormat::Combined,
-        AccessFormat::Json,
-    ];
-
-    /// The name used in the config file (`"combined"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AccessFormat::Common => "common",
-            AccessFormat::Combined => "combined",
-            AccessFormat::Json => "json",
-            AccessFormat::Custom => "custom",
-        }
-    }
-}
-
-impl Level {
-    /// Every level, most quiet first.
-    pub const ALL: [Level; 5] = [
-        Level::Off,
-        Level::Error,
-        Level::Warn,
-        Level::Info,
-        Level::Debug,
-    ];
-
-    /// The name used in the config file, on the command line and in
-    /// error-log lines (`"warn"`): the one table of level names.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Off => "off",
-            Level::Error => "error",
-            Level::Warn => "warn",
-            Level::Info => "info",
-            Level::Debug => "debug",
-        }
-    }
-}
-
-/// `[log]`.
-#[derive(Debug, Clone)]
-pub struct LogConfig {
-    /// Where the access log goes (default stdout).
-    pub access: LogTarget,
-    /// Access log line format.
-    pub format: AccessFormat,
-    /// Optional fields after the format's own (`[log] fields`), in order.
-    pub fields: Vec<LogField>,
-    /// The pieces of a user-defined format ([`AccessFormat::Custom`]).
-    pub template: Vec<LogPiece>,
-    /// Error log verbosity.
-    pub level: Level,
-    /// Where the error log goes (default stderr).
-    pub error: LogTarget,
-}
-
 /// What to do with a request for a dotfile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dotfiles {
@@ -712,32 +505,6 @@ pub struct MimeTypesFile {
     pub path: PathBuf,
     /// (extension, media type) pairs in file order.
     pub types: Vec<(String, String)>,
-}
-
-/// How a `[[headers]]` rule selects requests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathMatch {
-    /// URL path starts with this.
-    Prefix(String),
-    /// Glob (`*`, `?`) over the URL path; a pattern without `/` is matched
-    /// against the last path segment only.
-    Glob(String),
-}
-
-impl PathMatch {
-    /// Whether the decoded URL path matches. Never allocates.
-    ///
-    /// `Prefix` is a plain byte-prefix test. `Glob` follows `glob`'s
-    /// rules: `*` matches any run of bytes within one path segment (never
-    /// a `/`), `?` exactly one byte other than `/`; a pattern without `/`
-    /// is matched against the last segment of the path, a pattern with `/`
-    /// against the whole path, segment by segment.
-    pub fn matches(&self, path: &[u8]) -> bool {
-        match self {
-            PathMatch::Prefix(prefix) => path.starts_with(prefix.as_bytes()),
-            PathMatch::Glob(pattern) => glob::matches(pattern.as_bytes(), path),
-        }
-    }
 }
 
 /// One `[[throttle]]` rule: responses whose path matches are paced.
@@ -798,20 +565,6 @@ pub struct CgiRule {
     /// Directories the rule's programs may write beneath despite the
     /// sandbox (`writable`): existing, canonical, sorted, no duplicates.
     pub writable: Vec<PathBuf>,
-}
-
-/// One `[[auth]]` rule: which requests need a login, and against which
-/// file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthRule {
-    /// Which requests it covers (`path` prefix or `pattern` glob).
-    pub matcher: PathMatch,
-    /// The realm shown by the browser; no `"`, `\` or control characters.
-    pub realm: String,
-    /// The htpasswd file, absolute (it was valid when the config loaded).
-    pub htpasswd: PathBuf,
-    /// Accept plaintext passwords in the file.
-    pub allow_plaintext: bool,
 }
 
 impl Default for Config {

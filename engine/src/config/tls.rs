@@ -219,3 +219,20 @@ pub(crate) fn finish(section: TlsSection, _read: Read<'_>) -> Result<TlsConfig, 
         ),
     })
 }
+
+#[cfg(all(test, feature = "tls"))]
+impl TlsConfig {
+    /// `[tls]` with the test certificates `names` (tls/testdata), the
+    /// first the default, for the unit tests.
+    pub(crate) fn testing(names: &[&str]) -> TlsConfig {
+        TlsConfig {
+            listen: Vec::new(),
+            certificates: crate::tls::testing::certificates(names),
+            session_tickets: true,
+            session_cache: 100,
+            handshake_timeout: Duration::from_secs(10),
+            max_handshakes: 10,
+            redirect_http: false,
+        }
+    }
+}

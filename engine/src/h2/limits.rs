@@ -1,14 +1,12 @@
 //! The limits one HTTP/2 connection is held to: what it advertises in
-//! its SETTINGS, and the defences' budgets. `[http2]` sets them (see
-//! [`Http2Config`] for what each means); the defaults are safe for a
-//! public server.
+//! its SETTINGS, and the defences' budgets. `[http2]` sets them (the
+//! configuration makes them from its `Http2Config`, which says what each
+//! means); the defaults are safe for a public server.
 
 use std::time::Duration;
 
-use crate::config::Http2Config;
-
-/// Limits and settings of a connection: [`Http2Config`]'s, and the
-/// window the flood budgets count in.
+/// Limits and settings of a connection: `[http2]`'s, and the window the
+/// flood budgets count in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// SETTINGS_MAX_CONCURRENT_STREAMS.
@@ -35,28 +33,22 @@ pub struct Limits {
     pub flood_window: Duration,
 }
 
-impl Limits {
-    /// The limits `[http2]` sets.
-    pub fn new(c: &Http2Config) -> Limits {
+impl Default for Limits {
+    /// `[http2]`'s defaults (config/http2.rs holds them too, for a build
+    /// without HTTP/2; a unit test there checks that they agree).
+    fn default() -> Limits {
         Limits {
-            max_concurrent_streams: c.max_concurrent_streams,
-            stream_window: c.stream_window,
-            connection_window: c.connection_window,
-            max_frame_size: c.max_frame_size,
-            max_header_list_size: c.max_header_list_size,
-            header_table_size: c.header_table_size,
-            max_continuations: c.max_continuations,
-            max_resets: c.max_resets,
-            max_control_frames: c.max_control_frames,
-            max_empty_frames: c.max_empty_frames,
+            max_concurrent_streams: 128,
+            stream_window: 256 * 1024,
+            connection_window: 1024 * 1024,
+            max_frame_size: 16_384,
+            max_header_list_size: 64 * 1024,
+            header_table_size: 4096,
+            max_continuations: 16,
+            max_resets: 200,
+            max_control_frames: 1000,
+            max_empty_frames: 1000,
             flood_window: Duration::from_secs(10),
         }
-    }
-}
-
-impl Default for Limits {
-    /// `[http2]`'s defaults.
-    fn default() -> Limits {
-        Limits::new(&crate::config::Config::default().http2)
     }
 }

@@ -6,6 +6,7 @@ pub mod conditional;
 pub mod date;
 pub mod encoding;
 pub mod form;
+pub mod glob;
 pub mod grammar;
 pub mod host;
 pub mod json;

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::Level;
 use super::Logger;
-use crate::config::Level;
 
 /// Lines allowed per second, and the count of those refused.
 #[derive(Debug)]

@@ -6,7 +6,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::config::{AccessFormat, Level, LogField, LogPiece, LogVar};
+use super::{AccessFormat, Level, LogField, LogPiece, LogVar};
 use crate::http::date::{civil_time, MONTH_NAMES};
 use crate::http::grammar::hex_pair;
 use crate::http::host::{canonical, MAX_NAME};

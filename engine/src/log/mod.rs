@@ -11,6 +11,7 @@
 pub mod budget;
 pub mod console;
 mod format;
+mod settings;
 mod writer;
 
 #[cfg(test)]
@@ -24,8 +25,8 @@ use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use crate::channel::{self as mpsc, Receiver, Sender as SyncSender};
-use crate::config::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget};
 use crate::http::TlsSession;
+pub use settings::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 
 use format::Clock;
 pub use format::Draft;

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::format::{access_draft, access_line, error_line, finish_line, Clock};
 use super::writer::Sink;
+use super::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 use super::{AccessRecord, LogService};
-use crate::config::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 use crate::http::TlsSession;
 
 /// 2026-11-22 01:50:00 UTC.

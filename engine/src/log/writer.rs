@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::channel::{Receiver, Sender as SyncSender};
 
-use crate::config::{Level, LogTarget};
+use super::{Level, LogTarget};
 use crate::sys::fs;
 
 use super::console;

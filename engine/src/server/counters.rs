@@ -48,7 +48,10 @@ impl Counters {
                 .map(|t| t.rate.map(|r| Arc::new(Rate::new(r, now))))
                 .collect(),
             conn_limits: Arc::new(ConnLimits::new(conn_caps.0, conn_caps.1)),
-            auth_failures: SharedFailures::new(cfg),
+            auth_failures: SharedFailures::new(
+                cfg.limits.auth_failures,
+                cfg.timeouts.auth_failure_window,
+            ),
             rates: crate::config::SiteConfig::all(cfg)
                 .any(|site| !site.admission.rate.is_empty())
                 .then(|| Arc::new(RateTable::new())),

@@ -247,7 +247,7 @@ impl Router {
                     first_cgi.as_ref().map(|c| c.for_site(i)).transpose()?
                 }
             };
-            let auth = Auth::sharing(&cfg, i, failures.clone()).map_err(io::Error::other)?;
+            let auth = Auth::sharing(&site.auth, i, failures.clone()).map_err(io::Error::other)?;
             let auth = auth.is_active().then_some(auth).map(|mut a| {
                 a.offload();
                 a

@@ -1,23 +1,13 @@
-//! Every `unsafe` block and raw syscall, behind safe functions.
+//! Every raw syscall, and the operating system's primitives that need
+//! `unsafe`, behind safe functions.
 //!
-//! Nothing outside this module may use `unsafe`; each block here carries a
+//! Nothing outside this module may use `unsafe` but the servlets' calls
+//! into Lua's C API (`handlers::servlets::ffi`); each block carries a
 //! `// SAFETY:` line saying why it is sound.
 
 pub mod fs;
 pub mod interleave;
 pub mod launcher;
-#[cfg(feature = "servlets")]
-pub mod lua_cpu;
-#[cfg(feature = "servlets")]
-pub mod lua_heap;
-#[cfg(feature = "servlets")]
-pub mod lua_raw;
-#[cfg(feature = "servlets")]
-pub mod lua_req;
-#[cfg(feature = "servlets")]
-pub mod lua_res;
-#[cfg(feature = "servlets")]
-pub mod lua_str;
 pub mod memory;
 pub mod net;
 pub mod privileged;

@@ -94,8 +94,8 @@ pub const ALLOWED: &[libc::c_long] = &[
     #[cfg(target_arch = "x86_64")]
     libc::SYS_readlink,
     // Servlets: each worker that runs them makes a timer on its own CPU
-    // clock, whose signal ends a request's CPU budget (`sys::lua_cpu`),
-    // and deletes it when it ends.
+    // clock, whose signal ends a request's CPU budget
+    // (`handlers::servlets::ffi::cpu`), and deletes it when it ends.
     libc::SYS_timer_create,
     libc::SYS_timer_settime,
     libc::SYS_timer_delete,

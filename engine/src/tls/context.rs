@@ -11,7 +11,7 @@ use rustls::server::{
 use rustls::ServerConfig;
 
 use super::sni::ByName;
-use crate::config::TlsConfig;
+use super::Certificate;
 
 /// ALPN protocols offered, most preferred first (RFC 7301), without
 /// HTTP/2 (`[http2] enable = false`, or a build without it).
@@ -49,27 +49,34 @@ pub fn cache(entries: usize) -> Arc<dyn StoresServerSessions> {
     }
 }
 
-/// The server configuration for `tls`: TLS 1.3 and 1.2 only (rustls has
-/// nothing older, and only AEAD suites with forward secrecy), ALPN
-/// `http/1.1`, certificates by SNI, tickets and the cache from `shared`,
-/// no 0-RTT (replayable requests are not worth one round trip).
-pub fn server_config(tls: &TlsConfig, shared: &Shared) -> Result<Arc<ServerConfig>, rustls::Error> {
-    server_config_offering(tls, shared, ALPN)
+/// The server configuration for `certs` (`[tls] certificates`, the first
+/// the default): TLS 1.3 and 1.2 only (rustls has nothing older, and only
+/// AEAD suites with forward secrecy), ALPN `http/1.1`, certificates by
+/// SNI, the cache from `shared` and, if `tickets` (`[tls]
+/// session_tickets`), its ticket key, no 0-RTT (replayable requests are
+/// not worth one round trip).
+pub fn server_config(
+    certs: &[Certificate],
+    tickets: bool,
+    shared: &Shared,
+) -> Result<Arc<ServerConfig>, rustls::Error> {
+    server_config_offering(certs, tickets, shared, ALPN)
 }
 
 /// [`server_config`], offering the ALPN protocols `alpn` (see [`ALPN_H2`]).
 pub fn server_config_offering(
-    tls: &TlsConfig,
+    certs: &[Certificate],
+    tickets: bool,
     shared: &Shared,
     alpn: &[&[u8]],
 ) -> Result<Arc<ServerConfig>, rustls::Error> {
     let mut config = ServerConfig::builder_with_provider(Arc::new(super::provider()))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_no_client_auth()
-        .with_cert_resolver(Arc::new(ByName::new(&tls.certificates)));
+        .with_cert_resolver(Arc::new(ByName::new(certs)));
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     config.session_storage = Arc::clone(&shared.cache);
-    if tls.session_tickets {
+    if tickets {
         config.ticketer = Arc::clone(&shared.ticketer);
     }
     // The server's order (provider()'s: AES-128-GCM, AES-256-GCM,

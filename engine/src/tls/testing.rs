@@ -10,7 +10,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
-use crate::config::TlsConfig;
 use crate::tls::certs::{self, CertificateFiles};
 use crate::tls::conn::TlsConn;
 use crate::tls::context::{server_config, Shared};
@@ -32,17 +31,9 @@ pub fn certificate(name: &str) -> crate::tls::Certificate {
     certs::load(&files, &|p| std::fs::read(p), certs::now()).expect("test certificate loads")
 }
 
-/// `[tls]` with the certificates `names`, the first the default.
-pub fn tls_config(names: &[&str]) -> TlsConfig {
-    TlsConfig {
-        listen: Vec::new(),
-        certificates: names.iter().map(|n| certificate(n)).collect(),
-        session_tickets: true,
-        session_cache: 100,
-        handshake_timeout: Duration::from_secs(10),
-        max_handshakes: 10,
-        redirect_http: false,
-    }
+/// The test certificates `names`, the first the default.
+pub fn certificates(names: &[&str]) -> Vec<crate::tls::Certificate> {
+    names.iter().map(|n| certificate(n)).collect()
 }
 
 /// A fresh ticket key and session cache.
@@ -52,7 +43,7 @@ pub fn shared() -> Shared {
 
 /// A server configuration with certificate `a`.
 pub fn server() -> Arc<rustls::ServerConfig> {
-    server_config(&tls_config(&["a"]), &shared()).expect("server config")
+    server_config(&certificates(&["a"]), true, &shared()).expect("server config")
 }
 
 /// A server connection with certificate `a`.

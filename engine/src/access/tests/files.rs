@@ -4,21 +4,19 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{auth_with, basic, ip, prefix, rule, vector, TempDir, ALICE};
-use crate::access::auth::{Auth, Failure, FailureReason, Verdict};
+use super::{auth_with, basic, ip, load, prefix, rule, vector, TempDir, ALICE};
+use crate::access::auth::{Failure, FailureReason, Verdict};
 use crate::access::htpasswd::{Htpasswd, LineError};
-use crate::config::Config;
 
 #[test]
 fn plaintext_entries_only_where_allowed() {
     let dir = TempDir::new();
     let file = dir.write("htpasswd", "carol:hunter2\n");
-    let mut cfg = Config::default();
-    cfg.site.auth = vec![rule(prefix("/"), "R", &file)];
-    let e = Auth::new(&cfg).err().unwrap().to_string();
+    let mut rules = vec![rule(prefix("/"), "R", &file)];
+    let e = load(&rules, 0).err().unwrap().to_string();
     assert!(e.ends_with("htpasswd:1: not a supported password hash (a plaintext password needs allow_plaintext = true; better, hash it with htpasswd -B)"), "{e}");
-    cfg.site.auth[0].allow_plaintext = true;
-    let mut auth = Auth::new(&cfg).unwrap();
+    rules[0].allow_plaintext = true;
+    let mut auth = load(&rules, 0).unwrap();
     let v = auth.check(
         b"/x",
         Some(&basic(b"carol:hunter2")),
@@ -194,14 +192,13 @@ fn htpasswd_lines() {
 fn a_file_that_went_bad_before_start_up_is_an_error() {
     let dir = TempDir::new();
     let file = dir.write("htpasswd", "alice:$2y$05$broken\n");
-    let mut cfg = Config::default();
-    cfg.site.auth = vec![rule(prefix("/"), "R", &file)];
-    let e = Auth::new(&cfg).err().unwrap().to_string();
+    let mut rules = vec![rule(prefix("/"), "R", &file)];
+    let e = load(&rules, 0).err().unwrap().to_string();
     assert!(
         e.ends_with("htpasswd:1: bcrypt hashes look like $2y$05$ followed by 53 characters"),
         "{e}"
     );
-    cfg.site.auth[0].htpasswd = dir.0.join("missing");
-    let e = Auth::new(&cfg).err().unwrap().to_string();
+    rules[0].htpasswd = dir.0.join("missing");
+    let e = load(&rules, 0).err().unwrap().to_string();
     assert!(e.contains("missing: cannot read: "), "{e}");
 }

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::auth::{Auth, Failure, FailureReason, Verdict};
-use crate::config::{AuthRule, Config, PathMatch};
+use super::auth::{Auth, AuthRule, Failure, FailureReason, Verdict};
+use super::SharedFailures;
+use crate::http::glob::PathMatch;
 
 const VECTORS: &str = include_str!("../testdata/vectors.htpasswd");
 
@@ -61,12 +62,18 @@ fn prefix(p: &str) -> PathMatch {
     PathMatch::Prefix(p.to_string())
 }
 
+/// `Auth` for `rules`, allowing `failures` a minute (0: no limit).
 fn auth_with(rules: Vec<AuthRule>, failures: u32) -> Auth {
-    let mut cfg = Config::default();
-    cfg.site.auth = rules;
-    cfg.limits.auth_failures = failures;
-    cfg.timeouts.auth_failure_window = Duration::from_secs(60);
-    Auth::new(&cfg).unwrap()
+    load(&rules, failures).unwrap()
+}
+
+/// `Auth` for `rules`, or the error loading their files.
+fn load(rules: &[AuthRule], failures: u32) -> Result<Auth, crate::access::Error> {
+    Auth::sharing(
+        rules,
+        0,
+        SharedFailures::new(failures, Duration::from_secs(60)),
+    )
 }
 
 /// One rule over /private/ with alice (apr1: fast) and the vectors' users.
@@ -115,7 +122,7 @@ fn paths_outside_every_rule_are_open() {
 
 #[test]
 fn no_rules_means_everything_is_open() {
-    let mut auth = Auth::new(&Config::default()).unwrap();
+    let mut auth = auth_with(Vec::new(), 10);
     assert!(!auth.is_active());
     let v = auth.check(b"/private/x", Some(ALICE), ip("192.0.2.1"), Instant::now());
     assert_eq!(v, Verdict::Open);

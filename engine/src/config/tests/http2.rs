@@ -4,6 +4,45 @@ use super::{load, load_err, TempDir};
 use crate::config::cli::run;
 use crate::config::Command;
 
+/// The defaults are written twice (here for a build without HTTP/2, and
+/// in h2::Limits): they agree, and every key reaches the limits.
+#[cfg(feature = "http2")]
+#[test]
+fn the_limits_are_the_configuration_s() {
+    use crate::h2::Limits;
+    assert_eq!(Limits::from(&load("").unwrap().http2), Limits::default());
+    let c = load(
+        r#"
+[http2]
+max_concurrent_streams = 7
+stream_window = 70000
+connection_window = 80000
+max_frame_size = 20000
+max_header_list_size = 9000
+header_table_size = 100
+max_continuations = 3
+max_resets = 4
+max_control_frames = 5
+max_empty_frames = 6
+"#,
+    )
+    .unwrap();
+    let expected = Limits {
+        max_concurrent_streams: 7,
+        stream_window: 70_000,
+        connection_window: 80_000,
+        max_frame_size: 20_000,
+        max_header_list_size: 9000,
+        header_table_size: 100,
+        max_continuations: 3,
+        max_resets: 4,
+        max_control_frames: 5,
+        max_empty_frames: 6,
+        ..Limits::default()
+    };
+    assert_eq!(Limits::from(&c.http2), expected);
+}
+
 #[cfg(feature = "http2")]
 #[test]
 fn every_key_loads_and_the_defaults_are_on() {

@@ -6,7 +6,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::config::{glob, CgiRule, CgiTarget};
+use crate::config::{CgiRule, CgiTarget};
+use crate::http::glob;
 
 /// The CGI programs among the files of a document root.
 #[derive(Debug, Default)]

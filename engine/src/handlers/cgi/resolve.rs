@@ -15,11 +15,11 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::config::glob;
 use crate::config::{CgiRule, CgiTarget};
 use crate::handlers::protected::Protected;
 use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
+use crate::http::glob;
 use crate::http::Status;
 use crate::sys::fs::{Kind, Root};
 use crate::sys::spawn::{permitted, Access, Command};

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use mlua::{Lua, LuaString, Table, Value};
 
+use super::ffi::req::Str;
+use super::ffi::{heap, raw, req, res};
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header, Request};
 use crate::http::{form, json};
-use crate::sys::lua_req::Str;
-use crate::sys::{lua_heap, lua_raw, lua_req, lua_res};
 
 /// Output gathered before it goes to the client in one piece.
 pub const PIECE: usize = 64 * 1024;
@@ -53,8 +53,8 @@ impl Out {
     }
 }
 
-/// `res`'s methods (`sys::lua_res` calls them).
-impl lua_res::Answer for Out {
+/// `res`'s methods (`ffi::res` calls them).
+impl res::Answer for Out {
     fn status(&mut self, status: i64) -> Result<(), String> {
         if self.head_sent {
             return Err("the response head has been sent already".into());
@@ -100,9 +100,9 @@ impl lua_res::Answer for Out {
 }
 
 /// Builds the request table for `req` in one protected call (see
-/// `sys::lua_req`): `body`, and in `req[1]` one string of the others
+/// `ffi::req`): `body`, and in `req[1]` one string of the others
 /// (method, path, query, remote_addr, user: [`BASIC`]) and the header
-/// fields (`lua_req::parts`). Through `req_mt`'s `__index`, the strings
+/// fields (`req::parts`). Through `req_mt`'s `__index`, the strings
 /// are made on first use, and `headers` and `cookies` from the fields,
 /// as `args` from the query ([`lazy_field`]; it also gives `form`). A
 /// servlet that reads none of them makes none of them (a string made is
@@ -121,11 +121,11 @@ pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> m
         Some(peer_text(req.peer.ip(), &mut text)),
         req.user,
     ] {
-        lua_req::put_part(&mut raw, part);
+        req::put_part(&mut raw, part);
     }
     for h in req.headers {
         for part in [h.name, h.value] {
-            lua_req::put_part(&mut raw, Some(part));
+            req::put_part(&mut raw, Some(part));
         }
     }
     if raw.len() <= SHORT_MAX {
@@ -139,7 +139,7 @@ pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> m
         b"" => Str::Entry(EMPTY),
         b => Str::Bytes(b),
     };
-    let built = lua_req::build(lua, (req_mt, names), 2, |b| {
+    let built = req::build(lua, (req_mt, names), 2, |b| {
         // (The names are argument 2.)
         b.set_from(2, N_BODY, body);
         b.set_at(1, &raw);
@@ -158,7 +158,7 @@ pub const BASIC: usize = 5;
 const SHORT_MAX: usize = 40;
 
 /// The strings the request table is made with, made once per state
-/// ([`names`]) and found by index (see `lua_req::Builder::set_from`).
+/// ([`names`]) and found by index (see `req::Builder::set_from`).
 const NAMES: [&str; 2] = ["body", ""];
 const N_BODY: i64 = 1;
 /// `""`.
@@ -196,7 +196,7 @@ fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
 /// [`BASIC`] strings. A servlet may have put anything there: what does
 /// not parse ends the list.
 fn raw_fields(raw: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut parts = lua_req::parts(raw).skip(BASIC);
+    let mut parts = req::parts(raw).skip(BASIC);
     std::iter::from_fn(move || Some((parts.next()??, parts.next()??)))
 }
 
@@ -215,7 +215,7 @@ const LAZY_COOKIES: i64 = 3;
 /// fields' Cookie headers).
 pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua::Result<Table> {
     let (mut n, mut v) = DECODED.take();
-    let built = lua_req::build(lua, (src, headers_mt), 0, |b| {
+    let built = req::build(lua, (src, headers_mt), 0, |b| {
         let src = b.arg_bytes(1).unwrap_or_default();
         match which {
             LAZY_ARGS => {
@@ -361,14 +361,14 @@ pub fn json_to_lua(lua: &Lua, v: json::Json, null: &Value) -> mlua::Result<Value
 }
 
 /// The text a Rust helper builds for a servlet, outside Lua's heap, if it
-/// fits in `lua_heap::outside_room`: `len` bytes, then made by `make`.
+/// fits in `heap::outside_room`: `len` bytes, then made by `make`.
 fn within_memory(
     lua: &Lua,
     what: &str,
     len: usize,
     make: impl FnOnce() -> Vec<u8>,
 ) -> mlua::Result<LuaString> {
-    if len > lua_heap::outside_room(lua) {
+    if len > heap::outside_room(lua) {
         return Err(mlua::Error::MemoryError(format!(
             "{what}: the result does not fit in servlets.memory"
         )));
@@ -462,8 +462,8 @@ fn unstored(lua: &Lua, v: Option<Stored>) -> mlua::Result<Value> {
 
 thread_local! {
     /// `brisk.json.encode`'s buffers, reused by each call.
-    static JSON_ENC: std::cell::Cell<lua_raw::Encoder> =
-        const { std::cell::Cell::new(lua_raw::Encoder::new()) };
+    static JSON_ENC: std::cell::Cell<raw::Encoder> =
+        const { std::cell::Cell::new(raw::Encoder::new()) };
 }
 
 /// Larger encode buffers are let go after use rather than kept.
@@ -482,7 +482,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
             // One set per worker, taken out while in use (an encode that
             // runs inside another, from a finalizer, makes its own).
             let mut enc = JSON_ENC.take();
-            let encoded = lua_raw::encode(lua, v, &null_t, &mut enc);
+            let encoded = raw::encode(lua, v, &null_t, &mut enc);
             let s = match encoded {
                 Ok(Ok(())) => lua.create_string(&enc.out),
                 Ok(Err(e)) => Err(lua_err(format!("brisk.json.encode: {e}"))),
@@ -500,7 +500,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         lua.create_function(move |lua, s: LuaString| {
             let text = s.as_bytes();
             // The value is built in Rust first (outside Lua's heap).
-            if json_decode_bound(&text) > lua_heap::outside_room(lua) {
+            if json_decode_bound(&text) > heap::outside_room(lua) {
                 return Err(mlua::Error::MemoryError(
                     "brisk.json.decode: the value does not fit in servlets.memory".into(),
                 ));

@@ -13,7 +13,7 @@
 //!   with its length, or, once 64 KiB are gathered, the head goes out and
 //!   the rest follows in chunks as the client takes them.
 //! - Limits: CPU time per request (a timer on the worker's CPU clock
-//!   whose signal sets a hook that stops the servlet: `sys::lua_cpu`; 503),
+//!   whose signal sets a hook that stops the servlet: `ffi::cpu`; 503),
 //!   memory per worker's state (an allocation error: 500), output size.
 //!   An error answers 500 and logs the file, line and traceback, the
 //!   same one at most once a minute per servlet.
@@ -28,6 +28,8 @@
 //!   sandbox applies as to everything else.
 
 mod api;
+#[allow(unsafe_code)]
+mod ffi;
 pub(crate) mod pattern;
 pub mod shared;
 mod strings;
@@ -51,10 +53,10 @@ use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
 use crate::handlers::file_cache::Fnv;
 use crate::sys::fs::{Meta, Root};
-use crate::sys::lua_cpu::{self, CPU_LIMIT};
-use crate::sys::lua_heap::Heap;
-use crate::sys::{lua_req, lua_res};
 use api::Out;
+use ffi::cpu::{self, CPU_LIMIT};
+use ffi::heap::Heap;
+use ffi::{req, res};
 
 /// The collector's pause (percent): see `State::new`.
 const GC_PAUSE: i32 = 400;
@@ -168,7 +170,7 @@ newproxy, gcinfo = nil, nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
 require = nil
--- res's methods are C functions (sys::lua_res), set from Rust.
+-- res's methods are C functions (ffi::res), set from Rust.
 local Res = {}
 local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
 -- req's tables are made on first use, from its strings (see api::request).
@@ -271,7 +273,7 @@ impl State {
         let libs =
             StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::OS | StdLib::BIT | StdLib::JIT;
         // Budgets need this thread's CPU timer.
-        lua_cpu::prepare(settings.servlets.cpu_time)
+        cpu::prepare(settings.servlets.cpu_time)
             .map_err(|e| mlua::Error::runtime(format!("the CPU-time timer: {e}")))?;
         let lua = Lua::new_with(libs, LuaOptions::default())?;
         let limit = usize::try_from(settings.servlets.memory).unwrap_or(usize::MAX);
@@ -310,10 +312,10 @@ impl State {
                 require,
                 lazy,
                 form,
-                lua_req::part_function(&lua)?,
+                req::part_function(&lua)?,
                 api::library(&lua)?,
             ))?;
-        lua_res::set_up_metatable::<Out>(&lua, &res_mt)?;
+        res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let names = api::names(&lua)?;
         Ok(State {
             lua,
@@ -483,9 +485,9 @@ impl State {
         self.lua.create_thread(f.clone())
     }
 
-    /// A request's CPU budget in timer ticks (`sys::lua_cpu`).
+    /// A request's CPU budget in timer ticks (`ffi::cpu`).
     fn budget(&self) -> u64 {
-        lua_cpu::ticks_for(self.settings.servlets.cpu_time)
+        cpu::ticks_for(self.settings.servlets.cpu_time)
     }
 
     /// Resumes `thread` with `args` under a CPU budget of `ticks`; the
@@ -497,7 +499,7 @@ impl State {
         ticks: u64,
         used: &mut u64,
     ) -> Result<R, Failure> {
-        lua_cpu::resume(thread, args, ticks, used).map_err(|e| self.failure(e))
+        cpu::resume(thread, args, ticks, used).map_err(|e| self.failure(e))
     }
 
     /// [`State::resume_counted`] for a whole budget.
@@ -513,7 +515,7 @@ impl State {
     /// What an error from Lua (with the coroutine's traceback, which
     /// mlua adds) means for the answer.
     fn failure(&self, e: mlua::Error) -> Failure {
-        if lua_cpu::stopped() {
+        if cpu::stopped() {
             return Failure::Cpu;
         }
         if is_memory(&e) {
@@ -605,7 +607,7 @@ impl Handler for Servlets {
             // a finalizer (the prelude), so the collection runs only
             // LuaJIT's sweep and brisk's own `__gc`s (Rust), over at most
             // `servlets.memory`.
-            let _ = lua_req::collect(&state.lua);
+            let _ = req::collect(&state.lua);
         }
         let now = Instant::now();
         let handle = match state.load(rel, req.path, now) {
@@ -707,7 +709,7 @@ impl State {
             max,
             ..Out::default()
         }));
-        let res = lua_res::new_object(&self.lua, Rc::clone(&out), &self.res_mt)
+        let res = res::new_object(&self.lua, Rc::clone(&out), &self.res_mt)
             .map_err(|e| self.lua_failure(e))?;
         Ok((out, res))
     }
@@ -765,7 +767,7 @@ struct Piecewise {
     state: Rc<State>,
     thread: Thread,
     out: Rc<RefCell<Out>>,
-    /// Ticks of its CPU budget left (`sys::lua_cpu`).
+    /// Ticks of its CPU budget left (`ffi::cpu`).
     left: u64,
     rel: Vec<u8>,
 }

@@ -3,7 +3,7 @@
 //! reference manual (§5.4.1), for servlets.
 //!
 //! Why: LuaJIT's matcher is one C call, and the CPU-time hook
-//! (`sys::lua_cpu`) fires only between Lua instructions, so a pattern
+//! (`ffi::cpu`) fires only between Lua instructions, so a pattern
 //! that backtracks, `("a*"):rep(4) .. "b"` against 200 `a`s, held its
 //! worker 32 s under `cpu_time = "1s"`, and any servlet matching request
 //! data was a ReDoS vector. Other means were weighed: bounding the
@@ -12,7 +12,7 @@
 //! C (the state's memory is the worker's); a process per state costs a
 //! process switch per request. Here every step of the matcher counts,
 //! and every [`CHECK_EVERY`] steps the budget is read (two thread-local
-//! loads: `lua_cpu::check_spent`); once spent, the match fails with the
+//! loads: `cpu::check_spent`); once spent, the match fails with the
 //! CPU limit's error, as the hook raises it (a `pcall` that catches it
 //! meets the hook at its next instruction). A long set (`[...]`) counts
 //! as more steps, as it is scanned at each use, and a plain search is
@@ -21,7 +21,7 @@
 //! bounded ([`MAX_DEPTH`]) as in Lua 5.2 and later ("pattern too
 //! complex"), so no pattern can overflow the worker's stack. What it
 //! costs: `strings::tests::speed` (the call is the larger part: `find`,
-//! `match` and `gmatch` are C functions, `sys::lua_str`).
+//! `match` and `gmatch` are C functions, `ffi::str`).
 //!
 //! The semantics are 5.1's, as LuaJIT's: `%z` and `%f` are there, a `%`
 //! before a non-digit in a `gsub` replacement stands for that character,

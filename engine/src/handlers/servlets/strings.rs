@@ -1,28 +1,28 @@
 //! The servlets' `string.find`, `string.match`, `string.gmatch` and
 //! `string.gsub` (and so the string methods `s:find(...)`...; the first
-//! three as C functions, `sys::lua_str`): brisk's
+//! three as C functions, `ffi::str`): brisk's
 //! matcher ([`super::pattern`]), which stops when the request's CPU
 //! budget is spent, in place of LuaJIT's, which cannot be stopped (see
 //! `pattern`'s comment for why and what else was weighed). `gsub` builds
-//! its result outside Lua's heap, within [`lua_heap::outside_room`].
+//! its result outside Lua's heap, within [`heap::outside_room`].
 
 use mlua::{Lua, LuaString, MultiValue, Table, Value};
 
+use super::ffi::{self, cpu, heap};
 use super::pattern::{anchored, Capture, Error, Matcher};
-use crate::sys::{lua_cpu, lua_heap, lua_str};
 
 /// Puts brisk's matcher in `string` (the table the string metatable's
 /// `__index` is: the methods too).
 pub fn install(lua: &Lua, string: &Table) -> mlua::Result<()> {
-    lua_str::install(lua, string)?;
+    ffi::str::install(lua, string)?;
     string.raw_set("gsub", lua.create_function(gsub)?)?;
     Ok(())
 }
 
 fn lua_error(e: Error) -> mlua::Error {
     match e {
-        // The hook's error (`State::failure` sees `lua_cpu::stopped`).
-        Error::Stopped => mlua::Error::runtime(lua_cpu::CPU_LIMIT),
+        // The hook's error (`State::failure` sees `cpu::stopped`).
+        Error::Stopped => mlua::Error::runtime(cpu::CPU_LIMIT),
         Error::Pattern(why) => mlua::Error::runtime(why),
     }
 }
@@ -75,11 +75,11 @@ fn gsub(
     };
     let text = text.as_ref().map(|t| t.as_bytes());
     let max = max.map_or(src.len() as f64 + 1.0, f64::trunc);
-    let room = lua_heap::outside_room(lua);
+    let room = heap::outside_room(lua);
     let (anchor, p0) = anchored(pat);
     // The matcher's `stop`: the request's CPU budget is spent. The same
-    // function as `lua_str`'s matchers', so that the matcher is built once.
-    let mut m = Matcher::new(src, pat, lua_cpu::check_spent);
+    // function as `ffi::str`'s matchers', so that the matcher is built once.
+    let mut m = Matcher::new(src, pat, cpu::check_spent);
     let mut out = Vec::new();
     let (mut at, mut n) = (0usize, 0i64);
     while (n as f64) < max {

@@ -89,8 +89,13 @@ impl Setup {
         };
         // (`enable` is false in a build without HTTP/2.)
         let alpn = if cfg.http2.enable { ALPN_H2 } else { ALPN };
-        let config = server_config_offering(tls, &sessions.shared, alpn)
-            .map_err(|e| format!("cannot set up TLS with these certificates: {e}"))?;
+        let config = server_config_offering(
+            &tls.certificates,
+            tls.session_tickets,
+            &sessions.shared,
+            alpn,
+        )
+        .map_err(|e| format!("cannot set up TLS with these certificates: {e}"))?;
         Ok(Some(Setup {
             config,
             timeout: tls.handshake_timeout,

@@ -13,7 +13,7 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
 use super::*;
 use crate::tls::context::server_config;
-use crate::tls::testing::{client, shared, testdata, tls_config};
+use crate::tls::testing::{certificates, client, shared, testdata};
 
 fn tls13() -> Arc<ClientConfig> {
     client(&[&rustls::version::TLS13], &[b"http/1.1"])
@@ -100,7 +100,7 @@ impl Pair {
 
 #[test]
 fn handshake_and_data_both_ways_tls13() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let mut p = Pair::new(tls13(), "a.test", sc);
     assert!(p.server.is_handshaking());
     assert!(p.server.handshake_deadline().is_some());
@@ -131,7 +131,7 @@ fn handshake_and_data_both_ways_tls13() {
 
 #[test]
 fn tls12_handshake_and_data() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let cc = client(&[&rustls::version::TLS12], &[b"http/1.1"]);
     let mut p = Pair::new(cc, "a.test", sc);
     p.pump().expect("handshake");
@@ -147,7 +147,7 @@ fn tls12_handshake_and_data() {
 
 #[test]
 fn a_body_in_one_byte_pieces_is_reassembled() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let mut p = Pair::new(tls13(), "a.test", sc);
     p.pump().expect("handshake");
     p.client
@@ -178,7 +178,7 @@ fn leaf_file(name: &str) -> Vec<u8> {
 
 #[test]
 fn sni_chooses_the_certificate_by_its_names() {
-    let sc = server_config(&tls_config(&["a", "b", "c"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a", "b", "c"]), true, &shared()).expect("config");
     // Every client trusts the CA, so any certificate would verify for its
     // own names only: the handshake succeeding is half the proof.
     for (sni, expect) in [
@@ -236,7 +236,7 @@ impl rustls::client::danger::ServerCertVerifier for Remember {
 
 #[test]
 fn without_sni_the_first_certificate_is_served() {
-    let sc = server_config(&tls_config(&["b", "a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["b", "a"]), true, &shared()).expect("config");
     let provider = crate::tls::provider();
     let seen = Arc::new(Remember(
         Default::default(),
@@ -255,7 +255,7 @@ fn without_sni_the_first_certificate_is_served() {
 
 #[test]
 fn alpn_agrees_on_http11() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let cc = client(&[&rustls::version::TLS13], &[b"h2", b"http/1.1"]);
     let mut p = Pair::new(cc, "a.test", sc);
     p.pump().expect("handshake");
@@ -265,7 +265,7 @@ fn alpn_agrees_on_http11() {
 
 #[test]
 fn alpn_without_http11_is_refused() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let cc = client(&[&rustls::version::TLS13], &[b"h2"]);
     let mut p = Pair::new(cc, "a.test", sc);
     assert!(matches!(p.pump(), Err(TlsError::Protocol(_))));
@@ -273,11 +273,11 @@ fn alpn_without_http11_is_refused() {
 
 #[test]
 fn tickets_resume_on_another_worker_of_the_same_server() {
-    let tls = tls_config(&["a"]);
+    let certs = certificates(&["a"]);
     let keys = shared();
     // Two generations (or two workers' configurations) with one key.
-    let first = server_config(&tls, &keys).expect("config");
-    let second = server_config(&tls, &keys).expect("config");
+    let first = server_config(&certs, true, &keys).expect("config");
+    let second = server_config(&certs, true, &keys).expect("config");
     let cc = tls13();
     let mut p = Pair::new(Arc::clone(&cc), "a.test", first);
     p.pump().expect("full handshake");
@@ -290,7 +290,7 @@ fn tickets_resume_on_another_worker_of_the_same_server() {
     );
 
     // A server with another ticket key (another process) cannot.
-    let other = server_config(&tls, &shared()).expect("config");
+    let other = server_config(&certs, true, &shared()).expect("config");
     let mut r = Pair::new(cc, "a.test", other);
     r.pump().expect("handshake");
     assert!(!r.server.resumed());
@@ -298,24 +298,27 @@ fn tickets_resume_on_another_worker_of_the_same_server() {
 
 #[test]
 fn tls12_resumes_from_the_session_cache_without_tickets() {
-    let mut tls = tls_config(&["a"]);
-    tls.session_tickets = false;
+    let certs = certificates(&["a"]);
     let keys = shared();
     let cc = client(&[&rustls::version::TLS12], &[b"http/1.1"]);
     let mut p = Pair::new(
         Arc::clone(&cc),
         "a.test",
-        server_config(&tls, &keys).expect("config"),
+        server_config(&certs, false, &keys).expect("config"),
     );
     p.pump().expect("full");
-    let mut q = Pair::new(cc, "a.test", server_config(&tls, &keys).expect("config"));
+    let mut q = Pair::new(
+        cc,
+        "a.test",
+        server_config(&certs, false, &keys).expect("config"),
+    );
     q.pump().expect("resumed");
     assert!(q.server.resumed());
 }
 
 #[test]
 fn plain_http_gets_a_readable_400() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let mut conn = TlsConn::new(sc, Instant::now(), Duration::from_secs(10), None).expect("conn");
     let (mut plaintext, mut out) = (Vec::new(), Vec::new());
     // A method cut short is not judged yet.
@@ -339,7 +342,7 @@ fn plain_http_gets_a_readable_400() {
 
 #[test]
 fn garbage_closes_with_an_error() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     for garbage in [
         &b"\x16\x03\x01\x00\x05hello"[..],
         &b"\x17\x03\x03\x00\x10abcdefghijklmnop"[..],
@@ -367,7 +370,7 @@ fn garbage_closes_with_an_error() {
 
 #[test]
 fn the_handshake_cap_counts_handshakes_in_progress_only() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let cap = Handshakes::new(2);
     let first = cap.try_begin().expect("one");
     let second = cap.try_begin().expect("two");
@@ -387,7 +390,7 @@ fn the_handshake_cap_counts_handshakes_in_progress_only() {
 
 #[test]
 fn sending_before_the_handshake_takes_nothing() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let mut conn = TlsConn::new(sc, Instant::now(), Duration::from_secs(10), None).expect("conn");
     let (mut incoming, mut out) = (Vec::new(), Vec::new());
     assert_eq!(conn.send(b"early", &mut incoming, &mut out), Ok(false));
@@ -396,7 +399,7 @@ fn sending_before_the_handshake_takes_nothing() {
 
 #[test]
 fn the_handshake_deadline_is_the_start_plus_the_timeout() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let now = Instant::now();
     let conn = TlsConn::new(sc, now, Duration::from_secs(7), None).expect("conn");
     assert_eq!(
@@ -410,7 +413,7 @@ fn the_handshake_deadline_is_the_start_plus_the_timeout() {
 /// debug builds) that it sends at most one fatal alert.
 #[test]
 fn nothing_reaches_rustls_after_an_error() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let mut p = Pair::new(tls13(), "a.test", sc);
     p.pump().expect("handshake");
     p.incoming.push(0x12);
@@ -431,7 +434,7 @@ fn nothing_reaches_rustls_after_an_error() {
 /// a server that follows the client's order HIGH).
 #[test]
 fn the_server_order_of_cipher_suites_wins() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     let mut provider = crate::tls::provider();
     provider.cipher_suites.sort_by_key(|s| {
         !matches!(
@@ -511,7 +514,7 @@ const SUITES: &[(rustls::CipherSuite, &str, &str)] = &[
 #[test]
 fn every_suite_carries_data_both_ways_through_brisks_record_layer() {
     for &(suite, version, name) in SUITES {
-        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
         let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
         // Written before the handshake ends: it leaves with the Finished.
         p.client
@@ -549,7 +552,7 @@ fn every_suite_carries_data_both_ways_through_brisks_record_layer() {
 #[test]
 fn a_key_update_changes_the_keys_both_ways() {
     for &(suite, _, name) in &SUITES[..3] {
-        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
         let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
         p.pump().expect("handshake");
         for i in 0..3 {
@@ -571,7 +574,7 @@ fn a_key_update_changes_the_keys_both_ways() {
 #[test]
 fn a_bad_mac_is_answered_bad_record_mac() {
     for &(suite, _, name) in SUITES {
-        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
         let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
         p.pump().expect("handshake");
         p.client
@@ -610,7 +613,7 @@ fn a_bad_mac_is_answered_bad_record_mac() {
 #[test]
 fn finished_and_a_key_update_in_one_read_are_both_answered() {
     for &(suite, _, name) in &SUITES[..3] {
-        let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+        let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
         let mut p = Pair::new(client_with_suite(suite), "a.test", sc);
         p.client.write_tls(&mut p.incoming).expect("hello");
         p.server
@@ -712,7 +715,7 @@ fn handshake_pieces_in_reads_of_their_own_are_shown_to_rustls_again() {
 /// one of exactly 2^14 bytes is read on.
 #[test]
 fn a_plaintext_record_over_2_14_bytes_is_a_record_overflow() {
-    let sc = server_config(&tls_config(&["a"]), &shared()).expect("config");
+    let sc = server_config(&certificates(&["a"]), true, &shared()).expect("config");
     for (len, refused) in [(1 << 14, false), ((1 << 14) + 1, true)] {
         let mut conn = fresh(&sc);
         let mut incoming = vec![0x16, 3, 1, (len >> 8) as u8, len as u8];

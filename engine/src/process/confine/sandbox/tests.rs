@@ -315,7 +315,7 @@ fn tls_files_are_readable_by_the_server_only_without_a_helper() {
             root: data.clone(),
             ..Config::default().site
         },
-        tls: Some(crate::tls::testing::tls_config(&["a"])),
+        tls: Some(crate::config::TlsConfig::testing(&["a"])),
         ..Config::default()
     };
     let tls_rules = |privileged: bool| -> Vec<(PathBuf, String)> {

@@ -33,7 +33,7 @@ impl Pair {
         let (sock, _) = listener.accept().expect("accept");
         sock.set_nonblocking(true).expect("nonblocking");
         client.set_nonblocking(true).expect("nonblocking");
-        let mut tls = testing::tls_config(&["a"]);
+        let mut tls = crate::config::TlsConfig::testing(&["a"]);
         tls.max_handshakes = 1;
         let cfg = Config {
             tls: Some(tls),

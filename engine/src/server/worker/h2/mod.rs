@@ -200,7 +200,7 @@ impl Worker {
     /// copy of them for the worker's connections (made again if a reload
     /// changed them), not one each.
     fn h2_session(&mut self) -> Box<Session> {
-        let limits = proto::Limits::new(&self.cfg.http2);
+        let limits = proto::Limits::from(&self.cfg.http2);
         let limits = match &self.h2_limits {
             Some(l) if **l == limits => Arc::clone(l),
             _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),

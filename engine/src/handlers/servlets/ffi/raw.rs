@@ -1,6 +1,6 @@
 //! Lua values read through Lua's C API where mlua's safe API costs too
 //! much per request: `brisk.json.encode`'s walk over a value (and
-//! `sys::lua_res`, a servlet's `res` object). One protected
+//! `ffi::res`, a servlet's `res` object). One protected
 //! call each, tables read with `lua_rawgeti`/`lua_next` on the Lua stack,
 //! strings read in place. Going through mlua's `Value` makes a registry
 //! reference for every table, string and key met (which cost 80 % of a
@@ -145,7 +145,7 @@ impl Encoder {
 /// `brisk.json.null` table) and `nil` are `null`. The outer error is
 /// Lua's (a failed call), the inner what the value cannot be.
 ///
-/// Tables are walked inside LuaJIT ([`in_lua`], `engine/src/sys/lua_c/brisk_lj.c`)
+/// Tables are walked inside LuaJIT ([`in_lua`], `engine/src/handlers/servlets/ffi/c/brisk_lj.c`)
 /// when that walk was compiled into the vendored LuaJIT (engine/build.rs
 /// sets `brisk_lj_walk` then), else through the C API ([`walk`]); both
 /// write the same text.
@@ -155,7 +155,7 @@ pub fn encode(
     null: &Table,
     enc: &mut Encoder,
 ) -> mlua::Result<Result<(), EncodeError>> {
-    enc.max = crate::sys::lua_heap::outside_room(lua);
+    enc.max = super::heap::outside_room(lua);
     encode_with(lua, value, null, enc, cfg!(brisk_lj_walk))
 }
 
@@ -188,7 +188,7 @@ fn encode_with(
     // walk inside Lua reads a table that stays on the stack, and runs
     // nothing that could collect or change it.
     unsafe {
-        crate::sys::lua_req::protected::<()>(lua, (value, null), |state| {
+        super::req::protected::<()>(lua, (value, null), |state| {
             let null = ffi::lua_topointer(state, 2);
             let ty = ffi::lua_type(state, 1);
             result = walk(state, 1, ty, 2, null, enc, 0);
@@ -198,7 +198,7 @@ fn encode_with(
     Ok(result)
 }
 
-/// The walk compiled into LuaJIT (`engine/src/sys/lua_c/brisk_lj.c`): its output
+/// The walk compiled into LuaJIT (`engine/src/handlers/servlets/ffi/c/brisk_lj.c`): its output
 /// buffer is a `Vec` lent to C, which hands strings to escape and floats
 /// back to [`push_utf8_within`] and [`push_f64`].
 #[cfg(brisk_lj_walk)]
@@ -522,7 +522,7 @@ fn luajit_built_with_the_json_walk() {
     let built_with_it = cfg!(brisk_lj_walk);
     assert!(
         built_with_it,
-        "the vendored LuaJIT was built without engine/src/sys/lua_c/brisk_lj.c: \
+        "the vendored LuaJIT was built without engine/src/handlers/servlets/ffi/c/brisk_lj.c: \
          unset LJCORE_O (or give it .cargo/config.toml's value) and delete \
          target/*/build/mlua-sys-* and target/*/.fingerprint/mlua-sys-*"
     );

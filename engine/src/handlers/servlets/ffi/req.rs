@@ -101,7 +101,8 @@ impl<'a> Builder<'a> {
     }
 
     /// Closes the table opened last and sets it as field `key` of the
-    /// one it was opened in.
+    /// one it was opened in. (Only the tests nest tables today.)
+    #[cfg(test)]
     pub fn close(&mut self, key: &[u8]) {
         if self.failed || self.depth < 2 {
             self.failed = true;
@@ -177,7 +178,9 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// `t[key] =` the `arg`th argument given to [`build`] (from 1).
+    /// `t[key] =` the `arg`th argument given to [`build`] (from 1). (Only
+    /// the tests use it today.)
+    #[cfg(test)]
     pub fn set_arg(&mut self, key: &[u8], arg: i32) {
         if self.failed || !(1..=self.args).contains(&arg) {
             self.failed = true;

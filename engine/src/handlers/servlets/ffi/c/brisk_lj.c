@@ -2,8 +2,8 @@
 ** brisk.json.encode's walk over a table, inside LuaJIT (2.1, GC64 or
 ** not): it reads LuaJIT's own GCtab/Node/GCstr rather than going through
 ** the C API (lua_next finds each key's slot again; a JSON request of 100
-** items went from 459 K to 272 K instructions). engine/src/sys/lua_raw.rs calls
-** it as `brisk_json_table` when engine/build.rs finds it in the library
+** items went from 459 K to 272 K instructions).
+** engine/src/handlers/servlets/ffi/raw.rs calls it as `brisk_json_table` when engine/build.rs finds it in the library
 ** (cfg brisk_lj_walk), and keeps its C API walk as the fallback, which
 ** writes the same text (unit tests compare the two).
 **
@@ -12,7 +12,7 @@
 ** made the structures it reads. luajit-src runs `make -e` in a copy of
 ** LuaJIT's source, so the environment (.cargo/config.toml's [env]) sets:
 **   LJCORE_O = "ljamalg.o brisk_lj.o"  (the amalgamated core, and this)
-**   VPATH = engine/src/sys/lua_c               (where make finds brisk_lj.c)
+**   VPATH = engine/src/handlers/servlets/ffi/c  (where make finds this)
 **   TARGET_FLAGS = "-I."                (LuaJIT's headers, from the copy)
 ** Nothing else reads those three (the cc crate reads none of them).
 ** Cargo does not rebuild LuaJIT when this file changes: delete

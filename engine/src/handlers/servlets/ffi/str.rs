@@ -4,7 +4,7 @@
 //! a call cost about 700 ns more than LuaJIT's own (`tests::speed`).
 //! Errors are raised with `lua_error` with nothing Rust owns alive in
 //! the frames it leaves (the matcher holds no allocation; messages are
-//! static), as `sys::lua_res` does.
+//! static), as `ffi::res` does.
 
 use std::ffi::c_int;
 
@@ -12,8 +12,8 @@ use mlua::ffi;
 
 use mlua::{Lua, Table};
 
+use super::cpu::{check_spent as spent, CPU_LIMIT};
 use crate::handlers::servlets::pattern::{self, anchored, Capture, Error, Matcher};
-use crate::sys::lua_cpu::{check_spent as spent, CPU_LIMIT};
 
 /// Puts [`find`], [`find_match`] and [`gmatch`] in `string` as `find`,
 /// `match` and `gmatch`.

@@ -289,8 +289,10 @@ pub fn outside_room(lua: &Lua) -> usize {
     }
 }
 
+#[cfg(test)]
 impl Heap {
-    /// Bytes Lua holds, as the limit counts them.
+    /// Bytes Lua holds, as the limit counts them (for the tests; the
+    /// servlets read [`outside_room`]).
     pub fn used(&self) -> usize {
         // SAFETY: `inner` lives as long as `self`; Lua uses it only
         // while the state runs, which is not now (the state is not

@@ -1,4 +1,5 @@
-//! Glob matching for `[[headers]] pattern = …`.
+//! Glob matching for the rules' `pattern = …` (`[[headers]]`, `[[auth]]`,
+//! `[[access]]`…), and [`PathMatch`], a rule's `path` or `pattern`.
 //!
 //! Deliberately small: `*` and `?` only, no classes and no `**`, because a
 //! subtree is already expressed by `path = "/prefix/"`. `*` never crosses a
@@ -57,6 +58,33 @@ fn segment_matches(pattern: &[u8], text: &[u8]) -> bool {
     pattern[p..].iter().all(|&c| c == b'*')
 }
 
+/// Which requests a rule covers (`path` prefix or `pattern` glob): of
+/// `[[headers]]`, `[[auth]]`, `[[access]]`, `[[rate_limit]]` and more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathMatch {
+    /// URL path starts with this.
+    Prefix(String),
+    /// Glob (`*`, `?`) over the URL path; a pattern without `/` is matched
+    /// against the last path segment only.
+    Glob(String),
+}
+
+impl PathMatch {
+    /// Whether the decoded URL path matches. Never allocates.
+    ///
+    /// `Prefix` is a plain byte-prefix test. `Glob` follows the module's
+    /// rules: `*` matches any run of bytes within one path segment (never
+    /// a `/`), `?` exactly one byte other than `/`; a pattern without `/`
+    /// is matched against the last segment of the path, a pattern with `/`
+    /// against the whole path, segment by segment.
+    pub fn matches(&self, path: &[u8]) -> bool {
+        match self {
+            PathMatch::Prefix(prefix) => path.starts_with(prefix.as_bytes()),
+            PathMatch::Glob(pattern) => matches(pattern.as_bytes(), path),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::matches;
@@ -100,7 +128,7 @@ mod tests {
 
     #[test]
     fn path_match_enum() {
-        use crate::config::PathMatch;
+        use super::PathMatch;
         assert!(PathMatch::Prefix("/assets/".into()).matches(b"/assets/x.png"));
         assert!(!PathMatch::Prefix("/assets/".into()).matches(b"/assets"));
         assert!(PathMatch::Glob("*.png".into()).matches(b"/assets/x.png"));
