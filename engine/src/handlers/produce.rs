@@ -16,15 +16,16 @@
 //! The order of what `next` gives is a contract the engine relies on:
 //!
 //! ```text
-//!   Pending* ─▶ Head ─▶ (Pending | Bytes)* ─▶ End
+//!   Pending* ─▶ Head ─▶ (Pending | Bytes)* ─▶ End | Last
 //!          ├──▶ Head(with a file) (the whole body: nothing follows)
 //!          ├──▶ Redirect (instead of a head)
 //!          └──▶ Fail (before the head: the engine answers its status;
 //!                     after it: the answer is cut short)
 //! ```
 //!
-//! After `End`, `Fail` or `Redirect` the engine does not call `next`
-//! again; after `stop`, it calls nothing but `label`.
+//! After `End`, `Last`, `Fail`, `Redirect` or a head with a file, the
+//! engine does not call `next` again; after `stop`, it calls nothing but
+//! `label`.
 
 use std::fmt;
 use std::fs::File;
@@ -97,6 +98,10 @@ pub enum Gave {
     Head(ReplyHead, Option<(File, u64)>),
     /// Body bytes, in the buffer lent to `next`.
     Bytes,
+    /// The last body bytes, in the buffer lent to `next`: the body is
+    /// complete ([`Gave::Bytes`] and [`Gave::End`] in one, so that its end
+    /// does not wait for room the client has not made yet).
+    Last,
     /// The body is complete.
     End,
     /// Answer as if this path had been asked for, with GET, instead of
