@@ -19,6 +19,7 @@
 //!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
 //! ```
 
+pub mod sink;
 mod write;
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 pub mod head;
 pub mod request;
+pub mod sink;
 
 use std::collections::VecDeque;
 use std::fs::File;

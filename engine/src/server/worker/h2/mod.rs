@@ -35,6 +35,7 @@ use crate::http::response::{Connection, Framing, Head};
 use crate::http::{Method, Version};
 use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
+use crate::server::h2::sink::send_reply_head;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
@@ -569,13 +570,6 @@ impl Worker {
         req: &OwnedRequest,
         head_only: bool,
     ) -> (bool, Option<(Vec<u8>, Draft)>) {
-        let status = Status(head.status);
-        let framing = match head.content_length {
-            _ if status.is_bodiless() => Framing::Bodiless,
-            Some(n) => Framing::Length(n),
-            None => Framing::Close,
-        };
-        let ends = head_only || status.is_bodiless();
         // (Timed from when the stream's request was routed.)
         self.count_answer(req, head.status, self.req_start);
         let log = self.logger.access_enabled().then(|| {
@@ -584,18 +578,11 @@ impl Worker {
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
-        // (HTTP/2 has no reason phrase: the process's own is dropped.)
-        let written = Head {
-            status: head.status,
-            reason: b"",
-            headers: &head.headers,
-            framing,
-            connection: Connection::Default,
-        };
         let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
-        if let Some(s) = c.h2.as_mut() {
-            s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
-        }
+        let ends = match c.h2.as_mut() {
+            Some(s) => send_reply_head(s, id, head, head_only, &stamp, &mut self.h2_scratch),
+            None => head_only || Status(head.status).is_bodiless(),
+        };
         (ends, log)
     }
 
