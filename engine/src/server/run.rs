@@ -125,6 +125,11 @@ impl Run {
         self.started
     }
 
+    /// Whether it answers a HEAD request.
+    pub fn head_only(&self) -> bool {
+        self.head_only
+    }
+
     /// The status its head gave (0 before it).
     pub fn status(&self) -> u16 {
         self.status
