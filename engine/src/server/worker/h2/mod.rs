@@ -13,7 +13,7 @@
 //! HTTP/1.1); an `nph-` program's own HTTP/1.1 response is read into a
 //! head and a body like any other's. Embedded handlers' bodies in pieces and later answers
 //! (and so servlets' streamed writes) go as DATA frames as they come
-//! (`stream/h2.rs`). A `[[throttle]]` rule paces the frames of the
+//! (`worker/produced.rs`, through `server::h2::sink`). A `[[throttle]]` rule paces the frames of the
 //! streams it covers, never the connection's other streams; its
 //! `connection_rate` is shared by the connection's streams it covers.
 //! A password check runs off the loop as for
