@@ -23,6 +23,10 @@
 //!                     after it: the answer is cut short)
 //! ```
 //!
+//! A raw producer ([`Produce::raw`]) whose sink takes raw bytes
+//! ([`Cx::raw_ok`]) gives `Bytes` from the start, with no `Head`: they
+//! are a whole HTTP/1.x response already.
+//!
 //! After `End`, `Last`, `Fail`, `Redirect` or a head with a file, the
 //! engine does not call `next` again; after `stop`, it calls nothing but
 //! `label`.
@@ -71,6 +75,13 @@ pub trait Produce: fmt::Debug {
     /// Source `i` of [`Produce::sources`] is ready.
     fn ready(&mut self, i: usize) {
         let _ = i;
+    }
+
+    /// Work that needs no room in the sink, done before each round of
+    /// [`Produce::next`], also while the client is slow: a program's
+    /// diagnostics go to the log, so that it never blocks on them.
+    fn tend(&mut self, cx: &mut Cx<'_>) {
+        let _ = cx;
     }
 
     /// The request body's way in, for a producer that reads one (a CGI
@@ -139,23 +150,28 @@ pub trait Input {
     fn room(&self) -> usize;
     /// Takes body bytes (dropped once it is closed).
     fn feed(&mut self, data: &[u8]);
-    /// Writes what waits. Returns how many of the client's bytes went
-    /// in (HTTP/2 gives their window credit back), or why the input
-    /// closed.
+    /// Writes what waits while the input takes it. Returns how many of
+    /// the client's bytes went in (HTTP/2 gives their window credit back;
+    /// none for a body held whole), or why the input closed.
     fn write(&mut self) -> Result<usize, InputEnd>;
-    /// No more body: the producer sees its end.
+    /// The body is complete: the input closes once what waits is written.
+    fn end(&mut self);
+    /// Closes it now; what waits is dropped.
     fn close(&mut self);
+    /// Whether it is closed.
+    fn is_closed(&self) -> bool;
     /// It is fed from a body held whole (whose credit went back as it
     /// arrived), not from frames still coming.
     fn held(&self) -> bool;
 }
 
-/// Why an [`Input`] closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why an [`Input`] closed before the body was all written.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputEnd {
-    /// The producer stopped reading (a program that closed its input):
-    /// the rest of the body is dropped.
+    /// The producer stopped reading (a program that closed its input,
+    /// EPIPE): the rest of the body is dropped.
     Refused,
-    /// It is all written.
-    Done,
+    /// The body held whole in a temporary file could not be read back
+    /// (the reason): the answer fails.
+    Unreadable(String),
 }

@@ -138,6 +138,10 @@ impl Run {
     /// Moves it forward while `sink` has room: one `next` per piece.
     pub fn pump(&mut self, sink: &mut dyn Sink, cx: &mut PumpCx<'_>) -> Outcome {
         let mut moved = false;
+        self.producer.tend(&mut Cx {
+            log: cx.log,
+            raw_ok: false,
+        });
         loop {
             let room = sink.room();
             if room == 0 {
@@ -277,14 +281,15 @@ mod tests {
     /// A producer that gives its script, one step a call, and counts its
     /// stops.
     #[derive(Debug)]
-    pub(crate) struct Scripted {
-        pub(crate) steps: Vec<Step>,
-        pub(crate) stops: std::rc::Rc<std::cell::Cell<u32>>,
+    struct Scripted {
+        steps: Vec<Step>,
+        stops: std::rc::Rc<std::cell::Cell<u32>>,
+        tended: std::rc::Rc<std::cell::Cell<u32>>,
     }
 
     /// One step of a [`Scripted`] producer.
     #[derive(Debug)]
-    pub(crate) enum Step {
+    enum Step {
         Pending,
         Head(u16, Option<u64>, &'static [u8]),
         File(u16, &'static [u8]),
@@ -335,10 +340,14 @@ mod tests {
         fn stop(&mut self) {
             self.stops.set(self.stops.get() + 1);
         }
+
+        fn tend(&mut self, _cx: &mut Cx<'_>) {
+            self.tended.set(self.tended.get() + 1);
+        }
     }
 
     /// A file holding `bytes`.
-    pub(crate) fn file_with(bytes: &[u8]) -> File {
+    fn file_with(bytes: &[u8]) -> File {
         let mut f = tempfile_in(std::env::temp_dir());
         std::io::Write::write_all(&mut f, bytes).unwrap();
         f
@@ -452,6 +461,7 @@ mod tests {
         let p = Scripted {
             steps,
             stops: std::rc::Rc::clone(&stops),
+            tended: std::rc::Rc::default(),
         };
         (Run::new(Box::new(p), request(method)), stops)
     }
@@ -493,11 +503,18 @@ mod tests {
     }
 
     #[test]
-    fn nothing_is_asked_while_the_sink_has_no_room() {
-        let (mut run, _) = scripted(vec![Step::Fail(500)], "GET");
+    fn nothing_is_asked_while_the_sink_has_no_room_but_it_is_tended() {
+        let tended = std::rc::Rc::default();
+        let p = Scripted {
+            steps: vec![Step::Fail(500)],
+            stops: std::rc::Rc::default(),
+            tended: std::rc::Rc::clone(&tended),
+        };
+        let mut run = Run::new(Box::new(p), request("GET"));
         let mut s = sink(0);
         assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Idle);
         assert!(s.seen.is_empty());
+        assert_eq!(tended.get(), 1);
     }
 
     #[test]
