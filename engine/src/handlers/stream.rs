@@ -504,6 +504,14 @@ impl Produce for LaterBody {
     }
 }
 
+impl Drop for LaterBody {
+    /// However the answer ends here, its thread is not left waiting for a
+    /// worker that will never take what it gives.
+    fn drop(&mut self) {
+        self.channel.abandon();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -683,6 +691,11 @@ mod tests {
         l.start(200, &[], None).unwrap();
         p.stop();
         assert!(l.is_gone());
+        assert_eq!(l.write(b"x"), Err(LaterError::Gone));
+        // Dropped, as an answer cut short is, it tells the thread too.
+        let (mut l, p, _poll) = later();
+        l.start(200, &[], None).unwrap();
+        drop(p);
         assert_eq!(l.write(b"x"), Err(LaterError::Gone));
     }
 
