@@ -339,6 +339,41 @@ fn a_client_that_leaves_tells_the_answering_thread() {
     assert_eq!(c.response().body, b"ok");
 }
 
+/// The access log says what a produced answer sent: its body's bytes,
+/// from after its head; and 499 for a request whose client left before
+/// any of its answer went out.
+#[test]
+fn the_access_log_counts_a_produced_body_and_a_client_that_left() {
+    let (tx, rx) = mpsc::channel();
+    let tx: Handoff = Arc::new(Mutex::new(tx));
+    let app = start(
+        |cfg| {
+            if let LogTarget::File(errors) = &cfg.log.error {
+                cfg.log.access = LogTarget::File(errors.with_file_name("access.log"));
+            }
+        },
+        |s| {
+            s.mount("/s", streaming(None)).unwrap();
+            s.mount("/later", deferring(tx)).unwrap();
+        },
+    );
+    let mut c = app.connect();
+    c.send(b"GET /s?len HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body.len(), 500_000);
+    let mut c = app.connect();
+    c.send(b"GET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+    let later = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    c.stream.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(c);
+    wait_until("the answering thread to be told", || later.is_gone());
+    let path = app.dir.path.join("access.log");
+    let read = || std::fs::read_to_string(&path).unwrap_or_default();
+    wait_until("both answers logged", || read().lines().count() == 2);
+    let log = read();
+    assert!(log.contains("\"GET /s?len HTTP/1.1\" 200 500000"), "{log}");
+    assert!(log.contains("\"GET /later HTTP/1.1\" 499 0"), "{log}");
+}
+
 /// A handler that keeps what its init was given.
 #[derive(Clone, Default)]
 struct Greeter {

@@ -14,6 +14,7 @@ pub mod fallback;
 pub mod file_cache;
 pub mod health;
 pub mod pipe;
+pub mod produce;
 pub mod protected;
 pub mod refusal;
 pub mod rewrite;

@@ -18,6 +18,8 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use super::app::{check_header, InvalidHeader};
 use super::pipe::ReplyHead;
+use super::produce::{Cx, Gave, Produce};
+use crate::http::Status;
 
 /// A body produced in pieces on the worker thread, while the client
 /// takes them: the engine asks for more only when the connection's
@@ -351,4 +353,363 @@ pub struct Streamed {
     pub length: Option<u64>,
     /// Names the handler in log lines (`handler at /api/`).
     pub label: String,
+}
+
+/// What a local stream is asked for at a time.
+const PIECE: usize = 64 * 1024;
+
+impl Streamed {
+    /// The producer that answers with it: `status` and `headers` (the
+    /// handler's header lines, and `[[headers]]` rules) make a local
+    /// stream's head now; a later answer's head comes from its thread,
+    /// and these lines go with it.
+    pub fn producer(self, status: Status, headers: &[u8]) -> Box<dyn Produce> {
+        match self.source {
+            Source::Local(body) => Box::new(LocalBody {
+                body,
+                head: Some(ReplyHead {
+                    len: 0,
+                    status: status.0,
+                    reason: None,
+                    headers: headers.to_vec(),
+                    content_length: self.length,
+                    chunked: false,
+                }),
+                label: self.label,
+            }),
+            Source::Later(channel) => Box::new(LaterBody {
+                channel,
+                early_headers: headers.to_vec(),
+                label: self.label,
+                started: false,
+                held: Given::default(),
+            }),
+        }
+    }
+}
+
+/// A handler's body produced in pieces on the worker thread
+/// ([`BodyStream`]), as a producer: its head is known from the start.
+struct LocalBody {
+    body: Box<dyn BodyStream>,
+    /// The head, until it is given.
+    head: Option<ReplyHead>,
+    label: String,
+}
+
+impl fmt::Debug for LocalBody {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalBody")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Produce for LocalBody {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+        if let Some(head) = self.head.take() {
+            return Gave::Head(head, None);
+        }
+        buf.clear();
+        match self.body.fill(buf, PIECE) {
+            // (The worker cannot wait for a body on its own thread.)
+            Ok(true) if buf.is_empty() => Gave::Fail(
+                Status::INTERNAL_SERVER_ERROR,
+                "produced nothing but said more follows".into(),
+            ),
+            Ok(true) => Gave::Bytes,
+            Ok(false) => Gave::Last,
+            Err(why) => Gave::Fail(Status::INTERNAL_SERVER_ERROR, why),
+        }
+    }
+
+    fn stop(&mut self) {}
+}
+
+/// A handler's answer given later by another thread ([`Later`]), as a
+/// producer: what the thread gave is taken when it woke the worker, and
+/// given on in order (head, then body); the header lines set before the
+/// answer was deferred go with its head.
+#[derive(Debug)]
+struct LaterBody {
+    channel: Arc<Channel>,
+    /// Header lines set before the answer was deferred, and `[[headers]]`
+    /// rules.
+    early_headers: Vec<u8>,
+    label: String,
+    /// Its head was given.
+    started: bool,
+    /// Taken from the thread and not given on yet.
+    held: Given,
+}
+
+impl Produce for LaterBody {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+        let h = &mut self.held;
+        if h.head.is_none() && h.data.is_empty() && h.file.is_none() && h.end.is_none() {
+            *h = self.channel.take();
+        }
+        if h.end == Some(false) {
+            let why = if self.started || h.head.is_some() {
+                "the later answer was dropped unfinished"
+            } else {
+                "the later answer was dropped without an answer"
+            };
+            return Gave::Fail(Status::INTERNAL_SERVER_ERROR, why.into());
+        }
+        if let Some(mut head) = h.head.take() {
+            if !self.early_headers.is_empty() {
+                let mut lines = std::mem::take(&mut self.early_headers);
+                lines.extend_from_slice(&head.headers);
+                head.headers = lines;
+            }
+            self.started = true;
+            // (A file comes with its head: `Later::send_file`.)
+            return Gave::Head(head, h.file.take());
+        }
+        if !self.started || h.file.is_some() {
+            // (`Later` gives neither a body before its head nor a file
+            // after it.)
+            return match h.data.is_empty() && h.file.is_none() {
+                true => Gave::Pending,
+                false => Gave::Fail(
+                    Status::INTERNAL_SERVER_ERROR,
+                    "the later answer gave a body out of order".into(),
+                ),
+            };
+        }
+        let end = h.end == Some(true);
+        if !h.data.is_empty() {
+            std::mem::swap(buf, &mut h.data);
+            h.data.clear();
+            return if end { Gave::Last } else { Gave::Bytes };
+        }
+        if end {
+            Gave::End
+        } else {
+            Gave::Pending
+        }
+    }
+
+    fn stop(&mut self) {
+        self.channel.abandon();
+    }
+}
+
+impl Drop for LaterBody {
+    /// However the answer ends here, its thread is not left waiting for a
+    /// worker that will never take what it gives.
+    fn drop(&mut self) {
+        self.channel.abandon();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{AccessFormat, Level};
+    use crate::log::{memory, Memory};
+
+    /// A body that gives its script, one step a call.
+    struct Script(Vec<Result<(&'static [u8], bool), String>>);
+
+    impl BodyStream for Script {
+        fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+            let (bytes, more) = self.0.remove(0)?;
+            out.extend_from_slice(bytes);
+            Ok(more)
+        }
+    }
+
+    fn local(script: Script, length: Option<u64>) -> Box<dyn Produce> {
+        let streamed = Streamed {
+            source: Source::Local(Box::new(script)),
+            length,
+            label: "handler at /s/".into(),
+        };
+        streamed.producer(Status::OK, b"X-A: 1\r\n")
+    }
+
+    /// Calls `next` until it gives `Pending` or an end, and writes down
+    /// what it gave (body bytes in place of `Bytes`).
+    fn run(p: &mut dyn Produce, m: &Memory) -> Vec<String> {
+        let mut logger = m.service.handle();
+        let mut cx = Cx {
+            log: &mut logger,
+            raw_ok: false,
+        };
+        let mut seen = Vec::new();
+        loop {
+            let mut buf = Vec::new();
+            let gave = p.next(1024, &mut buf, &mut cx);
+            let text = String::from_utf8_lossy(&buf);
+            let (line, more) = match gave {
+                Gave::Pending => ("pending".to_string(), false),
+                Gave::Head(h, file) => {
+                    let lines = String::from_utf8_lossy(&h.headers).into_owned();
+                    let file = file.map(|(_, n)| format!(" file {n}")).unwrap_or_default();
+                    let len = h.content_length;
+                    (
+                        format!("head {} {len:?} {lines:?}{file}", h.status),
+                        file.is_empty(),
+                    )
+                }
+                Gave::Bytes => (format!("bytes {text}"), true),
+                Gave::Last => (format!("last {text}"), false),
+                Gave::End => ("end".into(), false),
+                Gave::Redirect(to) => (format!("redirect {to:?}"), false),
+                Gave::Fail(s, why) => (format!("fail {} {why}", s.0), false),
+            };
+            seen.push(line);
+            if !more {
+                return seen;
+            }
+        }
+    }
+
+    fn logs() -> Memory {
+        memory(AccessFormat::Common, Level::Info, 16)
+    }
+
+    #[test]
+    fn a_local_body_gives_its_head_then_its_pieces() {
+        let m = logs();
+        let script = Script(vec![Ok((b"ab", true)), Ok((b"cd", false))]);
+        let mut p = local(script, Some(4));
+        assert_eq!(p.label(), "handler at /s/");
+        assert_eq!(
+            run(&mut *p, &m),
+            ["head 200 Some(4) \"X-A: 1\\r\\n\"", "bytes ab", "last cd"]
+        );
+    }
+
+    #[test]
+    fn a_local_body_that_fails_or_stalls_is_a_500() {
+        let m = logs();
+        let script = Script(vec![Ok((b"ab", true)), Err("db gone".into())]);
+        let mut p = local(script, None);
+        assert_eq!(run(&mut *p, &m)[1..], ["bytes ab", "fail 500 db gone"]);
+        let mut p = local(Script(vec![Ok((b"", true))]), None);
+        assert_eq!(
+            run(&mut *p, &m)[1..],
+            ["fail 500 produced nothing but said more follows"]
+        );
+    }
+
+    /// A later answer and its producer (the early header lines `X-E: 1`).
+    fn later() -> (Later, Box<dyn Produce>, mio::Poll) {
+        let poll = mio::Poll::new().unwrap();
+        let waker = Arc::new(mio::Waker::new(poll.registry(), mio::Token(0)).unwrap());
+        let (tx, _rx) = mpsc::channel();
+        let channel = Arc::new(Channel::default());
+        let wake = Wake { tx, waker, conn: 3 };
+        let later = Later::new(Arc::clone(&channel), wake);
+        let streamed = Streamed {
+            source: Source::Later(channel),
+            length: None,
+            label: "handler at /l/".into(),
+        };
+        (later, streamed.producer(Status::OK, b"X-E: 1\r\n"), poll)
+    }
+
+    #[test]
+    fn a_later_answer_gives_what_its_thread_gave_in_order() {
+        let m = logs();
+        let (mut l, mut p, _poll) = later();
+        assert_eq!(run(&mut *p, &m), ["pending"]);
+        l.start(201, &[("X-L", "2")], None).unwrap();
+        assert_eq!(
+            run(&mut *p, &m),
+            ["head 201 None \"X-E: 1\\r\\nX-L: 2\\r\\n\"", "pending"]
+        );
+        l.write(b"one").unwrap();
+        l.write(b"two").unwrap();
+        assert_eq!(run(&mut *p, &m), ["bytes onetwo", "pending"]);
+        l.write(b"three").unwrap();
+        l.finish().unwrap();
+        assert_eq!(run(&mut *p, &m), ["last three"]);
+    }
+
+    #[test]
+    fn a_whole_later_answer_comes_at_once() {
+        let m = logs();
+        let (l, mut p, _poll) = later();
+        l.answer(200, &[], b"all").unwrap();
+        assert_eq!(
+            run(&mut *p, &m),
+            ["head 200 Some(3) \"X-E: 1\\r\\n\"", "last all"]
+        );
+        let (mut l, mut p, _poll) = later();
+        l.start(200, &[], None).unwrap();
+        l.finish().unwrap();
+        assert_eq!(run(&mut *p, &m)[1..], ["end"]);
+    }
+
+    #[test]
+    fn a_later_file_comes_with_its_head() {
+        let m = logs();
+        let (l, mut p, _poll) = later();
+        let mut f = tempfile();
+        std::io::Write::write_all(&mut f, b"12345").unwrap();
+        l.send_file(200, &[("Content-Type", "text/plain")], f)
+            .unwrap();
+        assert_eq!(
+            run(&mut *p, &m),
+            ["head 200 Some(5) \"X-E: 1\\r\\nContent-Type: text/plain\\r\\n\" file 5"]
+        );
+    }
+
+    #[test]
+    fn a_later_answer_dropped_fails() {
+        let m = logs();
+        let (l, mut p, _poll) = later();
+        drop(l);
+        assert_eq!(
+            run(&mut *p, &m),
+            ["fail 500 the later answer was dropped without an answer"]
+        );
+        let (mut l, mut p, _poll) = later();
+        l.start(200, &[], None).unwrap();
+        drop(l);
+        assert_eq!(
+            run(&mut *p, &m),
+            ["fail 500 the later answer was dropped unfinished"]
+        );
+    }
+
+    #[test]
+    fn stopping_a_later_answer_tells_its_thread() {
+        let (mut l, mut p, _poll) = later();
+        l.start(200, &[], None).unwrap();
+        p.stop();
+        assert!(l.is_gone());
+        assert_eq!(l.write(b"x"), Err(LaterError::Gone));
+        // Dropped, as an answer cut short is, it tells the thread too.
+        let (mut l, p, _poll) = later();
+        l.start(200, &[], None).unwrap();
+        drop(p);
+        assert_eq!(l.write(b"x"), Err(LaterError::Gone));
+    }
+
+    fn tempfile() -> File {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("brisk-later-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let _ = std::fs::remove_file(&path);
+        f
+    }
 }

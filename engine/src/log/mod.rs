@@ -274,6 +274,43 @@ impl Drop for LogService {
     }
 }
 
+/// A log service writing to memory, for unit tests anywhere in the
+/// crate: what it wrote is in `access` and `error` once its lines are
+/// flushed and the service is shut down.
+#[cfg(test)]
+pub(crate) struct Memory {
+    pub(crate) service: LogService,
+    pub(crate) access: Arc<std::sync::Mutex<Vec<u8>>>,
+    pub(crate) error: Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+/// Starts a [`Memory`] log service.
+#[cfg(test)]
+pub(crate) fn memory(format: AccessFormat, level: Level, queue: usize) -> Memory {
+    let access = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let error = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let config = LogConfig {
+        access: LogTarget::Stdout,
+        format,
+        fields: Vec::new(),
+        template: Vec::new(),
+        level,
+        error: LogTarget::Stderr,
+    };
+    let service = LogService::start_with(
+        Sink::Memory(access.clone()),
+        Sink::Memory(error.clone()),
+        &config,
+        queue,
+    )
+    .unwrap();
+    Memory {
+        service,
+        access,
+        error,
+    }
+}
+
 /// A per-thread logger. Lines are formatted into a local buffer and handed
 /// to the writer thread by [`Logger::flush`], which never blocks.
 pub struct Logger {

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::format::{access_draft, access_line, error_line, finish_line, Clock};
-use super::writer::Sink;
 use super::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
 use super::{AccessRecord, LogService};
 use crate::http::TlsSession;
@@ -224,37 +223,7 @@ fn error_line_format() {
     );
 }
 
-/// A service writing to two in-memory sinks.
-struct Memory {
-    service: LogService,
-    access: Arc<Mutex<Vec<u8>>>,
-    error: Arc<Mutex<Vec<u8>>>,
-}
-
-fn memory(format: AccessFormat, level: Level, queue: usize) -> Memory {
-    let access = Arc::new(Mutex::new(Vec::new()));
-    let error = Arc::new(Mutex::new(Vec::new()));
-    let config = LogConfig {
-        access: LogTarget::Stdout,
-        format,
-        fields: Vec::new(),
-        template: Vec::new(),
-        level,
-        error: LogTarget::Stderr,
-    };
-    let service = LogService::start_with(
-        Sink::Memory(access.clone()),
-        Sink::Memory(error.clone()),
-        &config,
-        queue,
-    )
-    .unwrap();
-    Memory {
-        service,
-        access,
-        error,
-    }
-}
+use super::memory;
 
 fn text(m: &Arc<Mutex<Vec<u8>>>) -> String {
     String::from_utf8(m.lock().unwrap().clone()).unwrap()

@@ -26,6 +26,7 @@ pub mod h2;
 mod inherited;
 pub mod lifecycle;
 pub mod router;
+pub mod run;
 pub mod sites;
 pub mod transport;
 pub mod waits;

@@ -43,16 +43,13 @@ mod drive;
 #[cfg(feature = "http2")]
 mod h2;
 mod pipe;
+mod produced;
 mod proxied;
 mod rest;
-mod stream;
 
 use access_log::settle;
 use dispatch::{answering, request_record};
 pub use pipe::PipeRun;
-#[cfg(feature = "http2")]
-pub use stream::HandlerBody;
-pub use stream::StreamRun;
 
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
@@ -465,8 +462,8 @@ impl Worker {
                     self.h2_forget(&mut c, a);
                 }
             }
-            if c.h1.stream().is_some() {
-                self.stream_abandon(&mut c);
+            if c.h1.produced().is_some() {
+                self.abandon_produced(&mut c);
             }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
@@ -639,7 +636,7 @@ impl Worker {
                 // timeouts.body is answered 408 (HTTP/1.1 closes).
                 let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
                 late |= self.h2_pipe_timeouts(&mut conn);
-                late |= self.h2_stream_timeouts(&mut conn);
+                late |= self.h2_run_timeouts(&mut conn);
                 self.conns[i] = Some(conn);
                 if late {
                     self.on_event(i, false);
@@ -662,7 +659,7 @@ impl Worker {
                 }
                 Timer::Stream if age >= t.handler => {
                     let mut conn = self.conns[i].take().expect("present");
-                    self.stream_timeout(&mut conn);
+                    self.produced_timeout(&mut conn);
                     self.conns[i] = Some(conn);
                     self.on_event(i, false);
                 }

@@ -19,6 +19,7 @@
 mod env;
 mod head;
 mod nph;
+pub mod pipe_body;
 mod process;
 mod programs;
 mod reply;

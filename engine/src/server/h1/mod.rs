@@ -19,6 +19,7 @@
 //!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
 //! ```
 
+pub mod sink;
 mod write;
 
 #[cfg(test)]
@@ -30,7 +31,7 @@ use std::time::{Duration, Instant};
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
 use super::waits::{AuthWait, HandlerWait, WholeBody};
-use super::worker::{PipeRun, StreamRun};
+use super::worker::PipeRun;
 use crate::http::body::BodyDecoder;
 use crate::http::parse::{Limits, ParseError};
 use crate::http::request::OwnedRequest;
@@ -57,7 +58,7 @@ pub enum State {
     /// An embedded handler's answer streams in pieces, or comes later
     /// from another thread (`timeouts.handler`, from last progress); its
     /// request body was read before the handler ran.
-    Streaming(Box<StreamRun>),
+    Streaming(Box<sink::Producing>),
     /// The answer (or a fatal TLS alert, or HTTP/2's GOAWAY) is out and
     /// the write side shut: what the client still sends is read and
     /// dropped until it closes (linger timeout, from when the socket's
@@ -272,21 +273,21 @@ impl Conn {
         matches!(self.state, State::Piping(..) | State::Streaming(_))
     }
 
-    /// The handler's answer being streamed, if one is.
-    pub fn stream(&mut self) -> Option<&mut StreamRun> {
+    /// The produced answer (a handler's streamed or later one), if one is.
+    pub fn produced(&mut self) -> Option<&mut sink::Producing> {
         match &mut self.state {
-            State::Streaming(s) => Some(s),
+            State::Streaming(p) => Some(p),
             _ => None,
         }
     }
 
-    /// Takes the stream away (its answer has ended); the connection is
+    /// Takes the produced answer away (it has ended); the connection is
     /// idle again.
-    pub fn end_stream(&mut self, now: Instant) -> Option<Box<StreamRun>> {
+    pub fn end_produced(&mut self, now: Instant) -> Option<Box<sink::Producing>> {
         match std::mem::replace(&mut self.state, State::Idle) {
-            State::Streaming(s) => {
+            State::Streaming(p) => {
                 self.since = now;
-                Some(s)
+                Some(p)
             }
             other => {
                 self.state = other;

@@ -10,6 +10,7 @@
 
 pub mod head;
 pub mod request;
+pub mod sink;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -287,9 +288,9 @@ pub struct Answer {
     pub throttle: Option<Box<Throttle>>,
     /// The process writing it (CGI), while it runs.
     pub pipe: Option<Box<crate::server::worker::PipeRun>>,
-    /// An embedded handler's body in pieces, or its later answer, while
-    /// it comes.
-    pub stream: Option<Box<crate::server::worker::HandlerBody>>,
+    /// A produced answer (an embedded handler's body in pieces, or its
+    /// later answer), while it comes.
+    pub run: Option<Box<crate::server::run::Run>>,
     /// Its pipes' slot in the connection's pipe tokens (1 and up).
     pub slot: usize,
     /// More body may come (from the process or the handler): the stream
@@ -347,7 +348,7 @@ impl Answer {
             held_body: false,
             throttle: None,
             pipe: None,
-            stream: None,
+            run: None,
             slot: 0,
             open: false,
             body_done: true,

@@ -297,7 +297,10 @@ impl Worker {
                 Err(plan) => plan,
             },
             // (A handler's request body was read before it ran.)
-            Body::Stream(streamed) => return self.start_stream(c, status, *streamed),
+            Body::Stream(streamed) => {
+                let producer = streamed.producer(status, &self.scratch.headers);
+                return self.start_produced(c, None, producer, redirects);
+            }
             body => Plan {
                 status,
                 body,

@@ -82,9 +82,9 @@ impl Worker {
                     continue;
                 }
             }
-            if c.h1.stream().is_some() {
+            if c.h1.produced().is_some() {
                 self.lend_out(c);
-                if self.pump_stream(c) {
+                if self.pump_produced(c) {
                     continue;
                 }
             }

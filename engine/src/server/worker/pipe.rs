@@ -24,6 +24,7 @@ const H2_PIPES: usize = 16;
 
 use super::{answering, Worker, PIPE_BASE};
 use crate::config::Level;
+use crate::handlers::cgi::pipe_body::{gather_lines, log_line, refill, INPUT_CAP};
 use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::{Pipe, PipeReply, ReplyHead, ReplyStart};
 use crate::handlers::spool::Spool;
@@ -38,13 +39,8 @@ use crate::server::h1::{stream_head, State, StreamFor};
 use crate::server::transport::Out;
 use crate::server::waits::Held;
 
-/// Request-body bytes buffered for a process's input before reading from
-/// the client pauses.
-pub(super) const INPUT_CAP: usize = 64 * 1024;
 /// Output buffered for the client before reading from the process pauses.
 const OUT_CAP: usize = 256 * 1024;
-/// Longest diagnostics line kept for the error log.
-const DIAGNOSTICS_LINE: usize = 4096;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
 
@@ -123,11 +119,7 @@ impl PipeRun {
 
     /// Logs the diagnostics line gathered so far, if any.
     fn log_line(&mut self, logger: &mut Logger) {
-        if !self.diagnostics_line.is_empty() {
-            let line = String::from_utf8_lossy(&self.diagnostics_line);
-            logger.log(Level::Error, format_args!("{}: {line}", self.label));
-            self.diagnostics_line.clear();
-        }
+        log_line(&self.label, &mut self.diagnostics_line, logger);
     }
 
     /// How long the process may go without progress.
@@ -193,16 +185,10 @@ impl PipeRun {
                     return;
                 }
                 Ok(_) => {
-                    for piece in buf.split_inclusive(|&b| b == b'\n') {
-                        let line_done = piece.ends_with(b"\n");
-                        let text = piece.strip_suffix(b"\n").unwrap_or(piece);
-                        let room = DIAGNOSTICS_LINE.saturating_sub(self.diagnostics_line.len());
-                        self.diagnostics_line
-                            .extend_from_slice(&text[..text.len().min(room)]);
-                        if line_done {
-                            self.log_line(logger);
-                        }
-                    }
+                    let label = &self.label;
+                    gather_lines(&mut self.diagnostics_line, buf, |line| {
+                        log_line(label, line, logger)
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.diagnostics_ready = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

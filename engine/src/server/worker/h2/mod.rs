@@ -13,7 +13,7 @@
 //! HTTP/1.1); an `nph-` program's own HTTP/1.1 response is read into a
 //! head and a body like any other's. Embedded handlers' bodies in pieces and later answers
 //! (and so servlets' streamed writes) go as DATA frames as they come
-//! (`stream/h2.rs`). A `[[throttle]]` rule paces the frames of the
+//! (`worker/produced.rs`, through `server::h2::sink`). A `[[throttle]]` rule paces the frames of the
 //! streams it covers, never the connection's other streams; its
 //! `connection_rate` is shared by the connection's streams it covers.
 //! A password check runs off the loop as for
@@ -35,6 +35,7 @@ use crate::http::response::{Connection, Framing, Head};
 use crate::http::{Method, Version};
 use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
+use crate::server::h2::sink::send_reply_head;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
@@ -457,11 +458,11 @@ impl Worker {
         let Some((text, draft)) = a.log.take() else {
             // (A process or handler that never answered is logged as 499.)
             self.h2_pipe_abandon(c, &mut a, true);
-            self.h2_stream_abandon(c, &mut a, true);
+            self.h2_run_abandon(c, &mut a, true);
             return;
         };
         self.h2_pipe_abandon(c, &mut a, false);
-        self.h2_stream_abandon(c, &mut a, false);
+        self.h2_run_abandon(c, &mut a, false);
         self.lend_out(c);
         let framed = a.body_len - a.pieces.iter().map(Piece::len).sum::<u64>();
         let end = c.queued_end();
@@ -486,7 +487,8 @@ impl Worker {
             return;
         }
         if let Body::Stream(streamed) = body {
-            self.h2_start_stream(c, id, status, *streamed, redirects);
+            let producer = streamed.producer(status, &self.scratch.headers);
+            self.start_produced(c, Some(id), producer, redirects);
             return;
         }
         let head_only = self.req.method() == Method::Head;
@@ -569,34 +571,31 @@ impl Worker {
         req: &OwnedRequest,
         head_only: bool,
     ) -> (bool, Option<(Vec<u8>, Draft)>) {
-        let status = Status(head.status);
-        let framing = match head.content_length {
-            _ if status.is_bodiless() => Framing::Bodiless,
-            Some(n) => Framing::Length(n),
-            None => Framing::Close,
+        let log = self.h2_head_log(c, req, head.status);
+        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        let ends = match c.h2.as_mut() {
+            Some(s) => send_reply_head(s, id, head, head_only, &stamp, &mut self.h2_scratch),
+            None => head_only || Status(head.status).is_bodiless(),
         };
-        let ends = head_only || status.is_bodiless();
+        (ends, log)
+    }
+
+    /// Counts the answer to `req` whose head (`status`) went out on `c`,
+    /// and drafts its access-log line (finished when its stream ends).
+    pub(in crate::server::worker) fn h2_head_log(
+        &mut self,
+        c: &Conn,
+        req: &OwnedRequest,
+        status: u16,
+    ) -> Option<(Vec<u8>, Draft)> {
         // (Timed from when the stream's request was routed.)
-        self.count_answer(req, head.status, self.req_start);
-        let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.wall, req, head.status);
+        self.count_answer(req, status, self.req_start);
+        self.logger.access_enabled().then(|| {
+            let rec = request_record(c, self.wall, req, status);
             let mut text = Vec::new();
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
-        });
-        // (HTTP/2 has no reason phrase: the process's own is dropped.)
-        let written = Head {
-            status: head.status,
-            reason: b"",
-            headers: &head.headers,
-            framing,
-            connection: Connection::Default,
-        };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
-        if let Some(s) = c.h2.as_mut() {
-            s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
-        }
-        (ends, log)
+        })
     }
 
     /// Moves forward, with `pump`, every answer on `c`'s streams that
@@ -654,7 +653,7 @@ impl Worker {
     pub(super) fn h2_send(&mut self, c: &mut Conn) {
         self.lend_out(c);
         self.h2_pump_pipes(c);
-        self.h2_pump_streams(c);
+        self.h2_pump_runs(c);
         // Throttled answers over their rates wait (paused) for the
         // earliest moment one may go on; the others are not held up.
         let mut wake: Option<Instant> = None;

@@ -24,15 +24,9 @@ impl PipeRun {
         let mut moved = false;
         while self.input_ready && self.input.is_some() {
             if self.input_buf.is_empty() {
-                let Some(held) = self.held.as_mut() else {
-                    break;
-                };
-                match held.read_into(&mut self.input_buf, INPUT_CAP) {
-                    Ok(0) => {
-                        self.held = None;
-                        break;
-                    }
-                    Ok(_) => {}
+                match refill(&mut self.held, &mut self.input_buf) {
+                    Ok(true) => {}
+                    Ok(false) => break,
                     Err(e) => return Err(InputEnd::Unreadable(e)),
                 }
             }

@@ -1,0 +1,177 @@
+//! The one contract of every answer body that is neither bytes in hand
+//! nor a file: an embedded handler's body in pieces or its later
+//! answer, a CGI program's output, and (next) proxy and FastCGI
+//! upstreams. A producer yields a head, then body pieces, then its end;
+//! the engine pulls it, so back-pressure is simply not asking: it calls
+//! [`Produce::next`] only while the protocol's side (the sink, in
+//! `server::run`) has room for more. It can be stopped at any time (the
+//! client went away, the stream was reset, the answer timed out or its
+//! body is not wanted), and it never knows which protocol carries it.
+//!
+//! The model is h2o's generator (a `proceed` the protocol calls when it
+//! can take more, a `stop` when it cannot take anything any more),
+//! turned into a pull: `next` is `proceed`, and what it gives comes back
+//! as its return value ([`Gave`]) instead of a callback.
+//!
+//! The order of what `next` gives is a contract the engine relies on:
+//!
+//! ```text
+//!   Pending* ─▶ Head ─▶ (Pending | Bytes)* ─▶ End | Last
+//!          ├──▶ Head(with a file) (the whole body: nothing follows)
+//!          ├──▶ Redirect (instead of a head)
+//!          └──▶ Fail (before the head: the engine answers its status;
+//!                     after it: the answer is cut short)
+//! ```
+//!
+//! A raw producer ([`Produce::raw`]) whose sink takes raw bytes
+//! ([`Cx::raw_ok`]) gives `Bytes` from the start, with no `Head`: they
+//! are a whole HTTP/1.x response already.
+//!
+//! After `End`, `Last`, `Fail`, `Redirect` or a head with a file, the
+//! engine does not call `next` again; after `stop`, it calls nothing but
+//! `label`.
+
+use std::fmt;
+use std::fs::File;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+use super::pipe::ReplyHead;
+use crate::http::Status;
+use crate::log::Logger;
+
+/// A body produced as the client takes it (see the module documentation).
+pub trait Produce: fmt::Debug {
+    /// Names it in log lines: `handler at /api/`, `cgi /srv/x`.
+    fn label(&self) -> &str;
+
+    /// How long it may make no progress before the engine gives it up
+    /// (504 before the head, cut short after): a program has its own
+    /// limit, an in-process producer takes `handler` (`timeouts.handler`).
+    fn idle_timeout(&self, handler: Duration) -> Duration {
+        handler
+    }
+
+    /// What it has now (h2o's `proceed`). Body bytes, about `room` of
+    /// them (the engine asks again while it has room), go into `buf`,
+    /// which the engine lends: it is empty when lent, and the engine
+    /// reads it before the next call. A producer that has its bytes in a
+    /// vector of its own (a later answer's thread) may swap it in.
+    fn next(&mut self, room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave;
+
+    /// The answer is not wanted any more: the client is gone, the stream
+    /// was reset, it timed out, or its body will not be sent (a HEAD
+    /// request over HTTP/2). A process is killed, a thread is told.
+    /// Calling it twice does nothing more.
+    fn stop(&mut self);
+
+    /// The event sources the engine watches for it, under its tokens: a
+    /// process's output, diagnostics and input. None for a producer in
+    /// this process (a later answer's thread wakes the worker itself).
+    fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
+        [None; 3]
+    }
+
+    /// Source `i` of [`Produce::sources`] is ready.
+    fn ready(&mut self, i: usize) {
+        let _ = i;
+    }
+
+    /// Work that needs no room in the sink, done before each round of
+    /// [`Produce::next`], also while the client is slow: a program's
+    /// diagnostics go to the log, so that it never blocks on them.
+    fn tend(&mut self, cx: &mut Cx<'_>) {
+        let _ = cx;
+    }
+
+    /// The request body's way in, for a producer that reads one (a CGI
+    /// program); none for the others (their body was read before).
+    fn input(&mut self) -> Option<&mut dyn Input> {
+        None
+    }
+
+    /// Its output is a whole HTTP/1.x response (an `nph-` program): a
+    /// sink that takes raw bytes passes them as they come.
+    fn raw(&self) -> bool {
+        false
+    }
+}
+
+/// What [`Produce::next`] gave.
+#[derive(Debug)]
+pub enum Gave {
+    /// Nothing until a wake-up: a source's readiness, a later answer's
+    /// thread, a timer.
+    Pending,
+    /// The head (once, first). With a file, the whole body is that file
+    /// (from its start, this long): it goes as static files do, never
+    /// compressed, and nothing follows.
+    Head(ReplyHead, Option<(File, u64)>),
+    /// Body bytes, in the buffer lent to `next`.
+    Bytes,
+    /// The last body bytes, in the buffer lent to `next`: the body is
+    /// complete ([`Gave::Bytes`] and [`Gave::End`] in one, so that its end
+    /// does not wait for room the client has not made yet).
+    Last,
+    /// The body is complete.
+    End,
+    /// Answer as if this path had been asked for, with GET, instead of
+    /// a head (a CGI local redirect, RFC 3875 §6.2.2).
+    Redirect(Vec<u8>),
+    /// It failed: before the head, the client is answered this status;
+    /// after it, the answer is cut short. The text is for the error log.
+    Fail(Status, String),
+}
+
+/// What a producer's event source waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// Something to read.
+    Read,
+    /// Room to write.
+    Write,
+}
+
+/// What a producer may use while it gives.
+pub struct Cx<'a> {
+    /// The error log (a program's diagnostics, lines about the body).
+    pub log: &'a mut Logger,
+    /// The sink passes a raw reply's bytes as they come
+    /// ([`Produce::raw`]); else the producer parses the head out of them.
+    pub raw_ok: bool,
+}
+
+/// A request body on its way into a producer (a CGI program's input):
+/// the engine feeds it what arrives while it has room, and writes it
+/// when the input is ready.
+pub trait Input {
+    /// How many more bytes it takes now (any number once it is closed:
+    /// the rest is dropped).
+    fn room(&self) -> usize;
+    /// Takes body bytes (dropped once it is closed).
+    fn feed(&mut self, data: &[u8]);
+    /// Writes what waits while the input takes it. Returns how many of
+    /// the client's bytes went in (HTTP/2 gives their window credit back;
+    /// none for a body held whole), or why the input closed.
+    fn write(&mut self) -> Result<usize, InputEnd>;
+    /// The body is complete: the input closes once what waits is written.
+    fn end(&mut self);
+    /// Closes it now; what waits is dropped.
+    fn close(&mut self);
+    /// Whether it is closed.
+    fn is_closed(&self) -> bool;
+    /// It is fed from a body held whole (whose credit went back as it
+    /// arrived), not from frames still coming.
+    fn held(&self) -> bool;
+}
+
+/// Why an [`Input`] closed before the body was all written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputEnd {
+    /// The producer stopped reading (a program that closed its input,
+    /// EPIPE): the rest of the body is dropped.
+    Refused,
+    /// The body held whole in a temporary file could not be read back
+    /// (the reason): the answer fails.
+    Unreadable(String),
+}

@@ -1,0 +1,301 @@
+//! HTTP/1.1's sink for produced answers ([`crate::server::run::Sink`]):
+//! the head through [`stream_head`] (which chooses the framing: the
+//! length the producer gave, else chunked where the connection may stay
+//! open, else the close), the body framed by its [`Encoder`] into the
+//! connection's output queue, and a file as a range for the transport
+//! (`sendfile`). A HEAD answer's body is pumped and dropped by its
+//! encoder; one past its length is cut there by it.
+
+use std::fs::File;
+use std::rc::Rc;
+
+use super::write::{stream_head, Answering, StreamFor};
+use crate::handlers::pipe::ReplyHead;
+use crate::http::request::OwnedRequest;
+use crate::http::response::Encoder;
+use crate::http::{Method, Version};
+use crate::server::run::{Run, Sink, Wanted};
+use crate::server::transport::Out;
+
+/// Output buffered for the client before the producer is asked for more.
+pub const OUT_CAP: usize = 256 * 1024;
+
+/// A produced answer on an HTTP/1.1 connection: the answer, and how it
+/// is framed ([`crate::server::h1::State::Streaming`]).
+#[derive(Debug)]
+pub struct Producing {
+    /// The answer.
+    pub run: Run,
+    /// Its framing.
+    pub framing: Framing,
+}
+
+/// How a produced answer is framed on the connection, chosen with its
+/// head, and what the connection does after it.
+#[derive(Debug)]
+pub struct Framing {
+    /// Frames the body once the head is written.
+    encoder: Option<Encoder>,
+    /// The connection stays open after the answer (decided with its head).
+    pub keep: bool,
+    /// The request lets the connection stay open.
+    wanted: bool,
+    version: Version,
+    head_only: bool,
+    /// The connection's byte position where the body begins (for the log).
+    pub body_from: u64,
+    /// The answer was cut short: the connection must close after it.
+    pub broken: bool,
+}
+
+impl Framing {
+    /// The framing of an answer to `req`, whose bytes would start at the
+    /// connection's byte `at`.
+    pub fn new(req: &OwnedRequest, at: u64) -> Framing {
+        Framing {
+            encoder: None,
+            keep: false,
+            wanted: req.keep_alive(),
+            version: req.version(),
+            head_only: req.method() == Method::Head,
+            body_from: at,
+            broken: false,
+        }
+    }
+}
+
+/// The sink of one produced answer, borrowed from its connection for
+/// one pump.
+pub struct H1Sink<'a> {
+    /// The connection's output queue.
+    pub out: &'a mut Out,
+    /// The answer's framing.
+    pub framing: &'a mut Framing,
+    /// Requests read on the connection so far.
+    pub served: u32,
+    /// The connection's bytes sent so far.
+    pub sent: u64,
+    /// The server's side of answering (`Server`, `Date`, keep-alive limits).
+    pub cx: &'a Answering<'a>,
+}
+
+impl Sink for H1Sink<'_> {
+    fn room(&self) -> usize {
+        OUT_CAP.saturating_sub(self.out.buffered())
+    }
+
+    fn head(&mut self, head: &ReplyHead) -> Wanted {
+        let f = &mut *self.framing;
+        let to = StreamFor {
+            served: self.served,
+            wanted: f.wanted,
+            version: f.version,
+            head_only: f.head_only,
+        };
+        let start = self.out.buf_mut().len();
+        let stream = stream_head(head, to, self.out.buf_mut(), self.cx);
+        f.keep = stream.keep;
+        // (The head is counted: `unsent` holds it, committed or not.)
+        f.body_from = self.sent + self.out.unsent();
+        f.encoder = Some(stream.encoder);
+        self.out.commit(start);
+        Wanted::Body
+    }
+
+    fn data(&mut self, bytes: &[u8]) -> bool {
+        if let Some(e) = self.framing.encoder.as_mut() {
+            let start = self.out.buf_mut().len();
+            e.encode(bytes, self.out.buf_mut());
+            self.out.commit(start);
+        }
+        true
+    }
+
+    fn file(&mut self, file: File, len: u64) {
+        // (Queued behind the head, sent as static files are.)
+        if let Some(Encoder::Length(left)) = self.framing.encoder.as_mut() {
+            let n = len.min(*left);
+            self.out.push_file(Rc::new(file), 0, n);
+            *left -= n;
+        }
+    }
+
+    fn finish(&mut self) -> u64 {
+        let Some(e) = self.framing.encoder.as_mut() else {
+            return 0;
+        };
+        let start = self.out.buf_mut().len();
+        let missing = e.finish(self.out.buf_mut());
+        self.out.commit(start);
+        missing
+    }
+
+    fn cut(&mut self) {
+        self.framing.broken = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::http::parse::Limits;
+    use crate::http::response::Stamp;
+    use crate::server::transport::Front;
+
+    fn request(head: &str) -> OwnedRequest {
+        let mut req = OwnedRequest::default();
+        let limits = Limits {
+            max_request_line: 8192,
+            max_head: 8192,
+            max_headers: 100,
+        };
+        assert!(req.parse(head.as_bytes(), &limits).unwrap().is_some());
+        req
+    }
+
+    fn reply(len: Option<u64>) -> ReplyHead {
+        ReplyHead {
+            len: 0,
+            status: 200,
+            reason: None,
+            headers: b"X-A: 1\r\n".to_vec(),
+            content_length: len,
+            chunked: false,
+        }
+    }
+
+    /// What the queue holds, files written as `<file N>`.
+    fn queued(out: &mut Out) -> String {
+        let mut text = String::new();
+        while let Some((front, _)) = out.front() {
+            let n = match front {
+                Front::Bytes(b) => {
+                    text.push_str(&String::from_utf8_lossy(b));
+                    b.len()
+                }
+                Front::File(range) => {
+                    text.push_str(&format!("<file {}>", range.len));
+                    range.len as usize
+                }
+            };
+            out.advance(n);
+        }
+        text
+    }
+
+    /// A server that says it is `server`, at `<date>`.
+    fn answering(server: &'static [u8]) -> Answering<'static> {
+        Answering {
+            stamp: Stamp {
+                server,
+                date: b"<date>",
+            },
+            max_requests: 100,
+            draining: false,
+            now: Instant::now(),
+        }
+    }
+
+    /// Gives `head` and `pieces` to a sink for `req`, ends the body, and
+    /// returns what went out, what was missing, and the framing.
+    fn script(req: &str, head: ReplyHead, pieces: &[&[u8]]) -> (String, u64, Framing) {
+        let cx = answering(b"brisk");
+        let mut out = Out::with_capacity(1024);
+        out.push_bytes(b"(before)");
+        let mut framing = Framing::new(&request(req), 0);
+        let mut sink = H1Sink {
+            out: &mut out,
+            framing: &mut framing,
+            served: 1,
+            sent: 100,
+            cx: &cx,
+        };
+        assert_eq!(sink.head(&head), Wanted::Body);
+        for p in pieces {
+            assert!(sink.data(p));
+        }
+        let missing = sink.finish();
+        assert!(sink.room() > 0);
+        let text = queued(&mut out);
+        (text, missing, framing)
+    }
+
+    const GET: &str = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    const HEAD: &str = "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n";
+
+    #[test]
+    fn a_body_of_unknown_length_is_chunked() {
+        let (text, missing, f) = script(GET, reply(None), &[b"hel", b"", b"lo"]);
+        assert_eq!(
+            text,
+            "(before)HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nX-A: 1\r\n\
+             Transfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n"
+        );
+        assert_eq!((missing, f.keep, f.broken), (0, true, false));
+        // (The body starts after the head: 100 sent, 8 queued before it.)
+        let head = "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nX-A: 1\r\n\
+                    Transfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(f.body_from, 108 + head.len() as u64);
+    }
+
+    #[test]
+    fn a_body_of_known_length_is_cut_at_it_and_a_short_one_says_so() {
+        let (text, missing, f) = script(GET, reply(Some(4)), &[b"ab", b"cdef"]);
+        assert_eq!(
+            text,
+            "(before)HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nX-A: 1\r\n\
+             Content-Length: 4\r\n\r\nabcd"
+        );
+        assert_eq!((missing, f.keep), (0, true));
+        let (text, missing, _) = script(GET, reply(Some(4)), &[b"ab"]);
+        assert!(text.ends_with("Content-Length: 4\r\n\r\nab"), "{text}");
+        assert_eq!(missing, 2);
+    }
+
+    #[test]
+    fn a_head_answer_drops_the_body_it_is_given() {
+        let (text, missing, f) = script(HEAD, reply(Some(5)), &[b"hello"]);
+        assert_eq!(
+            text,
+            "(before)HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nX-A: 1\r\n\
+             Content-Length: 5\r\n\r\n"
+        );
+        assert_eq!((missing, f.keep), (0, true));
+    }
+
+    #[test]
+    fn http_1_0_is_delimited_by_the_close() {
+        let req = "GET / HTTP/1.0\r\n\r\n";
+        let (text, _, f) = script(req, reply(None), &[b"hello"]);
+        assert!(
+            text.ends_with("X-A: 1\r\nConnection: close\r\n\r\nhello"),
+            "{text}"
+        );
+        assert!(!f.keep);
+    }
+
+    #[test]
+    fn a_file_goes_as_a_range_behind_the_head() {
+        let cx = answering(b"");
+        let mut out = Out::with_capacity(1024);
+        let mut framing = Framing::new(&request(GET), 0);
+        let mut sink = H1Sink {
+            out: &mut out,
+            framing: &mut framing,
+            served: 1,
+            sent: 0,
+            cx: &cx,
+        };
+        sink.head(&reply(Some(3)));
+        sink.file(File::open("/dev/null").unwrap(), 3);
+        assert_eq!(sink.finish(), 0);
+        sink.cut();
+        assert_eq!(
+            queued(&mut out),
+            "HTTP/1.1 200 OK\r\nDate: <date>\r\nX-A: 1\r\nContent-Length: 3\r\n\r\n<file 3>"
+        );
+        assert!(framing.broken);
+    }
+}
