@@ -36,6 +36,7 @@ use crate::sys::net;
 mod accept;
 mod access_log;
 mod bodies;
+mod clock;
 mod counting;
 mod dispatch;
 mod drain;
@@ -48,6 +49,7 @@ mod rest;
 mod stream;
 
 use access_log::settle;
+use clock::Clock;
 use dispatch::{answering, request_record};
 pub use pipe::PipeRun;
 #[cfg(feature = "http2")]
@@ -164,9 +166,8 @@ pub struct Worker {
     streams_rx: mpsc::Receiver<usize>,
     cfg: Arc<Config>,
     logger: Logger,
-    date: DateCache,
-    now: Instant,
-    wall: SystemTime,
+    /// The time of this pass of the loop.
+    clock: Clock,
     rbuf: Vec<u8>,
     scratch: Scratch,
     /// Emptied output queues and input buffers kept for reuse: a
@@ -273,9 +274,7 @@ impl Worker {
             streams_rx,
             cfg,
             logger: init.logger,
-            date: DateCache::new(),
-            now,
-            wall: SystemTime::now(),
+            clock: Clock::new(now),
             rbuf: Vec::with_capacity(READ_BUF),
             scratch: Scratch::default(),
             spare_outs: vec![Out::with_capacity(READ_BUF)],
@@ -331,12 +330,10 @@ impl Worker {
                     break;
                 }
             }
-            self.now = Instant::now();
-            self.wall = SystemTime::now();
-            self.date.update(self.wall);
-            self.router.set_now(self.now);
+            self.clock.tick();
+            self.router.set_now(self.clock.now);
             if !events.is_empty() {
-                self.quiet_since = Some(self.now);
+                self.quiet_since = Some(self.clock.now);
             }
             // The main thread's news first: a drain ordered before a
             // request arrived applies to that request's answer even when
@@ -375,11 +372,11 @@ impl Worker {
                 self.fire_timers();
             }
             self.accept_waiting_tls();
-            if self.now >= self.next_tick || self.drain_until.is_some() {
+            if self.clock.now >= self.next_tick || self.drain_until.is_some() {
                 self.sweep();
             }
             if let Some(until) = self.accept_paused_until {
-                if self.now >= until {
+                if self.clock.now >= until {
                     self.accept_paused_until = None;
                     for i in 0..self.listeners.len() {
                         self.accept_all(i);
@@ -388,7 +385,7 @@ impl Worker {
             }
             self.logger.flush();
             if self.draining != Drain::Serve
-                && (self.live == 0 || self.drain_until.is_some_and(|u| self.now >= u))
+                && (self.live == 0 || self.drain_until.is_some_and(|u| self.clock.now >= u))
             {
                 break;
             }
@@ -402,7 +399,7 @@ impl Worker {
         for i in 0..self.conns.len() {
             self.close(i);
         }
-        self.router.reap(self.now, true, &mut self.logger);
+        self.router.reap(self.clock.now, true, &mut self.logger);
         self.logger.flush();
     }
 
@@ -413,7 +410,7 @@ impl Worker {
             return;
         };
         // (Throttled output moves on timers, without a socket event.)
-        self.quiet_since = Some(self.now);
+        self.quiet_since = Some(self.clock.now);
         if readable {
             conn.transport.tcp_mut().read_more = true;
         }
@@ -511,7 +508,7 @@ impl Worker {
                 return;
             }
             if c.h1.unread() {
-                c.h1.touch(self.now);
+                c.h1.touch(self.clock.now);
                 return;
             }
         }
@@ -520,7 +517,7 @@ impl Worker {
 
     /// Wakes the throttled connections whose time has come.
     fn fire_timers(&mut self) {
-        let now = self.now;
+        let now = self.clock.now;
         let mut due = Vec::new();
         self.timers.retain(|&(when, idx)| {
             if when <= now {
@@ -537,13 +534,13 @@ impl Worker {
 
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
-        self.next_tick = self.now + TICK;
-        self.heartbeat.beat(self.now);
+        self.next_tick = self.clock.now + TICK;
+        self.heartbeat.beat(self.clock.now);
         self.publish_stats();
         self.maybe_rest();
         self.report_refusals_not_logged();
         self.report_tls_errors_not_logged();
-        self.router.reap(self.now, false, &mut self.logger);
+        self.router.reap(self.clock.now, false, &mut self.logger);
         let t = self.cfg.timeouts.clone();
         // Winding down, whether HTTP/2 connections hear GOAWAY now, busy
         // or not: at a stop; at a reload, `timeouts.keepalive` after it,
@@ -554,24 +551,29 @@ impl Worker {
             Drain::Serve => None,
             Drain::Stop => Some(true),
             Drain::Retire => {
-                let since = *self.draining_since.get_or_insert(self.now);
+                let since = *self.draining_since.get_or_insert(self.clock.now);
                 let ending = self.drain_until.is_some_and(|u| {
-                    u.saturating_duration_since(self.now) <= crate::h2::GOAWAY_WAIT + TICK
+                    u.saturating_duration_since(self.clock.now) <= crate::h2::GOAWAY_WAIT + TICK
                 });
-                Some(ending || self.now.saturating_duration_since(since) >= t.keepalive)
+                Some(ending || self.clock.now.saturating_duration_since(since) >= t.keepalive)
             }
         };
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
             };
-            if c.awaiting_proxy() && self.now.saturating_duration_since(c.h1.since()) >= t.header {
+            if c.awaiting_proxy()
+                && self.clock.now.saturating_duration_since(c.h1.since()) >= t.header
+            {
                 // The balancer never said who the client is: no HTTP
                 // answer (it would go to nobody in particular).
                 self.close(i);
                 continue;
             }
-            if c.transport.deadline().is_some_and(|at| self.now >= at) {
+            if c.transport
+                .deadline()
+                .is_some_and(|at| self.clock.now >= at)
+            {
                 // The TLS handshake did not end in time (a client that
                 // sends nothing, or dribbles): like the head timeout.
                 self.close(i);
@@ -587,7 +589,10 @@ impl Worker {
                 // above (`timeouts.keepalive`, as an idle HTTP/1.1
                 // connection is kept); at a stop, at once.
                 let quiet = |h2: &crate::server::h2::Session| {
-                    self.now.saturating_duration_since(h2.conn.last_opened()) >= TICK
+                    self.clock
+                        .now
+                        .saturating_duration_since(h2.conn.last_opened())
+                        >= TICK
                 };
                 if let Some(h2) =
                     c.h2.as_mut()
@@ -601,18 +606,18 @@ impl Worker {
                     // stalled on flow control hears it too (it waited for
                     // the shutdown grace and a bare close before); its
                     // `timeouts.send` still runs from the next sweep.
-                    h2::shut_down(h2, i, self.now, &mut self.timers);
+                    h2::shut_down(h2, i, self.clock.now, &mut self.timers);
                     self.on_event(i, false);
                     continue;
                 }
             }
             if let Some(blocked) = c.blocked_since {
-                if self.now.saturating_duration_since(blocked) >= t.send {
+                if self.clock.now.saturating_duration_since(blocked) >= t.send {
                     self.close(i);
                 }
                 continue;
             }
-            let age = self.now.saturating_duration_since(c.h1.since());
+            let age = self.clock.now.saturating_duration_since(c.h1.since());
             let stopping = self.draining == Drain::Stop;
             // (An HTTP/2 connection that sent its GOAWAY lingers as
             // HTTP/1.1 does: its h1 state says so.)
@@ -653,7 +658,7 @@ impl Worker {
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
-                Timer::Linger if drive::linger_due(c, self.now, age, t.send) => self.close(i),
+                Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
                 Timer::Pipe(limit) if age >= limit => {
                     let mut conn = self.conns[i].take().expect("present");
                     self.pipe_timeout(&mut conn);

@@ -72,15 +72,17 @@ impl Worker {
                     }
                     let tcp = Tcp::new(stream, self.cfg.site.static_files.sendfile);
                     let link = match (slot, &self.tls) {
-                        (Some(slot), Some(acceptor)) => match acceptor.wrap(tcp, slot, self.now) {
-                            Ok(t) => Link::Tls(Box::new(t)),
-                            Err(e) => {
-                                self.counters.conn_limits.release(peer.ip());
-                                self.logger
-                                    .log(Level::Error, format_args!("cannot start TLS: {e}"));
-                                continue;
+                        (Some(slot), Some(acceptor)) => {
+                            match acceptor.wrap(tcp, slot, self.clock.now) {
+                                Ok(t) => Link::Tls(Box::new(t)),
+                                Err(e) => {
+                                    self.counters.conn_limits.release(peer.ip());
+                                    self.logger
+                                        .log(Level::Error, format_args!("cannot start TLS: {e}"));
+                                    continue;
+                                }
                             }
-                        },
+                        }
                         _ => Link::Tcp(tcp),
                     };
                     self.add_conn(link, peer, proxied);
@@ -98,7 +100,7 @@ impl Worker {
                         Level::Warn,
                         format_args!("accept: {e}; pausing new connections for 100 ms"),
                     );
-                    self.accept_paused_until = Some(self.now + Duration::from_millis(100));
+                    self.accept_paused_until = Some(self.clock.now + Duration::from_millis(100));
                 }
                 Err(_) => {}
             }
@@ -114,7 +116,7 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
-        let mut conn = Conn::new(link, idx, peer, self.now);
+        let mut conn = Conn::new(link, idx, peer, self.clock.now);
         conn.awaiting_proxy = proxied;
         if self
             .poll
@@ -205,7 +207,7 @@ impl Worker {
             return;
         }
         self.report_tls_errors_not_logged();
-        if self.tls_errors.allow(self.now) {
+        if self.tls_errors.allow(self.clock.now) {
             self.logger
                 .log(Level::Debug, format_args!("{}: {e}", c.peer.ip()));
         }
@@ -215,6 +217,6 @@ impl Worker {
     pub(super) fn report_tls_errors_not_logged(&mut self) {
         let what = "failed TLS connections were not explained";
         self.tls_errors
-            .report_refused(self.now, &mut self.logger, what);
+            .report_refused(self.clock.now, &mut self.logger, what);
     }
 }

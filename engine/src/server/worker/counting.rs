@@ -9,7 +9,7 @@ impl Worker {
     /// Counts the answer `status` to `req`, whose first byte came at
     /// `started`.
     pub(super) fn count_answer(&self, req: &OwnedRequest, status: u16, started: Instant) {
-        let took = self.now.saturating_duration_since(started);
+        let took = self.clock.now.saturating_duration_since(started);
         self.stats.answered(req.method_token(), status, took);
     }
 

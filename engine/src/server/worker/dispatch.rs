@@ -20,7 +20,7 @@ impl Worker {
             return;
         }
         if let Some((_, connection_rate, shared)) = self.matching_throttle() {
-            let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.now)));
+            let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.clock.now)));
             c.throttle = Some(Box::new(Throttle { shared, own }));
         }
     }
@@ -67,12 +67,16 @@ impl Worker {
         loop {
             // A request's first byte came with this read, or with an
             // earlier one (the connection has been reading its head since).
-            let started = if pos >= fresh { self.now } else { c.h1.since() };
+            let started = if pos >= fresh {
+                self.clock.now
+            } else {
+                c.h1.since()
+            };
             let cx = Reading {
                 limits: &self.limits,
                 temp_dir: &self.cfg.temp_dir,
                 output: c.out.buffered(),
-                now: self.now,
+                now: self.clock.now,
             };
             match c.h1.read(input, &mut pos, &mut self.req, &cx) {
                 Event::Stall => return pos,
@@ -151,12 +155,12 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
             .finish_unread(0, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
         let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
-                time: self.wall,
+                time: self.clock.wall,
                 method: b"-",
                 target: b"-",
                 version: "-",
@@ -218,7 +222,7 @@ impl Worker {
             client: Client {
                 conn: c.index,
                 peer,
-                now: self.now,
+                now: self.clock.now,
                 local: c,
                 tls: c.transport.session(),
             },
@@ -268,7 +272,7 @@ impl Worker {
                 ))
             }
         };
-        c.h1.wait_for_body(expect_continue, d, to, &mut c.out, self.now);
+        c.h1.wait_for_body(expect_continue, d, to, &mut c.out, self.clock.now);
         None
     }
 
@@ -332,7 +336,7 @@ impl Worker {
             .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
         let queued =
             c.h1.answer(&self.req, plan, &self.scratch, decoder, &mut c.out, &cx);
         let bytes = match queued {
@@ -351,7 +355,7 @@ impl Worker {
         self.log_answer(client_of(c, &self.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c, self.wall, &self.req, status.0);
+            let rec = request_record(c, self.clock.wall, &self.req, status.0);
             access_log::push(
                 &mut c.out,
                 &mut self.logger,
@@ -404,7 +408,7 @@ impl Worker {
             return;
         };
         self.report_refusals_not_logged();
-        if !self.refusals.allow(self.now) {
+        if !self.refusals.allow(self.clock.now) {
             return;
         }
         let file = crate::handlers::refusal::Explained {
@@ -429,7 +433,7 @@ impl Worker {
     pub(super) fn report_refusals_not_logged(&mut self) {
         let what = "refused requests were not explained";
         self.refusals
-            .report_refused(self.now, &mut self.logger, what);
+            .report_refused(self.clock.now, &mut self.logger, what);
     }
 
     /// Hands `check` to the hashing threads and holds the request until
@@ -449,7 +453,7 @@ impl Worker {
                     held: self.hold(redirects),
                     ready: false,
                 };
-                c.h1.verify(Box::new(wait), self.now);
+                c.h1.verify(Box::new(wait), self.clock.now);
                 None
             }
             Err(check) => {

@@ -19,7 +19,7 @@ impl Worker {
                 let limit = match c
                     .throttle
                     .as_ref()
-                    .map(|t| t.take(self.now, THROTTLE_CHUNK))
+                    .map(|t| t.take(self.clock.now, THROTTLE_CHUNK))
                 {
                     None => usize::MAX,
                     Some(Ok(n)) => n,
@@ -45,16 +45,16 @@ impl Worker {
                         c.throttle = None;
                         if c.blocked_since.take().is_some() {
                             // The state's timer starts again after the wait.
-                            c.h1.touch(self.now);
+                            c.h1.touch(self.clock.now);
                         }
                     }
                     Ok(Flushed::Limit) => {
-                        c.h1.touch(self.now);
+                        c.h1.touch(self.clock.now);
                         continue;
                     }
                     Ok(Flushed::Blocked) => {
                         if c.out.written() != before || c.blocked_since.is_none() {
-                            c.blocked_since = Some(self.now);
+                            c.blocked_since = Some(self.clock.now);
                         }
                         self.want_write(c, true);
                         return true;
@@ -132,7 +132,7 @@ impl Worker {
             // (Its h1 state stays idle: HTTP/2 keeps its own timers.)
             return true;
         }
-        c.h1.settle(!c.pending.is_empty(), self.now);
+        c.h1.settle(!c.pending.is_empty(), self.clock.now);
         if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {
             // (Once: it is closing now, and its next drive lingers.)
             return Self::close_gracefully(c) && self.drive(c);
@@ -239,7 +239,7 @@ impl Worker {
             left: LINGER_BYTES,
             unsent: t.unsent(),
         };
-        c.h1.set(State::Lingering(linger), self.now);
+        c.h1.set(State::Lingering(linger), self.clock.now);
         self.linger(c)
     }
 

@@ -317,7 +317,7 @@ impl Worker {
         run.encoder = raw.then_some(Encoder::Close);
         run.body_from = c.queued_end();
         run.wanted = wanted;
-        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.now);
+        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.clock.now);
         if !has_body {
             self.close_input(c);
         }
@@ -373,7 +373,7 @@ impl Worker {
     pub(super) fn pump_pipe(&mut self, c: &mut Conn) -> bool {
         let mut moved = false;
         self.pump_diagnostics(c);
-        let since = self.now;
+        let since = self.clock.now;
         moved |= self.pump_input(c);
         while c.out.buffered() < OUT_CAP {
             let Some(p) = c.h1.pipe().filter(|p| p.output_ready) else {
@@ -472,7 +472,7 @@ impl Worker {
             version: p.version,
             head_only: p.head_only,
         };
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
         let start = c.out.buf_mut().len();
         let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
         p.keep = stream.keep;
@@ -546,7 +546,7 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
             .finish_unread(site, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
         let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)
     }
@@ -597,7 +597,7 @@ impl Worker {
     ) {
         self.count_answer(&request.req, status, request.started);
         if self.logger.access_enabled() {
-            let rec = super::request_record(c, self.wall, &request.req, status);
+            let rec = super::request_record(c, self.clock.wall, &request.req, status);
             let end = c.queued_end();
             let body = end.saturating_sub(body_from);
             let log = &mut self.logger;
@@ -643,7 +643,7 @@ impl Worker {
         };
         self.scratch.clear();
         let plan = Plan::error(failure, &mut self.scratch);
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
         c.h1.fail(plan, &self.scratch, false, &mut c.out, &cx);
     }
 
@@ -651,7 +651,7 @@ impl Worker {
     /// close. Returns what is left of it, for the log (dropping it lets
     /// the process go).
     fn pipe_release(&mut self, c: &mut Conn) -> Option<PipeRun> {
-        let mut p = *c.h1.end_pipe(self.now)?;
+        let mut p = *c.h1.end_pipe(self.clock.now)?;
         p.unwatch_all(self.poll.registry());
         Some(p)
     }

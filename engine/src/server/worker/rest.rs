@@ -16,7 +16,7 @@ impl Worker {
     /// for [`REST_AFTER`] since it last worked.
     pub(super) fn maybe_rest(&mut self) {
         if let Some(since) = self.quiet_since {
-            if self.now.saturating_duration_since(since) >= REST_AFTER {
+            if self.clock.now.saturating_duration_since(since) >= REST_AFTER {
                 self.quiet_since = None;
                 self.rest();
             }

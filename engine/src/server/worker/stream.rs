@@ -83,7 +83,7 @@ impl Worker {
             label: streamed.label,
             broken: false,
         };
-        c.h1.set(State::Streaming(Box::new(run)), self.now);
+        c.h1.set(State::Streaming(Box::new(run)), self.clock.now);
     }
 
     /// Takes the connections whose later answers have moved, and drives
@@ -151,7 +151,7 @@ impl Worker {
             }
         }
         if moved && c.h1.stream().is_some() {
-            c.h1.touch(self.now);
+            c.h1.touch(self.clock.now);
         }
         moved
     }
@@ -182,7 +182,7 @@ impl Worker {
                 version: s.version,
                 head_only: s.head_only,
             };
-            let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+            let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
             let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
             s.keep = stream.keep;
             s.status = head.status;
@@ -255,7 +255,7 @@ impl Worker {
 
     /// Logs the request and lets the connection go on (or close).
     fn stream_end(&mut self, c: &mut Conn) {
-        let Some(s) = c.h1.end_stream(self.now) else {
+        let Some(s) = c.h1.end_stream(self.clock.now) else {
             return;
         };
         self.log_produced(c, &s.request, s.status, s.body_from);

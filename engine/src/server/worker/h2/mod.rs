@@ -132,7 +132,7 @@ impl Worker {
         // (At a reload, the sweep says when; see `Worker::sweep`.)
         if self.draining == Drain::Stop {
             if let Some(s) = c.h2.as_mut() {
-                shut_down(s, c.index, self.now, &mut self.timers);
+                shut_down(s, c.index, self.clock.now, &mut self.timers);
             }
         }
         // Requests whose password check is done are routed again, and
@@ -160,9 +160,9 @@ impl Worker {
             }
             let Some(s) = c.h2.as_mut() else { break };
             let before = pos;
-            let event = s.conn.read(input, &mut pos, self.now);
+            let event = s.conn.read(input, &mut pos, self.clock.now);
             if pos > before {
-                c.h1.touch(self.now);
+                c.h1.touch(self.clock.now);
             }
             match event {
                 H2Event::Stall => break,
@@ -205,7 +205,7 @@ impl Worker {
             Some(l) if **l == limits => Arc::clone(l),
             _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),
         };
-        Box::new(Session::new(limits, self.now))
+        Box::new(Session::new(limits, self.clock.now))
     }
 
     /// The request just read on plain HTTP/1.1 connection `c` asks to go
@@ -222,7 +222,7 @@ impl Worker {
         };
         let mut session = self.h2_session();
         let req = &self.req;
-        let taken = session.conn.upgrade(&settings, self.now, |r| {
+        let taken = session.conn.upgrade(&settings, self.clock.now, |r| {
             r.field(b":method", req.method_token());
             r.field(b":scheme", b"http");
             if let Some(host) = req.host() {
@@ -345,7 +345,7 @@ impl Worker {
     /// A request head arrived on stream `id`.
     fn h2_request(&mut self, c: &mut Conn, id: u32, end_stream: bool) {
         self.scratch.clear();
-        self.req_start = self.now;
+        self.req_start = self.clock.now;
         let Some(s) = c.h2.as_ref() else { return };
         let built = request::fill(
             &mut self.req,
@@ -506,7 +506,7 @@ impl Worker {
         }
         self.log_answer(super::proxied::client_of(c, &self.req).ip(), status);
         let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.wall, &self.req, status.0);
+            let rec = request_record(c, self.clock.wall, &self.req, status.0);
             let mut text = text;
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
@@ -524,7 +524,7 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        let stamp = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now).stamp;
         if !s.send_head(id, end, &head, &stamp, &mut self.h2_scratch) {
             return;
         }
@@ -550,7 +550,7 @@ impl Worker {
     pub(in crate::server::worker) fn h2_throttle(&mut self, c: &mut Conn) -> Option<Box<Throttle>> {
         let (rule, connection_rate, shared) = self.matching_throttle()?;
         let own = match connection_rate {
-            Some(r) => Some(c.h2.as_mut()?.connection_rate(rule, r, self.now)),
+            Some(r) => Some(c.h2.as_mut()?.connection_rate(rule, r, self.clock.now)),
             None => None,
         };
         Some(Box::new(Throttle { shared, own }))
@@ -579,7 +579,7 @@ impl Worker {
         // (Timed from when the stream's request was routed.)
         self.count_answer(req, head.status, self.req_start);
         let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.wall, req, head.status);
+            let rec = request_record(c, self.clock.wall, req, head.status);
             let mut text = Vec::new();
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
@@ -592,7 +592,7 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        let stamp = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now).stamp;
         if let Some(s) = c.h2.as_mut() {
             s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
         }
@@ -700,7 +700,7 @@ impl Worker {
             };
             let mut n = (piece.len() as usize).min(room);
             if let Some(t) = &a.throttle {
-                match t.take(self.now, n) {
+                match t.take(self.clock.now, n) {
                     Ok(allowed) => n = allowed,
                     Err(when) => {
                         s.conn.pause(id);
@@ -795,8 +795,8 @@ impl Worker {
             }
         }
         if let Some(s) = c.h2.as_mut() {
-            if wake.is_some_and(|when| s.throttle_wake(when, self.now)) {
-                self.timers.push((wake.unwrap_or(self.now), c.index));
+            if wake.is_some_and(|when| s.throttle_wake(when, self.clock.now)) {
+                self.timers.push((wake.unwrap_or(self.clock.now), c.index));
             }
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
@@ -804,7 +804,7 @@ impl Worker {
             if s.conn.window_blocked() && c.out.is_empty() {
                 // A client that opens no window is timed out as one that
                 // reads nothing (`timeouts.send`).
-                c.blocked_since.get_or_insert(self.now);
+                c.blocked_since.get_or_insert(self.clock.now);
             }
         }
     }
@@ -814,7 +814,7 @@ impl Worker {
     pub(super) fn h2_queue_control(&mut self, c: &mut Conn) -> bool {
         let Some(s) = c.h2.as_mut() else { return false };
         // (The final GOAWAY, if its wait for the client is over.)
-        s.conn.goaway_due(self.now);
+        s.conn.goaway_due(self.clock.now);
         if s.conn.out().is_empty() {
             return false;
         }

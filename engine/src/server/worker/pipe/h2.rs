@@ -70,7 +70,7 @@ impl Worker {
         a.open = true;
         a.body_done = body_done;
         a.held_body = held_body;
-        a.progress = self.now;
+        a.progress = self.clock.now;
         a.throttle = self.h2_throttle(c);
         if let Some(s) = c.h2.as_mut() {
             s.answers.push(a);
@@ -191,7 +191,7 @@ impl Worker {
             }
         }
         if moved {
-            a.progress = self.now;
+            a.progress = self.clock.now;
         }
         Some(a)
     }
@@ -380,7 +380,7 @@ impl Worker {
         p.unwatch_all(self.poll.registry());
         if log && self.logger.access_enabled() {
             let status = if p.sent_any { p.status } else { 499 };
-            let rec = super::super::request_record(c, self.wall, &p.request.req, status);
+            let rec = super::super::request_record(c, self.clock.wall, &p.request.req, status);
             let end = c.queued_end();
             super::super::access_log::push(
                 &mut c.out,
@@ -397,7 +397,7 @@ impl Worker {
     /// Processes that made no progress for their idle timeout: stopped,
     /// their streams answered 504 (or reset). Whether any was.
     pub(in crate::server::worker) fn h2_pipe_timeouts(&mut self, c: &mut Conn) -> bool {
-        let now = self.now;
+        let now = self.clock.now;
         let late: Vec<u32> = match c.h2.as_ref() {
             Some(s) => s
                 .answers

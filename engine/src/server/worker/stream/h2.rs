@@ -81,7 +81,7 @@ impl Worker {
         };
         let mut a = Answer::waiting(id, run.request.started);
         a.open = true;
-        a.progress = self.now;
+        a.progress = self.clock.now;
         a.stream = Some(Box::new(run));
         a.throttle = self.h2_throttle(c);
         match c.h2.as_mut() {
@@ -116,7 +116,7 @@ impl Worker {
                 Step::Data(head, data, end) => (head, Gave::Bytes(data, end)),
                 Step::File(head, file, len) => (head, Gave::File(file, len)),
             };
-            a.progress = self.now;
+            a.progress = self.clock.now;
             if head.is_some() {
                 h.head = head;
             }
@@ -244,7 +244,7 @@ impl Worker {
     /// nothing of theirs waited for the client: answered 504 (or reset).
     /// Whether any was.
     pub(in crate::server::worker) fn h2_stream_timeouts(&mut self, c: &mut Conn) -> bool {
-        let (now, limit) = (self.now, self.cfg.timeouts.handler);
+        let (now, limit) = (self.clock.now, self.cfg.timeouts.handler);
         let Some(s) = c.h2.as_mut() else { return false };
         let mut late = Vec::new();
         for a in s.answers.iter_mut().filter(|a| a.stream.is_some()) {
