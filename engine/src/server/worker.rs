@@ -19,12 +19,11 @@ use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::channel;
-use crate::config::{Config, Level};
+use crate::config::Level;
 use crate::handlers::{Plan, Scratch};
-use crate::http::body::{BodyDecoder, BodyLimits};
-use crate::http::date::DateCache;
-use crate::http::parse::{self, BodyFraming};
-use crate::http::request::{OwnedRequest, MAX_HEADERS};
+use crate::http::body::BodyDecoder;
+use crate::http::parse::BodyFraming;
+use crate::http::request::OwnedRequest;
 use crate::http::response::Stamp;
 use crate::http::Status;
 use crate::log::budget::LineBudget;
@@ -46,12 +45,14 @@ mod h2;
 mod pipe;
 mod proxied;
 mod rest;
+mod settings;
 mod stream;
 
 use access_log::settle;
 use clock::Clock;
 use dispatch::{answering, request_record};
 pub use pipe::PipeRun;
+use settings::Settings;
 #[cfg(feature = "http2")]
 pub use stream::HandlerBody;
 pub use stream::StreamRun;
@@ -164,7 +165,8 @@ pub struct Worker {
     /// Connections whose handler's later answer has moved (see
     /// [`crate::handlers::stream::Later`]).
     streams_rx: mpsc::Receiver<usize>,
-    cfg: Arc<Config>,
+    /// Its configuration, and the limits worked out from it.
+    settings: Settings,
     logger: Logger,
     /// The time of this pass of the loop.
     clock: Clock,
@@ -184,8 +186,6 @@ pub struct Worker {
     req_start: Instant,
     /// Throttled connections waiting for their rate: when, and which.
     timers: Vec<(Instant, usize)>,
-    limits: parse::Limits,
-    body_limits: BodyLimits,
     order: Arc<DrainOrder>,
     /// The order being carried out (`Serve` until one comes).
     draining: Drain,
@@ -209,9 +209,6 @@ pub struct Worker {
     /// next that opens one.
     #[cfg(feature = "http2")]
     h2_spares: Vec<crate::server::h2::Spares>,
-    /// The HTTP/2 limits of its connections (`[http2]`'s), shared.
-    #[cfg(feature = "http2")]
-    h2_limits: Option<Arc<crate::h2::Limits>>,
     /// Since when no socket or pipe has had an event, if the worker has
     /// worked since it last rested (see [`rest`]).
     quiet_since: Option<Instant>,
@@ -231,16 +228,6 @@ impl Worker {
             )?;
             listeners.push((listener, speaks));
         }
-        let limits = parse::Limits {
-            max_request_line: cfg.limits.max_request_line,
-            max_head: cfg.limits.max_header_bytes,
-            max_headers: cfg.limits.max_headers.min(MAX_HEADERS),
-        };
-        let body_limits = BodyLimits {
-            max_body: cfg.limits.max_body,
-            max_chunk_ext: 4096,
-            max_trailers: cfg.limits.max_header_bytes,
-        };
         let now = Instant::now();
         let failures = init.counters.auth_failures.clone();
         let (streams_tx, streams_rx) = mpsc::channel();
@@ -272,7 +259,7 @@ impl Worker {
             checks_rx,
             next_check: 0,
             streams_rx,
-            cfg,
+            settings: Settings::new(cfg),
             logger: init.logger,
             clock: Clock::new(now),
             rbuf: Vec::with_capacity(READ_BUF),
@@ -283,8 +270,6 @@ impl Worker {
             pipe_buf: Vec::with_capacity(READ_BUF),
             timers: Vec::new(),
             req_start: now,
-            limits,
-            body_limits,
             order: init.order,
             draining: Drain::Serve,
             drain_until: None,
@@ -300,8 +285,6 @@ impl Worker {
             h2_scratch: Default::default(),
             #[cfg(feature = "http2")]
             h2_spares: Vec::new(),
-            #[cfg(feature = "http2")]
-            h2_limits: None,
         })
     }
 
@@ -541,7 +524,7 @@ impl Worker {
         self.report_refusals_not_logged();
         self.report_tls_errors_not_logged();
         self.router.reap(self.clock.now, false, &mut self.logger);
-        let t = self.cfg.timeouts.clone();
+        let t = self.settings.cfg.timeouts.clone();
         // Winding down, whether HTTP/2 connections hear GOAWAY now, busy
         // or not: at a stop; at a reload, `timeouts.keepalive` after it,
         // or when `timeouts.reload_drain` is about to end (time for both

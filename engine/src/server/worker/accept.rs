@@ -70,7 +70,7 @@ impl Worker {
                         }
                         continue;
                     }
-                    let tcp = Tcp::new(stream, self.cfg.site.static_files.sendfile);
+                    let tcp = Tcp::new(stream, self.settings.cfg.site.static_files.sendfile);
                     let link = match (slot, &self.tls) {
                         (Some(slot), Some(acceptor)) => {
                             match acceptor.wrap(tcp, slot, self.clock.now) {
@@ -145,7 +145,7 @@ impl Worker {
         // (Registered first, so bytes that arrive after this read still
         // raise an event.) At a stop, what it holds is served now or
         // never.
-        if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
+        if !self.settings.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
             if tls {
                 self.handshakes_due.push_back(idx);
             } else {

@@ -31,7 +31,7 @@ impl Worker {
         };
         self.handler_bodies += (wait.body.len() - wait.counted) as u64;
         wait.counted = wait.body.len();
-        if self.handler_bodies <= self.cfg.limits.handler_bodies {
+        if self.handler_bodies <= self.settings.cfg.limits.handler_bodies {
             return true;
         }
         self.logger.log(
@@ -88,7 +88,7 @@ impl Worker {
             format_args!(
                 "{}: cannot hold the request body in {}: {e}",
                 whole.resume.label(),
-                self.cfg.temp_dir.display()
+                self.settings.cfg.temp_dir.display()
             ),
         );
         self.refuse_held(c, whole.held, Status::INTERNAL_SERVER_ERROR);

@@ -31,7 +31,7 @@ impl Worker {
     /// shared by every worker.
     pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
         let site = self.req.site();
-        let rules = &self.cfg.site(site).throttle;
+        let rules = &self.settings.cfg.site(site).throttle;
         if rules.is_empty() {
             return None;
         }
@@ -41,7 +41,9 @@ impl Worker {
             .enumerate()
             .find(|(_, r)| r.matcher.matches(path))?;
         // (Counters number every site's rules in a row.)
-        let before: usize = (0..site).map(|s| self.cfg.site(s).throttle.len()).sum();
+        let before: usize = (0..site)
+            .map(|s| self.settings.cfg.site(s).throttle.len())
+            .sum();
         let i = before + i;
         let shared = self.counters.throttles.get(i).cloned().flatten();
         Some((i, rule.connection_rate, shared))
@@ -73,8 +75,8 @@ impl Worker {
                 c.h1.since()
             };
             let cx = Reading {
-                limits: &self.limits,
-                temp_dir: &self.cfg.temp_dir,
+                limits: &self.settings.limits,
+                temp_dir: &self.settings.cfg.temp_dir,
                 output: c.out.buffered(),
                 now: self.clock.now,
             };
@@ -155,7 +157,7 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
             .finish_unread(0, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
+        let cx = answering(&self.settings, &self.clock, self.draining);
         let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
@@ -196,7 +198,7 @@ impl Worker {
         let mut decoder = None;
         let plan = match self.req.body() {
             BodyFraming::None => self.route(c, redirects, &mut decoder),
-            framing => match BodyDecoder::new(framing, &self.body_limits) {
+            framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
                     self.route(c, redirects, &mut decoder)
@@ -336,7 +338,7 @@ impl Worker {
             .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
-        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
+        let cx = answering(&self.settings, &self.clock, self.draining);
         let queued =
             c.h1.answer(&self.req, plan, &self.scratch, decoder, &mut c.out, &cx);
         let bytes = match queued {
@@ -414,7 +416,7 @@ impl Worker {
         let file = crate::handlers::refusal::Explained {
             why,
             file: &self.scratch.why_file,
-            root: &self.cfg.site(self.req.site()).root,
+            root: &self.settings.cfg.site(self.req.site()).root,
         };
         self.logger.log(
             why.level(),
@@ -504,19 +506,18 @@ impl Worker {
 /// How answers are written: the stamp, the keep-alive limit, whether the
 /// worker winds down, and the clock.
 pub(super) fn answering<'a>(
-    cfg: &'a Config,
-    date: &'a DateCache,
+    settings: &'a Settings,
+    clock: &'a Clock,
     draining: Drain,
-    now: Instant,
 ) -> Answering<'a> {
     Answering {
         stamp: Stamp {
-            server: cfg.server_header.as_bytes(),
-            date: date.get(),
+            server: settings.cfg.server_header.as_bytes(),
+            date: clock.date.get(),
         },
-        max_requests: cfg.limits.keepalive_requests,
+        max_requests: settings.cfg.limits.keepalive_requests,
         draining: draining != Drain::Serve,
-        now,
+        now: clock.now,
     }
 }
 

@@ -430,7 +430,7 @@ impl Worker {
         self.router.finish_reply(&p.request.req, &mut head.headers);
         let accept = p.request.req.field(Field::AcceptEncoding);
         p.squeeze = Squeeze::start(
-            &self.cfg.site(p.request.req.site()).compress,
+            &self.settings.cfg.site(p.request.req.site()).compress,
             accept,
             head,
             p.head_only,
@@ -472,7 +472,7 @@ impl Worker {
             version: p.version,
             head_only: p.head_only,
         };
-        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
+        let cx = answering(&self.settings, &self.clock, self.draining);
         let start = c.out.buf_mut().len();
         let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
         p.keep = stream.keep;
@@ -546,7 +546,7 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
             .finish_unread(site, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
+        let cx = answering(&self.settings, &self.clock, self.draining);
         let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)
     }
@@ -622,7 +622,7 @@ impl Worker {
         p.reply.stop();
         // The new request: the redirected target with the original header
         // lines (but no body: the method becomes GET).
-        let redirected = p.request.req.redirected(target, &self.limits);
+        let redirected = p.request.req.redirected(target, &self.settings.limits);
         // Other connections' requests may have run since it started.
         let (started, redirects) = (p.request.started, p.request.redirects + 1);
         // The original request is not logged; the redirected one is.
@@ -643,7 +643,7 @@ impl Worker {
         };
         self.scratch.clear();
         let plan = Plan::error(failure, &mut self.scratch);
-        let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
+        let cx = answering(&self.settings, &self.clock, self.draining);
         c.h1.fail(plan, &self.scratch, false, &mut c.out, &cx);
     }
 

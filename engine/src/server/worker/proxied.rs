@@ -84,7 +84,7 @@ impl Worker {
     /// Records in the current request who trusted proxies say its client
     /// is, when its connection's peer is one of them.
     pub(super) fn see_through_proxies(&mut self, c: &Conn) {
-        let trusted = &self.cfg.proxy.trusted;
+        let trusted = &self.settings.cfg.proxy.trusted;
         if !cfg!(feature = "ops") || trusted.is_empty() {
             return;
         }

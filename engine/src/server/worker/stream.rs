@@ -173,7 +173,7 @@ impl Worker {
             }
             if may_compress {
                 let accept = s.request.req.field(Field::AcceptEncoding);
-                let cfg = &self.cfg.site(s.request.req.site()).compress;
+                let cfg = &self.settings.cfg.site(s.request.req.site()).compress;
                 s.squeeze = Squeeze::start(cfg, accept, &mut head, s.head_only);
             }
             let to = StreamFor {
@@ -182,7 +182,7 @@ impl Worker {
                 version: s.version,
                 head_only: s.head_only,
             };
-            let cx = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now);
+            let cx = answering(&self.settings, &self.clock, self.draining);
             let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
             s.keep = stream.keep;
             s.status = head.status;

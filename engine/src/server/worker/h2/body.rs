@@ -28,11 +28,11 @@ impl Worker {
             return;
         }
         let Some(w) = a.wait.as_mut() else { return };
-        let max = self.cfg.limits.max_body;
+        let max = self.settings.cfg.limits.max_body;
         self.handler_bodies += data.len() as u64;
         w.body.extend_from_slice(data);
         let over_body = w.body.len() as u64 > max;
-        let over_all = self.handler_bodies > self.cfg.limits.handler_bodies;
+        let over_all = self.handler_bodies > self.settings.cfg.limits.handler_bodies;
         if !end_stream && !over_body && !over_all {
             return;
         }
@@ -69,8 +69,8 @@ impl Worker {
         else {
             return;
         };
-        w.body.push(data, &self.cfg.temp_dir);
-        let too_large = w.body.len() > self.cfg.limits.max_body;
+        w.body.push(data, &self.settings.cfg.temp_dir);
+        let too_large = w.body.len() > self.settings.cfg.limits.max_body;
         let error = w.body.take_error();
         if !end_stream && !too_large && error.is_none() {
             return;
@@ -87,7 +87,7 @@ impl Worker {
         let plan = if too_large {
             Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
         } else if let Some(e) = error {
-            let dir = self.cfg.temp_dir.display();
+            let dir = self.settings.cfg.temp_dir.display();
             self.logger.log(
                 Level::Error,
                 format_args!("{label}: cannot hold the request body in {dir}: {e}"),
@@ -116,7 +116,7 @@ impl Worker {
         };
         if let Some(s) = c.h2.as_mut() {
             s.conn
-                .discard_body(id, declared.max(self.cfg.limits.max_body));
+                .discard_body(id, declared.max(self.settings.cfg.limits.max_body));
         }
     }
 

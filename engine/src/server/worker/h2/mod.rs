@@ -73,7 +73,7 @@ impl Worker {
                 None => Opening::Http2,
             };
         }
-        if !self.cfg.http2.cleartext
+        if !self.settings.cfg.http2.cleartext
             || c.transport.is_tls()
             || input.is_empty()
             || c.h1.served() > 0
@@ -102,7 +102,7 @@ impl Worker {
     /// connection closes without a word (the GOAWAY "MAY be omitted":
     /// the peer is not using HTTP/2). Whether it was closed so.
     pub(super) fn h2_failed_preface(&mut self, c: &mut Conn) -> bool {
-        if !self.cfg.http2.cleartext
+        if !self.settings.cfg.http2.cleartext
             || c.transport.is_tls()
             || c.h1.served() > 0
             || !matches!(c.h1.state(), State::Idle | State::Head)
@@ -200,10 +200,10 @@ impl Worker {
     /// copy of them for the worker's connections (made again if a reload
     /// changed them), not one each.
     fn h2_session(&mut self) -> Box<Session> {
-        let limits = proto::Limits::new(&self.cfg.http2);
-        let limits = match &self.h2_limits {
+        let limits = proto::Limits::new(&self.settings.cfg.http2);
+        let limits = match &self.settings.h2_limits {
             Some(l) if **l == limits => Arc::clone(l),
-            _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),
+            _ => Arc::clone(self.settings.h2_limits.insert(Arc::new(limits))),
         };
         Box::new(Session::new(limits, self.clock.now))
     }
@@ -282,7 +282,7 @@ impl Worker {
     fn h2c_settings(&self, c: &Conn) -> Option<Vec<u8>> {
         use base64ct::{Base64UrlUnpadded, Encoding};
         let req = &self.req;
-        if !self.cfg.http2.cleartext
+        if !self.settings.cfg.http2.cleartext
             || c.transport.is_tls()
             || self.draining != Drain::Serve
             || req.version() != Version::Http11
@@ -351,10 +351,10 @@ impl Worker {
             &mut self.req,
             s.conn.request(),
             end_stream,
-            &self.limits,
+            &self.settings.limits,
             &mut self.h2_scratch.head,
         );
-        let max = self.cfg.limits.max_body;
+        let max = self.settings.cfg.limits.max_body;
         if built.is_ok() {
             self.see_through_proxies(c);
         }
@@ -524,7 +524,7 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now).stamp;
+        let stamp = answering(&self.settings, &self.clock, self.draining).stamp;
         if !s.send_head(id, end, &head, &stamp, &mut self.h2_scratch) {
             return;
         }
@@ -592,7 +592,7 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.cfg, &self.clock.date, self.draining, self.clock.now).stamp;
+        let stamp = answering(&self.settings, &self.clock, self.draining).stamp;
         if let Some(s) = c.h2.as_mut() {
             s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
         }
@@ -682,7 +682,8 @@ impl Worker {
             // A file's bytes go by `sendfile` one large frame at a time
             // where the client takes large frames, else they are read
             // behind their frames' headers, many frames at once.
-            let sendfile = frame as u64 > SMALL_FILE && self.cfg.site.static_files.sendfile;
+            let sendfile =
+                frame as u64 > SMALL_FILE && self.settings.cfg.site.static_files.sendfile;
             let batch = matches!(piece, Piece::File(..)) && !sendfile;
             // (A batch fills the output queue up to its cap, not past it
             // by more than a frame: its buffer, compacted as it fills,

@@ -230,7 +230,7 @@ impl Worker {
             let limits = BodyLimits {
                 max_body: u64::MAX,
                 max_chunk_ext: 4096,
-                max_trailers: self.cfg.limits.max_header_bytes,
+                max_trailers: self.settings.cfg.limits.max_header_bytes,
             };
             p.dechunk = BodyDecoder::new(BodyFraming::Chunked, &limits).ok();
         }
@@ -343,7 +343,7 @@ impl Worker {
         let Some(mut p) = a.pipe.take() else { return };
         p.reply.stop();
         p.unwatch_all(self.poll.registry());
-        let redirected = p.request.req.redirected(target, &self.limits);
+        let redirected = p.request.req.redirected(target, &self.settings.limits);
         let (started, redirects) = (p.request.started, p.request.redirects + 1);
         self.resume(p.request);
         let plan = match redirected {

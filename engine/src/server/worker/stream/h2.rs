@@ -135,7 +135,7 @@ impl Worker {
                 // (A file the handler gives goes as it is: never compressed.)
                 if matches!(gave, Gave::Bytes(..)) {
                     let accept = h.request.req.field(Field::AcceptEncoding);
-                    let cfg = &self.cfg.site(h.request.req.site()).compress;
+                    let cfg = &self.settings.cfg.site(h.request.req.site()).compress;
                     h.squeeze = Squeeze::start(cfg, accept, &mut head, head_only);
                 }
                 let (ends, log) = self.h2_reply_head(c, a.id, &head, &h.request.req, head_only);
@@ -244,7 +244,7 @@ impl Worker {
     /// nothing of theirs waited for the client: answered 504 (or reset).
     /// Whether any was.
     pub(in crate::server::worker) fn h2_stream_timeouts(&mut self, c: &mut Conn) -> bool {
-        let (now, limit) = (self.clock.now, self.cfg.timeouts.handler);
+        let (now, limit) = (self.clock.now, self.settings.cfg.timeouts.handler);
         let Some(s) = c.h2.as_mut() else { return false };
         let mut late = Vec::new();
         for a in s.answers.iter_mut().filter(|a| a.stream.is_some()) {
