@@ -51,6 +51,7 @@ mod stream;
 use access_log::settle;
 use clock::Clock;
 use dispatch::{answering, request_record};
+use drain::Draining;
 pub use pipe::PipeRun;
 use settings::Settings;
 #[cfg(feature = "http2")]
@@ -186,14 +187,8 @@ pub struct Worker {
     req_start: Instant,
     /// Throttled connections waiting for their rate: when, and which.
     timers: Vec<(Instant, usize)>,
-    order: Arc<DrainOrder>,
-    /// The order being carried out (`Serve` until one comes).
-    draining: Drain,
-    /// When the worker exits whatever its connections still hold.
-    drain_until: Option<Instant>,
-    /// When the sweep first saw the order to wind down.
-    #[cfg(feature = "http2")]
-    draining_since: Option<Instant>,
+    /// Where it is in winding down.
+    drain: Draining,
     accept_paused_until: Option<Instant>,
     next_tick: Instant,
     /// Caps the debug lines that explain 403s and 404s.
@@ -270,11 +265,7 @@ impl Worker {
             pipe_buf: Vec::with_capacity(READ_BUF),
             timers: Vec::new(),
             req_start: now,
-            order: init.order,
-            draining: Drain::Serve,
-            drain_until: None,
-            #[cfg(feature = "http2")]
-            draining_since: None,
+            drain: Draining::new(init.order),
             accept_paused_until: None,
             next_tick: now + TICK,
             quiet_since: None,
@@ -292,7 +283,7 @@ impl Worker {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
-            let mut timeout = if self.drain_until.is_some() || self.accept_paused_until.is_some() {
+            let mut timeout = if self.drain.until.is_some() || self.accept_paused_until.is_some() {
                 Duration::from_millis(100)
             } else {
                 self.next_tick
@@ -355,7 +346,7 @@ impl Worker {
                 self.fire_timers();
             }
             self.accept_waiting_tls();
-            if self.clock.now >= self.next_tick || self.drain_until.is_some() {
+            if self.clock.now >= self.next_tick || self.drain.until.is_some() {
                 self.sweep();
             }
             if let Some(until) = self.accept_paused_until {
@@ -367,16 +358,14 @@ impl Worker {
                 }
             }
             self.logger.flush();
-            if self.draining != Drain::Serve
-                && (self.live == 0 || self.drain_until.is_some_and(|u| self.clock.now >= u))
-            {
+            if self.drain.done(self.clock.now, self.live) {
                 break;
             }
         }
-        if self.draining == Drain::Serve {
+        if self.drain.mode == Drain::Serve {
             // (The loop failed: the listeners close with the worker.)
             self.listeners.clear();
-            self.order.listeners_closed();
+            self.drain.order.listeners_closed();
         }
         // Whatever still runs is abandoned: no child outlives its worker.
         for i in 0..self.conns.len() {
@@ -526,21 +515,10 @@ impl Worker {
         self.router.reap(self.clock.now, false, &mut self.logger);
         let t = self.settings.cfg.timeouts.clone();
         // Winding down, whether HTTP/2 connections hear GOAWAY now, busy
-        // or not: at a stop; at a reload, `timeouts.keepalive` after it,
-        // or when `timeouts.reload_drain` is about to end (time for both
-        // steps first). `None`: serving.
+        // or not (at a reload, `timeouts.keepalive` after it, or when
+        // `timeouts.reload_drain` is about to end). `None`: serving.
         #[cfg(feature = "http2")]
-        let goaway_at_once = match self.draining {
-            Drain::Serve => None,
-            Drain::Stop => Some(true),
-            Drain::Retire => {
-                let since = *self.draining_since.get_or_insert(self.clock.now);
-                let ending = self.drain_until.is_some_and(|u| {
-                    u.saturating_duration_since(self.clock.now) <= crate::h2::GOAWAY_WAIT + TICK
-                });
-                Some(ending || self.clock.now.saturating_duration_since(since) >= t.keepalive)
-            }
-        };
+        let goaway_at_once = self.drain.goaway_at_once(self.clock.now, t.keepalive);
         for i in 0..self.conns.len() {
             let Some(c) = self.conns[i].as_mut() else {
                 continue;
@@ -601,7 +579,7 @@ impl Worker {
                 continue;
             }
             let age = self.clock.now.saturating_duration_since(c.h1.since());
-            let stopping = self.draining == Drain::Stop;
+            let stopping = self.drain.mode == Drain::Stop;
             // (An HTTP/2 connection that sent its GOAWAY lingers as
             // HTTP/1.1 does: its h1 state says so.)
             #[cfg(feature = "http2")]

@@ -145,7 +145,7 @@ impl Worker {
         // (Registered first, so bytes that arrive after this read still
         // raise an event.) At a stop, what it holds is served now or
         // never.
-        if !self.settings.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
+        if !self.settings.cfg.timeouts.defer_accept.is_zero() || self.drain.mode == Drain::Stop {
             if tls {
                 self.handshakes_due.push_back(idx);
             } else {

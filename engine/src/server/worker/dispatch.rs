@@ -157,7 +157,7 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
             .finish_unread(0, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.settings, &self.clock, self.draining);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
@@ -338,7 +338,7 @@ impl Worker {
             .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
-        let cx = answering(&self.settings, &self.clock, self.draining);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let queued =
             c.h1.answer(&self.req, plan, &self.scratch, decoder, &mut c.out, &cx);
         let bytes = match queued {

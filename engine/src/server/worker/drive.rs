@@ -133,7 +133,7 @@ impl Worker {
             return true;
         }
         c.h1.settle(!c.pending.is_empty(), self.clock.now);
-        if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {
+        if self.drain.mode == Drain::Stop && matches!(c.h1.state(), State::Idle) {
             // (Once: it is closing now, and its next drive lingers.)
             return Self::close_gracefully(c) && self.drive(c);
         }

@@ -472,7 +472,7 @@ impl Worker {
             version: p.version,
             head_only: p.head_only,
         };
-        let cx = answering(&self.settings, &self.clock, self.draining);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let start = c.out.buf_mut().len();
         let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
         p.keep = stream.keep;
@@ -546,7 +546,7 @@ impl Worker {
         let mut plan = Plan::error(status, &mut self.scratch);
         self.router
             .finish_unread(site, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.settings, &self.clock, self.draining);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)
     }
@@ -643,7 +643,7 @@ impl Worker {
         };
         self.scratch.clear();
         let plan = Plan::error(failure, &mut self.scratch);
-        let cx = answering(&self.settings, &self.clock, self.draining);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         c.h1.fail(plan, &self.scratch, false, &mut c.out, &cx);
     }
 

@@ -182,7 +182,7 @@ impl Worker {
                 version: s.version,
                 head_only: s.head_only,
             };
-            let cx = answering(&self.settings, &self.clock, self.draining);
+            let cx = answering(&self.settings, &self.clock, self.drain.mode);
             let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
             s.keep = stream.keep;
             s.status = head.status;

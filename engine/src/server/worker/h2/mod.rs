@@ -130,7 +130,7 @@ impl Worker {
         }
         self.h2_lend(c);
         // (At a reload, the sweep says when; see `Worker::sweep`.)
-        if self.draining == Drain::Stop {
+        if self.drain.mode == Drain::Stop {
             if let Some(s) = c.h2.as_mut() {
                 shut_down(s, c.index, self.clock.now, &mut self.timers);
             }
@@ -284,7 +284,7 @@ impl Worker {
         let req = &self.req;
         if !self.settings.cfg.http2.cleartext
             || c.transport.is_tls()
-            || self.draining != Drain::Serve
+            || self.drain.mode != Drain::Serve
             || req.version() != Version::Http11
             || req.body() != BodyFraming::None
             || !req.original_target().starts_with(b"/")
@@ -524,7 +524,7 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.settings, &self.clock, self.draining).stamp;
+        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
         if !s.send_head(id, end, &head, &stamp, &mut self.h2_scratch) {
             return;
         }
@@ -592,7 +592,7 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.settings, &self.clock, self.draining).stamp;
+        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
         if let Some(s) = c.h2.as_mut() {
             s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
         }
