@@ -50,6 +50,7 @@ mod stream;
 
 use access_log::settle;
 use clock::Clock;
+use counting::Counts;
 use dispatch::{answering, request_record};
 use drain::Draining;
 pub use pipe::PipeRun;
@@ -152,7 +153,8 @@ pub struct Worker {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     live: usize,
-    counters: Arc<Counters>,
+    /// What it counts.
+    counts: Counts,
     /// Chooses who answers each request.
     router: Router,
     /// The request being answered (its buffers reused from one to the next).
@@ -177,8 +179,6 @@ pub struct Worker {
     /// connection borrows a queue while it has output waiting.
     spare_outs: Vec<Out>,
     spare_bufs: Vec<Vec<u8>>,
-    /// Bytes of request bodies held for embedded handlers (all connections).
-    handler_bodies: u64,
     /// Read buffer for pipe bodies.
     pipe_buf: Vec<u8>,
     /// When the first byte of the request being answered arrived (kept
@@ -191,12 +191,8 @@ pub struct Worker {
     drain: Draining,
     accept_paused_until: Option<Instant>,
     next_tick: Instant,
-    /// Caps the debug lines that explain 403s and 404s.
-    refusals: LineBudget,
     /// Told each time the loop goes round its timer pass.
     heartbeat: Arc<super::lifecycle::Heartbeat>,
-    /// What it counts (for the built-in `metrics` and `status`).
-    stats: Arc<crate::handlers::stats::WorkerStats>,
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     h2_scratch: crate::server::h2::Scratch,
@@ -245,7 +241,7 @@ impl Worker {
             conns: Vec::new(),
             free: Vec::new(),
             live: 0,
-            counters: init.counters,
+            counts: Counts::new(init.counters, init.stats, now),
             router,
             req: OwnedRequest::default(),
             verifier: init.verifier,
@@ -261,7 +257,6 @@ impl Worker {
             scratch: Scratch::default(),
             spare_outs: vec![Out::with_capacity(READ_BUF)],
             spare_bufs: Vec::new(),
-            handler_bodies: 0,
             pipe_buf: Vec::with_capacity(READ_BUF),
             timers: Vec::new(),
             req_start: now,
@@ -269,9 +264,7 @@ impl Worker {
             accept_paused_until: None,
             next_tick: now + TICK,
             quiet_since: None,
-            refusals: LineBudget::new(REFUSALS_PER_SEC, now),
             heartbeat: init.heartbeat,
-            stats: init.stats,
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
             #[cfg(feature = "http2")]
@@ -441,11 +434,7 @@ impl Worker {
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
-            if c.awaiting_proxy() {
-                self.counters.conn_limits.release_total();
-            } else {
-                self.counters.conn_limits.release(c.peer.ip());
-            }
+            self.counts.release(c.peer.ip(), c.awaiting_proxy());
             self.free.push(i);
             self.live -= 1;
         }

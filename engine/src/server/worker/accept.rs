@@ -49,8 +49,8 @@ impl Worker {
                     // it counts against its address once the header says.
                     let proxied = speaks.proxied();
                     let admitted = match proxied {
-                        true => self.counters.conn_limits.admit_total(),
-                        false => self.counters.conn_limits.admit(peer.ip()),
+                        true => self.counts.counters.conn_limits.admit_total(),
+                        false => self.counts.counters.conn_limits.admit(peer.ip()),
                     };
                     if let Err(why) = admitted {
                         // Refused early, before any state exists for it;
@@ -76,7 +76,7 @@ impl Worker {
                             match acceptor.wrap(tcp, slot, self.clock.now) {
                                 Ok(t) => Link::Tls(Box::new(t)),
                                 Err(e) => {
-                                    self.counters.conn_limits.release(peer.ip());
+                                    self.counts.counters.conn_limits.release(peer.ip());
                                     self.logger
                                         .log(Level::Error, format_args!("cannot start TLS: {e}"));
                                     continue;
@@ -129,11 +129,7 @@ impl Worker {
             .is_err()
         {
             self.free.push(idx);
-            if proxied {
-                self.counters.conn_limits.release_total();
-            } else {
-                self.counters.conn_limits.release(peer.ip());
-            }
+            self.counts.release(peer.ip(), proxied);
             return;
         }
         let tls = conn.transport.is_tls();

@@ -29,9 +29,9 @@ impl Worker {
         let Some(wait) = c.h1.handler_wait() else {
             return true;
         };
-        self.handler_bodies += (wait.body.len() - wait.counted) as u64;
+        self.counts.handler_bodies += (wait.body.len() - wait.counted) as u64;
         wait.counted = wait.body.len();
-        if self.handler_bodies <= self.settings.cfg.limits.handler_bodies {
+        if self.counts.handler_bodies <= self.settings.cfg.limits.handler_bodies {
             return true;
         }
         self.logger.log(
@@ -50,7 +50,7 @@ impl Worker {
     /// Stops counting the body of a handler whose connection goes away.
     pub(super) fn forget_handler_body(&mut self, c: &mut Conn) {
         if let Some(wait) = c.h1.handler_wait() {
-            self.handler_bodies -= wait.counted as u64;
+            self.counts.handler_bodies -= wait.counted as u64;
         }
     }
 
@@ -62,7 +62,7 @@ impl Worker {
         wait: HandlerWait,
         error: Option<Status>,
     ) {
-        self.handler_bodies -= wait.counted as u64;
+        self.counts.handler_bodies -= wait.counted as u64;
         if let Some(status) = error {
             self.refuse_held(c, wait.held, status);
             return;

@@ -45,7 +45,7 @@ impl Worker {
             .map(|s| self.settings.cfg.site(s).throttle.len())
             .sum();
         let i = before + i;
-        let shared = self.counters.throttles.get(i).cloned().flatten();
+        let shared = self.counts.counters.throttles.get(i).cloned().flatten();
         Some((i, rule.connection_rate, shared))
     }
 
@@ -410,7 +410,7 @@ impl Worker {
             return;
         };
         self.report_refusals_not_logged();
-        if !self.refusals.allow(self.clock.now) {
+        if !self.counts.refusals.allow(self.clock.now) {
             return;
         }
         let file = crate::handlers::refusal::Explained {
@@ -434,7 +434,8 @@ impl Worker {
     /// in the seconds that ended (called per refusal and once a second).
     pub(super) fn report_refusals_not_logged(&mut self) {
         let what = "refused requests were not explained";
-        self.refusals
+        self.counts
+            .refusals
             .report_refused(self.clock.now, &mut self.logger, what);
     }
 

@@ -33,9 +33,9 @@ impl Worker {
                 let flushed = c.transport.flush(&mut c.out, limit, fin_follows);
                 let wrote = c.out.written() - before;
                 c.sent += wrote;
-                self.stats.sent(wrote);
+                self.counts.stats.sent(wrote);
                 if c.throttle.is_some() {
-                    self.stats.throttled(wrote);
+                    self.counts.stats.throttled(wrote);
                 }
                 settle(&mut self.logger, &mut c.out, c.sent, false);
                 match flushed {

@@ -42,7 +42,7 @@ impl Worker {
             c.peer = client;
         }
         c.awaiting_proxy = false;
-        if let Err(why) = self.counters.conn_limits.admit_ip(c.peer.ip()) {
+        if let Err(why) = self.counts.counters.conn_limits.admit_ip(c.peer.ip()) {
             // Counted in the total only, as at accept.
             c.awaiting_proxy = true;
             let _ = net::send(c.transport.tcp().socket(), REFUSED, false);

@@ -29,16 +29,16 @@ impl Worker {
         }
         let Some(w) = a.wait.as_mut() else { return };
         let max = self.settings.cfg.limits.max_body;
-        self.handler_bodies += data.len() as u64;
+        self.counts.handler_bodies += data.len() as u64;
         w.body.extend_from_slice(data);
         let over_body = w.body.len() as u64 > max;
-        let over_all = self.handler_bodies > self.settings.cfg.limits.handler_bodies;
+        let over_all = self.counts.handler_bodies > self.settings.cfg.limits.handler_bodies;
         if !end_stream && !over_body && !over_all {
             return;
         }
         let Some(mut a) = s.take(id) else { return };
         let Some(w) = a.wait.take() else { return };
-        self.handler_bodies -= w.body.len() as u64;
+        self.counts.handler_bodies -= w.body.len() as u64;
         self.req = w.req;
         self.req_start = a.started;
         self.scratch.clear();
@@ -140,7 +140,7 @@ impl Worker {
             };
             let req = match (a.wait.take(), a.whole.take()) {
                 (Some(w), _) => {
-                    self.handler_bodies -= w.body.len() as u64;
+                    self.counts.handler_bodies -= w.body.len() as u64;
                     w.req
                 }
                 (None, Some(w)) => w.held.req,

@@ -448,7 +448,7 @@ impl Worker {
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take() {
-            self.handler_bodies -= w.body.len() as u64;
+            self.counts.handler_bodies -= w.body.len() as u64;
         }
         if let (Some(w), Some(s)) = (a.check.take(), c.h2.as_mut()) {
             // The body held during its check: the connection's credit back.
