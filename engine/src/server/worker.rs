@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use mio::net::TcpListener;
@@ -17,8 +17,6 @@ use super::drain::{Drain, DrainOrder};
 use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
 use super::Speaks;
 use crate::access::verify::Verifier;
-use crate::access::Checked;
-use crate::channel;
 use crate::config::Level;
 use crate::handlers::{Plan, Scratch};
 use crate::http::body::BodyDecoder;
@@ -47,6 +45,7 @@ mod proxied;
 mod rest;
 mod settings;
 mod stream;
+mod wakeups;
 
 use access_log::settle;
 use clock::Clock;
@@ -58,6 +57,7 @@ use settings::Settings;
 #[cfg(feature = "http2")]
 pub use stream::HandlerBody;
 pub use stream::StreamRun;
+use wakeups::Wakeups;
 
 use super::router::{Client, Deferred, Routed, Router};
 use crate::access::Check;
@@ -159,15 +159,8 @@ pub struct Worker {
     router: Router,
     /// The request being answered (its buffers reused from one to the next).
     req: OwnedRequest,
-    verifier: Arc<Verifier>,
-    waker: Arc<Waker>,
-    /// Finished password checks: connection, request id, outcome.
-    checks_tx: channel::Sender<(usize, u64, Checked)>,
-    checks_rx: channel::Receiver<(usize, u64, Checked)>,
-    next_check: u64,
-    /// Connections whose handler's later answer has moved (see
-    /// [`crate::handlers::stream::Later`]).
-    streams_rx: mpsc::Receiver<usize>,
+    /// What wakes it besides its sockets.
+    wakeups: Wakeups,
     /// Its configuration, and the limits worked out from it.
     settings: Settings,
     logger: Logger,
@@ -221,16 +214,10 @@ impl Worker {
         }
         let now = Instant::now();
         let failures = init.counters.auth_failures.clone();
-        let (streams_tx, streams_rx) = mpsc::channel();
-        let wake = crate::handlers::stream::Wake {
-            tx: streams_tx,
-            waker: Arc::clone(&init.waker),
-            conn: 0,
-        };
+        let (wakeups, wake) = Wakeups::new(init.verifier, init.waker);
         let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
         router.count_in(Arc::clone(&init.stats));
         router.share_rates(init.counters.rates.clone());
-        let (checks_tx, checks_rx) = channel::channel();
         Ok(Worker {
             poll: init.poll,
             listeners,
@@ -244,12 +231,7 @@ impl Worker {
             counts: Counts::new(init.counters, init.stats, now),
             router,
             req: OwnedRequest::default(),
-            verifier: init.verifier,
-            waker: init.waker,
-            checks_tx,
-            checks_rx,
-            next_check: 0,
-            streams_rx,
+            wakeups,
             settings: Settings::new(cfg),
             logger: init.logger,
             clock: Clock::new(now),

@@ -449,7 +449,7 @@ impl Worker {
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        match self.submit_check(c.index, check) {
+        match self.wakeups.submit_check(c.index, check) {
             Ok(id) => {
                 let wait = AuthWait {
                     id,
@@ -466,27 +466,12 @@ impl Worker {
         }
     }
 
-    /// Hands `check`, for a request of connection `idx`, to the hashing
-    /// threads: its id (the outcome comes back through
-    /// [`Worker::take_checks`]), or the check itself when they cannot
-    /// take it (then it is run here).
-    pub(super) fn submit_check(&mut self, idx: usize, check: Check) -> Result<u64, Check> {
-        let id = self.next_check;
-        self.next_check += 1;
-        let (tx, waker) = (self.checks_tx.clone(), Arc::clone(&self.waker));
-        let done = Box::new(move |outcome: Checked| {
-            let _ = tx.send((idx, id, outcome));
-            let _ = waker.wake();
-        });
-        self.verifier.submit(check, done).map(|()| id)
-    }
-
     /// Takes the outcomes of finished password checks: each waiting
     /// request is answered at once (so the outcome is used before the
     /// next one arrives); one whose client left only leaves a verified
     /// credential remembered.
     pub(super) fn take_checks(&mut self) {
-        while let Ok((idx, id, outcome)) = self.checks_rx.try_recv() {
+        while let Some((idx, id, outcome)) = self.wakeups.next_check() {
             let waiting = matches!(
                 self.conns.get(idx),
                 Some(Some(c)) if c.waits_for_check(id)

@@ -89,7 +89,7 @@ impl Worker {
     /// Takes the connections whose later answers have moved, and drives
     /// each.
     pub(super) fn take_streams(&mut self) {
-        while let Ok(idx) = self.streams_rx.try_recv() {
+        while let Some(idx) = self.wakeups.next_stream() {
             let streaming = matches!(self.conns.get(idx), Some(Some(c)) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
             if streaming {
                 self.on_event(idx, false);

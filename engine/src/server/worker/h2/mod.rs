@@ -400,7 +400,7 @@ impl Worker {
                     // has one) held meanwhile without its window credit
                     // going back (see `h2_data`); when the hashing
                     // threads cannot take the check, it runs here.
-                    match self.submit_check(c.index, check) {
+                    match self.wakeups.submit_check(c.index, check) {
                         Ok(check_id) => {
                             let mut a = Answer::waiting(id, self.req_start);
                             a.check = Some(Box::new(CheckWait {
