@@ -45,6 +45,7 @@ mod proxied;
 mod rest;
 mod settings;
 mod stream;
+mod timers;
 mod wakeups;
 
 use access_log::settle;
@@ -57,6 +58,7 @@ use settings::Settings;
 #[cfg(feature = "http2")]
 pub use stream::HandlerBody;
 pub use stream::StreamRun;
+use timers::Timers;
 use wakeups::Wakeups;
 
 use super::router::{Client, Deferred, Routed, Router};
@@ -178,14 +180,11 @@ pub struct Worker {
     /// here rather than in every connection: only a request that waits,
     /// for its body, a password check or a CGI program, keeps its own).
     req_start: Instant,
-    /// Throttled connections waiting for their rate: when, and which.
-    timers: Vec<(Instant, usize)>,
+    /// Connections to drive at a time, the sweep, the quiet time.
+    timers: Timers,
     /// Where it is in winding down.
     drain: Draining,
     accept_paused_until: Option<Instant>,
-    next_tick: Instant,
-    /// Told each time the loop goes round its timer pass.
-    heartbeat: Arc<super::lifecycle::Heartbeat>,
     /// Buffers for HTTP/2 heads.
     #[cfg(feature = "http2")]
     h2_scratch: crate::server::h2::Scratch,
@@ -193,9 +192,6 @@ pub struct Worker {
     /// next that opens one.
     #[cfg(feature = "http2")]
     h2_spares: Vec<crate::server::h2::Spares>,
-    /// Since when no socket or pipe has had an event, if the worker has
-    /// worked since it last rested (see [`rest`]).
-    quiet_since: Option<Instant>,
 }
 
 impl Worker {
@@ -240,13 +236,10 @@ impl Worker {
             spare_outs: vec![Out::with_capacity(READ_BUF)],
             spare_bufs: Vec::new(),
             pipe_buf: Vec::with_capacity(READ_BUF),
-            timers: Vec::new(),
+            timers: Timers::new(now, init.heartbeat),
             req_start: now,
             drain: Draining::new(init.order),
             accept_paused_until: None,
-            next_tick: now + TICK,
-            quiet_since: None,
-            heartbeat: init.heartbeat,
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
             #[cfg(feature = "http2")]
@@ -261,11 +254,12 @@ impl Worker {
             let mut timeout = if self.drain.until.is_some() || self.accept_paused_until.is_some() {
                 Duration::from_millis(100)
             } else {
-                self.next_tick
+                self.timers
+                    .next_tick
                     .saturating_duration_since(Instant::now())
                     .max(Duration::from_millis(10))
             };
-            if let Some(first) = self.timers.iter().map(|t| t.0).min() {
+            if let Some(first) = self.timers.earliest() {
                 timeout = timeout.min(first.saturating_duration_since(Instant::now()));
             }
             if !self.handshakes_due.is_empty() {
@@ -282,7 +276,7 @@ impl Worker {
             self.clock.tick();
             self.router.set_now(self.clock.now);
             if !events.is_empty() {
-                self.quiet_since = Some(self.clock.now);
+                self.timers.worked(self.clock.now);
             }
             // The main thread's news first: a drain ordered before a
             // request arrived applies to that request's answer even when
@@ -321,7 +315,7 @@ impl Worker {
                 self.fire_timers();
             }
             self.accept_waiting_tls();
-            if self.clock.now >= self.next_tick || self.drain.until.is_some() {
+            if self.timers.sweep_due(self.clock.now) || self.drain.until.is_some() {
                 self.sweep();
             }
             if let Some(until) = self.accept_paused_until {
@@ -357,7 +351,7 @@ impl Worker {
             return;
         };
         // (Throttled output moves on timers, without a socket event.)
-        self.quiet_since = Some(self.clock.now);
+        self.timers.worked(self.clock.now);
         if readable {
             conn.transport.tcp_mut().read_more = true;
         }
@@ -460,25 +454,14 @@ impl Worker {
 
     /// Wakes the throttled connections whose time has come.
     fn fire_timers(&mut self) {
-        let now = self.clock.now;
-        let mut due = Vec::new();
-        self.timers.retain(|&(when, idx)| {
-            if when <= now {
-                due.push(idx);
-                false
-            } else {
-                true
-            }
-        });
-        for idx in due {
+        for idx in self.timers.due(self.clock.now) {
             self.on_event(idx, false);
         }
     }
 
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
-        self.next_tick = self.clock.now + TICK;
-        self.heartbeat.beat(self.clock.now);
+        self.timers.swept(self.clock.now);
         self.publish_stats();
         self.maybe_rest();
         self.report_refusals_not_logged();

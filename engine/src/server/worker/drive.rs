@@ -25,7 +25,7 @@ impl Worker {
                     Some(Ok(n)) => n,
                     Some(Err(when)) => {
                         // Over its rate: no write until the bucket allows.
-                        self.timers.push((when, c.index));
+                        self.timers.wake_at(when, c.index);
                         return true;
                     }
                 };

@@ -15,11 +15,8 @@ impl Worker {
     /// Called at each timer tick: rests once the worker has been quiet
     /// for [`REST_AFTER`] since it last worked.
     pub(super) fn maybe_rest(&mut self) {
-        if let Some(since) = self.quiet_since {
-            if self.clock.now.saturating_duration_since(since) >= REST_AFTER {
-                self.quiet_since = None;
-                self.rest();
-            }
+        if self.timers.rest_due(self.clock.now, REST_AFTER) {
+            self.rest();
         }
     }
 
@@ -41,7 +38,7 @@ impl Worker {
         self.free.retain(|&i| i < n);
         self.conns.shrink_to_fit();
         self.free.shrink_to_fit();
-        self.timers.shrink_to_fit();
+        self.timers.shrink();
         self.router.rest();
         self.scratch = Scratch::default();
         self.req = OwnedRequest::default();

@@ -797,7 +797,7 @@ impl Worker {
         }
         if let Some(s) = c.h2.as_mut() {
             if wake.is_some_and(|when| s.throttle_wake(when, self.clock.now)) {
-                self.timers.push((wake.unwrap_or(self.clock.now), c.index));
+                self.timers.wake_at(wake.unwrap_or(self.clock.now), c.index);
             }
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
@@ -838,18 +838,13 @@ impl Worker {
 
 /// Winding down: the first GOAWAY of session `s`, connection `index`'s
 /// (see [`proto::Conn::shut_down`]; once), and a timer for its final one.
-pub(super) fn shut_down(
-    s: &mut Session,
-    index: usize,
-    now: Instant,
-    timers: &mut Vec<(Instant, usize)>,
-) {
+pub(super) fn shut_down(s: &mut Session, index: usize, now: Instant, timers: &mut Timers) {
     if s.conn.shutting_down() {
         return;
     }
     s.conn.shut_down(now);
     if let Some(due) = s.conn.goaway_due(now) {
-        timers.push((due, index));
+        timers.wake_at(due, index);
     }
 }
 
