@@ -14,7 +14,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
-use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
+use super::transport::{Acceptor, Flushed, Link, Setup, Tcp, Transport};
 use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::config::Level;
@@ -41,6 +41,7 @@ mod drive;
 #[cfg(feature = "http2")]
 mod h2;
 mod pipe;
+mod pools;
 mod proxied;
 mod rest;
 mod settings;
@@ -54,6 +55,7 @@ use counting::Counts;
 use dispatch::{answering, request_record};
 use drain::Draining;
 pub use pipe::PipeRun;
+use pools::Pools;
 use settings::Settings;
 #[cfg(feature = "http2")]
 pub use stream::HandlerBody;
@@ -168,14 +170,9 @@ pub struct Worker {
     logger: Logger,
     /// The time of this pass of the loop.
     clock: Clock,
-    rbuf: Vec<u8>,
+    /// The buffers it lends and reuses.
+    pools: Pools,
     scratch: Scratch,
-    /// Emptied output queues and input buffers kept for reuse: a
-    /// connection borrows a queue while it has output waiting.
-    spare_outs: Vec<Out>,
-    spare_bufs: Vec<Vec<u8>>,
-    /// Read buffer for pipe bodies.
-    pipe_buf: Vec<u8>,
     /// When the first byte of the request being answered arrived (kept
     /// here rather than in every connection: only a request that waits,
     /// for its body, a password check or a CGI program, keeps its own).
@@ -185,13 +182,6 @@ pub struct Worker {
     /// Where it is in winding down.
     drain: Draining,
     accept_paused_until: Option<Instant>,
-    /// Buffers for HTTP/2 heads.
-    #[cfg(feature = "http2")]
-    h2_scratch: crate::server::h2::Scratch,
-    /// Buffers of HTTP/2 connections that have no stream open, for the
-    /// next that opens one.
-    #[cfg(feature = "http2")]
-    h2_spares: Vec<crate::server::h2::Spares>,
 }
 
 impl Worker {
@@ -231,19 +221,12 @@ impl Worker {
             settings: Settings::new(cfg),
             logger: init.logger,
             clock: Clock::new(now),
-            rbuf: Vec::with_capacity(READ_BUF),
+            pools: Pools::new(),
             scratch: Scratch::default(),
-            spare_outs: vec![Out::with_capacity(READ_BUF)],
-            spare_bufs: Vec::new(),
-            pipe_buf: Vec::with_capacity(READ_BUF),
             timers: Timers::new(now, init.heartbeat),
             req_start: now,
             drain: Draining::new(init.order),
             accept_paused_until: None,
-            #[cfg(feature = "http2")]
-            h2_scratch: Default::default(),
-            #[cfg(feature = "http2")]
-            h2_spares: Vec::new(),
         })
     }
 
@@ -367,14 +350,7 @@ impl Worker {
                     Level::Error,
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
-                // Buffers lent out (mem::take) when the panic struck must
-                // not stay empty for every later connection.
-                if self.rbuf.capacity() == 0 {
-                    self.rbuf = Vec::with_capacity(READ_BUF);
-                }
-                if self.pipe_buf.capacity() == 0 {
-                    self.pipe_buf = Vec::with_capacity(READ_BUF);
-                }
+                self.pools.restore();
                 self.conns[i] = Some(conn);
                 self.close(i);
             }

@@ -169,10 +169,7 @@ impl Worker {
     /// none, so that answers are written into reused memory.
     pub(super) fn lend_out(&mut self, c: &mut Conn) {
         if c.out.capacity() == 0 {
-            c.out = self
-                .spare_outs
-                .pop()
-                .unwrap_or_else(|| Out::with_capacity(READ_BUF));
+            c.out = self.pools.lend_out();
         }
     }
 
@@ -181,11 +178,7 @@ impl Worker {
         if c.out.capacity() == 0 {
             return;
         }
-        let mut done = std::mem::take(&mut c.out);
-        done.clear();
-        if self.spare_outs.len() < SPARES && done.capacity() <= OUT_KEEP {
-            self.spare_outs.push(done);
-        }
+        self.pools.take_back_out(std::mem::take(&mut c.out));
     }
 
     /// Asks epoll for writability only while output waits: a socket that
@@ -270,8 +263,8 @@ impl Worker {
             return false;
         };
         let done = loop {
-            self.rbuf.clear();
-            match c.transport.tcp_mut().read(&mut self.rbuf) {
+            self.pools.rbuf.clear();
+            match c.transport.tcp_mut().read(&mut self.pools.rbuf) {
                 Ok(0) => break true,
                 Ok(n) if n as u64 >= u64::from(left) => break true,
                 Ok(n) => left -= n as u32,
@@ -297,17 +290,14 @@ impl Worker {
                 return Ok(false);
             }
         }
-        self.rbuf.clear();
+        self.pools.rbuf.clear();
         if !c.pending.is_empty() {
-            let mut p = std::mem::take(&mut c.pending);
-            self.rbuf.extend_from_slice(&p);
-            p.clear();
-            if self.spare_bufs.len() < SPARES && p.capacity() <= READ_BUF {
-                self.spare_bufs.push(p);
-            }
+            let p = std::mem::take(&mut c.pending);
+            self.pools.rbuf.extend_from_slice(&p);
+            self.pools.take_back_buf(p);
         }
-        let had = self.rbuf.len();
-        let (link, rbuf) = (&mut c.transport, &mut self.rbuf);
+        let had = self.pools.rbuf.len();
+        let (link, rbuf) = (&mut c.transport, &mut self.pools.rbuf);
         let t = link.tcp();
         if t.read_more && !t.eof && rbuf.len() < rbuf.capacity() {
             let spare = rbuf.capacity() - rbuf.len();
@@ -327,14 +317,14 @@ impl Worker {
                 Err(e) => return Err(e),
             }
         }
-        let fresh = self.rbuf.len() > had;
-        let rbuf = std::mem::take(&mut self.rbuf);
+        let fresh = self.pools.rbuf.len() > had;
+        let rbuf = std::mem::take(&mut self.pools.rbuf);
         let mut header = 0;
         if c.awaiting_proxy() {
             header = match self.take_proxy_header(c, &rbuf) {
                 Ok(n) => n,
                 Err(e) => {
-                    self.rbuf = rbuf;
+                    self.pools.rbuf = rbuf;
                     return Err(e);
                 }
             };
@@ -349,12 +339,12 @@ impl Worker {
                 // The client left in the middle of a request: nothing to answer.
                 c.h1.close();
             } else {
-                let mut p = self.spare_bufs.pop().unwrap_or_default();
+                let mut p = self.pools.lend_buf();
                 p.extend_from_slice(&rbuf[consumed..]);
                 c.pending = p;
             }
         }
-        self.rbuf = rbuf;
+        self.pools.rbuf = rbuf;
         Ok(fresh || consumed > 0)
     }
 }

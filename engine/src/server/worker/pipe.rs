@@ -380,8 +380,8 @@ impl Worker {
                 break;
             };
             let Some(fd) = p.output.as_ref() else { break };
-            self.pipe_buf.clear();
-            match read_fd(fd, &mut self.pipe_buf) {
+            self.pools.pipe_buf.clear();
+            match read_fd(fd, &mut self.pools.pipe_buf) {
                 Ok(0) => {
                     moved = true;
                     self.pipe_output_done(c);
@@ -389,9 +389,9 @@ impl Worker {
                 }
                 Ok(_) => {
                     moved = true;
-                    let data = std::mem::take(&mut self.pipe_buf);
+                    let data = std::mem::take(&mut self.pools.pipe_buf);
                     self.pipe_output(c, &data);
-                    self.pipe_buf = data;
+                    self.pools.pipe_buf = data;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.output_ready = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -412,7 +412,11 @@ impl Worker {
     /// Logs each complete line of diagnostics as one error-log message.
     fn pump_diagnostics(&mut self, c: &mut Conn) {
         if let Some(p) = c.h1.pipe() {
-            p.read_diagnostics(&mut self.pipe_buf, &mut self.logger, self.poll.registry());
+            p.read_diagnostics(
+                &mut self.pools.pipe_buf,
+                &mut self.logger,
+                self.poll.registry(),
+            );
         }
     }
 

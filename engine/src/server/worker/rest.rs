@@ -23,12 +23,7 @@ impl Worker {
     /// Frees what only a busier moment needed and hands the allocator's
     /// free pages back to the system.
     fn rest(&mut self) {
-        self.spare_outs = Vec::new();
-        self.spare_bufs = Vec::new();
-        #[cfg(feature = "http2")]
-        {
-            self.h2_spares = Vec::new();
-        }
+        self.pools.free_spares();
         // The slab keeps the slots of connections still open; the tail
         // that only closed connections used goes.
         while matches!(self.conns.last(), Some(None)) {
@@ -58,12 +53,8 @@ impl Worker {
         // The per-thread buffers too (nothing is staged between events):
         // freed before the trim and allocated again after it, they hold
         // no page until a request writes to them.
-        self.spare_outs = Vec::new();
-        self.rbuf = Vec::new();
-        self.pipe_buf = Vec::new();
+        self.pools.free_all();
         crate::sys::memory::give_back();
-        self.spare_outs = vec![Out::with_capacity(READ_BUF)];
-        self.rbuf = Vec::with_capacity(READ_BUF);
-        self.pipe_buf = Vec::with_capacity(READ_BUF);
+        self.pools.refill();
     }
 }

@@ -105,7 +105,7 @@ impl Worker {
             let Some(s) = c.h1.stream() else { break };
             let local = matches!(s.source, Source::Local(_));
             let no_head = s.head.is_none() && s.encoder.is_none();
-            let step = step(&mut s.source, no_head, &mut self.pipe_buf);
+            let step = step(&mut s.source, no_head, &mut self.pools.pipe_buf);
             match step {
                 Step::Nothing => break,
                 Step::Data(head, data, end) => {
@@ -115,7 +115,7 @@ impl Worker {
                     }
                     self.stream_output(c, &data, true);
                     if local {
-                        self.pipe_buf = data;
+                        self.pools.pipe_buf = data;
                     }
                     if end {
                         self.stream_done(c);

@@ -36,6 +36,7 @@ use crate::http::{Method, Version};
 use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
+use crate::server::transport::Out;
 use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
@@ -320,12 +321,12 @@ impl Worker {
         let Some(s) = c.h2.as_mut().filter(|s| s.lacks_buffers()) else {
             return;
         };
-        let Some(mut spare) = self.h2_spares.pop() else {
+        let Some(mut spare) = self.pools.lend_h2() else {
             return;
         };
         s.lend(&mut spare);
         if !spare.is_empty() {
-            self.h2_spares.push(spare);
+            self.pools.take_back_h2(spare);
         }
     }
 
@@ -337,8 +338,8 @@ impl Worker {
             return;
         };
         let mut spare = Default::default();
-        if s.give_back(&mut spare) && self.h2_spares.len() < SPARES {
-            self.h2_spares.push(spare);
+        if s.give_back(&mut spare) {
+            self.pools.take_back_h2(spare);
         }
     }
 
@@ -352,7 +353,7 @@ impl Worker {
             s.conn.request(),
             end_stream,
             &self.settings.limits,
-            &mut self.h2_scratch.head,
+            &mut self.pools.h2_scratch.head,
         );
         let max = self.settings.cfg.limits.max_body;
         if built.is_ok() {
@@ -525,7 +526,7 @@ impl Worker {
             connection: Connection::Default,
         };
         let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
-        if !s.send_head(id, end, &head, &stamp, &mut self.h2_scratch) {
+        if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
         let mut answer = Answer::waiting(id, self.req_start);
@@ -594,7 +595,7 @@ impl Worker {
         };
         let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
         if let Some(s) = c.h2.as_mut() {
-            s.send_head(id, ends, &written, &stamp, &mut self.h2_scratch);
+            s.send_head(id, ends, &written, &stamp, &mut self.pools.h2_scratch);
         }
         (ends, log)
     }

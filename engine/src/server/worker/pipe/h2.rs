@@ -131,7 +131,11 @@ impl Worker {
         let Some(p) = a.pipe.as_mut() else {
             return Some(a);
         };
-        p.read_diagnostics(&mut self.pipe_buf, &mut self.logger, self.poll.registry());
+        p.read_diagnostics(
+            &mut self.pools.pipe_buf,
+            &mut self.logger,
+            self.poll.registry(),
+        );
         let waiting = p.input_buf.len();
         let mut moved = match p.write_input() {
             Ok(moved) => moved,
@@ -168,14 +172,14 @@ impl Worker {
                 break;
             };
             let Some(fd) = p.output.as_ref() else { break };
-            self.pipe_buf.clear();
-            match read_fd(fd, &mut self.pipe_buf) {
+            self.pools.pipe_buf.clear();
+            match read_fd(fd, &mut self.pools.pipe_buf) {
                 Ok(0) => return self.h2_pipe_done(c, a),
                 Ok(_) => {
                     moved = true;
-                    let data = std::mem::take(&mut self.pipe_buf);
+                    let data = std::mem::take(&mut self.pools.pipe_buf);
                     let turn = self.h2_pipe_output(c, &mut a, &data);
-                    self.pipe_buf = data;
+                    self.pools.pipe_buf = data;
                     match turn {
                         Ok(()) => {}
                         Err(Turn::Fail(status)) => return self.h2_pipe_fail(c, a, status),

@@ -106,7 +106,7 @@ impl Worker {
                 return Some(a);
             };
             let no_head = !h.started && h.head.is_none();
-            let (head, gave) = match step(&mut h.source, no_head, &mut self.pipe_buf) {
+            let (head, gave) = match step(&mut h.source, no_head, &mut self.pools.pipe_buf) {
                 Step::Nothing => return Some(a),
                 Step::Fail(why) => {
                     self.logger
