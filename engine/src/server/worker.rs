@@ -45,6 +45,7 @@ mod pools;
 mod proxied;
 mod rest;
 mod settings;
+mod slab;
 mod stream;
 mod timers;
 mod wakeups;
@@ -57,6 +58,7 @@ use drain::Draining;
 pub use pipe::PipeRun;
 use pools::Pools;
 use settings::Settings;
+use slab::Slab;
 #[cfg(feature = "http2")]
 pub use stream::HandlerBody;
 pub use stream::StreamRun;
@@ -154,9 +156,8 @@ pub struct Worker {
     handshakes_due: VecDeque<usize>,
     /// Caps the debug lines that explain failed TLS connections.
     tls_errors: LineBudget,
-    conns: Vec<Option<Conn>>,
-    free: Vec<usize>,
-    live: usize,
+    /// Its connections.
+    conns: Slab,
     /// What it counts.
     counts: Counts,
     /// Chooses who answers each request.
@@ -211,9 +212,7 @@ impl Worker {
             tls_waiting: false,
             handshakes_due: VecDeque::new(),
             tls_errors: LineBudget::new(accept::TLS_ERRORS_PER_SEC, now),
-            conns: Vec::new(),
-            free: Vec::new(),
-            live: 0,
+            conns: Slab::new(),
             counts: Counts::new(init.counters, init.stats, now),
             router,
             req: OwnedRequest::default(),
@@ -282,7 +281,7 @@ impl Worker {
                         if ev.is_read_closed() || ev.is_error() {
                             // The FIN may have come with the last data: read
                             // on until read() says so, or it goes unseen.
-                            if let Some(Some(c)) = self.conns.get_mut(i) {
+                            if let Some(c) = self.conns.get_mut(i) {
                                 c.transport.tcp_mut().hangup = true;
                             }
                         }
@@ -310,7 +309,7 @@ impl Worker {
                 }
             }
             self.logger.flush();
-            if self.drain.done(self.clock.now, self.live) {
+            if self.drain.done(self.clock.now, self.conns.live()) {
                 break;
             }
         }
@@ -320,7 +319,7 @@ impl Worker {
             self.drain.order.listeners_closed();
         }
         // Whatever still runs is abandoned: no child outlives its worker.
-        for i in 0..self.conns.len() {
+        for i in 0..self.conns.slots() {
             self.close(i);
         }
         self.router.reap(self.clock.now, true, &mut self.logger);
@@ -330,7 +329,7 @@ impl Worker {
     /// Drives connection `i` after an event (`readable`: its socket may
     /// have input), a timer or a pipe event.
     fn on_event(&mut self, i: usize, readable: bool) {
-        let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
+        let Some(mut conn) = self.conns.take(i) else {
             return;
         };
         // (Throttled output moves on timers, without a socket event.)
@@ -340,9 +339,9 @@ impl Worker {
         }
         let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
         match keep {
-            Ok(true) => self.conns[i] = Some(conn),
+            Ok(true) => self.conns.put(i, conn),
             Ok(false) => {
-                self.conns[i] = Some(conn);
+                self.conns.put(i, conn);
                 self.close(i);
             }
             Err(_) => {
@@ -351,7 +350,7 @@ impl Worker {
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
                 self.pools.restore();
-                self.conns[i] = Some(conn);
+                self.conns.put(i, conn);
                 self.close(i);
             }
         }
@@ -360,14 +359,14 @@ impl Worker {
     /// An event on a pipe of a process answering on connection `i` (in
     /// `slot`: 0 for HTTP/1.1, another for an HTTP/2 stream).
     fn on_pipe_event(&mut self, i: usize, slot: usize, end: End) {
-        if let Some(Some(c)) = self.conns.get_mut(i) {
+        if let Some(c) = self.conns.get_mut(i) {
             Self::pipe_ready(c, slot, end);
             self.on_event(i, false);
         }
     }
 
     fn close(&mut self, i: usize) {
-        if let Some(mut c) = self.conns.get_mut(i).and_then(Option::take) {
+        if let Some(mut c) = self.conns.take(i) {
             if c.h1.pipe().is_some() {
                 self.pipe_abandon(&mut c);
             }
@@ -387,15 +386,14 @@ impl Worker {
             self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
             self.counts.release(c.peer.ip(), c.awaiting_proxy());
-            self.free.push(i);
-            self.live -= 1;
+            self.conns.free(i);
         }
     }
 
     /// Closes idle connection `i` gracefully (see
     /// [`Worker::close_gracefully`]).
     fn close_idle(&mut self, i: usize) {
-        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+        let Some(c) = self.conns.get_mut(i) else {
             return;
         };
         match Self::close_gracefully(c) {
@@ -412,7 +410,7 @@ impl Worker {
     /// they are; a client that has not read it all `send` after it was
     /// handed over is closed all the same (`timeouts.send`).
     fn idle_timeout(&mut self, i: usize, age: Duration, send: Duration) {
-        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+        let Some(c) = self.conns.get_mut(i) else {
             return;
         };
         if age < send {
@@ -449,8 +447,8 @@ impl Worker {
         // `timeouts.reload_drain` is about to end). `None`: serving.
         #[cfg(feature = "http2")]
         let goaway_at_once = self.drain.goaway_at_once(self.clock.now, t.keepalive);
-        for i in 0..self.conns.len() {
-            let Some(c) = self.conns[i].as_mut() else {
+        for i in 0..self.conns.slots() {
+            let Some(c) = self.conns.get_mut(i) else {
                 continue;
             };
             if c.awaiting_proxy()
@@ -528,7 +526,7 @@ impl Worker {
                     h2.rest();
                     c.transport.rest();
                 }
-                let Some(mut conn) = self.conns[i].take() else {
+                let Some(mut conn) = self.conns.take(i) else {
                     continue;
                 };
                 // A request body that makes no progress for
@@ -536,7 +534,7 @@ impl Worker {
                 let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
                 late |= self.h2_pipe_timeouts(&mut conn);
                 late |= self.h2_stream_timeouts(&mut conn);
-                self.conns[i] = Some(conn);
+                self.conns.put(i, conn);
                 if late {
                     self.on_event(i, false);
                 }
@@ -551,25 +549,25 @@ impl Worker {
                 Timer::Body if age >= t.body => self.close(i),
                 Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
                 Timer::Pipe(limit) if age >= limit => {
-                    let mut conn = self.conns[i].take().expect("present");
+                    let mut conn = self.conns.take(i).expect("present");
                     self.pipe_timeout(&mut conn);
-                    self.conns[i] = Some(conn);
+                    self.conns.put(i, conn);
                     self.on_event(i, false);
                 }
                 Timer::Stream if age >= t.handler => {
-                    let mut conn = self.conns[i].take().expect("present");
+                    let mut conn = self.conns.take(i).expect("present");
                     self.stream_timeout(&mut conn);
-                    self.conns[i] = Some(conn);
+                    self.conns.put(i, conn);
                     self.on_event(i, false);
                 }
                 Timer::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
-                    let mut conn = self.conns[i].take().expect("present");
+                    let mut conn = self.conns.take(i).expect("present");
                     conn.pending = Vec::new();
                     // (Reading its head since its first byte.)
                     self.req_start = conn.h1.since();
                     self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
-                    self.conns[i] = Some(conn);
+                    self.conns.put(i, conn);
                     self.on_event(i, false);
                 }
                 _ => {}

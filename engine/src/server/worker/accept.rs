@@ -109,13 +109,7 @@ impl Worker {
 
     /// Registers a connection just accepted and serves what it holds.
     fn add_conn(&mut self, link: Link, peer: SocketAddr, proxied: bool) {
-        let idx = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.conns.push(None);
-                self.conns.len() - 1
-            }
-        };
+        let idx = self.conns.reserve();
         let mut conn = Conn::new(link, idx, peer, self.clock.now);
         conn.awaiting_proxy = proxied;
         if self
@@ -128,13 +122,12 @@ impl Worker {
             )
             .is_err()
         {
-            self.free.push(idx);
+            self.conns.unreserve(idx);
             self.counts.release(peer.ip(), proxied);
             return;
         }
         let tls = conn.transport.is_tls();
-        self.conns[idx] = Some(conn);
-        self.live += 1;
+        self.conns.insert(idx, conn);
         // With TCP_DEFER_ACCEPT the request (or the ClientHello) is
         // normally already here: serve it now rather than after another
         // epoll round trip (a ClientHello in the handshakes' turn).
@@ -153,7 +146,7 @@ impl Worker {
     /// Puts off an event of connection `i` to the handshakes' turn if the
     /// connection is in its TLS handshake; returns whether it did.
     pub(super) fn handshake_later(&mut self, i: usize, readable: bool) -> bool {
-        let Some(Some(c)) = self.conns.get_mut(i) else {
+        let Some(c) = self.conns.get_mut(i) else {
             return false;
         };
         if c.transport.deadline().is_none() {

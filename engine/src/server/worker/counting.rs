@@ -57,12 +57,11 @@ impl Worker {
         let idle = self
             .conns
             .iter()
-            .flatten()
             .filter(|c| matches!(c.h1.state(), State::Idle) && c.out.is_empty() && !c.speaks_h2())
             .count();
         self.counts
             .stats
-            .publish(self.live, idle, self.router.cgi_running());
+            .publish(self.conns.live(), idle, self.router.cgi_running());
     }
 }
 

@@ -474,14 +474,14 @@ impl Worker {
         while let Some((idx, id, outcome)) = self.wakeups.next_check() {
             let waiting = matches!(
                 self.conns.get(idx),
-                Some(Some(c)) if c.waits_for_check(id)
+                Some(c) if c.waits_for_check(id)
             );
             if !waiting {
                 self.router.remember(outcome);
                 continue;
             }
             self.router.settle(outcome);
-            if let Some(Some(c)) = self.conns.get_mut(idx) {
+            if let Some(c) = self.conns.get_mut(idx) {
                 c.check_done(id);
             }
             self.on_event(idx, true);

@@ -96,8 +96,8 @@ impl Worker {
             self.drain.order.listeners_closed();
         }
         if mode == Drain::Stop {
-            for i in 0..self.conns.len() {
-                match &self.conns[i] {
+            for i in 0..self.conns.slots() {
+                match self.conns.get(i) {
                     Some(c)
                         if matches!(c.h1.state(), State::Lingering(_))
                             && c.out.is_empty()

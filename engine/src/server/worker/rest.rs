@@ -26,13 +26,7 @@ impl Worker {
         self.pools.free_spares();
         // The slab keeps the slots of connections still open; the tail
         // that only closed connections used goes.
-        while matches!(self.conns.last(), Some(None)) {
-            self.conns.pop();
-        }
-        let n = self.conns.len();
-        self.free.retain(|&i| i < n);
-        self.conns.shrink_to_fit();
-        self.free.shrink_to_fit();
+        self.conns.shrink();
         self.timers.shrink();
         self.router.rest();
         self.scratch = Scratch::default();

@@ -90,7 +90,7 @@ impl Worker {
     /// each.
     pub(super) fn take_streams(&mut self) {
         while let Some(idx) = self.wakeups.next_stream() {
-            let streaming = matches!(self.conns.get(idx), Some(Some(c)) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
+            let streaming = matches!(self.conns.get(idx), Some(c) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
             if streaming {
                 self.on_event(idx, false);
             }
