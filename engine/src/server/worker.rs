@@ -2,19 +2,17 @@
 //! connections in a slab, one coarse timer sweep a second. No locks on the
 //! request path.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
-use super::transport::{Acceptor, Flushed, Link, Setup, Tcp, Transport};
+use super::transport::{Flushed, Link, Setup, Tcp, Transport};
 use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::config::Level;
@@ -40,6 +38,7 @@ mod drain;
 mod drive;
 #[cfg(feature = "http2")]
 mod h2;
+mod listen;
 mod pipe;
 mod pools;
 mod proxied;
@@ -55,6 +54,7 @@ use clock::Clock;
 use counting::Counts;
 use dispatch::{answering, request_record};
 use drain::Draining;
+use listen::Listen;
 pub use pipe::PipeRun;
 use pools::Pools;
 use settings::Settings;
@@ -144,18 +144,8 @@ pub fn poll_and_waker() -> io::Result<(Poll, Arc<Waker>)> {
 /// A worker's state.
 pub struct Worker {
     poll: Poll,
-    /// Its listeners, each with what its clients speak.
-    listeners: Vec<(TcpListener, Speaks)>,
-    /// Starts TLS connections (with TLS listeners).
-    tls: Option<Acceptor>,
-    /// A TLS listener has connections waiting for a handshake slot.
-    tls_waiting: bool,
-    /// TLS connections in their handshake with an event not handled yet:
-    /// their turn comes after the established connections', a few per
-    /// pass of the loop (see [`accept`]).
-    handshakes_due: VecDeque<usize>,
-    /// Caps the debug lines that explain failed TLS connections.
-    tls_errors: LineBudget,
+    /// Its listeners, with TLS's acceptor.
+    listen: Listen,
     /// Its connections.
     conns: Slab,
     /// What it counts.
@@ -182,24 +172,14 @@ pub struct Worker {
     timers: Timers,
     /// Where it is in winding down.
     drain: Draining,
-    accept_paused_until: Option<Instant>,
 }
 
 impl Worker {
     /// Prepares a worker; registers its listeners.
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
         let cfg = Arc::clone(&init.files[0].cfg);
-        let mut listeners = Vec::new();
-        for (i, (socket, speaks)) in init.listeners.into_iter().enumerate() {
-            let mut listener = TcpListener::from_std(socket);
-            init.poll.registry().register(
-                &mut listener,
-                Token(LISTENER_BASE + i),
-                Interest::READABLE,
-            )?;
-            listeners.push((listener, speaks));
-        }
         let now = Instant::now();
+        let listen = Listen::new(init.poll.registry(), init.listeners, init.tls.as_ref(), now)?;
         let failures = init.counters.auth_failures.clone();
         let (wakeups, wake) = Wakeups::new(init.verifier, init.waker);
         let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
@@ -207,11 +187,7 @@ impl Worker {
         router.share_rates(init.counters.rates.clone());
         Ok(Worker {
             poll: init.poll,
-            listeners,
-            tls: init.tls.as_ref().map(Acceptor::new),
-            tls_waiting: false,
-            handshakes_due: VecDeque::new(),
-            tls_errors: LineBudget::new(accept::TLS_ERRORS_PER_SEC, now),
+            listen,
             conns: Slab::new(),
             counts: Counts::new(init.counters, init.stats, now),
             router,
@@ -225,7 +201,6 @@ impl Worker {
             timers: Timers::new(now, init.heartbeat),
             req_start: now,
             drain: Draining::new(init.order),
-            accept_paused_until: None,
         })
     }
 
@@ -233,7 +208,7 @@ impl Worker {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
-            let mut timeout = if self.drain.until.is_some() || self.accept_paused_until.is_some() {
+            let mut timeout = if self.drain.until.is_some() || self.listen.paused() {
                 Duration::from_millis(100)
             } else {
                 self.timers
@@ -244,7 +219,7 @@ impl Worker {
             if let Some(first) = self.timers.earliest() {
                 timeout = timeout.min(first.saturating_duration_since(Instant::now()));
             }
-            if !self.handshakes_due.is_empty() {
+            if self.listen.handshakes_waiting() {
                 // Handshakes wait: look at what else is ready, then go on.
                 timeout = Duration::ZERO;
             }
@@ -300,12 +275,9 @@ impl Worker {
             if self.timers.sweep_due(self.clock.now) || self.drain.until.is_some() {
                 self.sweep();
             }
-            if let Some(until) = self.accept_paused_until {
-                if self.clock.now >= until {
-                    self.accept_paused_until = None;
-                    for i in 0..self.listeners.len() {
-                        self.accept_all(i);
-                    }
+            if self.listen.resume_due(self.clock.now) {
+                for i in 0..self.listen.listeners.len() {
+                    self.accept_all(i);
                 }
             }
             self.logger.flush();
@@ -315,7 +287,7 @@ impl Worker {
         }
         if self.drain.mode == Drain::Serve {
             // (The loop failed: the listeners close with the worker.)
-            self.listeners.clear();
+            self.listen.listeners.clear();
             self.drain.order.listeners_closed();
         }
         // Whatever still runs is abandoned: no child outlives its worker.

@@ -4,40 +4,27 @@
 //! handshakes in progress (beyond it, new TLS connections wait in the
 //! kernel's accept queue), and the turn handshakes take in each pass of
 //! the event loop (the established connections' events first, then at
-//! most [`HANDSHAKES_PER_TURN`] handshaking connections'); and the debug
+//! most [`HANDSHAKES_PER_TURN`](super::listen::HANDSHAKES_PER_TURN) handshaking connections'); and the debug
 //! line of a TLS connection that failed.
 
 use super::*;
 
-/// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
-/// a worker explains in the error log per second (at `debug`); the rest
-/// are counted in one line.
-pub(super) const TLS_ERRORS_PER_SEC: u32 = 10;
-
-/// Handshaking connections served per pass of the event loop, after the
-/// other connections' events: a full handshake costs some 150 µs of CPU
-/// (a key exchange and a signature), so a pass that took every
-/// ClientHello of a flood at once would keep an established client
-/// waiting for tens of milliseconds. (With nothing else to do, the loop
-/// comes straight back for the next ones.)
-const HANDSHAKES_PER_TURN: usize = 8;
-
 impl Worker {
     /// Accepts every connection waiting on listener `li`.
     pub(super) fn accept_all(&mut self, li: usize) {
-        while self.accept_paused_until.is_none() {
-            let Some(&(ref listener, speaks)) = self.listeners.get(li) else {
+        while !self.listen.paused() {
+            let Some(&(ref listener, speaks)) = self.listen.listeners.get(li) else {
                 return;
             };
             let tls = speaks.tls();
             // A TLS connection is accepted only with a place for its
             // handshake: a flood of handshakes waits in the kernel's queue
             // while established connections are served.
-            let slot = match (tls, &self.tls) {
+            let slot = match (tls, &self.listen.tls) {
                 (true, Some(acceptor)) => match acceptor.slot() {
                     Some(slot) => Some(slot),
                     None => {
-                        self.tls_waiting = true;
+                        self.listen.tls_waiting = true;
                         return;
                     }
                 },
@@ -71,7 +58,7 @@ impl Worker {
                         continue;
                     }
                     let tcp = Tcp::new(stream, self.settings.cfg.site.static_files.sendfile);
-                    let link = match (slot, &self.tls) {
+                    let link = match (slot, &self.listen.tls) {
                         (Some(slot), Some(acceptor)) => {
                             match acceptor.wrap(tcp, slot, self.clock.now) {
                                 Ok(t) => Link::Tls(Box::new(t)),
@@ -100,7 +87,7 @@ impl Worker {
                         Level::Warn,
                         format_args!("accept: {e}; pausing new connections for 100 ms"),
                     );
-                    self.accept_paused_until = Some(self.clock.now + Duration::from_millis(100));
+                    self.listen.pause(self.clock.now);
                 }
                 Err(_) => {}
             }
@@ -136,7 +123,7 @@ impl Worker {
         // never.
         if !self.settings.cfg.timeouts.defer_accept.is_zero() || self.drain.mode == Drain::Stop {
             if tls {
-                self.handshakes_due.push_back(idx);
+                self.listen.handshake_later(idx);
             } else {
                 self.on_event(idx, true);
             }
@@ -155,17 +142,14 @@ impl Worker {
         if readable {
             c.transport.tcp_mut().read_more = true;
         }
-        self.handshakes_due.push_back(i);
+        self.listen.handshake_later(i);
         true
     }
 
     /// The handshakes' turn: drives a few of the handshaking connections
     /// that have had an event (or were just accepted with their hello).
     pub(super) fn take_handshake_turn(&mut self) {
-        for _ in 0..HANDSHAKES_PER_TURN {
-            let Some(i) = self.handshakes_due.pop_front() else {
-                return;
-            };
+        for i in self.listen.handshake_turn() {
             // (A connection closed meanwhile is gone: nothing happens.)
             self.on_event(i, true);
         }
@@ -174,12 +158,11 @@ impl Worker {
     /// Accepts the TLS connections left waiting at the handshake cap,
     /// once handshakes have ended (no new event would come for them).
     pub(super) fn accept_waiting_tls(&mut self) {
-        if !self.tls_waiting || !self.tls.as_ref().is_some_and(Acceptor::has_room) {
+        if !self.listen.take_tls_waiting() {
             return;
         }
-        self.tls_waiting = false;
-        for li in 0..self.listeners.len() {
-            if self.listeners[li].1.tls() {
+        for li in 0..self.listen.listeners.len() {
+            if self.listen.listeners[li].1.tls() {
                 self.accept_all(li);
             }
         }
@@ -196,7 +179,7 @@ impl Worker {
             return;
         }
         self.report_tls_errors_not_logged();
-        if self.tls_errors.allow(self.clock.now) {
+        if self.listen.tls_errors.allow(self.clock.now) {
             self.logger
                 .log(Level::Debug, format_args!("{}: {e}", c.peer.ip()));
         }
@@ -205,7 +188,8 @@ impl Worker {
     /// Says how many TLS failures the budget kept out of the log.
     pub(super) fn report_tls_errors_not_logged(&mut self) {
         let what = "failed TLS connections were not explained";
-        self.tls_errors
+        self.listen
+            .tls_errors
             .report_refused(self.clock.now, &mut self.logger, what);
     }
 }

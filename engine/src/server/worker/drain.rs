@@ -83,13 +83,11 @@ impl Worker {
                 // Connections the kernel completed already, with their
                 // request (TCP_DEFER_ACCEPT) or without, would be reset
                 // when the socket closes: serve them instead.
-                for i in 0..self.listeners.len() {
+                for i in 0..self.listen.listeners.len() {
                     self.accept_all(i);
                 }
             }
-            for (mut l, _) in self.listeners.drain(..) {
-                let _ = self.poll.registry().deregister(&mut l);
-            }
+            self.listen.close(self.poll.registry());
             // (Closed: the main thread says a reload is done only once
             // every previous worker has told it so, so that no connection
             // made after that is accepted here.)

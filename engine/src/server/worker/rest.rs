@@ -31,7 +31,7 @@ impl Worker {
         self.router.rest();
         self.scratch = Scratch::default();
         self.req = OwnedRequest::default();
-        if let Some(tls) = &self.tls {
+        if let Some(tls) = &self.listen.tls {
             tls.rest();
         }
         if self.logger.enabled(Level::Debug) {
