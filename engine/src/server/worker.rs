@@ -16,7 +16,7 @@ use super::transport::{Flushed, Link, Setup, Tcp, Transport};
 use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::config::Level;
-use crate::handlers::{Plan, Scratch};
+use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
@@ -33,6 +33,7 @@ mod access_log;
 mod bodies;
 mod clock;
 mod counting;
+mod current;
 mod dispatch;
 mod drain;
 mod drive;
@@ -52,6 +53,7 @@ mod wakeups;
 use access_log::settle;
 use clock::Clock;
 use counting::Counts;
+use current::Current;
 use dispatch::{answering, request_record};
 use drain::Draining;
 use listen::Listen;
@@ -152,8 +154,8 @@ pub struct Worker {
     counts: Counts,
     /// Chooses who answers each request.
     router: Router,
-    /// The request being answered (its buffers reused from one to the next).
-    req: OwnedRequest,
+    /// The request being answered, and its scratch buffers.
+    current: Current,
     /// What wakes it besides its sockets.
     wakeups: Wakeups,
     /// Its configuration, and the limits worked out from it.
@@ -163,11 +165,6 @@ pub struct Worker {
     clock: Clock,
     /// The buffers it lends and reuses.
     pools: Pools,
-    scratch: Scratch,
-    /// When the first byte of the request being answered arrived (kept
-    /// here rather than in every connection: only a request that waits,
-    /// for its body, a password check or a CGI program, keeps its own).
-    req_start: Instant,
     /// Connections to drive at a time, the sweep, the quiet time.
     timers: Timers,
     /// Where it is in winding down.
@@ -191,15 +188,13 @@ impl Worker {
             conns: Slab::new(),
             counts: Counts::new(init.counters, init.stats, now),
             router,
-            req: OwnedRequest::default(),
+            current: Current::new(now),
             wakeups,
             settings: Settings::new(cfg),
             logger: init.logger,
             clock: Clock::new(now),
             pools: Pools::new(),
-            scratch: Scratch::default(),
             timers: Timers::new(now, init.heartbeat),
-            req_start: now,
             drain: Draining::new(init.order),
         })
     }
@@ -537,7 +532,7 @@ impl Worker {
                     let mut conn = self.conns.take(i).expect("present");
                     conn.pending = Vec::new();
                     // (Reading its head since its first byte.)
-                    self.req_start = conn.h1.since();
+                    self.current.start = conn.h1.since();
                     self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
                     self.conns.put(i, conn);
                     self.on_event(i, false);

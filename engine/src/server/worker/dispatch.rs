@@ -30,12 +30,12 @@ impl Worker {
     /// among every site's rules, its `connection_rate`, and its `rate`,
     /// shared by every worker.
     pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
-        let site = self.req.site();
+        let site = self.current.req.site();
         let rules = &self.settings.cfg.site(site).throttle;
         if rules.is_empty() {
             return None;
         }
-        let path = &self.scratch.path;
+        let path = &self.current.scratch.path;
         let (i, rule) = rules
             .iter()
             .enumerate()
@@ -80,19 +80,19 @@ impl Worker {
                 output: c.out.buffered(),
                 now: self.clock.now,
             };
-            match c.h1.read(input, &mut pos, &mut self.req, &cx) {
+            match c.h1.read(input, &mut pos, &mut self.current.req, &cx) {
                 Event::Stall => return pos,
                 Event::Invalid(e) => {
                     #[cfg(feature = "http2")]
                     if e.is_not_http1() && self.h2_failed_preface(c) {
                         return input.len();
                     }
-                    self.req_start = started;
+                    self.current.start = started;
                     self.reject(c, e.status, e.reason);
                     return input.len();
                 }
                 Event::Request => {
-                    self.req_start = started;
+                    self.current.start = started;
                     // (An upgrade takes the rest of the connection: a
                     // client waits for the 101 before its preface.)
                     #[cfg(feature = "http2")]
@@ -153,12 +153,12 @@ impl Worker {
             );
         }
         self.lend_out(c);
-        self.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.scratch);
+        self.current.scratch.clear();
+        let mut plan = Plan::error(status, &mut self.current.scratch);
         self.router
-            .finish_unread(0, &mut plan, &mut self.scratch, &mut self.logger);
+            .finish_unread(0, &mut plan, &mut self.current.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
+        let body = c.h1.reject(plan, &self.current.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
@@ -182,21 +182,21 @@ impl Worker {
                 c.sent,
                 end,
                 body,
-                self.req_start,
+                self.current.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
     }
 
-    /// Routes the current request (`self.req`; `redirects` counts the
+    /// Routes the current request (`self.current.req`; `redirects` counts the
     /// CGI local redirects that led to it) and queues its answer, or
     /// holds it until it can be answered.
     pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
         self.see_through_proxies(c);
-        self.scratch.clear();
+        self.current.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
-        let plan = match self.req.body() {
+        let plan = match self.current.req.body() {
             BodyFraming::None => self.route(c, redirects, &mut decoder),
             framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {
@@ -204,7 +204,7 @@ impl Worker {
                     self.route(c, redirects, &mut decoder)
                 }
                 Err(e) => {
-                    let mut p = Plan::error(e.status, &mut self.scratch);
+                    let mut p = Plan::error(e.status, &mut self.current.scratch);
                     p.close = true;
                     Some(p)
                 }
@@ -218,9 +218,9 @@ impl Worker {
 
     /// The router, and the current request on its way to it, from `c`.
     pub(super) fn routing<'a>(&'a mut self, c: &'a Conn) -> (&'a mut Router, Routing<'a>) {
-        let peer = client_of(c, &self.req);
+        let peer = client_of(c, &self.current.req);
         let routing = Routing {
-            req: &mut self.req,
+            req: &mut self.current.req,
             client: Client {
                 conn: c.index,
                 peer,
@@ -228,7 +228,7 @@ impl Worker {
                 local: c,
                 tls: c.transport.session(),
             },
-            scratch: &mut self.scratch,
+            scratch: &mut self.current.scratch,
             log: &mut self.logger,
         };
         (&mut self.router, routing)
@@ -270,7 +270,7 @@ impl Worker {
             _ => {
                 return Some(Plan::error(
                     Status::INTERNAL_SERVER_ERROR,
-                    &mut self.scratch,
+                    &mut self.current.scratch,
                 ))
             }
         };
@@ -289,8 +289,12 @@ impl Worker {
     ) {
         // (Every other answer is finished where it is queued, in `answer`.)
         if matches!(plan.body, Body::Stream(_)) {
-            self.router
-                .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
+            self.router.finish(
+                &self.current.req,
+                &mut plan,
+                &mut self.current.scratch,
+                &mut self.logger,
+            );
         }
         let Plan {
             status,
@@ -316,17 +320,17 @@ impl Worker {
     /// Takes the current request away to hold it.
     pub(super) fn hold(&mut self, redirects: u8) -> Held {
         Held {
-            req: std::mem::take(&mut self.req),
-            started: self.req_start,
+            req: std::mem::take(&mut self.current.req),
+            started: self.current.start,
             redirects,
         }
     }
 
     /// Makes a held request the current one again; returns its redirects.
     pub(super) fn resume(&mut self, held: Held) -> u8 {
-        self.req = held.req;
-        self.req_start = held.started;
-        self.scratch.clear();
+        self.current.req = held.req;
+        self.current.start = held.started;
+        self.current.scratch.clear();
         held.redirects
     }
 
@@ -334,13 +338,23 @@ impl Worker {
     /// `decoder` reads the request's body to drop it, if it has one left
     /// to read.
     pub(super) fn answer(&mut self, c: &mut Conn, mut plan: Plan, decoder: Option<BodyDecoder>) {
-        self.router
-            .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
+        self.router.finish(
+            &self.current.req,
+            &mut plan,
+            &mut self.current.scratch,
+            &mut self.logger,
+        );
         self.lend_out(c);
         let status = plan.status;
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let queued =
-            c.h1.answer(&self.req, plan, &self.scratch, decoder, &mut c.out, &cx);
+        let queued = c.h1.answer(
+            &self.current.req,
+            plan,
+            &self.current.scratch,
+            decoder,
+            &mut c.out,
+            &cx,
+        );
         let bytes = match queued {
             Ok(n) => n,
             Err(e) => {
@@ -348,35 +362,35 @@ impl Worker {
                     Level::Error,
                     format_args!(
                         "reading {} failed: {e}",
-                        String::from_utf8_lossy(self.req.target())
+                        String::from_utf8_lossy(self.current.req.target())
                     ),
                 );
                 0
             }
         };
-        self.log_answer(client_of(c, &self.req).ip(), status);
+        self.log_answer(client_of(c, &self.current.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c, self.clock.wall, &self.req, status.0);
+            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
             access_log::push(
                 &mut c.out,
                 &mut self.logger,
                 c.sent,
                 end,
                 bytes,
-                self.req_start,
+                self.current.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
         // The answer is queued (copied): the scratch buffers are free.
-        self.scratch.trim(SCRATCH_KEEP);
+        self.current.scratch.trim(SCRATCH_KEEP);
     }
 
     /// Answers a held request whose body was refused with `status`, and
     /// closes: what is left of the body cannot be told from a next request.
     pub(super) fn refuse_held(&mut self, c: &mut Conn, held: Held, status: Status) {
         self.resume(held);
-        let mut plan = Plan::error(status, &mut self.scratch);
+        let mut plan = Plan::error(status, &mut self.current.scratch);
         plan.close = true;
         self.answer(c, plan, None);
     }
@@ -384,18 +398,18 @@ impl Worker {
     /// Logs what the answer `status` to the current request says about
     /// the server: a 5xx at `error`, and why a file was refused at `debug`.
     pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
-        self.count_answer(&self.req, status.0, self.req_start);
+        self.count_answer(&self.current.req, status.0, self.current.start);
         if status.0 >= 500 && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(
                     "{} answering {}",
                     status.0,
-                    String::from_utf8_lossy(self.req.target())
+                    String::from_utf8_lossy(self.current.req.target())
                 ),
             );
         }
-        if let Some(why) = self.scratch.why {
+        if let Some(why) = self.current.scratch.why {
             if self.logger.enabled(why.level()) {
                 self.log_refusal(ip, status);
             }
@@ -406,7 +420,7 @@ impl Worker {
     /// its handler recorded: the file and what was wrong with it), within
     /// the worker's budget of such lines.
     fn log_refusal(&mut self, ip: std::net::IpAddr, status: Status) {
-        let Some(why) = self.scratch.why else {
+        let Some(why) = self.current.scratch.why else {
             return;
         };
         self.report_refusals_not_logged();
@@ -415,17 +429,17 @@ impl Worker {
         }
         let file = crate::handlers::refusal::Explained {
             why,
-            file: &self.scratch.why_file,
-            root: &self.settings.cfg.site(self.req.site()).root,
+            file: &self.current.scratch.why_file,
+            root: &self.settings.cfg.site(self.current.req.site()).root,
         };
         self.logger.log(
             why.level(),
             format_args!(
                 "client {ip}: {} for \"{} {} {}\": {file}",
                 status.0,
-                String::from_utf8_lossy(self.req.method_token()),
-                String::from_utf8_lossy(self.req.target()),
-                self.req.version().as_str(),
+                String::from_utf8_lossy(self.current.req.method_token()),
+                String::from_utf8_lossy(self.current.req.target()),
+                self.current.req.version().as_str(),
             ),
         );
     }

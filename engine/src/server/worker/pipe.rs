@@ -303,7 +303,7 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         self.watch(&mut pipe, c.index, 0)?;
-        let req = &self.req;
+        let req = &self.current.req;
         let (version, head_only) = (req.version(), req.method() == Method::Head);
         let has_body = pipe.has_body;
         if req.expect_continue() && has_body && pipe.held.is_none() {
@@ -349,7 +349,7 @@ impl Worker {
             );
             return Err(Plan::error(
                 Status::INTERNAL_SERVER_ERROR,
-                &mut self.scratch,
+                &mut self.current.scratch,
             ));
         }
         Ok(())
@@ -546,12 +546,13 @@ impl Worker {
         head_only: bool,
         site: usize,
     ) -> u64 {
-        self.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.scratch);
+        self.current.scratch.clear();
+        let mut plan = Plan::error(status, &mut self.current.scratch);
         self.router
-            .finish_unread(site, &mut plan, &mut self.scratch, &mut self.logger);
+            .finish_unread(site, &mut plan, &mut self.current.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
+        let body =
+            c.h1.fail(plan, &self.current.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)
     }
 
@@ -638,17 +639,17 @@ impl Worker {
                 Status::INTERNAL_SERVER_ERROR
             }
             Some(req) => {
-                self.req = req;
-                self.req_start = started;
+                self.current.req = req;
+                self.current.start = started;
                 self.dispatch(c, redirects);
                 return;
             }
             None => Status::BAD_GATEWAY,
         };
-        self.scratch.clear();
-        let plan = Plan::error(failure, &mut self.scratch);
+        self.current.scratch.clear();
+        let plan = Plan::error(failure, &mut self.current.scratch);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        c.h1.fail(plan, &self.scratch, false, &mut c.out, &cx);
+        c.h1.fail(plan, &self.current.scratch, false, &mut c.out, &cx);
     }
 
     /// Detaches the connection's pipe body: its pipes leave the loop and

@@ -88,9 +88,9 @@ impl Worker {
         if !cfg!(feature = "ops") || trusted.is_empty() {
             return;
         }
-        let headers = self.req.headers().map(|h| (h.name, h.value));
+        let headers = self.current.req.headers().map(|h| (h.name, h.value));
         if let Some(client) = forwarded::client(trusted, c.peer, headers) {
-            self.req.set_forwarded(Forwarded {
+            self.current.req.set_forwarded(Forwarded {
                 addr: client.addr,
                 https: client.https,
             });

@@ -29,8 +29,7 @@ impl Worker {
         self.conns.shrink();
         self.timers.shrink();
         self.router.rest();
-        self.scratch = Scratch::default();
-        self.req = OwnedRequest::default();
+        self.current.rest();
         if let Some(tls) = &self.listen.tls {
             tls.rest();
         }

@@ -65,8 +65,9 @@ impl Worker {
     /// `plan` is the handler's status (for a local stream), its header
     /// lines are in the scratch buffer.
     pub(super) fn start_stream(&mut self, c: &mut Conn, plan_status: Status, streamed: Streamed) {
-        let req = &self.req;
-        let (head, early_headers) = first_head(&streamed, plan_status, &self.scratch.headers);
+        let req = &self.current.req;
+        let (head, early_headers) =
+            first_head(&streamed, plan_status, &self.current.scratch.headers);
         let run = StreamRun {
             source: streamed.source,
             head,

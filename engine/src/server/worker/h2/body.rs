@@ -39,13 +39,13 @@ impl Worker {
         let Some(mut a) = s.take(id) else { return };
         let Some(w) = a.wait.take() else { return };
         self.counts.handler_bodies -= w.body.len() as u64;
-        self.req = w.req;
-        self.req_start = a.started;
-        self.scratch.clear();
+        self.current.req = w.req;
+        self.current.start = a.started;
+        self.current.scratch.clear();
         let plan = if over_body {
-            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
         } else if over_all {
-            Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch)
+            Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.current.scratch)
         } else {
             let (router, mut routing) = self.routing(c);
             router.call_handler(w.mount, &w.body, &mut routing)
@@ -85,14 +85,14 @@ impl Worker {
         let label = w.resume.label();
         let redirects = self.resume(w.held);
         let plan = if too_large {
-            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
         } else if let Some(e) = error {
             let dir = self.settings.cfg.temp_dir.display();
             self.logger.log(
                 Level::Error,
                 format_args!("{label}: cannot hold the request body in {dir}: {e}"),
             );
-            Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch)
+            Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.current.scratch)
         } else {
             let (router, mut routing) = self.routing(c);
             router.answer_whole(&w.resume, w.body, &mut routing)
@@ -110,7 +110,7 @@ impl Worker {
     /// reads still gets the answer; beyond that the stream is reset (see
     /// `h2::Conn::discard_body`).
     pub(super) fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32) {
-        let declared = match self.req.body() {
+        let declared = match self.current.req.body() {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,
         };
@@ -146,16 +146,16 @@ impl Worker {
                 (None, Some(w)) => w.held.req,
                 (None, None) => continue,
             };
-            self.req = req;
-            self.req_start = a.started;
-            self.scratch.clear();
+            self.current.req = req;
+            self.current.start = a.started;
+            self.current.scratch.clear();
             if self.logger.enabled(Level::Info) {
                 self.logger.log(
                     Level::Info,
                     format_args!("client {}: request body timed out (408)", c.peer.ip()),
                 );
             }
-            let plan = Plan::error(Status::REQUEST_TIMEOUT, &mut self.scratch);
+            let plan = Plan::error(Status::REQUEST_TIMEOUT, &mut self.current.scratch);
             self.h2_answer(c, id, plan, 0);
             self.h2_refuse_rest(c, id);
         }

@@ -140,10 +140,10 @@ impl Worker {
         // the body that came meanwhile goes where the route says.
         while let Some(mut a) = c.h2.as_mut().and_then(|s| s.take_checked()) {
             let Some(w) = a.check.take() else { continue };
-            self.req = w.req;
-            self.req_start = a.started;
-            self.scratch.clear();
-            let no_body = self.req.body() == BodyFraming::None;
+            self.current.req = w.req;
+            self.current.start = a.started;
+            self.current.scratch.clear();
+            let no_body = self.current.req.body() == BodyFraming::None;
             if let Some(plan) = self.h2_route(c, a.id) {
                 self.h2_answer(c, a.id, plan, 0);
                 self.h2_body_unless_read(c, a.id, no_body);
@@ -222,7 +222,7 @@ impl Worker {
             return false;
         };
         let mut session = self.h2_session();
-        let req = &self.req;
+        let req = &self.current.req;
         let taken = session.conn.upgrade(&settings, self.clock.now, |r| {
             r.field(b":method", req.method_token());
             r.field(b":scheme", b"http");
@@ -282,7 +282,7 @@ impl Worker {
     /// no body in origin form.
     fn h2c_settings(&self, c: &Conn) -> Option<Vec<u8>> {
         use base64ct::{Base64UrlUnpadded, Encoding};
-        let req = &self.req;
+        let req = &self.current.req;
         if !self.settings.cfg.http2.cleartext
             || c.transport.is_tls()
             || self.drain.mode != Drain::Serve
@@ -345,11 +345,11 @@ impl Worker {
 
     /// A request head arrived on stream `id`.
     fn h2_request(&mut self, c: &mut Conn, id: u32, end_stream: bool) {
-        self.scratch.clear();
-        self.req_start = self.clock.now;
+        self.current.scratch.clear();
+        self.current.start = self.clock.now;
         let Some(s) = c.h2.as_ref() else { return };
         let built = request::fill(
-            &mut self.req,
+            &mut self.current.req,
             s.conn.request(),
             end_stream,
             &self.settings.limits,
@@ -360,10 +360,10 @@ impl Worker {
             self.see_through_proxies(c);
         }
         let plan = match built {
-            Err(e) => Plan::error(e.status, &mut self.scratch),
+            Err(e) => Plan::error(e.status, &mut self.current.scratch),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
-            Ok(()) if matches!(self.req.body(), BodyFraming::Length(n) if n > max) => {
-                Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            Ok(()) if matches!(self.current.req.body(), BodyFraming::Length(n) if n > max) => {
+                Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
             }
             Ok(()) => match self.h2_route(c, id) {
                 Some(plan) => plan,
@@ -403,10 +403,10 @@ impl Worker {
                     // threads cannot take the check, it runs here.
                     match self.wakeups.submit_check(c.index, check) {
                         Ok(check_id) => {
-                            let mut a = Answer::waiting(id, self.req_start);
+                            let mut a = Answer::waiting(id, self.current.start);
                             a.check = Some(Box::new(CheckWait {
                                 id: check_id,
-                                req: std::mem::take(&mut self.req),
+                                req: std::mem::take(&mut self.current.req),
                                 ready: false,
                                 body: Vec::new(),
                                 body_done: false,
@@ -418,17 +418,17 @@ impl Worker {
                     }
                 }
                 Routed::Defer(Deferred::Handler { mount }) => {
-                    let mut a = Answer::waiting(id, self.req_start);
+                    let mut a = Answer::waiting(id, self.current.start);
                     a.wait = Some(Box::new(BodyWait {
                         mount,
-                        req: std::mem::take(&mut self.req),
+                        req: std::mem::take(&mut self.current.req),
                         body: Vec::new(),
                     }));
                     c.h2.as_mut()?.answers.push(a);
                     return None;
                 }
                 Routed::Defer(Deferred::WholeBody(resume)) => {
-                    let mut a = Answer::waiting(id, self.req_start);
+                    let mut a = Answer::waiting(id, self.current.start);
                     a.whole = Some(Box::new(WholeBody {
                         resume,
                         held: self.hold(0),
@@ -441,7 +441,7 @@ impl Worker {
         }
         Some(Plan::error(
             Status::INTERNAL_SERVER_ERROR,
-            &mut self.scratch,
+            &mut self.current.scratch,
         ))
     }
 
@@ -476,9 +476,13 @@ impl Worker {
     /// Answers stream `id` of `c` with `plan` (for the current request,
     /// which `redirects` CGI local redirects led to).
     pub(super) fn h2_answer(&mut self, c: &mut Conn, id: u32, mut plan: Plan, redirects: u8) {
-        self.router
-            .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
-        let body_len = plan.body_len(&self.scratch);
+        self.router.finish(
+            &self.current.req,
+            &mut plan,
+            &mut self.current.scratch,
+            &mut self.logger,
+        );
+        let body_len = plan.body_len(&self.current.scratch);
         let Plan { status, body, .. } = plan;
         if let Body::Pipe(pipe) = body {
             if let Err(plan) = self.h2_start_pipe(c, id, *pipe, redirects) {
@@ -490,7 +494,7 @@ impl Worker {
             self.h2_start_stream(c, id, status, *streamed, redirects);
             return;
         }
-        let head_only = self.req.method() == Method::Head;
+        let head_only = self.current.req.method() == Method::Head;
         let bodiless = status.is_bodiless();
         let framing = if bodiless {
             Framing::Bodiless
@@ -503,11 +507,11 @@ impl Worker {
             None => return,
         };
         if !(head_only || bodiless || body_len == 0) {
-            fill_pieces(&mut pieces, body, &self.scratch);
+            fill_pieces(&mut pieces, body, &self.current.scratch);
         }
-        self.log_answer(super::proxied::client_of(c, &self.req).ip(), status);
+        self.log_answer(super::proxied::client_of(c, &self.current.req).ip(), status);
         let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.clock.wall, &self.req, status.0);
+            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
             let mut text = text;
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
@@ -521,7 +525,7 @@ impl Worker {
         let head = Head {
             status: status.0,
             reason: b"",
-            headers: &self.scratch.headers,
+            headers: &self.current.scratch.headers,
             framing,
             connection: Connection::Default,
         };
@@ -529,7 +533,7 @@ impl Worker {
         if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
-        let mut answer = Answer::waiting(id, self.req_start);
+        let mut answer = Answer::waiting(id, self.current.start);
         answer.body_len = if end { 0 } else { body_len };
         answer.pieces = pieces;
         answer.log = log;
@@ -540,7 +544,7 @@ impl Worker {
             s.conn.set_remaining(id, body_len);
             s.answers.push(answer);
         }
-        self.scratch.trim(SCRATCH_KEEP);
+        self.current.scratch.trim(SCRATCH_KEEP);
     }
 
     /// The rates that pace the current request's answer on `c`, if a
@@ -578,7 +582,7 @@ impl Worker {
         };
         let ends = head_only || status.is_bodiless();
         // (Timed from when the stream's request was routed.)
-        self.count_answer(req, head.status, self.req_start);
+        self.count_answer(req, head.status, self.current.start);
         let log = self.logger.access_enabled().then(|| {
             let rec = request_record(c, self.clock.wall, req, head.status);
             let mut text = Vec::new();

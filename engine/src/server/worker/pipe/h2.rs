@@ -53,12 +53,16 @@ impl Worker {
                     pipe.label
                 ),
             );
-            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch));
+            return Err(Plan::error(
+                Status::SERVICE_UNAVAILABLE,
+                &mut self.current.scratch,
+            ));
         };
         self.watch(&mut pipe, c.index, slot)?;
-        let head_only = self.req.method() == Method::Head;
+        let head_only = self.current.req.method() == Method::Head;
         let held_body = pipe.held.is_some();
-        let body_done = held_body || self.req.body() == crate::http::parse::BodyFraming::None;
+        let body_done =
+            held_body || self.current.req.body() == crate::http::parse::BodyFraming::None;
         let has_body = pipe.has_body;
         let mut run = PipeRun::new(pipe, self.hold(redirects), Version::Http2, head_only);
         if !has_body {
@@ -326,7 +330,7 @@ impl Worker {
             return;
         }
         self.resume(request);
-        let plan = Plan::error(status, &mut self.scratch);
+        let plan = Plan::error(status, &mut self.current.scratch);
         self.h2_answer(c, a.id, plan, 0);
     }
 
@@ -354,17 +358,17 @@ impl Worker {
             _ if redirects > MAX_REDIRECTS => {
                 self.logger
                     .log(Level::Error, format_args!("cgi: too many local redirects"));
-                Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch)
+                Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.current.scratch)
             }
             Some(req) => {
-                self.req = req;
-                self.req_start = started;
+                self.current.req = req;
+                self.current.start = started;
                 match self.h2_route(c, a.id) {
                     Some(plan) => plan,
                     None => return,
                 }
             }
-            None => Plan::error(Status::BAD_GATEWAY, &mut self.scratch),
+            None => Plan::error(Status::BAD_GATEWAY, &mut self.current.scratch),
         };
         self.h2_answer(c, a.id, plan, redirects);
     }

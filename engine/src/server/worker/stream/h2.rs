@@ -69,7 +69,7 @@ impl Worker {
         streamed: Streamed,
         redirects: u8,
     ) {
-        let (head, early_headers) = first_head(&streamed, status, &self.scratch.headers);
+        let (head, early_headers) = first_head(&streamed, status, &self.current.scratch.headers);
         let run = HandlerBody {
             source: streamed.source,
             head,
