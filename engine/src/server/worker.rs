@@ -3,30 +3,27 @@
 //! request path.
 
 use std::io;
-use std::net::{SocketAddr, TcpListener as StdListener};
+use std::net::TcpListener as StdListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
-use super::transport::{Flushed, Link, Setup, Tcp, Transport};
+use super::router::Router;
+use super::transport::Setup;
 use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::config::Level;
-use crate::handlers::Plan;
-use crate::http::body::BodyDecoder;
-use crate::http::parse::BodyFraming;
-use crate::http::request::OwnedRequest;
-use crate::http::response::Stamp;
 use crate::http::Status;
-use crate::log::budget::LineBudget;
-use crate::log::{AccessRecord, Logger};
+use crate::log::Logger;
 use crate::server::counters::Counters;
+#[cfg(feature = "http2")]
+use crate::server::h1::State;
+use crate::server::h1::Timer;
 use crate::sys::launcher::Launchers;
-use crate::sys::net;
 
 mod accept;
 mod access_log;
@@ -57,6 +54,7 @@ use current::Current;
 use dispatch::{answering, request_record};
 use drain::Draining;
 use listen::Listen;
+use pipe::End;
 pub use pipe::PipeRun;
 use pools::Pools;
 use settings::Settings;
@@ -66,13 +64,6 @@ pub use stream::HandlerBody;
 pub use stream::StreamRun;
 use timers::Timers;
 use wakeups::Wakeups;
-
-use super::router::{Client, Deferred, Routed, Router};
-use crate::access::Check;
-use crate::handlers::Body;
-use crate::server::h1::{Linger, State, Timer};
-use crate::server::waits::WholeBody;
-use pipe::End;
 
 /// Token of the waker that tells a worker to shut down.
 const WAKER: Token = Token(usize::MAX);

@@ -7,7 +7,17 @@
 //! most [`HANDSHAKES_PER_TURN`](super::listen::HANDSHAKES_PER_TURN) handshaking connections'); and the debug
 //! line of a TLS connection that failed.
 
-use super::*;
+use std::io;
+use std::net::SocketAddr;
+
+use mio::{Interest, Token};
+
+use super::{Worker, REFUSED};
+use crate::config::Level;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
+use crate::server::transport::{Link, Tcp};
+use crate::sys::net;
 
 impl Worker {
     /// Accepts every connection waiting on listener `li`.

@@ -16,7 +16,10 @@
 //! A body refused while it arrives (bad chunk framing, too large) is
 //! answered 400/413 before any handler or program runs.
 
-use super::*;
+use super::Worker;
+use crate::config::Level;
+use crate::http::Status;
+use crate::server::conn::Conn;
 use crate::server::h1::Waiting;
 use crate::server::waits::{HandlerWait, WholeBody};
 

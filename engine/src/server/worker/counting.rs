@@ -4,9 +4,15 @@
 //! shared atomics on the request path.
 
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::*;
+use super::{Worker, REFUSALS_PER_SEC};
 use crate::handlers::stats::WorkerStats;
+use crate::http::request::OwnedRequest;
+use crate::log::budget::LineBudget;
+use crate::server::counters::Counters;
+use crate::server::h1::State;
 
 /// What a worker counts: shared with the other workers (connections,
 /// throttles), published (its stats), or its own.

@@ -3,14 +3,28 @@
 //! [`crate::server::router`]), and its answer queued and logged, or the
 //! request held until it can be answered.
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::clock::Clock;
 use super::proxied::client_of;
-use super::*;
+use super::settings::Settings;
+use super::{access_log, Worker, SCRATCH_KEEP};
 use crate::access::throttle::{Rate, Throttle};
-use crate::http::parse::ParseError;
-use crate::http::request::Field;
+use crate::access::Check;
+use crate::config::Level;
+use crate::handlers::{Body, Plan};
+use crate::http::body::BodyDecoder;
+use crate::http::parse::{BodyFraming, ParseError};
+use crate::http::request::{Field, OwnedRequest};
+use crate::http::response::Stamp;
+use crate::http::Status;
+use crate::log::AccessRecord;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
 use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
-use crate::server::router::Routing;
-use crate::server::waits::{AuthWait, HandlerWait, Held};
+use crate::server::router::{Client, Deferred, Routed, Router, Routing};
+use crate::server::waits::{AuthWait, HandlerWait, Held, WholeBody};
 
 impl Worker {
     /// Paces this connection's output if the request's path (decoded in

@@ -1,7 +1,16 @@
 //! Winding a worker down on the main thread's order (see
 //! [`crate::server::drain`]).
 
-use super::*;
+use std::sync::Arc;
+#[cfg(feature = "http2")]
+use std::time::Duration;
+use std::time::Instant;
+
+use super::Worker;
+#[cfg(feature = "http2")]
+use super::TICK;
+use crate::server::drain::{Drain, DrainOrder};
+use crate::server::h1::State;
 
 /// Where a worker is in winding down.
 pub(super) struct Draining {
@@ -117,6 +126,7 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn draining(mode: Drain) -> Draining {
         let mut d = Draining::new(Arc::new(DrainOrder::default()));

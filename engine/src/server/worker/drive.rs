@@ -4,7 +4,18 @@
 //! until nothing moves; and closing it the way HTTP/1.1 wants (RFC 9112
 //! §9.6).
 
-use super::*;
+use std::io;
+use std::time::{Duration, Instant};
+
+use mio::{Interest, Token};
+
+use super::access_log::settle;
+use super::{Worker, LINGER, LINGER_BYTES, THROTTLE_CHUNK};
+use crate::config::Level;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
+use crate::server::h1::{Linger, State};
+use crate::server::transport::{Flushed, Transport};
 
 impl Worker {
     /// Moves a connection forward as far as it can go without blocking.

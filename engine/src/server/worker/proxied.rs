@@ -8,11 +8,16 @@
 //! many clients' requests, so the per-address connection count stays
 //! with the connection's peer).
 
+use std::io;
 use std::io::Read as _;
+use std::net::SocketAddr;
 
-use super::*;
+use super::{Worker, REFUSED};
 use crate::access::proxy::{forwarded, header};
-use crate::http::request::Forwarded;
+use crate::config::Level;
+use crate::http::request::{Forwarded, OwnedRequest};
+use crate::server::conn::Conn;
+use crate::sys::net;
 
 impl Worker {
     /// Takes the PROXY header from the start of `input` on a connection

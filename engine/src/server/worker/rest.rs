@@ -6,7 +6,10 @@
 //! request path: after a rest, the first requests grow what they need
 //! again.
 
-use super::*;
+use std::time::Duration;
+
+use super::Worker;
+use crate::config::Level;
 
 /// Quiet time (no event on any socket or pipe) before a worker rests.
 pub(super) const REST_AFTER: Duration = Duration::from_secs(3);

@@ -4,7 +4,12 @@
 //! (read and dropped, their credit given back), and bodies that stop
 //! coming (408).
 
-use super::*;
+use crate::config::Level;
+use crate::handlers::Plan;
+use crate::http::parse::BodyFraming;
+use crate::http::Status;
+use crate::server::conn::Conn;
+use crate::server::worker::Worker;
 
 impl Worker {
     /// Body bytes of stream `id` arrived.

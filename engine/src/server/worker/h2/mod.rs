@@ -21,21 +21,30 @@
 
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::*;
+use super::dispatch::{answering, request_record};
+use super::timers::Timers;
+use super::{access_log, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
+use crate::config::Level;
 use crate::h2::frame::HEAD_LEN;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
-use crate::handlers::{Seg, Source};
+use crate::handlers::{Body, Plan, Seg, Source};
 use crate::http::grammar::has_token;
+use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::{Method, Version};
+use crate::http::{Method, Status, Version};
 use crate::log::Draft;
-use crate::server::h1::OUTPUT_CAP;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
+use crate::server::h1::{State, OUTPUT_CAP};
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
+use crate::server::router::{Deferred, Routed};
 use crate::server::transport::Out;
 use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
@@ -332,7 +341,7 @@ impl Worker {
 
     /// Takes back, for the next connection, the buffers of `c` if it has
     /// no stream open and nothing under way: an idle connection holds
-    /// none (beyond [`SPARES`] kept, they are freed).
+    /// none (beyond [`SPARES`](super::SPARES) kept, they are freed).
     pub(super) fn h2_take_back(&mut self, c: &mut Conn) {
         let Some(s) = c.h2.as_mut().filter(|s| !s.holds_no_buffers()) else {
             return;

@@ -10,12 +10,23 @@
 //! A body that ends short of the process's Content-Length resets the
 //! stream (INTERNAL_ERROR) instead of ending it, so the client knows.
 
+use std::io;
+
+use mio::Registry;
+
 use super::input::InputEnd;
-use super::*;
+use super::{read_fd, unwatch, End, PipeRun, H2_PIPES, MAX_REDIRECTS};
+use crate::config::Level;
 use crate::h2::ErrorCode;
+use crate::handlers::pipe::{Pipe, ReplyStart};
+use crate::handlers::Plan;
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::parse::BodyFraming;
+use crate::http::{Method, Status, Version};
+use crate::server::conn::Conn;
 use crate::server::h2::{Answer, Piece};
+use crate::server::waits::Held;
+use crate::server::worker::Worker;
 
 /// A process's output buffered for its stream before reading it pauses.
 const STREAM_OUT_CAP: u64 = 64 * 1024;
