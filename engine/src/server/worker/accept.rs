@@ -159,7 +159,10 @@ impl Worker {
     /// The handshakes' turn: drives a few of the handshaking connections
     /// that have had an event (or were just accepted with their hello).
     pub(super) fn take_handshake_turn(&mut self) {
-        for i in self.listen.handshake_turn() {
+        for _ in 0..self.listen.handshake_turn() {
+            let Some(i) = self.listen.next_handshake() else {
+                return;
+            };
             // (A connection closed meanwhile is gone: nothing happens.)
             self.on_event(i, true);
         }

@@ -95,15 +95,15 @@ impl Listen {
         !self.handshakes_due.is_empty()
     }
 
-    /// The handshakes' turn: the first [`HANDSHAKES_PER_TURN`] of the
-    /// connections that wait for it, in the order they came.
-    pub(super) fn handshake_turn(&mut self) -> impl Iterator<Item = usize> {
-        let n = self.handshakes_due.len().min(HANDSHAKES_PER_TURN);
-        let mut turn = [0; HANDSHAKES_PER_TURN];
-        for (slot, i) in turn.iter_mut().zip(self.handshakes_due.drain(..n)) {
-            *slot = i;
-        }
-        turn.into_iter().take(n)
+    /// How many handshaking connections this pass's turn drives: those
+    /// waiting for it, up to [`HANDSHAKES_PER_TURN`].
+    pub(super) fn handshake_turn(&self) -> usize {
+        self.handshakes_due.len().min(HANDSHAKES_PER_TURN)
+    }
+
+    /// The next handshaking connection, in the order they came.
+    pub(super) fn next_handshake(&mut self) -> Option<usize> {
+        self.handshakes_due.pop_front()
     }
 
     /// Whether TLS connections left waiting at the handshake cap may be
@@ -170,19 +170,22 @@ mod tests {
         let poll = Poll::new().unwrap();
         let mut l = listen(&poll, 0);
         assert!(!l.handshakes_waiting());
-        assert_eq!(l.handshake_turn().count(), 0);
+        assert_eq!(l.handshake_turn(), 0);
         for i in 0..HANDSHAKES_PER_TURN + 3 {
             l.handshake_later(100 + i);
         }
-        let first: Vec<_> = l.handshake_turn().collect();
+        let turn = |l: &mut Listen| -> Vec<usize> {
+            (0..l.handshake_turn())
+                .map_while(|_| l.next_handshake())
+                .collect()
+        };
+        let first = turn(&mut l);
         assert_eq!(first, (100..100 + HANDSHAKES_PER_TURN).collect::<Vec<_>>());
         assert!(l.handshakes_waiting());
         let n = HANDSHAKES_PER_TURN;
-        assert_eq!(
-            l.handshake_turn().collect::<Vec<_>>(),
-            [100 + n, 101 + n, 102 + n]
-        );
+        assert_eq!(turn(&mut l), [100 + n, 101 + n, 102 + n]);
         assert!(!l.handshakes_waiting());
+        assert_eq!(l.next_handshake(), None);
     }
 
     #[test]
