@@ -68,6 +68,13 @@ const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[
     ("server/h2", "server/worker", "server/h2/mod.rs", "E2, E3"),
     // Speaks moves to server/listen.rs.
     ("server/worker", "server/(root)", "server/worker.rs", "E6"),
+    // The worker's listening part takes the root's Speaks and Bound.
+    (
+        "server/worker",
+        "server/(root)",
+        "server/worker/listen.rs",
+        "E6",
+    ),
     // The listeners an upgrade or systemd hands over take the root's
     // Bound, Speaks and listen_addrs: these go to server/listen.rs too.
     (
@@ -79,11 +86,11 @@ const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// How many fields `Worker` (server/worker.rs) may have: a ratchet.
-/// Issue #26 asks for at most [`WORKER_FIELDS_GOAL`] (plan §3.5); this
-/// is today's count, which stage E1 brings down. The test fails when
-/// there are more, and, until the goal, when there are fewer (lower
-/// this number then); never raise it.
-const WORKER_FIELDS: usize = 46;
+/// Issue #26 asks for at most [`WORKER_FIELDS_GOAL`] (plan §3.5), which
+/// stage E1 reached (13: each part in a file of its own under worker/).
+/// The test fails when there are more, and, until the goal, when there
+/// are fewer (lower this number then); never raise it.
+const WORKER_FIELDS: usize = 15;
 
 /// Issue #26's limit for `Worker`'s fields.
 const WORKER_FIELDS_GOAL: usize = 15;
