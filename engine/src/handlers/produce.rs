@@ -19,6 +19,8 @@
 //!   Pending* ─▶ Head ─▶ (Pending | Bytes)* ─▶ End | Last
 //!          ├──▶ Head(with a file) (the whole body: nothing follows)
 //!          ├──▶ Redirect (instead of a head)
+//!          ├──▶ Cut (after the head: what came goes out, then the answer
+//!          │         is cut short; before it, as Fail with 502)
 //!          └──▶ Fail (before the head: the engine answers its status;
 //!                     after it: the answer is cut short)
 //! ```
@@ -27,13 +29,14 @@
 //! ([`Cx::raw_ok`]) gives `Bytes` from the start, with no `Head`: they
 //! are a whole HTTP/1.x response already.
 //!
-//! After `End`, `Last`, `Fail`, `Redirect` or a head with a file, the
-//! engine does not call `next` again; after `stop`, it calls nothing but
-//! `label`.
+//! After `End`, `Last`, `Cut`, `Fail`, `Redirect` or a head with a
+//! file, the engine does not call `next` again; after `stop`, it calls
+//! nothing but `label`, `tend` (once, to log what it still holds),
+//! `sources` and `retired`.
 
 use std::fmt;
 use std::fs::File;
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::pipe::ReplyHead;
@@ -50,6 +53,22 @@ pub trait Produce: fmt::Debug {
     /// limit, an in-process producer takes `handler` (`timeouts.handler`).
     fn idle_timeout(&self, handler: Duration) -> Duration {
         handler
+    }
+
+    /// What the error log says (after the label) when it is given up
+    /// for its idle timeout.
+    fn timeout_why(&self) -> &'static str {
+        "no progress for timeouts.handler; given up"
+    }
+
+    /// It is a process that runs on its own (a CGI program), not code
+    /// the engine calls. Two differences follow, kept from before the
+    /// producers were one contract: over HTTP/2 its idle timer runs on
+    /// while its output waits for the client's window (an in-process
+    /// producer's restarts), and a body that is not wanted (HEAD over
+    /// HTTP/2) is read and dropped until it ends, not stopped at the head.
+    fn is_process(&self) -> bool {
+        false
     }
 
     /// What it has now (h2o's `proceed`). Body bytes, about `room` of
@@ -77,9 +96,19 @@ pub trait Produce: fmt::Debug {
         let _ = i;
     }
 
+    /// A source it is done with (no longer among its
+    /// [`Produce::sources`]), still open: the engine takes it out of its
+    /// watch, then closes it by dropping it (a descriptor closed while
+    /// watched could stay in the watch through a copy a child holds).
+    fn retired(&mut self) -> Option<OwnedFd> {
+        None
+    }
+
     /// Work that needs no room in the sink, done before each round of
     /// [`Produce::next`], also while the client is slow: a program's
-    /// diagnostics go to the log, so that it never blocks on them.
+    /// diagnostics go to the log, so that it never blocks on them. Also
+    /// called once after [`Produce::stop`]: what it still holds for the
+    /// log (a diagnostics line without its end) is logged then.
     fn tend(&mut self, cx: &mut Cx<'_>) {
         let _ = cx;
     }
@@ -115,6 +144,10 @@ pub enum Gave {
     Last,
     /// The body is complete.
     End,
+    /// The body cannot be complete (the text says why, for the error
+    /// log): what it gave goes out, then the answer is cut short. Before
+    /// the head, the client is answered 502.
+    Cut(String),
     /// Answer as if this path had been asked for, with GET, instead of
     /// a head (a CGI local redirect, RFC 3875 §6.2.2).
     Redirect(Vec<u8>),
@@ -150,10 +183,9 @@ pub trait Input {
     fn room(&self) -> usize;
     /// Takes body bytes (dropped once it is closed).
     fn feed(&mut self, data: &[u8]);
-    /// Writes what waits while the input takes it. Returns how many of
-    /// the client's bytes went in (HTTP/2 gives their window credit back;
-    /// none for a body held whole), or why the input closed.
-    fn write(&mut self) -> Result<usize, InputEnd>;
+    /// Writes what waits while the input takes it. Returns what went in
+    /// (see [`Wrote`]), or why the input closed.
+    fn write(&mut self) -> Result<Wrote, InputEnd>;
     /// The body is complete: the input closes once what waits is written.
     fn end(&mut self);
     /// Closes it now; what waits is dropped.
@@ -163,6 +195,17 @@ pub trait Input {
     /// It is fed from a body held whole (whose credit went back as it
     /// arrived), not from frames still coming.
     fn held(&self) -> bool;
+}
+
+/// What one [`Input::write`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wrote {
+    /// Bytes went in (progress, whatever their source).
+    pub moved: bool,
+    /// How many of them were the client's (HTTP/2 gives their window
+    /// credit back; none from a body held whole, whose credit went back
+    /// as it arrived).
+    pub client: usize,
 }
 
 /// Why an [`Input`] closed before the body was all written.

@@ -566,6 +566,7 @@ mod tests {
                 Gave::Last => (format!("last {text}"), false),
                 Gave::End => ("end".into(), false),
                 Gave::Redirect(to) => (format!("redirect {to:?}"), false),
+                Gave::Cut(why) => (format!("cut {why}"), false),
                 Gave::Fail(s, why) => (format!("fail {} {why}", s.0), false),
             };
             seen.push(line);

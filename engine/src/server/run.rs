@@ -10,13 +10,15 @@
 //! the windows), and a third protocol would add one sink and nothing else.
 
 use std::fs::File;
+use std::os::fd::{OwnedFd, RawFd};
+use std::time::Duration;
 
 use super::waits::Held;
 use crate::config::{CompressConfig, Level};
 use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::ReplyHead;
-use crate::handlers::produce::{Cx, Gave, Produce};
-use crate::http::request::Field;
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want};
+use crate::http::request::{Field, OwnedRequest};
 use crate::http::{Method, Status};
 use crate::log::Logger;
 
@@ -47,6 +49,26 @@ pub trait Sink {
     fn abort(&mut self) {
         self.cut();
     }
+    /// It passes a raw producer's bytes (a whole HTTP/1.x answer of an
+    /// `nph-` program) as they come, with no head of its own (HTTP/1.1:
+    /// the connection closes after them). Else the producer parses them.
+    fn takes_raw(&self) -> bool {
+        false
+    }
+    /// A raw producer's bytes (see [`Sink::takes_raw`]).
+    fn raw(&mut self, bytes: &[u8]) {
+        let _ = bytes;
+    }
+    /// The producer will read the request body the client was told to
+    /// wait with (`Expect: 100-continue`): HTTP/1.1 sends `100 Continue`
+    /// (RFC 9110 §10.1.1).
+    fn continue_body(&mut self) {}
+    /// The producer took `n` of the client's request-body bytes: HTTP/2
+    /// gives their window credit back, so a slow reader holds at most a
+    /// window of body.
+    fn took_body(&mut self, n: usize) {
+        let _ = n;
+    }
 }
 
 /// What becomes of a body once its head is out.
@@ -55,8 +77,9 @@ pub enum Wanted {
     /// It is pumped (and dropped by the framing of a HEAD answer over
     /// HTTP/1.1, as it always was).
     Body,
-    /// None may follow (HEAD or a bodiless status over HTTP/2): the
-    /// producer is stopped at once.
+    /// None may follow (HEAD or a bodiless status over HTTP/2): an
+    /// in-process producer is stopped at once, a process's output is
+    /// read and dropped until it ends.
     Stop,
 }
 
@@ -84,6 +107,9 @@ pub struct PumpCx<'a> {
     pub log: &'a mut Logger,
     /// The request's site's `[compress]`.
     pub compress: &'a CompressConfig,
+    /// The site's rules for an answer's head (CORS), for a producer whose
+    /// head the rules did not see when it was planned (a program's).
+    pub rules: &'a dyn Fn(&OwnedRequest, &mut Vec<u8>),
 }
 
 /// One produced answer on its way: the producer, the request it answers,
@@ -94,11 +120,20 @@ pub struct Run {
     /// The request it answers (for the log, and to answer it otherwise).
     pub request: Held,
     squeeze: Squeeze,
-    /// The head went to the sink.
+    /// The head went to the sink (or raw bytes did).
     started: bool,
     /// The head's status, once it is out.
     status: u16,
     head_only: bool,
+    /// The site's rules apply to the head when it comes ([`PumpCx::rules`]).
+    rules_at_head: bool,
+    /// Whether the sink was told about an expected body yet.
+    asked: bool,
+    /// The producer's bytes pass raw ([`Sink::takes_raw`]).
+    raw: bool,
+    /// No body is wanted, but the producer (a process) runs to its end:
+    /// what it gives is dropped.
+    draining: bool,
 }
 
 impl Run {
@@ -112,7 +147,18 @@ impl Run {
             started: false,
             status: 0,
             head_only,
+            rules_at_head: false,
+            asked: false,
+            raw: false,
+            draining: false,
         }
+    }
+
+    /// The site's rules apply to its head when it comes (a program's
+    /// head, which they could not see when the answer was planned).
+    pub fn rules_at_head(mut self) -> Run {
+        self.rules_at_head = true;
+        self
     }
 
     /// Names the producer in log lines.
@@ -130,18 +176,60 @@ impl Run {
         self.head_only
     }
 
-    /// The status its head gave (0 before it).
+    /// The status its head gave (0 before it, and for raw bytes).
     pub fn status(&self) -> u16 {
         self.status
     }
 
-    /// Moves it forward while `sink` has room: one `next` per piece.
+    /// How long it may make no progress (`handler`: `timeouts.handler`).
+    pub fn idle_timeout(&self, handler: Duration) -> Duration {
+        self.producer.idle_timeout(handler)
+    }
+
+    /// Its producer is a process running on its own (see
+    /// [`Produce::is_process`]).
+    pub fn is_process(&self) -> bool {
+        self.producer.is_process()
+    }
+
+    /// The event sources to watch for it.
+    pub fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
+        self.producer.sources()
+    }
+
+    /// A source it is done with, to take out of the watch and close.
+    pub fn retired(&mut self) -> Option<OwnedFd> {
+        self.producer.retired()
+    }
+
+    /// Source `i` is ready.
+    pub fn ready(&mut self, i: usize) {
+        self.producer.ready(i);
+    }
+
+    /// Where the request body goes, if the producer reads one.
+    pub fn input(&mut self) -> Option<&mut dyn Input> {
+        self.producer.input()
+    }
+
+    /// Whether the producer reads the request body (a program does,
+    /// whether or not it has one).
+    pub fn takes_body(&mut self) -> bool {
+        self.producer.input().is_some()
+    }
+
+    /// Moves it forward while `sink` has room: the request body to the
+    /// producer's input, then one `next` per piece.
     pub fn pump(&mut self, sink: &mut dyn Sink, cx: &mut PumpCx<'_>) -> Outcome {
-        let mut moved = false;
         self.producer.tend(&mut Cx {
             log: cx.log,
             raw_ok: false,
         });
+        let mut moved = match self.pump_input(sink, cx.log) {
+            Ok(moved) => moved,
+            Err(outcome) => return outcome,
+        };
+        let raw_ok = sink.takes_raw();
         loop {
             let room = sink.room();
             if room == 0 {
@@ -150,7 +238,7 @@ impl Run {
             cx.buf.clear();
             let mut pcx = Cx {
                 log: cx.log,
-                raw_ok: false,
+                raw_ok,
             };
             let gave = self.producer.next(room, cx.buf, &mut pcx);
             let last = match gave {
@@ -161,12 +249,23 @@ impl Run {
                     let why = "gave a second head";
                     return self.fail(sink, Status::INTERNAL_SERVER_ERROR, why, cx.log);
                 }
+                Gave::Bytes | Gave::Last if !self.started && raw_ok && self.producer.raw() => {
+                    // A whole HTTP/1.x answer of its own, passed as it is.
+                    moved = true;
+                    self.started = true;
+                    self.raw = true;
+                    sink.raw(cx.buf);
+                    matches!(gave, Gave::Last)
+                }
                 Gave::Bytes | Gave::Last | Gave::End if !self.started => {
                     let why = "gave a body before its head";
                     return self.fail(sink, Status::INTERNAL_SERVER_ERROR, why, cx.log);
                 }
                 Gave::Head(mut head, file) => {
                     moved = true;
+                    if self.rules_at_head {
+                        (cx.rules)(&self.request.req, &mut head.headers);
+                    }
                     if file.is_none() {
                         // (A file goes as it is, by sendfile: never compressed.)
                         let accept = self.request.req.field(Field::AcceptEncoding);
@@ -176,9 +275,13 @@ impl Run {
                     self.started = true;
                     self.status = head.status;
                     if sink.head(&head) == Wanted::Stop {
-                        // No body is sent: the producer is not wanted.
-                        self.producer.stop();
-                        return Outcome::Ended;
+                        if !self.producer.is_process() || file.is_some() {
+                            // No body is sent: the producer is not wanted.
+                            self.halt(cx.log);
+                            return Outcome::Ended;
+                        }
+                        // (A process runs to its end; its body is dropped.)
+                        self.draining = true;
                     }
                     match file {
                         Some((file, len)) => {
@@ -188,24 +291,80 @@ impl Run {
                         None => continue,
                     }
                 }
+                Gave::Bytes | Gave::Last if self.draining => {
+                    moved = true;
+                    if matches!(gave, Gave::Last) {
+                        return Outcome::Ended;
+                    }
+                    continue;
+                }
+                Gave::Bytes | Gave::Last if self.raw => {
+                    moved = true;
+                    sink.raw(cx.buf);
+                    matches!(gave, Gave::Last)
+                }
                 Gave::Bytes | Gave::Last => {
                     moved = true;
                     if !sink.data(self.squeeze.squeeze(cx.buf)) {
-                        self.producer.stop();
+                        self.halt(cx.log);
                         sink.cut();
                         return Outcome::Ended;
                     }
                     matches!(gave, Gave::Last)
                 }
+                Gave::End if self.draining => return Outcome::Ended,
                 Gave::End => true,
                 Gave::Redirect(to) => {
-                    self.producer.stop();
+                    self.halt(cx.log);
                     return Outcome::Redirect(to);
                 }
+                Gave::Cut(why) if self.started => {
+                    cx.log
+                        .log(Level::Error, format_args!("{}: {why}", self.label()));
+                    self.halt(cx.log);
+                    if !self.draining {
+                        sink.cut();
+                    }
+                    return Outcome::Ended;
+                }
+                Gave::Cut(why) => return self.fail(sink, Status::BAD_GATEWAY, &why, cx.log),
                 Gave::Fail(status, why) => return self.fail(sink, status, &why, cx.log),
             };
             if last {
                 return self.finish(sink, cx.log);
+            }
+        }
+    }
+
+    /// Writes the request body that waits to the producer's input (its
+    /// client bytes credited through `sink`), the first time telling
+    /// `sink` the body is expected. Whether anything moved, or how the
+    /// answer ended (a body held whole that cannot be read back).
+    fn pump_input(&mut self, sink: &mut dyn Sink, log: &mut Logger) -> Result<bool, Outcome> {
+        let expects = self.request.req.expect_continue();
+        let Some(input) = self.producer.input() else {
+            return Ok(false);
+        };
+        if !self.asked {
+            self.asked = true;
+            if expects && !input.is_closed() && !input.held() {
+                // It reads the body the client waits to send.
+                sink.continue_body();
+            }
+        }
+        match input.write() {
+            Ok(wrote) => {
+                if wrote.client > 0 {
+                    sink.took_body(wrote.client);
+                }
+                Ok(wrote.moved)
+            }
+            // It does not read its input: the rest is dropped.
+            Err(InputEnd::Refused) => Ok(true),
+            Err(InputEnd::Unreadable(e)) => {
+                let why =
+                    format!("cannot read back the request body held in a temporary file: {e}");
+                Err(self.fail(sink, Status::INTERNAL_SERVER_ERROR, &why, log))
             }
         }
     }
@@ -248,7 +407,7 @@ impl Run {
         log: &mut Logger,
     ) -> Outcome {
         log.log(Level::Error, format_args!("{}: {why}", self.label()));
-        self.producer.stop();
+        self.halt(log);
         if self.started {
             sink.abort();
             Outcome::Ended
@@ -259,13 +418,51 @@ impl Run {
 
     /// The client is gone (or the stream was reset): the producer is
     /// stopped. Returns the status for the log: 499 if no head went out.
-    pub fn stop(&mut self) -> u16 {
-        self.producer.stop();
+    pub fn stop(&mut self, log: &mut Logger) -> u16 {
+        self.halt(log);
         if self.started {
             self.status
         } else {
             499
         }
+    }
+
+    /// Gives it up for its idle timeout (504 before its head).
+    pub fn time_out(&mut self, sink: &mut dyn Sink, log: &mut Logger) -> Outcome {
+        let why = self.producer.timeout_why();
+        self.fail(sink, Status::GATEWAY_TIMEOUT, why, log)
+    }
+
+    /// The request body it reads was refused (`status`: too large, bad
+    /// framing). Before its head the client gets `status` instead; after
+    /// it the answer cannot be taken back: it is cut short, and an info
+    /// line says why.
+    pub fn refuse_body(
+        &mut self,
+        sink: &mut dyn Sink,
+        status: Status,
+        log: &mut Logger,
+    ) -> Outcome {
+        self.halt(log);
+        if !self.started {
+            return Outcome::Fail(status);
+        }
+        log.log(
+            Level::Info,
+            format_args!(
+                "{}: request body refused ({}) after the program started answering; response cut short",
+                self.label(),
+                status.0
+            ),
+        );
+        sink.cut();
+        Outcome::Ended
+    }
+
+    /// Stops the producer, and lets it log what it still holds.
+    fn halt(&mut self, log: &mut Logger) {
+        self.producer.stop();
+        self.producer.tend(&mut Cx { log, raw_ok: false });
     }
 }
 
@@ -275,7 +472,7 @@ mod tests {
 
     use super::*;
     use crate::config::AccessFormat;
-    use crate::http::request::OwnedRequest;
+    use crate::handlers::produce::Wrote;
     use crate::log::memory;
 
     /// A producer that gives its script, one step a call, and counts its
@@ -285,6 +482,46 @@ mod tests {
         steps: Vec<Step>,
         stops: std::rc::Rc<std::cell::Cell<u32>>,
         tended: std::rc::Rc<std::cell::Cell<u32>>,
+        /// A process (see [`Produce::is_process`]), its output raw.
+        process: bool,
+        raw: bool,
+        /// Its input: what it was fed, what it writes at each call
+        /// (client bytes, or a failure), whether it is closed and held.
+        input: Option<Feed>,
+    }
+
+    /// A scripted [`Input`].
+    #[derive(Debug, Default)]
+    struct Feed {
+        fed: Vec<u8>,
+        writes: Vec<Result<Wrote, InputEnd>>,
+        closed: bool,
+        held: bool,
+    }
+
+    impl Input for Feed {
+        fn room(&self) -> usize {
+            usize::MAX
+        }
+        fn feed(&mut self, data: &[u8]) {
+            self.fed.extend_from_slice(data);
+        }
+        fn write(&mut self) -> Result<Wrote, InputEnd> {
+            match self.writes.is_empty() {
+                true => Ok(Wrote::default()),
+                false => self.writes.remove(0),
+            }
+        }
+        fn end(&mut self) {}
+        fn close(&mut self) {
+            self.closed = true;
+        }
+        fn is_closed(&self) -> bool {
+            self.closed
+        }
+        fn held(&self) -> bool {
+            self.held
+        }
     }
 
     /// One step of a [`Scripted`] producer.
@@ -297,6 +534,7 @@ mod tests {
         Last(&'static [u8]),
         End,
         Redirect(&'static [u8]),
+        Cut,
         Fail(u16),
     }
 
@@ -333,8 +571,21 @@ mod tests {
                 }
                 Step::End => Gave::End,
                 Step::Redirect(to) => Gave::Redirect(to.to_vec()),
+                Step::Cut => Gave::Cut("it stopped short".into()),
                 Step::Fail(s) => Gave::Fail(Status(s), "it broke".into()),
             }
+        }
+
+        fn is_process(&self) -> bool {
+            self.process
+        }
+
+        fn raw(&self) -> bool {
+            self.raw
+        }
+
+        fn input(&mut self) -> Option<&mut dyn Input> {
+            self.input.as_mut().map(|i| i as &mut dyn Input)
         }
 
         fn stop(&mut self) {
@@ -378,6 +629,7 @@ mod tests {
         limit: Option<usize>,
         taken: usize,
         missing: u64,
+        takes_raw: bool,
     }
 
     impl Sink for Recording {
@@ -420,11 +672,29 @@ mod tests {
         fn abort(&mut self) {
             self.seen.push("abort".into());
         }
+        fn takes_raw(&self) -> bool {
+            self.takes_raw
+        }
+        fn raw(&mut self, bytes: &[u8]) {
+            self.seen
+                .push(format!("raw {}", String::from_utf8_lossy(bytes)));
+        }
+        fn continue_body(&mut self) {
+            self.seen.push("continue".into());
+        }
+        fn took_body(&mut self, n: usize) {
+            self.seen.push(format!("took {n}"));
+        }
     }
 
     fn request(method: &str) -> Held {
+        request_with(method, "")
+    }
+
+    fn request_with(method: &str, lines: &str) -> Held {
         let mut req = OwnedRequest::default();
-        let head = format!("{method} /x HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n\r\n");
+        let head =
+            format!("{method} /x HTTP/1.1\r\nHost: a\r\nAccept-Encoding: gzip\r\n{lines}\r\n");
         let limits = crate::http::parse::Limits {
             max_request_line: 8192,
             max_head: 8192,
@@ -443,10 +713,12 @@ mod tests {
         let m = memory(AccessFormat::Common, Level::Info, 16);
         let mut log = m.service.handle();
         let mut buf = Vec::new();
+        let rules = |_: &OwnedRequest, lines: &mut Vec<u8>| lines.extend_from_slice(b"R: 1\r\n");
         let mut cx = PumpCx {
             buf: &mut buf,
             log: &mut log,
             compress,
+            rules: &rules,
         };
         let outcome = run.pump(sink, &mut cx);
         log.flush();
@@ -462,8 +734,211 @@ mod tests {
             steps,
             stops: std::rc::Rc::clone(&stops),
             tended: std::rc::Rc::default(),
+            process: false,
+            raw: false,
+            input: None,
         };
         (Run::new(Box::new(p), request(method)), stops)
+    }
+
+    /// A log nobody reads.
+    fn quiet() -> Logger {
+        memory(AccessFormat::Common, Level::Info, 16)
+            .service
+            .handle()
+    }
+
+    /// A scripted process (or in-process producer) with `input`.
+    fn process(
+        steps: Vec<Step>,
+        held: Held,
+        raw: bool,
+        input: Option<Feed>,
+    ) -> (Run, std::rc::Rc<std::cell::Cell<u32>>) {
+        let stops = std::rc::Rc::default();
+        let p = Scripted {
+            steps,
+            stops: std::rc::Rc::clone(&stops),
+            tended: std::rc::Rc::default(),
+            process: true,
+            raw,
+            input,
+        };
+        (Run::new(Box::new(p), held), stops)
+    }
+
+    #[test]
+    fn raw_bytes_pass_only_to_a_sink_that_takes_them() {
+        let steps = vec![Step::Bytes(b"HTTP/1.1 200 OK\r\n\r\nhi"), Step::End];
+        let (mut run, _) = process(steps, request("GET"), true, None);
+        let mut s = Recording {
+            takes_raw: true,
+            ..sink(10)
+        };
+        assert_eq!(pump(&mut run, &mut s, &on()).0, Outcome::Ended);
+        assert_eq!(s.seen, ["raw HTTP/1.1 200 OK\r\n\r\nhi", "finish"]);
+        assert!(run.started() && run.status() == 0);
+        // (A sink that does not gets a head: the producer parses it.)
+        let steps = vec![Step::Head(201, None, b""), Step::Last(b"hi")];
+        let (mut run, _) = process(steps, request("GET"), true, None);
+        let mut s = sink(10);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
+        assert_eq!(s.seen[1..], ["data hi", "finish"]);
+    }
+
+    #[test]
+    fn a_process_whose_body_is_not_wanted_runs_to_its_end() {
+        let steps = vec![
+            Step::Head(200, Some(4), b""),
+            Step::Bytes(b"ab"),
+            Step::Pending,
+            Step::Bytes(b"cd"),
+            Step::End,
+        ];
+        let (mut run, stops) = process(steps, request("HEAD"), false, None);
+        let mut s = Recording {
+            stop_at_head: true,
+            ..sink(10)
+        };
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
+        // Its body dropped, no framing of an end, not stopped.
+        assert_eq!(s.seen, ["head 200 Some(4) \"\""]);
+        assert_eq!(stops.get(), 0);
+    }
+
+    #[test]
+    fn the_rules_see_a_head_that_comes_late_when_asked_to() {
+        let steps = vec![Step::Head(200, None, b"X: 1\r\n"), Step::End];
+        let (run, _) = process(steps, request("GET"), false, None);
+        let mut run = run.rules_at_head();
+        let mut s = sink(10);
+        pump(&mut run, &mut s, &off());
+        assert_eq!(s.seen[0], "head 200 None \"X: 1\\r\\nR: 1\\r\\n\"");
+        let (mut run, _) = scripted(vec![Step::Head(200, None, b""), Step::End], "GET");
+        let mut s = sink(10);
+        pump(&mut run, &mut s, &off());
+        assert_eq!(s.seen[0], "head 200 None \"\"");
+    }
+
+    #[test]
+    fn the_body_goes_in_with_its_continue_once_and_its_credit_back() {
+        let feed = Feed {
+            writes: vec![
+                Ok(Wrote {
+                    moved: true,
+                    client: 3,
+                }),
+                Ok(Wrote {
+                    moved: true,
+                    client: 0,
+                }),
+            ],
+            ..Feed::default()
+        };
+        let held = request_with("POST", "Expect: 100-continue\r\nContent-Length: 3\r\n");
+        let (mut run, _) = process(vec![Step::Pending, Step::Pending], held, false, Some(feed));
+        assert!(run.takes_body());
+        let mut s = sink(10);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(s.seen, ["continue", "took 3"]);
+        // (Held bytes move without credit; no second 100 Continue.)
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Moved);
+        assert_eq!(s.seen.len(), 2);
+        // A body held whole, or no body: the client is not told to send.
+        let feed = Feed {
+            held: true,
+            ..Feed::default()
+        };
+        let held = request_with("POST", "Expect: 100-continue\r\nContent-Length: 3\r\n");
+        let (mut run, _) = process(vec![Step::Pending], held, false, Some(feed));
+        let mut s = sink(10);
+        assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Idle);
+        assert!(s.seen.is_empty());
+    }
+
+    #[test]
+    fn an_input_that_cannot_be_read_back_fails_the_answer() {
+        let feed = Feed {
+            writes: vec![Err(InputEnd::Unreadable("gone".into()))],
+            ..Feed::default()
+        };
+        let (mut run, stops) = process(
+            vec![],
+            request_with("POST", "Content-Length: 3\r\n"),
+            false,
+            Some(feed),
+        );
+        let mut s = sink(10);
+        let (outcome, error) = pump(&mut run, &mut s, &off());
+        assert_eq!(outcome, Outcome::Fail(Status::INTERNAL_SERVER_ERROR));
+        assert!(
+            error.contains(
+                "scripted: cannot read back the request body held in a temporary file: gone"
+            ),
+            "{error}"
+        );
+        assert_eq!(stops.get(), 1);
+    }
+
+    #[test]
+    fn a_refused_body_cuts_a_started_answer_and_says_so() {
+        let steps = vec![Step::Head(200, None, b""), Step::Pending];
+        let (mut run, stops) = process(
+            steps,
+            request_with("POST", "Content-Length: 3\r\n"),
+            false,
+            None,
+        );
+        let mut s = sink(10);
+        pump(&mut run, &mut s, &off());
+        let m = memory(AccessFormat::Common, Level::Info, 16);
+        let mut log = m.service.handle();
+        let outcome = run.refuse_body(&mut s, Status(413), &mut log);
+        assert_eq!(outcome, Outcome::Ended);
+        assert_eq!(s.seen.last().unwrap(), "cut");
+        assert_eq!(stops.get(), 1);
+        log.flush();
+        drop(log);
+        m.service.shutdown();
+        let error = String::from_utf8_lossy(&m.error.lock().unwrap()).into_owned();
+        assert!(error.contains("scripted: request body refused (413) after the program started answering; response cut short"), "{error}");
+        // Before the head: answered the status instead.
+        let (mut run, _) = process(
+            vec![],
+            request_with("POST", "Content-Length: 3\r\n"),
+            false,
+            None,
+        );
+        let outcome = run.refuse_body(&mut s, Status(413), &mut quiet());
+        assert_eq!(outcome, Outcome::Fail(Status(413)));
+    }
+
+    #[test]
+    fn a_cut_keeps_what_went_before_and_is_a_502_before_the_head() {
+        let steps = vec![Step::Head(200, None, b""), Step::Bytes(b"ab"), Step::Cut];
+        let (mut run, stops) = process(steps, request("GET"), false, None);
+        let mut s = sink(10);
+        let (outcome, error) = pump(&mut run, &mut s, &off());
+        assert_eq!(outcome, Outcome::Ended);
+        assert_eq!(s.seen[1..], ["data ab", "cut"]);
+        assert!(error.contains("scripted: it stopped short"), "{error}");
+        assert_eq!(stops.get(), 1);
+        let (mut run, _) = process(vec![Step::Cut], request("GET"), false, None);
+        let outcome = pump(&mut run, &mut sink(10), &off()).0;
+        assert_eq!(outcome, Outcome::Fail(Status::BAD_GATEWAY));
+    }
+
+    #[test]
+    fn a_timeout_says_what_the_producer_says() {
+        let (mut run, _) = process(vec![], request("GET"), false, None);
+        assert_eq!(
+            run.idle_timeout(std::time::Duration::from_secs(3))
+                .as_secs(),
+            3
+        );
+        let outcome = run.time_out(&mut sink(10), &mut quiet());
+        assert_eq!(outcome, Outcome::Fail(Status::GATEWAY_TIMEOUT));
     }
 
     fn off() -> CompressConfig {
@@ -509,6 +984,9 @@ mod tests {
             steps: vec![Step::Fail(500)],
             stops: std::rc::Rc::default(),
             tended: std::rc::Rc::clone(&tended),
+            process: false,
+            raw: false,
+            input: None,
         };
         let mut run = Run::new(Box::new(p), request("GET"));
         let mut s = sink(0);
@@ -537,7 +1015,7 @@ mod tests {
         assert!(s.seen.is_empty());
         assert_eq!(stops.get(), 1);
         // (Stopped before its head: logged as 499.)
-        assert_eq!(run.stop(), 499);
+        assert_eq!(run.stop(&mut quiet()), 499);
 
         let steps = vec![
             Step::Head(200, None, b""),
@@ -549,7 +1027,7 @@ mod tests {
         assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
         assert_eq!(s.seen[1..], ["data ab", "abort"]);
         assert_eq!(stops.get(), 1);
-        assert_eq!(run.stop(), 200);
+        assert_eq!(run.stop(&mut quiet()), 200);
     }
 
     #[test]

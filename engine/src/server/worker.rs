@@ -54,8 +54,6 @@ use current::Current;
 use dispatch::{answering, request_record};
 use drain::Draining;
 use listen::Listen;
-use pipe::End;
-pub use pipe::PipeRun;
 use pools::Pools;
 use settings::Settings;
 use slab::Slab;
@@ -66,7 +64,8 @@ use wakeups::Wakeups;
 const WAKER: Token = Token(usize::MAX);
 /// Listener `i` has token `LISTENER_BASE + i`.
 const LISTENER_BASE: usize = usize::MAX / 2;
-/// The pipes of connection `i`'s pipe body have tokens `PIPE_BASE + 3i + k`.
+/// The pipes of the programs answering on connections have tokens from
+/// `PIPE_BASE` up (see `pipe`).
 const PIPE_BASE: usize = usize::MAX / 8;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
@@ -232,8 +231,8 @@ impl Worker {
                     WAKER => {}
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     Token(t) if t >= PIPE_BASE => {
-                        let (i, slot, end) = pipe::split_token(t);
-                        self.on_pipe_event(i, slot, end);
+                        let (i, slot, source) = pipe::split_token(t);
+                        self.on_pipe_event(i, slot, source);
                     }
                     Token(i) => {
                         if ev.is_read_closed() || ev.is_error() {
@@ -313,18 +312,15 @@ impl Worker {
 
     /// An event on a pipe of a process answering on connection `i` (in
     /// `slot`: 0 for HTTP/1.1, another for an HTTP/2 stream).
-    fn on_pipe_event(&mut self, i: usize, slot: usize, end: End) {
+    fn on_pipe_event(&mut self, i: usize, slot: usize, source: usize) {
         if let Some(c) = self.conns.get_mut(i) {
-            Self::pipe_ready(c, slot, end);
+            Self::pipe_ready(c, slot, source);
             self.on_event(i, false);
         }
     }
 
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.take(i) {
-            if c.h1.pipe().is_some() {
-                self.pipe_abandon(&mut c);
-            }
             #[cfg(feature = "http2")]
             if let Some(mut s) = c.h2.as_mut().map(|s| std::mem::take(&mut s.answers)) {
                 // Every answer still on its way is logged with what it
@@ -487,7 +483,6 @@ impl Worker {
                 // A request body that makes no progress for
                 // timeouts.body is answered 408 (HTTP/1.1 closes).
                 let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
-                late |= self.h2_pipe_timeouts(&mut conn);
                 late |= self.h2_run_timeouts(&mut conn);
                 self.conns.put(i, conn);
                 if late {
@@ -503,13 +498,7 @@ impl Worker {
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
                 Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
-                Timer::Pipe(limit) if age >= limit => {
-                    let mut conn = self.conns.take(i).expect("present");
-                    self.pipe_timeout(&mut conn);
-                    self.conns.put(i, conn);
-                    self.on_event(i, false);
-                }
-                Timer::Stream if age >= t.handler => {
+                Timer::Produced if age >= c.h1.produced_idle(t.handler) => {
                     let mut conn = self.conns.take(i).expect("present");
                     self.produced_timeout(&mut conn);
                     self.conns.put(i, conn);

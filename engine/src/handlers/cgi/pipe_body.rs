@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::config::Level;
 use crate::handlers::pipe::{Pipe, PipeReply, ReplyStart};
-use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want};
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::spool::Spool;
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::parse::BodyFraming;
@@ -83,6 +83,12 @@ pub struct PipeBody {
     input: Option<OwnedFd>,
     output: Option<OwnedFd>,
     diagnostics: Option<File>,
+    /// Pipes it is done with, until the engine takes them out of its
+    /// watch ([`Produce::retired`]).
+    retired: [Option<OwnedFd>; 3],
+    /// It was stopped: what is left of a diagnostics line is logged at
+    /// the next [`Produce::tend`].
+    stopped: bool,
     /// Which of input, output and diagnostics may be ready.
     ready: [bool; 3],
     /// Request body waiting for the input.
@@ -124,6 +130,8 @@ impl PipeBody {
             input: pipe.has_body.then_some(pipe.input),
             output: Some(pipe.output),
             diagnostics: Some(File::from(pipe.diagnostics)),
+            retired: [None, None, None],
+            stopped: false,
             ready: [true; 3],
             input_buf: Vec::new(),
             held: pipe.held,
@@ -158,7 +166,7 @@ impl PipeBody {
             };
             match f.read(&mut buf) {
                 Ok(0) => {
-                    self.diagnostics = None;
+                    self.retire(DIAGNOSTICS);
                     self.log_line(log);
                 }
                 Ok(n) => {
@@ -171,7 +179,7 @@ impl PipeBody {
                     self.ready[DIAGNOSTICS] = false;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => self.diagnostics = None,
+                Err(_) => self.retire(DIAGNOSTICS),
             }
         }
     }
@@ -195,11 +203,26 @@ impl PipeBody {
         Gave::Bytes
     }
 
+    /// Leaves pipe `i` (if still open) for the engine to take out of its
+    /// watch and close.
+    fn retire(&mut self, i: usize) {
+        let fd = match i {
+            INPUT => self.input.take(),
+            OUTPUT => self.output.take(),
+            _ => self.diagnostics.take().map(OwnedFd::from),
+        };
+        if let Some(fd) = fd {
+            self.retired[i] = Some(fd);
+        }
+    }
+
     /// The program closed its output.
     fn output_done(&mut self, log: &mut Logger) -> Gave {
-        self.output = None;
+        self.retire(OUTPUT);
         self.log_line(log);
-        if self.started {
+        if self.dechunk.as_ref().is_some_and(|d| !d.is_done()) {
+            Gave::Cut("chunked output ended without its last chunk".into())
+        } else if self.started {
             Gave::End
         } else {
             let why = "exited without a complete response header";
@@ -209,7 +232,7 @@ impl PipeBody {
 
     /// Closes the input.
     fn close_input(&mut self) {
-        self.input = None;
+        self.retire(INPUT);
         self.input_buf = Vec::new();
         self.held = None;
     }
@@ -224,10 +247,17 @@ impl Produce for PipeBody {
         self.idle_timeout
     }
 
+    fn timeout_why(&self) -> &'static str {
+        "timed out; killed"
+    }
+
+    fn is_process(&self) -> bool {
+        true
+    }
+
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
         if self.bad_chunks {
-            let why = "bad chunked coding in its output";
-            return Gave::Fail(Status::BAD_GATEWAY, why.into());
+            return Gave::Cut("bad chunked coding in its output".into());
         }
         if !self.rest.is_empty() {
             buf.clear();
@@ -286,6 +316,7 @@ impl Produce for PipeBody {
     }
 
     fn stop(&mut self) {
+        self.stopped = true;
         self.reply.stop();
     }
 
@@ -305,8 +336,16 @@ impl Produce for PipeBody {
         }
     }
 
+    fn retired(&mut self) -> Option<OwnedFd> {
+        self.retired.iter_mut().find_map(Option::take)
+    }
+
     fn tend(&mut self, cx: &mut Cx<'_>) {
         self.read_diagnostics(cx.log);
+        if self.stopped {
+            // (A line it could not end.)
+            self.log_line(cx.log);
+        }
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -332,8 +371,8 @@ impl Input for PipeBody {
         }
     }
 
-    fn write(&mut self) -> Result<usize, InputEnd> {
-        let mut client = 0;
+    fn write(&mut self) -> Result<Wrote, InputEnd> {
+        let mut wrote = Wrote::default();
         while self.ready[INPUT] {
             let Some(fd) = self.input.as_ref() else { break };
             if self.input_buf.is_empty() {
@@ -346,9 +385,10 @@ impl Input for PipeBody {
             match write_fd(fd, &self.input_buf) {
                 Ok(n) => {
                     self.input_buf.drain(..n);
+                    wrote.moved |= n > 0;
                     // (A body held whole had its credit back already.)
                     if !self.held_body {
-                        client += n;
+                        wrote.client += n;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.ready[INPUT] = false,
@@ -363,7 +403,7 @@ impl Input for PipeBody {
         if self.body_end && self.input_buf.is_empty() && self.held.is_none() {
             self.close_input();
         }
-        Ok(client)
+        Ok(wrote)
     }
 
     fn end(&mut self) {
@@ -504,6 +544,7 @@ mod tests {
             Gave::Bytes => format!("bytes {}", String::from_utf8_lossy(&buf)),
             Gave::Last => format!("last {}", String::from_utf8_lossy(&buf)),
             Gave::End => "end".into(),
+            Gave::Cut(why) => format!("cut {why}"),
             Gave::Redirect(to) => format!("redirect {}", String::from_utf8_lossy(&to)),
             Gave::Fail(s, why) => format!("fail {} {why}", s.0),
         };
@@ -587,7 +628,17 @@ mod tests {
         assert_eq!(next(&mut p, &m, false), "bytes abc");
         assert_eq!(
             next(&mut p, &m, false),
-            "fail 502 bad chunked coding in its output"
+            "cut bad chunked coding in its output"
+        );
+        // An end without the last chunk: what came went out, then the cut.
+        let (mut p, mut prog) = started(true, false, None);
+        prog.say(b"chunked\r\n\r\n3\r\nabc\r\n");
+        prog.output = None;
+        next(&mut p, &m, false);
+        assert_eq!(next(&mut p, &m, false), "bytes abc");
+        assert_eq!(
+            next(&mut p, &m, false),
+            "cut chunked output ended without its last chunk"
         );
     }
 
@@ -633,13 +684,28 @@ mod tests {
         assert_eq!(input.room(), INPUT_CAP);
         input.feed(b"abc");
         assert_eq!(input.room(), INPUT_CAP - 3);
-        assert_eq!(input.write(), Ok(3));
+        assert_eq!(
+            input.write(),
+            Ok(Wrote {
+                moved: true,
+                client: 3
+            })
+        );
         assert!(!input.is_closed() && !input.held());
         input.feed(b"de");
         input.end();
-        assert_eq!(input.write(), Ok(2));
+        assert_eq!(
+            input.write(),
+            Ok(Wrote {
+                moved: true,
+                client: 2
+            })
+        );
         assert!(input.is_closed());
         assert_eq!(input.room(), usize::MAX);
+        // (It ends for the program once the engine lets it go.)
+        assert!(p.sources()[INPUT].is_none());
+        while p.retired().is_some() {}
         let mut got = String::new();
         prog.input.read_to_string(&mut got).unwrap();
         assert_eq!(got, "abcde");
@@ -652,8 +718,15 @@ mod tests {
         let (mut p, mut prog) = started(false, true, Some(held));
         let input = p.input().unwrap();
         assert!(input.held());
-        assert_eq!(input.write(), Ok(0));
+        assert_eq!(
+            input.write(),
+            Ok(Wrote {
+                moved: true,
+                client: 0
+            })
+        );
         assert!(input.is_closed());
+        while p.retired().is_some() {}
         let mut got = String::new();
         prog.input.read_to_string(&mut got).unwrap();
         assert_eq!(got, "whole");
@@ -672,5 +745,53 @@ mod tests {
         assert!(input.is_closed());
         input.feed(b"dropped");
         assert_eq!(input.room(), usize::MAX);
+    }
+
+    #[test]
+    fn a_stopped_program_has_its_unended_line_logged() {
+        let m = logs();
+        let (mut p, mut prog) = started(false, false, None);
+        let mut log = m.service.handle();
+        prog.complain(b"half a li");
+        p.ready(DIAGNOSTICS);
+        p.tend(&mut Cx {
+            log: &mut log,
+            raw_ok: false,
+        });
+        p.stop();
+        p.tend(&mut Cx {
+            log: &mut log,
+            raw_ok: false,
+        });
+        log.flush();
+        drop(log);
+        assert!(errors(m).ends_with("cgi /x: half a li\n"));
+        assert_eq!(prog.stops.get(), 1);
+    }
+
+    #[test]
+    fn closed_pipes_wait_for_the_engine_to_let_them_go() {
+        let m = logs();
+        let (mut p, mut prog) = started(false, true, None);
+        assert!(p.retired().is_none());
+        p.input().unwrap().close();
+        prog.output = None;
+        assert_eq!(
+            next(&mut p, &m, false),
+            "fail 502 exited without a complete response header"
+        );
+        let sources = p.sources();
+        assert!(sources[INPUT].is_none() && sources[OUTPUT].is_none());
+        // Both are still open, for the engine to take out of its watch.
+        let mut kept = 0;
+        while let Some(fd) = p.retired() {
+            assert!(fd.as_raw_fd() >= 0);
+            kept += 1;
+        }
+        assert_eq!(kept, 2);
+        // (The program sees its input's end once they are dropped.)
+        let mut got = Vec::new();
+        prog.input.read_to_end(&mut got).unwrap();
+        assert!(got.is_empty());
     }
 }

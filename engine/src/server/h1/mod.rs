@@ -14,8 +14,8 @@
 //!   Idle ──first byte──▶ Head ──head──▶ (answered) ──▶ Idle
 //!                                  ├──▶ Body (its body: dropped, or for a handler / held whole)
 //!                                  ├──▶ Verifying (a password check) ──▶ routed again
-//!                                  ├──▶ Piping (a process answers) ──▶ Idle
-//!                                  └──▶ Streaming (a handler's pieces, or its later answer) ──▶ Idle
+//!                                  └──▶ Streaming (a producer answers: a program, a handler's
+//!                                       pieces or its later answer) ──▶ Idle
 //!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
 //! ```
 
@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
 use super::waits::{AuthWait, HandlerWait, WholeBody};
-use super::worker::PipeRun;
 use crate::http::body::BodyDecoder;
 use crate::http::parse::{Limits, ParseError};
 use crate::http::request::OwnedRequest;
@@ -52,12 +51,11 @@ pub enum State {
     Body(BodyRead),
     /// A request waits for its password check (no timeout: it finishes).
     Verifying(Box<AuthWait>),
-    /// A process answers through a pipe (its idle timeout, from last
-    /// progress); the request body, while it arrives, goes to its input.
-    Piping(Box<PipeRun>, Option<BodyDecoder>),
-    /// An embedded handler's answer streams in pieces, or comes later
-    /// from another thread (`timeouts.handler`, from last progress); its
-    /// request body was read before the handler ran.
+    /// A producer answers: a program (its own idle timeout, from last
+    /// progress), whose request body, while it arrives, goes to its
+    /// input; an embedded handler's answer in pieces, or later from
+    /// another thread (`timeouts.handler`), whose body was read before
+    /// the handler ran.
     Streaming(Box<sink::Producing>),
     /// The answer (or a fatal TLS alert, or HTTP/2's GOAWAY) is out and
     /// the write side shut: what the client still sends is read and
@@ -106,7 +104,7 @@ pub enum Waiting {
     Handler(Box<HandlerWait>),
     /// An answer that needs the whole body.
     Whole(Box<WholeBody>),
-    /// The process answering through a pipe (still in [`State::Piping`]).
+    /// The producer reading it (still in [`State::Streaming`]).
     Pipe,
 }
 
@@ -119,10 +117,9 @@ pub enum Timer {
     Head,
     /// `timeouts.body`.
     Body,
-    /// The pipe's own idle timeout: its process is stopped.
-    Pipe(Duration),
-    /// `timeouts.handler`: a streamed or later answer is given up.
-    Stream,
+    /// The producer's idle timeout (a program's own, else
+    /// `timeouts.handler`, see [`Conn::produced_idle`]): it is given up.
+    Produced,
     /// How long a closing connection may keep sending.
     Linger,
     /// None.
@@ -137,7 +134,7 @@ pub enum Event {
     Stall,
     /// A request head is complete, in the request given to `read`:
     /// answer it ([`Conn::answer`]) or hold it ([`Conn::wait_for_body`],
-    /// [`Conn::verify`], [`Conn::pipe`]).
+    /// [`Conn::verify`], [`Conn::produce`]).
     Request,
     /// A request head that can never be valid: answer it with
     /// [`Conn::reject`].
@@ -256,21 +253,32 @@ impl Conn {
     /// Whether a request body is still being read (a client that leaves
     /// now cuts it short).
     pub fn reading_body(&self) -> bool {
-        matches!(self.state, State::Body(_) | State::Piping(_, Some(_)))
-    }
-
-    /// The process answering through a pipe, if one is.
-    pub fn pipe(&mut self) -> Option<&mut PipeRun> {
-        match &mut self.state {
-            State::Piping(p, _) => Some(p),
-            _ => None,
+        match &self.state {
+            State::Body(_) => true,
+            State::Streaming(p) => p.body.is_some(),
+            _ => false,
         }
     }
 
-    /// Whether an answer is being produced (piped or streamed): queued
-    /// output is not the connection's last.
+    /// Whether an answer is being produced: queued output is not the
+    /// connection's last.
     pub fn producing(&self) -> bool {
-        matches!(self.state, State::Piping(..) | State::Streaming(_))
+        matches!(self.state, State::Streaming(_))
+    }
+
+    /// Answers with `p` (`now`); the request body, if `p.body` reads
+    /// one, goes to its producer's input as it arrives.
+    pub fn produce(&mut self, p: Box<sink::Producing>, now: Instant) {
+        self.set(State::Streaming(p), now);
+    }
+
+    /// How long the produced answer may make no progress (`handler`:
+    /// `timeouts.handler`, for producers without a limit of their own).
+    pub fn produced_idle(&self, handler: Duration) -> Duration {
+        match &self.state {
+            State::Streaming(p) => p.run.idle_timeout(handler),
+            _ => handler,
+        }
     }
 
     /// The produced answer (a handler's streamed or later one), if one is.
@@ -282,27 +290,12 @@ impl Conn {
     }
 
     /// Takes the produced answer away (it has ended); the connection is
-    /// idle again.
+    /// idle again, or reads and drops what is left of the request body.
     pub fn end_produced(&mut self, now: Instant) -> Option<Box<sink::Producing>> {
         match std::mem::replace(&mut self.state, State::Idle) {
-            State::Streaming(p) => {
-                self.since = now;
-                Some(p)
-            }
-            other => {
-                self.state = other;
-                None
-            }
-        }
-    }
-
-    /// Takes the pipe away (its answer has ended); the connection is
-    /// idle again, or reads and drops what is left of the request body.
-    pub fn end_pipe(&mut self, now: Instant) -> Option<Box<PipeRun>> {
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::Piping(p, decoder) => {
+            State::Streaming(mut p) => {
                 // What is left of a request body is read and dropped.
-                if let Some(decoder) = decoder {
+                if let Some(decoder) = p.body.take() {
                     self.state = State::Body(BodyRead {
                         decoder,
                         to: BodyTo::Nowhere,
@@ -336,8 +329,7 @@ impl Conn {
             State::Head => Timer::Head,
             State::Body(_) => Timer::Body,
             State::Verifying(_) => Timer::Never,
-            State::Piping(p, _) => Timer::Pipe(p.idle_timeout()),
-            State::Streaming(_) => Timer::Stream,
+            State::Streaming(_) => Timer::Produced,
             State::Lingering(_) => Timer::Linger,
         }
     }
@@ -362,14 +354,12 @@ impl Conn {
                 };
                 return Event::Verified(w);
             }
+            State::Body(_) => return self.read_body(input, pos, cx),
+            State::Streaming(p) if p.body.is_some() => return self.read_body(input, pos, cx),
             // What follows a request held for its password check (its
             // body, pipelined requests) waits too, as do pipelined
-            // requests behind a piped answer.
-            State::Verifying(_)
-            | State::Lingering(_)
-            | State::Piping(_, None)
-            | State::Streaming(_) => return Event::Stall,
-            State::Body(_) | State::Piping(_, Some(_)) => return self.read_body(input, pos, cx),
+            // requests behind a produced answer.
+            State::Verifying(_) | State::Lingering(_) | State::Streaming(_) => return Event::Stall,
             State::Idle | State::Head => {}
         }
         if *pos == input.len() || cx.output >= OUTPUT_CAP {
@@ -391,15 +381,18 @@ impl Conn {
 
     /// Reads body bytes into where the body goes.
     fn read_body(&mut self, input: &[u8], pos: &mut usize, cx: &Reading) -> Event {
-        let (decoder, to, mut pipe) = match &mut self.state {
+        let (decoder, to, mut feed) = match &mut self.state {
             State::Body(b) => (&mut b.decoder, Some(&mut b.to), None),
-            State::Piping(p, Some(d)) => (d, None, Some(p)),
+            State::Streaming(p) => match (&mut p.body, p.run.input()) {
+                (Some(d), Some(feed)) => (d, None, Some(feed)),
+                _ => return Event::Stall,
+            },
             _ => return Event::Stall,
         };
-        // Body bytes go to a pipe's input while it wants them (reading
+        // Body bytes go to a producer's input while it wants them (reading
         // pauses when its buffer is full), else where the state says.
-        let room = match &pipe {
-            Some(p) => p.input_room(),
+        let room = match &feed {
+            Some(i) => i.room(),
             None => usize::MAX,
         };
         if room == 0 {
@@ -408,8 +401,8 @@ impl Conn {
         let end = *pos + room.min(input.len() - *pos);
         let grows = matches!(to, Some(BodyTo::Handler(_) | BodyTo::Whole(_)));
         let mut to = to;
-        let mut sink = |data: &[u8]| match (&mut pipe, &mut to) {
-            (Some(p), _) => p.feed_input(data),
+        let mut sink = |data: &[u8]| match (&mut feed, &mut to) {
+            (Some(i), _) => i.feed(data),
             (None, Some(BodyTo::Handler(h))) => h.body.extend_from_slice(data),
             (None, Some(BodyTo::Whole(w))) => w.body.push(data, cx.temp_dir),
             _ => {}
@@ -445,8 +438,13 @@ impl Conn {
                 BodyTo::Handler(h) => Waiting::Handler(h),
                 BodyTo::Whole(w) => Waiting::Whole(w),
             },
-            State::Piping(p, _) => {
-                self.state = State::Piping(p, None);
+            State::Streaming(mut p) if p.body.is_some() => {
+                // (No more comes: the input closes once it is written.)
+                p.body = None;
+                if let Some(input) = p.run.input() {
+                    input.end();
+                }
+                self.state = State::Streaming(p);
                 Waiting::Pipe
             }
             other => {

@@ -11,8 +11,9 @@ use std::rc::Rc;
 
 use super::write::{stream_head, Answering, StreamFor};
 use crate::handlers::pipe::ReplyHead;
+use crate::http::body::BodyDecoder;
 use crate::http::request::OwnedRequest;
-use crate::http::response::Encoder;
+use crate::http::response::{Encoder, CONTINUE};
 use crate::http::{Method, Version};
 use crate::server::run::{Run, Sink, Wanted};
 use crate::server::transport::Out;
@@ -20,14 +21,17 @@ use crate::server::transport::Out;
 /// Output buffered for the client before the producer is asked for more.
 pub const OUT_CAP: usize = 256 * 1024;
 
-/// A produced answer on an HTTP/1.1 connection: the answer, and how it
-/// is framed ([`crate::server::h1::State::Streaming`]).
+/// A produced answer on an HTTP/1.1 connection: the answer, how it is
+/// framed, and the request body's decoder while that body still arrives
+/// for the producer ([`crate::server::h1::State::Streaming`]).
 #[derive(Debug)]
 pub struct Producing {
     /// The answer.
     pub run: Run,
     /// Its framing.
     pub framing: Framing,
+    /// Reads the request body on its way to the producer's input.
+    pub body: Option<BodyDecoder>,
 }
 
 /// How a produced answer is framed on the connection, chosen with its
@@ -132,6 +136,25 @@ impl Sink for H1Sink<'_> {
 
     fn cut(&mut self) {
         self.framing.broken = true;
+    }
+
+    fn takes_raw(&self) -> bool {
+        true
+    }
+
+    fn raw(&mut self, bytes: &[u8]) {
+        let f = &mut *self.framing;
+        if f.encoder.is_none() {
+            // A whole answer of its own: it ends with the connection.
+            f.encoder = Some(Encoder::Close);
+            f.keep = false;
+            f.body_from = self.sent + self.out.unsent();
+        }
+        self.data(bytes);
+    }
+
+    fn continue_body(&mut self) {
+        self.out.push_bytes(CONTINUE);
     }
 }
 
@@ -276,24 +299,49 @@ mod tests {
         assert!(!f.keep);
     }
 
-    #[test]
-    fn a_file_goes_as_a_range_behind_the_head() {
-        let cx = answering(b"");
+    /// Lends `f` a sink for a GET on a connection that sent nothing yet
+    /// (a server that says it is `server`); what it queued, and the framing.
+    fn with_sink(server: &'static [u8], f: impl FnOnce(&mut H1Sink)) -> (String, Framing) {
+        let cx = answering(server);
         let mut out = Out::with_capacity(1024);
         let mut framing = Framing::new(&request(GET), 0);
-        let mut sink = H1Sink {
+        f(&mut H1Sink {
             out: &mut out,
             framing: &mut framing,
             served: 1,
             sent: 0,
             cx: &cx,
-        };
-        sink.head(&reply(Some(3)));
-        sink.file(File::open("/dev/null").unwrap(), 3);
-        assert_eq!(sink.finish(), 0);
-        sink.cut();
+        });
+        (queued(&mut out), framing)
+    }
+
+    #[test]
+    fn raw_bytes_pass_as_they_are_and_the_connection_closes_after() {
+        let (text, framing) = with_sink(b"brisk", |sink| {
+            assert!(sink.takes_raw());
+            sink.continue_body();
+            sink.raw(b"HTTP/1.1 299 Raw\r\n\r\nra");
+            sink.raw(b"w");
+            assert_eq!(sink.finish(), 0);
+        });
         assert_eq!(
-            queued(&mut out),
+            text,
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 299 Raw\r\n\r\nraw"
+        );
+        assert!(!framing.keep);
+        assert_eq!(framing.body_from, 25);
+    }
+
+    #[test]
+    fn a_file_goes_as_a_range_behind_the_head() {
+        let (text, framing) = with_sink(b"", |sink| {
+            sink.head(&reply(Some(3)));
+            sink.file(File::open("/dev/null").unwrap(), 3);
+            assert_eq!(sink.finish(), 0);
+            sink.cut();
+        });
+        assert_eq!(
+            text,
             "HTTP/1.1 200 OK\r\nDate: <date>\r\nX-A: 1\r\nContent-Length: 3\r\n\r\n<file 3>"
         );
         assert!(framing.broken);

@@ -279,26 +279,19 @@ pub struct Answer {
     pub check: Option<Box<CheckWait>>,
     /// The request, while its body is held whole for its program.
     pub whole: Option<Box<crate::server::waits::WholeBody>>,
-    /// Its program reads a body held whole (whose window credit went
-    /// back as it arrived), not DATA frames still coming.
-    pub held_body: bool,
     /// The `[[throttle]]` rates that pace it (its rule's, shared by all
     /// clients, and its connection's), if a rule covers it: its frames
     /// wait for them, the connection's other streams do not.
     pub throttle: Option<Box<Throttle>>,
-    /// The process writing it (CGI), while it runs.
-    pub pipe: Option<Box<crate::server::worker::PipeRun>>,
-    /// A produced answer (an embedded handler's body in pieces, or its
-    /// later answer), while it comes.
+    /// A produced answer (a program's output, an embedded handler's
+    /// body in pieces, or its later answer), while it comes.
     pub run: Option<Box<crate::server::run::Run>>,
-    /// Its pipes' slot in the connection's pipe tokens (1 and up).
+    /// Its program's slot in the connection's event tokens (1 and up;
+    /// 0: it has none).
     pub slot: usize,
-    /// More body may come (from the process or the handler): the stream
-    /// does not end when the pieces run out.
+    /// More body may come (from the producer): the stream does not end
+    /// when the pieces run out.
     pub open: bool,
-    /// The request's body is all in (the process's input closes once it
-    /// is written).
-    pub body_done: bool,
     /// The response cannot be complete (a process that stopped short):
     /// the stream is reset instead of ended.
     pub broken: bool,
@@ -311,29 +304,6 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// Ends a produced body compressed by `squeeze`: its last bytes join
-    /// the pieces (unless the body is discarded). `Err` with how many
-    /// bytes the producer promised and did not give: the answer is
-    /// broken (its stream is reset).
-    pub fn end_squeezed(
-        &mut self,
-        squeeze: &mut crate::handlers::compress::Squeeze,
-    ) -> Result<(), u64> {
-        match squeeze.finish() {
-            Ok(last) => {
-                if !last.is_empty() && !self.discard {
-                    self.body_len += last.len() as u64;
-                    self.pieces.push_back(Piece::Bytes(last.to_vec(), 0));
-                }
-                Ok(())
-            }
-            Err(missing) => {
-                self.broken = true;
-                Err(missing)
-            }
-        }
-    }
-
     /// An answer that has nothing yet: its request waits.
     pub fn waiting(id: u32, started: Instant) -> Answer {
         Answer {
@@ -345,13 +315,10 @@ impl Answer {
             wait: None,
             check: None,
             whole: None,
-            held_body: false,
             throttle: None,
-            pipe: None,
             run: None,
             slot: 0,
             open: false,
-            body_done: true,
             broken: false,
             discard: false,
             progress: started,

@@ -91,7 +91,8 @@ impl Sink for H2Sink<'_> {
         a.discard = ends;
         a.expect = head.content_length;
         if ends {
-            a.open = false;
+            // (Its stream ended with the HEADERS; the answer ends when the
+            // run says so: a process's output is still read and dropped.)
             Wanted::Stop
         } else {
             Wanted::Body
@@ -133,6 +134,11 @@ impl Sink for H2Sink<'_> {
     fn abort(&mut self) {
         self.cut();
         self.answer.pieces.clear();
+    }
+
+    fn took_body(&mut self, n: usize) {
+        // (The window credit of body bytes its producer has read.)
+        self.session.conn.release(self.answer.id, n);
     }
 }
 
@@ -283,7 +289,7 @@ mod tests {
             (*k, *flags),
             (kind::HEADERS, flag::END_HEADERS | flag::END_STREAM)
         );
-        assert!(a.discard && !a.open && a.pieces.is_empty());
+        assert!(a.discard && a.pieces.is_empty());
         let (_, frames) = with_sink(false, |sink| {
             assert_eq!(sink.head(&reply(304, None)), Wanted::Stop);
         });

@@ -149,7 +149,7 @@ impl Worker {
             Waiting::Handler(h) => self.finish_handler(c, *h, Some(e.status)),
             // Held whole for a program, which never runs.
             Waiting::Whole(w) => self.refuse_held(c, w.held, e.status),
-            Waiting::Pipe => self.pipe_body_refused(c, e.status),
+            Waiting::Pipe => self.produced_body_refused(c, e.status),
             // The request was answered already (before its body arrived);
             // a second answer would be taken for the next request's, so
             // the connection just ends.
@@ -316,7 +316,7 @@ impl Worker {
             close,
         } = plan;
         let plan = match body {
-            Body::Pipe(pipe) => match self.start_pipe(c, *pipe, redirects, &mut decoder) {
+            Body::Pipe(pipe) => match self.start_pipe(c, None, *pipe, redirects, &mut decoder) {
                 Ok(()) => return,
                 Err(plan) => plan,
             },

@@ -87,12 +87,6 @@ impl Worker {
                 // not reset the connection under it (RFC 9113 §6.8).
                 return self.close_lingering(c);
             }
-            if c.h1.pipe().is_some() {
-                self.lend_out(c);
-                if self.pump_pipe(c) {
-                    continue;
-                }
-            }
             if c.h1.produced().is_some() {
                 self.lend_out(c);
                 if self.pump_produced(c) {
@@ -128,7 +122,7 @@ impl Worker {
                     format_args!(
                         "client {} closed the connection before its request body was complete{}",
                         c.peer.ip(),
-                        if c.h1.pipe().is_some() {
+                        if c.h1.produced().is_some() {
                             "; its CGI program is stopped"
                         } else {
                             ""

@@ -1,57 +1,56 @@
-//! Produced answers in the event loop (see [`crate::server::run`]): an
-//! embedded handler's body in pieces, asked for more only while the
-//! client keeps up, or its answer given later by another thread, taken
-//! when that thread wakes the worker (the connection comes through the
-//! worker's channel). One [`Run`] drives either into the sink of the
-//! connection's protocol; the protocol is chosen only where the sink is
-//! built ([`Worker::pump_produced`] for HTTP/1.1, `h2_pump_run` for
-//! HTTP/2) and where the answer ends (logged, and the connection or the
-//! stream goes on).
+//! Produced answers in the event loop (see [`crate::server::run`]): a
+//! program's output (see `pipe`), an embedded handler's body in pieces,
+//! asked for more only while the client keeps up, or its answer given
+//! later by another thread, taken when that thread wakes the worker
+//! (the connection comes through the worker's channel). One [`Run`]
+//! drives any of them into the sink of the connection's protocol; the
+//! protocol is chosen only where the sink is built
+//! ([`Worker::pump_produced`] for HTTP/1.1, `h2_pump_run` for HTTP/2) and
+//! where the answer ends (logged, and the connection or the stream goes
+//! on, or a local redirect is followed).
 
 use super::{answering, Worker};
 use crate::config::Config;
 use crate::handlers::produce::Produce;
+use crate::handlers::Plan;
+use crate::http::body::BodyDecoder;
+use crate::http::request::OwnedRequest;
 use crate::http::{Method, Status};
 use crate::log::Logger;
 use crate::server::conn::Conn;
 use crate::server::h1::sink::{Framing, H1Sink, Producing};
 use crate::server::h1::State;
+use crate::server::router::Router;
 use crate::server::run::{Outcome, PumpCx, Run, Sink};
+use crate::server::waits::Held;
 
-/// What is done to a produced answer with its sink (see [`pump`],
-/// [`time_out`]).
-type Drive = fn(&mut Run, &mut dyn Sink, &Config, &mut Vec<u8>, &mut Logger) -> Outcome;
-
-/// Gives `run` up for `timeouts.handler` (504 before its head).
-fn time_out(
-    run: &mut Run,
-    sink: &mut dyn Sink,
-    _: &Config,
-    _: &mut Vec<u8>,
-    log: &mut Logger,
-) -> Outcome {
-    let why = "no progress for timeouts.handler; given up";
-    run.fail(sink, Status::GATEWAY_TIMEOUT, why, log)
+/// What a drive of a produced answer may use besides its run and sink.
+struct Tools<'a> {
+    cfg: &'a Config,
+    router: &'a Router,
+    buf: &'a mut Vec<u8>,
+    log: &'a mut Logger,
 }
 
 /// Pumps `run` into `sink`: the one place where any protocol's produced
 /// answer moves.
-fn pump(
-    run: &mut Run,
-    sink: &mut dyn Sink,
-    cfg: &Config,
-    buf: &mut Vec<u8>,
-    log: &mut Logger,
-) -> Outcome {
-    let compress = &cfg.site(run.request.req.site()).compress;
-    let mut cx = PumpCx { buf, log, compress };
+fn pump(run: &mut Run, sink: &mut dyn Sink, t: Tools<'_>) -> Outcome {
+    let compress = &t.cfg.site(run.request.req.site()).compress;
+    let router = t.router;
+    let rules = |req: &OwnedRequest, lines: &mut Vec<u8>| router.finish_reply(req, lines);
+    let mut cx = PumpCx {
+        buf: t.buf,
+        log: t.log,
+        compress,
+        rules: &rules,
+    };
     run.pump(sink, &mut cx)
 }
 
 impl Worker {
     /// Starts answering the current request (which `redirects` CGI local
-    /// redirects led to) with `producer`: on `c`'s HTTP/1.1 exchange
-    /// (`stream` none) or on its HTTP/2 stream.
+    /// redirects led to) with `producer`, an embedded handler's: on `c`'s
+    /// HTTP/1.1 exchange (`stream` none) or on its HTTP/2 stream.
     pub(super) fn start_produced(
         &mut self,
         c: &mut Conn,
@@ -59,17 +58,33 @@ impl Worker {
         producer: Box<dyn Produce>,
         redirects: u8,
     ) {
-        let run = Run::new(producer, self.hold(redirects));
+        let run = Box::new(Run::new(producer, self.hold(redirects)));
+        self.start_run(c, stream, run, None, 0);
+    }
+
+    /// Starts `run` on `c`'s HTTP/1.1 exchange (`stream` none; `body`
+    /// reads the request body on its way to the producer) or on its
+    /// HTTP/2 stream; `slot` is its program's among the connection's
+    /// event tokens (see `pipe`).
+    pub(super) fn start_run(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        run: Box<Run>,
+        body: Option<BodyDecoder>,
+        slot: usize,
+    ) {
         let Some(id) = stream else {
             let framing = Framing::new(&run.request.req, c.queued_end());
-            let p = Producing { run, framing };
-            c.h1.set(State::Streaming(Box::new(p)), self.clock.now);
+            let run = *run;
+            let p = Producing { run, framing, body };
+            c.h1.produce(Box::new(p), self.clock.now);
             return;
         };
         #[cfg(feature = "http2")]
-        self.h2_start_run(c, id, Box::new(run));
+        self.h2_start_run(c, id, run, slot);
         #[cfg(not(feature = "http2"))]
-        let _ = id;
+        let _ = (id, slot);
     }
 
     /// Takes the connections whose later answers have moved, and drives
@@ -89,15 +104,26 @@ impl Worker {
         self.h1_with_sink(c, pump)
     }
 
-    /// An HTTP/1.1 produced answer that made no progress for
-    /// `timeouts.handler`: 504, or cut short once started.
+    /// An HTTP/1.1 produced answer that made no progress for its idle
+    /// timeout: 504, or cut short once started.
     pub(super) fn produced_timeout(&mut self, c: &mut Conn) {
-        self.h1_with_sink(c, time_out);
+        self.h1_with_sink(c, |run, sink, t| run.time_out(sink, t.log));
+    }
+
+    /// The request body of `c`'s HTTP/1.1 produced answer was refused
+    /// (`status`): answered `status` if it had not started, else cut
+    /// short (and an info line says why).
+    pub(super) fn produced_body_refused(&mut self, c: &mut Conn, status: Status) {
+        self.h1_with_sink(c, |run, sink, t| run.refuse_body(sink, status, t.log));
     }
 
     /// Runs `drive` on `c`'s HTTP/1.1 produced answer and a sink for it,
     /// and carries out what it came to; whether anything moved.
-    fn h1_with_sink(&mut self, c: &mut Conn, drive: Drive) -> bool {
+    fn h1_with_sink(
+        &mut self,
+        c: &mut Conn,
+        drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
+    ) -> bool {
         let served = c.h1.served();
         let Some(p) = c.h1.produced() else {
             return false;
@@ -110,8 +136,14 @@ impl Worker {
             sent: c.sent,
             cx: &cx,
         };
-        let (buf, log) = (&mut self.pools.pipe_buf, &mut self.logger);
-        let outcome = drive(&mut p.run, &mut sink, &self.settings.cfg, buf, log);
+        let t = Tools {
+            cfg: &self.settings.cfg,
+            router: &self.router,
+            buf: &mut self.pools.pipe_buf,
+            log: &mut self.logger,
+        };
+        let outcome = drive(&mut p.run, &mut sink, t);
+        self.unwatch_retired(&mut p.run);
         self.h1_outcome(c, outcome)
     }
 
@@ -122,8 +154,12 @@ impl Worker {
             Outcome::Moved => c.h1.touch(self.clock.now),
             Outcome::Ended => self.h1_produced_end(c, None),
             Outcome::Fail(status) => self.h1_produced_end(c, Some(status)),
-            // (No handler's producer redirects.)
-            Outcome::Redirect(_) => self.h1_produced_end(c, Some(Status::INTERNAL_SERVER_ERROR)),
+            Outcome::Redirect(target) => {
+                if let Some(mut p) = c.h1.end_produced(self.clock.now) {
+                    self.unwatch_run(&mut p.run);
+                    self.local_redirect(c, None, p.run.request, &target);
+                }
+            }
         }
         true
     }
@@ -140,9 +176,10 @@ impl Worker {
             }
             _ => None,
         };
-        let Some(p) = c.h1.end_produced(self.clock.now) else {
+        let Some(mut p) = c.h1.end_produced(self.clock.now) else {
             return;
         };
+        self.unwatch_run(&mut p.run);
         let (status, body_from) = failed.unwrap_or((p.run.status(), p.framing.body_from));
         self.log_produced(c, &p.run.request, status, body_from);
         if failed.is_some() || p.framing.broken || !p.framing.keep {
@@ -157,34 +194,121 @@ impl Worker {
         let Some(mut p) = c.h1.end_produced(self.clock.now) else {
             return;
         };
-        let status = p.run.stop();
+        let status = p.run.stop(&mut self.logger);
+        self.unwatch_run(&mut p.run);
         self.log_produced(c, &p.run.request, status, p.framing.body_from);
         c.h1.close();
+    }
+
+    /// Queues an error page with `status` in place of a produced answer
+    /// that has not started to a request to `site`; the connection
+    /// closes after it. Returns where its body starts.
+    pub(super) fn fail_unstarted(
+        &mut self,
+        c: &mut Conn,
+        status: Status,
+        head_only: bool,
+        site: usize,
+    ) -> u64 {
+        self.current.scratch.clear();
+        let mut plan = Plan::error(status, &mut self.current.scratch);
+        self.router
+            .finish_unread(site, &mut plan, &mut self.current.scratch, &mut self.logger);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let body =
+            c.h1.fail(plan, &self.current.scratch, head_only, &mut c.out, &cx);
+        c.queued_end().saturating_sub(body)
+    }
+
+    /// Logs the answer to `request` (`status`, its body from the
+    /// connection's byte `body_from` to what is queued now) once its last
+    /// byte has left, or the connection ended, with what was sent.
+    pub(super) fn log_produced(
+        &mut self,
+        c: &mut Conn,
+        request: &Held,
+        status: u16,
+        body_from: u64,
+    ) {
+        self.count_answer(&request.req, status, request.started);
+        if self.logger.access_enabled() {
+            let rec = super::request_record(c, self.clock.wall, &request.req, status);
+            let end = c.queued_end();
+            let body = end.saturating_sub(body_from);
+            let log = &mut self.logger;
+            let sent = c.sent;
+            super::access_log::push(
+                &mut c.out,
+                log,
+                sent,
+                end,
+                body,
+                request.started,
+                |l, buf| l.draft(&rec, buf),
+            );
+        }
     }
 }
 
 #[cfg(feature = "http2")]
 mod h2 {
-    use super::{pump, time_out, Drive};
+    use super::{pump, Tools};
+    use crate::h2::ErrorCode;
+    use crate::handlers::Plan;
     use crate::http::Status;
     use crate::server::conn::Conn;
     use crate::server::h2::sink::{queued, H2Sink};
     use crate::server::h2::Answer;
-    use crate::server::run::{Outcome, Run};
+    use crate::server::run::{Outcome, Run, Sink};
+    use crate::server::waits::Held;
     use crate::server::worker::{answering, Worker};
 
     impl Worker {
-        /// Starts answering stream `id` of `c` with `run`.
-        pub(super) fn h2_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>) {
+        /// Starts answering stream `id` of `c` with `run` (a program's in
+        /// `slot`, else 0).
+        pub(super) fn h2_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>, slot: usize) {
             let mut a = Answer::waiting(id, run.request.started);
             a.open = true;
             a.progress = self.clock.now;
             a.run = Some(run);
+            a.slot = slot;
             a.throttle = self.h2_throttle(c);
             match c.h2.as_mut() {
                 Some(s) => s.answers.push(a),
                 None => self.h2_run_abandon(c, &mut a, false),
             }
+        }
+
+        /// Body bytes for stream `id`, whose producer reads its request
+        /// body: they wait for its input (their credit goes back as it
+        /// takes them, see `H2Sink::took_body`), or are dropped (credit
+        /// back at once) once it no longer reads. False if no producer
+        /// on the stream reads a body.
+        pub(in crate::server::worker) fn h2_run_data(
+            c: &mut Conn,
+            id: u32,
+            data: &[u8],
+            end_stream: bool,
+        ) -> bool {
+            let Some(s) = c.h2.as_mut() else { return false };
+            let Some(input) = s
+                .answers
+                .iter_mut()
+                .filter(|a| a.id == id)
+                .find_map(|a| a.run.as_mut())
+                .and_then(|run| run.input())
+            else {
+                return false;
+            };
+            let closed = input.is_closed();
+            input.feed(data);
+            if end_stream {
+                input.end();
+            }
+            if closed {
+                s.conn.release(id, data.len());
+            }
+            true
         }
 
         /// Moves every produced answer on `c`'s streams forward.
@@ -200,7 +324,12 @@ mod h2 {
 
         /// Runs `drive` on the answer's run and a sink for its stream, and
         /// carries out what it came to.
-        fn h2_with_sink(&mut self, c: &mut Conn, mut a: Answer, drive: Drive) -> Option<Answer> {
+        fn h2_with_sink(
+            &mut self,
+            c: &mut Conn,
+            mut a: Answer,
+            drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
+        ) -> Option<Answer> {
             let Some(mut run) = a.run.take() else {
                 return Some(a);
             };
@@ -217,41 +346,81 @@ mod h2 {
                 stamp: &stamp,
                 head_only: run.head_only(),
             };
-            let (buf, log) = (&mut self.pools.pipe_buf, &mut self.logger);
-            let outcome = drive(&mut run, &mut sink, &self.settings.cfg, buf, log);
+            let t = Tools {
+                cfg: &self.settings.cfg,
+                router: &self.router,
+                buf: &mut self.pools.pipe_buf,
+                log: &mut self.logger,
+            };
+            let outcome = drive(&mut run, &mut sink, t);
+            self.unwatch_retired(&mut run);
             if !started && run.started() {
                 a.log = self.h2_head_log(c, &run.request.req, run.status());
             }
             match outcome {
                 Outcome::Idle => {
                     a.run = Some(run);
-                    Some(a)
+                    return Some(a);
                 }
                 Outcome::Moved => {
                     a.progress = self.clock.now;
                     a.run = Some(run);
-                    Some(a)
+                    return Some(a);
                 }
-                Outcome::Ended => {
+                _ => {}
+            }
+            self.unwatch_run(&mut run);
+            match outcome {
+                Outcome::Fail(status) => self.h2_give_up(c, a, false, run.request, status),
+                Outcome::Redirect(target) => {
+                    self.local_redirect(c, Some(a.id), run.request, &target);
+                }
+                _ => {
                     a.open = false;
                     if !a.pieces.is_empty() {
                         // (It ends once what it queued is framed.)
                         return Some(a);
                     }
-                    self.h2_pipe_close(c, a);
-                    None
-                }
-                Outcome::Fail(status) => {
-                    self.h2_give_up(c, a, false, run.request, status);
-                    None
-                }
-                // (No handler's producer redirects.)
-                Outcome::Redirect(_) => {
-                    let status = Status::INTERNAL_SERVER_ERROR;
-                    self.h2_give_up(c, a, false, run.request, status);
-                    None
+                    self.h2_finish_stream(c, a);
                 }
             }
+            None
+        }
+
+        /// Ends a produced answer's stream whose body is all framed:
+        /// END_STREAM, or RST_STREAM if it is short (nothing if the head
+        /// ended it).
+        pub(in crate::server::worker) fn h2_finish_stream(&mut self, c: &mut Conn, a: Answer) {
+            if let Some(s) = c.h2.as_mut() {
+                if a.broken {
+                    s.conn.reset(a.id, ErrorCode::Internal);
+                } else if !a.discard {
+                    s.conn.send_data(a.id, &[], true);
+                }
+            }
+            self.h2_ended(c, a);
+        }
+
+        /// Ends answer `a`, which cannot go on: its stream is reset if its
+        /// head went out (`started`), else its `request` is answered
+        /// `status`.
+        pub(in crate::server::worker) fn h2_give_up(
+            &mut self,
+            c: &mut Conn,
+            mut a: Answer,
+            started: bool,
+            request: Held,
+            status: Status,
+        ) {
+            if started {
+                a.broken = true;
+                a.pieces.clear();
+                self.h2_finish_stream(c, a);
+                return;
+            }
+            self.resume(request);
+            let plan = Plan::error(status, &mut self.current.scratch);
+            self.h2_answer(c, a.id, plan, 0);
         }
 
         /// The stream (or its connection) is gone, or its answer is not
@@ -264,24 +433,28 @@ mod h2 {
             log: bool,
         ) {
             let Some(mut run) = a.run.take() else { return };
-            let status = run.stop();
+            let status = run.stop(&mut self.logger);
+            self.unwatch_run(&mut run);
             if log && !run.started() {
                 self.log_produced(c, &run.request, status, c.queued_end());
             }
         }
 
-        /// Produced answers that gave nothing for `timeouts.handler`
-        /// while nothing of theirs waited for the client: answered 504
-        /// (or reset). Whether any was.
+        /// Produced answers that gave nothing for their idle timeout:
+        /// answered 504 (or reset). An in-process producer's timer waits
+        /// while what it gave waits for the client's window; a
+        /// program's runs on (see `Produce::is_process`). Whether any
+        /// was.
         pub(in crate::server::worker) fn h2_run_timeouts(&mut self, c: &mut Conn) -> bool {
-            let (now, limit) = (self.clock.now, self.settings.cfg.timeouts.handler);
+            let (now, handler) = (self.clock.now, self.settings.cfg.timeouts.handler);
             let Some(s) = c.h2.as_mut() else { return false };
             let mut late = Vec::new();
-            for a in s.answers.iter_mut().filter(|a| a.run.is_some()) {
-                if !a.pieces.is_empty() {
+            for a in s.answers.iter_mut() {
+                let Some(run) = a.run.as_ref() else { continue };
+                if !a.pieces.is_empty() && !run.is_process() {
                     // Waiting for the client (its window), not the producer.
                     a.progress = now;
-                } else if now.saturating_duration_since(a.progress) >= limit {
+                } else if now.saturating_duration_since(a.progress) >= run.idle_timeout(handler) {
                     late.push(a.id);
                 }
             }
@@ -289,7 +462,7 @@ mod h2 {
                 let Some(a) = c.h2.as_mut().and_then(|s| s.take(*id)) else {
                     continue;
                 };
-                let left = self.h2_with_sink(c, a, time_out);
+                let left = self.h2_with_sink(c, a, |run, sink, t| run.time_out(sink, t.log));
                 if let (Some(a), Some(s)) = (left, c.h2.as_mut()) {
                     s.conn.set_remaining(a.id, queued(&a.pieces));
                     s.answers.push(a);

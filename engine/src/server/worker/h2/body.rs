@@ -14,7 +14,7 @@ use crate::server::worker::Worker;
 impl Worker {
     /// Body bytes of stream `id` arrived.
     pub(super) fn h2_data(&mut self, c: &mut Conn, id: u32, data: &[u8], end_stream: bool) {
-        if Self::h2_pipe_data(c, id, data, end_stream) {
+        if Self::h2_run_data(c, id, data, end_stream) {
             return;
         }
         let Some(s) = c.h2.as_mut() else { return };

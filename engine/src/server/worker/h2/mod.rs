@@ -8,12 +8,13 @@
 //! with `[static] sendfile = false`), so the output queue holds frame
 //! headers and ranges, never a copy of a large file.
 //!
-//! CGI programs answer streams as they answer HTTP/1.1 requests (see
-//! `pipe/h2.rs`; a body of unknown length is held whole first, as over
-//! HTTP/1.1); an `nph-` program's own HTTP/1.1 response is read into a
-//! head and a body like any other's. Embedded handlers' bodies in pieces and later answers
-//! (and so servlets' streamed writes) go as DATA frames as they come
-//! (`worker/produced.rs`, through `server::h2::sink`). A `[[throttle]]` rule paces the frames of the
+//! CGI programs answer streams as they answer HTTP/1.1 requests, as
+//! producers (`worker/pipe.rs`, `worker/produced.rs`; a body of unknown
+//! length is held whole first, as over HTTP/1.1); an `nph-` program's
+//! own HTTP/1.1 response is read into a head and a body like any
+//! other's. Their output, embedded handlers' bodies in pieces and later
+//! answers (and so servlets' streamed writes) go as DATA frames as they
+//! come (`worker/produced.rs`, through `server::h2::sink`). A `[[throttle]]` rule paces the frames of the
 //! streams it covers, never the connection's other streams; its
 //! `connection_rate` is shared by the connection's streams it covers.
 //! A password check runs off the loop as for
@@ -32,7 +33,6 @@ use crate::config::Level;
 use crate::h2::frame::HEAD_LEN;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
 use crate::handlers::file_cache::SMALL_FILE;
-use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Body, Plan, Seg, Source};
 use crate::http::grammar::has_token;
 use crate::http::parse::BodyFraming;
@@ -43,7 +43,6 @@ use crate::log::Draft;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{State, OUTPUT_CAP};
-use crate::server::h2::sink::send_reply_head;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::router::{Deferred, Routed};
 use crate::server::transport::Out;
@@ -391,7 +390,8 @@ impl Worker {
         let reads_body =
             c.h2.as_mut()
                 .and_then(|s| s.answer(id))
-                .is_some_and(|a| a.pipe.is_some());
+                .and_then(|a| a.run.as_mut())
+                .is_some_and(|run| run.takes_body());
         if !no_body && !reads_body {
             self.h2_refuse_rest(c, id);
         }
@@ -467,11 +467,9 @@ impl Worker {
         }
         let Some((text, draft)) = a.log.take() else {
             // (A process or handler that never answered is logged as 499.)
-            self.h2_pipe_abandon(c, &mut a, true);
             self.h2_run_abandon(c, &mut a, true);
             return;
         };
-        self.h2_pipe_abandon(c, &mut a, false);
         self.h2_run_abandon(c, &mut a, false);
         self.lend_out(c);
         let framed = a.body_len - a.pieces.iter().map(Piece::len).sum::<u64>();
@@ -495,7 +493,7 @@ impl Worker {
         let body_len = plan.body_len(&self.current.scratch);
         let Plan { status, body, .. } = plan;
         if let Body::Pipe(pipe) = body {
-            if let Err(plan) = self.h2_start_pipe(c, id, *pipe, redirects) {
+            if let Err(plan) = self.start_pipe(c, Some(id), *pipe, redirects, &mut None) {
                 self.h2_answer(c, id, plan, redirects);
             }
             return;
@@ -572,28 +570,6 @@ impl Worker {
         Some(Box::new(Throttle { shared, own }))
     }
 
-    /// Sends on stream `id` the head a process or a handler gave later
-    /// (`head`, answering `req`; `head_only` for a HEAD request), as
-    /// HEADERS: whether the stream ended with it (a HEAD request or a
-    /// bodiless status: the body that follows is then not wanted), and
-    /// the answer's access-log line, drafted.
-    pub(in crate::server::worker) fn h2_reply_head(
-        &mut self,
-        c: &mut Conn,
-        id: u32,
-        head: &ReplyHead,
-        req: &OwnedRequest,
-        head_only: bool,
-    ) -> (bool, Option<(Vec<u8>, Draft)>) {
-        let log = self.h2_head_log(c, req, head.status);
-        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
-        let ends = match c.h2.as_mut() {
-            Some(s) => send_reply_head(s, id, head, head_only, &stamp, &mut self.pools.h2_scratch),
-            None => head_only || Status(head.status).is_bodiless(),
-        };
-        (ends, log)
-    }
-
     /// Counts the answer to `req` whose head (`status`) went out on `c`,
     /// and drafts its access-log line (finished when its stream ends).
     pub(in crate::server::worker) fn h2_head_log(
@@ -666,7 +642,6 @@ impl Worker {
     /// until the output queue holds enough for now.
     pub(super) fn h2_send(&mut self, c: &mut Conn) {
         self.lend_out(c);
-        self.h2_pump_pipes(c);
         self.h2_pump_runs(c);
         // Throttled answers over their rates wait (paused) for the
         // earliest moment one may go on; the others are not held up.
@@ -802,9 +777,9 @@ impl Worker {
                     self.h2_ended(c, a);
                 }
             } else if ran_out {
-                // A process's answer that stopped short: reset.
+                // A produced answer that ended (reset if it stopped short).
                 if let Some(a) = s.take(id) {
-                    self.h2_pipe_close(c, a);
+                    self.h2_finish_stream(c, a);
                 }
             }
         }
