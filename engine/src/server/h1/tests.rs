@@ -12,7 +12,7 @@ use crate::http::body::BodyLimits;
 use crate::http::response::{Encoder, Stamp};
 use crate::http::{Status, Version};
 use crate::server::transport::Out;
-use crate::server::waits::Held;
+use crate::server::waits::{HandlerWait, Held};
 
 const LIMITS: Limits = Limits {
     max_request_line: 8192,
@@ -91,9 +91,11 @@ impl Script {
                     let cx = self.answering();
                     self.conn.reject(plan, &self.scratch, &mut self.out, &cx);
                 }
-                Event::Verified(_) => unreachable!("no password checks here"),
                 Event::BodyGrew => {}
-                Event::BodyDone(Waiting::Handler(h)) => {
+                Event::BodyDone(BodyOver::Wait(w)) => {
+                    let Wait::Handler(h) = *w else {
+                        unreachable!("only handlers wait here")
+                    };
                     self.seen.push(format!("handler got {}", h.body.len()));
                     self.req = h.held.req;
                     let text = format!("got {}", h.body.len());
@@ -102,8 +104,8 @@ impl Script {
                 Event::BodyDone(_) => self.seen.push("body dropped".into()),
                 Event::BodyRefused(e, waiting) => {
                     let whose = match waiting {
-                        Waiting::Handler(_) => "handler",
-                        Waiting::Nothing => "nobody",
+                        BodyOver::Wait(_) => "handler",
+                        BodyOver::Nothing => "nobody",
                         _ => "other",
                     };
                     self.seen
@@ -141,7 +143,7 @@ impl Script {
                     body: Vec::new(),
                     counted: 0,
                 };
-                let to = BodyTo::Handler(Box::new(wait));
+                let to = Box::new(Wait::Handler(wait));
                 self.conn
                     .wait_for_body(expect, decoder, to, &mut self.out, self.now);
                 return;
@@ -275,8 +277,8 @@ fn a_client_that_leaves_mid_body_leaves_its_handler_unrun() {
     // The client closes here: the body can never be complete. The driver
     // sees that a body is in flight and drops what waits for it.
     assert!(s.conn.reading_body());
-    match s.conn.take_waiting() {
-        Waiting::Handler(h) => assert_eq!(h.body, b"abcd"),
+    match s.conn.take_wait().map(|w| *w) {
+        Some(Wait::Handler(h)) => assert_eq!(h.body, b"abcd"),
         other => panic!("{other:?}"),
     }
     assert!(s.output().is_empty(), "the handler never ran");

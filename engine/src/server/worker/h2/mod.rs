@@ -44,10 +44,8 @@ use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{State, OUTPUT_CAP};
 use crate::server::h2::sink::send_reply_head;
-use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
-use crate::server::router::{Deferred, Routed};
+use crate::server::h2::{request, Answer, Piece, Session};
 use crate::server::transport::Out;
-use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
 mod body;
@@ -148,20 +146,7 @@ impl Worker {
         }
         // Requests whose password check is done are routed again, and
         // the body that came meanwhile goes where the route says.
-        while let Some(mut a) = c.h2.as_mut().and_then(|s| s.take_checked()) {
-            let Some(w) = a.check.take() else { continue };
-            self.current.req = w.req;
-            self.current.start = a.started;
-            self.current.scratch.clear();
-            let no_body = self.current.req.body() == BodyFraming::None;
-            if let Some(plan) = self.h2_route(c, a.id) {
-                self.h2_answer(c, a.id, plan, 0);
-                self.h2_body_unless_read(c, a.id, no_body);
-            }
-            if !w.body.is_empty() || w.body_done {
-                self.h2_data(c, a.id, &w.body, w.body_done);
-            }
-        }
+        self.take_checked(c);
         let mut pos = 0;
         loop {
             // Reading waits while output does not leave (a client that
@@ -375,7 +360,7 @@ impl Worker {
             Ok(()) if matches!(self.current.req.body(), BodyFraming::Length(n) if n > max) => {
                 Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
             }
-            Ok(()) => match self.h2_route(c, id) {
+            Ok(()) => match self.route(c, Some(id), 0, &mut None) {
                 Some(plan) => plan,
                 None => return,
             },
@@ -387,7 +372,7 @@ impl Worker {
     /// Stream `id` was answered: unless it has no body (`no_body`) or a
     /// process reads it, its body is not wanted (a static file, an
     /// error answered without it).
-    fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
+    pub(super) fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
         let reads_body =
             c.h2.as_mut()
                 .and_then(|s| s.answer(id))
@@ -397,73 +382,11 @@ impl Worker {
         }
     }
 
-    /// Routes the current request: its answer, or `None` when it waits
-    /// (for its body, or for a password check off the loop).
-    pub(super) fn h2_route(&mut self, c: &mut Conn, id: u32) -> Option<Plan> {
-        // (A password check the hashing threads cannot take runs here:
-        // the second pass finds its outcome settled.)
-        for _ in 0..2 {
-            let (router, mut routing) = self.routing(c);
-            match router.route(&mut routing) {
-                Routed::Answer(plan) => return Some(plan),
-                Routed::Defer(Deferred::Verify(check)) => {
-                    // The request waits off the loop, its body (if it
-                    // has one) held meanwhile without its window credit
-                    // going back (see `h2_data`); when the hashing
-                    // threads cannot take the check, it runs here.
-                    match self.wakeups.submit_check(c.index, check) {
-                        Ok(check_id) => {
-                            let mut a = Answer::waiting(id, self.current.start);
-                            a.check = Some(Box::new(CheckWait {
-                                id: check_id,
-                                req: std::mem::take(&mut self.current.req),
-                                ready: false,
-                                body: Vec::new(),
-                                body_done: false,
-                            }));
-                            c.h2.as_mut()?.answers.push(a);
-                            return None;
-                        }
-                        Err(check) => self.router.settle(check.run()),
-                    }
-                }
-                Routed::Defer(Deferred::Handler { mount }) => {
-                    let mut a = Answer::waiting(id, self.current.start);
-                    a.wait = Some(Box::new(BodyWait {
-                        mount,
-                        req: std::mem::take(&mut self.current.req),
-                        body: Vec::new(),
-                    }));
-                    c.h2.as_mut()?.answers.push(a);
-                    return None;
-                }
-                Routed::Defer(Deferred::WholeBody(resume)) => {
-                    let mut a = Answer::waiting(id, self.current.start);
-                    a.whole = Some(Box::new(WholeBody {
-                        resume,
-                        held: self.hold(0),
-                        body: Default::default(),
-                    }));
-                    c.h2.as_mut()?.answers.push(a);
-                    return None;
-                }
-            }
-        }
-        Some(Plan::error(
-            Status::INTERNAL_SERVER_ERROR,
-            &mut self.current.scratch,
-        ))
-    }
-
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take() {
-            self.counts.handler_bodies -= w.body.len() as u64;
-        }
-        if let (Some(w), Some(s)) = (a.check.take(), c.h2.as_mut()) {
-            // The body held during its check: the connection's credit back.
-            s.conn.release(a.id, w.body.len());
+            self.forget_wait(c, Some(a.id), *w);
         }
         let Some((text, draft)) = a.log.take() else {
             // (A process or handler that never answered is logged as 499.)

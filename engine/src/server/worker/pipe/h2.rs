@@ -374,7 +374,7 @@ impl Worker {
             Some(req) => {
                 self.current.req = req;
                 self.current.start = started;
-                match self.h2_route(c, a.id) {
+                match self.route(c, Some(a.id), redirects, &mut None) {
                     Some(plan) => plan,
                     None => return,
                 }
