@@ -105,3 +105,48 @@ pub struct WholeBody {
     /// The body so far.
     pub body: Spool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held() -> Held {
+        Held {
+            req: OwnedRequest::default(),
+            started: Instant::now(),
+            redirects: 0,
+        }
+    }
+
+    #[test]
+    fn body_bytes_go_where_the_wait_keeps_them_and_the_predicates_tell_the_kinds() {
+        let dir = std::path::Path::new("/nonexistent");
+        let mut check = Wait::Check(AuthWait {
+            id: 3,
+            held: held(),
+            ready: false,
+            body: Vec::new(),
+            body_done: false,
+        });
+        check.push(b"ab", dir);
+        check.push(b"c", dir);
+        assert!(check.is_check(3) && !check.is_check(4));
+        assert!(!check.is_checked() && !check.wants_body());
+        let Wait::Check(w) = &mut check else {
+            unreachable!()
+        };
+        assert_eq!(w.body, b"abc");
+        w.ready = true;
+        assert!(check.is_checked());
+
+        let mut handler = Wait::Handler(HandlerWait {
+            mount: 0,
+            held: held(),
+            body: Vec::new(),
+            counted: 0,
+        });
+        handler.push(b"xyz", dir);
+        assert!(handler.wants_body() && !handler.is_check(3) && !handler.is_checked());
+        assert!(matches!(&handler, Wait::Handler(w) if w.body == b"xyz" && w.counted == 0));
+    }
+}
