@@ -29,11 +29,10 @@ impl Worker {
             s.answer(id).and_then(|a| a.wait.as_deref()),
             Some(Wait::Check(_))
         );
+        // While its password is checked the body waits, its credit held
+        // back, so that the stream's window bounds it. Any other body's
+        // credit goes back now (one nobody waits for is dropped).
         if !checking {
-            // Its password is being checked: the body waits, its credit
-            // held back, so the stream's window bounds it. Any other
-            // body's credit goes back now (one nobody waits for is
-            // dropped).
             s.conn.release(id, data.len());
         }
         let Some(w) = c.wait_mut(Some(id)) else {
