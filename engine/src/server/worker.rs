@@ -14,8 +14,8 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
+use super::listen::Speaks;
 use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
-use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::access::Checked;
 use crate::channel;
