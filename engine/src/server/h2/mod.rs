@@ -9,6 +9,7 @@
 //! into an HPACK block ([`head`]).
 
 pub mod head;
+pub mod opening;
 pub mod request;
 pub mod sink;
 

@@ -25,7 +25,7 @@ use std::rc::Rc;
 use super::*;
 use crate::access::throttle::Throttle;
 use crate::h2::frame::HEAD_LEN;
-use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
+use crate::h2::{self as proto, ErrorCode, Event as H2Event};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Seg, Source};
@@ -35,6 +35,8 @@ use crate::http::response::{Connection, Framing, Head};
 use crate::http::{Method, Version};
 use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
+pub(super) use crate::server::h2::opening::Opening;
+use crate::server::h2::opening::{opening, prior_knowledge};
 use crate::server::h2::sink::send_reply_head;
 use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
@@ -46,17 +48,10 @@ mod body;
 /// behind its frames' headers).
 const FILE_BATCH: usize = 256 * 1024;
 
-/// Length of the preface's first line, `PRI * HTTP/2.0`.
-const PREFACE_LINE: usize = 14;
-
-/// What the first bytes of a plain connection say.
-pub(super) enum Opening {
-    /// HTTP/1.x: go on as always.
-    Http1,
-    /// Maybe the HTTP/2 preface: wait for more bytes.
-    Partial,
-    /// The HTTP/2 preface: the connection is h2c.
-    Http2,
+/// Whether plain connection `c` is fresh for [`opening`]: it has served
+/// no request and is not reading one beyond its head.
+fn fresh(c: &Conn) -> bool {
+    c.h1.served() == 0 && matches!(c.h1.state(), State::Idle | State::Head)
 }
 
 impl Worker {
@@ -64,50 +59,25 @@ impl Worker {
     /// ALPN, or `input`, the first bytes of a plain connection, open it
     /// with prior knowledge (RFC 9113 §3.3).
     pub(super) fn h2_opening(&self, c: &Conn, input: &[u8]) -> Opening {
-        if c.transport.alpn_h2() {
-            // ALPN said h2 (RFC 9113 §3.2): HTTP/2 from the first byte,
-            // the client's preface included, which the protocol checks;
-            // our SETTINGS go once the handshake is done (nothing is
-            // written before it).
-            return match c.transport.deadline() {
-                Some(_) => Opening::Partial,
-                None => Opening::Http2,
-            };
-        }
-        if !self.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || input.is_empty()
-            || c.h1.served() > 0
-            || !matches!(c.h1.state(), State::Idle | State::Head)
-        {
-            return Opening::Http1;
-        }
-        // Bytes that begin with the preface's request line are HTTP/2's
-        // (no HTTP/1.x request is `PRI * HTTP/2.0`): a preface that goes
-        // wrong after it fails as HTTP/2 (RFC 9113 §3.4), not as HTTP/1.1.
-        let line = PREFACE_LINE.min(input.len());
-        let n = input.len().min(PREFACE.len());
-        match (input[..n] == PREFACE[..n], input[..line] == PREFACE[..line]) {
-            (true, _) if n == PREFACE.len() => Opening::Http2,
-            (_, true) if line == PREFACE_LINE => Opening::Http2,
-            (true, _) => Opening::Partial,
-            _ => Opening::Http1,
-        }
+        let t = &c.transport;
+        let handshaking = t.deadline().is_some();
+        let cleartext = self.cfg.http2.cleartext;
+        opening(
+            t.alpn_h2(),
+            handshaking,
+            cleartext,
+            t.is_tls(),
+            fresh(c),
+            input,
+        )
     }
 
-    /// The first bytes of plain connection `c` are not an HTTP/1.x
-    /// request line (their version does not even begin like `HTTP/`),
-    /// nor the HTTP/2 preface. On a port that speaks h2c with prior
-    /// knowledge they are a failed preface: a connection error (RFC 9113
-    /// §3.4), and since no HTTP/1.x client is there to read a 400, the
-    /// connection closes without a word (the GOAWAY "MAY be omitted":
-    /// the peer is not using HTTP/2). Whether it was closed so.
+    /// The first bytes of plain connection `c` are neither an HTTP/1.x
+    /// request line nor the HTTP/2 preface: where it may open as h2c
+    /// ([`prior_knowledge`]), a failed preface, and the connection closes
+    /// without a word (RFC 9113 §3.4). Whether it was closed so.
     pub(super) fn h2_failed_preface(&mut self, c: &mut Conn) -> bool {
-        if !self.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || c.h1.served() > 0
-            || !matches!(c.h1.state(), State::Idle | State::Head)
-        {
+        if !prior_knowledge(self.cfg.http2.cleartext, c.transport.is_tls(), fresh(c)) {
             return false;
         }
         if self.logger.enabled(Level::Info) {
