@@ -12,6 +12,7 @@ pub mod head;
 pub mod opening;
 pub mod request;
 pub mod sink;
+pub mod upgrade;
 
 use std::collections::VecDeque;
 use std::fs::File;

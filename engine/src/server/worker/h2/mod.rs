@@ -29,16 +29,15 @@ use crate::h2::{self as proto, ErrorCode, Event as H2Event};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Seg, Source};
-use crate::http::grammar::has_token;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::{Method, Version};
+use crate::http::Method;
 use crate::log::Draft;
 use crate::server::h1::OUTPUT_CAP;
 pub(super) use crate::server::h2::opening::Opening;
 use crate::server::h2::opening::{opening, prior_knowledge};
 use crate::server::h2::sink::send_reply_head;
-use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
+use crate::server::h2::{request, upgrade, Answer, BodyWait, CheckWait, Piece, Session};
 use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
@@ -188,7 +187,10 @@ impl Worker {
     /// the request is answered over HTTP/1.1, the upgrade ignored, as
     /// RFC 9110 §7.8 allows.
     pub(super) fn h2c_upgrade(&mut self, c: &mut Conn) -> bool {
-        let Some(settings) = self.h2c_settings(c) else {
+        let (cleartext, draining) = (self.cfg.http2.cleartext, self.draining != Drain::Serve);
+        let Some(settings) =
+            upgrade::settings(&self.req, cleartext, c.transport.is_tls(), draining)
+        else {
             return false;
         };
         let mut session = self.h2_session();
@@ -243,46 +245,6 @@ impl Worker {
         c.h2 = Some(session);
         self.h2_queue_control(c);
         true
-    }
-
-    /// The SETTINGS payload of an `Upgrade: h2c` request that this
-    /// connection may take (see [`Worker::h2c_upgrade`]): `HTTP2-Settings`
-    /// once, in base64url, named in `Connection` with `Upgrade` (RFC 7540
-    /// §3.2.1), on a plain connection that speaks h2c, for a request with
-    /// no body in origin form.
-    fn h2c_settings(&self, c: &Conn) -> Option<Vec<u8>> {
-        use base64ct::{Base64UrlUnpadded, Encoding};
-        let req = &self.req;
-        if !self.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || self.draining != Drain::Serve
-            || req.version() != Version::Http11
-            || req.body() != BodyFraming::None
-            || !req.original_target().starts_with(b"/")
-            || !req.header("upgrade").is_some_and(|v| has_token(v, b"h2c"))
-        {
-            return None;
-        }
-        let named = |token: &[u8]| {
-            req.headers()
-                .any(|h| h.name.eq_ignore_ascii_case(b"connection") && has_token(h.value, token))
-        };
-        if !named(b"upgrade") || !named(b"http2-settings") {
-            return None;
-        }
-        let mut values = req
-            .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"http2-settings"));
-        let value = values.next()?;
-        if values.next().is_some() {
-            return None;
-        }
-        let value = value.value;
-        let value = &value[..value.iter().rposition(|&b| b != b'=').map_or(0, |i| i + 1)];
-        // (32 settings are many more than the six RFC 9113 defines.)
-        let mut decoded = [0u8; 32 * 6];
-        let n = Base64UrlUnpadded::decode(value, &mut decoded).ok()?.len();
-        Some(decoded[..n].to_vec())
     }
 
     /// Lends connection `c` the buffers its streams need, from the
