@@ -2,61 +2,65 @@
 //! connections in a slab, one coarse timer sweep a second. No locks on the
 //! request path.
 
-use std::collections::VecDeque;
 use std::io;
-use std::net::{SocketAddr, TcpListener as StdListener};
+use std::net::TcpListener as StdListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use mio::net::TcpListener;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
 use super::listen::Speaks;
-use super::transport::{Acceptor, Flushed, Link, Out, Setup, Tcp, Transport};
+use super::router::Router;
+use super::transport::Setup;
 use crate::access::verify::Verifier;
-use crate::access::Checked;
-use crate::channel;
-use crate::config::{Config, Level};
-use crate::handlers::{Plan, Scratch};
-use crate::http::body::{BodyDecoder, BodyLimits};
-use crate::http::date::DateCache;
-use crate::http::parse::{self, BodyFraming};
-use crate::http::request::{OwnedRequest, MAX_HEADERS};
-use crate::http::response::Stamp;
+use crate::config::Level;
 use crate::http::Status;
-use crate::log::budget::LineBudget;
-use crate::log::{AccessRecord, Logger};
+use crate::log::Logger;
 use crate::server::counters::Counters;
+#[cfg(feature = "http2")]
+use crate::server::h1::State;
+use crate::server::h1::Timer;
 use crate::sys::launcher::Launchers;
-use crate::sys::net;
 
 mod accept;
 mod access_log;
 mod bodies;
+mod clock;
 mod counting;
+mod current;
 mod dispatch;
 mod drain;
 mod drive;
 #[cfg(feature = "http2")]
 mod h2;
+mod listen;
 mod pipe;
+mod pools;
 mod produced;
 mod proxied;
 mod rest;
+mod settings;
+mod slab;
+mod timers;
+mod wakeups;
 
 use access_log::settle;
+use clock::Clock;
+use counting::Counts;
+use current::Current;
 use dispatch::{answering, request_record};
-pub use pipe::PipeRun;
-
-use super::router::{Client, Deferred, Routed, Router};
-use crate::access::Check;
-use crate::handlers::Body;
-use crate::server::h1::{Linger, State, Timer};
-use crate::server::waits::WholeBody;
+use drain::Draining;
+use listen::Listen;
 use pipe::End;
+pub use pipe::PipeRun;
+use pools::Pools;
+use settings::Settings;
+use slab::Slab;
+use timers::Timers;
+use wakeups::Wakeups;
 
 /// Token of the waker that tells a worker to shut down.
 const WAKER: Token = Token(usize::MAX);
@@ -130,176 +134,56 @@ pub fn poll_and_waker() -> io::Result<(Poll, Arc<Waker>)> {
 /// A worker's state.
 pub struct Worker {
     poll: Poll,
-    /// Its listeners, each with what its clients speak.
-    listeners: Vec<(TcpListener, Speaks)>,
-    /// Starts TLS connections (with TLS listeners).
-    tls: Option<Acceptor>,
-    /// A TLS listener has connections waiting for a handshake slot.
-    tls_waiting: bool,
-    /// TLS connections in their handshake with an event not handled yet:
-    /// their turn comes after the established connections', a few per
-    /// pass of the loop (see [`accept`]).
-    handshakes_due: VecDeque<usize>,
-    /// Caps the debug lines that explain failed TLS connections.
-    tls_errors: LineBudget,
-    conns: Vec<Option<Conn>>,
-    free: Vec<usize>,
-    live: usize,
-    counters: Arc<Counters>,
+    /// Its listeners, with TLS's acceptor.
+    listen: Listen,
+    /// Its connections.
+    conns: Slab,
+    /// What it counts.
+    counts: Counts,
     /// Chooses who answers each request.
     router: Router,
-    /// The request being answered (its buffers reused from one to the next).
-    req: OwnedRequest,
-    verifier: Arc<Verifier>,
-    waker: Arc<Waker>,
-    /// Finished password checks: connection, request id, outcome.
-    checks_tx: channel::Sender<(usize, u64, Checked)>,
-    checks_rx: channel::Receiver<(usize, u64, Checked)>,
-    next_check: u64,
-    /// Connections whose handler's later answer has moved (see
-    /// [`crate::handlers::stream::Later`]).
-    streams_rx: mpsc::Receiver<usize>,
-    cfg: Arc<Config>,
+    /// The request being answered, and its scratch buffers.
+    current: Current,
+    /// What wakes it besides its sockets.
+    wakeups: Wakeups,
+    /// Its configuration, and the limits worked out from it.
+    settings: Settings,
     logger: Logger,
-    date: DateCache,
-    now: Instant,
-    wall: SystemTime,
-    rbuf: Vec<u8>,
-    scratch: Scratch,
-    /// Emptied output queues and input buffers kept for reuse: a
-    /// connection borrows a queue while it has output waiting.
-    spare_outs: Vec<Out>,
-    spare_bufs: Vec<Vec<u8>>,
-    /// Bytes of request bodies held for embedded handlers (all connections).
-    handler_bodies: u64,
-    /// Read buffer for pipe bodies.
-    pipe_buf: Vec<u8>,
-    /// When the first byte of the request being answered arrived (kept
-    /// here rather than in every connection: only a request that waits,
-    /// for its body, a password check or a CGI program, keeps its own).
-    req_start: Instant,
-    /// Throttled connections waiting for their rate: when, and which.
-    timers: Vec<(Instant, usize)>,
-    limits: parse::Limits,
-    body_limits: BodyLimits,
-    order: Arc<DrainOrder>,
-    /// The order being carried out (`Serve` until one comes).
-    draining: Drain,
-    /// When the worker exits whatever its connections still hold.
-    drain_until: Option<Instant>,
-    /// When the sweep first saw the order to wind down.
-    #[cfg(feature = "http2")]
-    draining_since: Option<Instant>,
-    accept_paused_until: Option<Instant>,
-    next_tick: Instant,
-    /// Caps the debug lines that explain 403s and 404s.
-    refusals: LineBudget,
-    /// Told each time the loop goes round its timer pass.
-    heartbeat: Arc<super::lifecycle::Heartbeat>,
-    /// What it counts (for the built-in `metrics` and `status`).
-    stats: Arc<crate::handlers::stats::WorkerStats>,
-    /// Buffers for HTTP/2 heads.
-    #[cfg(feature = "http2")]
-    h2_scratch: crate::server::h2::Scratch,
-    /// Buffers of HTTP/2 connections that have no stream open, for the
-    /// next that opens one.
-    #[cfg(feature = "http2")]
-    h2_spares: Vec<crate::server::h2::Spares>,
-    /// The HTTP/2 limits of its connections (`[http2]`'s), shared.
-    #[cfg(feature = "http2")]
-    h2_limits: Option<Arc<crate::h2::Limits>>,
-    /// Since when no socket or pipe has had an event, if the worker has
-    /// worked since it last rested (see [`rest`]).
-    quiet_since: Option<Instant>,
+    /// The time of this pass of the loop.
+    clock: Clock,
+    /// The buffers it lends and reuses.
+    pools: Pools,
+    /// Connections to drive at a time, the sweep, the quiet time.
+    timers: Timers,
+    /// Where it is in winding down.
+    drain: Draining,
 }
 
 impl Worker {
     /// Prepares a worker; registers its listeners.
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
         let cfg = Arc::clone(&init.files[0].cfg);
-        let mut listeners = Vec::new();
-        for (i, (socket, speaks)) in init.listeners.into_iter().enumerate() {
-            let mut listener = TcpListener::from_std(socket);
-            init.poll.registry().register(
-                &mut listener,
-                Token(LISTENER_BASE + i),
-                Interest::READABLE,
-            )?;
-            listeners.push((listener, speaks));
-        }
-        let limits = parse::Limits {
-            max_request_line: cfg.limits.max_request_line,
-            max_head: cfg.limits.max_header_bytes,
-            max_headers: cfg.limits.max_headers.min(MAX_HEADERS),
-        };
-        let body_limits = BodyLimits {
-            max_body: cfg.limits.max_body,
-            max_chunk_ext: 4096,
-            max_trailers: cfg.limits.max_header_bytes,
-        };
         let now = Instant::now();
+        let listen = Listen::new(init.poll.registry(), init.listeners, init.tls.as_ref(), now)?;
         let failures = init.counters.auth_failures.clone();
-        let (streams_tx, streams_rx) = mpsc::channel();
-        let wake = crate::handlers::stream::Wake {
-            tx: streams_tx,
-            waker: Arc::clone(&init.waker),
-            conn: 0,
-        };
+        let (wakeups, wake) = Wakeups::new(init.verifier, init.waker);
         let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
         router.count_in(Arc::clone(&init.stats));
         router.share_rates(init.counters.rates.clone());
-        let (checks_tx, checks_rx) = channel::channel();
         Ok(Worker {
             poll: init.poll,
-            listeners,
-            tls: init.tls.as_ref().map(Acceptor::new),
-            tls_waiting: false,
-            handshakes_due: VecDeque::new(),
-            tls_errors: LineBudget::new(accept::TLS_ERRORS_PER_SEC, now),
-            conns: Vec::new(),
-            free: Vec::new(),
-            live: 0,
-            counters: init.counters,
+            listen,
+            conns: Slab::new(),
+            counts: Counts::new(init.counters, init.stats, now),
             router,
-            req: OwnedRequest::default(),
-            verifier: init.verifier,
-            waker: init.waker,
-            checks_tx,
-            checks_rx,
-            next_check: 0,
-            streams_rx,
-            cfg,
+            current: Current::new(now),
+            wakeups,
+            settings: Settings::new(cfg),
             logger: init.logger,
-            date: DateCache::new(),
-            now,
-            wall: SystemTime::now(),
-            rbuf: Vec::with_capacity(READ_BUF),
-            scratch: Scratch::default(),
-            spare_outs: vec![Out::with_capacity(READ_BUF)],
-            spare_bufs: Vec::new(),
-            handler_bodies: 0,
-            pipe_buf: Vec::with_capacity(READ_BUF),
-            timers: Vec::new(),
-            req_start: now,
-            limits,
-            body_limits,
-            order: init.order,
-            draining: Drain::Serve,
-            drain_until: None,
-            #[cfg(feature = "http2")]
-            draining_since: None,
-            accept_paused_until: None,
-            next_tick: now + TICK,
-            quiet_since: None,
-            refusals: LineBudget::new(REFUSALS_PER_SEC, now),
-            heartbeat: init.heartbeat,
-            stats: init.stats,
-            #[cfg(feature = "http2")]
-            h2_scratch: Default::default(),
-            #[cfg(feature = "http2")]
-            h2_spares: Vec::new(),
-            #[cfg(feature = "http2")]
-            h2_limits: None,
+            clock: Clock::new(now),
+            pools: Pools::new(),
+            timers: Timers::new(now, init.heartbeat),
+            drain: Draining::new(init.order),
         })
     }
 
@@ -307,17 +191,18 @@ impl Worker {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
-            let mut timeout = if self.drain_until.is_some() || self.accept_paused_until.is_some() {
+            let mut timeout = if self.drain.until.is_some() || self.listen.paused() {
                 Duration::from_millis(100)
             } else {
-                self.next_tick
+                self.timers
+                    .next_tick
                     .saturating_duration_since(Instant::now())
                     .max(Duration::from_millis(10))
             };
-            if let Some(first) = self.timers.iter().map(|t| t.0).min() {
+            if let Some(first) = self.timers.earliest() {
                 timeout = timeout.min(first.saturating_duration_since(Instant::now()));
             }
-            if !self.handshakes_due.is_empty() {
+            if self.listen.handshakes_waiting() {
                 // Handshakes wait: look at what else is ready, then go on.
                 timeout = Duration::ZERO;
             }
@@ -328,12 +213,10 @@ impl Worker {
                     break;
                 }
             }
-            self.now = Instant::now();
-            self.wall = SystemTime::now();
-            self.date.update(self.wall);
-            self.router.set_now(self.now);
+            self.clock.tick();
+            self.router.set_now(self.clock.now);
             if !events.is_empty() {
-                self.quiet_since = Some(self.now);
+                self.timers.worked(self.clock.now);
             }
             // The main thread's news first: a drain ordered before a
             // request arrived applies to that request's answer even when
@@ -356,7 +239,7 @@ impl Worker {
                         if ev.is_read_closed() || ev.is_error() {
                             // The FIN may have come with the last data: read
                             // on until read() says so, or it goes unseen.
-                            if let Some(Some(c)) = self.conns.get_mut(i) {
+                            if let Some(c) = self.conns.get_mut(i) {
                                 c.transport.tcp_mut().hangup = true;
                             }
                         }
@@ -372,53 +255,48 @@ impl Worker {
                 self.fire_timers();
             }
             self.accept_waiting_tls();
-            if self.now >= self.next_tick || self.drain_until.is_some() {
+            if self.timers.sweep_due(self.clock.now) || self.drain.until.is_some() {
                 self.sweep();
             }
-            if let Some(until) = self.accept_paused_until {
-                if self.now >= until {
-                    self.accept_paused_until = None;
-                    for i in 0..self.listeners.len() {
-                        self.accept_all(i);
-                    }
+            if self.listen.resume_due(self.clock.now) {
+                for i in 0..self.listen.listeners.len() {
+                    self.accept_all(i);
                 }
             }
             self.logger.flush();
-            if self.draining != Drain::Serve
-                && (self.live == 0 || self.drain_until.is_some_and(|u| self.now >= u))
-            {
+            if self.drain.done(self.clock.now, self.conns.live()) {
                 break;
             }
         }
-        if self.draining == Drain::Serve {
+        if self.drain.mode == Drain::Serve {
             // (The loop failed: the listeners close with the worker.)
-            self.listeners.clear();
-            self.order.listeners_closed();
+            self.listen.listeners.clear();
+            self.drain.order.listeners_closed();
         }
         // Whatever still runs is abandoned: no child outlives its worker.
-        for i in 0..self.conns.len() {
+        for i in 0..self.conns.slots() {
             self.close(i);
         }
-        self.router.reap(self.now, true, &mut self.logger);
+        self.router.reap(self.clock.now, true, &mut self.logger);
         self.logger.flush();
     }
 
     /// Drives connection `i` after an event (`readable`: its socket may
     /// have input), a timer or a pipe event.
     fn on_event(&mut self, i: usize, readable: bool) {
-        let Some(mut conn) = self.conns.get_mut(i).and_then(Option::take) else {
+        let Some(mut conn) = self.conns.take(i) else {
             return;
         };
         // (Throttled output moves on timers, without a socket event.)
-        self.quiet_since = Some(self.now);
+        self.timers.worked(self.clock.now);
         if readable {
             conn.transport.tcp_mut().read_more = true;
         }
         let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
         match keep {
-            Ok(true) => self.conns[i] = Some(conn),
+            Ok(true) => self.conns.put(i, conn),
             Ok(false) => {
-                self.conns[i] = Some(conn);
+                self.conns.put(i, conn);
                 self.close(i);
             }
             Err(_) => {
@@ -426,15 +304,8 @@ impl Worker {
                     Level::Error,
                     format_args!("internal error serving {}; connection closed", conn.peer),
                 );
-                // Buffers lent out (mem::take) when the panic struck must
-                // not stay empty for every later connection.
-                if self.rbuf.capacity() == 0 {
-                    self.rbuf = Vec::with_capacity(READ_BUF);
-                }
-                if self.pipe_buf.capacity() == 0 {
-                    self.pipe_buf = Vec::with_capacity(READ_BUF);
-                }
-                self.conns[i] = Some(conn);
+                self.pools.restore();
+                self.conns.put(i, conn);
                 self.close(i);
             }
         }
@@ -443,14 +314,14 @@ impl Worker {
     /// An event on a pipe of a process answering on connection `i` (in
     /// `slot`: 0 for HTTP/1.1, another for an HTTP/2 stream).
     fn on_pipe_event(&mut self, i: usize, slot: usize, end: End) {
-        if let Some(Some(c)) = self.conns.get_mut(i) {
+        if let Some(c) = self.conns.get_mut(i) {
             Self::pipe_ready(c, slot, end);
             self.on_event(i, false);
         }
     }
 
     fn close(&mut self, i: usize) {
-        if let Some(mut c) = self.conns.get_mut(i).and_then(Option::take) {
+        if let Some(mut c) = self.conns.take(i) {
             if c.h1.pipe().is_some() {
                 self.pipe_abandon(&mut c);
             }
@@ -469,20 +340,15 @@ impl Worker {
             settle(&mut self.logger, &mut c.out, c.sent, true);
             self.forget_handler_body(&mut c);
             // Closing the socket (dropping it) removes it from epoll.
-            if c.awaiting_proxy() {
-                self.counters.conn_limits.release_total();
-            } else {
-                self.counters.conn_limits.release(c.peer.ip());
-            }
-            self.free.push(i);
-            self.live -= 1;
+            self.counts.release(c.peer.ip(), c.awaiting_proxy());
+            self.conns.free(i);
         }
     }
 
     /// Closes idle connection `i` gracefully (see
     /// [`Worker::close_gracefully`]).
     fn close_idle(&mut self, i: usize) {
-        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+        let Some(c) = self.conns.get_mut(i) else {
             return;
         };
         match Self::close_gracefully(c) {
@@ -499,7 +365,7 @@ impl Worker {
     /// they are; a client that has not read it all `send` after it was
     /// handed over is closed all the same (`timeouts.send`).
     fn idle_timeout(&mut self, i: usize, age: Duration, send: Duration) {
-        let Some(c) = self.conns.get_mut(i).and_then(Option::as_mut) else {
+        let Some(c) = self.conns.get_mut(i) else {
             return;
         };
         if age < send {
@@ -508,7 +374,7 @@ impl Worker {
                 return;
             }
             if c.h1.unread() {
-                c.h1.touch(self.now);
+                c.h1.touch(self.clock.now);
                 return;
             }
         }
@@ -517,58 +383,41 @@ impl Worker {
 
     /// Wakes the throttled connections whose time has come.
     fn fire_timers(&mut self) {
-        let now = self.now;
-        let mut due = Vec::new();
-        self.timers.retain(|&(when, idx)| {
-            if when <= now {
-                due.push(idx);
-                false
-            } else {
-                true
-            }
-        });
-        for idx in due {
+        for idx in self.timers.due(self.clock.now) {
             self.on_event(idx, false);
         }
     }
 
     /// The once-a-second timer pass over every connection.
     fn sweep(&mut self) {
-        self.next_tick = self.now + TICK;
-        self.heartbeat.beat(self.now);
+        self.timers.swept(self.clock.now);
         self.publish_stats();
         self.maybe_rest();
         self.report_refusals_not_logged();
         self.report_tls_errors_not_logged();
-        self.router.reap(self.now, false, &mut self.logger);
-        let t = self.cfg.timeouts.clone();
+        self.router.reap(self.clock.now, false, &mut self.logger);
+        let t = self.settings.cfg.timeouts.clone();
         // Winding down, whether HTTP/2 connections hear GOAWAY now, busy
-        // or not: at a stop; at a reload, `timeouts.keepalive` after it,
-        // or when `timeouts.reload_drain` is about to end (time for both
-        // steps first). `None`: serving.
+        // or not (at a reload, `timeouts.keepalive` after it, or when
+        // `timeouts.reload_drain` is about to end). `None`: serving.
         #[cfg(feature = "http2")]
-        let goaway_at_once = match self.draining {
-            Drain::Serve => None,
-            Drain::Stop => Some(true),
-            Drain::Retire => {
-                let since = *self.draining_since.get_or_insert(self.now);
-                let ending = self.drain_until.is_some_and(|u| {
-                    u.saturating_duration_since(self.now) <= crate::h2::GOAWAY_WAIT + TICK
-                });
-                Some(ending || self.now.saturating_duration_since(since) >= t.keepalive)
-            }
-        };
-        for i in 0..self.conns.len() {
-            let Some(c) = self.conns[i].as_mut() else {
+        let goaway_at_once = self.drain.goaway_at_once(self.clock.now, t.keepalive);
+        for i in 0..self.conns.slots() {
+            let Some(c) = self.conns.get_mut(i) else {
                 continue;
             };
-            if c.awaiting_proxy() && self.now.saturating_duration_since(c.h1.since()) >= t.header {
+            if c.awaiting_proxy()
+                && self.clock.now.saturating_duration_since(c.h1.since()) >= t.header
+            {
                 // The balancer never said who the client is: no HTTP
                 // answer (it would go to nobody in particular).
                 self.close(i);
                 continue;
             }
-            if c.transport.deadline().is_some_and(|at| self.now >= at) {
+            if c.transport
+                .deadline()
+                .is_some_and(|at| self.clock.now >= at)
+            {
                 // The TLS handshake did not end in time (a client that
                 // sends nothing, or dribbles): like the head timeout.
                 self.close(i);
@@ -584,7 +433,10 @@ impl Worker {
                 // above (`timeouts.keepalive`, as an idle HTTP/1.1
                 // connection is kept); at a stop, at once.
                 let quiet = |h2: &crate::server::h2::Session| {
-                    self.now.saturating_duration_since(h2.conn.last_opened()) >= TICK
+                    self.clock
+                        .now
+                        .saturating_duration_since(h2.conn.last_opened())
+                        >= TICK
                 };
                 if let Some(h2) =
                     c.h2.as_mut()
@@ -598,19 +450,19 @@ impl Worker {
                     // stalled on flow control hears it too (it waited for
                     // the shutdown grace and a bare close before); its
                     // `timeouts.send` still runs from the next sweep.
-                    h2::shut_down(h2, i, self.now, &mut self.timers);
+                    h2::shut_down(h2, i, self.clock.now, &mut self.timers);
                     self.on_event(i, false);
                     continue;
                 }
             }
             if let Some(blocked) = c.blocked_since {
-                if self.now.saturating_duration_since(blocked) >= t.send {
+                if self.clock.now.saturating_duration_since(blocked) >= t.send {
                     self.close(i);
                 }
                 continue;
             }
-            let age = self.now.saturating_duration_since(c.h1.since());
-            let stopping = self.draining == Drain::Stop;
+            let age = self.clock.now.saturating_duration_since(c.h1.since());
+            let stopping = self.drain.mode == Drain::Stop;
             // (An HTTP/2 connection that sent its GOAWAY lingers as
             // HTTP/1.1 does: its h1 state says so.)
             #[cfg(feature = "http2")]
@@ -629,7 +481,7 @@ impl Worker {
                     h2.rest();
                     c.transport.rest();
                 }
-                let Some(mut conn) = self.conns[i].take() else {
+                let Some(mut conn) = self.conns.take(i) else {
                     continue;
                 };
                 // A request body that makes no progress for
@@ -637,7 +489,7 @@ impl Worker {
                 let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
                 late |= self.h2_pipe_timeouts(&mut conn);
                 late |= self.h2_run_timeouts(&mut conn);
-                self.conns[i] = Some(conn);
+                self.conns.put(i, conn);
                 if late {
                     self.on_event(i, false);
                 }
@@ -650,27 +502,27 @@ impl Worker {
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
-                Timer::Linger if drive::linger_due(c, self.now, age, t.send) => self.close(i),
+                Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
                 Timer::Pipe(limit) if age >= limit => {
-                    let mut conn = self.conns[i].take().expect("present");
+                    let mut conn = self.conns.take(i).expect("present");
                     self.pipe_timeout(&mut conn);
-                    self.conns[i] = Some(conn);
+                    self.conns.put(i, conn);
                     self.on_event(i, false);
                 }
                 Timer::Stream if age >= t.handler => {
-                    let mut conn = self.conns[i].take().expect("present");
+                    let mut conn = self.conns.take(i).expect("present");
                     self.produced_timeout(&mut conn);
-                    self.conns[i] = Some(conn);
+                    self.conns.put(i, conn);
                     self.on_event(i, false);
                 }
                 Timer::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
-                    let mut conn = self.conns[i].take().expect("present");
+                    let mut conn = self.conns.take(i).expect("present");
                     conn.pending = Vec::new();
                     // (Reading its head since its first byte.)
-                    self.req_start = conn.h1.since();
+                    self.current.start = conn.h1.since();
                     self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
-                    self.conns[i] = Some(conn);
+                    self.conns.put(i, conn);
                     self.on_event(i, false);
                 }
                 _ => {}

@@ -4,40 +4,37 @@
 //! handshakes in progress (beyond it, new TLS connections wait in the
 //! kernel's accept queue), and the turn handshakes take in each pass of
 //! the event loop (the established connections' events first, then at
-//! most [`HANDSHAKES_PER_TURN`] handshaking connections'); and the debug
+//! most [`HANDSHAKES_PER_TURN`](super::listen::HANDSHAKES_PER_TURN) handshaking connections'); and the debug
 //! line of a TLS connection that failed.
 
-use super::*;
+use std::io;
+use std::net::SocketAddr;
 
-/// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
-/// a worker explains in the error log per second (at `debug`); the rest
-/// are counted in one line.
-pub(super) const TLS_ERRORS_PER_SEC: u32 = 10;
+use mio::{Interest, Token};
 
-/// Handshaking connections served per pass of the event loop, after the
-/// other connections' events: a full handshake costs some 150 µs of CPU
-/// (a key exchange and a signature), so a pass that took every
-/// ClientHello of a flood at once would keep an established client
-/// waiting for tens of milliseconds. (With nothing else to do, the loop
-/// comes straight back for the next ones.)
-const HANDSHAKES_PER_TURN: usize = 8;
+use super::{Worker, REFUSED};
+use crate::config::Level;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
+use crate::server::transport::{Link, Tcp};
+use crate::sys::net;
 
 impl Worker {
     /// Accepts every connection waiting on listener `li`.
     pub(super) fn accept_all(&mut self, li: usize) {
-        while self.accept_paused_until.is_none() {
-            let Some(&(ref listener, speaks)) = self.listeners.get(li) else {
+        while !self.listen.paused() {
+            let Some(&(ref listener, speaks)) = self.listen.listeners.get(li) else {
                 return;
             };
             let tls = speaks.tls();
             // A TLS connection is accepted only with a place for its
             // handshake: a flood of handshakes waits in the kernel's queue
             // while established connections are served.
-            let slot = match (tls, &self.tls) {
+            let slot = match (tls, &self.listen.tls) {
                 (true, Some(acceptor)) => match acceptor.slot() {
                     Some(slot) => Some(slot),
                     None => {
-                        self.tls_waiting = true;
+                        self.listen.tls_waiting = true;
                         return;
                     }
                 },
@@ -49,8 +46,8 @@ impl Worker {
                     // it counts against its address once the header says.
                     let proxied = speaks.proxied();
                     let admitted = match proxied {
-                        true => self.counters.conn_limits.admit_total(),
-                        false => self.counters.conn_limits.admit(peer.ip()),
+                        true => self.counts.counters.conn_limits.admit_total(),
+                        false => self.counts.counters.conn_limits.admit(peer.ip()),
                     };
                     if let Err(why) = admitted {
                         // Refused early, before any state exists for it;
@@ -70,17 +67,19 @@ impl Worker {
                         }
                         continue;
                     }
-                    let tcp = Tcp::new(stream, self.cfg.site.static_files.sendfile);
-                    let link = match (slot, &self.tls) {
-                        (Some(slot), Some(acceptor)) => match acceptor.wrap(tcp, slot, self.now) {
-                            Ok(t) => Link::Tls(Box::new(t)),
-                            Err(e) => {
-                                self.counters.conn_limits.release(peer.ip());
-                                self.logger
-                                    .log(Level::Error, format_args!("cannot start TLS: {e}"));
-                                continue;
+                    let tcp = Tcp::new(stream, self.settings.cfg.site.static_files.sendfile);
+                    let link = match (slot, &self.listen.tls) {
+                        (Some(slot), Some(acceptor)) => {
+                            match acceptor.wrap(tcp, slot, self.clock.now) {
+                                Ok(t) => Link::Tls(Box::new(t)),
+                                Err(e) => {
+                                    self.counts.counters.conn_limits.release(peer.ip());
+                                    self.logger
+                                        .log(Level::Error, format_args!("cannot start TLS: {e}"));
+                                    continue;
+                                }
                             }
-                        },
+                        }
                         _ => Link::Tcp(tcp),
                     };
                     self.add_conn(link, peer, proxied);
@@ -98,7 +97,7 @@ impl Worker {
                         Level::Warn,
                         format_args!("accept: {e}; pausing new connections for 100 ms"),
                     );
-                    self.accept_paused_until = Some(self.now + Duration::from_millis(100));
+                    self.listen.pause(self.clock.now);
                 }
                 Err(_) => {}
             }
@@ -107,14 +106,8 @@ impl Worker {
 
     /// Registers a connection just accepted and serves what it holds.
     fn add_conn(&mut self, link: Link, peer: SocketAddr, proxied: bool) {
-        let idx = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.conns.push(None);
-                self.conns.len() - 1
-            }
-        };
-        let mut conn = Conn::new(link, idx, peer, self.now);
+        let idx = self.conns.reserve();
+        let mut conn = Conn::new(link, idx, peer, self.clock.now);
         conn.awaiting_proxy = proxied;
         if self
             .poll
@@ -126,26 +119,21 @@ impl Worker {
             )
             .is_err()
         {
-            self.free.push(idx);
-            if proxied {
-                self.counters.conn_limits.release_total();
-            } else {
-                self.counters.conn_limits.release(peer.ip());
-            }
+            self.conns.unreserve(idx);
+            self.counts.release(peer.ip(), proxied);
             return;
         }
         let tls = conn.transport.is_tls();
-        self.conns[idx] = Some(conn);
-        self.live += 1;
+        self.conns.insert(idx, conn);
         // With TCP_DEFER_ACCEPT the request (or the ClientHello) is
         // normally already here: serve it now rather than after another
         // epoll round trip (a ClientHello in the handshakes' turn).
         // (Registered first, so bytes that arrive after this read still
         // raise an event.) At a stop, what it holds is served now or
         // never.
-        if !self.cfg.timeouts.defer_accept.is_zero() || self.draining == Drain::Stop {
+        if !self.settings.cfg.timeouts.defer_accept.is_zero() || self.drain.mode == Drain::Stop {
             if tls {
-                self.handshakes_due.push_back(idx);
+                self.listen.handshake_later(idx);
             } else {
                 self.on_event(idx, true);
             }
@@ -155,7 +143,7 @@ impl Worker {
     /// Puts off an event of connection `i` to the handshakes' turn if the
     /// connection is in its TLS handshake; returns whether it did.
     pub(super) fn handshake_later(&mut self, i: usize, readable: bool) -> bool {
-        let Some(Some(c)) = self.conns.get_mut(i) else {
+        let Some(c) = self.conns.get_mut(i) else {
             return false;
         };
         if c.transport.deadline().is_none() {
@@ -164,15 +152,15 @@ impl Worker {
         if readable {
             c.transport.tcp_mut().read_more = true;
         }
-        self.handshakes_due.push_back(i);
+        self.listen.handshake_later(i);
         true
     }
 
     /// The handshakes' turn: drives a few of the handshaking connections
     /// that have had an event (or were just accepted with their hello).
     pub(super) fn take_handshake_turn(&mut self) {
-        for _ in 0..HANDSHAKES_PER_TURN {
-            let Some(i) = self.handshakes_due.pop_front() else {
+        for _ in 0..self.listen.handshake_turn() {
+            let Some(i) = self.listen.next_handshake() else {
                 return;
             };
             // (A connection closed meanwhile is gone: nothing happens.)
@@ -183,12 +171,11 @@ impl Worker {
     /// Accepts the TLS connections left waiting at the handshake cap,
     /// once handshakes have ended (no new event would come for them).
     pub(super) fn accept_waiting_tls(&mut self) {
-        if !self.tls_waiting || !self.tls.as_ref().is_some_and(Acceptor::has_room) {
+        if !self.listen.take_tls_waiting() {
             return;
         }
-        self.tls_waiting = false;
-        for li in 0..self.listeners.len() {
-            if self.listeners[li].1.tls() {
+        for li in 0..self.listen.listeners.len() {
+            if self.listen.listeners[li].1.tls() {
                 self.accept_all(li);
             }
         }
@@ -205,7 +192,7 @@ impl Worker {
             return;
         }
         self.report_tls_errors_not_logged();
-        if self.tls_errors.allow(self.now) {
+        if self.listen.tls_errors.allow(self.clock.now) {
             self.logger
                 .log(Level::Debug, format_args!("{}: {e}", c.peer.ip()));
         }
@@ -214,7 +201,8 @@ impl Worker {
     /// Says how many TLS failures the budget kept out of the log.
     pub(super) fn report_tls_errors_not_logged(&mut self) {
         let what = "failed TLS connections were not explained";
-        self.tls_errors
-            .report_refused(self.now, &mut self.logger, what);
+        self.listen
+            .tls_errors
+            .report_refused(self.clock.now, &mut self.logger, what);
     }
 }

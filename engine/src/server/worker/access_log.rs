@@ -6,13 +6,14 @@
 //! what it sent, as nginx does). An answer that leaves in one write costs
 //! no system call more than before.
 
-use super::*;
-use crate::log::Draft;
+use std::time::Instant;
+
+use crate::log::{Draft, Logger};
 use crate::server::transport::Out;
 
 /// Records that an answer, whose request began to arrive at `started`,
 /// ends with what is queued for its connection so far (`end`, from
-/// [`Conn::queued_end`]), its last `body` bytes being its body; `out` is
+/// [`Conn::queued_end`](crate::server::conn::Conn::queued_end)), its last `body` bytes being its body; `out` is
 /// the queue holding its last byte, the connection has sent `sent`
 /// bytes, and `draft` writes the answer's line (from its record with
 /// [`Logger::draft`], or copied: an HTTP/2 answer's is drafted when its

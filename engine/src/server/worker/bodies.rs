@@ -16,7 +16,10 @@
 //! A body refused while it arrives (bad chunk framing, too large) is
 //! answered 400/413 before any handler or program runs.
 
-use super::*;
+use super::Worker;
+use crate::config::Level;
+use crate::http::Status;
+use crate::server::conn::Conn;
 use crate::server::h1::Waiting;
 use crate::server::waits::{HandlerWait, WholeBody};
 
@@ -29,9 +32,9 @@ impl Worker {
         let Some(wait) = c.h1.handler_wait() else {
             return true;
         };
-        self.handler_bodies += (wait.body.len() - wait.counted) as u64;
+        self.counts.handler_bodies += (wait.body.len() - wait.counted) as u64;
         wait.counted = wait.body.len();
-        if self.handler_bodies <= self.cfg.limits.handler_bodies {
+        if self.counts.handler_bodies <= self.settings.cfg.limits.handler_bodies {
             return true;
         }
         self.logger.log(
@@ -50,7 +53,7 @@ impl Worker {
     /// Stops counting the body of a handler whose connection goes away.
     pub(super) fn forget_handler_body(&mut self, c: &mut Conn) {
         if let Some(wait) = c.h1.handler_wait() {
-            self.handler_bodies -= wait.counted as u64;
+            self.counts.handler_bodies -= wait.counted as u64;
         }
     }
 
@@ -62,7 +65,7 @@ impl Worker {
         wait: HandlerWait,
         error: Option<Status>,
     ) {
-        self.handler_bodies -= wait.counted as u64;
+        self.counts.handler_bodies -= wait.counted as u64;
         if let Some(status) = error {
             self.refuse_held(c, wait.held, status);
             return;
@@ -88,7 +91,7 @@ impl Worker {
             format_args!(
                 "{}: cannot hold the request body in {}: {e}",
                 whole.resume.label(),
-                self.cfg.temp_dir.display()
+                self.settings.cfg.temp_dir.display()
             ),
         );
         self.refuse_held(c, whole.held, Status::INTERNAL_SERVER_ERROR);

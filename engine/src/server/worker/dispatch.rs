@@ -3,14 +3,28 @@
 //! [`crate::server::router`]), and its answer queued and logged, or the
 //! request held until it can be answered.
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::clock::Clock;
 use super::proxied::client_of;
-use super::*;
+use super::settings::Settings;
+use super::{access_log, Worker, SCRATCH_KEEP};
 use crate::access::throttle::{Rate, Throttle};
-use crate::http::parse::ParseError;
-use crate::http::request::Field;
+use crate::access::Check;
+use crate::config::Level;
+use crate::handlers::{Body, Plan};
+use crate::http::body::BodyDecoder;
+use crate::http::parse::{BodyFraming, ParseError};
+use crate::http::request::{Field, OwnedRequest};
+use crate::http::response::Stamp;
+use crate::http::Status;
+use crate::log::AccessRecord;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
 use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
-use crate::server::router::Routing;
-use crate::server::waits::{AuthWait, HandlerWait, Held};
+use crate::server::router::{Client, Deferred, Routed, Router, Routing};
+use crate::server::waits::{AuthWait, HandlerWait, Held, WholeBody};
 
 impl Worker {
     /// Paces this connection's output if the request's path (decoded in
@@ -20,7 +34,7 @@ impl Worker {
             return;
         }
         if let Some((_, connection_rate, shared)) = self.matching_throttle() {
-            let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.now)));
+            let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.clock.now)));
             c.throttle = Some(Box::new(Throttle { shared, own }));
         }
     }
@@ -30,20 +44,22 @@ impl Worker {
     /// among every site's rules, its `connection_rate`, and its `rate`,
     /// shared by every worker.
     pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
-        let site = self.req.site();
-        let rules = &self.cfg.site(site).throttle;
+        let site = self.current.req.site();
+        let rules = &self.settings.cfg.site(site).throttle;
         if rules.is_empty() {
             return None;
         }
-        let path = &self.scratch.path;
+        let path = &self.current.scratch.path;
         let (i, rule) = rules
             .iter()
             .enumerate()
             .find(|(_, r)| r.matcher.matches(path))?;
         // (Counters number every site's rules in a row.)
-        let before: usize = (0..site).map(|s| self.cfg.site(s).throttle.len()).sum();
+        let before: usize = (0..site)
+            .map(|s| self.settings.cfg.site(s).throttle.len())
+            .sum();
         let i = before + i;
-        let shared = self.counters.throttles.get(i).cloned().flatten();
+        let shared = self.counts.counters.throttles.get(i).cloned().flatten();
         Some((i, rule.connection_rate, shared))
     }
 
@@ -67,26 +83,30 @@ impl Worker {
         loop {
             // A request's first byte came with this read, or with an
             // earlier one (the connection has been reading its head since).
-            let started = if pos >= fresh { self.now } else { c.h1.since() };
-            let cx = Reading {
-                limits: &self.limits,
-                temp_dir: &self.cfg.temp_dir,
-                output: c.out.buffered(),
-                now: self.now,
+            let started = if pos >= fresh {
+                self.clock.now
+            } else {
+                c.h1.since()
             };
-            match c.h1.read(input, &mut pos, &mut self.req, &cx) {
+            let cx = Reading {
+                limits: &self.settings.limits,
+                temp_dir: &self.settings.cfg.temp_dir,
+                output: c.out.buffered(),
+                now: self.clock.now,
+            };
+            match c.h1.read(input, &mut pos, &mut self.current.req, &cx) {
                 Event::Stall => return pos,
                 Event::Invalid(e) => {
                     #[cfg(feature = "http2")]
                     if e.is_not_http1() && self.h2_failed_preface(c) {
                         return input.len();
                     }
-                    self.req_start = started;
+                    self.current.start = started;
                     self.reject(c, e.status, e.reason);
                     return input.len();
                 }
                 Event::Request => {
-                    self.req_start = started;
+                    self.current.start = started;
                     // (An upgrade takes the rest of the connection: a
                     // client waits for the 101 before its preface.)
                     #[cfg(feature = "http2")]
@@ -147,16 +167,16 @@ impl Worker {
             );
         }
         self.lend_out(c);
-        self.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.scratch);
+        self.current.scratch.clear();
+        let mut plan = Plan::error(status, &mut self.current.scratch);
         self.router
-            .finish_unread(0, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
-        let body = c.h1.reject(plan, &self.scratch, &mut c.out, &cx);
+            .finish_unread(0, &mut plan, &mut self.current.scratch, &mut self.logger);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let body = c.h1.reject(plan, &self.current.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
-                time: self.wall,
+                time: self.clock.wall,
                 method: b"-",
                 target: b"-",
                 version: "-",
@@ -176,29 +196,29 @@ impl Worker {
                 c.sent,
                 end,
                 body,
-                self.req_start,
+                self.current.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
     }
 
-    /// Routes the current request (`self.req`; `redirects` counts the
+    /// Routes the current request (`self.current.req`; `redirects` counts the
     /// CGI local redirects that led to it) and queues its answer, or
     /// holds it until it can be answered.
     pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
         self.see_through_proxies(c);
-        self.scratch.clear();
+        self.current.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
-        let plan = match self.req.body() {
+        let plan = match self.current.req.body() {
             BodyFraming::None => self.route(c, redirects, &mut decoder),
-            framing => match BodyDecoder::new(framing, &self.body_limits) {
+            framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
                     self.route(c, redirects, &mut decoder)
                 }
                 Err(e) => {
-                    let mut p = Plan::error(e.status, &mut self.scratch);
+                    let mut p = Plan::error(e.status, &mut self.current.scratch);
                     p.close = true;
                     Some(p)
                 }
@@ -212,17 +232,17 @@ impl Worker {
 
     /// The router, and the current request on its way to it, from `c`.
     pub(super) fn routing<'a>(&'a mut self, c: &'a Conn) -> (&'a mut Router, Routing<'a>) {
-        let peer = client_of(c, &self.req);
+        let peer = client_of(c, &self.current.req);
         let routing = Routing {
-            req: &mut self.req,
+            req: &mut self.current.req,
             client: Client {
                 conn: c.index,
                 peer,
-                now: self.now,
+                now: self.clock.now,
                 local: c,
                 tls: c.transport.session(),
             },
-            scratch: &mut self.scratch,
+            scratch: &mut self.current.scratch,
             log: &mut self.logger,
         };
         (&mut self.router, routing)
@@ -264,11 +284,11 @@ impl Worker {
             _ => {
                 return Some(Plan::error(
                     Status::INTERNAL_SERVER_ERROR,
-                    &mut self.scratch,
+                    &mut self.current.scratch,
                 ))
             }
         };
-        c.h1.wait_for_body(expect_continue, d, to, &mut c.out, self.now);
+        c.h1.wait_for_body(expect_continue, d, to, &mut c.out, self.clock.now);
         None
     }
 
@@ -283,8 +303,12 @@ impl Worker {
     ) {
         // (Every other answer is finished where it is queued, in `answer`.)
         if matches!(plan.body, Body::Stream(_)) {
-            self.router
-                .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
+            self.router.finish(
+                &self.current.req,
+                &mut plan,
+                &mut self.current.scratch,
+                &mut self.logger,
+            );
         }
         let Plan {
             status,
@@ -298,7 +322,7 @@ impl Worker {
             },
             // (A handler's request body was read before it ran.)
             Body::Stream(streamed) => {
-                let producer = streamed.producer(status, &self.scratch.headers);
+                let producer = streamed.producer(status, &self.current.scratch.headers);
                 return self.start_produced(c, None, producer, redirects);
             }
             body => Plan {
@@ -313,17 +337,17 @@ impl Worker {
     /// Takes the current request away to hold it.
     pub(super) fn hold(&mut self, redirects: u8) -> Held {
         Held {
-            req: std::mem::take(&mut self.req),
-            started: self.req_start,
+            req: std::mem::take(&mut self.current.req),
+            started: self.current.start,
             redirects,
         }
     }
 
     /// Makes a held request the current one again; returns its redirects.
     pub(super) fn resume(&mut self, held: Held) -> u8 {
-        self.req = held.req;
-        self.req_start = held.started;
-        self.scratch.clear();
+        self.current.req = held.req;
+        self.current.start = held.started;
+        self.current.scratch.clear();
         held.redirects
     }
 
@@ -331,13 +355,23 @@ impl Worker {
     /// `decoder` reads the request's body to drop it, if it has one left
     /// to read.
     pub(super) fn answer(&mut self, c: &mut Conn, mut plan: Plan, decoder: Option<BodyDecoder>) {
-        self.router
-            .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
+        self.router.finish(
+            &self.current.req,
+            &mut plan,
+            &mut self.current.scratch,
+            &mut self.logger,
+        );
         self.lend_out(c);
         let status = plan.status;
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
-        let queued =
-            c.h1.answer(&self.req, plan, &self.scratch, decoder, &mut c.out, &cx);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let queued = c.h1.answer(
+            &self.current.req,
+            plan,
+            &self.current.scratch,
+            decoder,
+            &mut c.out,
+            &cx,
+        );
         let bytes = match queued {
             Ok(n) => n,
             Err(e) => {
@@ -345,35 +379,35 @@ impl Worker {
                     Level::Error,
                     format_args!(
                         "reading {} failed: {e}",
-                        String::from_utf8_lossy(self.req.target())
+                        String::from_utf8_lossy(self.current.req.target())
                     ),
                 );
                 0
             }
         };
-        self.log_answer(client_of(c, &self.req).ip(), status);
+        self.log_answer(client_of(c, &self.current.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c, self.wall, &self.req, status.0);
+            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
             access_log::push(
                 &mut c.out,
                 &mut self.logger,
                 c.sent,
                 end,
                 bytes,
-                self.req_start,
+                self.current.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
         // The answer is queued (copied): the scratch buffers are free.
-        self.scratch.trim(SCRATCH_KEEP);
+        self.current.scratch.trim(SCRATCH_KEEP);
     }
 
     /// Answers a held request whose body was refused with `status`, and
     /// closes: what is left of the body cannot be told from a next request.
     pub(super) fn refuse_held(&mut self, c: &mut Conn, held: Held, status: Status) {
         self.resume(held);
-        let mut plan = Plan::error(status, &mut self.scratch);
+        let mut plan = Plan::error(status, &mut self.current.scratch);
         plan.close = true;
         self.answer(c, plan, None);
     }
@@ -381,18 +415,18 @@ impl Worker {
     /// Logs what the answer `status` to the current request says about
     /// the server: a 5xx at `error`, and why a file was refused at `debug`.
     pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
-        self.count_answer(&self.req, status.0, self.req_start);
+        self.count_answer(&self.current.req, status.0, self.current.start);
         if status.0 >= 500 && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(
                     "{} answering {}",
                     status.0,
-                    String::from_utf8_lossy(self.req.target())
+                    String::from_utf8_lossy(self.current.req.target())
                 ),
             );
         }
-        if let Some(why) = self.scratch.why {
+        if let Some(why) = self.current.scratch.why {
             if self.logger.enabled(why.level()) {
                 self.log_refusal(ip, status);
             }
@@ -403,26 +437,26 @@ impl Worker {
     /// its handler recorded: the file and what was wrong with it), within
     /// the worker's budget of such lines.
     fn log_refusal(&mut self, ip: std::net::IpAddr, status: Status) {
-        let Some(why) = self.scratch.why else {
+        let Some(why) = self.current.scratch.why else {
             return;
         };
         self.report_refusals_not_logged();
-        if !self.refusals.allow(self.now) {
+        if !self.counts.refusals.allow(self.clock.now) {
             return;
         }
         let file = crate::handlers::refusal::Explained {
             why,
-            file: &self.scratch.why_file,
-            root: &self.cfg.site(self.req.site()).root,
+            file: &self.current.scratch.why_file,
+            root: &self.settings.cfg.site(self.current.req.site()).root,
         };
         self.logger.log(
             why.level(),
             format_args!(
                 "client {ip}: {} for \"{} {} {}\": {file}",
                 status.0,
-                String::from_utf8_lossy(self.req.method_token()),
-                String::from_utf8_lossy(self.req.target()),
-                self.req.version().as_str(),
+                String::from_utf8_lossy(self.current.req.method_token()),
+                String::from_utf8_lossy(self.current.req.target()),
+                self.current.req.version().as_str(),
             ),
         );
     }
@@ -431,8 +465,9 @@ impl Worker {
     /// in the seconds that ended (called per refusal and once a second).
     pub(super) fn report_refusals_not_logged(&mut self) {
         let what = "refused requests were not explained";
-        self.refusals
-            .report_refused(self.now, &mut self.logger, what);
+        self.counts
+            .refusals
+            .report_refused(self.clock.now, &mut self.logger, what);
     }
 
     /// Hands `check` to the hashing threads and holds the request until
@@ -445,14 +480,14 @@ impl Worker {
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        match self.submit_check(c.index, check) {
+        match self.wakeups.submit_check(c.index, check) {
             Ok(id) => {
                 let wait = AuthWait {
                     id,
                     held: self.hold(redirects),
                     ready: false,
                 };
-                c.h1.verify(Box::new(wait), self.now);
+                c.h1.verify(Box::new(wait), self.clock.now);
                 None
             }
             Err(check) => {
@@ -462,37 +497,22 @@ impl Worker {
         }
     }
 
-    /// Hands `check`, for a request of connection `idx`, to the hashing
-    /// threads: its id (the outcome comes back through
-    /// [`Worker::take_checks`]), or the check itself when they cannot
-    /// take it (then it is run here).
-    pub(super) fn submit_check(&mut self, idx: usize, check: Check) -> Result<u64, Check> {
-        let id = self.next_check;
-        self.next_check += 1;
-        let (tx, waker) = (self.checks_tx.clone(), Arc::clone(&self.waker));
-        let done = Box::new(move |outcome: Checked| {
-            let _ = tx.send((idx, id, outcome));
-            let _ = waker.wake();
-        });
-        self.verifier.submit(check, done).map(|()| id)
-    }
-
     /// Takes the outcomes of finished password checks: each waiting
     /// request is answered at once (so the outcome is used before the
     /// next one arrives); one whose client left only leaves a verified
     /// credential remembered.
     pub(super) fn take_checks(&mut self) {
-        while let Ok((idx, id, outcome)) = self.checks_rx.try_recv() {
+        while let Some((idx, id, outcome)) = self.wakeups.next_check() {
             let waiting = matches!(
                 self.conns.get(idx),
-                Some(Some(c)) if c.waits_for_check(id)
+                Some(c) if c.waits_for_check(id)
             );
             if !waiting {
                 self.router.remember(outcome);
                 continue;
             }
             self.router.settle(outcome);
-            if let Some(Some(c)) = self.conns.get_mut(idx) {
+            if let Some(c) = self.conns.get_mut(idx) {
                 c.check_done(id);
             }
             self.on_event(idx, true);
@@ -503,19 +523,18 @@ impl Worker {
 /// How answers are written: the stamp, the keep-alive limit, whether the
 /// worker winds down, and the clock.
 pub(super) fn answering<'a>(
-    cfg: &'a Config,
-    date: &'a DateCache,
+    settings: &'a Settings,
+    clock: &'a Clock,
     draining: Drain,
-    now: Instant,
 ) -> Answering<'a> {
     Answering {
         stamp: Stamp {
-            server: cfg.server_header.as_bytes(),
-            date: date.get(),
+            server: settings.cfg.server_header.as_bytes(),
+            date: clock.date.get(),
         },
-        max_requests: cfg.limits.keepalive_requests,
+        max_requests: settings.cfg.limits.keepalive_requests,
         draining: draining != Drain::Serve,
-        now,
+        now: clock.now,
     }
 }
 

@@ -4,7 +4,18 @@
 //! until nothing moves; and closing it the way HTTP/1.1 wants (RFC 9112
 //! §9.6).
 
-use super::*;
+use std::io;
+use std::time::{Duration, Instant};
+
+use mio::{Interest, Token};
+
+use super::access_log::settle;
+use super::{Worker, LINGER, LINGER_BYTES, THROTTLE_CHUNK};
+use crate::config::Level;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
+use crate::server::h1::{Linger, State};
+use crate::server::transport::{Flushed, Transport};
 
 impl Worker {
     /// Moves a connection forward as far as it can go without blocking.
@@ -19,13 +30,13 @@ impl Worker {
                 let limit = match c
                     .throttle
                     .as_ref()
-                    .map(|t| t.take(self.now, THROTTLE_CHUNK))
+                    .map(|t| t.take(self.clock.now, THROTTLE_CHUNK))
                 {
                     None => usize::MAX,
                     Some(Ok(n)) => n,
                     Some(Err(when)) => {
                         // Over its rate: no write until the bucket allows.
-                        self.timers.push((when, c.index));
+                        self.timers.wake_at(when, c.index);
                         return true;
                     }
                 };
@@ -33,9 +44,9 @@ impl Worker {
                 let flushed = c.transport.flush(&mut c.out, limit, fin_follows);
                 let wrote = c.out.written() - before;
                 c.sent += wrote;
-                self.stats.sent(wrote);
+                self.counts.stats.sent(wrote);
                 if c.throttle.is_some() {
-                    self.stats.throttled(wrote);
+                    self.counts.stats.throttled(wrote);
                 }
                 settle(&mut self.logger, &mut c.out, c.sent, false);
                 match flushed {
@@ -45,16 +56,16 @@ impl Worker {
                         c.throttle = None;
                         if c.blocked_since.take().is_some() {
                             // The state's timer starts again after the wait.
-                            c.h1.touch(self.now);
+                            c.h1.touch(self.clock.now);
                         }
                     }
                     Ok(Flushed::Limit) => {
-                        c.h1.touch(self.now);
+                        c.h1.touch(self.clock.now);
                         continue;
                     }
                     Ok(Flushed::Blocked) => {
                         if c.out.written() != before || c.blocked_since.is_none() {
-                            c.blocked_since = Some(self.now);
+                            c.blocked_since = Some(self.clock.now);
                         }
                         self.want_write(c, true);
                         return true;
@@ -132,8 +143,8 @@ impl Worker {
             // (Its h1 state stays idle: HTTP/2 keeps its own timers.)
             return true;
         }
-        c.h1.settle(!c.pending.is_empty(), self.now);
-        if self.draining == Drain::Stop && matches!(c.h1.state(), State::Idle) {
+        c.h1.settle(!c.pending.is_empty(), self.clock.now);
+        if self.drain.mode == Drain::Stop && matches!(c.h1.state(), State::Idle) {
             // (Once: it is closing now, and its next drive lingers.)
             return Self::close_gracefully(c) && self.drive(c);
         }
@@ -169,10 +180,7 @@ impl Worker {
     /// none, so that answers are written into reused memory.
     pub(super) fn lend_out(&mut self, c: &mut Conn) {
         if c.out.capacity() == 0 {
-            c.out = self
-                .spare_outs
-                .pop()
-                .unwrap_or_else(|| Out::with_capacity(READ_BUF));
+            c.out = self.pools.lend_out();
         }
     }
 
@@ -181,11 +189,7 @@ impl Worker {
         if c.out.capacity() == 0 {
             return;
         }
-        let mut done = std::mem::take(&mut c.out);
-        done.clear();
-        if self.spare_outs.len() < SPARES && done.capacity() <= OUT_KEEP {
-            self.spare_outs.push(done);
-        }
+        self.pools.take_back_out(std::mem::take(&mut c.out));
     }
 
     /// Asks epoll for writability only while output waits: a socket that
@@ -239,7 +243,7 @@ impl Worker {
             left: LINGER_BYTES,
             unsent: t.unsent(),
         };
-        c.h1.set(State::Lingering(linger), self.now);
+        c.h1.set(State::Lingering(linger), self.clock.now);
         self.linger(c)
     }
 
@@ -270,8 +274,8 @@ impl Worker {
             return false;
         };
         let done = loop {
-            self.rbuf.clear();
-            match c.transport.tcp_mut().read(&mut self.rbuf) {
+            self.pools.rbuf.clear();
+            match c.transport.tcp_mut().read(&mut self.pools.rbuf) {
                 Ok(0) => break true,
                 Ok(n) if n as u64 >= u64::from(left) => break true,
                 Ok(n) => left -= n as u32,
@@ -297,17 +301,14 @@ impl Worker {
                 return Ok(false);
             }
         }
-        self.rbuf.clear();
+        self.pools.rbuf.clear();
         if !c.pending.is_empty() {
-            let mut p = std::mem::take(&mut c.pending);
-            self.rbuf.extend_from_slice(&p);
-            p.clear();
-            if self.spare_bufs.len() < SPARES && p.capacity() <= READ_BUF {
-                self.spare_bufs.push(p);
-            }
+            let p = std::mem::take(&mut c.pending);
+            self.pools.rbuf.extend_from_slice(&p);
+            self.pools.take_back_buf(p);
         }
-        let had = self.rbuf.len();
-        let (link, rbuf) = (&mut c.transport, &mut self.rbuf);
+        let had = self.pools.rbuf.len();
+        let (link, rbuf) = (&mut c.transport, &mut self.pools.rbuf);
         let t = link.tcp();
         if t.read_more && !t.eof && rbuf.len() < rbuf.capacity() {
             let spare = rbuf.capacity() - rbuf.len();
@@ -327,14 +328,14 @@ impl Worker {
                 Err(e) => return Err(e),
             }
         }
-        let fresh = self.rbuf.len() > had;
-        let rbuf = std::mem::take(&mut self.rbuf);
+        let fresh = self.pools.rbuf.len() > had;
+        let rbuf = std::mem::take(&mut self.pools.rbuf);
         let mut header = 0;
         if c.awaiting_proxy() {
             header = match self.take_proxy_header(c, &rbuf) {
                 Ok(n) => n,
                 Err(e) => {
-                    self.rbuf = rbuf;
+                    self.pools.rbuf = rbuf;
                     return Err(e);
                 }
             };
@@ -349,12 +350,12 @@ impl Worker {
                 // The client left in the middle of a request: nothing to answer.
                 c.h1.close();
             } else {
-                let mut p = self.spare_bufs.pop().unwrap_or_default();
+                let mut p = self.pools.lend_buf();
                 p.extend_from_slice(&rbuf[consumed..]);
                 c.pending = p;
             }
         }
-        self.rbuf = rbuf;
+        self.pools.rbuf = rbuf;
         Ok(fresh || consumed > 0)
     }
 }

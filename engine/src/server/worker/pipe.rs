@@ -289,7 +289,7 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         self.watch(&mut pipe, c.index, 0)?;
-        let req = &self.req;
+        let req = &self.current.req;
         let (version, head_only) = (req.version(), req.method() == Method::Head);
         let has_body = pipe.has_body;
         if req.expect_continue() && has_body && pipe.held.is_none() {
@@ -303,7 +303,7 @@ impl Worker {
         run.encoder = raw.then_some(Encoder::Close);
         run.body_from = c.queued_end();
         run.wanted = wanted;
-        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.now);
+        c.h1.set(State::Piping(Box::new(run), decoder.take()), self.clock.now);
         if !has_body {
             self.close_input(c);
         }
@@ -335,7 +335,7 @@ impl Worker {
             );
             return Err(Plan::error(
                 Status::INTERNAL_SERVER_ERROR,
-                &mut self.scratch,
+                &mut self.current.scratch,
             ));
         }
         Ok(())
@@ -359,15 +359,15 @@ impl Worker {
     pub(super) fn pump_pipe(&mut self, c: &mut Conn) -> bool {
         let mut moved = false;
         self.pump_diagnostics(c);
-        let since = self.now;
+        let since = self.clock.now;
         moved |= self.pump_input(c);
         while c.out.buffered() < OUT_CAP {
             let Some(p) = c.h1.pipe().filter(|p| p.output_ready) else {
                 break;
             };
             let Some(fd) = p.output.as_ref() else { break };
-            self.pipe_buf.clear();
-            match read_fd(fd, &mut self.pipe_buf) {
+            self.pools.pipe_buf.clear();
+            match read_fd(fd, &mut self.pools.pipe_buf) {
                 Ok(0) => {
                     moved = true;
                     self.pipe_output_done(c);
@@ -375,9 +375,9 @@ impl Worker {
                 }
                 Ok(_) => {
                     moved = true;
-                    let data = std::mem::take(&mut self.pipe_buf);
+                    let data = std::mem::take(&mut self.pools.pipe_buf);
                     self.pipe_output(c, &data);
-                    self.pipe_buf = data;
+                    self.pools.pipe_buf = data;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => p.output_ready = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -398,7 +398,11 @@ impl Worker {
     /// Logs each complete line of diagnostics as one error-log message.
     fn pump_diagnostics(&mut self, c: &mut Conn) {
         if let Some(p) = c.h1.pipe() {
-            p.read_diagnostics(&mut self.pipe_buf, &mut self.logger, self.poll.registry());
+            p.read_diagnostics(
+                &mut self.pools.pipe_buf,
+                &mut self.logger,
+                self.poll.registry(),
+            );
         }
     }
 
@@ -416,7 +420,7 @@ impl Worker {
         self.router.finish_reply(&p.request.req, &mut head.headers);
         let accept = p.request.req.field(Field::AcceptEncoding);
         p.squeeze = Squeeze::start(
-            &self.cfg.site(p.request.req.site()).compress,
+            &self.settings.cfg.site(p.request.req.site()).compress,
             accept,
             head,
             p.head_only,
@@ -458,7 +462,7 @@ impl Worker {
             version: p.version,
             head_only: p.head_only,
         };
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let start = c.out.buf_mut().len();
         let stream = stream_head(&head, to, c.out.buf_mut(), &cx);
         p.keep = stream.keep;
@@ -528,12 +532,13 @@ impl Worker {
         head_only: bool,
         site: usize,
     ) -> u64 {
-        self.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.scratch);
+        self.current.scratch.clear();
+        let mut plan = Plan::error(status, &mut self.current.scratch);
         self.router
-            .finish_unread(site, &mut plan, &mut self.scratch, &mut self.logger);
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
-        let body = c.h1.fail(plan, &self.scratch, head_only, &mut c.out, &cx);
+            .finish_unread(site, &mut plan, &mut self.current.scratch, &mut self.logger);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let body =
+            c.h1.fail(plan, &self.current.scratch, head_only, &mut c.out, &cx);
         c.queued_end().saturating_sub(body)
     }
 
@@ -583,7 +588,7 @@ impl Worker {
     ) {
         self.count_answer(&request.req, status, request.started);
         if self.logger.access_enabled() {
-            let rec = super::request_record(c, self.wall, &request.req, status);
+            let rec = super::request_record(c, self.clock.wall, &request.req, status);
             let end = c.queued_end();
             let body = end.saturating_sub(body_from);
             let log = &mut self.logger;
@@ -608,7 +613,7 @@ impl Worker {
         p.reply.stop();
         // The new request: the redirected target with the original header
         // lines (but no body: the method becomes GET).
-        let redirected = p.request.req.redirected(target, &self.limits);
+        let redirected = p.request.req.redirected(target, &self.settings.limits);
         // Other connections' requests may have run since it started.
         let (started, redirects) = (p.request.started, p.request.redirects + 1);
         // The original request is not logged; the redirected one is.
@@ -620,24 +625,24 @@ impl Worker {
                 Status::INTERNAL_SERVER_ERROR
             }
             Some(req) => {
-                self.req = req;
-                self.req_start = started;
+                self.current.req = req;
+                self.current.start = started;
                 self.dispatch(c, redirects);
                 return;
             }
             None => Status::BAD_GATEWAY,
         };
-        self.scratch.clear();
-        let plan = Plan::error(failure, &mut self.scratch);
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
-        c.h1.fail(plan, &self.scratch, false, &mut c.out, &cx);
+        self.current.scratch.clear();
+        let plan = Plan::error(failure, &mut self.current.scratch);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        c.h1.fail(plan, &self.current.scratch, false, &mut c.out, &cx);
     }
 
     /// Detaches the connection's pipe body: its pipes leave the loop and
     /// close. Returns what is left of it, for the log (dropping it lets
     /// the process go).
     fn pipe_release(&mut self, c: &mut Conn) -> Option<PipeRun> {
-        let mut p = *c.h1.end_pipe(self.now)?;
+        let mut p = *c.h1.end_pipe(self.clock.now)?;
         p.unwatch_all(self.poll.registry());
         Some(p)
     }

@@ -63,7 +63,7 @@ impl Worker {
         let Some(id) = stream else {
             let framing = Framing::new(&run.request.req, c.queued_end());
             let p = Producing { run, framing };
-            c.h1.set(State::Streaming(Box::new(p)), self.now);
+            c.h1.set(State::Streaming(Box::new(p)), self.clock.now);
             return;
         };
         #[cfg(feature = "http2")]
@@ -75,8 +75,8 @@ impl Worker {
     /// Takes the connections whose later answers have moved, and drives
     /// each.
     pub(super) fn take_streams(&mut self) {
-        while let Ok(idx) = self.streams_rx.try_recv() {
-            let streaming = matches!(self.conns.get(idx), Some(Some(c)) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
+        while let Some(idx) = self.wakeups.next_stream() {
+            let streaming = matches!(self.conns.get(idx), Some(c) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
             if streaming {
                 self.on_event(idx, false);
             }
@@ -102,7 +102,7 @@ impl Worker {
         let Some(p) = c.h1.produced() else {
             return false;
         };
-        let cx = answering(&self.cfg, &self.date, self.draining, self.now);
+        let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let mut sink = H1Sink {
             out: &mut c.out,
             framing: &mut p.framing,
@@ -110,8 +110,8 @@ impl Worker {
             sent: c.sent,
             cx: &cx,
         };
-        let (buf, log) = (&mut self.pipe_buf, &mut self.logger);
-        let outcome = drive(&mut p.run, &mut sink, &self.cfg, buf, log);
+        let (buf, log) = (&mut self.pools.pipe_buf, &mut self.logger);
+        let outcome = drive(&mut p.run, &mut sink, &self.settings.cfg, buf, log);
         self.h1_outcome(c, outcome)
     }
 
@@ -119,7 +119,7 @@ impl Worker {
     fn h1_outcome(&mut self, c: &mut Conn, outcome: Outcome) -> bool {
         match outcome {
             Outcome::Idle => return false,
-            Outcome::Moved => c.h1.touch(self.now),
+            Outcome::Moved => c.h1.touch(self.clock.now),
             Outcome::Ended => self.h1_produced_end(c, None),
             Outcome::Fail(status) => self.h1_produced_end(c, Some(status)),
             // (No handler's producer redirects.)
@@ -140,7 +140,7 @@ impl Worker {
             }
             _ => None,
         };
-        let Some(p) = c.h1.end_produced(self.now) else {
+        let Some(p) = c.h1.end_produced(self.clock.now) else {
             return;
         };
         let (status, body_from) = failed.unwrap_or((p.run.status(), p.framing.body_from));
@@ -154,7 +154,7 @@ impl Worker {
     /// producer is stopped and the request logged (499 if nothing of
     /// its answer went out).
     pub(super) fn abandon_produced(&mut self, c: &mut Conn) {
-        let Some(mut p) = c.h1.end_produced(self.now) else {
+        let Some(mut p) = c.h1.end_produced(self.clock.now) else {
             return;
         };
         let status = p.run.stop();
@@ -178,7 +178,7 @@ mod h2 {
         pub(super) fn h2_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>) {
             let mut a = Answer::waiting(id, run.request.started);
             a.open = true;
-            a.progress = self.now;
+            a.progress = self.clock.now;
             a.run = Some(run);
             a.throttle = self.h2_throttle(c);
             match c.h2.as_mut() {
@@ -209,16 +209,16 @@ mod h2 {
                 return Some(a);
             };
             let started = run.started();
-            let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+            let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
             let mut sink = H2Sink {
                 session: s,
                 answer: &mut a,
-                scratch: &mut self.h2_scratch,
+                scratch: &mut self.pools.h2_scratch,
                 stamp: &stamp,
                 head_only: run.head_only(),
             };
-            let (buf, log) = (&mut self.pipe_buf, &mut self.logger);
-            let outcome = drive(&mut run, &mut sink, &self.cfg, buf, log);
+            let (buf, log) = (&mut self.pools.pipe_buf, &mut self.logger);
+            let outcome = drive(&mut run, &mut sink, &self.settings.cfg, buf, log);
             if !started && run.started() {
                 a.log = self.h2_head_log(c, &run.request.req, run.status());
             }
@@ -228,7 +228,7 @@ mod h2 {
                     Some(a)
                 }
                 Outcome::Moved => {
-                    a.progress = self.now;
+                    a.progress = self.clock.now;
                     a.run = Some(run);
                     Some(a)
                 }
@@ -274,7 +274,7 @@ mod h2 {
         /// while nothing of theirs waited for the client: answered 504
         /// (or reset). Whether any was.
         pub(in crate::server::worker) fn h2_run_timeouts(&mut self, c: &mut Conn) -> bool {
-            let (now, limit) = (self.now, self.cfg.timeouts.handler);
+            let (now, limit) = (self.clock.now, self.settings.cfg.timeouts.handler);
             let Some(s) = c.h2.as_mut() else { return false };
             let mut late = Vec::new();
             for a in s.answers.iter_mut().filter(|a| a.run.is_some()) {

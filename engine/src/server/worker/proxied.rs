@@ -8,11 +8,16 @@
 //! many clients' requests, so the per-address connection count stays
 //! with the connection's peer).
 
+use std::io;
 use std::io::Read as _;
+use std::net::SocketAddr;
 
-use super::*;
+use super::{Worker, REFUSED};
 use crate::access::proxy::{forwarded, header};
-use crate::http::request::Forwarded;
+use crate::config::Level;
+use crate::http::request::{Forwarded, OwnedRequest};
+use crate::server::conn::Conn;
+use crate::sys::net;
 
 impl Worker {
     /// Takes the PROXY header from the start of `input` on a connection
@@ -42,7 +47,7 @@ impl Worker {
             c.peer = client;
         }
         c.awaiting_proxy = false;
-        if let Err(why) = self.counters.conn_limits.admit_ip(c.peer.ip()) {
+        if let Err(why) = self.counts.counters.conn_limits.admit_ip(c.peer.ip()) {
             // Counted in the total only, as at accept.
             c.awaiting_proxy = true;
             let _ = net::send(c.transport.tcp().socket(), REFUSED, false);
@@ -84,13 +89,13 @@ impl Worker {
     /// Records in the current request who trusted proxies say its client
     /// is, when its connection's peer is one of them.
     pub(super) fn see_through_proxies(&mut self, c: &Conn) {
-        let trusted = &self.cfg.proxy.trusted;
+        let trusted = &self.settings.cfg.proxy.trusted;
         if !cfg!(feature = "ops") || trusted.is_empty() {
             return;
         }
-        let headers = self.req.headers().map(|h| (h.name, h.value));
+        let headers = self.current.req.headers().map(|h| (h.name, h.value));
         if let Some(client) = forwarded::client(trusted, c.peer, headers) {
-            self.req.set_forwarded(Forwarded {
+            self.current.req.set_forwarded(Forwarded {
                 addr: client.addr,
                 https: client.https,
             });

@@ -6,7 +6,10 @@
 //! request path: after a rest, the first requests grow what they need
 //! again.
 
-use super::*;
+use std::time::Duration;
+
+use super::Worker;
+use crate::config::Level;
 
 /// Quiet time (no event on any socket or pipe) before a worker rests.
 pub(super) const REST_AFTER: Duration = Duration::from_secs(3);
@@ -15,37 +18,22 @@ impl Worker {
     /// Called at each timer tick: rests once the worker has been quiet
     /// for [`REST_AFTER`] since it last worked.
     pub(super) fn maybe_rest(&mut self) {
-        if let Some(since) = self.quiet_since {
-            if self.now.saturating_duration_since(since) >= REST_AFTER {
-                self.quiet_since = None;
-                self.rest();
-            }
+        if self.timers.rest_due(self.clock.now, REST_AFTER) {
+            self.rest();
         }
     }
 
     /// Frees what only a busier moment needed and hands the allocator's
     /// free pages back to the system.
     fn rest(&mut self) {
-        self.spare_outs = Vec::new();
-        self.spare_bufs = Vec::new();
-        #[cfg(feature = "http2")]
-        {
-            self.h2_spares = Vec::new();
-        }
+        self.pools.free_spares();
         // The slab keeps the slots of connections still open; the tail
         // that only closed connections used goes.
-        while matches!(self.conns.last(), Some(None)) {
-            self.conns.pop();
-        }
-        let n = self.conns.len();
-        self.free.retain(|&i| i < n);
-        self.conns.shrink_to_fit();
-        self.free.shrink_to_fit();
-        self.timers.shrink_to_fit();
+        self.conns.shrink();
+        self.timers.shrink();
         self.router.rest();
-        self.scratch = Scratch::default();
-        self.req = OwnedRequest::default();
-        if let Some(tls) = &self.tls {
+        self.current.rest();
+        if let Some(tls) = &self.listen.tls {
             tls.rest();
         }
         if self.logger.enabled(Level::Debug) {
@@ -61,12 +49,8 @@ impl Worker {
         // The per-thread buffers too (nothing is staged between events):
         // freed before the trim and allocated again after it, they hold
         // no page until a request writes to them.
-        self.spare_outs = Vec::new();
-        self.rbuf = Vec::new();
-        self.pipe_buf = Vec::new();
+        self.pools.free_all();
         crate::sys::memory::give_back();
-        self.spare_outs = vec![Out::with_capacity(READ_BUF)];
-        self.rbuf = Vec::with_capacity(READ_BUF);
-        self.pipe_buf = Vec::with_capacity(READ_BUF);
+        self.pools.refill();
     }
 }

@@ -4,7 +4,12 @@
 //! (read and dropped, their credit given back), and bodies that stop
 //! coming (408).
 
-use super::*;
+use crate::config::Level;
+use crate::handlers::Plan;
+use crate::http::parse::BodyFraming;
+use crate::http::Status;
+use crate::server::conn::Conn;
+use crate::server::worker::Worker;
 
 impl Worker {
     /// Body bytes of stream `id` arrived.
@@ -28,24 +33,24 @@ impl Worker {
             return;
         }
         let Some(w) = a.wait.as_mut() else { return };
-        let max = self.cfg.limits.max_body;
-        self.handler_bodies += data.len() as u64;
+        let max = self.settings.cfg.limits.max_body;
+        self.counts.handler_bodies += data.len() as u64;
         w.body.extend_from_slice(data);
         let over_body = w.body.len() as u64 > max;
-        let over_all = self.handler_bodies > self.cfg.limits.handler_bodies;
+        let over_all = self.counts.handler_bodies > self.settings.cfg.limits.handler_bodies;
         if !end_stream && !over_body && !over_all {
             return;
         }
         let Some(mut a) = s.take(id) else { return };
         let Some(w) = a.wait.take() else { return };
-        self.handler_bodies -= w.body.len() as u64;
-        self.req = w.req;
-        self.req_start = a.started;
-        self.scratch.clear();
+        self.counts.handler_bodies -= w.body.len() as u64;
+        self.current.req = w.req;
+        self.current.start = a.started;
+        self.current.scratch.clear();
         let plan = if over_body {
-            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
         } else if over_all {
-            Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch)
+            Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.current.scratch)
         } else {
             let (router, mut routing) = self.routing(c);
             router.call_handler(w.mount, &w.body, &mut routing)
@@ -69,8 +74,8 @@ impl Worker {
         else {
             return;
         };
-        w.body.push(data, &self.cfg.temp_dir);
-        let too_large = w.body.len() > self.cfg.limits.max_body;
+        w.body.push(data, &self.settings.cfg.temp_dir);
+        let too_large = w.body.len() > self.settings.cfg.limits.max_body;
         let error = w.body.take_error();
         if !end_stream && !too_large && error.is_none() {
             return;
@@ -85,14 +90,14 @@ impl Worker {
         let label = w.resume.label();
         let redirects = self.resume(w.held);
         let plan = if too_large {
-            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
         } else if let Some(e) = error {
-            let dir = self.cfg.temp_dir.display();
+            let dir = self.settings.cfg.temp_dir.display();
             self.logger.log(
                 Level::Error,
                 format_args!("{label}: cannot hold the request body in {dir}: {e}"),
             );
-            Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch)
+            Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.current.scratch)
         } else {
             let (router, mut routing) = self.routing(c);
             router.answer_whole(&w.resume, w.body, &mut routing)
@@ -110,13 +115,13 @@ impl Worker {
     /// reads still gets the answer; beyond that the stream is reset (see
     /// `h2::Conn::discard_body`).
     pub(super) fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32) {
-        let declared = match self.req.body() {
+        let declared = match self.current.req.body() {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,
         };
         if let Some(s) = c.h2.as_mut() {
             s.conn
-                .discard_body(id, declared.max(self.cfg.limits.max_body));
+                .discard_body(id, declared.max(self.settings.cfg.limits.max_body));
         }
     }
 
@@ -140,22 +145,22 @@ impl Worker {
             };
             let req = match (a.wait.take(), a.whole.take()) {
                 (Some(w), _) => {
-                    self.handler_bodies -= w.body.len() as u64;
+                    self.counts.handler_bodies -= w.body.len() as u64;
                     w.req
                 }
                 (None, Some(w)) => w.held.req,
                 (None, None) => continue,
             };
-            self.req = req;
-            self.req_start = a.started;
-            self.scratch.clear();
+            self.current.req = req;
+            self.current.start = a.started;
+            self.current.scratch.clear();
             if self.logger.enabled(Level::Info) {
                 self.logger.log(
                     Level::Info,
                     format_args!("client {}: request body timed out (408)", c.peer.ip()),
                 );
             }
-            let plan = Plan::error(Status::REQUEST_TIMEOUT, &mut self.scratch);
+            let plan = Plan::error(Status::REQUEST_TIMEOUT, &mut self.current.scratch);
             self.h2_answer(c, id, plan, 0);
             self.h2_refuse_rest(c, id);
         }

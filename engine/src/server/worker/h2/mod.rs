@@ -21,23 +21,33 @@
 
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::*;
+use super::dispatch::{answering, request_record};
+use super::timers::Timers;
+use super::{access_log, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
+use crate::config::Level;
 use crate::h2::frame::HEAD_LEN;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
-use crate::handlers::{Seg, Source};
+use crate::handlers::{Body, Plan, Seg, Source};
+use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::Method;
+use crate::http::{Method, Status};
 use crate::log::Draft;
-use crate::server::h1::OUTPUT_CAP;
+use crate::server::conn::Conn;
+use crate::server::drain::Drain;
+use crate::server::h1::{State, OUTPUT_CAP};
 pub(super) use crate::server::h2::opening::Opening;
 use crate::server::h2::opening::{opening, prior_knowledge};
 use crate::server::h2::sink::send_reply_head;
 use crate::server::h2::{request, upgrade, Answer, BodyWait, CheckWait, Piece, Session};
+use crate::server::router::{Deferred, Routed};
+use crate::server::transport::Out;
 use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
@@ -60,7 +70,7 @@ impl Worker {
     pub(super) fn h2_opening(&self, c: &Conn, input: &[u8]) -> Opening {
         let t = &c.transport;
         let handshaking = t.deadline().is_some();
-        let cleartext = self.cfg.http2.cleartext;
+        let cleartext = self.settings.cfg.http2.cleartext;
         opening(
             t.alpn_h2(),
             handshaking,
@@ -76,7 +86,11 @@ impl Worker {
     /// ([`prior_knowledge`]), a failed preface, and the connection closes
     /// without a word (RFC 9113 §3.4). Whether it was closed so.
     pub(super) fn h2_failed_preface(&mut self, c: &mut Conn) -> bool {
-        if !prior_knowledge(self.cfg.http2.cleartext, c.transport.is_tls(), fresh(c)) {
+        if !prior_knowledge(
+            self.settings.cfg.http2.cleartext,
+            c.transport.is_tls(),
+            fresh(c),
+        ) {
             return false;
         }
         if self.logger.enabled(Level::Info) {
@@ -100,19 +114,19 @@ impl Worker {
         }
         self.h2_lend(c);
         // (At a reload, the sweep says when; see `Worker::sweep`.)
-        if self.draining == Drain::Stop {
+        if self.drain.mode == Drain::Stop {
             if let Some(s) = c.h2.as_mut() {
-                shut_down(s, c.index, self.now, &mut self.timers);
+                shut_down(s, c.index, self.clock.now, &mut self.timers);
             }
         }
         // Requests whose password check is done are routed again, and
         // the body that came meanwhile goes where the route says.
         while let Some(mut a) = c.h2.as_mut().and_then(|s| s.take_checked()) {
             let Some(w) = a.check.take() else { continue };
-            self.req = w.req;
-            self.req_start = a.started;
-            self.scratch.clear();
-            let no_body = self.req.body() == BodyFraming::None;
+            self.current.req = w.req;
+            self.current.start = a.started;
+            self.current.scratch.clear();
+            let no_body = self.current.req.body() == BodyFraming::None;
             if let Some(plan) = self.h2_route(c, a.id) {
                 self.h2_answer(c, a.id, plan, 0);
                 self.h2_body_unless_read(c, a.id, no_body);
@@ -130,9 +144,9 @@ impl Worker {
             }
             let Some(s) = c.h2.as_mut() else { break };
             let before = pos;
-            let event = s.conn.read(input, &mut pos, self.now);
+            let event = s.conn.read(input, &mut pos, self.clock.now);
             if pos > before {
-                c.h1.touch(self.now);
+                c.h1.touch(self.clock.now);
             }
             match event {
                 H2Event::Stall => break,
@@ -170,12 +184,12 @@ impl Worker {
     /// copy of them for the worker's connections (made again if a reload
     /// changed them), not one each.
     fn h2_session(&mut self) -> Box<Session> {
-        let limits = proto::Limits::from(&self.cfg.http2);
-        let limits = match &self.h2_limits {
+        let limits = proto::Limits::from(&self.settings.cfg.http2);
+        let limits = match &self.settings.h2_limits {
             Some(l) if **l == limits => Arc::clone(l),
-            _ => Arc::clone(self.h2_limits.insert(Arc::new(limits))),
+            _ => Arc::clone(self.settings.h2_limits.insert(Arc::new(limits))),
         };
-        Box::new(Session::new(limits, self.now))
+        Box::new(Session::new(limits, self.clock.now))
     }
 
     /// The request just read on plain HTTP/1.1 connection `c` asks to go
@@ -187,15 +201,16 @@ impl Worker {
     /// the request is answered over HTTP/1.1, the upgrade ignored, as
     /// RFC 9110 §7.8 allows.
     pub(super) fn h2c_upgrade(&mut self, c: &mut Conn) -> bool {
-        let (cleartext, draining) = (self.cfg.http2.cleartext, self.draining != Drain::Serve);
-        let Some(settings) =
-            upgrade::settings(&self.req, cleartext, c.transport.is_tls(), draining)
+        let cleartext = self.settings.cfg.http2.cleartext;
+        let draining = self.drain.mode != Drain::Serve;
+        let req = &self.current.req;
+        let Some(settings) = upgrade::settings(req, cleartext, c.transport.is_tls(), draining)
         else {
             return false;
         };
         let mut session = self.h2_session();
-        let req = &self.req;
-        let taken = session.conn.upgrade(&settings, self.now, |r| {
+        let req = &self.current.req;
+        let taken = session.conn.upgrade(&settings, self.clock.now, |r| {
             r.field(b":method", req.method_token());
             r.field(b":scheme", b"http");
             if let Some(host) = req.host() {
@@ -253,49 +268,49 @@ impl Worker {
         let Some(s) = c.h2.as_mut().filter(|s| s.lacks_buffers()) else {
             return;
         };
-        let Some(mut spare) = self.h2_spares.pop() else {
+        let Some(mut spare) = self.pools.lend_h2() else {
             return;
         };
         s.lend(&mut spare);
         if !spare.is_empty() {
-            self.h2_spares.push(spare);
+            self.pools.take_back_h2(spare);
         }
     }
 
     /// Takes back, for the next connection, the buffers of `c` if it has
     /// no stream open and nothing under way: an idle connection holds
-    /// none (beyond [`SPARES`] kept, they are freed).
+    /// none (beyond [`SPARES`](super::SPARES) kept, they are freed).
     pub(super) fn h2_take_back(&mut self, c: &mut Conn) {
         let Some(s) = c.h2.as_mut().filter(|s| !s.holds_no_buffers()) else {
             return;
         };
         let mut spare = Default::default();
-        if s.give_back(&mut spare) && self.h2_spares.len() < SPARES {
-            self.h2_spares.push(spare);
+        if s.give_back(&mut spare) {
+            self.pools.take_back_h2(spare);
         }
     }
 
     /// A request head arrived on stream `id`.
     fn h2_request(&mut self, c: &mut Conn, id: u32, end_stream: bool) {
-        self.scratch.clear();
-        self.req_start = self.now;
+        self.current.scratch.clear();
+        self.current.start = self.clock.now;
         let Some(s) = c.h2.as_ref() else { return };
         let built = request::fill(
-            &mut self.req,
+            &mut self.current.req,
             s.conn.request(),
             end_stream,
-            &self.limits,
-            &mut self.h2_scratch.head,
+            &self.settings.limits,
+            &mut self.pools.h2_scratch.head,
         );
-        let max = self.cfg.limits.max_body;
+        let max = self.settings.cfg.limits.max_body;
         if built.is_ok() {
             self.see_through_proxies(c);
         }
         let plan = match built {
-            Err(e) => Plan::error(e.status, &mut self.scratch),
+            Err(e) => Plan::error(e.status, &mut self.current.scratch),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
-            Ok(()) if matches!(self.req.body(), BodyFraming::Length(n) if n > max) => {
-                Plan::error(Status::CONTENT_TOO_LARGE, &mut self.scratch)
+            Ok(()) if matches!(self.current.req.body(), BodyFraming::Length(n) if n > max) => {
+                Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
             }
             Ok(()) => match self.h2_route(c, id) {
                 Some(plan) => plan,
@@ -333,12 +348,12 @@ impl Worker {
                     // has one) held meanwhile without its window credit
                     // going back (see `h2_data`); when the hashing
                     // threads cannot take the check, it runs here.
-                    match self.submit_check(c.index, check) {
+                    match self.wakeups.submit_check(c.index, check) {
                         Ok(check_id) => {
-                            let mut a = Answer::waiting(id, self.req_start);
+                            let mut a = Answer::waiting(id, self.current.start);
                             a.check = Some(Box::new(CheckWait {
                                 id: check_id,
-                                req: std::mem::take(&mut self.req),
+                                req: std::mem::take(&mut self.current.req),
                                 ready: false,
                                 body: Vec::new(),
                                 body_done: false,
@@ -350,17 +365,17 @@ impl Worker {
                     }
                 }
                 Routed::Defer(Deferred::Handler { mount }) => {
-                    let mut a = Answer::waiting(id, self.req_start);
+                    let mut a = Answer::waiting(id, self.current.start);
                     a.wait = Some(Box::new(BodyWait {
                         mount,
-                        req: std::mem::take(&mut self.req),
+                        req: std::mem::take(&mut self.current.req),
                         body: Vec::new(),
                     }));
                     c.h2.as_mut()?.answers.push(a);
                     return None;
                 }
                 Routed::Defer(Deferred::WholeBody(resume)) => {
-                    let mut a = Answer::waiting(id, self.req_start);
+                    let mut a = Answer::waiting(id, self.current.start);
                     a.whole = Some(Box::new(WholeBody {
                         resume,
                         held: self.hold(0),
@@ -373,7 +388,7 @@ impl Worker {
         }
         Some(Plan::error(
             Status::INTERNAL_SERVER_ERROR,
-            &mut self.scratch,
+            &mut self.current.scratch,
         ))
     }
 
@@ -381,7 +396,7 @@ impl Worker {
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take() {
-            self.handler_bodies -= w.body.len() as u64;
+            self.counts.handler_bodies -= w.body.len() as u64;
         }
         if let (Some(w), Some(s)) = (a.check.take(), c.h2.as_mut()) {
             // The body held during its check: the connection's credit back.
@@ -408,9 +423,13 @@ impl Worker {
     /// Answers stream `id` of `c` with `plan` (for the current request,
     /// which `redirects` CGI local redirects led to).
     pub(super) fn h2_answer(&mut self, c: &mut Conn, id: u32, mut plan: Plan, redirects: u8) {
-        self.router
-            .finish(&self.req, &mut plan, &mut self.scratch, &mut self.logger);
-        let body_len = plan.body_len(&self.scratch);
+        self.router.finish(
+            &self.current.req,
+            &mut plan,
+            &mut self.current.scratch,
+            &mut self.logger,
+        );
+        let body_len = plan.body_len(&self.current.scratch);
         let Plan { status, body, .. } = plan;
         if let Body::Pipe(pipe) = body {
             if let Err(plan) = self.h2_start_pipe(c, id, *pipe, redirects) {
@@ -419,11 +438,11 @@ impl Worker {
             return;
         }
         if let Body::Stream(streamed) = body {
-            let producer = streamed.producer(status, &self.scratch.headers);
+            let producer = streamed.producer(status, &self.current.scratch.headers);
             self.start_produced(c, Some(id), producer, redirects);
             return;
         }
-        let head_only = self.req.method() == Method::Head;
+        let head_only = self.current.req.method() == Method::Head;
         let bodiless = status.is_bodiless();
         let framing = if bodiless {
             Framing::Bodiless
@@ -436,11 +455,11 @@ impl Worker {
             None => return,
         };
         if !(head_only || bodiless || body_len == 0) {
-            fill_pieces(&mut pieces, body, &self.scratch);
+            fill_pieces(&mut pieces, body, &self.current.scratch);
         }
-        self.log_answer(super::proxied::client_of(c, &self.req).ip(), status);
+        self.log_answer(super::proxied::client_of(c, &self.current.req).ip(), status);
         let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.wall, &self.req, status.0);
+            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
             let mut text = text;
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
@@ -454,15 +473,15 @@ impl Worker {
         let head = Head {
             status: status.0,
             reason: b"",
-            headers: &self.scratch.headers,
+            headers: &self.current.scratch.headers,
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
-        if !s.send_head(id, end, &head, &stamp, &mut self.h2_scratch) {
+        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+        if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
-        let mut answer = Answer::waiting(id, self.req_start);
+        let mut answer = Answer::waiting(id, self.current.start);
         answer.body_len = if end { 0 } else { body_len };
         answer.pieces = pieces;
         answer.log = log;
@@ -473,7 +492,7 @@ impl Worker {
             s.conn.set_remaining(id, body_len);
             s.answers.push(answer);
         }
-        self.scratch.trim(SCRATCH_KEEP);
+        self.current.scratch.trim(SCRATCH_KEEP);
     }
 
     /// The rates that pace the current request's answer on `c`, if a
@@ -484,7 +503,7 @@ impl Worker {
     pub(in crate::server::worker) fn h2_throttle(&mut self, c: &mut Conn) -> Option<Box<Throttle>> {
         let (rule, connection_rate, shared) = self.matching_throttle()?;
         let own = match connection_rate {
-            Some(r) => Some(c.h2.as_mut()?.connection_rate(rule, r, self.now)),
+            Some(r) => Some(c.h2.as_mut()?.connection_rate(rule, r, self.clock.now)),
             None => None,
         };
         Some(Box::new(Throttle { shared, own }))
@@ -504,9 +523,9 @@ impl Worker {
         head_only: bool,
     ) -> (bool, Option<(Vec<u8>, Draft)>) {
         let log = self.h2_head_log(c, req, head.status);
-        let stamp = answering(&self.cfg, &self.date, self.draining, self.now).stamp;
+        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
         let ends = match c.h2.as_mut() {
-            Some(s) => send_reply_head(s, id, head, head_only, &stamp, &mut self.h2_scratch),
+            Some(s) => send_reply_head(s, id, head, head_only, &stamp, &mut self.pools.h2_scratch),
             None => head_only || Status(head.status).is_bodiless(),
         };
         (ends, log)
@@ -521,9 +540,9 @@ impl Worker {
         status: u16,
     ) -> Option<(Vec<u8>, Draft)> {
         // (Timed from when the stream's request was routed.)
-        self.count_answer(req, status, self.req_start);
+        self.count_answer(req, status, self.current.start);
         self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.wall, req, status);
+            let rec = request_record(c, self.clock.wall, req, status);
             let mut text = Vec::new();
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
@@ -613,7 +632,8 @@ impl Worker {
             // A file's bytes go by `sendfile` one large frame at a time
             // where the client takes large frames, else they are read
             // behind their frames' headers, many frames at once.
-            let sendfile = frame as u64 > SMALL_FILE && self.cfg.site.static_files.sendfile;
+            let sendfile =
+                frame as u64 > SMALL_FILE && self.settings.cfg.site.static_files.sendfile;
             let batch = matches!(piece, Piece::File(..)) && !sendfile;
             // (A batch fills the output queue up to its cap, not past it
             // by more than a frame: its buffer, compacted as it fills,
@@ -631,7 +651,7 @@ impl Worker {
             };
             let mut n = (piece.len() as usize).min(room);
             if let Some(t) = &a.throttle {
-                match t.take(self.now, n) {
+                match t.take(self.clock.now, n) {
                     Ok(allowed) => n = allowed,
                     Err(when) => {
                         s.conn.pause(id);
@@ -726,8 +746,8 @@ impl Worker {
             }
         }
         if let Some(s) = c.h2.as_mut() {
-            if wake.is_some_and(|when| s.throttle_wake(when, self.now)) {
-                self.timers.push((wake.unwrap_or(self.now), c.index));
+            if wake.is_some_and(|when| s.throttle_wake(when, self.clock.now)) {
+                self.timers.wake_at(wake.unwrap_or(self.clock.now), c.index);
             }
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
@@ -735,7 +755,7 @@ impl Worker {
             if s.conn.window_blocked() && c.out.is_empty() {
                 // A client that opens no window is timed out as one that
                 // reads nothing (`timeouts.send`).
-                c.blocked_since.get_or_insert(self.now);
+                c.blocked_since.get_or_insert(self.clock.now);
             }
         }
     }
@@ -745,7 +765,7 @@ impl Worker {
     pub(super) fn h2_queue_control(&mut self, c: &mut Conn) -> bool {
         let Some(s) = c.h2.as_mut() else { return false };
         // (The final GOAWAY, if its wait for the client is over.)
-        s.conn.goaway_due(self.now);
+        s.conn.goaway_due(self.clock.now);
         if s.conn.out().is_empty() {
             return false;
         }
@@ -768,18 +788,13 @@ impl Worker {
 
 /// Winding down: the first GOAWAY of session `s`, connection `index`'s
 /// (see [`proto::Conn::shut_down`]; once), and a timer for its final one.
-pub(super) fn shut_down(
-    s: &mut Session,
-    index: usize,
-    now: Instant,
-    timers: &mut Vec<(Instant, usize)>,
-) {
+pub(super) fn shut_down(s: &mut Session, index: usize, now: Instant, timers: &mut Timers) {
     if s.conn.shutting_down() {
         return;
     }
     s.conn.shut_down(now);
     if let Some(due) = s.conn.goaway_due(now) {
-        timers.push((due, index));
+        timers.wake_at(due, index);
     }
 }
 

@@ -10,12 +10,23 @@
 //! A body that ends short of the process's Content-Length resets the
 //! stream (INTERNAL_ERROR) instead of ending it, so the client knows.
 
+use std::io;
+
+use mio::Registry;
+
 use super::input::InputEnd;
-use super::*;
+use super::{read_fd, unwatch, End, PipeRun, H2_PIPES, MAX_REDIRECTS};
+use crate::config::Level;
 use crate::h2::ErrorCode;
+use crate::handlers::pipe::{Pipe, ReplyStart};
+use crate::handlers::Plan;
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::parse::BodyFraming;
+use crate::http::{Method, Status, Version};
+use crate::server::conn::Conn;
 use crate::server::h2::{Answer, Piece};
+use crate::server::waits::Held;
+use crate::server::worker::Worker;
 
 /// A process's output buffered for its stream before reading it pauses.
 const STREAM_OUT_CAP: u64 = 64 * 1024;
@@ -53,12 +64,16 @@ impl Worker {
                     pipe.label
                 ),
             );
-            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut self.scratch));
+            return Err(Plan::error(
+                Status::SERVICE_UNAVAILABLE,
+                &mut self.current.scratch,
+            ));
         };
         self.watch(&mut pipe, c.index, slot)?;
-        let head_only = self.req.method() == Method::Head;
+        let head_only = self.current.req.method() == Method::Head;
         let held_body = pipe.held.is_some();
-        let body_done = held_body || self.req.body() == crate::http::parse::BodyFraming::None;
+        let body_done =
+            held_body || self.current.req.body() == crate::http::parse::BodyFraming::None;
         let has_body = pipe.has_body;
         let mut run = PipeRun::new(pipe, self.hold(redirects), Version::Http2, head_only);
         if !has_body {
@@ -70,7 +85,7 @@ impl Worker {
         a.open = true;
         a.body_done = body_done;
         a.held_body = held_body;
-        a.progress = self.now;
+        a.progress = self.clock.now;
         a.throttle = self.h2_throttle(c);
         if let Some(s) = c.h2.as_mut() {
             s.answers.push(a);
@@ -131,7 +146,11 @@ impl Worker {
         let Some(p) = a.pipe.as_mut() else {
             return Some(a);
         };
-        p.read_diagnostics(&mut self.pipe_buf, &mut self.logger, self.poll.registry());
+        p.read_diagnostics(
+            &mut self.pools.pipe_buf,
+            &mut self.logger,
+            self.poll.registry(),
+        );
         let waiting = p.input_buf.len();
         let mut moved = match p.write_input() {
             Ok(moved) => moved,
@@ -168,14 +187,14 @@ impl Worker {
                 break;
             };
             let Some(fd) = p.output.as_ref() else { break };
-            self.pipe_buf.clear();
-            match read_fd(fd, &mut self.pipe_buf) {
+            self.pools.pipe_buf.clear();
+            match read_fd(fd, &mut self.pools.pipe_buf) {
                 Ok(0) => return self.h2_pipe_done(c, a),
                 Ok(_) => {
                     moved = true;
-                    let data = std::mem::take(&mut self.pipe_buf);
+                    let data = std::mem::take(&mut self.pools.pipe_buf);
                     let turn = self.h2_pipe_output(c, &mut a, &data);
-                    self.pipe_buf = data;
+                    self.pools.pipe_buf = data;
                     match turn {
                         Ok(()) => {}
                         Err(Turn::Fail(status)) => return self.h2_pipe_fail(c, a, status),
@@ -191,7 +210,7 @@ impl Worker {
             }
         }
         if moved {
-            a.progress = self.now;
+            a.progress = self.clock.now;
         }
         Some(a)
     }
@@ -230,7 +249,7 @@ impl Worker {
             let limits = BodyLimits {
                 max_body: u64::MAX,
                 max_chunk_ext: 4096,
-                max_trailers: self.cfg.limits.max_header_bytes,
+                max_trailers: self.settings.cfg.limits.max_header_bytes,
             };
             p.dechunk = BodyDecoder::new(BodyFraming::Chunked, &limits).ok();
         }
@@ -322,7 +341,7 @@ impl Worker {
             return;
         }
         self.resume(request);
-        let plan = Plan::error(status, &mut self.scratch);
+        let plan = Plan::error(status, &mut self.current.scratch);
         self.h2_answer(c, a.id, plan, 0);
     }
 
@@ -343,24 +362,24 @@ impl Worker {
         let Some(mut p) = a.pipe.take() else { return };
         p.reply.stop();
         p.unwatch_all(self.poll.registry());
-        let redirected = p.request.req.redirected(target, &self.limits);
+        let redirected = p.request.req.redirected(target, &self.settings.limits);
         let (started, redirects) = (p.request.started, p.request.redirects + 1);
         self.resume(p.request);
         let plan = match redirected {
             _ if redirects > MAX_REDIRECTS => {
                 self.logger
                     .log(Level::Error, format_args!("cgi: too many local redirects"));
-                Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.scratch)
+                Plan::error(Status::INTERNAL_SERVER_ERROR, &mut self.current.scratch)
             }
             Some(req) => {
-                self.req = req;
-                self.req_start = started;
+                self.current.req = req;
+                self.current.start = started;
                 match self.h2_route(c, a.id) {
                     Some(plan) => plan,
                     None => return,
                 }
             }
-            None => Plan::error(Status::BAD_GATEWAY, &mut self.scratch),
+            None => Plan::error(Status::BAD_GATEWAY, &mut self.current.scratch),
         };
         self.h2_answer(c, a.id, plan, redirects);
     }
@@ -380,7 +399,7 @@ impl Worker {
         p.unwatch_all(self.poll.registry());
         if log && self.logger.access_enabled() {
             let status = if p.sent_any { p.status } else { 499 };
-            let rec = super::super::request_record(c, self.wall, &p.request.req, status);
+            let rec = super::super::request_record(c, self.clock.wall, &p.request.req, status);
             let end = c.queued_end();
             super::super::access_log::push(
                 &mut c.out,
@@ -397,7 +416,7 @@ impl Worker {
     /// Processes that made no progress for their idle timeout: stopped,
     /// their streams answered 504 (or reset). Whether any was.
     pub(in crate::server::worker) fn h2_pipe_timeouts(&mut self, c: &mut Conn) -> bool {
-        let now = self.now;
+        let now = self.clock.now;
         let late: Vec<u32> = match c.h2.as_ref() {
             Some(s) => s
                 .answers

@@ -6,7 +6,13 @@
 //! into the same buffer as the input drains. The input closes once the
 //! whole body is written, or at once when there is none.
 
-use super::*;
+use std::io;
+
+use super::{refill, unwatch, PipeRun};
+use crate::config::Level;
+use crate::http::Status;
+use crate::server::conn::Conn;
+use crate::server::worker::Worker;
 
 /// Why a process's input must close.
 pub(super) enum InputEnd {

@@ -1,0 +1,224 @@
+//! A worker's listening side: its listeners, TLS's acceptor with its cap
+//! on handshakes in progress, the turn handshaking connections wait for
+//! (see [`accept`](super::accept)), and the pause after `accept` ran out
+//! of descriptors or memory.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::TcpListener as StdListener;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpListener;
+use mio::{Interest, Registry, Token};
+
+use super::LISTENER_BASE;
+use crate::log::budget::LineBudget;
+use crate::server::listen::Speaks;
+use crate::server::transport::{Acceptor, Setup};
+
+/// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
+/// a worker explains in the error log per second (at `debug`); the rest
+/// are counted in one line.
+const TLS_ERRORS_PER_SEC: u32 = 10;
+
+/// Handshaking connections served per pass of the event loop, after the
+/// other connections' events: a full handshake costs some 150 µs of CPU
+/// (a key exchange and a signature), so a pass that took every
+/// ClientHello of a flood at once would keep an established client
+/// waiting for tens of milliseconds. (With nothing else to do, the loop
+/// comes straight back for the next ones.)
+pub(super) const HANDSHAKES_PER_TURN: usize = 8;
+
+/// How long accepting stops once `accept` ran out of descriptors or
+/// memory.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// What a worker listens with.
+pub(super) struct Listen {
+    /// Its listeners, each with what its clients speak (listener `i` has
+    /// token `LISTENER_BASE + i`).
+    pub(super) listeners: Vec<(TcpListener, Speaks)>,
+    /// Starts TLS connections (with TLS listeners).
+    pub(super) tls: Option<Acceptor>,
+    /// A TLS listener has connections waiting for a handshake slot.
+    pub(super) tls_waiting: bool,
+    /// TLS connections in their handshake with an event not handled yet:
+    /// their turn comes after the established connections', a few per
+    /// pass of the loop.
+    handshakes_due: VecDeque<usize>,
+    /// Caps the debug lines that explain failed TLS connections.
+    pub(super) tls_errors: LineBudget,
+    /// Until when accepting stops.
+    paused_until: Option<Instant>,
+}
+
+impl Listen {
+    /// Registers `listeners` with `registry`; `tls` is their
+    /// generation's TLS (with TLS listeners).
+    pub(super) fn new(
+        registry: &Registry,
+        listeners: Vec<(StdListener, Speaks)>,
+        tls: Option<&Setup>,
+        now: Instant,
+    ) -> io::Result<Listen> {
+        let mut registered = Vec::new();
+        for (i, (socket, speaks)) in listeners.into_iter().enumerate() {
+            let mut listener = TcpListener::from_std(socket);
+            registry.register(&mut listener, Token(LISTENER_BASE + i), Interest::READABLE)?;
+            registered.push((listener, speaks));
+        }
+        Ok(Listen {
+            listeners: registered,
+            tls: tls.map(Acceptor::new),
+            tls_waiting: false,
+            handshakes_due: VecDeque::new(),
+            tls_errors: LineBudget::new(TLS_ERRORS_PER_SEC, now),
+            paused_until: None,
+        })
+    }
+
+    /// Closes the listeners (the sockets close once every copy is gone).
+    pub(super) fn close(&mut self, registry: &Registry) {
+        for (mut l, _) in self.listeners.drain(..) {
+            let _ = registry.deregister(&mut l);
+        }
+    }
+
+    /// Connection `i`, in its handshake, had an event: it waits for the
+    /// handshakes' turn.
+    pub(super) fn handshake_later(&mut self, i: usize) {
+        self.handshakes_due.push_back(i);
+    }
+
+    /// Whether handshaking connections wait for their turn.
+    pub(super) fn handshakes_waiting(&self) -> bool {
+        !self.handshakes_due.is_empty()
+    }
+
+    /// How many handshaking connections this pass's turn drives: those
+    /// waiting for it, up to [`HANDSHAKES_PER_TURN`].
+    pub(super) fn handshake_turn(&self) -> usize {
+        self.handshakes_due.len().min(HANDSHAKES_PER_TURN)
+    }
+
+    /// The next handshaking connection, in the order they came.
+    pub(super) fn next_handshake(&mut self) -> Option<usize> {
+        self.handshakes_due.pop_front()
+    }
+
+    /// Whether TLS connections left waiting at the handshake cap may be
+    /// accepted now (handshakes have ended); if so, they no longer wait.
+    pub(super) fn take_tls_waiting(&mut self) -> bool {
+        if !self.tls_waiting || !self.tls.as_ref().is_some_and(Acceptor::has_room) {
+            return false;
+        }
+        self.tls_waiting = false;
+        true
+    }
+
+    /// Stops accepting for [`ACCEPT_PAUSE`] from `now`.
+    pub(super) fn pause(&mut self, now: Instant) {
+        self.paused_until = Some(now + ACCEPT_PAUSE);
+    }
+
+    /// Whether accepting is paused.
+    pub(super) fn paused(&self) -> bool {
+        self.paused_until.is_some()
+    }
+
+    /// Whether a pause ended by `now` (then accepting starts again).
+    pub(super) fn resume_due(&mut self, now: Instant) -> bool {
+        let due = self.paused_until.is_some_and(|until| now >= until);
+        if due {
+            self.paused_until = None;
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mio::{Events, Poll};
+
+    fn listen(poll: &Poll, n: usize) -> Listen {
+        let sockets = (0..n)
+            .map(|_| {
+                let l = StdListener::bind("127.0.0.1:0").unwrap();
+                l.set_nonblocking(true).unwrap();
+                (l, Speaks::Http)
+            })
+            .collect();
+        Listen::new(poll.registry(), sockets, None, Instant::now()).unwrap()
+    }
+
+    #[test]
+    fn a_connection_to_listener_i_raises_its_token() {
+        let mut poll = Poll::new().unwrap();
+        let l = listen(&poll, 2);
+        let addr = l.listeners[1].0.local_addr().unwrap();
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let mut events = Events::with_capacity(4);
+        poll.poll(&mut events, Some(Duration::from_secs(5)))
+            .unwrap();
+        let tokens: Vec<_> = events.iter().map(|e| e.token()).collect();
+        assert_eq!(tokens, [Token(LISTENER_BASE + 1)]);
+    }
+
+    #[test]
+    fn each_turn_takes_the_first_few_handshakes_in_order() {
+        let poll = Poll::new().unwrap();
+        let mut l = listen(&poll, 0);
+        assert!(!l.handshakes_waiting());
+        assert_eq!(l.handshake_turn(), 0);
+        for i in 0..HANDSHAKES_PER_TURN + 3 {
+            l.handshake_later(100 + i);
+        }
+        let turn = |l: &mut Listen| -> Vec<usize> {
+            (0..l.handshake_turn())
+                .map_while(|_| l.next_handshake())
+                .collect()
+        };
+        let first = turn(&mut l);
+        assert_eq!(first, (100..100 + HANDSHAKES_PER_TURN).collect::<Vec<_>>());
+        assert!(l.handshakes_waiting());
+        let n = HANDSHAKES_PER_TURN;
+        assert_eq!(turn(&mut l), [100 + n, 101 + n, 102 + n]);
+        assert!(!l.handshakes_waiting());
+        assert_eq!(l.next_handshake(), None);
+    }
+
+    #[test]
+    fn a_pause_ends_once() {
+        let poll = Poll::new().unwrap();
+        let mut l = listen(&poll, 0);
+        let now = Instant::now();
+        assert!(!l.paused());
+        assert!(!l.resume_due(now + ACCEPT_PAUSE));
+        l.pause(now);
+        assert!(l.paused());
+        assert!(!l.resume_due(now));
+        assert!(l.resume_due(now + ACCEPT_PAUSE));
+        assert!(!l.paused());
+        assert!(!l.resume_due(now + ACCEPT_PAUSE));
+    }
+
+    #[test]
+    fn without_tls_nothing_waits_for_a_handshake_slot() {
+        let poll = Poll::new().unwrap();
+        let mut l = listen(&poll, 0);
+        l.tls_waiting = true;
+        assert!(!l.take_tls_waiting());
+        assert!(l.tls_waiting);
+    }
+
+    #[test]
+    fn closed_listeners_refuse_connections() {
+        let poll = Poll::new().unwrap();
+        let mut l = listen(&poll, 1);
+        let addr = l.listeners[0].0.local_addr().unwrap();
+        l.close(poll.registry());
+        assert!(l.listeners.is_empty());
+        assert!(std::net::TcpStream::connect(addr).is_err());
+    }
+}

@@ -1,0 +1,217 @@
+//! A worker's buffers, reused from one request and one connection to the
+//! next: its read buffers, and the spare output queues, input buffers
+//! and HTTP/2 buffers that connections borrow while they need them. A
+//! pool keeps at most [`SPARES`] of each, and no output queue larger
+//! than [`OUT_KEEP`] nor input buffer larger than [`READ_BUF`].
+
+use super::{OUT_KEEP, READ_BUF, SPARES};
+use crate::server::transport::Out;
+
+/// The buffers a worker lends.
+pub(super) struct Pools {
+    /// Read buffer of the sockets.
+    pub(super) rbuf: Vec<u8>,
+    /// Read buffer of pipe bodies.
+    pub(super) pipe_buf: Vec<u8>,
+    /// Emptied output queues: a connection borrows one while it has
+    /// output waiting.
+    outs: Vec<Out>,
+    /// Emptied input buffers: a connection borrows one while it holds a
+    /// request's start.
+    bufs: Vec<Vec<u8>>,
+    /// Buffers of HTTP/2 connections that have no stream open, for the
+    /// next that opens one.
+    #[cfg(feature = "http2")]
+    h2_spares: Vec<crate::server::h2::Spares>,
+    /// Buffers for HTTP/2 heads.
+    #[cfg(feature = "http2")]
+    pub(super) h2_scratch: crate::server::h2::Scratch,
+}
+
+impl Pools {
+    /// The read buffers and one output queue.
+    pub(super) fn new() -> Pools {
+        Pools {
+            rbuf: Vec::with_capacity(READ_BUF),
+            pipe_buf: Vec::with_capacity(READ_BUF),
+            outs: vec![Out::with_capacity(READ_BUF)],
+            bufs: Vec::new(),
+            #[cfg(feature = "http2")]
+            h2_spares: Vec::new(),
+            #[cfg(feature = "http2")]
+            h2_scratch: Default::default(),
+        }
+    }
+
+    /// An output queue, a spare one if there is one.
+    pub(super) fn lend_out(&mut self) -> Out {
+        self.outs
+            .pop()
+            .unwrap_or_else(|| Out::with_capacity(READ_BUF))
+    }
+
+    /// Takes back output queue `out` (emptied), unless the pool is full
+    /// or it grew too large.
+    pub(super) fn take_back_out(&mut self, mut out: Out) {
+        out.clear();
+        if self.outs.len() < SPARES && out.capacity() <= OUT_KEEP {
+            self.outs.push(out);
+        }
+    }
+
+    /// An input buffer, a spare one if there is one.
+    pub(super) fn lend_buf(&mut self) -> Vec<u8> {
+        self.bufs.pop().unwrap_or_default()
+    }
+
+    /// Takes back input buffer `buf` (emptied), unless the pool is full
+    /// or it grew too large.
+    pub(super) fn take_back_buf(&mut self, mut buf: Vec<u8>) {
+        buf.clear();
+        if self.bufs.len() < SPARES && buf.capacity() <= READ_BUF {
+            self.bufs.push(buf);
+        }
+    }
+
+    /// A spare set of HTTP/2 buffers, if there is one.
+    #[cfg(feature = "http2")]
+    pub(super) fn lend_h2(&mut self) -> Option<crate::server::h2::Spares> {
+        self.h2_spares.pop()
+    }
+
+    /// Takes back HTTP/2 buffers, unless the pool is full.
+    #[cfg(feature = "http2")]
+    pub(super) fn take_back_h2(&mut self, spare: crate::server::h2::Spares) {
+        if self.h2_spares.len() < SPARES {
+            self.h2_spares.push(spare);
+        }
+    }
+
+    /// After a panic: the read buffers lent out (`mem::take`) when it
+    /// struck must not stay empty for every later connection.
+    pub(super) fn restore(&mut self) {
+        if self.rbuf.capacity() == 0 {
+            self.rbuf = Vec::with_capacity(READ_BUF);
+        }
+        if self.pipe_buf.capacity() == 0 {
+            self.pipe_buf = Vec::with_capacity(READ_BUF);
+        }
+    }
+
+    /// Frees the spares (a quiet worker rests).
+    pub(super) fn free_spares(&mut self) {
+        self.outs = Vec::new();
+        self.bufs = Vec::new();
+        #[cfg(feature = "http2")]
+        {
+            self.h2_spares = Vec::new();
+        }
+    }
+
+    /// Frees the read buffers and the spares too, before the allocator
+    /// gives its free pages back ([`Pools::refill`] after).
+    pub(super) fn free_all(&mut self) {
+        self.outs = Vec::new();
+        self.rbuf = Vec::new();
+        self.pipe_buf = Vec::new();
+    }
+
+    /// Allocates again what [`Pools::new`] has (no page is held until a
+    /// request writes to them).
+    pub(super) fn refill(&mut self) {
+        self.outs = vec![Out::with_capacity(READ_BUF)];
+        self.rbuf = Vec::with_capacity(READ_BUF);
+        self.pipe_buf = Vec::with_capacity(READ_BUF);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    #[test]
+    fn output_queues_come_back_emptied_up_to_the_caps() {
+        let mut pools = Pools::new();
+        let mut out = pools.lend_out();
+        assert_eq!(out.capacity(), READ_BUF);
+        assert!(pools.outs.is_empty());
+        // (A fresh one when the pool is empty.)
+        assert_eq!(pools.lend_out().capacity(), READ_BUF);
+        out.push_bytes(b"HTTP/1.1 200 OK\r\n\r\n");
+        pools.take_back_out(out);
+        assert_eq!(pools.outs.len(), 1);
+        assert!(pools.lend_out().is_empty());
+        pools.take_back_out(Out::with_capacity(OUT_KEEP + 1));
+        assert!(pools.outs.is_empty());
+        for _ in 0..SPARES + 3 {
+            pools.take_back_out(Out::with_capacity(READ_BUF));
+        }
+        assert_eq!(pools.outs.len(), SPARES);
+    }
+
+    #[test]
+    fn input_buffers_come_back_emptied_up_to_the_caps() {
+        let mut pools = Pools::new();
+        assert_eq!(pools.lend_buf().capacity(), 0);
+        let mut buf = Vec::with_capacity(100);
+        buf.extend_from_slice(b"GET / HT");
+        pools.take_back_buf(buf);
+        let again = pools.lend_buf();
+        assert!(again.is_empty());
+        assert_eq!(again.capacity(), 100);
+        pools.take_back_buf(Vec::with_capacity(READ_BUF + 1));
+        assert!(pools.bufs.is_empty());
+        for _ in 0..SPARES + 3 {
+            pools.take_back_buf(Vec::with_capacity(10));
+        }
+        assert_eq!(pools.bufs.len(), SPARES);
+    }
+
+    #[cfg(feature = "http2")]
+    #[test]
+    fn http2_buffers_are_kept_up_to_the_cap() {
+        let mut pools = Pools::new();
+        assert!(pools.lend_h2().is_none());
+        for _ in 0..SPARES + 3 {
+            pools.take_back_h2(Default::default());
+        }
+        assert_eq!(pools.h2_spares.len(), SPARES);
+        assert!(pools.lend_h2().is_some());
+        assert_eq!(pools.h2_spares.len(), SPARES - 1);
+    }
+
+    #[test]
+    fn read_buffers_lent_out_when_a_panic_struck_are_restored() {
+        let mut pools = Pools::new();
+        let struck = catch_unwind(AssertUnwindSafe(|| {
+            let _rbuf = std::mem::take(&mut pools.rbuf);
+            let _pipe_buf = std::mem::take(&mut pools.pipe_buf);
+            panic!("a handler's bug");
+        }));
+        assert!(struck.is_err());
+        assert_eq!(pools.rbuf.capacity(), 0);
+        pools.restore();
+        assert_eq!(pools.rbuf.capacity(), READ_BUF);
+        assert_eq!(pools.pipe_buf.capacity(), READ_BUF);
+        // What was not lent stays as it is.
+        pools.rbuf.extend_from_slice(b"kept");
+        pools.restore();
+        assert_eq!(pools.rbuf, b"kept");
+    }
+
+    #[test]
+    fn a_rest_frees_everything_and_refill_allocates_again() {
+        let mut pools = Pools::new();
+        pools.take_back_buf(Vec::with_capacity(10));
+        pools.free_spares();
+        assert!(pools.outs.is_empty() && pools.bufs.is_empty());
+        pools.free_all();
+        assert_eq!(pools.rbuf.capacity(), 0);
+        assert_eq!(pools.pipe_buf.capacity(), 0);
+        pools.refill();
+        assert_eq!(pools.rbuf.capacity(), READ_BUF);
+        assert_eq!(pools.pipe_buf.capacity(), READ_BUF);
+        assert_eq!(pools.outs.len(), 1);
+    }
+}
