@@ -12,9 +12,9 @@ use mio::{Events, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
+use super::listen::Speaks;
 use super::router::Router;
 use super::transport::Setup;
-use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::config::Level;
 use crate::http::Status;

@@ -9,8 +9,10 @@
 //! into an HPACK block ([`head`]).
 
 pub mod head;
+pub mod opening;
 pub mod request;
 pub mod sink;
+pub mod upgrade;
 
 use std::collections::VecDeque;
 use std::fs::File;

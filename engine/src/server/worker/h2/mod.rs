@@ -30,21 +30,22 @@ use super::{access_log, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
 use crate::config::Level;
 use crate::h2::frame::HEAD_LEN;
-use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
+use crate::h2::{self as proto, ErrorCode, Event as H2Event};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Body, Plan, Seg, Source};
-use crate::http::grammar::has_token;
 use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::{Method, Status, Version};
+use crate::http::{Method, Status};
 use crate::log::Draft;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{State, OUTPUT_CAP};
+pub(super) use crate::server::h2::opening::Opening;
+use crate::server::h2::opening::{opening, prior_knowledge};
 use crate::server::h2::sink::send_reply_head;
-use crate::server::h2::{request, Answer, Piece, Session};
+use crate::server::h2::{request, upgrade, Answer, Piece, Session};
 use crate::server::transport::Out;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
@@ -54,17 +55,10 @@ mod body;
 /// behind its frames' headers).
 const FILE_BATCH: usize = 256 * 1024;
 
-/// Length of the preface's first line, `PRI * HTTP/2.0`.
-const PREFACE_LINE: usize = 14;
-
-/// What the first bytes of a plain connection say.
-pub(super) enum Opening {
-    /// HTTP/1.x: go on as always.
-    Http1,
-    /// Maybe the HTTP/2 preface: wait for more bytes.
-    Partial,
-    /// The HTTP/2 preface: the connection is h2c.
-    Http2,
+/// Whether plain connection `c` is fresh for [`opening`]: it has served
+/// no request and is not reading one beyond its head.
+fn fresh(c: &Conn) -> bool {
+    c.h1.served() == 0 && matches!(c.h1.state(), State::Idle | State::Head)
 }
 
 impl Worker {
@@ -72,50 +66,29 @@ impl Worker {
     /// ALPN, or `input`, the first bytes of a plain connection, open it
     /// with prior knowledge (RFC 9113 §3.3).
     pub(super) fn h2_opening(&self, c: &Conn, input: &[u8]) -> Opening {
-        if c.transport.alpn_h2() {
-            // ALPN said h2 (RFC 9113 §3.2): HTTP/2 from the first byte,
-            // the client's preface included, which the protocol checks;
-            // our SETTINGS go once the handshake is done (nothing is
-            // written before it).
-            return match c.transport.deadline() {
-                Some(_) => Opening::Partial,
-                None => Opening::Http2,
-            };
-        }
-        if !self.settings.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || input.is_empty()
-            || c.h1.served() > 0
-            || !matches!(c.h1.state(), State::Idle | State::Head)
-        {
-            return Opening::Http1;
-        }
-        // Bytes that begin with the preface's request line are HTTP/2's
-        // (no HTTP/1.x request is `PRI * HTTP/2.0`): a preface that goes
-        // wrong after it fails as HTTP/2 (RFC 9113 §3.4), not as HTTP/1.1.
-        let line = PREFACE_LINE.min(input.len());
-        let n = input.len().min(PREFACE.len());
-        match (input[..n] == PREFACE[..n], input[..line] == PREFACE[..line]) {
-            (true, _) if n == PREFACE.len() => Opening::Http2,
-            (_, true) if line == PREFACE_LINE => Opening::Http2,
-            (true, _) => Opening::Partial,
-            _ => Opening::Http1,
-        }
+        let t = &c.transport;
+        let handshaking = t.deadline().is_some();
+        let cleartext = self.settings.cfg.http2.cleartext;
+        opening(
+            t.alpn_h2(),
+            handshaking,
+            cleartext,
+            t.is_tls(),
+            fresh(c),
+            input,
+        )
     }
 
-    /// The first bytes of plain connection `c` are not an HTTP/1.x
-    /// request line (their version does not even begin like `HTTP/`),
-    /// nor the HTTP/2 preface. On a port that speaks h2c with prior
-    /// knowledge they are a failed preface: a connection error (RFC 9113
-    /// §3.4), and since no HTTP/1.x client is there to read a 400, the
-    /// connection closes without a word (the GOAWAY "MAY be omitted":
-    /// the peer is not using HTTP/2). Whether it was closed so.
+    /// The first bytes of plain connection `c` are neither an HTTP/1.x
+    /// request line nor the HTTP/2 preface: where it may open as h2c
+    /// ([`prior_knowledge`]), a failed preface, and the connection closes
+    /// without a word (RFC 9113 §3.4). Whether it was closed so.
     pub(super) fn h2_failed_preface(&mut self, c: &mut Conn) -> bool {
-        if !self.settings.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || c.h1.served() > 0
-            || !matches!(c.h1.state(), State::Idle | State::Head)
-        {
+        if !prior_knowledge(
+            self.settings.cfg.http2.cleartext,
+            c.transport.is_tls(),
+            fresh(c),
+        ) {
             return false;
         }
         if self.logger.enabled(Level::Info) {
@@ -213,7 +186,11 @@ impl Worker {
     /// the request is answered over HTTP/1.1, the upgrade ignored, as
     /// RFC 9110 §7.8 allows.
     pub(super) fn h2c_upgrade(&mut self, c: &mut Conn) -> bool {
-        let Some(settings) = self.h2c_settings(c) else {
+        let cleartext = self.settings.cfg.http2.cleartext;
+        let draining = self.drain.mode != Drain::Serve;
+        let req = &self.current.req;
+        let Some(settings) = upgrade::settings(req, cleartext, c.transport.is_tls(), draining)
+        else {
             return false;
         };
         let mut session = self.h2_session();
@@ -268,46 +245,6 @@ impl Worker {
         c.h2 = Some(session);
         self.h2_queue_control(c);
         true
-    }
-
-    /// The SETTINGS payload of an `Upgrade: h2c` request that this
-    /// connection may take (see [`Worker::h2c_upgrade`]): `HTTP2-Settings`
-    /// once, in base64url, named in `Connection` with `Upgrade` (RFC 7540
-    /// §3.2.1), on a plain connection that speaks h2c, for a request with
-    /// no body in origin form.
-    fn h2c_settings(&self, c: &Conn) -> Option<Vec<u8>> {
-        use base64ct::{Base64UrlUnpadded, Encoding};
-        let req = &self.current.req;
-        if !self.settings.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || self.drain.mode != Drain::Serve
-            || req.version() != Version::Http11
-            || req.body() != BodyFraming::None
-            || !req.original_target().starts_with(b"/")
-            || !req.header("upgrade").is_some_and(|v| has_token(v, b"h2c"))
-        {
-            return None;
-        }
-        let named = |token: &[u8]| {
-            req.headers()
-                .any(|h| h.name.eq_ignore_ascii_case(b"connection") && has_token(h.value, token))
-        };
-        if !named(b"upgrade") || !named(b"http2-settings") {
-            return None;
-        }
-        let mut values = req
-            .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"http2-settings"));
-        let value = values.next()?;
-        if values.next().is_some() {
-            return None;
-        }
-        let value = value.value;
-        let value = &value[..value.iter().rposition(|&b| b != b'=').map_or(0, |i| i + 1)];
-        // (32 settings are many more than the six RFC 9113 defines.)
-        let mut decoded = [0u8; 32 * 6];
-        let n = Base64UrlUnpadded::decode(value, &mut decoded).ok()?.len();
-        Some(decoded[..n].to_vec())
     }
 
     /// Lends connection `c` the buffers its streams need, from the
