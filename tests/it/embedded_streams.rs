@@ -80,14 +80,20 @@ fn streaming(fail_at: Option<usize>) -> impl Fn(&Request<'_>, &mut Response<'_>)
     }
 }
 
-#[test]
-fn a_body_in_pieces_is_chunked_for_http11_and_delimited_by_close_for_http10() {
-    let app = start(
+/// A server whose `/s` answers five pieces of 100 000 bytes (their
+/// length told with `?len`).
+fn streaming_app() -> App {
+    start(
         |_| {},
         |s| {
             s.mount("/s", streaming(None)).unwrap();
         },
-    );
+    )
+}
+
+#[test]
+fn a_body_in_pieces_is_chunked_for_http11_and_delimited_by_close_for_http10() {
+    let app = streaming_app();
     let want = pieces_body(5, 100_000);
     let mut c = app.connect();
     c.send(b"GET /s HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -117,6 +123,26 @@ fn a_body_in_pieces_is_chunked_for_http11_and_delimited_by_close_for_http10() {
     assert!(head.contains("Connection: close\r\n"), "{head}");
     assert!(!head.contains("Transfer-Encoding"), "{head}");
     assert!(raw[at..] == want[..]);
+}
+
+#[test]
+fn a_handler_run_once_its_request_body_is_in_may_answer_in_pieces() {
+    let app = streaming_app();
+    let want = pieces_body(5, 100_000);
+    let mut c = app.connect();
+    // The handler runs once the body is in (it waits for it, as for any
+    // request with a body), over HTTP/1.1 as over HTTP/2.
+    c.send(b"POST /s?len HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Length"), Some("500000"));
+    assert!(r.body == want, "{} bytes", r.body.len());
+    c.send(
+        b"POST /s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    );
+    let r = c.response();
+    assert_eq!(r.header("Transfer-Encoding"), Some("chunked"));
+    assert!(r.body == want, "{} bytes", r.body.len());
 }
 
 #[test]

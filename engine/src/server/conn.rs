@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::h1;
 use super::router::LocalAddr;
 use super::transport::{Link, Out, Transport};
+use super::waits::Wait;
 
 /// A client connection.
 #[derive(Debug)]
@@ -108,24 +109,36 @@ impl Conn {
         false
     }
 
-    /// Whether a request of this connection waits for password check `id`.
-    pub fn waits_for_check(&self, id: u64) -> bool {
+    /// The exchange (its HTTP/2 stream; `None`: HTTP/1.1's) whose
+    /// request waits for what `f` picks, if one does. Waits are found,
+    /// reached and taken by their stream here, and only here.
+    pub fn find_wait(&self, f: impl Fn(&Wait) -> bool) -> Option<Option<u32>> {
         #[cfg(feature = "http2")]
         if let Some(s) = &self.h2 {
-            return s.waits_for_check(id);
+            return s.find_wait(f).map(Some);
         }
-        self.h1.waits_for_check(id)
+        self.h1.wait().filter(|w| f(w)).map(|_| None)
     }
 
-    /// Password check `id` is done: its request may be routed again.
-    pub fn check_done(&mut self, id: u64) {
+    /// What the request of exchange `stream` waits for, if it is held.
+    pub fn wait_mut(&mut self, stream: Option<u32>) -> Option<&mut Wait> {
         #[cfg(feature = "http2")]
-        if let Some(s) = &mut self.h2 {
-            s.check_done(id);
-            return;
+        if let (Some(s), Some(id)) = (&mut self.h2, stream) {
+            return s.answer(id)?.wait.as_deref_mut();
         }
-        let _ = id;
-        self.h1.check_done();
+        let _ = stream;
+        self.h1.wait_mut()
+    }
+
+    /// Takes away the request held on exchange `stream` and what it waits
+    /// for (see [`h1::Conn::take_wait`]).
+    pub fn take_wait(&mut self, stream: Option<u32>) -> Option<Box<Wait>> {
+        #[cfg(feature = "http2")]
+        if let (Some(s), Some(id)) = (&mut self.h2, stream) {
+            return s.take_wait(id);
+        }
+        let _ = stream;
+        self.h1.take_wait()
     }
 }
 

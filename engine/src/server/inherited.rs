@@ -6,7 +6,8 @@
 
 use std::net::{SocketAddr, TcpListener};
 
-use super::{Bound, Error, Speaks};
+use super::error::Error;
+use super::listen::{self, Bound, Speaks};
 use crate::config::Config;
 use crate::sys;
 
@@ -52,7 +53,7 @@ pub(super) type Adopted = Vec<(SocketAddr, Speaks)>;
 /// with no listener configured at all, as the listeners themselves (then
 /// written into `cfg`, and returned for reloads to do the same). The
 /// sockets come back as [`Bound`] entries, one socket per worker
-/// (duplicates when fewer were given), for [`super::bind_listeners`] to
+/// (duplicates when fewer were given), for [`listen::bind_listeners`] to
 /// keep. An error for a socket no configured address matches.
 pub(super) fn adopt(
     cfg: &mut Config,
@@ -79,7 +80,7 @@ pub(super) fn adopt(
         serve_adopted(cfg, &adopted)?;
     }
     let workers = cfg.workers.max(1);
-    let configured: Vec<(SocketAddr, Speaks)> = super::listen_addrs(cfg).collect();
+    let configured: Vec<(SocketAddr, Speaks)> = listen::listen_addrs(cfg).collect();
     let mut out: Vec<Bound> = Vec::new();
     for (g, real) in found {
         let matches = |&&(addr, speaks): &&(SocketAddr, Speaks)| {

@@ -25,6 +25,7 @@ pub mod h1;
 pub mod h2;
 mod inherited;
 pub mod lifecycle;
+mod listen;
 pub mod router;
 pub mod run;
 pub mod sites;
@@ -55,126 +56,8 @@ pub use error::Error;
 pub use inherited::Inherited;
 use lifecycle::Heartbeat;
 pub use lifecycle::Lifecycle;
-
-/// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or
-/// through `via` (the privileged helper). A probe bind without it comes
-/// first, so an address already served by another process is an error
-/// rather than silently shared; port 0 is resolved by the probe.
-fn bind_all(
-    addr: SocketAddr,
-    workers: usize,
-    defer: Duration,
-    via: Option<&Privileged>,
-) -> Result<(SocketAddr, Vec<TcpListener>), Error> {
-    let listen = |addr: &SocketAddr, reuseport, backlog, defer| match via {
-        Some(helper) => helper.listen(addr, reuseport, backlog, defer),
-        None => sys::net::listen(addr, reuseport, backlog, defer),
-    };
-    let fail = |addr, source| Error::Listen { addr, source };
-    let probe = listen(&addr, false, 1, Duration::ZERO).map_err(|e| fail(addr, e))?;
-    let real = probe.local_addr().map_err(|e| fail(addr, e))?;
-    drop(probe);
-    let mut out = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        out.push(listen(&real, true, 4096, defer).map_err(|e| fail(real, e))?);
-    }
-    Ok((real, out))
-}
-
-/// What the clients of a listener speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Speaks {
-    /// HTTP (and h2c): `listen`.
-    Http,
-    /// HTTPS: `[tls] listen`.
-    Https,
-    /// HTTP behind a PROXY protocol header: `[proxy] listen`.
-    Proxy,
-    /// HTTPS behind a PROXY protocol header: `[proxy] tls_listen`.
-    ProxyTls,
-}
-
-impl Speaks {
-    /// Whether its connections speak TLS (after the PROXY header, if any).
-    pub fn tls(self) -> bool {
-        matches!(self, Speaks::Https | Speaks::ProxyTls)
-    }
-
-    /// Whether its connections open with a PROXY protocol header.
-    pub fn proxied(self) -> bool {
-        cfg!(feature = "ops") && matches!(self, Speaks::Proxy | Speaks::ProxyTls)
-    }
-}
-
-/// The sockets of one `listen` (or `[tls] listen`) entry: one
-/// `SO_REUSEPORT` socket per worker. A reload keeps them for every
-/// address it still lists, so the port is never closed and no queued
-/// connection is lost.
-struct Bound {
-    /// As configured (port 0 stays 0, so a reload recognises it).
-    wanted: SocketAddr,
-    /// As bound.
-    real: SocketAddr,
-    sockets: Vec<TcpListener>,
-    /// What its clients speak.
-    speaks: Speaks,
-}
-
-/// Every address to listen on: `listen`, `[tls] listen`, then `[proxy]
-/// listen`, each with what it speaks.
-fn listen_addrs(cfg: &Config) -> impl Iterator<Item = (SocketAddr, Speaks)> + '_ {
-    let tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
-    let plain = cfg.listen.iter().map(|&a| (a, Speaks::Http));
-    let proxy = cfg.proxy.listen.iter().map(|&a| (a, Speaks::Proxy));
-    let proxy_tls = cfg.proxy.tls_listen.iter().map(|&a| (a, Speaks::ProxyTls));
-    plain
-        .chain(tls.map(|&a| (a, Speaks::Https)))
-        .chain(proxy)
-        .chain(proxy_tls)
-}
-
-/// Binds every address of `cfg.listen` and `cfg.tls.listen` (through
-/// `via`, if given); an address already bound in `keep` gets duplicates
-/// of its sockets instead.
-fn bind_listeners(
-    cfg: &Config,
-    keep: &[Bound],
-    via: Option<&Privileged>,
-) -> Result<Vec<Bound>, Error> {
-    let workers = cfg.workers.max(1);
-    let mut out = Vec::with_capacity(cfg.listen.len());
-    for (wanted, speaks) in listen_addrs(cfg) {
-        // Port 0 is a port of its own for each entry: the plain and the
-        // TLS one are told apart by what they speak.
-        let same = |b: &&Bound| b.wanted == wanted && (wanted.port() != 0 || b.speaks == speaks);
-        if let Some(b) = keep.iter().find(same) {
-            let sockets = b
-                .sockets
-                .iter()
-                .map(TcpListener::try_clone)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|source| Error::ShareSocket {
-                    addr: b.real,
-                    source,
-                })?;
-            out.push(Bound {
-                wanted,
-                real: b.real,
-                sockets,
-                speaks,
-            });
-            continue;
-        }
-        let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept, via)?;
-        out.push(Bound {
-            wanted,
-            real,
-            sockets,
-            speaks,
-        });
-    }
-    Ok(out)
-}
+pub use listen::Speaks;
+use listen::{bind_listeners, Bound};
 
 /// Opens the document root of every site of `cfg`, where the files
 /// `protected` are never served; `in_chroot` says where, for the error.

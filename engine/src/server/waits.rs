@@ -1,6 +1,10 @@
 //! What a connection holds while its request cannot be answered yet: the
-//! request itself ([`Held`]) and what it waits for. The protocol state
-//! ([`crate::server::h1::State`]) keeps these in its variants.
+//! request itself ([`Held`]) and what it waits for ([`Wait`]), one model
+//! for both protocols. HTTP/1.1 keeps it in its state
+//! ([`crate::server::h1::State::Body`], [`crate::server::h1::State::Waiting`]),
+//! HTTP/2 in the stream's answer (`h2::Answer::wait`); the worker reaches
+//! it by the stream (`Conn::wait_mut`), `None` for HTTP/1.1, and acts on
+//! each outcome once, whatever the protocol (`worker/waits.rs`).
 
 use std::time::Instant;
 
@@ -21,6 +25,44 @@ pub struct Held {
     pub redirects: u8,
 }
 
+/// What a request waits for, whatever its protocol.
+#[derive(Debug)]
+pub enum Wait {
+    /// Its password check, off the loop.
+    Check(AuthWait),
+    /// Its body, for an embedded handler.
+    Handler(HandlerWait),
+    /// Its body, held whole before its answer starts.
+    Whole(WholeBody),
+}
+
+impl Wait {
+    /// Body bytes that arrived go where the wait keeps them (`temp_dir`:
+    /// where a body held whole goes once it outgrows memory).
+    pub fn push(&mut self, data: &[u8], temp_dir: &std::path::Path) {
+        match self {
+            Wait::Check(w) => w.body.extend_from_slice(data),
+            Wait::Handler(w) => w.body.extend_from_slice(data),
+            Wait::Whole(w) => w.body.push(data, temp_dir),
+        }
+    }
+
+    /// Whether it is password check `id`'s.
+    pub fn is_check(&self, id: u64) -> bool {
+        matches!(self, Wait::Check(w) if w.id == id)
+    }
+
+    /// Whether it is a password check whose outcome is in.
+    pub fn is_checked(&self) -> bool {
+        matches!(self, Wait::Check(w) if w.ready)
+    }
+
+    /// Whether it waits for its request's body.
+    pub fn wants_body(&self) -> bool {
+        matches!(self, Wait::Handler(_) | Wait::Whole(_))
+    }
+}
+
 /// A request held while its password is hashed off the loop; it is
 /// routed again once the outcome is in (`ready`).
 #[derive(Debug)]
@@ -31,6 +73,12 @@ pub struct AuthWait {
     pub held: Held,
     /// The outcome is in.
     pub ready: bool,
+    /// HTTP/2: its body so far, held (its window credit with it) until
+    /// the request is routed again. HTTP/1.1 reads no body meanwhile,
+    /// so this stays empty.
+    pub body: Vec<u8>,
+    /// HTTP/2: the body is all in.
+    pub body_done: bool,
 }
 
 /// A request whose embedded handler runs once the body is in.
@@ -56,4 +104,49 @@ pub struct WholeBody {
     pub held: Held,
     /// The body so far.
     pub body: Spool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held() -> Held {
+        Held {
+            req: OwnedRequest::default(),
+            started: Instant::now(),
+            redirects: 0,
+        }
+    }
+
+    #[test]
+    fn body_bytes_go_where_the_wait_keeps_them_and_the_predicates_tell_the_kinds() {
+        let dir = std::path::Path::new("/nonexistent");
+        let mut check = Wait::Check(AuthWait {
+            id: 3,
+            held: held(),
+            ready: false,
+            body: Vec::new(),
+            body_done: false,
+        });
+        check.push(b"ab", dir);
+        check.push(b"c", dir);
+        assert!(check.is_check(3) && !check.is_check(4));
+        assert!(!check.is_checked() && !check.wants_body());
+        let Wait::Check(w) = &mut check else {
+            unreachable!()
+        };
+        assert_eq!(w.body, b"abc");
+        w.ready = true;
+        assert!(check.is_checked());
+
+        let mut handler = Wait::Handler(HandlerWait {
+            mount: 0,
+            held: held(),
+            body: Vec::new(),
+            counted: 0,
+        });
+        handler.push(b"xyz", dir);
+        assert!(handler.wants_body() && !handler.is_check(3) && !handler.is_checked());
+        assert!(matches!(&handler, Wait::Handler(w) if w.body == b"xyz" && w.counted == 0));
+    }
 }

@@ -12,9 +12,9 @@ use mio::{Events, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
+use super::listen::Speaks;
 use super::router::Router;
 use super::transport::Setup;
-use super::Speaks;
 use crate::access::verify::Verifier;
 use crate::config::Level;
 use crate::http::Status;
@@ -27,7 +27,6 @@ use crate::sys::launcher::Launchers;
 
 mod accept;
 mod access_log;
-mod bodies;
 mod clock;
 mod counting;
 mod current;
@@ -45,6 +44,7 @@ mod rest;
 mod settings;
 mod slab;
 mod timers;
+mod waits;
 mod wakeups;
 
 use access_log::settle;
@@ -334,7 +334,9 @@ impl Worker {
             }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
-            self.forget_handler_body(&mut c);
+            if let Some(wait) = c.h1.take_wait() {
+                self.forget_wait(&mut c, None, *wait);
+            }
             // Closing the socket (dropping it) removes it from epoll.
             self.counts.release(c.peer.ip(), c.awaiting_proxy());
             self.conns.free(i);

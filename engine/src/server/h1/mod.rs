@@ -13,7 +13,7 @@
 //! ```text
 //!   Idle ──first byte──▶ Head ──head──▶ (answered) ──▶ Idle
 //!                                  ├──▶ Body (its body: dropped, or for a handler / held whole)
-//!                                  ├──▶ Verifying (a password check) ──▶ routed again
+//!                                  ├──▶ Waiting (a password check) ──▶ routed again
 //!                                  └──▶ Streaming (a producer answers: a program, a handler's
 //!                                       pieces or its later answer) ──▶ Idle
 //!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
-use super::waits::{AuthWait, HandlerWait, WholeBody};
+use super::waits::Wait;
 use crate::http::body::BodyDecoder;
 use crate::http::parse::{Limits, ParseError};
 use crate::http::request::OwnedRequest;
@@ -49,8 +49,9 @@ pub enum State {
     Head,
     /// A request body is being read (body timeout, from last progress).
     Body(BodyRead),
-    /// A request waits for its password check (no timeout: it finishes).
-    Verifying(Box<AuthWait>),
+    /// A request waits, its body not being read: for its password check
+    /// (no timeout: it finishes).
+    Waiting(Box<Wait>),
     /// A producer answers: a program (its own idle timeout, from last
     /// progress), whose request body, while it arrives, goes to its
     /// input; an embedded handler's answer in pieces, or later from
@@ -80,30 +81,19 @@ pub struct Linger {
 pub struct BodyRead {
     /// Reads the body's framing (Content-Length or chunked).
     pub decoder: BodyDecoder,
-    /// Where the body goes.
-    pub to: BodyTo,
-}
-
-/// Where a request body goes.
-#[derive(Debug)]
-pub enum BodyTo {
-    /// The request was answered already: the body is dropped.
-    Nowhere,
-    /// An embedded handler answers once the body is in.
-    Handler(Box<HandlerWait>),
-    /// The body is held whole before the answer starts.
-    Whole(Box<WholeBody>),
+    /// What waits for the body (an embedded handler, or an answer that
+    /// needs it whole); none: the request was answered already, and the
+    /// body is dropped.
+    pub to: Option<Box<Wait>>,
 }
 
 /// What waited for a request body that ended (or was refused).
 #[derive(Debug)]
-pub enum Waiting {
+pub enum BodyOver {
     /// Nothing: the request was answered already.
     Nothing,
-    /// An embedded handler.
-    Handler(Box<HandlerWait>),
-    /// An answer that needs the whole body.
-    Whole(Box<WholeBody>),
+    /// A request held for it ([`Wait::Handler`] or [`Wait::Whole`]).
+    Wait(Box<Wait>),
     /// The producer reading it (still in [`State::Streaming`]).
     Pipe,
 }
@@ -134,21 +124,19 @@ pub enum Event {
     Stall,
     /// A request head is complete, in the request given to `read`:
     /// answer it ([`Conn::answer`]) or hold it ([`Conn::wait_for_body`],
-    /// [`Conn::verify`], [`Conn::produce`]).
+    /// [`Conn::hold`], [`Conn::produce`]).
     Request,
     /// A request head that can never be valid: answer it with
     /// [`Conn::reject`].
     Invalid(ParseError),
-    /// The password check of the request held is in: route it again.
-    Verified(Box<AuthWait>),
     /// More of a body for a handler, or held whole, arrived: see whether
     /// it may be kept before reading on.
     BodyGrew,
     /// The request body is complete.
-    BodyDone(Waiting),
+    BodyDone(BodyOver),
     /// The request body can never be complete (bad chunk framing, too
     /// large): what waited for it gets the status instead.
-    BodyRefused(ParseError, Waiting),
+    BodyRefused(ParseError, BodyOver),
 }
 
 /// What reading needs to know besides the input.
@@ -296,10 +284,7 @@ impl Conn {
             State::Streaming(mut p) => {
                 // What is left of a request body is read and dropped.
                 if let Some(decoder) = p.body.take() {
-                    self.state = State::Body(BodyRead {
-                        decoder,
-                        to: BodyTo::Nowhere,
-                    });
+                    self.state = State::Body(BodyRead { decoder, to: None });
                 }
                 self.since = now;
                 Some(p)
@@ -328,7 +313,7 @@ impl Conn {
             State::Idle => Timer::Idle,
             State::Head => Timer::Head,
             State::Body(_) => Timer::Body,
-            State::Verifying(_) => Timer::Never,
+            State::Waiting(_) => Timer::Never,
             State::Streaming(_) => Timer::Produced,
             State::Lingering(_) => Timer::Linger,
         }
@@ -348,18 +333,13 @@ impl Conn {
             return Event::Stall;
         }
         match &mut self.state {
-            State::Verifying(w) if w.ready => {
-                let State::Verifying(w) = std::mem::replace(&mut self.state, State::Idle) else {
-                    return Event::Stall;
-                };
-                return Event::Verified(w);
-            }
             State::Body(_) => return self.read_body(input, pos, cx),
             State::Streaming(p) if p.body.is_some() => return self.read_body(input, pos, cx),
             // What follows a request held for its password check (its
-            // body, pipelined requests) waits too, as do pipelined
+            // body, pipelined requests) waits too (the worker takes the
+            // check's outcome, see `Conn::take_wait`), as do pipelined
             // requests behind a produced answer.
-            State::Verifying(_) | State::Lingering(_) | State::Streaming(_) => return Event::Stall,
+            State::Waiting(_) | State::Lingering(_) | State::Streaming(_) => return Event::Stall,
             State::Idle | State::Head => {}
         }
         if *pos == input.len() || cx.output >= OUTPUT_CAP {
@@ -399,12 +379,11 @@ impl Conn {
             return Event::Stall;
         }
         let end = *pos + room.min(input.len() - *pos);
-        let grows = matches!(to, Some(BodyTo::Handler(_) | BodyTo::Whole(_)));
-        let mut to = to;
+        let mut to = to.and_then(|to| to.as_deref_mut());
+        let grows = to.is_some();
         let mut sink = |data: &[u8]| match (&mut feed, &mut to) {
             (Some(i), _) => i.feed(data),
-            (None, Some(BodyTo::Handler(h))) => h.body.extend_from_slice(data),
-            (None, Some(BodyTo::Whole(w))) => w.body.push(data, cx.temp_dir),
+            (None, Some(w)) => w.push(data, cx.temp_dir),
             _ => {}
         };
         let result = decoder.decode(&input[*pos..end], &mut sink);
@@ -431,12 +410,11 @@ impl Conn {
     }
 
     /// The body is over (read or refused): what waited for it.
-    fn body_over(&mut self) -> Waiting {
+    fn body_over(&mut self) -> BodyOver {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Body(b) => match b.to {
-                BodyTo::Nowhere => Waiting::Nothing,
-                BodyTo::Handler(h) => Waiting::Handler(h),
-                BodyTo::Whole(w) => Waiting::Whole(w),
+                None => BodyOver::Nothing,
+                Some(w) => BodyOver::Wait(w),
             },
             State::Streaming(mut p) if p.body.is_some() => {
                 // (No more comes: the input closes once it is written.)
@@ -445,59 +423,49 @@ impl Conn {
                     input.end();
                 }
                 self.state = State::Streaming(p);
-                Waiting::Pipe
+                BodyOver::Pipe
             }
             other => {
                 self.state = other;
-                Waiting::Nothing
+                BodyOver::Nothing
             }
         }
     }
 
-    /// Takes away what waits for the body being read (its request is
-    /// answered otherwise: over a limit, its body could not be kept).
-    /// The rest of the body cannot be told from a next request, so the
-    /// caller closes the connection after the answer.
-    pub fn take_waiting(&mut self) -> Waiting {
-        self.body_over()
-    }
-
-    /// The handler waiting for the body being read, if one is.
-    pub fn handler_wait(&mut self) -> Option<&mut HandlerWait> {
-        match &mut self.state {
-            State::Body(BodyRead {
-                to: BodyTo::Handler(h),
-                ..
-            }) => Some(h),
+    /// What the request held waits for, if one is held (for its body,
+    /// or in [`State::Waiting`]).
+    pub fn wait(&self) -> Option<&Wait> {
+        match &self.state {
+            State::Body(BodyRead { to: Some(w), .. }) | State::Waiting(w) => Some(w),
             _ => None,
         }
     }
 
-    /// The body being held whole, if one is.
-    pub fn whole_body(&mut self) -> Option<&mut WholeBody> {
+    /// What the request held waits for, to work on it.
+    pub fn wait_mut(&mut self) -> Option<&mut Wait> {
         match &mut self.state {
-            State::Body(BodyRead {
-                to: BodyTo::Whole(w),
-                ..
-            }) => Some(w),
+            State::Body(BodyRead { to: Some(w), .. }) | State::Waiting(w) => Some(w),
             _ => None,
         }
     }
 
-    /// Holds the request for its password check.
-    pub fn verify(&mut self, wait: Box<AuthWait>, now: Instant) {
-        self.set(State::Verifying(wait), now);
-    }
-
-    /// Whether the request held for check `id` is still waiting for it.
-    pub fn waits_for_check(&self, id: u64) -> bool {
-        matches!(&self.state, State::Verifying(w) if w.id == id)
-    }
-
-    /// Marks the password check of the request held as done.
-    pub fn check_done(&mut self) {
-        if let State::Verifying(w) = &mut self.state {
-            w.ready = true;
+    /// Takes away the request held and what it waits for (its outcome is
+    /// in, or it is answered otherwise: over a limit, its body could not
+    /// be kept); the connection is idle again. A body left unread cannot
+    /// be told from a next request, so the caller closes the connection
+    /// after answering one taken from [`State::Body`].
+    pub fn take_wait(&mut self) -> Option<Box<Wait>> {
+        self.wait()?;
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Body(BodyRead { to, .. }) => to,
+            State::Waiting(w) => Some(w),
+            _ => None,
         }
+    }
+
+    /// Holds the request, its body not read meanwhile (for its password
+    /// check).
+    pub fn hold(&mut self, wait: Box<Wait>, now: Instant) {
+        self.set(State::Waiting(wait), now);
     }
 }

@@ -12,7 +12,7 @@ use crate::http::body::BodyLimits;
 use crate::http::response::{Encoder, Stamp};
 use crate::http::{Status, Version};
 use crate::server::transport::Out;
-use crate::server::waits::Held;
+use crate::server::waits::{HandlerWait, Held};
 
 const LIMITS: Limits = Limits {
     max_request_line: 8192,
@@ -91,9 +91,11 @@ impl Script {
                     let cx = self.answering();
                     self.conn.reject(plan, &self.scratch, &mut self.out, &cx);
                 }
-                Event::Verified(_) => unreachable!("no password checks here"),
                 Event::BodyGrew => {}
-                Event::BodyDone(Waiting::Handler(h)) => {
+                Event::BodyDone(BodyOver::Wait(w)) => {
+                    let Wait::Handler(h) = *w else {
+                        unreachable!("only handlers wait here")
+                    };
                     self.seen.push(format!("handler got {}", h.body.len()));
                     self.req = h.held.req;
                     let text = format!("got {}", h.body.len());
@@ -102,8 +104,8 @@ impl Script {
                 Event::BodyDone(_) => self.seen.push("body dropped".into()),
                 Event::BodyRefused(e, waiting) => {
                     let whose = match waiting {
-                        Waiting::Handler(_) => "handler",
-                        Waiting::Nothing => "nobody",
+                        BodyOver::Wait(_) => "handler",
+                        BodyOver::Nothing => "nobody",
                         _ => "other",
                     };
                     self.seen
@@ -128,6 +130,22 @@ impl Script {
             crate::http::parse::BodyFraming::None => None,
             framing => Some(BodyDecoder::new(framing, &BODY_LIMITS).unwrap()),
         };
+        if target == "/private" {
+            // Its password is checked off the loop (see `checked`).
+            let wait = Wait::Check(crate::server::waits::AuthWait {
+                id: 7,
+                held: Held {
+                    req: std::mem::take(&mut self.req),
+                    started: self.now,
+                    redirects: 0,
+                },
+                ready: false,
+                body: Vec::new(),
+                body_done: false,
+            });
+            self.conn.hold(Box::new(wait), self.now);
+            return;
+        }
         if target == "/upload" {
             if let Some(decoder) = decoder {
                 let expect = self.req.expect_continue();
@@ -141,7 +159,7 @@ impl Script {
                     body: Vec::new(),
                     counted: 0,
                 };
-                let to = BodyTo::Handler(Box::new(wait));
+                let to = Box::new(Wait::Handler(wait));
                 self.conn
                     .wait_for_body(expect, decoder, to, &mut self.out, self.now);
                 return;
@@ -182,6 +200,20 @@ impl Script {
 
     fn seen(&mut self) -> Vec<String> {
         std::mem::take(&mut self.seen)
+    }
+
+    /// The password check of the request held is done: the driver takes
+    /// it and answers it (as the worker routes it again), then goes on.
+    fn checked(&mut self) {
+        match self.conn.take_wait().map(|w| *w) {
+            Some(Wait::Check(w)) => {
+                self.seen.push(format!("checked {}", w.id));
+                self.req = w.held.req;
+            }
+            other => panic!("{other:?}"),
+        }
+        self.reply(b"ok", None);
+        self.feed(b"");
     }
 }
 
@@ -275,8 +307,8 @@ fn a_client_that_leaves_mid_body_leaves_its_handler_unrun() {
     // The client closes here: the body can never be complete. The driver
     // sees that a body is in flight and drops what waits for it.
     assert!(s.conn.reading_body());
-    match s.conn.take_waiting() {
-        Waiting::Handler(h) => assert_eq!(h.body, b"abcd"),
+    match s.conn.take_wait().map(|w| *w) {
+        Some(Wait::Handler(h)) => assert_eq!(h.body, b"abcd"),
         other => panic!("{other:?}"),
     }
     assert!(s.output().is_empty(), "the handler never ran");
@@ -564,4 +596,23 @@ fn waiting_for_the_client_to_read_keeps_the_timer_and_ends_with_the_next_progres
     c.wait_unread();
     c.settle(true, later);
     assert!(!c.unread(), "a new state (a head arriving) ends the wait");
+}
+
+#[test]
+fn a_request_held_for_its_password_check_holds_back_what_follows_it() {
+    let mut s = Script::new();
+    s.feed(b"GET /private HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(s.seen(), ["GET /private"]);
+    assert!(s.output().is_empty());
+    // No timer runs out on it (the check finishes), and the pipelined
+    // request waits behind it, unread.
+    assert_eq!(s.conn.timer(), Timer::Never);
+    assert!(matches!(s.conn.wait(), Some(Wait::Check(w)) if w.id == 7));
+    s.feed(b"");
+    assert_eq!(s.seen(), Vec::<String>::new());
+    s.checked();
+    assert_eq!(s.seen(), ["checked 7", "GET /next"]);
+    assert_eq!(s.output(), ok("ok", "").repeat(2));
+    assert!(s.conn.wait().is_none());
+    assert_eq!(s.conn.timer(), Timer::Idle);
 }

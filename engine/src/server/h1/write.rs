@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{BodyRead, BodyTo, Conn, State};
+use super::{BodyRead, Conn, State};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Body, Plan, Scratch, Seg, Source};
@@ -18,6 +18,7 @@ use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Encoder, Framing, Head, Stamp, CONTINUE};
 use crate::http::{Method, Status, Version};
 use crate::server::transport::Out;
+use crate::server::waits::Wait;
 
 /// What writing an answer needs to know about the server.
 #[derive(Debug, Clone, Copy)]
@@ -82,13 +83,9 @@ impl Conn {
         let head_only = req.method() == Method::Head;
         let queued = queue(out, plan, s, cx, connection, head_only);
         match (keep, decoder, &queued) {
-            (true, Some(decoder), Ok(_)) => self.set(
-                State::Body(BodyRead {
-                    decoder,
-                    to: BodyTo::Nowhere,
-                }),
-                now,
-            ),
+            (true, Some(decoder), Ok(_)) => {
+                self.set(State::Body(BodyRead { decoder, to: None }), now)
+            }
             (true, _, Ok(_)) => self.set(State::Idle, now),
             _ => {
                 self.set(State::Idle, now);
@@ -130,14 +127,20 @@ impl Conn {
         &mut self,
         expect_continue: bool,
         decoder: BodyDecoder,
-        to: BodyTo,
+        to: Box<Wait>,
         out: &mut Out,
         now: Instant,
     ) {
         if expect_continue {
             out.push_bytes(CONTINUE);
         }
-        self.set(State::Body(BodyRead { decoder, to }), now);
+        self.set(
+            State::Body(BodyRead {
+                decoder,
+                to: Some(to),
+            }),
+            now,
+        );
     }
 }
 

@@ -9,8 +9,10 @@
 //! into an HPACK block ([`head`]).
 
 pub mod head;
+pub mod opening;
 pub mod request;
 pub mod sink;
+pub mod upgrade;
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -20,9 +22,9 @@ use std::time::Instant;
 
 use crate::access::throttle::{Rate, Throttle};
 use crate::h2;
-use crate::http::request::OwnedRequest;
 use crate::http::response::{Head, Stamp};
 use crate::log::Draft;
+use crate::server::waits::Wait;
 
 /// Spare piece lists and log buffers a session keeps (as many as the
 /// answers it usually has at once).
@@ -164,29 +166,23 @@ impl Session {
         Some(self.answers.swap_remove(i))
     }
 
-    /// Whether a stream's request waits for password check `id`.
-    pub fn waits_for_check(&self, id: u64) -> bool {
-        self.answers
+    /// The stream whose request waits for what `f` picks, if one does.
+    pub fn find_wait(&self, f: impl Fn(&Wait) -> bool) -> Option<u32> {
+        let a = self
+            .answers
             .iter()
-            .any(|a| a.check.as_ref().is_some_and(|w| w.id == id))
+            .find(|a| a.wait.as_deref().is_some_and(&f))?;
+        Some(a.id)
     }
 
-    /// Password check `id` is done.
-    pub fn check_done(&mut self, id: u64) {
-        for a in &mut self.answers {
-            if let Some(w) = a.check.as_mut().filter(|w| w.id == id) {
-                w.ready = true;
-            }
-        }
-    }
-
-    /// Takes away an answer whose password check is done, if one is.
-    pub fn take_checked(&mut self) -> Option<Answer> {
+    /// Takes away the request held on stream `id` and what it waits for,
+    /// if one is held there (its answer goes with it: it had none yet).
+    pub fn take_wait(&mut self, id: u32) -> Option<Box<Wait>> {
         let i = self
             .answers
             .iter()
-            .position(|a| a.check.as_ref().is_some_and(|w| w.ready))?;
-        Some(self.answers.swap_remove(i))
+            .position(|a| a.id == id && a.wait.is_some())?;
+        self.answers.swap_remove(i).wait
     }
 
     /// The rate of `[[throttle]]` rule `rule` for this connection
@@ -223,8 +219,10 @@ impl Session {
     pub fn held_bytes(&self) -> u64 {
         self.answers
             .iter()
-            .filter_map(|a| a.wait.as_ref())
-            .map(|w| w.body.len() as u64)
+            .filter_map(|a| match a.wait.as_deref() {
+                Some(Wait::Handler(w)) => Some(w.body.len() as u64),
+                _ => None,
+            })
             .sum()
     }
 }
@@ -273,12 +271,10 @@ pub struct Answer {
     pub log: Option<(Vec<u8>, Draft)>,
     /// When the request's head arrived.
     pub started: Instant,
-    /// The request, while it waits for its body.
-    pub wait: Option<Box<BodyWait>>,
-    /// The request, while its password is checked off the loop.
-    pub check: Option<Box<CheckWait>>,
-    /// The request, while its body is held whole for its program.
-    pub whole: Option<Box<crate::server::waits::WholeBody>>,
+    /// The request, while it waits (for its password check off the
+    /// loop, for its body for a handler, or for its body held whole for
+    /// its program).
+    pub wait: Option<Box<Wait>>,
     /// The `[[throttle]]` rates that pace it (its rule's, shared by all
     /// clients, and its connection's), if a rule covers it: its frames
     /// wait for them, the connection's other streams do not.
@@ -313,8 +309,6 @@ impl Answer {
             log: None,
             started,
             wait: None,
-            check: None,
-            whole: None,
             throttle: None,
             run: None,
             slot: 0,
@@ -325,33 +319,6 @@ impl Answer {
             expect: None,
         }
     }
-}
-
-/// A request whose password is being checked.
-#[derive(Debug)]
-pub struct CheckWait {
-    /// The check.
-    pub id: u64,
-    /// The request.
-    pub req: OwnedRequest,
-    /// The outcome is in.
-    pub ready: bool,
-    /// Its body so far, held (with its window credit) until the request
-    /// is routed again.
-    pub body: Vec<u8>,
-    /// The body is all in.
-    pub body_done: bool,
-}
-
-/// A request an embedded handler answers once its body is in.
-#[derive(Debug)]
-pub struct BodyWait {
-    /// The mount whose handler answers.
-    pub mount: usize,
-    /// The request.
-    pub req: OwnedRequest,
-    /// The body so far (`limits.max_body` bounds it).
-    pub body: Vec<u8>,
 }
 
 /// The buffers an HTTP/2 connection needs only while streams are open,

@@ -11,7 +11,6 @@ use super::proxied::client_of;
 use super::settings::Settings;
 use super::{access_log, Worker, SCRATCH_KEEP};
 use crate::access::throttle::{Rate, Throttle};
-use crate::access::Check;
 use crate::config::Level;
 use crate::handlers::{Body, Plan};
 use crate::http::body::BodyDecoder;
@@ -22,9 +21,9 @@ use crate::http::Status;
 use crate::log::AccessRecord;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
-use crate::server::h1::{Answering, BodyTo, Event, Reading, Waiting};
-use crate::server::router::{Client, Deferred, Routed, Router, Routing};
-use crate::server::waits::{AuthWait, HandlerWait, Held, WholeBody};
+use crate::server::h1::{Answering, BodyOver, Event, Reading};
+use crate::server::router::{Client, Router, Routing};
+use crate::server::waits::Held;
 
 impl Worker {
     /// Paces this connection's output if the request's path (decoded in
@@ -79,6 +78,7 @@ impl Worker {
                 super::h2::Opening::Http2 => return self.process_h2(c, input),
             }
         }
+        self.take_checked(c);
         let mut pos = 0;
         loop {
             // A request's first byte came with this read, or with an
@@ -115,18 +115,13 @@ impl Worker {
                     }
                     self.dispatch(c, 0);
                 }
-                Event::Verified(wait) => {
-                    let redirects = self.resume(wait.held);
-                    self.dispatch(c, redirects);
-                }
                 Event::BodyGrew => {
-                    if !self.keep_handler_body(c) || !self.keep_whole_body(c) {
+                    if !self.body_grew(c, None) {
                         return input.len();
                     }
                 }
-                Event::BodyDone(Waiting::Handler(h)) => self.finish_handler(c, *h, None),
-                Event::BodyDone(Waiting::Whole(w)) => self.answer_whole_body(c, *w),
-                Event::BodyDone(Waiting::Nothing | Waiting::Pipe) => {}
+                Event::BodyDone(BodyOver::Wait(w)) => self.body_in(c, None, *w),
+                Event::BodyDone(BodyOver::Nothing | BodyOver::Pipe) => {}
                 Event::BodyRefused(e, waiting) => {
                     self.body_refused(c, e, waiting);
                     return input.len();
@@ -137,7 +132,7 @@ impl Worker {
 
     /// A request body can never be complete (`e`): whatever waited for it
     /// is answered `e.status` instead.
-    fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: Waiting) {
+    fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: BodyOver) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
@@ -145,15 +140,14 @@ impl Worker {
             );
         }
         match waiting {
-            // Not answered yet: the handler never runs.
-            Waiting::Handler(h) => self.finish_handler(c, *h, Some(e.status)),
-            // Held whole for a program, which never runs.
-            Waiting::Whole(w) => self.refuse_held(c, w.held, e.status),
-            Waiting::Pipe => self.produced_body_refused(c, e.status),
+            // Not answered yet: the handler (or the program the body is
+            // held whole for) never runs.
+            BodyOver::Wait(w) => self.refuse_wait(c, None, *w, e.status),
+            BodyOver::Pipe => self.produced_body_refused(c, e.status),
             // The request was answered already (before its body arrived);
             // a second answer would be taken for the next request's, so
             // the connection just ends.
-            Waiting::Nothing => c.h1.close(),
+            BodyOver::Nothing => c.h1.close(),
         }
     }
 
@@ -211,11 +205,11 @@ impl Worker {
         self.lend_out(c);
         let mut decoder = None;
         let plan = match self.current.req.body() {
-            BodyFraming::None => self.route(c, redirects, &mut decoder),
+            BodyFraming::None => self.route(c, None, redirects, &mut decoder),
             framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    self.route(c, redirects, &mut decoder)
+                    self.route(c, None, redirects, &mut decoder)
                 }
                 Err(e) => {
                     let mut p = Plan::error(e.status, &mut self.current.scratch);
@@ -246,50 +240,6 @@ impl Worker {
             log: &mut self.logger,
         };
         (&mut self.router, routing)
-    }
-
-    /// Runs the router over the current request: the answer, or `None`
-    /// when the request is held (a password check, an embedded handler
-    /// waiting for the body, a program waiting for the whole body), the
-    /// body's `decoder` with it.
-    fn route(
-        &mut self,
-        c: &mut Conn,
-        redirects: u8,
-        decoder: &mut Option<BodyDecoder>,
-    ) -> Option<Plan> {
-        let (router, mut routing) = self.routing(c);
-        let routed = router.route(&mut routing);
-        let to = match routed {
-            Routed::Answer(plan) => return Some(plan),
-            Routed::Defer(Deferred::Verify(check)) => {
-                return self.verify_later(c, redirects, check, decoder)
-            }
-            Routed::Defer(Deferred::Handler { mount }) => BodyTo::Handler(Box::new(HandlerWait {
-                mount,
-                held: self.hold(redirects),
-                body: Vec::new(),
-                counted: 0,
-            })),
-            Routed::Defer(Deferred::WholeBody(resume)) => BodyTo::Whole(Box::new(WholeBody {
-                resume,
-                held: self.hold(redirects),
-                body: Default::default(),
-            })),
-        };
-        let (expect_continue, d) = match (&to, decoder.take()) {
-            (BodyTo::Handler(h), Some(d)) => (h.held.req.expect_continue(), d),
-            (BodyTo::Whole(w), Some(d)) => (w.held.req.expect_continue(), d),
-            // (Only a request with a body is held for it.)
-            _ => {
-                return Some(Plan::error(
-                    Status::INTERNAL_SERVER_ERROR,
-                    &mut self.current.scratch,
-                ))
-            }
-        };
-        c.h1.wait_for_body(expect_continue, d, to, &mut c.out, self.clock.now);
-        None
     }
 
     /// Answers with `plan`: a pipe body starts being pumped (the request
@@ -403,15 +353,6 @@ impl Worker {
         self.current.scratch.trim(SCRATCH_KEEP);
     }
 
-    /// Answers a held request whose body was refused with `status`, and
-    /// closes: what is left of the body cannot be told from a next request.
-    pub(super) fn refuse_held(&mut self, c: &mut Conn, held: Held, status: Status) {
-        self.resume(held);
-        let mut plan = Plan::error(status, &mut self.current.scratch);
-        plan.close = true;
-        self.answer(c, plan, None);
-    }
-
     /// Logs what the answer `status` to the current request says about
     /// the server: a 5xx at `error`, and why a file was refused at `debug`.
     pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
@@ -468,55 +409,6 @@ impl Worker {
         self.counts
             .refusals
             .report_refused(self.clock.now, &mut self.logger, what);
-    }
-
-    /// Hands `check` to the hashing threads and holds the request until
-    /// its outcome is in (see [`Worker::take_checks`]); without them, hashes
-    /// here and routes again.
-    fn verify_later(
-        &mut self,
-        c: &mut Conn,
-        redirects: u8,
-        check: Check,
-        decoder: &mut Option<BodyDecoder>,
-    ) -> Option<Plan> {
-        match self.wakeups.submit_check(c.index, check) {
-            Ok(id) => {
-                let wait = AuthWait {
-                    id,
-                    held: self.hold(redirects),
-                    ready: false,
-                };
-                c.h1.verify(Box::new(wait), self.clock.now);
-                None
-            }
-            Err(check) => {
-                self.router.settle(check.run());
-                self.route(c, redirects, decoder)
-            }
-        }
-    }
-
-    /// Takes the outcomes of finished password checks: each waiting
-    /// request is answered at once (so the outcome is used before the
-    /// next one arrives); one whose client left only leaves a verified
-    /// credential remembered.
-    pub(super) fn take_checks(&mut self) {
-        while let Some((idx, id, outcome)) = self.wakeups.next_check() {
-            let waiting = matches!(
-                self.conns.get(idx),
-                Some(c) if c.waits_for_check(id)
-            );
-            if !waiting {
-                self.router.remember(outcome);
-                continue;
-            }
-            self.router.settle(outcome);
-            if let Some(c) = self.conns.get_mut(idx) {
-                c.check_done(id);
-            }
-            self.on_event(idx, true);
-        }
     }
 }
 

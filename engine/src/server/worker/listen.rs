@@ -13,8 +13,8 @@ use mio::{Interest, Registry, Token};
 
 use super::LISTENER_BASE;
 use crate::log::budget::LineBudget;
+use crate::server::listen::Speaks;
 use crate::server::transport::{Acceptor, Setup};
-use crate::server::Speaks;
 
 /// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
 /// a worker explains in the error log per second (at `debug`); the rest

@@ -219,7 +219,7 @@ impl Worker {
                     None => self.dispatch(c, redirects),
                     #[cfg(feature = "http2")]
                     Some(id) => {
-                        if let Some(plan) = self.h2_route(c, id) {
+                        if let Some(plan) = self.route(c, Some(id), redirects, &mut None) {
                             self.h2_answer(c, id, plan, redirects);
                         }
                     }

@@ -31,22 +31,21 @@ use super::{access_log, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
 use crate::config::Level;
 use crate::h2::frame::HEAD_LEN;
-use crate::h2::{self as proto, ErrorCode, Event as H2Event, PREFACE};
+use crate::h2::{self as proto, ErrorCode, Event as H2Event};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::{Body, Plan, Seg, Source};
-use crate::http::grammar::has_token;
 use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::{Method, Status, Version};
+use crate::http::{Method, Status};
 use crate::log::Draft;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{State, OUTPUT_CAP};
-use crate::server::h2::{request, Answer, BodyWait, CheckWait, Piece, Session};
-use crate::server::router::{Deferred, Routed};
+pub(super) use crate::server::h2::opening::Opening;
+use crate::server::h2::opening::{opening, prior_knowledge};
+use crate::server::h2::{request, upgrade, Answer, Piece, Session};
 use crate::server::transport::Out;
-use crate::server::waits::WholeBody;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
 mod body;
@@ -55,17 +54,10 @@ mod body;
 /// behind its frames' headers).
 const FILE_BATCH: usize = 256 * 1024;
 
-/// Length of the preface's first line, `PRI * HTTP/2.0`.
-const PREFACE_LINE: usize = 14;
-
-/// What the first bytes of a plain connection say.
-pub(super) enum Opening {
-    /// HTTP/1.x: go on as always.
-    Http1,
-    /// Maybe the HTTP/2 preface: wait for more bytes.
-    Partial,
-    /// The HTTP/2 preface: the connection is h2c.
-    Http2,
+/// Whether plain connection `c` is fresh for [`opening`]: it has served
+/// no request and is not reading one beyond its head.
+fn fresh(c: &Conn) -> bool {
+    c.h1.served() == 0 && matches!(c.h1.state(), State::Idle | State::Head)
 }
 
 impl Worker {
@@ -73,50 +65,29 @@ impl Worker {
     /// ALPN, or `input`, the first bytes of a plain connection, open it
     /// with prior knowledge (RFC 9113 §3.3).
     pub(super) fn h2_opening(&self, c: &Conn, input: &[u8]) -> Opening {
-        if c.transport.alpn_h2() {
-            // ALPN said h2 (RFC 9113 §3.2): HTTP/2 from the first byte,
-            // the client's preface included, which the protocol checks;
-            // our SETTINGS go once the handshake is done (nothing is
-            // written before it).
-            return match c.transport.deadline() {
-                Some(_) => Opening::Partial,
-                None => Opening::Http2,
-            };
-        }
-        if !self.settings.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || input.is_empty()
-            || c.h1.served() > 0
-            || !matches!(c.h1.state(), State::Idle | State::Head)
-        {
-            return Opening::Http1;
-        }
-        // Bytes that begin with the preface's request line are HTTP/2's
-        // (no HTTP/1.x request is `PRI * HTTP/2.0`): a preface that goes
-        // wrong after it fails as HTTP/2 (RFC 9113 §3.4), not as HTTP/1.1.
-        let line = PREFACE_LINE.min(input.len());
-        let n = input.len().min(PREFACE.len());
-        match (input[..n] == PREFACE[..n], input[..line] == PREFACE[..line]) {
-            (true, _) if n == PREFACE.len() => Opening::Http2,
-            (_, true) if line == PREFACE_LINE => Opening::Http2,
-            (true, _) => Opening::Partial,
-            _ => Opening::Http1,
-        }
+        let t = &c.transport;
+        let handshaking = t.deadline().is_some();
+        let cleartext = self.settings.cfg.http2.cleartext;
+        opening(
+            t.alpn_h2(),
+            handshaking,
+            cleartext,
+            t.is_tls(),
+            fresh(c),
+            input,
+        )
     }
 
-    /// The first bytes of plain connection `c` are not an HTTP/1.x
-    /// request line (their version does not even begin like `HTTP/`),
-    /// nor the HTTP/2 preface. On a port that speaks h2c with prior
-    /// knowledge they are a failed preface: a connection error (RFC 9113
-    /// §3.4), and since no HTTP/1.x client is there to read a 400, the
-    /// connection closes without a word (the GOAWAY "MAY be omitted":
-    /// the peer is not using HTTP/2). Whether it was closed so.
+    /// The first bytes of plain connection `c` are neither an HTTP/1.x
+    /// request line nor the HTTP/2 preface: where it may open as h2c
+    /// ([`prior_knowledge`]), a failed preface, and the connection closes
+    /// without a word (RFC 9113 §3.4). Whether it was closed so.
     pub(super) fn h2_failed_preface(&mut self, c: &mut Conn) -> bool {
-        if !self.settings.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || c.h1.served() > 0
-            || !matches!(c.h1.state(), State::Idle | State::Head)
-        {
+        if !prior_knowledge(
+            self.settings.cfg.http2.cleartext,
+            c.transport.is_tls(),
+            fresh(c),
+        ) {
             return false;
         }
         if self.logger.enabled(Level::Info) {
@@ -147,20 +118,7 @@ impl Worker {
         }
         // Requests whose password check is done are routed again, and
         // the body that came meanwhile goes where the route says.
-        while let Some(mut a) = c.h2.as_mut().and_then(|s| s.take_checked()) {
-            let Some(w) = a.check.take() else { continue };
-            self.current.req = w.req;
-            self.current.start = a.started;
-            self.current.scratch.clear();
-            let no_body = self.current.req.body() == BodyFraming::None;
-            if let Some(plan) = self.h2_route(c, a.id) {
-                self.h2_answer(c, a.id, plan, 0);
-                self.h2_body_unless_read(c, a.id, no_body);
-            }
-            if !w.body.is_empty() || w.body_done {
-                self.h2_data(c, a.id, &w.body, w.body_done);
-            }
-        }
+        self.take_checked(c);
         let mut pos = 0;
         loop {
             // Reading waits while output does not leave (a client that
@@ -227,7 +185,11 @@ impl Worker {
     /// the request is answered over HTTP/1.1, the upgrade ignored, as
     /// RFC 9110 §7.8 allows.
     pub(super) fn h2c_upgrade(&mut self, c: &mut Conn) -> bool {
-        let Some(settings) = self.h2c_settings(c) else {
+        let cleartext = self.settings.cfg.http2.cleartext;
+        let draining = self.drain.mode != Drain::Serve;
+        let req = &self.current.req;
+        let Some(settings) = upgrade::settings(req, cleartext, c.transport.is_tls(), draining)
+        else {
             return false;
         };
         let mut session = self.h2_session();
@@ -284,46 +246,6 @@ impl Worker {
         true
     }
 
-    /// The SETTINGS payload of an `Upgrade: h2c` request that this
-    /// connection may take (see [`Worker::h2c_upgrade`]): `HTTP2-Settings`
-    /// once, in base64url, named in `Connection` with `Upgrade` (RFC 7540
-    /// §3.2.1), on a plain connection that speaks h2c, for a request with
-    /// no body in origin form.
-    fn h2c_settings(&self, c: &Conn) -> Option<Vec<u8>> {
-        use base64ct::{Base64UrlUnpadded, Encoding};
-        let req = &self.current.req;
-        if !self.settings.cfg.http2.cleartext
-            || c.transport.is_tls()
-            || self.drain.mode != Drain::Serve
-            || req.version() != Version::Http11
-            || req.body() != BodyFraming::None
-            || !req.original_target().starts_with(b"/")
-            || !req.header("upgrade").is_some_and(|v| has_token(v, b"h2c"))
-        {
-            return None;
-        }
-        let named = |token: &[u8]| {
-            req.headers()
-                .any(|h| h.name.eq_ignore_ascii_case(b"connection") && has_token(h.value, token))
-        };
-        if !named(b"upgrade") || !named(b"http2-settings") {
-            return None;
-        }
-        let mut values = req
-            .headers()
-            .filter(|h| h.name.eq_ignore_ascii_case(b"http2-settings"));
-        let value = values.next()?;
-        if values.next().is_some() {
-            return None;
-        }
-        let value = value.value;
-        let value = &value[..value.iter().rposition(|&b| b != b'=').map_or(0, |i| i + 1)];
-        // (32 settings are many more than the six RFC 9113 defines.)
-        let mut decoded = [0u8; 32 * 6];
-        let n = Base64UrlUnpadded::decode(value, &mut decoded).ok()?.len();
-        Some(decoded[..n].to_vec())
-    }
-
     /// Lends connection `c` the buffers its streams need, from the
     /// worker's spares, if it has none.
     fn h2_lend(&mut self, c: &mut Conn) {
@@ -374,7 +296,7 @@ impl Worker {
             Ok(()) if matches!(self.current.req.body(), BodyFraming::Length(n) if n > max) => {
                 Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
             }
-            Ok(()) => match self.h2_route(c, id) {
+            Ok(()) => match self.route(c, Some(id), 0, &mut None) {
                 Some(plan) => plan,
                 None => return,
             },
@@ -386,7 +308,7 @@ impl Worker {
     /// Stream `id` was answered: unless it has no body (`no_body`) or a
     /// process reads it, its body is not wanted (a static file, an
     /// error answered without it).
-    fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
+    pub(super) fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
         let reads_body =
             c.h2.as_mut()
                 .and_then(|s| s.answer(id))
@@ -397,73 +319,11 @@ impl Worker {
         }
     }
 
-    /// Routes the current request: its answer, or `None` when it waits
-    /// (for its body, or for a password check off the loop).
-    pub(super) fn h2_route(&mut self, c: &mut Conn, id: u32) -> Option<Plan> {
-        // (A password check the hashing threads cannot take runs here:
-        // the second pass finds its outcome settled.)
-        for _ in 0..2 {
-            let (router, mut routing) = self.routing(c);
-            match router.route(&mut routing) {
-                Routed::Answer(plan) => return Some(plan),
-                Routed::Defer(Deferred::Verify(check)) => {
-                    // The request waits off the loop, its body (if it
-                    // has one) held meanwhile without its window credit
-                    // going back (see `h2_data`); when the hashing
-                    // threads cannot take the check, it runs here.
-                    match self.wakeups.submit_check(c.index, check) {
-                        Ok(check_id) => {
-                            let mut a = Answer::waiting(id, self.current.start);
-                            a.check = Some(Box::new(CheckWait {
-                                id: check_id,
-                                req: std::mem::take(&mut self.current.req),
-                                ready: false,
-                                body: Vec::new(),
-                                body_done: false,
-                            }));
-                            c.h2.as_mut()?.answers.push(a);
-                            return None;
-                        }
-                        Err(check) => self.router.settle(check.run()),
-                    }
-                }
-                Routed::Defer(Deferred::Handler { mount }) => {
-                    let mut a = Answer::waiting(id, self.current.start);
-                    a.wait = Some(Box::new(BodyWait {
-                        mount,
-                        req: std::mem::take(&mut self.current.req),
-                        body: Vec::new(),
-                    }));
-                    c.h2.as_mut()?.answers.push(a);
-                    return None;
-                }
-                Routed::Defer(Deferred::WholeBody(resume)) => {
-                    let mut a = Answer::waiting(id, self.current.start);
-                    a.whole = Some(Box::new(WholeBody {
-                        resume,
-                        held: self.hold(0),
-                        body: Default::default(),
-                    }));
-                    c.h2.as_mut()?.answers.push(a);
-                    return None;
-                }
-            }
-        }
-        Some(Plan::error(
-            Status::INTERNAL_SERVER_ERROR,
-            &mut self.current.scratch,
-        ))
-    }
-
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
         if let Some(w) = a.wait.take() {
-            self.counts.handler_bodies -= w.body.len() as u64;
-        }
-        if let (Some(w), Some(s)) = (a.check.take(), c.h2.as_mut()) {
-            // The body held during its check: the connection's credit back.
-            s.conn.release(a.id, w.body.len());
+            self.forget_wait(c, Some(a.id), *w);
         }
         let Some((text, draft)) = a.log.take() else {
             // (A process or handler that never answered is logged as 499.)

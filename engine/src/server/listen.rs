@@ -1,0 +1,134 @@
+//! The listening sockets: what the clients of each speak ([`Speaks`]),
+//! every address the configuration lists ([`listen_addrs`]), and the
+//! sockets bound for them, one `SO_REUSEPORT` socket per worker
+//! ([`Bound`], [`bind_listeners`]). A leaf of `server/`: the worker, the
+//! listeners a process is given (`inherited`) and the embedding API all
+//! take it from here.
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+use super::error::Error;
+use crate::config::Config;
+use crate::sys;
+use crate::sys::privileged::Privileged;
+
+/// What the clients of a listener speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaks {
+    /// HTTP (and h2c): `listen`.
+    Http,
+    /// HTTPS: `[tls] listen`.
+    Https,
+    /// HTTP behind a PROXY protocol header: `[proxy] listen`.
+    Proxy,
+    /// HTTPS behind a PROXY protocol header: `[proxy] tls_listen`.
+    ProxyTls,
+}
+
+impl Speaks {
+    /// Whether its connections speak TLS (after the PROXY header, if any).
+    pub fn tls(self) -> bool {
+        matches!(self, Speaks::Https | Speaks::ProxyTls)
+    }
+
+    /// Whether its connections open with a PROXY protocol header.
+    pub fn proxied(self) -> bool {
+        cfg!(feature = "ops") && matches!(self, Speaks::Proxy | Speaks::ProxyTls)
+    }
+}
+
+/// The sockets of one `listen` (or `[tls] listen`) entry: one
+/// `SO_REUSEPORT` socket per worker. A reload keeps them for every
+/// address it still lists, so the port is never closed and no queued
+/// connection is lost.
+pub(super) struct Bound {
+    /// As configured (port 0 stays 0, so a reload recognises it).
+    pub(super) wanted: SocketAddr,
+    /// As bound.
+    pub(super) real: SocketAddr,
+    pub(super) sockets: Vec<TcpListener>,
+    /// What its clients speak.
+    pub(super) speaks: Speaks,
+}
+
+/// Every address to listen on: `listen`, `[tls] listen`, then `[proxy]
+/// listen`, each with what it speaks.
+pub(super) fn listen_addrs(cfg: &Config) -> impl Iterator<Item = (SocketAddr, Speaks)> + '_ {
+    let tls = cfg.tls.iter().flat_map(|t| t.listen.iter());
+    let plain = cfg.listen.iter().map(|&a| (a, Speaks::Http));
+    let proxy = cfg.proxy.listen.iter().map(|&a| (a, Speaks::Proxy));
+    let proxy_tls = cfg.proxy.tls_listen.iter().map(|&a| (a, Speaks::ProxyTls));
+    plain
+        .chain(tls.map(|&a| (a, Speaks::Https)))
+        .chain(proxy)
+        .chain(proxy_tls)
+}
+
+/// Binds every address of `cfg.listen` and `cfg.tls.listen` (through
+/// `via`, if given); an address already bound in `keep` gets duplicates
+/// of its sockets instead.
+pub(super) fn bind_listeners(
+    cfg: &Config,
+    keep: &[Bound],
+    via: Option<&Privileged>,
+) -> Result<Vec<Bound>, Error> {
+    let workers = cfg.workers.max(1);
+    let mut out = Vec::with_capacity(cfg.listen.len());
+    for (wanted, speaks) in listen_addrs(cfg) {
+        // Port 0 is a port of its own for each entry: the plain and the
+        // TLS one are told apart by what they speak.
+        let same = |b: &&Bound| b.wanted == wanted && (wanted.port() != 0 || b.speaks == speaks);
+        if let Some(b) = keep.iter().find(same) {
+            let sockets = b
+                .sockets
+                .iter()
+                .map(TcpListener::try_clone)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|source| Error::ShareSocket {
+                    addr: b.real,
+                    source,
+                })?;
+            out.push(Bound {
+                wanted,
+                real: b.real,
+                sockets,
+                speaks,
+            });
+            continue;
+        }
+        let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept, via)?;
+        out.push(Bound {
+            wanted,
+            real,
+            sockets,
+            speaks,
+        });
+    }
+    Ok(out)
+}
+
+/// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or
+/// through `via` (the privileged helper). A probe bind without it comes
+/// first, so an address already served by another process is an error
+/// rather than silently shared; port 0 is resolved by the probe.
+fn bind_all(
+    addr: SocketAddr,
+    workers: usize,
+    defer: Duration,
+    via: Option<&Privileged>,
+) -> Result<(SocketAddr, Vec<TcpListener>), Error> {
+    let listen = |addr: &SocketAddr, reuseport, backlog, defer| match via {
+        Some(helper) => helper.listen(addr, reuseport, backlog, defer),
+        None => sys::net::listen(addr, reuseport, backlog, defer),
+    };
+    let fail = |addr, source| Error::Listen { addr, source };
+    let probe = listen(&addr, false, 1, Duration::ZERO).map_err(|e| fail(addr, e))?;
+    let real = probe.local_addr().map_err(|e| fail(addr, e))?;
+    drop(probe);
+    let mut out = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        out.push(listen(&real, true, 4096, defer).map_err(|e| fail(real, e))?);
+    }
+    Ok((real, out))
+}

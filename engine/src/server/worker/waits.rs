@@ -1,0 +1,382 @@
+//! Requests that wait (see [`crate::server::waits`]), whatever their
+//! protocol: each outcome of a wait is handled here once, for the
+//! exchange it belongs to (`stream`: the HTTP/2 stream, `None` for the
+//! HTTP/1.1 exchange); only the answer at the end goes to the protocol's
+//! writer ([`Worker::answer_at`]).
+//!
+//! - A password check runs off the loop ([`Worker::verify_later`]); its
+//!   outcome routes the request again ([`Worker::checked`]).
+//! - An embedded handler's body (see [`crate::handlers::app`]) is
+//!   gathered in memory, the handler called on this thread once it is in
+//!   ([`Worker::finish_handler`]); a worker holds at most
+//!   `limits.handler_bodies` of such bodies at once and answers 503 to the
+//!   request that would go beyond.
+//! - A chunked body on a CGI route is held whole: a chunked body has no
+//!   length until its last chunk, and RFC 3875 §4.1.2 says the server
+//!   must set `CONTENT_LENGTH` whenever there is a body (CGI.pm, php-cgi
+//!   and Python's cgi module read nothing without it): so the body is
+//!   held first (in a [`crate::handlers::spool::Spool`]: memory, then an
+//!   unnamed temporary file in `temp_dir`), bounded by `limits.max_body`,
+//!   and the program starts once it is complete, with its length (what
+//!   lighttpd does; [`Worker::answer_whole_body`]).
+//!
+//! A body refused while it arrives (bad chunk framing, too large) is
+//! answered 400/413 before any handler or program runs.
+//!
+//! What stays per protocol: HTTP/1.1 closes the connection after a
+//! request answered before its body was all read (the rest cannot be told
+//! from a next request), HTTP/2 drops the rest of the stream's body
+//! instead; and a body that stops coming for `timeouts.body` closes an
+//! HTTP/1.1 connection (`Timer::Body` in the worker's sweep) but is
+//! answered 408 on its HTTP/2 stream (`h2_body_timeouts`, worker/h2/body.rs),
+//! since the connection's other streams go on.
+
+use super::Worker;
+use crate::access::Check;
+use crate::config::Level;
+use crate::handlers::Plan;
+use crate::http::body::BodyDecoder;
+use crate::http::Status;
+use crate::server::conn::Conn;
+use crate::server::router::{Deferred, Routed};
+use crate::server::waits::{AuthWait, HandlerWait, Held, Wait, WholeBody};
+
+impl Worker {
+    /// Runs the router over the current request (which `redirects` CGI
+    /// local redirects led to) for exchange `stream`: the answer, or
+    /// `None` when the request is held (a password check, an embedded
+    /// handler waiting for the body, a program waiting for the whole
+    /// body). Over HTTP/1.1 the body's `decoder` goes with a request held
+    /// for its body.
+    pub(super) fn route(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Option<Plan> {
+        let (router, mut routing) = self.routing(c);
+        let wait = match router.route(&mut routing) {
+            Routed::Answer(plan) => return Some(plan),
+            Routed::Defer(Deferred::Verify(check)) => {
+                return self.verify_later(c, stream, redirects, check, decoder)
+            }
+            Routed::Defer(Deferred::Handler { mount }) => Wait::Handler(HandlerWait {
+                mount,
+                held: self.hold(redirects),
+                body: Vec::new(),
+                counted: 0,
+            }),
+            Routed::Defer(Deferred::WholeBody(resume)) => Wait::Whole(WholeBody {
+                resume,
+                held: self.hold(redirects),
+                body: Default::default(),
+            }),
+        };
+        self.hold_at(c, stream, Box::new(wait), decoder)
+    }
+
+    /// Hands `check` to the hashing threads and holds the request until
+    /// its outcome is in (see [`Worker::take_checks`]); without them,
+    /// hashes here and routes again.
+    fn verify_later(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        redirects: u8,
+        check: Check,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Option<Plan> {
+        match self.wakeups.submit_check(c.index, check) {
+            Ok(id) => {
+                let wait = Wait::Check(AuthWait {
+                    id,
+                    held: self.hold(redirects),
+                    ready: false,
+                    body: Vec::new(),
+                    body_done: false,
+                });
+                self.hold_at(c, stream, Box::new(wait), decoder)
+            }
+            Err(check) => {
+                self.router.settle(check.run());
+                self.route(c, stream, redirects, decoder)
+            }
+        }
+    }
+
+    /// Keeps `wait` on exchange `stream` until it is over. Over HTTP/1.1
+    /// a request held for its body reads it with `decoder` (telling the
+    /// client to send it if it waits to be told, RFC 9110 §10.1.1), and a
+    /// password check reads nothing meanwhile (its body, pipelined
+    /// requests); over HTTP/2 the stream's DATA frames go to the wait
+    /// (`h2_data`), a check's held with their window credit.
+    fn hold_at(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        wait: Box<Wait>,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Option<Plan> {
+        #[cfg(feature = "http2")]
+        if let (Some(id), Some(s)) = (stream, c.h2.as_mut()) {
+            let mut a = crate::server::h2::Answer::waiting(id, self.current.start);
+            a.wait = Some(wait);
+            s.answers.push(a);
+            return None;
+        }
+        let _ = stream;
+        let now = self.clock.now;
+        let held = match &*wait {
+            Wait::Check(_) => {
+                c.h1.hold(wait, now);
+                return None;
+            }
+            Wait::Handler(HandlerWait { held, .. }) | Wait::Whole(WholeBody { held, .. }) => held,
+        };
+        let Some(d) = decoder.take() else {
+            // (Only a request with a body is held for it.)
+            let held = self.forget_wait(c, stream, *wait);
+            self.resume(held);
+            return Some(Plan::error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut self.current.scratch,
+            ));
+        };
+        let expect_continue = held.req.expect_continue();
+        c.h1.wait_for_body(expect_continue, d, wait, &mut c.out, now);
+        None
+    }
+
+    /// Takes the outcomes of finished password checks: each waiting
+    /// request is answered at once (so the outcome is used before the
+    /// next one arrives); one whose client left only leaves a verified
+    /// credential remembered.
+    pub(super) fn take_checks(&mut self) {
+        while let Some((idx, id, outcome)) = self.wakeups.next_check() {
+            let stream = self
+                .conns
+                .get(idx)
+                .and_then(|c| c.find_wait(|w| w.is_check(id)));
+            let Some(stream) = stream else {
+                self.router.remember(outcome);
+                continue;
+            };
+            self.router.settle(outcome);
+            if let Some(Wait::Check(w)) = self.conns.get_mut(idx).and_then(|c| c.wait_mut(stream)) {
+                w.ready = true;
+            }
+            self.on_event(idx, true);
+        }
+    }
+
+    /// Routes again every request of `c` whose password check is done
+    /// (on an HTTP/1.1 connection that closes, none is).
+    pub(super) fn take_checked(&mut self, c: &mut Conn) {
+        loop {
+            if c.h1.closing() && !c.speaks_h2() {
+                return;
+            }
+            let Some(stream) = c.find_wait(Wait::is_checked) else {
+                return;
+            };
+            let Some(wait) = c.take_wait(stream) else {
+                return;
+            };
+            if let Wait::Check(w) = *wait {
+                self.checked(c, stream, w);
+            }
+        }
+    }
+
+    /// The password check of the request `w` held on exchange `stream`
+    /// is done (its outcome settled in the router): the request is routed
+    /// again, and over HTTP/2 the body that came meanwhile goes where the
+    /// route says.
+    fn checked(&mut self, c: &mut Conn, stream: Option<u32>, w: AuthWait) {
+        let redirects = self.resume(w.held);
+        let Some(id) = stream else {
+            self.dispatch(c, redirects);
+            return;
+        };
+        #[cfg(feature = "http2")]
+        {
+            let no_body = self.current.req.body() == crate::http::parse::BodyFraming::None;
+            if let Some(plan) = self.route(c, stream, redirects, &mut None) {
+                self.h2_answer(c, id, plan, redirects);
+                self.h2_body_unless_read(c, id, no_body);
+            }
+            if !w.body.is_empty() || w.body_done {
+                self.h2_data(c, id, &w.body, w.body_done);
+            }
+        }
+        let _ = id;
+    }
+
+    /// More of the body that the request of exchange `stream` waits for
+    /// is in: an embedded handler's counts against
+    /// `limits.handler_bodies`, a body held whole must have been kept,
+    /// and neither may grow beyond `limits.max_body`. If it may not, the
+    /// request is answered (503, 500 or 413) and false returned: memory
+    /// for bodies is bounded however many clients send them at once.
+    pub(super) fn body_grew(&mut self, c: &mut Conn, stream: Option<u32>) -> bool {
+        let max = self.settings.cfg.limits.max_body;
+        let status = match c.wait_mut(stream) {
+            Some(Wait::Handler(w)) => {
+                self.counts.handler_bodies += (w.body.len() - w.counted) as u64;
+                w.counted = w.body.len();
+                if w.body.len() as u64 > max {
+                    Status::CONTENT_TOO_LARGE
+                } else if self.counts.handler_bodies > self.settings.cfg.limits.handler_bodies {
+                    self.logger.log(
+                        Level::Warn,
+                        format_args!(
+                            "client {}: 503: the request bodies held for handlers would exceed limits.handler_bodies",
+                            c.peer.ip()
+                        ),
+                    );
+                    Status::SERVICE_UNAVAILABLE
+                } else {
+                    return true;
+                }
+            }
+            Some(Wait::Whole(w)) => {
+                if w.body.len() > max {
+                    Status::CONTENT_TOO_LARGE
+                } else if let Some(e) = w.body.take_error() {
+                    self.logger.log(
+                        Level::Error,
+                        format_args!(
+                            "{}: cannot hold the request body in {}: {e}",
+                            w.resume.label(),
+                            self.settings.cfg.temp_dir.display()
+                        ),
+                    );
+                    Status::INTERNAL_SERVER_ERROR
+                } else {
+                    return true;
+                }
+            }
+            Some(Wait::Check(_)) | None => return true,
+        };
+        if let Some(wait) = c.take_wait(stream) {
+            self.refuse_wait(c, stream, *wait, status);
+        }
+        false
+    }
+
+    /// The body `wait` waited for is in: its handler or program answers.
+    pub(super) fn body_in(&mut self, c: &mut Conn, stream: Option<u32>, wait: Wait) {
+        match wait {
+            Wait::Handler(w) => self.finish_handler(c, stream, w, None),
+            Wait::Whole(w) => self.answer_whole_body(c, stream, w),
+            // (A check's body is the checked request's: see `checked`.)
+            Wait::Check(_) => {}
+        }
+    }
+
+    /// The body `wait` waited for is in (or, with `error`, cannot be
+    /// read): runs the handler, or answers `error`.
+    pub(super) fn finish_handler(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        wait: HandlerWait,
+        error: Option<Status>,
+    ) {
+        if let Some(status) = error {
+            self.refuse_wait(c, stream, Wait::Handler(wait), status);
+            return;
+        }
+        self.counts.handler_bodies -= wait.counted as u64;
+        let redirects = self.resume(wait.held);
+        let (router, mut routing) = self.routing(c);
+        let plan = router.call_handler(wait.mount, &wait.body, &mut routing);
+        self.answer_at(c, stream, plan, redirects);
+    }
+
+    /// The body held whole is complete: the router answers with it.
+    pub(super) fn answer_whole_body(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        whole: WholeBody,
+    ) {
+        let redirects = self.resume(whole.held);
+        let (router, mut routing) = self.routing(c);
+        let plan = router.answer_whole(&whole.resume, whole.body, &mut routing);
+        self.answer_at(c, stream, plan, redirects);
+    }
+
+    /// Answers the request `wait` held on exchange `stream` with `status`
+    /// instead (its body was refused, or stopped coming).
+    pub(super) fn refuse_wait(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        wait: Wait,
+        status: Status,
+    ) {
+        let held = self.forget_wait(c, stream, wait);
+        self.refuse_held(c, stream, held, status);
+    }
+
+    /// Lets go of `wait`, held on exchange `stream`, whose request goes
+    /// unanswered (its client left) or is answered otherwise: a handler's
+    /// body no longer counts, and an HTTP/2 check's held body gives its
+    /// window credit back. Returns the request.
+    pub(super) fn forget_wait(&mut self, c: &mut Conn, stream: Option<u32>, wait: Wait) -> Held {
+        match wait {
+            Wait::Handler(w) => {
+                self.counts.handler_bodies -= w.counted as u64;
+                w.held
+            }
+            Wait::Check(w) => {
+                #[cfg(feature = "http2")]
+                if let (Some(id), Some(s)) = (stream, c.h2.as_mut()) {
+                    s.conn.release(id, w.body.len());
+                }
+                let _ = (c, stream);
+                w.held
+            }
+            Wait::Whole(w) => w.held,
+        }
+    }
+
+    /// Answers held request `held` of exchange `stream` with `status`.
+    /// Over HTTP/1.1 the connection closes after it: what is left of the
+    /// body cannot be told from a next request (over HTTP/2 the caller
+    /// drops the rest of the stream's body, `h2_refuse_rest`).
+    pub(super) fn refuse_held(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        held: Held,
+        status: Status,
+    ) {
+        let redirects = self.resume(held);
+        let mut plan = Plan::error(status, &mut self.current.scratch);
+        plan.close = stream.is_none();
+        self.answer_at(c, stream, plan, redirects);
+    }
+
+    /// Answers the current request (which `redirects` CGI local redirects
+    /// led to) on exchange `stream` with `plan`: over HTTP/1.1 through its
+    /// writer (a pipe or a produced body started, anything else queued),
+    /// over HTTP/2 as frames on the stream.
+    pub(super) fn answer_at(
+        &mut self,
+        c: &mut Conn,
+        stream: Option<u32>,
+        plan: Plan,
+        redirects: u8,
+    ) {
+        #[cfg(feature = "http2")]
+        if let Some(id) = stream {
+            self.h2_answer(c, id, plan, redirects);
+            return;
+        }
+        let _ = stream;
+        self.answer_or_pipe(c, plan, None, redirects);
+    }
+}
