@@ -280,6 +280,20 @@ mod tests {
     }
 
     #[test]
+    fn body_bytes_the_producer_took_give_their_credit_back() {
+        let half = Limits::default().connection_window / 2;
+        let (_, frames) = with_sink(false, |sink| {
+            sink.took_body(half as usize - 1);
+            sink.took_body(1);
+        });
+        // (In one WINDOW_UPDATE once half the connection's window is due.)
+        assert_eq!(frames.len(), 1);
+        let (k, _, stream, payload) = &frames[0];
+        assert_eq!((*k, *stream), (kind::WINDOW_UPDATE, 0));
+        assert_eq!(payload[..], half.to_be_bytes());
+    }
+
+    #[test]
     fn a_head_answer_ends_at_its_headers() {
         let (a, frames) = with_sink(true, |sink| {
             assert_eq!(sink.head(&reply(200, Some(5))), Wanted::Stop);
