@@ -44,7 +44,12 @@ use crate::http::Status;
 use crate::log::Logger;
 
 /// A body produced as the client takes it (see the module documentation).
-pub trait Produce: fmt::Debug {
+///
+/// Not `Debug` itself: a supertrait would put each producer's `Debug`
+/// (and that of everything it holds) in its vtable, kept in the binary
+/// though no log line prints it (7 KiB without HTTP/2). A producer is
+/// shown by its label ([`fmt::Debug`] for `dyn Produce` below).
+pub trait Produce {
     /// Names it in log lines: `handler at /api/`, `cgi /srv/x`.
     fn label(&self) -> &str;
 
@@ -123,6 +128,12 @@ pub trait Produce: fmt::Debug {
     /// sink that takes raw bytes passes them as they come.
     fn raw(&self) -> bool {
         false
+    }
+}
+
+impl fmt::Debug for dyn Produce + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Produce").field(&self.label()).finish()
     }
 }
 
