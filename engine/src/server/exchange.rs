@@ -111,6 +111,31 @@ impl Exchanges {
         ex
     }
 
+    /// What exchange `id` waits for, if it is there and waits.
+    pub fn wait(&self, id: ExchangeId) -> Option<&Wait> {
+        match &self.get(id)?.task {
+            Task::Wait(w) => Some(w),
+            Task::Run(_) => None,
+        }
+    }
+
+    /// As [`Exchanges::wait`], to change it.
+    pub fn wait_mut(&mut self, id: ExchangeId) -> Option<&mut Wait> {
+        match &mut self.get_mut(id)?.task {
+            Task::Wait(w) => Some(w),
+            Task::Run(_) => None,
+        }
+    }
+
+    /// Takes exchange `id` out if it waits: what it waits for.
+    pub fn take_wait(&mut self, id: ExchangeId) -> Option<Wait> {
+        self.wait(id)?;
+        match self.remove(id)?.task {
+            Task::Wait(w) => Some(w),
+            Task::Run(_) => None,
+        }
+    }
+
     /// The id of the exchange in slot `index`, if one is there (to go over
     /// them by index while the worker acts on each: see
     /// [`Exchanges::slots`]; a pipe token names a slot).
@@ -161,32 +186,32 @@ mod tests {
 
     use super::*;
     use crate::http::request::OwnedRequest;
-    use crate::server::waits::{AuthWait, Held};
+    use crate::server::waits::{HandlerWait, Held};
 
-    /// An exchange of connection `conn` waiting for password check `id`.
-    fn waiting(conn: usize, stream: Option<u32>, id: u64) -> Exchange {
+    /// An exchange of connection `conn` waiting for its body, for mount
+    /// `mount` (which tells the exchanges apart here).
+    fn waiting(conn: usize, stream: Option<u32>, mount: u64) -> Exchange {
         Exchange {
             conn,
             stream,
-            task: Task::Wait(Wait::Check(AuthWait {
-                id,
+            task: Task::Wait(Wait::Handler(HandlerWait {
+                mount: mount as usize,
                 held: Held {
                     req: OwnedRequest::default(),
                     started: Instant::now(),
                     redirects: 0,
                 },
-                ready: false,
                 body: Vec::new(),
-                body_done: false,
+                counted: 0,
             })),
         }
     }
 
-    /// The password check `ex` waits for.
+    /// The mount `ex` waits for.
     fn check(ex: &Exchange) -> u64 {
         match &ex.task {
-            Task::Wait(Wait::Check(w)) => w.id,
-            other => panic!("not a check: {other:?}"),
+            Task::Wait(Wait::Handler(w)) => w.mount as u64,
+            other => panic!("not a handler's: {other:?}"),
         }
     }
 
@@ -210,6 +235,18 @@ mod tests {
         assert!(all.remove(a).is_none(), "removed once only");
         assert_eq!(all.len(), 1);
         assert_eq!(check(all.get(b).unwrap()), 11);
+    }
+
+    #[test]
+    fn a_wait_is_reached_and_taken_by_its_id() {
+        let mut all = Exchanges::new();
+        let a = all.insert(waiting(1, None, 4));
+        all.wait_mut(a)
+            .unwrap()
+            .push(b"ab", std::path::Path::new("/nonexistent"));
+        assert!(matches!(all.wait(a), Some(Wait::Handler(w)) if w.body == b"ab"));
+        assert!(matches!(all.take_wait(a), Some(Wait::Handler(w)) if w.mount == 4));
+        assert!(all.wait(a).is_none() && all.take_wait(a).is_none() && all.is_empty());
     }
 
     #[test]
