@@ -221,8 +221,11 @@ impl Conn {
         self.closing = true;
     }
 
-    /// Moves to `state`, starting its timer at `now`.
+    /// Moves to `state`, starting its timer at `now`. A request held is
+    /// let go of first ([`Conn::take_wait`]): its exchange must leave the
+    /// worker's table with it.
     pub fn set(&mut self, state: State, now: Instant) {
+        debug_assert!(self.wait().is_none(), "an exchange left behind");
         self.state = state;
         self.since = now;
         self.unread = false;
