@@ -10,17 +10,20 @@
 //! that comes back after its client left) names nothing rather than the
 //! slot's next exchange.
 
+use std::num::NonZeroU32;
+
 use super::run::Run;
 use super::waits::Wait;
 
 /// Names one exchange of a worker's [`Exchanges`] for as long as it is
-/// there.
+/// there. (8 bytes, and as many as an `Option` of it: protocol state
+/// holds one where it held a `Box`, and grows none.)
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct ExchangeId {
     /// Its slot.
     index: u32,
     /// The slot's generation when it was inserted.
-    gen: u32,
+    gen: NonZeroU32,
 }
 
 impl ExchangeId {
@@ -56,7 +59,7 @@ pub struct Exchange {
 #[derive(Debug, Default)]
 pub struct Exchanges {
     /// Each slot's generation, and its exchange if one is there.
-    slots: Vec<(u32, Option<Exchange>)>,
+    slots: Vec<(NonZeroU32, Option<Exchange>)>,
     /// The empty slots, the last emptied on top.
     free: Vec<u32>,
 }
@@ -73,7 +76,7 @@ impl Exchanges {
             Some(index) => index,
             None => {
                 let index = u32::try_from(self.slots.len()).expect("fewer than 2^32 exchanges");
-                self.slots.push((0, None));
+                self.slots.push((NonZeroU32::MIN, None));
                 index
             }
         };
@@ -106,7 +109,7 @@ impl Exchanges {
             return None;
         }
         let ex = slot.1.take();
-        slot.0 = slot.0.wrapping_add(1);
+        slot.0 = slot.0.checked_add(1).unwrap_or(NonZeroU32::MIN);
         self.free.push(id.index);
         ex
     }
@@ -247,6 +250,11 @@ mod tests {
         assert!(matches!(all.wait(a), Some(Wait::Handler(w)) if w.body == b"ab"));
         assert!(matches!(all.take_wait(a), Some(Wait::Handler(w)) if w.mount == 4));
         assert!(all.wait(a).is_none() && all.take_wait(a).is_none() && all.is_empty());
+    }
+
+    #[test]
+    fn an_id_costs_protocol_state_no_more_than_a_box() {
+        assert_eq!(std::mem::size_of::<Option<ExchangeId>>(), 8);
     }
 
     #[test]
