@@ -6,10 +6,10 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::exchange::ExchangeId;
 use super::h1;
 use super::router::LocalAddr;
 use super::transport::{Link, Out, Transport};
-use super::waits::Wait;
 
 /// A client connection.
 #[derive(Debug)]
@@ -110,29 +110,32 @@ impl Conn {
     }
 
     /// The exchange (its HTTP/2 stream; `None`: HTTP/1.1's) whose
-    /// request waits for what `f` picks, if one does. Waits are found,
-    /// reached and taken by their stream here, and only here.
-    pub fn find_wait(&self, f: impl Fn(&Wait) -> bool) -> Option<Option<u32>> {
+    /// request is held in the table's exchange that `f` picks, if one
+    /// is. Waits are found, named and let go of by their stream here, and
+    /// only here.
+    pub fn find_wait(&self, f: impl Fn(ExchangeId) -> bool) -> Option<Option<u32>> {
         #[cfg(feature = "http2")]
         if let Some(s) = &self.h2 {
             return s.find_wait(f).map(Some);
         }
-        self.h1.wait().filter(|w| f(w)).map(|_| None)
+        self.h1.wait().filter(|id| f(*id)).map(|_| None)
     }
 
-    /// What the request of exchange `stream` waits for, if it is held.
-    pub fn wait_mut(&mut self, stream: Option<u32>) -> Option<&mut Wait> {
+    /// The exchange in which the request of exchange `stream` is held,
+    /// if it is.
+    pub fn wait_id(&mut self, stream: Option<u32>) -> Option<ExchangeId> {
         #[cfg(feature = "http2")]
         if let (Some(s), Some(id)) = (&mut self.h2, stream) {
-            return s.answer(id)?.wait.as_deref_mut();
+            return s.answer(id)?.wait;
         }
         let _ = stream;
-        self.h1.wait_mut()
+        self.h1.wait()
     }
 
-    /// Takes away the request held on exchange `stream` and what it waits
-    /// for (see [`h1::Conn::take_wait`]).
-    pub fn take_wait(&mut self, stream: Option<u32>) -> Option<Box<Wait>> {
+    /// Lets go of the request held on exchange `stream` (see
+    /// [`h1::Conn::take_wait`]): its exchange, which the caller takes out
+    /// of the table.
+    pub fn take_wait(&mut self, stream: Option<u32>) -> Option<ExchangeId> {
         #[cfg(feature = "http2")]
         if let (Some(s), Some(id)) = (&mut self.h2, stream) {
             return s.take_wait(id);

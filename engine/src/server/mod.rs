@@ -20,6 +20,7 @@ pub mod conn;
 pub mod counters;
 pub mod drain;
 mod error;
+pub mod exchange;
 pub mod h1;
 #[cfg(feature = "http2")]
 pub mod h2;

@@ -1,10 +1,12 @@
-//! What a connection holds while its request cannot be answered yet: the
-//! request itself ([`Held`]) and what it waits for ([`Wait`]), one model
-//! for both protocols. HTTP/1.1 keeps it in its state
-//! ([`crate::server::h1::State::Body`], [`crate::server::h1::State::Waiting`]),
-//! HTTP/2 in the stream's answer (`h2::Answer::wait`); the worker reaches
-//! it by the stream (`Conn::wait_mut`), `None` for HTTP/1.1, and acts on
-//! each outcome once, whatever the protocol (`worker/waits.rs`).
+//! What a request holds while it cannot be answered yet: the request
+//! itself ([`Held`]) and what it waits for ([`Wait`]), one model for both
+//! protocols. It is kept in the worker's table of exchanges
+//! ([`crate::server::exchange`]); the protocol state names it there
+//! (HTTP/1.1: [`crate::server::h1::State::Body`],
+//! [`crate::server::h1::State::Waiting`]; HTTP/2: `h2::Answer::wait`),
+//! and the worker reaches it by the stream (`Conn::wait_id`), `None` for
+//! HTTP/1.1, and acts on each outcome once, whatever the protocol
+//! (`worker/waits.rs`).
 
 use std::time::Instant;
 
@@ -47,11 +49,6 @@ impl Wait {
         }
     }
 
-    /// Whether it is password check `id`'s.
-    pub fn is_check(&self, id: u64) -> bool {
-        matches!(self, Wait::Check(w) if w.id == id)
-    }
-
     /// Whether it is a password check whose outcome is in.
     pub fn is_checked(&self) -> bool {
         matches!(self, Wait::Check(w) if w.ready)
@@ -67,8 +64,6 @@ impl Wait {
 /// routed again once the outcome is in (`ready`).
 #[derive(Debug)]
 pub struct AuthWait {
-    /// Tells the outcome of this check from a stale one.
-    pub id: u64,
     /// The request.
     pub held: Held,
     /// The outcome is in.
@@ -122,7 +117,6 @@ mod tests {
     fn body_bytes_go_where_the_wait_keeps_them_and_the_predicates_tell_the_kinds() {
         let dir = std::path::Path::new("/nonexistent");
         let mut check = Wait::Check(AuthWait {
-            id: 3,
             held: held(),
             ready: false,
             body: Vec::new(),
@@ -130,7 +124,7 @@ mod tests {
         });
         check.push(b"ab", dir);
         check.push(b"c", dir);
-        assert!(check.is_check(3) && !check.is_check(4));
+        assert!(matches!(check, Wait::Check(_)));
         assert!(!check.is_checked() && !check.wants_body());
         let Wait::Check(w) = &mut check else {
             unreachable!()
@@ -146,7 +140,7 @@ mod tests {
             counted: 0,
         });
         handler.push(b"xyz", dir);
-        assert!(handler.wants_body() && !handler.is_check(3) && !handler.is_checked());
+        assert!(handler.wants_body() && !handler.is_checked());
         assert!(matches!(&handler, Wait::Handler(w) if w.body == b"xyz" && w.counted == 0));
     }
 }

@@ -12,6 +12,7 @@ use mio::{Events, Poll, Token, Waker};
 
 use super::conn::Conn;
 use super::drain::{Drain, DrainOrder};
+use super::exchange::Exchanges;
 use super::listen::Speaks;
 use super::router::Router;
 use super::transport::Setup;
@@ -156,6 +157,8 @@ pub struct Worker {
     timers: Timers,
     /// Where it is in winding down.
     drain: Draining,
+    /// The requests on their way that wait (see [`super::exchange`]).
+    exchanges: Exchanges,
 }
 
 impl Worker {
@@ -183,6 +186,7 @@ impl Worker {
             pools: Pools::new(),
             timers: Timers::new(now, init.heartbeat),
             drain: Draining::new(init.order),
+            exchanges: Exchanges::new(),
         })
     }
 
@@ -334,8 +338,8 @@ impl Worker {
             }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
-            if let Some(wait) = c.h1.take_wait() {
-                self.forget_wait(&mut c, None, *wait);
+            if let Some(wait) = c.h1.take_wait().and_then(|id| self.exchanges.take_wait(id)) {
+                self.forget_wait(&mut c, None, wait);
             }
             // Closing the socket (dropping it) removes it from epoll.
             self.counts.release(c.peer.ip(), c.awaiting_proxy());

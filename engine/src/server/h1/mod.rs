@@ -30,6 +30,8 @@ use std::time::{Duration, Instant};
 
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
+use super::exchange::{ExchangeId, Exchanges};
+#[cfg(doc)]
 use super::waits::Wait;
 use crate::http::body::BodyDecoder;
 use crate::http::parse::{Limits, ParseError};
@@ -50,8 +52,8 @@ pub enum State {
     /// A request body is being read (body timeout, from last progress).
     Body(BodyRead),
     /// A request waits, its body not being read: for its password check
-    /// (no timeout: it finishes).
-    Waiting(Box<Wait>),
+    /// (no timeout: it finishes). The exchange holds it.
+    Waiting(ExchangeId),
     /// A producer answers: a program (its own idle timeout, from last
     /// progress), whose request body, while it arrives, goes to its
     /// input; an embedded handler's answer in pieces, or later from
@@ -81,10 +83,10 @@ pub struct Linger {
 pub struct BodyRead {
     /// Reads the body's framing (Content-Length or chunked).
     pub decoder: BodyDecoder,
-    /// What waits for the body (an embedded handler, or an answer that
-    /// needs it whole); none: the request was answered already, and the
-    /// body is dropped.
-    pub to: Option<Box<Wait>>,
+    /// The exchange that waits for the body (an embedded handler, or an
+    /// answer that needs it whole); none: the request was answered
+    /// already, and the body is dropped.
+    pub to: Option<ExchangeId>,
 }
 
 /// What waited for a request body that ended (or was refused).
@@ -92,8 +94,9 @@ pub struct BodyRead {
 pub enum BodyOver {
     /// Nothing: the request was answered already.
     Nothing,
-    /// A request held for it ([`Wait::Handler`] or [`Wait::Whole`]).
-    Wait(Box<Wait>),
+    /// The exchange of a request held for it ([`Wait::Handler`] or
+    /// [`Wait::Whole`]).
+    Wait(ExchangeId),
     /// The producer reading it (still in [`State::Streaming`]).
     Pipe,
 }
@@ -218,8 +221,11 @@ impl Conn {
         self.closing = true;
     }
 
-    /// Moves to `state`, starting its timer at `now`.
+    /// Moves to `state`, starting its timer at `now`. A request held is
+    /// let go of first ([`Conn::take_wait`]): its exchange must leave the
+    /// worker's table with it.
     pub fn set(&mut self, state: State, now: Instant) {
+        debug_assert!(self.wait().is_none(), "an exchange left behind");
         self.state = state;
         self.since = now;
         self.unread = false;
@@ -328,13 +334,16 @@ impl Conn {
         pos: &mut usize,
         req: &mut OwnedRequest,
         cx: &Reading,
+        exchanges: &mut Exchanges,
     ) -> Event {
         if self.closing {
             return Event::Stall;
         }
         match &mut self.state {
-            State::Body(_) => return self.read_body(input, pos, cx),
-            State::Streaming(p) if p.body.is_some() => return self.read_body(input, pos, cx),
+            State::Body(_) => return self.read_body(input, pos, cx, exchanges),
+            State::Streaming(p) if p.body.is_some() => {
+                return self.read_body(input, pos, cx, exchanges)
+            }
             // What follows a request held for its password check (its
             // body, pipelined requests) waits too (the worker takes the
             // check's outcome, see `Conn::take_wait`), as do pipelined
@@ -359,10 +368,17 @@ impl Conn {
         }
     }
 
-    /// Reads body bytes into where the body goes.
-    fn read_body(&mut self, input: &[u8], pos: &mut usize, cx: &Reading) -> Event {
+    /// Reads body bytes into where the body goes (a wait: in
+    /// `exchanges`).
+    fn read_body(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        cx: &Reading,
+        exchanges: &mut Exchanges,
+    ) -> Event {
         let (decoder, to, mut feed) = match &mut self.state {
-            State::Body(b) => (&mut b.decoder, Some(&mut b.to), None),
+            State::Body(b) => (&mut b.decoder, b.to, None),
             State::Streaming(p) => match (&mut p.body, p.run.input()) {
                 (Some(d), Some(feed)) => (d, None, Some(feed)),
                 _ => return Event::Stall,
@@ -379,7 +395,7 @@ impl Conn {
             return Event::Stall;
         }
         let end = *pos + room.min(input.len() - *pos);
-        let mut to = to.and_then(|to| to.as_deref_mut());
+        let mut to = to.and_then(|id| exchanges.wait_mut(id));
         let grows = to.is_some();
         let mut sink = |data: &[u8]| match (&mut feed, &mut to) {
             (Some(i), _) => i.feed(data),
@@ -432,40 +448,33 @@ impl Conn {
         }
     }
 
-    /// What the request held waits for, if one is held (for its body,
-    /// or in [`State::Waiting`]).
-    pub fn wait(&self) -> Option<&Wait> {
+    /// The exchange of the request held, if one is (for its body, or in
+    /// [`State::Waiting`]).
+    pub fn wait(&self) -> Option<ExchangeId> {
         match &self.state {
-            State::Body(BodyRead { to: Some(w), .. }) | State::Waiting(w) => Some(w),
+            State::Body(BodyRead { to: Some(id), .. }) | State::Waiting(id) => Some(*id),
             _ => None,
         }
     }
 
-    /// What the request held waits for, to work on it.
-    pub fn wait_mut(&mut self) -> Option<&mut Wait> {
-        match &mut self.state {
-            State::Body(BodyRead { to: Some(w), .. }) | State::Waiting(w) => Some(w),
-            _ => None,
-        }
-    }
-
-    /// Takes away the request held and what it waits for (its outcome is
-    /// in, or it is answered otherwise: over a limit, its body could not
-    /// be kept); the connection is idle again. A body left unread cannot
-    /// be told from a next request, so the caller closes the connection
-    /// after answering one taken from [`State::Body`].
-    pub fn take_wait(&mut self) -> Option<Box<Wait>> {
+    /// Lets go of the request held (its outcome is in, or it is answered
+    /// otherwise: over a limit, its body could not be kept): its exchange,
+    /// which the caller takes out of the table; the connection is idle
+    /// again. A body left unread cannot be told from a next request, so
+    /// the caller closes the connection after answering one taken from
+    /// [`State::Body`].
+    pub fn take_wait(&mut self) -> Option<ExchangeId> {
         self.wait()?;
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Body(BodyRead { to, .. }) => to,
-            State::Waiting(w) => Some(w),
+            State::Waiting(id) => Some(id),
             _ => None,
         }
     }
 
-    /// Holds the request, its body not read meanwhile (for its password
-    /// check).
-    pub fn hold(&mut self, wait: Box<Wait>, now: Instant) {
-        self.set(State::Waiting(wait), now);
+    /// Holds the request (in exchange `id`), its body not read meanwhile
+    /// (for its password check).
+    pub fn hold(&mut self, id: ExchangeId, now: Instant) {
+        self.set(State::Waiting(id), now);
     }
 }

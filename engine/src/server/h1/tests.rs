@@ -11,8 +11,9 @@ use crate::handlers::{Body, Plan, Scratch};
 use crate::http::body::BodyLimits;
 use crate::http::response::{Encoder, Stamp};
 use crate::http::{Status, Version};
+use crate::server::exchange::{Exchange, Exchanges, Task};
 use crate::server::transport::Out;
-use crate::server::waits::{HandlerWait, Held};
+use crate::server::waits::{AuthWait, HandlerWait, Held, Wait};
 
 const LIMITS: Limits = Limits {
     max_request_line: 8192,
@@ -40,6 +41,8 @@ struct Script {
     now: Instant,
     /// What the server was asked to do, in order.
     seen: Vec<String>,
+    /// Where held requests wait (a worker's table).
+    exchanges: Exchanges,
 }
 
 impl Script {
@@ -55,6 +58,7 @@ impl Script {
             draining: false,
             now,
             seen: Vec::new(),
+            exchanges: Exchanges::new(),
         }
     }
 
@@ -82,7 +86,8 @@ impl Script {
                 output: self.out.buffered(),
                 now: self.now,
             };
-            match self.conn.read(&input, &mut pos, &mut self.req, &cx) {
+            let ex = &mut self.exchanges;
+            match self.conn.read(&input, &mut pos, &mut self.req, &cx, ex) {
                 Event::Stall => break,
                 Event::Request => self.route(),
                 Event::Invalid(e) => {
@@ -92,8 +97,8 @@ impl Script {
                     self.conn.reject(plan, &self.scratch, &mut self.out, &cx);
                 }
                 Event::BodyGrew => {}
-                Event::BodyDone(BodyOver::Wait(w)) => {
-                    let Wait::Handler(h) = *w else {
+                Event::BodyDone(BodyOver::Wait(id)) => {
+                    let Some(Wait::Handler(h)) = self.exchanges.take_wait(id) else {
                         unreachable!("only handlers wait here")
                     };
                     self.seen.push(format!("handler got {}", h.body.len()));
@@ -132,8 +137,7 @@ impl Script {
         };
         if target == "/private" {
             // Its password is checked off the loop (see `checked`).
-            let wait = Wait::Check(crate::server::waits::AuthWait {
-                id: 7,
+            let wait = Wait::Check(AuthWait {
                 held: Held {
                     req: std::mem::take(&mut self.req),
                     started: self.now,
@@ -143,7 +147,8 @@ impl Script {
                 body: Vec::new(),
                 body_done: false,
             });
-            self.conn.hold(Box::new(wait), self.now);
+            let id = self.hold(wait);
+            self.conn.hold(id, self.now);
             return;
         }
         if target == "/upload" {
@@ -159,7 +164,7 @@ impl Script {
                     body: Vec::new(),
                     counted: 0,
                 };
-                let to = Box::new(Wait::Handler(wait));
+                let to = self.hold(Wait::Handler(wait));
                 self.conn
                     .wait_for_body(expect, decoder, to, &mut self.out, self.now);
                 return;
@@ -170,6 +175,21 @@ impl Script {
             "/unchanged" => self.reply_with(Status::NOT_MODIFIED, Body::Empty, decoder),
             _ => self.reply(b"ok", decoder),
         }
+    }
+
+    /// Keeps `wait` in the table, as the worker does (connection 7).
+    fn hold(&mut self, wait: Wait) -> ExchangeId {
+        self.exchanges.insert(Exchange {
+            conn: 7,
+            stream: None,
+            task: Task::Wait(wait),
+        })
+    }
+
+    /// What the request held waits for, taken out of the table.
+    fn take_wait(&mut self) -> Option<Wait> {
+        let id = self.conn.take_wait()?;
+        self.exchanges.take_wait(id)
     }
 
     fn reply(&mut self, body: &[u8], decoder: Option<BodyDecoder>) {
@@ -205,9 +225,14 @@ impl Script {
     /// The password check of the request held is done: the driver takes
     /// it and answers it (as the worker routes it again), then goes on.
     fn checked(&mut self) {
-        match self.conn.take_wait().map(|w| *w) {
+        let conn = self
+            .conn
+            .wait()
+            .and_then(|id| self.exchanges.get(id))
+            .map(|ex| ex.conn);
+        match self.take_wait() {
             Some(Wait::Check(w)) => {
-                self.seen.push(format!("checked {}", w.id));
+                self.seen.push(format!("checked {}", conn.unwrap()));
                 self.req = w.held.req;
             }
             other => panic!("{other:?}"),
@@ -307,7 +332,7 @@ fn a_client_that_leaves_mid_body_leaves_its_handler_unrun() {
     // The client closes here: the body can never be complete. The driver
     // sees that a body is in flight and drops what waits for it.
     assert!(s.conn.reading_body());
-    match s.conn.take_wait().map(|w| *w) {
+    match s.take_wait() {
         Some(Wait::Handler(h)) => assert_eq!(h.body, b"abcd"),
         other => panic!("{other:?}"),
     }
@@ -607,7 +632,8 @@ fn a_request_held_for_its_password_check_holds_back_what_follows_it() {
     // No timer runs out on it (the check finishes), and the pipelined
     // request waits behind it, unread.
     assert_eq!(s.conn.timer(), Timer::Never);
-    assert!(matches!(s.conn.wait(), Some(Wait::Check(w)) if w.id == 7));
+    let held = s.conn.wait().and_then(|id| s.exchanges.wait(id));
+    assert!(matches!(held, Some(Wait::Check(_))));
     s.feed(b"");
     assert_eq!(s.seen(), Vec::<String>::new());
     s.checked();

@@ -17,8 +17,8 @@ use crate::http::body::BodyDecoder;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Encoder, Framing, Head, Stamp, CONTINUE};
 use crate::http::{Method, Status, Version};
+use crate::server::exchange::ExchangeId;
 use crate::server::transport::Out;
-use crate::server::waits::Wait;
 
 /// What writing an answer needs to know about the server.
 #[derive(Debug, Clone, Copy)]
@@ -127,7 +127,7 @@ impl Conn {
         &mut self,
         expect_continue: bool,
         decoder: BodyDecoder,
-        to: Box<Wait>,
+        to: ExchangeId,
         out: &mut Out,
         now: Instant,
     ) {

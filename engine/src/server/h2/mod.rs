@@ -24,7 +24,7 @@ use crate::access::throttle::{Rate, Throttle};
 use crate::h2;
 use crate::http::response::{Head, Stamp};
 use crate::log::Draft;
-use crate::server::waits::Wait;
+use crate::server::exchange::ExchangeId;
 
 /// Spare piece lists and log buffers a session keeps (as many as the
 /// answers it usually has at once).
@@ -166,18 +166,17 @@ impl Session {
         Some(self.answers.swap_remove(i))
     }
 
-    /// The stream whose request waits for what `f` picks, if one does.
-    pub fn find_wait(&self, f: impl Fn(&Wait) -> bool) -> Option<u32> {
-        let a = self
-            .answers
-            .iter()
-            .find(|a| a.wait.as_deref().is_some_and(&f))?;
+    /// The stream whose request is held in the exchange `f` picks, if
+    /// one is.
+    pub fn find_wait(&self, f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
+        let a = self.answers.iter().find(|a| a.wait.is_some_and(&f))?;
         Some(a.id)
     }
 
-    /// Takes away the request held on stream `id` and what it waits for,
-    /// if one is held there (its answer goes with it: it had none yet).
-    pub fn take_wait(&mut self, id: u32) -> Option<Box<Wait>> {
+    /// Lets go of the request held on stream `id`, if one is held there
+    /// (its answer goes with it: it had none yet): its exchange, which
+    /// the caller takes out of the table.
+    pub fn take_wait(&mut self, id: u32) -> Option<ExchangeId> {
         let i = self
             .answers
             .iter()
@@ -213,17 +212,6 @@ impl Session {
             .iter()
             .find(|a| a.id == id)
             .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
-    }
-
-    /// Bytes of request bodies held for handlers.
-    pub fn held_bytes(&self) -> u64 {
-        self.answers
-            .iter()
-            .filter_map(|a| match a.wait.as_deref() {
-                Some(Wait::Handler(w)) => Some(w.body.len() as u64),
-                _ => None,
-            })
-            .sum()
     }
 }
 
@@ -271,10 +259,10 @@ pub struct Answer {
     pub log: Option<(Vec<u8>, Draft)>,
     /// When the request's head arrived.
     pub started: Instant,
-    /// The request, while it waits (for its password check off the
-    /// loop, for its body for a handler, or for its body held whole for
-    /// its program).
-    pub wait: Option<Box<Wait>>,
+    /// The exchange of the request, while it waits (for its password
+    /// check off the loop, for its body for a handler, or for its body
+    /// held whole for its program).
+    pub wait: Option<ExchangeId>,
     /// The `[[throttle]]` rates that pace it (its rule's, shared by all
     /// clients, and its connection's), if a rule covers it: its frames
     /// wait for them, the connection's other streams do not.

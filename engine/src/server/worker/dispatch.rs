@@ -94,7 +94,8 @@ impl Worker {
                 output: c.out.buffered(),
                 now: self.clock.now,
             };
-            match c.h1.read(input, &mut pos, &mut self.current.req, &cx) {
+            let ex = &mut self.exchanges;
+            match c.h1.read(input, &mut pos, &mut self.current.req, &cx, ex) {
                 Event::Stall => return pos,
                 Event::Invalid(e) => {
                     #[cfg(feature = "http2")]
@@ -120,7 +121,11 @@ impl Worker {
                         return input.len();
                     }
                 }
-                Event::BodyDone(BodyOver::Wait(w)) => self.body_in(c, None, *w),
+                Event::BodyDone(BodyOver::Wait(id)) => {
+                    if let Some(w) = self.exchanges.take_wait(id) {
+                        self.body_in(c, None, w);
+                    }
+                }
                 Event::BodyDone(BodyOver::Nothing | BodyOver::Pipe) => {}
                 Event::BodyRefused(e, waiting) => {
                     self.body_refused(c, e, waiting);
@@ -142,7 +147,11 @@ impl Worker {
         match waiting {
             // Not answered yet: the handler (or the program the body is
             // held whole for) never runs.
-            BodyOver::Wait(w) => self.refuse_wait(c, None, *w, e.status),
+            BodyOver::Wait(id) => {
+                if let Some(w) = self.exchanges.take_wait(id) {
+                    self.refuse_wait(c, None, w, e.status);
+                }
+            }
             BodyOver::Pipe => self.produced_body_refused(c, e.status),
             // The request was answered already (before its body arrived);
             // a second answer would be taken for the next request's, so

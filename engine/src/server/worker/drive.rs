@@ -233,9 +233,14 @@ impl Worker {
             return false;
         }
         c.pending.clear();
+        // A request still held (a fatal TLS alert may end a connection
+        // whose request waits) is let go of: nothing more is served.
+        if let Some(w) = c.h1.take_wait().and_then(|id| self.exchanges.take_wait(id)) {
+            self.forget_wait(c, None, w);
+        }
         let linger = Linger {
             left: LINGER_BYTES,
-            unsent: t.unsent(),
+            unsent: c.transport.tcp().unsent(),
         };
         c.h1.set(State::Lingering(linger), self.clock.now);
         self.linger(c)

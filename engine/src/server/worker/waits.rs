@@ -38,6 +38,7 @@ use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
+use crate::server::exchange::{Exchange, ExchangeId, Task};
 use crate::server::router::{Deferred, Routed};
 use crate::server::waits::{AuthWait, HandlerWait, Held, Wait, WholeBody};
 
@@ -73,7 +74,24 @@ impl Worker {
                 body: Default::default(),
             }),
         };
-        self.hold_at(c, stream, Box::new(wait), decoder)
+        let ex = self.exchange(c, stream, wait);
+        self.hold_at(c, stream, ex, decoder)
+    }
+
+    /// Puts `wait`, for exchange `stream` of `c`, in the table.
+    fn exchange(&mut self, c: &Conn, stream: Option<u32>, wait: Wait) -> ExchangeId {
+        self.exchanges.insert(Exchange {
+            conn: c.index,
+            stream,
+            task: Task::Wait(wait),
+        })
+    }
+
+    /// What the request held on exchange `stream` of `c` waits for,
+    /// taken out of the table.
+    pub(super) fn take_wait(&mut self, c: &mut Conn, stream: Option<u32>) -> Option<Wait> {
+        let id = c.take_wait(stream)?;
+        self.exchanges.take_wait(id)
     }
 
     /// Hands `check` to the hashing threads and holds the request until
@@ -87,25 +105,28 @@ impl Worker {
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        match self.wakeups.submit_check(c.index, check) {
-            Ok(id) => {
-                let wait = Wait::Check(AuthWait {
-                    id,
-                    held: self.hold(redirects),
-                    ready: false,
-                    body: Vec::new(),
-                    body_done: false,
-                });
-                self.hold_at(c, stream, Box::new(wait), decoder)
-            }
+        let wait = Wait::Check(AuthWait {
+            held: self.hold(redirects),
+            ready: false,
+            body: Vec::new(),
+            body_done: false,
+        });
+        // (Its outcome comes back with the exchange's id.)
+        let ex = self.exchange(c, stream, wait);
+        match self.wakeups.submit_check(ex, check) {
+            Ok(()) => self.hold_at(c, stream, ex, decoder),
             Err(check) => {
+                if let Some(Wait::Check(w)) = self.exchanges.take_wait(ex) {
+                    self.resume(w.held);
+                }
                 self.router.settle(check.run());
                 self.route(c, stream, redirects, decoder)
             }
         }
     }
 
-    /// Keeps `wait` on exchange `stream` until it is over. Over HTTP/1.1
+    /// Keeps exchange `ex` (its wait) on exchange `stream` of `c` until
+    /// it is over. Over HTTP/1.1
     /// a request held for its body reads it with `decoder` (telling the
     /// client to send it if it waits to be told, RFC 9110 §10.1.1), and a
     /// password check reads nothing meanwhile (its body, pipelined
@@ -115,36 +136,40 @@ impl Worker {
         &mut self,
         c: &mut Conn,
         stream: Option<u32>,
-        wait: Box<Wait>,
+        ex: ExchangeId,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         #[cfg(feature = "http2")]
         if let (Some(id), Some(s)) = (stream, c.h2.as_mut()) {
             let mut a = crate::server::h2::Answer::waiting(id, self.current.start);
-            a.wait = Some(wait);
+            a.wait = Some(ex);
             s.answers.push(a);
             return None;
         }
         let _ = stream;
         let now = self.clock.now;
-        let held = match &*wait {
-            Wait::Check(_) => {
-                c.h1.hold(wait, now);
+        let held = match self.exchanges.wait(ex) {
+            Some(Wait::Check(_)) => {
+                c.h1.hold(ex, now);
                 return None;
             }
-            Wait::Handler(HandlerWait { held, .. }) | Wait::Whole(WholeBody { held, .. }) => held,
+            Some(Wait::Handler(HandlerWait { held, .. }) | Wait::Whole(WholeBody { held, .. })) => {
+                held
+            }
+            None => return None,
         };
+        let expect_continue = held.req.expect_continue();
         let Some(d) = decoder.take() else {
             // (Only a request with a body is held for it.)
-            let held = self.forget_wait(c, stream, *wait);
+            let wait = self.exchanges.take_wait(ex).expect("just put there");
+            let held = self.forget_wait(c, stream, wait);
             self.resume(held);
             return Some(Plan::error(
                 Status::INTERNAL_SERVER_ERROR,
                 &mut self.current.scratch,
             ));
         };
-        let expect_continue = held.req.expect_continue();
-        c.h1.wait_for_body(expect_continue, d, wait, &mut c.out, now);
+        c.h1.wait_for_body(expect_continue, d, ex, &mut c.out, now);
         None
     }
 
@@ -153,20 +178,21 @@ impl Worker {
     /// next one arrives); one whose client left only leaves a verified
     /// credential remembered.
     pub(super) fn take_checks(&mut self) {
-        while let Some((idx, id, outcome)) = self.wakeups.next_check() {
-            let stream = self
-                .conns
-                .get(idx)
-                .and_then(|c| c.find_wait(|w| w.is_check(id)));
-            let Some(stream) = stream else {
+        while let Some((ex, outcome)) = self.wakeups.next_check() {
+            // (A stale id, of an exchange let go of, names nothing.)
+            let Some(Exchange {
+                conn,
+                task: Task::Wait(Wait::Check(w)),
+                ..
+            }) = self.exchanges.get_mut(ex)
+            else {
                 self.router.remember(outcome);
                 continue;
             };
+            w.ready = true;
+            let conn = *conn;
             self.router.settle(outcome);
-            if let Some(Wait::Check(w)) = self.conns.get_mut(idx).and_then(|c| c.wait_mut(stream)) {
-                w.ready = true;
-            }
-            self.on_event(idx, true);
+            self.on_event(conn, true);
         }
     }
 
@@ -177,13 +203,14 @@ impl Worker {
             if c.h1.closing() && !c.speaks_h2() {
                 return;
             }
-            let Some(stream) = c.find_wait(Wait::is_checked) else {
+            let checked = |id| self.exchanges.wait(id).is_some_and(Wait::is_checked);
+            let Some(stream) = c.find_wait(checked) else {
                 return;
             };
-            let Some(wait) = c.take_wait(stream) else {
+            let Some(wait) = self.take_wait(c, stream) else {
                 return;
             };
-            if let Wait::Check(w) = *wait {
+            if let Wait::Check(w) = wait {
                 self.checked(c, stream, w);
             }
         }
@@ -221,7 +248,8 @@ impl Worker {
     /// for bodies is bounded however many clients send them at once.
     pub(super) fn body_grew(&mut self, c: &mut Conn, stream: Option<u32>) -> bool {
         let max = self.settings.cfg.limits.max_body;
-        let status = match c.wait_mut(stream) {
+        let id = c.wait_id(stream);
+        let status = match id.and_then(|id| self.exchanges.wait_mut(id)) {
             Some(Wait::Handler(w)) => {
                 self.counts.handler_bodies += (w.body.len() - w.counted) as u64;
                 w.counted = w.body.len();
@@ -259,8 +287,8 @@ impl Worker {
             }
             Some(Wait::Check(_)) | None => return true,
         };
-        if let Some(wait) = c.take_wait(stream) {
-            self.refuse_wait(c, stream, *wait, status);
+        if let Some(wait) = self.take_wait(c, stream) {
+            self.refuse_wait(c, stream, wait, status);
         }
         false
     }

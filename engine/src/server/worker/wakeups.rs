@@ -11,9 +11,10 @@ use crate::access::verify::Verifier;
 use crate::access::{Check, Checked};
 use crate::channel;
 use crate::handlers::stream::Wake;
+use crate::server::exchange::ExchangeId;
 
-/// A finished password check: connection, request id, outcome.
-type Outcome = (usize, u64, Checked);
+/// A finished password check: the exchange it was for, its outcome.
+type Outcome = (ExchangeId, Checked);
 
 /// The channels into a worker's loop, and its waker.
 pub(super) struct Wakeups {
@@ -24,8 +25,6 @@ pub(super) struct Wakeups {
     /// Finished password checks.
     checks_tx: channel::Sender<Outcome>,
     checks_rx: channel::Receiver<Outcome>,
-    /// The id of the next password check.
-    next_check: u64,
     /// Connections whose handler's later answer has moved (see
     /// [`crate::handlers::stream::Later`]).
     streams_rx: mpsc::Receiver<usize>,
@@ -47,21 +46,18 @@ impl Wakeups {
             waker,
             checks_tx,
             checks_rx,
-            next_check: 0,
             streams_rx,
         };
         (wakeups, wake)
     }
 
-    /// Hands `check`, for a request of connection `idx`, to the hashing
-    /// threads: its id (the outcome comes back through
-    /// [`Wakeups::next_check`]), or the check itself when they cannot
+    /// Hands `check`, for the request held in exchange `ex`, to the
+    /// hashing threads (the outcome comes back with `ex` through
+    /// [`Wakeups::next_check`]), or gives the check back when they cannot
     /// take it (then it is run here).
-    pub(super) fn submit_check(&mut self, idx: usize, check: Check) -> Result<u64, Check> {
-        let id = self.next_check;
-        self.next_check += 1;
-        let done = reply(self.checks_tx.clone(), Arc::clone(&self.waker), idx, id);
-        self.verifier.submit(check, Box::new(done)).map(|()| id)
+    pub(super) fn submit_check(&mut self, ex: ExchangeId, check: Check) -> Result<(), Check> {
+        let done = reply(self.checks_tx.clone(), Arc::clone(&self.waker), ex);
+        self.verifier.submit(check, Box::new(done))
     }
 
     /// The next finished password check, if any.
@@ -75,16 +71,14 @@ impl Wakeups {
     }
 }
 
-/// What sends the outcome of request `id` of connection `idx` to the
-/// worker and wakes it.
+/// What sends the outcome for exchange `ex` to the worker and wakes it.
 fn reply<T: Send + 'static>(
-    tx: channel::Sender<(usize, u64, T)>,
+    tx: channel::Sender<(ExchangeId, T)>,
     waker: Arc<Waker>,
-    idx: usize,
-    id: u64,
+    ex: ExchangeId,
 ) -> impl FnOnce(T) + Send + 'static {
     move |outcome: T| {
-        let _ = tx.send((idx, id, outcome));
+        let _ = tx.send((ex, outcome));
         let _ = waker.wake();
     }
 }
@@ -95,6 +89,27 @@ mod tests {
     use mio::{Events, Poll, Token};
     use std::time::Duration;
 
+    /// An exchange's id (of a table of its own).
+    fn exchange() -> ExchangeId {
+        use crate::server::exchange::{Exchange, Exchanges, Task};
+        use crate::server::waits::{HandlerWait, Held, Wait};
+        let mut all = Exchanges::new();
+        all.insert(Exchange {
+            conn: 3,
+            stream: None,
+            task: Task::Wait(Wait::Handler(HandlerWait {
+                mount: 0,
+                held: Held {
+                    req: Default::default(),
+                    started: std::time::Instant::now(),
+                    redirects: 0,
+                },
+                body: Vec::new(),
+                counted: 0,
+            })),
+        })
+    }
+
     fn woken(poll: &mut Poll) -> bool {
         let mut events = Events::with_capacity(4);
         poll.poll(&mut events, Some(Duration::from_secs(5)))
@@ -103,15 +118,16 @@ mod tests {
     }
 
     #[test]
-    fn a_reply_carries_its_connection_and_id_and_wakes_the_loop() {
+    fn a_reply_carries_its_exchange_and_wakes_the_loop() {
         let mut poll = Poll::new().unwrap();
         let waker = Arc::new(Waker::new(poll.registry(), Token(7)).unwrap());
         let (tx, rx) = channel::channel();
         // (The worker holds its waker: one dropped closes its eventfd.)
-        let done = reply(tx, Arc::clone(&waker), 3, 41);
+        let ex = exchange();
+        let done = reply(tx, Arc::clone(&waker), ex);
         std::thread::spawn(move || done("granted")).join().unwrap();
         assert!(woken(&mut poll));
-        assert_eq!(rx.try_recv().ok(), Some((3, 41, "granted")));
+        assert_eq!(rx.try_recv().ok(), Some((ex, "granted")));
         assert!(rx.try_recv().is_err());
     }
 

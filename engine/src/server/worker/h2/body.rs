@@ -24,9 +24,10 @@ impl Worker {
         if Self::h2_run_data(c, id, data, end_stream) {
             return;
         }
+        let ex = c.wait_id(Some(id));
         let Some(s) = c.h2.as_mut() else { return };
         let checking = matches!(
-            s.answer(id).and_then(|a| a.wait.as_deref()),
+            ex.and_then(|ex| self.exchanges.wait(ex)),
             Some(Wait::Check(_))
         );
         // While its password is checked the body waits, its credit held
@@ -35,7 +36,7 @@ impl Worker {
         if !checking {
             s.conn.release(id, data.len());
         }
-        let Some(w) = c.wait_mut(Some(id)) else {
+        let Some(w) = ex.and_then(|ex| self.exchanges.wait_mut(ex)) else {
             return;
         };
         w.push(data, &self.settings.cfg.temp_dir);
@@ -50,8 +51,8 @@ impl Worker {
             return;
         }
         if end_stream {
-            if let Some(w) = c.take_wait(Some(id)) {
-                self.body_in(c, Some(id), *w);
+            if let Some(w) = self.take_wait(c, Some(id)) {
+                self.body_in(c, Some(id), w);
             }
         }
     }
@@ -81,8 +82,12 @@ impl Worker {
     /// Whether any was.
     pub(in crate::server::worker) fn h2_body_timeouts(&mut self, c: &mut Conn) -> bool {
         let mut any = false;
-        while let Some(id) = c.find_wait(Wait::wants_body).flatten() {
-            let Some(w) = c.take_wait(Some(id)) else {
+        loop {
+            let wants_body = |ex| self.exchanges.wait(ex).is_some_and(Wait::wants_body);
+            let Some(id) = c.find_wait(wants_body).flatten() else {
+                break;
+            };
+            let Some(w) = self.take_wait(c, Some(id)) else {
                 break;
             };
             any = true;
@@ -92,7 +97,7 @@ impl Worker {
                     format_args!("client {}: request body timed out (408)", c.peer.ip()),
                 );
             }
-            self.refuse_wait(c, Some(id), *w, Status::REQUEST_TIMEOUT);
+            self.refuse_wait(c, Some(id), w, Status::REQUEST_TIMEOUT);
             self.h2_refuse_rest(c, id);
         }
         any

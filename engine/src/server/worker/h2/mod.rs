@@ -322,8 +322,8 @@ impl Worker {
     /// Forgets an answer whose stream (or connection) is gone: its log
     /// line says what it sent, and a process still answering is stopped.
     pub(super) fn h2_forget(&mut self, c: &mut Conn, mut a: Answer) {
-        if let Some(w) = a.wait.take() {
-            self.forget_wait(c, Some(a.id), *w);
+        if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
+            self.forget_wait(c, Some(a.id), w);
         }
         let Some((text, draft)) = a.log.take() else {
             // (A process or handler that never answered is logged as 499.)
