@@ -139,6 +139,31 @@ impl Exchanges {
         }
     }
 
+    /// The producer answering exchange `id`, if it is there and one does.
+    pub fn run(&self, id: ExchangeId) -> Option<&Run> {
+        match &self.get(id)?.task {
+            Task::Run(run) => Some(run),
+            Task::Wait(_) => None,
+        }
+    }
+
+    /// As [`Exchanges::run`], to change it.
+    pub fn run_mut(&mut self, id: ExchangeId) -> Option<&mut Run> {
+        match &mut self.get_mut(id)?.task {
+            Task::Run(run) => Some(run),
+            Task::Wait(_) => None,
+        }
+    }
+
+    /// Takes exchange `id` out if a producer answers it: that producer.
+    pub fn take_run(&mut self, id: ExchangeId) -> Option<Run> {
+        self.run_mut(id)?;
+        match self.remove(id)?.task {
+            Task::Run(run) => Some(run),
+            Task::Wait(_) => None,
+        }
+    }
+
     /// The id of the exchange in slot `index`, if one is there (to go over
     /// them by index while the worker acts on each: see
     /// [`Exchanges::slots`]; a pipe token names a slot).

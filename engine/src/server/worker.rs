@@ -318,7 +318,7 @@ impl Worker {
     /// `slot`: 0 for HTTP/1.1, another for an HTTP/2 stream).
     fn on_pipe_event(&mut self, i: usize, slot: usize, source: usize) {
         if let Some(c) = self.conns.get_mut(i) {
-            Self::pipe_ready(c, slot, source);
+            Self::pipe_ready(c, &mut self.exchanges, slot, source);
             self.on_event(i, false);
         }
     }
@@ -504,7 +504,12 @@ impl Worker {
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
                 Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
-                Timer::Produced if age >= c.h1.produced_idle(t.handler) => {
+                Timer::Produced
+                    if age
+                        >= (c.h1.run_ex())
+                            .and_then(|id| self.exchanges.run(id))
+                            .map_or(t.handler, |run| run.idle_timeout(t.handler)) =>
+                {
                     let mut conn = self.conns.take(i).expect("present");
                     self.produced_timeout(&mut conn);
                     self.conns.put(i, conn);

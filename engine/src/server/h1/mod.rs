@@ -26,7 +26,7 @@ mod write;
 mod tests;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
@@ -111,7 +111,7 @@ pub enum Timer {
     /// `timeouts.body`.
     Body,
     /// The producer's idle timeout (a program's own, else
-    /// `timeouts.handler`, see [`Conn::produced_idle`]): it is given up.
+    /// `timeouts.handler`, see `Run::idle_timeout`): it is given up.
     Produced,
     /// How long a closing connection may keep sending.
     Linger,
@@ -266,12 +266,11 @@ impl Conn {
         self.set(State::Streaming(p), now);
     }
 
-    /// How long the produced answer may make no progress (`handler`:
-    /// `timeouts.handler`, for producers without a limit of their own).
-    pub fn produced_idle(&self, handler: Duration) -> Duration {
+    /// The exchange of the produced answer, if one is.
+    pub fn run_ex(&self) -> Option<ExchangeId> {
         match &self.state {
-            State::Streaming(p) => p.run.idle_timeout(handler),
-            _ => handler,
+            State::Streaming(p) => Some(p.ex),
+            _ => None,
         }
     }
 
@@ -377,12 +376,18 @@ impl Conn {
         cx: &Reading,
         exchanges: &mut Exchanges,
     ) -> Event {
-        let (decoder, to, mut feed) = match &mut self.state {
-            State::Body(b) => (&mut b.decoder, b.to, None),
-            State::Streaming(p) => match (&mut p.body, p.run.input()) {
-                (Some(d), Some(feed)) => (d, None, Some(feed)),
-                _ => return Event::Stall,
-            },
+        let (decoder, mut feed, mut to) = match &mut self.state {
+            State::Body(b) => (
+                &mut b.decoder,
+                None,
+                b.to.and_then(|id| exchanges.wait_mut(id)),
+            ),
+            State::Streaming(p) => {
+                match (&mut p.body, exchanges.run_mut(p.ex).and_then(|r| r.input())) {
+                    (Some(d), Some(feed)) => (d, Some(feed), None),
+                    _ => return Event::Stall,
+                }
+            }
             _ => return Event::Stall,
         };
         // Body bytes go to a producer's input while it wants them (reading
@@ -395,7 +400,6 @@ impl Conn {
             return Event::Stall;
         }
         let end = *pos + room.min(input.len() - *pos);
-        let mut to = to.and_then(|id| exchanges.wait_mut(id));
         let grows = to.is_some();
         let mut sink = |data: &[u8]| match (&mut feed, &mut to) {
             (Some(i), _) => i.feed(data),
@@ -407,7 +411,7 @@ impl Conn {
         match result {
             Err(e) => {
                 *pos = input.len();
-                Event::BodyRefused(e, self.body_over())
+                Event::BodyRefused(e, self.body_over(exchanges))
             }
             Ok(n) => {
                 *pos += n;
@@ -417,7 +421,7 @@ impl Conn {
                 if n > 0 && grows {
                     Event::BodyGrew
                 } else if done {
-                    Event::BodyDone(self.body_over())
+                    Event::BodyDone(self.body_over(exchanges))
                 } else {
                     Event::Stall
                 }
@@ -426,7 +430,7 @@ impl Conn {
     }
 
     /// The body is over (read or refused): what waited for it.
-    fn body_over(&mut self) -> BodyOver {
+    fn body_over(&mut self, exchanges: &mut Exchanges) -> BodyOver {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Body(b) => match b.to {
                 None => BodyOver::Nothing,
@@ -435,7 +439,7 @@ impl Conn {
             State::Streaming(mut p) if p.body.is_some() => {
                 // (No more comes: the input closes once it is written.)
                 p.body = None;
-                if let Some(input) = p.run.input() {
+                if let Some(input) = exchanges.run_mut(p.ex).and_then(|r| r.input()) {
                     input.end();
                 }
                 self.state = State::Streaming(p);

@@ -15,19 +15,21 @@ use crate::http::body::BodyDecoder;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Encoder, CONTINUE};
 use crate::http::{Method, Version};
-use crate::server::run::{Run, Sink, Wanted};
+use crate::server::exchange::ExchangeId;
+use crate::server::run::{Sink, Wanted};
 use crate::server::transport::Out;
 
 /// Output buffered for the client before the producer is asked for more.
 pub const OUT_CAP: usize = 256 * 1024;
 
-/// A produced answer on an HTTP/1.1 connection: the answer, how it is
-/// framed, and the request body's decoder while that body still arrives
-/// for the producer ([`crate::server::h1::State::Streaming`]).
+/// A produced answer on an HTTP/1.1 connection: its exchange (which
+/// holds the producer, a [`crate::server::run::Run`]), how it is framed, and the request
+/// body's decoder while that body still arrives for the producer
+/// ([`crate::server::h1::State::Streaming`]).
 #[derive(Debug)]
 pub struct Producing {
-    /// The answer.
-    pub run: Run,
+    /// Its exchange (`Task::Run`).
+    pub ex: ExchangeId,
     /// Its framing.
     pub framing: Framing,
     /// Reads the request body on its way to the producer's input.

@@ -23,6 +23,7 @@ use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
+use crate::server::exchange::Exchanges;
 use crate::server::run::Run;
 use crate::server::waits::Held;
 
@@ -65,6 +66,14 @@ fn free_slot(c: &Conn) -> Option<usize> {
 #[cfg_attr(not(feature = "http2"), allow(dead_code))]
 fn first_free(taken: impl Fn(usize) -> bool) -> Option<usize> {
     (1..=H2_PIPES).find(|k| !taken(*k))
+}
+
+/// Takes the sources `run` is done with out of `registry`'s watch, and
+/// lets them close.
+pub(super) fn retire(registry: &mio::Registry, run: &mut Run) {
+    while let Some(fd) = run.retired() {
+        unwatch(registry, fd.as_raw_fd());
+    }
 }
 
 /// Takes source `fd` out of the watch (it closes next).
@@ -146,9 +155,7 @@ impl Worker {
     /// Takes the sources `run` is done with out of the watch, and lets
     /// them close.
     pub(super) fn unwatch_retired(&self, run: &mut Run) {
-        while let Some(fd) = run.retired() {
-            unwatch(self.poll.registry(), fd.as_raw_fd());
-        }
+        retire(self.poll.registry(), run);
     }
 
     /// Takes every source of `run` out of the watch (it is dropped next,
@@ -161,10 +168,10 @@ impl Worker {
     }
 
     /// Records readiness of source `i` of the program in `slot` of `c`.
-    pub(super) fn pipe_ready(c: &mut Conn, slot: usize, i: usize) {
+    pub(super) fn pipe_ready(c: &mut Conn, exchanges: &mut Exchanges, slot: usize, i: usize) {
         if slot == 0 {
-            if let Some(p) = c.h1.produced() {
-                p.run.ready(i);
+            if let Some(run) = c.h1.run_ex().and_then(|id| exchanges.run_mut(id)) {
+                run.ready(i);
             }
         } else {
             Self::h2_pipe_ready(c, slot, i);

@@ -18,6 +18,7 @@ use crate::http::request::OwnedRequest;
 use crate::http::{Method, Status};
 use crate::log::Logger;
 use crate::server::conn::Conn;
+use crate::server::exchange::{Exchange, Task};
 use crate::server::h1::sink::{Framing, H1Sink, Producing};
 use crate::server::h1::State;
 use crate::server::router::Router;
@@ -76,8 +77,12 @@ impl Worker {
     ) {
         let Some(id) = stream else {
             let framing = Framing::new(&run.request.req, c.queued_end());
-            let run = *run;
-            let p = Producing { run, framing, body };
+            let ex = self.exchanges.insert(Exchange {
+                conn: c.index,
+                stream: None,
+                task: Task::Run(*run),
+            });
+            let p = Producing { ex, framing, body };
             c.h1.produce(Box::new(p), self.clock.now);
             return;
         };
@@ -128,6 +133,9 @@ impl Worker {
         let Some(p) = c.h1.produced() else {
             return false;
         };
+        let Some(run) = self.exchanges.run_mut(p.ex) else {
+            return false;
+        };
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let mut sink = H1Sink {
             out: &mut c.out,
@@ -142,8 +150,8 @@ impl Worker {
             buf: &mut self.pools.pipe_buf,
             log: &mut self.logger,
         };
-        let outcome = drive(&mut p.run, &mut sink, t);
-        self.unwatch_retired(&mut p.run);
+        let outcome = drive(run, &mut sink, t);
+        super::pipe::retire(self.poll.registry(), run);
         self.h1_outcome(c, outcome)
     }
 
@@ -155,9 +163,8 @@ impl Worker {
             Outcome::Ended => self.h1_produced_end(c, None),
             Outcome::Fail(status) => self.h1_produced_end(c, Some(status)),
             Outcome::Redirect(target) => {
-                if let Some(mut p) = c.h1.end_produced(self.clock.now) {
-                    self.unwatch_run(&mut p.run);
-                    self.local_redirect(c, None, p.run.request, &target);
+                if let Some((_, run)) = self.h1_end_run(c) {
+                    self.local_redirect(c, None, run.request, &target);
                 }
             }
         }
@@ -168,20 +175,20 @@ impl Worker {
     /// its head did not go out; logs it, and lets the connection go on
     /// (or close).
     fn h1_produced_end(&mut self, c: &mut Conn, fail: Option<Status>) {
-        let failed = match (fail, c.h1.produced()) {
-            (Some(status), Some(p)) => {
-                let req = &p.run.request.req;
+        let run = c.h1.run_ex().and_then(|id| self.exchanges.run(id));
+        let failed = match (fail, run) {
+            (Some(status), Some(run)) => {
+                let req = &run.request.req;
                 let (head_only, site) = (req.method() == Method::Head, req.site());
                 Some((status.0, self.fail_unstarted(c, status, head_only, site)))
             }
             _ => None,
         };
-        let Some(mut p) = c.h1.end_produced(self.clock.now) else {
+        let Some((p, run)) = self.h1_end_run(c) else {
             return;
         };
-        self.unwatch_run(&mut p.run);
-        let (status, body_from) = failed.unwrap_or((p.run.status(), p.framing.body_from));
-        self.log_produced(c, &p.run.request, status, body_from);
+        let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
+        self.log_produced(c, &run.request, status, body_from);
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.h1.close();
         }
@@ -191,13 +198,22 @@ impl Worker {
     /// producer is stopped and the request logged (499 if nothing of
     /// its answer went out).
     pub(super) fn abandon_produced(&mut self, c: &mut Conn) {
-        let Some(mut p) = c.h1.end_produced(self.clock.now) else {
+        let Some((p, mut run)) = self.h1_end_run(c) else {
             return;
         };
-        let status = p.run.stop(&mut self.logger);
-        self.unwatch_run(&mut p.run);
-        self.log_produced(c, &p.run.request, status, p.framing.body_from);
+        let status = run.stop(&mut self.logger);
+        self.log_produced(c, &run.request, status, p.framing.body_from);
         c.h1.close();
+    }
+
+    /// Takes `c`'s HTTP/1.1 produced answer away, its run out of the
+    /// exchanges and its sources out of the watch (see
+    /// [`crate::server::h1::Conn::end_produced`]).
+    fn h1_end_run(&mut self, c: &mut Conn) -> Option<(Box<Producing>, Run)> {
+        let p = c.h1.end_produced(self.clock.now)?;
+        let mut run = self.exchanges.take_run(p.ex)?;
+        self.unwatch_run(&mut run);
+        Some((p, run))
     }
 
     /// Queues an error page with `status` in place of a produced answer
