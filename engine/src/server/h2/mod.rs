@@ -269,7 +269,8 @@ pub struct Answer {
     pub throttle: Option<Box<Throttle>>,
     /// A produced answer (a program's output, an embedded handler's
     /// body in pieces, or its later answer), while it comes.
-    pub run: Option<Box<crate::server::run::Run>>,
+    /// Its exchange (`Task::Run`, the producer there).
+    pub run: Option<ExchangeId>,
     /// Its program's slot in the connection's event tokens (1 and up;
     /// 0: it has none).
     pub slot: usize,

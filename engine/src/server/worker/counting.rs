@@ -28,6 +28,13 @@ pub(super) struct Counts {
 }
 
 impl Counts {
+    /// Counts the answer (`status`) to `req`, which started at `started`
+    /// (`now` now).
+    pub(super) fn answered(&self, req: &OwnedRequest, status: u16, started: Instant, now: Instant) {
+        let took = now.saturating_duration_since(started);
+        self.stats.answered(req.method_token(), status, took);
+    }
+
     /// Counts from `now` on, into `counters` and `stats`.
     pub(super) fn new(counters: Arc<Counters>, stats: Arc<WorkerStats>, now: Instant) -> Counts {
         Counts {
@@ -53,8 +60,7 @@ impl Worker {
     /// Counts the answer `status` to `req`, whose first byte came at
     /// `started`.
     pub(super) fn count_answer(&self, req: &OwnedRequest, status: u16, started: Instant) {
-        let took = self.clock.now.saturating_duration_since(started);
-        self.counts.stats.answered(req.method_token(), status, took);
+        self.counts.answered(req, status, started, self.clock.now);
     }
 
     /// Publishes the gauges: open connections, idle keep-alive ones, CGI

@@ -238,6 +238,11 @@ impl Worker {
         if let Some(w) = c.h1.take_wait().and_then(|id| self.exchanges.take_wait(id)) {
             self.forget_wait(c, None, w);
         }
+        // (As is a produced answer on its way, as when the state held it:
+        // its run leaves the exchanges.)
+        if let Some(id) = c.h1.run_ex() {
+            self.exchanges.take_run(id);
+        }
         let linger = Linger {
             left: LINGER_BYTES,
             unsent: c.transport.tcp().unsent(),

@@ -174,26 +174,26 @@ impl Worker {
                 run.ready(i);
             }
         } else {
-            Self::h2_pipe_ready(c, slot, i);
+            Self::h2_pipe_ready(c, exchanges, slot, i);
         }
     }
 
     /// Records readiness of source `i` of the program answering an
     /// HTTP/2 stream of `c` in `slot`.
-    fn h2_pipe_ready(c: &mut Conn, slot: usize, i: usize) {
+    fn h2_pipe_ready(c: &mut Conn, exchanges: &mut Exchanges, slot: usize, i: usize) {
         #[cfg(feature = "http2")]
         if let Some(s) = c.h2.as_mut() {
-            let run = s
+            let ex = s
                 .answers
-                .iter_mut()
+                .iter()
                 .filter(|a| a.slot == slot)
-                .find_map(|a| a.run.as_mut());
-            if let Some(run) = run {
+                .find_map(|a| a.run);
+            if let Some(run) = ex.and_then(|ex| exchanges.run_mut(ex)) {
                 run.ready(i);
             }
         }
         #[cfg(not(feature = "http2"))]
-        let _ = (c, slot, i);
+        let _ = (c, exchanges, slot, i);
     }
 
     /// A local redirect (a CGI `Location: /path` with no body, RFC 3875

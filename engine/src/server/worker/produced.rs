@@ -273,10 +273,12 @@ mod h2 {
     use crate::handlers::Plan;
     use crate::http::Status;
     use crate::server::conn::Conn;
+    use crate::server::exchange::{Exchange, Exchanges, Task};
     use crate::server::h2::sink::{queued, H2Sink};
     use crate::server::h2::Answer;
     use crate::server::run::{Outcome, Run, Sink};
     use crate::server::waits::Held;
+    use crate::server::worker::h2::head_log;
     use crate::server::worker::{answering, Worker};
 
     impl Worker {
@@ -286,7 +288,11 @@ mod h2 {
             let mut a = Answer::waiting(id, run.request.started);
             a.open = true;
             a.progress = self.clock.now;
-            a.run = Some(run);
+            a.run = Some(self.exchanges.insert(Exchange {
+                conn: c.index,
+                stream: Some(id),
+                task: Task::Run(*run),
+            }));
             a.slot = slot;
             a.throttle = self.h2_throttle(c);
             match c.h2.as_mut() {
@@ -302,6 +308,7 @@ mod h2 {
         /// on the stream reads a body.
         pub(in crate::server::worker) fn h2_run_data(
             c: &mut Conn,
+            exchanges: &mut Exchanges,
             id: u32,
             data: &[u8],
             end_stream: bool,
@@ -311,7 +318,8 @@ mod h2 {
                 .answers
                 .iter_mut()
                 .filter(|a| a.id == id)
-                .find_map(|a| a.run.as_mut())
+                .find_map(|a| a.run)
+                .and_then(|ex| exchanges.run_mut(ex))
                 .and_then(|run| run.input())
             else {
                 return false;
@@ -346,11 +354,10 @@ mod h2 {
             mut a: Answer,
             drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
         ) -> Option<Answer> {
-            let Some(mut run) = a.run.take() else {
+            let Some(ex) = a.run else {
                 return Some(a);
             };
-            let Some(s) = c.h2.as_mut() else {
-                a.run = Some(run);
+            let (Some(s), Some(run)) = (c.h2.as_mut(), self.exchanges.run_mut(ex)) else {
                 return Some(a);
             };
             let started = run.started();
@@ -368,23 +375,22 @@ mod h2 {
                 buf: &mut self.pools.pipe_buf,
                 log: &mut self.logger,
             };
-            let outcome = drive(&mut run, &mut sink, t);
-            self.unwatch_retired(&mut run);
+            let outcome = drive(run, &mut sink, t);
+            super::super::pipe::retire(self.poll.registry(), run);
             if !started && run.started() {
-                a.log = self.h2_head_log(c, &run.request.req, run.status());
+                let parts = (&self.counts, &self.clock, self.current.start);
+                a.log = head_log(parts, &mut self.logger, c, &run.request.req, run.status());
             }
             match outcome {
-                Outcome::Idle => {
-                    a.run = Some(run);
-                    return Some(a);
-                }
+                Outcome::Idle => return Some(a),
                 Outcome::Moved => {
                     a.progress = self.clock.now;
-                    a.run = Some(run);
                     return Some(a);
                 }
                 _ => {}
             }
+            a.run = None;
+            let mut run = self.exchanges.take_run(ex)?;
             self.unwatch_run(&mut run);
             match outcome {
                 Outcome::Fail(status) => self.h2_give_up(c, a, false, run.request, status),
@@ -448,7 +454,9 @@ mod h2 {
             a: &mut Answer,
             log: bool,
         ) {
-            let Some(mut run) = a.run.take() else { return };
+            let Some(mut run) = a.run.take().and_then(|ex| self.exchanges.take_run(ex)) else {
+                return;
+            };
             let status = run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
             if log && !run.started() {
@@ -466,7 +474,9 @@ mod h2 {
             let Some(s) = c.h2.as_mut() else { return false };
             let mut late = Vec::new();
             for a in s.answers.iter_mut() {
-                let Some(run) = a.run.as_ref() else { continue };
+                let Some(run) = a.run.and_then(|ex| self.exchanges.run(ex)) else {
+                    continue;
+                };
                 if !a.pieces.is_empty() && !run.is_process() {
                     // Waiting for the client (its window), not the producer.
                     a.progress = now;

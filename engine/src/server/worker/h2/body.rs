@@ -21,7 +21,7 @@ impl Worker {
         data: &[u8],
         end_stream: bool,
     ) {
-        if Self::h2_run_data(c, id, data, end_stream) {
+        if Self::h2_run_data(c, &mut self.exchanges, id, data, end_stream) {
             return;
         }
         let ex = c.wait_id(Some(id));

@@ -25,6 +25,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::clock::Clock;
+use super::counting::Counts;
 use super::dispatch::{answering, request_record};
 use super::timers::Timers;
 use super::{access_log, Worker, OUT_KEEP, SCRATCH_KEEP};
@@ -38,7 +40,7 @@ use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
 use crate::http::{Method, Status};
-use crate::log::Draft;
+use crate::log::{Draft, Logger};
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{State, OUTPUT_CAP};
@@ -312,7 +314,8 @@ impl Worker {
         let reads_body =
             c.h2.as_mut()
                 .and_then(|s| s.answer(id))
-                .and_then(|a| a.run.as_mut())
+                .and_then(|a| a.run)
+                .and_then(|ex| self.exchanges.run_mut(ex))
                 .is_some_and(|run| run.takes_body());
         if !no_body && !reads_body {
             self.h2_refuse_rest(c, id);
@@ -428,24 +431,6 @@ impl Worker {
             None => None,
         };
         Some(Box::new(Throttle { shared, own }))
-    }
-
-    /// Counts the answer to `req` whose head (`status`) went out on `c`,
-    /// and drafts its access-log line (finished when its stream ends).
-    pub(in crate::server::worker) fn h2_head_log(
-        &mut self,
-        c: &Conn,
-        req: &OwnedRequest,
-        status: u16,
-    ) -> Option<(Vec<u8>, Draft)> {
-        // (Timed from when the stream's request was routed.)
-        self.count_answer(req, status, self.current.start);
-        self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.clock.wall, req, status);
-            let mut text = Vec::new();
-            let draft = self.logger.draft(&rec, &mut text);
-            (text, draft)
-        })
     }
 
     /// Moves forward, with `pump`, every answer on `c`'s streams that
@@ -745,4 +730,25 @@ fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch
         }
     }
     v.retain(|p| !p.is_empty());
+}
+
+/// Counts the answer to `req` whose head (`status`) went out on `c` now
+/// (timed from `routed`, when the stream's request was routed), and
+/// drafts its access-log line (finished when its stream ends). (Of the
+/// worker's parts, not of the worker: the answer's run is borrowed from
+/// its exchanges meanwhile.)
+pub(in crate::server::worker) fn head_log(
+    (counts, clock, routed): (&Counts, &Clock, Instant),
+    logger: &mut Logger,
+    c: &Conn,
+    req: &OwnedRequest,
+    status: u16,
+) -> Option<(Vec<u8>, Draft)> {
+    counts.answered(req, status, routed, clock.now);
+    logger.access_enabled().then(|| {
+        let rec = request_record(c, clock.wall, req, status);
+        let mut text = Vec::new();
+        let draft = logger.draft(&rec, &mut text);
+        (text, draft)
+    })
 }
