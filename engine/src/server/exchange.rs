@@ -85,6 +85,14 @@ impl Exchanges {
         ExchangeId { index, gen: slot.0 }
     }
 
+    /// The slot the next [`Exchanges::insert`] fills.
+    pub fn vacant(&self) -> usize {
+        match self.free.last() {
+            Some(index) => *index as usize,
+            None => self.slots.len(),
+        }
+    }
+
     /// The exchange `id` names, if it is still there.
     pub fn get(&self, id: ExchangeId) -> Option<&Exchange> {
         match self.slots.get(id.index())? {

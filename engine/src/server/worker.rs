@@ -65,8 +65,8 @@ use wakeups::Wakeups;
 const WAKER: Token = Token(usize::MAX);
 /// Listener `i` has token `LISTENER_BASE + i`.
 const LISTENER_BASE: usize = usize::MAX / 2;
-/// The pipes of the programs answering on connections have tokens from
-/// `PIPE_BASE` up (see `pipe`).
+/// The pipes of the programs answering exchanges have tokens from
+/// `PIPE_BASE` up, three an exchange (see `pipe`).
 const PIPE_BASE: usize = usize::MAX / 8;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
@@ -235,8 +235,8 @@ impl Worker {
                     WAKER => {}
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     Token(t) if t >= PIPE_BASE => {
-                        let (i, slot, source) = pipe::split_token(t);
-                        self.on_pipe_event(i, slot, source);
+                        let (index, source) = pipe::split_token(t);
+                        self.on_pipe_event(index, source);
                     }
                     Token(i) => {
                         if ev.is_read_closed() || ev.is_error() {
@@ -314,12 +314,20 @@ impl Worker {
         }
     }
 
-    /// An event on a pipe of a process answering on connection `i` (in
-    /// `slot`: 0 for HTTP/1.1, another for an HTTP/2 stream).
-    fn on_pipe_event(&mut self, i: usize, slot: usize, source: usize) {
-        if let Some(c) = self.conns.get_mut(i) {
-            Self::pipe_ready(c, &mut self.exchanges, slot, source);
-            self.on_event(i, false);
+    /// An event on pipe `source` of the process answering the exchange in
+    /// slot `index`: it is ready, and its connection moves.
+    fn on_pipe_event(&mut self, index: usize, source: usize) {
+        let Some(id) = self.exchanges.id_at(index) else {
+            return;
+        };
+        let Some(conn) = self.exchanges.get(id).map(|ex| ex.conn) else {
+            return;
+        };
+        if let Some(run) = self.exchanges.run_mut(id) {
+            run.ready(source);
+        }
+        if self.conns.get(conn).is_some() {
+            self.on_event(conn, false);
         }
     }
 

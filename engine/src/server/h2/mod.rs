@@ -46,6 +46,8 @@ pub struct Session {
     rates: Vec<(usize, Arc<Rate>)>,
     /// When throttled answers may go on (a timer is set for then).
     wake: Option<Instant>,
+    /// How many programs answer its streams (see [`Session::programs`]).
+    programs: u32,
 }
 
 impl Session {
@@ -58,6 +60,23 @@ impl Session {
             spare_text: Vec::new(),
             rates: Vec::new(),
             wake: None,
+            programs: 0,
+        }
+    }
+
+    /// How many programs answer its streams now (the worker answers a
+    /// stream 503 rather than start one more past its limit).
+    pub fn programs(&self) -> usize {
+        self.programs as usize
+    }
+
+    /// A program starts answering one of its streams (`started`), or
+    /// one stops.
+    pub fn count_program(&mut self, started: bool) {
+        if started {
+            self.programs += 1;
+        } else {
+            self.programs = self.programs.saturating_sub(1);
         }
     }
 
@@ -268,12 +287,11 @@ pub struct Answer {
     /// wait for them, the connection's other streams do not.
     pub throttle: Option<Box<Throttle>>,
     /// A produced answer (a program's output, an embedded handler's
-    /// body in pieces, or its later answer), while it comes.
-    /// Its exchange (`Task::Run`, the producer there).
+    /// body in pieces, or its later answer), while it comes: its
+    /// exchange (`Task::Run`, the producer there).
     pub run: Option<ExchangeId>,
-    /// Its program's slot in the connection's event tokens (1 and up;
-    /// 0: it has none).
-    pub slot: usize,
+    /// Its producer is a program (counted in [`Session::programs`]).
+    pub program: bool,
     /// More body may come (from the producer): the stream does not end
     /// when the pieces run out.
     pub open: bool,
@@ -300,7 +318,7 @@ impl Answer {
             wait: None,
             throttle: None,
             run: None,
-            slot: 0,
+            program: false,
             open: false,
             broken: false,
             discard: false,

@@ -3,9 +3,9 @@
 //! protocol (see `produced`), like any produced answer. What is left
 //! here is what only a process has: its pipes ([`Run::sources`]) are
 //! registered in the worker's epoll next to the sockets, each under a
-//! token of its own that names its connection, its slot (0: the
-//! HTTP/1.1 answer; 1 to [`H2_PIPES`]: an HTTP/2 stream's) and which
-//! pipe it is, so a slow or hung program delays only its own client;
+//! token of its own that names its exchange (its slot in the worker's
+//! exchanges) and which pipe it is, so a slow or hung program delays
+//! only its own client;
 //! they leave the watch before they close. And a program may answer
 //! with a local redirect, followed here.
 
@@ -23,7 +23,6 @@ use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
-use crate::server::exchange::Exchanges;
 use crate::server::run::Run;
 use crate::server::waits::Held;
 
@@ -32,40 +31,33 @@ use crate::server::waits::Held;
 const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
-/// Pipe slots per connection: 0 for an HTTP/1.1 answer, the others for
-/// HTTP/2 streams.
-const SLOTS: usize = 1 + H2_PIPES;
-
 /// The token of source `i` (input, output, diagnostics) of the program
-/// in `slot` of connection `conn`.
-fn token_at(conn: usize, slot: usize, i: usize) -> Token {
-    Token(PIPE_BASE + (conn * SLOTS + slot) * 3 + i)
+/// answering the exchange in slot `index` of the worker's exchanges.
+fn token_at(index: usize, i: usize) -> Token {
+    Token(PIPE_BASE + index * 3 + i)
 }
 
-/// Maps a pipe token back to its connection, slot and source.
-pub(super) fn split_token(t: usize) -> (usize, usize, usize) {
+/// Maps a pipe token back to its exchange's slot and its source.
+pub(super) fn split_token(t: usize) -> (usize, usize) {
     let n = t - PIPE_BASE;
-    let process = n / 3;
-    (process / SLOTS, process % SLOTS, n % 3)
+    (n / 3, n % 3)
 }
 
-/// A slot of `c`'s for a program answering one of its HTTP/2 streams,
-/// if one is free.
-fn free_slot(c: &Conn) -> Option<usize> {
+/// Whether one more program may answer a stream of `c` (HTTP/2): not
+/// once [`H2_PIPES`] do (its stream is answered 503).
+fn room_for_program(c: &Conn) -> bool {
     #[cfg(feature = "http2")]
     if let Some(s) = c.h2.as_ref() {
-        return first_free(|k| s.answers.iter().any(|a| a.run.is_some() && a.slot == k));
+        return room_in(s);
     }
     let _ = c;
-    None
+    false
 }
 
-/// The first HTTP/2 slot (1 to [`H2_PIPES`]) not `taken`: none once
-/// [`H2_PIPES`] programs answer the connection (its next stream is
-/// answered 503).
-#[cfg_attr(not(feature = "http2"), allow(dead_code))]
-fn first_free(taken: impl Fn(usize) -> bool) -> Option<usize> {
-    (1..=H2_PIPES).find(|k| !taken(*k))
+/// Whether one more program may answer a stream of session `s`.
+#[cfg(feature = "http2")]
+fn room_in(s: &crate::server::h2::Session) -> bool {
+    s.programs() < H2_PIPES
 }
 
 /// Takes the sources `run` is done with out of `registry`'s watch, and
@@ -100,11 +92,7 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         let mut body = PipeBody::new(pipe, self.settings.cfg.limits.max_header_bytes);
-        let slot = match stream {
-            None => Some(0),
-            Some(_) => free_slot(c),
-        };
-        let Some(slot) = slot else {
+        if stream.is_some() && !room_for_program(c) {
             crate::handlers::produce::Produce::stop(&mut body);
             self.logger.log(
                 Level::Warn,
@@ -120,7 +108,9 @@ impl Worker {
         };
         let run = Run::new(Box::new(body), self.hold(redirects)).rules_at_head();
         let mut run = Box::new(run);
-        if let Err(e) = self.watch(&run, c.index, slot) {
+        // (Its exchange goes in the slot that is vacant now: its pipes'
+        // tokens name it.)
+        if let Err(e) = self.watch(&run, self.exchanges.vacant()) {
             self.logger.log(
                 Level::Error,
                 format_args!("{}: cannot watch pipes: {e}", run.label()),
@@ -133,13 +123,13 @@ impl Worker {
                 &mut self.current.scratch,
             ));
         }
-        self.start_run(c, stream, run, decoder.take(), slot);
+        self.start_run(c, stream, run, decoder.take(), true);
         Ok(())
     }
 
-    /// Registers the sources of `run`, the program in `slot` of
-    /// connection `conn`.
-    fn watch(&self, run: &Run, conn: usize, slot: usize) -> std::io::Result<()> {
+    /// Registers the sources of `run`, the program answering the exchange
+    /// in slot `index`.
+    fn watch(&self, run: &Run, index: usize) -> std::io::Result<()> {
         let reg = self.poll.registry();
         for (i, source) in run.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
@@ -147,7 +137,7 @@ impl Worker {
                 Want::Read => Interest::READABLE,
                 Want::Write => Interest::WRITABLE,
             };
-            reg.register(&mut SourceFd(&fd), token_at(conn, slot, i), interest)?;
+            reg.register(&mut SourceFd(&fd), token_at(index, i), interest)?;
         }
         Ok(())
     }
@@ -165,35 +155,6 @@ impl Worker {
         for (fd, _) in run.sources().into_iter().flatten() {
             unwatch(self.poll.registry(), fd);
         }
-    }
-
-    /// Records readiness of source `i` of the program in `slot` of `c`.
-    pub(super) fn pipe_ready(c: &mut Conn, exchanges: &mut Exchanges, slot: usize, i: usize) {
-        if slot == 0 {
-            if let Some(run) = c.h1.run_ex().and_then(|id| exchanges.run_mut(id)) {
-                run.ready(i);
-            }
-        } else {
-            Self::h2_pipe_ready(c, exchanges, slot, i);
-        }
-    }
-
-    /// Records readiness of source `i` of the program answering an
-    /// HTTP/2 stream of `c` in `slot`.
-    fn h2_pipe_ready(c: &mut Conn, exchanges: &mut Exchanges, slot: usize, i: usize) {
-        #[cfg(feature = "http2")]
-        if let Some(s) = c.h2.as_mut() {
-            let ex = s
-                .answers
-                .iter()
-                .filter(|a| a.slot == slot)
-                .find_map(|a| a.run);
-            if let Some(run) = ex.and_then(|ex| exchanges.run_mut(ex)) {
-                run.ready(i);
-            }
-        }
-        #[cfg(not(feature = "http2"))]
-        let _ = (c, exchanges, slot, i);
     }
 
     /// A local redirect (a CGI `Location: /path` with no body, RFC 3875
@@ -257,23 +218,31 @@ impl Worker {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "http2")]
     #[test]
     fn at_most_sixteen_programs_answer_one_http2_connection() {
-        assert_eq!(first_free(|_| false), Some(1));
-        assert_eq!(first_free(|k| k != 7), Some(7));
-        assert_eq!(first_free(|k| k <= H2_PIPES), None);
+        use crate::server::h2::Session;
+        let limits = std::sync::Arc::new(crate::h2::Limits::default());
+        let mut s = Session::new(limits, std::time::Instant::now());
         assert_eq!(H2_PIPES, 16);
+        for _ in 0..H2_PIPES {
+            assert!(room_in(&s));
+            s.count_program(true);
+        }
+        assert_eq!(s.programs(), 16);
+        assert!(!room_in(&s), "the 17th is answered 503");
+        s.count_program(false);
+        assert!(room_in(&s), "room again once one ends");
     }
 
     #[test]
-    fn a_token_names_its_connection_slot_and_pipe() {
-        for (conn, slot, i) in [(0, 0, 0), (3, 16, 2), (1000, 5, 1)] {
-            let Token(t) = token_at(conn, slot, i);
+    fn a_token_names_its_exchange_and_pipe() {
+        for (index, i) in [(0, 0), (3, 2), (1000, 1)] {
+            let Token(t) = token_at(index, i);
             assert!(t >= PIPE_BASE);
-            assert_eq!(split_token(t), (conn, slot, i));
+            assert_eq!(split_token(t), (index, i));
         }
-        // (Slots of neighbouring connections do not meet.)
-        assert_ne!(token_at(0, 16, 2), token_at(1, 0, 0));
-        assert_eq!(token_at(0, 16, 2).0 + 1, token_at(1, 0, 0).0);
+        // (Neighbouring exchanges' tokens do not meet.)
+        assert_eq!(token_at(0, 2).0 + 1, token_at(1, 0).0);
     }
 }

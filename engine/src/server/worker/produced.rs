@@ -60,20 +60,20 @@ impl Worker {
         redirects: u8,
     ) {
         let run = Box::new(Run::new(producer, self.hold(redirects)));
-        self.start_run(c, stream, run, None, 0);
+        self.start_run(c, stream, run, None, false);
     }
 
     /// Starts `run` on `c`'s HTTP/1.1 exchange (`stream` none; `body`
     /// reads the request body on its way to the producer) or on its
-    /// HTTP/2 stream; `slot` is its program's among the connection's
-    /// event tokens (see `pipe`).
+    /// HTTP/2 stream; `program`: its producer is a program (see `pipe`),
+    /// whose pipes are watched under its exchange's tokens.
     pub(super) fn start_run(
         &mut self,
         c: &mut Conn,
         stream: Option<u32>,
         run: Box<Run>,
         body: Option<BodyDecoder>,
-        slot: usize,
+        program: bool,
     ) {
         let Some(id) = stream else {
             let framing = Framing::new(&run.request.req, c.queued_end());
@@ -87,9 +87,9 @@ impl Worker {
             return;
         };
         #[cfg(feature = "http2")]
-        self.h2_start_run(c, id, run, slot);
+        self.h2_start_run(c, id, run, program);
         #[cfg(not(feature = "http2"))]
-        let _ = (id, slot);
+        let _ = (id, program);
     }
 
     /// Takes the connections whose later answers have moved, and drives
@@ -282,9 +282,9 @@ mod h2 {
     use crate::server::worker::{answering, Worker};
 
     impl Worker {
-        /// Starts answering stream `id` of `c` with `run` (a program's in
-        /// `slot`, else 0).
-        pub(super) fn h2_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>, slot: usize) {
+        /// Starts answering stream `id` of `c` with `run` (a program's if
+        /// `program`: the session counts it).
+        pub(super) fn h2_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>, program: bool) {
             let mut a = Answer::waiting(id, run.request.started);
             a.open = true;
             a.progress = self.clock.now;
@@ -293,10 +293,15 @@ mod h2 {
                 stream: Some(id),
                 task: Task::Run(*run),
             }));
-            a.slot = slot;
+            a.program = program;
             a.throttle = self.h2_throttle(c);
             match c.h2.as_mut() {
-                Some(s) => s.answers.push(a),
+                Some(s) => {
+                    if program {
+                        s.count_program(true);
+                    }
+                    s.answers.push(a);
+                }
                 None => self.h2_run_abandon(c, &mut a, false),
             }
         }
@@ -389,8 +394,7 @@ mod h2 {
                 }
                 _ => {}
             }
-            a.run = None;
-            let mut run = self.exchanges.take_run(ex)?;
+            let mut run = self.h2_take_run(c, &mut a)?;
             self.unwatch_run(&mut run);
             match outcome {
                 Outcome::Fail(status) => self.h2_give_up(c, a, false, run.request, status),
@@ -454,7 +458,7 @@ mod h2 {
             a: &mut Answer,
             log: bool,
         ) {
-            let Some(mut run) = a.run.take().and_then(|ex| self.exchanges.take_run(ex)) else {
+            let Some(mut run) = self.h2_take_run(c, a) else {
                 return;
             };
             let status = run.stop(&mut self.logger);
@@ -462,6 +466,16 @@ mod h2 {
             if log && !run.started() {
                 self.log_produced(c, &run.request, status, c.queued_end());
             }
+        }
+
+        /// Takes answer `a`'s run out of the exchanges (a program's leaves
+        /// the session's count).
+        fn h2_take_run(&mut self, c: &mut Conn, a: &mut Answer) -> Option<Run> {
+            let ex = a.run.take()?;
+            if let (true, Some(s)) = (a.program, c.h2.as_mut()) {
+                s.count_program(false);
+            }
+            self.exchanges.take_run(ex)
         }
 
         /// Produced answers that gave nothing for their idle timeout:
