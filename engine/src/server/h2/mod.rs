@@ -64,6 +64,17 @@ impl Session {
         }
     }
 
+    /// The lowest stream id above `after` (any, if `None`) whose answer
+    /// is `wanted`: to go over answers one at a time, in stream order,
+    /// while each is taken out and put back (which reorders them), and
+    /// with nothing allocated.
+    pub fn next_answer(&self, after: Option<u32>, wanted: impl Fn(&Answer) -> bool) -> Option<u32> {
+        (self.answers.iter())
+            .filter(|a| after.is_none_or(|after| a.id > after) && wanted(a))
+            .map(|a| a.id)
+            .min()
+    }
+
     /// How many programs answer its streams now (the worker answers a
     /// stream 503 rather than start one more past its limit).
     pub fn programs(&self) -> usize {

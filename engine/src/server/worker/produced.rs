@@ -486,7 +486,6 @@ mod h2 {
         pub(in crate::server::worker) fn h2_run_timeouts(&mut self, c: &mut Conn) -> bool {
             let (now, handler) = (self.clock.now, self.settings.cfg.timeouts.handler);
             let Some(s) = c.h2.as_mut() else { return false };
-            let mut late = Vec::new();
             for a in s.answers.iter_mut() {
                 let Some(run) = a.run.and_then(|ex| self.exchanges.run(ex)) else {
                     continue;
@@ -494,12 +493,24 @@ mod h2 {
                 if !a.pieces.is_empty() && !run.is_process() {
                     // Waiting for the client (its window), not the producer.
                     a.progress = now;
-                } else if now.saturating_duration_since(a.progress) >= run.idle_timeout(handler) {
-                    late.push(a.id);
                 }
             }
-            for id in &late {
-                let Some(a) = c.h2.as_mut().and_then(|s| s.take(*id)) else {
+            // (Those just restarted above are not late, whatever the timeout.)
+            let late = |exchanges: &Exchanges, a: &Answer| {
+                let run = a.run.and_then(|ex| exchanges.run(ex));
+                run.is_some_and(|run| {
+                    (a.pieces.is_empty() || run.is_process())
+                        && now.saturating_duration_since(a.progress) >= run.idle_timeout(handler)
+                })
+            };
+            let Some(first) = s.next_answer(None, |a| late(&self.exchanges, a)) else {
+                return false;
+            };
+            let mut next = Some(first);
+            while let Some(id) = next {
+                let s = c.h2.as_ref();
+                next = s.and_then(|s| s.next_answer(Some(id), |a| late(&self.exchanges, a)));
+                let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
                     continue;
                 };
                 let left = self.h2_with_sink(c, a, |run, sink, t| run.time_out(sink, t.log));
@@ -508,7 +519,7 @@ mod h2 {
                     s.answers.push(a);
                 }
             }
-            !late.is_empty()
+            true
         }
     }
 }

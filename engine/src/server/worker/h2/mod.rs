@@ -447,8 +447,9 @@ impl Worker {
         if !s.answers.iter().any(has) {
             return;
         }
-        let ids: Vec<u32> = s.answers.iter().filter(|a| has(a)).map(|a| a.id).collect();
-        for id in ids {
+        let mut last = None;
+        while let Some(id) = c.h2.as_ref().and_then(|s| s.next_answer(last, has)) {
+            last = Some(id);
             let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
                 continue;
             };
