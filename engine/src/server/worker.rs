@@ -496,8 +496,7 @@ impl Worker {
                 };
                 // A request body that makes no progress for
                 // timeouts.body is answered 408 (HTTP/1.1 closes).
-                let mut late = age >= t.body && self.h2_body_timeouts(&mut conn);
-                late |= self.h2_run_timeouts(&mut conn);
+                let late = age >= t.body && self.h2_body_timeouts(&mut conn);
                 self.conns.put(i, conn);
                 if late {
                     self.on_event(i, false);
@@ -512,17 +511,6 @@ impl Worker {
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
                 Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
-                Timer::Produced
-                    if age
-                        >= (c.h1.run_ex())
-                            .and_then(|id| self.exchanges.run(id))
-                            .map_or(t.handler, |run| run.idle_timeout(t.handler)) =>
-                {
-                    let mut conn = self.conns.take(i).expect("present");
-                    self.produced_timeout(&mut conn);
-                    self.conns.put(i, conn);
-                    self.on_event(i, false);
-                }
                 Timer::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
                     let mut conn = self.conns.take(i).expect("present");
@@ -536,5 +524,6 @@ impl Worker {
                 _ => {}
             }
         }
+        self.run_timeouts();
     }
 }

@@ -110,9 +110,6 @@ pub enum Timer {
     Head,
     /// `timeouts.body`.
     Body,
-    /// The producer's idle timeout (a program's own, else
-    /// `timeouts.handler`, see `Run::idle_timeout`): it is given up.
-    Produced,
     /// How long a closing connection may keep sending.
     Linger,
     /// None.
@@ -318,8 +315,9 @@ impl Conn {
             State::Idle => Timer::Idle,
             State::Head => Timer::Head,
             State::Body(_) => Timer::Body,
-            State::Waiting(_) => Timer::Never,
-            State::Streaming(_) => Timer::Produced,
+            // (A produced answer's idle timeout is its run's: the
+            // worker's sweep over its exchanges keeps it.)
+            State::Waiting(_) | State::Streaming(_) => Timer::Never,
             State::Lingering(_) => Timer::Linger,
         }
     }

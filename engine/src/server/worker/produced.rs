@@ -109,9 +109,75 @@ impl Worker {
         self.h1_with_sink(c, pump)
     }
 
+    /// The produced answers, of either protocol, that made no progress
+    /// for their idle timeout (a program's own, else `timeouts.handler`):
+    /// answered 504, or cut short once started; one sweep over the
+    /// exchanges. A connection whose client does not read (its
+    /// `timeouts.send` runs) or that lingers is left alone. On HTTP/2, an
+    /// in-process producer's timer restarts while what it gave waits for
+    /// the client's window; a program's runs on (see
+    /// `Produce::is_process`).
+    pub(super) fn run_timeouts(&mut self) {
+        let (now, handler) = (self.clock.now, self.settings.cfg.timeouts.handler);
+        for index in 0..self.exchanges.slots() {
+            let Some(id) = self.exchanges.id_at(index) else {
+                continue;
+            };
+            let Some(ex) = self.exchanges.get(id) else {
+                continue;
+            };
+            let (i, stream) = (ex.conn, ex.stream);
+            let Task::Run(run) = &ex.task else {
+                continue;
+            };
+            let Some(c) = self.conns.get_mut(i) else {
+                continue;
+            };
+            if c.blocked_since.is_some() || matches!(c.h1.state(), State::Lingering(_)) {
+                continue;
+            }
+            let idle = run.idle_timeout(handler);
+            let since = match stream {
+                None => Some(c.h1.since()),
+                #[cfg(feature = "http2")]
+                Some(sid) => {
+                    let a = (c.h2.as_mut()).and_then(|s| {
+                        s.answers
+                            .iter_mut()
+                            .find(|a| a.id == sid && a.run == Some(id))
+                    });
+                    match a {
+                        Some(a) if !a.pieces.is_empty() && !run.is_process() => {
+                            // Waiting for the client (its window), not the producer.
+                            a.progress = now;
+                            None
+                        }
+                        Some(a) => Some(a.progress),
+                        None => None,
+                    }
+                }
+                #[cfg(not(feature = "http2"))]
+                Some(_) => None,
+            };
+            if since.is_none_or(|since| now.saturating_duration_since(since) < idle) {
+                continue;
+            }
+            let mut conn = self.conns.take(i).expect("present");
+            match stream {
+                None => self.produced_timeout(&mut conn),
+                #[cfg(feature = "http2")]
+                Some(sid) => self.h2_run_timeout(&mut conn, sid),
+                #[cfg(not(feature = "http2"))]
+                Some(_) => {}
+            }
+            self.conns.put(i, conn);
+            self.on_event(i, false);
+        }
+    }
+
     /// An HTTP/1.1 produced answer that made no progress for its idle
     /// timeout: 504, or cut short once started.
-    pub(super) fn produced_timeout(&mut self, c: &mut Conn) {
+    fn produced_timeout(&mut self, c: &mut Conn) {
         self.h1_with_sink(c, |run, sink, t| run.time_out(sink, t.log));
     }
 
@@ -478,48 +544,17 @@ mod h2 {
             self.exchanges.take_run(ex)
         }
 
-        /// Produced answers that gave nothing for their idle timeout:
-        /// answered 504 (or reset). An in-process producer's timer waits
-        /// while what it gave waits for the client's window; a
-        /// program's runs on (see `Produce::is_process`). Whether any
-        /// was.
-        pub(in crate::server::worker) fn h2_run_timeouts(&mut self, c: &mut Conn) -> bool {
-            let (now, handler) = (self.clock.now, self.settings.cfg.timeouts.handler);
-            let Some(s) = c.h2.as_mut() else { return false };
-            for a in s.answers.iter_mut() {
-                let Some(run) = a.run.and_then(|ex| self.exchanges.run(ex)) else {
-                    continue;
-                };
-                if !a.pieces.is_empty() && !run.is_process() {
-                    // Waiting for the client (its window), not the producer.
-                    a.progress = now;
-                }
-            }
-            // (Those just restarted above are not late, whatever the timeout.)
-            let late = |exchanges: &Exchanges, a: &Answer| {
-                let run = a.run.and_then(|ex| exchanges.run(ex));
-                run.is_some_and(|run| {
-                    (a.pieces.is_empty() || run.is_process())
-                        && now.saturating_duration_since(a.progress) >= run.idle_timeout(handler)
-                })
+        /// The produced answer on stream `id` of `c` gave nothing for its
+        /// idle timeout: answered 504 (or reset).
+        pub(in crate::server::worker) fn h2_run_timeout(&mut self, c: &mut Conn, id: u32) {
+            let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
+                return;
             };
-            let Some(first) = s.next_answer(None, |a| late(&self.exchanges, a)) else {
-                return false;
-            };
-            let mut next = Some(first);
-            while let Some(id) = next {
-                let s = c.h2.as_ref();
-                next = s.and_then(|s| s.next_answer(Some(id), |a| late(&self.exchanges, a)));
-                let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
-                    continue;
-                };
-                let left = self.h2_with_sink(c, a, |run, sink, t| run.time_out(sink, t.log));
-                if let (Some(a), Some(s)) = (left, c.h2.as_mut()) {
-                    s.conn.set_remaining(a.id, queued(&a.pieces));
-                    s.answers.push(a);
-                }
+            let left = self.h2_with_sink(c, a, |run, sink, t| run.time_out(sink, t.log));
+            if let (Some(a), Some(s)) = (left, c.h2.as_mut()) {
+                s.conn.set_remaining(a.id, queued(&a.pieces));
+                s.answers.push(a);
             }
-            true
         }
     }
 }
