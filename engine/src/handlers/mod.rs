@@ -16,6 +16,7 @@ pub mod health;
 pub mod pipe;
 pub mod produce;
 pub mod protected;
+pub mod proxy;
 pub mod refusal;
 pub mod rewrite;
 #[cfg(feature = "servlets")]

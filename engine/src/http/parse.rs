@@ -7,6 +7,7 @@
 //! arrive, even before the head is complete.
 
 mod fields;
+pub mod response;
 mod target;
 
 use super::grammar::{is_field_byte, is_tchar, trim_ows};
@@ -424,44 +425,14 @@ pub fn parse_head<'a>(
     let target = parse_target(method, rl.target)?;
 
     let mut sem = Semantics::default();
-    let mut count = 0;
-    pos = next;
-    let head_len = loop {
-        match buf.get(pos) {
-            Some(b'\r') | None => match buf.get(pos..pos + 2) {
-                Some(b"\r\n") => break pos + 2,
-                Some(_) => return Err(bad("bare CR in request head")),
-                None if buf.len() > limits.max_head => return Err(head_too_large()),
-                None => return Ok(None),
-            },
-            Some(b'\n') => return Err(bad("bare LF in request head")),
-            // RFC 9112 §5.2: obs-fold in a request → 400. Whitespace right
-            // after the request line would also hide a field name.
-            Some(b' ' | b'\t') => return Err(bad("obsolete line folding")),
-            Some(_) => {}
-        }
-        if count >= limits.max_headers || count >= room {
-            return Err(too_large("too many header fields"));
-        }
-        let (end, next) = match find_line_end(buf, pos)? {
-            LineEnd::Complete { end, next } => (end, Some(next)),
-            LineEnd::Partial { end } => (end, None),
-        };
-        if end > limits.max_head {
-            return Err(head_too_large());
-        }
-        let field = parse_field(&buf[pos..end], next.is_some())?;
-        let (Some(field), Some(next)) = (field, next) else {
-            return Ok(None);
-        };
+    let Some(head_len) = field_lines(buf, next, limits, room, |field| {
         sem.apply(&field, rl.version)?;
         on_field(field);
-        count += 1;
-        pos = next;
+        Ok(())
+    })?
+    else {
+        return Ok(None);
     };
-    if head_len > limits.max_head {
-        return Err(head_too_large());
-    }
 
     if rl.version == Version::Http11 && sem.host_header.is_none() {
         return Err(bad("HTTP/1.1 request without Host"));
@@ -506,6 +477,59 @@ pub fn parse_head<'a>(
         // RFC 9110 §10.1.1: a 100-continue from an HTTP/1.0 client is ignored.
         expect_continue: sem.expect_continue && rl.version == Version::Http11,
     }))
+}
+
+/// Reads the field lines of a head from `pos` to the empty line that
+/// ends it, handing each field to `on_field` (at most `room` of them, and
+/// `limits.max_headers`): where the head ends, or `Ok(None)` while it is
+/// incomplete and within limits. Request and response heads share it
+/// (see [`response`]), so they are read by the same rules.
+fn field_lines<'a>(
+    buf: &'a [u8],
+    mut pos: usize,
+    limits: &Limits,
+    room: usize,
+    mut on_field: impl FnMut(Header<'a>) -> Result<(), ParseError>,
+) -> Result<Option<usize>, ParseError> {
+    let head_too_large = || too_large("request head too large");
+    let mut count = 0;
+    let head_len = loop {
+        match buf.get(pos) {
+            Some(b'\r') | None => match buf.get(pos..pos + 2) {
+                Some(b"\r\n") => break pos + 2,
+                Some(_) => return Err(bad("bare CR in request head")),
+                None if buf.len() > limits.max_head => return Err(head_too_large()),
+                None => return Ok(None),
+            },
+            Some(b'\n') => return Err(bad("bare LF in request head")),
+            // RFC 9112 §5.2: obs-fold in a request → 400 (a proxy may
+            // refuse it in a response with 502). Whitespace right after
+            // the first line would also hide a field name.
+            Some(b' ' | b'\t') => return Err(bad("obsolete line folding")),
+            Some(_) => {}
+        }
+        if count >= limits.max_headers || count >= room {
+            return Err(too_large("too many header fields"));
+        }
+        let (end, next) = match find_line_end(buf, pos)? {
+            LineEnd::Complete { end, next } => (end, Some(next)),
+            LineEnd::Partial { end } => (end, None),
+        };
+        if end > limits.max_head {
+            return Err(head_too_large());
+        }
+        let field = parse_field(&buf[pos..end], next.is_some())?;
+        let (Some(field), Some(next)) = (field, next) else {
+            return Ok(None);
+        };
+        on_field(field)?;
+        count += 1;
+        pos = next;
+    };
+    if head_len > limits.max_head {
+        return Err(head_too_large());
+    }
+    Ok(Some(head_len))
 }
 
 #[cfg(test)]

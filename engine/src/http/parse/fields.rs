@@ -8,7 +8,7 @@ use crate::http::Version;
 
 /// Iterates the non-empty, trimmed elements of a comma list. Empty elements
 /// are skipped as RFC 9110 §5.6.1.2 asks of recipients.
-fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(super) fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')
         .map(trim_ows)
@@ -59,6 +59,28 @@ impl<'a> Semantics<'a> {
             17 if is("transfer-encoding") => self.transfer_encoding(h.value, version),
             _ => Ok(()),
         }
+    }
+
+    /// Takes in one field of a response head (see
+    /// [`parse_response`](super::response::parse_response)): framing and
+    /// Connection, checked as in a request.
+    pub(super) fn apply_response(
+        &mut self,
+        h: &Header<'a>,
+        version: Version,
+    ) -> Result<(), ParseError> {
+        let is = |n: &str| h.name.eq_ignore_ascii_case(n.as_bytes());
+        if is("connection") {
+            for token in list_elements(h.value) {
+                self.conn_close |= token.eq_ignore_ascii_case(b"close");
+                self.conn_keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if is("content-length") {
+            self.content_length(h.value)?;
+        } else if is("transfer-encoding") {
+            self.transfer_encoding(h.value, version)?;
+        }
+        Ok(())
     }
 
     fn host(&mut self, value: &'a [u8]) -> Result<(), ParseError> {

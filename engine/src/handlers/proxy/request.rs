@@ -1,0 +1,229 @@
+//! The request an upstream gets: written anew from what brisk parsed,
+//! never passed through as it came. Its framing is brisk's own (one
+//! `Content-Length` or `Transfer-Encoding: chunked`, from the body brisk
+//! reads), so a request the client framed ambiguously never reaches
+//! the upstream (that one was answered 400 by the parser already); the
+//! hop-by-hop fields (RFC 9110 §7.6.1: `Connection` and every field it
+//! names, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`,
+//! `Transfer-Encoding`, `Upgrade`, `Proxy-Authorization`) stay on the
+//! client's hop; and who the client is goes in `X-Forwarded-For`,
+//! `X-Forwarded-Proto`, `X-Forwarded-Host` and `Forwarded` (RFC 7239).
+//!
+//! Those four say what brisk saw, replacing what the client sent,
+//! unless the request came through proxies `[proxy] trusted` names
+//! (then what they said is kept and brisk's hop is appended): an
+//! untrusted client cannot make the application believe it is someone
+//! else.
+
+use std::net::SocketAddr;
+
+use crate::http::grammar::has_token;
+use crate::http::request::OwnedRequest;
+use crate::http::{push_u64, Method, Version};
+
+/// How the request body goes upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyOut {
+    /// No body.
+    None,
+    /// Exactly this many bytes (`Content-Length`).
+    Length(u64),
+    /// In chunked coding, its length not known yet (a chunked request,
+    /// an HTTP/2 request without `content-length`).
+    Chunked,
+}
+
+/// What the forwarded request says beyond the client's request.
+#[derive(Debug, Clone, Copy)]
+pub struct Forward<'a> {
+    /// The target to ask for (the client's, or with a prefix stripped).
+    pub target: &'a [u8],
+    /// The `Host` to send: the client's by default, or the upstream's.
+    pub host: &'a [u8],
+    /// The client, as brisk (or proxies it trusts) saw it.
+    pub client: SocketAddr,
+    /// The client spoke HTTPS (to brisk, or to the trusted proxy).
+    pub https: bool,
+    /// The request came through trusted proxies: their forwarding
+    /// fields are kept, and brisk's hop appended.
+    pub trusted: bool,
+    /// Append brisk's hop to `Via` (RFC 9110 §7.6.3).
+    pub via: bool,
+    /// The body's framing upstream.
+    pub body: BodyOut,
+    /// Ask the upstream to switch protocols (`Upgrade`, RFC 9110 §7.8:
+    /// a WebSocket): the client's `Upgrade` goes on, with
+    /// `Connection: upgrade`.
+    pub upgrade: bool,
+    /// Fields to set (replacing the client's of the same name).
+    pub set: &'a [(Box<str>, Box<str>)],
+    /// Fields to leave out (names, any case).
+    pub remove: &'a [Box<str>],
+}
+
+/// Fields that belong to one hop (RFC 9110 §7.6.1), and those brisk
+/// writes itself (framing, `Host`, the forwarding fields, `Expect`,
+/// which brisk answers itself before it reads a body).
+const NOT_PASSED: [&str; 15] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "proxy-authorization",
+    "content-length",
+    "host",
+    "expect",
+    "x-forwarded-for",
+    "x-forwarded-proto",
+    "x-forwarded-host",
+    "forwarded",
+];
+
+fn is(name: &[u8], known: &str) -> bool {
+    name.eq_ignore_ascii_case(known.as_bytes())
+}
+
+/// Appends `name: v1, v2` for every `name` field of `req` (several lines
+/// are one list, RFC 9110 §5.3), then `, extra` (or just `extra`).
+/// Writes nothing when `keep` is false and there is no extra.
+fn list_field(
+    out: &mut Vec<u8>,
+    req: &OwnedRequest,
+    name: &str,
+    keep: bool,
+    extra: &mut dyn FnMut(&mut Vec<u8>),
+) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    let start = out.len();
+    if keep {
+        for h in req.headers().filter(|h| is(h.name, name)) {
+            if out.len() > start {
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(h.value);
+        }
+    }
+    if out.len() > start {
+        out.extend_from_slice(b", ");
+    }
+    extra(out);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a field whose value is `req`'s own if `keep` and it has one,
+/// else `value`.
+fn kept_or(out: &mut Vec<u8>, req: &OwnedRequest, name: &str, keep: bool, value: &[u8]) {
+    let value = keep.then(|| req.header(name)).flatten().unwrap_or(value);
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends the client's address as `Forwarded`'s `for=` wants it
+/// (RFC 7239 §6: an IPv6 address bracketed, and quoted).
+fn node(out: &mut Vec<u8>, addr: SocketAddr) {
+    use std::io::Write as _;
+    let _ = match addr {
+        SocketAddr::V4(a) => write!(out, "{}", a.ip()),
+        SocketAddr::V6(a) => write!(out, "\"[{}]\"", a.ip()),
+    };
+}
+
+/// Appends `s` as a quoted-string (RFC 9110 §5.6.4).
+fn quoted(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    for &b in s {
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
+}
+
+/// Writes the head of the request for the upstream into `out`.
+pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
+    out.extend_from_slice(req.method_token());
+    out.push(b' ');
+    out.extend_from_slice(f.target);
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(f.host);
+    out.extend_from_slice(b"\r\n");
+    let named_by_connection = |name: &[u8]| {
+        req.headers()
+            .filter(|h| is(h.name, "connection"))
+            .any(|h| has_token(h.value, name))
+    };
+    for h in req.headers() {
+        if NOT_PASSED.iter().any(|n| is(h.name, n))
+            || f.remove.iter().any(|n| is(h.name, n))
+            || f.set.iter().any(|(n, _)| is(h.name, n))
+            || named_by_connection(h.name)
+            || (f.via && is(h.name, "via"))
+        {
+            continue;
+        }
+        out.extend_from_slice(h.name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(h.value);
+        out.extend_from_slice(b"\r\n");
+    }
+    let proto: &[u8] = if f.https { b"https" } else { b"http" };
+    let client_host = req.host().unwrap_or(f.host);
+    list_field(out, req, "X-Forwarded-For", f.trusted, &mut |out| {
+        use std::io::Write as _;
+        let _ = write!(out, "{}", f.client.ip());
+    });
+    kept_or(out, req, "X-Forwarded-Proto", f.trusted, proto);
+    kept_or(out, req, "X-Forwarded-Host", f.trusted, client_host);
+    list_field(out, req, "Forwarded", f.trusted, &mut |out| {
+        out.extend_from_slice(b"for=");
+        node(out, f.client);
+        out.extend_from_slice(b";proto=");
+        out.extend_from_slice(proto);
+        out.extend_from_slice(b";host=");
+        quoted(out, client_host);
+    });
+    if f.via {
+        let received: &[u8] = match req.version() {
+            Version::Http10 => b"1.0",
+            Version::Http11 => b"1.1",
+            Version::Http2 => b"2",
+        };
+        list_field(out, req, "Via", true, &mut |out| {
+            out.extend_from_slice(received);
+            out.extend_from_slice(b" brisk");
+        });
+    }
+    for (name, value) in f.set {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match f.body {
+        BodyOut::Length(n) => {
+            out.extend_from_slice(b"Content-Length: ");
+            push_u64(out, n);
+            out.extend_from_slice(b"\r\n");
+        }
+        BodyOut::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        // RFC 9110 §8.6: a request whose method means a body says
+        // when it has none.
+        BodyOut::None if matches!(req.method(), Method::Post | Method::Put | Method::Patch) => {
+            out.extend_from_slice(b"Content-Length: 0\r\n");
+        }
+        BodyOut::None => {}
+    }
+    if let Some(upgrade) = f.upgrade.then(|| req.header("upgrade")).flatten() {
+        out.extend_from_slice(b"Connection: upgrade\r\nUpgrade: ");
+        out.extend_from_slice(upgrade);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}

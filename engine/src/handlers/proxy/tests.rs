@@ -1,0 +1,143 @@
+//! The forwarded request's head, byte for byte.
+
+use std::net::SocketAddr;
+
+use super::request::{write_head, BodyOut, Forward};
+use crate::http::parse::Limits;
+use crate::http::request::{Forwarded, OwnedRequest};
+
+const LIMITS: Limits = Limits {
+    max_request_line: 8192,
+    max_head: 16384,
+    max_headers: 64,
+};
+
+fn request(head: &str) -> OwnedRequest {
+    let mut req = OwnedRequest::default();
+    let n = req.parse(head.as_bytes(), &LIMITS).unwrap().unwrap();
+    assert_eq!(n, head.len());
+    req
+}
+
+fn forward<'a>(req: &'a OwnedRequest, client: &str) -> Forward<'a> {
+    Forward {
+        target: req.target(),
+        host: req.host().unwrap(),
+        client: client.parse::<SocketAddr>().unwrap(),
+        https: false,
+        trusted: false,
+        via: false,
+        body: BodyOut::None,
+        upgrade: false,
+        set: &[],
+        remove: &[],
+    }
+}
+
+fn written(req: &OwnedRequest, f: &Forward<'_>) -> String {
+    let mut out = Vec::new();
+    write_head(&mut out, req, f);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn a_plain_get_goes_with_its_fields_and_who_asked() {
+    let req =
+        request("GET /a?b HTTP/1.1\r\nHost: example.org\r\nAccept: */*\r\nCookie: c=1\r\n\r\n");
+    assert_eq!(
+        written(&req, &forward(&req, "192.0.2.7:5000")),
+        "GET /a?b HTTP/1.1\r\nHost: example.org\r\nAccept: */*\r\nCookie: c=1\r\n\
+         X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n\
+         X-Forwarded-Host: example.org\r\n\
+         Forwarded: for=192.0.2.7;proto=http;host=\"example.org\"\r\n\r\n"
+    );
+}
+
+#[test]
+fn hop_by_hop_fields_and_those_connection_names_stay_behind() {
+    let req = request(
+        "POST /f HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: 5\r\n\
+         X-Secret: s\r\nTE: trailers\r\nTrailer: X\r\nProxy-Authorization: Basic x\r\n\
+         Proxy-Connection: close\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\
+         Upgrade: websocket\r\nX-Kept: k\r\n\r\n",
+    );
+    let mut f = forward(&req, "[2001:db8::1]:1");
+    f.body = BodyOut::Chunked;
+    f.https = true;
+    assert_eq!(
+        written(&req, &f),
+        "POST /f HTTP/1.1\r\nHost: h\r\nX-Kept: k\r\n\
+         X-Forwarded-For: 2001:db8::1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: h\r\n\
+         Forwarded: for=\"[2001:db8::1]\";proto=https;host=\"h\"\r\n\
+         Transfer-Encoding: chunked\r\n\r\n"
+    );
+}
+
+#[test]
+fn a_client_cannot_name_itself_without_trusted_proxies() {
+    let head = "GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 10.0.0.1\r\nX-Forwarded-For: 10.0.0.2\r\n\
+                X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\nForwarded: for=10.0.0.1\r\n\r\n";
+    let req = request(head);
+    let untrusted = written(&req, &forward(&req, "192.0.2.7:1"));
+    assert!(!untrusted.contains("10.0.0"), "{untrusted}");
+    assert!(!untrusted.contains("evil"), "{untrusted}");
+    // Through a trusted proxy, its chain is kept and brisk's hop added.
+    let mut req = request(head);
+    req.set_forwarded(Forwarded {
+        addr: "10.0.0.2:0".parse().unwrap(),
+        https: Some(true),
+    });
+    let mut f = forward(&req, "192.0.2.7:1");
+    f.trusted = true;
+    assert_eq!(
+        written(&req, &f),
+        "GET / HTTP/1.1\r\nHost: h\r\n\
+         X-Forwarded-For: 10.0.0.1, 10.0.0.2, 192.0.2.7\r\n\
+         X-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\n\
+         Forwarded: for=10.0.0.1, for=192.0.2.7;proto=http;host=\"h\"\r\n\r\n"
+    );
+}
+
+#[test]
+fn lengths_via_set_and_remove() {
+    let req = request(
+        "PUT /u HTTP/1.0\r\nHost: h:8080\r\nContent-Length: 3\r\nVia: 1.1 edge\r\n\
+         X-Powered-By: p\r\nX-App: client\r\n\r\n",
+    );
+    let set = [("X-App".into(), "brisk".into())];
+    let remove = ["x-powered-by".into()];
+    let mut f = forward(&req, "127.0.0.1:9");
+    f.target = b"/stripped";
+    f.host = b"app.internal";
+    f.body = BodyOut::Length(3);
+    f.via = true;
+    f.set = &set;
+    f.remove = &remove;
+    assert_eq!(
+        written(&req, &f),
+        "PUT /stripped HTTP/1.1\r\nHost: app.internal\r\n\
+         X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: h:8080\r\n\
+         Forwarded: for=127.0.0.1;proto=http;host=\"h:8080\"\r\n\
+         Via: 1.1 edge, 1.0 brisk\r\nX-App: brisk\r\nContent-Length: 3\r\n\r\n"
+    );
+    // A method that means a body says it has none.
+    let req = request("POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    assert!(written(&req, &forward(&req, "127.0.0.1:9")).ends_with("\r\nContent-Length: 0\r\n\r\n"));
+}
+
+#[test]
+fn an_upgrade_goes_on_only_when_asked() {
+    let req = request(
+        "GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    let mut f = forward(&req, "127.0.0.1:9");
+    assert!(!written(&req, &f).contains("pgrade"));
+    f.upgrade = true;
+    assert!(written(&req, &f).ends_with(
+        "Sec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\n\
+         X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: h\r\n\
+         Forwarded: for=127.0.0.1;proto=http;host=\"h\"\r\n\
+         Connection: upgrade\r\nUpgrade: websocket\r\n\r\n"
+    ));
+}
