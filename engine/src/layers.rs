@@ -47,7 +47,7 @@ const TOP_EXEMPT: &[&str] = &["test_skip", "layers"];
 /// (stage E), listed so that they land in their place.
 const SERVER: &[&[&str]] = &[
     &["error"],
-    &["listen", "counters", "drain", "lifecycle"],
+    &["listen", "counters", "drain", "lifecycle", "life"],
     &["inherited"],
     &["transport", "sites"],
     &["router"],

@@ -2,12 +2,21 @@
 //! An idle keep-alive connection holds no buffer at all; input and output
 //! buffers are lent by the worker only while a request is incomplete or
 //! output waits for the socket.
+//!
+//! What the connection speaks is chosen at the top, as [`Proto`]: every
+//! connection starts as HTTP/1.1, and the connection driver switches it
+//! to HTTP/2 (`worker/drive.rs`) when its first bytes are the preface,
+//! or its first request asks for h2c and may have it. What both
+//! protocols share is its [`Life`].
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::exchange::ExchangeId;
 use super::h1;
+#[cfg(feature = "http2")]
+use super::h2::Session;
+use super::life::Life;
 use super::router::LocalAddr;
 use super::transport::{Link, Out, Transport};
 
@@ -20,8 +29,6 @@ pub struct Conn {
     pub index: usize,
     /// The client's address.
     pub peer: SocketAddr,
-    /// Where its HTTP/1.1 exchange is, and what it waits for.
-    pub h1: h1::Conn,
     /// Input received but not yet consumed (empty, unallocated when idle).
     pub pending: Vec<u8>,
     /// Output the transport has not taken yet (nothing when idle).
@@ -32,25 +39,75 @@ pub struct Conn {
     /// Since when output has waited for the socket to take more (the
     /// send timeout runs from its last progress), while it does.
     pub blocked_since: Option<Instant>,
-    /// A `[proxy] listen` connection whose PROXY header has not come
-    /// yet: `peer` is still the balancer, counted in the total number of
-    /// connections but not against any address.
-    pub awaiting_proxy: bool,
     /// Paces the output while a throttled response is queued.
     pub throttle: Option<Box<crate::access::throttle::Throttle>>,
-    /// The connection speaks HTTP/2 (it opened with the preface): its
-    /// streams and their answers. `h1` then stays idle.
+    /// Its timer, whether it closes, its lingering close, whether its
+    /// PROXY header is still to come.
+    pub life: Life,
+    /// The protocol it speaks, and where that is.
+    pub proto: Proto,
+}
+
+/// What a connection speaks.
+#[derive(Debug)]
+pub enum Proto {
+    /// HTTP/1.1: where its exchange is, and what it waits for.
+    H1(h1::Conn),
+    /// HTTP/2 (it opened with the preface, or upgraded): its streams and
+    /// their answers.
     #[cfg(feature = "http2")]
-    pub h2: Option<Box<super::h2::Session>>,
+    H2(Box<Session>),
+}
+
+impl Proto {
+    /// The HTTP/1.1 state, if it speaks HTTP/1.1.
+    #[inline]
+    pub fn h1(&self) -> Option<&h1::Conn> {
+        match self {
+            Proto::H1(h) => Some(h),
+            #[cfg(feature = "http2")]
+            Proto::H2(_) => None,
+        }
+    }
+
+    /// The HTTP/1.1 state, to move it, if it speaks HTTP/1.1.
+    #[inline]
+    pub fn h1_mut(&mut self) -> Option<&mut h1::Conn> {
+        match self {
+            Proto::H1(h) => Some(h),
+            #[cfg(feature = "http2")]
+            Proto::H2(_) => None,
+        }
+    }
+
+    /// The HTTP/2 session, if it speaks HTTP/2.
+    #[cfg(feature = "http2")]
+    #[inline]
+    pub fn h2(&self) -> Option<&Session> {
+        match self {
+            Proto::H2(s) => Some(s),
+            Proto::H1(_) => None,
+        }
+    }
+
+    /// The HTTP/2 session, to move it, if it speaks HTTP/2.
+    #[cfg(feature = "http2")]
+    #[inline]
+    pub fn h2_mut(&mut self) -> Option<&mut Session> {
+        match self {
+            Proto::H2(s) => Some(s),
+            Proto::H1(_) => None,
+        }
+    }
 }
 
 impl Conn {
-    /// Whether the PROXY header is still to come ([`Conn::awaiting_proxy`]
+    /// Whether the PROXY header is still to come ([`Life::awaiting_proxy`]
     /// the field); never without the cargo feature `ops`, which then
     /// leaves the PROXY protocol's code out.
     #[inline(always)]
     pub fn awaiting_proxy(&self) -> bool {
-        cfg!(feature = "ops") && self.awaiting_proxy
+        cfg!(feature = "ops") && self.life.awaiting_proxy
     }
 
     /// A new connection, idle since `now`.
@@ -59,15 +116,13 @@ impl Conn {
             transport,
             index,
             peer,
-            h1: h1::Conn::new(now),
             pending: Vec::new(),
             out: Out::default(),
             sent: 0,
             blocked_since: None,
-            awaiting_proxy: false,
             throttle: None,
-            #[cfg(feature = "http2")]
-            h2: None,
+            life: Life::new(now),
+            proto: Proto::H1(h1::Conn::new()),
         }
     }
 
@@ -75,7 +130,7 @@ impl Conn {
     /// FIN may ride with its final bytes (a piped answer still streaming
     /// must not be held back).
     pub fn fin_follows(&self) -> bool {
-        self.h1.closing() && !self.h1.producing()
+        self.life.closing() && !self.proto.h1().is_some_and(h1::Conn::producing)
     }
 
     /// The connection's byte position at the end of what is queued for
@@ -88,25 +143,63 @@ impl Conn {
     /// nothing to send, no request in part (HTTP/2: no stream open, no
     /// answer going).
     pub fn idle(&self) -> bool {
-        if !matches!(self.h1.state(), h1::State::Idle)
-            || !self.out.is_empty()
-            || self.transport.has_backlog()
-        {
+        if self.life.lingers() || !self.out.is_empty() || self.transport.has_backlog() {
             return false;
         }
-        #[cfg(feature = "http2")]
-        if let Some(s) = &self.h2 {
-            return s.conn.open_streams() == 0 && s.answers.is_empty();
+        match &self.proto {
+            Proto::H1(h) => matches!(h.state(), h1::State::Idle),
+            #[cfg(feature = "http2")]
+            Proto::H2(s) => s.conn.open_streams() == 0 && s.answers.is_empty(),
         }
-        true
     }
 
     /// Whether the connection speaks HTTP/2.
+    #[inline]
     pub fn speaks_h2(&self) -> bool {
         #[cfg(feature = "http2")]
-        return self.h2.is_some();
+        return matches!(self.proto, Proto::H2(_));
         #[cfg(not(feature = "http2"))]
         false
+    }
+
+    /// Its HTTP/1.1 state, if it speaks HTTP/1.1 (see [`Proto::h1`]).
+    #[inline]
+    pub fn h1(&self) -> Option<&h1::Conn> {
+        self.proto.h1()
+    }
+
+    /// Its HTTP/1.1 state, to move it (see [`Proto::h1_mut`]).
+    #[inline]
+    pub fn h1_mut(&mut self) -> Option<&mut h1::Conn> {
+        self.proto.h1_mut()
+    }
+
+    /// Its HTTP/2 session, if it speaks HTTP/2 (see [`Proto::h2`]).
+    #[cfg(feature = "http2")]
+    #[inline]
+    pub fn h2(&self) -> Option<&Session> {
+        self.proto.h2()
+    }
+
+    /// Its HTTP/2 session, to move it (see [`Proto::h2_mut`]).
+    #[cfg(feature = "http2")]
+    #[inline]
+    pub fn h2_mut(&mut self) -> Option<&mut Session> {
+        self.proto.h2_mut()
+    }
+
+    /// Whether its HTTP/1.1 answer is being produced (see
+    /// [`h1::Conn::producing`]).
+    #[inline]
+    pub fn producing(&self) -> bool {
+        self.h1().is_some_and(h1::Conn::producing)
+    }
+
+    /// Whether a request body is still being read (see
+    /// [`h1::Conn::reading_body`]; HTTP/2's bodies come in frames).
+    #[inline]
+    pub fn reading_body(&self) -> bool {
+        self.h1().is_some_and(h1::Conn::reading_body)
     }
 
     /// The exchange (its HTTP/2 stream; `None`: HTTP/1.1's) whose
@@ -114,34 +207,36 @@ impl Conn {
     /// is. Waits are found, named and let go of by their stream here, and
     /// only here.
     pub fn find_wait(&self, f: impl Fn(ExchangeId) -> bool) -> Option<Option<u32>> {
-        #[cfg(feature = "http2")]
-        if let Some(s) = &self.h2 {
-            return s.find_wait(f).map(Some);
+        match &self.proto {
+            Proto::H1(h) => h.wait().filter(|id| f(*id)).map(|_| None),
+            #[cfg(feature = "http2")]
+            Proto::H2(s) => s.find_wait(f).map(Some),
         }
-        self.h1.wait().filter(|id| f(*id)).map(|_| None)
     }
 
     /// The exchange in which the request of exchange `stream` is held,
     /// if it is.
     pub fn wait_id(&mut self, stream: Option<u32>) -> Option<ExchangeId> {
-        #[cfg(feature = "http2")]
-        if let (Some(s), Some(id)) = (&mut self.h2, stream) {
-            return s.answer(id)?.wait;
+        match (&mut self.proto, stream) {
+            (Proto::H1(h), _) => h.wait(),
+            #[cfg(feature = "http2")]
+            (Proto::H2(s), Some(id)) => s.answer(id)?.wait,
+            #[cfg(feature = "http2")]
+            (Proto::H2(_), None) => None,
         }
-        let _ = stream;
-        self.h1.wait()
     }
 
     /// Lets go of the request held on exchange `stream` (see
     /// [`h1::Conn::take_wait`]): its exchange, which the caller takes out
     /// of the table.
     pub fn take_wait(&mut self, stream: Option<u32>) -> Option<ExchangeId> {
-        #[cfg(feature = "http2")]
-        if let (Some(s), Some(id)) = (&mut self.h2, stream) {
-            return s.take_wait(id);
+        match (&mut self.proto, stream) {
+            (Proto::H1(h), _) => h.take_wait(),
+            #[cfg(feature = "http2")]
+            (Proto::H2(s), Some(id)) => s.take_wait(id),
+            #[cfg(feature = "http2")]
+            (Proto::H2(_), None) => None,
         }
-        let _ = stream;
-        self.h1.take_wait()
     }
 }
 

@@ -25,6 +25,7 @@ pub mod h1;
 #[cfg(feature = "http2")]
 pub mod h2;
 mod inherited;
+pub mod life;
 pub mod lifecycle;
 mod listen;
 pub mod router;

@@ -4,13 +4,14 @@
 
 use std::io;
 use std::net::TcpListener as StdListener;
+use std::num::NonZeroU32;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token, Waker};
 
-use super::conn::Conn;
+use super::conn::{Conn, Proto};
 use super::drain::{Drain, DrainOrder};
 use super::exchange::Exchanges;
 use super::listen::Speaks;
@@ -21,8 +22,6 @@ use crate::config::Level;
 use crate::http::Status;
 use crate::log::Logger;
 use crate::server::counters::Counters;
-#[cfg(feature = "http2")]
-use crate::server::h1::State;
 use crate::server::h1::Timer;
 use crate::sys::launcher::Launchers;
 
@@ -76,7 +75,7 @@ const OUT_KEEP: usize = 512 * 1024;
 const LINGER: Duration = Duration::from_secs(2);
 /// How many bytes a closing connection may still send before it is
 /// dropped (read and thrown away, so that the close sends no reset).
-const LINGER_BYTES: u32 = 256 * 1024;
+const LINGER_BYTES: NonZeroU32 = NonZeroU32::new(256 * 1024).expect("not zero");
 /// What a connection over the limits gets before it is closed.
 const REFUSED: &[u8] =
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -334,19 +333,22 @@ impl Worker {
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.take(i) {
             #[cfg(feature = "http2")]
-            if let Some(mut s) = c.h2.as_mut().map(|s| std::mem::take(&mut s.answers)) {
+            if let Some(mut s) = c.proto.h2_mut().map(|s| std::mem::take(&mut s.answers)) {
                 // Every answer still on its way is logged with what it
                 // sent, and every process still answering is stopped.
                 for a in s.drain(..) {
                     self.h2_forget(&mut c, a);
                 }
             }
-            if c.h1.produced().is_some() {
+            if c.producing() {
                 self.abandon_produced(&mut c);
             }
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
-            if let Some(wait) = c.h1.take_wait().and_then(|id| self.exchanges.take_wait(id)) {
+            if let Some(wait) = c
+                .take_wait(None)
+                .and_then(|id| self.exchanges.take_wait(id))
+            {
                 self.forget_wait(&mut c, None, wait);
             }
             // Closing the socket (dropping it) removes it from epoll.
@@ -380,11 +382,11 @@ impl Worker {
         };
         if age < send {
             if c.transport.tcp().unsent() > 0 {
-                c.h1.wait_unread();
+                c.life.wait_unread();
                 return;
             }
-            if c.h1.unread() {
-                c.h1.touch(self.clock.now);
+            if c.life.unread() {
+                c.life.touch(self.clock.now);
                 return;
             }
         }
@@ -417,7 +419,7 @@ impl Worker {
                 continue;
             };
             if c.awaiting_proxy()
-                && self.clock.now.saturating_duration_since(c.h1.since()) >= t.header
+                && self.clock.now.saturating_duration_since(c.life.since()) >= t.header
             {
                 // The balancer never said who the client is: no HTTP
                 // answer (it would go to nobody in particular).
@@ -448,9 +450,10 @@ impl Worker {
                         .saturating_duration_since(h2.conn.last_opened())
                         >= TICK
                 };
-                if let Some(h2) =
-                    c.h2.as_mut()
-                        .filter(|h2| (at_once || quiet(h2)) && !h2.conn.shutting_down())
+                if let Some(h2) = c
+                    .proto
+                    .h2_mut()
+                    .filter(|h2| (at_once || quiet(h2)) && !h2.conn.shutting_down())
                 {
                     // Winding down: GOAWAY (RFC 9113 §6.8), so the client
                     // opens nothing more (the final one a round trip
@@ -471,52 +474,59 @@ impl Worker {
                 }
                 continue;
             }
-            let age = self.clock.now.saturating_duration_since(c.h1.since());
+            let age = self.clock.now.saturating_duration_since(c.life.since());
             let stopping = self.drain.mode == Drain::Stop;
             // (An HTTP/2 connection that sent its GOAWAY lingers as
-            // HTTP/1.1 does: its h1 state says so.)
-            #[cfg(feature = "http2")]
-            if let (Some(h2), false) = (c.h2.as_mut(), matches!(c.h1.state(), State::Lingering(_)))
-            {
-                // An HTTP/2 connection is idle when no stream is open
-                // (a stalled one is timed out above, as `blocked`).
-                let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
-                if idle && age >= t.keepalive {
-                    self.idle_timeout(i, age, t.send);
-                    continue;
-                }
-                if idle && age >= TICK {
-                    // Idle a second or more: it holds its HPACK table,
-                    // not its buffers (nor expanded TLS keys).
-                    h2.rest();
-                    c.transport.rest();
-                }
-                let Some(mut conn) = self.conns.take(i) else {
-                    continue;
-                };
-                // A request body that makes no progress for
-                // timeouts.body is answered 408 (HTTP/1.1 closes).
-                let late = age >= t.body && self.h2_body_timeouts(&mut conn);
-                self.conns.put(i, conn);
-                if late {
-                    self.on_event(i, false);
+            // HTTP/1.1 does.)
+            if c.life.lingers() {
+                if drive::linger_due(c, self.clock.now, age, t.send) {
+                    self.close(i);
                 }
                 continue;
             }
-            match c.h1.timer() {
+            let timer = match &mut c.proto {
+                Proto::H1(h1) => h1.timer(),
+                #[cfg(feature = "http2")]
+                Proto::H2(h2) => {
+                    // An HTTP/2 connection is idle when no stream is open
+                    // (a stalled one is timed out above, as `blocked`).
+                    let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
+                    if idle && age >= t.keepalive {
+                        self.idle_timeout(i, age, t.send);
+                        continue;
+                    }
+                    if idle && age >= TICK {
+                        // Idle a second or more: it holds its HPACK table,
+                        // not its buffers (nor expanded TLS keys).
+                        h2.rest();
+                        c.transport.rest();
+                    }
+                    let Some(mut conn) = self.conns.take(i) else {
+                        continue;
+                    };
+                    // A request body that makes no progress for
+                    // timeouts.body is answered 408 (HTTP/1.1 closes).
+                    let late = age >= t.body && self.h2_body_timeouts(&mut conn);
+                    self.conns.put(i, conn);
+                    if late {
+                        self.on_event(i, false);
+                    }
+                    continue;
+                }
+            };
+            match timer {
                 Timer::Idle if stopping && c.out.is_empty() => self.close_idle(i),
                 Timer::Idle if age >= t.keepalive => self.idle_timeout(i, age, t.send),
                 // Idle a second or more: TLS keeps its keys' bytes, not
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
                 Timer::Body if age >= t.body => self.close(i),
-                Timer::Linger if drive::linger_due(c, self.clock.now, age, t.send) => self.close(i),
                 Timer::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
                     let mut conn = self.conns.take(i).expect("present");
                     conn.pending = Vec::new();
                     // (Reading its head since its first byte.)
-                    self.current.start = conn.h1.since();
+                    self.current.start = conn.life.since();
                     self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
                     self.conns.put(i, conn);
                     self.on_event(i, false);

@@ -16,8 +16,13 @@
 //!                                  ├──▶ Waiting (a password check) ──▶ routed again
 //!                                  └──▶ Streaming (a producer answers: a program, a handler's
 //!                                       pieces or its later answer) ──▶ Idle
-//!   any ──answer says close, output out──▶ Lingering ──client closes──▶ (closed)
+//!   any ──answer says close, output out──▶ (the connection's lingering close)
 //! ```
+//!
+//! What the connection's life holds whatever its protocol (its timer's
+//! start, whether it closes, its lingering close) is its
+//! [`Life`](super::life::Life), which the methods that move it are
+//! given.
 
 pub mod sink;
 mod write;
@@ -31,6 +36,7 @@ use std::time::Instant;
 pub use write::{keeps_alive, stream_head, Answering, Stream, StreamFor};
 
 use super::exchange::{ExchangeId, Exchanges};
+use super::life::Life;
 #[cfg(doc)]
 use super::waits::Wait;
 use crate::http::body::BodyDecoder;
@@ -60,22 +66,6 @@ pub enum State {
     /// another thread (`timeouts.handler`), whose body was read before
     /// the handler ran.
     Streaming(Box<sink::Producing>),
-    /// The answer (or a fatal TLS alert, or HTTP/2's GOAWAY) is out and
-    /// the write side shut: what the client still sends is read and
-    /// dropped until it closes (linger timeout, from when the socket's
-    /// send queue last moved), so that closing does not reset the
-    /// connection under the answer.
-    Lingering(Linger),
-}
-
-/// A lingering close's bounds (see [`State::Lingering`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Linger {
-    /// The bytes the client may still send before the close, as nginx's
-    /// lingering close bounds its time.
-    pub left: u32,
-    /// The bytes the socket's send queue held at the last look.
-    pub unsent: u32,
 }
 
 /// A request body being read, and where it goes.
@@ -110,8 +100,6 @@ pub enum Timer {
     Head,
     /// `timeouts.body`.
     Body,
-    /// How long a closing connection may keep sending.
-    Linger,
     /// None.
     Never,
 }
@@ -153,32 +141,22 @@ pub struct Reading<'a> {
     pub now: Instant,
 }
 
-/// One connection's HTTP/1.1 state.
+/// One connection's HTTP/1.1 state (its [`Life`] aside).
 #[derive(Debug)]
 pub struct Conn {
     state: State,
-    /// Requests read on this connection.
-    served: u32,
-    /// The connection closes once the queued output is out: nothing more
-    /// is read as a request.
-    closing: bool,
-    /// Idle, its keep-alive time up, but its client has not read its last
-    /// answer yet (see [`Conn::wait_unread`]).
-    unread: bool,
-    /// When the current state's timer started.
-    since: Instant,
+}
+
+impl Default for Conn {
+    fn default() -> Conn {
+        Conn::new()
+    }
 }
 
 impl Conn {
-    /// A new connection, idle since `now`.
-    pub fn new(now: Instant) -> Conn {
-        Conn {
-            state: State::Idle,
-            served: 0,
-            closing: false,
-            unread: false,
-            since: now,
-        }
+    /// A new connection, idle.
+    pub fn new() -> Conn {
+        Conn { state: State::Idle }
     }
 
     /// The state.
@@ -191,54 +169,13 @@ impl Conn {
         &mut self.state
     }
 
-    /// Requests read on this connection so far.
-    pub fn served(&self) -> u32 {
-        self.served
-    }
-
-    /// When the current state's timer started.
-    pub fn since(&self) -> Instant {
-        self.since
-    }
-
-    /// Restarts the current state's timer (progress was made, or the
-    /// client has read its last answer).
-    pub fn touch(&mut self, now: Instant) {
-        self.since = now;
-        self.unread = false;
-    }
-
-    /// Whether the connection closes once its output is out.
-    pub fn closing(&self) -> bool {
-        self.closing
-    }
-
-    /// Closes the connection once its output is out.
-    pub fn close(&mut self) {
-        self.closing = true;
-    }
-
-    /// Moves to `state`, starting its timer at `now`. A request held is
-    /// let go of first ([`Conn::take_wait`]): its exchange must leave the
-    /// worker's table with it.
-    pub fn set(&mut self, state: State, now: Instant) {
+    /// Moves to `state`, starting its timer (`life`'s) at `now`. A
+    /// request held is let go of first ([`Conn::take_wait`]): its
+    /// exchange must leave the worker's table with it.
+    pub fn set(&mut self, state: State, life: &mut Life, now: Instant) {
         debug_assert!(self.wait().is_none(), "an exchange left behind");
         self.state = state;
-        self.since = now;
-        self.unread = false;
-    }
-
-    /// The keep-alive time is up but the client has not read the last
-    /// answer (the kernel still holds some of it): the connection waits
-    /// for that, its timer still running from when the answer was handed
-    /// over, and its idle time starts again once it has ([`Conn::touch`]).
-    pub fn wait_unread(&mut self) {
-        self.unread = true;
-    }
-
-    /// Whether it waits for its client to read the last answer.
-    pub fn unread(&self) -> bool {
-        self.unread
+        life.touch(now);
     }
 
     /// Whether a request body is still being read (a client that leaves
@@ -259,8 +196,8 @@ impl Conn {
 
     /// Answers with `p` (`now`); the request body, if `p.body` reads
     /// one, goes to its producer's input as it arrives.
-    pub fn produce(&mut self, p: Box<sink::Producing>, now: Instant) {
-        self.set(State::Streaming(p), now);
+    pub fn produce(&mut self, life: &mut Life, p: Box<sink::Producing>, now: Instant) {
+        self.set(State::Streaming(p), life, now);
     }
 
     /// The exchange of the produced answer, if one is.
@@ -281,14 +218,14 @@ impl Conn {
 
     /// Takes the produced answer away (it has ended); the connection is
     /// idle again, or reads and drops what is left of the request body.
-    pub fn end_produced(&mut self, now: Instant) -> Option<Box<sink::Producing>> {
+    pub fn end_produced(&mut self, life: &mut Life, now: Instant) -> Option<Box<sink::Producing>> {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Streaming(mut p) => {
                 // What is left of a request body is read and dropped.
                 if let Some(decoder) = p.body.take() {
                     self.state = State::Body(BodyRead { decoder, to: None });
                 }
-                self.since = now;
+                life.touch(now);
                 Some(p)
             }
             other => {
@@ -301,10 +238,10 @@ impl Conn {
     /// After the input of one event is consumed: an idle connection with
     /// input left over is in the middle of a head (`pending`), and a
     /// head's timer keeps running while more of it trickles in.
-    pub fn settle(&mut self, pending: bool, now: Instant) {
+    pub fn settle(&mut self, life: &mut Life, pending: bool, now: Instant) {
         match (&self.state, pending) {
-            (State::Idle, true) => self.set(State::Head, now),
-            (State::Head, false) | (State::Idle, false) => self.set(State::Idle, now),
+            (State::Idle, true) => self.set(State::Head, life, now),
+            (State::Head, false) | (State::Idle, false) => self.set(State::Idle, life, now),
             _ => {}
         }
     }
@@ -318,34 +255,34 @@ impl Conn {
             // (A produced answer's idle timeout is its run's: the
             // worker's sweep over its exchanges keeps it.)
             State::Waiting(_) | State::Streaming(_) => Timer::Never,
-            State::Lingering(_) => Timer::Linger,
         }
     }
 
     /// Reads from `input[*pos..]`, moving `pos` past what it consumed,
     /// and says what it found (see [`Event`]). A request head goes into
-    /// `req`.
+    /// `req`. Nothing is read once `life` is closing.
     pub fn read(
         &mut self,
+        life: &mut Life,
         input: &[u8],
         pos: &mut usize,
         req: &mut OwnedRequest,
         cx: &Reading,
         exchanges: &mut Exchanges,
     ) -> Event {
-        if self.closing {
+        if life.closing() {
             return Event::Stall;
         }
         match &mut self.state {
-            State::Body(_) => return self.read_body(input, pos, cx, exchanges),
+            State::Body(_) => return self.read_body(life, input, pos, cx, exchanges),
             State::Streaming(p) if p.body.is_some() => {
-                return self.read_body(input, pos, cx, exchanges)
+                return self.read_body(life, input, pos, cx, exchanges)
             }
             // What follows a request held for its password check (its
             // body, pipelined requests) waits too (the worker takes the
             // check's outcome, see `Conn::take_wait`), as do pipelined
             // requests behind a produced answer.
-            State::Waiting(_) | State::Lingering(_) | State::Streaming(_) => return Event::Stall,
+            State::Waiting(_) | State::Streaming(_) => return Event::Stall,
             State::Idle | State::Head => {}
         }
         if *pos == input.len() || cx.output >= OUTPUT_CAP {
@@ -359,7 +296,7 @@ impl Conn {
             }
             Ok(Some(n)) => {
                 *pos += n;
-                self.served += 1;
+                life.served += 1;
                 Event::Request
             }
         }
@@ -369,6 +306,7 @@ impl Conn {
     /// `exchanges`).
     fn read_body(
         &mut self,
+        life: &mut Life,
         input: &[u8],
         pos: &mut usize,
         cx: &Reading,
@@ -414,7 +352,7 @@ impl Conn {
             Ok(n) => {
                 *pos += n;
                 if n > 0 {
-                    self.since = cx.now;
+                    life.touch(cx.now);
                 }
                 if n > 0 && grows {
                     Event::BodyGrew
@@ -476,7 +414,7 @@ impl Conn {
 
     /// Holds the request (in exchange `id`), its body not read meanwhile
     /// (for its password check).
-    pub fn hold(&mut self, id: ExchangeId, now: Instant) {
-        self.set(State::Waiting(id), now);
+    pub fn hold(&mut self, life: &mut Life, id: ExchangeId, now: Instant) {
+        self.set(State::Waiting(id), life, now);
     }
 }

@@ -32,6 +32,7 @@ const BODY_LIMITS: BodyLimits = BodyLimits {
 /// answered `ok` at once (its body, if any, is read and dropped).
 struct Script {
     conn: Conn,
+    life: Life,
     req: OwnedRequest,
     pending: Vec<u8>,
     out: Out,
@@ -49,7 +50,8 @@ impl Script {
     fn new() -> Script {
         let now = Instant::now();
         Script {
-            conn: Conn::new(now),
+            conn: Conn::new(),
+            life: Life::new(now),
             req: OwnedRequest::default(),
             pending: Vec::new(),
             out: Out::with_capacity(1024),
@@ -87,14 +89,18 @@ impl Script {
                 now: self.now,
             };
             let ex = &mut self.exchanges;
-            match self.conn.read(&input, &mut pos, &mut self.req, &cx, ex) {
+            match self
+                .conn
+                .read(&mut self.life, &input, &mut pos, &mut self.req, &cx, ex)
+            {
                 Event::Stall => break,
                 Event::Request => self.route(),
                 Event::Invalid(e) => {
                     self.seen.push(format!("invalid {}", e.status.0));
                     let plan = Plan::error(e.status, &mut self.scratch);
                     let cx = self.answering();
-                    self.conn.reject(plan, &self.scratch, &mut self.out, &cx);
+                    self.conn
+                        .reject(&mut self.life, plan, &self.scratch, &mut self.out, &cx);
                 }
                 Event::BodyGrew => {}
                 Event::BodyDone(BodyOver::Wait(id)) => {
@@ -115,14 +121,15 @@ impl Script {
                     };
                     self.seen
                         .push(format!("body refused {} ({whose})", e.status.0));
-                    self.conn.close();
+                    self.life.close();
                 }
             }
         }
-        if !self.conn.closing() {
+        if !self.life.closing() {
             self.pending = input[pos..].to_vec();
         }
-        self.conn.settle(!self.pending.is_empty(), self.now);
+        self.conn
+            .settle(&mut self.life, !self.pending.is_empty(), self.now);
     }
 
     fn route(&mut self) {
@@ -148,7 +155,7 @@ impl Script {
                 body_done: false,
             });
             let id = self.hold(wait);
-            self.conn.hold(id, self.now);
+            self.conn.hold(&mut self.life, id, self.now);
             return;
         }
         if target == "/upload" {
@@ -165,8 +172,14 @@ impl Script {
                     counted: 0,
                 };
                 let to = self.hold(Wait::Handler(wait));
-                self.conn
-                    .wait_for_body(expect, decoder, to, &mut self.out, self.now);
+                self.conn.wait_for_body(
+                    &mut self.life,
+                    expect,
+                    decoder,
+                    to,
+                    &mut self.out,
+                    self.now,
+                );
                 return;
             }
         }
@@ -207,7 +220,15 @@ impl Script {
         let cx = self.answering();
         let out = &mut self.out;
         self.conn
-            .answer(&self.req, plan, &self.scratch, decoder, out, &cx)
+            .answer(
+                &mut self.life,
+                &self.req,
+                plan,
+                &self.scratch,
+                decoder,
+                out,
+                &cx,
+            )
             .unwrap();
     }
 
@@ -258,9 +279,9 @@ fn pipelined_requests_are_answered_in_order_in_one_batch() {
     s.feed(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(s.seen(), ["GET /a", "GET /b", "GET /c"]);
     assert_eq!(s.output(), ok("ok", "").repeat(3));
-    assert_eq!(s.conn.served(), 3);
+    assert_eq!(s.life.served(), 3);
     assert!(matches!(s.conn.state(), State::Idle));
-    assert!(!s.conn.closing());
+    assert!(!s.life.closing());
 }
 
 #[test]
@@ -272,10 +293,10 @@ fn a_head_that_arrives_in_pieces_is_answered_once_whole() {
         assert!(s.seen().is_empty(), "cut at {cut}");
         assert!(matches!(s.conn.state(), State::Head), "cut at {cut}");
         assert_eq!(s.conn.timer(), Timer::Head);
-        let started = s.conn.since();
+        let started = s.life.since();
         s.now += Duration::from_millis(5);
         s.feed(b"");
-        assert_eq!(s.conn.since(), started, "the head's timer runs on");
+        assert_eq!(s.life.since(), started, "the head's timer runs on");
         s.feed(&req[cut..]);
         assert_eq!(s.seen(), ["GET /split"], "cut at {cut}");
         assert_eq!(s.output(), ok("ok", ""));
@@ -357,7 +378,7 @@ fn a_bad_body_refuses_what_waits_for_it() {
     let mut s = Script::new();
     s.feed(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX");
     assert_eq!(s.seen(), ["POST /upload", "body refused 400 (handler)"]);
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
 }
 
 #[test]
@@ -369,7 +390,7 @@ fn an_invalid_head_is_answered_and_nothing_after_it_is_read() {
     assert!(out.starts_with(&ok("ok", "")));
     assert!(out.contains("HTTP/1.1 400 Bad Request\r\n"));
     assert!(out.contains(CLOSE));
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
     s.feed(b"GET /d HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(s.seen().is_empty(), "a closing connection reads no request");
 }
@@ -379,7 +400,7 @@ fn http_1_0_closes_unless_it_asks_to_keep_alive() {
     let mut s = Script::new();
     s.feed(b"GET /a HTTP/1.0\r\n\r\n");
     assert_eq!(s.output(), ok("ok", CLOSE));
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
 
     let mut s = Script::new();
     s.feed(b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n");
@@ -396,7 +417,7 @@ fn connection_close_is_the_last_request_read() {
     s.feed(b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(s.seen(), ["GET /a"]);
     assert_eq!(s.output(), ok("ok", CLOSE));
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
 }
 
 #[test]
@@ -406,7 +427,7 @@ fn keepalive_requests_caps_the_requests_of_a_connection() {
     s.feed(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n".repeat(3).as_slice());
     assert_eq!(s.seen(), ["GET /a", "GET /a"]);
     assert_eq!(s.output(), ok("ok", "") + &ok("ok", CLOSE));
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
 }
 
 #[test]
@@ -416,7 +437,7 @@ fn an_unread_body_after_expect_continue_closes_the_connection() {
     let mut s = Script::new();
     s.feed(b"POST /form HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
     assert_eq!(s.output(), ok("ok", CLOSE));
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
 }
 
 #[test]
@@ -428,7 +449,7 @@ fn expect_continue_is_answered_when_the_body_is_wanted() {
     assert_eq!(s.output(), "HTTP/1.1 100 Continue\r\n\r\n");
     s.feed(b"hi");
     assert_eq!(s.output(), ok("got 2", ""));
-    assert!(!s.conn.closing());
+    assert!(!s.life.closing());
 }
 
 #[test]
@@ -440,7 +461,7 @@ fn a_draining_server_closes_after_each_answer() {
     s.feed(b"GET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(s.seen(), ["GET /a", "GET /b"]);
     assert_eq!(s.output(), ok("ok", CLOSE));
-    assert!(s.conn.closing());
+    assert!(s.life.closing());
 }
 
 #[test]
@@ -549,7 +570,7 @@ fn a_head_answer_has_no_body_and_keeps_the_connection() {
     let head = ok("ok", "");
     let head = head.strip_suffix("ok").unwrap();
     assert_eq!(s.output(), head.to_string() + &ok("ok", ""));
-    assert!(!s.conn.closing());
+    assert!(!s.life.closing());
 }
 
 #[test]
@@ -560,7 +581,7 @@ fn a_304_has_no_length_nor_body_and_keeps_the_connection() {
     // RFC 9110 §8.6, §15.4.5: a 304 ends at its head.
     let not_modified = "HTTP/1.1 304 Not Modified\r\nServer: brisk\r\nDate: <date>\r\n\r\n";
     assert_eq!(s.output(), not_modified.to_string() + &ok("ok", ""));
-    assert!(!s.conn.closing());
+    assert!(!s.life.closing());
 }
 
 #[test]
@@ -610,17 +631,21 @@ fn a_streamed_answer_without_a_length_is_chunked_on_a_kept_connection() {
 fn waiting_for_the_client_to_read_keeps_the_timer_and_ends_with_the_next_progress() {
     let start = Instant::now();
     let later = start + Duration::from_secs(3);
-    let mut c = Conn::new(start);
-    c.wait_unread();
-    assert!(c.unread());
+    let mut c = Conn::new();
+    let mut life = Life::new(start);
+    life.wait_unread();
+    assert!(life.unread());
     // (The timer still runs from when the answer was handed over.)
-    assert_eq!((c.timer(), c.since()), (Timer::Idle, start));
-    c.touch(later);
-    assert!(!c.unread());
-    assert_eq!(c.since(), later);
-    c.wait_unread();
-    c.settle(true, later);
-    assert!(!c.unread(), "a new state (a head arriving) ends the wait");
+    assert_eq!((c.timer(), life.since()), (Timer::Idle, start));
+    life.touch(later);
+    assert!(!life.unread());
+    assert_eq!(life.since(), later);
+    life.wait_unread();
+    c.settle(&mut life, true, later);
+    assert!(
+        !life.unread(),
+        "a new state (a head arriving) ends the wait"
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{BodyRead, Conn, State};
+use super::{BodyRead, Conn, Life, State};
 use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::{Body, Plan, Scratch, Seg, Source};
@@ -58,9 +58,12 @@ impl Conn {
     /// answer to `req`; `decoder` reads the request's body, if it has one
     /// left to read, which is then dropped. Returns the status and the
     /// body bytes queued. On a read error nothing of the answer is queued
-    /// and the connection closes (the error is returned).
+    /// and the connection closes (the error is returned). (`life` and
+    /// `out` are two parts of the connection, borrowed apart.)
+    #[allow(clippy::too_many_arguments)]
     pub fn answer(
         &mut self,
+        life: &mut Life,
         req: &OwnedRequest,
         plan: Plan,
         s: &Scratch,
@@ -74,7 +77,7 @@ impl Conn {
         // reused.
         let expect_unread = req.expect_continue() && decoder.is_some();
         let keep = keeps_alive(
-            self.served,
+            life.served(),
             req.keep_alive(),
             plan.close || expect_unread,
             cx,
@@ -84,12 +87,12 @@ impl Conn {
         let queued = queue(out, plan, s, cx, connection, head_only);
         match (keep, decoder, &queued) {
             (true, Some(decoder), Ok(_)) => {
-                self.set(State::Body(BodyRead { decoder, to: None }), now)
+                self.set(State::Body(BodyRead { decoder, to: None }), life, now)
             }
-            (true, _, Ok(_)) => self.set(State::Idle, now),
+            (true, _, Ok(_)) => self.set(State::Idle, life, now),
             _ => {
-                self.set(State::Idle, now);
-                self.closing = true;
+                self.set(State::Idle, life, now);
+                life.close();
             }
         }
         queued
@@ -98,9 +101,16 @@ impl Conn {
     /// Answers `plan` to a request whose head could not be parsed (or did
     /// not arrive in time), and closes: where the next request would start
     /// cannot be known. Returns the body bytes queued.
-    pub fn reject(&mut self, plan: Plan, s: &Scratch, out: &mut Out, cx: &Answering) -> u64 {
-        self.set(State::Idle, cx.now);
-        self.closing = true;
+    pub fn reject(
+        &mut self,
+        life: &mut Life,
+        plan: Plan,
+        s: &Scratch,
+        out: &mut Out,
+        cx: &Answering,
+    ) -> u64 {
+        self.set(State::Idle, life, cx.now);
+        life.close();
         queue(out, plan, s, cx, Connection::Close, false).unwrap_or(0)
     }
 
@@ -109,14 +119,14 @@ impl Conn {
     /// HEAD request); the connection closes after it. Returns the body
     /// bytes queued.
     pub fn fail(
-        &mut self,
+        life: &mut Life,
         plan: Plan,
         s: &Scratch,
         head_only: bool,
         out: &mut Out,
         cx: &Answering,
     ) -> u64 {
-        self.closing = true;
+        life.close();
         queue(out, plan, s, cx, Connection::Close, head_only).unwrap_or(0)
     }
 
@@ -125,6 +135,7 @@ impl Conn {
     /// 9110 §10.1.1).
     pub fn wait_for_body(
         &mut self,
+        life: &mut Life,
         expect_continue: bool,
         decoder: BodyDecoder,
         to: ExchangeId,
@@ -139,6 +150,7 @@ impl Conn {
                 decoder,
                 to: Some(to),
             }),
+            life,
             now,
         );
     }

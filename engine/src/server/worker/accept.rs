@@ -108,7 +108,7 @@ impl Worker {
     fn add_conn(&mut self, link: Link, peer: SocketAddr, proxied: bool) {
         let idx = self.conns.reserve();
         let mut conn = Conn::new(link, idx, peer, self.clock.now);
-        conn.awaiting_proxy = proxied;
+        conn.life.awaiting_proxy = proxied;
         if self
             .poll
             .registry()

@@ -69,7 +69,10 @@ impl Worker {
         let idle = self
             .conns
             .iter()
-            .filter(|c| matches!(c.h1.state(), State::Idle) && c.out.is_empty() && !c.speaks_h2())
+            .filter(|c| {
+                let idle = c.h1().is_some_and(|h| matches!(h.state(), State::Idle));
+                idle && c.out.is_empty() && !c.life.lingers()
+            })
             .count();
         self.counts
             .stats

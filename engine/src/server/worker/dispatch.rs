@@ -22,8 +22,23 @@ use crate::log::AccessRecord;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{Answering, BodyOver, Event, Reading};
+#[cfg(feature = "http2")]
+use crate::server::h2::upgrade;
 use crate::server::router::{Client, Router, Routing};
 use crate::server::waits::Held;
+
+/// What HTTP/1.1 made of the input ([`Worker::process`]).
+pub(super) enum Processed {
+    /// The bytes it consumed.
+    Consumed(usize),
+    /// The bytes it consumed, up to the end of a request that asks to go
+    /// on in h2c (`Upgrade: h2c`, RFC 7540 §3.2) and may: the SETTINGS
+    /// payload it carries ([`upgrade::settings`]). The request (the
+    /// current one) is not answered: the connection driver switches the
+    /// protocol (see `Worker::h2c_upgrade`), or answers it over HTTP/1.1.
+    #[cfg(feature = "http2")]
+    Upgrade(usize, Vec<u8>),
+}
 
 impl Worker {
     /// Paces this connection's output if the request's path (decoded in
@@ -62,22 +77,12 @@ impl Worker {
         Some((i, rule.connection_rate, shared))
     }
 
-    /// Handles the bytes at the start of `input`: answers the complete
-    /// requests in it, feeds bodies to where they go. Returns how many
-    /// bytes were consumed. Bytes from `fresh` on arrived just now (those
-    /// before it, in earlier reads).
-    pub(super) fn process(&mut self, c: &mut Conn, input: &[u8], fresh: usize) -> usize {
-        #[cfg(feature = "http2")]
-        {
-            if c.h2.is_some() {
-                return self.process_h2(c, input);
-            }
-            match self.h2_opening(c, input) {
-                super::h2::Opening::Http1 => {}
-                super::h2::Opening::Partial => return 0,
-                super::h2::Opening::Http2 => return self.process_h2(c, input),
-            }
-        }
+    /// Handles the bytes at the start of `input` on HTTP/1.1 connection
+    /// `c`: answers the complete requests in it, feeds bodies to where
+    /// they go. Says how many bytes were consumed. Bytes from `fresh` on
+    /// arrived just now (those before it, in earlier reads).
+    pub(super) fn process(&mut self, c: &mut Conn, input: &[u8], fresh: usize) -> Processed {
+        use Processed::Consumed;
         self.take_checked(c);
         let mut pos = 0;
         loop {
@@ -86,7 +91,7 @@ impl Worker {
             let started = if pos >= fresh {
                 self.clock.now
             } else {
-                c.h1.since()
+                c.life.since()
             };
             let cx = Reading {
                 limits: &self.settings.limits,
@@ -95,30 +100,39 @@ impl Worker {
                 now: self.clock.now,
             };
             let ex = &mut self.exchanges;
-            match c.h1.read(input, &mut pos, &mut self.current.req, &cx, ex) {
-                Event::Stall => return pos,
+            let Some(h1) = c.proto.h1_mut() else {
+                return Consumed(0);
+            };
+            match h1.read(&mut c.life, input, &mut pos, &mut self.current.req, &cx, ex) {
+                Event::Stall => return Consumed(pos),
                 Event::Invalid(e) => {
                     #[cfg(feature = "http2")]
                     if e.is_not_http1() && self.h2_failed_preface(c) {
-                        return input.len();
+                        return Consumed(input.len());
                     }
                     self.current.start = started;
                     self.reject(c, e.status, e.reason);
-                    return input.len();
+                    return Consumed(input.len());
                 }
                 Event::Request => {
                     self.current.start = started;
                     // (An upgrade takes the rest of the connection: a
                     // client waits for the 101 before its preface.)
                     #[cfg(feature = "http2")]
-                    if pos == input.len() && self.h2c_upgrade(c) {
-                        return pos;
+                    if pos == input.len() {
+                        let cleartext = self.settings.cfg.http2.cleartext;
+                        let (tls, draining) =
+                            (c.transport.is_tls(), self.drain.mode != Drain::Serve);
+                        let req = &self.current.req;
+                        if let Some(settings) = upgrade::settings(req, cleartext, tls, draining) {
+                            return Processed::Upgrade(pos, settings);
+                        }
                     }
                     self.dispatch(c, 0);
                 }
                 Event::BodyGrew => {
                     if !self.body_grew(c, None) {
-                        return input.len();
+                        return Consumed(input.len());
                     }
                 }
                 Event::BodyDone(BodyOver::Wait(id)) => {
@@ -129,7 +143,7 @@ impl Worker {
                 Event::BodyDone(BodyOver::Nothing | BodyOver::Pipe) => {}
                 Event::BodyRefused(e, waiting) => {
                     self.body_refused(c, e, waiting);
-                    return input.len();
+                    return Consumed(input.len());
                 }
             }
         }
@@ -156,7 +170,7 @@ impl Worker {
             // The request was answered already (before its body arrived);
             // a second answer would be taken for the next request's, so
             // the connection just ends.
-            BodyOver::Nothing => c.h1.close(),
+            BodyOver::Nothing => c.life.close(),
         }
     }
 
@@ -175,7 +189,10 @@ impl Worker {
         self.router
             .finish_unread(0, &mut plan, &mut self.current.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let body = c.h1.reject(plan, &self.current.scratch, &mut c.out, &cx);
+        let body = match c.proto.h1_mut() {
+            Some(h1) => h1.reject(&mut c.life, plan, &self.current.scratch, &mut c.out, &cx),
+            None => 0,
+        };
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
@@ -323,7 +340,12 @@ impl Worker {
         self.lend_out(c);
         let status = plan.status;
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let queued = c.h1.answer(
+        // (HTTP/2's answers go through `h2_answer`.)
+        let Some(h1) = c.proto.h1_mut() else {
+            return;
+        };
+        let queued = h1.answer(
+            &mut c.life,
             &self.current.req,
             plan,
             &self.current.scratch,

@@ -10,7 +10,6 @@ use super::Worker;
 #[cfg(feature = "http2")]
 use super::TICK;
 use crate::server::drain::{Drain, DrainOrder};
-use crate::server::h1::State;
 
 /// Where a worker is in winding down.
 pub(super) struct Draining {
@@ -105,11 +104,7 @@ impl Worker {
         if mode == Drain::Stop {
             for i in 0..self.conns.slots() {
                 match self.conns.get(i) {
-                    Some(c)
-                        if matches!(c.h1.state(), State::Lingering(_))
-                            && c.out.is_empty()
-                            && !c.speaks_h2() =>
-                    {
+                    Some(c) if c.life.lingers() && c.out.is_empty() && !c.speaks_h2() => {
                         self.close(i)
                     }
                     // (HTTP/2 connections get their GOAWAY in two steps

@@ -5,16 +5,19 @@
 //! §9.6).
 
 use std::io;
+use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use mio::{Interest, Token};
 
 use super::access_log::settle;
+use super::dispatch::Processed;
 use super::{Worker, LINGER, LINGER_BYTES, THROTTLE_CHUNK};
 use crate::config::Level;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
-use crate::server::h1::{Linger, State};
+use crate::server::h1::State;
+use crate::server::life::Linger;
 use crate::server::transport::{Flushed, Transport};
 
 impl Worker {
@@ -22,7 +25,7 @@ impl Worker {
     /// Returns false when it must be closed.
     pub(super) fn drive(&mut self, c: &mut Conn) -> bool {
         loop {
-            if matches!(c.h1.state(), State::Lingering(_)) {
+            if c.life.lingers() {
                 return self.linger(c);
             }
             if !c.out.is_empty() || c.transport.has_backlog() {
@@ -56,11 +59,11 @@ impl Worker {
                         c.throttle = None;
                         if c.blocked_since.take().is_some() {
                             // The state's timer starts again after the wait.
-                            c.h1.touch(self.clock.now);
+                            c.life.touch(self.clock.now);
                         }
                     }
                     Ok(Flushed::Limit) => {
-                        c.h1.touch(self.clock.now);
+                        c.life.touch(self.clock.now);
                         continue;
                     }
                     Ok(Flushed::Blocked) => {
@@ -87,13 +90,13 @@ impl Worker {
                 // not reset the connection under it (RFC 9113 §6.8).
                 return self.close_lingering(c);
             }
-            if c.h1.produced().is_some() {
+            if c.producing() {
                 self.lend_out(c);
                 if self.pump_produced(c) {
                     continue;
                 }
             }
-            if c.h1.closing() && !c.h1.producing() {
+            if c.life.closing() && !c.producing() {
                 return self.close_lingering(c);
             }
             let progressed = match self.read_and_process(c) {
@@ -116,13 +119,13 @@ impl Worker {
             // handler, a program reading its input, a held body) is
             // dropped now, not at a timeout. `close` stops a running
             // program and frees its slot.
-            if c.h1.reading_body() && self.logger.enabled(Level::Info) {
+            if c.reading_body() && self.logger.enabled(Level::Info) {
                 self.logger.log(
                     Level::Info,
                     format_args!(
                         "client {} closed the connection before its request body was complete{}",
                         c.peer.ip(),
-                        if c.h1.produced().is_some() {
+                        if c.producing() {
                             "; its CGI program is stopped"
                         } else {
                             ""
@@ -132,13 +135,12 @@ impl Worker {
             }
             return false;
         }
-        #[cfg(feature = "http2")]
-        if c.h2.is_some() {
-            // (Its h1 state stays idle: HTTP/2 keeps its own timers.)
+        // (HTTP/2 keeps its own timers.)
+        let Some(h1) = c.proto.h1_mut() else {
             return true;
-        }
-        c.h1.settle(!c.pending.is_empty(), self.clock.now);
-        if self.drain.mode == Drain::Stop && matches!(c.h1.state(), State::Idle) {
+        };
+        h1.settle(&mut c.life, !c.pending.is_empty(), self.clock.now);
+        if self.drain.mode == Drain::Stop && matches!(h1.state(), State::Idle) {
             // (Once: it is closing now, and its next drive lingers.)
             return Self::close_gracefully(c) && self.drive(c);
         }
@@ -158,7 +160,7 @@ impl Worker {
             return false;
         }
         #[cfg(feature = "http2")]
-        if let Some(h2) = c.h2.as_mut() {
+        if let Some(h2) = c.proto.h2_mut() {
             h2.conn.go_away();
         }
         if c.transport.is_tls() || c.speaks_h2() {
@@ -166,7 +168,7 @@ impl Worker {
             // close_notify): linger even if its socket was drained.
             c.transport.tcp_mut().read_more = true;
         }
-        c.h1.close();
+        c.life.close();
         true
     }
 
@@ -227,27 +229,33 @@ impl Worker {
         // closed, close at once: an HTTP/1.1 client sends nothing after
         // the request answered with `Connection: close`.
         let t = c.transport.tcp();
-        let quiet = t.eof
-            || (c.pending.is_empty() && !c.h1.reading_body() && !t.read_more && !c.speaks_h2());
+        let quiet =
+            t.eof || (c.pending.is_empty() && !c.reading_body() && !t.read_more && !c.speaks_h2());
         if quiet {
             return false;
         }
         c.pending.clear();
         // A request still held (a fatal TLS alert may end a connection
         // whose request waits) is let go of: nothing more is served.
-        if let Some(w) = c.h1.take_wait().and_then(|id| self.exchanges.take_wait(id)) {
+        if let Some(w) = c
+            .take_wait(None)
+            .and_then(|id| self.exchanges.take_wait(id))
+        {
             self.forget_wait(c, None, w);
         }
-        // (As is a produced answer on its way, as when the state held it:
-        // its run leaves the exchanges.)
-        if let Some(id) = c.h1.run_ex() {
-            self.exchanges.take_run(id);
+        // (As is a produced answer on its way: its run leaves the
+        // exchanges, and the HTTP/1.1 state is done with.)
+        if let Some(h1) = c.proto.h1_mut() {
+            if let Some(id) = h1.run_ex() {
+                self.exchanges.take_run(id);
+            }
+            h1.set(State::Idle, &mut c.life, self.clock.now);
         }
         let linger = Linger {
             left: LINGER_BYTES,
             unsent: c.transport.tcp().unsent(),
         };
-        c.h1.set(State::Lingering(linger), self.clock.now);
+        c.life.linger(linger, self.clock.now);
         self.linger(c)
     }
 
@@ -274,7 +282,7 @@ impl Worker {
     /// (and [`LINGER`], the timer's): raw bytes from the socket, which
     /// no protocol reads any more. Returns false to close now.
     fn linger(&mut self, c: &mut Conn) -> bool {
-        let State::Lingering(Linger { mut left, .. }) = *c.h1.state() else {
+        let Some(mut left) = c.life.lingering().map(|l| l.left.get()) else {
             return false;
         };
         let done = loop {
@@ -288,7 +296,8 @@ impl Worker {
                 Err(_) => break true,
             }
         };
-        if let State::Lingering(l) = c.h1.state_mut() {
+        // (What is left is never none while it lingers on.)
+        if let (Some(l), Some(left)) = (c.life.lingering(), NonZeroU32::new(left)) {
             l.left = left;
         }
         !done
@@ -347,12 +356,12 @@ impl Worker {
         let consumed = match c.awaiting_proxy() {
             // (Kept as pending input until the header is whole.)
             true => 0,
-            false => header + self.process(c, &rbuf[header..], had.saturating_sub(header)),
+            false => header + self.speak(c, &rbuf[header..], had.saturating_sub(header)),
         };
-        if consumed < rbuf.len() && !c.h1.closing() {
+        if consumed < rbuf.len() && !c.life.closing() {
             if c.transport.tcp().eof {
                 // The client left in the middle of a request: nothing to answer.
-                c.h1.close();
+                c.life.close();
             } else {
                 let mut p = self.pools.lend_buf();
                 p.extend_from_slice(&rbuf[consumed..]);
@@ -361,6 +370,46 @@ impl Worker {
         }
         self.pools.rbuf = rbuf;
         Ok(fresh || consumed > 0)
+    }
+
+    /// Hands `input` (bytes from `fresh` on arrived just now) to the
+    /// protocol connection `c` speaks; returns the bytes consumed. What
+    /// it speaks is chosen here, before any protocol reads: a fresh plain
+    /// connection whose first bytes are the HTTP/2 preface (h2c with
+    /// prior knowledge, RFC 9113 §3.3), or whose client chose `h2` by
+    /// ALPN, switches to HTTP/2; a request that asks for h2c (`Upgrade:
+    /// h2c`, RFC 7540 §3.2), which HTTP/1.1 hands back unanswered,
+    /// switches it if it may, else is answered over HTTP/1.1.
+    fn speak(&mut self, c: &mut Conn, input: &[u8], fresh: usize) -> usize {
+        #[cfg(feature = "http2")]
+        {
+            use super::h2::Opening;
+            use crate::server::conn::Proto;
+            if c.speaks_h2() {
+                return self.process_h2(c, input);
+            }
+            match self.h2_opening(c, input) {
+                Opening::Http1 => {}
+                Opening::Partial => return 0,
+                Opening::Http2 => {
+                    c.proto = Proto::H2(self.h2_session());
+                    return self.process_h2(c, input);
+                }
+            }
+        }
+        match self.process(c, input, fresh) {
+            Processed::Consumed(n) => n,
+            #[cfg(feature = "http2")]
+            Processed::Upgrade(n, settings) => {
+                // (The upgrade takes the rest of the connection: a client
+                // waits for the 101 before its preface, so nothing follows
+                // the request in `input`.)
+                if !self.h2c_upgrade(c, &settings) {
+                    self.dispatch(c, 0);
+                }
+                n
+            }
+        }
     }
 }
 
@@ -379,12 +428,12 @@ pub(super) fn linger_due(
     send_timeout: Duration,
 ) -> bool {
     let unsent = c.transport.tcp().unsent();
-    let State::Lingering(l) = c.h1.state_mut() else {
+    let Some(l) = c.life.lingering() else {
         return false;
     };
     if unsent != l.unsent {
         l.unsent = unsent;
-        c.h1.touch(now);
+        c.life.touch(now);
         return false;
     }
     age >= if unsent > 0 {

@@ -23,6 +23,7 @@ use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
+use crate::server::h1;
 use crate::server::run::Run;
 use crate::server::waits::Held;
 
@@ -47,7 +48,7 @@ pub(super) fn split_token(t: usize) -> (usize, usize) {
 /// once [`H2_PIPES`] do (its stream is answered 503).
 fn room_for_program(c: &Conn) -> bool {
     #[cfg(feature = "http2")]
-    if let Some(s) = c.h2.as_ref() {
+    if let Some(s) = c.h2() {
         return room_in(s);
     }
     let _ = c;
@@ -204,7 +205,8 @@ impl Worker {
         match stream {
             None => {
                 let cx = answering(&self.settings, &self.clock, self.drain.mode);
-                c.h1.fail(plan, &self.current.scratch, false, &mut c.out, &cx);
+                let (s, out) = (&self.current.scratch, &mut c.out);
+                h1::Conn::fail(&mut c.life, plan, s, false, out, &cx);
             }
             #[cfg(feature = "http2")]
             Some(id) => self.h2_answer(c, id, plan, redirects),

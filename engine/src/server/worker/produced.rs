@@ -19,8 +19,8 @@ use crate::http::{Method, Status};
 use crate::log::Logger;
 use crate::server::conn::Conn;
 use crate::server::exchange::{Exchange, Task};
+use crate::server::h1;
 use crate::server::h1::sink::{Framing, H1Sink, Producing};
-use crate::server::h1::State;
 use crate::server::router::Router;
 use crate::server::run::{Outcome, PumpCx, Run, Sink};
 use crate::server::waits::Held;
@@ -83,7 +83,9 @@ impl Worker {
                 task: Task::Run(*run),
             });
             let p = Producing { ex, framing, body };
-            c.h1.produce(Box::new(p), self.clock.now);
+            if let Some(h1) = c.proto.h1_mut() {
+                h1.produce(&mut c.life, Box::new(p), self.clock.now);
+            }
             return;
         };
         #[cfg(feature = "http2")]
@@ -96,7 +98,8 @@ impl Worker {
     /// each.
     pub(super) fn take_streams(&mut self) {
         while let Some(idx) = self.wakeups.next_stream() {
-            let streaming = matches!(self.conns.get(idx), Some(c) if matches!(c.h1.state(), State::Streaming(_)) || c.speaks_h2());
+            let streaming =
+                matches!(self.conns.get(idx), Some(c) if c.producing() || c.speaks_h2());
             if streaming {
                 self.on_event(idx, false);
             }
@@ -133,15 +136,15 @@ impl Worker {
             let Some(c) = self.conns.get_mut(i) else {
                 continue;
             };
-            if c.blocked_since.is_some() || matches!(c.h1.state(), State::Lingering(_)) {
+            if c.blocked_since.is_some() || c.life.lingers() {
                 continue;
             }
             let idle = run.idle_timeout(handler);
             let since = match stream {
-                None => Some(c.h1.since()),
+                None => Some(c.life.since()),
                 #[cfg(feature = "http2")]
                 Some(sid) => {
-                    let a = (c.h2.as_mut()).and_then(|s| {
+                    let a = c.proto.h2_mut().and_then(|s| {
                         s.answers
                             .iter_mut()
                             .find(|a| a.id == sid && a.run == Some(id))
@@ -195,8 +198,11 @@ impl Worker {
         c: &mut Conn,
         drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
     ) -> bool {
-        let served = c.h1.served();
-        let Some(p) = c.h1.produced() else {
+        let Some(h1) = c.proto.h1_mut() else {
+            return false;
+        };
+        let served = c.life.served();
+        let Some(p) = h1.produced() else {
             return false;
         };
         let Some(run) = self.exchanges.run_mut(p.ex) else {
@@ -225,7 +231,7 @@ impl Worker {
     fn h1_outcome(&mut self, c: &mut Conn, outcome: Outcome) -> bool {
         match outcome {
             Outcome::Idle => return false,
-            Outcome::Moved => c.h1.touch(self.clock.now),
+            Outcome::Moved => c.life.touch(self.clock.now),
             Outcome::Ended => self.h1_produced_end(c, None),
             Outcome::Fail(status) => self.h1_produced_end(c, Some(status)),
             Outcome::Redirect(target) => {
@@ -241,7 +247,8 @@ impl Worker {
     /// its head did not go out; logs it, and lets the connection go on
     /// (or close).
     fn h1_produced_end(&mut self, c: &mut Conn, fail: Option<Status>) {
-        let run = c.h1.run_ex().and_then(|id| self.exchanges.run(id));
+        let run = c.h1().and_then(h1::Conn::run_ex);
+        let run = run.and_then(|id| self.exchanges.run(id));
         let failed = match (fail, run) {
             (Some(status), Some(run)) => {
                 let req = &run.request.req;
@@ -256,7 +263,7 @@ impl Worker {
         let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
         self.log_produced(c, &run.request, status, body_from);
         if failed.is_some() || p.framing.broken || !p.framing.keep {
-            c.h1.close();
+            c.life.close();
         }
     }
 
@@ -269,14 +276,17 @@ impl Worker {
         };
         let status = run.stop(&mut self.logger);
         self.log_produced(c, &run.request, status, p.framing.body_from);
-        c.h1.close();
+        c.life.close();
     }
 
     /// Takes `c`'s HTTP/1.1 produced answer away, its run out of the
     /// exchanges and its sources out of the watch (see
     /// [`crate::server::h1::Conn::end_produced`]).
     fn h1_end_run(&mut self, c: &mut Conn) -> Option<(Box<Producing>, Run)> {
-        let p = c.h1.end_produced(self.clock.now)?;
+        let p = c
+            .proto
+            .h1_mut()?
+            .end_produced(&mut c.life, self.clock.now)?;
         let mut run = self.exchanges.take_run(p.ex)?;
         self.unwatch_run(&mut run);
         Some((p, run))
@@ -297,8 +307,8 @@ impl Worker {
         self.router
             .finish_unread(site, &mut plan, &mut self.current.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let body =
-            c.h1.fail(plan, &self.current.scratch, head_only, &mut c.out, &cx);
+        let (s, out) = (&self.current.scratch, &mut c.out);
+        let body = h1::Conn::fail(&mut c.life, plan, s, head_only, out, &cx);
         c.queued_end().saturating_sub(body)
     }
 
@@ -361,7 +371,7 @@ mod h2 {
             }));
             a.program = program;
             a.throttle = self.h2_throttle(c);
-            match c.h2.as_mut() {
+            match c.proto.h2_mut() {
                 Some(s) => {
                     if program {
                         s.count_program(true);
@@ -384,7 +394,9 @@ mod h2 {
             data: &[u8],
             end_stream: bool,
         ) -> bool {
-            let Some(s) = c.h2.as_mut() else { return false };
+            let Some(s) = c.proto.h2_mut() else {
+                return false;
+            };
             let Some(input) = s
                 .answers
                 .iter_mut()
@@ -428,7 +440,7 @@ mod h2 {
             let Some(ex) = a.run else {
                 return Some(a);
             };
-            let (Some(s), Some(run)) = (c.h2.as_mut(), self.exchanges.run_mut(ex)) else {
+            let (Some(s), Some(run)) = (c.proto.h2_mut(), self.exchanges.run_mut(ex)) else {
                 return Some(a);
             };
             let started = run.started();
@@ -483,7 +495,7 @@ mod h2 {
         /// END_STREAM, or RST_STREAM if it is short (nothing if the head
         /// ended it).
         pub(in crate::server::worker) fn h2_finish_stream(&mut self, c: &mut Conn, a: Answer) {
-            if let Some(s) = c.h2.as_mut() {
+            if let Some(s) = c.proto.h2_mut() {
                 if a.broken {
                     s.conn.reset(a.id, ErrorCode::Internal);
                 } else if !a.discard {
@@ -538,7 +550,7 @@ mod h2 {
         /// the session's count).
         fn h2_take_run(&mut self, c: &mut Conn, a: &mut Answer) -> Option<Run> {
             let ex = a.run.take()?;
-            if let (true, Some(s)) = (a.program, c.h2.as_mut()) {
+            if let (true, Some(s)) = (a.program, c.proto.h2_mut()) {
                 s.count_program(false);
             }
             self.exchanges.take_run(ex)
@@ -547,11 +559,11 @@ mod h2 {
         /// The produced answer on stream `id` of `c` gave nothing for its
         /// idle timeout: answered 504 (or reset).
         pub(in crate::server::worker) fn h2_run_timeout(&mut self, c: &mut Conn, id: u32) {
-            let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
+            let Some(a) = c.proto.h2_mut().and_then(|s| s.take(id)) else {
                 return;
             };
             let left = self.h2_with_sink(c, a, |run, sink, t| run.time_out(sink, t.log));
-            if let (Some(a), Some(s)) = (left, c.h2.as_mut()) {
+            if let (Some(a), Some(s)) = (left, c.proto.h2_mut()) {
                 s.conn.set_remaining(a.id, queued(&a.pieces));
                 s.answers.push(a);
             }

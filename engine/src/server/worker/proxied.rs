@@ -46,10 +46,10 @@ impl Worker {
         if let Some(client) = source {
             c.peer = client;
         }
-        c.awaiting_proxy = false;
+        c.life.awaiting_proxy = false;
         if let Err(why) = self.counts.counters.conn_limits.admit_ip(c.peer.ip()) {
             // Counted in the total only, as at accept.
-            c.awaiting_proxy = true;
+            c.life.awaiting_proxy = true;
             let _ = net::send(c.transport.tcp().socket(), REFUSED, false);
             if self.logger.enabled(Level::Warn) {
                 self.logger.log(

@@ -140,7 +140,7 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         #[cfg(feature = "http2")]
-        if let (Some(id), Some(s)) = (stream, c.h2.as_mut()) {
+        if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
             let mut a = crate::server::h2::Answer::waiting(id, self.current.start);
             a.wait = Some(ex);
             s.answers.push(a);
@@ -150,7 +150,9 @@ impl Worker {
         let now = self.clock.now;
         let held = match self.exchanges.wait(ex) {
             Some(Wait::Check(_)) => {
-                c.h1.hold(ex, now);
+                if let Some(h1) = c.proto.h1_mut() {
+                    h1.hold(&mut c.life, ex, now);
+                }
                 return None;
             }
             Some(Wait::Handler(HandlerWait { held, .. }) | Wait::Whole(WholeBody { held, .. })) => {
@@ -169,7 +171,9 @@ impl Worker {
                 &mut self.current.scratch,
             ));
         };
-        c.h1.wait_for_body(expect_continue, d, ex, &mut c.out, now);
+        if let Some(h1) = c.proto.h1_mut() {
+            h1.wait_for_body(&mut c.life, expect_continue, d, ex, &mut c.out, now);
+        }
         None
     }
 
@@ -200,7 +204,7 @@ impl Worker {
     /// (on an HTTP/1.1 connection that closes, none is).
     pub(super) fn take_checked(&mut self, c: &mut Conn) {
         loop {
-            if c.h1.closing() && !c.speaks_h2() {
+            if c.life.closing() && !c.speaks_h2() {
                 return;
             }
             let checked = |id| self.exchanges.wait(id).is_some_and(Wait::is_checked);
@@ -361,7 +365,7 @@ impl Worker {
             }
             Wait::Check(w) => {
                 #[cfg(feature = "http2")]
-                if let (Some(id), Some(s)) = (stream, c.h2.as_mut()) {
+                if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
                     s.conn.release(id, w.body.len());
                 }
                 let _ = (c, stream);

@@ -25,7 +25,7 @@ impl Worker {
             return;
         }
         let ex = c.wait_id(Some(id));
-        let Some(s) = c.h2.as_mut() else { return };
+        let Some(s) = c.proto.h2_mut() else { return };
         let checking = matches!(
             ex.and_then(|ex| self.exchanges.wait(ex)),
             Some(Wait::Check(_))
@@ -68,7 +68,7 @@ impl Worker {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,
         };
-        if let Some(s) = c.h2.as_mut() {
+        if let Some(s) = c.proto.h2_mut() {
             s.conn
                 .discard_body(id, declared.max(self.settings.cfg.limits.max_body));
         }

@@ -41,12 +41,12 @@ use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Framing, Head};
 use crate::http::{Method, Status};
 use crate::log::{Draft, Logger};
-use crate::server::conn::Conn;
+use crate::server::conn::{Conn, Proto};
 use crate::server::drain::Drain;
-use crate::server::h1::{State, OUTPUT_CAP};
+use crate::server::h1::{self, State, OUTPUT_CAP};
 pub(super) use crate::server::h2::opening::Opening;
 use crate::server::h2::opening::{opening, prior_knowledge};
-use crate::server::h2::{request, upgrade, Answer, Piece, Session};
+use crate::server::h2::{request, Answer, Piece, Session};
 use crate::server::transport::Out;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
@@ -59,7 +59,10 @@ const FILE_BATCH: usize = 256 * 1024;
 /// Whether plain connection `c` is fresh for [`opening`]: it has served
 /// no request and is not reading one beyond its head.
 fn fresh(c: &Conn) -> bool {
-    c.h1.served() == 0 && matches!(c.h1.state(), State::Idle | State::Head)
+    let head = c
+        .h1()
+        .is_some_and(|h| matches!(h.state(), State::Idle | State::Head));
+    c.life.served() == 0 && head
 }
 
 impl Worker {
@@ -101,20 +104,17 @@ impl Worker {
                 ),
             );
         }
-        c.h1.close();
+        c.life.close();
         true
     }
 
     /// Handles what arrived on HTTP/2 connection `c`; returns the bytes
     /// consumed (a frame not complete yet waits for more).
     pub(super) fn process_h2(&mut self, c: &mut Conn, input: &[u8]) -> usize {
-        if c.h2.is_none() {
-            c.h2 = Some(self.h2_session());
-        }
         self.h2_lend(c);
         // (At a reload, the sweep says when; see `Worker::sweep`.)
         if self.drain.mode == Drain::Stop {
-            if let Some(s) = c.h2.as_mut() {
+            if let Some(s) = c.proto.h2_mut() {
                 shut_down(s, c.index, self.clock.now, &mut self.timers);
             }
         }
@@ -128,11 +128,11 @@ impl Worker {
             if c.out.unsent() >= OUTPUT_CAP as u64 {
                 break;
             }
-            let Some(s) = c.h2.as_mut() else { break };
+            let Some(s) = c.proto.h2_mut() else { break };
             let before = pos;
             let event = s.conn.read(input, &mut pos, self.clock.now);
             if pos > before {
-                c.h1.touch(self.clock.now);
+                c.life.touch(self.clock.now);
             }
             match event {
                 H2Event::Stall => break,
@@ -169,7 +169,7 @@ impl Worker {
     /// A new HTTP/2 session, held to the configuration's limits: one
     /// copy of them for the worker's connections (made again if a reload
     /// changed them), not one each.
-    fn h2_session(&mut self) -> Box<Session> {
+    pub(super) fn h2_session(&mut self) -> Box<Session> {
         let limits = proto::Limits::from(&self.settings.cfg.http2);
         let limits = match &self.settings.h2_limits {
             Some(l) if **l == limits => Arc::clone(l),
@@ -179,24 +179,19 @@ impl Worker {
     }
 
     /// The request just read on plain HTTP/1.1 connection `c` asks to go
-    /// on in h2c (`Upgrade: h2c`, RFC 7540 §3.2): if it may, `101
-    /// Switching Protocols` and our SETTINGS are queued, the connection
-    /// speaks HTTP/2 from the next byte on (the client's preface), after
-    /// which the request is answered on stream 1. Whether it was taken so; if not (TLS, h2c
-    /// off, a request body, a field HTTP/2 refuses, a stop under way),
-    /// the request is answered over HTTP/1.1, the upgrade ignored, as
-    /// RFC 9110 §7.8 allows.
-    pub(super) fn h2c_upgrade(&mut self, c: &mut Conn) -> bool {
-        let cleartext = self.settings.cfg.http2.cleartext;
-        let draining = self.drain.mode != Drain::Serve;
-        let req = &self.current.req;
-        let Some(settings) = upgrade::settings(req, cleartext, c.transport.is_tls(), draining)
-        else {
-            return false;
-        };
+    /// on in h2c (`Upgrade: h2c`, RFC 7540 §3.2), and may (TLS, h2c off,
+    /// a request body and a stop under way were ruled out by
+    /// [`crate::server::h2::upgrade::settings`], which gave its SETTINGS
+    /// payload `settings`): `101 Switching Protocols` and our SETTINGS
+    /// are queued, the connection speaks HTTP/2 from the next byte on
+    /// (the client's preface), after which the request is answered on
+    /// stream one. Whether it was taken so; if not (settings or a field
+    /// HTTP/2 refuses), the caller answers the request over HTTP/1.1,
+    /// the upgrade ignored, as RFC 9110 §7.8 allows.
+    pub(super) fn h2c_upgrade(&mut self, c: &mut Conn, settings: &[u8]) -> bool {
         let mut session = self.h2_session();
         let req = &self.current.req;
-        let taken = session.conn.upgrade(&settings, self.clock.now, |r| {
+        let taken = session.conn.upgrade(settings, self.clock.now, |r| {
             r.field(b":method", req.method_token());
             r.field(b":scheme", b"http");
             if let Some(host) = req.host() {
@@ -243,7 +238,7 @@ impl Worker {
         c.out.push_bytes(
             b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
         );
-        c.h2 = Some(session);
+        c.proto = Proto::H2(session);
         self.h2_queue_control(c);
         true
     }
@@ -251,7 +246,7 @@ impl Worker {
     /// Lends connection `c` the buffers its streams need, from the
     /// worker's spares, if it has none.
     fn h2_lend(&mut self, c: &mut Conn) {
-        let Some(s) = c.h2.as_mut().filter(|s| s.lacks_buffers()) else {
+        let Some(s) = c.proto.h2_mut().filter(|s| s.lacks_buffers()) else {
             return;
         };
         let Some(mut spare) = self.pools.lend_h2() else {
@@ -267,7 +262,7 @@ impl Worker {
     /// no stream open and nothing under way: an idle connection holds
     /// none (beyond [`SPARES`](super::SPARES) kept, they are freed).
     pub(super) fn h2_take_back(&mut self, c: &mut Conn) {
-        let Some(s) = c.h2.as_mut().filter(|s| !s.holds_no_buffers()) else {
+        let Some(s) = c.proto.h2_mut().filter(|s| !s.holds_no_buffers()) else {
             return;
         };
         let mut spare = Default::default();
@@ -280,7 +275,7 @@ impl Worker {
     fn h2_request(&mut self, c: &mut Conn, id: u32, end_stream: bool) {
         self.current.scratch.clear();
         self.current.start = self.clock.now;
-        let Some(s) = c.h2.as_ref() else { return };
+        let Some(s) = c.proto.h2() else { return };
         let built = request::fill(
             &mut self.current.req,
             s.conn.request(),
@@ -311,12 +306,13 @@ impl Worker {
     /// process reads it, its body is not wanted (a static file, an
     /// error answered without it).
     pub(super) fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
-        let reads_body =
-            c.h2.as_mut()
-                .and_then(|s| s.answer(id))
-                .and_then(|a| a.run)
-                .and_then(|ex| self.exchanges.run_mut(ex))
-                .is_some_and(|run| run.takes_body());
+        let reads_body = c
+            .proto
+            .h2_mut()
+            .and_then(|s| s.answer(id))
+            .and_then(|a| a.run)
+            .and_then(|ex| self.exchanges.run_mut(ex))
+            .is_some_and(|run| run.takes_body());
         if !no_body && !reads_body {
             self.h2_refuse_rest(c, id);
         }
@@ -374,7 +370,7 @@ impl Worker {
             Framing::Length(body_len)
         };
         // (Their memory is the session's, reused from answer to answer.)
-        let (mut pieces, text) = match c.h2.as_mut() {
+        let (mut pieces, text) = match c.proto.h2_mut() {
             Some(s) => s.spares(),
             None => return,
         };
@@ -392,7 +388,7 @@ impl Worker {
             true => None,
             false => self.h2_throttle(c),
         };
-        let Some(s) = c.h2.as_mut() else { return };
+        let Some(s) = c.proto.h2_mut() else { return };
         let end = pieces.is_empty();
         let head = Head {
             status: status.0,
@@ -427,7 +423,7 @@ impl Worker {
     pub(in crate::server::worker) fn h2_throttle(&mut self, c: &mut Conn) -> Option<Box<Throttle>> {
         let (rule, connection_rate, shared) = self.matching_throttle()?;
         let own = match connection_rate {
-            Some(r) => Some(c.h2.as_mut()?.connection_rate(rule, r, self.clock.now)),
+            Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, self.clock.now)),
             None => None,
         };
         Some(Box::new(Throttle { shared, own }))
@@ -443,19 +439,19 @@ impl Worker {
         has: fn(&Answer) -> bool,
         pump: fn(&mut Worker, &mut Conn, Answer) -> Option<Answer>,
     ) {
-        let Some(s) = c.h2.as_ref() else { return };
+        let Some(s) = c.proto.h2() else { return };
         if !s.answers.iter().any(has) {
             return;
         }
         let mut last = None;
-        while let Some(id) = c.h2.as_ref().and_then(|s| s.next_answer(last, has)) {
+        while let Some(id) = c.proto.h2().and_then(|s| s.next_answer(last, has)) {
             last = Some(id);
-            let Some(a) = c.h2.as_mut().and_then(|s| s.take(id)) else {
+            let Some(a) = c.proto.h2_mut().and_then(|s| s.take(id)) else {
                 continue;
             };
             if let Some(a) = pump(self, c, a) {
                 let buffered: u64 = a.pieces.iter().map(Piece::len).sum();
-                if let Some(s) = c.h2.as_mut() {
+                if let Some(s) = c.proto.h2_mut() {
                     s.conn.set_remaining(id, buffered);
                     s.answers.push(a);
                 }
@@ -466,7 +462,7 @@ impl Worker {
     /// An answer's last frame is queued: its log line waits for it to leave.
     pub(super) fn h2_ended(&mut self, c: &mut Conn, mut a: Answer) {
         self.lend_out(c);
-        if let Some(s) = c.h2.as_mut() {
+        if let Some(s) = c.proto.h2_mut() {
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
             c.out.commit(start);
@@ -479,7 +475,7 @@ impl Worker {
                 *draft
             });
         }
-        if let Some(s) = c.h2.as_mut() {
+        if let Some(s) = c.proto.h2_mut() {
             s.recycle(&mut a);
         }
     }
@@ -492,14 +488,14 @@ impl Worker {
         // Throttled answers over their rates wait (paused) for the
         // earliest moment one may go on; the others are not held up.
         let mut wake: Option<Instant> = None;
-        if let Some(s) = c.h2.as_mut() {
+        if let Some(s) = c.proto.h2_mut() {
             s.conn.resume_all();
         }
         loop {
             if c.out.unsent() >= OUTPUT_CAP as u64 {
                 break;
             }
-            let Some(s) = c.h2.as_mut() else { return };
+            let Some(s) = c.proto.h2_mut() else { return };
             let Some(id) = s.conn.next_stream() else {
                 break;
             };
@@ -606,12 +602,13 @@ impl Worker {
                     Level::Error,
                     format_args!("reading a file for HTTP/2 failed: {e}"),
                 );
-                let gone = c.h2.as_mut().map(|s| std::mem::take(&mut s.answers));
+                let gone = c.proto.h2_mut().map(|s| std::mem::take(&mut s.answers));
                 for a in gone.into_iter().flatten() {
                     self.h2_forget(c, a);
                 }
-                c.h2 = None;
-                c.h1.close();
+                // (The session goes: nothing more of it may be sent.)
+                c.proto = Proto::H1(h1::Conn::new());
+                c.life.close();
                 return;
             }
             if piece.is_empty() {
@@ -629,7 +626,7 @@ impl Worker {
                 }
             }
         }
-        if let Some(s) = c.h2.as_mut() {
+        if let Some(s) = c.proto.h2_mut() {
             if wake.is_some_and(|when| s.throttle_wake(when, self.clock.now)) {
                 self.timers.wake_at(wake.unwrap_or(self.clock.now), c.index);
             }
@@ -647,14 +644,16 @@ impl Worker {
     /// Moves the frames the protocol has queued by itself (control
     /// frames, a GOAWAY) to the output queue; whether there were any.
     pub(super) fn h2_queue_control(&mut self, c: &mut Conn) -> bool {
-        let Some(s) = c.h2.as_mut() else { return false };
+        let Some(s) = c.proto.h2_mut() else {
+            return false;
+        };
         // (The final GOAWAY, if its wait for the client is over.)
         s.conn.goaway_due(self.clock.now);
         if s.conn.out().is_empty() {
             return false;
         }
         self.lend_out(c);
-        if let Some(s) = c.h2.as_mut() {
+        if let Some(s) = c.proto.h2_mut() {
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
             c.out.commit(start);
@@ -665,7 +664,8 @@ impl Worker {
     /// Whether an HTTP/2 connection is done: failed, or winding down
     /// with every stream answered.
     pub(super) fn h2_done(&self, c: &Conn) -> bool {
-        c.h2.as_ref()
+        c.proto
+            .h2()
             .is_some_and(|s| s.conn.failed() || s.conn.finished())
     }
 }
