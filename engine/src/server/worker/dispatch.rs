@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use super::clock::Clock;
 use super::proxied::client_of;
 use super::settings::Settings;
-use super::{access_log, Worker, SCRATCH_KEEP};
+use super::{access_log, Request, Worker, SCRATCH_KEEP};
 use crate::access::throttle::{Rate, Throttle};
 use crate::config::Level;
 use crate::handlers::{Body, Plan};
@@ -23,32 +23,34 @@ use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::{Answering, BodyOver, Event, Reading};
 use crate::server::router::{Client, Router, Routing};
-use crate::server::waits::Held;
 
 impl Worker {
-    /// Paces this connection's output if the request's path (decoded in
-    /// `scratch.path` by the handler) matches a `[[throttle]]` rule.
-    pub(super) fn throttle_for(&mut self, c: &mut Conn) {
+    /// Paces this connection's output if the path answered for `r` (its
+    /// request's, decoded in `scratch.path` by the router, or the file a
+    /// handler chose) matches a `[[throttle]]` rule of its site.
+    pub(super) fn throttle_for(&mut self, c: &mut Conn, r: &Request) {
         if c.throttle.is_some() {
             return;
         }
-        if let Some((_, connection_rate, shared)) = self.matching_throttle() {
+        let site = r.req.site();
+        if let Some((_, connection_rate, shared)) = self.matching_throttle(site, &r.scratch.path) {
             let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.clock.now)));
             c.throttle = Some(Box::new(Throttle { shared, own }));
         }
     }
 
-    /// The first `[[throttle]]` rule of the request's site its path
-    /// (decoded in `scratch.path` by the handler) matches: its index
-    /// among every site's rules, its `connection_rate`, and its `rate`,
-    /// shared by every worker.
-    pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
-        let site = self.current.req.site();
+    /// The first `[[throttle]]` rule of `site` that `path` (the path
+    /// answered) matches: its index among every site's rules, its
+    /// `connection_rate`, and its `rate`, shared by every worker.
+    pub(super) fn matching_throttle(
+        &self,
+        site: usize,
+        path: &[u8],
+    ) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
         let rules = &self.settings.cfg.site(site).throttle;
         if rules.is_empty() {
             return None;
         }
-        let path = &self.current.scratch.path;
         let (i, rule) = rules
             .iter()
             .enumerate()
@@ -94,28 +96,24 @@ impl Worker {
                 output: c.out.buffered(),
                 now: self.clock.now,
             };
+            // (The buffers of a request whose head is read: it is
+            // answered, or held, with them, and they come back after.)
+            let mut r = self.pools.lend_request(started);
             let ex = &mut self.exchanges;
-            match c.h1.read(input, &mut pos, &mut self.current.req, &cx, ex) {
+            let event = c.h1.read(input, &mut pos, &mut r.req, &cx, ex);
+            if let Event::Request | Event::Invalid(_) = event {
+                let consumed = self.answer_head(c, &mut r, event, pos, input.len());
+                self.pools.take_back_request(r);
+                match consumed {
+                    Some(n) => return n,
+                    None => continue,
+                }
+            }
+            self.pools.take_back_request(r);
+            match event {
                 Event::Stall => return pos,
-                Event::Invalid(e) => {
-                    #[cfg(feature = "http2")]
-                    if e.is_not_http1() && self.h2_failed_preface(c) {
-                        return input.len();
-                    }
-                    self.current.start = started;
-                    self.reject(c, e.status, e.reason);
-                    return input.len();
-                }
-                Event::Request => {
-                    self.current.start = started;
-                    // (An upgrade takes the rest of the connection: a
-                    // client waits for the 101 before its preface.)
-                    #[cfg(feature = "http2")]
-                    if pos == input.len() && self.h2c_upgrade(c) {
-                        return pos;
-                    }
-                    self.dispatch(c, 0);
-                }
+                // (Answered above.)
+                Event::Request | Event::Invalid(_) => {}
                 Event::BodyGrew => {
                     if !self.body_grew(c, None) {
                         return input.len();
@@ -131,6 +129,42 @@ impl Worker {
                     self.body_refused(c, e, waiting);
                     return input.len();
                 }
+            }
+        }
+    }
+
+    /// The head `event` (a request, or one that can never be valid) was
+    /// read into `r` on `c`, up to `pos` of the `len` bytes of input:
+    /// answers it (or holds it). Returns the bytes consumed if that ends
+    /// the input: a rejected request (the connection closes after it) or
+    /// an upgrade to HTTP/2.
+    fn answer_head(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        event: Event,
+        pos: usize,
+        len: usize,
+    ) -> Option<usize> {
+        match event {
+            Event::Invalid(e) => {
+                #[cfg(feature = "http2")]
+                if e.is_not_http1() && self.h2_failed_preface(c) {
+                    return Some(len);
+                }
+                self.reject(c, r, e.status, e.reason);
+                Some(len)
+            }
+            _ => {
+                // (An upgrade takes the rest of the connection: a
+                // client waits for the 101 before its preface.)
+                #[cfg(feature = "http2")]
+                if pos == len && self.h2c_upgrade(c, r) {
+                    return Some(pos);
+                }
+                let _ = pos;
+                self.dispatch(c, r, 0);
+                None
             }
         }
     }
@@ -162,7 +196,7 @@ impl Worker {
 
     /// Answers a request that could not be parsed (or whose head did not
     /// arrive in time), and closes after it.
-    pub(super) fn reject(&mut self, c: &mut Conn, status: Status, reason: &str) {
+    pub(super) fn reject(&mut self, c: &mut Conn, r: &mut Request, status: Status, reason: &str) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
@@ -170,12 +204,12 @@ impl Worker {
             );
         }
         self.lend_out(c);
-        self.current.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.current.scratch);
+        r.scratch.clear();
+        let mut plan = Plan::error(status, &mut r.scratch);
         self.router
-            .finish_unread(0, &mut plan, &mut self.current.scratch, &mut self.logger);
+            .finish_unread(0, &mut plan, &mut r.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let body = c.h1.reject(plan, &self.current.scratch, &mut c.out, &cx);
+        let body = c.h1.reject(plan, &r.scratch, &mut c.out, &cx);
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
@@ -199,45 +233,49 @@ impl Worker {
                 c.sent,
                 end,
                 body,
-                self.current.start,
+                r.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
     }
 
-    /// Routes the current request (`self.current.req`; `redirects` counts the
-    /// CGI local redirects that led to it) and queues its answer, or
-    /// holds it until it can be answered.
-    pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
-        self.see_through_proxies(c);
-        self.current.scratch.clear();
+    /// Routes request `r` (`redirects` counts the CGI local redirects
+    /// that led to it) and queues its answer, or holds it until it can be
+    /// answered.
+    pub(super) fn dispatch(&mut self, c: &mut Conn, r: &mut Request, redirects: u8) {
+        self.see_through_proxies(c, &mut r.req);
+        r.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
-        let plan = match self.current.req.body() {
-            BodyFraming::None => self.route(c, None, redirects, &mut decoder),
+        let plan = match r.req.body() {
+            BodyFraming::None => self.route(c, r, None, redirects, &mut decoder),
             framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    self.route(c, None, redirects, &mut decoder)
+                    self.route(c, r, None, redirects, &mut decoder)
                 }
                 Err(e) => {
-                    let mut p = Plan::error(e.status, &mut self.current.scratch);
+                    let mut p = Plan::error(e.status, &mut r.scratch);
                     p.close = true;
                     Some(p)
                 }
             },
         };
-        self.throttle_for(c);
+        self.throttle_for(c, r);
         if let Some(plan) = plan {
-            self.answer_or_pipe(c, plan, decoder, redirects);
+            self.answer_or_pipe(c, r, plan, decoder, redirects);
         }
     }
 
-    /// The router, and the current request on its way to it, from `c`.
-    pub(super) fn routing<'a>(&'a mut self, c: &'a Conn) -> (&'a mut Router, Routing<'a>) {
-        let peer = client_of(c, &self.current.req);
+    /// The router, and request `r` on its way to it, from `c`.
+    pub(super) fn routing<'a>(
+        &'a mut self,
+        c: &'a Conn,
+        r: &'a mut Request,
+    ) -> (&'a mut Router, Routing<'a>) {
+        let peer = client_of(c, &r.req);
         let routing = Routing {
-            req: &mut self.current.req,
+            req: &mut r.req,
             client: Client {
                 conn: c.index,
                 peer,
@@ -245,29 +283,27 @@ impl Worker {
                 local: c,
                 tls: c.transport.session(),
             },
-            scratch: &mut self.current.scratch,
+            scratch: &mut r.scratch,
             log: &mut self.logger,
         };
         (&mut self.router, routing)
     }
 
-    /// Answers with `plan`: a pipe body starts being pumped (the request
-    /// body, read by `decoder`, goes to it); anything else is queued.
+    /// Answers `r` with `plan`: a pipe body starts being pumped (the
+    /// request body, read by `decoder`, goes to it); anything else is
+    /// queued.
     pub(super) fn answer_or_pipe(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         mut plan: Plan,
         mut decoder: Option<BodyDecoder>,
         redirects: u8,
     ) {
         // (Every other answer is finished where it is queued, in `answer`.)
         if matches!(plan.body, Body::Stream(_)) {
-            self.router.finish(
-                &self.current.req,
-                &mut plan,
-                &mut self.current.scratch,
-                &mut self.logger,
-            );
+            self.router
+                .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         }
         let Plan {
             status,
@@ -275,14 +311,14 @@ impl Worker {
             close,
         } = plan;
         let plan = match body {
-            Body::Pipe(pipe) => match self.start_pipe(c, None, *pipe, redirects, &mut decoder) {
+            Body::Pipe(pipe) => match self.start_pipe(c, r, None, *pipe, redirects, &mut decoder) {
                 Ok(()) => return,
                 Err(plan) => plan,
             },
             // (A handler's request body was read before it ran.)
             Body::Stream(streamed) => {
-                let producer = streamed.producer(status, &self.current.scratch.headers);
-                return self.start_produced(c, None, producer, redirects);
+                let producer = streamed.producer(status, &r.scratch.headers);
+                return self.start_produced(c, r, None, producer, redirects);
             }
             body => Plan {
                 status,
@@ -290,47 +326,25 @@ impl Worker {
                 close,
             },
         };
-        self.answer(c, plan, decoder);
+        self.answer(c, r, plan, decoder);
     }
 
-    /// Takes the current request away to hold it.
-    pub(super) fn hold(&mut self, redirects: u8) -> Held {
-        Held {
-            req: std::mem::take(&mut self.current.req),
-            started: self.current.start,
-            redirects,
-        }
-    }
-
-    /// Makes a held request the current one again; returns its redirects.
-    pub(super) fn resume(&mut self, held: Held) -> u8 {
-        self.current.req = held.req;
-        self.current.start = held.started;
-        self.current.scratch.clear();
-        held.redirects
-    }
-
-    /// Queues `plan` as the answer to the current request and logs it;
-    /// `decoder` reads the request's body to drop it, if it has one left
-    /// to read.
-    pub(super) fn answer(&mut self, c: &mut Conn, mut plan: Plan, decoder: Option<BodyDecoder>) {
-        self.router.finish(
-            &self.current.req,
-            &mut plan,
-            &mut self.current.scratch,
-            &mut self.logger,
-        );
+    /// Queues `plan` as the answer to request `r` and logs it; `decoder`
+    /// reads the request's body to drop it, if it has one left to read.
+    pub(super) fn answer(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        mut plan: Plan,
+        decoder: Option<BodyDecoder>,
+    ) {
+        self.router
+            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let queued = c.h1.answer(
-            &self.current.req,
-            plan,
-            &self.current.scratch,
-            decoder,
-            &mut c.out,
-            &cx,
-        );
+        let queued =
+            c.h1.answer(&r.req, plan, &r.scratch, decoder, &mut c.out, &cx);
         let bytes = match queued {
             Ok(n) => n,
             Err(e) => {
@@ -338,56 +352,56 @@ impl Worker {
                     Level::Error,
                     format_args!(
                         "reading {} failed: {e}",
-                        String::from_utf8_lossy(self.current.req.target())
+                        String::from_utf8_lossy(r.req.target())
                     ),
                 );
                 0
             }
         };
-        self.log_answer(client_of(c, &self.current.req).ip(), status);
+        self.log_answer(r, client_of(c, &r.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
+            let rec = request_record(c, self.clock.wall, &r.req, status.0);
             access_log::push(
                 &mut c.out,
                 &mut self.logger,
                 c.sent,
                 end,
                 bytes,
-                self.current.start,
+                r.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
         // The answer is queued (copied): the scratch buffers are free.
-        self.current.scratch.trim(SCRATCH_KEEP);
+        r.scratch.trim(SCRATCH_KEEP);
     }
 
-    /// Logs what the answer `status` to the current request says about
-    /// the server: a 5xx at `error`, and why a file was refused at `debug`.
-    pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
-        self.count_answer(&self.current.req, status.0, self.current.start);
+    /// Logs what the answer `status` to request `r` says about the
+    /// server: a 5xx at `error`, and why a file was refused at `debug`.
+    pub(super) fn log_answer(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
+        self.count_answer(&r.req, status.0, r.start);
         if status.0 >= 500 && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(
                     "{} answering {}",
                     status.0,
-                    String::from_utf8_lossy(self.current.req.target())
+                    String::from_utf8_lossy(r.req.target())
                 ),
             );
         }
-        if let Some(why) = self.current.scratch.why {
+        if let Some(why) = r.scratch.why {
             if self.logger.enabled(why.level()) {
-                self.log_refusal(ip, status);
+                self.log_refusal(r, ip, status);
             }
         }
     }
 
-    /// Logs why the current request was answered `status` (the reason
-    /// its handler recorded: the file and what was wrong with it), within
-    /// the worker's budget of such lines.
-    fn log_refusal(&mut self, ip: std::net::IpAddr, status: Status) {
-        let Some(why) = self.current.scratch.why else {
+    /// Logs why request `r` was answered `status` (the reason its
+    /// handler recorded: the file and what was wrong with it), within the
+    /// worker's budget of such lines.
+    fn log_refusal(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
+        let Some(why) = r.scratch.why else {
             return;
         };
         self.report_refusals_not_logged();
@@ -396,17 +410,17 @@ impl Worker {
         }
         let file = crate::handlers::refusal::Explained {
             why,
-            file: &self.current.scratch.why_file,
-            root: &self.settings.cfg.site(self.current.req.site()).root,
+            file: &r.scratch.why_file,
+            root: &self.settings.cfg.site(r.req.site()).root,
         };
         self.logger.log(
             why.level(),
             format_args!(
                 "client {ip}: {} for \"{} {} {}\": {file}",
                 status.0,
-                String::from_utf8_lossy(self.current.req.method_token()),
-                String::from_utf8_lossy(self.current.req.target()),
-                self.current.req.version().as_str(),
+                String::from_utf8_lossy(r.req.method_token()),
+                String::from_utf8_lossy(r.req.target()),
+                r.req.version().as_str(),
             ),
         );
     }
