@@ -68,10 +68,11 @@ const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[];
 
 /// How many fields `Worker` (server/worker.rs) may have: a ratchet.
 /// Issue #26 asks for at most [`WORKER_FIELDS_GOAL`] (plan §3.5), which
-/// stage E1 reached (13: each part in a file of its own under worker/).
+/// stage E1 reached (each part in a file of its own under worker/); E7
+/// took the request being answered out (it travels by argument): 13.
 /// The test fails when there are more, and, until the goal, when there
 /// are fewer (lower this number then); never raise it.
-const WORKER_FIELDS: usize = 15;
+const WORKER_FIELDS: usize = 13;
 
 /// Issue #26's limit for `Worker`'s fields.
 const WORKER_FIELDS_GOAL: usize = 15;

@@ -49,6 +49,15 @@ impl Wait {
         }
     }
 
+    /// The request held.
+    pub fn held(&self) -> &Held {
+        match self {
+            Wait::Check(w) => &w.held,
+            Wait::Handler(w) => &w.held,
+            Wait::Whole(w) => &w.held,
+        }
+    }
+
     /// Whether it is a password check whose outcome is in.
     pub fn is_checked(&self) -> bool {
         matches!(self, Wait::Check(w) if w.ready)
@@ -142,5 +151,29 @@ mod tests {
         handler.push(b"xyz", dir);
         assert!(handler.wants_body() && !handler.is_checked());
         assert!(matches!(&handler, Wait::Handler(w) if w.body == b"xyz" && w.counted == 0));
+    }
+
+    #[test]
+    fn a_wait_names_the_request_it_holds() {
+        let with = |redirects| Held {
+            redirects,
+            ..held()
+        };
+        let waits = [
+            Wait::Check(AuthWait {
+                held: with(1),
+                ready: false,
+                body: Vec::new(),
+                body_done: false,
+            }),
+            Wait::Handler(HandlerWait {
+                mount: 0,
+                held: with(2),
+                body: Vec::new(),
+                counted: 0,
+            }),
+        ];
+        let redirects: Vec<u8> = waits.iter().map(|w| w.held().redirects).collect();
+        assert_eq!(redirects, [1, 2]);
     }
 }

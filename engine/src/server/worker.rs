@@ -29,7 +29,6 @@ mod accept;
 mod access_log;
 mod clock;
 mod counting;
-mod current;
 mod dispatch;
 mod drain;
 mod drive;
@@ -50,11 +49,10 @@ mod wakeups;
 use access_log::settle;
 use clock::Clock;
 use counting::Counts;
-use current::Current;
 use dispatch::{answering, request_record};
 use drain::Draining;
 use listen::Listen;
-use pools::Pools;
+use pools::{Pools, Request};
 use settings::Settings;
 use slab::Slab;
 use timers::Timers;
@@ -141,8 +139,6 @@ pub struct Worker {
     counts: Counts,
     /// Chooses who answers each request.
     router: Router,
-    /// The request being answered, and its scratch buffers.
-    current: Current,
     /// What wakes it besides its sockets.
     wakeups: Wakeups,
     /// Its configuration, and the limits worked out from it.
@@ -177,7 +173,6 @@ impl Worker {
             conns: Slab::new(),
             counts: Counts::new(init.counters, init.stats, now),
             router,
-            current: Current::new(now),
             wakeups,
             settings: Settings::new(cfg),
             logger: init.logger,
@@ -526,8 +521,10 @@ impl Worker {
                     let mut conn = self.conns.take(i).expect("present");
                     conn.pending = Vec::new();
                     // (Reading its head since its first byte.)
-                    self.current.start = conn.life.since();
-                    self.reject(&mut conn, Status::REQUEST_TIMEOUT, "request head timed out");
+                    let mut r = self.pools.lend_request(conn.life.since());
+                    let why = "request head timed out";
+                    self.reject(&mut conn, &mut r, Status::REQUEST_TIMEOUT, why);
+                    self.pools.take_back_request(r);
                     self.conns.put(i, conn);
                     self.on_event(i, false);
                 }

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use super::clock::Clock;
 use super::proxied::client_of;
 use super::settings::Settings;
-use super::{access_log, Worker, SCRATCH_KEEP};
+use super::{access_log, Request, Worker, SCRATCH_KEEP};
 use crate::access::throttle::{Rate, Throttle};
 use crate::config::Level;
 use crate::handlers::{Body, Plan};
@@ -25,7 +25,6 @@ use crate::server::h1::{Answering, BodyOver, Event, Reading};
 #[cfg(feature = "http2")]
 use crate::server::h2::upgrade;
 use crate::server::router::{Client, Router, Routing};
-use crate::server::waits::Held;
 
 /// What HTTP/1.1 made of the input ([`Worker::process`]).
 pub(super) enum Processed {
@@ -33,37 +32,40 @@ pub(super) enum Processed {
     Consumed(usize),
     /// The bytes it consumed, up to the end of a request that asks to go
     /// on in h2c (`Upgrade: h2c`, RFC 7540 §3.2) and may: the SETTINGS
-    /// payload it carries ([`upgrade::settings`]). The request (the
-    /// current one) is not answered: the connection driver switches the
+    /// payload it carries ([`upgrade::settings`]), and the request, not
+    /// answered: the connection driver switches the
     /// protocol (see `Worker::h2c_upgrade`), or answers it over HTTP/1.1.
     #[cfg(feature = "http2")]
-    Upgrade(usize, Vec<u8>),
+    Upgrade(usize, Vec<u8>, Box<Request>),
 }
 
 impl Worker {
-    /// Paces this connection's output if the request's path (decoded in
-    /// `scratch.path` by the handler) matches a `[[throttle]]` rule.
-    pub(super) fn throttle_for(&mut self, c: &mut Conn) {
+    /// Paces this connection's output if the path answered for `r` (its
+    /// request's, decoded in `scratch.path` by the router, or the file a
+    /// handler chose) matches a `[[throttle]]` rule of its site.
+    pub(super) fn throttle_for(&mut self, c: &mut Conn, r: &Request) {
         if c.throttle.is_some() {
             return;
         }
-        if let Some((_, connection_rate, shared)) = self.matching_throttle() {
+        let site = r.req.site();
+        if let Some((_, connection_rate, shared)) = self.matching_throttle(site, &r.scratch.path) {
             let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.clock.now)));
             c.throttle = Some(Box::new(Throttle { shared, own }));
         }
     }
 
-    /// The first `[[throttle]]` rule of the request's site its path
-    /// (decoded in `scratch.path` by the handler) matches: its index
-    /// among every site's rules, its `connection_rate`, and its `rate`,
-    /// shared by every worker.
-    pub(super) fn matching_throttle(&self) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
-        let site = self.current.req.site();
+    /// The first `[[throttle]]` rule of `site` that `path` (the path
+    /// answered) matches: its index among every site's rules, its
+    /// `connection_rate`, and its `rate`, shared by every worker.
+    pub(super) fn matching_throttle(
+        &self,
+        site: usize,
+        path: &[u8],
+    ) -> Option<(usize, Option<u64>, Option<Arc<Rate>>)> {
         let rules = &self.settings.cfg.site(site).throttle;
         if rules.is_empty() {
             return None;
         }
-        let path = &self.current.scratch.path;
         let (i, rule) = rules
             .iter()
             .enumerate()
@@ -99,37 +101,26 @@ impl Worker {
                 output: c.out.buffered(),
                 now: self.clock.now,
             };
+            // (The buffers of a request whose head is read: it is
+            // answered, or held, with them, and they come back after.)
+            let mut r = self.pools.lend_request(started);
             let ex = &mut self.exchanges;
             let Some(h1) = c.proto.h1_mut() else {
+                self.pools.take_back_request(r);
                 return Consumed(0);
             };
-            match h1.read(&mut c.life, input, &mut pos, &mut self.current.req, &cx, ex) {
+            let event = h1.read(&mut c.life, input, &mut pos, &mut r.req, &cx, ex);
+            if let Event::Request | Event::Invalid(_) = event {
+                match self.answer_head(c, r, event, pos, input.len()) {
+                    Some(done) => return done,
+                    None => continue,
+                }
+            }
+            self.pools.take_back_request(r);
+            match event {
                 Event::Stall => return Consumed(pos),
-                Event::Invalid(e) => {
-                    #[cfg(feature = "http2")]
-                    if e.is_not_http1() && self.h2_failed_preface(c) {
-                        return Consumed(input.len());
-                    }
-                    self.current.start = started;
-                    self.reject(c, e.status, e.reason);
-                    return Consumed(input.len());
-                }
-                Event::Request => {
-                    self.current.start = started;
-                    // (An upgrade takes the rest of the connection: a
-                    // client waits for the 101 before its preface.)
-                    #[cfg(feature = "http2")]
-                    if pos == input.len() {
-                        let cleartext = self.settings.cfg.http2.cleartext;
-                        let (tls, draining) =
-                            (c.transport.is_tls(), self.drain.mode != Drain::Serve);
-                        let req = &self.current.req;
-                        if let Some(settings) = upgrade::settings(req, cleartext, tls, draining) {
-                            return Processed::Upgrade(pos, settings);
-                        }
-                    }
-                    self.dispatch(c, 0);
-                }
+                // (Answered above.)
+                Event::Request | Event::Invalid(_) => {}
                 Event::BodyGrew => {
                     if !self.body_grew(c, None) {
                         return Consumed(input.len());
@@ -147,6 +138,47 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// The head `event` (a request, or one that can never be valid) was
+    /// read into `r` on `c`, up to `pos` of the `len` bytes of input:
+    /// answers it (or holds it), and takes `r` back. Returns what
+    /// [`Worker::process`] returns if that ends the input: a rejected
+    /// request (the connection closes after it), or one that asks to go
+    /// on in h2c and may, which the driver takes with `r`.
+    fn answer_head(
+        &mut self,
+        c: &mut Conn,
+        mut r: Box<Request>,
+        event: Event,
+        pos: usize,
+        len: usize,
+    ) -> Option<Processed> {
+        if let Event::Invalid(e) = event {
+            #[cfg(feature = "http2")]
+            let preface = e.is_not_http1() && self.h2_failed_preface(c);
+            #[cfg(not(feature = "http2"))]
+            let preface = false;
+            if !preface {
+                self.reject(c, &mut r, e.status, e.reason);
+            }
+            self.pools.take_back_request(r);
+            return Some(Processed::Consumed(len));
+        }
+        // (An upgrade takes the rest of the connection: a client waits
+        // for the 101 before its preface.)
+        #[cfg(feature = "http2")]
+        if pos == len {
+            let cleartext = self.settings.cfg.http2.cleartext;
+            let (tls, draining) = (c.transport.is_tls(), self.drain.mode != Drain::Serve);
+            if let Some(settings) = upgrade::settings(&r.req, cleartext, tls, draining) {
+                return Some(Processed::Upgrade(pos, settings, r));
+            }
+        }
+        let _ = pos;
+        self.dispatch(c, &mut r, 0);
+        self.pools.take_back_request(r);
+        None
     }
 
     /// A request body can never be complete (`e`): whatever waited for it
@@ -176,7 +208,7 @@ impl Worker {
 
     /// Answers a request that could not be parsed (or whose head did not
     /// arrive in time), and closes after it.
-    pub(super) fn reject(&mut self, c: &mut Conn, status: Status, reason: &str) {
+    pub(super) fn reject(&mut self, c: &mut Conn, r: &mut Request, status: Status, reason: &str) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
@@ -184,13 +216,13 @@ impl Worker {
             );
         }
         self.lend_out(c);
-        self.current.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.current.scratch);
+        r.scratch.clear();
+        let mut plan = Plan::error(status, &mut r.scratch);
         self.router
-            .finish_unread(0, &mut plan, &mut self.current.scratch, &mut self.logger);
+            .finish_unread(0, &mut plan, &mut r.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
         let body = match c.proto.h1_mut() {
-            Some(h1) => h1.reject(&mut c.life, plan, &self.current.scratch, &mut c.out, &cx),
+            Some(h1) => h1.reject(&mut c.life, plan, &r.scratch, &mut c.out, &cx),
             None => 0,
         };
         if self.logger.access_enabled() {
@@ -216,45 +248,49 @@ impl Worker {
                 c.sent,
                 end,
                 body,
-                self.current.start,
+                r.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
     }
 
-    /// Routes the current request (`self.current.req`; `redirects` counts the
-    /// CGI local redirects that led to it) and queues its answer, or
-    /// holds it until it can be answered.
-    pub(super) fn dispatch(&mut self, c: &mut Conn, redirects: u8) {
-        self.see_through_proxies(c);
-        self.current.scratch.clear();
+    /// Routes request `r` (`redirects` counts the CGI local redirects
+    /// that led to it) and queues its answer, or holds it until it can be
+    /// answered.
+    pub(super) fn dispatch(&mut self, c: &mut Conn, r: &mut Request, redirects: u8) {
+        self.see_through_proxies(c, &mut r.req);
+        r.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
-        let plan = match self.current.req.body() {
-            BodyFraming::None => self.route(c, None, redirects, &mut decoder),
+        let plan = match r.req.body() {
+            BodyFraming::None => self.route(c, r, None, redirects, &mut decoder),
             framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {
                     decoder = Some(d);
-                    self.route(c, None, redirects, &mut decoder)
+                    self.route(c, r, None, redirects, &mut decoder)
                 }
                 Err(e) => {
-                    let mut p = Plan::error(e.status, &mut self.current.scratch);
+                    let mut p = Plan::error(e.status, &mut r.scratch);
                     p.close = true;
                     Some(p)
                 }
             },
         };
-        self.throttle_for(c);
+        self.throttle_for(c, r);
         if let Some(plan) = plan {
-            self.answer_or_pipe(c, plan, decoder, redirects);
+            self.answer_or_pipe(c, r, plan, decoder, redirects);
         }
     }
 
-    /// The router, and the current request on its way to it, from `c`.
-    pub(super) fn routing<'a>(&'a mut self, c: &'a Conn) -> (&'a mut Router, Routing<'a>) {
-        let peer = client_of(c, &self.current.req);
+    /// The router, and request `r` on its way to it, from `c`.
+    pub(super) fn routing<'a>(
+        &'a mut self,
+        c: &'a Conn,
+        r: &'a mut Request,
+    ) -> (&'a mut Router, Routing<'a>) {
+        let peer = client_of(c, &r.req);
         let routing = Routing {
-            req: &mut self.current.req,
+            req: &mut r.req,
             client: Client {
                 conn: c.index,
                 peer,
@@ -262,29 +298,27 @@ impl Worker {
                 local: c,
                 tls: c.transport.session(),
             },
-            scratch: &mut self.current.scratch,
+            scratch: &mut r.scratch,
             log: &mut self.logger,
         };
         (&mut self.router, routing)
     }
 
-    /// Answers with `plan`: a pipe body starts being pumped (the request
-    /// body, read by `decoder`, goes to it); anything else is queued.
+    /// Answers `r` with `plan`: a pipe body starts being pumped (the
+    /// request body, read by `decoder`, goes to it); anything else is
+    /// queued.
     pub(super) fn answer_or_pipe(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         mut plan: Plan,
         mut decoder: Option<BodyDecoder>,
         redirects: u8,
     ) {
         // (Every other answer is finished where it is queued, in `answer`.)
         if matches!(plan.body, Body::Stream(_)) {
-            self.router.finish(
-                &self.current.req,
-                &mut plan,
-                &mut self.current.scratch,
-                &mut self.logger,
-            );
+            self.router
+                .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         }
         let Plan {
             status,
@@ -292,14 +326,14 @@ impl Worker {
             close,
         } = plan;
         let plan = match body {
-            Body::Pipe(pipe) => match self.start_pipe(c, None, *pipe, redirects, &mut decoder) {
+            Body::Pipe(pipe) => match self.start_pipe(c, r, None, *pipe, redirects, &mut decoder) {
                 Ok(()) => return,
                 Err(plan) => plan,
             },
             // (A handler's request body was read before it ran.)
             Body::Stream(streamed) => {
-                let producer = streamed.producer(status, &self.current.scratch.headers);
-                return self.start_produced(c, None, producer, redirects);
+                let producer = streamed.producer(status, &r.scratch.headers);
+                return self.start_produced(c, r, None, producer, redirects);
             }
             body => Plan {
                 status,
@@ -307,36 +341,20 @@ impl Worker {
                 close,
             },
         };
-        self.answer(c, plan, decoder);
+        self.answer(c, r, plan, decoder);
     }
 
-    /// Takes the current request away to hold it.
-    pub(super) fn hold(&mut self, redirects: u8) -> Held {
-        Held {
-            req: std::mem::take(&mut self.current.req),
-            started: self.current.start,
-            redirects,
-        }
-    }
-
-    /// Makes a held request the current one again; returns its redirects.
-    pub(super) fn resume(&mut self, held: Held) -> u8 {
-        self.current.req = held.req;
-        self.current.start = held.started;
-        self.current.scratch.clear();
-        held.redirects
-    }
-
-    /// Queues `plan` as the answer to the current request and logs it;
-    /// `decoder` reads the request's body to drop it, if it has one left
-    /// to read.
-    pub(super) fn answer(&mut self, c: &mut Conn, mut plan: Plan, decoder: Option<BodyDecoder>) {
-        self.router.finish(
-            &self.current.req,
-            &mut plan,
-            &mut self.current.scratch,
-            &mut self.logger,
-        );
+    /// Queues `plan` as the answer to request `r` and logs it; `decoder`
+    /// reads the request's body to drop it, if it has one left to read.
+    pub(super) fn answer(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        mut plan: Plan,
+        decoder: Option<BodyDecoder>,
+    ) {
+        self.router
+            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
@@ -346,9 +364,9 @@ impl Worker {
         };
         let queued = h1.answer(
             &mut c.life,
-            &self.current.req,
+            &r.req,
             plan,
-            &self.current.scratch,
+            &r.scratch,
             decoder,
             &mut c.out,
             &cx,
@@ -360,56 +378,56 @@ impl Worker {
                     Level::Error,
                     format_args!(
                         "reading {} failed: {e}",
-                        String::from_utf8_lossy(self.current.req.target())
+                        String::from_utf8_lossy(r.req.target())
                     ),
                 );
                 0
             }
         };
-        self.log_answer(client_of(c, &self.current.req).ip(), status);
+        self.log_answer(r, client_of(c, &r.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
+            let rec = request_record(c, self.clock.wall, &r.req, status.0);
             access_log::push(
                 &mut c.out,
                 &mut self.logger,
                 c.sent,
                 end,
                 bytes,
-                self.current.start,
+                r.start,
                 |l, buf| l.draft(&rec, buf),
             );
         }
         // The answer is queued (copied): the scratch buffers are free.
-        self.current.scratch.trim(SCRATCH_KEEP);
+        r.scratch.trim(SCRATCH_KEEP);
     }
 
-    /// Logs what the answer `status` to the current request says about
-    /// the server: a 5xx at `error`, and why a file was refused at `debug`.
-    pub(super) fn log_answer(&mut self, ip: std::net::IpAddr, status: Status) {
-        self.count_answer(&self.current.req, status.0, self.current.start);
+    /// Logs what the answer `status` to request `r` says about the
+    /// server: a 5xx at `error`, and why a file was refused at `debug`.
+    pub(super) fn log_answer(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
+        self.count_answer(&r.req, status.0, r.start);
         if status.0 >= 500 && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(
                     "{} answering {}",
                     status.0,
-                    String::from_utf8_lossy(self.current.req.target())
+                    String::from_utf8_lossy(r.req.target())
                 ),
             );
         }
-        if let Some(why) = self.current.scratch.why {
+        if let Some(why) = r.scratch.why {
             if self.logger.enabled(why.level()) {
-                self.log_refusal(ip, status);
+                self.log_refusal(r, ip, status);
             }
         }
     }
 
-    /// Logs why the current request was answered `status` (the reason
-    /// its handler recorded: the file and what was wrong with it), within
-    /// the worker's budget of such lines.
-    fn log_refusal(&mut self, ip: std::net::IpAddr, status: Status) {
-        let Some(why) = self.current.scratch.why else {
+    /// Logs why request `r` was answered `status` (the reason its
+    /// handler recorded: the file and what was wrong with it), within the
+    /// worker's budget of such lines.
+    fn log_refusal(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
+        let Some(why) = r.scratch.why else {
             return;
         };
         self.report_refusals_not_logged();
@@ -418,17 +436,17 @@ impl Worker {
         }
         let file = crate::handlers::refusal::Explained {
             why,
-            file: &self.current.scratch.why_file,
-            root: &self.settings.cfg.site(self.current.req.site()).root,
+            file: &r.scratch.why_file,
+            root: &self.settings.cfg.site(r.req.site()).root,
         };
         self.logger.log(
             why.level(),
             format_args!(
                 "client {ip}: {} for \"{} {} {}\": {file}",
                 status.0,
-                String::from_utf8_lossy(self.current.req.method_token()),
-                String::from_utf8_lossy(self.current.req.target()),
-                self.current.req.version().as_str(),
+                String::from_utf8_lossy(r.req.method_token()),
+                String::from_utf8_lossy(r.req.target()),
+                r.req.version().as_str(),
             ),
         );
     }

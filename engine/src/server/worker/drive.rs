@@ -400,13 +400,14 @@ impl Worker {
         match self.process(c, input, fresh) {
             Processed::Consumed(n) => n,
             #[cfg(feature = "http2")]
-            Processed::Upgrade(n, settings) => {
+            Processed::Upgrade(n, settings, mut r) => {
                 // (The upgrade takes the rest of the connection: a client
                 // waits for the 101 before its preface, so nothing follows
                 // the request in `input`.)
-                if !self.h2c_upgrade(c, &settings) {
-                    self.dispatch(c, 0);
+                if !self.h2c_upgrade(c, &r, &settings) {
+                    self.dispatch(c, &mut r, 0);
                 }
+                self.pools.take_back_request(r);
                 n
             }
         }

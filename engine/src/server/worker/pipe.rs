@@ -14,7 +14,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
 
-use super::{answering, Worker, PIPE_BASE};
+use super::{answering, Request, Worker, PIPE_BASE};
 use crate::config::Level;
 use crate::handlers::cgi::pipe_body::PipeBody;
 use crate::handlers::pipe::Pipe;
@@ -77,7 +77,7 @@ fn unwatch(registry: &mio::Registry, fd: RawFd) {
 }
 
 impl Worker {
-    /// Starts the program `pipe` answering the current request on `c`:
+    /// Starts the program `pipe` answering request `r` on `c`:
     /// its HTTP/1.1 exchange (`stream` none; the request body, read by
     /// `decoder`, goes to its input, and the decoder is taken) or HTTP/2
     /// stream `stream`. `redirects` local redirects led to it. The error
@@ -87,6 +87,7 @@ impl Worker {
     pub(super) fn start_pipe(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         stream: Option<u32>,
         pipe: Pipe,
         redirects: u8,
@@ -102,12 +103,9 @@ impl Worker {
                     crate::handlers::produce::Produce::label(&body)
                 ),
             );
-            return Err(Plan::error(
-                Status::SERVICE_UNAVAILABLE,
-                &mut self.current.scratch,
-            ));
+            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch));
         };
-        let run = Run::new(Box::new(body), self.hold(redirects)).rules_at_head();
+        let run = Run::new(Box::new(body), r.hold(redirects)).rules_at_head();
         let mut run = Box::new(run);
         // (Its exchange goes in the slot that is vacant now: its pipes'
         // tokens name it.)
@@ -118,13 +116,10 @@ impl Worker {
             );
             run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
-            self.resume(run.request);
-            return Err(Plan::error(
-                Status::INTERNAL_SERVER_ERROR,
-                &mut self.current.scratch,
-            ));
+            r.resume(run.request);
+            return Err(Plan::error(Status::INTERNAL_SERVER_ERROR, &mut r.scratch));
         }
-        self.start_run(c, stream, run, decoder.take(), true);
+        self.start_run(c, stream, run, decoder.take(), true, &r.scratch.path);
         Ok(())
     }
 
@@ -162,7 +157,8 @@ impl Worker {
     /// §6.2.2) of the program that answered `request` on `c`'s HTTP/1.1
     /// exchange (`stream` none) or HTTP/2 stream: the server answers as
     /// if that had been requested, with GET (its program was stopped).
-    /// The original request is not logged; the redirected one is.
+    /// The original request is not logged; the redirected one is (both
+    /// in the request buffers lent for it).
     pub(super) fn local_redirect(
         &mut self,
         c: &mut Conn,
@@ -175,6 +171,7 @@ impl Worker {
         let redirected = request.req.redirected(target, &self.settings.limits);
         // (Other connections' requests may have run since it started.)
         let (started, redirects) = (request.started, request.redirects + 1);
+        let mut r = self.pools.lend_request(started);
         let failure = match redirected {
             _ if redirects > MAX_REDIRECTS => {
                 self.logger
@@ -182,37 +179,37 @@ impl Worker {
                 Status::INTERNAL_SERVER_ERROR
             }
             Some(req) => {
-                self.current.req = req;
-                self.current.start = started;
+                r.req = req;
                 match stream {
-                    None => self.dispatch(c, redirects),
+                    None => self.dispatch(c, &mut r, redirects),
                     #[cfg(feature = "http2")]
                     Some(id) => {
-                        if let Some(plan) = self.route(c, Some(id), redirects, &mut None) {
-                            self.h2_answer(c, id, plan, redirects);
+                        if let Some(plan) = self.route(c, &mut r, Some(id), redirects, &mut None) {
+                            self.h2_answer(c, &mut r, id, plan, redirects);
                         }
                     }
                     #[cfg(not(feature = "http2"))]
                     Some(_) => {}
                 }
+                self.pools.take_back_request(r);
                 return;
             }
             None => Status::BAD_GATEWAY,
         };
-        self.resume(request);
-        self.current.scratch.clear();
-        let plan = Plan::error(failure, &mut self.current.scratch);
+        r.resume(request);
+        r.scratch.clear();
+        let plan = Plan::error(failure, &mut r.scratch);
         match stream {
             None => {
                 let cx = answering(&self.settings, &self.clock, self.drain.mode);
-                let (s, out) = (&self.current.scratch, &mut c.out);
-                h1::Conn::fail(&mut c.life, plan, s, false, out, &cx);
+                h1::Conn::fail(&mut c.life, plan, &r.scratch, false, &mut c.out, &cx);
             }
             #[cfg(feature = "http2")]
-            Some(id) => self.h2_answer(c, id, plan, redirects),
+            Some(id) => self.h2_answer(c, &mut r, id, plan, redirects),
             #[cfg(not(feature = "http2"))]
             Some(_) => {}
         }
+        self.pools.take_back_request(r);
     }
 }
 

@@ -1,11 +1,71 @@
 //! A worker's buffers, reused from one request and one connection to the
-//! next: its read buffers, and the spare output queues, input buffers
-//! and HTTP/2 buffers that connections borrow while they need them. A
-//! pool keeps at most [`SPARES`] of each, and no output queue larger
-//! than [`OUT_KEEP`] nor input buffer larger than [`READ_BUF`].
+//! next: its read buffers, the buffers of the request being answered
+//! (lent to it, [`Request`], and passed by argument while it is
+//! answered), and the spare output queues, input buffers and HTTP/2
+//! buffers that connections borrow while they need them. A pool keeps at
+//! most [`SPARES`] of each, and no output queue larger than [`OUT_KEEP`]
+//! nor input buffer larger than [`READ_BUF`].
+
+use std::time::Instant;
 
 use super::{OUT_KEEP, READ_BUF, SPARES};
+use crate::handlers::Scratch;
+use crate::http::request::OwnedRequest;
 use crate::server::transport::Out;
+use crate::server::waits::Held;
+
+/// A request being answered and the buffers its answer is made in, lent
+/// by the pool ([`Pools::lend_request`]) to one request at a time and
+/// passed by argument to whatever answers it: one box, so that lending
+/// it moves a pointer, not the request.
+pub(super) struct Request {
+    /// The request (its buffers reused from one to the next).
+    pub(super) req: OwnedRequest,
+    /// When its first byte arrived (kept here rather than in every
+    /// connection: only a request that waits, for its body, a password
+    /// check or a CGI program, keeps its own).
+    pub(super) start: Instant,
+    /// Buffers its handler writes the answer's head and body in.
+    pub(super) scratch: Scratch,
+}
+
+impl Request {
+    /// No request yet.
+    fn new(now: Instant) -> Request {
+        Request {
+            req: OwnedRequest::default(),
+            start: now,
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// New buffers, in a box of their own (out of line: a warm worker
+    /// lends the ones it has).
+    #[cold]
+    #[inline(never)]
+    fn new_boxed(now: Instant) -> Box<Request> {
+        Box::new(Request::new(now))
+    }
+
+    /// Takes the request away to hold it (`redirects`: the CGI local
+    /// redirects that led to it); its buffers go with it.
+    pub(super) fn hold(&mut self, redirects: u8) -> Held {
+        Held {
+            req: std::mem::take(&mut self.req),
+            started: self.start,
+            redirects,
+        }
+    }
+
+    /// Makes held request `held` the one answered here again; returns
+    /// its redirects.
+    pub(super) fn resume(&mut self, held: Held) -> u8 {
+        self.req = held.req;
+        self.start = held.started;
+        self.scratch.clear();
+        held.redirects
+    }
+}
 
 /// The buffers a worker lends.
 pub(super) struct Pools {
@@ -13,6 +73,9 @@ pub(super) struct Pools {
     pub(super) rbuf: Vec<u8>,
     /// Read buffer of pipe bodies.
     pub(super) pipe_buf: Vec<u8>,
+    /// The buffers of the request being answered, while none is (see
+    /// [`Request`]).
+    request: Option<Box<Request>>,
     /// Emptied output queues: a connection borrows one while it has
     /// output waiting.
     outs: Vec<Out>,
@@ -34,6 +97,7 @@ impl Pools {
         Pools {
             rbuf: Vec::with_capacity(READ_BUF),
             pipe_buf: Vec::with_capacity(READ_BUF),
+            request: None,
             outs: vec![Out::with_capacity(READ_BUF)],
             bufs: Vec::new(),
             #[cfg(feature = "http2")]
@@ -41,6 +105,29 @@ impl Pools {
             #[cfg(feature = "http2")]
             h2_scratch: Default::default(),
         }
+    }
+
+    /// The buffers for a request (whose first byte arrived `now`, unless
+    /// the caller says otherwise), the ones the last request used if they
+    /// came back: they are lent once a request, and come back
+    /// ([`Pools::take_back_request`]) once it is answered or held. (New
+    /// ones are made after a rest, and after a panic struck while they
+    /// were lent: they went with the stack it unwound.)
+    #[inline]
+    pub(super) fn lend_request(&mut self, now: Instant) -> Box<Request> {
+        match self.request.take() {
+            Some(mut r) => {
+                r.start = now;
+                r
+            }
+            None => Request::new_boxed(now),
+        }
+    }
+
+    /// Takes back the buffers lent for a request.
+    #[inline]
+    pub(super) fn take_back_request(&mut self, r: Box<Request>) {
+        self.request = Some(r);
     }
 
     /// An output queue, a spare one if there is one.
@@ -98,8 +185,10 @@ impl Pools {
         }
     }
 
-    /// Frees the spares (a quiet worker rests).
+    /// Frees the spares and the request buffers (a quiet worker rests):
+    /// the next request grows them again.
     pub(super) fn free_spares(&mut self) {
+        self.request = None;
         self.outs = Vec::new();
         self.bufs = Vec::new();
         #[cfg(feature = "http2")]
@@ -198,6 +287,65 @@ mod tests {
         pools.rbuf.extend_from_slice(b"kept");
         pools.restore();
         assert_eq!(pools.rbuf, b"kept");
+    }
+
+    #[test]
+    fn request_buffers_are_lent_and_come_back_with_what_they_grew() {
+        let mut pools = Pools::new();
+        let t0 = Instant::now();
+        let mut r = pools.lend_request(t0);
+        assert_eq!(r.start, t0);
+        assert!(pools.request.is_none());
+        r.scratch.headers.extend_from_slice(&[b'x'; 4096]);
+        let at = &*r as *const Request;
+        pools.take_back_request(r);
+        // The same box, its buffers kept, its start the new request's.
+        let t1 = t0 + std::time::Duration::from_secs(1);
+        let r = pools.lend_request(t1);
+        assert_eq!(&*r as *const Request, at);
+        assert!(r.scratch.headers.capacity() >= 4096);
+        assert_eq!(r.start, t1);
+    }
+
+    #[test]
+    fn a_request_held_takes_its_buffers_and_comes_back_on_resume() {
+        let t0 = Instant::now();
+        let mut r = Request::new(t0);
+        r.scratch.path.extend_from_slice(b"/a");
+        let held = r.hold(3);
+        assert_eq!((held.started, held.redirects), (t0, 3));
+        r.start = t0 + std::time::Duration::from_secs(1);
+        assert_eq!(r.resume(held), 3);
+        assert_eq!(r.start, t0);
+        assert!(r.scratch.path.is_empty());
+    }
+
+    #[test]
+    fn request_buffers_lent_when_a_panic_struck_are_made_again() {
+        let mut pools = Pools::new();
+        pools.take_back_request(Box::new(Request::new(Instant::now())));
+        let struck = catch_unwind(AssertUnwindSafe(|| {
+            let _r = pools.lend_request(Instant::now());
+            panic!("a handler's bug");
+        }));
+        assert!(struck.is_err());
+        assert!(pools.request.is_none());
+        let r = pools.lend_request(Instant::now());
+        assert!(r.req.target().is_empty());
+    }
+
+    #[test]
+    fn a_rest_frees_the_request_buffers_grown() {
+        let mut pools = Pools::new();
+        let mut r = pools.lend_request(Instant::now());
+        r.scratch.headers.extend_from_slice(&[b'x'; 4096]);
+        r.scratch.body.extend_from_slice(&[b'y'; 4096]);
+        pools.take_back_request(r);
+        pools.free_spares();
+        assert!(pools.request.is_none());
+        let r = pools.lend_request(Instant::now());
+        assert_eq!(r.scratch.headers.capacity(), 0);
+        assert_eq!(r.scratch.body.capacity(), 0);
     }
 
     #[test]

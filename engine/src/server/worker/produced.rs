@@ -9,7 +9,7 @@
 //! where the answer ends (logged, and the connection or the stream goes
 //! on, or a local redirect is followed).
 
-use super::{answering, Worker};
+use super::{answering, Request, Worker};
 use crate::config::Config;
 use crate::handlers::produce::Produce;
 use crate::handlers::Plan;
@@ -49,24 +49,27 @@ fn pump(run: &mut Run, sink: &mut dyn Sink, t: Tools<'_>) -> Outcome {
 }
 
 impl Worker {
-    /// Starts answering the current request (which `redirects` CGI local
-    /// redirects led to) with `producer`, an embedded handler's: on `c`'s
-    /// HTTP/1.1 exchange (`stream` none) or on its HTTP/2 stream.
+    /// Starts answering request `r` (which `redirects` CGI local
+    /// redirects led to; it goes to the run) with `producer`, an embedded
+    /// handler's: on `c`'s HTTP/1.1 exchange (`stream` none) or on its
+    /// HTTP/2 stream.
     pub(super) fn start_produced(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         stream: Option<u32>,
         producer: Box<dyn Produce>,
         redirects: u8,
     ) {
-        let run = Box::new(Run::new(producer, self.hold(redirects)));
-        self.start_run(c, stream, run, None, false);
+        let run = Box::new(Run::new(producer, r.hold(redirects)));
+        self.start_run(c, stream, run, None, false, &r.scratch.path);
     }
 
     /// Starts `run` on `c`'s HTTP/1.1 exchange (`stream` none; `body`
     /// reads the request body on its way to the producer) or on its
-    /// HTTP/2 stream; `program`: its producer is a program (see `pipe`),
-    /// whose pipes are watched under its exchange's tokens.
+    /// HTTP/2 stream (`path`, the path answered, may be throttled);
+    /// `program`: its producer is a program (see `pipe`), whose pipes
+    /// are watched under its exchange's tokens.
     pub(super) fn start_run(
         &mut self,
         c: &mut Conn,
@@ -74,6 +77,7 @@ impl Worker {
         run: Box<Run>,
         body: Option<BodyDecoder>,
         program: bool,
+        path: &[u8],
     ) {
         let Some(id) = stream else {
             let framing = Framing::new(&run.request.req, c.queued_end());
@@ -89,9 +93,9 @@ impl Worker {
             return;
         };
         #[cfg(feature = "http2")]
-        self.h2_start_run(c, id, run, program);
+        self.h2_start_run(c, id, run, program, path);
         #[cfg(not(feature = "http2"))]
-        let _ = (id, program);
+        let _ = (id, program, path);
     }
 
     /// Takes the connections whose later answers have moved, and drives
@@ -302,13 +306,15 @@ impl Worker {
         head_only: bool,
         site: usize,
     ) -> u64 {
-        self.current.scratch.clear();
-        let mut plan = Plan::error(status, &mut self.current.scratch);
+        // (Only the scratch buffers are used: the request is the run's.)
+        let mut r = self.pools.lend_request(self.clock.now);
+        r.scratch.clear();
+        let mut plan = Plan::error(status, &mut r.scratch);
         self.router
-            .finish_unread(site, &mut plan, &mut self.current.scratch, &mut self.logger);
+            .finish_unread(site, &mut plan, &mut r.scratch, &mut self.logger);
         let cx = answering(&self.settings, &self.clock, self.drain.mode);
-        let (s, out) = (&self.current.scratch, &mut c.out);
-        let body = h1::Conn::fail(&mut c.life, plan, s, head_only, out, &cx);
+        let body = h1::Conn::fail(&mut c.life, plan, &r.scratch, head_only, &mut c.out, &cx);
+        self.pools.take_back_request(r);
         c.queued_end().saturating_sub(body)
     }
 
@@ -359,9 +365,17 @@ mod h2 {
 
     impl Worker {
         /// Starts answering stream `id` of `c` with `run` (a program's if
-        /// `program`: the session counts it).
-        pub(super) fn h2_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>, program: bool) {
+        /// `program`: the session counts it; `path`: the path answered).
+        pub(super) fn h2_start_run(
+            &mut self,
+            c: &mut Conn,
+            id: u32,
+            run: Box<Run>,
+            program: bool,
+            path: &[u8],
+        ) {
             let mut a = Answer::waiting(id, run.request.started);
+            let site = run.request.req.site();
             a.open = true;
             a.progress = self.clock.now;
             a.run = Some(self.exchanges.insert(Exchange {
@@ -370,7 +384,7 @@ mod h2 {
                 task: Task::Run(*run),
             }));
             a.program = program;
-            a.throttle = self.h2_throttle(c);
+            a.throttle = self.h2_throttle(c, site, path);
             match c.proto.h2_mut() {
                 Some(s) => {
                     if program {
@@ -461,7 +475,7 @@ mod h2 {
             let outcome = drive(run, &mut sink, t);
             super::super::pipe::retire(self.poll.registry(), run);
             if !started && run.started() {
-                let parts = (&self.counts, &self.clock, self.current.start);
+                let parts = (&self.counts, &self.clock, run.request.started);
                 a.log = head_log(parts, &mut self.logger, c, &run.request.req, run.status());
             }
             match outcome {
@@ -522,9 +536,11 @@ mod h2 {
                 self.h2_finish_stream(c, a);
                 return;
             }
-            self.resume(request);
-            let plan = Plan::error(status, &mut self.current.scratch);
-            self.h2_answer(c, a.id, plan, 0);
+            let mut r = self.pools.lend_request(self.clock.now);
+            r.resume(request);
+            let plan = Plan::error(status, &mut r.scratch);
+            self.h2_answer(c, &mut r, a.id, plan, 0);
+            self.pools.take_back_request(r);
         }
 
         /// The stream (or its connection) is gone, or its answer is not

@@ -86,16 +86,16 @@ impl Worker {
         Ok(true)
     }
 
-    /// Records in the current request who trusted proxies say its client
-    /// is, when its connection's peer is one of them.
-    pub(super) fn see_through_proxies(&mut self, c: &Conn) {
+    /// Records in request `req` who trusted proxies say its client is,
+    /// when its connection's peer is one of them.
+    pub(super) fn see_through_proxies(&self, c: &Conn, req: &mut OwnedRequest) {
         let trusted = &self.settings.cfg.proxy.trusted;
         if !cfg!(feature = "ops") || trusted.is_empty() {
             return;
         }
-        let headers = self.current.req.headers().map(|h| (h.name, h.value));
+        let headers = req.headers().map(|h| (h.name, h.value));
         if let Some(client) = forwarded::client(trusted, c.peer, headers) {
-            self.current.req.set_forwarded(Forwarded {
+            req.set_forwarded(Forwarded {
                 addr: client.addr,
                 https: client.https,
             });

@@ -23,7 +23,8 @@ impl Worker {
         }
     }
 
-    /// Frees what only a busier moment needed and hands the allocator's
+    /// Frees what only a busier moment needed (the request buffers
+    /// too) and hands the allocator's
     /// free pages back to the system.
     fn rest(&mut self) {
         self.pools.free_spares();
@@ -32,7 +33,6 @@ impl Worker {
         self.conns.shrink();
         self.timers.shrink();
         self.router.rest();
-        self.current.rest();
         if let Some(tls) = &self.listen.tls {
             tls.rest();
         }

@@ -31,7 +31,7 @@
 //! answered 408 on its HTTP/2 stream (`h2_body_timeouts`, worker/h2/body.rs),
 //! since the connection's other streams go on.
 
-use super::Worker;
+use super::{Request, Worker};
 use crate::access::Check;
 use crate::config::Level;
 use crate::handlers::Plan;
@@ -43,8 +43,8 @@ use crate::server::router::{Deferred, Routed};
 use crate::server::waits::{AuthWait, HandlerWait, Held, Wait, WholeBody};
 
 impl Worker {
-    /// Runs the router over the current request (which `redirects` CGI
-    /// local redirects led to) for exchange `stream`: the answer, or
+    /// Runs the router over request `r` (which `redirects` CGI local
+    /// redirects led to) for exchange `stream`: the answer, or
     /// `None` when the request is held (a password check, an embedded
     /// handler waiting for the body, a program waiting for the whole
     /// body). Over HTTP/1.1 the body's `decoder` goes with a request held
@@ -52,30 +52,31 @@ impl Worker {
     pub(super) fn route(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         stream: Option<u32>,
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        let (router, mut routing) = self.routing(c);
+        let (router, mut routing) = self.routing(c, r);
         let wait = match router.route(&mut routing) {
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
-                return self.verify_later(c, stream, redirects, check, decoder)
+                return self.verify_later(c, r, stream, redirects, check, decoder)
             }
             Routed::Defer(Deferred::Handler { mount }) => Wait::Handler(HandlerWait {
                 mount,
-                held: self.hold(redirects),
+                held: r.hold(redirects),
                 body: Vec::new(),
                 counted: 0,
             }),
             Routed::Defer(Deferred::WholeBody(resume)) => Wait::Whole(WholeBody {
                 resume,
-                held: self.hold(redirects),
+                held: r.hold(redirects),
                 body: Default::default(),
             }),
         };
         let ex = self.exchange(c, stream, wait);
-        self.hold_at(c, stream, ex, decoder)
+        self.hold_at(c, r, stream, ex, decoder)
     }
 
     /// Puts `wait`, for exchange `stream` of `c`, in the table.
@@ -94,19 +95,20 @@ impl Worker {
         self.exchanges.take_wait(id)
     }
 
-    /// Hands `check` to the hashing threads and holds the request until
+    /// Hands `check` to the hashing threads and holds request `r` until
     /// its outcome is in (see [`Worker::take_checks`]); without them,
     /// hashes here and routes again.
     fn verify_later(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         stream: Option<u32>,
         redirects: u8,
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         let wait = Wait::Check(AuthWait {
-            held: self.hold(redirects),
+            held: r.hold(redirects),
             ready: false,
             body: Vec::new(),
             body_done: false,
@@ -114,19 +116,19 @@ impl Worker {
         // (Its outcome comes back with the exchange's id.)
         let ex = self.exchange(c, stream, wait);
         match self.wakeups.submit_check(ex, check) {
-            Ok(()) => self.hold_at(c, stream, ex, decoder),
+            Ok(()) => self.hold_at(c, r, stream, ex, decoder),
             Err(check) => {
                 if let Some(Wait::Check(w)) = self.exchanges.take_wait(ex) {
-                    self.resume(w.held);
+                    r.resume(w.held);
                 }
                 self.router.settle(check.run());
-                self.route(c, stream, redirects, decoder)
+                self.route(c, r, stream, redirects, decoder)
             }
         }
     }
 
-    /// Keeps exchange `ex` (its wait) on exchange `stream` of `c` until
-    /// it is over. Over HTTP/1.1
+    /// Keeps exchange `ex` (its wait, which holds request `r` now) on
+    /// exchange `stream` of `c` until it is over. Over HTTP/1.1
     /// a request held for its body reads it with `decoder` (telling the
     /// client to send it if it waits to be told, RFC 9110 §10.1.1), and a
     /// password check reads nothing meanwhile (its body, pipelined
@@ -135,13 +137,14 @@ impl Worker {
     fn hold_at(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         stream: Option<u32>,
         ex: ExchangeId,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         #[cfg(feature = "http2")]
         if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
-            let mut a = crate::server::h2::Answer::waiting(id, self.current.start);
+            let mut a = crate::server::h2::Answer::waiting(id, r.start);
             a.wait = Some(ex);
             s.answers.push(a);
             return None;
@@ -165,11 +168,8 @@ impl Worker {
             // (Only a request with a body is held for it.)
             let wait = self.exchanges.take_wait(ex).expect("just put there");
             let held = self.forget_wait(c, stream, wait);
-            self.resume(held);
-            return Some(Plan::error(
-                Status::INTERNAL_SERVER_ERROR,
-                &mut self.current.scratch,
-            ));
+            r.resume(held);
+            return Some(Plan::error(Status::INTERNAL_SERVER_ERROR, &mut r.scratch));
         };
         if let Some(h1) = c.proto.h1_mut() {
             h1.wait_for_body(&mut c.life, expect_continue, d, ex, &mut c.out, now);
@@ -225,18 +225,21 @@ impl Worker {
     /// again, and over HTTP/2 the body that came meanwhile goes where the
     /// route says.
     fn checked(&mut self, c: &mut Conn, stream: Option<u32>, w: AuthWait) {
-        let redirects = self.resume(w.held);
+        let mut r = self.pools.lend_request(self.clock.now);
+        let redirects = r.resume(w.held);
         let Some(id) = stream else {
-            self.dispatch(c, redirects);
+            self.dispatch(c, &mut r, redirects);
+            self.pools.take_back_request(r);
             return;
         };
         #[cfg(feature = "http2")]
         {
-            let no_body = self.current.req.body() == crate::http::parse::BodyFraming::None;
-            if let Some(plan) = self.route(c, stream, redirects, &mut None) {
-                self.h2_answer(c, id, plan, redirects);
-                self.h2_body_unless_read(c, id, no_body);
+            let no_body = r.req.body() == crate::http::parse::BodyFraming::None;
+            if let Some(plan) = self.route(c, &mut r, stream, redirects, &mut None) {
+                self.h2_answer(c, &mut r, id, plan, redirects);
+                self.h2_body_unless_read(c, id, no_body, r.req.body());
             }
+            self.pools.take_back_request(r);
             if !w.body.is_empty() || w.body_done {
                 self.h2_data(c, id, &w.body, w.body_done);
             }
@@ -321,10 +324,12 @@ impl Worker {
             return;
         }
         self.counts.handler_bodies -= wait.counted as u64;
-        let redirects = self.resume(wait.held);
-        let (router, mut routing) = self.routing(c);
+        let mut r = self.pools.lend_request(self.clock.now);
+        let redirects = r.resume(wait.held);
+        let (router, mut routing) = self.routing(c, &mut r);
         let plan = router.call_handler(wait.mount, &wait.body, &mut routing);
-        self.answer_at(c, stream, plan, redirects);
+        self.answer_at(c, &mut r, stream, plan, redirects);
+        self.pools.take_back_request(r);
     }
 
     /// The body held whole is complete: the router answers with it.
@@ -334,10 +339,12 @@ impl Worker {
         stream: Option<u32>,
         whole: WholeBody,
     ) {
-        let redirects = self.resume(whole.held);
-        let (router, mut routing) = self.routing(c);
+        let mut r = self.pools.lend_request(self.clock.now);
+        let redirects = r.resume(whole.held);
+        let (router, mut routing) = self.routing(c, &mut r);
         let plan = router.answer_whole(&whole.resume, whole.body, &mut routing);
-        self.answer_at(c, stream, plan, redirects);
+        self.answer_at(c, &mut r, stream, plan, redirects);
+        self.pools.take_back_request(r);
     }
 
     /// Answers the request `wait` held on exchange `stream` with `status`
@@ -386,29 +393,32 @@ impl Worker {
         held: Held,
         status: Status,
     ) {
-        let redirects = self.resume(held);
-        let mut plan = Plan::error(status, &mut self.current.scratch);
+        let mut r = self.pools.lend_request(self.clock.now);
+        let redirects = r.resume(held);
+        let mut plan = Plan::error(status, &mut r.scratch);
         plan.close = stream.is_none();
-        self.answer_at(c, stream, plan, redirects);
+        self.answer_at(c, &mut r, stream, plan, redirects);
+        self.pools.take_back_request(r);
     }
 
-    /// Answers the current request (which `redirects` CGI local redirects
-    /// led to) on exchange `stream` with `plan`: over HTTP/1.1 through its
-    /// writer (a pipe or a produced body started, anything else queued),
-    /// over HTTP/2 as frames on the stream.
+    /// Answers request `r` (which `redirects` CGI local redirects led to)
+    /// on exchange `stream` with `plan`: over HTTP/1.1 through its writer
+    /// (a pipe or a produced body started, anything else queued), over
+    /// HTTP/2 as frames on the stream.
     pub(super) fn answer_at(
         &mut self,
         c: &mut Conn,
+        r: &mut Request,
         stream: Option<u32>,
         plan: Plan,
         redirects: u8,
     ) {
         #[cfg(feature = "http2")]
         if let Some(id) = stream {
-            self.h2_answer(c, id, plan, redirects);
+            self.h2_answer(c, r, id, plan, redirects);
             return;
         }
         let _ = stream;
-        self.answer_or_pipe(c, plan, None, redirects);
+        self.answer_or_pipe(c, r, plan, None, redirects);
     }
 }

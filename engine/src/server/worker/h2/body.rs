@@ -44,9 +44,10 @@ impl Worker {
             w.body_done |= end_stream;
             return;
         }
+        let framing = w.held().req.body();
         if !self.body_grew(c, Some(id)) {
             if !end_stream {
-                self.h2_refuse_rest(c, id);
+                self.h2_refuse_rest(c, id, framing);
             }
             return;
         }
@@ -57,14 +58,14 @@ impl Worker {
         }
     }
 
-    /// The rest of stream `id`'s request body (of the current request)
+    /// The rest of stream `id`'s request body (`framing`: its request's)
     /// is not wanted: it was answered without it. What the client said it
     /// would send (up to 64 MiB), or else `limits.max_body`, is read and
     /// dropped, so that a client that sends its whole body before it
     /// reads still gets the answer; beyond that the stream is reset (see
     /// `h2::Conn::discard_body`).
-    pub(super) fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32) {
-        let declared = match self.current.req.body() {
+    pub(super) fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32, framing: BodyFraming) {
+        let declared = match framing {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,
         };
@@ -91,6 +92,7 @@ impl Worker {
                 break;
             };
             any = true;
+            let framing = w.held().req.body();
             if self.logger.enabled(Level::Info) {
                 self.logger.log(
                     Level::Info,
@@ -98,7 +100,7 @@ impl Worker {
                 );
             }
             self.refuse_wait(c, Some(id), w, Status::REQUEST_TIMEOUT);
-            self.h2_refuse_rest(c, id);
+            self.h2_refuse_rest(c, id, framing);
         }
         any
     }

@@ -29,7 +29,7 @@ use super::clock::Clock;
 use super::counting::Counts;
 use super::dispatch::{answering, request_record};
 use super::timers::Timers;
-use super::{access_log, Worker, OUT_KEEP, SCRATCH_KEEP};
+use super::{access_log, Request, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
 use crate::config::Level;
 use crate::h2::frame::HEAD_LEN;
@@ -147,7 +147,11 @@ impl Worker {
                     pos = input.len();
                     break;
                 }
-                H2Event::Request { stream, end_stream } => self.h2_request(c, stream, end_stream),
+                H2Event::Request { stream, end_stream } => {
+                    let mut r = self.pools.lend_request(self.clock.now);
+                    self.h2_request(c, &mut r, stream, end_stream);
+                    self.pools.take_back_request(r);
+                }
                 H2Event::Data {
                     stream,
                     data,
@@ -178,7 +182,7 @@ impl Worker {
         Box::new(Session::new(limits, self.clock.now))
     }
 
-    /// The request just read on plain HTTP/1.1 connection `c` asks to go
+    /// Request `r`, just read on plain HTTP/1.1 connection `c`, asks to go
     /// on in h2c (`Upgrade: h2c`, RFC 7540 §3.2), and may (TLS, h2c off,
     /// a request body and a stop under way were ruled out by
     /// [`crate::server::h2::upgrade::settings`], which gave its SETTINGS
@@ -188,9 +192,9 @@ impl Worker {
     /// stream one. Whether it was taken so; if not (settings or a field
     /// HTTP/2 refuses), the caller answers the request over HTTP/1.1,
     /// the upgrade ignored, as RFC 9110 §7.8 allows.
-    pub(super) fn h2c_upgrade(&mut self, c: &mut Conn, settings: &[u8]) -> bool {
+    pub(super) fn h2c_upgrade(&mut self, c: &mut Conn, r: &Request, settings: &[u8]) -> bool {
         let mut session = self.h2_session();
-        let req = &self.current.req;
+        let req = &r.req;
         let taken = session.conn.upgrade(settings, self.clock.now, |r| {
             r.field(b":method", req.method_token());
             r.field(b":scheme", b"http");
@@ -271,13 +275,13 @@ impl Worker {
         }
     }
 
-    /// A request head arrived on stream `id`.
-    fn h2_request(&mut self, c: &mut Conn, id: u32, end_stream: bool) {
-        self.current.scratch.clear();
-        self.current.start = self.clock.now;
+    /// A request head arrived on stream `id`: read into `r` (the
+    /// buffers lent for it), and answered or held.
+    fn h2_request(&mut self, c: &mut Conn, r: &mut Request, id: u32, end_stream: bool) {
+        r.scratch.clear();
         let Some(s) = c.proto.h2() else { return };
         let built = request::fill(
-            &mut self.current.req,
+            &mut r.req,
             s.conn.request(),
             end_stream,
             &self.settings.limits,
@@ -285,27 +289,33 @@ impl Worker {
         );
         let max = self.settings.cfg.limits.max_body;
         if built.is_ok() {
-            self.see_through_proxies(c);
+            self.see_through_proxies(c, &mut r.req);
         }
         let plan = match built {
-            Err(e) => Plan::error(e.status, &mut self.current.scratch),
+            Err(e) => Plan::error(e.status, &mut r.scratch),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
-            Ok(()) if matches!(self.current.req.body(), BodyFraming::Length(n) if n > max) => {
-                Plan::error(Status::CONTENT_TOO_LARGE, &mut self.current.scratch)
+            Ok(()) if matches!(r.req.body(), BodyFraming::Length(n) if n > max) => {
+                Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch)
             }
-            Ok(()) => match self.route(c, Some(id), 0, &mut None) {
+            Ok(()) => match self.route(c, r, Some(id), 0, &mut None) {
                 Some(plan) => plan,
                 None => return,
             },
         };
-        self.h2_answer(c, id, plan, 0);
-        self.h2_body_unless_read(c, id, end_stream);
+        self.h2_answer(c, r, id, plan, 0);
+        self.h2_body_unless_read(c, id, end_stream, r.req.body());
     }
 
     /// Stream `id` was answered: unless it has no body (`no_body`) or a
-    /// process reads it, its body is not wanted (a static file, an
-    /// error answered without it).
-    pub(super) fn h2_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
+    /// process reads it, its body (`framing`: its request's) is not
+    /// wanted (a static file, an error answered without it).
+    pub(super) fn h2_body_unless_read(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        no_body: bool,
+        framing: BodyFraming,
+    ) {
         let reads_body = c
             .proto
             .h2_mut()
@@ -314,7 +324,7 @@ impl Worker {
             .and_then(|ex| self.exchanges.run_mut(ex))
             .is_some_and(|run| run.takes_body());
         if !no_body && !reads_body {
-            self.h2_refuse_rest(c, id);
+            self.h2_refuse_rest(c, id, framing);
         }
     }
 
@@ -340,29 +350,32 @@ impl Worker {
         });
     }
 
-    /// Answers stream `id` of `c` with `plan` (for the current request,
-    /// which `redirects` CGI local redirects led to).
-    pub(super) fn h2_answer(&mut self, c: &mut Conn, id: u32, mut plan: Plan, redirects: u8) {
-        self.router.finish(
-            &self.current.req,
-            &mut plan,
-            &mut self.current.scratch,
-            &mut self.logger,
-        );
-        let body_len = plan.body_len(&self.current.scratch);
+    /// Answers stream `id` of `c` with `plan` (for request `r`, which
+    /// `redirects` CGI local redirects led to).
+    pub(super) fn h2_answer(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        id: u32,
+        mut plan: Plan,
+        redirects: u8,
+    ) {
+        self.router
+            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
+        let body_len = plan.body_len(&r.scratch);
         let Plan { status, body, .. } = plan;
         if let Body::Pipe(pipe) = body {
-            if let Err(plan) = self.start_pipe(c, Some(id), *pipe, redirects, &mut None) {
-                self.h2_answer(c, id, plan, redirects);
+            if let Err(plan) = self.start_pipe(c, r, Some(id), *pipe, redirects, &mut None) {
+                self.h2_answer(c, r, id, plan, redirects);
             }
             return;
         }
         if let Body::Stream(streamed) = body {
-            let producer = streamed.producer(status, &self.current.scratch.headers);
-            self.start_produced(c, Some(id), producer, redirects);
+            let producer = streamed.producer(status, &r.scratch.headers);
+            self.start_produced(c, r, Some(id), producer, redirects);
             return;
         }
-        let head_only = self.current.req.method() == Method::Head;
+        let head_only = r.req.method() == Method::Head;
         let bodiless = status.is_bodiless();
         let framing = if bodiless {
             Framing::Bodiless
@@ -375,25 +388,25 @@ impl Worker {
             None => return,
         };
         if !(head_only || bodiless || body_len == 0) {
-            fill_pieces(&mut pieces, body, &self.current.scratch);
+            fill_pieces(&mut pieces, body, &r.scratch);
         }
-        self.log_answer(super::proxied::client_of(c, &self.current.req).ip(), status);
+        self.log_answer(r, super::proxied::client_of(c, &r.req).ip(), status);
         let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.clock.wall, &self.current.req, status.0);
+            let rec = request_record(c, self.clock.wall, &r.req, status.0);
             let mut text = text;
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
         let throttle = match pieces.is_empty() {
             true => None,
-            false => self.h2_throttle(c),
+            false => self.h2_throttle(c, r.req.site(), &r.scratch.path),
         };
         let Some(s) = c.proto.h2_mut() else { return };
         let end = pieces.is_empty();
         let head = Head {
             status: status.0,
             reason: b"",
-            headers: &self.current.scratch.headers,
+            headers: &r.scratch.headers,
             framing,
             connection: Connection::Default,
         };
@@ -401,7 +414,7 @@ impl Worker {
         if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
-        let mut answer = Answer::waiting(id, self.current.start);
+        let mut answer = Answer::waiting(id, r.start);
         answer.body_len = if end { 0 } else { body_len };
         answer.pieces = pieces;
         answer.log = log;
@@ -412,16 +425,22 @@ impl Worker {
             s.conn.set_remaining(id, body_len);
             s.answers.push(answer);
         }
-        self.current.scratch.trim(SCRATCH_KEEP);
+        r.scratch.trim(SCRATCH_KEEP);
     }
 
-    /// The rates that pace the current request's answer on `c`, if a
-    /// `[[throttle]]` rule covers it: the rule's `rate` (all clients) and
-    /// the connection's `connection_rate` for that rule, which every
-    /// stream of the connection the rule covers shares. Only the
-    /// stream's own frames wait for them.
-    pub(in crate::server::worker) fn h2_throttle(&mut self, c: &mut Conn) -> Option<Box<Throttle>> {
-        let (rule, connection_rate, shared) = self.matching_throttle()?;
+    /// The rates that pace an answer on `c` to a request to `site` for
+    /// `path` (the path answered), if a `[[throttle]]` rule covers it:
+    /// the rule's `rate` (all clients) and the connection's
+    /// `connection_rate` for that rule, which every stream of the
+    /// connection the rule covers shares. Only the stream's own frames
+    /// wait for them.
+    pub(in crate::server::worker) fn h2_throttle(
+        &mut self,
+        c: &mut Conn,
+        site: usize,
+        path: &[u8],
+    ) -> Option<Box<Throttle>> {
+        let (rule, connection_rate, shared) = self.matching_throttle(site, path)?;
         let own = match connection_rate {
             Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, self.clock.now)),
             None => None,
