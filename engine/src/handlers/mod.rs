@@ -169,6 +169,14 @@ pub fn push_header(lines: &mut Vec<u8>, name: &str, value: &[u8]) {
     lines.extend_from_slice(b"\r\n");
 }
 
+impl Body {
+    /// Whether the engine pumps it (a program's output, a handler's
+    /// pieces or later answer) rather than queueing it whole.
+    pub fn is_produced(&self) -> bool {
+        matches!(self, Body::Pipe(_) | Body::Stream(_))
+    }
+}
+
 impl Plan {
     /// The body length in bytes (what `Content-Length` says).
     pub fn body_len(&self, scratch: &Scratch) -> u64 {

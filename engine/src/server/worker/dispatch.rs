@@ -320,27 +320,12 @@ impl Worker {
             self.router
                 .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         }
-        let Plan {
-            status,
-            body,
-            close,
-        } = plan;
-        let plan = match body {
-            Body::Pipe(pipe) => match self.start_pipe(c, r, None, *pipe, redirects, &mut decoder) {
+        if plan.body.is_produced() {
+            match self.start_answer_body(c, r, None, plan, redirects, &mut decoder) {
                 Ok(()) => return,
-                Err(plan) => plan,
-            },
-            // (A handler's request body was read before it ran.)
-            Body::Stream(streamed) => {
-                let producer = streamed.producer(status, &r.scratch.headers);
-                return self.start_produced(c, r, None, producer, redirects);
+                Err(failed) => plan = failed,
             }
-            body => Plan {
-                status,
-                body,
-                close,
-            },
-        };
+        }
         self.answer(c, r, plan, decoder);
     }
 

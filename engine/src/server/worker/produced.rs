@@ -12,7 +12,7 @@
 use super::{answering, Request, Worker};
 use crate::config::Config;
 use crate::handlers::produce::Produce;
-use crate::handlers::Plan;
+use crate::handlers::{Body, Plan};
 use crate::http::body::BodyDecoder;
 use crate::http::request::OwnedRequest;
 use crate::http::{Method, Status};
@@ -49,6 +49,36 @@ fn pump(run: &mut Run, sink: &mut dyn Sink, t: Tools<'_>) -> Outcome {
 }
 
 impl Worker {
+    /// Starts the produced answer `plan` ([`Body::is_produced`]) to
+    /// request `r` (which `redirects` CGI local redirects led to) on
+    /// `c`'s HTTP/1.1 exchange (`stream` none; `decoder` reads the
+    /// request body on its way to a program, and is taken) or on its
+    /// HTTP/2 stream. The one place each kind of producer starts, for
+    /// every protocol. The answer to queue instead if it cannot start (a
+    /// program that cannot be watched, or over the limit of one HTTP/2
+    /// connection), or if its body is not produced.
+    pub(super) fn start_answer_body(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        plan: Plan,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
+        match plan.body {
+            Body::Pipe(pipe) => self.start_pipe(c, r, stream, *pipe, redirects, decoder),
+            // (A handler's request body was read before it ran.)
+            Body::Stream(streamed) => {
+                let producer = streamed.producer(plan.status, &r.scratch.headers);
+                self.start_produced(c, r, stream, producer, redirects);
+                Ok(())
+            }
+            // (Not produced: queued as it is.)
+            body => Err(Plan { body, ..plan }),
+        }
+    }
+
     /// Starts answering request `r` (which `redirects` CGI local
     /// redirects led to; it goes to the run) with `producer`, an embedded
     /// handler's: on `c`'s HTTP/1.1 exchange (`stream` none) or on its

@@ -362,19 +362,15 @@ impl Worker {
     ) {
         self.router
             .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
-        let body_len = plan.body_len(&r.scratch);
-        let Plan { status, body, .. } = plan;
-        if let Body::Pipe(pipe) = body {
-            if let Err(plan) = self.start_pipe(c, r, Some(id), *pipe, redirects, &mut None) {
-                self.h2_answer(c, r, id, plan, redirects);
+        if plan.body.is_produced() {
+            if let Err(failed) = self.start_answer_body(c, r, Some(id), plan, redirects, &mut None)
+            {
+                self.h2_answer(c, r, id, failed, redirects);
             }
             return;
         }
-        if let Body::Stream(streamed) = body {
-            let producer = streamed.producer(status, &r.scratch.headers);
-            self.start_produced(c, r, Some(id), producer, redirects);
-            return;
-        }
+        let body_len = plan.body_len(&r.scratch);
+        let Plan { status, body, .. } = plan;
         let head_only = r.req.method() == Method::Head;
         let bodiless = status.is_bodiless();
         let framing = if bodiless {
