@@ -59,8 +59,8 @@ mod test_skip;
 
 /// The bytes an idle connection costs in its worker's slab (with or
 /// without the default features), once the connection became an enum
-/// over its protocols (issue #26, stage E6; 288 and 280 at the start of
-/// the issue's reshaping of the engine): not more, whatever moves.
+/// over its protocols (issue #26; 288 and 280 before it): not more,
+/// whatever moves.
 const _: () = assert!(size_of::<server::conn::Conn>() <= 272);
 
 #[cfg(test)]
