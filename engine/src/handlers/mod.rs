@@ -18,6 +18,7 @@ pub mod produce;
 pub mod protected;
 pub mod proxy;
 pub mod refusal;
+pub mod relay;
 pub mod rewrite;
 #[cfg(feature = "servlets")]
 pub mod servlets;
