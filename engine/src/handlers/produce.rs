@@ -174,6 +174,9 @@ pub enum Want {
     Read,
     /// Room to write.
     Write,
+    /// Either: one descriptor read and written (an upstream's socket),
+    /// watched once for both (epoll cannot hold one descriptor twice).
+    Both,
 }
 
 /// What a producer may use while it gives.

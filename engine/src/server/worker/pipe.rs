@@ -132,6 +132,7 @@ impl Worker {
             let interest = match want {
                 Want::Read => Interest::READABLE,
                 Want::Write => Interest::WRITABLE,
+                Want::Both => Interest::READABLE | Interest::WRITABLE,
             };
             reg.register(&mut SourceFd(&fd), token_at(index, i), interest)?;
         }
