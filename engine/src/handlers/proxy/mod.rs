@@ -4,6 +4,7 @@
 //! ([`request`]), and its answer parsed as strictly as a request
 //! ([`crate::http::parse::response`]) before any of it goes on.
 
+pub mod body;
 pub mod request;
 
 #[cfg(test)]
