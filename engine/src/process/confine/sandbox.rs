@@ -339,6 +339,9 @@ pub struct Plan {
     landlock: Option<Opened>,
     /// For CGI programs (no seccomp filter, TCP and signals allowed).
     programs: bool,
+    /// The TCP ports of the `[[reverse_proxy]]` upstreams, connected to;
+    /// `None` without upstreams (no socket is made then).
+    upstreams: Option<Vec<u16>>,
     /// A summary for the error log.
     summary: String,
 }
@@ -382,6 +385,7 @@ pub fn prepare(
     Ok(Plan {
         landlock: open_rules(rules)?,
         programs,
+        upstreams: upstream_ports(cfg),
         summary,
     })
 }
@@ -410,7 +414,7 @@ fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, Error> {
 
 /// Builds the Landlock ruleset of `rules` and enforces it on the calling
 /// thread (and what it starts afterwards).
-fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), Error> {
+fn enforce(rules: &[(Rule, RulePath)], extra: Extra, ports: &[u16]) -> Result<(), Error> {
     let mut ruleset = Ruleset::new(extra)
         .map_err(|e| failed("cannot create a Landlock ruleset", e))?
         .ok_or(Error::LandlockGone)?;
@@ -418,6 +422,11 @@ fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), Error> {
         ruleset
             .allow(path, rule.rights)
             .map_err(|e| rule_error(rule, Some(e)))?;
+    }
+    for &port in ports {
+        ruleset
+            .allow_connect(port)
+            .map_err(|e| failed("cannot allow connections to an upstream's port", e))?;
     }
     ruleset
         .restrict_self()
@@ -509,7 +518,8 @@ impl Plan {
                     deny_tcp: !self.programs,
                     scope: !self.programs,
                 };
-                enforce(&rules, extra)?;
+                let ports = self.upstreams.as_deref().unwrap_or_default();
+                enforce(&rules, extra, ports)?;
                 notes.push((
                     Level::Info,
                     format!("sandbox: Landlock (ABI {abi}) on: {}", self.summary),
@@ -523,12 +533,16 @@ impl Plan {
         if self.programs {
             return Ok(());
         }
-        match sandbox::seccomp_allow_only(syscalls::ALLOWED, syscalls::IOCTLS) {
+        let mut allowed = syscalls::ALLOWED.to_vec();
+        if self.upstreams.is_some() {
+            allowed.extend_from_slice(syscalls::UPSTREAMS);
+        }
+        match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
             Ok(true) => notes.push((
                 Level::Info,
                 format!(
                     "sandbox: seccomp on: {} system calls allowed, every other one fails with EPERM",
-                    syscalls::ALLOWED.len()
+                    allowed.len()
                 ),
             )),
             Ok(false) => notes.push((
@@ -540,6 +554,24 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// The TCP ports the `[[reverse_proxy]]` upstreams of every site listen
+/// on; `None` when no rule forwards anything.
+fn upstream_ports(cfg: &Config) -> Option<Vec<u16>> {
+    let mut rules = SiteConfig::all(cfg).flat_map(|site| &site.reverse_proxy);
+    let first = rules.next()?;
+    let mut ports: Vec<u16> = std::iter::once(first)
+        .chain(rules)
+        .flat_map(|rule| &rule.to)
+        .filter_map(|to| match to {
+            crate::config::Upstream::Tcp { addr, .. } => Some(addr.port()),
+            crate::config::Upstream::Unix(_) => None,
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    Some(ports)
 }
 
 /// Applies `plan` as the server's own sandbox, with the notes that go
@@ -597,7 +629,7 @@ pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), Error
             deny_tcp: false,
             scope: true,
         };
-        enforce(&rules, extra)?;
+        enforce(&rules, extra, &[])?;
     }
     sandbox::seccomp_allow_only(syscalls::PRIVILEGED, &[])
         .map_err(|e| failed("cannot install the seccomp filter", e))?;
