@@ -52,6 +52,8 @@ mod ranges_conditionals;
 #[cfg(feature = "sites")]
 mod redirects;
 mod reload;
+#[cfg(feature = "upstreams")]
+mod reverse_proxy;
 #[cfg(feature = "ops")]
 mod scale_out;
 mod security;

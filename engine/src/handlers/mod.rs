@@ -81,6 +81,9 @@ pub enum Body {
     /// An embedded handler's body in pieces, or its answer given later
     /// (see [`stream`]): the engine pumps it.
     Stream(Box<stream::Streamed>),
+    /// An upstream's answer (`[[reverse_proxy]]`): the engine connects
+    /// to it and pumps its answer (see [`proxy`]).
+    Upstream(Box<proxy::UpstreamPlan>),
 }
 
 /// What a handler decided to send.
@@ -174,7 +177,7 @@ impl Body {
     /// Whether the engine pumps it (a program's output, a handler's
     /// pieces or later answer) rather than queueing it whole.
     pub fn is_produced(&self) -> bool {
-        matches!(self, Body::Pipe(_) | Body::Stream(_))
+        matches!(self, Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_))
     }
 }
 
@@ -187,7 +190,7 @@ impl Plan {
             Body::Buffer => scratch.body.len() as u64,
             Body::File { len, .. } => *len,
             // (Its length is in its own head, if anywhere.)
-            Body::Pipe(_) | Body::Stream(_) => 0,
+            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) => 0,
             Body::Multipart { .. } => scratch
                 .segs
                 .iter()

@@ -17,9 +17,11 @@
 //! 2. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
 //!    request);
 //! 3. **mounts**: embedded handlers (see [`crate::handlers::app`]);
-//! 4. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
+//! 4. **reverse proxy**: `[[reverse_proxy]]` rules (the request goes to
+//!    an upstream: `router::upstream`);
+//! 5. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
 //!    is never left to the static handler);
-//! 5. **static files**, which answer everything that reaches them
+//! 6. **static files**, which answer everything that reaches them
 //!    (with `try_files` / `spa` where a file is missing).
 //!
 //! Whatever answers, [`Router::finish`] then makes a built-in error page
@@ -62,6 +64,8 @@ use crate::sys::launcher::Launchers;
 
 mod admission;
 mod rules;
+#[cfg(feature = "upstreams")]
+mod upstream;
 
 /// What the chain makes of a request.
 #[derive(Debug)]
@@ -160,6 +164,10 @@ pub struct Router {
     has_admission: bool,
     /// The `[[rate_limit]]` buckets every worker shares.
     rates: Option<Arc<RateTable>>,
+    /// The reverse proxy's turn: each request to a rule goes to its
+    /// next upstream (round robin).
+    #[cfg(feature = "upstreams")]
+    proxy_turn: usize,
 }
 
 /// What the stages of one site hold.
@@ -281,6 +289,8 @@ impl Router {
             index_path: Vec::new(),
             wake,
             stats: None,
+            #[cfg(feature = "upstreams")]
+            proxy_turn: 0,
         })
     }
 
@@ -342,6 +352,14 @@ impl Router {
         }
         let decoded = routing.req.path().is_ok();
         if decoded {
+            #[cfg(feature = "upstreams")]
+            let stages: [Stage; 4] = [
+                Router::auth,
+                Router::mounts,
+                Router::reverse_proxy,
+                Router::cgi,
+            ];
+            #[cfg(not(feature = "upstreams"))]
             let stages: [Stage; 3] = [Router::auth, Router::mounts, Router::cgi];
             for stage in stages {
                 match stage(self, routing) {

@@ -18,7 +18,7 @@ use super::{answering, Request, Worker, PIPE_BASE};
 use crate::config::Level;
 use crate::handlers::cgi::pipe_body::PipeBody;
 use crate::handlers::pipe::Pipe;
-use crate::handlers::produce::Want;
+use crate::handlers::produce::{Produce, Want};
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
@@ -93,26 +93,41 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        let mut body = PipeBody::new(pipe, self.settings.cfg.limits.max_header_bytes);
+        let body = PipeBody::new(pipe, self.settings.cfg.limits.max_header_bytes);
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+
+    /// Starts `body`, a producer whose sources the worker watches (a
+    /// program's pipes, an upstream's socket), answering request `r` on
+    /// `c` as [`Worker::start_pipe`] says.
+    pub(super) fn start_watched(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        mut body: Box<dyn Produce>,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
         if stream.is_some() && !room_for_program(c) {
-            crate::handlers::produce::Produce::stop(&mut body);
+            body.stop();
             self.logger.log(
                 Level::Warn,
                 format_args!(
                     "{}: {H2_PIPES} programs already answer this HTTP/2 connection; 503",
-                    crate::handlers::produce::Produce::label(&body)
+                    body.label()
                 ),
             );
             return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch));
         };
-        let run = Run::new(Box::new(body), r.hold(redirects)).rules_at_head();
+        let run = Run::new(body, r.hold(redirects)).rules_at_head();
         let mut run = Box::new(run);
         // (Its exchange goes in the slot that is vacant now: its pipes'
         // tokens name it.)
         if let Err(e) = self.watch(&run, self.exchanges.vacant()) {
             self.logger.log(
                 Level::Error,
-                format_args!("{}: cannot watch pipes: {e}", run.label()),
+                format_args!("{}: cannot watch its sources: {e}", run.label()),
             );
             run.stop(&mut self.logger);
             self.unwatch_run(&mut run);

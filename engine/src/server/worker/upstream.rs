@@ -1,0 +1,64 @@
+//! Upstreams in the event loop (`[[reverse_proxy]]`): the router decided
+//! where a request goes ([`UpstreamPlan`]); here the worker connects to
+//! it, non-blocking, and the answer is a producer ([`ProxyBody`]) whose
+//! socket is watched like a program's pipes (see `pipe`), under its
+//! exchange's token, for reading and writing at once. Nothing here
+//! blocks the loop: the connection completes while other clients are
+//! served, and `connect_timeout` bounds it as the run's idle timeout.
+
+use std::io;
+use std::os::fd::OwnedFd;
+
+use super::{Request, Worker};
+use crate::config::{Level, Upstream};
+use crate::handlers::proxy::body::ProxyBody;
+use crate::handlers::proxy::UpstreamPlan;
+use crate::handlers::Plan;
+use crate::http::body::BodyDecoder;
+use crate::http::Status;
+use crate::server::conn::Conn;
+
+/// A non-blocking connection to `to`, under way (TCP) or made (a unix
+/// socket connects at once, or fails).
+fn connect(to: &Upstream) -> io::Result<OwnedFd> {
+    match to {
+        Upstream::Tcp { addr, .. } => {
+            let sock = mio::net::TcpStream::connect(*addr)?;
+            let _ = sock.set_nodelay(true);
+            Ok(OwnedFd::from(std::net::TcpStream::from(sock)))
+        }
+        Upstream::Unix(path) => {
+            let sock = mio::net::UnixStream::connect(path)?;
+            Ok(OwnedFd::from(std::os::unix::net::UnixStream::from(sock)))
+        }
+    }
+}
+
+impl Worker {
+    /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
+    /// `stream` none, whose body `decoder` reads on its way upstream; or
+    /// its HTTP/2 stream) as `plan` says. The answer to give instead when
+    /// the upstream cannot be reached at once (502).
+    pub(super) fn start_upstream(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        plan: UpstreamPlan,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
+        let sock = match connect(&plan.to) {
+            Ok(sock) => sock,
+            Err(e) => {
+                self.logger.log(
+                    Level::Error,
+                    format_args!("{}: cannot connect: {e}; 502", plan.opts.label),
+                );
+                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+            }
+        };
+        let body = ProxyBody::new(sock, &plan.head, plan.opts);
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+}
