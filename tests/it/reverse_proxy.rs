@@ -273,6 +273,37 @@ fn an_upstream_that_never_answers_is_a_504() {
     assert_eq!(up.requests().len(), 1);
 }
 
+#[test]
+fn a_unix_socket_upstream_gets_the_request_with_its_prefix_stripped() {
+    let dir = TempDir::new("rp-unix");
+    let path = dir.path.join("app.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let got = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        let mut buf = Vec::new();
+        let mut piece = [0u8; 4096];
+        while find(&buf, b"\r\n\r\n").is_none() {
+            let n = conn.read(&mut piece).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&piece[..n]);
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nunix")
+            .unwrap();
+        String::from_utf8(buf).unwrap()
+    });
+    let s = brisk(
+        &format!("unix:{}", path.display()),
+        "strip_prefix = true\nhost = \"upstream\"",
+    );
+    let r = s.request(b"GET /api/v1/items HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!((r.status, r.text()), (200, "unix".into()), "{}", r.head);
+    assert_eq!(
+        got.join().unwrap(),
+        format!("GET /v1/items HTTP/1.1\r\nHost: localhost\r\n{FORWARDED}\r\n")
+    );
+}
+
 #[cfg(feature = "http2")]
 #[test]
 fn h2c_requests_go_upstream_as_http1() {
