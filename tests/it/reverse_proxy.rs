@@ -340,3 +340,54 @@ fn h2c_requests_go_upstream_as_http1() {
     assert!(got[2].starts_with(&head), "{}", got[2]);
     assert_eq!(dechunk(&got[2].as_bytes()[head.len()..]), b"hello");
 }
+
+#[test]
+fn requests_share_a_kept_upstream_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let conns = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let seen = Arc::clone(&conns);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let seen = Arc::clone(&seen);
+            thread::spawn(move || {
+                conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+                let i = {
+                    let mut c = seen.lock().unwrap();
+                    c.push(0);
+                    c.len() - 1
+                };
+                loop {
+                    let request = read_request(&mut conn);
+                    if request.is_empty() {
+                        return;
+                    }
+                    seen.lock().unwrap()[i] += 1;
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if conn.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let s = brisk(&format!("http://{addr}"), "");
+    let mut c = s.connect();
+    for i in 0..5 {
+        c.send(format!("GET /api/{i} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let r = c.response();
+        assert_eq!((r.status, r.text()), (200, "ok".into()), "{}", r.head);
+    }
+    // (And from another client connection, the same upstream one.)
+    assert_eq!(s.get("/api/again").text(), "ok");
+    assert_eq!(*conns.lock().unwrap(), [6], "one upstream connection");
+    // With keepalive = 0, one connection per request.
+    let s = brisk(&format!("http://{addr}"), "keepalive = 0");
+    for _ in 0..2 {
+        assert_eq!(s.get("/api/x").text(), "ok");
+    }
+    wait_until("two more upstream connections", || {
+        *conns.lock().unwrap() == [6, 1, 1]
+    });
+}

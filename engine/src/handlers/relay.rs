@@ -154,6 +154,8 @@ pub struct Unframe {
     decoded: Vec<u8>,
     /// The framing was bad: the answer is to be cut after what came.
     bad: bool,
+    /// Bytes followed the body's end (dropped).
+    extra: bool,
 }
 
 impl Unframe {
@@ -182,11 +184,10 @@ impl Unframe {
         };
         self.decoded.clear();
         let decoded = &mut self.decoded;
-        if d.decode(buf, &mut |bytes| decoded.extend_from_slice(bytes))
-            .is_err()
-        {
+        match d.decode(buf, &mut |bytes| decoded.extend_from_slice(bytes)) {
+            Ok(n) => self.extra |= n < buf.len(),
             // (What decoded goes out; the caller cuts the answer next.)
-            self.bad = true;
+            Err(_) => self.bad = true,
         }
         std::mem::swap(buf, &mut self.decoded);
     }
@@ -194,6 +195,11 @@ impl Unframe {
     /// The framing was bad.
     pub fn is_bad(&self) -> bool {
         self.bad
+    }
+
+    /// Bytes followed the end of a framed body.
+    pub fn had_extra(&self) -> bool {
+        self.extra
     }
 
     /// A framed body is complete.

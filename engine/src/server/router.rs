@@ -168,6 +168,9 @@ pub struct Router {
     /// next upstream (round robin).
     #[cfg(feature = "upstreams")]
     proxy_turn: usize,
+    /// The worker's idle upstream connections.
+    #[cfg(feature = "upstreams")]
+    upstream_pool: crate::handlers::proxy::pool::Shared,
 }
 
 /// What the stages of one site hold.
@@ -291,6 +294,8 @@ impl Router {
             stats: None,
             #[cfg(feature = "upstreams")]
             proxy_turn: 0,
+            #[cfg(feature = "upstreams")]
+            upstream_pool: Rc::default(),
         })
     }
 
@@ -686,6 +691,9 @@ impl Router {
         if let Some(cgi) = &self.programs {
             cgi.reap(now, all, log);
         }
+        // (Idle upstream connections past their keepalive_timeout close.)
+        #[cfg(feature = "upstreams")]
+        self.upstream_pool.borrow_mut().prune(now);
     }
 
     /// Moves the static handler's clock on (once per loop iteration).

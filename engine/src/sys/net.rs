@@ -151,6 +151,23 @@ pub fn sendfile(
     Ok(n)
 }
 
+/// Whether an idle connection has nothing to read and is not closed
+/// (`recv(MSG_PEEK | MSG_DONTWAIT)` would block): a kept upstream
+/// connection that may carry another request.
+pub fn is_quiet(sock: &impl AsRawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: one byte of valid memory; the descriptor is open.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}
+
 /// `send(2)` with `MSG_MORE` when more data follows at once (a head before
 /// a `sendfile` body), so the kernel can put both in one segment.
 pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {

@@ -13,6 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
+use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::HeaderEdits;
 use crate::handlers::pipe::ReplyHead;
@@ -59,6 +60,9 @@ pub struct Options {
     pub max_trailers: usize,
     /// How the answer's head is edited.
     pub answer: Answer,
+    /// Where the connection goes once the answer ended exactly and the
+    /// upstream keeps it open (none: it closes).
+    pub keep: Option<Keep>,
 }
 
 /// An upstream's answer to one request (see the module documentation).
@@ -89,6 +93,12 @@ pub struct ProxyBody {
     unframe: Unframe,
     /// The body ended.
     finished: bool,
+    /// The upstream keeps the connection open after this answer.
+    keep_alive: bool,
+    /// It ended exactly, the request all written: the socket goes to
+    /// the pool when the answer is dropped (after the engine took it
+    /// out of its watch).
+    reusable: bool,
     opts: Options,
 }
 
@@ -115,8 +125,17 @@ impl ProxyBody {
             rest: Vec::new(),
             unframe: Unframe::default(),
             finished: false,
+            keep_alive: false,
+            reusable: false,
             opts,
         }
+    }
+
+    /// The socket is a kept connection, up already: the upstream's
+    /// silence is bounded by `read_timeout` from the start.
+    pub fn on_kept_connection(mut self) -> ProxyBody {
+        self.connected = true;
+        self
     }
 
     /// Leaves the socket for the engine to take out of its watch and
@@ -129,11 +148,20 @@ impl ProxyBody {
         self.outbox.clear();
     }
 
-    /// The body ended exactly (the socket could carry another request:
-    /// kept connections come with the pool; for now it closes).
+    /// The body ended exactly: the socket may carry another request if
+    /// the upstream keeps it, the request went whole and nothing
+    /// followed the answer (it stays watched until the answer is
+    /// dropped, then goes to the pool); else it closes.
     fn finish(&mut self) {
         self.finished = true;
-        self.retire();
+        self.reusable = self.keep_alive
+            && self.opts.keep.is_some()
+            && self.outbox.done()
+            && self.rest.is_empty()
+            && !self.unframe.had_extra();
+        if !self.reusable {
+            self.retire();
+        }
     }
 
     /// The answer so far in `head_buf`: its head if complete (interim
@@ -176,6 +204,7 @@ impl ProxyBody {
             drop(fields);
             self.unframe = Unframe::new(framing, self.opts.max_trailers);
             self.started = true;
+            self.keep_alive = h.keep_alive;
             self.rest = self.head_buf.split_off(h.head_len);
             self.head_buf = Vec::new();
             if self.unframe.is_done() {
@@ -336,6 +365,7 @@ impl Produce for ProxyBody {
     }
 
     fn stop(&mut self) {
+        self.reusable = false;
         self.retire();
     }
 
@@ -360,6 +390,18 @@ impl Produce for ProxyBody {
 
     fn input(&mut self) -> Option<&mut dyn Input> {
         Some(self)
+    }
+}
+
+impl Drop for ProxyBody {
+    fn drop(&mut self) {
+        if let (true, Some(sock), Some(keep)) =
+            (self.reusable, self.sock.take(), self.opts.keep.as_ref())
+        {
+            keep.pool
+                .borrow_mut()
+                .put(keep, sock, std::time::Instant::now());
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 //! ([`body`]).
 
 pub mod body;
+pub mod pool;
 pub mod request;
 
 use crate::config::Upstream;

@@ -8,6 +8,7 @@
 use super::{Router, Routing, Step};
 use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
 use crate::handlers::proxy::body::{Answer, Options};
+use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::{Body, Plan};
@@ -37,7 +38,13 @@ impl Router {
             );
             return Step::Answer(Plan::error(Status::BAD_GATEWAY, routing.scratch));
         }
-        let plan = upstream_plan(rule, to, routing, &cfg.limits);
+        let mut plan = upstream_plan(rule, to, routing, &cfg.limits);
+        plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
+            pool: std::rc::Rc::clone(&self.upstream_pool),
+            to: to.clone(),
+            max: rule.keepalive,
+            timeout: rule.keepalive_timeout,
+        });
         Step::Answer(Plan {
             // (The status is the upstream's, from its answer's head.)
             status: Status::OK,
@@ -114,6 +121,7 @@ fn upstream_plan(
                 edits: rule.response_headers.clone(),
                 via: rule.via,
             },
+            keep: None,
         },
     }
 }

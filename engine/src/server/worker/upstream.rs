@@ -5,9 +5,13 @@
 //! exchange's token, for reading and writing at once. Nothing here
 //! blocks the loop: the connection completes while other clients are
 //! served, and `connect_timeout` bounds it as the run's idle timeout.
+//! A kept connection to the same upstream (the pool, `keepalive`) is
+//! taken instead of a new one when there is one.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use mio::unix::SourceFd;
 
 use super::{Request, Worker};
 use crate::config::{Level, Upstream};
@@ -48,6 +52,19 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
+        let kept = plan.opts.keep.as_ref().and_then(|k| {
+            let sock = k.pool.borrow_mut().take(&plan.to, self.clock.now)?;
+            // (In case its last answer was dropped still watched.)
+            let _ = self
+                .poll
+                .registry()
+                .deregister(&mut SourceFd(&sock.as_raw_fd()));
+            Some(sock)
+        });
+        if let Some(sock) = kept {
+            let body = ProxyBody::new(sock, &plan.head, plan.opts).on_kept_connection();
+            return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
+        }
         let sock = match connect(&plan.to) {
             Ok(sock) => sock,
             Err(e) => {

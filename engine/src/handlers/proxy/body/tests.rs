@@ -28,6 +28,7 @@ fn options(body: BodyOut) -> Options {
         limits: LIMITS,
         max_trailers: 8192,
         answer: Answer::default(),
+        keep: None,
     }
 }
 
@@ -337,4 +338,51 @@ fn the_answers_head_is_edited_by_the_rule() {
         .unwrap();
     assert_eq!(next(&mut p, &m), "head 200 None \"\"");
     assert_eq!(next(&mut p, &m), "end");
+}
+
+#[test]
+fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
+    use crate::handlers::proxy::pool::{Keep, Shared};
+    let m = logs();
+    let pool: Shared = std::rc::Rc::default();
+    let kept = |answer: &[u8], stop: bool| {
+        let mut opts = options(BodyOut::None);
+        opts.keep = Some(Keep {
+            pool: std::rc::Rc::clone(&pool),
+            to: crate::config::Upstream::Unix("/a.sock".into()),
+            max: 4,
+            timeout: Duration::from_secs(60),
+        });
+        let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", opts);
+        write(&mut p).unwrap();
+        up.write_all(answer).unwrap();
+        next(&mut p, &m);
+        if stop {
+            p.stop();
+        } else {
+            next(&mut p, &m);
+        }
+        drop(p);
+        let n = pool.borrow().len();
+        (n, up)
+    };
+    let (n, _up) = kept(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
+    assert_eq!(n, 1, "kept");
+    let (n, _up) = kept(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", true);
+    assert_eq!(n, 1, "not when the answer was stopped");
+    let (n, _up) = kept(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+        false,
+    );
+    assert_eq!(n, 1, "not when the upstream closes it");
+    let (n, _up) = kept(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA",
+        false,
+    );
+    assert_eq!(n, 1, "not when bytes followed the answer");
+    let (n, _up) = kept(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        false,
+    );
+    assert_eq!(n, 2, "kept after a chunked answer");
 }
