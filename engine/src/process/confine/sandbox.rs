@@ -487,6 +487,7 @@ impl Plan {
             return Allowed {
                 files: None,
                 abi: 0,
+                upstreams: self.upstreams.clone(),
             };
         };
         let files = rules
@@ -499,6 +500,7 @@ impl Plan {
         Allowed {
             files: Some(files),
             abi: *abi,
+            upstreams: self.upstreams.clone(),
         }
     }
 
