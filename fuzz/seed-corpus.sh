@@ -33,3 +33,10 @@ seed '\000' "/a/./b/../%2e%2e/c/%2F/.hidden/?x=1&y=%00" path
 seed '\000' "/.well-known/acme/../.git//config%00" dotfile
 seed '\001' "/%c3%a9t%C3%A9/..%2f..%5c/%zz\377$tag\377$tag" escapes
 echo "seeded $(ls "$sem" | wc -l) files in $sem"
+
+# FastCGI seeds: a control byte (0: request id 1), then an application's
+# answer: STDOUT, a management record, STDERR, STDOUT's end, END_REQUEST.
+fcgi="$here/corpus/fastcgi"
+mkdir -p "$fcgi"
+printf '\000\001\006\000\001\000\021\007\000Status: 200\r\n\r\nhi\000\000\000\000\000\000\000\001\012\000\000\000\003\005\000abc\000\000\000\000\000\001\007\000\001\000\004\004\000warn\000\000\000\000\001\006\000\001\000\000\000\000\001\003\000\001\000\010\000\000\000\000\000\000\000\000\000\000' > "$fcgi/answer"
+printf '\001SCRIPT_FILENAME\377/srv/www/index.php\377\376QUERY_STRING\377a=1\377\375body' > "$fcgi/pairs"

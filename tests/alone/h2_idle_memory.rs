@@ -194,9 +194,10 @@ fn an_idle_h2_connection_over_tls_keeps_rustls_state_and_the_clients_table() {
         Box::new(rustls::StreamOwned::new(conn, tcp))
     };
     // 4,629 bytes were kept before the encoder went at rest and the
-    // limits were shared, 3,599 before brisk ran the record layer
-    // (2,091 now; debug build).
-    let (busy, idle) = per_connection(true, connect, 2400);
+    // limits were shared, 3,599 before brisk ran the record layer, 2,091
+    // while rustls's KernelConnection stayed for TLS 1.3's KeyUpdates
+    // (1,433 now; debug build).
+    let (busy, idle) = per_connection(true, connect, 1700);
     eprintln!("heap per h2 connection over TLS: {busy} bytes after its answer, {idle} bytes idle");
-    assert!(idle < 2400, "{busy} -> {idle} bytes per idle connection");
+    assert!(idle < 1700, "{busy} -> {idle} bytes per idle connection");
 }

@@ -149,6 +149,52 @@ fn tls_1_2_serves_too() {
     );
 }
 
+/// RFC 8446 §4.6.3 through the worker: a client's KeyUpdate asking for
+/// ours, in each TLS 1.3 suite (SHA-256 and SHA-384 secrets); requests
+/// before and after each are answered, under keys derived from the
+/// traffic secrets rustls told brisk's key log.
+#[test]
+fn key_updates_both_ways_in_every_tls_1_3_suite() {
+    let server = both(&mut Builder::new(), "", "");
+    for suite in [
+        rustls::CipherSuite::TLS13_AES_128_GCM_SHA256,
+        rustls::CipherSuite::TLS13_AES_256_GCM_SHA384,
+        rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256,
+    ] {
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider.cipher_suites.retain(|s| s.suite() == suite);
+        let mut roots = rustls::RootCertStore::empty();
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        let ca = CertificateDer::from_pem_file(common::tls::testdata("ca.pem")).expect("ca.pem");
+        roots.add(ca).expect("the test CA");
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(provider))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("TLS 1.3")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let conn = common::tls::client_conn_with(std::sync::Arc::new(config), "a.test");
+        let mut c = Client::connect_tls(tls_addr(&server), conn);
+        for i in 0..3 {
+            c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+            let r = c.response();
+            assert_eq!(
+                (r.status, &r.body[..]),
+                (200, &b"<h1>hello</h1>\n"[..]),
+                "{suite:?} {i}"
+            );
+            let tls = c.tls.as_mut().expect("tls");
+            assert_eq!(
+                tls.negotiated_cipher_suite().map(|s| s.suite()),
+                Some(suite)
+            );
+            tls.refresh_traffic_keys().expect("key update");
+        }
+        c.send(b"GET /big.bin HTTP/1.1\r\nHost: a.test\r\n\r\n");
+        let r = c.response();
+        assert!(r.body == pattern(BIG), "{suite:?}: the large file, whole");
+    }
+}
+
 #[test]
 fn plain_http_on_the_tls_port_gets_a_readable_400_and_a_close() {
     let server = both(&mut Builder::new(), "", "");

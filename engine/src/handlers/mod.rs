@@ -11,6 +11,7 @@ pub mod cors;
 mod error;
 pub mod error_page;
 pub mod fallback;
+pub mod fastcgi;
 pub mod file_cache;
 pub mod health;
 pub mod pipe;

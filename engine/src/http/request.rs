@@ -49,12 +49,14 @@ pub enum Field {
     Range,
     /// `Referer`.
     Referer,
+    /// `Upgrade` (looked at for every request: h2c, a WebSocket).
+    Upgrade,
     /// `User-Agent`.
     UserAgent,
 }
 
 /// How many [`Field`]s there are.
-const FIELDS: usize = 10;
+const FIELDS: usize = 11;
 
 impl Field {
     /// The field a name (ASCII case-insensitive) is, if one of these.
@@ -64,6 +66,7 @@ impl Field {
         let field = match name.len() {
             5 if is("range") => Field::Range,
             7 if is("referer") => Field::Referer,
+            7 if is("upgrade") => Field::Upgrade,
             8 if is("if-match") => Field::IfMatch,
             8 if is("if-range") => Field::IfRange,
             10 if is("user-agent") => Field::UserAgent,
@@ -510,12 +513,13 @@ mod tests {
     #[test]
     fn the_fields_the_server_reads_are_found_once() {
         let r = parsed(
-            b"GET / HTTP/1.1\r\nHost: x\r\nrange: bytes=1-\r\nIF-NONE-MATCH: \"a\"\r\nRange: bytes=2-\r\nReferer: r\r\nUser-Agent: u\r\nIf-Range: \"b\"\r\nIf-Match: *\r\nAuthorization: Basic x\r\nAccept-Encoding: gzip\r\nIf-Modified-Since: m\r\nIf-Unmodified-Since: n\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: x\r\nrange: bytes=1-\r\nIF-NONE-MATCH: \"a\"\r\nRange: bytes=2-\r\nReferer: r\r\nupGRADE: h2c\r\nUser-Agent: u\r\nIf-Range: \"b\"\r\nIf-Match: *\r\nAuthorization: Basic x\r\nAccept-Encoding: gzip\r\nIf-Modified-Since: m\r\nIf-Unmodified-Since: n\r\n\r\n",
         );
         let fields = [
             (Field::Range, "bytes=1-"),
             (Field::IfNoneMatch, "\"a\""),
             (Field::Referer, "r"),
+            (Field::Upgrade, "h2c"),
             (Field::UserAgent, "u"),
             (Field::IfRange, "\"b\""),
             (Field::IfMatch, "*"),

@@ -716,7 +716,7 @@ impl Router {
 /// before routing, where it may be; other upgrades are ignored and the
 /// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 fn wants_websocket(req: &OwnedRequest) -> bool {
-    req.header("upgrade")
+    req.field(Field::Upgrade)
         .is_some_and(|v| crate::http::grammar::has_token(v, b"websocket"))
 }
 

@@ -5,7 +5,7 @@
 //! ([`super::record`]) seals and opens the records.
 //!
 //! It owns no buffer: the caller's (per-worker, reused) buffers go in and
-//! out of every call, so an idle TLS connection is only its keys (1.1 KiB
+//! out of every call, so an idle TLS connection is only its keys (0.4 KiB
 //! with this struct, `tests/alone/tls_memory.rs`; rustls's established state
 //! was 3.3 KiB), and a request allocates nothing.
 //!
@@ -32,6 +32,7 @@ use rustls::ServerConfig;
 
 use super::context::ALPN_H2;
 use super::record::{Records, MAX_PLAIN, OVERHEAD};
+use super::secrets::TrafficSecrets;
 
 /// The answer to plain HTTP on a TLS port (RFC 9110 §15.5.1: the request
 /// cannot be processed as sent).
@@ -127,8 +128,9 @@ pub struct Received {
 /// Where a connection is: rustls doing the handshake, or brisk's own
 /// record layer after it.
 enum Stage {
-    /// rustls's state (large: boxed, and for the handshake only).
-    Handshake(Box<UnbufferedServerConnection>),
+    /// rustls's state (large: boxed, and for the handshake only), and
+    /// the traffic secrets once rustls has told them (`super::secrets`).
+    Handshake(Box<UnbufferedServerConnection>, TrafficSecrets),
     /// What the handshake agreed, and the keys.
     Traffic(Established),
     /// Between the two, for the moment of the move (or after a failed
@@ -183,7 +185,10 @@ impl TlsConn {
         slot: Option<HandshakeSlot>,
     ) -> Result<TlsConn, rustls::Error> {
         Ok(TlsConn {
-            stage: Stage::Handshake(Box::new(UnbufferedServerConnection::new(config)?)),
+            stage: Stage::Handshake(
+                Box::new(UnbufferedServerConnection::new(config)?),
+                TrafficSecrets::NONE,
+            ),
             handshake: Some((now + timeout, slot)),
             sniffed: false,
             sni: None,
@@ -252,8 +257,13 @@ impl TlsConn {
         }
         let mut got = Received::default();
         let result = match &mut self.stage {
-            Stage::Handshake(conn) => {
+            Stage::Handshake(conn, secrets) => {
                 let result = drive(conn, incoming, plaintext, out, &mut got, &mut self.fed);
+                // What rustls told the key log while it ran, before any
+                // other connection of this thread is driven.
+                if let Some(caught) = super::secrets::caught() {
+                    *secrets = caught;
+                }
                 if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
                     // go out.
@@ -298,7 +308,8 @@ impl TlsConn {
     ) -> Result<(), rustls::Error> {
         self.handshake = None;
         got.handshake_done = true;
-        let Stage::Handshake(conn) = std::mem::replace(&mut self.stage, Stage::Gone) else {
+        let Stage::Handshake(conn, secrets) = std::mem::replace(&mut self.stage, Stage::Gone)
+        else {
             return Err(rustls::Error::HandshakeNotComplete);
         };
         let alpn = conn
@@ -307,9 +318,9 @@ impl TlsConn {
         let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
         // rustls stopped with nothing left to send (`drive`), as this
         // asks; it fails if secret extraction is off in the config.
-        let (secrets, kernel) = conn.dangerous_into_kernel_connection()?;
+        let (keys, kernel) = conn.dangerous_into_kernel_connection()?;
         self.stage = Stage::Traffic(Established {
-            records: Records::new(secrets, kernel)?,
+            records: Records::new(keys, kernel.negotiated_cipher_suite(), secrets)?,
             alpn,
             resumed,
         });
@@ -390,7 +401,7 @@ impl TlsConn {
     /// (the names of CGI's `SSL_PROTOCOL` and the access log).
     pub fn protocol(&self) -> Option<&'static str> {
         let version = match &self.stage {
-            Stage::Handshake(conn) => conn.protocol_version()?,
+            Stage::Handshake(conn, _) => conn.protocol_version()?,
             Stage::Traffic(t) => t.records.suite().version().version,
             Stage::Gone => return None,
         };
@@ -407,7 +418,7 @@ impl TlsConn {
     /// scripts and log readers see the names they know.
     pub fn cipher(&self) -> Option<&'static str> {
         let suite = match &self.stage {
-            Stage::Handshake(conn) => conn.negotiated_cipher_suite()?,
+            Stage::Handshake(conn, _) => conn.negotiated_cipher_suite()?,
             Stage::Traffic(t) => t.records.suite(),
             Stage::Gone => return None,
         }
@@ -418,7 +429,7 @@ impl TlsConn {
     /// The ALPN protocol agreed on, if any.
     pub fn alpn(&self) -> Option<&[u8]> {
         match &self.stage {
-            Stage::Handshake(conn) => conn.alpn_protocol(),
+            Stage::Handshake(conn, _) => conn.alpn_protocol(),
             Stage::Traffic(t) => t.alpn,
             Stage::Gone => None,
         }
@@ -427,7 +438,9 @@ impl TlsConn {
     /// Whether this connection resumed an earlier session.
     pub fn resumed(&self) -> bool {
         match &self.stage {
-            Stage::Handshake(conn) => conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            Stage::Handshake(conn, _) => {
+                conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+            }
             Stage::Traffic(t) => t.resumed,
             Stage::Gone => false,
         }

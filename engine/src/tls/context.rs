@@ -88,5 +88,8 @@ pub fn server_config_offering(
     // After the handshake brisk runs the record layer itself
     // (`super::record`), with the keys rustls hands over.
     config.enable_secret_extraction = true;
+    // And for TLS 1.3's KeyUpdates, the traffic secrets, which rustls
+    // tells its key log (`super::secrets`).
+    config.key_log = Arc::new(super::secrets::Catch);
     Ok(Arc::new(config))
 }

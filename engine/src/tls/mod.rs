@@ -16,6 +16,8 @@
 //!   detection and garbage handling; rustls for the handshake, then
 //! - [`record`]: brisk's own record layer (ring's AEADs on the keys
 //!   rustls hands over), so that an idle connection keeps only its keys;
+//! - [`secrets`]: TLS 1.3's traffic secrets, learnt from rustls's key
+//!   log, for the record layer's KeyUpdates;
 //! - [`stream`]: that record layer over a non-blocking socket, with a
 //!   worker's scratch buffers: what the engine's TLS transport delegates
 //!   to.
@@ -30,6 +32,7 @@ pub mod client_hello;
 pub mod conn;
 pub mod context;
 pub mod record;
+pub mod secrets;
 pub mod sni;
 pub mod stream;
 #[cfg(test)]

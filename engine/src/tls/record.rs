@@ -8,9 +8,9 @@
 //! Why: rustls's established connection keeps ~3 KiB per connection
 //! (its common state, the deframer, two boxed AEAD contexts with their
 //! key schedules). Here an idle connection keeps the key bytes, IVs and
-//! sequence numbers (inline, ~180 B) and, for TLS 1.3, rustls's
-//! [`KernelConnection`] (the traffic secrets, to derive the next keys on
-//! a KeyUpdate, RFC 8446 §7.2). The expanded AEAD keys (AES's round keys
+//! sequence numbers and, for TLS 1.3, the two traffic secrets, to derive
+//! the next keys on a KeyUpdate (RFC 8446 §7.2; `super::secrets`): all
+//! inline, ~270 B. The expanded AEAD keys (AES's round keys
 //! and GHASH table: ~0.5 KiB each way) are built when a record is first
 //! sealed or opened, and dropped by [`Records::rest`], which the worker
 //! calls when the connection has been idle a second.
@@ -26,9 +26,8 @@
 //! its sending keys, TLS 1.2 closes) and the sequence number's end.
 //! Every failure that calls for an alert puts the fatal alert in `out`.
 
+use super::secrets::TrafficSecrets;
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
-use rustls::kernel::KernelConnection;
-use rustls::server::ServerConnectionData;
 use rustls::{
     AlertDescription, ConnectionTrafficSecrets, Error, ExtractedSecrets, SupportedCipherSuite,
 };
@@ -206,8 +205,8 @@ pub struct Records {
     rx: Half,
     tx: Half,
     tls13: bool,
-    /// TLS 1.3: derives the next traffic secrets on a KeyUpdate.
-    kernel: Option<Box<KernelConnection<ServerConnectionData>>>,
+    /// TLS 1.3: what the next keys come from on a KeyUpdate.
+    secrets: TrafficSecrets,
     /// Warning alerts so far (never reset, as rustls).
     warnings: u8,
     /// TLS 1.2 renegotiation attempts so far.
@@ -223,14 +222,20 @@ pub struct Records {
 }
 
 impl Records {
-    /// The record layer after the handshake, from what rustls hands over.
+    /// The record layer after the handshake, from the keys rustls hands
+    /// over and, for TLS 1.3, the traffic secrets it told brisk's key log
+    /// (without which a KeyUpdate could not be followed).
     pub fn new(
-        secrets: ExtractedSecrets,
-        kernel: KernelConnection<ServerConnectionData>,
+        keys: ExtractedSecrets,
+        suite: SupportedCipherSuite,
+        secrets: TrafficSecrets,
     ) -> Result<Records, Error> {
-        let mut records = Records::from_secrets(secrets, kernel.negotiated_cipher_suite())?;
+        let mut records = Records::from_secrets(keys, suite)?;
         if records.tls13 {
-            records.kernel = Some(Box::new(kernel));
+            if !secrets.known() {
+                return Err(Error::General("TLS 1.3 traffic secrets not learnt".into()));
+            }
+            records.secrets = secrets;
         }
         Ok(records)
     }
@@ -272,7 +277,7 @@ impl Records {
             rx,
             tx,
             tls13: suite.tls13().is_some(),
-            kernel: None,
+            secrets: TrafficSecrets::NONE,
             warnings: 0,
             renegotiations: 0,
             key_updates: 0,
@@ -639,16 +644,17 @@ impl Records {
         Ok(())
     }
 
-    /// The next keys of one direction (`tx`: ours), derived by rustls
-    /// from the traffic secret it keeps.
+    /// The next keys of one direction (`tx`: ours), from its traffic
+    /// secret, which moves on (RFC 8446 §7.2).
     fn next_keys(&mut self, out: &mut Vec<u8>, tx: bool) -> Result<Half, Fail> {
-        let next = self.kernel.as_mut().map(|k| match tx {
-            true => k.update_tx_secret(),
-            false => k.update_rx_secret(),
-        });
-        match next {
-            Some(Ok((seq, secrets))) => Ok(Half::new(seq, secrets)?.1),
-            _ => Err(self.fatal(out, AlertDescription::InternalError, "key update failed")),
+        match self.secrets.next(tx, self.cipher.algorithm().key_len()) {
+            Some((key, iv)) => Ok(Half {
+                key,
+                iv,
+                seq: 0,
+                live: None,
+            }),
+            None => Err(self.fatal(out, AlertDescription::InternalError, "key update failed")),
         }
     }
 

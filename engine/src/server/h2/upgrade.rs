@@ -6,7 +6,7 @@ use base64ct::{Base64UrlUnpadded, Encoding};
 
 use crate::http::grammar::has_token;
 use crate::http::parse::BodyFraming;
-use crate::http::request::OwnedRequest;
+use crate::http::request::{Field, OwnedRequest};
 use crate::http::Version;
 
 /// The SETTINGS payload of `req`, an `Upgrade: h2c` request that the
@@ -25,7 +25,9 @@ pub fn settings(req: &OwnedRequest, cleartext: bool, tls: bool, draining: bool) 
         || req.version() != Version::Http11
         || req.body() != BodyFraming::None
         || !req.original_target().starts_with(b"/")
-        || !req.header("upgrade").is_some_and(|v| has_token(v, b"h2c"))
+        || !req
+            .field(Field::Upgrade)
+            .is_some_and(|v| has_token(v, b"h2c"))
     {
         return None;
     }

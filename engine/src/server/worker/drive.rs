@@ -77,7 +77,7 @@ impl Worker {
                 }
             }
             #[cfg(feature = "http2")]
-            if c.out.is_empty() && self.h2_queue_control(c) {
+            if c.speaks_h2() && c.out.is_empty() && self.h2_queue_control(c) {
                 // Frames the protocol queued by itself since (a GOAWAY
                 // at a stop) go before the connection may end.
                 continue;

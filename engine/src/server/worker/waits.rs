@@ -202,7 +202,20 @@ impl Worker {
 
     /// Routes again every request of `c` whose password check is done
     /// (on an HTTP/1.1 connection that closes, none is).
+    #[inline]
     pub(super) fn take_checked(&mut self, c: &mut Conn) {
+        // (Before each read of an HTTP/1.1 connection: most hold no wait.)
+        if c.proto.h1().is_some_and(|h| h.wait().is_none()) {
+            return;
+        }
+        self.take_each_checked(c);
+    }
+
+    /// [`Worker::take_checked`]'s work, once a wait may be done (kept
+    /// out of line, so that the test before it is inlined where it is
+    /// called).
+    #[inline(never)]
+    fn take_each_checked(&mut self, c: &mut Conn) {
         loop {
             if c.life.closing() && !c.speaks_h2() {
                 return;

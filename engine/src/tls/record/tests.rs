@@ -21,7 +21,7 @@ fn pair(suite: SupportedCipherSuite, cipher: Cipher) -> (Records, Records) {
         rx: half(rx),
         tx: half(tx),
         tls13: suite.tls13().is_some(),
-        kernel: None,
+        secrets: TrafficSecrets::NONE,
         warnings: 0,
         renegotiations: 0,
         key_updates: 0,
