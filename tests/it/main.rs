@@ -50,6 +50,8 @@ mod protocol;
 mod proxy;
 #[cfg(feature = "upstreams")]
 mod proxy_smuggling;
+#[cfg(feature = "upstreams")]
+mod proxy_streaming;
 mod ranges_conditionals;
 #[cfg(feature = "sites")]
 mod redirects;

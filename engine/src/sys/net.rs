@@ -191,9 +191,15 @@ pub fn unsent(sock: &impl AsRawFd) -> io::Result<u32> {
 /// Reads from `sock` into the spare capacity of `buf` (never initialising
 /// it first), growing `buf.len()` by the bytes read.
 pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let spare = buf.capacity() - buf.len();
-    // SAFETY: the pointer and length describe the vector's spare capacity,
-    // which the kernel writes; set_len only covers bytes it wrote.
+    read_at_most(sock, buf, usize::MAX)
+}
+
+/// [`read_into_spare`], of at most `max` bytes.
+pub fn read_at_most(sock: &impl AsRawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    let spare = (buf.capacity() - buf.len()).min(max);
+    // SAFETY: the pointer and length describe (part of) the vector's
+    // spare capacity, which the kernel writes; set_len only covers bytes
+    // it wrote.
     unsafe {
         let n = cvt_size(libc::read(
             sock.as_raw_fd(),

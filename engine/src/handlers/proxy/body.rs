@@ -23,7 +23,7 @@ use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
 use crate::http::Status;
-use crate::sys::net::{read_into_spare, send};
+use crate::sys::net::{read_at_most, send};
 
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
@@ -314,7 +314,7 @@ impl Produce for ProxyBody {
         }
     }
 
-    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+    fn next(&mut self, room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
         if self.unframe.is_bad() {
             self.retire();
             return Gave::Cut("bad chunked coding in the upstream's answer".into());
@@ -340,9 +340,13 @@ impl Produce for ProxyBody {
             let Some(fd) = self.sock.as_ref() else {
                 return Gave::Pending;
             };
+            // No more than the sink has room for: a client slower than
+            // the upstream holds at most the sink's queue, not a piece
+            // more (which would double the queue's allocation).
+            let want = room.clamp(1, PIECE);
             buf.clear();
-            buf.reserve(PIECE);
-            match read_into_spare(fd, buf) {
+            buf.reserve(want);
+            match read_at_most(fd, buf, want) {
                 Ok(0) => return self.closed(None),
                 Ok(_) if self.started => {
                     if let Some(gave) = self.body(buf) {
