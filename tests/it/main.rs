@@ -48,6 +48,8 @@ mod privileged;
 mod protocol;
 #[cfg(feature = "ops")]
 mod proxy;
+#[cfg(all(feature = "upstreams", feature = "http2"))]
+mod proxy_log;
 #[cfg(feature = "upstreams")]
 mod proxy_smuggling;
 #[cfg(feature = "upstreams")]

@@ -53,6 +53,12 @@ pub trait Produce {
     /// Names it in log lines: `handler at /api/`, `cgi /srv/x`.
     fn label(&self) -> &str;
 
+    /// The upstream that answered, once its answer's head came (a
+    /// proxied request): the access log's `upstream_*` fields.
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        None
+    }
+
     /// How long it may make no progress before the engine gives it up
     /// (504 before the head, cut short after): a program has its own
     /// limit, an in-process producer takes `handler` (`timeouts.handler`).

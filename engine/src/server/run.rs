@@ -137,6 +137,12 @@ pub struct Run {
 }
 
 impl Run {
+    /// The upstream that answered, for the access log (a proxied
+    /// request whose answer's head came).
+    pub fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        self.producer.upstream()
+    }
+
     /// `producer` answering `request`.
     pub fn new(producer: Box<dyn Produce>, request: Held) -> Run {
         let head_only = request.req.method() == Method::Head;

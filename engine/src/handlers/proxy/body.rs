@@ -11,7 +11,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
@@ -100,6 +100,12 @@ pub struct ProxyBody {
     /// out of its watch).
     reusable: bool,
     opts: Options,
+    /// For the access log: the upstream (`127.0.0.1:9001`), when the
+    /// exchange began, and once its head came, its status and after how
+    /// long (in microseconds).
+    addr: String,
+    began: Instant,
+    answered: Option<(u16, u64)>,
 }
 
 impl ProxyBody {
@@ -128,7 +134,16 @@ impl ProxyBody {
             keep_alive: false,
             reusable: false,
             opts,
+            addr: String::new(),
+            began: Instant::now(),
+            answered: None,
         }
+    }
+
+    /// Names the upstream in the access log (`upstream_addr`).
+    pub fn logged_as(mut self, addr: String) -> ProxyBody {
+        self.addr = addr;
+        self
     }
 
     /// The socket is a kept connection, up already: the upstream's
@@ -204,6 +219,8 @@ impl ProxyBody {
             drop(fields);
             self.unframe = Unframe::new(framing, self.opts.max_trailers);
             self.started = true;
+            let took = self.began.elapsed().as_micros();
+            self.answered = Some((h.status, u64::try_from(took).unwrap_or(u64::MAX)));
             self.keep_alive = h.keep_alive;
             self.rest = self.head_buf.split_off(h.head_len);
             self.head_buf = Vec::new();
@@ -296,6 +313,15 @@ fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> R
 impl Produce for ProxyBody {
     fn label(&self) -> &str {
         &self.opts.label
+    }
+
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        let (status, header_us) = self.answered?;
+        Some(crate::log::Upstream {
+            addr: &self.addr,
+            status,
+            header_us,
+        })
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {

@@ -297,7 +297,7 @@ impl Worker {
             return;
         };
         let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
-        self.log_produced(c, &run.request, status, body_from);
+        self.log_produced(c, &run.request, status, body_from, run.upstream());
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }
@@ -311,7 +311,7 @@ impl Worker {
             return;
         };
         let status = run.stop(&mut self.logger);
-        self.log_produced(c, &run.request, status, p.framing.body_from);
+        self.log_produced(c, &run.request, status, p.framing.body_from, run.upstream());
         c.life.close();
     }
 
@@ -359,10 +359,12 @@ impl Worker {
         request: &Held,
         status: u16,
         body_from: u64,
+        upstream: Option<crate::log::Upstream<'_>>,
     ) {
         self.count_answer(&request.req, status, request.started);
         if self.logger.access_enabled() {
-            let rec = super::request_record(c, self.clock.wall, &request.req, status);
+            let mut rec = super::request_record(c, self.clock.wall, &request.req, status);
+            rec.upstream = upstream;
             let end = c.queued_end();
             let body = end.saturating_sub(body_from);
             let log = &mut self.logger;
@@ -508,7 +510,8 @@ mod h2 {
             super::super::pipe::retire(self.poll.registry(), run);
             if !started && run.started() {
                 let parts = (&self.counts, &self.clock, run.request.started);
-                a.log = head_log(parts, &mut self.logger, c, &run.request.req, run.status());
+                let answer = (run.status(), run.upstream());
+                a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
             }
             match outcome {
                 Outcome::Idle => return Some(a),
@@ -590,7 +593,7 @@ mod h2 {
             let status = run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
             if log && !run.started() {
-                self.log_produced(c, &run.request, status, c.queued_end());
+                self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
             }
         }
 

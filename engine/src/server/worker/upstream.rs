@@ -38,6 +38,15 @@ fn connect(to: &Upstream) -> io::Result<OwnedFd> {
     }
 }
 
+/// How the access log names `to` (`upstream_addr`): its address, as
+/// nginx's `$upstream_addr` does, or `unix:` and its path.
+fn logged(to: &Upstream) -> String {
+    match to {
+        Upstream::Tcp { addr, .. } => addr.to_string(),
+        Upstream::Unix(path) => format!("unix:{}", path.display()),
+    }
+}
+
 impl Worker {
     /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
     /// `stream` none, whose body `decoder` reads on its way upstream; or
@@ -62,7 +71,9 @@ impl Worker {
             Some(sock)
         });
         if let Some(sock) = kept {
-            let body = ProxyBody::new(sock, &plan.head, plan.opts).on_kept_connection();
+            let body = ProxyBody::new(sock, &plan.head, plan.opts)
+                .on_kept_connection()
+                .logged_as(logged(&plan.to));
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
         let sock = match connect(&plan.to) {
@@ -75,7 +86,7 @@ impl Worker {
                 return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
             }
         };
-        let body = ProxyBody::new(sock, &plan.head, plan.opts);
+        let body = ProxyBody::new(sock, &plan.head, plan.opts).logged_as(logged(&plan.to));
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 }

@@ -758,11 +758,12 @@ pub(in crate::server::worker) fn head_log(
     logger: &mut Logger,
     c: &Conn,
     req: &OwnedRequest,
-    status: u16,
+    (status, upstream): (u16, Option<crate::log::Upstream<'_>>),
 ) -> Option<(Vec<u8>, Draft)> {
     counts.answered(req, status, routed, clock.now);
     logger.access_enabled().then(|| {
-        let rec = request_record(c, clock.wall, req, status);
+        let mut rec = request_record(c, clock.wall, req, status);
+        rec.upstream = upstream;
         let mut text = Vec::new();
         let draft = logger.draft(&rec, &mut text);
         (text, draft)
