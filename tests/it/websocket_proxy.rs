@@ -241,11 +241,11 @@ impl Echo {
             w.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nno upgrade");
             return;
         }
-        let key = lower
+        let key = head
             .split("\r\n")
-            .find_map(|l| l.strip_prefix("sec-websocket-key: "))
-            .map(|_| KEY)
-            .unwrap();
+            .find(|l| l.to_ascii_lowercase().starts_with("sec-websocket-key: "))
+            .map(|l| &l["sec-websocket-key: ".len()..])
+            .expect("a key");
         // The switch, and a first frame in the same write.
         let mut answer = format!(
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
@@ -487,4 +487,181 @@ fn a_tls_client_tunnels_as_a_plain_one() {
     w.send(&frame(1, b"bye", Some(MASK)));
     assert_eq!(w.frame().unwrap().opcode, 8);
     assert!(w.ends(), "closed after the upstream closed");
+}
+
+/// WebSockets over HTTP/2 (RFC 8441): an extended CONNECT on a stream.
+#[cfg(feature = "http2")]
+mod h2 {
+    use super::*;
+    use brisk::h2::frame::{self, flag, kind, setting};
+    use brisk::h2::hpack;
+    use common::h2::{Frame as H2Frame, H2};
+
+    /// The settings of the server's first SETTINGS frame.
+    fn server_settings(c: &mut H2) -> Vec<(u16, u32)> {
+        let f = c.frame().expect("SETTINGS");
+        assert_eq!((f.kind, f.flags), (kind::SETTINGS, 0));
+        f.payload
+            .chunks(6)
+            .map(|p| {
+                let id = u16::from_be_bytes([p[0], p[1]]);
+                (id, u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
+            })
+            .collect()
+    }
+
+    /// Opens stream `id` with an extended CONNECT for `protocol` to `path`.
+    fn connect(c: &mut H2, id: u32, path: &str, protocol: &str) {
+        let mut block = Vec::new();
+        for (n, v) in [
+            (":method", "CONNECT"),
+            (":protocol", protocol),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", "x"),
+            ("sec-websocket-version", "13"),
+        ] {
+            hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut block);
+        }
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, id, &block, false, 16_384);
+        c.send(&out);
+    }
+
+    /// The next frame on stream `id` (other streams' and the
+    /// connection's are passed over; DATA's credit goes back, and a
+    /// WINDOW_UPDATE for the stream adds to `window`: `None` then).
+    fn on_stream(c: &mut H2, id: u32, window: &mut i64) -> Option<H2Frame> {
+        loop {
+            let f = c.frame().expect("the stream's frames");
+            if f.kind == kind::WINDOW_UPDATE && f.stream == id {
+                *window += i64::from(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                return None;
+            }
+            if f.stream != id {
+                continue;
+            }
+            if f.kind == kind::DATA && !f.payload.is_empty() {
+                let mut out = Vec::new();
+                let n = f.payload.len() as u32;
+                frame::write_window_update(&mut out, 0, n);
+                frame::write_window_update(&mut out, id, n);
+                c.send(&out);
+            }
+            return Some(f);
+        }
+    }
+
+    /// Sends `bytes` as DATA on stream `id` within its window (waiting
+    /// for the server's credit), and reads what comes back meanwhile
+    /// until `want` bytes of DATA have: those bytes.
+    fn exchange(c: &mut H2, id: u32, bytes: &[u8], want: usize, window: &mut i64) -> Vec<u8> {
+        let (mut sent, mut got) = (0, Vec::new());
+        while got.len() < want {
+            while sent < bytes.len() && *window > 0 {
+                let n = (bytes.len() - sent).min(16_384).min(*window as usize);
+                let mut out = frame::data_head(id, n, false).to_vec();
+                out.extend_from_slice(&bytes[sent..sent + n]);
+                c.send(&out);
+                sent += n;
+                *window -= n as i64;
+            }
+            if let Some(f) = on_stream(c, id, window) {
+                assert_eq!(f.kind, kind::DATA, "{f:?}");
+                got.extend_from_slice(&f.payload);
+            }
+        }
+        assert_eq!(sent, bytes.len());
+        got
+    }
+
+    #[test]
+    fn an_extended_connect_is_a_websocket_to_an_http1_upstream() {
+        let up = Echo::start();
+        let s = brisk(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        assert!(
+            server_settings(&mut c).contains(&(setting::ENABLE_CONNECT_PROTOCOL, 1)),
+            "RFC 8441 §3: advertised"
+        );
+        connect(&mut c, 1, "/api/chat", "websocket");
+        // The upstream gets the HTTP/1.1 handshake, with a key of brisk's.
+        let head = up.next();
+        let key_at = head.find("sec-websocket-key: ").expect("a key") + 19;
+        let key = &head[key_at..key_at + 24];
+        assert_eq!(key.len(), 24);
+        assert!(key.ends_with("=="), "16 bytes in base64: {key}");
+        assert_eq!(
+            head.replace(key, "<key>"),
+            "GET /api/chat HTTP/1.1\r\nHost: x\r\nsec-websocket-version: 13\r\n\
+             sec-websocket-key: <key>\r\nX-Forwarded-For: 127.0.0.1\r\n\
+             X-Forwarded-Proto: http\r\nX-Forwarded-Host: x\r\n\
+             Forwarded: for=127.0.0.1;proto=http;host=\"x\"\r\n\
+             Connection: upgrade\r\nUpgrade: websocket\r\n\r\n"
+        );
+        // Its 101 is a 200 on the stream, which stays open.
+        let mut window = 256 * 1024;
+        let h = on_stream(&mut c, 1, &mut window).expect("a head");
+        assert_eq!(h.kind, kind::HEADERS);
+        assert_eq!(h.flags & flag::END_STREAM, 0, "the stream stays open");
+        let names: Vec<&str> = h.fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, [":status", "server", "date"], "{:?}", h.fields);
+        assert_eq!(h.fields[0].1, "200");
+        // Then DATA ⇄ bytes: the upstream's first frame, then echoes.
+        let hello = frame(1, b"hello", None);
+        let got = exchange(&mut c, 1, &[], hello.len(), &mut window);
+        assert_eq!(got, hello);
+        let text = frame(1, b"over h2", Some(MASK));
+        let got = exchange(&mut c, 1, &text, 9, &mut window);
+        assert_eq!(up.next(), "frame 1 7 masked");
+        assert_eq!(got, frame(1, b"over h2", None));
+        // A message past the stream's window: sent as brisk gives credit.
+        let message = pattern(1 << 20);
+        let echo = frame(2, &message, None);
+        let got = exchange(
+            &mut c,
+            1,
+            &frame(2, &message, Some(MASK)),
+            echo.len(),
+            &mut window,
+        );
+        assert_eq!(up.next(), format!("frame 2 {} masked", 1 << 20));
+        assert!(got == echo, "the echo differs");
+        // END_STREAM is the client's half-close: the upstream sees its
+        // end, answers, closes, and the stream ends.
+        c.send(&frame::data_head(1, 0, true));
+        assert_eq!(up.next(), "eof");
+        // (Its last bytes and END_STREAM: in one frame or two.)
+        let mut rest = Vec::new();
+        loop {
+            let Some(f) = on_stream(&mut c, 1, &mut window) else {
+                continue;
+            };
+            assert_eq!(f.kind, kind::DATA, "{f:?}");
+            rest.extend_from_slice(&f.payload);
+            if f.flags & flag::END_STREAM != 0 {
+                break;
+            }
+        }
+        assert_eq!(rest, frame(1, b"after eof", None));
+        // Elsewhere, and for another protocol: refused on the stream.
+        connect(&mut c, 3, "/chat", "websocket");
+        connect(&mut c, 5, "/api/chat", "connect-udp");
+        let answers = c.answers(&[3, 5]);
+        assert_eq!((answers[0].status(), answers[1].status()), ("501", "501"));
+    }
+
+    #[test]
+    fn without_websocket_rules_nothing_is_advertised() {
+        let up = Echo::start();
+        let s = brisk(&up, "websocket = false");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        let settings = server_settings(&mut c);
+        assert!(
+            settings
+                .iter()
+                .all(|&(id, _)| id != setting::ENABLE_CONNECT_PROTOCOL),
+            "{settings:?}"
+        );
+    }
 }

@@ -16,6 +16,10 @@
 //! they come, to its close; its input takes the client's bytes as they
 //! come, unframed, and the client's end of them (its FIN) is passed on
 //! as one (`shutdown(SHUT_WR)`). The socket never goes back to the pool.
+//! For an HTTP/2 client's extended CONNECT ([`Options::connect`], RFC
+//! 8441) the 101 is given as a 200 without the fields of the HTTP/1.1
+//! handshake, and any other 2xx is a 502 (the client would take it for
+//! the tunnel).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -74,6 +78,20 @@ pub struct Options {
     /// The request asks to switch protocols (its head says `Upgrade`):
     /// a 101 makes the answer a tunnel (else a 101 is a 502).
     pub upgrade: bool,
+    /// It does so for an HTTP/2 client's extended CONNECT (RFC 8441).
+    pub connect: bool,
+}
+
+/// How an answer's head is passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Switch {
+    /// An answer.
+    No,
+    /// A 101, as it is (HTTP/1.1): its `Upgrade` kept.
+    Upgrade,
+    /// A 101 to an extended CONNECT, as the 200 that says the stream is
+    /// the tunnel (RFC 8441 §5: without `Sec-WebSocket-Accept`).
+    Connect,
 }
 
 /// An upstream's answer to one request (see the module documentation).
@@ -205,10 +223,21 @@ impl ProxyBody {
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
             if h.status == 101 {
-                let head = reply_head(&h, &fields, &self.opts.answer, true);
+                let switch = match self.opts.connect {
+                    true => Switch::Connect,
+                    false => Switch::Upgrade,
+                };
+                let mut head = reply_head(&h, &fields, &self.opts.answer, switch);
                 drop(fields);
+                if self.opts.connect {
+                    (head.status, head.reason) = (200, None);
+                }
                 self.open_tunnel(h.head_len);
                 return Some(Gave::Head(head, None));
+            }
+            if self.opts.connect && (200..300).contains(&h.status) {
+                let why = "the upstream answered a WebSocket's extended CONNECT without a 101";
+                return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
             if h.status < 200 {
                 // An interim answer (100 Continue, 103): the final one follows.
@@ -216,7 +245,7 @@ impl ProxyBody {
                 self.head_buf.drain(..len);
                 continue;
             }
-            let head = reply_head(&h, &fields, &self.opts.answer, false);
+            let head = reply_head(&h, &fields, &self.opts.answer, Switch::No);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),
@@ -285,13 +314,13 @@ impl ProxyBody {
 
 /// The head the client gets for the upstream's answer `h` with its
 /// `fields`: the hop-by-hop ones and those `Connection` names left out,
-/// then the rule's edits. A `tunnel`'s (a 101) keeps its `Upgrade`, and
-/// says `Connection: upgrade` (RFC 9110 §7.8).
+/// then the rule's edits. A 101 passed on as it is keeps its `Upgrade`,
+/// and says `Connection: upgrade` (RFC 9110 §7.8).
 fn reply_head(
     h: &ResponseHead<'_>,
     fields: &[Header<'_>],
     answer: &Answer,
-    tunnel: bool,
+    switch: Switch,
 ) -> ReplyHead {
     let is = |name: &[u8], known: &str| name.eq_ignore_ascii_case(known.as_bytes());
     let named_by_connection = |name: &[u8]| {
@@ -302,7 +331,10 @@ fn reply_head(
     };
     let mut headers = Vec::new();
     for f in fields {
-        if tunnel && is(f.name, "upgrade") {
+        if switch == Switch::Connect && is(f.name, "sec-websocket-accept") {
+            continue;
+        }
+        if switch == Switch::Upgrade && is(f.name, "upgrade") {
             for part in [f.name, b": ", f.value, b"\r\n"] {
                 headers.extend_from_slice(part);
             }
@@ -319,7 +351,7 @@ fn reply_head(
             headers.extend_from_slice(part);
         }
     }
-    if tunnel {
+    if switch == Switch::Upgrade {
         headers.extend_from_slice(b"Connection: upgrade\r\n");
     }
     if answer.via {

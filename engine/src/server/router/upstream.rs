@@ -92,9 +92,11 @@ fn upstream_plan(
     };
     // A switch of protocols (RFC 9110 §7.8: `Upgrade`, named by
     // `Connection`) goes on where the rule lets it, for a request with
-    // no body; otherwise the request goes without its `Upgrade`.
+    // no body; otherwise the request goes without its `Upgrade`. (An
+    // HTTP/2 request has an `Upgrade` only as an extended CONNECT's
+    // handshake: see `server::h2::request`.)
     let upgrade = rule.websocket
-        && req.version() == Version::Http11
+        && req.version() != Version::Http10
         && body == BodyOut::None
         && req.header("upgrade").is_some()
         && req
@@ -144,6 +146,7 @@ fn upstream_plan(
             },
             keep: None,
             upgrade,
+            connect: upgrade && req.version() == Version::Http2,
         },
     }
 }

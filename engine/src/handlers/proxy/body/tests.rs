@@ -30,6 +30,7 @@ fn options(body: BodyOut) -> Options {
         answer: Answer::default(),
         keep: None,
         upgrade: false,
+        connect: false,
     }
 }
 
