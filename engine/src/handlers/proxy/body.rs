@@ -132,6 +132,10 @@ pub struct ProxyBody {
     tunnel: bool,
     /// The client's end of its bytes was passed on (`shutdown`).
     shut: bool,
+    /// The client ended its side before the upstream switched (an
+    /// extended CONNECT whose HEADERS end its stream): passed on once
+    /// it has.
+    ended_early: bool,
     opts: Options,
 }
 
@@ -162,6 +166,7 @@ impl ProxyBody {
             reusable: false,
             tunnel: false,
             shut: false,
+            ended_early: false,
             opts,
         }
     }
@@ -275,7 +280,7 @@ impl ProxyBody {
         self.rest = self.head_buf.split_off(head_len);
         self.head_buf = Vec::new();
         self.body_open = true;
-        self.outbox.body_end = false;
+        self.outbox.body_end = self.ended_early;
     }
 
     /// Body bytes read into `buf`, taken out of their framing: what to
@@ -541,6 +546,9 @@ impl Input for ProxyBody {
     }
 
     fn end(&mut self) {
+        if self.opts.upgrade && !self.tunnel {
+            self.ended_early = true;
+        }
         if !self.body_open || self.outbox.body_end {
             return;
         }

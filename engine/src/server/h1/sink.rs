@@ -326,6 +326,22 @@ mod tests {
         assert!(!f.keep);
     }
 
+    #[test]
+    fn a_101_is_its_head_then_the_new_protocols_bytes_to_the_close() {
+        let head = ReplyHead {
+            status: 101,
+            headers: b"Upgrade: websocket\r\nConnection: upgrade\r\n".to_vec(),
+            ..reply(None)
+        };
+        let (text, missing, f) = script(GET, head, &[b"\x81\x02hi", b"", b"0\r\n\r\n"]);
+        assert_eq!(
+            text,
+            "(before)HTTP/1.1 101 Switching Protocols\r\nServer: brisk\r\nDate: <date>\r\n\
+             Upgrade: websocket\r\nConnection: upgrade\r\n\r\n\u{fffd}\u{2}hi0\r\n\r\n"
+        );
+        assert_eq!((missing, f.keep, f.tunnel), (0, false, true));
+    }
+
     /// Lends `f` a sink for a GET on a connection that sent nothing yet
     /// (a server that says it is `server`); what it queued, and the framing.
     fn with_sink(server: &'static [u8], f: impl FnOnce(&mut H1Sink)) -> (String, Framing) {

@@ -389,17 +389,25 @@ fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
     assert_eq!(n, 2, "kept after a chunked answer");
 }
 
-#[test]
-fn a_101_to_an_upgrade_makes_a_tunnel_both_ways_with_half_closes() {
-    let m = logs();
+/// A producer for a WebSocket handshake (for an extended CONNECT with
+/// `connect`), its head received upstream.
+fn handshake(connect: bool) -> (ProxyBody, UnixStream) {
     let head = b"GET /ws HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n";
     let opts = Options {
         upgrade: true,
+        connect,
         ..options(BodyOut::None)
     };
     let (mut p, mut up) = started(head, opts);
     write(&mut p).unwrap();
     assert_eq!(received(&mut up, head.len()).len(), head.len());
+    (p, up)
+}
+
+#[test]
+fn a_101_to_an_upgrade_makes_a_tunnel_both_ways_with_half_closes() {
+    let m = logs();
+    let (mut p, mut up) = handshake(false);
     up.write_all(
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
           Keep-Alive: timeout=5\r\nSec-WebSocket-Accept: a=\r\n\r\n\x81\x02hi",
@@ -448,4 +456,20 @@ fn a_101_to_a_request_that_asked_for_none_is_a_502() {
         next(&mut p, &m),
         "fail 502 101 Switching Protocols to a request that asked for none"
     );
+}
+
+#[test]
+fn a_client_that_ended_before_the_101_has_its_end_passed_on_after_it() {
+    let m = logs();
+    let (mut p, mut up) = handshake(true);
+    p.input().unwrap().end();
+    up.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+        .unwrap();
+    // (An extended CONNECT's: a 200, without the handshake's fields.)
+    assert_eq!(next(&mut p, &m), "head 200 None \"\"");
+    write(&mut p).unwrap();
+    up.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    up.read_to_end(&mut rest).expect("an end");
+    assert!(rest.is_empty(), "the client's end, once the tunnel is open");
 }
