@@ -78,3 +78,5 @@ mod throttle;
 mod upgrade;
 #[cfg(feature = "sites")]
 mod vhosts;
+#[cfg(feature = "upstreams")]
+mod websocket_proxy;

@@ -348,12 +348,12 @@ impl Router {
                 return Routed::Answer(plan);
             }
         }
-        if wants_websocket(routing.req) {
-            return Routed::Answer(refuse_upgrade(routing.scratch));
-        }
         routing.scratch.path.clear();
         if let Ok(path) = routing.req.path() {
             routing.scratch.path.extend_from_slice(path);
+        }
+        if wants_websocket(routing.req) && !self.proxies(routing) {
+            return Routed::Answer(refuse_upgrade(routing.scratch));
         }
         let decoded = routing.req.path().is_ok();
         if decoded {
@@ -411,6 +411,13 @@ impl Router {
             }
         }
         Ok(site)
+    }
+
+    /// Whether a `[[reverse_proxy]]` rule takes the request: never
+    /// without the cargo feature `upstreams`.
+    #[cfg(not(feature = "upstreams"))]
+    fn proxies(&self, _: &Routing<'_>) -> bool {
+        false
     }
 
     /// The auth stage: 401 without valid credentials, 429 for a client
@@ -711,8 +718,9 @@ impl Router {
 }
 
 /// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
-/// websocket`), which no handler of brisk's takes yet: answered as such,
-/// not as a plain request the client could not use. (`h2c` is taken
+/// websocket`), which only a `[[reverse_proxy]]` rule takes (see
+/// `Router::proxies`): elsewhere answered as such, not as a plain
+/// request the client could not use. (`h2c` is taken
 /// before routing, where it may be; other upgrades are ignored and the
 /// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 fn wants_websocket(req: &OwnedRequest) -> bool {

@@ -211,6 +211,13 @@ pub fn read_at_most(sock: &impl AsRawFd, buf: &mut Vec<u8>, max: usize) -> io::R
     }
 }
 
+/// `shutdown(2)` of the writing side of `sock` (TCP or unix): its peer
+/// reads an end, and may still send (a half-close).
+pub fn shutdown_write(sock: &impl AsRawFd) -> io::Result<()> {
+    // SAFETY: a plain system call on a descriptor the caller holds.
+    cvt(unsafe { libc::shutdown(sock.as_raw_fd(), libc::SHUT_WR) }).map(drop)
+}
+
 /// `write(2)` on any descriptor (a CGI child's stdin pipe).
 pub fn write_fd(fd: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for `buf.len()` bytes during the call.

@@ -8,6 +8,18 @@
 //! skipped), given as a [`ReplyHead`] without its hop-by-hop fields, and
 //! its body follows as it comes: by length, chunked (decoded), or to the
 //! close. The producer knows no protocol of the client's.
+//!
+//! A request that asked to switch protocols ([`Options::upgrade`]: a
+//! WebSocket handshake) and is answered `101 Switching Protocols` makes
+//! the producer a tunnel (RFC 9110 §7.8): the 101's head is given with
+//! its `Upgrade` and `Connection: upgrade`, then the upstream's bytes as
+//! they come, to its close; its input takes the client's bytes as they
+//! come, unframed, and the client's end of them (its FIN) is passed on
+//! as one (`shutdown(SHUT_WR)`). The socket never goes back to the pool.
+//! For an HTTP/2 client's extended CONNECT ([`Options::connect`], RFC
+//! 8441) the 101 is given as a 200 without the fields of the HTTP/1.1
+//! handshake, and any other 2xx is a 502 (the client would take it for
+//! the tunnel).
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -23,7 +35,7 @@ use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
 use crate::http::Status;
-use crate::sys::net::{read_at_most, send};
+use crate::sys::net::{read_at_most, send, shutdown_write};
 
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
@@ -63,6 +75,23 @@ pub struct Options {
     /// Where the connection goes once the answer ended exactly and the
     /// upstream keeps it open (none: it closes).
     pub keep: Option<Keep>,
+    /// The request asks to switch protocols (its head says `Upgrade`):
+    /// a 101 makes the answer a tunnel (else a 101 is a 502).
+    pub upgrade: bool,
+    /// It does so for an HTTP/2 client's extended CONNECT (RFC 8441).
+    pub connect: bool,
+}
+
+/// How an answer's head is passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Switch {
+    /// An answer.
+    No,
+    /// A 101, as it is (HTTP/1.1): its `Upgrade` kept.
+    Upgrade,
+    /// A 101 to an extended CONNECT, as the 200 that says the stream is
+    /// the tunnel (RFC 8441 §5: without `Sec-WebSocket-Accept`).
+    Connect,
 }
 
 /// An upstream's answer to one request (see the module documentation).
@@ -99,6 +128,14 @@ pub struct ProxyBody {
     /// the pool when the answer is dropped (after the engine took it
     /// out of its watch).
     reusable: bool,
+    /// The upstream answered 101: bytes pass both ways as they come.
+    tunnel: bool,
+    /// The client's end of its bytes was passed on (`shutdown`).
+    shut: bool,
+    /// The client ended its side before the upstream switched (an
+    /// extended CONNECT whose HEADERS end its stream): passed on once
+    /// it has.
+    ended_early: bool,
     opts: Options,
     /// For the access log: the upstream (`127.0.0.1:9001`), when the
     /// exchange began, and once its head came, its status and after how
@@ -133,6 +170,9 @@ impl ProxyBody {
             finished: false,
             keep_alive: false,
             reusable: false,
+            tunnel: false,
+            shut: false,
+            ended_early: false,
             opts,
             addr: String::new(),
             began: Instant::now(),
@@ -198,9 +238,25 @@ impl ProxyBody {
                 Ok(None) => return None,
                 Ok(Some(h)) => h,
             };
-            if h.status == 101 {
-                // (Only asked for with Upgrade, which is not sent yet.)
+            if h.status == 101 && !self.opts.upgrade {
                 let why = "101 Switching Protocols to a request that asked for none";
+                return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
+            }
+            if h.status == 101 {
+                let switch = match self.opts.connect {
+                    true => Switch::Connect,
+                    false => Switch::Upgrade,
+                };
+                let mut head = reply_head(&h, &fields, &self.opts.answer, switch);
+                drop(fields);
+                if self.opts.connect {
+                    (head.status, head.reason) = (200, None);
+                }
+                self.open_tunnel(h.head_len);
+                return Some(Gave::Head(head, None));
+            }
+            if self.opts.connect && (200..300).contains(&h.status) {
+                let why = "the upstream answered a WebSocket's extended CONNECT without a 101";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
             if h.status < 200 {
@@ -209,7 +265,7 @@ impl ProxyBody {
                 self.head_buf.drain(..len);
                 continue;
             }
-            let head = reply_head(&h, &fields, &self.opts.answer);
+            let head = reply_head(&h, &fields, &self.opts.answer, Switch::No);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),
@@ -229,6 +285,19 @@ impl ProxyBody {
             }
             return Some(Gave::Head(head, None));
         }
+    }
+
+    /// The upstream switched protocols with a head `head_len` long: what
+    /// follows it is the tunnel's, both ways, to the close.
+    fn open_tunnel(&mut self, head_len: usize) {
+        self.tunnel = true;
+        self.started = true;
+        self.keep_alive = false;
+        self.unframe = Unframe::new(BodyFraming::None, 0);
+        self.rest = self.head_buf.split_off(head_len);
+        self.head_buf = Vec::new();
+        self.body_open = true;
+        self.outbox.body_end = self.ended_early;
     }
 
     /// Body bytes read into `buf`, taken out of their framing: what to
@@ -267,8 +336,14 @@ impl ProxyBody {
 
 /// The head the client gets for the upstream's answer `h` with its
 /// `fields`: the hop-by-hop ones and those `Connection` names left out,
-/// then the rule's edits.
-fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> ReplyHead {
+/// then the rule's edits. A 101 passed on as it is keeps its `Upgrade`,
+/// and says `Connection: upgrade` (RFC 9110 §7.8).
+fn reply_head(
+    h: &ResponseHead<'_>,
+    fields: &[Header<'_>],
+    answer: &Answer,
+    switch: Switch,
+) -> ReplyHead {
     let is = |name: &[u8], known: &str| name.eq_ignore_ascii_case(known.as_bytes());
     let named_by_connection = |name: &[u8]| {
         fields
@@ -278,6 +353,15 @@ fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> R
     };
     let mut headers = Vec::new();
     for f in fields {
+        if switch == Switch::Connect && is(f.name, "sec-websocket-accept") {
+            continue;
+        }
+        if switch == Switch::Upgrade && is(f.name, "upgrade") {
+            for part in [f.name, b": ", f.value, b"\r\n"] {
+                headers.extend_from_slice(part);
+            }
+            continue;
+        }
         if HOP_BY_HOP.iter().chain(&OWN).any(|n| is(f.name, n))
             || named_by_connection(f.name)
             || answer.edits.remove.iter().any(|n| is(f.name, n))
@@ -288,6 +372,9 @@ fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> R
         for part in [f.name, b": ", f.value, b"\r\n"] {
             headers.extend_from_slice(part);
         }
+    }
+    if switch == Switch::Upgrade {
+        headers.extend_from_slice(b"Connection: upgrade\r\n");
     }
     if answer.via {
         headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
@@ -467,6 +554,12 @@ impl Input for ProxyBody {
                 if self.outbox.done() {
                     self.body_open = false;
                 }
+                if self.tunnel && self.outbox.done() && !self.shut {
+                    // The client sent its last byte: so does brisk, to
+                    // the upstream, which may still answer (a half-close).
+                    self.shut = true;
+                    let _ = shutdown_write(fd);
+                }
                 Ok(wrote)
             }
             Err(OutboxError::Held(e)) => Err(InputEnd::Unreadable(e.to_string())),
@@ -483,6 +576,9 @@ impl Input for ProxyBody {
     }
 
     fn end(&mut self) {
+        if self.opts.upgrade && !self.tunnel {
+            self.ended_early = true;
+        }
         if !self.body_open || self.outbox.body_end {
             return;
         }

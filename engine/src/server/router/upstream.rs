@@ -12,11 +12,21 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::{Body, Plan};
+use crate::http::grammar::has_token;
 use crate::http::parse::{self, BodyFraming};
 use crate::http::request::{OwnedRequest, MAX_HEADERS};
-use crate::http::{Method, Status};
+use crate::http::{Method, Status, Version};
 
 impl Router {
+    /// Whether a `[[reverse_proxy]]` rule of the request's site takes
+    /// its path (so a WebSocket handshake goes there, not refused).
+    pub(super) fn proxies(&self, routing: &Routing<'_>) -> bool {
+        let rules = &self.cfg.site(routing.req.site()).reverse_proxy;
+        rules
+            .iter()
+            .any(|r| r.matches.matches(&routing.scratch.path))
+    }
+
     /// The reverse-proxy stage: the request goes to an upstream of the
     /// first rule that matches its path.
     pub(super) fn reverse_proxy(&mut self, routing: &mut Routing<'_>) -> Step {
@@ -80,6 +90,19 @@ fn upstream_plan(
         }
         (_, Upstream::Unix(_)) => b"localhost",
     };
+    // A switch of protocols (RFC 9110 §7.8: `Upgrade`, named by
+    // `Connection`) goes on where the rule lets it, for a request with
+    // no body; otherwise the request goes without its `Upgrade`. (An
+    // HTTP/2 request has an `Upgrade` only as an extended CONNECT's
+    // handshake: see `server::h2::request`.)
+    let upgrade = rule.websocket
+        && req.version() != Version::Http10
+        && body == BodyOut::None
+        && req.header("upgrade").is_some()
+        && req
+            .headers()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+            .any(|h| has_token(h.value, b"upgrade"));
     let forwarded = req.forwarded();
     let https = forwarded
         .and_then(|f| f.https)
@@ -92,7 +115,7 @@ fn upstream_plan(
         trusted: forwarded.is_some(),
         via: rule.via,
         body,
-        upgrade: false,
+        upgrade,
         set: &rule.headers.set,
         remove: &rule.headers.remove,
     };
@@ -122,6 +145,8 @@ fn upstream_plan(
                 via: rule.via,
             },
             keep: None,
+            upgrade,
+            connect: upgrade && req.version() == Version::Http2,
         },
     }
 }

@@ -259,6 +259,12 @@ impl Worker {
             log: &mut self.logger,
         };
         let outcome = drive(run, &mut sink, t);
+        if p.framing.tunnel && !p.framing.tunnel_reads {
+            // A 101 went: from now on the client's bytes are the
+            // producer's, as they come.
+            p.framing.tunnel_reads = true;
+            p.body = Some(BodyDecoder::tunnel());
+        }
         super::pipe::retire(self.poll.registry(), run);
         self.h1_outcome(c, outcome)
     }

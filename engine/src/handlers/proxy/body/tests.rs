@@ -29,6 +29,8 @@ fn options(body: BodyOut) -> Options {
         max_trailers: 8192,
         answer: Answer::default(),
         keep: None,
+        upgrade: false,
+        connect: false,
     }
 }
 
@@ -385,4 +387,89 @@ fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
         false,
     );
     assert_eq!(n, 2, "kept after a chunked answer");
+}
+
+/// A producer for a WebSocket handshake (for an extended CONNECT with
+/// `connect`), its head received upstream.
+fn handshake(connect: bool) -> (ProxyBody, UnixStream) {
+    let head = b"GET /ws HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n";
+    let opts = Options {
+        upgrade: true,
+        connect,
+        ..options(BodyOut::None)
+    };
+    let (mut p, mut up) = started(head, opts);
+    write(&mut p).unwrap();
+    assert_eq!(received(&mut up, head.len()).len(), head.len());
+    (p, up)
+}
+
+#[test]
+fn a_101_to_an_upgrade_makes_a_tunnel_both_ways_with_half_closes() {
+    let m = logs();
+    let (mut p, mut up) = handshake(false);
+    up.write_all(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+          Keep-Alive: timeout=5\r\nSec-WebSocket-Accept: a=\r\n\r\n\x81\x02hi",
+    )
+    .unwrap();
+    assert_eq!(
+        next(&mut p, &m),
+        "head 101 None \"Upgrade: websocket\\r\\nSec-WebSocket-Accept: a=\\r\\nConnection: upgrade\\r\\n\""
+    );
+    assert_eq!(
+        next(&mut p, &m),
+        "bytes \u{81}\u{2}hi".replace('\u{81}', "\u{fffd}")
+    );
+    // The client's bytes go as they come, unframed.
+    let input = p.input().unwrap();
+    assert!(!input.is_closed(), "the tunnel takes the client's bytes");
+    input.feed(b"\x82\x80abcd");
+    let wrote = write(&mut p).unwrap();
+    assert_eq!((wrote.moved, wrote.client), (true, 6));
+    let mut got = [0u8; 6];
+    up.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"\x82\x80abcd");
+    // The client's end goes on as a half-close; the upstream still answers.
+    p.input().unwrap().end();
+    write(&mut p).unwrap();
+    let mut rest = Vec::new();
+    up.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "an end, nothing more");
+    up.write_all(b"bye").unwrap();
+    assert_eq!(next(&mut p, &m), "bytes bye");
+    drop(up);
+    assert_eq!(next(&mut p, &m), "end");
+    assert!(p.retired().is_some(), "the socket is not kept");
+}
+
+#[test]
+fn a_101_to_a_request_that_asked_for_none_is_a_502() {
+    let m = logs();
+    let head = forwarded("GET / HTTP/1.1\r\nHost: h\r\n\r\n", BodyOut::None);
+    let (mut p, mut up) = started(&head, options(BodyOut::None));
+    write(&mut p).unwrap();
+    received(&mut up, head.len());
+    up.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n")
+        .unwrap();
+    assert_eq!(
+        next(&mut p, &m),
+        "fail 502 101 Switching Protocols to a request that asked for none"
+    );
+}
+
+#[test]
+fn a_client_that_ended_before_the_101_has_its_end_passed_on_after_it() {
+    let m = logs();
+    let (mut p, mut up) = handshake(true);
+    p.input().unwrap().end();
+    up.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+        .unwrap();
+    // (An extended CONNECT's: a 200, without the handshake's fields.)
+    assert_eq!(next(&mut p, &m), "head 200 None \"\"");
+    write(&mut p).unwrap();
+    up.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut rest = Vec::new();
+    up.read_to_end(&mut rest).expect("an end");
+    assert!(rest.is_empty(), "the client's end, once the tunnel is open");
 }
