@@ -66,8 +66,13 @@ impl Allowed {
         let mut named = Vec::new();
         let net = self.files.is_some() && self.abi >= 4;
         for (prefix, site) in super::sandbox::sites(new) {
-            for (i, rule) in site.reverse_proxy.iter().enumerate() {
-                for to in &rule.to {
+            let proxied = site.reverse_proxy.iter().map(|r| ("reverse_proxy", &r.to));
+            let fastcgi = site.fastcgi.iter().map(|r| ("fastcgi", &r.to));
+            let mut nth = [0, 0];
+            for (kind, list) in proxied.chain(fastcgi) {
+                let i = &mut nth[usize::from(kind == "fastcgi")];
+                *i += 1;
+                for to in list {
                     let (allowed, text) = match (to, &self.upstreams) {
                         (Upstream::Tcp { addr, .. }, Some(ports)) => {
                             (!net || ports.contains(&addr.port()), addr.to_string())
@@ -78,7 +83,7 @@ impl Allowed {
                         }
                     };
                     if !allowed {
-                        named.push(format!("{prefix}reverse_proxy[{}].to = {text}", i + 1));
+                        named.push(format!("{prefix}{kind}[{i}].to = {text}"));
                     }
                 }
             }
