@@ -8,8 +8,11 @@
 use crate::common;
 
 use std::fs;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread;
 
 use common::*;
@@ -98,6 +101,12 @@ impl Fpm {
 
 /// brisk in front of `fpm`, with the test scripts in its root.
 fn brisk(fpm: &Fpm) -> Server {
+    brisk_to(&format!("unix:{}", fpm.sock.display()), 0)
+}
+
+/// brisk in front of the FastCGI server `to`, keeping `keepalive` idle
+/// connections to it.
+fn brisk_to(to: &str, keepalive: usize) -> Server {
     let mut b = Builder::new();
     b.file(
         "env.php",
@@ -139,12 +148,11 @@ fn brisk(fpm: &Fpm) -> Server {
     .file("app/index.php", b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], ' ', $_SERVER['SCRIPT_NAME'], \"\\n\";\n")
     .file("app/style.css", b"body{}\n")
     .file("dir/index.php", b"<?php\necho \"dir index\\n\";\n");
-    let to = format!("unix:{}", fpm.sock.display());
     b.config(&format!(
         "[[fastcgi]]\npath = \"/app/\"\nto = \"{to}\"\nsplit_path = \".php\"\n\
          fallback = \"/app/index.php\"\n\n\
          [[fastcgi]]\npattern = \"*.php\"\nto = \"{to}\"\nindex = \"index.php\"\n\
-         split_path = \".php\"\nenv = {{ APP_ENV = \"test\" }}\n"
+         split_path = \".php\"\nenv = {{ APP_ENV = \"test\" }}\nkeepalive = {keepalive}\n"
     ));
     b.start()
 }
@@ -359,6 +367,52 @@ fn fifty_requests_at_once() {
         assert_eq!(r.status, 200);
         assert_eq!(var(&r.text(), "QUERY_STRING"), format!("i={i}"));
     }
+}
+
+/// A unix socket in front of `fpm`'s that passes bytes both ways and
+/// counts the connections made to it.
+fn counting_relay(fpm: &Fpm) -> (PathBuf, Arc<AtomicUsize>) {
+    let path = fpm.dir.path.join("relay.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    let to = fpm.sock.clone();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(client) = conn else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let server = UnixStream::connect(&to).unwrap();
+            let pipe = |mut from: UnixStream, mut to: UnixStream| {
+                thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                })
+            };
+            pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+            pipe(server, client);
+        }
+    });
+    (path, count)
+}
+
+#[test]
+fn kept_connections_carry_request_after_request() {
+    let Some(fpm) = Fpm::start() else { return };
+    let (relay, connections) = counting_relay(&fpm);
+    let s = brisk_to(&format!("unix:{}", relay.display()), 1);
+    for i in 0..20 {
+        let r = s.get(&format!("/form.php?a={i}"));
+        assert_eq!(r.text(), format!("a={i} b=- c=-\n"));
+    }
+    // One connection (FCGI_KEEP_CONN), kept between the requests.
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+    drop(s);
+    // Without keepalive, one per request.
+    let s = brisk_to(&format!("unix:{}", relay.display()), 0);
+    for _ in 0..3 {
+        assert_eq!(s.get("/form.php").status, 200);
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 4);
 }
 
 #[test]

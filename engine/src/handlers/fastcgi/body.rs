@@ -504,3 +504,6 @@ impl Input for FastcgiBody {
         self.held_body
     }
 }
+
+#[cfg(test)]
+mod tests;
