@@ -20,7 +20,7 @@ use common::*;
 const FPM: &str = "/usr/sbin/php-fpm8.2";
 
 /// A php-fpm pool listening on a unix socket in its own directory;
-/// stopped (and reaped) on drop.
+/// stopped (and reaped, its children with it) on drop.
 struct Fpm {
     child: Option<KillOnDrop>,
     sock: PathBuf,
@@ -87,8 +87,9 @@ impl Fpm {
         Some(fpm)
     }
 
-    /// Stops php-fpm (SIGTERM: the master stops its children) and waits
-    /// for it; its socket goes with it.
+    /// Stops php-fpm (SIGTERM: the master stops its children, which a
+    /// SIGKILL would leave behind) and waits for it; its socket goes
+    /// with it.
     fn stop(&mut self) {
         if let Some(mut fpm) = self.child.take() {
             // SAFETY: a plain kill(2) of our own child, not yet reaped.
@@ -96,6 +97,12 @@ impl Fpm {
             let _ = wait_exit(&mut fpm.0, WAIT_LIMIT);
         }
         let _ = fs::remove_file(&self.sock);
+    }
+}
+
+impl Drop for Fpm {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -147,9 +154,11 @@ fn brisk_to(to: &str, keepalive: usize) -> Server {
     .file("uploads/evil.jpg", b"<?php echo 'EVIL'; ?>")
     .file("app/index.php", b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], ' ', $_SERVER['SCRIPT_NAME'], \"\\n\";\n")
     .file("app/style.css", b"body{}\n")
-    .file("dir/index.php", b"<?php\necho \"dir index\\n\";\n");
+    .file("dir/index.php", b"<?php\necho \"dir index\\n\";\n")
+    .file("slow/nap.php", b"<?php\nsleep(5);\necho \"late\\n\";\n");
     b.config(&format!(
-        "[[fastcgi]]\npath = \"/app/\"\nto = \"{to}\"\nsplit_path = \".php\"\n\
+        "[[fastcgi]]\npath = \"/slow/\"\nto = \"{to}\"\nread_timeout = \"300ms\"\n\n\
+         [[fastcgi]]\npath = \"/app/\"\nto = \"{to}\"\nsplit_path = \".php\"\n\
          fallback = \"/app/index.php\"\n\n\
          [[fastcgi]]\npattern = \"*.php\"\nto = \"{to}\"\nindex = \"index.php\"\n\
          split_path = \".php\"\nenv = {{ APP_ENV = \"test\" }}\nkeepalive = {keepalive}\n"
@@ -416,6 +425,14 @@ fn kept_connections_carry_request_after_request() {
 }
 
 #[test]
+fn an_application_silent_for_read_timeout_is_a_504() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/slow/nap.php");
+    assert_eq!(r.status, 504, "{}", r.text());
+    s.wait_stderr_line("the application was silent for read_timeout");
+}
+
+#[test]
 fn php_fpm_stopped_is_a_502() {
     let Some((mut fpm, s)) = started() else {
         return;
@@ -426,7 +443,6 @@ fn php_fpm_stopped_is_a_502() {
     assert_eq!(r.status, 502, "{}", r.text());
     // (Kept connections to the stopped server are not reused either.)
     assert_eq!(s.get("/form.php").status, 502);
-    drop(fpm.dir);
 }
 
 #[cfg(feature = "http2")]
