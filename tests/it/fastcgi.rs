@@ -154,6 +154,7 @@ fn brisk_to(to: &str, keepalive: usize) -> Server {
     .file("uploads/evil.jpg", b"<?php echo 'EVIL'; ?>")
     .file("app/index.php", b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], ' ', $_SERVER['SCRIPT_NAME'], \"\\n\";\n")
     .file("app/style.css", b"body{}\n")
+    .file("app/sub/notes.txt", b"notes\n")
     .file("dir/index.php", b"<?php\necho \"dir index\\n\";\n")
     .file("slow/nap.php", b"<?php\nsleep(5);\necho \"late\\n\";\n");
     b.config(&format!(
@@ -351,6 +352,11 @@ fn index_and_front_controller() {
     assert_eq!(s.get("/dir/").text(), "dir index\n");
     let r = s.get("/app/users/3?x=1");
     assert_eq!(r.text(), "front /app/users/3?x=1 /app/index.php\n");
+    // A directory without an index is no file either.
+    assert_eq!(
+        s.get("/app/sub/").text(),
+        "front /app/sub/ /app/index.php\n"
+    );
     // A file there is still the static stage's.
     assert_eq!(s.get("/app/style.css").body, b"body{}\n");
 }

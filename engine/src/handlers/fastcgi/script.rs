@@ -148,14 +148,16 @@ impl Scripts {
         if !rule.matches.matches(path) || rule.fallback.is_none() {
             return Found::No;
         }
-        // A path the rule takes that names no script: a file or a
-        // directory there is the static stage's (a stylesheet, an
-        // image), anything else the front controller's.
+        // A path the rule takes that names no script: a file there is
+        // the static stage's (a stylesheet, an image), and so is a
+        // directory named without its `/` (redirected to it); anything
+        // else (a directory without an index) is the front controller's.
         let rel = path.strip_prefix(b"/").unwrap_or(path);
-        if self.site.stat(rel).is_ok() {
-            return Found::No;
+        match self.site.stat(rel) {
+            Ok((_, m)) if m.kind == Kind::File => Found::No,
+            Ok((_, m)) if m.kind == Kind::Dir && !path.ends_with(b"/") => Found::No,
+            _ => self.fallback(i, rule, protected),
         }
-        self.fallback(i, rule, protected)
     }
 
     /// The rule's `fallback` script; a 404 when it is missing too.
@@ -211,4 +213,33 @@ pub fn split(path: &[u8], end: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
         pos = stop;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    fn parts(path: &str) -> Option<(String, String)> {
+        let (a, b) = split(path.as_bytes(), b".php")?;
+        Some((String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap()))
+    }
+
+    #[test]
+    fn the_script_ends_at_the_first_segment_that_ends_with_split_path() {
+        let p = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(parts("/app/a.php/b/c"), p("/app/a.php", "/b/c"));
+        assert_eq!(parts("/a.php"), p("/a.php", ""));
+        assert_eq!(parts("/a.php/"), p("/a.php", "/"));
+        assert_eq!(parts("/x.php/y.php/z"), p("/x.php", "/y.php/z"));
+        // Only a whole segment's end: evil.jpg/x.php is the script's name
+        // as a whole (a directory evil.jpg that cannot be).
+        assert_eq!(
+            parts("/uploads/evil.jpg/x.php"),
+            p("/uploads/evil.jpg/x.php", "")
+        );
+        assert_eq!(parts("/a.php.bak/b"), None);
+        assert_eq!(parts("/a.phpx"), None);
+        assert_eq!(parts("/.php/b"), None, "a name that is all extension");
+        assert_eq!(parts("/"), None);
+    }
 }
