@@ -95,8 +95,8 @@ pub enum Deferred {
         mount: usize,
     },
     /// The answer needs the request's whole body first, held
-    /// ([`Router::answer_whole`]): a chunked body for a CGI script, which
-    /// must be told the body's length.
+    /// ([`Router::answer_whole`]): a chunked body for a CGI or FastCGI
+    /// script, which must be told the body's length.
     WholeBody(Resume),
 }
 
