@@ -311,6 +311,27 @@ fn a_10_mb_answer_streams_whole() {
 }
 
 #[test]
+fn a_client_that_leaves_mid_answer_ends_its_request_and_no_other() {
+    let Some(fpm) = Fpm::start() else { return };
+    let s = brisk_to(&format!("unix:{}", fpm.sock.display()), 2);
+    for _ in 0..3 {
+        let mut c = s.connect();
+        c.send(b"GET /big.php HTTP/1.1\r\nHost: t\r\n\r\n");
+        c.read_at_least(100_000);
+        drop(c);
+    }
+    // (Its connection to php-fpm is not kept: the next requests get
+    // whole answers of their own.)
+    for i in 0..5 {
+        assert_eq!(
+            s.get(&format!("/form.php?a={i}")).text(),
+            format!("a={i} b=- c=-\n")
+        );
+    }
+    assert_eq!(s.get("/big.php").body.len(), 10 << 20);
+}
+
+#[test]
 fn php_warnings_go_to_the_error_log() {
     let Some((_fpm, s)) = started() else { return };
     assert_eq!(s.get("/warn.php").text(), "done\n");
