@@ -24,6 +24,8 @@ mod embedded;
 mod embedded_streams;
 #[cfg(feature = "sites")]
 mod error_pages;
+#[cfg(feature = "upstreams")]
+mod fastcgi;
 #[cfg(feature = "http2")]
 mod h2;
 #[cfg(feature = "http2")]

@@ -579,6 +579,9 @@ impl Loader<'_> {
         table: &DeTable<'_>,
     ) -> Result<FastcgiRule, ConfigError> {
         let mut common = Common::default();
+        // No connection kept by default: each one kept holds one of the
+        // application server's processes (php-fpm's children) idle.
+        common.pool.keepalive = 0;
         let (mut index, mut split_path, mut fallback) = (None, None, None);
         let mut root = None;
         let mut env = Vec::new();

@@ -85,6 +85,9 @@ pub enum Body {
     /// An upstream's answer (`[[reverse_proxy]]`): the engine connects
     /// to it and pumps its answer (see [`proxy`]).
     Upstream(Box<proxy::UpstreamPlan>),
+    /// A FastCGI application's answer (`[[fastcgi]]`): the engine
+    /// connects to it and pumps its answer (see [`fastcgi`]).
+    Fastcgi(Box<fastcgi::FastcgiPlan>),
 }
 
 /// What a handler decided to send.
@@ -178,7 +181,10 @@ impl Body {
     /// Whether the engine pumps it (a program's output, a handler's
     /// pieces or later answer) rather than queueing it whole.
     pub fn is_produced(&self) -> bool {
-        matches!(self, Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_))
+        matches!(
+            self,
+            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_)
+        )
     }
 }
 
@@ -191,7 +197,7 @@ impl Plan {
             Body::Buffer => scratch.body.len() as u64,
             Body::File { len, .. } => *len,
             // (Its length is in its own head, if anywhere.)
-            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) => 0,
+            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => 0,
             Body::Multipart { .. } => scratch
                 .segs
                 .iter()

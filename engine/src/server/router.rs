@@ -19,6 +19,8 @@
 //! 3. **mounts**: embedded handlers (see [`crate::handlers::app`]);
 //! 4. **reverse proxy**: `[[reverse_proxy]]` rules (the request goes to
 //!    an upstream: `router::upstream`);
+//!    **FastCGI**: `[[fastcgi]]` rules (a script beneath the rule's root
+//!    goes to an application server, or a refusal: `router::fastcgi`);
 //! 5. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
 //!    is never left to the static handler);
 //! 6. **static files**, which answer everything that reaches them
@@ -63,6 +65,8 @@ use crate::server::sites::{Pick, SiteFiles, SiteMounts, Sites};
 use crate::sys::launcher::Launchers;
 
 mod admission;
+#[cfg(feature = "upstreams")]
+mod fastcgi;
 mod rules;
 #[cfg(feature = "upstreams")]
 mod upstream;
@@ -91,20 +95,32 @@ pub enum Deferred {
         mount: usize,
     },
     /// The answer needs the request's whole body first, held
-    /// ([`Router::answer_whole`]): a chunked body for a CGI script, which
-    /// must be told the body's length.
+    /// ([`Router::answer_whole`]): a chunked body for a CGI or FastCGI
+    /// script, which must be told the body's length.
     WholeBody(Resume),
 }
 
 /// Who answers a request once its whole body is held; the engine only
 /// holds it and hands it back.
 #[derive(Debug)]
-pub struct Resume(Script);
+pub struct Resume(Resumed);
+
+/// A script that waits for its request's whole body.
+#[derive(Debug)]
+enum Resumed {
+    Cgi(Script),
+    #[cfg(feature = "upstreams")]
+    Fastcgi(crate::handlers::fastcgi::script::Script),
+}
 
 impl Resume {
     /// Names the answer's producer in log lines (`cgi /srv/cgi-bin/x`).
     pub fn label(&self) -> String {
-        format!("cgi {}", self.0.script_filename.display())
+        match &self.0 {
+            Resumed::Cgi(s) => format!("cgi {}", s.script_filename.display()),
+            #[cfg(feature = "upstreams")]
+            Resumed::Fastcgi(s) => format!("fastcgi {}", s.filename.display()),
+        }
     }
 }
 
@@ -182,6 +198,9 @@ struct SiteStages {
     mounts: Arc<[Mount]>,
     /// CGI scripts (`None` without `[[cgi]]` rules).
     cgi: Option<Cgi>,
+    /// FastCGI scripts (`None` without `[[fastcgi]]` rules).
+    #[cfg(feature = "upstreams")]
+    fastcgi: Option<crate::handlers::fastcgi::script::Scripts>,
 }
 
 impl std::fmt::Debug for Router {
@@ -267,6 +286,15 @@ impl Router {
                 auth,
                 mounts: Arc::clone(&mounts[i]),
                 cgi,
+                #[cfg(feature = "upstreams")]
+                fastcgi: match site.fastcgi.is_empty() {
+                    true => None,
+                    false => Some(crate::handlers::fastcgi::script::Scripts::new(
+                        &site.fastcgi,
+                        &site.root,
+                        &site.static_files.index,
+                    )?),
+                },
             });
         }
         let hosts = Sites::new(&cfg);
@@ -358,10 +386,11 @@ impl Router {
         let decoded = routing.req.path().is_ok();
         if decoded {
             #[cfg(feature = "upstreams")]
-            let stages: [Stage; 4] = [
+            let stages: [Stage; 5] = [
                 Router::auth,
                 Router::mounts,
                 Router::reverse_proxy,
+                Router::fastcgi,
                 Router::cgi,
             ];
             #[cfg(not(feature = "upstreams"))]
@@ -655,7 +684,7 @@ impl Router {
             Resolved::Cgi(script) if routing.req.body() == BodyFraming::Chunked => {
                 match cgi.over_limit(routing.log) {
                     Some(status) => Step::Answer(Plan::error(status, routing.scratch)),
-                    None => Step::Defer(Deferred::WholeBody(Resume(script))),
+                    None => Step::Defer(Deferred::WholeBody(Resume(Resumed::Cgi(script)))),
                 }
             }
             Resolved::Cgi(script) => Step::Answer(self.start_cgi(&script, None, routing)),
@@ -663,8 +692,17 @@ impl Router {
     }
 
     /// Answers the request, whose whole body is `body`, as `resume` says.
-    pub fn answer_whole(&self, resume: &Resume, body: Spool, routing: &mut Routing<'_>) -> Plan {
-        self.start_cgi(&resume.0, Some(body), routing)
+    pub fn answer_whole(
+        &mut self,
+        resume: &Resume,
+        body: Spool,
+        routing: &mut Routing<'_>,
+    ) -> Plan {
+        match &resume.0 {
+            Resumed::Cgi(script) => self.start_cgi(script, Some(body), routing),
+            #[cfg(feature = "upstreams")]
+            Resumed::Fastcgi(script) => self.start_fastcgi(script, Some(body), routing),
+        }
     }
 
     /// Starts `script` for the request; its input is `held` (a body held

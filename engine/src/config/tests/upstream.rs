@@ -245,7 +245,7 @@ fn a_fastcgi_rule_has_the_documented_defaults() {
     assert_eq!(r.connect_timeout, Duration::from_secs(5));
     assert_eq!(r.read_timeout, Duration::from_secs(60));
     assert_eq!(r.send_timeout, Duration::from_secs(60));
-    assert_eq!(r.keepalive, 32);
+    assert_eq!(r.keepalive, 0);
     assert_eq!(r.keepalive_timeout, Duration::from_secs(60));
 }
 
@@ -630,8 +630,8 @@ fn the_summary_lists_the_rules() {
         added; no WebSocket; no idle connections kept\n\
         fastcgi: 1 rule\n\
         \x20 pattern *.php: to 127.0.0.1:9000; index index.php; PATH_INFO after .php; else \
-        /index.php; env SECRET; timeouts connect 5s, read 60s, send 60s; 32 idle connections \
-        kept 60s\n"
+        /index.php; env SECRET; timeouts connect 5s, read 60s, send 60s; no idle connections \
+        kept\n"
     );
     assert!(s.contains(&want), "{s}\n{want}");
     assert!(!s.contains("s3cr3t"), "{s}");

@@ -66,8 +66,13 @@ impl Allowed {
         let mut named = Vec::new();
         let net = self.files.is_some() && self.abi >= 4;
         for (prefix, site) in super::sandbox::sites(new) {
-            for (i, rule) in site.reverse_proxy.iter().enumerate() {
-                for to in &rule.to {
+            let proxied = site.reverse_proxy.iter().map(|r| ("reverse_proxy", &r.to));
+            let fastcgi = site.fastcgi.iter().map(|r| ("fastcgi", &r.to));
+            let mut nth = [0, 0];
+            for (kind, list) in proxied.chain(fastcgi) {
+                let i = &mut nth[usize::from(kind == "fastcgi")];
+                *i += 1;
+                for to in list {
                     let (allowed, text) = match (to, &self.upstreams) {
                         (Upstream::Tcp { addr, .. }, Some(ports)) => {
                             (!net || ports.contains(&addr.port()), addr.to_string())
@@ -78,7 +83,7 @@ impl Allowed {
                         }
                     };
                     if !allowed {
-                        named.push(format!("{prefix}reverse_proxy[{}].to = {text}", i + 1));
+                        named.push(format!("{prefix}{kind}[{i}].to = {text}"));
                     }
                 }
             }
@@ -167,7 +172,9 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::config::{ProxyRule, SiteConfig};
+    use std::time::Duration;
+
+    use crate::config::{FastcgiRule, ProxyRule, SiteConfig};
 
     fn with_upstreams(to: Vec<Upstream>) -> Config {
         Config {
@@ -221,5 +228,37 @@ mod tests {
         let old_kernel = Allowed { abi: 3, ..one };
         assert!(old_kernel.missing_upstreams(&new).is_empty());
         assert!(none.missing_upstreams(&Config::default()).is_empty());
+    }
+
+    #[test]
+    fn fastcgi_servers_count_as_upstreams() {
+        let mut new = with_upstreams(vec![tcp(9001)]);
+        let rule = FastcgiRule {
+            matches: crate::config::PathMatch::Glob("*.php".into()),
+            to: vec![tcp(9000)],
+            index: None,
+            split_path: None,
+            fallback: None,
+            root: None,
+            env: Vec::new(),
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
+            keepalive: 0,
+            keepalive_timeout: Duration::from_secs(60),
+        };
+        new.site.fastcgi = vec![rule.clone(), rule];
+        let one = Allowed {
+            files: Some(Vec::new()),
+            abi: 4,
+            upstreams: Some(vec![9001]),
+        };
+        assert_eq!(
+            one.missing_upstreams(&new),
+            [
+                "fastcgi[1].to = 127.0.0.1:9000",
+                "fastcgi[2].to = 127.0.0.1:9000"
+            ]
+        );
     }
 }

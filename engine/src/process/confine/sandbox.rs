@@ -558,14 +558,18 @@ impl Plan {
     }
 }
 
-/// The TCP ports the `[[reverse_proxy]]` upstreams of every site listen
-/// on; `None` when no rule forwards anything.
+/// The TCP ports the `[[reverse_proxy]]` upstreams and `[[fastcgi]]`
+/// application servers of every site listen on; `None` when no rule
+/// forwards anything.
 fn upstream_ports(cfg: &Config) -> Option<Vec<u16>> {
-    let mut rules = SiteConfig::all(cfg).flat_map(|site| &site.reverse_proxy);
+    let mut rules = SiteConfig::all(cfg).flat_map(|site| {
+        let proxied = site.reverse_proxy.iter().map(|r| &r.to);
+        proxied.chain(site.fastcgi.iter().map(|r| &r.to))
+    });
     let first = rules.next()?;
     let mut ports: Vec<u16> = std::iter::once(first)
         .chain(rules)
-        .flat_map(|rule| &rule.to)
+        .flatten()
         .filter_map(|to| match to {
             crate::config::Upstream::Tcp { addr, .. } => Some(addr.port()),
             crate::config::Upstream::Unix(_) => None,

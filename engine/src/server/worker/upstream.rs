@@ -15,7 +15,10 @@ use mio::unix::SourceFd;
 
 use super::{Request, Worker};
 use crate::config::{Level, Upstream};
+use crate::handlers::fastcgi::body::FastcgiBody;
+use crate::handlers::fastcgi::FastcgiPlan;
 use crate::handlers::proxy::body::ProxyBody;
+use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
@@ -61,8 +64,46 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        let kept = plan.opts.keep.as_ref().and_then(|k| {
-            let sock = k.pool.borrow_mut().take(&plan.to, self.clock.now)?;
+        let (sock, kept) =
+            self.upstream_socket(&plan.to, plan.opts.keep.as_ref(), &plan.opts.label, r)?;
+        let body = ProxyBody::new(sock, &plan.head, plan.opts).logged_as(logged(&plan.to));
+        let body = match kept {
+            true => body.on_kept_connection(),
+            false => body,
+        };
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+
+    /// Starts handing request `r` to a FastCGI application as `plan`
+    /// says, as [`Worker::start_upstream`] does; a 502 when it cannot be
+    /// reached at once.
+    pub(super) fn start_fastcgi(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        plan: FastcgiPlan,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
+        let (sock, kept) =
+            self.upstream_socket(&plan.to, plan.opts.keep.as_ref(), &plan.opts.label, r)?;
+        let body = FastcgiBody::new(sock, kept, &plan.params, plan.body, plan.opts);
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+
+    /// A connection to `to` for request `r`: one kept in the pool `keep`
+    /// names (true), else a new one, connecting; the 502 to answer (the
+    /// error logged after `label`) when none can be made.
+    fn upstream_socket(
+        &mut self,
+        to: &Upstream,
+        keep: Option<&Keep>,
+        label: &str,
+        r: &mut Request,
+    ) -> Result<(OwnedFd, bool), Plan> {
+        let kept = keep.and_then(|k| {
+            let sock = k.pool.borrow_mut().take(to, self.clock.now)?;
             // (In case its last answer was dropped still watched.)
             let _ = self
                 .poll
@@ -71,22 +112,17 @@ impl Worker {
             Some(sock)
         });
         if let Some(sock) = kept {
-            let body = ProxyBody::new(sock, &plan.head, plan.opts)
-                .on_kept_connection()
-                .logged_as(logged(&plan.to));
-            return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
+            return Ok((sock, true));
         }
-        let sock = match connect(&plan.to) {
-            Ok(sock) => sock,
+        match connect(to) {
+            Ok(sock) => Ok((sock, false)),
             Err(e) => {
                 self.logger.log(
                     Level::Error,
-                    format_args!("{}: cannot connect: {e}; 502", plan.opts.label),
+                    format_args!("{label}: cannot connect: {e}; 502"),
                 );
-                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch))
             }
-        };
-        let body = ProxyBody::new(sock, &plan.head, plan.opts).logged_as(logged(&plan.to));
-        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+        }
     }
 }
