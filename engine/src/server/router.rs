@@ -164,10 +164,10 @@ pub struct Router {
     has_admission: bool,
     /// The `[[rate_limit]]` buckets every worker shares.
     rates: Option<Arc<RateTable>>,
-    /// The reverse proxy's turn: each request to a rule goes to its
-    /// next upstream (round robin).
+    /// Each site's reverse-proxy rules' upstreams in this worker (their
+    /// balancing and health), by site then rule.
     #[cfg(feature = "upstreams")]
-    proxy_turn: usize,
+    proxy_groups: Vec<Vec<crate::handlers::proxy::balance::Shared>>,
     /// The worker's idle upstream connections.
     #[cfg(feature = "upstreams")]
     upstream_pool: crate::handlers::proxy::pool::Shared,
@@ -277,6 +277,10 @@ impl Router {
             cfg.site.static_files.open_file_cache,
             cfg.site.static_files.open_file_cache_valid,
         );
+        #[cfg(feature = "upstreams")]
+        let proxy_groups = SiteConfig::all(&cfg)
+            .map(|site| site.reverse_proxy.iter().map(upstream::group).collect())
+            .collect();
         Ok(Router {
             has_rules,
             has_admission,
@@ -293,7 +297,7 @@ impl Router {
             wake,
             stats: None,
             #[cfg(feature = "upstreams")]
-            proxy_turn: 0,
+            proxy_groups,
             #[cfg(feature = "upstreams")]
             upstream_pool: Rc::default(),
         })

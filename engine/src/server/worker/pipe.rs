@@ -69,6 +69,26 @@ pub(super) fn retire(registry: &mio::Registry, run: &mut Run) {
     }
 }
 
+/// Takes the sources `run` (the answer of the exchange in slot `index`)
+/// is done with out of `registry`'s watch, and watches the one that
+/// replaced them, if any (an upstream's new connection).
+pub(super) fn rewatch(registry: &mio::Registry, run: &mut Run, index: usize) {
+    retire(registry, run);
+    if let Some((fd, want)) = run.renewed() {
+        // (Should it fail, the answer times out as any silent one.)
+        let _ = registry.register(&mut SourceFd(&fd), token_at(index, 0), interest(want));
+    }
+}
+
+/// What epoll waits for on a source that wants `want`.
+fn interest(want: Want) -> Interest {
+    match want {
+        Want::Read => Interest::READABLE,
+        Want::Write => Interest::WRITABLE,
+        Want::Both => Interest::READABLE | Interest::WRITABLE,
+    }
+}
+
 /// Takes source `fd` out of the watch (it closes next).
 fn unwatch(registry: &mio::Registry, fd: RawFd) {
     // (It fails only for a pipe not registered; closing it, as the
@@ -144,12 +164,7 @@ impl Worker {
         let reg = self.poll.registry();
         for (i, source) in run.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
-            let interest = match want {
-                Want::Read => Interest::READABLE,
-                Want::Write => Interest::WRITABLE,
-                Want::Both => Interest::READABLE | Interest::WRITABLE,
-            };
-            reg.register(&mut SourceFd(&fd), token_at(index, i), interest)?;
+            reg.register(&mut SourceFd(&fd), token_at(index, i), interest(want))?;
         }
         Ok(())
     }

@@ -6,37 +6,22 @@
 //! blocks the loop: the connection completes while other clients are
 //! served, and `connect_timeout` bounds it as the run's idle timeout.
 //! A kept connection to the same upstream (the pool, `keepalive`) is
-//! taken instead of a new one when there is one.
+//! taken instead of a new one when there is one. An upstream that cannot
+//! be reached, or a kept connection it had closed, may make the request
+//! go again on a new connection (see `ProxyBody::try_again`).
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 use mio::unix::SourceFd;
 
 use super::{Request, Worker};
-use crate::config::{Level, Upstream};
+use crate::config::Level;
 use crate::handlers::proxy::body::ProxyBody;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
-
-/// A non-blocking connection to `to`, under way (TCP) or made (a unix
-/// socket connects at once, or fails).
-fn connect(to: &Upstream) -> io::Result<OwnedFd> {
-    match to {
-        Upstream::Tcp { addr, .. } => {
-            let sock = mio::net::TcpStream::connect(*addr)?;
-            let _ = sock.set_nodelay(true);
-            Ok(OwnedFd::from(std::net::TcpStream::from(sock)))
-        }
-        Upstream::Unix(path) => {
-            let sock = mio::net::UnixStream::connect(path)?;
-            Ok(OwnedFd::from(std::os::unix::net::UnixStream::from(sock)))
-        }
-    }
-}
 
 impl Worker {
     /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
@@ -65,17 +50,15 @@ impl Worker {
             let body = ProxyBody::new(sock, &plan.head, plan.opts).on_kept_connection();
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
-        let sock = match connect(&plan.to) {
-            Ok(sock) => sock,
-            Err(e) => {
-                self.logger.log(
-                    Level::Error,
-                    format_args!("{}: cannot connect: {e}; 502", plan.opts.label),
-                );
+        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts) {
+            Ok(body) => body,
+            Err(lines) => {
+                for line in lines {
+                    self.logger.log(Level::Error, format_args!("{line}"));
+                }
                 return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
             }
         };
-        let body = ProxyBody::new(sock, &plan.head, plan.opts);
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 }

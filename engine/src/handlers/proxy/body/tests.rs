@@ -25,10 +25,12 @@ fn options(body: BodyOut) -> Options {
         head_request: false,
         connect_timeout: Duration::from_secs(3),
         read_timeout: Duration::from_secs(9),
+        send_timeout: Duration::from_secs(9),
         limits: LIMITS,
         max_trailers: 8192,
         answer: Answer::default(),
         keep: None,
+        turn: None,
     }
 }
 
