@@ -31,7 +31,6 @@ enum Mode {
 
 /// An upstream named `name`: what it was asked (`METHOD PATH`, in
 /// order), and the status its `/healthz` answers.
-#[allow(dead_code)] // (the health checks' come next)
 struct App {
     name: &'static str,
     addr: SocketAddr,
@@ -101,7 +100,6 @@ impl App {
             .collect()
     }
 
-    #[allow(dead_code)]
     fn checks(&self) -> usize {
         let got = self.got.lock().unwrap();
         got.iter().filter(|r| r.contains("/healthz")).count()
@@ -242,6 +240,7 @@ fn round_robin_takes_each_upstream_in_turn_and_each_rule_has_its_turn() {
         }
     }
     assert_eq!(seen, ["a", "a", "b", "b", "c", "c", "a", "a"]);
+    assert_eq!(apps[0].checks(), 0, "no health checks without `health`");
 }
 
 #[test]
@@ -373,4 +372,66 @@ fn a_kept_connection_the_upstream_closed_is_replaced_for_a_get_only() {
     let r = c.response();
     assert_eq!(r.status, 502, "{}", r.head);
     assert_eq!(a.asked().len(), 4);
+}
+
+#[test]
+fn health_checks_mark_an_upstream_down_and_up_again() {
+    let a = App::start("a", Mode::Answer);
+    let b = App::start("b", Mode::Answer);
+    let s = brisk(&rule(
+        &[&a, &b],
+        "balance = \"first\"\nhealth = { path = \"/healthz\", interval = \"200ms\" }",
+    ));
+    assert_eq!(who(&s, "/api/x"), (200, "a".into()));
+    wait_until("a health check", || a.checks() > 0 && b.checks() > 0);
+    a.health.store(500, Ordering::SeqCst);
+    wait_until("a marked down", || who(&s, "/api/x").1 == "b");
+    a.health.store(204, Ordering::SeqCst);
+    wait_until("a up again", || who(&s, "/api/x").1 == "a");
+}
+
+#[test]
+fn an_upstream_that_takes_nothing_for_send_timeout_is_a_504() {
+    // It accepts, and never reads: the request body fills the buffers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (done, finish) = mpsc::channel::<()>();
+    let up = thread::spawn(move || {
+        let conn = listener.accept();
+        let _ = finish.recv_timeout(IO_TIMEOUT * 2);
+        drop(conn);
+    });
+    let len = 64 << 20;
+    let s = brisk(&format!(
+        "[limits]\nmax_body = {len}\n[[reverse_proxy]]\npath = \"/api/\"\n\
+         to = \"http://{addr}\"\nsend_timeout = \"200ms\"\n"
+    ));
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let head = format!("PUT /api/big HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n");
+    let mut w = c.try_clone().unwrap();
+    w.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    let writer = thread::spawn(move || {
+        let _ = w.write_all(head.as_bytes());
+        let piece = vec![b'x'; 1 << 16];
+        for _ in 0..len / piece.len() {
+            if w.write_all(&piece).is_err() {
+                return;
+            }
+        }
+    });
+    let mut got = Vec::new();
+    let mut piece = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match c.read(&mut piece) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&piece[..n]),
+        }
+    }
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.starts_with("HTTP/1.1 504 "), "{got}");
+    drop(c);
+    writer.join().unwrap();
+    done.send(()).unwrap();
+    up.join().unwrap();
 }

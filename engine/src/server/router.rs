@@ -695,9 +695,15 @@ impl Router {
         if let Some(cgi) = &self.programs {
             cgi.reap(now, all, log);
         }
-        // (Idle upstream connections past their keepalive_timeout close.)
+        // (Idle upstream connections past their keepalive_timeout close;
+        // the active health checks move on.)
         #[cfg(feature = "upstreams")]
-        self.upstream_pool.borrow_mut().prune(now);
+        {
+            self.upstream_pool.borrow_mut().prune(now);
+            for group in self.proxy_groups.iter().flatten() {
+                group.borrow_mut().check(now);
+            }
+        }
     }
 
     /// Moves the static handler's clock on (once per loop iteration).

@@ -12,7 +12,8 @@ use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Balance, ProxyRule, Upstream};
+use super::health::Check;
+use crate::config::{Balance, Health, ProxyRule, Upstream};
 
 /// What is known of one upstream in this worker.
 #[derive(Debug, Default)]
@@ -25,6 +26,8 @@ pub(super) struct Peer {
     down_until: Option<Instant>,
     /// The last active check failed: down until one succeeds.
     pub(super) check_down: bool,
+    /// Its active check: the one in flight, or when the next starts.
+    pub(super) check: Check,
 }
 
 /// One rule's upstreams in one worker (see the module documentation).
@@ -38,6 +41,9 @@ pub struct Group {
     /// `round_robin`'s (and `least_conn`'s ties') next turn.
     turn: usize,
     pub(super) peers: Vec<Peer>,
+    /// `health`, with how long a check may take (`connect_timeout` and
+    /// `read_timeout`).
+    pub(super) health: Option<(Health, Duration)>,
 }
 
 /// A group shared by the router (which picks) and the answers (which
@@ -54,6 +60,10 @@ impl Group {
             fail_timeout: rule.fail_timeout,
             turn: 0,
             peers: rule.to.iter().map(|_| Peer::default()).collect(),
+            health: rule
+                .health
+                .clone()
+                .map(|h| (h, rule.connect_timeout + rule.read_timeout)),
         }
     }
 

@@ -8,6 +8,7 @@
 pub mod balance;
 pub mod body;
 pub mod dial;
+pub mod health;
 pub mod pool;
 pub mod request;
 
