@@ -306,8 +306,9 @@ fn first_takes_the_first_up_and_a_get_to_a_refusing_one_goes_to_the_next() {
     assert_eq!(b.asked(), ["GET /api/x"; 3]);
 }
 
-#[test]
-fn only_idempotent_requests_go_to_the_next_upstream() {
+/// brisk with a rule whose first upstream refuses connections (never
+/// marked down) and whose second, `b`, answers.
+fn refused_then_b() -> (App, Server) {
     let b = App::start("b", Mode::Answer);
     let refused = refusing();
     let s = brisk(&format!(
@@ -315,7 +316,15 @@ fn only_idempotent_requests_go_to_the_next_upstream() {
          balance = \"first\"\nmax_fails = 0\n",
         b.url()
     ));
-    assert_eq!(who(&s, "/api/get"), (200, "b".into()));
+    (b, s)
+}
+
+#[test]
+fn only_idempotent_requests_go_to_the_next_upstream() {
+    let (b, s) = refused_then_b();
+    for _ in 0..2 {
+        assert_eq!(who(&s, "/api/get"), (200, "b".into()));
+    }
     let post = s.request(
         b"POST /api/post HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
     );
@@ -324,7 +333,7 @@ fn only_idempotent_requests_go_to_the_next_upstream() {
         b"PUT /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
     );
     assert_eq!((put.status, put.text()), (200, "b".into()), "{}", put.head);
-    assert_eq!(b.asked(), ["GET /api/get", "PUT /api/put"]);
+    assert_eq!(b.asked(), ["GET /api/get", "GET /api/get", "PUT /api/put"]);
 }
 
 #[test]
@@ -434,4 +443,21 @@ fn an_upstream_that_takes_nothing_for_send_timeout_is_a_504() {
     writer.join().unwrap();
     done.send(()).unwrap();
     up.join().unwrap();
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn an_h2_stream_goes_to_the_next_upstream_too() {
+    use common::h2::H2;
+    let (b, s) = refused_then_b();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    for _ in 0..2 {
+        let get = c.get("/api/h2", &[]);
+        let a = c.answers(&[get]);
+        assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"b"[..]));
+    }
+    let post = c.request("POST", "/api/p", &[("content-length", "2")], Some(b"hi"));
+    let a = c.answers(&[post]);
+    assert_eq!(a[0].status(), "502");
+    assert_eq!(b.asked(), ["GET /api/h2", "GET /api/h2"]);
 }

@@ -388,3 +388,12 @@ fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
     );
     assert_eq!(n, 2, "kept after a chunked answer");
 }
+
+#[test]
+fn a_head_sent_again_to_another_upstream_gets_its_host() {
+    let head = b"GET /a HTTP/1.1\r\nHost: 127.0.0.1:9001\r\nX-Host: y\r\n\r\n";
+    assert_eq!(
+        super::rehost(head, b"app.internal:9002"),
+        b"GET /a HTTP/1.1\r\nHost: app.internal:9002\r\nX-Host: y\r\n\r\n"
+    );
+}
