@@ -24,7 +24,7 @@ use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
 use crate::server::h1;
-use crate::server::run::Run;
+use crate::server::run::{Outcome, Run};
 use crate::server::waits::Held;
 
 /// Most programs answering one HTTP/2 connection's streams at once (a
@@ -71,12 +71,23 @@ pub(super) fn retire(registry: &mio::Registry, run: &mut Run) {
 
 /// Takes the sources `run` (the answer of the exchange in slot `index`)
 /// is done with out of `registry`'s watch, and watches the one that
-/// replaced them, if any (an upstream's new connection).
-pub(super) fn rewatch(registry: &mio::Registry, run: &mut Run, index: usize) {
+/// replaced them, if any (an upstream's new connection): `outcome`, the
+/// pump's, is then progress (the new connection's timer starts).
+pub(super) fn rewatch(
+    registry: &mio::Registry,
+    run: &mut Run,
+    index: usize,
+    outcome: Outcome,
+) -> Outcome {
     retire(registry, run);
-    if let Some((fd, want)) = run.renewed() {
-        // (Should it fail, the answer times out as any silent one.)
-        let _ = registry.register(&mut SourceFd(&fd), token_at(index, 0), interest(want));
+    let Some((fd, want)) = run.renewed() else {
+        return outcome;
+    };
+    // (Should it fail, the answer times out as any silent one.)
+    let _ = registry.register(&mut SourceFd(&fd), token_at(index, 0), interest(want));
+    match outcome {
+        Outcome::Idle => Outcome::Moved,
+        outcome => outcome,
     }
 }
 

@@ -259,7 +259,7 @@ impl Worker {
             log: &mut self.logger,
         };
         let outcome = drive(run, &mut sink, t);
-        super::pipe::rewatch(self.poll.registry(), run, p.ex.index());
+        let outcome = super::pipe::rewatch(self.poll.registry(), run, p.ex.index(), outcome);
         self.h1_outcome(c, outcome)
     }
 
@@ -505,7 +505,8 @@ mod h2 {
                 log: &mut self.logger,
             };
             let outcome = drive(run, &mut sink, t);
-            super::super::pipe::rewatch(self.poll.registry(), run, ex.index());
+            let registry = self.poll.registry();
+            let outcome = super::super::pipe::rewatch(registry, run, ex.index(), outcome);
             if !started && run.started() {
                 let parts = (&self.counts, &self.clock, run.request.started);
                 a.log = head_log(parts, &mut self.logger, c, &run.request.req, run.status());
