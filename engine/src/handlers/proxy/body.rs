@@ -94,12 +94,13 @@ pub struct Turn {
 #[derive(Debug)]
 pub struct ProxyBody {
     sock: Option<OwnedFd>,
-    /// Sockets done with, until the engine takes them out of its watch
-    /// ([`Produce::retired`]).
-    retired: Vec<OwnedFd>,
+    /// The socket once it is done with, until the engine takes it out
+    /// of its watch ([`Produce::retired`]).
+    retired: Option<OwnedFd>,
     /// `sock` is new, not watched yet ([`Produce::renewed`]).
     renewed: bool,
-    /// The request head, kept to be sent again (another attempt).
+    /// The request head, kept to be sent again (another attempt) when
+    /// its method is idempotent; else empty.
     head: Vec<u8>,
     /// Bytes written to this socket (the head's, then the body's).
     written: usize,
@@ -107,7 +108,8 @@ pub struct ProxyBody {
     kept: bool,
     /// A kept connection was found closed and replaced once already.
     stale_retried: bool,
-    /// The upstreams tried (their index in the rule), in order.
+    /// The upstreams tried (their index in the rule) before the one in
+    /// use.
     tried: Vec<usize>,
     /// The hold on the upstream in use (`least_conn`).
     lease: Option<Lease>,
@@ -160,13 +162,17 @@ impl ProxyBody {
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
         ProxyBody {
             sock,
-            retired: Vec::new(),
+            retired: None,
             renewed: false,
-            head: head.to_vec(),
+            // (Only a request that may go again needs it.)
+            head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
+                true => head.to_vec(),
+                false => Vec::new(),
+            },
             written: 0,
             kept: false,
             stale_retried: false,
-            tried: lease.iter().map(|l| l.index).collect(),
+            tried: Vec::new(),
             lease,
             notes: Vec::new(),
             readable: true,
@@ -219,7 +225,7 @@ impl ProxyBody {
             }
             // (Its sockets so far were never watched: the engine watches
             // the one it has when it starts.)
-            body.retired.clear();
+            body.retired = None;
             body.renewed = false;
         }
         Ok(body)
@@ -229,7 +235,7 @@ impl ProxyBody {
     /// close.
     fn retire(&mut self) {
         if let Some(fd) = self.sock.take() {
-            self.retired.push(fd);
+            self.let_go(fd);
         }
         self.body_open = false;
         self.outbox.clear();
@@ -253,6 +259,9 @@ impl ProxyBody {
         }
         if !turn.idempotent || self.written > self.head.len() || (stale && self.stale_retried) {
             return false;
+        }
+        if !self.tried.contains(&at) {
+            self.tried.push(at);
         }
         let mut next = stale.then_some(at);
         self.stale_retried |= stale;
@@ -294,12 +303,24 @@ impl ProxyBody {
         }
     }
 
+    /// Lets `fd`, its socket until now, go: closed at once if the engine
+    /// never watched it (it replaced another in this round), else left
+    /// for the engine to take out of its watch first. (One socket at
+    /// most is watched at a time.)
+    fn let_go(&mut self, fd: OwnedFd) {
+        if std::mem::take(&mut self.renewed) {
+            drop(fd);
+        } else {
+            self.retired = Some(fd);
+        }
+    }
+
     /// Goes on with `sock`, a new connection to `to`, upstream `i` of
     /// `turn`'s rule: the request head again (with that upstream's `Host`
     /// when the rule sends its own), then the body as it comes.
     fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
         if let Some(old) = self.sock.replace(sock) {
-            self.retired.push(old);
+            self.let_go(old);
         }
         self.renewed = true;
         (self.readable, self.writable) = (true, true);
@@ -637,7 +658,7 @@ impl Produce for ProxyBody {
     }
 
     fn retired(&mut self) -> Option<OwnedFd> {
-        self.retired.pop()
+        self.retired.take()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
