@@ -696,11 +696,11 @@ impl Router {
             cgi.reap(now, all, log);
         }
         // (Idle upstream connections past their keepalive_timeout close;
-        // the active health checks move on.)
+        // the active health checks move on, unless the worker ends.)
         #[cfg(feature = "upstreams")]
         {
             self.upstream_pool.borrow_mut().prune(now);
-            for group in self.proxy_groups.iter().flatten() {
+            for group in self.proxy_groups.iter().flatten().filter(|_| !all) {
                 group.borrow_mut().check(now);
             }
         }

@@ -203,8 +203,8 @@ impl ProxyBody {
     /// The answer to the request whose `head` goes to the upstream
     /// `opts.turn` picked (or to `to`, without one), on a new connection;
     /// when it cannot be made at once, to the next upstream as
-    /// [`ProxyBody::try_again`] allows. Why none could be reached (502).
-    /// Errs with the lines to log.
+    /// [`ProxyBody::try_again`] allows. Errs with the lines to log when
+    /// none could be reached (502).
     pub fn connect(
         to: &super::Upstream,
         head: &[u8],
