@@ -394,9 +394,11 @@ fn health_checks_mark_an_upstream_down_and_up_again() {
     assert_eq!(who(&s, "/api/x"), (200, "a".into()));
     wait_until("a health check", || a.checks() > 0 && b.checks() > 0);
     a.health.store(500, Ordering::SeqCst);
-    wait_until("a marked down", || who(&s, "/api/x").1 == "b");
+    // (Checks move on once a second: a verdict takes a few.)
+    let limit = Duration::from_secs(30);
+    wait_until_within(limit, "a marked down", || who(&s, "/api/x").1 == "b");
     a.health.store(204, Ordering::SeqCst);
-    wait_until("a up again", || who(&s, "/api/x").1 == "a");
+    wait_until_within(limit, "a up again", || who(&s, "/api/x").1 == "a");
 }
 
 #[test]

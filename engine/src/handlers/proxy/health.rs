@@ -262,4 +262,20 @@ mod tests {
         }
         assert!(!g.is_up(0, now));
     }
+
+    #[test]
+    fn a_silent_upstream_is_down_after_connect_and_read_timeouts() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut g = group(&listener);
+        let now = Instant::now();
+        g.check(now);
+        let (_conn, _) = listener.accept().unwrap();
+        g.check(now);
+        assert!(g.is_up(0, now), "not yet");
+        // (5 s to connect and 60 s to read, by default.)
+        let late = now + Duration::from_secs(65);
+        g.check(late);
+        assert!(!g.is_up(0, late));
+        assert!(g.peers[0].check.flight.is_none(), "given up");
+    }
 }
