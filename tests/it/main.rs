@@ -50,6 +50,8 @@ mod privileged;
 mod protocol;
 #[cfg(feature = "ops")]
 mod proxy;
+#[cfg(feature = "upstreams")]
+mod proxy_balance;
 #[cfg(all(feature = "upstreams", feature = "http2"))]
 mod proxy_log;
 #[cfg(feature = "upstreams")]

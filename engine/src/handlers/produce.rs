@@ -72,6 +72,14 @@ pub trait Produce {
         "no progress for timeouts.handler; given up"
     }
 
+    /// Its idle timeout passed: the status to answer before its head
+    /// (504; after the head the answer is cut short), or none when it
+    /// goes on otherwise (a request sent to another upstream), its timer
+    /// started again. Called before it is given up.
+    fn timed_out(&mut self) -> Option<Status> {
+        Some(Status::GATEWAY_TIMEOUT)
+    }
+
     /// It is a process that runs on its own (a CGI program), not code
     /// the engine calls. Two differences follow, kept from before the
     /// producers were one contract: over HTTP/2 its idle timer runs on
@@ -105,6 +113,14 @@ pub trait Produce {
     /// Source `i` of [`Produce::sources`] is ready.
     fn ready(&mut self, i: usize) {
         let _ = i;
+    }
+
+    /// Its source 0 is a new descriptor since it was last asked (an
+    /// upstream's socket replaced after a failed attempt; the old one
+    /// comes out through [`Produce::retired`]): the engine watches it in
+    /// its place, for what it wants.
+    fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        None
     }
 
     /// A source it is done with (no longer among its

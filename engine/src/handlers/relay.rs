@@ -89,6 +89,13 @@ impl Outbox {
         self.buf.extend_from_slice(b"\r\n");
     }
 
+    /// Puts `bytes` in place of the first `n` bytes that wait (a
+    /// request head sent again on another connection).
+    pub fn replace_front(&mut self, n: usize, bytes: &[u8]) {
+        self.buf
+            .splice(..n.min(self.buf.len()), bytes.iter().copied());
+    }
+
     /// Its body was held whole.
     pub fn held(&self) -> bool {
         self.held_body

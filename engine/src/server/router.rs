@@ -180,10 +180,13 @@ pub struct Router {
     has_admission: bool,
     /// The `[[rate_limit]]` buckets every worker shares.
     rates: Option<Arc<RateTable>>,
-    /// The reverse proxy's turn: each request to a rule goes to its
-    /// next upstream (round robin).
+    /// Each site's reverse-proxy rules' upstreams in this worker (their
+    /// balancing and health), by site then rule.
     #[cfg(feature = "upstreams")]
-    proxy_turn: usize,
+    proxy_groups: Vec<Vec<crate::handlers::proxy::balance::Shared>>,
+    /// The turn of `[[fastcgi]]` rules' servers in this worker.
+    #[cfg(feature = "upstreams")]
+    fastcgi_turn: usize,
     /// The worker's idle upstream connections.
     #[cfg(feature = "upstreams")]
     upstream_pool: crate::handlers::proxy::pool::Shared,
@@ -305,6 +308,10 @@ impl Router {
             cfg.site.static_files.open_file_cache,
             cfg.site.static_files.open_file_cache_valid,
         );
+        #[cfg(feature = "upstreams")]
+        let proxy_groups = SiteConfig::all(&cfg)
+            .map(|site| site.reverse_proxy.iter().map(upstream::group).collect())
+            .collect();
         Ok(Router {
             has_rules,
             has_admission,
@@ -321,7 +328,9 @@ impl Router {
             wake,
             stats: None,
             #[cfg(feature = "upstreams")]
-            proxy_turn: 0,
+            proxy_groups,
+            #[cfg(feature = "upstreams")]
+            fastcgi_turn: 0,
             #[cfg(feature = "upstreams")]
             upstream_pool: Rc::default(),
         })
@@ -736,9 +745,15 @@ impl Router {
         if let Some(cgi) = &self.programs {
             cgi.reap(now, all, log);
         }
-        // (Idle upstream connections past their keepalive_timeout close.)
+        // (Idle upstream connections past their keepalive_timeout close;
+        // the active health checks move on, unless the worker ends.)
         #[cfg(feature = "upstreams")]
-        self.upstream_pool.borrow_mut().prune(now);
+        {
+            self.upstream_pool.borrow_mut().prune(now);
+            for group in self.proxy_groups.iter().flatten().filter(|_| !all) {
+                group.borrow_mut().check(now);
+            }
+        }
     }
 
     /// Moves the static handler's clock on (once per loop iteration).

@@ -203,6 +203,12 @@ impl Run {
         self.producer.sources()
     }
 
+    /// Its source 0, new, to watch in place of the old one (see
+    /// [`Produce::renewed`]).
+    pub fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        self.producer.renewed()
+    }
+
     /// A source it is done with, to take out of the watch and close.
     pub fn retired(&mut self) -> Option<OwnedFd> {
         self.producer.retired()
@@ -433,10 +439,15 @@ impl Run {
         }
     }
 
-    /// Gives it up for its idle timeout (504 before its head).
+    /// Gives it up for its idle timeout (504 before its head, or what
+    /// the producer says; unless it goes on otherwise).
     pub fn time_out(&mut self, sink: &mut dyn Sink, log: &mut Logger) -> Outcome {
         let why = self.producer.timeout_why();
-        self.fail(sink, Status::GATEWAY_TIMEOUT, why, log)
+        match self.producer.timed_out() {
+            Some(status) => self.fail(sink, status, why, log),
+            // (It went on otherwise: its timer starts again.)
+            None => Outcome::Moved,
+        }
     }
 
     /// The request body it reads was refused (`status`: too large, bad

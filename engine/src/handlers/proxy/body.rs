@@ -22,12 +22,16 @@
 //! the tunnel).
 
 use std::io;
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use super::balance::{Lease, Shared};
+use super::dial;
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::HeaderEdits;
+use crate::config::Level;
 use crate::handlers::pipe::ReplyHead;
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::relay::{Outbox, OutboxError, Unframe};
@@ -66,6 +70,8 @@ pub struct Options {
     pub connect_timeout: Duration,
     /// `read_timeout`: the longest silence of the upstream after that.
     pub read_timeout: Duration,
+    /// `send_timeout`: the longest wait to write the request to it.
+    pub send_timeout: Duration,
     /// The answer head's limits (those of requests).
     pub limits: Limits,
     /// The limit of a chunked answer's trailers.
@@ -80,6 +86,9 @@ pub struct Options {
     pub upgrade: bool,
     /// It does so for an HTTP/2 client's extended CONNECT (RFC 8441).
     pub connect: bool,
+    /// The request's place among its rule's upstreams (none: the one
+    /// socket it is given, never another).
+    pub turn: Option<Turn>,
 }
 
 /// How an answer's head is passed on.
@@ -94,6 +103,22 @@ enum Switch {
     Connect,
 }
 
+/// Which upstream of its rule a request went to, and whether it may go
+/// to another (see [`super::balance`]).
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The rule's upstreams in this worker.
+    pub group: Shared,
+    /// The one picked.
+    pub index: usize,
+    /// The client (for `ip_hash`).
+    pub client: IpAddr,
+    /// Its method is idempotent (RFC 9110 §9.2.2): it may be sent again.
+    pub idempotent: bool,
+    /// `host = "upstream"`: another upstream gets its own `Host`.
+    pub host_upstream: bool,
+}
+
 /// An upstream's answer to one request (see the module documentation).
 #[derive(Debug)]
 pub struct ProxyBody {
@@ -101,6 +126,24 @@ pub struct ProxyBody {
     /// The socket once it is done with, until the engine takes it out
     /// of its watch ([`Produce::retired`]).
     retired: Option<OwnedFd>,
+    /// `sock` is new, not watched yet ([`Produce::renewed`]).
+    renewed: bool,
+    /// The request head, kept to be sent again (another attempt) when
+    /// its method is idempotent; else empty.
+    head: Vec<u8>,
+    /// Bytes written to this socket (the head's, then the body's).
+    written: usize,
+    /// The socket is a kept connection (the pool's), not a new one.
+    kept: bool,
+    /// A kept connection was found closed and replaced once already.
+    stale_retried: bool,
+    /// The upstreams tried (their index in the rule) before the one in
+    /// use.
+    tried: Vec<usize>,
+    /// The hold on the upstream in use (`least_conn`).
+    lease: Option<Lease>,
+    /// What to log next (attempts that failed and were retried).
+    notes: Vec<String>,
     readable: bool,
     writable: bool,
     /// The upstream took a byte: the connection is up.
@@ -150,13 +193,31 @@ impl ProxyBody {
     /// [`super::request::write_head`]) goes on `sock`, a socket
     /// connected, or connecting, to the upstream, non-blocking.
     pub fn new(sock: OwnedFd, head: &[u8], opts: Options) -> ProxyBody {
+        ProxyBody::on(Some(sock), head, opts)
+    }
+
+    /// As [`ProxyBody::new`], on `sock` if there is one yet.
+    fn on(sock: Option<OwnedFd>, head: &[u8], opts: Options) -> ProxyBody {
         let mut outbox = Outbox::new(None);
         outbox.push(head, false);
         let body_open = opts.body != BodyOut::None;
         outbox.body_end = !body_open;
+        let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
         ProxyBody {
-            sock: Some(sock),
+            sock,
             retired: None,
+            renewed: false,
+            // (Only a request that may go again needs it.)
+            head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
+                true => head.to_vec(),
+                false => Vec::new(),
+            },
+            written: 0,
+            kept: false,
+            stale_retried: false,
+            tried: Vec::new(),
+            lease,
+            notes: Vec::new(),
             readable: true,
             writable: true,
             connected: false,
@@ -190,17 +251,167 @@ impl ProxyBody {
     /// silence is bounded by `read_timeout` from the start.
     pub fn on_kept_connection(mut self) -> ProxyBody {
         self.connected = true;
+        self.kept = true;
         self
+    }
+
+    /// The answer to the request whose `head` goes to the upstream
+    /// `opts.turn` picked (or to `to`, without one), on a new connection;
+    /// when it cannot be made at once, to the next upstream as
+    /// [`ProxyBody::try_again`] allows. Errs with the lines to log when
+    /// none could be reached (502).
+    pub fn connect(
+        to: &super::Upstream,
+        head: &[u8],
+        opts: Options,
+    ) -> Result<ProxyBody, Vec<String>> {
+        let (sock, failed) = match dial::connect(to) {
+            Ok(sock) => (Some(sock), None),
+            Err(e) => (None, Some(e)),
+        };
+        let mut body = ProxyBody::on(sock, head, opts).logged_as(dial::addr(to));
+        if let Some(e) = failed {
+            let why = format!("cannot connect: {e}");
+            let label = body.opts.label.clone();
+            if !body.try_again(false, &why) {
+                let mut lines = vec![format!("{label}: {why}")];
+                lines.append(&mut body.notes);
+                return Err(lines);
+            }
+            // (Its sockets so far were never watched: the engine watches
+            // the one it has when it starts.)
+            body.retired = None;
+            body.renewed = false;
+        }
+        Ok(body)
     }
 
     /// Leaves the socket for the engine to take out of its watch and
     /// close.
     fn retire(&mut self) {
         if let Some(fd) = self.sock.take() {
-            self.retired = Some(fd);
+            self.let_go(fd);
         }
         self.body_open = false;
         self.outbox.clear();
+    }
+
+    /// The attempt failed before any byte of the answer (`why`): the
+    /// upstream could not be reached (`stale` false: counted among its
+    /// failures), or a kept connection was found closed by the upstream
+    /// (`stale`). Whether the request goes again, on a new connection: to
+    /// the next upstream up and not tried yet, or (`stale`) once to the
+    /// same one; only when its method is idempotent and nothing of its
+    /// body went (RFC 9110 §9.2.2). Every upstream is tried at most once.
+    fn try_again(&mut self, stale: bool, why: &str) -> bool {
+        let (Some(turn), Some(at)) = (self.opts.turn.clone(), self.lease.as_ref().map(|l| l.index))
+        else {
+            return false;
+        };
+        let now = Instant::now();
+        if !stale {
+            turn.group.borrow_mut().failed(at, now);
+        }
+        if !turn.idempotent || self.written > self.head.len() || (stale && self.stale_retried) {
+            return false;
+        }
+        if !self.tried.contains(&at) {
+            self.tried.push(at);
+        }
+        let mut next = stale.then_some(at);
+        self.stale_retried |= stale;
+        let mut why = why.to_string();
+        let mut first = true;
+        loop {
+            let pick = next.take().or_else(|| {
+                let mut g = turn.group.borrow_mut();
+                g.pick(turn.client, &self.tried, now)
+            });
+            let Some(i) = pick else {
+                if !first {
+                    // (The first failure is the caller's to tell.)
+                    self.notes.push(format!("{}: {why}", self.opts.label));
+                }
+                return false;
+            };
+            first = false;
+            if !self.tried.contains(&i) {
+                self.tried.push(i);
+            }
+            let to = turn.group.borrow().to[i].clone();
+            self.notes.push(format!(
+                "{}: {why}; sent again to {}",
+                self.opts.label,
+                dial::label(&to)
+            ));
+            match dial::connect(&to) {
+                Ok(sock) => {
+                    self.restart(sock, i, &to, &turn);
+                    return true;
+                }
+                Err(e) => {
+                    turn.group.borrow_mut().failed(i, now);
+                    self.opts.label = dial::label(&to);
+                    why = format!("cannot connect: {e}");
+                }
+            }
+        }
+    }
+
+    /// Lets `fd`, its socket until now, go: closed at once if the engine
+    /// never watched it (it replaced another in this round), else left
+    /// for the engine to take out of its watch first. (One socket at
+    /// most is watched at a time.)
+    fn let_go(&mut self, fd: OwnedFd) {
+        if std::mem::take(&mut self.renewed) {
+            drop(fd);
+        } else {
+            self.retired = Some(fd);
+        }
+    }
+
+    /// Goes on with `sock`, a new connection to `to`, upstream `i` of
+    /// `turn`'s rule: the request head again (with that upstream's `Host`
+    /// when the rule sends its own), then the body as it comes.
+    fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
+        if let Some(old) = self.sock.replace(sock) {
+            self.let_go(old);
+        }
+        self.renewed = true;
+        (self.readable, self.writable) = (true, true);
+        (self.connected, self.kept) = (false, false);
+        self.unreachable = None;
+        let head = match turn.host_upstream {
+            true => rehost(&self.head, dial::own_host(to).as_bytes()),
+            false => self.head.clone(),
+        };
+        // (What of the head did not go waits first in the outbox.)
+        let unsent = self.head.len() - self.written.min(self.head.len());
+        self.outbox.replace_front(unsent, &head);
+        (self.head, self.written) = (head, 0);
+        self.lease = Some(Lease::take(&turn.group, i));
+        self.opts.label = dial::label(to);
+        self.addr = dial::addr(to);
+        if let Some(keep) = self.opts.keep.as_mut() {
+            keep.to = to.clone();
+        }
+    }
+
+    /// The socket failed or closed (`e` none) before the answer's head:
+    /// none when the request went again ([`ProxyBody::try_again`]), else
+    /// what to give.
+    fn lost(&mut self, e: Option<io::Error>) -> Option<Gave> {
+        if !self.started && self.head_buf.is_empty() && (!self.connected || self.kept) {
+            let why = match &e {
+                Some(e) => format!("cannot reach the upstream: {e}"),
+                None if self.kept => "a kept connection was closed by the upstream".into(),
+                None => "the upstream closed without answering".into(),
+            };
+            if self.try_again(self.kept, &why) {
+                return None;
+            }
+        }
+        Some(self.closed(e))
     }
 
     /// The body ended exactly: the socket may carry another request if
@@ -264,6 +475,9 @@ impl ProxyBody {
                 let len = h.head_len;
                 self.head_buf.drain(..len);
                 continue;
+            }
+            if let Some(lease) = &self.lease {
+                lease.group().borrow_mut().answered(lease.index);
             }
             let head = reply_head(&h, &fields, &self.opts.answer, Switch::No);
             let framing = match h.framing {
@@ -332,6 +546,21 @@ impl ProxyBody {
         };
         Gave::Fail(Status::BAD_GATEWAY, why)
     }
+}
+
+/// `head` (from [`super::request::write_head`]) with `host` for its
+/// `Host` (the first field, after the request line).
+fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
+    const FIELD: &[u8] = b"\r\nHost: ";
+    let Some(at) = head.windows(FIELD.len()).position(|w| w == FIELD) else {
+        return head.to_vec();
+    };
+    let from = at + FIELD.len();
+    let to = head[from..]
+        .iter()
+        .position(|&b| b == b'\r')
+        .map_or(head.len(), |n| from + n);
+    [&head[..from], host, &head[to..]].concat()
 }
 
 /// The head the client gets for the upstream's answer `h` with its
@@ -412,19 +641,45 @@ impl Produce for ProxyBody {
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        if self.connected {
-            self.opts.read_timeout
-        } else {
+        if !self.connected {
             self.opts.connect_timeout
+        } else if !self.outbox.is_empty() {
+            self.opts.send_timeout
+        } else {
+            self.opts.read_timeout
         }
     }
 
     fn timeout_why(&self) -> &'static str {
-        if self.connected {
-            "the upstream was silent for read_timeout; given up"
-        } else {
+        if !self.connected {
             "no connection to the upstream within connect_timeout; given up"
+        } else if !self.outbox.is_empty() {
+            "the upstream took nothing of the request for send_timeout; given up"
+        } else {
+            "the upstream was silent for read_timeout; given up"
         }
+    }
+
+    fn timed_out(&mut self) -> Option<Status> {
+        if self.started {
+            return Some(Status::GATEWAY_TIMEOUT);
+        }
+        if !self.connected {
+            // Not reached: the next upstream, if the request may go to it.
+            let why = "no connection within connect_timeout";
+            return match self.try_again(false, why) {
+                true => None,
+                false => Some(Status::BAD_GATEWAY),
+            };
+        }
+        if self.outbox.is_empty() {
+            // Silent for read_timeout before its answer: a failure.
+            if let Some(lease) = &self.lease {
+                let now = Instant::now();
+                lease.group().borrow_mut().failed(lease.index, now);
+            }
+        }
+        Some(Status::GATEWAY_TIMEOUT)
     }
 
     fn next(&mut self, room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
@@ -460,7 +715,10 @@ impl Produce for ProxyBody {
             buf.clear();
             buf.reserve(want);
             match read_at_most(fd, buf, want) {
-                Ok(0) => return self.closed(None),
+                Ok(0) => match self.lost(None) {
+                    Some(gave) => return gave,
+                    None => continue,
+                },
                 Ok(_) if self.started => {
                     if let Some(gave) = self.body(buf) {
                         return gave;
@@ -476,9 +734,25 @@ impl Produce for ProxyBody {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.closed(Some(e)),
+                Err(e) => match self.lost(Some(e)) {
+                    Some(gave) => return gave,
+                    None => continue,
+                },
             }
         }
+    }
+
+    fn tend(&mut self, cx: &mut Cx<'_>) {
+        for note in self.notes.drain(..) {
+            cx.log.log(Level::Error, format_args!("{note}"));
+        }
+    }
+
+    fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        if !std::mem::take(&mut self.renewed) {
+            return None;
+        }
+        self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both))
     }
 
     fn stop(&mut self) {
@@ -545,10 +819,13 @@ impl Input for ProxyBody {
         let Some(fd) = self.sock.as_ref() else {
             return Ok(Wrote::default());
         };
-        match self
-            .outbox
-            .write_to(&mut self.writable, &mut |b| send(fd, b, false))
-        {
+        let written = &mut self.written;
+        let mut write = |b: &[u8]| {
+            let n = send(fd, b, false)?;
+            *written += n;
+            Ok(n)
+        };
+        match self.outbox.write_to(&mut self.writable, &mut write) {
             Ok(wrote) => {
                 self.connected |= wrote.moved;
                 if self.outbox.done() {
@@ -564,6 +841,16 @@ impl Input for ProxyBody {
             }
             Err(OutboxError::Held(e)) => Err(InputEnd::Unreadable(e.to_string())),
             Err(OutboxError::Write(e)) => {
+                let unanswered = !self.started && self.head_buf.is_empty();
+                if unanswered && (!self.connected || self.kept) {
+                    let why = format!("cannot reach the upstream: {e}");
+                    if self.try_again(self.kept, &why) {
+                        return Ok(Wrote {
+                            moved: true,
+                            client: 0,
+                        });
+                    }
+                }
                 if !self.connected {
                     self.unreachable = Some(format!("cannot reach the upstream: {e}"));
                 }

@@ -5,7 +5,10 @@
 //! ([`crate::http::parse::response`]) before any of it goes on
 //! ([`body`]).
 
+pub mod balance;
 pub mod body;
+pub mod dial;
+pub mod health;
 pub mod pool;
 pub mod request;
 

@@ -74,8 +74,8 @@ impl Router {
         let length = content_length(held.as_ref(), req.body());
         let root = scripts.root(script.rule);
         let params = params(script, req, routing.client.ends(), root, length, &rule.env);
-        self.proxy_turn = self.proxy_turn.wrapping_add(1);
-        let to = &rule.to[self.proxy_turn % rule.to.len()];
+        self.fastcgi_turn = self.fastcgi_turn.wrapping_add(1);
+        let to = &rule.to[self.fastcgi_turn % rule.to.len()];
         let body = match (held, length) {
             (Some(spool), _) => BodyIn::Held(spool),
             (None, None | Some(0)) => BodyIn::None,

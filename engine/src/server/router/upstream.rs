@@ -7,7 +7,9 @@
 
 use super::{Router, Routing, Step};
 use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
-use crate::handlers::proxy::body::{Answer, Options};
+use crate::handlers::proxy::balance::{Group, Shared};
+use crate::handlers::proxy::body::{Answer, Options, Turn};
+use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
 use crate::handlers::proxy::UpstreamPlan;
@@ -31,15 +33,35 @@ impl Router {
     /// first rule that matches its path.
     pub(super) fn reverse_proxy(&mut self, routing: &mut Routing<'_>) -> Step {
         let cfg = std::sync::Arc::clone(&self.cfg);
-        let rules = &cfg.site(routing.req.site()).reverse_proxy;
-        let Some(rule) = rules
+        let site = routing.req.site();
+        let rules = &cfg.site(site).reverse_proxy;
+        let Some((i, rule)) = rules
             .iter()
-            .find(|r| r.matches.matches(&routing.scratch.path))
+            .enumerate()
+            .find(|(_, r)| r.matches.matches(&routing.scratch.path))
         else {
             return Step::Next;
         };
-        self.proxy_turn = self.proxy_turn.wrapping_add(1);
-        let to = &rule.to[self.proxy_turn % rule.to.len()];
+        let Some(group) = self.proxy_groups.get(site).and_then(|g| g.get(i)) else {
+            return Step::Next;
+        };
+        // (The real client: behind a trusted proxy, the one it names.)
+        let client = match routing.req.forwarded() {
+            Some(f) => f.addr.ip(),
+            None => routing.client.peer.ip(),
+        };
+        let picked = group.borrow_mut().pick(client, &[], routing.client.now);
+        let Some(index) = picked else {
+            routing.log.log(
+                crate::config::Level::Error,
+                format_args!(
+                    "reverse proxy: every upstream for {} is down; 503",
+                    String::from_utf8_lossy(&routing.scratch.path)
+                ),
+            );
+            return Step::Answer(Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch));
+        };
+        let to = &rule.to[index];
         if matches!(to, Upstream::Tcp { tls: true, .. }) {
             // (https upstreams come with the TLS client: issue #27, S7.)
             routing.log.log(
@@ -55,6 +77,13 @@ impl Router {
             max: rule.keepalive,
             timeout: rule.keepalive_timeout,
         });
+        plan.opts.turn = Some(Turn {
+            group: std::rc::Rc::clone(group),
+            index,
+            client,
+            idempotent: routing.req.method().is_idempotent(),
+            host_upstream: rule.host == HostMode::Upstream,
+        });
         Step::Answer(Plan {
             // (The status is the upstream's, from its answer's head.)
             status: Status::OK,
@@ -62,6 +91,11 @@ impl Router {
             close: false,
         })
     }
+}
+
+/// The state of `rule`'s upstreams in one worker.
+pub(super) fn group(rule: &ProxyRule) -> Shared {
+    std::rc::Rc::new(std::cell::RefCell::new(Group::new(rule)))
 }
 
 /// What the request `routing` holds is sent to upstream `to` of `rule`.
@@ -78,17 +112,12 @@ fn upstream_plan(
         BodyFraming::Chunked => BodyOut::Chunked,
     };
     let own_host;
-    let host: &[u8] = match (rule.host, to) {
-        (HostMode::Client, _) if req.host().is_some() => req.host().unwrap_or_default(),
-        (_, Upstream::Tcp { addr, host, tls }) => {
-            let default = if *tls { 443 } else { 80 };
-            own_host = match addr.port() {
-                p if p == default => host.clone(),
-                p => format!("{host}:{p}"),
-            };
+    let host: &[u8] = match (rule.host, req.host()) {
+        (HostMode::Client, Some(host)) => host,
+        _ => {
+            own_host = dial::own_host(to);
             own_host.as_bytes()
         }
-        (_, Upstream::Unix(_)) => b"localhost",
     };
     // A switch of protocols (RFC 9110 §7.8: `Upgrade`, named by
     // `Connection`) goes on where the rule lets it, for a request with
@@ -121,19 +150,16 @@ fn upstream_plan(
     };
     let mut head = Vec::new();
     write_head(&mut head, req, &f);
-    let label = match to {
-        Upstream::Tcp { addr, .. } => format!("proxy http://{addr}"),
-        Upstream::Unix(p) => format!("proxy unix:{}", p.display()),
-    };
     UpstreamPlan {
         to: to.clone(),
         head,
         opts: Options {
-            label,
+            label: dial::label(to),
             body,
             head_request: req.method() == Method::Head,
             connect_timeout: rule.connect_timeout,
             read_timeout: rule.read_timeout,
+            send_timeout: rule.send_timeout,
             limits: parse::Limits {
                 max_request_line: limits.max_request_line,
                 max_head: limits.max_header_bytes,
@@ -147,6 +173,7 @@ fn upstream_plan(
             keep: None,
             upgrade,
             connect: upgrade && req.version() == Version::Http2,
+            turn: None,
         },
     }
 }

@@ -24,7 +24,7 @@ use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
 use crate::server::h1;
-use crate::server::run::Run;
+use crate::server::run::{Outcome, Run};
 use crate::server::waits::Held;
 
 /// Most programs answering one HTTP/2 connection's streams at once (a
@@ -66,6 +66,37 @@ fn room_in(s: &crate::server::h2::Session) -> bool {
 pub(super) fn retire(registry: &mio::Registry, run: &mut Run) {
     while let Some(fd) = run.retired() {
         unwatch(registry, fd.as_raw_fd());
+    }
+}
+
+/// Takes the sources `run` (the answer of the exchange in slot `index`)
+/// is done with out of `registry`'s watch, and watches the one that
+/// replaced them, if any (an upstream's new connection): `outcome`, the
+/// pump's, is then progress (the new connection's timer starts).
+pub(super) fn rewatch(
+    registry: &mio::Registry,
+    run: &mut Run,
+    index: usize,
+    outcome: Outcome,
+) -> Outcome {
+    retire(registry, run);
+    let Some((fd, want)) = run.renewed() else {
+        return outcome;
+    };
+    // (Should it fail, the answer times out as any silent one.)
+    let _ = registry.register(&mut SourceFd(&fd), token_at(index, 0), interest(want));
+    match outcome {
+        Outcome::Idle => Outcome::Moved,
+        outcome => outcome,
+    }
+}
+
+/// What epoll waits for on a source that wants `want`.
+fn interest(want: Want) -> Interest {
+    match want {
+        Want::Read => Interest::READABLE,
+        Want::Write => Interest::WRITABLE,
+        Want::Both => Interest::READABLE | Interest::WRITABLE,
     }
 }
 
@@ -144,12 +175,7 @@ impl Worker {
         let reg = self.poll.registry();
         for (i, source) in run.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
-            let interest = match want {
-                Want::Read => Interest::READABLE,
-                Want::Write => Interest::WRITABLE,
-                Want::Both => Interest::READABLE | Interest::WRITABLE,
-            };
-            reg.register(&mut SourceFd(&fd), token_at(index, i), interest)?;
+            reg.register(&mut SourceFd(&fd), token_at(index, i), interest(want))?;
         }
         Ok(())
     }

@@ -267,7 +267,7 @@ impl Worker {
             p.framing.tunnel_reads = true;
             p.body = Some(BodyDecoder::tunnel());
         }
-        super::pipe::retire(self.poll.registry(), run);
+        let outcome = super::pipe::rewatch(self.poll.registry(), run, p.ex.index(), outcome);
         self.h1_outcome(c, outcome)
     }
 
@@ -515,7 +515,8 @@ mod h2 {
                 log: &mut self.logger,
             };
             let outcome = drive(run, &mut sink, t);
-            super::super::pipe::retire(self.poll.registry(), run);
+            let registry = self.poll.registry();
+            let outcome = super::super::pipe::rewatch(registry, run, ex.index(), outcome);
             if !started && run.started() {
                 let parts = (&self.counts, &self.clock, run.request.started);
                 let answer = (run.status(), run.upstream());

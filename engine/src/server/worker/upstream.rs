@@ -6,9 +6,10 @@
 //! blocks the loop: the connection completes while other clients are
 //! served, and `connect_timeout` bounds it as the run's idle timeout.
 //! A kept connection to the same upstream (the pool, `keepalive`) is
-//! taken instead of a new one when there is one.
+//! taken instead of a new one when there is one. An upstream that cannot
+//! be reached, or a kept connection it had closed, may make the request
+//! go again on a new connection (see `ProxyBody::try_again`).
 
-use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use mio::unix::SourceFd;
@@ -18,37 +19,13 @@ use crate::config::{Level, Upstream};
 use crate::handlers::fastcgi::body::FastcgiBody;
 use crate::handlers::fastcgi::FastcgiPlan;
 use crate::handlers::proxy::body::ProxyBody;
+use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
-
-/// A non-blocking connection to `to`, under way (TCP) or made (a unix
-/// socket connects at once, or fails).
-fn connect(to: &Upstream) -> io::Result<OwnedFd> {
-    match to {
-        Upstream::Tcp { addr, .. } => {
-            let sock = mio::net::TcpStream::connect(*addr)?;
-            let _ = sock.set_nodelay(true);
-            Ok(OwnedFd::from(std::net::TcpStream::from(sock)))
-        }
-        Upstream::Unix(path) => {
-            let sock = mio::net::UnixStream::connect(path)?;
-            Ok(OwnedFd::from(std::os::unix::net::UnixStream::from(sock)))
-        }
-    }
-}
-
-/// How the access log names `to` (`upstream_addr`): its address, as
-/// nginx's `$upstream_addr` does, or `unix:` and its path.
-fn logged(to: &Upstream) -> String {
-    match to {
-        Upstream::Tcp { addr, .. } => addr.to_string(),
-        Upstream::Unix(path) => format!("unix:{}", path.display()),
-    }
-}
 
 impl Worker {
     /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
@@ -64,12 +41,20 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        let (sock, kept) =
-            self.upstream_socket(&plan.to, plan.opts.keep.as_ref(), &plan.opts.label, r)?;
-        let body = ProxyBody::new(sock, &plan.head, plan.opts).logged_as(logged(&plan.to));
-        let body = match kept {
-            true => body.on_kept_connection(),
-            false => body,
+        if let Some(sock) = self.kept_socket(&plan.to, plan.opts.keep.as_ref()) {
+            let body = ProxyBody::new(sock, &plan.head, plan.opts)
+                .on_kept_connection()
+                .logged_as(dial::addr(&plan.to));
+            return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
+        }
+        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts) {
+            Ok(body) => body,
+            Err(lines) => {
+                for line in lines {
+                    self.logger.log(Level::Error, format_args!("{line}"));
+                }
+                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+            }
         };
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
@@ -86,43 +71,32 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        let (sock, kept) =
-            self.upstream_socket(&plan.to, plan.opts.keep.as_ref(), &plan.opts.label, r)?;
+        let kept = self.kept_socket(&plan.to, plan.opts.keep.as_ref());
+        let (sock, kept) = match kept {
+            Some(sock) => (sock, true),
+            None => match dial::connect(&plan.to) {
+                Ok(sock) => (sock, false),
+                Err(e) => {
+                    self.logger.log(
+                        Level::Error,
+                        format_args!("{}: cannot connect: {e}; 502", plan.opts.label),
+                    );
+                    return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                }
+            },
+        };
         let body = FastcgiBody::new(sock, kept, &plan.params, plan.body, plan.opts);
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 
-    /// A connection to `to` for request `r`: one kept in the pool `keep`
-    /// names (true), else a new one, connecting; the 502 to answer (the
-    /// error logged after `label`) when none can be made.
-    fn upstream_socket(
-        &mut self,
-        to: &Upstream,
-        keep: Option<&Keep>,
-        label: &str,
-        r: &mut Request,
-    ) -> Result<(OwnedFd, bool), Plan> {
-        let kept = keep.and_then(|k| {
-            let sock = k.pool.borrow_mut().take(to, self.clock.now)?;
-            // (In case its last answer was dropped still watched.)
-            let _ = self
-                .poll
-                .registry()
-                .deregister(&mut SourceFd(&sock.as_raw_fd()));
-            Some(sock)
-        });
-        if let Some(sock) = kept {
-            return Ok((sock, true));
-        }
-        match connect(to) {
-            Ok(sock) => Ok((sock, false)),
-            Err(e) => {
-                self.logger.log(
-                    Level::Error,
-                    format_args!("{label}: cannot connect: {e}; 502"),
-                );
-                Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch))
-            }
-        }
+    /// A connection to `to` kept in the pool `keep` names, if there is one.
+    fn kept_socket(&mut self, to: &Upstream, keep: Option<&Keep>) -> Option<OwnedFd> {
+        let sock = keep?.pool.borrow_mut().take(to, self.clock.now)?;
+        // (In case its last answer was dropped still watched.)
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&sock.as_raw_fd()));
+        Some(sock)
     }
 }

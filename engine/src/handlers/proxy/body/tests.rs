@@ -25,12 +25,14 @@ fn options(body: BodyOut) -> Options {
         head_request: false,
         connect_timeout: Duration::from_secs(3),
         read_timeout: Duration::from_secs(9),
+        send_timeout: Duration::from_secs(9),
         limits: LIMITS,
         max_trailers: 8192,
         answer: Answer::default(),
         keep: None,
         upgrade: false,
         connect: false,
+        turn: None,
     }
 }
 
@@ -472,4 +474,110 @@ fn a_client_that_ended_before_the_101_has_its_end_passed_on_after_it() {
     let mut rest = Vec::new();
     up.read_to_end(&mut rest).expect("an end");
     assert!(rest.is_empty(), "the client's end, once the tunnel is open");
+}
+
+#[test]
+fn a_head_sent_again_to_another_upstream_gets_its_host() {
+    let head = b"GET /a HTTP/1.1\r\nHost: 127.0.0.1:9001\r\nX-Host: y\r\n\r\n";
+    assert_eq!(
+        super::rehost(head, b"app.internal:9002"),
+        b"GET /a HTTP/1.1\r\nHost: app.internal:9002\r\nX-Host: y\r\n\r\n"
+    );
+}
+
+/// A request's turn among `to` (upstream 0 picked, `host = "upstream"`).
+fn turn(to: Vec<crate::config::Upstream>, idempotent: bool) -> Turn {
+    let rule = crate::config::ProxyRule {
+        to,
+        ..crate::config::ProxyRule::default()
+    };
+    let group = super::super::balance::Group::new(&rule);
+    Turn {
+        group: std::rc::Rc::new(std::cell::RefCell::new(group)),
+        index: 0,
+        client: "192.0.2.7".parse().unwrap(),
+        idempotent,
+        host_upstream: true,
+    }
+}
+
+/// A unix socket listening in a directory of its own (removed on drop).
+struct Listening {
+    dir: std::path::PathBuf,
+    listener: std::os::unix::net::UnixListener,
+}
+
+impl Listening {
+    fn new(tag: &str) -> Listening {
+        let dir = std::env::temp_dir().join(format!("brisk-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(dir.join("b.sock")).unwrap();
+        Listening { dir, listener }
+    }
+
+    fn upstream(&self) -> crate::config::Upstream {
+        crate::config::Upstream::Unix(self.dir.join("b.sock"))
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_connect_timeout_sends_an_idempotent_request_to_the_next_upstream() {
+    let b = Listening::new("proxy-next");
+    let away = crate::config::Upstream::Unix("/nonexistent/a.sock".into());
+    let head = forwarded(
+        "GET /a HTTP/1.1\r\nHost: example.org\r\n\r\n",
+        BodyOut::None,
+    );
+    let mut opts = options(BodyOut::None);
+    let t = turn(vec![away.clone(), b.upstream()], true);
+    let group = std::rc::Rc::clone(&t.group);
+    opts.turn = Some(t);
+    // (Its socket never connects: the upstream's end says nothing.)
+    let (mut p, _silent) = started(&head, opts);
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
+    assert_eq!(p.timed_out(), None, "it goes on");
+    assert!(p.retired().is_some(), "the first socket leaves the watch");
+    assert_eq!(p.renewed().map(|r| r.1), Some(Want::Both));
+    assert!(p.renewed().is_none(), "once");
+    assert!(!group.borrow().is_up(0, std::time::Instant::now()));
+    assert!(write(&mut p).unwrap().moved);
+    let (mut up, _) = b.listener.accept().unwrap();
+    let sent = String::from_utf8(head.clone()).unwrap();
+    let again = sent.replacen("\r\nHost: example.org", "\r\nHost: localhost", 1);
+    assert_eq!(received(&mut up, again.len()), again);
+    assert!(p.label().ends_with("b.sock"), "{}", p.label());
+    // Silent now after its head: 504, and a failure of its own.
+    let mut opts = options(BodyOut::None);
+    opts.turn = Some(turn(vec![b.upstream(), away], true));
+    let group = std::rc::Rc::clone(&opts.turn.as_ref().unwrap().group);
+    let (mut p, mut up) = started(&head, opts);
+    assert!(write(&mut p).unwrap().moved);
+    assert_eq!(received(&mut up, head.len()).len(), head.len());
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(9));
+    assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
+    assert!(!group.borrow().is_up(0, std::time::Instant::now()));
+}
+
+#[test]
+fn a_post_is_never_sent_twice() {
+    let b = Listening::new("proxy-post");
+    let away = crate::config::Upstream::Unix("/nonexistent/a.sock".into());
+    let head = forwarded(
+        "POST /a HTTP/1.1\r\nHost: example.org\r\nContent-Length: 0\r\n\r\n",
+        BodyOut::None,
+    );
+    let mut opts = options(BodyOut::None);
+    opts.turn = Some(turn(vec![away, b.upstream()], false));
+    let (mut p, _silent) = started(&head, opts);
+    assert_eq!(p.timed_out(), Some(Status::BAD_GATEWAY));
+    assert!(p.renewed().is_none());
+    b.listener.set_nonblocking(true).unwrap();
+    assert!(b.listener.accept().is_err(), "b never asked");
 }
