@@ -48,6 +48,8 @@ mod privileged;
 mod protocol;
 #[cfg(feature = "ops")]
 mod proxy;
+#[cfg(feature = "upstreams")]
+mod proxy_more;
 mod ranges_conditionals;
 #[cfg(feature = "sites")]
 mod redirects;

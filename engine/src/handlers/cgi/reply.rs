@@ -55,6 +55,7 @@ impl PipeReply for ScriptReply {
                     headers: head.headers,
                     content_length: head.content_length,
                     chunked: false,
+                    own: Default::default(),
                 }),
             },
         }

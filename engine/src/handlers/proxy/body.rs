@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
-use crate::config::HeaderEdits;
-use crate::handlers::pipe::ReplyHead;
+use crate::config::{HeaderEdits, ServerMode};
+use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::relay::{Outbox, OutboxError, Unframe};
 use crate::http::grammar::has_token;
@@ -28,9 +28,9 @@ use crate::sys::net::{read_into_spare, send};
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
 
-/// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), those of an answer
-/// that brisk writes itself (the framing, `Date`, `Server`).
-const OWN: [&str; 3] = ["content-length", "date", "server"];
+/// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), the one of an answer
+/// that brisk writes itself: the framing.
+const OWN: [&str; 1] = ["content-length"];
 
 /// How the answer is passed on (from the rule).
 #[derive(Debug, Clone, Default)]
@@ -39,6 +39,9 @@ pub struct Answer {
     pub edits: HeaderEdits,
     /// `via`: `Via: 1.1 brisk` is added.
     pub via: bool,
+    /// `server`: the upstream's `Server` passes (if it sent one), or
+    /// brisk's own replaces it.
+    pub server: ServerMode,
 }
 
 /// What a [`ProxyBody`] is started with besides its socket.
@@ -250,7 +253,9 @@ impl ProxyBody {
 
 /// The head the client gets for the upstream's answer `h` with its
 /// `fields`: the hop-by-hop ones and those `Connection` names left out,
-/// then the rule's edits.
+/// then the rule's edits. Its `Server` is the upstream's (none if it sent
+/// none) unless `server = "brisk"`, its `Date` the upstream's if it sent
+/// one (else brisk's), as nginx does: the sinks leave out their own.
 fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> ReplyHead {
     let is = |name: &[u8], known: &str| name.eq_ignore_ascii_case(known.as_bytes());
     let named_by_connection = |name: &[u8]| {
@@ -259,15 +264,22 @@ fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> R
             .filter(|f| is(f.name, "connection"))
             .any(|f| has_token(f.value, name))
     };
+    let brisk_server = answer.server == ServerMode::Brisk;
     let mut headers = Vec::new();
+    let mut own = Own {
+        server: !brisk_server,
+        date: false,
+    };
     for f in fields {
         if HOP_BY_HOP.iter().chain(&OWN).any(|n| is(f.name, n))
+            || (brisk_server && is(f.name, "server"))
             || named_by_connection(f.name)
             || answer.edits.remove.iter().any(|n| is(f.name, n))
             || answer.edits.set.iter().any(|(n, _)| is(f.name, n))
         {
             continue;
         }
+        own.date |= is(f.name, "date");
         for part in [f.name, b": ", f.value, b"\r\n"] {
             headers.extend_from_slice(part);
         }
@@ -276,6 +288,8 @@ fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> R
         headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
     }
     for (name, value) in &answer.edits.set {
+        own.server |= is(name.as_bytes(), "server");
+        own.date |= is(name.as_bytes(), "date");
         for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
             headers.extend_from_slice(part);
         }
@@ -290,6 +304,7 @@ fn reply_head(h: &ResponseHead<'_>, fields: &[Header<'_>], answer: &Answer) -> R
             _ => None,
         },
         chunked: false,
+        own,
     }
 }
 

@@ -120,6 +120,7 @@ fn upstream_plan(
             answer: Answer {
                 edits: rule.response_headers.clone(),
                 via: rule.via,
+                server: rule.server,
             },
             keep: None,
         },

@@ -1,0 +1,92 @@
+//! More of the reverse proxy on the wire (issue #27, S7): whose `Server`
+//! and `Date` an answer carries, `strip_prefix` on a prefix the client
+//! wrote percent-encoded, proxied HTTP/2 streams in the per-connection
+//! limit of programs, and `https://` upstreams. The upstreams are
+//! reverse_proxy.rs's scripted threads (or, for https, brisk itself).
+
+use crate::common;
+use crate::reverse_proxy::{brisk, Say, Upstream};
+
+use common::*;
+
+/// An upstream's own `Date`, far from brisk's clock.
+const UP_DATE: &str = "Mon, 01 Jan 2024 00:00:00 GMT";
+
+/// An answer with the upstream's own `Server` and `Date`.
+const WITH_BOTH: &[u8] = b"HTTP/1.1 200 OK\r\nServer: app/1.0\r\nX-App: a\r\n\
+      Date: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 2\r\n\r\nok";
+
+#[test]
+fn the_upstreams_server_and_date_pass_unless_server_is_brisk() {
+    let with_both = Upstream::start(vec![Say::Bytes(WITH_BOTH)]);
+    let to = format!("http://{}", with_both.addr);
+    let get = b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    // `server = "upstream"` (the default): both are the upstream's, in
+    // the place it wrote them, and brisk adds neither.
+    let s = brisk(&to, "");
+    let r = s.request(get);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: app/1.0\r\nX-App: a\r\nDate: {UP_DATE}\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&r.raw), format!("{head}ok"));
+    // `server = "brisk"`: brisk's `server_header` in its place.
+    let s = brisk(&to, "server = \"brisk\"");
+    let r = s.request(get);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: brisk\r\nX-App: a\r\nDate: {UP_DATE}\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&r.raw), format!("{head}ok"));
+    // An upstream that sends neither: no Server (the answer is its),
+    // and brisk's Date (every answer has one, RFC 9110 §6.6.1).
+    let bare = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let s = brisk(&format!("http://{}", bare.addr), "");
+    let r = s.request(get);
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nDate: {DATE}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+        )
+    );
+    let s = brisk(&format!("http://{}", bare.addr), "server = \"brisk\"");
+    let r = s.request(get);
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Length: 2\r\n\
+             Connection: close\r\n\r\n"
+        )
+    );
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn over_h2c_too() {
+    use common::h2::H2;
+    let up = Upstream::start(vec![Say::Bytes(WITH_BOTH)]);
+    let to = format!("http://{}", up.addr);
+    let fields = |server: &str| {
+        [
+            (":status", "200"),
+            ("server", server),
+            ("x-app", "a"),
+            ("date", UP_DATE),
+            ("content-length", "2"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+    };
+    for (extra, server) in [("", "app/1.0"), ("server = \"brisk\"", "brisk")] {
+        let s = brisk(&to, extra);
+        let mut c = H2::connect(s.addr(), &[], 0);
+        // (Twice: the second answer's head is the encoder's repeat.)
+        for _ in 0..2 {
+            let get = c.get("/api/x", &[]);
+            let a = c.answers(&[get]);
+            assert_eq!(a[0].fields, fields(server), "{extra}");
+            assert_eq!(a[0].body, b"ok");
+        }
+    }
+}
