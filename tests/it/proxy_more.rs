@@ -90,3 +90,46 @@ fn over_h2c_too() {
         }
     }
 }
+
+#[test]
+fn strip_prefix_takes_off_a_prefix_written_percent_encoded() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let to = format!("http://{}", up.addr);
+    let s = brisk(&to, "strip_prefix = true\nkeepalive = 0");
+    let get = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.request(raw.as_bytes())
+    };
+    // Sent as: the rest of the path as the client wrote it.
+    let sent = [
+        ("/%61pi/users", "/users"),
+        ("/%61%70%69%2Fusers?q=%2F", "/users?q=%2F"),
+        ("/api%2Fusers", "/users"),
+        ("/%61pi/a%2Fb/%63", "/a%2Fb/%63"),
+        ("/%61pi/x/../y", "/x/../y"),
+    ];
+    for (target, _) in sent {
+        let r = get(target);
+        assert_eq!((r.status, r.text()), (200, "ok".into()), "{target}");
+    }
+    let fwd = crate::reverse_proxy::FORWARDED;
+    let want: Vec<String> = sent
+        .iter()
+        .map(|(_, to)| format!("GET {to} HTTP/1.1\r\nHost: x\r\n{fwd}\r\n"))
+        .collect();
+    assert_eq!(up.requests(), want);
+    // A rest that would climb out of the prefix, or a prefix reached
+    // through dot segments: refused, nothing sent.
+    for target in [
+        "/api/../api/x",
+        "/%61pi/%2e%2e/api/x",
+        "/api/..%2Fapi/x",
+        "/x/../api/y",
+    ] {
+        assert_eq!(get(target).status, 400, "{target}");
+    }
+    assert_eq!(up.requests().len(), sent.len());
+    s.wait_stderr_line("cannot strip_prefix from \"/x/../api/y\"");
+}
