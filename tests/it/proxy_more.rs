@@ -133,3 +133,83 @@ fn strip_prefix_takes_off_a_prefix_written_percent_encoded() {
     assert_eq!(up.requests().len(), sent.len());
     s.wait_stderr_line("cannot strip_prefix from \"/x/../api/y\"");
 }
+
+/// An upstream that holds every request (each connection on a thread of
+/// its own) until released, then answers `ok`: how many it holds.
+#[cfg(feature = "http2")]
+struct Held {
+    addr: std::net::SocketAddr,
+    held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    release: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[cfg(feature = "http2")]
+impl Held {
+    fn start() -> Held {
+        use std::io::Write as _;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(AtomicBool::new(false));
+        let (count, go) = (Arc::clone(&held), Arc::clone(&release));
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let (count, go) = (Arc::clone(&count), Arc::clone(&go));
+                std::thread::spawn(move || {
+                    conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+                    crate::reverse_proxy::read_request(&mut conn);
+                    count.fetch_add(1, Ordering::SeqCst);
+                    poll(IO_TIMEOUT, || go.load(Ordering::SeqCst).then_some(()));
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    let _ = conn.write_all(answer);
+                });
+            }
+        });
+        Held {
+            addr,
+            held,
+            release,
+        }
+    }
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn proxied_h2_streams_count_against_the_connections_programs() {
+    use common::h2::H2;
+    use std::sync::atomic::Ordering;
+    let up = Held::start();
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let mut c = H2::connect(s.addr(), &[], 0);
+    // 20 at once on one connection: 16 go upstream (and wait there), the
+    // 4 beyond are answered 503, as CGI's are.
+    let ids: Vec<u32> = (0..20).map(|i| c.get(&format!("/api/{i}"), &[])).collect();
+    wait_until("16 requests upstream", || {
+        up.held.load(Ordering::SeqCst) == 16
+    });
+    let refused = c.answers(&ids[16..]);
+    for a in &refused {
+        assert_eq!(a.status(), "503", "{:?}", a.fields);
+    }
+    up.release.store(true, Ordering::SeqCst);
+    for a in c.answers(&ids[..16]) {
+        assert_eq!((a.status(), &a.body[..]), ("200", &b"ok"[..]));
+    }
+    assert_eq!(
+        up.held.load(Ordering::SeqCst),
+        16,
+        "none refused went upstream"
+    );
+    let line = format!(
+        "proxy http://{}: 16 programs and upstream requests already answer this HTTP/2 \
+         connection; 503",
+        up.addr
+    );
+    s.wait_stderr_line(&line);
+    // Once they ended, there is room again.
+    let again = c.get("/api/again", &[]);
+    assert_eq!(c.answers(&[again])[0].status(), "200");
+}

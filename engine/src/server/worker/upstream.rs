@@ -52,6 +52,9 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
+        // (Before a kept connection is taken or a new one made: a stream
+        // refused costs the upstream nothing.)
+        self.room_for(c, stream, &plan.opts.label, r)?;
         let kept = plan.opts.keep.as_ref().and_then(|k| {
             let sock = k.pool.borrow_mut().take(&plan.to, self.clock.now)?;
             // (In case its last answer was dropped still watched.)
