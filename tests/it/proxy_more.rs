@@ -213,3 +213,140 @@ fn proxied_h2_streams_count_against_the_connections_programs() {
     let again = c.get("/api/again", &[]);
     assert_eq!(c.answers(&[again])[0].status(), "200");
 }
+
+/// brisk serving `api/x` over HTTPS (the test certificate `a`, `a.test`,
+/// or the `cert`/`key` files given): an https upstream.
+#[cfg(feature = "tls")]
+fn https_upstream(cert: Option<(&std::path::Path, &std::path::Path)>) -> Server {
+    let mut b = Builder::new();
+    b.file("api/x", b"over tls\n");
+    match cert {
+        None => {
+            b.tls();
+        }
+        Some((cert, key)) => {
+            b.arg("--tls-cert").arg(&cert.display().to_string());
+            b.arg("--tls-key").arg(&key.display().to_string());
+        }
+    }
+    b.start()
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_upstream_is_verified_or_refused_with_the_reason() {
+    let up = https_upstream(None);
+    let to = format!("https://127.0.0.1:{}", up.addr().port());
+    let label = format!("proxy {to}");
+    let get = b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    // tls_verify = false: its self-made certificate is taken; requests
+    // after the first go on the kept connection, its session kept.
+    let s = brisk(&to, "tls_verify = false");
+    let mut c = s.connect();
+    for _ in 0..3 {
+        c.send(b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n");
+        let r = c.response();
+        assert_eq!(
+            (r.status, r.text()),
+            (200, "over tls\n".into()),
+            "{}",
+            r.head
+        );
+    }
+    // Verified against the system's roots alone: the test CA is none of
+    // them (502, and the log says which upstream and why).
+    let s = brisk(&to, "");
+    assert_eq!(s.request(get).status, 502);
+    let line = s.wait_stderr_line(&label);
+    assert!(line.contains("UnknownIssuer"), "{line}");
+    // With the test CA as `ca`, the certificate is trusted but names
+    // a.test, not 127.0.0.1: refused too.
+    let ca = common::tls::testdata("ca.pem");
+    let s = brisk(&to, &format!("ca = \"{}\"", ca.display()));
+    assert_eq!(s.request(get).status, 502);
+    let line = s.wait_stderr_line(&label);
+    assert!(line.contains("not valid for name"), "{line}");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_upstream_with_a_certificate_for_its_address_is_trusted_by_ca() {
+    use std::process::Command;
+    let dir = TempDir::new("proxy_ca");
+    let p = |name: &str| dir.path.join(name);
+    let openssl = |args: &[&str]| {
+        Command::new("openssl")
+            .current_dir(&dir.path)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let made = openssl(
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &["-days", "2", "-subj", "/CN=proxy test CA"],
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    )
+    .and_then(|_| {
+        openssl(
+            &[
+                &["req", "-new"],
+                &ec[..],
+                &["-subj", "/CN=127.0.0.1"],
+                &[
+                    "-addext",
+                    "subjectAltName=IP:127.0.0.1",
+                    "-keyout",
+                    "up.key",
+                    "-out",
+                    "up.csr",
+                ],
+            ]
+            .concat(),
+        )
+    })
+    .and_then(|_| {
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "up.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-copy_extensions",
+            "copy",
+            "-out",
+            "up.pem",
+        ])
+    });
+    if made.is_none() {
+        skip("openssl not installed (or cannot make certificates)");
+        return;
+    }
+    let up = https_upstream(Some((&p("up.pem"), &p("up.key"))));
+    let to = format!("https://127.0.0.1:{}", up.addr().port());
+    let s = brisk(&to, &format!("ca = \"{}\"", p("ca.pem").display()));
+    let r = s.request(b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        (r.status, r.text()),
+        (200, "over tls\n".into()),
+        "{}",
+        r.head
+    );
+}

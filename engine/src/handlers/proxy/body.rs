@@ -13,6 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
+use super::link::Link;
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::{HeaderEdits, ServerMode};
@@ -23,7 +24,6 @@ use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
 use crate::http::Status;
-use crate::sys::net::{read_into_spare, send};
 
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
@@ -72,6 +72,8 @@ pub struct Options {
 #[derive(Debug)]
 pub struct ProxyBody {
     sock: Option<OwnedFd>,
+    /// Bytes as they are, or TLS.
+    link: Link,
     /// The socket once it is done with, until the engine takes it out
     /// of its watch ([`Produce::retired`]).
     retired: Option<OwnedFd>,
@@ -116,6 +118,7 @@ impl ProxyBody {
         outbox.body_end = !body_open;
         ProxyBody {
             sock: Some(sock),
+            link: Link::Plain,
             retired: None,
             readable: true,
             writable: true,
@@ -132,6 +135,12 @@ impl ProxyBody {
             reusable: false,
             opts,
         }
+    }
+
+    /// Over `link` (TLS to an https upstream) rather than plain bytes.
+    pub fn with_link(mut self, link: Link) -> ProxyBody {
+        self.link = link;
+        self
     }
 
     /// The socket is a kept connection, up already: the upstream's
@@ -357,7 +366,7 @@ impl Produce for ProxyBody {
             };
             buf.clear();
             buf.reserve(PIECE);
-            match read_into_spare(fd, buf) {
+            match self.link.read(fd, buf) {
                 Ok(0) => return self.closed(None),
                 Ok(_) if self.started => {
                     if let Some(gave) = self.body(buf) {
@@ -413,9 +422,10 @@ impl Drop for ProxyBody {
         if let (true, Some(sock), Some(keep)) =
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
+            let link = std::mem::take(&mut self.link);
             keep.pool
                 .borrow_mut()
-                .put(keep, sock, std::time::Instant::now());
+                .put(keep, sock, link, std::time::Instant::now());
         }
     }
 }
@@ -443,10 +453,17 @@ impl Input for ProxyBody {
         let Some(fd) = self.sock.as_ref() else {
             return Ok(Wrote::default());
         };
-        match self
-            .outbox
-            .write_to(&mut self.writable, &mut |b| send(fd, b, false))
-        {
+        let link = &mut self.link;
+        // (What TLS has to send of its own, its handshake, goes first.)
+        let flushed = match link.flush(fd) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            other => other,
+        };
+        let wrote = flushed.map_err(OutboxError::Write).and_then(|()| {
+            self.outbox
+                .write_to(&mut self.writable, &mut |b| link.send(fd, b))
+        });
+        match wrote {
             Ok(wrote) => {
                 self.connected |= wrote.moved;
                 if self.outbox.done() {

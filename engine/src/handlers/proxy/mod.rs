@@ -6,6 +6,7 @@
 //! ([`body`]).
 
 pub mod body;
+pub mod link;
 pub mod pool;
 pub mod request;
 
@@ -22,6 +23,8 @@ pub struct UpstreamPlan {
     pub head: Vec<u8>,
     /// How the answer is read and passed on.
     pub opts: body::Options,
+    /// The rule's TLS client, for an https upstream.
+    pub tls: link::Tls,
 }
 
 #[cfg(test)]

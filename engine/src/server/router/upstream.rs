@@ -34,14 +34,6 @@ impl Router {
         };
         self.proxy_turn = self.proxy_turn.wrapping_add(1);
         let to = &rule.to[self.proxy_turn % rule.to.len()];
-        if matches!(to, Upstream::Tcp { tls: true, .. }) {
-            // (https upstreams come with the TLS client: issue #27, S7.)
-            routing.log.log(
-                crate::config::Level::Error,
-                format_args!("reverse proxy: https upstreams are not supported yet; 502"),
-            );
-            return Step::Answer(Plan::error(Status::BAD_GATEWAY, routing.scratch));
-        }
         let target = match strip(rule, routing.req.target(), &routing.scratch.path) {
             Ok(target) => target,
             Err(why) => {
@@ -117,6 +109,9 @@ fn upstream_plan(
     let mut head = Vec::new();
     write_head(&mut head, req, &f);
     let label = match to {
+        Upstream::Tcp {
+            addr, tls: true, ..
+        } => format!("proxy https://{addr}"),
         Upstream::Tcp { addr, .. } => format!("proxy http://{addr}"),
         Upstream::Unix(p) => format!("proxy unix:{}", p.display()),
     };
@@ -142,6 +137,10 @@ fn upstream_plan(
             },
             keep: None,
         },
+        #[cfg(feature = "tls")]
+        tls: rule.tls_client.clone(),
+        #[cfg(not(feature = "tls"))]
+        tls: (),
     }
 }
 

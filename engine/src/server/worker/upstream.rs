@@ -16,6 +16,7 @@ use mio::unix::SourceFd;
 use super::{Request, Worker};
 use crate::config::{Level, Upstream};
 use crate::handlers::proxy::body::ProxyBody;
+use crate::handlers::proxy::link::Link;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
@@ -56,20 +57,29 @@ impl Worker {
         // refused costs the upstream nothing.)
         self.room_for(c, stream, &plan.opts.label, r)?;
         let kept = plan.opts.keep.as_ref().and_then(|k| {
-            let sock = k.pool.borrow_mut().take(&plan.to, self.clock.now)?;
+            let fits = |link: &Link| link.fits(&plan.tls);
+            let (sock, link) = k.pool.borrow_mut().take(&plan.to, fits, self.clock.now)?;
             // (In case its last answer was dropped still watched.)
             let _ = self
                 .poll
                 .registry()
                 .deregister(&mut SourceFd(&sock.as_raw_fd()));
-            Some(sock)
+            Some((sock, link))
         });
-        if let Some(sock) = kept {
-            let body = ProxyBody::new(sock, &plan.head, plan.opts).on_kept_connection();
+        if let Some((sock, link)) = kept {
+            let body = ProxyBody::new(sock, &plan.head, plan.opts)
+                .with_link(link)
+                .on_kept_connection();
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
-        let sock = match connect(&plan.to) {
-            Ok(sock) => sock,
+        let made = connect(&plan.to)
+            .map_err(|e| e.to_string())
+            .and_then(|sock| {
+                let link = Link::new(&plan.to, &plan.tls)?;
+                Ok((sock, link))
+            });
+        let (sock, link) = match made {
+            Ok(made) => made,
             Err(e) => {
                 self.logger.log(
                     Level::Error,
@@ -78,7 +88,7 @@ impl Worker {
                 return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
             }
         };
-        let body = ProxyBody::new(sock, &plan.head, plan.opts);
+        let body = ProxyBody::new(sock, &plan.head, plan.opts).with_link(link);
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 }
