@@ -350,3 +350,19 @@ fn an_https_upstream_with_a_certificate_for_its_address_is_trusted_by_ca() {
         r.head
     );
 }
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_tls_handshake_that_never_ends_is_bounded_by_connect_timeout() {
+    // (A TCP upstream that takes the connection and never answers the
+    // ClientHello: the handshake, not the answer, is what waits.)
+    let up = Upstream::start(vec![Say::Silence(std::time::Duration::from_secs(4))]);
+    let to = format!("https://127.0.0.1:{}", up.addr.port());
+    let s = brisk(
+        &to,
+        "tls_verify = false\nconnect_timeout = \"300ms\"\nread_timeout = \"60s\"",
+    );
+    let r = s.get("/api/x");
+    assert_eq!(r.status, 504, "{}", r.head);
+    s.wait_stderr_line("no connection to the upstream within connect_timeout");
+}

@@ -214,6 +214,11 @@ impl TlsLink {
         Arc::ptr_eq(&self.config, &tls.config)
     }
 
+    /// The handshake is not over.
+    pub fn is_handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
     /// Writes the records that wait to `sock`, until none does (or it
     /// would block: `WouldBlock`).
     pub fn flush(&mut self, sock: &impl AsRawFd) -> io::Result<()> {

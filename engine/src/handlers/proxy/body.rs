@@ -465,7 +465,7 @@ impl Input for ProxyBody {
         });
         match wrote {
             Ok(wrote) => {
-                self.connected |= wrote.moved;
+                self.connected |= self.link.is_up(wrote.moved);
                 if self.outbox.done() {
                     self.body_open = false;
                 }

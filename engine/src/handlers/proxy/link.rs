@@ -61,6 +61,17 @@ impl Link {
         }
     }
 
+    /// Whether the connection is up, `moved` saying whether bytes were
+    /// just taken: plain, once the socket took one; TLS, once the
+    /// handshake is over (`connect_timeout` bounds it, as nginx's does).
+    pub fn is_up(&self, moved: bool) -> bool {
+        match self {
+            Link::Plain => moved,
+            #[cfg(feature = "tls")]
+            Link::Tls(link) => !link.is_handshaking(),
+        }
+    }
+
     /// Appends what came on `sock` to `buf`, as a read would.
     pub fn read(&mut self, sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
