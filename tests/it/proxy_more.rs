@@ -232,6 +232,42 @@ fn https_upstream(cert: Option<(&std::path::Path, &std::path::Path)>) -> Server 
     b.start()
 }
 
+/// A TCP relay on 127.0.0.1 to `to`: its address, and how many
+/// connections it took.
+#[cfg(feature = "tls")]
+fn counting_relay(
+    to: std::net::SocketAddr,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(down) = conn else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let Ok(up) = TcpStream::connect(to) else {
+                return;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                })
+            };
+            pipe(down.try_clone().unwrap(), up.try_clone().unwrap());
+            pipe(up, down);
+        }
+    });
+    (addr, count)
+}
+
 #[cfg(feature = "tls")]
 #[test]
 fn an_https_upstream_is_verified_or_refused_with_the_reason() {
@@ -240,8 +276,10 @@ fn an_https_upstream_is_verified_or_refused_with_the_reason() {
     let label = format!("proxy {to}");
     let get = b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     // tls_verify = false: its self-made certificate is taken; requests
-    // after the first go on the kept connection, its session kept.
-    let s = brisk(&to, "tls_verify = false");
+    // after the first go on the kept connection, its session kept (a
+    // relay in between counts the connections).
+    let (relay, connections) = counting_relay(up.addr());
+    let s = brisk(&format!("https://{relay}"), "tls_verify = false");
     let mut c = s.connect();
     for _ in 0..3 {
         c.send(b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -253,6 +291,7 @@ fn an_https_upstream_is_verified_or_refused_with_the_reason() {
             r.head
         );
     }
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
     // Verified against the system's roots alone: the test CA is none of
     // them (502, and the log says which upstream and why).
     let s = brisk(&to, "");
