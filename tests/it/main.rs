@@ -55,6 +55,8 @@ mod proxy_balance;
 #[cfg(all(feature = "upstreams", feature = "http2"))]
 mod proxy_log;
 #[cfg(feature = "upstreams")]
+mod proxy_more;
+#[cfg(feature = "upstreams")]
 mod proxy_smuggling;
 #[cfg(feature = "upstreams")]
 mod proxy_streaming;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::*;
 
 /// One step of an upstream's answer.
-enum Say {
+pub(crate) enum Say {
     /// These bytes.
     Bytes(&'static [u8]),
     /// Wait until the test says go on.
@@ -26,16 +26,16 @@ enum Say {
 }
 
 /// An upstream: what it received on each connection, in order.
-struct Upstream {
-    addr: SocketAddr,
+pub(crate) struct Upstream {
+    pub(crate) addr: SocketAddr,
     got: Arc<Mutex<Vec<Vec<u8>>>>,
-    go: mpsc::Sender<()>,
+    pub(crate) go: mpsc::Sender<()>,
 }
 
 impl Upstream {
     /// Answers every connection with `script`, after reading one whole
     /// request (by its Content-Length, or to the last chunk).
-    fn start(script: Vec<Say>) -> Upstream {
+    pub(crate) fn start(script: Vec<Say>) -> Upstream {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
@@ -66,7 +66,7 @@ impl Upstream {
     }
 
     /// The requests received so far.
-    fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         let got = self.got.lock().unwrap();
         got.iter()
             .map(|r| String::from_utf8_lossy(r).into_owned())
@@ -76,7 +76,7 @@ impl Upstream {
 
 /// Reads one request: its head, then its body by `Content-Length` or to
 /// the end of a chunked body (what is read is all recorded).
-fn read_request(conn: &mut TcpStream) -> Vec<u8> {
+pub(crate) fn read_request(conn: &mut TcpStream) -> Vec<u8> {
     let mut buf = Vec::new();
     let mut piece = [0u8; 4096];
     let complete = |buf: &[u8]| {
@@ -124,7 +124,7 @@ fn dechunk(mut body: &[u8]) -> Vec<u8> {
 }
 
 /// brisk with `/api/` forwarded to `to`, and `extra` keys on the rule.
-fn brisk(to: &str, extra: &str) -> Server {
+pub(crate) fn brisk(to: &str, extra: &str) -> Server {
     let mut b = Builder::new();
     b.file("index.html", b"static\n");
     b.config(&format!(
@@ -134,7 +134,7 @@ fn brisk(to: &str, extra: &str) -> Server {
 }
 
 /// Who brisk says the client is (the test's client, on 127.0.0.1).
-const FORWARDED: &str = "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\
+pub(crate) const FORWARDED: &str = "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\
      X-Forwarded-Host: x\r\nForwarded: for=127.0.0.1;proto=http;host=\"x\"\r\n";
 
 #[test]

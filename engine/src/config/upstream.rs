@@ -212,6 +212,11 @@ pub struct ProxyRule {
     /// Extra trusted roots for https upstreams (a PEM file, read and
     /// checked when the file loaded), beside the system's.
     pub ca: Option<PathBuf>,
+    /// The TLS client for its https upstreams, made when the file loaded
+    /// (with `tls_verify` and `ca`, the system's roots read then); none
+    /// without https upstreams.
+    #[cfg(feature = "tls")]
+    pub tls_client: Option<crate::tls::client::UpstreamTls>,
     /// Let `Upgrade` requests (WebSocket) through to the upstream.
     pub websocket: bool,
 }
@@ -305,6 +310,8 @@ impl Default for ProxyRule {
             keepalive_timeout: p.keepalive_timeout,
             tls_verify: true,
             ca: None,
+            #[cfg(feature = "tls")]
+            tls_client: None,
             websocket: true,
         }
     }
@@ -554,6 +561,11 @@ impl Loader<'_> {
         if let Some((value, full)) = tls_keys.into_iter().find(|_| !https) {
             let msg = "is used with https:// upstreams only, and this rule has none";
             return Err(self.fail(value, &full, msg));
+        }
+        #[cfg(feature = "tls")]
+        if https {
+            let tls = crate::tls::client::UpstreamTls::new(rule.tls_verify, rule.ca.as_deref());
+            rule.tls_client = Some(tls.map_err(|e| self.fail(item, section, &e))?);
         }
         let Pool {
             connect_timeout,

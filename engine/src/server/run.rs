@@ -568,6 +568,7 @@ mod tests {
                 headers: headers.to_vec(),
                 content_length: len,
                 chunked: false,
+                own: Default::default(),
             };
             match self.steps.remove(0) {
                 Step::Pending => Gave::Pending,

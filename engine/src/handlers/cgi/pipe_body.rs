@@ -414,6 +414,7 @@ mod tests {
                 headers: lines.to_vec(),
                 content_length: None,
                 chunked: lines.ends_with(b"chunked\r\n"),
+                own: Default::default(),
             })
         }
 

@@ -67,5 +67,6 @@ pub fn reply_head(head: CgiHead) -> ReplyHead {
         headers: head.headers,
         content_length: head.content_length,
         chunked: false,
+        own: Default::default(),
     }
 }

@@ -407,9 +407,12 @@ impl Drop for FastcgiBody {
         if let (true, Some(sock), Some(keep)) =
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
-            keep.pool
-                .borrow_mut()
-                .put(keep, sock, std::time::Instant::now());
+            keep.pool.borrow_mut().put(
+                keep,
+                sock,
+                crate::handlers::proxy::link::Link::Plain,
+                std::time::Instant::now(),
+            );
         }
     }
 }

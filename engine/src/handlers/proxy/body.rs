@@ -28,25 +28,25 @@ use std::time::{Duration, Instant};
 
 use super::balance::{Lease, Shared};
 use super::dial;
+use super::link::{Link, Tls};
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
-use crate::config::HeaderEdits;
-use crate::config::Level;
-use crate::handlers::pipe::ReplyHead;
+use crate::config::{HeaderEdits, Level, ServerMode};
+use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::relay::{Outbox, OutboxError, Unframe};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
 use crate::http::Status;
-use crate::sys::net::{read_at_most, send, shutdown_write};
+use crate::sys::net::shutdown_write;
 
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
 
-/// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), those of an answer
-/// that brisk writes itself (the framing, `Date`, `Server`).
-const OWN: [&str; 3] = ["content-length", "date", "server"];
+/// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), the one of an answer
+/// that brisk writes itself: the framing.
+const OWN: [&str; 1] = ["content-length"];
 
 /// How the answer is passed on (from the rule).
 #[derive(Debug, Clone, Default)]
@@ -55,6 +55,9 @@ pub struct Answer {
     pub edits: HeaderEdits,
     /// `via`: `Via: 1.1 brisk` is added.
     pub via: bool,
+    /// `server`: the upstream's `Server` passes (if it sent one), or
+    /// brisk's own replaces it.
+    pub server: ServerMode,
 }
 
 /// What a [`ProxyBody`] is started with besides its socket.
@@ -123,6 +126,11 @@ pub struct Turn {
 #[derive(Debug)]
 pub struct ProxyBody {
     sock: Option<OwnedFd>,
+    /// Bytes as they are, or TLS.
+    link: Link,
+    /// The rule's TLS client, for the links of the connections it makes
+    /// again ([`ProxyBody::try_again`]).
+    tls: Tls,
     /// The socket once it is done with, until the engine takes it out
     /// of its watch ([`Produce::retired`]).
     retired: Option<OwnedFd>,
@@ -205,6 +213,8 @@ impl ProxyBody {
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
         ProxyBody {
             sock,
+            link: Link::Plain,
+            tls: Tls::default(),
             retired: None,
             renewed: false,
             // (Only a request that may go again needs it.)
@@ -247,6 +257,14 @@ impl ProxyBody {
         self
     }
 
+    /// Over `link` (TLS to an https upstream) rather than plain bytes;
+    /// `tls`, the rule's TLS client, for a connection it makes again.
+    pub fn with_link(mut self, link: Link, tls: Tls) -> ProxyBody {
+        self.link = link;
+        self.tls = tls;
+        self
+    }
+
     /// The socket is a kept connection, up already: the upstream's
     /// silence is bounded by `read_timeout` from the start.
     pub fn on_kept_connection(mut self) -> ProxyBody {
@@ -264,12 +282,16 @@ impl ProxyBody {
         to: &super::Upstream,
         head: &[u8],
         opts: Options,
+        tls: Tls,
     ) -> Result<ProxyBody, Vec<String>> {
-        let (sock, failed) = match dial::connect(to) {
-            Ok(sock) => (Some(sock), None),
+        let (made, failed) = match dial_link(to, &tls) {
+            Ok(made) => (Some(made), None),
             Err(e) => (None, Some(e)),
         };
-        let mut body = ProxyBody::on(sock, head, opts).logged_as(dial::addr(to));
+        let (sock, link) = made.map_or((None, Link::Plain), |(s, l)| (Some(s), l));
+        let mut body = ProxyBody::on(sock, head, opts)
+            .logged_as(dial::addr(to))
+            .with_link(link, tls);
         if let Some(e) = failed {
             let why = format!("cannot connect: {e}");
             let label = body.opts.label.clone();
@@ -344,8 +366,9 @@ impl ProxyBody {
                 self.opts.label,
                 dial::label(&to)
             ));
-            match dial::connect(&to) {
-                Ok(sock) => {
+            match dial_link(&to, &self.tls) {
+                Ok((sock, link)) => {
+                    self.link = link;
                     self.restart(sock, i, &to, &turn);
                     return true;
                 }
@@ -548,6 +571,13 @@ impl ProxyBody {
     }
 }
 
+/// A new connection to `to`, and its link (TLS with `tls` for an https
+/// upstream); the reason when there can be none.
+fn dial_link(to: &super::Upstream, tls: &Tls) -> Result<(OwnedFd, Link), String> {
+    let sock = dial::connect(to).map_err(|e| e.to_string())?;
+    Ok((sock, Link::new(to, tls)?))
+}
+
 /// `head` (from [`super::request::write_head`]) with `host` for its
 /// `Host` (the first field, after the request line).
 fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
@@ -566,7 +596,10 @@ fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
 /// The head the client gets for the upstream's answer `h` with its
 /// `fields`: the hop-by-hop ones and those `Connection` names left out,
 /// then the rule's edits. A 101 passed on as it is keeps its `Upgrade`,
-/// and says `Connection: upgrade` (RFC 9110 §7.8).
+/// and says `Connection: upgrade` (RFC 9110 §7.8). Its `Server` is the
+/// upstream's (none if it sent none) unless `server = "brisk"`, its
+/// `Date` the upstream's if it sent one (else brisk's), as nginx does:
+/// the sinks leave out their own.
 fn reply_head(
     h: &ResponseHead<'_>,
     fields: &[Header<'_>],
@@ -580,7 +613,12 @@ fn reply_head(
             .filter(|f| is(f.name, "connection"))
             .any(|f| has_token(f.value, name))
     };
+    let brisk_server = answer.server == ServerMode::Brisk;
     let mut headers = Vec::new();
+    let mut own = Own {
+        server: !brisk_server,
+        date: false,
+    };
     for f in fields {
         if switch == Switch::Connect && is(f.name, "sec-websocket-accept") {
             continue;
@@ -592,12 +630,14 @@ fn reply_head(
             continue;
         }
         if HOP_BY_HOP.iter().chain(&OWN).any(|n| is(f.name, n))
+            || (brisk_server && is(f.name, "server"))
             || named_by_connection(f.name)
             || answer.edits.remove.iter().any(|n| is(f.name, n))
             || answer.edits.set.iter().any(|(n, _)| is(f.name, n))
         {
             continue;
         }
+        own.date |= is(f.name, "date");
         for part in [f.name, b": ", f.value, b"\r\n"] {
             headers.extend_from_slice(part);
         }
@@ -609,6 +649,8 @@ fn reply_head(
         headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
     }
     for (name, value) in &answer.edits.set {
+        own.server |= is(name.as_bytes(), "server");
+        own.date |= is(name.as_bytes(), "date");
         for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
             headers.extend_from_slice(part);
         }
@@ -623,6 +665,7 @@ fn reply_head(
             _ => None,
         },
         chunked: false,
+        own,
     }
 }
 
@@ -714,7 +757,7 @@ impl Produce for ProxyBody {
             let want = room.clamp(1, PIECE);
             buf.clear();
             buf.reserve(want);
-            match read_at_most(fd, buf, want) {
+            match self.link.read(fd, buf, want) {
                 Ok(0) => match self.lost(None) {
                     Some(gave) => return gave,
                     None => continue,
@@ -789,9 +832,10 @@ impl Drop for ProxyBody {
         if let (true, Some(sock), Some(keep)) =
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
+            let link = std::mem::take(&mut self.link);
             keep.pool
                 .borrow_mut()
-                .put(keep, sock, std::time::Instant::now());
+                .put(keep, sock, link, std::time::Instant::now());
         }
     }
 }
@@ -819,15 +863,23 @@ impl Input for ProxyBody {
         let Some(fd) = self.sock.as_ref() else {
             return Ok(Wrote::default());
         };
+        let link = &mut self.link;
         let written = &mut self.written;
-        let mut write = |b: &[u8]| {
-            let n = send(fd, b, false)?;
-            *written += n;
-            Ok(n)
+        // (What TLS has to send of its own, its handshake, goes first.)
+        let flushed = match link.flush(fd) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            other => other,
         };
-        match self.outbox.write_to(&mut self.writable, &mut write) {
+        let wrote = flushed.map_err(OutboxError::Write).and_then(|()| {
+            self.outbox.write_to(&mut self.writable, &mut |b| {
+                let n = link.send(fd, b)?;
+                *written += n;
+                Ok(n)
+            })
+        });
+        match wrote {
             Ok(wrote) => {
-                self.connected |= wrote.moved;
+                self.connected |= self.link.is_up(wrote.moved);
                 if self.outbox.done() {
                     self.body_open = false;
                 }

@@ -25,6 +25,9 @@ pub fn connect(to: &Upstream) -> io::Result<OwnedFd> {
 /// How log lines name the answers of `to`: `proxy http://127.0.0.1:9001`.
 pub fn label(to: &Upstream) -> String {
     match to {
+        Upstream::Tcp {
+            addr, tls: true, ..
+        } => format!("proxy https://{addr}"),
         Upstream::Tcp { addr, .. } => format!("proxy http://{addr}"),
         Upstream::Unix(p) => format!("proxy unix:{}", p.display()),
     }

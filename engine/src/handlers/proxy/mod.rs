@@ -9,6 +9,7 @@ pub mod balance;
 pub mod body;
 pub mod dial;
 pub mod health;
+pub mod link;
 pub mod pool;
 pub mod request;
 
@@ -25,6 +26,8 @@ pub struct UpstreamPlan {
     pub head: Vec<u8>,
     /// How the answer is read and passed on.
     pub opts: body::Options,
+    /// The rule's TLS client, for an https upstream.
+    pub tls: link::Tls,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::link::Link;
 use crate::config::Upstream;
 use crate::sys::net;
 
@@ -19,6 +20,8 @@ use crate::sys::net;
 struct Idle {
     to: Upstream,
     sock: OwnedFd,
+    /// Its transport (a TLS connection keeps its session).
+    link: Link,
     /// When it is closed if still unused.
     until: Instant,
 }
@@ -47,28 +50,36 @@ pub struct Keep {
 }
 
 impl Pool {
-    /// A live idle connection to `to`, if one is kept; those found dead
-    /// on the way, or past their time, are closed.
-    pub fn take(&mut self, to: &Upstream, now: Instant) -> Option<OwnedFd> {
+    /// A live idle connection to `to` whose link `fits` (see
+    /// [`Link::fits`]), if one is kept; those found dead on the way, or
+    /// past their time, are closed.
+    pub fn take(
+        &mut self,
+        to: &Upstream,
+        fits: impl Fn(&Link) -> bool,
+        now: Instant,
+    ) -> Option<(OwnedFd, Link)> {
         self.prune(now);
-        while let Some(i) = self.idle.iter().rposition(|c| c.to == *to) {
+        while let Some(i) = self.idle.iter().rposition(|c| c.to == *to && fits(&c.link)) {
             let c = self.idle.swap_remove(i);
             if net::is_quiet(&c.sock) {
-                return Some(c.sock);
+                return Some((c.sock, c.link));
             }
         }
         None
     }
 
-    /// Keeps `sock`, a connection to `keep.to` that may carry another
-    /// request, unless `keep.max` are kept to it already (then it closes).
-    pub fn put(&mut self, keep: &Keep, sock: OwnedFd, now: Instant) {
+    /// Keeps `sock`, a connection to `keep.to` over `link` that may carry
+    /// another request, unless `keep.max` are kept to it already (then it
+    /// closes).
+    pub fn put(&mut self, keep: &Keep, sock: OwnedFd, link: Link, now: Instant) {
         self.prune(now);
         let kept = self.idle.iter().filter(|c| c.to == keep.to).count();
         if kept < keep.max {
             self.idle.push(Idle {
                 to: keep.to.clone(),
                 sock,
+                link,
                 until: now + keep.timeout,
             });
         }
@@ -116,19 +127,22 @@ mod tests {
         let (ours2, mut theirs2) = UnixStream::pair().unwrap();
         let (ours3, theirs3) = UnixStream::pair().unwrap();
         let mut p = pool.borrow_mut();
-        p.put(&k, OwnedFd::from(ours), now);
-        p.put(&k, OwnedFd::from(ours2), now);
-        p.put(&k, OwnedFd::from(ours3), now);
+        p.put(&k, OwnedFd::from(ours), Link::Plain, now);
+        p.put(&k, OwnedFd::from(ours2), Link::Plain, now);
+        p.put(&k, OwnedFd::from(ours3), Link::Plain, now);
         assert_eq!(p.len(), 3);
         theirs2.write_all(b"x").unwrap();
         drop(theirs3);
         let other = Upstream::Unix(PathBuf::from("/b.sock"));
-        assert!(p.take(&other, now).is_none(), "another upstream's");
+        assert!(
+            p.take(&other, |_| true, now).is_none(),
+            "another upstream's"
+        );
         // (The last kept is tried first: it left, then the one that
         // spoke; the first is still there.)
-        assert!(p.take(&k.to, now).is_some());
+        assert!(p.take(&k.to, |_| true, now).is_some());
         assert!(p.is_empty());
-        assert!(p.take(&k.to, now).is_none());
+        assert!(p.take(&k.to, |_| true, now).is_none());
         drop(theirs);
     }
 
@@ -141,14 +155,14 @@ mod tests {
             let (ours, theirs) = UnixStream::pair().unwrap();
             ends.push(theirs);
             pool.borrow_mut()
-                .put(&keep(&pool, 2), OwnedFd::from(ours), now);
+                .put(&keep(&pool, 2), OwnedFd::from(ours), Link::Plain, now);
         }
         assert_eq!(pool.borrow().len(), 2);
         pool.borrow_mut().prune(now + Duration::from_secs(61));
         assert!(pool.borrow().is_empty());
         let (ours, _theirs) = UnixStream::pair().unwrap();
         pool.borrow_mut()
-            .put(&keep(&pool, 0), OwnedFd::from(ours), now);
+            .put(&keep(&pool, 0), OwnedFd::from(ours), Link::Plain, now);
         assert!(pool.borrow().is_empty(), "keepalive = 0 keeps none");
     }
 }

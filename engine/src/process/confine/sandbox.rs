@@ -196,6 +196,9 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
                 rules.push(Rule::new(&types.path, READ_FILE, what));
             }
         }
+        if !programs {
+            rules.extend(upstream_roots_rules(&prefix, &site.reverse_proxy, &rules));
+        }
     }
     if !programs && cfg.any_cgi() {
         // Chunked bodies held for CGI programs (`server::spool`): unnamed
@@ -243,6 +246,46 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
 /// and rename it over the old one (a new inode); for a symlink (certbot's
 /// `live/` into `archive/`), reading in its target's directory too, where
 /// the next renewal puts the next file.
+/// The roots https upstreams are verified against, read again on each
+/// reload (the right on each file alone, as for `mime_types`): each
+/// rule's `ca`, and the system's bundle that was read (none when it is
+/// granted already, in `have`).
+#[cfg(feature = "tls")]
+fn upstream_roots_rules(
+    prefix: &str,
+    proxy: &[crate::config::ProxyRule],
+    have: &[Rule],
+) -> Vec<Rule> {
+    use crate::tls::client::SYSTEM_BUNDLES;
+    let mut rules: Vec<Rule> = Vec::new();
+    let granted =
+        |rules: &[Rule], path: &std::path::Path| have.iter().chain(rules).any(|r| r.path == path);
+    for (i, rule) in proxy.iter().enumerate() {
+        if rule.tls_client.is_none() || !rule.tls_verify {
+            continue;
+        }
+        if let Some(ca) = rule.ca.as_ref().filter(|ca| !granted(&rules, ca)) {
+            let what = format!("{prefix}reverse_proxy[{}].ca", i + 1);
+            rules.push(Rule::new(ca, fs_access::READ_FILE, what));
+        }
+        let system = SYSTEM_BUNDLES
+            .iter()
+            .map(std::path::Path::new)
+            .find(|p| p.is_file());
+        if let Some(bundle) = system.filter(|b| !granted(&rules, b)) {
+            let what = "the system's roots (https upstreams)";
+            rules.push(Rule::new(bundle, fs_access::READ_FILE, what));
+        }
+    }
+    rules
+}
+
+/// (Without the feature `tls` there are no https upstreams.)
+#[cfg(not(feature = "tls"))]
+fn upstream_roots_rules(_: &str, _: &[crate::config::ProxyRule], _: &[Rule]) -> Vec<Rule> {
+    Vec::new()
+}
+
 pub(super) fn tls_rules(files: &[(PathBuf, String)]) -> Vec<Rule> {
     use fs_access::*;
     let mut rules = Vec::new();

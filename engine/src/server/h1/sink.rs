@@ -213,6 +213,7 @@ mod tests {
             headers: b"X-A: 1\r\n".to_vec(),
             content_length: len,
             chunked: false,
+            own: Default::default(),
         }
     }
 

@@ -206,7 +206,7 @@ pub fn stream_head(head: &ReplyHead, to: StreamFor, buf: &mut Vec<u8>, cx: &Answ
         framing,
         connection: Connection::new(keep, version),
     }
-    .write(&cx.stamp, buf);
+    .write(&head.own.stamp(&cx.stamp), buf);
     Stream {
         encoder: Encoder::new(framing, head_only),
         keep,

@@ -5,6 +5,8 @@
 //! client is, and how the answer is passed on; the worker connects and
 //! pumps it (see `server::worker::upstream`).
 
+use std::borrow::Cow;
+
 use super::{Router, Routing, Step};
 use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
 use crate::handlers::proxy::balance::{Group, Shared};
@@ -14,8 +16,9 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::{Body, Plan};
-use crate::http::grammar::has_token;
+use crate::http::grammar::{has_token, hex_value};
 use crate::http::parse::{self, BodyFraming};
+use crate::http::path::{decode_and_normalize, split_target};
 use crate::http::request::{OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
 
@@ -62,15 +65,20 @@ impl Router {
             return Step::Answer(Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch));
         };
         let to = &rule.to[index];
-        if matches!(to, Upstream::Tcp { tls: true, .. }) {
-            // (https upstreams come with the TLS client: issue #27, S7.)
-            routing.log.log(
-                crate::config::Level::Error,
-                format_args!("reverse proxy: https upstreams are not supported yet; 502"),
-            );
-            return Step::Answer(Plan::error(Status::BAD_GATEWAY, routing.scratch));
-        }
-        let mut plan = upstream_plan(rule, to, routing, &cfg.limits);
+        let target = match strip(rule, routing.req.target(), &routing.scratch.path) {
+            Ok(target) => target,
+            Err(why) => {
+                routing.log.log(
+                    crate::config::Level::Info,
+                    format_args!(
+                        "reverse proxy: cannot strip_prefix from {:?}: {why}; 400",
+                        String::from_utf8_lossy(routing.req.target())
+                    ),
+                );
+                return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+            }
+        };
+        let mut plan = upstream_plan(rule, to, &target, routing, &cfg.limits);
         plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
             pool: std::rc::Rc::clone(&self.upstream_pool),
             to: to.clone(),
@@ -102,6 +110,7 @@ pub(super) fn group(rule: &ProxyRule) -> Shared {
 fn upstream_plan(
     rule: &ProxyRule,
     to: &Upstream,
+    target: &[u8],
     routing: &Routing<'_>,
     limits: &crate::config::Limits,
 ) -> UpstreamPlan {
@@ -137,7 +146,7 @@ fn upstream_plan(
         .and_then(|f| f.https)
         .unwrap_or(routing.client.tls.is_some());
     let f = Forward {
-        target: strip(rule, req.target()),
+        target,
         host,
         client: routing.client.peer,
         https,
@@ -169,52 +178,167 @@ fn upstream_plan(
             answer: Answer {
                 edits: rule.response_headers.clone(),
                 via: rule.via,
+                server: rule.server,
             },
             keep: None,
             upgrade,
             connect: upgrade && req.version() == Version::Http2,
             turn: None,
         },
+        #[cfg(feature = "tls")]
+        tls: rule.tls_client.clone(),
+        #[cfg(not(feature = "tls"))]
+        tls: (),
     }
 }
 
 /// The target sent: the client's, without the rule's `path` with
-/// `strip_prefix` (its `/` kept: `/api/x` under `/api/` goes as `/x`).
-/// A target spelt otherwise than the prefix (`/%61pi/x`) goes as it is.
-fn strip<'a>(rule: &ProxyRule, target: &'a [u8]) -> &'a [u8] {
+/// `strip_prefix` (its `/` kept: `/api/x` under `/api/` goes as `/x`);
+/// `path` is the decoded and normalised path that matched the rule.
+///
+/// The prefix is taken off the raw target as the client spelt it, its
+/// escapes decoded one byte at a time (`/%61pi/x` goes as `/x`, and
+/// `/api%2Fx` as `/x`: the slash ends the prefix), and the rest goes as
+/// it came, never decoded and encoded again (`/api/a%2Fb` goes as
+/// `/a%2Fb`). That rest must mean, once normalised, what followed the
+/// prefix in `path`, so that the upstream sees under its root what the
+/// rule matched: a path that reaches the prefix only through dot
+/// segments or doubled slashes (`/x/../api/y`, `//api/y`), or whose rest
+/// climbs out of it (`/api/../api/y`, whose rest `/../api/y` would leave
+/// the upstream's root), is refused (the error says why).
+fn strip<'a>(
+    rule: &ProxyRule,
+    target: &'a [u8],
+    path: &[u8],
+) -> Result<Cow<'a, [u8]>, &'static str> {
     let PathMatch::Prefix(prefix) = &rule.matches else {
-        return target;
+        return Ok(Cow::Borrowed(target));
     };
     if !rule.strip_prefix {
-        return target;
+        return Ok(Cow::Borrowed(target));
     }
-    let keep = prefix.strip_suffix('/').unwrap_or(prefix);
-    match target.strip_prefix(keep.as_bytes()) {
-        Some(rest) if rest.starts_with(b"/") => rest,
-        // (`/api` itself: the root.)
-        Some([]) => b"/",
-        _ => target,
+    let keep = prefix.strip_suffix('/').unwrap_or(prefix).as_bytes();
+    let (raw, query) = split_target(target);
+    let Some(after) = spelt_prefix(raw, keep) else {
+        return Err("its path reaches the prefix through dot segments or doubled slashes");
+    };
+    let rest = &raw[after..];
+    let rest = match rest {
+        [] => &b""[..],
+        [b'/', ..] => rest,
+        [b'%', b'2', b'f' | b'F', tail @ ..] => tail,
+        // (`/apix` under `path = "/api"`: not the prefix as a segment.)
+        _ => return Ok(Cow::Borrowed(target)),
+    };
+    let mut sent = Vec::with_capacity(target.len() + 1);
+    if !rest.starts_with(b"/") {
+        sent.push(b'/');
     }
+    sent.extend_from_slice(rest);
+    let meant = match &path[keep.len().min(path.len())..] {
+        [] => &b"/"[..],
+        meant => meant,
+    };
+    let mut normal = Vec::new();
+    if decode_and_normalize(&sent, &mut normal).is_err() || normal != meant {
+        return Err("the rest of its path leaves the prefix (dot segments)");
+    }
+    if let Some(q) = query {
+        sent.push(b'?');
+        sent.extend_from_slice(q);
+    }
+    Ok(Cow::Owned(sent))
+}
+
+/// Where `keep` ends in the raw path `raw` spelt with escapes or not
+/// (each `%XX` one byte), if `raw` starts with it.
+fn spelt_prefix(raw: &[u8], keep: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    for &want in keep {
+        let got = match raw.get(i)? {
+            b'%' => {
+                let hi = hex_value(*raw.get(i + 1)?)?;
+                let lo = hex_value(*raw.get(i + 2)?)?;
+                i += 3;
+                hi << 4 | lo
+            }
+            &b => {
+                i += 1;
+                b
+            }
+        };
+        if got != want {
+            return None;
+        }
+    }
+    Some(i)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn strip_prefix_keeps_the_slash() {
-        let rule = ProxyRule {
+    /// `path = "/api/"`, `strip_prefix = true`.
+    fn api_rule() -> ProxyRule {
+        ProxyRule {
             matches: PathMatch::Prefix("/api/".into()),
             strip_prefix: true,
             ..ProxyRule::default()
-        };
-        assert_eq!(strip(&rule, b"/api/users?id=3"), b"/users?id=3");
-        assert_eq!(strip(&rule, b"/api"), b"/");
-        assert_eq!(strip(&rule, b"/apix/y"), b"/apix/y");
+        }
+    }
+
+    /// What `target` goes as under `path = "/api/"`, `strip_prefix`.
+    fn stripped(rule: &ProxyRule, target: &str) -> Result<String, &'static str> {
+        let (raw, _) = split_target(target.as_bytes());
+        let mut path = Vec::new();
+        decode_and_normalize(raw, &mut path).unwrap();
+        assert!(rule.matches.matches(&path), "{target} is the rule's");
+        let sent = strip(rule, target.as_bytes(), &path)?;
+        Ok(String::from_utf8(sent.into_owned()).unwrap())
+    }
+
+    #[test]
+    fn strip_prefix_keeps_the_slash() {
+        let rule = api_rule();
+        assert_eq!(stripped(&rule, "/api/users?id=3").unwrap(), "/users?id=3");
+        assert_eq!(stripped(&rule, "/api/").unwrap(), "/");
         let kept = ProxyRule {
             strip_prefix: false,
+            ..rule.clone()
+        };
+        assert_eq!(stripped(&kept, "/api/users").unwrap(), "/api/users");
+        let bare = ProxyRule {
+            matches: PathMatch::Prefix("/api".into()),
             ..rule
         };
-        assert_eq!(strip(&kept, b"/api/users"), b"/api/users");
+        assert_eq!(stripped(&bare, "/api").unwrap(), "/");
+        assert_eq!(stripped(&bare, "/api?q").unwrap(), "/?q");
+        assert_eq!(stripped(&bare, "/apix/y").unwrap(), "/apix/y");
+    }
+
+    #[test]
+    fn strip_prefix_takes_an_encoded_prefix_off_and_sends_the_rest_as_written() {
+        let rule = api_rule();
+        let ok = |t| stripped(&rule, t).unwrap();
+        assert_eq!(ok("/%61pi/users?id=%61"), "/users?id=%61");
+        assert_eq!(ok("/%61%70%69%2fusers"), "/users");
+        assert_eq!(ok("/api%2Fusers"), "/users");
+        // The rest is never decoded: an encoded slash or letter stays so.
+        assert_eq!(ok("/%61pi/a%2Fb/%63"), "/a%2Fb/%63");
+        assert_eq!(ok("/api/%2Fb"), "/%2Fb");
+        // Dot segments within the rest stay within it.
+        assert_eq!(ok("/%61pi/x/../y"), "/x/../y");
+        assert_eq!(ok("/api/x/%2e%2e/y"), "/x/%2e%2e/y");
+        for refused in [
+            "/api/../api/x",
+            "/api/%2e%2e/api/x",
+            "/api/..%2Fapi/x",
+            "/%61pi/./../api/x",
+            "/x/../api/y",
+            "//api/y",
+            "/./api/y",
+        ] {
+            assert!(stripped(&rule, refused).is_err(), "{refused}");
+        }
     }
 }

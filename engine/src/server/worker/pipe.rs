@@ -27,8 +27,9 @@ use crate::server::h1;
 use crate::server::run::{Outcome, Run};
 use crate::server::waits::Held;
 
-/// Most programs answering one HTTP/2 connection's streams at once (a
-/// stream beyond them is answered 503).
+/// Most programs (CGI) and upstream requests (the reverse proxy)
+/// answering one HTTP/2 connection's streams at once (a stream beyond
+/// them is answered 503): each holds a process or an upstream connection.
 const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
@@ -140,17 +141,10 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        if stream.is_some() && !room_for_program(c) {
+        if let Err(full) = self.room_for(c, stream, body.label(), r) {
             body.stop();
-            self.logger.log(
-                Level::Warn,
-                format_args!(
-                    "{}: {H2_PIPES} programs already answer this HTTP/2 connection; 503",
-                    body.label()
-                ),
-            );
-            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch));
-        };
+            return Err(full);
+        }
         let run = Run::new(body, r.hold(redirects)).rules_at_head();
         let mut run = Box::new(run);
         // (Its exchange goes in the slot that is vacant now: its pipes'
@@ -167,6 +161,30 @@ impl Worker {
         }
         self.start_run(c, stream, run, decoder.take(), true, &r.scratch.path);
         Ok(())
+    }
+
+    /// Whether one more program or upstream request may answer `stream`
+    /// of `c` (none: an HTTP/1.1 exchange, always): not once [`H2_PIPES`]
+    /// answer its HTTP/2 connection; then the 503 to answer, logged with
+    /// `label` (which names the program or the upstream).
+    pub(super) fn room_for(
+        &mut self,
+        c: &Conn,
+        stream: Option<u32>,
+        label: &str,
+        r: &mut Request,
+    ) -> Result<(), Plan> {
+        if stream.is_none() || room_for_program(c) {
+            return Ok(());
+        }
+        self.logger.log(
+            Level::Warn,
+            format_args!(
+                "{label}: {H2_PIPES} programs and upstream requests already answer \
+                 this HTTP/2 connection; 503"
+            ),
+        );
+        Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch))
     }
 
     /// Registers the sources of `run`, the program answering the exchange

@@ -20,6 +20,7 @@ use crate::handlers::fastcgi::body::FastcgiBody;
 use crate::handlers::fastcgi::FastcgiPlan;
 use crate::handlers::proxy::body::ProxyBody;
 use crate::handlers::proxy::dial;
+use crate::handlers::proxy::link::{Link, Tls};
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
@@ -41,13 +42,18 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        if let Some(sock) = self.kept_socket(&plan.to, plan.opts.keep.as_ref()) {
+        // (Before a kept connection is taken or a new one made: a stream
+        // refused costs the upstream nothing.)
+        self.room_for(c, stream, &plan.opts.label, r)?;
+        let tls = plan.tls;
+        if let Some((sock, link)) = self.kept_socket(&plan.to, plan.opts.keep.as_ref(), &tls) {
             let body = ProxyBody::new(sock, &plan.head, plan.opts)
+                .with_link(link, tls)
                 .on_kept_connection()
                 .logged_as(dial::addr(&plan.to));
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
-        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts) {
+        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts, tls) {
             Ok(body) => body,
             Err(lines) => {
                 for line in lines {
@@ -71,9 +77,10 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        let kept = self.kept_socket(&plan.to, plan.opts.keep.as_ref());
+        self.room_for(c, stream, &plan.opts.label, r)?;
+        let kept = self.kept_socket(&plan.to, plan.opts.keep.as_ref(), &Tls::default());
         let (sock, kept) = match kept {
-            Some(sock) => (sock, true),
+            Some((sock, _)) => (sock, true),
             None => match dial::connect(&plan.to) {
                 Ok(sock) => (sock, false),
                 Err(e) => {
@@ -89,14 +96,21 @@ impl Worker {
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 
-    /// A connection to `to` kept in the pool `keep` names, if there is one.
-    fn kept_socket(&mut self, to: &Upstream, keep: Option<&Keep>) -> Option<OwnedFd> {
-        let sock = keep?.pool.borrow_mut().take(to, self.clock.now)?;
+    /// A connection to `to` kept in the pool `keep` names, if there is
+    /// one whose link fits `tls` (see [`Link::fits`]), with its link.
+    fn kept_socket(
+        &mut self,
+        to: &Upstream,
+        keep: Option<&Keep>,
+        tls: &Tls,
+    ) -> Option<(OwnedFd, Link)> {
+        let fits = |link: &Link| link.fits(tls);
+        let (sock, link) = keep?.pool.borrow_mut().take(to, fits, self.clock.now)?;
         // (In case its last answer was dropped still watched.)
         let _ = self
             .poll
             .registry()
             .deregister(&mut SourceFd(&sock.as_raw_fd()));
-        Some(sock)
+        Some((sock, link))
     }
 }
