@@ -53,6 +53,7 @@ fn steady_state_logging_does_not_allocate() {
             user: None,
             host: None,
             duration_us: 120,
+            upstream: None,
             tls: Some(TlsSession {
                 protocol: "TLSv1.3",
                 cipher: "TLS_AES_128_GCM_SHA256",

@@ -13,6 +13,8 @@ mod give_back;
 #[cfg(feature = "http2")]
 mod h2_idle_memory;
 mod log_alloc;
+#[cfg(feature = "upstreams")]
+mod proxy_alloc;
 #[cfg(feature = "servlets")]
 mod servlet_alloc;
 #[cfg(feature = "tls")]

@@ -353,7 +353,8 @@ const ALL_FEATURES: bool = cfg!(all(
     feature = "servlets",
     feature = "compress",
     feature = "sites",
-    feature = "ops"
+    feature = "ops",
+    feature = "upstreams"
 ));
 
 #[test]
@@ -709,6 +710,8 @@ fn one_key(section: &str, key: &str, value: &str) -> String {
     const ARRAYS: &[&str] = &[
         "headers",
         "cgi",
+        "reverse_proxy",
+        "fastcgi",
         "throttle",
         "auth",
         "handlers",

@@ -24,6 +24,8 @@ mod embedded;
 mod embedded_streams;
 #[cfg(feature = "sites")]
 mod error_pages;
+#[cfg(feature = "upstreams")]
+mod fastcgi;
 #[cfg(feature = "http2")]
 mod h2;
 #[cfg(feature = "http2")]
@@ -48,10 +50,22 @@ mod privileged;
 mod protocol;
 #[cfg(feature = "ops")]
 mod proxy;
+#[cfg(feature = "upstreams")]
+mod proxy_balance;
+#[cfg(all(feature = "upstreams", feature = "http2"))]
+mod proxy_log;
+#[cfg(feature = "upstreams")]
+mod proxy_more;
+#[cfg(feature = "upstreams")]
+mod proxy_smuggling;
+#[cfg(feature = "upstreams")]
+mod proxy_streaming;
 mod ranges_conditionals;
 #[cfg(feature = "sites")]
 mod redirects;
 mod reload;
+#[cfg(feature = "upstreams")]
+mod reverse_proxy;
 #[cfg(feature = "ops")]
 mod scale_out;
 mod security;
@@ -70,3 +84,5 @@ mod throttle;
 mod upgrade;
 #[cfg(feature = "sites")]
 mod vhosts;
+#[cfg(feature = "upstreams")]
+mod websocket_proxy;

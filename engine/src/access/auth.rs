@@ -416,8 +416,9 @@ fn cache_key(secret: &[u8; 16], credential: &[u8]) -> [u8; 32] {
 }
 
 /// 128 bits from the standard library's randomly keyed hasher, which the
-/// operating system seeds: enough for a cache key, and no extra crate.
-fn random_secret() -> [u8; 16] {
+/// operating system seeds: enough for a cache key (or a WebSocket
+/// handshake's nonce), and no extra crate.
+pub(crate) fn random_secret() -> [u8; 16] {
     let state = std::collections::hash_map::RandomState::new();
     let mut out = [0u8; 16];
     for (i, chunk) in out.chunks_exact_mut(8).enumerate() {

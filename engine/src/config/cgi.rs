@@ -37,7 +37,7 @@ fn is_env_name(name: &str) -> bool {
 /// Whether `url` is a URL prefix that a normalised request path can start
 /// with: a leading `/`, no `.`, `..` or empty segments (one trailing `/`
 /// is fine), no control characters.
-fn is_url_prefix(url: &str) -> bool {
+pub(super) fn is_url_prefix(url: &str) -> bool {
     let Some(rest) = url.strip_prefix('/') else {
         return false;
     };
@@ -221,7 +221,7 @@ impl Loader<'_> {
 
     /// `path` (used as `role`) must be an existing directory; returns it
     /// canonical.
-    fn existing_dir(
+    pub(super) fn existing_dir(
         &self,
         full: &str,
         value: &Spanned<DeValue<'_>>,
@@ -311,7 +311,7 @@ impl Loader<'_> {
         Ok(out)
     }
 
-    fn cgi_env(
+    pub(super) fn cgi_env(
         &self,
         full: &str,
         v: &Spanned<DeValue<'_>>,

@@ -78,6 +78,8 @@ pub(super) const SITE_KEYS: &[&str] = &[
     "mime",
     "headers",
     "cgi",
+    "reverse_proxy",
+    "fastcgi",
     "throttle",
     "auth",
     "servlets",
@@ -110,9 +112,11 @@ pub(super) const SERVER_WIDE_SITE_KEYS: &[&str] = &[
 pub(super) const REMOVE: &str = "remove it, or build with the feature";
 /// The same for a switch that turns a feature on.
 pub(super) const SET_FALSE: &str = "set it to false, or build with the feature";
-/// The subsystems of the cargo features `sites` and `ops`, as refusals
+/// The subsystems of the cargo features `sites`, `ops` and `upstreams`, as refusals
 /// name them.
 pub(super) const VHOSTS: &str = "virtual hosts";
+/// The subsystem of the cargo feature `upstreams`.
+pub(super) const UPSTREAMS: &str = "the reverse proxy and FastCGI";
 const PROXY: &str = "the PROXY protocol and trusted proxies";
 
 /// Upper bound for timeouts: anything longer is surely a typo.

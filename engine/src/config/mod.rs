@@ -40,12 +40,16 @@ mod summary;
 mod throttle;
 mod tls;
 mod units;
+mod upstream;
 mod value;
 
 pub use compress::{Coding, CompressConfig, Levels};
 pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
+pub use upstream::{
+    Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, ServerMode, Upstream,
+};
 pub use value::Value;
 
 // The rules' own types, where what reads them lives, named here too.
@@ -164,6 +168,10 @@ pub struct SiteConfig {
     pub headers: Vec<HeaderRule>,
     /// CGI rules from `[[cgi]]`, in file order (the first match wins).
     pub cgi: Vec<CgiRule>,
+    /// `[[reverse_proxy]]` rules, in file order (the first match wins).
+    pub reverse_proxy: Vec<ProxyRule>,
+    /// `[[fastcgi]]` rules, in file order (the first match wins).
+    pub fastcgi: Vec<FastcgiRule>,
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
@@ -183,6 +191,7 @@ impl SiteConfig {
     /// What a `[[site]]` starts from before its own keys: the default
     /// site's settings tables (`[static]`, `[mime]`), so that a site need
     /// not repeat them, but none of its rules (`[[headers]]`, `[[cgi]]`,
+    /// `[[reverse_proxy]]`, `[[fastcgi]]`,
     /// `[[auth]]`, `[[throttle]]`, `[servlets]`, `[[redirect]]`,
     /// `[[rewrite]]`, `[errors]`, `[[cors]]`, `[[access]]`,
     /// `[[rate_limit]]`), which name paths and
@@ -198,6 +207,8 @@ impl SiteConfig {
             throttle: Vec::new(),
             headers: Vec::new(),
             cgi: Vec::new(),
+            reverse_proxy: Vec::new(),
+            fastcgi: Vec::new(),
             auth: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
@@ -599,6 +610,8 @@ impl Default for Config {
                 headers: Vec::new(),
                 throttle: Vec::new(),
                 cgi: Vec::new(),
+                reverse_proxy: Vec::new(),
+                fastcgi: Vec::new(),
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),
@@ -807,13 +820,15 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::top_keys().iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 21] = [
+    let sections: [(&str, &[&str]); 23] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
         ("timeouts", sections::TIMEOUT_KEYS),
         ("headers", sections::HEADER_RULE_KEYS),
         ("cgi", cgi::CGI_KEYS),
+        ("reverse_proxy", upstream::REVERSE_PROXY_KEYS),
+        ("fastcgi", upstream::FASTCGI_KEYS),
         ("auth", auth::AUTH_KEYS),
         ("throttle", throttle::THROTTLE_KEYS),
         ("handlers", handlers::HANDLER_KEYS),

@@ -386,7 +386,10 @@ impl Loader<'_> {
             let full = format!("{section}.{name}");
             match name {
                 "path" | "pattern" => self.set_matcher(&mut matcher, key, name, &full, value)?,
-                "set" => set = Some(self.header_set(&full, value)?),
+                "set" => {
+                    let why = "Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured";
+                    set = Some(self.header_set(&full, value, units::FRAMING_HEADERS, why)?)
+                }
                 _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
             }
         }
@@ -459,10 +462,15 @@ impl Loader<'_> {
         Ok(PathMatch::Glob(s.to_string()))
     }
 
-    fn header_set(
+    /// `set = { "Name" = "value" }`: at least one field, names tokens
+    /// (none twice, none of `refused`, lower case, which `why` explains),
+    /// values field values.
+    pub(super) fn header_set(
         &self,
         full: &str,
         v: &Spanned<DeValue<'_>>,
+        refused: &[&str],
+        why: &str,
     ) -> Result<Vec<(String, String)>, ConfigError> {
         let entries = sorted(self.table(full, v)?);
         if entries.is_empty() {
@@ -479,15 +487,8 @@ impl Loader<'_> {
                     "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)",
                 ));
             }
-            if units::FRAMING_HEADERS
-                .iter()
-                .any(|h| h.eq_ignore_ascii_case(name))
-            {
-                return Err(self.fail(
-                    key,
-                    &key_name,
-                    "Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured",
-                ));
+            if refused.iter().any(|h| h.eq_ignore_ascii_case(name)) {
+                return Err(self.fail(key, &key_name, why));
             }
             if out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
                 return Err(self.fail(

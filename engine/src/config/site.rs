@@ -5,7 +5,7 @@
 use toml::de::{DeString, DeValue};
 use toml::Spanned;
 
-use super::load::{Loader, SiteOrigins, REMOVE, SERVER_WIDE_SITE_KEYS};
+use super::load::{Loader, SiteOrigins, REMOVE, SERVER_WIDE_SITE_KEYS, UPSTREAMS};
 use super::{ConfigError, SiteConfig};
 
 impl Loader<'_> {
@@ -51,6 +51,14 @@ impl Loader<'_> {
             "cors" => {
                 require!(self, "sites", key, name, "CORS rules", REMOVE);
                 site.rules.cors = self.cors_rules(value)?
+            }
+            "reverse_proxy" => {
+                require!(self, "upstreams", key, name, UPSTREAMS, REMOVE);
+                site.reverse_proxy = self.reverse_proxies(value)?
+            }
+            "fastcgi" => {
+                require!(self, "upstreams", key, name, UPSTREAMS, REMOVE);
+                site.fastcgi = self.fastcgi(value)?
             }
             "compress" => self.compress(value, &mut site.compress)?,
             "access" => site.admission.access = self.access_rules(value)?,

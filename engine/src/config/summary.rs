@@ -9,7 +9,10 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::admission::RateKey;
-use super::{CgiTarget, Config, Limits, LogTarget, PathMatch, SiteConfig, Timeouts};
+use super::{
+    Balance, CgiTarget, Config, HeaderEdits, HostMode, Limits, LogTarget, PathMatch, ServerMode,
+    SiteConfig, Timeouts, Upstream,
+};
 use crate::sys::{privileges, sandbox};
 
 /// The whole report; `source` names the configuration document.
@@ -163,13 +166,14 @@ fn proxy(c: &Config, s: &mut String) {
 /// What each site has: a site's section is given the server's
 /// configuration and the site's own. (Servlets last: see
 /// [`default_servlets`].)
-const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 10] = [
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 11] = [
     static_files,
     compress,
     mime,
     headers,
     throttles,
     cgi,
+    upstreams,
     admission,
     auth,
     rules,
@@ -347,6 +351,173 @@ fn cgi(c: &Config, site: &SiteConfig, s: &mut String) {
             c.temp_dir.display()
         );
     }
+}
+
+/// `[[reverse_proxy]]` and `[[fastcgi]]` (not even `none` without the
+/// cargo feature `upstreams`, which refuses them).
+fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
+    if !cfg!(feature = "upstreams") {
+        return;
+    }
+    rule_set(s, "reverse proxy", &site.reverse_proxy, |r| {
+        let strip = if r.strip_prefix {
+            " (prefix stripped)"
+        } else {
+            ""
+        };
+        let mut line = format!(
+            "{}{strip}: to {}",
+            matcher(&r.matches),
+            upstream_list(&r.to, true)
+        );
+        if r.to.len() > 1 {
+            let balance = match r.balance {
+                Balance::RoundRobin => "round_robin",
+                Balance::LeastConn => "least_conn",
+                Balance::IpHash => "ip_hash",
+                Balance::First => "first",
+            };
+            let _ = write!(line, " by {balance}");
+        }
+        let times = [r.connect_timeout, r.read_timeout, r.send_timeout];
+        line.push_str(&timeouts_of(times));
+        match r.max_fails {
+            0 => line.push_str("; never marked down"),
+            n => {
+                let failures = if n == 1 { "failure" } else { "failures" };
+                let _ = write!(
+                    line,
+                    "; down after {n} {failures} for {}",
+                    duration(r.fail_timeout)
+                );
+            }
+        }
+        if let Some(h) = &r.health {
+            let _ = write!(
+                line,
+                "; health GET {} every {}",
+                h.path,
+                duration(h.interval)
+            );
+        }
+        edits(&mut line, "request headers", &r.headers);
+        edits(&mut line, "answer headers", &r.response_headers);
+        if r.host == HostMode::Upstream {
+            line.push_str("; Host the upstream's");
+        }
+        if r.server == ServerMode::Brisk {
+            line.push_str("; Server brisk's");
+        }
+        if r.via {
+            line.push_str("; Via added");
+        }
+        if !r.websocket {
+            line.push_str("; no WebSocket");
+        }
+        if r.to
+            .iter()
+            .any(|u| matches!(u, Upstream::Tcp { tls: true, .. }))
+        {
+            if !r.tls_verify {
+                line.push_str("; certificates NOT verified");
+            }
+            if let Some(ca) = &r.ca {
+                let _ = write!(line, "; extra roots from {}", ca.display());
+            }
+        }
+        line.push_str(&kept(r.keepalive, r.keepalive_timeout));
+        line
+    });
+    rule_set(s, "fastcgi", &site.fastcgi, |r| {
+        let mut line = format!(
+            "{}: to {}",
+            matcher(&r.matches),
+            upstream_list(&r.to, false)
+        );
+        if let Some(index) = &r.index {
+            let _ = write!(line, "; index {index}");
+        }
+        if let Some(split) = &r.split_path {
+            let _ = write!(line, "; PATH_INFO after {split}");
+        }
+        if let Some(fallback) = &r.fallback {
+            let _ = write!(line, "; else {fallback}");
+        }
+        if let Some(root) = &r.root {
+            let _ = write!(line, "; scripts in {}", root.display());
+        }
+        if !r.env.is_empty() {
+            // Names only: values may be secrets.
+            let names: Vec<&str> = r.env.iter().map(|(n, _)| n.as_str()).collect();
+            let _ = write!(line, "; env {}", names.join(" "));
+        }
+        line.push_str(&timeouts_of([
+            r.connect_timeout,
+            r.read_timeout,
+            r.send_timeout,
+        ]));
+        line.push_str(&kept(r.keepalive, r.keepalive_timeout));
+        line
+    });
+}
+
+/// `http://app:80 (10.0.0.5:80), unix:/run/app.sock` (`scheme`: with
+/// `http://` or `https://`, as `[[reverse_proxy]]` writes them).
+fn upstream_list(to: &[Upstream], scheme: bool) -> String {
+    let one = |u: &Upstream| match u {
+        Upstream::Unix(p) => format!("unix:{}", p.display()),
+        Upstream::Tcp { addr, host, tls } => {
+            let scheme = match (scheme, tls) {
+                (false, _) => "",
+                (true, false) => "http://",
+                (true, true) => "https://",
+            };
+            let literal = host.trim_matches(['[', ']']).parse() == Ok(addr.ip());
+            let resolved = if literal {
+                String::new()
+            } else {
+                format!(" ({addr})")
+            };
+            format!("{scheme}{host}:{}{resolved}", addr.port())
+        }
+    };
+    to.iter().map(one).collect::<Vec<_>>().join(", ")
+}
+
+/// `; timeouts connect 5s, read 60s, send 60s`.
+fn timeouts_of([connect, read, send]: [Duration; 3]) -> String {
+    format!(
+        "; timeouts connect {}, read {}, send {}",
+        duration(connect),
+        duration(read),
+        duration(send)
+    )
+}
+
+/// `; 32 idle connections kept 60s`.
+fn kept(n: usize, idle: Duration) -> String {
+    match n {
+        0 => "; no idle connections kept".to_string(),
+        n => format!("; {n} idle connections kept {}", duration(idle)),
+    }
+}
+
+/// `; request headers set X-A, remove X-B` (names only: values may be
+/// secrets).
+fn edits(line: &mut String, what: &str, e: &HeaderEdits) {
+    if e.is_empty() {
+        return;
+    }
+    let mut parts = Vec::new();
+    if !e.set.is_empty() {
+        let names: Vec<&str> = e.set.iter().map(|(n, _)| &**n).collect();
+        parts.push(format!("set {}", names.join(", ")));
+    }
+    if !e.remove.is_empty() {
+        let names: Vec<&str> = e.remove.iter().map(|n| &**n).collect();
+        parts.push(format!("remove {}", names.join(", ")));
+    }
+    let _ = write!(line, "; {what} {}", parts.join(", "));
 }
 
 /// `[[access]]` and `[[rate_limit]]`, in the order they are checked.

@@ -267,6 +267,9 @@ impl Conn {
         if limits.header_table_size != 4096 {
             params.push((setting::HEADER_TABLE_SIZE, limits.header_table_size));
         }
+        if limits.connect_protocol {
+            params.push((setting::ENABLE_CONNECT_PROTOCOL, 1));
+        }
         frame::write_settings(&mut out, &params);
         let opening = limits.connection_window.saturating_sub(65_535);
         if opening > 0 {

@@ -31,6 +31,9 @@ pub struct Limits {
     pub max_empty_frames: u32,
     /// The window the flood budgets count in.
     pub flood_window: Duration,
+    /// SETTINGS_ENABLE_CONNECT_PROTOCOL is sent (RFC 8441: a WebSocket
+    /// may be opened by an extended CONNECT), where a rule takes them.
+    pub connect_protocol: bool,
 }
 
 impl Default for Limits {
@@ -49,6 +52,7 @@ impl Default for Limits {
             max_control_frames: 1000,
             max_empty_frames: 1000,
             flood_window: Duration::from_secs(10),
+            connect_protocol: false,
         }
     }
 }

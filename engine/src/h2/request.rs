@@ -1,6 +1,7 @@
 //! A request's header block, decoded and checked as RFC 9113 §8.2 and
 //! §8.3 require: lower-case names, pseudo-header fields first, each
-//! once, only the four a request may have, no connection-specific
+//! once, only the four a request may have (and `:protocol` with
+//! CONNECT, RFC 8441 §4), no connection-specific
 //! fields, `te` only as `trailers`; and counted against the header list
 //! size (§6.5.2), past which fields are no longer kept and the request
 //! is answered 431 instead.
@@ -23,6 +24,8 @@ pub struct Request {
     scheme: Option<Span>,
     authority: Option<Span>,
     path: Option<Span>,
+    /// `:protocol` (an extended CONNECT, RFC 8441).
+    protocol: Option<Span>,
     /// The list's size so far (§6.5.2: name, value and 32 bytes a field).
     size: usize,
     max_size: usize,
@@ -42,6 +45,7 @@ impl Request {
         scheme: None,
         authority: None,
         path: None,
+        protocol: None,
         size: 0,
         max_size: 0,
         too_large: false,
@@ -59,6 +63,7 @@ impl Request {
         self.scheme = None;
         self.authority = None;
         self.path = None;
+        self.protocol = None;
         self.size = 0;
         self.max_size = max_size;
         self.too_large = false;
@@ -102,6 +107,7 @@ impl Request {
                 b"method" => self.method = span,
                 b"scheme" => self.scheme = span,
                 b"authority" => self.authority = span,
+                b"protocol" => self.protocol = span,
                 _ => self.path = span,
             }
             return;
@@ -133,6 +139,7 @@ impl Request {
                 b"scheme" => self.scheme,
                 b"authority" => self.authority,
                 b"path" => self.path,
+                b"protocol" => self.protocol,
                 _ => return Some("unknown pseudo-header field"),
             };
             if slot.is_some() {
@@ -171,7 +178,16 @@ impl Request {
         let Some(method) = self.method else {
             return Some("no :method");
         };
-        if self.get(method) == b"CONNECT" {
+        let connect = self.get(method) == b"CONNECT";
+        if self.protocol.is_some() {
+            // RFC 8441 §4: an extended CONNECT has all four others.
+            if !connect || self.authority.is_none() || self.scheme.is_none() || self.path.is_none()
+            {
+                return Some("malformed extended CONNECT");
+            }
+            return None;
+        }
+        if connect {
             // §8.5: CONNECT has :authority and neither :scheme nor :path.
             if self.authority.is_none() || self.scheme.is_some() || self.path.is_some() {
                 return Some("malformed CONNECT");
@@ -207,6 +223,11 @@ impl Request {
     /// `:path`.
     pub fn path(&self) -> &[u8] {
         self.path.map_or(&[][..], |s| self.get(s))
+    }
+
+    /// `:protocol`, if sent (an extended CONNECT: RFC 8441).
+    pub fn protocol(&self) -> Option<&[u8]> {
+        self.protocol.map(|s| self.get(s))
     }
 
     /// `content-length`, if sent.

@@ -19,6 +19,7 @@ pub mod produce;
 pub mod protected;
 pub mod proxy;
 pub mod refusal;
+pub mod relay;
 pub mod rewrite;
 #[cfg(feature = "servlets")]
 pub mod servlets;
@@ -81,6 +82,12 @@ pub enum Body {
     /// An embedded handler's body in pieces, or its answer given later
     /// (see [`stream`]): the engine pumps it.
     Stream(Box<stream::Streamed>),
+    /// An upstream's answer (`[[reverse_proxy]]`): the engine connects
+    /// to it and pumps its answer (see [`proxy`]).
+    Upstream(Box<proxy::UpstreamPlan>),
+    /// A FastCGI application's answer (`[[fastcgi]]`): the engine
+    /// connects to it and pumps its answer (see [`fastcgi`]).
+    Fastcgi(Box<fastcgi::FastcgiPlan>),
 }
 
 /// What a handler decided to send.
@@ -174,7 +181,10 @@ impl Body {
     /// Whether the engine pumps it (a program's output, a handler's
     /// pieces or later answer) rather than queueing it whole.
     pub fn is_produced(&self) -> bool {
-        matches!(self, Body::Pipe(_) | Body::Stream(_))
+        matches!(
+            self,
+            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_)
+        )
     }
 }
 
@@ -187,7 +197,7 @@ impl Plan {
             Body::Buffer => scratch.body.len() as u64,
             Body::File { len, .. } => *len,
             // (Its length is in its own head, if anywhere.)
-            Body::Pipe(_) | Body::Stream(_) => 0,
+            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => 0,
             Body::Multipart { .. } => scratch
                 .segs
                 .iter()

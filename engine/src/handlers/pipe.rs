@@ -15,6 +15,7 @@ use std::os::fd::OwnedFd;
 use std::time::Duration;
 
 use super::spool::Spool;
+use crate::http::response::Stamp;
 
 /// A response body that a process writes into a pipe.
 pub struct Pipe {
@@ -66,6 +67,31 @@ pub struct ReplyHead {
     /// The body is in chunked coding, which the engine decodes (an
     /// `nph-` script's own HTTP/1.1 framing, read for HTTP/2).
     pub chunked: bool,
+    /// Which of the fields the engine stamps answers with are the
+    /// answer's own: among `headers`, or left out on purpose.
+    pub own: Own,
+}
+
+/// The fields of the engine's [`Stamp`] (`Server`, `Date`) that an answer
+/// brings itself (an upstream's, passed on by the reverse proxy): the
+/// engine writes not its own then. None for a program's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Own {
+    /// `Server`: the answer's, or none if it had none.
+    pub server: bool,
+    /// `Date`: the answer's (among `headers`).
+    pub date: bool,
+}
+
+impl Own {
+    /// The stamp to write the answer with: `stamp` without the fields
+    /// it brings (an empty value is left out, see [`Stamp`]).
+    pub fn stamp<'a>(&self, stamp: &Stamp<'a>) -> Stamp<'a> {
+        Stamp {
+            server: if self.server { b"" } else { stamp.server },
+            date: if self.date { b"" } else { stamp.date },
+        }
+    }
 }
 
 /// What the output so far makes of the head.

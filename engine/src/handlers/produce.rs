@@ -53,6 +53,12 @@ pub trait Produce {
     /// Names it in log lines: `handler at /api/`, `cgi /srv/x`.
     fn label(&self) -> &str;
 
+    /// The upstream that answered, once its answer's head came (a
+    /// proxied request): the access log's `upstream_*` fields.
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        None
+    }
+
     /// How long it may make no progress before the engine gives it up
     /// (504 before the head, cut short after): a program has its own
     /// limit, an in-process producer takes `handler` (`timeouts.handler`).
@@ -64,6 +70,14 @@ pub trait Produce {
     /// for its idle timeout.
     fn timeout_why(&self) -> &'static str {
         "no progress for timeouts.handler; given up"
+    }
+
+    /// Its idle timeout passed: the status to answer before its head
+    /// (504; after the head the answer is cut short), or none when it
+    /// goes on otherwise (a request sent to another upstream), its timer
+    /// started again. Called before it is given up.
+    fn timed_out(&mut self) -> Option<Status> {
+        Some(Status::GATEWAY_TIMEOUT)
     }
 
     /// It is a process that runs on its own (a CGI program), not code
@@ -99,6 +113,14 @@ pub trait Produce {
     /// Source `i` of [`Produce::sources`] is ready.
     fn ready(&mut self, i: usize) {
         let _ = i;
+    }
+
+    /// Its source 0 is a new descriptor since it was last asked (an
+    /// upstream's socket replaced after a failed attempt; the old one
+    /// comes out through [`Produce::retired`]): the engine watches it in
+    /// its place, for what it wants.
+    fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        None
     }
 
     /// A source it is done with (no longer among its
@@ -174,6 +196,9 @@ pub enum Want {
     Read,
     /// Room to write.
     Write,
+    /// Either: one descriptor read and written (an upstream's socket),
+    /// watched once for both (epoll cannot hold one descriptor twice).
+    Both,
 }
 
 /// What a producer may use while it gives.

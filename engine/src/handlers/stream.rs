@@ -257,6 +257,7 @@ impl Later {
             headers: lines,
             content_length: length,
             chunked: false,
+            own: Default::default(),
         };
         Ok(head)
     }
@@ -374,6 +375,7 @@ impl Streamed {
                     headers: headers.to_vec(),
                     content_length: self.length,
                     chunked: false,
+                    own: Default::default(),
                 }),
                 label: self.label,
             }),

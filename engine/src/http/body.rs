@@ -126,6 +126,25 @@ impl BodyDecoder {
         })
     }
 
+    /// Passes every byte on, with no end of its own: the client's side of
+    /// a tunnel (after a 101, RFC 9110 §7.8), which ends with the
+    /// connection.
+    pub fn tunnel() -> BodyDecoder {
+        BodyDecoder {
+            state: State::Length(u64::MAX),
+            limits: BodyLimits {
+                max_body: u64::MAX,
+                max_chunk_ext: 0,
+                max_trailers: 0,
+            },
+            decoded: 0,
+            size: 0,
+            digits: 0,
+            ext_len: 0,
+            trailer_len: 0,
+        }
+    }
+
     /// Feeds `input`; every piece of decoded body data is passed to `sink`.
     /// Returns how many bytes of `input` were consumed. Bytes after the end
     /// of the body are not consumed (they belong to the next request).

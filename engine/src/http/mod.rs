@@ -75,6 +75,20 @@ impl Method {
             _ => Method::Other,
         }
     }
+
+    /// Whether a request with it may be sent again after a failure
+    /// (RFC 9110 §9.2.2: the safe methods, PUT and DELETE).
+    pub fn is_idempotent(self) -> bool {
+        matches!(
+            self,
+            Method::Get
+                | Method::Head
+                | Method::Put
+                | Method::Delete
+                | Method::Options
+                | Method::Trace
+        )
+    }
 }
 
 /// The protocol version of a request. HTTP/1.0 and HTTP/1.1 are parsed

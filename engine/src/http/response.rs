@@ -59,7 +59,8 @@ impl Connection {
 pub struct Stamp<'a> {
     /// The `Server` value (`server_header`); empty: no `Server` field.
     pub server: &'a [u8],
-    /// The `Date` value, formatted once a second.
+    /// The `Date` value, formatted once a second; empty only for an
+    /// answer that brings its own (see [`crate::handlers::pipe::Own`]).
     pub date: &'a [u8],
 }
 
@@ -93,9 +94,11 @@ impl Head<'_> {
             buf.extend_from_slice(stamp.server);
             buf.extend_from_slice(b"\r\n");
         }
-        buf.extend_from_slice(b"Date: ");
-        buf.extend_from_slice(stamp.date);
-        buf.extend_from_slice(b"\r\n");
+        if !stamp.date.is_empty() {
+            buf.extend_from_slice(b"Date: ");
+            buf.extend_from_slice(stamp.date);
+            buf.extend_from_slice(b"\r\n");
+        }
         buf.extend_from_slice(self.headers);
         match self.framing {
             Framing::Bodiless | Framing::Close => {}

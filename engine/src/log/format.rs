@@ -328,6 +328,16 @@ pub(crate) fn access_draft(
                     LogVar::SslCipher => {
                         text_or_dash(out, field_value(LogField::TlsCipher, rec, &mut buf))
                     }
+                    LogVar::UpstreamAddr => {
+                        text_or_dash(out, field_value(LogField::UpstreamAddr, rec, &mut buf))
+                    }
+                    LogVar::UpstreamStatus => {
+                        text_or_dash(out, field_value(LogField::UpstreamStatus, rec, &mut buf))
+                    }
+                    LogVar::UpstreamHeaderTime => text_or_dash(
+                        out,
+                        field_value(LogField::UpstreamHeaderTime, rec, &mut buf),
+                    ),
                     LogVar::RequestTime | LogVar::DurationUs => {
                         duration_at = Some(at(out));
                         seconds = var == LogVar::RequestTime;
@@ -400,10 +410,11 @@ fn common(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
 
 /// The value of an optional field for `rec` (`None`: absent, as over
 /// plain HTTP).
-/// `buf` holds the host of `vhost`, lower-cased (no allocation).
+/// `buf` holds the host of `vhost`, lower-cased, or the digits of a
+/// number (no allocation).
 fn field_value<'b>(
     field: LogField,
-    rec: &AccessRecord<'_>,
+    rec: &AccessRecord<'b>,
     buf: &'b mut [u8; MAX_NAME],
 ) -> Option<&'b [u8]> {
     Some(match field {
@@ -414,6 +425,21 @@ fn field_value<'b>(
                 .host
                 .filter(|h| !h.is_empty())
                 .and_then(|h| canonical(h, buf))
+        }
+        LogField::UpstreamAddr => rec.upstream?.addr.as_bytes(),
+        LogField::UpstreamStatus => {
+            let status = rec.upstream?.status;
+            let mut w = &mut buf[..];
+            let _ = write!(w, "{status}");
+            let n = MAX_NAME - w.len();
+            &buf[..n]
+        }
+        LogField::UpstreamHeaderTime => {
+            let ms = rec.upstream?.header_us / 1000;
+            let mut w = &mut buf[..];
+            let _ = write!(w, "{}.{:03}", ms / 1000, ms % 1000);
+            let n = MAX_NAME - w.len();
+            &buf[..n]
         }
     })
 }

@@ -79,6 +79,21 @@ pub struct AccessRecord<'a> {
     /// From the first byte of the request to the last byte of the answer
     /// written, in microseconds.
     pub duration_us: u64,
+    /// The upstream that answered, for a proxied request.
+    pub upstream: Option<Upstream<'a>>,
+}
+
+/// What the access log says of the upstream that answered a proxied
+/// request (the `upstream_*` fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Upstream<'a> {
+    /// `127.0.0.1:9001`, `[::1]:9001`, `unix:/run/app.sock`.
+    pub addr: &'a str,
+    /// The status it answered.
+    pub status: u16,
+    /// From the start of its exchange to its answer's head, in
+    /// microseconds.
+    pub header_us: u64,
 }
 
 /// Failed to open a log file at start-up.

@@ -91,11 +91,17 @@ pub enum LogVar {
     RequestTime,
     /// The same in microseconds: `12345`.
     DurationUs,
+    /// [`LogField::UpstreamAddr`], or `-`.
+    UpstreamAddr,
+    /// [`LogField::UpstreamStatus`], or `-`.
+    UpstreamStatus,
+    /// [`LogField::UpstreamHeaderTime`], or `-`.
+    UpstreamHeaderTime,
 }
 
 impl LogVar {
     /// Every variable with its name, in the order error messages list them.
-    pub const ALL: [(&'static str, LogVar); 17] = [
+    pub const ALL: [(&'static str, LogVar); 20] = [
         ("remote_addr", LogVar::RemoteAddr),
         ("remote_user", LogVar::RemoteUser),
         ("time_local", LogVar::TimeLocal),
@@ -113,6 +119,9 @@ impl LogVar {
         ("ssl_cipher", LogVar::SslCipher),
         ("request_time", LogVar::RequestTime),
         ("duration_us", LogVar::DurationUs),
+        ("upstream_addr", LogVar::UpstreamAddr),
+        ("upstream_status", LogVar::UpstreamStatus),
+        ("upstream_header_time", LogVar::UpstreamHeaderTime),
     ];
 }
 
@@ -127,11 +136,26 @@ pub enum LogField {
     /// The host the request named, lower case, without its port or a
     /// trailing dot: nginx's `$host`, which picked the site.
     Vhost,
+    /// The upstream that answered a proxied request (`127.0.0.1:9001`,
+    /// `unix:/run/app.sock`): nginx's `$upstream_addr`.
+    UpstreamAddr,
+    /// The status the upstream answered: nginx's `$upstream_status`.
+    UpstreamStatus,
+    /// Seconds, with milliseconds, from the start of the upstream
+    /// exchange to its answer's head: nginx's `$upstream_header_time`.
+    UpstreamHeaderTime,
 }
 
 impl LogField {
     /// Every field, in the order error messages list them.
-    pub const ALL: [LogField; 3] = [LogField::TlsVersion, LogField::TlsCipher, LogField::Vhost];
+    pub const ALL: [LogField; 6] = [
+        LogField::TlsVersion,
+        LogField::TlsCipher,
+        LogField::Vhost,
+        LogField::UpstreamAddr,
+        LogField::UpstreamStatus,
+        LogField::UpstreamHeaderTime,
+    ];
 
     /// The name used in the config file (`"tls_version"`) and as the
     /// JSON format's key.
@@ -140,6 +164,9 @@ impl LogField {
             LogField::TlsVersion => "tls_version",
             LogField::TlsCipher => "tls_cipher",
             LogField::Vhost => "vhost",
+            LogField::UpstreamAddr => "upstream_addr",
+            LogField::UpstreamStatus => "upstream_status",
+            LogField::UpstreamHeaderTime => "upstream_header_time",
         }
     }
 }

@@ -30,6 +30,7 @@ fn record<'a>() -> AccessRecord<'a> {
         user: None,
         host: None,
         duration_us: 52,
+        upstream: None,
         tls: None,
     }
 }
@@ -509,6 +510,7 @@ fn custom_format() {
     ];
     let rec = AccessRecord {
         duration_us: 1_234_567,
+        upstream: None,
         host: Some(b"Example.ORG:8080"),
         user_agent: Some(b"a \"quoted\"\nagent"),
         ..record()
@@ -534,4 +536,60 @@ fn custom_format() {
     );
     // No byte count nor duration at all.
     assert_eq!(custom_line(&[v(LogVar::Status)], &record()), "200\n");
+}
+
+/// A proxied request's upstream, in a line of one's own, as optional
+/// fields after combined, and as JSON keys; `-` (or null) for an answer
+/// that no upstream gave.
+#[test]
+fn upstream_fields_in_every_format() {
+    let t = |s: &str| LogPiece::Text(s.to_string());
+    let v = LogPiece::Var;
+    let pieces = [
+        v(LogVar::Status),
+        t(" "),
+        v(LogVar::UpstreamAddr),
+        t(" "),
+        v(LogVar::UpstreamStatus),
+        t(" "),
+        v(LogVar::UpstreamHeaderTime),
+    ];
+    let proxied = AccessRecord {
+        status: 502,
+        upstream: Some(super::Upstream {
+            addr: "unix:/run/app.sock",
+            status: 200,
+            header_us: 12_345,
+        }),
+        ..record()
+    };
+    assert_eq!(
+        custom_line(&pieces, &proxied),
+        "502 unix:/run/app.sock 200 0.012\n"
+    );
+    assert_eq!(custom_line(&pieces, &record()), "200 - - -\n");
+    let fields = [
+        LogField::UpstreamAddr,
+        LogField::UpstreamStatus,
+        LogField::UpstreamHeaderTime,
+    ];
+    let combined = line_with(AccessFormat::Combined, &fields, &proxied);
+    assert!(
+        combined.ends_with("\"-\" \"-\" \"unix:/run/app.sock\" \"200\" \"0.012\"\n"),
+        "{combined}"
+    );
+    let json = line_with(AccessFormat::Json, &fields, &proxied);
+    assert!(
+        json.contains(
+            ",\"upstream_addr\":\"unix:/run/app.sock\",\"upstream_status\":\"200\",\"upstream_header_time\":\"0.012\","
+        ),
+        "{json}"
+    );
+    let json = line_with(AccessFormat::Json, &fields, &record());
+    assert!(
+        json.contains(
+            ",\"upstream_addr\":null,\"upstream_status\":null,\"upstream_header_time\":null,"
+        ),
+        "{json}"
+    );
 }

@@ -17,9 +17,13 @@
 //! 2. **auth**: `[[auth]]` rules (401, 429, or the user recorded in the
 //!    request);
 //! 3. **mounts**: embedded handlers (see [`crate::handlers::app`]);
-//! 4. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
+//! 4. **reverse proxy**: `[[reverse_proxy]]` rules (the request goes to
+//!    an upstream: `router::upstream`);
+//!    **FastCGI**: `[[fastcgi]]` rules (a script beneath the rule's root
+//!    goes to an application server, or a refusal: `router::fastcgi`);
+//! 5. **CGI**: `[[cgi]]` rules (a script, or a refusal: a script's source
 //!    is never left to the static handler);
-//! 5. **static files**, which answer everything that reaches them
+//! 6. **static files**, which answer everything that reaches them
 //!    (with `try_files` / `spa` where a file is missing).
 //!
 //! Whatever answers, [`Router::finish`] then makes a built-in error page
@@ -61,7 +65,11 @@ use crate::server::sites::{Pick, SiteFiles, SiteMounts, Sites};
 use crate::sys::launcher::Launchers;
 
 mod admission;
+#[cfg(feature = "upstreams")]
+mod fastcgi;
 mod rules;
+#[cfg(feature = "upstreams")]
+mod upstream;
 
 /// What the chain makes of a request.
 #[derive(Debug)]
@@ -87,20 +95,32 @@ pub enum Deferred {
         mount: usize,
     },
     /// The answer needs the request's whole body first, held
-    /// ([`Router::answer_whole`]): a chunked body for a CGI script, which
-    /// must be told the body's length.
+    /// ([`Router::answer_whole`]): a chunked body for a CGI or FastCGI
+    /// script, which must be told the body's length.
     WholeBody(Resume),
 }
 
 /// Who answers a request once its whole body is held; the engine only
 /// holds it and hands it back.
 #[derive(Debug)]
-pub struct Resume(Script);
+pub struct Resume(Resumed);
+
+/// A script that waits for its request's whole body.
+#[derive(Debug)]
+enum Resumed {
+    Cgi(Script),
+    #[cfg(feature = "upstreams")]
+    Fastcgi(crate::handlers::fastcgi::script::Script),
+}
 
 impl Resume {
     /// Names the answer's producer in log lines (`cgi /srv/cgi-bin/x`).
     pub fn label(&self) -> String {
-        format!("cgi {}", self.0.script_filename.display())
+        match &self.0 {
+            Resumed::Cgi(s) => format!("cgi {}", s.script_filename.display()),
+            #[cfg(feature = "upstreams")]
+            Resumed::Fastcgi(s) => format!("fastcgi {}", s.filename.display()),
+        }
     }
 }
 
@@ -160,6 +180,16 @@ pub struct Router {
     has_admission: bool,
     /// The `[[rate_limit]]` buckets every worker shares.
     rates: Option<Arc<RateTable>>,
+    /// Each site's reverse-proxy rules' upstreams in this worker (their
+    /// balancing and health), by site then rule.
+    #[cfg(feature = "upstreams")]
+    proxy_groups: Vec<Vec<crate::handlers::proxy::balance::Shared>>,
+    /// The turn of `[[fastcgi]]` rules' servers in this worker.
+    #[cfg(feature = "upstreams")]
+    fastcgi_turn: usize,
+    /// The worker's idle upstream connections.
+    #[cfg(feature = "upstreams")]
+    upstream_pool: crate::handlers::proxy::pool::Shared,
 }
 
 /// What the stages of one site hold.
@@ -171,6 +201,9 @@ struct SiteStages {
     mounts: Arc<[Mount]>,
     /// CGI scripts (`None` without `[[cgi]]` rules).
     cgi: Option<Cgi>,
+    /// FastCGI scripts (`None` without `[[fastcgi]]` rules).
+    #[cfg(feature = "upstreams")]
+    fastcgi: Option<crate::handlers::fastcgi::script::Scripts>,
 }
 
 impl std::fmt::Debug for Router {
@@ -256,6 +289,15 @@ impl Router {
                 auth,
                 mounts: Arc::clone(&mounts[i]),
                 cgi,
+                #[cfg(feature = "upstreams")]
+                fastcgi: match site.fastcgi.is_empty() {
+                    true => None,
+                    false => Some(crate::handlers::fastcgi::script::Scripts::new(
+                        &site.fastcgi,
+                        &site.root,
+                        &site.static_files.index,
+                    )?),
+                },
             });
         }
         let hosts = Sites::new(&cfg);
@@ -266,6 +308,10 @@ impl Router {
             cfg.site.static_files.open_file_cache,
             cfg.site.static_files.open_file_cache_valid,
         );
+        #[cfg(feature = "upstreams")]
+        let proxy_groups = SiteConfig::all(&cfg)
+            .map(|site| site.reverse_proxy.iter().map(upstream::group).collect())
+            .collect();
         Ok(Router {
             has_rules,
             has_admission,
@@ -281,6 +327,12 @@ impl Router {
             index_path: Vec::new(),
             wake,
             stats: None,
+            #[cfg(feature = "upstreams")]
+            proxy_groups,
+            #[cfg(feature = "upstreams")]
+            fastcgi_turn: 0,
+            #[cfg(feature = "upstreams")]
+            upstream_pool: Rc::default(),
         })
     }
 
@@ -333,15 +385,24 @@ impl Router {
                 return Routed::Answer(plan);
             }
         }
-        if wants_websocket(routing.req) {
-            return Routed::Answer(refuse_upgrade(routing.scratch));
-        }
         routing.scratch.path.clear();
         if let Ok(path) = routing.req.path() {
             routing.scratch.path.extend_from_slice(path);
         }
+        if wants_websocket(routing.req) && !self.proxies(routing) {
+            return Routed::Answer(refuse_upgrade(routing.scratch));
+        }
         let decoded = routing.req.path().is_ok();
         if decoded {
+            #[cfg(feature = "upstreams")]
+            let stages: [Stage; 5] = [
+                Router::auth,
+                Router::mounts,
+                Router::reverse_proxy,
+                Router::fastcgi,
+                Router::cgi,
+            ];
+            #[cfg(not(feature = "upstreams"))]
             let stages: [Stage; 3] = [Router::auth, Router::mounts, Router::cgi];
             for stage in stages {
                 match stage(self, routing) {
@@ -388,6 +449,13 @@ impl Router {
             }
         }
         Ok(site)
+    }
+
+    /// Whether a `[[reverse_proxy]]` rule takes the request: never
+    /// without the cargo feature `upstreams`.
+    #[cfg(not(feature = "upstreams"))]
+    fn proxies(&self, _: &Routing<'_>) -> bool {
+        false
     }
 
     /// The auth stage: 401 without valid credentials, 429 for a client
@@ -625,7 +693,7 @@ impl Router {
             Resolved::Cgi(script) if routing.req.body() == BodyFraming::Chunked => {
                 match cgi.over_limit(routing.log) {
                     Some(status) => Step::Answer(Plan::error(status, routing.scratch)),
-                    None => Step::Defer(Deferred::WholeBody(Resume(script))),
+                    None => Step::Defer(Deferred::WholeBody(Resume(Resumed::Cgi(script)))),
                 }
             }
             Resolved::Cgi(script) => Step::Answer(self.start_cgi(&script, None, routing)),
@@ -633,8 +701,17 @@ impl Router {
     }
 
     /// Answers the request, whose whole body is `body`, as `resume` says.
-    pub fn answer_whole(&self, resume: &Resume, body: Spool, routing: &mut Routing<'_>) -> Plan {
-        self.start_cgi(&resume.0, Some(body), routing)
+    pub fn answer_whole(
+        &mut self,
+        resume: &Resume,
+        body: Spool,
+        routing: &mut Routing<'_>,
+    ) -> Plan {
+        match &resume.0 {
+            Resumed::Cgi(script) => self.start_cgi(script, Some(body), routing),
+            #[cfg(feature = "upstreams")]
+            Resumed::Fastcgi(script) => self.start_fastcgi(script, Some(body), routing),
+        }
     }
 
     /// Starts `script` for the request; its input is `held` (a body held
@@ -668,6 +745,15 @@ impl Router {
         if let Some(cgi) = &self.programs {
             cgi.reap(now, all, log);
         }
+        // (Idle upstream connections past their keepalive_timeout close;
+        // the active health checks move on, unless the worker ends.)
+        #[cfg(feature = "upstreams")]
+        {
+            self.upstream_pool.borrow_mut().prune(now);
+            for group in self.proxy_groups.iter().flatten().filter(|_| !all) {
+                group.borrow_mut().check(now);
+            }
+        }
     }
 
     /// Moves the static handler's clock on (once per loop iteration).
@@ -685,8 +771,9 @@ impl Router {
 }
 
 /// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
-/// websocket`), which no handler of brisk's takes yet: answered as such,
-/// not as a plain request the client could not use. (`h2c` is taken
+/// websocket`), which only a `[[reverse_proxy]]` rule takes (see
+/// `Router::proxies`): elsewhere answered as such, not as a plain
+/// request the client could not use. (`h2c` is taken
 /// before routing, where it may be; other upgrades are ignored and the
 /// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 fn wants_websocket(req: &OwnedRequest) -> bool {

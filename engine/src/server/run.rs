@@ -137,6 +137,12 @@ pub struct Run {
 }
 
 impl Run {
+    /// The upstream that answered, for the access log (a proxied
+    /// request whose answer's head came).
+    pub fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        self.producer.upstream()
+    }
+
     /// `producer` answering `request`.
     pub fn new(producer: Box<dyn Produce>, request: Held) -> Run {
         let head_only = request.req.method() == Method::Head;
@@ -195,6 +201,12 @@ impl Run {
     /// The event sources to watch for it.
     pub fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
         self.producer.sources()
+    }
+
+    /// Its source 0, new, to watch in place of the old one (see
+    /// [`Produce::renewed`]).
+    pub fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        self.producer.renewed()
     }
 
     /// A source it is done with, to take out of the watch and close.
@@ -427,10 +439,15 @@ impl Run {
         }
     }
 
-    /// Gives it up for its idle timeout (504 before its head).
+    /// Gives it up for its idle timeout (504 before its head, or what
+    /// the producer says; unless it goes on otherwise).
     pub fn time_out(&mut self, sink: &mut dyn Sink, log: &mut Logger) -> Outcome {
         let why = self.producer.timeout_why();
-        self.fail(sink, Status::GATEWAY_TIMEOUT, why, log)
+        match self.producer.timed_out() {
+            Some(status) => self.fail(sink, status, why, log),
+            // (It went on otherwise: its timer starts again.)
+            None => Outcome::Moved,
+        }
     }
 
     /// The request body it reads was refused (`status`: too large, bad
@@ -551,6 +568,7 @@ mod tests {
                 headers: headers.to_vec(),
                 content_length: len,
                 chunked: false,
+                own: Default::default(),
             };
             match self.steps.remove(0) {
                 Step::Pending => Gave::Pending,

@@ -43,6 +43,8 @@ mod rest;
 mod settings;
 mod slab;
 mod timers;
+#[cfg(feature = "upstreams")]
+mod upstream;
 mod waits;
 mod wakeups;
 

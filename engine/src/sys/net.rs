@@ -151,6 +151,23 @@ pub fn sendfile(
     Ok(n)
 }
 
+/// Whether an idle connection has nothing to read and is not closed
+/// (`recv(MSG_PEEK | MSG_DONTWAIT)` would block): a kept upstream
+/// connection that may carry another request.
+pub fn is_quiet(sock: &impl AsRawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: one byte of valid memory; the descriptor is open.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
+}
+
 /// `send(2)` with `MSG_MORE` when more data follows at once (a head before
 /// a `sendfile` body), so the kernel can put both in one segment.
 pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {
@@ -174,9 +191,15 @@ pub fn unsent(sock: &impl AsRawFd) -> io::Result<u32> {
 /// Reads from `sock` into the spare capacity of `buf` (never initialising
 /// it first), growing `buf.len()` by the bytes read.
 pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let spare = buf.capacity() - buf.len();
-    // SAFETY: the pointer and length describe the vector's spare capacity,
-    // which the kernel writes; set_len only covers bytes it wrote.
+    read_at_most(sock, buf, usize::MAX)
+}
+
+/// [`read_into_spare`], of at most `max` bytes.
+pub fn read_at_most(sock: &impl AsRawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    let spare = (buf.capacity() - buf.len()).min(max);
+    // SAFETY: the pointer and length describe (part of) the vector's
+    // spare capacity, which the kernel writes; set_len only covers bytes
+    // it wrote.
     unsafe {
         let n = cvt_size(libc::read(
             sock.as_raw_fd(),
@@ -186,6 +209,13 @@ pub fn read_into_spare(sock: &impl AsRawFd, buf: &mut Vec<u8>) -> io::Result<usi
         buf.set_len(buf.len() + n);
         Ok(n)
     }
+}
+
+/// `shutdown(2)` of the writing side of `sock` (TCP or unix): its peer
+/// reads an end, and may still send (a half-close).
+pub fn shutdown_write(sock: &impl AsRawFd) -> io::Result<()> {
+    // SAFETY: a plain system call on a descriptor the caller holds.
+    cvt(unsafe { libc::shutdown(sock.as_raw_fd(), libc::SHUT_WR) }).map(drop)
 }
 
 /// `write(2)` on any descriptor (a CGI child's stdin pipe).

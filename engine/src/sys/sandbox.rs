@@ -58,6 +58,17 @@ const CREATE_RULESET_VERSION: u32 = 1 << 0;
 const RULE_PATH_BENEATH: libc::c_int = 1;
 /// `LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP` (ABI 4).
 const NET_ALL: u64 = 0b11;
+/// `LANDLOCK_ACCESS_NET_CONNECT_TCP` (ABI 4).
+const NET_CONNECT: u64 = 0b10;
+/// `LANDLOCK_RULE_NET_PORT`.
+const RULE_NET_PORT: libc::c_int = 2;
+
+/// `struct landlock_net_port_attr`.
+#[repr(C, packed)]
+struct NetPortAttr {
+    allowed_access: u64,
+    port: u64,
+}
 /// `LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL` (ABI 6).
 const SCOPE_ALL: u64 = 0b11;
 
@@ -148,6 +159,8 @@ pub struct Ruleset {
     fd: OwnedFd,
     handled: u64,
     abi: u32,
+    /// It denies TCP binds and connects ([`Extra::deny_tcp`], ABI 4).
+    net: bool,
 }
 
 /// What a ruleset restricts besides files.
@@ -169,13 +182,10 @@ impl Ruleset {
             return Ok(None);
         };
         let handled = landlock_rights(abi);
+        let net = extra.deny_tcp && abi >= 4;
         let attr = RulesetAttr {
             handled_access_fs: handled,
-            handled_access_net: if extra.deny_tcp && abi >= 4 {
-                NET_ALL
-            } else {
-                0
-            },
+            handled_access_net: if net { NET_ALL } else { 0 },
             scoped: if extra.scope && abi >= 6 {
                 SCOPE_ALL
             } else {
@@ -196,7 +206,12 @@ impl Ruleset {
         }
         // SAFETY: the kernel just returned this descriptor; nobody else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        Ok(Some(Ruleset { fd, handled, abi }))
+        Ok(Some(Ruleset {
+            fd,
+            handled,
+            abi,
+            net,
+        }))
     }
 
     /// The kernel's Landlock ABI version.
@@ -219,13 +234,38 @@ impl Ruleset {
             allowed_access: allowed,
             parent_fd: target.fd.as_raw_fd(),
         };
-        // SAFETY: both descriptors are open and `attr` is a valid rule.
+        // SAFETY: `attr`'s descriptor is open and it is a valid rule.
+        unsafe { self.add_rule(RULE_PATH_BENEATH, (&attr as *const PathBeneathAttr).cast()) }
+    }
+
+    /// Allows TCP connections to `port` (an upstream's) where TCP is
+    /// denied; nothing to do where it is not.
+    pub fn allow_connect(&mut self, port: u16) -> io::Result<()> {
+        if !self.net {
+            return Ok(());
+        }
+        let attr = NetPortAttr {
+            allowed_access: NET_CONNECT,
+            port: u64::from(port),
+        };
+        // SAFETY: `attr` is a valid rule.
+        unsafe { self.add_rule(RULE_NET_PORT, (&attr as *const NetPortAttr).cast()) }
+    }
+
+    /// `landlock_add_rule` of `attr`, a rule of type `kind`.
+    ///
+    /// # Safety
+    /// `attr` points to a valid rule attribute of type `kind`, alive
+    /// during the call.
+    unsafe fn add_rule(&self, kind: libc::c_int, attr: *const libc::c_void) -> io::Result<()> {
+        // SAFETY: the descriptor is an open ruleset; the caller vouches
+        // for `attr`.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
                 self.fd.as_raw_fd(),
-                RULE_PATH_BENEATH,
-                &attr as *const PathBeneathAttr,
+                kind,
+                attr,
                 0u32,
             )
         };

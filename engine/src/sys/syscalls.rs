@@ -161,6 +161,11 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_exit_group,
 ];
 
+/// Added to [`ALLOWED`] when the server forwards requests to upstreams
+/// (`[[reverse_proxy]]`): a socket per upstream connection, connected
+/// (non-blocking; Landlock then allows only the configured TCP ports).
+pub const UPSTREAMS: &[libc::c_long] = &[libc::SYS_socket, libc::SYS_connect];
+
 /// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`
 /// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), how
 /// much a socket's send queue holds (`sys::net::unsent`): asked when an

@@ -20,7 +20,9 @@
 //!   log, for the record layer's KeyUpdates;
 //! - [`stream`]: that record layer over a non-blocking socket, with a
 //!   worker's scratch buffers: what the engine's TLS transport delegates
-//!   to.
+//!   to;
+//! - [`client`]: the client side, for `https://` upstreams of the
+//!   reverse proxy (rustls's own connection over the upstream's socket).
 //!
 //! The crypto provider is *ring*, chosen by measurement (see
 //! `bench/tls-provider` and the commit that added it): aws-lc-rs
@@ -28,6 +30,7 @@
 //! the cargo feature `tls` (on by default).
 
 pub mod certs;
+pub mod client;
 pub mod client_hello;
 pub mod conn;
 pub mod context;

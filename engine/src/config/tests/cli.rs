@@ -261,6 +261,10 @@ fn check_config_summarises() {
     } else {
         "http2: off\n"
     };
+    let upstreams = match cfg!(feature = "upstreams") {
+        true => "reverse proxy: none\nfastcgi: none\n",
+        false => "",
+    };
     let expected = format!(
         "configuration OK ({name})
 listen: 127.0.0.1:8001, [::1]:8001
@@ -285,7 +289,7 @@ cgi: 2 rules
   url /cgi-bin/: scripts in {d}/cgi-bin, env SECRET
   pattern *.pl: scripts beneath the root, run by /usr/bin/perl
   chunked request bodies held in {tmp} (past 64 KiB)
-access: none
+{upstreams}access: none
 rate limits: none
 auth: 1 rule
   path /private/: realm \"Private\", users from {d}/users, plaintext passwords allowed

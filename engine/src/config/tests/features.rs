@@ -1,13 +1,13 @@
-//! A build without the cargo features `sites` and `ops` refuses the keys
+//! A build without the cargo features `sites`, `ops` or `upstreams` refuses the keys
 //! of the subsystems they hold, naming the file, the line, the key and
 //! the feature that serves it (and the switches set to false load).
 
-#[cfg(not(all(feature = "sites", feature = "ops")))]
+#[cfg(not(all(feature = "sites", feature = "ops", feature = "upstreams")))]
 use super::{load, load_err};
 
 /// `DIR/site.toml:LINE: KEY: this brisk was built without WHAT (the cargo
 /// feature `FEATURE`); FIX`.
-#[cfg(not(all(feature = "sites", feature = "ops")))]
+#[cfg(not(all(feature = "sites", feature = "ops", feature = "upstreams")))]
 fn refusal(line: u32, key: &str, what: &str, feature: &str, fix: &str) -> String {
     format!(
         "DIR/site.toml:{line}: {key}: this brisk was built without {what} \
@@ -112,4 +112,27 @@ fn a_build_without_ops_refuses_their_keys_and_handlers() {
     }
     // `echo` is there in every build.
     assert!(load("[[handlers]]\npath = \"/-/echo\"\nhandler = \"echo\"\n").is_ok());
+}
+
+#[cfg(not(feature = "upstreams"))]
+#[test]
+fn a_build_without_upstreams_refuses_their_keys() {
+    let what = "the reverse proxy and FastCGI";
+    let remove = "remove it, or build with the feature";
+    for (text, key) in [
+        (
+            "[[reverse_proxy]]\npath = \"/\"\nto = \"http://127.0.0.1:9001\"\n",
+            "reverse_proxy",
+        ),
+        (
+            "[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:/run/php.sock\"\n",
+            "fastcgi",
+        ),
+    ] {
+        assert_eq!(
+            load_err(text),
+            refusal(2, key, what, "upstreams", remove),
+            "{text}"
+        );
+    }
 }

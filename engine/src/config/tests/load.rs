@@ -205,7 +205,7 @@ fn choices_list_what_is_allowed() {
 fn log_fields_are_the_known_ones_each_once() {
     assert_eq!(
         load_err("[log]\nfields = [\"tls_version\", \"ssl_cipher\"]\n"),
-        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\", \"vhost\"; got \"ssl_cipher\""
+        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\", \"vhost\", \"upstream_addr\", \"upstream_status\", \"upstream_header_time\"; got \"ssl_cipher\""
     );
     assert_eq!(
         load_err("[log]\nfields = [\"tls_cipher\", \"tls_cipher\"]\n"),
@@ -670,9 +670,9 @@ fn a_log_format_of_ones_own() {
             LogPiece::Var(LogVar::RequestTime),
         ]
     );
-    let e = load_err("[log]\nformat = \"$remote_addr $upstream_addr\"\n");
+    let e = load_err("[log]\nformat = \"$remote_addr $upstream_cache_status\"\n");
     assert!(
-        e.starts_with("DIR/site.toml:3: log.format: unknown variable $upstream_addr; expected $remote_addr, $remote_user,"),
+        e.starts_with("DIR/site.toml:3: log.format: unknown variable $upstream_cache_status; expected $remote_addr, $remote_user,"),
         "{e}"
     );
     let e = load_err("[log]\nformat = \"$request_time $duration_us\"\n");

@@ -18,6 +18,8 @@ mod servlets;
 mod sites;
 #[cfg(feature = "tls")]
 mod tls;
+#[cfg(feature = "upstreams")]
+mod upstream;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

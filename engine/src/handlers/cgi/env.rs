@@ -16,7 +16,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::resolve::Script;
-use crate::http::parse::Header;
+use super::runner::Ends;
+use crate::handlers::spool::Spool;
+use crate::http::parse::{BodyFraming, Header};
+use crate::http::request::OwnedRequest;
 use crate::http::TlsSession;
 
 /// `PATH` for scripts unless the rule's `env` sets its own.
@@ -200,4 +203,54 @@ pub fn build_env(
             CString::new(name).ok()
         })
         .collect()
+}
+
+/// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`
+/// whole, if it is: set whenever there is a body (RFC 3875 §4.1.2; a
+/// chunked one is held until its length is known).
+pub fn content_length(held: Option<&Spool>, framing: BodyFraming) -> Option<u64> {
+    match (held, framing) {
+        (Some(body), _) => Some(body.len()),
+        (None, BodyFraming::Length(n)) => Some(n),
+        (None, _) => None,
+    }
+}
+
+/// The environment for `script` run for `req`, which came from `ends`
+/// ([`build_env`]): `document_root` is `DOCUMENT_ROOT`, `content_length`
+/// the body's length if it has one, `extra` the rule's `env`.
+pub fn request_env(
+    script: &Script,
+    req: &OwnedRequest,
+    ends: Ends,
+    document_root: &Path,
+    content_length: Option<u64>,
+    extra: &[(String, String)],
+) -> Vec<CString> {
+    let server_name = crate::http::host_without_port(req.host().unwrap_or_default());
+    let local_ip;
+    let server_name: &[u8] = if server_name.is_empty() {
+        local_ip = ends.local.ip().to_string();
+        local_ip.as_bytes()
+    } else {
+        server_name
+    };
+    let headers: Vec<Header> = req.headers().collect();
+    let env_req = EnvRequest {
+        method: req.method_token(),
+        raw_target: req.original_target(),
+        query: req.query().unwrap_or_default(),
+        version: req.version().as_str(),
+        headers: &headers,
+        remote: ends.remote,
+        local: ends.local,
+        tls: ends.tls,
+        server_name,
+        document_root,
+        content_length,
+        remote_user: req.user(),
+        auth_type: req.user().map(|_| &b"Basic"[..]),
+        forwarded_https: req.forwarded().and_then(|f| f.https),
+    };
+    build_env(script, &env_req, extra)
 }

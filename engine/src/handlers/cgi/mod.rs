@@ -29,10 +29,10 @@ mod runner;
 #[cfg(test)]
 mod tests;
 
-pub use env::{build_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
+pub use env::{build_env, content_length, request_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
 pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
 pub use process::{Children, Process};
 pub use programs::Programs;
-pub use reply::ScriptReply;
+pub use reply::{reply_head, ScriptReply};
 pub use resolve::{resolve, takes_root, Resolved, Resolver, Script};
 pub use runner::{Cgi, Ends};

@@ -66,6 +66,7 @@ pub fn parse_nph_head(buf: &[u8], max: usize) -> Result<Option<ReplyHead>, &'sta
         // (RFC 9112 §6.3: chunked coding wins over a Content-Length.)
         content_length: content_length.filter(|_| !chunked),
         chunked,
+        own: Default::default(),
     }))
 }
 

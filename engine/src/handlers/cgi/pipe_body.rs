@@ -16,16 +16,11 @@ use std::time::Duration;
 use crate::config::Level;
 use crate::handlers::pipe::{Pipe, PipeReply, ReplyStart};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
-use crate::handlers::spool::Spool;
-use crate::http::body::{BodyDecoder, BodyLimits};
+use crate::handlers::relay::{Outbox, OutboxError, Unframe};
 use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::log::Logger;
 use crate::sys::net::{read_into_spare, write_fd};
-
-/// Request-body bytes buffered for the program's input before reading
-/// from the client pauses.
-pub const INPUT_CAP: usize = 64 * 1024;
 /// Longest diagnostics line kept for the error log.
 const DIAGNOSTICS_LINE: usize = 4096;
 /// What one read of the output asks for at most.
@@ -63,20 +58,6 @@ pub fn log_line(label: &str, line: &mut Vec<u8>, log: &mut Logger) {
     }
 }
 
-/// Refills the empty `buf` from a body `held` whole (at most
-/// [`INPUT_CAP`] bytes): false once it is all read (the spool is then
-/// dropped), or none is held.
-pub fn refill(held: &mut Option<Spool>, buf: &mut Vec<u8>) -> io::Result<bool> {
-    let Some(spool) = held.as_mut() else {
-        return Ok(false);
-    };
-    let more = spool.read_into(buf, INPUT_CAP)? > 0;
-    if !more {
-        *held = None;
-    }
-    Ok(more)
-}
-
 /// A running CGI program's answer (see the module documentation).
 #[derive(Debug)]
 pub struct PipeBody {
@@ -91,14 +72,9 @@ pub struct PipeBody {
     stopped: bool,
     /// Which of input, output and diagnostics may be ready.
     ready: [bool; 3],
-    /// Request body waiting for the input.
-    input_buf: Vec<u8>,
-    /// The rest of a body held whole, read into `input_buf` as it drains.
-    held: Option<Spool>,
-    /// The body was held whole: none comes from the client.
-    held_body: bool,
-    /// No more body comes: the input closes once what waits is written.
-    body_end: bool,
+    /// Request body waiting for the input (which closes once it is all
+    /// written and no more comes).
+    outbox: Outbox,
     /// The output until its head is complete.
     head_buf: Vec<u8>,
     /// The head was given (or, raw, the output passes as it comes).
@@ -106,11 +82,7 @@ pub struct PipeBody {
     /// Body bytes read with the head, given next.
     rest: Vec<u8>,
     /// Decodes an `nph-` program's chunked body.
-    dechunk: Option<BodyDecoder>,
-    /// What it decoded last.
-    decoded: Vec<u8>,
-    /// The chunked coding was bad: the answer is cut after what came.
-    bad_chunks: bool,
+    dechunk: Unframe,
     /// `limits.max_header_bytes`: the trailers of a chunked body.
     max_trailers: usize,
     diagnostics_line: Vec<u8>,
@@ -124,7 +96,8 @@ impl PipeBody {
     /// of its output is read; `max_trailers` bounds the trailers of a
     /// chunked body it sends (`limits.max_header_bytes`).
     pub fn new(pipe: Pipe, max_trailers: usize) -> PipeBody {
-        let held_body = pipe.held.is_some();
+        let mut outbox = Outbox::new(pipe.held);
+        outbox.body_end |= !pipe.has_body;
         PipeBody {
             // (A program that reads no body has its input closed at once.)
             input: pipe.has_body.then_some(pipe.input),
@@ -133,16 +106,11 @@ impl PipeBody {
             retired: [None, None, None],
             stopped: false,
             ready: [true; 3],
-            input_buf: Vec::new(),
-            held: pipe.held,
-            held_body,
-            body_end: held_body || !pipe.has_body,
+            outbox,
             head_buf: Vec::new(),
             started: false,
             rest: Vec::new(),
-            dechunk: None,
-            decoded: Vec::new(),
-            bad_chunks: false,
+            dechunk: Unframe::default(),
             max_trailers,
             diagnostics_line: Vec::new(),
             label: pipe.label,
@@ -188,18 +156,9 @@ impl PipeBody {
     /// decoded from chunked coding (what follows the last chunk is
     /// dropped).
     fn body(&mut self, buf: &mut Vec<u8>) -> Gave {
-        let Some(d) = self.dechunk.as_mut() else {
-            return Gave::Bytes;
-        };
-        self.decoded.clear();
-        let decoded = &mut self.decoded;
-        if d.decode(buf, &mut |bytes| decoded.extend_from_slice(bytes))
-            .is_err()
-        {
-            // (What decoded goes out; the answer is cut at the next call.)
-            self.bad_chunks = true;
-        }
-        std::mem::swap(buf, &mut self.decoded);
+        // (Bad coding: what decoded goes out; the answer is cut at the
+        // next call.)
+        self.dechunk.take(buf);
         Gave::Bytes
     }
 
@@ -220,7 +179,7 @@ impl PipeBody {
     fn output_done(&mut self, log: &mut Logger) -> Gave {
         self.retire(OUTPUT);
         self.log_line(log);
-        if self.dechunk.as_ref().is_some_and(|d| !d.is_done()) {
+        if self.dechunk.is_short() {
             Gave::Cut("chunked output ended without its last chunk".into())
         } else if self.started {
             Gave::End
@@ -233,8 +192,7 @@ impl PipeBody {
     /// Closes the input.
     fn close_input(&mut self) {
         self.retire(INPUT);
-        self.input_buf = Vec::new();
-        self.held = None;
+        self.outbox.clear();
     }
 }
 
@@ -256,7 +214,7 @@ impl Produce for PipeBody {
     }
 
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
-        if self.bad_chunks {
+        if self.dechunk.is_bad() {
             return Gave::Cut("bad chunked coding in its output".into());
         }
         if !self.rest.is_empty() {
@@ -295,12 +253,8 @@ impl Produce for PipeBody {
                         ReplyStart::Head(head) => {
                             self.started = true;
                             if head.chunked {
-                                let limits = BodyLimits {
-                                    max_body: u64::MAX,
-                                    max_chunk_ext: 4096,
-                                    max_trailers: self.max_trailers,
-                                };
-                                self.dechunk = BodyDecoder::new(BodyFraming::Chunked, &limits).ok();
+                                self.dechunk =
+                                    Unframe::new(BodyFraming::Chunked, self.max_trailers);
                             }
                             self.rest = self.head_buf.split_off(head.len);
                             self.head_buf = Vec::new();
@@ -360,55 +314,43 @@ impl Produce for PipeBody {
 impl Input for PipeBody {
     fn room(&self) -> usize {
         match self.input {
-            Some(_) => INPUT_CAP.saturating_sub(self.input_buf.len()),
+            Some(_) => self.outbox.room(),
             None => usize::MAX,
         }
     }
 
     fn feed(&mut self, data: &[u8]) {
         if self.input.is_some() {
-            self.input_buf.extend_from_slice(data);
+            self.outbox.push(data, true);
         }
     }
 
     fn write(&mut self) -> Result<Wrote, InputEnd> {
-        let mut wrote = Wrote::default();
-        while self.ready[INPUT] {
-            let Some(fd) = self.input.as_ref() else { break };
-            if self.input_buf.is_empty() {
-                match refill(&mut self.held, &mut self.input_buf) {
-                    Ok(true) => {}
-                    Ok(false) => break,
-                    Err(e) => return Err(InputEnd::Unreadable(e.to_string())),
-                }
-            }
-            match write_fd(fd, &self.input_buf) {
-                Ok(n) => {
-                    self.input_buf.drain(..n);
-                    wrote.moved |= n > 0;
-                    // (A body held whole had its credit back already.)
-                    if !self.held_body {
-                        wrote.client += n;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.ready[INPUT] = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    // The program does not read its input (EPIPE).
+        let Some(fd) = self.input.as_ref() else {
+            return Ok(Wrote::default());
+        };
+        let wrote = self
+            .outbox
+            .write_to(&mut self.ready[INPUT], &mut |b| write_fd(fd, b));
+        match wrote {
+            Ok(wrote) => {
+                if self.outbox.done() {
                     self.close_input();
-                    return Err(InputEnd::Refused);
                 }
+                Ok(wrote)
+            }
+            Err(OutboxError::Held(e)) => Err(InputEnd::Unreadable(e.to_string())),
+            Err(OutboxError::Write(_)) => {
+                // The program does not read its input (EPIPE).
+                self.close_input();
+                Err(InputEnd::Refused)
             }
         }
-        if self.body_end && self.input_buf.is_empty() && self.held.is_none() {
-            self.close_input();
-        }
-        Ok(wrote)
     }
 
     fn end(&mut self) {
-        self.body_end = true;
-        if self.input_buf.is_empty() && self.held.is_none() {
+        self.outbox.body_end = true;
+        if self.outbox.is_empty() {
             self.close_input();
         }
     }
@@ -422,7 +364,7 @@ impl Input for PipeBody {
     }
 
     fn held(&self) -> bool {
-        self.held_body
+        self.outbox.held()
     }
 }
 
@@ -435,6 +377,8 @@ mod tests {
     use super::*;
     use crate::config::AccessFormat;
     use crate::handlers::pipe::ReplyHead;
+    use crate::handlers::relay::INPUT_CAP;
+    use crate::handlers::spool::Spool;
     use crate::log::{memory, Memory};
     use crate::sys::spawn::exit_pipe;
 
@@ -470,6 +414,7 @@ mod tests {
                 headers: lines.to_vec(),
                 content_length: None,
                 chunked: lines.ends_with(b"chunked\r\n"),
+                own: Default::default(),
             })
         }
 

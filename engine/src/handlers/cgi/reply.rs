@@ -4,7 +4,7 @@
 //! redirect; an `nph-` script's output is a whole response already
 //! (RFC 3875 §5).
 
-use super::head::{parse_head, CgiReply as Kind};
+use super::head::{parse_head, CgiHead, CgiReply as Kind};
 use super::nph::parse_nph_head;
 use super::process::Process;
 use crate::handlers::pipe::{PipeReply, ReplyHead, ReplyStart};
@@ -48,19 +48,25 @@ impl PipeReply for ScriptReply {
             Err(why) => ReplyStart::Invalid(why),
             Ok(Some(head)) => match head.kind {
                 Kind::LocalRedirect(target) => ReplyStart::Redirect(target),
-                Kind::Document | Kind::ClientRedirect => ReplyStart::Head(ReplyHead {
-                    len: head.head_len,
-                    status: head.status,
-                    reason: head.reason,
-                    headers: head.headers,
-                    content_length: head.content_length,
-                    chunked: false,
-                }),
+                Kind::Document | Kind::ClientRedirect => ReplyStart::Head(reply_head(head)),
             },
         }
     }
 
     fn stop(&mut self) {
         self.process.kill();
+    }
+}
+
+/// The response head a CGI head (a document or a client redirect) makes.
+pub fn reply_head(head: CgiHead) -> ReplyHead {
+    ReplyHead {
+        len: head.head_len,
+        status: head.status,
+        reason: head.reason,
+        headers: head.headers,
+        content_length: head.content_length,
+        chunked: false,
+        own: Default::default(),
     }
 }

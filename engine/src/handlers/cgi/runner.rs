@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::env::{build_env, EnvRequest};
+use super::env::{content_length, request_env};
 use super::process::Children;
 use super::reply::ScriptReply;
 use super::resolve::{Resolved, Resolver, Script};
@@ -16,7 +16,7 @@ use crate::config::{Config, Level};
 use crate::handlers::pipe::Pipe;
 use crate::handlers::protected::Protected;
 use crate::handlers::spool::Spool;
-use crate::http::parse::{BodyFraming, Header};
+use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
 use crate::http::{Status, TlsSession};
 use crate::log::Logger;
@@ -124,39 +124,10 @@ impl Cgi {
             );
             return Err(Status::INTERNAL_SERVER_ERROR);
         }
-        let server_name = crate::http::host_without_port(req.host().unwrap_or_default());
-        let local_ip;
-        let server_name: &[u8] = if server_name.is_empty() {
-            local_ip = ends.local.ip().to_string();
-            local_ip.as_bytes()
-        } else {
-            server_name
-        };
-        let headers: Vec<Header> = req.headers().collect();
-        let env_req = EnvRequest {
-            method: req.method_token(),
-            raw_target: req.original_target(),
-            query: req.query().unwrap_or_default(),
-            version: req.version().as_str(),
-            headers: &headers,
-            remote: ends.remote,
-            local: ends.local,
-            tls: ends.tls,
-            server_name,
-            document_root: &self.cfg.site(self.site).root,
-            // RFC 3875 §4.1.2: set whenever there is a body (a chunked
-            // one is held until its length is known).
-            content_length: match (&held, req.body()) {
-                (Some(body), _) => Some(body.len()),
-                (None, BodyFraming::Length(n)) => Some(n),
-                (None, _) => None,
-            },
-            remote_user: req.user(),
-            auth_type: req.user().map(|_| &b"Basic"[..]),
-            forwarded_https: req.forwarded().and_then(|f| f.https),
-        };
+        let content_length = content_length(held.as_ref(), req.body());
         let rule = &self.cfg.site(self.site).cgi[script.rule];
-        let env = build_env(script, &env_req, &rule.env);
+        let root = &self.cfg.site(self.site).root;
+        let env = request_env(script, req, ends, root, content_length, &rule.env);
         let label = format!("cgi {}", script.script_filename.display());
         let started = self
             .children

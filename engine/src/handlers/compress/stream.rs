@@ -207,6 +207,7 @@ mod tests {
             headers: headers.as_bytes().to_vec(),
             content_length: len,
             chunked: false,
+            own: Default::default(),
         }
     }
 

@@ -1,17 +1,84 @@
-//! FastCGI (`[[fastcgi]]`, being built: issue #27): requests handed to an
-//! application server such as php-fpm over the FastCGI 1.0 protocol.
+//! FastCGI (`[[fastcgi]]`, issue #27): requests handed to an application
+//! server such as php-fpm over the FastCGI 1.0 protocol.
 //!
 //! - [`record`]: the web server's side of the records, sans-IO: encoders
 //!   for what brisk sends (BEGIN_REQUEST, PARAMS, STDIN, ABORT_REQUEST)
 //!   and a decoder for what the application answers (STDOUT, STDERR,
 //!   END_REQUEST). One request per connection at a time (no
 //!   multiplexing); `FCGI_KEEP_CONN` lets a connection serve the next.
+//! - [`script`]: which script a request path runs (`split_path`,
+//!   `index`, `fallback`), found beneath the rule's root before anything
+//!   is sent, or why not.
+//! - [`body`]: the application's answer as a producer over one
+//!   non-blocking socket, the request body streamed to it.
 //! - [`peer`]: the application's side, small and allocating where that is
 //!   simpler: reads what the encoders write and writes what the decoder
 //!   reads, for tests, the fuzz target and stand-in applications.
 
+pub mod body;
 pub mod peer;
 pub mod record;
+pub mod script;
+
+use std::path::Path;
+
+use crate::config::Upstream;
+use crate::handlers::cgi::{request_env, Ends};
+use crate::http::request::OwnedRequest;
+
+/// A request to hand to an application, as the router decided it: the
+/// engine connects to `to` (or takes a kept connection) and starts a
+/// [`body::FastcgiBody`] on the socket.
+#[derive(Debug)]
+pub struct FastcgiPlan {
+    /// The application server picked for it.
+    pub to: Upstream,
+    /// Its parameters, as PARAMS records (their end included).
+    pub params: Vec<u8>,
+    /// How its body goes.
+    pub body: body::BodyIn,
+    /// How the answer is read.
+    pub opts: body::Options,
+}
+
+/// The PARAMS records of request `script` for `req` (which came from
+/// `ends`): CGI/1.1's variables ([`request_env`], with `SCRIPT_FILENAME`,
+/// `PATH_INFO`, `PATH_TRANSLATED`, `DOCUMENT_ROOT`, `REQUEST_URI`,
+/// `HTTPS`, `REQUEST_SCHEME`, `SERVER_SOFTWARE`), then the rule's `env`
+/// over them. `PATH`, which only a program started by brisk needs, is
+/// left out unless `env` sets it.
+pub fn params(
+    script: &script::Script,
+    req: &OwnedRequest,
+    ends: Ends,
+    document_root: &Path,
+    content_length: Option<u64>,
+    env: &[(String, String)],
+) -> Vec<u8> {
+    let filename = &script.filename;
+    let as_cgi = crate::handlers::cgi::Script {
+        rule: script.rule,
+        program: filename.clone(),
+        args: Vec::new(),
+        script_filename: filename.clone(),
+        script_name: script.name.clone(),
+        path_info: script.path_info.clone(),
+        cwd: filename.parent().unwrap_or(Path::new("/")).to_path_buf(),
+        nph: false,
+    };
+    let vars = request_env(&as_cgi, req, ends, document_root, content_length, env);
+    let keep_path = env.iter().any(|(name, _)| name == "PATH");
+    let pairs = vars.iter().filter_map(|var| {
+        let var = var.as_bytes();
+        let eq = var.iter().position(|&b| b == b'=')?;
+        let (name, value) = (&var[..eq], &var[eq + 1..]);
+        (name != b"PATH" || keep_path).then_some((name, value))
+    });
+    let mut out = Vec::new();
+    record::params(&mut out, body::ID, pairs);
+    record::params_end(&mut out, body::ID);
+    out
+}
 
 #[cfg(test)]
 mod tests;

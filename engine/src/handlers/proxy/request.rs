@@ -61,10 +61,9 @@ pub struct Forward<'a> {
     pub remove: &'a [Box<str>],
 }
 
-/// Fields that belong to one hop (RFC 9110 §7.6.1), and those brisk
-/// writes itself (framing, `Host`, the forwarding fields, `Expect`,
-/// which brisk answers itself before it reads a body).
-const NOT_PASSED: [&str; 15] = [
+/// Fields that belong to one hop (RFC 9110 §7.6.1), both ways
+/// (`Proxy-Authorization` too, on requests).
+pub(super) const HOP_BY_HOP: [&str; 7] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -72,6 +71,12 @@ const NOT_PASSED: [&str; 15] = [
     "trailer",
     "transfer-encoding",
     "upgrade",
+];
+
+/// Beside [`HOP_BY_HOP`], fields not passed on: those brisk writes
+/// itself (framing, `Host`, the forwarding fields, `Expect`, which brisk
+/// answers itself before it reads a body).
+const NOT_PASSED: [&str; 8] = [
     "proxy-authorization",
     "content-length",
     "host",
@@ -160,7 +165,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
             .any(|h| has_token(h.value, name))
     };
     for h in req.headers() {
-        if NOT_PASSED.iter().any(|n| is(h.name, n))
+        if HOP_BY_HOP.iter().chain(&NOT_PASSED).any(|n| is(h.name, n))
             || f.remove.iter().any(|n| is(h.name, n))
             || f.set.iter().any(|(n, _)| is(h.name, n))
             || named_by_connection(h.name)

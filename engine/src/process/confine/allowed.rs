@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::sandbox::{landlock_rules, Rule};
-use crate::config::Config;
+use crate::config::{Config, Upstream};
 use crate::process::Error;
 use crate::sys::sandbox::{self, fs_access};
 
@@ -18,6 +18,9 @@ pub struct Allowed {
     pub(super) files: Option<Vec<(PathBuf, bool, u64)>>,
     /// The Landlock ABI the rights were masked with.
     pub(super) abi: u32,
+    /// The upstreams' TCP ports it may connect to (`[[reverse_proxy]]`);
+    /// `None`: it makes no socket at all (seccomp).
+    pub(super) upstreams: Option<Vec<u16>>,
 }
 
 /// The rights a rule really grants: those the kernel knows, and on a
@@ -54,6 +57,38 @@ impl Allowed {
             need & !have == 0
         };
         rules.iter().filter(|r| !covered(r)).collect()
+    }
+
+    /// The upstreams of `new` (`key = to`) this sandbox does not let the
+    /// server reach: any, when it makes no socket; a TCP port not among
+    /// those Landlock allows (where it restricts TCP, ABI 4).
+    fn missing_upstreams(&self, new: &Config) -> Vec<String> {
+        let mut named = Vec::new();
+        let net = self.files.is_some() && self.abi >= 4;
+        for (prefix, site) in super::sandbox::sites(new) {
+            let proxied = site.reverse_proxy.iter().map(|r| ("reverse_proxy", &r.to));
+            let fastcgi = site.fastcgi.iter().map(|r| ("fastcgi", &r.to));
+            let mut nth = [0, 0];
+            for (kind, list) in proxied.chain(fastcgi) {
+                let i = &mut nth[usize::from(kind == "fastcgi")];
+                *i += 1;
+                for to in list {
+                    let (allowed, text) = match (to, &self.upstreams) {
+                        (Upstream::Tcp { addr, .. }, Some(ports)) => {
+                            (!net || ports.contains(&addr.port()), addr.to_string())
+                        }
+                        (Upstream::Tcp { addr, .. }, None) => (false, addr.to_string()),
+                        (Upstream::Unix(p), ports) => {
+                            (ports.is_some(), format!("unix:{}", p.display()))
+                        }
+                    };
+                    if !allowed {
+                        named.push(format!("{prefix}{kind}[{i}].to = {text}"));
+                    }
+                }
+            }
+        }
+        named
     }
 }
 
@@ -124,9 +159,106 @@ impl Sandboxes {
                 named.push(format!("{key} = {}", rule.path.display()));
             }
         }
+        named.extend(self.server.missing_upstreams(new));
         if named.is_empty() {
             return None;
         }
         Some(Error::SandboxNotAllowed(named))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use std::time::Duration;
+
+    use crate::config::{FastcgiRule, ProxyRule, SiteConfig};
+
+    fn with_upstreams(to: Vec<Upstream>) -> Config {
+        Config {
+            site: SiteConfig {
+                reverse_proxy: vec![ProxyRule {
+                    to,
+                    ..ProxyRule::default()
+                }],
+                ..Config::default().site
+            },
+            ..Config::default()
+        }
+    }
+
+    fn tcp(port: u16) -> Upstream {
+        Upstream::Tcp {
+            addr: ([127, 0, 0, 1], port).into(),
+            host: "127.0.0.1".into(),
+            tls: false,
+        }
+    }
+
+    #[test]
+    fn a_reload_cannot_reach_upstreams_the_sandbox_was_not_opened_for() {
+        let unix = Upstream::Unix(PathBuf::from("/run/app.sock"));
+        let new = with_upstreams(vec![tcp(9001), tcp(9002), unix]);
+        // Started without upstreams: no socket at all.
+        let none = Allowed {
+            files: Some(Vec::new()),
+            abi: 4,
+            upstreams: None,
+        };
+        assert_eq!(
+            none.missing_upstreams(&new),
+            [
+                "reverse_proxy[1].to = 127.0.0.1:9001",
+                "reverse_proxy[1].to = 127.0.0.1:9002",
+                "reverse_proxy[1].to = unix:/run/app.sock"
+            ]
+        );
+        // Started with one port: Landlock (ABI 4) allows only that one.
+        let one = Allowed {
+            upstreams: Some(vec![9001]),
+            ..none.clone()
+        };
+        assert_eq!(
+            one.missing_upstreams(&new),
+            ["reverse_proxy[1].to = 127.0.0.1:9002"]
+        );
+        // Without Landlock's TCP rules, any port goes.
+        let old_kernel = Allowed { abi: 3, ..one };
+        assert!(old_kernel.missing_upstreams(&new).is_empty());
+        assert!(none.missing_upstreams(&Config::default()).is_empty());
+    }
+
+    #[test]
+    fn fastcgi_servers_count_as_upstreams() {
+        let mut new = with_upstreams(vec![tcp(9001)]);
+        let rule = FastcgiRule {
+            matches: crate::config::PathMatch::Glob("*.php".into()),
+            to: vec![tcp(9000)],
+            index: None,
+            split_path: None,
+            fallback: None,
+            root: None,
+            env: Vec::new(),
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
+            keepalive: 0,
+            keepalive_timeout: Duration::from_secs(60),
+        };
+        new.site.fastcgi = vec![rule.clone(), rule];
+        let one = Allowed {
+            files: Some(Vec::new()),
+            abi: 4,
+            upstreams: Some(vec![9001]),
+        };
+        assert_eq!(
+            one.missing_upstreams(&new),
+            [
+                "fastcgi[1].to = 127.0.0.1:9000",
+                "fastcgi[2].to = 127.0.0.1:9000"
+            ]
+        );
     }
 }

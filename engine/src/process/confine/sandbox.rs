@@ -196,6 +196,9 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
                 rules.push(Rule::new(&types.path, READ_FILE, what));
             }
         }
+        if !programs {
+            rules.extend(upstream_roots_rules(&prefix, &site.reverse_proxy, &rules));
+        }
     }
     if !programs && cfg.any_cgi() {
         // Chunked bodies held for CGI programs (`server::spool`): unnamed
@@ -243,6 +246,46 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
 /// and rename it over the old one (a new inode); for a symlink (certbot's
 /// `live/` into `archive/`), reading in its target's directory too, where
 /// the next renewal puts the next file.
+/// The roots https upstreams are verified against, read again on each
+/// reload (the right on each file alone, as for `mime_types`): each
+/// rule's `ca`, and the system's bundle that was read (none when it is
+/// granted already, in `have`).
+#[cfg(feature = "tls")]
+fn upstream_roots_rules(
+    prefix: &str,
+    proxy: &[crate::config::ProxyRule],
+    have: &[Rule],
+) -> Vec<Rule> {
+    use crate::tls::client::SYSTEM_BUNDLES;
+    let mut rules: Vec<Rule> = Vec::new();
+    let granted =
+        |rules: &[Rule], path: &std::path::Path| have.iter().chain(rules).any(|r| r.path == path);
+    for (i, rule) in proxy.iter().enumerate() {
+        if rule.tls_client.is_none() || !rule.tls_verify {
+            continue;
+        }
+        if let Some(ca) = rule.ca.as_ref().filter(|ca| !granted(&rules, ca)) {
+            let what = format!("{prefix}reverse_proxy[{}].ca", i + 1);
+            rules.push(Rule::new(ca, fs_access::READ_FILE, what));
+        }
+        let system = SYSTEM_BUNDLES
+            .iter()
+            .map(std::path::Path::new)
+            .find(|p| p.is_file());
+        if let Some(bundle) = system.filter(|b| !granted(&rules, b)) {
+            let what = "the system's roots (https upstreams)";
+            rules.push(Rule::new(bundle, fs_access::READ_FILE, what));
+        }
+    }
+    rules
+}
+
+/// (Without the feature `tls` there are no https upstreams.)
+#[cfg(not(feature = "tls"))]
+fn upstream_roots_rules(_: &str, _: &[crate::config::ProxyRule], _: &[Rule]) -> Vec<Rule> {
+    Vec::new()
+}
+
 pub(super) fn tls_rules(files: &[(PathBuf, String)]) -> Vec<Rule> {
     use fs_access::*;
     let mut rules = Vec::new();
@@ -339,6 +382,9 @@ pub struct Plan {
     landlock: Option<Opened>,
     /// For CGI programs (no seccomp filter, TCP and signals allowed).
     programs: bool,
+    /// The TCP ports of the `[[reverse_proxy]]` upstreams, connected to;
+    /// `None` without upstreams (no socket is made then).
+    upstreams: Option<Vec<u16>>,
     /// A summary for the error log.
     summary: String,
 }
@@ -382,6 +428,7 @@ pub fn prepare(
     Ok(Plan {
         landlock: open_rules(rules)?,
         programs,
+        upstreams: upstream_ports(cfg),
         summary,
     })
 }
@@ -410,7 +457,7 @@ fn open_rules(rules: Vec<Rule>) -> Result<Option<Opened>, Error> {
 
 /// Builds the Landlock ruleset of `rules` and enforces it on the calling
 /// thread (and what it starts afterwards).
-fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), Error> {
+fn enforce(rules: &[(Rule, RulePath)], extra: Extra, ports: &[u16]) -> Result<(), Error> {
     let mut ruleset = Ruleset::new(extra)
         .map_err(|e| failed("cannot create a Landlock ruleset", e))?
         .ok_or(Error::LandlockGone)?;
@@ -418,6 +465,11 @@ fn enforce(rules: &[(Rule, RulePath)], extra: Extra) -> Result<(), Error> {
         ruleset
             .allow(path, rule.rights)
             .map_err(|e| rule_error(rule, Some(e)))?;
+    }
+    for &port in ports {
+        ruleset
+            .allow_connect(port)
+            .map_err(|e| failed("cannot allow connections to an upstream's port", e))?;
     }
     ruleset
         .restrict_self()
@@ -478,6 +530,7 @@ impl Plan {
             return Allowed {
                 files: None,
                 abi: 0,
+                upstreams: self.upstreams.clone(),
             };
         };
         let files = rules
@@ -490,6 +543,7 @@ impl Plan {
         Allowed {
             files: Some(files),
             abi: *abi,
+            upstreams: self.upstreams.clone(),
         }
     }
 
@@ -509,7 +563,8 @@ impl Plan {
                     deny_tcp: !self.programs,
                     scope: !self.programs,
                 };
-                enforce(&rules, extra)?;
+                let ports = self.upstreams.as_deref().unwrap_or_default();
+                enforce(&rules, extra, ports)?;
                 notes.push((
                     Level::Info,
                     format!("sandbox: Landlock (ABI {abi}) on: {}", self.summary),
@@ -523,12 +578,16 @@ impl Plan {
         if self.programs {
             return Ok(());
         }
-        match sandbox::seccomp_allow_only(syscalls::ALLOWED, syscalls::IOCTLS) {
+        let mut allowed = syscalls::ALLOWED.to_vec();
+        if self.upstreams.is_some() {
+            allowed.extend_from_slice(syscalls::UPSTREAMS);
+        }
+        match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
             Ok(true) => notes.push((
                 Level::Info,
                 format!(
                     "sandbox: seccomp on: {} system calls allowed, every other one fails with EPERM",
-                    syscalls::ALLOWED.len()
+                    allowed.len()
                 ),
             )),
             Ok(false) => notes.push((
@@ -540,6 +599,28 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// The TCP ports the `[[reverse_proxy]]` upstreams and `[[fastcgi]]`
+/// application servers of every site listen on; `None` when no rule
+/// forwards anything.
+fn upstream_ports(cfg: &Config) -> Option<Vec<u16>> {
+    let mut rules = SiteConfig::all(cfg).flat_map(|site| {
+        let proxied = site.reverse_proxy.iter().map(|r| &r.to);
+        proxied.chain(site.fastcgi.iter().map(|r| &r.to))
+    });
+    let first = rules.next()?;
+    let mut ports: Vec<u16> = std::iter::once(first)
+        .chain(rules)
+        .flatten()
+        .filter_map(|to| match to {
+            crate::config::Upstream::Tcp { addr, .. } => Some(addr.port()),
+            crate::config::Upstream::Unix(_) => None,
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    Some(ports)
 }
 
 /// Applies `plan` as the server's own sandbox, with the notes that go
@@ -597,7 +678,7 @@ pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), Error
             deny_tcp: false,
             scope: true,
         };
-        enforce(&rules, extra)?;
+        enforce(&rules, extra, &[])?;
     }
     sandbox::seccomp_allow_only(syscalls::PRIVILEGED, &[])
         .map_err(|e| failed("cannot install the seccomp filter", e))?;

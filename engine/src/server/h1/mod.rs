@@ -365,6 +365,24 @@ impl Conn {
         }
     }
 
+    /// The client of a tunnel (a produced answer that switched protocols)
+    /// sent its last byte: the producer's input ends, which it passes on
+    /// (a half-close). `Some(true)` when it ends now, `Some(false)` when
+    /// it had already; `None` when the connection is no tunnel.
+    pub fn tunnel_client_done(&mut self, exchanges: &mut Exchanges) -> Option<bool> {
+        let State::Streaming(p) = &self.state else {
+            return None;
+        };
+        if !p.framing.tunnel {
+            return None;
+        }
+        let now = p.body.is_some();
+        if now {
+            self.body_over(exchanges);
+        }
+        Some(now)
+    }
+
     /// The body is over (read or refused): what waited for it.
     fn body_over(&mut self, exchanges: &mut Exchanges) -> BodyOver {
         match std::mem::replace(&mut self.state, State::Idle) {

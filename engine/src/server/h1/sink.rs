@@ -13,7 +13,7 @@ use super::write::{stream_head, Answering, StreamFor};
 use crate::handlers::pipe::ReplyHead;
 use crate::http::body::BodyDecoder;
 use crate::http::request::OwnedRequest;
-use crate::http::response::{Encoder, CONTINUE};
+use crate::http::response::{Connection, Encoder, Framing as HeadFraming, Head, CONTINUE};
 use crate::http::{Method, Version};
 use crate::server::exchange::ExchangeId;
 use crate::server::run::{Sink, Wanted};
@@ -52,6 +52,12 @@ pub struct Framing {
     pub body_from: u64,
     /// The answer was cut short: the connection must close after it.
     pub broken: bool,
+    /// Its head was a 101 (Switching Protocols): the connection is a
+    /// tunnel, its bytes both ways the producer's, until it closes.
+    pub tunnel: bool,
+    /// The tunnel's client bytes go to the producer's input (set once,
+    /// when they start to).
+    pub tunnel_reads: bool,
 }
 
 impl Framing {
@@ -66,6 +72,8 @@ impl Framing {
             head_only: req.method() == Method::Head,
             body_from: at,
             broken: false,
+            tunnel: false,
+            tunnel_reads: false,
         }
     }
 }
@@ -99,11 +107,28 @@ impl Sink for H1Sink<'_> {
             head_only: f.head_only,
         };
         let start = self.out.buf_mut().len();
-        let stream = stream_head(head, to, self.out.buf_mut(), self.cx);
-        f.keep = stream.keep;
+        if head.status == 101 && f.version == Version::Http11 {
+            // Switching protocols (RFC 9110 §15.2.2): the head as the
+            // producer gave it (its `Upgrade`, `Connection: upgrade`),
+            // no framing; then the new protocol's bytes as they come.
+            let head = Head {
+                status: 101,
+                reason: b"Switching Protocols",
+                headers: &head.headers,
+                framing: HeadFraming::Close,
+                connection: Connection::Default,
+            };
+            head.write(&self.cx.stamp, self.out.buf_mut());
+            f.keep = false;
+            f.tunnel = true;
+            f.encoder = Some(Encoder::Close);
+        } else {
+            let stream = stream_head(head, to, self.out.buf_mut(), self.cx);
+            f.keep = stream.keep;
+            f.encoder = Some(stream.encoder);
+        }
         // (The head is counted: `unsent` holds it, committed or not.)
         f.body_from = self.sent + self.out.unsent();
-        f.encoder = Some(stream.encoder);
         self.out.commit(start);
         Wanted::Body
     }
@@ -188,6 +213,7 @@ mod tests {
             headers: b"X-A: 1\r\n".to_vec(),
             content_length: len,
             chunked: false,
+            own: Default::default(),
         }
     }
 
@@ -299,6 +325,22 @@ mod tests {
             "{text}"
         );
         assert!(!f.keep);
+    }
+
+    #[test]
+    fn a_101_is_its_head_then_the_new_protocols_bytes_to_the_close() {
+        let head = ReplyHead {
+            status: 101,
+            headers: b"Upgrade: websocket\r\nConnection: upgrade\r\n".to_vec(),
+            ..reply(None)
+        };
+        let (text, missing, f) = script(GET, head, &[b"\x81\x02hi", b"", b"0\r\n\r\n"]);
+        assert_eq!(
+            text,
+            "(before)HTTP/1.1 101 Switching Protocols\r\nServer: brisk\r\nDate: <date>\r\n\
+             Upgrade: websocket\r\nConnection: upgrade\r\n\r\n\u{fffd}\u{2}hi0\r\n\r\n"
+        );
+        assert_eq!((missing, f.keep, f.tunnel), (0, false, true));
     }
 
     /// Lends `f` a sink for a GET on a connection that sent nothing yet

@@ -485,6 +485,7 @@ fn streamed_answers_are_framed_by_what_the_process_said() {
         headers: b"Content-Type: text/plain\r\n".to_vec(),
         content_length,
         chunked: false,
+        own: Default::default(),
     };
     let to = |wanted, version, head_only| StreamFor {
         served: 1,
@@ -594,6 +595,7 @@ fn a_streamed_answer_without_a_length_is_chunked_on_a_kept_connection() {
         headers: Vec::new(),
         content_length: None,
         chunked: false,
+        own: Default::default(),
     };
     let stream_for = |version| StreamFor {
         served: 1,

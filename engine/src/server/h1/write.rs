@@ -206,7 +206,7 @@ pub fn stream_head(head: &ReplyHead, to: StreamFor, buf: &mut Vec<u8>, cx: &Answ
         framing,
         connection: Connection::new(keep, version),
     }
-    .write(&cx.stamp, buf);
+    .write(&head.own.stamp(&cx.stamp), buf);
     Stream {
         encoder: Encoder::new(framing, head_only),
         keep,
@@ -249,7 +249,9 @@ fn queue(
     let mut mark = start;
     let result = match plan.body {
         // A pipe is pumped as its process writes, never queued whole.
-        Body::Empty | Body::Pipe(_) | Body::Stream(_) => Ok(()),
+        Body::Empty | Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => {
+            Ok(())
+        }
         Body::Static(b) => {
             out.buf_mut().extend_from_slice(b);
             Ok(())

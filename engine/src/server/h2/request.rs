@@ -8,10 +8,21 @@
 //! RFC 9113 §8.3.1: `:authority` is the host, ahead of any `host`
 //! field; §8.2.3: `cookie` fields, which HTTP/2 lets a client split,
 //! are joined with "; " as HTTP/1.1 wants them.
+//!
+//! An extended CONNECT for a WebSocket (RFC 8441 §5: `:method CONNECT`,
+//! `:protocol websocket`) becomes the HTTP/1.1 handshake it stands for
+//! (RFC 6455 §4.1): `GET :path` with `Connection: upgrade`, `Upgrade:
+//! websocket` and a `Sec-WebSocket-Key` of its own (HTTP/2 has none); its
+//! stream's DATA are the tunnel's bytes, no body. Only a reverse proxy
+//! rule takes it; elsewhere it is answered 501 as any handshake. Another
+//! protocol is answered 501 at once.
+
+use base64ct::{Base64, Encoding};
 
 use crate::h2::Request;
 use crate::http::parse::{BodyFraming, Limits, ParseError};
 use crate::http::request::OwnedRequest;
+use crate::http::Status;
 
 /// Fills `req` from the HTTP/2 request `r` (`end_stream`: it has no
 /// body), writing the head in `head`.
@@ -23,10 +34,25 @@ pub fn fill(
     head: &mut Vec<u8>,
 ) -> Result<(), ParseError> {
     head.clear();
-    head.extend_from_slice(r.method());
-    head.push(b' ');
+    let websocket = match r.protocol() {
+        None => false,
+        Some(p) if p.eq_ignore_ascii_case(b"websocket") => true,
+        Some(_) => {
+            return Err(ParseError {
+                status: Status::NOT_IMPLEMENTED,
+                reason: "extended CONNECT for a protocol other than websocket",
+            })
+        }
+    };
     match r.method() {
-        b"CONNECT" => head.extend_from_slice(r.authority().unwrap_or_default()),
+        b"CONNECT" if websocket => head.extend_from_slice(b"GET "),
+        m => {
+            head.extend_from_slice(m);
+            head.push(b' ');
+        }
+    }
+    match r.method() {
+        b"CONNECT" if !websocket => head.extend_from_slice(r.authority().unwrap_or_default()),
         _ => head.extend_from_slice(r.path()),
     }
     head.extend_from_slice(b" HTTP/1.1\r\n");
@@ -62,7 +88,19 @@ pub fn fill(
         }
         head.extend_from_slice(b"\r\n");
     }
+    if websocket {
+        head.extend_from_slice(b"connection: upgrade\r\nupgrade: websocket\r\n");
+        if !r.fields().any(|(n, _)| n == b"sec-websocket-key") {
+            // (16 random bytes, RFC 6455 §4.1: 24 in base64.)
+            let mut key = [0u8; 24];
+            let nonce = crate::access::auth::random_secret();
+            if let Ok(key) = Base64::encode(&nonce, &mut key) {
+                field(head, b"sec-websocket-key", key.as_bytes());
+            }
+        }
+    }
     let body = match (end_stream, r.content_length()) {
+        _ if websocket => BodyFraming::None,
         (true, _) => BodyFraming::None,
         (false, Some(n)) => BodyFraming::Length(n),
         (false, None) => BodyFraming::Chunked,
@@ -95,7 +133,8 @@ mod tests {
     use super::*;
     use crate::h2::hpack;
 
-    fn h2_request(fields: &[(&str, &str)]) -> Request {
+    /// The request block of `fields`, decoded; whether it is malformed.
+    fn decoded(fields: &[(&str, &str)]) -> (Request, Option<&'static str>) {
         let mut block = Vec::new();
         for (n, v) in fields {
             hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut block);
@@ -105,7 +144,13 @@ mod tests {
         hpack::Decoder::new(4096)
             .decode(&block, 1 << 20, &mut |n, v| r.field(n, v))
             .unwrap();
-        assert_eq!(r.finish(), None);
+        let malformed = r.finish();
+        (r, malformed)
+    }
+
+    fn h2_request(fields: &[(&str, &str)]) -> Request {
+        let (r, malformed) = decoded(fields);
+        assert_eq!(malformed, None);
         r
     }
 
@@ -169,5 +214,49 @@ mod tests {
         ]);
         let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
         assert_eq!(e.status.0, 431);
+    }
+
+    #[test]
+    fn an_extended_connect_for_a_websocket_is_its_http1_handshake() {
+        let connect = |protocol: &str| {
+            h2_request(&[
+                (":method", "CONNECT"),
+                (":protocol", protocol),
+                (":scheme", "https"),
+                (":path", "/chat?room=1"),
+                (":authority", "example.org"),
+                ("sec-websocket-version", "13"),
+            ])
+        };
+        let (mut req, mut head) = (OwnedRequest::default(), Vec::new());
+        fill(&mut req, &connect("websocket"), false, &LIMITS, &mut head).unwrap();
+        assert_eq!(req.method_token(), b"GET");
+        assert_eq!(req.target(), b"/chat?room=1");
+        assert_eq!(req.body(), BodyFraming::None, "its DATA are the tunnel's");
+        assert_eq!(req.header("upgrade"), Some(&b"websocket"[..]));
+        assert_eq!(req.header("connection"), Some(&b"upgrade"[..]));
+        let key = req.header("sec-websocket-key").expect("a key of brisk's");
+        assert_eq!((key.len(), &key[22..]), (24, &b"=="[..]));
+        let mut again = OwnedRequest::default();
+        fill(&mut again, &connect("websocket"), false, &LIMITS, &mut head).unwrap();
+        assert_ne!(again.header("sec-websocket-key"), Some(key), "a nonce each");
+        let e = fill(&mut req, &connect("connect-udp"), false, &LIMITS, &mut head).unwrap_err();
+        assert_eq!(e.status.0, 501);
+        // (RFC 8441 §4: `:protocol` only on a CONNECT with all the others.)
+        for fields in [
+            &[
+                (":method", "GET"),
+                (":protocol", "websocket"),
+                (":scheme", "http"),
+                (":path", "/"),
+            ][..],
+            &[
+                (":method", "CONNECT"),
+                (":protocol", "websocket"),
+                (":authority", "a"),
+            ][..],
+        ] {
+            assert_eq!(decoded(fields).1, Some("malformed extended CONNECT"));
+        }
     }
 }

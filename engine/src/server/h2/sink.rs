@@ -49,7 +49,7 @@ pub fn send_reply_head(
         framing,
         connection: Connection::Default,
     };
-    session.send_head(id, ends, &written, stamp, scratch);
+    session.send_head(id, ends, &written, &head.own.stamp(stamp), scratch);
     ends
 }
 
@@ -214,6 +214,7 @@ mod tests {
             headers: b"X-A: 1\r\n".to_vec(),
             content_length: len,
             chunked: false,
+            own: Default::default(),
         }
     }
 

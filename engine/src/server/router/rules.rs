@@ -67,7 +67,12 @@ impl Router {
         s: &mut Scratch,
         log: &mut Logger,
     ) {
-        if !self.has_rules() || matches!(plan.body, Body::Pipe(_)) {
+        if !self.has_rules()
+            || matches!(
+                plan.body,
+                Body::Pipe(_) | Body::Upstream(_) | Body::Fastcgi(_)
+            )
+        {
             return;
         }
         let site = req.site();

@@ -239,6 +239,7 @@ impl Worker {
                 user: None,
                 host: None,
                 duration_us: 0,
+                upstream: None,
                 tls: c.transport.session(),
             };
             let end = c.queued_end();
@@ -486,5 +487,6 @@ pub(super) fn request_record<'a>(
         user: req.user(),
         host: req.host(),
         duration_us: 0,
+        upstream: None,
     }
 }

@@ -114,6 +114,18 @@ impl Worker {
             self.take_back_out(c);
         }
         if c.transport.tcp().eof && c.pending.is_empty() {
+            // A tunnel's client closed its side: the end goes on to the
+            // upstream, whose bytes still come until it closes too.
+            match c
+                .proto
+                .h1_mut()
+                .and_then(|h| h.tunnel_client_done(&mut self.exchanges))
+            {
+                // (Once: its input ends now, and is written.)
+                Some(true) => return self.drive(c),
+                Some(false) => return true,
+                None => {}
+            }
             // The client is gone (or sends nothing more): a body cut short
             // can never be complete, so whatever waits for it (an embedded
             // handler, a program reading its input, a held body) is

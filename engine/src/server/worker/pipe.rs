@@ -18,17 +18,18 @@ use super::{answering, Request, Worker, PIPE_BASE};
 use crate::config::Level;
 use crate::handlers::cgi::pipe_body::PipeBody;
 use crate::handlers::pipe::Pipe;
-use crate::handlers::produce::Want;
+use crate::handlers::produce::{Produce, Want};
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
 use crate::http::Status;
 use crate::server::conn::Conn;
 use crate::server::h1;
-use crate::server::run::Run;
+use crate::server::run::{Outcome, Run};
 use crate::server::waits::Held;
 
-/// Most programs answering one HTTP/2 connection's streams at once (a
-/// stream beyond them is answered 503).
+/// Most programs (CGI) and upstream requests (the reverse proxy)
+/// answering one HTTP/2 connection's streams at once (a stream beyond
+/// them is answered 503): each holds a process or an upstream connection.
 const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
@@ -69,6 +70,37 @@ pub(super) fn retire(registry: &mio::Registry, run: &mut Run) {
     }
 }
 
+/// Takes the sources `run` (the answer of the exchange in slot `index`)
+/// is done with out of `registry`'s watch, and watches the one that
+/// replaced them, if any (an upstream's new connection): `outcome`, the
+/// pump's, is then progress (the new connection's timer starts).
+pub(super) fn rewatch(
+    registry: &mio::Registry,
+    run: &mut Run,
+    index: usize,
+    outcome: Outcome,
+) -> Outcome {
+    retire(registry, run);
+    let Some((fd, want)) = run.renewed() else {
+        return outcome;
+    };
+    // (Should it fail, the answer times out as any silent one.)
+    let _ = registry.register(&mut SourceFd(&fd), token_at(index, 0), interest(want));
+    match outcome {
+        Outcome::Idle => Outcome::Moved,
+        outcome => outcome,
+    }
+}
+
+/// What epoll waits for on a source that wants `want`.
+fn interest(want: Want) -> Interest {
+    match want {
+        Want::Read => Interest::READABLE,
+        Want::Write => Interest::WRITABLE,
+        Want::Both => Interest::READABLE | Interest::WRITABLE,
+    }
+}
+
 /// Takes source `fd` out of the watch (it closes next).
 fn unwatch(registry: &mio::Registry, fd: RawFd) {
     // (It fails only for a pipe not registered; closing it, as the
@@ -93,26 +125,34 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
-        let mut body = PipeBody::new(pipe, self.settings.cfg.limits.max_header_bytes);
-        if stream.is_some() && !room_for_program(c) {
-            crate::handlers::produce::Produce::stop(&mut body);
-            self.logger.log(
-                Level::Warn,
-                format_args!(
-                    "{}: {H2_PIPES} programs already answer this HTTP/2 connection; 503",
-                    crate::handlers::produce::Produce::label(&body)
-                ),
-            );
-            return Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch));
-        };
-        let run = Run::new(Box::new(body), r.hold(redirects)).rules_at_head();
+        let body = PipeBody::new(pipe, self.settings.cfg.limits.max_header_bytes);
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+
+    /// Starts `body`, a producer whose sources the worker watches (a
+    /// program's pipes, an upstream's socket), answering request `r` on
+    /// `c` as [`Worker::start_pipe`] says.
+    pub(super) fn start_watched(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        mut body: Box<dyn Produce>,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
+        if let Err(full) = self.room_for(c, stream, body.label(), r) {
+            body.stop();
+            return Err(full);
+        }
+        let run = Run::new(body, r.hold(redirects)).rules_at_head();
         let mut run = Box::new(run);
         // (Its exchange goes in the slot that is vacant now: its pipes'
         // tokens name it.)
         if let Err(e) = self.watch(&run, self.exchanges.vacant()) {
             self.logger.log(
                 Level::Error,
-                format_args!("{}: cannot watch pipes: {e}", run.label()),
+                format_args!("{}: cannot watch its sources: {e}", run.label()),
             );
             run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
@@ -123,17 +163,37 @@ impl Worker {
         Ok(())
     }
 
+    /// Whether one more program or upstream request may answer `stream`
+    /// of `c` (none: an HTTP/1.1 exchange, always): not once [`H2_PIPES`]
+    /// answer its HTTP/2 connection; then the 503 to answer, logged with
+    /// `label` (which names the program or the upstream).
+    pub(super) fn room_for(
+        &mut self,
+        c: &Conn,
+        stream: Option<u32>,
+        label: &str,
+        r: &mut Request,
+    ) -> Result<(), Plan> {
+        if stream.is_none() || room_for_program(c) {
+            return Ok(());
+        }
+        self.logger.log(
+            Level::Warn,
+            format_args!(
+                "{label}: {H2_PIPES} programs and upstream requests already answer \
+                 this HTTP/2 connection; 503"
+            ),
+        );
+        Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch))
+    }
+
     /// Registers the sources of `run`, the program answering the exchange
     /// in slot `index`.
     fn watch(&self, run: &Run, index: usize) -> std::io::Result<()> {
         let reg = self.poll.registry();
         for (i, source) in run.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
-            let interest = match want {
-                Want::Read => Interest::READABLE,
-                Want::Write => Interest::WRITABLE,
-            };
-            reg.register(&mut SourceFd(&fd), token_at(index, i), interest)?;
+            reg.register(&mut SourceFd(&fd), token_at(index, i), interest(want))?;
         }
         Ok(())
     }

@@ -68,6 +68,10 @@ impl Worker {
     ) -> Result<(), Plan> {
         match plan.body {
             Body::Pipe(pipe) => self.start_pipe(c, r, stream, *pipe, redirects, decoder),
+            #[cfg(feature = "upstreams")]
+            Body::Upstream(plan) => self.start_upstream(c, r, stream, *plan, redirects, decoder),
+            #[cfg(feature = "upstreams")]
+            Body::Fastcgi(plan) => self.start_fastcgi(c, r, stream, *plan, redirects, decoder),
             // (A handler's request body was read before it ran.)
             Body::Stream(streamed) => {
                 let producer = streamed.producer(plan.status, &r.scratch.headers);
@@ -257,7 +261,13 @@ impl Worker {
             log: &mut self.logger,
         };
         let outcome = drive(run, &mut sink, t);
-        super::pipe::retire(self.poll.registry(), run);
+        if p.framing.tunnel && !p.framing.tunnel_reads {
+            // A 101 went: from now on the client's bytes are the
+            // producer's, as they come.
+            p.framing.tunnel_reads = true;
+            p.body = Some(BodyDecoder::tunnel());
+        }
+        let outcome = super::pipe::rewatch(self.poll.registry(), run, p.ex.index(), outcome);
         self.h1_outcome(c, outcome)
     }
 
@@ -295,7 +305,7 @@ impl Worker {
             return;
         };
         let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
-        self.log_produced(c, &run.request, status, body_from);
+        self.log_produced(c, &run.request, status, body_from, run.upstream());
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }
@@ -309,7 +319,7 @@ impl Worker {
             return;
         };
         let status = run.stop(&mut self.logger);
-        self.log_produced(c, &run.request, status, p.framing.body_from);
+        self.log_produced(c, &run.request, status, p.framing.body_from, run.upstream());
         c.life.close();
     }
 
@@ -357,10 +367,12 @@ impl Worker {
         request: &Held,
         status: u16,
         body_from: u64,
+        upstream: Option<crate::log::Upstream<'_>>,
     ) {
         self.count_answer(&request.req, status, request.started);
         if self.logger.access_enabled() {
-            let rec = super::request_record(c, self.clock.wall, &request.req, status);
+            let mut rec = super::request_record(c, self.clock.wall, &request.req, status);
+            rec.upstream = upstream;
             let end = c.queued_end();
             let body = end.saturating_sub(body_from);
             let log = &mut self.logger;
@@ -503,10 +515,12 @@ mod h2 {
                 log: &mut self.logger,
             };
             let outcome = drive(run, &mut sink, t);
-            super::super::pipe::retire(self.poll.registry(), run);
+            let registry = self.poll.registry();
+            let outcome = super::super::pipe::rewatch(registry, run, ex.index(), outcome);
             if !started && run.started() {
                 let parts = (&self.counts, &self.clock, run.request.started);
-                a.log = head_log(parts, &mut self.logger, c, &run.request.req, run.status());
+                let answer = (run.status(), run.upstream());
+                a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
             }
             match outcome {
                 Outcome::Idle => return Some(a),
@@ -588,7 +602,7 @@ mod h2 {
             let status = run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
             if log && !run.started() {
-                self.log_produced(c, &run.request, status, c.queued_end());
+                self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
             }
         }
 

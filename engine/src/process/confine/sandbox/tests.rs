@@ -364,3 +364,42 @@ fn every_site_root_is_readable_and_nothing_else_new() {
         [(&dir.join("b"), "site[1].root", READ_FILE | READ_DIR)]
     );
 }
+
+#[cfg(feature = "tls")]
+#[test]
+fn the_roots_of_https_upstreams_are_readable_again_at_reload() {
+    use crate::config::{ProxyRule, Upstream};
+    use crate::tls::client::{UpstreamTls, SYSTEM_BUNDLES};
+    let ca = crate::tls::testing::testdata("ca.pem");
+    let https = Upstream::Tcp {
+        addr: "127.0.0.1:8443".parse().unwrap(),
+        host: "127.0.0.1".into(),
+        tls: true,
+    };
+    let rule = |verify: bool| ProxyRule {
+        to: vec![https.clone()],
+        tls_verify: verify,
+        ca: Some(ca.clone()),
+        tls_client: Some(UpstreamTls::new(verify, Some(&ca)).unwrap()),
+        ..ProxyRule::default()
+    };
+    let mut cfg = Config::default();
+    cfg.site.reverse_proxy = vec![rule(true), rule(true), rule(false)];
+    let granted: Vec<(PathBuf, String)> = landlock_rules(&cfg, None, false)
+        .into_iter()
+        .filter(|r| r.what.contains("reverse_proxy") || r.what.contains("https"))
+        .map(|r| (r.path, r.what))
+        .collect();
+    let mut want = vec![(ca.clone(), "reverse_proxy[1].ca".to_string())];
+    if let Some(system) = SYSTEM_BUNDLES
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+    {
+        want.push((system, "the system's roots (https upstreams)".to_string()));
+    }
+    assert_eq!(granted, want, "each file once; none for tls_verify = false");
+    assert!(landlock_rules(&cfg, Some(&[]), false)
+        .iter()
+        .all(|r| !r.what.contains("reverse_proxy")));
+}

@@ -31,7 +31,7 @@ use super::dispatch::{answering, request_record};
 use super::timers::Timers;
 use super::{access_log, Request, Worker, OUT_KEEP, SCRATCH_KEEP};
 use crate::access::throttle::Throttle;
-use crate::config::Level;
+use crate::config::{Level, SiteConfig};
 use crate::h2::frame::HEAD_LEN;
 use crate::h2::{self as proto, ErrorCode, Event as H2Event};
 use crate::handlers::file_cache::SMALL_FILE;
@@ -174,7 +174,11 @@ impl Worker {
     /// copy of them for the worker's connections (made again if a reload
     /// changed them), not one each.
     pub(super) fn h2_session(&mut self) -> Box<Session> {
-        let limits = proto::Limits::from(&self.settings.cfg.http2);
+        let mut limits = proto::Limits::from(&self.settings.cfg.http2);
+        // RFC 8441: WebSockets over HTTP/2 where a rule takes them.
+        limits.connect_protocol = cfg!(feature = "upstreams")
+            && SiteConfig::all(&self.settings.cfg)
+                .any(|site| site.reverse_proxy.iter().any(|r| r.websocket));
         let limits = match &self.settings.h2_limits {
             Some(l) if **l == limits => Arc::clone(l),
             _ => Arc::clone(self.settings.h2_limits.insert(Arc::new(limits))),
@@ -730,7 +734,7 @@ fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch
         Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),
     };
     match body {
-        Body::Empty | Body::Pipe(_) | Body::Stream(_) => {}
+        Body::Empty | Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => {}
         Body::Static(b) => v.push_back(Piece::Static(b, 0)),
         Body::Buffer => v.push_back(Piece::Bytes(s.body.clone(), 0)),
         Body::File { src, offset, len } => from(&src, offset, len, v),
@@ -758,11 +762,12 @@ pub(in crate::server::worker) fn head_log(
     logger: &mut Logger,
     c: &Conn,
     req: &OwnedRequest,
-    status: u16,
+    (status, upstream): (u16, Option<crate::log::Upstream<'_>>),
 ) -> Option<(Vec<u8>, Draft)> {
     counts.answered(req, status, routed, clock.now);
     logger.access_enabled().then(|| {
-        let rec = request_record(c, clock.wall, req, status);
+        let mut rec = request_record(c, clock.wall, req, status);
+        rec.upstream = upstream;
         let mut text = Vec::new();
         let draft = logger.draft(&rec, &mut text);
         (text, draft)

@@ -1,0 +1,903 @@
+//! `[[reverse_proxy]]` and `[[fastcgi]]`: which requests go to an
+//! application behind brisk, and how (issue #27). Per site, like
+//! `[[cgi]]`; the cargo feature `upstreams` serves them.
+//!
+//! Upstream addresses are checked and host names resolved when the file
+//! loads (and again at each reload, not per request), so that a typo or a
+//! name that does not resolve is reported with its file, line and key
+//! rather than as a 502 later.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::de::{DeString, DeTable, DeValue};
+use toml::Spanned;
+
+use super::load::{sorted, Loader};
+use super::{ConfigError, PathMatch};
+use crate::http::grammar;
+
+pub(super) const REVERSE_PROXY_KEYS: &[&str] = &[
+    "path",
+    "pattern",
+    "to",
+    "balance",
+    "strip_prefix",
+    "connect_timeout",
+    "read_timeout",
+    "send_timeout",
+    "fail_timeout",
+    "max_fails",
+    "health",
+    "headers",
+    "response_headers",
+    "host",
+    "via",
+    "server",
+    "keepalive",
+    "keepalive_timeout",
+    "tls_verify",
+    "ca",
+    "websocket",
+];
+
+pub(super) const FASTCGI_KEYS: &[&str] = &[
+    "path",
+    "pattern",
+    "to",
+    "index",
+    "split_path",
+    "fallback",
+    "root",
+    "env",
+    "connect_timeout",
+    "read_timeout",
+    "send_timeout",
+    "keepalive",
+    "keepalive_timeout",
+];
+
+const HEALTH_KEYS: &[&str] = &["path", "interval"];
+const EDIT_KEYS: &[&str] = &["set", "remove"];
+
+/// Fields brisk writes itself on a forwarded message (hop-by-hop ones,
+/// RFC 9110 §7.6.1, the framing, and `Host`), lower case: `headers` and
+/// `response_headers` may neither set nor remove them.
+const OWN_FIELDS: &[&str] = &[
+    "connection",
+    "transfer-encoding",
+    "content-length",
+    "host",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+];
+const OWN_FIELDS_WHY: &str = "Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, \
+     Content-Length and Host are brisk's to write on a forwarded message (hop-by-hop and framing \
+     fields, RFC 9110 §7.6.1); for the upstream's own Host, set host = \"upstream\"";
+
+const PROXY_TO_HELP: &str = "an upstream like \"http://127.0.0.1:9001\", \
+     \"https://app.example\" or \"unix:/run/app.sock\"";
+const FASTCGI_TO_HELP: &str =
+    "a FastCGI server like \"127.0.0.1:9000\" or \"unix:/run/php/php-fpm.sock\"";
+
+/// The longest path a unix socket address holds (`sun_path`, 108 bytes
+/// with its NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// Where a request is forwarded to: one entry of a rule's `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Upstream {
+    /// A TCP address (`http://host:port`, `https://host[:port]`, or for
+    /// FastCGI `host:port`), its name resolved when the file loaded.
+    Tcp {
+        /// The first address the name resolved to (an IP literal as is).
+        addr: SocketAddr,
+        /// The host as written, lower case, IPv6 literals in brackets:
+        /// the upstream's `Host` (with `:port` unless the scheme's
+        /// default) and, for https, the name sent (SNI) and verified.
+        host: String,
+        /// `https://`: TLS to the upstream.
+        tls: bool,
+    },
+    /// A unix socket (`unix:/path`), absolute; it need not exist yet.
+    Unix(PathBuf),
+}
+
+/// `balance`: how a rule with several upstreams picks one per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Balance {
+    /// Each in turn (`"round_robin"`).
+    #[default]
+    RoundRobin,
+    /// The one with the fewest requests in progress (`"least_conn"`).
+    LeastConn,
+    /// The same client address to the same upstream (`"ip_hash"`).
+    IpHash,
+    /// The first that is up, the others as spares (`"first"`).
+    First,
+}
+
+/// `health = { path, interval }`: active checks of every upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// The path asked for with GET; a 2xx or 3xx answer is up.
+    pub path: String,
+    /// How often (default 5 s).
+    pub interval: Duration,
+}
+
+/// `headers` / `response_headers`: fields set (replacing any of the same
+/// name) and removed on the forwarded request or its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HeaderEdits {
+    /// Name (a token, as written) and value (a valid field value), in
+    /// file order, no name twice.
+    pub set: Vec<(Box<str>, Box<str>)>,
+    /// Names (tokens, as written; compared without case), no name twice.
+    pub remove: Vec<Box<str>>,
+}
+
+impl HeaderEdits {
+    /// Nothing set and nothing removed.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.remove.is_empty()
+    }
+}
+
+/// `host`: the `Host` the upstream is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostMode {
+    /// The client's own (`"client"`).
+    #[default]
+    Client,
+    /// The upstream's, from `to` (`"upstream"`).
+    Upstream,
+}
+
+/// `server`: the `Server` field of a proxied answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerMode {
+    /// The upstream's, as it sent it (`"upstream"`).
+    #[default]
+    Upstream,
+    /// brisk's own (`server_header`) in its place (`"brisk"`).
+    Brisk,
+}
+
+/// One `[[reverse_proxy]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyRule {
+    /// Which requests it forwards (`path` or `pattern`).
+    pub matches: PathMatch,
+    /// Where (at least one).
+    pub to: Vec<Upstream>,
+    /// How one of several is picked.
+    pub balance: Balance,
+    /// Forward the path without the rule's `path` prefix (`/api/x` with
+    /// `path = "/api/"` as `/x`); only with `path`.
+    pub strip_prefix: bool,
+    /// How long a connection to an upstream may take.
+    pub connect_timeout: Duration,
+    /// The longest wait between two reads from the upstream (then 504
+    /// before the answer's head).
+    pub read_timeout: Duration,
+    /// The longest wait between two writes to the upstream.
+    pub send_timeout: Duration,
+    /// How long an upstream that failed `max_fails` times is skipped.
+    pub fail_timeout: Duration,
+    /// Failures (refused or timed out) within `fail_timeout` that mark an
+    /// upstream down; 0 never marks it.
+    pub max_fails: u32,
+    /// Active health checks, if any.
+    pub health: Option<Health>,
+    /// Edits of the request sent upstream.
+    pub headers: HeaderEdits,
+    /// Edits of the answer sent to the client.
+    pub response_headers: HeaderEdits,
+    /// Which `Host` the upstream is sent.
+    pub host: HostMode,
+    /// Add `Via: 1.1 brisk` both ways.
+    pub via: bool,
+    /// Whose `Server` the client sees.
+    pub server: ServerMode,
+    /// Idle connections kept per worker and upstream (0 keeps none).
+    pub keepalive: usize,
+    /// How long an idle kept connection is kept.
+    pub keepalive_timeout: Duration,
+    /// Verify https upstreams' certificates (and names).
+    pub tls_verify: bool,
+    /// Extra trusted roots for https upstreams (a PEM file, read and
+    /// checked when the file loaded), beside the system's.
+    pub ca: Option<PathBuf>,
+    /// The TLS client for its https upstreams, made when the file loaded
+    /// (with `tls_verify` and `ca`, the system's roots read then); none
+    /// without https upstreams.
+    #[cfg(feature = "tls")]
+    pub tls_client: Option<crate::tls::client::UpstreamTls>,
+    /// Let `Upgrade` requests (WebSocket) through to the upstream.
+    pub websocket: bool,
+}
+
+/// One `[[fastcgi]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FastcgiRule {
+    /// Which requests run a script (`path` or `pattern`).
+    pub matches: PathMatch,
+    /// The FastCGI servers (at least one; several are taken in turn).
+    pub to: Vec<Upstream>,
+    /// The directory index tried after `[static] index` (`index.php`).
+    pub index: Option<String>,
+    /// What ends the script's name in a path (`.php`): what follows it is
+    /// `PATH_INFO`.
+    pub split_path: Option<String>,
+    /// The script a path that is no file is given to (a front
+    /// controller, `/index.php`), with the request's own `REQUEST_URI`.
+    pub fallback: Option<String>,
+    /// Where the scripts are (absolute, canonical); `None`: the site's root.
+    pub root: Option<PathBuf>,
+    /// Extra parameters, in file order; they replace the CGI ones of the
+    /// same name.
+    pub env: Vec<(String, String)>,
+    /// As [`ProxyRule::connect_timeout`].
+    pub connect_timeout: Duration,
+    /// As [`ProxyRule::read_timeout`].
+    pub read_timeout: Duration,
+    /// As [`ProxyRule::send_timeout`].
+    pub send_timeout: Duration,
+    /// As [`ProxyRule::keepalive`].
+    pub keepalive: usize,
+    /// As [`ProxyRule::keepalive_timeout`].
+    pub keepalive_timeout: Duration,
+}
+
+/// The keys both kinds of rule take, with their defaults.
+struct Pool {
+    connect_timeout: Duration,
+    read_timeout: Duration,
+    send_timeout: Duration,
+    keepalive: usize,
+    keepalive_timeout: Duration,
+}
+
+/// The keys both kinds of rule take, as read so far.
+#[derive(Default)]
+struct Common {
+    matcher: Option<PathMatch>,
+    to: Option<Vec<Upstream>>,
+    pool: Pool,
+}
+
+/// How a rule reads one entry of its `to`.
+type ReadFn = fn(&str) -> Result<Written<'_>, String>;
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool {
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
+            keepalive: 32,
+            keepalive_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Default for ProxyRule {
+    /// The defaults of every key but `path`/`pattern` (`/`) and `to`
+    /// (none).
+    fn default() -> ProxyRule {
+        let p = Pool::default();
+        ProxyRule {
+            matches: PathMatch::Prefix("/".to_string()),
+            to: Vec::new(),
+            balance: Balance::RoundRobin,
+            strip_prefix: false,
+            connect_timeout: p.connect_timeout,
+            read_timeout: p.read_timeout,
+            send_timeout: p.send_timeout,
+            fail_timeout: Duration::from_secs(10),
+            max_fails: 1,
+            health: None,
+            headers: HeaderEdits::default(),
+            response_headers: HeaderEdits::default(),
+            host: HostMode::Client,
+            via: false,
+            server: ServerMode::Upstream,
+            keepalive: p.keepalive,
+            keepalive_timeout: p.keepalive_timeout,
+            tls_verify: true,
+            ca: None,
+            #[cfg(feature = "tls")]
+            tls_client: None,
+            websocket: true,
+        }
+    }
+}
+
+/// An upstream as written, before its name is resolved.
+#[derive(Debug, PartialEq, Eq)]
+enum Written<'a> {
+    /// Host (IPv6 in brackets) and port.
+    Tcp {
+        host: &'a str,
+        port: u16,
+        tls: bool,
+    },
+    Unix(&'a str),
+}
+
+/// `unix:/path`: the path, or why not.
+fn unix_path(s: &str) -> Option<Result<Written<'_>, String>> {
+    let path = s.strip_prefix("unix:")?;
+    Some(if !path.starts_with('/') {
+        Err(format!(
+            "{s:?}: the socket's path must be absolute, as in \"unix:/run/app.sock\""
+        ))
+    } else if path.len() > MAX_SOCKET_PATH || path.contains('\0') {
+        Err(format!(
+            "{s:?}: a unix socket's path has at most {MAX_SOCKET_PATH} bytes and no NUL"
+        ))
+    } else {
+        Ok(Written::Unix(path))
+    })
+}
+
+/// `host[:port]` (IPv6 in brackets): the host and the port if given, or
+/// why not. `written` is the whole entry, for messages.
+fn authority<'a>(a: &'a str, written: &str) -> Result<(&'a str, Option<u16>), String> {
+    if a.contains(['/', '?', '#']) {
+        return Err(format!(
+            "{written:?}: an upstream is an address only, with nothing after host:port \
+             (the request's own path is sent; see strip_prefix)"
+        ));
+    }
+    if a.contains('@') {
+        return Err(format!(
+            "{written:?}: no user name or password in an upstream"
+        ));
+    }
+    let (host, port) = match a.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, "")) => (&a[..v6.len() + 2], None),
+            Some((v6, p)) if p.starts_with(':') => (&a[..v6.len() + 2], Some(&p[1..])),
+            _ => return Err(format!("{written:?}: not a host and port")),
+        },
+        None => match a.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (a, None),
+        },
+    };
+    let name_ok = match host.strip_prefix('[') {
+        Some(v6) => v6
+            .strip_suffix(']')
+            .is_some_and(|v6| v6.parse::<std::net::Ipv6Addr>().is_ok()),
+        None => !host.contains('*') && super::site::host_name(host).is_ok(),
+    };
+    if !name_ok {
+        return Err(format!(
+            "{written:?}: {host:?} is no host name or IP address (IPv6 in brackets)"
+        ));
+    }
+    let port = match port {
+        None => None,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+            _ => return Err(format!("{written:?}: {p:?} is no port (1 to 65535)")),
+        },
+    };
+    Ok((host, port))
+}
+
+/// A `[[reverse_proxy]]` `to` entry: `http://host:port`,
+/// `https://host[:port]` or `unix:/path`.
+fn proxy_upstream(s: &str) -> Result<Written<'_>, String> {
+    if let Some(unix) = unix_path(s) {
+        return unix;
+    }
+    let lower = |p: &str| s.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+    let (rest, tls) = if lower("http://") {
+        (&s[7..], false)
+    } else if lower("https://") {
+        (&s[8..], true)
+    } else {
+        return Err(format!("expected {PROXY_TO_HELP}; got {s:?}"));
+    };
+    let (host, port) = authority(rest, s)?;
+    let port = match (port, tls) {
+        (Some(p), _) => p,
+        (None, true) => 443,
+        (None, false) => {
+            return Err(format!(
+                "{s:?} names no port: write it, as in \"http://{host}:8080\""
+            ))
+        }
+    };
+    Ok(Written::Tcp { host, port, tls })
+}
+
+/// A `[[fastcgi]]` `to` entry: `host:port` or `unix:/path`.
+fn fastcgi_upstream(s: &str) -> Result<Written<'_>, String> {
+    if let Some(unix) = unix_path(s) {
+        return unix;
+    }
+    if s.contains("://") {
+        return Err(format!("expected {FASTCGI_TO_HELP} (no scheme); got {s:?}"));
+    }
+    match authority(s, s)? {
+        (host, Some(port)) => Ok(Written::Tcp {
+            host,
+            port,
+            tls: false,
+        }),
+        (host, None) => Err(format!(
+            "{s:?} names no port: write it, as in \"{host}:9000\""
+        )),
+    }
+}
+
+/// Resolves what [`proxy_upstream`] or [`fastcgi_upstream`] read: an IP
+/// literal as is, a name to the first address the system's resolver
+/// gives (`/etc/hosts`, DNS).
+fn resolve(w: Written<'_>) -> Result<Upstream, String> {
+    let (host, port, tls) = match w {
+        Written::Unix(p) => return Ok(Upstream::Unix(PathBuf::from(p))),
+        Written::Tcp { host, port, tls } => (host, port, tls),
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addr = match bare.parse::<IpAddr>() {
+        Ok(ip) => SocketAddr::new(ip, port),
+        Err(_) => match (bare, port).to_socket_addrs().map(|mut a| a.next()) {
+            Ok(Some(a)) => a,
+            Ok(None) => return Err(format!("{host} has no address")),
+            Err(e) => return Err(format!("cannot resolve {host}: {e}")),
+        },
+    };
+    Ok(Upstream::Tcp {
+        addr,
+        host: host.to_ascii_lowercase(),
+        tls,
+    })
+}
+
+impl Loader<'_> {
+    /// The `[[reverse_proxy]]` array.
+    pub(super) fn reverse_proxies(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<ProxyRule>, ConfigError> {
+        self.each_table("reverse_proxy", v, |section, item, table| {
+            self.proxy_rule(section, item, table)
+        })
+    }
+
+    /// The `[[fastcgi]]` array.
+    pub(super) fn fastcgi(
+        &self,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<Vec<FastcgiRule>, ConfigError> {
+        self.each_table("fastcgi", v, |section, item, table| {
+            self.fastcgi_rule(section, item, table)
+        })
+    }
+
+    fn proxy_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<ProxyRule, ConfigError> {
+        let mut rule = ProxyRule::default();
+        let mut common = Common::default();
+        let mut strip = None;
+        // Where the keys that need an https upstream were set.
+        let mut tls_keys = Vec::new();
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            if self.common_key(key, &full, value, &mut common, proxy_upstream)? {
+                continue;
+            }
+            match name {
+                "balance" => {
+                    let choices = [
+                        ("round_robin", Balance::RoundRobin),
+                        ("least_conn", Balance::LeastConn),
+                        ("ip_hash", Balance::IpHash),
+                        ("first", Balance::First),
+                    ];
+                    rule.balance = self.choice(&full, value, &choices)?;
+                }
+                "strip_prefix" => {
+                    rule.strip_prefix = self.boolean(&full, value)?;
+                    strip = Some((value, full));
+                }
+                "fail_timeout" => rule.fail_timeout = self.duration(&full, value, false)?,
+                "max_fails" => rule.max_fails = self.integer(&full, value, 0, 1000)? as u32,
+                "health" => rule.health = Some(self.health(&full, value)?),
+                "headers" => rule.headers = self.header_edits(&full, value)?,
+                "response_headers" => rule.response_headers = self.header_edits(&full, value)?,
+                "host" => {
+                    let choices = [
+                        ("client", HostMode::Client),
+                        ("upstream", HostMode::Upstream),
+                    ];
+                    rule.host = self.choice(&full, value, &choices)?;
+                }
+                "via" => rule.via = self.boolean(&full, value)?,
+                "server" => {
+                    let choices = [
+                        ("upstream", ServerMode::Upstream),
+                        ("brisk", ServerMode::Brisk),
+                    ];
+                    rule.server = self.choice(&full, value, &choices)?;
+                }
+                "tls_verify" => {
+                    rule.tls_verify = self.boolean(&full, value)?;
+                    tls_keys.push((value, full));
+                }
+                "ca" => {
+                    rule.ca = Some(self.ca_file(&full, value)?);
+                    tls_keys.push((value, full));
+                }
+                "websocket" => rule.websocket = self.boolean(&full, value)?,
+                _ => return Err(self.unknown(key, section, REVERSE_PROXY_KEYS)),
+            }
+        }
+        let needs = "needs to = \"http://127.0.0.1:9001\" (or a list of upstreams)";
+        let (matches, to, pool) = self.common_done(common, item, section, needs)?;
+        rule.matches = matches;
+        rule.to = to;
+        if let (Some((value, full)), PathMatch::Glob(_)) = (strip, &rule.matches) {
+            let msg = "is used with path = \"/prefix/\" only (a pattern has no prefix to strip)";
+            return Err(self.fail(value, &full, msg));
+        }
+        let https = rule
+            .to
+            .iter()
+            .any(|u| matches!(u, Upstream::Tcp { tls: true, .. }));
+        if let Some((value, full)) = tls_keys.into_iter().find(|_| !https) {
+            let msg = "is used with https:// upstreams only, and this rule has none";
+            return Err(self.fail(value, &full, msg));
+        }
+        #[cfg(feature = "tls")]
+        if https {
+            let tls = crate::tls::client::UpstreamTls::new(rule.tls_verify, rule.ca.as_deref());
+            rule.tls_client = Some(tls.map_err(|e| self.fail(item, section, &e))?);
+        }
+        let Pool {
+            connect_timeout,
+            read_timeout,
+            send_timeout,
+            keepalive,
+            keepalive_timeout,
+        } = pool;
+        Ok(ProxyRule {
+            connect_timeout,
+            read_timeout,
+            send_timeout,
+            keepalive,
+            keepalive_timeout,
+            ..rule
+        })
+    }
+
+    fn fastcgi_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<FastcgiRule, ConfigError> {
+        let mut common = Common::default();
+        // No connection kept by default: each one kept holds one of the
+        // application server's processes (php-fpm's children) idle.
+        common.pool.keepalive = 0;
+        let (mut index, mut split_path, mut fallback) = (None, None, None);
+        let mut root = None;
+        let mut env = Vec::new();
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            if self.common_key(key, &full, value, &mut common, fastcgi_upstream)? {
+                continue;
+            }
+            match name {
+                "index" => {
+                    let s = self.string(&full, value)?;
+                    if s.is_empty() || s == "." || s == ".." || s.contains('/') || !printable(s) {
+                        return Err(self.expected(value, &full, "a file name like \"index.php\""));
+                    }
+                    index = Some(s.to_string());
+                }
+                "split_path" => {
+                    let s = self.string(&full, value)?;
+                    if s.len() < 2 || !s.starts_with('.') || s.contains('/') || !printable(s) {
+                        return Err(self.expected(value, &full, "an extension like \".php\""));
+                    }
+                    split_path = Some(s.to_string());
+                }
+                "fallback" => {
+                    let s = self.string(&full, value)?;
+                    if s.ends_with('/') || !super::cgi::is_url_prefix(s) || !printable(s) {
+                        let what = "the path of a script like \"/index.php\"";
+                        return Err(self.expected(value, &full, what));
+                    }
+                    fallback = Some(s.to_string());
+                }
+                "root" => {
+                    let path = self.path(&full, value)?;
+                    let what = "the FastCGI scripts' root";
+                    root = Some(self.existing_dir(&full, value, &path, what)?);
+                }
+                "env" => env = self.cgi_env(&full, value)?,
+                _ => return Err(self.unknown(key, section, FASTCGI_KEYS)),
+            }
+        }
+        let needs = "needs to = \"unix:/run/php/php-fpm.sock\" or \"127.0.0.1:9000\"";
+        let (matches, to, pool) = self.common_done(common, item, section, needs)?;
+        Ok(FastcgiRule {
+            matches,
+            to,
+            index,
+            split_path,
+            fallback,
+            root,
+            env,
+            connect_timeout: pool.connect_timeout,
+            read_timeout: pool.read_timeout,
+            send_timeout: pool.send_timeout,
+            keepalive: pool.keepalive,
+            keepalive_timeout: pool.keepalive_timeout,
+        })
+    }
+
+    /// One of the keys both rules take (`to` read by `read`) into
+    /// `common`: whether `key` was one.
+    fn common_key(
+        &self,
+        key: &Spanned<DeString<'_>>,
+        full: &str,
+        v: &Spanned<DeValue<'_>>,
+        common: &mut Common,
+        read: ReadFn,
+    ) -> Result<bool, ConfigError> {
+        let name = key.get_ref().as_ref();
+        let pool = &mut common.pool;
+        match name {
+            "path" | "pattern" => self.set_matcher(&mut common.matcher, key, name, full, v)?,
+            "to" => common.to = Some(self.upstreams(full, v, read)?),
+            "connect_timeout" => pool.connect_timeout = self.duration(full, v, false)?,
+            "read_timeout" => pool.read_timeout = self.duration(full, v, false)?,
+            "send_timeout" => pool.send_timeout = self.duration(full, v, false)?,
+            "keepalive" => pool.keepalive = self.integer(full, v, 0, 10_000)? as usize,
+            "keepalive_timeout" => pool.keepalive_timeout = self.duration(full, v, false)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The keys both rules need, or the error naming what is missing
+    /// (`needs`: how to write `to`).
+    fn common_done(
+        &self,
+        common: Common,
+        item: &Spanned<DeValue<'_>>,
+        section: &str,
+        needs: &str,
+    ) -> Result<(PathMatch, Vec<Upstream>, Pool), ConfigError> {
+        let matches = self.required_matcher(common.matcher, item, section)?;
+        let to = common.to.ok_or_else(|| self.fail(item, section, needs))?;
+        Ok((matches, to, common.pool))
+    }
+
+    /// `to`: one upstream or a non-empty array of them, each read by
+    /// `read` and resolved.
+    fn upstreams(
+        &self,
+        full: &str,
+        v: &Spanned<DeValue<'_>>,
+        read: ReadFn,
+    ) -> Result<Vec<Upstream>, ConfigError> {
+        let items = self.strings(full, v)?;
+        if items.is_empty() {
+            return Err(self.expected(v, full, "at least one upstream"));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (s, item) in items {
+            let written = read(s).map_err(|e| self.fail(item, full, &e))?;
+            if let Written::Tcp { tls: true, .. } = written {
+                let what = "https:// upstreams";
+                let fix = "use http://, or build with the feature";
+                require!(self, "tls", item, full, what, fix);
+            }
+            out.push(resolve(written).map_err(|e| self.fail(item, full, &e))?);
+        }
+        Ok(out)
+    }
+
+    /// `health = { path = "/healthz", interval = "5s" }`.
+    fn health(&self, full: &str, v: &Spanned<DeValue<'_>>) -> Result<Health, ConfigError> {
+        let mut path = None;
+        let mut interval = Duration::from_secs(5);
+        for (key, value) in sorted(self.table(full, v)?) {
+            let name = key.get_ref().as_ref();
+            let key_name = format!("{full}.{name}");
+            match name {
+                "path" => {
+                    let s = self.string(&key_name, value)?;
+                    if !s.starts_with('/') || !s.bytes().all(|b| b.is_ascii_graphic()) {
+                        let what = "a path like \"/healthz\" (no spaces or control characters)";
+                        return Err(self.expected(value, &key_name, what));
+                    }
+                    path = Some(s.to_string());
+                }
+                "interval" => interval = self.duration(&key_name, value, false)?,
+                _ => return Err(self.unknown(key, full, HEALTH_KEYS)),
+            }
+        }
+        let path = path.ok_or_else(|| self.fail(v, full, "needs path = \"/healthz\""))?;
+        Ok(Health { path, interval })
+    }
+
+    /// `headers` / `response_headers`: `{ set = { "Name" = "value" },
+    /// remove = ["Name"] }`.
+    fn header_edits(
+        &self,
+        full: &str,
+        v: &Spanned<DeValue<'_>>,
+    ) -> Result<HeaderEdits, ConfigError> {
+        let mut out = HeaderEdits::default();
+        for (key, value) in sorted(self.table(full, v)?) {
+            let name = key.get_ref().as_ref();
+            let key_name = format!("{full}.{name}");
+            match name {
+                "set" => {
+                    let set = self.header_set(&key_name, value, OWN_FIELDS, OWN_FIELDS_WHY)?;
+                    out.set = set.into_iter().map(|(n, v)| (n.into(), v.into())).collect();
+                }
+                "remove" => {
+                    for (s, item) in self.strings(&key_name, value)? {
+                        if !grammar::is_token(s.as_bytes()) {
+                            let what = "a header name (letters, digits and !#$%&'*+-.^_`|~ only)";
+                            return Err(self.expected(item, &key_name, what));
+                        }
+                        if OWN_FIELDS.iter().any(|h| h.eq_ignore_ascii_case(s)) {
+                            return Err(self.fail(item, &key_name, OWN_FIELDS_WHY));
+                        }
+                        if !out.remove.iter().any(|r| r.eq_ignore_ascii_case(s)) {
+                            out.remove.push(s.into());
+                        }
+                    }
+                }
+                _ => return Err(self.unknown(key, full, EDIT_KEYS)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `ca`: a PEM file of at least one certificate, read now.
+    fn ca_file(&self, full: &str, v: &Spanned<DeValue<'_>>) -> Result<PathBuf, ConfigError> {
+        let path = self.path(full, v)?;
+        if let Some(readable) = self.src.readable {
+            readable(&path).map_err(|e| self.fail(v, full, &e.to_string()))?;
+        }
+        let pem = std::fs::read(&path)
+            .map_err(|e| self.fail(v, full, &format!("cannot read {}: {e}", path.display())))?;
+        pem_certificates(&pem).map_err(|e| {
+            let msg = format!("{}: {e}", path.display());
+            self.fail(v, full, &msg)
+        })?;
+        Ok(path)
+    }
+}
+
+/// Whether `s` has no control characters (nor DEL).
+fn printable(s: &str) -> bool {
+    !s.chars().any(char::is_control)
+}
+
+/// How many certificates a PEM file holds; none is an error.
+#[cfg(feature = "tls")]
+fn pem_certificates(pem: &[u8]) -> Result<usize, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a valid PEM file ({e:?})"))?;
+    match certs.len() {
+        0 => {
+            Err("no certificate in it (expected PEM \"-----BEGIN CERTIFICATE-----\" blocks)".into())
+        }
+        n => Ok(n),
+    }
+}
+
+/// (Without the feature `tls`, https upstreams are refused before.)
+#[cfg(not(feature = "tls"))]
+fn pem_certificates(_: &[u8]) -> Result<usize, String> {
+    Err("this brisk was built without TLS (the cargo feature `tls`)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fastcgi_upstream, proxy_upstream, Written};
+
+    fn tcp(host: &str, port: u16, tls: bool) -> Result<Written<'_>, String> {
+        Ok(Written::Tcp { host, port, tls })
+    }
+
+    #[test]
+    fn proxy_upstreams_as_written() {
+        assert_eq!(
+            proxy_upstream("http://127.0.0.1:9001"),
+            tcp("127.0.0.1", 9001, false)
+        );
+        assert_eq!(
+            proxy_upstream("HTTP://App.Example:80"),
+            tcp("App.Example", 80, false)
+        );
+        assert_eq!(
+            proxy_upstream("https://app.example"),
+            tcp("app.example", 443, true)
+        );
+        assert_eq!(
+            proxy_upstream("https://[::1]:8443"),
+            tcp("[::1]", 8443, true)
+        );
+        assert_eq!(proxy_upstream("http://[::1]:1"), tcp("[::1]", 1, false));
+        assert_eq!(
+            proxy_upstream("unix:/run/app.sock"),
+            Ok(Written::Unix("/run/app.sock"))
+        );
+        for bad in [
+            "",
+            "127.0.0.1:9001",
+            "ftp://x:1",
+            "http://x",
+            "http://x:0",
+            "http://x:65536",
+            "http://x:+80",
+            "http://x:1/",
+            "http://x:1/api",
+            "http://x:1?q",
+            "http://u@x:1",
+            "http://:1",
+            "http://*.x:1",
+            "http://x y:1",
+            "http://[::1:1",
+            "http://[nope]:1",
+            "http://[::1]x",
+            "http://::1:80",
+            "unix:run/app.sock",
+            "unix:",
+        ] {
+            assert!(proxy_upstream(bad).is_err(), "{bad}");
+        }
+        let long = format!("unix:/{}", "a".repeat(107));
+        assert!(proxy_upstream(&long).is_err());
+        assert!(proxy_upstream(&long[..long.len() - 1]).is_ok());
+    }
+
+    #[test]
+    fn fastcgi_upstreams_as_written() {
+        assert_eq!(
+            fastcgi_upstream("127.0.0.1:9000"),
+            tcp("127.0.0.1", 9000, false)
+        );
+        assert_eq!(fastcgi_upstream("[::1]:9000"), tcp("[::1]", 9000, false));
+        assert_eq!(fastcgi_upstream("php:9000"), tcp("php", 9000, false));
+        assert_eq!(
+            fastcgi_upstream("unix:/run/php/php8.2-fpm.sock"),
+            Ok(Written::Unix("/run/php/php8.2-fpm.sock"))
+        );
+        for bad in [
+            "127.0.0.1",
+            "http://127.0.0.1:9000",
+            "php:9000/x",
+            "unix:php.sock",
+        ] {
+            assert!(fastcgi_upstream(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! A FastCGI application's answer as a producer ([`Produce`] and
+//! [`Input`]): one non-blocking socket (TCP or unix) per request, watched
+//! for reading and writing at once ([`Want::Both`]), as the reverse
+//! proxy's [`ProxyBody`](crate::handlers::proxy::body::ProxyBody) is.
+//! BEGIN_REQUEST and the PARAMS go first, then the request body as STDIN
+//! records as the engine feeds it (or from a body held whole), then the
+//! empty STDIN record. The answer's STDOUT is a CGI head
+//! ([`parse_head`]: `Status:`, `Location`, fields), then the body as it
+//! comes; STDERR lines go to the error log (warn); END_REQUEST ends it.
+//! With `FCGI_KEEP_CONN` (a pool to go back to), a connection whose
+//! request ended cleanly goes back to the pool when the answer is
+//! dropped.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
+use crate::config::Level;
+use crate::handlers::cgi::pipe_body::gather_lines;
+use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
+use crate::handlers::proxy::pool::Keep;
+use crate::handlers::relay::{refill, Outbox, OutboxError};
+use crate::handlers::spool::Spool;
+use crate::http::Status;
+use crate::log::Logger;
+use crate::sys::net::{read_into_spare, send};
+
+/// The request id brisk uses: one request per connection at a time.
+pub const ID: u16 = 1;
+
+/// What one read of the socket asks for at most, and about the most
+/// answer bytes given at once.
+const PIECE: usize = 64 * 1024;
+
+/// How the request body goes to the application.
+#[derive(Debug)]
+pub enum BodyIn {
+    /// There is none: STDIN ends at once.
+    None,
+    /// As the client sends it (its length is known: `CONTENT_LENGTH`).
+    Stream,
+    /// Held whole before (a chunked body, counted first).
+    Held(Spool),
+}
+
+/// What a [`FastcgiBody`] is started with besides its socket.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Names it in log lines (`fastcgi /srv/www/a.php`).
+    pub label: String,
+    /// `connect_timeout`: until the application took the first byte.
+    pub connect_timeout: Duration,
+    /// `read_timeout`: the longest silence of the application after that.
+    pub read_timeout: Duration,
+    /// The longest CGI head accepted (`limits.cgi_header_bytes`).
+    pub max_head: usize,
+    /// Where the connection goes once the request ended cleanly (none:
+    /// it closes, and the application is not asked to keep it).
+    pub keep: Option<Keep>,
+}
+
+/// A FastCGI application's answer to one request (see the module
+/// documentation).
+#[derive(Debug)]
+pub struct FastcgiBody {
+    sock: Option<OwnedFd>,
+    /// The socket once it is done with, until the engine takes it out of
+    /// its watch ([`Produce::retired`]).
+    retired: Option<OwnedFd>,
+    readable: bool,
+    writable: bool,
+    /// The application took or sent a byte: the connection is up.
+    connected: bool,
+    /// The records on their way: BEGIN_REQUEST, PARAMS, then STDIN.
+    outbox: Outbox,
+    /// More request body may come from the client.
+    body_open: bool,
+    /// A body held whole, framed as it drains.
+    held: Option<Spool>,
+    /// The body was held whole.
+    held_body: bool,
+    /// STDIN records of a piece (a record header is made here).
+    frame: Vec<u8>,
+    /// Why the application could not be written to before it took a
+    /// byte: the answer is a 502.
+    unreachable: Option<String>,
+    decoder: Decoder,
+    /// What the last read brought, decoded from `at` on.
+    inbuf: Vec<u8>,
+    at: usize,
+    /// STDOUT until the CGI head is complete.
+    head_buf: Vec<u8>,
+    /// The head was given.
+    started: bool,
+    /// Body bytes that came with the head, given next.
+    pending: Vec<u8>,
+    /// The STDERR line being gathered.
+    stderr_line: Vec<u8>,
+    /// The answer ended (END_REQUEST), or was given up.
+    finished: bool,
+    /// Stopped: what is left of a STDERR line is logged at the next tend.
+    stopped: bool,
+    /// The request ended cleanly on a kept connection: the socket goes to
+    /// the pool when the answer is dropped.
+    reusable: bool,
+    opts: Options,
+}
+
+/// Appends `data` to `outbox` as STDIN records (unpadded: padding is
+/// optional, spec §3.3), the data counted as the client's when `client`.
+fn push_stdin(outbox: &mut Outbox, frame: &mut Vec<u8>, data: &[u8], client: bool) {
+    for piece in data.chunks(MAX_CONTENT) {
+        frame.clear();
+        // (At most MAX_CONTENT bytes: a u16.)
+        record::header(frame, STDIN, ID, piece.len() as u16, 0);
+        outbox.push(frame, false);
+        outbox.push(piece, client);
+    }
+}
+
+/// Logs a STDERR `line` of the application `label` names (warn), if any,
+/// and empties it.
+fn log_stderr(label: &str, line: &mut Vec<u8>, log: &mut Logger) {
+    if !line.is_empty() {
+        let text = String::from_utf8_lossy(line);
+        log.log(Level::Warn, format_args!("{label}: {text}"));
+        line.clear();
+    }
+}
+
+impl FastcgiBody {
+    /// The answer to the request whose `params` (PARAMS records, their
+    /// end included) go on `sock`, a socket connected, or connecting, to
+    /// the application, non-blocking; `kept`: a kept connection, up
+    /// already.
+    pub fn new(sock: OwnedFd, kept: bool, params: &[u8], body: BodyIn, opts: Options) -> Self {
+        let mut outbox = Outbox::new(None);
+        let mut begin = Vec::with_capacity(2 * record::HEADER);
+        record::begin_request(&mut begin, ID, opts.keep.is_some());
+        outbox.push(&begin, false);
+        outbox.push(params, false);
+        let (body_open, held) = match body {
+            BodyIn::None => (false, None),
+            BodyIn::Stream => (true, None),
+            BodyIn::Held(spool) => (false, Some(spool)),
+        };
+        let held_body = held.is_some();
+        if !body_open && !held_body {
+            begin.clear();
+            record::stdin_end(&mut begin, ID);
+            outbox.push(&begin, false);
+            outbox.body_end = true;
+        }
+        FastcgiBody {
+            sock: Some(sock),
+            retired: None,
+            readable: true,
+            writable: true,
+            connected: kept,
+            outbox,
+            body_open,
+            held,
+            held_body,
+            frame: Vec::new(),
+            unreachable: None,
+            decoder: Decoder::new(ID),
+            inbuf: Vec::new(),
+            at: 0,
+            head_buf: Vec::new(),
+            started: false,
+            pending: Vec::new(),
+            stderr_line: Vec::new(),
+            finished: false,
+            stopped: false,
+            reusable: false,
+            opts,
+        }
+    }
+
+    /// Leaves the socket for the engine to take out of its watch and
+    /// close; nothing more is written.
+    fn retire(&mut self) {
+        if let Some(fd) = self.sock.take() {
+            self.retired = Some(fd);
+        }
+        self.body_open = false;
+        self.held = None;
+        self.outbox.clear();
+    }
+
+    /// The application failed (`why`): a 502 before the head, the answer
+    /// cut short after it.
+    fn broken(&mut self, why: String) -> Gave {
+        self.retire();
+        self.finished = true;
+        if self.started {
+            Gave::Cut(why)
+        } else {
+            Gave::Fail(Status::BAD_GATEWAY, why)
+        }
+    }
+
+    /// STDOUT so far in `head_buf`: the head if complete, none if more is
+    /// needed, or its failure.
+    fn read_head(&mut self) -> Option<Gave> {
+        let head = match parse_head(&self.head_buf, self.opts.max_head) {
+            Ok(None) => return None,
+            Err(why) => return Some(self.broken(format!("invalid answer: {why}"))),
+            Ok(Some(head)) => head,
+        };
+        if let CgiReply::LocalRedirect(target) = head.kind {
+            self.retire();
+            self.finished = true;
+            return Some(Gave::Redirect(target));
+        }
+        self.started = true;
+        self.pending = self.head_buf.split_off(head.head_len);
+        self.head_buf = Vec::new();
+        Some(Gave::Head(reply_head(head), None))
+    }
+
+    /// END_REQUEST: the answer is complete (`buf` holds its last bytes,
+    /// if any); the connection goes back to the pool when the request
+    /// went whole and nothing followed the end.
+    fn ended(&mut self, buf: &[u8], after: bool) -> Gave {
+        if !self.started {
+            return self.broken("the application ended the request without a complete head".into());
+        }
+        self.finished = true;
+        self.reusable = self.opts.keep.is_some() && self.outbox.done() && !after;
+        if !self.reusable {
+            self.retire();
+        }
+        if buf.is_empty() {
+            Gave::End
+        } else {
+            Gave::Last
+        }
+    }
+
+    /// Decodes what the last read brought, answer bytes into `buf`, until
+    /// something to give other than bytes (a head, the end, a failure),
+    /// or `buf` holds a piece.
+    fn decode(&mut self, buf: &mut Vec<u8>, log: &mut Logger) -> Option<Gave> {
+        let input = std::mem::take(&mut self.inbuf);
+        let mut gave = None;
+        while self.at < input.len() && buf.len() < PIECE {
+            let event = match self.decoder.decode(&input[self.at..]) {
+                Ok((n, event)) => {
+                    self.at += n;
+                    event
+                }
+                Err(e) => {
+                    gave = Some(self.broken(e.to_string()));
+                    break;
+                }
+            };
+            match event {
+                None => {}
+                Some(Event::Stdout(data)) if self.started => buf.extend_from_slice(data),
+                Some(Event::Stdout(data)) => {
+                    self.head_buf.extend_from_slice(data);
+                    gave = self.read_head();
+                    if gave.is_some() {
+                        break;
+                    }
+                }
+                Some(Event::Stderr(data)) => {
+                    let label = &self.opts.label;
+                    gather_lines(&mut self.stderr_line, data, |line| {
+                        log_stderr(label, line, log)
+                    });
+                }
+                Some(Event::End { .. }) => {
+                    log_stderr(&self.opts.label, &mut self.stderr_line, log);
+                    gave = Some(self.ended(buf, self.at < input.len()));
+                    break;
+                }
+            }
+        }
+        self.inbuf = input;
+        gave
+    }
+
+    /// The application closed the connection (or it failed with `e`)
+    /// before END_REQUEST.
+    fn closed(&mut self, e: Option<io::Error>) -> Gave {
+        if let Some(why) = self.unreachable.take() {
+            return self.broken(why);
+        }
+        let why = match (e, self.started || !self.head_buf.is_empty()) {
+            (Some(e), _) if !self.connected => format!("cannot reach the application: {e}"),
+            (Some(e), _) => format!("the connection to the application failed: {e}"),
+            (None, false) => "the application closed the connection without answering".into(),
+            (None, true) => "the application closed the connection before END_REQUEST".into(),
+        };
+        self.broken(why)
+    }
+}
+
+impl Produce for FastcgiBody {
+    fn label(&self) -> &str {
+        &self.opts.label
+    }
+
+    fn idle_timeout(&self, _handler: Duration) -> Duration {
+        if self.connected {
+            self.opts.read_timeout
+        } else {
+            self.opts.connect_timeout
+        }
+    }
+
+    fn timeout_why(&self) -> &'static str {
+        if self.connected {
+            "the application was silent for read_timeout; given up"
+        } else {
+            "no connection to the application within connect_timeout; given up"
+        }
+    }
+
+    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
+        if self.finished {
+            return Gave::End;
+        }
+        buf.clear();
+        std::mem::swap(buf, &mut self.pending);
+        if let (false, Some(why)) = (self.started, self.unreachable.take()) {
+            return self.broken(why);
+        }
+        loop {
+            if let Some(gave) = self.decode(buf, cx.log) {
+                return gave;
+            }
+            if !buf.is_empty() {
+                return Gave::Bytes;
+            }
+            if !self.readable {
+                return Gave::Pending;
+            }
+            let Some(fd) = self.sock.as_ref() else {
+                return Gave::Pending;
+            };
+            self.inbuf.clear();
+            self.at = 0;
+            self.inbuf.reserve(PIECE);
+            match read_into_spare(fd, &mut self.inbuf) {
+                Ok(0) => return self.closed(None),
+                Ok(_) => self.connected = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.closed(Some(e)),
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        self.stopped = true;
+        self.reusable = false;
+        // The client is gone: the application is told (spec §5.4) when
+        // the records before are whole, then the connection closes.
+        if let (false, Some(fd)) = (self.finished, self.sock.as_ref()) {
+            if self.connected && self.outbox.is_empty() {
+                let mut abort = Vec::with_capacity(record::HEADER);
+                record::abort_request(&mut abort, ID);
+                let _ = send(fd, &abort, false);
+            }
+        }
+        self.finished = true;
+        self.retire();
+    }
+
+    fn tend(&mut self, cx: &mut Cx<'_>) {
+        if self.stopped {
+            log_stderr(&self.opts.label, &mut self.stderr_line, cx.log);
+        }
+    }
+
+    fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
+        [
+            self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both)),
+            None,
+            None,
+        ]
+    }
+
+    fn ready(&mut self, i: usize) {
+        if i == 0 {
+            self.readable = true;
+            self.writable = true;
+        }
+    }
+
+    fn retired(&mut self) -> Option<OwnedFd> {
+        self.retired.take()
+    }
+
+    fn input(&mut self) -> Option<&mut dyn Input> {
+        Some(self)
+    }
+}
+
+impl Drop for FastcgiBody {
+    fn drop(&mut self) {
+        if let (true, Some(sock), Some(keep)) =
+            (self.reusable, self.sock.take(), self.opts.keep.as_ref())
+        {
+            keep.pool.borrow_mut().put(
+                keep,
+                sock,
+                crate::handlers::proxy::link::Link::Plain,
+                std::time::Instant::now(),
+            );
+        }
+    }
+}
+
+impl Input for FastcgiBody {
+    fn room(&self) -> usize {
+        match self.body_open {
+            true => self.outbox.room(),
+            false => usize::MAX,
+        }
+    }
+
+    fn feed(&mut self, data: &[u8]) {
+        if self.body_open && !self.outbox.body_end && !data.is_empty() {
+            push_stdin(&mut self.outbox, &mut self.frame, data, true);
+        }
+    }
+
+    fn write(&mut self) -> Result<Wrote, InputEnd> {
+        let Some(fd) = self.sock.as_ref() else {
+            return Ok(Wrote::default());
+        };
+        let mut wrote = Wrote::default();
+        loop {
+            if self.outbox.is_empty() && self.held.is_some() {
+                self.frame.clear();
+                let mut piece = std::mem::take(&mut self.frame);
+                let mut framed = Vec::new();
+                match refill(&mut self.held, &mut piece) {
+                    Ok(true) => push_stdin(&mut self.outbox, &mut framed, &piece, false),
+                    Ok(false) => {
+                        record::stdin_end(&mut framed, ID);
+                        self.outbox.push(&framed, false);
+                        self.outbox.body_end = true;
+                    }
+                    Err(e) => return Err(InputEnd::Unreadable(e.to_string())),
+                }
+                self.frame = piece;
+            }
+            match self
+                .outbox
+                .write_to(&mut self.writable, &mut |b| send(fd, b, false))
+            {
+                Ok(w) => {
+                    wrote.moved |= w.moved;
+                    wrote.client += w.client;
+                    self.connected |= w.moved;
+                }
+                Err(OutboxError::Held(e)) => return Err(InputEnd::Unreadable(e.to_string())),
+                Err(OutboxError::Write(e)) => {
+                    if !self.connected {
+                        self.unreachable = Some(format!("cannot reach the application: {e}"));
+                    }
+                    // (It may have answered already: its answer is read on.)
+                    self.body_open = false;
+                    self.held = None;
+                    self.outbox.clear();
+                    return Err(InputEnd::Refused);
+                }
+            }
+            if !(self.writable && self.held.is_some()) {
+                break;
+            }
+        }
+        if self.outbox.done() {
+            self.body_open = false;
+        }
+        Ok(wrote)
+    }
+
+    fn end(&mut self) {
+        if !self.body_open || self.outbox.body_end {
+            return;
+        }
+        self.frame.clear();
+        record::stdin_end(&mut self.frame, ID);
+        self.outbox.push(&self.frame, false);
+        self.outbox.body_end = true;
+    }
+
+    fn close(&mut self) {
+        // (A request cut short: the application cannot be given the rest.)
+        self.body_open = false;
+        self.outbox.clear();
+    }
+
+    fn is_closed(&self) -> bool {
+        !self.body_open
+    }
+
+    fn held(&self) -> bool {
+        self.held_body
+    }
+}
+
+#[cfg(test)]
+mod tests;

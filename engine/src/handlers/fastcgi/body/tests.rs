@@ -1,0 +1,427 @@
+//! A FastCGI answer over a socket pair, the test playing the application
+//! with [`peer`](crate::handlers::fastcgi::peer): the records it
+//! receives, and what the producer makes of what it answers, however the
+//! records are split across reads.
+
+use std::io::{Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use super::*;
+use crate::config::{AccessFormat, Upstream};
+use crate::handlers::fastcgi::peer::{
+    end_request, read_pair, read_record, stderr, stdout, stdout_end, Record,
+};
+use crate::handlers::fastcgi::record::{
+    params, params_end, ABORT_REQUEST, BEGIN_REQUEST, KEEP_CONN, PARAMS, REQUEST_COMPLETE,
+};
+use crate::handlers::proxy::pool::Shared;
+use crate::log::{memory, Memory};
+
+fn logs() -> Memory {
+    memory(AccessFormat::Common, Level::Info, 16)
+}
+
+/// What the error log holds once `m` is shut down.
+fn errors(m: Memory) -> String {
+    m.service.shutdown();
+    let text = String::from_utf8_lossy(&m.error.lock().unwrap()).into_owned();
+    text
+}
+
+fn options(pool: Option<&Shared>) -> Options {
+    Options {
+        label: "fastcgi /test.php".into(),
+        connect_timeout: Duration::from_secs(3),
+        read_timeout: Duration::from_secs(9),
+        max_head: 4096,
+        keep: pool.map(|pool| Keep {
+            pool: Rc::clone(pool),
+            to: Upstream::Unix(PathBuf::from("/fpm.sock")),
+            max: 4,
+            timeout: Duration::from_secs(60),
+        }),
+    }
+}
+
+/// PARAMS records of `pairs`, their end included.
+fn encoded(pairs: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    params(
+        &mut out,
+        ID,
+        pairs.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+    );
+    params_end(&mut out, ID);
+    out
+}
+
+/// A producer on one end of a socket pair, the application on the other.
+fn started(body: BodyIn, pool: Option<&Shared>) -> (FastcgiBody, UnixStream) {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    theirs
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let params = encoded(&[
+        ("SCRIPT_FILENAME", "/srv/test.php"),
+        ("REQUEST_METHOD", "POST"),
+    ]);
+    let p = FastcgiBody::new(OwnedFd::from(ours), false, &params, body, options(pool));
+    (p, theirs)
+}
+
+/// A request without a body, all sent and read by the application: the
+/// log, the producer and the application's end.
+fn asked(pool: Option<&Shared>) -> (Memory, FastcgiBody, UnixStream) {
+    let (mut p, mut app) = started(BodyIn::None, pool);
+    write(&mut p).unwrap();
+    records_until(&mut app, STDIN);
+    (logs(), p, app)
+}
+
+/// What `next` gives now, as text (body bytes in place of `Bytes`).
+fn next(p: &mut FastcgiBody, m: &Memory) -> String {
+    let mut log = m.service.handle();
+    let mut cx = Cx {
+        log: &mut log,
+        raw_ok: false,
+    };
+    let mut buf = Vec::new();
+    p.ready(0);
+    let said = match p.next(1024, &mut buf, &mut cx) {
+        Gave::Pending => "pending".to_string(),
+        Gave::Head(h, _) => format!(
+            "head {} {:?} {:?}",
+            h.status,
+            h.content_length,
+            String::from_utf8_lossy(&h.headers)
+        ),
+        Gave::Bytes => format!("bytes {}", String::from_utf8_lossy(&buf)),
+        Gave::Last => format!("last {}", String::from_utf8_lossy(&buf)),
+        Gave::End => "end".into(),
+        Gave::Cut(why) => format!("cut {why}"),
+        Gave::Redirect(to) => format!("redirect {}", String::from_utf8_lossy(&to)),
+        Gave::Fail(s, why) => format!("fail {} {why}", s.0),
+    };
+    log.flush();
+    said
+}
+
+/// Writes what waits for the application.
+fn write(p: &mut FastcgiBody) -> Result<Wrote, InputEnd> {
+    p.ready(0);
+    p.input().unwrap().write()
+}
+
+/// Reads records on the application's side until one of `kind` with no
+/// content (a stream's end) or of `last`'s kind: every record, in order.
+fn records_until(app: &mut UnixStream, last: u8) -> Vec<(u8, u16, Vec<u8>, usize)> {
+    let mut buf = Vec::new();
+    let mut got = Vec::new();
+    loop {
+        while let Some(r) = read_record(&buf) {
+            let Record {
+                version,
+                kind,
+                id,
+                content,
+                padding,
+            } = r;
+            assert_eq!(version, 1);
+            got.push((kind, id, content.to_vec(), padding.len()));
+            let size = r.size();
+            buf.drain(..size);
+            if kind == last && (kind == ABORT_REQUEST || got.last().unwrap().2.is_empty()) {
+                assert!(buf.is_empty(), "nothing after it");
+                return got;
+            }
+        }
+        let mut piece = [0; 4096];
+        let n = app.read(&mut piece).unwrap();
+        assert!(n > 0, "closed after {got:?}");
+        buf.extend_from_slice(&piece[..n]);
+    }
+}
+
+/// A whole answer: a CGI head and body on STDOUT (padded records, as
+/// the encoders write them), a STDERR line, the end.
+fn answer() -> Vec<u8> {
+    let mut out = Vec::new();
+    stdout(
+        &mut out,
+        ID,
+        b"Status: 201 Created\r\nContent-Type: text/plain\r\nX-A: 1\r\n\r\nhello",
+    );
+    stderr(&mut out, ID, b"PHP Notice: odd\n");
+    stdout(&mut out, ID, b", world");
+    stdout_end(&mut out, ID);
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    out
+}
+
+#[test]
+fn the_request_goes_as_records_and_the_answer_as_a_cgi_head() {
+    let m = logs();
+    let pool = Shared::default();
+    let (mut p, mut app) = started(BodyIn::Stream, Some(&pool));
+    assert_eq!(p.sources()[0].map(|s| s.1), Some(Want::Both));
+    let input = p.input().unwrap();
+    assert!(!input.is_closed());
+    input.feed(b"a=1&b=2");
+    input.end();
+    let wrote = write(&mut p).unwrap();
+    assert_eq!((wrote.moved, wrote.client), (true, 7));
+    assert!(p.input().unwrap().is_closed(), "all written");
+    let got = records_until(&mut app, STDIN);
+    let kinds: Vec<u8> = got.iter().map(|r| r.0).collect();
+    assert_eq!(kinds, [BEGIN_REQUEST, PARAMS, PARAMS, STDIN, STDIN]);
+    assert!(got.iter().all(|r| r.1 == ID));
+    // The responder role, and the connection kept (a pool to go back to).
+    assert_eq!(got[0].2, [0, 1, KEEP_CONN, 0, 0, 0, 0, 0]);
+    let mut pairs = Vec::new();
+    let mut stream = &got[1].2[..];
+    while let Some(((name, value), n)) = read_pair(stream) {
+        pairs.push(format!(
+            "{}={}",
+            String::from_utf8_lossy(name),
+            String::from_utf8_lossy(value)
+        ));
+        stream = &stream[n..];
+    }
+    assert_eq!(
+        pairs,
+        ["SCRIPT_FILENAME=/srv/test.php", "REQUEST_METHOD=POST"]
+    );
+    assert_eq!(got[3].2, b"a=1&b=2");
+    assert!(
+        got[2].2.is_empty() && got[4].2.is_empty(),
+        "the streams' ends"
+    );
+
+    assert_eq!(next(&mut p, &m), "pending");
+    app.write_all(&answer()).unwrap();
+    assert_eq!(
+        next(&mut p, &m),
+        "head 201 None \"Content-Type: text/plain\\r\\nX-A: 1\\r\\n\""
+    );
+    assert_eq!(next(&mut p, &m), "last hello, world");
+    assert_eq!(next(&mut p, &m), "end");
+    // Ended cleanly: kept (still watched) until the answer is dropped.
+    assert!(p.sources()[0].is_some() && p.retired().is_none());
+    drop(p);
+    assert_eq!(pool.borrow().len(), 1);
+    let log = errors(m);
+    assert!(log.contains("fastcgi /test.php: PHP Notice: odd"), "{log}");
+    assert!(log.contains("warn"), "{log}");
+}
+
+#[test]
+fn records_split_anywhere_give_the_same_answer() {
+    let whole = answer();
+    for step in [1, 3, 7, 8, 9, 13] {
+        let (m, mut p, mut app) = asked(None);
+        let mut said = Vec::new();
+        for piece in whole.chunks(step) {
+            app.write_all(piece).unwrap();
+            loop {
+                match next(&mut p, &m) {
+                    s if s == "pending" => break,
+                    s if s == "end" => {
+                        said.push(s);
+                        break;
+                    }
+                    s => said.push(s),
+                }
+            }
+        }
+        // Body pieces joined: how they were split is the reads' business.
+        let mut joined: Vec<String> = Vec::new();
+        for s in said {
+            match (joined.last_mut(), s.strip_prefix("bytes ")) {
+                (Some(last), Some(b)) if last.starts_with("bytes ") => last.push_str(b),
+                _ => joined.push(s),
+            }
+        }
+        let body: String = joined
+            .iter()
+            .filter_map(|s| s.strip_prefix("bytes ").or(s.strip_prefix("last ")))
+            .collect();
+        assert_eq!(body, "hello, world", "split by {step}: {joined:?}");
+        assert!(joined[0].starts_with("head 201"), "{joined:?}");
+        assert_eq!(joined.last().unwrap(), "end", "{joined:?}");
+        // No pool: the connection closes at the end.
+        assert!(p.sources()[0].is_none() && p.retired().is_some());
+        let log = errors(m);
+        assert_eq!(log.matches("PHP Notice: odd").count(), 1, "{log}");
+    }
+}
+
+#[test]
+fn stderr_is_logged_line_by_line_and_the_rest_at_the_end() {
+    let (m, mut p, mut app) = asked(None);
+    let mut out = Vec::new();
+    stderr(&mut out, ID, b"first line\nsecond ");
+    stderr(&mut out, ID, b"half\nno end");
+    stdout(&mut out, ID, b"Content-Type: text/plain\r\n\r\nok");
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    app.write_all(&out).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 200"));
+    assert_eq!(next(&mut p, &m), "last ok");
+    let log = errors(m);
+    for line in ["first line", "second half", "no end"] {
+        assert!(
+            log.contains(&format!("fastcgi /test.php: {line}\n")),
+            "{log}"
+        );
+    }
+}
+
+#[test]
+fn end_request_before_the_end_of_stdout_ends_the_answer() {
+    let pool = Shared::default();
+    let (m, mut p, mut app) = asked(Some(&pool));
+    let mut out = Vec::new();
+    stdout(&mut out, ID, b"Content-Type: text/plain\r\n\r\nshort");
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    app.write_all(&out).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 200"));
+    assert_eq!(next(&mut p, &m), "last short");
+    drop(p);
+    assert_eq!(pool.borrow().len(), 1, "the request ended cleanly");
+}
+
+#[test]
+fn bytes_after_the_end_keep_the_connection_out_of_the_pool() {
+    let pool = Shared::default();
+    let (m, mut p, mut app) = asked(Some(&pool));
+    let mut out = Vec::new();
+    stdout(&mut out, ID, b"Content-Type: text/plain\r\n\r\nx");
+    end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+    stdout(&mut out, ID, b"more");
+    app.write_all(&out).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 200"));
+    assert_eq!(next(&mut p, &m), "last x");
+    assert!(p.retired().is_some());
+    drop(p);
+    assert!(pool.borrow().is_empty());
+}
+
+#[test]
+fn what_is_no_answer_is_a_502_before_the_head_and_a_cut_after() {
+    let cases: [(&[u8], bool, &str); 4] = [
+        (
+            b"no colon here\r\n\r\n",
+            true,
+            "fail 502 invalid answer: CGI header line without a colon",
+        ),
+        (
+            b"",
+            true,
+            "fail 502 the application ended the request without a complete head",
+        ),
+        (
+            b"Content-Type: text/plain\r\n\r\nab",
+            false,
+            "cut the application closed the connection before END_REQUEST",
+        ),
+        (
+            b"Content-Type: text/pl",
+            false,
+            "fail 502 the application closed the connection before END_REQUEST",
+        ),
+    ];
+    for (stdout_bytes, end, want) in cases {
+        let (m, mut p, mut app) = asked(None);
+        let mut out = Vec::new();
+        stdout(&mut out, ID, stdout_bytes);
+        if end {
+            end_request(&mut out, ID, 0, REQUEST_COMPLETE);
+        }
+        app.write_all(&out).unwrap();
+        drop(app);
+        let mut said = next(&mut p, &m);
+        while said.starts_with("head") || said.starts_with("bytes") {
+            said = next(&mut p, &m);
+        }
+        assert_eq!(said, want);
+        assert!(p.sources()[0].is_none() && p.retired().is_some());
+    }
+}
+
+#[test]
+fn a_record_for_another_request_is_a_502() {
+    let (m, mut p, mut app) = asked(None);
+    let mut out = Vec::new();
+    stdout(&mut out, ID + 1, b"Content-Type: text/plain\r\n\r\n");
+    app.write_all(&out).unwrap();
+    assert_eq!(
+        next(&mut p, &m),
+        "fail 502 FastCGI record for request 2, not ours"
+    );
+}
+
+#[test]
+fn a_local_redirect_is_followed_and_the_connection_closed() {
+    let (m, mut p, mut app) = asked(None);
+    let mut out = Vec::new();
+    stdout(&mut out, ID, b"Location: /other?x=1\r\n\r\n");
+    app.write_all(&out).unwrap();
+    assert_eq!(next(&mut p, &m), "redirect /other?x=1");
+    assert!(p.retired().is_some());
+}
+
+#[test]
+fn a_body_held_whole_goes_in_stdin_records_then_its_end() {
+    let mut held = crate::handlers::spool::Spool::default();
+    let body: Vec<u8> = (0..150_000u32).map(|i| (i % 253) as u8).collect();
+    held.push(&body, std::path::Path::new("/tmp"));
+    held.rewind().unwrap();
+    let (mut p, mut app) = started(BodyIn::Held(held), None);
+    assert!(p.input().unwrap().held());
+    let reader = std::thread::spawn(move || records_until(&mut app, STDIN));
+    let mut wrote = Wrote::default();
+    while !reader.is_finished() {
+        let w = write(&mut p).unwrap();
+        wrote.client += w.client;
+        std::thread::yield_now();
+    }
+    let got = reader.join().unwrap();
+    assert_eq!(wrote.client, 0, "a held body's credit went back as it came");
+    let stdin: Vec<u8> = got
+        .iter()
+        .filter(|r| r.0 == STDIN)
+        .flat_map(|r| r.2.clone())
+        .collect();
+    assert_eq!(stdin, body);
+    assert!(got
+        .iter()
+        .filter(|r| r.0 == STDIN)
+        .all(|r| r.2.len() <= MAX_CONTENT));
+    assert!(got.last().unwrap().2.is_empty());
+}
+
+#[test]
+fn a_client_that_leaves_aborts_the_request() {
+    let (m, mut p, mut app) = asked(None);
+    assert_eq!(next(&mut p, &m), "pending");
+    p.stop();
+    let got = records_until(&mut app, ABORT_REQUEST);
+    assert_eq!(got, [(ABORT_REQUEST, ID, Vec::new(), 0)]);
+    assert!(p.sources()[0].is_none() && p.retired().is_some());
+    drop(p);
+    let mut rest = Vec::new();
+    app.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "then the connection closes");
+}
+
+#[test]
+fn no_body_ends_stdin_at_once_and_asks_for_no_kept_connection() {
+    let (mut p, mut app) = started(BodyIn::None, None);
+    assert!(p.input().unwrap().is_closed());
+    write(&mut p).unwrap();
+    let got = records_until(&mut app, STDIN);
+    assert_eq!(got[0].2, [0, 1, 0, 0, 0, 0, 0, 0], "no FCGI_KEEP_CONN");
+    assert_eq!(got.last().unwrap().0, STDIN);
+}

@@ -1,0 +1,947 @@
+//! An upstream's answer as a producer ([`Produce`] and [`Input`]): one
+//! non-blocking socket (TCP or unix) per request, watched by the engine
+//! for reading and writing at once ([`Want::Both`]). The request head
+//! ([`super::request::write_head`]) goes first, then the request body as
+//! the engine feeds it, framed again by brisk (by its length, or in a
+//! chunked coding brisk writes itself); the answer's head is read as
+//! strictly as a request ([`parse_response`]; interim 1xx answers are
+//! skipped), given as a [`ReplyHead`] without its hop-by-hop fields, and
+//! its body follows as it comes: by length, chunked (decoded), or to the
+//! close. The producer knows no protocol of the client's.
+//!
+//! A request that asked to switch protocols ([`Options::upgrade`]: a
+//! WebSocket handshake) and is answered `101 Switching Protocols` makes
+//! the producer a tunnel (RFC 9110 §7.8): the 101's head is given with
+//! its `Upgrade` and `Connection: upgrade`, then the upstream's bytes as
+//! they come, to its close; its input takes the client's bytes as they
+//! come, unframed, and the client's end of them (its FIN) is passed on
+//! as one (`shutdown(SHUT_WR)`). The socket never goes back to the pool.
+//! For an HTTP/2 client's extended CONNECT ([`Options::connect`], RFC
+//! 8441) the 101 is given as a 200 without the fields of the HTTP/1.1
+//! handshake, and any other 2xx is a 502 (the client would take it for
+//! the tunnel).
+
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use super::balance::{Lease, Shared};
+use super::dial;
+use super::link::{Link, Tls};
+use super::pool::Keep;
+use super::request::{BodyOut, HOP_BY_HOP};
+use crate::config::{HeaderEdits, Level, ServerMode};
+use crate::handlers::pipe::{Own, ReplyHead};
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
+use crate::handlers::relay::{Outbox, OutboxError, Unframe};
+use crate::http::grammar::has_token;
+use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
+use crate::http::parse::{BodyFraming, Header, Limits};
+use crate::http::Status;
+use crate::sys::net::shutdown_write;
+
+/// What one read of the socket asks for at most.
+const PIECE: usize = 64 * 1024;
+
+/// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), the one of an answer
+/// that brisk writes itself: the framing.
+const OWN: [&str; 1] = ["content-length"];
+
+/// How the answer is passed on (from the rule).
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// `response_headers`: fields set and removed.
+    pub edits: HeaderEdits,
+    /// `via`: `Via: 1.1 brisk` is added.
+    pub via: bool,
+    /// `server`: the upstream's `Server` passes (if it sent one), or
+    /// brisk's own replaces it.
+    pub server: ServerMode,
+}
+
+/// What a [`ProxyBody`] is started with besides its socket.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Names it in log lines (`proxy http://127.0.0.1:9001`).
+    pub label: String,
+    /// How the request body goes (its head says so already).
+    pub body: BodyOut,
+    /// The request is a HEAD: the answer has no body.
+    pub head_request: bool,
+    /// `connect_timeout`: until the upstream took the first byte.
+    pub connect_timeout: Duration,
+    /// `read_timeout`: the longest silence of the upstream after that.
+    pub read_timeout: Duration,
+    /// `send_timeout`: the longest wait to write the request to it.
+    pub send_timeout: Duration,
+    /// The answer head's limits (those of requests).
+    pub limits: Limits,
+    /// The limit of a chunked answer's trailers.
+    pub max_trailers: usize,
+    /// How the answer's head is edited.
+    pub answer: Answer,
+    /// Where the connection goes once the answer ended exactly and the
+    /// upstream keeps it open (none: it closes).
+    pub keep: Option<Keep>,
+    /// The request asks to switch protocols (its head says `Upgrade`):
+    /// a 101 makes the answer a tunnel (else a 101 is a 502).
+    pub upgrade: bool,
+    /// It does so for an HTTP/2 client's extended CONNECT (RFC 8441).
+    pub connect: bool,
+    /// The request's place among its rule's upstreams (none: the one
+    /// socket it is given, never another).
+    pub turn: Option<Turn>,
+}
+
+/// How an answer's head is passed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Switch {
+    /// An answer.
+    No,
+    /// A 101, as it is (HTTP/1.1): its `Upgrade` kept.
+    Upgrade,
+    /// A 101 to an extended CONNECT, as the 200 that says the stream is
+    /// the tunnel (RFC 8441 §5: without `Sec-WebSocket-Accept`).
+    Connect,
+}
+
+/// Which upstream of its rule a request went to, and whether it may go
+/// to another (see [`super::balance`]).
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The rule's upstreams in this worker.
+    pub group: Shared,
+    /// The one picked.
+    pub index: usize,
+    /// The client (for `ip_hash`).
+    pub client: IpAddr,
+    /// Its method is idempotent (RFC 9110 §9.2.2): it may be sent again.
+    pub idempotent: bool,
+    /// `host = "upstream"`: another upstream gets its own `Host`.
+    pub host_upstream: bool,
+}
+
+/// An upstream's answer to one request (see the module documentation).
+#[derive(Debug)]
+pub struct ProxyBody {
+    sock: Option<OwnedFd>,
+    /// Bytes as they are, or TLS.
+    link: Link,
+    /// The rule's TLS client, for the links of the connections it makes
+    /// again ([`ProxyBody::try_again`]).
+    tls: Tls,
+    /// The socket once it is done with, until the engine takes it out
+    /// of its watch ([`Produce::retired`]).
+    retired: Option<OwnedFd>,
+    /// `sock` is new, not watched yet ([`Produce::renewed`]).
+    renewed: bool,
+    /// The request head, kept to be sent again (another attempt) when
+    /// its method is idempotent; else empty.
+    head: Vec<u8>,
+    /// Bytes written to this socket (the head's, then the body's).
+    written: usize,
+    /// The socket is a kept connection (the pool's), not a new one.
+    kept: bool,
+    /// A kept connection was found closed and replaced once already.
+    stale_retried: bool,
+    /// The upstreams tried (their index in the rule) before the one in
+    /// use.
+    tried: Vec<usize>,
+    /// The hold on the upstream in use (`least_conn`).
+    lease: Option<Lease>,
+    /// What to log next (attempts that failed and were retried).
+    notes: Vec<String>,
+    readable: bool,
+    writable: bool,
+    /// The upstream took a byte: the connection is up.
+    connected: bool,
+    /// The request head, then its body (in the coding it goes in).
+    outbox: Outbox,
+    /// More request body may come (see [`Input::is_closed`]).
+    body_open: bool,
+    /// Why the upstream could not be written to before it took a byte:
+    /// the answer is a 502.
+    unreachable: Option<String>,
+    /// The answer until its head is complete.
+    head_buf: Vec<u8>,
+    /// The head was given.
+    started: bool,
+    /// Body bytes read with the head, given next.
+    rest: Vec<u8>,
+    /// Takes the body out of its framing (none: to the close).
+    unframe: Unframe,
+    /// The body ended.
+    finished: bool,
+    /// The upstream keeps the connection open after this answer.
+    keep_alive: bool,
+    /// It ended exactly, the request all written: the socket goes to
+    /// the pool when the answer is dropped (after the engine took it
+    /// out of its watch).
+    reusable: bool,
+    /// The upstream answered 101: bytes pass both ways as they come.
+    tunnel: bool,
+    /// The client's end of its bytes was passed on (`shutdown`).
+    shut: bool,
+    /// The client ended its side before the upstream switched (an
+    /// extended CONNECT whose HEADERS end its stream): passed on once
+    /// it has.
+    ended_early: bool,
+    opts: Options,
+    /// For the access log: the upstream (`127.0.0.1:9001`), when the
+    /// exchange began, and once its head came, its status and after how
+    /// long (in microseconds).
+    addr: String,
+    began: Instant,
+    answered: Option<(u16, u64)>,
+}
+
+impl ProxyBody {
+    /// The answer to the request whose `head` (from
+    /// [`super::request::write_head`]) goes on `sock`, a socket
+    /// connected, or connecting, to the upstream, non-blocking.
+    pub fn new(sock: OwnedFd, head: &[u8], opts: Options) -> ProxyBody {
+        ProxyBody::on(Some(sock), head, opts)
+    }
+
+    /// As [`ProxyBody::new`], on `sock` if there is one yet.
+    fn on(sock: Option<OwnedFd>, head: &[u8], opts: Options) -> ProxyBody {
+        let mut outbox = Outbox::new(None);
+        outbox.push(head, false);
+        let body_open = opts.body != BodyOut::None;
+        outbox.body_end = !body_open;
+        let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
+        ProxyBody {
+            sock,
+            link: Link::Plain,
+            tls: Tls::default(),
+            retired: None,
+            renewed: false,
+            // (Only a request that may go again needs it.)
+            head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
+                true => head.to_vec(),
+                false => Vec::new(),
+            },
+            written: 0,
+            kept: false,
+            stale_retried: false,
+            tried: Vec::new(),
+            lease,
+            notes: Vec::new(),
+            readable: true,
+            writable: true,
+            connected: false,
+            outbox,
+            body_open,
+            unreachable: None,
+            head_buf: Vec::new(),
+            started: false,
+            rest: Vec::new(),
+            unframe: Unframe::default(),
+            finished: false,
+            keep_alive: false,
+            reusable: false,
+            tunnel: false,
+            shut: false,
+            ended_early: false,
+            opts,
+            addr: String::new(),
+            began: Instant::now(),
+            answered: None,
+        }
+    }
+
+    /// Names the upstream in the access log (`upstream_addr`).
+    pub fn logged_as(mut self, addr: String) -> ProxyBody {
+        self.addr = addr;
+        self
+    }
+
+    /// Over `link` (TLS to an https upstream) rather than plain bytes;
+    /// `tls`, the rule's TLS client, for a connection it makes again.
+    pub fn with_link(mut self, link: Link, tls: Tls) -> ProxyBody {
+        self.link = link;
+        self.tls = tls;
+        self
+    }
+
+    /// The socket is a kept connection, up already: the upstream's
+    /// silence is bounded by `read_timeout` from the start.
+    pub fn on_kept_connection(mut self) -> ProxyBody {
+        self.connected = true;
+        self.kept = true;
+        self
+    }
+
+    /// The answer to the request whose `head` goes to the upstream
+    /// `opts.turn` picked (or to `to`, without one), on a new connection;
+    /// when it cannot be made at once, to the next upstream as
+    /// [`ProxyBody::try_again`] allows. Errs with the lines to log when
+    /// none could be reached (502).
+    pub fn connect(
+        to: &super::Upstream,
+        head: &[u8],
+        opts: Options,
+        tls: Tls,
+    ) -> Result<ProxyBody, Vec<String>> {
+        let (made, failed) = match dial_link(to, &tls) {
+            Ok(made) => (Some(made), None),
+            Err(e) => (None, Some(e)),
+        };
+        let (sock, link) = made.map_or((None, Link::Plain), |(s, l)| (Some(s), l));
+        let mut body = ProxyBody::on(sock, head, opts)
+            .logged_as(dial::addr(to))
+            .with_link(link, tls);
+        if let Some(e) = failed {
+            let why = format!("cannot connect: {e}");
+            let label = body.opts.label.clone();
+            if !body.try_again(false, &why) {
+                let mut lines = vec![format!("{label}: {why}")];
+                lines.append(&mut body.notes);
+                return Err(lines);
+            }
+            // (Its sockets so far were never watched: the engine watches
+            // the one it has when it starts.)
+            body.retired = None;
+            body.renewed = false;
+        }
+        Ok(body)
+    }
+
+    /// Leaves the socket for the engine to take out of its watch and
+    /// close.
+    fn retire(&mut self) {
+        if let Some(fd) = self.sock.take() {
+            self.let_go(fd);
+        }
+        self.body_open = false;
+        self.outbox.clear();
+    }
+
+    /// The attempt failed before any byte of the answer (`why`): the
+    /// upstream could not be reached (`stale` false: counted among its
+    /// failures), or a kept connection was found closed by the upstream
+    /// (`stale`). Whether the request goes again, on a new connection: to
+    /// the next upstream up and not tried yet, or (`stale`) once to the
+    /// same one; only when its method is idempotent and nothing of its
+    /// body went (RFC 9110 §9.2.2). Every upstream is tried at most once.
+    fn try_again(&mut self, stale: bool, why: &str) -> bool {
+        let (Some(turn), Some(at)) = (self.opts.turn.clone(), self.lease.as_ref().map(|l| l.index))
+        else {
+            return false;
+        };
+        let now = Instant::now();
+        if !stale {
+            turn.group.borrow_mut().failed(at, now);
+        }
+        if !turn.idempotent || self.written > self.head.len() || (stale && self.stale_retried) {
+            return false;
+        }
+        if !self.tried.contains(&at) {
+            self.tried.push(at);
+        }
+        let mut next = stale.then_some(at);
+        self.stale_retried |= stale;
+        let mut why = why.to_string();
+        let mut first = true;
+        loop {
+            let pick = next.take().or_else(|| {
+                let mut g = turn.group.borrow_mut();
+                g.pick(turn.client, &self.tried, now)
+            });
+            let Some(i) = pick else {
+                if !first {
+                    // (The first failure is the caller's to tell.)
+                    self.notes.push(format!("{}: {why}", self.opts.label));
+                }
+                return false;
+            };
+            first = false;
+            if !self.tried.contains(&i) {
+                self.tried.push(i);
+            }
+            let to = turn.group.borrow().to[i].clone();
+            self.notes.push(format!(
+                "{}: {why}; sent again to {}",
+                self.opts.label,
+                dial::label(&to)
+            ));
+            match dial_link(&to, &self.tls) {
+                Ok((sock, link)) => {
+                    self.link = link;
+                    self.restart(sock, i, &to, &turn);
+                    return true;
+                }
+                Err(e) => {
+                    turn.group.borrow_mut().failed(i, now);
+                    self.opts.label = dial::label(&to);
+                    why = format!("cannot connect: {e}");
+                }
+            }
+        }
+    }
+
+    /// Lets `fd`, its socket until now, go: closed at once if the engine
+    /// never watched it (it replaced another in this round), else left
+    /// for the engine to take out of its watch first. (One socket at
+    /// most is watched at a time.)
+    fn let_go(&mut self, fd: OwnedFd) {
+        if std::mem::take(&mut self.renewed) {
+            drop(fd);
+        } else {
+            self.retired = Some(fd);
+        }
+    }
+
+    /// Goes on with `sock`, a new connection to `to`, upstream `i` of
+    /// `turn`'s rule: the request head again (with that upstream's `Host`
+    /// when the rule sends its own), then the body as it comes.
+    fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
+        if let Some(old) = self.sock.replace(sock) {
+            self.let_go(old);
+        }
+        self.renewed = true;
+        (self.readable, self.writable) = (true, true);
+        (self.connected, self.kept) = (false, false);
+        self.unreachable = None;
+        let head = match turn.host_upstream {
+            true => rehost(&self.head, dial::own_host(to).as_bytes()),
+            false => self.head.clone(),
+        };
+        // (What of the head did not go waits first in the outbox.)
+        let unsent = self.head.len() - self.written.min(self.head.len());
+        self.outbox.replace_front(unsent, &head);
+        (self.head, self.written) = (head, 0);
+        self.lease = Some(Lease::take(&turn.group, i));
+        self.opts.label = dial::label(to);
+        self.addr = dial::addr(to);
+        if let Some(keep) = self.opts.keep.as_mut() {
+            keep.to = to.clone();
+        }
+    }
+
+    /// The socket failed or closed (`e` none) before the answer's head:
+    /// none when the request went again ([`ProxyBody::try_again`]), else
+    /// what to give.
+    fn lost(&mut self, e: Option<io::Error>) -> Option<Gave> {
+        if !self.started && self.head_buf.is_empty() && (!self.connected || self.kept) {
+            let why = match &e {
+                Some(e) => format!("cannot reach the upstream: {e}"),
+                None if self.kept => "a kept connection was closed by the upstream".into(),
+                None => "the upstream closed without answering".into(),
+            };
+            if self.try_again(self.kept, &why) {
+                return None;
+            }
+        }
+        Some(self.closed(e))
+    }
+
+    /// The body ended exactly: the socket may carry another request if
+    /// the upstream keeps it, the request went whole and nothing
+    /// followed the answer (it stays watched until the answer is
+    /// dropped, then goes to the pool); else it closes.
+    fn finish(&mut self) {
+        self.finished = true;
+        self.reusable = self.keep_alive
+            && self.opts.keep.is_some()
+            && self.outbox.done()
+            && self.rest.is_empty()
+            && !self.unframe.had_extra();
+        if !self.reusable {
+            self.retire();
+        }
+    }
+
+    /// The answer so far in `head_buf`: its head if complete (interim
+    /// answers skipped), none if more is needed, or its failure.
+    fn read_head(&mut self) -> Option<Gave> {
+        loop {
+            let mut fields: Vec<Header<'_>> = Vec::new();
+            let parsed = parse_response(
+                &self.head_buf,
+                &self.opts.limits,
+                self.opts.head_request,
+                &mut |f| fields.push(f),
+            );
+            let h = match parsed {
+                Err(e) => {
+                    let why = format!("malformed answer: {}", e.reason);
+                    return Some(Gave::Fail(Status::BAD_GATEWAY, why));
+                }
+                Ok(None) => return None,
+                Ok(Some(h)) => h,
+            };
+            if h.status == 101 && !self.opts.upgrade {
+                let why = "101 Switching Protocols to a request that asked for none";
+                return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
+            }
+            if h.status == 101 {
+                let switch = match self.opts.connect {
+                    true => Switch::Connect,
+                    false => Switch::Upgrade,
+                };
+                let mut head = reply_head(&h, &fields, &self.opts.answer, switch);
+                drop(fields);
+                if self.opts.connect {
+                    (head.status, head.reason) = (200, None);
+                }
+                self.open_tunnel(h.head_len);
+                return Some(Gave::Head(head, None));
+            }
+            if self.opts.connect && (200..300).contains(&h.status) {
+                let why = "the upstream answered a WebSocket's extended CONNECT without a 101";
+                return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
+            }
+            if h.status < 200 {
+                // An interim answer (100 Continue, 103): the final one follows.
+                let len = h.head_len;
+                self.head_buf.drain(..len);
+                continue;
+            }
+            if let Some(lease) = &self.lease {
+                lease.group().borrow_mut().answered(lease.index);
+            }
+            let head = reply_head(&h, &fields, &self.opts.answer, Switch::No);
+            let framing = match h.framing {
+                ResponseFraming::None => BodyFraming::Length(0),
+                ResponseFraming::Length(n) => BodyFraming::Length(n),
+                ResponseFraming::Chunked => BodyFraming::Chunked,
+                ResponseFraming::Close => BodyFraming::None,
+            };
+            drop(fields);
+            self.unframe = Unframe::new(framing, self.opts.max_trailers);
+            self.started = true;
+            let took = self.began.elapsed().as_micros();
+            self.answered = Some((h.status, u64::try_from(took).unwrap_or(u64::MAX)));
+            self.keep_alive = h.keep_alive;
+            self.rest = self.head_buf.split_off(h.head_len);
+            self.head_buf = Vec::new();
+            if self.unframe.is_done() {
+                self.finish();
+            }
+            return Some(Gave::Head(head, None));
+        }
+    }
+
+    /// The upstream switched protocols with a head `head_len` long: what
+    /// follows it is the tunnel's, both ways, to the close.
+    fn open_tunnel(&mut self, head_len: usize) {
+        self.tunnel = true;
+        self.started = true;
+        self.keep_alive = false;
+        self.unframe = Unframe::new(BodyFraming::None, 0);
+        self.rest = self.head_buf.split_off(head_len);
+        self.head_buf = Vec::new();
+        self.body_open = true;
+        self.outbox.body_end = self.ended_early;
+    }
+
+    /// Body bytes read into `buf`, taken out of their framing: what to
+    /// give, or none when they held nothing (a chunk's framing alone).
+    fn body(&mut self, buf: &mut Vec<u8>) -> Option<Gave> {
+        self.unframe.take(buf);
+        if self.unframe.is_done() {
+            self.finish();
+            return Some(Gave::Last);
+        }
+        (!buf.is_empty()).then_some(Gave::Bytes)
+    }
+
+    /// The upstream closed its side (or the socket failed with `e`).
+    fn closed(&mut self, e: Option<io::Error>) -> Gave {
+        self.retire();
+        if let Some(why) = self.unreachable.take() {
+            return Gave::Fail(Status::BAD_GATEWAY, why);
+        }
+        if self.started {
+            return if self.unframe.is_short() {
+                Gave::Cut("the upstream closed before the answer's end".into())
+            } else {
+                self.finished = true;
+                Gave::End
+            };
+        }
+        let why = match (e, self.head_buf.is_empty()) {
+            (Some(e), _) => format!("cannot reach the upstream: {e}"),
+            (None, true) => "the upstream closed without answering".into(),
+            (None, false) => "the upstream closed in its answer's head".into(),
+        };
+        Gave::Fail(Status::BAD_GATEWAY, why)
+    }
+}
+
+/// A new connection to `to`, and its link (TLS with `tls` for an https
+/// upstream); the reason when there can be none.
+fn dial_link(to: &super::Upstream, tls: &Tls) -> Result<(OwnedFd, Link), String> {
+    let sock = dial::connect(to).map_err(|e| e.to_string())?;
+    Ok((sock, Link::new(to, tls)?))
+}
+
+/// `head` (from [`super::request::write_head`]) with `host` for its
+/// `Host` (the first field, after the request line).
+fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
+    const FIELD: &[u8] = b"\r\nHost: ";
+    let Some(at) = head.windows(FIELD.len()).position(|w| w == FIELD) else {
+        return head.to_vec();
+    };
+    let from = at + FIELD.len();
+    let to = head[from..]
+        .iter()
+        .position(|&b| b == b'\r')
+        .map_or(head.len(), |n| from + n);
+    [&head[..from], host, &head[to..]].concat()
+}
+
+/// The head the client gets for the upstream's answer `h` with its
+/// `fields`: the hop-by-hop ones and those `Connection` names left out,
+/// then the rule's edits. A 101 passed on as it is keeps its `Upgrade`,
+/// and says `Connection: upgrade` (RFC 9110 §7.8). Its `Server` is the
+/// upstream's (none if it sent none) unless `server = "brisk"`, its
+/// `Date` the upstream's if it sent one (else brisk's), as nginx does:
+/// the sinks leave out their own.
+fn reply_head(
+    h: &ResponseHead<'_>,
+    fields: &[Header<'_>],
+    answer: &Answer,
+    switch: Switch,
+) -> ReplyHead {
+    let is = |name: &[u8], known: &str| name.eq_ignore_ascii_case(known.as_bytes());
+    let named_by_connection = |name: &[u8]| {
+        fields
+            .iter()
+            .filter(|f| is(f.name, "connection"))
+            .any(|f| has_token(f.value, name))
+    };
+    let brisk_server = answer.server == ServerMode::Brisk;
+    let mut headers = Vec::new();
+    let mut own = Own {
+        server: !brisk_server,
+        date: false,
+    };
+    for f in fields {
+        if switch == Switch::Connect && is(f.name, "sec-websocket-accept") {
+            continue;
+        }
+        if switch == Switch::Upgrade && is(f.name, "upgrade") {
+            for part in [f.name, b": ", f.value, b"\r\n"] {
+                headers.extend_from_slice(part);
+            }
+            continue;
+        }
+        if HOP_BY_HOP.iter().chain(&OWN).any(|n| is(f.name, n))
+            || (brisk_server && is(f.name, "server"))
+            || named_by_connection(f.name)
+            || answer.edits.remove.iter().any(|n| is(f.name, n))
+            || answer.edits.set.iter().any(|(n, _)| is(f.name, n))
+        {
+            continue;
+        }
+        own.date |= is(f.name, "date");
+        for part in [f.name, b": ", f.value, b"\r\n"] {
+            headers.extend_from_slice(part);
+        }
+    }
+    if switch == Switch::Upgrade {
+        headers.extend_from_slice(b"Connection: upgrade\r\n");
+    }
+    if answer.via {
+        headers.extend_from_slice(b"Via: 1.1 brisk\r\n");
+    }
+    for (name, value) in &answer.edits.set {
+        own.server |= is(name.as_bytes(), "server");
+        own.date |= is(name.as_bytes(), "date");
+        for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+            headers.extend_from_slice(part);
+        }
+    }
+    ReplyHead {
+        len: h.head_len,
+        status: h.status,
+        reason: (!h.reason.is_empty()).then(|| h.reason.to_vec()),
+        headers,
+        content_length: match h.framing {
+            ResponseFraming::Length(n) => Some(n),
+            _ => None,
+        },
+        chunked: false,
+        own,
+    }
+}
+
+impl Produce for ProxyBody {
+    fn label(&self) -> &str {
+        &self.opts.label
+    }
+
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        let (status, header_us) = self.answered?;
+        Some(crate::log::Upstream {
+            addr: &self.addr,
+            status,
+            header_us,
+        })
+    }
+
+    fn idle_timeout(&self, _handler: Duration) -> Duration {
+        if !self.connected {
+            self.opts.connect_timeout
+        } else if !self.outbox.is_empty() {
+            self.opts.send_timeout
+        } else {
+            self.opts.read_timeout
+        }
+    }
+
+    fn timeout_why(&self) -> &'static str {
+        if !self.connected {
+            "no connection to the upstream within connect_timeout; given up"
+        } else if !self.outbox.is_empty() {
+            "the upstream took nothing of the request for send_timeout; given up"
+        } else {
+            "the upstream was silent for read_timeout; given up"
+        }
+    }
+
+    fn timed_out(&mut self) -> Option<Status> {
+        if self.started {
+            return Some(Status::GATEWAY_TIMEOUT);
+        }
+        if !self.connected {
+            // Not reached: the next upstream, if the request may go to it.
+            let why = "no connection within connect_timeout";
+            return match self.try_again(false, why) {
+                true => None,
+                false => Some(Status::BAD_GATEWAY),
+            };
+        }
+        if self.outbox.is_empty() {
+            // Silent for read_timeout before its answer: a failure.
+            if let Some(lease) = &self.lease {
+                let now = Instant::now();
+                lease.group().borrow_mut().failed(lease.index, now);
+            }
+        }
+        Some(Status::GATEWAY_TIMEOUT)
+    }
+
+    fn next(&mut self, room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+        if self.unframe.is_bad() {
+            self.retire();
+            return Gave::Cut("bad chunked coding in the upstream's answer".into());
+        }
+        if self.finished {
+            return Gave::End;
+        }
+        if !self.rest.is_empty() {
+            buf.clear();
+            std::mem::swap(buf, &mut self.rest);
+            if let Some(gave) = self.body(buf) {
+                return gave;
+            }
+        }
+        if let (false, Some(why)) = (self.started, self.unreachable.take()) {
+            self.retire();
+            return Gave::Fail(Status::BAD_GATEWAY, why);
+        }
+        loop {
+            if !self.readable {
+                return Gave::Pending;
+            }
+            let Some(fd) = self.sock.as_ref() else {
+                return Gave::Pending;
+            };
+            // No more than the sink has room for: a client slower than
+            // the upstream holds at most the sink's queue, not a piece
+            // more (which would double the queue's allocation).
+            let want = room.clamp(1, PIECE);
+            buf.clear();
+            buf.reserve(want);
+            match self.link.read(fd, buf, want) {
+                Ok(0) => match self.lost(None) {
+                    Some(gave) => return gave,
+                    None => continue,
+                },
+                Ok(_) if self.started => {
+                    if let Some(gave) = self.body(buf) {
+                        return gave;
+                    }
+                }
+                Ok(_) => {
+                    self.connected = true;
+                    self.head_buf.extend_from_slice(buf);
+                    buf.clear();
+                    if let Some(gave) = self.read_head() {
+                        return gave;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => match self.lost(Some(e)) {
+                    Some(gave) => return gave,
+                    None => continue,
+                },
+            }
+        }
+    }
+
+    fn tend(&mut self, cx: &mut Cx<'_>) {
+        for note in self.notes.drain(..) {
+            cx.log.log(Level::Error, format_args!("{note}"));
+        }
+    }
+
+    fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        if !std::mem::take(&mut self.renewed) {
+            return None;
+        }
+        self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both))
+    }
+
+    fn stop(&mut self) {
+        self.reusable = false;
+        self.retire();
+    }
+
+    fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
+        [
+            self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both)),
+            None,
+            None,
+        ]
+    }
+
+    fn ready(&mut self, i: usize) {
+        if i == 0 {
+            self.readable = true;
+            self.writable = true;
+        }
+    }
+
+    fn retired(&mut self) -> Option<OwnedFd> {
+        self.retired.take()
+    }
+
+    fn input(&mut self) -> Option<&mut dyn Input> {
+        Some(self)
+    }
+}
+
+impl Drop for ProxyBody {
+    fn drop(&mut self) {
+        if let (true, Some(sock), Some(keep)) =
+            (self.reusable, self.sock.take(), self.opts.keep.as_ref())
+        {
+            let link = std::mem::take(&mut self.link);
+            keep.pool
+                .borrow_mut()
+                .put(keep, sock, link, std::time::Instant::now());
+        }
+    }
+}
+
+impl Input for ProxyBody {
+    fn room(&self) -> usize {
+        match self.body_open {
+            true => self.outbox.room(),
+            false => usize::MAX,
+        }
+    }
+
+    fn feed(&mut self, data: &[u8]) {
+        if !self.body_open || data.is_empty() {
+            return;
+        }
+        if self.opts.body == BodyOut::Chunked {
+            self.outbox.push_chunk(data);
+        } else {
+            self.outbox.push(data, true);
+        }
+    }
+
+    fn write(&mut self) -> Result<Wrote, InputEnd> {
+        let Some(fd) = self.sock.as_ref() else {
+            return Ok(Wrote::default());
+        };
+        let link = &mut self.link;
+        let written = &mut self.written;
+        // (What TLS has to send of its own, its handshake, goes first.)
+        let flushed = match link.flush(fd) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            other => other,
+        };
+        let wrote = flushed.map_err(OutboxError::Write).and_then(|()| {
+            self.outbox.write_to(&mut self.writable, &mut |b| {
+                let n = link.send(fd, b)?;
+                *written += n;
+                Ok(n)
+            })
+        });
+        match wrote {
+            Ok(wrote) => {
+                self.connected |= self.link.is_up(wrote.moved);
+                if self.outbox.done() {
+                    self.body_open = false;
+                }
+                if self.tunnel && self.outbox.done() && !self.shut {
+                    // The client sent its last byte: so does brisk, to
+                    // the upstream, which may still answer (a half-close).
+                    self.shut = true;
+                    let _ = shutdown_write(fd);
+                }
+                Ok(wrote)
+            }
+            Err(OutboxError::Held(e)) => Err(InputEnd::Unreadable(e.to_string())),
+            Err(OutboxError::Write(e)) => {
+                let unanswered = !self.started && self.head_buf.is_empty();
+                if unanswered && (!self.connected || self.kept) {
+                    let why = format!("cannot reach the upstream: {e}");
+                    if self.try_again(self.kept, &why) {
+                        return Ok(Wrote {
+                            moved: true,
+                            client: 0,
+                        });
+                    }
+                }
+                if !self.connected {
+                    self.unreachable = Some(format!("cannot reach the upstream: {e}"));
+                }
+                // (It may have answered already: its answer is read on.)
+                self.body_open = false;
+                self.outbox.clear();
+                Err(InputEnd::Refused)
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        if self.opts.upgrade && !self.tunnel {
+            self.ended_early = true;
+        }
+        if !self.body_open || self.outbox.body_end {
+            return;
+        }
+        if self.opts.body == BodyOut::Chunked {
+            // The last chunk, and no trailers.
+            self.outbox.push(b"0\r\n\r\n", false);
+        }
+        self.outbox.body_end = true;
+    }
+
+    fn close(&mut self) {
+        // (A request cut short: the upstream cannot be given the rest.)
+        self.body_open = false;
+        self.outbox.clear();
+    }
+
+    fn is_closed(&self) -> bool {
+        !self.body_open
+    }
+
+    fn held(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests;

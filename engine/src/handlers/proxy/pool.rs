@@ -1,0 +1,168 @@
+//! One worker's idle upstream connections (HTTP/1.1 keep-alive): an
+//! answer that ended exactly, on a connection the upstream keeps open,
+//! leaves its socket here, and the next request to the same upstream
+//! takes it instead of connecting. Bounded per upstream (the rule's
+//! `keepalive`), closed after `keepalive_timeout` idle, and checked
+//! before reuse: an idle connection that has anything to read (the
+//! upstream closed it, or sent bytes nobody asked for) is not reusable.
+
+use std::cell::RefCell;
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::link::Link;
+use crate::config::Upstream;
+use crate::sys::net;
+
+/// A connection waiting for its next request.
+#[derive(Debug)]
+struct Idle {
+    to: Upstream,
+    sock: OwnedFd,
+    /// Its transport (a TLS connection keeps its session).
+    link: Link,
+    /// When it is closed if still unused.
+    until: Instant,
+}
+
+/// The idle connections of one worker, every upstream's.
+#[derive(Debug, Default)]
+pub struct Pool {
+    idle: Vec<Idle>,
+}
+
+/// A pool shared by the router (which hands it to each answer) and the
+/// answers that give their connection back.
+pub type Shared = Rc<RefCell<Pool>>;
+
+/// What an answer needs to give its connection back.
+#[derive(Debug, Clone)]
+pub struct Keep {
+    /// The worker's pool.
+    pub pool: Shared,
+    /// The upstream the connection goes to.
+    pub to: Upstream,
+    /// `keepalive`: idle connections kept to it at most.
+    pub max: usize,
+    /// `keepalive_timeout`.
+    pub timeout: Duration,
+}
+
+impl Pool {
+    /// A live idle connection to `to` whose link `fits` (see
+    /// [`Link::fits`]), if one is kept; those found dead on the way, or
+    /// past their time, are closed.
+    pub fn take(
+        &mut self,
+        to: &Upstream,
+        fits: impl Fn(&Link) -> bool,
+        now: Instant,
+    ) -> Option<(OwnedFd, Link)> {
+        self.prune(now);
+        while let Some(i) = self.idle.iter().rposition(|c| c.to == *to && fits(&c.link)) {
+            let c = self.idle.swap_remove(i);
+            if net::is_quiet(&c.sock) {
+                return Some((c.sock, c.link));
+            }
+        }
+        None
+    }
+
+    /// Keeps `sock`, a connection to `keep.to` over `link` that may carry
+    /// another request, unless `keep.max` are kept to it already (then it
+    /// closes).
+    pub fn put(&mut self, keep: &Keep, sock: OwnedFd, link: Link, now: Instant) {
+        self.prune(now);
+        let kept = self.idle.iter().filter(|c| c.to == keep.to).count();
+        if kept < keep.max {
+            self.idle.push(Idle {
+                to: keep.to.clone(),
+                sock,
+                link,
+                until: now + keep.timeout,
+            });
+        }
+    }
+
+    /// Closes the connections idle past their time.
+    pub fn prune(&mut self, now: Instant) {
+        self.idle.retain(|c| c.until > now);
+    }
+
+    /// How many connections are kept.
+    pub fn len(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// None is kept.
+    pub fn is_empty(&self) -> bool {
+        self.idle.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::os::unix::net::UnixStream;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn keep(pool: &Shared, max: usize) -> Keep {
+        Keep {
+            pool: Rc::clone(pool),
+            to: Upstream::Unix(PathBuf::from("/a.sock")),
+            max,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn a_kept_connection_is_reused_unless_its_upstream_spoke_or_left() {
+        let pool: Shared = Rc::default();
+        let k = keep(&pool, 8);
+        let now = Instant::now();
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (ours2, mut theirs2) = UnixStream::pair().unwrap();
+        let (ours3, theirs3) = UnixStream::pair().unwrap();
+        let mut p = pool.borrow_mut();
+        p.put(&k, OwnedFd::from(ours), Link::Plain, now);
+        p.put(&k, OwnedFd::from(ours2), Link::Plain, now);
+        p.put(&k, OwnedFd::from(ours3), Link::Plain, now);
+        assert_eq!(p.len(), 3);
+        theirs2.write_all(b"x").unwrap();
+        drop(theirs3);
+        let other = Upstream::Unix(PathBuf::from("/b.sock"));
+        assert!(
+            p.take(&other, |_| true, now).is_none(),
+            "another upstream's"
+        );
+        // (The last kept is tried first: it left, then the one that
+        // spoke; the first is still there.)
+        assert!(p.take(&k.to, |_| true, now).is_some());
+        assert!(p.is_empty());
+        assert!(p.take(&k.to, |_| true, now).is_none());
+        drop(theirs);
+    }
+
+    #[test]
+    fn at_most_keepalive_are_kept_and_none_past_their_time() {
+        let pool: Shared = Rc::default();
+        let now = Instant::now();
+        let mut ends = Vec::new();
+        for _ in 0..3 {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            ends.push(theirs);
+            pool.borrow_mut()
+                .put(&keep(&pool, 2), OwnedFd::from(ours), Link::Plain, now);
+        }
+        assert_eq!(pool.borrow().len(), 2);
+        pool.borrow_mut().prune(now + Duration::from_secs(61));
+        assert!(pool.borrow().is_empty());
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        pool.borrow_mut()
+            .put(&keep(&pool, 0), OwnedFd::from(ours), Link::Plain, now);
+        assert!(pool.borrow().is_empty(), "keepalive = 0 keeps none");
+    }
+}

@@ -1,0 +1,221 @@
+//! What the producers that talk to another process share (a CGI
+//! program's pipes, an upstream's socket): the request body waiting to
+//! be written to it ([`Outbox`]: fed by the engine, refilled from a body
+//! held whole, written while it takes it), and its answer's body taken
+//! out of its framing ([`Unframe`]: by length, or chunked).
+
+use std::io;
+
+use super::produce::Wrote;
+use super::spool::Spool;
+use crate::http::body::{BodyDecoder, BodyLimits};
+use crate::http::grammar::push_hex;
+use crate::http::parse::BodyFraming;
+
+/// Request-body bytes buffered for the other side before reading from
+/// the client pauses.
+pub const INPUT_CAP: usize = 64 * 1024;
+
+/// Refills the empty `buf` from a body `held` whole (at most
+/// [`INPUT_CAP`] bytes): false once it is all read (the spool is then
+/// dropped), or none is held.
+pub fn refill(held: &mut Option<Spool>, buf: &mut Vec<u8>) -> io::Result<bool> {
+    let Some(spool) = held.as_mut() else {
+        return Ok(false);
+    };
+    let more = spool.read_into(buf, INPUT_CAP)? > 0;
+    if !more {
+        *held = None;
+    }
+    Ok(more)
+}
+
+/// Why [`Outbox::write_to`] stopped short.
+#[derive(Debug)]
+pub enum OutboxError {
+    /// The body held whole could not be read back.
+    Held(io::Error),
+    /// The other side does not take it any more (EPIPE, a reset).
+    Write(io::Error),
+}
+
+/// Bytes on their way to another process: the request body (and, for
+/// an upstream, the request head and the chunked coding before it).
+#[derive(Debug, Default)]
+pub struct Outbox {
+    buf: Vec<u8>,
+    /// How many of the bytes waiting are the client's (their HTTP/2
+    /// credit goes back as they are written; a chunk's framing is not).
+    client: usize,
+    /// The rest of a body held whole, read into `buf` as it drains.
+    held: Option<Spool>,
+    /// The body was held whole: none comes from the client.
+    held_body: bool,
+    /// No more body comes.
+    pub body_end: bool,
+}
+
+impl Outbox {
+    /// An outbox whose body is `held` whole, if any (then no more comes).
+    pub fn new(held: Option<Spool>) -> Outbox {
+        let held_body = held.is_some();
+        Outbox {
+            held,
+            held_body,
+            body_end: held_body,
+            ..Outbox::default()
+        }
+    }
+
+    /// How many more bytes it takes now.
+    pub fn room(&self) -> usize {
+        INPUT_CAP.saturating_sub(self.buf.len())
+    }
+
+    /// Queues `bytes`, the client's (credited when written) or not.
+    pub fn push(&mut self, bytes: &[u8], client: bool) {
+        self.buf.extend_from_slice(bytes);
+        if client {
+            self.client += bytes.len();
+        }
+    }
+
+    /// Queues the client's `data` as one chunk (RFC 9112 §7.1: its size
+    /// in hex, CRLF, the data, CRLF); not empty, which would end the body.
+    pub fn push_chunk(&mut self, data: &[u8]) {
+        push_hex(&mut self.buf, data.len() as u64);
+        self.buf.extend_from_slice(b"\r\n");
+        self.push(data, true);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// Puts `bytes` in place of the first `n` bytes that wait (a
+    /// request head sent again on another connection).
+    pub fn replace_front(&mut self, n: usize, bytes: &[u8]) {
+        self.buf
+            .splice(..n.min(self.buf.len()), bytes.iter().copied());
+    }
+
+    /// Its body was held whole.
+    pub fn held(&self) -> bool {
+        self.held_body
+    }
+
+    /// Nothing waits (nor in a body held whole).
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty() && self.held.is_none()
+    }
+
+    /// Everything is written and no more comes.
+    pub fn done(&self) -> bool {
+        self.body_end && self.is_empty()
+    }
+
+    /// Drops what waits.
+    pub fn clear(&mut self) {
+        self.buf = Vec::new();
+        self.client = 0;
+        self.held = None;
+    }
+
+    /// Writes what waits with `write` while `ready` (cleared when it
+    /// would block).
+    pub fn write_to(
+        &mut self,
+        ready: &mut bool,
+        write: &mut dyn FnMut(&[u8]) -> io::Result<usize>,
+    ) -> Result<Wrote, OutboxError> {
+        let mut wrote = Wrote::default();
+        while *ready {
+            if self.buf.is_empty() {
+                match refill(&mut self.held, &mut self.buf) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => return Err(OutboxError::Held(e)),
+                }
+            }
+            match write(&self.buf) {
+                Ok(n) => {
+                    self.buf.drain(..n);
+                    wrote.moved |= n > 0;
+                    // (A body held whole had its credit back already.)
+                    let client = n.min(self.client);
+                    self.client -= client;
+                    wrote.client += client;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => *ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(OutboxError::Write(e)),
+            }
+        }
+        Ok(wrote)
+    }
+}
+
+/// An answer's body taken out of its framing: by length (what follows
+/// is dropped) or from chunked coding; none, as it comes.
+#[derive(Debug, Default)]
+pub struct Unframe {
+    decoder: Option<BodyDecoder>,
+    /// What it decoded last.
+    decoded: Vec<u8>,
+    /// The framing was bad: the answer is to be cut after what came.
+    bad: bool,
+    /// Bytes followed the body's end (dropped).
+    extra: bool,
+}
+
+impl Unframe {
+    /// Takes bodies framed as `framing` (`BodyFraming::None`: as they
+    /// come); a chunked body's trailers take at most `max_trailers`.
+    pub fn new(framing: BodyFraming, max_trailers: usize) -> Unframe {
+        let limits = BodyLimits {
+            max_body: u64::MAX,
+            max_chunk_ext: 4096,
+            max_trailers,
+        };
+        let decoder = match framing {
+            BodyFraming::None => None,
+            framing => BodyDecoder::new(framing, &limits).ok(),
+        };
+        Unframe {
+            decoder,
+            ..Unframe::default()
+        }
+    }
+
+    /// Replaces the body bytes in `buf` with what they hold.
+    pub fn take(&mut self, buf: &mut Vec<u8>) {
+        let Some(d) = self.decoder.as_mut() else {
+            return;
+        };
+        self.decoded.clear();
+        let decoded = &mut self.decoded;
+        match d.decode(buf, &mut |bytes| decoded.extend_from_slice(bytes)) {
+            Ok(n) => self.extra |= n < buf.len(),
+            // (What decoded goes out; the caller cuts the answer next.)
+            Err(_) => self.bad = true,
+        }
+        std::mem::swap(buf, &mut self.decoded);
+    }
+
+    /// The framing was bad.
+    pub fn is_bad(&self) -> bool {
+        self.bad
+    }
+
+    /// Bytes followed the end of a framed body.
+    pub fn had_extra(&self) -> bool {
+        self.extra
+    }
+
+    /// A framed body is complete.
+    pub fn is_done(&self) -> bool {
+        self.decoder.as_ref().is_some_and(BodyDecoder::is_done)
+    }
+
+    /// A framed body has not ended (its end is owed).
+    pub fn is_short(&self) -> bool {
+        self.decoder.as_ref().is_some_and(|d| !d.is_done())
+    }
+}

@@ -1,0 +1,108 @@
+//! The FastCGI stage (`[[fastcgi]]`, after the reverse proxy and before
+//! CGI): the first rule of the site that takes the request's path names
+//! a script, which must exist beneath the rule's root before anything is
+//! sent (else a refusal: 404, 403); the router decides what goes (the
+//! application server, each in turn, and the parameters), the worker
+//! connects and pumps the answer (see `server::worker::upstream`).
+
+use std::os::unix::ffi::OsStrExt;
+
+use super::{Deferred, Resume, Resumed, Router, Routing, Step};
+use crate::config::{Dotfiles, Level};
+use crate::handlers::cgi::content_length;
+use crate::handlers::fastcgi::body::{BodyIn, Options};
+use crate::handlers::fastcgi::script::{Found, Script};
+use crate::handlers::fastcgi::{params, FastcgiPlan};
+use crate::handlers::proxy::pool::Keep;
+use crate::handlers::spool::Spool;
+use crate::handlers::{Body, Plan};
+use crate::http::parse::BodyFraming;
+use crate::http::{path, Status};
+
+impl Router {
+    /// The FastCGI stage: the script of the first rule that takes the
+    /// request's path runs, or the request is refused.
+    pub(super) fn fastcgi(&mut self, routing: &mut Routing<'_>) -> Step {
+        let site = routing.req.site();
+        let Some(scripts) = &self.sites[site].fastcgi else {
+            return Step::Next;
+        };
+        let st = &self.files[site].site().static_files;
+        if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&routing.scratch.path) {
+            return Step::Next;
+        }
+        match scripts.find(&routing.scratch.path, self.files[site].protected()) {
+            Found::No => Step::Next,
+            Found::Refused(status, why, file) => {
+                routing
+                    .scratch
+                    .refuse_file(why, file.as_os_str().as_bytes());
+                Step::Answer(Plan::error(status, routing.scratch))
+            }
+            // The application is told the body's length: a chunked one
+            // is held whole first.
+            Found::Script(script) if routing.req.body() == BodyFraming::Chunked => {
+                Step::Defer(Deferred::WholeBody(Resume(Resumed::Fastcgi(script))))
+            }
+            Found::Script(script) => Step::Answer(self.start_fastcgi(&script, None, routing)),
+        }
+    }
+
+    /// Hands `script` with the request to an application server of its
+    /// rule; its body is `held` (held whole) or else streams as it
+    /// arrives.
+    pub(super) fn start_fastcgi(
+        &mut self,
+        script: &Script,
+        mut held: Option<Spool>,
+        routing: &mut Routing<'_>,
+    ) -> Plan {
+        let Some(scripts) = &self.sites[routing.req.site()].fastcgi else {
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
+        };
+        if let Some(Err(e)) = held.as_mut().map(Spool::rewind) {
+            routing.log.log(
+                Level::Error,
+                format_args!(
+                    "fastcgi: cannot read back the request body held in a temporary file: {e}"
+                ),
+            );
+            return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
+        }
+        let rule = &scripts.rules()[script.rule];
+        let req = &*routing.req;
+        let length = content_length(held.as_ref(), req.body());
+        let root = scripts.root(script.rule);
+        let params = params(script, req, routing.client.ends(), root, length, &rule.env);
+        self.fastcgi_turn = self.fastcgi_turn.wrapping_add(1);
+        let to = &rule.to[self.fastcgi_turn % rule.to.len()];
+        let body = match (held, length) {
+            (Some(spool), _) => BodyIn::Held(spool),
+            (None, None | Some(0)) => BodyIn::None,
+            (None, Some(_)) => BodyIn::Stream,
+        };
+        let plan = FastcgiPlan {
+            to: to.clone(),
+            params,
+            body,
+            opts: Options {
+                label: format!("fastcgi {}", script.filename.display()),
+                connect_timeout: rule.connect_timeout,
+                read_timeout: rule.read_timeout,
+                max_head: self.cfg.limits.cgi_header_bytes,
+                keep: (rule.keepalive > 0).then(|| Keep {
+                    pool: std::rc::Rc::clone(&self.upstream_pool),
+                    to: to.clone(),
+                    max: rule.keepalive,
+                    timeout: rule.keepalive_timeout,
+                }),
+            },
+        };
+        Plan {
+            // (The status is the application's, from its answer's head.)
+            status: Status::OK,
+            body: Body::Fastcgi(Box::new(plan)),
+            close: false,
+        }
+    }
+}

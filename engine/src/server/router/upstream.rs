@@ -1,0 +1,344 @@
+//! The reverse-proxy stage (`[[reverse_proxy]]`, after the mounts and
+//! before CGI): the first rule of the site whose `path` or `pattern`
+//! matches forwards the request. The router decides what goes: the
+//! upstream (each in turn), the re-framed request head with who the
+//! client is, and how the answer is passed on; the worker connects and
+//! pumps it (see `server::worker::upstream`).
+
+use std::borrow::Cow;
+
+use super::{Router, Routing, Step};
+use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
+use crate::handlers::proxy::balance::{Group, Shared};
+use crate::handlers::proxy::body::{Answer, Options, Turn};
+use crate::handlers::proxy::dial;
+use crate::handlers::proxy::pool::Keep;
+use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
+use crate::handlers::proxy::UpstreamPlan;
+use crate::handlers::{Body, Plan};
+use crate::http::grammar::{has_token, hex_value};
+use crate::http::parse::{self, BodyFraming};
+use crate::http::path::{decode_and_normalize, split_target};
+use crate::http::request::{OwnedRequest, MAX_HEADERS};
+use crate::http::{Method, Status, Version};
+
+impl Router {
+    /// Whether a `[[reverse_proxy]]` rule of the request's site takes
+    /// its path (so a WebSocket handshake goes there, not refused).
+    pub(super) fn proxies(&self, routing: &Routing<'_>) -> bool {
+        let rules = &self.cfg.site(routing.req.site()).reverse_proxy;
+        rules
+            .iter()
+            .any(|r| r.matches.matches(&routing.scratch.path))
+    }
+
+    /// The reverse-proxy stage: the request goes to an upstream of the
+    /// first rule that matches its path.
+    pub(super) fn reverse_proxy(&mut self, routing: &mut Routing<'_>) -> Step {
+        let cfg = std::sync::Arc::clone(&self.cfg);
+        let site = routing.req.site();
+        let rules = &cfg.site(site).reverse_proxy;
+        let Some((i, rule)) = rules
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.matches.matches(&routing.scratch.path))
+        else {
+            return Step::Next;
+        };
+        let Some(group) = self.proxy_groups.get(site).and_then(|g| g.get(i)) else {
+            return Step::Next;
+        };
+        // (The real client: behind a trusted proxy, the one it names.)
+        let client = match routing.req.forwarded() {
+            Some(f) => f.addr.ip(),
+            None => routing.client.peer.ip(),
+        };
+        let picked = group.borrow_mut().pick(client, &[], routing.client.now);
+        let Some(index) = picked else {
+            routing.log.log(
+                crate::config::Level::Error,
+                format_args!(
+                    "reverse proxy: every upstream for {} is down; 503",
+                    String::from_utf8_lossy(&routing.scratch.path)
+                ),
+            );
+            return Step::Answer(Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch));
+        };
+        let to = &rule.to[index];
+        let target = match strip(rule, routing.req.target(), &routing.scratch.path) {
+            Ok(target) => target,
+            Err(why) => {
+                routing.log.log(
+                    crate::config::Level::Info,
+                    format_args!(
+                        "reverse proxy: cannot strip_prefix from {:?}: {why}; 400",
+                        String::from_utf8_lossy(routing.req.target())
+                    ),
+                );
+                return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+            }
+        };
+        let mut plan = upstream_plan(rule, to, &target, routing, &cfg.limits);
+        plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
+            pool: std::rc::Rc::clone(&self.upstream_pool),
+            to: to.clone(),
+            max: rule.keepalive,
+            timeout: rule.keepalive_timeout,
+        });
+        plan.opts.turn = Some(Turn {
+            group: std::rc::Rc::clone(group),
+            index,
+            client,
+            idempotent: routing.req.method().is_idempotent(),
+            host_upstream: rule.host == HostMode::Upstream,
+        });
+        Step::Answer(Plan {
+            // (The status is the upstream's, from its answer's head.)
+            status: Status::OK,
+            body: Body::Upstream(Box::new(plan)),
+            close: false,
+        })
+    }
+}
+
+/// The state of `rule`'s upstreams in one worker.
+pub(super) fn group(rule: &ProxyRule) -> Shared {
+    std::rc::Rc::new(std::cell::RefCell::new(Group::new(rule)))
+}
+
+/// What the request `routing` holds is sent to upstream `to` of `rule`.
+fn upstream_plan(
+    rule: &ProxyRule,
+    to: &Upstream,
+    target: &[u8],
+    routing: &Routing<'_>,
+    limits: &crate::config::Limits,
+) -> UpstreamPlan {
+    let req: &OwnedRequest = routing.req;
+    let body = match req.body() {
+        BodyFraming::None => BodyOut::None,
+        BodyFraming::Length(n) => BodyOut::Length(n),
+        BodyFraming::Chunked => BodyOut::Chunked,
+    };
+    let own_host;
+    let host: &[u8] = match (rule.host, req.host()) {
+        (HostMode::Client, Some(host)) => host,
+        _ => {
+            own_host = dial::own_host(to);
+            own_host.as_bytes()
+        }
+    };
+    // A switch of protocols (RFC 9110 §7.8: `Upgrade`, named by
+    // `Connection`) goes on where the rule lets it, for a request with
+    // no body; otherwise the request goes without its `Upgrade`. (An
+    // HTTP/2 request has an `Upgrade` only as an extended CONNECT's
+    // handshake: see `server::h2::request`.)
+    let upgrade = rule.websocket
+        && req.version() != Version::Http10
+        && body == BodyOut::None
+        && req.header("upgrade").is_some()
+        && req
+            .headers()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+            .any(|h| has_token(h.value, b"upgrade"));
+    let forwarded = req.forwarded();
+    let https = forwarded
+        .and_then(|f| f.https)
+        .unwrap_or(routing.client.tls.is_some());
+    let f = Forward {
+        target,
+        host,
+        client: routing.client.peer,
+        https,
+        trusted: forwarded.is_some(),
+        via: rule.via,
+        body,
+        upgrade,
+        set: &rule.headers.set,
+        remove: &rule.headers.remove,
+    };
+    let mut head = Vec::new();
+    write_head(&mut head, req, &f);
+    UpstreamPlan {
+        to: to.clone(),
+        head,
+        opts: Options {
+            label: dial::label(to),
+            body,
+            head_request: req.method() == Method::Head,
+            connect_timeout: rule.connect_timeout,
+            read_timeout: rule.read_timeout,
+            send_timeout: rule.send_timeout,
+            limits: parse::Limits {
+                max_request_line: limits.max_request_line,
+                max_head: limits.max_header_bytes,
+                max_headers: limits.max_headers.min(MAX_HEADERS),
+            },
+            max_trailers: limits.max_header_bytes,
+            answer: Answer {
+                edits: rule.response_headers.clone(),
+                via: rule.via,
+                server: rule.server,
+            },
+            keep: None,
+            upgrade,
+            connect: upgrade && req.version() == Version::Http2,
+            turn: None,
+        },
+        #[cfg(feature = "tls")]
+        tls: rule.tls_client.clone(),
+        #[cfg(not(feature = "tls"))]
+        tls: (),
+    }
+}
+
+/// The target sent: the client's, without the rule's `path` with
+/// `strip_prefix` (its `/` kept: `/api/x` under `/api/` goes as `/x`);
+/// `path` is the decoded and normalised path that matched the rule.
+///
+/// The prefix is taken off the raw target as the client spelt it, its
+/// escapes decoded one byte at a time (`/%61pi/x` goes as `/x`, and
+/// `/api%2Fx` as `/x`: the slash ends the prefix), and the rest goes as
+/// it came, never decoded and encoded again (`/api/a%2Fb` goes as
+/// `/a%2Fb`). That rest must mean, once normalised, what followed the
+/// prefix in `path`, so that the upstream sees under its root what the
+/// rule matched: a path that reaches the prefix only through dot
+/// segments or doubled slashes (`/x/../api/y`, `//api/y`), or whose rest
+/// climbs out of it (`/api/../api/y`, whose rest `/../api/y` would leave
+/// the upstream's root), is refused (the error says why).
+fn strip<'a>(
+    rule: &ProxyRule,
+    target: &'a [u8],
+    path: &[u8],
+) -> Result<Cow<'a, [u8]>, &'static str> {
+    let PathMatch::Prefix(prefix) = &rule.matches else {
+        return Ok(Cow::Borrowed(target));
+    };
+    if !rule.strip_prefix {
+        return Ok(Cow::Borrowed(target));
+    }
+    let keep = prefix.strip_suffix('/').unwrap_or(prefix).as_bytes();
+    let (raw, query) = split_target(target);
+    let Some(after) = spelt_prefix(raw, keep) else {
+        return Err("its path reaches the prefix through dot segments or doubled slashes");
+    };
+    let rest = &raw[after..];
+    let rest = match rest {
+        [] => &b""[..],
+        [b'/', ..] => rest,
+        [b'%', b'2', b'f' | b'F', tail @ ..] => tail,
+        // (`/apix` under `path = "/api"`: not the prefix as a segment.)
+        _ => return Ok(Cow::Borrowed(target)),
+    };
+    let mut sent = Vec::with_capacity(target.len() + 1);
+    if !rest.starts_with(b"/") {
+        sent.push(b'/');
+    }
+    sent.extend_from_slice(rest);
+    let meant = match &path[keep.len().min(path.len())..] {
+        [] => &b"/"[..],
+        meant => meant,
+    };
+    let mut normal = Vec::new();
+    if decode_and_normalize(&sent, &mut normal).is_err() || normal != meant {
+        return Err("the rest of its path leaves the prefix (dot segments)");
+    }
+    if let Some(q) = query {
+        sent.push(b'?');
+        sent.extend_from_slice(q);
+    }
+    Ok(Cow::Owned(sent))
+}
+
+/// Where `keep` ends in the raw path `raw` spelt with escapes or not
+/// (each `%XX` one byte), if `raw` starts with it.
+fn spelt_prefix(raw: &[u8], keep: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    for &want in keep {
+        let got = match raw.get(i)? {
+            b'%' => {
+                let hi = hex_value(*raw.get(i + 1)?)?;
+                let lo = hex_value(*raw.get(i + 2)?)?;
+                i += 3;
+                hi << 4 | lo
+            }
+            &b => {
+                i += 1;
+                b
+            }
+        };
+        if got != want {
+            return None;
+        }
+    }
+    Some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `path = "/api/"`, `strip_prefix = true`.
+    fn api_rule() -> ProxyRule {
+        ProxyRule {
+            matches: PathMatch::Prefix("/api/".into()),
+            strip_prefix: true,
+            ..ProxyRule::default()
+        }
+    }
+
+    /// What `target` goes as under `path = "/api/"`, `strip_prefix`.
+    fn stripped(rule: &ProxyRule, target: &str) -> Result<String, &'static str> {
+        let (raw, _) = split_target(target.as_bytes());
+        let mut path = Vec::new();
+        decode_and_normalize(raw, &mut path).unwrap();
+        assert!(rule.matches.matches(&path), "{target} is the rule's");
+        let sent = strip(rule, target.as_bytes(), &path)?;
+        Ok(String::from_utf8(sent.into_owned()).unwrap())
+    }
+
+    #[test]
+    fn strip_prefix_keeps_the_slash() {
+        let rule = api_rule();
+        assert_eq!(stripped(&rule, "/api/users?id=3").unwrap(), "/users?id=3");
+        assert_eq!(stripped(&rule, "/api/").unwrap(), "/");
+        let kept = ProxyRule {
+            strip_prefix: false,
+            ..rule.clone()
+        };
+        assert_eq!(stripped(&kept, "/api/users").unwrap(), "/api/users");
+        let bare = ProxyRule {
+            matches: PathMatch::Prefix("/api".into()),
+            ..rule
+        };
+        assert_eq!(stripped(&bare, "/api").unwrap(), "/");
+        assert_eq!(stripped(&bare, "/api?q").unwrap(), "/?q");
+        assert_eq!(stripped(&bare, "/apix/y").unwrap(), "/apix/y");
+    }
+
+    #[test]
+    fn strip_prefix_takes_an_encoded_prefix_off_and_sends_the_rest_as_written() {
+        let rule = api_rule();
+        let ok = |t| stripped(&rule, t).unwrap();
+        assert_eq!(ok("/%61pi/users?id=%61"), "/users?id=%61");
+        assert_eq!(ok("/%61%70%69%2fusers"), "/users");
+        assert_eq!(ok("/api%2Fusers"), "/users");
+        // The rest is never decoded: an encoded slash or letter stays so.
+        assert_eq!(ok("/%61pi/a%2Fb/%63"), "/a%2Fb/%63");
+        assert_eq!(ok("/api/%2Fb"), "/%2Fb");
+        // Dot segments within the rest stay within it.
+        assert_eq!(ok("/%61pi/x/../y"), "/x/../y");
+        assert_eq!(ok("/api/x/%2e%2e/y"), "/x/%2e%2e/y");
+        for refused in [
+            "/api/../api/x",
+            "/api/%2e%2e/api/x",
+            "/api/..%2Fapi/x",
+            "/%61pi/./../api/x",
+            "/x/../api/y",
+            "//api/y",
+            "/./api/y",
+        ] {
+            assert!(stripped(&rule, refused).is_err(), "{refused}");
+        }
+    }
+}

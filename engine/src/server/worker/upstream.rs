@@ -1,0 +1,116 @@
+//! Upstreams in the event loop (`[[reverse_proxy]]`): the router decided
+//! where a request goes ([`UpstreamPlan`]); here the worker connects to
+//! it, non-blocking, and the answer is a producer ([`ProxyBody`]) whose
+//! socket is watched like a program's pipes (see `pipe`), under its
+//! exchange's token, for reading and writing at once. Nothing here
+//! blocks the loop: the connection completes while other clients are
+//! served, and `connect_timeout` bounds it as the run's idle timeout.
+//! A kept connection to the same upstream (the pool, `keepalive`) is
+//! taken instead of a new one when there is one. An upstream that cannot
+//! be reached, or a kept connection it had closed, may make the request
+//! go again on a new connection (see `ProxyBody::try_again`).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use mio::unix::SourceFd;
+
+use super::{Request, Worker};
+use crate::config::{Level, Upstream};
+use crate::handlers::fastcgi::body::FastcgiBody;
+use crate::handlers::fastcgi::FastcgiPlan;
+use crate::handlers::proxy::body::ProxyBody;
+use crate::handlers::proxy::dial;
+use crate::handlers::proxy::link::{Link, Tls};
+use crate::handlers::proxy::pool::Keep;
+use crate::handlers::proxy::UpstreamPlan;
+use crate::handlers::Plan;
+use crate::http::body::BodyDecoder;
+use crate::http::Status;
+use crate::server::conn::Conn;
+
+impl Worker {
+    /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
+    /// `stream` none, whose body `decoder` reads on its way upstream; or
+    /// its HTTP/2 stream) as `plan` says. The answer to give instead when
+    /// the upstream cannot be reached at once (502).
+    pub(super) fn start_upstream(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        plan: UpstreamPlan,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
+        // (Before a kept connection is taken or a new one made: a stream
+        // refused costs the upstream nothing.)
+        self.room_for(c, stream, &plan.opts.label, r)?;
+        let tls = plan.tls;
+        if let Some((sock, link)) = self.kept_socket(&plan.to, plan.opts.keep.as_ref(), &tls) {
+            let body = ProxyBody::new(sock, &plan.head, plan.opts)
+                .with_link(link, tls)
+                .on_kept_connection()
+                .logged_as(dial::addr(&plan.to));
+            return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
+        }
+        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts, tls) {
+            Ok(body) => body,
+            Err(lines) => {
+                for line in lines {
+                    self.logger.log(Level::Error, format_args!("{line}"));
+                }
+                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+            }
+        };
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+
+    /// Starts handing request `r` to a FastCGI application as `plan`
+    /// says, as [`Worker::start_upstream`] does; a 502 when it cannot be
+    /// reached at once.
+    pub(super) fn start_fastcgi(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        plan: FastcgiPlan,
+        redirects: u8,
+        decoder: &mut Option<BodyDecoder>,
+    ) -> Result<(), Plan> {
+        self.room_for(c, stream, &plan.opts.label, r)?;
+        let kept = self.kept_socket(&plan.to, plan.opts.keep.as_ref(), &Tls::default());
+        let (sock, kept) = match kept {
+            Some((sock, _)) => (sock, true),
+            None => match dial::connect(&plan.to) {
+                Ok(sock) => (sock, false),
+                Err(e) => {
+                    self.logger.log(
+                        Level::Error,
+                        format_args!("{}: cannot connect: {e}; 502", plan.opts.label),
+                    );
+                    return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                }
+            },
+        };
+        let body = FastcgiBody::new(sock, kept, &plan.params, plan.body, plan.opts);
+        self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
+    }
+
+    /// A connection to `to` kept in the pool `keep` names, if there is
+    /// one whose link fits `tls` (see [`Link::fits`]), with its link.
+    fn kept_socket(
+        &mut self,
+        to: &Upstream,
+        keep: Option<&Keep>,
+        tls: &Tls,
+    ) -> Option<(OwnedFd, Link)> {
+        let fits = |link: &Link| link.fits(tls);
+        let (sock, link) = keep?.pool.borrow_mut().take(to, fits, self.clock.now)?;
+        // (In case its last answer was dropped still watched.)
+        let _ = self
+            .poll
+            .registry()
+            .deregister(&mut SourceFd(&sock.as_raw_fd()));
+        Some((sock, link))
+    }
+}

@@ -1,0 +1,495 @@
+//! FastCGI on the wire (`[[fastcgi]]`) with a real php-fpm: started here
+//! with a configuration of its own in a temporary directory (a unix
+//! socket there, run as the current user, no php.ini), PHP scripts in
+//! brisk's document root. What PHP sees ($_SERVER, forms, uploads,
+//! sessions) and what the client gets (statuses, redirects, a long
+//! answer streamed), over HTTP/1.1 and h2c.
+
+use crate::common;
+
+use std::fs;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use common::*;
+
+const FPM: &str = "/usr/sbin/php-fpm8.2";
+
+/// A php-fpm pool listening on a unix socket in its own directory;
+/// stopped (and reaped, its children with it) on drop.
+struct Fpm {
+    child: Option<KillOnDrop>,
+    sock: PathBuf,
+    dir: TempDir,
+}
+
+impl Fpm {
+    /// Starts php-fpm, or says why the test skips (none installed).
+    fn start() -> Option<Fpm> {
+        if !Path::new(FPM).exists() {
+            skip(&format!("no {FPM}: FastCGI is not tested against php-fpm"));
+            return None;
+        }
+        let dir = TempDir::new("fpm");
+        let sock = dir.path.join("fpm.sock");
+        let sessions = dir.path.join("sessions");
+        fs::create_dir(&sessions).unwrap();
+        let conf = dir.path.join("fpm.conf");
+        let d = dir.path.display();
+        // As the current user; root must say so (`-R` and the user).
+        use std::os::unix::fs::MetadataExt as _;
+        let root = fs::metadata("/proc/self").unwrap().uid() == 0;
+        let user = if root { "user = root\n" } else { "" };
+        fs::write(
+            &conf,
+            format!(
+                "[global]\n\
+                 pid = {d}/fpm.pid\n\
+                 error_log = {d}/fpm.log\n\
+                 daemonize = no\n\
+                 [app]\n\
+                 {user}\
+                 listen = {sock}\n\
+                 pm = static\n\
+                 pm.max_children = 4\n\
+                 catch_workers_output = yes\n\
+                 php_admin_value[session.save_path] = {sessions}\n\
+                 php_admin_value[upload_tmp_dir] = {d}\n\
+                 php_admin_value[output_buffering] = 0\n\
+                 php_admin_flag[log_errors] = on\n",
+                sock = sock.display(),
+                sessions = sessions.display(),
+            ),
+        )
+        .unwrap();
+        let child = Command::new(FPM)
+            .args(["-n", "-F"])
+            .args(root.then_some("-R"))
+            .arg("-y")
+            .arg(&conf)
+            .arg("-p")
+            .arg(&dir.path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(dir.path.join("fpm.stderr")).unwrap())
+            .spawn()
+            .expect("start php-fpm");
+        let fpm = Fpm {
+            child: Some(KillOnDrop(child)),
+            sock,
+            dir,
+        };
+        wait_until("php-fpm's socket", || fpm.sock.exists());
+        Some(fpm)
+    }
+
+    /// Stops php-fpm (SIGTERM: the master stops its children, which a
+    /// SIGKILL would leave behind) and waits for it; its socket goes
+    /// with it.
+    fn stop(&mut self) {
+        if let Some(mut fpm) = self.child.take() {
+            // SAFETY: a plain kill(2) of our own child, not yet reaped.
+            unsafe { libc::kill(fpm.0.id() as i32, libc::SIGTERM) };
+            let _ = wait_exit(&mut fpm.0, WAIT_LIMIT);
+        }
+        let _ = fs::remove_file(&self.sock);
+    }
+}
+
+impl Drop for Fpm {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// brisk in front of `fpm`, with the test scripts in its root.
+fn brisk(fpm: &Fpm) -> Server {
+    brisk_to(&format!("unix:{}", fpm.sock.display()), 0)
+}
+
+/// brisk in front of the FastCGI server `to`, keeping `keepalive` idle
+/// connections to it.
+fn brisk_to(to: &str, keepalive: usize) -> Server {
+    let mut b = Builder::new();
+    b.file(
+        "env.php",
+        b"<?php\nforeach (['SCRIPT_FILENAME', 'SCRIPT_NAME', 'PATH_INFO', 'PATH_TRANSLATED', \
+          'DOCUMENT_ROOT', 'REQUEST_URI', 'QUERY_STRING', 'REQUEST_METHOD', 'SERVER_SOFTWARE', \
+          'REQUEST_SCHEME', 'HTTPS', 'GATEWAY_INTERFACE', 'SERVER_PROTOCOL', 'CONTENT_LENGTH', \
+          'HTTP_X_TEST', 'APP_ENV', 'PATH'] as $k) {\n\
+          echo $k, '=', $_SERVER[$k] ?? '(unset)', \"\\n\";\n}\n",
+    )
+    .file(
+        "form.php",
+        b"<?php\necho 'a=', $_GET['a'] ?? '-', ' b=', $_POST['b'] ?? '-', ' c=', $_POST['c'] ?? '-', \"\\n\";\n",
+    )
+    .file(
+        "upload.php",
+        b"<?php\n$f = $_FILES['f'];\necho $f['name'], ' ', $f['size'], ' ', md5_file($f['tmp_name']), ' ', $_POST['note'], \"\\n\";\n",
+    )
+    .file(
+        "redirect.php",
+        b"<?php\nheader('Location: http://example.test/next');\necho \"moved\\n\";\n",
+    )
+    .file(
+        "gone.php",
+        b"<?php\nhttp_response_code(404);\nheader('X-App: php');\necho \"no such thing\\n\";\n",
+    )
+    .file(
+        "count.php",
+        b"<?php\nsession_start();\n$_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;\necho 'n=', $_SESSION['n'], \"\\n\";\n",
+    )
+    .file(
+        "big.php",
+        b"<?php\n$piece = str_repeat('0123456789abcdef', 65536);\nfor ($i = 0; $i < 10; $i++) { echo $piece; flush(); }\n",
+    )
+    .file(
+        "warn.php",
+        b"<?php\nerror_log('careful: something odd');\necho \"done\\n\";\n",
+    )
+    .file("uploads/evil.jpg", b"<?php echo 'EVIL'; ?>")
+    .file("app/index.php", b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], ' ', $_SERVER['SCRIPT_NAME'], \"\\n\";\n")
+    .file("app/style.css", b"body{}\n")
+    .file("app/sub/notes.txt", b"notes\n")
+    .file("dir/index.php", b"<?php\necho \"dir index\\n\";\n")
+    .file("slow/nap.php", b"<?php\nsleep(5);\necho \"late\\n\";\n");
+    b.config(&format!(
+        "[[fastcgi]]\npath = \"/slow/\"\nto = \"{to}\"\nread_timeout = \"300ms\"\n\n\
+         [[fastcgi]]\npath = \"/app/\"\nto = \"{to}\"\nsplit_path = \".php\"\n\
+         fallback = \"/app/index.php\"\n\n\
+         [[fastcgi]]\npattern = \"*.php\"\nto = \"{to}\"\nindex = \"index.php\"\n\
+         split_path = \".php\"\nenv = {{ APP_ENV = \"test\" }}\nkeepalive = {keepalive}\n"
+    ));
+    b.start()
+}
+
+/// The `NAME=value` lines of env.php's answer.
+fn var<'a>(body: &'a str, name: &str) -> &'a str {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+}
+
+fn started() -> Option<(Fpm, Server)> {
+    let fpm = Fpm::start()?;
+    let server = brisk(&fpm);
+    Some((fpm, server))
+}
+
+#[test]
+fn php_sees_the_cgi_variables_and_path_info() {
+    let Some((_fpm, s)) = started() else { return };
+    let root = fs::canonicalize(&s.root).unwrap();
+    let r = s.get_with("/env.php/b/c?x=1&y=%20", "X-Test: yes\r\n");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = String::from_utf8(r.body.clone()).unwrap();
+    let want = [
+        ("SCRIPT_FILENAME", format!("{}/env.php", root.display())),
+        ("SCRIPT_NAME", "/env.php".into()),
+        ("PATH_INFO", "/b/c".into()),
+        ("PATH_TRANSLATED", format!("{}/b/c", root.display())),
+        ("DOCUMENT_ROOT", root.display().to_string()),
+        ("REQUEST_URI", "/env.php/b/c?x=1&y=%20".into()),
+        ("QUERY_STRING", "x=1&y=%20".into()),
+        ("REQUEST_METHOD", "GET".into()),
+        (
+            "SERVER_SOFTWARE",
+            format!("brisk/{}", env!("CARGO_PKG_VERSION")),
+        ),
+        ("REQUEST_SCHEME", "http".into()),
+        ("HTTPS", "(unset)".into()),
+        ("GATEWAY_INTERFACE", "CGI/1.1".into()),
+        ("SERVER_PROTOCOL", "HTTP/1.1".into()),
+        ("CONTENT_LENGTH", "(unset)".into()),
+        ("HTTP_X_TEST", "yes".into()),
+        ("APP_ENV", "test".into()),
+        ("PATH", "(unset)".into()),
+    ];
+    for (name, value) in want {
+        assert_eq!(var(&body, name), value, "{name} in\n{body}");
+    }
+    assert_eq!(r.header("Content-Type"), Some("text/html; charset=UTF-8"));
+}
+
+#[test]
+fn forms_by_get_and_post_and_a_chunked_post() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/form.php?a=1");
+    assert_eq!(r.text(), "a=1 b=- c=-\n");
+    let form = "b=two&c=3%204";
+    let r = s.request(
+        format!(
+            "POST /form.php?a=x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "a=x b=two c=3 4\n");
+    // A chunked body is counted first: PHP needs CONTENT_LENGTH.
+    let r = s.request(
+        b"POST /form.php HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+          Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n\
+          4\r\nb=ch\r\n6\r\nunked!\r\n0\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "a=- b=chunked! c=-\n");
+}
+
+#[test]
+fn a_multipart_upload_reaches_php_whole() {
+    let Some((_fpm, s)) = started() else { return };
+    let file: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        b"--XyZ\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n\
+          --XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"data.bin\"\r\n\
+          Content-Type: application/octet-stream\r\n\r\n",
+    );
+    body.extend_from_slice(&file);
+    body.extend_from_slice(b"\r\n--XyZ--\r\n");
+    let mut raw = format!(
+        "POST /upload.php HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\
+         Content-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(&body);
+    let r = s.request(&raw);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let md5 = Command::new("md5sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin.take().unwrap().write_all(&file)?;
+            c.wait_with_output()
+        })
+        .expect("md5sum");
+    let md5 = String::from_utf8(md5.stdout).unwrap();
+    let md5 = md5.split_whitespace().next().unwrap();
+    assert_eq!(r.text(), format!("data.bin 300000 {md5} hello\n"));
+}
+
+#[test]
+fn statuses_redirects_and_sessions_come_from_php() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/redirect.php");
+    assert_eq!(r.status, 302, "{}", r.head);
+    assert_eq!(r.header("Location"), Some("http://example.test/next"));
+    let r = s.get("/gone.php");
+    assert_eq!(r.status, 404, "{}", r.head);
+    assert_eq!(r.header("X-App"), Some("php"));
+    assert_eq!(r.text(), "no such thing\n");
+
+    let r = s.get("/count.php");
+    assert_eq!(r.text(), "n=1\n");
+    let cookie = r
+        .header("Set-Cookie")
+        .expect("a session cookie")
+        .to_string();
+    let id = cookie.split(';').next().unwrap();
+    assert!(id.starts_with("PHPSESSID="), "{cookie}");
+    let r = s.get_with("/count.php", &format!("Cookie: {id}\r\n"));
+    assert_eq!(r.text(), "n=2\n");
+}
+
+#[test]
+fn a_10_mb_answer_streams_whole() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/big.php");
+    assert_eq!(r.status, 200);
+    let piece = b"0123456789abcdef".repeat(65536);
+    assert_eq!(r.body.len(), 10 * piece.len());
+    assert!(r.body.chunks(piece.len()).all(|c| c == piece));
+}
+
+#[test]
+fn a_client_that_leaves_mid_answer_ends_its_request_and_no_other() {
+    let Some(fpm) = Fpm::start() else { return };
+    let s = brisk_to(&format!("unix:{}", fpm.sock.display()), 2);
+    for _ in 0..3 {
+        let mut c = s.connect();
+        c.send(b"GET /big.php HTTP/1.1\r\nHost: t\r\n\r\n");
+        c.read_at_least(100_000);
+        drop(c);
+    }
+    // (Its connection to php-fpm is not kept: the next requests get
+    // whole answers of their own.)
+    for i in 0..5 {
+        assert_eq!(
+            s.get(&format!("/form.php?a={i}")).text(),
+            format!("a={i} b=- c=-\n")
+        );
+    }
+    assert_eq!(s.get("/big.php").body.len(), 10 << 20);
+}
+
+#[test]
+fn php_warnings_go_to_the_error_log() {
+    let Some((_fpm, s)) = started() else { return };
+    assert_eq!(s.get("/warn.php").text(), "done\n");
+    let line = s.wait_stderr_line("careful: something odd");
+    assert!(
+        line.contains("fastcgi ") && line.contains("warn.php"),
+        "{line}"
+    );
+}
+
+#[test]
+fn scripts_must_exist_beneath_the_root_before_anything_is_sent() {
+    let Some((_fpm, s)) = started() else { return };
+    // The classic hole: evil.jpg is a file, so evil.jpg/x.php is none.
+    let r = s.get("/uploads/evil.jpg/x.php");
+    assert_eq!(r.status, 404);
+    assert!(!r.text().contains("EVIL"), "{}", r.text());
+    let r = s.get("/nothing.php");
+    assert_eq!(r.status, 404);
+    assert!(
+        r.text().contains("404 Not Found"),
+        "brisk's page: {}",
+        r.text()
+    );
+    // (The image itself is a static file, its source never run.)
+    let r = s.get("/uploads/evil.jpg");
+    assert_eq!(r.body, b"<?php echo 'EVIL'; ?>");
+    // A symlink that leads out of the root.
+    let outside = s.base.path.join("outside.php");
+    fs::write(&outside, b"<?php echo 'OUT';").unwrap();
+    std::os::unix::fs::symlink(&outside, s.root.join("out.php")).unwrap();
+    let r = s.get("/out.php");
+    assert_eq!(r.status, 403, "{}", r.text());
+}
+
+#[test]
+fn index_and_front_controller() {
+    let Some((_fpm, s)) = started() else { return };
+    assert_eq!(s.get("/dir/").text(), "dir index\n");
+    let r = s.get("/app/users/3?x=1");
+    assert_eq!(r.text(), "front /app/users/3?x=1 /app/index.php\n");
+    // A directory without an index is no file either.
+    assert_eq!(
+        s.get("/app/sub/").text(),
+        "front /app/sub/ /app/index.php\n"
+    );
+    // A file there is still the static stage's.
+    assert_eq!(s.get("/app/style.css").body, b"body{}\n");
+}
+
+#[test]
+fn fifty_requests_at_once() {
+    let Some((_fpm, s)) = started() else { return };
+    let addr = s.addr();
+    let answers: Vec<_> = (0..50)
+        .map(|i| {
+            thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                c.send(
+                    format!("GET /env.php?i={i} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                );
+                (i, c.response())
+            })
+        })
+        .collect();
+    for a in answers {
+        let (i, r) = a.join().unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(var(&r.text(), "QUERY_STRING"), format!("i={i}"));
+    }
+}
+
+/// A unix socket in front of `fpm`'s that passes bytes both ways and
+/// counts the connections made to it.
+fn counting_relay(fpm: &Fpm) -> (PathBuf, Arc<AtomicUsize>) {
+    let path = fpm.dir.path.join("relay.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    let to = fpm.sock.clone();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(client) = conn else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let server = UnixStream::connect(&to).unwrap();
+            let pipe = |mut from: UnixStream, mut to: UnixStream| {
+                thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                })
+            };
+            pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+            pipe(server, client);
+        }
+    });
+    (path, count)
+}
+
+#[test]
+fn kept_connections_carry_request_after_request() {
+    let Some(fpm) = Fpm::start() else { return };
+    let (relay, connections) = counting_relay(&fpm);
+    let s = brisk_to(&format!("unix:{}", relay.display()), 1);
+    for i in 0..20 {
+        let r = s.get(&format!("/form.php?a={i}"));
+        assert_eq!(r.text(), format!("a={i} b=- c=-\n"));
+    }
+    // One connection (FCGI_KEEP_CONN), kept between the requests.
+    assert_eq!(connections.load(Ordering::SeqCst), 1);
+    drop(s);
+    // Without keepalive, one per request.
+    let s = brisk_to(&format!("unix:{}", relay.display()), 0);
+    for _ in 0..3 {
+        assert_eq!(s.get("/form.php").status, 200);
+    }
+    assert_eq!(connections.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn an_application_silent_for_read_timeout_is_a_504() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get("/slow/nap.php");
+    assert_eq!(r.status, 504, "{}", r.text());
+    s.wait_stderr_line("the application was silent for read_timeout");
+}
+
+#[test]
+fn php_fpm_stopped_is_a_502() {
+    let Some((mut fpm, s)) = started() else {
+        return;
+    };
+    assert_eq!(s.get("/form.php").status, 200);
+    fpm.stop();
+    let r = s.get("/form.php");
+    assert_eq!(r.status, 502, "{}", r.text());
+    // (Kept connections to the stopped server are not reused either.)
+    assert_eq!(s.get("/form.php").status, 502);
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn over_h2c() {
+    let Some((_fpm, s)) = started() else { return };
+    let mut h2 = common::h2::H2::connect(s.addr(), &[], 1 << 24);
+    let get = h2.get("/env.php/p?q=1", &[]);
+    let form = b"b=h2&c=yes";
+    let post = h2.request(
+        "POST",
+        "/form.php?a=2",
+        &[("content-type", "application/x-www-form-urlencoded")],
+        Some(form),
+    );
+    let answers = h2.answers(&[get, post]);
+    assert_eq!(answers[0].status(), "200");
+    let body = String::from_utf8(answers[0].body.clone()).unwrap();
+    assert_eq!(var(&body, "PATH_INFO"), "/p");
+    assert_eq!(var(&body, "SERVER_PROTOCOL"), "HTTP/2.0");
+    assert_eq!(answers[1].status(), "200");
+    assert_eq!(answers[1].body, b"a=2 b=h2 c=yes\n");
+}

@@ -1,0 +1,408 @@
+//! More of the reverse proxy on the wire (issue #27, S7): whose `Server`
+//! and `Date` an answer carries, `strip_prefix` on a prefix the client
+//! wrote percent-encoded, proxied HTTP/2 streams in the per-connection
+//! limit of programs, and `https://` upstreams. The upstreams are
+//! reverse_proxy.rs's scripted threads (or, for https, brisk itself).
+
+use crate::common;
+use crate::reverse_proxy::{brisk, Say, Upstream};
+
+use common::*;
+
+/// An upstream's own `Date`, far from brisk's clock.
+const UP_DATE: &str = "Mon, 01 Jan 2024 00:00:00 GMT";
+
+/// An answer with the upstream's own `Server` and `Date`.
+const WITH_BOTH: &[u8] = b"HTTP/1.1 200 OK\r\nServer: app/1.0\r\nX-App: a\r\n\
+      Date: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Length: 2\r\n\r\nok";
+
+#[test]
+fn the_upstreams_server_and_date_pass_unless_server_is_brisk() {
+    let with_both = Upstream::start(vec![Say::Bytes(WITH_BOTH)]);
+    let to = format!("http://{}", with_both.addr);
+    let get = b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    // `server = "upstream"` (the default): both are the upstream's, in
+    // the place it wrote them, and brisk adds neither.
+    let s = brisk(&to, "");
+    let r = s.request(get);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: app/1.0\r\nX-App: a\r\nDate: {UP_DATE}\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&r.raw), format!("{head}ok"));
+    // `server = "brisk"`: brisk's `server_header` in its place.
+    let s = brisk(&to, "server = \"brisk\"");
+    let r = s.request(get);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: brisk\r\nX-App: a\r\nDate: {UP_DATE}\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&r.raw), format!("{head}ok"));
+    // An upstream that sends neither: no Server (the answer is its),
+    // and brisk's Date (every answer has one, RFC 9110 §6.6.1).
+    let bare = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let s = brisk(&format!("http://{}", bare.addr), "");
+    let r = s.request(get);
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nDate: {DATE}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+        )
+    );
+    let s = brisk(&format!("http://{}", bare.addr), "server = \"brisk\"");
+    let r = s.request(get);
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Length: 2\r\n\
+             Connection: close\r\n\r\n"
+        )
+    );
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn over_h2c_too() {
+    use common::h2::H2;
+    let up = Upstream::start(vec![Say::Bytes(WITH_BOTH)]);
+    let to = format!("http://{}", up.addr);
+    let fields = |server: &str| {
+        [
+            (":status", "200"),
+            ("server", server),
+            ("x-app", "a"),
+            ("date", UP_DATE),
+            ("content-length", "2"),
+        ]
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+    };
+    for (extra, server) in [("", "app/1.0"), ("server = \"brisk\"", "brisk")] {
+        let s = brisk(&to, extra);
+        let mut c = H2::connect(s.addr(), &[], 0);
+        // (Twice: the second answer's head is the encoder's repeat.)
+        for _ in 0..2 {
+            let get = c.get("/api/x", &[]);
+            let a = c.answers(&[get]);
+            assert_eq!(a[0].fields, fields(server), "{extra}");
+            assert_eq!(a[0].body, b"ok");
+        }
+    }
+}
+
+#[test]
+fn strip_prefix_takes_off_a_prefix_written_percent_encoded() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let to = format!("http://{}", up.addr);
+    let s = brisk(&to, "strip_prefix = true\nkeepalive = 0");
+    let get = |target: &str| {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.request(raw.as_bytes())
+    };
+    // Sent as: the rest of the path as the client wrote it.
+    let sent = [
+        ("/%61pi/users", "/users"),
+        ("/%61%70%69%2Fusers?q=%2F", "/users?q=%2F"),
+        ("/api%2Fusers", "/users"),
+        ("/%61pi/a%2Fb/%63", "/a%2Fb/%63"),
+        ("/%61pi/x/../y", "/x/../y"),
+    ];
+    for (target, _) in sent {
+        let r = get(target);
+        assert_eq!((r.status, r.text()), (200, "ok".into()), "{target}");
+    }
+    let fwd = crate::reverse_proxy::FORWARDED;
+    let want: Vec<String> = sent
+        .iter()
+        .map(|(_, to)| format!("GET {to} HTTP/1.1\r\nHost: x\r\n{fwd}\r\n"))
+        .collect();
+    assert_eq!(up.requests(), want);
+    // A rest that would climb out of the prefix, or a prefix reached
+    // through dot segments: refused, nothing sent.
+    for target in [
+        "/api/../api/x",
+        "/%61pi/%2e%2e/api/x",
+        "/api/..%2Fapi/x",
+        "/x/../api/y",
+    ] {
+        assert_eq!(get(target).status, 400, "{target}");
+    }
+    assert_eq!(up.requests().len(), sent.len());
+    s.wait_stderr_line("cannot strip_prefix from \"/x/../api/y\"");
+}
+
+/// An upstream that holds every request (each connection on a thread of
+/// its own) until released, then answers `ok`: how many it holds.
+#[cfg(feature = "http2")]
+struct Held {
+    addr: std::net::SocketAddr,
+    held: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    release: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[cfg(feature = "http2")]
+impl Held {
+    fn start() -> Held {
+        use std::io::Write as _;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = Arc::new(AtomicUsize::new(0));
+        let release = Arc::new(AtomicBool::new(false));
+        let (count, go) = (Arc::clone(&held), Arc::clone(&release));
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let (count, go) = (Arc::clone(&count), Arc::clone(&go));
+                std::thread::spawn(move || {
+                    conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+                    crate::reverse_proxy::read_request(&mut conn);
+                    count.fetch_add(1, Ordering::SeqCst);
+                    poll(IO_TIMEOUT, || go.load(Ordering::SeqCst).then_some(()));
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    let _ = conn.write_all(answer);
+                });
+            }
+        });
+        Held {
+            addr,
+            held,
+            release,
+        }
+    }
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn proxied_h2_streams_count_against_the_connections_programs() {
+    use common::h2::H2;
+    use std::sync::atomic::Ordering;
+    let up = Held::start();
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let mut c = H2::connect(s.addr(), &[], 0);
+    // 20 at once on one connection: 16 go upstream (and wait there), the
+    // 4 beyond are answered 503, as CGI's are.
+    let ids: Vec<u32> = (0..20).map(|i| c.get(&format!("/api/{i}"), &[])).collect();
+    wait_until("16 requests upstream", || {
+        up.held.load(Ordering::SeqCst) == 16
+    });
+    let refused = c.answers(&ids[16..]);
+    for a in &refused {
+        assert_eq!(a.status(), "503", "{:?}", a.fields);
+    }
+    up.release.store(true, Ordering::SeqCst);
+    for a in c.answers(&ids[..16]) {
+        assert_eq!((a.status(), &a.body[..]), ("200", &b"ok"[..]));
+    }
+    assert_eq!(
+        up.held.load(Ordering::SeqCst),
+        16,
+        "none refused went upstream"
+    );
+    let line = format!(
+        "proxy http://{}: 16 programs and upstream requests already answer this HTTP/2 \
+         connection; 503",
+        up.addr
+    );
+    s.wait_stderr_line(&line);
+    // Once they ended, there is room again.
+    let again = c.get("/api/again", &[]);
+    assert_eq!(c.answers(&[again])[0].status(), "200");
+}
+
+/// brisk serving `api/x` over HTTPS (the test certificate `a`, `a.test`,
+/// or the `cert`/`key` files given): an https upstream.
+#[cfg(feature = "tls")]
+fn https_upstream(cert: Option<(&std::path::Path, &std::path::Path)>) -> Server {
+    let mut b = Builder::new();
+    b.file("api/x", b"over tls\n");
+    match cert {
+        None => {
+            b.tls();
+        }
+        Some((cert, key)) => {
+            b.arg("--tls-cert").arg(&cert.display().to_string());
+            b.arg("--tls-key").arg(&key.display().to_string());
+        }
+    }
+    b.start()
+}
+
+/// A TCP relay on 127.0.0.1 to `to`: its address, and how many
+/// connections it took.
+#[cfg(feature = "tls")]
+fn counting_relay(
+    to: std::net::SocketAddr,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(down) = conn else { return };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let Ok(up) = TcpStream::connect(to) else {
+                return;
+            };
+            let pipe = |mut from: TcpStream, mut to: TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(Shutdown::Write);
+                })
+            };
+            pipe(down.try_clone().unwrap(), up.try_clone().unwrap());
+            pipe(up, down);
+        }
+    });
+    (addr, count)
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_upstream_is_verified_or_refused_with_the_reason() {
+    let up = https_upstream(None);
+    let to = format!("https://127.0.0.1:{}", up.addr().port());
+    let label = format!("proxy {to}");
+    let get = b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    // tls_verify = false: its self-made certificate is taken; requests
+    // after the first go on the kept connection, its session kept (a
+    // relay in between counts the connections).
+    let (relay, connections) = counting_relay(up.addr());
+    let s = brisk(&format!("https://{relay}"), "tls_verify = false");
+    let mut c = s.connect();
+    for _ in 0..3 {
+        c.send(b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n");
+        let r = c.response();
+        assert_eq!(
+            (r.status, r.text()),
+            (200, "over tls\n".into()),
+            "{}",
+            r.head
+        );
+    }
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Verified against the system's roots alone: the test CA is none of
+    // them (502, and the log says which upstream and why).
+    let s = brisk(&to, "");
+    assert_eq!(s.request(get).status, 502);
+    let line = s.wait_stderr_line(&label);
+    assert!(line.contains("UnknownIssuer"), "{line}");
+    // With the test CA as `ca`, the certificate is trusted but names
+    // a.test, not 127.0.0.1: refused too.
+    let ca = common::tls::testdata("ca.pem");
+    let s = brisk(&to, &format!("ca = \"{}\"", ca.display()));
+    assert_eq!(s.request(get).status, 502);
+    let line = s.wait_stderr_line(&label);
+    assert!(line.contains("not valid for name"), "{line}");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_upstream_with_a_certificate_for_its_address_is_trusted_by_ca() {
+    use std::process::Command;
+    let dir = TempDir::new("proxy_ca");
+    let p = |name: &str| dir.path.join(name);
+    let openssl = |args: &[&str]| {
+        Command::new("openssl")
+            .current_dir(&dir.path)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let made = openssl(
+        &[
+            &["req", "-x509"],
+            &ec[..],
+            &["-days", "2", "-subj", "/CN=proxy test CA"],
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    )
+    .and_then(|_| {
+        openssl(
+            &[
+                &["req", "-new"],
+                &ec[..],
+                &["-subj", "/CN=127.0.0.1"],
+                &[
+                    "-addext",
+                    "subjectAltName=IP:127.0.0.1",
+                    "-keyout",
+                    "up.key",
+                    "-out",
+                    "up.csr",
+                ],
+            ]
+            .concat(),
+        )
+    })
+    .and_then(|_| {
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "up.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-copy_extensions",
+            "copy",
+            "-out",
+            "up.pem",
+        ])
+    });
+    if made.is_none() {
+        skip("openssl not installed (or cannot make certificates)");
+        return;
+    }
+    let up = https_upstream(Some((&p("up.pem"), &p("up.key"))));
+    let to = format!("https://127.0.0.1:{}", up.addr().port());
+    let s = brisk(&to, &format!("ca = \"{}\"", p("ca.pem").display()));
+    let r = s.request(b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        (r.status, r.text()),
+        (200, "over tls\n".into()),
+        "{}",
+        r.head
+    );
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_tls_handshake_that_never_ends_is_bounded_by_connect_timeout() {
+    // (A TCP upstream that takes the connection and never answers the
+    // ClientHello: the handshake, not the answer, is what waits.)
+    let up = Upstream::start(vec![Say::Silence(std::time::Duration::from_secs(4))]);
+    let to = format!("https://127.0.0.1:{}", up.addr.port());
+    let s = brisk(
+        &to,
+        "tls_verify = false\nconnect_timeout = \"300ms\"\nread_timeout = \"60s\"",
+    );
+    // (Not reached: a 502, as for a connection refused.)
+    let r = s.get("/api/x");
+    assert_eq!(r.status, 502, "{}", r.head);
+    s.wait_stderr_line("no connection to the upstream within connect_timeout");
+}

@@ -1,0 +1,393 @@
+//! The reverse proxy on the wire (`[[reverse_proxy]]`): an upstream
+//! written here (a thread on 127.0.0.1 that records the bytes it
+//! receives and answers scripted bytes) behind the real binary, reached
+//! over HTTP/1.1 and h2c. What the upstream receives is checked byte for
+//! byte: one re-framed request, with who the client is.
+
+use crate::common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+
+/// One step of an upstream's answer.
+pub(crate) enum Say {
+    /// These bytes.
+    Bytes(&'static [u8]),
+    /// Wait until the test says go on.
+    Wait,
+    /// Hold the connection without a word for this long, then close.
+    Silence(Duration),
+}
+
+/// An upstream: what it received on each connection, in order.
+pub(crate) struct Upstream {
+    pub(crate) addr: SocketAddr,
+    got: Arc<Mutex<Vec<Vec<u8>>>>,
+    pub(crate) go: mpsc::Sender<()>,
+}
+
+impl Upstream {
+    /// Answers every connection with `script`, after reading one whole
+    /// request (by its Content-Length, or to the last chunk).
+    pub(crate) fn start(script: Vec<Say>) -> Upstream {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let (go, wait) = mpsc::channel::<()>();
+        let seen = Arc::clone(&got);
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+                let request = read_request(&mut conn);
+                seen.lock().unwrap().push(request);
+                for step in &script {
+                    match step {
+                        Say::Bytes(b) => {
+                            if conn.write_all(b).is_err() {
+                                break;
+                            }
+                        }
+                        Say::Wait => {
+                            let _ = wait.recv_timeout(IO_TIMEOUT);
+                        }
+                        Say::Silence(d) => thread::sleep(*d),
+                    }
+                }
+            }
+        });
+        Upstream { addr, got, go }
+    }
+
+    /// The requests received so far.
+    pub(crate) fn requests(&self) -> Vec<String> {
+        let got = self.got.lock().unwrap();
+        got.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect()
+    }
+}
+
+/// Reads one request: its head, then its body by `Content-Length` or to
+/// the end of a chunked body (what is read is all recorded).
+pub(crate) fn read_request(conn: &mut TcpStream) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut piece = [0u8; 4096];
+    let complete = |buf: &[u8]| {
+        let Some(end) = find(buf, b"\r\n\r\n") else {
+            return false;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        if head.contains("\r\ntransfer-encoding: chunked") {
+            return buf.ends_with(b"\r\n0\r\n\r\n");
+        }
+        let len = head
+            .split("\r\n")
+            .find_map(|l| l.strip_prefix("content-length: "))
+            .map_or(0, |n| n.parse::<usize>().unwrap());
+        buf.len() >= end + 4 + len
+    };
+    while !complete(&buf) {
+        match conn.read(&mut piece) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buf.extend_from_slice(&piece[..n]),
+        }
+    }
+    buf
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Decodes a chunked body (the test's own, simple reading).
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line = find(body, b"\r\n").unwrap();
+        let size = usize::from_str_radix(std::str::from_utf8(&body[..line]).unwrap(), 16).unwrap();
+        body = &body[line + 2..];
+        if size == 0 {
+            assert_eq!(body, b"\r\n", "no trailers");
+            return out;
+        }
+        out.extend_from_slice(&body[..size]);
+        assert_eq!(&body[size..size + 2], b"\r\n");
+        body = &body[size + 2..];
+    }
+}
+
+/// brisk with `/api/` forwarded to `to`, and `extra` keys on the rule.
+pub(crate) fn brisk(to: &str, extra: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("index.html", b"static\n");
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"{to}\"\n{extra}\n"
+    ));
+    b.start()
+}
+
+/// Who brisk says the client is (the test's client, on 127.0.0.1).
+pub(crate) const FORWARDED: &str = "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\
+     X-Forwarded-Host: x\r\nForwarded: for=127.0.0.1;proto=http;host=\"x\"\r\n";
+
+#[test]
+fn get_and_post_go_upstream_reframed_with_who_asked() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive, X-Hop\r\n\
+          X-Hop: 1\r\nX-App: a\r\n\r\nhello",
+    )]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let r = s.request(
+        b"GET /api/x?y=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTE: trailers\r\n\r\n",
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.body, b"hello");
+    assert_eq!(r.header("x-app"), Some("a"));
+    assert_eq!(
+        r.header("x-hop"),
+        None,
+        "a field Connection names stays behind"
+    );
+    let r = s.request(
+        b"POST /api/form HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 7\r\n\r\na=1&b=2",
+    );
+    assert_eq!((r.status, r.text()), (200, "hello".into()));
+    // Not forwarded: the static files still answer the rest.
+    assert_eq!(s.get("/index.html").body, b"static\n");
+    assert_eq!(
+        up.requests(),
+        [
+            format!("GET /api/x?y=1 HTTP/1.1\r\nHost: x\r\n{FORWARDED}\r\n"),
+            format!(
+                "POST /api/form HTTP/1.1\r\nHost: x\r\n{FORWARDED}Content-Length: 7\r\n\r\na=1&b=2"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_chunked_upload_arrives_whole_and_well_framed() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
+    )]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let mut c = s.connect();
+    c.send(b"PUT /api/f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+    thread::sleep(Duration::from_millis(50));
+    c.send(b"6;ext=1\r\n world\r\n0\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 201, "{}", r.head);
+    let got = up.got.lock().unwrap()[0].clone();
+    let end = find(&got, b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(
+        String::from_utf8_lossy(&got[..end]),
+        format!("PUT /api/f HTTP/1.1\r\nHost: x\r\n{FORWARDED}Transfer-Encoding: chunked\r\n\r\n")
+    );
+    assert_eq!(dechunk(&got[end..]), b"hello world");
+}
+
+#[test]
+fn an_answer_streams_to_the_client_piece_by_piece() {
+    let up = Upstream::start(vec![
+        Say::Bytes(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: one\n\n"),
+        Say::Wait,
+        Say::Bytes(b"data: two\n\n"),
+    ]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let mut c = s.connect();
+    c.send(b"GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n");
+    // The first event reaches the client while the upstream still holds
+    // the second (it sends it only once the client has the first).
+    let mut seen = Vec::new();
+    let mut piece = [0u8; 4096];
+    while find(&seen, b"data: one\n\n").is_none() {
+        let n = c.stream.read(&mut piece).unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&piece[..n]);
+    }
+    assert!(find(&seen, b"two").is_none());
+    let head = String::from_utf8_lossy(&seen).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("\r\nTransfer-Encoding: chunked\r\n"),
+        "{head}"
+    );
+    up.go.send(()).unwrap();
+    // Then the upstream closes: that ends the answer (to the close).
+    loop {
+        let n = c.stream.read(&mut piece).unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&piece[..n]);
+        if seen.ends_with(b"\r\n0\r\n\r\n") {
+            break;
+        }
+    }
+    let end = find(&seen, b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(dechunk(&seen[end..]), b"data: one\n\ndata: two\n\n");
+}
+
+#[test]
+fn an_upstream_that_refuses_connections_is_a_502() {
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let s = brisk(&format!("http://{addr}"), "");
+    let r = s.get("/api/x");
+    assert_eq!(r.status, 502, "{}", r.head);
+    // And one on a unix socket that is not there.
+    let s = brisk("unix:/nonexistent/brisk-test.sock", "");
+    assert_eq!(s.get("/api/x").status, 502);
+}
+
+#[test]
+fn a_malformed_answer_is_a_502_never_passed_on() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    )]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let r = s.get("/api/x");
+    assert_eq!(r.status, 502, "{}", r.head);
+    assert!(
+        s.wait_stderr_line("malformed answer")
+            .contains("proxy http://"),
+        "the error log names the upstream"
+    );
+}
+
+#[test]
+fn an_upstream_that_never_answers_is_a_504() {
+    let up = Upstream::start(vec![Say::Silence(Duration::from_secs(4))]);
+    let s = brisk(&format!("http://{}", up.addr), "read_timeout = \"300ms\"");
+    let r = s.get("/api/slow");
+    assert_eq!(r.status, 504, "{}", r.head);
+    assert_eq!(up.requests().len(), 1);
+}
+
+#[test]
+fn a_unix_socket_upstream_gets_the_request_with_its_prefix_stripped() {
+    let dir = TempDir::new("rp-unix");
+    let path = dir.path.join("app.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let got = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        let mut buf = Vec::new();
+        let mut piece = [0u8; 4096];
+        while find(&buf, b"\r\n\r\n").is_none() {
+            let n = conn.read(&mut piece).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&piece[..n]);
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nunix")
+            .unwrap();
+        String::from_utf8(buf).unwrap()
+    });
+    let s = brisk(
+        &format!("unix:{}", path.display()),
+        "strip_prefix = true\nhost = \"upstream\"",
+    );
+    let r = s.request(b"GET /api/v1/items HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!((r.status, r.text()), (200, "unix".into()), "{}", r.head);
+    assert_eq!(
+        got.join().unwrap(),
+        format!("GET /v1/items HTTP/1.1\r\nHost: localhost\r\n{FORWARDED}\r\n")
+    );
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn h2c_requests_go_upstream_as_http1() {
+    use common::h2::H2;
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-App: a\r\n\r\nok",
+    )]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let get = c.get("/api/g", &[]);
+    let a = c.answers(&[get]);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"ok"[..]));
+    assert_eq!(a[0].field("x-app"), Some("a"));
+    let sized = c.request("POST", "/api/p", &[("content-length", "5")], Some(b"hello"));
+    let a = c.answers(&[sized]);
+    assert_eq!(a[0].status(), "200");
+    let unsized_ = c.request("POST", "/api/q", &[], Some(b"hello"));
+    let a = c.answers(&[unsized_]);
+    assert_eq!(a[0].status(), "200");
+    let fwd = "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\
+         X-Forwarded-Host: localhost\r\nForwarded: for=127.0.0.1;proto=http;host=\"localhost\"\r\n";
+    let got = up.requests();
+    assert_eq!(
+        got[0],
+        format!("GET /api/g HTTP/1.1\r\nHost: localhost\r\n{fwd}\r\n")
+    );
+    assert_eq!(
+        got[1],
+        format!("POST /api/p HTTP/1.1\r\nHost: localhost\r\n{fwd}Content-Length: 5\r\n\r\nhello")
+    );
+    let head = format!(
+        "POST /api/q HTTP/1.1\r\nHost: localhost\r\n{fwd}Transfer-Encoding: chunked\r\n\r\n"
+    );
+    assert!(got[2].starts_with(&head), "{}", got[2]);
+    assert_eq!(dechunk(&got[2].as_bytes()[head.len()..]), b"hello");
+}
+
+#[test]
+fn requests_share_a_kept_upstream_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let conns = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let seen = Arc::clone(&conns);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let seen = Arc::clone(&seen);
+            thread::spawn(move || {
+                conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+                let i = {
+                    let mut c = seen.lock().unwrap();
+                    c.push(0);
+                    c.len() - 1
+                };
+                loop {
+                    let request = read_request(&mut conn);
+                    if request.is_empty() {
+                        return;
+                    }
+                    seen.lock().unwrap()[i] += 1;
+                    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if conn.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let s = brisk(&format!("http://{addr}"), "");
+    let mut c = s.connect();
+    for i in 0..5 {
+        c.send(format!("GET /api/{i} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let r = c.response();
+        assert_eq!((r.status, r.text()), (200, "ok".into()), "{}", r.head);
+    }
+    // (And from another client connection, the same upstream one.)
+    assert_eq!(s.get("/api/again").text(), "ok");
+    assert_eq!(*conns.lock().unwrap(), [6], "one upstream connection");
+    // With keepalive = 0, one connection per request.
+    let s = brisk(&format!("http://{addr}"), "keepalive = 0");
+    for _ in 0..2 {
+        assert_eq!(s.get("/api/x").text(), "ok");
+    }
+    wait_until("two more upstream connections", || {
+        *conns.lock().unwrap() == [6, 1, 1]
+    });
+}

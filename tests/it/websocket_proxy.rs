@@ -1,0 +1,669 @@
+//! WebSocket through the reverse proxy (`[[reverse_proxy]]`, `websocket`):
+//! a WebSocket echo upstream written here (a thread on 127.0.0.1 that
+//! answers the handshake with its `Sec-WebSocket-Accept`, RFC 6455 §4.2.2,
+//! then echoes every frame) behind the real binary. What each side gets is
+//! checked byte for byte: the forwarded handshake, the 101's head, the
+//! frames both ways (the client's masked, unmodified by brisk), a 1 MiB
+//! message, the closes from either side, the idle timeout, a rule with
+//! `websocket = false`, and an upstream that refuses the switch.
+
+use crate::common;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::thread;
+
+use common::*;
+use sha1::{Digest, Sha1};
+
+/// RFC 6455 §1.3's example key, and the accept value it makes.
+const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+const ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+
+/// Who brisk says the client is (the test's client, on 127.0.0.1).
+const FORWARDED: &str = "X-Forwarded-For: 127.0.0.1\r\nX-Forwarded-Proto: http\r\n\
+     X-Forwarded-Host: x\r\nForwarded: for=127.0.0.1;proto=http;host=\"x\"\r\n";
+
+/// The handshake a client sends for `path`.
+fn handshake(path: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+}
+
+/// `Sec-WebSocket-Accept` for `key` (RFC 6455 §4.2.2: SHA-1 of the key
+/// and the protocol's GUID, in base64).
+fn accept(key: &str) -> String {
+    let mut h = Sha1::new();
+    h.update(key.as_bytes());
+    h.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    base64(&h.finalize())
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for group in bytes.chunks(3) {
+        let b = [
+            group[0],
+            *group.get(1).unwrap_or(&0),
+            *group.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// One frame (RFC 6455 §5.2), final, masked with `mask` if given (a
+/// client's frames are, a server's are not).
+fn frame(opcode: u8, payload: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+    let mut f = vec![0x80 | opcode];
+    let bit = if mask.is_some() { 0x80 } else { 0 };
+    match payload.len() {
+        n if n < 126 => f.push(bit | n as u8),
+        n if n < 65536 => {
+            f.push(bit | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(bit | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    match mask {
+        Some(m) => {
+            f.extend_from_slice(&m);
+            f.extend(payload.iter().enumerate().map(|(i, b)| b ^ m[i % 4]));
+        }
+        None => f.extend_from_slice(payload),
+    }
+    f
+}
+
+/// A frame as read: its opcode, its payload (unmasked), whether it was
+/// masked.
+#[derive(Debug, PartialEq, Eq)]
+struct Frame {
+    opcode: u8,
+    payload: Vec<u8>,
+    masked: bool,
+}
+
+/// A byte stream: a socket, or TLS over one.
+trait Rw: Read + Write + Send {}
+impl<T: Read + Write + Send> Rw for T {}
+
+/// Bytes from a socket (or TLS over it), kept between reads.
+struct Wire {
+    stream: Box<dyn Rw>,
+    /// The socket under it.
+    tcp: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Wire {
+    fn new(tcp: TcpStream) -> Wire {
+        tcp.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        tcp.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+        Wire {
+            stream: Box::new(tcp.try_clone().unwrap()),
+            tcp,
+            buf: Vec::new(),
+        }
+    }
+
+    /// TLS (to `a.test`, the harness's certificate) over `tcp`.
+    #[cfg(feature = "tls")]
+    fn tls(tcp: TcpStream) -> Wire {
+        let mut w = Wire::new(tcp);
+        let conn = common::tls::client_conn("a.test");
+        w.stream = Box::new(rustls::StreamOwned::new(conn, w.tcp.try_clone().unwrap()));
+        w
+    }
+
+    /// Reads more; false at the end (or an error).
+    fn fill(&mut self) -> bool {
+        let mut piece = [0u8; 64 * 1024];
+        match self.stream.read(&mut piece) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&piece[..n]);
+                true
+            }
+        }
+    }
+
+    /// Takes `n` bytes, reading as needed; none if the stream ends first.
+    fn take(&mut self, n: usize) -> Option<Vec<u8>> {
+        while self.buf.len() < n {
+            if !self.fill() {
+                return None;
+            }
+        }
+        Some(self.buf.drain(..n).collect())
+    }
+
+    /// Takes a head, through its blank line.
+    fn head(&mut self) -> Option<String> {
+        loop {
+            if let Some(end) = find(&self.buf, b"\r\n\r\n") {
+                let head = self.buf.drain(..end + 4).collect();
+                return Some(String::from_utf8(head).unwrap());
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// Takes one frame.
+    fn frame(&mut self) -> Option<Frame> {
+        let h = self.take(2)?;
+        let masked = h[1] & 0x80 != 0;
+        let len = match h[1] & 0x7f {
+            126 => u16::from_be_bytes(self.take(2)?.try_into().unwrap()) as usize,
+            127 => u64::from_be_bytes(self.take(8)?.try_into().unwrap()) as usize,
+            n => n as usize,
+        };
+        let mask = if masked { self.take(4)? } else { vec![0; 4] };
+        let mut payload = self.take(len)?;
+        for (i, b) in payload.iter_mut().enumerate() {
+            *b ^= mask[i % 4];
+        }
+        assert_eq!(h[0] & 0x80, 0x80, "a final frame");
+        Some(Frame {
+            opcode: h[0] & 0x0f,
+            payload,
+            masked,
+        })
+    }
+
+    /// Whether the peer closes now, with nothing more sent.
+    fn ends(&mut self) -> bool {
+        !self.fill() && self.buf.is_empty()
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+        self.stream.flush().unwrap();
+    }
+}
+
+/// A WebSocket echo upstream: what it saw, in order, comes on `seen`
+/// (each handshake's head, then `frame OPCODE LEN masked|unmasked`,
+/// `close`, `eof`).
+struct Echo {
+    addr: SocketAddr,
+    seen: mpsc::Receiver<String>,
+}
+
+impl Echo {
+    /// Echoes every frame; a handshake to a path with `deny` is answered
+    /// 403, and a request without `Upgrade` 200 (both then close). A text
+    /// frame `bye` makes it close (a close frame, then its socket); a
+    /// client's close frame is echoed, then the socket closes; at the
+    /// client's end of input (a half-close) it sends a text frame `after
+    /// eof`, then closes.
+    fn start() -> Echo {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tell, seen) = mpsc::channel();
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { return };
+                let tell = tell.clone();
+                thread::spawn(move || Echo::serve(Wire::new(conn), &tell));
+            }
+        });
+        Echo { addr, seen }
+    }
+
+    fn serve(mut w: Wire, tell: &mpsc::Sender<String>) {
+        let Some(head) = w.head() else { return };
+        let _ = tell.send(head.clone());
+        let lower = head.to_ascii_lowercase();
+        if head.contains("deny") {
+            w.send(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Length: 6\r\nConnection: close\r\n\r\ndenied",
+            );
+            return;
+        }
+        if !lower.contains("\r\nupgrade: websocket\r\n") {
+            w.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nno upgrade");
+            return;
+        }
+        let key = head
+            .split("\r\n")
+            .find(|l| l.to_ascii_lowercase().starts_with("sec-websocket-key: "))
+            .map(|l| &l["sec-websocket-key: ".len()..])
+            .expect("a key");
+        // The switch, and a first frame in the same write.
+        let mut answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Accept: {}\r\n\r\n",
+            accept(key)
+        )
+        .into_bytes();
+        answer.extend_from_slice(&frame(1, b"hello", None));
+        w.send(&answer);
+        loop {
+            let Some(f) = w.frame() else {
+                let _ = tell.send("eof".into());
+                let _ = w.stream.write_all(&frame(1, b"after eof", None));
+                let _ = w.stream.flush();
+                return;
+            };
+            let masked = if f.masked { "masked" } else { "unmasked" };
+            let _ = tell.send(format!("frame {} {} {masked}", f.opcode, f.payload.len()));
+            match (f.opcode, &f.payload[..]) {
+                (8, _) => {
+                    let _ = tell.send("close".into());
+                    w.send(&frame(8, &f.payload, None));
+                    return;
+                }
+                (1, b"bye") => {
+                    w.send(&frame(8, &1000u16.to_be_bytes(), None));
+                    return;
+                }
+                (op, payload) => w.send(&frame(op, payload, None)),
+            }
+        }
+    }
+
+    /// The next thing it saw.
+    fn next(&self) -> String {
+        self.seen
+            .recv_timeout(IO_TIMEOUT)
+            .expect("the upstream saw nothing")
+    }
+}
+
+/// brisk with `/api/` forwarded to `up`, and `extra` keys on the rule.
+fn brisk(up: &Echo, extra: &str) -> Server {
+    let mut b = Builder::new();
+    b.file("index.html", b"static\n");
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\n{extra}\n",
+        up.addr
+    ));
+    b.start()
+}
+
+/// The head with its `Date` value masked.
+fn masked(head: &str) -> String {
+    let start = head.find("\r\nDate: ").expect("a Date") + 8;
+    let end = start + head[start..].find("\r\n").unwrap();
+    format!("{}{DATE}{}", &head[..start], &head[end..])
+}
+
+/// A client that did the handshake to `path` on `s`, and the 101's head.
+fn open(s: &Server, path: &str) -> (Wire, String) {
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    w.send(handshake(path).as_bytes());
+    let head = w.head().expect("an answer");
+    (w, head)
+}
+
+const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
+
+/// The upstream's close frame (status 1000, unmasked).
+fn close_frame() -> Frame {
+    Frame {
+        opcode: 8,
+        payload: 1000u16.to_be_bytes().to_vec(),
+        masked: false,
+    }
+}
+
+/// The head of the 101 a client gets (its `Date` masked).
+const SWITCHED: &str = "HTTP/1.1 101 Switching Protocols\r\nServer: brisk\r\nDate: <date>\r\n\
+     Upgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\
+     Connection: upgrade\r\n\r\n";
+
+/// The handshake to `/api/chat` as the upstream gets it, with `upgrade`
+/// (the fields that ask for the switch, or none) last.
+fn forwarded_handshake(upgrade: &str) -> String {
+    format!(
+        "GET /api/chat HTTP/1.1\r\nHost: x\r\nSec-WebSocket-Key: {KEY}\r\n\
+         Sec-WebSocket-Version: 13\r\n{FORWARDED}{upgrade}\r\n"
+    )
+}
+
+/// A tunnel through brisk (with `extra` keys on its rule) to a new echo
+/// upstream: the handshake as forwarded and the 101's head checked, and
+/// the upstream's first frame read.
+fn tunnel(extra: &str) -> (Echo, Server, Wire) {
+    let up = Echo::start();
+    let s = brisk(&up, extra);
+    let (mut w, head) = open(&s, "/api/chat");
+    assert_eq!(
+        up.next(),
+        forwarded_handshake("Connection: upgrade\r\nUpgrade: websocket\r\n")
+    );
+    assert_eq!(masked(&head), SWITCHED);
+    // The frame the upstream wrote with its 101 follows it.
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+    (up, s, w)
+}
+
+#[test]
+fn the_accept_value_is_rfc_6455s() {
+    assert_eq!(accept(KEY), ACCEPT);
+}
+
+#[test]
+fn a_handshake_switches_and_frames_pass_both_ways_unmodified() {
+    let (up, s, mut w) = tunnel("");
+    // The client's masked frames reach the upstream as they were sent.
+    let text = frame(1, b"Hello, upstream", Some(MASK));
+    w.send(&text);
+    assert_eq!(up.next(), "frame 1 15 masked");
+    let echoed = w.frame().unwrap();
+    assert_eq!((echoed.opcode, echoed.masked), (1, false));
+    assert_eq!(echoed.payload, b"Hello, upstream");
+    // Byte for byte: the echo is the unmasked frame exactly.
+    w.send(&frame(2, &[0, 1, 2, 255], Some([9, 9, 9, 9])));
+    assert_eq!(up.next(), "frame 2 4 masked");
+    assert_eq!(w.take(6).unwrap(), frame(2, &[0, 1, 2, 255], None));
+    // A ping is a frame like any other to brisk.
+    w.send(&frame(9, b"p", Some(MASK)));
+    assert_eq!(up.next(), "frame 9 1 masked");
+    assert_eq!(w.frame().unwrap().opcode, 9);
+    // The client closes: its close frame goes on, the upstream's comes
+    // back, then the upstream closes and so does the connection.
+    w.send(&frame(8, &1000u16.to_be_bytes(), Some(MASK)));
+    assert_eq!(up.next(), "frame 8 2 masked");
+    assert_eq!(up.next(), "close");
+    assert_eq!(w.frame().unwrap(), close_frame());
+    assert!(w.ends(), "the connection ends after the upstream's close");
+    // Elsewhere a handshake is still refused.
+    let (_, refused) = open(&s, "/chat");
+    assert!(
+        refused.starts_with("HTTP/1.1 501 Not Implemented\r\n"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_message_of_a_mebibyte_goes_through_and_back() {
+    let (up, _s, mut w) = tunnel("");
+    let message = pattern(1 << 20);
+    let sent = frame(2, &message, Some(MASK));
+    let mut writer = w.tcp.try_clone().unwrap();
+    let sending = thread::spawn(move || writer.write_all(&sent).unwrap());
+    let echoed = w.frame().expect("the echo");
+    sending.join().unwrap();
+    assert_eq!(up.next(), format!("frame 2 {} masked", 1 << 20));
+    assert_eq!(echoed.opcode, 2);
+    assert!(echoed.payload == message, "the echo differs");
+}
+
+#[test]
+fn the_upstreams_close_ends_the_connection() {
+    let (up, _s, mut w) = tunnel("");
+    w.send(&frame(1, b"bye", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 3 masked");
+    assert_eq!(w.frame().unwrap(), close_frame());
+    assert!(w.ends(), "closed after the upstream closed");
+}
+
+#[test]
+fn the_clients_half_close_reaches_the_upstream_which_may_still_answer() {
+    let (up, _s, mut w) = tunnel("");
+    w.send(&frame(1, b"last", Some(MASK)));
+    w.tcp.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(up.next(), "frame 1 4 masked");
+    assert_eq!(up.next(), "eof", "the client's end is passed on");
+    assert_eq!(w.frame().unwrap().payload, b"last");
+    assert_eq!(w.frame().unwrap().payload, b"after eof");
+    assert!(w.ends());
+}
+
+#[test]
+fn a_tunnel_idle_for_read_timeout_is_closed() {
+    let (up, _s, mut w) = tunnel("read_timeout = \"1s\"");
+    // Nobody says anything more: brisk closes both sides.
+    assert!(w.ends(), "closed for its silence");
+    assert_eq!(up.next(), "eof");
+}
+
+#[test]
+fn without_websocket_the_request_goes_plain() {
+    let up = Echo::start();
+    let s = brisk(&up, "websocket = false");
+    let (mut w, head) = open(&s, "/api/chat");
+    assert_eq!(up.next(), forwarded_handshake(""));
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(!head.to_ascii_lowercase().contains("upgrade"), "{head}");
+    assert_eq!(w.take(10).unwrap(), b"no upgrade");
+}
+
+#[test]
+fn an_answer_other_than_101_is_passed_on_as_an_answer() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let mut c = s.connect();
+    c.send(handshake("/api/deny").as_bytes());
+    let r = c.response();
+    assert!(up.next().contains("\r\nUpgrade: websocket\r\n"));
+    assert_eq!(r.status, 403, "{}", r.head);
+    assert_eq!(r.body, b"denied");
+    assert_eq!(r.header("upgrade"), None);
+    // The connection is no tunnel: it answers its next request.
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body, b"static\n");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_tls_client_tunnels_as_a_plain_one() {
+    let up = Echo::start();
+    let mut b = Builder::new();
+    b.tls();
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    let mut w = Wire::tls(TcpStream::connect(s.addr()).unwrap());
+    w.send(handshake("/api/chat").as_bytes());
+    let head = w.head().expect("an answer");
+    assert_eq!(masked(&head), SWITCHED);
+    assert!(up.next().contains("\r\nX-Forwarded-Proto: https\r\n"));
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+    let message = pattern(256 * 1024);
+    w.send(&frame(2, &message, Some(MASK)));
+    assert_eq!(up.next(), format!("frame 2 {} masked", 256 * 1024));
+    assert!(w.frame().unwrap().payload == message, "the echo differs");
+    w.send(&frame(1, b"bye", Some(MASK)));
+    assert_eq!(w.frame().unwrap().opcode, 8);
+    assert!(w.ends(), "closed after the upstream closed");
+}
+
+/// WebSockets over HTTP/2 (RFC 8441): an extended CONNECT on a stream.
+#[cfg(feature = "http2")]
+mod h2 {
+    use super::*;
+    use brisk::h2::frame::{self, flag, kind, setting};
+    use brisk::h2::hpack;
+    use common::h2::{Frame as H2Frame, H2};
+
+    /// The settings of the server's first SETTINGS frame.
+    fn server_settings(c: &mut H2) -> Vec<(u16, u32)> {
+        let f = c.frame().expect("SETTINGS");
+        assert_eq!((f.kind, f.flags), (kind::SETTINGS, 0));
+        f.payload
+            .chunks(6)
+            .map(|p| {
+                let id = u16::from_be_bytes([p[0], p[1]]);
+                (id, u32::from_be_bytes([p[2], p[3], p[4], p[5]]))
+            })
+            .collect()
+    }
+
+    /// Opens stream `id` with an extended CONNECT for `protocol` to `path`.
+    fn connect(c: &mut H2, id: u32, path: &str, protocol: &str) {
+        let mut block = Vec::new();
+        for (n, v) in [
+            (":method", "CONNECT"),
+            (":protocol", protocol),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", "x"),
+            ("sec-websocket-version", "13"),
+        ] {
+            hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut block);
+        }
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, id, &block, false, 16_384);
+        c.send(&out);
+    }
+
+    /// The next frame on stream `id` (other streams' and the
+    /// connection's are passed over; DATA's credit goes back, and a
+    /// WINDOW_UPDATE for the stream adds to `window`: `None` then).
+    fn on_stream(c: &mut H2, id: u32, window: &mut i64) -> Option<H2Frame> {
+        loop {
+            let f = c.frame().expect("the stream's frames");
+            if f.kind == kind::WINDOW_UPDATE && f.stream == id {
+                *window += i64::from(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                return None;
+            }
+            if f.stream != id {
+                continue;
+            }
+            if f.kind == kind::DATA && !f.payload.is_empty() {
+                let mut out = Vec::new();
+                let n = f.payload.len() as u32;
+                frame::write_window_update(&mut out, 0, n);
+                frame::write_window_update(&mut out, id, n);
+                c.send(&out);
+            }
+            return Some(f);
+        }
+    }
+
+    /// Sends `bytes` as DATA on stream `id` within its window (waiting
+    /// for the server's credit), and reads what comes back meanwhile
+    /// until `want` bytes of DATA have: those bytes.
+    fn exchange(c: &mut H2, id: u32, bytes: &[u8], want: usize, window: &mut i64) -> Vec<u8> {
+        let (mut sent, mut got) = (0, Vec::new());
+        while got.len() < want {
+            while sent < bytes.len() && *window > 0 {
+                let n = (bytes.len() - sent).min(16_384).min(*window as usize);
+                let mut out = frame::data_head(id, n, false).to_vec();
+                out.extend_from_slice(&bytes[sent..sent + n]);
+                c.send(&out);
+                sent += n;
+                *window -= n as i64;
+            }
+            if let Some(f) = on_stream(c, id, window) {
+                assert_eq!(f.kind, kind::DATA, "{f:?}");
+                got.extend_from_slice(&f.payload);
+            }
+        }
+        assert_eq!(sent, bytes.len());
+        got
+    }
+
+    #[test]
+    fn an_extended_connect_is_a_websocket_to_an_http1_upstream() {
+        let up = Echo::start();
+        let s = brisk(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        assert!(
+            server_settings(&mut c).contains(&(setting::ENABLE_CONNECT_PROTOCOL, 1)),
+            "RFC 8441 §3: advertised"
+        );
+        connect(&mut c, 1, "/api/chat", "websocket");
+        // The upstream gets the HTTP/1.1 handshake, with a key of brisk's.
+        let head = up.next();
+        let key_at = head.find("sec-websocket-key: ").expect("a key") + 19;
+        let key = &head[key_at..key_at + 24];
+        assert_eq!(key.len(), 24);
+        assert!(key.ends_with("=="), "16 bytes in base64: {key}");
+        assert_eq!(
+            head.replace(key, "<key>"),
+            "GET /api/chat HTTP/1.1\r\nHost: x\r\nsec-websocket-version: 13\r\n\
+             sec-websocket-key: <key>\r\nX-Forwarded-For: 127.0.0.1\r\n\
+             X-Forwarded-Proto: http\r\nX-Forwarded-Host: x\r\n\
+             Forwarded: for=127.0.0.1;proto=http;host=\"x\"\r\n\
+             Connection: upgrade\r\nUpgrade: websocket\r\n\r\n"
+        );
+        // Its 101 is a 200 on the stream, which stays open.
+        let mut window = 256 * 1024;
+        let h = on_stream(&mut c, 1, &mut window).expect("a head");
+        assert_eq!(h.kind, kind::HEADERS);
+        assert_eq!(h.flags & flag::END_STREAM, 0, "the stream stays open");
+        let names: Vec<&str> = h.fields.iter().map(|(n, _)| n.as_str()).collect();
+        // (No `server`: the upstream's 101 had none, and brisk passes the
+        // upstream's, `server = "upstream"`.)
+        assert_eq!(names, [":status", "date"], "{:?}", h.fields);
+        assert_eq!(h.fields[0].1, "200");
+        // Then DATA ⇄ bytes: the upstream's first frame, then echoes.
+        let hello = frame(1, b"hello", None);
+        let got = exchange(&mut c, 1, &[], hello.len(), &mut window);
+        assert_eq!(got, hello);
+        let text = frame(1, b"over h2", Some(MASK));
+        let got = exchange(&mut c, 1, &text, 9, &mut window);
+        assert_eq!(up.next(), "frame 1 7 masked");
+        assert_eq!(got, frame(1, b"over h2", None));
+        // A message past the stream's window: sent as brisk gives credit.
+        let message = pattern(1 << 20);
+        let echo = frame(2, &message, None);
+        let got = exchange(
+            &mut c,
+            1,
+            &frame(2, &message, Some(MASK)),
+            echo.len(),
+            &mut window,
+        );
+        assert_eq!(up.next(), format!("frame 2 {} masked", 1 << 20));
+        assert!(got == echo, "the echo differs");
+        // END_STREAM is the client's half-close: the upstream sees its
+        // end, answers, closes, and the stream ends.
+        c.send(&frame::data_head(1, 0, true));
+        assert_eq!(up.next(), "eof");
+        // (Its last bytes and END_STREAM: in one frame or two.)
+        let mut rest = Vec::new();
+        loop {
+            let Some(f) = on_stream(&mut c, 1, &mut window) else {
+                continue;
+            };
+            assert_eq!(f.kind, kind::DATA, "{f:?}");
+            rest.extend_from_slice(&f.payload);
+            if f.flags & flag::END_STREAM != 0 {
+                break;
+            }
+        }
+        assert_eq!(rest, frame(1, b"after eof", None));
+        // Elsewhere, and for another protocol: refused on the stream.
+        connect(&mut c, 3, "/chat", "websocket");
+        connect(&mut c, 5, "/api/chat", "connect-udp");
+        let answers = c.answers(&[3, 5]);
+        assert_eq!((answers[0].status(), answers[1].status()), ("501", "501"));
+    }
+
+    #[test]
+    fn without_websocket_rules_nothing_is_advertised() {
+        let up = Echo::start();
+        let s = brisk(&up, "websocket = false");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        let settings = server_settings(&mut c);
+        assert!(
+            settings
+                .iter()
+                .all(|&(id, _)| id != setting::ENABLE_CONNECT_PROTOCOL),
+            "{settings:?}"
+        );
+    }
+}
