@@ -426,7 +426,15 @@ fn field_value<'b>(
                 .filter(|h| !h.is_empty())
                 .and_then(|h| canonical(h, buf))
         }
-        LogField::UpstreamAddr => rec.upstream?.addr.as_bytes(),
+        LogField::UpstreamAddr => {
+            let mut w = &mut buf[..];
+            let _ = match rec.upstream?.addr {
+                super::Peer::Tcp(addr) => write!(w, "{addr}"),
+                super::Peer::Unix(path) => write!(w, "unix:{}", path.display()),
+            };
+            let n = MAX_NAME - w.len();
+            &buf[..n]
+        }
         LogField::UpstreamStatus => {
             let status = rec.upstream?.status;
             let mut w = &mut buf[..];

@@ -83,12 +83,21 @@ pub struct AccessRecord<'a> {
     pub upstream: Option<Upstream<'a>>,
 }
 
+/// Where an upstream is (formatted only when a line says it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer<'a> {
+    /// A TCP address.
+    Tcp(std::net::SocketAddr),
+    /// A unix socket's path.
+    Unix(&'a std::path::Path),
+}
+
 /// What the access log says of the upstream that answered a proxied
 /// request (the `upstream_*` fields).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Upstream<'a> {
-    /// `127.0.0.1:9001`, `[::1]:9001`, `unix:/run/app.sock`.
-    pub addr: &'a str,
+    /// Written `127.0.0.1:9001`, `[::1]:9001`, `unix:/run/app.sock`.
+    pub addr: Peer<'a>,
     /// The status it answered.
     pub status: u16,
     /// From the start of its exchange to its answer's head, in

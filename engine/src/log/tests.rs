@@ -557,7 +557,7 @@ fn upstream_fields_in_every_format() {
     let proxied = AccessRecord {
         status: 502,
         upstream: Some(super::Upstream {
-            addr: "unix:/run/app.sock",
+            addr: super::Peer::Unix(std::path::Path::new("/run/app.sock")),
             status: 200,
             header_us: 12_345,
         }),

@@ -191,7 +191,7 @@ pub struct ProxyBody {
     /// For the access log: the upstream (`127.0.0.1:9001`), when the
     /// exchange began, and once its head came, its status and after how
     /// long (in microseconds).
-    addr: String,
+    addr: Option<dial::Addr>,
     began: Instant,
     answered: Option<(u16, u64)>,
 }
@@ -245,15 +245,15 @@ impl ProxyBody {
             shut: false,
             ended_early: false,
             opts,
-            addr: String::new(),
+            addr: None,
             began: Instant::now(),
             answered: None,
         }
     }
 
     /// Names the upstream in the access log (`upstream_addr`).
-    pub fn logged_as(mut self, addr: String) -> ProxyBody {
-        self.addr = addr;
+    pub fn logged_as(mut self, addr: dial::Addr) -> ProxyBody {
+        self.addr = Some(addr);
         self
     }
 
@@ -414,7 +414,7 @@ impl ProxyBody {
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
         self.opts.label = dial::label(to);
-        self.addr = dial::addr(to);
+        self.addr = Some(dial::addr(to));
         if let Some(keep) = self.opts.keep.as_mut() {
             keep.to = to.clone();
         }
@@ -677,7 +677,7 @@ impl Produce for ProxyBody {
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
         let (status, header_us) = self.answered?;
         Some(crate::log::Upstream {
-            addr: &self.addr,
+            addr: self.addr.as_ref()?.logged(),
             status,
             header_us,
         })

@@ -33,12 +33,33 @@ pub fn label(to: &Upstream) -> String {
     }
 }
 
-/// How the access log names `to` (`upstream_addr`): its address, as
-/// nginx's `$upstream_addr` does, or `unix:` and its path.
-pub fn addr(to: &Upstream) -> String {
+/// Where an upstream is, as the access log names it (`upstream_addr`):
+/// its address, as nginx's `$upstream_addr` does, or its socket's path.
+/// (Kept as it is, formatted only when a line says it: no allocation
+/// per request for a TCP upstream.)
+#[derive(Debug, Clone)]
+pub enum Addr {
+    /// A TCP address.
+    Tcp(std::net::SocketAddr),
+    /// A unix socket's path.
+    Unix(std::path::PathBuf),
+}
+
+impl Addr {
+    /// As the access log takes it.
+    pub fn logged(&self) -> crate::log::Peer<'_> {
+        match self {
+            Addr::Tcp(addr) => crate::log::Peer::Tcp(*addr),
+            Addr::Unix(path) => crate::log::Peer::Unix(path),
+        }
+    }
+}
+
+/// Where `to` is (see [`Addr`]).
+pub fn addr(to: &Upstream) -> Addr {
     match to {
-        Upstream::Tcp { addr, .. } => addr.to_string(),
-        Upstream::Unix(path) => format!("unix:{}", path.display()),
+        Upstream::Tcp { addr, .. } => Addr::Tcp(*addr),
+        Upstream::Unix(path) => Addr::Unix(path.clone()),
     }
 }
 
