@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +127,8 @@ static int serve(int ep, int fd, struct conn *c) {
 
 int main(int argc, char **argv) {
   int port = argc > 1 ? atoi(argv[1]) : 8091;
+  /* A proxy that closes a connection mid-answer must not end the upstream. */
+  signal(SIGPIPE, SIG_IGN);
   small = make(200, 100);
   large = make(200, 1 << 20);
   missing = make(404, 0);
