@@ -98,7 +98,7 @@ pub enum Upstream {
         /// The host as written, lower case, IPv6 literals in brackets:
         /// the upstream's `Host` (with `:port` unless the scheme's
         /// default) and, for https, the name sent (SNI) and verified.
-        host: String,
+        host: std::sync::Arc<str>,
         /// `https://`: TLS to the upstream.
         tls: bool,
     },
@@ -457,7 +457,7 @@ fn resolve(w: Written<'_>) -> Result<Upstream, String> {
     };
     Ok(Upstream::Tcp {
         addr,
-        host: host.to_ascii_lowercase(),
+        host: host.to_ascii_lowercase().into(),
         tls,
     })
 }

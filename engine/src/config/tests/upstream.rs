@@ -14,7 +14,7 @@ use crate::config::{
 fn tcp(addr: &str, host: &str, tls: bool) -> Upstream {
     Upstream::Tcp {
         addr: addr.parse::<SocketAddr>().unwrap(),
-        host: host.to_string(),
+        host: host.into(),
         tls,
     }
 }
@@ -112,7 +112,7 @@ fn every_proxy_key() {
     match &a.to[3] {
         Upstream::Tcp { addr, host, tls } => {
             assert!(addr.ip().is_loopback() && addr.port() == 80, "{addr}");
-            assert_eq!((host.as_str(), *tls), ("localhost", false));
+            assert_eq!((&**host, *tls), ("localhost", false));
         }
         other => panic!("{other:?}"),
     }

@@ -70,7 +70,7 @@ pub fn own_host(to: &Upstream) -> String {
         Upstream::Tcp { addr, host, tls } => {
             let default = if *tls { 443 } else { 80 };
             match addr.port() {
-                p if p == default => host.clone(),
+                p if p == default => host.to_string(),
                 p => format!("{host}:{p}"),
             }
         }

@@ -157,7 +157,15 @@ fn upstream_plan(
         set: &rule.headers.set,
         remove: &rule.headers.remove,
     };
-    let mut head = Vec::new();
+    // (Room for the client's head and what brisk adds, the forwarding
+    // fields and the rule's own: one allocation, not one per doubling.)
+    let set: usize = rule
+        .headers
+        .set
+        .iter()
+        .map(|(n, v)| n.len() + v.len() + 4)
+        .sum();
+    let mut head = Vec::with_capacity(req.head().len() + host.len() + set + 256);
     write_head(&mut head, req, &f);
     UpstreamPlan {
         to: to.clone(),
