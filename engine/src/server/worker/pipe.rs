@@ -193,7 +193,15 @@ impl Worker {
         let reg = self.poll.registry();
         for (i, source) in run.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
-            reg.register(&mut SourceFd(&fd), token_at(index, i), interest(want))?;
+            let (token, interest) = (token_at(index, i), interest(want));
+            match reg.register(&mut SourceFd(&fd), token, interest) {
+                // (A kept upstream connection whose last answer was
+                // dropped still watched: watched anew, under this token.)
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    reg.reregister(&mut SourceFd(&fd), token, interest)?
+                }
+                other => other?,
+            }
         }
         Ok(())
     }

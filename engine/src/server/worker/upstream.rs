@@ -10,9 +10,7 @@
 //! be reached, or a kept connection it had closed, may make the request
 //! go again on a new connection (see `ProxyBody::try_again`).
 
-use std::os::fd::{AsRawFd, OwnedFd};
-
-use mio::unix::SourceFd;
+use std::os::fd::OwnedFd;
 
 use super::{Request, Worker};
 use crate::config::{Level, Upstream};
@@ -105,12 +103,8 @@ impl Worker {
         tls: &Tls,
     ) -> Option<(OwnedFd, Link)> {
         let fits = |link: &Link| link.fits(tls);
-        let (sock, link) = keep?.pool.borrow_mut().take(to, fits, self.clock.now)?;
-        // (In case its last answer was dropped still watched.)
-        let _ = self
-            .poll
-            .registry()
-            .deregister(&mut SourceFd(&sock.as_raw_fd()));
-        Some((sock, link))
+        // (Taken out of the watch when its last answer ended; should it
+        // still be in it, watching it again replaces its token.)
+        keep?.pool.borrow_mut().take(to, fits, self.clock.now)
     }
 }
