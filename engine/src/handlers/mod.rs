@@ -11,12 +11,14 @@ pub mod cors;
 mod error;
 pub mod error_page;
 pub mod fallback;
+#[cfg(feature = "upstreams")]
 pub mod fastcgi;
 pub mod file_cache;
 pub mod health;
 pub mod pipe;
 pub mod produce;
 pub mod protected;
+#[cfg(feature = "upstreams")]
 pub mod proxy;
 pub mod refusal;
 pub mod relay;
@@ -84,9 +86,11 @@ pub enum Body {
     Stream(Box<stream::Streamed>),
     /// An upstream's answer (`[[reverse_proxy]]`): the engine connects
     /// to it and pumps its answer (see [`proxy`]).
+    #[cfg(feature = "upstreams")]
     Upstream(Box<proxy::UpstreamPlan>),
     /// A FastCGI application's answer (`[[fastcgi]]`): the engine
     /// connects to it and pumps its answer (see [`fastcgi`]).
+    #[cfg(feature = "upstreams")]
     Fastcgi(Box<fastcgi::FastcgiPlan>),
 }
 
@@ -181,10 +185,17 @@ impl Body {
     /// Whether the engine pumps it (a program's output, a handler's
     /// pieces or later answer) rather than queueing it whole.
     pub fn is_produced(&self) -> bool {
-        matches!(
-            self,
-            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_)
-        )
+        matches!(self, Body::Pipe(_) | Body::Stream(_)) || self.is_upstream()
+    }
+
+    /// Whether it is an upstream's answer (a proxied request, FastCGI):
+    /// never without the cargo feature `upstreams`.
+    pub fn is_upstream(&self) -> bool {
+        #[cfg(feature = "upstreams")]
+        if let Body::Upstream(_) | Body::Fastcgi(_) = self {
+            return true;
+        }
+        false
     }
 }
 
@@ -197,7 +208,9 @@ impl Plan {
             Body::Buffer => scratch.body.len() as u64,
             Body::File { len, .. } => *len,
             // (Its length is in its own head, if anywhere.)
-            Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => 0,
+            Body::Pipe(_) | Body::Stream(_) => 0,
+            #[cfg(feature = "upstreams")]
+            Body::Upstream(_) | Body::Fastcgi(_) => 0,
             Body::Multipart { .. } => scratch
                 .segs
                 .iter()

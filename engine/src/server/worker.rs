@@ -44,6 +44,7 @@ mod settings;
 mod slab;
 mod timers;
 #[cfg(feature = "upstreams")]
+#[cfg(feature = "upstreams")]
 mod upstream;
 mod waits;
 mod wakeups;

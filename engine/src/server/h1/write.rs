@@ -249,9 +249,9 @@ fn queue(
     let mut mark = start;
     let result = match plan.body {
         // A pipe is pumped as its process writes, never queued whole.
-        Body::Empty | Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => {
-            Ok(())
-        }
+        Body::Empty | Body::Pipe(_) | Body::Stream(_) => Ok(()),
+        #[cfg(feature = "upstreams")]
+        Body::Upstream(_) | Body::Fastcgi(_) => Ok(()),
         Body::Static(b) => {
             out.buf_mut().extend_from_slice(b);
             Ok(())

@@ -67,12 +67,7 @@ impl Router {
         s: &mut Scratch,
         log: &mut Logger,
     ) {
-        if !self.has_rules()
-            || matches!(
-                plan.body,
-                Body::Pipe(_) | Body::Upstream(_) | Body::Fastcgi(_)
-            )
-        {
+        if !self.has_rules() || matches!(plan.body, Body::Pipe(_)) || plan.body.is_upstream() {
             return;
         }
         let site = req.site();

@@ -734,7 +734,9 @@ fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch
         Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),
     };
     match body {
-        Body::Empty | Body::Pipe(_) | Body::Stream(_) | Body::Upstream(_) | Body::Fastcgi(_) => {}
+        Body::Empty | Body::Pipe(_) | Body::Stream(_) => {}
+        #[cfg(feature = "upstreams")]
+        Body::Upstream(_) | Body::Fastcgi(_) => {}
         Body::Static(b) => v.push_back(Piece::Static(b, 0)),
         Body::Buffer => v.push_back(Piece::Bytes(s.body.clone(), 0)),
         Body::File { src, offset, len } => from(&src, offset, len, v),
