@@ -605,6 +605,9 @@ impl Plan {
 /// application servers of every site listen on; `None` when no rule
 /// forwards anything.
 fn upstream_ports(cfg: &Config) -> Option<Vec<u16>> {
+    if !cfg!(feature = "upstreams") {
+        return None;
+    }
     let mut rules = SiteConfig::all(cfg).flat_map(|site| {
         let proxied = site.reverse_proxy.iter().map(|r| &r.to);
         proxied.chain(site.fastcgi.iter().map(|r| &r.to))
@@ -618,7 +621,7 @@ fn upstream_ports(cfg: &Config) -> Option<Vec<u16>> {
             crate::config::Upstream::Unix(_) => None,
         })
         .collect();
-    ports.sort_unstable();
+    crate::sort::sort_by_key(&mut ports, |p| *p);
     ports.dedup();
     Some(ports)
 }
