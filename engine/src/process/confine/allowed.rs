@@ -170,7 +170,7 @@ impl Sandboxes {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "upstreams"))]
 mod tests {
     use std::path::PathBuf;
 
