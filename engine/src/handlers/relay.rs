@@ -16,6 +16,19 @@ use crate::http::parse::BodyFraming;
 /// the client pauses.
 pub const INPUT_CAP: usize = 64 * 1024;
 
+/// The sources of a producer over one socket (an upstream's, an
+/// application server's), watched both ways at once while it has one.
+pub fn socket_sources(
+    sock: Option<&std::os::fd::OwnedFd>,
+) -> [Option<(std::os::fd::RawFd, super::produce::Want)>; 3] {
+    use std::os::fd::AsRawFd;
+    [
+        sock.map(|s| (s.as_raw_fd(), super::produce::Want::Both)),
+        None,
+        None,
+    ]
+}
+
 /// Refills the empty `buf` from a body `held` whole (at most
 /// [`INPUT_CAP`] bytes): false once it is all read (the spool is then
 /// dropped), or none is held.

@@ -12,7 +12,7 @@
 //! dropped.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
@@ -379,11 +379,7 @@ impl Produce for FastcgiBody {
     }
 
     fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        [
-            self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both)),
-            None,
-            None,
-        ]
+        crate::handlers::relay::socket_sources(self.sock.as_ref())
     }
 
     fn ready(&mut self, i: usize) {

@@ -804,11 +804,7 @@ impl Produce for ProxyBody {
     }
 
     fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        [
-            self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both)),
-            None,
-            None,
-        ]
+        crate::handlers::relay::socket_sources(self.sock.as_ref())
     }
 
     fn ready(&mut self, i: usize) {
