@@ -209,6 +209,18 @@ impl Run {
         self.producer.renewed()
     }
 
+    /// Where it keeps the token of its source 0 (see
+    /// [`Produce::watch_slot`]).
+    pub fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        self.producer.watch_slot()
+    }
+
+    /// Its source 0 stays in the watch when it ends (see
+    /// [`Produce::keeps_watch`]).
+    pub fn keeps_watch(&self) -> bool {
+        self.producer.keeps_watch()
+    }
+
     /// A source it is done with, to take out of the watch and close.
     pub fn retired(&mut self) -> Option<OwnedFd> {
         self.producer.retired()

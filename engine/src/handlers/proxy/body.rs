@@ -136,6 +136,9 @@ pub struct ProxyBody {
     retired: Option<OwnedFd>,
     /// `sock` is new, not watched yet ([`Produce::renewed`]).
     renewed: bool,
+    /// The token `sock` is watched under (see [`Produce::watch_slot`]),
+    /// once it is: it stays watched in the pool.
+    watched: Option<usize>,
     /// The request head, kept to be sent again (another attempt) when
     /// its method is idempotent; else empty.
     head: Vec<u8>,
@@ -217,6 +220,7 @@ impl ProxyBody {
             tls: Tls::default(),
             retired: None,
             renewed: false,
+            watched: None,
             // (Only a request that may go again needs it.)
             head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
                 true => head.to_vec(),
@@ -265,12 +269,21 @@ impl ProxyBody {
         self
     }
 
-    /// The socket is a kept connection, up already: the upstream's
-    /// silence is bounded by `read_timeout` from the start.
-    pub fn on_kept_connection(mut self) -> ProxyBody {
+    /// The socket is a kept connection, up already, still watched
+    /// under the token `watched` if it is: the upstream's silence is
+    /// bounded by `read_timeout` from the start.
+    pub fn on_kept_connection(mut self, watched: Option<usize>) -> ProxyBody {
         self.connected = true;
         self.kept = true;
+        self.watched = watched;
         self
+    }
+
+    /// Whether the request could go again on a new connection should
+    /// its kept one turn out closed (see [`ProxyBody::try_again`]): an
+    /// idempotent method without a body.
+    pub fn may_go_again(opts: &Options) -> bool {
+        opts.body == BodyOut::None && opts.turn.as_ref().is_some_and(|t| t.idempotent)
     }
 
     /// The answer to the request whose `head` goes to the upstream
@@ -401,6 +414,7 @@ impl ProxyBody {
             self.let_go(old);
         }
         self.renewed = true;
+        self.watched = None;
         (self.readable, self.writable) = (true, true);
         (self.connected, self.kept) = (false, false);
         self.unreachable = None;
@@ -818,6 +832,14 @@ impl Produce for ProxyBody {
         self.retired.take()
     }
 
+    fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        Some(&mut self.watched)
+    }
+
+    fn keeps_watch(&self) -> bool {
+        self.reusable && self.sock.is_some()
+    }
+
     fn input(&mut self) -> Option<&mut dyn Input> {
         Some(self)
     }
@@ -829,9 +851,10 @@ impl Drop for ProxyBody {
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
             let link = std::mem::take(&mut self.link);
+            let now = std::time::Instant::now();
             keep.pool
                 .borrow_mut()
-                .put(keep, sock, link, std::time::Instant::now());
+                .put_watched(keep, sock, link, self.watched, now);
         }
     }
 }
