@@ -80,6 +80,15 @@ impl Outbox {
         }
     }
 
+    /// An outbox that sends `bytes` first (not the client's: a request
+    /// head), in the buffer they are in.
+    pub fn starting_with(bytes: Vec<u8>) -> Outbox {
+        Outbox {
+            buf: bytes,
+            ..Outbox::default()
+        }
+    }
+
     /// How many more bytes it takes now.
     pub fn room(&self) -> usize {
         INPUT_CAP.saturating_sub(self.buf.len())
@@ -170,8 +179,6 @@ impl Outbox {
 #[derive(Debug, Default)]
 pub struct Unframe {
     decoder: Option<BodyDecoder>,
-    /// What it decoded last.
-    decoded: Vec<u8>,
     /// The framing was bad: the answer is to be cut after what came.
     bad: bool,
     /// Bytes followed the body's end (dropped).
@@ -202,14 +209,12 @@ impl Unframe {
         let Some(d) = self.decoder.as_mut() else {
             return;
         };
-        self.decoded.clear();
-        let decoded = &mut self.decoded;
-        match d.decode(buf, &mut |bytes| decoded.extend_from_slice(bytes)) {
-            Ok(n) => self.extra |= n < buf.len(),
+        let len = buf.len();
+        match d.decode_in_place(buf) {
+            Ok(n) => self.extra |= n < len,
             // (What decoded goes out; the caller cuts the answer next.)
             Err(_) => self.bad = true,
         }
-        std::mem::swap(buf, &mut self.decoded);
     }
 
     /// The framing was bad.

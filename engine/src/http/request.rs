@@ -155,6 +155,12 @@ impl Default for OwnedRequest {
 }
 
 impl OwnedRequest {
+    /// Whether it has buffers to parse into (it held a request), not a
+    /// new one's empty ones.
+    pub fn has_buffers(&self) -> bool {
+        self.bytes.capacity() > 0
+    }
+
     /// Parses the request head at the start of `input` into `self`
     /// (whatever it held before is replaced; its buffers are reused).
     ///

@@ -35,6 +35,8 @@ pub(super) struct Peer {
 pub struct Group {
     /// The rule's `to`.
     pub to: Vec<Upstream>,
+    /// How log lines name each (see [`super::dial::label`]), made once.
+    pub labels: Vec<Rc<str>>,
     balance: Balance,
     max_fails: u32,
     fail_timeout: Duration,
@@ -55,6 +57,11 @@ impl Group {
     pub fn new(rule: &ProxyRule) -> Group {
         Group {
             to: rule.to.clone(),
+            labels: rule
+                .to
+                .iter()
+                .map(|to| super::dial::label(to).into())
+                .collect(),
             balance: rule.balance,
             max_fails: rule.max_fails,
             fail_timeout: rule.fail_timeout,

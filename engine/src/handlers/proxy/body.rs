@@ -38,6 +38,7 @@ use crate::handlers::relay::{Outbox, OutboxError, Unframe};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
+use crate::http::request::MAX_HEADERS;
 use crate::http::Status;
 use crate::sys::net::shutdown_write;
 
@@ -64,7 +65,7 @@ pub struct Answer {
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Names it in log lines (`proxy http://127.0.0.1:9001`).
-    pub label: String,
+    pub label: std::rc::Rc<str>,
     /// How the request body goes (its head says so already).
     pub body: BodyOut,
     /// The request is a HEAD: the answer has no body.
@@ -203,14 +204,20 @@ impl ProxyBody {
     /// The answer to the request whose `head` (from
     /// [`super::request::write_head`]) goes on `sock`, a socket
     /// connected, or connecting, to the upstream, non-blocking.
-    pub fn new(sock: OwnedFd, head: &[u8], opts: Options) -> ProxyBody {
+    pub fn new(sock: OwnedFd, head: Vec<u8>, opts: Options) -> ProxyBody {
         ProxyBody::on(Some(sock), head, opts)
     }
 
     /// As [`ProxyBody::new`], on `sock` if there is one yet.
-    fn on(sock: Option<OwnedFd>, head: &[u8], opts: Options) -> ProxyBody {
-        let mut outbox = Outbox::new(None);
-        outbox.push(head, false);
+    fn on(sock: Option<OwnedFd>, head: Vec<u8>, opts: Options) -> ProxyBody {
+        // (Only a request that may go again keeps a copy of its head;
+        // the outbox sends the head it is given.)
+        let again = opts.turn.as_ref().is_some_and(|t| t.idempotent);
+        let kept_head = match again {
+            true => head.clone(),
+            false => Vec::new(),
+        };
+        let mut outbox = Outbox::starting_with(head);
         let body_open = opts.body != BodyOut::None;
         outbox.body_end = !body_open;
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
@@ -221,11 +228,7 @@ impl ProxyBody {
             retired: None,
             renewed: false,
             watched: None,
-            // (Only a request that may go again needs it.)
-            head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
-                true => head.to_vec(),
-                false => Vec::new(),
-            },
+            head: kept_head,
             written: 0,
             kept: false,
             stale_retried: false,
@@ -293,7 +296,7 @@ impl ProxyBody {
     /// none could be reached (502).
     pub fn connect(
         to: &super::Upstream,
-        head: &[u8],
+        head: Vec<u8>,
         opts: Options,
         tls: Tls,
     ) -> Result<ProxyBody, Vec<String>> {
@@ -387,7 +390,7 @@ impl ProxyBody {
                 }
                 Err(e) => {
                     turn.group.borrow_mut().failed(i, now);
-                    self.opts.label = dial::label(&to);
+                    self.opts.label = dial::label(&to).into();
                     why = format!("cannot connect: {e}");
                 }
             }
@@ -427,7 +430,7 @@ impl ProxyBody {
         self.outbox.replace_front(unsent, &head);
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
-        self.opts.label = dial::label(to);
+        self.opts.label = dial::label(to).into();
         self.addr = Some(dial::addr(to));
         if let Some(keep) = self.opts.keep.as_mut() {
             keep.to = to.clone();
@@ -471,12 +474,22 @@ impl ProxyBody {
     /// answers skipped), none if more is needed, or its failure.
     fn read_head(&mut self) -> Option<Gave> {
         loop {
-            let mut fields: Vec<Header<'_>> = Vec::new();
+            // (On the stack: the head's limits allow no more.)
+            let mut fields = [Header {
+                name: &[],
+                value: &[],
+            }; MAX_HEADERS];
+            let mut count = 0;
             let parsed = parse_response(
                 &self.head_buf,
                 &self.opts.limits,
                 self.opts.head_request,
-                &mut |f| fields.push(f),
+                &mut |f| {
+                    if let Some(slot) = fields.get_mut(count) {
+                        *slot = f;
+                        count += 1;
+                    }
+                },
             );
             let h = match parsed {
                 Err(e) => {
@@ -495,8 +508,7 @@ impl ProxyBody {
                     true => Switch::Connect,
                     false => Switch::Upgrade,
                 };
-                let mut head = reply_head(&h, &fields, &self.opts.answer, switch);
-                drop(fields);
+                let mut head = reply_head(&h, &fields[..count], &self.opts.answer, switch);
                 if self.opts.connect {
                     (head.status, head.reason) = (200, None);
                 }
@@ -516,21 +528,22 @@ impl ProxyBody {
             if let Some(lease) = &self.lease {
                 lease.group().borrow_mut().answered(lease.index);
             }
-            let head = reply_head(&h, &fields, &self.opts.answer, Switch::No);
+            let head = reply_head(&h, &fields[..count], &self.opts.answer, Switch::No);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),
                 ResponseFraming::Chunked => BodyFraming::Chunked,
                 ResponseFraming::Close => BodyFraming::None,
             };
-            drop(fields);
             self.unframe = Unframe::new(framing, self.opts.max_trailers);
             self.started = true;
             let took = self.began.elapsed().as_micros();
             self.answered = Some((h.status, u64::try_from(took).unwrap_or(u64::MAX)));
             self.keep_alive = h.keep_alive;
-            self.rest = self.head_buf.split_off(h.head_len);
-            self.head_buf = Vec::new();
+            // (What followed the head is the body's: it stays where it
+            // is, in the same buffer.)
+            self.head_buf.drain(..h.head_len);
+            self.rest = std::mem::take(&mut self.head_buf);
             if self.unframe.is_done() {
                 self.finish();
             }
@@ -545,8 +558,8 @@ impl ProxyBody {
         self.started = true;
         self.keep_alive = false;
         self.unframe = Unframe::new(BodyFraming::None, 0);
-        self.rest = self.head_buf.split_off(head_len);
-        self.head_buf = Vec::new();
+        self.head_buf.drain(..head_len);
+        self.rest = std::mem::take(&mut self.head_buf);
         self.body_open = true;
         self.outbox.body_end = self.ended_early;
     }
@@ -748,8 +761,11 @@ impl Produce for ProxyBody {
             return Gave::End;
         }
         if !self.rest.is_empty() {
+            // (Copied into the buffer lent, which stays the worker's: a
+            // swap would leave it this small one to grow again.)
             buf.clear();
-            std::mem::swap(buf, &mut self.rest);
+            buf.extend_from_slice(&self.rest);
+            self.rest = Vec::new();
             if let Some(gave) = self.body(buf) {
                 return gave;
             }

@@ -306,6 +306,7 @@ impl Worker {
         };
         let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
         self.log_produced(c, &run.request, status, body_from, run.upstream());
+        self.pools.take_back_held(run.request);
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }

@@ -47,13 +47,13 @@ impl Worker {
         let check = !ProxyBody::may_go_again(&plan.opts);
         let keep = plan.opts.keep.as_ref();
         if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &tls, check) {
-            let body = ProxyBody::new(sock, &plan.head, plan.opts)
+            let body = ProxyBody::new(sock, plan.head, plan.opts)
                 .with_link(link, tls)
                 .on_kept_connection(watched)
                 .logged_as(dial::addr(&plan.to));
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
-        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts, tls) {
+        let body = match ProxyBody::connect(&plan.to, plan.head, plan.opts, tls) {
             Ok(body) => body,
             Err(lines) => {
                 for line in lines {
