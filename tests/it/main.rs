@@ -60,6 +60,8 @@ mod proxy_more;
 mod proxy_smuggling;
 #[cfg(feature = "upstreams")]
 mod proxy_streaming;
+#[cfg(feature = "upstreams")]
+mod proxy_trailers;
 mod ranges_conditionals;
 #[cfg(feature = "sites")]
 mod redirects;

@@ -153,6 +153,19 @@ impl BodyDecoder {
         input: &[u8],
         sink: &mut dyn FnMut(&[u8]),
     ) -> Result<usize, ParseError> {
+        self.decode_keeping(input, sink, None)
+    }
+
+    /// As [`BodyDecoder::decode`], and a chunked body's trailer field
+    /// lines, as they came (`Name: value` CRLF each, checked), appended to
+    /// `trailers` when given: they go on with the body (a proxied
+    /// answer's to the client, RFC 9110 §6.5).
+    pub fn decode_keeping(
+        &mut self,
+        input: &[u8],
+        sink: &mut dyn FnMut(&[u8]),
+        mut trailers: Option<&mut Vec<u8>>,
+    ) -> Result<usize, ParseError> {
         if let State::Failed(e) = self.state {
             return Err(e);
         }
@@ -165,6 +178,20 @@ impl BodyDecoder {
                     sink(&input[pos..pos + n]);
                     self.after_data(remaining - n as u64);
                     Ok(n)
+                }
+                State::TrailerStart
+                | State::TrailerName
+                | State::TrailerValue
+                | State::TrailerLf
+                    if trailers.is_some() =>
+                {
+                    let b = input[pos];
+                    let ends = self.state == State::TrailerStart && b == b'\r';
+                    let step = self.step(b).map(|()| 1);
+                    if let (Some(t), false, Ok(_)) = (trailers.as_deref_mut(), ends, &step) {
+                        t.push(b);
+                    }
+                    step
                 }
                 _ => self.step(input[pos]).map(|()| 1),
             };

@@ -785,6 +785,10 @@ impl Produce for ProxyBody {
         }
     }
 
+    fn trailers(&mut self) -> Option<Vec<u8>> {
+        self.unframe.trailers()
+    }
+
     fn tend(&mut self, cx: &mut Cx<'_>) {
         for note in self.notes.drain(..) {
             cx.log.log(Level::Error, format_args!("{note}"));

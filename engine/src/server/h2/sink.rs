@@ -120,9 +120,13 @@ impl Sink for H2Sink<'_> {
         a.pieces.push_back(Piece::File(Rc::new(file), 0, len));
     }
 
-    fn finish(&mut self) -> u64 {
+    fn finish(&mut self, trailers: &[u8]) -> u64 {
         let a = &mut *self.answer;
         a.open = false;
+        if !a.discard {
+            // (Sent as the stream's last HEADERS once its DATA is out.)
+            a.trailers.extend_from_slice(trailers);
+        }
         a.expect.map_or(0, |n| n.saturating_sub(a.body_len))
     }
 
@@ -258,7 +262,7 @@ mod tests {
             assert!(sink.data(b"hel"));
             assert_eq!(sink.room() as u64, STREAM_OUT_CAP - 3);
             assert!(sink.data(b"lo"));
-            assert_eq!(sink.finish(), 0);
+            assert_eq!(sink.finish(b""), 0);
         });
         assert_eq!(frames.len(), 1);
         let (k, flags, stream, block) = &frames[0];
@@ -295,6 +299,25 @@ mod tests {
     }
 
     #[test]
+    fn trailers_wait_for_the_last_data_and_a_head_answer_has_none() {
+        let (a, frames) = with_sink(false, |sink| {
+            sink.head(&reply(200, None));
+            assert!(sink.data(b"hi"));
+            assert_eq!(sink.finish(b"grpc-status: 0\r\n"), 0);
+        });
+        // (Only the HEADERS went: the worker frames the rest.)
+        assert_eq!(frames.len(), 1);
+        assert_eq!(bytes(&a), ["hi"]);
+        assert_eq!(a.trailers, b"grpc-status: 0\r\n");
+        assert!(!a.open);
+        let (a, _) = with_sink(true, |sink| {
+            sink.head(&reply(200, None));
+            sink.finish(b"grpc-status: 0\r\n");
+        });
+        assert!(a.trailers.is_empty());
+    }
+
+    #[test]
     fn a_head_answer_ends_at_its_headers() {
         let (a, frames) = with_sink(true, |sink| {
             assert_eq!(sink.head(&reply(200, Some(5))), Wanted::Stop);
@@ -324,7 +347,7 @@ mod tests {
         let (a, _) = with_sink(false, |sink| {
             sink.head(&reply(200, Some(4)));
             sink.data(b"ab");
-            assert_eq!(sink.finish(), 2);
+            assert_eq!(sink.finish(b""), 2);
         });
         assert_eq!(a.body_len, 2);
     }

@@ -550,12 +550,15 @@ mod h2 {
         }
 
         /// Ends a produced answer's stream whose body is all framed:
-        /// END_STREAM, or RST_STREAM if it is short (nothing if the head
-        /// ended it).
+        /// END_STREAM (on its trailers' HEADERS if it has any), or
+        /// RST_STREAM if it is short (nothing if the head ended it).
         pub(in crate::server::worker) fn h2_finish_stream(&mut self, c: &mut Conn, a: Answer) {
             if let Some(s) = c.proto.h2_mut() {
                 if a.broken {
                     s.conn.reset(a.id, ErrorCode::Internal);
+                } else if !a.trailers.is_empty() {
+                    let scratch = &mut self.pools.h2_scratch;
+                    s.send_trailers(a.id, &a.trailers, scratch);
                 } else if !a.discard {
                     s.conn.send_data(a.id, &[], true);
                 }

@@ -560,7 +560,9 @@ impl Worker {
                 }
             }
             // (A process's answer ends when it has, and not if short.)
-            let end = last && n as u64 == piece.len() && !a.open && !a.broken;
+            // (Trailers end it instead, after the last DATA.)
+            let end =
+                last && n as u64 == piece.len() && !a.open && !a.broken && a.trailers.is_empty();
             let sent = match piece {
                 Piece::Static(b, at) => {
                     frame_bytes(&mut s.conn, &mut c.out, id, &b[*at..*at + n], end);
