@@ -61,6 +61,8 @@ mod proxy_smuggling;
 #[cfg(feature = "upstreams")]
 mod proxy_streaming;
 #[cfg(feature = "upstreams")]
+mod proxy_timing;
+#[cfg(feature = "upstreams")]
 mod proxy_trailers;
 mod ranges_conditionals;
 #[cfg(feature = "sites")]

@@ -676,10 +676,14 @@ impl Produce for ProxyBody {
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
         let (status, header_us) = self.answered?;
+        // (Asked at the answer's end, or once it was given up.)
+        let over = self.finished || self.sock.is_none();
+        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
         Some(crate::log::Upstream {
             addr: self.addr.as_ref()?.logged(),
             status,
             header_us,
+            response_us: over.then_some(took),
         })
     }
 

@@ -405,6 +405,15 @@ mod h2 {
     use crate::server::worker::h2::head_log;
     use crate::server::worker::{answering, Worker};
 
+    /// The run of answer `a` is over (ended, or given up): its
+    /// upstream's time to the end goes in its access-log line, drafted at
+    /// its head.
+    fn upstream_time(a: &mut Answer, run: &Run) {
+        if let Some((text, draft)) = a.log.as_mut() {
+            draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
+        }
+    }
+
     impl Worker {
         /// Starts answering stream `id` of `c` with `run` (a program's if
         /// `program`: the session counts it; `path`: the path answered).
@@ -531,6 +540,7 @@ mod h2 {
                 _ => {}
             }
             let mut run = self.h2_take_run(c, &mut a)?;
+            upstream_time(&mut a, &run);
             self.unwatch_run(&mut run);
             match outcome {
                 Outcome::Fail(status) => self.h2_give_up(c, a, false, run.request, status),
@@ -603,6 +613,7 @@ mod h2 {
                 return;
             };
             let status = run.stop(&mut self.logger);
+            upstream_time(a, &run);
             self.unwatch_run(&mut run);
             if log && !run.started() {
                 self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
