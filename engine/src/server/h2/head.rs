@@ -62,6 +62,13 @@ fn encode_fields(
     encode_lines(head.headers, block, name, enc);
 }
 
+/// Appends to `block` the HPACK encoding of an interim answer's head
+/// (`100 Continue`): its status alone (RFC 9113 §8.1).
+pub fn encode_interim(status: u16, block: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+    enc.begin(block);
+    hpack::encode_status(status, block);
+}
+
 /// Appends to `block` the HPACK encoding of a trailer section's field
 /// `lines` (`Name: value` CRLF each), as a stream's last HEADERS
 /// (RFC 9113 §8.1): the same lines as a head's, with no pseudo-field.

@@ -3,7 +3,9 @@
 //! which the worker frames as DATA within the windows (`h2_send`). The
 //! producer is asked for more only while less than [`STREAM_OUT_CAP`]
 //! of its body waits for a window, so a client that reads slowly holds a
-//! bounded amount. HTTP/2 frames the body itself: no chunked coding, and
+//! bounded amount. A request's `Expect: 100-continue` is answered with an
+//! interim HEADERS (`:status 100`) when its producer reads its body.
+//! HTTP/2 frames the body itself: no chunked coding, and
 //! the connection stays open. A HEAD answer (or a bodiless status) ends
 //! at its HEADERS and its producer is stopped. A body past the length
 //! the head gave is cut there, and a cut answer's stream is reset
@@ -138,6 +140,11 @@ impl Sink for H2Sink<'_> {
     fn abort(&mut self) {
         self.cut();
         self.answer.pieces.clear();
+    }
+
+    fn continue_body(&mut self) {
+        // (A client that waits for it before its DATA, RFC 9110 §10.1.1.)
+        self.session.send_interim(self.answer.id, 100, self.scratch);
     }
 
     fn took_body(&mut self, n: usize) {
@@ -296,6 +303,27 @@ mod tests {
         let (k, _, stream, payload) = &frames[0];
         assert_eq!((*k, *stream), (kind::WINDOW_UPDATE, 0));
         assert_eq!(payload[..], half.to_be_bytes());
+    }
+
+    #[test]
+    fn a_continue_is_an_interim_headers_before_the_answers() {
+        let (_, frames) = with_sink(false, |sink| {
+            sink.continue_body();
+            sink.head(&reply(201, Some(0)));
+        });
+        let shown: Vec<(u8, u8, Vec<String>)> = frames
+            .iter()
+            .map(|(k, f, _, block)| (*k, *f, fields(block)))
+            .collect();
+        assert_eq!(
+            shown[0],
+            (
+                kind::HEADERS,
+                flag::END_HEADERS,
+                vec![":status: 100".to_string()]
+            )
+        );
+        assert_eq!(shown[1].2[0], ":status: 201");
     }
 
     #[test]
