@@ -157,3 +157,93 @@ fn an_upstreams_trailers_reach_an_http_2_client_as_the_last_headers() {
         );
     }
 }
+
+/// An upstream that records one request per connection, read to the end
+/// of its chunked body (trailers included), and answers 204.
+fn recording_upstream() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+            let mut got = Vec::new();
+            let mut piece = [0u8; 4096];
+            // The last chunk, then the trailer section's empty line.
+            let ended = |b: &[u8]| {
+                let at = b.windows(5).position(|w| w == b"\r\n0\r\n");
+                at.is_some_and(|at| b[at + 3..].windows(4).any(|w| w == b"\r\n\r\n"))
+            };
+            while !ended(&got) {
+                match conn.read(&mut piece) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&piece[..n]),
+                }
+            }
+            let _ = conn.write_all(b"HTTP/1.1 204 No Content\r\n\r\n");
+            let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
+        }
+    });
+    (addr, rx)
+}
+
+/// Checks that the upstream `got` a PUT of `hello` for `host`, chunked,
+/// ending with `trailers`.
+fn assert_sent(got: &std::sync::mpsc::Receiver<String>, host: &str, trailers: &str) {
+    // (Who brisk says the client is, as reverse_proxy.rs's FORWARDED.)
+    let fwd = crate::reverse_proxy::FORWARDED
+        .replace("\"x\"", &format!("\"{host}\""))
+        .replace("Host: x\r\n", &format!("Host: {host}\r\n"));
+    assert_eq!(
+        got.recv_timeout(IO_TIMEOUT).unwrap(),
+        format!(
+            "PUT /api/f HTTP/1.1\r\nHost: {host}\r\n{fwd}Transfer-Encoding: chunked\r\n\r\n\
+             5\r\nhello\r\n0\r\n{trailers}\r\n"
+        )
+    );
+}
+
+#[test]
+fn an_http_1_1_clients_trailers_reach_the_upstream_in_the_chunked_end() {
+    let (addr, got) = recording_upstream();
+    let s = brisk(&format!("http://{addr}"), "keepalive = 0");
+    let answer = exchange(
+        &s,
+        b"PUT /api/f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+          5\r\nhello\r\n0\r\nX-Sum: 5\r\nHost: evil\r\nContent-Type: a/b\r\ngrpc-status:0\r\n\r\n",
+    );
+    assert!(
+        answer.starts_with("HTTP/1.1 204 No Content\r\n"),
+        "{answer}"
+    );
+    assert_sent(&got, "x", "X-Sum: 5\r\ngrpc-status: 0\r\n");
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn an_http_2_clients_trailing_headers_reach_the_upstream_as_chunked_trailers() {
+    use brisk::h2::frame;
+    use brisk::h2::hpack;
+    use common::h2::H2;
+    let (addr, got) = recording_upstream();
+    let s = brisk(&format!("http://{addr}"), "keepalive = 0");
+    let mut c = H2::connect(s.addr(), &[], 0);
+    // A body of unknown length (no content-length), then trailers.
+    let mut out = Vec::new();
+    frame::write_headers(&mut out, 1, &H2::block("PUT", "/api/f", &[]), false, 16_384);
+    out.extend_from_slice(&frame::data_head(1, 5, false));
+    out.extend_from_slice(b"hello");
+    let mut block = Vec::new();
+    for (n, v) in [
+        ("x-sum", "5"),
+        ("content-type", "a/b"),
+        ("grpc-status", "0"),
+    ] {
+        hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut block);
+    }
+    frame::write_headers(&mut out, 1, &block, true, 16_384);
+    c.send(&out);
+    assert_eq!(c.answers(&[1])[0].status(), "204");
+    assert_sent(&got, "localhost", "x-sum: 5\r\ngrpc-status: 0\r\n");
+}

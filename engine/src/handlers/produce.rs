@@ -238,6 +238,14 @@ pub trait Input {
     fn write(&mut self) -> Result<Wrote, InputEnd>;
     /// The body is complete: the input closes once what waits is written.
     fn end(&mut self);
+    /// As [`Input::end`], the body ending with these trailer fields
+    /// (field lines that may pass, see [`crate::http::trailers`]; empty:
+    /// none): an input that can pass them on (an upstream's, in a chunked
+    /// request body) writes them; the others drop them.
+    fn end_with(&mut self, trailers: &[u8]) {
+        let _ = trailers;
+        self.end();
+    }
     /// Closes it now; what waits is dropped.
     fn close(&mut self);
     /// Whether it is closed.

@@ -919,6 +919,10 @@ impl Input for ProxyBody {
     }
 
     fn end(&mut self) {
+        self.end_with(b"");
+    }
+
+    fn end_with(&mut self, trailers: &[u8]) {
         if self.opts.upgrade && !self.tunnel {
             self.ended_early = true;
         }
@@ -926,8 +930,11 @@ impl Input for ProxyBody {
             return;
         }
         if self.opts.body == BodyOut::Chunked {
-            // The last chunk, and no trailers.
-            self.outbox.push(b"0\r\n\r\n", false);
+            // The last chunk, with the client's trailers (RFC 9112
+            // §7.1.2); a body sent by its length has no place for them.
+            for part in [&b"0\r\n"[..], trailers, b"\r\n"] {
+                self.outbox.push(part, false);
+            }
         }
         self.outbox.body_end = true;
     }

@@ -35,6 +35,9 @@ pub struct Producing {
     pub framing: Framing,
     /// Reads the request body on its way to the producer's input.
     pub body: Option<BodyDecoder>,
+    /// The trailer field lines of that body, if chunked, as they came:
+    /// given to the input with the body's end.
+    pub trailers: Vec<u8>,
 }
 
 /// How a produced answer is framed on the connection, chosen with its

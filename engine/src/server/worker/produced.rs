@@ -120,7 +120,12 @@ impl Worker {
                 stream: None,
                 task: Task::Run(*run),
             });
-            let p = Producing { ex, framing, body };
+            let p = Producing {
+                ex,
+                framing,
+                body,
+                trailers: Vec::new(),
+            };
             if let Some(h1) = c.proto.h1_mut() {
                 h1.produce(&mut c.life, Box::new(p), self.clock.now);
             }
@@ -450,14 +455,15 @@ mod h2 {
         /// Body bytes for stream `id`, whose producer reads its request
         /// body: they wait for its input (their credit goes back as it
         /// takes them, see `H2Sink::took_body`), or are dropped (credit
-        /// back at once) once it no longer reads. False if no producer
-        /// on the stream reads a body.
+        /// back at once) once it no longer reads; `end_stream` ends the
+        /// body, with its trailer field lines if it had any. False if no
+        /// producer on the stream reads a body.
         pub(in crate::server::worker) fn h2_run_data(
             c: &mut Conn,
             exchanges: &mut Exchanges,
             id: u32,
             data: &[u8],
-            end_stream: bool,
+            (end_stream, trailers): (bool, Option<&[u8]>),
         ) -> bool {
             let Some(s) = c.proto.h2_mut() else {
                 return false;
@@ -475,7 +481,7 @@ mod h2 {
             let closed = input.is_closed();
             input.feed(data);
             if end_stream {
-                input.end();
+                input.end_with(trailers.unwrap_or_default());
             }
             if closed {
                 s.conn.release(id, data.len());
