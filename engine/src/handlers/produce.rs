@@ -29,6 +29,12 @@
 //! ([`Cx::raw_ok`]) gives `Bytes` from the start, with no `Head`: they
 //! are a whole HTTP/1.x response already.
 //!
+//! A body that ends (`End`, `Last`) may end with trailer fields: the
+//! engine asks for them once then ([`Produce::trailers`]), and the sink
+//! sends them where its protocol can (HTTP/1.1: in the chunked coding's
+//! end, dropped from a body framed by its length; HTTP/2: a HEADERS frame
+//! that ends the stream).
+//!
 //! After `End`, `Last`, `Cut`, `Fail`, `Redirect` or a head with a
 //! file, the engine does not call `next` again; after `stop`, it calls
 //! nothing but `label`, `tend` (once, to log what it still holds),
@@ -102,6 +108,14 @@ pub trait Produce {
     /// request over HTTP/2). A process is killed, a thread is told.
     /// Calling it twice does nothing more.
     fn stop(&mut self);
+
+    /// The body ended ([`Gave::End`], [`Gave::Last`]): its trailer
+    /// fields, as field lines (`Name: value` CRLF each), those a trailer
+    /// may hold only (see [`crate::http::trailers`]); none for most.
+    /// Asked once, after the end.
+    fn trailers(&mut self) -> Option<Vec<u8>> {
+        None
+    }
 
     /// The event sources the engine watches for it, under its tokens: a
     /// process's output, diagnostics and input. None for a producer in
@@ -242,6 +256,14 @@ pub trait Input {
     fn write(&mut self) -> Result<Wrote, InputEnd>;
     /// The body is complete: the input closes once what waits is written.
     fn end(&mut self);
+    /// As [`Input::end`], the body ending with these trailer fields
+    /// (field lines that may pass, see [`crate::http::trailers`]; empty:
+    /// none): an input that can pass them on (an upstream's, in a chunked
+    /// request body) writes them; the others drop them.
+    fn end_with(&mut self, trailers: &[u8]) {
+        let _ = trailers;
+        self.end();
+    }
     /// Closes it now; what waits is dropped.
     fn close(&mut self);
     /// Whether it is closed.

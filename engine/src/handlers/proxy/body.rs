@@ -703,10 +703,14 @@ impl Produce for ProxyBody {
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
         let (status, header_us) = self.answered?;
+        // (Asked at the answer's end, or once it was given up.)
+        let over = self.finished || self.sock.is_none();
+        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
         Some(crate::log::Upstream {
             addr: self.addr.as_ref()?.logged(),
             status,
             header_us,
+            response_us: over.then_some(took),
         })
     }
 
@@ -813,6 +817,10 @@ impl Produce for ProxyBody {
                 },
             }
         }
+    }
+
+    fn trailers(&mut self) -> Option<Vec<u8>> {
+        self.unframe.trailers()
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {
@@ -950,6 +958,10 @@ impl Input for ProxyBody {
     }
 
     fn end(&mut self) {
+        self.end_with(b"");
+    }
+
+    fn end_with(&mut self, trailers: &[u8]) {
         if self.opts.upgrade && !self.tunnel {
             self.ended_early = true;
         }
@@ -957,8 +969,11 @@ impl Input for ProxyBody {
             return;
         }
         if self.opts.body == BodyOut::Chunked {
-            // The last chunk, and no trailers.
-            self.outbox.push(b"0\r\n\r\n", false);
+            // The last chunk, with the client's trailers (RFC 9112
+            // §7.1.2); a body sent by its length has no place for them.
+            for part in [&b"0\r\n"[..], trailers, b"\r\n"] {
+                self.outbox.push(part, false);
+            }
         }
         self.outbox.body_end = true;
     }
