@@ -255,6 +255,9 @@ impl Run {
             let gave = self.producer.next(room, cx.buf, &mut pcx);
             let last = match gave {
                 Gave::Pending => {
+                    if let Some(next) = self.producer.successor() {
+                        self.producer = next;
+                    }
                     return if moved { Outcome::Moved } else { Outcome::Idle };
                 }
                 Gave::Head(_, _) | Gave::Redirect(_) if self.started => {
