@@ -51,8 +51,9 @@ pub struct Tunnel {
     /// `read_timeout` and `send_timeout` of the rule.
     read_timeout: Duration,
     send_timeout: Duration,
-    /// Names it in log lines (`proxy http://127.0.0.1:9001`).
-    label: String,
+    /// Names it in log lines (`proxy http://127.0.0.1:9001`), no longer
+    /// than it is.
+    label: Box<str>,
     /// For the access log: the upstream, its status (101) and after how
     /// long its head came (microseconds).
     addr: Option<dial::Addr>,
@@ -111,7 +112,7 @@ impl Tunnel {
             finished: false,
             read_timeout: parts.timeouts.0,
             send_timeout: parts.timeouts.1,
-            label: parts.label,
+            label: parts.label.into_boxed_str(),
             addr: parts.addr,
             answered: parts.answered,
             _lease: parts.lease,
