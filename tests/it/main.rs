@@ -52,6 +52,8 @@ mod protocol;
 mod proxy;
 #[cfg(feature = "upstreams")]
 mod proxy_balance;
+#[cfg(feature = "upstreams")]
+mod proxy_hardening;
 #[cfg(all(feature = "upstreams", feature = "http2"))]
 mod proxy_log;
 #[cfg(feature = "upstreams")]

@@ -152,6 +152,13 @@ pub trait Produce {
         false
     }
 
+    /// It has written all of the request body that came and waits for
+    /// more: while the client sends none, the client is the one who is
+    /// slow (`timeouts.body` applies, and answers 408), not the producer.
+    fn awaits_input(&self) -> bool {
+        false
+    }
+
     /// A smaller producer to go on in its place, asked each time it
     /// waits (an upstream's answer that became a byte tunnel keeps only
     /// what a tunnel needs: an idle tunnel costs little). It takes over

@@ -192,6 +192,12 @@ impl Run {
         self.producer.idle_timeout(handler)
     }
 
+    /// Its producer waits for more of the request body (see
+    /// [`Produce::awaits_input`]).
+    pub fn awaits_input(&self) -> bool {
+        self.producer.awaits_input()
+    }
+
     /// Its producer is a process running on its own (see
     /// [`Produce::is_process`]).
     pub fn is_process(&self) -> bool {

@@ -824,6 +824,11 @@ impl Produce for ProxyBody {
         Some(self)
     }
 
+    fn awaits_input(&self) -> bool {
+        // (A tunnel's silence is either side's: `read_timeout`.)
+        self.body_open && self.outbox.is_empty() && !self.tunnel
+    }
+
     fn successor(&mut self) -> Option<Box<dyn Produce>> {
         // Once the 101 went and what came with it, a tunnel (whose
         // socket is watched as it is: nothing retired or new; the
