@@ -125,6 +125,12 @@ impl Outbox {
         self.held_body
     }
 
+    /// The bytes its buffer holds room for.
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Nothing waits (nor in a body held whole).
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty() && self.held.is_none()
