@@ -129,6 +129,15 @@ pub trait Produce {
         let _ = i;
     }
 
+    /// Source `i` is ready to be read (`read`: bytes, its end, or an
+    /// error came) or written (`write`: room came): for a source watched
+    /// both ways ([`Want::Both`]), so that room for a request already
+    /// sent does not make it read a socket with nothing to read.
+    fn ready_for(&mut self, i: usize, read: bool, write: bool) {
+        let _ = (read, write);
+        self.ready(i);
+    }
+
     /// Its source 0 is a new descriptor since it was last asked (an
     /// upstream's socket replaced after a failed attempt; the old one
     /// comes out through [`Produce::retired`]): the engine watches it in

@@ -234,9 +234,10 @@ impl Run {
         self.producer.retired()
     }
 
-    /// Source `i` is ready.
-    pub fn ready(&mut self, i: usize) {
-        self.producer.ready(i);
+    /// Source `i` is ready to be read or written (see
+    /// [`Produce::ready_for`]).
+    pub fn ready_for(&mut self, i: usize, read: bool, write: bool) {
+        self.producer.ready_for(i, read, write);
     }
 
     /// Where the request body goes, if the producer reads one.

@@ -233,7 +233,9 @@ impl Worker {
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     Token(t) if t >= PIPE_BASE => {
                         let (index, source) = pipe::split_token(t);
-                        self.on_pipe_event(index, source);
+                        let failed = ev.is_error() || ev.is_write_closed();
+                        let read = ev.is_readable() || ev.is_read_closed() || failed;
+                        self.on_pipe_event(index, source, read, ev.is_writable() || failed);
                     }
                     Token(i) => {
                         if ev.is_read_closed() || ev.is_error() {
@@ -312,8 +314,9 @@ impl Worker {
     }
 
     /// An event on pipe `source` of the process answering the exchange in
-    /// slot `index`: it is ready, and its connection moves.
-    fn on_pipe_event(&mut self, index: usize, source: usize) {
+    /// slot `index`: it is ready (to be read, written, as `read` and
+    /// `write` say), and its connection moves.
+    fn on_pipe_event(&mut self, index: usize, source: usize, read: bool, write: bool) {
         let Some(id) = self.exchanges.id_at(index) else {
             return;
         };
@@ -321,7 +324,7 @@ impl Worker {
             return;
         };
         if let Some(run) = self.exchanges.run_mut(id) {
-            run.ready(source);
+            run.ready_for(source, read, write);
         }
         if self.conns.get(conn).is_some() {
             self.on_event(conn, false);

@@ -848,9 +848,13 @@ impl Produce for ProxyBody {
     }
 
     fn ready(&mut self, i: usize) {
+        self.ready_for(i, true, true);
+    }
+
+    fn ready_for(&mut self, i: usize, read: bool, write: bool) {
         if i == 0 {
-            self.readable = true;
-            self.writable = true;
+            self.readable |= read;
+            self.writable |= write;
         }
     }
 

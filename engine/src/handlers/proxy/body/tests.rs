@@ -593,3 +593,19 @@ fn a_post_is_never_sent_twice() {
     b.listener.set_nonblocking(true).unwrap();
     assert!(b.listener.accept().is_err(), "b never asked");
 }
+
+/// Room to write alone (the event that follows a request sent) does not
+/// make it read a socket it found empty; bytes to read do.
+#[test]
+fn room_to_write_alone_does_not_make_it_read() {
+    let m = logs();
+    let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+    write(&mut p).unwrap();
+    assert_eq!(received(&mut up, 18), "GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(next(&mut p, &m), "pending");
+    assert!(!p.readable, "it read until the socket had nothing");
+    p.ready_for(0, false, true);
+    assert!(!p.readable && p.writable);
+    p.ready_for(0, true, false);
+    assert!(p.readable);
+}
