@@ -10,16 +10,26 @@
 //! With `FCGI_KEEP_CONN` (a pool to go back to), a connection whose
 //! request ended cleanly goes back to the pool when the answer is
 //! dropped.
+//!
+//! Among several servers of a rule ([`Tries`]): one that cannot be
+//! reached before it took a byte (refused, or no connection within
+//! `connect_timeout`) counts as failed, and the request goes on a new
+//! connection to the next one up that it has not tried, whatever its
+//! method (nothing of it went); one silent for `read_timeout` before its
+//! answer's head counts as failed too (504). Failures mark a server down
+//! for `fail_timeout` ([`crate::handlers::proxy::balance`]).
 
 use std::io;
-use std::os::fd::{OwnedFd, RawFd};
-use std::time::Duration;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
 use crate::config::Level;
 use crate::handlers::cgi::pipe_body::gather_lines;
 use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
+use crate::handlers::proxy::balance::Tries;
+use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::relay::{refill, Outbox, OutboxError};
 use crate::handlers::spool::Spool;
@@ -69,6 +79,13 @@ pub struct FastcgiBody {
     /// The socket once it is done with, until the engine takes it out of
     /// its watch ([`Produce::retired`]).
     retired: Option<OwnedFd>,
+    /// `sock` is new, not watched yet ([`Produce::renewed`]).
+    renewed: bool,
+    /// The server it holds among its rule's, and those it tried (none:
+    /// the one socket it is given, never another).
+    tries: Option<Tries>,
+    /// What to log next (attempts that failed and went on).
+    notes: Vec<String>,
     readable: bool,
     writable: bool,
     /// The application took or sent a byte: the connection is up.
@@ -106,6 +123,12 @@ pub struct FastcgiBody {
     /// the pool when the answer is dropped.
     reusable: bool,
     opts: Options,
+    /// For the access log: the server (`unix:/run/php.sock`), when the
+    /// exchange began, and once its head came, its status and after how
+    /// long (in microseconds).
+    addr: Option<dial::Addr>,
+    began: Instant,
+    answered: Option<(u16, u64)>,
 }
 
 /// Appends `data` to `outbox` as STDIN records (unpadded: padding is
@@ -156,6 +179,9 @@ impl FastcgiBody {
         FastcgiBody {
             sock: Some(sock),
             retired: None,
+            renewed: false,
+            tries: None,
+            notes: Vec::new(),
             readable: true,
             writable: true,
             connected: kept,
@@ -176,6 +202,66 @@ impl FastcgiBody {
             stopped: false,
             reusable: false,
             opts,
+            addr: None,
+            began: Instant::now(),
+            answered: None,
+        }
+    }
+
+    /// Sent to the server `tries` holds, `to` (the access log names it),
+    /// and when it cannot be reached, to the next one up.
+    pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream) -> Self {
+        self.addr = Some(dial::addr(to));
+        self.tries = Some(tries);
+        self
+    }
+
+    /// The server could not be reached before it took a byte (`why`):
+    /// whether the request goes on a new connection to the next one up
+    /// that it has not tried (see the module documentation). What failed
+    /// is noted for the log.
+    fn try_again(&mut self, why: &str) -> bool {
+        let Some(tries) = self.tries.as_mut().filter(|_| !self.connected) else {
+            return false;
+        };
+        let now = Instant::now();
+        let mut why = why.to_string();
+        while let Some(to) = tries.next(now) {
+            let was = self.addr.replace(dial::addr(&to));
+            let was = was.map(|a| a.to_string()).unwrap_or_default();
+            self.notes.push(format!(
+                "{}: {was}: {why}; sent to {}",
+                self.opts.label,
+                dial::addr(&to)
+            ));
+            match dial::connect(&to) {
+                Ok(sock) => {
+                    if let Some(old) = self.sock.replace(sock) {
+                        self.let_go(old);
+                    }
+                    self.renewed = true;
+                    (self.readable, self.writable) = (true, true);
+                    self.unreachable = None;
+                    if let Some(keep) = self.opts.keep.as_mut() {
+                        keep.to = to;
+                    }
+                    // (Nothing went: the records wait whole in the outbox.)
+                    return true;
+                }
+                Err(e) => why = format!("cannot connect: {e}"),
+            }
+        }
+        false
+    }
+
+    /// Lets `fd`, its socket until now, go: closed at once if the engine
+    /// never watched it (it replaced another in this round), else left
+    /// for the engine to take out of its watch first.
+    fn let_go(&mut self, fd: OwnedFd) {
+        if std::mem::take(&mut self.renewed) {
+            drop(fd);
+        } else {
+            self.retired = Some(fd);
         }
     }
 
@@ -183,7 +269,7 @@ impl FastcgiBody {
     /// close; nothing more is written.
     fn retire(&mut self) {
         if let Some(fd) = self.sock.take() {
-            self.retired = Some(fd);
+            self.let_go(fd);
         }
         self.body_open = false;
         self.held = None;
@@ -218,7 +304,13 @@ impl FastcgiBody {
         self.started = true;
         self.pending = self.head_buf.split_off(head.head_len);
         self.head_buf = Vec::new();
-        Some(Gave::Head(reply_head(head), None))
+        let head = reply_head(head);
+        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.answered = Some((head.status, took));
+        if let Some(tries) = &self.tries {
+            tries.answered();
+        }
+        Some(Gave::Head(head, None))
     }
 
     /// END_REQUEST: the answer is complete (`buf` holds its last bytes,
@@ -305,6 +397,15 @@ impl Produce for FastcgiBody {
         &self.opts.label
     }
 
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        let (status, header_us) = self.answered?;
+        Some(crate::log::Upstream {
+            addr: self.addr.as_ref()?.logged(),
+            status,
+            header_us,
+        })
+    }
+
     fn idle_timeout(&self, _handler: Duration) -> Duration {
         if self.connected {
             self.opts.read_timeout
@@ -319,6 +420,24 @@ impl Produce for FastcgiBody {
         } else {
             "no connection to the application within connect_timeout; given up"
         }
+    }
+
+    fn timed_out(&mut self) -> Option<Status> {
+        if self.started {
+            return Some(Status::GATEWAY_TIMEOUT);
+        }
+        if !self.connected {
+            // Not reached: the next server, if there is one up.
+            return match self.try_again("no connection within connect_timeout") {
+                true => None,
+                false => Some(Status::BAD_GATEWAY),
+            };
+        }
+        // Silent for read_timeout before its answer: a failure.
+        if let Some(tries) = &self.tries {
+            tries.failed(Instant::now());
+        }
+        Some(Status::GATEWAY_TIMEOUT)
     }
 
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
@@ -347,10 +466,12 @@ impl Produce for FastcgiBody {
             self.at = 0;
             self.inbuf.reserve(PIECE);
             match read_into_spare(fd, &mut self.inbuf) {
+                Ok(0) if self.try_again("closed without answering") => {}
                 Ok(0) => return self.closed(None),
                 Ok(_) => self.connected = true,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if self.try_again(&format!("cannot connect: {e}")) => {}
                 Err(e) => return self.closed(Some(e)),
             }
         }
@@ -373,6 +494,9 @@ impl Produce for FastcgiBody {
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {
+        for note in self.notes.drain(..) {
+            cx.log.log(Level::Error, format_args!("{note}"));
+        }
         if self.stopped {
             log_stderr(&self.opts.label, &mut self.stderr_line, cx.log);
         }
@@ -387,6 +511,13 @@ impl Produce for FastcgiBody {
             self.readable = true;
             self.writable = true;
         }
+    }
+
+    fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        if !std::mem::take(&mut self.renewed) {
+            return None;
+        }
+        self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both))
     }
 
     fn retired(&mut self) -> Option<OwnedFd> {
@@ -459,6 +590,12 @@ impl Input for FastcgiBody {
                 }
                 Err(OutboxError::Held(e)) => return Err(InputEnd::Unreadable(e.to_string())),
                 Err(OutboxError::Write(e)) => {
+                    if self.try_again(&format!("cannot connect: {e}")) {
+                        return Ok(Wrote {
+                            moved: true,
+                            client: 0,
+                        });
+                    }
                     if !self.connected {
                         self.unreachable = Some(format!("cannot reach the application: {e}"));
                     }

@@ -22,17 +22,18 @@ pub mod script;
 
 use std::path::Path;
 
-use crate::config::Upstream;
 use crate::handlers::cgi::{request_env, Ends};
 use crate::http::request::OwnedRequest;
 
 /// A request to hand to an application, as the router decided it: the
-/// engine connects to `to` (or takes a kept connection) and starts a
+/// engine connects to the server `tries` holds (or takes a kept
+/// connection; when it cannot connect, to the next one up) and starts a
 /// [`body::FastcgiBody`] on the socket.
 #[derive(Debug)]
 pub struct FastcgiPlan {
-    /// The application server picked for it.
-    pub to: Upstream,
+    /// The application server picked for it, and those it may go to
+    /// next.
+    pub tries: crate::handlers::proxy::balance::Tries,
     /// Its parameters, as PARAMS records (their end included).
     pub params: Vec<u8>,
     /// How its body goes.

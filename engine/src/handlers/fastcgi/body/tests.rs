@@ -425,3 +425,113 @@ fn no_body_ends_stdin_at_once_and_asks_for_no_kept_connection() {
     assert_eq!(got[0].2, [0, 1, 0, 0, 0, 0, 0, 0], "no FCGI_KEEP_CONN");
     assert_eq!(got.last().unwrap().0, STDIN);
 }
+
+/// A request's way among `to`, the first picked.
+fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) {
+    let rule = crate::config::FastcgiRule {
+        matches: crate::config::PathMatch::Glob("*.php".into()),
+        to,
+        index: None,
+        split_path: None,
+        fallback: None,
+        root: None,
+        env: Vec::new(),
+        balance: crate::config::Balance::RoundRobin,
+        connect_timeout: Duration::from_secs(3),
+        read_timeout: Duration::from_secs(9),
+        send_timeout: Duration::from_secs(9),
+        fail_timeout: Duration::from_secs(10),
+        max_fails: 1,
+        keepalive: 0,
+        keepalive_timeout: Duration::from_secs(60),
+    };
+    let group = crate::handlers::proxy::balance::Group::fastcgi(&rule);
+    let group = Rc::new(std::cell::RefCell::new(group));
+    let tries = Tries::new(&group, 0, "192.0.2.7".parse().unwrap());
+    (group, tries)
+}
+
+/// A unix socket listening in a directory of its own (removed on drop).
+struct Listening(PathBuf, std::os::unix::net::UnixListener);
+
+impl Listening {
+    fn new(tag: &str) -> Listening {
+        let dir = std::env::temp_dir().join(format!("brisk-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(dir.join("b.sock")).unwrap();
+        Listening(dir, listener)
+    }
+
+    fn upstream(&self) -> Upstream {
+        Upstream::Unix(self.0.join("b.sock"))
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
+    let m = logs();
+    let b = Listening::new("fcgi-next");
+    let away = Upstream::Unix("/nonexistent/a.sock".into());
+    let (group, t) = tries(vec![away.clone(), b.upstream()]);
+    // (Its socket never connects: nothing of the request went.)
+    let (p, _silent) = started(BodyIn::Stream, None);
+    let mut p = p.with_tries(t, &away);
+    p.input().unwrap().feed(b"a=1");
+    p.input().unwrap().end();
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
+    assert_eq!(p.timed_out(), None, "it goes on");
+    assert!(p.retired().is_some(), "the first socket leaves the watch");
+    assert_eq!(p.renewed().map(|r| r.1), Some(Want::Both));
+    assert!(p.renewed().is_none(), "once");
+    let now = std::time::Instant::now();
+    assert!(!group.borrow().is_up(0, now));
+    assert!(write(&mut p).unwrap().moved);
+    let (mut app, _) = b.1.accept().unwrap();
+    app.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let got = records_until(&mut app, STDIN);
+    let kinds: Vec<u8> = got.iter().map(|r| r.0).collect();
+    assert_eq!(kinds, [BEGIN_REQUEST, PARAMS, PARAMS, STDIN, STDIN]);
+    assert_eq!(got[3].2, b"a=1", "the whole request, once");
+    assert!(p.upstream().is_none(), "no answer yet");
+    app.write_all(&answer()).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 201"));
+    // The access log names the server that answered.
+    let up = p.upstream().unwrap();
+    assert_eq!(up.status, 201);
+    assert_eq!(up.addr, crate::log::Peer::Unix(&b.0.join("b.sock")));
+    // (What failed is logged when it is tended.)
+    let mut log = m.service.handle();
+    p.tend(&mut Cx {
+        log: &mut log,
+        raw_ok: false,
+    });
+    log.flush();
+    drop(p);
+    let log = errors(m);
+    assert!(
+        log.contains("fastcgi /test.php: unix:/nonexistent/a.sock: no connection within connect_timeout; sent to unix:"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_server_silent_after_the_request_is_a_504_and_a_failure() {
+    let away = Upstream::Unix("/nonexistent/a.sock".into());
+    let (p, mut app) = started(BodyIn::None, None);
+    let here = Upstream::Unix("/fpm.sock".into());
+    let (group, t) = tries(vec![here.clone(), away]);
+    let mut p = p.with_tries(t, &here);
+    assert!(write(&mut p).unwrap().moved);
+    records_until(&mut app, STDIN);
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(9));
+    assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
+    assert!(p.renewed().is_none(), "not sent again");
+    assert!(!group.borrow().is_up(0, std::time::Instant::now()));
+}
