@@ -7,6 +7,8 @@
 
 use crate::common;
 
+mod app;
+
 use std::fs;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
