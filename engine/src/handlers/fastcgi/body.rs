@@ -20,7 +20,7 @@
 //! for `fail_timeout` ([`crate::handlers::proxy::balance`]).
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
@@ -31,7 +31,7 @@ use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::proxy::balance::Tries;
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
-use crate::handlers::relay::{refill, Outbox, OutboxError};
+use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket};
 use crate::handlers::spool::Spool;
 use crate::http::Status;
 use crate::log::Logger;
@@ -75,19 +75,12 @@ pub struct Options {
 /// documentation).
 #[derive(Debug)]
 pub struct FastcgiBody {
-    sock: Option<OwnedFd>,
-    /// The socket once it is done with, until the engine takes it out of
-    /// its watch ([`Produce::retired`]).
-    retired: Option<OwnedFd>,
-    /// `sock` is new, not watched yet ([`Produce::renewed`]).
-    renewed: bool,
+    sock: Socket,
     /// The server it holds among its rule's, and those it tried (none:
     /// the one socket it is given, never another).
     tries: Option<Tries>,
     /// What to log next (attempts that failed and went on).
     notes: Vec<String>,
-    readable: bool,
-    writable: bool,
     /// The application took or sent a byte: the connection is up.
     connected: bool,
     /// The records on their way: BEGIN_REQUEST, PARAMS, then STDIN.
@@ -123,12 +116,9 @@ pub struct FastcgiBody {
     /// the pool when the answer is dropped.
     reusable: bool,
     opts: Options,
-    /// For the access log: the server (`unix:/run/php.sock`), when the
-    /// exchange began, and once its head came, its status and after how
-    /// long (in microseconds).
-    addr: Option<dial::Addr>,
-    began: Instant,
-    answered: Option<(u16, u64)>,
+    /// For the access log: the server (`unix:/run/php.sock`), and once
+    /// its head came, its status and after how long.
+    answered: Answered,
 }
 
 /// Appends `data` to `outbox` as STDIN records (unpadded: padding is
@@ -177,13 +167,9 @@ impl FastcgiBody {
             outbox.body_end = true;
         }
         FastcgiBody {
-            sock: Some(sock),
-            retired: None,
-            renewed: false,
+            sock: Socket::new(Some(sock)),
             tries: None,
             notes: Vec::new(),
-            readable: true,
-            writable: true,
             connected: kept,
             outbox,
             body_open,
@@ -202,16 +188,14 @@ impl FastcgiBody {
             stopped: false,
             reusable: false,
             opts,
-            addr: None,
-            began: Instant::now(),
-            answered: None,
+            answered: Answered::new(),
         }
     }
 
     /// Sent to the server `tries` holds, `to` (the access log names it),
     /// and when it cannot be reached, to the next one up.
     pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream) -> Self {
-        self.addr = Some(dial::addr(to));
+        self.answered.to(dial::addr(to));
         self.tries = Some(tries);
         self
     }
@@ -227,20 +211,17 @@ impl FastcgiBody {
         let now = Instant::now();
         let mut why = why.to_string();
         while let Some(to) = tries.next(now) {
-            let was = self.addr.replace(dial::addr(&to));
-            let was = was.map(|a| a.to_string()).unwrap_or_default();
+            let was = self.answered.addr().map(|a| a.to_string());
+            self.answered.to(dial::addr(&to));
             self.notes.push(format!(
-                "{}: {was}: {why}; sent to {}",
+                "{}: {}: {why}; sent to {}",
                 self.opts.label,
+                was.unwrap_or_default(),
                 dial::addr(&to)
             ));
             match dial::connect(&to) {
                 Ok(sock) => {
-                    if let Some(old) = self.sock.replace(sock) {
-                        self.let_go(old);
-                    }
-                    self.renewed = true;
-                    (self.readable, self.writable) = (true, true);
+                    self.sock.replace(sock);
                     self.unreachable = None;
                     if let Some(keep) = self.opts.keep.as_mut() {
                         keep.to = to;
@@ -254,23 +235,10 @@ impl FastcgiBody {
         false
     }
 
-    /// Lets `fd`, its socket until now, go: closed at once if the engine
-    /// never watched it (it replaced another in this round), else left
-    /// for the engine to take out of its watch first.
-    fn let_go(&mut self, fd: OwnedFd) {
-        if std::mem::take(&mut self.renewed) {
-            drop(fd);
-        } else {
-            self.retired = Some(fd);
-        }
-    }
-
     /// Leaves the socket for the engine to take out of its watch and
     /// close; nothing more is written.
     fn retire(&mut self) {
-        if let Some(fd) = self.sock.take() {
-            self.let_go(fd);
-        }
+        self.sock.retire();
         self.body_open = false;
         self.held = None;
         self.outbox.clear();
@@ -305,8 +273,7 @@ impl FastcgiBody {
         self.pending = self.head_buf.split_off(head.head_len);
         self.head_buf = Vec::new();
         let head = reply_head(head);
-        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.answered = Some((head.status, took));
+        self.answered.head(head.status);
         if let Some(tries) = &self.tries {
             tries.answered();
         }
@@ -398,12 +365,7 @@ impl Produce for FastcgiBody {
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
-        let (status, header_us) = self.answered?;
-        Some(crate::log::Upstream {
-            addr: self.addr.as_ref()?.logged(),
-            status,
-            header_us,
-        })
+        self.answered.upstream()
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
@@ -456,10 +418,10 @@ impl Produce for FastcgiBody {
             if !buf.is_empty() {
                 return Gave::Bytes;
             }
-            if !self.readable {
+            if !self.sock.readable {
                 return Gave::Pending;
             }
-            let Some(fd) = self.sock.as_ref() else {
+            let Some(fd) = self.sock.get() else {
                 return Gave::Pending;
             };
             self.inbuf.clear();
@@ -469,7 +431,7 @@ impl Produce for FastcgiBody {
                 Ok(0) if self.try_again("closed without answering") => {}
                 Ok(0) => return self.closed(None),
                 Ok(_) => self.connected = true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if self.try_again(&format!("cannot connect: {e}")) => {}
                 Err(e) => return self.closed(Some(e)),
@@ -482,7 +444,7 @@ impl Produce for FastcgiBody {
         self.reusable = false;
         // The client is gone: the application is told (spec §5.4) when
         // the records before are whole, then the connection closes.
-        if let (false, Some(fd)) = (self.finished, self.sock.as_ref()) {
+        if let (false, Some(fd)) = (self.finished, self.sock.get()) {
             if self.connected && self.outbox.is_empty() {
                 let mut abort = Vec::with_capacity(record::HEADER);
                 record::abort_request(&mut abort, ID);
@@ -503,25 +465,19 @@ impl Produce for FastcgiBody {
     }
 
     fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        crate::handlers::relay::socket_sources(self.sock.as_ref())
+        self.sock.sources()
     }
 
     fn ready(&mut self, i: usize) {
-        if i == 0 {
-            self.readable = true;
-            self.writable = true;
-        }
+        self.sock.ready(i);
     }
 
     fn renewed(&mut self) -> Option<(RawFd, Want)> {
-        if !std::mem::take(&mut self.renewed) {
-            return None;
-        }
-        self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both))
+        self.sock.renewed()
     }
 
     fn retired(&mut self) -> Option<OwnedFd> {
-        self.retired.take()
+        self.sock.retired()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -559,7 +515,7 @@ impl Input for FastcgiBody {
     }
 
     fn write(&mut self) -> Result<Wrote, InputEnd> {
-        let Some(fd) = self.sock.as_ref() else {
+        let Some((fd, writable)) = self.sock.for_writing() else {
             return Ok(Wrote::default());
         };
         let mut wrote = Wrote::default();
@@ -579,10 +535,7 @@ impl Input for FastcgiBody {
                 }
                 self.frame = piece;
             }
-            match self
-                .outbox
-                .write_to(&mut self.writable, &mut |b| send(fd, b, false))
-            {
+            match self.outbox.write_to(writable, &mut |b| send(fd, b, false)) {
                 Ok(w) => {
                     wrote.moved |= w.moved;
                     wrote.client += w.client;
@@ -606,7 +559,7 @@ impl Input for FastcgiBody {
                     return Err(InputEnd::Refused);
                 }
             }
-            if !(self.writable && self.held.is_some()) {
+            if !(*writable && self.held.is_some()) {
                 break;
             }
         }

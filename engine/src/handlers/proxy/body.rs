@@ -23,7 +23,7 @@
 
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::balance::{Lease, Shared};
@@ -34,7 +34,7 @@ use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::{HeaderEdits, Level, ServerMode};
 use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
-use crate::handlers::relay::{Outbox, OutboxError, Unframe};
+use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
@@ -125,17 +125,12 @@ pub struct Turn {
 /// An upstream's answer to one request (see the module documentation).
 #[derive(Debug)]
 pub struct ProxyBody {
-    sock: Option<OwnedFd>,
+    sock: Socket,
     /// Bytes as they are, or TLS.
     link: Link,
     /// The rule's TLS client, for the links of the connections it makes
     /// again ([`ProxyBody::try_again`]).
     tls: Tls,
-    /// The socket once it is done with, until the engine takes it out
-    /// of its watch ([`Produce::retired`]).
-    retired: Option<OwnedFd>,
-    /// `sock` is new, not watched yet ([`Produce::renewed`]).
-    renewed: bool,
     /// The request head, kept to be sent again (another attempt) when
     /// its method is idempotent; else empty.
     head: Vec<u8>,
@@ -152,8 +147,6 @@ pub struct ProxyBody {
     lease: Option<Lease>,
     /// What to log next (attempts that failed and were retried).
     notes: Vec<String>,
-    readable: bool,
-    writable: bool,
     /// The upstream took a byte: the connection is up.
     connected: bool,
     /// The request head, then its body (in the coding it goes in).
@@ -188,12 +181,9 @@ pub struct ProxyBody {
     /// it has.
     ended_early: bool,
     opts: Options,
-    /// For the access log: the upstream (`127.0.0.1:9001`), when the
-    /// exchange began, and once its head came, its status and after how
-    /// long (in microseconds).
-    addr: Option<dial::Addr>,
-    began: Instant,
-    answered: Option<(u16, u64)>,
+    /// For the access log: the upstream (`127.0.0.1:9001`), and once
+    /// its head came, its status and after how long.
+    answered: Answered,
 }
 
 impl ProxyBody {
@@ -212,11 +202,9 @@ impl ProxyBody {
         outbox.body_end = !body_open;
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
         ProxyBody {
-            sock,
+            sock: Socket::new(sock),
             link: Link::Plain,
             tls: Tls::default(),
-            retired: None,
-            renewed: false,
             // (Only a request that may go again needs it.)
             head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
                 true => head.to_vec(),
@@ -228,8 +216,6 @@ impl ProxyBody {
             tried: Vec::new(),
             lease,
             notes: Vec::new(),
-            readable: true,
-            writable: true,
             connected: false,
             outbox,
             body_open,
@@ -245,15 +231,13 @@ impl ProxyBody {
             shut: false,
             ended_early: false,
             opts,
-            addr: None,
-            began: Instant::now(),
-            answered: None,
+            answered: Answered::new(),
         }
     }
 
     /// Names the upstream in the access log (`upstream_addr`).
     pub fn logged_as(mut self, addr: dial::Addr) -> ProxyBody {
-        self.addr = Some(addr);
+        self.answered.to(addr);
         self
     }
 
@@ -302,8 +286,7 @@ impl ProxyBody {
             }
             // (Its sockets so far were never watched: the engine watches
             // the one it has when it starts.)
-            body.retired = None;
-            body.renewed = false;
+            body.sock.unwatched();
         }
         Ok(body)
     }
@@ -311,9 +294,7 @@ impl ProxyBody {
     /// Leaves the socket for the engine to take out of its watch and
     /// close.
     fn retire(&mut self) {
-        if let Some(fd) = self.sock.take() {
-            self.let_go(fd);
-        }
+        self.sock.retire();
         self.body_open = false;
         self.outbox.clear();
     }
@@ -381,27 +362,11 @@ impl ProxyBody {
         }
     }
 
-    /// Lets `fd`, its socket until now, go: closed at once if the engine
-    /// never watched it (it replaced another in this round), else left
-    /// for the engine to take out of its watch first. (One socket at
-    /// most is watched at a time.)
-    fn let_go(&mut self, fd: OwnedFd) {
-        if std::mem::take(&mut self.renewed) {
-            drop(fd);
-        } else {
-            self.retired = Some(fd);
-        }
-    }
-
     /// Goes on with `sock`, a new connection to `to`, upstream `i` of
     /// `turn`'s rule: the request head again (with that upstream's `Host`
     /// when the rule sends its own), then the body as it comes.
     fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
-        if let Some(old) = self.sock.replace(sock) {
-            self.let_go(old);
-        }
-        self.renewed = true;
-        (self.readable, self.writable) = (true, true);
+        self.sock.replace(sock);
         (self.connected, self.kept) = (false, false);
         self.unreachable = None;
         let head = match turn.host_upstream {
@@ -414,7 +379,7 @@ impl ProxyBody {
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
         self.opts.label = dial::label(to);
-        self.addr = Some(dial::addr(to));
+        self.answered.to(dial::addr(to));
         if let Some(keep) = self.opts.keep.as_mut() {
             keep.to = to.clone();
         }
@@ -512,8 +477,7 @@ impl ProxyBody {
             drop(fields);
             self.unframe = Unframe::new(framing, self.opts.max_trailers);
             self.started = true;
-            let took = self.began.elapsed().as_micros();
-            self.answered = Some((h.status, u64::try_from(took).unwrap_or(u64::MAX)));
+            self.answered.head(h.status);
             self.keep_alive = h.keep_alive;
             self.rest = self.head_buf.split_off(h.head_len);
             self.head_buf = Vec::new();
@@ -675,12 +639,7 @@ impl Produce for ProxyBody {
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
-        let (status, header_us) = self.answered?;
-        Some(crate::log::Upstream {
-            addr: self.addr.as_ref()?.logged(),
-            status,
-            header_us,
-        })
+        self.answered.upstream()
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
@@ -745,10 +704,10 @@ impl Produce for ProxyBody {
             return Gave::Fail(Status::BAD_GATEWAY, why);
         }
         loop {
-            if !self.readable {
+            if !self.sock.readable {
                 return Gave::Pending;
             }
-            let Some(fd) = self.sock.as_ref() else {
+            let Some(fd) = self.sock.get() else {
                 return Gave::Pending;
             };
             // No more than the sink has room for: a client slower than
@@ -775,7 +734,7 @@ impl Produce for ProxyBody {
                         return gave;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => match self.lost(Some(e)) {
                     Some(gave) => return gave,
@@ -792,10 +751,7 @@ impl Produce for ProxyBody {
     }
 
     fn renewed(&mut self) -> Option<(RawFd, Want)> {
-        if !std::mem::take(&mut self.renewed) {
-            return None;
-        }
-        self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both))
+        self.sock.renewed()
     }
 
     fn stop(&mut self) {
@@ -804,18 +760,15 @@ impl Produce for ProxyBody {
     }
 
     fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        crate::handlers::relay::socket_sources(self.sock.as_ref())
+        self.sock.sources()
     }
 
     fn ready(&mut self, i: usize) {
-        if i == 0 {
-            self.readable = true;
-            self.writable = true;
-        }
+        self.sock.ready(i);
     }
 
     fn retired(&mut self) -> Option<OwnedFd> {
-        self.retired.take()
+        self.sock.retired()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -856,7 +809,7 @@ impl Input for ProxyBody {
     }
 
     fn write(&mut self) -> Result<Wrote, InputEnd> {
-        let Some(fd) = self.sock.as_ref() else {
+        let Some((fd, writable)) = self.sock.for_writing() else {
             return Ok(Wrote::default());
         };
         let link = &mut self.link;
@@ -867,7 +820,7 @@ impl Input for ProxyBody {
             other => other,
         };
         let wrote = flushed.map_err(OutboxError::Write).and_then(|()| {
-            self.outbox.write_to(&mut self.writable, &mut |b| {
+            self.outbox.write_to(writable, &mut |b| {
                 let n = link.send(fd, b)?;
                 *written += n;
                 Ok(n)
