@@ -64,6 +64,8 @@ pub struct Options {
     pub connect_timeout: Duration,
     /// `read_timeout`: the longest silence of the application after that.
     pub read_timeout: Duration,
+    /// `send_timeout`: the longest wait to write the request to it.
+    pub send_timeout: Duration,
     /// The longest CGI head accepted (`limits.cgi_header_bytes`).
     pub max_head: usize,
     /// Where the connection goes once the request ended cleanly (none:
@@ -369,18 +371,22 @@ impl Produce for FastcgiBody {
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        if self.connected {
-            self.opts.read_timeout
-        } else {
+        if !self.connected {
             self.opts.connect_timeout
+        } else if !self.outbox.is_empty() {
+            self.opts.send_timeout
+        } else {
+            self.opts.read_timeout
         }
     }
 
     fn timeout_why(&self) -> &'static str {
-        if self.connected {
-            "the application was silent for read_timeout; given up"
-        } else {
+        if !self.connected {
             "no connection to the application within connect_timeout; given up"
+        } else if !self.outbox.is_empty() {
+            "the application took nothing of the request for send_timeout; given up"
+        } else {
+            "the application was silent for read_timeout; given up"
         }
     }
 
@@ -396,7 +402,7 @@ impl Produce for FastcgiBody {
             };
         }
         // Silent for read_timeout before its answer: a failure.
-        if let Some(tries) = &self.tries {
+        if let (Some(tries), true) = (&self.tries, self.outbox.is_empty()) {
             tries.failed(Instant::now());
         }
         Some(Status::GATEWAY_TIMEOUT)

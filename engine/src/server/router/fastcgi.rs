@@ -107,6 +107,7 @@ impl Router {
                 label: format!("fastcgi {}", script.filename.display()),
                 connect_timeout: rule.connect_timeout,
                 read_timeout: rule.read_timeout,
+                send_timeout: rule.send_timeout,
                 max_head: self.cfg.limits.cgi_header_bytes,
                 keep: (rule.keepalive > 0).then(|| Keep {
                     pool: std::rc::Rc::clone(&self.upstream_pool),

@@ -35,6 +35,7 @@ fn options(pool: Option<&Shared>) -> Options {
         label: "fastcgi /test.php".into(),
         connect_timeout: Duration::from_secs(3),
         read_timeout: Duration::from_secs(9),
+        send_timeout: Duration::from_secs(7),
         max_head: 4096,
         keep: pool.map(|pool| Keep {
             pool: Rc::clone(pool),
@@ -534,4 +535,27 @@ fn a_server_silent_after_the_request_is_a_504_and_a_failure() {
     assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
     assert!(p.renewed().is_none(), "not sent again");
     assert!(!group.borrow().is_up(0, std::time::Instant::now()));
+}
+
+#[test]
+fn an_application_that_takes_nothing_for_send_timeout_is_a_504() {
+    let (mut p, mut app) = started(BodyIn::Stream, None);
+    assert!(write(&mut p).unwrap().moved);
+    records_until(&mut app, PARAMS);
+    // The body fills the socket's buffers; the application reads none.
+    let piece = vec![b'x'; 60_000];
+    for _ in 0..200 {
+        if p.input().unwrap().room() == 0 {
+            break;
+        }
+        p.input().unwrap().feed(&piece);
+        write(&mut p).unwrap();
+    }
+    assert_eq!(p.input().unwrap().room(), 0, "the application took it all");
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(7));
+    assert_eq!(
+        p.timeout_why(),
+        "the application took nothing of the request for send_timeout; given up"
+    );
+    assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
 }
