@@ -541,9 +541,9 @@ fn silent_server(dir: &Path) -> (PathBuf, Arc<AtomicUsize>) {
 /// and brisk in front with a rule per case, each its own servers: `/rr/`
 /// both in turn; `/spare/` a TCP port that refuses, then `a`; `/none/`
 /// a socket nobody listens on (refused at once) and that port (refused
-/// later); `/silent/` a server that
-/// never answers (`read_timeout` 300 ms), then `a`. The access log says
-/// which server answered.
+/// later); `/silent/` a server that never answers (`read_timeout` 1 s:
+/// long enough for `a` on a busy machine), then `a`. The access log
+/// says which server answered.
 struct Pools {
     a: Fpm,
     _b: Fpm,
@@ -579,7 +579,7 @@ fn pools() -> Option<Pools> {
          [[fastcgi]]\npath = \"/spare/\"\nto = [\"{refused}\", \"unix:{ua}\"]\n\n\
          [[fastcgi]]\npath = \"/none/\"\nto = [\"unix:{nobody}\", \"{refused}\"]\n\n\
          [[fastcgi]]\npath = \"/silent/\"\nto = [\"unix:{silent}\", \"unix:{ua}\"]\n\
-         read_timeout = \"300ms\"\n",
+         read_timeout = \"1s\"\n",
         nobody = nobody.display(),
         silent = silent.display(),
     ));
