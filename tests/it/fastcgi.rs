@@ -662,3 +662,21 @@ fn the_access_log_names_the_application_server() {
     assert!(got.starts_with(&want), "{got:?}, not {want:?}…");
     assert_eq!(line("/a.txt "), "/a.txt 200 - - -");
 }
+
+#[cfg(feature = "http2")]
+#[test]
+fn over_h2c_a_request_goes_on_to_the_next_server() {
+    let Some(p) = pools() else { return };
+    let mut h2 = common::h2::H2::connect(p.s.addr(), &[], 1 << 20);
+    // (Each stream its own request: the first goes to the refusing port
+    // and on to `a` on a new connection; the others straight to `a`.)
+    let ids: Vec<u32> = (0..3).map(|_| h2.get("/spare/pool.php", &[])).collect();
+    for a in h2.answers(&ids) {
+        assert_eq!(a.status(), "200");
+        assert_eq!(a.body, b"a\n");
+    }
+    let rr: Vec<u32> = (0..2).map(|_| h2.get("/rr/pool.php", &[])).collect();
+    let mut got: Vec<Vec<u8>> = h2.answers(&rr).into_iter().map(|a| a.body).collect();
+    got.sort();
+    assert_eq!(got, [b"a\n".to_vec(), b"b\n".to_vec()]);
+}
