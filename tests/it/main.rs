@@ -52,6 +52,8 @@ mod protocol;
 mod proxy;
 #[cfg(feature = "upstreams")]
 mod proxy_balance;
+#[cfg(feature = "upstreams")]
+mod proxy_continue;
 #[cfg(all(feature = "upstreams", feature = "http2"))]
 mod proxy_log;
 #[cfg(feature = "upstreams")]
@@ -60,6 +62,10 @@ mod proxy_more;
 mod proxy_smuggling;
 #[cfg(feature = "upstreams")]
 mod proxy_streaming;
+#[cfg(feature = "upstreams")]
+mod proxy_timing;
+#[cfg(feature = "upstreams")]
+mod proxy_trailers;
 mod ranges_conditionals;
 #[cfg(feature = "sites")]
 mod redirects;

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -27,6 +27,9 @@ enum Mode {
     /// second and closes without a word (a kept connection it dropped
     /// just as brisk reused it).
     CloseSecond,
+    /// Answers a request, then closes the connection (one it keeps no
+    /// longer while brisk has it idle).
+    CloseIdle,
 }
 
 /// An upstream named `name`: what it was asked (`METHOD PATH`, in
@@ -36,6 +39,8 @@ struct App {
     addr: SocketAddr,
     got: Arc<Mutex<Vec<String>>>,
     conns: Arc<Mutex<usize>>,
+    /// Connections it served and closed.
+    ended: Arc<AtomicUsize>,
     health: Arc<AtomicU16>,
     stop: Arc<AtomicBool>,
     /// Requests to `/api/hold` wait for a word here.
@@ -50,6 +55,8 @@ impl App {
         let addr = listener.local_addr().unwrap();
         let got = Arc::new(Mutex::new(Vec::new()));
         let conns = Arc::new(Mutex::new(0));
+        let ended = Arc::new(AtomicUsize::new(0));
+        let ended2 = Arc::clone(&ended);
         let health = Arc::new(AtomicU16::new(200));
         let stop = Arc::new(AtomicBool::new(false));
         let (release, hold) = mpsc::channel::<()>();
@@ -72,7 +79,11 @@ impl App {
                 *conns2.lock().unwrap() += 1;
                 let (got, health, hold) =
                     (Arc::clone(&got2), Arc::clone(&health2), Arc::clone(&hold));
-                thread::spawn(move || serve(conn, name, mode, &got, &health, &hold));
+                let ended = Arc::clone(&ended2);
+                thread::spawn(move || {
+                    serve(conn, name, mode, &got, &health, &hold);
+                    ended.fetch_add(1, Ordering::SeqCst);
+                });
             }
         });
         App {
@@ -80,6 +91,7 @@ impl App {
             addr,
             got,
             conns,
+            ended,
             health,
             stop,
             release,
@@ -154,7 +166,7 @@ fn serve(
             "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n{name}",
             name.len()
         );
-        if conn.write_all(answer.as_bytes()).is_err() {
+        if conn.write_all(answer.as_bytes()).is_err() || mode == Mode::CloseIdle {
             return;
         }
     }
@@ -381,6 +393,41 @@ fn a_kept_connection_the_upstream_closed_is_replaced_for_a_get_only() {
     let r = c.response();
     assert_eq!(r.status, 502, "{}", r.head);
     assert_eq!(a.asked().len(), 4);
+}
+
+/// A kept connection the upstream closed while brisk held it idle (its
+/// keep-alive timeout) fails no request: a GET sent on it goes again on
+/// a new one (brisk does not look before it sends one that may go
+/// again), a POST is sent on a new one (it looks first).
+#[test]
+fn a_kept_connection_the_upstream_dropped_while_idle_fails_no_request() {
+    let a = App::start("a", Mode::CloseIdle);
+    let s = brisk(&rule(&[&a], ""));
+    let mut c = s.connect();
+    let requests = ["GET /api/0", "POST /api/1", "GET /api/2", "POST /api/3"];
+    for (i, request) in requests.iter().enumerate() {
+        let body = match request.starts_with("POST") {
+            true => "Content-Length: 2\r\n\r\nhi",
+            false => "\r\n",
+        };
+        c.send(format!("{request} HTTP/1.1\r\nHost: x\r\n{body}").as_bytes());
+        let r = c.response();
+        assert_eq!(
+            (r.status, r.text()),
+            (200, "a".into()),
+            "{request}: {}",
+            r.head
+        );
+        // (Until the upstream has closed the connection it answered on.)
+        let mut waited = Duration::ZERO;
+        while a.ended.load(Ordering::SeqCst) <= i && waited < IO_TIMEOUT {
+            thread::sleep(Duration::from_millis(2));
+            waited += Duration::from_millis(2);
+        }
+    }
+    let sent_once: Vec<String> = requests.iter().map(|r| r.to_string()).collect();
+    assert_eq!(a.asked(), sent_once, "each reached it once");
+    assert_eq!(*a.conns.lock().unwrap(), 4, "one new connection each");
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use upstream::{
-    Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, ServerMode, Upstream,
+    Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Upstream,
 };
 pub use value::Value;
 
@@ -169,9 +169,9 @@ pub struct SiteConfig {
     /// CGI rules from `[[cgi]]`, in file order (the first match wins).
     pub cgi: Vec<CgiRule>,
     /// `[[reverse_proxy]]` rules, in file order (the first match wins).
-    pub reverse_proxy: Vec<ProxyRule>,
+    pub reverse_proxy: Rules<ProxyRule>,
     /// `[[fastcgi]]` rules, in file order (the first match wins).
-    pub fastcgi: Vec<FastcgiRule>,
+    pub fastcgi: Rules<FastcgiRule>,
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
@@ -207,8 +207,8 @@ impl SiteConfig {
             throttle: Vec::new(),
             headers: Vec::new(),
             cgi: Vec::new(),
-            reverse_proxy: Vec::new(),
-            fastcgi: Vec::new(),
+            reverse_proxy: Rules::default(),
+            fastcgi: Rules::default(),
             auth: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
@@ -610,8 +610,8 @@ impl Default for Config {
                 headers: Vec::new(),
                 throttle: Vec::new(),
                 cgi: Vec::new(),
-                reverse_proxy: Vec::new(),
-                fastcgi: Vec::new(),
+                reverse_proxy: Rules::default(),
+                fastcgi: Rules::default(),
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),

@@ -515,8 +515,8 @@ impl Loader<'_> {
     /// A user-defined access-log line (`[log] format` with `$variables`,
     /// or `${variable}` where a name character follows): its pieces.
     /// `$$` is a `$`. Each of the values known only once the answer has
-    /// left (`$body_bytes_sent`, and `$request_time` or `$duration_us`)
-    /// may appear once.
+    /// left or ended (`$body_bytes_sent`, `$request_time` or
+    /// `$duration_us`, and `$upstream_response_time`) may appear once.
     fn log_template(
         &self,
         v: &Spanned<DeValue<'_>>,
@@ -557,11 +557,12 @@ impl Loader<'_> {
             let hole = |p: &LogPiece| match p {
                 LogPiece::Var(LogVar::BodyBytesSent) => Some(0),
                 LogPiece::Var(LogVar::RequestTime | LogVar::DurationUs) => Some(1),
+                LogPiece::Var(LogVar::UpstreamResponseTime) => Some(2),
                 _ => None,
             };
             let this = LogPiece::Var(var);
             if hole(&this).is_some() && pieces.iter().any(|p| hole(p) == hole(&this)) {
-                let msg = format!("${name}: $body_bytes_sent, and one of $request_time and $duration_us, may each appear once");
+                let msg = format!("${name}: $body_bytes_sent, one of $request_time and $duration_us, and $upstream_response_time may each appear once");
                 return Err(self.fail(v, key, &msg));
             }
             if !literal.is_empty() {

@@ -54,11 +54,17 @@ impl Loader<'_> {
             }
             "reverse_proxy" => {
                 require!(self, "upstreams", key, name, UPSTREAMS, REMOVE);
-                site.reverse_proxy = self.reverse_proxies(value)?
+                #[cfg(feature = "upstreams")]
+                {
+                    site.reverse_proxy = self.reverse_proxies(value)?
+                }
             }
             "fastcgi" => {
                 require!(self, "upstreams", key, name, UPSTREAMS, REMOVE);
-                site.fastcgi = self.fastcgi(value)?
+                #[cfg(feature = "upstreams")]
+                {
+                    site.fastcgi = self.fastcgi(value)?
+                }
             }
             "compress" => self.compress(value, &mut site.compress)?,
             "access" => site.admission.access = self.access_rules(value)?,

@@ -6,6 +6,10 @@
 //! loads (and again at each reload, not per request), so that a typo or a
 //! name that does not resolve is reported with its file, line and key
 //! rather than as a 502 later.
+//!
+//! Without the feature the keys are refused before they are read
+//! (`require!`): the reading half is dead code then, and left out.
+#![cfg_attr(not(feature = "upstreams"), allow(dead_code))]
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -260,6 +264,53 @@ pub struct FastcgiRule {
     pub keepalive: usize,
     /// As [`ProxyRule::keepalive_timeout`].
     pub keepalive_timeout: Duration,
+}
+
+/// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
+/// upstreams are built; nothing at all where they are not (the keys are
+/// refused then), so that no clone or drop code of the rules' types is
+/// in such a binary.
+#[cfg(feature = "upstreams")]
+pub type Rules<T> = Vec<T>;
+/// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
+/// upstreams are built; nothing at all where they are not (the keys are
+/// refused then), so that no clone or drop code of the rules' types is
+/// in such a binary.
+#[cfg(not(feature = "upstreams"))]
+pub type Rules<T> = NoRules<T>;
+
+/// No rules: the upstreams are not built.
+#[cfg(not(feature = "upstreams"))]
+#[derive(Debug)]
+pub struct NoRules<T>(std::marker::PhantomData<T>);
+
+#[cfg(not(feature = "upstreams"))]
+impl<T> std::ops::Deref for NoRules<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &[]
+    }
+}
+
+#[cfg(not(feature = "upstreams"))]
+impl<T> Clone for NoRules<T> {
+    fn clone(&self) -> Self {
+        NoRules::default()
+    }
+}
+
+#[cfg(not(feature = "upstreams"))]
+impl<T> Default for NoRules<T> {
+    fn default() -> Self {
+        NoRules(std::marker::PhantomData)
+    }
+}
+
+#[cfg(not(feature = "upstreams"))]
+impl<T> From<Vec<T>> for NoRules<T> {
+    fn from(_: Vec<T>) -> Self {
+        NoRules::default()
+    }
 }
 
 /// The keys both kinds of rule take, with their defaults.

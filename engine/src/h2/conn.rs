@@ -50,6 +50,9 @@ pub enum Event<'a> {
         data: &'a [u8],
         /// The body is complete.
         end_stream: bool,
+        /// It ended with a trailer block (RFC 9113 §8.1), no data: its
+        /// fields are [`Conn::request`]'s until the next block is read.
+        trailers: bool,
     },
     /// The stream is gone (the client cancelled it, or it was reset on
     /// an error): drop what answers it.
@@ -612,17 +615,25 @@ impl Conn {
             return None;
         }
         if end_stream {
-            return self.end_body(id, data, now);
+            return self.end_body(id, data, false, now);
         }
         Some(Event::Data {
             stream: id,
             data,
             end_stream: false,
+            trailers: false,
         })
     }
 
-    /// The body of stream `id` ends (with `data`, its last bytes).
-    fn end_body<'a>(&mut self, id: u32, data: &'a [u8], _now: Instant) -> Option<Event<'a>> {
+    /// The body of stream `id` ends (with `data`, its last bytes; or
+    /// with a trailer block).
+    fn end_body<'a>(
+        &mut self,
+        id: u32,
+        data: &'a [u8],
+        trailers: bool,
+        _now: Instant,
+    ) -> Option<Event<'a>> {
         let s = self.stream(id)?;
         s.recv_open = false;
         if s.content_length.is_some_and(|n| n != s.received) {
@@ -635,6 +646,7 @@ impl Conn {
             stream: id,
             data,
             end_stream: true,
+            trailers,
         })
     }
 

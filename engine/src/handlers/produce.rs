@@ -29,6 +29,12 @@
 //! ([`Cx::raw_ok`]) gives `Bytes` from the start, with no `Head`: they
 //! are a whole HTTP/1.x response already.
 //!
+//! A body that ends (`End`, `Last`) may end with trailer fields: the
+//! engine asks for them once then ([`Produce::trailers`]), and the sink
+//! sends them where its protocol can (HTTP/1.1: in the chunked coding's
+//! end, dropped from a body framed by its length; HTTP/2: a HEADERS frame
+//! that ends the stream).
+//!
 //! After `End`, `Last`, `Cut`, `Fail`, `Redirect` or a head with a
 //! file, the engine does not call `next` again; after `stop`, it calls
 //! nothing but `label`, `tend` (once, to log what it still holds),
@@ -103,6 +109,14 @@ pub trait Produce {
     /// Calling it twice does nothing more.
     fn stop(&mut self);
 
+    /// The body ended ([`Gave::End`], [`Gave::Last`]): its trailer
+    /// fields, as field lines (`Name: value` CRLF each), those a trailer
+    /// may hold only (see [`crate::http::trailers`]); none for most.
+    /// Asked once, after the end.
+    fn trailers(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+
     /// The event sources the engine watches for it, under its tokens: a
     /// process's output, diagnostics and input. None for a producer in
     /// this process (a later answer's thread wakes the worker itself).
@@ -121,6 +135,24 @@ pub trait Produce {
     /// its place, for what it wants.
     fn renewed(&mut self) -> Option<(RawFd, Want)> {
         None
+    }
+
+    /// Where it keeps the token its source 0 is watched under, for a
+    /// producer whose socket stays in the watch between answers (a kept
+    /// upstream connection, see [`Produce::keeps_watch`]): the engine
+    /// watches it again only when the token changes, and writes the new
+    /// one there. None for the others (watched anew each time).
+    fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        None
+    }
+
+    /// Its source 0 stays in the watch once the answer ends (a
+    /// connection going back to its pool, under the token
+    /// [`Produce::watch_slot`] holds): the engine leaves it there. An
+    /// event for that token while it rests there wakes whatever answer
+    /// has the token then, which finds nothing to do.
+    fn keeps_watch(&self) -> bool {
+        false
     }
 
     /// A source it is done with (no longer among its
@@ -224,6 +256,14 @@ pub trait Input {
     fn write(&mut self) -> Result<Wrote, InputEnd>;
     /// The body is complete: the input closes once what waits is written.
     fn end(&mut self);
+    /// As [`Input::end`], the body ending with these trailer fields
+    /// (field lines that may pass, see [`crate::http::trailers`]; empty:
+    /// none): an input that can pass them on (an upstream's, in a chunked
+    /// request body) writes them; the others drop them.
+    fn end_with(&mut self, trailers: &[u8]) {
+        let _ = trailers;
+        self.end();
+    }
     /// Closes it now; what waits is dropped.
     fn close(&mut self);
     /// Whether it is closed.

@@ -2,9 +2,10 @@
 //! program's pipes, an upstream's socket): the request body waiting to
 //! be written to it ([`Outbox`]: fed by the engine, refilled from a body
 //! held whole, written while it takes it), and its answer's body taken
-//! out of its framing ([`Unframe`]: by length, or chunked). Those over
-//! one socket (the reverse proxy's, FastCGI's) share its handling
-//! ([`Socket`]) and what the access log says of the server ([`Answered`]).
+//! out of its framing ([`Unframe`]: by length, or chunked, its
+//! trailer fields kept). Those over one socket (the reverse proxy's,
+//! FastCGI's) share its handling ([`Socket`]) and what the access log
+//! says of the server ([`Answered`]).
 
 use std::io;
 
@@ -13,6 +14,7 @@ use super::spool::Spool;
 use crate::http::body::{BodyDecoder, BodyLimits};
 use crate::http::grammar::push_hex;
 use crate::http::parse::BodyFraming;
+use crate::http::trailers;
 
 /// Request-body bytes buffered for the other side before reading from
 /// the client pauses.
@@ -70,6 +72,15 @@ impl Outbox {
             held,
             held_body,
             body_end: held_body,
+            ..Outbox::default()
+        }
+    }
+
+    /// An outbox that sends `bytes` first (not the client's: a request
+    /// head), in the buffer they are in.
+    pub fn starting_with(bytes: Vec<u8>) -> Outbox {
+        Outbox {
+            buf: bytes,
             ..Outbox::default()
         }
     }
@@ -164,12 +175,12 @@ impl Outbox {
 #[derive(Debug, Default)]
 pub struct Unframe {
     decoder: Option<BodyDecoder>,
-    /// What it decoded last.
-    decoded: Vec<u8>,
     /// The framing was bad: the answer is to be cut after what came.
     bad: bool,
     /// Bytes followed the body's end (dropped).
     extra: bool,
+    /// A chunked body's trailer field lines, as they came.
+    trailers: Vec<u8>,
 }
 
 impl Unframe {
@@ -196,14 +207,12 @@ impl Unframe {
         let Some(d) = self.decoder.as_mut() else {
             return;
         };
-        self.decoded.clear();
-        let decoded = &mut self.decoded;
-        match d.decode(buf, &mut |bytes| decoded.extend_from_slice(bytes)) {
-            Ok(n) => self.extra |= n < buf.len(),
+        let len = buf.len();
+        match d.decode_in_place(buf, Some(&mut self.trailers)) {
+            Ok(n) => self.extra |= n < len,
             // (What decoded goes out; the caller cuts the answer next.)
             Err(_) => self.bad = true,
         }
-        std::mem::swap(buf, &mut self.decoded);
     }
 
     /// The framing was bad.
@@ -216,6 +225,18 @@ impl Unframe {
         self.extra
     }
 
+    /// The trailer fields of a chunked body that ended, those that may
+    /// pass ([`trailers::allowed`]): none when it had none, or none that
+    /// may (no allocation then).
+    pub fn trailers(&mut self) -> Option<Vec<u8>> {
+        if self.trailers.is_empty() || !self.is_done() {
+            return None;
+        }
+        let mut kept = Vec::new();
+        trailers::keep_allowed(&std::mem::take(&mut self.trailers), &mut kept);
+        (!kept.is_empty()).then_some(kept)
+    }
+
     /// A framed body is complete.
     pub fn is_done(&self) -> bool {
         self.decoder.as_ref().is_some_and(BodyDecoder::is_done)
@@ -224,5 +245,34 @@ impl Unframe {
     /// A framed body has not ended (its end is owed).
     pub fn is_short(&self) -> bool {
         self.decoder.as_ref().is_some_and(|d| !d.is_done())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunked_answers_trailers_are_kept_less_those_that_may_not_pass() {
+        let mut u = Unframe::new(BodyFraming::Chunked, 1024);
+        let mut buf = b"3\r\nabc\r\n0\r\nX-Sum: 1\r\n".to_vec();
+        u.take(&mut buf);
+        assert_eq!(buf, b"abc");
+        assert_eq!(u.trailers(), None, "not before the end");
+        let mut buf = b"Content-Length: 3\r\ngrpc-status:0\r\n\r\n".to_vec();
+        u.take(&mut buf);
+        assert!(buf.is_empty() && u.is_done() && !u.is_bad());
+        assert_eq!(
+            u.trailers().as_deref(),
+            Some(&b"X-Sum: 1\r\ngrpc-status: 0\r\n"[..])
+        );
+        assert_eq!(u.trailers(), None, "given once");
+        // None from an answer without them, or with none that may pass.
+        for input in [&b"0\r\n\r\n"[..], b"0\r\nHost: x\r\n\r\n"] {
+            let mut u = Unframe::new(BodyFraming::Chunked, 1024);
+            u.take(&mut input.to_vec());
+            assert!(u.is_done());
+            assert_eq!(u.trailers(), None);
+        }
     }
 }

@@ -153,30 +153,106 @@ impl BodyDecoder {
         input: &[u8],
         sink: &mut dyn FnMut(&[u8]),
     ) -> Result<usize, ParseError> {
+        self.decode_keeping(input, sink, None)
+    }
+
+    /// As [`BodyDecoder::decode`], and a chunked body's trailer field
+    /// lines kept in `trailers` as [`BodyDecoder::decode_in_place`] does.
+    pub fn decode_keeping(
+        &mut self,
+        input: &[u8],
+        sink: &mut dyn FnMut(&[u8]),
+        mut trailers: Option<&mut Vec<u8>>,
+    ) -> Result<usize, ParseError> {
+        let mut pos = 0;
+        while let Some((n, data)) = self.step_at(input, pos, trailers.as_deref_mut())? {
+            if data {
+                sink(&input[pos..pos + n]);
+            }
+            pos += n;
+        }
+        Ok(pos)
+    }
+
+    /// Decodes `buf` where it is: its body data moved to its start (never
+    /// forward: a chunk's framing only shrinks it; a `Content-Length`
+    /// body stays where it is), and the rest cut off. Returns how many
+    /// bytes of the input it consumed (fewer than it had: bytes followed
+    /// the body's end). On an error, `buf` holds what decoded before it.
+    /// A chunked body's trailer field lines, as they came (`Name: value`
+    /// CRLF each, checked), are appended to `trailers` when given: they
+    /// go on with the body (a proxied answer's to the client, RFC 9110
+    /// §6.5).
+    pub fn decode_in_place(
+        &mut self,
+        buf: &mut Vec<u8>,
+        mut trailers: Option<&mut Vec<u8>>,
+    ) -> Result<usize, ParseError> {
+        let (mut pos, mut out) = (0, 0);
+        let consumed = loop {
+            match self.step_at(buf, pos, trailers.as_deref_mut()) {
+                Ok(Some((n, data))) => {
+                    if data {
+                        if out != pos {
+                            buf.copy_within(pos..pos + n, out);
+                        }
+                        out += n;
+                    }
+                    pos += n;
+                }
+                Ok(None) => break Ok(pos),
+                Err(e) => break Err(e),
+            }
+        };
+        buf.truncate(out);
+        consumed
+    }
+
+    /// One step of decoding at `input[pos..]`: how many bytes it took,
+    /// and whether they are body data (else framing, a trailer line's
+    /// byte appended to `trailers` if given); none at the end of the
+    /// input or of the body. An error fails the decoder for good.
+    fn step_at(
+        &mut self,
+        input: &[u8],
+        pos: usize,
+        trailers: Option<&mut Vec<u8>>,
+    ) -> Result<Option<(usize, bool)>, ParseError> {
         if let State::Failed(e) = self.state {
             return Err(e);
         }
-        let mut pos = 0;
-        while pos < input.len() {
-            let step = match self.state {
-                State::Done => break,
-                State::Length(remaining) | State::Data(remaining) => {
-                    let n = take(remaining, input.len() - pos);
-                    sink(&input[pos..pos + n]);
-                    self.after_data(remaining - n as u64);
-                    Ok(n)
+        if pos >= input.len() {
+            return Ok(None);
+        }
+        let b = input[pos];
+        let step = match self.state {
+            State::Done => return Ok(None),
+            State::Length(remaining) | State::Data(remaining) => {
+                let n = take(remaining, input.len() - pos);
+                self.after_data(remaining - n as u64);
+                return Ok(Some((n, true)));
+            }
+            State::TrailerStart | State::TrailerName | State::TrailerValue | State::TrailerLf
+                if trailers.is_some() =>
+            {
+                // (The CR of the section's last, empty line is not a
+                // field's.)
+                let ends = self.state == State::TrailerStart && b == b'\r';
+                let step = self.step(b);
+                if let (Some(t), false, Ok(())) = (trailers, ends, &step) {
+                    t.push(b);
                 }
-                _ => self.step(input[pos]).map(|()| 1),
-            };
-            match step {
-                Ok(n) => pos += n,
-                Err(e) => {
-                    self.state = State::Failed(e);
-                    return Err(e);
-                }
+                step
+            }
+            _ => self.step(b),
+        };
+        match step {
+            Ok(()) => Ok(Some((1, false))),
+            Err(e) => {
+                self.state = State::Failed(e);
+                Err(e)
             }
         }
-        Ok(pos)
     }
 
     /// Whether the whole body (and for chunked, the trailers) has been read.

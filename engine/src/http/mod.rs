@@ -18,6 +18,7 @@ pub mod request;
 pub mod response;
 pub mod sniff;
 pub mod status;
+pub mod trailers;
 
 pub use status::Status;
 

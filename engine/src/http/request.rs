@@ -155,6 +155,12 @@ impl Default for OwnedRequest {
 }
 
 impl OwnedRequest {
+    /// Whether it has buffers to parse into (it held a request), not a
+    /// new one's empty ones.
+    pub fn has_buffers(&self) -> bool {
+        self.bytes.capacity() > 0
+    }
+
     /// Parses the request head at the start of `input` into `self`
     /// (whatever it held before is replaced; its buffers are reused).
     ///
@@ -392,8 +398,10 @@ impl OwnedRequest {
     /// Makes the request just parsed (from a head `server::h2` wrote for
     /// an HTTP/2 request) an HTTP/2 one: its body is framed by the
     /// protocol (`body`: a length, `Chunked` for one of unknown length,
-    /// or none), the connection's life is not the request's business,
-    /// and there is no `100 Continue`. With `synthetic`, the head's last
+    /// or none), and the connection's life is not the request's
+    /// business. `Expect: 100-continue` stays: a client may wait for an
+    /// interim 100 before its DATA (RFC 9113 §8.1), sent when its body is
+    /// read (none if it ended its stream). With `synthetic`, the head's last
     /// field was written only to get past the HTTP/1.1 rules on bodies
     /// and is dropped.
     pub fn as_http2(&mut self, body: BodyFraming, synthetic: bool) {
@@ -403,7 +411,7 @@ impl OwnedRequest {
         self.version = Version::Http2;
         self.body = body;
         self.keep_alive = true;
-        self.expect_continue = false;
+        self.expect_continue &= body != BodyFraming::None;
     }
 
     /// The request a CGI local redirect (RFC 3875 §6.2.2) makes of this

@@ -175,9 +175,23 @@ impl Encoder {
     /// how many bytes a `Content-Length` promised and did not get (0
     /// when the body is complete): such a response is cut short.
     pub fn finish(&mut self, buf: &mut Vec<u8>) -> u64 {
+        self.finish_with(b"", buf)
+    }
+
+    /// As [`Encoder::finish`], a chunked body's last chunk carrying
+    /// `trailers` (field lines, `Name: value` CRLF each; RFC 9112
+    /// §7.1.2). A body framed otherwise has no place for them: they are
+    /// dropped.
+    pub fn finish_with(&mut self, trailers: &[u8], buf: &mut Vec<u8>) -> u64 {
         match *self {
-            Encoder::Chunked => {
+            Encoder::Chunked if trailers.is_empty() => {
                 buf.extend_from_slice(LAST_CHUNK);
+                0
+            }
+            Encoder::Chunked => {
+                for part in [&b"0\r\n"[..], trailers, b"\r\n"] {
+                    buf.extend_from_slice(part);
+                }
                 0
             }
             Encoder::Length(left) => left,
@@ -190,6 +204,23 @@ impl Encoder {
 mod tests {
     use super::*;
     use crate::http::Version;
+
+    #[test]
+    fn trailers_end_a_chunked_body_and_have_no_place_in_others() {
+        let trailers = b"grpc-status: 0\r\n";
+        let mut buf = Vec::new();
+        assert_eq!(Encoder::Chunked.finish_with(trailers, &mut buf), 0);
+        assert_eq!(buf, b"0\r\ngrpc-status: 0\r\n\r\n");
+        for (mut e, missing) in [
+            (Encoder::Length(2), 2),
+            (Encoder::Close, 0),
+            (Encoder::Discard, 0),
+        ] {
+            let mut buf = Vec::new();
+            assert_eq!(e.finish_with(trailers, &mut buf), missing);
+            assert!(buf.is_empty(), "{e:?}");
+        }
+    }
 
     fn head(framing: Framing, connection: Connection, server: &[u8]) -> String {
         let mut buf = Vec::new();

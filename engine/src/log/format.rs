@@ -195,32 +195,95 @@ pub struct Draft {
     /// The duration is written in seconds with milliseconds
     /// (`$request_time`), not in microseconds.
     seconds: bool,
+    /// Where a proxied answer's `upstream_response_time` goes, when the
+    /// line was drafted before the answer's end.
+    upstream_at: Option<u32>,
+    /// That hole is a JSON value (`"0.012"` or `null`), not text.
+    upstream_json: bool,
+}
+
+/// What goes in a hole of a [`Draft`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hole {
+    Bytes,
+    Duration,
+    UpstreamTime,
 }
 
 impl Draft {
-    /// Its holes, first to last: where each goes, and whether it is the
-    /// byte count (else the duration).
-    fn holes(self) -> impl Iterator<Item = (usize, bool)> {
+    /// Its holes, first to last: where each goes, and what.
+    fn holes(self) -> impl Iterator<Item = (usize, Hole)> {
         let mut holes = [
-            self.bytes_at.map(|at| (at as usize, true)),
-            self.duration_at.map(|at| (at as usize, false)),
+            self.bytes_at.map(|at| (at as usize, Hole::Bytes)),
+            self.duration_at.map(|at| (at as usize, Hole::Duration)),
+            self.upstream_at.map(|at| (at as usize, Hole::UpstreamTime)),
         ];
         holes.sort_by_key(|h| h.map(|(at, _)| at));
         holes.into_iter().flatten()
     }
 
-    /// Appends the value of a hole: the byte count, or the duration.
-    fn fill(self, out: &mut Vec<u8>, is_bytes: bool, bytes: u64, duration_us: u64) {
-        match (is_bytes, self.seconds) {
-            (true, _) => crate::http::push_u64(out, bytes),
-            (false, false) => crate::http::push_u64(out, duration_us),
-            (false, true) => {
-                let ms = duration_us / 1000;
-                crate::http::push_u64(out, ms / 1000);
-                let _ = write!(out, ".{:03}", ms % 1000);
-            }
+    /// Appends the value of a hole: the byte count, the duration, or the
+    /// upstream's time (`upstream_us`; `-` or null when unknown).
+    fn fill(
+        self,
+        out: &mut Vec<u8>,
+        hole: Hole,
+        (bytes, duration_us): (u64, u64),
+        upstream_us: Option<u64>,
+    ) {
+        match (hole, self.seconds) {
+            (Hole::Bytes, _) => crate::http::push_u64(out, bytes),
+            (Hole::Duration, false) => crate::http::push_u64(out, duration_us),
+            (Hole::Duration, true) => push_seconds(out, duration_us),
+            (Hole::UpstreamTime, _) => match (upstream_us, self.upstream_json) {
+                (Some(us), false) => push_seconds(out, us),
+                (Some(us), true) => {
+                    out.push(b'"');
+                    push_seconds(out, us);
+                    out.push(b'"');
+                }
+                (None, false) => out.push(b'-'),
+                (None, true) => out.extend_from_slice(b"null"),
+            },
         }
     }
+
+    /// Puts a proxied answer's `upstream_response_time` (microseconds;
+    /// none: unknown) in its hole in `text`, the line drafted as this,
+    /// now that its answer has ended (the hole's later neighbours move
+    /// on). Nothing if the line has no such hole.
+    pub fn put_upstream_time(&mut self, text: &mut Vec<u8>, upstream_us: Option<u64>) {
+        let Some(at) = self.upstream_at.take() else {
+            return;
+        };
+        let before = text.len();
+        self.fill(text, Hole::UpstreamTime, (0, 0), upstream_us);
+        let n = (text.len() - before) as u32;
+        text[at as usize..].rotate_right(n as usize);
+        for later in [&mut self.bytes_at, &mut self.duration_at]
+            .into_iter()
+            .flatten()
+        {
+            if *later >= at {
+                *later += n;
+            }
+        }
+        self.len += n;
+    }
+}
+
+/// Appends `us` microseconds as seconds with milliseconds: `0.012`.
+fn push_seconds(out: &mut Vec<u8>, us: u64) {
+    let ms = us / 1000;
+    crate::http::push_u64(out, ms / 1000);
+    let _ = write!(out, ".{:03}", ms % 1000);
+}
+
+/// Whether `field`'s value for `rec` is not known yet: a proxied
+/// answer's `upstream_response_time` before its end (its line is
+/// drafted with a hole for it).
+fn later(field: LogField, rec: &AccessRecord<'_>) -> bool {
+    field == LogField::UpstreamResponseTime && rec.upstream.is_some_and(|u| u.response_us.is_none())
 }
 
 /// A line's format, the optional fields after its own, and the pieces
@@ -239,15 +302,16 @@ pub(crate) fn access_line(
     // The later hole first, so that the earlier one stays where it was;
     // each value is appended, then rotated into place (no allocation
     // once `out` has room).
-    let mut holes = [(0, false); 2];
+    let mut holes = [(0, Hole::Bytes); 3];
     let mut n = 0;
     for hole in draft.holes() {
         holes[n] = hole;
         n += 1;
     }
-    for &(at, is_bytes) in holes[..n].iter().rev() {
+    let upstream_us = rec.upstream.and_then(|u| u.response_us);
+    for &(at, hole) in holes[..n].iter().rev() {
         let before = out.len();
-        draft.fill(out, is_bytes, rec.bytes, rec.duration_us);
+        draft.fill(out, hole, (rec.bytes, rec.duration_us), upstream_us);
         let len = out.len() - before;
         out[start + at..].rotate_right(len);
     }
@@ -267,11 +331,13 @@ pub(crate) fn access_draft(
     let mut duration_at = None;
     let mut bytes_at = None;
     let mut seconds = false;
+    // (Where upstream_response_time goes, if it is not known yet.)
+    let mut upstream = None;
     match format {
         AccessFormat::Common => {
             common(out, clock, rec);
             bytes_at = Some(at(out));
-            quoted_fields(out, fields, rec);
+            upstream = quoted_fields(out, fields, rec);
         }
         AccessFormat::Combined => {
             common(out, clock, rec);
@@ -280,12 +346,12 @@ pub(crate) fn access_draft(
             quoted_or_dash(out, rec.referer);
             out.push(b' ');
             quoted_or_dash(out, rec.user_agent);
-            quoted_fields(out, fields, rec);
+            upstream = quoted_fields(out, fields, rec);
         }
         AccessFormat::Json => {
             json_head(out, clock, rec);
             bytes_at = Some(at(out));
-            json_tail(out, fields, rec);
+            upstream = json_tail(out, fields, rec);
             duration_at = Some(at(out));
             out.push(b'}');
         }
@@ -338,13 +404,20 @@ pub(crate) fn access_draft(
                         out,
                         field_value(LogField::UpstreamHeaderTime, rec, &mut buf),
                     ),
+                    LogVar::UpstreamResponseTime if later(LogField::UpstreamResponseTime, rec) => {
+                        upstream = Some(out.len());
+                    }
+                    LogVar::UpstreamResponseTime => text_or_dash(
+                        out,
+                        field_value(LogField::UpstreamResponseTime, rec, &mut buf),
+                    ),
                     LogVar::RequestTime | LogVar::DurationUs => {
                         duration_at = Some(at(out));
                         seconds = var == LogVar::RequestTime;
                     }
                 }
             }
-            quoted_fields(out, fields, rec);
+            upstream = quoted_fields(out, fields, rec).or(upstream);
         }
     }
     out.push(b'\n');
@@ -353,6 +426,8 @@ pub(crate) fn access_draft(
         bytes_at,
         duration_at,
         seconds,
+        upstream_at: upstream.map(|hole| (hole - start) as u32),
+        upstream_json: format == AccessFormat::Json,
     }
 }
 
@@ -375,9 +450,10 @@ pub(crate) fn finish_line(
     duration_us: u64,
 ) {
     let mut from = 0;
-    for (at, is_bytes) in draft.holes() {
+    for (at, hole) in draft.holes() {
         out.extend_from_slice(&text[from..at]);
-        draft.fill(out, is_bytes, bytes, duration_us);
+        // (An upstream's time not put in by now is not known.)
+        draft.fill(out, hole, (bytes, duration_us), None);
         from = at;
     }
     out.extend_from_slice(&text[from..]);
@@ -442,24 +518,37 @@ fn field_value<'b>(
             let n = MAX_NAME - w.len();
             &buf[..n]
         }
-        LogField::UpstreamHeaderTime => {
-            let ms = rec.upstream?.header_us / 1000;
-            let mut w = &mut buf[..];
-            let _ = write!(w, "{}.{:03}", ms / 1000, ms % 1000);
-            let n = MAX_NAME - w.len();
-            &buf[..n]
-        }
+        LogField::UpstreamHeaderTime => seconds_in(rec.upstream?.header_us, buf),
+        LogField::UpstreamResponseTime => seconds_in(rec.upstream?.response_us?, buf),
     })
 }
 
+/// `us` microseconds written in `buf` as seconds with milliseconds.
+fn seconds_in(us: u64, buf: &mut [u8; MAX_NAME]) -> &[u8] {
+    let ms = us / 1000;
+    let mut w = &mut buf[..];
+    let _ = write!(w, "{}.{:03}", ms / 1000, ms % 1000);
+    let n = MAX_NAME - w.len();
+    &buf[..n]
+}
+
 /// ` "value"` (or ` "-"`) for each of `fields`, as nginx users write
-/// `"$ssl_protocol" "$ssl_cipher"` after the combined format.
-fn quoted_fields(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
+/// `"$ssl_protocol" "$ssl_cipher"` after the combined format. Returns
+/// where in `out` a value not known yet goes ([`later`]).
+fn quoted_fields(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) -> Option<usize> {
     let mut buf = [0; MAX_NAME];
+    let mut hole = None;
     for &f in fields {
         out.push(b' ');
+        if later(f, rec) {
+            out.push(b'"');
+            hole = Some(out.len());
+            out.push(b'"');
+            continue;
+        }
         quoted_or_dash(out, field_value(f, rec, &mut buf));
     }
+    hole
 }
 
 /// `"value"`, or `"-"` when absent.
@@ -486,8 +575,9 @@ fn json_head(out: &mut Vec<u8>, clock: &mut Clock, rec: &AccessRecord<'_>) {
 }
 
 /// The JSON fields after the byte count, up to the duration: the
-/// optional `fields` by their names (`null` when absent).
-fn json_tail(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
+/// optional `fields` by their names (`null` when absent). Returns where
+/// in `out` a value not known yet goes ([`later`]).
+fn json_tail(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) -> Option<usize> {
     out.extend_from_slice(b",\"referer\":");
     json_string(out, rec.referer);
     out.extend_from_slice(b",\"user_agent\":");
@@ -495,13 +585,19 @@ fn json_tail(out: &mut Vec<u8>, fields: &[LogField], rec: &AccessRecord<'_>) {
     out.extend_from_slice(b",\"user\":");
     json_string(out, rec.user);
     let mut buf = [0; MAX_NAME];
+    let mut hole = None;
     for &f in fields {
         out.extend_from_slice(b",\"");
         out.extend_from_slice(f.as_str().as_bytes());
         out.extend_from_slice(b"\":");
+        if later(f, rec) {
+            hole = Some(out.len());
+            continue;
+        }
         json_string(out, field_value(f, rec, &mut buf));
     }
     out.extend_from_slice(b",\"duration_us\":");
+    hole
 }
 
 fn json_string(out: &mut Vec<u8>, value: Option<&[u8]>) {

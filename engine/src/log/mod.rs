@@ -103,6 +103,11 @@ pub struct Upstream<'a> {
     /// From the start of its exchange to its answer's head, in
     /// microseconds.
     pub header_us: u64,
+    /// From the start of its exchange to its answer's end (or to when it
+    /// was given up), in microseconds; none while the answer goes on (a
+    /// line drafted at the head has a hole for it, filled by
+    /// [`Draft::put_upstream_time`]).
+    pub response_us: Option<u64>,
 }
 
 /// Failed to open a log file at start-up.

@@ -97,11 +97,13 @@ pub enum LogVar {
     UpstreamStatus,
     /// [`LogField::UpstreamHeaderTime`], or `-`.
     UpstreamHeaderTime,
+    /// [`LogField::UpstreamResponseTime`], or `-`.
+    UpstreamResponseTime,
 }
 
 impl LogVar {
     /// Every variable with its name, in the order error messages list them.
-    pub const ALL: [(&'static str, LogVar); 20] = [
+    pub const ALL: [(&'static str, LogVar); 21] = [
         ("remote_addr", LogVar::RemoteAddr),
         ("remote_user", LogVar::RemoteUser),
         ("time_local", LogVar::TimeLocal),
@@ -122,6 +124,7 @@ impl LogVar {
         ("upstream_addr", LogVar::UpstreamAddr),
         ("upstream_status", LogVar::UpstreamStatus),
         ("upstream_header_time", LogVar::UpstreamHeaderTime),
+        ("upstream_response_time", LogVar::UpstreamResponseTime),
     ];
 }
 
@@ -144,17 +147,22 @@ pub enum LogField {
     /// Seconds, with milliseconds, from the start of the upstream
     /// exchange to its answer's head: nginx's `$upstream_header_time`.
     UpstreamHeaderTime,
+    /// Seconds, with milliseconds, from the start of the upstream
+    /// exchange to the end of its answer: nginx's
+    /// `$upstream_response_time`.
+    UpstreamResponseTime,
 }
 
 impl LogField {
     /// Every field, in the order error messages list them.
-    pub const ALL: [LogField; 6] = [
+    pub const ALL: [LogField; 7] = [
         LogField::TlsVersion,
         LogField::TlsCipher,
         LogField::Vhost,
         LogField::UpstreamAddr,
         LogField::UpstreamStatus,
         LogField::UpstreamHeaderTime,
+        LogField::UpstreamResponseTime,
     ];
 
     /// The name used in the config file (`"tls_version"`) and as the
@@ -167,6 +175,7 @@ impl LogField {
             LogField::UpstreamAddr => "upstream_addr",
             LogField::UpstreamStatus => "upstream_status",
             LogField::UpstreamHeaderTime => "upstream_header_time",
+            LogField::UpstreamResponseTime => "upstream_response_time",
         }
     }
 }

@@ -553,6 +553,8 @@ fn upstream_fields_in_every_format() {
         v(LogVar::UpstreamStatus),
         t(" "),
         v(LogVar::UpstreamHeaderTime),
+        t(" "),
+        v(LogVar::UpstreamResponseTime),
     ];
     let proxied = AccessRecord {
         status: 502,
@@ -560,36 +562,106 @@ fn upstream_fields_in_every_format() {
             addr: super::Peer::Unix(std::path::Path::new("/run/app.sock")),
             status: 200,
             header_us: 12_345,
+            response_us: Some(1_234_567),
         }),
         ..record()
     };
     assert_eq!(
         custom_line(&pieces, &proxied),
-        "502 unix:/run/app.sock 200 0.012\n"
+        "502 unix:/run/app.sock 200 0.012 1.234\n"
     );
-    assert_eq!(custom_line(&pieces, &record()), "200 - - -\n");
+    assert_eq!(custom_line(&pieces, &record()), "200 - - - -\n");
     let fields = [
         LogField::UpstreamAddr,
         LogField::UpstreamStatus,
         LogField::UpstreamHeaderTime,
+        LogField::UpstreamResponseTime,
     ];
     let combined = line_with(AccessFormat::Combined, &fields, &proxied);
     assert!(
-        combined.ends_with("\"-\" \"-\" \"unix:/run/app.sock\" \"200\" \"0.012\"\n"),
+        combined.ends_with("\"-\" \"-\" \"unix:/run/app.sock\" \"200\" \"0.012\" \"1.234\"\n"),
         "{combined}"
     );
     let json = line_with(AccessFormat::Json, &fields, &proxied);
     assert!(
         json.contains(
-            ",\"upstream_addr\":\"unix:/run/app.sock\",\"upstream_status\":\"200\",\"upstream_header_time\":\"0.012\","
+            ",\"upstream_addr\":\"unix:/run/app.sock\",\"upstream_status\":\"200\",\"upstream_header_time\":\"0.012\",\"upstream_response_time\":\"1.234\","
         ),
         "{json}"
     );
     let json = line_with(AccessFormat::Json, &fields, &record());
     assert!(
         json.contains(
-            ",\"upstream_addr\":null,\"upstream_status\":null,\"upstream_header_time\":null,"
+            ",\"upstream_addr\":null,\"upstream_status\":null,\"upstream_header_time\":null,\"upstream_response_time\":null,"
         ),
         "{json}"
     );
+}
+
+/// A line drafted at its answer's head (HTTP/2) has a hole for the
+/// upstream's time to the answer's end, put in when that end comes: the
+/// line is then the one written at once at the end; `-` (null) if it
+/// never comes.
+#[test]
+fn upstream_response_time_is_put_in_a_line_drafted_before_it() {
+    let t = |s: &str| LogPiece::Text(s.to_string());
+    let v = LogPiece::Var;
+    let pieces = [
+        v(LogVar::UpstreamResponseTime),
+        t(" "),
+        v(LogVar::BodyBytesSent),
+        t(" "),
+        v(LogVar::RequestTime),
+    ];
+    let fields = [LogField::UpstreamResponseTime, LogField::Vhost];
+    let up = |response_us| super::Upstream {
+        addr: super::Peer::Unix(std::path::Path::new("/a")),
+        status: 200,
+        header_us: 1_000,
+        response_us,
+    };
+    for (format, fields, pieces) in [
+        (AccessFormat::Custom, &[][..], &pieces[..]),
+        (AccessFormat::Common, &fields[..], &[][..]),
+        (AccessFormat::Json, &fields[..], &[][..]),
+    ] {
+        let layout = (format, fields, pieces);
+        let at_end = AccessRecord {
+            upstream: Some(up(Some(2_345_678))),
+            duration_us: 3_000_000,
+            ..record()
+        };
+        let mut whole = Vec::new();
+        access_line(&mut whole, &mut Clock::new(), layout, &at_end);
+        let at_head = AccessRecord {
+            upstream: Some(up(None)),
+            ..at_end
+        };
+        let mut text = Vec::new();
+        let mut draft = access_draft(&mut text, &mut Clock::new(), layout, &at_head);
+        let unknown = draft;
+        draft.put_upstream_time(&mut text, Some(2_345_678));
+        assert_eq!(draft.len as usize, text.len());
+        let mut out = Vec::new();
+        finish_line(&mut out, &text, draft, 123, 3_000_000);
+        let line = String::from_utf8(out).unwrap();
+        assert_eq!(line, String::from_utf8(whole).unwrap());
+        assert!(line.contains("2.345"), "{line}");
+        // Put in twice: the second does nothing.
+        let before = text.clone();
+        draft.put_upstream_time(&mut text, Some(1));
+        assert_eq!(text, before);
+        // Never put in: unknown.
+        let mut text = Vec::new();
+        access_draft(&mut text, &mut Clock::new(), layout, &at_head);
+        let mut out = Vec::new();
+        finish_line(&mut out, &text, unknown, 123, 3_000_000);
+        let line = String::from_utf8(out).unwrap();
+        let want = match format {
+            AccessFormat::Custom => "- 123 3.000\n",
+            AccessFormat::Common => "200 123 \"-\" \"-\"\n",
+            _ => "\"upstream_response_time\":null,",
+        };
+        assert!(line.contains(want), "{line}");
+    }
 }

@@ -37,9 +37,11 @@ pub trait Sink {
     /// The whole body, as this file from its start (after the head;
     /// never compressed).
     fn file(&mut self, file: File, len: u64);
-    /// The body is complete: frames its end. Returns how many bytes the
-    /// head's length promised and did not get (the answer is then cut).
-    fn finish(&mut self) -> u64;
+    /// The body is complete: frames its end, with the producer's
+    /// `trailers` (field lines; empty: none) where the protocol can carry
+    /// them. Returns how many bytes the head's length promised and did
+    /// not get (the answer is then cut).
+    fn finish(&mut self, trailers: &[u8]) -> u64;
     /// After the head: the answer cannot be complete, and the client must
     /// learn it (HTTP/1.1: the connection closes after what is queued;
     /// HTTP/2: the stream is reset once what is queued is framed).
@@ -207,6 +209,18 @@ impl Run {
     /// [`Produce::renewed`]).
     pub fn renewed(&mut self) -> Option<(RawFd, Want)> {
         self.producer.renewed()
+    }
+
+    /// Where it keeps the token of its source 0 (see
+    /// [`Produce::watch_slot`]).
+    pub fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        self.producer.watch_slot()
+    }
+
+    /// Its source 0 stays in the watch when it ends (see
+    /// [`Produce::keeps_watch`]).
+    pub fn keeps_watch(&self) -> bool {
+        self.producer.keeps_watch()
     }
 
     /// A source it is done with, to take out of the watch and close.
@@ -381,15 +395,17 @@ impl Run {
         }
     }
 
-    /// The body is complete: its compression ends, then its framing; one
-    /// short of its length is cut.
+    /// The body is complete: its compression ends, then its framing
+    /// (with the producer's trailers, if any); one short of its length is
+    /// cut.
     fn finish(&mut self, sink: &mut dyn Sink, log: &mut Logger) -> Outcome {
         let missing = match self.squeeze.finish() {
             Ok(last) => {
                 if !last.is_empty() {
                     sink.data(last);
                 }
-                sink.finish()
+                let trailers = self.producer.trailers();
+                sink.finish(trailers.as_deref().unwrap_or_default())
             }
             // (Compressed, the body has no last chunk: the client sees it cut.)
             Err(missing) => missing,
@@ -553,6 +569,8 @@ mod tests {
         Redirect(&'static [u8]),
         Cut,
         Fail(u16),
+        /// What [`Produce::trailers`] gives (after the end).
+        Trailers(&'static [u8]),
     }
 
     impl Produce for Scripted {
@@ -591,6 +609,18 @@ mod tests {
                 Step::Redirect(to) => Gave::Redirect(to.to_vec()),
                 Step::Cut => Gave::Cut("it stopped short".into()),
                 Step::Fail(s) => Gave::Fail(Status(s), "it broke".into()),
+                Step::Trailers(_) => panic!("asked for more after the end"),
+            }
+        }
+
+        fn trailers(&mut self) -> Option<Vec<u8>> {
+            match self.steps.first() {
+                Some(Step::Trailers(t)) => {
+                    let t = t.to_vec();
+                    self.steps.remove(0);
+                    Some(t)
+                }
+                _ => None,
             }
         }
 
@@ -680,8 +710,13 @@ mod tests {
             std::io::Read::read_to_string(&mut file, &mut s).unwrap();
             self.seen.push(format!("file {len} {}", &s[..5]));
         }
-        fn finish(&mut self) -> u64 {
-            self.seen.push("finish".into());
+        fn finish(&mut self, trailers: &[u8]) -> u64 {
+            match trailers.is_empty() {
+                true => self.seen.push("finish".into()),
+                false => self
+                    .seen
+                    .push(format!("finish {}", String::from_utf8_lossy(trailers))),
+            }
             self.missing
         }
         fn cut(&mut self) {
@@ -802,6 +837,22 @@ mod tests {
         let mut s = sink(10);
         assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
         assert_eq!(s.seen[1..], ["data hi", "finish"]);
+    }
+
+    #[test]
+    fn trailers_go_with_the_end_of_the_body() {
+        for end in [Step::Last(b"hi"), Step::End] {
+            let last = matches!(end, Step::Last(_));
+            let mut steps = vec![Step::Head(200, None, b"")];
+            if !last {
+                steps.push(Step::Bytes(b"hi"));
+            }
+            steps.extend([end, Step::Trailers(b"X-Sum: 1\r\n")]);
+            let (mut run, _) = scripted(steps, "GET");
+            let mut s = sink(10);
+            assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Ended);
+            assert_eq!(s.seen[1..], ["data hi", "finish X-Sum: 1\r\n"]);
+        }
     }
 
     #[test]

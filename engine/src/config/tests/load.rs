@@ -205,7 +205,7 @@ fn choices_list_what_is_allowed() {
 fn log_fields_are_the_known_ones_each_once() {
     assert_eq!(
         load_err("[log]\nfields = [\"tls_version\", \"ssl_cipher\"]\n"),
-        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\", \"vhost\", \"upstream_addr\", \"upstream_status\", \"upstream_header_time\"; got \"ssl_cipher\""
+        "DIR/site.toml:3: log.fields: expected one of \"tls_version\", \"tls_cipher\", \"vhost\", \"upstream_addr\", \"upstream_status\", \"upstream_header_time\", \"upstream_response_time\"; got \"ssl_cipher\""
     );
     assert_eq!(
         load_err("[log]\nfields = [\"tls_cipher\", \"tls_cipher\"]\n"),
@@ -676,6 +676,8 @@ fn a_log_format_of_ones_own() {
         "{e}"
     );
     let e = load_err("[log]\nformat = \"$request_time $duration_us\"\n");
+    assert!(e.contains("may each appear once"), "{e}");
+    let e = load_err("[log]\nformat = \"$upstream_response_time ${upstream_response_time}\"\n");
     assert!(e.contains("may each appear once"), "{e}");
     let e = load_err("[log]\nformat = \"${status\"\n");
     assert!(e.ends_with("log.format: a ${ without its }"), "{e}");

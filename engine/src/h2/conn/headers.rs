@@ -140,7 +140,7 @@ impl Conn {
                 if malformed.is_some() {
                     return self.reset_stream(b.stream, ErrorCode::Protocol);
                 }
-                self.end_body(b.stream, &[], now)
+                self.end_body(b.stream, &[], true, now)
             }
             Then::Open => {
                 if malformed.is_some() {

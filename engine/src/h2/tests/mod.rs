@@ -87,9 +87,13 @@ impl Script {
                     stream,
                     data,
                     end_stream,
-                } => self
-                    .events
-                    .push(format!("data {stream} {} {end_stream}", data.len())),
+                    trailers,
+                } => {
+                    let with = if trailers { " trailers" } else { "" };
+                    let n = data.len();
+                    self.events
+                        .push(format!("data {stream} {n} {end_stream}{with}"))
+                }
                 Event::Reset { stream } => self.events.push(format!("reset {stream}")),
                 Event::GoAway => self.events.push("goaway".into()),
             }
@@ -473,8 +477,15 @@ fn trailers_end_the_body_and_content_length_must_match() {
     s.feed(&input);
     assert_eq!(
         s.events,
-        ["request 1 false", "data 1 3 false", "data 1 0 true"]
+        [
+            "request 1 false",
+            "data 1 3 false",
+            "data 1 0 true trailers"
+        ]
     );
+    // (Their fields are the request's until the next block.)
+    let fields: Vec<_> = s.conn.request().fields().collect();
+    assert_eq!(fields, [(&b"x"[..], &b"y"[..])]);
     // Trailers without END_STREAM.
     let mut s = Script::new(Limits::default());
     let mut input = Vec::new();

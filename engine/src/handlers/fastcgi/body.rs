@@ -367,7 +367,9 @@ impl Produce for FastcgiBody {
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
-        self.answered.upstream()
+        // (Asked at the answer's end, or once it was given up.)
+        self.answered
+            .upstream(self.finished || self.sock.get().is_none())
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {

@@ -35,6 +35,8 @@ pub(super) struct Peer {
 pub struct Group {
     /// The rule's `to`.
     pub to: Vec<Upstream>,
+    /// How log lines name each (see [`super::dial::label`]), made once.
+    pub labels: Vec<Rc<str>>,
     balance: Balance,
     max_fails: u32,
     fail_timeout: Duration,
@@ -72,6 +74,7 @@ impl Group {
     fn passive(to: &[Upstream], balance: Balance, max_fails: u32, fail_timeout: Duration) -> Group {
         Group {
             to: to.to_vec(),
+            labels: to.iter().map(|to| super::dial::label(to).into()).collect(),
             balance,
             max_fails,
             fail_timeout,

@@ -38,6 +38,7 @@ use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
+use crate::http::request::MAX_HEADERS;
 use crate::http::Status;
 use crate::sys::net::shutdown_write;
 
@@ -64,7 +65,7 @@ pub struct Answer {
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Names it in log lines (`proxy http://127.0.0.1:9001`).
-    pub label: String,
+    pub label: std::rc::Rc<str>,
     /// How the request body goes (its head says so already).
     pub body: BodyOut,
     /// The request is a HEAD: the answer has no body.
@@ -131,6 +132,9 @@ pub struct ProxyBody {
     /// The rule's TLS client, for the links of the connections it makes
     /// again ([`ProxyBody::try_again`]).
     tls: Tls,
+    /// The token `sock` is watched under (see [`Produce::watch_slot`]),
+    /// once it is: it stays watched in the pool.
+    watched: Option<usize>,
     /// The request head, kept to be sent again (another attempt) when
     /// its method is idempotent; else empty.
     head: Vec<u8>,
@@ -190,14 +194,20 @@ impl ProxyBody {
     /// The answer to the request whose `head` (from
     /// [`super::request::write_head`]) goes on `sock`, a socket
     /// connected, or connecting, to the upstream, non-blocking.
-    pub fn new(sock: OwnedFd, head: &[u8], opts: Options) -> ProxyBody {
+    pub fn new(sock: OwnedFd, head: Vec<u8>, opts: Options) -> ProxyBody {
         ProxyBody::on(Some(sock), head, opts)
     }
 
     /// As [`ProxyBody::new`], on `sock` if there is one yet.
-    fn on(sock: Option<OwnedFd>, head: &[u8], opts: Options) -> ProxyBody {
-        let mut outbox = Outbox::new(None);
-        outbox.push(head, false);
+    fn on(sock: Option<OwnedFd>, head: Vec<u8>, opts: Options) -> ProxyBody {
+        // (Only a request that may go again keeps a copy of its head;
+        // the outbox sends the head it is given.)
+        let again = opts.turn.as_ref().is_some_and(|t| t.idempotent);
+        let kept_head = match again {
+            true => head.clone(),
+            false => Vec::new(),
+        };
+        let mut outbox = Outbox::starting_with(head);
         let body_open = opts.body != BodyOut::None;
         outbox.body_end = !body_open;
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
@@ -205,11 +215,8 @@ impl ProxyBody {
             sock: Socket::new(sock),
             link: Link::Plain,
             tls: Tls::default(),
-            // (Only a request that may go again needs it.)
-            head: match opts.turn.as_ref().is_some_and(|t| t.idempotent) {
-                true => head.to_vec(),
-                false => Vec::new(),
-            },
+            watched: None,
+            head: kept_head,
             written: 0,
             kept: false,
             stale_retried: false,
@@ -249,12 +256,21 @@ impl ProxyBody {
         self
     }
 
-    /// The socket is a kept connection, up already: the upstream's
-    /// silence is bounded by `read_timeout` from the start.
-    pub fn on_kept_connection(mut self) -> ProxyBody {
+    /// The socket is a kept connection, up already, still watched
+    /// under the token `watched` if it is: the upstream's silence is
+    /// bounded by `read_timeout` from the start.
+    pub fn on_kept_connection(mut self, watched: Option<usize>) -> ProxyBody {
         self.connected = true;
         self.kept = true;
+        self.watched = watched;
         self
+    }
+
+    /// Whether the request could go again on a new connection should
+    /// its kept one turn out closed (see [`ProxyBody::try_again`]): an
+    /// idempotent method without a body.
+    pub fn may_go_again(opts: &Options) -> bool {
+        opts.body == BodyOut::None && opts.turn.as_ref().is_some_and(|t| t.idempotent)
     }
 
     /// The answer to the request whose `head` goes to the upstream
@@ -264,7 +280,7 @@ impl ProxyBody {
     /// none could be reached (502).
     pub fn connect(
         to: &super::Upstream,
-        head: &[u8],
+        head: Vec<u8>,
         opts: Options,
         tls: Tls,
     ) -> Result<ProxyBody, Vec<String>> {
@@ -355,7 +371,7 @@ impl ProxyBody {
                 }
                 Err(e) => {
                     turn.group.borrow_mut().failed(i, now);
-                    self.opts.label = dial::label(&to);
+                    self.opts.label = dial::label(&to).into();
                     why = format!("cannot connect: {e}");
                 }
             }
@@ -367,6 +383,7 @@ impl ProxyBody {
     /// when the rule sends its own), then the body as it comes.
     fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
         self.sock.replace(sock);
+        self.watched = None;
         (self.connected, self.kept) = (false, false);
         self.unreachable = None;
         let head = match turn.host_upstream {
@@ -378,7 +395,7 @@ impl ProxyBody {
         self.outbox.replace_front(unsent, &head);
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
-        self.opts.label = dial::label(to);
+        self.opts.label = dial::label(to).into();
         self.answered.to(dial::addr(to));
         if let Some(keep) = self.opts.keep.as_mut() {
             keep.to = to.clone();
@@ -422,12 +439,22 @@ impl ProxyBody {
     /// answers skipped), none if more is needed, or its failure.
     fn read_head(&mut self) -> Option<Gave> {
         loop {
-            let mut fields: Vec<Header<'_>> = Vec::new();
+            // (On the stack: the head's limits allow no more.)
+            let mut fields = [Header {
+                name: &[],
+                value: &[],
+            }; MAX_HEADERS];
+            let mut count = 0;
             let parsed = parse_response(
                 &self.head_buf,
                 &self.opts.limits,
                 self.opts.head_request,
-                &mut |f| fields.push(f),
+                &mut |f| {
+                    if let Some(slot) = fields.get_mut(count) {
+                        *slot = f;
+                        count += 1;
+                    }
+                },
             );
             let h = match parsed {
                 Err(e) => {
@@ -446,8 +473,7 @@ impl ProxyBody {
                     true => Switch::Connect,
                     false => Switch::Upgrade,
                 };
-                let mut head = reply_head(&h, &fields, &self.opts.answer, switch);
-                drop(fields);
+                let mut head = reply_head(&h, &fields[..count], &self.opts.answer, switch);
                 if self.opts.connect {
                     (head.status, head.reason) = (200, None);
                 }
@@ -467,20 +493,21 @@ impl ProxyBody {
             if let Some(lease) = &self.lease {
                 lease.group().borrow_mut().answered(lease.index);
             }
-            let head = reply_head(&h, &fields, &self.opts.answer, Switch::No);
+            let head = reply_head(&h, &fields[..count], &self.opts.answer, Switch::No);
             let framing = match h.framing {
                 ResponseFraming::None => BodyFraming::Length(0),
                 ResponseFraming::Length(n) => BodyFraming::Length(n),
                 ResponseFraming::Chunked => BodyFraming::Chunked,
                 ResponseFraming::Close => BodyFraming::None,
             };
-            drop(fields);
             self.unframe = Unframe::new(framing, self.opts.max_trailers);
             self.started = true;
             self.answered.head(h.status);
             self.keep_alive = h.keep_alive;
-            self.rest = self.head_buf.split_off(h.head_len);
-            self.head_buf = Vec::new();
+            // (What followed the head is the body's: it stays where it
+            // is, in the same buffer.)
+            self.head_buf.drain(..h.head_len);
+            self.rest = std::mem::take(&mut self.head_buf);
             if self.unframe.is_done() {
                 self.finish();
             }
@@ -495,8 +522,8 @@ impl ProxyBody {
         self.started = true;
         self.keep_alive = false;
         self.unframe = Unframe::new(BodyFraming::None, 0);
-        self.rest = self.head_buf.split_off(head_len);
-        self.head_buf = Vec::new();
+        self.head_buf.drain(..head_len);
+        self.rest = std::mem::take(&mut self.head_buf);
         self.body_open = true;
         self.outbox.body_end = self.ended_early;
     }
@@ -639,7 +666,9 @@ impl Produce for ProxyBody {
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
-        self.answered.upstream()
+        // (Asked at the answer's end, or once it was given up.)
+        self.answered
+            .upstream(self.finished || self.sock.get().is_none())
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
@@ -693,8 +722,11 @@ impl Produce for ProxyBody {
             return Gave::End;
         }
         if !self.rest.is_empty() {
+            // (Copied into the buffer lent, which stays the worker's: a
+            // swap would leave it this small one to grow again.)
             buf.clear();
-            std::mem::swap(buf, &mut self.rest);
+            buf.extend_from_slice(&self.rest);
+            self.rest = Vec::new();
             if let Some(gave) = self.body(buf) {
                 return gave;
             }
@@ -744,6 +776,10 @@ impl Produce for ProxyBody {
         }
     }
 
+    fn trailers(&mut self) -> Option<Vec<u8>> {
+        self.unframe.trailers()
+    }
+
     fn tend(&mut self, cx: &mut Cx<'_>) {
         for note in self.notes.drain(..) {
             cx.log.log(Level::Error, format_args!("{note}"));
@@ -771,6 +807,14 @@ impl Produce for ProxyBody {
         self.sock.retired()
     }
 
+    fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        Some(&mut self.watched)
+    }
+
+    fn keeps_watch(&self) -> bool {
+        self.reusable && self.sock.get().is_some()
+    }
+
     fn input(&mut self) -> Option<&mut dyn Input> {
         Some(self)
     }
@@ -782,9 +826,10 @@ impl Drop for ProxyBody {
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
             let link = std::mem::take(&mut self.link);
+            let now = std::time::Instant::now();
             keep.pool
                 .borrow_mut()
-                .put(keep, sock, link, std::time::Instant::now());
+                .put_watched(keep, sock, link, self.watched, now);
         }
     }
 }
@@ -864,6 +909,10 @@ impl Input for ProxyBody {
     }
 
     fn end(&mut self) {
+        self.end_with(b"");
+    }
+
+    fn end_with(&mut self, trailers: &[u8]) {
         if self.opts.upgrade && !self.tunnel {
             self.ended_early = true;
         }
@@ -871,8 +920,11 @@ impl Input for ProxyBody {
             return;
         }
         if self.opts.body == BodyOut::Chunked {
-            // The last chunk, and no trailers.
-            self.outbox.push(b"0\r\n\r\n", false);
+            // The last chunk, with the client's trailers (RFC 9112
+            // §7.1.2); a body sent by its length has no place for them.
+            for part in [&b"0\r\n"[..], trailers, b"\r\n"] {
+                self.outbox.push(part, false);
+            }
         }
         self.outbox.body_end = true;
     }

@@ -3,8 +3,14 @@
 //! leaves its socket here, and the next request to the same upstream
 //! takes it instead of connecting. Bounded per upstream (the rule's
 //! `keepalive`), closed after `keepalive_timeout` idle, and checked
-//! before reuse: an idle connection that has anything to read (the
+//! before reuse when the request could not go again should it fail (see
+//! [`Pool::take`]): an idle connection that has anything to read (the
 //! upstream closed it, or sent bytes nobody asked for) is not reusable.
+//!
+//! A connection rests here still in the worker's watch, under the token
+//! of the answer that left it (kept with it): the next answer to take it
+//! watches it again only if its token differs (see `Produce::watch_slot`).
+//! Closing it takes it out of the watch.
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
@@ -22,6 +28,8 @@ struct Idle {
     sock: OwnedFd,
     /// Its transport (a TLS connection keeps its session).
     link: Link,
+    /// The token it is still watched under, if it is.
+    watched: Option<usize>,
     /// When it is closed if still unused.
     until: Instant,
 }
@@ -50,20 +58,26 @@ pub struct Keep {
 }
 
 impl Pool {
-    /// A live idle connection to `to` whose link `fits` (see
-    /// [`Link::fits`]), if one is kept; those found dead on the way, or
-    /// past their time, are closed.
+    /// An idle connection to `to` whose link `fits` (see
+    /// [`Link::fits`]), if one is kept, with the token it is watched
+    /// under; those past their time are closed. With `check`, for a
+    /// request that could not go again on a new connection should this
+    /// one turn out closed (RFC 9110 §9.2.2: a method not idempotent, or
+    /// a body), only one found quiet (a system call); those found dead
+    /// on the way are closed. (One that can go again finds out by
+    /// sending, and goes again once: see `ProxyBody::try_again`.)
     pub fn take(
         &mut self,
         to: &Upstream,
         fits: impl Fn(&Link) -> bool,
+        check: bool,
         now: Instant,
-    ) -> Option<(OwnedFd, Link)> {
+    ) -> Option<(OwnedFd, Link, Option<usize>)> {
         self.prune(now);
         while let Some(i) = self.idle.iter().rposition(|c| c.to == *to && fits(&c.link)) {
             let c = self.idle.swap_remove(i);
-            if net::is_quiet(&c.sock) {
-                return Some((c.sock, c.link));
+            if !check || net::is_quiet(&c.sock) {
+                return Some((c.sock, c.link, c.watched));
             }
         }
         None
@@ -73,6 +87,19 @@ impl Pool {
     /// another request, unless `keep.max` are kept to it already (then it
     /// closes).
     pub fn put(&mut self, keep: &Keep, sock: OwnedFd, link: Link, now: Instant) {
+        self.put_watched(keep, sock, link, None, now);
+    }
+
+    /// As [`Pool::put`], for a connection still watched under the token
+    /// `watched`.
+    pub fn put_watched(
+        &mut self,
+        keep: &Keep,
+        sock: OwnedFd,
+        link: Link,
+        watched: Option<usize>,
+        now: Instant,
+    ) {
         self.prune(now);
         let kept = self.idle.iter().filter(|c| c.to == keep.to).count();
         if kept < keep.max {
@@ -80,6 +107,7 @@ impl Pool {
                 to: keep.to.clone(),
                 sock,
                 link,
+                watched,
                 until: now + keep.timeout,
             });
         }
@@ -135,14 +163,32 @@ mod tests {
         drop(theirs3);
         let other = Upstream::Unix(PathBuf::from("/b.sock"));
         assert!(
-            p.take(&other, |_| true, now).is_none(),
+            p.take(&other, |_| true, true, now).is_none(),
             "another upstream's"
         );
         // (The last kept is tried first: it left, then the one that
         // spoke; the first is still there.)
-        assert!(p.take(&k.to, |_| true, now).is_some());
+        assert!(p.take(&k.to, |_| true, true, now).is_some());
         assert!(p.is_empty());
-        assert!(p.take(&k.to, |_| true, now).is_none());
+        assert!(p.take(&k.to, |_| true, true, now).is_none());
+        drop(theirs);
+    }
+
+    #[test]
+    fn without_a_check_the_last_kept_is_given_as_it_is_with_its_token() {
+        let pool: Shared = Rc::default();
+        let k = keep(&pool, 8);
+        let now = Instant::now();
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (ours2, theirs2) = UnixStream::pair().unwrap();
+        let mut p = pool.borrow_mut();
+        p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(7), now);
+        p.put(&k, OwnedFd::from(ours2), Link::Plain, now);
+        drop(theirs2);
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now).unwrap();
+        assert_eq!(watched, None, "the last kept, closed, not looked at");
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now).unwrap();
+        assert_eq!(watched, Some(7));
         drop(theirs);
     }
 

@@ -153,13 +153,17 @@ impl Answered {
         self.head = Some((status, took));
     }
 
-    /// As [`Produce::upstream`](crate::handlers::produce::Produce::upstream).
-    pub fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+    /// As [`Produce::upstream`](crate::handlers::produce::Produce::upstream),
+    /// the answer `over` (ended, or given up) or not yet: its whole time
+    /// (`upstream_response_time`) is known only then.
+    pub fn upstream(&self, over: bool) -> Option<crate::log::Upstream<'_>> {
         let (status, header_us) = self.head?;
+        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
         Some(crate::log::Upstream {
             addr: self.addr.as_ref()?.logged(),
             status,
             header_us,
+            response_us: over.then_some(took),
         })
     }
 }

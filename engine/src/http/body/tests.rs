@@ -244,6 +244,38 @@ fn trailers() {
     assert_chunked_err(over.as_bytes(), 431);
 }
 
+#[test]
+fn trailers_are_kept_when_asked_however_the_input_is_cut() {
+    let input = b"5\r\nhello\r\n0\r\ngrpc-status: 0\r\nX-Sum:abc\r\n\r\nNEXT";
+    let limits = BodyLimits {
+        max_body: 1 << 20,
+        max_chunk_ext: 64,
+        max_trailers: 64,
+    };
+    for cut in 0..input.len() {
+        let mut d = BodyDecoder::new(BodyFraming::Chunked, &limits).unwrap();
+        let (mut body, mut kept) = (Vec::new(), Vec::new());
+        let mut sink = |b: &[u8]| body.extend_from_slice(b);
+        let mut used = d
+            .decode_keeping(&input[..cut], &mut sink, Some(&mut kept))
+            .unwrap();
+        if !d.is_done() {
+            let rest = &input[used..];
+            used += d.decode_keeping(rest, &mut sink, Some(&mut kept)).unwrap();
+        }
+        assert!(d.is_done(), "cut at {cut}");
+        assert_eq!(used, input.len() - 4, "cut at {cut}");
+        assert_eq!(body, b"hello");
+        assert_eq!(kept, b"grpc-status: 0\r\nX-Sum:abc\r\n", "cut at {cut}");
+    }
+    // None kept unless asked, nor from a body without trailers.
+    let mut d = BodyDecoder::new(BodyFraming::Chunked, &limits).unwrap();
+    let mut kept = Vec::new();
+    d.decode_keeping(b"2\r\nok\r\n0\r\n\r\n", &mut |_| {}, Some(&mut kept))
+        .unwrap();
+    assert!(d.is_done() && kept.is_empty());
+}
+
 /// Every way of cutting `input` in two or three pieces, and one byte at a
 /// time, gives the same outcome as one call.
 fn assert_split_invariant(framing: BodyFraming, input: &[u8]) {
@@ -316,5 +348,42 @@ fn random_mutations_never_panic() {
         let o = run_split(BodyFraming::Chunked, &LIMITS, &buf, &[cut]);
         assert!(o.consumed <= buf.len());
         assert!(o.error.is_some() || o.output.len() <= o.consumed);
+    }
+}
+
+/// Decoding in place gives what decoding into a sink gives, wherever
+/// the input is split: the same bytes, the same count consumed (bytes
+/// after the body's end left), the same error with what came before it.
+#[test]
+fn decoding_in_place_matches_decoding_into_a_sink() {
+    let cases: [(BodyFraming, &[u8]); 5] = [
+        (
+            BodyFraming::Chunked,
+            b"3\r\nabc\r\n5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\nNEXT",
+        ),
+        (BodyFraming::Chunked, b"1\r\na\r\n2\r\nbc\r\n0\r\n\r\n"),
+        (BodyFraming::Chunked, b"2\r\nab\r\nzz\r\n"),
+        (BodyFraming::Length(6), b"abcdefghij"),
+        (BodyFraming::Length(20), b"abcdef"),
+    ];
+    for (framing, input) in cases {
+        for cut in 0..=input.len() {
+            let mut by_sink = BodyDecoder::new(framing, &LIMITS).unwrap();
+            let mut in_place = BodyDecoder::new(framing, &LIMITS).unwrap();
+            let (mut want, mut got) = (Vec::new(), Vec::new());
+            let (mut fed, mut fed_in_place) = (0, 0);
+            for end in [cut, input.len()] {
+                let piece = &input[fed..end.max(fed)];
+                let r1 = by_sink.decode(piece, &mut |d| want.extend_from_slice(d));
+                let mut buf = input[fed_in_place..end.max(fed_in_place)].to_vec();
+                let r2 = in_place.decode_in_place(&mut buf, None);
+                got.extend_from_slice(&buf);
+                assert_eq!(r1, r2, "{framing:?} cut at {cut}");
+                fed += r1.unwrap_or(0);
+                fed_in_place += r2.unwrap_or(0);
+            }
+            assert_eq!(got, want, "{framing:?} cut at {cut}");
+            assert_eq!(in_place.is_done(), by_sink.is_done());
+        }
     }
 }

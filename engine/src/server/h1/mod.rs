@@ -312,15 +312,17 @@ impl Conn {
         cx: &Reading,
         exchanges: &mut Exchanges,
     ) -> Event {
-        let (decoder, mut feed, mut to) = match &mut self.state {
+        let (decoder, mut feed, mut to, trailers) = match &mut self.state {
             State::Body(b) => (
                 &mut b.decoder,
                 None,
                 b.to.and_then(|id| exchanges.wait_mut(id)),
+                None,
             ),
             State::Streaming(p) => {
                 match (&mut p.body, exchanges.run_mut(p.ex).and_then(|r| r.input())) {
-                    (Some(d), Some(feed)) => (d, Some(feed), None),
+                    // (A producer's input may pass the body's trailers on.)
+                    (Some(d), Some(feed)) => (d, Some(feed), None, Some(&mut p.trailers)),
                     _ => return Event::Stall,
                 }
             }
@@ -342,7 +344,7 @@ impl Conn {
             (None, Some(w)) => w.push(data, cx.temp_dir),
             _ => {}
         };
-        let result = decoder.decode(&input[*pos..end], &mut sink);
+        let result = decoder.decode_keeping(&input[*pos..end], &mut sink, trailers);
         let done = decoder.is_done();
         match result {
             Err(e) => {
@@ -393,8 +395,13 @@ impl Conn {
             State::Streaming(mut p) if p.body.is_some() => {
                 // (No more comes: the input closes once it is written.)
                 p.body = None;
+                let mut trailers = Vec::new();
+                if !p.trailers.is_empty() {
+                    crate::http::trailers::keep_allowed(&p.trailers, &mut trailers);
+                    p.trailers = Vec::new();
+                }
                 if let Some(input) = exchanges.run_mut(p.ex).and_then(|r| r.input()) {
-                    input.end();
+                    input.end_with(&trailers);
                 }
                 self.state = State::Streaming(p);
                 BodyOver::Pipe

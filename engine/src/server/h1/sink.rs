@@ -12,6 +12,7 @@ use std::rc::Rc;
 use super::write::{stream_head, Answering, StreamFor};
 use crate::handlers::pipe::ReplyHead;
 use crate::http::body::BodyDecoder;
+use crate::http::grammar::has_token;
 use crate::http::request::OwnedRequest;
 use crate::http::response::{Connection, Encoder, Framing as HeadFraming, Head, CONTINUE};
 use crate::http::{Method, Version};
@@ -34,6 +35,9 @@ pub struct Producing {
     pub framing: Framing,
     /// Reads the request body on its way to the producer's input.
     pub body: Option<BodyDecoder>,
+    /// The trailer field lines of that body, if chunked, as they came:
+    /// given to the input with the body's end.
+    pub trailers: Vec<u8>,
 }
 
 /// How a produced answer is framed on the connection, chosen with its
@@ -46,6 +50,9 @@ pub struct Framing {
     pub keep: bool,
     /// The request lets the connection stay open.
     wanted: bool,
+    /// The request takes trailers (`TE: trailers`) on a connection that
+    /// closes after it (see [`StreamFor::trailers`]).
+    trailers: bool,
     version: Version,
     head_only: bool,
     /// The connection's byte position where the body begins (for the log).
@@ -64,10 +71,16 @@ impl Framing {
     /// The framing of an answer to `req`, whose bytes would start at the
     /// connection's byte `at`.
     pub fn new(req: &OwnedRequest, at: u64) -> Framing {
+        let wanted = req.keep_alive();
+        // (Looked for only where it changes the framing.)
+        let trailers = !wanted
+            && req.version() == Version::Http11
+            && req.header("te").is_some_and(|v| has_token(v, b"trailers"));
         Framing {
             encoder: None,
             keep: false,
-            wanted: req.keep_alive(),
+            wanted,
+            trailers,
             version: req.version(),
             head_only: req.method() == Method::Head,
             body_from: at,
@@ -105,6 +118,7 @@ impl Sink for H1Sink<'_> {
             wanted: f.wanted,
             version: f.version,
             head_only: f.head_only,
+            trailers: f.trailers,
         };
         let start = self.out.buf_mut().len();
         if head.status == 101 && f.version == Version::Http11 {
@@ -151,12 +165,14 @@ impl Sink for H1Sink<'_> {
         }
     }
 
-    fn finish(&mut self) -> u64 {
+    fn finish(&mut self, trailers: &[u8]) -> u64 {
         let Some(e) = self.framing.encoder.as_mut() else {
             return 0;
         };
         let start = self.out.buf_mut().len();
-        let missing = e.finish(self.out.buf_mut());
+        // (Trailers go in a chunked coding's end, RFC 9112 §7.1.2; a body
+        // framed otherwise has no place for them: dropped.)
+        let missing = e.finish_with(trailers, self.out.buf_mut());
         self.out.commit(start);
         missing
     }
@@ -267,7 +283,7 @@ mod tests {
         for p in pieces {
             assert!(sink.data(p));
         }
-        let missing = sink.finish();
+        let missing = sink.finish(b"");
         assert!(sink.room() > 0);
         let text = queued(&mut out);
         (text, missing, framing)
@@ -289,6 +305,61 @@ mod tests {
         let head = "HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: <date>\r\nX-A: 1\r\n\
                     Transfer-Encoding: chunked\r\n\r\n";
         assert_eq!(f.body_from, 108 + head.len() as u64);
+    }
+
+    #[test]
+    fn trailers_end_a_chunked_body_and_are_dropped_from_one_of_known_length() {
+        let trailers = b"grpc-status: 0\r\nX-Sum: 1\r\n";
+        let chunked = |req: &str| {
+            let (text, _, f) = with_request(req, reply(None), |sink| sink.finish(trailers));
+            (text, f.keep)
+        };
+        let (text, keep) = chunked(GET);
+        assert!(
+            text.ends_with("\r\n\r\n2\r\nhi\r\n0\r\ngrpc-status: 0\r\nX-Sum: 1\r\n\r\n"),
+            "{text}"
+        );
+        assert!(keep);
+        // A client that closes takes them in chunks only if it says so.
+        let (text, keep) = chunked("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+        assert!(text.ends_with("Connection: close\r\n\r\nhi"), "{text}");
+        assert!(!keep);
+        let (text, keep) =
+            chunked("GET / HTTP/1.1\r\nHost: a\r\nTE: gzip, trailers\r\nConnection: close\r\n\r\n");
+        assert!(
+            text.ends_with(
+                "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+                            2\r\nhi\r\n0\r\ngrpc-status: 0\r\nX-Sum: 1\r\n\r\n"
+            ),
+            "{text}"
+        );
+        assert!(!keep);
+        let (text, missing, _) = with_request(GET, reply(Some(2)), |sink| sink.finish(trailers));
+        assert!(text.ends_with("Content-Length: 2\r\n\r\nhi"), "{text}");
+        assert_eq!(missing, 0);
+    }
+
+    /// A sink for `req` given `head` and `hi`, ended by `end`: what went
+    /// out, what `end` said was missing, and the framing.
+    fn with_request(
+        req: &str,
+        head: ReplyHead,
+        end: impl FnOnce(&mut H1Sink) -> u64,
+    ) -> (String, u64, Framing) {
+        let cx = answering(b"");
+        let mut out = Out::with_capacity(1024);
+        let mut framing = Framing::new(&request(req), 0);
+        let mut sink = H1Sink {
+            out: &mut out,
+            framing: &mut framing,
+            served: 1,
+            sent: 0,
+            cx: &cx,
+        };
+        sink.head(&head);
+        assert!(sink.data(b"hi"));
+        let missing = end(&mut sink);
+        (queued(&mut out), missing, framing)
     }
 
     #[test]
@@ -366,7 +437,7 @@ mod tests {
             sink.continue_body();
             sink.raw(b"HTTP/1.1 299 Raw\r\n\r\nra");
             sink.raw(b"w");
-            assert_eq!(sink.finish(), 0);
+            assert_eq!(sink.finish(b""), 0);
         });
         assert_eq!(
             text,
@@ -381,7 +452,7 @@ mod tests {
         let (text, framing) = with_sink(b"", |sink| {
             sink.head(&reply(Some(3)));
             sink.file(File::open("/dev/null").unwrap(), 3);
-            assert_eq!(sink.finish(), 0);
+            assert_eq!(sink.finish(b""), 0);
             sink.cut();
         });
         assert_eq!(

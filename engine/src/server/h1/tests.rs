@@ -492,6 +492,7 @@ fn streamed_answers_are_framed_by_what_the_process_said() {
         wanted,
         version,
         head_only,
+        trailers: false,
     };
     let cases = [
         // A length is kept, and so is the connection.
@@ -602,6 +603,7 @@ fn a_streamed_answer_without_a_length_is_chunked_on_a_kept_connection() {
         wanted: true,
         version,
         head_only: false,
+        trailers: false,
     };
     // HTTP/1.1: chunks (RFC 9112 §7.1), ended by the last chunk; the
     // connection goes on.

@@ -168,25 +168,30 @@ pub struct StreamFor {
     pub version: Version,
     /// A HEAD request: no body is sent.
     pub head_only: bool,
+    /// The request says `TE: trailers` (RFC 9110 §10.1.4): an HTTP/1.1
+    /// body of unknown length is chunked, to carry trailer fields, even
+    /// on a connection that closes after it.
+    pub trailers: bool,
 }
 
 /// Writes the head of an answer whose body streams from a pipe and
 /// chooses how that body is framed: by its length if the process said
-/// it, else chunked where the connection may stay open (HTTP/1.1), else
-/// by closing the connection.
+/// it, else chunked where the connection may stay open or the client
+/// takes trailers (HTTP/1.1), else by closing the connection.
 pub fn stream_head(head: &ReplyHead, to: StreamFor, buf: &mut Vec<u8>, cx: &Answering) -> Stream {
     let StreamFor {
         served,
         wanted,
         version,
         head_only,
+        trailers,
     } = to;
     let status = Status(head.status);
     let framing = if status.is_bodiless() {
         Framing::Bodiless
     } else if let Some(n) = head.content_length {
         Framing::Length(n)
-    } else if !head_only && wanted && version == Version::Http11 {
+    } else if !head_only && (wanted || trailers) && version == Version::Http11 {
         Framing::Chunked
     } else {
         // (A HEAD answer has no body to delimit: its connection may

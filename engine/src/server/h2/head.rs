@@ -59,7 +59,33 @@ fn encode_fields(
     if !stamp.date.is_empty() {
         enc.field(b"date", stamp.date, block);
     }
-    let mut rest = head.headers;
+    encode_lines(head.headers, block, name, enc);
+}
+
+/// Appends to `block` the HPACK encoding of an interim answer's head
+/// (`100 Continue`): its status alone (RFC 9113 §8.1).
+pub fn encode_interim(status: u16, block: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+    enc.begin(block);
+    hpack::encode_status(status, block);
+}
+
+/// Appends to `block` the HPACK encoding of a trailer section's field
+/// `lines` (`Name: value` CRLF each), as a stream's last HEADERS
+/// (RFC 9113 §8.1): the same lines as a head's, with no pseudo-field.
+pub fn encode_trailers(
+    lines: &[u8],
+    block: &mut Vec<u8>,
+    name: &mut Vec<u8>,
+    enc: &mut hpack::Encoder,
+) {
+    enc.begin(block);
+    encode_lines(lines, block, name, enc);
+}
+
+/// Each of the field `lines` (`Name: value` CRLF each), its name in
+/// lower case, less those HTTP/2 forbids, encoded.
+fn encode_lines(lines: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+    let mut rest = lines;
     while !rest.is_empty() {
         let end = find_byte(rest, b'\n').unwrap_or(rest.len());
         let line = &rest[..end];
@@ -106,6 +132,25 @@ mod tests {
             })
             .unwrap();
         fields
+    }
+
+    #[test]
+    fn trailers_become_a_block_without_pseudo_fields() {
+        let (mut block, mut name) = (Vec::new(), Vec::new());
+        let mut enc = hpack::Encoder::new();
+        let lines = b"Grpc-Status: 0\r\ngrpc-message:  ok \r\nConnection: x\r\n";
+        encode_trailers(lines, &mut block, &mut name, &mut enc);
+        let mut fields = Vec::new();
+        hpack::Decoder::new(4096)
+            .decode(&block, 1 << 20, &mut |n, v| {
+                fields.push(format!(
+                    "{}: {}",
+                    String::from_utf8_lossy(n),
+                    String::from_utf8_lossy(v)
+                ))
+            })
+            .unwrap();
+        assert_eq!(fields, ["grpc-status: 0", "grpc-message: ok"]);
     }
 
     #[test]

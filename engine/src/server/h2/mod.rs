@@ -162,6 +162,31 @@ impl Session {
         self.conn.send_headers(id, block, end)
     }
 
+    /// Sends an interim answer (`100 Continue`) on stream `id`: a HEADERS
+    /// frame with its status alone, which does not end the stream (RFC
+    /// 9113 §8.1); the final answer's HEADERS follow.
+    pub fn send_interim(&mut self, id: u32, status: u16, s: &mut Scratch) -> bool {
+        if !self.conn.can_send_headers(id) {
+            return false;
+        }
+        s.block.clear();
+        head::encode_interim(status, &mut s.block, self.conn.encoder());
+        self.conn.send_headers(id, &s.block, false)
+    }
+
+    /// Ends stream `id` with a HEADERS frame of trailer field `lines`
+    /// (RFC 9113 §8.1), after its last DATA. False if the stream cannot
+    /// send any more.
+    pub fn send_trailers(&mut self, id: u32, lines: &[u8], s: &mut Scratch) -> bool {
+        if !self.conn.can_send_headers(id) {
+            return false;
+        }
+        let Scratch { block, name, .. } = s;
+        block.clear();
+        head::encode_trailers(lines, block, name, self.conn.encoder());
+        self.conn.send_headers(id, block, true)
+    }
+
     /// An empty piece list and log-line buffer for a new answer.
     pub fn spares(&mut self) -> (VecDeque<Piece>, Vec<u8>) {
         let pieces = self.spare_pieces.pop().unwrap_or_default();
@@ -315,6 +340,9 @@ pub struct Answer {
     pub progress: Instant,
     /// The body's length, if the process said it.
     pub expect: Option<u64>,
+    /// The producer's trailer fields (field lines; empty: none): a
+    /// HEADERS frame ends the stream after the last DATA.
+    pub trailers: Vec<u8>,
 }
 
 impl Answer {
@@ -335,6 +363,7 @@ impl Answer {
             discard: false,
             progress: started,
             expect: None,
+            trailers: Vec::new(),
         }
     }
 }

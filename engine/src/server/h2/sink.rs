@@ -3,7 +3,9 @@
 //! which the worker frames as DATA within the windows (`h2_send`). The
 //! producer is asked for more only while less than [`STREAM_OUT_CAP`]
 //! of its body waits for a window, so a client that reads slowly holds a
-//! bounded amount. HTTP/2 frames the body itself: no chunked coding, and
+//! bounded amount. A request's `Expect: 100-continue` is answered with an
+//! interim HEADERS (`:status 100`) when its producer reads its body.
+//! HTTP/2 frames the body itself: no chunked coding, and
 //! the connection stays open. A HEAD answer (or a bodiless status) ends
 //! at its HEADERS and its producer is stopped. A body past the length
 //! the head gave is cut there, and a cut answer's stream is reset
@@ -120,9 +122,13 @@ impl Sink for H2Sink<'_> {
         a.pieces.push_back(Piece::File(Rc::new(file), 0, len));
     }
 
-    fn finish(&mut self) -> u64 {
+    fn finish(&mut self, trailers: &[u8]) -> u64 {
         let a = &mut *self.answer;
         a.open = false;
+        if !a.discard {
+            // (Sent as the stream's last HEADERS once its DATA is out.)
+            a.trailers.extend_from_slice(trailers);
+        }
         a.expect.map_or(0, |n| n.saturating_sub(a.body_len))
     }
 
@@ -134,6 +140,11 @@ impl Sink for H2Sink<'_> {
     fn abort(&mut self) {
         self.cut();
         self.answer.pieces.clear();
+    }
+
+    fn continue_body(&mut self) {
+        // (A client that waits for it before its DATA, RFC 9110 §10.1.1.)
+        self.session.send_interim(self.answer.id, 100, self.scratch);
     }
 
     fn took_body(&mut self, n: usize) {
@@ -258,7 +269,7 @@ mod tests {
             assert!(sink.data(b"hel"));
             assert_eq!(sink.room() as u64, STREAM_OUT_CAP - 3);
             assert!(sink.data(b"lo"));
-            assert_eq!(sink.finish(), 0);
+            assert_eq!(sink.finish(b""), 0);
         });
         assert_eq!(frames.len(), 1);
         let (k, flags, stream, block) = &frames[0];
@@ -295,6 +306,46 @@ mod tests {
     }
 
     #[test]
+    fn a_continue_is_an_interim_headers_before_the_answers() {
+        let (_, frames) = with_sink(false, |sink| {
+            sink.continue_body();
+            sink.head(&reply(201, Some(0)));
+        });
+        let shown: Vec<(u8, u8, Vec<String>)> = frames
+            .iter()
+            .map(|(k, f, _, block)| (*k, *f, fields(block)))
+            .collect();
+        assert_eq!(
+            shown[0],
+            (
+                kind::HEADERS,
+                flag::END_HEADERS,
+                vec![":status: 100".to_string()]
+            )
+        );
+        assert_eq!(shown[1].2[0], ":status: 201");
+    }
+
+    #[test]
+    fn trailers_wait_for_the_last_data_and_a_head_answer_has_none() {
+        let (a, frames) = with_sink(false, |sink| {
+            sink.head(&reply(200, None));
+            assert!(sink.data(b"hi"));
+            assert_eq!(sink.finish(b"grpc-status: 0\r\n"), 0);
+        });
+        // (Only the HEADERS went: the worker frames the rest.)
+        assert_eq!(frames.len(), 1);
+        assert_eq!(bytes(&a), ["hi"]);
+        assert_eq!(a.trailers, b"grpc-status: 0\r\n");
+        assert!(!a.open);
+        let (a, _) = with_sink(true, |sink| {
+            sink.head(&reply(200, None));
+            sink.finish(b"grpc-status: 0\r\n");
+        });
+        assert!(a.trailers.is_empty());
+    }
+
+    #[test]
     fn a_head_answer_ends_at_its_headers() {
         let (a, frames) = with_sink(true, |sink| {
             assert_eq!(sink.head(&reply(200, Some(5))), Wanted::Stop);
@@ -324,7 +375,7 @@ mod tests {
         let (a, _) = with_sink(false, |sink| {
             sink.head(&reply(200, Some(4)));
             sink.data(b"ab");
-            assert_eq!(sink.finish(), 2);
+            assert_eq!(sink.finish(b""), 2);
         });
         assert_eq!(a.body_len, 2);
     }

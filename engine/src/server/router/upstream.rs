@@ -78,7 +78,8 @@ impl Router {
                 return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
             }
         };
-        let mut plan = upstream_plan(rule, to, &target, routing, &cfg.limits);
+        let label = group.borrow().labels[index].clone();
+        let mut plan = upstream_plan(rule, to, label, &target, routing, &cfg.limits);
         plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
             pool: std::rc::Rc::clone(&self.upstream_pool),
             to: to.clone(),
@@ -106,10 +107,12 @@ pub(super) fn group(rule: &ProxyRule) -> Shared {
     std::rc::Rc::new(std::cell::RefCell::new(Group::new(rule)))
 }
 
-/// What the request `routing` holds is sent to upstream `to` of `rule`.
+/// What the request `routing` holds is sent to upstream `to` of `rule`
+/// (named `label` in log lines).
 fn upstream_plan(
     rule: &ProxyRule,
     to: &Upstream,
+    label: std::rc::Rc<str>,
     target: &[u8],
     routing: &Routing<'_>,
     limits: &crate::config::Limits,
@@ -171,7 +174,7 @@ fn upstream_plan(
         to: to.clone(),
         head,
         opts: Options {
-            label: dial::label(to),
+            label,
             body,
             head_request: req.method() == Method::Head,
             connect_timeout: rule.connect_timeout,

@@ -85,7 +85,15 @@ pub(super) fn rewatch(
         return outcome;
     };
     // (Should it fail, the answer times out as any silent one.)
-    let _ = registry.register(&mut SourceFd(&fd), token_at(index, 0), interest(want));
+    let token = token_at(index, 0);
+    if registry
+        .register(&mut SourceFd(&fd), token, interest(want))
+        .is_ok()
+    {
+        if let Some(slot) = run.watch_slot() {
+            *slot = Some(token.0);
+        }
+    }
     match outcome {
         Outcome::Idle => Outcome::Moved,
         outcome => outcome,
@@ -149,7 +157,7 @@ impl Worker {
         let mut run = Box::new(run);
         // (Its exchange goes in the slot that is vacant now: its pipes'
         // tokens name it.)
-        if let Err(e) = self.watch(&run, self.exchanges.vacant()) {
+        if let Err(e) = self.watch(&mut run, self.exchanges.vacant()) {
             self.logger.log(
                 Level::Error,
                 format_args!("{}: cannot watch its sources: {e}", run.label()),
@@ -188,19 +196,31 @@ impl Worker {
     }
 
     /// Registers the sources of `run`, the program answering the exchange
-    /// in slot `index`.
-    fn watch(&self, run: &Run, index: usize) -> std::io::Result<()> {
+    /// in slot `index`. A kept upstream connection still in the watch
+    /// from its last answer ([`Run::watch_slot`]) costs nothing when its
+    /// token is this one (the pool and the exchanges' slots both give
+    /// the last freed first, so it often is), one change of its token
+    /// otherwise.
+    fn watch(&self, run: &mut Run, index: usize) -> std::io::Result<()> {
         let reg = self.poll.registry();
         for (i, source) in run.sources().into_iter().enumerate() {
             let Some((fd, want)) = source else { continue };
             let (token, interest) = (token_at(index, i), interest(want));
-            match reg.register(&mut SourceFd(&fd), token, interest) {
-                // (A kept upstream connection whose last answer was
-                // dropped still watched: watched anew, under this token.)
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    reg.reregister(&mut SourceFd(&fd), token, interest)?
-                }
-                other => other?,
+            let was = match run.watch_slot().filter(|_| i == 0) {
+                Some(slot) => slot.replace(token.0),
+                None => None,
+            };
+            match was {
+                Some(t) if t == token.0 => continue,
+                Some(_) => reg.reregister(&mut SourceFd(&fd), token, interest)?,
+                None => match reg.register(&mut SourceFd(&fd), token, interest) {
+                    // (A kept connection watched still, whose token was
+                    // not kept: watched anew, under this token.)
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        reg.reregister(&mut SourceFd(&fd), token, interest)?
+                    }
+                    other => other?,
+                },
             }
         }
         Ok(())
@@ -213,11 +233,18 @@ impl Worker {
     }
 
     /// Takes every source of `run` out of the watch (it is dropped next,
-    /// which closes them).
+    /// which closes them), but a connection going back to its pool
+    /// ([`Run::keeps_watch`]).
     pub(super) fn unwatch_run(&self, run: &mut Run) {
         self.unwatch_retired(run);
-        for (fd, _) in run.sources().into_iter().flatten() {
-            unwatch(self.poll.registry(), fd);
+        let kept = run.keeps_watch();
+        for (i, source) in run.sources().into_iter().enumerate() {
+            match source {
+                // (A connection going back to its pool stays watched.)
+                Some(_) if i == 0 && kept => {}
+                Some((fd, _)) => unwatch(self.poll.registry(), fd),
+                None => {}
+            }
         }
     }
 

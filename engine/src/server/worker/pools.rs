@@ -130,6 +130,18 @@ impl Pools {
         self.request = Some(r);
     }
 
+    /// Takes back the buffers of request `held`, which a run held while
+    /// it answered and which is logged now, if the request buffers at
+    /// hand have none (they were taken when it was held): the next
+    /// request parses into them instead of growing new ones.
+    pub(super) fn take_back_held(&mut self, held: Held) {
+        if let Some(r) = self.request.as_mut() {
+            if !r.req.has_buffers() {
+                r.req = held.req;
+            }
+        }
+    }
+
     /// An output queue, a spare one if there is one.
     pub(super) fn lend_out(&mut self) -> Out {
         self.outs

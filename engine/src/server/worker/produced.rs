@@ -120,7 +120,12 @@ impl Worker {
                 stream: None,
                 task: Task::Run(*run),
             });
-            let p = Producing { ex, framing, body };
+            let p = Producing {
+                ex,
+                framing,
+                body,
+                trailers: Vec::new(),
+            };
             if let Some(h1) = c.proto.h1_mut() {
                 h1.produce(&mut c.life, Box::new(p), self.clock.now);
             }
@@ -306,6 +311,7 @@ impl Worker {
         };
         let (status, body_from) = failed.unwrap_or((run.status(), p.framing.body_from));
         self.log_produced(c, &run.request, status, body_from, run.upstream());
+        self.pools.take_back_held(run.request);
         if failed.is_some() || p.framing.broken || !p.framing.keep {
             c.life.close();
         }
@@ -405,6 +411,15 @@ mod h2 {
     use crate::server::worker::h2::head_log;
     use crate::server::worker::{answering, Worker};
 
+    /// The run of answer `a` is over (ended, or given up): its
+    /// upstream's time to the end goes in its access-log line, drafted at
+    /// its head.
+    fn upstream_time(a: &mut Answer, run: &Run) {
+        if let Some((text, draft)) = a.log.as_mut() {
+            draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
+        }
+    }
+
     impl Worker {
         /// Starts answering stream `id` of `c` with `run` (a program's if
         /// `program`: the session counts it; `path`: the path answered).
@@ -441,14 +456,15 @@ mod h2 {
         /// Body bytes for stream `id`, whose producer reads its request
         /// body: they wait for its input (their credit goes back as it
         /// takes them, see `H2Sink::took_body`), or are dropped (credit
-        /// back at once) once it no longer reads. False if no producer
-        /// on the stream reads a body.
+        /// back at once) once it no longer reads; `end_stream` ends the
+        /// body, with its trailer field lines if it had any. False if no
+        /// producer on the stream reads a body.
         pub(in crate::server::worker) fn h2_run_data(
             c: &mut Conn,
             exchanges: &mut Exchanges,
             id: u32,
             data: &[u8],
-            end_stream: bool,
+            (end_stream, trailers): (bool, Option<&[u8]>),
         ) -> bool {
             let Some(s) = c.proto.h2_mut() else {
                 return false;
@@ -466,7 +482,7 @@ mod h2 {
             let closed = input.is_closed();
             input.feed(data);
             if end_stream {
-                input.end();
+                input.end_with(trailers.unwrap_or_default());
             }
             if closed {
                 s.conn.release(id, data.len());
@@ -531,6 +547,7 @@ mod h2 {
                 _ => {}
             }
             let mut run = self.h2_take_run(c, &mut a)?;
+            upstream_time(&mut a, &run);
             self.unwatch_run(&mut run);
             match outcome {
                 Outcome::Fail(status) => self.h2_give_up(c, a, false, run.request, status),
@@ -550,12 +567,15 @@ mod h2 {
         }
 
         /// Ends a produced answer's stream whose body is all framed:
-        /// END_STREAM, or RST_STREAM if it is short (nothing if the head
-        /// ended it).
+        /// END_STREAM (on its trailers' HEADERS if it has any), or
+        /// RST_STREAM if it is short (nothing if the head ended it).
         pub(in crate::server::worker) fn h2_finish_stream(&mut self, c: &mut Conn, a: Answer) {
             if let Some(s) = c.proto.h2_mut() {
                 if a.broken {
                     s.conn.reset(a.id, ErrorCode::Internal);
+                } else if !a.trailers.is_empty() {
+                    let scratch = &mut self.pools.h2_scratch;
+                    s.send_trailers(a.id, &a.trailers, scratch);
                 } else if !a.discard {
                     s.conn.send_data(a.id, &[], true);
                 }
@@ -600,6 +620,7 @@ mod h2 {
                 return;
             };
             let status = run.stop(&mut self.logger);
+            upstream_time(a, &run);
             self.unwatch_run(&mut run);
             if log && !run.started() {
                 self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());

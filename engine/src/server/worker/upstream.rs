@@ -44,14 +44,16 @@ impl Worker {
         // refused costs the upstream nothing.)
         self.room_for(c, stream, &plan.opts.label, r)?;
         let tls = plan.tls;
-        if let Some((sock, link)) = self.kept_socket(&plan.to, plan.opts.keep.as_ref(), &tls) {
-            let body = ProxyBody::new(sock, &plan.head, plan.opts)
+        let check = !ProxyBody::may_go_again(&plan.opts);
+        let keep = plan.opts.keep.as_ref();
+        if let Some((sock, link, watched)) = self.kept_socket(&plan.to, keep, &tls, check) {
+            let body = ProxyBody::new(sock, plan.head, plan.opts)
                 .with_link(link, tls)
-                .on_kept_connection()
+                .on_kept_connection(watched)
                 .logged_as(dial::addr(&plan.to));
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
-        let body = match ProxyBody::connect(&plan.to, &plan.head, plan.opts, tls) {
+        let body = match ProxyBody::connect(&plan.to, plan.head, plan.opts, tls) {
             Ok(body) => body,
             Err(lines) => {
                 for line in lines {
@@ -86,7 +88,10 @@ impl Worker {
         // A kept connection to the server picked, or a new one; one that
         // cannot be made sends the request to the next server up.
         let (sock, kept) = loop {
-            if let Some((sock, _)) = self.kept_socket(&to, opts.keep.as_ref(), &Tls::default()) {
+            // (Looked at before reuse: a request on a kept connection
+            // found closed does not go again.)
+            let keep = opts.keep.as_ref();
+            if let Some((sock, ..)) = self.kept_socket(&to, keep, &Tls::default(), true) {
                 break (sock, true);
             }
             let e = match dial::connect(&to) {
@@ -119,16 +124,20 @@ impl Worker {
     }
 
     /// A connection to `to` kept in the pool `keep` names, if there is
-    /// one whose link fits `tls` (see [`Link::fits`]), with its link.
+    /// one whose link fits `tls` (see [`Link::fits`]), with its link and
+    /// the token it is still watched under, if it is; found quiet first
+    /// when `check` says so (see [`crate::handlers::proxy::pool::Pool::take`]).
     fn kept_socket(
         &mut self,
         to: &Upstream,
         keep: Option<&Keep>,
         tls: &Tls,
-    ) -> Option<(OwnedFd, Link)> {
+        check: bool,
+    ) -> Option<(OwnedFd, Link, Option<usize>)> {
         let fits = |link: &Link| link.fits(tls);
-        // (Taken out of the watch when its last answer ended; should it
-        // still be in it, watching it again replaces its token.)
-        keep?.pool.borrow_mut().take(to, fits, self.clock.now)
+        keep?
+            .pool
+            .borrow_mut()
+            .take(to, fits, check, self.clock.now)
     }
 }

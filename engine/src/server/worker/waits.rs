@@ -254,7 +254,7 @@ impl Worker {
             }
             self.pools.take_back_request(r);
             if !w.body.is_empty() || w.body_done {
-                self.h2_data(c, id, &w.body, w.body_done);
+                self.h2_data(c, id, &w.body, w.body_done, None);
             }
         }
         let _ = id;

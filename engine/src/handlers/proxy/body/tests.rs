@@ -61,7 +61,10 @@ fn forwarded(head: &str, body: BodyOut) -> Vec<u8> {
 fn started(head: &[u8], opts: Options) -> (ProxyBody, UnixStream) {
     let (ours, theirs) = UnixStream::pair().unwrap();
     ours.set_nonblocking(true).unwrap();
-    (ProxyBody::new(OwnedFd::from(ours), head, opts), theirs)
+    (
+        ProxyBody::new(OwnedFd::from(ours), head.to_vec(), opts),
+        theirs,
+    )
 }
 
 fn logs() -> Memory {
@@ -298,7 +301,11 @@ fn a_refused_connection_is_a_502() {
         .unwrap();
     let sock = mio::net::TcpStream::connect(addr).unwrap();
     let fd = OwnedFd::from(std::net::TcpStream::from(sock));
-    let mut p = ProxyBody::new(fd, b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+    let mut p = ProxyBody::new(
+        fd,
+        b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+        options(BodyOut::None),
+    );
     assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
     // (The refusal comes back within a few rounds on the loopback.)
     let mut gave = String::new();

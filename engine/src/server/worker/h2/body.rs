@@ -20,8 +20,10 @@ impl Worker {
         id: u32,
         data: &[u8],
         end_stream: bool,
+        trailers: Option<&[u8]>,
     ) {
-        if Self::h2_run_data(c, &mut self.exchanges, id, data, end_stream) {
+        let end = (end_stream, trailers);
+        if Self::h2_run_data(c, &mut self.exchanges, id, data, end) {
             return;
         }
         let ex = c.wait_id(Some(id));

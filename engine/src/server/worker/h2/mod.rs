@@ -156,7 +156,12 @@ impl Worker {
                     stream,
                     data,
                     end_stream,
-                } => self.h2_data(c, stream, data, end_stream),
+                    trailers,
+                } => {
+                    // (A producer's input may pass trailers on.)
+                    let trailers = trailers.then(|| request_trailers(s));
+                    self.h2_data(c, stream, data, end_stream, trailers.as_deref())
+                }
                 H2Event::Reset { stream } => {
                     if let Some(a) = s.take(stream) {
                         self.h2_forget(c, a);
@@ -560,7 +565,9 @@ impl Worker {
                 }
             }
             // (A process's answer ends when it has, and not if short.)
-            let end = last && n as u64 == piece.len() && !a.open && !a.broken;
+            // (Trailers end it instead, after the last DATA.)
+            let end =
+                last && n as u64 == piece.len() && !a.open && !a.broken && a.trailers.is_empty();
             let sent = match piece {
                 Piece::Static(b, at) => {
                     frame_bytes(&mut s.conn, &mut c.out, id, &b[*at..*at + n], end);
@@ -687,6 +694,21 @@ impl Worker {
             .h2()
             .is_some_and(|s| s.conn.failed() || s.conn.finished())
     }
+}
+
+/// The fields of the trailer block that just ended a request body on
+/// session `s` (RFC 9113 §8.1), those that may pass (see
+/// [`crate::http::trailers`]), as field lines.
+fn request_trailers(s: &Session) -> Vec<u8> {
+    let mut lines = Vec::new();
+    for (name, value) in s.conn.request().fields() {
+        if crate::http::trailers::allowed(name) {
+            for part in [name, b": ", value, b"\r\n"] {
+                lines.extend_from_slice(part);
+            }
+        }
+    }
+    lines
 }
 
 /// Winding down: the first GOAWAY of session `s`, connection `index`'s
