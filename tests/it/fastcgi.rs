@@ -574,7 +574,8 @@ fn pools() -> Option<Pools> {
         .access_log_from_config();
     b_.config(&format!(
         "[log]\naccess = \"access.log\"\n\
-         format = '$request_uri $status $upstream_addr $upstream_status $upstream_header_time'\n\n\
+         format = '$request_uri $status $upstream_addr $upstream_status $upstream_header_time \
+         $upstream_response_time'\n\n\
          [[fastcgi]]\npath = \"/rr/\"\nto = [\"unix:{ua}\", \"unix:{ub}\"]\n\n\
          [[fastcgi]]\npath = \"/spare/\"\nto = [\"{refused}\", \"unix:{ua}\"]\n\n\
          [[fastcgi]]\npath = \"/none/\"\nto = [\"unix:{nobody}\", \"{refused}\"]\n\n\
@@ -633,7 +634,7 @@ fn none_reachable_is_a_502_then_all_down_a_503() {
     // (No upstream answered: the log says so.)
     let line =
         p.s.wait_access_line(|l| l.starts_with(b"/none/pool.php 503"));
-    assert_eq!(line, b"/none/pool.php 503 - - -");
+    assert_eq!(line, b"/none/pool.php 503 - - - -");
 }
 
 #[test]
@@ -660,7 +661,10 @@ fn the_access_log_names_the_application_server() {
     let got = line("/rr/pool.php ");
     let want = format!("/rr/pool.php 200 unix:{} 200 0.", p.a.sock.display());
     assert!(got.starts_with(&want), "{got:?}, not {want:?}…");
-    assert_eq!(line("/a.txt "), "/a.txt 200 - - -");
+    // (Then the time to the answer's end: no less than to its head.)
+    let times: Vec<f64> = got.split(' ').skip(4).map(|t| t.parse().unwrap()).collect();
+    assert!(times.len() == 2 && times[0] <= times[1], "{got:?}");
+    assert_eq!(line("/a.txt "), "/a.txt 200 - - - -");
 }
 
 #[cfg(feature = "http2")]
