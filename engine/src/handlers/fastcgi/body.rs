@@ -194,6 +194,13 @@ impl FastcgiBody {
         }
     }
 
+    /// On a kept connection still watched under the token `watched`, if
+    /// it is (see [`Produce::watch_slot`]).
+    pub fn watched(mut self, watched: Option<usize>) -> Self {
+        self.sock.watched = watched;
+        self
+    }
+
     /// Sent to the server `tries` holds, `to` (the access log names it),
     /// and when it cannot be reached, to the next one up.
     pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream) -> Self {
@@ -488,6 +495,14 @@ impl Produce for FastcgiBody {
         self.sock.retired()
     }
 
+    fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        Some(&mut self.sock.watched)
+    }
+
+    fn keeps_watch(&self) -> bool {
+        self.reusable && self.sock.get().is_some()
+    }
+
     fn input(&mut self) -> Option<&mut dyn Input> {
         Some(self)
     }
@@ -498,11 +513,12 @@ impl Drop for FastcgiBody {
         if let (true, Some(sock), Some(keep)) =
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
-            keep.pool.borrow_mut().put(
+            keep.pool.borrow_mut().put_watched(
                 keep,
                 sock,
                 crate::handlers::proxy::link::Link::Plain,
-                std::time::Instant::now(),
+                self.sock.watched,
+                Instant::now(),
             );
         }
     }

@@ -132,9 +132,6 @@ pub struct ProxyBody {
     /// The rule's TLS client, for the links of the connections it makes
     /// again ([`ProxyBody::try_again`]).
     tls: Tls,
-    /// The token `sock` is watched under (see [`Produce::watch_slot`]),
-    /// once it is: it stays watched in the pool.
-    watched: Option<usize>,
     /// The request head, kept to be sent again (another attempt) when
     /// its method is idempotent; else empty.
     head: Vec<u8>,
@@ -215,7 +212,6 @@ impl ProxyBody {
             sock: Socket::new(sock),
             link: Link::Plain,
             tls: Tls::default(),
-            watched: None,
             head: kept_head,
             written: 0,
             kept: false,
@@ -262,7 +258,7 @@ impl ProxyBody {
     pub fn on_kept_connection(mut self, watched: Option<usize>) -> ProxyBody {
         self.connected = true;
         self.kept = true;
-        self.watched = watched;
+        self.sock.watched = watched;
         self
     }
 
@@ -383,7 +379,6 @@ impl ProxyBody {
     /// when the rule sends its own), then the body as it comes.
     fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
         self.sock.replace(sock);
-        self.watched = None;
         (self.connected, self.kept) = (false, false);
         self.unreachable = None;
         let head = match turn.host_upstream {
@@ -808,7 +803,7 @@ impl Produce for ProxyBody {
     }
 
     fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
-        Some(&mut self.watched)
+        Some(&mut self.sock.watched)
     }
 
     fn keeps_watch(&self) -> bool {
@@ -829,7 +824,7 @@ impl Drop for ProxyBody {
             let now = std::time::Instant::now();
             keep.pool
                 .borrow_mut()
-                .put_watched(keep, sock, link, self.watched, now);
+                .put_watched(keep, sock, link, self.sock.watched, now);
         }
     }
 }

@@ -24,6 +24,10 @@ pub struct Socket {
     pub readable: bool,
     /// It may be written now (until a write would block).
     pub writable: bool,
+    /// The token the one in use is watched under, once it is (see
+    /// [`Produce::watch_slot`](crate::handlers::produce::Produce::watch_slot)):
+    /// a kept connection stays watched in its pool.
+    pub watched: Option<usize>,
 }
 
 impl Socket {
@@ -35,6 +39,7 @@ impl Socket {
             renewed: false,
             readable: true,
             writable: true,
+            watched: None,
         }
     }
 
@@ -62,6 +67,7 @@ impl Socket {
         }
         self.renewed = true;
         (self.readable, self.writable) = (true, true);
+        self.watched = None;
     }
 
     /// None of its sockets was watched yet (the engine watches the one

@@ -91,11 +91,11 @@ impl Worker {
             // (Looked at before reuse: a request on a kept connection
             // found closed does not go again.)
             let keep = opts.keep.as_ref();
-            if let Some((sock, ..)) = self.kept_socket(&to, keep, &Tls::default(), true) {
-                break (sock, true);
+            if let Some((sock, _, watched)) = self.kept_socket(&to, keep, &Tls::default(), true) {
+                break (sock, Some(watched));
             }
             let e = match dial::connect(&to) {
-                Ok(sock) => break (sock, false),
+                Ok(sock) => break (sock, None),
                 Err(e) => e,
             };
             let failed = dial::addr(&to);
@@ -119,7 +119,9 @@ impl Worker {
         if let Some(keep) = opts.keep.as_mut() {
             keep.to = to.clone();
         }
-        let body = FastcgiBody::new(sock, kept, &params, body, opts).with_tries(tries, &to);
+        let body = FastcgiBody::new(sock, kept.is_some(), &params, body, opts)
+            .watched(kept.flatten())
+            .with_tries(tries, &to);
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 
