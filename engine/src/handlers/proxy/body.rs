@@ -940,4 +940,4 @@ impl Input for ProxyBody {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -452,33 +452,10 @@ fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) 
     (group, tries)
 }
 
-/// A unix socket listening in a directory of its own (removed on drop).
-struct Listening(PathBuf, std::os::unix::net::UnixListener);
-
-impl Listening {
-    fn new(tag: &str) -> Listening {
-        let dir = std::env::temp_dir().join(format!("brisk-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let listener = std::os::unix::net::UnixListener::bind(dir.join("b.sock")).unwrap();
-        Listening(dir, listener)
-    }
-
-    fn upstream(&self) -> Upstream {
-        Upstream::Unix(self.0.join("b.sock"))
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
     let m = logs();
-    let b = Listening::new("fcgi-next");
+    let b = crate::handlers::proxy::body::tests::Listening::new("fcgi-next");
     let away = Upstream::Unix("/nonexistent/a.sock".into());
     let (group, t) = tries(vec![away.clone(), b.upstream()]);
     // (Its socket never connects: nothing of the request went.)
@@ -494,7 +471,7 @@ fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
     let now = std::time::Instant::now();
     assert!(!group.borrow().is_up(0, now));
     assert!(write(&mut p).unwrap().moved);
-    let (mut app, _) = b.1.accept().unwrap();
+    let (mut app, _) = b.listener.accept().unwrap();
     app.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let got = records_until(&mut app, STDIN);
     let kinds: Vec<u8> = got.iter().map(|r| r.0).collect();
@@ -506,7 +483,7 @@ fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
     // The access log names the server that answered.
     let up = p.upstream().unwrap();
     assert_eq!(up.status, 201);
-    assert_eq!(up.addr, crate::log::Peer::Unix(&b.0.join("b.sock")));
+    assert_eq!(up.addr, crate::log::Peer::Unix(&b.dir.join("b.sock")));
     // (What failed is logged when it is tended.)
     let mut log = m.service.handle();
     p.tend(&mut Cx {
