@@ -108,6 +108,10 @@ pub struct Upstream<'a> {
     /// line drafted at the head has a hole for it, filled by
     /// [`Draft::put_upstream_time`]).
     pub response_us: Option<u64>,
+    /// Without the feature `upstreams` there is none (no value can be
+    /// made): the code that writes the fields is left out.
+    #[cfg(not(feature = "upstreams"))]
+    pub none: std::convert::Infallible,
 }
 
 /// Failed to open a log file at start-up.

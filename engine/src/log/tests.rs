@@ -541,6 +541,7 @@ fn custom_format() {
 /// A proxied request's upstream, in a line of one's own, as optional
 /// fields after combined, and as JSON keys; `-` (or null) for an answer
 /// that no upstream gave.
+#[cfg(feature = "upstreams")]
 #[test]
 fn upstream_fields_in_every_format() {
     let t = |s: &str| LogPiece::Text(s.to_string());
@@ -602,6 +603,7 @@ fn upstream_fields_in_every_format() {
 /// upstream's time to the answer's end, put in when that end comes: the
 /// line is then the one written at once at the end; `-` (null) if it
 /// never comes.
+#[cfg(feature = "upstreams")]
 #[test]
 fn upstream_response_time_is_put_in_a_line_drafted_before_it() {
     let t = |s: &str| LogPiece::Text(s.to_string());

@@ -322,7 +322,11 @@ impl Conn {
             State::Streaming(p) => {
                 match (&mut p.body, exchanges.run_mut(p.ex).and_then(|r| r.input())) {
                     // (A producer's input may pass the body's trailers on.)
-                    (Some(d), Some(feed)) => (d, Some(feed), None, Some(&mut p.trailers)),
+                    // (Only an upstream takes them: none kept without.)
+                    (Some(d), Some(feed)) => {
+                        let trailers = cfg!(feature = "upstreams").then_some(&mut p.trailers);
+                        (d, Some(feed), None, trailers)
+                    }
                     _ => return Event::Stall,
                 }
             }
