@@ -684,3 +684,22 @@ fn over_h2c_a_request_goes_on_to_the_next_server() {
     got.sort();
     assert_eq!(got, [b"a\n".to_vec(), b"b\n".to_vec()]);
 }
+
+#[test]
+fn a_kept_connection_whose_php_process_ended_sends_a_get_again() {
+    // Each PHP process ends after one request (pm.max_requests = 1), so
+    // a kept connection is closed, or about to be, when the next request
+    // takes it: a GET (idempotent, no body) is sent again on a new one.
+    // (A POST is not: it could have run. Its kept connection is looked
+    // at before reuse, which cannot see a close that comes a moment
+    // later; nginx's `keepalive` has the same race.)
+    let Some(fpm) = Fpm::start_with("pm.max_requests = 1\n") else {
+        return;
+    };
+    let s = brisk_to(&format!("unix:{}", fpm.sock.display()), 1);
+    for i in 0..8 {
+        let r = s.get(&format!("/form.php?a={i}"));
+        assert_eq!((r.status, r.text()), (200, format!("a={i} b=- c=-\n")));
+    }
+    s.wait_stderr_line("sent again on a new connection");
+}

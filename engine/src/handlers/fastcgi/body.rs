@@ -83,6 +83,11 @@ pub struct FastcgiBody {
     tries: Option<Tries>,
     /// What to log next (attempts that failed and went on).
     notes: Vec<String>,
+    /// The request's PARAMS records, kept to go again on a new
+    /// connection should its kept one turn out closed before any byte of
+    /// the answer (an idempotent request without a body; see
+    /// [`FastcgiBody::may_go_again`]).
+    again: Option<Vec<u8>>,
     /// The application took or sent a byte: the connection is up.
     connected: bool,
     /// The records on their way: BEGIN_REQUEST, PARAMS, then STDIN.
@@ -179,6 +184,7 @@ impl FastcgiBody {
             sock,
             tries: None,
             notes: Vec::new(),
+            again: None,
             connected: kept,
             outbox,
             body_open,
@@ -206,6 +212,48 @@ impl FastcgiBody {
     pub fn watched(mut self, watched: Option<usize>) -> Self {
         self.sock.watched = watched;
         self
+    }
+
+    /// On a kept connection, for a request that may go again (an
+    /// idempotent one without a body) whose PARAMS records are `params`:
+    /// should the connection turn out closed by the application before
+    /// any byte of the answer (it rested in the pool unchecked), the
+    /// request goes again, once, on a new connection to the same server.
+    pub fn may_go_again(mut self, params: Vec<u8>) -> Self {
+        self.again = Some(params);
+        self
+    }
+
+    /// The kept connection failed or was closed (`why`) before any byte
+    /// of the answer: whether the request goes again on a new one (see
+    /// [`FastcgiBody::may_go_again`]).
+    fn go_again(&mut self, why: &str) -> bool {
+        let Some(params) = self.again.take() else {
+            return false;
+        };
+        let Some(to) = self.tries.as_ref().map(Tries::to) else {
+            return false;
+        };
+        let Ok(sock) = dial::connect(&to) else {
+            return false;
+        };
+        self.sock.replace(sock);
+        (self.connected, self.unreachable) = (false, None);
+        self.outbox.clear();
+        let mut records = Vec::with_capacity(2 * record::HEADER);
+        record::begin_request(&mut records, ID, self.opts.keep.is_some());
+        self.outbox.push(&records, false);
+        self.outbox.push(&params, false);
+        records.clear();
+        record::stdin_end(&mut records, ID);
+        self.outbox.push(&records, false);
+        self.outbox.body_end = true;
+        self.notes.push(format!(
+            "{}: {}: {why}; sent again on a new connection",
+            self.opts.label,
+            dial::addr(&to)
+        ));
+        true
     }
 
     /// Sent to the server `tries` holds, `to` (the access log names it),
@@ -451,11 +499,16 @@ impl Produce for FastcgiBody {
             self.inbuf.reserve(PIECE);
             match read_into_spare(fd, &mut self.inbuf) {
                 Ok(0) if self.try_again("closed without answering") => {}
+                Ok(0) if self.go_again("a kept connection was closed by the application") => {}
                 Ok(0) => return self.closed(None),
-                Ok(_) => self.connected = true,
+                Ok(_) => {
+                    self.connected = true;
+                    self.again = None;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if self.try_again(&format!("cannot connect: {e}")) => {}
+                Err(e) if self.go_again(&format!("a kept connection failed: {e}")) => {}
                 Err(e) => return self.closed(Some(e)),
             }
         }
@@ -574,7 +627,10 @@ impl Input for FastcgiBody {
                 }
                 Err(OutboxError::Held(e)) => return Err(InputEnd::Unreadable(e.to_string())),
                 Err(OutboxError::Write(e)) => {
-                    if self.try_again(&format!("cannot connect: {e}")) {
+                    let kept_failed = format!("a kept connection failed: {e}");
+                    if self.try_again(&format!("cannot connect: {e}"))
+                        || self.go_again(&kept_failed)
+                    {
                         return Ok(Wrote {
                             moved: true,
                             client: 0,

@@ -38,6 +38,10 @@ pub struct FastcgiPlan {
     pub params: Vec<u8>,
     /// How its body goes.
     pub body: body::BodyIn,
+    /// Its method is idempotent (RFC 9110 §9.2.2): without a body, it
+    /// may go again on a new connection should a kept one turn out
+    /// closed before any byte of the answer.
+    pub idempotent: bool,
     /// How the answer is read.
     pub opts: body::Options,
 }

@@ -101,6 +101,7 @@ impl Router {
         };
         let plan = FastcgiPlan {
             tries,
+            idempotent: req.method().is_idempotent(),
             params,
             body,
             opts: Options {

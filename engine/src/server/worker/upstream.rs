@@ -14,7 +14,7 @@ use std::os::fd::OwnedFd;
 
 use super::{Request, Worker};
 use crate::config::{Level, Upstream};
-use crate::handlers::fastcgi::body::FastcgiBody;
+use crate::handlers::fastcgi::body::{BodyIn, FastcgiBody};
 use crate::handlers::fastcgi::FastcgiPlan;
 use crate::handlers::proxy::body::ProxyBody;
 use crate::handlers::proxy::dial;
@@ -82,16 +82,18 @@ impl Worker {
             mut tries,
             params,
             body,
+            idempotent,
             mut opts,
         } = plan;
+        // (A request that can go again on a new connection finds out by
+        // sending whether a kept one was closed: it is not looked at.)
+        let again = idempotent && matches!(body, BodyIn::None);
         let mut to = tries.to();
         // A kept connection to the server picked, or a new one; one that
         // cannot be made sends the request to the next server up.
         let (sock, kept) = loop {
-            // (Looked at before reuse: a request on a kept connection
-            // found closed does not go again.)
             let keep = opts.keep.as_ref();
-            if let Some((sock, _, watched)) = self.kept_socket(&to, keep, &Tls::default(), true) {
+            if let Some((sock, _, watched)) = self.kept_socket(&to, keep, &Tls::default(), !again) {
                 break (sock, Some(watched));
             }
             let e = match dial::connect(&to) {
@@ -122,6 +124,10 @@ impl Worker {
         let body = FastcgiBody::new(sock, kept.is_some(), &params, body, opts)
             .watched(kept.flatten())
             .with_tries(tries, &to);
+        let body = match (again, kept) {
+            (true, Some(_)) => body.may_go_again(params),
+            _ => body,
+        };
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 

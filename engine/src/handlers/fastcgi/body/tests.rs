@@ -536,3 +536,69 @@ fn an_application_that_takes_nothing_for_send_timeout_is_a_504() {
     );
     assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
 }
+
+#[test]
+fn a_kept_connection_found_closed_sends_an_idempotent_request_again_once() {
+    let m = logs();
+    let b = crate::handlers::proxy::body::tests::Listening::new("fcgi-again");
+    let (_, t) = tries(vec![b.upstream()]);
+    // A kept connection the application closed while it rested.
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    drop(theirs);
+    let params = encoded(&[("SCRIPT_FILENAME", "/srv/test.php")]);
+    let p = FastcgiBody::new(
+        OwnedFd::from(ours),
+        true,
+        &params,
+        BodyIn::None,
+        options(None),
+    );
+    let mut p = p.with_tries(t, &b.upstream()).may_go_again(params.clone());
+    let _ = write(&mut p);
+    assert_eq!(next(&mut p, &m), "pending", "it goes again");
+    assert!(p.retired().is_some() && p.renewed().is_some());
+    assert!(write(&mut p).unwrap().moved);
+    let (mut app, _) = b.listener.accept().unwrap();
+    app.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let got = records_until(&mut app, STDIN);
+    let kinds: Vec<u8> = got.iter().map(|r| r.0).collect();
+    assert_eq!(kinds, [BEGIN_REQUEST, PARAMS, PARAMS, STDIN]);
+    app.write_all(&answer()).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 201"));
+    // Once only: closed again, it is a 502.
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    drop(theirs);
+    let (_, t) = tries(vec![b.upstream()]);
+    let p = FastcgiBody::new(
+        OwnedFd::from(ours),
+        true,
+        &params,
+        BodyIn::None,
+        options(None),
+    );
+    let mut p = p.with_tries(t, &b.upstream()).may_go_again(params.clone());
+    let _ = write(&mut p);
+    assert_eq!(next(&mut p, &m), "pending");
+    let (again, _) = b.listener.accept().unwrap();
+    drop(again);
+    assert!(next(&mut p, &m).starts_with("fail 502"), "not a third time");
+    // Without may_go_again (a POST, a body), a 502 at once.
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    drop(theirs);
+    let (_, t) = tries(vec![b.upstream()]);
+    let p = FastcgiBody::new(
+        OwnedFd::from(ours),
+        true,
+        &params,
+        BodyIn::None,
+        options(None),
+    );
+    let mut p = p.with_tries(t, &b.upstream());
+    let _ = write(&mut p);
+    assert!(next(&mut p, &m).starts_with("fail 502"));
+    b.listener.set_nonblocking(true).unwrap();
+    assert!(b.listener.accept().is_err(), "never asked");
+}
