@@ -537,24 +537,37 @@ fn an_application_that_takes_nothing_for_send_timeout_is_a_504() {
     assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
 }
 
+/// A producer on a kept connection that the application closed while it
+/// rested, to the server `b`; may it go again?
+fn on_closed_kept(
+    b: &crate::handlers::proxy::body::tests::Listening,
+    params: &[u8],
+    again: bool,
+) -> FastcgiBody {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    drop(theirs);
+    let (_, t) = tries(vec![b.upstream()]);
+    let p = FastcgiBody::new(
+        OwnedFd::from(ours),
+        true,
+        params,
+        BodyIn::None,
+        options(None),
+    );
+    let p = p.with_tries(t, &b.upstream());
+    match again {
+        true => p.may_go_again(params.to_vec()),
+        false => p,
+    }
+}
+
 #[test]
 fn a_kept_connection_found_closed_sends_an_idempotent_request_again_once() {
     let m = logs();
     let b = crate::handlers::proxy::body::tests::Listening::new("fcgi-again");
-    let (_, t) = tries(vec![b.upstream()]);
-    // A kept connection the application closed while it rested.
-    let (ours, theirs) = UnixStream::pair().unwrap();
-    ours.set_nonblocking(true).unwrap();
-    drop(theirs);
     let params = encoded(&[("SCRIPT_FILENAME", "/srv/test.php")]);
-    let p = FastcgiBody::new(
-        OwnedFd::from(ours),
-        true,
-        &params,
-        BodyIn::None,
-        options(None),
-    );
-    let mut p = p.with_tries(t, &b.upstream()).may_go_again(params.clone());
+    let mut p = on_closed_kept(&b, &params, true);
     let _ = write(&mut p);
     assert_eq!(next(&mut p, &m), "pending", "it goes again");
     assert!(p.retired().is_some() && p.renewed().is_some());
@@ -567,36 +580,14 @@ fn a_kept_connection_found_closed_sends_an_idempotent_request_again_once() {
     app.write_all(&answer()).unwrap();
     assert!(next(&mut p, &m).starts_with("head 201"));
     // Once only: closed again, it is a 502.
-    let (ours, theirs) = UnixStream::pair().unwrap();
-    ours.set_nonblocking(true).unwrap();
-    drop(theirs);
-    let (_, t) = tries(vec![b.upstream()]);
-    let p = FastcgiBody::new(
-        OwnedFd::from(ours),
-        true,
-        &params,
-        BodyIn::None,
-        options(None),
-    );
-    let mut p = p.with_tries(t, &b.upstream()).may_go_again(params.clone());
+    let mut p = on_closed_kept(&b, &params, true);
     let _ = write(&mut p);
     assert_eq!(next(&mut p, &m), "pending");
     let (again, _) = b.listener.accept().unwrap();
     drop(again);
     assert!(next(&mut p, &m).starts_with("fail 502"), "not a third time");
     // Without may_go_again (a POST, a body), a 502 at once.
-    let (ours, theirs) = UnixStream::pair().unwrap();
-    ours.set_nonblocking(true).unwrap();
-    drop(theirs);
-    let (_, t) = tries(vec![b.upstream()]);
-    let p = FastcgiBody::new(
-        OwnedFd::from(ours),
-        true,
-        &params,
-        BodyIn::None,
-        options(None),
-    );
-    let mut p = p.with_tries(t, &b.upstream());
+    let mut p = on_closed_kept(&b, &params, false);
     let _ = write(&mut p);
     assert!(next(&mut p, &m).starts_with("fail 502"));
     b.listener.set_nonblocking(true).unwrap();
