@@ -2,7 +2,12 @@
    GET on each and reads the whole answer, then holds them all open and idle
    so that the caller can sample the server's memory.
 
-   usage: idleconns PORT N PATH [MAX_HOLD_SECONDS]
+   usage: idleconns PORT N PATH [MAX_HOLD_SECONDS] [websocket]
+
+   With `websocket`, each request is a WebSocket handshake (RFC 6455
+   §4.1, the key of its §1.3) and its answer must be a 101 with nothing
+   after its head: the connection is then an idle tunnel through the
+   server (bench/proxy scenario 5).
 
    Prints "ready ok=K failed=F" once every connection has been answered (or
    has failed), then holds until a line arrives on stdin, stdin closes, or
@@ -45,6 +50,8 @@ static double now(void) {
 
 static char req[512];
 static int reqlen;
+/* The requests are WebSocket handshakes (the `websocket` argument). */
+static int upgrade;
 
 static void fail(struct conn *c, int ep) {
   epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -61,6 +68,7 @@ static int feed(struct conn *c, const char *p, long n) {
       n--;
       c->head[c->headlen] = 0;
       if (c->headlen >= 4 && memcmp(c->head + c->headlen - 4, "\r\n\r\n", 4) == 0) {
+        if (upgrade) return strncmp(c->head, "HTTP/1.1 101", 12) == 0 && n == 0 ? 1 : -1;
         if (strncmp(c->head, "HTTP/1.1 200", 12) != 0) return -1;
         char *cl = strcasestr(c->head, "\r\ncontent-length:");
         if (!cl) return -1;
@@ -80,19 +88,22 @@ static int feed(struct conn *c, const char *p, long n) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: idleconns PORT N PATH [MAX_HOLD_SECONDS]\n");
+    fprintf(stderr, "usage: idleconns PORT N PATH [MAX_HOLD_SECONDS] [websocket]\n");
     return 2;
   }
   int port = atoi(argv[1]);
   int n = atoi(argv[2]);
   const char *path = argv[3];
   double max_hold = argc > 4 ? atof(argv[4]) : 60;
+  upgrade = argc > 5 && strcmp(argv[5], "websocket") == 0;
   if (n <= 0 || port <= 0) return 2;
 
   struct rlimit rl = {(rlim_t)n + 256, (rlim_t)n + 256};
   if (setrlimit(RLIMIT_NOFILE, &rl) != 0) perror("setrlimit");
 
-  reqlen = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: idleconns\r\n\r\n", path);
+  reqlen = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: idleconns\r\n%s\r\n", path,
+                    upgrade ? "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" : "");
   struct conn *cs = calloc(n, sizeof *cs);
   if (!cs) return 1;
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};

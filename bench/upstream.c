@@ -5,7 +5,12 @@
    when the client did), and answers by the path's last segment:
      .../100   100 bytes        .../1m   1 MiB
    anything else 404. An upload's answer is the 100-byte one, sent once the
-   whole body has arrived. It listens on 127.0.0.1 only.
+   whole body has arrived. A request with `Upgrade` (a WebSocket handshake,
+   bench/proxy scenario 5) is answered 101 with the `Sec-WebSocket-Accept`
+   of RFC 6455 §1.3's key (the one bench/idleconns sends), and the
+   connection then idles: what comes is read and dropped, and its buffer is
+   freed, so 10,000 tunnels cost the upstream little. It listens on
+   127.0.0.1 only.
 
      upstream PORT */
 #define _GNU_SOURCE
@@ -26,7 +31,7 @@
 #define IN_CAP 65536
 
 struct answer { char *bytes; size_t len; };
-static struct answer small, large, missing;
+static struct answer small, large, missing, switching;
 
 struct conn {
   char in[IN_CAP];
@@ -36,8 +41,11 @@ struct conn {
   const char *out;      /* what is being written */
   size_t out_left;
   int writing;          /* waits for EPOLLOUT */
+  int upgrading;        /* what is being written is the 101 */
 };
 static struct conn *conns[MAX_FDS];
+/* The connections that switched protocols: idle tunnels, no buffer. */
+static char tunnels[MAX_FDS];
 
 static struct answer make(int status, size_t body) {
   char head[256];
@@ -56,6 +64,14 @@ static void drop(int ep, int fd) {
   close(fd);
   free(conns[fd]);
   conns[fd] = NULL;
+  tunnels[fd] = 0;
+}
+
+/* The 101 went: the connection is a tunnel from now on. */
+static void tunnel(int fd) {
+  free(conns[fd]);
+  conns[fd] = NULL;
+  tunnels[fd] = 1;
 }
 
 static void interest(int ep, int fd, int out) {
@@ -91,11 +107,15 @@ static const struct answer *route(const char *h, size_t len, unsigned long long 
   size_t n = end - last;
   if (n == 3 && memcmp(last, "100", 3) == 0) return &small;
   if (n == 2 && memcmp(last, "1m", 2) == 0) return &large;
+  for (const char *line = memchr(h, '\n', len); line && line < h + len; line = memchr(line + 1, '\n', h + len - line - 1)) {
+    if ((size_t)(h + len - line) > 9 && strncasecmp(line + 1, "upgrade:", 8) == 0) return &switching;
+  }
   if (*body) return &small; /* an upload: answered once read */
   return &missing;
 }
 
-/* Consumes what came in: skips bodies, starts answers. Returns -1 to close. */
+/* Consumes what came in: skips bodies, starts answers. Returns -1 to close,
+   1 once a 101 went (the connection is a tunnel). */
 static int serve(int ep, int fd, struct conn *c) {
   for (;;) {
     if (c->writing) return 0;
@@ -107,12 +127,14 @@ static int serve(int ep, int fd, struct conn *c) {
       if (c->skip) return 0;
     }
     if (c->pending) {
+      c->upgrading = c->pending == &switching;
       c->out = c->pending->bytes;
       c->out_left = c->pending->len;
       c->pending = NULL;
       int f = flush(c, fd);
       if (f < 0) return -1;
       if (f) { c->writing = 1; interest(ep, fd, 1); return 0; }
+      if (c->upgrading) return 1;
     }
     char *e = memmem(c->in, c->have, "\r\n\r\n", 4);
     if (!e) return c->have == IN_CAP ? -1 : 0;
@@ -132,6 +154,9 @@ int main(int argc, char **argv) {
   small = make(200, 100);
   large = make(200, 1 << 20);
   missing = make(404, 0);
+  static char ws[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+  switching = (struct answer){ws, sizeof ws - 1};
   int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -157,20 +182,30 @@ int main(int argc, char **argv) {
         continue;
       }
       struct conn *c = conns[fd];
+      if (tunnels[fd]) {
+        char sink[4096];
+        ssize_t r = read(fd, sink, sizeof sink);
+        if (r == 0 || (r < 0 && errno != EAGAIN)) drop(ep, fd);
+        continue;
+      }
       if (!c) continue;
+      int s;
       if (c->writing) {
         int f = flush(c, fd);
         if (f < 0) { drop(ep, fd); continue; }
         if (f) continue;
         c->writing = 0;
         interest(ep, fd, 0);
-        if (serve(ep, fd, c) < 0) drop(ep, fd);
-        continue;
+        if (c->upgrading) { tunnel(fd); continue; }
+        s = serve(ep, fd, c);
+      } else {
+        ssize_t r = read(fd, c->in + c->have, IN_CAP - c->have);
+        if (r == 0 || (r < 0 && errno != EAGAIN)) { drop(ep, fd); continue; }
+        if (r > 0) c->have += r;
+        s = serve(ep, fd, c);
       }
-      ssize_t r = read(fd, c->in + c->have, IN_CAP - c->have);
-      if (r == 0 || (r < 0 && errno != EAGAIN)) { drop(ep, fd); continue; }
-      if (r > 0) c->have += r;
-      if (serve(ep, fd, c) < 0) drop(ep, fd);
+      if (s < 0) drop(ep, fd);
+      else if (s > 0) tunnel(fd);
     }
   }
 }

@@ -35,7 +35,7 @@ pub fn mine() -> u64 {
 
 /// From now on this thread's heap is not counted in [`ALLOCS`] and
 /// [`LIVE`] (`false`: counted again).
-#[cfg(any(feature = "tls", feature = "http2"))]
+#[cfg(any(feature = "tls", feature = "http2", feature = "upstreams"))]
 pub fn not_counted(yes: bool) {
     NOT_COUNTED.with(|c| c.set(yes));
 }

@@ -7,6 +7,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod counting;
+#[cfg(feature = "upstreams")]
+mod embedded;
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod give_back;
@@ -19,4 +21,6 @@ mod proxy_alloc;
 mod servlet_alloc;
 #[cfg(feature = "tls")]
 mod tls_memory;
+#[cfg(feature = "upstreams")]
+mod tunnel_memory;
 mod zero_alloc;

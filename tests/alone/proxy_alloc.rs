@@ -26,11 +26,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use brisk::config::{Command, Level, LogTarget};
-use brisk::log::LogService;
-use brisk::server::Server;
-
 use crate::counting::{not_counted, ALLOCS};
+use crate::embedded::Embedded;
 
 /// At most this many allocations a proxied request, warm (static files
 /// make none: `zero_alloc.rs`).
@@ -89,33 +86,14 @@ fn a_warm_proxied_request_allocates_at_most_the_ratchet() {
     let _alone = crate::counting::alone();
     not_counted(true);
     let up = upstream();
-    let dir = std::env::temp_dir().join(format!("brisk-proxy-alloc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("brisk.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "listen = [\"127.0.0.1:0\"]\nroot = \"{}\"\nworkers = 1\n\
-             [log]\naccess = \"off\"\nerror = \"off\"\nlevel = \"off\"\n\
-             [limits]\nkeepalive_requests = 1000000\n\
-             [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{up}\"\n",
-            dir.display()
+    let server = Embedded::start(
+        "proxy-alloc",
+        &format!(
+            "[limits]\nkeepalive_requests = 1000000\n\
+             [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{up}\"\n"
         ),
-    )
-    .unwrap();
-    let args = ["--config", file.to_str().unwrap()].map(Into::into);
-    let mut cfg = match brisk::config::from_args(args) {
-        Ok(Command::Run(cfg)) => cfg,
-        Err(e) => panic!("{e}"),
-        Ok(_) => panic!("not a configuration to run"),
-    };
-    cfg.log.access = LogTarget::Off;
-    cfg.log.level = Level::Off;
-    let logs = LogService::start(&cfg.log).unwrap();
-    let server = Server::bind(cfg).unwrap();
-    let addr = server.local_addrs()[0];
-    let running = server.start(&logs).unwrap();
-    let mut s = TcpStream::connect(addr).unwrap();
+    );
+    let mut s = TcpStream::connect(server.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let request = b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut buf = Vec::with_capacity(1 << 16);
@@ -134,9 +112,7 @@ fn a_warm_proxied_request_allocates_at_most_the_ratchet() {
     println!("a warm proxied request: {per:.2} allocations");
     not_counted(true);
     drop(s);
-    running.stop();
-    logs.shutdown();
-    let _ = std::fs::remove_dir_all(&dir);
+    server.stop();
     assert!(
         per <= RATCHET as f64,
         "{per:.2} allocations a proxied request, more than {RATCHET}"

@@ -54,6 +54,8 @@ mod proxy;
 mod proxy_balance;
 #[cfg(feature = "upstreams")]
 mod proxy_continue;
+#[cfg(feature = "upstreams")]
+mod proxy_hardening;
 #[cfg(all(feature = "upstreams", feature = "http2"))]
 mod proxy_log;
 #[cfg(feature = "upstreams")]

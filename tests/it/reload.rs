@@ -654,3 +654,59 @@ fn reload_and_stop_signal_the_running_brisk_by_its_pid_file() {
         format!("brisk: {pid_arg} does not exist: brisk is not running (or was started with another pid_file)\n")
     );
 }
+
+/// An upstream on this machine, answering `up` to every request (one a
+/// connection), at the address `localhost` resolves to first.
+#[cfg(feature = "upstreams")]
+fn upstream_at_localhost() -> u16 {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let ip = ("localhost", 0)
+        .to_socket_addrs()
+        .expect("localhost resolves")
+        .next()
+        .expect("an address")
+        .ip();
+    let listener = std::net::TcpListener::bind((ip, 0)).expect("bind");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut head = Vec::new();
+            let mut piece = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut piece) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&piece[..n]),
+                }
+            }
+            let _ = conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nup");
+        }
+    });
+    port
+}
+
+#[cfg(feature = "upstreams")]
+#[test]
+fn with_the_sandbox_a_reload_keeps_an_upstream_named_by_a_host_name() {
+    if !landlock() {
+        return;
+    }
+    // Inside the sandbox the system's resolver is out of reach (its
+    // files, /etc/hosts among them, and its sockets): the reload failed
+    // with "cannot resolve localhost: ... Temporary failure in name
+    // resolution" whatever the configuration. A name resolved at start
+    // keeps its address.
+    let port = upstream_at_localhost();
+    let rule = format!(
+        "sandbox = true\n[[reverse_proxy]]\npath = \"/p/\"\nto = \"http://localhost:{port}\"\n"
+    );
+    let s = start(&rule);
+    assert_eq!(s.get("/p/x").body, b"up");
+    let line = reload(&s, &format!("server_header = \"two\"\n{rule}"));
+    assert!(line.contains("configuration reloaded"), "{line}");
+    assert_eq!(server_header(&s), "two");
+    let r = s.get("/p/x");
+    assert_eq!((r.status, &r.body[..]), (200, &b"up"[..]));
+}

@@ -13,6 +13,7 @@
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use toml::de::{DeString, DeTable, DeValue};
@@ -504,21 +505,58 @@ fn fastcgi_upstream(s: &str) -> Result<Written<'_>, String> {
     }
 }
 
+/// The address each name had when the system's resolver last gave one
+/// (at start, or at a reload that could ask it), by name and port.
+static RESOLVED: Mutex<Vec<(String, u16, SocketAddr)>> = Mutex::new(Vec::new());
+
 /// Resolves what [`proxy_upstream`] or [`fastcgi_upstream`] read: an IP
 /// literal as is, a name to the first address the system's resolver
 /// gives (`/etc/hosts`, DNS).
 fn resolve(w: Written<'_>) -> Result<Upstream, String> {
+    resolve_with(w, &|name, port| {
+        (name, port).to_socket_addrs().map(|mut a| a.next())
+    })
+}
+
+/// [`resolve`] with `lookup` for the system's resolver. A name it cannot
+/// resolve keeps the address it had last: a reload inside the sandbox
+/// cannot reach the resolver (its files, `/etc/hosts` among them, and
+/// its sockets are out of reach), nor can one while DNS fails; a name it
+/// never had is an error that says so.
+fn resolve_with(
+    w: Written<'_>,
+    lookup: &dyn Fn(&str, u16) -> std::io::Result<Option<SocketAddr>>,
+) -> Result<Upstream, String> {
     let (host, port, tls) = match w {
         Written::Unix(p) => return Ok(Upstream::Unix(PathBuf::from(p))),
         Written::Tcp { host, port, tls } => (host, port, tls),
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let name = bare.to_ascii_lowercase();
+    let mut resolved = RESOLVED.lock().unwrap_or_else(|e| e.into_inner());
+    let known = resolved
+        .iter()
+        .position(|(n, p, _)| *n == name && *p == port);
     let addr = match bare.parse::<IpAddr>() {
         Ok(ip) => SocketAddr::new(ip, port),
-        Err(_) => match (bare, port).to_socket_addrs().map(|mut a| a.next()) {
-            Ok(Some(a)) => a,
-            Ok(None) => return Err(format!("{host} has no address")),
-            Err(e) => return Err(format!("cannot resolve {host}: {e}")),
+        Err(_) => match (lookup(bare, port), known) {
+            (Ok(Some(a)), Some(i)) => {
+                resolved[i].2 = a;
+                a
+            }
+            (Ok(Some(a)), None) => {
+                resolved.push((name, port, a));
+                a
+            }
+            (_, Some(i)) => resolved[i].2,
+            (Ok(None), None) => return Err(format!("{host} has no address")),
+            (Err(e), None) => {
+                return Err(format!(
+                    "cannot resolve {host}: {e} (inside the sandbox, a reload cannot \
+                     resolve a name brisk did not resolve at start: write its address, \
+                     or restart brisk)"
+                ))
+            }
         },
     };
     Ok(Upstream::Tcp {
@@ -896,7 +934,36 @@ fn pem_certificates(_: &[u8]) -> Result<usize, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fastcgi_upstream, proxy_upstream, Written};
+    use super::{fastcgi_upstream, proxy_upstream, resolve_with, Upstream, Written};
+
+    #[test]
+    fn a_name_the_resolver_cannot_resolve_again_keeps_its_address() {
+        use std::io::Error;
+        use std::net::SocketAddr;
+        let at = |a: &str| a.parse::<SocketAddr>().unwrap();
+        let found = |a: SocketAddr| move |_: &str, _: u16| Ok(Some(a));
+        let gone = |_: &str, _: u16| Err(Error::other("out of reach"));
+        let written = || tcp("App-Kept.Test", 9001, false).unwrap();
+        let addr = |u: Upstream| match u {
+            Upstream::Tcp { addr, .. } => addr,
+            Upstream::Unix(_) => panic!("a TCP upstream"),
+        };
+        // At start, and at a reload that can ask the resolver: its answer.
+        let first = resolve_with(written(), &found(at("192.0.2.1:9001"))).unwrap();
+        assert_eq!(addr(first), at("192.0.2.1:9001"));
+        let moved = resolve_with(written(), &found(at("192.0.2.2:9001"))).unwrap();
+        assert_eq!(addr(moved), at("192.0.2.2:9001"));
+        // A reload that cannot (inside the sandbox): the address it had.
+        let kept = resolve_with(written(), &gone).unwrap();
+        assert_eq!(addr(kept), at("192.0.2.2:9001"));
+        // Not on another port, nor for a name never resolved.
+        let other = tcp("app-kept.test", 9002, false).unwrap();
+        let e = resolve_with(other, &gone).unwrap_err();
+        assert!(
+            e.starts_with("cannot resolve app-kept.test: out of reach (inside the sandbox, a reload cannot resolve a name brisk did not resolve at start"),
+            "{e}"
+        );
+    }
 
     fn tcp(host: &str, port: u16, tls: bool) -> Result<Written<'_>, String> {
         Ok(Written::Tcp { host, port, tls })

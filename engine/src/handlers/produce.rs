@@ -183,6 +183,21 @@ pub trait Produce {
     fn raw(&self) -> bool {
         false
     }
+
+    /// It has written all of the request body that came and waits for
+    /// more: while the client sends none, the client is the one who is
+    /// slow (`timeouts.body` applies, and answers 408), not the producer.
+    fn awaits_input(&self) -> bool {
+        false
+    }
+
+    /// A smaller producer to go on in its place, asked each time it
+    /// waits (an upstream's answer that became a byte tunnel keeps only
+    /// what a tunnel needs: an idle tunnel costs little). It takes over
+    /// the sources as they are watched, and the answer where it is.
+    fn successor(&mut self) -> Option<Box<dyn Produce>> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Produce + '_ {

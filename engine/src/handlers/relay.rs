@@ -23,7 +23,7 @@ pub const INPUT_CAP: usize = 64 * 1024;
 #[cfg(feature = "upstreams")]
 mod socket;
 #[cfg(feature = "upstreams")]
-pub use socket::{Answered, Socket};
+pub use socket::{socket_sources, Answered, Socket};
 
 /// Refills the empty `buf` from a body `held` whole (at most
 /// [`INPUT_CAP`] bytes): false once it is all read (the spool is then
@@ -117,6 +117,12 @@ impl Outbox {
     /// Its body was held whole.
     pub fn held(&self) -> bool {
         self.held_body
+    }
+
+    /// The bytes its buffer holds room for.
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
     }
 
     /// Nothing waits (nor in a body held whole).

@@ -334,4 +334,17 @@ mod tests {
             .iter()
             .all(|id| all.get(*id).unwrap().stream == Some(1)));
     }
+
+    #[test]
+    fn a_slot_is_no_larger_than_a_run_needs() {
+        // Every slot is as large as the largest task, and an exchange
+        // that lasts (a WebSocket tunnel's run) holds one for its life:
+        // no wait may be much larger than a run (its request held and a
+        // few fields; 504 bytes a slot were taken while a chunked body
+        // held whole kept its script inline).
+        let run = std::mem::size_of::<crate::server::run::Run>();
+        let slot = std::mem::size_of::<(std::num::NonZeroU32, Option<Exchange>)>();
+        eprintln!("run {run} bytes, slot {slot} bytes");
+        assert!(slot <= run + 64, "{slot} bytes a slot, for a run of {run}");
+    }
 }

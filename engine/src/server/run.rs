@@ -194,6 +194,12 @@ impl Run {
         self.producer.idle_timeout(handler)
     }
 
+    /// Its producer waits for more of the request body (see
+    /// [`Produce::awaits_input`]).
+    pub fn awaits_input(&self) -> bool {
+        self.producer.awaits_input()
+    }
+
     /// Its producer is a process running on its own (see
     /// [`Produce::is_process`]).
     pub fn is_process(&self) -> bool {
@@ -269,6 +275,9 @@ impl Run {
             let gave = self.producer.next(room, cx.buf, &mut pcx);
             let last = match gave {
                 Gave::Pending => {
+                    if let Some(next) = self.producer.successor() {
+                        self.producer = next;
+                    }
                     return if moved { Outcome::Moved } else { Outcome::Idle };
                 }
                 Gave::Head(_, _) | Gave::Redirect(_) if self.started => {

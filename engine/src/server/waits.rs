@@ -102,8 +102,10 @@ pub struct HandlerWait {
 /// (a CGI program must be told the body's length).
 #[derive(Debug)]
 pub struct WholeBody {
-    /// Who answers once the body is in.
-    pub resume: Resume,
+    /// Who answers once the body is in (boxed: every exchange's slot is
+    /// as large as the largest wait, and an exchange that lasts, such as
+    /// a WebSocket tunnel's, holds its slot for its life).
+    pub resume: Box<Resume>,
     /// The request.
     pub held: Held,
     /// The body so far.

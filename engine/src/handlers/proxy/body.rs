@@ -16,6 +16,8 @@
 //! they come, to its close; its input takes the client's bytes as they
 //! come, unframed, and the client's end of them (its FIN) is passed on
 //! as one (`shutdown(SHUT_WR)`). The socket never goes back to the pool.
+//! Once the 101 and the bytes that came with it went, the producer hands
+//! the tunnel over to a smaller one ([`super::tunnel`]).
 //! For an HTTP/2 client's extended CONNECT ([`Options::connect`], RFC
 //! 8441) the 101 is given as a 200 without the fields of the HTTP/1.1
 //! handshake, and any other 2xx is a 502 (the client would take it for
@@ -813,6 +815,39 @@ impl Produce for ProxyBody {
     fn input(&mut self) -> Option<&mut dyn Input> {
         Some(self)
     }
+
+    fn awaits_input(&self) -> bool {
+        // (A tunnel's silence is either side's: `read_timeout`.)
+        self.body_open && self.outbox.is_empty() && !self.tunnel
+    }
+
+    fn successor(&mut self) -> Option<Box<dyn Produce>> {
+        // Once the 101 went and what came with it, a tunnel (whose
+        // socket is watched as it is: nothing retired or new; the
+        // retries' notes logged).
+        let told = self.notes.is_empty();
+        if !self.tunnel || !self.rest.is_empty() || !self.sock.is_settled() || !told {
+            return None;
+        }
+        let (readable, writable) = (self.sock.readable, self.sock.writable);
+        let sock = self.sock.take()?;
+        let (addr, began, answered) = std::mem::take(&mut self.answered).parts();
+        Some(Box::new(super::tunnel::Tunnel::new(super::tunnel::Parts {
+            sock,
+            link: std::mem::take(&mut self.link),
+            outbox: std::mem::take(&mut self.outbox),
+            readable,
+            writable,
+            open: self.body_open,
+            shut: self.shut,
+            timeouts: (self.opts.read_timeout, self.opts.send_timeout),
+            label: std::rc::Rc::clone(&self.opts.label),
+            began,
+            addr,
+            answered,
+            lease: self.lease.take(),
+        })))
+    }
 }
 
 impl Drop for ProxyBody {
@@ -852,20 +887,9 @@ impl Input for ProxyBody {
         let Some((fd, writable)) = self.sock.for_writing() else {
             return Ok(Wrote::default());
         };
-        let link = &mut self.link;
-        let written = &mut self.written;
-        // (What TLS has to send of its own, its handshake, goes first.)
-        let flushed = match link.flush(fd) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
-            other => other,
-        };
-        let wrote = flushed.map_err(OutboxError::Write).and_then(|()| {
-            self.outbox.write_to(writable, &mut |b| {
-                let n = link.send(fd, b)?;
-                *written += n;
-                Ok(n)
-            })
-        });
+        let wrote = self
+            .link
+            .write_outbox(fd, &mut self.outbox, writable, &mut self.written);
         match wrote {
             Ok(wrote) => {
                 self.connected |= self.link.is_up(wrote.moved);

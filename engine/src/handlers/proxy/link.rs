@@ -7,6 +7,8 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use crate::config::Upstream;
+use crate::handlers::produce::Wrote;
+use crate::handlers::relay::{Outbox, OutboxError};
 use crate::sys::net::{read_at_most, send};
 #[cfg(feature = "tls")]
 use crate::tls::client::{TlsLink, UpstreamTls};
@@ -94,6 +96,27 @@ impl Link {
             #[cfg(feature = "tls")]
             Link::Tls(link) => link.send(sock, bytes),
         }
+    }
+
+    /// Writes what waits in `outbox` on `sock` while `ready` (cleared
+    /// when it would block), after what TLS has to send of its own (its
+    /// handshake); `sent` counts the bytes the socket took.
+    pub fn write_outbox(
+        &mut self,
+        sock: &impl AsRawFd,
+        outbox: &mut Outbox,
+        ready: &mut bool,
+        sent: &mut usize,
+    ) -> Result<Wrote, OutboxError> {
+        match self.flush(sock) {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(OutboxError::Write(e)),
+            _ => {}
+        }
+        outbox.write_to(ready, &mut |b| {
+            let n = self.send(sock, b)?;
+            *sent += n;
+            Ok(n)
+        })
     }
 
     /// Writes what the transport itself has to send (TLS's handshake).

@@ -12,6 +12,7 @@ pub mod health;
 pub mod link;
 pub mod pool;
 pub mod request;
+pub mod tunnel;
 
 use crate::config::Upstream;
 

@@ -95,11 +95,13 @@ impl Socket {
 
     /// As [`Produce::sources`](crate::handlers::produce::Produce::sources).
     pub fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        [
-            self.fd.as_ref().map(|s| (s.as_raw_fd(), Want::Both)),
-            None,
-            None,
-        ]
+        socket_sources(self.fd.as_ref())
+    }
+
+    /// Nothing waits to be taken out of the watch or watched anew: the
+    /// one in use is watched as it is.
+    pub fn is_settled(&self) -> bool {
+        self.retired.is_none() && !self.renewed
     }
 
     /// As [`Produce::ready`](crate::handlers::produce::Produce::ready).
@@ -121,6 +123,12 @@ impl Socket {
     pub fn retired(&mut self) -> Option<OwnedFd> {
         self.retired.take()
     }
+}
+
+/// The sources of a producer over socket `sock` (if it has one yet),
+/// watched both ways at once.
+pub fn socket_sources(sock: Option<&OwnedFd>) -> [Option<(RawFd, Want)>; 3] {
+    [sock.map(|s| (s.as_raw_fd(), Want::Both)), None, None]
 }
 
 /// What the access log says of the server that answered a request
@@ -151,6 +159,13 @@ impl Answered {
     /// The server it goes to.
     pub fn addr(&self) -> Option<&Addr> {
         self.addr.as_ref()
+    }
+
+    /// Where the server is, when the exchange began, and its status and
+    /// time to its head if it came: for a producer that goes on with them
+    /// (a tunnel after the 101).
+    pub fn parts(self) -> (Option<Addr>, Instant, Option<(u16, u64)>) {
+        (self.addr, self.began, self.head)
     }
 
     /// Its answer's head came, with `status`.

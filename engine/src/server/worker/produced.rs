@@ -162,9 +162,13 @@ impl Worker {
     /// `timeouts.send` runs) or that lingers is left alone. On HTTP/2, an
     /// in-process producer's timer restarts while what it gave waits for
     /// the client's window; a program's runs on (see
-    /// `Produce::is_process`).
+    /// `Produce::is_process`). An HTTP/1.1 producer that waits for the
+    /// rest of its request body (a proxied upload the client stopped
+    /// sending) waits `timeouts.body`, and the client is answered 408, as
+    /// for any body (the upstream was not the one that was silent).
     pub(super) fn run_timeouts(&mut self) {
         let (now, handler) = (self.clock.now, self.settings.cfg.timeouts.handler);
+        let body = self.settings.cfg.timeouts.body;
         for index in 0..self.exchanges.slots() {
             let Some(id) = self.exchanges.id_at(index) else {
                 continue;
@@ -182,7 +186,13 @@ impl Worker {
             if c.blocked_since.is_some() || c.life.lingers() {
                 continue;
             }
-            let idle = run.idle_timeout(handler);
+            let client_body = stream.is_none()
+                && run.awaits_input()
+                && c.h1().is_some_and(h1::Conn::reading_body);
+            let idle = match client_body {
+                true => body,
+                false => run.idle_timeout(handler),
+            };
             let since = match stream {
                 None => Some(c.life.since()),
                 #[cfg(feature = "http2")]
@@ -210,6 +220,9 @@ impl Worker {
             }
             let mut conn = self.conns.take(i).expect("present");
             match stream {
+                None if client_body => {
+                    self.produced_body_refused(&mut conn, Status::REQUEST_TIMEOUT);
+                }
                 None => self.produced_timeout(&mut conn),
                 #[cfg(feature = "http2")]
                 Some(sid) => self.h2_run_timeout(&mut conn, sid),

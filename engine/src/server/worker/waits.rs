@@ -70,7 +70,7 @@ impl Worker {
                 counted: 0,
             }),
             Routed::Defer(Deferred::WholeBody(resume)) => Wait::Whole(WholeBody {
-                resume,
+                resume: Box::new(resume),
                 held: r.hold(redirects),
                 body: Default::default(),
             }),

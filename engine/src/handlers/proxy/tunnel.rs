@@ -1,0 +1,291 @@
+//! A WebSocket (or any `Upgrade`) tunnel once the upstream switched
+//! protocols: what a [`super::body::ProxyBody`] becomes after its 101
+//! ([`Produce::successor`]), holding only what a byte tunnel needs (its
+//! socket, its link, the client's bytes on their way and the access
+//! log's few fields), so that an idle tunnel costs little (issue #27:
+//! 10,000 idle tunnels, bytes per tunnel): the request head kept for
+//! retries, the answer's parsing state, the balancer's retry state and
+//! the buffers they grew go with the `ProxyBody`. The upstream's bytes
+//! are read into the engine's buffer (none of its own); the client's
+//! wait in a buffer that is freed whenever it has all gone.
+//!
+//! Bytes pass both ways as they come, unmodified; the client's end is
+//! passed on as a half-close (`shutdown(SHUT_WR)`), the upstream's close
+//! ends the answer. Its idle timeout is the rule's `read_timeout`
+//! (`send_timeout` while the client's bytes wait for the upstream).
+
+use std::io;
+use std::os::fd::{OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use super::balance::Lease;
+use super::dial;
+use super::link::Link;
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
+use crate::handlers::relay::{Outbox, OutboxError};
+use crate::http::Status;
+use crate::sys::net::shutdown_write;
+
+/// What one read of the socket asks for at most.
+const PIECE: usize = 64 * 1024;
+
+/// An open tunnel to an upstream (see the module documentation).
+#[derive(Debug)]
+pub struct Tunnel {
+    /// The socket, until either side ends the tunnel.
+    sock: Option<OwnedFd>,
+    /// The socket once done with, until the engine takes it out of its
+    /// watch ([`Produce::retired`]).
+    retired: Option<OwnedFd>,
+    link: Link,
+    /// The client's bytes on their way to the upstream.
+    outbox: Outbox,
+    readable: bool,
+    writable: bool,
+    /// More of the client's bytes may come.
+    open: bool,
+    /// The client's end was passed on (`shutdown`).
+    shut: bool,
+    /// The upstream closed: the answer ended.
+    finished: bool,
+    /// `read_timeout` and `send_timeout` of the rule.
+    read_timeout: Duration,
+    send_timeout: Duration,
+    /// Names it in log lines (`proxy http://127.0.0.1:9001`), no longer
+    /// than it is.
+    label: std::rc::Rc<str>,
+    /// When its exchange began.
+    began: Instant,
+    /// For the access log: the upstream, its status (101) and after how
+    /// long its head came (microseconds).
+    addr: Option<dial::Addr>,
+    answered: Option<(u16, u64)>,
+    /// Its hold on the upstream (`least_conn` counts open tunnels).
+    _lease: Option<Lease>,
+}
+
+/// What a tunnel is made of (taken from the `ProxyBody` that opened it).
+#[derive(Debug)]
+pub struct Parts {
+    /// The socket, watched by the engine both ways.
+    pub sock: OwnedFd,
+    /// Its link (plain, or TLS to an https upstream).
+    pub link: Link,
+    /// The client's bytes that wait for the upstream (and whether they
+    /// ended already: `body_end`).
+    pub outbox: Outbox,
+    /// Whether the socket may be read, and written, now.
+    pub readable: bool,
+    /// See `readable`.
+    pub writable: bool,
+    /// More of the client's bytes may come.
+    pub open: bool,
+    /// The client's end was passed on.
+    pub shut: bool,
+    /// `read_timeout`, `send_timeout`.
+    pub timeouts: (Duration, Duration),
+    /// Names it in log lines.
+    pub label: std::rc::Rc<str>,
+    /// When the exchange began (for `upstream_response_time`).
+    pub began: Instant,
+    /// The upstream, for the access log.
+    pub addr: Option<dial::Addr>,
+    /// Its status and time to its head, for the access log.
+    pub answered: Option<(u16, u64)>,
+    /// Its hold on the upstream.
+    pub lease: Option<Lease>,
+}
+
+impl Tunnel {
+    /// The tunnel made of `parts`.
+    pub fn new(parts: Parts) -> Tunnel {
+        let mut outbox = parts.outbox;
+        if outbox.is_empty() {
+            // (What the head grew it to is not kept.)
+            outbox.clear();
+        }
+        Tunnel {
+            sock: Some(parts.sock),
+            retired: None,
+            link: parts.link,
+            outbox,
+            readable: parts.readable,
+            writable: parts.writable,
+            open: parts.open,
+            shut: parts.shut,
+            finished: false,
+            read_timeout: parts.timeouts.0,
+            send_timeout: parts.timeouts.1,
+            label: parts.label,
+            began: parts.began,
+            addr: parts.addr,
+            answered: parts.answered,
+            _lease: parts.lease,
+        }
+    }
+
+    /// Leaves the socket for the engine to take out of its watch and
+    /// close; the client's bytes that wait are dropped.
+    fn retire(&mut self) {
+        if let Some(fd) = self.sock.take() {
+            self.retired = Some(fd);
+        }
+        self.open = false;
+        self.outbox.clear();
+    }
+}
+
+impl Produce for Tunnel {
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        let (status, header_us) = self.answered?;
+        // (Asked once the tunnel closed, or was given up: its whole time,
+        // as nginx counts a WebSocket's.)
+        let over = self.finished || self.sock.is_none();
+        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
+        Some(crate::log::Upstream {
+            addr: self.addr.as_ref()?.logged(),
+            status,
+            header_us,
+            response_us: over.then_some(took),
+        })
+    }
+
+    fn idle_timeout(&self, _handler: Duration) -> Duration {
+        match self.outbox.is_empty() {
+            true => self.read_timeout,
+            false => self.send_timeout,
+        }
+    }
+
+    fn timeout_why(&self) -> &'static str {
+        match self.outbox.is_empty() {
+            true => "the tunnel was idle for read_timeout; closed",
+            false => "the upstream took nothing of the tunnel's bytes for send_timeout; closed",
+        }
+    }
+
+    fn timed_out(&mut self) -> Option<Status> {
+        // (Its head went long ago: the tunnel is cut.)
+        Some(Status::GATEWAY_TIMEOUT)
+    }
+
+    fn next(&mut self, room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+        if self.finished {
+            return Gave::End;
+        }
+        loop {
+            let (true, Some(fd)) = (self.readable, self.sock.as_ref()) else {
+                return Gave::Pending;
+            };
+            let want = room.clamp(1, PIECE);
+            buf.clear();
+            buf.reserve(want);
+            match self.link.read(fd, buf, want) {
+                Ok(0) => break,
+                Ok(_) => return Gave::Bytes,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // (A reset ends it as a close does: the tunnel has no
+                // framing to be cut short.)
+                Err(_) => break,
+            }
+        }
+        self.retire();
+        self.finished = true;
+        Gave::End
+    }
+
+    fn stop(&mut self) {
+        self.retire();
+    }
+
+    fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
+        crate::handlers::relay::socket_sources(self.sock.as_ref())
+    }
+
+    fn ready(&mut self, i: usize) {
+        if i == 0 {
+            self.readable = true;
+            self.writable = true;
+        }
+    }
+
+    fn retired(&mut self) -> Option<OwnedFd> {
+        self.retired.take()
+    }
+
+    fn input(&mut self) -> Option<&mut dyn Input> {
+        Some(self)
+    }
+}
+
+impl Input for Tunnel {
+    fn room(&self) -> usize {
+        match self.open {
+            true => self.outbox.room(),
+            false => usize::MAX,
+        }
+    }
+
+    fn feed(&mut self, data: &[u8]) {
+        if self.open && !data.is_empty() {
+            self.outbox.push(data, true);
+        }
+    }
+
+    fn write(&mut self) -> Result<Wrote, InputEnd> {
+        let Some(fd) = self.sock.as_ref() else {
+            return Ok(Wrote::default());
+        };
+        let (outbox, ready) = (&mut self.outbox, &mut self.writable);
+        match self.link.write_outbox(fd, outbox, ready, &mut 0) {
+            Ok(wrote) => {
+                if self.outbox.is_empty() {
+                    // All gone: an idle tunnel holds no buffer.
+                    self.outbox.clear();
+                }
+                if self.outbox.done() {
+                    self.open = false;
+                    if !self.shut {
+                        // The client sent its last byte: so does brisk,
+                        // to the upstream, which may still answer.
+                        self.shut = true;
+                        let _ = shutdown_write(fd);
+                    }
+                }
+                Ok(wrote)
+            }
+            Err(OutboxError::Held(e)) => Err(InputEnd::Unreadable(e.to_string())),
+            Err(OutboxError::Write(_)) => {
+                // (What the upstream sent before is read on.)
+                self.open = false;
+                self.outbox.clear();
+                Err(InputEnd::Refused)
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        self.outbox.body_end = true;
+    }
+
+    fn close(&mut self) {
+        self.open = false;
+        self.outbox.clear();
+    }
+
+    fn is_closed(&self) -> bool {
+        !self.open
+    }
+
+    fn held(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests;
