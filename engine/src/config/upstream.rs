@@ -56,9 +56,12 @@ pub(super) const FASTCGI_KEYS: &[&str] = &[
     "fallback",
     "root",
     "env",
+    "balance",
     "connect_timeout",
     "read_timeout",
     "send_timeout",
+    "fail_timeout",
+    "max_fails",
     "keepalive",
     "keepalive_timeout",
 ];
@@ -231,8 +234,10 @@ pub struct ProxyRule {
 pub struct FastcgiRule {
     /// Which requests run a script (`path` or `pattern`).
     pub matches: PathMatch,
-    /// The FastCGI servers (at least one; several are taken in turn).
+    /// The FastCGI servers (at least one; several are balanced).
     pub to: Vec<Upstream>,
+    /// As [`ProxyRule::balance`].
+    pub balance: Balance,
     /// The directory index tried after `[static] index` (`index.php`).
     pub index: Option<String>,
     /// What ends the script's name in a path (`.php`): what follows it is
@@ -252,6 +257,10 @@ pub struct FastcgiRule {
     pub read_timeout: Duration,
     /// As [`ProxyRule::send_timeout`].
     pub send_timeout: Duration,
+    /// As [`ProxyRule::fail_timeout`].
+    pub fail_timeout: Duration,
+    /// As [`ProxyRule::max_fails`].
+    pub max_fails: u32,
     /// As [`ProxyRule::keepalive`].
     pub keepalive: usize,
     /// As [`ProxyRule::keepalive_timeout`].
@@ -307,9 +316,12 @@ impl<T> From<Vec<T>> for NoRules<T> {
 
 /// The keys both kinds of rule take, with their defaults.
 struct Pool {
+    balance: Balance,
     connect_timeout: Duration,
     read_timeout: Duration,
     send_timeout: Duration,
+    fail_timeout: Duration,
+    max_fails: u32,
     keepalive: usize,
     keepalive_timeout: Duration,
 }
@@ -328,9 +340,12 @@ type ReadFn = fn(&str) -> Result<Written<'_>, String>;
 impl Default for Pool {
     fn default() -> Pool {
         Pool {
+            balance: Balance::RoundRobin,
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(60),
+            fail_timeout: Duration::from_secs(10),
+            max_fails: 1,
             keepalive: 32,
             keepalive_timeout: Duration::from_secs(60),
         }
@@ -345,13 +360,13 @@ impl Default for ProxyRule {
         ProxyRule {
             matches: PathMatch::Prefix("/".to_string()),
             to: Vec::new(),
-            balance: Balance::RoundRobin,
+            balance: p.balance,
             strip_prefix: false,
             connect_timeout: p.connect_timeout,
             read_timeout: p.read_timeout,
             send_timeout: p.send_timeout,
-            fail_timeout: Duration::from_secs(10),
-            max_fails: 1,
+            fail_timeout: p.fail_timeout,
+            max_fails: p.max_fails,
             health: None,
             headers: HeaderEdits::default(),
             response_headers: HeaderEdits::default(),
@@ -590,21 +605,10 @@ impl Loader<'_> {
                 continue;
             }
             match name {
-                "balance" => {
-                    let choices = [
-                        ("round_robin", Balance::RoundRobin),
-                        ("least_conn", Balance::LeastConn),
-                        ("ip_hash", Balance::IpHash),
-                        ("first", Balance::First),
-                    ];
-                    rule.balance = self.choice(&full, value, &choices)?;
-                }
                 "strip_prefix" => {
                     rule.strip_prefix = self.boolean(&full, value)?;
                     strip = Some((value, full));
                 }
-                "fail_timeout" => rule.fail_timeout = self.duration(&full, value, false)?,
-                "max_fails" => rule.max_fails = self.integer(&full, value, 0, 1000)? as u32,
                 "health" => rule.health = Some(self.health(&full, value)?),
                 "headers" => rule.headers = self.header_edits(&full, value)?,
                 "response_headers" => rule.response_headers = self.header_edits(&full, value)?,
@@ -657,16 +661,22 @@ impl Loader<'_> {
             rule.tls_client = Some(tls.map_err(|e| self.fail(item, section, &e))?);
         }
         let Pool {
+            balance,
             connect_timeout,
             read_timeout,
             send_timeout,
+            fail_timeout,
+            max_fails,
             keepalive,
             keepalive_timeout,
         } = pool;
         Ok(ProxyRule {
+            balance,
             connect_timeout,
             read_timeout,
             send_timeout,
+            fail_timeout,
+            max_fails,
             keepalive,
             keepalive_timeout,
             ..rule
@@ -734,9 +744,12 @@ impl Loader<'_> {
             fallback,
             root,
             env,
+            balance: pool.balance,
             connect_timeout: pool.connect_timeout,
             read_timeout: pool.read_timeout,
             send_timeout: pool.send_timeout,
+            fail_timeout: pool.fail_timeout,
+            max_fails: pool.max_fails,
             keepalive: pool.keepalive,
             keepalive_timeout: pool.keepalive_timeout,
         })
@@ -757,6 +770,17 @@ impl Loader<'_> {
         match name {
             "path" | "pattern" => self.set_matcher(&mut common.matcher, key, name, full, v)?,
             "to" => common.to = Some(self.upstreams(full, v, read)?),
+            "balance" => {
+                let choices = [
+                    ("round_robin", Balance::RoundRobin),
+                    ("least_conn", Balance::LeastConn),
+                    ("ip_hash", Balance::IpHash),
+                    ("first", Balance::First),
+                ];
+                pool.balance = self.choice(full, v, &choices)?;
+            }
+            "fail_timeout" => pool.fail_timeout = self.duration(full, v, false)?,
+            "max_fails" => pool.max_fails = self.integer(full, v, 0, 1000)? as u32,
             "connect_timeout" => pool.connect_timeout = self.duration(full, v, false)?,
             "read_timeout" => pool.read_timeout = self.duration(full, v, false)?,
             "send_timeout" => pool.send_timeout = self.duration(full, v, false)?,

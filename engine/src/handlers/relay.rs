@@ -3,7 +3,9 @@
 //! be written to it ([`Outbox`]: fed by the engine, refilled from a body
 //! held whole, written while it takes it), and its answer's body taken
 //! out of its framing ([`Unframe`]: by length, or chunked, its
-//! trailer fields kept).
+//! trailer fields kept). Those over one socket (the reverse proxy's,
+//! FastCGI's) share its handling ([`Socket`]) and what the access log
+//! says of the server ([`Answered`]).
 
 use std::io;
 
@@ -18,18 +20,10 @@ use crate::http::trailers;
 /// the client pauses.
 pub const INPUT_CAP: usize = 64 * 1024;
 
-/// The sources of a producer over one socket (an upstream's, an
-/// application server's), watched both ways at once while it has one.
-pub fn socket_sources(
-    sock: Option<&std::os::fd::OwnedFd>,
-) -> [Option<(std::os::fd::RawFd, super::produce::Want)>; 3] {
-    use std::os::fd::AsRawFd;
-    [
-        sock.map(|s| (s.as_raw_fd(), super::produce::Want::Both)),
-        None,
-        None,
-    ]
-}
+#[cfg(feature = "upstreams")]
+mod socket;
+#[cfg(feature = "upstreams")]
+pub use socket::{socket_sources, Answered, Socket};
 
 /// Refills the empty `buf` from a body `held` whole (at most
 /// [`INPUT_CAP`] bytes): false once it is all read (the spool is then

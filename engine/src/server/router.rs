@@ -184,9 +184,10 @@ pub struct Router {
     /// balancing and health), by site then rule.
     #[cfg(feature = "upstreams")]
     proxy_groups: Vec<Vec<crate::handlers::proxy::balance::Shared>>,
-    /// The turn of `[[fastcgi]]` rules' servers in this worker.
+    /// Each site's `[[fastcgi]]` rules' servers in this worker (their
+    /// balancing and passive health), by site then rule.
     #[cfg(feature = "upstreams")]
-    fastcgi_turn: usize,
+    fastcgi_groups: Vec<Vec<crate::handlers::proxy::balance::Shared>>,
     /// The worker's idle upstream connections.
     #[cfg(feature = "upstreams")]
     upstream_pool: crate::handlers::proxy::pool::Shared,
@@ -312,6 +313,10 @@ impl Router {
         let proxy_groups = SiteConfig::all(&cfg)
             .map(|site| site.reverse_proxy.iter().map(upstream::group).collect())
             .collect();
+        #[cfg(feature = "upstreams")]
+        let fastcgi_groups = SiteConfig::all(&cfg)
+            .map(|site| site.fastcgi.iter().map(fastcgi::group).collect())
+            .collect();
         Ok(Router {
             has_rules,
             has_admission,
@@ -330,7 +335,7 @@ impl Router {
             #[cfg(feature = "upstreams")]
             proxy_groups,
             #[cfg(feature = "upstreams")]
-            fastcgi_turn: 0,
+            fastcgi_groups,
             #[cfg(feature = "upstreams")]
             upstream_pool: Rc::default(),
         })

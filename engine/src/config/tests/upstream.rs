@@ -245,6 +245,9 @@ fn a_fastcgi_rule_has_the_documented_defaults() {
     assert_eq!(r.connect_timeout, Duration::from_secs(5));
     assert_eq!(r.read_timeout, Duration::from_secs(60));
     assert_eq!(r.send_timeout, Duration::from_secs(60));
+    assert_eq!(r.balance, Balance::RoundRobin);
+    assert_eq!(r.fail_timeout, Duration::from_secs(10));
+    assert_eq!(r.max_fails, 1);
     assert_eq!(r.keepalive, 0);
     assert_eq!(r.keepalive_timeout, Duration::from_secs(60));
 }
@@ -260,7 +263,8 @@ fn every_fastcgi_key() {
          index = \"index.php\"\nsplit_path = \".php\"\nfallback = \"/index.php\"\n\
          root = \"app/public\"\nenv = { APP_ENV = \"prod\", _X1 = \"\" }\n\
          connect_timeout = \"1s\"\nread_timeout = \"300s\"\nsend_timeout = \"10s\"\n\
-         keepalive = 8\nkeepalive_timeout = \"1m\"\n",
+         keepalive = 8\nkeepalive_timeout = \"1m\"\n\
+         balance = \"least_conn\"\nfail_timeout = \"30s\"\nmax_fails = 3\n",
     );
     let c = super::config(&["--config", file.to_str().unwrap()]);
     let [r] = &c.site.fastcgi[..] else {
@@ -288,6 +292,9 @@ fn every_fastcgi_key() {
         ]
     );
     assert_eq!(r.connect_timeout, Duration::from_secs(1));
+    assert_eq!(r.balance, Balance::LeastConn);
+    assert_eq!(r.fail_timeout, Duration::from_secs(30));
+    assert_eq!(r.max_fails, 3);
     assert_eq!(r.read_timeout, Duration::from_secs(300));
     assert_eq!(r.send_timeout, Duration::from_secs(10));
     assert_eq!(r.keepalive, 8);
@@ -530,12 +537,12 @@ fn fastcgi_errors_name_file_line_and_key() {
         ("fallback = \"/app/\"", format!("{key}.fallback: expected the path of a script like \"/index.php\"; got \"/app/\"")),
         ("env = { \"1X\" = \"a\" }", format!("{key}.env.1X: not a valid environment variable name (letters, digits and _, not starting with a digit)")),
         ("keepalive_timeout = 0", format!("{key}.keepalive_timeout: expected a duration greater than zero; got 0")),
-        ("balance = \"first\"", "unknown".to_string()),
+        ("strip_prefix = true", "unknown".to_string()),
     ];
     for (line, want) in cases {
         let got = load_err(&format!("{rule}{line}\n"));
         if want == "unknown" {
-            assert!(got.starts_with("DIR/site.toml:5: unknown key \"fastcgi[1].balance\"; expected one of \"path\", \"pattern\", \"to\", \"index\""), "{got}");
+            assert!(got.starts_with("DIR/site.toml:5: unknown key \"fastcgi[1].strip_prefix\"; expected one of \"path\", \"pattern\", \"to\", \"index\""), "{got}");
         } else {
             assert_eq!(got, format!("DIR/site.toml:5: {want}"), "{line}");
         }

@@ -9,7 +9,6 @@
 //! `PATH=/usr/local/bin:/usr/bin:/bin` so that `#!/usr/bin/env perl`
 //! finds its interpreter.
 
-use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
@@ -79,7 +78,149 @@ const SKIPPED_HEADERS: &[&[u8]] = &[
     b"proxy",
 ];
 
-/// The environment for `script`: `NAME=value` entries sorted by name.
+/// The names a script's variables give it: `SCRIPT_NAME`,
+/// `SCRIPT_FILENAME`, `PATH_INFO` (a CGI [`Script`]'s, or a FastCGI
+/// one's).
+#[derive(Debug, Clone, Copy)]
+pub struct Names<'a> {
+    /// The script's URL path (`SCRIPT_NAME`).
+    pub name: &'a [u8],
+    /// Its absolute path (`SCRIPT_FILENAME`).
+    pub filename: &'a Path,
+    /// The rest of the URL path after it, or empty (`PATH_INFO`).
+    pub path_info: &'a [u8],
+}
+
+impl<'a> Names<'a> {
+    /// Those of a CGI script.
+    pub fn of(script: &'a Script) -> Names<'a> {
+        Names {
+            name: &script.script_name,
+            filename: &script.script_filename,
+            path_info: &script.path_info,
+        }
+    }
+}
+
+/// A script's variables ([`vars`]): each `NAME=value` in one buffer, so
+/// that building them allocates twice, not twice a variable.
+#[derive(Debug)]
+pub struct Vars {
+    buf: Vec<u8>,
+    /// Where each variable is in `buf`: its start, where its name ends
+    /// (at the `=`), and its end; in the order set until [`Vars::done`]
+    /// sorts them by name. One replaced by a later one of the same name
+    /// is none.
+    at: Vec<Option<(usize, usize, usize)>>,
+}
+
+impl Vars {
+    /// The name of entry `(start, eq, _)`.
+    fn name_at(&self, (start, eq, _): (usize, usize, usize)) -> &[u8] {
+        &self.buf[start..eq]
+    }
+
+    /// Where the live variable `name` is, looking from entry `from` on.
+    fn find(&self, name: &[u8], from: usize) -> Option<usize> {
+        (from..self.at.len()).find(|&i| self.at[i].is_some_and(|e| self.name_at(e) == name))
+    }
+
+    /// Starts a variable `name`: its value is written into `buf` next,
+    /// then [`Vars::end`] ends it.
+    fn start(&mut self, name: &[u8]) -> (usize, usize) {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(name);
+        let eq = self.buf.len();
+        self.buf.push(b'=');
+        (start, eq)
+    }
+
+    /// Ends the variable [`Vars::start`] started.
+    fn end(&mut self, (start, eq): (usize, usize)) {
+        self.at.push(Some((start, eq, self.buf.len())));
+    }
+
+    /// Adds `name` (none of that name is set yet).
+    fn add(&mut self, name: &[u8], value: &[u8]) {
+        let at = self.start(name);
+        self.buf.extend_from_slice(value);
+        self.end(at);
+    }
+
+    /// Adds `name` with a value written by `value`.
+    fn add_with(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>)) {
+        let at = self.start(name);
+        value(&mut self.buf);
+        self.end(at);
+    }
+
+    /// Sets `name`, replacing any set from entry `from` on; with `sep`,
+    /// joins `value` to the value it had (`a, b`) instead.
+    fn set(&mut self, name: &[u8], value: &[u8], from: usize, sep: Option<&[u8]>) {
+        let old = self.find(name, from);
+        let at = self.start(name);
+        if let (Some(i), Some(sep)) = (old, sep) {
+            let (_, eq, end) = self.at[i].expect("a live variable");
+            self.buf.extend_from_within(eq + 1..end);
+            self.buf.extend_from_slice(sep);
+        }
+        self.buf.extend_from_slice(value);
+        self.end(at);
+        if let Some(i) = old {
+            self.at[i] = None;
+        }
+    }
+
+    /// Sorts the variables by name, leaving out those replaced and those
+    /// that hold a NUL byte (impossible for parsed requests; no
+    /// environment can hold one).
+    fn done(mut self) -> Vars {
+        let buf = &self.buf;
+        self.at
+            .retain(|e| e.is_some_and(|(start, _, end)| !buf[start..end].contains(&0)));
+        let name = |e: &Option<(usize, usize, usize)>| {
+            e.map_or(&buf[..0], |(start, eq, _)| &buf[start..eq])
+        };
+        self.at.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        self
+    }
+
+    /// How many bytes they hold, with an `=` each (about what PARAMS
+    /// records of them take).
+    pub fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Name and value of each variable, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.at
+            .iter()
+            .flatten()
+            .map(|&(start, eq, end)| (&self.buf[start..eq], &self.buf[eq + 1..end]))
+    }
+
+    /// Each variable as `NAME=value`, sorted by name.
+    pub fn entries(&self) -> impl Iterator<Item = &[u8]> {
+        self.at
+            .iter()
+            .flatten()
+            .map(|&(start, _, end)| &self.buf[start..end])
+    }
+}
+
+/// The environment for `script`: `NAME=value` entries sorted by name
+/// (see [`vars`]).
+pub fn build_env(
+    script: &Script,
+    req: &EnvRequest<'_>,
+    extra: &[(String, String)],
+) -> Vec<CString> {
+    let vars = vars(Names::of(script), req, extra);
+    let entries = vars.entries().filter_map(|e| CString::new(e).ok());
+    entries.collect()
+}
+
+/// The variables of the script `names` name, sorted by name.
 ///
 /// Variables that do not apply are unset rather than empty: `AUTH_TYPE`,
 /// `REMOTE_USER`, `CONTENT_LENGTH`, `CONTENT_TYPE`, and `PATH_INFO` /
@@ -90,75 +231,87 @@ const SKIPPED_HEADERS: &[&[u8]] = &[
 /// anything but letters, digits and `-` are dropped: with `_` allowed,
 /// `X-User` and `X_User` would both claim `HTTP_X_USER` and a client could
 /// forge the one a proxy in front set. `extra` (the rule's `env`) comes
-/// last and overrides anything, `PATH` included. An entry that would hold
-/// a NUL byte (impossible for parsed requests) is left out.
-pub fn build_env(
-    script: &Script,
-    req: &EnvRequest<'_>,
-    extra: &[(String, String)],
-) -> Vec<CString> {
-    let mut vars: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let mut set = |name: &str, value: &[u8]| {
-        vars.insert(name.as_bytes().to_vec(), value.to_vec());
+/// last and overrides anything, `PATH` included. A variable that would
+/// hold a NUL byte (impossible for parsed requests) is left out.
+pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) -> Vars {
+    use std::io::Write as _;
+    let headers: usize = req
+        .headers
+        .iter()
+        .map(|h| h.name.len() + h.value.len() + 8)
+        .sum();
+    let mut v = Vars {
+        buf: Vec::with_capacity(768 + headers + req.raw_target.len() * 2),
+        at: Vec::with_capacity(32 + req.headers.len() + extra.len()),
     };
-    set("PATH", DEFAULT_PATH.as_bytes());
-    set("GATEWAY_INTERFACE", b"CGI/1.1");
-    set("SERVER_SOFTWARE", SERVER_SOFTWARE.as_bytes());
-    set("SERVER_PROTOCOL", req.version.as_bytes());
-    set("SERVER_NAME", req.server_name);
-    set(
-        "SERVER_ADDR",
-        req.local.ip().to_canonical().to_string().as_bytes(),
-    );
-    set("SERVER_PORT", req.local.port().to_string().as_bytes());
+    // (Each name below is set once: added without looking for it.)
+    v.add(b"PATH", DEFAULT_PATH.as_bytes());
+    v.add(b"GATEWAY_INTERFACE", b"CGI/1.1");
+    v.add(b"SERVER_SOFTWARE", SERVER_SOFTWARE.as_bytes());
+    v.add(b"SERVER_PROTOCOL", req.version.as_bytes());
+    v.add(b"SERVER_NAME", req.server_name);
+    let local = req.local;
+    v.add_with(b"SERVER_ADDR", |b| {
+        let _ = write!(b, "{}", local.ip().to_canonical());
+    });
+    v.add_with(b"SERVER_PORT", |b| {
+        let _ = write!(b, "{}", local.port());
+    });
     // Apache's (and nginx's fastcgi_params) names: scripts build their
     // own URLs from REQUEST_SCHEME, and test HTTPS=on.
     // Behind a trusted proxy the scheme is the client's, as it says.
     if req.forwarded_https.unwrap_or(req.tls.is_some()) {
-        set("REQUEST_SCHEME", b"https");
-        set("HTTPS", b"on");
+        v.add(b"REQUEST_SCHEME", b"https");
+        v.add(b"HTTPS", b"on");
     } else {
-        set("REQUEST_SCHEME", b"http");
+        v.add(b"REQUEST_SCHEME", b"http");
     }
     if let Some(tls) = &req.tls {
-        set("SSL_PROTOCOL", tls.protocol.as_bytes());
-        set("SSL_CIPHER", tls.cipher.as_bytes());
+        v.add(b"SSL_PROTOCOL", tls.protocol.as_bytes());
+        v.add(b"SSL_CIPHER", tls.cipher.as_bytes());
     }
     // No DNS lookups: REMOTE_HOST may be the address (RFC 3875 §4.1.9).
-    let remote_ip = req.remote.ip().to_canonical().to_string();
-    set("REMOTE_ADDR", remote_ip.as_bytes());
-    set("REMOTE_HOST", remote_ip.as_bytes());
-    set("REMOTE_PORT", req.remote.port().to_string().as_bytes());
-    set("REQUEST_METHOD", req.method);
-    set("REQUEST_URI", req.raw_target);
-    set("QUERY_STRING", req.query);
-    set("SCRIPT_NAME", &script.script_name);
-    set(
-        "SCRIPT_FILENAME",
-        script.script_filename.as_os_str().as_bytes(),
-    );
+    let remote = req.remote;
+    for name in [&b"REMOTE_ADDR"[..], b"REMOTE_HOST"] {
+        v.add_with(name, |b| {
+            let _ = write!(b, "{}", remote.ip().to_canonical());
+        });
+    }
+    v.add_with(b"REMOTE_PORT", |b| {
+        let _ = write!(b, "{}", remote.port());
+    });
+    v.add(b"REQUEST_METHOD", req.method);
+    v.add(b"REQUEST_URI", req.raw_target);
+    v.add(b"QUERY_STRING", req.query);
+    v.add(b"SCRIPT_NAME", names.name);
+    v.add(b"SCRIPT_FILENAME", names.filename.as_os_str().as_bytes());
     let root = req.document_root.as_os_str().as_bytes();
-    set("DOCUMENT_ROOT", root);
+    v.add(b"DOCUMENT_ROOT", root);
     // PHP's cgi.force_redirect refuses to run without it.
-    set("REDIRECT_STATUS", b"200");
-    if !script.path_info.is_empty() {
-        set("PATH_INFO", &script.path_info);
+    v.add(b"REDIRECT_STATUS", b"200");
+    if !names.path_info.is_empty() {
+        v.add(b"PATH_INFO", names.path_info);
         // The path info mapped onto the document root, as if it were a
         // URL path of its own (RFC 3875 §4.1.6).
-        let mut translated = root.strip_suffix(b"/").unwrap_or(root).to_vec();
-        translated.extend_from_slice(&script.path_info);
-        set("PATH_TRANSLATED", &translated);
+        v.add_with(b"PATH_TRANSLATED", |b| {
+            b.extend_from_slice(root.strip_suffix(b"/").unwrap_or(root));
+            b.extend_from_slice(names.path_info);
+        });
     }
     if let Some(n) = req.content_length {
-        set("CONTENT_LENGTH", n.to_string().as_bytes());
+        v.add_with(b"CONTENT_LENGTH", |b| {
+            let _ = write!(b, "{n}");
+        });
     }
     if let Some(t) = req.auth_type {
-        set("AUTH_TYPE", t);
+        v.add(b"AUTH_TYPE", t);
     }
     if let Some(u) = req.remote_user {
-        set("REMOTE_USER", u);
+        v.add(b"REMOTE_USER", u);
     }
+    let first_header = v.at.len();
     let mut content_type = None;
+    let mut name = Vec::new();
     for h in req.headers {
         if h.name.eq_ignore_ascii_case(b"content-type") && content_type.is_none() {
             content_type = Some(h.value);
@@ -173,7 +326,8 @@ pub fn build_env(
         {
             continue;
         }
-        let mut name = b"HTTP_".to_vec();
+        name.clear();
+        name.extend_from_slice(b"HTTP_");
         name.extend(h.name.iter().map(|&b| match b {
             b'-' => b'_',
             _ => b.to_ascii_uppercase(),
@@ -183,26 +337,16 @@ pub fn build_env(
         } else {
             b", "
         };
-        vars.entry(name)
-            .and_modify(|v| {
-                v.extend_from_slice(sep);
-                v.extend_from_slice(h.value);
-            })
-            .or_insert_with(|| h.value.to_vec());
+        // (Only another header's can have its name.)
+        v.set(&name, h.value, first_header, Some(sep));
     }
     if let Some(t) = content_type {
-        vars.insert(b"CONTENT_TYPE".to_vec(), t.to_vec());
+        v.add(b"CONTENT_TYPE", t);
     }
     for (name, value) in extra {
-        vars.insert(name.as_bytes().to_vec(), value.as_bytes().to_vec());
+        v.set(name.as_bytes(), value.as_bytes(), 0, None);
     }
-    vars.into_iter()
-        .filter_map(|(mut name, value)| {
-            name.push(b'=');
-            name.extend_from_slice(&value);
-            CString::new(name).ok()
-        })
-        .collect()
+    v.done()
 }
 
 /// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`
@@ -227,6 +371,28 @@ pub fn request_env(
     content_length: Option<u64>,
     extra: &[(String, String)],
 ) -> Vec<CString> {
+    let vars = request_vars(
+        Names::of(script),
+        req,
+        ends,
+        document_root,
+        content_length,
+        extra,
+    );
+    let entries = vars.entries().filter_map(|e| CString::new(e).ok());
+    entries.collect()
+}
+
+/// The variables ([`vars`]) of the script `names` name run for `req`, as
+/// [`request_env`] has them.
+pub fn request_vars(
+    names: Names<'_>,
+    req: &OwnedRequest,
+    ends: Ends,
+    document_root: &Path,
+    content_length: Option<u64>,
+    extra: &[(String, String)],
+) -> Vars {
     let server_name = crate::http::host_without_port(req.host().unwrap_or_default());
     let local_ip;
     let server_name: &[u8] = if server_name.is_empty() {
@@ -252,5 +418,5 @@ pub fn request_env(
         auth_type: req.user().map(|_| &b"Basic"[..]),
         forwarded_https: req.forwarded().and_then(|f| f.https),
     };
-    build_env(script, &env_req, extra)
+    vars(names, &env_req, extra)
 }

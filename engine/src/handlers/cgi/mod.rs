@@ -29,7 +29,10 @@ mod runner;
 #[cfg(test)]
 mod tests;
 
-pub use env::{build_env, content_length, request_env, EnvRequest, DEFAULT_PATH, SERVER_SOFTWARE};
+pub use env::{
+    build_env, content_length, request_env, request_vars, EnvRequest, Names, Vars, DEFAULT_PATH,
+    SERVER_SOFTWARE,
+};
 pub use head::{parse_head, CgiHead, CgiReply, DROPPED};
 pub use process::{Children, Process};
 pub use programs::Programs;

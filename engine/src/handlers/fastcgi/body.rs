@@ -10,18 +10,28 @@
 //! With `FCGI_KEEP_CONN` (a pool to go back to), a connection whose
 //! request ended cleanly goes back to the pool when the answer is
 //! dropped.
+//!
+//! Among several servers of a rule ([`Tries`]): one that cannot be
+//! reached before it took a byte (refused, or no connection within
+//! `connect_timeout`) counts as failed, and the request goes on a new
+//! connection to the next one up that it has not tried, whatever its
+//! method (nothing of it went); one silent for `read_timeout` before its
+//! answer's head counts as failed too (504). Failures mark a server down
+//! for `fail_timeout` ([`crate::handlers::proxy::balance`]).
 
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
 use crate::config::Level;
 use crate::handlers::cgi::pipe_body::gather_lines;
 use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
+use crate::handlers::proxy::balance::Tries;
+use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
-use crate::handlers::relay::{refill, Outbox, OutboxError};
+use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket};
 use crate::handlers::spool::Spool;
 use crate::http::Status;
 use crate::log::Logger;
@@ -54,6 +64,8 @@ pub struct Options {
     pub connect_timeout: Duration,
     /// `read_timeout`: the longest silence of the application after that.
     pub read_timeout: Duration,
+    /// `send_timeout`: the longest wait to write the request to it.
+    pub send_timeout: Duration,
     /// The longest CGI head accepted (`limits.cgi_header_bytes`).
     pub max_head: usize,
     /// Where the connection goes once the request ended cleanly (none:
@@ -65,12 +77,17 @@ pub struct Options {
 /// documentation).
 #[derive(Debug)]
 pub struct FastcgiBody {
-    sock: Option<OwnedFd>,
-    /// The socket once it is done with, until the engine takes it out of
-    /// its watch ([`Produce::retired`]).
-    retired: Option<OwnedFd>,
-    readable: bool,
-    writable: bool,
+    sock: Socket,
+    /// The server it holds among its rule's, and those it tried (none:
+    /// the one socket it is given, never another).
+    tries: Option<Tries>,
+    /// What to log next (attempts that failed and went on).
+    notes: Vec<String>,
+    /// The request's PARAMS records, kept to go again on a new
+    /// connection should its kept one turn out closed before any byte of
+    /// the answer (an idempotent request without a body; see
+    /// [`FastcgiBody::may_go_again`]).
+    again: Option<Vec<u8>>,
     /// The application took or sent a byte: the connection is up.
     connected: bool,
     /// The records on their way: BEGIN_REQUEST, PARAMS, then STDIN.
@@ -106,6 +123,9 @@ pub struct FastcgiBody {
     /// the pool when the answer is dropped.
     reusable: bool,
     opts: Options,
+    /// For the access log: the server (`unix:/run/php.sock`), and once
+    /// its head came, its status and after how long.
+    answered: Answered,
 }
 
 /// Appends `data` to `outbox` as STDIN records (unpadded: padding is
@@ -153,11 +173,18 @@ impl FastcgiBody {
             outbox.push(&begin, false);
             outbox.body_end = true;
         }
+        // Nothing can be read before the request goes: the first read waits
+        // for the engine to say the socket is readable (epoll tells of
+        // what arrives after the request, and of what was there when it
+        // starts watching a socket; a kept connection that rested in the
+        // watch was found quiet by the pool). One failing read less.
+        let mut sock = Socket::new(Some(sock));
+        sock.readable = false;
         FastcgiBody {
-            sock: Some(sock),
-            retired: None,
-            readable: true,
-            writable: true,
+            sock,
+            tries: None,
+            notes: Vec::new(),
+            again: None,
             connected: kept,
             outbox,
             body_open,
@@ -176,15 +203,106 @@ impl FastcgiBody {
             stopped: false,
             reusable: false,
             opts,
+            answered: Answered::new(),
         }
+    }
+
+    /// On a kept connection still watched under the token `watched`, if
+    /// it is (see [`Produce::watch_slot`]).
+    pub fn watched(mut self, watched: Option<usize>) -> Self {
+        self.sock.watched = watched;
+        self
+    }
+
+    /// On a kept connection, for a request that may go again (an
+    /// idempotent one without a body) whose PARAMS records are `params`:
+    /// should the connection turn out closed by the application before
+    /// any byte of the answer (it rested in the pool unchecked), the
+    /// request goes again, once, on a new connection to the same server.
+    pub fn may_go_again(mut self, params: Vec<u8>) -> Self {
+        self.again = Some(params);
+        self
+    }
+
+    /// The kept connection failed or was closed (`why`) before any byte
+    /// of the answer: whether the request goes again on a new one (see
+    /// [`FastcgiBody::may_go_again`]).
+    fn go_again(&mut self, why: &str) -> bool {
+        let Some(params) = self.again.take() else {
+            return false;
+        };
+        let Some(to) = self.tries.as_ref().map(Tries::to) else {
+            return false;
+        };
+        let Ok(sock) = dial::connect(&to) else {
+            return false;
+        };
+        self.sock.replace(sock);
+        (self.connected, self.unreachable) = (false, None);
+        self.outbox.clear();
+        let mut records = Vec::with_capacity(2 * record::HEADER);
+        record::begin_request(&mut records, ID, self.opts.keep.is_some());
+        self.outbox.push(&records, false);
+        self.outbox.push(&params, false);
+        records.clear();
+        record::stdin_end(&mut records, ID);
+        self.outbox.push(&records, false);
+        self.outbox.body_end = true;
+        self.notes.push(format!(
+            "{}: {}: {why}; sent again on a new connection",
+            self.opts.label,
+            dial::addr(&to)
+        ));
+        true
+    }
+
+    /// Sent to the server `tries` holds, `to` (the access log names it),
+    /// and when it cannot be reached, to the next one up.
+    pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream) -> Self {
+        self.answered.to(dial::addr(to));
+        self.tries = Some(tries);
+        self
+    }
+
+    /// The server could not be reached before it took a byte (`why`):
+    /// whether the request goes on a new connection to the next one up
+    /// that it has not tried (see the module documentation). What failed
+    /// is noted for the log.
+    fn try_again(&mut self, why: &str) -> bool {
+        let Some(tries) = self.tries.as_mut().filter(|_| !self.connected) else {
+            return false;
+        };
+        let now = Instant::now();
+        let mut why = why.to_string();
+        while let Some(to) = tries.next(now) {
+            let was = self.answered.addr().map(|a| a.to_string());
+            self.answered.to(dial::addr(&to));
+            self.notes.push(format!(
+                "{}: {}: {why}; sent to {}",
+                self.opts.label,
+                was.unwrap_or_default(),
+                dial::addr(&to)
+            ));
+            match dial::connect(&to) {
+                Ok(sock) => {
+                    self.sock.replace(sock);
+                    self.unreachable = None;
+                    if let Some(keep) = self.opts.keep.as_mut() {
+                        keep.to = to;
+                    }
+                    // (Nothing went: the records wait whole in the outbox.)
+                    return true;
+                }
+                Err(e) => why = format!("cannot connect: {e}"),
+            }
+        }
+        false
     }
 
     /// Leaves the socket for the engine to take out of its watch and
     /// close; nothing more is written.
     fn retire(&mut self) {
-        if let Some(fd) = self.sock.take() {
-            self.retired = Some(fd);
-        }
+        self.sock.retire();
         self.body_open = false;
         self.held = None;
         self.outbox.clear();
@@ -218,7 +336,12 @@ impl FastcgiBody {
         self.started = true;
         self.pending = self.head_buf.split_off(head.head_len);
         self.head_buf = Vec::new();
-        Some(Gave::Head(reply_head(head), None))
+        let head = reply_head(head);
+        self.answered.head(head.status);
+        if let Some(tries) = &self.tries {
+            tries.answered();
+        }
+        Some(Gave::Head(head, None))
     }
 
     /// END_REQUEST: the answer is complete (`buf` holds its last bytes,
@@ -305,20 +428,48 @@ impl Produce for FastcgiBody {
         &self.opts.label
     }
 
+    fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
+        // (Asked at the answer's end, or once it was given up.)
+        self.answered
+            .upstream(self.finished || self.sock.get().is_none())
+    }
+
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        if self.connected {
-            self.opts.read_timeout
-        } else {
+        if !self.connected {
             self.opts.connect_timeout
+        } else if !self.outbox.is_empty() {
+            self.opts.send_timeout
+        } else {
+            self.opts.read_timeout
         }
     }
 
     fn timeout_why(&self) -> &'static str {
-        if self.connected {
-            "the application was silent for read_timeout; given up"
-        } else {
+        if !self.connected {
             "no connection to the application within connect_timeout; given up"
+        } else if !self.outbox.is_empty() {
+            "the application took nothing of the request for send_timeout; given up"
+        } else {
+            "the application was silent for read_timeout; given up"
         }
+    }
+
+    fn timed_out(&mut self) -> Option<Status> {
+        if self.started {
+            return Some(Status::GATEWAY_TIMEOUT);
+        }
+        if !self.connected {
+            // Not reached: the next server, if there is one up.
+            return match self.try_again("no connection within connect_timeout") {
+                true => None,
+                false => Some(Status::BAD_GATEWAY),
+            };
+        }
+        // Silent for read_timeout before its answer: a failure.
+        if let (Some(tries), true) = (&self.tries, self.outbox.is_empty()) {
+            tries.failed(Instant::now());
+        }
+        Some(Status::GATEWAY_TIMEOUT)
     }
 
     fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
@@ -337,20 +488,27 @@ impl Produce for FastcgiBody {
             if !buf.is_empty() {
                 return Gave::Bytes;
             }
-            if !self.readable {
+            if !self.sock.readable {
                 return Gave::Pending;
             }
-            let Some(fd) = self.sock.as_ref() else {
+            let Some(fd) = self.sock.get() else {
                 return Gave::Pending;
             };
             self.inbuf.clear();
             self.at = 0;
             self.inbuf.reserve(PIECE);
             match read_into_spare(fd, &mut self.inbuf) {
+                Ok(0) if self.try_again("closed without answering") => {}
+                Ok(0) if self.go_again("a kept connection was closed by the application") => {}
                 Ok(0) => return self.closed(None),
-                Ok(_) => self.connected = true,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Ok(_) => {
+                    self.connected = true;
+                    self.again = None;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if self.try_again(&format!("cannot connect: {e}")) => {}
+                Err(e) if self.go_again(&format!("a kept connection failed: {e}")) => {}
                 Err(e) => return self.closed(Some(e)),
             }
         }
@@ -361,7 +519,7 @@ impl Produce for FastcgiBody {
         self.reusable = false;
         // The client is gone: the application is told (spec §5.4) when
         // the records before are whole, then the connection closes.
-        if let (false, Some(fd)) = (self.finished, self.sock.as_ref()) {
+        if let (false, Some(fd)) = (self.finished, self.sock.get()) {
             if self.connected && self.outbox.is_empty() {
                 let mut abort = Vec::with_capacity(record::HEADER);
                 record::abort_request(&mut abort, ID);
@@ -373,24 +531,40 @@ impl Produce for FastcgiBody {
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {
+        for note in self.notes.drain(..) {
+            cx.log.log(Level::Error, format_args!("{note}"));
+        }
         if self.stopped {
             log_stderr(&self.opts.label, &mut self.stderr_line, cx.log);
         }
     }
 
     fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        crate::handlers::relay::socket_sources(self.sock.as_ref())
+        self.sock.sources()
     }
 
     fn ready(&mut self, i: usize) {
-        if i == 0 {
-            self.readable = true;
-            self.writable = true;
-        }
+        self.sock.ready(i);
+    }
+
+    fn ready_for(&mut self, i: usize, read: bool, write: bool) {
+        self.sock.ready_for(i, read, write);
+    }
+
+    fn renewed(&mut self) -> Option<(RawFd, Want)> {
+        self.sock.renewed()
     }
 
     fn retired(&mut self) -> Option<OwnedFd> {
-        self.retired.take()
+        self.sock.retired()
+    }
+
+    fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
+        Some(&mut self.sock.watched)
+    }
+
+    fn keeps_watch(&self) -> bool {
+        self.reusable && self.sock.get().is_some()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -403,11 +577,12 @@ impl Drop for FastcgiBody {
         if let (true, Some(sock), Some(keep)) =
             (self.reusable, self.sock.take(), self.opts.keep.as_ref())
         {
-            keep.pool.borrow_mut().put(
+            keep.pool.borrow_mut().put_watched(
                 keep,
                 sock,
                 crate::handlers::proxy::link::Link::Plain,
-                std::time::Instant::now(),
+                self.sock.watched,
+                Instant::now(),
             );
         }
     }
@@ -428,7 +603,7 @@ impl Input for FastcgiBody {
     }
 
     fn write(&mut self) -> Result<Wrote, InputEnd> {
-        let Some(fd) = self.sock.as_ref() else {
+        let Some((fd, writable)) = self.sock.for_writing() else {
             return Ok(Wrote::default());
         };
         let mut wrote = Wrote::default();
@@ -448,10 +623,7 @@ impl Input for FastcgiBody {
                 }
                 self.frame = piece;
             }
-            match self
-                .outbox
-                .write_to(&mut self.writable, &mut |b| send(fd, b, false))
-            {
+            match self.outbox.write_to(writable, &mut |b| send(fd, b, false)) {
                 Ok(w) => {
                     wrote.moved |= w.moved;
                     wrote.client += w.client;
@@ -459,6 +631,15 @@ impl Input for FastcgiBody {
                 }
                 Err(OutboxError::Held(e)) => return Err(InputEnd::Unreadable(e.to_string())),
                 Err(OutboxError::Write(e)) => {
+                    let kept_failed = format!("a kept connection failed: {e}");
+                    if self.try_again(&format!("cannot connect: {e}"))
+                        || self.go_again(&kept_failed)
+                    {
+                        return Ok(Wrote {
+                            moved: true,
+                            client: 0,
+                        });
+                    }
                     if !self.connected {
                         self.unreachable = Some(format!("cannot reach the application: {e}"));
                     }
@@ -469,7 +650,7 @@ impl Input for FastcgiBody {
                     return Err(InputEnd::Refused);
                 }
             }
-            if !(self.writable && self.held.is_some()) {
+            if !(*writable && self.held.is_some()) {
                 break;
             }
         }

@@ -22,21 +22,26 @@ pub mod script;
 
 use std::path::Path;
 
-use crate::config::Upstream;
-use crate::handlers::cgi::{request_env, Ends};
+use crate::handlers::cgi::{request_vars, Ends, Names};
 use crate::http::request::OwnedRequest;
 
 /// A request to hand to an application, as the router decided it: the
-/// engine connects to `to` (or takes a kept connection) and starts a
+/// engine connects to the server `tries` holds (or takes a kept
+/// connection; when it cannot connect, to the next one up) and starts a
 /// [`body::FastcgiBody`] on the socket.
 #[derive(Debug)]
 pub struct FastcgiPlan {
-    /// The application server picked for it.
-    pub to: Upstream,
+    /// The application server picked for it, and those it may go to
+    /// next.
+    pub tries: crate::handlers::proxy::balance::Tries,
     /// Its parameters, as PARAMS records (their end included).
     pub params: Vec<u8>,
     /// How its body goes.
     pub body: body::BodyIn,
+    /// Its method is idempotent (RFC 9110 §9.2.2): without a body, it
+    /// may go again on a new connection should a kept one turn out
+    /// closed before any byte of the answer.
+    pub idempotent: bool,
     /// How the answer is read.
     pub opts: body::Options,
 }
@@ -55,26 +60,17 @@ pub fn params(
     content_length: Option<u64>,
     env: &[(String, String)],
 ) -> Vec<u8> {
-    let filename = &script.filename;
-    let as_cgi = crate::handlers::cgi::Script {
-        rule: script.rule,
-        program: filename.clone(),
-        args: Vec::new(),
-        script_filename: filename.clone(),
-        script_name: script.name.clone(),
-        path_info: script.path_info.clone(),
-        cwd: filename.parent().unwrap_or(Path::new("/")).to_path_buf(),
-        nph: false,
+    let names = Names {
+        name: &script.name,
+        filename: &script.filename,
+        path_info: &script.path_info,
     };
-    let vars = request_env(&as_cgi, req, ends, document_root, content_length, env);
+    let vars = request_vars(names, req, ends, document_root, content_length, env);
     let keep_path = env.iter().any(|(name, _)| name == "PATH");
-    let pairs = vars.iter().filter_map(|var| {
-        let var = var.as_bytes();
-        let eq = var.iter().position(|&b| b == b'=')?;
-        let (name, value) = (&var[..eq], &var[eq + 1..]);
-        (name != b"PATH" || keep_path).then_some((name, value))
-    });
-    let mut out = Vec::new();
+    let pairs = vars
+        .iter()
+        .filter(|&(name, _)| name != b"PATH" || keep_path);
+    let mut out = Vec::with_capacity(vars.bytes() + 64);
     record::params(&mut out, body::ID, pairs);
     record::params_end(&mut out, body::ID);
     out

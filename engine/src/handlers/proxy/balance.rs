@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::health::Check;
-use crate::config::{Balance, Health, ProxyRule, Upstream};
+use crate::config::{Balance, FastcgiRule, Health, ProxyRule, Upstream};
 
 /// What is known of one upstream in this worker.
 #[derive(Debug, Default)]
@@ -56,21 +56,31 @@ impl Group {
     /// The state of `rule`'s upstreams, all up.
     pub fn new(rule: &ProxyRule) -> Group {
         Group {
-            to: rule.to.clone(),
-            labels: rule
-                .to
-                .iter()
-                .map(|to| super::dial::label(to).into())
-                .collect(),
-            balance: rule.balance,
-            max_fails: rule.max_fails,
-            fail_timeout: rule.fail_timeout,
-            turn: 0,
-            peers: rule.to.iter().map(|_| Peer::default()).collect(),
             health: rule
                 .health
                 .clone()
                 .map(|h| (h, rule.connect_timeout + rule.read_timeout)),
+            ..Group::passive(&rule.to, rule.balance, rule.max_fails, rule.fail_timeout)
+        }
+    }
+
+    /// The state of a `[[fastcgi]]` rule's application servers, all up
+    /// (passive health only).
+    pub fn fastcgi(rule: &FastcgiRule) -> Group {
+        Group::passive(&rule.to, rule.balance, rule.max_fails, rule.fail_timeout)
+    }
+
+    /// Upstreams `to`, all up, without active checks.
+    fn passive(to: &[Upstream], balance: Balance, max_fails: u32, fail_timeout: Duration) -> Group {
+        Group {
+            to: to.to_vec(),
+            labels: to.iter().map(|to| super::dial::label(to).into()).collect(),
+            balance,
+            max_fails,
+            fail_timeout,
+            turn: 0,
+            peers: to.iter().map(|_| Peer::default()).collect(),
+            health: None,
         }
     }
 
@@ -135,6 +145,59 @@ fn hash(ip: IpAddr) -> usize {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
     (h ^ (h >> 32)) as usize
+}
+
+/// One request's way through its rule's upstreams when only a failure to
+/// connect sends it to the next (FastCGI's: nothing of it was sent, so
+/// any method may go again): the upstream it holds ([`Lease`]) and those
+/// it tried.
+#[derive(Debug)]
+pub struct Tries {
+    lease: Lease,
+    client: IpAddr,
+    /// The upstreams that failed it (none allocated until one does).
+    tried: Vec<usize>,
+}
+
+impl Tries {
+    /// A request from `client` to upstream `index` of `group`.
+    pub fn new(group: &Shared, index: usize, client: IpAddr) -> Tries {
+        Tries {
+            lease: Lease::take(group, index),
+            client,
+            tried: Vec::new(),
+        }
+    }
+
+    /// The upstream it holds.
+    pub fn to(&self) -> Upstream {
+        self.lease.group.borrow().to[self.lease.index].clone()
+    }
+
+    /// The upstream it holds could not be reached at `now` (counted
+    /// among its failures): the next one up that it has not tried, held
+    /// in its place; none when there is none left (502).
+    pub fn next(&mut self, now: Instant) -> Option<Upstream> {
+        let group = Rc::clone(&self.lease.group);
+        let mut g = group.borrow_mut();
+        g.failed(self.lease.index, now);
+        self.tried.push(self.lease.index);
+        let i = g.pick(self.client, &self.tried, now)?;
+        drop(g);
+        self.lease = Lease::take(&group, i);
+        Some(self.to())
+    }
+
+    /// The upstream it holds failed otherwise at `now` (silent for
+    /// `read_timeout` before its answer).
+    pub fn failed(&self, now: Instant) {
+        self.lease.group.borrow_mut().failed(self.lease.index, now);
+    }
+
+    /// The upstream it holds answered.
+    pub fn answered(&self) {
+        self.lease.group.borrow_mut().answered(self.lease.index);
+    }
 }
 
 /// One request's hold on upstream `index` of `group`: counted among its
@@ -280,6 +343,29 @@ mod tests {
         assert_eq!(g.borrow_mut().pick(ip("192.0.2.1"), &[1], now), Some(2));
         g.borrow_mut().failed(1, now);
         g.borrow_mut().failed(2, now);
+        assert_eq!(g.borrow_mut().pick(ip("192.0.2.1"), &[], now), None);
+    }
+
+    #[test]
+    fn tries_go_to_each_upstream_up_once_and_hold_the_one_in_use() {
+        let now = Instant::now();
+        let g = group(Balance::RoundRobin, 3);
+        let first = g.borrow_mut().pick(ip("192.0.2.1"), &[], now).unwrap();
+        assert_eq!(first, 0);
+        let mut tries = Tries::new(&g, first, ip("192.0.2.1"));
+        assert_eq!(g.borrow().peers[0].active, 1);
+        let next = tries.next(now).unwrap();
+        assert_eq!(next, g.borrow().to[1]);
+        assert_eq!(tries.to(), next);
+        assert!(!g.borrow().is_up(0, now), "the one that failed is down");
+        assert_eq!(
+            (g.borrow().peers[0].active, g.borrow().peers[1].active),
+            (0, 1)
+        );
+        assert_eq!(tries.next(now), Some(g.borrow().to[2].clone()));
+        assert_eq!(tries.next(now), None, "each is tried once");
+        drop(tries);
+        assert!(g.borrow().peers.iter().all(|p| p.active == 0));
         assert_eq!(g.borrow_mut().pick(ip("192.0.2.1"), &[], now), None);
     }
 

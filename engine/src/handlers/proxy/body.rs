@@ -25,7 +25,7 @@
 
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::balance::{Lease, Shared};
@@ -36,7 +36,7 @@ use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::{HeaderEdits, Level, ServerMode};
 use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
-use crate::handlers::relay::{Outbox, OutboxError, Unframe};
+use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
@@ -128,20 +128,12 @@ pub struct Turn {
 /// An upstream's answer to one request (see the module documentation).
 #[derive(Debug)]
 pub struct ProxyBody {
-    sock: Option<OwnedFd>,
+    sock: Socket,
     /// Bytes as they are, or TLS.
     link: Link,
     /// The rule's TLS client, for the links of the connections it makes
     /// again ([`ProxyBody::try_again`]).
     tls: Tls,
-    /// The socket once it is done with, until the engine takes it out
-    /// of its watch ([`Produce::retired`]).
-    retired: Option<OwnedFd>,
-    /// `sock` is new, not watched yet ([`Produce::renewed`]).
-    renewed: bool,
-    /// The token `sock` is watched under (see [`Produce::watch_slot`]),
-    /// once it is: it stays watched in the pool.
-    watched: Option<usize>,
     /// The request head, kept to be sent again (another attempt) when
     /// its method is idempotent; else empty.
     head: Vec<u8>,
@@ -158,8 +150,6 @@ pub struct ProxyBody {
     lease: Option<Lease>,
     /// What to log next (attempts that failed and were retried).
     notes: Vec<String>,
-    readable: bool,
-    writable: bool,
     /// The upstream took a byte: the connection is up.
     connected: bool,
     /// The request head, then its body (in the coding it goes in).
@@ -194,12 +184,9 @@ pub struct ProxyBody {
     /// it has.
     ended_early: bool,
     opts: Options,
-    /// For the access log: the upstream (`127.0.0.1:9001`), when the
-    /// exchange began, and once its head came, its status and after how
-    /// long (in microseconds).
-    addr: Option<dial::Addr>,
-    began: Instant,
-    answered: Option<(u16, u64)>,
+    /// For the access log: the upstream (`127.0.0.1:9001`), and once
+    /// its head came, its status and after how long.
+    answered: Answered,
 }
 
 impl ProxyBody {
@@ -224,12 +211,9 @@ impl ProxyBody {
         outbox.body_end = !body_open;
         let lease = opts.turn.as_ref().map(|t| Lease::take(&t.group, t.index));
         ProxyBody {
-            sock,
+            sock: Socket::new(sock),
             link: Link::Plain,
             tls: Tls::default(),
-            retired: None,
-            renewed: false,
-            watched: None,
             head: kept_head,
             written: 0,
             kept: false,
@@ -237,8 +221,6 @@ impl ProxyBody {
             tried: Vec::new(),
             lease,
             notes: Vec::new(),
-            readable: true,
-            writable: true,
             connected: false,
             outbox,
             body_open,
@@ -254,15 +236,13 @@ impl ProxyBody {
             shut: false,
             ended_early: false,
             opts,
-            addr: None,
-            began: Instant::now(),
-            answered: None,
+            answered: Answered::new(),
         }
     }
 
     /// Names the upstream in the access log (`upstream_addr`).
     pub fn logged_as(mut self, addr: dial::Addr) -> ProxyBody {
-        self.addr = Some(addr);
+        self.answered.to(addr);
         self
     }
 
@@ -280,7 +260,7 @@ impl ProxyBody {
     pub fn on_kept_connection(mut self, watched: Option<usize>) -> ProxyBody {
         self.connected = true;
         self.kept = true;
-        self.watched = watched;
+        self.sock.watched = watched;
         self
     }
 
@@ -320,8 +300,7 @@ impl ProxyBody {
             }
             // (Its sockets so far were never watched: the engine watches
             // the one it has when it starts.)
-            body.retired = None;
-            body.renewed = false;
+            body.sock.unwatched();
         }
         Ok(body)
     }
@@ -329,9 +308,7 @@ impl ProxyBody {
     /// Leaves the socket for the engine to take out of its watch and
     /// close.
     fn retire(&mut self) {
-        if let Some(fd) = self.sock.take() {
-            self.let_go(fd);
-        }
+        self.sock.retire();
         self.body_open = false;
         self.outbox.clear();
     }
@@ -399,28 +376,11 @@ impl ProxyBody {
         }
     }
 
-    /// Lets `fd`, its socket until now, go: closed at once if the engine
-    /// never watched it (it replaced another in this round), else left
-    /// for the engine to take out of its watch first. (One socket at
-    /// most is watched at a time.)
-    fn let_go(&mut self, fd: OwnedFd) {
-        if std::mem::take(&mut self.renewed) {
-            drop(fd);
-        } else {
-            self.retired = Some(fd);
-        }
-    }
-
     /// Goes on with `sock`, a new connection to `to`, upstream `i` of
     /// `turn`'s rule: the request head again (with that upstream's `Host`
     /// when the rule sends its own), then the body as it comes.
     fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
-        if let Some(old) = self.sock.replace(sock) {
-            self.let_go(old);
-        }
-        self.renewed = true;
-        self.watched = None;
-        (self.readable, self.writable) = (true, true);
+        self.sock.replace(sock);
         (self.connected, self.kept) = (false, false);
         self.unreachable = None;
         let head = match turn.host_upstream {
@@ -433,7 +393,7 @@ impl ProxyBody {
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
         self.opts.label = dial::label(to).into();
-        self.addr = Some(dial::addr(to));
+        self.answered.to(dial::addr(to));
         if let Some(keep) = self.opts.keep.as_mut() {
             keep.to = to.clone();
         }
@@ -539,8 +499,7 @@ impl ProxyBody {
             };
             self.unframe = Unframe::new(framing, self.opts.max_trailers);
             self.started = true;
-            let took = self.began.elapsed().as_micros();
-            self.answered = Some((h.status, u64::try_from(took).unwrap_or(u64::MAX)));
+            self.answered.head(h.status);
             self.keep_alive = h.keep_alive;
             // (What followed the head is the body's: it stays where it
             // is, in the same buffer.)
@@ -704,16 +663,9 @@ impl Produce for ProxyBody {
     }
 
     fn upstream(&self) -> Option<crate::log::Upstream<'_>> {
-        let (status, header_us) = self.answered?;
         // (Asked at the answer's end, or once it was given up.)
-        let over = self.finished || self.sock.is_none();
-        let took = u64::try_from(self.began.elapsed().as_micros()).unwrap_or(u64::MAX);
-        Some(crate::log::Upstream {
-            addr: self.addr.as_ref()?.logged(),
-            status,
-            header_us,
-            response_us: over.then_some(took),
-        })
+        self.answered
+            .upstream(self.finished || self.sock.get().is_none())
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
@@ -781,10 +733,10 @@ impl Produce for ProxyBody {
             return Gave::Fail(Status::BAD_GATEWAY, why);
         }
         loop {
-            if !self.readable {
+            if !self.sock.readable {
                 return Gave::Pending;
             }
-            let Some(fd) = self.sock.as_ref() else {
+            let Some(fd) = self.sock.get() else {
                 return Gave::Pending;
             };
             // No more than the sink has room for: a client slower than
@@ -811,7 +763,7 @@ impl Produce for ProxyBody {
                         return gave;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.readable = false,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sock.readable = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => match self.lost(Some(e)) {
                     Some(gave) => return gave,
@@ -832,10 +784,7 @@ impl Produce for ProxyBody {
     }
 
     fn renewed(&mut self) -> Option<(RawFd, Want)> {
-        if !std::mem::take(&mut self.renewed) {
-            return None;
-        }
-        self.sock.as_ref().map(|s| (s.as_raw_fd(), Want::Both))
+        self.sock.renewed()
     }
 
     fn stop(&mut self) {
@@ -844,30 +793,27 @@ impl Produce for ProxyBody {
     }
 
     fn sources(&self) -> [Option<(RawFd, Want)>; 3] {
-        crate::handlers::relay::socket_sources(self.sock.as_ref())
+        self.sock.sources()
     }
 
     fn ready(&mut self, i: usize) {
-        self.ready_for(i, true, true);
+        self.sock.ready_for(i, true, true);
     }
 
     fn ready_for(&mut self, i: usize, read: bool, write: bool) {
-        if i == 0 {
-            self.readable |= read;
-            self.writable |= write;
-        }
+        self.sock.ready_for(i, read, write);
     }
 
     fn retired(&mut self) -> Option<OwnedFd> {
-        self.retired.take()
+        self.sock.retired()
     }
 
     fn watch_slot(&mut self) -> Option<&mut Option<usize>> {
-        Some(&mut self.watched)
+        Some(&mut self.sock.watched)
     }
 
     fn keeps_watch(&self) -> bool {
-        self.reusable && self.sock.is_some()
+        self.reusable && self.sock.get().is_some()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -884,24 +830,25 @@ impl Produce for ProxyBody {
         // socket is watched as it is: nothing retired or new; the
         // retries' notes logged).
         let told = self.notes.is_empty();
-        if !self.tunnel || !self.rest.is_empty() || self.retired.is_some() || self.renewed || !told
-        {
+        if !self.tunnel || !self.rest.is_empty() || !self.sock.is_settled() || !told {
             return None;
         }
+        let (readable, writable) = (self.sock.readable, self.sock.writable);
         let sock = self.sock.take()?;
+        let (addr, began, answered) = std::mem::take(&mut self.answered).parts();
         Some(Box::new(super::tunnel::Tunnel::new(super::tunnel::Parts {
             sock,
             link: std::mem::take(&mut self.link),
             outbox: std::mem::take(&mut self.outbox),
-            readable: self.readable,
-            writable: self.writable,
+            readable,
+            writable,
             open: self.body_open,
             shut: self.shut,
             timeouts: (self.opts.read_timeout, self.opts.send_timeout),
             label: std::rc::Rc::clone(&self.opts.label),
-            began: self.began,
-            addr: self.addr.take(),
-            answered: self.answered,
+            began,
+            addr,
+            answered,
             lease: self.lease.take(),
         })))
     }
@@ -916,7 +863,7 @@ impl Drop for ProxyBody {
             let now = std::time::Instant::now();
             keep.pool
                 .borrow_mut()
-                .put_watched(keep, sock, link, self.watched, now);
+                .put_watched(keep, sock, link, self.sock.watched, now);
         }
     }
 }
@@ -941,11 +888,12 @@ impl Input for ProxyBody {
     }
 
     fn write(&mut self) -> Result<Wrote, InputEnd> {
-        let Some(fd) = self.sock.as_ref() else {
+        let Some((fd, writable)) = self.sock.for_writing() else {
             return Ok(Wrote::default());
         };
-        let (outbox, ready) = (&mut self.outbox, &mut self.writable);
-        let wrote = self.link.write_outbox(fd, outbox, ready, &mut self.written);
+        let wrote = self
+            .link
+            .write_outbox(fd, &mut self.outbox, writable, &mut self.written);
         match wrote {
             Ok(wrote) => {
                 self.connected |= self.link.is_up(wrote.moved);
@@ -1020,4 +968,4 @@ impl Input for ProxyBody {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

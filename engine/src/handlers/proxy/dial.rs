@@ -55,6 +55,16 @@ impl Addr {
     }
 }
 
+impl std::fmt::Display for Addr {
+    /// As the access log writes it: `127.0.0.1:9000`, `unix:/run/php.sock`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Addr::Tcp(addr) => write!(f, "{addr}"),
+            Addr::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
 /// Where `to` is (see [`Addr`]).
 pub fn addr(to: &Upstream) -> Addr {
     match to {

@@ -244,9 +244,12 @@ mod tests {
             fallback: None,
             root: None,
             env: Vec::new(),
+            balance: crate::config::Balance::RoundRobin,
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(60),
+            fail_timeout: Duration::from_secs(10),
+            max_fails: 1,
             keepalive: 0,
             keepalive_timeout: Duration::from_secs(60),
         };

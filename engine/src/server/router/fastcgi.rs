@@ -2,17 +2,19 @@
 //! CGI): the first rule of the site that takes the request's path names
 //! a script, which must exist beneath the rule's root before anything is
 //! sent (else a refusal: 404, 403); the router decides what goes (the
-//! application server, each in turn, and the parameters), the worker
+//! application server, as the rule's `balance` picks among those up, or
+//! a 503 when every one is down; and the parameters), the worker
 //! connects and pumps the answer (see `server::worker::upstream`).
 
 use std::os::unix::ffi::OsStrExt;
 
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
-use crate::config::{Dotfiles, Level};
+use crate::config::{Dotfiles, FastcgiRule, Level};
 use crate::handlers::cgi::content_length;
 use crate::handlers::fastcgi::body::{BodyIn, Options};
 use crate::handlers::fastcgi::script::{Found, Script};
 use crate::handlers::fastcgi::{params, FastcgiPlan};
+use crate::handlers::proxy::balance::{Group, Shared, Tries};
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
@@ -71,24 +73,42 @@ impl Router {
         }
         let rule = &scripts.rules()[script.rule];
         let req = &*routing.req;
+        let group = &self.fastcgi_groups[req.site()][script.rule];
+        // (The real client, for ip_hash: behind a trusted proxy, the one
+        // it names.)
+        let client = req
+            .forwarded()
+            .map_or(routing.client.peer.ip(), |f| f.addr.ip());
+        let Some(index) = group.borrow_mut().pick(client, &[], routing.client.now) else {
+            routing.log.log(
+                Level::Error,
+                format_args!(
+                    "fastcgi: every server for {} is down; 503",
+                    script.filename.display()
+                ),
+            );
+            return Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch);
+        };
+        let tries = Tries::new(group, index, client);
+        let to = &rule.to[index];
         let length = content_length(held.as_ref(), req.body());
         let root = scripts.root(script.rule);
         let params = params(script, req, routing.client.ends(), root, length, &rule.env);
-        self.fastcgi_turn = self.fastcgi_turn.wrapping_add(1);
-        let to = &rule.to[self.fastcgi_turn % rule.to.len()];
         let body = match (held, length) {
             (Some(spool), _) => BodyIn::Held(spool),
             (None, None | Some(0)) => BodyIn::None,
             (None, Some(_)) => BodyIn::Stream,
         };
         let plan = FastcgiPlan {
-            to: to.clone(),
+            tries,
+            idempotent: req.method().is_idempotent(),
             params,
             body,
             opts: Options {
                 label: format!("fastcgi {}", script.filename.display()),
                 connect_timeout: rule.connect_timeout,
                 read_timeout: rule.read_timeout,
+                send_timeout: rule.send_timeout,
                 max_head: self.cfg.limits.cgi_header_bytes,
                 keep: (rule.keepalive > 0).then(|| Keep {
                     pool: std::rc::Rc::clone(&self.upstream_pool),
@@ -105,4 +125,9 @@ impl Router {
             close: false,
         }
     }
+}
+
+/// The state of `rule`'s servers in one worker.
+pub(super) fn group(rule: &FastcgiRule) -> Shared {
+    std::rc::Rc::new(std::cell::RefCell::new(Group::fastcgi(rule)))
 }

@@ -14,7 +14,7 @@ use std::os::fd::OwnedFd;
 
 use super::{Request, Worker};
 use crate::config::{Level, Upstream};
-use crate::handlers::fastcgi::body::FastcgiBody;
+use crate::handlers::fastcgi::body::{BodyIn, FastcgiBody};
 use crate::handlers::fastcgi::FastcgiPlan;
 use crate::handlers::proxy::body::ProxyBody;
 use crate::handlers::proxy::dial;
@@ -66,8 +66,8 @@ impl Worker {
     }
 
     /// Starts handing request `r` to a FastCGI application as `plan`
-    /// says, as [`Worker::start_upstream`] does; a 502 when it cannot be
-    /// reached at once.
+    /// says, as [`Worker::start_upstream`] does; a 502 when none of its
+    /// rule's servers up can be reached at once.
     pub(super) fn start_fastcgi(
         &mut self,
         c: &mut Conn,
@@ -78,21 +78,56 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         self.room_for(c, stream, &plan.opts.label, r)?;
-        let kept = self.kept_socket(&plan.to, plan.opts.keep.as_ref(), &Tls::default(), true);
-        let (sock, kept) = match kept {
-            Some((sock, ..)) => (sock, true),
-            None => match dial::connect(&plan.to) {
-                Ok(sock) => (sock, false),
-                Err(e) => {
-                    self.logger.log(
-                        Level::Error,
-                        format_args!("{}: cannot connect: {e}; 502", plan.opts.label),
-                    );
-                    return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
-                }
-            },
+        let FastcgiPlan {
+            mut tries,
+            params,
+            body,
+            idempotent,
+            mut opts,
+        } = plan;
+        // (A request that can go again on a new connection finds out by
+        // sending whether a kept one was closed: it is not looked at.)
+        let again = idempotent && matches!(body, BodyIn::None);
+        let mut to = tries.to();
+        // A kept connection to the server picked, or a new one; one that
+        // cannot be made sends the request to the next server up.
+        let (sock, kept) = loop {
+            let keep = opts.keep.as_ref();
+            if let Some((sock, _, watched)) = self.kept_socket(&to, keep, &Tls::default(), !again) {
+                break (sock, Some(watched));
+            }
+            let e = match dial::connect(&to) {
+                Ok(sock) => break (sock, None),
+                Err(e) => e,
+            };
+            let failed = dial::addr(&to);
+            let Some(next) = tries.next(self.clock.now) else {
+                self.logger.log(
+                    Level::Error,
+                    format_args!("{}: {failed}: cannot connect: {e}; 502", opts.label),
+                );
+                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+            };
+            self.logger.log(
+                Level::Error,
+                format_args!(
+                    "{}: {failed}: cannot connect: {e}; sent to {}",
+                    opts.label,
+                    dial::addr(&next)
+                ),
+            );
+            to = next;
         };
-        let body = FastcgiBody::new(sock, kept, &plan.params, plan.body, plan.opts);
+        if let Some(keep) = opts.keep.as_mut() {
+            keep.to = to.clone();
+        }
+        let body = FastcgiBody::new(sock, kept.is_some(), &params, body, opts)
+            .watched(kept.flatten())
+            .with_tries(tries, &to);
+        let body = match (again, kept) {
+            (true, Some(_)) => body.may_go_again(params),
+            _ => body,
+        };
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
     }
 

@@ -35,6 +35,7 @@ fn options(pool: Option<&Shared>) -> Options {
         label: "fastcgi /test.php".into(),
         connect_timeout: Duration::from_secs(3),
         read_timeout: Duration::from_secs(9),
+        send_timeout: Duration::from_secs(7),
         max_head: 4096,
         keep: pool.map(|pool| Keep {
             pool: Rc::clone(pool),
@@ -424,4 +425,171 @@ fn no_body_ends_stdin_at_once_and_asks_for_no_kept_connection() {
     let got = records_until(&mut app, STDIN);
     assert_eq!(got[0].2, [0, 1, 0, 0, 0, 0, 0, 0], "no FCGI_KEEP_CONN");
     assert_eq!(got.last().unwrap().0, STDIN);
+}
+
+/// A request's way among `to`, the first picked.
+fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) {
+    let rule = crate::config::FastcgiRule {
+        matches: crate::config::PathMatch::Glob("*.php".into()),
+        to,
+        index: None,
+        split_path: None,
+        fallback: None,
+        root: None,
+        env: Vec::new(),
+        balance: crate::config::Balance::RoundRobin,
+        connect_timeout: Duration::from_secs(3),
+        read_timeout: Duration::from_secs(9),
+        send_timeout: Duration::from_secs(9),
+        fail_timeout: Duration::from_secs(10),
+        max_fails: 1,
+        keepalive: 0,
+        keepalive_timeout: Duration::from_secs(60),
+    };
+    let group = crate::handlers::proxy::balance::Group::fastcgi(&rule);
+    let group = Rc::new(std::cell::RefCell::new(group));
+    let tries = Tries::new(&group, 0, "192.0.2.7".parse().unwrap());
+    (group, tries)
+}
+
+#[test]
+fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
+    let m = logs();
+    let b = crate::handlers::proxy::body::tests::Listening::new("fcgi-next");
+    let away = Upstream::Unix("/nonexistent/a.sock".into());
+    let (group, t) = tries(vec![away.clone(), b.upstream()]);
+    // (Its socket never connects: nothing of the request went.)
+    let (p, _silent) = started(BodyIn::Stream, None);
+    let mut p = p.with_tries(t, &away);
+    p.input().unwrap().feed(b"a=1");
+    p.input().unwrap().end();
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
+    assert_eq!(p.timed_out(), None, "it goes on");
+    assert!(p.retired().is_some(), "the first socket leaves the watch");
+    assert_eq!(p.renewed().map(|r| r.1), Some(Want::Both));
+    assert!(p.renewed().is_none(), "once");
+    let now = std::time::Instant::now();
+    assert!(!group.borrow().is_up(0, now));
+    assert!(write(&mut p).unwrap().moved);
+    let (mut app, _) = b.listener.accept().unwrap();
+    app.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let got = records_until(&mut app, STDIN);
+    let kinds: Vec<u8> = got.iter().map(|r| r.0).collect();
+    assert_eq!(kinds, [BEGIN_REQUEST, PARAMS, PARAMS, STDIN, STDIN]);
+    assert_eq!(got[3].2, b"a=1", "the whole request, once");
+    assert!(p.upstream().is_none(), "no answer yet");
+    app.write_all(&answer()).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 201"));
+    // The access log names the server that answered.
+    let up = p.upstream().unwrap();
+    assert_eq!(up.status, 201);
+    assert_eq!(up.addr, crate::log::Peer::Unix(&b.dir.join("b.sock")));
+    // (What failed is logged when it is tended.)
+    let mut log = m.service.handle();
+    p.tend(&mut Cx {
+        log: &mut log,
+        raw_ok: false,
+    });
+    log.flush();
+    drop(p);
+    let log = errors(m);
+    assert!(
+        log.contains("fastcgi /test.php: unix:/nonexistent/a.sock: no connection within connect_timeout; sent to unix:"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_server_silent_after_the_request_is_a_504_and_a_failure() {
+    let away = Upstream::Unix("/nonexistent/a.sock".into());
+    let (p, mut app) = started(BodyIn::None, None);
+    let here = Upstream::Unix("/fpm.sock".into());
+    let (group, t) = tries(vec![here.clone(), away]);
+    let mut p = p.with_tries(t, &here);
+    assert!(write(&mut p).unwrap().moved);
+    records_until(&mut app, STDIN);
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(9));
+    assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
+    assert!(p.renewed().is_none(), "not sent again");
+    assert!(!group.borrow().is_up(0, std::time::Instant::now()));
+}
+
+#[test]
+fn an_application_that_takes_nothing_for_send_timeout_is_a_504() {
+    let (mut p, mut app) = started(BodyIn::Stream, None);
+    assert!(write(&mut p).unwrap().moved);
+    records_until(&mut app, PARAMS);
+    // The body fills the socket's buffers; the application reads none.
+    let piece = vec![b'x'; 60_000];
+    for _ in 0..200 {
+        if p.input().unwrap().room() == 0 {
+            break;
+        }
+        p.input().unwrap().feed(&piece);
+        write(&mut p).unwrap();
+    }
+    assert_eq!(p.input().unwrap().room(), 0, "the application took it all");
+    assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(7));
+    assert_eq!(
+        p.timeout_why(),
+        "the application took nothing of the request for send_timeout; given up"
+    );
+    assert_eq!(p.timed_out(), Some(Status::GATEWAY_TIMEOUT));
+}
+
+/// A producer on a kept connection that the application closed while it
+/// rested, to the server `b`; may it go again?
+fn on_closed_kept(
+    b: &crate::handlers::proxy::body::tests::Listening,
+    params: &[u8],
+    again: bool,
+) -> FastcgiBody {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    ours.set_nonblocking(true).unwrap();
+    drop(theirs);
+    let (_, t) = tries(vec![b.upstream()]);
+    let p = FastcgiBody::new(
+        OwnedFd::from(ours),
+        true,
+        params,
+        BodyIn::None,
+        options(None),
+    );
+    let p = p.with_tries(t, &b.upstream());
+    match again {
+        true => p.may_go_again(params.to_vec()),
+        false => p,
+    }
+}
+
+#[test]
+fn a_kept_connection_found_closed_sends_an_idempotent_request_again_once() {
+    let m = logs();
+    let b = crate::handlers::proxy::body::tests::Listening::new("fcgi-again");
+    let params = encoded(&[("SCRIPT_FILENAME", "/srv/test.php")]);
+    let mut p = on_closed_kept(&b, &params, true);
+    let _ = write(&mut p);
+    assert_eq!(next(&mut p, &m), "pending", "it goes again");
+    assert!(p.retired().is_some() && p.renewed().is_some());
+    assert!(write(&mut p).unwrap().moved);
+    let (mut app, _) = b.listener.accept().unwrap();
+    app.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let got = records_until(&mut app, STDIN);
+    let kinds: Vec<u8> = got.iter().map(|r| r.0).collect();
+    assert_eq!(kinds, [BEGIN_REQUEST, PARAMS, PARAMS, STDIN]);
+    app.write_all(&answer()).unwrap();
+    assert!(next(&mut p, &m).starts_with("head 201"));
+    // Once only: closed again, it is a 502.
+    let mut p = on_closed_kept(&b, &params, true);
+    let _ = write(&mut p);
+    assert_eq!(next(&mut p, &m), "pending");
+    let (again, _) = b.listener.accept().unwrap();
+    drop(again);
+    assert!(next(&mut p, &m).starts_with("fail 502"), "not a third time");
+    // Without may_go_again (a POST, a body), a 502 at once.
+    let mut p = on_closed_kept(&b, &params, false);
+    let _ = write(&mut p);
+    assert!(next(&mut p, &m).starts_with("fail 502"));
+    b.listener.set_nonblocking(true).unwrap();
+    assert!(b.listener.accept().is_err(), "never asked");
 }

@@ -514,13 +514,13 @@ fn turn(to: Vec<crate::config::Upstream>, idempotent: bool) -> Turn {
 }
 
 /// A unix socket listening in a directory of its own (removed on drop).
-struct Listening {
-    dir: std::path::PathBuf,
-    listener: std::os::unix::net::UnixListener,
+pub(crate) struct Listening {
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) listener: std::os::unix::net::UnixListener,
 }
 
 impl Listening {
-    fn new(tag: &str) -> Listening {
+    pub(crate) fn new(tag: &str) -> Listening {
         let dir = std::env::temp_dir().join(format!("brisk-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -528,7 +528,7 @@ impl Listening {
         Listening { dir, listener }
     }
 
-    fn upstream(&self) -> crate::config::Upstream {
+    pub(crate) fn upstream(&self) -> crate::config::Upstream {
         crate::config::Upstream::Unix(self.dir.join("b.sock"))
     }
 }
@@ -603,9 +603,9 @@ fn room_to_write_alone_does_not_make_it_read() {
     write(&mut p).unwrap();
     assert_eq!(received(&mut up, 18), "GET / HTTP/1.1\r\n\r\n");
     assert_eq!(next(&mut p, &m), "pending");
-    assert!(!p.readable, "it read until the socket had nothing");
+    assert!(!p.sock.readable, "it read until the socket had nothing");
     p.ready_for(0, false, true);
-    assert!(!p.readable && p.writable);
+    assert!(!p.sock.readable && p.sock.writable);
     p.ready_for(0, true, false);
-    assert!(p.readable);
+    assert!(p.sock.readable);
 }
