@@ -53,6 +53,8 @@ mod proxy;
 #[cfg(feature = "upstreams")]
 mod proxy_balance;
 #[cfg(feature = "upstreams")]
+mod proxy_buffering;
+#[cfg(feature = "upstreams")]
 mod proxy_continue;
 #[cfg(feature = "upstreams")]
 mod proxy_hardening;

@@ -414,6 +414,9 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
         if !r.websocket {
             line.push_str("; no WebSocket");
         }
+        if r.buffer_request {
+            line.push_str("; request bodies held whole first");
+        }
         if r.to
             .iter()
             .any(|u| matches!(u, Upstream::Tcp { tls: true, .. }))

@@ -45,6 +45,7 @@ pub(super) const REVERSE_PROXY_KEYS: &[&str] = &[
     "tls_verify",
     "ca",
     "websocket",
+    "buffer_request",
 ];
 
 pub(super) const FASTCGI_KEYS: &[&str] = &[
@@ -227,6 +228,10 @@ pub struct ProxyRule {
     pub tls_client: Option<crate::tls::client::UpstreamTls>,
     /// Let `Upgrade` requests (WebSocket) through to the upstream.
     pub websocket: bool,
+    /// `buffer_request`: a request's body is held whole (in memory, then
+    /// a temporary file) before the upstream is contacted, and sent with
+    /// its length; else it streams as it arrives.
+    pub buffer_request: bool,
 }
 
 /// One `[[fastcgi]]` rule.
@@ -380,6 +385,7 @@ impl Default for ProxyRule {
             #[cfg(feature = "tls")]
             tls_client: None,
             websocket: true,
+            buffer_request: false,
         }
     }
 }
@@ -636,6 +642,7 @@ impl Loader<'_> {
                     tls_keys.push((value, full));
                 }
                 "websocket" => rule.websocket = self.boolean(&full, value)?,
+                "buffer_request" => rule.buffer_request = self.boolean(&full, value)?,
                 _ => return Err(self.unknown(key, section, REVERSE_PROXY_KEYS)),
             }
         }

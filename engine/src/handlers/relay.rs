@@ -85,6 +85,13 @@ impl Outbox {
         }
     }
 
+    /// Sends `held`, a body held whole, after what waits: no more comes.
+    pub fn hold(&mut self, held: Spool) {
+        self.held = Some(held);
+        self.held_body = true;
+        self.body_end = true;
+    }
+
     /// How many more bytes it takes now.
     pub fn room(&self) -> usize {
         INPUT_CAP.saturating_sub(self.buf.len())

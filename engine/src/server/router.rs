@@ -111,6 +111,12 @@ enum Resumed {
     Cgi(Script),
     #[cfg(feature = "upstreams")]
     Fastcgi(crate::handlers::fastcgi::script::Script),
+    /// `[[reverse_proxy]]` rule `rule` of the request's site, with
+    /// `buffer_request`.
+    #[cfg(feature = "upstreams")]
+    Proxy {
+        rule: usize,
+    },
 }
 
 impl Resume {
@@ -120,6 +126,8 @@ impl Resume {
             Resumed::Cgi(s) => format!("cgi {}", s.script_filename.display()),
             #[cfg(feature = "upstreams")]
             Resumed::Fastcgi(s) => format!("fastcgi {}", s.filename.display()),
+            #[cfg(feature = "upstreams")]
+            Resumed::Proxy { .. } => "reverse proxy".to_string(),
         }
     }
 }
@@ -716,6 +724,11 @@ impl Router {
             Resumed::Cgi(script) => self.start_cgi(script, Some(body), routing),
             #[cfg(feature = "upstreams")]
             Resumed::Fastcgi(script) => self.start_fastcgi(script, Some(body), routing),
+            #[cfg(feature = "upstreams")]
+            Resumed::Proxy { rule } => match self.proxy_by(*rule, Some(body), routing) {
+                crate::server::router::Step::Answer(plan) => plan,
+                _ => Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch),
+            },
         }
     }
 

@@ -64,6 +64,7 @@ fn a_proxy_rule_has_the_documented_defaults() {
     assert!(r.tls_verify);
     assert_eq!(r.ca, None);
     assert!(r.websocket);
+    assert!(!r.buffer_request);
 }
 
 #[test]
@@ -88,6 +89,7 @@ fn every_proxy_key() {
          keepalive = 0\n\
          keepalive_timeout = \"5s\"\n\
          websocket = false\n\
+         buffer_request = true\n\
          [[reverse_proxy]]\n\
          pattern = \"*.json\"\n\
          to = \"unix:/run/json.sock\"\n\
@@ -153,6 +155,7 @@ fn every_proxy_key() {
     assert_eq!(a.keepalive, 0);
     assert_eq!(a.keepalive_timeout, Duration::from_secs(5));
     assert!(!a.websocket);
+    assert!(a.buffer_request);
 
     assert_eq!(b.matches, PathMatch::Glob("*.json".into()));
     assert_eq!(b.to, [Upstream::Unix(PathBuf::from("/run/json.sock"))]);
@@ -615,6 +618,7 @@ fn the_summary_lists_the_rules() {
          headers = { set = { X-App = \"brisk\" }, remove = [\"Cookie\"] }\n\
          [[reverse_proxy]]\npattern = \"*.json\"\nto = \"http://127.0.0.1:9003\"\nbalance = \"first\"\n\
          host = \"upstream\"\nserver = \"brisk\"\nvia = true\nwebsocket = false\nkeepalive = 0\n\
+         buffer_request = true\n\
          [[fastcgi]]\npattern = \"*.php\"\nto = \"127.0.0.1:9000\"\nindex = \"index.php\"\n\
          split_path = \".php\"\nfallback = \"/index.php\"\nenv = { SECRET = \"s3cr3t\" }\n",
     );
@@ -634,7 +638,7 @@ fn the_summary_lists_the_rules() {
         set X-App, remove Cookie; 32 idle connections kept 60s\n\
         \x20 pattern *.json: to http://127.0.0.1:9003; timeouts connect 5s, read 60s, \
         send 60s; down after 1 failure for 10s; Host the upstream's; Server brisk's; Via \
-        added; no WebSocket; no idle connections kept\n\
+        added; no WebSocket; request bodies held whole first; no idle connections kept\n\
         fastcgi: 1 rule\n\
         \x20 pattern *.php: to 127.0.0.1:9000; index index.php; PATH_INFO after .php; else \
         /index.php; env SECRET; timeouts connect 5s, read 60s, send 60s; no idle connections \

@@ -264,6 +264,16 @@ impl ProxyBody {
         self
     }
 
+    /// Sends `held`, the request's body held whole (`buffer_request`),
+    /// after its head, if there is one: none comes from the client.
+    pub fn holding(mut self, held: Option<crate::handlers::spool::Spool>) -> ProxyBody {
+        if let Some(held) = held {
+            self.outbox.hold(held);
+            self.body_open = false;
+        }
+        self
+    }
+
     /// Whether the request could go again on a new connection should
     /// its kept one turn out closed (see [`ProxyBody::try_again`]): an
     /// idempotent method without a body.
@@ -963,7 +973,7 @@ impl Input for ProxyBody {
     }
 
     fn held(&self) -> bool {
-        false
+        self.outbox.held()
     }
 }
 

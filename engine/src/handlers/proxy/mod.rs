@@ -29,6 +29,9 @@ pub struct UpstreamPlan {
     pub opts: body::Options,
     /// The rule's TLS client, for an https upstream.
     pub tls: link::Tls,
+    /// The request's body, held whole (`buffer_request`): sent after the
+    /// head, by its length; none comes from the client then.
+    pub held: Option<crate::handlers::spool::Spool>,
 }
 
 #[cfg(test)]

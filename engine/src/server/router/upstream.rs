@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::{Router, Routing, Step};
+use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
 use crate::handlers::proxy::balance::{Group, Shared};
 use crate::handlers::proxy::body::{Answer, Options, Turn};
@@ -15,6 +15,7 @@ use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
 use crate::handlers::proxy::UpstreamPlan;
+use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::grammar::{has_token, hex_value};
 use crate::http::parse::{self, BodyFraming};
@@ -33,16 +34,36 @@ impl Router {
     }
 
     /// The reverse-proxy stage: the request goes to an upstream of the
-    /// first rule that matches its path.
+    /// first rule that matches its path; with `buffer_request`, once its
+    /// body is held whole.
     pub(super) fn reverse_proxy(&mut self, routing: &mut Routing<'_>) -> Step {
-        let cfg = std::sync::Arc::clone(&self.cfg);
-        let site = routing.req.site();
-        let rules = &cfg.site(site).reverse_proxy;
+        let rules = &self.cfg.site(routing.req.site()).reverse_proxy;
         let Some((i, rule)) = rules
             .iter()
             .enumerate()
             .find(|(_, r)| r.matches.matches(&routing.scratch.path))
         else {
+            return Step::Next;
+        };
+        let body = routing.req.body();
+        if rule.buffer_request && !matches!(body, BodyFraming::None | BodyFraming::Length(0)) {
+            return Step::Defer(Deferred::WholeBody(Resume(Resumed::Proxy { rule: i })));
+        }
+        self.proxy_by(i, None, routing)
+    }
+
+    /// The request goes to an upstream of the site's `[[reverse_proxy]]`
+    /// rule `i`, with its body `held` whole (sent with its length) or
+    /// else as it arrives.
+    pub(super) fn proxy_by(
+        &mut self,
+        i: usize,
+        held: Option<Spool>,
+        routing: &mut Routing<'_>,
+    ) -> Step {
+        let cfg = std::sync::Arc::clone(&self.cfg);
+        let site = routing.req.site();
+        let Some(rule) = cfg.site(site).reverse_proxy.get(i) else {
             return Step::Next;
         };
         let Some(group) = self.proxy_groups.get(site).and_then(|g| g.get(i)) else {
@@ -79,7 +100,9 @@ impl Router {
             }
         };
         let label = group.borrow().labels[index].clone();
-        let mut plan = upstream_plan(rule, to, label, &target, routing, &cfg.limits);
+        let held_len = held.as_ref().map(Spool::len);
+        let mut plan = upstream_plan(rule, to, label, &target, routing, &cfg.limits, held_len);
+        plan.held = held;
         plan.opts.keep = (rule.keepalive > 0).then(|| Keep {
             pool: std::rc::Rc::clone(&self.upstream_pool),
             to: to.clone(),
@@ -116,12 +139,14 @@ fn upstream_plan(
     target: &[u8],
     routing: &Routing<'_>,
     limits: &crate::config::Limits,
+    held_len: Option<u64>,
 ) -> UpstreamPlan {
     let req: &OwnedRequest = routing.req;
-    let body = match req.body() {
-        BodyFraming::None => BodyOut::None,
-        BodyFraming::Length(n) => BodyOut::Length(n),
-        BodyFraming::Chunked => BodyOut::Chunked,
+    let body = match (held_len, req.body()) {
+        (Some(n), _) => BodyOut::Length(n),
+        (None, BodyFraming::None) => BodyOut::None,
+        (None, BodyFraming::Length(n)) => BodyOut::Length(n),
+        (None, BodyFraming::Chunked) => BodyOut::Chunked,
     };
     let own_host;
     let host: &[u8] = match (rule.host, req.host()) {
@@ -200,6 +225,7 @@ fn upstream_plan(
         tls: rule.tls_client.clone(),
         #[cfg(not(feature = "tls"))]
         tls: (),
+        held: None,
     }
 }
 

@@ -50,11 +50,12 @@ impl Worker {
             let body = ProxyBody::new(sock, plan.head, plan.opts)
                 .with_link(link, tls)
                 .on_kept_connection(watched)
-                .logged_as(dial::addr(&plan.to));
+                .logged_as(dial::addr(&plan.to))
+                .holding(plan.held);
             return self.start_watched(c, r, stream, Box::new(body), redirects, decoder);
         }
         let body = match ProxyBody::connect(&plan.to, plan.head, plan.opts, tls) {
-            Ok(body) => body,
+            Ok(body) => body.holding(plan.held),
             Err(lines) => {
                 for line in lines {
                     self.logger.log(Level::Error, format_args!("{line}"));
