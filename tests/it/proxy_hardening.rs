@@ -68,3 +68,35 @@ fn a_client_that_stops_sending_its_body_is_answered_408_and_the_upstream_is_not_
     assert!(!err.contains("read_timeout"), "{err}");
     assert!(!err.contains("[error]"), "{err}");
 }
+
+#[test]
+fn a_fastcgi_client_that_stops_sending_its_body_is_answered_408_too() {
+    // The application server read the request's records and waits for
+    // the rest of its body: the client is the slow one.
+    let (up, upstream_got) = silent_upstream();
+    let mut b = Builder::new();
+    b.file("form.php", b"<?php echo 'never';\n");
+    b.config(&format!(
+        "[log]\nlevel = \"info\"\n[timeouts]\nbody = \"1s\"\n\
+         [[fastcgi]]\npattern = \"*.php\"\nto = \"{up}\"\nread_timeout = \"60s\"\n"
+    ));
+    let s = b.start();
+    let mut c = TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = "POST /form.php HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    c.write_all(format!("{head}0123456789").as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer)
+        .expect("an answer, then the close");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+        "{answer}"
+    );
+    let got = upstream_got
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the application server's connection closed");
+    assert!(got > 10, "{got} bytes upstream");
+    let err = s.stderr();
+    assert!(!err.contains("read_timeout"), "{err}");
+}

@@ -567,6 +567,10 @@ impl Produce for FastcgiBody {
         self.reusable && self.sock.get().is_some()
     }
 
+    fn awaits_input(&self) -> bool {
+        self.body_open && self.outbox.is_empty()
+    }
+
     fn input(&mut self) -> Option<&mut dyn Input> {
         Some(self)
     }
