@@ -113,3 +113,28 @@ fn a_body_over_the_limit_is_refused_before_the_upstream_hears_of_it() {
     assert_eq!(r.status, 413, "{}", r.head);
     assert_eq!(up.accepted.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn a_held_body_larger_than_memory_goes_whole_from_its_temporary_file() {
+    // (It was read back from the file's end: the upstream got the head
+    // and nothing of the body, and the answer was a 502.)
+    let up = Counting::start();
+    let s = brisk(&up.url, "buffer_request = true");
+    let body: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut c = s.connect();
+    let mut request =
+        b"POST /api/big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for piece in body.chunks(30_000) {
+        request.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        request.extend_from_slice(piece);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    c.send(&request);
+    let r = c.response();
+    assert_eq!((r.status, r.text()), (200, "ok".to_string()), "{}", r.head);
+    let got = up.got.lock().unwrap().clone();
+    let (head, sent) = got[0].split_once("\r\n\r\n").unwrap();
+    assert!(head.contains("\r\nContent-Length: 200000"), "{head}");
+    assert!(sent.as_bytes() == body.as_slice(), "{} bytes", sent.len());
+}

@@ -317,8 +317,9 @@ fn load_command(
             )));
         }
     }
-    if config.any_cgi() {
-        // Used only with CGI (request bodies held for programs).
+    if config.holds_bodies() {
+        // Used only for request bodies held whole (CGI, FastCGI,
+        // `buffer_request`).
         let from = origins
             .temp_dir
             .as_deref()

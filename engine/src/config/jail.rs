@@ -280,7 +280,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             rule.htpasswd = real;
         }
     }
-    if config.any_cgi() && !config.temp_dir.starts_with(&jail) {
+    if config.holds_bodies() && !config.temp_dir.starts_with(&jail) {
         let what = origins
             .temp_dir
             .as_deref()

@@ -244,6 +244,18 @@ impl Config {
         SiteConfig::all(self).any(|site| !site.cgi.is_empty())
     }
 
+    /// Whether request bodies may be held whole in `temp_dir` (a file of
+    /// their own once large): for CGI programs and FastCGI scripts (a
+    /// chunked body, whose length they must be told) and for
+    /// `[[reverse_proxy]]` rules with `buffer_request`.
+    pub fn holds_bodies(&self) -> bool {
+        SiteConfig::all(self).any(|site| {
+            !site.cgi.is_empty()
+                || !site.fastcgi.is_empty()
+                || site.reverse_proxy.iter().any(|r| r.buffer_request)
+        })
+    }
+
     /// The port of the first `[tls] listen` address (`$https_port`).
     pub fn https_port(&self) -> Option<u16> {
         self.tls.as_ref()?.listen.first().map(|a| a.port())

@@ -307,7 +307,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     }
     confined.notes.extend(tls_notes);
     let cfg = server.config();
-    if cfg.any_cgi() {
+    if cfg.holds_bodies() {
         // Now as the server will run (its user, its sandbox): a directory
         // it cannot use would otherwise show only on the first large
         // chunked upload.

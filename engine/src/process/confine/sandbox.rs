@@ -200,8 +200,9 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
             rules.extend(upstream_roots_rules(&prefix, &site.reverse_proxy, &rules));
         }
     }
-    if !programs && cfg.any_cgi() {
-        // Chunked bodies held for CGI programs (`server::spool`): unnamed
+    if !programs && cfg.holds_bodies() {
+        // Bodies held whole (`handlers::spool`: a chunked one for a CGI
+        // program or a FastCGI script, any with `buffer_request`): unnamed
         // O_TMPFILE files, which Landlock lets a process make and use with
         // these two rights alone; without MAKE_REG no named file can be
         // made there.

@@ -58,9 +58,19 @@ impl Router {
     pub(super) fn proxy_by(
         &mut self,
         i: usize,
-        held: Option<Spool>,
+        mut held: Option<Spool>,
         routing: &mut Routing<'_>,
     ) -> Step {
+        // (Read back from its start: it was written to the end.)
+        if let Some(Err(e)) = held.as_mut().map(Spool::rewind) {
+            routing.log.log(
+                crate::config::Level::Error,
+                format_args!(
+                    "reverse proxy: cannot read back the request body held in a temporary file: {e}"
+                ),
+            );
+            return Step::Answer(Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch));
+        }
         let cfg = std::sync::Arc::clone(&self.cfg);
         let site = routing.req.site();
         let Some(rule) = cfg.site(site).reverse_proxy.get(i) else {

@@ -403,3 +403,42 @@ fn the_roots_of_https_upstreams_are_readable_again_at_reload() {
         .iter()
         .all(|r| !r.what.contains("reverse_proxy")));
 }
+
+/// Bodies are held whole in `temp_dir` for a FastCGI script (a chunked
+/// one) and a `buffer_request` proxy rule as for CGI: the server may
+/// write there then, and only then.
+#[cfg(feature = "upstreams")]
+#[test]
+fn temp_dir_is_writable_where_bodies_are_held_whole() {
+    use crate::config::{FastcgiRule, ProxyRule};
+    let temp = |cfg: &Config| {
+        landlock_rules(cfg, None, false)
+            .iter()
+            .any(|r| r.what == "temp_dir" && r.path == cfg.temp_dir)
+    };
+    let mut cfg = Config::default();
+    cfg.site.reverse_proxy = vec![ProxyRule::default()];
+    assert!(!temp(&cfg), "a proxy that streams holds nothing");
+    cfg.site.reverse_proxy[0].buffer_request = true;
+    assert!(temp(&cfg), "buffer_request");
+    cfg.site.reverse_proxy.clear();
+    let d = std::time::Duration::from_secs(5);
+    cfg.site.fastcgi = vec![FastcgiRule {
+        matches: crate::config::PathMatch::Glob("*.php".into()),
+        to: vec![crate::config::Upstream::Unix("/run/php.sock".into())],
+        index: None,
+        split_path: None,
+        fallback: None,
+        root: None,
+        env: Vec::new(),
+        balance: crate::config::Balance::RoundRobin,
+        connect_timeout: d,
+        read_timeout: d,
+        send_timeout: d,
+        fail_timeout: d,
+        max_fails: 1,
+        keepalive: 0,
+        keepalive_timeout: d,
+    }];
+    assert!(temp(&cfg), "fastcgi");
+}
