@@ -1,0 +1,67 @@
+//! An upstream's answer body relayed zero-copy: read from the upstream's
+//! socket into a pipe with `splice(2)` and given to the sink in it
+//! ([`Spliced::Pipe`]), which sends it with `splice` again, the bytes never
+//! in the worker's memory. Only over a plain link (not TLS), for a body
+//! framed by its length or by the close (a chunked one is decoded,
+//! through memory), once the bytes that came with the head went, and
+//! when the worker has a pipe to spare ([`Pipe::take`]); otherwise the
+//! body goes through [`ProxyBody::next`] as before.
+
+use std::io;
+
+use super::super::link::Link;
+use super::{ProxyBody, PIECE};
+use crate::handlers::produce::{Gave, Spliced};
+use crate::sys::net::is_quiet;
+use crate::sys::splice::Pipe;
+
+/// Whether answers are relayed by splice at all (off: all copied, the
+/// path that came before).
+pub const SPLICE: bool = true;
+
+impl ProxyBody {
+    /// The next body bytes in a pipe, about `room` of them (see
+    /// [`crate::handlers::produce::Produce::splice`]); none when they
+    /// cannot go that way now.
+    pub(super) fn splice_body(&mut self, room: usize) -> Option<Spliced> {
+        let plain = matches!(self.link, Link::Plain);
+        if !SPLICE
+            || !plain
+            || !self.started
+            || self.tunnel
+            || self.finished
+            || !self.readable
+            || !self.rest.is_empty()
+            || self.unframe.is_bad()
+        {
+            return None;
+        }
+        let left = self.unframe.as_is().filter(|&n| n > 0)?;
+        let want = (room.clamp(1, PIECE) as u64).min(left) as usize;
+        let mut pipe = Pipe::take()?;
+        loop {
+            let fd = self.sock.as_ref()?;
+            match pipe.fill_from(fd, want) {
+                Ok(0) => return Some(Spliced::Gave(self.closed(None))),
+                Ok(n) => {
+                    self.unframe.passed(n);
+                    let last = self.unframe.is_done();
+                    if last {
+                        // (Bytes after the body's end were read and
+                        // dropped by the copy; here they would stay: a
+                        // connection that holds any is not kept.)
+                        self.keep_alive &= is_quiet(fd);
+                        self.finish();
+                    }
+                    return Some(Spliced::Pipe(pipe, last));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.readable = false;
+                    return Some(Spliced::Gave(Gave::Pending));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Some(Spliced::Gave(self.closed(Some(e)))),
+            }
+        }
+    }
+}
