@@ -22,9 +22,23 @@ pub const MAX_PIPES: usize = 64;
 /// Most idle pipes a worker keeps for the next answers.
 pub const MAX_IDLE: usize = 16;
 
+/// The size asked for each pipe (`F_SETPIPE_SZ`; the default is 64 KiB):
+/// the HTTP/1.1 sink's queue in one or two pipes, so that a piece goes
+/// out in one `splice`. Where the system refuses it (past
+/// `/proc/sys/fs/pipe-user-pages-soft`), the size it gives.
+pub const PIPE_SIZE: usize = 256 * 1024;
+
+/// A pipe's read end, write end and size.
+#[derive(Debug)]
+struct Ends {
+    read: OwnedFd,
+    write: OwnedFd,
+    size: usize,
+}
+
 /// A worker's pipes: those idle, and how many are open.
 struct Pool {
-    idle: Vec<(OwnedFd, OwnedFd)>,
+    idle: Vec<Ends>,
     open: usize,
 }
 
@@ -40,8 +54,8 @@ thread_local! {
 /// A pipe lent by the worker's pool, and how many bytes it holds.
 #[derive(Debug)]
 pub struct Pipe {
-    /// Its read end and its write end (taken when it is dropped).
-    ends: Option<(OwnedFd, OwnedFd)>,
+    /// Its ends (taken when it is dropped).
+    ends: Option<Ends>,
     held: usize,
 }
 
@@ -77,10 +91,17 @@ impl Pipe {
         self.held
     }
 
+    /// How many more bytes it takes (pages permitting: bytes spliced
+    /// from a socket may fill its slots with less).
+    pub fn room(&self) -> usize {
+        self.ends.as_ref().map_or(0, |e| e.size) - self.held
+    }
+
     /// Moves at most `max` bytes that wait in `sock` into the pipe
     /// (never blocking); how many (0: the peer closed its side).
     pub fn fill_from(&mut self, sock: &impl AsRawFd, max: usize) -> io::Result<usize> {
         let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK;
+        let max = max.min(self.room());
         let n = splice(sock.as_raw_fd(), self.end(1), max, flags)?;
         self.held += n;
         Ok(n)
@@ -99,8 +120,8 @@ impl Pipe {
     /// Its read end (0) or write end (1).
     fn end(&self, which: usize) -> RawFd {
         match (&self.ends, which) {
-            (Some((read, _)), 0) => read.as_raw_fd(),
-            (Some((_, write)), _) => write.as_raw_fd(),
+            (Some(e), 0) => e.read.as_raw_fd(),
+            (Some(e), _) => e.write.as_raw_fd(),
             (None, _) => -1,
         }
     }
@@ -132,13 +153,26 @@ pub fn open() -> usize {
     POOL.try_with(|pool| pool.borrow().open).unwrap_or(0)
 }
 
-/// A new non-blocking pipe: its read end and its write end.
-fn new_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+/// A new non-blocking pipe of [`PIPE_SIZE`] if it may be that large.
+fn new_pipe() -> io::Result<Ends> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) })?;
     // SAFETY: pipe2 succeeded: both are new descriptors owned by no one else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let fd = write.as_raw_fd();
+    // SAFETY: fcntl on an open descriptor, with an int argument.
+    let grown = cvt(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) });
+    let size = match grown {
+        Ok(size) => size,
+        // SAFETY: fcntl on an open descriptor, with no argument.
+        Err(_) => cvt(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) })?,
+    };
+    Ok(Ends {
+        read,
+        write,
+        size: size as usize,
+    })
 }
 
 /// `splice(from, NULL, to, NULL, len, flags)`.
@@ -179,6 +213,7 @@ mod tests {
         from.write_all(b"hello world").unwrap();
         let mut p = Pipe::take().unwrap();
         assert_eq!(open(), 1);
+        assert!(p.room() >= 64 * 1024, "{} bytes", p.room());
         assert_eq!(p.fill_from(&upstream, 5).unwrap(), 5);
         assert_eq!(p.held(), 5);
         let n = p.send_to(&client, 3, true).unwrap();

@@ -10,7 +10,7 @@
 use std::io;
 
 use super::super::link::Link;
-use super::{ProxyBody, PIECE};
+use super::ProxyBody;
 use crate::handlers::produce::{Gave, Spliced};
 use crate::sys::net::is_quiet;
 use crate::sys::splice::Pipe;
@@ -37,30 +37,40 @@ impl ProxyBody {
             return None;
         }
         let left = self.unframe.as_is().filter(|&n| n > 0)?;
-        let want = (room.clamp(1, PIECE) as u64).min(left) as usize;
+        let want = room.max(1).min(usize::try_from(left).unwrap_or(usize::MAX));
         let mut pipe = Pipe::take()?;
+        // Fills one pipe with what waits, up to `want`. Only an empty
+        // pipe tells the socket's state for sure: into one that holds
+        // bytes, `EAGAIN` may mean its slots are full (bytes from a socket
+        // fill them a segment at a time), and an end or an error comes
+        // again at the next call, after the bytes held went.
         loop {
             let fd = self.sock.as_ref()?;
-            match pipe.fill_from(fd, want) {
-                Ok(0) => return Some(Spliced::Gave(self.closed(None))),
-                Ok(n) => {
+            let ask = want - pipe.held();
+            if ask == 0 || pipe.room() == 0 {
+                return Some(Spliced::Pipe(pipe, false));
+            }
+            let empty = pipe.held() == 0;
+            match pipe.fill_from(fd, ask) {
+                Ok(0) if empty => return Some(Spliced::Gave(self.closed(None))),
+                Ok(n) if n > 0 => {
                     self.unframe.passed(n);
-                    let last = self.unframe.is_done();
-                    if last {
+                    if self.unframe.is_done() {
                         // (Bytes after the body's end were read and
                         // dropped by the copy; here they would stay: a
                         // connection that holds any is not kept.)
                         self.keep_alive &= is_quiet(fd);
                         self.finish();
+                        return Some(Spliced::Pipe(pipe, true));
                     }
-                    return Some(Spliced::Pipe(pipe, last));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && empty => {
                     self.readable = false;
                     return Some(Spliced::Gave(Gave::Pending));
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Some(Spliced::Gave(self.closed(Some(e)))),
+                Err(e) if empty => return Some(Spliced::Gave(self.closed(Some(e)))),
+                Ok(_) | Err(_) => return Some(Spliced::Pipe(pipe, false)),
             }
         }
     }
