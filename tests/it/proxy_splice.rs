@@ -22,16 +22,31 @@ fn pattern(from: usize, len: usize) -> Vec<u8> {
     (from..from + len).map(|i| (i % 251) as u8).collect()
 }
 
-/// Writes `len` pattern bytes in pieces of uneven sizes (1 to 9,999
-/// bytes, each its own segment), or all at once.
-fn write_body(conn: &mut TcpStream, len: usize, uneven: bool) -> std::io::Result<()> {
-    if !uneven {
+/// How an answer's body is written.
+#[derive(Clone, Copy, PartialEq)]
+enum Pieces {
+    /// At once.
+    Whole,
+    /// In pieces of uneven sizes (1 to 9,999 bytes), each its own segment.
+    Uneven,
+    /// In pieces of 100 bytes, each its own segment (a pipe's slots fill
+    /// before its bytes do).
+    Tiny,
+}
+
+/// Writes `len` pattern bytes as `pieces` says.
+fn write_body(conn: &mut TcpStream, len: usize, pieces: Pieces) -> std::io::Result<()> {
+    if pieces == Pieces::Whole {
         return conn.write_all(&pattern(0, len));
     }
     conn.set_nodelay(true)?;
     let (mut at, mut step) = (0, 1);
     while at < len {
-        let n = step.min(len - at);
+        let n = match pieces {
+            Pieces::Tiny => 100,
+            _ => step,
+        };
+        let n = n.min(len - at);
         conn.write_all(&pattern(at, n))?;
         at += n;
         step = (step * 7 + 13) % 10_000;
@@ -40,7 +55,8 @@ fn write_body(conn: &mut TcpStream, len: usize, uneven: bool) -> std::io::Result
 }
 
 /// An upstream answering by path: `/api/big/N` N bytes (by length),
-/// `/api/uneven/N` the same in uneven pieces, `/api/close/N` N bytes to
+/// `/api/uneven/N` the same in uneven pieces, `/api/tiny/N` in pieces of
+/// 100 bytes, `/api/close/N` N bytes to
 /// the close, `/api/short` 300,000 bytes of a promised 1 MiB then the
 /// close, `/api/small` five bytes; a HEAD the head alone.
 fn upstream() -> SocketAddr {
@@ -78,21 +94,28 @@ fn answer(conn: &mut TcpStream, head: &str) -> std::io::Result<()> {
     let is_head = line.starts_with("HEAD ");
     let path = line.split(' ').nth(1).unwrap_or_default();
     let size = |prefix: &str| path.strip_prefix(prefix).and_then(|n| n.parse().ok());
-    if let Some(n) = size("/api/big/").or(size("/api/uneven/")) {
-        write!(conn, "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n")?;
-        if !is_head {
-            write_body(conn, n, path.starts_with("/api/uneven/"))?;
+    let framed = [
+        ("/api/big/", Pieces::Whole),
+        ("/api/uneven/", Pieces::Uneven),
+        ("/api/tiny/", Pieces::Tiny),
+    ];
+    for (prefix, pieces) in framed {
+        if let Some(n) = size(prefix) {
+            write!(conn, "HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n\r\n")?;
+            if !is_head {
+                write_body(conn, n, pieces)?;
+            }
+            return Ok(());
         }
-        return Ok(());
     }
     if let Some(n) = size("/api/close/") {
         conn.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")?;
-        write_body(conn, n, false)?;
+        write_body(conn, n, Pieces::Whole)?;
         return Err(std::io::ErrorKind::ConnectionAborted.into());
     }
     if path == "/api/short" {
         conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n")?;
-        write_body(conn, 300_000, false)?;
+        write_body(conn, 300_000, Pieces::Whole)?;
         return Err(std::io::ErrorKind::ConnectionAborted.into());
     }
     conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
@@ -134,7 +157,13 @@ fn large_answers_arrive_byte_for_byte_through_pipes_and_the_connection_is_kept()
     let s = brisk(upstream());
     let before = pipes(&s);
     let mut c = s.connect();
-    for path in ["/api/big/3000000", "/api/uneven/1500000", "/api/small"] {
+    let paths = [
+        "/api/big/3000000",
+        "/api/uneven/1500000",
+        "/api/tiny/400000",
+        "/api/small",
+    ];
+    for path in paths {
         c.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
         let r = c.response();
         assert_eq!(r.status, 200, "{path}");
