@@ -19,8 +19,11 @@ use super::{cvt, cvt_size};
 /// each): past it, bodies are copied.
 pub const MAX_PIPES: usize = 64;
 
-/// Most idle pipes a worker keeps for the next answers.
-pub const MAX_IDLE: usize = 16;
+/// Most idle pipes a worker keeps for the next answers. (A pipe's size
+/// counts towards its user's `/proc/sys/fs/pipe-user-pages-soft`, 64 MiB
+/// by default, shared with the user's other programs: past it, pipes are
+/// made small. Idle pipes are kept few for that.)
+pub const MAX_IDLE: usize = 8;
 
 /// The size asked for each pipe (`F_SETPIPE_SZ`; the default is 64 KiB):
 /// the HTTP/1.1 sink's queue in one or two pipes, so that a piece goes
