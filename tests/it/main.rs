@@ -65,6 +65,8 @@ mod proxy_more;
 #[cfg(feature = "upstreams")]
 mod proxy_smuggling;
 #[cfg(feature = "upstreams")]
+mod proxy_splice;
+#[cfg(feature = "upstreams")]
 mod proxy_streaming;
 #[cfg(feature = "upstreams")]
 mod proxy_timing;

@@ -29,6 +29,11 @@
 //! ([`Cx::raw_ok`]) gives `Bytes` from the start, with no `Head`: they
 //! are a whole HTTP/1.x response already.
 //!
+//! A producer that relays a socket's bytes (an upstream's answer) may
+//! give body pieces in a pipe instead of bytes ([`Spliced::Pipe`], see
+//! [`Produce::splice`]) when the sink takes them as they are: they go
+//! out with `splice(2)`, never copied through the server's memory.
+//!
 //! A body that ends (`End`, `Last`) may end with trailer fields: the
 //! engine asks for them once then ([`Produce::trailers`]), and the sink
 //! sends them where its protocol can (HTTP/1.1: in the chunked coding's
@@ -48,6 +53,7 @@ use std::time::Duration;
 use super::pipe::ReplyHead;
 use crate::http::Status;
 use crate::log::Logger;
+use crate::sys::splice::Pipe;
 
 /// A body produced as the client takes it (see the module documentation).
 ///
@@ -102,6 +108,16 @@ pub trait Produce {
     /// reads it before the next call. A producer that has its bytes in a
     /// vector of its own (a later answer's thread) may swap it in.
     fn next(&mut self, room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave;
+
+    /// As [`Produce::next`], asked first (after the head) while the
+    /// body's bytes may go out as they are, in a pipe: the sink takes
+    /// pipes (plain HTTP/1.1) and the answer is not compressed. None: it
+    /// has none to give that way now (the engine calls `next`). Most
+    /// producers have none.
+    fn splice(&mut self, room: usize) -> Option<Spliced> {
+        let _ = room;
+        None
+    }
 
     /// The answer is not wanted any more: the client is gone, the stream
     /// was reset, it timed out, or its body will not be sent (a HEAD
@@ -243,6 +259,16 @@ pub enum Gave {
     /// It failed: before the head, the client is answered this status;
     /// after it, the answer is cut short. The text is for the error log.
     Fail(Status, String),
+}
+
+/// What [`Produce::splice`] gave.
+#[derive(Debug)]
+pub enum Spliced {
+    /// Body bytes in a pipe; with `true`, the last ones (as [`Gave::Last`]).
+    Pipe(Pipe, bool),
+    /// Anything else, as [`Produce::next`] gives it (its end, a cut,
+    /// `Pending`).
+    Gave(Gave),
 }
 
 /// What a producer's event source waits for.

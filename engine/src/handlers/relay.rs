@@ -228,6 +228,23 @@ impl Unframe {
         }
     }
 
+    /// How many bytes may pass as they are, unread (relayed in a pipe):
+    /// to the close, any number; of a body framed by its length, what is
+    /// left of it; none of a chunked body (its framing must be read).
+    pub fn as_is(&self) -> Option<u64> {
+        match &self.decoder {
+            None => Some(u64::MAX),
+            Some(d) => d.length_left(),
+        }
+    }
+
+    /// `n` bytes passed as they are ([`Unframe::as_is`]).
+    pub fn passed(&mut self, n: usize) {
+        if let Some(d) = self.decoder.as_mut() {
+            d.skip_length(n as u64);
+        }
+    }
+
     /// The framing was bad.
     pub fn is_bad(&self) -> bool {
         self.bad

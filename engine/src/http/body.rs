@@ -255,6 +255,23 @@ impl BodyDecoder {
         }
     }
 
+    /// A body framed by its length, not complete: how many bytes are
+    /// still to come.
+    pub fn length_left(&self) -> Option<u64> {
+        match self.state {
+            State::Length(left) => Some(left),
+            _ => None,
+        }
+    }
+
+    /// `n` bytes of a body framed by its length went by without passing
+    /// through the decoder (relayed as they are, see [`Self::length_left`]).
+    pub fn skip_length(&mut self, n: u64) {
+        if let State::Length(left) = self.state {
+            self.after_data(left - n.min(left));
+        }
+    }
+
     /// Whether the whole body (and for chunked, the trailers) has been read.
     pub fn is_done(&self) -> bool {
         self.state == State::Done

@@ -17,10 +17,11 @@ use super::waits::Held;
 use crate::config::{CompressConfig, Level};
 use crate::handlers::compress::Squeeze;
 use crate::handlers::pipe::ReplyHead;
-use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want};
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want};
 use crate::http::request::{Field, OwnedRequest};
 use crate::http::{Method, Status};
 use crate::log::Logger;
+use crate::sys::splice::Pipe;
 
 /// Where a produced answer goes: one implementation per protocol.
 pub trait Sink {
@@ -37,6 +38,19 @@ pub trait Sink {
     /// The whole body, as this file from its start (after the head;
     /// never compressed).
     fn file(&mut self, file: File, len: u64);
+    /// Whether it takes body bytes in a pipe now ([`Sink::pipe`]), to go
+    /// out by `splice`: only a plain connection can, and only a framing
+    /// that passes the bytes as they are.
+    fn takes_pipes(&self) -> bool {
+        false
+    }
+    /// Body bytes in a pipe (never compressed), when it takes them
+    /// ([`Sink::takes_pipes`]). False as for [`Sink::data`]: more came
+    /// than the head's length (the pipe is dropped, the answer cut).
+    fn pipe(&mut self, pipe: Pipe) -> bool {
+        drop(pipe);
+        false
+    }
     /// The body is complete: frames its end, with the producer's
     /// `trailers` (field lines; empty: none) where the protocol can carry
     /// them. Returns how many bytes the head's length promised and did
@@ -273,7 +287,28 @@ impl Run {
                 log: cx.log,
                 raw_ok,
             };
-            let gave = self.producer.next(room, cx.buf, &mut pcx);
+            // (Bytes that pass as they are may go by splice.)
+            let as_is = self.started && !self.raw && !self.draining && !self.squeeze.is_on();
+            let piped = match as_is && sink.takes_pipes() {
+                true => self.producer.splice(room),
+                false => None,
+            };
+            let gave = match piped {
+                Some(Spliced::Pipe(pipe, last)) => {
+                    moved = true;
+                    if !sink.pipe(pipe) {
+                        self.halt(cx.log);
+                        sink.cut();
+                        return Outcome::Ended;
+                    }
+                    if last {
+                        return self.finish(sink, cx.log);
+                    }
+                    continue;
+                }
+                Some(Spliced::Gave(gave)) => gave,
+                None => self.producer.next(room, cx.buf, &mut pcx),
+            };
             let last = match gave {
                 Gave::Pending => {
                     if let Some(next) = self.producer.successor() {

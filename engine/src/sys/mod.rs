@@ -17,6 +17,7 @@ pub mod sandbox;
 pub mod service;
 pub mod signal;
 pub mod spawn;
+pub mod splice;
 pub mod syscalls;
 pub mod systemd;
 pub mod upgrade;

@@ -163,8 +163,14 @@ pub const PRIVILEGED: &[libc::c_long] = &[
 
 /// Added to [`ALLOWED`] when the server forwards requests to upstreams
 /// (`[[reverse_proxy]]`): a socket per upstream connection, connected
-/// (non-blocking; Landlock then allows only the configured TCP ports).
-pub const UPSTREAMS: &[libc::c_long] = &[libc::SYS_socket, libc::SYS_connect];
+/// (non-blocking; Landlock then allows only the configured TCP ports),
+/// and the pipes its answers are relayed through (`sys::splice`).
+pub const UPSTREAMS: &[libc::c_long] = &[
+    libc::SYS_socket,
+    libc::SYS_connect,
+    libc::SYS_pipe2,
+    libc::SYS_splice,
+];
 
 /// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`
 /// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), how

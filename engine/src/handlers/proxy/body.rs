@@ -35,7 +35,7 @@ use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::{HeaderEdits, Level, ServerMode};
 use crate::handlers::pipe::{Own, ReplyHead};
-use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
+use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want, Wrote};
 use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
@@ -783,6 +783,10 @@ impl Produce for ProxyBody {
         }
     }
 
+    fn splice(&mut self, room: usize) -> Option<Spliced> {
+        self.splice_body(room)
+    }
+
     fn trailers(&mut self) -> Option<Vec<u8>> {
         self.unframe.trailers()
     }
@@ -977,5 +981,6 @@ impl Input for ProxyBody {
     }
 }
 
+mod splice;
 #[cfg(test)]
 pub(crate) mod tests;

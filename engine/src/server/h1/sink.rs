@@ -3,7 +3,10 @@
 //! length the producer gave, else chunked where the connection may stay
 //! open, else the close), the body framed by its [`Encoder`] into the
 //! connection's output queue, and a file as a range for the transport
-//! (`sendfile`). A HEAD answer's body is pumped and dropped by its
+//! (`sendfile`); on a plain connection, body bytes relayed in a pipe
+//! are queued as they are, for `splice` (a body framed by its length or
+//! by the close only: a chunk's size would have to be known before its
+//! bytes are read). A HEAD answer's body is pumped and dropped by its
 //! encoder; one past its length is cut there by it.
 
 use std::fs::File;
@@ -19,6 +22,7 @@ use crate::http::{Method, Version};
 use crate::server::exchange::ExchangeId;
 use crate::server::run::{Sink, Wanted};
 use crate::server::transport::Out;
+use crate::sys::splice::Pipe;
 
 /// Output buffered for the client before the producer is asked for more.
 pub const OUT_CAP: usize = 256 * 1024;
@@ -104,11 +108,13 @@ pub struct H1Sink<'a> {
     pub sent: u64,
     /// The server's side of answering (`Server`, `Date`, keep-alive limits).
     pub cx: &'a Answering<'a>,
+    /// The connection is plain TCP: body bytes may wait in pipes.
+    pub pipes: bool,
 }
 
 impl Sink for H1Sink<'_> {
     fn room(&self) -> usize {
-        OUT_CAP.saturating_sub(self.out.buffered())
+        OUT_CAP.saturating_sub(self.out.buffered() + self.out.piped())
     }
 
     fn head(&mut self, head: &ReplyHead) -> Wanted {
@@ -163,6 +169,27 @@ impl Sink for H1Sink<'_> {
             self.out.push_file(Rc::new(file), 0, n);
             *left -= n;
         }
+    }
+
+    fn takes_pipes(&self) -> bool {
+        let as_is = matches!(
+            self.framing.encoder,
+            Some(Encoder::Length(_) | Encoder::Close)
+        );
+        self.pipes && as_is && !self.framing.tunnel
+    }
+
+    fn pipe(&mut self, pipe: Pipe) -> bool {
+        let n = pipe.held() as u64;
+        match self.framing.encoder.as_mut() {
+            Some(Encoder::Close) => {}
+            Some(Encoder::Length(left)) if n <= *left => *left -= n,
+            // (Never asked to: `takes_pipes`, and the producer's length
+            // is the head's.)
+            _ => return false,
+        }
+        self.out.push_pipe(pipe);
+        true
     }
 
     fn finish(&mut self, trailers: &[u8]) -> u64 {
@@ -246,6 +273,10 @@ mod tests {
                     text.push_str(&format!("<file {}>", range.len));
                     range.len as usize
                 }
+                Front::Pipe(pipe) => {
+                    text.push_str(&format!("<pipe {}>", pipe.held()));
+                    pipe.held()
+                }
             };
             out.advance(n);
         }
@@ -278,6 +309,7 @@ mod tests {
             served: 1,
             sent: 100,
             cx: &cx,
+            pipes: false,
         };
         assert_eq!(sink.head(&head), Wanted::Body);
         for p in pieces {
@@ -355,6 +387,7 @@ mod tests {
             served: 1,
             sent: 0,
             cx: &cx,
+            pipes: false,
         };
         sink.head(&head);
         assert!(sink.data(b"hi"));
@@ -426,6 +459,7 @@ mod tests {
             served: 1,
             sent: 0,
             cx: &cx,
+            pipes: false,
         });
         (queued(&mut out), framing)
     }

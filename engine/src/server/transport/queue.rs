@@ -1,7 +1,9 @@
 //! A connection's output queue, sans-IO: header and small-body bytes in
 //! one buffer, large file ranges as ranges, in order; whichever
 //! transport sends them takes the front piece and says how much went.
-//! Consecutive byte pieces merge, so a head and a small body (or a batch
+//! Body bytes relayed from an upstream may wait in a pipe instead
+//! ([`Pipe`], `splice(2)`: never in the server's memory), on plain TCP
+//! only. Consecutive byte pieces merge, so a head and a small body (or a batch
 //! of pipelined answers) leave in a single write.
 //!
 //! The queue also knows where each answer ends, with its access-log line
@@ -19,6 +21,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::log::Draft;
+use crate::sys::splice::Pipe;
 
 /// A queued piece of output.
 #[derive(Debug)]
@@ -27,6 +30,8 @@ enum Piece {
     Bytes(usize),
     /// A file range: what of it is not sent yet.
     File(FileRange),
+    /// Bytes held in a pipe (what of them is not sent yet).
+    Pipe(Pipe),
 }
 
 /// The part of a queued file range not sent yet: `len` bytes of `file`
@@ -49,6 +54,9 @@ pub enum Front<'a> {
     Bytes(&'a [u8]),
     /// A file range.
     File(&'a FileRange),
+    /// Bytes in a pipe, for `splice` (plain TCP only: the sinks queue
+    /// none on a TLS connection).
+    Pipe(&'a Pipe),
 }
 
 /// Where a queued answer ends, for its access-log line.
@@ -121,6 +129,7 @@ impl Out {
             .iter()
             .map(|p| match p {
                 Piece::File(range) => range.len,
+                Piece::Pipe(pipe) => pipe.held() as u64,
                 Piece::Bytes(_) => 0,
             })
             .sum();
@@ -197,6 +206,16 @@ impl Out {
         self.0.as_ref().map_or(0, |q| q.buf.len() - q.pos)
     }
 
+    /// Bytes waiting in pipes.
+    pub fn piped(&self) -> usize {
+        let Some(q) = &self.0 else { return 0 };
+        let held = |p: &Piece| match p {
+            Piece::Pipe(pipe) => pipe.held(),
+            Piece::Bytes(_) | Piece::File(_) => 0,
+        };
+        q.pieces.iter().map(held).sum()
+    }
+
     /// The bytes waiting in the buffer (file ranges are not in it).
     pub fn buffered_bytes(&self) -> &[u8] {
         self.0.as_ref().map_or(&[], |q| &q.buf[q.pos..])
@@ -249,6 +268,13 @@ impl Out {
         }
     }
 
+    /// Queues the bytes `pipe` holds (an empty one goes back at once).
+    pub fn push_pipe(&mut self, pipe: Pipe) {
+        if pipe.held() > 0 {
+            self.queue().pieces.push_back(Piece::Pipe(pipe));
+        }
+    }
+
     /// The piece to send next, and whether it is the last one queued.
     pub fn front(&self) -> Option<(Front<'_>, bool)> {
         let q = self.0.as_ref()?;
@@ -256,6 +282,7 @@ impl Out {
         let front = match q.pieces.front()? {
             Piece::Bytes(n) => Front::Bytes(&q.buf[q.pos..q.pos + n]),
             Piece::File(range) => Front::File(range),
+            Piece::Pipe(pipe) => Front::Pipe(pipe),
         };
         Some((front, last))
     }
@@ -274,6 +301,10 @@ impl Out {
                 range.offset += n as u64;
                 range.len -= n as u64;
                 range.len == 0
+            }
+            Some(Piece::Pipe(pipe)) => {
+                pipe.sent(n);
+                pipe.held() == 0
             }
             None => false,
         };
@@ -340,5 +371,47 @@ mod tests {
         out.advance(4);
         assert!(out.is_empty() && out.front().is_none());
         assert_eq!((out.written(), out.unsent(), out.buffered()), (18, 0, 0));
+    }
+
+    #[test]
+    fn pipes_are_counted_sent_in_order_and_dropped_with_the_queue() {
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+
+        use crate::sys::splice;
+
+        let (mut upstream, from) = UnixStream::pair().unwrap();
+        upstream.write_all(b"0123456789").unwrap();
+        let fill = |n| {
+            let mut pipe = Pipe::take().unwrap();
+            assert_eq!(pipe.fill_from(&from, n).unwrap(), n);
+            pipe
+        };
+        let mut out = Out::with_capacity(64);
+        out.push_bytes(b"head ");
+        out.push_pipe(fill(4));
+        out.push_bytes(b" mid ");
+        out.push_pipe(fill(6));
+        out.push_pipe(Pipe::take().unwrap());
+        assert_eq!((out.unsent(), out.piped(), out.buffered()), (20, 10, 10));
+        assert!(matches!(out.front(), Some((Front::Bytes(b"head "), false))));
+        out.advance(5);
+        let Some((Front::Pipe(p), false)) = out.front() else {
+            panic!("then the pipe")
+        };
+        assert_eq!(p.held(), 4);
+        out.advance(4);
+        assert_eq!(splice::open(), 3, "empty pipes go back, still open");
+        assert!(matches!(out.front(), Some((Front::Bytes(b" mid "), false))));
+        out.advance(5);
+        let Some((Front::Pipe(p), true)) = out.front() else {
+            panic!("then the other pipe, the last piece (an empty one is not queued)")
+        };
+        assert_eq!(p.held(), 6);
+        out.advance(2);
+        assert_eq!((out.unsent(), out.piped(), out.written()), (4, 4, 16));
+        // The client leaves: the pipe that holds bytes is closed.
+        out.clear();
+        assert_eq!((out.unsent(), splice::open()), (0, 2));
     }
 }

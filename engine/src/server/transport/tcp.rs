@@ -1,6 +1,7 @@
 //! Plain TCP: the socket, what epoll said about it, and sending the
 //! output queue: byte runs by `send` (with `MSG_MORE` while more
-//! follows), file ranges by `sendfile`, or copied through memory with
+//! follows), file ranges by `sendfile`, bytes in a pipe (a proxied
+//! body) by `splice`, or file ranges copied through memory with
 //! `[static] sendfile = false` (see [`super::copy`]).
 
 use std::io;
@@ -92,6 +93,14 @@ impl Transport for Tcp {
                             io::ErrorKind::UnexpectedEof,
                             "file truncated while sending",
                         )),
+                        sent => sent,
+                    }
+                }
+                Front::Pipe(pipe) => {
+                    let more = !last || (fin_follows && pipe.held() <= limit);
+                    match pipe.send_to(&self.stream, limit, more) {
+                        // (It holds bytes: 0 cannot be an end.)
+                        Ok(0) => Err(io::ErrorKind::WouldBlock.into()),
                         sent => sent,
                     }
                 }

@@ -270,6 +270,10 @@ impl Tls {
                         Err(e) => return Err(e),
                     }
                 }
+                // (The sinks queue pipes on plain TCP only.)
+                Front::Pipe(_) => {
+                    return Err(io::Error::other("a pipe queued on a TLS connection"))
+                }
             };
             // A head with a file range behind it: held, to leave with the
             // range's first records in one write.

@@ -271,6 +271,7 @@ impl Worker {
             served,
             sent: c.sent,
             cx: &cx,
+            pipes: !c.transport.is_tls(),
         };
         let t = Tools {
             cfg: &self.settings.cfg,
