@@ -796,6 +796,29 @@ mod h2 {
     }
 
     #[test]
+    fn an_extended_connects_access_log_line_names_its_upstream() {
+        let up = Echo::start();
+        let s = logged(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        up.next();
+        let mut window = 256 * 1024;
+        let h = on_stream(&mut c, 1, &mut window).expect("a head");
+        assert_eq!((h.kind, &*h.fields[0].1), (kind::HEADERS, "200"));
+        let hello = frame(1, b"hello", None);
+        assert_eq!(exchange(&mut c, 1, &[], hello.len(), &mut window), hello);
+        // The upstream's 101, its address and the tunnel's whole time.
+        c.send(&frame::data_head(1, 0, true));
+        assert_eq!(up.next(), "eof");
+        // (Logged as the HTTP/1.1 request it became.)
+        let line = s.wait_access_line(|l| find(l, b"HTTP/2.0\" 200 ").is_some());
+        let line = String::from_utf8(line).unwrap();
+        let upstream = format!(" 200 {} \"-\" {} 101 0.", 7 + 11, up.addr);
+        assert!(line.contains(&upstream), "{line:?}: not {upstream:?}…");
+    }
+
+    #[test]
     fn without_websocket_rules_nothing_is_advertised() {
         let up = Echo::start();
         let s = brisk(&up, "websocket = false");
