@@ -601,6 +601,36 @@ fn a_tunnel_closed_for_its_silence_or_by_its_client_is_logged_too() {
 }
 
 #[test]
+fn a_tunnel_whose_client_resets_it_is_logged_with_its_whole_time() {
+    use std::os::fd::AsRawFd;
+    let up = Echo::start();
+    let s = logged(&up, "");
+    let w = open_from(&s, &up, "reset/1");
+    // SO_LINGER 0: the close is a reset (RST), not a FIN.
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    let fd = w.tcp.as_raw_fd();
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const linger).cast(),
+            size,
+        )
+    };
+    assert_eq!(set, 0);
+    drop(w);
+    // The upstream's connection closes, and the line has the upstream's
+    // time (`tunnel_line` checks it is one).
+    assert_eq!(up.next(), "eof");
+    tunnel_line(&s, &up, "reset/1", &[7]);
+}
+
+#[test]
 fn a_tunnel_outlives_a_reload_and_is_logged_at_its_end() {
     let up = Echo::start();
     let s = logged(&up, "");

@@ -38,9 +38,9 @@ pub(super) fn split_token(t: usize) -> (usize, usize) {
 enum Pumped {
     Idle,
     Moved,
-    /// It is over: the upstream closed (or failed), or the client did
-    /// not let it be read.
-    Over,
+    /// It is over: the upstream closed, or (`true`: its producer is to
+    /// be stopped) it failed, or the client cannot be read any more.
+    Over(bool),
 }
 
 /// Takes what `producer` is done with out of the watch, and lets it
@@ -116,10 +116,10 @@ impl Worker {
     /// is queued.
     pub(super) fn pump_tunnel(&mut self, c: &mut Conn) -> bool {
         let pumped = match self.tunnel_input(c) {
-            Pumped::Over => Pumped::Over,
+            Pumped::Over(stop) => Pumped::Over(stop),
             input => match (self.tunnel_output(c), input) {
                 (Pumped::Idle, Pumped::Idle) => Pumped::Idle,
-                (Pumped::Over, _) => Pumped::Over,
+                (Pumped::Over(stop), _) => Pumped::Over(stop),
                 _ => Pumped::Moved,
             },
         };
@@ -132,8 +132,8 @@ impl Worker {
                 c.life.touch(self.clock.now);
                 true
             }
-            Pumped::Over => {
-                self.end_tunnel(c, false);
+            Pumped::Over(stop) => {
+                self.end_tunnel(c, stop);
                 true
             }
         }
@@ -196,7 +196,7 @@ impl Worker {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // (A reset, a broken TLS record: the client is gone.)
-                Err(_) => return Pumped::Over,
+                Err(_) => return Pumped::Over(true),
             }
         }
         if c.transport.tcp().eof && c.pending.is_empty() && !t.client_done {
@@ -210,7 +210,7 @@ impl Worker {
             Ok(wrote) => moved |= wrote.moved,
             // (It takes no more: what comes is dropped.)
             Err(InputEnd::Refused) => moved = true,
-            Err(InputEnd::Unreadable(_)) => return Pumped::Over,
+            Err(InputEnd::Unreadable(_)) => return Pumped::Over(true),
         }
         match moved {
             true => Pumped::Moved,
@@ -235,6 +235,7 @@ impl Worker {
                 log: &mut self.logger,
                 raw_ok: false,
             };
+            // (Over: whether it is, and whether it failed, so is stopped.)
             let (over, why) = match t.producer.next(room, buf, &mut cx) {
                 Gave::Pending => {
                     if let Some(next) = t.producer.successor() {
@@ -242,10 +243,12 @@ impl Worker {
                     }
                     break;
                 }
-                Gave::Bytes => (false, None),
-                Gave::Last | Gave::End => (true, None),
-                Gave::Cut(why) | Gave::Fail(_, why) => (true, Some(why)),
-                Gave::Head(..) | Gave::Redirect(_) => (true, Some("gave a second head".into())),
+                Gave::Bytes => (None, None),
+                Gave::Last | Gave::End => (Some(false), None),
+                Gave::Cut(why) | Gave::Fail(_, why) => (Some(true), Some(why)),
+                Gave::Head(..) | Gave::Redirect(_) => {
+                    (Some(true), Some("gave a second head".into()))
+                }
             };
             if let Some(why) = why {
                 let label = t.producer.label();
@@ -259,8 +262,8 @@ impl Worker {
                 }
                 c.out.push_bytes(&self.pools.pipe_buf);
             }
-            if over {
-                return Pumped::Over;
+            if let Some(stop) = over {
+                return Pumped::Over(stop);
             }
         }
         match moved {
