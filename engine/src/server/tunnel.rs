@@ -33,16 +33,16 @@ pub struct Tunnel {
 
 /// What the access log says of a tunnel's request, kept in one buffer
 /// of exactly their size: its method, target, `Referer`, `User-Agent`,
-/// user and `Host`, one after the other.
+/// user and `Host`, one after the other. (Its version is HTTP/1.1's: only
+/// an HTTP/1.1 request becomes a tunnel, RFC 9110 §7.8.)
 #[derive(Debug)]
 pub struct Logged {
     text: Box<[u8]>,
-    /// Where each of those ends in `text`.
-    ends: [u32; 6],
+    /// Where each of those but the last ends in `text`.
+    ends: [u32; 5],
     /// Which of the four optional ones the request had (bit 0:
     /// `Referer`, 1: `User-Agent`, 2: the user, 3: `Host`).
     has: u8,
-    version: Version,
     /// The client (as trusted proxies named it).
     pub remote: IpAddr,
     /// When the request's first byte came.
@@ -63,8 +63,9 @@ impl Logged {
             req.user(),
             req.host(),
         ];
+        debug_assert_eq!(req.version(), Version::Http11);
         let mut text = Vec::with_capacity(pieces.iter().flatten().map(|p| p.len()).sum());
-        let mut ends = [0u32; 6];
+        let mut ends = [0u32; 5];
         let mut has = 0u8;
         for (i, piece) in pieces.iter().enumerate() {
             if let Some(p) = piece {
@@ -73,14 +74,15 @@ impl Logged {
                     has |= 1 << (i - 2);
                 }
             }
-            // (A head is far shorter than 4 GiB.)
-            ends[i] = text.len() as u32;
+            if let Some(end) = ends.get_mut(i) {
+                // (A head is far shorter than 4 GiB.)
+                *end = text.len() as u32;
+            }
         }
         Logged {
             text: text.into_boxed_slice(),
             ends,
             has,
-            version: req.version(),
             remote,
             started,
             status,
@@ -93,7 +95,11 @@ impl Logged {
             0 => 0,
             i => self.ends[i - 1] as usize,
         };
-        &self.text[from..self.ends[i] as usize]
+        let to = self
+            .ends
+            .get(i)
+            .map_or(self.text.len(), |&end| end as usize);
+        &self.text[from..to]
     }
 
     /// Optional piece `i`, if the request had it.
@@ -115,7 +121,7 @@ impl Logged {
             time,
             method: self.method(),
             target: self.piece(1),
-            version: self.version.as_str(),
+            version: Version::Http11.as_str(),
             status: self.status,
             bytes: 0,
             referer: self.optional(2),
