@@ -489,6 +489,178 @@ fn a_tls_client_tunnels_as_a_plain_one() {
     assert!(w.ends(), "closed after the upstream closed");
 }
 
+/// brisk with `/api/` forwarded to `up`, `extra` keys at the top of its
+/// configuration, and an access log that says what a tunnel's line says.
+fn logged(up: &Echo, extra: &str) -> Server {
+    let mut b = Builder::new();
+    b.access_log_from_config();
+    b.config(&format!(
+        "{extra}\n[log]\naccess = \"access.log\"\n\
+         format = '$remote_addr \"$request\" $status $body_bytes_sent \"$http_user_agent\" \
+         $upstream_addr $upstream_status $upstream_response_time $request_time'\n\n\
+         [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\n",
+        up.addr
+    ));
+    b.start()
+}
+
+/// The access-log line of the tunnel to `/api/chat` from `ua` (waited
+/// for), which says it sent one of `bytes` to the client after its head,
+/// checked up to its two times, which are seconds with milliseconds.
+fn tunnel_line(s: &Server, up: &Echo, ua: &str, bytes: &[usize]) -> String {
+    let start = "127.0.0.1 \"GET /api/chat HTTP/1.1\" 101 ";
+    let line = s.wait_access_line(|l| {
+        l.starts_with(start.as_bytes()) && find(l, format!(" \"{ua}\" ").as_bytes()).is_some()
+    });
+    let line = String::from_utf8(line).unwrap();
+    let rest = line[start.len()..].to_string();
+    let fields: Vec<&str> = rest.split(' ').collect();
+    assert_eq!(fields.len(), 6, "{line:?}");
+    let sent: usize = fields[0].parse().unwrap();
+    assert!(bytes.contains(&sent), "{line:?}: not {bytes:?} bytes");
+    assert_eq!(fields[1], format!("\"{ua}\""), "{line:?}");
+    let fields = &fields[2..];
+    assert_eq!(fields[..2], [up.addr.to_string(), "101".into()], "{line:?}");
+    for time in &fields[2..] {
+        let (secs, ms) = time.split_once('.').expect("seconds with milliseconds");
+        assert!(secs.parse::<u64>().is_ok() && ms.len() == 3, "{line:?}");
+    }
+    line
+}
+
+/// The handshake to `path` from `ua`.
+fn handshake_from(path: &str, ua: &str) -> String {
+    handshake(path).replacen(
+        "Host: x\r\n",
+        &format!("Host: x\r\nUser-Agent: {ua}\r\n"),
+        1,
+    )
+}
+
+/// A client from `ua` whose handshake to `/api/chat` on `s` reached
+/// `up`, and who got the 101 and `up`'s first frame.
+fn open_from(s: &Server, up: &Echo, ua: &str) -> Wire {
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    w.send(handshake_from("/api/chat", ua).as_bytes());
+    assert_eq!(masked(&w.head().unwrap()), SWITCHED);
+    assert!(up.next().contains(&format!("\r\nUser-Agent: {ua}\r\n")));
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+    w
+}
+
+#[test]
+fn a_closed_tunnel_is_logged_101_with_its_bytes_time_and_upstream() {
+    let up = Echo::start();
+    let s = logged(&up, "");
+    let mut w = open_from(&s, &up, "ws-test/1");
+    w.send(&frame(1, b"Hello", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 5 masked");
+    assert_eq!(w.frame().unwrap().payload, b"Hello");
+    // Open, it has no line yet (another request's line is there by now).
+    assert_eq!(s.get("/api/deny").status, 403);
+    s.wait_access_line(|l| l.starts_with(b"127.0.0.1 \"GET /api/deny "));
+    let log = std::fs::read_to_string(s.base.path.join("access.log")).unwrap();
+    assert!(!log.contains(" 101 "), "{log}");
+    // The upstream ends it: one line, with what went to the client after
+    // the 101's head (the frames `hello`, `Hello` and the close: 7 + 7 +
+    // 4 bytes).
+    w.send(&frame(8, &1000u16.to_be_bytes(), Some(MASK)));
+    assert_eq!(w.frame().unwrap(), close_frame());
+    assert!(w.ends());
+    tunnel_line(&s, &up, "ws-test/1", &[18]);
+}
+
+#[test]
+fn a_tunnel_closed_for_its_silence_or_by_its_client_is_logged_too() {
+    let up = Echo::start();
+    let s = logged(&up, "");
+    // Its client goes away (and the upstream then writes to nobody).
+    let w = open_from(&s, &up, "gone/1");
+    drop(w);
+    assert_eq!(up.next(), "eof");
+    // (The upstream's `after eof` may have left before the client's
+    // system refused it.)
+    tunnel_line(&s, &up, "gone/1", &[7, 7 + 11]);
+    // Silent for read_timeout.
+    let up = Echo::start();
+    let mut b = Builder::new();
+    b.access_log_from_config();
+    b.config(&format!(
+        "[log]\naccess = \"access.log\"\nformat = '$request $status $body_bytes_sent'\n\n\
+         [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\nread_timeout = \"1s\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    let (mut w, head) = open(&s, "/api/chat");
+    assert_eq!(masked(&head), SWITCHED);
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+    assert!(w.ends(), "closed for its silence");
+    let line = s.wait_access_line(|l| l.starts_with(b"GET /api/chat "));
+    assert_eq!(line, b"GET /api/chat HTTP/1.1 101 7");
+    s.wait_stderr_line("the tunnel was idle for read_timeout; closed");
+}
+
+#[test]
+fn a_tunnel_whose_client_resets_it_is_logged_with_its_whole_time() {
+    use std::os::fd::AsRawFd;
+    let up = Echo::start();
+    let s = logged(&up, "");
+    let w = open_from(&s, &up, "reset/1");
+    // SO_LINGER 0: the close is a reset (RST), not a FIN.
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    let fd = w.tcp.as_raw_fd();
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const linger).cast(),
+            size,
+        )
+    };
+    assert_eq!(set, 0);
+    drop(w);
+    // The upstream's connection closes, and the line has the upstream's
+    // time (`tunnel_line` checks it is one).
+    assert_eq!(up.next(), "eof");
+    tunnel_line(&s, &up, "reset/1", &[7]);
+}
+
+#[test]
+fn a_tunnel_outlives_a_reload_and_is_logged_at_its_end() {
+    let up = Echo::start();
+    let s = logged(&up, "");
+    let mut w = open_from(&s, &up, "before/1");
+    s.signal(libc::SIGHUP);
+    let line = s.wait_stderr_line("SIGHUP:");
+    assert!(line.contains("reloaded"), "{line}");
+    // The new workers serve (a tunnel of their own)...
+    let _fresh = open_from(&s, &up, "after/1");
+    // ...while the old tunnel still carries bytes both ways, to its end.
+    w.send(&frame(1, b"still", Some(MASK)));
+    assert_eq!(up.next(), "frame 1 5 masked");
+    assert_eq!(w.frame().unwrap().payload, b"still");
+    w.send(&frame(1, b"bye", Some(MASK)));
+    assert_eq!(w.frame().unwrap(), close_frame());
+    assert!(w.ends());
+    tunnel_line(&s, &up, "before/1", &[7 + 7 + 4]);
+}
+
+#[test]
+fn a_stop_closes_an_open_tunnel_at_its_deadline_and_logs_it() {
+    let up = Echo::start();
+    let s = logged(&up, "[timeouts]\nshutdown = \"1s\"\n");
+    let mut w = open_from(&s, &up, "stopped/1");
+    s.signal(libc::SIGTERM);
+    assert!(w.ends(), "closed when the server stops");
+    assert_eq!(up.next(), "eof", "the upstream's connection closes too");
+    tunnel_line(&s, &up, "stopped/1", &[7]);
+}
+
 /// WebSockets over HTTP/2 (RFC 8441): an extended CONNECT on a stream.
 #[cfg(feature = "http2")]
 mod h2 {
@@ -651,6 +823,29 @@ mod h2 {
         connect(&mut c, 5, "/api/chat", "connect-udp");
         let answers = c.answers(&[3, 5]);
         assert_eq!((answers[0].status(), answers[1].status()), ("501", "501"));
+    }
+
+    #[test]
+    fn an_extended_connects_access_log_line_names_its_upstream() {
+        let up = Echo::start();
+        let s = logged(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        up.next();
+        let mut window = 256 * 1024;
+        let h = on_stream(&mut c, 1, &mut window).expect("a head");
+        assert_eq!((h.kind, &*h.fields[0].1), (kind::HEADERS, "200"));
+        let hello = frame(1, b"hello", None);
+        assert_eq!(exchange(&mut c, 1, &[], hello.len(), &mut window), hello);
+        // The upstream's 101, its address and the tunnel's whole time.
+        c.send(&frame::data_head(1, 0, true));
+        assert_eq!(up.next(), "eof");
+        // (Logged as the HTTP/1.1 request it became.)
+        let line = s.wait_access_line(|l| find(l, b"HTTP/2.0\" 200 ").is_some());
+        let line = String::from_utf8(line).unwrap();
+        let upstream = format!(" 200 {} \"-\" {} 101 0.", 7 + 11, up.addr);
+        assert!(line.contains(&upstream), "{line:?}: not {upstream:?}…");
     }
 
     #[test]

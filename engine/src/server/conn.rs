@@ -57,6 +57,12 @@ pub enum Proto {
     /// their answers.
     #[cfg(feature = "http2")]
     H2(Box<Session>),
+    /// A byte tunnel both ways, once an HTTP/1.1 answer switched
+    /// protocols (a 101, RFC 9110 §7.8): the producer that carries it and
+    /// what its access-log line needs, nothing of the request or of the
+    /// exchange it was (an idle WebSocket costs little).
+    #[cfg(feature = "upstreams")]
+    Tunnel(Box<super::tunnel::Tunnel>),
 }
 
 impl Proto {
@@ -67,6 +73,8 @@ impl Proto {
             Proto::H1(h) => Some(h),
             #[cfg(feature = "http2")]
             Proto::H2(_) => None,
+            #[cfg(feature = "upstreams")]
+            Proto::Tunnel(_) => None,
         }
     }
 
@@ -77,6 +85,8 @@ impl Proto {
             Proto::H1(h) => Some(h),
             #[cfg(feature = "http2")]
             Proto::H2(_) => None,
+            #[cfg(feature = "upstreams")]
+            Proto::Tunnel(_) => None,
         }
     }
 
@@ -87,6 +97,8 @@ impl Proto {
         match self {
             Proto::H2(s) => Some(s),
             Proto::H1(_) => None,
+            #[cfg(feature = "upstreams")]
+            Proto::Tunnel(_) => None,
         }
     }
 
@@ -97,6 +109,8 @@ impl Proto {
         match self {
             Proto::H2(s) => Some(s),
             Proto::H1(_) => None,
+            #[cfg(feature = "upstreams")]
+            Proto::Tunnel(_) => None,
         }
     }
 }
@@ -150,6 +164,18 @@ impl Conn {
             Proto::H1(h) => matches!(h.state(), h1::State::Idle),
             #[cfg(feature = "http2")]
             Proto::H2(s) => s.conn.open_streams() == 0 && s.answers.is_empty(),
+            #[cfg(feature = "upstreams")]
+            Proto::Tunnel(_) => false,
+        }
+    }
+
+    /// Its tunnel, if it is one (see [`Proto::Tunnel`]).
+    #[cfg(feature = "upstreams")]
+    #[inline]
+    pub fn tunnel(&mut self) -> Option<&mut super::tunnel::Tunnel> {
+        match &mut self.proto {
+            Proto::Tunnel(t) => Some(t),
+            _ => None,
         }
     }
 
@@ -211,6 +237,8 @@ impl Conn {
             Proto::H1(h) => h.wait().filter(|id| f(*id)).map(|_| None),
             #[cfg(feature = "http2")]
             Proto::H2(s) => s.find_wait(f).map(Some),
+            #[cfg(feature = "upstreams")]
+            Proto::Tunnel(_) => None,
         }
     }
 
@@ -223,6 +251,8 @@ impl Conn {
             (Proto::H2(s), Some(id)) => s.answer(id)?.wait,
             #[cfg(feature = "http2")]
             (Proto::H2(_), None) => None,
+            #[cfg(feature = "upstreams")]
+            (Proto::Tunnel(_), _) => None,
         }
     }
 
@@ -236,6 +266,8 @@ impl Conn {
             (Proto::H2(s), Some(id)) => s.take_wait(id),
             #[cfg(feature = "http2")]
             (Proto::H2(_), None) => None,
+            #[cfg(feature = "upstreams")]
+            (Proto::Tunnel(_), _) => None,
         }
     }
 }

@@ -32,6 +32,8 @@ pub mod router;
 pub mod run;
 pub mod sites;
 pub mod transport;
+#[cfg(feature = "upstreams")]
+pub mod tunnel;
 pub mod waits;
 pub mod worker;
 

@@ -254,6 +254,13 @@ impl Run {
         self.producer.ready_for(i, read, write);
     }
 
+    /// Takes it apart once its answer became a byte tunnel (see
+    /// `crate::server::tunnel`): its producer, and the request it answers.
+    #[cfg(feature = "upstreams")]
+    pub fn into_tunnel(self) -> (Box<dyn Produce>, Held) {
+        (self.producer, self.request)
+    }
+
     /// Where the request body goes, if the producer reads one.
     pub fn input(&mut self) -> Option<&mut dyn Input> {
         self.producer.input()

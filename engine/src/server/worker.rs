@@ -44,6 +44,8 @@ mod settings;
 mod slab;
 mod timers;
 #[cfg(feature = "upstreams")]
+mod tunnel;
+#[cfg(feature = "upstreams")]
 #[cfg(feature = "upstreams")]
 mod upstream;
 mod waits;
@@ -68,6 +70,10 @@ const LISTENER_BASE: usize = usize::MAX / 2;
 /// The pipes of the programs answering exchanges have tokens from
 /// `PIPE_BASE` up, three an exchange (see `pipe`).
 const PIPE_BASE: usize = usize::MAX / 8;
+/// A tunnel's sources' tokens: `TUNNEL_BASE` up, three a connection (see
+/// `tunnel`).
+#[cfg(feature = "upstreams")]
+const TUNNEL_BASE: usize = usize::MAX / 16;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
 /// Output queues larger than this are not kept for reuse.
@@ -237,6 +243,11 @@ impl Worker {
                         let read = ev.is_readable() || ev.is_read_closed() || failed;
                         self.on_pipe_event(index, source, read, ev.is_writable() || failed);
                     }
+                    #[cfg(feature = "upstreams")]
+                    Token(t) if t >= TUNNEL_BASE => {
+                        let (index, source) = tunnel::split_token(t);
+                        self.on_tunnel_event(index, source);
+                    }
                     Token(i) => {
                         if ev.is_read_closed() || ev.is_error() {
                             // The FIN may have come with the last data: read
@@ -344,6 +355,8 @@ impl Worker {
             if c.producing() {
                 self.abandon_produced(&mut c);
             }
+            #[cfg(feature = "upstreams")]
+            self.end_tunnel(&mut c, true);
             // What never left (the client went away) counts as not sent.
             settle(&mut self.logger, &mut c.out, c.sent, true);
             if let Some(wait) = c
@@ -487,6 +500,22 @@ impl Worker {
             }
             let timer = match &mut c.proto {
                 Proto::H1(h1) => h1.timer(),
+                #[cfg(feature = "upstreams")]
+                Proto::Tunnel(tunnel) => {
+                    // Its producer's idle timeout (`read_timeout`), from
+                    // the last byte either way.
+                    if age >= tunnel.producer.idle_timeout(t.handler) {
+                        let mut conn = self.conns.take(i).expect("present");
+                        self.tunnel_timed_out(&mut conn);
+                        self.conns.put(i, conn);
+                        self.on_event(i, false);
+                    } else if age >= TICK {
+                        // (Idle a second or more: TLS keeps its keys'
+                        // bytes, not their expanded forms.)
+                        c.transport.rest();
+                    }
+                    continue;
+                }
                 #[cfg(feature = "http2")]
                 Proto::H2(h2) => {
                     // An HTTP/2 connection is idle when no stream is open

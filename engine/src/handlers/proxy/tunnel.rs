@@ -38,8 +38,11 @@ pub struct Tunnel {
     /// watch ([`Produce::retired`]).
     retired: Option<OwnedFd>,
     link: Link,
-    /// The client's bytes on their way to the upstream.
-    outbox: Outbox,
+    /// The client's bytes on their way to the upstream, while some wait
+    /// (boxed: an idle tunnel holds a pointer, not an empty outbox).
+    outbox: Option<Box<Outbox>>,
+    /// The client's end came: passed on once its bytes went.
+    ended: bool,
     readable: bool,
     writable: bool,
     /// More of the client's bytes may come.
@@ -99,16 +102,15 @@ pub struct Parts {
 impl Tunnel {
     /// The tunnel made of `parts`.
     pub fn new(parts: Parts) -> Tunnel {
-        let mut outbox = parts.outbox;
-        if outbox.is_empty() {
-            // (What the head grew it to is not kept.)
-            outbox.clear();
-        }
+        // (What the head grew the outbox to is not kept.)
+        let ended = parts.outbox.body_end;
+        let outbox = (!parts.outbox.is_empty()).then(|| Box::new(parts.outbox));
         Tunnel {
             sock: Some(parts.sock),
             retired: None,
             link: parts.link,
             outbox,
+            ended,
             readable: parts.readable,
             writable: parts.writable,
             open: parts.open,
@@ -131,7 +133,7 @@ impl Tunnel {
             self.retired = Some(fd);
         }
         self.open = false;
-        self.outbox.clear();
+        self.outbox = None;
     }
 }
 
@@ -155,14 +157,14 @@ impl Produce for Tunnel {
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        match self.outbox.is_empty() {
+        match self.outbox.is_none() {
             true => self.read_timeout,
             false => self.send_timeout,
         }
     }
 
     fn timeout_why(&self) -> &'static str {
-        match self.outbox.is_empty() {
+        match self.outbox.is_none() {
             true => "the tunnel was idle for read_timeout; closed",
             false => "the upstream took nothing of the tunnel's bytes for send_timeout; closed",
         }
@@ -230,14 +232,19 @@ impl Produce for Tunnel {
 impl Input for Tunnel {
     fn room(&self) -> usize {
         match self.open {
-            true => self.outbox.room(),
+            true => match self.outbox.as_deref() {
+                Some(outbox) => outbox.room(),
+                None => Outbox::default().room(),
+            },
             false => usize::MAX,
         }
     }
 
     fn feed(&mut self, data: &[u8]) {
         if self.open && !data.is_empty() {
-            self.outbox.push(data, true);
+            self.outbox
+                .get_or_insert_with(Box::default)
+                .push(data, true);
         }
     }
 
@@ -245,14 +252,22 @@ impl Input for Tunnel {
         let Some(fd) = self.sock.as_ref() else {
             return Ok(Wrote::default());
         };
-        let (outbox, ready) = (&mut self.outbox, &mut self.writable);
-        match self.link.write_outbox(fd, outbox, ready, &mut 0) {
+        // (None waits: an empty one, which allocates nothing, still
+        // writes what TLS has of its own, and passes the end on.)
+        let mut none = Outbox::default();
+        let outbox = self.outbox.as_deref_mut().unwrap_or(&mut none);
+        outbox.body_end = self.ended;
+        let written = self
+            .link
+            .write_outbox(fd, outbox, &mut self.writable, &mut 0);
+        let (empty, done) = (outbox.is_empty(), outbox.done());
+        match written {
             Ok(wrote) => {
-                if self.outbox.is_empty() {
+                if empty {
                     // All gone: an idle tunnel holds no buffer.
-                    self.outbox.clear();
+                    self.outbox = None;
                 }
-                if self.outbox.done() {
+                if done {
                     self.open = false;
                     if !self.shut {
                         // The client sent its last byte: so does brisk,
@@ -267,19 +282,19 @@ impl Input for Tunnel {
             Err(OutboxError::Write(_)) => {
                 // (What the upstream sent before is read on.)
                 self.open = false;
-                self.outbox.clear();
+                self.outbox = None;
                 Err(InputEnd::Refused)
             }
         }
     }
 
     fn end(&mut self) {
-        self.outbox.body_end = true;
+        self.ended = true;
     }
 
     fn close(&mut self) {
         self.open = false;
-        self.outbox.clear();
+        self.outbox = None;
     }
 
     fn is_closed(&self) -> bool {

@@ -8,7 +8,8 @@
 
 use std::time::Instant;
 
-use crate::log::{Draft, Logger};
+use crate::log::{AccessRecord, Draft, Logger};
+use crate::server::conn::Conn;
 use crate::server::transport::Out;
 
 /// Records that an answer, whose request began to arrive at `started`,
@@ -32,6 +33,24 @@ pub(super) fn push(
         draft(logger, buf)
     });
     settle(logger, out, sent, false);
+}
+
+/// Records that the answer `rec` (begun at `started`) on `c`, whose body
+/// began at the connection's byte `body_from`, ends with what is queued
+/// for `c` now (see [`push`]).
+pub(super) fn push_record(
+    c: &mut Conn,
+    logger: &mut Logger,
+    rec: &AccessRecord<'_>,
+    body_from: u64,
+    started: Instant,
+) {
+    let end = c.queued_end();
+    let body = end.saturating_sub(body_from);
+    let sent = c.sent;
+    push(&mut c.out, logger, sent, end, body, started, |l, buf| {
+        l.draft(rec, buf)
+    });
 }
 
 /// Logs the answers of `out` that have ended, the connection having sent

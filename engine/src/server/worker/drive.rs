@@ -96,6 +96,13 @@ impl Worker {
                     continue;
                 }
             }
+            #[cfg(feature = "upstreams")]
+            if c.tunnel().is_some() && !c.life.closing() {
+                if self.pump_tunnel(c) {
+                    continue;
+                }
+                break;
+            }
             if c.life.closing() && !c.producing() {
                 return self.close_lingering(c);
             }
@@ -112,6 +119,12 @@ impl Worker {
         }
         if c.out.is_empty() {
             self.take_back_out(c);
+        }
+        #[cfg(feature = "upstreams")]
+        if c.tunnel().is_some() {
+            // (Its client's end went on to the upstream, whose bytes
+            // still come until it closes too.)
+            return true;
         }
         if c.transport.tcp().eof && c.pending.is_empty() {
             // A tunnel's client closed its side: the end goes on to the

@@ -101,7 +101,7 @@ pub(super) fn rewatch(
 }
 
 /// What epoll waits for on a source that wants `want`.
-fn interest(want: Want) -> Interest {
+pub(super) fn interest(want: Want) -> Interest {
     match want {
         Want::Read => Interest::READABLE,
         Want::Write => Interest::WRITABLE,

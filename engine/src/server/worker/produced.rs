@@ -287,7 +287,10 @@ impl Worker {
             p.body = Some(BodyDecoder::tunnel());
         }
         let outcome = super::pipe::rewatch(self.poll.registry(), run, p.ex.index(), outcome);
-        self.h1_outcome(c, outcome)
+        let moved = self.h1_outcome(c, outcome);
+        #[cfg(feature = "upstreams")]
+        self.become_tunnel(c);
+        moved
     }
 
     /// What an HTTP/1.1 pump came to; whether anything moved.
@@ -393,19 +396,8 @@ impl Worker {
         if self.logger.access_enabled() {
             let mut rec = super::request_record(c, self.clock.wall, &request.req, status);
             rec.upstream = upstream;
-            let end = c.queued_end();
-            let body = end.saturating_sub(body_from);
             let log = &mut self.logger;
-            let sent = c.sent;
-            super::access_log::push(
-                &mut c.out,
-                log,
-                sent,
-                end,
-                body,
-                request.started,
-                |l, buf| l.draft(&rec, buf),
-            );
+            super::access_log::push_record(c, log, &rec, body_from, request.started);
         }
     }
 }

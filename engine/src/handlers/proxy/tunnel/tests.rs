@@ -154,9 +154,9 @@ fn a_tunnel_holds_no_buffer_once_the_clients_bytes_went() {
         answered: Some((101, 5)),
         lease: None,
     });
-    assert_eq!(t.outbox.capacity(), 0, "the head's buffer is not kept");
+    assert!(t.outbox.is_none(), "the head's buffer is not kept");
     t.feed(&[7; 3000]);
-    assert!(t.outbox.capacity() >= 3000);
+    assert!(t.outbox.as_ref().unwrap().capacity() >= 3000);
     // While the upstream has not taken them, they wait, and the
     // timeout is send_timeout's.
     assert_eq!(t.idle_timeout(Duration::ZERO), Duration::from_secs(7));
@@ -165,7 +165,7 @@ fn a_tunnel_holds_no_buffer_once_the_clients_bytes_went() {
     let mut got = vec![0; 3000];
     up.read_exact(&mut got).unwrap();
     assert_eq!(got, [7; 3000]);
-    assert_eq!(t.outbox.capacity(), 0, "the bytes went: no buffer kept");
+    assert!(t.outbox.is_none(), "the bytes went: no buffer kept");
     assert_eq!(t.idle_timeout(Duration::ZERO), Duration::from_secs(9));
 }
 
