@@ -54,7 +54,7 @@ const SERVER: &[&[&str]] = &[
     &["waits"],
     &["run"],
     &["exchange"],
-    &["h1", "h2"],
+    &["h1", "h2", "tunnel"],
     &["conn"],
     &["worker"],
     &["(root)"],

@@ -485,8 +485,7 @@ impl ProxyBody {
                     (head.status, head.reason) = (200, None);
                 }
                 // (The access log's `upstream_*` fields, as for any head.)
-                let took = self.began.elapsed().as_micros();
-                self.answered = Some((h.status, u64::try_from(took).unwrap_or(u64::MAX)));
+                self.answered.head(h.status);
                 self.open_tunnel(h.head_len);
                 return Some(Gave::Head(head, None));
             }
