@@ -39,6 +39,35 @@ pub fn refill(held: &mut Option<Spool>, buf: &mut Vec<u8>) -> io::Result<bool> {
     Ok(more)
 }
 
+/// Which of its three timeouts bounds a relay's wait now: the connect's
+/// until the peer is reached, the send's while request bytes wait for
+/// it to take them, else the read's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// For the connection (`connect_timeout`).
+    Connect,
+    /// For the peer to take request bytes (`send_timeout`).
+    Send,
+    /// For the peer's answer (`read_timeout`).
+    Read,
+}
+
+impl Waiting {
+    /// What a relay `connected` (or not) with `outbox` waits for.
+    pub fn now(connected: bool, outbox: &Outbox) -> Waiting {
+        match (connected, outbox.is_empty()) {
+            (false, _) => Waiting::Connect,
+            (true, false) => Waiting::Send,
+            (true, true) => Waiting::Read,
+        }
+    }
+
+    /// Of `[connect, send, read]`, the one it stands for.
+    pub fn pick<T: Copy>(self, of: [T; 3]) -> T {
+        of[self as usize]
+    }
+}
+
 /// Why [`Outbox::write_to`] stopped short.
 #[derive(Debug)]
 pub enum OutboxError {

@@ -31,7 +31,7 @@ use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
 use crate::handlers::proxy::balance::Tries;
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
-use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket};
+use crate::handlers::relay::{refill, Answered, Outbox, OutboxError, Socket, Waiting};
 use crate::handlers::spool::Spool;
 use crate::http::Status;
 use crate::log::Logger;
@@ -435,23 +435,20 @@ impl Produce for FastcgiBody {
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        if !self.connected {
-            self.opts.connect_timeout
-        } else if !self.outbox.is_empty() {
-            self.opts.send_timeout
-        } else {
-            self.opts.read_timeout
-        }
+        let o = &self.opts;
+        Waiting::now(self.connected, &self.outbox).pick([
+            o.connect_timeout,
+            o.send_timeout,
+            o.read_timeout,
+        ])
     }
 
     fn timeout_why(&self) -> &'static str {
-        if !self.connected {
-            "no connection to the application within connect_timeout; given up"
-        } else if !self.outbox.is_empty() {
-            "the application took nothing of the request for send_timeout; given up"
-        } else {
-            "the application was silent for read_timeout; given up"
-        }
+        Waiting::now(self.connected, &self.outbox).pick([
+            "no connection to the application within connect_timeout; given up",
+            "the application took nothing of the request for send_timeout; given up",
+            "the application was silent for read_timeout; given up",
+        ])
     }
 
     fn timed_out(&mut self) -> Option<Status> {

@@ -36,7 +36,7 @@ use super::request::{BodyOut, HOP_BY_HOP};
 use crate::config::{HeaderEdits, Level, ServerMode};
 use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want, Wrote};
-use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe};
+use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe, Waiting};
 use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
@@ -681,23 +681,20 @@ impl Produce for ProxyBody {
     }
 
     fn idle_timeout(&self, _handler: Duration) -> Duration {
-        if !self.connected {
-            self.opts.connect_timeout
-        } else if !self.outbox.is_empty() {
-            self.opts.send_timeout
-        } else {
-            self.opts.read_timeout
-        }
+        let o = &self.opts;
+        Waiting::now(self.connected, &self.outbox).pick([
+            o.connect_timeout,
+            o.send_timeout,
+            o.read_timeout,
+        ])
     }
 
     fn timeout_why(&self) -> &'static str {
-        if !self.connected {
-            "no connection to the upstream within connect_timeout; given up"
-        } else if !self.outbox.is_empty() {
-            "the upstream took nothing of the request for send_timeout; given up"
-        } else {
-            "the upstream was silent for read_timeout; given up"
-        }
+        Waiting::now(self.connected, &self.outbox).pick([
+            "no connection to the upstream within connect_timeout; given up",
+            "the upstream took nothing of the request for send_timeout; given up",
+            "the upstream was silent for read_timeout; given up",
+        ])
     }
 
     fn timed_out(&mut self) -> Option<Status> {
