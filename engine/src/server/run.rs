@@ -47,8 +47,7 @@ pub trait Sink {
     /// Body bytes in a pipe (never compressed), when it takes them
     /// ([`Sink::takes_pipes`]). False as for [`Sink::data`]: more came
     /// than the head's length (the pipe is dropped, the answer cut).
-    fn pipe(&mut self, pipe: Pipe) -> bool {
-        drop(pipe);
+    fn pipe(&mut self, _pipe: Pipe) -> bool {
         false
     }
     /// The body is complete: frames its end, with the producer's

@@ -17,6 +17,10 @@ pub mod sandbox;
 pub mod service;
 pub mod signal;
 pub mod spawn;
+#[cfg(feature = "upstreams")]
+pub mod splice;
+#[cfg(not(feature = "upstreams"))]
+#[path = "splice_none.rs"]
 pub mod splice;
 pub mod syscalls;
 pub mod systemd;

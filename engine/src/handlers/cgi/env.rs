@@ -108,9 +108,8 @@ impl<'a> Names<'a> {
 pub struct Vars {
     buf: Vec<u8>,
     /// Where each variable is in `buf`: its start, where its name ends
-    /// (at the `=`), and its end; in the order set until [`Vars::done`]
-    /// sorts them by name. One replaced by a later one of the same name
-    /// is none.
+    /// (at the `=`), and its end; in the order set. One replaced by a
+    /// later one of the same name is none.
     at: Vec<Option<(usize, usize, usize)>>,
 }
 
@@ -171,17 +170,15 @@ impl Vars {
         }
     }
 
-    /// Sorts the variables by name, leaving out those replaced and those
-    /// that hold a NUL byte (impossible for parsed requests; no
-    /// environment can hold one).
+    /// Leaves out the variables replaced and those that hold a NUL byte
+    /// (impossible for parsed requests; no environment can hold one).
+    /// (They stay in the order set: neither an environment nor FastCGI's
+    /// PARAMS has an order, and a sort a request is work, and a copy of
+    /// the standard library's sort, for nothing.)
     fn done(mut self) -> Vars {
         let buf = &self.buf;
         self.at
             .retain(|e| e.is_some_and(|(start, _, end)| !buf[start..end].contains(&0)));
-        let name = |e: &Option<(usize, usize, usize)>| {
-            e.map_or(&buf[..0], |(start, eq, _)| &buf[start..eq])
-        };
-        self.at.sort_unstable_by(|a, b| name(a).cmp(name(b)));
         self
     }
 
@@ -191,7 +188,7 @@ impl Vars {
         self.buf.len()
     }
 
-    /// Name and value of each variable, sorted by name.
+    /// Name and value of each variable.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.at
             .iter()
@@ -199,7 +196,7 @@ impl Vars {
             .map(|&(start, eq, end)| (&self.buf[start..eq], &self.buf[eq + 1..end]))
     }
 
-    /// Each variable as `NAME=value`, sorted by name.
+    /// Each variable as `NAME=value`.
     pub fn entries(&self) -> impl Iterator<Item = &[u8]> {
         self.at
             .iter()
@@ -208,8 +205,7 @@ impl Vars {
     }
 }
 
-/// The environment for `script`: `NAME=value` entries sorted by name
-/// (see [`vars`]).
+/// The environment for `script`: `NAME=value` entries (see [`vars`]).
 pub fn build_env(
     script: &Script,
     req: &EnvRequest<'_>,
@@ -220,7 +216,7 @@ pub fn build_env(
     entries.collect()
 }
 
-/// The variables of the script `names` name, sorted by name.
+/// The variables of the script `names` name.
 ///
 /// Variables that do not apply are unset rather than empty: `AUTH_TYPE`,
 /// `REMOTE_USER`, `CONTENT_LENGTH`, `CONTENT_TYPE`, and `PATH_INFO` /

@@ -373,6 +373,7 @@ mod tests {
         assert_eq!((out.written(), out.unsent(), out.buffered()), (18, 0, 0));
     }
 
+    #[cfg(feature = "upstreams")]
     #[test]
     fn pipes_are_counted_sent_in_order_and_dropped_with_the_queue() {
         use std::io::Write;

@@ -43,8 +43,12 @@ fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
     }
 }
 
+/// The entries, sorted (an environment has no order: the variables are
+/// set in the order `vars` finds them).
 fn strings(env: Vec<std::ffi::CString>) -> Vec<String> {
-    env.into_iter().map(|c| c.into_string().unwrap()).collect()
+    let mut env: Vec<String> = env.into_iter().map(|c| c.into_string().unwrap()).collect();
+    env.sort();
+    env
 }
 
 #[test]
@@ -125,10 +129,11 @@ fn minimal_request_leaves_optional_variables_unset() {
     assert!(env.contains(&"QUERY_STRING=".to_string()));
     assert!(env.contains(&"REMOTE_ADDR=2001:db8::1".to_string()));
     assert!(env.contains(&"SERVER_PROTOCOL=HTTP/1.0".to_string()));
-    // Sorted by name.
-    let mut sorted = names.clone();
-    sorted.sort();
-    assert_eq!(names, sorted);
+    // Each name once.
+    let mut once = names.clone();
+    once.sort();
+    once.dedup();
+    assert_eq!(names.len(), once.len(), "{env:?}");
 }
 
 #[test]
