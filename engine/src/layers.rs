@@ -30,7 +30,7 @@ const TOP: &[&[&str]] = &[
     &["tls"],
     &["access"],
     &["config"],
-    &["handlers"],
+    &["handlers", "acme"],
     &["server"],
     &["process"],
 ];

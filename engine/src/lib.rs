@@ -30,6 +30,8 @@
 #![warn(missing_docs)]
 
 pub mod access;
+#[cfg(feature = "acme")]
+pub mod acme;
 pub(crate) mod channel;
 pub mod config;
 #[cfg(feature = "http2")]

@@ -6,6 +6,8 @@
 //!   chain, key of any common form, optional OCSP staple; the key must
 //!   match, the certificate must not have expired);
 //! - [`x509`]: the validity and the names of a certificate;
+//! - [`der`]: DER's tags, and a writer for what brisk signs itself
+//!   (ACME's certification requests and challenge certificates);
 //! - [`sni`]: the certificate for a ClientHello, by its SAN names, the
 //!   first one for clients without SNI;
 //! - [`context`]: one rustls server configuration per generation of
@@ -34,6 +36,7 @@ pub mod client;
 pub mod client_hello;
 pub mod conn;
 pub mod context;
+pub mod der;
 pub mod record;
 pub mod secrets;
 pub mod sni;

@@ -31,18 +31,13 @@ impl std::fmt::Display for Malformed {
     }
 }
 
-const SEQUENCE: u8 = 0x30;
-const SET: u8 = 0x31;
-const OID: u8 = 0x06;
-const OCTET_STRING: u8 = 0x04;
-const BOOLEAN: u8 = 0x01;
-const UTC_TIME: u8 = 0x17;
-const GENERALIZED_TIME: u8 = 0x18;
+use super::der::{
+    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, OCTET_STRING, OID, SEQUENCE, SET, UTC_TIME,
+};
+
 /// `[0] EXPLICIT` version, `[3] EXPLICIT` extensions.
-const VERSION: u8 = 0xa0;
-const EXTENSIONS: u8 = 0xa3;
-/// GeneralName `dNSName [2] IA5String`, implicitly tagged.
-const DNS_NAME: u8 = 0x82;
+const VERSION: u8 = context(0);
+const EXTENSIONS: u8 = context(3);
 /// id-ce-subjectAltName, 2.5.29.17.
 const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
 /// id-at-commonName, 2.5.4.3.

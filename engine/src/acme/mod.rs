@@ -1,0 +1,11 @@
+//! Automatic HTTPS (issue #28, cargo feature `acme`): certificates
+//! obtained and renewed from an ACME CA (RFC 8555) by brisk itself.
+//!
+//! - [`key`]: ECDSA P-256 keys (the account's, each certificate's), their
+//!   JWK and thumbprint, JWS and DER signatures;
+//! - [`cert`]: what brisk writes and signs in DER: the certification
+//!   request of an order, the tls-alpn-01 challenge certificate, a local
+//!   CA's certificates.
+
+pub mod cert;
+pub mod key;
