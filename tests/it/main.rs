@@ -8,6 +8,8 @@
 mod common;
 
 mod access_log;
+#[cfg(feature = "acme")]
+mod acme;
 mod admission;
 mod auth;
 mod cgi;

@@ -5,7 +5,13 @@
 //!   JWK and thumbprint, JWS and DER signatures;
 //! - [`cert`]: what brisk writes and signs in DER: the certification
 //!   request of an order, the tls-alpn-01 challenge certificate, a local
-//!   CA's certificates.
+//!   CA's certificates;
+//! - [`client`]: RFC 8555's client: the directory, an account, an order
+//!   through its challenges to the certificate chain;
+//! - [`http`]: the blocking HTTPS requests of the client, on its own
+//!   thread.
 
 pub mod cert;
+pub mod client;
+pub mod http;
 pub mod key;

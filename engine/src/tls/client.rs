@@ -56,7 +56,7 @@ impl UpstreamTls {
             .map_err(|e| e.to_string())?;
         let mut config = if verify {
             builder
-                .with_root_certificates(roots(ca)?)
+                .with_root_certificates(roots(ca.as_slice())?)
                 .with_no_client_auth()
         } else {
             builder
@@ -103,8 +103,9 @@ impl PartialEq for UpstreamTls {
 
 impl Eq for UpstreamTls {}
 
-/// The system's roots and those of `ca`; an error when there are none.
-fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
+/// The system's roots and those of the PEM files `cas`; an error when
+/// there are none.
+pub fn roots(cas: &[&Path]) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
     let parsed = |pem: &[u8]| {
         CertificateDer::pem_slice_iter(pem)
@@ -114,7 +115,7 @@ fn roots(ca: Option<&Path>) -> Result<RootCertStore, String> {
     if let Some(pem) = SYSTEM_BUNDLES.iter().find_map(|p| std::fs::read(p).ok()) {
         roots.add_parsable_certificates(parsed(&pem));
     }
-    if let Some(ca) = ca {
+    for ca in cas {
         let pem = std::fs::read(ca).map_err(|e| format!("cannot read {}: {e}", ca.display()))?;
         let (added, _) = roots.add_parsable_certificates(parsed(&pem));
         if added == 0 {

@@ -1,0 +1,344 @@
+//! ACME (issue #28) against Let's Encrypt's test CA, Pebble, and its DNS
+//! helper, pebble-challtestsrv (`scripts/test` installs both with Go;
+//! without them these tests say that they skipped). Everything listens
+//! on 127.0.0.1: challtestsrv answers every name with 127.0.0.1, and
+//! Pebble validates on the ports the test names.
+//!
+//! Pebble's TLS certificate is made by brisk's own local CA code
+//! (`acme::cert`), so the test trusts exactly that CA for the directory.
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpListener, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use brisk::acme::cert::{self, Alt, Template};
+use brisk::acme::client::{Account, Challenge, Directory, Responder, HTTP_01};
+use brisk::acme::http::Client;
+use brisk::acme::key::Key;
+use rustls::client::danger::ServerCertVerifier as _;
+use rustls::pki_types::{pem::PemObject as _, CertificateDer, ServerName, UnixTime};
+
+use crate::common::{skip, wait_for_within, TempDir};
+
+/// A Go tool: `$VAR`, else on PATH, else in Go's bin directory.
+fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
+        return Some(PathBuf::from(p));
+    }
+    let on_path = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let gobin = std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin").join(name));
+    on_path.into_iter().chain(gobin).find(|p| p.is_file())
+}
+
+fn free_tcp() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn free_udp() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A child process killed on drop.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Pebble and challtestsrv, running.
+struct Pebble {
+    directory: String,
+    management: String,
+    /// The port Pebble validates http-01 on.
+    http_port: u16,
+    /// Trusts Pebble's HTTPS (our CA).
+    client: Client,
+    _procs: Vec<Killed>,
+    _dir: TempDir,
+}
+
+impl Pebble {
+    /// Pebble with its defaults but for `env` (such as
+    /// `PEBBLE_VA_NOSLEEP=1`); None (a skip) without the tools.
+    fn start(env: &[(&str, &str)]) -> Option<Pebble> {
+        let (Some(pebble), Some(challtest)) = (
+            go_tool("PEBBLE", "pebble"),
+            go_tool("PEBBLE_CHALLTESTSRV", "pebble-challtestsrv"),
+        ) else {
+            skip("pebble and pebble-challtestsrv are not installed (scripts/test installs them with Go)");
+            return None;
+        };
+        let dir = TempDir::new("pebble");
+        // Pebble's own HTTPS: a certificate for 127.0.0.1 from a CA of
+        // brisk's making.
+        let ca_key = Key::generate().unwrap();
+        let ca_t = Template {
+            names: &[],
+            common_name: Some("test CA for pebble"),
+            serial: cert::serial().unwrap(),
+            not_before: now() - 3600,
+            not_after: now() + 86_400,
+            ca: true,
+            acme_identifier: None,
+        };
+        let ca = cert::certificate(&ca_t, &ca_key, None).unwrap();
+        let key = Key::generate().unwrap();
+        let names = [Alt::Ip("127.0.0.1".parse().unwrap()), Alt::Dns("localhost")];
+        let leaf_t = Template {
+            names: &names,
+            common_name: None,
+            ca: false,
+            ..ca_t.clone()
+        };
+        let leaf = cert::certificate(&leaf_t, &key, Some((&ca_key, "test CA for pebble"))).unwrap();
+        std::fs::write(dir.path.join("cert.pem"), cert::pem("CERTIFICATE", &leaf)).unwrap();
+        std::fs::write(
+            dir.path.join("key.pem"),
+            cert::pem("PRIVATE KEY", key.pkcs8()),
+        )
+        .unwrap();
+
+        let (dns, http_port, tls_port) = (free_udp(), free_tcp(), free_tcp());
+        let (listen, manage, chall_manage) = (free_tcp(), free_tcp(), free_tcp());
+        let config = format!(
+            r#"{{"pebble": {{
+  "listenAddress": "127.0.0.1:{listen}",
+  "managementListenAddress": "127.0.0.1:{manage}",
+  "certificate": "{d}/cert.pem",
+  "privateKey": "{d}/key.pem",
+  "httpPort": {http_port},
+  "tlsPort": {tls_port},
+  "ocspResponderURL": "",
+  "externalAccountBindingRequired": false,
+  "retryAfter": {{"authz": 1, "order": 1}}
+}}}}"#,
+            d = dir.path.display()
+        );
+        std::fs::write(dir.path.join("pebble.json"), config).unwrap();
+        let log = |name: &str| std::fs::File::create(dir.path.join(name)).unwrap();
+        let chall = Command::new(challtest)
+            .args(["-dnsserver", &format!("127.0.0.1:{dns}")])
+            .args(["-management", &format!("127.0.0.1:{chall_manage}")])
+            .args(["-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", ""])
+            .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", ""])
+            .stdout(log("challtestsrv.log"))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut procs = vec![Killed(chall)];
+        wait_for_within(Duration::from_secs(60), "challtestsrv's DNS", || {
+            std::net::TcpStream::connect(("127.0.0.1", dns)).ok()
+        });
+        let mut cmd = Command::new(pebble);
+        cmd.args(["-config", &format!("{}/pebble.json", dir.path.display())])
+            .args(["-dnsserver", &format!("127.0.0.1:{dns}")])
+            .stdout(log("pebble.log"))
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        procs.push(Killed(cmd.spawn().unwrap()));
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from(ca)).unwrap();
+        let client = Client::new(roots, Duration::from_secs(10)).unwrap();
+        let directory = format!("https://127.0.0.1:{listen}/dir");
+        wait_for_within(Duration::from_secs(60), "Pebble's directory", || {
+            Directory::fetch(&client, &directory).ok()
+        });
+        Some(Pebble {
+            directory,
+            management: format!("https://127.0.0.1:{manage}"),
+            http_port,
+            client,
+            _procs: procs,
+            _dir: dir,
+        })
+    }
+
+    /// The root Pebble issues under now.
+    fn root(&self) -> CertificateDer<'static> {
+        let a = self
+            .client
+            .get(&format!("{}/roots/0", self.management))
+            .unwrap();
+        assert_eq!(a.status, 200);
+        CertificateDer::from_pem_slice(&a.body).unwrap()
+    }
+}
+
+/// Serves http-01 challenges on a port, as brisk's listeners will.
+struct Http01 {
+    tokens: Arc<Mutex<HashMap<String, String>>>,
+    published: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Http01 {
+    fn serve(port: u16) -> Http01 {
+        let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        l.set_nonblocking(true).unwrap();
+        let tokens: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (t, s) = (Arc::clone(&tokens), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                let Ok((sock, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                sock.set_nonblocking(false).unwrap();
+                let mut r = BufReader::new(sock);
+                let mut line = String::new();
+                r.read_line(&mut line).unwrap_or_default();
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                        break;
+                    }
+                }
+                let path = line.split(' ').nth(1).unwrap_or("");
+                let token = path
+                    .strip_prefix("/.well-known/acme-challenge/")
+                    .unwrap_or("");
+                let answer = match t.lock().unwrap().get(token) {
+                    Some(ka) => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ka}",
+                        ka.len()
+                    ),
+                    None => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+                };
+                let _ = r.get_mut().write_all(answer.as_bytes());
+            }
+        });
+        Http01 {
+            tokens,
+            published: Arc::default(),
+            stop,
+        }
+    }
+}
+
+impl Drop for Http01 {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Responder for Http01 {
+    fn publish(&self, c: &Challenge) {
+        let Challenge::Http01 {
+            token,
+            key_authorization,
+        } = c
+        else {
+            panic!("only http-01 was allowed: {c:?}")
+        };
+        self.published.lock().unwrap().push(token.clone());
+        self.tokens
+            .lock()
+            .unwrap()
+            .insert(token.clone(), key_authorization.clone());
+    }
+
+    fn withdraw(&self, c: &Challenge) {
+        if let Challenge::Http01 { token, .. } = c {
+            self.tokens.lock().unwrap().remove(token);
+        }
+    }
+}
+
+/// The certificates of a PEM chain.
+fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
+    // (Validation at once; Pebble's 5 % nonce rejection stays on.)
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    let responder = Http01::serve(pebble.http_port);
+    let dir = Directory::fetch(&pebble.client, &pebble.directory).unwrap();
+    let mut acct = Account::new(pebble.client.clone(), dir, Key::generate().unwrap());
+    acct.set_poll(Duration::from_millis(200), Duration::from_secs(2));
+    let kid = acct.register(Some("ops@example.org")).unwrap();
+    assert!(kid.starts_with("https://127.0.0.1:"), "{kid}");
+
+    let cert_key = Key::generate().unwrap();
+    let issued = acct
+        .obtain(&["a.test", "b.test"], &[HTTP_01], &cert_key, &responder)
+        .unwrap();
+    // Each name's challenge was served, then withdrawn.
+    assert_eq!(responder.published.lock().unwrap().len(), 2);
+    assert!(responder.tokens.lock().unwrap().is_empty());
+
+    let certs = chain(&issued.chain_pem);
+    assert!(
+        certs.len() >= 2,
+        "leaf and intermediate: {}",
+        issued.chain_pem
+    );
+    let facts = brisk::tls::x509::parse(&certs[0]).unwrap();
+    let mut names = facts.names.clone();
+    names.sort();
+    assert_eq!(names, ["a.test", "b.test"]);
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pebble.root()).unwrap();
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        Arc::new(brisk::tls::provider()),
+    )
+    .build()
+    .unwrap();
+    for name in ["a.test", "b.test"] {
+        verifier
+            .verify_server_cert(
+                &certs[0],
+                &certs[1..],
+                &ServerName::try_from(name).unwrap(),
+                &[],
+                UnixTime::now(),
+            )
+            .unwrap();
+    }
+    // The certificate is for the key the request named.
+    let pkcs8 = rustls::pki_types::PrivateKeyDer::Pkcs8(cert_key.pkcs8().to_vec().into());
+    rustls::ServerConfig::builder_with_provider(Arc::new(brisk::tls::provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, pkcs8)
+        .unwrap();
+}
