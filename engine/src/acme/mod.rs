@@ -9,9 +9,12 @@
 //! - [`client`]: RFC 8555's client: the directory, an account, an order
 //!   through its challenges to the certificate chain;
 //! - [`http`]: the blocking HTTPS requests of the client, on its own
-//!   thread.
+//!   thread;
+//! - [`store`]: the storage directory (account, certificates, 0600 in
+//!   0700, written atomically) and its locks, shared by a fleet.
 
 pub mod cert;
 pub mod client;
 pub mod http;
 pub mod key;
+pub mod store;
