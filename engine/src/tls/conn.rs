@@ -312,6 +312,13 @@ impl TlsConn {
         else {
             return Err(rustls::Error::HandshakeNotComplete);
         };
+        if conn.alpn_protocol() == Some(super::sni::ACME_TLS_ALPN) {
+            // A CA's tls-alpn-01 validation: it has seen the certificate,
+            // and nothing else is to be said (RFC 8737 §3).
+            return Err(rustls::Error::General(
+                "a tls-alpn-01 validation (ALPN acme-tls/1) ends at its handshake".into(),
+            ));
+        }
         let alpn = conn
             .alpn_protocol()
             .and_then(|p| ALPN_H2.iter().copied().find(|&o| o == p));

@@ -10,7 +10,7 @@ use rustls::server::{
 };
 use rustls::ServerConfig;
 
-use super::sni::ByName;
+use super::sni::{ByName, Live};
 use super::Certificate;
 
 /// ALPN protocols offered, most preferred first (RFC 7301), without
@@ -28,6 +28,9 @@ pub struct Shared {
     /// Sessions kept by the server for clients that do not take tickets
     /// (TLS 1.2 session ids, or tickets off), bounded.
     pub cache: Arc<dyn StoresServerSessions>,
+    /// Certificates obtained while the server runs (ACME's), and the
+    /// tls-alpn-01 challenges'.
+    pub live: Arc<Live>,
 }
 
 impl Shared {
@@ -36,6 +39,7 @@ impl Shared {
         Ok(Shared {
             ticketer: rustls::crypto::ring::Ticketer::new()?,
             cache: cache(cache_entries),
+            live: Arc::default(),
         })
     }
 }
@@ -73,8 +77,16 @@ pub fn server_config_offering(
     let mut config = ServerConfig::builder_with_provider(Arc::new(super::provider()))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_no_client_auth()
-        .with_cert_resolver(Arc::new(ByName::new(certs)));
+        .with_cert_resolver(Arc::new(ByName::with_live(certs, Arc::clone(&shared.live))));
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    // Last, so that no client that offers anything else gets it: a CA's
+    // tls-alpn-01 validation (`sni`; the connection ends after the
+    // handshake, `conn`).
+    if cfg!(feature = "acme") {
+        config
+            .alpn_protocols
+            .push(super::sni::ACME_TLS_ALPN.to_vec());
+    }
     config.session_storage = Arc::clone(&shared.cache);
     if tickets {
         config.ticketer = Arc::clone(&shared.ticketer);

@@ -1,9 +1,17 @@
 //! Which certificate a ClientHello gets: the one whose subjectAltName
 //! covers the SNI name (an exact name first, then a wildcard one level
-//! deep, RFC 6125 §6.4.3), else the first configured one, which is also
-//! what clients without SNI get (nginx's default server, in effect).
+//! deep, RFC 6125 §6.4.3), else one obtained while the server runs
+//! ([`Live`]: ACME's), else the first configured one, which is also what
+//! clients without SNI get (nginx's default server, in effect). With no
+//! certificate at all for a name the handshake fails at once (rustls
+//! sends an alert), never hangs.
+//!
+//! A ClientHello that offers only the ALPN protocol `acme-tls/1` is a CA
+//! validating a tls-alpn-01 challenge (RFC 8737 §3): it gets the
+//! challenge's certificate for its SNI name, or none.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -18,12 +26,68 @@ pub struct ByName {
     names: Vec<(String, usize)>,
     /// In configuration order; the first is the default.
     keys: Vec<Arc<CertifiedKey>>,
+    /// Those obtained while the server runs, shared by every generation.
+    live: Arc<Live>,
+}
+
+/// The ALPN protocol of tls-alpn-01 validations (RFC 8737 §6.2).
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+
+/// Certificates that come and go while the server runs, by exact name:
+/// those ACME obtains and renews (a renewed one replaces the old for new
+/// handshakes; connections made with the old keep it), and the
+/// tls-alpn-01 challenges' while they are validated. Made once per
+/// process and kept across reloads.
+#[derive(Debug, Default)]
+pub struct Live {
+    issued: RwLock<HashMap<String, Arc<CertifiedKey>>>,
+    challenges: RwLock<HashMap<String, Arc<CertifiedKey>>>,
+}
+
+impl Live {
+    /// Serves `key` for `names` from now on (none: stops serving them).
+    pub fn set(&self, names: &[String], key: Option<Arc<CertifiedKey>>) {
+        let mut issued = self.issued.write().unwrap_or_else(|e| e.into_inner());
+        for name in names {
+            match &key {
+                Some(k) => issued.insert(name.to_ascii_lowercase(), Arc::clone(k)),
+                None => issued.remove(&name.to_ascii_lowercase()),
+            };
+        }
+    }
+
+    /// Answers tls-alpn-01 validations of `name` with `key` (none: no
+    /// more).
+    pub fn challenge(&self, name: &str, key: Option<Arc<CertifiedKey>>) {
+        let mut c = self.challenges.write().unwrap_or_else(|e| e.into_inner());
+        match key {
+            Some(k) => c.insert(name.to_ascii_lowercase(), k),
+            None => c.remove(&name.to_ascii_lowercase()),
+        };
+    }
+
+    /// The certificate served for `name`, if one is.
+    pub fn issued(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+        let issued = self.issued.read().unwrap_or_else(|e| e.into_inner());
+        issued.get(name).cloned()
+    }
+
+    fn challenge_for(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+        let c = self.challenges.read().unwrap_or_else(|e| e.into_inner());
+        c.get(name).cloned()
+    }
 }
 
 impl ByName {
-    /// The table for `certs` (at least one). When two certificates name
-    /// the same host, the first in the file wins.
+    /// The table for `certs` (at least one) and nothing obtained while
+    /// running. When two certificates name the same host, the first in
+    /// the file wins.
     pub fn new(certs: &[Certificate]) -> ByName {
+        ByName::with_live(certs, Arc::default())
+    }
+
+    /// The table for `certs` (maybe none), and those `live` holds.
+    pub fn with_live(certs: &[Certificate], live: Arc<Live>) -> ByName {
         let mut names: Vec<(String, usize)> = Vec::new();
         for (i, cert) in certs.iter().enumerate() {
             for name in &cert.names {
@@ -36,6 +100,7 @@ impl ByName {
         ByName {
             names,
             keys: certs.iter().map(|c| Arc::clone(&c.key)).collect(),
+            live,
         }
     }
 
@@ -67,10 +132,103 @@ impl ByName {
         }
         0
     }
+
+    /// The certificate for a ClientHello naming `sni` and offering the
+    /// ALPN protocols `alpn` (none: no ALPN extension).
+    pub fn pick(
+        &self,
+        sni: Option<&str>,
+        mut alpn: Option<impl Iterator<Item = impl AsRef<[u8]>>>,
+    ) -> Option<Arc<CertifiedKey>> {
+        let only_acme = alpn.as_mut().is_some_and(|a| {
+            let mut n = 0;
+            let all_acme = a.all(|p| {
+                n += 1;
+                p.as_ref() == ACME_TLS_ALPN
+            });
+            all_acme && n > 0
+        });
+        if only_acme {
+            return sni.and_then(|name| self.live.challenge_for(name));
+        }
+        let exact = sni.and_then(|name| self.find(name));
+        if let Some(i) = exact {
+            return self.keys.get(i).cloned();
+        }
+        if let Some(k) = sni.and_then(|name| self.live.issued(name)) {
+            return Some(k);
+        }
+        self.keys.get(self.index_for(sni)).cloned()
+    }
 }
 
 impl ResolvesServerCert for ByName {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.keys.get(self.index_for(hello.server_name())).cloned()
+        self.pick(hello.server_name(), hello.alpn())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tls::testing::certificate;
+
+    type Offered = std::iter::Copied<std::slice::Iter<'static, &'static [u8]>>;
+
+    fn alpn(protocols: &'static [&'static [u8]]) -> Option<Offered> {
+        Some(protocols.iter().copied())
+    }
+
+    const NONE: Option<Offered> = None;
+
+    #[test]
+    fn configured_names_then_live_ones_then_the_default() {
+        let (a, b, c) = (certificate("a"), certificate("b"), certificate("c"));
+        let live = Arc::new(Live::default());
+        let table = ByName::with_live(std::slice::from_ref(&a), Arc::clone(&live));
+        let is = |got: Option<Arc<CertifiedKey>>, want: &crate::tls::Certificate| {
+            got.is_some_and(|k| Arc::ptr_eq(&k, &want.key))
+        };
+        assert!(
+            is(table.pick(Some("b.test"), NONE), &a),
+            "the default before"
+        );
+        live.set(&["b.test".into()], Some(Arc::clone(&b.key)));
+        assert!(is(table.pick(Some("b.test"), alpn(&[b"h2"])), &b));
+        assert!(is(table.pick(Some("a.test"), NONE), &a));
+        // A live one never shadows a configured name, wildcards included.
+        live.set(&["www.a.test".into()], Some(Arc::clone(&c.key)));
+        assert!(is(table.pick(Some("www.a.test"), NONE), &c));
+        live.set(&["b.test".into(), "www.a.test".into()], None);
+        assert!(is(table.pick(Some("b.test"), NONE), &a));
+        assert!(is(table.pick(Some("www.a.test"), NONE), &a), "*.a.test");
+
+        // With no configured certificate, a name without one gets none:
+        // the handshake fails at once.
+        let bare = ByName::with_live(&[], Arc::clone(&live));
+        assert!(bare.pick(Some("b.test"), NONE).is_none());
+        assert!(bare.pick(None, NONE).is_none());
+        live.set(&["b.test".into()], Some(Arc::clone(&b.key)));
+        assert!(is(bare.pick(Some("b.test"), NONE), &b));
+    }
+
+    #[test]
+    fn only_acme_tls_alpn_gets_the_challenge_certificate() {
+        let (a, c) = (certificate("a"), certificate("c"));
+        let live = Arc::new(Live::default());
+        let table = ByName::with_live(std::slice::from_ref(&a), Arc::clone(&live));
+        assert!(table.pick(Some("a.test"), alpn(&[ACME_TLS_ALPN])).is_none());
+        live.challenge("A.test", Some(Arc::clone(&c.key)));
+        let got = table.pick(Some("a.test"), alpn(&[ACME_TLS_ALPN])).unwrap();
+        assert!(Arc::ptr_eq(&got, &c.key));
+        // Offered beside another protocol, or with no name: not a
+        // validation.
+        let other = table
+            .pick(Some("a.test"), alpn(&[b"h2", ACME_TLS_ALPN]))
+            .unwrap();
+        assert!(Arc::ptr_eq(&other, &a.key));
+        assert!(table.pick(None, alpn(&[ACME_TLS_ALPN])).is_none());
+        live.challenge("a.test", None);
+        assert!(table.pick(Some("a.test"), alpn(&[ACME_TLS_ALPN])).is_none());
     }
 }

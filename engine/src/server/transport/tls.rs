@@ -60,6 +60,7 @@ impl Sessions {
             Some(p) => Shared {
                 ticketer: Arc::clone(&p.shared.ticketer),
                 cache: cache(tls.session_cache),
+                live: Arc::clone(&p.shared.live),
             },
             None => Shared::new(tls.session_cache)
                 .map_err(|e| format!("cannot make the session-ticket key: {e}"))?,

@@ -745,3 +745,26 @@ fn fresh(sc: &Arc<rustls::ServerConfig>) -> TlsConn {
     )
     .expect("conn")
 }
+
+#[cfg(feature = "acme")]
+#[test]
+fn a_tls_alpn_01_validation_sees_the_challenge_certificate_then_the_end() {
+    use crate::tls::sni::ACME_TLS_ALPN;
+    let keys = shared();
+    let sc = server_config(&certificates(&["a"]), true, &keys).expect("config");
+    // Without a challenge for the name: no certificate, a failed
+    // handshake (the CA says so), not the default certificate.
+    let cc = client(&[&rustls::version::TLS13], &[ACME_TLS_ALPN]);
+    let mut p = Pair::new(Arc::clone(&cc), "c.test", Arc::clone(&sc));
+    assert!(p.pump().is_err());
+    // With one: the CA gets it (here the test certificate `c`),
+    // ALPN acme-tls/1, and then the server ends the connection.
+    let c = certificates(&["c"]).remove(0);
+    keys.live.challenge("c.test", Some(Arc::clone(&c.key)));
+    let mut p = Pair::new(cc, "c.test", sc);
+    let ended = p.pump();
+    assert_eq!(p.client.alpn_protocol(), Some(ACME_TLS_ALPN));
+    let seen = p.client.peer_certificates().expect("a certificate")[0].clone();
+    assert_eq!(seen, c.key.cert[0]);
+    assert!(ended.is_err(), "nothing is served after a validation");
+}

@@ -365,7 +365,7 @@ fn every_site_root_is_readable_and_nothing_else_new() {
     );
 }
 
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "tls", feature = "upstreams"))]
 #[test]
 fn the_roots_of_https_upstreams_are_readable_again_at_reload() {
     use crate::config::{ProxyRule, Upstream};
