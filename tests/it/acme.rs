@@ -7,7 +7,6 @@
 //! Pebble's TLS certificate is made by brisk's own local CA code
 //! (`acme::cert`), so the test trusts exactly that CA for the directory.
 
-use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -17,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use brisk::acme::cert::{self, Alt, Template};
-use brisk::acme::client::{Account, Challenge, Directory, Responder, HTTP_01};
+use brisk::acme::client::{Account, Directory, HTTP_01};
 use brisk::acme::http::Client;
 use brisk::acme::key::Key;
 use rustls::client::danger::ServerCertVerifier as _;
@@ -78,8 +77,9 @@ impl Drop for Killed {
 struct Pebble {
     directory: String,
     management: String,
-    /// The port Pebble validates http-01 on.
+    /// The ports Pebble validates http-01 and tls-alpn-01 on.
     http_port: u16,
+    tls_port: u16,
     /// Trusts Pebble's HTTPS (our CA).
     client: Client,
     _procs: Vec<Killed>,
@@ -178,6 +178,7 @@ impl Pebble {
             directory,
             management: format!("https://127.0.0.1:{manage}"),
             http_port,
+            tls_port,
             client,
             _procs: procs,
             _dir: dir,
@@ -195,87 +196,6 @@ impl Pebble {
     }
 }
 
-/// Serves http-01 challenges on a port, as brisk's listeners will.
-struct Http01 {
-    tokens: Arc<Mutex<HashMap<String, String>>>,
-    published: Arc<Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Http01 {
-    fn serve(port: u16) -> Http01 {
-        let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
-        l.set_nonblocking(true).unwrap();
-        let tokens: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (t, s) = (Arc::clone(&tokens), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let Ok((sock, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(20));
-                    continue;
-                };
-                sock.set_nonblocking(false).unwrap();
-                let mut r = BufReader::new(sock);
-                let mut line = String::new();
-                r.read_line(&mut line).unwrap_or_default();
-                loop {
-                    let mut h = String::new();
-                    if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                        break;
-                    }
-                }
-                let path = line.split(' ').nth(1).unwrap_or("");
-                let token = path
-                    .strip_prefix("/.well-known/acme-challenge/")
-                    .unwrap_or("");
-                let answer = match t.lock().unwrap().get(token) {
-                    Some(ka) => format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ka}",
-                        ka.len()
-                    ),
-                    None => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
-                };
-                let _ = r.get_mut().write_all(answer.as_bytes());
-            }
-        });
-        Http01 {
-            tokens,
-            published: Arc::default(),
-            stop,
-        }
-    }
-}
-
-impl Drop for Http01 {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-impl Responder for Http01 {
-    fn publish(&self, c: &Challenge) {
-        let Challenge::Http01 {
-            token,
-            key_authorization,
-        } = c
-        else {
-            panic!("only http-01 was allowed: {c:?}")
-        };
-        self.published.lock().unwrap().push(token.clone());
-        self.tokens
-            .lock()
-            .unwrap()
-            .insert(token.clone(), key_authorization.clone());
-    }
-
-    fn withdraw(&self, c: &Challenge) {
-        if let Challenge::Http01 { token, .. } = c {
-            self.tokens.lock().unwrap().remove(token);
-        }
-    }
-}
-
 /// The certificates of a PEM chain.
 fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
@@ -289,7 +209,11 @@ fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
     let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
         return;
     };
-    let responder = Http01::serve(pebble.http_port);
+    let live = Arc::new(brisk::tls::sni::Live::default());
+    let _l = listeners(&pebble, &live);
+    let responder = brisk::acme::manager::Published {
+        live: Arc::clone(&live),
+    };
     let dir = Directory::fetch(&pebble.client, &pebble.directory).unwrap();
     let mut acct = Account::new(pebble.client.clone(), dir, Key::generate().unwrap());
     acct.set_poll(Duration::from_millis(200), Duration::from_secs(2));
@@ -300,10 +224,6 @@ fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
     let issued = acct
         .obtain(&["a.test", "b.test"], &[HTTP_01], &cert_key, &responder)
         .unwrap();
-    // Each name's challenge was served, then withdrawn.
-    assert_eq!(responder.published.lock().unwrap().len(), 2);
-    assert!(responder.tokens.lock().unwrap().is_empty());
-
     let certs = chain(&issued.chain_pem);
     assert!(
         certs.len() >= 2,
@@ -341,4 +261,282 @@ fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
         .with_no_client_auth()
         .with_single_cert(certs, pkcs8)
         .unwrap();
+}
+
+/// Answers http-01 (from the process's table, as brisk's listeners do)
+/// and tls-alpn-01 (through a TLS server of brisk's configuration over
+/// `live`, as its TLS listeners do) on Pebble's ports.
+struct Listeners {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Listeners {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn accept_loop(
+    port: u16,
+    stop: Arc<AtomicBool>,
+    serve: impl Fn(std::net::TcpStream) + Send + 'static,
+) {
+    let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((sock, _)) => {
+                    sock.set_nonblocking(false).unwrap();
+                    let _ = sock.set_read_timeout(Some(Duration::from_secs(5)));
+                    serve(sock);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+}
+
+fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
+    let stop = Arc::new(AtomicBool::new(false));
+    accept_loop(pebble.http_port, Arc::clone(&stop), |sock| {
+        let mut r = BufReader::new(sock);
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap_or_default();
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                break;
+            }
+        }
+        let path = line.split(' ').nth(1).unwrap_or("");
+        let token = path
+            .strip_prefix("/.well-known/acme-challenge/")
+            .unwrap_or("");
+        let answer = match brisk::acme::manager::http01_answer(token) {
+            Some(ka) => format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ka}",
+                ka.len()
+            ),
+            None => {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()
+            }
+        };
+        let _ = r.get_mut().write_all(answer.as_bytes());
+    });
+    let mut shared = brisk::tls::context::Shared::new(0).unwrap();
+    shared.live = Arc::clone(live);
+    let config = brisk::tls::context::server_config(&[], true, &shared).unwrap();
+    accept_loop(pebble.tls_port, Arc::clone(&stop), move |mut sock| {
+        let Ok(mut conn) = rustls::ServerConnection::new(Arc::clone(&config)) else {
+            return;
+        };
+        while conn.is_handshaking() {
+            if conn.complete_io(&mut sock).is_err() {
+                break;
+            }
+        }
+        let _ = conn.complete_io(&mut sock);
+    });
+    Listeners { stop }
+}
+
+/// A manager of `names` on `storage`, answering `kinds`; its log lines
+/// go to `lines`.
+fn manager(
+    pebble: &Pebble,
+    storage: &std::path::Path,
+    names: &[&str],
+    kinds: &[&'static str],
+    holder: &str,
+) -> (brisk::acme::manager::Manager, Arc<brisk::tls::sni::Live>) {
+    use brisk::acme::manager::{Manager, Published, Settings};
+    let live = Arc::new(brisk::tls::sni::Live::default());
+    let settings = Settings {
+        directory: pebble.directory.clone(),
+        email: Some("ops@example.org".into()),
+        names: names.iter().map(|n| n.to_string()).collect(),
+        kinds: kinds.to_vec(),
+        storage: storage.to_path_buf(),
+        holder: holder.into(),
+    };
+    let published = Arc::new(Published {
+        live: Arc::clone(&live),
+    });
+    let m = Manager::new(
+        settings,
+        pebble.client.clone(),
+        Arc::clone(&live),
+        published,
+    )
+    .unwrap();
+    (m, live)
+}
+
+/// A log that keeps its lines.
+fn keep(lines: &Mutex<Vec<String>>) -> impl FnMut(brisk::log::Level, std::fmt::Arguments<'_>) + '_ {
+    move |level, args| lines.lock().unwrap().push(format!("{level:?} {args}"))
+}
+
+fn verifier(pebble: &Pebble) -> Arc<rustls::client::WebPkiServerVerifier> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pebble.root()).unwrap();
+    rustls::client::WebPkiServerVerifier::builder_with_provider(
+        Arc::new(roots),
+        Arc::new(brisk::tls::provider()),
+    )
+    .build()
+    .unwrap()
+}
+
+#[test]
+fn the_manager_orders_by_tls_alpn_01_and_a_restart_serves_the_stored_ones_without_an_order() {
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    let storage = TempDir::new("acme-storage");
+    let names = ["a.test", "b.test"];
+    let (mut m, live) = manager(
+        &pebble,
+        &storage.path,
+        &names,
+        &[brisk::acme::client::TLS_ALPN_01],
+        "one 1",
+    );
+    let _l = listeners(&pebble, &live);
+    let lines = Mutex::new(Vec::new());
+    m.load_stored(now(), &mut keep(&lines));
+    assert!(live.issued("a.test").is_none());
+    let next = m.step(now(), &mut keep(&lines));
+    let log = lines.lock().unwrap().join("\n");
+    assert_eq!(log.matches("ordering a certificate").count(), 2, "{log}");
+    assert!(!log.contains("Error"), "{log}");
+    // Served, and verified as a client would.
+    let v = verifier(&pebble);
+    for name in names {
+        let key = live
+            .issued(name)
+            .unwrap_or_else(|| panic!("{name} served: {log}"));
+        v.verify_server_cert(
+            &key.cert[0],
+            &key.cert[1..],
+            &ServerName::try_from(name).unwrap(),
+            &[],
+            UnixTime::now(),
+        )
+        .unwrap();
+    }
+    // Next: the renewal, two thirds through (Pebble's default profile
+    // gives 90 days: 60 days on, give or take the step's rounding).
+    assert!(
+        next > Duration::from_secs(59 * 86_400) || next == brisk::acme::manager::LAST_RETRY,
+        "{next:?}"
+    );
+
+    // The storage's files and modes.
+    use std::os::unix::fs::PermissionsExt as _;
+    let ca = storage
+        .path
+        .join(brisk::acme::store::ca_dir_name(&pebble.directory));
+    for file in [
+        "account.key",
+        "account.url",
+        "certs/a.test/chain.pem",
+        "certs/a.test/key.pem",
+        "certs/b.test/key.pem",
+    ] {
+        let mode = std::fs::metadata(ca.join(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
+
+    // A restart: served from the storage at once, nothing ordered.
+    let (mut again, live2) = manager(
+        &pebble,
+        &storage.path,
+        &names,
+        &[brisk::acme::client::TLS_ALPN_01],
+        "one 2",
+    );
+    let lines = Mutex::new(Vec::new());
+    again.load_stored(now(), &mut keep(&lines));
+    again.step(now(), &mut keep(&lines));
+    let log = lines.lock().unwrap().join("\n");
+    assert_eq!(log.matches("serving the certificate").count(), 2, "{log}");
+    assert!(!log.contains("ordering"), "{log}");
+    assert_eq!(
+        live2.issued("a.test").unwrap().cert,
+        live.issued("a.test").unwrap().cert
+    );
+}
+
+#[test]
+fn a_fleet_of_three_on_one_storage_orders_once_per_name_and_serves_the_same_certificates() {
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    let storage = TempDir::new("acme-fleet");
+    let names = ["a.test", "b.test"];
+    let live_all = Arc::new(brisk::tls::sni::Live::default());
+    let _l = listeners(&pebble, &live_all);
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let t0 = now();
+    let servers: Vec<_> = (0..3)
+        .map(|i| {
+            let (m, live) = manager(
+                &pebble,
+                &storage.path,
+                &names,
+                &[HTTP_01],
+                &format!("server{i} {i}"),
+            );
+            (m, live)
+        })
+        .collect();
+    let handles: Vec<_> = servers
+        .into_iter()
+        .map(|(mut m, live)| {
+            let lines = Arc::clone(&lines);
+            std::thread::spawn(move || {
+                m.load_stored(t0, &mut keep(&lines));
+                m.step(t0, &mut keep(&lines));
+                (m, live)
+            })
+        })
+        .collect();
+    let mut done: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    // Those that found a lock held look again later, and serve what its
+    // holder stored.
+    let later = t0 + brisk::acme::manager::LOCK_RECHECK.as_secs() + 1;
+    for (m, _) in &mut done {
+        m.step(later, &mut keep(&lines));
+    }
+    let log = lines.lock().unwrap().join("\n");
+    assert_eq!(
+        log.matches("ordering a certificate").count(),
+        2,
+        "one order per name:\n{log}"
+    );
+    assert!(!log.contains("Error"), "{log}");
+    for name in names {
+        let first = done[0]
+            .1
+            .issued(name)
+            .unwrap_or_else(|| panic!("{name}: {log}"));
+        for (m, live) in &done[1..] {
+            let got = live.issued(name);
+            let got = got.unwrap_or_else(|| panic!("{name} in {m:?}: {log}"));
+            assert_eq!(got.cert, first.cert, "{name}");
+        }
+    }
+    assert!(
+        std::fs::read_dir(storage.path.join("locks"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "every lock released"
+    );
 }

@@ -10,6 +10,8 @@
 //!   through its challenges to the certificate chain;
 //! - [`http`]: the blocking HTTPS requests of the client, on its own
 //!   thread;
+//! - [`manager`]: what the ACME thread does: stored certificates served,
+//!   missing ones ordered, due ones renewed, under the storage's locks;
 //! - [`store`]: the storage directory (account, certificates, 0600 in
 //!   0700, written atomically) and its locks, shared by a fleet.
 
@@ -17,4 +19,5 @@ pub mod cert;
 pub mod client;
 pub mod http;
 pub mod key;
+pub mod manager;
 pub mod store;

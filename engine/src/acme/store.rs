@@ -198,6 +198,15 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Who holds the lock of `name` (the line its holder wrote), if
+    /// anyone.
+    pub fn lock_holder(&self, name: &str) -> Option<String> {
+        let path = self.root.join("locks").join(format!("{name}.lock"));
+        fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    }
+}
+
 /// Breaks the lock at `path` if it is stale: true when it is gone (the
 /// caller tries again).
 fn break_if_stale(path: &Path, holder: &str) -> io::Result<bool> {
@@ -260,7 +269,14 @@ fn mkdir(dir: &Path) -> io::Result<()> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // Unique among the fleet's writers: servers in containers may all be
+    // pid 1, threads of one process share theirs.
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = dir.join(format!(".{name}.{}.{n}.{nanos}.tmp", std::process::id()));
     let written = (|| {
         let mut f = OpenOptions::new()
             .write(true)

@@ -1,0 +1,496 @@
+//! What the ACME thread does, one step at a time: for each name it looks
+//! after, the certificate stored for it is served (`tls::sni::Live`), a
+//! missing one is ordered, and one two thirds through its lifetime is
+//! renewed; the new one replaces the old for new handshakes only
+//! (connections keep the certificate they were made with).
+//!
+//! One certificate a name, as Caddy does: a name that fails does not hold
+//! back the others. Before ordering, the name's lock in the storage is
+//! taken, so that of several servers sharing the storage (a fleet) one
+//! orders and the others, finding the lock held, look again later and
+//! serve what it stored. Failures back off exponentially, from
+//! [`FIRST_RETRY`] to [`LAST_RETRY`], each with a log line naming the
+//! name, what failed and when the next try is; a certificate still valid
+//! is served meanwhile.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
+
+use super::client::{Account, Challenge, Directory, Responder};
+use super::http::Client;
+use super::key::Key;
+use super::store::{pem_der, Store, Stored};
+use crate::log::Level;
+use crate::tls::certs;
+use crate::tls::sni::Live;
+
+/// The first pause after a failure; it doubles with each failure after.
+pub const FIRST_RETRY: Duration = Duration::from_secs(60);
+/// The longest pause between two tries.
+pub const LAST_RETRY: Duration = Duration::from_secs(24 * 3600);
+/// How long a server waits for another making the account.
+pub const ACCOUNT_WAIT: Duration = Duration::from_secs(30);
+/// How soon a server that found a name's lock held looks again (at the
+/// storage, for what the holder stored).
+pub const LOCK_RECHECK: Duration = Duration::from_secs(10);
+
+/// What the manager is told to do.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The CA's directory URL.
+    pub directory: String,
+    /// The account's contact, if any.
+    pub email: Option<String>,
+    /// The names it looks after (one certificate each).
+    pub names: Vec<String>,
+    /// The challenge kinds allowed, preferred first.
+    pub kinds: Vec<&'static str>,
+    /// The storage directory.
+    pub storage: PathBuf,
+    /// Who this server is, in lock files (host name and pid).
+    pub holder: String,
+}
+
+/// How a name stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct NameState {
+    /// The served certificate's validity, seconds since the epoch (0:
+    /// none served).
+    not_before: u64,
+    not_after: u64,
+    /// Failures in a row.
+    failures: u32,
+    /// Not before this (seconds since the epoch): a back-off, or a lock
+    /// another holds.
+    wait_until: u64,
+}
+
+impl NameState {
+    /// When the served certificate is due for renewal: two thirds
+    /// through its lifetime (0: now, none is served).
+    fn renew_at(&self) -> u64 {
+        match self.not_after {
+            0 => 0,
+            end => self.not_before + (end - self.not_before) * 2 / 3,
+        }
+    }
+
+    /// When something is next to be done for it.
+    fn due(&self) -> u64 {
+        self.renew_at().max(self.wait_until)
+    }
+}
+
+/// The ACME manager of one server.
+pub struct Manager {
+    settings: Settings,
+    client: Client,
+    store: Store,
+    account: Option<Account>,
+    live: Arc<Live>,
+    responder: Arc<dyn Responder + Send + Sync>,
+    names: HashMap<String, NameState>,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field("settings", &self.settings)
+            .field("names", &self.names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A log line's level and text.
+pub type Log<'a> = &'a mut dyn FnMut(Level, std::fmt::Arguments<'_>);
+
+impl Manager {
+    /// The manager of `settings`, serving into `live`, answering
+    /// challenges through `responder`; its storage opened.
+    pub fn new(
+        settings: Settings,
+        client: Client,
+        live: Arc<Live>,
+        responder: Arc<dyn Responder + Send + Sync>,
+    ) -> Result<Manager, String> {
+        let store = Store::open(&settings.storage, &settings.directory)
+            .map_err(|e| format!("acme: storage {}: {e}", settings.storage.display()))?;
+        let names = settings
+            .names
+            .iter()
+            .map(|n| (n.clone(), NameState::default()))
+            .collect();
+        Ok(Manager {
+            settings,
+            client,
+            store,
+            account: None,
+            live,
+            responder,
+            names,
+        })
+    }
+
+    /// Serves what the storage holds for each name (valid now), whatever
+    /// its age: the first thing done at start, so that a restart serves
+    /// at once and orders nothing new.
+    pub fn load_stored(&mut self, now: u64, log: Log<'_>) {
+        let names: Vec<String> = self.names.keys().cloned().collect();
+        for name in names {
+            self.serve_stored(&name, now, log);
+        }
+    }
+
+    /// Serves the stored certificate of `name` if it is valid at `now`
+    /// and newer than the one served; whether it did.
+    fn serve_stored(&mut self, name: &str, now: u64, log: Log<'_>) -> bool {
+        let stored = match self.store.certificate(name) {
+            Ok(Some(s)) => s,
+            Ok(None) => return false,
+            Err(e) => {
+                log(
+                    Level::Error,
+                    format_args!("acme: {name}: cannot read its certificate: {e}"),
+                );
+                return false;
+            }
+        };
+        let (key, not_before, not_after) = match certified(&stored, now) {
+            Ok(k) => k,
+            Err(e) => {
+                log(
+                    Level::Warn,
+                    format_args!("acme: {name}: the stored certificate is not served: {e}"),
+                );
+                return false;
+            }
+        };
+        let state = self.names.entry(name.to_string()).or_default();
+        if not_after <= state.not_after {
+            return false;
+        }
+        state.not_before = not_before;
+        state.not_after = not_after;
+        self.live.set(&[name.to_string()], Some(key));
+        log(
+            Level::Info,
+            format_args!(
+                "acme: {name}: serving the certificate valid until {}",
+                certs::utc(not_after)
+            ),
+        );
+        true
+    }
+
+    /// Does what is due at `now` (seconds since the epoch): orders the
+    /// missing certificates and renews those due, one name after the
+    /// other. Returns how long to wait before the next step.
+    pub fn step(&mut self, now: u64, log: Log<'_>) -> Duration {
+        let mut due: Vec<String> = self
+            .names
+            .iter()
+            .filter(|(_, s)| s.due() <= now)
+            .map(|(n, _)| n.clone())
+            .collect();
+        due.sort();
+        for name in due {
+            self.renew(&name, now, log);
+        }
+        let next = self
+            .names
+            .values()
+            .map(NameState::due)
+            .min()
+            .unwrap_or(u64::MAX);
+        Duration::from_secs(next.saturating_sub(now).clamp(1, LAST_RETRY.as_secs()))
+    }
+
+    /// Gets `name` a new certificate, or what another server of the
+    /// fleet stored for it.
+    fn renew(&mut self, name: &str, now: u64, log: Log<'_>) {
+        // Another server may have renewed it since we last looked.
+        if self.serve_stored(name, now, log) && self.names[name].renew_at() > now {
+            return;
+        }
+        let lock = match self.store.lock(name, &self.settings.holder) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => {
+                let who = self.store.lock_holder(name).unwrap_or_default();
+                log(
+                    Level::Info,
+                    format_args!(
+                        "acme: {name}: another server orders it (its lock is held by {who:?}); looking again in {} s",
+                        LOCK_RECHECK.as_secs()
+                    ),
+                );
+                let s = self.names.entry(name.to_string()).or_default();
+                s.wait_until = now + LOCK_RECHECK.as_secs();
+                return;
+            }
+            Err(e) => return self.failed(name, now, &format!("cannot take its lock: {e}"), log),
+        };
+        // Stored while we waited for the lock?
+        if self.serve_stored(name, now, log) && self.names[name].renew_at() > now {
+            drop(lock);
+            return;
+        }
+        log(
+            Level::Info,
+            format_args!(
+                "acme: {name}: ordering a certificate from {} (as {})",
+                self.settings.directory, self.settings.holder
+            ),
+        );
+        let got = self.order(name);
+        drop(lock);
+        match got {
+            Ok(()) => {
+                let s = self.names.entry(name.to_string()).or_default();
+                s.failures = 0;
+                s.wait_until = 0;
+                self.serve_stored(name, now, log);
+            }
+            Err(e) => self.failed(name, now, &e, log),
+        }
+    }
+
+    /// Orders the certificate of `name` and stores it.
+    fn order(&mut self, name: &str) -> Result<(), String> {
+        let mut account = self.account()?;
+        let key = Key::generate().map_err(|e| e.0)?;
+        let issued = account.obtain(&[name], &self.settings.kinds, &key, self.responder.as_ref());
+        self.account = Some(account);
+        let issued = issued.map_err(|e| e.to_string())?;
+        let stored = Stored {
+            chain_pem: issued.chain_pem,
+            key_pem: super::cert::pem("PRIVATE KEY", key.pkcs8()),
+        };
+        self.store
+            .save_certificate(name, &stored)
+            .map_err(|e| format!("cannot store it: {e}"))
+    }
+
+    /// The account (taken: put it back): the stored one, or a new one
+    /// (stored at once).
+    fn account(&mut self) -> Result<Account, String> {
+        if let Some(a) = self.account.take() {
+            return Ok(a);
+        }
+        let dir =
+            Directory::fetch(&self.client, &self.settings.directory).map_err(|e| e.to_string())?;
+        let (key, url) = self.account_key()?;
+        let pkcs8 = key.pkcs8().to_vec();
+        let mut account = Account::new(self.client.clone(), dir, key);
+        // Registered again each start: the CA answers with the
+        // account the key has (RFC 8555 §7.3.1), or makes it.
+        let url_now = account
+            .register(self.settings.email.as_deref())
+            .map_err(|e| e.to_string())?;
+        if url.as_deref() != Some(url_now.as_str()) {
+            self.store
+                .save_account(&pkcs8, Some(&url_now))
+                .map_err(|e| format!("cannot store the account: {e}"))?;
+        }
+        Ok(account)
+    }
+
+    /// The stored account key and URL, or a new key, stored at once:
+    /// made under the storage's `account` lock, so that a fleet starting
+    /// together makes one account, not one each.
+    fn account_key(&self) -> Result<(Key, Option<String>), String> {
+        let read = |store: &Store| -> Result<Option<(Key, Option<String>)>, String> {
+            match store.account() {
+                Ok(Some((der, url))) => Key::from_pkcs8(&der)
+                    .map(|k| Some((k, url)))
+                    .map_err(|e| format!("account.key: {}", e.0)),
+                Ok(None) => Ok(None),
+                Err(e) => Err(format!("cannot read the account: {e}")),
+            }
+        };
+        for _ in 0..ACCOUNT_WAIT.as_secs() * 10 {
+            if let Some(found) = read(&self.store)? {
+                return Ok(found);
+            }
+            let lock = self.store.lock("account", &self.settings.holder);
+            if let Some(_lock) = lock.map_err(|e| format!("cannot take the account's lock: {e}"))? {
+                // (Made while we took the lock?)
+                if let Some(found) = read(&self.store)? {
+                    return Ok(found);
+                }
+                let key = Key::generate().map_err(|e| e.0)?;
+                self.store
+                    .save_account(key.pkcs8(), None)
+                    .map_err(|e| format!("cannot store the account key: {e}"))?;
+                return Ok((key, None));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "another server has held the account's lock for over {} s",
+            ACCOUNT_WAIT.as_secs()
+        ))
+    }
+
+    /// `name` failed with `why`: the back-off grows, a line says when the
+    /// next try is.
+    fn failed(&mut self, name: &str, now: u64, why: &str, log: Log<'_>) {
+        // (A connection's failure may be the account's: found again next
+        // time.)
+        self.account = None;
+        let s = self.names.entry(name.to_string()).or_default();
+        s.failures += 1;
+        let pause = FIRST_RETRY
+            .saturating_mul(1u32 << (s.failures - 1).min(16))
+            .min(LAST_RETRY);
+        s.wait_until = now + pause.as_secs();
+        let serving = match s.not_after {
+            0 => "no certificate for it yet: its handshakes fail".to_string(),
+            t if t > now => format!("still serving the one valid until {}", certs::utc(t)),
+            _ => "its certificate has expired".to_string(),
+        };
+        log(
+            Level::Error,
+            format_args!(
+                "acme: {name}: {why}; {serving}; next try in {} s (failure {})",
+                pause.as_secs(),
+                s.failures
+            ),
+        );
+    }
+
+    /// When `name`'s served certificate expires (0: none served).
+    pub fn not_after(&self, name: &str) -> u64 {
+        self.names.get(name).map_or(0, |s| s.not_after)
+    }
+}
+
+/// The stored certificate as rustls serves it, and its validity; an error
+/// if it cannot be served at `now`.
+fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+    let chain: Vec<CertificateDer<'static>> = stored
+        .chain_pem
+        .split_inclusive("-----END CERTIFICATE-----")
+        .filter_map(|block| pem_der(block, "CERTIFICATE"))
+        .map(CertificateDer::from)
+        .collect();
+    let leaf = chain.first().ok_or("no certificate in the chain")?;
+    let facts = crate::tls::x509::parse(leaf).map_err(|e| e.to_string())?;
+    if now >= facts.not_after {
+        return Err(format!("it expired on {}", certs::utc(facts.not_after)));
+    }
+    let der = pem_der(&stored.key_pem, "PRIVATE KEY").ok_or("no PRIVATE KEY in key.pem")?;
+    let signer = crate::tls::provider()
+        .key_provider
+        .load_private_key(PrivateKeyDer::Pkcs8(der.into()))
+        .map_err(|e| format!("its key: {e}"))?;
+    let key = CertifiedKey::new(chain, signer);
+    key.keys_match()
+        .map_err(|_| "its key does not match it".to_string())?;
+    Ok((Arc::new(key), facts.not_before, facts.not_after))
+}
+
+/// Challenges published where brisk's listeners answer them: http-01
+/// tokens in the process's table ([`http01_answer`]), tls-alpn-01
+/// certificates in `live`.
+#[derive(Debug)]
+pub struct Published {
+    /// Where tls-alpn-01 answers go.
+    pub live: Arc<Live>,
+}
+
+/// The http-01 tokens being validated, and their key authorizations
+/// (process-wide: the ACME thread writes, the workers read).
+static TOKENS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// The key authorization to answer at
+/// `/.well-known/acme-challenge/{token}`, while it is being validated.
+pub fn http01_answer(token: &str) -> Option<String> {
+    let tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+    tokens
+        .iter()
+        .find(|(t, _)| t == token)
+        .map(|(_, ka)| ka.clone())
+}
+
+impl Responder for Published {
+    fn publish(&self, c: &Challenge) {
+        match c {
+            Challenge::Http01 {
+                token,
+                key_authorization,
+            } => {
+                let mut tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+                tokens.push((token.clone(), key_authorization.clone()));
+            }
+            Challenge::TlsAlpn01 {
+                name,
+                certificate,
+                key,
+            } => {
+                let signer = crate::tls::provider()
+                    .key_provider
+                    .load_private_key(PrivateKeyDer::Pkcs8(key.clone().into()));
+                if let Ok(signer) = signer {
+                    let chain = vec![CertificateDer::from(certificate.clone())];
+                    self.live
+                        .challenge(name, Some(Arc::new(CertifiedKey::new(chain, signer))));
+                }
+            }
+        }
+    }
+
+    fn withdraw(&self, c: &Challenge) {
+        match c {
+            Challenge::Http01 { token, .. } => {
+                let mut tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+                tokens.retain(|(t, _)| t != token);
+            }
+            Challenge::TlsAlpn01 { name, .. } => self.live.challenge(name, None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renewal_is_due_two_thirds_through() {
+        let s = NameState {
+            not_before: 1_000,
+            not_after: 1_000 + 90 * 86_400,
+            ..NameState::default()
+        };
+        assert_eq!(s.renew_at(), 1_000 + 60 * 86_400);
+        assert_eq!(NameState::default().renew_at(), 0);
+        let waiting = NameState {
+            wait_until: 5,
+            ..NameState::default()
+        };
+        assert_eq!(waiting.due(), 5);
+    }
+
+    #[test]
+    fn http01_tokens_are_answered_while_published() {
+        let p = Published {
+            live: Arc::default(),
+        };
+        let c = Challenge::Http01 {
+            token: "tok-manager-test".into(),
+            key_authorization: "tok-manager-test.thumb".into(),
+        };
+        assert_eq!(http01_answer("tok-manager-test"), None);
+        p.publish(&c);
+        assert_eq!(
+            http01_answer("tok-manager-test").as_deref(),
+            Some("tok-manager-test.thumb")
+        );
+        p.withdraw(&c);
+        assert_eq!(http01_answer("tok-manager-test"), None);
+    }
+}
