@@ -22,7 +22,7 @@ use brisk::acme::key::Key;
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::{pem::PemObject as _, CertificateDer, ServerName, UnixTime};
 
-use crate::common::{skip, wait_for_within, TempDir};
+use crate::common::{poll, skip, TempDir};
 
 /// A Go tool: `$VAR`, else on PATH, else in Go's bin directory.
 fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
@@ -84,7 +84,13 @@ struct Pebble {
     client: Client,
     _procs: Vec<Killed>,
     _dir: TempDir,
+    /// One Pebble at a time: the ports each picks (free when picked)
+    /// could otherwise be picked by two, and one's DNS server would then
+    /// answer the other's CA until it stops.
+    _one: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE_PEBBLE: Mutex<()> = Mutex::new(());
 
 impl Pebble {
     /// Pebble with its defaults but for `env` (such as
@@ -97,6 +103,7 @@ impl Pebble {
             skip("pebble and pebble-challtestsrv are not installed (scripts/test installs them with Go)");
             return None;
         };
+        let one = ONE_PEBBLE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = TempDir::new("pebble");
         // Pebble's own HTTPS: a certificate for 127.0.0.1 from a CA of
         // brisk's making.
@@ -127,10 +134,24 @@ impl Pebble {
         )
         .unwrap();
 
-        let (dns, http_port, tls_port) = (free_udp(), free_tcp(), free_tcp());
-        let (listen, manage, chall_manage) = (free_tcp(), free_tcp(), free_tcp());
-        let config = format!(
-            r#"{{"pebble": {{
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from(ca)).unwrap();
+        let client = Client::new(roots, Duration::from_secs(10)).unwrap();
+        // The ports are free when picked, and may be taken (by another
+        // program's listener or connection) before the Go programs bind
+        // them: then one of them exits, and it is all tried again.
+        let mut attempt = 0;
+        let (procs, directory, manage, http_port, tls_port) = loop {
+            attempt += 1;
+            assert!(
+                attempt <= 5,
+                "pebble and challtestsrv never both started: see {}",
+                dir.path.display()
+            );
+            let (dns, http_port, tls_port) = (free_udp(), free_tcp(), free_tcp());
+            let (listen, manage, chall_manage) = (free_tcp(), free_tcp(), free_tcp());
+            let config = format!(
+                r#"{{"pebble": {{
   "listenAddress": "127.0.0.1:{listen}",
   "managementListenAddress": "127.0.0.1:{manage}",
   "certificate": "{d}/cert.pem",
@@ -141,39 +162,52 @@ impl Pebble {
   "externalAccountBindingRequired": false,
   "retryAfter": {{"authz": 1, "order": 1}}
 }}}}"#,
-            d = dir.path.display()
-        );
-        std::fs::write(dir.path.join("pebble.json"), config).unwrap();
-        let log = |name: &str| std::fs::File::create(dir.path.join(name)).unwrap();
-        let chall = Command::new(challtest)
-            .args(["-dnsserver", &format!("127.0.0.1:{dns}")])
-            .args(["-management", &format!("127.0.0.1:{chall_manage}")])
-            .args(["-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", ""])
-            .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", ""])
-            .stdout(log("challtestsrv.log"))
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut procs = vec![Killed(chall)];
-        wait_for_within(Duration::from_secs(60), "challtestsrv's DNS", || {
-            std::net::TcpStream::connect(("127.0.0.1", dns)).ok()
-        });
-        let mut cmd = Command::new(pebble);
-        cmd.args(["-config", &format!("{}/pebble.json", dir.path.display())])
-            .args(["-dnsserver", &format!("127.0.0.1:{dns}")])
-            .stdout(log("pebble.log"))
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        procs.push(Killed(cmd.spawn().unwrap()));
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(CertificateDer::from(ca)).unwrap();
-        let client = Client::new(roots, Duration::from_secs(10)).unwrap();
-        let directory = format!("https://127.0.0.1:{listen}/dir");
-        wait_for_within(Duration::from_secs(60), "Pebble's directory", || {
-            Directory::fetch(&client, &directory).ok()
-        });
+                d = dir.path.display()
+            );
+            std::fs::write(dir.path.join("pebble.json"), config).unwrap();
+            let log = |name: &str| std::fs::File::create(dir.path.join(name)).unwrap();
+            let chall = Command::new(&challtest)
+                .args(["-dnsserver", &format!("127.0.0.1:{dns}")])
+                .args(["-management", &format!("127.0.0.1:{chall_manage}")])
+                .args(["-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", ""])
+                .args(["-defaultIPv4", "127.0.0.1", "-defaultIPv6", ""])
+                .stdout(log("challtestsrv.log"))
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut procs = vec![Killed(chall)];
+            // Its DNS answers on TCP (as Pebble asks), from it.
+            let dns_up = poll(Duration::from_secs(30), || {
+                if procs[0].0.try_wait().unwrap().is_some() {
+                    return Some(false);
+                }
+                std::net::TcpStream::connect(("127.0.0.1", dns))
+                    .ok()
+                    .map(|_| true)
+            });
+            if dns_up != Some(true) {
+                continue;
+            }
+            let mut cmd = Command::new(&pebble);
+            cmd.args(["-config", &format!("{}/pebble.json", dir.path.display())])
+                .args(["-dnsserver", &format!("127.0.0.1:{dns}")])
+                .stdout(log("pebble.log"))
+                .stderr(Stdio::null());
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            procs.push(Killed(cmd.spawn().unwrap()));
+            let directory = format!("https://127.0.0.1:{listen}/dir");
+            let up = poll(Duration::from_secs(30), || {
+                if procs.iter_mut().any(|p| p.0.try_wait().unwrap().is_some()) {
+                    return Some(false);
+                }
+                Directory::fetch(&client, &directory).ok().map(|_| true)
+            });
+            if up == Some(true) {
+                break (procs, directory, manage, http_port, tls_port);
+            }
+        };
         Some(Pebble {
             directory,
             management: format!("https://127.0.0.1:{manage}"),
@@ -182,6 +216,7 @@ impl Pebble {
             client,
             _procs: procs,
             _dir: dir,
+            _one: one,
         })
     }
 

@@ -220,11 +220,12 @@ impl Manager {
         let lock = match self.store.lock(name, &self.settings.holder) {
             Ok(Some(lock)) => lock,
             Ok(None) => {
-                let who = self.store.lock_holder(name).unwrap_or_default();
+                let who = self.store.lock_holder(name);
+                let who = who.as_deref().unwrap_or("a server starting to");
                 log(
                     Level::Info,
                     format_args!(
-                        "acme: {name}: another server orders it (its lock is held by {who:?}); looking again in {} s",
+                        "acme: {name}: another server orders it (its lock is held by {who}); looking again in {} s",
                         LOCK_RECHECK.as_secs()
                     ),
                 );

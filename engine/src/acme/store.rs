@@ -203,7 +203,11 @@ impl Store {
     /// anyone.
     pub fn lock_holder(&self, name: &str) -> Option<String> {
         let path = self.root.join("locks").join(format!("{name}.lock"));
-        fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+        // (Empty for the moment between its making and its writing.)
+        fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
     }
 }
 
