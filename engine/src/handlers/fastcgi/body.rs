@@ -565,7 +565,7 @@ impl Produce for FastcgiBody {
     }
 
     fn awaits_input(&self) -> bool {
-        self.body_open && self.outbox.is_empty()
+        self.body_open && self.outbox.awaits_more()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {

@@ -835,7 +835,7 @@ impl Produce for ProxyBody {
 
     fn awaits_input(&self) -> bool {
         // (A tunnel's silence is either side's: `read_timeout`.)
-        self.body_open && self.outbox.is_empty() && !self.tunnel
+        self.body_open && self.outbox.awaits_more() && !self.tunnel
     }
 
     fn successor(&mut self) -> Option<Box<dyn Produce>> {
