@@ -165,7 +165,10 @@ impl Worker {
             run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
             r.resume(run.request);
-            return Err(Plan::error(Status::INTERNAL_SERVER_ERROR, &mut r.scratch));
+            return Err(Plan::told_error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut r.scratch,
+            ));
         }
         self.start_run(c, stream, run, decoder.take(), true, &r.scratch.path);
         Ok(())
@@ -192,7 +195,10 @@ impl Worker {
                  this HTTP/2 connection; 503"
             ),
         );
-        Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch))
+        Err(Plan::told_error(
+            Status::SERVICE_UNAVAILABLE,
+            &mut r.scratch,
+        ))
     }
 
     /// Registers the sources of `run`, the program answering the exchange

@@ -612,7 +612,8 @@ mod h2 {
             }
             let mut r = self.pools.lend_request(self.clock.now);
             r.resume(request);
-            let plan = Plan::error(status, &mut r.scratch);
+            // (Run::fail logged why: the answer's line would repeat it.)
+            let plan = Plan::told_error(status, &mut r.scratch);
             self.h2_answer(c, &mut r, a.id, plan, 0);
             self.pools.take_back_request(r);
         }

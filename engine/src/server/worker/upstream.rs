@@ -60,7 +60,7 @@ impl Worker {
                 for line in lines {
                     self.logger.log(Level::Error, format_args!("{line}"));
                 }
-                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                return Err(Plan::told_error(Status::BAD_GATEWAY, &mut r.scratch));
             }
         };
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
@@ -107,7 +107,7 @@ impl Worker {
                     Level::Error,
                     format_args!("{}: {failed}: cannot connect: {e}; 502", opts.label),
                 );
-                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                return Err(Plan::told_error(Status::BAD_GATEWAY, &mut r.scratch));
             };
             self.logger.log(
                 Level::Error,
