@@ -630,7 +630,7 @@ fn none_reachable_is_a_502_then_all_down_a_503() {
     assert_eq!(r.status, 502, "{}", r.text());
     let r = p.s.get("/none/pool.php");
     assert_eq!(r.status, 503, "{}", r.text());
-    p.s.wait_stderr_line("every server for");
+    p.s.wait_stderr_line("no live upstreams");
     // (No upstream answered: the log says so.)
     let line =
         p.s.wait_access_line(|l| l.starts_with(b"/none/pool.php 503"));

@@ -348,6 +348,33 @@ fn only_idempotent_requests_go_to_the_next_upstream() {
     assert_eq!(b.asked(), ["GET /api/get", "GET /api/get", "PUT /api/put"]);
 }
 
+/// The error log's `[error]` lines once one holds `last`, from their
+/// level on (the time left out), and how long an upstream stays down
+/// written `down Ns more`.
+fn error_lines(s: &Server, last: &str) -> Vec<String> {
+    s.wait_stderr_line(last);
+    let err = s.stderr();
+    let lines = err
+        .lines()
+        .filter_map(|l| l.find("[error]").map(|at| &l[at..]));
+    lines
+        .map(|l| {
+            let mut parts = l.split("down ");
+            let first = parts.next().unwrap_or_default().to_string();
+            parts.fold(first, |mut l, part| {
+                let digits =
+                    part.len() - part.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                l.push_str("down ");
+                if digits > 0 {
+                    l.push('N');
+                }
+                l.push_str(&part[digits..]);
+                l
+            })
+        })
+        .collect()
+}
+
 #[test]
 fn none_reachable_is_a_502_then_every_one_down_a_503() {
     let (one, two) = (refusing(), refusing());
@@ -356,10 +383,93 @@ fn none_reachable_is_a_502_then_every_one_down_a_503() {
     ));
     let r = s.get("/api/x");
     assert_eq!(r.status, 502, "{}", r.head);
-    let r = s.get("/api/x");
+    let r = s.get("/api/x?y");
     assert_eq!(r.status, 503, "{}", r.head);
     // (Other paths are served as ever.)
     assert_eq!(s.get("/").text(), "static\n");
+    // One line a failure, in the order they came, each naming the
+    // upstream (or for the 503, the rule) and why; no second, bare
+    // "503 answering /api/x" line (there was one, and the 503's line did
+    // not say which rule nor why each upstream was down; the 502's
+    // first try was logged after the second).
+    let refused = "Connection refused (os error 111)";
+    let (a, b) = (&one["http://".len()..], &two["http://".len()..]);
+    assert_eq!(
+        error_lines(&s, "; 503"),
+        [
+            format!("[error] proxy {one}: cannot reach the upstream: {refused}; sent again to proxy {two}"),
+            format!("[error] proxy {two}: cannot reach the upstream: {refused}"),
+            format!(
+                "[error] reverse proxy path /api/: GET /api/x?y: no live upstreams \
+                 ({a} down Ns more after 1 failure, {b} down Ns more after 1 failure); 503"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn every_fastcgi_server_down_is_a_503_told_in_one_line() {
+    let (one, two) = (refusing(), refusing());
+    let (a, b) = (&one["http://".len()..], &two["http://".len()..]);
+    let mut builder = Builder::new();
+    builder.file("x.php", b"<?php\n");
+    builder.config(&format!(
+        "[[fastcgi]]\npattern = \"*.php\"\nto = [\"{a}\", \"{b}\"]\n"
+    ));
+    let s = builder.start();
+    assert_eq!(s.get("/x.php").status, 502);
+    assert_eq!(s.get("/x.php").status, 503);
+    let refused = "Connection refused (os error 111)";
+    let lines = error_lines(&s, "; 503");
+    // (How the first two say it, connected or not, is FastCGI's own.)
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(
+        lines[0].ends_with(&format!(": {a}: cannot connect: {refused}; sent to {b}")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1].ends_with(&format!(": {b}: cannot connect: {refused}")),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "[error] fastcgi pattern *.php: GET /x.php: no live upstreams \
+             ({a} down Ns more after 1 failure, {b} down Ns more after 1 failure); 503"
+        )
+    );
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn an_h2_streams_502_and_504_are_told_once() {
+    // Over HTTP/2 the failure's line had a second, "504 answering /api/x".
+    use common::h2::H2;
+    let quiet = App::start("quiet", Mode::Silent);
+    let s = brisk(&format!(
+        "{}[[reverse_proxy]]\npath = \"/gone/\"\nto = \"{}\"\n",
+        rule(&[&quiet], "read_timeout = \"200ms\""),
+        refusing()
+    ));
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let slow = c.get("/api/x", &[]);
+    assert_eq!(c.answers(&[slow])[0].status(), "504");
+    let gone = c.get("/gone/x", &[]);
+    assert_eq!(c.answers(&[gone])[0].status(), "502");
+    let lines = error_lines(&s, "cannot reach the upstream");
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "[error] proxy {}: the upstream was silent for read_timeout; given up",
+                quiet.url()
+            ),
+            format!(
+                "[error] proxy {}: cannot reach the upstream: Connection refused (os error 111)",
+                lines[1].split(' ').nth(2).unwrap().trim_end_matches(':')
+            ),
+        ]
+    );
 }
 
 #[test]

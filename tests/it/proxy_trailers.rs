@@ -189,8 +189,9 @@ fn recording_upstream() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<Stri
 }
 
 /// Checks that the upstream `got` a PUT of `hello` for `host`, chunked,
-/// ending with `trailers`.
-fn assert_sent(got: &std::sync::mpsc::Receiver<String>, host: &str, trailers: &str) {
+/// its head ending with brisk's `own` fields (`Trailer`, `TE`), its body
+/// with `trailers`.
+fn assert_sent(got: &std::sync::mpsc::Receiver<String>, host: &str, own: &str, trailers: &str) {
     // (Who brisk says the client is, as reverse_proxy.rs's FORWARDED.)
     let fwd = crate::reverse_proxy::FORWARDED
         .replace("\"x\"", &format!("\"{host}\""))
@@ -198,7 +199,7 @@ fn assert_sent(got: &std::sync::mpsc::Receiver<String>, host: &str, trailers: &s
     assert_eq!(
         got.recv_timeout(IO_TIMEOUT).unwrap(),
         format!(
-            "PUT /api/f HTTP/1.1\r\nHost: {host}\r\n{fwd}Transfer-Encoding: chunked\r\n\r\n\
+            "PUT /api/f HTTP/1.1\r\nHost: {host}\r\n{fwd}Transfer-Encoding: chunked\r\n{own}\r\n\
              5\r\nhello\r\n0\r\n{trailers}\r\n"
         )
     );
@@ -217,7 +218,26 @@ fn an_http_1_1_clients_trailers_reach_the_upstream_in_the_chunked_end() {
         answer.starts_with("HTTP/1.1 204 No Content\r\n"),
         "{answer}"
     );
-    assert_sent(&got, "x", "X-Sum: 5\r\ngrpc-status: 0\r\n");
+    assert_sent(&got, "x", "", "X-Sum: 5\r\ngrpc-status: 0\r\n");
+    // A client that takes trailers (TE, named by Connection) and
+    // announces its own: brisk takes them too (it passes the answer's
+    // on), and announces those it sends (RFC 9110 §6.6.2, §10.1.4).
+    let answer = exchange(
+        &s,
+        b"PUT /api/f HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close, TE\r\n\
+          TE: trailers\r\nTrailer: X-Sum, Host\r\nTrailer: grpc-status\r\n\r\n\
+          5\r\nhello\r\n0\r\nX-Sum: 5\r\nHost: evil\r\ngrpc-status:0\r\n\r\n",
+    );
+    assert!(
+        answer.starts_with("HTTP/1.1 204 No Content\r\n"),
+        "{answer}"
+    );
+    assert_sent(
+        &got,
+        "x",
+        "Trailer: X-Sum, grpc-status\r\nTE: trailers\r\nConnection: TE\r\n",
+        "X-Sum: 5\r\ngrpc-status: 0\r\n",
+    );
 }
 
 #[cfg(feature = "http2")]
@@ -229,9 +249,21 @@ fn an_http_2_clients_trailing_headers_reach_the_upstream_as_chunked_trailers() {
     let (addr, got) = recording_upstream();
     let s = brisk(&format!("http://{addr}"), "keepalive = 0");
     let mut c = H2::connect(s.addr(), &[], 0);
-    // A body of unknown length (no content-length), then trailers.
+    // A body of unknown length (no content-length), then trailers; the
+    // client takes trailers (gRPC's `te: trailers`) and announces its
+    // own.
     let mut out = Vec::new();
-    frame::write_headers(&mut out, 1, &H2::block("PUT", "/api/f", &[]), false, 16_384);
+    let fields = [
+        ("te", "trailers"),
+        ("trailer", "x-sum, content-type, grpc-status"),
+    ];
+    frame::write_headers(
+        &mut out,
+        1,
+        &H2::block("PUT", "/api/f", &fields),
+        false,
+        16_384,
+    );
     out.extend_from_slice(&frame::data_head(1, 5, false));
     out.extend_from_slice(b"hello");
     let mut block = Vec::new();
@@ -245,5 +277,11 @@ fn an_http_2_clients_trailing_headers_reach_the_upstream_as_chunked_trailers() {
     frame::write_headers(&mut out, 1, &block, true, 16_384);
     c.send(&out);
     assert_eq!(c.answers(&[1])[0].status(), "204");
-    assert_sent(&got, "localhost", "x-sum: 5\r\ngrpc-status: 0\r\n");
+    // (Said to the upstream for brisk's hop: TE named by Connection.)
+    assert_sent(
+        &got,
+        "localhost",
+        "Trailer: x-sum, grpc-status\r\nTE: trailers\r\nConnection: TE\r\n",
+        "x-sum: 5\r\ngrpc-status: 0\r\n",
+    );
 }

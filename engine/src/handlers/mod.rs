@@ -127,6 +127,9 @@ pub struct Scratch {
     pub why: Option<Refusal>,
     /// ...and which file: relative to the document root, or absolute.
     pub why_file: Vec<u8>,
+    /// The error log has said why the answer is a server error (see
+    /// [`Plan::told_error`]): no line of the worker's repeats it.
+    pub told: bool,
 }
 
 impl Scratch {
@@ -139,6 +142,7 @@ impl Scratch {
         self.rel.clear();
         self.why = None;
         self.why_file.clear();
+        self.told = false;
     }
 
     /// Records why the file at [`Scratch::rel`] is not served.
@@ -231,6 +235,14 @@ impl Plan {
             body: Body::Static(error_page::page(status)),
             close: false,
         }
+    }
+
+    /// [`Plan::error`] for a failure whose line the error log has already
+    /// (an upstream that failed, none up, a rewrite loop): one line says
+    /// what failed and why, without a second, bare `503 answering /x`.
+    pub fn told_error(status: Status, scratch: &mut Scratch) -> Plan {
+        scratch.told = true;
+        Plan::error(status, scratch)
     }
 }
 

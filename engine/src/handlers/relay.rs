@@ -166,6 +166,12 @@ impl Outbox {
         self.buf.is_empty() && self.held.is_none()
     }
 
+    /// Everything that came is written and more is owed: the client is
+    /// the one who is slow now (see `Produce::awaits_input`).
+    pub fn awaits_more(&self) -> bool {
+        !self.body_end && self.is_empty()
+    }
+
     /// Everything is written and no more comes.
     pub fn done(&self) -> bool {
         self.body_end && self.is_empty()

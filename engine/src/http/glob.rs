@@ -85,6 +85,16 @@ impl PathMatch {
     }
 }
 
+impl std::fmt::Display for PathMatch {
+    /// As a log line names a rule: `path /api/`, `pattern *.php`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathMatch::Prefix(p) => write!(f, "path {p}"),
+            PathMatch::Glob(g) => write!(f, "pattern {g}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::matches;

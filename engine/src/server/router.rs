@@ -630,7 +630,7 @@ impl Router {
             );
             routing.scratch.headers.clear();
             routing.scratch.body.clear();
-            return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
+            return Plan::told_error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
         apply_header_rules(&self.files[site], routing.scratch);
         let streamed = |source, length| {

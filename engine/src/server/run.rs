@@ -396,8 +396,7 @@ impl Run {
                     return Outcome::Redirect(to);
                 }
                 Gave::Cut(why) if self.started => {
-                    cx.log
-                        .log(Level::Error, format_args!("{}: {why}", self.label()));
+                    self.say(&why, cx.log);
                     self.halt(cx.log);
                     if !self.draining {
                         sink.cut();
@@ -485,7 +484,7 @@ impl Run {
         why: &str,
         log: &mut Logger,
     ) -> Outcome {
-        log.log(Level::Error, format_args!("{}: {why}", self.label()));
+        self.say(why, log);
         self.halt(log);
         if self.started {
             sink.abort();
@@ -541,6 +540,14 @@ impl Run {
         );
         sink.cut();
         Outcome::Ended
+    }
+
+    /// Logs why it gives up (with its producer's label), after what the
+    /// producer noted on its way (an upstream tried before the one that
+    /// failed): a request's lines in the order things happened.
+    fn say(&mut self, why: &str, log: &mut Logger) {
+        self.producer.tend(&mut Cx { log, raw_ok: false });
+        log.log(Level::Error, format_args!("{}: {why}", self.label()));
     }
 
     /// Stops the producer, and lets it log what it still holds.

@@ -69,20 +69,38 @@ impl Wait {
     }
 }
 
-/// A request held while its password is hashed off the loop; it is
-/// routed again once the outcome is in (`ready`).
+/// A request held while its password is hashed off the loop, or (over
+/// HTTP/2, `turn`) while its connection has no room for one more
+/// upstream request; it is routed again once the outcome is in, or its
+/// turn has come (`ready`).
 #[derive(Debug)]
 pub struct AuthWait {
     /// The request.
     pub held: Held,
-    /// The outcome is in.
+    /// The outcome is in (or its turn came).
     pub ready: bool,
+    /// It waits for its turn, not for a check: made `ready` when one of
+    /// its connection's upstream requests ends.
+    pub turn: bool,
     /// HTTP/2: its body so far, held (its window credit with it) until
     /// the request is routed again. HTTP/1.1 reads no body meanwhile,
     /// so this stays empty.
     pub body: Vec<u8>,
     /// HTTP/2: the body is all in.
     pub body_done: bool,
+}
+
+impl AuthWait {
+    /// Holds `held` (its body to come) until a check or its turn.
+    pub fn new(held: Held, turn: bool) -> AuthWait {
+        AuthWait {
+            held,
+            ready: false,
+            turn,
+            body: Vec::new(),
+            body_done: false,
+        }
+    }
 }
 
 /// A request whose embedded handler runs once the body is in.
@@ -127,12 +145,7 @@ mod tests {
     #[test]
     fn body_bytes_go_where_the_wait_keeps_them_and_the_predicates_tell_the_kinds() {
         let dir = std::path::Path::new("/nonexistent");
-        let mut check = Wait::Check(AuthWait {
-            held: held(),
-            ready: false,
-            body: Vec::new(),
-            body_done: false,
-        });
+        let mut check = Wait::Check(AuthWait::new(held(), false));
         check.push(b"ab", dir);
         check.push(b"c", dir);
         assert!(matches!(check, Wait::Check(_)));
@@ -162,12 +175,7 @@ mod tests {
             ..held()
         };
         let waits = [
-            Wait::Check(AuthWait {
-                held: with(1),
-                ready: false,
-                body: Vec::new(),
-                body_done: false,
-            }),
+            Wait::Check(AuthWait::new(with(1), false)),
             Wait::Handler(HandlerWait {
                 mount: 0,
                 held: with(2),

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{Origins, SiteRules, UrlAction, UrlMatch};
-use crate::config::{PathMatch, StaticConfig};
+use crate::config::StaticConfig;
 
 /// `redirects and rewrites: …`, `error pages: …`, `cors: …`: each rule on a line of its own, or `none`.
 /// (Always `none` without the cargo feature `sites`, which refuses them:
@@ -44,10 +44,7 @@ pub(in crate::config) fn describe(rules: &SiteRules, s: &mut String) {
     }
     list(s, "cors", cors.len());
     for c in cors {
-        let on = match &c.matcher {
-            PathMatch::Prefix(p) => format!("path {p}"),
-            PathMatch::Glob(g) => format!("pattern {g}"),
-        };
+        let on = &c.matcher;
         let origins = match &c.origins {
             Origins::Any => "any origin (*)".to_string(),
             Origins::List(l) => l.join(", "),

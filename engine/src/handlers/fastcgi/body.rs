@@ -264,6 +264,15 @@ impl FastcgiBody {
         self
     }
 
+    /// Why the server could not be reached (`e`), named as the lines of
+    /// the servers tried before it are (see [`FastcgiBody::try_again`]).
+    fn cannot_connect(&self, e: &io::Error) -> String {
+        match self.answered.addr() {
+            Some(addr) => format!("{addr}: cannot connect: {e}"),
+            None => format!("cannot connect: {e}"),
+        }
+    }
+
     /// The server could not be reached before it took a byte (`why`):
     /// whether the request goes on a new connection to the next one up
     /// that it has not tried (see the module documentation). What failed
@@ -414,7 +423,7 @@ impl FastcgiBody {
             return self.broken(why);
         }
         let why = match (e, self.started || !self.head_buf.is_empty()) {
-            (Some(e), _) if !self.connected => format!("cannot reach the application: {e}"),
+            (Some(e), _) if !self.connected => self.cannot_connect(&e),
             (Some(e), _) => format!("the connection to the application failed: {e}"),
             (None, false) => "the application closed the connection without answering".into(),
             (None, true) => "the application closed the connection before END_REQUEST".into(),
@@ -565,7 +574,7 @@ impl Produce for FastcgiBody {
     }
 
     fn awaits_input(&self) -> bool {
-        self.body_open && self.outbox.is_empty()
+        self.body_open && self.outbox.awaits_more()
     }
 
     fn input(&mut self) -> Option<&mut dyn Input> {
@@ -642,7 +651,7 @@ impl Input for FastcgiBody {
                         });
                     }
                     if !self.connected {
-                        self.unreachable = Some(format!("cannot reach the application: {e}"));
+                        self.unreachable = Some(self.cannot_connect(&e));
                     }
                     // (It may have answered already: its answer is read on.)
                     self.body_open = false;

@@ -132,6 +132,34 @@ impl Group {
     pub fn answered(&mut self, i: usize) {
         self.peers[i].fails = 0;
     }
+
+    /// Why each of its upstreams is down at `now`, for the line that
+    /// says no request could be given to any (nginx's "no live
+    /// upstreams"): `127.0.0.1:9001 down 10s more after 1 failure,
+    /// unix:/run/app.sock failed its health check`.
+    pub fn why_down(&self, now: Instant) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        for (to, p) in self.to.iter().zip(&self.peers) {
+            if !s.is_empty() {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "{}", super::dial::addr(to));
+            let left = p.down_until.map(|t| t.saturating_duration_since(now));
+            let _ = match left {
+                _ if p.check_down => write!(s, " failed its health check"),
+                Some(left) if !left.is_zero() => write!(
+                    s,
+                    " down {}s more after {} failure{}",
+                    (left.as_millis() + 500) / 1000,
+                    self.max_fails,
+                    if self.max_fails == 1 { "" } else { "s" }
+                ),
+                _ => write!(s, " up"),
+            };
+        }
+        s
+    }
 }
 
 /// `ip_hash`: the same address, the same number (FNV-1a over its bytes;
@@ -262,6 +290,20 @@ mod tests {
         (0..count)
             .map(|_| g.borrow_mut().pick(ip(client), &[], now).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn why_each_upstream_is_down_is_said_for_the_503s_line() {
+        let now = Instant::now();
+        let g = group(Balance::RoundRobin, 3);
+        g.borrow_mut().failed(0, now);
+        g.borrow_mut().peers[1].check_down = true;
+        let later = now + Duration::from_millis(2_600);
+        assert_eq!(
+            g.borrow().why_down(later),
+            "127.0.0.1:9001 down 7s more after 1 failure, \
+             127.0.0.1:9002 failed its health check, 127.0.0.1:9003 up"
+        );
     }
 
     #[test]

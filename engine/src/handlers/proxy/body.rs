@@ -304,9 +304,11 @@ impl ProxyBody {
             let why = format!("cannot connect: {e}");
             let label = body.opts.label.clone();
             if !body.try_again(false, &why) {
-                let mut lines = vec![format!("{label}: {why}")];
-                lines.append(&mut body.notes);
-                return Err(lines);
+                // (Tried again elsewhere, the notes tell this one too.)
+                if body.notes.is_empty() {
+                    body.notes.push(format!("{label}: {why}"));
+                }
+                return Err(std::mem::take(&mut body.notes));
             }
             // (Its sockets so far were never watched: the engine watches
             // the one it has when it starts.)
@@ -835,7 +837,7 @@ impl Produce for ProxyBody {
 
     fn awaits_input(&self) -> bool {
         // (A tunnel's silence is either side's: `read_timeout`.)
-        self.body_open && self.outbox.is_empty() && !self.tunnel
+        self.body_open && self.outbox.awaits_more() && !self.tunnel
     }
 
     fn successor(&mut self) -> Option<Box<dyn Produce>> {

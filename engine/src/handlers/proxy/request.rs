@@ -6,7 +6,10 @@
 //! hop-by-hop fields (RFC 9110 §7.6.1: `Connection` and every field it
 //! names, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`,
 //! `Transfer-Encoding`, `Upgrade`, `Proxy-Authorization`) stay on the
-//! client's hop; and who the client is goes in `X-Forwarded-For`,
+//! client's hop, brisk writing its own for its hop where they still mean
+//! something (`TE: trailers` when the client takes trailers, as brisk
+//! passes an answer's on; `Trailer` naming the client's trailer fields
+//! brisk sends at the end of a chunked body); and who the client is goes in `X-Forwarded-For`,
 //! `X-Forwarded-Proto`, `X-Forwarded-Host` and `Forwarded` (RFC 7239).
 //!
 //! Those four say what brisk saw, replacing what the client sent,
@@ -17,8 +20,9 @@
 
 use std::net::SocketAddr;
 
-use crate::http::grammar::has_token;
+use crate::http::grammar::{has_token, is_token};
 use crate::http::request::OwnedRequest;
+use crate::http::trailers;
 use crate::http::{push_u64, Method, Version};
 
 /// How the request body goes upstream.
@@ -225,10 +229,54 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
         }
         BodyOut::None => {}
     }
-    if let Some(upgrade) = f.upgrade.then(|| req.header("upgrade")).flatten() {
-        out.extend_from_slice(b"Connection: upgrade\r\nUpgrade: ");
+    if f.body == BodyOut::Chunked {
+        announce_trailers(out, req);
+    }
+    // The client takes trailers (RFC 9110 §10.1.4; an HTTP/2 client's
+    // `te: trailers`, as gRPC's): so does brisk, which passes them on.
+    // `TE` belongs to one hop: the `Connection` option names it.
+    let te = req
+        .headers()
+        .any(|h| is(h.name, "te") && has_token(h.value, b"trailers"));
+    if te {
+        out.extend_from_slice(b"TE: trailers\r\n");
+    }
+    let upgrade = f.upgrade.then(|| req.header("upgrade")).flatten();
+    match (te, upgrade.is_some()) {
+        (false, false) => {}
+        (true, false) => out.extend_from_slice(b"Connection: TE\r\n"),
+        (false, true) => out.extend_from_slice(b"Connection: upgrade\r\n"),
+        (true, true) => out.extend_from_slice(b"Connection: TE, upgrade\r\n"),
+    }
+    if let Some(upgrade) = upgrade {
+        out.extend_from_slice(b"Upgrade: ");
         out.extend_from_slice(upgrade);
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `Trailer` (RFC 9110 §6.6.2) naming the fields the client's
+/// `Trailer` announced that may pass in a trailer section
+/// ([`trailers::allowed`]: those brisk sends on at the chunked body's
+/// end, the others being dropped there); nothing when none is left.
+fn announce_trailers(out: &mut Vec<u8>, req: &OwnedRequest) {
+    let start = out.len();
+    let names = req
+        .headers()
+        .filter(|h| is(h.name, "trailer"))
+        .flat_map(|h| h.value.split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|n| is_token(n) && trailers::allowed(n));
+    for name in names {
+        out.extend_from_slice(if out.len() == start {
+            b"Trailer: "
+        } else {
+            b", "
+        });
+        out.extend_from_slice(name);
+    }
+    if out.len() > start {
+        out.extend_from_slice(b"\r\n");
+    }
 }

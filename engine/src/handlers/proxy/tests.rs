@@ -69,7 +69,61 @@ fn hop_by_hop_fields_and_those_connection_names_stay_behind() {
         "POST /f HTTP/1.1\r\nHost: h\r\nX-Kept: k\r\n\
          X-Forwarded-For: 2001:db8::1\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: h\r\n\
          Forwarded: for=\"[2001:db8::1]\";proto=https;host=\"h\"\r\n\
-         Transfer-Encoding: chunked\r\n\r\n"
+         Transfer-Encoding: chunked\r\nTrailer: X\r\nTE: trailers\r\nConnection: TE\r\n\r\n",
+        "brisk's own TE and Trailer for its hop (below)"
+    );
+}
+
+#[test]
+fn te_trailers_and_the_trailer_announcement_are_brisks_own_for_its_hop() {
+    // The client takes trailers and announces its own: brisk, which
+    // passes trailers both ways, says so to the upstream (TE named by
+    // Connection, RFC 9110 §10.1.4), and announces the trailer fields
+    // it will send at the chunked body's end, less those a trailer may
+    // not hold (RFC 9110 §6.5.1: they are dropped there).
+    let req = request(
+        "POST /rpc HTTP/1.1\r\nHost: h\r\nTE: deflate;q=0.5, Trailers\r\nConnection: TE\r\n\
+         Trailer: x-sum, Content-Type\r\nTrailer: grpc-status,,bad name\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    let mut f = forward(&req, "192.0.2.7:1");
+    f.body = BodyOut::Chunked;
+    let sent = written(&req, &f);
+    let own = sent.split_once("\r\nForwarded: ").unwrap().1;
+    assert_eq!(
+        own,
+        "for=192.0.2.7;proto=http;host=\"h\"\r\nTransfer-Encoding: chunked\r\n\
+         Trailer: x-sum, grpc-status\r\nTE: trailers\r\nConnection: TE\r\n\r\n"
+    );
+    // A body sent by its length has no trailers: nothing announced.
+    f.body = BodyOut::Length(3);
+    let sent = written(&req, &f);
+    assert!(
+        sent.ends_with("Content-Length: 3\r\nTE: trailers\r\nConnection: TE\r\n\r\n"),
+        "{sent}"
+    );
+    // Nor when none may pass; and no TE without `trailers` in it.
+    let req = request(
+        "POST /rpc HTTP/1.1\r\nHost: h\r\nTE: gzip\r\nTrailer: Content-MD5\r\n\
+         Transfer-Encoding: chunked\r\n\r\n",
+    );
+    let mut f = forward(&req, "192.0.2.7:1");
+    f.body = BodyOut::Chunked;
+    let sent = written(&req, &f);
+    assert!(
+        sent.ends_with("\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        "{sent}"
+    );
+    // A WebSocket handshake's Connection names both.
+    let req = request(
+        "GET /ws HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, TE\r\nUpgrade: websocket\r\n\
+         TE: trailers\r\n\r\n",
+    );
+    let mut f = forward(&req, "192.0.2.7:1");
+    f.upgrade = true;
+    let sent = written(&req, &f);
+    assert!(
+        sent.ends_with("\r\nTE: trailers\r\nConnection: TE, upgrade\r\nUpgrade: websocket\r\n\r\n"),
+        "{sent}"
     );
 }
 

@@ -144,16 +144,12 @@ impl Script {
         };
         if target == "/private" {
             // Its password is checked off the loop (see `checked`).
-            let wait = Wait::Check(AuthWait {
-                held: Held {
-                    req: std::mem::take(&mut self.req),
-                    started: self.now,
-                    redirects: 0,
-                },
-                ready: false,
-                body: Vec::new(),
-                body_done: false,
-            });
+            let held = Held {
+                req: std::mem::take(&mut self.req),
+                started: self.now,
+                redirects: 0,
+            };
+            let wait = Wait::Check(AuthWait::new(held, false));
             let id = self.hold(wait);
             self.conn.hold(&mut self.life, id, self.now);
             return;

@@ -68,8 +68,10 @@ pub fn fill(
     for (name, value) in r.fields() {
         match name {
             b"host" if authority.is_some() => continue,
-            // Joined below; `te: trailers` means nothing to HTTP/1.1.
-            b"cookie" | b"te" => continue,
+            // Joined below. (`te`, which the codec let through only as
+            // `trailers`, stays: the client takes trailers, RFC 9110
+            // §10.1.4, which a proxied request tells its upstream.)
+            b"cookie" => continue,
             // (Repeats agree: the protocol checked.)
             b"content-length" if length_written => continue,
             b"content-length" => length_written = true,

@@ -69,7 +69,7 @@ impl Router {
                     "fastcgi: cannot read back the request body held in a temporary file: {e}"
                 ),
             );
-            return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
+            return Plan::told_error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
         let rule = &scripts.rules()[script.rule];
         let req = &*routing.req;
@@ -80,14 +80,7 @@ impl Router {
             .forwarded()
             .map_or(routing.client.peer.ip(), |f| f.addr.ip());
         let Some(index) = group.borrow_mut().pick(client, &[], routing.client.now) else {
-            routing.log.log(
-                Level::Error,
-                format_args!(
-                    "fastcgi: every server for {} is down; 503",
-                    script.filename.display()
-                ),
-            );
-            return Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch);
+            return super::upstream::no_live_upstreams("fastcgi", &rule.matches, group, routing);
         };
         let tries = Tries::new(group, index, client);
         let to = &rule.to[index];

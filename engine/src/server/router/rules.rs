@@ -41,7 +41,10 @@ impl Router {
                             MAX_REWRITES
                         ),
                     );
-                    return Some(Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch));
+                    return Some(Plan::told_error(
+                        Status::INTERNAL_SERVER_ERROR,
+                        routing.scratch,
+                    ));
                 }
             }
         }

@@ -69,7 +69,10 @@ impl Router {
                     "reverse proxy: cannot read back the request body held in a temporary file: {e}"
                 ),
             );
-            return Step::Answer(Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch));
+            return Step::Answer(Plan::told_error(
+                Status::INTERNAL_SERVER_ERROR,
+                routing.scratch,
+            ));
         }
         let cfg = std::sync::Arc::clone(&self.cfg);
         let site = routing.req.site();
@@ -86,14 +89,12 @@ impl Router {
         };
         let picked = group.borrow_mut().pick(client, &[], routing.client.now);
         let Some(index) = picked else {
-            routing.log.log(
-                crate::config::Level::Error,
-                format_args!(
-                    "reverse proxy: every upstream for {} is down; 503",
-                    String::from_utf8_lossy(&routing.scratch.path)
-                ),
-            );
-            return Step::Answer(Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch));
+            return Step::Answer(no_live_upstreams(
+                "reverse proxy",
+                &rule.matches,
+                group,
+                routing,
+            ));
         };
         let to = &rule.to[index];
         let target = match strip(rule, routing.req.target(), &routing.scratch.path) {
@@ -133,6 +134,28 @@ impl Router {
             close: false,
         })
     }
+}
+
+/// Every upstream of the `kind` rule that `matches` the request of
+/// `routing` (the reverse proxy's, FastCGI's) is down, `group` says: a
+/// 503, and one error line naming the rule, the request, and why each is
+/// down (nginx's "no live upstreams while connecting to upstream").
+pub(super) fn no_live_upstreams(
+    kind: &str,
+    matches: &PathMatch,
+    group: &Shared,
+    routing: &mut Routing<'_>,
+) -> Plan {
+    routing.log.log(
+        crate::config::Level::Error,
+        format_args!(
+            "{kind} {matches}: {} {}: no live upstreams ({}); 503",
+            String::from_utf8_lossy(routing.req.method_token()),
+            String::from_utf8_lossy(routing.req.target()),
+            group.borrow().why_down(routing.client.now)
+        ),
+    );
+    Plan::told_error(Status::SERVICE_UNAVAILABLE, routing.scratch)
 }
 
 /// The state of `rule`'s upstreams in one worker.

@@ -389,10 +389,12 @@ impl Worker {
     }
 
     /// Logs what the answer `status` to request `r` says about the
-    /// server: a 5xx at `error`, and why a file was refused at `debug`.
+    /// server: a 5xx at `error` (unless a line said why already,
+    /// [`Scratch::told`](crate::handlers::Scratch)), and why a file was
+    /// refused at `debug`.
     pub(super) fn log_answer(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
         self.count_answer(&r.req, status.0, r.start);
-        if status.0 >= 500 && self.logger.enabled(Level::Error) {
+        if status.0 >= 500 && !r.scratch.told && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(

@@ -27,9 +27,12 @@ use crate::server::h1;
 use crate::server::run::{Outcome, Run};
 use crate::server::waits::Held;
 
-/// Most programs (CGI) and upstream requests (the reverse proxy)
-/// answering one HTTP/2 connection's streams at once (a stream beyond
-/// them is answered 503): each holds a process or an upstream connection.
+/// Most programs (CGI) and upstream requests (the reverse proxy,
+/// FastCGI) answering one HTTP/2 connection's streams at once: each holds
+/// a process or an upstream connection. A program beyond them is answered
+/// 503 (its process has started), and so is an upstream request with a
+/// body; one without waits for its turn (`Worker::wait_turn`), as an
+/// HTTP/1.1 client's next request waits for the one before.
 const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
@@ -58,7 +61,7 @@ fn room_for_program(c: &Conn) -> bool {
 
 /// Whether one more program may answer a stream of session `s`.
 #[cfg(feature = "http2")]
-fn room_in(s: &crate::server::h2::Session) -> bool {
+pub(super) fn room_in(s: &crate::server::h2::Session) -> bool {
     s.programs() < H2_PIPES
 }
 
@@ -165,7 +168,10 @@ impl Worker {
             run.stop(&mut self.logger);
             self.unwatch_run(&mut run);
             r.resume(run.request);
-            return Err(Plan::error(Status::INTERNAL_SERVER_ERROR, &mut r.scratch));
+            return Err(Plan::told_error(
+                Status::INTERNAL_SERVER_ERROR,
+                &mut r.scratch,
+            ));
         }
         self.start_run(c, stream, run, decoder.take(), true, &r.scratch.path);
         Ok(())
@@ -192,7 +198,10 @@ impl Worker {
                  this HTTP/2 connection; 503"
             ),
         );
-        Err(Plan::error(Status::SERVICE_UNAVAILABLE, &mut r.scratch))
+        Err(Plan::told_error(
+            Status::SERVICE_UNAVAILABLE,
+            &mut r.scratch,
+        ))
     }
 
     /// Registers the sources of `run`, the program answering the exchange

@@ -162,10 +162,11 @@ impl Worker {
     /// `timeouts.send` runs) or that lingers is left alone. On HTTP/2, an
     /// in-process producer's timer restarts while what it gave waits for
     /// the client's window; a program's runs on (see
-    /// `Produce::is_process`). An HTTP/1.1 producer that waits for the
-    /// rest of its request body (a proxied upload the client stopped
-    /// sending) waits `timeouts.body`, and the client is answered 408, as
-    /// for any body (the upstream was not the one that was silent).
+    /// `Produce::is_process`). A producer that waits for the rest of its
+    /// request body (a proxied upload the client stopped sending) waits
+    /// `timeouts.body`, and the client is answered 408, as for any body
+    /// (the upstream was not the one that was silent): over HTTP/1.1 the
+    /// connection closes, over HTTP/2 the stream alone ends.
     pub(super) fn run_timeouts(&mut self) {
         let (now, handler) = (self.clock.now, self.settings.cfg.timeouts.handler);
         let body = self.settings.cfg.timeouts.body;
@@ -186,9 +187,10 @@ impl Worker {
             if c.blocked_since.is_some() || c.life.lingers() {
                 continue;
             }
-            let client_body = stream.is_none()
-                && run.awaits_input()
-                && c.h1().is_some_and(h1::Conn::reading_body);
+            // (An HTTP/2 stream's body comes in frames: the producer
+            // knows whether its client's side is open.)
+            let client_body = run.awaits_input()
+                && (stream.is_some() || c.h1().is_some_and(h1::Conn::reading_body));
             let idle = match client_body {
                 true => body,
                 false => run.idle_timeout(handler),
@@ -224,6 +226,8 @@ impl Worker {
                     self.produced_body_refused(&mut conn, Status::REQUEST_TIMEOUT);
                 }
                 None => self.produced_timeout(&mut conn),
+                #[cfg(feature = "http2")]
+                Some(sid) if client_body => self.h2_run_body_timeout(&mut conn, sid),
                 #[cfg(feature = "http2")]
                 Some(sid) => self.h2_run_timeout(&mut conn, sid),
                 #[cfg(not(feature = "http2"))]
@@ -608,7 +612,8 @@ mod h2 {
             }
             let mut r = self.pools.lend_request(self.clock.now);
             r.resume(request);
-            let plan = Plan::error(status, &mut r.scratch);
+            // (Run::fail logged why: the answer's line would repeat it.)
+            let plan = Plan::told_error(status, &mut r.scratch);
             self.h2_answer(c, &mut r, a.id, plan, 0);
             self.pools.take_back_request(r);
         }
@@ -646,10 +651,38 @@ mod h2 {
         /// The produced answer on stream `id` of `c` gave nothing for its
         /// idle timeout: answered 504 (or reset).
         pub(in crate::server::worker) fn h2_run_timeout(&mut self, c: &mut Conn, id: u32) {
+            self.h2_drive_stream(c, id, |run, sink, t| run.time_out(sink, t.log));
+        }
+
+        /// The client of stream `id` of `c` sent none of the request body
+        /// its producer waits for in `timeouts.body`: answered 408 (or the
+        /// stream reset once its head went), the producer stopped (an
+        /// upstream's connection closes, the request cut short) and the
+        /// rest of the body dropped; the connection's other streams go on.
+        pub(in crate::server::worker) fn h2_run_body_timeout(&mut self, c: &mut Conn, id: u32) {
+            let Some(s) = c.proto.h2_mut() else { return };
+            let ex = s.answers.iter().find(|a| a.id == id).and_then(|a| a.run);
+            let Some(framing) = ex.and_then(|ex| self.exchanges.run(ex)) else {
+                return;
+            };
+            let framing = framing.request.req.body();
+            let status = Status::REQUEST_TIMEOUT;
+            self.h2_drive_stream(c, id, |run, sink, t| run.refuse_body(sink, status, t.log));
+            self.h2_refuse_rest(c, id, framing);
+        }
+
+        /// Runs `drive` on the produced answer of stream `id` of `c`, and
+        /// puts it back unless it ended.
+        fn h2_drive_stream(
+            &mut self,
+            c: &mut Conn,
+            id: u32,
+            drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
+        ) {
             let Some(a) = c.proto.h2_mut().and_then(|s| s.take(id)) else {
                 return;
             };
-            let left = self.h2_with_sink(c, a, |run, sink, t| run.time_out(sink, t.log));
+            let left = self.h2_with_sink(c, a, drive);
             if let (Some(a), Some(s)) = (left, c.proto.h2_mut()) {
                 s.conn.set_remaining(a.id, queued(&a.pieces));
                 s.answers.push(a);

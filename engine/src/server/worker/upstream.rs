@@ -23,10 +23,39 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
+#[cfg(feature = "http2")]
+use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
 
 impl Worker {
+    /// Whether request `r` of HTTP/2 stream `stream` of `c` waits for its
+    /// turn ([`Worker::wait_turn`]): the connection has no room for one
+    /// more upstream request now (see `pipe::H2_PIPES`), and the request
+    /// has no body. (One with a body is answered 503, `Worker::room_for`:
+    /// bodies held back with their window credit, the connection's
+    /// window shared by all its streams, would stall the requests under
+    /// way that wait for theirs.)
+    fn waits_turn(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+        redirects: u8,
+    ) -> bool {
+        #[cfg(feature = "http2")]
+        {
+            let bodiless = matches!(r.req.body(), BodyFraming::None | BodyFraming::Length(0));
+            let full = !c.h2().is_some_and(super::pipe::room_in);
+            if let Some(id) = stream.filter(|_| bodiless && full) {
+                self.wait_turn(c, r, id, redirects);
+                return true;
+            }
+        }
+        let _ = (c, r, stream, redirects);
+        false
+    }
+
     /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
     /// `stream` none, whose body `decoder` reads on its way upstream; or
     /// its HTTP/2 stream) as `plan` says. The answer to give instead when
@@ -41,7 +70,10 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
         // (Before a kept connection is taken or a new one made: a stream
-        // refused costs the upstream nothing.)
+        // that waits for its turn costs the upstream nothing.)
+        if self.waits_turn(c, r, stream, redirects) {
+            return Ok(());
+        }
         self.room_for(c, stream, &plan.opts.label, r)?;
         let tls = plan.tls;
         let check = !ProxyBody::may_go_again(&plan.opts);
@@ -60,7 +92,7 @@ impl Worker {
                 for line in lines {
                     self.logger.log(Level::Error, format_args!("{line}"));
                 }
-                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                return Err(Plan::told_error(Status::BAD_GATEWAY, &mut r.scratch));
             }
         };
         self.start_watched(c, r, stream, Box::new(body), redirects, decoder)
@@ -78,6 +110,9 @@ impl Worker {
         redirects: u8,
         decoder: &mut Option<BodyDecoder>,
     ) -> Result<(), Plan> {
+        if self.waits_turn(c, r, stream, redirects) {
+            return Ok(());
+        }
         self.room_for(c, stream, &plan.opts.label, r)?;
         let FastcgiPlan {
             mut tries,
@@ -107,7 +142,7 @@ impl Worker {
                     Level::Error,
                     format_args!("{}: {failed}: cannot connect: {e}; 502", opts.label),
                 );
-                return Err(Plan::error(Status::BAD_GATEWAY, &mut r.scratch));
+                return Err(Plan::told_error(Status::BAD_GATEWAY, &mut r.scratch));
             };
             self.logger.log(
                 Level::Error,

@@ -88,6 +88,45 @@ impl Worker {
         })
     }
 
+    /// Holds request `r` of HTTP/2 stream `stream` of `c` (which
+    /// `redirects` local redirects led to), bound upstream, until its
+    /// turn: its connection has no room for one more upstream request
+    /// now (it has no body: see `Worker::waits_turn`). Once one of the
+    /// connection's upstream requests ends, it is routed again
+    /// ([`Worker::take_checked`]), as after a password check.
+    #[cfg(all(feature = "http2", feature = "upstreams"))]
+    pub(super) fn wait_turn(&mut self, c: &mut Conn, r: &mut Request, stream: u32, redirects: u8) {
+        let wait = Wait::Check(AuthWait::new(r.hold(redirects), true));
+        let ex = self.exchange(c, Some(stream), wait);
+        self.hold_at(c, r, Some(stream), ex, &mut None);
+    }
+
+    /// When `c` has room for one more upstream request, the first of its
+    /// requests waiting for their turn ([`Worker::wait_turn`]), the one on
+    /// the oldest stream, is ready to be routed again (one at a time: the
+    /// room it takes is seen before the next).
+    #[cfg(all(feature = "http2", feature = "upstreams"))]
+    fn give_turn(&mut self, c: &mut Conn) {
+        let Some(s) = c.h2().filter(|s| super::pipe::room_in(s)) else {
+            return;
+        };
+        let waits =
+            |id| matches!(self.exchanges.wait(id), Some(Wait::Check(w)) if w.turn && !w.ready);
+        let first = s
+            .answers
+            .iter()
+            .filter(|a| a.wait.is_some_and(waits))
+            .map(|a| a.id)
+            .min();
+        let Some(stream) = first else {
+            return;
+        };
+        let ex = c.wait_id(Some(stream));
+        if let Some(Wait::Check(w)) = ex.and_then(|ex| self.exchanges.wait_mut(ex)) {
+            w.ready = true;
+        }
+    }
+
     /// What the request held on exchange `stream` of `c` waits for,
     /// taken out of the table.
     pub(super) fn take_wait(&mut self, c: &mut Conn, stream: Option<u32>) -> Option<Wait> {
@@ -107,12 +146,7 @@ impl Worker {
         check: Check,
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
-        let wait = Wait::Check(AuthWait {
-            held: r.hold(redirects),
-            ready: false,
-            body: Vec::new(),
-            body_done: false,
-        });
+        let wait = Wait::Check(AuthWait::new(r.hold(redirects), false));
         // (Its outcome comes back with the exchange's id.)
         let ex = self.exchange(c, stream, wait);
         match self.wakeups.submit_check(ex, check) {
@@ -220,6 +254,8 @@ impl Worker {
             if c.life.closing() && !c.speaks_h2() {
                 return;
             }
+            #[cfg(all(feature = "http2", feature = "upstreams"))]
+            self.give_turn(c);
             let checked = |id| self.exchanges.wait(id).is_some_and(Wait::is_checked);
             let Some(stream) = c.find_wait(checked) else {
                 return;

@@ -66,7 +66,12 @@ impl Worker {
     /// dropped, so that a client that sends its whole body before it
     /// reads still gets the answer; beyond that the stream is reset (see
     /// `h2::Conn::discard_body`).
-    pub(super) fn h2_refuse_rest(&mut self, c: &mut Conn, id: u32, framing: BodyFraming) {
+    pub(in crate::server::worker) fn h2_refuse_rest(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        framing: BodyFraming,
+    ) {
         let declared = match framing {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,
