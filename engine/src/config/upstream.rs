@@ -351,7 +351,10 @@ impl Default for Pool {
             send_timeout: Duration::from_secs(60),
             fail_timeout: Duration::from_secs(10),
             max_fails: 1,
-            keepalive: 32,
+            // (Above the requests a worker usually proxies to one upstream
+            // at once: below them, every swing of the load closes idle
+            // connections that the next requests open again.)
+            keepalive: 64,
             keepalive_timeout: Duration::from_secs(60),
         }
     }

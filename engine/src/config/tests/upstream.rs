@@ -59,7 +59,7 @@ fn a_proxy_rule_has_the_documented_defaults() {
     assert_eq!(r.host, HostMode::Client);
     assert!(!r.via);
     assert_eq!(r.server, ServerMode::Upstream);
-    assert_eq!(r.keepalive, 32);
+    assert_eq!(r.keepalive, 64);
     assert_eq!(r.keepalive_timeout, Duration::from_secs(60));
     assert!(r.tls_verify);
     assert_eq!(r.ca, None);
@@ -635,7 +635,7 @@ fn the_summary_lists_the_rules() {
         \x20 path /api/ (prefix stripped): to http://127.0.0.1:9001, unix:/run/app.sock, \
         http://localhost:9002 ({addr}) by round_robin; timeouts connect 5s, read 60s, \
         send 60s; down after 1 failure for 10s; health GET /healthz every 5s; request headers \
-        set X-App, remove Cookie; 32 idle connections kept 60s\n\
+        set X-App, remove Cookie; 64 idle connections kept 60s\n\
         \x20 pattern *.json: to http://127.0.0.1:9003; timeouts connect 5s, read 60s, \
         send 60s; down after 1 failure for 10s; Host the upstream's; Server brisk's; Via \
         added; no WebSocket; request bodies held whole first; no idle connections kept\n\

@@ -173,15 +173,10 @@ impl FastcgiBody {
             outbox.push(&begin, false);
             outbox.body_end = true;
         }
-        // Nothing can be read before the request goes: the first read waits
-        // for the engine to say the socket is readable (epoll tells of
-        // what arrives after the request, and of what was there when it
-        // starts watching a socket; a kept connection that rested in the
-        // watch was found quiet by the pool). One failing read less.
-        let mut sock = Socket::new(Some(sock));
-        sock.readable = false;
+        // (Not read before the engine says it is readable: see
+        // `Socket::new`.)
         FastcgiBody {
-            sock,
+            sock: Socket::new(Some(sock)),
             tries: None,
             notes: Vec::new(),
             again: None,

@@ -66,21 +66,37 @@ impl Pool {
     /// a body), only one found quiet (a system call); those found dead
     /// on the way are closed. (One that can go again finds out by
     /// sending, and goes again once: see `ProxyBody::try_again`.)
+    /// The one still watched under the token `token` is taken first (no
+    /// change of its token in the watch, a system call), else the last
+    /// kept.
     pub fn take(
         &mut self,
         to: &Upstream,
         fits: impl Fn(&Link) -> bool,
         check: bool,
+        token: usize,
         now: Instant,
     ) -> Option<(OwnedFd, Link, Option<usize>)> {
         self.prune(now);
-        while let Some(i) = self.idle.iter().rposition(|c| c.to == *to && fits(&c.link)) {
-            let c = self.idle.swap_remove(i);
+        loop {
+            let mut found = None;
+            for (i, c) in self.idle.iter().enumerate().rev() {
+                if c.to != *to || !fits(&c.link) {
+                    continue;
+                }
+                found = found.or(Some(i));
+                if c.watched == Some(token) {
+                    found = Some(i);
+                    break;
+                }
+            }
+            // (Taken out in place: the others keep their order, the last
+            // kept last.)
+            let c = self.idle.remove(found?);
             if !check || net::is_quiet(&c.sock) {
                 return Some((c.sock, c.link, c.watched));
             }
         }
-        None
     }
 
     /// Keeps `sock`, a connection to `keep.to` over `link` that may carry
@@ -163,14 +179,14 @@ mod tests {
         drop(theirs3);
         let other = Upstream::Unix(PathBuf::from("/b.sock"));
         assert!(
-            p.take(&other, |_| true, true, now).is_none(),
+            p.take(&other, |_| true, true, 0, now).is_none(),
             "another upstream's"
         );
         // (The last kept is tried first: it left, then the one that
         // spoke; the first is still there.)
-        assert!(p.take(&k.to, |_| true, true, now).is_some());
+        assert!(p.take(&k.to, |_| true, true, 0, now).is_some());
         assert!(p.is_empty());
-        assert!(p.take(&k.to, |_| true, true, now).is_none());
+        assert!(p.take(&k.to, |_| true, true, 0, now).is_none());
         drop(theirs);
     }
 
@@ -185,11 +201,30 @@ mod tests {
         p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(7), now);
         p.put(&k, OwnedFd::from(ours2), Link::Plain, now);
         drop(theirs2);
-        let (_, _, watched) = p.take(&k.to, |_| true, false, now).unwrap();
+        let (_, _, watched) = p.take(&k.to, |_| true, false, 0, now).unwrap();
         assert_eq!(watched, None, "the last kept, closed, not looked at");
-        let (_, _, watched) = p.take(&k.to, |_| true, false, now).unwrap();
+        let (_, _, watched) = p.take(&k.to, |_| true, false, 0, now).unwrap();
         assert_eq!(watched, Some(7));
         drop(theirs);
+    }
+
+    #[test]
+    fn the_one_watched_under_the_token_asked_is_taken_first_then_the_last_kept() {
+        let pool: Shared = Rc::default();
+        let k = keep(&pool, 8);
+        let now = Instant::now();
+        let mut ends = Vec::new();
+        let mut p = pool.borrow_mut();
+        for token in [3, 5, 7, 9] {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            ends.push(theirs);
+            p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(token), now);
+        }
+        let mut took = |token| p.take(&k.to, |_| true, false, token, now).unwrap().2;
+        assert_eq!(took(5), Some(5), "the one watched under 5, from the middle");
+        assert_eq!(took(4), Some(9), "none under 4: the last kept");
+        assert_eq!(took(4), Some(7), "then the one kept before it");
+        assert_eq!(took(3), Some(3));
     }
 
     #[test]

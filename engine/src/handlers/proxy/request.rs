@@ -18,12 +18,12 @@
 //! untrusted client cannot make the application believe it is someone
 //! else.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use crate::http::grammar::{has_token, is_token};
 use crate::http::request::OwnedRequest;
 use crate::http::trailers;
-use crate::http::{push_u64, Method, Version};
+use crate::http::{ipv4_text, push_u64, Method, Version};
 
 /// How the request body goes upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,10 +136,20 @@ fn kept_or(out: &mut Vec<u8>, req: &OwnedRequest, name: &str, keep: bool, value:
 /// Appends the client's address as `Forwarded`'s `for=` wants it
 /// (RFC 7239 §6: an IPv6 address bracketed, and quoted).
 fn node(out: &mut Vec<u8>, addr: SocketAddr) {
+    push_ip(out, addr.ip(), true);
+}
+
+/// Appends `ip` as text; an IPv6 address bracketed and quoted for
+/// `Forwarded` when `node` says so.
+fn push_ip(out: &mut Vec<u8>, ip: IpAddr, node: bool) {
     use std::io::Write as _;
-    let _ = match addr {
-        SocketAddr::V4(a) => write!(out, "{}", a.ip()),
-        SocketAddr::V6(a) => write!(out, "\"[{}]\"", a.ip()),
+    let _ = match ip {
+        IpAddr::V4(v4) => {
+            out.extend_from_slice(ipv4_text(v4, &mut [0; 15]));
+            Ok(())
+        }
+        IpAddr::V6(v6) if node => write!(out, "\"[{v6}]\""),
+        IpAddr::V6(v6) => write!(out, "{v6}"),
     };
 }
 
@@ -185,8 +195,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
     let proto: &[u8] = if f.https { b"https" } else { b"http" };
     let client_host = req.host().unwrap_or(f.host);
     list_field(out, req, "X-Forwarded-For", f.trusted, &mut |out| {
-        use std::io::Write as _;
-        let _ = write!(out, "{}", f.client.ip());
+        push_ip(out, f.client.ip(), false);
     });
     kept_or(out, req, "X-Forwarded-Proto", f.trusted, proto);
     kept_or(out, req, "X-Forwarded-Host", f.trusted, client_host);

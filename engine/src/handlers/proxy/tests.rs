@@ -54,6 +54,22 @@ fn a_plain_get_goes_with_its_fields_and_who_asked() {
 }
 
 #[test]
+fn an_ipv4_client_is_written_with_octets_of_every_width() {
+    let req = request("GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    for ip in ["0.0.0.0", "9.10.99.100", "255.255.255.255", "127.0.0.1"] {
+        let head = written(&req, &forward(&req, &format!("{ip}:1")));
+        assert!(
+            head.contains(&format!("\r\nX-Forwarded-For: {ip}\r\n")),
+            "{head}"
+        );
+        assert!(
+            head.contains(&format!("\r\nForwarded: for={ip};")),
+            "{head}"
+        );
+    }
+}
+
+#[test]
 fn hop_by_hop_fields_and_those_connection_names_stay_behind() {
     let req = request(
         "POST /f HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: 5\r\n\

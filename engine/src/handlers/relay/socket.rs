@@ -32,12 +32,19 @@ pub struct Socket {
 
 impl Socket {
     /// Over `fd`, if there is one yet (watched when the answer starts).
+    /// Nothing can be read before the request goes: the first read waits
+    /// for the engine to say the socket is readable. Epoll tells of what
+    /// arrives after the request (every arrival, edge-triggered, even on a
+    /// kept connection still watched under the same token), and of what
+    /// was there when it starts watching a socket; a kept connection's
+    /// last answer was read to its end and nothing followed it (else it
+    /// was not kept). One failing read less a request.
     pub fn new(fd: Option<OwnedFd>) -> Socket {
         Socket {
             fd,
             retired: None,
             renewed: false,
-            readable: true,
+            readable: false,
             writable: true,
             watched: None,
         }

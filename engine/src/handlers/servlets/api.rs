@@ -177,18 +177,10 @@ fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
         let len = 64 - w.len();
         return &buf[..len];
     };
-    // (Without fmt: a tenth of the instructions.)
-    let mut len = 0;
-    for (i, octet) in v4.octets().into_iter().enumerate() {
-        if i > 0 {
-            buf[len] = b'.';
-            len += 1;
-        }
-        let mut digits = [0; 20];
-        let d = crate::http::u64_digits(u64::from(octet), &mut digits);
-        buf[len..len + d.len()].copy_from_slice(d);
-        len += d.len();
-    }
+    let mut text = [0; 15];
+    let text = crate::http::ipv4_text(v4, &mut text);
+    let len = text.len();
+    buf[..len].copy_from_slice(text);
     &buf[..len]
 }
 

@@ -177,6 +177,14 @@ impl Worker {
         Ok(())
     }
 
+    /// The token the next exchange's first source will be watched under
+    /// (its slot is the vacant one): a kept upstream connection still
+    /// watched under it is taken first, its watch unchanged.
+    #[cfg(feature = "upstreams")]
+    pub(super) fn next_watch_token(&self) -> usize {
+        token_at(self.exchanges.vacant(), 0).0
+    }
+
     /// Whether one more program or upstream request may answer `stream`
     /// of `c` (none: an HTTP/1.1 exchange, always): not once [`H2_PIPES`]
     /// answer its HTTP/2 connection; then the 503 to answer, logged with

@@ -169,8 +169,9 @@ impl Worker {
 
     /// A connection to `to` kept in the pool `keep` names, if there is
     /// one whose link fits `tls` (see [`Link::fits`]), with its link and
-    /// the token it is still watched under, if it is; found quiet first
-    /// when `check` says so (see [`crate::handlers::proxy::pool::Pool::take`]).
+    /// the token it is still watched under, if it is (the next exchange's
+    /// first); found quiet first when `check` says so (see
+    /// [`crate::handlers::proxy::pool::Pool::take`]).
     fn kept_socket(
         &mut self,
         to: &Upstream,
@@ -179,9 +180,10 @@ impl Worker {
         check: bool,
     ) -> Option<(OwnedFd, Link, Option<usize>)> {
         let fits = |link: &Link| link.fits(tls);
+        let token = self.next_watch_token();
         keep?
             .pool
             .borrow_mut()
-            .take(to, fits, check, self.clock.now)
+            .take(to, fits, check, token, self.clock.now)
     }
 }

@@ -609,3 +609,26 @@ fn room_to_write_alone_does_not_make_it_read() {
     p.ready_for(0, true, false);
     assert!(p.sock.readable);
 }
+
+/// Nothing is read before the engine says the socket is readable: not
+/// right after the request went (its answer cannot be there yet: that
+/// read would fail), even on a kept connection; its answer arriving
+/// makes epoll say so.
+#[test]
+fn it_reads_only_once_told_the_socket_is_readable() {
+    let m = logs();
+    let (p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+    let mut p = p.on_kept_connection(Some(7));
+    p.input().unwrap().write().unwrap();
+    assert_eq!(received(&mut up, 18), "GET / HTTP/1.1\r\n\r\n");
+    up.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+    let mut log = m.service.handle();
+    let mut cx = Cx {
+        log: &mut log,
+        raw_ok: false,
+    };
+    let mut buf = Vec::new();
+    assert!(matches!(p.next(1024, &mut buf, &mut cx), Gave::Pending));
+    p.ready_for(0, true, false);
+    assert!(matches!(p.next(1024, &mut buf, &mut cx), Gave::Head(h, _) if h.status == 204));
+}
