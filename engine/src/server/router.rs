@@ -305,6 +305,10 @@ impl Router {
                         &site.fastcgi,
                         &site.root,
                         &site.static_files.index,
+                        (
+                            cfg.site.static_files.open_file_cache,
+                            cfg.site.static_files.open_file_cache_valid,
+                        ),
                     )?),
                 },
             });

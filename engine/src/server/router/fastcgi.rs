@@ -26,14 +26,15 @@ impl Router {
     /// request's path runs, or the request is refused.
     pub(super) fn fastcgi(&mut self, routing: &mut Routing<'_>) -> Step {
         let site = routing.req.site();
-        let Some(scripts) = &self.sites[site].fastcgi else {
+        let Some(scripts) = &mut self.sites[site].fastcgi else {
             return Step::Next;
         };
         let st = &self.files[site].site().static_files;
         if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&routing.scratch.path) {
             return Step::Next;
         }
-        match scripts.find(&routing.scratch.path, self.files[site].protected()) {
+        let protected = self.files[site].protected();
+        match scripts.find(&routing.scratch.path, protected, routing.client.now) {
             Found::No => Step::Next,
             Found::Refused(status, why, file) => {
                 routing
