@@ -66,16 +66,29 @@ impl Pool {
     /// a body), only one found quiet (a system call); those found dead
     /// on the way are closed. (One that can go again finds out by
     /// sending, and goes again once: see `ProxyBody::try_again`.)
+    /// One watched under `token` already, the token of the answer that
+    /// takes it, is taken first: watched as it is, it costs that answer
+    /// no change of its watch (`EPOLL_CTL_MOD`); else the last kept.
     pub fn take(
         &mut self,
         to: &Upstream,
         fits: impl Fn(&Link) -> bool,
         check: bool,
         now: Instant,
+        token: Option<usize>,
     ) -> Option<(OwnedFd, Link, Option<usize>)> {
         self.prune(now);
-        while let Some(i) = self.idle.iter().rposition(|c| c.to == *to && fits(&c.link)) {
-            let c = self.idle.swap_remove(i);
+        let usable = |c: &Idle| c.to == *to && fits(&c.link);
+        while let Some(i) = token
+            .and_then(|t| {
+                self.idle
+                    .iter()
+                    .rposition(|c| c.watched == Some(t) && usable(c))
+            })
+            .or_else(|| self.idle.iter().rposition(usable))
+        {
+            // (Order is kept: the first kept is the one closed when full.)
+            let c = self.idle.remove(i);
             if !check || net::is_quiet(&c.sock) {
                 return Some((c.sock, c.link, c.watched));
             }
@@ -101,16 +114,26 @@ impl Pool {
         now: Instant,
     ) {
         self.prune(now);
-        let kept = self.idle.iter().filter(|c| c.to == keep.to).count();
-        if kept < keep.max {
-            self.idle.push(Idle {
-                to: keep.to.clone(),
-                sock,
-                link,
-                watched,
-                until: now + keep.timeout,
-            });
+        if keep.max == 0 {
+            return;
         }
+        // Full: the one kept longest makes room (as nginx's `keepalive`
+        // cache drops its least recently used), so that those kept are
+        // the last used, whose tokens the next answers are likely to be
+        // given (see [`Pool::take`]).
+        let mut kept = self.idle.iter().filter(|c| c.to == keep.to);
+        if kept.nth(keep.max - 1).is_some() {
+            if let Some(oldest) = self.idle.iter().position(|c| c.to == keep.to) {
+                self.idle.remove(oldest);
+            }
+        }
+        self.idle.push(Idle {
+            to: keep.to.clone(),
+            sock,
+            link,
+            watched,
+            until: now + keep.timeout,
+        });
     }
 
     /// Closes the connections idle past their time.
@@ -131,7 +154,7 @@ impl Pool {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write as _;
+    use std::io::{Read as _, Write as _};
     use std::os::unix::net::UnixStream;
     use std::path::PathBuf;
 
@@ -163,14 +186,14 @@ mod tests {
         drop(theirs3);
         let other = Upstream::Unix(PathBuf::from("/b.sock"));
         assert!(
-            p.take(&other, |_| true, true, now).is_none(),
+            p.take(&other, |_| true, true, now, None).is_none(),
             "another upstream's"
         );
         // (The last kept is tried first: it left, then the one that
         // spoke; the first is still there.)
-        assert!(p.take(&k.to, |_| true, true, now).is_some());
+        assert!(p.take(&k.to, |_| true, true, now, None).is_some());
         assert!(p.is_empty());
-        assert!(p.take(&k.to, |_| true, true, now).is_none());
+        assert!(p.take(&k.to, |_| true, true, now, None).is_none());
         drop(theirs);
     }
 
@@ -185,11 +208,57 @@ mod tests {
         p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(7), now);
         p.put(&k, OwnedFd::from(ours2), Link::Plain, now);
         drop(theirs2);
-        let (_, _, watched) = p.take(&k.to, |_| true, false, now).unwrap();
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now, None).unwrap();
         assert_eq!(watched, None, "the last kept, closed, not looked at");
-        let (_, _, watched) = p.take(&k.to, |_| true, false, now).unwrap();
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now, None).unwrap();
         assert_eq!(watched, Some(7));
         drop(theirs);
+    }
+
+    /// A pool keeping `max` connections to `/a.sock`, given ones watched
+    /// under `tokens` in that order; their other ends (non-blocking), and
+    /// what it keeps them by.
+    fn kept(max: usize, tokens: &[usize]) -> (Shared, Vec<UnixStream>, Keep) {
+        let pool: Shared = Rc::default();
+        let k = keep(&pool, max);
+        let mut ends = Vec::new();
+        for &token in tokens {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            theirs.set_nonblocking(true).unwrap();
+            ends.push(theirs);
+            let now = Instant::now();
+            let mut p = pool.borrow_mut();
+            p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(token), now);
+        }
+        (pool, ends, k)
+    }
+
+    /// The token the connection `pool` gives for `to` is watched under,
+    /// when the answer taking it has `token`.
+    fn taken(pool: &Shared, to: &Upstream, token: Option<usize>) -> Option<usize> {
+        let now = Instant::now();
+        let mut p = pool.borrow_mut();
+        p.take(to, |_| true, false, now, token).unwrap().2
+    }
+
+    #[test]
+    fn one_watched_under_the_answers_token_is_taken_first() {
+        let (pool, _ends, k) = kept(8, &[5, 7, 9]);
+        assert_eq!(taken(&pool, &k.to, Some(7)), Some(7));
+        let last = taken(&pool, &k.to, Some(4));
+        assert_eq!(last, Some(9), "none under 4: the last kept");
+        assert_eq!(taken(&pool, &k.to, None), Some(5));
+        assert!(pool.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_full_pool_closes_the_one_kept_longest() {
+        let (pool, ends, k) = kept(2, &[1, 2, 3]);
+        assert_eq!(pool.borrow().len(), 2);
+        let mut byte = [0u8; 1];
+        assert_eq!((&ends[0]).read(&mut byte).unwrap(), 0, "the first, closed");
+        assert_eq!(taken(&pool, &k.to, None), Some(3));
+        assert_eq!(taken(&pool, &k.to, None), Some(2));
     }
 
     #[test]

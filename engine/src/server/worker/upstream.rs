@@ -135,7 +135,8 @@ impl Worker {
     /// A connection to `to` kept in the pool `keep` names, if there is
     /// one whose link fits `tls` (see [`Link::fits`]), with its link and
     /// the token it is still watched under, if it is; found quiet first
-    /// when `check` says so (see [`crate::handlers::proxy::pool::Pool::take`]).
+    /// when `check` says so, and one watched under the token the answer
+    /// will have first (see [`crate::handlers::proxy::pool::Pool::take`]).
     fn kept_socket(
         &mut self,
         to: &Upstream,
@@ -144,9 +145,12 @@ impl Worker {
         check: bool,
     ) -> Option<(OwnedFd, Link, Option<usize>)> {
         let fits = |link: &Link| link.fits(tls);
+        // (The answer's exchange goes in the slot vacant now: see
+        // `Worker::start_watched`.)
+        let token = super::pipe::token_at(self.exchanges.vacant(), 0).0;
         keep?
             .pool
             .borrow_mut()
-            .take(to, fits, check, self.clock.now)
+            .take(to, fits, check, self.clock.now, Some(token))
     }
 }
