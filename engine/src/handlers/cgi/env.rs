@@ -311,7 +311,8 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     }
     let first_header = v.at.len();
     let mut content_type = None;
-    let mut name = Vec::new();
+    // (Room for most names: `HTTP_` and the field's.)
+    let mut name = Vec::with_capacity(64);
     for h in req.headers {
         if h.name.eq_ignore_ascii_case(b"content-type") && content_type.is_none() {
             content_type = Some(h.value);

@@ -156,14 +156,14 @@ impl Pool {
 mod tests {
     use std::io::{Read as _, Write as _};
     use std::os::unix::net::UnixStream;
-    use std::path::PathBuf;
+    use std::path::Path;
 
     use super::*;
 
     fn keep(pool: &Shared, max: usize) -> Keep {
         Keep {
             pool: Rc::clone(pool),
-            to: Upstream::Unix(PathBuf::from("/a.sock")),
+            to: Upstream::Unix(Path::new("/a.sock").into()),
             max,
             timeout: Duration::from_secs(60),
         }
@@ -184,7 +184,7 @@ mod tests {
         assert_eq!(p.len(), 3);
         theirs2.write_all(b"x").unwrap();
         drop(theirs3);
-        let other = Upstream::Unix(PathBuf::from("/b.sock"));
+        let other = Upstream::Unix(Path::new("/b.sock").into());
         assert!(
             p.take(&other, |_| true, true, now, None).is_none(),
             "another upstream's"
