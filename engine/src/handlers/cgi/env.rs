@@ -10,7 +10,7 @@
 //! finds its interpreter.
 
 use std::ffi::CString;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -19,7 +19,7 @@ use super::runner::Ends;
 use crate::handlers::spool::Spool;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::OwnedRequest;
-use crate::http::TlsSession;
+use crate::http::{push_u64, TlsSession};
 
 /// `PATH` for scripts unless the rule's `env` sets its own.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -108,9 +108,9 @@ impl<'a> Names<'a> {
 pub struct Vars {
     buf: Vec<u8>,
     /// Where each variable is in `buf`: its start, where its name ends
-    /// (at the `=`), and its end; in the order set until [`Vars::done`]
-    /// sorts them by name. One replaced by a later one of the same name
-    /// is none.
+    /// (at the `=`), and its end; in the order set unless
+    /// [`Vars::sorted`] sorted them by name. One replaced by a later one
+    /// of the same name is none.
     at: Vec<Option<(usize, usize, usize)>>,
 }
 
@@ -171,13 +171,19 @@ impl Vars {
         }
     }
 
-    /// Sorts the variables by name, leaving out those replaced and those
-    /// that hold a NUL byte (impossible for parsed requests; no
-    /// environment can hold one).
+    /// Leaves out the variables replaced and those that hold a NUL byte
+    /// (impossible for parsed requests; no environment can hold one).
     fn done(mut self) -> Vars {
         let buf = &self.buf;
         self.at
             .retain(|e| e.is_some_and(|(start, _, end)| !buf[start..end].contains(&0)));
+        self
+    }
+
+    /// The same variables sorted by name (a program's environment; a
+    /// FastCGI application takes its parameters in any order).
+    pub fn sorted(mut self) -> Vars {
+        let buf = &self.buf;
         let name = |e: &Option<(usize, usize, usize)>| {
             e.map_or(&buf[..0], |(start, eq, _)| &buf[start..eq])
         };
@@ -191,7 +197,7 @@ impl Vars {
         self.buf.len()
     }
 
-    /// Name and value of each variable, sorted by name.
+    /// Name and value of each variable, in order (see [`vars`]).
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.at
             .iter()
@@ -199,7 +205,7 @@ impl Vars {
             .map(|&(start, eq, end)| (&self.buf[start..eq], &self.buf[eq + 1..end]))
     }
 
-    /// Each variable as `NAME=value`, sorted by name.
+    /// Each variable as `NAME=value`, in order (see [`vars`]).
     pub fn entries(&self) -> impl Iterator<Item = &[u8]> {
         self.at
             .iter()
@@ -215,12 +221,14 @@ pub fn build_env(
     req: &EnvRequest<'_>,
     extra: &[(String, String)],
 ) -> Vec<CString> {
-    let vars = vars(Names::of(script), req, extra);
+    let vars = vars(Names::of(script), req, extra).sorted();
     let entries = vars.entries().filter_map(|e| CString::new(e).ok());
     entries.collect()
 }
 
-/// The variables of the script `names` name, sorted by name.
+/// The variables of the script `names` name, in the order they are set
+/// (the server's, then the request's fields', then `extra`); see
+/// [`Vars::sorted`].
 ///
 /// Variables that do not apply are unset rather than empty: `AUTH_TYPE`,
 /// `REMOTE_USER`, `CONTENT_LENGTH`, `CONTENT_TYPE`, and `PATH_INFO` /
@@ -234,7 +242,6 @@ pub fn build_env(
 /// last and overrides anything, `PATH` included. A variable that would
 /// hold a NUL byte (impossible for parsed requests) is left out.
 pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) -> Vars {
-    use std::io::Write as _;
     let headers: usize = req
         .headers
         .iter()
@@ -251,12 +258,8 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     v.add(b"SERVER_PROTOCOL", req.version.as_bytes());
     v.add(b"SERVER_NAME", req.server_name);
     let local = req.local;
-    v.add_with(b"SERVER_ADDR", |b| {
-        let _ = write!(b, "{}", local.ip().to_canonical());
-    });
-    v.add_with(b"SERVER_PORT", |b| {
-        let _ = write!(b, "{}", local.port());
-    });
+    v.add_with(b"SERVER_ADDR", |b| push_ip(b, local.ip()));
+    v.add_with(b"SERVER_PORT", |b| push_u64(b, local.port().into()));
     // Apache's (and nginx's fastcgi_params) names: scripts build their
     // own URLs from REQUEST_SCHEME, and test HTTPS=on.
     // Behind a trusted proxy the scheme is the client's, as it says.
@@ -273,13 +276,9 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     // No DNS lookups: REMOTE_HOST may be the address (RFC 3875 §4.1.9).
     let remote = req.remote;
     for name in [&b"REMOTE_ADDR"[..], b"REMOTE_HOST"] {
-        v.add_with(name, |b| {
-            let _ = write!(b, "{}", remote.ip().to_canonical());
-        });
+        v.add_with(name, |b| push_ip(b, remote.ip()));
     }
-    v.add_with(b"REMOTE_PORT", |b| {
-        let _ = write!(b, "{}", remote.port());
-    });
+    v.add_with(b"REMOTE_PORT", |b| push_u64(b, remote.port().into()));
     v.add(b"REQUEST_METHOD", req.method);
     v.add(b"REQUEST_URI", req.raw_target);
     v.add(b"QUERY_STRING", req.query);
@@ -299,9 +298,7 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
         });
     }
     if let Some(n) = req.content_length {
-        v.add_with(b"CONTENT_LENGTH", |b| {
-            let _ = write!(b, "{n}");
-        });
+        v.add_with(b"CONTENT_LENGTH", |b| push_u64(b, n));
     }
     if let Some(t) = req.auth_type {
         v.add(b"AUTH_TYPE", t);
@@ -350,6 +347,26 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     v.done()
 }
 
+/// Appends `ip` as text, an IPv4-mapped IPv6 address as the IPv4 one;
+/// IPv4 without the formatting machinery (a request's variables hold
+/// three addresses).
+fn push_ip(b: &mut Vec<u8>, ip: IpAddr) {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => {
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    b.push(b'.');
+                }
+                push_u64(b, octet.into());
+            }
+        }
+        v6 => {
+            use std::io::Write as _;
+            let _ = write!(b, "{v6}");
+        }
+    }
+}
+
 /// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`
 /// whole, if it is: set whenever there is a body (RFC 3875 §4.1.2; a
 /// chunked one is held until its length is known).
@@ -379,7 +396,8 @@ pub fn request_env(
         document_root,
         content_length,
         extra,
-    );
+    )
+    .sorted();
     let entries = vars.entries().filter_map(|e| CString::new(e).ok());
     entries.collect()
 }

@@ -136,8 +136,9 @@ pub(super) fn group(rule: &FastcgiRule) -> Shared {
 /// The label of a request for `script` in the log (`fastcgi FILE`), in
 /// one allocation.
 fn label(script: &std::path::Path) -> String {
-    use std::fmt::Write as _;
-    let mut label = String::with_capacity(8 + script.as_os_str().len());
-    let _ = write!(label, "fastcgi {}", script.display());
+    let name = script.to_string_lossy();
+    let mut label = String::with_capacity(8 + name.len());
+    label.push_str("fastcgi ");
+    label.push_str(&name);
     label
 }
