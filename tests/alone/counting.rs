@@ -40,6 +40,20 @@ pub fn not_counted(yes: bool) {
     NOT_COUNTED.with(|c| c.set(yes));
 }
 
+/// The allocations (counted in [`ALLOCS`]) of one call of `round`, on
+/// average over `rounds` calls made after as many to warm up.
+#[cfg(feature = "upstreams")]
+pub fn allocs_per(rounds: u64, mut round: impl FnMut()) -> f64 {
+    for _ in 0..rounds {
+        round();
+    }
+    let before = ALLOCS.load(Ordering::Relaxed);
+    for _ in 0..rounds {
+        round();
+    }
+    (ALLOCS.load(Ordering::Relaxed) - before) as f64 / rounds as f64
+}
+
 /// One test at a time: hold the guard for the whole test.
 pub fn alone() -> MutexGuard<'static, ()> {
     static ONE: Mutex<()> = Mutex::new(());

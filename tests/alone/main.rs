@@ -9,6 +9,8 @@ mod common;
 mod counting;
 #[cfg(feature = "upstreams")]
 mod embedded;
+#[cfg(feature = "upstreams")]
+mod fastcgi_alloc;
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod give_back;

@@ -23,10 +23,9 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::counting::{not_counted, ALLOCS};
+use crate::counting::{allocs_per, not_counted};
 use crate::embedded::Embedded;
 
 /// At most this many allocations a proxied request, warm (static files
@@ -98,17 +97,10 @@ fn a_warm_proxied_request_allocates_at_most_the_ratchet() {
     let request = b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut buf = Vec::with_capacity(1 << 16);
     not_counted(false);
-    const ROUNDS: u64 = 500;
-    for _ in 0..ROUNDS {
+    let per = allocs_per(500, || {
         s.write_all(request).unwrap();
         answer(&mut s, &mut buf);
-    }
-    let before = ALLOCS.load(Ordering::Relaxed);
-    for _ in 0..ROUNDS {
-        s.write_all(request).unwrap();
-        answer(&mut s, &mut buf);
-    }
-    let per = (ALLOCS.load(Ordering::Relaxed) - before) as f64 / ROUNDS as f64;
+    });
     println!("a warm proxied request: {per:.2} allocations");
     not_counted(true);
     drop(s);

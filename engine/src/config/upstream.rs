@@ -12,7 +12,7 @@
 #![cfg_attr(not(feature = "upstreams"), allow(dead_code))]
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -112,7 +112,8 @@ pub enum Upstream {
         tls: bool,
     },
     /// A unix socket (`unix:/path`), absolute; it need not exist yet.
-    Unix(PathBuf),
+    /// (Shared: a request's answer, the pool and the log take copies.)
+    Unix(std::sync::Arc<Path>),
 }
 
 /// `balance`: how a rule with several upstreams picks one per request.
@@ -537,7 +538,7 @@ fn resolve_with(
     lookup: &dyn Fn(&str, u16) -> std::io::Result<Option<SocketAddr>>,
 ) -> Result<Upstream, String> {
     let (host, port, tls) = match w {
-        Written::Unix(p) => return Ok(Upstream::Unix(PathBuf::from(p))),
+        Written::Unix(p) => return Ok(Upstream::Unix(Path::new(p).into())),
         Written::Tcp { host, port, tls } => (host, port, tls),
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');

@@ -235,6 +235,10 @@ pub struct Client<'a> {
     /// The connection it came on, for the address the client connected
     /// to (asked only when needed: it costs a system call).
     pub local: &'a dyn LocalAddr,
+    /// That address, when the listener that accepted the connection is
+    /// bound to one address (not `0.0.0.0` or `[::]`): known without
+    /// asking.
+    pub bound: Option<SocketAddr>,
     /// What TLS negotiated, on a TLS connection.
     pub tls: Option<TlsSession>,
 }
@@ -256,9 +260,15 @@ impl Client<'_> {
     fn ends(&self) -> Ends {
         Ends {
             remote: self.peer,
-            local: self.local.local_addr(),
+            local: self.local_addr(),
             tls: self.tls,
         }
+    }
+
+    /// The address the client connected to: the listener's, or asked
+    /// of the connection.
+    fn local_addr(&self) -> SocketAddr {
+        self.bound.unwrap_or_else(|| self.local.local_addr())
     }
 }
 
@@ -305,6 +315,10 @@ impl Router {
                         &site.fastcgi,
                         &site.root,
                         &site.static_files.index,
+                        (
+                            cfg.site.static_files.open_file_cache,
+                            cfg.site.static_files.open_file_cache_valid,
+                        ),
                     )?),
                 },
             });

@@ -3,7 +3,7 @@
 //! (A build without the cargo feature `upstreams`: see `features.rs`.)
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use super::{load, load_err};
@@ -109,7 +109,7 @@ fn every_proxy_key() {
     assert_eq!(a.to.len(), 4);
     assert_eq!(a.to[0], tcp("127.0.0.1:9001", "127.0.0.1", false));
     assert_eq!(a.to[1], tcp("[::1]:9002", "[::1]", false));
-    assert_eq!(a.to[2], Upstream::Unix(PathBuf::from("/run/app.sock")));
+    assert_eq!(a.to[2], Upstream::Unix(Path::new("/run/app.sock").into()));
     // A name, resolved now (localhost: from /etc/hosts).
     match &a.to[3] {
         Upstream::Tcp { addr, host, tls } => {
@@ -158,7 +158,7 @@ fn every_proxy_key() {
     assert!(a.buffer_request);
 
     assert_eq!(b.matches, PathMatch::Glob("*.json".into()));
-    assert_eq!(b.to, [Upstream::Unix(PathBuf::from("/run/json.sock"))]);
+    assert_eq!(b.to, [Upstream::Unix(Path::new("/run/json.sock").into())]);
     assert_eq!(b.balance, Balance::IpHash);
     assert_eq!(
         b.health.as_ref().map(|h| h.interval),
@@ -238,7 +238,10 @@ fn a_fastcgi_rule_has_the_documented_defaults() {
         fastcgi("[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:/run/php/php8.2-fpm.sock\"\n");
     let [r] = &rules[..] else { panic!("{rules:?}") };
     assert_eq!(r.matches, PathMatch::Glob("*.php".into()));
-    assert_eq!(r.to, [Upstream::Unix("/run/php/php8.2-fpm.sock".into())]);
+    assert_eq!(
+        r.to,
+        [Upstream::Unix(Path::new("/run/php/php8.2-fpm.sock").into())]
+    );
     assert_eq!(
         (&r.index, &r.split_path, &r.fallback),
         (&None, &None, &None)
@@ -279,7 +282,7 @@ fn every_fastcgi_key() {
         [
             tcp("127.0.0.1:9000", "127.0.0.1", false),
             tcp("[::1]:9001", "[::1]", false),
-            Upstream::Unix("/run/php.sock".into()),
+            Upstream::Unix(Path::new("/run/php.sock").into()),
         ]
     );
     assert_eq!(r.index.as_deref(), Some("index.php"));
@@ -592,7 +595,7 @@ fn rules_inside_a_site_are_its_own() {
     assert_eq!(a.reverse_proxy.len(), 1);
     assert_eq!(
         a.reverse_proxy[0].to,
-        [Upstream::Unix("/run/a.sock".into())]
+        [Upstream::Unix(Path::new("/run/a.sock").into())]
     );
     assert_eq!(a.fastcgi.len(), 1);
     assert_eq!(a.fastcgi[0].matches, PathMatch::Glob("*.php".into()));

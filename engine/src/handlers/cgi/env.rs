@@ -10,7 +10,7 @@
 //! finds its interpreter.
 
 use std::ffi::CString;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -19,7 +19,7 @@ use super::runner::Ends;
 use crate::handlers::spool::Spool;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::OwnedRequest;
-use crate::http::TlsSession;
+use crate::http::{push_u64, TlsSession};
 
 /// `PATH` for scripts unless the rule's `env` sets its own.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -230,7 +230,6 @@ pub fn build_env(
 /// last and overrides anything, `PATH` included. A variable that would
 /// hold a NUL byte (impossible for parsed requests) is left out.
 pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) -> Vars {
-    use std::io::Write as _;
     let headers: usize = req
         .headers
         .iter()
@@ -247,12 +246,8 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     v.add(b"SERVER_PROTOCOL", req.version.as_bytes());
     v.add(b"SERVER_NAME", req.server_name);
     let local = req.local;
-    v.add_with(b"SERVER_ADDR", |b| {
-        let _ = write!(b, "{}", local.ip().to_canonical());
-    });
-    v.add_with(b"SERVER_PORT", |b| {
-        let _ = write!(b, "{}", local.port());
-    });
+    v.add_with(b"SERVER_ADDR", |b| push_ip(b, local.ip()));
+    v.add_with(b"SERVER_PORT", |b| push_u64(b, local.port().into()));
     // Apache's (and nginx's fastcgi_params) names: scripts build their
     // own URLs from REQUEST_SCHEME, and test HTTPS=on.
     // Behind a trusted proxy the scheme is the client's, as it says.
@@ -269,13 +264,9 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     // No DNS lookups: REMOTE_HOST may be the address (RFC 3875 §4.1.9).
     let remote = req.remote;
     for name in [&b"REMOTE_ADDR"[..], b"REMOTE_HOST"] {
-        v.add_with(name, |b| {
-            let _ = write!(b, "{}", remote.ip().to_canonical());
-        });
+        v.add_with(name, |b| push_ip(b, remote.ip()));
     }
-    v.add_with(b"REMOTE_PORT", |b| {
-        let _ = write!(b, "{}", remote.port());
-    });
+    v.add_with(b"REMOTE_PORT", |b| push_u64(b, remote.port().into()));
     v.add(b"REQUEST_METHOD", req.method);
     v.add(b"REQUEST_URI", req.raw_target);
     v.add(b"QUERY_STRING", req.query);
@@ -295,9 +286,7 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
         });
     }
     if let Some(n) = req.content_length {
-        v.add_with(b"CONTENT_LENGTH", |b| {
-            let _ = write!(b, "{n}");
-        });
+        v.add_with(b"CONTENT_LENGTH", |b| push_u64(b, n));
     }
     if let Some(t) = req.auth_type {
         v.add(b"AUTH_TYPE", t);
@@ -307,7 +296,8 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
     }
     let first_header = v.at.len();
     let mut content_type = None;
-    let mut name = Vec::new();
+    // (Room for most names: `HTTP_` and the field's.)
+    let mut name = Vec::with_capacity(64);
     for h in req.headers {
         if h.name.eq_ignore_ascii_case(b"content-type") && content_type.is_none() {
             content_type = Some(h.value);
@@ -343,6 +333,26 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
         v.set(name.as_bytes(), value.as_bytes(), 0, None);
     }
     v.done()
+}
+
+/// Appends `ip` as text, an IPv4-mapped IPv6 address as the IPv4 one;
+/// IPv4 without the formatting machinery (a request's variables hold
+/// three addresses).
+fn push_ip(b: &mut Vec<u8>, ip: IpAddr) {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => {
+            for (i, octet) in v4.octets().into_iter().enumerate() {
+                if i > 0 {
+                    b.push(b'.');
+                }
+                push_u64(b, octet.into());
+            }
+        }
+        v6 => {
+            use std::io::Write as _;
+            let _ = write!(b, "{v6}");
+        }
+    }
 }
 
 /// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`

@@ -76,7 +76,8 @@ pub fn parse_head(buf: &[u8], max: usize) -> Result<Option<CgiHead>, &'static st
     let mut location: Option<&[u8]> = None;
     let mut content_type = false;
     let mut content_length: Option<u64> = None;
-    let mut headers = Vec::new();
+    // (Each line passed on grows by at most its `: ` and its CRLF.)
+    let mut headers = Vec::with_capacity(head_len + 2 * lines.len());
     // Header lines passed on other than Location and Content-Type, which
     // decide whether a local redirect is allowed (§6.2.2).
     let mut others = 0;

@@ -128,6 +128,20 @@ pub struct FastcgiBody {
     answered: Answered,
 }
 
+/// The records a request starts with, in one buffer: BEGIN_REQUEST
+/// (`keep`: with `FCGI_KEEP_CONN`), its PARAMS records `params` (their
+/// end included) and, when it is `whole` (no body comes), the empty STDIN
+/// record that ends it.
+fn request_records(params: &[u8], keep: bool, whole: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(3 * record::HEADER + params.len());
+    record::begin_request(&mut out, ID, keep);
+    out.extend_from_slice(params);
+    if whole {
+        record::stdin_end(&mut out, ID);
+    }
+    out
+}
+
 /// Appends `data` to `outbox` as STDIN records (unpadded: padding is
 /// optional, spec §3.3), the data counted as the client's when `client`.
 fn push_stdin(outbox: &mut Outbox, frame: &mut Vec<u8>, data: &[u8], client: bool) {
@@ -156,23 +170,16 @@ impl FastcgiBody {
     /// the application, non-blocking; `kept`: a kept connection, up
     /// already.
     pub fn new(sock: OwnedFd, kept: bool, params: &[u8], body: BodyIn, opts: Options) -> Self {
-        let mut outbox = Outbox::new(None);
-        let mut begin = Vec::with_capacity(2 * record::HEADER);
-        record::begin_request(&mut begin, ID, opts.keep.is_some());
-        outbox.push(&begin, false);
-        outbox.push(params, false);
         let (body_open, held) = match body {
             BodyIn::None => (false, None),
             BodyIn::Stream => (true, None),
             BodyIn::Held(spool) => (false, Some(spool)),
         };
         let held_body = held.is_some();
-        if !body_open && !held_body {
-            begin.clear();
-            record::stdin_end(&mut begin, ID);
-            outbox.push(&begin, false);
-            outbox.body_end = true;
-        }
+        let whole = !body_open && !held_body;
+        let keep = opts.keep.is_some();
+        let mut outbox = Outbox::starting_with(request_records(params, keep, whole));
+        outbox.body_end = whole;
         // (Not read before the engine says it is readable: see
         // `Socket::new`.)
         FastcgiBody {
@@ -235,12 +242,7 @@ impl FastcgiBody {
         self.sock.replace(sock);
         (self.connected, self.unreachable) = (false, None);
         self.outbox.clear();
-        let mut records = Vec::with_capacity(2 * record::HEADER);
-        record::begin_request(&mut records, ID, self.opts.keep.is_some());
-        self.outbox.push(&records, false);
-        self.outbox.push(&params, false);
-        records.clear();
-        record::stdin_end(&mut records, ID);
+        let records = request_records(&params, self.opts.keep.is_some(), true);
         self.outbox.push(&records, false);
         self.outbox.body_end = true;
         self.notes.push(format!(
@@ -338,8 +340,9 @@ impl FastcgiBody {
             return Some(Gave::Redirect(target));
         }
         self.started = true;
-        self.pending = self.head_buf.split_off(head.head_len);
-        self.head_buf = Vec::new();
+        // (The body's first bytes, in the head's buffer.)
+        self.head_buf.drain(..head.head_len);
+        self.pending = std::mem::take(&mut self.head_buf);
         let head = reply_head(head);
         self.answered.head(head.status);
         if let Some(tries) = &self.tries {

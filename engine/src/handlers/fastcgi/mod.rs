@@ -50,8 +50,9 @@ pub struct FastcgiPlan {
 /// `ends`): CGI/1.1's variables ([`request_env`], with `SCRIPT_FILENAME`,
 /// `PATH_INFO`, `PATH_TRANSLATED`, `DOCUMENT_ROOT`, `REQUEST_URI`,
 /// `HTTPS`, `REQUEST_SCHEME`, `SERVER_SOFTWARE`), then the rule's `env`
-/// over them. `PATH`, which only a program started by brisk needs, is
-/// left out unless `env` sets it.
+/// over them, in that order (neither FastCGI's parameters nor a
+/// program's environment has an order). `PATH`, which only a
+/// program started by brisk needs, is left out unless `env` sets it.
 pub fn params(
     script: &script::Script,
     req: &OwnedRequest,

@@ -10,12 +10,22 @@
 //! leading out): `/uploads/evil.jpg/x.php` is no file (`evil.jpg` is not
 //! a directory), so it is a 404 and `evil.jpg` never runs. A path that
 //! names no file goes to the rule's `fallback` when it has one.
+//!
+//! A script found is remembered for `[static] open_file_cache_valid`
+//! (see [`Checked`]), as nginx's `open_file_cache` remembers a
+//! `try_files` check: the three system calls of the check (`openat2`,
+//! `fstat`, `close`) are made once per script and period, not once per
+//! request.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::config::FastcgiRule;
+use crate::handlers::file_cache::Fnv;
 use crate::handlers::protected::Protected;
 use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
@@ -57,15 +67,77 @@ pub struct Scripts {
     site: Root,
     /// `[static] index`.
     static_index: Vec<String>,
+    /// The scripts found lately.
+    checked: Checked,
+}
+
+/// The scripts of a site found to exist lately, per rule: the URL path
+/// relative to the rule's root (the key, with the rule's index) and
+/// until when it may be run without looking at the disk again. Only
+/// what was found is kept (a missing script is looked for at every
+/// request: a 404 is no hot path, and a script created is found at
+/// once). A script deleted, renamed or replaced stops being taken for
+/// one at most `valid` later, as a static file's change shows in at
+/// most that long (and php-fpm, which opens the script by its name,
+/// finds it missing at once). What the cache vouches for was checked in
+/// full when it was put there (beneath the root, a regular file, none
+/// of brisk's own): someone who can swap files in the root meanwhile
+/// could as well write a script, which is no more than what they could
+/// do without it. Bounded: when `capacity` are held it is emptied and
+/// refills; a capacity of 0 (`open_file_cache = 0`) keeps none.
+#[derive(Debug)]
+struct Checked {
+    per_rule: Vec<HashMap<Box<[u8]>, Instant, BuildHasherDefault<Fnv>>>,
+    /// Entries at most (every rule's together).
+    capacity: usize,
+    held: usize,
+    valid: Duration,
+}
+
+impl Checked {
+    /// Whether `rel` was found under rule `rule` lately enough to go by.
+    fn fresh(&self, rule: usize, rel: &[u8], now: Instant) -> bool {
+        self.per_rule[rule]
+            .get(rel)
+            .is_some_and(|&until| now < until)
+    }
+
+    /// Remembers that `rel` was found under rule `rule` at `now`.
+    fn found(&mut self, rule: usize, rel: &[u8], now: Instant) {
+        if self.capacity == 0 {
+            return;
+        }
+        let until = now + self.valid;
+        if let Some(at) = self.per_rule[rule].get_mut(rel) {
+            *at = until;
+            return;
+        }
+        if self.held >= self.capacity {
+            self.per_rule.iter_mut().for_each(HashMap::clear);
+            self.held = 0;
+        }
+        self.per_rule[rule].insert(rel.into(), until);
+        self.held += 1;
+    }
+
+    /// Forgets `rel` under rule `rule` (no longer a script).
+    fn forget(&mut self, rule: usize, rel: &[u8]) {
+        if self.per_rule[rule].remove(rel).is_some() {
+            self.held -= 1;
+        }
+    }
 }
 
 impl Scripts {
     /// Opens the roots of `rules` (the site's `root` for those without
-    /// one); `static_index` are the site's `[static] index` names.
+    /// one); `static_index` are the site's `[static] index` names. Up to
+    /// `cache` scripts found are remembered, each for `valid`
+    /// (`[static] open_file_cache` and `open_file_cache_valid`).
     pub fn new(
         rules: &[FastcgiRule],
         site_root: &Path,
         static_index: &[String],
+        (cache, valid): (usize, Duration),
     ) -> io::Result<Self> {
         let mut roots = Vec::with_capacity(rules.len());
         for rule in rules {
@@ -77,6 +149,12 @@ impl Scripts {
             roots,
             site: Root::open(site_root, false)?,
             static_index: static_index.to_vec(),
+            checked: Checked {
+                per_rule: rules.iter().map(|_| HashMap::default()).collect(),
+                capacity: cache,
+                held: 0,
+                valid,
+            },
         })
     }
 
@@ -92,10 +170,11 @@ impl Scripts {
 
     /// The script the decoded, normalised `path` runs, if a rule takes
     /// it (the first that does, in file order); `protected` files never
-    /// run.
-    pub fn find(&self, path: &[u8], protected: &Protected) -> Found {
-        for (i, rule) in self.rules.iter().enumerate() {
-            let found = self.under_rule(i, rule, path, protected);
+    /// run. `now` is the event loop's clock (for the scripts found
+    /// lately).
+    pub fn find(&mut self, path: &[u8], protected: &Protected, now: Instant) -> Found {
+        for i in 0..self.rules.len() {
+            let found = self.under_rule(i, path, protected, now);
             if found != Found::No {
                 return found;
             }
@@ -103,13 +182,8 @@ impl Scripts {
         Found::No
     }
 
-    fn under_rule(
-        &self,
-        i: usize,
-        rule: &FastcgiRule,
-        path: &[u8],
-        protected: &Protected,
-    ) -> Found {
+    fn under_rule(&mut self, i: usize, path: &[u8], protected: &Protected, now: Instant) -> Found {
+        let rule = &self.rules[i];
         let mut script = match &rule.split_path {
             Some(end) => split(path, end.as_bytes()),
             None => Some((path.to_vec(), Vec::new())),
@@ -129,15 +203,17 @@ impl Scripts {
                 .map(|index| ([path, index.as_bytes()].concat(), Vec::new()));
         }
         if let Some((name, info)) = script.filter(|(name, _)| rule.matches.matches(name)) {
-            return match self.lookup(i, &name, protected) {
+            let has_fallback = rule.fallback.is_some();
+            let checked = &mut self.checked;
+            return match lookup(&self.roots[i], checked, i, &name, protected, now) {
                 Ok(filename) => Found::Script(Script {
                     rule: i,
                     filename,
                     name,
                     path_info: info,
                 }),
-                Err(Found::Refused(Status::NOT_FOUND, ..)) if rule.fallback.is_some() => {
-                    self.fallback(i, rule, protected)
+                Err(Found::Refused(Status::NOT_FOUND, ..)) if has_fallback => {
+                    self.fallback(i, protected, now)
                 }
                 // (A directory without the rule's index: the static
                 // stage's, as any directory.)
@@ -156,16 +232,17 @@ impl Scripts {
         match self.site.stat(rel) {
             Ok((_, m)) if m.kind == Kind::File => Found::No,
             Ok((_, m)) if m.kind == Kind::Dir && !path.ends_with(b"/") => Found::No,
-            _ => self.fallback(i, rule, protected),
+            _ => self.fallback(i, protected, now),
         }
     }
 
     /// The rule's `fallback` script; a 404 when it is missing too.
-    fn fallback(&self, i: usize, rule: &FastcgiRule, protected: &Protected) -> Found {
-        let Some(name) = &rule.fallback else {
+    fn fallback(&mut self, i: usize, protected: &Protected, now: Instant) -> Found {
+        let Some(name) = &self.rules[i].fallback else {
             return Found::No;
         };
-        match self.lookup(i, name.as_bytes(), protected) {
+        let checked = &mut self.checked;
+        match lookup(&self.roots[i], checked, i, name.as_bytes(), protected, now) {
             Ok(filename) => Found::Script(Script {
                 rule: i,
                 filename,
@@ -175,26 +252,47 @@ impl Scripts {
             Err(refused) => refused,
         }
     }
+}
 
-    /// The regular file at URL path `name` under rule `i`'s root.
-    fn lookup(&self, i: usize, name: &[u8], protected: &Protected) -> Result<PathBuf, Found> {
-        let (root, dir) = &self.roots[i];
-        let rel = name.strip_prefix(b"/").unwrap_or(name);
-        let file = dir.join(std::ffi::OsStr::from_bytes(rel));
-        let refused = |status, why| Err(Found::Refused(status, why, file.clone()));
-        match root.stat(rel) {
-            Err(e) => refused(lookup_status(&e), Refusal::lookup(&e)),
-            Ok((_, meta)) if protected.contains(&meta) => {
-                refused(Status::NOT_FOUND, Refusal::OwnFile)
-            }
-            Ok((_, meta)) => match meta.kind {
-                Kind::File => Ok(file),
-                // (A directory is no script: `/a.php/` names none.)
-                Kind::Dir => refused(Status::NOT_FOUND, Refusal::Lookup(libc::ENOENT)),
-                Kind::Special => refused(Status::FORBIDDEN, Refusal::NotRegular),
-            },
-        }
+/// The regular file at URL path `name` beneath rule `i`'s root (`root`,
+/// where it is): from the scripts `checked` found lately, or looked up
+/// (then remembered, or forgotten).
+fn lookup(
+    (root, dir): &(Root, PathBuf),
+    checked: &mut Checked,
+    i: usize,
+    name: &[u8],
+    protected: &Protected,
+    now: Instant,
+) -> Result<PathBuf, Found> {
+    let rel = name.strip_prefix(b"/").unwrap_or(name);
+    // (As `dir.join(rel)`, in one allocation.)
+    let dir = dir.as_os_str().as_bytes();
+    let mut file = Vec::with_capacity(dir.len() + 1 + rel.len());
+    file.extend_from_slice(dir);
+    if !dir.ends_with(b"/") {
+        file.push(b'/');
     }
+    file.extend_from_slice(rel);
+    let file = PathBuf::from(std::ffi::OsString::from_vec(file));
+    if checked.fresh(i, rel, now) {
+        return Ok(file);
+    }
+    let refused = match root.stat(rel) {
+        Err(e) => (lookup_status(&e), Refusal::lookup(&e)),
+        Ok((_, meta)) if protected.contains(&meta) => (Status::NOT_FOUND, Refusal::OwnFile),
+        Ok((_, meta)) => match meta.kind {
+            Kind::File => {
+                checked.found(i, rel, now);
+                return Ok(file);
+            }
+            // (A directory is no script: `/a.php/` names none.)
+            Kind::Dir => (Status::NOT_FOUND, Refusal::Lookup(libc::ENOENT)),
+            Kind::Special => (Status::FORBIDDEN, Refusal::NotRegular),
+        },
+    };
+    checked.forget(i, rel);
+    Err(Found::Refused(refused.0, refused.1, file))
 }
 
 /// `path` split after the first segment that ends with `end` (the
@@ -241,5 +339,86 @@ mod tests {
         assert_eq!(parts("/a.phpx"), None);
         assert_eq!(parts("/.php/b"), None, "a name that is all extension");
         assert_eq!(parts("/"), None);
+    }
+
+    /// Rule 0 of a site whose scripts are in a new directory, with
+    /// `cache` scripts remembered for a second; the directory.
+    #[cfg(all(feature = "sites", feature = "upstreams"))]
+    fn scripts(name: &str, cache: usize) -> (super::Scripts, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("brisk-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        let toml = format!(
+            "[[fastcgi]]\npattern = \"*.php\"\nto = \"unix:/run/x.sock\"\nroot = \"{}\"\n",
+            dir.display()
+        );
+        let cfg = crate::config::rules::from_toml(&toml).unwrap();
+        let valid = std::time::Duration::from_secs(1);
+        let s = super::Scripts::new(&cfg.site.fastcgi, &dir, &[], (cache, valid)).unwrap();
+        (s, dir)
+    }
+
+    #[cfg(all(feature = "sites", feature = "upstreams"))]
+    #[test]
+    fn a_script_found_is_taken_for_one_until_valid_is_over_and_no_miss_is_kept() {
+        use super::Found;
+        use crate::handlers::protected::Protected;
+        use crate::http::Status;
+        use std::time::{Duration, Instant};
+        let runs = |f: &Found| matches!(f, Found::Script(_));
+        let missing = |f: &Found| matches!(f, Found::Refused(Status::NOT_FOUND, ..));
+        let mine = Protected::default();
+        let (mut s, dir) = scripts("fcgi-found", 8);
+        let t0 = Instant::now();
+        std::fs::write(dir.join("a.php"), "<?php").unwrap();
+        assert!(runs(&s.find(b"/a.php", &mine, t0)));
+        std::fs::remove_file(dir.join("a.php")).unwrap();
+        let soon = t0 + Duration::from_millis(999);
+        assert!(runs(&s.find(b"/a.php", &mine, soon)), "found lately");
+        let later = t0 + Duration::from_secs(1);
+        assert!(
+            missing(&s.find(b"/a.php", &mine, later)),
+            "looked for again"
+        );
+        // A miss is not kept: the script created is found at once; and
+        // what was looked for again is forgotten.
+        std::fs::write(dir.join("a.php"), "<?php").unwrap();
+        assert!(runs(&s.find(b"/a.php", &mine, later)));
+        assert!(missing(&s.find(b"/b.php", &mine, later)));
+        std::fs::write(dir.join("b.php"), "<?php").unwrap();
+        assert!(runs(&s.find(b"/b.php", &mine, later)));
+        // The classic hole stays closed: no directory, no script.
+        std::fs::write(dir.join("evil.jpg"), "<?php").unwrap();
+        assert!(missing(&s.find(b"/evil.jpg/x.php", &mine, later)));
+        assert_eq!(s.checked.held, 2);
+        // A full cache empties and refills.
+        for name in ["c", "d", "e", "f", "g", "h", "i"] {
+            std::fs::write(dir.join(format!("{name}.php")), "<?php").unwrap();
+            assert!(runs(&s.find(
+                format!("/{name}.php").as_bytes(),
+                &mine,
+                later
+            )));
+        }
+        assert_eq!(s.checked.held, 1, "emptied at 8, then i.php");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(all(feature = "sites", feature = "upstreams"))]
+    #[test]
+    fn without_an_open_file_cache_every_request_looks_for_its_script() {
+        use super::Found;
+        use crate::handlers::protected::Protected;
+        use std::time::Instant;
+        let mine = Protected::default();
+        let (mut s, dir) = scripts("fcgi-nocache", 0);
+        let now = Instant::now();
+        std::fs::write(dir.join("a.php"), "<?php").unwrap();
+        assert!(matches!(s.find(b"/a.php", &mine, now), Found::Script(_)));
+        std::fs::remove_file(dir.join("a.php")).unwrap();
+        assert!(matches!(s.find(b"/a.php", &mine, now), Found::Refused(..)));
+        assert_eq!(s.checked.held, 0);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -42,7 +42,7 @@ pub enum Addr {
     /// A TCP address.
     Tcp(std::net::SocketAddr),
     /// A unix socket's path.
-    Unix(std::path::PathBuf),
+    Unix(std::sync::Arc<std::path::Path>),
 }
 
 impl Addr {
@@ -69,7 +69,7 @@ impl std::fmt::Display for Addr {
 pub fn addr(to: &Upstream) -> Addr {
     match to {
         Upstream::Tcp { addr, .. } => Addr::Tcp(*addr),
-        Upstream::Unix(path) => Addr::Unix(path.clone()),
+        Upstream::Unix(path) => Addr::Unix(std::sync::Arc::clone(path)),
     }
 }
 

@@ -66,37 +66,34 @@ impl Pool {
     /// a body), only one found quiet (a system call); those found dead
     /// on the way are closed. (One that can go again finds out by
     /// sending, and goes again once: see `ProxyBody::try_again`.)
-    /// The one still watched under the token `token` is taken first (no
-    /// change of its token in the watch, a system call), else the last
-    /// kept.
+    /// One watched under `token` already, the token of the answer that
+    /// takes it, is taken first: watched as it is, it costs that answer
+    /// no change of its watch (`EPOLL_CTL_MOD`); else the last kept.
     pub fn take(
         &mut self,
         to: &Upstream,
         fits: impl Fn(&Link) -> bool,
         check: bool,
-        token: usize,
         now: Instant,
+        token: Option<usize>,
     ) -> Option<(OwnedFd, Link, Option<usize>)> {
         self.prune(now);
-        loop {
-            let mut found = None;
-            for (i, c) in self.idle.iter().enumerate().rev() {
-                if c.to != *to || !fits(&c.link) {
-                    continue;
-                }
-                found = found.or(Some(i));
-                if c.watched == Some(token) {
-                    found = Some(i);
-                    break;
-                }
-            }
-            // (Taken out in place: the others keep their order, the last
-            // kept last.)
-            let c = self.idle.remove(found?);
+        let usable = |c: &Idle| c.to == *to && fits(&c.link);
+        while let Some(i) = token
+            .and_then(|t| {
+                self.idle
+                    .iter()
+                    .rposition(|c| c.watched == Some(t) && usable(c))
+            })
+            .or_else(|| self.idle.iter().rposition(usable))
+        {
+            // (Order is kept: the first kept is the one closed when full.)
+            let c = self.idle.remove(i);
             if !check || net::is_quiet(&c.sock) {
                 return Some((c.sock, c.link, c.watched));
             }
         }
+        None
     }
 
     /// Keeps `sock`, a connection to `keep.to` over `link` that may carry
@@ -117,16 +114,26 @@ impl Pool {
         now: Instant,
     ) {
         self.prune(now);
-        let kept = self.idle.iter().filter(|c| c.to == keep.to).count();
-        if kept < keep.max {
-            self.idle.push(Idle {
-                to: keep.to.clone(),
-                sock,
-                link,
-                watched,
-                until: now + keep.timeout,
-            });
+        if keep.max == 0 {
+            return;
         }
+        // Full: the one kept longest makes room (as nginx's `keepalive`
+        // cache drops its least recently used), so that those kept are
+        // the last used, whose tokens the next answers are likely to be
+        // given (see [`Pool::take`]).
+        let mut kept = self.idle.iter().filter(|c| c.to == keep.to);
+        if kept.nth(keep.max - 1).is_some() {
+            if let Some(oldest) = self.idle.iter().position(|c| c.to == keep.to) {
+                self.idle.remove(oldest);
+            }
+        }
+        self.idle.push(Idle {
+            to: keep.to.clone(),
+            sock,
+            link,
+            watched,
+            until: now + keep.timeout,
+        });
     }
 
     /// Closes the connections idle past their time.
@@ -147,16 +154,16 @@ impl Pool {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write as _;
+    use std::io::{Read as _, Write as _};
     use std::os::unix::net::UnixStream;
-    use std::path::PathBuf;
+    use std::path::Path;
 
     use super::*;
 
     fn keep(pool: &Shared, max: usize) -> Keep {
         Keep {
             pool: Rc::clone(pool),
-            to: Upstream::Unix(PathBuf::from("/a.sock")),
+            to: Upstream::Unix(Path::new("/a.sock").into()),
             max,
             timeout: Duration::from_secs(60),
         }
@@ -177,16 +184,16 @@ mod tests {
         assert_eq!(p.len(), 3);
         theirs2.write_all(b"x").unwrap();
         drop(theirs3);
-        let other = Upstream::Unix(PathBuf::from("/b.sock"));
+        let other = Upstream::Unix(Path::new("/b.sock").into());
         assert!(
-            p.take(&other, |_| true, true, 0, now).is_none(),
+            p.take(&other, |_| true, true, now, None).is_none(),
             "another upstream's"
         );
         // (The last kept is tried first: it left, then the one that
         // spoke; the first is still there.)
-        assert!(p.take(&k.to, |_| true, true, 0, now).is_some());
+        assert!(p.take(&k.to, |_| true, true, now, None).is_some());
         assert!(p.is_empty());
-        assert!(p.take(&k.to, |_| true, true, 0, now).is_none());
+        assert!(p.take(&k.to, |_| true, true, now, None).is_none());
         drop(theirs);
     }
 
@@ -201,30 +208,57 @@ mod tests {
         p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(7), now);
         p.put(&k, OwnedFd::from(ours2), Link::Plain, now);
         drop(theirs2);
-        let (_, _, watched) = p.take(&k.to, |_| true, false, 0, now).unwrap();
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now, None).unwrap();
         assert_eq!(watched, None, "the last kept, closed, not looked at");
-        let (_, _, watched) = p.take(&k.to, |_| true, false, 0, now).unwrap();
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now, None).unwrap();
         assert_eq!(watched, Some(7));
         drop(theirs);
     }
 
-    #[test]
-    fn the_one_watched_under_the_token_asked_is_taken_first_then_the_last_kept() {
+    /// A pool keeping `max` connections to `/a.sock`, given ones watched
+    /// under `tokens` in that order; their other ends (non-blocking), and
+    /// what it keeps them by.
+    fn kept(max: usize, tokens: &[usize]) -> (Shared, Vec<UnixStream>, Keep) {
         let pool: Shared = Rc::default();
-        let k = keep(&pool, 8);
-        let now = Instant::now();
+        let k = keep(&pool, max);
         let mut ends = Vec::new();
-        let mut p = pool.borrow_mut();
-        for token in [3, 5, 7, 9] {
+        for &token in tokens {
             let (ours, theirs) = UnixStream::pair().unwrap();
+            theirs.set_nonblocking(true).unwrap();
             ends.push(theirs);
+            let now = Instant::now();
+            let mut p = pool.borrow_mut();
             p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(token), now);
         }
-        let mut took = |token| p.take(&k.to, |_| true, false, token, now).unwrap().2;
-        assert_eq!(took(5), Some(5), "the one watched under 5, from the middle");
-        assert_eq!(took(4), Some(9), "none under 4: the last kept");
-        assert_eq!(took(4), Some(7), "then the one kept before it");
-        assert_eq!(took(3), Some(3));
+        (pool, ends, k)
+    }
+
+    /// The token the connection `pool` gives for `to` is watched under,
+    /// when the answer taking it has `token`.
+    fn taken(pool: &Shared, to: &Upstream, token: Option<usize>) -> Option<usize> {
+        let now = Instant::now();
+        let mut p = pool.borrow_mut();
+        p.take(to, |_| true, false, now, token).unwrap().2
+    }
+
+    #[test]
+    fn one_watched_under_the_answers_token_is_taken_first() {
+        let (pool, _ends, k) = kept(8, &[5, 7, 9]);
+        assert_eq!(taken(&pool, &k.to, Some(7)), Some(7));
+        let last = taken(&pool, &k.to, Some(4));
+        assert_eq!(last, Some(9), "none under 4: the last kept");
+        assert_eq!(taken(&pool, &k.to, None), Some(5));
+        assert!(pool.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_full_pool_closes_the_one_kept_longest() {
+        let (pool, ends, k) = kept(2, &[1, 2, 3]);
+        assert_eq!(pool.borrow().len(), 2);
+        let mut byte = [0u8; 1];
+        assert_eq!((&ends[0]).read(&mut byte).unwrap(), 0, "the first, closed");
+        assert_eq!(taken(&pool, &k.to, None), Some(3));
+        assert_eq!(taken(&pool, &k.to, None), Some(2));
     }
 
     #[test]

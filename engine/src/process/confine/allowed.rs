@@ -172,7 +172,7 @@ impl Sandboxes {
 
 #[cfg(all(test, feature = "upstreams"))]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::Path;
 
     use super::*;
     use std::time::Duration;
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_reload_cannot_reach_upstreams_the_sandbox_was_not_opened_for() {
-        let unix = Upstream::Unix(PathBuf::from("/run/app.sock"));
+        let unix = Upstream::Unix(Path::new("/run/app.sock").into());
         let new = with_upstreams(vec![tcp(9001), tcp(9002), unix]);
         // Started without upstreams: no socket at all.
         let none = Allowed {

@@ -26,14 +26,15 @@ impl Router {
     /// request's path runs, or the request is refused.
     pub(super) fn fastcgi(&mut self, routing: &mut Routing<'_>) -> Step {
         let site = routing.req.site();
-        let Some(scripts) = &self.sites[site].fastcgi else {
+        let Some(scripts) = &mut self.sites[site].fastcgi else {
             return Step::Next;
         };
         let st = &self.files[site].site().static_files;
         if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&routing.scratch.path) {
             return Step::Next;
         }
-        match scripts.find(&routing.scratch.path, self.files[site].protected()) {
+        let protected = self.files[site].protected();
+        match scripts.find(&routing.scratch.path, protected, routing.client.now) {
             Found::No => Step::Next,
             Found::Refused(status, why, file) => {
                 routing
@@ -98,7 +99,7 @@ impl Router {
             params,
             body,
             opts: Options {
-                label: format!("fastcgi {}", script.filename.display()),
+                label: label(&script.filename),
                 connect_timeout: rule.connect_timeout,
                 read_timeout: rule.read_timeout,
                 send_timeout: rule.send_timeout,
@@ -123,4 +124,14 @@ impl Router {
 /// The state of `rule`'s servers in one worker.
 pub(super) fn group(rule: &FastcgiRule) -> Shared {
     std::rc::Rc::new(std::cell::RefCell::new(Group::fastcgi(rule)))
+}
+
+/// The label of a request for `script` in the log (`fastcgi FILE`), in
+/// one allocation.
+fn label(script: &std::path::Path) -> String {
+    let name = script.to_string_lossy();
+    let mut label = String::with_capacity(8 + name.len());
+    label.push_str("fastcgi ");
+    label.push_str(&name);
+    label
 }

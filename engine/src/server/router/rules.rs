@@ -20,11 +20,11 @@ impl Router {
                 Some(https) => https,
                 None => routing.client.tls.is_some(),
             };
-            let local = routing.client.local;
+            let client = routing.client;
             let cx = rewrite::Context {
                 scheme: if https { Scheme::Https } else { Scheme::Http },
                 https_port: self.cfg.https_port(),
-                port: &|| local.local_addr().port(),
+                port: &|| client.local_addr().port(),
             };
             match rewrite::apply(&rules.url, routing.req, cx, &mut self.target) {
                 Outcome::Route => {}

@@ -30,7 +30,14 @@ pub struct Tcp {
     pub hangup: bool,
     /// Registered with epoll for writability (only while output waits).
     pub writable_interest: bool,
+    /// Which of its worker's listeners accepted it ([`NO_LISTENER`]: not
+    /// known), for the address the client connected to (see
+    /// [`Tcp::listener`]).
+    listener: u16,
 }
+
+/// [`Tcp::listener`] of a connection whose listener is not known.
+pub const NO_LISTENER: u16 = u16::MAX;
 
 impl Tcp {
     /// A connection over `stream`; `sendfile` as `[static] sendfile`.
@@ -43,7 +50,21 @@ impl Tcp {
             eof: false,
             hangup: false,
             writable_interest: false,
+            listener: NO_LISTENER,
         }
+    }
+
+    /// Accepted by its worker's listener `i`.
+    pub fn accepted_by(mut self, i: usize) -> Tcp {
+        self.listener = u16::try_from(i).unwrap_or(NO_LISTENER);
+        self
+    }
+
+    /// Which of its worker's listeners accepted it, if known: a
+    /// listener bound to one address (not `0.0.0.0` or `[::]`) tells the
+    /// address the client connected to without a `getsockname`.
+    pub fn listener(&self) -> Option<usize> {
+        (self.listener != NO_LISTENER).then_some(usize::from(self.listener))
     }
 
     /// The socket, to register it with epoll.

@@ -67,7 +67,8 @@ impl Worker {
                         }
                         continue;
                     }
-                    let tcp = Tcp::new(stream, self.settings.cfg.site.static_files.sendfile);
+                    let tcp = Tcp::new(stream, self.settings.cfg.site.static_files.sendfile)
+                        .accepted_by(li);
                     let link = match (slot, &self.listen.tls) {
                         (Some(slot), Some(acceptor)) => {
                             match acceptor.wrap(tcp, slot, self.clock.now) {

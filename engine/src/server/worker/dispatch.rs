@@ -297,6 +297,7 @@ impl Worker {
                 peer,
                 now: self.clock.now,
                 local: c,
+                bound: self.listen.bound_of(c.transport.tcp()),
                 tls: c.transport.session(),
             },
             scratch: &mut r.scratch,

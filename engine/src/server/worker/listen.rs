@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::TcpListener as StdListener;
+use std::net::{SocketAddr, TcpListener as StdListener};
 use std::time::{Duration, Instant};
 
 use mio::net::TcpListener;
@@ -14,7 +14,7 @@ use mio::{Interest, Registry, Token};
 use super::LISTENER_BASE;
 use crate::log::budget::LineBudget;
 use crate::server::listen::Speaks;
-use crate::server::transport::{Acceptor, Setup};
+use crate::server::transport::{Acceptor, Setup, Tcp};
 
 /// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
 /// a worker explains in the error log per second (at `debug`); the rest
@@ -38,6 +38,10 @@ pub(super) struct Listen {
     /// Its listeners, each with what its clients speak (listener `i` has
     /// token `LISTENER_BASE + i`).
     pub(super) listeners: Vec<(TcpListener, Speaks)>,
+    /// The address each listener is bound to, where it is bound to one
+    /// address only (not `0.0.0.0` or `[::]`): that of every connection
+    /// it accepts.
+    pub(super) bound: Vec<Option<SocketAddr>>,
     /// Starts TLS connections (with TLS listeners).
     pub(super) tls: Option<Acceptor>,
     /// A TLS listener has connections waiting for a handshake slot.
@@ -62,13 +66,16 @@ impl Listen {
         now: Instant,
     ) -> io::Result<Listen> {
         let mut registered = Vec::new();
+        let mut bound = Vec::new();
         for (i, (socket, speaks)) in listeners.into_iter().enumerate() {
+            bound.push(socket.local_addr().ok().and_then(one_address));
             let mut listener = TcpListener::from_std(socket);
             registry.register(&mut listener, Token(LISTENER_BASE + i), Interest::READABLE)?;
             registered.push((listener, speaks));
         }
         Ok(Listen {
             listeners: registered,
+            bound,
             tls: tls.map(Acceptor::new),
             tls_waiting: false,
             handshakes_due: VecDeque::new(),
@@ -82,6 +89,13 @@ impl Listen {
         for (mut l, _) in self.listeners.drain(..) {
             let _ = registry.deregister(&mut l);
         }
+        self.bound.clear();
+    }
+
+    /// The address the client of `tcp` connected to, if the listener
+    /// that accepted it is bound to one.
+    pub(super) fn bound_of(&self, tcp: &Tcp) -> Option<SocketAddr> {
+        *self.bound.get(tcp.listener()?)?
     }
 
     /// Connection `i`, in its handshake, had an event: it waits for the
@@ -136,6 +150,12 @@ impl Listen {
     }
 }
 
+/// `addr`, a listener's, if it is one address (not `0.0.0.0` or `[::]`,
+/// where which one a client connected to is the kernel's to say).
+fn one_address(addr: SocketAddr) -> Option<SocketAddr> {
+    (!addr.ip().is_unspecified()).then_some(addr)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +183,27 @@ mod tests {
             .unwrap();
         let tokens: Vec<_> = events.iter().map(|e| e.token()).collect();
         assert_eq!(tokens, [Token(LISTENER_BASE + 1)]);
+    }
+
+    #[test]
+    fn a_listener_bound_to_one_address_tells_its_connections_theirs() {
+        let poll = Poll::new().unwrap();
+        let l = listen(&poll, 2);
+        let at = |i: usize| l.listeners[i].0.local_addr().unwrap();
+        let tcp = |i: usize| {
+            let client = std::net::TcpStream::connect(at(i)).unwrap();
+            Tcp::new(mio::net::TcpStream::from_std(client), false)
+        };
+        assert_eq!(l.bound_of(&tcp(0).accepted_by(0)), Some(at(0)));
+        assert_eq!(l.bound_of(&tcp(1).accepted_by(1)), Some(at(1)));
+        assert_eq!(l.bound_of(&tcp(0)), None, "a listener not known");
+        assert_eq!(l.bound_of(&tcp(0).accepted_by(7)), None);
+        // Bound to every address: which one is the kernel's to say.
+        for any in ["0.0.0.0:80", "[::]:80"] {
+            assert_eq!(one_address(any.parse().unwrap()), None);
+        }
+        let one = "[::1]:80".parse().unwrap();
+        assert_eq!(one_address(one), Some(one));
     }
 
     #[test]
@@ -219,6 +260,7 @@ mod tests {
         let addr = l.listeners[0].0.local_addr().unwrap();
         l.close(poll.registry());
         assert!(l.listeners.is_empty());
+        assert!(l.bound.is_empty());
         assert!(std::net::TcpStream::connect(addr).is_err());
     }
 }

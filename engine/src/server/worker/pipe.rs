@@ -38,7 +38,7 @@ const H2_PIPES: usize = 16;
 const MAX_REDIRECTS: u8 = 5;
 /// The token of source `i` (input, output, diagnostics) of the program
 /// answering the exchange in slot `index` of the worker's exchanges.
-fn token_at(index: usize, i: usize) -> Token {
+pub(super) fn token_at(index: usize, i: usize) -> Token {
     Token(PIPE_BASE + index * 3 + i)
 }
 

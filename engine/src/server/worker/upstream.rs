@@ -184,6 +184,6 @@ impl Worker {
         keep?
             .pool
             .borrow_mut()
-            .take(to, fits, check, token, self.clock.now)
+            .take(to, fits, check, self.clock.now, Some(token))
     }
 }

@@ -5,7 +5,7 @@
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::Path;
 use std::rc::Rc;
 
 use super::*;
@@ -39,7 +39,7 @@ fn options(pool: Option<&Shared>) -> Options {
         max_head: 4096,
         keep: pool.map(|pool| Keep {
             pool: Rc::clone(pool),
-            to: Upstream::Unix(PathBuf::from("/fpm.sock")),
+            to: Upstream::Unix(Path::new("/fpm.sock").into()),
             max: 4,
             timeout: Duration::from_secs(60),
         }),
@@ -456,7 +456,7 @@ fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) 
 fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
     let m = logs();
     let b = crate::handlers::proxy::body::tests::Listening::new("fcgi-next");
-    let away = Upstream::Unix("/nonexistent/a.sock".into());
+    let away = Upstream::Unix(Path::new("/nonexistent/a.sock").into());
     let (group, t) = tries(vec![away.clone(), b.upstream()]);
     // (Its socket never connects: nothing of the request went.)
     let (p, _silent) = started(BodyIn::Stream, None);
@@ -501,9 +501,9 @@ fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
 
 #[test]
 fn a_server_silent_after_the_request_is_a_504_and_a_failure() {
-    let away = Upstream::Unix("/nonexistent/a.sock".into());
+    let away = Upstream::Unix(Path::new("/nonexistent/a.sock").into());
     let (p, mut app) = started(BodyIn::None, None);
-    let here = Upstream::Unix("/fpm.sock".into());
+    let here = Upstream::Unix(Path::new("/fpm.sock").into());
     let (group, t) = tries(vec![here.clone(), away]);
     let mut p = p.with_tries(t, &here);
     assert!(write(&mut p).unwrap().moved);

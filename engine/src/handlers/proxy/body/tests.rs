@@ -365,7 +365,7 @@ fn an_answer_ended_exactly_leaves_its_connection_to_the_pool() {
         let mut opts = options(BodyOut::None);
         opts.keep = Some(Keep {
             pool: std::rc::Rc::clone(&pool),
-            to: crate::config::Upstream::Unix("/a.sock".into()),
+            to: crate::config::Upstream::Unix(std::path::Path::new("/a.sock").into()),
             max: 4,
             timeout: Duration::from_secs(60),
         });
@@ -529,7 +529,7 @@ impl Listening {
     }
 
     pub(crate) fn upstream(&self) -> crate::config::Upstream {
-        crate::config::Upstream::Unix(self.dir.join("b.sock"))
+        crate::config::Upstream::Unix(self.dir.join("b.sock").into())
     }
 }
 
@@ -542,7 +542,7 @@ impl Drop for Listening {
 #[test]
 fn a_connect_timeout_sends_an_idempotent_request_to_the_next_upstream() {
     let b = Listening::new("proxy-next");
-    let away = crate::config::Upstream::Unix("/nonexistent/a.sock".into());
+    let away = crate::config::Upstream::Unix(std::path::Path::new("/nonexistent/a.sock").into());
     let head = forwarded(
         "GET /a HTTP/1.1\r\nHost: example.org\r\n\r\n",
         BodyOut::None,
@@ -580,7 +580,7 @@ fn a_connect_timeout_sends_an_idempotent_request_to_the_next_upstream() {
 #[test]
 fn a_post_is_never_sent_twice() {
     let b = Listening::new("proxy-post");
-    let away = crate::config::Upstream::Unix("/nonexistent/a.sock".into());
+    let away = crate::config::Upstream::Unix(std::path::Path::new("/nonexistent/a.sock").into());
     let head = forwarded(
         "POST /a HTTP/1.1\r\nHost: example.org\r\nContent-Length: 0\r\n\r\n",
         BodyOut::None,

@@ -425,7 +425,9 @@ fn temp_dir_is_writable_where_bodies_are_held_whole() {
     let d = std::time::Duration::from_secs(5);
     cfg.site.fastcgi = vec![FastcgiRule {
         matches: crate::config::PathMatch::Glob("*.php".into()),
-        to: vec![crate::config::Upstream::Unix("/run/php.sock".into())],
+        to: vec![crate::config::Upstream::Unix(
+            std::path::Path::new("/run/php.sock").into(),
+        )],
         index: None,
         split_path: None,
         fallback: None,
