@@ -259,6 +259,12 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // Looked at while the root can still be read by its path.
     let hint = server.root_hint();
     let cfg = server.config();
+    // In the foreground the pid file is there before the banner says the
+    // server listens (whoever waits for that line may signal it at once);
+    // a daemon's pid is known only once it has forked.
+    if let (Some(path), false) = (&cfg.pid_file, cfg.daemon) {
+        pid_file::write(path)?;
+    }
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
     console::say(format_args!("serving {}", cfg.site.root.display()));
@@ -274,9 +280,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     }
     if cfg.daemon {
         sys::process::daemonize().map_err(Error::Daemonize)?;
-    }
-    if let Some(path) = &cfg.pid_file {
-        pid_file::write(path)?;
+        if let Some(path) = &cfg.pid_file {
+            pid_file::write(path)?;
+        }
     }
     let mut open_logs = LogService::open(&cfg.log)?;
     // Once the pid file and the logs exist, and while their paths can

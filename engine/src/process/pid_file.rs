@@ -10,10 +10,23 @@ use crate::sys::{self, privileged::Privileged};
 
 /// Writes this process's pid and a newline to `path`.
 pub(super) fn write(path: &Path) -> Result<(), Error> {
-    std::fs::write(path, format!("{}\n", sys::process::pid())).map_err(|source| Error::PidFile {
-        path: path.to_path_buf(),
-        source,
-    })
+    // Whole or not at all: written beside it, then renamed over it, so
+    // that `brisk --reload` (or a service manager) reading it at that
+    // moment never finds it empty.
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}", sys::process::pid()));
+    std::fs::write(&tmp, format!("{}\n", sys::process::pid()))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::PidFile {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
 }
 
 /// Removes the pid file at the end, by the process that kept the right
