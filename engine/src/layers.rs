@@ -29,8 +29,9 @@ const TOP: &[&[&str]] = &[
     &["log"],
     &["tls"],
     &["access"],
+    &["acme"],
     &["config"],
-    &["handlers", "acme"],
+    &["handlers"],
     &["server"],
     &["process"],
 ];

@@ -80,8 +80,9 @@ struct Pebble {
     /// The ports Pebble validates http-01 and tls-alpn-01 on.
     http_port: u16,
     tls_port: u16,
-    /// Trusts Pebble's HTTPS (our CA).
+    /// Trusts Pebble's HTTPS (our CA, `ca`).
     client: Client,
+    ca: Vec<u8>,
     _procs: Vec<Killed>,
     _dir: TempDir,
     /// One Pebble at a time: the ports each picks (free when picked)
@@ -135,7 +136,7 @@ impl Pebble {
         .unwrap();
 
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(CertificateDer::from(ca)).unwrap();
+        roots.add(CertificateDer::from(ca.clone())).unwrap();
         let client = Client::new(roots, Duration::from_secs(10)).unwrap();
         // The ports are free when picked, and may be taken (by another
         // program's listener or connection) before the Go programs bind
@@ -214,6 +215,7 @@ impl Pebble {
             http_port,
             tls_port,
             client,
+            ca,
             _procs: procs,
             _dir: dir,
             _one: one,
@@ -574,4 +576,88 @@ fn a_fleet_of_three_on_one_storage_orders_once_per_name_and_serves_the_same_cert
             .is_none(),
         "every lock released"
     );
+}
+
+/// A TLS 1.3 handshake with `addr` for `name`, verified against `root`:
+/// the certificate chain served, or why not.
+fn served_chain(
+    addr: std::net::SocketAddr,
+    name: &str,
+    root: CertificateDer<'static>,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(brisk::tls::provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = ServerName::try_from(name.to_string()).unwrap();
+    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let mut sock = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock).map_err(|e| e.to_string())?;
+    }
+    Ok(conn.peer_certificates().unwrap_or_default().to_vec())
+}
+
+#[test]
+fn brisk_obtains_its_certificates_by_tls_alpn_01_and_by_http_01_and_serves_them_in_its_sandbox() {
+    for (kinds, names) in [
+        ("\"tls-alpn-01\"", ["a.test", "b.test"]),
+        ("\"http-01\"", ["c.test", "d.test"]),
+    ] {
+        let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+            return;
+        };
+        let mut b = crate::common::Builder::new();
+        let base = b.base().to_path_buf();
+        std::fs::write(base.join("ca.pem"), cert::pem("CERTIFICATE", &pebble.ca)).unwrap();
+        let toml = format!(
+            r#"listen = ["127.0.0.1:{http}"]
+[tls]
+listen = ["127.0.0.1:{tls}"]
+[acme]
+email = "ops@example.org"
+directory = "{dir}"
+ca_roots = ["{base}/ca.pem"]
+storage = "{base}/acme"
+hosts = ["{a}", "{b}"]
+challenges = [{kinds}]
+"#,
+            http = pebble.http_port,
+            tls = pebble.tls_port,
+            dir = pebble.directory,
+            base = base.display(),
+            a = names[0],
+            b = names[1],
+        );
+        b.config(&toml).listen_from_config().listeners(2);
+        let server = b.start();
+        let tls_addr: std::net::SocketAddr =
+            format!("127.0.0.1:{}", pebble.tls_port).parse().unwrap();
+        let root = pebble.root();
+        for name in names {
+            let chain = poll(Duration::from_secs(60), || {
+                served_chain(tls_addr, name, root.clone()).ok()
+            });
+            let chain = chain.unwrap_or_else(|| panic!("{name} never served: {}", server.stderr()));
+            let names_in = brisk::tls::x509::parse(&chain[0]).unwrap().names;
+            assert_eq!(names_in, [name]);
+        }
+        let log = server.stderr();
+        assert!(log.contains("seccomp on"), "{log}");
+        assert!(!log.contains("[error]"), "{log}");
+        // Plain HTTP goes to HTTPS (redirect_http by default).
+        let raw = format!(
+            "GET /x HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            names[0]
+        );
+        let r = server.request(raw.as_bytes());
+        assert_eq!(r.status, 308, "{}", String::from_utf8_lossy(&r.raw));
+        let to = format!("https://{}:{}/x", names[0], pebble.tls_port);
+        let head = String::from_utf8_lossy(&r.raw);
+        assert!(head.contains(&format!("Location: {to}\r\n")), "{head}");
+    }
 }

@@ -10,7 +10,7 @@
 //! RFC 8555 §6.1 wants HTTPS between client and server.
 
 use std::io::Write as _;
-use std::net::{TcpStream, ToSocketAddrs as _};
+use std::net::ToSocketAddrs as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,6 +129,9 @@ impl std::fmt::Display for HttpError {
 pub struct Client {
     tls: Arc<ClientConfig>,
     timeout: Duration,
+    /// Hosts whose address is known already (resolved when the
+    /// configuration loaded: inside the sandbox there is no resolver).
+    pinned: Vec<(String, u16, std::net::SocketAddr)>,
 }
 
 impl std::fmt::Debug for Client {
@@ -152,7 +155,15 @@ impl Client {
         Ok(Client {
             tls: Arc::new(tls),
             timeout,
+            pinned: Vec::new(),
         })
+    }
+
+    /// Connects to `addr` for `host` and `port`, without asking the
+    /// resolver.
+    pub fn pin(&mut self, host: &str, port: u16, addr: std::net::SocketAddr) {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        self.pinned.push((host.to_ascii_lowercase(), port, addr));
     }
 
     /// `GET url`.
@@ -183,13 +194,26 @@ impl Client {
         };
         let u = Url::parse(url).map_err(|e| HttpError(e.to_string()))?;
         let host = u.host.trim_start_matches('[').trim_end_matches(']');
-        let addrs = (host, u.port)
-            .to_socket_addrs()
-            .map_err(|e| err("cannot resolve", &e))?;
+        let pinned = self
+            .pinned
+            .iter()
+            .find(|(h, p, _)| h.eq_ignore_ascii_case(host) && *p == u.port);
+        let addrs: Vec<std::net::SocketAddr> = match pinned {
+            Some((_, _, a)) => vec![*a],
+            None => (host, u.port)
+                .to_socket_addrs()
+                .map_err(|e| {
+                    let why = "cannot resolve its name (brisk resolves the CA's name when it \
+                               starts, and inside the sandbox cannot ask again: restart it once \
+                               the network is up)";
+                    err(why, &e)
+                })?
+                .collect(),
+        };
         let mut last = None;
         let mut sock = None;
         for addr in addrs {
-            match TcpStream::connect_timeout(&addr, self.timeout) {
+            match crate::sys::net::connect_within(&addr, self.timeout) {
                 Ok(s) => {
                     sock = Some(s);
                     break;

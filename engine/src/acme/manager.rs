@@ -370,6 +370,72 @@ impl Manager {
     }
 }
 
+/// The ACME thread, running: told to stop when dropped (it stops at its
+/// next pause; an order under way is not waited for: its lock goes stale
+/// and is broken by the next to order).
+#[derive(Debug)]
+pub struct Thread {
+    stop: Arc<(Mutex<bool>, std::sync::Condvar)>,
+}
+
+impl Drop for Thread {
+    fn drop(&mut self) {
+        let (stopped, wake) = &*self.stop;
+        *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        wake.notify_all();
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+fn now() -> u64 {
+    certs::now()
+}
+
+/// Starts the ACME thread of `settings`: it serves what is stored, then
+/// orders and renews as [`Manager::step`] says, its lines in `log`.
+pub fn spawn(
+    settings: Settings,
+    client: Client,
+    live: Arc<Live>,
+    mut log: crate::log::Logger,
+) -> std::io::Result<Thread> {
+    let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let told = Arc::clone(&stop);
+    std::thread::Builder::new()
+        .name("acme".into())
+        .spawn(move || {
+            let mut say = |level: Level, args: std::fmt::Arguments<'_>| {
+                log.log(level, args);
+                log.flush();
+            };
+            let responder = Arc::new(Published {
+                live: Arc::clone(&live),
+            });
+            let mut m = match Manager::new(settings, client, live, responder) {
+                Ok(m) => m,
+                Err(e) => {
+                    return say(
+                        Level::Error,
+                        format_args!("{e}; no certificate will be ordered"),
+                    )
+                }
+            };
+            m.load_stored(now(), &mut say);
+            let (stopped, wake) = &*told;
+            loop {
+                let pause = m.step(now(), &mut say);
+                let guard = stopped.lock().unwrap_or_else(|e| e.into_inner());
+                let (guard, _) = wake
+                    .wait_timeout_while(guard, pause, |s| !*s)
+                    .unwrap_or_else(|e| e.into_inner());
+                if *guard {
+                    return;
+                }
+            }
+        })?;
+    Ok(Thread { stop })
+}
+
 /// The stored certificate as rustls serves it, and its validity; an error
 /// if it cannot be served at `now`.
 fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {

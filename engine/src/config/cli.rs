@@ -265,9 +265,22 @@ fn load_command(
         (flags.tls_cert, flags.tls_key),
         cwd,
     )?;
+    #[cfg(feature = "acme")]
+    let acme = origins.acme.take();
+    #[cfg(not(feature = "acme"))]
+    let acme: Option<super::acme::AcmeSection> = None;
+    if let (Some(a), None) = (&acme, &tls) {
+        return Err(ConfigError {
+            message: format!(
+                "{}: needs [tls] listen = [\"ADDRESS:443\"], where the certificates it obtains are served",
+                a.origin()
+            ),
+        });
+    }
     if let Some(section) = tls {
         let origin = section.origin.clone();
-        config.tls = Some(tls::finish(section, read.unwrap_or(&|p| std::fs::read(p)))?);
+        let read_file = read.unwrap_or(&|p| std::fs::read(p));
+        config.tls = Some(tls::finish(section, read_file, acme.is_some())?);
         // (`[tls]` has a listen address by now: checked by `finish`.)
         if config.tls.as_ref().is_some_and(|t| t.redirect_http) {
             // `site.toml:3: tls` → `site.toml:3`, as rules' origins are.
@@ -277,6 +290,25 @@ fn load_command(
                 site.rules.url.insert(0, rule.clone());
             }
         }
+    }
+    #[cfg(feature = "acme")]
+    if let (Some(section), Some(tls)) = (acme, &config.tls) {
+        let site_hosts: Vec<String> = std::iter::once(&config.site)
+            .chain(&config.sites)
+            .flat_map(|s| s.hosts.iter().cloned())
+            .collect();
+        let by = crate::tls::sni::ByName::new(&tls.certificates);
+        let acme = super::acme::finish(section, &site_hosts, &|host| by.covers(host))?;
+        // As `[tls] redirect_http` (unless it said so already): plain
+        // HTTP to HTTPS; http-01 validations are answered before rules.
+        if acme.redirect_http && cfg!(feature = "sites") && !tls.redirect_http {
+            let at = acme.origin.split(": ").next().unwrap_or_default();
+            let rule = super::rules::UrlRule::to_https(at);
+            for site in std::iter::once(&mut config.site).chain(config.sites.iter_mut()) {
+                site.rules.url.insert(0, rule.clone());
+            }
+        }
+        config.acme = Some(acme);
     }
     config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
         && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());

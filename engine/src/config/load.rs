@@ -53,6 +53,7 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "sandbox",
     "temp_dir",
     "tls",
+    "acme",
     "http2",
     "handlers",
     "proxy",
@@ -147,6 +148,9 @@ pub(crate) struct Origins {
     pub(crate) tls: Option<super::tls::TlsSection>,
     /// `[proxy]`, its listeners not checked against the others yet.
     pub(crate) proxy: Option<super::proxy::ProxySection>,
+    /// `[acme]`, its names not settled yet.
+    #[cfg(feature = "acme")]
+    pub(crate) acme: Option<super::acme::AcmeSection>,
 }
 
 /// [`Origins`] of one site's settings.
@@ -175,6 +179,13 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.listen = true;
             }
             "tls" => origins.tls = Some(loader.tls(value)?),
+            "acme" => {
+                require!(loader, "acme", key, name, "automatic HTTPS (ACME)", REMOVE);
+                #[cfg(feature = "acme")]
+                {
+                    origins.acme = Some(loader.acme(value)?);
+                }
+            }
             "proxy" => {
                 require!(loader, "ops", key, name, PROXY, REMOVE);
                 origins.proxy = Some(loader.proxy(value)?)

@@ -20,6 +20,7 @@ macro_rules! require {
     };
 }
 
+mod acme;
 pub mod admission;
 mod auth;
 mod cgi;
@@ -43,6 +44,7 @@ mod units;
 mod upstream;
 mod value;
 
+pub use acme::{AcmeConfig, LETS_ENCRYPT};
 pub use compress::{Coding, CompressConfig, Levels};
 pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
@@ -127,6 +129,10 @@ pub struct Config {
     /// `[tls]` (and `--tls-cert`/`--tls-key`): HTTPS listeners and their
     /// certificates; `None` without TLS.
     pub tls: Option<TlsConfig>,
+    /// `[acme]`: certificates from an ACME CA; `None` without it (see
+    /// [`Config::acme`]; only with the cargo feature `acme`).
+    #[cfg(feature = "acme")]
+    pub acme: Option<AcmeConfig>,
     /// `[http2]`: HTTP/2 on TLS (ALPN) and cleartext listeners, and its limits.
     pub http2: Http2Config,
     /// Named handlers mounted at paths, from `[[handlers]]`, in file order.
@@ -239,6 +245,14 @@ impl SiteConfig {
 }
 
 impl Config {
+    /// `[acme]`, if any (never without the cargo feature `acme`).
+    pub fn acme(&self) -> Option<&AcmeConfig> {
+        #[cfg(feature = "acme")]
+        return self.acme.as_ref();
+        #[cfg(not(feature = "acme"))]
+        None
+    }
+
     /// Whether any site has `[[cgi]]` rules.
     pub fn any_cgi(&self) -> bool {
         SiteConfig::all(self).any(|site| !site.cgi.is_empty())
@@ -679,6 +693,8 @@ impl Default for Config {
             config_file: None,
             temp_dir: std::env::temp_dir(),
             tls: None,
+            #[cfg(feature = "acme")]
+            acme: None,
             http2: http2::defaults(),
             handlers: Vec::new(),
             proxy: ProxyConfig::default(),
@@ -832,7 +848,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::top_keys().iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 23] = [
+    let sections: [(&str, &[&str]); 24] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -846,6 +862,7 @@ pub fn known_keys() -> Vec<String> {
         ("handlers", handlers::HANDLER_KEYS),
         ("tls", tls::TLS_KEYS),
         ("tls.certificate", tls::CERTIFICATE_KEYS),
+        ("acme", acme::ACME_KEYS),
         ("http2", http2::HTTP2_KEYS),
         ("servlets", servlets::SERVLET_KEYS),
         ("proxy", proxy::PROXY_KEYS),

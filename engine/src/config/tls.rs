@@ -169,9 +169,13 @@ pub(crate) type Read<'a> = &'a dyn Fn(&std::path::Path) -> std::io::Result<Vec<u
 /// Reads and checks every certificate of `section` with `read`, into its
 /// configuration; errors name where each file was set.
 #[cfg(feature = "tls")]
-pub(crate) fn finish(mut section: TlsSection, read: Read<'_>) -> Result<TlsConfig, ConfigError> {
+pub(crate) fn finish(
+    mut section: TlsSection,
+    read: Read<'_>,
+    acme: bool,
+) -> Result<TlsConfig, ConfigError> {
     use crate::tls::certs::{self, CertificateFiles};
-    if section.certificates.is_empty() {
+    if section.certificates.is_empty() && !acme {
         return Err(ConfigError {
             message: format!(
                 "{}: needs at least one [[tls.certificate]] with cert and key (or --tls-cert FILE --tls-key FILE)",
@@ -211,7 +215,11 @@ pub(crate) fn finish(mut section: TlsSection, read: Read<'_>) -> Result<TlsConfi
 
 /// A build without TLS refuses `[tls]` and the TLS flags.
 #[cfg(not(feature = "tls"))]
-pub(crate) fn finish(section: TlsSection, _read: Read<'_>) -> Result<TlsConfig, ConfigError> {
+pub(crate) fn finish(
+    section: TlsSection,
+    _read: Read<'_>,
+    _acme: bool,
+) -> Result<TlsConfig, ConfigError> {
     Err(ConfigError {
         message: format!(
             "{}: this brisk was built without TLS (cargo feature \"tls\"); build it with the default features to serve HTTPS",

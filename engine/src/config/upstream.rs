@@ -528,6 +528,19 @@ fn resolve(w: Written<'_>) -> Result<Upstream, String> {
     })
 }
 
+/// The address of `host` (a name or an IP literal) and `port`, resolved
+/// and remembered as upstream names are (see [`resolve_with`]).
+pub(super) fn resolve_name(host: &str, port: u16) -> Result<SocketAddr, String> {
+    match resolve(Written::Tcp {
+        host,
+        port,
+        tls: true,
+    })? {
+        Upstream::Tcp { addr, .. } => Ok(addr),
+        Upstream::Unix(_) => Err(format!("{host} is no host")),
+    }
+}
+
 /// [`resolve`] with `lookup` for the system's resolver. A name it cannot
 /// resolve keeps the address it had last: a reload inside the sandbox
 /// cannot reach the resolver (its files, `/etc/hosts` among them, and

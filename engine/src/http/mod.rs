@@ -150,6 +150,19 @@ pub fn ipv4_text(ip: std::net::Ipv4Addr, buf: &mut [u8; 15]) -> &[u8] {
     &buf[..len]
 }
 
+/// Appends `ip` as text: an IPv4 address (an IPv4-mapped IPv6 one
+/// included) by hand, an IPv6 one as the standard library writes it
+/// (RFC 5952).
+pub fn push_ip(out: &mut Vec<u8>, ip: std::net::IpAddr) {
+    match ip.to_canonical() {
+        std::net::IpAddr::V4(v4) => out.extend_from_slice(ipv4_text(v4, &mut [0; 15])),
+        v6 => {
+            use std::io::Write as _;
+            let _ = write!(out, "{v6}");
+        }
+    }
+}
+
 /// Appends the decimal digits of `n` (no allocation, no formatting machinery).
 pub fn push_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(u64_digits(n, &mut [0; 20]));

@@ -296,6 +296,8 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         (true, Some(p)) => Some(Upgrader::start(p).map_err(Error::UpgradeHelper)?),
         _ => None,
     };
+    #[cfg(feature = "acme")]
+    let acme = prepare_acme(server.config())?;
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
@@ -343,6 +345,12 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         ),
     );
     main_log.flush();
+    #[cfg(feature = "acme")]
+    let mut acme_thread = acme
+        .clone()
+        .and_then(|a| start_acme(&running, a, logs.handle(), &mut main_log));
+    #[cfg(feature = "acme")]
+    let mut acme_started = running.config().acme().cloned();
     manager.ready("serving", &mut main_log);
     let mut stop = None;
     if let Some(h) = handover.take() {
@@ -385,6 +393,17 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                         &mut main_log,
                     );
                     manager.ready(done, &mut main_log);
+                    // A reload that changed `[acme]` (names added, the CA's
+                    // address resolved again) starts its thread anew.
+                    #[cfg(feature = "acme")]
+                    if let Some(a) = acme
+                        .as_ref()
+                        .filter(|_| running.config().acme() != acme_started.as_ref())
+                    {
+                        drop(acme_thread.take());
+                        acme_started = running.config().acme().cloned();
+                        acme_thread = start_acme(&running, a.clone(), logs.handle(), &mut main_log);
+                    }
                 }
                 Some(Signal::Upgrade) if cfg!(feature = "ops") => {
                     pending = start_upgrade(upgrader.as_ref(), pending, &running, &mut main_log)
@@ -486,4 +505,88 @@ fn learn_own_files(running: &Running, full: &mut bool, log: &mut crate::log::Log
         ),
     );
     log.flush();
+}
+
+/// What the ACME thread is given, made before the sandbox and the
+/// privilege drop: its storage (0700, owned by the user brisk will run
+/// as), its HTTPS client (the roots it trusts, read now), and this
+/// server's name for the storage's locks.
+#[cfg(feature = "acme")]
+#[derive(Clone)]
+struct AcmePrepared {
+    client: crate::acme::http::Client,
+    holder: String,
+}
+
+/// Prepares the ACME thread of `[acme]`, if any; an error names the key.
+#[cfg(feature = "acme")]
+fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let Some(acme) = cfg.acme() else {
+        return Ok(None);
+    };
+    let fail = |what: String| {
+        Error::Config(crate::config::ConfigError {
+            message: format!("{}: {what}", acme.origin),
+        })
+    };
+    let dir = &acme.storage;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .and_then(|()| match (&cfg.user, sys::privileges::euid()) {
+            (Some(user), 0) => {
+                let gid = cfg.group.as_ref().map(|g| g.gid).or(user.gid);
+                std::os::unix::fs::chown(dir, Some(user.uid), gid)
+            }
+            _ => Ok(()),
+        })
+        .map_err(|e| fail(format!("storage {}: {e}", dir.display())))?;
+    let cas: Vec<&std::path::Path> = acme.ca_roots.iter().map(|p| p.as_path()).collect();
+    let roots = crate::tls::client::roots(&cas).map_err(|e| fail(format!("ca_roots: {e}")))?;
+    let client = crate::acme::http::Client::new(roots, Duration::from_secs(30)).map_err(fail)?;
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "brisk".to_string());
+    Ok(Some(AcmePrepared {
+        client,
+        holder: format!("{machine} pid {}", std::process::id()),
+    }))
+}
+
+/// Starts the ACME thread (its failures are logged: the server serves
+/// what it can meanwhile).
+#[cfg(feature = "acme")]
+fn start_acme(
+    running: &Running,
+    prepared: AcmePrepared,
+    log: crate::log::Logger,
+    main_log: &mut crate::log::Logger,
+) -> Option<crate::acme::manager::Thread> {
+    use crate::acme::manager;
+    let acme = running.config().acme()?;
+    let live = running.tls_live()?;
+    let mut client = prepared.client;
+    if let (host, port, Some(addr)) = &acme.directory_addr {
+        client.pin(host, *port, *addr);
+    }
+    let settings = manager::Settings {
+        directory: acme.directory.clone(),
+        email: acme.email.clone(),
+        names: acme.hosts.clone(),
+        kinds: acme.challenges.clone(),
+        storage: acme.storage.clone(),
+        holder: prepared.holder,
+    };
+    match manager::spawn(settings, client, live, log) {
+        Ok(thread) => Some(thread),
+        Err(e) => {
+            main_log.log(
+                Level::Error,
+                format_args!("acme: cannot start its thread: {e}; no certificate will be ordered"),
+            );
+            None
+        }
+    }
 }

@@ -639,6 +639,13 @@ impl Running {
         }
     }
 
+    /// Where certificates obtained while running go (ACME's): the same
+    /// for every generation of workers. `None` without `[tls]`.
+    #[cfg(feature = "tls")]
+    pub fn tls_live(&self) -> Option<Arc<crate::tls::sni::Live>> {
+        self.shared.sessions.as_ref().map(|s| s.live())
+    }
+
     /// The configuration being served.
     pub fn config(&self) -> &Config {
         &self.cfg

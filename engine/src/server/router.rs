@@ -391,6 +391,10 @@ impl Router {
     /// request's path first (a stage may then extend it with an index
     /// file name).
     pub fn route(&mut self, routing: &mut Routing<'_>) -> Routed {
+        #[cfg(feature = "acme")]
+        if let Some(plan) = acme_http01(routing) {
+            return Routed::Answer(plan);
+        }
         let site = match self.pick_site(routing) {
             Ok(site) => site,
             Err(status) => return Routed::Answer(Plan::error(status, routing.scratch)),
@@ -826,4 +830,28 @@ fn refuse_upgrade(scratch: &mut Scratch) -> Plan {
         ),
         close: false,
     }
+}
+
+/// An http-01 validation (RFC 8555 §8.3): a GET of
+/// `/.well-known/acme-challenge/TOKEN` for a token brisk's ACME thread
+/// is having validated now is answered with its key authorization, on
+/// any listener and for any host, before every rule. Other paths there
+/// (a token of another client's, such as certbot's webroot) are routed
+/// as usual.
+#[cfg(feature = "acme")]
+fn acme_http01(routing: &mut Routing<'_>) -> Option<Plan> {
+    let path = routing.req.path().ok()?;
+    let token = path.strip_prefix(b"/.well-known/acme-challenge/")?;
+    let token = std::str::from_utf8(token).ok()?;
+    let answer = crate::acme::manager::http01_answer(token)?;
+    routing.scratch.body.clear();
+    routing.scratch.body.extend_from_slice(answer.as_bytes());
+    routing
+        .scratch
+        .header("Content-Type", b"application/octet-stream");
+    Some(Plan {
+        status: Status::OK,
+        body: Body::Buffer,
+        close: false,
+    })
 }

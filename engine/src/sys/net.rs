@@ -223,3 +223,68 @@ pub fn write_fd(fd: &impl AsRawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for `buf.len()` bytes during the call.
     cvt_size(unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) })
 }
+
+/// A blocking TCP connection to `addr`, given up after `timeout`: made
+/// non-blocking (a socket flag, then `fcntl`), waited for in `poll`, its
+/// outcome read with `getsockopt(SO_ERROR)`. (std's `connect_timeout`
+/// switches blocking with `ioctl(FIONBIO)`, which the sandbox refuses.)
+pub fn connect_within(addr: &SocketAddr, timeout: Duration) -> io::Result<std::net::TcpStream> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned
+    // at once.
+    let fd = cvt(unsafe { libc::socket(family, kind, 0) })?;
+    // SAFETY: `fd` was just made and is owned by nobody else.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let (storage, len) = sockaddr(addr);
+    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
+    let r = unsafe { libc::connect(fd, (&storage as *const libc::sockaddr_storage).cast(), len) };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd.
+        let n = loop {
+            match cvt(unsafe { libc::poll(&mut pfd, 1, ms) }) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "connection timed out",
+            ));
+        }
+        let mut err: libc::c_int = 0;
+        let mut elen = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `err` and `elen` are valid for getsockopt's output.
+        cvt(unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut elen,
+            )
+        })?;
+        if err != 0 {
+            return Err(io::Error::from_raw_os_error(err));
+        }
+    }
+    // SAFETY: fcntl on the owned descriptor.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) })?;
+    Ok(std::net::TcpStream::from(sock))
+}

@@ -172,6 +172,27 @@ pub const UPSTREAMS: &[libc::c_long] = &[
     libc::SYS_splice,
 ];
 
+/// Added to [`ALLOWED`] (with [`UPSTREAMS`]) when the server obtains its
+/// certificates (`[acme]`): the ACME thread's blocking HTTPS requests (a
+/// connect with a timeout waits in `poll` and reads the socket's error
+/// with `getsockopt`; read and write timeouts are `setsockopt`), and its
+/// storage's files written whole (`fsync`, `rename`, `mkdir`; `link` puts
+/// back a lock broken by mistake).
+pub const ACME: &[libc::c_long] = &[
+    libc::SYS_poll,
+    libc::SYS_ppoll,
+    libc::SYS_getsockopt,
+    libc::SYS_setsockopt,
+    libc::SYS_fsync,
+    libc::SYS_rename,
+    libc::SYS_renameat,
+    libc::SYS_renameat2,
+    libc::SYS_mkdir,
+    libc::SYS_mkdirat,
+    libc::SYS_link,
+    libc::SYS_linkat,
+];
+
 /// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`
 /// (`TIOCOUTQ`'s number; on a terminal it too only reads a count), how
 /// much a socket's send queue holds (`sys::net::unsent`): asked when an

@@ -312,7 +312,7 @@ impl TlsConn {
         else {
             return Err(rustls::Error::HandshakeNotComplete);
         };
-        if conn.alpn_protocol() == Some(super::sni::ACME_TLS_ALPN) {
+        if cfg!(feature = "acme") && conn.alpn_protocol() == Some(super::sni::ACME_TLS_ALPN) {
             // A CA's tls-alpn-01 validation: it has seen the certificate,
             // and nothing else is to be said (RFC 8737 §3).
             return Err(rustls::Error::General(

@@ -10,8 +10,11 @@
 //! validating a tls-alpn-01 challenge (RFC 8737 §3): it gets the
 //! challenge's certificate for its SNI name, or none.
 
+#[cfg(feature = "acme")]
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+#[cfg(feature = "acme")]
+use std::sync::RwLock;
 
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -38,12 +41,22 @@ pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 /// handshakes; connections made with the old keep it), and the
 /// tls-alpn-01 challenges' while they are validated. Made once per
 /// process and kept across reloads.
-#[derive(Debug, Default)]
+/// (Empty without the cargo feature `acme`: nothing is obtained then.)
+#[derive(Default)]
 pub struct Live {
+    #[cfg(feature = "acme")]
     issued: RwLock<HashMap<String, Arc<CertifiedKey>>>,
+    #[cfg(feature = "acme")]
     challenges: RwLock<HashMap<String, Arc<CertifiedKey>>>,
 }
 
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Live { .. }")
+    }
+}
+
+#[cfg(feature = "acme")]
 impl Live {
     /// Serves `key` for `names` from now on (none: stops serving them).
     pub fn set(&self, names: &[String], key: Option<Arc<CertifiedKey>>) {
@@ -75,6 +88,18 @@ impl Live {
     fn challenge_for(&self, name: &str) -> Option<Arc<CertifiedKey>> {
         let c = self.challenges.read().unwrap_or_else(|e| e.into_inner());
         c.get(name).cloned()
+    }
+}
+
+#[cfg(not(feature = "acme"))]
+impl Live {
+    /// (None without the feature `acme`.)
+    pub fn issued(&self, _name: &str) -> Option<Arc<CertifiedKey>> {
+        None
+    }
+
+    fn challenge_for(&self, _name: &str) -> Option<Arc<CertifiedKey>> {
+        None
     }
 }
 
@@ -133,6 +158,13 @@ impl ByName {
         0
     }
 
+    /// Whether a configured certificate is for `host` (exactly, or by a
+    /// wildcard), rather than the default for any name.
+    pub fn covers(&self, host: &str) -> bool {
+        let wild = |dot: usize| self.find(&format!("*{}", &host[dot..])).is_some();
+        self.find(host).is_some() || host.find('.').is_some_and(wild)
+    }
+
     /// The certificate for a ClientHello naming `sni` and offering the
     /// ALPN protocols `alpn` (none: no ALPN extension).
     pub fn pick(
@@ -140,14 +172,15 @@ impl ByName {
         sni: Option<&str>,
         mut alpn: Option<impl Iterator<Item = impl AsRef<[u8]>>>,
     ) -> Option<Arc<CertifiedKey>> {
-        let only_acme = alpn.as_mut().is_some_and(|a| {
-            let mut n = 0;
-            let all_acme = a.all(|p| {
-                n += 1;
-                p.as_ref() == ACME_TLS_ALPN
+        let only_acme = cfg!(feature = "acme")
+            && alpn.as_mut().is_some_and(|a| {
+                let mut n = 0;
+                let all_acme = a.all(|p| {
+                    n += 1;
+                    p.as_ref() == ACME_TLS_ALPN
+                });
+                all_acme && n > 0
             });
-            all_acme && n > 0
-        });
         if only_acme {
             return sni.and_then(|name| self.live.challenge_for(name));
         }
@@ -168,7 +201,7 @@ impl ResolvesServerCert for ByName {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "acme"))]
 mod tests {
     use super::*;
     use crate::tls::testing::certificate;

@@ -2,6 +2,8 @@
 //! precedence, and the built-in document. Files live in fresh temporary
 //! directories; the process cwd is never changed (tests run in parallel).
 
+#[cfg(feature = "acme")]
+mod acme;
 mod admission;
 mod auth;
 mod cgi;

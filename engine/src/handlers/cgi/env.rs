@@ -10,7 +10,7 @@
 //! finds its interpreter.
 
 use std::ffi::CString;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -19,7 +19,7 @@ use super::runner::Ends;
 use crate::handlers::spool::Spool;
 use crate::http::parse::{BodyFraming, Header};
 use crate::http::request::OwnedRequest;
-use crate::http::{push_u64, TlsSession};
+use crate::http::{push_ip, push_u64, TlsSession};
 
 /// `PATH` for scripts unless the rule's `env` sets its own.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -333,26 +333,6 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
         v.set(name.as_bytes(), value.as_bytes(), 0, None);
     }
     v.done()
-}
-
-/// Appends `ip` as text, an IPv4-mapped IPv6 address as the IPv4 one;
-/// IPv4 without the formatting machinery (a request's variables hold
-/// three addresses).
-fn push_ip(b: &mut Vec<u8>, ip: IpAddr) {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => {
-            for (i, octet) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    b.push(b'.');
-                }
-                push_u64(b, octet.into());
-            }
-        }
-        v6 => {
-            use std::io::Write as _;
-            let _ = write!(b, "{v6}");
-        }
-    }
 }
 
 /// `CONTENT_LENGTH` for a request framed `framing` whose body is `held`

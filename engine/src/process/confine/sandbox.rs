@@ -200,6 +200,10 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
             rules.extend(upstream_roots_rules(&prefix, &site.reverse_proxy, &rules));
         }
     }
+    if let (Some(acme), false) = (cfg.acme(), programs) {
+        // The ACME thread's account, certificates and locks.
+        rules.push(Rule::new(&acme.storage, WRITABLE, "acme.storage"));
+    }
     if !programs && cfg.holds_bodies() {
         // Bodies held whole (`handlers::spool`: a chunked one for a CGI
         // program or a FastCGI script, any with `buffer_request`): unnamed
@@ -336,11 +340,15 @@ fn log_rules<'a>(
 }
 
 /// Warns when a directory the sandbox lets the server or CGI programs
-/// write beneath (a log directory, `temp_dir`, a `writable` one) holds
+/// write beneath (a log directory, `temp_dir`, `[acme] storage`, a
+/// `writable` one) holds
 /// files brisk serves or runs.
 fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
     let reads = |r: &&Rule| {
-        r.rights & fs_access::READ_DIR != 0 && !r.optional && !r.what.ends_with(".writable")
+        r.rights & fs_access::READ_DIR != 0
+            && !r.optional
+            && !r.what.ends_with(".writable")
+            && r.what != "acme.storage"
     };
     let writable = |r: &&Rule| {
         r.rights & fs_access::WRITE_FILE != 0
@@ -352,8 +360,8 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
             .filter(reads)
             .any(|t| t.path.starts_with(&dir.path))
         {
-            let (what, advice) = if dir.what == "temp_dir" {
-                ("temp_dir".to_string(), "give it a directory of its own")
+            let (what, advice) = if dir.what == "temp_dir" || dir.what == "acme.storage" {
+                (dir.what.clone(), "give it a directory of its own")
             } else if dir.what.ends_with(".writable") {
                 (
                     dir.what.clone(),
@@ -383,9 +391,12 @@ pub struct Plan {
     landlock: Option<Opened>,
     /// For CGI programs (no seccomp filter, TCP and signals allowed).
     programs: bool,
-    /// The TCP ports of the `[[reverse_proxy]]` upstreams, connected to;
-    /// `None` without upstreams (no socket is made then).
+    /// The TCP ports of the `[[reverse_proxy]]` upstreams and of the
+    /// ACME CA, connected to; `None` without either (no socket is made
+    /// then).
     upstreams: Option<Vec<u16>>,
+    /// The ACME thread runs (`[acme]`).
+    acme: bool,
     /// A summary for the error log.
     summary: String,
 }
@@ -429,7 +440,8 @@ pub fn prepare(
     Ok(Plan {
         landlock: open_rules(rules)?,
         programs,
-        upstreams: upstream_ports(cfg),
+        upstreams: connect_ports(cfg),
+        acme: acme_on(cfg),
         summary,
     })
 }
@@ -497,6 +509,13 @@ fn writes(rules: &[Rule]) -> String {
             "unnamed files in {} (request bodies held for CGI)",
             t.path.display()
         ));
+    }
+    if let Some(a) = rules
+        .iter()
+        .filter(writing)
+        .find(|r| r.what == "acme.storage")
+    {
+        places.push(format!("the ACME storage {}", a.path.display()));
     }
     let programs: Vec<String> = rules
         .iter()
@@ -583,6 +602,9 @@ impl Plan {
         if self.upstreams.is_some() {
             allowed.extend_from_slice(syscalls::UPSTREAMS);
         }
+        if self.acme {
+            allowed.extend_from_slice(syscalls::ACME);
+        }
         match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
             Ok(true) => notes.push((
                 Level::Info,
@@ -600,6 +622,25 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// Whether the ACME thread runs.
+fn acme_on(cfg: &Config) -> bool {
+    cfg.acme().is_some()
+}
+
+/// The TCP ports brisk connects to: its upstreams' ([`upstream_ports`])
+/// and its ACME CA's; `None` when it connects to none.
+fn connect_ports(cfg: &Config) -> Option<Vec<u16>> {
+    let acme = cfg.acme().map(|a| a.directory_addr.1);
+    let mut ports = upstream_ports(cfg);
+    if let Some(port) = acme {
+        let list = ports.get_or_insert_with(Vec::new);
+        if !list.contains(&port) {
+            list.push(port);
+        }
+    }
+    ports
 }
 
 /// The TCP ports the `[[reverse_proxy]]` upstreams and `[[fastcgi]]`

@@ -47,6 +47,11 @@ pub struct Sessions {
 }
 
 impl Sessions {
+    /// The certificates obtained while running, and the challenges'.
+    pub fn live(&self) -> Arc<crate::tls::sni::Live> {
+        Arc::clone(&self.shared.live)
+    }
+
     /// The ticket key and the cache for `cfg` (`[tls] session_cache`
     /// entries), `None` without `[tls]`. With the `previous` ones (a
     /// reload), the ticket key is kept, so that tickets issued before

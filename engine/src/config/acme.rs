@@ -1,0 +1,293 @@
+//! `[acme]`: certificates obtained and renewed from an ACME CA (RFC 8555)
+//! by brisk itself (the cargo feature `acme`; see `crate::acme`).
+//!
+//! The section is read with the rest of the file; what depends on the
+//! other sections (the names to order: `hosts`, or every site's that no
+//! `[[tls.certificate]]` covers) is settled once they are read
+//! ([`finish`]). The CA's directory host is resolved when the file loads,
+//! as upstream names are, and kept: inside the sandbox the ACME thread
+//! cannot reach the system's resolver, so every URL the CA gives must be
+//! on that host (Let's Encrypt's all are).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[cfg(feature = "acme")]
+use super::load::{sorted, Loader};
+#[cfg(feature = "acme")]
+use super::ConfigError;
+#[cfg(feature = "acme")]
+use toml::{de::DeValue, Spanned};
+
+pub(super) const ACME_KEYS: &[&str] = &[
+    "email",
+    "directory",
+    "ca_roots",
+    "storage",
+    "hosts",
+    "challenges",
+    "redirect_http",
+];
+
+/// Let's Encrypt's production directory: the default CA.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+/// The challenge kinds, by their protocol names, in brisk's order of
+/// preference.
+#[cfg(feature = "acme")]
+pub const CHALLENGES: &[&str] = &["tls-alpn-01", "http-01"];
+
+/// `[acme]`, settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcmeConfig {
+    /// Where `[acme]` is (`brisk.toml:12: acme`), for messages.
+    pub origin: String,
+    /// The account's contact.
+    pub email: Option<String>,
+    /// The CA's directory URL.
+    pub directory: String,
+    /// Its host and port, and the host's address when the file loaded
+    /// (none when it could not be resolved then: a first start without
+    /// network; the ACME thread asks the resolver, which only works
+    /// without the sandbox, and a reload resolves it again).
+    pub directory_addr: (String, u16, Option<SocketAddr>),
+    /// Extra roots for the directory's own HTTPS (PEM files), beside the
+    /// system's.
+    pub ca_roots: Vec<PathBuf>,
+    /// The storage directory (account, certificates, locks).
+    pub storage: PathBuf,
+    /// The names ordered, one certificate each.
+    pub hosts: Vec<String>,
+    /// The challenge kinds allowed, brisk's preference first.
+    pub challenges: Vec<&'static str>,
+    /// Plain HTTP is redirected to HTTPS (but for http-01 challenges).
+    pub redirect_http: bool,
+}
+
+/// `[acme]` as written, before the other sections are known.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "acme"), allow(dead_code))]
+pub(crate) struct AcmeSection {
+    origin: String,
+    email: Option<String>,
+    directory: (String, String),
+    ca_roots: Vec<PathBuf>,
+    storage: Option<PathBuf>,
+    hosts: Option<(Vec<String>, String)>,
+    challenges: Vec<&'static str>,
+    redirect_http: bool,
+}
+
+impl AcmeSection {
+    /// Where it is, for messages.
+    pub(crate) fn origin(&self) -> &str {
+        &self.origin
+    }
+}
+
+#[cfg(feature = "acme")]
+impl Loader<'_> {
+    pub(super) fn acme(&self, v: &Spanned<DeValue<'_>>) -> Result<AcmeSection, ConfigError> {
+        let mut s = AcmeSection {
+            origin: self.origin("acme", v),
+            email: None,
+            directory: (LETS_ENCRYPT.to_string(), self.origin("acme", v)),
+            ca_roots: Vec::new(),
+            storage: None,
+            hosts: None,
+            challenges: CHALLENGES.to_vec(),
+            redirect_http: true,
+        };
+        for (key, value) in sorted(self.table("acme", v)?) {
+            match key.get_ref().as_ref() {
+                "email" => {
+                    let e = self.string("acme.email", value)?;
+                    let ok = e.split_once('@').is_some_and(|(u, d)| {
+                        !u.is_empty() && d.contains('.') && !e.contains([' ', ',', '<', '>'])
+                    });
+                    if !ok {
+                        return Err(self.fail(
+                            value,
+                            "acme.email",
+                            "expected an address such as \"ops@example.org\"",
+                        ));
+                    }
+                    s.email = Some(e.to_string());
+                }
+                "directory" => {
+                    let d = self.string("acme.directory", value)?;
+                    if crate::acme::http::Url::parse(d).map_or(true, |u| !u.tls) {
+                        return Err(self.fail(
+                            value,
+                            "acme.directory",
+                            "expected an https:// URL (the CA's directory)",
+                        ));
+                    }
+                    s.directory = (d.to_string(), self.origin("acme.directory", value));
+                }
+                "ca_roots" => {
+                    s.ca_roots = self
+                        .strings("acme.ca_roots", value)?
+                        .into_iter()
+                        .map(|(_, item)| self.path("acme.ca_roots", item))
+                        .collect::<Result<_, _>>()?;
+                }
+                "storage" => s.storage = Some(self.path("acme.storage", value)?),
+                "hosts" => {
+                    let mut hosts = Vec::new();
+                    for (h, item) in self.strings("acme.hosts", value)? {
+                        let h = h.to_ascii_lowercase();
+                        if let Err(why) = orderable(&h) {
+                            return Err(self.fail(item, "acme.hosts", &why));
+                        }
+                        if !hosts.contains(&h) {
+                            hosts.push(h);
+                        }
+                    }
+                    s.hosts = Some((hosts, self.origin("acme.hosts", value)));
+                }
+                "challenges" => {
+                    let mut kinds = Vec::new();
+                    for (c, item) in self.strings("acme.challenges", value)? {
+                        let Some(k) = CHALLENGES.iter().find(|k| **k == c) else {
+                            return Err(self.fail(
+                                item,
+                                "acme.challenges",
+                                "expected \"tls-alpn-01\" or \"http-01\"",
+                            ));
+                        };
+                        if !kinds.contains(k) {
+                            kinds.push(*k);
+                        }
+                    }
+                    if kinds.is_empty() {
+                        return Err(self.fail(
+                            value,
+                            "acme.challenges",
+                            "expected at least one of \"tls-alpn-01\" and \"http-01\"",
+                        ));
+                    }
+                    // (Tried in brisk's order whatever the file's.)
+                    s.challenges = CHALLENGES
+                        .iter()
+                        .copied()
+                        .filter(|k| kinds.contains(k))
+                        .collect();
+                }
+                "redirect_http" => s.redirect_http = self.boolean("acme.redirect_http", value)?,
+                _ => return Err(self.unknown(key, "acme", ACME_KEYS)),
+            }
+        }
+        Ok(s)
+    }
+}
+
+#[cfg(feature = "acme")]
+/// Whether a public CA can be asked for `host`: a host name of two labels
+/// at least, no wildcard, no address, not `localhost`.
+fn orderable(host: &str) -> Result<(), String> {
+    if host.starts_with("*.") {
+        return Err(format!("{host}: wildcard names need the dns-01 challenge, which brisk does not answer; name each host"));
+    }
+    if host.parse::<std::net::IpAddr>().is_ok()
+        || host == "localhost"
+        || host.ends_with(".localhost")
+    {
+        return Err(format!(
+            "{host}: a public CA gives no certificate for an address or localhost"
+        ));
+    }
+    if !crate::acme::store::is_storable(host) || !host.contains('.') || host.contains(':') {
+        return Err(format!(
+            "{host}: expected a host name such as \"example.org\""
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(feature = "acme")]
+/// Where the storage is by default: `/var/lib/brisk/acme` for a server
+/// started as root, else under the user's data directory.
+pub fn default_storage() -> PathBuf {
+    if crate::sys::privileges::euid() == 0 {
+        return PathBuf::from("/var/lib/brisk/acme");
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+    data.unwrap_or_else(|| PathBuf::from("/tmp"))
+        .join("brisk/acme")
+}
+
+#[cfg(feature = "acme")]
+/// Settles `[acme]` once the sites and `[tls]` are known: the names to
+/// order (`hosts`, or every site's that no certificate covers), the
+/// directory's address.
+pub(crate) fn finish(
+    s: AcmeSection,
+    site_hosts: &[String],
+    covered: &dyn Fn(&str) -> bool,
+) -> Result<AcmeConfig, ConfigError> {
+    let fail = |at: &str, what: String| ConfigError {
+        message: format!("{at}: {what}"),
+    };
+    let hosts = match s.hosts {
+        Some((hosts, _)) => hosts,
+        None => site_hosts
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .filter(|h| orderable(h).is_ok() && !covered(h))
+            .fold(Vec::new(), |mut v, h| {
+                if !v.contains(&h) {
+                    v.push(h);
+                }
+                v
+            }),
+    };
+    if hosts.is_empty() {
+        return Err(fail(&s.origin, "names no host to order a certificate for: write hosts = [\"example.org\"], or give a [[site]] hosts that no [[tls.certificate]] covers".into()));
+    }
+    let url = crate::acme::http::Url::parse(&s.directory.0).map_err(|e| fail(&s.directory.1, e))?;
+    let host = url
+        .host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let addr = super::upstream::resolve_name(&host, url.port).ok();
+    Ok(AcmeConfig {
+        origin: s.origin,
+        email: s.email,
+        directory: s.directory.0,
+        directory_addr: (host, url.port, addr),
+        ca_roots: s.ca_roots,
+        storage: s.storage.unwrap_or_else(default_storage),
+        hosts,
+        challenges: s.challenges,
+        redirect_http: s.redirect_http,
+    })
+}
+
+#[cfg(all(test, feature = "acme"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_host_names_are_orderable() {
+        for ok in ["example.org", "www.example.org", "a.test"] {
+            assert_eq!(orderable(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "*.example.org",
+            "localhost",
+            "a.localhost",
+            "127.0.0.1",
+            "::1",
+            "example",
+            "a..b",
+            "a/b",
+        ] {
+            assert!(orderable(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! `[acme]`: what it orders, and every refusal with its file, line and
+//! key. (The CA named is 127.0.0.1's, so that nothing here asks a DNS
+//! server.)
+
+use super::{args, TempDir};
+use crate::config::{Command, Config, ConfigError, LETS_ENCRYPT};
+
+fn run(toml: &str) -> Result<Config, String> {
+    let dir = TempDir::new();
+    let data = crate::source_dir().join("engine/src/tls/testdata");
+    for f in ["a.pem", "a.key"] {
+        std::fs::copy(data.join(f), dir.path().join(f)).unwrap();
+    }
+    let file = dir.write("site.toml", &format!("root = \"public\"\n{toml}"));
+    match args(&["--config", file.to_str().unwrap()]) {
+        Ok(Command::Run(c)) => Ok(c),
+        Ok(other) => panic!("expected Run, got {other:?}"),
+        Err(ConfigError { message }) => Err(message.replace(dir.path().to_str().unwrap(), "DIR")),
+    }
+}
+
+const TLS: &str = "[tls]\nlisten = [\"127.0.0.1:8443\"]\n";
+const CA: &str = "directory = \"https://127.0.0.1:14000/dir\"\n";
+
+#[test]
+fn hosts_as_written_or_every_sites_not_covered_by_a_certificate() {
+    let c = run(&format!(
+        "{TLS}[acme]\n{CA}email = \"ops@example.org\"\nhosts = [\"Example.org\", \"www.example.org\", \"example.org\"]\nstorage = \"acme\"\n"
+    ))
+    .unwrap();
+    let a = c.acme.unwrap();
+    assert_eq!(a.hosts, ["example.org", "www.example.org"]);
+    assert_eq!(a.email.as_deref(), Some("ops@example.org"));
+    assert!(a.storage.ends_with("acme") && a.storage.is_absolute());
+    assert_eq!(a.challenges, ["tls-alpn-01", "http-01"]);
+    assert_eq!(
+        a.directory_addr,
+        (
+            "127.0.0.1".into(),
+            14000,
+            Some("127.0.0.1:14000".parse().unwrap())
+        )
+    );
+    assert!(a.redirect_http);
+    // No certificate is needed in [tls] then.
+    assert!(c.tls.unwrap().certificates.is_empty());
+
+    // By default: the sites' names, less those a certificate covers
+    // (a.test and *.a.test), wildcards and localhost.
+    let sites = "[[site]]\nhosts = [\"a.test\", \"www.a.test\", \"b.test\", \"*.c.test\", \"localhost\"]\nroot = \"public\"\n\
+                 [[site]]\nhosts = [\"d.test\"]\nroot = \"public\"\n";
+    let cert = "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
+    let c = run(&format!("{TLS}{cert}[acme]\n{CA}{sites}")).unwrap();
+    assert_eq!(c.acme.unwrap().hosts, ["b.test", "d.test"]);
+}
+
+#[test]
+fn the_defaults_and_the_challenges_in_brisks_order() {
+    let c = run(&format!(
+        "{TLS}[acme]\nhosts = [\"a.test\"]\nchallenges = [\"http-01\", \"tls-alpn-01\"]\nredirect_http = false\n"
+    ))
+    .unwrap();
+    let a = c.acme.unwrap();
+    assert_eq!(a.directory, LETS_ENCRYPT);
+    assert_eq!(a.challenges, ["tls-alpn-01", "http-01"]);
+    assert!(!a.redirect_http);
+    // (Resolved when the file loads; none here, without DNS: the ACME
+    // thread says so when it tries.)
+    assert_eq!(a.directory_addr.1, 443);
+    let only = run(&format!(
+        "{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nchallenges = \"http-01\"\n"
+    ))
+    .unwrap();
+    assert_eq!(only.acme.unwrap().challenges, ["http-01"]);
+}
+
+#[test]
+fn mistakes_are_refused_with_file_line_and_key() {
+    let cases = [
+        (
+            "[acme]\nhosts = [\"a.test\"]\n",
+            "DIR/site.toml:2: acme: needs [tls] listen",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hostz = 1\n"),
+            "DIR/site.toml:6: unknown key \"acme.hostz\"; did you mean \"hosts\"?",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}email = \"ops\"\n"),
+            "DIR/site.toml:6: acme.email: expected an address",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"*.a.test\"]\n"),
+            "DIR/site.toml:6: acme.hosts: *.a.test: wildcard names need the dns-01 challenge",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"127.0.0.1\"]\n"),
+            "DIR/site.toml:6: acme.hosts: 127.0.0.1: a public CA gives no certificate",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"a/b.test\"]\n"),
+            "DIR/site.toml:6: acme.hosts: a/b.test: expected a host name",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}challenges = [\"dns-01\"]\n"),
+            "DIR/site.toml:6: acme.challenges: expected \"tls-alpn-01\" or \"http-01\"",
+        ),
+        (
+            &format!("{TLS}[acme]\ndirectory = \"http://ca.test/dir\"\n"),
+            "DIR/site.toml:5: acme.directory: expected an https:// URL",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}"),
+            "DIR/site.toml:4: acme: names no host to order a certificate for",
+        ),
+    ];
+    for (toml, want) in cases {
+        let e = run(toml).unwrap_err();
+        assert!(e.starts_with(want), "{toml}\n{e}\nwanted: {want}");
+    }
+}
