@@ -198,8 +198,11 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run brisk --daemon");
-    // The foreground process returns at once, after printing the URL.
+    // The foreground process returns once the daemon serves, its pid
+    // file written (as systemd's Type=forking expects).
     assert!(out.status.success(), "{out:?}");
+    let written = std::fs::read_to_string(&pid_file).expect("the pid file, at once");
+    assert!(written.trim().parse::<i32>().is_ok(), "{written:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let addr: std::net::SocketAddr = stderr
         .lines()
@@ -255,6 +258,31 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     let log = fs::read_to_string(&error_log).unwrap_or_default();
     assert!(log.contains("] started 1 worker\n"), "{log}");
     assert!(log.contains("] stopped\n"), "{log}");
+}
+
+/// A daemon that fails after it detached (here: its pid file cannot be
+/// written, in /proc) makes `brisk --daemon` fail too, rather than exit
+/// 0 with nothing serving.
+#[test]
+fn a_daemon_that_fails_to_start_makes_its_starter_fail() {
+    let dir = TempDir::new("daemon-fails");
+    let root = dir.path.join("root");
+    write_file(&root.join("hello.txt"), b"x");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(common::root_args())
+        .args(["--daemon", "--listen", "127.0.0.1:0", "--access-log", "off"])
+        .args(["--pid-file", "/proc/brisk-test.pid", "--error-log", "off"])
+        .arg("--root")
+        .arg(&root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run brisk --daemon");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("brisk: the daemon stopped before it served"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -278,8 +278,10 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     for a in &server.listeners() {
         console::say(format_args!("listening on {}", url(a)));
     }
+    // (The process that started brisk waits until `ready` below.)
+    let mut daemon = None;
     if cfg.daemon {
-        sys::process::daemonize().map_err(Error::Daemonize)?;
+        daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
         if let Some(path) = &cfg.pid_file {
             pid_file::write(path)?;
         }
@@ -352,6 +354,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     #[cfg(feature = "acme")]
     let mut acme_started = running.config().acme().cloned();
     manager.ready("serving", &mut main_log);
+    if let Some(d) = daemon.take() {
+        d.ready();
+    }
     let mut stop = None;
     if let Some(h) = handover.take() {
         // The previous brisk waits for this to retire.

@@ -1,6 +1,7 @@
 //! Process-wide set-up: descriptor limits, daemonizing.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::cvt;
 
@@ -49,14 +50,47 @@ pub(crate) fn close_range(
 
 /// Detaches from the terminal: fork, `setsid`, fork again, standard
 /// streams to /dev/null. Must run before any thread is spawned.
-pub fn daemonize() -> io::Result<()> {
+///
+/// The process that was started waits until the daemon says it serves
+/// ([`Daemon::ready`]: its pid file written, its workers started), then
+/// exits 0; if the daemon ends first, it exits 1 and says so on stderr.
+/// So whoever started brisk (a shell, systemd's `Type=forking`) finds the
+/// pid file and a serving server once it returns, or a failure.
+pub fn daemonize() -> io::Result<Daemon> {
+    let mut ends = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `ends`.
+    cvt(unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both were just made and are owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
     for round in 0..2 {
         // SAFETY: no other threads exist yet (the caller's contract), so
         // the child is a faithful copy.
         let pid = cvt(unsafe { libc::fork() })?;
+        if pid > 0 && round == 0 {
+            drop(write);
+            let mut byte = [0u8; 1];
+            let got = loop {
+                // SAFETY: reads into a one-byte buffer.
+                let n = unsafe { libc::read(read.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+                if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    break n;
+                }
+            };
+            if got == 1 {
+                // SAFETY: the parent leaves at once without running
+                // destructors that could flush shared buffers twice.
+                unsafe { libc::_exit(0) };
+            }
+            let msg: &[u8] =
+                b"brisk: the daemon stopped before it served; its error log says why\n";
+            // SAFETY: writes a static message to stderr, then leaves.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::_exit(1)
+            };
+        }
         if pid > 0 {
-            // SAFETY: the parent leaves at once without running destructors
-            // that could flush shared buffers twice.
+            // SAFETY: as above (the middle process).
             unsafe { libc::_exit(0) };
         }
         if round == 0 {
@@ -64,16 +98,32 @@ pub fn daemonize() -> io::Result<()> {
             cvt(unsafe { libc::setsid() })?;
         }
     }
+    drop(read);
     let devnull = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")?;
-    use std::os::fd::AsRawFd;
     for fd in 0..3 {
         // SAFETY: both descriptors are open; dup2 replaces the standard one.
         cvt(unsafe { libc::dup2(devnull.as_raw_fd(), fd) })?;
     }
-    Ok(())
+    Ok(Daemon { ready: write })
+}
+
+/// A daemon's line back to the process that started it (see
+/// [`daemonize`]).
+#[derive(Debug)]
+pub struct Daemon {
+    ready: OwnedFd,
+}
+
+impl Daemon {
+    /// Tells the process that started brisk that it serves: it exits 0.
+    /// (Dropped without it, the daemon failed: that process exits 1.)
+    pub fn ready(self) {
+        // SAFETY: a one-byte write to the pipe's write end, owned here.
+        let _ = unsafe { libc::write(self.ready.as_raw_fd(), b"R".as_ptr().cast(), 1) };
+    }
 }
 
 /// This process's id.
