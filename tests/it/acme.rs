@@ -63,6 +63,21 @@ fn now() -> u64 {
         .as_secs()
 }
 
+/// Whether a DNS server on `port` of 127.0.0.1 answers an A query for
+/// `a.test` (RFC 1035 §4.1) over UDP within a second.
+fn answers_dns(port: u16) -> bool {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    // Id 0x4252, recursion desired, one question: a.test, A, IN.
+    let mut q = vec![0x42, 0x52, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+    q.extend_from_slice(b"\x01a\x04test\x00\x00\x01\x00\x01");
+    if sock.send_to(&q, ("127.0.0.1", port)).is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 512];
+    matches!(sock.recv_from(&mut buf), Ok((n, from)) if n >= 12 && buf[..2] == q[..2] && from.port() == port)
+}
+
 /// A child process killed on drop.
 struct Killed(Child);
 
@@ -177,14 +192,14 @@ impl Pebble {
                 .spawn()
                 .unwrap();
             let mut procs = vec![Killed(chall)];
-            // Its DNS answers on TCP (as Pebble asks), from it.
+            // Its DNS answers a query (a TCP connect alone may meet
+            // another program's listener, or connect the socket to itself
+            // when the port is in the ephemeral range).
             let dns_up = poll(Duration::from_secs(30), || {
                 if procs[0].0.try_wait().unwrap().is_some() {
                     return Some(false);
                 }
-                std::net::TcpStream::connect(("127.0.0.1", dns))
-                    .ok()
-                    .map(|_| true)
+                answers_dns(dns).then_some(true)
             });
             if dns_up != Some(true) {
                 continue;
