@@ -112,6 +112,11 @@ impl Pebble {
     /// Pebble with its defaults but for `env` (such as
     /// `PEBBLE_VA_NOSLEEP=1`); None (a skip) without the tools.
     fn start(env: &[(&str, &str)]) -> Option<Pebble> {
+        Pebble::start_with(env, 90 * 86_400)
+    }
+
+    /// [`Pebble::start`], its certificates valid `validity` seconds.
+    fn start_with(env: &[(&str, &str)], validity: u64) -> Option<Pebble> {
         let (Some(pebble), Some(challtest)) = (
             go_tool("PEBBLE", "pebble"),
             go_tool("PEBBLE_CHALLTESTSRV", "pebble-challtestsrv"),
@@ -176,7 +181,8 @@ impl Pebble {
   "tlsPort": {tls_port},
   "ocspResponderURL": "",
   "externalAccountBindingRequired": false,
-  "retryAfter": {{"authz": 1, "order": 1}}
+  "retryAfter": {{"authz": 1, "order": 1}},
+  "profiles": {{"default": {{"description": "the test's", "validityPeriod": {validity}}}}}
 }}}}"#,
                 d = dir.path.display()
             );
@@ -675,4 +681,134 @@ challenges = [{kinds}]
         let head = String::from_utf8_lossy(&r.raw);
         assert!(head.contains(&format!("Location: {to}\r\n")), "{head}");
     }
+}
+
+/// The certificate served now for `name` on `addr`, and its expiry.
+fn leaf_of(
+    addr: std::net::SocketAddr,
+    name: &str,
+    root: &CertificateDer<'static>,
+) -> Option<(Vec<u8>, u64)> {
+    let chain = served_chain(addr, name, root.clone()).ok()?;
+    let facts = brisk::tls::x509::parse(&chain[0]).ok()?;
+    Some((chain[0].to_vec(), facts.not_after))
+}
+
+/// A server of `names` in front of `pebble`, its error log in its
+/// stderr; the TLS address.
+fn acme_server(
+    pebble: &Pebble,
+    names: &[&str],
+    files: &[(&str, &[u8])],
+) -> (crate::common::Server, std::net::SocketAddr) {
+    let mut b = crate::common::Builder::new();
+    for (name, bytes) in files {
+        b.file(name, bytes);
+    }
+    let base = b.base().to_path_buf();
+    std::fs::write(base.join("ca.pem"), cert::pem("CERTIFICATE", &pebble.ca)).unwrap();
+    let hosts: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    let toml = format!(
+        "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
+         directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{base}/acme\"\n\
+         hosts = [{hosts}]\n",
+        http = pebble.http_port,
+        tls = pebble.tls_port,
+        dir = pebble.directory,
+        base = base.display(),
+        hosts = hosts.join(", "),
+    );
+    b.config(&toml).listen_from_config().listeners(2);
+    let tls = format!("127.0.0.1:{}", pebble.tls_port).parse().unwrap();
+    (b.start(), tls)
+}
+
+#[test]
+fn a_certificate_is_renewed_without_a_restart_while_a_download_on_the_old_one_goes_on() {
+    // Certificates of 60 s: renewed 40 s into their lifetime.
+    let Some(pebble) = Pebble::start_with(&[("PEBBLE_VA_NOSLEEP", "1")], 60) else {
+        return;
+    };
+    let body = vec![b'x'; 4 << 20];
+    let (server, tls) = acme_server(&pebble, &["a.test"], &[("big.bin", &body)]);
+    let root = pebble.root();
+    let first = poll(Duration::from_secs(60), || leaf_of(tls, "a.test", &root));
+    let (first, first_end) = first.unwrap_or_else(|| panic!("never served: {}", server.stderr()));
+    // A download over the first certificate, read slowly.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root.clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(brisk::tls::provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let conn =
+        rustls::ClientConnection::new(Arc::new(config), ServerName::try_from("a.test").unwrap())
+            .unwrap();
+    let sock = std::net::TcpStream::connect(tls).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut stream = rustls::StreamOwned::new(conn, sock);
+    use std::io::{Read as _, Write as _};
+    stream
+        .write_all(b"GET /big.bin HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut piece = [0u8; 16 * 1024];
+    // Until the renewal, a piece now and then.
+    let renewed = poll(Duration::from_secs(90), || {
+        if let Ok(n) = stream.read(&mut piece) {
+            got.extend_from_slice(&piece[..n]);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        leaf_of(tls, "a.test", &root).filter(|(leaf, _)| *leaf != first)
+    });
+    let (_, second_end) = renewed.unwrap_or_else(|| panic!("never renewed: {}", server.stderr()));
+    assert!(second_end > first_end);
+    assert!(stream.conn.peer_certificates().unwrap()[0].as_ref() == first.as_slice());
+    stream.read_to_end(&mut got).unwrap();
+    let head_end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(
+        got.len() - head_end,
+        body.len(),
+        "the download on the old certificate completed"
+    );
+    let log = server.stderr();
+    assert_eq!(log.matches("ordering a certificate").count(), 2, "{log}");
+}
+
+#[test]
+fn an_unreachable_ca_is_tried_again_later_with_a_line_each_time_and_the_server_serves_on() {
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    // The directory names a port nothing listens on.
+    let dead = Pebble {
+        directory: format!("https://127.0.0.1:{}/dir", free_tcp()),
+        ..pebble
+    };
+    let (server, tls) = acme_server(&dead, &["a.test"], &[("index.html", b"still here\n")]);
+    let line = server.wait_stderr_line("acme: a.test:");
+    let line = if line.contains("ordering") {
+        server.wait_stderr_line("next try in")
+    } else {
+        line
+    };
+    assert!(
+        line.contains("[error] acme: a.test: GET https://127.0.0.1:"),
+        "{line}"
+    );
+    assert!(line.contains("cannot connect"), "{line}");
+    assert!(
+        line.contains(
+            "no certificate for it yet: its handshakes fail; next try in 60 s (failure 1)"
+        ),
+        "{line}"
+    );
+    // No certificate: the handshake fails with an alert (not a hang).
+    let refused = served_chain(tls, "a.test", CertificateDer::from(dead.ca.clone())).unwrap_err();
+    assert!(refused.contains("alert"), "{refused}");
+    // Plain HTTP is still served (redirected to HTTPS).
+    let r = server.request(b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 308);
 }
