@@ -18,9 +18,10 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 14] = [
+    let sections: [fn(&Config, &mut String); 15] = [
         server,
         tls,
+        acme,
         proxy,
         http2,
         default_site,
@@ -118,6 +119,39 @@ fn tls(c: &Config, s: &mut String) {
         t.session_cache,
         duration(t.handshake_timeout),
         t.max_handshakes
+    );
+}
+
+/// `[acme]`: what is ordered, from where, how, and where it is kept
+/// (nothing without it).
+fn acme(c: &Config, s: &mut String) {
+    let Some(a) = c.acme() else {
+        return;
+    };
+    let resolved = match &a.directory_addr {
+        (_, _, Some(addr)) => format!("at {addr}"),
+        (host, _, None) => format!("{host} not resolved now: every try will fail until a restart"),
+    };
+    let _ = writeln!(
+        s,
+        "acme: {} ({resolved}), {}, one certificate each for {}",
+        a.directory,
+        a.challenges.join(" then "),
+        a.hosts.join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "  storage {}{}{}",
+        a.storage.display(),
+        a.email
+            .as_ref()
+            .map(|e| format!(", contact {e}"))
+            .unwrap_or_default(),
+        if a.redirect_http {
+            ", plain HTTP redirected to HTTPS"
+        } else {
+            ""
+        }
     );
 }
 

@@ -119,3 +119,21 @@ fn mistakes_are_refused_with_file_line_and_key() {
         assert!(e.starts_with(want), "{toml}\n{e}\nwanted: {want}");
     }
 }
+
+#[test]
+fn the_summary_says_what_is_ordered_from_where() {
+    let dir = TempDir::new();
+    let file = dir.write(
+        "site.toml",
+        &format!("root = \"public\"\n{TLS}[acme]\n{CA}hosts = [\"a.test\", \"b.test\"]\nstorage = \"/srv/acme\"\n"),
+    );
+    let Ok(Command::CheckOk(report)) =
+        args(&["--config", file.to_str().unwrap(), "--check-config"])
+    else {
+        panic!("a check");
+    };
+    assert!(
+        report.contains("acme: https://127.0.0.1:14000/dir (at 127.0.0.1:14000), tls-alpn-01 then http-01, one certificate each for a.test, b.test\n  storage /srv/acme, plain HTTP redirected to HTTPS\n"),
+        "{report}"
+    );
+}
