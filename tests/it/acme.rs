@@ -40,20 +40,36 @@ fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
     on_path.into_iter().chain(gobin).find(|p| p.is_file())
 }
 
+/// A port of 127.0.0.1 free for TCP and UDP now, below the kernel's
+/// ephemeral range (32768 and up by default): a port picked there may be
+/// taken as the source port of some connection before the program meant
+/// to listen on it binds it.
+fn free_port() -> u16 {
+    use std::sync::atomic::AtomicU32;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = (std::process::id()
+        ^ SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos())
+        % 12_000;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (20_000 + (seed + n * 7919) % 12_000) as u16;
+        let tcp = TcpListener::bind(("127.0.0.1", port));
+        let udp = UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            return port;
+        }
+    }
+}
+
 fn free_tcp() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_port()
 }
 
 fn free_udp() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_port()
 }
 
 fn now() -> u64 {
@@ -419,6 +435,7 @@ fn manager(
         kinds: kinds.to_vec(),
         storage: storage.to_path_buf(),
         holder: holder.into(),
+        local: Vec::new(),
     };
     let published = Arc::new(Published {
         live: Arc::clone(&live),
@@ -813,4 +830,44 @@ fn an_unreachable_ca_is_tried_again_later_with_a_line_each_time_and_the_server_s
     // Plain HTTP is still served (redirected to HTTPS).
     let r = server.request(b"GET / HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
     assert_eq!(r.status, 308);
+}
+
+#[test]
+fn localhost_and_addresses_get_a_certificate_from_the_local_ca_without_any_ca_asked() {
+    let mut b = crate::common::Builder::new();
+    let base = b.base().to_path_buf();
+    let (http, tls) = (free_tcp(), free_tcp());
+    // (No directory is reachable here: none is needed.)
+    let toml = format!(
+        "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
+         storage = \"{}/acme\"\nhosts = [\"localhost\", \"127.0.0.1\"]\n",
+        base.display()
+    );
+    b.file("index.html", b"local\n");
+    b.config(&toml).listen_from_config().listeners(2);
+    let server = b.start();
+    let line = server.wait_stderr_line("from brisk's local CA");
+    let ca_path = base.join("acme/local/ca.pem");
+    assert!(
+        line.contains(&format!("trust {}", ca_path.display())),
+        "{line}"
+    );
+    let ca = CertificateDer::from_pem_file(&ca_path).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{tls}").parse().unwrap();
+    // By name (SNI localhost), and by address (no SNI: the default).
+    for name in ["localhost", "127.0.0.1"] {
+        let chain = poll(Duration::from_secs(10), || {
+            served_chain(addr, name, ca.clone()).ok()
+        });
+        assert!(chain.is_some(), "{name}: {}", server.stderr());
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    for file in ["ca.key", "key.pem", "ca.pem", "chain.pem"] {
+        let mode = std::fs::metadata(base.join("acme/local").join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    assert!(!server.stderr().contains("[error]"), "{}", server.stderr());
 }

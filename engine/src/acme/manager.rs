@@ -21,6 +21,7 @@ use std::time::Duration;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::cert;
 use super::client::{Account, Challenge, Directory, Responder};
 use super::http::Client;
 use super::key::Key;
@@ -33,6 +34,12 @@ use crate::tls::sni::Live;
 pub const FIRST_RETRY: Duration = Duration::from_secs(60);
 /// The longest pause between two tries.
 pub const LAST_RETRY: Duration = Duration::from_secs(24 * 3600);
+/// The local CA's name (its certificate's subject).
+pub const LOCAL_CA: &str = "brisk local CA";
+
+/// How long a local certificate lasts (renewed two thirds through).
+pub const LOCAL_VALIDITY: u64 = 7 * 86_400;
+
 /// How long a server waits for another making the account.
 pub const ACCOUNT_WAIT: Duration = Duration::from_secs(30);
 /// How soon a server that found a name's lock held looks again (at the
@@ -54,6 +61,9 @@ pub struct Settings {
     pub storage: PathBuf,
     /// Who this server is, in lock files (host name and pid).
     pub holder: String,
+    /// `localhost` and addresses: one certificate for them all from the
+    /// local CA, made in the storage (no CA is asked).
+    pub local: Vec<String>,
 }
 
 /// How a name stands.
@@ -95,6 +105,8 @@ pub struct Manager {
     live: Arc<Live>,
     responder: Arc<dyn Responder + Send + Sync>,
     names: HashMap<String, NameState>,
+    /// The local CA's certificate for `settings.local`.
+    local: NameState,
 }
 
 impl std::fmt::Debug for Manager {
@@ -133,6 +145,7 @@ impl Manager {
             live,
             responder,
             names,
+            local: NameState::default(),
         })
     }
 
@@ -191,6 +204,9 @@ impl Manager {
     /// missing certificates and renews those due, one name after the
     /// other. Returns how long to wait before the next step.
     pub fn step(&mut self, now: u64, log: Log<'_>) -> Duration {
+        if !self.settings.local.is_empty() && self.local.due() <= now {
+            self.local_step(now, log);
+        }
         let mut due: Vec<String> = self
             .names
             .iter()
@@ -201,13 +217,145 @@ impl Manager {
         for name in due {
             self.renew(&name, now, log);
         }
+        let local = (!self.settings.local.is_empty()).then_some(self.local.due());
         let next = self
             .names
             .values()
             .map(NameState::due)
+            .chain(local)
             .min()
             .unwrap_or(u64::MAX);
         Duration::from_secs(next.saturating_sub(now).clamp(1, LAST_RETRY.as_secs()))
+    }
+
+    /// Serves the local CA's certificate for `localhost` and addresses:
+    /// the stored one while it is valid, names the same, and not due; a
+    /// new one else (the CA made first, once, ten years long).
+    fn local_step(&mut self, now: u64, log: Log<'_>) {
+        let names = self.settings.local.clone();
+        let got = self.local_certificate(&names, now, log);
+        match got {
+            Ok((key, not_before, not_after)) => {
+                self.live.set(&names, Some(Arc::clone(&key)));
+                self.live.set_default(Some(key));
+                self.local = NameState {
+                    not_before,
+                    not_after,
+                    ..NameState::default()
+                };
+            }
+            Err(e) => {
+                let s = &mut self.local;
+                s.failures += 1;
+                let pause = FIRST_RETRY
+                    .saturating_mul(1u32 << (s.failures - 1).min(16))
+                    .min(LAST_RETRY);
+                s.wait_until = now + pause.as_secs();
+                log(
+                    Level::Error,
+                    format_args!(
+                        "acme: local CA for {}: {e}; next try in {} s",
+                        names.join(", "),
+                        pause.as_secs()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The local certificate for `names`: the stored one if it will do,
+    /// else a new one, stored.
+    fn local_certificate(
+        &mut self,
+        names: &[String],
+        now: u64,
+        log: Log<'_>,
+    ) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+        if let Some(stored) = self.store.local_certificate().map_err(|e| e.to_string())? {
+            if let Ok((key, nb, na)) = certified(&stored, now) {
+                let leaf = key
+                    .cert
+                    .first()
+                    .map(|c| c.as_ref().to_vec())
+                    .unwrap_or_default();
+                let same = crate::tls::x509::parse(&leaf).is_ok_and(|f| {
+                    let mut want: Vec<String> = names
+                        .iter()
+                        .filter(|n| n.parse::<std::net::IpAddr>().is_err())
+                        .cloned()
+                        .collect();
+                    let mut have = f.names.clone();
+                    want.sort();
+                    have.sort();
+                    want == have
+                });
+                let fresh = NameState {
+                    not_before: nb,
+                    not_after: na,
+                    ..NameState::default()
+                };
+                if same && fresh.renew_at() > now {
+                    return Ok((key, nb, na));
+                }
+            }
+        }
+        let (ca_key, ca_cert) = match self.store.local_ca().map_err(|e| e.to_string())? {
+            Some((pkcs8, cert)) => (Key::from_pkcs8(&pkcs8).map_err(|e| e.0)?, cert),
+            None => {
+                let key = Key::generate().map_err(|e| e.0)?;
+                let t = cert::Template {
+                    names: &[],
+                    common_name: Some(LOCAL_CA),
+                    serial: cert::serial().map_err(|e| e.0)?,
+                    not_before: now.saturating_sub(3600),
+                    not_after: now + 10 * 365 * 86_400,
+                    ca: true,
+                    acme_identifier: None,
+                };
+                let der = cert::certificate(&t, &key, None).map_err(|e| e.0)?;
+                self.store
+                    .save_local_ca(key.pkcs8(), &der)
+                    .map_err(|e| e.to_string())?;
+                (key, der)
+            }
+        };
+        let alts: Vec<cert::Alt<'_>> = names
+            .iter()
+            .map(|n| n.parse().map_or(cert::Alt::Dns(n), cert::Alt::Ip))
+            .collect();
+        let key = Key::generate().map_err(|e| e.0)?;
+        let t = cert::Template {
+            names: &alts,
+            common_name: None,
+            serial: cert::serial().map_err(|e| e.0)?,
+            not_before: now.saturating_sub(3600),
+            not_after: now + LOCAL_VALIDITY,
+            ca: false,
+            acme_identifier: None,
+        };
+        let leaf = cert::certificate(&t, &key, Some((&ca_key, LOCAL_CA))).map_err(|e| e.0)?;
+        let stored = Stored {
+            chain_pem: cert::pem("CERTIFICATE", &leaf) + &cert::pem("CERTIFICATE", &ca_cert),
+            key_pem: cert::pem("PRIVATE KEY", key.pkcs8()),
+        };
+        self.store
+            .save_local_certificate(&stored)
+            .map_err(|e| e.to_string())?;
+        let ca_path = self
+            .store
+            .local_dir()
+            .map_err(|e| e.to_string())?
+            .join("ca.pem");
+        log(
+            Level::Info,
+            format_args!(
+                "acme: {}: a certificate from brisk's local CA, valid until {}; trust {} to use it without warnings",
+                names.join(", "),
+                certs::utc(t.not_after),
+                ca_path.display()
+            ),
+        );
+        certified(&stored, now)
     }
 
     /// Gets `name` a new certificate, or what another server of the

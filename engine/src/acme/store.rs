@@ -9,6 +9,8 @@
 //!     certs/<name>/chain.pem        a certificate and its chain, 0600
 //!     certs/<name>/key.pem          its key, PKCS#8 PEM, 0600
 //!   locks/<name>.lock               who orders <name> now, and since when
+//!   local/ca.pem, ca.key            the local CA (localhost, addresses), its key 0600
+//!   local/chain.pem, key.pem        its certificate for them
 //! ```
 //!
 //! `<ca>` is the directory URL's host, port and path made a file name
@@ -208,6 +210,68 @@ impl Store {
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
+    }
+}
+
+impl Store {
+    /// The local CA's directory (made 0700 when missing).
+    pub fn local_dir(&self) -> io::Result<PathBuf> {
+        let dir = self.root.join("local");
+        mkdir(&dir)?;
+        Ok(dir)
+    }
+
+    /// The local CA's key (PKCS#8 DER) and certificate (DER), if made.
+    pub fn local_ca(&self) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let dir = self.local_dir()?;
+        let read = |f: &str| match fs::read_to_string(dir.join(f)) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        };
+        let (Some(key), Some(cert)) = (read("ca.key")?, read("ca.pem")?) else {
+            return Ok(None);
+        };
+        let bad = |what: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("local/{what} holds no PEM block"),
+            )
+        };
+        Ok(Some((
+            pem_der(&key, "PRIVATE KEY").ok_or_else(|| bad("ca.key"))?,
+            pem_der(&cert, "CERTIFICATE").ok_or_else(|| bad("ca.pem"))?,
+        )))
+    }
+
+    /// Stores the local CA (its key first).
+    pub fn save_local_ca(&self, pkcs8: &[u8], cert: &[u8]) -> io::Result<()> {
+        let dir = self.local_dir()?;
+        write_atomic(
+            &dir.join("ca.key"),
+            super::cert::pem("PRIVATE KEY", pkcs8).as_bytes(),
+        )?;
+        write_atomic(
+            &dir.join("ca.pem"),
+            super::cert::pem("CERTIFICATE", cert).as_bytes(),
+        )
+    }
+
+    /// The local CA's certificate for its names, if made.
+    pub fn local_certificate(&self) -> io::Result<Option<Stored>> {
+        let dir = self.local_dir()?;
+        let read = |f: &str| fs::read_to_string(dir.join(f)).ok();
+        Ok(match (read("chain.pem"), read("key.pem")) {
+            (Some(chain_pem), Some(key_pem)) => Some(Stored { chain_pem, key_pem }),
+            _ => None,
+        })
+    }
+
+    /// Stores the local CA's certificate for its names.
+    pub fn save_local_certificate(&self, cert: &Stored) -> io::Result<()> {
+        let dir = self.local_dir()?;
+        write_atomic(&dir.join("key.pem"), cert.key_pem.as_bytes())?;
+        write_atomic(&dir.join("chain.pem"), cert.chain_pem.as_bytes())
     }
 }
 

@@ -58,6 +58,10 @@ pub struct AcmeConfig {
     pub storage: PathBuf,
     /// The names ordered, one certificate each.
     pub hosts: Vec<String>,
+    /// `localhost` and addresses, which no public CA certifies: one
+    /// certificate for them all from a local CA brisk makes in the
+    /// storage (as Caddy's `tls internal`).
+    pub local: Vec<String>,
     /// The challenge kinds allowed, brisk's preference first.
     pub challenges: Vec<&'static str>,
     /// Plain HTTP is redirected to HTTPS (but for http-01 challenges).
@@ -137,7 +141,9 @@ impl Loader<'_> {
                     let mut hosts = Vec::new();
                     for (h, item) in self.strings("acme.hosts", value)? {
                         let h = h.to_ascii_lowercase();
-                        if let Err(why) = orderable(&h) {
+                        if let Err(why) =
+                            orderable(&h).or_else(|e| is_local(&h).then_some(()).ok_or(e))
+                        {
                             return Err(self.fail(item, "acme.hosts", &why));
                         }
                         if !hosts.contains(&h) {
@@ -182,6 +188,13 @@ impl Loader<'_> {
     }
 }
 
+/// Whether `host` is certified by the local CA: `localhost` (or a name
+/// beneath it, RFC 6761 §6.3) or an IP address.
+#[cfg(feature = "acme")]
+fn is_local(host: &str) -> bool {
+    host == "localhost" || host.ends_with(".localhost") || host.parse::<std::net::IpAddr>().is_ok()
+}
+
 #[cfg(feature = "acme")]
 /// Whether a public CA can be asked for `host`: a host name of two labels
 /// at least, no wildcard, no address, not `localhost`.
@@ -194,7 +207,7 @@ fn orderable(host: &str) -> Result<(), String> {
         || host.ends_with(".localhost")
     {
         return Err(format!(
-            "{host}: a public CA gives no certificate for an address or localhost"
+            "{host}: a public CA gives no certificate for an address or localhost (the local CA does)"
         ));
     }
     if !crate::acme::store::is_storable(host) || !host.contains('.') || host.contains(':') {
@@ -232,12 +245,12 @@ pub(crate) fn finish(
     let fail = |at: &str, what: String| ConfigError {
         message: format!("{at}: {what}"),
     };
-    let hosts = match s.hosts {
+    let all = match s.hosts {
         Some((hosts, _)) => hosts,
         None => site_hosts
             .iter()
             .map(|h| h.to_ascii_lowercase())
-            .filter(|h| orderable(h).is_ok() && !covered(h))
+            .filter(|h| (orderable(h).is_ok() || is_local(h)) && !covered(h))
             .fold(Vec::new(), |mut v, h| {
                 if !v.contains(&h) {
                     v.push(h);
@@ -245,7 +258,8 @@ pub(crate) fn finish(
                 v
             }),
     };
-    if hosts.is_empty() {
+    let (local, hosts): (Vec<String>, Vec<String>) = all.into_iter().partition(|h| is_local(h));
+    if hosts.is_empty() && local.is_empty() {
         return Err(fail(&s.origin, "names no host to order a certificate for: write hosts = [\"example.org\"], or give a [[site]] hosts that no [[tls.certificate]] covers".into()));
     }
     let url = crate::acme::http::Url::parse(&s.directory.0).map_err(|e| fail(&s.directory.1, e))?;
@@ -263,6 +277,7 @@ pub(crate) fn finish(
         ca_roots: s.ca_roots,
         storage: s.storage.unwrap_or_else(default_storage),
         hosts,
+        local,
         challenges: s.challenges,
         redirect_http: s.redirect_http,
     })
@@ -289,5 +304,9 @@ mod tests {
         ] {
             assert!(orderable(bad).is_err(), "{bad}");
         }
+        for local in ["localhost", "a.localhost", "127.0.0.1", "::1"] {
+            assert!(is_local(local), "{local}");
+        }
+        assert!(!is_local("example.org") && !is_local("localhost.example.org"));
     }
 }

@@ -580,6 +580,7 @@ fn start_acme(
         directory: acme.directory.clone(),
         email: acme.email.clone(),
         names: acme.hosts.clone(),
+        local: acme.local.clone(),
         kinds: acme.challenges.clone(),
         storage: acme.storage.clone(),
         holder: prepared.holder,

@@ -48,6 +48,11 @@ pub struct Live {
     issued: RwLock<HashMap<String, Arc<CertifiedKey>>>,
     #[cfg(feature = "acme")]
     challenges: RwLock<HashMap<String, Arc<CertifiedKey>>>,
+    /// For clients that name no server (an address in the URL, where
+    /// SNI cannot name it) when no certificate is configured: the local
+    /// CA's.
+    #[cfg(feature = "acme")]
+    default: RwLock<Option<Arc<CertifiedKey>>>,
 }
 
 impl std::fmt::Debug for Live {
@@ -85,6 +90,20 @@ impl Live {
         issued.get(name).cloned()
     }
 
+    /// Serves `key` to clients without SNI when no certificate is
+    /// configured.
+    pub fn set_default(&self, key: Option<Arc<CertifiedKey>>) {
+        *self.default.write().unwrap_or_else(|e| e.into_inner()) = key;
+    }
+
+    /// The certificate for clients without SNI, if one is set.
+    pub fn default_key(&self) -> Option<Arc<CertifiedKey>> {
+        self.default
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn challenge_for(&self, name: &str) -> Option<Arc<CertifiedKey>> {
         let c = self.challenges.read().unwrap_or_else(|e| e.into_inner());
         c.get(name).cloned()
@@ -99,6 +118,11 @@ impl Live {
     }
 
     fn challenge_for(&self, _name: &str) -> Option<Arc<CertifiedKey>> {
+        None
+    }
+
+    /// (None without the feature `acme`.)
+    pub fn default_key(&self) -> Option<Arc<CertifiedKey>> {
         None
     }
 }
@@ -191,7 +215,11 @@ impl ByName {
         if let Some(k) = sni.and_then(|name| self.live.issued(name)) {
             return Some(k);
         }
-        self.keys.get(self.index_for(sni)).cloned()
+        let configured = self.keys.get(self.index_for(sni)).cloned();
+        match (configured, sni) {
+            (None, None) => self.live.default_key(),
+            (configured, _) => configured,
+        }
     }
 }
 

@@ -51,7 +51,22 @@ fn hosts_as_written_or_every_sites_not_covered_by_a_certificate() {
                  [[site]]\nhosts = [\"d.test\"]\nroot = \"public\"\n";
     let cert = "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
     let c = run(&format!("{TLS}{cert}[acme]\n{CA}{sites}")).unwrap();
-    assert_eq!(c.acme.unwrap().hosts, ["b.test", "d.test"]);
+    let a = c.acme.unwrap();
+    assert_eq!(a.hosts, ["b.test", "d.test"]);
+    // localhost and addresses: the local CA's.
+    assert_eq!(a.local, ["localhost"]);
+    let c = run(&format!(
+        "{TLS}[acme]\nhosts = [\"localhost\", \"::1\", \"a.test\"]\n{CA}"
+    ))
+    .unwrap();
+    let a = c.acme.unwrap();
+    assert_eq!(
+        (a.hosts, a.local),
+        (
+            vec!["a.test".to_string()],
+            vec!["localhost".to_string(), "::1".to_string()]
+        )
+    );
 }
 
 #[test]
@@ -92,10 +107,6 @@ fn mistakes_are_refused_with_file_line_and_key() {
         (
             &format!("{TLS}[acme]\n{CA}hosts = [\"*.a.test\"]\n"),
             "DIR/site.toml:6: acme.hosts: *.a.test: wildcard names need the dns-01 challenge",
-        ),
-        (
-            &format!("{TLS}[acme]\n{CA}hosts = [\"127.0.0.1\"]\n"),
-            "DIR/site.toml:6: acme.hosts: 127.0.0.1: a public CA gives no certificate",
         ),
         (
             &format!("{TLS}[acme]\n{CA}hosts = [\"a/b.test\"]\n"),
