@@ -67,7 +67,12 @@ pub(super) const SERVER_KEYS: &[&str] = &[
 /// them: [`SERVER_KEYS`] then [`SITE_KEYS`]. Derived, so that no table
 /// the loader takes can be missing from the suggestions.
 pub(super) fn top_keys() -> Vec<&'static str> {
-    SERVER_KEYS.iter().chain(SITE_KEYS).copied().collect()
+    // (Two copies rather than a chained iterator's collect: a tenth of
+    // the code.)
+    let mut keys = Vec::with_capacity(SERVER_KEYS.len() + SITE_KEYS.len());
+    keys.extend_from_slice(SERVER_KEYS);
+    keys.extend_from_slice(SITE_KEYS);
+    keys
 }
 
 /// Keys a `[[site]]` table may hold: `hosts`, and what the top level

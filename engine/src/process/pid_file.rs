@@ -13,11 +13,9 @@ pub(super) fn write(path: &Path) -> Result<(), Error> {
     // Whole or not at all: written beside it, then renamed over it, so
     // that `brisk --reload` (or a service manager) reading it at that
     // moment never finds it empty.
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}", sys::process::pid()));
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let tmp = std::path::PathBuf::from(tmp);
     std::fs::write(&tmp, format!("{}\n", sys::process::pid()))
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|source| {
