@@ -24,7 +24,7 @@
 //! [`STALE_LOCK`] (its holder died) is broken: renamed away first, so
 //! that of two servers breaking it at once only one succeeds.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
@@ -332,35 +332,10 @@ fn mkdir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// Writes `path` whole or not at all: a temporary file beside it (0600),
-/// synced, renamed over it, the directory synced.
+/// Writes `path` whole or not at all, 0600 (see `sys::fs::write_whole`).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    // Unique among the fleet's writers: servers in containers may all be
-    // pid 1, threads of one process share theirs.
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(".{name}.{}.{n}.{nanos}.tmp", std::process::id()));
-    let written = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written.map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+    crate::sys::fs::write_whole(path, bytes, 0o600)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 
 /// The DER of the first PEM block labelled `label` in `pem`.
@@ -489,7 +464,7 @@ mod tests {
         // A holder that died long ago: its lock is broken.
         std::mem::forget(again);
         let old = SystemTime::now() - STALE_LOCK - Duration::from_secs(5);
-        File::options()
+        std::fs::File::options()
             .write(true)
             .open(&path)
             .unwrap()

@@ -10,21 +10,13 @@ use crate::sys::{self, privileged::Privileged};
 
 /// Writes this process's pid and a newline to `path`.
 pub(super) fn write(path: &Path) -> Result<(), Error> {
-    // Whole or not at all: written beside it, then renamed over it, so
-    // that `brisk --reload` (or a service manager) reading it at that
-    // moment never finds it empty.
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".new");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, format!("{}\n", sys::process::pid()))
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|source| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::PidFile {
-                path: path.to_path_buf(),
-                source,
-            }
-        })
+    // Whole (see `write_whole`), so that `brisk --reload` (or a service
+    // manager) reading it at that moment never finds it empty.
+    let pid = format!("{}\n", sys::process::pid());
+    sys::fs::write_whole(path, pid.as_bytes(), 0o644).map_err(|source| Error::PidFile {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Removes the pid file at the end, by the process that kept the right
