@@ -390,12 +390,13 @@ fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
 }
 
 /// Writes `path` whole or not at all: a temporary file beside it (made
-/// with `mode`, whatever the umask), synced, renamed over it, the
+/// with `mode`, less the umask; no `fchmod`, which the sandbox refuses),
+/// synced, renamed over it, the
 /// directory synced. A reader never finds it half written or empty (the
 /// pid file, ACME's keys and certificates).
 pub fn write_whole(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     // Unique among several writers: servers of a fleet on one shared
@@ -414,7 +415,6 @@ pub fn write_whole(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
             .truncate(true)
             .mode(mode)
             .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)?;
