@@ -45,11 +45,10 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
 }
 
 fn server(c: &Config, s: &mut String) {
-    let listen: Vec<String> = c.listen.iter().map(|a| a.to_string()).collect();
-    if listen.is_empty() {
+    if c.listen.is_empty() {
         let _ = writeln!(s, "listen: none (see tls and proxy)");
     } else {
-        let _ = writeln!(s, "listen: {}", listen.join(", "));
+        let _ = writeln!(s, "listen: {}", joined(&c.listen, ", "));
     }
     let names = match c.site.hosts.is_empty() {
         true => String::new(),
@@ -69,7 +68,6 @@ fn tls(c: &Config, s: &mut String) {
         let _ = writeln!(s, "tls: off");
         return;
     };
-    let listen: Vec<String> = t.listen.iter().map(|a| a.to_string()).collect();
     let alpn = if c.http2.enable {
         "h2, http/1.1"
     } else {
@@ -78,7 +76,7 @@ fn tls(c: &Config, s: &mut String) {
     let _ = writeln!(
         s,
         "tls: listen {} (TLS 1.3 and 1.2, ALPN {alpn}, no 0-RTT)",
-        listen.join(", ")
+        joined(&t.listen, ", ")
     );
     #[cfg(feature = "tls")]
     for (i, cert) in t.certificates.iter().enumerate() {
@@ -167,19 +165,17 @@ fn proxy(c: &Config, s: &mut String) {
         return;
     }
     if !p.listen.is_empty() {
-        let listen: Vec<String> = p.listen.iter().map(|a| a.to_string()).collect();
         let _ = writeln!(
             s,
             "proxy: listen {} (a PROXY protocol v1 or v2 header required on every connection)",
-            listen.join(", ")
+            joined(&p.listen, ", ")
         );
     }
     if !p.tls_listen.is_empty() {
-        let listen: Vec<String> = p.tls_listen.iter().map(|a| a.to_string()).collect();
         let _ = writeln!(
             s,
             "proxy: tls_listen {} (a PROXY protocol v1 or v2 header, then TLS, on every connection)",
-            listen.join(", ")
+            joined(&p.tls_listen, ", ")
         );
     }
     if p.trusted.is_empty() {
@@ -188,11 +184,10 @@ fn proxy(c: &Config, s: &mut String) {
             "proxy: trusted none (Forwarded and X-Forwarded-* are ignored)"
         );
     } else {
-        let ranges: Vec<String> = p.trusted.0.iter().map(|c| c.to_string()).collect();
         let _ = writeln!(
             s,
             "proxy: trusted {} (their Forwarded, else X-Forwarded-For and -Proto, name the client)",
-            ranges.join(", ")
+            joined(&p.trusted.0, ", ")
         );
     }
 }
@@ -365,16 +360,11 @@ fn cgi(c: &Config, site: &SiteConfig, s: &mut String) {
         }
         if !rule.env.is_empty() {
             // Names only: values may be secrets.
-            let names: Vec<&str> = rule.env.iter().map(|(n, _)| n.as_str()).collect();
-            let _ = write!(line, ", env {}", names.join(" "));
+            let _ = write!(line, ", env {}", joined(rule.env.iter().map(|e| &e.0), " "));
         }
         if !rule.writable.is_empty() {
-            let dirs: Vec<String> = rule
-                .writable
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            let _ = write!(line, ", may write beneath {}", dirs.join(", "));
+            let dirs = joined(rule.writable.iter().map(|p| p.display()), ", ");
+            let _ = write!(line, ", may write beneath {dirs}");
         }
         line
     });
@@ -485,8 +475,7 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
         }
         if !r.env.is_empty() {
             // Names only: values may be secrets.
-            let names: Vec<&str> = r.env.iter().map(|(n, _)| n.as_str()).collect();
-            let _ = write!(line, "; env {}", names.join(" "));
+            let _ = write!(line, "; env {}", joined(r.env.iter().map(|e| &e.0), " "));
         }
         line.push_str(&timeouts_of([
             r.connect_timeout,
@@ -547,12 +536,10 @@ fn edits(line: &mut String, what: &str, e: &HeaderEdits) {
     }
     let mut parts = Vec::new();
     if !e.set.is_empty() {
-        let names: Vec<&str> = e.set.iter().map(|(n, _)| &**n).collect();
-        parts.push(format!("set {}", names.join(", ")));
+        parts.push(format!("set {}", joined(e.set.iter().map(|e| &e.0), ", ")));
     }
     if !e.remove.is_empty() {
-        let names: Vec<&str> = e.remove.iter().map(|n| &**n).collect();
-        parts.push(format!("remove {}", names.join(", ")));
+        parts.push(format!("remove {}", joined(&e.remove, ", ")));
     }
     let _ = write!(line, "; {what} {}", parts.join(", "));
 }
@@ -910,6 +897,18 @@ fn rule_set<T>(s: &mut String, name: &str, rules: &[T], line: impl Fn(&T) -> Str
             }
         }
     }
+}
+
+/// `items` one after the other, `sep` between them.
+fn joined<T: std::fmt::Display>(items: impl IntoIterator<Item = T>, sep: &str) -> String {
+    let mut out = String::new();
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        let _ = write!(out, "{item}");
+    }
+    out
 }
 
 fn matcher(m: &PathMatch) -> String {
