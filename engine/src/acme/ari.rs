@@ -314,6 +314,159 @@ mod tests {
         }
     }
 
+    /// A CA on 127.0.0.1 over plain HTTP: its directory (with
+    /// `renewalInfo` or not); renewalInfo answers 500. The paths asked
+    /// are kept.
+    struct FakeCa {
+        url: String,
+        asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Drop for FakeCa {
+        fn drop(&mut self) {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    fn fake_ca(with_ari: bool) -> FakeCa {
+        use std::io::{Read as _, Write as _};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let ca = FakeCa {
+            url: format!("{base}/dir"),
+            asked: Default::default(),
+            stop: Default::default(),
+        };
+        let (asked, stop) = (ca.asked.clone(), ca.stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok((mut sock, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                sock.set_nonblocking(false).unwrap();
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && sock.read(&mut b).unwrap_or(0) == 1 {
+                    head.push(b[0]);
+                }
+                let head = String::from_utf8_lossy(&head);
+                let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                asked.lock().unwrap().push(path.clone());
+                let ari = if with_ari {
+                    format!(r#","renewalInfo":"{base}/ari""#)
+                } else {
+                    String::new()
+                };
+                let (status, body) = if path == "/dir" {
+                    (
+                        "200 OK",
+                        format!(
+                            r#"{{"newNonce":"{base}/n","newAccount":"{base}/a","newOrder":"{base}/o"{ari}}}"#
+                        ),
+                    )
+                } else {
+                    (
+                        "500 Internal Server Error",
+                        r#"{"type":"urn:ietf:params:acme:error:serverInternal"}"#.into(),
+                    )
+                };
+                let _ = write!(
+                    sock,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        ca
+    }
+
+    /// A manager of `c.test` in front of `ca`, serving the test
+    /// certificate `c` (an AKI, valid until 2126) from its storage.
+    fn manager_of(ca: &FakeCa, tag: &str) -> super::super::manager::Manager {
+        use super::super::manager::{Manager, Published, Settings};
+        use super::super::store::{Store, Stored};
+        let storage =
+            std::env::temp_dir().join(format!("brisk-acme-ari-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&storage);
+        let testdata = crate::source_dir().join("engine/src/tls/testdata");
+        let read = |f: &str| std::fs::read_to_string(testdata.join(f)).unwrap();
+        Store::open(&storage, &ca.url)
+            .unwrap()
+            .save_certificate(
+                "c.test",
+                &Stored {
+                    chain_pem: read("c.pem"),
+                    key_pem: read("c.key"),
+                },
+            )
+            .unwrap();
+        let settings = Settings {
+            directory: ca.url.clone(),
+            email: None,
+            names: vec!["c.test".into()],
+            kinds: vec![super::super::client::HTTP_01],
+            storage,
+            holder: "test 1".into(),
+            local: Vec::new(),
+        };
+        let live = std::sync::Arc::new(crate::tls::sni::Live::default());
+        let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
+        let responder = std::sync::Arc::new(Published {
+            live: std::sync::Arc::clone(&live),
+        });
+        Manager::new(settings, client, live, responder).unwrap()
+    }
+
+    #[test]
+    fn a_ca_without_renewal_information_is_said_once_and_never_asked() {
+        let ca = fake_ca(false);
+        let mut m = manager_of(&ca, "none");
+        let mut lines = Vec::new();
+        let mut log = |_: crate::log::Level, a: std::fmt::Arguments<'_>| lines.push(a.to_string());
+        let t = 1_800_000_000;
+        m.load_stored(t, &mut log);
+        m.step(t, &mut log);
+        m.step(t + 7 * 3600, &mut log);
+        m.step(t + 30 * 3600, &mut log);
+        assert_eq!(
+            lines,
+            [
+                "acme: c.test: serving the certificate valid until 2126-01-01 00:00:00 UTC".to_string(),
+                format!("acme: {} offers no renewal information (ARI, RFC 9773): certificates are renewed two thirds through their lifetime", ca.url),
+            ]
+        );
+        assert_eq!(*ca.asked.lock().unwrap(), ["/dir"]);
+    }
+
+    #[test]
+    fn a_failed_question_is_one_warning_asked_again_six_hours_later() {
+        let ca = fake_ca(true);
+        let mut m = manager_of(&ca, "failing");
+        let mut lines = Vec::new();
+        let mut log = |l: crate::log::Level, a: std::fmt::Arguments<'_>| {
+            lines.push(format!("{l:?} {a}"));
+        };
+        let t = 1_800_000_000;
+        m.load_stored(t, &mut log);
+        assert_eq!(m.step(t, &mut log), DEFAULT_POLL);
+        m.step(t + DEFAULT_POLL.as_secs() - 1, &mut log);
+        let id = "NleKQsD4VXzUEan772OV-wjQC9Q.Aw";
+        let asked = |n: usize| {
+            let mut want = vec!["/dir".to_string()];
+            want.extend((0..n).map(|_| format!("/ari/{id}")));
+            want
+        };
+        assert_eq!(*ca.asked.lock().unwrap(), asked(1));
+        m.step(t + DEFAULT_POLL.as_secs(), &mut log);
+        assert_eq!(*ca.asked.lock().unwrap(), asked(2));
+        // Two thirds of 2020-01-01..2126-01-01.
+        let warning = format!("Warn acme: c.test: renewal information (ARI): GET {}/ari/{id} answered 500; renewing at 2090-08-31 16:00:00 UTC unless it says otherwise, asking again in 21600 s", ca.url.trim_end_matches("/dir"));
+        assert_eq!(lines[1..], [warning.clone(), warning]);
+    }
+
     #[test]
     fn retry_after_is_bounded_and_six_hours_without_it() {
         assert_eq!(poll_period(None), Duration::from_secs(21_600));
