@@ -44,7 +44,7 @@ fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
 /// ephemeral range (32768 and up by default): a port picked there may be
 /// taken as the source port of some connection before the program meant
 /// to listen on it binds it.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     use std::sync::atomic::AtomicU32;
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let seed = (std::process::id()
@@ -72,7 +72,7 @@ fn free_udp() -> u16 {
     free_port()
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -105,15 +105,15 @@ impl Drop for Killed {
 }
 
 /// Pebble and challtestsrv, running.
-struct Pebble {
-    directory: String,
-    management: String,
+pub(crate) struct Pebble {
+    pub(crate) directory: String,
+    pub(crate) management: String,
     /// The ports Pebble validates http-01 and tls-alpn-01 on.
-    http_port: u16,
-    tls_port: u16,
+    pub(crate) http_port: u16,
+    pub(crate) tls_port: u16,
     /// Trusts Pebble's HTTPS (our CA, `ca`).
-    client: Client,
-    ca: Vec<u8>,
+    pub(crate) client: Client,
+    pub(crate) ca: Vec<u8>,
     _procs: Vec<Killed>,
     _dir: TempDir,
     /// One Pebble at a time: the ports each picks (free when picked)
@@ -127,7 +127,7 @@ static ONE_PEBBLE: Mutex<()> = Mutex::new(());
 impl Pebble {
     /// Pebble with its defaults but for `env` (such as
     /// `PEBBLE_VA_NOSLEEP=1`); None (a skip) without the tools.
-    fn start(env: &[(&str, &str)]) -> Option<Pebble> {
+    pub(crate) fn start(env: &[(&str, &str)]) -> Option<Pebble> {
         Pebble::start_with(env, 90 * 86_400)
     }
 
@@ -260,13 +260,20 @@ impl Pebble {
     }
 
     /// The root Pebble issues under now.
-    fn root(&self) -> CertificateDer<'static> {
+    pub(crate) fn root(&self) -> CertificateDer<'static> {
         let a = self
             .client
             .get(&format!("{}/roots/0", self.management))
             .unwrap();
         assert_eq!(a.status, 200);
         CertificateDer::from_pem_slice(&a.body).unwrap()
+    }
+}
+
+impl Pebble {
+    /// What Pebble printed so far.
+    pub(crate) fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path.join("pebble.log")).unwrap_or_default()
     }
 }
 
@@ -342,7 +349,7 @@ fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
 /// Answers http-01 (from the process's table, as brisk's listeners do)
 /// and tls-alpn-01 (through a TLS server of brisk's configuration over
 /// `live`, as its TLS listeners do) on Pebble's ports.
-struct Listeners {
+pub(crate) struct Listeners {
     stop: Arc<AtomicBool>,
 }
 
@@ -373,7 +380,7 @@ fn accept_loop(
     });
 }
 
-fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
+pub(crate) fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
     let stop = Arc::new(AtomicBool::new(false));
     accept_loop(pebble.http_port, Arc::clone(&stop), |sock| {
         let mut r = BufReader::new(sock);
@@ -419,7 +426,7 @@ fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
 
 /// A manager of `names` on `storage`, answering `kinds`; its log lines
 /// go to `lines`.
-fn manager(
+pub(crate) fn manager(
     pebble: &Pebble,
     storage: &std::path::Path,
     names: &[&str],
@@ -451,7 +458,9 @@ fn manager(
 }
 
 /// A log that keeps its lines.
-fn keep(lines: &Mutex<Vec<String>>) -> impl FnMut(brisk::log::Level, std::fmt::Arguments<'_>) + '_ {
+pub(crate) fn keep(
+    lines: &Mutex<Vec<String>>,
+) -> impl FnMut(brisk::log::Level, std::fmt::Arguments<'_>) + '_ {
     move |level, args| lines.lock().unwrap().push(format!("{level:?} {args}"))
 }
 
@@ -503,11 +512,14 @@ fn the_manager_orders_by_tls_alpn_01_and_a_restart_serves_the_stored_ones_withou
         )
         .unwrap();
     }
-    // Next: the renewal, two thirds through (Pebble's default profile
-    // gives 90 days: 60 days on, give or take the step's rounding).
-    assert!(
-        next > Duration::from_secs(59 * 86_400) || next == brisk::acme::manager::LAST_RETRY,
-        "{next:?}"
+    // Next: Pebble's renewal information asked again as its Retry-After
+    // says (6 h); the renewal itself is about 60 days on (Pebble's
+    // window: 90 days' two thirds, a day either side).
+    assert_eq!(next, Duration::from_secs(6 * 3600), "{log}");
+    assert_eq!(
+        log.matches("the CA suggests renewing between").count(),
+        2,
+        "{log}"
     );
 
     // The storage's files and modes.
@@ -620,7 +632,7 @@ fn a_fleet_of_three_on_one_storage_orders_once_per_name_and_serves_the_same_cert
 
 /// A TLS 1.3 handshake with `addr` for `name`, verified against `root`:
 /// the certificate chain served, or why not.
-fn served_chain(
+pub(crate) fn served_chain(
     addr: std::net::SocketAddr,
     name: &str,
     root: CertificateDer<'static>,
@@ -703,7 +715,7 @@ challenges = [{kinds}]
 }
 
 /// The certificate served now for `name` on `addr`, and its expiry.
-fn leaf_of(
+pub(crate) fn leaf_of(
     addr: std::net::SocketAddr,
     name: &str,
     root: &CertificateDer<'static>,
@@ -720,6 +732,16 @@ fn acme_server(
     names: &[&str],
     files: &[(&str, &[u8])],
 ) -> (crate::common::Server, std::net::SocketAddr) {
+    acme_server_on(pebble, names, files, None)
+}
+
+/// [`acme_server`], its ACME storage `storage` (None: one of its own).
+pub(crate) fn acme_server_on(
+    pebble: &Pebble,
+    names: &[&str],
+    files: &[(&str, &[u8])],
+    storage: Option<&std::path::Path>,
+) -> (crate::common::Server, std::net::SocketAddr) {
     let mut b = crate::common::Builder::new();
     for (name, bytes) in files {
         b.file(name, bytes);
@@ -729,12 +751,15 @@ fn acme_server(
     let hosts: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let toml = format!(
         "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
-         directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{base}/acme\"\n\
+         directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{storage}\"\n\
          hosts = [{hosts}]\n",
         http = pebble.http_port,
         tls = pebble.tls_port,
         dir = pebble.directory,
         base = base.display(),
+        storage = storage
+            .map_or(base.join("acme"), std::path::Path::to_path_buf)
+            .display(),
         hosts = hosts.join(", "),
     );
     b.config(&toml).listen_from_config().listeners(2);
@@ -792,8 +817,10 @@ fn a_certificate_is_renewed_without_a_restart_while_a_download_on_the_old_one_go
         body.len(),
         "the download on the old certificate completed"
     );
+    // (Pebble's renewal window for so short a certificate is its whole
+    // lifetime: a time chosen in it may renew it again sooner.)
     let log = server.stderr();
-    assert_eq!(log.matches("ordering a certificate").count(), 2, "{log}");
+    assert!(log.matches("ordering a certificate").count() >= 2, "{log}");
 }
 
 #[test]

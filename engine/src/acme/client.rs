@@ -131,10 +131,16 @@ pub struct Issued {
     pub chain_pem: String,
     /// The order's URL.
     pub order: String,
+    /// The certificate the order replaces (RFC 9773 §5), as the CA's
+    /// order object names it.
+    pub replaces: Option<String>,
+    /// Why the CA refused the order as a replacement, when it did (the
+    /// order was then made again without `replaces`).
+    pub replaces_refused: Option<String>,
 }
 
 /// `Retry-After` (RFC 9110 §10.2.3) of `a`: seconds or a date.
-fn retry_after(a: &Answer) -> Option<Duration> {
+pub(crate) fn retry_after(a: &Answer) -> Option<Duration> {
     let v = a.field("retry-after")?.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs));
@@ -305,14 +311,46 @@ impl Account {
         csr_key: &Key,
         responder: &dyn Responder,
     ) -> Result<Issued, AcmeError> {
+        self.obtain_replacing(names, kinds, csr_key, responder, None)
+    }
+
+    /// [`Account::obtain`], the order naming the certificate it replaces
+    /// (RFC 9773 §5: `replaces`, the certificate's identifier). When the
+    /// CA refuses that order (`alreadyReplaced`, or anything else it
+    /// holds against the `replaces`; a rate limit excepted), the order is
+    /// made once more without it.
+    pub fn obtain_replacing(
+        &mut self,
+        names: &[&str],
+        kinds: &[&str],
+        csr_key: &Key,
+        responder: &dyn Responder,
+        replaces: Option<&str>,
+    ) -> Result<Issued, AcmeError> {
         let deadline = Instant::now() + ORDER_DEADLINE;
         let ids: Vec<String> = names
             .iter()
             .map(|n| format!(r#"{{"type":"dns","value":{}}}"#, quoted(n)))
             .collect();
-        let payload = format!(r#"{{"identifiers":[{}]}}"#, ids.join(","));
+        let payload = |replaces: Option<&str>| {
+            let replaces = replaces
+                .map(|r| format!(r#","replaces":{}"#, quoted(r)))
+                .unwrap_or_default();
+            format!(r#"{{"identifiers":[{}]{replaces}}}"#, ids.join(","))
+        };
         let new_order = self.directory.new_order.clone();
-        let a = self.post(&new_order, Some(&payload))?;
+        let mut replaces_refused = None;
+        let a = match self.post(&new_order, Some(&payload(replaces))) {
+            Err(e @ AcmeError::Problem { .. })
+                if replaces.is_some()
+                    && !matches!(&e, AcmeError::Problem { kind, .. }
+                        if kind == "urn:ietf:params:acme:error:rateLimited") =>
+            {
+                replaces_refused = Some(e.to_string());
+                self.post(&new_order, Some(&payload(None)))?
+            }
+            a => a?,
+        };
         let order_url = a
             .field("location")
             .ok_or_else(|| protocol("newOrder gave no Location"))?
@@ -352,6 +390,11 @@ impl Account {
         Ok(Issued {
             chain_pem,
             order: order_url,
+            replaces: order
+                .get("replaces")
+                .and_then(Json::as_str)
+                .map(str::to_string),
+            replaces_refused,
         })
     }
 

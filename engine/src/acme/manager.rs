@@ -4,6 +4,13 @@
 //! renewed; the new one replaces the old for new handshakes only
 //! (connections keep the certificate they were made with).
 //!
+//! When the CA offers ACME Renewal Information (RFC 9773), each served
+//! certificate's suggested window is asked for (again as its
+//! `Retry-After` says, see [`super::ari`]) and a time chosen in it; the
+//! certificate is renewed then if that is before the two-thirds point,
+//! and the order names the certificate it replaces. Without ARI, or when
+//! asking fails, two thirds it stays.
+//!
 //! One certificate a name, as Caddy does: a name that fails does not hold
 //! back the others. Before ordering, the name's lock in the storage is
 //! taken, so that of several servers sharing the storage (a fleet) one
@@ -21,6 +28,7 @@ use std::time::Duration;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 
+use super::ari;
 use super::cert;
 use super::client::{Account, Challenge, Directory, Responder};
 use super::http::Client;
@@ -78,21 +86,43 @@ struct NameState {
     /// Not before this (seconds since the epoch): a back-off, or a lock
     /// another holds.
     wait_until: u64,
+    /// When the CA's renewal information (ARI) is next asked for (None:
+    /// not at all: no certificate served, or no ARI).
+    ari_check: Option<u64>,
+    /// The last suggested window (start, end), and the time chosen in it
+    /// (0: none).
+    ari_window: (u64, u64),
+    ari_at: u64,
 }
 
 impl NameState {
-    /// When the served certificate is due for renewal: two thirds
-    /// through its lifetime (0: now, none is served).
-    fn renew_at(&self) -> u64 {
+    /// Two thirds through the served certificate's lifetime (0: none is
+    /// served).
+    fn two_thirds(&self) -> u64 {
         match self.not_after {
             0 => 0,
             end => self.not_before + (end - self.not_before) * 2 / 3,
         }
     }
 
+    /// When the served certificate is due for renewal: two thirds
+    /// through its lifetime, or sooner when ARI said so (0: now, none is
+    /// served).
+    fn renew_at(&self) -> u64 {
+        match self.ari_at {
+            0 => self.two_thirds(),
+            at => self.two_thirds().min(at),
+        }
+    }
+
+    /// When it is to be renewed, a back-off or a lock permitting.
+    fn renewal_due(&self) -> u64 {
+        self.renew_at().max(self.wait_until)
+    }
+
     /// When something is next to be done for it.
     fn due(&self) -> u64 {
-        self.renew_at().max(self.wait_until)
+        self.renewal_due().min(self.ari_check.unwrap_or(u64::MAX))
     }
 }
 
@@ -107,6 +137,10 @@ pub struct Manager {
     names: HashMap<String, NameState>,
     /// The local CA's certificate for `settings.local`.
     local: NameState,
+    /// The CA's directory, once read.
+    directory: Option<Directory>,
+    /// Whether the CA's lack of ARI was said in the log.
+    no_ari_said: bool,
 }
 
 impl std::fmt::Debug for Manager {
@@ -146,6 +180,8 @@ impl Manager {
             responder,
             names,
             local: NameState::default(),
+            directory: None,
+            no_ari_said: false,
         })
     }
 
@@ -183,12 +219,20 @@ impl Manager {
                 return false;
             }
         };
+        // Not an older one, nor the one served (a renewal may end in the
+        // same second as the certificate it replaces).
+        let served = self.live.issued(name);
+        let same = served.is_some_and(|s| s.cert.first() == key.cert.first());
         let state = self.names.entry(name.to_string()).or_default();
-        if not_after <= state.not_after {
+        if not_after < state.not_after || (not_after == state.not_after && same) {
             return false;
         }
         state.not_before = not_before;
         state.not_after = not_after;
+        // Its renewal information is asked for at the next step.
+        state.ari_check = Some(now);
+        state.ari_window = (0, 0);
+        state.ari_at = 0;
         self.live.set(&[name.to_string()], Some(key));
         log(
             Level::Info,
@@ -207,16 +251,19 @@ impl Manager {
         if !self.settings.local.is_empty() && self.local.due() <= now {
             self.local_step(now, log);
         }
+        self.ask_renewal_info(now, log);
         let mut due: Vec<String> = self
             .names
             .iter()
-            .filter(|(_, s)| s.due() <= now)
+            .filter(|(_, s)| s.renewal_due() <= now)
             .map(|(n, _)| n.clone())
             .collect();
         due.sort();
         for name in due {
             self.renew(&name, now, log);
         }
+        // (Those just served: what the CA suggests for them.)
+        self.ask_renewal_info(now, log);
         let local = (!self.settings.local.is_empty()).then_some(self.local.due());
         let next = self
             .names
@@ -388,14 +435,22 @@ impl Manager {
             drop(lock);
             return;
         }
+        let replaces = match self.names.get(name) {
+            Some(s) if s.not_after != 0 => self.served_id(name).ok(),
+            _ => None,
+        };
+        let replacing = replaces
+            .as_deref()
+            .map(|id| format!(" to replace {id}"))
+            .unwrap_or_default();
         log(
             Level::Info,
             format_args!(
-                "acme: {name}: ordering a certificate from {} (as {})",
+                "acme: {name}: ordering a certificate from {} (as {}){replacing}",
                 self.settings.directory, self.settings.holder
             ),
         );
-        let got = self.order(name);
+        let got = self.order(name, replaces.as_deref(), log);
         drop(lock);
         match got {
             Ok(()) => {
@@ -408,13 +463,36 @@ impl Manager {
         }
     }
 
-    /// Orders the certificate of `name` and stores it.
-    fn order(&mut self, name: &str) -> Result<(), String> {
+    /// Orders the certificate of `name` (replacing the one identified by
+    /// `replaces`, RFC 9773 §5) and stores it.
+    fn order(&mut self, name: &str, replaces: Option<&str>, log: Log<'_>) -> Result<(), String> {
         let mut account = self.account()?;
         let key = Key::generate().map_err(|e| e.0)?;
-        let issued = account.obtain(&[name], &self.settings.kinds, &key, self.responder.as_ref());
+        let issued = account.obtain_replacing(
+            &[name],
+            &self.settings.kinds,
+            &key,
+            self.responder.as_ref(),
+            replaces,
+        );
         self.account = Some(account);
         let issued = issued.map_err(|e| e.to_string())?;
+        if let (Some(old), Some(why)) = (replaces, &issued.replaces_refused) {
+            log(
+                Level::Warn,
+                format_args!(
+                    "acme: {name}: the CA refused an order replacing {old} ({why}); ordered without `replaces`"
+                ),
+            );
+        }
+        if let Some(old) = &issued.replaces {
+            log(
+                Level::Info,
+                format_args!(
+                    "acme: {name}: the new certificate replaces {old} (its order says so)"
+                ),
+            );
+        }
         let stored = Stored {
             chain_pem: issued.chain_pem,
             key_pem: super::cert::pem("PRIVATE KEY", key.pkcs8()),
@@ -430,8 +508,7 @@ impl Manager {
         if let Some(a) = self.account.take() {
             return Ok(a);
         }
-        let dir =
-            Directory::fetch(&self.client, &self.settings.directory).map_err(|e| e.to_string())?;
+        let dir = self.directory()?;
         let (key, url) = self.account_key()?;
         let pkcs8 = key.pkcs8().to_vec();
         let mut account = Account::new(self.client.clone(), dir, key);
@@ -446,6 +523,153 @@ impl Manager {
                 .map_err(|e| format!("cannot store the account: {e}"))?;
         }
         Ok(account)
+    }
+
+    /// The CA's directory: read once (again after a failure).
+    fn directory(&mut self) -> Result<Directory, String> {
+        if let Some(d) = &self.directory {
+            return Ok(d.clone());
+        }
+        let d =
+            Directory::fetch(&self.client, &self.settings.directory).map_err(|e| e.to_string())?;
+        self.directory = Some(d.clone());
+        Ok(d)
+    }
+
+    /// The identifier (RFC 9773 §4.1) of the certificate served for
+    /// `name`.
+    fn served_id(&self, name: &str) -> Result<String, String> {
+        let key = self.live.issued(name).ok_or("none is served")?;
+        let leaf = key.cert.first().ok_or("no certificate in the chain")?;
+        ari::cert_id(leaf)
+    }
+
+    /// Asks the CA's renewal information (RFC 9773) of the certificates
+    /// due to be asked about; a window is honoured by choosing a time in
+    /// it, which brings the renewal forward when it comes before two
+    /// thirds of the lifetime. A CA without ARI is said once; a failure
+    /// once a try, the next after [`ari::DEFAULT_POLL`].
+    fn ask_renewal_info(&mut self, now: u64, log: Log<'_>) {
+        let mut asking: Vec<String> = self
+            .names
+            .iter()
+            .filter(|(_, s)| s.ari_check.is_some_and(|t| t <= now))
+            .map(|(n, _)| n.clone())
+            .collect();
+        if asking.is_empty() {
+            return;
+        }
+        asking.sort();
+        let url = match self.directory().map(|d| d.renewal_info) {
+            Ok(Some(url)) => url,
+            Ok(None) => {
+                for name in &asking {
+                    if let Some(s) = self.names.get_mut(name) {
+                        s.ari_check = None;
+                    }
+                }
+                if !self.no_ari_said {
+                    self.no_ari_said = true;
+                    log(
+                        Level::Info,
+                        format_args!(
+                            "acme: {} offers no renewal information (ARI, RFC 9773): certificates are renewed two thirds through their lifetime",
+                            self.settings.directory
+                        ),
+                    );
+                }
+                return;
+            }
+            Err(e) => {
+                for name in &asking {
+                    if let Some(s) = self.names.get_mut(name) {
+                        s.ari_check = Some(now + ari::DEFAULT_POLL.as_secs());
+                    }
+                }
+                log(
+                    Level::Warn,
+                    format_args!(
+                        "acme: renewal information (ARI) for {}: {e}; renewing two thirds through, asking again in {} s",
+                        asking.join(", "),
+                        ari::DEFAULT_POLL.as_secs()
+                    ),
+                );
+                return;
+            }
+        };
+        for name in asking {
+            self.ask_one(&name, &url, now, log);
+        }
+    }
+
+    /// [`Manager::ask_renewal_info`] of `name`, at the CA's
+    /// `renewal_info`.
+    fn ask_one(&mut self, name: &str, renewal_info: &str, now: u64, log: Log<'_>) {
+        let Some(s) = self.names.get(name).copied() else {
+            return;
+        };
+        // Not for an expired certificate (§4.2).
+        let id = match self.served_id(name) {
+            Ok(id) if s.not_after > now => id,
+            Ok(_) => return self.set_ari_check(name, None),
+            Err(e) => {
+                log(
+                    Level::Info,
+                    format_args!(
+                        "acme: {name}: no renewal information (ARI) for its certificate ({e}): renewed two thirds through"
+                    ),
+                );
+                return self.set_ari_check(name, None);
+            }
+        };
+        let info = match ari::fetch(&self.client, renewal_info, &id) {
+            Ok(info) => info,
+            Err(e) => {
+                log(
+                    Level::Warn,
+                    format_args!(
+                        "acme: {name}: renewal information (ARI): {e}; renewing at {} unless it says otherwise, asking again in {} s",
+                        certs::utc(s.renew_at()),
+                        ari::DEFAULT_POLL.as_secs()
+                    ),
+                );
+                return self.set_ari_check(name, Some(now + ari::DEFAULT_POLL.as_secs()));
+            }
+        };
+        let w = &info.window;
+        let Some(st) = self.names.get_mut(name) else {
+            return;
+        };
+        st.ari_check = Some(now + info.poll.as_secs());
+        if st.ari_window == (w.start, w.end) {
+            return;
+        }
+        st.ari_window = (w.start, w.end);
+        st.ari_at = ari::choose(w, ari::random());
+        let plan = match st.renew_at() {
+            at if at <= now => "renewing it now".to_string(),
+            at if at < st.two_thirds() => format!("renewing it at {}", certs::utc(at)),
+            at => format!("renewing it two thirds through, at {}", certs::utc(at)),
+        };
+        let why = w
+            .explanation
+            .as_deref()
+            .map(|u| format!(" (why: {u})"))
+            .unwrap_or_default();
+        log(
+            Level::Info,
+            format_args!(
+                "acme: {name}: the CA suggests renewing between {} and {}{why}; {plan}",
+                certs::utc(w.start),
+                certs::utc(w.end)
+            ),
+        );
+    }
+
+    fn set_ari_check(&mut self, name: &str, at: Option<u64>) {
+        if let Some(s) = self.names.get_mut(name) {
+            s.ari_check = at;
+        }
     }
 
     /// The stored account key and URL, or a new key, stored at once:
@@ -488,9 +712,10 @@ impl Manager {
     /// `name` failed with `why`: the back-off grows, a line says when the
     /// next try is.
     fn failed(&mut self, name: &str, now: u64, why: &str, log: Log<'_>) {
-        // (A connection's failure may be the account's: found again next
-        // time.)
+        // (A connection's failure may be the account's, or the
+        // directory's: found again next time.)
         self.account = None;
+        self.directory = None;
         let s = self.names.entry(name.to_string()).or_default();
         s.failures += 1;
         let pause = FIRST_RETRY
@@ -688,6 +913,26 @@ mod tests {
             ..NameState::default()
         };
         assert_eq!(waiting.due(), 5);
+    }
+
+    #[test]
+    fn ari_brings_the_renewal_forward_never_back_and_its_next_question_is_due() {
+        let day = 86_400;
+        let mut s = NameState {
+            not_before: 1_000,
+            not_after: 1_000 + 90 * day,
+            ari_check: Some(1_000 + 6 * 3600),
+            ari_at: 1_000 + 30 * day,
+            ..NameState::default()
+        };
+        assert_eq!(s.renew_at(), 1_000 + 30 * day);
+        assert_eq!(s.due(), 1_000 + 6 * 3600);
+        s.ari_at = 1_000 + 70 * day;
+        assert_eq!(s.renew_at(), 1_000 + 60 * day);
+        s.ari_check = None;
+        s.wait_until = 1_000 + 61 * day;
+        assert_eq!(s.renewal_due(), 1_000 + 61 * day);
+        assert_eq!(s.due(), 1_000 + 61 * day);
     }
 
     #[test]

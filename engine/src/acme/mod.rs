@@ -1,6 +1,9 @@
 //! Automatic HTTPS (issue #28, cargo feature `acme`): certificates
 //! obtained and renewed from an ACME CA (RFC 8555) by brisk itself.
 //!
+//! - [`ari`]: ACME Renewal Information (RFC 9773): a certificate's
+//!   identifier, the CA's suggested renewal window and the time chosen in
+//!   it;
 //! - [`key`]: ECDSA P-256 keys (the account's, each certificate's), their
 //!   JWK and thumbprint, JWS and DER signatures;
 //! - [`cert`]: what brisk writes and signs in DER: the certification
@@ -15,6 +18,7 @@
 //! - [`store`]: the storage directory (account, certificates, 0600 in
 //!   0700, written atomically) and its locks, shared by a fleet.
 
+pub mod ari;
 pub mod cert;
 pub mod client;
 pub mod http;

@@ -1,9 +1,10 @@
 //! The few facts brisk needs from an X.509 certificate (RFC 5280): its
 //! validity period, to refuse an expired certificate at start, and the
-//! names it is for, to pick a certificate by SNI. A small DER walker
-//! rather than a certificate-parsing crate: it reads four fields, never
-//! allocates more than the names, and rejects whatever it does not
-//! understand instead of guessing. The signature and the chain are the
+//! names it is for, to pick a certificate by SNI; and, for ACME Renewal
+//! Information (RFC 9773 §4.1), its serial number and its issuer's key
+//! identifier. A small DER walker rather than a certificate-parsing
+//! crate: it reads a few fields, never allocates more than the names, and
+//! rejects whatever it does not understand instead of guessing. The signature and the chain are the
 //! client's to check; the key's match with the certificate is rustls's.
 
 use crate::http::date::days_from_civil;
@@ -21,6 +22,19 @@ pub struct Facts {
     pub names: Vec<String>,
 }
 
+/// What names a certificate to its issuer (RFC 9773 §4.1's certificate
+/// identifier is made of both), borrowed from its DER.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity<'a> {
+    /// The contents of the serialNumber INTEGER as encoded: two's
+    /// complement, a leading 0x00 kept when the first byte's high bit is
+    /// set.
+    pub serial: &'a [u8],
+    /// The keyIdentifier of the Authority Key Identifier extension
+    /// (RFC 5280 §4.2.1.1), when there is one.
+    pub authority_key_id: Option<&'a [u8]>,
+}
+
 /// Why a certificate could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed(pub &'static str);
@@ -32,7 +46,8 @@ impl std::fmt::Display for Malformed {
 }
 
 use super::der::{
-    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, OCTET_STRING, OID, SEQUENCE, SET, UTC_TIME,
+    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, INTEGER, OCTET_STRING, OID, SEQUENCE, SET,
+    UTC_TIME,
 };
 
 /// `[0] EXPLICIT` version, `[3] EXPLICIT` extensions.
@@ -40,6 +55,10 @@ const VERSION: u8 = context(0);
 const EXTENSIONS: u8 = context(3);
 /// id-ce-subjectAltName, 2.5.29.17.
 const SUBJECT_ALT_NAME: &[u8] = &[0x55, 0x1d, 0x11];
+/// id-ce-authorityKeyIdentifier, 2.5.29.35.
+const AUTHORITY_KEY_ID: &[u8] = &[0x55, 0x1d, 0x23];
+/// AuthorityKeyIdentifier's `keyIdentifier [0] IMPLICIT OCTET STRING`.
+const KEY_IDENTIFIER: u8 = 0x80;
 /// id-at-commonName, 2.5.4.3.
 const COMMON_NAME: &[u8] = &[0x55, 0x04, 0x03];
 
@@ -94,8 +113,17 @@ impl<'a> Der<'a> {
     }
 }
 
-/// Reads the validity period and the names of a DER certificate.
-pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
+/// The fields of a TBSCertificate that brisk reads.
+struct Tbs<'a> {
+    serial: &'a [u8],
+    validity: &'a [u8],
+    subject: &'a [u8],
+    /// The `[3] EXPLICIT` extensions' contents.
+    extensions: Option<&'a [u8]>,
+}
+
+/// Walks a DER certificate's TBSCertificate.
+fn tbs(der: &[u8]) -> Result<Tbs<'_>, Malformed> {
     let mut outer = Der(der);
     let cert = outer.expect(SEQUENCE, "no Certificate sequence")?;
     let mut cert = Der(cert);
@@ -103,23 +131,45 @@ pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
     if tbs.peek() == Some(VERSION) {
         tbs.any()?;
     }
-    tbs.any()?; // serialNumber
+    let serial = tbs.expect(INTEGER, "no serial number")?;
+    if serial.is_empty() {
+        return Err(Malformed("empty serial number"));
+    }
     tbs.expect(SEQUENCE, "no signature algorithm")?;
     tbs.expect(SEQUENCE, "no issuer")?;
-    let mut validity = Der(tbs.expect(SEQUENCE, "no validity")?);
-    let not_before = time(&mut validity)?;
-    let not_after = time(&mut validity)?;
+    let validity = tbs.expect(SEQUENCE, "no validity")?;
     let subject = tbs.expect(SEQUENCE, "no subject")?;
     tbs.expect(SEQUENCE, "no subjectPublicKeyInfo")?;
-    let mut names = Vec::new();
+    let mut extensions = None;
     while !tbs.is_empty() {
         let (tag, contents) = tbs.any()?;
         if tag == EXTENSIONS {
-            names = alt_names(contents)?;
+            extensions = Some(contents);
         }
     }
+    Ok(Tbs {
+        serial,
+        validity,
+        subject,
+        extensions,
+    })
+}
+
+/// Reads the validity period and the names of a DER certificate.
+pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
+    let tbs = tbs(der)?;
+    let mut validity = Der(tbs.validity);
+    let not_before = time(&mut validity)?;
+    let not_after = time(&mut validity)?;
+    let mut names = match tbs.extensions {
+        Some(ext) => match extension(ext, SUBJECT_ALT_NAME)? {
+            Some(value) => alt_names(value)?,
+            None => Vec::new(),
+        },
+        None => Vec::new(),
+    };
     if names.is_empty() {
-        if let Some(cn) = common_name(subject)? {
+        if let Some(cn) = common_name(tbs.subject)? {
             names.push(cn);
         }
     }
@@ -127,6 +177,34 @@ pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
         not_before,
         not_after,
         names,
+    })
+}
+
+/// Reads the serial number and the issuer's key identifier of a DER
+/// certificate.
+pub fn identity(der: &[u8]) -> Result<Identity<'_>, Malformed> {
+    let tbs = tbs(der)?;
+    let aki = match tbs.extensions {
+        Some(ext) => extension(ext, AUTHORITY_KEY_ID)?,
+        None => None,
+    };
+    let authority_key_id = match aki {
+        Some(value) => {
+            let mut fields = Der(Der(value).expect(SEQUENCE, "invalid authorityKeyIdentifier")?);
+            let mut key_id = None;
+            while !fields.is_empty() {
+                let (tag, contents) = fields.any()?;
+                if tag == KEY_IDENTIFIER {
+                    key_id = Some(contents);
+                }
+            }
+            key_id
+        }
+        None => None,
+    };
+    Ok(Identity {
+        serial: tbs.serial,
+        authority_key_id,
     })
 }
 
@@ -168,26 +246,37 @@ fn number(digits: &[u8]) -> Option<u32> {
     })
 }
 
-/// The dNSName entries of the subjectAltName extension, if it is there.
-fn alt_names(explicit: &[u8]) -> Result<Vec<String>, Malformed> {
-    let mut names = Vec::new();
+/// The value (the OCTET STRING's contents) of extension `id` among the
+/// `[3] EXPLICIT` extensions, every extension checked on the way.
+fn extension<'a>(explicit: &'a [u8], id: &[u8]) -> Result<Option<&'a [u8]>, Malformed> {
+    let mut found = None;
     let mut list = Der(Der(explicit).expect(SEQUENCE, "invalid extensions")?);
     while !list.is_empty() {
         let mut ext = Der(list.expect(SEQUENCE, "invalid extension")?);
-        let id = ext.expect(OID, "invalid extension id")?;
+        let ext_id = ext.expect(OID, "invalid extension id")?;
         if ext.peek() == Some(BOOLEAN) {
             ext.any()?;
         }
         let value = ext.expect(OCTET_STRING, "invalid extension value")?;
-        if id != SUBJECT_ALT_NAME {
-            continue;
-        }
-        let mut general = Der(Der(value).expect(SEQUENCE, "invalid subjectAltName")?);
-        while !general.is_empty() {
-            let (tag, name) = general.any()?;
-            if tag == DNS_NAME {
-                names.push(host_name(name).ok_or(Malformed("invalid dNSName"))?);
+        if ext_id == id {
+            // RFC 5280 §4.2: one instance of an extension at most.
+            if found.is_some() {
+                return Err(Malformed("a repeated extension"));
             }
+            found = Some(value);
+        }
+    }
+    Ok(found)
+}
+
+/// The dNSName entries of a subjectAltName extension's value.
+fn alt_names(value: &[u8]) -> Result<Vec<String>, Malformed> {
+    let mut names = Vec::new();
+    let mut general = Der(Der(value).expect(SEQUENCE, "invalid subjectAltName")?);
+    while !general.is_empty() {
+        let (tag, name) = general.any()?;
+        if tag == DNS_NAME {
+            names.push(host_name(name).ok_or(Malformed("invalid dNSName"))?);
         }
     }
     Ok(names)
@@ -222,7 +311,7 @@ fn host_name(raw: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
@@ -249,6 +338,85 @@ mod tests {
         assert_eq!(expired.names, ["expired.test"]);
     }
 
+    /// RFC 9773 §4.1's example certificate (serial 0x87654321, with the
+    /// 0x00 its DER INTEGER needs; validity in the year 1).
+    const RFC_9773_EXAMPLE: &str = "-----BEGIN CERTIFICATE-----
+MIIBQzCB66ADAgECAgUAh2VDITAKBggqhkjOPQQDAjAVMRMwEQYDVQQDEwpFeGFt
+cGxlIENBMCIYDzAwMDEwMTAxMDAwMDAwWhgPMDAwMTAxMDEwMDAwMDBaMBYxFDAS
+BgNVBAMTC2V4YW1wbGUuY29tMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEeBZu
+7cbpAYNXZLbbh8rNIzuOoqOOtmxA1v7cRm//AwyMwWxyHz4zfwmBhcSrf47NUAFf
+qzLQ2PPQxdTXREYEnKMjMCEwHwYDVR0jBBgwFoAUaYhba4dGQEHhs3uEe6CuLN4B
+yNQwCgYIKoZIzj0EAwIDRwAwRAIge09+S5TZAlw5tgtiVvuERV6cT4mfutXIlwTb
++FYN/8oCIClDsqBklhB9KAelFiYt9+6FDj3z4KGVelYM5MdsO3pK
+-----END CERTIFICATE-----
+";
+
+    /// The example certificate of RFC 9773 §4.1, DER.
+    pub(crate) fn rfc_9773_example() -> Vec<u8> {
+        CertificateDer::from_pem_slice(RFC_9773_EXAMPLE.as_bytes())
+            .expect("pem")
+            .to_vec()
+    }
+
+    #[test]
+    fn serial_and_authority_key_id_of_the_rfc_9773_example() {
+        let der = rfc_9773_example();
+        let id = identity(&der).expect("identity");
+        assert_eq!(id.serial, [0x00, 0x87, 0x65, 0x43, 0x21]);
+        assert_eq!(
+            id.authority_key_id,
+            Some(
+                &[
+                    0x69, 0x88, 0x5b, 0x6b, 0x87, 0x46, 0x40, 0x41, 0xe1, 0xb3, 0x7b, 0x84, 0x7b,
+                    0xa0, 0xae, 0x2c, 0xde, 0x01, 0xc8, 0xd4
+                ][..]
+            )
+        );
+    }
+
+    #[test]
+    fn serial_and_authority_key_id_of_the_test_certificates() {
+        // As `openssl x509 -serial -ext authorityKeyIdentifier` prints
+        // them: the CA's key id, in its own certificate and in its leaves.
+        let ca_key_id: &[u8] = &[
+            0x36, 0x57, 0x8a, 0x42, 0xc0, 0xf8, 0x55, 0x7c, 0xd4, 0x11, 0xa9, 0xfb, 0xef, 0x63,
+            0x95, 0xfb, 0x08, 0xd0, 0x0b, 0xd4,
+        ];
+        for (name, serial) in [("a", &[0x01][..]), ("b", &[0x02]), ("expired", &[0x04])] {
+            let der = leaf(name);
+            let id = identity(&der).expect(name);
+            assert_eq!(id.serial, serial, "{name}");
+            assert_eq!(id.authority_key_id, Some(ca_key_id), "{name}");
+        }
+        let ca = leaf("ca");
+        let id = identity(&ca).expect("ca");
+        assert_eq!(id.serial.len(), 20);
+        assert_eq!(id.serial[..3], [0x0f, 0xc4, 0xe9]);
+        assert_eq!(id.authority_key_id, Some(ca_key_id));
+    }
+
+    #[test]
+    fn a_certificate_without_extensions_has_no_authority_key_id() {
+        // The RFC's example with its extensions cut off: the TBS (at 4,
+        // a 3-byte header) ends with the [3] element.
+        let der = rfc_9773_example();
+        let tbs_end = 7 + usize::from(der[6]);
+        let ext_at = der[..tbs_end]
+            .windows(2)
+            .rposition(|w| w == [EXTENSIONS, 0x23])
+            .expect("extensions");
+        let tbs = &der[7..ext_at];
+        let mut inner = vec![SEQUENCE, 0x81, tbs.len() as u8];
+        inner.extend_from_slice(tbs);
+        inner.extend_from_slice(&der[tbs_end..]);
+        let mut cut = vec![SEQUENCE, 0x82];
+        cut.extend_from_slice(&(inner.len() as u16).to_be_bytes());
+        cut.extend_from_slice(&inner);
+        let id = identity(&cut).expect("identity");
+        assert_eq!(id.serial, [0x00, 0x87, 0x65, 0x43, 0x21]);
+        assert_eq!(id.authority_key_id, None);
+    }
+
     #[test]
     fn the_common_name_stands_in_only_without_alt_names() {
         let ca = parse(&leaf("ca")).expect("ca");
@@ -261,11 +429,13 @@ mod tests {
         let der = leaf("b");
         for n in 0..der.len() {
             let _ = parse(&der[..n]);
+            assert!(identity(&der[..n]).is_err());
         }
         for i in 0..der.len() {
             let mut bent = der.clone();
             bent[i] ^= 0xff;
             let _ = parse(&bent);
+            let _ = identity(&bent);
         }
         assert!(parse(b"").is_err());
         assert!(parse(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]).is_err());
