@@ -200,14 +200,19 @@ fn proxied_h2_streams_count_against_the_connections_programs() {
     wait_until("16 requests upstream", || {
         up.held.load(Ordering::SeqCst) == 16
     });
-    // One with a body is answered 503 at once, as a CGI program's is
-    // (its body, held back with its window credit, would take the
-    // connection's window from the requests under way).
+    // One with a body is refused at once, REFUSED_STREAM (its body, held
+    // back with its window credit, would take the connection's window
+    // from the requests under way): nothing went upstream, so the client
+    // may send it again (RFC 9113 §8.7), where a 503 is an answer.
     let post = c.request("POST", "/api/p", &[("content-length", "2")], Some(b"hi"));
-    assert_eq!(c.answers(&[post])[0].status(), "503");
+    let refused = &c.answers(&[post])[0];
+    assert_eq!(
+        (refused.reset, refused.fields.is_empty()),
+        (Some(brisk::h2::ErrorCode::RefusedStream as u32), true)
+    );
     let line = format!(
         "proxy http://{}: 16 programs and upstream requests already answer this HTTP/2 \
-         connection; 503",
+         connection; stream {post} refused (REFUSED_STREAM: the client may send it again)",
         up.addr
     );
     s.wait_stderr_line(&line);

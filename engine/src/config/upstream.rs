@@ -530,6 +530,7 @@ fn resolve(w: Written<'_>) -> Result<Upstream, String> {
 
 /// The address of `host` (a name or an IP literal) and `port`, resolved
 /// and remembered as upstream names are (see [`resolve_with`]).
+#[cfg(feature = "acme")]
 pub(super) fn resolve_name(host: &str, port: u16) -> Result<SocketAddr, String> {
     match resolve(Written::Tcp {
         host,

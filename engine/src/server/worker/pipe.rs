@@ -33,7 +33,7 @@ use crate::server::waits::Held;
 /// 503 (its process has started), and so is an upstream request with a
 /// body; one without waits for its turn (`Worker::wait_turn`), as an
 /// HTTP/1.1 client's next request waits for the one before.
-const H2_PIPES: usize = 16;
+pub(super) const H2_PIPES: usize = 16;
 /// Local redirects followed for one request before giving up (500).
 const MAX_REDIRECTS: u8 = 5;
 /// The token of source `i` (input, output, diagnostics) of the program

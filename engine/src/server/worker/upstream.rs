@@ -32,7 +32,7 @@ impl Worker {
     /// Whether request `r` of HTTP/2 stream `stream` of `c` waits for its
     /// turn ([`Worker::wait_turn`]): the connection has no room for one
     /// more upstream request now (see `pipe::H2_PIPES`), and the request
-    /// has no body. (One with a body is answered 503, `Worker::room_for`:
+    /// has no body. (One with a body is refused, [`Worker::refuses`]:
     /// bodies held back with their window credit, the connection's
     /// window shared by all its streams, would stall the requests under
     /// way that wait for theirs.)
@@ -56,6 +56,34 @@ impl Worker {
         false
     }
 
+    /// Whether HTTP/2 stream `stream` of `c` is refused (RST_STREAM
+    /// REFUSED_STREAM) because the connection has no room for one more
+    /// upstream request ([`Worker::waits_turn`] says why one with a body
+    /// does not wait): nothing was sent anywhere, so the client may send
+    /// it again (RFC 9113 §8.7; browsers and curl do), where a 503 would
+    /// be an answer to show. (A CGI program, started before its room is
+    /// known, is answered 503 instead: `Worker::room_for`.)
+    fn refuses(&mut self, c: &mut Conn, stream: Option<u32>, label: &str) -> bool {
+        #[cfg(feature = "http2")]
+        if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
+            if super::pipe::room_in(s) {
+                return false;
+            }
+            s.conn.reset(id, crate::h2::ErrorCode::RefusedStream);
+            self.logger.log(
+                Level::Warn,
+                format_args!(
+                    "{label}: {} programs and upstream requests already answer this HTTP/2 \
+                     connection; stream {id} refused (REFUSED_STREAM: the client may send it again)",
+                    super::pipe::H2_PIPES
+                ),
+            );
+            return true;
+        }
+        let _ = (c, stream, label);
+        false
+    }
+
     /// Starts forwarding request `r` on `c` (its HTTP/1.1 exchange,
     /// `stream` none, whose body `decoder` reads on its way upstream; or
     /// its HTTP/2 stream) as `plan` says. The answer to give instead when
@@ -74,7 +102,11 @@ impl Worker {
         if self.waits_turn(c, r, stream, redirects) {
             return Ok(());
         }
-        self.room_for(c, stream, &plan.opts.label, r)?;
+        if self.refuses(c, stream, &plan.opts.label) {
+            return Ok(());
+        }
+        // (Nothing without the feature `tls`.)
+        #[cfg_attr(not(feature = "tls"), allow(clippy::let_unit_value))]
         let tls = plan.tls;
         let check = !ProxyBody::may_go_again(&plan.opts);
         let keep = plan.opts.keep.as_ref();
@@ -113,7 +145,9 @@ impl Worker {
         if self.waits_turn(c, r, stream, redirects) {
             return Ok(());
         }
-        self.room_for(c, stream, &plan.opts.label, r)?;
+        if self.refuses(c, stream, &plan.opts.label) {
+            return Ok(());
+        }
         let FastcgiPlan {
             mut tries,
             params,
