@@ -94,6 +94,8 @@ mod static_files;
 mod survival;
 mod systemd;
 mod throttle;
+#[cfg(feature = "tls")]
+mod tls_fleet;
 #[cfg(feature = "ops")]
 mod upgrade;
 #[cfg(feature = "sites")]
