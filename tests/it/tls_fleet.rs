@@ -229,6 +229,14 @@ fn served(servers: &[Server]) -> Vec<usize> {
         .collect()
 }
 
+/// Which of `servers` logged a request since they had logged `before`.
+fn which(servers: &[Server], before: &[usize]) -> usize {
+    wait_for("the request logged", || {
+        let now = served(servers);
+        (0..servers.len()).find(|&i| now[i] > before[i])
+    })
+}
+
 /// Three servers behind HAProxy (mode tcp, round robin): a session made
 /// through it, then resumed through it on each server in turn. Returns,
 /// for each resumption, whether the server that made the session was the
@@ -247,26 +255,14 @@ fn behind_haproxy(keys: Option<&Path>, dir: &Path) -> Option<Vec<(bool, bool)>> 
         .enumerate()
         .map(|(i, s)| format!("    server b{i} 127.0.0.1:{}\n", tls_port(s)))
         .collect();
-    let cfg = dir.join("haproxy.cfg");
-    fs::write(
-        &cfg,
-        format!(
+    let _haproxy = haproxy(
+        dir,
+        &format!(
             "global\n    maxconn 100\n\
 defaults\n    mode tcp\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
 frontend tls\n    bind {front}\n    default_backend fleet\n\
 backend fleet\n    balance roundrobin\n{backends}"
         ),
-    )
-    .unwrap();
-    let _haproxy = KillOnDrop(
-        Command::new("haproxy")
-            .args(["-db", "-f", cfg.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                fs::File::create(dir.join("haproxy.err")).unwrap(),
-            ))
-            .spawn()
-            .expect("start haproxy"),
     );
     wait_until("HAProxy to listen", || TcpStream::connect(front).is_ok());
     // (That probe went to no server: HAProxy connects to one only when
@@ -275,21 +271,13 @@ backend fleet\n    balance roundrobin\n{backends}"
     for version in VERSIONS {
         let before = served(&servers);
         let sess = new_session(front.port(), dir, version)?;
-        let after = wait_for("the first request logged", || {
-            let now = served(&servers);
-            (now.iter().sum::<usize>() > before.iter().sum::<usize>()).then_some(now)
-        });
-        let maker = (0..3).find(|&i| after[i] > before[i]).unwrap();
+        let maker = which(&servers, &before);
         // Round robin: the next three connections go to each server once.
         let mut took = Vec::new();
         for _ in 0..3 {
             let before = served(&servers);
             let reused = resumed(front.port(), dir, version, &sess);
-            let after = wait_for("the request logged", || {
-                let now = served(&servers);
-                (now.iter().sum::<usize>() > before.iter().sum::<usize>()).then_some(now)
-            });
-            let server = (0..3).find(|&i| after[i] > before[i]).unwrap();
+            let server = which(&servers, &before);
             took.push(server);
             out.push((server == maker, reused));
         }
