@@ -94,7 +94,7 @@ mod static_files;
 mod survival;
 mod systemd;
 mod throttle;
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "tls", feature = "ops"))]
 mod tls_fleet;
 #[cfg(feature = "ops")]
 mod upgrade;

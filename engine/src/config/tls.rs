@@ -15,7 +15,7 @@ use std::time::Duration;
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader, SET_FALSE};
+use super::load::{sorted, Loader, REMOVE, SET_FALSE};
 use super::units::{self, LISTEN_HELP};
 use super::{ConfigError, TicketKeys, TlsConfig};
 
@@ -45,6 +45,9 @@ pub(super) fn defaults() -> TlsConfig {
         ticket_keys: None,
     }
 }
+
+/// What `ticket_keys` needs the feature `ops` for.
+const FLEET: &str = "session-ticket keys shared by a fleet";
 
 /// How often shared ticket keys rotate unless `[tls] ticket_rotation`
 /// says otherwise: rustls's own period; a ticket is accepted for two.
@@ -143,12 +146,14 @@ impl Loader<'_> {
                     }
                 }
                 "ticket_keys" => {
+                    require!(self, "ops", value, "tls.ticket_keys", FLEET, REMOVE);
                     c.ticket_keys = Some(TicketKeys {
                         file: self.path("tls.ticket_keys", value)?,
                         rotation: TICKET_ROTATION,
                     })
                 }
                 "ticket_rotation" => {
+                    require!(self, "ops", value, "tls.ticket_rotation", FLEET, REMOVE);
                     let d = self.duration("tls.ticket_rotation", value, false)?;
                     if d.as_secs() < 60 {
                         let what =

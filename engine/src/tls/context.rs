@@ -46,19 +46,22 @@ impl Shared {
 }
 
 /// The session-ticket maker: with `keys` (`[tls] ticket_keys`: the file
-/// and its rotation period), the fleet's keys from the file, kept by a
-/// thread that logs through the logger `log` makes; without, a random
-/// key of this process, rotated by rustls. An error says why, naming the
-/// file.
+/// and its rotation period; the configuration refuses it without the
+/// feature `ops`), the fleet's keys from the file, kept by a thread that
+/// logs through the logger `log` makes; without, a random key of this
+/// process, rotated by rustls. An error says why, naming the file.
 pub fn ticketer(
     keys: Option<(&std::path::Path, std::time::Duration)>,
     log: &dyn Fn() -> crate::log::Logger,
 ) -> Result<Arc<dyn ProducesTickets>, String> {
-    match keys {
-        Some((file, period)) => super::tickets::shared(file, period, log()),
-        None => rustls::crypto::ring::Ticketer::new()
-            .map_err(|e| format!("cannot make the session-ticket key: {e}")),
+    #[cfg(feature = "ops")]
+    if let Some((file, period)) = keys {
+        return super::tickets::shared(file, period, log());
     }
+    #[cfg(not(feature = "ops"))]
+    let _ = (keys, log);
+    rustls::crypto::ring::Ticketer::new()
+        .map_err(|e| format!("cannot make the session-ticket key: {e}"))
 }
 
 /// A session cache of `entries` sessions (0: none).

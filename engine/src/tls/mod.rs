@@ -24,7 +24,8 @@
 //!   worker's scratch buffers: what the engine's TLS transport delegates
 //!   to;
 //! - [`tickets`]: session-ticket keys shared by a fleet through a file
-//!   (`[tls] ticket_keys`), rotated by whichever server finds it due;
+//!   (`[tls] ticket_keys`, with the feature `ops`), rotated by whichever
+//!   server finds it due;
 //! - [`client`]: the client side, for `https://` upstreams of the
 //!   reverse proxy (rustls's own connection over the upstream's socket).
 //!

@@ -293,6 +293,7 @@ fn proxy_tls_listen_needs_certificates_and_an_address_of_its_own() {
 }
 
 #[test]
+#[cfg(feature = "ops")]
 fn ticket_keys_name_a_file_and_its_rotation() {
     let dir = site();
     let tls = run(&dir, ONE, &[]).unwrap().tls.unwrap();
@@ -333,5 +334,20 @@ fn ticket_keys_name_a_file_and_its_rotation() {
     assert_eq!(
         run(&dir, &with("ticket_keys = \"k\"\nsession_tickets = false"), &[]).unwrap_err(),
         "DIR/site.toml:2: tls: ticket_keys needs session_tickets = true (the keys encrypt session tickets)"
+    );
+}
+
+#[test]
+#[cfg(not(feature = "ops"))]
+fn ticket_keys_need_the_feature_ops() {
+    let dir = site();
+    let toml = ONE.replace(
+        "[[tls.certificate]]",
+        "ticket_keys = \"k\"\n[[tls.certificate]]",
+    );
+    let err = run(&dir, &toml, &[]).unwrap_err();
+    assert_eq!(
+        err,
+        "DIR/site.toml:4: tls.ticket_keys: this brisk was built without session-ticket keys shared by a fleet (the cargo feature `ops`); remove it, or build with the feature"
     );
 }
