@@ -145,15 +145,16 @@ impl Loader<'_> {
                         require!(self, "sites", value, "tls.redirect_http", what, SET_FALSE);
                     }
                 }
+                k @ ("ticket_keys" | "ticket_rotation") if !cfg!(feature = "ops") => {
+                    require!(self, "ops", value, &format!("tls.{k}"), FLEET, REMOVE);
+                }
                 "ticket_keys" => {
-                    require!(self, "ops", value, "tls.ticket_keys", FLEET, REMOVE);
                     c.ticket_keys = Some(TicketKeys {
                         file: self.path("tls.ticket_keys", value)?,
                         rotation: TICKET_ROTATION,
                     })
                 }
                 "ticket_rotation" => {
-                    require!(self, "ops", value, "tls.ticket_rotation", FLEET, REMOVE);
                     let d = self.duration("tls.ticket_rotation", value, false)?;
                     if d.as_secs() < 60 {
                         let what =
@@ -165,7 +166,8 @@ impl Loader<'_> {
                 _ => return Err(self.unknown(key, "tls", TLS_KEYS)),
             }
         }
-        if let Some((d, value)) = rotation {
+        // (Both keys are refused above without the feature `ops`.)
+        if let (Some((d, value)), true) = (rotation, cfg!(feature = "ops")) {
             let Some(keys) = &mut c.ticket_keys else {
                 return Err(self.fail(
                     value,
@@ -175,7 +177,7 @@ impl Loader<'_> {
             };
             keys.rotation = d;
         }
-        if c.ticket_keys.is_some() && !c.session_tickets {
+        if cfg!(feature = "ops") && c.ticket_keys.is_some() && !c.session_tickets {
             return Err(ConfigError {
                 message: format!("{}: ticket_keys needs session_tickets = true (the keys encrypt session tickets)", section.origin),
             });

@@ -301,6 +301,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     #[cfg(feature = "acme")]
     let acme = prepare_acme(server.config())?;
     // (Read while /proc/sys can be: the ticket keys' lock names it.)
+    #[cfg(feature = "ops")]
     sys::fs::lock_holder();
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {

@@ -262,6 +262,10 @@ const TICKET_KEYS_DIR: &str = "tls.ticket_keys (its directory)";
 
 /// `[tls] ticket_keys`, if set.
 fn ticket_keys(cfg: &Config) -> Option<&Path> {
+    // (The configuration refuses it without the feature.)
+    if !cfg!(feature = "ops") {
+        return None;
+    }
     let keys = cfg.tls.as_ref()?.ticket_keys.as_ref()?;
     Some(&keys.file)
 }

@@ -69,7 +69,10 @@ impl Sessions {
             return Ok(previous.cloned());
         };
         let ticketer = match previous {
-            Some(p) if p.ticket_keys == tls.ticket_keys => Arc::clone(&p.shared.ticketer),
+            // (`ticket_keys` is refused without the feature `ops`.)
+            Some(p) if !cfg!(feature = "ops") || p.ticket_keys == tls.ticket_keys => {
+                Arc::clone(&p.shared.ticketer)
+            }
             _ => ticketer(
                 tls.ticket_keys
                     .as_ref()
