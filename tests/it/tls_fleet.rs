@@ -25,11 +25,16 @@ fn fleet(n: usize, keys: Option<&Path>) -> Vec<Server> {
     let extra = keys.map_or(String::new(), |k| {
         format!("ticket_keys = \"{}\"", k.display())
     });
+    fleet_with(n, &extra)
+}
+
+/// [`fleet`], with `extra` in `[tls]` (and after it).
+fn fleet_with(n: usize, extra: &str) -> Vec<Server> {
     (0..n)
         .map(|_| {
             let mut b = Builder::new();
             b.file("index.html", b"<p>hello</p>\n")
-                .config(&section(&["a"], &extra))
+                .config(&section(&["a"], extra))
                 .listeners(2)
                 .access_log();
             let s = b.start();
@@ -117,6 +122,34 @@ fn a_session_made_on_one_server_resumes_on_the_others() {
                 "{}: a session of server 0 resumes on another",
                 version.0
             );
+        }
+    }
+}
+
+#[test]
+#[cfg(feature = "acme")]
+fn with_acme_the_keys_live_in_its_storage() {
+    let dir = TempDir::new("fleet-acme");
+    let storage = dir.path.join("acme");
+    let keys = storage.join("ticket_keys");
+    // (A local name only: the local CA certifies it, no CA is asked.)
+    let extra = format!(
+        "ticket_keys = \"{}\"\n[acme]\ndirectory = \"https://127.0.0.1:9/dir\"\nstorage = \"{}\"\nhosts = [\"localhost\"]",
+        keys.display(),
+        storage.display()
+    );
+    let servers = fleet_with(3, &extra);
+    let mode = fs::metadata(&keys).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    for s in &servers {
+        assert_sandboxed(s, &storage);
+    }
+    for version in VERSIONS {
+        let Some(sess) = new_session(tls_port(&servers[2]), &dir.path, version) else {
+            return;
+        };
+        for s in &servers[..2] {
+            assert!(resumed(tls_port(s), &dir.path, version, &sess));
         }
     }
 }
