@@ -678,6 +678,23 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
 /// A child process killed (and reaped) on drop.
 pub struct KillOnDrop(pub Child);
 
+/// HAProxy (the tests that need it check it is installed) in the
+/// foreground with `config`, written to `dir/haproxy.cfg`; its messages
+/// go to `dir/haproxy.err`. Stopped when dropped.
+pub fn haproxy(dir: &Path, config: &str) -> KillOnDrop {
+    let cfg = dir.join("haproxy.cfg");
+    fs::write(&cfg, config).expect("write haproxy.cfg");
+    let err = fs::File::create(dir.join("haproxy.err")).expect("haproxy.err");
+    KillOnDrop(
+        Command::new("haproxy")
+            .args(["-db", "-f", cfg.to_str().expect("a path")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("start haproxy"),
+    )
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();

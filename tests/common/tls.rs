@@ -35,6 +35,7 @@ pub fn config() -> brisk::config::TlsConfig {
         handshake_timeout: std::time::Duration::from_secs(10),
         max_handshakes: 16,
         redirect_http: false,
+        ticket_keys: None,
     }
 }
 
@@ -112,4 +113,36 @@ pub fn served_name(conn: &ClientConnection) -> String {
     let len = der[at + oid.len() + 1] as usize;
     let start = at + oid.len() + 2;
     String::from_utf8_lossy(&der[start..start + len]).into_owned()
+}
+
+/// `openssl s_client` to `port` of 127.0.0.1 (SNI `a.test`, trusting the
+/// test CA) sending `GET /index.html` (the request file is made in
+/// `dir`), with `args`; `None` (after saying the test skips) without
+/// openssl.
+pub fn s_client(port: u16, dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    use std::process::{Command, Stdio};
+    let request = dir.join("request");
+    std::fs::write(
+        &request,
+        "GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
+    )
+    .expect("request");
+    let input = Stdio::from(std::fs::File::open(&request).expect("request"));
+    let out = super::run_with_input(
+        Command::new("openssl")
+            .args(["s_client", "-connect"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-servername", "a.test", "-CAfile"])
+            .arg(testdata("ca.pem"))
+            // Wait for the answer (and the tickets before it), not for
+            // stdin's end.
+            .arg("-ign_eof")
+            .args(args),
+        input,
+        std::time::Duration::from_secs(20),
+    );
+    if out.is_none() {
+        super::skip("openssl not installed");
+    }
+    out
 }

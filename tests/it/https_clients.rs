@@ -7,7 +7,7 @@ use crate::common;
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::tls::{section, testdata};
@@ -144,32 +144,9 @@ fn curl_sees_the_certificate_sni_asks_for() {
     assert!(text(&o.stderr).contains("subject: CN=a"));
 }
 
-/// `openssl s_client` sending `request`, with `args`.
+/// `openssl s_client` to the TLS listener (see [`common::tls::s_client`]).
 fn s_client(s: &Server, dir: &Path, args: &[&str]) -> Option<Output> {
-    let request = dir.join("request");
-    fs::write(
-        &request,
-        "GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
-    )
-    .expect("request");
-    let input = Stdio::from(fs::File::open(&request).expect("request"));
-    let out = run_with_input(
-        Command::new("openssl")
-            .args(["s_client", "-connect"])
-            .arg(format!("127.0.0.1:{}", port(s)))
-            .args(["-servername", "a.test", "-CAfile"])
-            .arg(testdata("ca.pem"))
-            // Wait for the answer (and the tickets before it), not for
-            // stdin's end.
-            .arg("-ign_eof")
-            .args(args),
-        input,
-        Duration::from_secs(20),
-    );
-    if out.is_none() {
-        skip("openssl not installed");
-    }
-    out
+    common::tls::s_client(port(s), dir, args)
 }
 
 #[test]

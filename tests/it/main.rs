@@ -96,6 +96,8 @@ mod static_files;
 mod survival;
 mod systemd;
 mod throttle;
+#[cfg(all(feature = "tls", feature = "ops"))]
+mod tls_fleet;
 #[cfg(feature = "ops")]
 mod upgrade;
 #[cfg(feature = "sites")]

@@ -215,27 +215,15 @@ fn three_instances_behind_haproxy_lose_no_request() {
         .iter()
         .map(|i| format!("    server b{} 127.0.0.1:{}\n", i.n, i.port))
         .collect();
-    let cfg = dir.path.join("haproxy.cfg");
-    fs::write(
-        &cfg,
-        format!(
+    let _haproxy = haproxy(
+        &dir.path,
+        &format!(
             "global\n    stats socket {sock} mode 600 level admin\n    maxconn 2000\n\
 defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n    retries 3\n    option redispatch 1\n    retry-on all-retryable-errors\n\
 frontend web\n    bind {front}\n    default_backend briskes\n\
 backend briskes\n    balance roundrobin\n    option httpchk GET /-/ready\n    http-check expect status 200\n    default-server check inter 100ms fall 1 rise 2 send-proxy check-send-proxy\n{servers}",
             sock = sock.display()
         ),
-    )
-    .unwrap();
-    let _haproxy = KillOnDrop(
-        Command::new("haproxy")
-            .args(["-db", "-f", cfg.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                fs::File::create(dir.path.join("haproxy.err")).unwrap(),
-            ))
-            .spawn()
-            .expect("start haproxy"),
     );
     let all_up = |instances: &[Instance]| {
         instances

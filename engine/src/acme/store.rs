@@ -24,11 +24,13 @@
 //! [`STALE_LOCK`] (its holder died) is broken: renamed away first, so
 //! that of two servers breaking it at once only one succeeds.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::fs;
+use std::io;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
+
+pub use crate::sys::fs::Lock;
 
 /// A lock older than this is taken to be a dead holder's: longer than an
 /// order may take ([`super::client::ORDER_DEADLINE`]) with room to spare.
@@ -168,7 +170,7 @@ impl Store {
 
     /// Takes the lock of `name` for `holder` (a line naming this server:
     /// host, pid): `Ok(Some)` when this server now holds it, `Ok(None)`
-    /// when another does (and is not stale).
+    /// when another does (and is not stale: `sys::fs::lock`).
     pub fn lock(&self, name: &str, holder: &str) -> io::Result<Option<Lock>> {
         if !is_storable(name) {
             return Err(io::Error::new(
@@ -177,26 +179,7 @@ impl Store {
             ));
         }
         let path = self.root.join("locks").join(format!("{name}.lock"));
-        for _ in 0..3 {
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    f.write_all(format!("{holder}\n").as_bytes())?;
-                    f.sync_all()?;
-                    return Ok(Some(Lock { path }));
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
-            }
-            if !break_if_stale(&path, holder)? {
-                return Ok(None);
-            }
-        }
-        Ok(None)
+        crate::sys::fs::lock(&path, holder, STALE_LOCK)
     }
 }
 
@@ -275,51 +258,6 @@ impl Store {
     }
 }
 
-/// Breaks the lock at `path` if it is stale: true when it is gone (the
-/// caller tries again).
-fn break_if_stale(path: &Path, holder: &str) -> io::Result<bool> {
-    let age = match fs::metadata(path).and_then(|m| m.modified()) {
-        Ok(t) => SystemTime::now().duration_since(t).unwrap_or_default(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-        Err(e) => return Err(e),
-    };
-    if age < STALE_LOCK {
-        return Ok(false);
-    }
-    // Renamed first: of two breakers only one moves it.
-    let aside = path.with_extension(format!("stale-{}", ca_dir_name(holder)));
-    match fs::rename(path, &aside) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-        Err(e) => return Err(e),
-    }
-    // What was moved may be a lock made a moment ago by another breaker:
-    // if it is fresh, it goes back (unless a third one made another).
-    let fresh = fs::metadata(&aside)
-        .and_then(|m| m.modified())
-        .map(|t| SystemTime::now().duration_since(t).unwrap_or_default() < STALE_LOCK)
-        .unwrap_or(false);
-    if fresh {
-        let _ = fs::hard_link(&aside, path);
-        let _ = fs::remove_file(&aside);
-        return Ok(false);
-    }
-    fs::remove_file(&aside)?;
-    Ok(true)
-}
-
-/// A lock held: released when dropped.
-#[derive(Debug)]
-pub struct Lock {
-    path: PathBuf,
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
 /// Makes `dir` (0700) if missing.
 fn mkdir(dir: &Path) -> io::Result<()> {
     match fs::DirBuilder::new().mode(0o700).create(dir) {
@@ -356,6 +294,7 @@ pub fn pem_der(pem: &str, label: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+    use std::time::SystemTime;
 
     fn tmp(tag: &str) -> PathBuf {
         let p = std::env::temp_dir().join(format!(

@@ -335,6 +335,9 @@ impl Config {
             }
         }
         rebase(&mut c.temp_dir);
+        if let Some(keys) = c.tls.as_mut().and_then(|t| t.ticket_keys.as_mut()) {
+            rebase(&mut keys.file);
+        }
         for t in [&mut c.log.access, &mut c.log.error] {
             if let LogTarget::File(p) = t {
                 match inside(p, jail) {

@@ -353,6 +353,20 @@ pub struct TlsConfig {
     /// Answer every plain-HTTP request with a redirect to HTTPS
     /// (`redirect_http`): a first `[[redirect]]` rule in every site.
     pub redirect_http: bool,
+    /// Session-ticket keys shared through a file by a fleet
+    /// (`ticket_keys`, `ticket_rotation`); `None`: a random key per
+    /// process, rotated by rustls.
+    pub ticket_keys: Option<TicketKeys>,
+}
+
+/// `[tls] ticket_keys`: the file of the session-ticket keys every server
+/// naming it shares (see `tls::tickets`), and how often they rotate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketKeys {
+    /// The keys' file (`ticket_keys`); its directory must be writable.
+    pub file: PathBuf,
+    /// The current key is replaced after this (`ticket_rotation`).
+    pub rotation: Duration,
 }
 
 impl TlsConfig {

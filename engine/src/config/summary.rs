@@ -106,10 +106,18 @@ fn tls(c: &Config, s: &mut String) {
             let _ = writeln!(s, "  warning: {warning}");
         }
     }
-    let tickets = if t.session_tickets {
-        "session tickets on (one key for all workers, rotated every 6 hours)"
-    } else {
-        "session tickets off"
+    // (`ticket_keys` is refused without the feature `ops`.)
+    let keys = t.ticket_keys.as_ref().filter(|_| cfg!(feature = "ops"));
+    let tickets = match (keys, t.session_tickets) {
+        (Some(k), true) => format!(
+            "session tickets on (keys shared through {}, rotated every {})",
+            k.file.display(),
+            duration(k.rotation)
+        ),
+        (None, true) => {
+            "session tickets on (one key for all workers, rotated every 6 hours)".to_string()
+        }
+        (_, false) => "session tickets off".to_string(),
     };
     let _ = writeln!(
         s,

@@ -15,9 +15,9 @@ use std::time::Duration;
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader, SET_FALSE};
+use super::load::{sorted, Loader, REMOVE, SET_FALSE};
 use super::units::{self, LISTEN_HELP};
-use super::{ConfigError, TlsConfig};
+use super::{ConfigError, TicketKeys, TlsConfig};
 
 pub(super) const TLS_KEYS: &[&str] = &[
     "listen",
@@ -27,6 +27,8 @@ pub(super) const TLS_KEYS: &[&str] = &[
     "handshake_timeout",
     "max_handshakes",
     "redirect_http",
+    "ticket_keys",
+    "ticket_rotation",
 ];
 pub(super) const CERTIFICATE_KEYS: &[&str] = &["cert", "key", "ocsp"];
 
@@ -40,8 +42,16 @@ pub(super) fn defaults() -> TlsConfig {
         handshake_timeout: Duration::from_secs(10),
         max_handshakes: 256,
         redirect_http: false,
+        ticket_keys: None,
     }
 }
+
+/// What `ticket_keys` needs the feature `ops` for.
+const FLEET: &str = "session-ticket keys shared by a fleet";
+
+/// How often shared ticket keys rotate unless `[tls] ticket_rotation`
+/// says otherwise: rustls's own period; a ticket is accepted for two.
+pub const TICKET_ROTATION: Duration = Duration::from_secs(6 * 3600);
 
 /// What `[tls]` said before the command line and the final checks: the
 /// certificate files with where each was set, read once the flags have
@@ -73,6 +83,7 @@ impl Loader<'_> {
             certificates: Vec::new(),
         };
         let c = &mut section.config;
+        let mut rotation = None;
         for (key, value) in sorted(self.table("tls", v)?) {
             match key.get_ref().as_ref() {
                 "listen" => {
@@ -134,8 +145,42 @@ impl Loader<'_> {
                         require!(self, "sites", value, "tls.redirect_http", what, SET_FALSE);
                     }
                 }
+                k @ ("ticket_keys" | "ticket_rotation") if !cfg!(feature = "ops") => {
+                    require!(self, "ops", value, &format!("tls.{k}"), FLEET, REMOVE);
+                }
+                "ticket_keys" => {
+                    c.ticket_keys = Some(TicketKeys {
+                        file: self.path("tls.ticket_keys", value)?,
+                        rotation: TICKET_ROTATION,
+                    })
+                }
+                "ticket_rotation" => {
+                    let d = self.duration("tls.ticket_rotation", value, false)?;
+                    if d.as_secs() < 60 {
+                        let what =
+                            "expected at least a minute (a ticket is accepted for up to two)";
+                        return Err(self.fail(value, "tls.ticket_rotation", what));
+                    }
+                    rotation = Some((d, value));
+                }
                 _ => return Err(self.unknown(key, "tls", TLS_KEYS)),
             }
+        }
+        // (Both keys are refused above without the feature `ops`.)
+        if let (Some((d, value)), true) = (rotation, cfg!(feature = "ops")) {
+            let Some(keys) = &mut c.ticket_keys else {
+                return Err(self.fail(
+                    value,
+                    "tls.ticket_rotation",
+                    "needs ticket_keys = \"FILE\" (the keys it rotates)",
+                ));
+            };
+            keys.rotation = d;
+        }
+        if cfg!(feature = "ops") && c.ticket_keys.is_some() && !c.session_tickets {
+            return Err(ConfigError {
+                message: format!("{}: ticket_keys needs session_tickets = true (the keys encrypt session tickets)", section.origin),
+            });
         }
         Ok(section)
     }
@@ -241,6 +286,7 @@ impl TlsConfig {
             handshake_timeout: Duration::from_secs(10),
             max_handshakes: 10,
             redirect_http: false,
+            ticket_keys: None,
         }
     }
 }

@@ -300,6 +300,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     };
     #[cfg(feature = "acme")]
     let acme = prepare_acme(server.config())?;
+    // (Read while /proc/sys can be: the ticket keys' lock names it.)
+    #[cfg(feature = "ops")]
+    sys::fs::lock_holder();
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
@@ -551,12 +554,9 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
     let cas: Vec<&std::path::Path> = acme.ca_roots.iter().map(|p| p.as_path()).collect();
     let roots = crate::tls::client::roots(&cas).map_err(|e| fail(format!("ca_roots: {e}")))?;
     let client = crate::acme::http::Client::new(roots, Duration::from_secs(30)).map_err(fail)?;
-    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "brisk".to_string());
     Ok(Some(AcmePrepared {
         client,
-        holder: format!("{machine} pid {}", std::process::id()),
+        holder: sys::fs::lock_holder().to_string(),
     }))
 }
 

@@ -285,7 +285,7 @@ impl Server {
             registry: self.registry,
             launcher: self.launcher,
             verifier: Arc::new(Verifier::new(self.cfg.workers.clamp(1, 4))),
-            sessions: Sessions::new(&self.cfg, None).map_err(Error::Tls)?,
+            sessions: Sessions::new(&self.cfg, None, &|| logs.handle()).map_err(Error::Tls)?,
             lifecycle: Arc::clone(&self.lifecycle),
         };
         let counters = Arc::new(Counters::new(&self.cfg));
@@ -557,8 +557,10 @@ impl Running {
         self.adopt(&mut cfg)?;
         let cfg = Arc::new(cfg);
         // Tickets issued before stay valid: the key is kept (see Sessions).
-        self.shared.sessions =
-            Sessions::new(&cfg, self.shared.sessions.as_ref()).map_err(Error::Tls)?;
+        self.shared.sessions = Sessions::new(&cfg, self.shared.sessions.as_ref(), &|| {
+            logs.handle_for(&cfg.log)
+        })
+        .map_err(Error::Tls)?;
         let protected = Arc::new(Protected::collect(&cfg));
         let files = open_root(&cfg, false, &protected)?;
         for warning in cfg.own_files_under_roots() {

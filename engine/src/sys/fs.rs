@@ -399,15 +399,7 @@ pub fn write_whole(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    // Unique among several writers: servers of a fleet on one shared
-    // directory may all be pid 1 (containers), threads of one process
-    // share theirs.
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNT.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(".{name}.{}.{n}.{nanos}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".{name}.{}.tmp", unique()));
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -424,6 +416,109 @@ pub fn write_whole(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// A name part no other writer uses at the same time: servers of a fleet
+/// on one shared directory may all be pid 1 (containers), threads of one
+/// process share theirs.
+fn unique() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}.{n}.{nanos}", std::process::id())
+}
+
+/// Takes the lock file `path` for `holder` (a line naming this server:
+/// host, pid), shared by the servers of a fleet on one directory (ACME's
+/// per-name locks, the session-ticket keys' rotation): `Ok(Some)` when
+/// this server now holds it, `Ok(None)` when another does. A lock is a
+/// file made with `O_EXCL`; one older than `stale` (its holder died) is
+/// broken: renamed away first, so that of two servers breaking it at
+/// once only one succeeds.
+pub fn lock(path: &Path, holder: &str, stale: std::time::Duration) -> io::Result<Option<Lock>> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    for _ in 0..3 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(mut f) => {
+                f.write_all(format!("{holder}\n").as_bytes())?;
+                f.sync_all()?;
+                return Ok(Some(Lock {
+                    path: path.to_path_buf(),
+                }));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        if !break_if_stale(path, stale)? {
+            return Ok(None);
+        }
+    }
+    Ok(None)
+}
+
+/// Breaks the lock at `path` if older than `stale`: true when it is gone
+/// (the caller tries again).
+fn break_if_stale(path: &Path, stale: std::time::Duration) -> io::Result<bool> {
+    use std::time::SystemTime;
+    let age = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .map(|t| SystemTime::now().duration_since(t).unwrap_or_default())
+    };
+    match age(path) {
+        Ok(a) if a < stale => return Ok(false),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e),
+    }
+    // Renamed first: of two breakers only one moves it.
+    let aside = path.with_extension(format!("stale-{}", unique()));
+    match std::fs::rename(path, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e),
+    }
+    // What was moved may be a lock made a moment ago by another breaker:
+    // if it is fresh, it goes back (unless a third one made another).
+    if age(&aside).is_ok_and(|a| a < stale) {
+        let _ = std::fs::hard_link(&aside, path);
+        let _ = std::fs::remove_file(&aside);
+        return Ok(false);
+    }
+    std::fs::remove_file(&aside)?;
+    Ok(true)
+}
+
+/// This server as a lock's holder: its host name and pid. Read once,
+/// before the sandbox hides `/proc/sys` (`process::run` asks first).
+pub fn lock_holder() -> &'static str {
+    static HOLDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOLDER.get_or_init(|| {
+        let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "brisk".to_string());
+        format!("{machine} pid {}", std::process::id())
+    })
+}
+
+/// A lock held (see [`lock`]): released when dropped.
+#[derive(Debug)]
+pub struct Lock {
+    path: std::path::PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 #[cfg(test)]

@@ -172,17 +172,23 @@ pub const UPSTREAMS: &[libc::c_long] = &[
     libc::SYS_splice,
 ];
 
-/// Added to [`ALLOWED`] (with [`UPSTREAMS`]) when the server obtains its
-/// certificates (`[acme]`): the ACME thread's blocking HTTPS requests (a
-/// connect with a timeout waits in `poll` and reads the socket's error
-/// with `getsockopt`; read and write timeouts are `setsockopt`), and its
-/// storage's files written whole (`fsync`, `rename`, `mkdir`; `link` puts
-/// back a lock broken by mistake).
+/// Added to [`ALLOWED`] (with [`UPSTREAMS`] and [`STORAGE`]) when the
+/// server obtains its certificates (`[acme]`): the ACME thread's blocking
+/// HTTPS requests (a connect with a timeout waits in `poll` and reads the
+/// socket's error with `getsockopt`; read and write timeouts are
+/// `setsockopt`).
 pub const ACME: &[libc::c_long] = &[
     libc::SYS_poll,
     libc::SYS_ppoll,
     libc::SYS_getsockopt,
     libc::SYS_setsockopt,
+];
+
+/// Added to [`ALLOWED`] when the server writes files shared by a fleet
+/// (`[acme]`'s storage, `[tls] ticket_keys`): files written whole
+/// (`fsync`, `rename`, `mkdir`) and lock files (`link` puts back a lock
+/// broken by mistake).
+pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_fsync,
     libc::SYS_rename,
     libc::SYS_renameat,

@@ -1,7 +1,8 @@
 //! The rustls server configuration of one generation of workers, and the
 //! state that outlives generations: the session-ticket key (rotated by
-//! rustls every 6 hours, tickets accepted for 12) and the session cache,
-//! so that a client resumes on any worker, and across a reload.
+//! rustls every 6 hours, tickets accepted for 12; or a fleet's keys from
+//! a file, [`super::tickets`]) and the session cache, so that a client
+//! resumes on any worker, and across a reload.
 
 use std::sync::Arc;
 
@@ -37,11 +38,30 @@ impl Shared {
     /// The ticket key and a cache of `cache_entries` sessions (0: none).
     pub fn new(cache_entries: usize) -> Result<Shared, rustls::Error> {
         Ok(Shared {
-            ticketer: rustls::crypto::ring::Ticketer::new()?,
+            ticketer: ticketer(None, &|| unreachable!()).map_err(rustls::Error::General)?,
             cache: cache(cache_entries),
             live: Arc::default(),
         })
     }
+}
+
+/// The session-ticket maker: with `keys` (`[tls] ticket_keys`: the file
+/// and its rotation period; the configuration refuses it without the
+/// feature `ops`), the fleet's keys from the file, kept by a thread that
+/// logs through the logger `log` makes; without, a random key of this
+/// process, rotated by rustls. An error says why, naming the file.
+pub fn ticketer(
+    keys: Option<(&std::path::Path, std::time::Duration)>,
+    log: &dyn Fn() -> crate::log::Logger,
+) -> Result<Arc<dyn ProducesTickets>, String> {
+    #[cfg(feature = "ops")]
+    if let Some((file, period)) = keys {
+        return super::tickets::shared(file, period, log());
+    }
+    #[cfg(not(feature = "ops"))]
+    let _ = (keys, log);
+    rustls::crypto::ring::Ticketer::new()
+        .map_err(|e| format!("cannot make the session-ticket key: {e}"))
 }
 
 /// A session cache of `entries` sessions (0: none).

@@ -23,6 +23,9 @@
 //! - [`stream`]: that record layer over a non-blocking socket, with a
 //!   worker's scratch buffers: what the engine's TLS transport delegates
 //!   to;
+//! - [`tickets`]: session-ticket keys shared by a fleet through a file
+//!   (`[tls] ticket_keys`, with the feature `ops`), rotated by whichever
+//!   server finds it due;
 //! - [`client`]: the client side, for `https://` upstreams of the
 //!   reverse proxy (rustls's own connection over the upstream's socket).
 //!
@@ -43,6 +46,7 @@ pub mod sni;
 pub mod stream;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod tickets;
 pub mod x509;
 
 pub use certs::{Certificate, CertificateFiles};

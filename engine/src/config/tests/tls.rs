@@ -291,3 +291,63 @@ fn proxy_tls_listen_needs_certificates_and_an_address_of_its_own() {
     .unwrap_err()
     .contains("proxy.tls_listen: 127.0.0.1:8081 is also in"));
 }
+
+#[test]
+#[cfg(feature = "ops")]
+fn ticket_keys_name_a_file_and_its_rotation() {
+    let dir = site();
+    let tls = run(&dir, ONE, &[]).unwrap().tls.unwrap();
+    assert_eq!(tls.ticket_keys, None);
+    let with = |keys: &str| {
+        ONE.replace(
+            "[[tls.certificate]]",
+            &format!("{keys}\n[[tls.certificate]]"),
+        )
+    };
+    let tls = run(&dir, &with("ticket_keys = \"keys/tickets\""), &[])
+        .unwrap()
+        .tls
+        .unwrap();
+    let keys = tls.ticket_keys.expect("ticket_keys");
+    assert_eq!(keys.file, dir.path().join("keys/tickets"));
+    assert_eq!(keys.rotation, std::time::Duration::from_secs(6 * 3600));
+    let tls = run(
+        &dir,
+        &with("ticket_rotation = \"1h\"\nticket_keys = \"/srv/k\""),
+        &[],
+    )
+    .unwrap()
+    .tls
+    .unwrap();
+    assert_eq!(
+        tls.ticket_keys.map(|k| (k.file, k.rotation)),
+        Some(("/srv/k".into(), std::time::Duration::from_secs(3600)))
+    );
+    assert_eq!(
+        run(&dir, &with("ticket_rotation = \"1h\""), &[]).unwrap_err(),
+        "DIR/site.toml:4: tls.ticket_rotation: needs ticket_keys = \"FILE\" (the keys it rotates)"
+    );
+    assert_eq!(
+        run(&dir, &with("ticket_keys = \"k\"\nticket_rotation = \"30s\""), &[]).unwrap_err(),
+        "DIR/site.toml:5: tls.ticket_rotation: expected at least a minute (a ticket is accepted for up to two)"
+    );
+    assert_eq!(
+        run(&dir, &with("ticket_keys = \"k\"\nsession_tickets = false"), &[]).unwrap_err(),
+        "DIR/site.toml:2: tls: ticket_keys needs session_tickets = true (the keys encrypt session tickets)"
+    );
+}
+
+#[test]
+#[cfg(not(feature = "ops"))]
+fn ticket_keys_need_the_feature_ops() {
+    let dir = site();
+    let toml = ONE.replace(
+        "[[tls.certificate]]",
+        "ticket_keys = \"k\"\n[[tls.certificate]]",
+    );
+    let err = run(&dir, &toml, &[]).unwrap_err();
+    assert_eq!(
+        err,
+        "DIR/site.toml:4: tls.ticket_keys: this brisk was built without session-ticket keys shared by a fleet (the cargo feature `ops`); remove it, or build with the feature"
+    );
+}

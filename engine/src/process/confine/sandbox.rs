@@ -204,6 +204,17 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
         // The ACME thread's account, certificates and locks.
         rules.push(Rule::new(&acme.storage, WRITABLE, "acme.storage"));
     }
+    if let (Some(dir), false) = (ticket_keys(cfg).and_then(Path::parent), programs) {
+        // The session-ticket keys: read again when they change, written
+        // whole (a new file renamed over them, the directory synced)
+        // beside their lock file.
+        let rights = fs_access::READ_FILE
+            | fs_access::READ_DIR
+            | fs_access::WRITE_FILE
+            | fs_access::MAKE_REG
+            | fs_access::REMOVE_FILE;
+        rules.push(Rule::new(dir, rights, TICKET_KEYS_DIR));
+    }
     if !programs && cfg.holds_bodies() {
         // Bodies held whole (`handlers::spool`: a chunked one for a CGI
         // program or a FastCGI script, any with `buffer_request`): unnamed
@@ -244,6 +255,19 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
         }
     }
     rules
+}
+
+/// The setting the ticket keys' directory is allowed for.
+const TICKET_KEYS_DIR: &str = "tls.ticket_keys (its directory)";
+
+/// `[tls] ticket_keys`, if set.
+fn ticket_keys(cfg: &Config) -> Option<&Path> {
+    // (The configuration refuses it without the feature.)
+    if !cfg!(feature = "ops") {
+        return None;
+    }
+    let keys = cfg.tls.as_ref()?.ticket_keys.as_ref()?;
+    Some(&keys.file)
 }
 
 /// What reading the TLS files again (SIGHUP, a renewal) takes: the file,
@@ -360,7 +384,8 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
             .filter(reads)
             .any(|t| t.path.starts_with(&dir.path))
         {
-            let (what, advice) = if dir.what == "temp_dir" || dir.what == "acme.storage" {
+            let own = [TICKET_KEYS_DIR, "temp_dir", "acme.storage"];
+            let (what, advice) = if own.contains(&&dir.what[..]) {
                 (dir.what.clone(), "give it a directory of its own")
             } else if dir.what.ends_with(".writable") {
                 (
@@ -397,6 +422,8 @@ pub struct Plan {
     upstreams: Option<Vec<u16>>,
     /// The ACME thread runs (`[acme]`).
     acme: bool,
+    /// Files shared by a fleet are written (`[acme]`, `[tls] ticket_keys`).
+    storage: bool,
     /// A summary for the error log.
     summary: String,
 }
@@ -442,6 +469,7 @@ pub fn prepare(
         programs,
         upstreams: connect_ports(cfg),
         acme: acme_on(cfg),
+        storage: acme_on(cfg) || ticket_keys(cfg).is_some(),
         summary,
     })
 }
@@ -516,6 +544,9 @@ fn writes(rules: &[Rule]) -> String {
         .find(|r| r.what == "acme.storage")
     {
         places.push(format!("the ACME storage {}", a.path.display()));
+    }
+    if let Some(t) = rules.iter().find(|r| r.what == TICKET_KEYS_DIR) {
+        places.push(format!("the ticket keys' directory {}", t.path.display()));
     }
     let programs: Vec<String> = rules
         .iter()
@@ -604,6 +635,9 @@ impl Plan {
         }
         if self.acme {
             allowed.extend_from_slice(syscalls::ACME);
+        }
+        if self.storage {
+            allowed.extend_from_slice(syscalls::STORAGE);
         }
         match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
             Ok(true) => notes.push((

@@ -17,7 +17,11 @@ pub enum Sessions {}
 
 impl Sessions {
     /// Always `None`: the configuration of this build has no `[tls]`.
-    pub fn new(_cfg: &Config, _previous: Option<&Sessions>) -> Result<Option<Sessions>, String> {
+    pub fn new(
+        _cfg: &Config,
+        _previous: Option<&Sessions>,
+        _log: &dyn Fn() -> crate::log::Logger,
+    ) -> Result<Option<Sessions>, String> {
         Ok(None)
     }
 }

@@ -34,7 +34,7 @@ use super::{Flushed, Tcp, Transport};
 use crate::config::Config;
 use crate::http::TlsSession;
 use crate::tls::conn::{HandshakeSlot, Handshakes, TlsConn};
-use crate::tls::context::{cache, server_config_offering, Shared, ALPN, ALPN_H2};
+use crate::tls::context::{cache, server_config_offering, ticketer, Shared, ALPN, ALPN_H2};
 use crate::tls::stream::{Scratch, TlsStream, MAX_WRITE};
 
 /// What every generation of workers shares: the session-ticket key (it
@@ -44,6 +44,9 @@ pub struct Sessions {
     shared: Shared,
     /// The cache's size, as configured.
     cache_entries: usize,
+    /// The ticket keys' file and period, as configured (`[tls]
+    /// ticket_keys`).
+    ticket_keys: Option<crate::config::TicketKeys>,
 }
 
 impl Sessions {
@@ -55,24 +58,40 @@ impl Sessions {
     /// The ticket key and the cache for `cfg` (`[tls] session_cache`
     /// entries), `None` without `[tls]`. With the `previous` ones (a
     /// reload), the ticket key is kept, so that tickets issued before
-    /// stay good, and the cache too unless its size changed.
-    pub fn new(cfg: &Config, previous: Option<&Sessions>) -> Result<Option<Sessions>, String> {
+    /// stay good (unless `ticket_keys` changed), and the cache too unless
+    /// its size changed. Shared ticket keys log through what `log` makes.
+    pub fn new(
+        cfg: &Config,
+        previous: Option<&Sessions>,
+        log: &dyn Fn() -> crate::log::Logger,
+    ) -> Result<Option<Sessions>, String> {
         let Some(tls) = &cfg.tls else {
             return Ok(previous.cloned());
         };
-        let shared = match previous {
-            Some(p) if p.cache_entries == tls.session_cache => p.shared.clone(),
-            Some(p) => Shared {
-                ticketer: Arc::clone(&p.shared.ticketer),
-                cache: cache(tls.session_cache),
-                live: Arc::clone(&p.shared.live),
+        let ticketer = match previous {
+            // (`ticket_keys` is refused without the feature `ops`.)
+            Some(p) if !cfg!(feature = "ops") || p.ticket_keys == tls.ticket_keys => {
+                Arc::clone(&p.shared.ticketer)
+            }
+            _ => ticketer(
+                tls.ticket_keys
+                    .as_ref()
+                    .map(|k| (k.file.as_path(), k.rotation)),
+                log,
+            )?,
+        };
+        let shared = Shared {
+            ticketer,
+            cache: match previous {
+                Some(p) if p.cache_entries == tls.session_cache => Arc::clone(&p.shared.cache),
+                _ => cache(tls.session_cache),
             },
-            None => Shared::new(tls.session_cache)
-                .map_err(|e| format!("cannot make the session-ticket key: {e}"))?,
+            live: previous.map_or_else(Arc::default, |p| Arc::clone(&p.shared.live)),
         };
         Ok(Some(Sessions {
             shared,
             cache_entries: tls.session_cache,
+            ticket_keys: tls.ticket_keys.clone(),
         }))
     }
 }

@@ -39,7 +39,7 @@ impl Pair {
             tls: Some(tls),
             ..Config::default()
         };
-        let sessions = Sessions::new(&cfg, None).expect("sessions");
+        let sessions = Sessions::new(&cfg, None, &|| unreachable!()).expect("sessions");
         let setup = Setup::new(&cfg, sessions.as_ref())
             .expect("setup")
             .expect("tls");
