@@ -391,6 +391,7 @@ mod tls {
             handshake_timeout: Duration::from_secs(10),
             max_handshakes: 10,
             redirect_http: false,
+            #[cfg(feature = "ops")]
             ticket_keys: None,
         }
     }

@@ -35,6 +35,7 @@ pub fn config() -> brisk::config::TlsConfig {
         handshake_timeout: std::time::Duration::from_secs(10),
         max_handshakes: 16,
         redirect_http: false,
+        #[cfg(feature = "ops")]
         ticket_keys: None,
     }
 }

@@ -335,6 +335,7 @@ impl Config {
             }
         }
         rebase(&mut c.temp_dir);
+        #[cfg(feature = "ops")]
         if let Some(keys) = c.tls.as_mut().and_then(|t| t.ticket_keys.as_mut()) {
             rebase(&mut keys.file);
         }

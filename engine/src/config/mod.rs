@@ -355,7 +355,9 @@ pub struct TlsConfig {
     pub redirect_http: bool,
     /// Session-ticket keys shared through a file by a fleet
     /// (`ticket_keys`, `ticket_rotation`); `None`: a random key per
-    /// process, rotated by rustls.
+    /// process, rotated by rustls. (Only with the feature `ops`: see
+    /// [`TlsConfig::ticket_keys`].)
+    #[cfg(feature = "ops")]
     pub ticket_keys: Option<TicketKeys>,
 }
 
@@ -370,6 +372,15 @@ pub struct TicketKeys {
 }
 
 impl TlsConfig {
+    /// `ticket_keys`: always none without the feature `ops`, which
+    /// refuses the key.
+    pub fn ticket_keys(&self) -> Option<&TicketKeys> {
+        #[cfg(feature = "ops")]
+        return self.ticket_keys.as_ref();
+        #[cfg(not(feature = "ops"))]
+        None
+    }
+
     /// Every file the certificates were read from, with its key
     /// (`tls.certificate[1].key`): what a reload reads again.
     pub fn files(&self) -> Vec<(PathBuf, String)> {

@@ -106,8 +106,7 @@ fn tls(c: &Config, s: &mut String) {
             let _ = writeln!(s, "  warning: {warning}");
         }
     }
-    // (`ticket_keys` is refused without the feature `ops`.)
-    let keys = t.ticket_keys.as_ref().filter(|_| cfg!(feature = "ops"));
+    let keys = t.ticket_keys();
     let tickets = match (keys, t.session_tickets) {
         (Some(k), true) => format!(
             "session tickets on (keys shared through {}, rotated every {})",

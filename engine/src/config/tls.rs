@@ -15,9 +15,13 @@ use std::time::Duration;
 use toml::de::DeValue;
 use toml::Spanned;
 
-use super::load::{sorted, Loader, REMOVE, SET_FALSE};
+#[cfg(not(feature = "ops"))]
+use super::load::REMOVE;
+use super::load::{sorted, Loader, SET_FALSE};
 use super::units::{self, LISTEN_HELP};
-use super::{ConfigError, TicketKeys, TlsConfig};
+#[cfg(feature = "ops")]
+use super::TicketKeys;
+use super::{ConfigError, TlsConfig};
 
 pub(super) const TLS_KEYS: &[&str] = &[
     "listen",
@@ -42,15 +46,18 @@ pub(super) fn defaults() -> TlsConfig {
         handshake_timeout: Duration::from_secs(10),
         max_handshakes: 256,
         redirect_http: false,
+        #[cfg(feature = "ops")]
         ticket_keys: None,
     }
 }
 
 /// What `ticket_keys` needs the feature `ops` for.
+#[cfg(not(feature = "ops"))]
 const FLEET: &str = "session-ticket keys shared by a fleet";
 
 /// How often shared ticket keys rotate unless `[tls] ticket_rotation`
 /// says otherwise: rustls's own period; a ticket is accepted for two.
+#[cfg(feature = "ops")]
 pub const TICKET_ROTATION: Duration = Duration::from_secs(6 * 3600);
 
 /// What `[tls]` said before the command line and the final checks: the
@@ -83,6 +90,7 @@ impl Loader<'_> {
             certificates: Vec::new(),
         };
         let c = &mut section.config;
+        #[cfg(feature = "ops")]
         let mut rotation = None;
         for (key, value) in sorted(self.table("tls", v)?) {
             match key.get_ref().as_ref() {
@@ -145,15 +153,18 @@ impl Loader<'_> {
                         require!(self, "sites", value, "tls.redirect_http", what, SET_FALSE);
                     }
                 }
-                k @ ("ticket_keys" | "ticket_rotation") if !cfg!(feature = "ops") => {
+                #[cfg(not(feature = "ops"))]
+                k @ ("ticket_keys" | "ticket_rotation") => {
                     require!(self, "ops", value, &format!("tls.{k}"), FLEET, REMOVE);
                 }
+                #[cfg(feature = "ops")]
                 "ticket_keys" => {
                     c.ticket_keys = Some(TicketKeys {
                         file: self.path("tls.ticket_keys", value)?,
                         rotation: TICKET_ROTATION,
                     })
                 }
+                #[cfg(feature = "ops")]
                 "ticket_rotation" => {
                     let d = self.duration("tls.ticket_rotation", value, false)?;
                     if d.as_secs() < 60 {
@@ -166,8 +177,8 @@ impl Loader<'_> {
                 _ => return Err(self.unknown(key, "tls", TLS_KEYS)),
             }
         }
-        // (Both keys are refused above without the feature `ops`.)
-        if let (Some((d, value)), true) = (rotation, cfg!(feature = "ops")) {
+        #[cfg(feature = "ops")]
+        if let Some((d, value)) = rotation {
             let Some(keys) = &mut c.ticket_keys else {
                 return Err(self.fail(
                     value,
@@ -177,7 +188,8 @@ impl Loader<'_> {
             };
             keys.rotation = d;
         }
-        if cfg!(feature = "ops") && c.ticket_keys.is_some() && !c.session_tickets {
+        #[cfg(feature = "ops")]
+        if c.ticket_keys.is_some() && !c.session_tickets {
             return Err(ConfigError {
                 message: format!("{}: ticket_keys needs session_tickets = true (the keys encrypt session tickets)", section.origin),
             });
@@ -286,6 +298,7 @@ impl TlsConfig {
             handshake_timeout: Duration::from_secs(10),
             max_handshakes: 10,
             redirect_http: false,
+            #[cfg(feature = "ops")]
             ticket_keys: None,
         }
     }

@@ -262,12 +262,7 @@ const TICKET_KEYS_DIR: &str = "tls.ticket_keys (its directory)";
 
 /// `[tls] ticket_keys`, if set.
 fn ticket_keys(cfg: &Config) -> Option<&Path> {
-    // (The configuration refuses it without the feature.)
-    if !cfg!(feature = "ops") {
-        return None;
-    }
-    let keys = cfg.tls.as_ref()?.ticket_keys.as_ref()?;
-    Some(&keys.file)
+    Some(&cfg.tls.as_ref()?.ticket_keys()?.file)
 }
 
 /// What reading the TLS files again (SIGHUP, a renewal) takes: the file,

@@ -69,14 +69,11 @@ impl Sessions {
             return Ok(previous.cloned());
         };
         let ticketer = match previous {
-            // (`ticket_keys` is refused without the feature `ops`.)
-            Some(p) if !cfg!(feature = "ops") || p.ticket_keys == tls.ticket_keys => {
+            Some(p) if p.ticket_keys.as_ref() == tls.ticket_keys() => {
                 Arc::clone(&p.shared.ticketer)
             }
             _ => ticketer(
-                tls.ticket_keys
-                    .as_ref()
-                    .map(|k| (k.file.as_path(), k.rotation)),
+                tls.ticket_keys().map(|k| (k.file.as_path(), k.rotation)),
                 log,
             )?,
         };
@@ -91,7 +88,7 @@ impl Sessions {
         Ok(Some(Sessions {
             shared,
             cache_entries: tls.session_cache,
-            ticket_keys: tls.ticket_keys.clone(),
+            ticket_keys: tls.ticket_keys().cloned(),
         }))
     }
 }
