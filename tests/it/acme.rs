@@ -25,7 +25,7 @@ use rustls::pki_types::{pem::PemObject as _, CertificateDer, ServerName, UnixTim
 use crate::common::{poll, skip, TempDir};
 
 /// A Go tool: `$VAR`, else on PATH, else in Go's bin directory.
-fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var) {
         return Some(PathBuf::from(p));
     }
@@ -44,7 +44,7 @@ fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
 /// ephemeral range (32768 and up by default): a port picked there may be
 /// taken as the source port of some connection before the program meant
 /// to listen on it binds it.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     use std::sync::atomic::AtomicU32;
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let seed = (std::process::id()
@@ -64,15 +64,15 @@ fn free_port() -> u16 {
     }
 }
 
-fn free_tcp() -> u16 {
+pub(crate) fn free_tcp() -> u16 {
     free_port()
 }
 
-fn free_udp() -> u16 {
+pub(crate) fn free_udp() -> u16 {
     free_port()
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -105,15 +105,15 @@ impl Drop for Killed {
 }
 
 /// Pebble and challtestsrv, running.
-struct Pebble {
-    directory: String,
-    management: String,
+pub(crate) struct Pebble {
+    pub(crate) directory: String,
+    pub(crate) management: String,
     /// The ports Pebble validates http-01 and tls-alpn-01 on.
-    http_port: u16,
-    tls_port: u16,
+    pub(crate) http_port: u16,
+    pub(crate) tls_port: u16,
     /// Trusts Pebble's HTTPS (our CA, `ca`).
-    client: Client,
-    ca: Vec<u8>,
+    pub(crate) client: Client,
+    pub(crate) ca: Vec<u8>,
     _procs: Vec<Killed>,
     _dir: TempDir,
     /// One Pebble at a time: the ports each picks (free when picked)
@@ -122,17 +122,17 @@ struct Pebble {
     _one: std::sync::MutexGuard<'static, ()>,
 }
 
-static ONE_PEBBLE: Mutex<()> = Mutex::new(());
+pub(crate) static ONE_PEBBLE: Mutex<()> = Mutex::new(());
 
 impl Pebble {
     /// Pebble with its defaults but for `env` (such as
     /// `PEBBLE_VA_NOSLEEP=1`); None (a skip) without the tools.
-    fn start(env: &[(&str, &str)]) -> Option<Pebble> {
+    pub(crate) fn start(env: &[(&str, &str)]) -> Option<Pebble> {
         Pebble::start_with(env, 90 * 86_400)
     }
 
     /// [`Pebble::start`], its certificates valid `validity` seconds.
-    fn start_with(env: &[(&str, &str)], validity: u64) -> Option<Pebble> {
+    pub(crate) fn start_with(env: &[(&str, &str)], validity: u64) -> Option<Pebble> {
         let (Some(pebble), Some(challtest)) = (
             go_tool("PEBBLE", "pebble"),
             go_tool("PEBBLE_CHALLTESTSRV", "pebble-challtestsrv"),
@@ -260,7 +260,7 @@ impl Pebble {
     }
 
     /// The root Pebble issues under now.
-    fn root(&self) -> CertificateDer<'static> {
+    pub(crate) fn root(&self) -> CertificateDer<'static> {
         let a = self
             .client
             .get(&format!("{}/roots/0", self.management))
@@ -271,7 +271,7 @@ impl Pebble {
 }
 
 /// The certificates of a PEM chain.
-fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
+pub(crate) fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
         .map(Result::unwrap)
         .collect()
@@ -342,7 +342,7 @@ fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
 /// Answers http-01 (from the process's table, as brisk's listeners do)
 /// and tls-alpn-01 (through a TLS server of brisk's configuration over
 /// `live`, as its TLS listeners do) on Pebble's ports.
-struct Listeners {
+pub(crate) struct Listeners {
     stop: Arc<AtomicBool>,
 }
 
@@ -373,7 +373,7 @@ fn accept_loop(
     });
 }
 
-fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
+pub(crate) fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
     let stop = Arc::new(AtomicBool::new(false));
     accept_loop(pebble.http_port, Arc::clone(&stop), |sock| {
         let mut r = BufReader::new(sock);
@@ -419,7 +419,7 @@ fn listeners(pebble: &Pebble, live: &Arc<brisk::tls::sni::Live>) -> Listeners {
 
 /// A manager of `names` on `storage`, answering `kinds`; its log lines
 /// go to `lines`.
-fn manager(
+pub(crate) fn manager(
     pebble: &Pebble,
     storage: &std::path::Path,
     names: &[&str],
@@ -451,11 +451,13 @@ fn manager(
 }
 
 /// A log that keeps its lines.
-fn keep(lines: &Mutex<Vec<String>>) -> impl FnMut(brisk::log::Level, std::fmt::Arguments<'_>) + '_ {
+pub(crate) fn keep(
+    lines: &Mutex<Vec<String>>,
+) -> impl FnMut(brisk::log::Level, std::fmt::Arguments<'_>) + '_ {
     move |level, args| lines.lock().unwrap().push(format!("{level:?} {args}"))
 }
 
-fn verifier(pebble: &Pebble) -> Arc<rustls::client::WebPkiServerVerifier> {
+pub(crate) fn verifier(pebble: &Pebble) -> Arc<rustls::client::WebPkiServerVerifier> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(pebble.root()).unwrap();
     rustls::client::WebPkiServerVerifier::builder_with_provider(
@@ -620,7 +622,7 @@ fn a_fleet_of_three_on_one_storage_orders_once_per_name_and_serves_the_same_cert
 
 /// A TLS 1.3 handshake with `addr` for `name`, verified against `root`:
 /// the certificate chain served, or why not.
-fn served_chain(
+pub(crate) fn served_chain(
     addr: std::net::SocketAddr,
     name: &str,
     root: CertificateDer<'static>,
@@ -703,7 +705,7 @@ challenges = [{kinds}]
 }
 
 /// The certificate served now for `name` on `addr`, and its expiry.
-fn leaf_of(
+pub(crate) fn leaf_of(
     addr: std::net::SocketAddr,
     name: &str,
     root: &CertificateDer<'static>,
@@ -715,7 +717,7 @@ fn leaf_of(
 
 /// A server of `names` in front of `pebble`, its error log in its
 /// stderr; the TLS address.
-fn acme_server(
+pub(crate) fn acme_server(
     pebble: &Pebble,
     names: &[&str],
     files: &[(&str, &[u8])],

@@ -19,6 +19,9 @@ pub struct Facts {
     /// wildcard stays `*.example.org`); with none, the subject's common
     /// name if it looks like a host name (old self-made certificates).
     pub names: Vec<String>,
+    /// The iPAddress entries of the subjectAltName extension (what the
+    /// local CA certifies besides `localhost`).
+    pub addresses: Vec<std::net::IpAddr>,
 }
 
 /// Why a certificate could not be read.
@@ -32,7 +35,8 @@ impl std::fmt::Display for Malformed {
 }
 
 use super::der::{
-    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, OCTET_STRING, OID, SEQUENCE, SET, UTC_TIME,
+    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, IP_ADDRESS, OCTET_STRING, OID, SEQUENCE, SET,
+    UTC_TIME,
 };
 
 /// `[0] EXPLICIT` version, `[3] EXPLICIT` extensions.
@@ -111,11 +115,11 @@ pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
     let not_after = time(&mut validity)?;
     let subject = tbs.expect(SEQUENCE, "no subject")?;
     tbs.expect(SEQUENCE, "no subjectPublicKeyInfo")?;
-    let mut names = Vec::new();
+    let (mut names, mut addresses) = (Vec::new(), Vec::new());
     while !tbs.is_empty() {
         let (tag, contents) = tbs.any()?;
         if tag == EXTENSIONS {
-            names = alt_names(contents)?;
+            (names, addresses) = alt_names(contents)?;
         }
     }
     if names.is_empty() {
@@ -127,6 +131,7 @@ pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
         not_before,
         not_after,
         names,
+        addresses,
     })
 }
 
@@ -168,9 +173,12 @@ fn number(digits: &[u8]) -> Option<u32> {
     })
 }
 
-/// The dNSName entries of the subjectAltName extension, if it is there.
-fn alt_names(explicit: &[u8]) -> Result<Vec<String>, Malformed> {
-    let mut names = Vec::new();
+/// The dNSName and iPAddress entries of the subjectAltName extension, if
+/// it is there.
+type AltNames = (Vec<String>, Vec<std::net::IpAddr>);
+
+fn alt_names(explicit: &[u8]) -> Result<AltNames, Malformed> {
+    let (mut names, mut addresses) = (Vec::new(), Vec::new());
     let mut list = Der(Der(explicit).expect(SEQUENCE, "invalid extensions")?);
     while !list.is_empty() {
         let mut ext = Der(list.expect(SEQUENCE, "invalid extension")?);
@@ -187,10 +195,18 @@ fn alt_names(explicit: &[u8]) -> Result<Vec<String>, Malformed> {
             let (tag, name) = general.any()?;
             if tag == DNS_NAME {
                 names.push(host_name(name).ok_or(Malformed("invalid dNSName"))?);
+            } else if tag == IP_ADDRESS {
+                // (RFC 5280 §4.2.1.6: four octets, or sixteen.)
+                let ip = match name.len() {
+                    4 => <[u8; 4]>::try_from(name).map(std::net::IpAddr::from),
+                    16 => <[u8; 16]>::try_from(name).map(std::net::IpAddr::from),
+                    _ => return Err(Malformed("invalid iPAddress")),
+                };
+                addresses.push(ip.map_err(|_| Malformed("invalid iPAddress"))?);
             }
         }
     }
-    Ok(names)
+    Ok((names, addresses))
 }
 
 /// The subject's common name, when it is a plausible host name.
@@ -247,6 +263,32 @@ mod tests {
         let expired = parse(&leaf("expired")).expect("expired");
         assert_eq!(expired.not_after, 1_609_459_200);
         assert_eq!(expired.names, ["expired.test"]);
+    }
+
+    #[cfg(feature = "acme")]
+    #[test]
+    fn addresses_are_read_apart_from_names() {
+        use crate::acme::cert::{certificate, serial, Alt, Template};
+        let key = crate::acme::key::Key::generate().expect("key");
+        let names = [
+            Alt::Dns("localhost"),
+            Alt::Ip("127.0.0.2".parse().expect("v4")),
+            Alt::Ip("::1".parse().expect("v6")),
+        ];
+        let t = Template {
+            names: &names,
+            common_name: None,
+            serial: serial().expect("serial"),
+            not_before: 0,
+            not_after: 86_400,
+            ca: false,
+            acme_identifier: None,
+        };
+        let facts = parse(&certificate(&t, &key, None).expect("cert")).expect("parse");
+        assert_eq!(facts.names, ["localhost"]);
+        let want: Vec<std::net::IpAddr> =
+            vec!["127.0.0.2".parse().expect("v4"), "::1".parse().expect("v6")];
+        assert_eq!(facts.addresses, want);
     }
 
     #[test]
