@@ -172,17 +172,11 @@ pub const UPSTREAMS: &[libc::c_long] = &[
     libc::SYS_splice,
 ];
 
-/// Added to [`ALLOWED`] (with [`UPSTREAMS`]) when the server obtains its
-/// certificates (`[acme]`): the ACME thread's blocking HTTPS requests (a
-/// connect with a timeout waits in `poll` and reads the socket's error
-/// with `getsockopt`; read and write timeouts are `setsockopt`), and its
-/// storage's files written whole (`fsync`, `rename`, `mkdir`; `link` puts
-/// back a lock broken by mistake).
+/// Added to [`ALLOWED`] when the server obtains its certificates
+/// (`[acme]`, a local CA's included): its storage's files written whole
+/// (`fsync`, `rename`, `mkdir`; `link` puts back a lock broken by
+/// mistake).
 pub const ACME: &[libc::c_long] = &[
-    libc::SYS_poll,
-    libc::SYS_ppoll,
-    libc::SYS_getsockopt,
-    libc::SYS_setsockopt,
     libc::SYS_fsync,
     libc::SYS_rename,
     libc::SYS_renameat,
@@ -191,6 +185,18 @@ pub const ACME: &[libc::c_long] = &[
     libc::SYS_mkdirat,
     libc::SYS_link,
     libc::SYS_linkat,
+];
+
+/// Added to [`ALLOWED`] (with [`ACME`] and [`UPSTREAMS`]) when the ACME
+/// thread talks to a CA (`hosts` names a public name): its blocking HTTPS
+/// requests (a connect with a timeout waits in `poll` and reads the
+/// socket's error with `getsockopt`; read and write timeouts are
+/// `setsockopt`).
+pub const ACME_CA: &[libc::c_long] = &[
+    libc::SYS_poll,
+    libc::SYS_ppoll,
+    libc::SYS_getsockopt,
+    libc::SYS_setsockopt,
 ];
 
 /// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`

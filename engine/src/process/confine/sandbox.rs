@@ -395,8 +395,9 @@ pub struct Plan {
     /// ACME CA, connected to; `None` without either (no socket is made
     /// then).
     upstreams: Option<Vec<u16>>,
-    /// The ACME thread runs (`[acme]`).
-    acme: bool,
+    /// The ACME thread runs (`[acme]`), and whether it talks to a CA
+    /// (not when `hosts` names only local names).
+    acme: Option<bool>,
     /// A summary for the error log.
     summary: String,
 }
@@ -441,7 +442,7 @@ pub fn prepare(
         landlock: open_rules(rules)?,
         programs,
         upstreams: connect_ports(cfg),
-        acme: acme_on(cfg),
+        acme: cfg.acme().map(|_| asks_a_ca(cfg)),
         summary,
     })
 }
@@ -551,6 +552,7 @@ impl Plan {
                 files: None,
                 abi: 0,
                 upstreams: self.upstreams.clone(),
+                asks_ca: self.acme == Some(true),
             };
         };
         let files = rules
@@ -564,6 +566,7 @@ impl Plan {
             files: Some(files),
             abi: *abi,
             upstreams: self.upstreams.clone(),
+            asks_ca: self.acme == Some(true),
         }
     }
 
@@ -575,6 +578,7 @@ impl Plan {
     /// not start.
     pub fn apply(self, notes: &mut Notes) -> Result<(), Error> {
         sandbox::no_new_privs().map_err(|e| failed("cannot set no_new_privs", e))?;
+        let allowed = self.system_calls();
         match self.landlock {
             Some((abi, rules)) => {
                 // CGI programs may talk to databases and signal their own
@@ -598,13 +602,6 @@ impl Plan {
         if self.programs {
             return Ok(());
         }
-        let mut allowed = syscalls::ALLOWED.to_vec();
-        if self.upstreams.is_some() {
-            allowed.extend_from_slice(syscalls::UPSTREAMS);
-        }
-        if self.acme {
-            allowed.extend_from_slice(syscalls::ACME);
-        }
         match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
             Ok(true) => notes.push((
                 Level::Info,
@@ -624,15 +621,39 @@ impl Plan {
     }
 }
 
-/// Whether the ACME thread runs.
-fn acme_on(cfg: &Config) -> bool {
-    cfg.acme().is_some()
+impl Plan {
+    /// The system calls seccomp lets the server make (without CGI): the
+    /// serving ones, and those of what it connects to and of the ACME
+    /// thread, only when there is some.
+    fn system_calls(&self) -> Vec<libc::c_long> {
+        let mut allowed = syscalls::ALLOWED.to_vec();
+        if self.upstreams.is_some() {
+            allowed.extend_from_slice(syscalls::UPSTREAMS);
+        }
+        if let Some(ca) = self.acme {
+            allowed.extend_from_slice(syscalls::ACME);
+            if ca {
+                allowed.extend_from_slice(syscalls::ACME_CA);
+            }
+        }
+        allowed
+    }
+}
+
+/// Whether the ACME thread talks to a CA: `[acme]` names a public name
+/// (with only `localhost` and addresses, the local CA certifies them all
+/// and nothing is connected to).
+pub(super) fn asks_a_ca(cfg: &Config) -> bool {
+    cfg.acme().is_some_and(|a| !a.hosts.is_empty())
 }
 
 /// The TCP ports brisk connects to: its upstreams' ([`upstream_ports`])
-/// and its ACME CA's; `None` when it connects to none.
+/// and its ACME CA's (when it asks one); `None` when it connects to none.
 fn connect_ports(cfg: &Config) -> Option<Vec<u16>> {
-    let acme = cfg.acme().map(|a| a.directory_addr.1);
+    let acme = cfg
+        .acme()
+        .filter(|_| asks_a_ca(cfg))
+        .map(|a| a.directory_addr.1);
     let mut ports = upstream_ports(cfg);
     if let Some(port) = acme {
         let list = ports.get_or_insert_with(Vec::new);
