@@ -133,6 +133,16 @@ impl Pebble {
 
     /// [`Pebble::start`], its certificates valid `validity` seconds.
     pub(crate) fn start_with(env: &[(&str, &str)], validity: u64) -> Option<Pebble> {
+        Pebble::start_refusing(env, validity, &[])
+    }
+
+    /// [`Pebble::start_with`], refusing to issue for `blocked` (its
+    /// `domainBlocklist`: a new order naming one is `rejectedIdentifier`).
+    pub(crate) fn start_refusing(
+        env: &[(&str, &str)],
+        validity: u64,
+        blocked: &[&str],
+    ) -> Option<Pebble> {
         let (Some(pebble), Some(challtest)) = (
             go_tool("PEBBLE", "pebble"),
             go_tool("PEBBLE_CHALLTESTSRV", "pebble-challtestsrv"),
@@ -198,6 +208,7 @@ impl Pebble {
   "ocspResponderURL": "",
   "externalAccountBindingRequired": false,
   "retryAfter": {{"authz": 1, "order": 1}},
+  "domainBlocklist": {blocked:?},
   "profiles": {{"default": {{"description": "the test's", "validityPeriod": {validity}}}}}
 }}}}"#,
                 d = dir.path.display()

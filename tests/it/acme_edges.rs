@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rustls::pki_types::{pem::PemObject as _, CertificateDer};
 
-use crate::acme::served_chain;
+use crate::acme::{acme_server, served_chain, Pebble};
 use crate::common::{poll, Builder, Server};
 
 /// The `[tls] listen` address of `server` (its second listening line).
@@ -74,4 +74,48 @@ fn the_local_certificate_is_made_again_when_an_address_is_added_to_hosts() {
     });
     assert_eq!(now, Some(vec![v4("127.0.0.1"), v4("127.0.0.2")]));
     assert!(!server.stderr().contains("[error]"), "{}", server.stderr());
+}
+
+#[test]
+fn a_name_the_ca_refuses_is_logged_with_its_problem_and_does_not_hold_back_the_other() {
+    // Pebble refuses to issue for blocked.test (its domainBlocklist):
+    // the new order for it is a rejectedIdentifier problem.
+    let Some(pebble) = Pebble::start_refusing(
+        &[("PEBBLE_VA_NOSLEEP", "1")],
+        90 * 86_400,
+        &["blocked.test"],
+    ) else {
+        return;
+    };
+    // (Names are tried in order: the refused one first.)
+    let (server, tls) = acme_server(&pebble, &["ok.test", "blocked.test"], &[]);
+    let line = server.wait_stderr_line("acme: blocked.test: urn:");
+    assert!(
+        line.ends_with(
+            "[error] acme: blocked.test: urn:ietf:params:acme:error:rejectedIdentifier (400): \
+             Order included an identifier for which issuance is forbidden by policy: \"blocked.test\"; \
+             blocked.test: blocked.test is a forbidden domain; \
+             no certificate for it yet: its handshakes fail; next try in 60 s (failure 1)"
+        ),
+        "{line}"
+    );
+    let root = pebble.root();
+    let chain = poll(Duration::from_secs(60), || {
+        served_chain(tls, "ok.test", root.clone()).ok()
+    });
+    let chain = chain.unwrap_or_else(|| panic!("ok.test never served: {}", server.stderr()));
+    assert_eq!(
+        brisk::tls::x509::parse(&chain[0]).unwrap().names,
+        ["ok.test"]
+    );
+    // One order a name: the refusal was blocked.test's alone.
+    let log = server.stderr();
+    for name in ["ok.test", "blocked.test"] {
+        let ordering = format!("acme: {name}: ordering a certificate");
+        assert_eq!(log.matches(&ordering).count(), 1, "{log}");
+    }
+    assert_eq!(log.matches("[error]").count(), 1, "{log}");
+    // The refused name's handshakes end with an alert, at once.
+    let refused = served_chain(tls, "blocked.test", root).unwrap_err();
+    assert!(refused.contains("alert"), "{refused}");
 }
