@@ -119,3 +119,63 @@ fn a_name_the_ca_refuses_is_logged_with_its_problem_and_does_not_hold_back_the_o
     let refused = served_chain(tls, "blocked.test", root).unwrap_err();
     assert!(refused.contains("alert"), "{refused}");
 }
+
+#[test]
+fn a_first_start_without_network_serves_what_it_can_and_says_when_it_tries_again() {
+    // The CA's name resolves nowhere (RFC 6761's .invalid), as on a
+    // machine started before its network: nothing is stored yet.
+    let mut b = Builder::new();
+    let base = b.base().to_path_buf();
+    let (cert, key) = (
+        crate::common::tls::testdata("b.pem"),
+        crate::common::tls::testdata("b.key"),
+    );
+    let toml = format!(
+        "listen = [\"127.0.0.1:0\"]\n[tls]\nlisten = [\"127.0.0.1:0\"]\n\
+         [[tls.certificate]]\ncert = \"{}\"\nkey = \"{}\"\n\
+         [acme]\ndirectory = \"https://acme.invalid/directory\"\n\
+         storage = \"{}/acme\"\nhosts = [\"a.test\"]\nredirect_http = false\n",
+        cert.display(),
+        key.display(),
+        base.display()
+    );
+    b.file("index.html", b"still here\n");
+    b.config(&toml).listen_from_config().listeners(2);
+    let server = b.start();
+    let line = server.wait_stderr_line("next try in");
+    assert!(
+        line.contains(
+            "[error] acme: a.test: GET https://acme.invalid/directory: cannot resolve its name"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains("restart it once the network is up")
+            && line.ends_with(
+                "no certificate for it yet: its handshakes fail; next try in 60 s (failure 1)"
+            ),
+        "{line}"
+    );
+    let log = server.stderr();
+    assert_eq!(log.matches("[error]").count(), 1, "one line a try: {log}");
+    assert!(log.contains("seccomp on"), "{log}");
+    // Plain HTTP is served, and the other site over HTTPS.
+    let r = server.get("/");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"still here\n"[..]));
+    let mut c = crate::common::Client::connect_tls(
+        tls_addr(&server),
+        crate::common::tls::client_conn("b.test"),
+    );
+    c.send(b"GET / HTTP/1.1\r\nHost: b.test\r\nConnection: close\r\n\r\n");
+    let r = c.response();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"still here\n"[..]));
+    // a.test's handshakes fail at once, no hang: with a certificate
+    // configured, the default one (b.test's) is all brisk has for it,
+    // and the client refuses it.
+    let ca = CertificateDer::from_pem_file(crate::common::tls::testdata("ca.pem")).unwrap();
+    let refused = served_chain(tls_addr(&server), "a.test", ca).unwrap_err();
+    assert!(
+        refused.contains("certificate not valid for name \"a.test\""),
+        "{refused}"
+    );
+}
