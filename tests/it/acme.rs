@@ -733,6 +733,18 @@ pub(crate) fn acme_server(
     names: &[&str],
     files: &[(&str, &[u8])],
 ) -> (crate::common::Server, std::net::SocketAddr) {
+    let (b, tls) = acme_builder(pebble, names, files, "");
+    (b.start(), tls)
+}
+
+/// [`acme_server`] not started yet, its configuration beginning with
+/// `top` (top-level keys).
+pub(crate) fn acme_builder(
+    pebble: &Pebble,
+    names: &[&str],
+    files: &[(&str, &[u8])],
+    top: &str,
+) -> (crate::common::Builder, std::net::SocketAddr) {
     let mut b = crate::common::Builder::new();
     for (name, bytes) in files {
         b.file(name, bytes);
@@ -741,7 +753,7 @@ pub(crate) fn acme_server(
     std::fs::write(base.join("ca.pem"), cert::pem("CERTIFICATE", &pebble.ca)).unwrap();
     let hosts: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let toml = format!(
-        "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
+        "{top}listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
          directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{base}/acme\"\n\
          hosts = [{hosts}]\n",
         http = pebble.http_port,
@@ -752,7 +764,7 @@ pub(crate) fn acme_server(
     );
     b.config(&toml).listen_from_config().listeners(2);
     let tls = format!("127.0.0.1:{}", pebble.tls_port).parse().unwrap();
-    (b.start(), tls)
+    (b, tls)
 }
 
 #[test]

@@ -8,12 +8,22 @@ use std::time::Duration;
 
 use rustls::pki_types::{pem::PemObject as _, CertificateDer};
 
-use crate::acme::{acme_server, served_chain, Pebble};
-use crate::common::{poll, Builder, Server};
+use crate::acme::{acme_builder, acme_server, served_chain, Pebble};
+use crate::common::{poll, skip, Builder, Server};
 
 /// The `[tls] listen` address of `server` (its second listening line).
 fn tls_addr(server: &Server) -> SocketAddr {
     server.addrs[1]
+}
+
+/// Waits (a minute at most) until `server` serves on `tls` a certificate
+/// for `name` alone that verifies against Pebble's `root`.
+fn issued_and_served(server: &Server, tls: SocketAddr, name: &str, root: &CertificateDer<'static>) {
+    let chain = poll(Duration::from_secs(60), || {
+        served_chain(tls, name, root.clone()).ok()
+    });
+    let chain = chain.unwrap_or_else(|| panic!("{name} never served: {}", server.stderr()));
+    assert_eq!(brisk::tls::x509::parse(&chain[0]).unwrap().names, [name]);
 }
 
 /// Rewrites `server`'s configuration file and sends SIGHUP; the line that
@@ -100,14 +110,7 @@ fn a_name_the_ca_refuses_is_logged_with_its_problem_and_does_not_hold_back_the_o
         "{line}"
     );
     let root = pebble.root();
-    let chain = poll(Duration::from_secs(60), || {
-        served_chain(tls, "ok.test", root.clone()).ok()
-    });
-    let chain = chain.unwrap_or_else(|| panic!("ok.test never served: {}", server.stderr()));
-    assert_eq!(
-        brisk::tls::x509::parse(&chain[0]).unwrap().names,
-        ["ok.test"]
-    );
+    issued_and_served(&server, tls, "ok.test", &root);
     // One order a name: the refusal was blocked.test's alone.
     let log = server.stderr();
     for name in ["ok.test", "blocked.test"] {
@@ -178,4 +181,139 @@ fn a_first_start_without_network_serves_what_it_can_and_says_when_it_tries_again
         refused.contains("certificate not valid for name \"a.test\""),
         "{refused}"
     );
+}
+
+/// The `nobody` account's user and group, when the tests run as root (to
+/// start brisk as another user); a skip otherwise.
+fn nobody() -> Option<(u32, u32)> {
+    let nobody = brisk::sys::privileges::lookup_user("nobody").ok().flatten();
+    match nobody {
+        Some(a) if brisk::sys::privileges::euid() == 0 => Some((a.uid, a.gid)),
+        _ => {
+            skip("needs root and a nobody user");
+            None
+        }
+    }
+}
+
+/// Every directory beneath `dir` (itself included) is 0700 and every
+/// file 0600, all owned by `uid`; the files' paths, relative.
+fn owned_and_private(dir: &std::path::Path, uid: u32) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let meta = std::fs::metadata(&d).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (uid, 0o700),
+            "{}",
+            d.display()
+        );
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                todo.push(path);
+                continue;
+            }
+            assert!(meta.is_file(), "{}", path.display());
+            assert_eq!(
+                (meta.uid(), meta.mode() & 0o777),
+                (uid, 0o600),
+                "{}",
+                path.display()
+            );
+            files.push(path.strip_prefix(dir).unwrap().display().to_string());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The storage files of one certificate, `a.test`'s, with `pebble`'s
+/// directory name.
+fn stored_files(pebble: &Pebble) -> Vec<String> {
+    let ca = brisk::acme::store::ca_dir_name(&pebble.directory);
+    let mut want: Vec<String> = [
+        "account.key",
+        "account.url",
+        "certs/a.test/chain.pem",
+        "certs/a.test/key.pem",
+    ]
+    .iter()
+    .map(|f| format!("{ca}/{f}"))
+    .collect();
+    want.sort();
+    want
+}
+
+/// The user id every thread of `pid` runs as (real, effective, saved,
+/// file system).
+fn uids(pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        out.push(
+            line["Uid:".len()..]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    out
+}
+
+#[test]
+fn brisk_started_as_a_user_other_than_root_obtains_its_certificate() {
+    let Some((uid, gid)) = nobody() else {
+        return;
+    };
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    let (mut b, tls) = acme_builder(&pebble, &["a.test"], &[], "");
+    // Its storage: a directory of its own (the test's base is root's).
+    let storage = b.base().join("acme");
+    std::fs::create_dir(&storage).unwrap();
+    std::os::unix::fs::chown(&storage, Some(uid), Some(gid)).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&storage, std::fs::Permissions::from_mode(0o700)).unwrap();
+    b.run_as(uid, gid);
+    let server = b.start();
+    let root = pebble.root();
+    issued_and_served(&server, tls, "a.test", &root);
+    let log = server.stderr();
+    assert!(
+        log.contains("seccomp on") && !log.contains("[error]"),
+        "{log}"
+    );
+    for line in uids(server.pid()) {
+        assert_eq!(line, format!("{uid} {uid} {uid} {uid}"));
+    }
+    assert_eq!(owned_and_private(&storage, uid), stored_files(&pebble));
+}
+
+#[test]
+fn started_as_root_serving_as_another_user_its_storage_is_that_users_and_private() {
+    let Some((uid, _)) = nobody() else {
+        return;
+    };
+    let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
+        return;
+    };
+    // brisk makes the storage (as root, then gives it to nobody).
+    let (b, tls) = acme_builder(&pebble, &["a.test"], &[], "user = \"nobody\"\n");
+    let storage = b.base().join("acme");
+    let server = b.start();
+    let root = pebble.root();
+    issued_and_served(&server, tls, "a.test", &root);
+    let log = server.stderr();
+    assert!(log.contains("running as user \"nobody\""), "{log}");
+    assert!(!log.contains("[error]"), "{log}");
+    assert_eq!(owned_and_private(&storage, uid), stored_files(&pebble));
 }
