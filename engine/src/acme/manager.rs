@@ -600,7 +600,7 @@ fn same_names(names: &[String], have_dns: &[String], have_ips: &[std::net::IpAdd
 
 /// The stored certificate as rustls serves it, and its validity; an error
 /// if it cannot be served at `now`.
-fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
     let chain: Vec<CertificateDer<'static>> = stored
         .chain_pem
         .split_inclusive("-----END CERTIFICATE-----")
