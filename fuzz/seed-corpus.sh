@@ -40,3 +40,25 @@ fcgi="$here/corpus/fastcgi"
 mkdir -p "$fcgi"
 printf '\000\001\006\000\001\000\021\007\000Status: 200\r\n\r\nhi\000\000\000\000\000\000\000\001\012\000\000\000\003\005\000abc\000\000\000\000\000\001\007\000\001\000\004\004\000warn\000\000\000\000\001\006\000\001\000\000\000\000\001\003\000\001\000\010\000\000\000\000\000\000\000\000\000\000' > "$fcgi/answer"
 printf '\001SCRIPT_FILENAME\377/srv/www/index.php\377\376QUERY_STRING\377a=1\377\375body' > "$fcgi/pairs"
+
+# ACME seeds: a CA's answers (a directory, an order, an authorization, a
+# problem), the test certificates' DER for the X.509 reader, and a stored
+# chain, a NUL, its PKCS#8 key (made with openssl, when there is one).
+acme="$here/corpus/acme_answer"
+mkdir -p "$acme"
+printf 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 153\r\n\r\n{"newNonce":"https://ca.test/nonce","newAccount":"https://ca.test/acct","newOrder":"https://ca.test/order","renewalInfo":"https://ca.test/ari","meta":{}}' > "$acme/directory"
+printf 'HTTP/1.1 201 Created\r\nReplay-Nonce: n1\r\nLocation: https://ca.test/order/1\r\nRetry-After: 3\r\nTransfer-Encoding: chunked\r\n\r\n92\r\n{"status":"pending","identifiers":[{"type":"dns","value":"a.test"}],"authorizations":["https://ca.test/authz/1"],"finalize":"https://ca.test/fin"}\r\n0\r\n\r\n' > "$acme/order"
+printf '{"status":"pending","identifier":{"type":"dns","value":"a.test"},"challenges":[{"type":"http-01","url":"https://ca.test/ch/1","token":"tok"},{"type":"tls-alpn-01","url":"https://ca.test/ch/2","token":"tok2","error":{"type":"urn:ietf:params:acme:error:connection","detail":"refused"}}]}' > "$acme/authz"
+printf 'HTTP/1.1 400 Bad Request\r\nLink: <https://ca.test/dir>;rel="index"\r\n\r\n{"type":"urn:ietf:params:acme:error:rejectedIdentifier","detail":"no","status":400,"subproblems":[{"type":"urn:ietf:params:acme:error:rejectedIdentifier","detail":"blocked","identifier":{"type":"dns","value":"x.test"}}]}' > "$acme/problem"
+testdata="$here/../engine/src/tls/testdata"
+x509="$here/corpus/x509"
+mkdir -p "$x509"
+for c in a b c ca expired; do
+    sed '/-----/d' "$testdata/$c.pem" | base64 -d > "$x509/$c"
+done
+pem="$here/corpus/acme_pem"
+mkdir -p "$pem"
+if command -v openssl >/dev/null; then
+    { cat "$testdata/a.pem" "$testdata/ca.pem"; printf '\000'; openssl pkcs8 -topk8 -nocrypt -in "$testdata/a.key"; } > "$pem/stored"
+fi
+echo "seeded $(ls "$acme" | wc -l) files in $acme, $(ls "$x509" | wc -l) in $x509, $(ls "$pem" | wc -l) in $pem"

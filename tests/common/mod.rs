@@ -204,6 +204,8 @@ pub struct Builder {
     listeners: Option<usize>,
     /// The working directory brisk starts in (the test's, if `None`).
     cwd: Option<PathBuf>,
+    /// The user and group brisk is started as (the test's, if `None`).
+    run_as: Option<(u32, u32)>,
 }
 
 /// How the access log is configured.
@@ -240,7 +242,16 @@ impl Builder {
             stdout: None,
             listeners: None,
             cwd: None,
+            run_as: None,
         }
+    }
+
+    /// Starts brisk as user `uid` and group `gid` (no supplementary
+    /// groups), not as the test's user: a server that is not root from the
+    /// start. The test runs as root to do that.
+    pub fn run_as(&mut self, uid: u32, gid: u32) -> &mut Self {
+        self.run_as = Some((uid, gid));
+        self
     }
 
     /// Starts brisk in `dir` (relative paths on its command line are
@@ -374,7 +385,12 @@ impl Builder {
         let (child, addrs) = spawn(
             &args,
             &stderr_path,
-            (self.nofile, self.listeners, self.cwd.as_deref()),
+            (
+                self.nofile,
+                self.listeners,
+                self.cwd.as_deref(),
+                self.run_as,
+            ),
             self.stdout.take(),
         );
         Server {
@@ -566,8 +582,17 @@ pub fn spawn_brisk_with(
     stderr_path: &Path,
     nofile: Option<u64>,
 ) -> (Child, Vec<SocketAddr>) {
-    spawn(args, stderr_path, (nofile, None, None), None)
+    spawn(args, stderr_path, (nofile, None, None, None), None)
 }
+
+/// The descriptor limit, how many listening lines to wait for, the
+/// working directory, the user and group of [`spawn`].
+type SpawnOptions<'a> = (
+    Option<u64>,
+    Option<usize>,
+    Option<&'a Path>,
+    Option<(u32, u32)>,
+);
 
 /// [`spawn_brisk_with`], with `stdout` instead of the file.
 /// `listeners`: how many listening lines to wait for (default: one per
@@ -575,7 +600,7 @@ pub fn spawn_brisk_with(
 fn spawn(
     args: &[String],
     stderr_path: &Path,
-    (nofile, listeners, cwd): (Option<u64>, Option<usize>, Option<&Path>),
+    (nofile, listeners, cwd, run_as): SpawnOptions<'_>,
     stdout: Option<Stdio>,
 ) -> (Child, Vec<SocketAddr>) {
     use std::os::unix::process::CommandExt;
@@ -612,6 +637,10 @@ fn spawn(
     }
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
+    }
+    if let Some((uid, gid)) = run_as {
+        // (std drops the supplementary groups when root sets a uid.)
+        cmd.uid(uid).gid(gid);
     }
     let mut child = cmd.spawn().expect("spawn brisk");
     let want = listeners.unwrap_or_else(|| {

@@ -25,7 +25,7 @@ use rustls::pki_types::{pem::PemObject as _, CertificateDer, ServerName, UnixTim
 use crate::common::{poll, skip, TempDir};
 
 /// A Go tool: `$VAR`, else on PATH, else in Go's bin directory.
-fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var) {
         return Some(PathBuf::from(p));
     }
@@ -64,11 +64,11 @@ pub(crate) fn free_port() -> u16 {
     }
 }
 
-fn free_tcp() -> u16 {
+pub(crate) fn free_tcp() -> u16 {
     free_port()
 }
 
-fn free_udp() -> u16 {
+pub(crate) fn free_udp() -> u16 {
     free_port()
 }
 
@@ -122,7 +122,7 @@ pub(crate) struct Pebble {
     _one: std::sync::MutexGuard<'static, ()>,
 }
 
-static ONE_PEBBLE: Mutex<()> = Mutex::new(());
+pub(crate) static ONE_PEBBLE: Mutex<()> = Mutex::new(());
 
 impl Pebble {
     /// Pebble with its defaults but for `env` (such as
@@ -132,7 +132,17 @@ impl Pebble {
     }
 
     /// [`Pebble::start`], its certificates valid `validity` seconds.
-    fn start_with(env: &[(&str, &str)], validity: u64) -> Option<Pebble> {
+    pub(crate) fn start_with(env: &[(&str, &str)], validity: u64) -> Option<Pebble> {
+        Pebble::start_refusing(env, validity, &[])
+    }
+
+    /// [`Pebble::start_with`], refusing to issue for `blocked` (its
+    /// `domainBlocklist`: a new order naming one is `rejectedIdentifier`).
+    pub(crate) fn start_refusing(
+        env: &[(&str, &str)],
+        validity: u64,
+        blocked: &[&str],
+    ) -> Option<Pebble> {
         let (Some(pebble), Some(challtest)) = (
             go_tool("PEBBLE", "pebble"),
             go_tool("PEBBLE_CHALLTESTSRV", "pebble-challtestsrv"),
@@ -198,6 +208,7 @@ impl Pebble {
   "ocspResponderURL": "",
   "externalAccountBindingRequired": false,
   "retryAfter": {{"authz": 1, "order": 1}},
+  "domainBlocklist": {blocked:?},
   "profiles": {{"default": {{"description": "the test's", "validityPeriod": {validity}}}}}
 }}}}"#,
                 d = dir.path.display()
@@ -278,7 +289,7 @@ impl Pebble {
 }
 
 /// The certificates of a PEM chain.
-fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
+pub(crate) fn chain(pem: &str) -> Vec<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
         .map(Result::unwrap)
         .collect()
@@ -464,7 +475,7 @@ pub(crate) fn keep(
     move |level, args| lines.lock().unwrap().push(format!("{level:?} {args}"))
 }
 
-fn verifier(pebble: &Pebble) -> Arc<rustls::client::WebPkiServerVerifier> {
+pub(crate) fn verifier(pebble: &Pebble) -> Arc<rustls::client::WebPkiServerVerifier> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(pebble.root()).unwrap();
     rustls::client::WebPkiServerVerifier::builder_with_provider(
@@ -727,7 +738,7 @@ pub(crate) fn leaf_of(
 
 /// A server of `names` in front of `pebble`, its error log in its
 /// stderr; the TLS address.
-fn acme_server(
+pub(crate) fn acme_server(
     pebble: &Pebble,
     names: &[&str],
     files: &[(&str, &[u8])],
@@ -742,6 +753,19 @@ pub(crate) fn acme_server_on(
     files: &[(&str, &[u8])],
     storage: Option<&std::path::Path>,
 ) -> (crate::common::Server, std::net::SocketAddr) {
+    let (b, tls) = acme_builder(pebble, names, files, "", storage);
+    (b.start(), tls)
+}
+
+/// [`acme_server_on`] not started yet, its configuration beginning with
+/// `top` (top-level keys).
+pub(crate) fn acme_builder(
+    pebble: &Pebble,
+    names: &[&str],
+    files: &[(&str, &[u8])],
+    top: &str,
+    storage: Option<&std::path::Path>,
+) -> (crate::common::Builder, std::net::SocketAddr) {
     let mut b = crate::common::Builder::new();
     for (name, bytes) in files {
         b.file(name, bytes);
@@ -750,7 +774,7 @@ pub(crate) fn acme_server_on(
     std::fs::write(base.join("ca.pem"), cert::pem("CERTIFICATE", &pebble.ca)).unwrap();
     let hosts: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let toml = format!(
-        "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
+        "{top}listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
          directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{storage}\"\n\
          hosts = [{hosts}]\n",
         http = pebble.http_port,
@@ -764,7 +788,7 @@ pub(crate) fn acme_server_on(
     );
     b.config(&toml).listen_from_config().listeners(2);
     let tls = format!("127.0.0.1:{}", pebble.tls_port).parse().unwrap();
-    (b.start(), tls)
+    (b, tls)
 }
 
 #[test]

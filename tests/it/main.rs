@@ -12,6 +12,8 @@ mod access_log;
 mod acme;
 #[cfg(feature = "acme")]
 mod acme_ari;
+#[cfg(feature = "acme")]
+mod acme_edges;
 mod admission;
 mod auth;
 mod cgi;

@@ -140,7 +140,7 @@ pub struct Issued {
 }
 
 /// `Retry-After` (RFC 9110 §10.2.3) of `a`: seconds or a date.
-pub(crate) fn retry_after(a: &Answer) -> Option<Duration> {
+pub fn retry_after(a: &Answer) -> Option<Duration> {
     let v = a.field("retry-after")?.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs));
@@ -182,12 +182,16 @@ impl Directory {
                 a.status
             )));
         }
-        let d = body(&a)?;
+        Directory::from_json(&body(&a)?)
+    }
+
+    /// The directory object `d` (§7.1.1).
+    pub fn from_json(d: &Json) -> Result<Directory, AcmeError> {
         let opt = |v: Option<&Json>| v.and_then(Json::as_str).map(str::to_string);
         Ok(Directory {
-            new_nonce: text(&d, "newNonce")?.to_string(),
-            new_account: text(&d, "newAccount")?.to_string(),
-            new_order: text(&d, "newOrder")?.to_string(),
+            new_nonce: text(d, "newNonce")?.to_string(),
+            new_account: text(d, "newAccount")?.to_string(),
+            new_order: text(d, "newOrder")?.to_string(),
             renewal_info: opt(d.get("renewalInfo")),
             terms_of_service: opt(d.get("meta").and_then(|m| m.get("termsOfService"))),
         })
@@ -355,15 +359,7 @@ impl Account {
             .field("location")
             .ok_or_else(|| protocol("newOrder gave no Location"))?
             .to_string();
-        let order = body(&a)?;
-        let authzs: Vec<String> = order
-            .get("authorizations")
-            .map(Json::items)
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect();
-        let finalize = text(&order, "finalize")?.to_string();
+        let (authzs, finalize) = order_urls(&body(&a)?)?;
         for authz in &authzs {
             self.authorize(authz, kinds, responder, deadline)?;
         }
@@ -409,27 +405,15 @@ impl Account {
     ) -> Result<(), AcmeError> {
         let a = self.post(url, None)?;
         let authz = body(&a)?;
-        if text(&authz, "status")? == "valid" {
+        let Some(Chosen {
+            name,
+            kind,
+            url: ch_url,
+            token,
+        }) = choose(&authz, kinds)?
+        else {
             return Ok(());
-        }
-        let name = authz
-            .get("identifier")
-            .and_then(|i| i.get("value"))
-            .and_then(Json::as_str)
-            .ok_or_else(|| protocol("an authorization without its identifier"))?
-            .to_string();
-        let offered = authz.get("challenges").map(Json::items).unwrap_or_default();
-        let chosen = kinds.iter().find_map(|kind| {
-            offered
-                .iter()
-                .find(|c| c.get("type").and_then(Json::as_str) == Some(kind))
-        });
-        let Some(ch) = chosen else {
-            return Err(protocol(format!(
-                "the CA offers none of {kinds:?} for {name}"
-            )));
         };
-        let (kind, ch_url, token) = (text(ch, "type")?, text(ch, "url")?, text(ch, "token")?);
         let key_authorization = self.key_authorization(token);
         let challenge = if kind == HTTP_01 {
             Challenge::Http01 {
@@ -477,6 +461,63 @@ impl Account {
     }
 }
 
+/// The authorizations' URLs and the `finalize` URL of an order (§7.1.3).
+pub fn order_urls(order: &Json) -> Result<(Vec<String>, String), AcmeError> {
+    let authzs: Vec<String> = order
+        .get("authorizations")
+        .map(Json::items)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    let finalize = text(order, "finalize")?.to_string();
+    Ok((authzs, finalize))
+}
+
+/// The challenge brisk answers for an authorization (§7.1.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen<'a> {
+    /// The identifier validated.
+    pub name: String,
+    /// Its kind ([`HTTP_01`] or [`TLS_ALPN_01`]).
+    pub kind: &'a str,
+    /// The challenge's URL.
+    pub url: &'a str,
+    /// Its token.
+    pub token: &'a str,
+}
+
+/// The challenge of `authz` to answer: the first of `kinds` the CA offers;
+/// `None` when the authorization is already valid.
+pub fn choose<'a>(authz: &'a Json, kinds: &[&str]) -> Result<Option<Chosen<'a>>, AcmeError> {
+    if text(authz, "status")? == "valid" {
+        return Ok(None);
+    }
+    let name = authz
+        .get("identifier")
+        .and_then(|i| i.get("value"))
+        .and_then(Json::as_str)
+        .ok_or_else(|| protocol("an authorization without its identifier"))?
+        .to_string();
+    let offered = authz.get("challenges").map(Json::items).unwrap_or_default();
+    let chosen = kinds.iter().find_map(|kind| {
+        offered
+            .iter()
+            .find(|c| c.get("type").and_then(Json::as_str) == Some(kind))
+    });
+    let Some(ch) = chosen else {
+        return Err(protocol(format!(
+            "the CA offers none of {kinds:?} for {name}"
+        )));
+    };
+    Ok(Some(Chosen {
+        name,
+        kind: text(ch, "type")?,
+        url: text(ch, "url")?,
+        token: text(ch, "token")?,
+    }))
+}
+
 /// The tls-alpn-01 answer for `name`: a new key and its certificate.
 fn alpn_challenge(name: &str, key_authorization: &str) -> Result<Challenge, AcmeError> {
     let key = Key::generate().map_err(|e| protocol(e.0))?;
@@ -506,7 +547,7 @@ fn alpn_challenge(name: &str, key_authorization: &str) -> Result<Challenge, Acme
 
 /// The error an order or authorization in state `status` holds (its
 /// `error`, or its challenges'), for the log.
-fn failure(v: &Json, url: &str, status: &str) -> AcmeError {
+pub fn failure(v: &Json, url: &str, status: &str) -> AcmeError {
     let from_challenges = v
         .get("challenges")
         .map(Json::items)
@@ -520,7 +561,7 @@ fn failure(v: &Json, url: &str, status: &str) -> AcmeError {
 }
 
 /// The problem document of an answer that failed.
-fn problem(a: &Answer) -> AcmeError {
+pub fn problem(a: &Answer) -> AcmeError {
     match json::decode(&a.body) {
         Ok(v) if v.get("type").is_some() => problem_of(&v, a.status),
         _ => protocol(format!(

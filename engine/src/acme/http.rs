@@ -290,7 +290,7 @@ fn read_all(s: &mut impl std::io::Read, raw: &mut Vec<u8>) -> std::io::Result<()
 
 /// The answer in `raw` (the whole connection's bytes); interim answers
 /// skipped.
-fn parse(mut raw: &[u8], head_request: bool) -> Result<Answer, String> {
+pub fn parse(mut raw: &[u8], head_request: bool) -> Result<Answer, String> {
     let limits = Limits {
         max_request_line: 8 * 1024,
         max_head: 64 * 1024,

@@ -325,17 +325,8 @@ impl Manager {
                     .first()
                     .map(|c| c.as_ref().to_vec())
                     .unwrap_or_default();
-                let same = crate::tls::x509::parse(&leaf).is_ok_and(|f| {
-                    let mut want: Vec<String> = names
-                        .iter()
-                        .filter(|n| n.parse::<std::net::IpAddr>().is_err())
-                        .cloned()
-                        .collect();
-                    let mut have = f.names.clone();
-                    want.sort();
-                    have.sort();
-                    want == have
-                });
+                let same = crate::tls::x509::parse(&leaf)
+                    .is_ok_and(|f| same_names(names, &f.names, &f.addresses));
                 let fresh = NameState {
                     not_before: nb,
                     not_after: na,
@@ -809,9 +800,32 @@ pub fn spawn(
     Ok(Thread { stop })
 }
 
+/// Whether a certificate for the host names `have_dns` and the addresses
+/// `have_ips` is for exactly `names` (as `hosts` lists them): the local
+/// certificate is made again when either changes.
+fn same_names(names: &[String], have_dns: &[String], have_ips: &[std::net::IpAddr]) -> bool {
+    let (mut dns, mut ips) = (Vec::new(), Vec::new());
+    for n in names {
+        match n.parse::<std::net::IpAddr>() {
+            Ok(ip) => ips.push(ip),
+            Err(_) => dns.push(n.to_ascii_lowercase()),
+        }
+    }
+    let (mut have_dns, mut have_ips) = (have_dns.to_vec(), have_ips.to_vec());
+    for v in [&mut dns, &mut have_dns] {
+        v.sort();
+        v.dedup();
+    }
+    for v in [&mut ips, &mut have_ips] {
+        v.sort();
+        v.dedup();
+    }
+    dns == have_dns && ips == have_ips
+}
+
 /// The stored certificate as rustls serves it, and its validity; an error
 /// if it cannot be served at `now`.
-fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
     let chain: Vec<CertificateDer<'static>> = stored
         .chain_pem
         .split_inclusive("-----END CERTIFICATE-----")
@@ -933,6 +947,20 @@ mod tests {
         s.wait_until = 1_000 + 61 * day;
         assert_eq!(s.renewal_due(), 1_000 + 61 * day);
         assert_eq!(s.due(), 1_000 + 61 * day);
+    }
+
+    #[test]
+    fn the_local_certificate_is_compared_by_names_and_addresses() {
+        let dns = ["localhost".to_string()];
+        let ips = ["127.0.0.1".parse().unwrap()];
+        let same = |h: &[&str]| {
+            let hosts: Vec<String> = h.iter().map(|s| s.to_string()).collect();
+            same_names(&hosts, &dns, &ips)
+        };
+        assert!(same(&["127.0.0.1", "localhost"]));
+        assert!(!same(&["localhost", "127.0.0.1", "127.0.0.2"]));
+        assert!(!same(&["localhost"]));
+        assert!(!same(&["127.0.0.1"]));
     }
 
     #[test]

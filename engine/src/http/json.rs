@@ -406,9 +406,14 @@ impl Parser<'_> {
                 return Ok(Json::Int(i));
             }
         }
-        text.parse::<f64>()
-            .map(Json::Float)
-            .map_err(|_| self.err("a malformed number"))
+        match text.parse::<f64>() {
+            Ok(f) if f.is_finite() => Ok(Json::Float(f)),
+            // Beyond f64 (1e400): RFC 8259 §6 leaves the range to the
+            // implementation and has no Infinity, which no encoder could
+            // write back (fuzz/acme_answer found it decoded as inf).
+            Ok(_) => Err(self.err("a number out of range")),
+            Err(_) => Err(self.err("a malformed number")),
+        }
     }
 
     fn hex4(&mut self) -> Result<u32, JsonError> {
@@ -522,6 +527,10 @@ mod tests {
         ] {
             assert_eq!(decode(doc).map_err(|e| e.at), Err(at), "{doc:?}");
         }
+        for huge in [&b"1e400"[..], b"-1e400", b"[0,1.5E+999]"] {
+            assert_eq!(decode(huge).unwrap_err().why, "a number out of range");
+        }
+        assert_eq!(decode(b"1e-400"), Ok(Json::Float(0.0)));
         let deep = "[".repeat(MAX_DEPTH + 2);
         assert_eq!(
             decode(deep.as_bytes()).unwrap_err().why,

@@ -172,22 +172,10 @@ pub const UPSTREAMS: &[libc::c_long] = &[
     libc::SYS_splice,
 ];
 
-/// Added to [`ALLOWED`] (with [`UPSTREAMS`] and [`STORAGE`]) when the
-/// server obtains its certificates (`[acme]`): the ACME thread's blocking
-/// HTTPS requests (a connect with a timeout waits in `poll` and reads the
-/// socket's error with `getsockopt`; read and write timeouts are
-/// `setsockopt`).
-pub const ACME: &[libc::c_long] = &[
-    libc::SYS_poll,
-    libc::SYS_ppoll,
-    libc::SYS_getsockopt,
-    libc::SYS_setsockopt,
-];
-
 /// Added to [`ALLOWED`] when the server writes files shared by a fleet
-/// (`[acme]`'s storage, `[tls] ticket_keys`): files written whole
-/// (`fsync`, `rename`, `mkdir`) and lock files (`link` puts back a lock
-/// broken by mistake).
+/// (`[acme]`'s storage, a local CA's included; `[tls] ticket_keys`):
+/// files written whole (`fsync`, `rename`, `mkdir`) and lock files
+/// (`link` puts back a lock broken by mistake).
 pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_fsync,
     libc::SYS_rename,
@@ -197,6 +185,18 @@ pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_mkdirat,
     libc::SYS_link,
     libc::SYS_linkat,
+];
+
+/// Added to [`ALLOWED`] (with [`STORAGE`] and [`UPSTREAMS`]) when the ACME
+/// thread talks to a CA (`hosts` names a public name): its blocking HTTPS
+/// requests (a connect with a timeout waits in `poll` and reads the
+/// socket's error with `getsockopt`; read and write timeouts are
+/// `setsockopt`).
+pub const ACME_CA: &[libc::c_long] = &[
+    libc::SYS_poll,
+    libc::SYS_ppoll,
+    libc::SYS_getsockopt,
+    libc::SYS_setsockopt,
 ];
 
 /// `ioctl` requests allowed, and nothing else of `ioctl`: `SIOCOUTQ`

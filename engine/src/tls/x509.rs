@@ -20,6 +20,9 @@ pub struct Facts {
     /// wildcard stays `*.example.org`); with none, the subject's common
     /// name if it looks like a host name (old self-made certificates).
     pub names: Vec<String>,
+    /// The iPAddress entries of the subjectAltName extension (what the
+    /// local CA certifies besides `localhost`).
+    pub addresses: Vec<std::net::IpAddr>,
 }
 
 /// What names a certificate to its issuer (RFC 9773 §4.1's certificate
@@ -46,8 +49,8 @@ impl std::fmt::Display for Malformed {
 }
 
 use super::der::{
-    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, INTEGER, OCTET_STRING, OID, SEQUENCE, SET,
-    UTC_TIME,
+    context, BOOLEAN, DNS_NAME, GENERALIZED_TIME, INTEGER, IP_ADDRESS, OCTET_STRING, OID, SEQUENCE,
+    SET, UTC_TIME,
 };
 
 /// `[0] EXPLICIT` version, `[3] EXPLICIT` extensions.
@@ -161,12 +164,12 @@ pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
     let mut validity = Der(tbs.validity);
     let not_before = time(&mut validity)?;
     let not_after = time(&mut validity)?;
-    let mut names = match tbs.extensions {
+    let (mut names, addresses) = match tbs.extensions {
         Some(ext) => match extension(ext, SUBJECT_ALT_NAME)? {
             Some(value) => alt_names(value)?,
-            None => Vec::new(),
+            None => Default::default(),
         },
-        None => Vec::new(),
+        None => Default::default(),
     };
     if names.is_empty() {
         if let Some(cn) = common_name(tbs.subject)? {
@@ -177,6 +180,7 @@ pub fn parse(der: &[u8]) -> Result<Facts, Malformed> {
         not_before,
         not_after,
         names,
+        addresses,
     })
 }
 
@@ -269,17 +273,28 @@ fn extension<'a>(explicit: &'a [u8], id: &[u8]) -> Result<Option<&'a [u8]>, Malf
     Ok(found)
 }
 
-/// The dNSName entries of a subjectAltName extension's value.
-fn alt_names(value: &[u8]) -> Result<Vec<String>, Malformed> {
-    let mut names = Vec::new();
+/// The dNSName and iPAddress entries of a subjectAltName extension's
+/// value.
+type AltNames = (Vec<String>, Vec<std::net::IpAddr>);
+
+fn alt_names(value: &[u8]) -> Result<AltNames, Malformed> {
+    let (mut names, mut addresses) = (Vec::new(), Vec::new());
     let mut general = Der(Der(value).expect(SEQUENCE, "invalid subjectAltName")?);
     while !general.is_empty() {
         let (tag, name) = general.any()?;
         if tag == DNS_NAME {
             names.push(host_name(name).ok_or(Malformed("invalid dNSName"))?);
+        } else if tag == IP_ADDRESS {
+            // (RFC 5280 §4.2.1.6: four octets, or sixteen.)
+            let ip = match name.len() {
+                4 => <[u8; 4]>::try_from(name).map(std::net::IpAddr::from),
+                16 => <[u8; 16]>::try_from(name).map(std::net::IpAddr::from),
+                _ => return Err(Malformed("invalid iPAddress")),
+            };
+            addresses.push(ip.map_err(|_| Malformed("invalid iPAddress"))?);
         }
     }
-    Ok(names)
+    Ok((names, addresses))
 }
 
 /// The subject's common name, when it is a plausible host name.

@@ -206,3 +206,28 @@ fn pem_blocks_wrap_at_64() {
     assert_eq!(lines.last(), Some(&"-----END CERTIFICATE-----"));
     assert_eq!(lines.len(), 5);
 }
+
+#[test]
+fn addresses_are_read_apart_from_names_by_the_x509_reader() {
+    use crate::tls::x509::parse;
+    let key = crate::acme::key::Key::generate().expect("key");
+    let names = [
+        Alt::Dns("localhost"),
+        Alt::Ip("127.0.0.2".parse().expect("v4")),
+        Alt::Ip("::1".parse().expect("v6")),
+    ];
+    let t = Template {
+        names: &names,
+        common_name: None,
+        serial: serial().expect("serial"),
+        not_before: 0,
+        not_after: 86_400,
+        ca: false,
+        acme_identifier: None,
+    };
+    let facts = parse(&certificate(&t, &key, None).expect("cert")).expect("parse");
+    assert_eq!(facts.names, ["localhost"]);
+    let want: Vec<std::net::IpAddr> =
+        vec!["127.0.0.2".parse().expect("v4"), "::1".parse().expect("v6")];
+    assert_eq!(facts.addresses, want);
+}

@@ -21,6 +21,9 @@ pub struct Allowed {
     /// The upstreams' TCP ports it may connect to (`[[reverse_proxy]]`);
     /// `None`: it makes no socket at all (seccomp).
     pub(super) upstreams: Option<Vec<u16>>,
+    /// Whether the ACME thread may talk to its CA (seccomp's `ACME_CA`);
+    /// the CA's port is among `upstreams` then.
+    pub(super) asks_ca: bool,
 }
 
 /// The rights a rule really grants: those the kernel knows, and on a
@@ -93,6 +96,25 @@ impl Allowed {
         }
         named
     }
+
+    /// The `[acme]` setting of `new` this sandbox does not let the ACME
+    /// thread reach its CA for: a public name added to a server started
+    /// with only local ones (it connects to nothing), or a CA on a port
+    /// Landlock does not allow (ABI 4).
+    fn missing_ca(&self, new: &Config) -> Option<String> {
+        let acme = new.acme().filter(|_| super::sandbox::asks_a_ca(new))?;
+        if !self.asks_ca {
+            let hosts: Vec<String> = acme.hosts.iter().map(|h| format!("{h:?}")).collect();
+            return Some(format!("acme.hosts = [{}]", hosts.join(", ")));
+        }
+        let net = self.files.is_some() && self.abi >= 4;
+        let port = acme.directory_addr.1;
+        let reached = self
+            .upstreams
+            .as_ref()
+            .is_some_and(|ports| !net || ports.contains(&port));
+        (!reached).then(|| format!("acme.directory = {}", acme.directory))
+    }
 }
 
 /// What the sandboxes applied at start allow: the server's, and the CGI
@@ -163,6 +185,7 @@ impl Sandboxes {
             }
         }
         named.extend(self.server.missing_upstreams(new));
+        named.extend(self.server.missing_ca(new));
         if named.is_empty() {
             return None;
         }
@@ -209,6 +232,7 @@ mod tests {
             files: Some(Vec::new()),
             abi: 4,
             upstreams: None,
+            asks_ca: false,
         };
         assert_eq!(
             none.missing_upstreams(&new),
@@ -258,6 +282,7 @@ mod tests {
             files: Some(Vec::new()),
             abi: 4,
             upstreams: Some(vec![9001]),
+            asks_ca: false,
         };
         assert_eq!(
             one.missing_upstreams(&new),

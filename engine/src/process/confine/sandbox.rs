@@ -415,8 +415,9 @@ pub struct Plan {
     /// ACME CA, connected to; `None` without either (no socket is made
     /// then).
     upstreams: Option<Vec<u16>>,
-    /// The ACME thread runs (`[acme]`).
-    acme: bool,
+    /// Whether the ACME thread talks to a CA (`[acme]` naming a public
+    /// name; not when `hosts` names only local names).
+    asks_ca: bool,
     /// Files shared by a fleet are written (`[acme]`, `[tls] ticket_keys`).
     storage: bool,
     /// A summary for the error log.
@@ -463,8 +464,8 @@ pub fn prepare(
         landlock: open_rules(rules)?,
         programs,
         upstreams: connect_ports(cfg),
-        acme: acme_on(cfg),
-        storage: acme_on(cfg) || ticket_keys(cfg).is_some(),
+        asks_ca: asks_a_ca(cfg),
+        storage: cfg.acme().is_some() || ticket_keys(cfg).is_some(),
         summary,
     })
 }
@@ -577,6 +578,7 @@ impl Plan {
                 files: None,
                 abi: 0,
                 upstreams: self.upstreams.clone(),
+                asks_ca: self.asks_ca,
             };
         };
         let files = rules
@@ -590,6 +592,7 @@ impl Plan {
             files: Some(files),
             abi: *abi,
             upstreams: self.upstreams.clone(),
+            asks_ca: self.asks_ca,
         }
     }
 
@@ -601,6 +604,7 @@ impl Plan {
     /// not start.
     pub fn apply(self, notes: &mut Notes) -> Result<(), Error> {
         sandbox::no_new_privs().map_err(|e| failed("cannot set no_new_privs", e))?;
+        let allowed = self.system_calls();
         match self.landlock {
             Some((abi, rules)) => {
                 // CGI programs may talk to databases and signal their own
@@ -624,16 +628,6 @@ impl Plan {
         if self.programs {
             return Ok(());
         }
-        let mut allowed = syscalls::ALLOWED.to_vec();
-        if self.upstreams.is_some() {
-            allowed.extend_from_slice(syscalls::UPSTREAMS);
-        }
-        if self.acme {
-            allowed.extend_from_slice(syscalls::ACME);
-        }
-        if self.storage {
-            allowed.extend_from_slice(syscalls::STORAGE);
-        }
         match sandbox::seccomp_allow_only(&allowed, syscalls::IOCTLS) {
             Ok(true) => notes.push((
                 Level::Info,
@@ -653,15 +647,39 @@ impl Plan {
     }
 }
 
-/// Whether the ACME thread runs.
-fn acme_on(cfg: &Config) -> bool {
-    cfg.acme().is_some()
+impl Plan {
+    /// The system calls seccomp lets the server make (without CGI): the
+    /// serving ones, and those of what it connects to and of the ACME
+    /// thread, only when there is some.
+    fn system_calls(&self) -> Vec<libc::c_long> {
+        let mut allowed = syscalls::ALLOWED.to_vec();
+        if self.upstreams.is_some() {
+            allowed.extend_from_slice(syscalls::UPSTREAMS);
+        }
+        if self.storage {
+            allowed.extend_from_slice(syscalls::STORAGE);
+        }
+        if self.asks_ca {
+            allowed.extend_from_slice(syscalls::ACME_CA);
+        }
+        allowed
+    }
+}
+
+/// Whether the ACME thread talks to a CA: `[acme]` names a public name
+/// (with only `localhost` and addresses, the local CA certifies them all
+/// and nothing is connected to).
+pub(super) fn asks_a_ca(cfg: &Config) -> bool {
+    cfg.acme().is_some_and(|a| !a.hosts.is_empty())
 }
 
 /// The TCP ports brisk connects to: its upstreams' ([`upstream_ports`])
-/// and its ACME CA's; `None` when it connects to none.
+/// and its ACME CA's (when it asks one); `None` when it connects to none.
 fn connect_ports(cfg: &Config) -> Option<Vec<u16>> {
-    let acme = cfg.acme().map(|a| a.directory_addr.1);
+    let acme = cfg
+        .acme()
+        .filter(|_| asks_a_ca(cfg))
+        .map(|a| a.directory_addr.1);
     let mut ports = upstream_ports(cfg);
     if let Some(port) = acme {
         let list = ports.get_or_insert_with(Vec::new);

@@ -444,3 +444,65 @@ fn temp_dir_is_writable_where_bodies_are_held_whole() {
     }];
     assert!(temp(&cfg), "fastcgi");
 }
+
+/// `[acme]` naming only `localhost` and addresses: the local CA certifies
+/// them, nothing is connected to, so the sandbox allows no socket, no
+/// connect (seccomp) and no TCP port (Landlock); a public name brings the
+/// CA's port and the calls its requests make. A reload that adds a
+/// public name to a server started with local ones alone is refused.
+#[cfg(feature = "acme")]
+#[test]
+fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
+    use crate::config::AcmeConfig;
+    let dir = temp_site("acme-local");
+    let acme = |hosts: &[&str], local: &[&str]| AcmeConfig {
+        origin: "brisk.toml:3: acme".into(),
+        email: None,
+        directory: "https://ca.test:14000/dir".into(),
+        directory_addr: ("ca.test".into(), 14000, None),
+        ca_roots: Vec::new(),
+        storage: dir.clone(),
+        hosts: hosts.iter().map(|h| h.to_string()).collect(),
+        local: local.iter().map(|h| h.to_string()).collect(),
+        challenges: vec!["http-01"],
+        redirect_http: true,
+    };
+    let mut local = Config::default();
+    local.site.root = dir.join("www");
+    local.acme = Some(acme(&[], &["localhost", "127.0.0.1"]));
+    let mut public = local.clone();
+    public.acme = Some(acme(&["a.test"], &["localhost"]));
+
+    let plan = prepare(&local, None, false).unwrap();
+    let calls = plan.system_calls();
+    for (call, name) in [
+        (libc::SYS_socket, "socket"),
+        (libc::SYS_connect, "connect"),
+        (libc::SYS_getsockopt, "getsockopt"),
+    ] {
+        assert!(!calls.contains(&call), "{name} allowed");
+    }
+    assert!(calls.contains(&libc::SYS_rename), "the storage is written");
+    let started = plan.allowed();
+    assert_eq!(started.upstreams, None);
+
+    let plan = prepare(&public, None, false).unwrap();
+    let calls = plan.system_calls();
+    assert!(calls.contains(&libc::SYS_socket) && calls.contains(&libc::SYS_connect));
+    assert_eq!(plan.allowed().upstreams, Some(vec![14000]));
+    assert!(plan.allowed().asks_ca);
+
+    let sandboxes = super::super::allowed::Sandboxes {
+        server: started,
+        launchers: Vec::new(),
+        privileged: false,
+    };
+    assert!(sandboxes.refusal(&local).is_none());
+    match sandboxes.refusal(&public) {
+        Some(Error::SandboxNotAllowed(named)) => {
+            assert_eq!(named, ["acme.hosts = [\"a.test\"]"])
+        }
+        other => panic!("{other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
