@@ -18,7 +18,6 @@ const TURN_OFF: &str = "set sandbox = false (or --no-sandbox) to run without Lan
 const RESTART: &str = "restart brisk to apply this configuration, or upgrade it in place with no connection refused (brisk --upgrade, or SIGUSR2; upgrade = true, the default), which starts it anew with a sandbox made for this configuration";
 
 /// Why brisk could not start, confine itself, or reload.
-#[derive(Debug)]
 pub enum Error {
     /// `brisk` could not tell its current directory (to reload from).
     CurrentDir(io::Error),
@@ -299,6 +298,15 @@ impl From<LogError> for Error {
 impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Error {
         Error::Config(e)
+    }
+}
+
+/// Its message, as [`Display`](std::fmt::Display) gives it: the variants'
+/// derived form said no more and cost 2.8 KB of the binary (`.expect` and
+/// `{:?}` print this).
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }
 
