@@ -309,10 +309,29 @@ fn a_certificate_for_two_names_by_http_01_verifies_against_pebbles_root() {
         live: Arc::clone(&live),
     };
     let dir = Directory::fetch(&pebble.client, &pebble.directory).unwrap();
-    let mut acct = Account::new(pebble.client.clone(), dir, Key::generate().unwrap());
+    let account_key = Key::generate().unwrap();
+    let pkcs8 = account_key.pkcs8().to_vec();
+    let mut acct = Account::new(pebble.client.clone(), dir.clone(), account_key);
     acct.set_poll(Duration::from_millis(200), Duration::from_secs(2));
-    let kid = acct.register(Some("ops@example.org")).unwrap();
+    let (kid, _) = acct.register(Some("ops@example.org")).unwrap();
     assert!(kid.starts_with("https://127.0.0.1:"), "{kid}");
+    // Found again by its key (RFC 8555 §7.3.1): its contact updated
+    // (§7.3.2) only when the one given is another, or none.
+    for (email, updated) in [
+        (Some("ops@example.org"), false),
+        (Some("web@example.org"), true),
+        (Some("web@example.org"), false),
+        (None, true),
+        (None, false),
+    ] {
+        let key = Key::from_pkcs8(&pkcs8).unwrap();
+        let mut again = Account::new(pebble.client.clone(), dir.clone(), key);
+        assert_eq!(
+            again.register(email).unwrap(),
+            (kid.clone(), updated),
+            "{email:?}"
+        );
+    }
 
     let cert_key = Key::generate().unwrap();
     let issued = acct

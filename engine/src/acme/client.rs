@@ -288,12 +288,20 @@ impl Account {
     }
 
     /// Registers the account, or finds it when the key has one (§7.3),
-    /// agreeing to the CA's terms; `email` as its contact.
-    pub fn register(&mut self, email: Option<&str>) -> Result<String, AcmeError> {
-        let contact = email
-            .map(|e| format!(r#","contact":[{}]"#, quoted(&format!("mailto:{e}"))))
-            .unwrap_or_default();
-        let payload = format!(r#"{{"termsOfServiceAgreed":true{contact}}}"#);
+    /// agreeing to the CA's terms; `email` as its contact. An account
+    /// found with another contact (`email` changed or removed since it
+    /// was made) is updated to this one (§7.3.2). Its URL, and whether
+    /// the contact was updated.
+    pub fn register(&mut self, email: Option<&str>) -> Result<(String, bool), AcmeError> {
+        let mailto = email.map(|e| format!("mailto:{e}"));
+        let contact = match &mailto {
+            Some(m) => format!("[{}]", quoted(m)),
+            None => "[]".to_string(),
+        };
+        let payload = match mailto {
+            Some(_) => format!(r#"{{"termsOfServiceAgreed":true,"contact":{contact}}}"#),
+            None => r#"{"termsOfServiceAgreed":true}"#.to_string(),
+        };
         let url = self.directory.new_account.clone();
         let a = self.post(&url, Some(&payload))?;
         let kid = a
@@ -301,7 +309,24 @@ impl Account {
             .ok_or_else(|| protocol("newAccount gave no Location"))?
             .to_string();
         self.url = Some(kid.clone());
-        Ok(kid)
+        // 201: made now, with this contact. 200: found, the body the
+        // account as it was, the request's fields ignored (§7.3.1).
+        if a.status != 200 {
+            return Ok((kid, false));
+        }
+        let had = body(&a)?;
+        let had: Vec<&str> = had
+            .get("contact")
+            .map(Json::items)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Json::as_str)
+            .collect();
+        if had == mailto.as_deref().into_iter().collect::<Vec<_>>() {
+            return Ok((kid, false));
+        }
+        self.post(&kid, Some(&format!(r#"{{"contact":{contact}}}"#)))?;
+        Ok((kid, true))
     }
 
     /// Obtains a certificate for `names` (host names) with `csr_key`:

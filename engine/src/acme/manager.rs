@@ -457,7 +457,7 @@ impl Manager {
     /// Orders the certificate of `name` (replacing the one identified by
     /// `replaces`, RFC 9773 §5) and stores it.
     fn order(&mut self, name: &str, replaces: Option<&str>, log: Log<'_>) -> Result<(), String> {
-        let mut account = self.account()?;
+        let mut account = self.account(log)?;
         let key = Key::generate().map_err(|e| e.0)?;
         let issued = account.obtain_replacing(
             &[name],
@@ -494,8 +494,9 @@ impl Manager {
     }
 
     /// The account (taken: put it back): the stored one, or a new one
-    /// (stored at once).
-    fn account(&mut self) -> Result<Account, String> {
+    /// (stored at once); its contact made the configured one if it was
+    /// not (`email` changed, or removed).
+    fn account(&mut self, log: Log<'_>) -> Result<Account, String> {
         if let Some(a) = self.account.take() {
             return Ok(a);
         }
@@ -505,9 +506,15 @@ impl Manager {
         let mut account = Account::new(self.client.clone(), dir, key);
         // Registered again each start: the CA answers with the
         // account the key has (RFC 8555 §7.3.1), or makes it.
-        let url_now = account
-            .register(self.settings.email.as_deref())
-            .map_err(|e| e.to_string())?;
+        let email = self.settings.email.as_deref();
+        let (url_now, updated) = account.register(email).map_err(|e| e.to_string())?;
+        if updated {
+            let now = email.map_or("none".to_string(), |e| format!("mailto:{e}"));
+            log(
+                Level::Info,
+                format_args!("acme: the account {url_now}'s contact is now {now}"),
+            );
+        }
         if url.as_deref() != Some(url_now.as_str()) {
             self.store
                 .save_account(&pkcs8, Some(&url_now))
