@@ -349,6 +349,7 @@ fn load_command(
             )));
         }
     }
+    config.secrets_outside_roots().map_err(error)?;
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,
         // `buffer_request`).

@@ -363,12 +363,21 @@ pub struct TlsConfig {
 
 /// `[tls] ticket_keys`: the file of the session-ticket keys every server
 /// naming it shares (see `tls::tickets`), and how often they rotate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TicketKeys {
     /// The keys' file (`ticket_keys`); its directory must be writable.
     pub file: PathBuf,
     /// The current key is replaced after this (`ticket_rotation`).
     pub rotation: Duration,
+    /// Where `ticket_keys` was set (`site.toml:4: tls.ticket_keys`).
+    pub origin: String,
+}
+
+/// The same keys, wherever they were set.
+impl PartialEq for TicketKeys {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.file, self.rotation) == (&other.file, other.rotation)
+    }
 }
 
 impl TlsConfig {

@@ -69,6 +69,39 @@ impl Config {
         out
     }
 
+    /// An error when a directory of secrets brisk writes while it runs
+    /// lies beneath a document root: `[acme] storage` (the account's and
+    /// the certificates' keys) and the directory of `[tls] ticket_keys`
+    /// (the keys, their lock). Files appear there by rename as brisk runs,
+    /// so they cannot be told by their identity as [`Config::own_files`]
+    /// are: they must live elsewhere.
+    pub(super) fn secrets_outside_roots(&self) -> Result<(), String> {
+        let mut dirs: Vec<(&Path, String, &str)> = Vec::new();
+        #[cfg(feature = "acme")]
+        if let Some(a) = self.acme() {
+            let what = "its account and certificate keys";
+            dirs.push((&a.storage, format!("{}.storage", a.origin), what));
+        }
+        if let Some(k) = self.tls.as_ref().and_then(|t| t.ticket_keys()) {
+            let what = "the session-ticket keys";
+            let dir = k.file.parent().unwrap_or(&k.file);
+            dirs.push((dir, k.origin.clone(), what));
+        }
+        for (dir, origin, what) in dirs {
+            let real = beneath_existing(dir);
+            for site in SiteConfig::all(self) {
+                if real.starts_with(&site.root) {
+                    return Err(format!(
+                        "{origin}: {} lies beneath the document root {}, where {what} could be served: put it outside every root",
+                        dir.display(),
+                        site.root.display()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A warning for each of [`Config::own_files`] that lies under a
     /// document root (by its canonical path): it is never served there,
     /// but it should not be there.
@@ -105,6 +138,25 @@ fn canonical(file: &Path) -> Option<PathBuf> {
     }
     let dir = std::fs::canonicalize(file.parent()?).ok()?;
     Some(dir.join(file.file_name()?))
+}
+
+/// `path` made canonical as far as it exists (the rest, not made yet,
+/// joined as written).
+fn beneath_existing(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 /// The `.lua` files beneath `dir` (at most `left` more), as servlet

@@ -162,6 +162,7 @@ impl Loader<'_> {
                     c.ticket_keys = Some(TicketKeys {
                         file: self.path("tls.ticket_keys", value)?,
                         rotation: TICKET_ROTATION,
+                        origin: self.origin("tls.ticket_keys", value),
                     })
                 }
                 #[cfg(feature = "ops")]

@@ -124,6 +124,10 @@ fn mistakes_are_refused_with_file_line_and_key() {
             &format!("{TLS}[acme]\n{CA}"),
             "DIR/site.toml:4: acme: names no host to order a certificate for",
         ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nstorage = \"public/../public/acme\"\n"),
+            "DIR/site.toml:4: acme.storage: DIR/public/../public/acme lies beneath the document root DIR/public, where its account and certificate keys could be served: put it outside every root",
+        ),
     ];
     for (toml, want) in cases {
         let e = run(toml).unwrap_err();

@@ -335,6 +335,12 @@ fn ticket_keys_name_a_file_and_its_rotation() {
         run(&dir, &with("ticket_keys = \"k\"\nsession_tickets = false"), &[]).unwrap_err(),
         "DIR/site.toml:2: tls: ticket_keys needs session_tickets = true (the keys encrypt session tickets)"
     );
+    // Never where brisk serves from: their files appear by rename, so
+    // they could not be told apart as its other files are.
+    assert_eq!(
+        run(&dir, &with("ticket_keys = \"public/keys/k\""), &[]).unwrap_err(),
+        "DIR/site.toml:4: tls.ticket_keys: DIR/public/keys lies beneath the document root DIR/public, where the session-ticket keys could be served: put it outside every root"
+    );
 }
 
 #[test]
