@@ -105,15 +105,15 @@ impl Drop for Killed {
 }
 
 /// Pebble and challtestsrv, running.
-struct Pebble {
-    directory: String,
+pub(crate) struct Pebble {
+    pub(crate) directory: String,
     management: String,
     /// The ports Pebble validates http-01 and tls-alpn-01 on.
-    http_port: u16,
-    tls_port: u16,
+    pub(crate) http_port: u16,
+    pub(crate) tls_port: u16,
     /// Trusts Pebble's HTTPS (our CA, `ca`).
     client: Client,
-    ca: Vec<u8>,
+    pub(crate) ca: Vec<u8>,
     _procs: Vec<Killed>,
     _dir: TempDir,
     /// One Pebble at a time: the ports each picks (free when picked)
@@ -127,7 +127,7 @@ static ONE_PEBBLE: Mutex<()> = Mutex::new(());
 impl Pebble {
     /// Pebble with its defaults but for `env` (such as
     /// `PEBBLE_VA_NOSLEEP=1`); None (a skip) without the tools.
-    fn start(env: &[(&str, &str)]) -> Option<Pebble> {
+    pub(crate) fn start(env: &[(&str, &str)]) -> Option<Pebble> {
         Pebble::start_with(env, 90 * 86_400)
     }
 
@@ -260,7 +260,7 @@ impl Pebble {
     }
 
     /// The root Pebble issues under now.
-    fn root(&self) -> CertificateDer<'static> {
+    pub(crate) fn root(&self) -> CertificateDer<'static> {
         let a = self
             .client
             .get(&format!("{}/roots/0", self.management))
@@ -436,6 +436,7 @@ fn manager(
         storage: storage.to_path_buf(),
         holder: holder.into(),
         local: Vec::new(),
+        key_type: Default::default(),
     };
     let published = Arc::new(Published {
         live: Arc::clone(&live),
@@ -620,7 +621,7 @@ fn a_fleet_of_three_on_one_storage_orders_once_per_name_and_serves_the_same_cert
 
 /// A TLS 1.3 handshake with `addr` for `name`, verified against `root`:
 /// the certificate chain served, or why not.
-fn served_chain(
+pub(crate) fn served_chain(
     addr: std::net::SocketAddr,
     name: &str,
     root: CertificateDer<'static>,
@@ -720,6 +721,16 @@ fn acme_server(
     names: &[&str],
     files: &[(&str, &[u8])],
 ) -> (crate::common::Server, std::net::SocketAddr) {
+    acme_server_with(pebble, names, files, "")
+}
+
+/// [`acme_server`], with `extra` lines in its `[acme]`.
+pub(crate) fn acme_server_with(
+    pebble: &Pebble,
+    names: &[&str],
+    files: &[(&str, &[u8])],
+    extra: &str,
+) -> (crate::common::Server, std::net::SocketAddr) {
     let mut b = crate::common::Builder::new();
     for (name, bytes) in files {
         b.file(name, bytes);
@@ -730,7 +741,7 @@ fn acme_server(
     let toml = format!(
         "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
          directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{base}/acme\"\n\
-         hosts = [{hosts}]\n",
+         hosts = [{hosts}]\n{extra}",
         http = pebble.http_port,
         tls = pebble.tls_port,
         dir = pebble.directory,

@@ -10,6 +10,8 @@ mod common;
 mod access_log;
 #[cfg(feature = "acme")]
 mod acme;
+#[cfg(feature = "acme")]
+mod acme_rsa;
 mod admission;
 mod auth;
 mod cgi;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::cert;
 use super::http::{Answer, Client};
-use super::key::{b64url, Key};
+use super::key::{b64url, Key, Signer};
 use crate::http::json::{self, Json};
 
 /// How many times a request is sent again after `badNonce`.
@@ -302,7 +302,7 @@ impl Account {
         &mut self,
         names: &[&str],
         kinds: &[&str],
-        csr_key: &Key,
+        csr_key: &dyn Signer,
         responder: &dyn Responder,
     ) -> Result<Issued, AcmeError> {
         let deadline = Instant::now() + ORDER_DEADLINE;

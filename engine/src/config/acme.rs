@@ -27,6 +27,7 @@ pub(super) const ACME_KEYS: &[&str] = &[
     "hosts",
     "challenges",
     "redirect_http",
+    "key_type",
 ];
 
 /// Let's Encrypt's production directory: the default CA.
@@ -36,6 +37,26 @@ pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
 /// preference.
 #[cfg(feature = "acme")]
 pub const CHALLENGES: &[&str] = &["tls-alpn-01", "http-01"];
+
+/// The kind of key of each certificate brisk obtains (`key_type`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeyType {
+    /// ECDSA on P-256 (`"ecdsa-p256"`, the default): small and fast.
+    #[default]
+    EcdsaP256,
+    /// RSA 2048 (`"rsa2048"`): for clients without ECDSA.
+    Rsa2048,
+}
+
+impl KeyType {
+    /// Its name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::EcdsaP256 => "ecdsa-p256",
+            KeyType::Rsa2048 => "rsa2048",
+        }
+    }
+}
 
 /// `[acme]`, settled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +87,8 @@ pub struct AcmeConfig {
     pub challenges: Vec<&'static str>,
     /// Plain HTTP is redirected to HTTPS (but for http-01 challenges).
     pub redirect_http: bool,
+    /// The certificates' keys (the account's is P-256 whatever this is).
+    pub key_type: KeyType,
 }
 
 /// `[acme]` as written, before the other sections are known.
@@ -80,6 +103,7 @@ pub(crate) struct AcmeSection {
     hosts: Option<(Vec<String>, String)>,
     challenges: Vec<&'static str>,
     redirect_http: bool,
+    key_type: KeyType,
 }
 
 impl AcmeSection {
@@ -101,6 +125,7 @@ impl Loader<'_> {
             hosts: None,
             challenges: CHALLENGES.to_vec(),
             redirect_http: true,
+            key_type: KeyType::default(),
         };
         for (key, value) in sorted(self.table("acme", v)?) {
             match key.get_ref().as_ref() {
@@ -181,6 +206,19 @@ impl Loader<'_> {
                         .collect();
                 }
                 "redirect_http" => s.redirect_http = self.boolean("acme.redirect_http", value)?,
+                "key_type" => {
+                    s.key_type = match self.string("acme.key_type", value)? {
+                        "ecdsa-p256" => KeyType::EcdsaP256,
+                        "rsa2048" => KeyType::Rsa2048,
+                        _ => {
+                            return Err(self.fail(
+                                value,
+                                "acme.key_type",
+                                "expected \"ecdsa-p256\" or \"rsa2048\"",
+                            ))
+                        }
+                    }
+                }
                 _ => return Err(self.unknown(key, "acme", ACME_KEYS)),
             }
         }
@@ -280,6 +318,7 @@ pub(crate) fn finish(
         local,
         challenges: s.challenges,
         redirect_http: s.redirect_http,
+        key_type: s.key_type,
     })
 }
 

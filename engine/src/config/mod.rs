@@ -44,7 +44,7 @@ mod units;
 mod upstream;
 mod value;
 
-pub use acme::{AcmeConfig, LETS_ENCRYPT};
+pub use acme::{AcmeConfig, KeyType, LETS_ENCRYPT};
 pub use compress::{Coding, CompressConfig, Levels};
 pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
