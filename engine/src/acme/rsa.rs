@@ -35,11 +35,11 @@
 //!
 //! Why not the `rsa` crate: with it (0.9, and num-bigint-dig, pkcs1,
 //! pkcs8, rand and the rest: 24 new entries in Cargo.lock) the default
-//! release build grows by 168,576 bytes; with this module, by 54,208
+//! release build grows by 168,576 bytes; with this module, by 37,280
 //! (`cargo build --release`, stripped; the rest of `key_type`, 1,280
-//! more). Most of that is the moves and wipes of the 128- and 256-byte
-//! values, inlined: slice-level limb loops instead of the fixed widths
-//! made it larger, not smaller.
+//! more). The wipe and the small limb loops are kept out of line
+//! (`inline(never)`: 54,208 bytes inlined everywhere); limb loops on
+//! slices instead of the fixed widths came out larger, not smaller.
 
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -94,6 +94,7 @@ impl<const L: usize> Drop for Uint<L> {
 }
 
 /// Zeros over `limbs` (`black_box` keeps the stores, dead as they are).
+#[inline(never)]
 fn wipe(limbs: &mut [u64]) {
     limbs.fill(0);
     std::hint::black_box(&limbs);
@@ -163,6 +164,7 @@ impl<const L: usize> Uint<L> {
     }
 
     /// `self − o` (modulo 2^64L) and the borrow out (`self < o`).
+    #[inline(never)]
     fn sub(&self, o: &Self) -> (Self, bool) {
         let mut r = Self::zero();
         let mut borrow = false;
@@ -180,6 +182,7 @@ impl<const L: usize> Uint<L> {
     }
 
     /// `a` where `pick` is all ones, `b` where it is zero.
+    #[inline(never)]
     fn select(pick: u64, a: &Self, b: &Self) -> Self {
         let mut r = Self::zero();
         for i in 0..L {
@@ -189,6 +192,7 @@ impl<const L: usize> Uint<L> {
     }
 
     /// `self · 2` and the bit shifted out.
+    #[inline(never)]
     fn shl1(&self) -> (Self, bool) {
         let mut r = Self::zero();
         let mut carry = 0;
@@ -200,6 +204,7 @@ impl<const L: usize> Uint<L> {
     }
 
     /// `self / 2^n` (`n` below 64·L).
+    #[inline(never)]
     fn shr(&self, n: u32) -> Self {
         let (limbs, bits) = (n as usize / 64, n % 64);
         let mut r = Self::zero();
@@ -215,6 +220,7 @@ impl<const L: usize> Uint<L> {
     }
 
     /// `self · k + add` and the limb carried out.
+    #[inline(never)]
     fn mul_small(&self, k: u64, add: u64) -> (Self, u64) {
         let mut r = Self::zero();
         let mut carry = add;
@@ -227,6 +233,7 @@ impl<const L: usize> Uint<L> {
     }
 
     /// `(high·2^64L + self) / d` and the remainder (`high < d`).
+    #[inline(never)]
     fn div_small(&self, d: u64, high: u64) -> (Self, u64) {
         let mut r = Self::zero();
         let mut rem = high;
