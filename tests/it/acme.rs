@@ -473,6 +473,7 @@ pub(crate) fn manager(
         storage: storage.to_path_buf(),
         holder: holder.into(),
         local: Vec::new(),
+        key_type: Default::default(),
     };
     let published = Arc::new(Published {
         live: Arc::clone(&live),
@@ -765,6 +766,17 @@ pub(crate) fn acme_server(
     acme_server_on(pebble, names, files, None)
 }
 
+/// [`acme_server`], with `extra` lines in its `[acme]`.
+pub(crate) fn acme_server_with(
+    pebble: &Pebble,
+    names: &[&str],
+    files: &[(&str, &[u8])],
+    extra: &str,
+) -> (crate::common::Server, std::net::SocketAddr) {
+    let (b, tls) = acme_builder(pebble, names, files, "", None, extra);
+    (b.start(), tls)
+}
+
 /// [`acme_server`], its ACME storage `storage` (None: one of its own).
 pub(crate) fn acme_server_on(
     pebble: &Pebble,
@@ -772,18 +784,19 @@ pub(crate) fn acme_server_on(
     files: &[(&str, &[u8])],
     storage: Option<&std::path::Path>,
 ) -> (crate::common::Server, std::net::SocketAddr) {
-    let (b, tls) = acme_builder(pebble, names, files, "", storage);
+    let (b, tls) = acme_builder(pebble, names, files, "", storage, "");
     (b.start(), tls)
 }
 
 /// [`acme_server_on`] not started yet, its configuration beginning with
-/// `top` (top-level keys).
+/// `top` (top-level keys), with `extra` lines in its `[acme]`.
 pub(crate) fn acme_builder(
     pebble: &Pebble,
     names: &[&str],
     files: &[(&str, &[u8])],
     top: &str,
     storage: Option<&std::path::Path>,
+    extra: &str,
 ) -> (crate::common::Builder, std::net::SocketAddr) {
     let mut b = crate::common::Builder::new();
     for (name, bytes) in files {
@@ -795,7 +808,7 @@ pub(crate) fn acme_builder(
     let toml = format!(
         "{top}listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
          directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{storage}\"\n\
-         hosts = [{hosts}]\n",
+         hosts = [{hosts}]\n{extra}",
         http = pebble.http_port,
         tls = pebble.tls_port,
         dir = pebble.directory,

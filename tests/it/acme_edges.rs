@@ -276,7 +276,7 @@ fn brisk_started_as_a_user_other_than_root_obtains_its_certificate() {
     let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
         return;
     };
-    let (mut b, tls) = acme_builder(&pebble, &["a.test"], &[], "", None);
+    let (mut b, tls) = acme_builder(&pebble, &["a.test"], &[], "", None, "");
     // Its storage: a directory of its own (the test's base is root's).
     let storage = b.base().join("acme");
     std::fs::create_dir(&storage).unwrap();
@@ -307,7 +307,7 @@ fn started_as_root_serving_as_another_user_its_storage_is_that_users_and_private
         return;
     };
     // brisk makes the storage (as root, then gives it to nobody).
-    let (b, tls) = acme_builder(&pebble, &["a.test"], &[], "user = \"nobody\"\n", None);
+    let (b, tls) = acme_builder(&pebble, &["a.test"], &[], "user = \"nobody\"\n", None, "");
     let storage = b.base().join("acme");
     let server = b.start();
     let root = pebble.root();

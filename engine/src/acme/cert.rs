@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use super::key::{Key, KeyError, ECDSA_WITH_SHA256};
+use super::key::{KeyError, Signer};
 use crate::tls::der::{
     context, Writer, BIT_STRING, DNS_NAME, IP_ADDRESS, OCTET_STRING, SET, UTF8_STRING,
 };
@@ -105,12 +105,6 @@ fn name(w: &mut Writer, cn: &str) {
     });
 }
 
-/// `AlgorithmIdentifier` of ecdsa-with-SHA256 (no parameters, RFC 5758
-/// §3.2).
-fn ecdsa_sha256(w: &mut Writer) {
-    w.seq(|w| w.oid(ECDSA_WITH_SHA256));
-}
-
 /// One `Extension`, its value written by `value`.
 fn extension(w: &mut Writer, id: &[u64], critical: bool, value: impl FnOnce(&mut Writer)) {
     w.seq(|w| {
@@ -138,13 +132,14 @@ fn alt_names(w: &mut Writer, names: &[Alt<'_>]) {
 }
 
 /// `tbs` signed by `key`: a certificate or a request (`SEQUENCE { tbs,
-/// ecdsa-with-SHA256, BIT STRING signature }`, the same in both).
-fn signed(key: &Key, tbs: Vec<u8>) -> Result<Vec<u8>, KeyError> {
+/// the signature's algorithm (ecdsa-with-SHA256 or
+/// sha256WithRSAEncryption), BIT STRING signature }`, the same in both).
+fn signed(key: &dyn Signer, tbs: Vec<u8>) -> Result<Vec<u8>, KeyError> {
     let sig = key.sign_der(&tbs)?;
     let mut w = Writer::new();
     w.seq(|w| {
         w.raw(&tbs);
-        ecdsa_sha256(w);
+        key.algorithm(w);
         w.bits(&sig);
     });
     Ok(w.finish())
@@ -153,7 +148,7 @@ fn signed(key: &Key, tbs: Vec<u8>) -> Result<Vec<u8>, KeyError> {
 /// A certification request for `names`, by `key` (RFC 2986 §4; the names
 /// in an extensionRequest, RFC 2985 §5.4.2, as RFC 8555 §7.4 wants them,
 /// the first also as the common name).
-pub fn request(key: &Key, names: &[Alt<'_>]) -> Result<Vec<u8>, KeyError> {
+pub fn request(key: &dyn Signer, names: &[Alt<'_>]) -> Result<Vec<u8>, KeyError> {
     let mut w = Writer::new();
     w.seq(|w| {
         w.uint(&[0]);
@@ -174,8 +169,8 @@ pub fn request(key: &Key, names: &[Alt<'_>]) -> Result<Vec<u8>, KeyError> {
 /// self-signed when `issuer` is `None`.
 pub fn certificate(
     t: &Template<'_>,
-    subject: &Key,
-    issuer: Option<(&Key, &str)>,
+    subject: &dyn Signer,
+    issuer: Option<(&dyn Signer, &str)>,
 ) -> Result<Vec<u8>, KeyError> {
     let subject_cn = t.subject_cn();
     let (signer, issuer_cn) = issuer.unwrap_or((subject, &subject_cn));
@@ -183,7 +178,7 @@ pub fn certificate(
     w.seq(|w| {
         w.nest(context(0), |w| w.uint(&[2])); // v3
         w.uint(&t.serial);
-        ecdsa_sha256(w);
+        signer.algorithm(w);
         name(w, issuer_cn);
         w.seq(|w| {
             w.time(t.not_before);

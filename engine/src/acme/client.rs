@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::cert;
 use super::http::{Answer, Client};
-use super::key::{b64url, Key};
+use super::key::{b64url, Key, Signer};
 use crate::http::json::{self, Json};
 
 /// How many times a request is sent again after `badNonce`.
@@ -337,7 +337,7 @@ impl Account {
         &mut self,
         names: &[&str],
         kinds: &[&str],
-        csr_key: &Key,
+        csr_key: &dyn Signer,
         responder: &dyn Responder,
     ) -> Result<Issued, AcmeError> {
         self.obtain_replacing(names, kinds, csr_key, responder, None)
@@ -352,7 +352,7 @@ impl Account {
         &mut self,
         names: &[&str],
         kinds: &[&str],
-        csr_key: &Key,
+        csr_key: &dyn Signer,
         responder: &dyn Responder,
         replaces: Option<&str>,
     ) -> Result<Issued, AcmeError> {

@@ -1,15 +1,40 @@
-//! The keys brisk makes for ACME: the account's key and each
-//! certificate's, ECDSA on P-256 (RFC 8555 §6.2 asks servers for ES256;
-//! every client and CA takes P-256). ring makes and signs with them; they
-//! are kept as PKCS#8 documents (RFC 5958), the form ring reads back and
-//! rustls takes as a certificate key.
+//! The keys brisk makes for ACME: the account's key, ECDSA on P-256
+//! (RFC 8555 §6.2 asks servers for ES256; every client and CA takes
+//! P-256), and each certificate's, P-256 too or RSA 2048 (`[acme]
+//! key_type`, for clients without ECDSA). ring makes the P-256 keys
+//! and signs with both kinds; the RSA keys are made by [`super::rsa`].
+//! They are kept as PKCS#8 documents (RFC 5958), the form ring reads back
+//! and rustls takes as a certificate key, and wiped from memory when
+//! dropped.
 
 use ring::rand::SystemRandom;
 use ring::signature::{
-    EcdsaKeyPair, KeyPair as _, ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P256_SHA256_FIXED_SIGNING,
+    EcdsaKeyPair, KeyPair as _, RsaKeyPair, ECDSA_P256_SHA256_ASN1_SIGNING,
+    ECDSA_P256_SHA256_FIXED_SIGNING, RSA_PKCS1_SHA256,
 };
 
-use crate::tls::der::{Writer, BIT_STRING};
+use super::rsa::{RSA_ENCRYPTION, SHA256_WITH_RSA};
+use crate::tls::der::{Writer, BIT_STRING, NULL};
+
+/// The kind of key of each certificate brisk obtains (`key_type`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeyType {
+    /// ECDSA on P-256 (`"ecdsa-p256"`, the default): small and fast.
+    #[default]
+    EcdsaP256,
+    /// RSA 2048 (`"rsa2048"`): for clients without ECDSA.
+    Rsa2048,
+}
+
+impl KeyType {
+    /// Its name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::EcdsaP256 => "ecdsa-p256",
+            KeyType::Rsa2048 => "rsa2048",
+        }
+    }
+}
 
 /// id-ecPublicKey (RFC 5480 §2.1.1).
 pub const EC_PUBLIC_KEY: &[u64] = &[1, 2, 840, 10045, 2, 1];
@@ -27,6 +52,42 @@ pub struct Key {
     /// Signs with the signature in DER (X.509, PKCS#10).
     asn1: EcdsaKeyPair,
     rng: SystemRandom,
+}
+
+/// What a certificate's key does in DER: its public key in a request or
+/// a certificate, the signatures over them (the P-256 [`Key`] and the
+/// [`RsaKey`]).
+pub trait Signer {
+    /// Its PKCS#8 document (the private key: stored 0600, never logged).
+    fn pkcs8(&self) -> &[u8];
+    /// Its public key as an X.509 `SubjectPublicKeyInfo`.
+    fn spki(&self, w: &mut Writer);
+    /// The `AlgorithmIdentifier` of its signatures in DER.
+    fn algorithm(&self, w: &mut Writer);
+    /// Its signature of `msg`, as a request or certificate holds it.
+    fn sign_der(&self, msg: &[u8]) -> Result<Vec<u8>, KeyError>;
+}
+
+/// A new certificate key of the kind `kind`: P-256 in a few
+/// microseconds, RSA 2048 in a fraction of a second (a few seconds in a
+/// debug build; the ACME thread makes it, off the event loops).
+pub fn certificate_key(kind: KeyType) -> Result<Box<dyn Signer>, KeyError> {
+    Ok(match kind {
+        KeyType::EcdsaP256 => Box::new(Key::generate()?),
+        KeyType::Rsa2048 => Box::new(RsaKey::generate()?),
+    })
+}
+
+/// Zeros over a private key's document, before its memory is given back.
+fn wipe(pkcs8: &mut [u8]) {
+    pkcs8.fill(0);
+    std::hint::black_box(&pkcs8);
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        wipe(&mut self.pkcs8);
+    }
 }
 
 impl std::fmt::Debug for Key {
@@ -131,6 +192,102 @@ fn signing() -> KeyError {
     KeyError("ECDSA signing failed".into())
 }
 
+impl Signer for Key {
+    fn pkcs8(&self) -> &[u8] {
+        Key::pkcs8(self)
+    }
+
+    fn spki(&self, w: &mut Writer) {
+        Key::spki(self, w);
+    }
+
+    /// ecdsa-with-SHA256, no parameters (RFC 5758 §3.2).
+    fn algorithm(&self, w: &mut Writer) {
+        w.seq(|w| w.oid(ECDSA_WITH_SHA256));
+    }
+
+    fn sign_der(&self, msg: &[u8]) -> Result<Vec<u8>, KeyError> {
+        Key::sign_der(self, msg)
+    }
+}
+
+/// An RSA key pair (2048 bits when brisk made it), for certificates.
+pub struct RsaKey {
+    pkcs8: Vec<u8>,
+    pair: RsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl std::fmt::Debug for RsaKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RsaKey({} bits)", 8 * self.pair.public().modulus_len())
+    }
+}
+
+impl Drop for RsaKey {
+    fn drop(&mut self) {
+        wipe(&mut self.pkcs8);
+    }
+}
+
+impl RsaKey {
+    /// A new RSA 2048 key ([`super::rsa`]).
+    pub fn generate() -> Result<RsaKey, KeyError> {
+        let mut doc = super::rsa::generate_pkcs8()
+            .map_err(|e| KeyError(format!("no RSA key could be made: {}", e.0)))?;
+        let key = RsaKey::from_pkcs8(&doc);
+        wipe(&mut doc);
+        key
+    }
+
+    /// The key a PKCS#8 document holds (ring checks it: RFC 8017's
+    /// relations between its numbers, 2048 to 4096 bits).
+    pub fn from_pkcs8(pkcs8: &[u8]) -> Result<RsaKey, KeyError> {
+        let pair = RsaKeyPair::from_pkcs8(pkcs8)
+            .map_err(|e| KeyError(format!("not an RSA key in PKCS#8 ring takes: {e}")))?;
+        Ok(RsaKey {
+            pkcs8: pkcs8.to_vec(),
+            pair,
+            rng: SystemRandom::new(),
+        })
+    }
+}
+
+impl Signer for RsaKey {
+    fn pkcs8(&self) -> &[u8] {
+        &self.pkcs8
+    }
+
+    /// rsaEncryption with NULL parameters, the `RSAPublicKey` in the BIT
+    /// STRING (RFC 3279 §2.3.1).
+    fn spki(&self, w: &mut Writer) {
+        w.seq(|w| {
+            w.seq(|w| {
+                w.oid(RSA_ENCRYPTION);
+                w.prim(NULL, &[]);
+            });
+            w.bits(self.pair.public_key().as_ref());
+        });
+    }
+
+    /// sha256WithRSAEncryption, NULL parameters (RFC 4055 §5).
+    fn algorithm(&self, w: &mut Writer) {
+        w.seq(|w| {
+            w.oid(SHA256_WITH_RSA);
+            w.prim(NULL, &[]);
+        });
+    }
+
+    /// PKCS#1 v1.5 with SHA-256 (RFC 8017 §8.2).
+    fn sign_der(&self, msg: &[u8]) -> Result<Vec<u8>, KeyError> {
+        let mut sig = vec![0; self.pair.public().modulus_len()];
+        self.pair
+            .sign(&RSA_PKCS1_SHA256, &self.rng, msg, &mut sig)
+            .map_err(|_| KeyError("RSA signing failed".into()))?;
+        Ok(sig)
+    }
+}
+
 /// base64url without padding (RFC 7515 §2, RFC 4648 §5).
 pub fn b64url(bytes: &[u8]) -> String {
     encode::<base64ct::Base64UrlUnpadded>(bytes)
@@ -168,6 +325,51 @@ mod tests {
             .unwrap();
         assert!(Key::from_pkcs8(&key.pkcs8()[1..]).is_err());
         assert_eq!(format!("{key:?}"), "Key(P-256)");
+    }
+
+    #[test]
+    fn certificate_keys_of_either_kind_sign_what_their_spki_verifies() {
+        use ring::signature::{ECDSA_P256_SHA256_ASN1, RSA_PKCS1_2048_8192_SHA256};
+        for kind in [KeyType::EcdsaP256, KeyType::Rsa2048] {
+            let key = certificate_key(kind).unwrap();
+            let mut spki = Writer::new();
+            key.spki(&mut spki);
+            let spki = spki.finish();
+            // The BIT STRING's contents: the point, or RSAPublicKey.
+            let public = &spki[spki.len() - if kind == KeyType::Rsa2048 { 270 } else { 65 }..];
+            let msg = b"tbs";
+            let sig = key.sign_der(msg).unwrap();
+            let (alg, verify): (&[u64], &dyn ring::signature::VerificationAlgorithm) = match kind {
+                KeyType::EcdsaP256 => (ECDSA_WITH_SHA256, &ECDSA_P256_SHA256_ASN1),
+                KeyType::Rsa2048 => (SHA256_WITH_RSA, &RSA_PKCS1_2048_8192_SHA256),
+            };
+            UnparsedPublicKey::new(verify, public)
+                .verify(msg, &sig)
+                .unwrap();
+            // (RSA's with NULL parameters, RFC 4055 §5; ECDSA's without,
+            // RFC 5758 §3.2.)
+            let mut want = Writer::new();
+            want.seq(|w| {
+                w.oid(alg);
+                if kind == KeyType::Rsa2048 {
+                    w.prim(NULL, &[]);
+                }
+            });
+            let mut got = Writer::new();
+            key.algorithm(&mut got);
+            assert_eq!(got.finish(), want.finish());
+            // Each reads back only as its own kind.
+            assert_eq!(
+                Key::from_pkcs8(key.pkcs8()).is_ok(),
+                kind == KeyType::EcdsaP256
+            );
+            assert_eq!(
+                RsaKey::from_pkcs8(key.pkcs8()).is_ok(),
+                kind == KeyType::Rsa2048
+            );
+        }
+        let rsa = RsaKey::generate().unwrap();
+        assert_eq!(format!("{rsa:?}"), "RsaKey(2048 bits)");
     }
 
     #[test]

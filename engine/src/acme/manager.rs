@@ -32,7 +32,7 @@ use super::ari;
 use super::cert;
 use super::client::{Account, Challenge, Directory, Responder};
 use super::http::Client;
-use super::key::Key;
+use super::key::{certificate_key, Key, KeyType};
 use super::store::{pem_der, Store, Stored};
 use crate::log::Level;
 use crate::tls::certs;
@@ -72,6 +72,9 @@ pub struct Settings {
     /// `localhost` and addresses: one certificate for them all from the
     /// local CA, made in the storage (no CA is asked).
     pub local: Vec<String>,
+    /// The kind of the certificates' keys (the account's and the local
+    /// CA's are P-256).
+    pub key_type: KeyType,
 }
 
 /// How a name stands.
@@ -361,7 +364,7 @@ impl Manager {
             .iter()
             .map(|n| n.parse().map_or(cert::Alt::Dns(n), cert::Alt::Ip))
             .collect();
-        let key = Key::generate().map_err(|e| e.0)?;
+        let key = certificate_key(self.settings.key_type).map_err(|e| e.0)?;
         let t = cert::Template {
             names: &alts,
             common_name: None,
@@ -371,7 +374,7 @@ impl Manager {
             ca: false,
             acme_identifier: None,
         };
-        let leaf = cert::certificate(&t, &key, Some((&ca_key, LOCAL_CA))).map_err(|e| e.0)?;
+        let leaf = cert::certificate(&t, &*key, Some((&ca_key, LOCAL_CA))).map_err(|e| e.0)?;
         let stored = Stored {
             chain_pem: cert::pem("CERTIFICATE", &leaf) + &cert::pem("CERTIFICATE", &ca_cert),
             key_pem: cert::pem("PRIVATE KEY", key.pkcs8()),
@@ -458,11 +461,11 @@ impl Manager {
     /// `replaces`, RFC 9773 §5) and stores it.
     fn order(&mut self, name: &str, replaces: Option<&str>, log: Log<'_>) -> Result<(), String> {
         let mut account = self.account(log)?;
-        let key = Key::generate().map_err(|e| e.0)?;
+        let key = certificate_key(self.settings.key_type).map_err(|e| e.0)?;
         let issued = account.obtain_replacing(
             &[name],
             &self.settings.kinds,
-            &key,
+            &*key,
             self.responder.as_ref(),
             replaces,
         );

@@ -4,8 +4,11 @@
 //! - [`ari`]: ACME Renewal Information (RFC 9773): a certificate's
 //!   identifier, the CA's suggested renewal window and the time chosen in
 //!   it;
-//! - [`key`]: ECDSA P-256 keys (the account's, each certificate's), their
-//!   JWK and thumbprint, JWS and DER signatures;
+//! - [`key`]: the keys: ECDSA P-256 (the account's, and each
+//!   certificate's by default) or RSA 2048 (a certificate's, by
+//!   `key_type`), their JWK and thumbprint, JWS and DER signatures;
+//! - [`rsa`]: RSA 2048 keys made by brisk (its own prime search: *ring*
+//!   makes no RSA keys);
 //! - [`cert`]: what brisk writes and signs in DER: the certification
 //!   request of an order, the tls-alpn-01 challenge certificate, a local
 //!   CA's certificates;
@@ -24,4 +27,5 @@ pub mod client;
 pub mod http;
 pub mod key;
 pub mod manager;
+pub mod rsa;
 pub mod store;

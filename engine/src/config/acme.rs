@@ -17,6 +17,8 @@ use super::load::{sorted, Loader};
 #[cfg(feature = "acme")]
 use super::ConfigError;
 #[cfg(feature = "acme")]
+use crate::acme::key::KeyType;
+#[cfg(feature = "acme")]
 use toml::{de::DeValue, Spanned};
 
 pub(super) const ACME_KEYS: &[&str] = &[
@@ -27,6 +29,7 @@ pub(super) const ACME_KEYS: &[&str] = &[
     "hosts",
     "challenges",
     "redirect_http",
+    "key_type",
 ];
 
 /// Let's Encrypt's production directory: the default CA.
@@ -66,6 +69,9 @@ pub struct AcmeConfig {
     pub challenges: Vec<&'static str>,
     /// Plain HTTP is redirected to HTTPS (but for http-01 challenges).
     pub redirect_http: bool,
+    /// The certificates' keys (the account's is P-256 whatever this is).
+    #[cfg(feature = "acme")]
+    pub key_type: KeyType,
 }
 
 /// `[acme]` as written, before the other sections are known.
@@ -80,6 +86,8 @@ pub(crate) struct AcmeSection {
     hosts: Option<(Vec<String>, String)>,
     challenges: Vec<&'static str>,
     redirect_http: bool,
+    #[cfg(feature = "acme")]
+    key_type: KeyType,
 }
 
 impl AcmeSection {
@@ -101,6 +109,7 @@ impl Loader<'_> {
             hosts: None,
             challenges: CHALLENGES.to_vec(),
             redirect_http: true,
+            key_type: KeyType::default(),
         };
         for (key, value) in sorted(self.table("acme", v)?) {
             match key.get_ref().as_ref() {
@@ -181,6 +190,19 @@ impl Loader<'_> {
                         .collect();
                 }
                 "redirect_http" => s.redirect_http = self.boolean("acme.redirect_http", value)?,
+                "key_type" => {
+                    s.key_type = match self.string("acme.key_type", value)? {
+                        "ecdsa-p256" => KeyType::EcdsaP256,
+                        "rsa2048" => KeyType::Rsa2048,
+                        _ => {
+                            return Err(self.fail(
+                                value,
+                                "acme.key_type",
+                                "expected \"ecdsa-p256\" or \"rsa2048\"",
+                            ))
+                        }
+                    }
+                }
                 _ => return Err(self.unknown(key, "acme", ACME_KEYS)),
             }
         }
@@ -280,6 +302,7 @@ pub(crate) fn finish(
         local,
         challenges: s.challenges,
         redirect_http: s.redirect_http,
+        key_type: s.key_type,
     })
 }
 

@@ -44,6 +44,8 @@ mod units;
 mod upstream;
 mod value;
 
+#[cfg(feature = "acme")]
+pub use crate::acme::key::KeyType;
 pub use acme::{AcmeConfig, LETS_ENCRYPT};
 pub use compress::{Coding, CompressConfig, Levels};
 pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};

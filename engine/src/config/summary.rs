@@ -158,6 +158,10 @@ fn acme(c: &Config, s: &mut String) {
             ""
         }
     );
+    #[cfg(feature = "acme")]
+    if a.key_type != crate::config::KeyType::default() {
+        let _ = writeln!(s, "  certificate keys {}", a.key_type.name());
+    }
 }
 
 /// `[proxy]`: the PROXY protocol listeners and whose forwarding headers

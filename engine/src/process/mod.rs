@@ -584,6 +584,7 @@ fn start_acme(
         kinds: acme.challenges.clone(),
         storage: acme.storage.clone(),
         holder: prepared.holder,
+        key_type: acme.key_type,
     };
     match manager::spawn(settings, client, live, log) {
         Ok(thread) => Some(thread),

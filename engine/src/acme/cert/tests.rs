@@ -5,6 +5,7 @@ use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::*;
+use crate::acme::key::{Key, RsaKey, Signer};
 
 const DAY: u64 = 86_400;
 
@@ -62,20 +63,34 @@ fn leaf<'a>(names: &'a [Alt<'a>], ca: bool) -> Template<'a> {
 
 #[test]
 fn a_request_names_every_host_and_its_signature_verifies() {
-    let key = Key::generate().unwrap();
-    let der = request(&key, &[Alt::Dns("a.test"), Alt::Dns("www.a.test")]).unwrap();
-    let Some(text) = openssl(
-        &[
-            "req", "-inform", "DER", "-in", "in", "-noout", "-verify", "-text",
-        ],
-        &der,
-    ) else {
-        return;
-    };
-    assert!(text.contains("verify OK"), "{text}");
-    assert!(text.contains("Subject: CN = a.test"), "{text}");
-    assert!(text.contains("DNS:a.test, DNS:www.a.test"), "{text}");
-    assert!(text.contains("ecdsa-with-SHA256"), "{text}");
+    let keys: [(Box<dyn Signer>, &str, &str); 2] = [
+        (
+            Box::new(Key::generate().unwrap()),
+            "id-ecPublicKey\n                Public-Key: (256 bit)",
+            "Signature Algorithm: ecdsa-with-SHA256",
+        ),
+        (
+            Box::new(RsaKey::generate().unwrap()),
+            "rsaEncryption\n                Public-Key: (2048 bit)",
+            "Signature Algorithm: sha256WithRSAEncryption",
+        ),
+    ];
+    for (key, public, signature) in keys {
+        let der = request(&*key, &[Alt::Dns("a.test"), Alt::Dns("www.a.test")]).unwrap();
+        let Some(text) = openssl(
+            &[
+                "req", "-inform", "DER", "-in", "in", "-noout", "-verify", "-text",
+            ],
+            &der,
+        ) else {
+            return;
+        };
+        assert!(text.contains("verify OK"), "{text}");
+        assert!(text.contains("Subject: CN = a.test"), "{text}");
+        assert!(text.contains("DNS:a.test, DNS:www.a.test"), "{text}");
+        assert!(text.contains(public), "{text}");
+        assert!(text.contains(signature), "{text}");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! server.)
 
 use super::{args, TempDir};
-use crate::config::{Command, Config, ConfigError, LETS_ENCRYPT};
+use crate::config::{Command, Config, ConfigError, KeyType, LETS_ENCRYPT};
 
 fn run(toml: &str) -> Result<Config, String> {
     let dir = TempDir::new();
@@ -79,6 +79,7 @@ fn the_defaults_and_the_challenges_in_brisks_order() {
     assert_eq!(a.directory, LETS_ENCRYPT);
     assert_eq!(a.challenges, ["tls-alpn-01", "http-01"]);
     assert!(!a.redirect_http);
+    assert_eq!(a.key_type, KeyType::EcdsaP256);
     // (Resolved when the file loads; none here, without DNS: the ACME
     // thread says so when it tries.)
     assert_eq!(a.directory_addr.1, 443);
@@ -87,6 +88,16 @@ fn the_defaults_and_the_challenges_in_brisks_order() {
     ))
     .unwrap();
     assert_eq!(only.acme.unwrap().challenges, ["http-01"]);
+    for (written, kind) in [
+        ("rsa2048", KeyType::Rsa2048),
+        ("ecdsa-p256", KeyType::EcdsaP256),
+    ] {
+        let c = run(&format!(
+            "{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nkey_type = \"{written}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(c.acme.unwrap().key_type, kind);
+    }
 }
 
 #[test]
@@ -115,6 +126,14 @@ fn mistakes_are_refused_with_file_line_and_key() {
         (
             &format!("{TLS}[acme]\n{CA}challenges = [\"dns-01\"]\n"),
             "DIR/site.toml:6: acme.challenges: expected \"tls-alpn-01\" or \"http-01\"",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nkey_type = \"rsa4096\"\n"),
+            "DIR/site.toml:7: acme.key_type: expected \"ecdsa-p256\" or \"rsa2048\"",
+        ),
+        (
+            &format!("{TLS}[acme]\n{CA}hosts = [\"a.test\"]\nkey_type = 2048\n"),
+            "DIR/site.toml:7: acme.key_type: expected a string",
         ),
         (
             &format!("{TLS}[acme]\ndirectory = \"http://ca.test/dir\"\n"),

@@ -466,6 +466,7 @@ fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
         local: local.iter().map(|h| h.to_string()).collect(),
         challenges: vec!["http-01"],
         redirect_http: true,
+        key_type: Default::default(),
     };
     let mut local = Config::default();
     local.site.root = dir.join("www");
