@@ -798,6 +798,26 @@ pub(crate) fn acme_builder(
     storage: Option<&std::path::Path>,
     extra: &str,
 ) -> (crate::common::Builder, std::net::SocketAddr) {
+    let ports = (pebble.http_port, pebble.tls_port);
+    let b = acme_builder_on_ports(pebble, ports, names, files, top, "", storage, extra);
+    let tls = format!("127.0.0.1:{}", pebble.tls_port).parse().unwrap();
+    (b, tls)
+}
+
+/// [`acme_builder`] listening on `ports` (plain, TLS; 0: any) rather
+/// than where Pebble validates (a fleet behind a load balancer), with
+/// `tls_extra` lines in its `[tls]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn acme_builder_on_ports(
+    pebble: &Pebble,
+    ports: (u16, u16),
+    names: &[&str],
+    files: &[(&str, &[u8])],
+    top: &str,
+    tls_extra: &str,
+    storage: Option<&std::path::Path>,
+    extra: &str,
+) -> crate::common::Builder {
     let mut b = crate::common::Builder::new();
     for (name, bytes) in files {
         b.file(name, bytes);
@@ -806,11 +826,11 @@ pub(crate) fn acme_builder(
     std::fs::write(base.join("ca.pem"), cert::pem("CERTIFICATE", &pebble.ca)).unwrap();
     let hosts: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let toml = format!(
-        "{top}listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\
+        "{top}listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n{tls_extra}\n[acme]\n\
          directory = \"{dir}\"\nca_roots = [\"{base}/ca.pem\"]\nstorage = \"{storage}\"\n\
          hosts = [{hosts}]\n{extra}",
-        http = pebble.http_port,
-        tls = pebble.tls_port,
+        http = ports.0,
+        tls = ports.1,
         dir = pebble.directory,
         base = base.display(),
         storage = storage
@@ -819,8 +839,7 @@ pub(crate) fn acme_builder(
         hosts = hosts.join(", "),
     );
     b.config(&toml).listen_from_config().listeners(2);
-    let tls = format!("127.0.0.1:{}", pebble.tls_port).parse().unwrap();
-    (b, tls)
+    b
 }
 
 #[test]

@@ -14,6 +14,8 @@ mod acme;
 mod acme_ari;
 #[cfg(feature = "acme")]
 mod acme_edges;
+#[cfg(all(feature = "acme", feature = "ops"))]
+mod acme_fleet;
 #[cfg(feature = "acme")]
 mod acme_rsa;
 mod admission;

@@ -49,11 +49,11 @@ fn tls_port(s: &Server) -> u16 {
     s.addrs[1].port()
 }
 
-const VERSIONS: [(&str, &str); 2] = [("TLSv1.3", "-tls1_3"), ("TLSv1.2", "-tls1_2")];
+pub(crate) const VERSIONS: [(&str, &str); 2] = [("TLSv1.3", "-tls1_3"), ("TLSv1.2", "-tls1_2")];
 
 /// A session made with `port` (`version`), saved in `dir`; `None` without
 /// openssl.
-fn new_session(port: u16, dir: &Path, version: (&str, &str)) -> Option<String> {
+pub(crate) fn new_session(port: u16, dir: &Path, version: (&str, &str)) -> Option<String> {
     let sess = dir.join(format!("session-{}.pem", version.0));
     let _ = fs::remove_file(&sess);
     let sess = sess.display().to_string();
@@ -69,7 +69,7 @@ fn new_session(port: u16, dir: &Path, version: (&str, &str)) -> Option<String> {
 
 /// Connects to `port` with the session `sess`: whether it was resumed
 /// (the page is served either way).
-fn resumed(port: u16, dir: &Path, version: (&str, &str), sess: &str) -> bool {
+pub(crate) fn resumed(port: u16, dir: &Path, version: (&str, &str), sess: &str) -> bool {
     let o = s_client(port, dir, &[version.1, "-sess_in", sess]).expect("openssl");
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(out.contains("<p>hello</p>"), "{out}");

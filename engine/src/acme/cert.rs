@@ -216,6 +216,38 @@ pub fn certificate(
     signed(signer, w.finish())
 }
 
+/// The SHA-256 of a key authorization: what the acmeIdentifier
+/// extension of a tls-alpn-01 answer holds (RFC 8737 §3).
+pub fn acme_identifier(key_authorization: &str) -> [u8; 32] {
+    let digest = ring::digest::digest(&ring::digest::SHA256, key_authorization.as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(digest.as_ref());
+    out
+}
+
+/// The certificate answering a tls-alpn-01 validation of `name` (RFC
+/// 8737 §3): self-signed by `key` (any key: the CA checks only the name
+/// and the critical acmeIdentifier extension holding `digest`), valid a
+/// day around `now`.
+pub fn alpn_certificate(
+    name: &str,
+    digest: [u8; 32],
+    key: &dyn Signer,
+    now: u64,
+) -> Result<Vec<u8>, KeyError> {
+    let names = [Alt::Dns(name)];
+    let t = Template {
+        names: &names,
+        common_name: None,
+        serial: serial()?,
+        not_before: now.saturating_sub(86_400),
+        not_after: now + 7 * 86_400,
+        ca: false,
+        acme_identifier: Some(digest),
+    };
+    certificate(&t, key, None)
+}
+
 /// A PEM block of `der` labelled `label` (RFC 7468).
 pub fn pem(label: &str, der: &[u8]) -> String {
     let b64 = super::key::encode::<base64ct::Base64>(der);

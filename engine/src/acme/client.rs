@@ -94,6 +94,9 @@ pub enum Challenge {
         certificate: Vec<u8>,
         /// Its key, PKCS#8.
         key: Vec<u8>,
+        /// The SHA-256 of the key authorization (its acmeIdentifier):
+        /// what another server of a fleet needs to answer it too.
+        digest: [u8; 32],
     },
 }
 
@@ -546,27 +549,16 @@ pub fn choose<'a>(authz: &'a Json, kinds: &[&str]) -> Result<Option<Chosen<'a>>,
 /// The tls-alpn-01 answer for `name`: a new key and its certificate.
 fn alpn_challenge(name: &str, key_authorization: &str) -> Result<Challenge, AcmeError> {
     let key = Key::generate().map_err(|e| protocol(e.0))?;
-    let digest = ring::digest::digest(&ring::digest::SHA256, key_authorization.as_bytes());
-    let mut acme_identifier = [0u8; 32];
-    acme_identifier.copy_from_slice(digest.as_ref());
+    let digest = cert::acme_identifier(key_authorization);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let names = [cert::Alt::Dns(name)];
-    let t = cert::Template {
-        names: &names,
-        common_name: None,
-        serial: cert::serial().map_err(|e| protocol(e.0))?,
-        not_before: now.saturating_sub(86_400),
-        not_after: now + 7 * 86_400,
-        ca: false,
-        acme_identifier: Some(acme_identifier),
-    };
-    let certificate = cert::certificate(&t, &key, None).map_err(|e| protocol(e.0))?;
+    let certificate = cert::alpn_certificate(name, digest, &key, now).map_err(|e| protocol(e.0))?;
     Ok(Challenge::TlsAlpn01 {
         name: name.to_string(),
         certificate,
         key: key.pkcs8().to_vec(),
+        digest,
     })
 }
 
@@ -728,6 +720,7 @@ mod tests {
             name,
             certificate,
             key,
+            digest: held,
         } = alpn_challenge("a.test", "tok.thumb").unwrap()
         else {
             panic!("a tls-alpn-01 challenge")
@@ -741,6 +734,7 @@ mod tests {
         let mut ext = vec![0x04, 0x20];
         ext.extend_from_slice(digest.as_ref());
         assert!(certificate.windows(ext.len()).any(|w| w == ext));
+        assert_eq!(held[..], *digest.as_ref());
         assert!(Key::from_pkcs8(&key).is_ok());
     }
 }

@@ -754,6 +754,7 @@ pub struct Thread {
 
 impl Drop for Thread {
     fn drop(&mut self) {
+        super::fleet::answer_from(None);
         let (stopped, wake) = &*self.stop;
         *stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
         wake.notify_all();
@@ -775,6 +776,11 @@ pub fn spawn(
 ) -> std::io::Result<Thread> {
     let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let told = Arc::clone(&stop);
+    // The challenges other servers of a fleet publish in the storage are
+    // answered here too (those of a dead one's, left there, removed).
+    super::fleet::sweep(&settings.storage, std::time::SystemTime::now());
+    super::fleet::answer_from(Some(settings.storage.clone()));
+    live.challenges_from(Some(Box::new(super::fleet::stored_alpn)));
     std::thread::Builder::new()
         .name("acme".into())
         .spawn(move || {
@@ -782,8 +788,11 @@ pub fn spawn(
                 log.log(level, args);
                 log.flush();
             };
-            let responder = Arc::new(Published {
-                live: Arc::clone(&live),
+            let responder = Arc::new(super::fleet::Fleet {
+                published: Published {
+                    live: Arc::clone(&live),
+                },
+                storage: settings.storage.clone(),
             });
             let mut m = match Manager::new(settings, client, live, responder) {
                 Ok(m) => m,
@@ -872,13 +881,17 @@ pub struct Published {
 static TOKENS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 /// The key authorization to answer at
-/// `/.well-known/acme-challenge/{token}`, while it is being validated.
+/// `/.well-known/acme-challenge/{token}`, while it is being validated:
+/// by this process, or by another server of its fleet (in the storage).
 pub fn http01_answer(token: &str) -> Option<String> {
-    let tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
-    tokens
-        .iter()
-        .find(|(t, _)| t == token)
-        .map(|(_, ka)| ka.clone())
+    let held = {
+        let tokens = TOKENS.lock().unwrap_or_else(|e| e.into_inner());
+        tokens
+            .iter()
+            .find(|(t, _)| t == token)
+            .map(|(_, ka)| ka.clone())
+    };
+    held.or_else(|| super::fleet::stored_http01(token))
 }
 
 impl Responder for Published {
@@ -895,6 +908,7 @@ impl Responder for Published {
                 name,
                 certificate,
                 key,
+                ..
             } => {
                 let signer = crate::tls::provider()
                     .key_provider

@@ -12,6 +12,8 @@
 //! - [`cert`]: what brisk writes and signs in DER: the certification
 //!   request of an order, the tls-alpn-01 challenge certificate, a local
 //!   CA's certificates;
+//! - [`fleet`]: the challenges a fleet shares through the storage, so
+//!   that any of its servers answers the CA's validations;
 //! - [`client`]: RFC 8555's client: the directory, an account, an order
 //!   through its challenges to the certificate chain;
 //! - [`http`]: the blocking HTTPS requests of the client, on its own
@@ -24,6 +26,7 @@
 pub mod ari;
 pub mod cert;
 pub mod client;
+pub mod fleet;
 pub mod http;
 pub mod key;
 pub mod manager;

@@ -11,6 +11,8 @@
 //!   locks/<name>.lock               who orders <name> now, and since when
 //!   local/ca.pem, ca.key            the local CA (localhost, addresses), its key 0600
 //!   local/chain.pem, key.pem        its certificate for them
+//!   challenges/http-01/<token>      a challenge being validated, for the fleet
+//!   challenges/tls-alpn-01/<name>   (see `super::fleet`)
 //! ```
 //!
 //! `<ca>` is the directory URL's host, port and path made a file name
@@ -259,7 +261,7 @@ impl Store {
 }
 
 /// Makes `dir` (0700) if missing.
-fn mkdir(dir: &Path) -> io::Result<()> {
+pub fn mkdir(dir: &Path) -> io::Result<()> {
     match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),

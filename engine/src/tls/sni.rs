@@ -53,7 +53,17 @@ pub struct Live {
     /// CA's.
     #[cfg(feature = "acme")]
     default: RwLock<Option<Arc<CertifiedKey>>>,
+    /// Where a tls-alpn-01 answer not held here is looked for: the
+    /// storage a fleet shares, where the server that orders a name writes
+    /// its challenges (ACME installs it: `tls` cannot name `acme`).
+    #[cfg(feature = "acme")]
+    elsewhere: RwLock<Option<Box<ChallengeSource>>>,
 }
+
+/// Finds the tls-alpn-01 answer for a name (lower-case) that another
+/// process published, if any (see [`Live::challenges_from`]).
+#[cfg(feature = "acme")]
+pub type ChallengeSource = dyn Fn(&str) -> Option<Arc<CertifiedKey>> + Send + Sync;
 
 impl std::fmt::Debug for Live {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -104,9 +114,21 @@ impl Live {
             .clone()
     }
 
+    /// Looks in `source` for the tls-alpn-01 answers this process does
+    /// not hold (none: only those it holds are answered).
+    pub fn challenges_from(&self, source: Option<Box<ChallengeSource>>) {
+        *self.elsewhere.write().unwrap_or_else(|e| e.into_inner()) = source;
+    }
+
     fn challenge_for(&self, name: &str) -> Option<Arc<CertifiedKey>> {
-        let c = self.challenges.read().unwrap_or_else(|e| e.into_inner());
-        c.get(name).cloned()
+        let held = {
+            let c = self.challenges.read().unwrap_or_else(|e| e.into_inner());
+            c.get(name).cloned()
+        };
+        held.or_else(|| {
+            let source = self.elsewhere.read().unwrap_or_else(|e| e.into_inner());
+            source.as_ref().and_then(|find| find(name))
+        })
     }
 }
 
@@ -291,5 +313,28 @@ mod tests {
         assert!(table.pick(None, alpn(&[ACME_TLS_ALPN])).is_none());
         live.challenge("a.test", None);
         assert!(table.pick(Some("a.test"), alpn(&[ACME_TLS_ALPN])).is_none());
+    }
+
+    #[test]
+    fn a_challenge_not_held_here_is_looked_for_elsewhere() {
+        let (a, c) = (certificate("a"), certificate("c"));
+        let live = Arc::new(Live::default());
+        let table = ByName::with_live(std::slice::from_ref(&a), Arc::clone(&live));
+        let theirs = Arc::clone(&c.key);
+        live.challenges_from(Some(Box::new(move |name: &str| {
+            (name == "b.test").then(|| Arc::clone(&theirs))
+        })));
+        let got = table.pick(Some("b.test"), alpn(&[ACME_TLS_ALPN])).unwrap();
+        assert!(Arc::ptr_eq(&got, &c.key));
+        assert!(table.pick(Some("x.test"), alpn(&[ACME_TLS_ALPN])).is_none());
+        // Not for other handshakes; one held here comes first.
+        let other = table.pick(Some("b.test"), alpn(&[b"h2"])).unwrap();
+        assert!(Arc::ptr_eq(&other, &a.key));
+        live.challenge("b.test", Some(Arc::clone(&a.key)));
+        let held = table.pick(Some("b.test"), alpn(&[ACME_TLS_ALPN])).unwrap();
+        assert!(Arc::ptr_eq(&held, &a.key));
+        live.challenge("b.test", None);
+        live.challenges_from(None);
+        assert!(table.pick(Some("b.test"), alpn(&[ACME_TLS_ALPN])).is_none());
     }
 }
