@@ -68,6 +68,14 @@ fn fleet_behind_haproxy(kinds: &str) {
             b.access_log();
             let s = b.start();
             s.wait_stderr_line("seccomp on");
+            // Landlock lets it (its workers too) read the storage.
+            let landlock = s.wait_stderr_line("sandbox: Landlock");
+            if landlock.contains("not offered") {
+                skip("no Landlock on this kernel");
+            } else {
+                let granted = format!("the ACME storage {}", storage.display());
+                assert!(landlock.contains(&granted), "{landlock}");
+            }
             s
         })
         .collect();

@@ -777,10 +777,10 @@ pub fn spawn(
     let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let told = Arc::clone(&stop);
     // The challenges other servers of a fleet publish in the storage are
-    // answered here too (those of a dead one's, left there, removed).
-    super::fleet::sweep(&settings.storage, std::time::SystemTime::now());
-    super::fleet::answer_from(Some(settings.storage.clone()));
-    live.challenges_from(Some(Box::new(super::fleet::stored_alpn)));
+    // answered here too, while the thread runs (those of a dead one's,
+    // left there, removed).
+    let storage = settings.storage.clone();
+    let answers = Arc::clone(&live);
     std::thread::Builder::new()
         .name("acme".into())
         .spawn(move || {
@@ -816,6 +816,9 @@ pub fn spawn(
                 }
             }
         })?;
+    super::fleet::sweep(&storage, std::time::SystemTime::now());
+    super::fleet::answer_from(Some(storage));
+    answers.challenges_from(Some(Box::new(super::fleet::stored_alpn)));
     Ok(Thread { stop })
 }
 
