@@ -348,6 +348,43 @@ mod tests {
     }
 
     #[test]
+    fn the_orderer_stores_what_it_publishes_until_withdrawn_and_the_others_answer_it() {
+        let dir = tmp("responder");
+        let live = Arc::new(crate::tls::sni::Live::default());
+        let orderer = Fleet {
+            published: Published {
+                live: Arc::clone(&live),
+            },
+            storage: dir.clone(),
+        };
+        let c = Challenge::Http01 {
+            token: "fleet-tok".into(),
+            key_authorization: "fleet-tok.print".into(),
+        };
+        let now = SystemTime::now();
+        orderer.publish(&c);
+        assert_eq!(
+            http01(&dir, "fleet-tok", now).as_deref(),
+            Some("fleet-tok.print")
+        );
+        // Another server of the fleet (this process, once it answers from
+        // the storage, the orderer's memory aside) answers it.
+        orderer.published.withdraw(&c);
+        assert_eq!(super::super::manager::http01_answer("fleet-tok"), None);
+        answer_from(Some(dir.clone()));
+        assert_eq!(
+            super::super::manager::http01_answer("fleet-tok").as_deref(),
+            Some("fleet-tok.print")
+        );
+        assert_eq!(super::super::manager::http01_answer("../fleet-tok"), None);
+        answer_from(None);
+        assert_eq!(super::super::manager::http01_answer("fleet-tok"), None);
+        orderer.withdraw(&c);
+        assert_eq!(http01(&dir, "fleet-tok", now), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn the_answer_made_from_the_storage_is_for_the_name_with_the_digest() {
         let digest = cert::acme_identifier("tok.thumb");
         let k = alpn_certificate("b.test", digest).unwrap();
