@@ -111,6 +111,11 @@ pub trait Responder {
     fn publish(&self, c: &Challenge);
     /// Stops serving `c`.
     fn withdraw(&self, c: &Challenge);
+    /// What went wrong while publishing since the last call, for the
+    /// log (none by default).
+    fn take_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// An account at a CA, and the client that reaches it.

@@ -219,19 +219,35 @@ pub struct Fleet {
     pub published: Published,
     /// The storage the fleet shares.
     pub storage: PathBuf,
+    /// Challenges that could not be stored (see
+    /// [`Responder::take_warnings`]).
+    pub unstored: Mutex<Vec<String>>,
 }
 
 impl Responder for Fleet {
     fn publish(&self, c: &Challenge) {
         // (Failing, the other servers cannot answer: the validation
-        // fails if it reaches them, and the order's failure is logged.)
-        let _ = store(&self.storage, c);
+        // fails if it reaches them; said in the log after the order.)
+        if let Err(e) = store(&self.storage, c) {
+            let why = format!(
+                "cannot store a challenge in {} for the other servers of the fleet ({e}): a validation that reaches one of them fails",
+                self.storage.join("challenges").display()
+            );
+            self.unstored
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(why);
+        }
         self.published.publish(c);
     }
 
     fn withdraw(&self, c: &Challenge) {
         self.published.withdraw(c);
         remove(&self.storage, c);
+    }
+
+    fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.unstored.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -356,6 +372,7 @@ mod tests {
                 live: Arc::clone(&live),
             },
             storage: dir.clone(),
+            unstored: Default::default(),
         };
         let c = Challenge::Http01 {
             token: "fleet-tok".into(),
@@ -381,7 +398,41 @@ mod tests {
         assert_eq!(super::super::manager::http01_answer("fleet-tok"), None);
         orderer.withdraw(&c);
         assert_eq!(http01(&dir, "fleet-tok", now), None);
+        assert!(orderer.take_warnings().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_challenge_that_cannot_be_stored_is_still_served_and_said_once() {
+        let file = tmp("unstorable").join("storage");
+        std::fs::write(&file, b"a file where the storage should be").unwrap();
+        let live = Arc::new(crate::tls::sni::Live::default());
+        let orderer = Fleet {
+            published: Published {
+                live: Arc::clone(&live),
+            },
+            storage: file.clone(),
+            unstored: Default::default(),
+        };
+        let c = Challenge::Http01 {
+            token: "tok".into(),
+            key_authorization: "tok.print".into(),
+        };
+        orderer.publish(&c);
+        assert_eq!(
+            super::super::manager::http01_answer("tok").as_deref(),
+            Some("tok.print"),
+            "this server answers it"
+        );
+        let said = orderer.take_warnings();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("cannot store a challenge in"),
+            "{}",
+            said[0]
+        );
+        assert!(orderer.take_warnings().is_empty());
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
     }
 
     #[test]

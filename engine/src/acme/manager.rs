@@ -446,6 +446,9 @@ impl Manager {
         );
         let got = self.order(name, replaces.as_deref(), log);
         drop(lock);
+        for w in self.responder.take_warnings() {
+            log(Level::Warn, format_args!("acme: {name}: {w}"));
+        }
         match got {
             Ok(()) => {
                 let s = self.names.entry(name.to_string()).or_default();
@@ -793,6 +796,7 @@ pub fn spawn(
                     live: Arc::clone(&live),
                 },
                 storage: settings.storage.clone(),
+                unstored: Default::default(),
             });
             let mut m = match Manager::new(settings, client, live, responder) {
                 Ok(m) => m,
