@@ -273,6 +273,17 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
 
+    /// The responder of a server ordering into `storage`.
+    fn fleet_on(storage: &Path) -> Fleet {
+        Fleet {
+            published: Published {
+                live: Arc::new(crate::tls::sni::Live::default()),
+            },
+            storage: storage.to_path_buf(),
+            unstored: Default::default(),
+        }
+    }
+
     fn tmp(tag: &str) -> PathBuf {
         let p = std::env::temp_dir().join(format!(
             "brisk-fleet-{tag}-{}-{:?}",
@@ -366,14 +377,7 @@ mod tests {
     #[test]
     fn the_orderer_stores_what_it_publishes_until_withdrawn_and_the_others_answer_it() {
         let dir = tmp("responder");
-        let live = Arc::new(crate::tls::sni::Live::default());
-        let orderer = Fleet {
-            published: Published {
-                live: Arc::clone(&live),
-            },
-            storage: dir.clone(),
-            unstored: Default::default(),
-        };
+        let orderer = fleet_on(&dir);
         let c = Challenge::Http01 {
             token: "fleet-tok".into(),
             key_authorization: "fleet-tok.print".into(),
@@ -406,14 +410,7 @@ mod tests {
     fn a_challenge_that_cannot_be_stored_is_still_served_and_said_once() {
         let file = tmp("unstorable").join("storage");
         std::fs::write(&file, b"a file where the storage should be").unwrap();
-        let live = Arc::new(crate::tls::sni::Live::default());
-        let orderer = Fleet {
-            published: Published {
-                live: Arc::clone(&live),
-            },
-            storage: file.clone(),
-            unstored: Default::default(),
-        };
+        let orderer = fleet_on(&file);
         let c = Challenge::Http01 {
             token: "tok".into(),
             key_authorization: "tok.print".into(),
