@@ -29,6 +29,7 @@ use super::client::{Challenge, Responder, HTTP_01, TLS_ALPN_01};
 use super::key::Key;
 use super::manager::Published;
 use super::store::{is_storable, mkdir, write_atomic, STALE_LOCK};
+use crate::http::grammar::{hex_lower as hex, unhex};
 
 /// A challenge file older than this is a dead server's: ignored. As long
 /// as a lock lives (an order takes less).
@@ -251,23 +252,6 @@ impl Responder for Fleet {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<[u8; 32]> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (o, pair) in out.iter_mut().zip(bytes.chunks(2)) {
-        let s = std::str::from_utf8(pair).ok()?;
-        *o = u8::from_str_radix(s, 16).ok()?;
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,6 +430,6 @@ mod tests {
         let spki = k.key.public_key().unwrap();
         assert!(der.windows(spki.len()).any(|w| w == spki.as_ref()));
         assert_eq!(unhex(&hex(&digest)), Some(digest));
-        assert_eq!(unhex("zz"), None);
+        assert_eq!(unhex::<32>("zz"), None);
     }
 }

@@ -135,6 +135,30 @@ pub fn hex_pair(b: u8) -> [u8; 2] {
 
 const LOWER_HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// `bytes` as lowercase hexadecimal digits, two a byte (keys and digests
+/// in brisk's own files).
+pub fn hex_lower(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(LOWER_HEX[usize::from(b >> 4)]));
+        out.push(char::from(LOWER_HEX[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+/// The `N` bytes that `2 * N` hexadecimal digits (either case) write.
+pub fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let s = s.as_bytes();
+    if s.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (o, pair) in out.iter_mut().zip(s.chunks(2)) {
+        *o = hex_value(pair[0])? << 4 | hex_value(pair[1])?;
+    }
+    Some(out)
+}
+
 /// The 16 lowercase hexadecimal digits of `n`, zero-padded.
 pub fn hex_u64(n: u64) -> [u8; 16] {
     let mut out = [0u8; 16];

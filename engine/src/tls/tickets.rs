@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
+use crate::http::grammar::{hex_lower as hex, unhex};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::rand::{SecureRandom, SystemRandom};
 use rustls::server::ProducesTickets;
@@ -189,23 +190,6 @@ impl Key {
         // (A 32-byte key always makes an AES-256 key.)
         LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &self.secret).expect("AES-256 key"))
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    let s = s.as_bytes();
-    if s.len() != 2 * N {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (o, pair) in out.iter_mut().zip(s.chunks(2)) {
-        let digit = |c: u8| (c as char).to_digit(16);
-        *o = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-    }
-    Some(out)
 }
 
 /// The keys ready to seal and open.
