@@ -99,8 +99,9 @@ impl res::Answer for Out {
     }
 }
 
-/// Builds the request table for `req` in one protected call (see
-/// `ffi::req`): `body`, and in `req[1]` one string of the others
+/// Fills the request table for `req` (`build` runs the filler in a
+/// protected call with the metatable and [`names`] as arguments 1 and 2:
+/// `ffi::run::prepare`): `body`, and in `req[1]` one string of the others
 /// (method, path, query, remote_addr, user: [`BASIC`]) and the header
 /// fields (`req::parts`). Through `req_mt`'s `__index`, the strings
 /// are made on first use, and `headers` and `cookies` from the fields,
@@ -108,7 +109,10 @@ impl res::Answer for Out {
 /// servlet that reads none of them makes none of them (a string made is
 /// hashed, a field set is a table insertion: 2,000 instructions of a
 /// hello servlet's request that reads none).
-pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> mlua::Result<Table> {
+pub fn request<R>(
+    req: &Request<'_>,
+    build: impl FnOnce(&mut dyn FnMut(&mut req::Builder<'_>)) -> R,
+) -> R {
     // The header fields in this thread's buffer (taken out while in use:
     // nothing is allocated inside the call).
     let (mut raw, v) = DECODED.take();
@@ -139,8 +143,8 @@ pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> m
         b"" => Str::Entry(EMPTY),
         b => Str::Bytes(b),
     };
-    let built = req::build(lua, (req_mt, names), 2, |b| {
-        // (The names are argument 2.)
+    let built = build(&mut |b| {
+        // (The metatable is argument 1, the names argument 2.)
         b.set_from(2, N_BODY, body);
         b.set_at(1, &raw);
         b.set_metatable_arg(1);
