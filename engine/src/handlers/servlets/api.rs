@@ -9,7 +9,7 @@ use mlua::{Lua, LuaString, Table, Value};
 use super::ffi::req::Str;
 use super::ffi::{heap, raw, req, res};
 use super::shared::{self, Stored};
-use crate::handlers::app::{check_header, Request};
+use crate::handlers::app::{check_header_bytes, Request};
 use crate::http::{form, json};
 
 /// Output gathered before it goes to the client in one piece.
@@ -40,14 +40,17 @@ fn not_utf8() -> String {
 }
 
 impl Out {
-    fn header_text(&mut self, name: &str, value: &str) -> Result<(), String> {
+    /// A header line, once `name` and `value` are checked (UTF-8 text,
+    /// as the caller made sure).
+    fn header_text(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
         if self.head_sent {
             return Err("the response head has been sent already".into());
         }
-        check_header(name, value).map_err(|e| e.0.to_string())?;
-        self.headers.extend_from_slice(name.as_bytes());
+        check_header_bytes(name, value).map_err(|e| e.0.to_string())?;
+        self.headers.extend_from_slice(name);
         self.headers.extend_from_slice(b": ");
-        self.headers.extend_from_slice(value.trim().as_bytes());
+        self.headers
+            .extend_from_slice(crate::http::grammar::trim_ows(value));
         self.headers.extend_from_slice(b"\r\n");
         Ok(())
     }
@@ -67,8 +70,13 @@ impl res::Answer for Out {
     }
 
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
-        let text = |b| std::str::from_utf8(b).map_err(|_| not_utf8());
-        self.header_text(text(name)?, text(value)?)
+        // (ASCII is UTF-8: only other bytes need the full check.)
+        for b in [name, value] {
+            if !b.is_ascii() && std::str::from_utf8(b).is_err() {
+                return Err(not_utf8());
+            }
+        }
+        self.header_text(name, value)
     }
 
     fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
@@ -90,7 +98,7 @@ impl res::Answer for Out {
         }
         let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
         self.status(status)?;
-        self.header_text("Location", url)
+        self.header_text(b"Location", url.as_bytes())
     }
 
     /// A piece's worth: the servlet yields, and it leaves.

@@ -132,12 +132,10 @@ impl<'a> Builder<'a> {
         // entry is a nil key, which lua_rawset refuses with an error
         // inside the protected call.
         unsafe {
-            ffi::lua_rawgeti(self.state, arg, key);
+            super::run::rawgeti(self.state, arg, key);
             match value {
                 Str::Bytes(b) => push_bytes(self.state, b),
-                Str::Entry(i) => {
-                    ffi::lua_rawgeti(self.state, arg, i);
-                }
+                Str::Entry(i) => super::run::rawgeti(self.state, arg, i),
             }
             ffi::lua_rawset(self.state, -3);
         }

@@ -117,10 +117,10 @@ pub fn prepare(
     // place its pointer is read (by the trampoline).
     unsafe {
         begin(l, anchors)?;
-        ffi::lua_rawgeti(l, 1, slot);
+        rawgeti(l, 1, slot);
         push_job(l, &mut job);
-        ffi::lua_rawgeti(l, 1, REQ_MT);
-        ffi::lua_rawgeti(l, 1, NAMES);
+        rawgeti(l, 1, REQ_MT);
+        rawgeti(l, 1, NAMES);
         // anchors, handle, trampoline, job, metatable, names
         let status = ffi::lua_pcall(l, 3, 1, 0);
         if status != ffi::LUA_OK || ffi::lua_type(l, 3) != ffi::LUA_TTABLE {
@@ -134,7 +134,7 @@ pub fn prepare(
             return Err(e);
         }
         // anchors, handle, request table
-        ffi::lua_rawgeti(l, 1, RES);
+        rawgeti(l, 1, RES);
         ffi::lua_remove(l, 1);
     }
     Ok(())
@@ -187,17 +187,26 @@ unsafe fn begin(l: *mut ffi::lua_State, anchors: &Anchors) -> mlua::Result<()> {
         if ffi::lua_checkstack(l, 1 + ROOM) == 0 {
             return Err(mlua::Error::runtime("no room on a coroutine's stack"));
         }
-        ffi::lua_rawgeti(
-            l,
-            ffi::LUA_REGISTRYINDEX,
-            ffi::lua_Integer::from(anchors.reference),
-        );
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, anchors.reference);
         if ffi::lua_type(l, 1) != ffi::LUA_TTABLE {
             ffi::lua_settop(l, 0);
             return Err(mlua::Error::runtime("no anchors"));
         }
     }
     Ok(())
+}
+
+/// Pushes `t[n]` of the table at `idx`: LuaJIT's `lua_rawgeti` itself
+/// (mlua's has it return the value's type, one call more: 25
+/// instructions each, and a run makes six).
+///
+/// # Safety
+/// A table at `idx` of `l`, a free stack slot.
+pub(super) unsafe fn rawgeti(l: *mut ffi::lua_State, idx: c_int, n: i64) {
+    // (An index past c_int reads t[0], nil: no slot is that large.)
+    let n = c_int::try_from(n).unwrap_or(0);
+    // SAFETY: the caller's contract; a raw read allocates nothing.
+    unsafe { ffi::lua_rawgeti_(l, idx, n) }
 }
 
 /// The values pushed above the anchors table, at most.
@@ -212,7 +221,7 @@ const ROOM: i32 = 6;
 unsafe fn push_job(l: *mut ffi::lua_State, job: &mut Job<'_>) {
     // SAFETY: the caller's contract; a light userdata is no object.
     unsafe {
-        ffi::lua_rawgeti(l, 1, TRAMPOLINE);
+        rawgeti(l, 1, TRAMPOLINE);
         ffi::lua_pushlightuserdata(l, (job as *mut Job<'_>).cast());
     }
 }
