@@ -113,7 +113,10 @@ struct Module {
     /// Its `handle_request`'s slot in the state's anchors.
     slot: i64,
     meta: Meta,
-    checked: Instant,
+    /// Until when it is used without a look at its file (None: for ever).
+    /// (An Instant compared, not a Duration computed: 130 instructions
+    /// less a request.)
+    fresh_until: Option<Instant>,
 }
 
 /// One worker's Lua state.
@@ -410,12 +413,12 @@ impl State {
         let mut modules = self.modules.borrow_mut();
         let mut slot = None;
         if let Some(m) = modules.get_mut(rel) {
-            if now.saturating_duration_since(m.checked) < self.settings.valid {
+            if m.fresh_until.is_none_or(|t| now < t) {
                 return Ok(m.slot);
             }
             if let Ok((_, meta)) = self.root.stat(rel) {
                 if same_file(&meta, &m.meta) {
-                    m.checked = now;
+                    m.fresh_until = now.checked_add(self.settings.valid);
                     return Ok(m.slot);
                 }
             }
@@ -475,7 +478,7 @@ impl State {
             Module {
                 slot,
                 meta,
-                checked: now,
+                fresh_until: now.checked_add(self.settings.valid),
             },
         );
         Ok(slot)
