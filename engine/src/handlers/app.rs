@@ -124,18 +124,29 @@ impl std::error::Error for InvalidHeader {}
 /// `Content-Length`, `Transfer-Encoding`, `Connection`, `Date` and
 /// `Server` are brisk's to write.
 pub fn check_header(name: &str, value: &str) -> Result<(), InvalidHeader> {
-    if !grammar::is_token(name.as_bytes()) {
+    check_header_bytes(name.as_bytes(), value.as_bytes())
+}
+
+/// [`check_header`] for bytes (a valid name is ASCII, so text).
+pub fn check_header_bytes(name: &[u8], value: &[u8]) -> Result<(), InvalidHeader> {
+    let text = || String::from_utf8_lossy(name);
+    if !grammar::is_token(name) {
         return Err(InvalidHeader(format!(
-            "{name:?} is not a valid header name"
+            "{:?} is not a valid header name",
+            text()
         )));
     }
     let mut own = FRAMING_HEADERS.iter().chain(&["server"]);
-    if own.any(|r| name.eq_ignore_ascii_case(r)) {
-        return Err(InvalidHeader(format!("{name} is written by the server")));
-    }
-    if !grammar::is_field_value(value.as_bytes()) {
+    if own.any(|r| name.eq_ignore_ascii_case(r.as_bytes())) {
         return Err(InvalidHeader(format!(
-            "the value of {name} holds a control character"
+            "{} is written by the server",
+            text()
+        )));
+    }
+    if !grammar::is_field_value(value) {
+        return Err(InvalidHeader(format!(
+            "the value of {} holds a control character",
+            text()
         )));
     }
     Ok(())

@@ -9,7 +9,7 @@ use mlua::{Lua, LuaString, Table, Value};
 use super::ffi::req::Str;
 use super::ffi::{heap, raw, req, res};
 use super::shared::{self, Stored};
-use crate::handlers::app::{check_header, Request};
+use crate::handlers::app::{check_header_bytes, Request};
 use crate::http::{form, json};
 
 /// Output gathered before it goes to the client in one piece.
@@ -40,14 +40,17 @@ fn not_utf8() -> String {
 }
 
 impl Out {
-    fn header_text(&mut self, name: &str, value: &str) -> Result<(), String> {
+    /// A header line, once `name` and `value` are checked (UTF-8 text,
+    /// as the caller made sure).
+    fn header_text(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
         if self.head_sent {
             return Err("the response head has been sent already".into());
         }
-        check_header(name, value).map_err(|e| e.0.to_string())?;
-        self.headers.extend_from_slice(name.as_bytes());
+        check_header_bytes(name, value).map_err(|e| e.0.to_string())?;
+        self.headers.extend_from_slice(name);
         self.headers.extend_from_slice(b": ");
-        self.headers.extend_from_slice(value.trim().as_bytes());
+        self.headers
+            .extend_from_slice(crate::http::grammar::trim_ows(value));
         self.headers.extend_from_slice(b"\r\n");
         Ok(())
     }
@@ -67,8 +70,13 @@ impl res::Answer for Out {
     }
 
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
-        let text = |b| std::str::from_utf8(b).map_err(|_| not_utf8());
-        self.header_text(text(name)?, text(value)?)
+        // (ASCII is UTF-8: only other bytes need the full check.)
+        for b in [name, value] {
+            if !b.is_ascii() && std::str::from_utf8(b).is_err() {
+                return Err(not_utf8());
+            }
+        }
+        self.header_text(name, value)
     }
 
     fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
@@ -90,7 +98,7 @@ impl res::Answer for Out {
         }
         let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
         self.status(status)?;
-        self.header_text("Location", url)
+        self.header_text(b"Location", url.as_bytes())
     }
 
     /// A piece's worth: the servlet yields, and it leaves.
@@ -99,8 +107,9 @@ impl res::Answer for Out {
     }
 }
 
-/// Builds the request table for `req` in one protected call (see
-/// `ffi::req`): `body`, and in `req[1]` one string of the others
+/// Fills the request table for `req` (`build` runs the filler in a
+/// protected call with the metatable and [`names`] as arguments 1 and 2:
+/// `ffi::run::prepare`): `body`, and in `req[1]` one string of the others
 /// (method, path, query, remote_addr, user: [`BASIC`]) and the header
 /// fields (`req::parts`). Through `req_mt`'s `__index`, the strings
 /// are made on first use, and `headers` and `cookies` from the fields,
@@ -108,7 +117,10 @@ impl res::Answer for Out {
 /// servlet that reads none of them makes none of them (a string made is
 /// hashed, a field set is a table insertion: 2,000 instructions of a
 /// hello servlet's request that reads none).
-pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> mlua::Result<Table> {
+pub fn request<R>(
+    req: &Request<'_>,
+    build: impl FnOnce(&mut dyn FnMut(&mut req::Builder<'_>)) -> R,
+) -> R {
     // The header fields in this thread's buffer (taken out while in use:
     // nothing is allocated inside the call).
     let (mut raw, v) = DECODED.take();
@@ -139,8 +151,8 @@ pub fn request(lua: &Lua, req: &Request<'_>, req_mt: &Table, names: &Table) -> m
         b"" => Str::Entry(EMPTY),
         b => Str::Bytes(b),
     };
-    let built = req::build(lua, (req_mt, names), 2, |b| {
-        // (The names are argument 2.)
+    let built = build(&mut |b| {
+        // (The metatable is argument 1, the names argument 2.)
         b.set_from(2, N_BODY, body);
         b.set_at(1, &raw);
         b.set_metatable_arg(1);

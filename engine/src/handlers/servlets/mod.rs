@@ -56,6 +56,7 @@ use crate::sys::fs::{Meta, Root};
 use api::Out;
 use ffi::cpu::{self, CPU_LIMIT};
 use ffi::heap::Heap;
+use ffi::run::{self, Anchors, Ran};
 use ffi::{req, res};
 
 /// The collector's pause (percent): see `State::new`.
@@ -109,9 +110,13 @@ type ByPath<V> = HashMap<Vec<u8>, V, BuildHasherDefault<Fnv>>;
 
 /// A loaded servlet.
 struct Module {
-    handle: Function,
+    /// Its `handle_request`'s slot in the state's anchors.
+    slot: i64,
     meta: Meta,
-    checked: Instant,
+    /// Until when it is used without a look at its file (None: for ever).
+    /// (An Instant compared, not a Duration computed: 130 instructions
+    /// less a request.)
+    fresh_until: Option<Instant>,
 }
 
 /// One worker's Lua state.
@@ -126,10 +131,15 @@ struct State {
     errors: RefCell<ByPath<(String, Instant)>>,
     /// The metatable of `res` objects (their methods).
     res_mt: Table,
-    /// The metatable of request tables (their lazy fields, `form`).
-    req_mt: Table,
-    /// The strings request tables are made with (`api::names`).
-    names: Table,
+    /// What a request's run pushes: the request tables' metatable (their
+    /// lazy fields, `form`) and the strings they are made with
+    /// (`api::names`), each servlet's `handle_request`, the next `res`.
+    anchors: Anchors,
+    /// The slot in `anchors` of the next servlet loaded.
+    next_slot: Cell<i64>,
+    /// A coroutine that runs no servlet, for the collection after a
+    /// memory error (`run::collect`).
+    aside: Thread,
     /// Makes a servlet's globals (the prelude's `environment`).
     environment: Function,
     /// A finished coroutine, for the next request.
@@ -316,16 +326,18 @@ impl State {
                 api::library(&lua)?,
             ))?;
         res::set_up_metatable::<Out>(&lua, &res_mt)?;
-        let names = api::names(&lua)?;
+        let anchors = Anchors::new(&lua, &req_mt, &api::names(&lua)?)?;
+        let aside = lua.create_thread(environment.clone())?;
         Ok(State {
             lua,
             heap,
             root,
             modules: RefCell::new(HashMap::default()),
             errors: RefCell::new(HashMap::default()),
-            names,
             res_mt,
-            req_mt,
+            anchors,
+            next_slot: Cell::new(run::FIRST_HANDLE),
+            aside,
             environment,
             spare: RefCell::new(None),
             spare_res: RefCell::new(None),
@@ -397,18 +409,20 @@ impl State {
     /// Loads (or reloads) the servlet at `rel`, running its
     /// `handler_init`: its `handle_request`, or why it cannot run (with a
     /// 404 for a file that is not there).
-    fn load(&self, rel: &[u8], url: &[u8], now: Instant) -> Result<Function, Failure> {
+    fn load(&self, rel: &[u8], url: &[u8], now: Instant) -> Result<i64, Failure> {
         let mut modules = self.modules.borrow_mut();
+        let mut slot = None;
         if let Some(m) = modules.get_mut(rel) {
-            if now.saturating_duration_since(m.checked) < self.settings.valid {
-                return Ok(m.handle.clone());
+            if m.fresh_until.is_none_or(|t| now < t) {
+                return Ok(m.slot);
             }
             if let Ok((_, meta)) = self.root.stat(rel) {
                 if same_file(&meta, &m.meta) {
-                    m.checked = now;
-                    return Ok(m.handle.clone());
+                    m.fresh_until = now.checked_add(self.settings.valid);
+                    return Ok(m.slot);
                 }
             }
+            slot = Some(m.slot);
         }
         drop(modules);
         let (text, meta) = self.read(rel).map_err(|e| match e.kind() {
@@ -450,15 +464,24 @@ impl State {
                 )));
             }
         }
+        // (A servlet loaded again keeps its slot.)
+        let slot = slot.unwrap_or_else(|| {
+            let s = self.next_slot.get();
+            self.next_slot.set(s + 1);
+            s
+        });
+        self.anchors
+            .set_handle(slot, handle)
+            .map_err(|e| self.lua_failure(e))?;
         self.modules.borrow_mut().insert(
             rel.to_vec(),
             Module {
-                handle: handle.clone(),
+                slot,
                 meta,
-                checked: now,
+                fresh_until: now.checked_add(self.settings.valid),
             },
         );
-        Ok(handle)
+        Ok(slot)
     }
 
     /// `cfg` for `handler_init`: `config` (the `[servlets]` table),
@@ -607,14 +630,14 @@ impl Handler for Servlets {
             // a finalizer (the prelude), so the collection runs only
             // LuaJIT's sweep and brisk's own `__gc`s (Rust), over at most
             // `servlets.memory`.
-            let _ = req::collect(&state.lua);
+            let _ = run::collect(&state.aside, &state.anchors);
         }
         let now = Instant::now();
-        let handle = match state.load(rel, req.path, now) {
-            Ok(h) => h,
+        let slot = match state.load(rel, req.path, now) {
+            Ok(s) => s,
             Err(f) => return state.answer_failure(rel, f, resp, now),
         };
-        if let Err(f) = state.run(rel, handle, req, resp) {
+        if let Err(f) = state.run(rel, slot, req, resp) {
             state.answer_failure(rel, f, resp, now);
         }
     }
@@ -637,28 +660,35 @@ fn error_page(resp: &mut Response<'_>, status: u16) {
 }
 
 impl State {
-    /// Runs the servlet at `rel` (its `handle_request`: `handle`) for
-    /// `req`.
+    /// Runs the servlet at `rel` (its `handle_request` in the anchors'
+    /// `slot`) for `req`.
     fn run(
         self: &Rc<Self>,
         rel: &[u8],
-        handle: Function,
+        slot: i64,
         req: &Request<'_>,
         resp: &mut Response<'_>,
     ) -> Result<(), Failure> {
         let (out, res) = self.res_object()?;
-        let reqt = api::request(&self.lua, req, &self.req_mt, &self.names)
-            .map_err(|e| self.lua_failure(e))?;
         // handle_request runs as the coroutine itself: an error ends it,
-        // and mlua's error has its traceback.
-        let thread = self.thread(&handle).map_err(|e| self.lua_failure(e))?;
+        // with its traceback (`run::resume`).
+        let thread = match self.spare.borrow_mut().take() {
+            Some(t) => t,
+            None => self
+                .lua
+                .create_thread(self.environment.clone())
+                .map_err(|e| self.lua_failure(e))?,
+        };
+        api::request(req, |fill| run::prepare(&thread, &self.anchors, slot, fill))
+            .map_err(|e| self.lua_failure(e))?;
         let ticks = self.budget();
         let mut spent = 0;
-        self.resume_counted::<()>(&thread, (reqt, &res), ticks, &mut spent)?;
+        let ran =
+            run::resume(&self.lua, &thread, 2, ticks, &mut spent).map_err(|e| self.failure(e))?;
         let mut o = out.borrow_mut();
         resp.set_status(o.status);
         resp.raw_headers(&o.headers);
-        if thread.status() != ThreadStatus::Resumable {
+        if ran == Ran::Finished {
             resp.write(&o.body);
             drop(o);
             *self.spare.borrow_mut() = Some(thread);
@@ -674,6 +704,7 @@ impl State {
                 thread,
                 out,
                 left: ticks.saturating_sub(spent),
+                ran,
                 rel: rel.to_vec(),
             },
             None,
@@ -710,6 +741,10 @@ impl State {
             ..Out::default()
         }));
         let res = res::new_object(&self.lua, Rc::clone(&out), &self.res_mt)
+            .map_err(|e| self.lua_failure(e))?;
+        // (The anchors hold the spare `res`, when there is one: this one.)
+        self.anchors
+            .set_res(&res)
             .map_err(|e| self.lua_failure(e))?;
         Ok((out, res))
     }
@@ -769,6 +804,8 @@ struct Piecewise {
     out: Rc<RefCell<Out>>,
     /// Ticks of its CPU budget left (`ffi::cpu`).
     left: u64,
+    /// How its last part ended.
+    ran: Ran,
     rel: Vec<u8>,
 }
 
@@ -779,18 +816,22 @@ impl BodyStream for Piecewise {
                 let mut o = self.out.borrow_mut();
                 if !o.body.is_empty() {
                     buf.append(&mut o.body);
-                    return Ok(self.thread.status() == ThreadStatus::Resumable);
+                    return Ok(self.ran == Ran::Yielded);
                 }
             }
-            if self.thread.status() != ThreadStatus::Resumable {
+            if self.ran == Ran::Finished {
                 return Ok(false);
             }
             let st = &self.state;
             let mut used = 0;
-            let r = st.resume_counted::<()>(&self.thread, (), self.left, &mut used);
+            let r = run::resume(&st.lua, &self.thread, 0, self.left, &mut used);
             self.left = self.left.saturating_sub(used);
-            let Err(failure) = r else {
-                continue;
+            let failure = match r {
+                Ok(ran) => {
+                    self.ran = ran;
+                    continue;
+                }
+                Err(e) => st.failure(e),
             };
             let why = match failure {
                 Failure::Cpu => format!("stopped: {CPU_LIMIT}"),

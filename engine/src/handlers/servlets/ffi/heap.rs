@@ -169,7 +169,9 @@ unsafe extern "C" fn allocate(
         {
             let block = h.free[nsize];
             // SAFETY: a cached block's first word is the next's address.
-            h.free[nsize] = unsafe { block.cast::<*mut u8>().read() };
+            let next = unsafe { block.cast::<*mut u8>().read() };
+            h.free[nsize] = next;
+            prefetch(next);
             h.cached -= nsize;
             h.used += nsize;
             return block.cast();
@@ -188,6 +190,25 @@ unsafe extern "C" fn allocate(
     }
     // SAFETY: the contract of this function, passed on.
     unsafe { allocate_slow(h, ptr, osize, nsize) }
+}
+
+/// Asks the processor to bring the cache line at `p` in, without
+/// waiting: the block the next allocation of its size takes. The
+/// collector frees a cycle's garbage in one sweep, so a cached block was
+/// last touched long before it is taken again, and reading its first
+/// word (the next block's address) missed the cache: 15 % of a hello
+/// servlet's user time (perf, bench scenario 9) was that one load. A
+/// null `p` is no fault (a prefetch never is).
+#[inline(always)]
+fn prefetch(p: *mut u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing the program sees and faults on no
+    // address (SSE, part of x86_64's baseline).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// [`allocate`]'s other cases: new blocks from the global allocator,
@@ -246,6 +267,7 @@ unsafe fn take(h: &mut Inner, size: usize) -> *mut u8 {
         if !block.is_null() {
             // SAFETY: a cached block's first word is the next's address.
             h.free[size] = unsafe { block.cast::<*mut u8>().read() };
+            prefetch(h.free[size]);
             h.cached -= size;
             return block;
         }

@@ -13,4 +13,5 @@ pub mod heap;
 pub mod raw;
 pub mod req;
 pub mod res;
+pub mod run;
 pub mod str;

@@ -132,12 +132,10 @@ impl<'a> Builder<'a> {
         // entry is a nil key, which lua_rawset refuses with an error
         // inside the protected call.
         unsafe {
-            ffi::lua_rawgeti(self.state, arg, key);
+            super::run::rawgeti(self.state, arg, key);
             match value {
                 Str::Bytes(b) => push_bytes(self.state, b),
-                Str::Entry(i) => {
-                    ffi::lua_rawgeti(self.state, arg, i);
-                }
+                Str::Entry(i) => super::run::rawgeti(self.state, arg, i),
             }
             ffi::lua_rawset(self.state, -3);
         }
@@ -309,29 +307,12 @@ pub fn build(
 ) -> mlua::Result<Table> {
     let mut failed = false;
     // SAFETY: `protected` pushes `args` at 1..=n and calls the closure
-    // under lua_pcall; the builder keeps the stack within the room it asked
-    // for, and the closure leaves exactly the built table on it (or
-    // nothing, which the conversion to a table reports).
+    // under lua_pcall, as `fill_table` needs; it leaves exactly the built
+    // table on the stack (or nothing, which the conversion to a table
+    // reports).
     let built = unsafe {
         protected::<Option<Table>>(lua, args, |state| {
-            let args = ffi::lua_gettop(state);
-            let mut b = Builder {
-                state,
-                args,
-                depth: 0,
-                failed: false,
-                _call: PhantomData,
-            };
-            b.open(fields);
-            fill(&mut b);
-            failed = b.failed || b.depth != 1;
-            if failed {
-                ffi::lua_settop(state, 0);
-            } else {
-                // The request table (at args + 1) alone on the stack.
-                ffi::lua_rotate(state, 1, 1);
-                ffi::lua_settop(state, 1);
-            }
+            failed = !fill_table(state, fields, fill);
         })?
     };
     match built {
@@ -342,16 +323,55 @@ pub fn build(
     }
 }
 
+/// The work of [`build`]'s protected call: a new table with room for
+/// `fields` keyed fields, filled by `fill`, left alone on the stack of
+/// `state` in place of its arguments (the values at 1..=top), or nothing
+/// there if it failed (then false).
+///
+/// # Safety
+/// Called inside a protected call on `state` (a C function's, whose
+/// arguments are the values on the stack), with the rules of
+/// [`protected`]'s `f`.
+pub(super) unsafe fn fill_table(
+    state: *mut ffi::lua_State,
+    fields: usize,
+    fill: impl FnOnce(&mut Builder<'_>),
+) -> bool {
+    // SAFETY: the builder keeps the stack within the room it asked for;
+    // the caller's contract for the rest.
+    unsafe {
+        let args = ffi::lua_gettop(state);
+        let mut b = Builder {
+            state,
+            args,
+            depth: 0,
+            failed: false,
+            _call: PhantomData,
+        };
+        b.open(fields);
+        fill(&mut b);
+        let failed = b.failed || b.depth != 1;
+        if failed {
+            ffi::lua_settop(state, 0);
+        } else {
+            // The table (at args + 1) alone on the stack.
+            ffi::lua_rotate(state, 1, 1);
+            ffi::lua_settop(state, 1);
+        }
+        !failed
+    }
+}
+
 /// The C function through which [`protected`] runs its closures, made
 /// once per state (kept in its app data).
 struct Trampoline(mlua::Function);
 
 /// What [`protected`] hands [`trampoline`], as a light userdata.
-type Job<'a> = &'a mut dyn FnMut(*mut ffi::lua_State);
+pub(super) type Job<'a> = &'a mut dyn FnMut(*mut ffi::lua_State);
 
 /// Runs the [`Job`] its first argument points to, with the other
 /// arguments at 1..=n, and returns what the job leaves on the stack.
-unsafe extern "C-unwind" fn trampoline(state: *mut ffi::lua_State) -> c_int {
+pub(super) unsafe extern "C-unwind" fn trampoline(state: *mut ffi::lua_State) -> c_int {
     // (Never reachable from Lua code, which cannot get the function;
     // checked all the same.)
     if ffi::lua_type(state, 1) != ffi::LUA_TLIGHTUSERDATA {
@@ -402,21 +422,6 @@ pub unsafe fn protected<R: FromLuaMulti>(
     // (The job outlives the call, which is all the pointer is read in.)
     let ud = LightUserData((&mut job as *mut Job<'_>).cast());
     t.0.call((ud, args))
-}
-
-/// A full collection (after a memory error). Not mlua's `gc_collect`:
-/// under LuaJIT its protected call first makes two C closures, which fail
-/// while the memory is full, so the collection never ran and every later
-/// request of the worker failed too. [`protected`] makes nothing, and a
-/// collection raises nothing (LuaJIT reports a finalizer's error as an
-/// event, not an error).
-pub fn collect(lua: &Lua) -> mlua::Result<()> {
-    // SAFETY: lua_gc on the stack `protected` gives; nothing is held.
-    unsafe {
-        protected::<()>(lua, (), |state| {
-            ffi::lua_gc(state, ffi::LUA_GCCOLLECT, 0);
-        })
-    }
 }
 
 #[cfg(test)]

@@ -293,14 +293,19 @@ unsafe fn headers<T: Answer>(
         let top = ffi::lua_gettop(l);
         ffi::lua_pushnil(l);
         while ffi::lua_next(l, idx) != 0 {
-            // Key at top + 1, value at top + 2; copies at top + 3, + 4.
-            ffi::lua_pushvalue(l, top + 1);
-            ffi::lua_pushvalue(l, top + 2);
-            let pair = match (text_at(l, top + 3), text_at(l, top + 4)) {
-                (Some(name), Some(value)) => {
-                    borrowed(cell, "res:write", &mut |t| t.header(name, value))
+            // Key at top + 1, value at top + 2: read in place if strings
+            // (the usual case), else converted in copies at top + 3, + 4.
+            let pair = match (string_at(l, top + 1), string_at(l, top + 2)) {
+                (Some(name), Some(value)) => Some((name, value)),
+                _ => {
+                    ffi::lua_pushvalue(l, top + 1);
+                    ffi::lua_pushvalue(l, top + 2);
+                    text_at(l, top + 3).zip(text_at(l, top + 4))
                 }
-                _ => Err("res:write: header names and values are strings".into()),
+            };
+            let pair = match pair {
+                Some((name, value)) => borrowed(cell, "res:write", &mut |t| t.header(name, value)),
+                None => Err("res:write: header names and values are strings".into()),
             };
             if let Err(e) = pair {
                 ffi::lua_settop(l, top);
@@ -309,6 +314,35 @@ unsafe fn headers<T: Answer>(
             ffi::lua_settop(l, top + 1);
         }
         Ok(())
+    }
+}
+
+/// The bytes of the string at `idx`, or None if it is no string.
+///
+/// # Safety
+/// `idx` is a valid index; the slice lives while the string stays there.
+unsafe fn string_at<'a>(state: *mut ffi::lua_State, idx: i32) -> Option<&'a [u8]> {
+    // SAFETY: lua_tolstring on a string converts nothing.
+    unsafe {
+        match ffi::lua_type(state, idx) {
+            ffi::LUA_TSTRING => Some(bytes_at(state, idx)),
+            _ => None,
+        }
+    }
+}
+
+/// `lua_tolstring` at `idx` as a slice.
+///
+/// # Safety
+/// As `lua_tolstring`'s: a string or a number at `idx` (converted in
+/// place, which may raise a memory error); the slice lives while the
+/// string stays there.
+unsafe fn bytes_at<'a>(state: *mut ffi::lua_State, idx: i32) -> &'a [u8] {
+    // SAFETY: the caller's contract; Lua gives the string's length.
+    unsafe {
+        let mut len = 0usize;
+        let p = ffi::lua_tolstring(state, idx, &mut len);
+        std::slice::from_raw_parts(p.cast::<u8>(), len)
     }
 }
 
@@ -324,11 +358,7 @@ unsafe fn text_at<'a>(state: *mut ffi::lua_State, idx: i32) -> Option<&'a [u8]> 
     // error: the callers borrow nothing then).
     unsafe {
         match ffi::lua_type(state, idx) {
-            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
-                let mut len = 0usize;
-                let p = ffi::lua_tolstring(state, idx, &mut len);
-                Some(std::slice::from_raw_parts(p.cast::<u8>(), len))
-            }
+            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => Some(bytes_at(state, idx)),
             _ => None,
         }
     }
