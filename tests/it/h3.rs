@@ -1,0 +1,101 @@
+//! HTTP/3 over QUIC (`[http3]`, `--http3`), with Python's aioquic as the
+//! client (`tests/it/h3/client.py`; installed with pip when missing, and
+//! the test skips, saying so, when it cannot be).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Once;
+
+use serde_json::{json, Value};
+
+use crate::common::{skip, tls::testdata, Builder, Server};
+
+/// `H3_REQUEST_REJECTED` (RFC 9114 §8.1).
+const H3_REQUEST_REJECTED: u64 = 0x10b;
+
+/// The client script.
+fn client() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/h3/client.py")
+}
+
+/// Whether Python has aioquic, after one try at installing it.
+fn aioquic() -> bool {
+    static INSTALL: Once = Once::new();
+    let has = || {
+        Command::new("python3")
+            .args(["-c", "import aioquic"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    INSTALL.call_once(|| {
+        if !has() {
+            let _ = Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "aioquic"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    });
+    has()
+}
+
+/// Sends `requests` (aioquic's client's form: method, path, headers,
+/// body in base64) on one QUIC connection to `server`'s port over UDP;
+/// `None`, after saying the test skips, without aioquic.
+fn h3(server: &Server, requests: Value) -> Option<Value> {
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return None;
+    }
+    let spec = json!({
+        "port": server.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": requests,
+        "timeout": 20,
+    });
+    let mut child = Command::new("python3")
+        .arg(client())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(spec.to_string().as_bytes())
+        .expect("spec");
+    let out = child.wait_with_output().expect("client");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the client's JSON"))
+}
+
+/// A server of `files` with HTTPS and HTTP/3 on one port.
+fn server(files: &[(&str, &[u8])]) -> Server {
+    let mut b = Builder::new();
+    for (name, body) in files {
+        b.file(name, body);
+    }
+    b.tls().arg("--http3");
+    b.start()
+}
+
+#[test]
+fn the_handshake_speaks_h3_and_a_request_is_refused_unprocessed() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let Some(out) = h3(&s, json!([{"method": "GET", "path": "/index.html"}])) else {
+        return;
+    };
+    assert_eq!(out["alpn"], "h3");
+    let r = &out["responses"][0];
+    assert_eq!(r["reset"], H3_REQUEST_REJECTED);
+    assert_eq!(r["headers"], json!([]));
+    assert_eq!(out["terminated"], Value::Null);
+}
