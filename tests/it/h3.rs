@@ -12,6 +12,8 @@ use crate::common::{skip, tls::testdata, Builder, Server};
 
 /// `H3_REQUEST_REJECTED` (RFC 9114 §8.1).
 const H3_REQUEST_REJECTED: u64 = 0x10b;
+/// `H3_MESSAGE_ERROR` (RFC 9114 §8.1).
+const H3_MESSAGE_ERROR: u64 = 0x10e;
 
 /// The client script.
 fn client() -> std::path::PathBuf {
@@ -97,5 +99,39 @@ fn the_handshake_speaks_h3_and_a_request_is_refused_unprocessed() {
     let r = &out["responses"][0];
     assert_eq!(r["reset"], H3_REQUEST_REJECTED);
     assert_eq!(r["headers"], json!([]));
+    assert_eq!(out["terminated"], Value::Null);
+}
+
+#[test]
+fn the_server_s_settings_say_no_qpack_table_and_malformed_requests_are_reset() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let requests = json!([
+        {"raw": [[":method", "GET"], [":scheme", "https"], [":path", "/"], ["X-Upper", "1"]]},
+        {"raw": [[":method", "GET"], [":scheme", "https"]]},
+        {"raw": [[":method", "GET"], [":scheme", "https"], [":path", "/"], ["connection", "close"]]},
+        {"method": "GET", "path": "/"},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    // SETTINGS_QPACK_MAX_TABLE_CAPACITY 0, SETTINGS_QPACK_BLOCKED_STREAMS
+    // 0, SETTINGS_MAX_FIELD_SECTION_SIZE [http2] max_header_list_size.
+    assert_eq!(out["settings"], json!({"1": 0, "7": 0, "6": 65536}));
+    let resets: Vec<&Value> = out["responses"]
+        .as_array()
+        .expect("responses")
+        .iter()
+        .map(|r| &r["reset"])
+        .collect();
+    assert_eq!(
+        resets,
+        [
+            H3_MESSAGE_ERROR,
+            H3_MESSAGE_ERROR,
+            H3_MESSAGE_ERROR,
+            H3_REQUEST_REJECTED
+        ]
+    );
+    // (The connection lives on: a stream's error is the stream's.)
     assert_eq!(out["terminated"], Value::Null);
 }

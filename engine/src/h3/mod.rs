@@ -6,6 +6,9 @@
 //! - [`frame`]: frame headers and the frames a server reads (DATA,
 //!   HEADERS, SETTINGS, GOAWAY, ...; unknown and reserved types skipped,
 //!   HTTP/2's types refused, §7.2.8), each payload bounded;
+//! - [`conn`]: one connection's streams: the client's control and QPACK
+//!   streams and their rules, each request stream's HEADERS, DATA and
+//!   trailers;
 //! - [`qpack`]: field sections decoded with the static table and literal
 //!   fields only (the server advertises `SETTINGS_QPACK_MAX_TABLE_CAPACITY
 //!   = 0`, so a client may not use a dynamic table), into
@@ -15,6 +18,7 @@
 //! Errors carry the RFC's codes ([`Error`]), for CONNECTION_CLOSE or
 //! RESET_STREAM.
 
+pub mod conn;
 pub mod frame;
 pub mod qpack;
 pub mod varint;

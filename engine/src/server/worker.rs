@@ -184,7 +184,16 @@ impl Worker {
         {
             listen.quic = match init.tls.as_ref().and_then(|t| t.quic.clone()) {
                 Some(config) if !init.udp.is_empty() => {
-                    Some(quic::Quic::new(init.poll.registry(), init.udp, config)?)
+                    let limits = crate::h3::conn::Limits {
+                        // (As HTTP/2's: the same count, RFC 9114 §4.2.2.)
+                        max_field_section_size: cfg.http2.max_header_list_size as usize,
+                    };
+                    Some(quic::Quic::new(
+                        init.poll.registry(),
+                        init.udp,
+                        config,
+                        limits,
+                    )?)
                 }
                 _ => None,
             };

@@ -3,7 +3,9 @@
 Reads one JSON document on stdin:
   {"port": N, "ca": PATH, "sni": NAME,
    "requests": [{"method": M, "path": P, "headers": [[k, v], ...],
-                 "body": BASE64 or absent}, ...]}
+                 "body": BASE64 or absent,
+                 "raw": [[k, v], ...] instead of the four pseudo-headers
+                 and headers, for malformed requests}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
 127.0.0.1:port, and prints one JSON document on stdout:
   {"alpn": "h3",
@@ -40,12 +42,16 @@ class Client(QuicConnectionProtocol):
 
     def request(self, req):
         sid = self._quic.get_next_available_stream_id()
-        fields = [
-            (b":method", req["method"].encode()),
-            (b":scheme", b"https"),
-            (b":authority", req.get("authority", "a.test").encode()),
-            (b":path", req["path"].encode()),
-        ] + [(k.encode(), v.encode()) for k, v in req.get("headers", [])]
+        if "raw" in req:
+            # Exactly these fields, as given (for malformed requests).
+            fields = [(k.encode(), v.encode()) for k, v in req["raw"]]
+        else:
+            fields = [
+                (b":method", req["method"].encode()),
+                (b":scheme", b"https"),
+                (b":authority", req.get("authority", "a.test").encode()),
+                (b":path", req["path"].encode()),
+            ] + [(k.encode(), v.encode()) for k, v in req.get("headers", [])]
         body = base64.b64decode(req["body"]) if "body" in req else None
         self.h3.send_headers(sid, fields, end_stream=body is None)
         if body is not None:
@@ -91,7 +97,18 @@ async def main(spec):
         await asyncio.wait_for(
             asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)
         )
-        out = {"alpn": client._quic.tls.alpn_negotiated, "responses": []}
+        # The server's SETTINGS come on its control stream, at the
+        # handshake's end: wait for them (bounded) before saying them.
+        for _ in range(100):
+            if client.h3.received_settings is not None:
+                break
+            await asyncio.sleep(0.01)
+        settings = client.h3.received_settings or {}
+        out = {
+            "alpn": client._quic.tls.alpn_negotiated,
+            "settings": {str(int(k)): v for k, v in settings.items()},
+            "responses": [],
+        }
         for sid in sids:
             s = client.streams[sid]
             body = bytes(s["body"])

@@ -6,10 +6,16 @@
 //! and each connection's next deadline kept here for the loop's timeout.
 //! No thread, no runtime: the worker's loop drives it all.
 //!
-//! What it serves on the streams is the HTTP/3 layer's (not there yet: a
-//! request stream is refused as not processed, `H3_REQUEST_REJECTED`,
-//! RFC 9114 §4.1.1, which a client may retry elsewhere; see
-//! dev/plan-30-h3.md).
+//! Each connection speaks HTTP/3 through `crate::h3::conn` (sans-IO):
+//! the server's control stream with its SETTINGS, the client's control
+//! and QPACK streams read and held to their rules (a breach closes the
+//! connection with the RFC's code), each request stream's frames decoded
+//! and checked (a malformed request resets its stream, H3_MESSAGE_ERROR).
+//! Answers are not produced yet (the router and the producers are
+//! reached through a `Conn`, which a QUIC connection is not; see
+//! dev/plan-30-h3.md): a well-formed request is refused as not processed,
+//! `H3_REQUEST_REJECTED` (RFC 9114 §4.1.1), which a client may retry
+//! elsewhere.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -20,14 +26,13 @@ use std::time::Instant;
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
 use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ServerConfig,
-    StreamEvent, Transmit, VarInt,
+    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ReadError, ServerConfig,
+    StreamEvent, StreamId, Transmit, VarInt,
 };
 
 use super::QUIC_BASE;
-
-/// `H3_REQUEST_REJECTED` (RFC 9114 §8.1): the request was not processed.
-const H3_REQUEST_REJECTED: u32 = 0x10b;
+use crate::h3::conn::{Conn as H3, Failure, Limits, RequestEvent};
+use crate::h3::{Code, Error};
 
 /// The largest UDP payload read: QUIC's datagrams fit in 1,500-byte
 /// packets here (no GRO yet), a jumbo frame's in this.
@@ -41,6 +46,8 @@ const READS_PER_TURN: usize = 64;
 /// One QUIC connection of a worker.
 struct Live {
     conn: quinn_proto::Connection,
+    /// What its streams say in HTTP/3.
+    h3: H3,
     /// The socket its datagrams came in by (and go out by).
     socket: usize,
     /// Its deadline as filed in [`Quic::deadlines`].
@@ -61,6 +68,8 @@ pub(super) struct Quic {
     recv: Vec<u8>,
     /// What a datagram is written into.
     send: Vec<u8>,
+    /// Each connection's HTTP/3 limits.
+    limits: Limits,
 }
 
 impl Quic {
@@ -69,6 +78,7 @@ impl Quic {
         registry: &Registry,
         sockets: Vec<StdUdp>,
         config: Arc<ServerConfig>,
+        limits: Limits,
     ) -> io::Result<Quic> {
         let mut registered = Vec::with_capacity(sockets.len());
         for (i, s) in sockets.into_iter().enumerate() {
@@ -90,6 +100,7 @@ impl Quic {
             deadlines: BTreeSet::new(),
             recv: vec![0; DATAGRAM],
             send: Vec::new(),
+            limits,
         })
     }
 
@@ -157,6 +168,7 @@ impl Quic {
                             ch,
                             Live {
                                 conn,
+                                h3: H3::new(self.limits),
                                 socket: i,
                                 deadline: None,
                             },
@@ -211,7 +223,7 @@ impl Quic {
             return;
         };
         while let Some(event) = live.conn.poll() {
-            serve(&mut live.conn, event);
+            serve(live, event, now);
         }
         while let Some(event) = live.conn.poll_endpoint_events() {
             if let Some(back) = self.endpoint.handle_event(ch, event) {
@@ -245,38 +257,113 @@ impl Quic {
     }
 }
 
-/// What a connection tells its application. Until the HTTP/3 layer
-/// serves them, request streams are refused as not processed, and the
-/// client's unidirectional streams (control, QPACK) are read and their
-/// bytes dropped: flow control bounds them, and closing a critical
-/// stream would be a connection error (RFC 9114 §6.2.1).
-fn serve(conn: &mut quinn_proto::Connection, event: Event) {
-    let rejected = VarInt::from_u32(H3_REQUEST_REJECTED);
+/// What a connection tells its application: the server's control stream
+/// opened once the handshake is done, the client's streams read as they
+/// open and as their bytes come.
+fn serve(live: &mut Live, event: Event, now: Instant) {
     match event {
-        Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
-            while let Some(id) = conn.streams().accept(Dir::Bi) {
-                let _ = conn.recv_stream(id).stop(rejected);
-                let _ = conn.send_stream(id).reset(rejected);
+        Event::Connected => {
+            // (Its few bytes fit the client's initial credit: a stream
+            // that took less is closed with the connection, see below.)
+            let mut bytes = Vec::with_capacity(16);
+            live.h3.control_stream(&mut bytes);
+            let written = live
+                .conn
+                .streams()
+                .open(Dir::Uni)
+                .map(|id| live.conn.send_stream(id).write(&bytes));
+            if !matches!(written, Some(Ok(n)) if n == bytes.len()) {
+                let e = Error::new(Code::INTERNAL_ERROR, "no room for the control stream");
+                close(live, e, now);
             }
         }
-        Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
-            while let Some(id) = conn.streams().accept(Dir::Uni) {
-                drain(conn, id);
+        Event::Stream(StreamEvent::Opened { dir }) => {
+            while let Some(id) = live.conn.streams().accept(dir) {
+                read(live, id, now);
             }
         }
-        Event::Stream(StreamEvent::Readable { id }) if id.dir() == Dir::Uni => drain(conn, id),
+        Event::Stream(StreamEvent::Readable { id }) => read(live, id, now),
         _ => {}
     }
 }
 
-/// Reads what unidirectional stream `id` has and drops it.
-fn drain(conn: &mut quinn_proto::Connection, id: quinn_proto::StreamId) {
-    let mut stream = conn.recv_stream(id);
+/// What to do with a stream once its bytes are read.
+enum Then {
+    Nothing,
+    /// Stop reading it and reset it with this code.
+    Reset(Code),
+    /// Stop reading it (a unidirectional stream of an unknown type).
+    Stop,
+    /// Close the connection.
+    Close(Error),
+}
+
+/// Reads what client stream `id` has and hands it to the HTTP/3 state.
+fn read(live: &mut Live, id: StreamId, now: Instant) {
+    let key = u64::from(id);
+    let uni = id.dir() == Dir::Uni;
+    let mut then = Then::Nothing;
+    let h3 = &mut live.h3;
+    let mut stream = live.conn.recv_stream(id);
     let Ok(mut chunks) = stream.read(true) else {
         return;
     };
-    while let Ok(Some(_)) = chunks.next(usize::MAX) {}
+    loop {
+        let (bytes, fin) = match chunks.next(usize::MAX) {
+            Ok(Some(chunk)) => (chunk.bytes, false),
+            Ok(None) => (bytes::Bytes::new(), true),
+            Err(ReadError::Blocked) => break,
+            Err(ReadError::Reset(_)) => {
+                h3.forget(key);
+                break;
+            }
+        };
+        then = if uni {
+            match h3.uni(key, &bytes, fin) {
+                Ok(true) => Then::Nothing,
+                Ok(false) => Then::Stop,
+                Err(e) => Then::Close(e),
+            }
+        } else {
+            let mut head = false;
+            let r = h3.request_data(key, &bytes, fin, &mut |ev| {
+                head |= matches!(ev, RequestEvent::Head { .. });
+            });
+            match r {
+                Err(Failure::Stream(e)) => Then::Reset(e.code),
+                Err(Failure::Connection(e)) => Then::Close(e),
+                // Not answered yet (see the module's note): refused
+                // whole, before any of its body is wanted.
+                Ok(()) if head => Then::Reset(Code::REQUEST_REJECTED),
+                Ok(()) => Then::Nothing,
+            }
+        };
+        if fin || !matches!(then, Then::Nothing) {
+            break;
+        }
+    }
     let _ = chunks.finalize();
+    match then {
+        Then::Nothing => {}
+        Then::Stop => {
+            let code = VarInt::from_u32(Code::STREAM_CREATION_ERROR.0);
+            let _ = live.conn.recv_stream(id).stop(code);
+            live.h3.forget(key);
+        }
+        Then::Reset(code) => {
+            let code = VarInt::from_u32(code.0);
+            let _ = live.conn.recv_stream(id).stop(code);
+            let _ = live.conn.send_stream(id).reset(code);
+            live.h3.forget(key);
+        }
+        Then::Close(e) => close(live, e, now),
+    }
+}
+
+/// Closes `live` with `e`'s code and reason (CONNECTION_CLOSE).
+fn close(live: &mut Live, e: Error, now: Instant) {
+    let reason = bytes::Bytes::from_static(e.reason.as_bytes());
+    live.conn.close(now, VarInt::from_u32(e.code.0), reason);
 }
 
 /// Sends `t`'s datagram from `buf` on `socket`. A full socket buffer
