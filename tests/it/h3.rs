@@ -2,7 +2,7 @@
 //! client (`tests/it/h3/client.py`; installed with pip when missing, and
 //! the test skips, saying so, when it cannot be).
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::Once;
 
@@ -14,6 +14,9 @@ use crate::common::{skip, tls::testdata, Builder, Server};
 const H3_REQUEST_REJECTED: u64 = 0x10b;
 /// `H3_MESSAGE_ERROR` (RFC 9114 §8.1).
 const H3_MESSAGE_ERROR: u64 = 0x10e;
+
+/// `H3_NO_ERROR` (RFC 9114 §8.1).
+const H3_NO_ERROR: u64 = 0x100;
 
 /// The client script.
 fn client() -> std::path::PathBuf {
@@ -57,6 +60,18 @@ fn h3(server: &Server, requests: Value) -> Option<Value> {
         "requests": requests,
         "timeout": 20,
     });
+    let child = client_with(&spec);
+    let out = child.wait_with_output().expect("client");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the client's JSON"))
+}
+
+/// The client script started on `spec` (given on its stdin, closed).
+fn client_with(spec: &Value) -> std::process::Child {
     let mut child = Command::new("python3")
         .arg(client())
         .stdin(Stdio::piped())
@@ -70,13 +85,7 @@ fn h3(server: &Server, requests: Value) -> Option<Value> {
         .expect("stdin")
         .write_all(spec.to_string().as_bytes())
         .expect("spec");
-    let out = child.wait_with_output().expect("client");
-    assert!(
-        out.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(serde_json::from_slice(&out.stdout).expect("the client's JSON"))
+    child
 }
 
 /// A server of `files` with HTTPS and HTTP/3 on one port.
@@ -134,4 +143,36 @@ fn the_server_s_settings_say_no_qpack_table_and_malformed_requests_are_reset() {
     );
     // (The connection lives on: a stream's error is the stream's.)
     assert_eq!(out["terminated"], Value::Null);
+}
+
+#[test]
+fn a_stop_closes_each_quic_connection_with_no_error() {
+    let mut s = server(&[("index.html", b"hello\n")]);
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "hold": 20,
+    });
+    let mut child = client_with(&spec);
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the client's first line");
+    assert_eq!(line, "connected\n");
+    s.signal(libc::SIGTERM);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).expect("the client's answer");
+    assert!(child.wait().expect("client").success());
+    let v: Value = serde_json::from_str(&rest).expect("the client's JSON");
+    // CONNECTION_CLOSE (application) with H3_NO_ERROR at once, not the
+    // client's idle timeout.
+    assert_eq!(
+        v["terminated"],
+        json!([H3_NO_ERROR, "the server is stopping"])
+    );
+    assert!(s.wait_exit(std::time::Duration::from_secs(10)).is_some());
 }

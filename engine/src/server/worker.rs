@@ -336,6 +336,10 @@ impl Worker {
         for i in 0..self.conns.slots() {
             self.close(i);
         }
+        #[cfg(feature = "http3")]
+        if let Some(q) = self.listen.quic.as_mut() {
+            q.close_all(Instant::now());
+        }
         self.router.reap(self.clock.now, true, &mut self.logger);
         self.logger.flush();
     }

@@ -12,6 +12,9 @@ sends every request at once (one stream each) on one QUIC connection to
    "responses": [{"headers": [[k, v], ...] (in the order received),
                   "body": BASE64, "length": N, "sha256": HEX,
                   "reset": CODE or null}, ...]}
+With "hold": SECONDS instead of requests, it prints "connected" once the
+handshake is done and then waits for the server to close the connection:
+  {"terminated": [CODE, REASON] or null}
 Exit status 2 when aioquic is missing (the test then skips, loudly).
 """
 
@@ -93,6 +96,15 @@ async def main(spec):
     async with connect(
         "127.0.0.1", spec["port"], configuration=config, create_protocol=Client
     ) as client:
+        if "hold" in spec:
+            # Connected: say so, then wait (bounded) for the server to
+            # close the connection, and say how.
+            print("connected", flush=True)
+            for _ in range(int(spec["hold"] * 100)):
+                if client.terminated is not None:
+                    break
+                await asyncio.sleep(0.01)
+            return {"terminated": client.terminated}
         sids = [client.request(r) for r in spec["requests"]]
         await asyncio.wait_for(
             asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)

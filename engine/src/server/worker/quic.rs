@@ -215,6 +215,24 @@ impl Quic {
         }
     }
 
+    /// Closes every connection (the worker stops, or its generation was
+    /// replaced by a reload): CONNECTION_CLOSE with H3_NO_ERROR, so each
+    /// client knows at once and connects again, rather than after its
+    /// idle timeout (or, its datagrams reaching another worker, never).
+    pub(super) fn close_all(&mut self, now: Instant) {
+        let all: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        for ch in all {
+            if let Some(live) = self.conns.get_mut(&ch) {
+                close(
+                    live,
+                    Error::new(Code::NO_ERROR, "the server is stopping"),
+                    now,
+                );
+            }
+            self.drive(ch, now);
+        }
+    }
+
     /// Everything connection `ch` has to do after an input: its events
     /// for the endpoint and for the application, its datagrams, its next
     /// deadline; forgotten once drained.
