@@ -105,6 +105,8 @@ fn the_handshake_speaks_h3_and_a_request_is_refused_unprocessed() {
         return;
     };
     assert_eq!(out["alpn"], "h3");
+    // (One connection, far below retry_above: no Retry.)
+    assert_eq!(out["retries"], 0);
     let r = &out["responses"][0];
     assert_eq!(r["reset"], H3_REQUEST_REJECTED);
     assert_eq!(r["headers"], json!([]));
@@ -175,4 +177,20 @@ fn a_stop_closes_each_quic_connection_with_no_error() {
         json!([H3_NO_ERROR, "the server is stopping"])
     );
     assert!(s.wait_exit(std::time::Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn with_retry_above_0_every_client_proves_its_address_first() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[http3]\nenable = true\nretry_above = 0\n");
+    b.tls();
+    let s = b.start();
+    let Some(out) = h3(&s, json!([{"method": "GET", "path": "/"}])) else {
+        return;
+    };
+    // A Retry (RFC 9000 §8.1.2), then the handshake with its token.
+    assert_eq!(out["retries"], 1);
+    assert_eq!(out["alpn"], "h3");
+    assert_eq!(out["responses"][0]["reset"], H3_REQUEST_REJECTED);
 }

@@ -12,7 +12,7 @@ use {
     toml::Spanned,
 };
 
-pub(super) const HTTP3_KEYS: &[&str] = &["enable", "max_streams", "idle_timeout"];
+pub(super) const HTTP3_KEYS: &[&str] = &["enable", "max_streams", "idle_timeout", "retry_above"];
 
 #[cfg(feature = "http3")]
 impl Loader<'_> {
@@ -38,6 +38,9 @@ impl Loader<'_> {
                     }
                     h.idle_timeout = d;
                 }
+                // Connections a worker holds before a new client must
+                // prove its address (Retry, RFC 9000 §8.1.2); 0: always.
+                "retry_above" => h.retry_above = self.integer(&full, value, 0, 1_000_000)? as u32,
                 _ => return Err(self.unknown(key, "http3", HTTP3_KEYS)),
             }
         }

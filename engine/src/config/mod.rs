@@ -318,6 +318,10 @@ pub struct Http3Config {
     pub max_streams: u32,
     /// A QUIC connection with no packet for this long is closed.
     pub idle_timeout: std::time::Duration,
+    /// Once a worker holds this many QUIC connections, a new client's
+    /// first packet is answered with a Retry (address validation); 0:
+    /// every new client.
+    pub retry_above: u32,
 }
 
 impl Default for Http3Config {
@@ -326,6 +330,7 @@ impl Default for Http3Config {
             enable: false,
             max_streams: 100,
             idle_timeout: std::time::Duration::from_secs(30),
+            retry_above: 1000,
         }
     }
 }

@@ -697,9 +697,10 @@ fn http2(c: &Config, s: &mut String) {
         let q = &c.http3;
         let _ = writeln!(
             s,
-            "http3: QUIC on the UDP port of every TLS listener (ALPN h3); at most {} streams a connection, idle timeout {}",
+            "http3: QUIC on the UDP port of every TLS listener (ALPN h3); at most {} streams a connection, idle timeout {}, Retry above {} connections a worker",
             q.max_streams,
-            duration(q.idle_timeout)
+            duration(q.idle_timeout),
+            q.retry_above
         );
     }
     if h.enable || h.cleartext {

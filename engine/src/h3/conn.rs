@@ -24,6 +24,9 @@ const QPACK_DECODER: u64 = 0x03;
 /// What a connection is held to.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Connections a worker holds before a new client's first packet is
+    /// answered with a Retry ([http3] retry_above).
+    pub retry_above: usize,
     /// SETTINGS_MAX_FIELD_SECTION_SIZE: larger request heads are answered
     /// 431 (as [`Request::too_large`] says); a HEADERS frame larger than
     /// it is refused unread.

@@ -185,6 +185,7 @@ impl Worker {
             listen.quic = match init.tls.as_ref().and_then(|t| t.quic.clone()) {
                 Some(config) if !init.udp.is_empty() => {
                     let limits = crate::h3::conn::Limits {
+                        retry_above: cfg.http3.retry_above as usize,
                         // (As HTTP/2's: the same count, RFC 9114 §4.2.2.)
                         max_field_section_size: cfg.http2.max_header_list_size as usize,
                     };

@@ -8,7 +8,8 @@ Reads one JSON document on stdin:
                  and headers, for malformed requests}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
 127.0.0.1:port, and prints one JSON document on stdout:
-  {"alpn": "h3",
+  {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
+   "retries": how many Retry packets the handshake took,
    "responses": [{"headers": [[k, v], ...] (in the order received),
                   "body": BASE64, "length": N, "sha256": HEX,
                   "reset": CODE or null}, ...]}
@@ -119,6 +120,7 @@ async def main(spec):
         out = {
             "alpn": client._quic.tls.alpn_negotiated,
             "settings": {str(int(k)): v for k, v in settings.items()},
+            "retries": client._quic._retry_count,
             "responses": [],
         }
         for sid in sids:

@@ -11,6 +11,7 @@ fn it_is_off_by_default() {
     let h = load("").unwrap().http3;
     assert!(!h.enable);
     assert_eq!((h.max_streams, h.idle_timeout.as_secs()), (100, 30));
+    assert_eq!(h.retry_above, 1000);
 }
 
 #[cfg(feature = "http3")]
@@ -23,6 +24,10 @@ fn errors_name_the_file_line_and_key() {
     assert_eq!(
         load_err("[http3]\n\nidle_timeout = \"2h\"\n"),
         "DIR/site.toml:4: http3.idle_timeout: at most 1h"
+    );
+    assert_eq!(
+        load_err("[http3]\nretry_above = -1\n"),
+        "DIR/site.toml:3: http3.retry_above: expected an integer from 0 to 1000000; got -1"
     );
     assert!(load_err("[http3]\nidle_timeout = 0\n")
         .starts_with("DIR/site.toml:3: http3.idle_timeout: expected a duration greater than zero"));
@@ -43,10 +48,11 @@ mod with_tls {
     fn every_key_loads() {
         let dir = site();
         let doc =
-            format!("{TLS}[http3]\nenable = true\nmax_streams = 50\nidle_timeout = \"10s\"\n");
+            format!("{TLS}[http3]\nenable = true\nmax_streams = 50\nidle_timeout = \"10s\"\nretry_above = 0\n");
         let h = run(&dir, &doc, &[]).unwrap().http3;
         assert!(h.enable);
         assert_eq!((h.max_streams, h.idle_timeout.as_secs()), (50, 10));
+        assert_eq!(h.retry_above, 0);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use super::*;
 
 const LIMITS: Limits = Limits {
+    retry_above: 0,
     max_field_section_size: 1000,
 };
 

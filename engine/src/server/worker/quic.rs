@@ -160,6 +160,19 @@ impl Quic {
             .endpoint
             .handle(now, from, None, None, data, &mut self.send)
         {
+            Some(DatagramEvent::NewConnection(incoming))
+                if !incoming.remote_address_validated()
+                    && self.conns.len() >= self.limits.retry_above =>
+            {
+                // Under load, a new client proves first that it receives
+                // at the address it sends from (RFC 9000 §8.1.2): a
+                // spoofed address gets one small Retry, no connection.
+                self.send.clear();
+                match self.endpoint.retry(incoming, &mut self.send) {
+                    Ok(t) => send(&self.sockets[i], &self.send, &t),
+                    Err(e) => self.endpoint.ignore(e.into_incoming()),
+                }
+            }
             Some(DatagramEvent::NewConnection(incoming)) => {
                 self.send.clear();
                 match self.endpoint.accept(incoming, now, &mut self.send, None) {
