@@ -20,6 +20,6 @@ _brisk() {
         --listen|--port|--workers)
             return ;;
     esac
-    COMPREPLY=($(compgen -W "--config --listen --port --root --autoindex --workers --daemon --pid-file --log-level --access-log --error-log --user --group --allow-root --no-sandbox --tls-cert --tls-key --check-config --reload --stop --upgrade --reopen-logs --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "--config --listen --port --root --autoindex --workers --daemon --pid-file --log-level --access-log --error-log --user --group --allow-root --no-sandbox --tls-cert --tls-key --http3 --check-config --reload --stop --upgrade --reopen-logs --version --help" -- "$cur"))
 }
 complete -F _brisk brisk

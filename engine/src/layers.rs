@@ -26,6 +26,7 @@ const TOP: &[&[&str]] = &[
     &["sys"],
     &["http"],
     &["h2"],
+    &["h3"],
     &["log"],
     &["tls"],
     &["access"],

@@ -18,6 +18,7 @@
 //! - [`log`]: access log and error log.
 //! - `h2` (cargo feature `http2`): HTTP/2, sans-IO: frames, streams,
 //!   flow control, HPACK, and the defences against its floods.
+//! - `h3` (cargo feature `http3`): HTTP/3's frames and QPACK, sans-IO.
 //! - [`http`]: sans-IO protocol code: bytes in, values out.
 //! - [`sys`]: raw syscalls and the operating system's primitives,
 //!   behind safe functions.
@@ -36,6 +37,8 @@ pub(crate) mod channel;
 pub mod config;
 #[cfg(feature = "http2")]
 pub mod h2;
+#[cfg(feature = "http3")]
+pub mod h3;
 pub mod handlers;
 pub mod http;
 pub mod log;

@@ -40,6 +40,8 @@ mod fastcgi;
 mod h2;
 #[cfg(feature = "http2")]
 mod h2_reload;
+#[cfg(feature = "http3")]
+mod h3;
 mod http_vectors;
 #[cfg(feature = "tls")]
 mod https;

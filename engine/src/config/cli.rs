@@ -22,8 +22,26 @@ pub(super) const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/defaul
 /// How errors name the baked-in document.
 const BUILT_IN_NAME: &str = "<built-in>";
 
+/// `--help`'s line for `--http3`, in a build with the feature `http3`
+/// (without it the flag is unknown: nothing of it is compiled in).
+#[cfg(feature = "http3")]
+macro_rules! http3_help {
+    () => {
+        "  --http3              serve HTTP/3 over QUIC on the UDP side of every TLS
+                       address too ([http3] enable = true; needs HTTPS)
+"
+    };
+}
+#[cfg(not(feature = "http3"))]
+macro_rules! http3_help {
+    () => {
+        ""
+    };
+}
+
 /// `--help`.
-const USAGE: &str = "\
+const USAGE: &str = concat!(
+    "\
 Usage: brisk [OPTIONS]
 
 Serves static files, CGI programs and Lua servlets over HTTP/1.1, HTTPS and
@@ -60,6 +78,9 @@ Options:
                        --listen, the [tls] listen addresses of the file, or
                        else the `listen` ones, do. Replaces [[tls.certificate]]
   --tls-key FILE       the PEM private key of --tls-cert
+",
+    http3_help!(),
+    "\
   --check-config       validate the configuration, print a summary, and exit
   --reload             validate the configuration, then tell the running
                        brisk (by its pid_file) to load it again (SIGHUP)
@@ -73,7 +94,8 @@ Options:
 
 Relative paths on the command line are relative to the current directory;
 in a configuration file, to the file's directory.
-";
+"
+);
 
 /// Everything the flags can say.
 #[derive(Default)]
@@ -99,6 +121,8 @@ struct Flags {
     no_sandbox: bool,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
+    #[cfg(feature = "http3")]
+    http3: bool,
 }
 
 /// See [`super::from_args`].
@@ -257,6 +281,10 @@ fn load_command(
     if flags.no_sandbox {
         config.sandbox = false;
     }
+    #[cfg(feature = "http3")]
+    if flags.http3 {
+        config.http3.enable = true;
+    }
     let tls = tls_section(
         &mut config,
         origins.tls.take(),
@@ -309,6 +337,17 @@ fn load_command(
             }
         }
         config.acme = Some(acme);
+    }
+    #[cfg(feature = "http3")]
+    if config.http3.enable && config.tls.is_none() {
+        let origin = match (&origins.http3, flags.http3) {
+            (_, true) => "--http3",
+            (Some(o), false) => o.as_str(),
+            (None, false) => "http3",
+        };
+        return Err(error(format!(
+            "{origin}: HTTP/3 runs over QUIC, which is always encrypted: it needs HTTPS ([tls] with a listen address and a certificate, or --tls-cert and --tls-key)"
+        )));
     }
     config.listen_default = !(origins.listen || listen_flags || flags.port.is_some())
         && config.tls.as_ref().is_none_or(|t| t.listen.is_empty());
@@ -634,6 +673,8 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
             )))),
             "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" | "--autoindex"
             | "--reload" | "--stop" | "--upgrade" | "--reopen-logs" => None,
+            #[cfg(feature = "http3")]
+            "--http3" => None,
             _ if !VALUE_FLAGS.contains(&name.as_str()) => return Err(unknown_flag(&name)),
             _ => {
                 let value = match inline {
@@ -656,6 +697,8 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
             None if name == "--allow-root" => flags.allow_root = true,
             None if name == "--no-sandbox" => flags.no_sandbox = true,
             None if name == "--autoindex" => flags.autoindex = true,
+            #[cfg(feature = "http3")]
+            None if name == "--http3" => flags.http3 = true,
             None if name == "--check-config" => flags.check = true,
             None => {
                 let signal = match name.as_str() {
@@ -817,4 +860,6 @@ const FLAG_NAMES: &[&str] = &[
     "--no-sandbox",
     "--tls-cert",
     "--tls-key",
+    #[cfg(feature = "http3")]
+    "--http3",
 ];

@@ -55,6 +55,7 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "tls",
     "acme",
     "http2",
+    "http3",
     "handlers",
     "proxy",
     "upgrade",
@@ -153,6 +154,9 @@ pub(crate) struct Origins {
     pub(crate) tls: Option<super::tls::TlsSection>,
     /// `[proxy]`, its listeners not checked against the others yet.
     pub(crate) proxy: Option<super::proxy::ProxySection>,
+    /// Where `[http3]` is, when the document has one.
+    #[cfg(feature = "http3")]
+    pub(crate) http3: Option<String>,
     /// `[acme]`, its names not settled yet.
     #[cfg(feature = "acme")]
     pub(crate) acme: Option<super::acme::AcmeSection>,
@@ -196,6 +200,16 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 origins.proxy = Some(loader.proxy(value)?)
             }
             "http2" => loader.http2(value, &mut config.http2)?,
+            "http3" => {
+                // (Without the feature nothing of it is compiled in: the
+                // `tls` build's size is held to 2.5 MiB.)
+                require!(loader, "http3", key, name, "HTTP/3", REMOVE);
+                #[cfg(feature = "http3")]
+                {
+                    loader.http3(value, &mut config.http3)?;
+                    origins.http3 = Some(loader.origin(name, key));
+                }
+            }
             "workers" => config.workers = loader.integer("workers", value, 0, 1024)? as usize,
             "server_header" => {
                 let s = loader.string("server_header", value)?;

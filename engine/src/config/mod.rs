@@ -28,6 +28,7 @@ mod cli;
 pub mod compress;
 mod handlers;
 mod http2;
+mod http3;
 mod jail;
 mod load;
 mod mime_types;
@@ -137,6 +138,9 @@ pub struct Config {
     pub acme: Option<AcmeConfig>,
     /// `[http2]`: HTTP/2 on TLS (ALPN) and cleartext listeners, and its limits.
     pub http2: Http2Config,
+    /// `[http3]`: HTTP/3 over QUIC on the `[tls]` addresses, and its limits.
+    #[cfg(feature = "http3")]
+    pub http3: Http3Config,
     /// Named handlers mounted at paths, from `[[handlers]]`, in file order.
     pub handlers: Vec<HandlerRule>,
     /// `[proxy]`: PROXY protocol listeners and trusted proxies.
@@ -301,6 +305,34 @@ pub struct ProxyConfig {
     /// Peers whose `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto`
     /// headers name the client (nobody's by default).
     pub trusted: crate::access::proxy::Trusted,
+}
+
+/// `[http3]`: HTTP/3 over QUIC on the UDP side of every `[tls] listen`
+/// address (see `brisk.example.toml`); off by default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Http3Config {
+    /// A QUIC endpoint per worker on each `[tls] listen` address's UDP
+    /// port, ALPN `h3`; HTTPS answers then carry `Alt-Svc`.
+    pub enable: bool,
+    /// Request streams a client may have open at once.
+    pub max_streams: u32,
+    /// A QUIC connection with no packet for this long is closed.
+    pub idle_timeout: std::time::Duration,
+    /// Once a worker holds this many QUIC connections, a new client's
+    /// first packet is answered with a Retry (address validation); 0:
+    /// every new client.
+    pub retry_above: u32,
+}
+
+impl Default for Http3Config {
+    fn default() -> Http3Config {
+        Http3Config {
+            enable: false,
+            max_streams: 100,
+            idle_timeout: std::time::Duration::from_secs(30),
+            retry_above: 1000,
+        }
+    }
 }
 
 /// `[http2]`: where HTTP/2 is spoken, and the limits of each connection
@@ -732,6 +764,8 @@ impl Default for Config {
             #[cfg(feature = "acme")]
             acme: None,
             http2: http2::defaults(),
+            #[cfg(feature = "http3")]
+            http3: Http3Config::default(),
             handlers: Vec::new(),
             proxy: ProxyConfig::default(),
         }
@@ -884,7 +918,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::top_keys().iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 24] = [
+    let sections: &[(&str, &[&str])] = &[
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -900,6 +934,7 @@ pub fn known_keys() -> Vec<String> {
         ("tls.certificate", tls::CERTIFICATE_KEYS),
         ("acme", acme::ACME_KEYS),
         ("http2", http2::HTTP2_KEYS),
+        ("http3", http3::HTTP3_KEYS),
         ("servlets", servlets::SERVLET_KEYS),
         ("proxy", proxy::PROXY_KEYS),
         ("site", &["hosts"]),

@@ -691,6 +691,18 @@ fn http2(c: &Config, s: &mut String) {
         (true, true) => "on TLS listeners (ALPN h2) and as h2c with prior knowledge on plain ones",
     };
     let _ = writeln!(s, "http2: {on}");
+    // (Said only when on: a UDP service is there only when asked for.)
+    #[cfg(feature = "http3")]
+    if c.http3.enable {
+        let q = &c.http3;
+        let _ = writeln!(
+            s,
+            "http3: QUIC on the UDP port of every TLS listener (ALPN h3); at most {} streams a connection, idle timeout {}, Retry above {} connections a worker",
+            q.max_streams,
+            duration(q.idle_timeout),
+            q.retry_above
+        );
+    }
     if h.enable || h.cleartext {
         let default = super::http2::defaults();
         changed(

@@ -109,6 +109,8 @@ pub(super) fn adopt(
                 real,
                 sockets: vec![g.socket],
                 speaks,
+                #[cfg(feature = "http3")]
+                udp: Vec::new(),
             }),
         }
     }

@@ -50,6 +50,10 @@ pub(super) struct Bound {
     pub(super) sockets: Vec<TcpListener>,
     /// What its clients speak.
     pub(super) speaks: Speaks,
+    /// With `[http3] enable`, on a `[tls] listen` address: the UDP
+    /// sockets of the same address and port, one per worker (QUIC).
+    #[cfg(feature = "http3")]
+    pub(super) udp: Vec<std::net::UdpSocket>,
 }
 
 /// Every address to listen on: `listen`, `[tls] listen`, then `[proxy]
@@ -94,6 +98,8 @@ pub(super) fn bind_listeners(
                 real: b.real,
                 sockets,
                 speaks,
+                #[cfg(feature = "http3")]
+                udp: quic_sockets(cfg, speaks, b.real, &b.udp, workers)?,
             });
             continue;
         }
@@ -103,9 +109,35 @@ pub(super) fn bind_listeners(
             real,
             sockets,
             speaks,
+            #[cfg(feature = "http3")]
+            udp: quic_sockets(cfg, speaks, real, &[], workers)?,
         });
     }
     Ok(out)
+}
+
+/// The UDP sockets of a TLS address `real` with `[http3] enable`: those
+/// of `kept` (a reload keeps them, so no datagram of a live connection
+/// reaches a socket that does not know it), or else one per worker, bound
+/// with `SO_REUSEPORT`. None for any other address.
+#[cfg(feature = "http3")]
+fn quic_sockets(
+    cfg: &Config,
+    speaks: Speaks,
+    real: SocketAddr,
+    kept: &[std::net::UdpSocket],
+    workers: usize,
+) -> Result<Vec<std::net::UdpSocket>, Error> {
+    if !cfg.http3.enable || speaks != Speaks::Https {
+        return Ok(Vec::new());
+    }
+    let fail = |source| Error::Listen { addr: real, source };
+    if !kept.is_empty() {
+        return kept.iter().map(|s| s.try_clone().map_err(fail)).collect();
+    }
+    (0..workers)
+        .map(|_| sys::net::udp(&real, true).map_err(fail))
+        .collect()
 }
 
 /// Binds `addr` once per worker with `SO_REUSEPORT`, by this process or

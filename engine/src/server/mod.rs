@@ -417,6 +417,14 @@ impl Generation {
             .map(|(s, speaks)| s.try_clone().map(|s| (s, speaks)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(Error::ShareListener)?;
+        // Its UDP socket of each QUIC address, as its listeners.
+        #[cfg(feature = "http3")]
+        let udp = bound
+            .iter()
+            .flat_map(|b| b.udp.iter().skip(id).step_by(workers))
+            .map(std::net::UdpSocket::try_clone)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(Error::ShareListener)?;
         let (poll, waker) = worker::poll_and_waker().map_err(Error::EventLoop)?;
         let heartbeat = Heartbeat::new();
         self.heartbeats.push(Arc::clone(&heartbeat));
@@ -432,6 +440,8 @@ impl Generation {
             verifier: Arc::clone(&shared.verifier),
             waker: Arc::clone(&waker),
             listeners,
+            #[cfg(feature = "http3")]
+            udp,
             tls: tls.clone(),
             logger,
             order: Arc::clone(&self.order),

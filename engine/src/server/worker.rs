@@ -39,6 +39,8 @@ mod pipe;
 mod pools;
 mod produced;
 mod proxied;
+#[cfg(feature = "http3")]
+mod quic;
 mod rest;
 mod settings;
 mod slab;
@@ -74,6 +76,9 @@ const PIPE_BASE: usize = usize::MAX / 8;
 /// `tunnel`).
 #[cfg(feature = "upstreams")]
 const TUNNEL_BASE: usize = usize::MAX / 16;
+/// A worker's UDP socket `i` (QUIC) has token `QUIC_BASE + i`.
+#[cfg(feature = "http3")]
+const QUIC_BASE: usize = usize::MAX / 32;
 /// Size of the per-thread read buffer.
 const READ_BUF: usize = 64 * 1024;
 /// Output queues larger than this are not kept for reuse.
@@ -115,6 +120,9 @@ pub struct WorkerInit {
     /// Its `SO_REUSEPORT` socket of each listen address, and what its
     /// clients speak.
     pub listeners: Vec<(StdListener, Speaks)>,
+    /// Its UDP socket of each QUIC address (`[http3] enable`).
+    #[cfg(feature = "http3")]
+    pub udp: Vec<std::net::UdpSocket>,
     /// Its generation's TLS (certificates, limits), with TLS listeners.
     pub tls: Option<Setup>,
     /// Its log handle.
@@ -170,7 +178,27 @@ impl Worker {
     pub fn new(init: WorkerInit) -> io::Result<Worker> {
         let cfg = Arc::clone(&init.files[0].cfg);
         let now = Instant::now();
-        let listen = Listen::new(init.poll.registry(), init.listeners, init.tls.as_ref(), now)?;
+        #[allow(unused_mut)]
+        let mut listen = Listen::new(init.poll.registry(), init.listeners, init.tls.as_ref(), now)?;
+        #[cfg(feature = "http3")]
+        {
+            listen.quic = match init.tls.as_ref().and_then(|t| t.quic.clone()) {
+                Some(config) if !init.udp.is_empty() => {
+                    let limits = crate::h3::conn::Limits {
+                        retry_above: cfg.http3.retry_above as usize,
+                        // (As HTTP/2's: the same count, RFC 9114 §4.2.2.)
+                        max_field_section_size: cfg.http2.max_header_list_size as usize,
+                    };
+                    Some(quic::Quic::new(
+                        init.poll.registry(),
+                        init.udp,
+                        config,
+                        limits,
+                    )?)
+                }
+                _ => None,
+            };
+        }
         let failures = init.counters.auth_failures.clone();
         let (wakeups, wake) = Wakeups::new(init.verifier, init.waker);
         let mut router = Router::new(init.files, init.mounts, failures, init.launcher, wake)?;
@@ -208,6 +236,15 @@ impl Worker {
             if let Some(first) = self.timers.earliest() {
                 timeout = timeout.min(first.saturating_duration_since(Instant::now()));
             }
+            #[cfg(feature = "http3")]
+            if let Some(first) = self
+                .listen
+                .quic
+                .as_ref()
+                .and_then(|q| q.earliest(Instant::now()))
+            {
+                timeout = timeout.min(first.saturating_duration_since(Instant::now()));
+            }
             if self.listen.handshakes_waiting() {
                 // Handshakes wait: look at what else is ready, then go on.
                 timeout = Duration::ZERO;
@@ -237,6 +274,12 @@ impl Worker {
                 match ev.token() {
                     WAKER => {}
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
+                    #[cfg(feature = "http3")]
+                    Token(t) if self.listen.quic.as_ref().is_some_and(|q| q.owns(t)) => {
+                        if let Some(q) = self.listen.quic.as_mut() {
+                            q.readable(t, self.clock.now);
+                        }
+                    }
                     Token(t) if t >= PIPE_BASE => {
                         let (index, source) = pipe::split_token(t);
                         let failed = ev.is_error() || ev.is_write_closed();
@@ -267,6 +310,10 @@ impl Worker {
             if !self.timers.is_empty() {
                 self.fire_timers();
             }
+            #[cfg(feature = "http3")]
+            if let Some(q) = self.listen.quic.as_mut() {
+                q.fire(self.clock.now);
+            }
             self.accept_waiting_tls();
             if self.timers.sweep_due(self.clock.now) || self.drain.until.is_some() {
                 self.sweep();
@@ -289,6 +336,10 @@ impl Worker {
         // Whatever still runs is abandoned: no child outlives its worker.
         for i in 0..self.conns.slots() {
             self.close(i);
+        }
+        #[cfg(feature = "http3")]
+        if let Some(q) = self.listen.quic.as_mut() {
+            q.close_all(Instant::now());
         }
         self.router.reap(self.clock.now, true, &mut self.logger);
         self.logger.flush();

@@ -77,21 +77,7 @@ pub fn listen(
     backlog: i32,
     defer: Duration,
 ) -> io::Result<TcpListener> {
-    let family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain syscall; the returned descriptor is owned below.
-    let fd = cvt(unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    })?;
-    // SAFETY: `fd` was just created and is owned by nobody else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let (fd, owned) = socket(addr, libc::SOCK_STREAM)?;
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
     if reuseport {
         setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
@@ -107,6 +93,39 @@ pub fn listen(
     // SAFETY: plain syscall on a descriptor we own.
     cvt(unsafe { libc::listen(fd, backlog) })?;
     Ok(TcpListener::from(owned))
+}
+
+/// A new non-blocking socket of `kind` (`SOCK_STREAM`, `SOCK_DGRAM`)
+/// for `addr`'s family: its descriptor, and the owner that closes it.
+fn socket(addr: &SocketAddr, kind: libc::c_int) -> io::Result<(libc::c_int, OwnedFd)> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain syscall; the returned descriptor is owned below.
+    let fd =
+        cvt(unsafe { libc::socket(family, kind | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` was just created and is owned by nobody else.
+    Ok((fd, unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// A non-blocking UDP socket bound to `addr`, with `SO_REUSEPORT` when
+/// `reuseport` (one per worker: the kernel spreads datagrams over them by
+/// a hash of their 4-tuple, so one client's datagrams reach one socket).
+/// IPv6 addresses take IPv6 only, as [`listen`]'s do.
+pub fn udp(addr: &SocketAddr, reuseport: bool) -> io::Result<std::net::UdpSocket> {
+    let (fd, owned) = socket(addr, libc::SOCK_DGRAM)?;
+    if reuseport {
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
+    if addr.is_ipv6() {
+        setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
+    }
+    let (storage, len) = sockaddr(addr);
+    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
+    cvt(unsafe { libc::bind(fd, (&storage as *const libc::sockaddr_storage).cast(), len) })?;
+    Ok(std::net::UdpSocket::from(owned))
 }
 
 /// Gives a listening socket brisk did not make (passed by systemd, or

@@ -26,6 +26,8 @@
 //! - [`tickets`]: session-ticket keys shared by a fleet through a file
 //!   (`[tls] ticket_keys`, with the feature `ops`), rotated by whichever
 //!   server finds it due;
+//! - [`quic`]: (feature `http3`) the configuration of QUIC's TLS 1.3
+//!   handshakes, for quinn-proto;
 //! - [`client`]: the client side, for `https://` upstreams of the
 //!   reverse proxy (rustls's own connection over the upstream's socket).
 //!
@@ -40,6 +42,8 @@ pub mod client_hello;
 pub mod conn;
 pub mod context;
 pub mod der;
+#[cfg(feature = "http3")]
+pub mod quic;
 pub mod record;
 pub mod secrets;
 pub mod sni;

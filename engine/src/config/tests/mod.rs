@@ -11,6 +11,7 @@ mod cli;
 mod compress;
 mod features;
 mod http2;
+mod http3;
 mod load;
 mod own;
 #[cfg(feature = "ops")]

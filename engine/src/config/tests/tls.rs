@@ -5,7 +5,7 @@ use super::{args, TempDir};
 use crate::config::{Command, Config, ConfigError};
 
 /// A directory with `public/` and the test certificates of `engine/src/tls`.
-fn site() -> TempDir {
+pub(super) fn site() -> TempDir {
     let dir = TempDir::new();
     let data = crate::source_dir().join("engine/src/tls/testdata");
     for name in ["a", "b", "c", "expired"] {
@@ -17,7 +17,7 @@ fn site() -> TempDir {
     dir
 }
 
-fn run(dir: &TempDir, toml: &str, extra: &[&str]) -> Result<Config, String> {
+pub(super) fn run(dir: &TempDir, toml: &str, extra: &[&str]) -> Result<Config, String> {
     let file = dir.write("site.toml", &format!("root = \"public\"\n{toml}"));
     let mut argv = vec!["--config", file.to_str().unwrap()];
     argv.extend_from_slice(extra);

@@ -7,7 +7,7 @@
 //! table, within the size the client allows.
 
 mod encoder;
-mod huffman;
+pub(crate) mod huffman;
 mod table;
 
 #[cfg(test)]
@@ -55,7 +55,7 @@ impl HpackError {
 
 /// Reads an integer with an `n`-bit prefix (RFC 7541 §5.1) from the start
 /// of `input`; returns it and the bytes it took.
-fn read_int(input: &[u8], n: u32) -> Result<(u32, usize), HpackError> {
+pub(crate) fn read_int(input: &[u8], n: u32) -> Result<(u32, usize), HpackError> {
     let first = *input.first().ok_or(HpackError::Truncated)?;
     let max = (1u32 << n) - 1;
     let mut value = (first as u32) & max;
@@ -83,7 +83,7 @@ fn read_int(input: &[u8], n: u32) -> Result<(u32, usize), HpackError> {
 }
 
 /// Appends `value` with an `n`-bit prefix whose other bits are `flags`.
-fn write_int(value: usize, n: u32, flags: u8, out: &mut Vec<u8>) {
+pub(crate) fn write_int(value: usize, n: u32, flags: u8, out: &mut Vec<u8>) {
     let max = (1usize << n) - 1;
     if value < max {
         out.push(flags | value as u8);

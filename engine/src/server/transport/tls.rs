@@ -100,6 +100,9 @@ pub struct Setup {
     config: Arc<ServerConfig>,
     timeout: Duration,
     max_handshakes: usize,
+    /// QUIC's, with `[http3] enable`.
+    #[cfg(feature = "http3")]
+    pub(crate) quic: Option<Arc<quinn_proto::ServerConfig>>,
 }
 
 impl Setup {
@@ -118,10 +121,31 @@ impl Setup {
             alpn,
         )
         .map_err(|e| format!("cannot set up TLS with these certificates: {e}"))?;
+        #[cfg(feature = "http3")]
+        let quic = match cfg.http3.enable {
+            true => {
+                let limits = crate::tls::quic::Limits {
+                    max_streams: cfg.http3.max_streams,
+                    idle_timeout: cfg.http3.idle_timeout,
+                };
+                let shared = &sessions.shared;
+                let quic = crate::tls::quic::server_config(
+                    &tls.certificates,
+                    tls.session_tickets,
+                    shared,
+                    limits,
+                )
+                .map_err(|e| format!("cannot set up QUIC with these certificates: {e}"))?;
+                Some(quic)
+            }
+            false => None,
+        };
         Ok(Some(Setup {
             config,
             timeout: tls.handshake_timeout,
             max_handshakes: tls.max_handshakes,
+            #[cfg(feature = "http3")]
+            quic,
         }))
     }
 }

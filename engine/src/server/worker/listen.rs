@@ -54,6 +54,9 @@ pub(super) struct Listen {
     pub(super) tls_errors: LineBudget,
     /// Until when accepting stops.
     paused_until: Option<Instant>,
+    /// Its QUIC endpoint and UDP sockets (`[http3] enable`).
+    #[cfg(feature = "http3")]
+    pub(super) quic: Option<super::quic::Quic>,
 }
 
 impl Listen {
@@ -81,6 +84,8 @@ impl Listen {
             handshakes_due: VecDeque::new(),
             tls_errors: LineBudget::new(TLS_ERRORS_PER_SEC, now),
             paused_until: None,
+            #[cfg(feature = "http3")]
+            quic: None,
         })
     }
 

@@ -1,0 +1,452 @@
+//! One HTTP/3 connection's streams, sans-IO (RFC 9114 §6): the client's
+//! unidirectional streams by their type (control, QPACK encoder and
+//! decoder; push streams refused, unknown types left unread), the rules
+//! of the critical ones (SETTINGS first on the control stream, each at
+//! most once, never closed), and each request stream's frames: HEADERS,
+//! then DATA, then trailers, decoded with [`super::qpack`] into a
+//! [`Request`] checked as §4.2 and §4.3 ask. The caller (the worker's
+//! QUIC side) moves the bytes and acts on what it is told: a connection
+//! error closes the connection with its code, a stream error resets the
+//! stream.
+
+use std::collections::HashMap;
+
+use super::frame::{self, Event as FrameEvent, Reader, Settings};
+use super::{qpack, varint, Code, Error};
+use crate::h2::Request;
+
+/// Unidirectional stream types (§6.2, RFC 9204 §4.2).
+const CONTROL: u64 = 0x00;
+const PUSH: u64 = 0x01;
+const QPACK_ENCODER: u64 = 0x02;
+const QPACK_DECODER: u64 = 0x03;
+
+/// What a connection is held to.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections a worker holds before a new client's first packet is
+    /// answered with a Retry ([http3] retry_above).
+    pub retry_above: usize,
+    /// SETTINGS_MAX_FIELD_SECTION_SIZE: larger request heads are answered
+    /// 431 (as [`Request::too_large`] says); a HEADERS frame larger than
+    /// it is refused unread.
+    pub max_field_section_size: usize,
+}
+
+/// What a request stream's bytes brought.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RequestEvent<'a> {
+    /// The request's head is complete (in [`Conn::request`]).
+    Head {
+        /// The stream ended with it: the request has no body.
+        end: bool,
+    },
+    /// Bytes of its body.
+    Body(&'a [u8]),
+    /// Its body ended (after any trailers, which are checked and dropped).
+    End,
+}
+
+/// What is wrong, and whether with the stream alone or the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Reset the stream with this code (and stop reading it).
+    Stream(Error),
+    /// Close the connection with this code.
+    Connection(Error),
+}
+
+/// Where a request stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Head,
+    Body,
+    Trailers,
+}
+
+#[derive(Debug)]
+struct RequestStream {
+    reader: Reader,
+    phase: Phase,
+    /// Body bytes so far, for `content-length`.
+    body: u64,
+    length: Option<u64>,
+}
+
+/// A client's unidirectional stream.
+#[derive(Debug)]
+enum Uni {
+    /// Its type not read yet: the bytes of it so far.
+    Typing(Vec<u8>),
+    Control(Reader),
+    /// The QPACK encoder stream: with a capacity of 0 only "Set Dynamic
+    /// Table Capacity 0" may come; the bytes of an instruction so far.
+    Encoder(Vec<u8>),
+    /// The QPACK decoder stream: only Stream Cancellations may come.
+    Decoder(Vec<u8>),
+    /// Of a type this server does not know: not read (the caller stops it).
+    Ignored,
+}
+
+/// One HTTP/3 connection's state.
+#[derive(Debug)]
+pub struct Conn {
+    limits: Limits,
+    uni: HashMap<u64, Uni>,
+    requests: HashMap<u64, RequestStream>,
+    /// Which critical streams the client opened.
+    have: [bool; 3],
+    settings: Option<Settings>,
+    /// The request being decoded, a trailer section, and QPACK's scratch
+    /// space.
+    request: Request,
+    trailers: Request,
+    scratch: (Vec<u8>, Vec<u8>),
+}
+
+fn conn_err(code: Code, reason: &'static str) -> Failure {
+    Failure::Connection(Error::new(code, reason))
+}
+
+impl Conn {
+    /// A connection held to `limits`.
+    pub fn new(limits: Limits) -> Conn {
+        Conn {
+            limits,
+            uni: HashMap::new(),
+            requests: HashMap::new(),
+            have: [false; 3],
+            settings: None,
+            request: Request::EMPTY,
+            trailers: Request::EMPTY,
+            scratch: (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// What the server's control stream starts with: its type and the
+    /// server's SETTINGS (§6.2.1).
+    pub fn control_stream(&self, out: &mut Vec<u8>) {
+        varint::write(CONTROL, out);
+        frame::write_settings(self.limits.max_field_section_size as u64, out);
+    }
+
+    /// The client's SETTINGS, once they came.
+    pub fn settings(&self) -> Option<&Settings> {
+        self.settings.as_ref()
+    }
+
+    /// The request whose head was last reported.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// Bytes of the client's unidirectional stream `id` (`fin`: it ended
+    /// with them). `Ok(false)`: a stream of a type not read here; the
+    /// caller stops it (H3_STREAM_CREATION_ERROR, §6.2) and sends it
+    /// nothing more. An error is the connection's.
+    pub fn uni(&mut self, id: u64, mut input: &[u8], fin: bool) -> Result<bool, Error> {
+        let stream = self.uni.entry(id).or_insert(Uni::Typing(Vec::new()));
+        if let Uni::Typing(buf) = stream {
+            let had = buf.len();
+            buf.extend_from_slice(&input[..input.len().min(8)]);
+            let Some((kind, n)) = varint::read(buf) else {
+                // (A stream that ends before its type says nothing.)
+                return Ok(true);
+            };
+            input = &input[n - had..];
+            let slot = match kind {
+                CONTROL => Some(0),
+                QPACK_ENCODER => Some(1),
+                QPACK_DECODER => Some(2),
+                PUSH => {
+                    return Err(Error::new(
+                        Code::STREAM_CREATION_ERROR,
+                        "a push stream from a client",
+                    ))
+                }
+                _ => None,
+            };
+            if let Some(slot) = slot {
+                if self.have[slot] {
+                    return Err(Error::new(
+                        Code::STREAM_CREATION_ERROR,
+                        "a second control or QPACK stream",
+                    ));
+                }
+                self.have[slot] = true;
+            }
+            *stream = match kind {
+                CONTROL => Uni::Control(Reader::new(0)),
+                QPACK_ENCODER => Uni::Encoder(Vec::new()),
+                QPACK_DECODER => Uni::Decoder(Vec::new()),
+                _ => Uni::Ignored,
+            };
+        }
+        let settings = &mut self.settings;
+        match stream {
+            Uni::Typing(_) => unreachable!("typed above"),
+            Uni::Ignored => return Ok(false),
+            Uni::Control(reader) => {
+                reader.feed(input, &mut |ev| control_frame(settings, ev))?;
+            }
+            Uni::Encoder(buf) => encoder_instructions(buf, input)?,
+            Uni::Decoder(buf) => decoder_instructions(buf, input)?,
+        }
+        if fin {
+            // §6.2.1, RFC 9204 §4.2: the critical streams never close.
+            return Err(Error::new(
+                Code::CLOSED_CRITICAL_STREAM,
+                "a control or QPACK stream closed",
+            ));
+        }
+        Ok(true)
+    }
+
+    /// Bytes of request stream `id` (`fin`: it ended with them), each
+    /// thing they bring told to `on`. After a failure, or at its end, the
+    /// stream is forgotten (a stream failure leaves the others as they are).
+    pub fn request_data(
+        &mut self,
+        id: u64,
+        input: &[u8],
+        fin: bool,
+        on: &mut dyn FnMut(RequestEvent<'_>),
+    ) -> Result<(), Failure> {
+        let max = self.limits.max_field_section_size;
+        let stream = self.requests.entry(id).or_insert_with(|| RequestStream {
+            reader: Reader::new(max),
+            phase: Phase::Head,
+            body: 0,
+            length: None,
+        });
+        let RequestStream {
+            reader,
+            phase,
+            body,
+            length,
+        } = stream;
+        let (request, trailers, scratch) =
+            (&mut self.request, &mut self.trailers, &mut self.scratch);
+        // A head is told once it is known whether the stream ends with it.
+        let mut pending = false;
+        let fed = reader.feed(input, &mut |ev| {
+            let failure = match (ev, *phase) {
+                (FrameEvent::Data(_), Phase::Head) => {
+                    Some(conn_err(Code::FRAME_UNEXPECTED, "DATA before HEADERS"))
+                }
+                (FrameEvent::Data(d), Phase::Body) => {
+                    if std::mem::take(&mut pending) {
+                        on(RequestEvent::Head { end: false });
+                    }
+                    *body += d.len() as u64;
+                    match *length {
+                        Some(n) if *body > n => Some(Failure::Stream(Error::new(
+                            Code::MESSAGE_ERROR,
+                            "more body than content-length",
+                        ))),
+                        _ => {
+                            on(RequestEvent::Body(d));
+                            None
+                        }
+                    }
+                }
+                (FrameEvent::Frame(frame::HEADERS, p), Phase::Head) => {
+                    match head(request, p, max, false, scratch) {
+                        Err(f) => Some(f),
+                        Ok(()) => {
+                            *length = request.content_length();
+                            *phase = Phase::Body;
+                            pending = true;
+                            None
+                        }
+                    }
+                }
+                (FrameEvent::Frame(frame::HEADERS, p), Phase::Body) => {
+                    if std::mem::take(&mut pending) {
+                        on(RequestEvent::Head { end: false });
+                    }
+                    *phase = Phase::Trailers;
+                    head(trailers, p, max, true, scratch).err()
+                }
+                (FrameEvent::Data(_) | FrameEvent::Frame(frame::HEADERS, _), _) => Some(conn_err(
+                    Code::FRAME_UNEXPECTED,
+                    "a frame after the trailers",
+                )),
+                // SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH, PUSH_PROMISE:
+                // not on a request stream (§7.2).
+                (FrameEvent::Frame(..), _) => Some(conn_err(
+                    Code::FRAME_UNEXPECTED,
+                    "a control frame on a request stream",
+                )),
+            };
+            // (The reader stops at the first error: carried in an Error.)
+            match failure {
+                None => Ok(()),
+                Some(Failure::Connection(e)) => Err(e),
+                Some(Failure::Stream(e)) => Err(Error::new(STREAM, e.reason)),
+            }
+        });
+        let result = match fed {
+            Err(e) if e.code == STREAM => {
+                Err(Failure::Stream(Error::new(Code::MESSAGE_ERROR, e.reason)))
+            }
+            Err(e) => Err(Failure::Connection(e)),
+            Ok(()) if !fin => {
+                if pending {
+                    // More may come: the head is told now, its end later.
+                    on(RequestEvent::Head { end: false });
+                }
+                Ok(())
+            }
+            Ok(()) if !reader.at_boundary() => Err(conn_err(
+                Code::FRAME_ERROR,
+                "a request stream ends inside a frame",
+            )),
+            Ok(()) if *phase == Phase::Head => Err(Failure::Stream(Error::new(
+                Code::REQUEST_INCOMPLETE,
+                "a request stream ends without HEADERS",
+            ))),
+            Ok(()) if length.is_some_and(|n| n != *body) => Err(Failure::Stream(Error::new(
+                Code::MESSAGE_ERROR,
+                "less body than content-length",
+            ))),
+            Ok(()) => {
+                if pending {
+                    on(RequestEvent::Head { end: true });
+                }
+                on(RequestEvent::End);
+                Ok(())
+            }
+        };
+        if fin || result.is_err() {
+            self.requests.remove(&id);
+        }
+        result
+    }
+
+    /// Forgets request stream `id` (reset by the client, or answered and
+    /// its rest not wanted).
+    pub fn forget(&mut self, id: u64) {
+        self.requests.remove(&id);
+        self.uni.remove(&id);
+    }
+}
+
+/// An internal marker: the error the reader stopped at is the stream's
+/// (H3_MESSAGE_ERROR), not the connection's. Never sent.
+const STREAM: Code = Code(0);
+
+/// Decodes a HEADERS payload into `r` (`trailers`: a trailer section) and
+/// checks it: a QPACK failure is the connection's (RFC 9204 §2.2.3), a
+/// malformed request the stream's (§4.1.2, H3_MESSAGE_ERROR).
+fn head(
+    r: &mut Request,
+    payload: &[u8],
+    max: usize,
+    trailers: bool,
+    scratch: &mut (Vec<u8>, Vec<u8>),
+) -> Result<(), Failure> {
+    r.clear(max, trailers);
+    // Twice the size limit is decoded, so that a request just over it is
+    // answered 431 rather than refused (as HTTP/2 does).
+    qpack::decode(payload, 2 * max + 1024, scratch, &mut |n, v| r.field(n, v))
+        .map_err(Failure::Connection)?;
+    let why = r.finish().or_else(|| {
+        // No SETTINGS_ENABLE_CONNECT_PROTOCOL is sent: no :protocol.
+        (!trailers && r.protocol().is_some()).then_some("a :protocol without extended CONNECT")
+    });
+    match why {
+        Some(why) => Err(Failure::Stream(Error::new(STREAM, why))),
+        None => Ok(()),
+    }
+}
+
+/// The client's QPACK encoder stream with a table capacity of 0 (RFC 9204
+/// §4.3): "Set Dynamic Table Capacity" to 0 is all it may say.
+fn encoder_instructions(buf: &mut Vec<u8>, input: &[u8]) -> Result<(), Error> {
+    let bad = Error::new(
+        Code::QPACK_ENCODER_STREAM_ERROR,
+        "an insertion or capacity above 0 (the capacity is 0)",
+    );
+    instructions(buf, input, &mut |b, rest| match b & 0xe0 {
+        0x20 => match crate::h2::hpack::read_int(rest, 5) {
+            Ok((0, n)) => Ok(Some(n)),
+            Ok(_) => Err(bad),
+            Err(_) => Ok(None),
+        },
+        _ => Err(bad),
+    })
+}
+
+/// The client's QPACK decoder stream (RFC 9204 §4.4): brisk's sections
+/// reference no dynamic entry, so only a Stream Cancellation may come.
+fn decoder_instructions(buf: &mut Vec<u8>, input: &[u8]) -> Result<(), Error> {
+    let bad = Error::new(
+        Code::QPACK_DECODER_STREAM_ERROR,
+        "an acknowledgement or increment for a table that is empty",
+    );
+    instructions(buf, input, &mut |b, rest| match b & 0xc0 {
+        0x40 => match crate::h2::hpack::read_int(rest, 6) {
+            Ok((_, n)) => Ok(Some(n)),
+            Err(crate::h2::hpack::HpackError::Truncated) => Ok(None),
+            Err(_) => Err(bad),
+        },
+        _ => Err(bad),
+    })
+}
+
+/// Reads one QPACK stream instruction: given its first byte and the bytes
+/// from it on, its length, or `None` when it is not all there yet.
+type Instruction<'a> = dyn FnMut(u8, &[u8]) -> Result<Option<usize>, Error> + 'a;
+
+/// Runs `one` over the instructions in `buf` and `input`: it gives the
+/// length of the instruction at the start of its slice, or `None` when
+/// it is not all there yet (kept for the next bytes, at most 16).
+fn instructions(buf: &mut Vec<u8>, input: &[u8], one: &mut Instruction<'_>) -> Result<(), Error> {
+    buf.extend_from_slice(input);
+    let mut pos = 0;
+    while let Some(&b) = buf.get(pos) {
+        match one(b, &buf[pos..])? {
+            Some(n) => pos += n,
+            None => break,
+        }
+    }
+    buf.drain(..pos);
+    if buf.len() > 16 {
+        return Err(Error::new(
+            Code::QPACK_ENCODER_STREAM_ERROR,
+            "an instruction too long",
+        ));
+    }
+    Ok(())
+}
+
+/// A frame of the control stream (§6.2.1, §7.2).
+fn control_frame(settings: &mut Option<Settings>, ev: FrameEvent<'_>) -> Result<(), Error> {
+    let (kind, payload) = match ev {
+        FrameEvent::Data(_) => (frame::DATA, &[][..]),
+        FrameEvent::Frame(kind, payload) => (kind, payload),
+    };
+    match (kind, settings.is_some()) {
+        (frame::SETTINGS, false) => {
+            *settings = Some(frame::parse_settings(payload)?);
+            Ok(())
+        }
+        (_, false) => Err(Error::new(
+            Code::MISSING_SETTINGS,
+            "the control stream does not open with SETTINGS",
+        )),
+        (frame::SETTINGS | frame::DATA | frame::HEADERS | frame::PUSH_PROMISE, true) => {
+            Err(Error::new(
+                Code::FRAME_UNEXPECTED,
+                "a frame the control stream may not carry",
+            ))
+        }
+        // GOAWAY (the client's last push id: brisk pushes nothing),
+        // MAX_PUSH_ID, CANCEL_PUSH: nothing to do.
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,311 @@
+//! One connection's streams as byte scripts: the critical streams' rules
+//! and each request stream's frames, with the RFC's codes.
+
+use super::*;
+
+const LIMITS: Limits = Limits {
+    retry_above: 0,
+    max_field_section_size: 1000,
+};
+
+fn fresh() -> Conn {
+    Conn::new(LIMITS)
+}
+
+fn settings_frame() -> Vec<u8> {
+    let mut out = Vec::new();
+    frame::write_settings(4096, &mut out);
+    out
+}
+
+/// A HEADERS frame of `fields`.
+fn headers(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut section = Vec::new();
+    qpack::begin(&mut section);
+    for (n, v) in fields {
+        qpack::field(n.as_bytes(), v.as_bytes(), &mut section);
+    }
+    let mut out = Vec::new();
+    frame::write_head(frame::HEADERS, section.len() as u64, &mut out);
+    out.extend_from_slice(&section);
+    out
+}
+
+fn data(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    frame::write_head(frame::DATA, bytes.len() as u64, &mut out);
+    out.extend_from_slice(bytes);
+    out
+}
+
+const GET: &[(&str, &str)] = &[
+    (":method", "GET"),
+    (":scheme", "https"),
+    (":authority", "a.test"),
+    (":path", "/index.html"),
+];
+
+/// Feeds `pieces` (the last with `fin`) to request stream 0: what it
+/// told, as text, and the failure it stopped at.
+fn script(c: &mut Conn, pieces: &[&[u8]], fin: bool) -> (Vec<String>, Option<Failure>) {
+    let mut told = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        let last = i + 1 == pieces.len();
+        let r = c.request_data(0, piece, fin && last, &mut |ev| {
+            told.push(match ev {
+                RequestEvent::Head { end } => format!("head end={end}"),
+                RequestEvent::Body(b) => format!("body {}", String::from_utf8_lossy(b)),
+                RequestEvent::End => "end".to_string(),
+            })
+        });
+        if let Err(f) = r {
+            return (told, Some(f));
+        }
+    }
+    (told, None)
+}
+
+fn code(f: Option<Failure>) -> (bool, Code) {
+    match f.expect("a failure") {
+        Failure::Stream(e) => (false, e.code),
+        Failure::Connection(e) => (true, e.code),
+    }
+}
+
+#[test]
+fn the_server_s_control_stream_opens_with_its_settings() {
+    let mut out = Vec::new();
+    fresh().control_stream(&mut out);
+    // Type 0, SETTINGS: capacity 0, blocked streams 0, field section 1000.
+    assert_eq!(
+        out,
+        [0x00, 0x04, 0x07, 0x01, 0x00, 0x07, 0x00, 0x06, 0x43, 0xe8]
+    );
+}
+
+#[test]
+fn the_control_stream_takes_settings_first_and_once() {
+    let mut c = fresh();
+    let mut s = vec![0x00];
+    s.extend_from_slice(&settings_frame());
+    // The type and the frame in pieces.
+    for piece in s.chunks(3) {
+        assert_eq!(c.uni(2, piece, false), Ok(true));
+    }
+    assert_eq!(c.settings().unwrap().max_field_section_size, Some(4096));
+    let mut goaway = Vec::new();
+    frame::write_goaway(0, &mut goaway);
+    assert_eq!(c.uni(2, &goaway, false), Ok(true));
+    assert_eq!(
+        c.uni(2, &settings_frame(), false).unwrap_err().code,
+        Code::FRAME_UNEXPECTED
+    );
+    assert_eq!(
+        fresh()
+            .uni(2, &[0x00, 0x07, 0x01, 0x00], false)
+            .unwrap_err()
+            .code,
+        Code::MISSING_SETTINGS
+    );
+    let mut c = fresh();
+    c.uni(2, &s, false).unwrap();
+    assert_eq!(
+        c.uni(2, &data(b"x"), false).unwrap_err().code,
+        Code::FRAME_UNEXPECTED
+    );
+    let mut c = fresh();
+    c.uni(2, &s, false).unwrap();
+    assert_eq!(
+        c.uni(6, &[0x00], false).unwrap_err().code,
+        Code::STREAM_CREATION_ERROR
+    );
+    assert_eq!(
+        c.uni(2, &[], true).unwrap_err().code,
+        Code::CLOSED_CRITICAL_STREAM
+    );
+}
+
+#[test]
+fn push_streams_are_refused_and_unknown_ones_left_unread() {
+    assert_eq!(
+        fresh().uni(2, &[0x01], false).unwrap_err().code,
+        Code::STREAM_CREATION_ERROR
+    );
+    let mut c = fresh();
+    // A reserved type (0x21), then a two-byte one split in two reads.
+    assert_eq!(c.uni(2, &[0x21, 0xff], false), Ok(false));
+    assert_eq!(c.uni(6, &[0x40], false), Ok(true));
+    assert_eq!(c.uni(6, &[0x54, 9, 9], false), Ok(false));
+}
+
+#[test]
+fn the_qpack_streams_may_say_nothing_that_needs_a_table() {
+    let mut c = fresh();
+    // Encoder: Set Dynamic Table Capacity 0, twice, the second split.
+    assert_eq!(c.uni(2, &[0x02, 0x20], false), Ok(true));
+    assert_eq!(c.uni(2, &[0x3f], false), Ok(true));
+    assert_eq!(
+        c.uni(2, &[0x00], false).unwrap_err().code,
+        Code::QPACK_ENCODER_STREAM_ERROR
+    );
+    for bad in [
+        &[0x02, 0x21][..],
+        &[0x02, 0x80, 0x00],
+        &[0x02, 0x40, 0x00],
+        &[0x02, 0x00],
+    ] {
+        assert_eq!(
+            fresh().uni(2, bad, false).unwrap_err().code,
+            Code::QPACK_ENCODER_STREAM_ERROR
+        );
+    }
+    // Decoder: Stream Cancellations only.
+    let mut c = fresh();
+    assert_eq!(c.uni(6, &[0x03, 0x44, 0x7f], false), Ok(true));
+    assert_eq!(c.uni(6, &[0x01], false), Ok(true));
+    for bad in [&[0x03, 0x84][..], &[0x03, 0x01]] {
+        assert_eq!(
+            fresh().uni(6, bad, false).unwrap_err().code,
+            Code::QPACK_DECODER_STREAM_ERROR
+        );
+    }
+    assert_eq!(
+        c.uni(6, &[], true).unwrap_err().code,
+        Code::CLOSED_CRITICAL_STREAM
+    );
+}
+
+#[test]
+fn a_request_without_a_body() {
+    let mut c = fresh();
+    let h = headers(GET);
+    let (told, failed) = script(&mut c, &[&h], true);
+    assert_eq!(
+        (told, failed),
+        (vec!["head end=true".to_string(), "end".to_string()], None)
+    );
+    assert_eq!(c.request().method(), b"GET");
+    assert_eq!(c.request().path(), b"/index.html");
+    assert_eq!(c.request().authority(), Some(&b"a.test"[..]));
+    // The same, its FIN in an empty read of its own.
+    let (told, _) = script(&mut fresh(), &[&h, b""], true);
+    assert_eq!(told, ["head end=false", "end"]);
+}
+
+#[test]
+fn a_request_with_a_body_and_trailers() {
+    let mut fields = GET.to_vec();
+    fields[0] = (":method", "POST");
+    fields.push(("content-length", "10"));
+    let mut all = headers(&fields);
+    all.extend_from_slice(&data(b"hello"));
+    all.extend_from_slice(&data(b"world"));
+    all.extend_from_slice(&headers(&[("x-sum", "1")]));
+    for step in [1, 4, all.len()] {
+        let pieces: Vec<&[u8]> = all.chunks(step).collect();
+        let (told, failed) = script(&mut fresh(), &pieces, true);
+        assert_eq!(failed, None);
+        let body: String = told
+            .iter()
+            .filter_map(|t| t.strip_prefix("body "))
+            .collect();
+        assert_eq!(body, "helloworld", "step {step}");
+        assert_eq!(told.first().unwrap(), "head end=false");
+        assert_eq!(told.last().unwrap(), "end");
+    }
+}
+
+#[test]
+fn malformed_requests_are_the_stream_s_error() {
+    let cases: &[&[(&str, &str)]] = &[
+        &[(":method", "GET"), (":scheme", "https")],
+        &[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/"),
+            ("Upper", "x"),
+        ],
+        &[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/"),
+            ("connection", "close"),
+        ],
+        &[
+            (":method", "CONNECT"),
+            (":scheme", "https"),
+            (":path", "/"),
+            (":authority", "a"),
+            (":protocol", "websocket"),
+        ],
+        &[
+            (":method", "GET"),
+            ("x", "y"),
+            (":scheme", "https"),
+            (":path", "/"),
+        ],
+    ];
+    for fields in cases {
+        let (_, failed) = script(&mut fresh(), &[&headers(fields)], true);
+        assert_eq!(code(failed), (false, Code::MESSAGE_ERROR), "{fields:?}");
+    }
+    let mut post = GET.to_vec();
+    post.push(("content-length", "3"));
+    let mut h = headers(&post);
+    h.extend_from_slice(&data(b"ab"));
+    assert_eq!(
+        code(script(&mut fresh(), &[&h], true).1),
+        (false, Code::MESSAGE_ERROR)
+    );
+    h.extend_from_slice(&data(b"cd"));
+    assert_eq!(
+        code(script(&mut fresh(), &[&h], false).1),
+        (false, Code::MESSAGE_ERROR)
+    );
+    assert_eq!(
+        code(script(&mut fresh(), &[b""], true).1),
+        (false, Code::REQUEST_INCOMPLETE)
+    );
+}
+
+#[test]
+fn frames_out_of_place_are_the_connection_s_error() {
+    let h = headers(GET);
+    let mut trailers_then_data = h.clone();
+    trailers_then_data.extend_from_slice(&headers(&[("x", "y")]));
+    trailers_then_data.extend_from_slice(&data(b"x"));
+    let mut settings_on_request = h.clone();
+    settings_on_request.extend_from_slice(&settings_frame());
+    for (script_bytes, expected) in [
+        (data(b"x"), Code::FRAME_UNEXPECTED),
+        (trailers_then_data, Code::FRAME_UNEXPECTED),
+        (settings_on_request, Code::FRAME_UNEXPECTED),
+        (h[..h.len() - 1].to_vec(), Code::FRAME_ERROR),
+        // A dynamic table reference (Required Insert Count 1).
+        (
+            vec![0x01, 0x02, 0x01, 0x00],
+            Code::QPACK_DECOMPRESSION_FAILED,
+        ),
+    ] {
+        let (_, failed) = script(&mut fresh(), &[&script_bytes], true);
+        assert_eq!(code(failed), (true, expected));
+    }
+}
+
+#[test]
+fn a_head_over_the_size_limit_is_told_too_large() {
+    let long = "v".repeat(990);
+    let mut fields = GET.to_vec();
+    fields.push(("x-long", &long));
+    let mut c = fresh();
+    let (told, failed) = script(&mut c, &[&headers(&fields)], true);
+    assert_eq!((told.len(), failed), (2, None));
+    assert!(c.request().too_large());
+    // A HEADERS frame over the limit is refused before it is read.
+    let mut big = Vec::new();
+    frame::write_head(frame::HEADERS, 1001, &mut big);
+    assert_eq!(
+        code(script(&mut fresh(), &[&big], false).1),
+        (true, Code::EXCESSIVE_LOAD)
+    );
+}

@@ -1,0 +1,143 @@
+"""An HTTP/3 client for tests/it/h3.rs, on aioquic (PyPI).
+
+Reads one JSON document on stdin:
+  {"port": N, "ca": PATH, "sni": NAME,
+   "requests": [{"method": M, "path": P, "headers": [[k, v], ...],
+                 "body": BASE64 or absent,
+                 "raw": [[k, v], ...] instead of the four pseudo-headers
+                 and headers, for malformed requests}, ...]}
+sends every request at once (one stream each) on one QUIC connection to
+127.0.0.1:port, and prints one JSON document on stdout:
+  {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
+   "retries": how many Retry packets the handshake took,
+   "responses": [{"headers": [[k, v], ...] (in the order received),
+                  "body": BASE64, "length": N, "sha256": HEX,
+                  "reset": CODE or null}, ...]}
+With "hold": SECONDS instead of requests, it prints "connected" once the
+handshake is done and then waits for the server to close the connection:
+  {"terminated": [CODE, REASON] or null}
+Exit status 2 when aioquic is missing (the test then skips, loudly).
+"""
+
+import asyncio
+import base64
+import hashlib
+import json
+import sys
+
+try:
+    from aioquic.asyncio.client import connect
+    from aioquic.asyncio.protocol import QuicConnectionProtocol
+    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.events import DataReceived, HeadersReceived
+    from aioquic.quic.configuration import QuicConfiguration
+    from aioquic.quic.events import StreamReset, ConnectionTerminated
+except ImportError:
+    sys.exit(2)
+
+
+class Client(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.h3 = H3Connection(self._quic)
+        self.streams = {}
+        self.done = {}
+        self.terminated = None
+
+    def request(self, req):
+        sid = self._quic.get_next_available_stream_id()
+        if "raw" in req:
+            # Exactly these fields, as given (for malformed requests).
+            fields = [(k.encode(), v.encode()) for k, v in req["raw"]]
+        else:
+            fields = [
+                (b":method", req["method"].encode()),
+                (b":scheme", b"https"),
+                (b":authority", req.get("authority", "a.test").encode()),
+                (b":path", req["path"].encode()),
+            ] + [(k.encode(), v.encode()) for k, v in req.get("headers", [])]
+        body = base64.b64decode(req["body"]) if "body" in req else None
+        self.h3.send_headers(sid, fields, end_stream=body is None)
+        if body is not None:
+            self.h3.send_data(sid, body, end_stream=True)
+        self.streams[sid] = {"headers": [], "body": bytearray(), "reset": None}
+        self.done[sid] = self._loop.create_future()
+        self.transmit()
+        return sid
+
+    def finish(self, sid):
+        if not self.done[sid].done():
+            self.done[sid].set_result(None)
+
+    def quic_event_received(self, event):
+        if isinstance(event, StreamReset) and event.stream_id in self.streams:
+            self.streams[event.stream_id]["reset"] = event.error_code
+            self.finish(event.stream_id)
+            return
+        if isinstance(event, ConnectionTerminated):
+            self.terminated = [event.error_code, event.reason_phrase]
+            for sid in self.streams:
+                self.finish(sid)
+        for ev in self.h3.handle_event(event):
+            s = self.streams.get(ev.stream_id)
+            if s is None:
+                continue
+            if isinstance(ev, HeadersReceived):
+                s["headers"].extend([k.decode(), v.decode()] for k, v in ev.headers)
+            elif isinstance(ev, DataReceived):
+                s["body"] += ev.data
+            if ev.stream_ended:
+                self.finish(ev.stream_id)
+
+
+async def main(spec):
+    config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN)
+    config.load_verify_locations(spec["ca"])
+    config.server_name = spec.get("sni", "a.test")
+    async with connect(
+        "127.0.0.1", spec["port"], configuration=config, create_protocol=Client
+    ) as client:
+        if "hold" in spec:
+            # Connected: say so, then wait (bounded) for the server to
+            # close the connection, and say how.
+            print("connected", flush=True)
+            for _ in range(int(spec["hold"] * 100)):
+                if client.terminated is not None:
+                    break
+                await asyncio.sleep(0.01)
+            return {"terminated": client.terminated}
+        sids = [client.request(r) for r in spec["requests"]]
+        await asyncio.wait_for(
+            asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)
+        )
+        # The server's SETTINGS come on its control stream, at the
+        # handshake's end: wait for them (bounded) before saying them.
+        for _ in range(100):
+            if client.h3.received_settings is not None:
+                break
+            await asyncio.sleep(0.01)
+        settings = client.h3.received_settings or {}
+        out = {
+            "alpn": client._quic.tls.alpn_negotiated,
+            "settings": {str(int(k)): v for k, v in settings.items()},
+            "retries": client._quic._retry_count,
+            "responses": [],
+        }
+        for sid in sids:
+            s = client.streams[sid]
+            body = bytes(s["body"])
+            out["responses"].append(
+                {
+                    "headers": s["headers"],
+                    "body": base64.b64encode(body).decode() if len(body) <= 1 << 20 else "",
+                    "length": len(body),
+                    "sha256": hashlib.sha256(body).hexdigest(),
+                    "reset": s["reset"],
+                }
+            )
+        out["terminated"] = client.terminated
+        return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(json.load(sys.stdin)))))
