@@ -86,6 +86,7 @@ pub(super) const SITE_KEYS: &[&str] = &[
     "cgi",
     "reverse_proxy",
     "fastcgi",
+    "webdav",
     "throttle",
     "auth",
     "servlets",

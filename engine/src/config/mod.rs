@@ -43,6 +43,7 @@ mod tls;
 mod units;
 mod upstream;
 mod value;
+mod webdav;
 
 #[cfg(feature = "acme")]
 pub use crate::acme::key::KeyType;
@@ -55,6 +56,7 @@ pub use upstream::{
     Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Upstream,
 };
 pub use value::Value;
+pub use webdav::WebdavRule;
 
 // The rules' own types, where what reads them lives, named here too.
 pub use crate::access::auth::AuthRule;
@@ -180,6 +182,9 @@ pub struct SiteConfig {
     pub reverse_proxy: Rules<ProxyRule>,
     /// `[[fastcgi]]` rules, in file order (the first match wins).
     pub fastcgi: Rules<FastcgiRule>,
+    /// `[[webdav]]` rules, in file order (the first match wins); none
+    /// without the cargo feature `webdav`.
+    pub webdav: Vec<WebdavRule>,
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
@@ -199,7 +204,7 @@ impl SiteConfig {
     /// What a `[[site]]` starts from before its own keys: the default
     /// site's settings tables (`[static]`, `[mime]`), so that a site need
     /// not repeat them, but none of its rules (`[[headers]]`, `[[cgi]]`,
-    /// `[[reverse_proxy]]`, `[[fastcgi]]`,
+    /// `[[reverse_proxy]]`, `[[fastcgi]]`, `[[webdav]]`,
     /// `[[auth]]`, `[[throttle]]`, `[servlets]`, `[[redirect]]`,
     /// `[[rewrite]]`, `[errors]`, `[[cors]]`, `[[access]]`,
     /// `[[rate_limit]]`), which name paths and
@@ -217,6 +222,7 @@ impl SiteConfig {
             cgi: Vec::new(),
             reverse_proxy: Rules::default(),
             fastcgi: Rules::default(),
+            webdav: Vec::new(),
             auth: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
@@ -674,6 +680,7 @@ impl Default for Config {
                 cgi: Vec::new(),
                 reverse_proxy: Rules::default(),
                 fastcgi: Rules::default(),
+                webdav: Vec::new(),
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),
@@ -884,7 +891,7 @@ impl Reload {
 /// extension as a key and is listed as `mime`.
 pub fn known_keys() -> Vec<String> {
     let mut out: Vec<String> = load::top_keys().iter().map(|k| k.to_string()).collect();
-    let sections: [(&str, &[&str]); 24] = [
+    let sections: [(&str, &[&str]); 25] = [
         ("log", sections::LOG_KEYS),
         ("static", sections::STATIC_KEYS),
         ("limits", sections::LIMIT_KEYS),
@@ -893,6 +900,7 @@ pub fn known_keys() -> Vec<String> {
         ("cgi", cgi::CGI_KEYS),
         ("reverse_proxy", upstream::REVERSE_PROXY_KEYS),
         ("fastcgi", upstream::FASTCGI_KEYS),
+        ("webdav", webdav::WEBDAV_KEYS),
         ("auth", auth::AUTH_KEYS),
         ("throttle", throttle::THROTTLE_KEYS),
         ("handlers", handlers::HANDLER_KEYS),

@@ -206,7 +206,7 @@ fn proxy(c: &Config, s: &mut String) {
 /// What each site has: a site's section is given the server's
 /// configuration and the site's own. (Servlets last: see
 /// [`default_servlets`].)
-const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 11] = [
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 12] = [
     static_files,
     compress,
     mime,
@@ -214,6 +214,7 @@ const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 11] = [
     throttles,
     cgi,
     upstreams,
+    webdav,
     admission,
     auth,
     rules,
@@ -522,6 +523,26 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
 }
 
 /// `; timeouts connect 5s, read 60s, send 60s`.
+/// `[[webdav]]` (nothing at all without rules, as before the feature).
+fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
+    if site.webdav.is_empty() {
+        return;
+    }
+    rule_set(s, "webdav", &site.webdav, |r| {
+        let mut line = format!("{} -> {}", r.path, r.root.display());
+        line.push_str(if r.read_only {
+            "; read-only"
+        } else {
+            "; writable"
+        });
+        if let Some(n) = r.max_upload {
+            line.push_str("; uploads up to ");
+            line.push_str(&size(n));
+        }
+        line
+    });
+}
+
 fn timeouts_of([connect, read, send]: [Duration; 3]) -> String {
     format!(
         "; timeouts connect {}, read {}, send {}",

@@ -22,6 +22,8 @@ mod sites;
 mod tls;
 #[cfg(feature = "upstreams")]
 mod upstream;
+#[cfg(feature = "webdav")]
+mod webdav;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
