@@ -885,6 +885,18 @@ fn confinement(c: &Config, s: &mut String) {
             if c.any_cgi() {
                 places.push(format!("unnamed files in {}", c.temp_dir.display()));
             }
+            let dav: Vec<_> = SiteConfig::all(c).flat_map(|site| &site.webdav).collect();
+            if !dav.is_empty() {
+                reads.push("the WebDAV trees");
+            }
+            let writable: Vec<String> = dav
+                .iter()
+                .filter(|r| !r.read_only)
+                .map(|r| r.root.display().to_string())
+                .collect();
+            if !writable.is_empty() {
+                places.push(format!("the WebDAV trees {}", writable.join(", ")));
+            }
             let writes = match places.is_empty() {
                 true => "nowhere".to_string(),
                 false => format!("only to {}", places.join(" and ")),

@@ -173,7 +173,8 @@ pub const UPSTREAMS: &[libc::c_long] = &[
 ];
 
 /// Added to [`ALLOWED`] when the server writes files shared by a fleet
-/// (`[acme]`'s storage, a local CA's included; `[tls] ticket_keys`):
+/// (`[acme]`'s storage, a local CA's included; `[tls] ticket_keys`) or a
+/// `[[webdav]]` tree (`unlinkat` is in [`ALLOWED`] already):
 /// files written whole (`fsync`, `rename`, `mkdir`) and lock files
 /// (`link` puts back a lock broken by mistake).
 pub const STORAGE: &[libc::c_long] = &[

@@ -1,0 +1,125 @@
+//! The WebDAV stage (`[[webdav]]`, after the mounts and before the
+//! reverse proxy): the first rule of the site whose prefix the request's
+//! path starts with answers it, by `handlers::webdav` (GET and HEAD by
+//! the static handler over the rule's root, with the site's rules).
+
+use super::{Deferred, Resume, Resumed, Router, Routing, Step};
+use crate::config::{Dotfiles, Level};
+use crate::handlers::spool::Spool;
+use crate::handlers::static_files;
+use crate::handlers::webdav::{self, Dav, Put, Started};
+use crate::handlers::Plan;
+use crate::http::parse::BodyFraming;
+use crate::http::{path, Method, Status};
+
+impl Router {
+    /// The WebDAV stage.
+    pub(super) fn webdav(&mut self, routing: &mut Routing<'_>) -> Step {
+        let site = routing.req.site();
+        let Some(rules) = self.webdav.get(site).filter(|r| !r.is_empty()) else {
+            return Step::Next;
+        };
+        let path = &routing.scratch.path;
+        let Some((i, skip)) = rules
+            .iter()
+            .enumerate()
+            .find_map(|(i, d)| Some((i, d.takes(path)?)))
+        else {
+            return Step::Next;
+        };
+        let dav = &rules[i];
+        let s = &mut *routing.scratch;
+        let req = &*routing.req;
+        let dotfiles = dav.files.site().static_files.dotfiles;
+        if dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+            // (What the static handler answers, whatever the method.)
+            s.refuse(crate::handlers::Refusal::Dotfile);
+            let status = static_files::dotfile_status(&dav.files);
+            return Step::Answer(webdav::bare(status));
+        }
+        let method = req.method_token();
+        let writes = matches!(method, b"PUT" | b"DELETE" | b"MKCOL");
+        if writes && dav.rule.read_only {
+            s.header("Allow", dav.allow());
+            return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
+        }
+        let rel = s.path[skip..].to_vec();
+        let plan = match method {
+            b"GET" | b"HEAD" => {
+                self.cache.for_site(dav.cache_key);
+                static_files::serve_beneath(&dav.files, req, s, &mut self.cache, skip)
+            }
+            b"OPTIONS" => webdav::options(dav, s),
+            b"PUT" => {
+                let max = dav.rule.max_upload.unwrap_or(self.cfg.limits.max_body);
+                match webdav::put(dav, &rel, req.body(), max) {
+                    Started::Answer(plan) => plan,
+                    Started::Upload(put)
+                        if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) =>
+                    {
+                        let mut put = put;
+                        let body = put.take_body();
+                        self.finish_put(&put, body, routing)
+                    }
+                    Started::Upload(put) => {
+                        return Step::Defer(Deferred::WholeBody(Resume(Resumed::Put(put))))
+                    }
+                }
+            }
+            b"MKCOL" => webdav::mkcol(dav, &rel, req.body()),
+            b"DELETE" => {
+                let mut href = Vec::with_capacity(s.path.len() + 16);
+                webdav::push_href(&mut href, &s.path);
+                webdav::delete(dav, &rel, &href, s)
+            }
+            _ => {
+                s.header("Allow", dav.allow());
+                let status = match req.method() {
+                    Method::Other => Status::NOT_IMPLEMENTED,
+                    _ => Status::METHOD_NOT_ALLOWED,
+                };
+                webdav::bare(status)
+            }
+        };
+        Step::Answer(plan)
+    }
+
+    /// Ends PUT `put`, whose body is all in `body`.
+    pub(super) fn finish_put(&self, put: &Put, body: Spool, routing: &mut Routing<'_>) -> Plan {
+        let (plan, failed) = webdav::put_answer(put.finish(body));
+        if let Some(e) = failed {
+            routing.log.log(
+                Level::Error,
+                format_args!(
+                    "webdav: PUT {}: {e}",
+                    String::from_utf8_lossy(&routing.scratch.path)
+                ),
+            );
+            routing.scratch.told = true;
+        }
+        plan
+    }
+}
+
+/// Each site's `[[webdav]]` rules in a worker, by site; their files take
+/// cache keys after every site's.
+pub(super) fn rules(files: &crate::server::sites::SiteFiles) -> std::io::Result<Vec<Vec<Dav>>> {
+    let cfg = &files[0].cfg;
+    let mut key = files.len();
+    let mut out = Vec::with_capacity(files.len());
+    for (i, site) in crate::config::SiteConfig::all(cfg).enumerate() {
+        let mut dav = Vec::with_capacity(site.webdav.len());
+        for rule in &site.webdav {
+            dav.push(Dav::new(
+                std::sync::Arc::clone(cfg),
+                i,
+                rule,
+                std::sync::Arc::clone(files[i].protected()),
+                key,
+            )?);
+            key += 1;
+        }
+        out.push(dav);
+    }
+    Ok(out)
+}
