@@ -20,7 +20,10 @@ use crate::http::Status;
 use crate::sys::dir::Dir;
 use crate::sys::fs::Kind;
 
+mod copymove;
 mod multistatus;
+
+pub use copymove::{destination, transfer, Transfer};
 
 pub use multistatus::{push_href, Multistatus};
 
@@ -83,7 +86,7 @@ impl Dav {
     pub fn allow(&self) -> &'static [u8] {
         match self.rule.read_only {
             true => b"OPTIONS, GET, HEAD",
-            false => b"OPTIONS, GET, HEAD, PUT, DELETE, MKCOL",
+            false => b"OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE",
         }
     }
 }
@@ -141,6 +144,22 @@ fn parent(dav: &Dav, dir: &[u8]) -> Result<Dir, Status> {
             Some(libc::ENOENT | libc::ENOTDIR) => CONFLICT,
             _ => Status::FORBIDDEN,
         })
+}
+
+/// The directory `dir` beneath `dav`'s root and what its `name` is: 404
+/// when either is missing.
+fn existing(dav: &Dav, dir: &[u8], name: &[u8]) -> Result<(Dir, Kind), Status> {
+    let missing = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT);
+    let dir = match dav.files.root().dir(dir) {
+        Ok(d) => d,
+        Err(e) if missing(&e) => return Err(Status::NOT_FOUND),
+        Err(_) => return Err(Status::FORBIDDEN),
+    };
+    match dir.stat(name) {
+        Ok(m) => Ok((dir, m.kind)),
+        Err(e) if missing(&e) => Err(Status::NOT_FOUND),
+        Err(e) => Err(status_of(&e)),
+    }
 }
 
 /// OPTIONS: the DAV class (1: no locks yet) and the methods.
@@ -290,15 +309,9 @@ pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
     let Some((dir, name)) = split(rel) else {
         return bare(Status::FORBIDDEN);
     };
-    let dir = match dav.files.root().dir(dir) {
-        Ok(d) => d,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
-        Err(_) => return bare(Status::FORBIDDEN),
-    };
-    let kind = match dir.stat(name) {
-        Ok(m) => m.kind,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
-        Err(e) => return bare(status_of(&e)),
+    let (dir, kind) = match existing(dav, dir, name) {
+        Ok(found) => found,
+        Err(status) => return bare(status),
     };
     let mut failed = Multistatus::new(&mut s.body);
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
@@ -306,28 +319,18 @@ pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
         Kind::Dir => remove_tree(&dir, name, &mut at, &mut failed, 0),
         _ => dir.remove(name, false).is_ok(),
     };
-    let any = failed.count() > 0;
-    failed.end();
+    let any = failed.end();
     if gone {
         let _ = dir.sync();
+        return multistatus::settle(false, s, Status::NO_CONTENT);
     }
-    match (gone, any) {
-        (true, _) => {
-            s.body.clear();
-            bare(Status::NO_CONTENT)
-        }
-        (false, true) => multistatus::plan(s),
-        (false, false) => {
-            s.body.clear();
-            bare(Status::FORBIDDEN)
-        }
-    }
+    multistatus::settle(any, s, Status::FORBIDDEN)
 }
 
 /// Removes the collection `name` in `dir` and all it holds; `at` is its
 /// href (without a trailing slash), each failure goes into `failed`.
 /// Whether it is gone.
-fn remove_tree(
+pub(super) fn remove_tree(
     dir: &Dir,
     name: &[u8],
     at: &mut Vec<u8>,

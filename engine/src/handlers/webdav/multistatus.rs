@@ -59,10 +59,21 @@ impl<'a> Multistatus<'a> {
         self.responses
     }
 
-    /// Ends the document.
-    pub fn end(self) {
+    /// Ends the document; whether it holds any response.
+    pub fn end(self) -> bool {
         self.out.extend_from_slice(b"</D:multistatus>\n");
+        self.responses > 0
     }
+}
+
+/// The answer once a change is over: the 207 in `s.body` if `any`
+/// member failed, else `status` (and no body).
+pub fn settle(any: bool, s: &mut Scratch, status: Status) -> Plan {
+    if any {
+        return plan(s);
+    }
+    s.body.clear();
+    super::bare(status)
 }
 
 /// `HTTP/1.1 404 Not Found`, as a `<D:status>` holds it.

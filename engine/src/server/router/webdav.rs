@@ -7,7 +7,7 @@ use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{Dotfiles, Level};
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
-use crate::handlers::webdav::{self, Dav, Put, Started};
+use crate::handlers::webdav::{self, Dav, Put, Started, Transfer};
 use crate::handlers::Plan;
 use crate::http::parse::BodyFraming;
 use crate::http::{path, Method, Status};
@@ -38,7 +38,7 @@ impl Router {
             return Step::Answer(webdav::bare(status));
         }
         let method = req.method_token();
-        let writes = matches!(method, b"PUT" | b"DELETE" | b"MKCOL");
+        let writes = matches!(method, b"PUT" | b"DELETE" | b"MKCOL" | b"COPY" | b"MOVE");
         if writes && dav.rule.read_only {
             s.header("Allow", dav.allow());
             return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
@@ -72,6 +72,17 @@ impl Router {
                 webdav::push_href(&mut href, &s.path);
                 webdav::delete(dav, &rel, &href, s)
             }
+            b"COPY" | b"MOVE" => {
+                let t = Transfer {
+                    moving: method == b"MOVE",
+                    from: &rel,
+                    destination: req.header("Destination"),
+                    host: req.host(),
+                    depth: req.header("Depth"),
+                    overwrite: req.header("Overwrite"),
+                };
+                copy_or_move(dav, &t, s)
+            }
             _ => {
                 s.header("Allow", dav.allow());
                 let status = match req.method() {
@@ -99,6 +110,28 @@ impl Router {
         }
         plan
     }
+}
+
+/// COPY or MOVE `t` within `dav`'s tree: its `Destination` must be a
+/// path of the same host beneath the same rule (else 502, RFC 4918
+/// §9.8.5), and no dotfile unless `[static] dotfiles` allows them.
+fn copy_or_move(dav: &Dav, t: &Transfer<'_>, s: &mut crate::handlers::Scratch) -> Plan {
+    let Some(value) = t.destination else {
+        return webdav::bare(Status::BAD_REQUEST);
+    };
+    let mut to = Vec::new();
+    if let Err(status) = webdav::destination(value, t.host, &mut to) {
+        return webdav::bare(status);
+    }
+    let Some(skip) = dav.takes(&to) else {
+        return webdav::bare(Status::BAD_GATEWAY);
+    };
+    if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&to) {
+        return webdav::bare(static_files::dotfile_status(&dav.files));
+    }
+    let mut href = Vec::with_capacity(to.len() + 16);
+    webdav::push_href(&mut href, &to);
+    webdav::transfer(dav, t, &to[skip..], &href, s)
 }
 
 /// Each site's `[[webdav]]` rules in a worker, by site; their files take
