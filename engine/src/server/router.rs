@@ -122,6 +122,14 @@ enum Resumed {
     /// A `[[webdav]]` PUT, its body written into its file as it arrives.
     #[cfg(feature = "webdav")]
     Put(Box<crate::handlers::webdav::Put>),
+    /// A `[[webdav]]` PROPFIND with a body: by rule `rule` of the site,
+    /// whose prefix is `skip` bytes; with the members if `members`.
+    #[cfg(feature = "webdav")]
+    Propfind {
+        rule: usize,
+        skip: usize,
+        members: bool,
+    },
 }
 
 impl Resume {
@@ -135,6 +143,8 @@ impl Resume {
             Resumed::Proxy { .. } => "reverse proxy".to_string(),
             #[cfg(feature = "webdav")]
             Resumed::Put(_) => "webdav PUT".to_string(),
+            #[cfg(feature = "webdav")]
+            Resumed::Propfind { .. } => "webdav PROPFIND".to_string(),
         }
     }
 
@@ -774,6 +784,12 @@ impl Router {
             },
             #[cfg(feature = "webdav")]
             Resumed::Put(put) => self.finish_put(put, body, routing),
+            #[cfg(feature = "webdav")]
+            Resumed::Propfind {
+                rule,
+                skip,
+                members,
+            } => self.propfind_with((*rule, *skip, *members), body, routing),
         }
     }
 

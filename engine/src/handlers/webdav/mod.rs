@@ -1,6 +1,7 @@
 //! WebDAV (RFC 4918) beneath a `[[webdav]]` rule's root: what to answer
-//! to OPTIONS, PUT, MKCOL and DELETE (GET and HEAD are the static
-//! handler's, over the rule's root: `static_files::serve_beneath`).
+//! to OPTIONS, PUT, MKCOL, DELETE, PROPFIND (propfind.rs, its bodies read
+//! by xml.rs), COPY and MOVE (copymove.rs); GET and HEAD are the static
+//! handler's, over the rule's root (`static_files::serve_beneath`).
 //!
 //! Every change is made by name in a directory opened beneath the root
 //! by the kernel-enforced rules of static files (`sys::dir`): no `..`, no
@@ -22,8 +23,11 @@ use crate::sys::fs::Kind;
 
 mod copymove;
 mod multistatus;
+mod propfind;
+pub mod xml;
 
 pub use copymove::{destination, transfer, Transfer};
+pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
 
 pub use multistatus::{push_href, Multistatus};
 
@@ -85,8 +89,8 @@ impl Dav {
     /// The methods the rule answers, for `Allow`.
     pub fn allow(&self) -> &'static [u8] {
         match self.rule.read_only {
-            true => b"OPTIONS, GET, HEAD",
-            false => b"OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE",
+            true => b"OPTIONS, GET, HEAD, PROPFIND",
+            false => b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE",
         }
     }
 }

@@ -72,6 +72,30 @@ impl Router {
                 webdav::push_href(&mut href, &s.path);
                 webdav::delete(dav, &rel, &href, s)
             }
+            b"PROPFIND" => {
+                let members = match webdav::depth(req.header("Depth"), s) {
+                    Ok(members) => members,
+                    Err(plan) => return Step::Answer(plan),
+                };
+                match req.body() {
+                    BodyFraming::None | BodyFraming::Length(0) => {
+                        let mut href = Vec::with_capacity(s.path.len() + 16);
+                        webdav::push_href(&mut href, &s.path);
+                        webdav::propfind(dav, &rel, &href, &webdav::Asked::All, members, s)
+                    }
+                    BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
+                        webdav::bare(Status::CONTENT_TOO_LARGE)
+                    }
+                    _ => {
+                        let resumed = Resumed::Propfind {
+                            rule: i,
+                            skip,
+                            members,
+                        };
+                        return Step::Defer(Deferred::WholeBody(Resume(resumed)));
+                    }
+                }
+            }
             b"COPY" | b"MOVE" => {
                 let t = Transfer {
                     moving: method == b"MOVE",
@@ -109,6 +133,37 @@ impl Router {
             routing.scratch.told = true;
         }
         plan
+    }
+}
+
+impl Router {
+    /// PROPFIND by rule `rule` (of the request's site), whose path
+    /// prefix is `skip` bytes, with the request's whole body `body`.
+    pub(super) fn propfind_with(
+        &self,
+        (rule, skip, members): (usize, usize, bool),
+        mut body: Spool,
+        routing: &mut Routing<'_>,
+    ) -> Plan {
+        let dav = &self.webdav[routing.req.site()][rule];
+        let max = webdav::MAX_PROPFIND;
+        let mut bytes = Vec::new();
+        if body.len() > max || body.take_error().is_some() || body.rewind().is_err() {
+            return webdav::bare(Status::CONTENT_TOO_LARGE);
+        }
+        while matches!(body.read_into(&mut bytes, max as usize), Ok(1..)) {}
+        let Some(asked) = webdav::asked(&bytes) else {
+            return webdav::bare(Status::BAD_REQUEST);
+        };
+        let s = &mut *routing.scratch;
+        s.path.clear();
+        if let Ok(path) = routing.req.path() {
+            s.path.extend_from_slice(path);
+        }
+        let rel = s.path[skip.min(s.path.len())..].to_vec();
+        let mut href = Vec::with_capacity(s.path.len() + 16);
+        webdav::push_href(&mut href, &s.path);
+        webdav::propfind(dav, &rel, &href, &asked, members, s)
     }
 }
 
