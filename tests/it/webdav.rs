@@ -532,3 +532,46 @@ fn propfind_bodies_are_parsed_strictly_and_bounded() {
     let ok = "<propfind xmlns=\"DAV:\"><allprop/></propfind>";
     assert_eq!(propfind(&s, "/dav/f", "0", ok).status, 207);
 }
+
+#[test]
+fn max_upload_bounds_a_put_whatever_its_framing() {
+    let (s, dav) = start("max_upload = 1000\n", &[("f", b"old")]);
+    assert_eq!(send(&s, "PUT", "/dav/f", &[b'x'; 1000]).status, 204);
+    assert_eq!(send(&s, "PUT", "/dav/g", &[b'x'; 1001]).status, 413);
+    // A chunked body is counted as it arrives: refused once whole, and
+    // nothing of it is left.
+    let mut c = s.connect();
+    c.send(b"PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n");
+    c.send(format!("{:x}\r\n{}\r\n0\r\n\r\n", 1500, "y".repeat(1500)).as_bytes());
+    assert_eq!(c.response().status, 413);
+    assert_eq!(names(&dav), ["f"]);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), [b'x'; 1000]);
+}
+
+#[test]
+fn auth_in_front_decides_who_writes() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir(&dav).unwrap();
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/\"\nrealm = \"DAV\"\nhtpasswd = \"htpasswd\"\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let put = |auth: &str| {
+        s.request(
+            format!("PUT /dav/f HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Length: 2\r\n\r\nhi")
+                .as_bytes(),
+        )
+    };
+    assert_eq!(put("").status, 401);
+    assert!(names(&dav).is_empty());
+    let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    assert_eq!(put(&auth).status, 201);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
+}
