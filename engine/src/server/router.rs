@@ -122,13 +122,13 @@ enum Resumed {
     /// A `[[webdav]]` PUT, its body written into its file as it arrives.
     #[cfg(feature = "webdav")]
     Put(Box<crate::handlers::webdav::Put>),
-    /// A `[[webdav]]` PROPFIND with a body: by rule `rule` of the site,
-    /// whose prefix is `skip` bytes; with the members if `members`.
+    /// A `[[webdav]]` PROPFIND or PROPPATCH with a body: by rule `rule`
+    /// of the site, whose prefix is `skip` bytes.
     #[cfg(feature = "webdav")]
-    Propfind {
+    Dav {
         rule: usize,
         skip: usize,
-        members: bool,
+        what: crate::handlers::webdav::Bodied,
     },
 }
 
@@ -144,7 +144,7 @@ impl Resume {
             #[cfg(feature = "webdav")]
             Resumed::Put(_) => "webdav PUT".to_string(),
             #[cfg(feature = "webdav")]
-            Resumed::Propfind { .. } => "webdav PROPFIND".to_string(),
+            Resumed::Dav { .. } => "webdav".to_string(),
         }
     }
 
@@ -785,11 +785,9 @@ impl Router {
             #[cfg(feature = "webdav")]
             Resumed::Put(put) => self.finish_put(put, body, routing),
             #[cfg(feature = "webdav")]
-            Resumed::Propfind {
-                rule,
-                skip,
-                members,
-            } => self.propfind_with((*rule, *skip, *members), body, routing),
+            Resumed::Dav { rule, skip, what } => {
+                self.dav_with((*rule, *skip, *what), body, routing)
+            }
         }
     }
 

@@ -192,6 +192,94 @@ impl Dir {
     }
 }
 
+/// The extended attribute `name` of the open file `file`; `None` when
+/// it has none of that name.
+pub fn xattr_get(file: &File, name: &[u8]) -> io::Result<Option<Vec<u8>>> {
+    let got = with_cstr(name, |c| {
+        sized(|buf| {
+            // SAFETY: an open descriptor, a NUL-terminated name, a buffer of that length.
+            unsafe {
+                libc::fgetxattr(
+                    file.as_raw_fd(),
+                    c.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            }
+        })
+    });
+    match got {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets the extended attribute `name` of `file` to `value`.
+pub fn xattr_set(file: &File, name: &[u8], value: &[u8]) -> io::Result<()> {
+    with_cstr(name, |c| {
+        // SAFETY: an open descriptor, a NUL-terminated name, a value of that length.
+        let r = unsafe {
+            libc::fsetxattr(
+                file.as_raw_fd(),
+                c.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        cvt(r)
+    })
+    .map(drop)
+}
+
+/// Removes the extended attribute `name` of `file` (none is no error).
+pub fn xattr_remove(file: &File, name: &[u8]) -> io::Result<()> {
+    let r = with_cstr(name, |c| {
+        // SAFETY: an open descriptor, a NUL-terminated name.
+        cvt(unsafe { libc::fremovexattr(file.as_raw_fd(), c.as_ptr()) })
+    });
+    match r {
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// The names of `file`'s extended attributes.
+pub fn xattr_list(file: &File) -> io::Result<Vec<Vec<u8>>> {
+    let names = sized(|buf| {
+        // SAFETY: an open descriptor, a buffer of that length.
+        unsafe { libc::flistxattr(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) }
+    })?;
+    Ok(names
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
+/// What `call` writes into a buffer it is given, the buffer grown (up to
+/// 64 KiB, the kernel's bound on an attribute) while it is too small.
+fn sized(mut call: impl FnMut(&mut [u8]) -> isize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        match cvt_size(call(&mut buf)) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ERANGE) && buf.len() < 1 << 16 => {
+                buf.resize(buf.len() * 4, 0)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn cvt_size(r: isize) -> io::Result<usize> {
+    usize::try_from(r).map_err(|_| io::Error::last_os_error())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +312,32 @@ mod tests {
         let g = dir.unnamed_file().unwrap();
         drop(g);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn extended_attributes_round_trip_where_the_filesystem_has_them() {
+        let d = temp();
+        std::fs::write(d.join("f"), b"x").unwrap();
+        let root = Root::open(&d, false).unwrap();
+        let f = root.open_any(b"f").unwrap();
+        match xattr_set(&f, b"user.brisk.test", b"v") {
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                crate::test_skip::skip("the temporary directory's filesystem has no user xattrs");
+                return;
+            }
+            r => r.unwrap(),
+        }
+        assert_eq!(
+            xattr_get(&f, b"user.brisk.test").unwrap(),
+            Some(b"v".to_vec())
+        );
+        assert!(xattr_list(&f)
+            .unwrap()
+            .contains(&b"user.brisk.test".to_vec()));
+        xattr_remove(&f, b"user.brisk.test").unwrap();
+        xattr_remove(&f, b"user.brisk.test").unwrap();
+        assert_eq!(xattr_get(&f, b"user.brisk.test").unwrap(), None);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -180,6 +180,13 @@ impl Root {
             .collect())
     }
 
+    /// Opens whatever `rel` is (a file, a directory) for reading its
+    /// metadata and extended attributes; never blocks (a FIFO).
+    pub fn open_any(&self, rel: &[u8]) -> io::Result<File> {
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        self.open_flags(rel, flags).map(File::from)
+    }
+
     /// The directory `rel` (as [`Root::stat`] finds it), to change what
     /// is in it by name (see [`super::dir`]); never beyond the root,
     /// whatever `symlinks_outside_root` says.

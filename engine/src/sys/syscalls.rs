@@ -188,6 +188,15 @@ pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_linkat,
 ];
 
+/// Added to [`ALLOWED`] with a `[[webdav]]` rule: its dead properties
+/// are the resources' extended attributes (`handlers::webdav::props`).
+pub const XATTRS: &[libc::c_long] = &[
+    libc::SYS_fgetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_flistxattr,
+    libc::SYS_fremovexattr,
+];
+
 /// Added to [`ALLOWED`] (with [`STORAGE`] and [`UPSTREAMS`]) when the ACME
 /// thread talks to a CA (`hosts` names a public name): its blocking HTTPS
 /// requests (a connect with a timeout waits in `poll` and reads the

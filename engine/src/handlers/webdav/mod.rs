@@ -24,10 +24,12 @@ use crate::sys::fs::Kind;
 mod copymove;
 mod multistatus;
 mod propfind;
+mod props;
 pub mod xml;
 
 pub use copymove::{destination, transfer, Transfer};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
+pub use props::{ops as proppatch_ops, proppatch};
 
 pub use multistatus::{push_href, Multistatus};
 
@@ -90,9 +92,21 @@ impl Dav {
     pub fn allow(&self) -> &'static [u8] {
         match self.rule.read_only {
             true => b"OPTIONS, GET, HEAD, PROPFIND",
-            false => b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE",
+            false => b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH",
         }
     }
+}
+
+/// A method whose body is read whole before it is answered.
+#[derive(Debug, Clone, Copy)]
+pub enum Bodied {
+    /// PROPFIND, with the members if `members`.
+    Propfind {
+        /// `Depth: 1`.
+        members: bool,
+    },
+    /// PROPPATCH.
+    Proppatch,
 }
 
 /// What a DAV method makes of a request.

@@ -5,6 +5,7 @@
 //! answer is a denial of service for the asking.
 
 use super::multistatus::{self, escape, push_segment, status_line, Multistatus};
+use super::props::{self, element, Name};
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
@@ -118,23 +119,38 @@ pub fn propfind(
     let mut ms = Multistatus::new(&mut body);
     let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(b"");
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
-    response(dav, &mut ms, &at, name, &meta, asked);
+    let mut path = rel.to_vec();
+    response(dav, &mut ms, &at, name, &meta, asked, &dead(dav, &path));
     for (child, m) in &listed {
         if m.kind == Kind::Special || !dotfiles && child.first() == Some(&b'.') {
             continue;
         }
-        let len = at.len();
+        let (len, plen) = (at.len(), path.len());
         at.push(b'/');
         push_segment(&mut at, child);
-        response(dav, &mut ms, &at, child, m, asked);
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(child);
+        response(dav, &mut ms, &at, child, m, asked, &dead(dav, &path));
         at.truncate(len);
+        path.truncate(plen);
     }
     ms.end();
     s.body = body;
     multistatus::plan(s)
 }
 
-/// One resource's `<D:response>`.
+/// The dead properties of `rel` (none if it cannot be opened).
+fn dead(dav: &Dav, rel: &[u8]) -> Vec<(Name, Vec<u8>)> {
+    dav.files
+        .root()
+        .open_any(rel)
+        .map(|f| props::dead(&f))
+        .unwrap_or_default()
+}
+
+/// One resource's `<D:response>`, with its dead properties `dead`.
 fn response(
     dav: &Dav,
     ms: &mut Multistatus<'_>,
@@ -142,6 +158,7 @@ fn response(
     name: &[u8],
     meta: &Meta,
     asked: &Asked,
+    dead: &[(Name, Vec<u8>)],
 ) {
     let dir = meta.kind == Kind::Dir;
     ms.open(href, dir);
@@ -153,18 +170,26 @@ fn response(
             for prop in LIVE {
                 live(dav, out, prop, name, meta);
             }
+            for (n, value) in dead {
+                element(out, n, Some(value));
+            }
         }
         Asked::Names => {
             for prop in LIVE.iter().filter(|p| has(p, dir)) {
                 out.extend_from_slice(format!("<D:{prop}/>").as_bytes());
             }
+            for (n, _) in dead {
+                element(out, n, None);
+            }
         }
         Asked::Some(list) => {
             for p in list {
                 let known = p.0 == "DAV:" && LIVE.contains(&p.1.as_str()) && has(&p.1, dir);
-                match known {
-                    true => live(dav, out, &p.1, name, meta),
-                    false => missing.push(p),
+                let stored = dead.iter().find(|(n, _)| n == p);
+                match (known, stored) {
+                    (true, _) => live(dav, out, &p.1, name, meta),
+                    (false, Some((n, value))) => element(out, n, Some(value)),
+                    (false, None) => missing.push(p),
                 }
             }
         }
@@ -174,14 +199,8 @@ fn response(
     out.extend_from_slice(b"</D:status></D:propstat>");
     if !missing.is_empty() {
         out.extend_from_slice(b"<D:propstat><D:prop>");
-        for (ns, local) in missing {
-            if ns == "DAV:" {
-                out.extend_from_slice(format!("<D:{local}/>").as_bytes());
-            } else {
-                out.extend_from_slice(format!("<R:{local} xmlns:R=\"").as_bytes());
-                escape(out, ns.as_bytes());
-                out.extend_from_slice(b"\"/>");
-            }
+        for n in missing {
+            element(out, n, None);
         }
         out.extend_from_slice(b"</D:prop><D:status>");
         status_line(out, Status::NOT_FOUND);

@@ -438,6 +438,8 @@ pub struct Plan {
     asks_ca: bool,
     /// Files shared by a fleet are written (`[acme]`, `[tls] ticket_keys`).
     storage: bool,
+    /// A `[[webdav]]` rule reads (and maybe writes) extended attributes.
+    xattrs: bool,
     /// A summary for the error log.
     summary: String,
 }
@@ -484,6 +486,7 @@ pub fn prepare(
         upstreams: connect_ports(cfg),
         asks_ca: asks_a_ca(cfg),
         storage: cfg.acme().is_some() || ticket_keys(cfg).is_some() || writes_webdav(cfg),
+        xattrs: SiteConfig::all(cfg).any(|site| !site.webdav.is_empty()),
         summary,
     })
 }
@@ -693,6 +696,9 @@ impl Plan {
         }
         if self.asks_ca {
             allowed.extend_from_slice(syscalls::ACME_CA);
+        }
+        if self.xattrs {
+            allowed.extend_from_slice(syscalls::XATTRS);
         }
         allowed
     }

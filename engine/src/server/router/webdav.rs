@@ -7,7 +7,7 @@ use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{Dotfiles, Level};
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
-use crate::handlers::webdav::{self, Dav, Put, Started, Transfer};
+use crate::handlers::webdav::{self, Bodied, Dav, Put, Started, Transfer};
 use crate::handlers::Plan;
 use crate::http::parse::BodyFraming;
 use crate::http::{path, Method, Status};
@@ -38,7 +38,10 @@ impl Router {
             return Step::Answer(webdav::bare(status));
         }
         let method = req.method_token();
-        let writes = matches!(method, b"PUT" | b"DELETE" | b"MKCOL" | b"COPY" | b"MOVE");
+        let writes = matches!(
+            method,
+            b"PUT" | b"DELETE" | b"MKCOL" | b"COPY" | b"MOVE" | b"PROPPATCH"
+        );
         if writes && dav.rule.read_only {
             s.header("Allow", dav.allow());
             return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
@@ -86,16 +89,16 @@ impl Router {
                     BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
                         webdav::bare(Status::CONTENT_TOO_LARGE)
                     }
-                    _ => {
-                        let resumed = Resumed::Propfind {
-                            rule: i,
-                            skip,
-                            members,
-                        };
-                        return Step::Defer(Deferred::WholeBody(Resume(resumed)));
-                    }
+                    _ => return Step::Defer(bodied(i, skip, Bodied::Propfind { members })),
                 }
             }
+            b"PROPPATCH" => match req.body() {
+                BodyFraming::None | BodyFraming::Length(0) => webdav::bare(Status::BAD_REQUEST),
+                BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
+                    webdav::bare(Status::CONTENT_TOO_LARGE)
+                }
+                _ => return Step::Defer(bodied(i, skip, Bodied::Proppatch)),
+            },
             b"COPY" | b"MOVE" => {
                 let t = Transfer {
                     moving: method == b"MOVE",
@@ -137,11 +140,12 @@ impl Router {
 }
 
 impl Router {
-    /// PROPFIND by rule `rule` (of the request's site), whose path
-    /// prefix is `skip` bytes, with the request's whole body `body`.
-    pub(super) fn propfind_with(
+    /// PROPFIND or PROPPATCH (`what`) by rule `rule` (of the request's
+    /// site), whose path prefix is `skip` bytes, with the request's whole
+    /// body `body`.
+    pub(super) fn dav_with(
         &self,
-        (rule, skip, members): (usize, usize, bool),
+        (rule, skip, what): (usize, usize, Bodied),
         mut body: Spool,
         routing: &mut Routing<'_>,
     ) -> Plan {
@@ -152,9 +156,6 @@ impl Router {
             return webdav::bare(Status::CONTENT_TOO_LARGE);
         }
         while matches!(body.read_into(&mut bytes, max as usize), Ok(1..)) {}
-        let Some(asked) = webdav::asked(&bytes) else {
-            return webdav::bare(Status::BAD_REQUEST);
-        };
         let s = &mut *routing.scratch;
         s.path.clear();
         if let Ok(path) = routing.req.path() {
@@ -163,8 +164,23 @@ impl Router {
         let rel = s.path[skip.min(s.path.len())..].to_vec();
         let mut href = Vec::with_capacity(s.path.len() + 16);
         webdav::push_href(&mut href, &s.path);
-        webdav::propfind(dav, &rel, &href, &asked, members, s)
+        match what {
+            Bodied::Propfind { members } => match webdav::asked(&bytes) {
+                Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
+                None => webdav::bare(Status::BAD_REQUEST),
+            },
+            Bodied::Proppatch => match webdav::proppatch_ops(&bytes) {
+                Some(ops) => webdav::proppatch(dav, &rel, &href, &ops, s),
+                None => webdav::bare(Status::BAD_REQUEST),
+            },
+        }
     }
+}
+
+/// Waits for the whole body of a PROPFIND or PROPPATCH (`what`) by rule
+/// `rule`, whose prefix is `skip` bytes.
+fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
+    Deferred::WholeBody(Resume(Resumed::Dav { rule, skip, what }))
 }
 
 /// COPY or MOVE `t` within `dav`'s tree: its `Destination` must be a
