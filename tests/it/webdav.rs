@@ -657,3 +657,36 @@ fn proppatch_keeps_dead_properties_all_or_nothing() {
     assert_eq!(proppatch(&s, "/dav/f", "<a/>").status, 400);
     assert_eq!(names(&dav), ["f"]);
 }
+
+/// Over HTTP/2 (h2c, on by default), as over HTTP/1.1: a PUT's body
+/// streams into its file, and the other methods answer the same.
+#[cfg(feature = "http2")]
+#[test]
+fn over_http2_alike() {
+    use common::h2::H2;
+    let (s, dav) = start("", &[]);
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let body: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    let len = body.len().to_string();
+    let put = c.request(
+        "PUT",
+        "/dav/f",
+        &[("content-length", len.as_str())],
+        Some(&body),
+    );
+    let [a] = &c.answers(&[put])[..] else {
+        panic!()
+    };
+    assert_eq!(a.status(), "201");
+    assert_eq!(fs::read(dav.join("f")).unwrap(), body);
+    let mkcol = c.request("MKCOL", "/dav/d/", &[], None);
+    let find = c.request("PROPFIND", "/dav/f", &[("depth", "0")], None);
+    let answers = c.answers(&[mkcol, find]);
+    assert_eq!((answers[0].status(), answers[1].status()), ("201", "207"));
+    let text = String::from_utf8_lossy(&answers[1].body);
+    assert!(
+        text.contains("<D:getcontentlength>50000</D:getcontentlength>"),
+        "{text}"
+    );
+    assert!(dav.join("d").is_dir());
+}
