@@ -1,13 +1,13 @@
 //! `[[webdav]]`: a tree served and written by WebDAV (RFC 4918), per
 //! site; the cargo feature `webdav` (without it the key is refused).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::load::{sorted, Loader};
-use super::ConfigError;
+use super::{CgiTarget, ConfigError, SiteConfig};
 
 pub(super) const WEBDAV_KEYS: &[&str] = &["path", "root", "read_only", "max_upload", "locks"];
 
@@ -23,6 +23,40 @@ pub struct WebdavRule {
     pub read_only: bool,
     /// The largest PUT body; `None`: `limits.max_body`.
     pub max_upload: Option<u64>,
+}
+
+/// Why a writable `rule` of `site` is refused: its tree holds, or lies
+/// beneath, a tree whose files brisk runs (a `[[cgi]]` directory or
+/// program, a root where a `pattern` rule or a `[[fastcgi]]` rule finds
+/// scripts), so WebDAV clients could upload programs that then run.
+pub(super) fn runs_programs(site: &SiteConfig, rule: &WebdavRule) -> Option<String> {
+    if rule.read_only {
+        return None;
+    }
+    let overlaps = |p: &Path| p.starts_with(&rule.root) || rule.root.starts_with(p);
+    let mut trees: Vec<(String, &Path)> = Vec::new();
+    for (i, cgi) in site.cgi.iter().enumerate() {
+        let n = i + 1;
+        match &cgi.target {
+            CgiTarget::Dir { dir, .. } => trees.push((format!("cgi[{n}].dir"), dir)),
+            CgiTarget::Program { program, .. } => {
+                trees.push((format!("cgi[{n}].program"), program))
+            }
+            CgiTarget::Pattern(_) => {
+                trees.push((format!("cgi[{n}].pattern (the root)"), &site.root))
+            }
+        }
+    }
+    for (i, f) in site.fastcgi.iter().enumerate() {
+        let root = f.root.as_deref().unwrap_or(&site.root);
+        trees.push((format!("fastcgi[{}] (its scripts' root)", i + 1), root));
+    }
+    let (what, path) = trees.into_iter().find(|(_, p)| overlaps(p))?;
+    Some(format!(
+        "{} overlaps {what} {}: WebDAV clients could put programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)",
+        rule.root.display(),
+        path.display()
+    ))
 }
 
 impl Loader<'_> {

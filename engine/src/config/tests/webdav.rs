@@ -59,3 +59,26 @@ fn errors_name_file_line_and_key() {
         assert_eq!(load_err(text), want, "{text}");
     }
 }
+
+#[test]
+fn a_writable_tree_may_not_hold_programs_brisk_runs() {
+    let cgi = "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \".\"\n";
+    let err = load_err(&format!(
+        "{cgi}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n"
+    ));
+    assert_eq!(
+        err,
+        "DIR/site.toml:4: webdav[1].root: DIR overlaps cgi[1].dir DIR: WebDAV clients could put \
+         programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)"
+    );
+    // Read-only, it may.
+    assert!(load(&format!(
+        "{cgi}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nread_only = true\n"
+    ))
+    .is_ok());
+    // A pattern rule runs scripts anywhere beneath the site's root.
+    let err = load_err(
+        "root = \".\"\n[[cgi]]\npattern = \"*.cgi\"\n[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n",
+    );
+    assert!(err.contains("overlaps cgi[1].pattern (the root)"), "{err}");
+}
