@@ -690,3 +690,31 @@ fn over_http2_alike() {
     );
     assert!(dav.join("d").is_dir());
 }
+
+#[test]
+fn conditional_put_and_delete_go_by_the_static_etag() {
+    let (s, dav) = start("", &[("f", b"old")]);
+    let etag = s.get("/dav/f").header("ETag").unwrap().to_string();
+    let cond = |m: &str, path: &str, h: &str| {
+        s.request(
+            format!("{m} {path} HTTP/1.1\r\nHost: localhost\r\n{h}Content-Length: 3\r\n\r\nnew")
+                .as_bytes(),
+        )
+    };
+    // If-None-Match: * asks for a new resource only (RFC 9110 §13.1.2).
+    assert_eq!(cond("PUT", "/dav/f", "If-None-Match: *\r\n").status, 412);
+    assert_eq!(cond("PUT", "/dav/g", "If-None-Match: *\r\n").status, 201);
+    assert_eq!(cond("PUT", "/dav/f", "If-Match: \"0-0\"\r\n").status, 412);
+    assert_eq!(cond("PUT", "/dav/h", "If-Match: *\r\n").status, 412);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"old");
+    assert_eq!(
+        cond("PUT", "/dav/f", &format!("If-Match: {etag}\r\n")).status,
+        204
+    );
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"new");
+    let r = s.request(
+        format!("DELETE /dav/f HTTP/1.1\r\nHost: localhost\r\nIf-Match: {etag}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(r.status, 412, "the ETag changed with the PUT");
+    assert_eq!(names(&dav), ["f", "g"]);
+}

@@ -16,7 +16,9 @@ use crate::handlers::protected::Protected;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::StaticFiles;
 use crate::handlers::{Body, Plan, Scratch};
+use crate::http::conditional::{self, write_etag, Precondition, Preconditions, Validators};
 use crate::http::parse::BodyFraming;
+use crate::http::request::{Field, OwnedRequest};
 use crate::http::Status;
 use crate::sys::dir::Dir;
 use crate::sys::fs::Kind;
@@ -177,6 +179,36 @@ fn existing(dav: &Dav, dir: &[u8], name: &[u8]) -> Result<(Dir, Kind), Status> {
         Ok(m) => Ok((dir, m.kind)),
         Err(e) if missing(&e) => Err(Status::NOT_FOUND),
         Err(e) => Err(status_of(&e)),
+    }
+}
+
+/// Whether the request's `If-Match`, `If-None-Match` or
+/// `If-Unmodified-Since` (RFC 9110 §13) fail against `rel` as it is now
+/// (by the ETag GET gives it): `Some(412)` then. A missing resource fails
+/// only `If-Match` (`If-None-Match: *` is how a client asks for a new one).
+pub fn precondition(dav: &Dav, rel: &[u8], req: &OwnedRequest) -> Option<Status> {
+    let pre = Preconditions {
+        if_match: req.field(Field::IfMatch),
+        if_none_match: req.field(Field::IfNoneMatch),
+        if_modified_since: None,
+        if_unmodified_since: req.field(Field::IfUnmodifiedSince),
+    };
+    if pre.if_match.is_none() && pre.if_none_match.is_none() && pre.if_unmodified_since.is_none() {
+        return None;
+    }
+    let failed = Some(Status::PRECONDITION_FAILED);
+    let Ok((_, meta)) = dav.files.root().stat(rel.strip_suffix(b"/").unwrap_or(rel)) else {
+        return pre.if_match.and(failed);
+    };
+    let mut etag = Vec::new();
+    write_etag(meta.mtime, meta.size, &mut etag);
+    let v = Validators {
+        etag: &etag,
+        last_modified: meta.mtime,
+    };
+    match conditional::evaluate(&pre, &v, req.method()) {
+        Precondition::Proceed => None,
+        _ => failed,
     }
 }
 

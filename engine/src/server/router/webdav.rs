@@ -47,6 +47,11 @@ impl Router {
             return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
         }
         let rel = s.path[skip..].to_vec();
+        if matches!(method, b"PUT" | b"DELETE" | b"MOVE" | b"PROPPATCH") {
+            if let Some(status) = webdav::precondition(dav, &rel, req) {
+                return Step::Answer(webdav::bare(status));
+            }
+        }
         let plan = match method {
             b"GET" | b"HEAD" => {
                 self.cache.for_site(dav.cache_key);
