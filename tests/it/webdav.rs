@@ -171,17 +171,31 @@ fn delete_removes_files_and_whole_collections() {
 
 #[test]
 fn a_collection_that_cannot_all_go_is_a_207_naming_what_stayed() {
-    if brisk::sys::privileges::euid() == 0 {
-        // (Root removes whatever the modes say; the sandbox's Landlock
-        // rules grant the whole tree.)
-        skip("needs a user that directory modes bind");
-        return;
-    }
     use std::os::unix::fs::PermissionsExt;
     let (s, dav) = start("", &[("d/ok", b"1"), ("d/locked/x y", b"2")]);
-    fs::set_permissions(dav.join("d/locked"), fs::Permissions::from_mode(0o555)).unwrap();
+    let stuck = dav.join("d/locked/x y");
+    // A member that cannot be removed: for root, whom directory modes
+    // bind nothing, an immutable file (chattr +i, ext4 and the like);
+    // for others, a directory without write permission.
+    let root = brisk::sys::privileges::euid() == 0;
+    let pin = |on: bool| -> bool {
+        if root {
+            std::process::Command::new("chattr")
+                .arg(if on { "+i" } else { "-i" })
+                .arg(&stuck)
+                .status()
+                .is_ok_and(|st| st.success())
+        } else {
+            let mode = if on { 0o555 } else { 0o755 };
+            fs::set_permissions(dav.join("d/locked"), fs::Permissions::from_mode(mode)).is_ok()
+        }
+    };
+    if !pin(true) {
+        skip("as root, needs chattr +i on the temporary directory's filesystem");
+        return;
+    }
     let r = send(&s, "DELETE", "/dav/d/", b"");
-    fs::set_permissions(dav.join("d/locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(pin(false));
     assert_eq!(r.status, 207, "{}", r.head);
     assert_eq!(
         r.header("Content-Type"),
