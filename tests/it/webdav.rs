@@ -383,7 +383,7 @@ fn litmus_basic_copymove_props_and_http_pass() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        skip("litmus is not installed (Debian: apt-get install litmus)");
+        skip("litmus is not installed (scripts/test installs it as root on Debian: apt-get install litmus)");
         return;
     }
     let (s, _) = start("", &[]);
