@@ -427,6 +427,23 @@ fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
     )
 }
 
+/// The `<D:creationdate>` of `path`, if its filesystem keeps a birth
+/// time (RFC 3339, UTC).
+fn creationdate(path: &Path) -> String {
+    let Ok(born) = fs::metadata(path).and_then(|m| m.created()) else {
+        return String::new();
+    };
+    let secs = born
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let t = brisk::http::date::civil_time(secs);
+    format!(
+        "<D:creationdate>{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z</D:creationdate>",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
+    )
+}
+
 /// What the live properties of file `path` in `dav` say: its ETag and
 /// Last-Modified, as the static handler writes them.
 fn validators(path: &Path) -> (String, String) {
@@ -448,6 +465,7 @@ const XML: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n";
 fn propfind_depth_0_answers_the_live_properties() {
     let (s, dav) = start("", &[("a&b <c>.txt", b"hello")]);
     let (etag, date) = validators(&dav.join("a&b <c>.txt"));
+    let born = creationdate(&dav.join("a&b <c>.txt"));
     let r = propfind(&s, "/dav/a%26b%20%3Cc%3E.txt", "0", "");
     assert!(
         r.head.starts_with("HTTP/1.1 207 Multi-Status\r\n"),
@@ -460,7 +478,7 @@ fn propfind_depth_0_answers_the_live_properties() {
     );
     let want = format!(
         "{XML}<D:multistatus xmlns:D=\"DAV:\">\n<D:response><D:href>/dav/a%26b%20%3Cc%3E.txt</D:href>\
-         <D:propstat><D:prop><D:resourcetype/><D:displayname>a&amp;b &lt;c&gt;.txt</D:displayname>\
+         <D:propstat><D:prop>{born}<D:resourcetype/><D:displayname>a&amp;b &lt;c&gt;.txt</D:displayname>\
          <D:getcontentlength>5</D:getcontentlength><D:getcontenttype>text/plain; charset=utf-8</D:getcontenttype>\
          <D:getetag>{}</D:getetag><D:getlastmodified>{date}</D:getlastmodified></D:prop>\
          <D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>\n</D:multistatus>\n",
@@ -477,7 +495,7 @@ fn propfind_depth_0_answers_the_live_properties() {
 
 #[test]
 fn propfind_depth_1_lists_members_and_infinity_is_refused() {
-    let (s, _) = start("", &[("d/f", b"1"), ("d/.hidden", b"2"), ("d/sub/g", b"3")]);
+    let (s, dav) = start("", &[("d/f", b"1"), ("d/.hidden", b"2"), ("d/sub/g", b"3")]);
     let body = "<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><prop><resourcetype/>\
                 <getcontentlength/><x xmlns=\"urn:other\"/></prop></propfind>";
     let r = propfind(&s, "/dav/d/", "1", body);
@@ -511,10 +529,14 @@ fn propfind_depth_1_lists_members_and_infinity_is_refused() {
         "0",
         "<propfind xmlns=\"DAV:\"><propname/></propfind>",
     );
-    assert!(String::from_utf8_lossy(&names.body).contains(
-        "<D:prop><D:resourcetype/><D:displayname/><D:getcontentlength/><D:getcontenttype/>\
+    let born = match fs::metadata(dav.join("d/f")).and_then(|m| m.created()) {
+        Ok(_) => "<D:creationdate/>",
+        Err(_) => "",
+    };
+    assert!(String::from_utf8_lossy(&names.body).contains(&format!(
+        "<D:prop>{born}<D:resourcetype/><D:displayname/><D:getcontentlength/><D:getcontenttype/>\
          <D:getetag/><D:getlastmodified/></D:prop>"
-    ));
+    )));
     // RFC 4918 §9.1: infinity (no Depth means it) is refused with the
     // propfind-finite-depth precondition.
     for depth in ["infinity", ""] {

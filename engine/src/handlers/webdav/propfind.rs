@@ -11,7 +11,7 @@ use super::{bare, Dav};
 use crate::config::Dotfiles;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::write_etag;
-use crate::http::date::{format_http_date, HTTP_DATE_LEN};
+use crate::http::date::{civil_time, format_http_date, HTTP_DATE_LEN};
 use crate::http::Status;
 use crate::sys::fs::{Kind, Meta};
 
@@ -20,9 +20,10 @@ use crate::sys::fs::{Kind, Meta};
 pub const MAX_BODY: u64 = crate::handlers::spool::MEMORY as u64;
 
 /// The live properties brisk answers, in the `DAV:` namespace, in the
-/// order `allprop` and `propname` list them. (`creationdate` is left
-/// out: the file metadata read has no birth time yet.)
+/// order `allprop` and `propname` list them (`creationdate` where the
+/// filesystem keeps a birth time).
 const LIVE: &[&str] = &[
+    "creationdate",
     "resourcetype",
     "displayname",
     "getcontentlength",
@@ -120,7 +121,7 @@ pub fn propfind(
     let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(b"");
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
     let mut path = rel.to_vec();
-    response(dav, &mut ms, &at, name, &meta, asked, &dead(dav, &path));
+    response(dav, &mut ms, &at, name, &meta, asked, &stored(dav, &path));
     for (child, m) in &listed {
         if m.kind == Kind::Special || !dotfiles && child.first() == Some(&b'.') {
             continue;
@@ -132,7 +133,7 @@ pub fn propfind(
             path.push(b'/');
         }
         path.extend_from_slice(child);
-        response(dav, &mut ms, &at, child, m, asked, &dead(dav, &path));
+        response(dav, &mut ms, &at, child, m, asked, &stored(dav, &path));
         at.truncate(len);
         path.truncate(plen);
     }
@@ -141,13 +142,36 @@ pub fn propfind(
     multistatus::plan(s)
 }
 
-/// The dead properties of `rel` (none if it cannot be opened).
-fn dead(dav: &Dav, rel: &[u8]) -> Vec<(Name, Vec<u8>)> {
-    dav.files
-        .root()
-        .open_any(rel)
-        .map(|f| props::dead(&f))
-        .unwrap_or_default()
+/// What is stored of a resource beyond `Meta`: its birth time (seconds
+/// since the epoch), its dead properties.
+#[derive(Default)]
+struct Stored {
+    born: Option<u64>,
+    dead: Vec<(Name, Vec<u8>)>,
+}
+
+/// What is stored of `rel` (nothing if it cannot be opened).
+fn stored(dav: &Dav, rel: &[u8]) -> Stored {
+    let Ok(file) = dav.files.root().open_any(rel) else {
+        return Stored::default();
+    };
+    let born = file.metadata().and_then(|m| m.created()).ok();
+    Stored {
+        born: born
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs()),
+        dead: props::dead(&file),
+    }
+}
+
+/// `1997-12-01T17:42:21Z` (RFC 4918 §15.1: RFC 3339's date-time).
+fn rfc3339(out: &mut Vec<u8>, secs: u64) {
+    let t = civil_time(secs);
+    let text = format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
+    );
+    out.extend_from_slice(text.as_bytes());
 }
 
 /// One resource's `<D:response>`, with its dead properties `dead`.
@@ -158,8 +182,9 @@ fn response(
     name: &[u8],
     meta: &Meta,
     asked: &Asked,
-    dead: &[(Name, Vec<u8>)],
+    stored: &Stored,
 ) {
+    let dead = &stored.dead;
     let dir = meta.kind == Kind::Dir;
     ms.open(href, dir);
     let out = ms.out();
@@ -168,14 +193,14 @@ fn response(
     match asked {
         Asked::All => {
             for prop in LIVE {
-                live(dav, out, prop, name, meta);
+                live(dav, out, prop, name, meta, stored.born);
             }
             for (n, value) in dead {
                 element(out, n, Some(value));
             }
         }
         Asked::Names => {
-            for prop in LIVE.iter().filter(|p| has(p, dir)) {
+            for prop in LIVE.iter().filter(|p| has(p, dir, stored.born)) {
                 out.extend_from_slice(format!("<D:{prop}/>").as_bytes());
             }
             for (n, _) in dead {
@@ -184,10 +209,11 @@ fn response(
         }
         Asked::Some(list) => {
             for p in list {
-                let known = p.0 == "DAV:" && LIVE.contains(&p.1.as_str()) && has(&p.1, dir);
-                let stored = dead.iter().find(|(n, _)| n == p);
-                match (known, stored) {
-                    (true, _) => live(dav, out, &p.1, name, meta),
+                let known =
+                    p.0 == "DAV:" && LIVE.contains(&p.1.as_str()) && has(&p.1, dir, stored.born);
+                let kept = dead.iter().find(|(n, _)| n == p);
+                match (known, kept) {
+                    (true, _) => live(dav, out, &p.1, name, meta, stored.born),
                     (false, Some((n, value))) => element(out, n, Some(value)),
                     (false, None) => missing.push(p),
                 }
@@ -210,15 +236,20 @@ fn response(
 }
 
 /// Whether a resource of that kind has live property `prop` (a
-/// collection has no content length, type or ETag here).
-fn has(prop: &str, dir: bool) -> bool {
-    !dir || !matches!(prop, "getcontentlength" | "getcontenttype" | "getetag")
+/// collection has no content length, type or ETag here; no birth time,
+/// no creationdate).
+fn has(prop: &str, dir: bool, born: Option<u64>) -> bool {
+    match prop {
+        "creationdate" => born.is_some(),
+        "getcontentlength" | "getcontenttype" | "getetag" => !dir,
+        _ => true,
+    }
 }
 
 /// Writes live property `prop` of the resource named `name`.
-fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta) {
+fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta, born: Option<u64>) {
     let dir = meta.kind == Kind::Dir;
-    if !has(prop, dir) {
+    if !has(prop, dir, born) {
         return;
     }
     let open = |out: &mut Vec<u8>| out.extend_from_slice(format!("<D:{prop}>").as_bytes());
@@ -248,6 +279,11 @@ fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta) {
             let mut tag = Vec::new();
             write_etag(meta.mtime, meta.size, &mut tag);
             escape(out, &tag);
+            close(out);
+        }
+        "creationdate" => {
+            open(out);
+            rfc3339(out, born.unwrap_or_default());
             close(out);
         }
         "getlastmodified" => {
