@@ -33,7 +33,7 @@ pub use copymove::{destination, transfer, Transfer};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
 pub use props::{ops as proppatch_ops, proppatch};
 
-pub use multistatus::{push_href, Multistatus};
+pub use multistatus::{href, push_href, Multistatus};
 
 /// 201 Created.
 const CREATED: Status = Status(201);

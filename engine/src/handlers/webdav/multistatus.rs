@@ -121,6 +121,13 @@ pub fn push_segment(out: &mut Vec<u8>, segment: &[u8]) {
     }
 }
 
+/// The decoded path `path` (`/a b/c`) as an href (`/a%20b/c`).
+pub fn href(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len() + 16);
+    push_href(&mut out, path);
+    out
+}
+
 /// Appends the decoded path `path` (`/a b/c`) as an href (`/a%20b/c`).
 pub fn push_href(out: &mut Vec<u8>, path: &[u8]) {
     for (i, segment) in path.split(|&b| b == b'/').enumerate() {

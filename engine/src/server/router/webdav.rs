@@ -75,11 +75,7 @@ impl Router {
                 }
             }
             b"MKCOL" => webdav::mkcol(dav, &rel, req.body()),
-            b"DELETE" => {
-                let mut href = Vec::with_capacity(s.path.len() + 16);
-                webdav::push_href(&mut href, &s.path);
-                webdav::delete(dav, &rel, &href, s)
-            }
+            b"DELETE" => webdav::delete(dav, &rel, &webdav::href(&s.path), s),
             b"PROPFIND" => {
                 let members = match webdav::depth(req.header("Depth"), s) {
                     Ok(members) => members,
@@ -87,8 +83,7 @@ impl Router {
                 };
                 match req.body() {
                     BodyFraming::None | BodyFraming::Length(0) => {
-                        let mut href = Vec::with_capacity(s.path.len() + 16);
-                        webdav::push_href(&mut href, &s.path);
+                        let href = webdav::href(&s.path);
                         webdav::propfind(dav, &rel, &href, &webdav::Asked::All, members, s)
                     }
                     BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
@@ -135,7 +130,7 @@ impl Router {
                 Level::Error,
                 format_args!(
                     "webdav: PUT {}: {e}",
-                    String::from_utf8_lossy(&routing.scratch.path)
+                    String::from_utf8_lossy(routing.req.path().unwrap_or_default())
                 ),
             );
             routing.scratch.told = true;
@@ -167,8 +162,7 @@ impl Router {
             s.path.extend_from_slice(path);
         }
         let rel = s.path[skip.min(s.path.len())..].to_vec();
-        let mut href = Vec::with_capacity(s.path.len() + 16);
-        webdav::push_href(&mut href, &s.path);
+        let href = webdav::href(&s.path);
         match what {
             Bodied::Propfind { members } => match webdav::asked(&bytes) {
                 Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
@@ -205,9 +199,7 @@ fn copy_or_move(dav: &Dav, t: &Transfer<'_>, s: &mut crate::handlers::Scratch) -
     if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&to) {
         return webdav::bare(static_files::dotfile_status(&dav.files));
     }
-    let mut href = Vec::with_capacity(to.len() + 16);
-    webdav::push_href(&mut href, &to);
-    webdav::transfer(dav, t, &to[skip..], &href, s)
+    webdav::transfer(dav, t, &to[skip..], &webdav::href(&to), s)
 }
 
 /// Each site's `[[webdav]]` rules in a worker, by site; their files take
