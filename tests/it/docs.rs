@@ -354,7 +354,8 @@ const ALL_FEATURES: bool = cfg!(all(
     feature = "compress",
     feature = "sites",
     feature = "ops",
-    feature = "upstreams"
+    feature = "upstreams",
+    feature = "webdav"
 ));
 
 #[test]
@@ -370,7 +371,14 @@ fn the_toml_examples_pass_check_config() {
     for (name, heading, toml) in &examples {
         let dir = TempDir::new("docs-toml");
         // What the examples name beside the file.
-        for d in ["cgi-bin", "www", "servlets", "public", "sites/example"] {
+        for d in [
+            "cgi-bin",
+            "www",
+            "servlets",
+            "public",
+            "sites/example",
+            "dav",
+        ] {
             fs::create_dir_all(dir.path.join(d)).unwrap();
         }
         let user = "alice:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";

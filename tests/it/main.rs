@@ -110,5 +110,7 @@ mod tls_fleet;
 mod upgrade;
 #[cfg(feature = "sites")]
 mod vhosts;
+#[cfg(feature = "webdav")]
+mod webdav;
 #[cfg(feature = "upstreams")]
 mod websocket_proxy;

@@ -389,6 +389,14 @@ fn load_command(
         }
     }
     config.secrets_outside_roots().map_err(error)?;
+    let sites = std::iter::once(&config.site).chain(&config.sites);
+    for (site, from) in sites.zip(std::iter::once(&origins.site).chain(&origins.sites)) {
+        for (rule, key) in site.webdav.iter().zip(&from.webdav) {
+            if let Some(why) = super::webdav::runs_programs(site, rule) {
+                return Err(error(format!("{key}: {why}")));
+            }
+        }
+    }
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,
         // `buffer_request`).

@@ -87,6 +87,7 @@ pub(super) const SITE_KEYS: &[&str] = &[
     "cgi",
     "reverse_proxy",
     "fastcgi",
+    "webdav",
     "throttle",
     "auth",
     "servlets",
@@ -169,6 +170,8 @@ pub(crate) struct SiteOrigins {
     pub(crate) symlinks: Option<String>,
     /// Per `[[cgi]]` rule: where each path it names was set.
     pub(crate) cgi: Vec<super::cgi::PathOrigins>,
+    /// Per `[[webdav]]` rule: where it was set (`file:line: webdav[N].root`).
+    pub(crate) webdav: Vec<String>,
 }
 
 /// Loads `src` on top of `config`.

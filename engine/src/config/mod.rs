@@ -44,6 +44,7 @@ mod tls;
 mod units;
 mod upstream;
 mod value;
+mod webdav;
 
 #[cfg(feature = "acme")]
 pub use crate::acme::key::KeyType;
@@ -56,6 +57,7 @@ pub use upstream::{
     Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Upstream,
 };
 pub use value::Value;
+pub use webdav::WebdavRule;
 
 // The rules' own types, where what reads them lives, named here too.
 pub use crate::access::auth::AuthRule;
@@ -184,6 +186,9 @@ pub struct SiteConfig {
     pub reverse_proxy: Rules<ProxyRule>,
     /// `[[fastcgi]]` rules, in file order (the first match wins).
     pub fastcgi: Rules<FastcgiRule>,
+    /// `[[webdav]]` rules, in file order (the first match wins); none
+    /// without the cargo feature `webdav`.
+    pub webdav: Vec<WebdavRule>,
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
@@ -203,7 +208,7 @@ impl SiteConfig {
     /// What a `[[site]]` starts from before its own keys: the default
     /// site's settings tables (`[static]`, `[mime]`), so that a site need
     /// not repeat them, but none of its rules (`[[headers]]`, `[[cgi]]`,
-    /// `[[reverse_proxy]]`, `[[fastcgi]]`,
+    /// `[[reverse_proxy]]`, `[[fastcgi]]`, `[[webdav]]`,
     /// `[[auth]]`, `[[throttle]]`, `[servlets]`, `[[redirect]]`,
     /// `[[rewrite]]`, `[errors]`, `[[cors]]`, `[[access]]`,
     /// `[[rate_limit]]`), which name paths and
@@ -221,6 +226,7 @@ impl SiteConfig {
             cgi: Vec::new(),
             reverse_proxy: Rules::default(),
             fastcgi: Rules::default(),
+            webdav: Vec::new(),
             auth: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
@@ -706,6 +712,7 @@ impl Default for Config {
                 cgi: Vec::new(),
                 reverse_proxy: Rules::default(),
                 fastcgi: Rules::default(),
+                webdav: Vec::new(),
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),
@@ -927,6 +934,7 @@ pub fn known_keys() -> Vec<String> {
         ("cgi", cgi::CGI_KEYS),
         ("reverse_proxy", upstream::REVERSE_PROXY_KEYS),
         ("fastcgi", upstream::FASTCGI_KEYS),
+        ("webdav", webdav::WEBDAV_KEYS),
         ("auth", auth::AUTH_KEYS),
         ("throttle", throttle::THROTTLE_KEYS),
         ("handlers", handlers::HANDLER_KEYS),

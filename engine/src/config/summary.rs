@@ -206,7 +206,7 @@ fn proxy(c: &Config, s: &mut String) {
 /// What each site has: a site's section is given the server's
 /// configuration and the site's own. (Servlets last: see
 /// [`default_servlets`].)
-const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 11] = [
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 12] = [
     static_files,
     compress,
     mime,
@@ -214,6 +214,7 @@ const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 11] = [
     throttles,
     cgi,
     upstreams,
+    webdav,
     admission,
     auth,
     rules,
@@ -522,6 +523,26 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
 }
 
 /// `; timeouts connect 5s, read 60s, send 60s`.
+/// `[[webdav]]` (nothing at all without rules, as before the feature).
+fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
+    if site.webdav.is_empty() {
+        return;
+    }
+    rule_set(s, "webdav", &site.webdav, |r| {
+        let mut line = format!("{} -> {}", r.path, r.root.display());
+        line.push_str(if r.read_only {
+            "; read-only"
+        } else {
+            "; writable"
+        });
+        if let Some(n) = r.max_upload {
+            line.push_str("; uploads up to ");
+            line.push_str(&size(n));
+        }
+        line
+    });
+}
+
 fn timeouts_of([connect, read, send]: [Duration; 3]) -> String {
     format!(
         "; timeouts connect {}, read {}, send {}",
@@ -875,6 +896,18 @@ fn confinement(c: &Config, s: &mut String) {
             }
             if c.any_cgi() {
                 places.push(format!("unnamed files in {}", c.temp_dir.display()));
+            }
+            let dav: Vec<_> = SiteConfig::all(c).flat_map(|site| &site.webdav).collect();
+            if !dav.is_empty() {
+                reads.push("the WebDAV trees");
+            }
+            let writable: Vec<String> = dav
+                .iter()
+                .filter(|r| !r.read_only)
+                .map(|r| r.root.display().to_string())
+                .collect();
+            if !writable.is_empty() {
+                places.push(format!("the WebDAV trees {}", writable.join(", ")));
             }
             let writes = match places.is_empty() {
                 true => "nowhere".to_string(),

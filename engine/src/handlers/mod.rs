@@ -29,6 +29,8 @@ pub mod spool;
 pub mod static_files;
 pub mod stats;
 pub mod stream;
+#[cfg(feature = "webdav")]
+pub mod webdav;
 
 pub use error::Error;
 pub use file_cache::Source;

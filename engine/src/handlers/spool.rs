@@ -33,6 +33,20 @@ pub struct Spool {
 }
 
 impl Spool {
+    /// A body written into `file` from its first byte (a WebDAV PUT's
+    /// unnamed file in the target's directory), never held in memory.
+    pub fn into_file(file: File) -> Spool {
+        Spool {
+            file: Some(file),
+            ..Spool::default()
+        }
+    }
+
+    /// The file the body went to, once it is all in.
+    pub fn take_file(&mut self) -> Option<File> {
+        self.file.take()
+    }
+
     /// Adds `data` to the body; the first bytes past [`MEMORY`] move it
     /// into a new temporary file in `dir`.
     pub fn push(&mut self, data: &[u8], dir: &Path) {

@@ -58,10 +58,34 @@ impl StaticFiles {
     ) -> io::Result<StaticFiles> {
         let sc = cfg.site(site);
         let root = Root::open(&sc.root, sc.static_files.symlinks_outside_root)?;
+        let programs = Programs::new(&sc.cgi, &sc.root)?;
+        StaticFiles::with_root(cfg, site, protected, root, programs)
+    }
+
+    /// The files of another tree than the site's root, served by the
+    /// site's rules (a `[[webdav]]` root: no symlink leads out of it,
+    /// whatever `symlinks_outside_root` says, and no CGI program is in it).
+    pub fn beneath(
+        cfg: Arc<Config>,
+        site: usize,
+        protected: Arc<Protected>,
+        root: &std::path::Path,
+    ) -> io::Result<StaticFiles> {
+        let root = Root::open(root, false)?;
+        StaticFiles::with_root(cfg, site, protected, root, Programs::default())
+    }
+
+    fn with_root(
+        cfg: Arc<Config>,
+        site: usize,
+        protected: Arc<Protected>,
+        root: Root,
+        programs: Programs,
+    ) -> io::Result<StaticFiles> {
+        let sc = cfg.site(site);
         let st = &sc.static_files;
         let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
         let mime = MimeTable::with_file(&sc.mime, file_types, &st.default_type);
-        let programs = Programs::new(&sc.cgi, &sc.root)?;
         #[cfg(feature = "compress")]
         let variants = match sc.compress.enable {
             true => Some(compress::cache::Variants::new(&sc.compress)?),
@@ -77,6 +101,11 @@ impl StaticFiles {
             #[cfg(feature = "compress")]
             variants,
         })
+    }
+
+    /// The tree the files are in.
+    pub fn root(&self) -> &Root {
+        &self.root
     }
 
     /// The settings of the site these files are.
@@ -135,6 +164,19 @@ pub fn serve(
     s: &mut Scratch,
     cache: &mut FileCache,
 ) -> Plan {
+    serve_beneath(files, req, s, cache, 1)
+}
+
+/// [`serve`], the file being `s.path` without its first `skip` bytes
+/// (1: its `/`; a `[[webdav]]` rule's prefix) beneath the files' root.
+pub fn serve_beneath(
+    files: &StaticFiles,
+    req: &OwnedRequest,
+    s: &mut Scratch,
+    cache: &mut FileCache,
+    skip: usize,
+) -> Plan {
+    let skip = skip.min(s.path.len());
     match req.method() {
         Method::Get | Method::Head => {}
         Method::Options => {
@@ -158,11 +200,11 @@ pub fn serve(
     }
     if files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
         s.rel.clear();
-        s.rel.extend_from_slice(&s.path[1..]);
+        s.rel.extend_from_slice(&s.path[skip..]);
         return refused(Refusal::Dotfile, dotfile_status(files), s);
     }
     s.rel.clear();
-    s.rel.extend_from_slice(&s.path[1..]);
+    s.rel.extend_from_slice(&s.path[skip..]);
     if let Some(q) = query {
         // MrHTTPD's QUERY_HACK: what `wget --mirror` saved as `page.html?x=1`.
         let prefixes = &files.site().static_files.query_in_filename;
@@ -255,7 +297,8 @@ fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
     refused(Refusal::lookup(e), lookup_status(e), s)
 }
 
-fn dotfile_status(files: &StaticFiles) -> Status {
+/// What a path with a dot segment answers (`[static] dotfiles`).
+pub fn dotfile_status(files: &StaticFiles) -> Status {
     match files.site().static_files.dotfiles {
         Dotfiles::Ignore => Status::NOT_FOUND,
         _ => Status::FORBIDDEN,

@@ -70,6 +70,8 @@ mod fastcgi;
 mod rules;
 #[cfg(feature = "upstreams")]
 mod upstream;
+#[cfg(feature = "webdav")]
+mod webdav;
 
 /// What the chain makes of a request.
 #[derive(Debug)]
@@ -117,6 +119,17 @@ enum Resumed {
     Proxy {
         rule: usize,
     },
+    /// A `[[webdav]]` PUT, its body written into its file as it arrives.
+    #[cfg(feature = "webdav")]
+    Put(Box<crate::handlers::webdav::Put>),
+    /// A `[[webdav]]` PROPFIND or PROPPATCH with a body: by rule `rule`
+    /// of the site, whose prefix is `skip` bytes.
+    #[cfg(feature = "webdav")]
+    Dav {
+        rule: usize,
+        skip: usize,
+        what: crate::handlers::webdav::Bodied,
+    },
 }
 
 impl Resume {
@@ -128,6 +141,20 @@ impl Resume {
             Resumed::Fastcgi(s) => format!("fastcgi {}", s.filename.display()),
             #[cfg(feature = "upstreams")]
             Resumed::Proxy { .. } => "reverse proxy".to_string(),
+            #[cfg(feature = "webdav")]
+            Resumed::Put(_) => "webdav PUT".to_string(),
+            #[cfg(feature = "webdav")]
+            Resumed::Dav { .. } => "webdav".to_string(),
+        }
+    }
+
+    /// Where the body goes as it arrives: a PUT's own file, else a new
+    /// spool (memory, then a file in `temp_dir`).
+    pub fn take_body(&mut self) -> Spool {
+        match &mut self.0 {
+            #[cfg(feature = "webdav")]
+            Resumed::Put(put) => put.take_body(),
+            _ => Spool::default(),
         }
     }
 }
@@ -199,6 +226,9 @@ pub struct Router {
     /// The worker's idle upstream connections.
     #[cfg(feature = "upstreams")]
     upstream_pool: crate::handlers::proxy::pool::Shared,
+    /// Each site's `[[webdav]]` rules, by site.
+    #[cfg(feature = "webdav")]
+    webdav: Vec<Vec<crate::handlers::webdav::Dav>>,
 }
 
 /// What the stages of one site hold.
@@ -339,7 +369,11 @@ impl Router {
         let fastcgi_groups = SiteConfig::all(&cfg)
             .map(|site| site.fastcgi.iter().map(fastcgi::group).collect())
             .collect();
+        #[cfg(feature = "webdav")]
+        let webdav = webdav::rules(&files)?;
         Ok(Router {
+            #[cfg(feature = "webdav")]
+            webdav,
             has_rules,
             has_admission,
             rates: None,
@@ -426,15 +460,16 @@ impl Router {
         let decoded = routing.req.path().is_ok();
         if decoded {
             #[cfg(feature = "upstreams")]
-            let stages: [Stage; 5] = [
+            let stages: [Stage; 6] = [
                 Router::auth,
                 Router::mounts,
+                Router::webdav,
                 Router::reverse_proxy,
                 Router::fastcgi,
                 Router::cgi,
             ];
             #[cfg(not(feature = "upstreams"))]
-            let stages: [Stage; 3] = [Router::auth, Router::mounts, Router::cgi];
+            let stages: [Stage; 4] = [Router::auth, Router::mounts, Router::webdav, Router::cgi];
             for stage in stages {
                 match stage(self, routing) {
                     Step::Next => continue,
@@ -747,6 +782,12 @@ impl Router {
                 crate::server::router::Step::Answer(plan) => plan,
                 _ => Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch),
             },
+            #[cfg(feature = "webdav")]
+            Resumed::Put(put) => self.finish_put(put, body, routing),
+            #[cfg(feature = "webdav")]
+            Resumed::Dav { rule, skip, what } => {
+                self.dav_with((*rule, *skip, *what), body, routing)
+            }
         }
     }
 
@@ -790,6 +831,12 @@ impl Router {
                 group.borrow_mut().check(now);
             }
         }
+    }
+
+    /// The WebDAV stage: none without the cargo feature `webdav`.
+    #[cfg(not(feature = "webdav"))]
+    fn webdav(&mut self, _: &mut Routing<'_>) -> Step {
+        Step::Next
     }
 
     /// Moves the static handler's clock on (once per loop iteration).

@@ -60,7 +60,7 @@ pub(super) fn fstat(fd: RawFd) -> io::Result<Meta> {
     Ok(meta_of(&st))
 }
 
-fn meta_of(st: &libc::stat) -> Meta {
+pub(super) fn meta_of(st: &libc::stat) -> Meta {
     let kind = match st.st_mode & libc::S_IFMT {
         libc::S_IFREG => Kind::File,
         libc::S_IFDIR => Kind::Dir,
@@ -180,6 +180,24 @@ impl Root {
             .collect())
     }
 
+    /// Opens whatever `rel` is (a file, a directory) for reading its
+    /// metadata and extended attributes; never blocks (a FIFO).
+    pub fn open_any(&self, rel: &[u8]) -> io::Result<File> {
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        self.open_flags(rel, flags).map(File::from)
+    }
+
+    /// The directory `rel` (as [`Root::stat`] finds it), to change what
+    /// is in it by name (see [`super::dir`]); never beyond the root,
+    /// whatever `symlinks_outside_root` says.
+    pub fn dir(&self, rel: &[u8]) -> io::Result<super::dir::Dir> {
+        if self.follow_outside {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        self.open_flags(rel, flags).map(super::dir::Dir)
+    }
+
     fn open_flags(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
         let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
         let flags = flags | libc::O_CLOEXEC;
@@ -288,7 +306,10 @@ fn cstring(bytes: &[u8]) -> io::Result<CString> {
 /// Calls `f` with `bytes` as a NUL-terminated C string, built on the
 /// stack when it fits (request paths nearly always do), so that a lookup
 /// allocates nothing.
-fn with_cstr<T>(bytes: &[u8], f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>) -> io::Result<T> {
+pub(super) fn with_cstr<T>(
+    bytes: &[u8],
+    f: impl FnOnce(&std::ffi::CStr) -> io::Result<T>,
+) -> io::Result<T> {
     let mut buf = [0u8; 512];
     if bytes.len() < buf.len() {
         buf[..bytes.len()].copy_from_slice(bytes);
@@ -347,7 +368,7 @@ fn openat2_raw(dir: RawFd, c: &std::ffi::CStr, flags: libc::c_int) -> io::Result
 
 /// Each entry of the directory: its name, its own metadata (`lstat`), and
 /// whether it is a symlink.
-fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
+pub(super) fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
     let raw = fd.as_raw_fd();
     // SAFETY: fdopendir takes ownership of the descriptor on success.
     let dirp = unsafe { libc::fdopendir(raw) };

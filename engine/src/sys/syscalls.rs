@@ -173,7 +173,8 @@ pub const UPSTREAMS: &[libc::c_long] = &[
 ];
 
 /// Added to [`ALLOWED`] when the server writes files shared by a fleet
-/// (`[acme]`'s storage, a local CA's included; `[tls] ticket_keys`):
+/// (`[acme]`'s storage, a local CA's included; `[tls] ticket_keys`) or a
+/// `[[webdav]]` tree (`unlinkat` is in [`ALLOWED`] already):
 /// files written whole (`fsync`, `rename`, `mkdir`) and lock files
 /// (`link` puts back a lock broken by mistake).
 pub const STORAGE: &[libc::c_long] = &[
@@ -185,6 +186,15 @@ pub const STORAGE: &[libc::c_long] = &[
     libc::SYS_mkdirat,
     libc::SYS_link,
     libc::SYS_linkat,
+];
+
+/// Added to [`ALLOWED`] with a `[[webdav]]` rule: its dead properties
+/// are the resources' extended attributes (`handlers::webdav::props`).
+pub const XATTRS: &[libc::c_long] = &[
+    libc::SYS_fgetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_flistxattr,
+    libc::SYS_fremovexattr,
 ];
 
 /// Added to [`ALLOWED`] (with [`STORAGE`] and [`UPSTREAMS`]) when the ACME

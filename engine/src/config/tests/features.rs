@@ -136,3 +136,18 @@ fn a_build_without_upstreams_refuses_their_keys() {
         );
     }
 }
+
+#[cfg(not(feature = "webdav"))]
+#[test]
+fn a_build_without_webdav_refuses_its_key() {
+    assert_eq!(
+        load_err("[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n"),
+        refusal(
+            1,
+            "webdav",
+            "WebDAV",
+            "webdav",
+            "remove it, or build with the feature"
+        )
+    );
+}

@@ -23,6 +23,8 @@ mod sites;
 mod tls;
 #[cfg(feature = "upstreams")]
 mod upstream;
+#[cfg(feature = "webdav")]
+mod webdav;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -131,6 +131,18 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
             .any(|r| matches!(r.target, CgiTarget::Pattern(_)));
         let root_rights = if patterns { read | exec } else { read };
         rules.push(Rule::new(&site.root, root_rights, format!("{prefix}root")));
+        if !programs {
+            // The `[[webdav]]` trees: the server's only writable trees
+            // apart from its own files (logs, temp_dir, ACME storage).
+            for (i, rule) in site.webdav.iter().enumerate() {
+                let rights = if rule.read_only { read } else { WRITABLE };
+                rules.push(Rule::new(
+                    &rule.root,
+                    rights,
+                    format!("{prefix}webdav[{}].root", i + 1),
+                ));
+            }
+        }
         for (i, rule) in site.cgi.iter().enumerate() {
             let n = i + 1;
             match &rule.target {
@@ -368,6 +380,7 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
             && !r.optional
             && !r.what.ends_with(".writable")
             && r.what != "acme.storage"
+            && !is_webdav(r)
     };
     let writable = |r: &&Rule| {
         r.rights & fs_access::WRITE_FILE != 0
@@ -386,6 +399,11 @@ fn note_writable_trees(rules: &[Rule], notes: &mut Notes) {
                 (
                     dir.what.clone(),
                     "CGI programs could change what is served or run",
+                )
+            } else if is_webdav(dir) {
+                (
+                    dir.what.clone(),
+                    "WebDAV clients could change what is served",
                 )
             } else {
                 (
@@ -420,6 +438,8 @@ pub struct Plan {
     asks_ca: bool,
     /// Files shared by a fleet are written (`[acme]`, `[tls] ticket_keys`).
     storage: bool,
+    /// A `[[webdav]]` rule reads (and maybe writes) extended attributes.
+    xattrs: bool,
     /// A summary for the error log.
     summary: String,
 }
@@ -465,7 +485,8 @@ pub fn prepare(
         programs,
         upstreams: connect_ports(cfg),
         asks_ca: asks_a_ca(cfg),
-        storage: cfg.acme().is_some() || ticket_keys(cfg).is_some(),
+        storage: cfg.acme().is_some() || ticket_keys(cfg).is_some() || writes_webdav(cfg),
+        xattrs: SiteConfig::all(cfg).any(|site| !site.webdav.is_empty()),
         summary,
     })
 }
@@ -517,6 +538,11 @@ fn failed(what: &'static str, source: std::io::Error) -> Error {
     Error::Sandbox { what, source }
 }
 
+/// Whether `rule` is a `[[webdav]]` rule's root.
+fn is_webdav(rule: &Rule) -> bool {
+    rule.what.contains("webdav[")
+}
+
 /// Where a sandbox with `rules` lets the process write, for its summary.
 fn writes(rules: &[Rule]) -> String {
     let writing = |r: &&Rule| r.rights & fs_access::WRITE_FILE != 0 && !r.optional;
@@ -543,6 +569,15 @@ fn writes(rules: &[Rule]) -> String {
     }
     if let Some(t) = rules.iter().find(|r| r.what == TICKET_KEYS_DIR) {
         places.push(format!("the ticket keys' directory {}", t.path.display()));
+    }
+    let dav: Vec<String> = rules
+        .iter()
+        .filter(writing)
+        .filter(|r| is_webdav(r))
+        .map(|r| r.path.display().to_string())
+        .collect();
+    if !dav.is_empty() {
+        places.push(format!("the WebDAV trees {}", dav.join(", ")));
     }
     let programs: Vec<String> = rules
         .iter()
@@ -662,8 +697,17 @@ impl Plan {
         if self.asks_ca {
             allowed.extend_from_slice(syscalls::ACME_CA);
         }
+        if self.xattrs {
+            allowed.extend_from_slice(syscalls::XATTRS);
+        }
         allowed
     }
+}
+
+/// Whether a `[[webdav]]` rule writes its tree (`fsync`, `renameat2`,
+/// `mkdirat`, `linkat`: the calls of [`syscalls::STORAGE`]).
+fn writes_webdav(cfg: &Config) -> bool {
+    SiteConfig::all(cfg).any(|site| site.webdav.iter().any(|r| !r.read_only))
 }
 
 /// Whether the ACME thread talks to a CA: `[acme]` names a public name

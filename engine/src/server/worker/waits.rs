@@ -69,10 +69,10 @@ impl Worker {
                 body: Vec::new(),
                 counted: 0,
             }),
-            Routed::Defer(Deferred::WholeBody(resume)) => Wait::Whole(WholeBody {
+            Routed::Defer(Deferred::WholeBody(mut resume)) => Wait::Whole(WholeBody {
+                body: resume.take_body(),
                 resume: Box::new(resume),
                 held: r.hold(redirects),
-                body: Default::default(),
             }),
         };
         let ex = self.exchange(c, stream, wait);

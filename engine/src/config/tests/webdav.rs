@@ -1,0 +1,84 @@
+//! `[[webdav]]` as loaded: every key, every error (naming file, line and
+//! key). (A build without the cargo feature `webdav`: see `features.rs`.)
+
+use super::{load, load_err};
+
+#[test]
+fn every_key() {
+    let c = load(
+        "[[webdav]]\npath = \"/dav\"\nroot = \".\"\nread_only = true\nmax_upload = \"4GiB\"\nlocks = false\n",
+    )
+    .unwrap();
+    let [rule] = &c.site.webdav[..] else {
+        panic!("{:?}", c.site.webdav)
+    };
+    // (The prefix is a directory's: `/dav` and `/dav/` are the same rule.)
+    assert_eq!(rule.path, "/dav/");
+    assert!(rule.root.is_absolute());
+    assert!(rule.read_only);
+    assert_eq!(rule.max_upload, Some(4 << 30));
+    let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\n").unwrap();
+    let rule = &c.site.webdav[0];
+    assert_eq!(
+        (rule.path.as_str(), rule.read_only, rule.max_upload),
+        ("/", false, None)
+    );
+    assert!(load("").unwrap().site.webdav.is_empty());
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    let cases = [
+        (
+            "[[webdav]]\nroot = \".\"\n",
+            "DIR/site.toml:1: webdav[1]: needs path = \"/dav/\"",
+        ),
+        (
+            // (`root = "public"` is put before it: line 2.)
+            "[[webdav]]\npath = \"/dav/\"\n",
+            "DIR/site.toml:2: webdav[1]: needs root = \"/srv/dav\"",
+        ),
+        (
+            "[[webdav]]\npath = \"dav\"\nroot = \".\"\n",
+            "DIR/site.toml:2: webdav[1].path: expected a URL prefix starting with \"/\" without \".\", \"..\" or empty segments; got \"dav\"",
+        ),
+        (
+            "[[webdav]]\npath = \"/dav/\"\nroot = \"nowhere\"\n",
+            "DIR/site.toml:3: webdav[1].root: cannot use DIR/nowhere as the WebDAV root: No such file or directory (os error 2)",
+        ),
+        (
+            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nlocks = true\n",
+            "DIR/site.toml:4: webdav[1].locks: LOCK and UNLOCK (class 2) are not built yet; remove it or set it to false",
+        ),
+        (
+            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nreadonly = true\n",
+            "DIR/site.toml:4: unknown key \"webdav[1].readonly\"; did you mean \"read_only\"? expected one of \"path\", \"root\", \"read_only\", \"max_upload\", \"locks\"",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(load_err(text), want, "{text}");
+    }
+}
+
+#[test]
+fn a_writable_tree_may_not_hold_programs_brisk_runs() {
+    let cgi = "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \".\"\n";
+    let err = load_err(&format!(
+        "{cgi}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n"
+    ));
+    assert_eq!(
+        err,
+        "DIR/site.toml:4: webdav[1].root: DIR overlaps cgi[1].dir DIR: WebDAV clients could put \
+         programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)"
+    );
+    // Read-only, it may.
+    assert!(load(&format!(
+        "{cgi}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nread_only = true\n"
+    ))
+    .is_ok());
+    // A pattern rule runs scripts anywhere beneath the site's root.
+    let err = load_err(
+        "root = \".\"\n[[cgi]]\npattern = \"*.cgi\"\n[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n",
+    );
+    assert!(err.contains("overlaps cgi[1].pattern (the root)"), "{err}");
+}

@@ -1,0 +1,119 @@
+//! `[[webdav]]`: a tree served and written by WebDAV (RFC 4918), per
+//! site; the cargo feature `webdav` (without it the key is refused).
+
+use std::path::{Path, PathBuf};
+
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use super::load::{sorted, Loader};
+use super::{CgiTarget, ConfigError, SiteConfig};
+
+pub(super) const WEBDAV_KEYS: &[&str] = &["path", "root", "read_only", "max_upload", "locks"];
+
+/// One `[[webdav]]` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebdavRule {
+    /// The URL prefix it answers beneath, ending in `/` (`/dav/`).
+    pub path: String,
+    /// The tree it serves and writes (absolute, canonical): the only one
+    /// the sandbox lets the server write.
+    pub root: PathBuf,
+    /// Only the reading methods (GET, HEAD, OPTIONS, PROPFIND).
+    pub read_only: bool,
+    /// The largest PUT body; `None`: `limits.max_body`.
+    pub max_upload: Option<u64>,
+}
+
+/// Why a writable `rule` of `site` is refused: its tree holds, or lies
+/// beneath, a tree whose files brisk runs (a `[[cgi]]` directory or
+/// program, a root where a `pattern` rule or a `[[fastcgi]]` rule finds
+/// scripts), so WebDAV clients could upload programs that then run.
+pub(super) fn runs_programs(site: &SiteConfig, rule: &WebdavRule) -> Option<String> {
+    if rule.read_only {
+        return None;
+    }
+    let overlaps = |p: &Path| p.starts_with(&rule.root) || rule.root.starts_with(p);
+    let mut trees: Vec<(String, &Path)> = Vec::new();
+    for (i, cgi) in site.cgi.iter().enumerate() {
+        let n = i + 1;
+        match &cgi.target {
+            CgiTarget::Dir { dir, .. } => trees.push((format!("cgi[{n}].dir"), dir)),
+            CgiTarget::Program { program, .. } => {
+                trees.push((format!("cgi[{n}].program"), program))
+            }
+            CgiTarget::Pattern(_) => {
+                trees.push((format!("cgi[{n}].pattern (the root)"), &site.root))
+            }
+        }
+    }
+    for (i, f) in site.fastcgi.iter().enumerate() {
+        let root = f.root.as_deref().unwrap_or(&site.root);
+        trees.push((format!("fastcgi[{}] (its scripts' root)", i + 1), root));
+    }
+    let (what, path) = trees.into_iter().find(|(_, p)| overlaps(p))?;
+    Some(format!(
+        "{} overlaps {what} {}: WebDAV clients could put programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)",
+        rule.root.display(),
+        path.display()
+    ))
+}
+
+impl Loader<'_> {
+    /// One table of the `[[webdav]]` array (`webdav[N]`, `section`).
+    pub(super) fn webdav_rule(
+        &self,
+        section: &str,
+        item: &Spanned<DeValue<'_>>,
+        table: &DeTable<'_>,
+    ) -> Result<WebdavRule, ConfigError> {
+        let (mut path, mut root) = (None, None);
+        let (mut read_only, mut max_upload) = (false, None);
+        for (key, value) in sorted(table) {
+            let name = key.get_ref().as_ref();
+            let full = format!("{section}.{name}");
+            match name {
+                "path" => {
+                    let s = self.string(&full, value)?;
+                    if !super::cgi::is_url_prefix(s) {
+                        let what = "a URL prefix starting with \"/\" without \".\", \"..\" or empty segments";
+                        return Err(self.expected(value, &full, what));
+                    }
+                    let mut s = s.to_string();
+                    if !s.ends_with('/') {
+                        s.push('/');
+                    }
+                    path = Some(s);
+                }
+                "root" => {
+                    let p = self.path(&full, value)?;
+                    root = Some(self.existing_dir(&full, value, &p, "the WebDAV root")?);
+                }
+                "read_only" => read_only = self.boolean(&full, value)?,
+                "max_upload" => max_upload = Some(self.size(&full, value, 0, u64::MAX)?),
+                "locks" => {
+                    if self.boolean(&full, value)? {
+                        return Err(self.fail(
+                            value,
+                            &full,
+                            "LOCK and UNLOCK (class 2) are not built yet; remove it or set it to false",
+                        ));
+                    }
+                }
+                _ => return Err(self.unknown(key, section, WEBDAV_KEYS)),
+            }
+        }
+        let Some(path) = path else {
+            return Err(self.fail(item, section, "needs path = \"/dav/\""));
+        };
+        let Some(root) = root else {
+            return Err(self.fail(item, section, "needs root = \"/srv/dav\""));
+        };
+        Ok(WebdavRule {
+            path,
+            root,
+            read_only,
+            max_upload,
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! COPY and MOVE (RFC 4918 §9.8, §9.9): the `Destination` header, which
+//! must name the same host and a path beneath the same rule's root;
+//! `Depth` and `Overwrite`; a tree copied member by member, a move in one
+//! `renameat2` where the filesystem allows.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+
+use super::multistatus::{self, Multistatus};
+use super::{bare, existing, parent, split, status_of, Dav, CREATED, MAX_DEPTH};
+use crate::handlers::{Plan, Scratch};
+use crate::http::{path, Status};
+use crate::sys::dir::Dir;
+use crate::sys::fs::Kind;
+
+/// What a COPY or MOVE request asks for.
+#[derive(Debug)]
+pub struct Transfer<'a> {
+    /// MOVE rather than COPY.
+    pub moving: bool,
+    /// The source, relative to the root.
+    pub from: &'a [u8],
+    /// The request's `Destination`.
+    pub destination: Option<&'a [u8]>,
+    /// Its host (`Host`, `:authority`).
+    pub host: Option<&'a [u8]>,
+    /// Its `Depth`.
+    pub depth: Option<&'a [u8]>,
+    /// Its `Overwrite`.
+    pub overwrite: Option<&'a [u8]>,
+}
+
+/// The decoded, normalised path `Destination` names: an absolute URI on
+/// the request's own host, or an absolute path. Another host is 502
+/// (§9.8.5: "the destination is on another server"); a malformed one 400.
+pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Status> {
+    let raw = match value.iter().position(|&b| b == b':') {
+        Some(i)
+            if value[..i].iter().all(u8::is_ascii_alphabetic) && value[i..].starts_with(b"://") =>
+        {
+            let rest = &value[i + 3..];
+            let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+            let authority = &rest[..end];
+            if host.is_some_and(|h| !h.eq_ignore_ascii_case(authority)) {
+                return Err(Status::BAD_GATEWAY);
+            }
+            &rest[end..]
+        }
+        _ => value,
+    };
+    let (raw, _) = path::split_target(raw);
+    path::decode_and_normalize(raw, out).map_err(|_| Status::BAD_REQUEST)
+}
+
+/// COPY or MOVE of `t.from` to `to` (relative to the same root): 201 when
+/// nothing had the name, 204 when it was replaced; 412 with `Overwrite:
+/// F` onto an existing resource; 409 when the destination's parent is
+/// missing; 403 onto itself or into itself; 207 for a tree copied in part.
+pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut Scratch) -> Plan {
+    let overwrite = match t.overwrite {
+        None | Some(b"T") => true,
+        Some(b"F") => false,
+        Some(_) => return bare(Status::BAD_REQUEST),
+    };
+    // (MOVE of a collection is always of all it holds: §9.9.2.)
+    let deep = match t.depth {
+        None => true,
+        Some(d) if d.eq_ignore_ascii_case(b"infinity") => true,
+        Some(b"0") if !t.moving => false,
+        Some(_) => return bare(Status::BAD_REQUEST),
+    };
+    let (from, to) = (trim(t.from), trim(to));
+    if from == to || to.starts_with(from) && to.get(from.len()) == Some(&b'/') || from.is_empty() {
+        return bare(Status::FORBIDDEN);
+    }
+    let (Some((from_dir, from_name)), Some((to_dir, to_name))) = (split(from), split(to)) else {
+        return bare(Status::FORBIDDEN);
+    };
+    let (src, kind) = match existing(dav, from_dir, from_name) {
+        Ok(found) => found,
+        Err(status) => return bare(status),
+    };
+    let dest = match parent(dav, to_dir) {
+        Ok(d) => d,
+        Err(status) => return bare(status),
+    };
+    let existed = match dest.stat(to_name) {
+        Ok(_) if !overwrite => return bare(Status::PRECONDITION_FAILED),
+        Ok(m) => Some(m.kind),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+        Err(e) => return bare(status_of(&e)),
+    };
+    let done = if existed.is_some() {
+        Status::NO_CONTENT
+    } else {
+        CREATED
+    };
+    let mut failed = Multistatus::new(&mut s.body);
+    let mut at = to_href.strip_suffix(b"/").unwrap_or(to_href).to_vec();
+    // What is there goes first (§9.8.4, §9.9.3: as if deleted), unless a
+    // file replaces a file, which a rename does in one step.
+    let replace_in_place = t.moving && kind != Kind::Dir && existed.is_some_and(|k| k != Kind::Dir);
+    if let Some(old) = existed.filter(|_| !replace_in_place) {
+        let gone = match old {
+            Kind::Dir => super::remove_tree(&dest, to_name, &mut at, &mut failed, 0),
+            _ => dest.remove(to_name, false).is_ok(),
+        };
+        if !gone {
+            return multistatus::settle(failed.end(), s, Status::FORBIDDEN);
+        }
+    }
+    let result = if t.moving {
+        src.rename(from_name, &dest, to_name, false)
+    } else if kind == Kind::Dir {
+        copy_tree(
+            &src,
+            from_name,
+            &dest,
+            to_name,
+            deep,
+            &mut at,
+            &mut failed,
+            0,
+        );
+        Ok(())
+    } else if kind == Kind::File {
+        copy_file(&src, from_name, &dest, to_name)
+    } else {
+        Err(io::Error::from(io::ErrorKind::PermissionDenied))
+    };
+    let _ = dest.sync();
+    if t.moving {
+        let _ = src.sync();
+    }
+    let any = failed.end();
+    match result {
+        Ok(()) => multistatus::settle(any, s, done),
+        // (Across filesystems beneath the root: not moved; see the plan.)
+        Err(e) => multistatus::settle(any, s, status_of(&e)),
+    }
+}
+
+/// `rel` without its trailing slash.
+fn trim(rel: &[u8]) -> &[u8] {
+    rel.strip_suffix(b"/").unwrap_or(rel)
+}
+
+/// Copies the regular file `name` of `src` to `to` in `dest` (which has
+/// no such name): written unnamed, synced, then named.
+fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8]) -> io::Result<()> {
+    let mut from = src.open_file(name)?;
+    let mut file = dest.unnamed_file()?;
+    copy(&mut from, &mut file)?;
+    file.sync_all()?;
+    dest.link(&file, to)
+}
+
+/// Copies all of `from` into `to` (plain reads and writes: no call the
+/// sandbox does not already allow).
+fn copy(from: &mut File, to: &mut File) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => to.write_all(&buf[..n])?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Copies the collection `name` of `src` to `to` in `dest`: the
+/// collection, and with `deep` all it holds; each member that could not
+/// be copied goes into `failed` (at its destination href, `at`).
+#[allow(clippy::too_many_arguments)]
+fn copy_tree(
+    src: &Dir,
+    name: &[u8],
+    dest: &Dir,
+    to: &[u8],
+    deep: bool,
+    at: &mut Vec<u8>,
+    failed: &mut Multistatus<'_>,
+    depth: usize,
+) {
+    if let Err(e) = dest.mkdir(to) {
+        failed.status(at, true, status_of(&e));
+        return;
+    }
+    if !deep {
+        return;
+    }
+    let (from, into) = match (src.sub(name), dest.sub(to)) {
+        (Ok(f), Ok(i)) if depth < MAX_DEPTH => (f, i),
+        _ => {
+            failed.status(at, true, Status::FORBIDDEN);
+            return;
+        }
+    };
+    let entries = match from.entries() {
+        Ok(e) => e,
+        Err(e) => {
+            failed.status(at, true, status_of(&e));
+            return;
+        }
+    };
+    for (child, meta) in entries {
+        let len = at.len();
+        at.push(b'/');
+        multistatus::push_segment(at, &child);
+        match meta.kind {
+            Kind::Dir => copy_tree(&from, &child, &into, &child, true, at, failed, depth + 1),
+            Kind::File => {
+                if let Err(e) = copy_file(&from, &child, &into, &child) {
+                    failed.status(at, false, status_of(&e));
+                }
+            }
+            // (A symlink, a FIFO: not copied, said so.)
+            Kind::Special => failed.status(at, false, Status::FORBIDDEN),
+        }
+        at.truncate(len);
+    }
+    let _ = into.sync();
+}

@@ -1,0 +1,438 @@
+//! WebDAV (RFC 4918) beneath a `[[webdav]]` rule's root: what to answer
+//! to OPTIONS, PUT, MKCOL, DELETE, PROPFIND (propfind.rs, its bodies read
+//! by xml.rs), COPY and MOVE (copymove.rs); GET and HEAD are the static
+//! handler's, over the rule's root (`static_files::serve_beneath`).
+//!
+//! Every change is made by name in a directory opened beneath the root
+//! by the kernel-enforced rules of static files (`sys::dir`): no `..`, no
+//! symlink out of the root, nothing written through a symlink.
+
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+use crate::config::{Config, WebdavRule};
+use crate::handlers::protected::Protected;
+use crate::handlers::spool::Spool;
+use crate::handlers::static_files::StaticFiles;
+use crate::handlers::{Body, Plan, Scratch};
+use crate::http::conditional::{self, write_etag, Precondition, Preconditions, Validators};
+use crate::http::parse::BodyFraming;
+use crate::http::request::{Field, OwnedRequest};
+use crate::http::Status;
+use crate::sys::dir::Dir;
+use crate::sys::fs::Kind;
+
+mod copymove;
+mod multistatus;
+mod propfind;
+mod props;
+pub mod xml;
+
+pub use copymove::{destination, transfer, Transfer};
+pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
+pub use props::{ops as proppatch_ops, proppatch};
+
+pub use multistatus::{href, push_href, Multistatus};
+
+/// 201 Created.
+const CREATED: Status = Status(201);
+/// 409 Conflict (RFC 9110 §15.5.10): a collection on the way is missing.
+const CONFLICT: Status = Status(409);
+/// 415 Unsupported Media Type: MKCOL with a body (RFC 4918 §9.3.1).
+const UNSUPPORTED_MEDIA_TYPE: Status = Status(415);
+/// 507 Insufficient Storage (RFC 4918 §11.5).
+const INSUFFICIENT_STORAGE: Status = Status(507);
+
+/// How deep DELETE goes into a tree before it reports what is below as
+/// not removed.
+const MAX_DEPTH: usize = 64;
+
+/// One `[[webdav]]` rule in a worker: its settings and its tree.
+#[derive(Debug)]
+pub struct Dav {
+    /// The rule.
+    pub rule: WebdavRule,
+    /// Its root, served by the site's static rules (GET, HEAD).
+    pub files: StaticFiles,
+    /// The key of its files in the worker's file cache (another than
+    /// every site's: see `FileCache::for_site`).
+    pub cache_key: usize,
+}
+
+impl Dav {
+    /// Rule `rule` of site `site`, whose files take cache key `cache_key`.
+    pub fn new(
+        cfg: Arc<Config>,
+        site: usize,
+        rule: &WebdavRule,
+        protected: Arc<Protected>,
+        cache_key: usize,
+    ) -> io::Result<Dav> {
+        Ok(Dav {
+            files: StaticFiles::beneath(cfg, site, protected, &rule.root)?,
+            rule: rule.clone(),
+            cache_key,
+        })
+    }
+
+    /// How many bytes of `path` (a decoded, normalised request path) are
+    /// the rule's prefix, if the rule takes it: `/dav/x` and `/dav` (the
+    /// collection itself, without its slash) for `/dav/`.
+    pub fn takes(&self, path: &[u8]) -> Option<usize> {
+        let prefix = self.rule.path.as_bytes();
+        if path.starts_with(prefix) {
+            Some(prefix.len())
+        } else if path == &prefix[..prefix.len() - 1] {
+            Some(path.len())
+        } else {
+            None
+        }
+    }
+
+    /// The methods the rule answers, for `Allow`.
+    pub fn allow(&self) -> &'static [u8] {
+        match self.rule.read_only {
+            true => b"OPTIONS, GET, HEAD, PROPFIND",
+            false => b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH",
+        }
+    }
+}
+
+/// A method whose body is read whole before it is answered.
+#[derive(Debug, Clone, Copy)]
+pub enum Bodied {
+    /// PROPFIND, with the members if `members`.
+    Propfind {
+        /// `Depth: 1`.
+        members: bool,
+    },
+    /// PROPPATCH.
+    Proppatch,
+}
+
+/// What a DAV method makes of a request.
+#[derive(Debug)]
+pub enum Started {
+    /// Answered now.
+    Answer(Plan),
+    /// A PUT whose body goes into its file as it arrives; answered by
+    /// [`Put::finish`] once it is all in.
+    Upload(Box<Put>),
+}
+
+/// Splits `rel` (relative to the root, maybe ending in `/`) into its
+/// directory and last name; `None` for the root itself.
+fn split(rel: &[u8]) -> Option<(&[u8], &[u8])> {
+    let rel = rel.strip_suffix(b"/").unwrap_or(rel);
+    if rel.is_empty() {
+        return None;
+    }
+    Some(match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&b""[..], rel),
+    })
+}
+
+/// The status a failed change of the tree answers.
+fn status_of(e: &io::Error) -> Status {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => CONFLICT,
+        Some(libc::ENOSPC | libc::EDQUOT) => INSUFFICIENT_STORAGE,
+        Some(libc::EEXIST | libc::ENOTEMPTY) => Status::METHOD_NOT_ALLOWED,
+        _ if e.kind() == io::ErrorKind::InvalidInput => Status::BAD_REQUEST,
+        _ => Status::FORBIDDEN,
+    }
+}
+
+/// An answer with no body (Content-Length: 0).
+pub fn bare(status: Status) -> Plan {
+    Plan {
+        status,
+        body: Body::Empty,
+        close: false,
+    }
+}
+
+/// The directory `dir` beneath `dav`'s root; a missing one is 409
+/// (RFC 4918 §9.7.1, §9.3.1: "intermediate collections").
+fn parent(dav: &Dav, dir: &[u8]) -> Result<Dir, Status> {
+    dav.files
+        .root()
+        .dir(dir)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT | libc::ENOTDIR) => CONFLICT,
+            _ => Status::FORBIDDEN,
+        })
+}
+
+/// The directory `dir` beneath `dav`'s root and what its `name` is: 404
+/// when either is missing.
+fn existing(dav: &Dav, dir: &[u8], name: &[u8]) -> Result<(Dir, Kind), Status> {
+    let missing = |e: &io::Error| e.raw_os_error() == Some(libc::ENOENT);
+    let dir = match dav.files.root().dir(dir) {
+        Ok(d) => d,
+        Err(e) if missing(&e) => return Err(Status::NOT_FOUND),
+        Err(_) => return Err(Status::FORBIDDEN),
+    };
+    match dir.stat(name) {
+        Ok(m) => Ok((dir, m.kind)),
+        Err(e) if missing(&e) => Err(Status::NOT_FOUND),
+        Err(e) => Err(status_of(&e)),
+    }
+}
+
+/// Whether the request's `If-Match`, `If-None-Match` or
+/// `If-Unmodified-Since` (RFC 9110 §13) fail against `rel` as it is now
+/// (by the ETag GET gives it): `Some(412)` then. A missing resource fails
+/// only `If-Match` (`If-None-Match: *` is how a client asks for a new one).
+pub fn precondition(dav: &Dav, rel: &[u8], req: &OwnedRequest) -> Option<Status> {
+    let pre = Preconditions {
+        if_match: req.field(Field::IfMatch),
+        if_none_match: req.field(Field::IfNoneMatch),
+        if_modified_since: None,
+        if_unmodified_since: req.field(Field::IfUnmodifiedSince),
+    };
+    if pre.if_match.is_none() && pre.if_none_match.is_none() && pre.if_unmodified_since.is_none() {
+        return None;
+    }
+    let failed = Some(Status::PRECONDITION_FAILED);
+    let Ok((_, meta)) = dav.files.root().stat(rel.strip_suffix(b"/").unwrap_or(rel)) else {
+        return pre.if_match.and(failed);
+    };
+    let mut etag = Vec::new();
+    write_etag(meta.mtime, meta.size, &mut etag);
+    let v = Validators {
+        etag: &etag,
+        last_modified: meta.mtime,
+    };
+    match conditional::evaluate(&pre, &v, req.method()) {
+        Precondition::Proceed => None,
+        _ => failed,
+    }
+}
+
+/// OPTIONS: the DAV class (1: no locks yet) and the methods.
+pub fn options(dav: &Dav, s: &mut Scratch) -> Plan {
+    s.header("DAV", b"1");
+    s.header("Allow", dav.allow());
+    s.header("MS-Author-Via", b"DAV");
+    bare(Status::OK)
+}
+
+/// PUT of `rel`: a new unnamed file in the target's directory, which the
+/// body is written into as it arrives (`framing`); the old file stays
+/// whole until the new one replaces it. 409 when the directory is
+/// missing, 405 onto a collection, 413 past `max_upload`.
+pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
+    let answer = |status| Started::Answer(bare(status));
+    let Some((dir, name)) = split(rel).filter(|_| !rel.ends_with(b"/")) else {
+        return answer(Status::METHOD_NOT_ALLOWED);
+    };
+    if let BodyFraming::Length(n) = framing {
+        if n > max {
+            return answer(Status::CONTENT_TOO_LARGE);
+        }
+    }
+    let dir = match parent(dav, dir) {
+        Ok(d) => d,
+        Err(status) => return answer(status),
+    };
+    let existed = match dir.stat(name) {
+        Ok(m) if m.kind == Kind::Dir => return answer(Status::METHOD_NOT_ALLOWED),
+        Ok(_) => true,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => false,
+        Err(e) => return answer(status_of(&e)),
+    };
+    match dir.unnamed_file() {
+        Ok(file) => Started::Upload(Box::new(Put {
+            dir,
+            name: name.to_vec(),
+            existed,
+            max,
+            body: Some(Spool::into_file(file)),
+        })),
+        Err(e) => answer(status_of(&e)),
+    }
+}
+
+/// A PUT under way: the unnamed file its body goes into, and where it
+/// goes once whole. Dropped before then (the client left), the file
+/// vanishes and the old one is untouched.
+#[derive(Debug)]
+pub struct Put {
+    dir: Dir,
+    name: Vec<u8>,
+    existed: bool,
+    max: u64,
+    body: Option<Spool>,
+}
+
+impl Put {
+    /// The spool the engine writes the body into.
+    pub fn take_body(&mut self) -> Spool {
+        self.body.take().unwrap_or_default()
+    }
+
+    /// The body is all in `body`: the file is synced, named, put in
+    /// place of the old one in one rename, and the directory synced.
+    /// 201 for a new file, 204 for a replaced one.
+    pub fn finish(&self, mut body: Spool) -> Result<Status, io::Error> {
+        if let Some(e) = body.take_error() {
+            return Err(e);
+        }
+        if body.len() > self.max {
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
+        }
+        let Some(file) = body.take_file() else {
+            return Err(io::Error::other("the body's file is gone"));
+        };
+        file.sync_all()?;
+        self.place(&file)?;
+        self.dir.sync()?;
+        Ok(if self.existed {
+            Status::NO_CONTENT
+        } else {
+            CREATED
+        })
+    }
+
+    /// Names `file` `self.name`: directly when nothing has that name (a
+    /// new file is never seen half-named), else under a temporary name
+    /// then renamed over the old one.
+    fn place(&self, file: &File) -> io::Result<()> {
+        match self.dir.link(file, &self.name) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            other => return other,
+        }
+        let mut tmp = b".brisk-put.".to_vec();
+        tmp.extend_from_slice(std::process::id().to_string().as_bytes());
+        tmp.push(b'.');
+        tmp.extend_from_slice(format!("{:p}", self).as_bytes());
+        self.dir.link(file, &tmp)?;
+        let renamed = self.dir.rename(&tmp, &self.dir, &self.name, false);
+        if renamed.is_err() {
+            let _ = self.dir.remove(&tmp, false);
+        }
+        renamed
+    }
+}
+
+/// The answer to a finished PUT (see [`Put::finish`]).
+pub fn put_answer(done: Result<Status, io::Error>) -> (Plan, Option<io::Error>) {
+    match done {
+        Ok(status) => (bare(status), None),
+        Err(e) if e.raw_os_error() == Some(libc::EFBIG) => (bare(Status::CONTENT_TOO_LARGE), None),
+        Err(e) => {
+            let status = match status_of(&e) {
+                INSUFFICIENT_STORAGE => INSUFFICIENT_STORAGE,
+                _ => Status::INTERNAL_SERVER_ERROR,
+            };
+            (bare(status), Some(e))
+        }
+    }
+}
+
+/// MKCOL of `rel` (RFC 4918 §9.3): 201; 405 when something has the
+/// name; 409 when the parent is missing; 415 with a body.
+pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming) -> Plan {
+    if !matches!(framing, BodyFraming::None | BodyFraming::Length(0)) {
+        return bare(UNSUPPORTED_MEDIA_TYPE);
+    }
+    let Some((dir, name)) = split(rel) else {
+        return bare(Status::METHOD_NOT_ALLOWED);
+    };
+    let dir = match parent(dav, dir) {
+        Ok(d) => d,
+        Err(status) => return bare(status),
+    };
+    match dir.mkdir(name).and_then(|()| dir.sync()) {
+        Ok(()) => bare(CREATED),
+        Err(e) => bare(status_of(&e)),
+    }
+}
+
+/// DELETE of `rel` (RFC 4918 §9.6): 204; a collection with all it holds
+/// (depth-first, never following a symlink); what could not go is
+/// listed in a 207 with its own status, the rest is gone.
+pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
+    let Some((dir, name)) = split(rel) else {
+        return bare(Status::FORBIDDEN);
+    };
+    let (dir, kind) = match existing(dav, dir, name) {
+        Ok(found) => found,
+        Err(status) => return bare(status),
+    };
+    let mut failed = Multistatus::new(&mut s.body);
+    let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
+    let gone = match kind {
+        Kind::Dir => remove_tree(&dir, name, &mut at, &mut failed, 0),
+        _ => dir.remove(name, false).is_ok(),
+    };
+    let any = failed.end();
+    if gone {
+        let _ = dir.sync();
+        return multistatus::settle(false, s, Status::NO_CONTENT);
+    }
+    multistatus::settle(any, s, Status::FORBIDDEN)
+}
+
+/// Removes the collection `name` in `dir` and all it holds; `at` is its
+/// href (without a trailing slash), each failure goes into `failed`.
+/// Whether it is gone.
+pub(super) fn remove_tree(
+    dir: &Dir,
+    name: &[u8],
+    at: &mut Vec<u8>,
+    failed: &mut Multistatus<'_>,
+    depth: usize,
+) -> bool {
+    let sub = match (depth < MAX_DEPTH).then(|| dir.sub(name)) {
+        Some(Ok(sub)) => sub,
+        Some(Err(e)) => {
+            failed.status(at, true, status_of(&e));
+            return false;
+        }
+        None => {
+            failed.status(at, true, Status::FORBIDDEN);
+            return false;
+        }
+    };
+    let entries = match sub.entries() {
+        Ok(e) => e,
+        Err(e) => {
+            failed.status(at, true, status_of(&e));
+            return false;
+        }
+    };
+    let mut all = true;
+    for (child, meta) in entries {
+        let len = at.len();
+        at.push(b'/');
+        multistatus::push_segment(at, &child);
+        let gone = match meta.kind {
+            Kind::Dir => remove_tree(&sub, &child, at, failed, depth + 1),
+            _ => match sub.remove(&child, false) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed.status(at, false, status_of(&e));
+                    false
+                }
+            },
+        };
+        all &= gone;
+        at.truncate(len);
+    }
+    // (A collection that keeps a member is not reported itself: the
+    // member's failure says why, RFC 4918 §9.6.1.)
+    all && match dir.remove(name, true) {
+        Ok(()) => true,
+        Err(e) => {
+            failed.status(at, true, status_of(&e));
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

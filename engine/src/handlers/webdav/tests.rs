@@ -1,0 +1,80 @@
+//! The sans-IO pieces: paths split, hrefs and text escaped, Destination
+//! read, PROPFIND and PROPPATCH bodies understood.
+
+use super::multistatus::{escape, push_href};
+use super::*;
+
+#[test]
+fn a_path_splits_into_its_directory_and_name() {
+    assert_eq!(split(b"a/b/c"), Some((&b"a/b"[..], &b"c"[..])));
+    assert_eq!(split(b"a/b/"), Some((&b"a"[..], &b"b"[..])));
+    assert_eq!(split(b"c"), Some((&b""[..], &b"c"[..])));
+    assert_eq!(split(b""), None);
+    assert_eq!(split(b"/"), None);
+}
+
+#[test]
+fn hrefs_are_percent_encoded_and_text_escaped() {
+    let mut out = Vec::new();
+    push_href(&mut out, "/dav/a b/ü&<x>%.txt".as_bytes());
+    assert_eq!(out, b"/dav/a%20b/%C3%BC%26%3Cx%3E%25.txt");
+    out.clear();
+    escape(&mut out, b"a&b<c>\"d'");
+    assert_eq!(out, b"a&amp;b&lt;c&gt;&quot;d&apos;");
+}
+
+#[test]
+fn a_destination_names_a_path_of_the_same_host() {
+    let mut out = Vec::new();
+    let host = Some(&b"example.org:8080"[..]);
+    assert_eq!(
+        destination(b"http://Example.org:8080/dav/a%20b", host, &mut out),
+        Ok(())
+    );
+    assert_eq!(out, b"/dav/a b");
+    assert_eq!(destination(b"/dav/x/../y?q", host, &mut out), Ok(()));
+    assert_eq!(out, b"/dav/y");
+    assert_eq!(
+        destination(b"https://other.org/dav/x", host, &mut out),
+        Err(Status::BAD_GATEWAY)
+    );
+    assert_eq!(
+        destination(b"http://example.org:8080/../../x", host, &mut out),
+        Err(Status::BAD_REQUEST)
+    );
+    assert_eq!(
+        destination(b"dav/x", host, &mut out),
+        Err(Status::BAD_REQUEST)
+    );
+}
+
+#[test]
+fn propfind_and_proppatch_bodies() {
+    assert_eq!(asked(b""), Some(Asked::All));
+    assert_eq!(
+        asked(b"<propfind xmlns=\"DAV:\"><propname/></propfind>"),
+        Some(Asked::Names)
+    );
+    assert_eq!(
+        asked(b"<D:propfind xmlns:D=\"DAV:\"><D:prop><x xmlns=\"u\"/><D:getetag/></D:prop></D:propfind>"),
+        Some(Asked::Some(vec![
+            ("u".into(), "x".into()),
+            ("DAV:".into(), "getetag".into())
+        ]))
+    );
+    assert_eq!(
+        asked(b"<propfind><allprop/></propfind>"),
+        None,
+        "not in DAV:"
+    );
+    let ops = proppatch_ops(
+        b"<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><a xmlns=\"u\">1</a></D:prop></D:set>\
+          <D:remove><D:prop><b xmlns=\"u\"/></D:prop></D:remove></D:propertyupdate>",
+    )
+    .unwrap();
+    assert!(
+        matches!(&ops[..], [props::Op::Set(a, v, false), props::Op::Remove(b)]
+        if a.1 == "a" && v == "1" && b.1 == "b")
+    );
+    assert!(proppatch_ops(b"<D:propertyupdate xmlns:D=\"DAV:\"/>").is_none());
+}

@@ -1,0 +1,465 @@
+//! A small XML reader for the bodies WebDAV requests carry (PROPFIND,
+//! later PROPPATCH and LOCK): elements with their namespaces resolved,
+//! attributes read only for `xmlns` declarations, text with the five
+//! predefined entities and character references. Hardened by what it
+//! leaves out: no DTD at all (`<!DOCTYPE` is an error, so no entity can
+//! be declared: no external entities, no billion laughs), and bounded:
+//! the caller bounds the input's size, [`MAX_DEPTH`] its nesting and
+//! [`MAX_ELEMENTS`] its elements. Anything not well-formed (XML 1.0 §2.1,
+//! Namespaces in XML §3, §5) is an error (400 for the caller).
+//!
+//! Written for brisk rather than `quick-xml` (see dev/plan-31-webdav.md):
+//! a few hundred lines that do only this, checked here.
+
+/// Nesting deeper than this is refused.
+pub const MAX_DEPTH: usize = 32;
+/// More elements than this are refused.
+pub const MAX_ELEMENTS: usize = 4096;
+
+/// One element: its namespace and local name, its parent (an index into
+/// the document's elements; `None` for the root), its text (character
+/// data directly inside it, entities replaced).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    /// The namespace URI (empty: none).
+    pub ns: String,
+    /// The local name.
+    pub name: String,
+    /// The parent element.
+    pub parent: Option<usize>,
+    /// Its own character data.
+    pub text: String,
+}
+
+/// A document read whole: its elements in document order (the root
+/// first).
+#[derive(Debug, Default)]
+pub struct Document {
+    /// Every element.
+    pub elements: Vec<Element>,
+}
+
+impl Document {
+    /// The children of element `i`, in order.
+    pub fn children(&self, i: usize) -> impl Iterator<Item = (usize, &Element)> + '_ {
+        self.elements
+            .iter()
+            .enumerate()
+            .filter(move |(_, e)| e.parent == Some(i))
+    }
+
+    /// Whether element `i` is `name` in the `DAV:` namespace.
+    pub fn is_dav(&self, i: usize, name: &str) -> bool {
+        self.elements
+            .get(i)
+            .is_some_and(|e| e.ns == "DAV:" && e.name == name)
+    }
+}
+
+/// Why a document was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed(pub &'static str);
+
+/// Reads `input` (UTF-8, as RFC 4918 §8.2 expects of a body without a
+/// charset) into a [`Document`].
+pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
+    let text = std::str::from_utf8(input).map_err(|_| Malformed("not UTF-8"))?;
+    let mut r = Reader {
+        s: text,
+        at: 0,
+        doc: Document::default(),
+        open: Vec::new(),
+        scopes: Vec::new(),
+    };
+    r.document()?;
+    Ok(r.doc)
+}
+
+struct Reader<'a> {
+    s: &'a str,
+    at: usize,
+    doc: Document,
+    /// The elements open: (index, qualified name).
+    open: Vec<(usize, &'a str)>,
+    /// Namespace declarations in force: (prefix, URI, depth declared at).
+    scopes: Vec<(&'a str, String, usize)>,
+}
+
+impl<'a> Reader<'a> {
+    fn rest(&self) -> &'a str {
+        &self.s[self.at..]
+    }
+
+    fn document(&mut self) -> Result<(), Malformed> {
+        let mut seen_root = false;
+        loop {
+            self.skip_space();
+            let rest = self.rest();
+            if rest.is_empty() {
+                return match seen_root {
+                    true => Ok(()),
+                    false => Err(Malformed("no element")),
+                };
+            }
+            if rest.starts_with("<?") {
+                self.skip_past("?>")?;
+            } else if rest.starts_with("<!--") {
+                self.comment()?;
+            } else if rest.starts_with("<!") {
+                return Err(Malformed("a DTD or declaration"));
+            } else if rest.starts_with('<') && !seen_root {
+                seen_root = true;
+                self.element()?;
+            } else {
+                return Err(Malformed("text outside the root element"));
+            }
+        }
+    }
+
+    /// The root element and everything in it.
+    fn element(&mut self) -> Result<(), Malformed> {
+        loop {
+            let rest = self.rest();
+            if rest.is_empty() {
+                return Err(Malformed("unclosed element"));
+            }
+            if let Some(after) = rest.strip_prefix("</") {
+                let end = after.find('>').ok_or(Malformed("unclosed end tag"))?;
+                let name = after[..end].trim_end();
+                let (_, open) = self.open.pop().ok_or(Malformed("end tag without start"))?;
+                if name != open {
+                    return Err(Malformed("mismatched end tag"));
+                }
+                let depth = self.open.len() + 1;
+                self.scopes.retain(|(_, _, d)| *d < depth);
+                self.at += 2 + end + 1;
+                if self.open.is_empty() {
+                    return Ok(());
+                }
+            } else if rest.starts_with("<!--") {
+                self.comment()?;
+            } else if let Some(after) = rest.strip_prefix("<![CDATA[") {
+                let end = after.find("]]>").ok_or(Malformed("unclosed CDATA"))?;
+                self.text_raw(&after[..end]);
+                self.at += 9 + end + 3;
+            } else if rest.starts_with("<!") {
+                return Err(Malformed("a declaration inside an element"));
+            } else if rest.starts_with("<?") {
+                self.skip_past("?>")?;
+            } else if rest.starts_with('<') {
+                let closed = self.start_tag()?;
+                if closed && self.open.is_empty() {
+                    return Ok(());
+                }
+            } else {
+                let end = rest.find('<').unwrap_or(rest.len());
+                let decoded = unescape(&rest[..end])?;
+                self.text_raw(&decoded);
+                self.at += end;
+            }
+        }
+    }
+
+    /// Appends character data to the innermost open element.
+    fn text_raw(&mut self, text: &str) {
+        if let Some(&(i, _)) = self.open.last() {
+            self.doc.elements[i].text.push_str(text);
+        }
+    }
+
+    /// A start tag (or an empty-element tag: then `true`).
+    fn start_tag(&mut self) -> Result<bool, Malformed> {
+        let s = self.s;
+        let start = self.at + 1;
+        let mut i = start;
+        let name_end = scan_name(s, i);
+        if name_end == i {
+            return Err(Malformed("a tag without a name"));
+        }
+        let qname = &s[start..name_end];
+        i = name_end;
+        let depth = self.open.len() + 1;
+        if depth > MAX_DEPTH {
+            return Err(Malformed("nested too deep"));
+        }
+        let mut prefixed_attrs = Vec::new();
+        let closed = loop {
+            let before = i;
+            i = skip_ws(s, i);
+            let rest = &s[i..];
+            if rest.starts_with("/>") {
+                i += 2;
+                break true;
+            }
+            if rest.starts_with('>') {
+                i += 1;
+                break false;
+            }
+            if i == before || rest.is_empty() {
+                return Err(Malformed("a malformed tag"));
+            }
+            let a_end = scan_name(s, i);
+            if a_end == i {
+                return Err(Malformed("a malformed attribute"));
+            }
+            let attr = &s[i..a_end];
+            i = skip_ws(s, a_end);
+            if !s[i..].starts_with('=') {
+                return Err(Malformed("an attribute without a value"));
+            }
+            i = skip_ws(s, i + 1);
+            let quote = s[i..].chars().next().ok_or(Malformed("unclosed tag"))?;
+            if quote != '"' && quote != '\'' {
+                return Err(Malformed("an unquoted attribute"));
+            }
+            let v_end = s[i + 1..]
+                .find(quote)
+                .ok_or(Malformed("unclosed attribute"))?
+                + i
+                + 1;
+            let raw = &s[i + 1..v_end];
+            if raw.contains('<') {
+                return Err(Malformed("'<' in an attribute"));
+            }
+            let value = unescape(raw)?;
+            i = v_end + 1;
+            if attr == "xmlns" {
+                self.scopes.push(("", value, depth));
+            } else if let Some(prefix) = attr.strip_prefix("xmlns:") {
+                // (Namespaces in XML §3: a prefix may not be undeclared.)
+                if value.is_empty() || prefix == "xmlns" || prefix.contains(':') {
+                    return Err(Malformed("an invalid namespace declaration"));
+                }
+                self.scopes.push((prefix, value, depth));
+            } else if let Some((p, _)) = attr.split_once(':') {
+                prefixed_attrs.push(p);
+            }
+        };
+        for p in prefixed_attrs {
+            if p != "xml" && self.lookup(p).is_none() {
+                return Err(Malformed("an attribute's prefix is not declared"));
+            }
+        }
+        let (prefix, local) = match qname.split_once(':') {
+            Some((p, l)) => (p, l),
+            None => ("", qname),
+        };
+        if local.is_empty() || local.contains(':') {
+            return Err(Malformed("a malformed name"));
+        }
+        let ns = match self.lookup(prefix) {
+            Some(ns) => ns.to_string(),
+            None if prefix.is_empty() => String::new(),
+            None => return Err(Malformed("an element's prefix is not declared")),
+        };
+        if self.doc.elements.len() >= MAX_ELEMENTS {
+            return Err(Malformed("too many elements"));
+        }
+        let index = self.doc.elements.len();
+        self.doc.elements.push(Element {
+            ns,
+            name: local.to_string(),
+            parent: self.open.last().map(|&(i, _)| i),
+            text: String::new(),
+        });
+        self.at = i;
+        if closed {
+            self.scopes.retain(|(_, _, d)| *d < depth);
+        } else {
+            self.open.push((index, qname));
+        }
+        Ok(closed)
+    }
+
+    /// The URI `prefix` is bound to (`""`: the default namespace).
+    fn lookup(&self, prefix: &str) -> Option<&str> {
+        if prefix == "xml" {
+            return Some("http://www.w3.org/XML/1998/namespace");
+        }
+        self.scopes
+            .iter()
+            .rev()
+            .find(|(p, _, _)| *p == prefix)
+            .map(|(_, uri, _)| uri.as_str())
+    }
+
+    fn comment(&mut self) -> Result<(), Malformed> {
+        let body = &self.rest()[4..];
+        let end = body.find("--").ok_or(Malformed("unclosed comment"))?;
+        if !body[end..].starts_with("-->") {
+            return Err(Malformed("'--' in a comment"));
+        }
+        self.at += 4 + end + 3;
+        Ok(())
+    }
+
+    fn skip_past(&mut self, end: &str) -> Result<(), Malformed> {
+        let n = self
+            .rest()
+            .find(end)
+            .ok_or(Malformed("unclosed instruction"))?;
+        self.at += n + end.len();
+        Ok(())
+    }
+
+    fn skip_space(&mut self) {
+        self.at = skip_ws(self.s, self.at);
+    }
+}
+
+fn skip_ws(s: &str, mut i: usize) -> usize {
+    let b = s.as_bytes();
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\r' | b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the name starting at `i` (XML names, leniently: anything
+/// but space, `/`, `>`, `=`, quotes and `<`).
+fn scan_name(s: &str, mut i: usize) -> usize {
+    let b = s.as_bytes();
+    if i < b.len() && (b[i].is_ascii_digit() || matches!(b[i], b'-' | b'.')) {
+        return i;
+    }
+    while i < b.len()
+        && !matches!(
+            b[i],
+            b' ' | b'\t' | b'\r' | b'\n' | b'/' | b'>' | b'=' | b'"' | b'\'' | b'<' | b'&'
+        )
+    {
+        i += 1;
+    }
+    i
+}
+
+/// `raw` with its entity and character references replaced; any other
+/// `&` is an error (no DTD declares more).
+fn unescape(raw: &str) -> Result<String, Malformed> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        let after = &rest[amp + 1..];
+        let end = after
+            .find(';')
+            .ok_or(Malformed("an unterminated reference"))?;
+        let name = &after[..end];
+        let c = match name {
+            "lt" => '<',
+            "gt" => '>',
+            "amp" => '&',
+            "quot" => '"',
+            "apos" => '\'',
+            _ => {
+                let n = match (name.strip_prefix("#x"), name.strip_prefix('#')) {
+                    (Some(hex), _) => u32::from_str_radix(hex, 16).ok(),
+                    (None, Some(dec)) => dec.parse().ok(),
+                    _ => None,
+                };
+                n.and_then(char::from_u32)
+                    .filter(|&c| c != '\0')
+                    .ok_or(Malformed("an unknown entity"))?
+            }
+        };
+        out.push(c);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(d: &Document) -> Vec<(String, String, Option<usize>)> {
+        d.elements
+            .iter()
+            .map(|e| (e.ns.clone(), e.name.clone(), e.parent))
+            .collect()
+    }
+
+    #[test]
+    fn a_propfind_with_namespaces() {
+        let d = parse(
+            br#"<?xml version="1.0" encoding="utf-8" ?>
+<!-- a comment -->
+<D:propfind xmlns:D="DAV:" xmlns:x="http://example.org/ns"><D:prop>
+  <D:getetag/><x:color xmlns="urn:default"><inner>a &amp; b &#x41;&#66;<![CDATA[<c>]]></inner></x:color>
+</D:prop></D:propfind>"#,
+        )
+        .unwrap();
+        let dav = "DAV:".to_string();
+        assert_eq!(
+            names(&d),
+            [
+                (dav.clone(), "propfind".into(), None),
+                (dav.clone(), "prop".into(), Some(0)),
+                (dav, "getetag".into(), Some(1)),
+                ("http://example.org/ns".into(), "color".into(), Some(1)),
+                ("urn:default".into(), "inner".into(), Some(3)),
+            ]
+        );
+        assert_eq!(d.elements[4].text, "a & b AB<c>");
+        assert!(d.is_dav(0, "propfind"));
+        assert_eq!(d.children(1).count(), 2);
+    }
+
+    #[test]
+    fn what_is_refused() {
+        let bad: &[&[u8]] = &[
+            b"",
+            b"   ",
+            b"<a>",
+            b"<a></b>",
+            b"<a/><b/>",
+            b"text<a/>",
+            b"<a/>text",
+            b"<a>&unknown;</a>",
+            b"<a>&#0;</a>",
+            b"<a>& b</a>",
+            b"<x:a/>",
+            b"<a xmlns:x=\"\"/>",
+            b"<a b/>",
+            b"<a b=c/>",
+            b"<a b=\"<\"/>",
+            b"<a><!-- x -- y --></a>",
+            b"<!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>",
+            b"<!DOCTYPE a SYSTEM \"file:///etc/passwd\"><a/>",
+            b"<a><!ENTITY e \"x\"></a>",
+            b"\xff<a/>",
+            b"<1a/>",
+        ];
+        for input in bad {
+            assert!(parse(input).is_err(), "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn depth_and_count_are_bounded() {
+        let deep = |n: usize| format!("{}{}", "<a>".repeat(n), "</a>".repeat(n));
+        assert!(parse(deep(MAX_DEPTH).as_bytes()).is_ok());
+        assert_eq!(
+            parse(deep(MAX_DEPTH + 1).as_bytes()).unwrap_err(),
+            Malformed("nested too deep")
+        );
+        let wide = format!("<a>{}</a>", "<b/>".repeat(MAX_ELEMENTS));
+        assert_eq!(
+            parse(wide.as_bytes()).unwrap_err(),
+            Malformed("too many elements")
+        );
+    }
+
+    #[test]
+    fn a_prefix_is_scoped_to_its_element() {
+        assert!(parse(b"<a><b xmlns:x=\"u\"/><x:c/></a>").is_err());
+        assert!(parse(b"<a><b xmlns:x=\"u\"><x:c/></b></a>").is_ok());
+        // An empty default namespace undeclares it.
+        let d = parse(b"<a xmlns=\"u\"><b xmlns=\"\"/></a>").unwrap();
+        assert_eq!(
+            (d.elements[0].ns.as_str(), d.elements[1].ns.as_str()),
+            ("u", "")
+        );
+    }
+}

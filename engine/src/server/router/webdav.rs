@@ -1,0 +1,226 @@
+//! The WebDAV stage (`[[webdav]]`, after the mounts and before the
+//! reverse proxy): the first rule of the site whose prefix the request's
+//! path starts with answers it, by `handlers::webdav` (GET and HEAD by
+//! the static handler over the rule's root, with the site's rules).
+
+use super::{Deferred, Resume, Resumed, Router, Routing, Step};
+use crate::config::{Dotfiles, Level};
+use crate::handlers::spool::Spool;
+use crate::handlers::static_files;
+use crate::handlers::webdav::{self, Bodied, Dav, Put, Started, Transfer};
+use crate::handlers::Plan;
+use crate::http::parse::BodyFraming;
+use crate::http::{path, Method, Status};
+
+impl Router {
+    /// The WebDAV stage.
+    pub(super) fn webdav(&mut self, routing: &mut Routing<'_>) -> Step {
+        let site = routing.req.site();
+        let Some(rules) = self.webdav.get(site).filter(|r| !r.is_empty()) else {
+            return Step::Next;
+        };
+        let path = &routing.scratch.path;
+        let Some((i, skip)) = rules
+            .iter()
+            .enumerate()
+            .find_map(|(i, d)| Some((i, d.takes(path)?)))
+        else {
+            return Step::Next;
+        };
+        let dav = &rules[i];
+        let s = &mut *routing.scratch;
+        let req = &*routing.req;
+        let dotfiles = dav.files.site().static_files.dotfiles;
+        if dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+            // (What the static handler answers, whatever the method.)
+            s.refuse(crate::handlers::Refusal::Dotfile);
+            let status = static_files::dotfile_status(&dav.files);
+            return Step::Answer(webdav::bare(status));
+        }
+        let method = req.method_token();
+        let writes = matches!(
+            method,
+            b"PUT" | b"DELETE" | b"MKCOL" | b"COPY" | b"MOVE" | b"PROPPATCH"
+        );
+        if writes && dav.rule.read_only {
+            s.header("Allow", dav.allow());
+            return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
+        }
+        let rel = s.path[skip..].to_vec();
+        if matches!(method, b"PUT" | b"DELETE" | b"MOVE" | b"PROPPATCH") {
+            if let Some(status) = webdav::precondition(dav, &rel, req) {
+                return Step::Answer(webdav::bare(status));
+            }
+        }
+        let plan = match method {
+            b"GET" | b"HEAD" => {
+                self.cache.for_site(dav.cache_key);
+                static_files::serve_beneath(&dav.files, req, s, &mut self.cache, skip)
+            }
+            b"OPTIONS" => webdav::options(dav, s),
+            b"PUT" => {
+                let max = dav.rule.max_upload.unwrap_or(self.cfg.limits.max_body);
+                match webdav::put(dav, &rel, req.body(), max) {
+                    Started::Answer(plan) => plan,
+                    Started::Upload(put)
+                        if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) =>
+                    {
+                        let mut put = put;
+                        let body = put.take_body();
+                        self.finish_put(&put, body, routing)
+                    }
+                    Started::Upload(put) => {
+                        return Step::Defer(Deferred::WholeBody(Resume(Resumed::Put(put))))
+                    }
+                }
+            }
+            b"MKCOL" => webdav::mkcol(dav, &rel, req.body()),
+            b"DELETE" => webdav::delete(dav, &rel, &webdav::href(&s.path), s),
+            b"PROPFIND" => {
+                let members = match webdav::depth(req.header("Depth"), s) {
+                    Ok(members) => members,
+                    Err(plan) => return Step::Answer(plan),
+                };
+                match req.body() {
+                    BodyFraming::None | BodyFraming::Length(0) => {
+                        let href = webdav::href(&s.path);
+                        webdav::propfind(dav, &rel, &href, &webdav::Asked::All, members, s)
+                    }
+                    BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
+                        webdav::bare(Status::CONTENT_TOO_LARGE)
+                    }
+                    _ => return Step::Defer(bodied(i, skip, Bodied::Propfind { members })),
+                }
+            }
+            b"PROPPATCH" => match req.body() {
+                BodyFraming::None | BodyFraming::Length(0) => webdav::bare(Status::BAD_REQUEST),
+                BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
+                    webdav::bare(Status::CONTENT_TOO_LARGE)
+                }
+                _ => return Step::Defer(bodied(i, skip, Bodied::Proppatch)),
+            },
+            b"COPY" | b"MOVE" => {
+                let t = Transfer {
+                    moving: method == b"MOVE",
+                    from: &rel,
+                    destination: req.header("Destination"),
+                    host: req.host(),
+                    depth: req.header("Depth"),
+                    overwrite: req.header("Overwrite"),
+                };
+                copy_or_move(dav, &t, s)
+            }
+            _ => {
+                s.header("Allow", dav.allow());
+                let status = match req.method() {
+                    Method::Other => Status::NOT_IMPLEMENTED,
+                    _ => Status::METHOD_NOT_ALLOWED,
+                };
+                webdav::bare(status)
+            }
+        };
+        Step::Answer(plan)
+    }
+
+    /// Ends PUT `put`, whose body is all in `body`.
+    pub(super) fn finish_put(&self, put: &Put, body: Spool, routing: &mut Routing<'_>) -> Plan {
+        let (plan, failed) = webdav::put_answer(put.finish(body));
+        if let Some(e) = failed {
+            routing.log.log(
+                Level::Error,
+                format_args!(
+                    "webdav: PUT {}: {e}",
+                    String::from_utf8_lossy(routing.req.path().unwrap_or_default())
+                ),
+            );
+            routing.scratch.told = true;
+        }
+        plan
+    }
+}
+
+impl Router {
+    /// PROPFIND or PROPPATCH (`what`) by rule `rule` (of the request's
+    /// site), whose path prefix is `skip` bytes, with the request's whole
+    /// body `body`.
+    pub(super) fn dav_with(
+        &self,
+        (rule, skip, what): (usize, usize, Bodied),
+        mut body: Spool,
+        routing: &mut Routing<'_>,
+    ) -> Plan {
+        let dav = &self.webdav[routing.req.site()][rule];
+        let max = webdav::MAX_PROPFIND;
+        let mut bytes = Vec::new();
+        if body.len() > max || body.take_error().is_some() || body.rewind().is_err() {
+            return webdav::bare(Status::CONTENT_TOO_LARGE);
+        }
+        while matches!(body.read_into(&mut bytes, max as usize), Ok(1..)) {}
+        let s = &mut *routing.scratch;
+        s.path.clear();
+        if let Ok(path) = routing.req.path() {
+            s.path.extend_from_slice(path);
+        }
+        let rel = s.path[skip.min(s.path.len())..].to_vec();
+        let href = webdav::href(&s.path);
+        match what {
+            Bodied::Propfind { members } => match webdav::asked(&bytes) {
+                Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
+                None => webdav::bare(Status::BAD_REQUEST),
+            },
+            Bodied::Proppatch => match webdav::proppatch_ops(&bytes) {
+                Some(ops) => webdav::proppatch(dav, &rel, &href, &ops, s),
+                None => webdav::bare(Status::BAD_REQUEST),
+            },
+        }
+    }
+}
+
+/// Waits for the whole body of a PROPFIND or PROPPATCH (`what`) by rule
+/// `rule`, whose prefix is `skip` bytes.
+fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
+    Deferred::WholeBody(Resume(Resumed::Dav { rule, skip, what }))
+}
+
+/// COPY or MOVE `t` within `dav`'s tree: its `Destination` must be a
+/// path of the same host beneath the same rule (else 502, RFC 4918
+/// §9.8.5), and no dotfile unless `[static] dotfiles` allows them.
+fn copy_or_move(dav: &Dav, t: &Transfer<'_>, s: &mut crate::handlers::Scratch) -> Plan {
+    let Some(value) = t.destination else {
+        return webdav::bare(Status::BAD_REQUEST);
+    };
+    let mut to = Vec::new();
+    if let Err(status) = webdav::destination(value, t.host, &mut to) {
+        return webdav::bare(status);
+    }
+    let Some(skip) = dav.takes(&to) else {
+        return webdav::bare(Status::BAD_GATEWAY);
+    };
+    if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&to) {
+        return webdav::bare(static_files::dotfile_status(&dav.files));
+    }
+    webdav::transfer(dav, t, &to[skip..], &webdav::href(&to), s)
+}
+
+/// Each site's `[[webdav]]` rules in a worker, by site; their files take
+/// cache keys after every site's.
+pub(super) fn rules(files: &crate::server::sites::SiteFiles) -> std::io::Result<Vec<Vec<Dav>>> {
+    let cfg = &files[0].cfg;
+    let mut key = files.len();
+    let mut out = Vec::with_capacity(files.len());
+    for (i, site) in crate::config::SiteConfig::all(cfg).enumerate() {
+        let mut dav = Vec::with_capacity(site.webdav.len());
+        for rule in &site.webdav {
+            dav.push(Dav::new(
+                std::sync::Arc::clone(cfg),
+                i,
+                rule,
+                std::sync::Arc::clone(files[i].protected()),
+                key,
+            )?);
+            key += 1;
+        }
+        out.push(dav);
+    }
+    Ok(out)
+}

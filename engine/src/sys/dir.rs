@@ -1,0 +1,385 @@
+//! Writing beneath a root (WebDAV's `[[webdav]]` trees): a directory
+//! opened beneath the root by the kernel-enforced rules of `fs::Root`
+//! (`openat2` with `RESOLVE_BENEATH`, or the no-symlink walk), and every
+//! change made by name inside it with the `*at` calls, never following a
+//! symlink at the last component: a symlink is removed, renamed or
+//! replaced as itself, and nothing is ever written through one.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::cvt;
+use super::fs::{meta_of, read_dir, with_cstr, Meta};
+
+/// A directory beneath a root, open as a path (`O_PATH`).
+#[derive(Debug)]
+pub struct Dir(pub(super) OwnedFd);
+
+/// Whether `name` is one plain component: not empty, no `/` or NUL, not
+/// `.` or `..`.
+pub fn is_name(name: &[u8]) -> bool {
+    !name.is_empty() && name != b"." && name != b".." && !name.contains(&b'/') && !name.contains(&0)
+}
+
+fn checked(name: &[u8]) -> io::Result<&[u8]> {
+    match is_name(name) {
+        true => Ok(name),
+        false => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+    }
+}
+
+impl Dir {
+    /// What `name` is, not following a symlink (one is `Kind::Special`).
+    pub fn stat(&self, name: &[u8]) -> io::Result<Meta> {
+        // SAFETY: plain old data written by the kernel.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        with_cstr(checked(name)?, |c| {
+            // SAFETY: an open directory, a NUL-terminated name, a valid out-pointer.
+            cvt(unsafe {
+                libc::fstatat(
+                    self.0.as_raw_fd(),
+                    c.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            })
+        })?;
+        Ok(meta_of(&st))
+    }
+
+    /// The directory `name` inside this one (not a symlink to one).
+    pub fn sub(&self, name: &[u8]) -> io::Result<Dir> {
+        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        self.open_at(checked(name)?, flags, 0).map(Dir)
+    }
+
+    /// Opens the regular file `name` for reading (not through a symlink).
+    pub fn open_file(&self, name: &[u8]) -> io::Result<File> {
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC;
+        self.open_at(checked(name)?, flags, 0).map(File::from)
+    }
+
+    /// Creates `name` as a new, empty regular file (`O_EXCL`: never an
+    /// existing one, never through a symlink).
+    pub fn create(&self, name: &[u8]) -> io::Result<File> {
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        self.open_at(checked(name)?, flags, 0o644).map(File::from)
+    }
+
+    /// A new file without a name in this directory (`O_TMPFILE`): what it
+    /// holds is visible nowhere until [`Dir::link`] names it, and it
+    /// vanishes with its descriptor if it never is.
+    pub fn unnamed_file(&self) -> io::Result<File> {
+        let flags = libc::O_RDWR | libc::O_TMPFILE | libc::O_CLOEXEC;
+        self.open_at(b".", flags, 0o644).map(File::from)
+    }
+
+    /// Gives `file`, made by [`Dir::unnamed_file`], the name `name` here
+    /// (which must not exist). `AT_EMPTY_PATH` first; where the kernel
+    /// wants a capability for that, through `/proc/self/fd`.
+    pub fn link(&self, file: &File, name: &[u8]) -> io::Result<()> {
+        let name = checked(name)?;
+        let dir = self.0.as_raw_fd();
+        let empty = with_cstr(name, |to| {
+            // SAFETY: open descriptors, NUL-terminated strings.
+            cvt(unsafe {
+                libc::linkat(
+                    file.as_raw_fd(),
+                    c"".as_ptr(),
+                    dir,
+                    to.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                )
+            })
+        });
+        match empty {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::EPERM)) => {}
+            other => return other.map(drop),
+        }
+        let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+        with_cstr(proc.as_bytes(), |from| {
+            with_cstr(name, |to| {
+                // SAFETY: NUL-terminated strings, an open directory.
+                cvt(unsafe {
+                    libc::linkat(
+                        libc::AT_FDCWD,
+                        from.as_ptr(),
+                        dir,
+                        to.as_ptr(),
+                        libc::AT_SYMLINK_FOLLOW,
+                    )
+                })
+            })
+        })
+        .map(drop)
+    }
+
+    /// Makes the directory `name`.
+    pub fn mkdir(&self, name: &[u8]) -> io::Result<()> {
+        with_cstr(checked(name)?, |c| {
+            // SAFETY: an open directory, a NUL-terminated name.
+            cvt(unsafe { libc::mkdirat(self.0.as_raw_fd(), c.as_ptr(), 0o755) })
+        })
+        .map(drop)
+    }
+
+    /// Removes `name`: an empty directory if `dir`, else anything but a
+    /// directory (a symlink itself, not what it names).
+    pub fn remove(&self, name: &[u8], dir: bool) -> io::Result<()> {
+        let flags = if dir { libc::AT_REMOVEDIR } else { 0 };
+        with_cstr(checked(name)?, |c| {
+            // SAFETY: an open directory, a NUL-terminated name.
+            cvt(unsafe { libc::unlinkat(self.0.as_raw_fd(), c.as_ptr(), flags) })
+        })
+        .map(drop)
+    }
+
+    /// Renames `from` here to `to` in `dest` (replacing what is there
+    /// unless `keep`: then EEXIST), in one step (`renameat2`).
+    pub fn rename(&self, from: &[u8], dest: &Dir, to: &[u8], keep: bool) -> io::Result<()> {
+        let flags = if keep { libc::RENAME_NOREPLACE } else { 0 };
+        let (from, to) = (checked(from)?, checked(to)?);
+        with_cstr(from, |f| {
+            with_cstr(to, |t| {
+                // SAFETY: open directories, NUL-terminated names.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        self.0.as_raw_fd(),
+                        f.as_ptr(),
+                        dest.0.as_raw_fd(),
+                        t.as_ptr(),
+                        flags,
+                    )
+                };
+                cvt(r as libc::c_int)
+            })
+        })
+        .map(drop)
+    }
+
+    /// Each entry: its name and its own metadata (a symlink is
+    /// `Kind::Special`, not what it names).
+    pub fn entries(&self) -> io::Result<Vec<(Vec<u8>, Meta)>> {
+        let fd = self.open_at(
+            b".",
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )?;
+        Ok(read_dir(fd)?.into_iter().map(|(n, m, _)| (n, m)).collect())
+    }
+
+    /// Makes what was renamed or made here survive a crash (`fsync` of
+    /// the directory).
+    pub fn sync(&self) -> io::Result<()> {
+        let fd = self.open_at(
+            b".",
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )?;
+        File::from(fd).sync_all()
+    }
+
+    fn open_at(&self, name: &[u8], flags: libc::c_int, mode: libc::c_uint) -> io::Result<OwnedFd> {
+        let fd = with_cstr(name, |c| {
+            // SAFETY: an open directory, a NUL-terminated name.
+            cvt(unsafe { libc::openat(self.0.as_raw_fd(), c.as_ptr(), flags, mode) })
+        })?;
+        // SAFETY: `fd` was just opened and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}
+
+/// The extended attribute `name` of the open file `file`; `None` when
+/// it has none of that name.
+pub fn xattr_get(file: &File, name: &[u8]) -> io::Result<Option<Vec<u8>>> {
+    let got = with_cstr(name, |c| {
+        sized(|buf| {
+            // SAFETY: an open descriptor, a NUL-terminated name, a buffer of that length.
+            unsafe {
+                libc::fgetxattr(
+                    file.as_raw_fd(),
+                    c.as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            }
+        })
+    });
+    match got {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets the extended attribute `name` of `file` to `value`.
+pub fn xattr_set(file: &File, name: &[u8], value: &[u8]) -> io::Result<()> {
+    with_cstr(name, |c| {
+        // SAFETY: an open descriptor, a NUL-terminated name, a value of that length.
+        let r = unsafe {
+            libc::fsetxattr(
+                file.as_raw_fd(),
+                c.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        cvt(r)
+    })
+    .map(drop)
+}
+
+/// Removes the extended attribute `name` of `file` (none is no error).
+pub fn xattr_remove(file: &File, name: &[u8]) -> io::Result<()> {
+    let r = with_cstr(name, |c| {
+        // SAFETY: an open descriptor, a NUL-terminated name.
+        cvt(unsafe { libc::fremovexattr(file.as_raw_fd(), c.as_ptr()) })
+    });
+    match r {
+        Err(e) if e.raw_os_error() == Some(libc::ENODATA) => Ok(()),
+        other => other.map(drop),
+    }
+}
+
+/// The names of `file`'s extended attributes.
+pub fn xattr_list(file: &File) -> io::Result<Vec<Vec<u8>>> {
+    let names = sized(|buf| {
+        // SAFETY: an open descriptor, a buffer of that length.
+        unsafe { libc::flistxattr(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) }
+    })?;
+    Ok(names
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
+/// What `call` writes into a buffer it is given, the buffer grown (up to
+/// 64 KiB, the kernel's bound on an attribute) while it is too small.
+fn sized(mut call: impl FnMut(&mut [u8]) -> isize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        match cvt_size(call(&mut buf)) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ERANGE) && buf.len() < 1 << 16 => {
+                buf.resize(buf.len() * 4, 0)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn cvt_size(r: isize) -> io::Result<usize> {
+    usize::try_from(r).map_err(|_| io::Error::last_os_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::fs::{Kind, Root};
+    use std::io::{Read, Write};
+
+    fn temp() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "brisk-dir-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn an_unnamed_file_is_seen_only_once_linked() {
+        let d = temp();
+        let root = Root::open(&d, false).unwrap();
+        let dir = root.dir(b"").unwrap();
+        let mut f = dir.unnamed_file().unwrap();
+        f.write_all(b"hello").unwrap();
+        assert!(std::fs::read_dir(&d).unwrap().next().is_none());
+        dir.link(&f, b"tmp").unwrap();
+        dir.rename(b"tmp", &dir, b"a", false).unwrap();
+        assert_eq!(std::fs::read(d.join("a")).unwrap(), b"hello");
+        // Dropped unlinked: nothing left.
+        let g = dir.unnamed_file().unwrap();
+        drop(g);
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn extended_attributes_round_trip_where_the_filesystem_has_them() {
+        let d = temp();
+        std::fs::write(d.join("f"), b"x").unwrap();
+        let root = Root::open(&d, false).unwrap();
+        let f = root.open_any(b"f").unwrap();
+        match xattr_set(&f, b"user.brisk.test", b"v") {
+            Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                crate::test_skip::skip("the temporary directory's filesystem has no user xattrs");
+                return;
+            }
+            r => r.unwrap(),
+        }
+        assert_eq!(
+            xattr_get(&f, b"user.brisk.test").unwrap(),
+            Some(b"v".to_vec())
+        );
+        assert!(xattr_list(&f)
+            .unwrap()
+            .contains(&b"user.brisk.test".to_vec()));
+        xattr_remove(&f, b"user.brisk.test").unwrap();
+        xattr_remove(&f, b"user.brisk.test").unwrap();
+        assert_eq!(xattr_get(&f, b"user.brisk.test").unwrap(), None);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn changes_never_go_through_a_symlink() {
+        let d = temp();
+        let outside = temp().with_extension("out");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("f"), b"keep").unwrap();
+        std::os::unix::fs::symlink(outside.join("f"), d.join("link")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("dirlink")).unwrap();
+        let root = Root::open(&d, false).unwrap();
+        let dir = root.dir(b"").unwrap();
+        assert_eq!(dir.stat(b"link").unwrap().kind, Kind::Special);
+        assert!(dir.open_file(b"link").is_err());
+        assert!(dir.create(b"link").is_err());
+        assert!(dir.sub(b"dirlink").is_err());
+        assert!(root.dir(b"dirlink").is_err(), "out of the root");
+        dir.remove(b"link", false).unwrap();
+        let mut keep = String::new();
+        File::open(outside.join("f"))
+            .unwrap()
+            .read_to_string(&mut keep)
+            .unwrap();
+        assert_eq!(keep, "keep");
+        for bad in [&b""[..], b".", b"..", b"a/b"] {
+            assert!(dir.mkdir(bad).is_err(), "{bad:?}");
+        }
+        dir.mkdir(b"c").unwrap();
+        assert_eq!(
+            dir.mkdir(b"c").unwrap_err().raw_os_error(),
+            Some(libc::EEXIST)
+        );
+        assert_eq!(
+            dir.rename(b"c", &dir, b"dirlink", true)
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::EEXIST)
+        );
+        let names: Vec<_> = dir.entries().unwrap().into_iter().map(|(n, _)| n).collect();
+        assert!(names.contains(&b"c".to_vec()) && names.contains(&b"dirlink".to_vec()));
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
+    }
+}

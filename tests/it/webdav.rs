@@ -1,0 +1,756 @@
+//! `[[webdav]]` on the wire (RFC 4918): OPTIONS, GET/HEAD through the
+//! static handler, PUT (streamed into an unnamed file, then renamed in
+//! place), MKCOL, DELETE; paths kept beneath the root; the sandbox on
+//! (the default) throughout.
+
+use crate::common;
+
+use common::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A server whose `/dav/` is `<base>/dav` (with `extra` keys in the
+/// rule), holding `files`.
+fn start(extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir(&dav).unwrap();
+    for (rel, body) in files {
+        write_file(&dav.join(rel), body);
+    }
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{extra}",
+        dav.display()
+    ));
+    (b.start(), dav)
+}
+
+/// Sends `method path` with `body` (by its length; none when empty and
+/// `method` is not PUT) and reads the answer.
+fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
+    let length = match (body.is_empty(), method) {
+        (true, m) if m != "PUT" => String::new(),
+        _ => format!("Content-Length: {}\r\n", body.len()),
+    };
+    let mut raw =
+        format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\n{length}\r\n").into_bytes();
+    raw.extend_from_slice(body);
+    s.request(&raw)
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut n: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    n.sort();
+    n
+}
+
+#[test]
+fn options_says_class_1_and_the_methods() {
+    let (s, _) = start("", &[]);
+    let r = send(&s, "OPTIONS", "/dav/", b"");
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.header("DAV"), Some("1"));
+    assert_eq!(
+        r.header("Allow"),
+        Some("OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH")
+    );
+    assert_eq!(r.header("Content-Length"), Some("0"));
+    // The collection itself, without its slash, is the rule's too.
+    assert_eq!(send(&s, "OPTIONS", "/dav", b"").header("DAV"), Some("1"));
+    // Outside the prefix: the static handler's OPTIONS, no DAV.
+    assert_eq!(send(&s, "OPTIONS", "/other", b"").header("DAV"), None);
+    let (ro, _) = start("read_only = true\n", &[]);
+    let r = send(&ro, "OPTIONS", "/dav/", b"");
+    assert_eq!(r.header("Allow"), Some("OPTIONS, GET, HEAD, PROPFIND"));
+}
+
+#[test]
+fn put_creates_replaces_and_get_serves_it_as_a_static_file() {
+    let (s, dav) = start("", &[]);
+    let r = send(&s, "PUT", "/dav/a%20b.txt", b"hello");
+    assert_eq!(
+        (r.status, r.header("Content-Length")),
+        (201, Some("0")),
+        "{}",
+        r.head
+    );
+    assert_eq!(fs::read(dav.join("a b.txt")).unwrap(), b"hello");
+    let r = send(&s, "PUT", "/dav/a%20b.txt", b"bye!");
+    assert_eq!(r.status, 204, "{}", r.head);
+    let r = s.get("/dav/a%20b.txt");
+    assert_eq!((r.status, &r.body[..]), (200, &b"bye!"[..]));
+    // The static handler's validators, for the file in the WebDAV tree.
+    let meta = fs::metadata(dav.join("a b.txt")).unwrap();
+    let mtime = meta
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert_eq!(r.header("ETag"), Some(format!("\"{mtime:x}-4\"").as_str()));
+    // An empty body makes an empty file.
+    assert_eq!(send(&s, "PUT", "/dav/empty", b"").status, 201);
+    assert_eq!(fs::read(dav.join("empty")).unwrap(), b"");
+    // No parent: 409; onto a collection: 405; the root itself: 405.
+    assert_eq!(send(&s, "PUT", "/dav/no/such", b"x").status, 409);
+    fs::create_dir(dav.join("c")).unwrap();
+    assert_eq!(send(&s, "PUT", "/dav/c", b"x").status, 405);
+    assert_eq!(send(&s, "PUT", "/dav/", b"x").status, 405);
+    assert_eq!(names(&dav), ["a b.txt", "c", "empty"]);
+    // Nothing was written to the site's root.
+    assert!(names(&s.root).is_empty());
+}
+
+#[test]
+fn a_chunked_put_streams_into_the_file() {
+    let (s, dav) = start("", &[]);
+    let mut c = s.connect();
+    c.send(b"PUT /dav/big HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let piece = vec![b'z'; 100_000];
+    let mut sent = 0;
+    for _ in 0..5 {
+        c.send(format!("{:x}\r\n", piece.len()).as_bytes());
+        c.send(&piece);
+        c.send(b"\r\n");
+        sent += piece.len();
+    }
+    c.send(b"0\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(fs::read(dav.join("big")).unwrap().len(), sent);
+}
+
+#[test]
+fn a_put_that_stops_halfway_leaves_the_old_file_and_nothing_else() {
+    let (s, dav) = start("", &[("f", b"old contents")]);
+    let mut c = s.connect();
+    c.send(b"PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000000\r\n\r\n");
+    c.send(&vec![b'n'; 300_000]);
+    // (The server may not have read them all when the next request is
+    // answered: the check holds at any point of the upload.)
+    let r = send(&s, "OPTIONS", "/dav/", b"");
+    assert_eq!(r.status, 200);
+    // ...and the directory shows no partial file, while the upload is
+    // under way nor after the client left.
+    assert_eq!(names(&dav), ["f"]);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"old contents");
+    drop(c);
+    let r = send(&s, "OPTIONS", "/dav/", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(names(&dav), ["f"]);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"old contents");
+}
+
+#[test]
+fn mkcol_makes_a_collection_once() {
+    let (s, dav) = start("", &[]);
+    assert_eq!(send(&s, "MKCOL", "/dav/d/", b"").status, 201);
+    assert!(dav.join("d").is_dir());
+    assert_eq!(send(&s, "MKCOL", "/dav/d", b"").status, 405);
+    assert_eq!(send(&s, "MKCOL", "/dav/x/y/", b"").status, 409);
+    // RFC 4918 §9.3.1: a body MKCOL does not understand is 415.
+    assert_eq!(send(&s, "MKCOL", "/dav/e/", b"<x/>").status, 415);
+    assert_eq!(names(&dav), ["d"]);
+}
+
+#[test]
+fn delete_removes_files_and_whole_collections() {
+    let files: &[(&str, &[u8])] = &[("f", b"1"), ("d/g", b"2"), ("d/e/h", b"3"), ("keep", b"4")];
+    let (s, dav) = start("", files);
+    assert_eq!(send(&s, "DELETE", "/dav/f", b"").status, 204);
+    assert_eq!(send(&s, "DELETE", "/dav/f", b"").status, 404);
+    assert_eq!(send(&s, "DELETE", "/dav/d/", b"").status, 204);
+    assert_eq!(names(&dav), ["keep"]);
+    // Never the root itself.
+    assert_eq!(send(&s, "DELETE", "/dav/", b"").status, 403);
+}
+
+#[test]
+fn a_collection_that_cannot_all_go_is_a_207_naming_what_stayed() {
+    use std::os::unix::fs::PermissionsExt;
+    let (s, dav) = start("", &[("d/ok", b"1"), ("d/locked/x y", b"2")]);
+    let stuck = dav.join("d/locked/x y");
+    // A member that cannot be removed: for root, whom directory modes
+    // bind nothing, an immutable file (chattr +i, ext4 and the like);
+    // for others, a directory without write permission.
+    let root = brisk::sys::privileges::euid() == 0;
+    let pin = |on: bool| -> bool {
+        if root {
+            std::process::Command::new("chattr")
+                .arg(if on { "+i" } else { "-i" })
+                .arg(&stuck)
+                .status()
+                .is_ok_and(|st| st.success())
+        } else {
+            let mode = if on { 0o555 } else { 0o755 };
+            fs::set_permissions(dav.join("d/locked"), fs::Permissions::from_mode(mode)).is_ok()
+        }
+    };
+    if !pin(true) {
+        skip("as root, needs chattr +i on the temporary directory's filesystem");
+        return;
+    }
+    let r = send(&s, "DELETE", "/dav/d/", b"");
+    assert!(pin(false));
+    assert_eq!(r.status, 207, "{}", r.head);
+    assert_eq!(
+        r.header("Content-Type"),
+        Some("application/xml; charset=utf-8")
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&r.body),
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n\
+         <D:response><D:href>/dav/d/locked/x%20y</D:href><D:status>HTTP/1.1 403 Forbidden</D:status></D:response>\n\
+         </D:multistatus>\n"
+    );
+    assert_eq!(names(&dav.join("d")), ["locked"]);
+}
+
+#[test]
+fn read_only_refuses_every_change() {
+    let (s, dav) = start("read_only = true\n", &[("f", b"1")]);
+    for (m, p) in [
+        ("PUT", "/dav/g"),
+        ("DELETE", "/dav/f"),
+        ("MKCOL", "/dav/d/"),
+        ("COPY", "/dav/f"),
+        ("MOVE", "/dav/f"),
+    ] {
+        let r = transfer(&s, m, p, "/dav/h", "Content-Length: 0\r\n");
+        assert_eq!(r.status, 405, "{m}");
+        assert_eq!(r.header("Allow"), Some("OPTIONS, GET, HEAD, PROPFIND"));
+    }
+    assert_eq!(names(&dav), ["f"]);
+    assert_eq!(s.get("/dav/f").body, b"1");
+}
+
+#[test]
+fn nothing_is_written_or_removed_through_a_symlink_or_a_dotfile() {
+    let (s, dav) = start("", &[]);
+    let outside = s.base.path.join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("secret"), b"keep").unwrap();
+    std::os::unix::fs::symlink(outside.join("secret"), dav.join("link")).unwrap();
+    std::os::unix::fs::symlink(&outside, dav.join("out")).unwrap();
+    // A PUT onto a symlink replaces the link, not what it names.
+    assert_eq!(send(&s, "PUT", "/dav/link", b"new").status, 204);
+    assert!(!fs::symlink_metadata(dav.join("link")).unwrap().is_symlink());
+    assert_eq!(fs::read(outside.join("secret")).unwrap(), b"keep");
+    // Through a symlinked directory that leads out: refused.
+    assert_eq!(send(&s, "PUT", "/dav/out/secret", b"x").status, 403);
+    assert_eq!(send(&s, "DELETE", "/dav/out/secret", b"").status, 403);
+    assert_eq!(send(&s, "MKCOL", "/dav/out/d/", b"").status, 403);
+    assert_eq!(fs::read(outside.join("secret")).unwrap(), b"keep");
+    assert_eq!(names(&outside), ["secret"]);
+    // Deleting the link removes the link.
+    assert_eq!(send(&s, "DELETE", "/dav/out", b"").status, 204);
+    assert_eq!(names(&outside), ["secret"]);
+    // Dotfiles, as [static] dotfiles says (deny: 403), for every method.
+    assert_eq!(send(&s, "PUT", "/dav/.htaccess", b"x").status, 403);
+    assert_eq!(send(&s, "MKCOL", "/dav/.git/", b"").status, 403);
+    assert_eq!(names(&dav), ["link"]);
+}
+
+/// `method path` with `Destination: dest` and `extra` header lines.
+fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
+    s.request(
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nDestination: {dest}\r\n{extra}\r\n"
+        )
+        .as_bytes(),
+    )
+}
+
+#[test]
+fn copy_files_and_trees_with_depth_and_overwrite() {
+    let files: &[(&str, &[u8])] = &[("f", b"one"), ("g", b"two"), ("d/a", b"A"), ("d/e/b", b"B")];
+    let (s, dav) = start("", files);
+    let r = transfer(&s, "COPY", "/dav/f", "http://localhost/dav/f%20copy", "");
+    assert_eq!(
+        (r.status, r.header("Content-Length")),
+        (201, Some("0")),
+        "{}",
+        r.head
+    );
+    assert_eq!(fs::read(dav.join("f copy")).unwrap(), b"one");
+    // RFC 4918 §10.6: Overwrite: F onto what exists is 412, and nothing
+    // changes; T (the default) replaces it: 204.
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/g", "/dav/f", "Overwrite: F\r\n").status,
+        412
+    );
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"one");
+    assert_eq!(transfer(&s, "COPY", "/dav/g", "/dav/f", "").status, 204);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"two");
+    // A tree, all of it; with Depth: 0 the collection alone.
+    assert_eq!(transfer(&s, "COPY", "/dav/d/", "/dav/d2/", "").status, 201);
+    assert_eq!(fs::read(dav.join("d2/e/b")).unwrap(), b"B");
+    assert_eq!(fs::read(dav.join("d2/a")).unwrap(), b"A");
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/d/", "/dav/d3/", "Depth: 0\r\n").status,
+        201
+    );
+    assert!(names(&dav.join("d3")).is_empty());
+    // A collection replaced by a file: what was there goes first.
+    assert_eq!(transfer(&s, "COPY", "/dav/f", "/dav/d3", "").status, 204);
+    assert_eq!(fs::read(dav.join("d3")).unwrap(), b"two");
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/d/", "/dav/d4/", "Depth: 1\r\n").status,
+        400
+    );
+    assert_eq!(names(&dav), ["d", "d2", "d3", "f", "f copy", "g"]);
+}
+
+#[test]
+fn move_renames_in_one_step() {
+    let files: &[(&str, &[u8])] = &[("f", b"one"), ("g", b"two"), ("d/a", b"A")];
+    let (s, dav) = start("", files);
+    assert_eq!(transfer(&s, "MOVE", "/dav/f", "/dav/h", "").status, 201);
+    assert_eq!(fs::read(dav.join("h")).unwrap(), b"one");
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/h", "/dav/g", "Overwrite: F\r\n").status,
+        412
+    );
+    assert_eq!(transfer(&s, "MOVE", "/dav/h", "/dav/g", "").status, 204);
+    assert_eq!(fs::read(dav.join("g")).unwrap(), b"one");
+    assert_eq!(transfer(&s, "MOVE", "/dav/d/", "/dav/e/", "").status, 201);
+    assert_eq!(fs::read(dav.join("e/a")).unwrap(), b"A");
+    // A collection moves whole or not at all (§9.9.2).
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/e/", "/dav/x/", "Depth: 0\r\n").status,
+        400
+    );
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/nothing", "/dav/x", "").status,
+        404
+    );
+    assert_eq!(names(&dav), ["e", "g"]);
+}
+
+#[test]
+fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
+    let (s, dav) = start("", &[("f", b"one"), ("d/a", b"A")]);
+    fs::write(s.root.join("site-file"), b"site").unwrap();
+    let cases = [
+        // Another server (RFC 4918 §9.8.5), another namespace of this one.
+        ("http://elsewhere.example/dav/x", 502),
+        ("/other/x", 502),
+        ("/dav/../site-file", 502),
+        ("/dav/../../etc/passwd", 400),
+        ("/dav/%zz", 400),
+        // Onto itself, into itself; a missing parent; a dotfile.
+        ("/dav/f", 403),
+        ("/dav/no/such", 409),
+        ("/dav/.hidden", 403),
+    ];
+    for (dest, status) in cases {
+        assert_eq!(
+            transfer(&s, "COPY", "/dav/f", dest, "").status,
+            status,
+            "{dest}"
+        );
+        assert_eq!(
+            transfer(&s, "MOVE", "/dav/f", dest, "").status,
+            status,
+            "{dest}"
+        );
+    }
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/d/", "/dav/d/in/", "").status,
+        403
+    );
+    assert_eq!(
+        s.request(b"COPY /dav/f HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .status,
+        400
+    );
+    assert_eq!(names(&dav), ["d", "f"]);
+    assert_eq!(names(&s.root), ["site-file"]);
+    assert_eq!(fs::read(s.root.join("site-file")).unwrap(), b"site");
+}
+
+/// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
+/// `copymove`, `props` and `http` suites pass in full against brisk with
+/// the sandbox on. (`locks` waits for LOCK: see dev/plan-31-webdav.md.)
+#[test]
+fn litmus_basic_copymove_props_and_http_pass() {
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v litmus"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        skip("litmus is not installed (scripts/test installs it as root on Debian: apt-get install litmus)");
+        return;
+    }
+    let (s, _) = start("", &[]);
+    let out = std::process::Command::new("litmus")
+        .arg(format!("http://{}/dav/", s.addr()))
+        .env("TESTS", "basic copymove props http")
+        // (It writes its debug.log where it runs.)
+        .current_dir(&s.base.path)
+        .output()
+        .expect("run litmus");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summaries: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("<- summary"))
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "<- summary for `basic': of 16 tests run: 16 passed, 0 failed. 100.0%",
+            "<- summary for `copymove': of 13 tests run: 13 passed, 0 failed. 100.0%",
+            "<- summary for `props': of 30 tests run: 30 passed, 0 failed. 100.0%",
+            "<- summary for `http': of 4 tests run: 4 passed, 0 failed. 100.0%",
+        ],
+        "{text}"
+    );
+    assert!(out.status.success(), "{text}");
+}
+
+/// PROPFIND `path` with `Depth: depth` (none if empty) and `body`.
+fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
+    let depth = match depth {
+        "" => String::new(),
+        d => format!("Depth: {d}\r\n"),
+    };
+    s.request(
+        format!(
+            "PROPFIND {path} HTTP/1.1\r\nHost: localhost\r\n{depth}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+}
+
+/// The `<D:creationdate>` of `path`, if its filesystem keeps a birth
+/// time (RFC 3339, UTC).
+fn creationdate(path: &Path) -> String {
+    let Ok(born) = fs::metadata(path).and_then(|m| m.created()) else {
+        return String::new();
+    };
+    let secs = born
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let t = brisk::http::date::civil_time(secs);
+    format!(
+        "<D:creationdate>{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z</D:creationdate>",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
+    )
+}
+
+/// What the live properties of file `path` in `dav` say: its ETag and
+/// Last-Modified, as the static handler writes them.
+fn validators(path: &Path) -> (String, String) {
+    let meta = fs::metadata(path).unwrap();
+    let mtime = meta.modified().unwrap();
+    let secs = mtime
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    (
+        format!("\"{secs:x}-{:x}\"", meta.len()),
+        httpdate::fmt_http_date(mtime),
+    )
+}
+
+const XML: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n";
+
+#[test]
+fn propfind_depth_0_answers_the_live_properties() {
+    let (s, dav) = start("", &[("a&b <c>.txt", b"hello")]);
+    let (etag, date) = validators(&dav.join("a&b <c>.txt"));
+    let born = creationdate(&dav.join("a&b <c>.txt"));
+    let r = propfind(&s, "/dav/a%26b%20%3Cc%3E.txt", "0", "");
+    assert!(
+        r.head.starts_with("HTTP/1.1 207 Multi-Status\r\n"),
+        "{}",
+        r.head
+    );
+    assert_eq!(
+        r.header("Content-Type"),
+        Some("application/xml; charset=utf-8")
+    );
+    let want = format!(
+        "{XML}<D:multistatus xmlns:D=\"DAV:\">\n<D:response><D:href>/dav/a%26b%20%3Cc%3E.txt</D:href>\
+         <D:propstat><D:prop>{born}<D:resourcetype/><D:displayname>a&amp;b &lt;c&gt;.txt</D:displayname>\
+         <D:getcontentlength>5</D:getcontentlength><D:getcontenttype>text/plain; charset=utf-8</D:getcontenttype>\
+         <D:getetag>{}</D:getetag><D:getlastmodified>{date}</D:getlastmodified></D:prop>\
+         <D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>\n</D:multistatus>\n",
+        etag.replace('"', "&quot;")
+    );
+    assert_eq!(String::from_utf8_lossy(&r.body), want);
+    // The same ETag as a GET's.
+    assert_eq!(
+        s.get("/dav/a%26b%20%3Cc%3E.txt").header("ETag"),
+        Some(etag.as_str())
+    );
+    assert_eq!(propfind(&s, "/dav/nothing", "0", "").status, 404);
+}
+
+#[test]
+fn propfind_depth_1_lists_members_and_infinity_is_refused() {
+    let (s, dav) = start("", &[("d/f", b"1"), ("d/.hidden", b"2"), ("d/sub/g", b"3")]);
+    let body = "<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><prop><resourcetype/>\
+                <getcontentlength/><x xmlns=\"urn:other\"/></prop></propfind>";
+    let r = propfind(&s, "/dav/d/", "1", body);
+    assert_eq!(r.status, 207, "{}", r.head);
+    let text = String::from_utf8_lossy(&r.body);
+    let hrefs: Vec<&str> = text
+        .split("<D:href>")
+        .skip(1)
+        .map(|h| h.split("</D:href>").next().unwrap())
+        .collect();
+    let mut members = hrefs[1..].to_vec();
+    members.sort();
+    assert_eq!(
+        (hrefs[0], members),
+        ("/dav/d/", vec!["/dav/d/f", "/dav/d/sub/"])
+    );
+    // A property brisk does not have is listed with 404 (§9.1.2), a
+    // collection's length among them.
+    assert!(
+        text.contains(
+            "<D:response><D:href>/dav/d/</D:href><D:propstat><D:prop><D:resourcetype><D:collection/>\
+             </D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>\
+             <D:propstat><D:prop><D:getcontentlength/><R:x xmlns:R=\"urn:other\"/></D:prop>\
+             <D:status>HTTP/1.1 404 Not Found</D:status></D:propstat></D:response>"
+        ),
+        "{text}"
+    );
+    let names = propfind(
+        &s,
+        "/dav/d/f",
+        "0",
+        "<propfind xmlns=\"DAV:\"><propname/></propfind>",
+    );
+    let born = match fs::metadata(dav.join("d/f")).and_then(|m| m.created()) {
+        Ok(_) => "<D:creationdate/>",
+        Err(_) => "",
+    };
+    assert!(String::from_utf8_lossy(&names.body).contains(&format!(
+        "<D:prop>{born}<D:resourcetype/><D:displayname/><D:getcontentlength/><D:getcontenttype/>\
+         <D:getetag/><D:getlastmodified/></D:prop>"
+    )));
+    // RFC 4918 §9.1: infinity (no Depth means it) is refused with the
+    // propfind-finite-depth precondition.
+    for depth in ["infinity", ""] {
+        let r = propfind(&s, "/dav/d/", depth, "");
+        assert_eq!(r.status, 403, "{depth:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&r.body),
+            format!("{XML}<D:error xmlns:D=\"DAV:\"><D:propfind-finite-depth/></D:error>\n")
+        );
+    }
+}
+
+#[test]
+fn propfind_bodies_are_parsed_strictly_and_bounded() {
+    let (s, _) = start("", &[("f", b"1")]);
+    let laughs = "<?xml version=\"1.0\"?><!DOCTYPE lolz [<!ENTITY lol \"lol\">\
+                  <!ENTITY lol2 \"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">]>\
+                  <propfind xmlns=\"DAV:\"><prop><displayname>&lol2;</displayname></prop></propfind>";
+    let external = "<!DOCTYPE propfind SYSTEM \"file:///etc/passwd\"><propfind xmlns=\"DAV:\"><allprop/></propfind>";
+    for bad in [
+        "<propfind xmlns=\"DAV:\"><allprop></propfind>",
+        "<propfind xmlns=\"DAV:\" xmlns:bad=\"\"><allprop/></propfind>",
+        "<other xmlns=\"DAV:\"/>",
+        laughs,
+        external,
+    ] {
+        assert_eq!(propfind(&s, "/dav/f", "0", bad).status, 400, "{bad}");
+    }
+    let big = format!(
+        "<propfind xmlns=\"DAV:\"><allprop/></propfind>{}",
+        " ".repeat(70_000)
+    );
+    assert_eq!(propfind(&s, "/dav/f", "0", &big).status, 413);
+    let ok = "<propfind xmlns=\"DAV:\"><allprop/></propfind>";
+    assert_eq!(propfind(&s, "/dav/f", "0", ok).status, 207);
+}
+
+#[test]
+fn max_upload_bounds_a_put_whatever_its_framing() {
+    let (s, dav) = start("max_upload = 1000\n", &[("f", b"old")]);
+    assert_eq!(send(&s, "PUT", "/dav/f", &[b'x'; 1000]).status, 204);
+    assert_eq!(send(&s, "PUT", "/dav/g", &[b'x'; 1001]).status, 413);
+    // A chunked body is counted as it arrives: refused once whole, and
+    // nothing of it is left.
+    let mut c = s.connect();
+    c.send(b"PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n");
+    c.send(format!("{:x}\r\n{}\r\n0\r\n\r\n", 1500, "y".repeat(1500)).as_bytes());
+    assert_eq!(c.response().status, 413);
+    assert_eq!(names(&dav), ["f"]);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), [b'x'; 1000]);
+}
+
+#[test]
+fn auth_in_front_decides_who_writes() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir(&dav).unwrap();
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/\"\nrealm = \"DAV\"\nhtpasswd = \"htpasswd\"\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let put = |auth: &str| {
+        s.request(
+            format!("PUT /dav/f HTTP/1.1\r\nHost: localhost\r\n{auth}Content-Length: 2\r\n\r\nhi")
+                .as_bytes(),
+        )
+    };
+    assert_eq!(put("").status, 401);
+    assert!(names(&dav).is_empty());
+    let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    assert_eq!(put(&auth).status, 201);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
+}
+
+/// PROPPATCH `path` with `body`.
+fn proppatch(s: &Server, path: &str, body: &str) -> Response {
+    s.request(
+        format!(
+            "PROPPATCH {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+}
+
+#[test]
+fn proppatch_keeps_dead_properties_all_or_nothing() {
+    let (s, dav) = start("", &[("f", b"1")]);
+    let set = "<?xml version=\"1.0\"?><D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\">\
+               <D:set><D:prop><Z:color>red &amp; &lt;blue&gt;</Z:color><plain xmlns=\"\">x</plain></D:prop></D:set>\
+               </D:propertyupdate>";
+    let r = proppatch(&s, "/dav/f", set);
+    match r.status {
+        507 => {
+            skip("the temporary directory's filesystem has no user extended attributes");
+            return;
+        }
+        status => assert_eq!(status, 207, "{}", String::from_utf8_lossy(&r.body)),
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&r.body),
+        format!(
+            "{XML}<D:multistatus xmlns:D=\"DAV:\">\n<D:response><D:href>/dav/f</D:href><D:propstat><D:prop>\
+             <R:color xmlns:R=\"urn:z\"/><plain xmlns=\"\"/></D:prop><D:status>HTTP/1.1 200 OK</D:status>\
+             </D:propstat></D:response>\n</D:multistatus>\n"
+        )
+    );
+    let get = "<propfind xmlns=\"DAV:\"><prop><color xmlns=\"urn:z\"/><plain xmlns=\"\"/></prop></propfind>";
+    let text = String::from_utf8_lossy(&propfind(&s, "/dav/f", "0", get).body).into_owned();
+    assert!(
+        text.contains(
+            "<D:prop><R:color xmlns:R=\"urn:z\">red &amp; &lt;blue&gt;</R:color><plain xmlns=\"\">x</plain></D:prop>\
+             <D:status>HTTP/1.1 200 OK</D:status>"
+        ),
+        "{text}"
+    );
+    // All or nothing (RFC 4918 §9.2): a protected property fails the
+    // whole request, the others 424, and nothing changes.
+    let bad = "<D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\"><D:remove><D:prop><Z:color/></D:prop></D:remove>\
+               <D:set><D:prop><D:getetag>x</D:getetag></D:prop></D:set></D:propertyupdate>";
+    let text = String::from_utf8_lossy(&proppatch(&s, "/dav/f", bad).body).into_owned();
+    assert!(
+        text.contains("<D:prop><D:getetag/></D:prop><D:status>HTTP/1.1 403 Forbidden</D:status>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("<D:prop><R:color xmlns:R=\"urn:z\"/></D:prop><D:status>HTTP/1.1 424 Failed Dependency</D:status>"),
+        "{text}"
+    );
+    let text = String::from_utf8_lossy(&propfind(&s, "/dav/f", "0", get).body).into_owned();
+    assert!(text.contains("red &amp; &lt;blue&gt;"), "{text}");
+    // A value with elements inside is not kept (409), and is not there.
+    let complex = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><x xmlns=\"urn:z\"><y/></x></D:prop></D:set></D:propertyupdate>";
+    assert!(
+        String::from_utf8_lossy(&proppatch(&s, "/dav/f", complex).body).contains("409 Conflict")
+    );
+    // Removed, it is gone; a COPY does not take dead properties along yet.
+    let remove = "<D:propertyupdate xmlns:D=\"DAV:\"><D:remove><D:prop><c:color xmlns:c=\"urn:z\"/></D:prop></D:remove></D:propertyupdate>";
+    assert_eq!(proppatch(&s, "/dav/f", remove).status, 207);
+    let text = String::from_utf8_lossy(&propfind(&s, "/dav/f", "0", get).body).into_owned();
+    assert!(
+        text.contains(
+            "<D:prop><R:color xmlns:R=\"urn:z\"/></D:prop><D:status>HTTP/1.1 404 Not Found"
+        ),
+        "{text}"
+    );
+    assert_eq!(proppatch(&s, "/dav/nothing", remove).status, 404);
+    assert_eq!(proppatch(&s, "/dav/f", "<a/>").status, 400);
+    assert_eq!(names(&dav), ["f"]);
+}
+
+/// Over HTTP/2 (h2c, on by default), as over HTTP/1.1: a PUT's body
+/// streams into its file, and the other methods answer the same.
+#[cfg(feature = "http2")]
+#[test]
+fn over_http2_alike() {
+    use common::h2::H2;
+    let (s, dav) = start("", &[]);
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let body: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+    let len = body.len().to_string();
+    let put = c.request(
+        "PUT",
+        "/dav/f",
+        &[("content-length", len.as_str())],
+        Some(&body),
+    );
+    let [a] = &c.answers(&[put])[..] else {
+        panic!()
+    };
+    assert_eq!(a.status(), "201");
+    assert_eq!(fs::read(dav.join("f")).unwrap(), body);
+    let mkcol = c.request("MKCOL", "/dav/d/", &[], None);
+    let find = c.request("PROPFIND", "/dav/f", &[("depth", "0")], None);
+    let answers = c.answers(&[mkcol, find]);
+    assert_eq!((answers[0].status(), answers[1].status()), ("201", "207"));
+    let text = String::from_utf8_lossy(&answers[1].body);
+    assert!(
+        text.contains("<D:getcontentlength>50000</D:getcontentlength>"),
+        "{text}"
+    );
+    assert!(dav.join("d").is_dir());
+}
+
+#[test]
+fn conditional_put_and_delete_go_by_the_static_etag() {
+    let (s, dav) = start("", &[("f", b"old")]);
+    let etag = s.get("/dav/f").header("ETag").unwrap().to_string();
+    let cond = |m: &str, path: &str, h: &str| {
+        s.request(
+            format!("{m} {path} HTTP/1.1\r\nHost: localhost\r\n{h}Content-Length: 3\r\n\r\nnew")
+                .as_bytes(),
+        )
+    };
+    // If-None-Match: * asks for a new resource only (RFC 9110 §13.1.2).
+    assert_eq!(cond("PUT", "/dav/f", "If-None-Match: *\r\n").status, 412);
+    assert_eq!(cond("PUT", "/dav/g", "If-None-Match: *\r\n").status, 201);
+    assert_eq!(cond("PUT", "/dav/f", "If-Match: \"0-0\"\r\n").status, 412);
+    assert_eq!(cond("PUT", "/dav/h", "If-Match: *\r\n").status, 412);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"old");
+    assert_eq!(
+        cond("PUT", "/dav/f", &format!("If-Match: {etag}\r\n")).status,
+        204
+    );
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"new");
+    let r = s.request(
+        format!("DELETE /dav/f HTTP/1.1\r\nHost: localhost\r\nIf-Match: {etag}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(r.status, 412, "the ETag changed with the PUT");
+    assert_eq!(names(&dav), ["f", "g"]);
+}
