@@ -22,20 +22,14 @@ pub(super) const BUILT_IN: &str = include_str!(concat!(env!("OUT_DIR"), "/defaul
 /// How errors name the baked-in document.
 const BUILT_IN_NAME: &str = "<built-in>";
 
-/// `--help`'s line for `--http3`, in a build with the feature `http3`
-/// (without it the flag is unknown: nothing of it is compiled in).
-#[cfg(feature = "http3")]
+/// `--help`'s line for `--http3`. Every build lists it (the shells'
+/// completions are one file for all builds); one without the feature
+/// `http3` refuses it by name, as it refuses the `[http3]` table.
 macro_rules! http3_help {
     () => {
         "  --http3              serve HTTP/3 over QUIC on the UDP side of every TLS
                        address too ([http3] enable = true; needs HTTPS)
 "
-    };
-}
-#[cfg(not(feature = "http3"))]
-macro_rules! http3_help {
-    () => {
-        ""
     };
 }
 
@@ -121,7 +115,6 @@ struct Flags {
     no_sandbox: bool,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
-    #[cfg(feature = "http3")]
     http3: bool,
 }
 
@@ -281,9 +274,16 @@ fn load_command(
     if flags.no_sandbox {
         config.sandbox = false;
     }
-    #[cfg(feature = "http3")]
     if flags.http3 {
-        config.http3.enable = true;
+        #[cfg(feature = "http3")]
+        {
+            config.http3.enable = true;
+        }
+        #[cfg(not(feature = "http3"))]
+        return Err(flag_error(
+            "--http3",
+            "this brisk was built without HTTP/3 (the cargo feature `http3`)",
+        ));
     }
     let tls = tls_section(
         &mut config,
@@ -681,7 +681,6 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
             )))),
             "--daemon" | "--check-config" | "--allow-root" | "--no-sandbox" | "--autoindex"
             | "--reload" | "--stop" | "--upgrade" | "--reopen-logs" => None,
-            #[cfg(feature = "http3")]
             "--http3" => None,
             _ if !VALUE_FLAGS.contains(&name.as_str()) => return Err(unknown_flag(&name)),
             _ => {
@@ -705,7 +704,6 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
             None if name == "--allow-root" => flags.allow_root = true,
             None if name == "--no-sandbox" => flags.no_sandbox = true,
             None if name == "--autoindex" => flags.autoindex = true,
-            #[cfg(feature = "http3")]
             None if name == "--http3" => flags.http3 = true,
             None if name == "--check-config" => flags.check = true,
             None => {
@@ -868,6 +866,5 @@ const FLAG_NAMES: &[&str] = &[
     "--no-sandbox",
     "--tls-cert",
     "--tls-key",
-    #[cfg(feature = "http3")]
     "--http3",
 ];

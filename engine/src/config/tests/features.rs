@@ -151,3 +151,15 @@ fn a_build_without_webdav_refuses_its_key() {
         )
     );
 }
+
+#[cfg(not(feature = "http3"))]
+#[test]
+fn a_build_without_http3_refuses_its_flag() {
+    // (Listed by --help in every build: the shells' completions are one file.)
+    let err = super::super::from_args(["--http3", "--check-config"].map(std::ffi::OsString::from))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "--http3: this brisk was built without HTTP/3 (the cargo feature `http3`) (see brisk --help)"
+    );
+}
