@@ -267,3 +267,62 @@ fn behind_a_proxy_clients_share_the_failure_count_unless_it_is_trusted() {
     assert_eq!(guess_then_other(&s), 200);
     s.wait_stderr_line("auth: 203.0.113.1 is over its failed-attempt limit; 429");
 }
+
+/// The README's shared folder: everyone reads, users write
+/// (`except_methods`, as nginx's `limit_except`); a method nobody listed
+/// needs the login too.
+#[cfg(all(feature = "webdav", feature = "sites"))]
+#[test]
+fn a_share_everyone_reads_and_users_write() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    write_file(&dav.join("a.txt"), b"old");
+    write_file(&b.base().join("htpasswd"), VECTORS.as_bytes());
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n\n\
+         [[auth]]\npath = \"/dav/\"\nrealm = \"Writers\"\nhtpasswd = \"htpasswd\"\n\
+         except_methods = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let send = |method: &str, path: &str, auth: Option<&str>, body: &str| {
+        let mut h = auth
+            .map(|a| format!("Authorization: {a}\r\n"))
+            .unwrap_or_default();
+        if method == "PROPFIND" {
+            h.push_str("Depth: 1\r\n");
+        }
+        let raw = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\n{h}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.request(raw.as_bytes())
+    };
+    assert_eq!(send("GET", "/dav/a.txt", None, "").body, b"old");
+    let mut c = s.connect();
+    c.send(b"HEAD /dav/a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.head_response().status, 200);
+    assert_eq!(send("OPTIONS", "/dav/", None, "").status, 200);
+    let r = send("PROPFIND", "/dav/", None, "");
+    assert_eq!(r.status, 207, "{}", r.head);
+    for method in ["PUT", "DELETE", "MKCOL", "PROPPATCH", "FROB"] {
+        let r = send(method, "/dav/a.txt", None, "new");
+        assert_eq!(r.status, 401, "{method}");
+        assert_eq!(
+            r.header("WWW-Authenticate"),
+            Some("Basic realm=\"Writers\", charset=\"UTF-8\""),
+            "{method}"
+        );
+    }
+    let r = send("PUT", "/dav/a.txt", Some(&basic("apr1", "wrong")), "new");
+    assert_eq!(r.status, 401);
+    assert_eq!(std::fs::read(dav.join("a.txt")).unwrap(), b"old");
+    let r = send(
+        "PUT",
+        "/dav/a.txt",
+        Some(&basic("apr1", "correct horse")),
+        "new",
+    );
+    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(std::fs::read(dav.join("a.txt")).unwrap(), b"new");
+}

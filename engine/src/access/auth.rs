@@ -54,6 +54,44 @@ pub struct AuthRule {
     pub htpasswd: PathBuf,
     /// Accept plaintext passwords in the file.
     pub allow_plaintext: bool,
+    /// Which request methods it covers (`methods`, `except_methods`).
+    pub methods: AuthMethods,
+}
+
+/// The request methods an `[[auth]]` rule covers: a request with
+/// another method is passed over by the rule (the next rule is tried).
+/// Methods are case-sensitive tokens (RFC 9110 §9.1), kept as one string
+/// with a space between two (`"GET HEAD"`): a list costs no more code
+/// than a string.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AuthMethods {
+    /// Every method (neither key).
+    #[default]
+    All,
+    /// `methods = [...]`: these only.
+    Only(Box<str>),
+    /// `except_methods = [...]`: every method but these (what nginx's
+    /// `limit_except` and Apache's `<LimitExcept>` say): a method added
+    /// later, or one a client makes up, needs the login.
+    Except(Box<str>),
+}
+
+impl AuthMethods {
+    /// Whether a request with `method` is covered.
+    #[inline(never)]
+    pub fn covers(&self, method: &[u8]) -> bool {
+        // (Without the feature `sites` the keys are refused: every rule
+        // covers every method, and this code is left out.)
+        if !cfg!(feature = "sites") {
+            return true;
+        }
+        let listed = |list: &str| list.as_bytes().split(|&b| b == b' ').any(|m| m == method);
+        match self {
+            AuthMethods::All => true,
+            AuthMethods::Only(list) => listed(list),
+            AuthMethods::Except(list) => !listed(list),
+        }
+    }
 }
 
 /// Basic authentication state of one worker: every `[[auth]]` rule, its
@@ -82,6 +120,7 @@ pub struct Auth {
 
 struct Rule {
     matcher: PathMatch,
+    methods: AuthMethods,
     file: usize,
     /// `Basic realm="…", charset="UTF-8"`.
     challenge: Box<[u8]>,
@@ -253,6 +292,7 @@ impl Auth {
             };
             rules.push(Rule {
                 matcher: rule.matcher.clone(),
+                methods: rule.methods.clone(),
                 file,
                 challenge: challenge(&rule.realm).into_bytes().into(),
             });
@@ -300,18 +340,21 @@ impl Auth {
         !self.rules.is_empty()
     }
 
-    /// Checks a request for the decoded path `path` with the raw value of
-    /// its `Authorization` field (`None` if absent), from `client`, at
-    /// `now`. Allocates nothing once warm, except when a changed htpasswd
-    /// file is re-read.
+    /// Checks a request for the decoded path `path` with method `method`
+    /// and the raw value of its `Authorization` field (`None` if absent),
+    /// from `client`, at `now`: the first rule that covers both the path
+    /// and the method decides. Allocates nothing once warm, except when a
+    /// changed htpasswd file is re-read.
     pub fn check(
         &mut self,
         path: &[u8],
+        method: &[u8],
         authorization: Option<&[u8]>,
         client: IpAddr,
         now: Instant,
     ) -> Verdict<'_> {
-        let Some(rule) = self.rules.iter().position(|r| r.matcher.matches(path)) else {
+        let covers = |r: &Rule| r.methods.covers(method) && r.matcher.matches(path);
+        let Some(rule) = self.rules.iter().position(covers) else {
             return Verdict::Open;
         };
         if let Some(retry_after_secs) = self.failures.lock().blocked(client, now) {

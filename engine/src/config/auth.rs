@@ -12,11 +12,44 @@ use toml::Spanned;
 
 use super::load::{sorted, Loader};
 use super::{AuthRule, ConfigError};
+use crate::access::auth::AuthMethods;
 use crate::access::htpasswd::Htpasswd;
+#[cfg(feature = "sites")]
+use crate::http::grammar::is_token;
 
-pub(super) const AUTH_KEYS: &[&str] = &["path", "pattern", "realm", "htpasswd", "allow_plaintext"];
+pub(super) const AUTH_KEYS: &[&str] = &[
+    "path",
+    "pattern",
+    "realm",
+    "htpasswd",
+    "allow_plaintext",
+    "methods",
+    "except_methods",
+];
 
 impl Loader<'_> {
+    /// `methods` or `except_methods`: HTTP methods, at least one, as
+    /// [`AuthMethods`] keeps them (a space between two).
+    #[cfg(feature = "sites")]
+    #[inline(never)]
+    fn methods(&self, full: &str, value: &Spanned<DeValue<'_>>) -> Result<Box<str>, ConfigError> {
+        let mut list = String::new();
+        for (m, v) in self.strings(full, value)? {
+            if !is_token(m.as_bytes()) {
+                let what = "HTTP methods (tokens, such as \"PUT\"; case matters)";
+                return Err(self.expected(v, full, what));
+            }
+            if !list.is_empty() {
+                list.push(' ');
+            }
+            list.push_str(m);
+        }
+        if list.is_empty() {
+            return Err(self.expected(value, full, "at least one method"));
+        }
+        Ok(list.into_boxed_str())
+    }
+
     pub(super) fn auth(&self, v: &Spanned<DeValue<'_>>) -> Result<Vec<AuthRule>, ConfigError> {
         self.each_table("auth", v, |section, item, table| {
             self.auth_rule(section, item, table)
@@ -33,6 +66,7 @@ impl Loader<'_> {
         let mut realm = None;
         let mut htpasswd = None;
         let mut allow_plaintext = false;
+        let mut methods = AuthMethods::All;
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -51,6 +85,23 @@ impl Loader<'_> {
                 }
                 "htpasswd" => htpasswd = Some((self.path(&full, value)?, full, value)),
                 "allow_plaintext" => allow_plaintext = self.boolean(&full, value)?,
+                "methods" | "except_methods" => {
+                    let what = "per-method rules";
+                    require!(self, "sites", key, &full, what, super::load::REMOVE);
+                    if methods != AuthMethods::All {
+                        let both =
+                            "give methods (these only) or except_methods (all but these), not both";
+                        return Err(self.fail(key, &full, both));
+                    }
+                    #[cfg(feature = "sites")]
+                    let list = self.methods(&full, value)?;
+                    #[cfg(not(feature = "sites"))]
+                    let list = Box::from("");
+                    methods = match name {
+                        "methods" => AuthMethods::Only(list),
+                        _ => AuthMethods::Except(list),
+                    };
+                }
                 _ => return Err(self.unknown(key, section, AUTH_KEYS)),
             }
         }
@@ -71,6 +122,7 @@ impl Loader<'_> {
             realm,
             htpasswd: path,
             allow_plaintext,
+            methods,
         })
     }
 }

@@ -62,7 +62,7 @@ pub use value::Value;
 pub use webdav::{DavRules, WebdavRule};
 
 // The rules' own types, where what reads them lives, named here too.
-pub use crate::access::auth::AuthRule;
+pub use crate::access::auth::{AuthMethods, AuthRule};
 pub use crate::http::glob::PathMatch;
 
 // What the logs are told: the log module's own types, named here too.

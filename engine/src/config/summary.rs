@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use super::admission::RateKey;
 use super::{
-    Balance, CgiTarget, Config, HeaderEdits, HostMode, Limits, LogTarget, PathMatch, ServerMode,
-    SiteConfig, Timeouts, Upstream,
+    AuthMethods, Balance, CgiTarget, Config, HeaderEdits, HostMode, Limits, LogTarget, PathMatch,
+    ServerMode, SiteConfig, Timeouts, Upstream,
 };
 use crate::sys::{privileges, sandbox};
 
@@ -608,8 +608,13 @@ fn admission(_: &Config, site: &SiteConfig, s: &mut String) {
 
 fn auth(_: &Config, site: &SiteConfig, s: &mut String) {
     rule_set(s, "auth", &site.auth, |rule| {
+        let (before, list, after) = match &rule.methods {
+            AuthMethods::All => ("", "", ""),
+            AuthMethods::Only(list) => (" (", &**list, " only)"),
+            AuthMethods::Except(list) => (" (all methods but ", &**list, ")"),
+        };
         format!(
-            "{}: realm {:?}, users from {}{}",
+            "{}{before}{list}{after}: realm {:?}, users from {}{}",
             matcher(&rule.matcher),
             rule.realm,
             rule.htpasswd.display(),

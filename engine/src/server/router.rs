@@ -534,6 +534,7 @@ impl Router {
         let ip = routing.client.peer.ip();
         let verdict = auth.check(
             &routing.scratch.path,
+            routing.req.method_token(),
             routing.req.field(Field::Authorization),
             ip,
             routing.client.now,

@@ -19,6 +19,7 @@ fn plaintext_entries_only_where_allowed() {
     let mut auth = load(&rules, 0).unwrap();
     let v = auth.check(
         b"/x",
+        b"GET",
         Some(&basic(b"carol:hunter2")),
         ip("192.0.2.1"),
         Instant::now(),
@@ -43,7 +44,7 @@ fn the_file_is_reloaded_when_it_changes() {
     let client = ip("192.0.2.1");
     let bob = basic(b"bob:correct horse");
     assert_eq!(
-        auth.check(b"/", Some(ALICE), client, t0),
+        auth.check(b"/", b"GET", Some(ALICE), client, t0),
         Verdict::Allowed { user: b"alice" }
     );
     assert_eq!(auth.file(0).cached(), 1);
@@ -51,11 +52,17 @@ fn the_file_is_reloaded_when_it_changes() {
     rewrite(&file, &format!("bob:{}\n", vector("sha1")), 10);
     // Within the second: the old version still answers.
     assert_eq!(
-        auth.check(b"/", Some(ALICE), client, t0 + Duration::from_millis(500)),
+        auth.check(
+            b"/",
+            b"GET",
+            Some(ALICE),
+            client,
+            t0 + Duration::from_millis(500)
+        ),
         Verdict::Allowed { user: b"alice" }
     );
     let t1 = t0 + Duration::from_secs(1);
-    let v = auth.check(b"/", Some(ALICE), client, t1);
+    let v = auth.check(b"/", b"GET", Some(ALICE), client, t1);
     assert!(
         matches!(
             v,
@@ -71,7 +78,7 @@ fn the_file_is_reloaded_when_it_changes() {
     );
     assert_eq!(auth.file(0).cached(), 0, "cache emptied by the reload");
     assert_eq!(
-        auth.check(b"/", Some(&bob), client, t1),
+        auth.check(b"/", b"GET", Some(&bob), client, t1),
         Verdict::Allowed { user: b"bob" }
     );
     assert!(auth.take_warnings().is_empty());
@@ -80,7 +87,7 @@ fn the_file_is_reloaded_when_it_changes() {
     rewrite(&file, "bob\n", 20);
     let t2 = t1 + Duration::from_secs(2);
     assert_eq!(
-        auth.check(b"/", Some(&bob), client, t2),
+        auth.check(b"/", b"GET", Some(&bob), client, t2),
         Verdict::Allowed { user: b"bob" }
     );
     let w = auth.take_warnings();
@@ -91,7 +98,7 @@ fn the_file_is_reloaded_when_it_changes() {
     );
     let t3 = t2 + Duration::from_secs(5);
     assert_eq!(
-        auth.check(b"/", Some(&bob), client, t3),
+        auth.check(b"/", b"GET", Some(&bob), client, t3),
         Verdict::Allowed { user: b"bob" }
     );
     assert!(auth.take_warnings().is_empty(), "reported once");
@@ -100,7 +107,7 @@ fn the_file_is_reloaded_when_it_changes() {
     std::fs::remove_file(&file).unwrap();
     let t4 = t3 + Duration::from_secs(2);
     assert_eq!(
-        auth.check(b"/", Some(&bob), client, t4),
+        auth.check(b"/", b"GET", Some(&bob), client, t4),
         Verdict::Allowed { user: b"bob" }
     );
     let w = auth.take_warnings();
@@ -108,7 +115,7 @@ fn the_file_is_reloaded_when_it_changes() {
     rewrite(&file, &format!("alice:{}\n", vector("apr1")), 30);
     let t5 = t4 + Duration::from_secs(2);
     assert_eq!(
-        auth.check(b"/", Some(ALICE), client, t5),
+        auth.check(b"/", b"GET", Some(ALICE), client, t5),
         Verdict::Allowed { user: b"alice" }
     );
     assert!(auth.take_warnings().is_empty());
@@ -122,17 +129,17 @@ fn the_cache_remembers_successes_only_and_keys_the_whole_credential() {
     let now = Instant::now();
     let client = ip("192.0.2.1");
     let good = basic(b"a:correct horse");
-    let v = auth.check(b"/", Some(&basic(b"a:wrong")), client, now);
+    let v = auth.check(b"/", b"GET", Some(&basic(b"a:wrong")), client, now);
     assert!(matches!(v, Verdict::Challenge { .. }));
     assert_eq!(auth.file(0).cached(), 0);
     for _ in 0..3 {
         assert_eq!(
-            auth.check(b"/", Some(&good), client, now),
+            auth.check(b"/", b"GET", Some(&good), client, now),
             Verdict::Allowed { user: b"a" }
         );
     }
     assert_eq!(auth.file(0).cached(), 1);
-    let v = auth.check(b"/", Some(&basic(b"a:correct horsE")), client, now);
+    let v = auth.check(b"/", b"GET", Some(&basic(b"a:correct horsE")), client, now);
     assert!(matches!(v, Verdict::Challenge { .. }), "{v:?}");
     assert_eq!(auth.file(0).cached(), 1);
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::auth::{Auth, AuthRule, Failure, FailureReason, Verdict};
+use super::auth::{Auth, AuthMethods, AuthRule, Failure, FailureReason, Verdict};
 use super::SharedFailures;
 use crate::http::glob::PathMatch;
 
@@ -55,6 +55,7 @@ fn rule(matcher: PathMatch, realm: &str, htpasswd: &Path) -> AuthRule {
         realm: realm.to_string(),
         htpasswd: htpasswd.to_path_buf(),
         allow_plaintext: false,
+        methods: AuthMethods::All,
     }
 }
 
@@ -116,15 +117,65 @@ fn paths_outside_every_rule_are_open() {
     let now = Instant::now();
     assert!(auth.is_active());
     for path in [&b"/"[..], b"/privat", b"/private", b"/public/private/"] {
-        assert_eq!(auth.check(path, None, ip("192.0.2.1"), now), Verdict::Open);
+        assert_eq!(
+            auth.check(path, b"GET", None, ip("192.0.2.1"), now),
+            Verdict::Open
+        );
     }
+}
+
+#[cfg(feature = "sites")]
+#[test]
+fn a_rule_covers_only_its_methods_and_the_next_rule_is_tried() {
+    let dir = TempDir::new();
+    let text = format!("alice:{}\n", vector("apr1"));
+    let file = dir.write("htpasswd", &text);
+    let admins = dir.write("admins", &text);
+    let list = |m: &[&str]| m.join(" ").into();
+    let mut writers = rule(prefix("/dav/"), "Private", &file);
+    writers.methods = AuthMethods::Except(list(&["GET", "HEAD", "OPTIONS", "PROPFIND"]));
+    let mut purge = rule(prefix("/"), "Admins", &admins);
+    purge.methods = AuthMethods::Only(list(&["PURGE"]));
+    let mut auth = auth_with(vec![purge, writers], 10);
+    let now = Instant::now();
+    let client = ip("192.0.2.1");
+    for method in ["GET", "HEAD", "OPTIONS", "PROPFIND"] {
+        let v = auth.check(b"/dav/a", method.as_bytes(), None, client, now);
+        assert_eq!(v, Verdict::Open, "{method}");
+    }
+    // Every other method needs the login, made-up ones and the wrong
+    // case too (methods are case-sensitive).
+    for method in ["PUT", "DELETE", "MOVE", "LOCK", "FROB", "get"] {
+        let v = auth.check(b"/dav/a", method.as_bytes(), None, client, now);
+        assert!(challenged(None)(&v), "{method}: {v:?}");
+    }
+    let alice = basic(b"alice:correct horse");
+    let v = auth.check(b"/dav/a", b"PUT", Some(&alice), client, now);
+    assert_eq!(v, Verdict::Allowed { user: b"alice" });
+    // PURGE is the first rule's, beneath /dav/ too (its own realm); the
+    // first rule passes every other method over; GET elsewhere is open.
+    for path in [&b"/dav/a"[..], b"/x"] {
+        match auth.check(path, b"PURGE", None, client, now) {
+            Verdict::Challenge { realm_header, .. } => {
+                assert_eq!(realm_header, b"Basic realm=\"Admins\", charset=\"UTF-8\"")
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+    assert_eq!(auth.check(b"/x", b"GET", None, client, now), Verdict::Open);
 }
 
 #[test]
 fn no_rules_means_everything_is_open() {
     let mut auth = auth_with(Vec::new(), 10);
     assert!(!auth.is_active());
-    let v = auth.check(b"/private/x", Some(ALICE), ip("192.0.2.1"), Instant::now());
+    let v = auth.check(
+        b"/private/x",
+        b"GET",
+        Some(ALICE),
+        ip("192.0.2.1"),
+        Instant::now(),
+    );
     assert_eq!(v, Verdict::Open);
 }
 
@@ -133,7 +184,7 @@ fn no_credentials_gets_the_challenge_and_is_not_a_failure() {
     let (_d, mut auth) = setup(1);
     let now = Instant::now();
     for _ in 0..5 {
-        let v = auth.check(b"/private/x", None, ip("192.0.2.1"), now);
+        let v = auth.check(b"/private/x", b"GET", None, ip("192.0.2.1"), now);
         assert!(challenged(None)(&v), "{v:?}");
     }
     assert_eq!(auth.tracked_clients(), 0);
@@ -143,7 +194,7 @@ fn no_credentials_gets_the_challenge_and_is_not_a_failure() {
 fn valid_credentials_are_allowed_with_the_user_name() {
     let (_d, mut auth) = setup(10);
     let now = Instant::now();
-    let v = auth.check(b"/private/x", Some(ALICE), ip("192.0.2.1"), now);
+    let v = auth.check(b"/private/x", b"GET", Some(ALICE), ip("192.0.2.1"), now);
     assert_eq!(v, Verdict::Allowed { user: b"alice" });
     // Every format through the whole path, header to verdict.
     let logins: &[(&str, &[u8])] = &[
@@ -159,7 +210,13 @@ fn valid_credentials_are_allowed_with_the_user_name() {
     for (user, password) in logins {
         let mut cred = format!("{user}:").into_bytes();
         cred.extend_from_slice(password);
-        let v = auth.check(b"/private/", Some(&basic(&cred)), ip("192.0.2.1"), now);
+        let v = auth.check(
+            b"/private/",
+            b"GET",
+            Some(&basic(&cred)),
+            ip("192.0.2.1"),
+            now,
+        );
         assert_eq!(
             v,
             Verdict::Allowed {
@@ -175,7 +232,13 @@ fn wrong_password_and_unknown_user_are_failures_with_the_user_name() {
     let (_d, mut auth) = setup(10);
     let now = Instant::now();
     let client = ip("192.0.2.1");
-    let v = auth.check(b"/private/x", Some(&basic(b"alice:wrong")), client, now);
+    let v = auth.check(
+        b"/private/x",
+        b"GET",
+        Some(&basic(b"alice:wrong")),
+        client,
+        now,
+    );
     assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
     if let Verdict::Challenge {
         failure: Some(f), ..
@@ -187,11 +250,18 @@ fn wrong_password_and_unknown_user_are_failures_with_the_user_name() {
             "auth failed for user \"alice\" from 192.0.2.1: wrong password"
         );
     }
-    let v = auth.check(b"/private/x", Some(&basic(b"mallory:x")), client, now);
+    let v = auth.check(
+        b"/private/x",
+        b"GET",
+        Some(&basic(b"mallory:x")),
+        client,
+        now,
+    );
     assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
     // The password is split at the first colon: "alice" + "correct horse:".
     let v = auth.check(
         b"/private/x",
+        b"GET",
         Some(&basic(b"alice:correct horse:")),
         client,
         now,
@@ -212,7 +282,7 @@ fn malformed_authorization_values() {
         b" Basic YWxpY2U6Y29ycmVjdCBob3JzZQ== \t",
     ];
     for v in ok {
-        let verdict = auth.check(b"/private/", Some(v), client, now);
+        let verdict = auth.check(b"/private/", b"GET", Some(v), client, now);
         assert_eq!(verdict, Verdict::Allowed { user: b"alice" }, "{v:?}");
     }
     let bad: &[&[u8]] = &[
@@ -236,7 +306,7 @@ fn malformed_authorization_values() {
         b"Basic YWxpY2U6Y29ycmVjdAhob3JzZQ==", // control character in password
     ];
     for v in bad {
-        let verdict = auth.check(b"/private/", Some(v), client, now);
+        let verdict = auth.check(b"/private/", b"GET", Some(v), client, now);
         assert!(
             challenged(Some(FailureReason::Malformed))(&verdict),
             "{:?}: {verdict:?}",
@@ -263,7 +333,7 @@ fn failures_are_limited_per_client_within_the_window() {
     let wrong = basic(b"alice:guess");
     for i in 0..3 {
         let at = t0 + Duration::from_secs(i);
-        let v = auth.check(b"/private/", Some(&wrong), attacker, at);
+        let v = auth.check(b"/private/", b"GET", Some(&wrong), attacker, at);
         assert!(
             challenged(Some(FailureReason::WrongPassword))(&v),
             "{i}: {v:?}"
@@ -271,37 +341,40 @@ fn failures_are_limited_per_client_within_the_window() {
     }
     // Blocked now, even with the right password, and not for open paths.
     let at = t0 + Duration::from_millis(10_500);
-    let v = auth.check(b"/private/", Some(ALICE), attacker, at);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), attacker, at);
     assert_eq!(
         v,
         Verdict::TooManyFailures {
             retry_after_secs: 50
         }
     );
-    let v = auth.check(b"/private/", None, attacker, at);
+    let v = auth.check(b"/private/", b"GET", None, attacker, at);
     assert_eq!(
         v,
         Verdict::TooManyFailures {
             retry_after_secs: 50
         }
     );
-    assert_eq!(auth.check(b"/open", None, attacker, at), Verdict::Open);
+    assert_eq!(
+        auth.check(b"/open", b"GET", None, attacker, at),
+        Verdict::Open
+    );
     // Others are not affected, and their success resets nothing.
-    let v = auth.check(b"/private/", Some(ALICE), ip("192.0.2.1"), at);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), ip("192.0.2.1"), at);
     assert_eq!(v, Verdict::Allowed { user: b"alice" });
-    let v = auth.check(b"/private/", Some(ALICE), attacker, at);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), attacker, at);
     assert!(matches!(v, Verdict::TooManyFailures { .. }));
     // The window started at the first failure; after it, a fresh start.
     let later = t0 + Duration::from_secs(60);
-    let v = auth.check(b"/private/", Some(ALICE), attacker, later);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), attacker, later);
     assert_eq!(v, Verdict::Allowed { user: b"alice" });
     // A success does not reset the client's own count either.
     for _ in 0..2 {
-        auth.check(b"/private/", Some(&wrong), attacker, later);
+        auth.check(b"/private/", b"GET", Some(&wrong), attacker, later);
     }
-    auth.check(b"/private/", Some(ALICE), attacker, later);
-    auth.check(b"/private/", Some(&wrong), attacker, later);
-    let v = auth.check(b"/private/", Some(ALICE), attacker, later);
+    auth.check(b"/private/", b"GET", Some(ALICE), attacker, later);
+    auth.check(b"/private/", b"GET", Some(&wrong), attacker, later);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), attacker, later);
     assert_eq!(
         v,
         Verdict::TooManyFailures {
@@ -315,9 +388,9 @@ fn malformed_headers_count_as_failures() {
     let (_d, mut auth) = setup(2);
     let now = Instant::now();
     let client = ip("192.0.2.9");
-    auth.check(b"/private/", Some(b"Basic !!!!"), client, now);
-    auth.check(b"/private/", Some(b"Bearer x"), client, now);
-    let v = auth.check(b"/private/", Some(ALICE), client, now);
+    auth.check(b"/private/", b"GET", Some(b"Basic !!!!"), client, now);
+    auth.check(b"/private/", b"GET", Some(b"Bearer x"), client, now);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), client, now);
     assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
 }
 
@@ -326,16 +399,46 @@ fn an_ipv6_slash_64_is_one_client_and_mapped_ipv4_is_ipv4() {
     let (_d, mut auth) = setup(2);
     let now = Instant::now();
     let wrong = basic(b"alice:guess");
-    auth.check(b"/private/", Some(&wrong), ip("2001:db8:1:2::1"), now);
-    auth.check(b"/private/", Some(&wrong), ip("2001:db8:1:2:ffff::9"), now);
-    let v = auth.check(b"/private/", Some(ALICE), ip("2001:db8:1:2::77"), now);
+    auth.check(
+        b"/private/",
+        b"GET",
+        Some(&wrong),
+        ip("2001:db8:1:2::1"),
+        now,
+    );
+    auth.check(
+        b"/private/",
+        b"GET",
+        Some(&wrong),
+        ip("2001:db8:1:2:ffff::9"),
+        now,
+    );
+    let v = auth.check(
+        b"/private/",
+        b"GET",
+        Some(ALICE),
+        ip("2001:db8:1:2::77"),
+        now,
+    );
     assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
-    let v = auth.check(b"/private/", Some(ALICE), ip("2001:db8:1:3::1"), now);
+    let v = auth.check(
+        b"/private/",
+        b"GET",
+        Some(ALICE),
+        ip("2001:db8:1:3::1"),
+        now,
+    );
     assert_eq!(v, Verdict::Allowed { user: b"alice" });
 
-    auth.check(b"/private/", Some(&wrong), ip("::ffff:192.0.2.5"), now);
-    auth.check(b"/private/", Some(&wrong), ip("192.0.2.5"), now);
-    let v = auth.check(b"/private/", Some(ALICE), ip("192.0.2.5"), now);
+    auth.check(
+        b"/private/",
+        b"GET",
+        Some(&wrong),
+        ip("::ffff:192.0.2.5"),
+        now,
+    );
+    auth.check(b"/private/", b"GET", Some(&wrong), ip("192.0.2.5"), now);
+    let v = auth.check(b"/private/", b"GET", Some(ALICE), ip("192.0.2.5"), now);
     assert!(matches!(v, Verdict::TooManyFailures { .. }), "{v:?}");
 }
 
@@ -391,26 +494,26 @@ fn the_first_matching_rule_decides() {
         other => panic!("{other:?}"),
     };
     assert_eq!(
-        realm(auth.check(b"/private/inner/x", None, client, now)),
+        realm(auth.check(b"/private/inner/x", b"GET", None, client, now)),
         "Basic realm=\"Inner\", charset=\"UTF-8\""
     );
     assert_eq!(
-        realm(auth.check(b"/private/inner.pdf", None, client, now)),
+        realm(auth.check(b"/private/inner.pdf", b"GET", None, client, now)),
         "Basic realm=\"Outer\", charset=\"UTF-8\""
     );
     assert_eq!(
-        realm(auth.check(b"/docs/a.pdf", None, client, now)),
+        realm(auth.check(b"/docs/a.pdf", b"GET", None, client, now)),
         "Basic realm=\"Docs\", charset=\"UTF-8\""
     );
     let bob = basic(b"bob:correct horse");
     assert_eq!(
-        auth.check(b"/private/inner/x", Some(&bob), client, now),
+        auth.check(b"/private/inner/x", b"GET", Some(&bob), client, now),
         Verdict::Allowed { user: b"bob" }
     );
-    let v = auth.check(b"/private/x", Some(&bob), client, now);
+    let v = auth.check(b"/private/x", b"GET", Some(&bob), client, now);
     assert!(matches!(v, Verdict::Challenge { .. }), "{v:?}");
     assert_eq!(
-        auth.check(b"/private/x", Some(ALICE), client, now),
+        auth.check(b"/private/x", b"GET", Some(ALICE), client, now),
         Verdict::Allowed { user: b"alice" }
     );
 }
@@ -434,32 +537,32 @@ fn offloaded_checks_hash_elsewhere_once_and_settle_the_verdict() {
     let now = Instant::now();
     let client = ip("192.0.2.9");
     // Not hashed here: the caller gets the check to run.
-    let check = match auth.check(b"/private/x", Some(ALICE), client, now) {
+    let check = match auth.check(b"/private/x", b"GET", Some(ALICE), client, now) {
         Verdict::Verify(c) => c,
         other => panic!("expected Verify, got {other:?}"),
     };
     auth.settle(check.run());
     assert_eq!(
-        auth.check(b"/private/x", Some(ALICE), client, now),
+        auth.check(b"/private/x", b"GET", Some(ALICE), client, now),
         Verdict::Allowed { user: b"alice" }
     );
     // Remembered: no further check for it.
     assert_eq!(
-        auth.check(b"/private/x", Some(ALICE), client, now),
+        auth.check(b"/private/x", b"GET", Some(ALICE), client, now),
         Verdict::Allowed { user: b"alice" }
     );
     // A wrong password: checked elsewhere, then refused and counted once.
     let wrong = b"Basic YWxpY2U6d3Jvbmc="; // alice:wrong
-    let check = match auth.check(b"/private/x", Some(wrong), client, now) {
+    let check = match auth.check(b"/private/x", b"GET", Some(wrong), client, now) {
         Verdict::Verify(c) => c,
         other => panic!("expected Verify, got {other:?}"),
     };
     assert_eq!(auth.tracked_clients(), 0);
     auth.settle(check.run());
-    let v = auth.check(b"/private/x", Some(wrong), client, now);
+    let v = auth.check(b"/private/x", b"GET", Some(wrong), client, now);
     assert!(challenged(Some(FailureReason::WrongPassword))(&v), "{v:?}");
     assert_eq!(auth.tracked_clients(), 1);
     // Unknown users cost no hash, so they are answered at once.
-    let v = auth.check(b"/private/x", Some(b"Basic Ym9iOng="), client, now); // bob:x
+    let v = auth.check(b"/private/x", b"GET", Some(b"Basic Ym9iOng="), client, now); // bob:x
     assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
 }

@@ -88,12 +88,14 @@ pattern = "*.pdf"
                 realm: "Private".into(),
                 htpasswd: base.join("htpasswd"),
                 allow_plaintext: false,
+                methods: Default::default(),
             },
             AuthRule {
                 matcher: PathMatch::Glob("*.pdf".into()),
                 realm: "Documents — ünïcode".into(),
                 htpasswd: base.join("conf/plain"),
                 allow_plaintext: true,
+                methods: Default::default(),
             },
         ]
     );
@@ -127,12 +129,68 @@ fn each_rule_needs_a_matcher_a_realm_and_a_file() {
     );
     assert_eq!(
         err(&pw, "[[auth]]\npath = \"/p/\"\nrealms = \"R\"\n"),
-        "DIR/site.toml:4: unknown key \"auth[1].realms\"; did you mean \"realm\"? expected one of \"path\", \"pattern\", \"realm\", \"htpasswd\", \"allow_plaintext\""
+        "DIR/site.toml:4: unknown key \"auth[1].realms\"; did you mean \"realm\"? expected one of \"path\", \"pattern\", \"realm\", \"htpasswd\", \"allow_plaintext\", \"methods\", \"except_methods\""
     );
     assert_eq!(
         err(&pw, "[auth]\npath = \"/p/\"\n"),
         "DIR/site.toml:2: auth: expected an array of tables ([[auth]]); got a table"
     );
+}
+
+#[cfg(feature = "sites")]
+#[test]
+fn methods_and_except_methods_list_tokens_and_exclude_each_other() {
+    use crate::config::AuthMethods;
+    let dir = TempDir::new();
+    dir.write("htpasswd", &good());
+    let rule = "[[auth]]\npath = \"/dav/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n";
+    let c = run(
+        &dir,
+        &format!("{rule}except_methods = [\"GET\", \"PROPFIND\"]\n"),
+    )
+    .unwrap();
+    let list = |m: &[&str]| m.join(" ").into();
+    assert_eq!(
+        c.site.auth[0].methods,
+        AuthMethods::Except(list(&["GET", "PROPFIND"]))
+    );
+    let c = run(&dir, &format!("{rule}methods = \"PUT\"\n")).unwrap();
+    assert_eq!(c.site.auth[0].methods, AuthMethods::Only(list(&["PUT"])));
+    let file = dir.write(
+        "site.toml",
+        &format!("root = \"public\"\n{rule}methods = [\"PUT\", \"DELETE\"]\n"),
+    );
+    match args(&["--config", file.to_str().unwrap(), "--check-config"]) {
+        Ok(Command::CheckOk(s)) => assert!(
+            s.contains(&format!(
+                "auth: 1 rule\n  path /dav/ (PUT DELETE only): realm \"R\", users from {}\n",
+                dir.path().join("htpasswd").display()
+            )),
+            "{s}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    for (extra, want) in [
+        (
+            "methods = [\"PUT\"]\nexcept_methods = [\"GET\"]\n",
+            "DIR/site.toml:7: auth[1].except_methods: give methods (these only) or except_methods (all but these), not both",
+        ),
+        (
+            "methods = [\"PUT\", \"BAD METHOD\"]\n",
+            "DIR/site.toml:6: auth[1].methods: expected HTTP methods (tokens, such as \"PUT\"; case matters)",
+        ),
+        (
+            "except_methods = []\n",
+            "DIR/site.toml:6: auth[1].except_methods: expected at least one method",
+        ),
+        (
+            "methods = [1]\n",
+            "DIR/site.toml:6: auth[1].methods: expected a string",
+        ),
+    ] {
+        let e = err(&good(), &format!("{rule}{extra}"));
+        assert!(e.starts_with(want), "{extra}: {e}");
+    }
 }
 
 #[test]

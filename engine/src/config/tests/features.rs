@@ -63,6 +63,18 @@ fn a_build_without_sites_refuses_their_keys() {
             "static.fallback_exclude",
             fallbacks,
         ),
+        (
+            "[[auth]]\npath = \"/\"\nrealm = \"R\"\nhtpasswd = \"p\"\nexcept_methods = [\"GET\"]\n",
+            6,
+            "auth[1].except_methods",
+            "per-method rules",
+        ),
+        (
+            "[[auth]]\npath = \"/\"\nrealm = \"R\"\nhtpasswd = \"p\"\nmethods = [\"PUT\"]\n",
+            6,
+            "auth[1].methods",
+            "per-method rules",
+        ),
     ];
     for (text, line, key, what) in cases {
         assert_eq!(
