@@ -126,6 +126,14 @@ impl BodyDecoder {
         })
     }
 
+    /// Bounds the body at `max` bytes from now on: the router has found
+    /// whose body it is (`limits.max_body`, or a `[[webdav]]` rule's
+    /// `max_upload`), after the decoder was made with the largest bound
+    /// any request may have.
+    pub fn bound(&mut self, max: u64) {
+        self.limits.max_body = max;
+    }
+
     /// Passes every byte on, with no end of its own: the client's side of
     /// a tunnel (after a 101, RFC 9110 §7.8), which ends with the
     /// connection.

@@ -148,6 +148,16 @@ impl Resume {
         }
     }
 
+    /// The largest body it takes, when not `limits.max_body`: a
+    /// `[[webdav]]` PUT's `max_upload`.
+    pub fn body_max(&self) -> Option<u64> {
+        match &self.0 {
+            #[cfg(feature = "webdav")]
+            Resumed::Put(put) => Some(put.max()),
+            _ => None,
+        }
+    }
+
     /// Where the body goes as it arrives: a PUT's own file, else a new
     /// spool (memory, then a file in `temp_dir`).
     pub fn take_body(&mut self) -> Spool {

@@ -269,6 +269,11 @@ pub struct Put {
 }
 
 impl Put {
+    /// The largest body it takes (`max_upload`, else `limits.max_body`).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
     /// The spool the engine writes the body into.
     pub fn take_body(&mut self) -> Spool {
         self.body.take().unwrap_or_default()

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Config, SiteConfig};
 use crate::http::body::BodyLimits;
 use crate::http::parse;
 use crate::http::request::MAX_HEADERS;
@@ -17,7 +17,10 @@ pub(super) struct Settings {
     pub(super) cfg: Arc<Config>,
     /// The request head parser's limits.
     pub(super) limits: parse::Limits,
-    /// The request body decoder's limits.
+    /// The request body decoder's limits, before routing: `max_body` is
+    /// the largest any request may have (`limits.max_body`, or above it
+    /// a `[[webdav]]` rule's `max_upload`); the route then bounds each
+    /// body by its own (`Worker::route`).
     pub(super) body_limits: BodyLimits,
     /// The HTTP/2 limits of its connections (`[http2]`'s), shared.
     #[cfg(feature = "http2")]
@@ -32,8 +35,11 @@ impl Settings {
             max_head: cfg.limits.max_header_bytes,
             max_headers: cfg.limits.max_headers.min(MAX_HEADERS),
         };
+        let writable = SiteConfig::all(&cfg).flat_map(|s| s.webdav.iter().filter(|r| !r.read_only));
         let body_limits = BodyLimits {
-            max_body: cfg.limits.max_body,
+            max_body: writable
+                .filter_map(|r| r.max_upload)
+                .fold(cfg.limits.max_body, u64::max),
             max_chunk_ext: MAX_CHUNK_EXT,
             max_trailers: cfg.limits.max_header_bytes,
         };

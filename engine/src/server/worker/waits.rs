@@ -36,6 +36,7 @@ use crate::access::Check;
 use crate::config::Level;
 use crate::handlers::Plan;
 use crate::http::body::BodyDecoder;
+use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
 use crate::server::exchange::{Exchange, ExchangeId, Task};
@@ -58,7 +59,29 @@ impl Worker {
         decoder: &mut Option<BodyDecoder>,
     ) -> Option<Plan> {
         let (router, mut routing) = self.routing(c, r);
-        let wait = match router.route(&mut routing) {
+        let routed = router.route(&mut routing);
+        // Every body is bounded by `limits.max_body` but a `[[webdav]]`
+        // PUT's, by its `max_upload` (before routing, the largest of them
+        // was let in: `Settings::body_limits`). A request waiting for a
+        // password check is routed again after it, and bounded then; one
+        // answered without its body (a 401, a 404) keeps its answer, its
+        // body read and dropped.
+        let max = self.settings.cfg.limits.max_body;
+        let (max, takes_body) = match &routed {
+            Routed::Defer(Deferred::Verify(_)) => (self.settings.body_limits.max_body, false),
+            Routed::Defer(Deferred::WholeBody(resume)) => (resume.body_max().unwrap_or(max), true),
+            Routed::Defer(Deferred::Handler { .. }) => (max, true),
+            Routed::Answer(plan) => (max, plan.body.is_produced()),
+        };
+        if takes_body && matches!(r.req.body(), BodyFraming::Length(n) if n > max) {
+            let mut plan = Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch);
+            plan.close = true;
+            return Some(plan);
+        }
+        if let Some(d) = decoder {
+            d.bound(max);
+        }
+        let wait = match routed {
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
                 return self.verify_later(c, r, stream, redirects, check, decoder)
@@ -73,6 +96,7 @@ impl Worker {
                 body: resume.take_body(),
                 resume: Box::new(resume),
                 held: r.hold(redirects),
+                max,
             }),
         };
         let ex = self.exchange(c, stream, wait);
@@ -325,7 +349,7 @@ impl Worker {
                 }
             }
             Some(Wait::Whole(w)) => {
-                if w.body.len() > max {
+                if w.body.len() > w.max {
                     Status::CONTENT_TOO_LARGE
                 } else if let Some(e) = w.body.take_error() {
                     self.logger.log(

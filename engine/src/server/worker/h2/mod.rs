@@ -296,7 +296,7 @@ impl Worker {
             &self.settings.limits,
             &mut self.pools.h2_scratch.head,
         );
-        let max = self.settings.cfg.limits.max_body;
+        let max = self.settings.body_limits.max_body;
         if built.is_ok() {
             self.see_through_proxies(c, &mut r.req);
         }
