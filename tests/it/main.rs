@@ -113,6 +113,8 @@ mod vhosts;
 #[cfg(feature = "webdav")]
 mod webdav;
 #[cfg(feature = "webdav")]
+mod webdav_clients;
+#[cfg(feature = "webdav")]
 mod webdav_uploads;
 #[cfg(feature = "upstreams")]
 mod websocket_proxy;
