@@ -255,3 +255,60 @@ fn rclone_moves_a_2_gib_sparse_file_both_ways() {
     assert_eq!(at, SPARSE);
     fs::remove_file(&stored).unwrap();
 }
+
+/// litmus with `[[auth]]` in front (it logs in with the user and
+/// password it is given), over the suites that need no locks.
+#[test]
+fn litmus_passes_behind_auth() {
+    if !have("litmus") {
+        return;
+    }
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir(&dav).unwrap();
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/\"\nrealm = \"DAV\"\nhtpasswd = \"htpasswd\"\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let out = Command::new("litmus")
+        .args([
+            &format!("http://{}/dav/", s.addr()),
+            "apr1",
+            "correct horse",
+        ])
+        .env("TESTS", "basic copymove props http")
+        .current_dir(&s.base.path)
+        .output()
+        .expect("run litmus");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summaries: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("<- summary"))
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "<- summary for `basic': of 16 tests run: 16 passed, 0 failed. 100.0%",
+            "<- summary for `copymove': of 13 tests run: 13 passed, 0 failed. 100.0%",
+            "<- summary for `props': of 30 tests run: 30 passed, 0 failed. 100.0%",
+            "<- summary for `http': of 4 tests run: 4 passed, 0 failed. 100.0%",
+        ],
+        "{text}"
+    );
+    // And without the password, nothing passes and nothing is written.
+    let before = tree(&dav);
+    let out = Command::new("litmus")
+        .arg(format!("http://{}/dav/", s.addr()))
+        .env("TESTS", "basic")
+        .current_dir(&s.base.path)
+        .output()
+        .expect("run litmus");
+    assert!(!out.status.success());
+    assert!(tree(&dav) == before);
+}
