@@ -374,10 +374,10 @@ fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
 }
 
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
-/// `copymove`, `props` and `http` suites pass in full against brisk with
-/// the sandbox on. (`locks` waits for LOCK: see dev/plan-31-webdav.md.)
+/// `copymove`, `props`, `http` and `locks` suites pass in full against
+/// brisk with the sandbox on.
 #[test]
-fn litmus_basic_copymove_props_and_http_pass() {
+fn litmus_passes_in_full() {
     let found = std::process::Command::new("sh")
         .args(["-c", "command -v litmus"])
         .output()
@@ -386,10 +386,10 @@ fn litmus_basic_copymove_props_and_http_pass() {
         skip("litmus is not installed (scripts/test installs it as root on Debian: apt-get install litmus)");
         return;
     }
-    let (s, _) = start("", &[]);
+    let (s, _) = start("locks = true\n", &[]);
     let out = std::process::Command::new("litmus")
         .arg(format!("http://{}/dav/", s.addr()))
-        .env("TESTS", "basic copymove props http")
+        .env("TESTS", "basic copymove props http locks")
         // (It writes its debug.log where it runs.)
         .current_dir(&s.base.path)
         .output()
@@ -406,6 +406,7 @@ fn litmus_basic_copymove_props_and_http_pass() {
             "<- summary for `copymove': of 13 tests run: 13 passed, 0 failed. 100.0%",
             "<- summary for `props': of 30 tests run: 30 passed, 0 failed. 100.0%",
             "<- summary for `http': of 4 tests run: 4 passed, 0 failed. 100.0%",
+            "<- summary for `locks': of 41 tests run: 41 passed, 0 failed. 100.0%",
         ],
         "{text}"
     );

@@ -4,12 +4,14 @@
 //! `propfind-finite-depth` precondition (§9.1, §16): a whole tree in one
 //! answer is a denial of service for the asking.
 
+use super::lock::{self, SUPPORTEDLOCK};
+use super::locks::{self, Lock};
 use super::multistatus::{self, escape, push_segment, status_line, Multistatus};
 use super::props::{self, element, Name};
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
-use crate::handlers::{Body, Plan, Scratch};
+use crate::handlers::{Plan, Scratch};
 use crate::http::conditional::write_etag;
 use crate::http::date::{civil_time, format_http_date, HTTP_DATE_LEN};
 use crate::http::Status;
@@ -22,7 +24,10 @@ pub const MAX_BODY: u64 = crate::handlers::spool::MEMORY as u64;
 /// The live properties brisk answers, in the `DAV:` namespace, in the
 /// order `allprop` and `propname` list them (`creationdate` where the
 /// filesystem keeps a birth time).
-const LIVE: &[&str] = &[
+const LIVE: &[&str] = LIVE_LOCKS.split_at(7).0;
+
+/// [`LIVE`], and the lock properties (§15.8, §15.10) of a rule with locks.
+const LIVE_LOCKS: &[&str] = &[
     "creationdate",
     "resourcetype",
     "displayname",
@@ -30,7 +35,19 @@ const LIVE: &[&str] = &[
     "getcontenttype",
     "getetag",
     "getlastmodified",
+    "lockdiscovery",
+    "supportedlock",
 ];
+
+/// A PROPFIND's rule and the locks it shows.
+struct Ctx<'a> {
+    dav: &'a Dav,
+    /// The live properties.
+    live: &'static [&'static str],
+    /// The locks over the resource and beneath it, and the lock clock.
+    held: Vec<Lock>,
+    now: u64,
+}
 
 /// What the body asks for (§14.20).
 #[derive(Debug, PartialEq, Eq)]
@@ -75,19 +92,12 @@ pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
         Some(b"0") => Ok(false),
         Some(b"1") => Ok(true),
         Some(v) if !v.eq_ignore_ascii_case(b"infinity") => Err(bare(Status::BAD_REQUEST)),
-        _ => {
-            s.body.clear();
-            s.body.extend_from_slice(
-                b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
-                  <D:error xmlns:D=\"DAV:\"><D:propfind-finite-depth/></D:error>\n",
-            );
-            s.header("Content-Type", b"application/xml; charset=utf-8");
-            Err(Plan {
-                status: Status::FORBIDDEN,
-                body: Body::Buffer,
-                close: false,
-            })
-        }
+        _ => Err(lock::condition(
+            s,
+            Status::FORBIDDEN,
+            "propfind-finite-depth",
+            None,
+        )),
     }
 }
 
@@ -116,12 +126,17 @@ pub fn propfind(
         _ => Vec::new(),
     };
     let dotfiles = dav.files.site().static_files.dotfiles == Dotfiles::Allow;
+    let ctx = Ctx {
+        dav,
+        live: if dav.rule.locks { LIVE_LOCKS } else { LIVE },
+        held: lock::held(dav, rel),
+        now: locks::now(),
+    };
     let mut body = std::mem::take(&mut s.body);
     let mut ms = Multistatus::new(&mut body);
-    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(b"");
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
     let mut path = rel.to_vec();
-    response(dav, &mut ms, &at, name, &meta, asked, &stored(dav, &path));
+    response(&ctx, &mut ms, &at, &path, &meta, asked, &stored(dav, &path));
     for (child, m) in &listed {
         if m.kind == Kind::Special || !dotfiles && child.first() == Some(&b'.') {
             continue;
@@ -133,7 +148,7 @@ pub fn propfind(
             path.push(b'/');
         }
         path.extend_from_slice(child);
-        response(dav, &mut ms, &at, child, m, asked, &stored(dav, &path));
+        response(&ctx, &mut ms, &at, &path, m, asked, &stored(dav, &path));
         at.truncate(len);
         path.truncate(plen);
     }
@@ -174,12 +189,12 @@ fn rfc3339(out: &mut Vec<u8>, secs: u64) {
     out.extend_from_slice(text.as_bytes());
 }
 
-/// One resource's `<D:response>`, with its dead properties `dead`.
+/// One resource's `<D:response>` (at `path`, relative to the root).
 fn response(
-    dav: &Dav,
+    ctx: &Ctx<'_>,
     ms: &mut Multistatus<'_>,
     href: &[u8],
-    name: &[u8],
+    path: &[u8],
     meta: &Meta,
     asked: &Asked,
     stored: &Stored,
@@ -192,15 +207,15 @@ fn response(
     let mut missing: Vec<&(String, String)> = Vec::new();
     match asked {
         Asked::All => {
-            for prop in LIVE {
-                live(dav, out, prop, name, meta, stored.born);
+            for prop in ctx.live {
+                live(ctx, out, prop, path, meta, stored.born);
             }
             for (n, value) in dead {
                 element(out, n, Some(value));
             }
         }
         Asked::Names => {
-            for prop in LIVE.iter().filter(|p| has(p, dir, stored.born)) {
+            for prop in ctx.live.iter().filter(|p| has(p, dir, stored.born)) {
                 out.extend_from_slice(format!("<D:{prop}/>").as_bytes());
             }
             for (n, _) in dead {
@@ -209,11 +224,12 @@ fn response(
         }
         Asked::Some(list) => {
             for p in list {
-                let known =
-                    p.0 == "DAV:" && LIVE.contains(&p.1.as_str()) && has(&p.1, dir, stored.born);
+                let known = p.0 == "DAV:"
+                    && ctx.live.contains(&p.1.as_str())
+                    && has(&p.1, dir, stored.born);
                 let kept = dead.iter().find(|(n, _)| n == p);
                 match (known, kept) {
-                    (true, _) => live(dav, out, &p.1, name, meta, stored.born),
+                    (true, _) => live(ctx, out, &p.1, path, meta, stored.born),
                     (false, Some((n, value))) => element(out, n, Some(value)),
                     (false, None) => missing.push(p),
                 }
@@ -246,8 +262,9 @@ fn has(prop: &str, dir: bool, born: Option<u64>) -> bool {
     }
 }
 
-/// Writes live property `prop` of the resource named `name`.
-fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta, born: Option<u64>) {
+/// Writes live property `prop` of the resource at `path`.
+fn live(ctx: &Ctx<'_>, out: &mut Vec<u8>, prop: &str, path: &[u8], meta: &Meta, born: Option<u64>) {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or(b"");
     let dir = meta.kind == Kind::Dir;
     if !has(prop, dir, born) {
         return;
@@ -271,7 +288,7 @@ fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta, born
         }
         "getcontenttype" => {
             open(out);
-            escape(out, dav.files.content_type(name).as_bytes());
+            escape(out, ctx.dav.files.content_type(name).as_bytes());
             close(out);
         }
         "getetag" => {
@@ -286,6 +303,8 @@ fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta, born
             rfc3339(out, born.unwrap_or_default());
             close(out);
         }
+        "lockdiscovery" => lock::lockdiscovery(out, &ctx.held, path, ctx.now),
+        "supportedlock" => out.extend_from_slice(SUPPORTEDLOCK),
         "getlastmodified" => {
             open(out);
             let mut date = [0u8; HTTP_DATE_LEN];
