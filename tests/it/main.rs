@@ -112,5 +112,7 @@ mod upgrade;
 mod vhosts;
 #[cfg(feature = "webdav")]
 mod webdav;
+#[cfg(feature = "webdav")]
+mod webdav_locks;
 #[cfg(feature = "upstreams")]
 mod websocket_proxy;

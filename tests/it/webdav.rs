@@ -12,7 +12,13 @@ use std::path::{Path, PathBuf};
 /// A server whose `/dav/` is `<base>/dav` (with `extra` keys in the
 /// rule), holding `files`.
 fn start(extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
+    start_with(1, extra, files)
+}
+
+/// [`start`] with `workers` workers.
+pub(crate) fn start_with(workers: u32, extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
     let mut b = Builder::new();
+    b.workers(workers);
     let dav = b.base().join("dav");
     fs::create_dir(&dav).unwrap();
     for (rel, body) in files {
@@ -447,7 +453,7 @@ fn creationdate(path: &Path) -> String {
 
 /// What the live properties of file `path` in `dav` say: its ETag and
 /// Last-Modified, as the static handler writes them.
-fn validators(path: &Path) -> (String, String) {
+pub(crate) fn validators(path: &Path) -> (String, String) {
     let meta = fs::metadata(path).unwrap();
     let mtime = meta.modified().unwrap();
     let secs = mtime
