@@ -666,6 +666,33 @@ fn proppatch_keeps_dead_properties_all_or_nothing() {
         ),
         "{text}"
     );
+    // A member's dead properties are listed with Depth: 1 (allprop, and
+    // asked by name), another member's none.
+    fs::write(dav.join("g"), b"2").unwrap();
+    let all = String::from_utf8_lossy(&propfind(&s, "/dav/", "1", "").body).into_owned();
+    assert!(
+        all.contains(
+            "</D:getlastmodified><R:color xmlns:R=\"urn:z\">red &amp; &lt;blue&gt;</R:color>\
+             <plain xmlns=\"\">x</plain></D:prop>"
+        ),
+        "{all}"
+    );
+    assert_eq!(all.matches("<R:color").count(), 1, "{all}");
+    let some = String::from_utf8_lossy(&propfind(&s, "/dav/", "1", get).body).into_owned();
+    assert!(
+        some.contains(
+            "<D:href>/dav/g</D:href><D:propstat><D:prop></D:prop><D:status>HTTP/1.1 200 OK</D:status>\
+             </D:propstat><D:propstat><D:prop><R:color xmlns:R=\"urn:z\"/><plain xmlns=\"\"/></D:prop>\
+             <D:status>HTTP/1.1 404 Not Found</D:status>"
+        ),
+        "{some}"
+    );
+    assert_eq!(
+        some.matches(">red &amp; &lt;blue&gt;<").count(),
+        1,
+        "{some}"
+    );
+    fs::remove_file(dav.join("g")).unwrap();
     // All or nothing (RFC 4918 §9.2): a protected property fails the
     // whole request, the others 424, and nothing changes.
     let bad = "<D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\"><D:remove><D:prop><Z:color/></D:prop></D:remove>\
