@@ -624,6 +624,36 @@ fn auth_in_front_decides_who_writes() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
 }
 
+/// A member's dead properties are listed with `Depth: 1` in the
+/// collection a MOVE took it to (the collection is marked as holding
+/// members with some: `props::marked`).
+#[test]
+fn dead_properties_are_listed_where_a_move_takes_them() {
+    let (s, dav) = start("", &[("a/f", b"1"), ("b/g", b"2")]);
+    let set =
+        "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:tint xmlns:Z=\"urn:z\">blue</Z:tint>\
+               </D:prop></D:set></D:propertyupdate>";
+    match proppatch(&s, "/dav/a/f", set).status {
+        507 => {
+            skip("the temporary directory's filesystem has no user extended attributes");
+            return;
+        }
+        status => assert_eq!(status, 207),
+    }
+    let shown = |dir: &str| {
+        let r = propfind(&s, dir, "1", "");
+        String::from_utf8_lossy(&r.body)
+            .matches(">blue</R:tint>")
+            .count()
+    };
+    assert_eq!((shown("/dav/a/"), shown("/dav/b/")), (1, 0));
+    let r =
+        s.request(b"MOVE /dav/a/f HTTP/1.1\r\nHost: localhost\r\nDestination: /dav/b/f\r\n\r\n");
+    assert_eq!(r.status, 201);
+    assert!(dav.join("b/f").exists());
+    assert_eq!((shown("/dav/a/"), shown("/dav/b/")), (0, 1));
+}
+
 /// PROPPATCH `path` with `body`.
 fn proppatch(s: &Server, path: &str, body: &str) -> Response {
     s.request(

@@ -36,7 +36,7 @@ pub mod xml;
 pub use copymove::{destination, transfer, Transfer};
 pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
-pub use props::{ops as proppatch_ops, proppatch};
+pub use props::{mark_collection, ops as proppatch_ops, proppatch};
 
 pub use multistatus::{href, push_href, Multistatus};
 

@@ -164,9 +164,10 @@ pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
 /// The answer to PROPFIND of `rel` (its href `href`, of the decoded
 /// path) for `asked`, with its members if `members`.
 ///
-/// Members are listed by `Root::listing` (one `statx` each, and one
-/// `listxattrat` where the kernel has it: only a member with extended
-/// attributes is opened for its dead properties), and written straight
+/// Members are listed by `Root::listing` (one `statx` each; in a
+/// collection marked as holding members with dead properties, one
+/// `listxattrat` each too where the kernel has it, and only a member
+/// with extended attributes is opened for them), and written straight
 /// into the body.
 pub fn propfind(
     dav: &Dav,
@@ -183,7 +184,11 @@ pub fn propfind(
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
         Err(_) => return bare(Status::FORBIDDEN),
     };
-    let dead = !matches!(asked, Asked::Some(list) if list.iter().all(|(ns, _)| ns == "DAV:"));
+    let stored = stored(dav, rel);
+    // (Members' dead properties are looked for where PROPPATCH or MOVE
+    // marked the collection: `props::marked`.)
+    let dead = stored.marked
+        && !matches!(asked, Asked::Some(list) if list.iter().all(|(ns, _)| ns == "DAV:"));
     let listing = match (members, meta.kind) {
         (true, Kind::Dir) => match root.listing(rel, dead) {
             Ok(list) => Some(list),
@@ -222,7 +227,6 @@ pub fn propfind(
     // (About what a member takes with allprop: one allocation.)
     ms.out().reserve((count + 1) * 512);
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
-    let stored = stored(dav, rel);
     let res = Res {
         path: rel,
         meta: &meta,
@@ -281,7 +285,12 @@ fn member(
                 Some(false) => Vec::new(),
                 _ => listing.open(e).map(|f| props::dead(&f)).unwrap_or_default(),
             };
-            (&e.meta, Stored { born: e.born, dead })
+            let stored = Stored {
+                born: e.born,
+                dead,
+                marked: false,
+            };
+            (&e.meta, stored)
         }
     };
     if meta.kind == Kind::Special {
@@ -297,11 +306,13 @@ fn member(
 }
 
 /// What is stored of a resource beyond `Meta`: its birth time (seconds
-/// since the epoch), its dead properties.
+/// since the epoch), its dead properties, whether its members may have
+/// some (`props::marked`).
 #[derive(Default)]
 struct Stored {
     born: Option<u64>,
     dead: Vec<(Name, Vec<u8>)>,
+    marked: bool,
 }
 
 /// What is stored of `rel` (nothing if it cannot be opened).
@@ -315,6 +326,7 @@ fn stored(dav: &Dav, rel: &[u8]) -> Stored {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_secs()),
         dead: props::dead(&file),
+        marked: props::marked(&file),
     }
 }
 

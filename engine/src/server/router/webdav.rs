@@ -143,6 +143,9 @@ impl Router {
                 let plan = webdav::transfer(dav, &t, &to[to_skip..], &webdav::href(&to), s);
                 if t.moving && matches!(plan.status.0, 201 | 204) {
                     webdav::forget(dav, &rel);
+                    // (Its dead properties went along: the destination's
+                    // collection lists them.)
+                    webdav::mark_collection(dav, webdav::trim(&to[to_skip..]), false);
                 }
                 plan
             }
