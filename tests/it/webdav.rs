@@ -624,6 +624,53 @@ fn auth_in_front_decides_who_writes() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
 }
 
+/// A collection of more than 256 members is answered as the client
+/// reads (chunked): the same responses as a small one's, each member's
+/// what a `Depth: 0` PROPFIND of it says.
+#[test]
+fn a_large_collection_is_streamed_alike() {
+    let files: Vec<(String, Vec<u8>)> = (0..300)
+        .map(|i| (format!("big/f{i:03}.txt"), vec![b'x'; i]))
+        .collect();
+    let mut all: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (n.as_str(), &b[..])).collect();
+    all.push(("big/.hidden", b"h"));
+    let (s, dav) = start("", &all);
+    std::os::unix::fs::symlink("f007.txt", dav.join("big/link")).unwrap();
+    let r = propfind(&s, "/dav/big/", "1", "");
+    assert_eq!(r.status, 207);
+    assert_eq!(r.header("Transfer-Encoding"), Some("chunked"));
+    assert_eq!(r.header("Content-Length"), None);
+    let text = String::from_utf8_lossy(&r.body).into_owned();
+    assert!(text.starts_with(&format!(
+        "{XML}<D:multistatus xmlns:D=\"DAV:\">\n<D:response><D:href>/dav/big/</D:href>"
+    )));
+    assert!(
+        text.ends_with("</D:response>\n</D:multistatus>\n"),
+        "{text}"
+    );
+    // The collection, its 300 files and the link; no dotfile.
+    assert_eq!(text.matches("<D:response>").count(), 302);
+    assert!(!text.contains("hidden"));
+    let one = |path: &str| {
+        let t = String::from_utf8_lossy(&propfind(&s, path, "0", "").body).into_owned();
+        let start = t.find("<D:response>").unwrap();
+        let end = t.find("</D:response>").unwrap() + "</D:response>".len();
+        t[start..end].to_string()
+    };
+    for path in ["/dav/big/f000.txt", "/dav/big/f299.txt"] {
+        assert!(text.contains(&one(path)), "{path}: {text}");
+    }
+    // The link, as the file it names (its href and name its own).
+    let target = one("/dav/big/f007.txt");
+    let etag = &target[target.find("<D:getetag>").unwrap()..target.find("</D:getetag>").unwrap()];
+    let link = &text[text.find("<D:href>/dav/big/link</D:href>").unwrap()..];
+    let link = &link[..link.find("</D:response>").unwrap()];
+    assert!(
+        link.contains(etag) && link.contains("<D:displayname>link</D:displayname>"),
+        "{link}"
+    );
+}
+
 /// A member's dead properties are listed with `Depth: 1` in the
 /// collection a MOVE took it to (the collection is marked as holding
 /// members with some: `props::marked`).

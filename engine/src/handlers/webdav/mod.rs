@@ -63,6 +63,8 @@ pub struct Dav {
     /// The key of its files in the worker's file cache (another than
     /// every site's: see `FileCache::for_site`).
     pub cache_key: usize,
+    /// The site's types (`getcontenttype`), shared with streamed answers.
+    pub mime: Arc<crate::http::mime::MimeTable>,
 }
 
 impl Dav {
@@ -74,8 +76,10 @@ impl Dav {
         protected: Arc<Protected>,
         cache_key: usize,
     ) -> io::Result<Dav> {
+        let files = StaticFiles::beneath(cfg, site, protected, &rule.root)?;
         Ok(Dav {
-            files: StaticFiles::beneath(cfg, site, protected, &rule.root)?,
+            mime: Arc::new(files.mime().clone()),
+            files,
             rule: rule.clone(),
             cache_key,
         })

@@ -23,6 +23,12 @@ impl<'a> Multistatus<'a> {
         Multistatus { out, responses: 0 }
     }
 
+    /// Goes on with a document whose start is written already (a part
+    /// of a streamed one, in `out`).
+    pub fn continuing(out: &'a mut Vec<u8>) -> Multistatus<'a> {
+        Multistatus { out, responses: 0 }
+    }
+
     /// A `<D:response>` for `href` (percent-encoded already; a
     /// collection's gets its trailing slash) with one status.
     pub fn status(&mut self, href: &[u8], collection: bool, status: Status) {

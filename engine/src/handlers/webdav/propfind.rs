@@ -11,12 +11,16 @@ use super::props::{self, element, Name};
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
+use crate::handlers::stream::{Source, Streamed};
+use crate::handlers::Body;
 use crate::handlers::{Plan, Scratch};
 use crate::http::date::{civil_time, format_http_date, HTTP_DATE_LEN};
 use crate::http::grammar::push_hex;
+use crate::http::mime::MimeTable;
 use crate::http::{push_u64, Status};
 use crate::sys::fs::{Kind, Meta};
-use crate::sys::listing::Listing;
+use crate::sys::listing::{Entry, Listing};
+use std::sync::Arc;
 
 /// The largest PROPFIND body read (it is held in memory: never more
 /// than the spool keeps there).
@@ -80,19 +84,20 @@ impl Live {
 }
 
 /// One property a `prop` body names: live, or another (dead, or none).
-enum Want<'a> {
+enum Want {
     Live(Live),
-    Other(&'a Name),
+    Other(Name),
 }
 
-/// A PROPFIND's rule, what it asks for, the locks it shows, and the last
-/// dates written (members often share one).
-struct Ctx<'a> {
-    dav: &'a Dav,
+/// What a PROPFIND's answer needs of its rule, what it asks for, the
+/// locks it shows, and the last dates written (members often share one).
+struct Ctx {
+    /// The site's types, for `getcontenttype`.
+    mime: Arc<MimeTable>,
     /// The live properties.
     live: &'static [Live],
     /// What a `prop` body names, resolved once.
-    wanted: Vec<Want<'a>>,
+    wanted: Vec<Want>,
     /// The locks over the resource and beneath it, and the lock clock.
     held: Vec<Lock>,
     now: u64,
@@ -161,6 +166,11 @@ pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
     }
 }
 
+/// Members past this many are streamed (chunked, 64 KiB at a time as the
+/// client takes them) rather than answered whole: memory stays bounded
+/// whatever the collection holds.
+const STREAM_PAST: usize = 256;
+
 /// The answer to PROPFIND of `rel` (its href `href`, of the decoded
 /// path) for `asked`, with its members if `members`.
 ///
@@ -168,7 +178,7 @@ pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
 /// collection marked as holding members with dead properties, one
 /// `listxattrat` each too where the kernel has it, and only a member
 /// with extended attributes is opened for them), and written straight
-/// into the body.
+/// into the body; past [`STREAM_PAST`] of them, as the client reads.
 pub fn propfind(
     dav: &Dav,
     rel: &[u8],
@@ -184,7 +194,7 @@ pub fn propfind(
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
         Err(_) => return bare(Status::FORBIDDEN),
     };
-    let stored = stored(dav, rel);
+    let stored = stored_of(dav, rel);
     // (Members' dead properties are looked for where PROPPATCH or MOVE
     // marked the collection: `props::marked`.)
     let dead = stored.marked
@@ -206,91 +216,190 @@ pub fn propfind(
             .map(
                 |p| match live.iter().find(|l| p.0 == "DAV:" && l.name() == p.1) {
                     Some(&l) => Want::Live(l),
-                    None => Want::Other(p),
+                    None => Want::Other(p.clone()),
                 },
             )
             .collect(),
         _ => Vec::new(),
     };
-    let mut ctx = Ctx {
-        dav,
-        live,
-        wanted,
-        held: lock::held(dav, rel),
-        now: locks::now(),
-        modified: (u64::MAX, [0; HTTP_DATE_LEN]),
-        created: (u64::MAX, [0; 20]),
+    let mut m = Members {
+        ctx: Ctx {
+            mime: Arc::clone(&dav.mime),
+            live,
+            wanted,
+            held: lock::held(dav, rel),
+            now: locks::now(),
+            modified: (u64::MAX, [0; HTTP_DATE_LEN]),
+            created: (u64::MAX, [0; 20]),
+        },
+        asked: match asked {
+            Asked::All => Asked::All,
+            Asked::Names => Asked::Names,
+            Asked::Some(_) => Asked::Some(Vec::new()),
+        },
+        links: Vec::new(),
+        dotfiles: dav.files.site().static_files.dotfiles == Dotfiles::Allow,
+        next: 0,
+        at: href.strip_suffix(b"/").unwrap_or(href).to_vec(),
+        path: rel.to_vec(),
+        listing: None,
     };
+    // (Symlinks are followed beneath the root now, while the rule is at
+    // hand: the stream has the listing only.)
+    if let Some(listing) = &listing {
+        for (i, e) in listing.entries.iter().enumerate().filter(|(_, e)| e.link) {
+            let path = m.member_path(listing.name(e));
+            if let Ok((_, target)) = root.stat(&path) {
+                m.links.push((i, target, stored_of(dav, &path)));
+            }
+        }
+    }
     let mut body = std::mem::take(&mut s.body);
     let mut ms = Multistatus::new(&mut body);
-    let count = listing.as_ref().map_or(0, |l| l.entries.len());
-    // (About what a member takes with allprop: one allocation.)
-    ms.out().reserve((count + 1) * 512);
-    let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
     let res = Res {
         path: rel,
         meta: &meta,
         born: stored.born,
         dead: &stored.dead,
     };
-    response(&mut ctx, &mut ms, &at, &res, asked);
-    if let Some(listing) = &listing {
-        let dotfiles = dav.files.site().static_files.dotfiles == Dotfiles::Allow;
-        let mut path = rel.to_vec();
-        for e in &listing.entries {
-            let child = listing.name(e);
-            if !dotfiles && child.first() == Some(&b'.') {
-                continue;
-            }
-            let (len, plen) = (at.len(), path.len());
-            at.push(b'/');
-            push_segment(&mut at, child);
-            if !path.is_empty() {
-                path.push(b'/');
-            }
-            path.extend_from_slice(child);
-            member(&mut ctx, &mut ms, listing, e, (&at, &path), asked);
-            at.truncate(len);
-            path.truncate(plen);
-        }
+    response(&mut m.ctx, &mut ms, &m.at, &res, &m.asked);
+    let count = listing.as_ref().map_or(0, |l| l.entries.len());
+    m.listing = listing;
+    if count > STREAM_PAST {
+        s.body = body;
+        s.header("Content-Type", b"application/xml; charset=utf-8");
+        return Plan {
+            status: multistatus::MULTI_STATUS,
+            body: Body::Stream(Box::new(Streamed {
+                source: Source::Local(Box::new(Streaming {
+                    first: Some(std::mem::take(&mut s.body)),
+                    members: m,
+                })),
+                length: None,
+                label: "webdav PROPFIND".to_string(),
+            })),
+            close: false,
+        };
     }
+    m.write(&mut ms, usize::MAX);
     ms.end();
     s.body = body;
     multistatus::plan(s)
 }
 
+/// The members of a PROPFIND, written in turn.
+struct Members {
+    ctx: Ctx,
+    /// What is asked (a `prop` body's names are in `ctx.wanted`).
+    asked: Asked,
+    listing: Option<Listing>,
+    /// The symlinks among them that lead somewhere beneath the root: by
+    /// entry, what they name.
+    links: Vec<(usize, Meta, Stored)>,
+    dotfiles: bool,
+    /// The next entry to write.
+    next: usize,
+    /// The collection's href and path (a member's while it is written).
+    at: Vec<u8>,
+    path: Vec<u8>,
+}
+
+impl Members {
+    /// The path of member `name`.
+    fn member_path(&self, name: &[u8]) -> Vec<u8> {
+        let mut path = self.path.clone();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        path
+    }
+
+    /// Writes members into `ms` until its buffer holds `room` bytes or
+    /// none is left; whether some are left.
+    fn write(&mut self, ms: &mut Multistatus<'_>, room: usize) -> bool {
+        let Some(listing) = &self.listing else {
+            return false;
+        };
+        while self.next < listing.entries.len() && ms.out().len() < room {
+            let i = self.next;
+            self.next += 1;
+            let e = &listing.entries[i];
+            let child = listing.name(e);
+            if !self.dotfiles && child.first() == Some(&b'.') {
+                continue;
+            }
+            let (len, plen) = (self.at.len(), self.path.len());
+            self.at.push(b'/');
+            push_segment(&mut self.at, child);
+            if !self.path.is_empty() {
+                self.path.push(b'/');
+            }
+            self.path.extend_from_slice(child);
+            // (In entry order: found by halves.)
+            let link = match e.link {
+                true => self.links.binary_search_by_key(&i, |l| l.0).ok(),
+                false => None,
+            };
+            let link = link.map(|k| &self.links[k]);
+            let here = (self.at.as_slice(), self.path.as_slice());
+            member(&mut self.ctx, ms, listing, e, link, here, &self.asked);
+            self.at.truncate(len);
+            self.path.truncate(plen);
+        }
+        self.next < listing.entries.len()
+    }
+}
+
+/// A large PROPFIND's body, as the client takes it.
+struct Streaming {
+    /// The document's start and the collection's own response.
+    first: Option<Vec<u8>>,
+    members: Members,
+}
+
+impl crate::handlers::stream::BodyStream for Streaming {
+    fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
+        if let Some(first) = self.first.take() {
+            out.extend_from_slice(&first);
+        }
+        let mut ms = Multistatus::continuing(out);
+        if self.members.write(&mut ms, room) {
+            return Ok(true);
+        }
+        ms.end();
+        Ok(false)
+    }
+}
+
 /// The response of member `e` of `listing`, at `href` and `path`: a
-/// symlink as what it names beneath the root (one that leads out, or to
-/// nothing, is left out), and nothing that is neither a file nor a
-/// collection.
+/// symlink as what it names beneath the root (`link`; one that leads
+/// out, or to nothing, is left out), and nothing that is neither a file
+/// nor a collection.
 fn member(
-    ctx: &mut Ctx<'_>,
+    ctx: &mut Ctx,
     ms: &mut Multistatus<'_>,
     listing: &Listing,
-    e: &crate::sys::listing::Entry,
+    e: &Entry,
+    link: Option<&(usize, Meta, Stored)>,
     (href, path): (&[u8], &[u8]),
     asked: &Asked,
 ) {
-    let followed;
-    let (meta, stored) = match e.link {
-        true => match ctx.dav.files.root().stat(path) {
-            Ok((_, target)) => {
-                followed = target;
-                (&followed, stored(ctx.dav, path))
-            }
-            Err(_) => return,
-        },
-        false => {
+    let own;
+    let (meta, stored) = match (e.link, link) {
+        (true, Some((_, target, stored))) => (target, stored),
+        (true, None) => return,
+        (false, _) => {
             let dead = match e.xattrs {
                 Some(false) => Vec::new(),
                 _ => listing.open(e).map(|f| props::dead(&f)).unwrap_or_default(),
             };
-            let stored = Stored {
+            own = Stored {
                 born: e.born,
                 dead,
                 marked: false,
             };
-            (&e.meta, stored)
+            (&e.meta, &own)
         }
     };
     if meta.kind == Kind::Special {
@@ -316,7 +425,7 @@ struct Stored {
 }
 
 /// What is stored of `rel` (nothing if it cannot be opened).
-fn stored(dav: &Dav, rel: &[u8]) -> Stored {
+fn stored_of(dav: &Dav, rel: &[u8]) -> Stored {
     let Ok(file) = dav.files.root().open_any(rel) else {
         return Stored::default();
     };
@@ -350,7 +459,7 @@ fn rfc3339(secs: u64) -> [u8; 20] {
 }
 
 /// One resource's `<D:response>`.
-fn response(ctx: &mut Ctx<'_>, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_>, asked: &Asked) {
+fn response(ctx: &mut Ctx, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_>, asked: &Asked) {
     let dir = r.meta.kind == Kind::Dir;
     ms.open(href, dir);
     let out = ms.out();
@@ -377,13 +486,19 @@ fn response(ctx: &mut Ctx<'_>, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_
         }
         Asked::Some(_) => {
             for i in 0..ctx.wanted.len() {
-                match ctx.wanted[i] {
-                    Want::Live(p) if p.of(dir, r.born) => live(ctx, out, p, r),
-                    Want::Live(_) => missing += 1,
-                    Want::Other(n) => match r.dead.iter().find(|(d, _)| d == n) {
-                        Some((n, value)) => element(out, n, Some(value)),
-                        None => missing += 1,
-                    },
+                let p = match &ctx.wanted[i] {
+                    Want::Live(p) => *p,
+                    Want::Other(n) => {
+                        match r.dead.iter().find(|(d, _)| d == n) {
+                            Some((n, value)) => element(out, n, Some(value)),
+                            None => missing += 1,
+                        }
+                        continue;
+                    }
+                };
+                match p.of(dir, r.born) {
+                    true => live(ctx, out, p, r),
+                    false => missing += 1,
                 }
             }
         }
@@ -394,7 +509,7 @@ fn response(ctx: &mut Ctx<'_>, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_
     if missing > 0 {
         out.extend_from_slice(b"<D:propstat><D:prop>");
         for w in &ctx.wanted {
-            match *w {
+            match w {
                 Want::Live(p) if !p.of(dir, r.born) => {
                     element(out, &("DAV:".into(), p.name().into()), None)
                 }
@@ -410,7 +525,7 @@ fn response(ctx: &mut Ctx<'_>, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_
 }
 
 /// Writes live property `p` of `r` (nothing if it has none).
-fn live(ctx: &mut Ctx<'_>, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
+fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
     let dir = r.meta.kind == Kind::Dir;
     if !p.of(dir, r.born) {
         return;
@@ -433,7 +548,7 @@ fn live(ctx: &mut Ctx<'_>, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
         }
         Live::ContentType => {
             out.extend_from_slice(b"<D:getcontenttype>");
-            escape(out, ctx.dav.files.content_type(name).as_bytes());
+            escape(out, ctx.mime.lookup(name).as_bytes());
             out.extend_from_slice(b"</D:getcontenttype>");
         }
         Live::Etag => {
