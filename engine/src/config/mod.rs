@@ -20,6 +20,8 @@ macro_rules! require {
     };
 }
 
+#[cfg(any(not(feature = "upstreams"), not(feature = "webdav")))]
+mod absent;
 mod acme;
 pub mod admission;
 mod auth;
@@ -57,7 +59,7 @@ pub use upstream::{
     Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Upstream,
 };
 pub use value::Value;
-pub use webdav::WebdavRule;
+pub use webdav::{DavRules, WebdavRule};
 
 // The rules' own types, where what reads them lives, named here too.
 pub use crate::access::auth::AuthRule;
@@ -188,7 +190,7 @@ pub struct SiteConfig {
     pub fastcgi: Rules<FastcgiRule>,
     /// `[[webdav]]` rules, in file order (the first match wins); none
     /// without the cargo feature `webdav`.
-    pub webdav: Vec<WebdavRule>,
+    pub webdav: DavRules,
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
@@ -226,7 +228,7 @@ impl SiteConfig {
             cgi: Vec::new(),
             reverse_proxy: Rules::default(),
             fastcgi: Rules::default(),
-            webdav: Vec::new(),
+            webdav: DavRules::default(),
             auth: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
@@ -712,7 +714,7 @@ impl Default for Config {
                 cgi: Vec::new(),
                 reverse_proxy: Rules::default(),
                 fastcgi: Rules::default(),
-                webdav: Vec::new(),
+                webdav: DavRules::default(),
                 auth: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),

@@ -68,10 +68,13 @@ impl Loader<'_> {
             }
             "webdav" => {
                 require!(self, "webdav", key, name, "WebDAV", REMOVE);
-                site.webdav = self.each_table(name, value, |s, i, t| {
-                    origins.webdav.push(self.origin(&format!("{s}.root"), i));
-                    self.webdav_rule(s, i, t)
-                })?
+                #[cfg(feature = "webdav")]
+                {
+                    site.webdav = self.each_table(name, value, |s, i, t| {
+                        origins.webdav.push(self.origin(&format!("{s}.root"), i));
+                        self.webdav_rule(s, i, t)
+                    })?
+                }
             }
             "compress" => self.compress(value, &mut site.compress)?,
             "access" => site.admission.access = self.access_rules(value)?,

@@ -900,7 +900,9 @@ fn confinement(c: &Config, s: &mut String) {
             if c.any_cgi() {
                 places.push(format!("unnamed files in {}", c.temp_dir.display()));
             }
-            let dav: Vec<_> = SiteConfig::all(c).flat_map(|site| &site.webdav).collect();
+            let dav: Vec<_> = SiteConfig::all(c)
+                .flat_map(|site| site.webdav.iter())
+                .collect();
             if !dav.is_empty() {
                 reads.push("the WebDAV trees");
             }

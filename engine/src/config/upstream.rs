@@ -274,51 +274,15 @@ pub struct FastcgiRule {
 }
 
 /// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
-/// upstreams are built; nothing at all where they are not (the keys are
-/// refused then), so that no clone or drop code of the rules' types is
-/// in such a binary.
+/// upstreams are built, nothing at all where they are not
+/// ([`NoRules`](super::absent::NoRules)).
 #[cfg(feature = "upstreams")]
 pub type Rules<T> = Vec<T>;
 /// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
-/// upstreams are built; nothing at all where they are not (the keys are
-/// refused then), so that no clone or drop code of the rules' types is
-/// in such a binary.
+/// upstreams are built, nothing at all where they are not
+/// ([`NoRules`](super::absent::NoRules)).
 #[cfg(not(feature = "upstreams"))]
-pub type Rules<T> = NoRules<T>;
-
-/// No rules: the upstreams are not built.
-#[cfg(not(feature = "upstreams"))]
-#[derive(Debug)]
-pub struct NoRules<T>(std::marker::PhantomData<T>);
-
-#[cfg(not(feature = "upstreams"))]
-impl<T> std::ops::Deref for NoRules<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        &[]
-    }
-}
-
-#[cfg(not(feature = "upstreams"))]
-impl<T> Clone for NoRules<T> {
-    fn clone(&self) -> Self {
-        NoRules::default()
-    }
-}
-
-#[cfg(not(feature = "upstreams"))]
-impl<T> Default for NoRules<T> {
-    fn default() -> Self {
-        NoRules(std::marker::PhantomData)
-    }
-}
-
-#[cfg(not(feature = "upstreams"))]
-impl<T> From<Vec<T>> for NoRules<T> {
-    fn from(_: Vec<T>) -> Self {
-        NoRules::default()
-    }
-}
+pub type Rules<T> = super::absent::NoRules<T>;
 
 /// The keys both kinds of rule take, with their defaults.
 struct Pool {

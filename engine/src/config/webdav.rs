@@ -3,13 +3,30 @@
 
 use std::path::{Path, PathBuf};
 
-use toml::de::{DeTable, DeValue};
-use toml::Spanned;
+#[cfg(feature = "webdav")]
+use toml::{
+    de::{DeTable, DeValue},
+    Spanned,
+};
 
+#[cfg(feature = "webdav")]
 use super::load::{sorted, Loader};
-use super::{CgiTarget, ConfigError, SiteConfig};
+#[cfg(feature = "webdav")]
+use super::ConfigError;
+use super::{CgiTarget, SiteConfig};
 
 pub(super) const WEBDAV_KEYS: &[&str] = &["path", "root", "read_only", "max_upload", "locks"];
+
+/// A site's `[[webdav]]` rules: none at all without the feature, so that
+/// the sandbox's, the summary's and the loader's code for them is not in
+/// such a binary.
+#[cfg(feature = "webdav")]
+pub type DavRules = Vec<WebdavRule>;
+/// A site's `[[webdav]]` rules: none at all without the feature, so that
+/// the sandbox's, the summary's and the loader's code for them is not in
+/// such a binary.
+#[cfg(not(feature = "webdav"))]
+pub type DavRules = super::absent::NoRules<WebdavRule>;
 
 /// One `[[webdav]]` rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,6 +78,7 @@ pub(super) fn runs_programs(site: &SiteConfig, rule: &WebdavRule) -> Option<Stri
     ))
 }
 
+#[cfg(feature = "webdav")]
 impl Loader<'_> {
     /// One table of the `[[webdav]]` array (`webdav[N]`, `section`).
     pub(super) fn webdav_rule(

@@ -260,6 +260,7 @@ fn a_key_readable_by_everyone_is_warned_about() {
 }
 
 #[test]
+#[cfg(feature = "ops")]
 fn proxy_tls_listen_needs_certificates_and_an_address_of_its_own() {
     let dir = site();
     let c = run(
