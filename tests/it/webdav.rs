@@ -624,6 +624,31 @@ fn auth_in_front_decides_who_writes() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
 }
 
+/// A GET after a PUT answers the new file, whatever the open-file cache
+/// held (it is checked against the disk on every WebDAV GET: another
+/// worker may have written the file).
+#[test]
+fn a_get_after_a_put_is_the_new_file() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir(&dav).unwrap();
+    write_file(&dav.join("f"), b"old");
+    b.config(&format!(
+        "[static]\nopen_file_cache_valid = \"1h\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    assert_eq!(s.get("/dav/f").body, b"old");
+    let r = s.request(b"PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nnewer");
+    assert_eq!(r.status, 204);
+    let r = s.get("/dav/f");
+    assert_eq!(r.body, b"newer");
+    assert_eq!(
+        r.header("ETag"),
+        Some(validators(&dav.join("f")).0.as_str())
+    );
+}
+
 /// A collection of more than 256 members is answered as the client
 /// reads (chunked): the same responses as a small one's, each member's
 /// what a `Depth: 0` PROPFIND of it says.

@@ -69,7 +69,7 @@ impl Router {
         }
         let plan = match method {
             b"GET" | b"HEAD" => {
-                self.cache.for_site(dav.cache_key);
+                self.cache.for_written_tree(dav.cache_key);
                 static_files::serve_beneath(&dav.files, req, s, &mut self.cache, skip)
             }
             b"OPTIONS" => webdav::options(dav, s),
