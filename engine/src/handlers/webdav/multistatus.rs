@@ -103,6 +103,11 @@ pub fn plan(s: &mut Scratch) -> Plan {
 /// Appends `text` with XML's five special characters escaped (runs
 /// without one in one copy).
 pub fn escape(out: &mut Vec<u8>, text: &[u8]) {
+    let special = |b: &u8| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'');
+    if !text.iter().any(special) {
+        out.extend_from_slice(text);
+        return;
+    }
     let mut from = 0;
     for (i, &b) in text.iter().enumerate() {
         let with: &[u8] = match b {

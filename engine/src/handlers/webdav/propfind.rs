@@ -16,7 +16,7 @@ use crate::handlers::Body;
 use crate::handlers::{Plan, Scratch};
 use crate::http::date::{civil_time, format_http_date, HTTP_DATE_LEN};
 use crate::http::grammar::push_hex;
-use crate::http::mime::MimeTable;
+use crate::http::mime::{self, MimeTable};
 use crate::http::{push_u64, Status};
 use crate::sys::fs::{Kind, Meta};
 use crate::sys::listing::{Entry, Listing};
@@ -103,6 +103,9 @@ struct Ctx {
     now: u64,
     modified: (u64, [u8; HTTP_DATE_LEN]),
     created: (u64, [u8; 20]),
+    /// The last extension looked up (`None`: none yet) and its type,
+    /// escaped: members mostly share a few.
+    typed: (Option<Vec<u8>>, Vec<u8>),
 }
 
 /// One resource: its path relative to the root, what `stat` and the
@@ -231,6 +234,7 @@ pub fn propfind(
             now: locks::now(),
             modified: (u64::MAX, [0; HTTP_DATE_LEN]),
             created: (u64::MAX, [0; 20]),
+            typed: (None, Vec::new()),
         },
         asked: match asked {
             Asked::All => Asked::All,
@@ -538,7 +542,10 @@ fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
         Live::ResourceType => out.extend_from_slice(b"<D:resourcetype/>"),
         Live::DisplayName => {
             out.extend_from_slice(b"<D:displayname>");
-            escape(out, String::from_utf8_lossy(name).as_bytes());
+            match std::str::from_utf8(name) {
+                Ok(_) => escape(out, name),
+                Err(_) => escape(out, String::from_utf8_lossy(name).as_bytes()),
+            }
             out.extend_from_slice(b"</D:displayname>");
         }
         Live::ContentLength => {
@@ -547,8 +554,18 @@ fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
             out.extend_from_slice(b"</D:getcontentlength>");
         }
         Live::ContentType => {
+            // (The type is the extension's alone: `mime::extension`.)
+            let ext = mime::extension(name).unwrap_or_default();
+            let (last, typed) = &mut ctx.typed;
+            if last.as_deref() != Some(ext) {
+                let last = last.get_or_insert_with(Vec::new);
+                last.clear();
+                last.extend_from_slice(ext);
+                typed.clear();
+                escape(typed, ctx.mime.lookup(name).as_bytes());
+            }
             out.extend_from_slice(b"<D:getcontenttype>");
-            escape(out, ctx.mime.lookup(name).as_bytes());
+            out.extend_from_slice(typed);
             out.extend_from_slice(b"</D:getcontenttype>");
         }
         Live::Etag => {
