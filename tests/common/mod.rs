@@ -1081,6 +1081,12 @@ impl Client {
         self.write_all(bytes).expect("send request");
     }
 
+    /// Sends `bytes` if the server still reads them: false once it has
+    /// closed (a request answered before its body's end, as a 413 is).
+    pub fn try_send(&mut self, bytes: &[u8]) -> bool {
+        self.write_all(bytes).is_ok()
+    }
+
     /// This end's address and the server's.
     pub fn ends(&self) -> (SocketAddr, SocketAddr) {
         self.ends

@@ -115,6 +115,8 @@ mod webdav;
 #[cfg(feature = "webdav")]
 mod webdav_clients;
 #[cfg(feature = "webdav")]
+mod webdav_locks;
+#[cfg(feature = "webdav")]
 mod webdav_uploads;
 #[cfg(feature = "upstreams")]
 mod websocket_proxy;

@@ -539,6 +539,9 @@ fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
             line.push_str("; uploads up to ");
             line.push_str(&size(n));
         }
+        if r.locks {
+            line.push_str("; locks");
+        }
         line
     });
 }

@@ -40,6 +40,8 @@ pub struct WebdavRule {
     pub read_only: bool,
     /// The largest PUT body; `None`: `limits.max_body`.
     pub max_upload: Option<u64>,
+    /// LOCK and UNLOCK (class 2), the `If:` header's lock tokens.
+    pub locks: bool,
 }
 
 /// Why a writable `rule` of `site` is refused: its tree holds, or lies
@@ -86,7 +88,7 @@ impl Loader<'_> {
         table: &DeTable<'_>,
     ) -> Result<WebdavRule, ConfigError> {
         let (mut path, mut root) = (None, None);
-        let (mut read_only, mut max_upload) = (false, None);
+        let (mut read_only, mut max_upload, mut locks) = (false, None, false);
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -109,15 +111,7 @@ impl Loader<'_> {
                 }
                 "read_only" => read_only = self.boolean(&full, value)?,
                 "max_upload" => max_upload = Some(self.size(&full, value, 0, u64::MAX)?),
-                "locks" => {
-                    if self.boolean(&full, value)? {
-                        return Err(self.fail(
-                            value,
-                            &full,
-                            "LOCK and UNLOCK (class 2) are not built yet; remove it or set it to false",
-                        ));
-                    }
-                }
+                "locks" => locks = self.boolean(&full, value)?,
                 _ => return Err(self.unknown(key, section, WEBDAV_KEYS)),
             }
         }
@@ -132,6 +126,7 @@ impl Loader<'_> {
             root,
             read_only,
             max_upload,
+            locks,
         })
     }
 }

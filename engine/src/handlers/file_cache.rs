@@ -191,6 +191,10 @@ pub struct FileCache {
     site: usize,
     /// The key of a file of a site other than the default one, reused.
     key: Vec<u8>,
+    /// Every lookup of the current site is checked against the disk (see
+    /// [`FileCache::for_written_tree`]).
+    #[cfg(feature = "webdav")]
+    checked: bool,
 }
 
 impl FileCache {
@@ -204,6 +208,8 @@ impl FileCache {
             mem: 0,
             site: 0,
             key: Vec::new(),
+            #[cfg(feature = "webdav")]
+            checked: false,
         }
     }
 
@@ -225,6 +231,20 @@ impl FileCache {
     /// a file of one site is never served for another.
     pub fn for_site(&mut self, site: usize) {
         self.site = site;
+        #[cfg(feature = "webdav")]
+        {
+            self.checked = false;
+        }
+    }
+
+    /// [`FileCache::for_site`] for a tree clients write (a `[[webdav]]`
+    /// rule's, through any worker): every lookup checks the entry
+    /// against the disk (one `fstatat`), so a GET after a PUT never
+    /// answers what the PUT replaced.
+    #[cfg(feature = "webdav")]
+    pub fn for_written_tree(&mut self, key: usize) {
+        self.site = key;
+        self.checked = true;
     }
 
     /// Looks `rel` up beneath `root`, from the cache when it is fresh.
@@ -276,8 +296,12 @@ impl FileCache {
         key: &[u8],
         keep_misses: bool,
     ) -> io::Result<Rc<Entry>> {
+        #[cfg(feature = "webdav")]
+        let fresh = |slot: &Slot| !self.checked && self.now < slot.fresh_until;
+        #[cfg(not(feature = "webdav"))]
+        let fresh = |slot: &Slot| self.now < slot.fresh_until;
         if let Some(slot) = self.map.get_mut(key) {
-            if self.now < slot.fresh_until {
+            if fresh(slot) {
                 return slot.result.clone().map_err(io::Error::from_raw_os_error);
             }
             let unchanged = match (root.stat(rel), &slot.result) {

@@ -284,6 +284,12 @@ impl StaticFiles {
     pub fn content_type(&self, path: &[u8]) -> &str {
         self.mime.lookup(path)
     }
+
+    /// The site's table of types.
+    #[cfg(feature = "webdav")]
+    pub fn mime(&self) -> &MimeTable {
+        &self.mime
+    }
 }
 
 /// An error answer, with the reason recorded for the debug log.

@@ -94,6 +94,8 @@ impl Status {
             416 => "Range Not Satisfiable",
             417 => "Expectation Failed",
             421 => "Misdirected Request",
+            #[cfg(feature = "webdav")]
+            423 => "Locked",
             424 => "Failed Dependency",
             429 => "Too Many Requests",
             431 => "Request Header Fields Too Large",

@@ -180,6 +180,15 @@ impl Root {
             .collect())
     }
 
+    /// The entries of the directory `rel` as PROPFIND lists them (see
+    /// [`super::listing`]): symlinks as themselves; whether each has
+    /// extended attributes if `xattrs`.
+    #[cfg(feature = "webdav")]
+    pub fn listing(&self, rel: &[u8], xattrs: bool) -> io::Result<super::listing::Listing> {
+        let fd = self.open_flags(rel, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        super::listing::list(fd, xattrs)
+    }
+
     /// Opens whatever `rel` is (a file, a directory) for reading its
     /// metadata and extended attributes; never blocks (a FIFO).
     pub fn open_any(&self, rel: &[u8]) -> io::Result<File> {

@@ -9,6 +9,8 @@ pub mod dir;
 pub mod fs;
 pub mod interleave;
 pub mod launcher;
+#[cfg(feature = "webdav")]
+pub mod listing;
 pub mod memory;
 pub mod net;
 pub mod privileged;

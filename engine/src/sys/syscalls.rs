@@ -195,6 +195,9 @@ pub const XATTRS: &[libc::c_long] = &[
     libc::SYS_fsetxattr,
     libc::SYS_flistxattr,
     libc::SYS_fremovexattr,
+    // listxattrat (Linux 6.13; `libc` does not name it yet): whether a
+    // member has any, one call each in a PROPFIND (sys::listing).
+    465,
 ];
 
 /// Added to [`ALLOWED`] (with [`STORAGE`] and [`UPSTREAMS`]) when the ACME

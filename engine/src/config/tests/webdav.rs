@@ -17,11 +17,17 @@ fn every_key() {
     assert!(rule.root.is_absolute());
     assert!(rule.read_only);
     assert_eq!(rule.max_upload, Some(4 << 30));
-    let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\n").unwrap();
+    assert!(!rule.locks);
+    let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\nlocks = true\n").unwrap();
     let rule = &c.site.webdav[0];
     assert_eq!(
-        (rule.path.as_str(), rule.read_only, rule.max_upload),
-        ("/", false, None)
+        (
+            rule.path.as_str(),
+            rule.read_only,
+            rule.max_upload,
+            rule.locks
+        ),
+        ("/", false, None, true)
     );
     assert!(load("").unwrap().site.webdav.is_empty());
 }
@@ -47,8 +53,8 @@ fn errors_name_file_line_and_key() {
             "DIR/site.toml:3: webdav[1].root: cannot use DIR/nowhere as the WebDAV root: No such file or directory (os error 2)",
         ),
         (
-            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nlocks = true\n",
-            "DIR/site.toml:4: webdav[1].locks: LOCK and UNLOCK (class 2) are not built yet; remove it or set it to false",
+            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nlocks = 1\n",
+            "DIR/site.toml:4: webdav[1].locks: expected true or false; got 1",
         ),
         (
             "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nreadonly = true\n",

@@ -1,7 +1,8 @@
 //! WebDAV (RFC 4918) beneath a `[[webdav]]` rule's root: what to answer
 //! to OPTIONS, PUT, MKCOL, DELETE, PROPFIND (propfind.rs, its bodies read
-//! by xml.rs), COPY and MOVE (copymove.rs); GET and HEAD are the static
-//! handler's, over the rule's root (`static_files::serve_beneath`).
+//! by xml.rs), COPY and MOVE (copymove.rs), LOCK and UNLOCK (lock.rs, the
+//! table in locks.rs, the `If` header in ifheader.rs); GET and HEAD are
+//! the static handler's, over the rule's root (`static_files::serve_beneath`).
 //!
 //! Every change is made by name in a directory opened beneath the root
 //! by the kernel-enforced rules of static files (`sys::dir`): no `..`, no
@@ -24,14 +25,18 @@ use crate::sys::dir::Dir;
 use crate::sys::fs::Kind;
 
 mod copymove;
+mod ifheader;
+mod lock;
+pub mod locks;
 mod multistatus;
 mod propfind;
 mod props;
 pub mod xml;
 
 pub use copymove::{destination, transfer, Transfer};
+pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
-pub use props::{ops as proppatch_ops, proppatch};
+pub use props::{mark_collection, ops as proppatch_ops, proppatch};
 
 pub use multistatus::{href, push_href, Multistatus};
 
@@ -58,6 +63,8 @@ pub struct Dav {
     /// The key of its files in the worker's file cache (another than
     /// every site's: see `FileCache::for_site`).
     pub cache_key: usize,
+    /// The site's types (`getcontenttype`), shared with streamed answers.
+    pub mime: Arc<crate::http::mime::MimeTable>,
 }
 
 impl Dav {
@@ -69,8 +76,10 @@ impl Dav {
         protected: Arc<Protected>,
         cache_key: usize,
     ) -> io::Result<Dav> {
+        let files = StaticFiles::beneath(cfg, site, protected, &rule.root)?;
         Ok(Dav {
-            files: StaticFiles::beneath(cfg, site, protected, &rule.root)?,
+            mime: Arc::new(files.mime().clone()),
+            files,
             rule: rule.clone(),
             cache_key,
         })
@@ -92,9 +101,14 @@ impl Dav {
 
     /// The methods the rule answers, for `Allow`.
     pub fn allow(&self) -> &'static [u8] {
-        match self.rule.read_only {
-            true => b"OPTIONS, GET, HEAD, PROPFIND",
-            false => b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH",
+        match (self.rule.read_only, self.rule.locks) {
+            (true, _) => b"OPTIONS, GET, HEAD, PROPFIND",
+            (false, false) => {
+                b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH"
+            }
+            (false, true) => {
+                b"OPTIONS, GET, HEAD, PROPFIND, PUT, DELETE, MKCOL, COPY, MOVE, PROPPATCH, LOCK, UNLOCK"
+            }
         }
     }
 }
@@ -109,6 +123,8 @@ pub enum Bodied {
     },
     /// PROPPATCH.
     Proppatch,
+    /// LOCK (a new lock: a refresh has no body).
+    Lock,
 }
 
 /// What a DAV method makes of a request.
@@ -212,9 +228,9 @@ pub fn precondition(dav: &Dav, rel: &[u8], req: &OwnedRequest) -> Option<Status>
     }
 }
 
-/// OPTIONS: the DAV class (1: no locks yet) and the methods.
+/// OPTIONS: the DAV classes (2: with locks) and the methods.
 pub fn options(dav: &Dav, s: &mut Scratch) -> Plan {
-    s.header("DAV", b"1");
+    s.header("DAV", if dav.rule.locks { b"1, 2" } else { b"1" });
     s.header("Allow", dav.allow());
     s.header("MS-Author-Via", b"DAV");
     bare(Status::OK)

@@ -23,6 +23,12 @@ impl<'a> Multistatus<'a> {
         Multistatus { out, responses: 0 }
     }
 
+    /// Goes on with a document whose start is written already (a part
+    /// of a streamed one, in `out`).
+    pub fn continuing(out: &'a mut Vec<u8>) -> Multistatus<'a> {
+        Multistatus { out, responses: 0 }
+    }
+
     /// A `<D:response>` for `href` (percent-encoded already; a
     /// collection's gets its trailing slash) with one status.
     pub fn status(&mut self, href: &[u8], collection: bool, status: Status) {
@@ -79,7 +85,7 @@ pub fn settle(any: bool, s: &mut Scratch, status: Status) -> Plan {
 /// `HTTP/1.1 404 Not Found`, as a `<D:status>` holds it.
 pub fn status_line(out: &mut Vec<u8>, status: Status) {
     out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(status.0.to_string().as_bytes());
+    crate::http::push_u64(out, status.0.into());
     out.push(b' ');
     out.extend_from_slice(status.reason().as_bytes());
 }
@@ -94,31 +100,45 @@ pub fn plan(s: &mut Scratch) -> Plan {
     }
 }
 
-/// Appends `text` with XML's five special characters escaped.
+/// Appends `text` with XML's five special characters escaped (runs
+/// without one in one copy).
 pub fn escape(out: &mut Vec<u8>, text: &[u8]) {
-    for &b in text {
-        match b {
-            b'&' => out.extend_from_slice(b"&amp;"),
-            b'<' => out.extend_from_slice(b"&lt;"),
-            b'>' => out.extend_from_slice(b"&gt;"),
-            b'"' => out.extend_from_slice(b"&quot;"),
-            b'\'' => out.extend_from_slice(b"&apos;"),
-            _ => out.push(b),
-        }
+    let special = |b: &u8| matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'');
+    if !text.iter().any(special) {
+        out.extend_from_slice(text);
+        return;
     }
+    let mut from = 0;
+    for (i, &b) in text.iter().enumerate() {
+        let with: &[u8] = match b {
+            b'&' => b"&amp;",
+            b'<' => b"&lt;",
+            b'>' => b"&gt;",
+            b'"' => b"&quot;",
+            b'\'' => b"&apos;",
+            _ => continue,
+        };
+        out.extend_from_slice(&text[from..i]);
+        out.extend_from_slice(with);
+        from = i + 1;
+    }
+    out.extend_from_slice(&text[from..]);
 }
 
 /// Appends one path segment (raw bytes) percent-encoded: all but
-/// RFC 3986's unreserved characters.
+/// RFC 3986's unreserved characters (runs of those in one copy).
 pub fn push_segment(out: &mut Vec<u8>, segment: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in segment {
+    let mut from = 0;
+    for (i, &b) in segment.iter().enumerate() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b);
-        } else {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            continue;
         }
+        out.extend_from_slice(&segment[from..i]);
+        out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        from = i + 1;
     }
+    out.extend_from_slice(&segment[from..]);
 }
 
 /// The decoded path `path` (`/a b/c`) as an href (`/a%20b/c`).

@@ -4,33 +4,118 @@
 //! `propfind-finite-depth` precondition (§9.1, §16): a whole tree in one
 //! answer is a denial of service for the asking.
 
+use super::lock::{self, SUPPORTEDLOCK};
+use super::locks::{self, Lock};
 use super::multistatus::{self, escape, push_segment, status_line, Multistatus};
 use super::props::{self, element, Name};
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
-use crate::handlers::{Body, Plan, Scratch};
-use crate::http::conditional::write_etag;
+use crate::handlers::stream::{Source, Streamed};
+use crate::handlers::Body;
+use crate::handlers::{Plan, Scratch};
 use crate::http::date::{civil_time, format_http_date, HTTP_DATE_LEN};
-use crate::http::Status;
+use crate::http::grammar::push_hex;
+use crate::http::mime::{self, MimeTable};
+use crate::http::{push_u64, Status};
 use crate::sys::fs::{Kind, Meta};
+use crate::sys::listing::{Entry, Listing};
+use std::sync::Arc;
 
 /// The largest PROPFIND body read (it is held in memory: never more
 /// than the spool keeps there).
 pub const MAX_BODY: u64 = crate::handlers::spool::MEMORY as u64;
 
-/// The live properties brisk answers, in the `DAV:` namespace, in the
-/// order `allprop` and `propname` list them (`creationdate` where the
-/// filesystem keeps a birth time).
-const LIVE: &[&str] = &[
-    "creationdate",
-    "resourcetype",
-    "displayname",
-    "getcontentlength",
-    "getcontenttype",
-    "getetag",
-    "getlastmodified",
+/// A live property brisk answers, in the `DAV:` namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Live {
+    CreationDate,
+    ResourceType,
+    DisplayName,
+    ContentLength,
+    ContentType,
+    Etag,
+    LastModified,
+    LockDiscovery,
+    SupportedLock,
+}
+
+/// The live properties in the order `allprop` and `propname` list them
+/// (`creationdate` where the filesystem keeps a birth time); the last
+/// two, the lock properties (§15.8, §15.10), with locks only.
+const LIVE: [Live; 9] = [
+    Live::CreationDate,
+    Live::ResourceType,
+    Live::DisplayName,
+    Live::ContentLength,
+    Live::ContentType,
+    Live::Etag,
+    Live::LastModified,
+    Live::LockDiscovery,
+    Live::SupportedLock,
 ];
+
+impl Live {
+    /// Its local name.
+    fn name(self) -> &'static str {
+        match self {
+            Live::CreationDate => "creationdate",
+            Live::ResourceType => "resourcetype",
+            Live::DisplayName => "displayname",
+            Live::ContentLength => "getcontentlength",
+            Live::ContentType => "getcontenttype",
+            Live::Etag => "getetag",
+            Live::LastModified => "getlastmodified",
+            Live::LockDiscovery => "lockdiscovery",
+            Live::SupportedLock => "supportedlock",
+        }
+    }
+
+    /// Whether a resource of that kind has it (a collection has no
+    /// content length, type or ETag here; no birth time, no
+    /// creationdate).
+    fn of(self, dir: bool, born: Option<u64>) -> bool {
+        match self {
+            Live::CreationDate => born.is_some(),
+            Live::ContentLength | Live::ContentType | Live::Etag => !dir,
+            _ => true,
+        }
+    }
+}
+
+/// One property a `prop` body names: live, or another (dead, or none).
+enum Want {
+    Live(Live),
+    Other(Name),
+}
+
+/// What a PROPFIND's answer needs of its rule, what it asks for, the
+/// locks it shows, and the last dates written (members often share one).
+struct Ctx {
+    /// The site's types, for `getcontenttype`.
+    mime: Arc<MimeTable>,
+    /// The live properties.
+    live: &'static [Live],
+    /// What a `prop` body names, resolved once.
+    wanted: Vec<Want>,
+    /// The locks over the resource and beneath it, and the lock clock.
+    held: Vec<Lock>,
+    now: u64,
+    modified: (u64, [u8; HTTP_DATE_LEN]),
+    created: (u64, [u8; 20]),
+    /// The last extension looked up (`None`: none yet) and its type,
+    /// escaped: members mostly share a few.
+    typed: (Option<Vec<u8>>, Vec<u8>),
+}
+
+/// One resource: its path relative to the root, what `stat` and the
+/// birth time say, its dead properties.
+struct Res<'a> {
+    path: &'a [u8],
+    meta: &'a Meta,
+    born: Option<u64>,
+    dead: &'a [(Name, Vec<u8>)],
+}
 
 /// What the body asks for (§14.20).
 #[derive(Debug, PartialEq, Eq)]
@@ -75,24 +160,28 @@ pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
         Some(b"0") => Ok(false),
         Some(b"1") => Ok(true),
         Some(v) if !v.eq_ignore_ascii_case(b"infinity") => Err(bare(Status::BAD_REQUEST)),
-        _ => {
-            s.body.clear();
-            s.body.extend_from_slice(
-                b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
-                  <D:error xmlns:D=\"DAV:\"><D:propfind-finite-depth/></D:error>\n",
-            );
-            s.header("Content-Type", b"application/xml; charset=utf-8");
-            Err(Plan {
-                status: Status::FORBIDDEN,
-                body: Body::Buffer,
-                close: false,
-            })
-        }
+        _ => Err(lock::condition(
+            s,
+            Status::FORBIDDEN,
+            "propfind-finite-depth",
+            None,
+        )),
     }
 }
 
+/// Members past this many are streamed (chunked, 64 KiB at a time as the
+/// client takes them) rather than answered whole: memory stays bounded
+/// whatever the collection holds.
+const STREAM_PAST: usize = 256;
+
 /// The answer to PROPFIND of `rel` (its href `href`, of the decoded
 /// path) for `asked`, with its members if `members`.
+///
+/// Members are listed by `Root::listing` (one `statx` each; in a
+/// collection marked as holding members with dead properties, one
+/// `listxattrat` each too where the kernel has it, and only a member
+/// with extended attributes is opened for them), and written straight
+/// into the body; past [`STREAM_PAST`] of them, as the client reads.
 pub fn propfind(
     dav: &Dav,
     rel: &[u8],
@@ -108,50 +197,239 @@ pub fn propfind(
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
         Err(_) => return bare(Status::FORBIDDEN),
     };
-    let listed = match (members, meta.kind) {
-        (true, Kind::Dir) => match root.list_dir(rel) {
-            Ok(list) => list,
+    let stored = stored_of(dav, rel);
+    // (Members' dead properties are looked for where PROPPATCH or MOVE
+    // marked the collection: `props::marked`.)
+    let dead = stored.marked
+        && !matches!(asked, Asked::Some(list) if list.iter().all(|(ns, _)| ns == "DAV:"));
+    let listing = match (members, meta.kind) {
+        (true, Kind::Dir) => match root.listing(rel, dead) {
+            Ok(list) => Some(list),
             Err(_) => return bare(Status::FORBIDDEN),
         },
+        _ => None,
+    };
+    let live: &'static [Live] = match dav.rule.locks {
+        true => &LIVE,
+        false => &LIVE[..7],
+    };
+    let wanted = match asked {
+        Asked::Some(list) => list
+            .iter()
+            .map(
+                |p| match live.iter().find(|l| p.0 == "DAV:" && l.name() == p.1) {
+                    Some(&l) => Want::Live(l),
+                    None => Want::Other(p.clone()),
+                },
+            )
+            .collect(),
         _ => Vec::new(),
     };
-    let dotfiles = dav.files.site().static_files.dotfiles == Dotfiles::Allow;
+    let mut m = Members {
+        ctx: Ctx {
+            mime: Arc::clone(&dav.mime),
+            live,
+            wanted,
+            held: lock::held(dav, rel),
+            now: locks::now(),
+            modified: (u64::MAX, [0; HTTP_DATE_LEN]),
+            created: (u64::MAX, [0; 20]),
+            typed: (None, Vec::new()),
+        },
+        asked: match asked {
+            Asked::All => Asked::All,
+            Asked::Names => Asked::Names,
+            Asked::Some(_) => Asked::Some(Vec::new()),
+        },
+        links: Vec::new(),
+        dotfiles: dav.files.site().static_files.dotfiles == Dotfiles::Allow,
+        next: 0,
+        at: href.strip_suffix(b"/").unwrap_or(href).to_vec(),
+        path: rel.to_vec(),
+        listing: None,
+    };
+    // (Symlinks are followed beneath the root now, while the rule is at
+    // hand: the stream has the listing only.)
+    if let Some(listing) = &listing {
+        for (i, e) in listing.entries.iter().enumerate().filter(|(_, e)| e.link) {
+            let path = m.member_path(listing.name(e));
+            if let Ok((_, target)) = root.stat(&path) {
+                m.links.push((i, target, stored_of(dav, &path)));
+            }
+        }
+    }
     let mut body = std::mem::take(&mut s.body);
     let mut ms = Multistatus::new(&mut body);
-    let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(b"");
-    let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
-    let mut path = rel.to_vec();
-    response(dav, &mut ms, &at, name, &meta, asked, &stored(dav, &path));
-    for (child, m) in &listed {
-        if m.kind == Kind::Special || !dotfiles && child.first() == Some(&b'.') {
-            continue;
-        }
-        let (len, plen) = (at.len(), path.len());
-        at.push(b'/');
-        push_segment(&mut at, child);
-        if !path.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(child);
-        response(dav, &mut ms, &at, child, m, asked, &stored(dav, &path));
-        at.truncate(len);
-        path.truncate(plen);
+    let res = Res {
+        path: rel,
+        meta: &meta,
+        born: stored.born,
+        dead: &stored.dead,
+    };
+    response(&mut m.ctx, &mut ms, &m.at, &res, &m.asked);
+    let count = listing.as_ref().map_or(0, |l| l.entries.len());
+    m.listing = listing;
+    if count > STREAM_PAST {
+        s.body = body;
+        s.header("Content-Type", b"application/xml; charset=utf-8");
+        return Plan {
+            status: multistatus::MULTI_STATUS,
+            body: Body::Stream(Box::new(Streamed {
+                source: Source::Local(Box::new(Streaming {
+                    first: Some(std::mem::take(&mut s.body)),
+                    members: m,
+                })),
+                length: None,
+                label: "webdav PROPFIND".to_string(),
+            })),
+            close: false,
+        };
     }
+    m.write(&mut ms, usize::MAX);
     ms.end();
     s.body = body;
     multistatus::plan(s)
 }
 
+/// The members of a PROPFIND, written in turn.
+struct Members {
+    ctx: Ctx,
+    /// What is asked (a `prop` body's names are in `ctx.wanted`).
+    asked: Asked,
+    listing: Option<Listing>,
+    /// The symlinks among them that lead somewhere beneath the root: by
+    /// entry, what they name.
+    links: Vec<(usize, Meta, Stored)>,
+    dotfiles: bool,
+    /// The next entry to write.
+    next: usize,
+    /// The collection's href and path (a member's while it is written).
+    at: Vec<u8>,
+    path: Vec<u8>,
+}
+
+impl Members {
+    /// The path of member `name`.
+    fn member_path(&self, name: &[u8]) -> Vec<u8> {
+        let mut path = self.path.clone();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        path
+    }
+
+    /// Writes members into `ms` until its buffer holds `room` bytes or
+    /// none is left; whether some are left.
+    fn write(&mut self, ms: &mut Multistatus<'_>, room: usize) -> bool {
+        let Some(listing) = &self.listing else {
+            return false;
+        };
+        while self.next < listing.entries.len() && ms.out().len() < room {
+            let i = self.next;
+            self.next += 1;
+            let e = &listing.entries[i];
+            let child = listing.name(e);
+            if !self.dotfiles && child.first() == Some(&b'.') {
+                continue;
+            }
+            let (len, plen) = (self.at.len(), self.path.len());
+            self.at.push(b'/');
+            push_segment(&mut self.at, child);
+            if !self.path.is_empty() {
+                self.path.push(b'/');
+            }
+            self.path.extend_from_slice(child);
+            // (In entry order: found by halves.)
+            let link = match e.link {
+                true => self.links.binary_search_by_key(&i, |l| l.0).ok(),
+                false => None,
+            };
+            let link = link.map(|k| &self.links[k]);
+            let here = (self.at.as_slice(), self.path.as_slice());
+            member(&mut self.ctx, ms, listing, e, link, here, &self.asked);
+            self.at.truncate(len);
+            self.path.truncate(plen);
+        }
+        self.next < listing.entries.len()
+    }
+}
+
+/// A large PROPFIND's body, as the client takes it.
+struct Streaming {
+    /// The document's start and the collection's own response.
+    first: Option<Vec<u8>>,
+    members: Members,
+}
+
+impl crate::handlers::stream::BodyStream for Streaming {
+    fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
+        if let Some(first) = self.first.take() {
+            out.extend_from_slice(&first);
+        }
+        let mut ms = Multistatus::continuing(out);
+        if self.members.write(&mut ms, room) {
+            return Ok(true);
+        }
+        ms.end();
+        Ok(false)
+    }
+}
+
+/// The response of member `e` of `listing`, at `href` and `path`: a
+/// symlink as what it names beneath the root (`link`; one that leads
+/// out, or to nothing, is left out), and nothing that is neither a file
+/// nor a collection.
+fn member(
+    ctx: &mut Ctx,
+    ms: &mut Multistatus<'_>,
+    listing: &Listing,
+    e: &Entry,
+    link: Option<&(usize, Meta, Stored)>,
+    (href, path): (&[u8], &[u8]),
+    asked: &Asked,
+) {
+    let own;
+    let (meta, stored) = match (e.link, link) {
+        (true, Some((_, target, stored))) => (target, stored),
+        (true, None) => return,
+        (false, _) => {
+            let dead = match e.xattrs {
+                Some(false) => Vec::new(),
+                _ => listing.open(e).map(|f| props::dead(&f)).unwrap_or_default(),
+            };
+            own = Stored {
+                born: e.born,
+                dead,
+                marked: false,
+            };
+            (&e.meta, &own)
+        }
+    };
+    if meta.kind == Kind::Special {
+        return;
+    }
+    let res = Res {
+        path,
+        meta,
+        born: stored.born,
+        dead: &stored.dead,
+    };
+    response(ctx, ms, href, &res, asked);
+}
+
 /// What is stored of a resource beyond `Meta`: its birth time (seconds
-/// since the epoch), its dead properties.
+/// since the epoch), its dead properties, whether its members may have
+/// some (`props::marked`).
 #[derive(Default)]
 struct Stored {
     born: Option<u64>,
     dead: Vec<(Name, Vec<u8>)>,
+    marked: bool,
 }
 
 /// What is stored of `rel` (nothing if it cannot be opened).
-fn stored(dav: &Dav, rel: &[u8]) -> Stored {
+fn stored_of(dav: &Dav, rel: &[u8]) -> Stored {
     let Ok(file) = dav.files.root().open_any(rel) else {
         return Stored::default();
     };
@@ -161,61 +439,70 @@ fn stored(dav: &Dav, rel: &[u8]) -> Stored {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_secs()),
         dead: props::dead(&file),
+        marked: props::marked(&file),
     }
 }
 
 /// `1997-12-01T17:42:21Z` (RFC 4918 §15.1: RFC 3339's date-time).
-fn rfc3339(out: &mut Vec<u8>, secs: u64) {
+fn rfc3339(secs: u64) -> [u8; 20] {
     let t = civil_time(secs);
-    let text = format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year, t.month, t.day, t.hour, t.minute, t.second
-    );
-    out.extend_from_slice(text.as_bytes());
+    let mut out = *b"0000-00-00T00:00:00Z";
+    let mut put = |at: usize, width: usize, mut v: u32| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, t.year);
+    put(5, 2, t.month);
+    put(8, 2, t.day);
+    put(11, 2, t.hour);
+    put(14, 2, t.minute);
+    put(17, 2, t.second);
+    out
 }
 
-/// One resource's `<D:response>`, with its dead properties `dead`.
-fn response(
-    dav: &Dav,
-    ms: &mut Multistatus<'_>,
-    href: &[u8],
-    name: &[u8],
-    meta: &Meta,
-    asked: &Asked,
-    stored: &Stored,
-) {
-    let dead = &stored.dead;
-    let dir = meta.kind == Kind::Dir;
+/// One resource's `<D:response>`.
+fn response(ctx: &mut Ctx, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_>, asked: &Asked) {
+    let dir = r.meta.kind == Kind::Dir;
     ms.open(href, dir);
     let out = ms.out();
     out.extend_from_slice(b"<D:propstat><D:prop>");
-    let mut missing: Vec<&(String, String)> = Vec::new();
+    let mut missing = 0;
     match asked {
         Asked::All => {
-            for prop in LIVE {
-                live(dav, out, prop, name, meta, stored.born);
+            for &p in ctx.live {
+                live(ctx, out, p, r);
             }
-            for (n, value) in dead {
+            for (n, value) in r.dead {
                 element(out, n, Some(value));
             }
         }
         Asked::Names => {
-            for prop in LIVE.iter().filter(|p| has(p, dir, stored.born)) {
-                out.extend_from_slice(format!("<D:{prop}/>").as_bytes());
+            for p in ctx.live.iter().filter(|p| p.of(dir, r.born)) {
+                out.extend_from_slice(b"<D:");
+                out.extend_from_slice(p.name().as_bytes());
+                out.extend_from_slice(b"/>");
             }
-            for (n, _) in dead {
+            for (n, _) in r.dead {
                 element(out, n, None);
             }
         }
-        Asked::Some(list) => {
-            for p in list {
-                let known =
-                    p.0 == "DAV:" && LIVE.contains(&p.1.as_str()) && has(&p.1, dir, stored.born);
-                let kept = dead.iter().find(|(n, _)| n == p);
-                match (known, kept) {
-                    (true, _) => live(dav, out, &p.1, name, meta, stored.born),
-                    (false, Some((n, value))) => element(out, n, Some(value)),
-                    (false, None) => missing.push(p),
+        Asked::Some(_) => {
+            for i in 0..ctx.wanted.len() {
+                let p = match &ctx.wanted[i] {
+                    Want::Live(p) => *p,
+                    Want::Other(n) => {
+                        match r.dead.iter().find(|(d, _)| d == n) {
+                            Some((n, value)) => element(out, n, Some(value)),
+                            None => missing += 1,
+                        }
+                        continue;
+                    }
+                };
+                match p.of(dir, r.born) {
+                    true => live(ctx, out, p, r),
+                    false => missing += 1,
                 }
             }
         }
@@ -223,10 +510,16 @@ fn response(
     out.extend_from_slice(b"</D:prop><D:status>");
     status_line(out, Status::OK);
     out.extend_from_slice(b"</D:status></D:propstat>");
-    if !missing.is_empty() {
+    if missing > 0 {
         out.extend_from_slice(b"<D:propstat><D:prop>");
-        for n in missing {
-            element(out, n, None);
+        for w in &ctx.wanted {
+            match w {
+                Want::Live(p) if !p.of(dir, r.born) => {
+                    element(out, &("DAV:".into(), p.name().into()), None)
+                }
+                Want::Other(n) if !r.dead.iter().any(|(d, _)| d == n) => element(out, n, None),
+                _ => {}
+            }
         }
         out.extend_from_slice(b"</D:prop><D:status>");
         status_line(out, Status::NOT_FOUND);
@@ -235,64 +528,74 @@ fn response(
     ms.close();
 }
 
-/// Whether a resource of that kind has live property `prop` (a
-/// collection has no content length, type or ETag here; no birth time,
-/// no creationdate).
-fn has(prop: &str, dir: bool, born: Option<u64>) -> bool {
-    match prop {
-        "creationdate" => born.is_some(),
-        "getcontentlength" | "getcontenttype" | "getetag" => !dir,
-        _ => true,
-    }
-}
-
-/// Writes live property `prop` of the resource named `name`.
-fn live(dav: &Dav, out: &mut Vec<u8>, prop: &str, name: &[u8], meta: &Meta, born: Option<u64>) {
-    let dir = meta.kind == Kind::Dir;
-    if !has(prop, dir, born) {
+/// Writes live property `p` of `r` (nothing if it has none).
+fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
+    let dir = r.meta.kind == Kind::Dir;
+    if !p.of(dir, r.born) {
         return;
     }
-    let open = |out: &mut Vec<u8>| out.extend_from_slice(format!("<D:{prop}>").as_bytes());
-    let close = |out: &mut Vec<u8>| out.extend_from_slice(format!("</D:{prop}>").as_bytes());
-    match prop {
-        "resourcetype" if dir => {
+    let name = r.path.rsplit(|&b| b == b'/').next().unwrap_or(b"");
+    match p {
+        Live::ResourceType if dir => {
             out.extend_from_slice(b"<D:resourcetype><D:collection/></D:resourcetype>")
         }
-        "resourcetype" => out.extend_from_slice(b"<D:resourcetype/>"),
-        "displayname" => {
-            open(out);
-            escape(out, String::from_utf8_lossy(name).as_bytes());
-            close(out);
+        Live::ResourceType => out.extend_from_slice(b"<D:resourcetype/>"),
+        Live::DisplayName => {
+            out.extend_from_slice(b"<D:displayname>");
+            match std::str::from_utf8(name) {
+                Ok(_) => escape(out, name),
+                Err(_) => escape(out, String::from_utf8_lossy(name).as_bytes()),
+            }
+            out.extend_from_slice(b"</D:displayname>");
         }
-        "getcontentlength" => {
-            open(out);
-            out.extend_from_slice(meta.size.to_string().as_bytes());
-            close(out);
+        Live::ContentLength => {
+            out.extend_from_slice(b"<D:getcontentlength>");
+            push_u64(out, r.meta.size);
+            out.extend_from_slice(b"</D:getcontentlength>");
         }
-        "getcontenttype" => {
-            open(out);
-            escape(out, dav.files.content_type(name).as_bytes());
-            close(out);
+        Live::ContentType => {
+            // (The type is the extension's alone: `mime::extension`.)
+            let ext = mime::extension(name).unwrap_or_default();
+            let (last, typed) = &mut ctx.typed;
+            if last.as_deref() != Some(ext) {
+                let last = last.get_or_insert_with(Vec::new);
+                last.clear();
+                last.extend_from_slice(ext);
+                typed.clear();
+                escape(typed, ctx.mime.lookup(name).as_bytes());
+            }
+            out.extend_from_slice(b"<D:getcontenttype>");
+            out.extend_from_slice(typed);
+            out.extend_from_slice(b"</D:getcontenttype>");
         }
-        "getetag" => {
-            open(out);
-            let mut tag = Vec::new();
-            write_etag(meta.mtime, meta.size, &mut tag);
-            escape(out, &tag);
-            close(out);
+        Live::Etag => {
+            // (The static handler's ETag, `http::conditional::write_etag`,
+            // its quotes escaped.)
+            out.extend_from_slice(b"<D:getetag>&quot;");
+            push_hex(out, r.meta.mtime);
+            out.push(b'-');
+            push_hex(out, r.meta.size);
+            out.extend_from_slice(b"&quot;</D:getetag>");
         }
-        "creationdate" => {
-            open(out);
-            rfc3339(out, born.unwrap_or_default());
-            close(out);
+        Live::CreationDate => {
+            let born = r.born.unwrap_or_default();
+            if ctx.created.0 != born {
+                ctx.created = (born, rfc3339(born));
+            }
+            out.extend_from_slice(b"<D:creationdate>");
+            out.extend_from_slice(&ctx.created.1);
+            out.extend_from_slice(b"</D:creationdate>");
         }
-        "getlastmodified" => {
-            open(out);
-            let mut date = [0u8; HTTP_DATE_LEN];
-            format_http_date(meta.mtime, &mut date);
-            out.extend_from_slice(&date);
-            close(out);
+        Live::LastModified => {
+            if ctx.modified.0 != r.meta.mtime {
+                ctx.modified.0 = r.meta.mtime;
+                format_http_date(r.meta.mtime, &mut ctx.modified.1);
+            }
+            out.extend_from_slice(b"<D:getlastmodified>");
+            out.extend_from_slice(&ctx.modified.1);
+            out.extend_from_slice(b"</D:getlastmodified>");
         }
-        _ => {}
+        Live::LockDiscovery => lock::lockdiscovery(out, &ctx.held, r.path, ctx.now),
+        Live::SupportedLock => out.extend_from_slice(SUPPORTEDLOCK),
     }
 }

@@ -14,6 +14,35 @@ use crate::http::Status;
 use crate::sys::dir::{xattr_get, xattr_list, xattr_remove, xattr_set};
 
 const PREFIX: &[u8] = b"user.dav.";
+
+/// The extended attribute that marks a collection some of whose members
+/// have (or had) dead properties: a PROPFIND `Depth: 1` looks for the
+/// members' only where it is set (one system call a member less).
+/// PROPPATCH sets it on the resource's collection, MOVE on the
+/// destination's when the resource has dead properties.
+const MARK: &[u8] = b"user.brisk.dead-members";
+
+/// Whether the collection open as `dir` is marked (see [`MARK`]).
+pub fn marked(dir: &File) -> bool {
+    matches!(xattr_get(dir, MARK), Ok(Some(_)))
+}
+
+/// Marks the collection holding `rel` (see [`MARK`]) if the resource at
+/// `rel` has dead properties, or always if `set`.
+pub fn mark_collection(dav: &Dav, rel: &[u8], set: bool) {
+    let root = dav.files.root();
+    let Some(parent) = super::container(rel) else {
+        return;
+    };
+    if !set && root.open_any(rel).map_or(true, |f| dead(&f).is_empty()) {
+        return;
+    }
+    if let Ok(dir) = root.open_any(parent) {
+        if !marked(&dir) {
+            let _ = xattr_set(&dir, MARK, b"1");
+        }
+    }
+}
 /// 424 Failed Dependency (RFC 4918 §11.4).
 const FAILED_DEPENDENCY: Status = Status(424);
 /// 409: a value brisk cannot keep (one with elements inside).
@@ -190,6 +219,10 @@ pub fn proppatch(dav: &Dav, rel: &[u8], href: &[u8], ops: &[Op], s: &mut Scratch
             }
             break;
         }
+    }
+    if statuses.iter().all(|st| *st == Status::OK) && ops.iter().any(|op| matches!(op, Op::Set(..)))
+    {
+        mark_collection(dav, rel.strip_suffix(b"/").unwrap_or(rel), true);
     }
     let collection = file.metadata().is_ok_and(|m| m.is_dir());
     let mut body = std::mem::take(&mut s.body);

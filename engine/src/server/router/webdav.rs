@@ -7,7 +7,7 @@ use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{Dotfiles, Level};
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
-use crate::handlers::webdav::{self, Bodied, Dav, Put, Started, Transfer};
+use crate::handlers::webdav::{self, Bodied, Changed, Dav, Put, Started, Transfer};
 use crate::handlers::Plan;
 use crate::http::parse::BodyFraming;
 use crate::http::{path, Method, Status};
@@ -41,12 +41,27 @@ impl Router {
         let writes = matches!(
             method,
             b"PUT" | b"DELETE" | b"MKCOL" | b"COPY" | b"MOVE" | b"PROPPATCH"
-        );
+        ) || dav.rule.locks && matches!(method, b"LOCK" | b"UNLOCK");
         if writes && dav.rule.read_only {
             s.header("Allow", dav.allow());
             return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
         }
         let rel = s.path[skip..].to_vec();
+        // (COPY and MOVE: where to, a path beneath this rule.)
+        let (mut to, mut to_skip) = (Vec::new(), 0);
+        if matches!(method, b"COPY" | b"MOVE") {
+            match destination(dav, req.header("Destination"), req.host(), &mut to) {
+                Ok(skip) => to_skip = skip,
+                Err(plan) => return Step::Answer(plan),
+            }
+        }
+        let changes = match dav.rule.locks {
+            true => changes(dav, method, &rel, &to[to_skip..]),
+            false => Vec::new(),
+        };
+        if let Err(plan) = webdav::guard(dav, req, &rel, &changes, s) {
+            return Step::Answer(plan);
+        }
         if matches!(method, b"PUT" | b"DELETE" | b"MOVE" | b"PROPPATCH") {
             if let Some(status) = webdav::precondition(dav, &rel, req) {
                 return Step::Answer(webdav::bare(status));
@@ -54,7 +69,7 @@ impl Router {
         }
         let plan = match method {
             b"GET" | b"HEAD" => {
-                self.cache.for_site(dav.cache_key);
+                self.cache.for_written_tree(dav.cache_key);
                 static_files::serve_beneath(&dav.files, req, s, &mut self.cache, skip)
             }
             b"OPTIONS" => webdav::options(dav, s),
@@ -75,7 +90,24 @@ impl Router {
                 }
             }
             b"MKCOL" => webdav::mkcol(dav, &rel, req.body()),
-            b"DELETE" => webdav::delete(dav, &rel, &webdav::href(&s.path), s),
+            b"DELETE" => {
+                let plan = webdav::delete(dav, &rel, &webdav::href(&s.path), s);
+                if plan.status == Status::NO_CONTENT {
+                    webdav::forget(dav, &rel);
+                }
+                plan
+            }
+            b"LOCK" if dav.rule.locks => match req.body() {
+                BodyFraming::None | BodyFraming::Length(0) => {
+                    let href = webdav::href(&s.path);
+                    webdav::lock(dav, &rel, &href, req, None, s)
+                }
+                BodyFraming::Length(n) if n > webdav::MAX_PROPFIND => {
+                    webdav::bare(Status::CONTENT_TOO_LARGE)
+                }
+                _ => return Step::Defer(bodied(i, skip, Bodied::Lock)),
+            },
+            b"UNLOCK" if dav.rule.locks => webdav::unlock(dav, &rel, req, s),
             b"PROPFIND" => {
                 let members = match webdav::depth(req.header("Depth"), s) {
                     Ok(members) => members,
@@ -108,7 +140,14 @@ impl Router {
                     depth: req.header("Depth"),
                     overwrite: req.header("Overwrite"),
                 };
-                copy_or_move(dav, &t, s)
+                let plan = webdav::transfer(dav, &t, &to[to_skip..], &webdav::href(&to), s);
+                if t.moving && matches!(plan.status.0, 201 | 204) {
+                    webdav::forget(dav, &rel);
+                    // (Its dead properties went along: the destination's
+                    // collection lists them.)
+                    webdav::mark_collection(dav, webdav::trim(&to[to_skip..]), false);
+                }
+                plan
             }
             _ => {
                 s.header("Allow", dav.allow());
@@ -172,6 +211,7 @@ impl Router {
                 Some(ops) => webdav::proppatch(dav, &rel, &href, &ops, s),
                 None => webdav::bare(Status::BAD_REQUEST),
             },
+            Bodied::Lock => webdav::lock(dav, &rel, &href, routing.req, Some(&bytes), s),
         }
     }
 }
@@ -182,24 +222,60 @@ fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
     Deferred::WholeBody(Resume(Resumed::Dav { rule, skip, what }))
 }
 
-/// COPY or MOVE `t` within `dav`'s tree: its `Destination` must be a
-/// path of the same host beneath the same rule (else 502, RFC 4918
-/// §9.8.5), and no dotfile unless `[static] dotfiles` allows them.
-fn copy_or_move(dav: &Dav, t: &Transfer<'_>, s: &mut crate::handlers::Scratch) -> Plan {
-    let Some(value) = t.destination else {
-        return webdav::bare(Status::BAD_REQUEST);
+/// The path a COPY or MOVE's `Destination` (`value`) names, into `to`,
+/// and the length of its rule prefix: it must be a path of the same host
+/// (`host`) beneath the same rule (else 502, RFC 4918 §9.8.5), and no
+/// dotfile unless `[static] dotfiles` allows them.
+fn destination(
+    dav: &Dav,
+    value: Option<&[u8]>,
+    host: Option<&[u8]>,
+    to: &mut Vec<u8>,
+) -> Result<usize, Plan> {
+    let Some(value) = value else {
+        return Err(webdav::bare(Status::BAD_REQUEST));
     };
-    let mut to = Vec::new();
-    if let Err(status) = webdav::destination(value, t.host, &mut to) {
-        return webdav::bare(status);
-    }
-    let Some(skip) = dav.takes(&to) else {
-        return webdav::bare(Status::BAD_GATEWAY);
+    webdav::destination(value, host, to).map_err(webdav::bare)?;
+    let Some(skip) = dav.takes(to) else {
+        return Err(webdav::bare(Status::BAD_GATEWAY));
     };
-    if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&to) {
-        return webdav::bare(static_files::dotfile_status(&dav.files));
+    if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(to) {
+        return Err(webdav::bare(static_files::dotfile_status(&dav.files)));
     }
-    webdav::transfer(dav, t, &to[skip..], &webdav::href(&to), s)
+    Ok(skip)
+}
+
+/// What `method` on `rel` (COPY and MOVE: to `to`) changes, for the
+/// locks it must hold tokens of (RFC 4918 §7.5: a resource, and the
+/// membership of the collection a member comes into or leaves).
+fn changes<'a>(dav: &Dav, method: &[u8], rel: &'a [u8], to: &'a [u8]) -> Vec<Changed<'a>> {
+    let (here, there) = (webdav::trim(rel), webdav::trim(to));
+    let mut out = Vec::with_capacity(4);
+    let mut member = |path: &'a [u8], deep: bool| {
+        out.push(Changed { path, deep });
+        if let Some(collection) = webdav::container(path) {
+            out.push(Changed {
+                path: collection,
+                deep: false,
+            });
+        }
+    };
+    match method {
+        b"PUT" | b"LOCK" if webdav::is_new(dav, here) => member(here, false),
+        b"MKCOL" => member(here, false),
+        b"DELETE" => member(here, true),
+        b"MOVE" => {
+            member(here, true);
+            member(there, true);
+        }
+        b"COPY" => member(there, true),
+        b"PUT" | b"PROPPATCH" => out.push(Changed {
+            path: here,
+            deep: false,
+        }),
+        _ => {}
+    }
+    out
 }
 
 /// Each site's `[[webdav]]` rules in a worker, by site; their files take
