@@ -49,7 +49,7 @@ impl Connection {
         match (keep, version) {
             (false, _) => Connection::Close,
             (true, super::Version::Http10) => Connection::KeepAlive,
-            (true, super::Version::Http11 | super::Version::Http2) => Connection::Default,
+            (true, _) => Connection::Default,
         }
     }
 }

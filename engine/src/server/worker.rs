@@ -34,6 +34,8 @@ mod drain;
 mod drive;
 #[cfg(feature = "http2")]
 mod h2;
+#[cfg(feature = "http3")]
+mod h3;
 mod listen;
 mod pipe;
 mod pools;
@@ -276,9 +278,7 @@ impl Worker {
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     #[cfg(feature = "http3")]
                     Token(t) if self.listen.quic.as_ref().is_some_and(|q| q.owns(t)) => {
-                        if let Some(q) = self.listen.quic.as_mut() {
-                            q.readable(t, self.clock.now);
-                        }
+                        self.quic_readable(t);
                     }
                     Token(t) if t >= PIPE_BASE => {
                         let (index, source) = pipe::split_token(t);
@@ -311,9 +311,7 @@ impl Worker {
                 self.fire_timers();
             }
             #[cfg(feature = "http3")]
-            if let Some(q) = self.listen.quic.as_mut() {
-                q.fire(self.clock.now);
-            }
+            self.quic_fire();
             self.accept_waiting_tls();
             if self.timers.sweep_due(self.clock.now) || self.drain.until.is_some() {
                 self.sweep();
@@ -337,10 +335,6 @@ impl Worker {
         for i in 0..self.conns.slots() {
             self.close(i);
         }
-        #[cfg(feature = "http3")]
-        if let Some(q) = self.listen.quic.as_mut() {
-            q.close_all(Instant::now());
-        }
         self.router.reap(self.clock.now, true, &mut self.logger);
         self.logger.flush();
     }
@@ -353,10 +347,17 @@ impl Worker {
         };
         // (Throttled output moves on timers, without a socket event.)
         self.timers.worked(self.clock.now);
-        if readable {
-            conn.transport.tcp_mut().read_more = true;
-        }
-        let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
+        let keep = catch_unwind(AssertUnwindSafe(|| {
+            // (A QUIC connection's input is in its session already.)
+            #[cfg(feature = "http3")]
+            if conn.speaks_h3() {
+                return self.drive_h3(&mut conn);
+            }
+            if readable {
+                conn.transport.tcp_mut().read_more = true;
+            }
+            self.drive(&mut conn)
+        }));
         match keep {
             Ok(true) => self.conns.put(i, conn),
             Ok(false) => {
@@ -395,6 +396,10 @@ impl Worker {
 
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.take(i) {
+            #[cfg(feature = "http3")]
+            if c.speaks_h3() {
+                self.h3_close(&mut c);
+            }
             #[cfg(feature = "http2")]
             if let Some(mut s) = c.proto.h2_mut().map(|s| std::mem::take(&mut s.answers)) {
                 // Every answer still on its way is logged with what it
@@ -551,6 +556,15 @@ impl Worker {
             }
             let timer = match &mut c.proto {
                 Proto::H1(h1) => h1.timer(),
+                // (QUIC times its connections out itself; at a stop, one
+                // with nothing under way closes at once.)
+                #[cfg(feature = "http3")]
+                Proto::H3(s) => {
+                    if stopping && s.idle() {
+                        self.close(i);
+                    }
+                    continue;
+                }
                 #[cfg(feature = "upstreams")]
                 Proto::Tunnel(tunnel) => {
                     // Its producer's idle timeout (`read_timeout`), from

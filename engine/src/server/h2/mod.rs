@@ -69,10 +69,7 @@ impl Session {
     /// while each is taken out and put back (which reorders them), and
     /// with nothing allocated.
     pub fn next_answer(&self, after: Option<u32>, wanted: impl Fn(&Answer) -> bool) -> Option<u32> {
-        (self.answers.iter())
-            .filter(|a| after.is_none_or(|after| a.id > after) && wanted(a))
-            .map(|a| a.id)
-            .min()
+        next_answer(&self.answers, after, wanted)
     }
 
     /// How many programs answer its streams now (the worker answers a
@@ -212,31 +209,25 @@ impl Session {
 
     /// The answer on stream `id`, if it has one.
     pub fn answer(&mut self, id: u32) -> Option<&mut Answer> {
-        self.answers.iter_mut().find(|a| a.id == id)
+        answer(&mut self.answers, id)
     }
 
     /// Takes the answer on stream `id` away.
     pub fn take(&mut self, id: u32) -> Option<Answer> {
-        let i = self.answers.iter().position(|a| a.id == id)?;
-        Some(self.answers.swap_remove(i))
+        take(&mut self.answers, id)
     }
 
     /// The stream whose request is held in the exchange `f` picks, if
     /// one is.
     pub fn find_wait(&self, f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
-        let a = self.answers.iter().find(|a| a.wait.is_some_and(&f))?;
-        Some(a.id)
+        find_wait(&self.answers, f)
     }
 
     /// Lets go of the request held on stream `id`, if one is held there
     /// (its answer goes with it: it had none yet): its exchange, which
     /// the caller takes out of the table.
     pub fn take_wait(&mut self, id: u32) -> Option<ExchangeId> {
-        let i = self
-            .answers
-            .iter()
-            .position(|a| a.id == id && a.wait.is_some())?;
-        self.answers.swap_remove(i).wait
+        take_wait(&mut self.answers, id)
     }
 
     /// The rate of `[[throttle]]` rule `rule` for this connection
@@ -268,6 +259,64 @@ impl Session {
             .find(|a| a.id == id)
             .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
     }
+}
+
+/// What a stream's answer says of itself, HTTP/2's or HTTP/3's: its
+/// stream, and the exchange its request waits in, if it does.
+pub trait OnStream {
+    /// Its stream.
+    fn stream(&self) -> u32;
+    /// The exchange its request waits in, if it does.
+    fn held(&self) -> Option<ExchangeId>;
+}
+
+impl OnStream for Answer {
+    fn stream(&self) -> u32 {
+        self.id
+    }
+    fn held(&self) -> Option<ExchangeId> {
+        self.wait
+    }
+}
+
+/// The answer on stream `id` among `answers`.
+pub fn answer<A: OnStream>(answers: &mut [A], id: u32) -> Option<&mut A> {
+    answers.iter_mut().find(|a| a.stream() == id)
+}
+
+/// Takes the answer on stream `id` out of `answers`.
+pub fn take<A: OnStream>(answers: &mut Vec<A>, id: u32) -> Option<A> {
+    let i = answers.iter().position(|a| a.stream() == id)?;
+    Some(answers.swap_remove(i))
+}
+
+/// The stream of `answers` whose request is held in the exchange `f`
+/// picks.
+pub fn find_wait<A: OnStream>(answers: &[A], f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
+    let a = answers.iter().find(|a| a.held().is_some_and(&f))?;
+    Some(a.stream())
+}
+
+/// Takes the answer on stream `id` out of `answers` if its request is
+/// held: its exchange.
+pub fn take_wait<A: OnStream>(answers: &mut Vec<A>, id: u32) -> Option<ExchangeId> {
+    let i = answers
+        .iter()
+        .position(|a| a.stream() == id && a.held().is_some())?;
+    answers.swap_remove(i).held()
+}
+
+/// The lowest stream above `after` (any, if `None`) of `answers` whose
+/// answer is `wanted`.
+pub fn next_answer<A: OnStream>(
+    answers: &[A],
+    after: Option<u32>,
+    wanted: impl Fn(&A) -> bool,
+) -> Option<u32> {
+    (answers.iter())
+        .filter(|a| after.is_none_or(|after| a.stream() > after) && wanted(a))
+        .map(OnStream::stream)
+        .min()
 }
 
 /// A piece of an answer's body.

@@ -297,7 +297,12 @@ impl Worker {
                 peer,
                 now: self.clock.now,
                 local: c,
-                bound: self.listen.bound_of(c.transport.tcp()),
+                bound: match &c.transport {
+                    // (Its socket's address: bound to one, see `quic.rs`.)
+                    #[cfg(feature = "http3")]
+                    crate::server::transport::Link::Quic(q) => Some(q.local),
+                    t => self.listen.bound_of(t.tcp()),
+                },
                 tls: c.transport.session(),
             },
             scratch: &mut r.scratch,
