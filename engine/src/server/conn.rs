@@ -298,6 +298,16 @@ impl Conn {
     /// Its HTTP/3 session, if it speaks HTTP/3.
     #[cfg(feature = "http3")]
     #[inline]
+    pub fn h3(&self) -> Option<&super::h3::Session> {
+        match &self.proto {
+            Proto::H3(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Its HTTP/3 session, to move it, if it speaks HTTP/3.
+    #[cfg(feature = "http3")]
+    #[inline]
     pub fn h3_mut(&mut self) -> Option<&mut super::h3::Session> {
         match &mut self.proto {
             Proto::H3(s) => Some(s),

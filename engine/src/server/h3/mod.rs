@@ -15,6 +15,7 @@
 //! exchanges and sinks name a stream so whatever the protocol.
 
 pub mod head;
+pub mod sink;
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -49,6 +50,8 @@ pub struct Session {
     /// A GOAWAY was sent: no new request is taken, and the connection
     /// closes once its answers are done.
     pub going_away: bool,
+    /// How many programs and upstream requests answer its streams.
+    pub programs: u32,
 }
 
 impl Session {
@@ -67,6 +70,7 @@ impl Session {
             deadline: None,
             answers: Vec::new(),
             going_away: false,
+            programs: 0,
         }
     }
 
@@ -151,6 +155,9 @@ pub struct Answer {
     pub wait: Option<ExchangeId>,
     /// A produced answer, while it comes: its exchange (`Task::Run`).
     pub run: Option<ExchangeId>,
+    /// Its producer is a program or an upstream (counted in
+    /// [`Session::programs`]).
+    pub program: bool,
     /// More body may come from the producer: the stream does not end
     /// when the pieces run out.
     pub open: bool,
@@ -192,6 +199,7 @@ impl Answer {
             started,
             wait: None,
             run: None,
+            program: false,
             open: false,
             broken: false,
             discard: false,

@@ -14,6 +14,8 @@ use std::time::Instant;
 use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
 use super::dispatch::{answering, request_record};
+use super::h2::head_log;
+use super::produced::{pump, Tools};
 use super::quic::Arrival;
 use super::{Request, Worker, SCRATCH_KEEP};
 use crate::config::Level;
@@ -21,11 +23,14 @@ use crate::h3::conn::{Failure, RequestEvent};
 use crate::h3::{Code, Error};
 use crate::handlers::Plan;
 use crate::http::response::{Connection, Framing, Head};
-use crate::http::{Method, Status};
+use crate::http::Method;
 use crate::server::conn::{Conn, Proto};
 use crate::server::drain::Drain;
+use crate::server::exchange::{Exchange, Exchanges, Task};
 use crate::server::h2::{request, Piece};
+use crate::server::h3::sink::H3Sink;
 use crate::server::h3::{head, stream, Answer, Session, FRAME};
+use crate::server::run::{Outcome, Run, Sink};
 use crate::server::transport::{self, Link};
 use crate::sys::interleave::read_behind_prefixes;
 
@@ -145,6 +150,8 @@ impl Worker {
     /// its events for the endpoint, its datagrams, its next deadline.
     /// Whether it stays (false: it is drained, and goes).
     pub(super) fn drive_h3(&mut self, c: &mut Conn) -> bool {
+        // Requests whose password check is done are routed again.
+        self.take_checked(c);
         loop {
             let Some(s) = c.h3_mut() else { return false };
             let Some(event) = s.quic.poll() else { break };
@@ -167,6 +174,7 @@ impl Worker {
                 _ => {}
             }
         }
+        self.h3_pump_runs(c);
         self.h3_send(c);
         let (now, index) = (self.clock.now, c.index);
         let (Some(s), Some(q)) = (c.h3_mut(), self.listen.quic.as_mut()) else {
@@ -226,7 +234,7 @@ impl Worker {
         let key = u64::from(id);
         let uni = id.dir() == Dir::Uni;
         let mut then = Then::Nothing;
-        let (mut head, mut body, mut ended) = (None, false, false);
+        let (mut head, mut body, mut ended) = (None, Vec::new(), false);
         let Some(s) = c.h3_mut() else { return };
         let h3 = &mut s.h3;
         let mut recv = s.quic.recv_stream(id);
@@ -252,8 +260,7 @@ impl Worker {
             } else {
                 let r = h3.request_data(key, &bytes, fin, &mut |ev| match ev {
                     RequestEvent::Head { end } => head = Some(end),
-                    // (Not read by any answer yet: see `h3_request`.)
-                    RequestEvent::Body(_) => body = true,
+                    RequestEvent::Body(b) => body.extend_from_slice(b),
                     RequestEvent::End => ended = true,
                 });
                 match r {
@@ -262,13 +269,11 @@ impl Worker {
                     Ok(()) => Then::Nothing,
                 }
             };
-            // (A head is answered before more of its stream is read.)
-            if fin || head.is_some() || !matches!(then, Then::Nothing) {
+            if fin || !matches!(then, Then::Nothing) {
                 break;
             }
         }
         let _ = chunks.finalize();
-        let _ = (body, ended);
         match then {
             Then::Nothing => {}
             Then::Stop => {
@@ -288,8 +293,14 @@ impl Worker {
                 return;
             }
         }
-        let Some(end) = head else { return };
         let index = u32::try_from(id.index()).ok();
+        let Some(end) = head else {
+            // More of a body (its head was answered before).
+            if let Some(index) = index.filter(|_| !body.is_empty() || ended) {
+                self.h2_data(c, index, &body, ended, None);
+            }
+            return;
+        };
         let Some(index) = index.filter(|_| !s.going_away) else {
             // After a GOAWAY (or past 2^32 streams): not processed, the
             // client may send it again elsewhere (RFC 9114 §5.2).
@@ -302,6 +313,10 @@ impl Worker {
         let mut r = self.pools.lend_request(now);
         self.h3_request(c, &mut r, index, end);
         self.pools.take_back_request(r);
+        if !body.is_empty() || (ended && !end) {
+            // (Where the route said: a producer, a wait, or nowhere.)
+            self.h2_data(c, index, &body, ended, None);
+        }
     }
 
     /// A request head arrived on stream `id`: read into `r` (the
@@ -322,32 +337,56 @@ impl Worker {
         let Some(plan) = self.stream_plan(c, r, id, built) else {
             return;
         };
-        self.h3_answer(c, r, id, plan);
-        let reads_body = c
-            .h3_mut()
-            .and_then(|s| s.answer(id))
-            .is_some_and(|a| a.wait.is_some() || a.run.is_some());
-        if !end && !reads_body {
-            // The body is not wanted (a static file, an error): the
-            // client may stop sending it (RFC 9114 §4.1).
-            if let Some(s) = c.h3_mut() {
-                let code = VarInt::from_u32(Code::NO_ERROR.0);
-                let _ = s.quic.recv_stream(stream(id)).stop(code);
-                s.h3.forget(u64::from(stream(id)));
-            }
+        self.h3_answer(c, r, id, plan, 0);
+        self.h3_body_unless_read(c, id, end);
+    }
+
+    /// Stream `id` was answered: unless it has no body (`no_body`) or a
+    /// producer or a wait reads it, its body is not wanted (a static
+    /// file, an error answered without it).
+    pub(super) fn h3_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
+        let answer = c.h3_mut().and_then(|s| s.answer(id));
+        let held = answer.as_ref().is_some_and(|a| a.wait.is_some());
+        let reads_body = held
+            || answer
+                .and_then(|a| a.run)
+                .and_then(|ex| self.exchanges.run_mut(ex))
+                .is_some_and(|run| run.takes_body());
+        if !no_body && !reads_body {
+            self.h3_refuse_rest(c, id);
         }
     }
 
-    /// Answers stream `id` of `c` with `plan` (for request `r`).
-    fn h3_answer(&mut self, c: &mut Conn, r: &mut Request, id: u32, mut plan: Plan) {
+    /// The rest of stream `id`'s request body is not wanted: the client
+    /// is asked to stop sending it (STOP_SENDING, H3_NO_ERROR: its answer
+    /// is complete without it, RFC 9114 §4.1), and what comes is dropped.
+    pub(super) fn h3_refuse_rest(&mut self, c: &mut Conn, id: u32) {
+        if let Some(s) = c.h3_mut() {
+            let code = VarInt::from_u32(Code::NO_ERROR.0);
+            let _ = s.quic.recv_stream(stream(id)).stop(code);
+            s.h3.forget(u64::from(stream(id)));
+        }
+    }
+
+    /// Answers stream `id` of `c` with `plan` (for request `r`, which
+    /// `redirects` CGI local redirects led to): a produced answer starts
+    /// (its sink is [`H3Sink`]), anything else is framed as it is.
+    pub(super) fn h3_answer(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        id: u32,
+        mut plan: Plan,
+        redirects: u8,
+    ) {
         self.router
             .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         if plan.body.is_produced() {
-            // (Programs, handlers' streams and proxied answers come with
-            // the HTTP/3 sink: see dev/plan-30-h3.md.)
-            plan = Plan::error(Status::NOT_IMPLEMENTED, &mut r.scratch);
-            self.router
-                .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
+            if let Err(failed) = self.start_answer_body(c, r, Some(id), plan, redirects, &mut None)
+            {
+                self.h3_answer(c, r, id, failed, redirects);
+            }
+            return;
         }
         let body_len = plan.body_len(&r.scratch);
         let Plan { status, body, .. } = plan;
@@ -448,7 +487,167 @@ impl Worker {
         if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
             self.forget_wait(c, Some(a.id), w);
         }
+        if let Some(mut run) = self.h3_take_run(c, &mut a) {
+            // (A producer that never answered is logged as 499.)
+            let status = run.stop(&mut self.logger);
+            upstream_time(&mut a, &run);
+            self.unwatch_run(&mut run);
+            if a.log.is_none() && !run.started() {
+                self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
+            }
+        }
         self.h3_log(a, false);
+    }
+
+    /// Starts answering stream `id` of `c` with `run` (a program's or an
+    /// upstream's if `program`: the session counts it).
+    pub(super) fn h3_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>, program: bool) {
+        let mut a = Answer::waiting(id, run.request.started);
+        a.open = true;
+        a.progress = self.clock.now;
+        a.program = program;
+        a.run = Some(self.exchanges.insert(Exchange {
+            conn: c.index,
+            stream: Some(id),
+            task: Task::Run(*run),
+        }));
+        match c.h3_mut() {
+            Some(s) => {
+                s.programs += u32::from(program);
+                s.answers.push(a);
+            }
+            None => self.h3_forget(c, a),
+        }
+    }
+
+    /// Body bytes for stream `id`, whose producer reads its request body
+    /// (`end`: the body ends with them). False if no producer on the
+    /// stream reads a body.
+    pub(super) fn h3_run_data(
+        c: &mut Conn,
+        exchanges: &mut Exchanges,
+        id: u32,
+        data: &[u8],
+        (end, trailers): (bool, Option<&[u8]>),
+    ) -> bool {
+        let Some(input) = c
+            .h3_mut()
+            .and_then(|s| s.answer(id))
+            .and_then(|a| a.run)
+            .and_then(|ex| exchanges.run_mut(ex))
+            .and_then(|run| run.input())
+        else {
+            return false;
+        };
+        input.feed(data);
+        if end {
+            input.end_with(trailers.unwrap_or_default());
+        }
+        true
+    }
+
+    /// Moves every produced answer on `c`'s streams forward.
+    fn h3_pump_runs(&mut self, c: &mut Conn) {
+        let has = |a: &Answer| a.run.is_some();
+        if !c.h3().is_some_and(|s| s.answers.iter().any(has)) {
+            return;
+        }
+        let mut last = None;
+        while let Some(id) = c.h3().and_then(|s| s.next_answer(last, has)) {
+            last = Some(id);
+            self.h3_drive_stream(c, id, pump);
+        }
+    }
+
+    /// Runs `drive` on the produced answer of stream `id` of `c` and a
+    /// sink for its stream, carries out what it came to, and puts the
+    /// answer back unless it ended.
+    pub(super) fn h3_drive_stream(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
+    ) {
+        let Some(mut a) = c.h3_mut().and_then(|s| s.take(id)) else {
+            return;
+        };
+        let Some(ex) = a.run else {
+            return self.h3_put_back(c, a);
+        };
+        let Some(run) = self.exchanges.run_mut(ex) else {
+            return self.h3_put_back(c, a);
+        };
+        let started = run.started();
+        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+        let mut sink = H3Sink {
+            answer: &mut a,
+            scratch: &mut self.pools.h2_scratch,
+            stamp: &stamp,
+            head_only: run.head_only(),
+        };
+        let t = Tools {
+            cfg: &self.settings.cfg,
+            router: &self.router,
+            buf: &mut self.pools.pipe_buf,
+            log: &mut self.logger,
+        };
+        let outcome = drive(run, &mut sink, t);
+        let registry = self.poll.registry();
+        let outcome = super::pipe::rewatch(registry, run, ex.index(), outcome);
+        if !started && run.started() {
+            let parts = (&self.counts, &self.clock, run.request.started);
+            let answer = (run.status(), run.upstream());
+            a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
+        }
+        match outcome {
+            Outcome::Idle => return self.h3_put_back(c, a),
+            Outcome::Moved => {
+                a.progress = self.clock.now;
+                return self.h3_put_back(c, a);
+            }
+            _ => {}
+        }
+        let Some(mut run) = self.h3_take_run(c, &mut a) else {
+            return self.h3_put_back(c, a);
+        };
+        upstream_time(&mut a, &run);
+        self.unwatch_run(&mut run);
+        match outcome {
+            Outcome::Fail(status) => {
+                // (Not started: its request is answered `status`.)
+                let mut r = self.pools.lend_request(self.clock.now);
+                r.resume(run.request);
+                let plan = Plan::told_error(status, &mut r.scratch);
+                self.h3_answer(c, &mut r, a.id, plan, 0);
+                self.pools.take_back_request(r);
+            }
+            Outcome::Redirect(target) => {
+                self.local_redirect(c, Some(a.id), run.request, &target);
+            }
+            _ => {
+                // (It ends once what it queued has gone into the stream.)
+                a.open = false;
+                self.h3_put_back(c, a);
+            }
+        }
+    }
+
+    /// Puts answer `a` back in `c`'s session.
+    fn h3_put_back(&mut self, c: &mut Conn, a: Answer) {
+        match c.h3_mut() {
+            Some(s) => s.answers.push(a),
+            None => self.h3_forget(c, a),
+        }
+    }
+
+    /// Takes answer `a`'s run out of the exchanges (a program's leaves
+    /// the session's count).
+    fn h3_take_run(&mut self, c: &mut Conn, a: &mut Answer) -> Option<Run> {
+        let ex = a.run.take()?;
+        if let (true, Some(s)) = (a.program, c.h3_mut()) {
+            s.programs = s.programs.saturating_sub(1);
+        }
+        self.exchanges.take_run(ex)
     }
 
     /// Connection `c` goes (the worker closes it): its answers are
@@ -468,6 +667,14 @@ impl Worker {
             q.transmit(&mut s.quic, s.socket, now);
         }
         q.forget(s.handle, index, s.deadline);
+    }
+}
+
+/// The run of answer `a` is over (ended, or given up): its upstream's
+/// time to the end goes in its access-log line, drafted at its head.
+fn upstream_time(a: &mut Answer, run: &Run) {
+    if let Some((text, draft)) = a.log.as_mut() {
+        draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
     }
 }
 

@@ -55,6 +55,10 @@ fn room_for_program(c: &Conn) -> bool {
     if let Some(s) = c.h2() {
         return room_in(s);
     }
+    #[cfg(feature = "http3")]
+    if let Some(s) = c.h3() {
+        return (s.programs as usize) < H2_PIPES;
+    }
     let _ = c;
     false
 }

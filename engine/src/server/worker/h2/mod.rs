@@ -337,6 +337,10 @@ impl Worker {
         no_body: bool,
         framing: BodyFraming,
     ) {
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() {
+            return self.h3_body_unless_read(c, id, no_body);
+        }
         // (A request held for its turn takes its body with it.)
         let answer = c.proto.h2_mut().and_then(|s| s.answer(id));
         let held = answer.as_ref().is_some_and(|a| a.wait.is_some());
@@ -382,6 +386,10 @@ impl Worker {
         mut plan: Plan,
         redirects: u8,
     ) {
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() {
+            return self.h3_answer(c, r, id, plan, redirects);
+        }
         self.router
             .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         if plan.body.is_produced() {
