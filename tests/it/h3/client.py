@@ -3,7 +3,7 @@
 Reads one JSON document on stdin:
   {"port": N, "ca": PATH, "sni": NAME,
    "requests": [{"method": M, "path": P, "headers": [[k, v], ...],
-                 "body": BASE64 or absent,
+                 "body": BASE64 or absent, or "text": the body as text,
                  "raw": [[k, v], ...] instead of the four pseudo-headers
                  and headers, for malformed requests}, ...]}
 sends every request at once (one stream each) on one QUIC connection to
@@ -11,7 +11,8 @@ sends every request at once (one stream each) on one QUIC connection to
   {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
    "retries": how many Retry packets the handshake took,
    "responses": [{"headers": [[k, v], ...] (in the order received),
-                  "body": BASE64, "length": N, "sha256": HEX,
+                  "body": BASE64, "text": the body as text (UTF-8, lossy),
+                  "length": N, "sha256": HEX,
                   "reset": CODE or null}, ...]}
 With "hold": SECONDS instead of requests, it prints "connected" once the
 handshake is done and then waits for the server to close the connection:
@@ -67,6 +68,8 @@ class Client(QuicConnectionProtocol):
         if req.get("method") == "HEAD":
             self.heads.add(sid)
         body = base64.b64decode(req["body"]) if "body" in req else None
+        if "text" in req:
+            body = req["text"].encode()
         self.h3.send_headers(sid, fields, end_stream=body is None)
         if body is not None:
             self.h3.send_data(sid, body, end_stream=True)
@@ -140,6 +143,7 @@ async def main(spec):
                 {
                     "headers": s["headers"],
                     "body": base64.b64encode(body).decode() if len(body) <= 1 << 20 else "",
+                    "text": body.decode("utf-8", "replace") if len(body) <= 1 << 20 else "",
                     "length": len(body),
                     "sha256": hashlib.sha256(body).hexdigest(),
                     "reset": s["reset"],
