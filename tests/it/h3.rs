@@ -120,7 +120,8 @@ fn text(r: &Value) -> &str {
 
 /// The same request over HTTPS (HTTP/1.1): its head's fields as
 /// [`fields`] gives them (names in lower case, `date` masked), less
-/// `Connection`, which HTTP/3 has not.
+/// `Connection`, which HTTP/3 has not, and `Alt-Svc`, which advertises
+/// HTTP/3 to HTTPS's clients.
 fn https_fields(s: &Server, raw: &str) -> Vec<String> {
     let mut c = s.connect_tls();
     c.send(raw.as_bytes());
@@ -129,7 +130,7 @@ fn https_fields(s: &Server, raw: &str) -> Vec<String> {
     for (n, val) in &r.headers {
         let n = n.to_ascii_lowercase();
         match &n[..] {
-            "connection" => {}
+            "connection" | "alt-svc" => {}
             "date" => v.push("date: <date>".to_string()),
             _ => v.push(format!("{n}: {val}")),
         }
@@ -411,4 +412,45 @@ fn with_retry_above_0_every_client_proves_its_address_first() {
     assert_eq!(out["retries"], 1);
     assert_eq!(out["alpn"], "h3");
     assert_eq!(out["responses"][0]["headers"][0], json!([":status", "200"]));
+}
+
+#[test]
+fn https_answers_advertise_h3_on_the_same_port_and_quic_ones_do_not() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let port = s.addr().port();
+    let mut c = s.connect_tls();
+    c.send(b"GET /nope HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let r = c.response();
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 404 Not Found\r\nServer: brisk\r\nDate: {}\r\nAlt-Svc: h3=\":{port}\"; ma=86400\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 123\r\n\r\n",
+            crate::common::DATE
+        )
+    );
+    // Every answer, a file's too, on a kept connection.
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let r = c.response();
+    assert_eq!(
+        r.header("alt-svc"),
+        Some(format!("h3=\":{port}\"; ma=86400").as_str())
+    );
+    // Over HTTP/3 itself, none.
+    let Some(out) = h3(&s, json!([{"method": "GET", "path": "/index.html"}])) else {
+        return;
+    };
+    assert!(!fields(&out["responses"][0])
+        .iter()
+        .any(|f| f.starts_with("alt-svc")));
+}
+
+#[test]
+fn without_http3_https_answers_advertise_nothing() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.tls();
+    let s = b.start();
+    let mut c = s.connect_tls();
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    assert_eq!(c.response().header("alt-svc"), None);
 }

@@ -200,6 +200,13 @@ impl Worker {
                 }
                 _ => None,
             };
+            if let Some(q) = listen.quic.as_mut() {
+                let ports = listen.listeners.iter().map(|(l, speaks)| {
+                    let port = l.local_addr().ok().map(|a| a.port());
+                    port.filter(|_| speaks.tls())
+                });
+                q.advertise(ports);
+            }
         }
         let failures = init.counters.auth_failures.clone();
         let (wakeups, wake) = Wakeups::new(init.verifier, init.waker);

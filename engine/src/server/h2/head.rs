@@ -59,6 +59,12 @@ fn encode_fields(
     if !stamp.date.is_empty() {
         enc.field(b"date", stamp.date, block);
     }
+    // (The same for every answer of a connection: the block cached by
+    // `enc.remember` stays right.)
+    #[cfg(feature = "http3")]
+    if !stamp.alt_svc.is_empty() {
+        enc.field(b"alt-svc", stamp.alt_svc, block);
+    }
     encode_lines(head.headers, block, name, enc);
 }
 
@@ -173,6 +179,8 @@ mod tests {
         let stamp = Stamp {
             server: b"brisk",
             date: b"Mon, 23 Nov 2026 15:40:12 GMT",
+            #[cfg(feature = "http3")]
+            alt_svc: b"",
         };
         let got = fields(&head, &stamp);
         let got: Vec<(&str, &str)> = got.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
@@ -210,6 +218,8 @@ mod tests {
         let stamp = Stamp {
             server: b"brisk",
             date: b"Mon, 23 Nov 2026 15:40:12 GMT",
+            #[cfg(feature = "http3")]
+            alt_svc: b"",
         };
         let head = |headers: &'static [u8], n| Head {
             status: 200,

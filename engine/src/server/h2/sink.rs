@@ -240,6 +240,8 @@ mod tests {
     const STAMP: Stamp<'static> = Stamp {
         server: b"brisk",
         date: b"<date>",
+        #[cfg(feature = "http3")]
+        alt_svc: b"",
     };
 
     /// Runs `f` on a sink for stream 1, a HEAD request or not; returns

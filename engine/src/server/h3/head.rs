@@ -81,6 +81,8 @@ mod tests {
         let stamp = Stamp {
             server: b"brisk",
             date: b"d",
+            #[cfg(feature = "http3")]
+            alt_svc: b"",
         };
         let (mut out, mut block, mut name) = (Vec::new(), Vec::new(), Vec::new());
         encode(&head, &stamp, &mut out, &mut block, &mut name);

@@ -109,6 +109,8 @@ mod tests {
     const STAMP: Stamp<'static> = Stamp {
         server: b"brisk",
         date: b"d",
+        #[cfg(feature = "http3")]
+        alt_svc: b"",
     };
 
     fn reply(status: u16, len: Option<u64>) -> ReplyHead {

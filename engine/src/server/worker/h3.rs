@@ -415,7 +415,13 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
         let scratch = &mut self.pools.h2_scratch;
         head::encode(
             &head,
@@ -578,7 +584,13 @@ impl Worker {
             return self.h3_put_back(c, a);
         };
         let started = run.started();
-        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
         let mut sink = H3Sink {
             answer: &mut a,
             scratch: &mut self.pools.h2_scratch,

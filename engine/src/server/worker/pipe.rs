@@ -317,7 +317,12 @@ impl Worker {
         let plan = Plan::error(failure, &mut r.scratch);
         match stream {
             None => {
-                let cx = answering(&self.settings, &self.clock, self.drain.mode);
+                let cx = answering(
+                    &self.settings,
+                    &self.clock,
+                    self.drain.mode,
+                    (&self.listen, &c.transport),
+                );
                 h1::Conn::fail(&mut c.life, plan, &r.scratch, false, &mut c.out, &cx);
             }
             #[cfg(feature = "http2")]

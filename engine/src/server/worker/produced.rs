@@ -284,7 +284,12 @@ impl Worker {
         let Some(run) = self.exchanges.run_mut(p.ex) else {
             return false;
         };
-        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let cx = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        );
         let mut sink = H1Sink {
             out: &mut c.out,
             framing: &mut p.framing,
@@ -395,7 +400,12 @@ impl Worker {
         let mut plan = Plan::error(status, &mut r.scratch);
         self.router
             .finish_unread(site, &mut plan, &mut r.scratch, &mut self.logger);
-        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let cx = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        );
         let body = h1::Conn::fail(&mut c.life, plan, &r.scratch, head_only, &mut c.out, &cx);
         self.pools.take_back_request(r);
         c.queued_end().saturating_sub(body)
@@ -546,7 +556,13 @@ mod h2 {
                 return Some(a);
             };
             let started = run.started();
-            let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+            let stamp = answering(
+                &self.settings,
+                &self.clock,
+                self.drain.mode,
+                (&self.listen, &c.transport),
+            )
+            .stamp;
             let mut sink = H2Sink {
                 session: s,
                 answer: &mut a,

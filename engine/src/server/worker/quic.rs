@@ -63,6 +63,9 @@ pub(super) struct Quic {
     send: Vec<u8>,
     /// Each connection's HTTP/3 limits.
     pub(super) limits: Limits,
+    /// The `Alt-Svc` value of each TCP listener's answers (empty for one
+    /// that speaks no TLS).
+    alt_svc: Vec<Box<[u8]>>,
 }
 
 impl Quic {
@@ -94,7 +97,27 @@ impl Quic {
             recv: vec![0; DATAGRAM],
             send: Vec::new(),
             limits,
+            alt_svc: Vec::new(),
         })
+    }
+
+    /// Advertises HTTP/3 on the answers of TCP listeners `ports` (each
+    /// listener's port, `None`: no TLS): `h3=":PORT"; ma=86400`, the
+    /// port of the UDP socket bound next to it (RFC 7838 §3: the same
+    /// host; a day, as nginx and Caddy say).
+    pub(super) fn advertise(&mut self, ports: impl Iterator<Item = Option<u16>>) {
+        self.alt_svc = ports
+            .map(|p| {
+                p.map_or_else(Box::default, |p| {
+                    format!("h3=\":{p}\"; ma=86400").into_bytes().into()
+                })
+            })
+            .collect();
+    }
+
+    /// The `Alt-Svc` value of TCP listener `i`'s answers.
+    pub(super) fn alt_svc(&self, i: usize) -> &[u8] {
+        self.alt_svc.get(i).map_or(b"", |v| v)
     }
 
     /// Whether `token` is one of its sockets'.

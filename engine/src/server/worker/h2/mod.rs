@@ -436,7 +436,13 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
         if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
