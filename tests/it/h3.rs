@@ -454,3 +454,90 @@ fn without_http3_https_answers_advertise_nothing() {
     c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
     assert_eq!(c.response().header("alt-svc"), None);
 }
+
+/// A site whose `/cgi-bin/slow.sh` says it started (in the error log),
+/// then answers two seconds later.
+fn slow_server() -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin").join("slow.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'slow.sh started' >&2\nsleep 2\necho 'Content-Type: text/plain'\necho\necho done\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.file("index.html", b"hello\n");
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    b.start()
+}
+
+/// A request to `slow.sh` on `s`, `signal` sent while its program runs:
+/// the client's answer (with the server's control stream and how the
+/// connection ended).
+fn busy_when(s: &Server, signal: i32) -> Option<Value> {
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return None;
+    }
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": [{"method": "GET", "path": "/cgi-bin/slow.sh"}],
+        "timeout": 20,
+        "linger": 10,
+    });
+    let child = client_with(&spec);
+    s.wait_stderr_line("slow.sh started");
+    s.signal(signal);
+    let out = child.wait_with_output().expect("client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the client's JSON"))
+}
+
+#[test]
+fn a_stop_sends_goaway_answers_what_was_asked_then_closes() {
+    let mut s = slow_server();
+    let Some(out) = busy_when(&s, libc::SIGTERM) else {
+        return;
+    };
+    // The request under way is answered whole ...
+    let r = &out["responses"][0];
+    assert_eq!(fields(r)[0], ":status: 200");
+    assert_eq!(text(r), "done\n");
+    // ... after a GOAWAY (type 0x07, length 1) naming stream 4, the first
+    // the client did not open (RFC 9114 §5.2), on the control stream
+    // after its SETTINGS ...
+    let control = out["control"].as_str().expect("control");
+    assert!(control.starts_with("0004"), "{control}");
+    assert!(control.ends_with("070104"), "{control}");
+    // ... and then the connection closes, H3_NO_ERROR, once it is done.
+    assert_eq!(
+        out["terminated"],
+        json!([H3_NO_ERROR, "the server is stopping"])
+    );
+    assert!(s.wait_exit(std::time::Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn a_reload_sends_goaway_and_the_next_connection_is_served() {
+    let s = slow_server();
+    let Some(out) = busy_when(&s, libc::SIGHUP) else {
+        return;
+    };
+    let r = &out["responses"][0];
+    assert_eq!(text(r), "done\n");
+    let control = out["control"].as_str().expect("control");
+    assert!(control.ends_with("070104"), "{control}");
+    assert_eq!(out["terminated"][0], H3_NO_ERROR);
+    // The new generation answers.
+    let out = h3(&s, json!([{"method": "GET", "path": "/index.html"}])).expect("aioquic");
+    assert_eq!(text(&out["responses"][0]), "hello\n");
+}

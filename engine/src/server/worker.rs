@@ -567,7 +567,17 @@ impl Worker {
                 // with nothing under way closes at once.)
                 #[cfg(feature = "http3")]
                 Proto::H3(s) => {
-                    if stopping && s.idle() {
+                    // Winding down, as HTTP/2's: GOAWAY once quiet a
+                    // second (at a reload) or at once (at a stop), then
+                    // closed (H3_NO_ERROR) once its answers are done.
+                    let Some(at_once) = goaway_at_once else {
+                        continue;
+                    };
+                    let quiet = self.clock.now.saturating_duration_since(s.last_opened) >= TICK;
+                    if s.going_away.is_none() && (at_once || quiet) {
+                        s.go_away();
+                        self.on_event(i, false);
+                    } else if s.going_away.is_some() && s.idle() {
                         self.close(i);
                     }
                     continue;

@@ -14,6 +14,9 @@ sends every request at once (one stream each) on one QUIC connection to
                   "body": BASE64, "text": the body as text (UTF-8, lossy),
                   "length": N, "sha256": HEX,
                   "reset": CODE or null}, ...]}
+With "linger": SECONDS, it waits (bounded) after the answers for the
+server to close the connection, and says what the server's control
+stream carried: "control": HEX (its stream type, SETTINGS, GOAWAY...).
 With "hold": SECONDS instead of requests, it prints "connected" once the
 handshake is done and then waits for the server to close the connection:
   {"terminated": [CODE, REASON] or null}
@@ -32,7 +35,11 @@ try:
     from aioquic.h3.connection import H3_ALPN, H3Connection
     from aioquic.h3.events import DataReceived, HeadersReceived
     from aioquic.quic.configuration import QuicConfiguration
-    from aioquic.quic.events import StreamReset, ConnectionTerminated
+    from aioquic.quic.events import (
+        ConnectionTerminated,
+        StreamDataReceived,
+        StreamReset,
+    )
 except ImportError:
     sys.exit(2)
 
@@ -52,6 +59,9 @@ class Client(QuicConnectionProtocol):
         self.streams = {}
         self.done = {}
         self.terminated = None
+        # What the server's control stream (its first unidirectional
+        # stream, id 3) carried.
+        self.control = bytearray()
 
     def request(self, req):
         sid = self._quic.get_next_available_stream_id()
@@ -83,6 +93,8 @@ class Client(QuicConnectionProtocol):
             self.done[sid].set_result(None)
 
     def quic_event_received(self, event):
+        if isinstance(event, StreamDataReceived) and event.stream_id == 3:
+            self.control += event.data
         if isinstance(event, StreamReset) and event.stream_id in self.streams:
             self.streams[event.stream_id]["reset"] = event.error_code
             self.finish(event.stream_id)
@@ -149,7 +161,12 @@ async def main(spec):
                     "reset": s["reset"],
                 }
             )
+        for _ in range(int(spec.get("linger", 0) * 100)):
+            if client.terminated is not None:
+                break
+            await asyncio.sleep(0.01)
         out["terminated"] = client.terminated
+        out["control"] = client.control.hex()
         return out
 
 

@@ -47,9 +47,15 @@ pub struct Session {
     pub deadline: Option<Instant>,
     /// Answers with body bytes left, and requests waiting for a body.
     pub answers: Vec<Answer>,
-    /// A GOAWAY was sent: no new request is taken, and the connection
-    /// closes once its answers are done.
-    pub going_away: bool,
+    /// Its control stream (for GOAWAY), once open.
+    pub control: Option<StreamId>,
+    /// One past the index of the last request stream it opened.
+    pub next_request: u32,
+    /// When it last opened a request stream.
+    pub last_opened: Instant,
+    /// The GOAWAY it was sent: the first request stream that is not
+    /// served (RFC 9114 §5.2); it closes once its answers are done.
+    pub going_away: Option<u32>,
     /// How many programs and upstream requests answer its streams.
     pub programs: u32,
 }
@@ -61,6 +67,7 @@ impl Session {
         handle: ConnectionHandle,
         socket: usize,
         limits: Limits,
+        now: Instant,
     ) -> Session {
         Session {
             quic,
@@ -69,7 +76,10 @@ impl Session {
             socket,
             deadline: None,
             answers: Vec::new(),
-            going_away: false,
+            control: None,
+            next_request: 0,
+            last_opened: now,
+            going_away: None,
             programs: 0,
         }
     }
@@ -104,6 +114,26 @@ impl Session {
     /// Whether nothing is under way: no answer, no request held.
     pub fn idle(&self) -> bool {
         self.answers.is_empty()
+    }
+
+    /// Winding down (a reload or a stop): GOAWAY on its control stream,
+    /// naming the first request stream it has not opened yet (those it
+    /// opened are answered; later ones are refused with
+    /// `H3_REQUEST_REJECTED`, which a client sends again on a new
+    /// connection). Once; whether it was sent now.
+    pub fn go_away(&mut self) -> bool {
+        if self.going_away.is_some() {
+            return false;
+        }
+        self.going_away = Some(self.next_request);
+        let mut frame = Vec::with_capacity(10);
+        let id = stream(self.next_request);
+        crate::h3::frame::write_goaway(u64::from(id), &mut frame);
+        if let Some(control) = self.control {
+            // (A few bytes: the control stream's credit is far larger.)
+            let _ = self.quic.send_stream(control).write(&frame);
+        }
+        true
     }
 
     /// Writes `bytes` (a whole HEADERS frame) on stream `id`; false if

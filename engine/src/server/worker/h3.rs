@@ -139,7 +139,7 @@ impl Worker {
             server_name: None,
         }));
         let mut c = Conn::new(link, slot, peer, self.clock.now);
-        let session = Session::new(quic, handle, socket, q.limits);
+        let session = Session::new(quic, handle, socket, q.limits, self.clock.now);
         c.proto = Proto::H3(Box::new(session));
         self.conns.insert(slot, c);
         Some(slot)
@@ -213,11 +213,8 @@ impl Worker {
         // (Its few bytes fit the client's initial credit.)
         let mut bytes = Vec::with_capacity(16);
         s.h3.control_stream(&mut bytes);
-        let written = s
-            .quic
-            .streams()
-            .open(Dir::Uni)
-            .map(|id| s.quic.send_stream(id).write(&bytes));
+        s.control = s.quic.streams().open(Dir::Uni);
+        let written = s.control.map(|id| s.quic.send_stream(id).write(&bytes));
         if !matches!(written, Some(Ok(n)) if n == bytes.len()) {
             let e = Error::new(Code::INTERNAL_ERROR, "no room for the control stream");
             close(s, e, now);
@@ -294,6 +291,10 @@ impl Worker {
             }
         }
         let index = u32::try_from(id.index()).ok();
+        if let Some(i) = index.filter(|i| !uni && *i >= s.next_request) {
+            s.next_request = i + 1;
+            s.last_opened = now;
+        }
         let Some(end) = head else {
             // More of a body (its head was answered before).
             if let Some(index) = index.filter(|_| !body.is_empty() || ended) {
@@ -301,7 +302,8 @@ impl Worker {
             }
             return;
         };
-        let Some(index) = index.filter(|_| !s.going_away) else {
+        let gone = s.going_away;
+        let Some(index) = index.filter(|i| gone.is_none_or(|first| *i < first)) else {
             // After a GOAWAY (or past 2^32 streams): not processed, the
             // client may send it again elsewhere (RFC 9114 §5.2).
             let code = VarInt::from_u32(Code::REQUEST_REJECTED.0);
