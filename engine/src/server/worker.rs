@@ -575,8 +575,9 @@ impl Worker {
                     };
                     let quiet = self.clock.now.saturating_duration_since(s.last_opened) >= TICK;
                     if s.going_away.is_none() && (at_once || quiet) {
-                        s.go_away();
-                        self.on_event(i, false);
+                        if s.go_away() {
+                            self.on_event(i, false);
+                        }
                     } else if s.going_away.is_some() && s.idle() {
                         self.close(i);
                     }

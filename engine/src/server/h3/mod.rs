@@ -111,9 +111,12 @@ impl Session {
         h2::next_answer(&self.answers, after, wanted)
     }
 
-    /// Whether nothing is under way: no answer, no request held.
+    /// Whether nothing is under way: its handshake done, no answer, no
+    /// request held. (A connection closed in its handshake is closed in
+    /// a Handshake packet, where the application's code and reason
+    /// cannot go: RFC 9000 §10.2.3.)
     pub fn idle(&self) -> bool {
-        self.answers.is_empty()
+        self.answers.is_empty() && !self.quic.is_handshaking()
     }
 
     /// Winding down (a reload or a stop): GOAWAY on its control stream,
@@ -122,7 +125,8 @@ impl Session {
     /// `H3_REQUEST_REJECTED`, which a client sends again on a new
     /// connection). Once; whether it was sent now.
     pub fn go_away(&mut self) -> bool {
-        if self.going_away.is_some() {
+        // (Its control stream opens once its handshake is done.)
+        if self.going_away.is_some() || self.control.is_none() {
             return false;
         }
         self.going_away = Some(self.next_request);
@@ -204,6 +208,9 @@ pub struct Answer {
     /// Trailer field lines (empty: none): a HEADERS frame after the
     /// last DATA.
     pub trailers: Vec<u8>,
+    /// Its producer took some of the request body: its stream is read
+    /// on (see `worker/h3.rs`'s `h3_read`).
+    pub read_more: bool,
 }
 
 impl OnStream for Answer {
@@ -236,6 +243,7 @@ impl Answer {
             expect: None,
             progress: started,
             trailers: Vec::new(),
+            read_more: false,
         }
     }
 

@@ -95,8 +95,10 @@ impl Sink for H3Sink<'_> {
         head::encode_interim(100, &mut self.answer.framed, &mut self.scratch.block);
     }
 
-    fn took_body(&mut self, _: usize) {
-        // (QUIC gives the stream's credit back as its bytes are read.)
+    fn took_body(&mut self, n: usize) {
+        // (Its stream, read no further than the producer's input had
+        // room, is read on: QUIC gives the credit back as it is read.)
+        self.answer.read_more |= n > 0;
     }
 }
 

@@ -175,6 +175,18 @@ impl Worker {
             }
         }
         self.h3_pump_runs(c);
+        // Streams whose producer took some of the body: read on.
+        let more: Vec<u32> = c.h3_mut().map_or_else(Vec::new, |s| {
+            let took = s.answers.iter_mut();
+            took.filter_map(|a| std::mem::take(&mut a.read_more).then_some(a.id))
+                .collect()
+        });
+        for &id in &more {
+            self.h3_read(c, stream(id));
+        }
+        if !more.is_empty() {
+            self.h3_pump_runs(c);
+        }
         self.h3_send(c);
         let (now, index) = (self.clock.now, c.index);
         let (Some(s), Some(q)) = (c.h3_mut(), self.listen.quic.as_mut()) else {
@@ -233,13 +245,29 @@ impl Worker {
         let mut then = Then::Nothing;
         let (mut head, mut body, mut ended) = (None, Vec::new(), false);
         let Some(s) = c.h3_mut() else { return };
+        // A producer that reads the body takes it as fast as it passes it
+        // on: its stream is read no further than its input has room (the
+        // rest waits in quinn-proto, its flow-control credit held back,
+        // as HTTP/2 holds its window), and again once it took some
+        // (`H3Sink::took_body`).
+        let index = u32::try_from(id.index()).ok().filter(|_| !uni);
+        let mut left = match index.and_then(|i| s.answer(i)).and_then(|a| a.run) {
+            Some(ex) => (self.exchanges.run_mut(ex))
+                .and_then(|run| run.input())
+                .filter(|input| !input.is_closed())
+                .map_or(usize::MAX, |input| input.room()),
+            None => usize::MAX,
+        };
         let h3 = &mut s.h3;
         let mut recv = s.quic.recv_stream(id);
         let Ok(mut chunks) = recv.read(true) else {
             return;
         };
         loop {
-            let (bytes, fin) = match chunks.next(usize::MAX) {
+            if left == 0 {
+                break;
+            }
+            let (bytes, fin) = match chunks.next(left) {
                 Ok(Some(chunk)) => (chunk.bytes, false),
                 Ok(None) => (bytes::Bytes::new(), true),
                 Err(ReadError::Blocked) => break,
@@ -248,6 +276,9 @@ impl Worker {
                     break;
                 }
             };
+            if left != usize::MAX {
+                left -= bytes.len();
+            }
             then = if uni {
                 match h3.uni(key, &bytes, fin) {
                     Ok(true) => Then::Nothing,
