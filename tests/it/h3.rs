@@ -573,3 +573,74 @@ fn a_body_is_read_only_as_fast_as_its_program_takes_it() {
     let grew = peak_kib(&s).saturating_sub(before);
     assert!(grew < 8 * 1024, "peak RSS grew by {grew} KiB");
 }
+
+/// The SHA-256 of certificate `a.pem`'s public key (SPKI), in base64, as
+/// Chromium's `--ignore-certificate-errors-spki-list` takes it (openssl
+/// computes it: the test's own check that the certificate is the one).
+fn spki_of_a() -> Option<String> {
+    let sh = format!(
+        "openssl x509 -in {} -pubkey -noout | openssl pkey -pubin -outform der \
+         | openssl dgst -sha256 -binary | openssl base64",
+        testdata("a.pem").display()
+    );
+    let out = Command::new("sh").args(["-c", &sh]).output().ok()?;
+    let spki = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && spki.len() == 44).then_some(spki)
+}
+
+#[test]
+fn chromium_loads_a_page_of_100_assets_over_h3() {
+    let mut b = Builder::new();
+    let mut fetches = String::new();
+    for i in 0..100 {
+        b.file(&format!("a/{i}.txt"), format!("asset {i}\n").as_bytes());
+        fetches.push_str(&format!("'/a/{i}.txt',"));
+    }
+    let page = format!(
+        "<!doctype html><html><head><title>loading</title></head><body><script>\
+         Promise.all([{fetches}].map(u => fetch(u).then(r => r.text()))).then(t => {{\
+         document.title = t.every((s, i) => s == 'asset ' + i + '\\n') ? 'done' : 'bad'; }});\
+         </script></body></html>\n"
+    );
+    b.file("page.html", page.as_bytes());
+    b.tls().arg("--http3");
+    let s = b.start();
+    let (Some(spki), true) = (
+        spki_of_a(),
+        std::path::Path::new("/usr/bin/chromium").exists(),
+    ) else {
+        skip("chromium or openssl not available (apt-get install chromium)");
+        return;
+    };
+    let spec = json!({"port": s.addr().port(), "spki": spki, "path": "/page.html"});
+    let mut child = Command::new("python3")
+        .arg(client().with_file_name("chromium.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(spec.to_string().as_bytes())
+        .expect("spec");
+    let out = child.wait_with_output().expect("chromium.py");
+    if out.status.code() == Some(2) {
+        skip("Playwright not available (pip install playwright)");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["title"], "done");
+    assert_eq!(v["navigation"], "h3");
+    let resources = v["resources"].as_array().expect("resources");
+    // (The 100 fetches, and the favicon Chromium asks for.)
+    assert!(resources.len() >= 100, "{resources:?}");
+    assert!(resources.iter().all(|p| p == "h3"), "{resources:?}");
+}
