@@ -711,6 +711,11 @@ impl Worker {
             close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
             q.transmit(&mut s.quic, s.socket, now);
         }
+        if !s.quic.is_drained() {
+            // (Dropped before it drained: the endpoint forgets it now, its
+            // connection IDs with it.)
+            q.endpoint_event(s.handle, quinn_proto::EndpointEvent::drained());
+        }
         q.forget(s.handle, index, s.deadline);
     }
 }
