@@ -644,3 +644,38 @@ fn chromium_loads_a_page_of_100_assets_over_h3() {
     assert!(resources.len() >= 100, "{resources:?}");
     assert!(resources.iter().all(|p| p == "h3"), "{resources:?}");
 }
+
+#[test]
+fn a_throttled_file_over_h3_never_exceeds_its_rate_and_others_are_not_held_up() {
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let mut b = Builder::new();
+    b.file("v.mp4", &body);
+    b.file("index.html", b"hello\n");
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"64KiB/s\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([
+        {"method": "GET", "path": "/v.mp4"},
+        {"method": "GET", "path": "/index.html"},
+    ]);
+    let t0 = std::time::Instant::now();
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let took = t0.elapsed();
+    let r = &out["responses"];
+    let sum = {
+        use sha2::Digest;
+        hex(&sha2::Sha256::digest(&body))
+    };
+    assert_eq!(r[0]["sha256"], sum);
+    assert_eq!(text(&r[1]), "hello\n");
+    // At most the rate, less its 100 ms burst: a lower bound, whatever
+    // the machine's speed (as tests/it/throttle.rs).
+    let rate = 256.0 * 1024.0;
+    let least = (body.len() as f64 - rate / 10.0) / rate;
+    assert!(
+        took.as_secs_f64() >= least,
+        "600 kB at 256 KiB/s in {took:?}"
+    );
+}

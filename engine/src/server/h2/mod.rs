@@ -41,11 +41,8 @@ pub struct Session {
     /// for the next ones (a warm connection allocates nothing per answer).
     spare_pieces: Vec<VecDeque<Piece>>,
     spare_text: Vec<Vec<u8>>,
-    /// The connection's own rate per `[[throttle]]` rule that has paced
-    /// one of its streams (`connection_rate`).
-    rates: Vec<(usize, Arc<Rate>)>,
-    /// When throttled answers may go on (a timer is set for then).
-    wake: Option<Instant>,
+    /// Its own `[[throttle]]` rates and their wake-up.
+    pacing: Pacing,
     /// How many programs answer its streams (see [`Session::programs`]).
     programs: u32,
 }
@@ -58,8 +55,7 @@ impl Session {
             answers: Vec::new(),
             spare_pieces: Vec::new(),
             spare_text: Vec::new(),
-            rates: Vec::new(),
-            wake: None,
+            pacing: Pacing::default(),
             programs: 0,
         }
     }
@@ -234,6 +230,38 @@ impl Session {
     /// (`connection_rate`, `bytes_per_sec`): every stream the rule covers
     /// shares it, so more streams never make a faster download.
     pub fn connection_rate(&mut self, rule: usize, bytes_per_sec: u64, now: Instant) -> Arc<Rate> {
+        self.pacing.connection_rate(rule, bytes_per_sec, now)
+    }
+
+    /// Whether a wake-up at `when` for throttled answers is owed: none
+    /// is set for that time or earlier (one timer is enough).
+    pub fn throttle_wake(&mut self, when: Instant, now: Instant) -> bool {
+        self.pacing.throttle_wake(when, now)
+    }
+
+    /// Bytes of the answer's body buffered, not yet framed.
+    pub fn buffered(&self, id: u32) -> u64 {
+        self.answers
+            .iter()
+            .find(|a| a.id == id)
+            .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
+    }
+}
+
+/// A connection's own `[[throttle]]` rates (HTTP/2's, HTTP/3's): one per
+/// rule that has paced one of its streams (`connection_rate`), and when
+/// its throttled answers may go on (a timer is set for then).
+#[derive(Debug, Default)]
+pub struct Pacing {
+    rates: Vec<(usize, Arc<Rate>)>,
+    wake: Option<Instant>,
+}
+
+impl Pacing {
+    /// The rate of `[[throttle]]` rule `rule` for this connection
+    /// (`bytes_per_sec`): every stream the rule covers shares it, so
+    /// more streams never make a faster download.
+    pub fn connection_rate(&mut self, rule: usize, bytes_per_sec: u64, now: Instant) -> Arc<Rate> {
         if let Some((_, r)) = self.rates.iter().find(|(i, _)| *i == rule) {
             return Arc::clone(r);
         }
@@ -250,14 +278,6 @@ impl Session {
         }
         self.wake = Some(when);
         true
-    }
-
-    /// Bytes of the answer's body buffered, not yet framed.
-    pub fn buffered(&self, id: u32) -> u64 {
-        self.answers
-            .iter()
-            .find(|a| a.id == id)
-            .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
     }
 }
 

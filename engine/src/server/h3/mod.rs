@@ -22,10 +22,11 @@ use std::time::Instant;
 
 use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
 
+use crate::access::throttle::Throttle;
 use crate::h3::conn::{Conn as H3, Limits};
 use crate::log::Draft;
 use crate::server::exchange::ExchangeId;
-use crate::server::h2::{self, OnStream, Piece};
+use crate::server::h2::{self, OnStream, Pacing, Piece};
 
 /// Most of a body framed for a stream at once, ahead of what the stream
 /// has taken: one DATA frame (its payload read from the file or copied
@@ -58,6 +59,8 @@ pub struct Session {
     pub going_away: Option<u32>,
     /// How many programs and upstream requests answer its streams.
     pub programs: u32,
+    /// Its own `[[throttle]]` rates and their wake-up.
+    pub pacing: Pacing,
 }
 
 impl Session {
@@ -81,6 +84,7 @@ impl Session {
             last_opened: now,
             going_away: None,
             programs: 0,
+            pacing: Pacing::default(),
         }
     }
 
@@ -211,6 +215,9 @@ pub struct Answer {
     /// Its producer took some of the request body: its stream is read
     /// on (see `worker/h3.rs`'s `h3_read`).
     pub read_more: bool,
+    /// The `[[throttle]]` rates that pace it, if a rule covers it: its
+    /// DATA wait for them, the connection's other streams do not.
+    pub throttle: Option<Box<Throttle>>,
 }
 
 impl OnStream for Answer {
@@ -244,6 +251,7 @@ impl Answer {
             progress: started,
             trailers: Vec::new(),
             read_more: false,
+            throttle: None,
         }
     }
 

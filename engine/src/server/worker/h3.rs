@@ -49,6 +49,8 @@ enum Then {
 enum Pushed {
     /// The stream takes no more now (or the producer has not more yet).
     Blocked,
+    /// Its `[[throttle]]` rates let it go on at this time.
+    Wait(Instant),
     /// All of it went into the stream, which is finished (or reset).
     Done,
     /// The stream is gone (the client stopped it).
@@ -433,6 +435,7 @@ impl Worker {
         if !(head_only || bodiless || body_len == 0) {
             super::h2::fill_pieces(&mut answer.pieces, body, &r.scratch);
             answer.body_len = body_len;
+            answer.throttle = self.h2_throttle(c, r.req.site(), &r.scratch.path);
         }
         self.log_answer(r, super::proxied::client_of(c, &r.req).ip(), status);
         answer.log = self.logger.access_enabled().then(|| {
@@ -472,7 +475,8 @@ impl Worker {
     /// Moves every answer of `c` into its stream as far as the stream
     /// takes it; those that are all in (or whose stream went) are done.
     pub(super) fn h3_send(&mut self, c: &mut Conn) {
-        let mut i = 0;
+        let (mut i, now) = (0, self.clock.now);
+        let mut wake: Option<Instant> = None;
         loop {
             let Some(s) = c.h3_mut() else { return };
             let Some(a) = s.answers.get_mut(i) else { break };
@@ -480,8 +484,13 @@ impl Worker {
                 i += 1;
                 continue;
             }
-            match push(&mut s.quic, a) {
+            match push(&mut s.quic, a, now) {
                 Ok(Pushed::Blocked) => i += 1,
+                Ok(Pushed::Wait(when)) => {
+                    // (Throttled: the others are not held up.)
+                    wake = Some(wake.map_or(when, |w| w.min(when)));
+                    i += 1;
+                }
                 Ok(Pushed::Done) => {
                     let a = s.answers.swap_remove(i);
                     self.h3_log(a, true);
@@ -502,6 +511,12 @@ impl Worker {
                     let _ = s.quic.send_stream(stream(a.id)).reset(code);
                     self.h3_log(a, false);
                 }
+            }
+        }
+        let index = c.index;
+        if let (Some(when), Some(s)) = (wake, c.h3_mut()) {
+            if s.pacing.throttle_wake(when, now) {
+                self.timers.wake_at(when, index);
             }
         }
     }
@@ -540,8 +555,16 @@ impl Worker {
 
     /// Starts answering stream `id` of `c` with `run` (a program's or an
     /// upstream's if `program`: the session counts it).
-    pub(super) fn h3_start_run(&mut self, c: &mut Conn, id: u32, run: Box<Run>, program: bool) {
+    pub(super) fn h3_start_run(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        run: Box<Run>,
+        program: bool,
+        path: &[u8],
+    ) {
         let mut a = Answer::waiting(id, run.request.started);
+        a.throttle = self.h2_throttle(c, run.request.req.site(), path);
         a.open = true;
         a.progress = self.clock.now;
         a.program = program;
@@ -729,7 +752,7 @@ fn upstream_time(a: &mut Answer, run: &Run) {
 }
 
 /// Frames answer `a` into its stream as far as the stream takes it.
-fn push(quic: &mut quinn_proto::Connection, a: &mut Answer) -> io::Result<Pushed> {
+fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io::Result<Pushed> {
     let id = stream(a.id);
     loop {
         if a.at < a.framed.len() {
@@ -757,7 +780,13 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer) -> io::Result<Pushed
             }
             return Ok(Pushed::Done);
         };
-        let n = (piece.len() as usize).min(FRAME);
+        let mut n = (piece.len() as usize).min(FRAME);
+        if let Some(t) = &a.throttle {
+            match t.take(now, n) {
+                Ok(allowed) => n = allowed,
+                Err(when) => return Ok(Pushed::Wait(when)),
+            }
+        }
         match piece {
             Piece::Static(b, at) => {
                 head::data_head(n, &mut a.framed);

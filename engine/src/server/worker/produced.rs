@@ -469,7 +469,7 @@ mod h2 {
         ) {
             #[cfg(feature = "http3")]
             if c.speaks_h3() {
-                return self.h3_start_run(c, id, run, program);
+                return self.h3_start_run(c, id, run, program, path);
             }
             let mut a = Answer::waiting(id, run.request.started);
             let site = run.request.req.site();

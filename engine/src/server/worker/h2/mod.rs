@@ -473,8 +473,11 @@ impl Worker {
         path: &[u8],
     ) -> Option<Box<Throttle>> {
         let (rule, connection_rate, shared) = self.matching_throttle(site, path)?;
+        let now = self.clock.now;
         let own = match connection_rate {
-            Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, self.clock.now)),
+            #[cfg(feature = "http3")]
+            Some(r) if c.speaks_h3() => Some(c.h3_mut()?.pacing.connection_rate(rule, r, now)),
+            Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, now)),
             None => None,
         };
         Some(Box::new(Throttle { shared, own }))
