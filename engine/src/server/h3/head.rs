@@ -11,29 +11,70 @@ use crate::http::response::{Framing, Head, Stamp};
 use crate::http::u64_digits;
 use crate::server::h2::head::each_field;
 
+/// A connection's last head, encoded but for its length: the next answer
+/// made of the same parts (the same file asked for again within the
+/// second) copies it rather than encoding it again (no dynamic table:
+/// the same fields always encode the same).
+#[derive(Debug, Default)]
+pub struct Cache {
+    status: u16,
+    server: Vec<u8>,
+    date: Vec<u8>,
+    headers: Vec<u8>,
+    section: Vec<u8>,
+}
+
+impl Cache {
+    fn holds(&self, head: &Head<'_>, stamp: &Stamp<'_>) -> bool {
+        !self.section.is_empty()
+            && self.status == head.status
+            && self.date == stamp.date
+            && self.headers == head.headers
+            && self.server == stamp.server
+    }
+}
+
 /// Appends to `out` the HEADERS frame of `head` stamped with `stamp`;
-/// `block` and `name` are scratch space.
+/// `block` and `name` are scratch space, `cache` the connection's last
+/// head, if it keeps one.
 pub fn encode(
     head: &Head<'_>,
     stamp: &Stamp<'_>,
     out: &mut Vec<u8>,
-    block: &mut Vec<u8>,
-    name: &mut Vec<u8>,
+    (block, name): (&mut Vec<u8>, &mut Vec<u8>),
+    cache: Option<&mut Cache>,
 ) {
+    let mut fresh = Cache::default();
+    let cache = cache.unwrap_or(&mut fresh);
+    if !cache.holds(head, stamp) {
+        let section = &mut cache.section;
+        section.clear();
+        qpack::begin(section);
+        qpack::status(head.status, section);
+        if !stamp.server.is_empty() {
+            qpack::field(b"server", stamp.server, section);
+        }
+        if !stamp.date.is_empty() {
+            qpack::field(b"date", stamp.date, section);
+        }
+        each_field(head.headers, name, &mut |n, v| qpack::field(n, v, section));
+        cache.status = head.status;
+        for (to, from) in [
+            (&mut cache.server, stamp.server),
+            (&mut cache.date, stamp.date),
+            (&mut cache.headers, head.headers),
+        ] {
+            to.clear();
+            to.extend_from_slice(from);
+        }
+    }
     block.clear();
-    qpack::begin(block);
-    qpack::status(head.status, block);
-    if !stamp.server.is_empty() {
-        qpack::field(b"server", stamp.server, block);
-    }
-    if !stamp.date.is_empty() {
-        qpack::field(b"date", stamp.date, block);
-    }
-    each_field(head.headers, name, &mut |n, v| qpack::field(n, v, block));
     if let Framing::Length(n) = head.framing {
         qpack::field(b"content-length", u64_digits(n, &mut [0; 20]), block);
     }
-    frame(HEADERS, block, out);
+    write_head(HEADERS, (cache.section.len() + block.len()) as u64, out);
+    out.extend_from_slice(&cache.section);
+    out.extend_from_slice(block);
 }
 
 /// Appends to `out` the HEADERS frame of an interim answer (`100
@@ -85,7 +126,40 @@ mod tests {
             alt_svc: b"",
         };
         let (mut out, mut block, mut name) = (Vec::new(), Vec::new(), Vec::new());
-        encode(&head, &stamp, &mut out, &mut block, &mut name);
+        let mut cache = Cache::default();
+        encode(
+            &head,
+            &stamp,
+            &mut out,
+            (&mut block, &mut name),
+            Some(&mut cache),
+        );
+        // The same head again: copied from the cache, the same bytes; with
+        // another length, only that differs.
+        let mut again = Vec::new();
+        encode(
+            &head,
+            &stamp,
+            &mut again,
+            (&mut block, &mut name),
+            Some(&mut cache),
+        );
+        assert_eq!(again, out);
+        let mut other = Vec::new();
+        let long = Head {
+            framing: Framing::Length(70_000),
+            ..head
+        };
+        encode(
+            &long,
+            &stamp,
+            &mut other,
+            (&mut block, &mut name),
+            Some(&mut cache),
+        );
+        let mut fresh = Vec::new();
+        encode(&long, &stamp, &mut fresh, (&mut block, &mut name), None);
+        assert_eq!(other, fresh);
         // HEADERS (0x01), its length, then the section.
         assert_eq!(out[0], 0x01);
         assert_eq!(out[1] as usize, out.len() - 2);

@@ -61,6 +61,10 @@ pub struct Session {
     pub programs: u32,
     /// Its own `[[throttle]]` rates and their wake-up.
     pub pacing: Pacing,
+    /// Its last answer's head, encoded (see [`head::Cache`]).
+    pub heads: head::Cache,
+    /// Framed-bytes buffers of answers that ended, for the next ones.
+    pub spare: Vec<Vec<u8>>,
 }
 
 impl Session {
@@ -85,6 +89,8 @@ impl Session {
             going_away: None,
             programs: 0,
             pacing: Pacing::default(),
+            heads: head::Cache::default(),
+            spare: Vec::new(),
         }
     }
 

@@ -42,7 +42,7 @@ impl Sink for H3Sink<'_> {
         let (written, ends) = framed_head(reply, self.head_only);
         let Scratch { block, name, .. } = self.scratch;
         let stamp = reply.own.stamp(self.stamp);
-        head::encode(&written, &stamp, &mut a.framed, block, name);
+        head::encode(&written, &stamp, &mut a.framed, (block, name), None);
         a.discard = ends;
         a.expect = reply.content_length;
         match ends {

@@ -17,7 +17,7 @@ use super::dispatch::{answering, request_record};
 use super::h2::head_log;
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
-use super::{Request, Worker, SCRATCH_KEEP};
+use super::{Request, Worker, SCRATCH_KEEP, SPARES};
 use crate::config::Level;
 use crate::h3::conn::{Failure, RequestEvent};
 use crate::h3::{Code, Error};
@@ -459,14 +459,16 @@ impl Worker {
         )
         .stamp;
         let scratch = &mut self.pools.h2_scratch;
-        head::encode(
-            &head,
-            &stamp,
-            &mut answer.framed,
-            &mut scratch.block,
-            &mut scratch.name,
-        );
         if let Some(s) = c.h3_mut() {
+            answer.framed = s.spare.pop().unwrap_or_default();
+            let (block, name) = (&mut scratch.block, &mut scratch.name);
+            head::encode(
+                &head,
+                &stamp,
+                &mut answer.framed,
+                (block, name),
+                Some(&mut s.heads),
+            );
             s.answers.push(answer);
         }
         r.scratch.trim(SCRATCH_KEEP);
@@ -492,7 +494,13 @@ impl Worker {
                     i += 1;
                 }
                 Ok(Pushed::Done) => {
-                    let a = s.answers.swap_remove(i);
+                    let mut a = s.answers.swap_remove(i);
+                    // (Its buffer is the next answer's: a warm connection
+                    // allocates none per answer.)
+                    let framed = std::mem::take(&mut a.framed);
+                    if s.spare.len() < SPARES && framed.capacity() <= 2 * FRAME {
+                        s.spare.push(framed);
+                    }
                     self.h3_log(a, true);
                 }
                 Ok(Pushed::Gone) => {
