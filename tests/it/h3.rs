@@ -679,3 +679,43 @@ fn a_throttled_file_over_h3_never_exceeds_its_rate_and_others_are_not_held_up() 
         "600 kB at 256 KiB/s in {took:?}"
     );
 }
+
+#[test]
+fn a_password_check_holds_the_request_and_its_body_then_answers() {
+    // bcrypt at cost 10: the hash runs off the loop while the request
+    // (and its body) is held, then it is routed again (Wait::Check).
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("p/secret.txt", b"the secret");
+    let script = b.base().join("cgi-bin").join("echo.sh");
+    std::fs::create_dir_all(script.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'Content-Type: text/plain'\necho\ncat\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    std::fs::write(b.base().join("htpasswd"), slow).expect("htpasswd");
+    b.config("[[auth]]\npath = \"/p/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n[[cgi]]\nurl = \"/p/cgi/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    // "slow:correct horse"
+    let auth = ["authorization", "Basic c2xvdzpjb3JyZWN0IGhvcnNl"];
+    let upload = "u".repeat(100_000);
+    let requests = json!([
+        {"method": "GET", "path": "/p/secret.txt", "headers": [auth]},
+        {"method": "GET", "path": "/p/secret.txt"},
+        {"method": "POST", "path": "/p/cgi/echo.sh",
+         "headers": [auth, ["content-length", "100000"]], "text": upload},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let r = &out["responses"];
+    assert_eq!(fields(&r[0])[0], ":status: 200");
+    assert_eq!(text(&r[0]), "the secret");
+    assert_eq!(fields(&r[1])[0], ":status: 401");
+    assert_eq!(fields(&r[2])[0], ":status: 200");
+    assert_eq!(text(&r[2]), upload);
+}
