@@ -33,6 +33,10 @@ use crate::h3::conn::Limits;
 /// packets here (no GRO yet), a jumbo frame's in this.
 const DATAGRAM: usize = 65_535;
 
+/// Datagrams quinn-proto is asked for at once, sent in one system call
+/// with GSO (`UDP_SEGMENT`) where the kernel has it.
+const BATCH: usize = 16;
+
 /// Datagrams read from one socket per readiness event before the other
 /// sockets and connections get their turn (the socket stays readable:
 /// epoll is edge-triggered, so the rest waits for [`Quic::more`]).
@@ -66,6 +70,9 @@ pub(super) struct Quic {
     /// The `Alt-Svc` value of each TCP listener's answers (empty for one
     /// that speaks no TLS).
     alt_svc: Vec<Box<[u8]>>,
+    /// Whether the kernel cuts a batch of datagrams itself (GSO); off
+    /// once it has said it cannot.
+    gso: bool,
 }
 
 impl Quic {
@@ -98,6 +105,7 @@ impl Quic {
             send: Vec::new(),
             limits,
             alt_svc: Vec::new(),
+            gso: true,
         })
     }
 
@@ -263,7 +271,8 @@ impl Quic {
         self.endpoint.handle_event(ch, event)
     }
 
-    /// Sends connection `conn`'s datagrams by socket `socket`.
+    /// Sends connection `conn`'s datagrams by socket `socket`: up to
+    /// [`BATCH`] at once, in one system call where GSO works.
     pub(super) fn transmit(
         &mut self,
         conn: &mut quinn_proto::Connection,
@@ -271,11 +280,31 @@ impl Quic {
         now: Instant,
     ) {
         let socket = &self.sockets[socket];
+        let batch = if self.gso { BATCH } else { 1 };
         loop {
             self.send.clear();
-            match conn.poll_transmit(now, 1, &mut self.send) {
-                Some(t) => send(socket, &self.send, &t),
-                None => break,
+            let Some(t) = conn.poll_transmit(now, batch, &mut self.send) else {
+                break;
+            };
+            let buf = &self.send[..t.size];
+            let Some(segment) = t.segment_size.filter(|&s| s < t.size) else {
+                send(socket, &self.send, &t);
+                continue;
+            };
+            let gso = u16::try_from(segment)
+                .ok()
+                .map(|s| crate::sys::net::send_segments(socket, buf, &t.destination, Some(s)));
+            if let Some(Err(e)) = &gso {
+                let no_gso = Some(libc::EIO) == e.raw_os_error()
+                    || Some(libc::EINVAL) == e.raw_os_error()
+                    || Some(libc::ENOPROTOOPT) == e.raw_os_error();
+                // (Not here: one datagram a call from now on.)
+                self.gso &= !no_gso;
+            }
+            if !matches!(gso, Some(Ok(_))) {
+                for one in buf.chunks(segment) {
+                    let _ = socket.send_to(one, t.destination);
+                }
             }
         }
     }
