@@ -46,7 +46,8 @@ const TOP_EXEMPT: &[&str] = &["test_skip", "layers"];
 /// `server/mod.rs`, the embedding API. `listen` (what a listener speaks,
 /// its sockets) takes `error`; `inherited` (the sockets a process is
 /// given) takes both. `run` drives a produced answer into a protocol's
-/// sink; `exchange` holds what waits and what runs, per worker.
+/// sink; `exchange` holds what waits and what runs, per worker. `h3`
+/// (HTTP/3's answers) reuses `h2`'s pieces and head lines.
 const SERVER: &[&[&str]] = &[
     &["error"],
     &["listen", "counters", "drain", "lifecycle", "life"],
@@ -57,6 +58,7 @@ const SERVER: &[&[&str]] = &[
     &["run"],
     &["exchange"],
     &["h1", "h2", "tunnel"],
+    &["h3"],
     &["conn"],
     &["worker"],
     &["(root)"],

@@ -10,8 +10,6 @@ use serde_json::{json, Value};
 
 use crate::common::{skip, tls::testdata, Builder, Server};
 
-/// `H3_REQUEST_REJECTED` (RFC 9114 §8.1).
-const H3_REQUEST_REJECTED: u64 = 0x10b;
 /// `H3_MESSAGE_ERROR` (RFC 9114 §8.1).
 const H3_MESSAGE_ERROR: u64 = 0x10e;
 
@@ -98,19 +96,242 @@ fn server(files: &[(&str, &[u8])]) -> Server {
     b.start()
 }
 
+/// Answer `r`'s fields as `name: value` lines, its `date` checked and
+/// masked.
+fn fields(r: &Value) -> Vec<String> {
+    let mut v = Vec::new();
+    for f in r["headers"].as_array().expect("headers") {
+        let (n, val) = (f[0].as_str().expect("name"), f[1].as_str().expect("value"));
+        match n {
+            "date" => {
+                crate::common::assert_imf_fixdate(val);
+                v.push("date: <date>".to_string());
+            }
+            _ => v.push(format!("{n}: {val}")),
+        }
+    }
+    v
+}
+
+/// Answer `r`'s body, as text.
+fn text(r: &Value) -> &str {
+    r["text"].as_str().expect("text")
+}
+
+/// The same request over HTTPS (HTTP/1.1): its head's fields as
+/// [`fields`] gives them (names in lower case, `date` masked), less
+/// `Connection`, which HTTP/3 has not, and `Alt-Svc`, which advertises
+/// HTTP/3 to HTTPS's clients.
+fn https_fields(s: &Server, raw: &str) -> Vec<String> {
+    let mut c = s.connect_tls();
+    c.send(raw.as_bytes());
+    let r = c.read_response(raw.starts_with("HEAD "));
+    let mut v = vec![format!(":status: {}", r.status)];
+    for (n, val) in &r.headers {
+        let n = n.to_ascii_lowercase();
+        match &n[..] {
+            "connection" | "alt-svc" => {}
+            "date" => v.push("date: <date>".to_string()),
+            _ => v.push(format!("{n}: {val}")),
+        }
+    }
+    v
+}
+
 #[test]
-fn the_handshake_speaks_h3_and_a_request_is_refused_unprocessed() {
+fn get_head_404_range_and_conditionals_answer_as_over_https() {
     let s = server(&[("index.html", b"hello\n")]);
-    let Some(out) = h3(&s, json!([{"method": "GET", "path": "/index.html"}])) else {
+    let requests = json!([
+        {"method": "GET", "path": "/index.html"},
+        {"method": "HEAD", "path": "/index.html"},
+        {"method": "GET", "path": "/nope"},
+        {"method": "GET", "path": "/index.html", "headers": [["range", "bytes=1-3"]]},
+    ]);
+    let Some(out) = h3(&s, requests) else {
         return;
     };
     assert_eq!(out["alpn"], "h3");
     // (One connection, far below retry_above: no Retry.)
     assert_eq!(out["retries"], 0);
-    let r = &out["responses"][0];
-    assert_eq!(r["reset"], H3_REQUEST_REJECTED);
-    assert_eq!(r["headers"], json!([]));
+    let r = &out["responses"];
+    // The same fields, in the same order, as HTTP/1.1 gives, as QPACK
+    // literals and static entries; the body in DATA.
+    let get = "GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n";
+    assert_eq!(fields(&r[0]), https_fields(&s, get));
+    assert_eq!(fields(&r[0])[0], ":status: 200");
+    assert_eq!(text(&r[0]), "hello\n");
+    let head = "HEAD /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n";
+    assert_eq!(fields(&r[1]), https_fields(&s, head));
+    assert!(fields(&r[1]).contains(&"content-length: 6".to_string()));
+    assert_eq!(r[1]["length"], 0);
+    assert_eq!(fields(&r[2])[0], ":status: 404");
+    assert_eq!(
+        fields(&r[2]),
+        https_fields(&s, "GET /nope HTTP/1.1\r\nHost: a.test\r\n\r\n")
+    );
+    let range = "GET /index.html HTTP/1.1\r\nHost: a.test\r\nRange: bytes=1-3\r\n\r\n";
+    assert_eq!(fields(&r[3]), https_fields(&s, range));
+    assert!(fields(&r[3]).contains(&"content-range: bytes 1-3/6".to_string()));
+    assert_eq!(text(&r[3]), "ell");
+    for r in r.as_array().expect("responses") {
+        assert_eq!(r["reset"], Value::Null);
+    }
     assert_eq!(out["terminated"], Value::Null);
+    // Conditionals: the ETag it gave.
+    let etag = fields(&r[0])
+        .iter()
+        .find_map(|f| f.strip_prefix("etag: ").map(str::to_string))
+        .expect("an etag");
+    let requests = json!([
+        {"method": "GET", "path": "/index.html", "headers": [["if-none-match", etag]]},
+        {"method": "GET", "path": "/index.html", "headers": [["if-match", "\"other\""]]},
+    ]);
+    let out = h3(&s, requests).expect("aioquic");
+    let r = &out["responses"];
+    assert_eq!(fields(&r[0])[0], ":status: 304");
+    assert_eq!(r[0]["length"], 0);
+    assert_eq!(fields(&r[1])[0], ":status: 412");
+}
+
+#[test]
+fn fifty_streams_at_once_and_a_20_mb_file_by_its_checksum() {
+    // (Pseudo-random bytes: a file the same in every run.)
+    let mut big = vec![0u8; 20 << 20];
+    let mut x: u32 = 0x2545_f491;
+    for b in big.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    let sum = {
+        use sha2::Digest;
+        hex(&sha2::Sha256::digest(&big))
+    };
+    let s = server(&[("index.html", b"hello\n"), ("big.bin", &big)]);
+    let before = peak_kib(&s);
+    let mut requests = vec![json!({"method": "GET", "path": "/big.bin"})];
+    for i in 0..50 {
+        let path = match i % 2 {
+            0 => "/index.html",
+            _ => "/nope",
+        };
+        requests.push(json!({"method": "GET", "path": path}));
+    }
+    let Some(out) = h3(&s, Value::Array(requests)) else {
+        return;
+    };
+    let r = out["responses"].as_array().expect("responses");
+    assert_eq!(r.len(), 51);
+    assert_eq!(fields(&r[0])[0], ":status: 200");
+    assert_eq!(r[0]["length"], 20 << 20);
+    assert_eq!(r[0]["sha256"], sum);
+    for (i, r) in r[1..].iter().enumerate() {
+        let (status, len) = match i % 2 {
+            0 => (":status: 200", 6),
+            _ => (":status: 404", 123),
+        };
+        assert_eq!(
+            (fields(r)[0].as_str(), r["length"].as_u64()),
+            (status, Some(len))
+        );
+    }
+    // Streamed as the client's flow control allowed, never held whole
+    // (which takes 32 MiB more at its peak): what grows is quinn-proto's
+    // send buffer of data sent and not acknowledged yet, at most its
+    // send window (10 MiB by default; 10.4 MiB measured here).
+    let grew = peak_kib(&s).saturating_sub(before);
+    assert!(grew < 16 * 1024, "peak RSS grew by {grew} KiB");
+}
+
+/// The server's peak resident memory (VmHWM), in KiB.
+fn peak_kib(s: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.pid())).expect("status");
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"));
+    let kib = line.map(|v| v.trim().trim_end_matches("kB").trim().parse());
+    kib.expect("VmHWM").expect("a number")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A site with `/cgi-bin/echo.sh`, which says its method, length and
+/// protocol, then its body.
+fn cgi_server() -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin").join("echo.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho \"$REQUEST_METHOD $CONTENT_LENGTH $SERVER_PROTOCOL\"\ncat\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    b.access_log();
+    b.start()
+}
+
+#[test]
+fn a_post_body_reaches_a_cgi_program_with_or_without_a_length() {
+    let s = cgi_server();
+    let data = "x".repeat(100_000);
+    let requests = json!([
+        // Streamed to the program as it comes (its length known) ...
+        {"method": "POST", "path": "/cgi-bin/echo.sh",
+         "headers": [["content-length", "100000"]], "text": data},
+        // ... or held whole first (CGI needs CONTENT_LENGTH).
+        {"method": "POST", "path": "/cgi-bin/echo.sh", "text": "short"},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let r = &out["responses"];
+    assert_eq!(fields(&r[0])[0], ":status: 200");
+    assert_eq!(text(&r[0]), format!("POST 100000 HTTP/3.0\n{data}"));
+    assert_eq!(text(&r[1]), "POST 5 HTTP/3.0\nshort");
+    // The access log names the protocol.
+    let line = s.wait_access_line(|l| l.windows(10).any(|w| w == b"HTTP/3.0\" "));
+    let line = String::from_utf8_lossy(&line).into_owned();
+    assert!(
+        line.contains("\"POST /cgi-bin/echo.sh HTTP/3.0\" 200 "),
+        "{line}"
+    );
+}
+
+#[cfg(feature = "servlets")]
+#[test]
+fn a_post_body_reaches_a_servlet() {
+    let mut b = Builder::new();
+    b.file(
+        "servlets/echo.lua",
+        b"function handle_request(req, res) res:write(200, {['X-Got'] = #req.body}, req.method .. ' ' .. req.body) end",
+    );
+    b.config("[servlets]\nenable = true\npaths = [\"/servlets/\"]\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([
+        {"method": "POST", "path": "/servlets/echo.lua",
+         "headers": [["content-length", "4"]], "text": "ping"},
+        {"method": "POST", "path": "/servlets/echo.lua", "text": "pong"},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    for (r, want) in out["responses"]
+        .as_array()
+        .expect("responses")
+        .iter()
+        .zip(["ping", "pong"])
+    {
+        let f = fields(r);
+        assert_eq!(f[0], ":status: 200");
+        assert!(f.contains(&"x-got: 4".to_string()), "{f:?}");
+        assert_eq!(text(r), format!("POST {want}"));
+    }
 }
 
 #[test]
@@ -128,21 +349,19 @@ fn the_server_s_settings_say_no_qpack_table_and_malformed_requests_are_reset() {
     // SETTINGS_QPACK_MAX_TABLE_CAPACITY 0, SETTINGS_QPACK_BLOCKED_STREAMS
     // 0, SETTINGS_MAX_FIELD_SECTION_SIZE [http2] max_header_list_size.
     assert_eq!(out["settings"], json!({"1": 0, "7": 0, "6": 65536}));
-    let resets: Vec<&Value> = out["responses"]
+    let resets: Vec<Value> = out["responses"]
         .as_array()
         .expect("responses")
         .iter()
-        .map(|r| &r["reset"])
+        .map(|r| r["reset"].clone())
         .collect();
     assert_eq!(
         resets,
-        [
-            H3_MESSAGE_ERROR,
-            H3_MESSAGE_ERROR,
-            H3_MESSAGE_ERROR,
-            H3_REQUEST_REJECTED
-        ]
+        json!([H3_MESSAGE_ERROR, H3_MESSAGE_ERROR, H3_MESSAGE_ERROR, null])
+            .as_array()
+            .expect("array")[..]
     );
+    assert_eq!(out["responses"][3]["headers"][0], json!([":status", "200"]));
     // (The connection lives on: a stream's error is the stream's.)
     assert_eq!(out["terminated"], Value::Null);
 }
@@ -192,5 +411,311 @@ fn with_retry_above_0_every_client_proves_its_address_first() {
     // A Retry (RFC 9000 §8.1.2), then the handshake with its token.
     assert_eq!(out["retries"], 1);
     assert_eq!(out["alpn"], "h3");
-    assert_eq!(out["responses"][0]["reset"], H3_REQUEST_REJECTED);
+    assert_eq!(out["responses"][0]["headers"][0], json!([":status", "200"]));
+}
+
+#[test]
+fn https_answers_advertise_h3_on_the_same_port_and_quic_ones_do_not() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let port = s.addr().port();
+    let mut c = s.connect_tls();
+    c.send(b"GET /nope HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let r = c.response();
+    assert_eq!(
+        r.masked_head(),
+        format!(
+            "HTTP/1.1 404 Not Found\r\nServer: brisk\r\nDate: {}\r\nAlt-Svc: h3=\":{port}\"; ma=86400\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 123\r\n\r\n",
+            crate::common::DATE
+        )
+    );
+    // Every answer, a file's too, on a kept connection.
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let r = c.response();
+    assert_eq!(
+        r.header("alt-svc"),
+        Some(format!("h3=\":{port}\"; ma=86400").as_str())
+    );
+    // Over HTTP/3 itself, none.
+    let Some(out) = h3(&s, json!([{"method": "GET", "path": "/index.html"}])) else {
+        return;
+    };
+    assert!(!fields(&out["responses"][0])
+        .iter()
+        .any(|f| f.starts_with("alt-svc")));
+}
+
+#[test]
+fn without_http3_https_answers_advertise_nothing() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.tls();
+    let s = b.start();
+    let mut c = s.connect_tls();
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    assert_eq!(c.response().header("alt-svc"), None);
+}
+
+/// A site whose `/cgi-bin/slow.sh` says it started (in the error log),
+/// then answers two seconds later.
+fn slow_server() -> Server {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin").join("slow.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &path,
+        "#!/bin/sh\necho 'slow.sh started' >&2\nsleep 2\necho 'Content-Type: text/plain'\necho\necho done\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.file("index.html", b"hello\n");
+    b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    b.start()
+}
+
+/// A request to `slow.sh` on `s`, `signal` sent while its program runs:
+/// the client's answer (with the server's control stream and how the
+/// connection ended).
+fn busy_when(s: &Server, signal: i32) -> Option<Value> {
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return None;
+    }
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": [{"method": "GET", "path": "/cgi-bin/slow.sh"}],
+        "timeout": 20,
+        "linger": 10,
+    });
+    let child = client_with(&spec);
+    s.wait_stderr_line("slow.sh started");
+    s.signal(signal);
+    let out = child.wait_with_output().expect("client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the client's JSON"))
+}
+
+#[test]
+fn a_stop_sends_goaway_answers_what_was_asked_then_closes() {
+    let mut s = slow_server();
+    let Some(out) = busy_when(&s, libc::SIGTERM) else {
+        return;
+    };
+    // The request under way is answered whole ...
+    let r = &out["responses"][0];
+    assert_eq!(fields(r)[0], ":status: 200");
+    assert_eq!(text(r), "done\n");
+    // ... after a GOAWAY (type 0x07, length 1) naming stream 4, the first
+    // the client did not open (RFC 9114 §5.2), on the control stream
+    // after its SETTINGS ...
+    let control = out["control"].as_str().expect("control");
+    assert!(control.starts_with("0004"), "{control}");
+    assert!(control.ends_with("070104"), "{control}");
+    // ... and then the connection closes, H3_NO_ERROR, once it is done.
+    assert_eq!(
+        out["terminated"],
+        json!([H3_NO_ERROR, "the server is stopping"])
+    );
+    assert!(s.wait_exit(std::time::Duration::from_secs(10)).is_some());
+}
+
+#[test]
+fn a_reload_sends_goaway_and_the_next_connection_is_served() {
+    let s = slow_server();
+    let Some(out) = busy_when(&s, libc::SIGHUP) else {
+        return;
+    };
+    let r = &out["responses"][0];
+    assert_eq!(text(r), "done\n");
+    let control = out["control"].as_str().expect("control");
+    assert!(control.ends_with("070104"), "{control}");
+    assert_eq!(out["terminated"][0], H3_NO_ERROR);
+    // The new generation answers.
+    let out = h3(&s, json!([{"method": "GET", "path": "/index.html"}])).expect("aioquic");
+    assert_eq!(text(&out["responses"][0]), "hello\n");
+}
+
+#[test]
+fn a_body_is_read_only_as_fast_as_its_program_takes_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let path = b.base().join("cgi-bin").join("count.sh");
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    // It reads nothing for a second, then counts what comes.
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nsleep 1\necho 'Content-Type: text/plain'\necho\nwc -c\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    b.config("[limits]\nmax_body = \"64MiB\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let before = peak_kib(&s);
+    let n = 16_000_000;
+    let requests = json!([{"method": "POST", "path": "/cgi-bin/count.sh",
+        "headers": [["content-length", n.to_string()]], "text": "x".repeat(n)}]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    assert_eq!(text(&out["responses"][0]).trim(), n.to_string());
+    // The stream is read no further than the program's input has room:
+    // the rest waits with the client, its flow-control credit held back
+    // (2 MiB more at the peak measured; 20 MiB when it is all read as it
+    // comes).
+    let grew = peak_kib(&s).saturating_sub(before);
+    assert!(grew < 8 * 1024, "peak RSS grew by {grew} KiB");
+}
+
+/// The SHA-256 of certificate `a.pem`'s public key (SPKI), in base64, as
+/// Chromium's `--ignore-certificate-errors-spki-list` takes it (openssl
+/// computes it: the test's own check that the certificate is the one).
+fn spki_of_a() -> Option<String> {
+    let sh = format!(
+        "openssl x509 -in {} -pubkey -noout | openssl pkey -pubin -outform der \
+         | openssl dgst -sha256 -binary | openssl base64",
+        testdata("a.pem").display()
+    );
+    let out = Command::new("sh").args(["-c", &sh]).output().ok()?;
+    let spki = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && spki.len() == 44).then_some(spki)
+}
+
+#[test]
+fn chromium_loads_a_page_of_100_assets_over_h3() {
+    let mut b = Builder::new();
+    let mut fetches = String::new();
+    for i in 0..100 {
+        b.file(&format!("a/{i}.txt"), format!("asset {i}\n").as_bytes());
+        fetches.push_str(&format!("'/a/{i}.txt',"));
+    }
+    let page = format!(
+        "<!doctype html><html><head><title>loading</title></head><body><script>\
+         Promise.all([{fetches}].map(u => fetch(u).then(r => r.text()))).then(t => {{\
+         document.title = t.every((s, i) => s == 'asset ' + i + '\\n') ? 'done' : 'bad'; }});\
+         </script></body></html>\n"
+    );
+    b.file("page.html", page.as_bytes());
+    b.tls().arg("--http3");
+    let s = b.start();
+    let (Some(spki), true) = (
+        spki_of_a(),
+        std::path::Path::new("/usr/bin/chromium").exists(),
+    ) else {
+        skip("chromium or openssl not available (apt-get install chromium)");
+        return;
+    };
+    let spec = json!({"port": s.addr().port(), "spki": spki, "path": "/page.html"});
+    let mut child = Command::new("python3")
+        .arg(client().with_file_name("chromium.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(spec.to_string().as_bytes())
+        .expect("spec");
+    let out = child.wait_with_output().expect("chromium.py");
+    if out.status.code() == Some(2) {
+        skip("Playwright not available (pip install playwright)");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["title"], "done");
+    assert_eq!(v["navigation"], "h3");
+    let resources = v["resources"].as_array().expect("resources");
+    // (The 100 fetches, and the favicon Chromium asks for.)
+    assert!(resources.len() >= 100, "{resources:?}");
+    assert!(resources.iter().all(|p| p == "h3"), "{resources:?}");
+}
+
+#[test]
+fn a_throttled_file_over_h3_never_exceeds_its_rate_and_others_are_not_held_up() {
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let mut b = Builder::new();
+    b.file("v.mp4", &body);
+    b.file("index.html", b"hello\n");
+    b.config("[[throttle]]\npattern = \"*.mp4\"\nrate = \"64KiB/s\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    let requests = json!([
+        {"method": "GET", "path": "/v.mp4"},
+        {"method": "GET", "path": "/index.html"},
+    ]);
+    let t0 = std::time::Instant::now();
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let took = t0.elapsed();
+    let r = &out["responses"];
+    let sum = {
+        use sha2::Digest;
+        hex(&sha2::Sha256::digest(&body))
+    };
+    assert_eq!(r[0]["sha256"], sum);
+    assert_eq!(text(&r[1]), "hello\n");
+    // At most the rate, less its 100 ms burst: a lower bound, whatever
+    // the machine's speed (as tests/it/throttle.rs).
+    let rate = 256.0 * 1024.0;
+    let least = (body.len() as f64 - rate / 10.0) / rate;
+    assert!(
+        took.as_secs_f64() >= least,
+        "600 kB at 256 KiB/s in {took:?}"
+    );
+}
+
+#[test]
+fn a_password_check_holds_the_request_and_its_body_then_answers() {
+    // bcrypt at cost 10: the hash runs off the loop while the request
+    // (and its body) is held, then it is routed again (Wait::Check).
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    b.file("p/secret.txt", b"the secret");
+    let script = b.base().join("cgi-bin").join("echo.sh");
+    std::fs::create_dir_all(script.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho 'Content-Type: text/plain'\necho\ncat\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let slow = "slow:$2y$10$34Rl/Ysv91EuiTng9PxUSeA32JoBjCFw7vXqKK.Fjw/oWnElaGypu\n";
+    std::fs::write(b.base().join("htpasswd"), slow).expect("htpasswd");
+    b.config("[[auth]]\npath = \"/p/\"\nrealm = \"P\"\nhtpasswd = \"htpasswd\"\n[[cgi]]\nurl = \"/p/cgi/\"\ndir = \"cgi-bin\"\n");
+    b.tls().arg("--http3");
+    let s = b.start();
+    // "slow:correct horse"
+    let auth = ["authorization", "Basic c2xvdzpjb3JyZWN0IGhvcnNl"];
+    let upload = "u".repeat(100_000);
+    let requests = json!([
+        {"method": "GET", "path": "/p/secret.txt", "headers": [auth]},
+        {"method": "GET", "path": "/p/secret.txt"},
+        {"method": "POST", "path": "/p/cgi/echo.sh",
+         "headers": [auth, ["content-length", "100000"]], "text": upload},
+    ]);
+    let Some(out) = h3(&s, requests) else {
+        return;
+    };
+    let r = &out["responses"];
+    assert_eq!(fields(&r[0])[0], ":status: 200");
+    assert_eq!(text(&r[0]), "the secret");
+    assert_eq!(fields(&r[1])[0], ":status: 401");
+    assert_eq!(fields(&r[2])[0], ":status: 200");
+    assert_eq!(text(&r[2]), upload);
 }

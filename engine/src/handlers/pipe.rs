@@ -90,6 +90,8 @@ impl Own {
         Stamp {
             server: if self.server { b"" } else { stamp.server },
             date: if self.date { b"" } else { stamp.date },
+            #[cfg(feature = "http3")]
+            alt_svc: stamp.alt_svc,
         }
     }
 }

@@ -104,6 +104,10 @@ pub enum Version {
     /// `HTTP/2` (RFC 9113): framing and connection management are the
     /// protocol's own; `HTTP/2.0` in logs and CGI's SERVER_PROTOCOL.
     Http2,
+    /// `HTTP/3` (RFC 9114, feature `http3`): as HTTP/2, framed by the
+    /// protocol; `HTTP/3.0` in logs and CGI's SERVER_PROTOCOL.
+    #[cfg(feature = "http3")]
+    Http3,
 }
 
 impl Version {
@@ -113,6 +117,8 @@ impl Version {
             Version::Http10 => "HTTP/1.0",
             Version::Http11 => "HTTP/1.1",
             Version::Http2 => "HTTP/2.0",
+            #[cfg(feature = "http3")]
+            Version::Http3 => "HTTP/3.0",
         }
     }
 }

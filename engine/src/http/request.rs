@@ -414,6 +414,13 @@ impl OwnedRequest {
         self.expect_continue &= body != BodyFraming::None;
     }
 
+    /// Makes the request just made HTTP/2 (see [`OwnedRequest::as_http2`])
+    /// an HTTP/3 one: the same rules, another name (RFC 9114 §4.2).
+    #[cfg(feature = "http3")]
+    pub fn as_http3(&mut self) {
+        self.version = Version::Http3;
+    }
+
     /// The request a CGI local redirect (RFC 3875 §6.2.2) makes of this
     /// one: `GET target` with the same version and header fields, less
     /// the body's framing (the new request has none). `None` if that
@@ -426,6 +433,8 @@ impl OwnedRequest {
         // (An HTTP/2 request is written as HTTP/1.1, then made HTTP/2 again.)
         let version = match self.version {
             Version::Http2 => Version::Http11,
+            #[cfg(feature = "http3")]
+            Version::Http3 => Version::Http11,
             v => v,
         };
         head.extend_from_slice(version.as_str().as_bytes());
@@ -447,6 +456,11 @@ impl OwnedRequest {
             Ok(Some(_)) => {
                 if self.version == Version::Http2 {
                     req.as_http2(BodyFraming::None, false);
+                }
+                #[cfg(feature = "http3")]
+                if self.version == Version::Http3 {
+                    req.as_http2(BodyFraming::None, false);
+                    req.as_http3();
                 }
                 // (The same client asks, in the same request: its
                 // `[[rate_limit]]` buckets do not count it again, as

@@ -49,7 +49,7 @@ impl Connection {
         match (keep, version) {
             (false, _) => Connection::Close,
             (true, super::Version::Http10) => Connection::KeepAlive,
-            (true, super::Version::Http11 | super::Version::Http2) => Connection::Default,
+            (true, _) => Connection::Default,
         }
     }
 }
@@ -62,6 +62,10 @@ pub struct Stamp<'a> {
     /// The `Date` value, formatted once a second; empty only for an
     /// answer that brings its own (see [`crate::handlers::pipe::Own`]).
     pub date: &'a [u8],
+    /// The `Alt-Svc` value (RFC 7838) of an answer over HTTPS (TCP)
+    /// where HTTP/3 is on (`h3=":PORT"; ma=86400`); empty: none.
+    #[cfg(feature = "http3")]
+    pub alt_svc: &'a [u8],
 }
 
 /// A response head to write.
@@ -97,6 +101,12 @@ impl Head<'_> {
         if !stamp.date.is_empty() {
             buf.extend_from_slice(b"Date: ");
             buf.extend_from_slice(stamp.date);
+            buf.extend_from_slice(b"\r\n");
+        }
+        #[cfg(feature = "http3")]
+        if !stamp.alt_svc.is_empty() {
+            buf.extend_from_slice(b"Alt-Svc: ");
+            buf.extend_from_slice(stamp.alt_svc);
             buf.extend_from_slice(b"\r\n");
         }
         buf.extend_from_slice(self.headers);
@@ -235,6 +245,8 @@ mod tests {
             &Stamp {
                 server,
                 date: b"<date>",
+                #[cfg(feature = "http3")]
+                alt_svc: b"",
             },
             &mut buf,
         );

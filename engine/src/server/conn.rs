@@ -63,6 +63,10 @@ pub enum Proto {
     /// exchange it was (an idle WebSocket costs little).
     #[cfg(feature = "upstreams")]
     Tunnel(Box<super::tunnel::Tunnel>),
+    /// HTTP/3 over QUIC: the QUIC connection, its streams and their
+    /// answers (see `server::h3`).
+    #[cfg(feature = "http3")]
+    H3(Box<super::h3::Session>),
 }
 
 impl Proto {
@@ -75,6 +79,8 @@ impl Proto {
             Proto::H2(_) => None,
             #[cfg(feature = "upstreams")]
             Proto::Tunnel(_) => None,
+            #[cfg(feature = "http3")]
+            Proto::H3(_) => None,
         }
     }
 
@@ -87,6 +93,8 @@ impl Proto {
             Proto::H2(_) => None,
             #[cfg(feature = "upstreams")]
             Proto::Tunnel(_) => None,
+            #[cfg(feature = "http3")]
+            Proto::H3(_) => None,
         }
     }
 
@@ -99,6 +107,8 @@ impl Proto {
             Proto::H1(_) => None,
             #[cfg(feature = "upstreams")]
             Proto::Tunnel(_) => None,
+            #[cfg(feature = "http3")]
+            Proto::H3(_) => None,
         }
     }
 
@@ -111,6 +121,8 @@ impl Proto {
             Proto::H1(_) => None,
             #[cfg(feature = "upstreams")]
             Proto::Tunnel(_) => None,
+            #[cfg(feature = "http3")]
+            Proto::H3(_) => None,
         }
     }
 }
@@ -166,6 +178,8 @@ impl Conn {
             Proto::H2(s) => s.conn.open_streams() == 0 && s.answers.is_empty(),
             #[cfg(feature = "upstreams")]
             Proto::Tunnel(_) => false,
+            #[cfg(feature = "http3")]
+            Proto::H3(s) => s.idle(),
         }
     }
 
@@ -239,6 +253,8 @@ impl Conn {
             Proto::H2(s) => s.find_wait(f).map(Some),
             #[cfg(feature = "upstreams")]
             Proto::Tunnel(_) => None,
+            #[cfg(feature = "http3")]
+            Proto::H3(s) => s.find_wait(f).map(Some),
         }
     }
 
@@ -253,6 +269,10 @@ impl Conn {
             (Proto::H2(_), None) => None,
             #[cfg(feature = "upstreams")]
             (Proto::Tunnel(_), _) => None,
+            #[cfg(feature = "http3")]
+            (Proto::H3(s), Some(id)) => s.answer(id)?.wait,
+            #[cfg(feature = "http3")]
+            (Proto::H3(_), None) => None,
         }
     }
 
@@ -268,7 +288,40 @@ impl Conn {
             (Proto::H2(_), None) => None,
             #[cfg(feature = "upstreams")]
             (Proto::Tunnel(_), _) => None,
+            #[cfg(feature = "http3")]
+            (Proto::H3(s), Some(id)) => s.take_wait(id),
+            #[cfg(feature = "http3")]
+            (Proto::H3(_), None) => None,
         }
+    }
+
+    /// Its HTTP/3 session, if it speaks HTTP/3.
+    #[cfg(feature = "http3")]
+    #[inline]
+    pub fn h3(&self) -> Option<&super::h3::Session> {
+        match &self.proto {
+            Proto::H3(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Its HTTP/3 session, to move it, if it speaks HTTP/3.
+    #[cfg(feature = "http3")]
+    #[inline]
+    pub fn h3_mut(&mut self) -> Option<&mut super::h3::Session> {
+        match &mut self.proto {
+            Proto::H3(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether it is a QUIC connection (HTTP/3).
+    #[inline]
+    pub fn speaks_h3(&self) -> bool {
+        #[cfg(feature = "http3")]
+        return matches!(self.proto, Proto::H3(_));
+        #[cfg(not(feature = "http3"))]
+        false
     }
 }
 

@@ -24,6 +24,8 @@ pub mod exchange;
 pub mod h1;
 #[cfg(feature = "http2")]
 pub mod h2;
+#[cfg(feature = "http3")]
+pub mod h3;
 mod inherited;
 pub mod life;
 pub mod lifecycle;

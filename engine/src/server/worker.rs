@@ -34,6 +34,8 @@ mod drain;
 mod drive;
 #[cfg(feature = "http2")]
 mod h2;
+#[cfg(feature = "http3")]
+mod h3;
 mod listen;
 mod pipe;
 mod pools;
@@ -198,6 +200,13 @@ impl Worker {
                 }
                 _ => None,
             };
+            if let Some(q) = listen.quic.as_mut() {
+                let ports = listen.listeners.iter().map(|(l, speaks)| {
+                    let port = l.local_addr().ok().map(|a| a.port());
+                    port.filter(|_| speaks.tls())
+                });
+                q.advertise(ports);
+            }
         }
         let failures = init.counters.auth_failures.clone();
         let (wakeups, wake) = Wakeups::new(init.verifier, init.waker);
@@ -276,9 +285,7 @@ impl Worker {
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     #[cfg(feature = "http3")]
                     Token(t) if self.listen.quic.as_ref().is_some_and(|q| q.owns(t)) => {
-                        if let Some(q) = self.listen.quic.as_mut() {
-                            q.readable(t, self.clock.now);
-                        }
+                        self.quic_readable(t);
                     }
                     Token(t) if t >= PIPE_BASE => {
                         let (index, source) = pipe::split_token(t);
@@ -311,9 +318,7 @@ impl Worker {
                 self.fire_timers();
             }
             #[cfg(feature = "http3")]
-            if let Some(q) = self.listen.quic.as_mut() {
-                q.fire(self.clock.now);
-            }
+            self.quic_fire();
             self.accept_waiting_tls();
             if self.timers.sweep_due(self.clock.now) || self.drain.until.is_some() {
                 self.sweep();
@@ -337,10 +342,6 @@ impl Worker {
         for i in 0..self.conns.slots() {
             self.close(i);
         }
-        #[cfg(feature = "http3")]
-        if let Some(q) = self.listen.quic.as_mut() {
-            q.close_all(Instant::now());
-        }
         self.router.reap(self.clock.now, true, &mut self.logger);
         self.logger.flush();
     }
@@ -353,10 +354,17 @@ impl Worker {
         };
         // (Throttled output moves on timers, without a socket event.)
         self.timers.worked(self.clock.now);
-        if readable {
-            conn.transport.tcp_mut().read_more = true;
-        }
-        let keep = catch_unwind(AssertUnwindSafe(|| self.drive(&mut conn)));
+        let keep = catch_unwind(AssertUnwindSafe(|| {
+            // (A QUIC connection's input is in its session already.)
+            #[cfg(feature = "http3")]
+            if conn.speaks_h3() {
+                return self.drive_h3(&mut conn);
+            }
+            if readable {
+                conn.transport.tcp_mut().read_more = true;
+            }
+            self.drive(&mut conn)
+        }));
         match keep {
             Ok(true) => self.conns.put(i, conn),
             Ok(false) => {
@@ -395,6 +403,10 @@ impl Worker {
 
     fn close(&mut self, i: usize) {
         if let Some(mut c) = self.conns.take(i) {
+            #[cfg(feature = "http3")]
+            if c.speaks_h3() {
+                self.h3_close(&mut c);
+            }
             #[cfg(feature = "http2")]
             if let Some(mut s) = c.proto.h2_mut().map(|s| std::mem::take(&mut s.answers)) {
                 // Every answer still on its way is logged with what it
@@ -551,6 +563,26 @@ impl Worker {
             }
             let timer = match &mut c.proto {
                 Proto::H1(h1) => h1.timer(),
+                // (QUIC times its connections out itself; at a stop, one
+                // with nothing under way closes at once.)
+                #[cfg(feature = "http3")]
+                Proto::H3(s) => {
+                    // Winding down, as HTTP/2's: GOAWAY once quiet a
+                    // second (at a reload) or at once (at a stop), then
+                    // closed (H3_NO_ERROR) once its answers are done.
+                    let Some(at_once) = goaway_at_once else {
+                        continue;
+                    };
+                    let quiet = self.clock.now.saturating_duration_since(s.last_opened) >= TICK;
+                    if s.going_away.is_none() && (at_once || quiet) {
+                        if s.go_away() {
+                            self.on_event(i, false);
+                        }
+                    } else if s.going_away.is_some() && s.idle() {
+                        self.close(i);
+                    }
+                    continue;
+                }
                 #[cfg(feature = "upstreams")]
                 Proto::Tunnel(tunnel) => {
                     // Its producer's idle timeout (`read_timeout`), from

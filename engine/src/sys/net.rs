@@ -187,6 +187,53 @@ pub fn is_quiet(sock: &impl AsRawFd) -> bool {
     n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock
 }
 
+/// Sends `buf` to `to` on UDP socket `sock`: one datagram, or with
+/// `segment` datagrams of that many bytes each (the last may be shorter)
+/// in one `sendmsg(2)`, the kernel cutting them (GSO: `UDP_SEGMENT`,
+/// Linux 4.18; an older kernel or a device without it says `EIO` or
+/// `EINVAL`, and the caller sends them one by one).
+#[cfg(feature = "http3")]
+pub fn send_segments(
+    sock: &impl AsRawFd,
+    buf: &[u8],
+    to: &SocketAddr,
+    segment: Option<u16>,
+) -> io::Result<usize> {
+    let (storage, namelen) = sockaddr(to);
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // (Room for one control message of a u16, aligned as cmsghdr is.)
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain old data; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&storage as *const libc::sockaddr_storage)
+        .cast_mut()
+        .cast();
+    msg.msg_namelen = namelen;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if let Some(segment) = segment {
+        msg.msg_control = control.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE only computes a size.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as _;
+        // SAFETY: `msg_control` points at `control`, 32 bytes, more than
+        // CMSG_SPACE(2); CMSG_FIRSTHDR is then not null, and the header
+        // and its 2 data bytes written through it lie inside `control`.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_UDP;
+            (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(2) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
+        }
+    }
+    // SAFETY: `msg` points at `storage`, `iov` (over `buf`) and `control`,
+    // all alive and unmoved during the call.
+    cvt_size(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) })
+}
+
 /// `send(2)` with `MSG_MORE` when more data follows at once (a head before
 /// a `sendfile` body), so the kernel can put both in one segment.
 pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {

@@ -212,6 +212,8 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
             Version::Http10 => b"1.0",
             Version::Http11 => b"1.1",
             Version::Http2 => b"2",
+            #[cfg(feature = "http3")]
+            Version::Http3 => b"3",
         };
         list_field(out, req, "Via", true, &mut |out| {
             out.extend_from_slice(received);

@@ -289,6 +289,8 @@ mod tests {
             stamp: Stamp {
                 server,
                 date: b"<date>",
+                #[cfg(feature = "http3")]
+                alt_svc: b"",
             },
             max_requests: 100,
             draining: false,

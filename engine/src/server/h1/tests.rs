@@ -69,6 +69,8 @@ impl Script {
             stamp: Stamp {
                 server: b"brisk",
                 date: b"<date>",
+                #[cfg(feature = "http3")]
+                alt_svc: b"",
             },
             max_requests: self.max_requests,
             draining: self.draining,

@@ -59,6 +59,12 @@ fn encode_fields(
     if !stamp.date.is_empty() {
         enc.field(b"date", stamp.date, block);
     }
+    // (The same for every answer of a connection: the block cached by
+    // `enc.remember` stays right.)
+    #[cfg(feature = "http3")]
+    if !stamp.alt_svc.is_empty() {
+        enc.field(b"alt-svc", stamp.alt_svc, block);
+    }
     encode_lines(head.headers, block, name, enc);
 }
 
@@ -85,6 +91,14 @@ pub fn encode_trailers(
 /// Each of the field `lines` (`Name: value` CRLF each), its name in
 /// lower case, less those HTTP/2 forbids, encoded.
 fn encode_lines(lines: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+    each_field(lines, name, &mut |n, v| enc.field(n, v, block));
+}
+
+/// Calls `f` with each of the field `lines` (`Name: value` CRLF each),
+/// its name in lower case (in `name`, scratch space) and its value
+/// trimmed, less the connection-specific fields HTTP/2 and HTTP/3 forbid
+/// (RFC 9113 §8.2.2, RFC 9114 §4.2).
+pub fn each_field(lines: &[u8], name: &mut Vec<u8>, f: &mut dyn FnMut(&[u8], &[u8])) {
     let mut rest = lines;
     while !rest.is_empty() {
         let end = find_byte(rest, b'\n').unwrap_or(rest.len());
@@ -102,7 +116,7 @@ fn encode_lines(lines: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut
         ) {
             continue;
         }
-        enc.field(name, trim_ows(&line[colon + 1..]), block);
+        f(name, trim_ows(&line[colon + 1..]));
     }
 }
 
@@ -165,6 +179,8 @@ mod tests {
         let stamp = Stamp {
             server: b"brisk",
             date: b"Mon, 23 Nov 2026 15:40:12 GMT",
+            #[cfg(feature = "http3")]
+            alt_svc: b"",
         };
         let got = fields(&head, &stamp);
         let got: Vec<(&str, &str)> = got.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
@@ -202,6 +218,8 @@ mod tests {
         let stamp = Stamp {
             server: b"brisk",
             date: b"Mon, 23 Nov 2026 15:40:12 GMT",
+            #[cfg(feature = "http3")]
+            alt_svc: b"",
         };
         let head = |headers: &'static [u8], n| Head {
             status: 200,

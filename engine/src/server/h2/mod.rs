@@ -41,11 +41,8 @@ pub struct Session {
     /// for the next ones (a warm connection allocates nothing per answer).
     spare_pieces: Vec<VecDeque<Piece>>,
     spare_text: Vec<Vec<u8>>,
-    /// The connection's own rate per `[[throttle]]` rule that has paced
-    /// one of its streams (`connection_rate`).
-    rates: Vec<(usize, Arc<Rate>)>,
-    /// When throttled answers may go on (a timer is set for then).
-    wake: Option<Instant>,
+    /// Its own `[[throttle]]` rates and their wake-up.
+    pacing: Pacing,
     /// How many programs answer its streams (see [`Session::programs`]).
     programs: u32,
 }
@@ -58,8 +55,7 @@ impl Session {
             answers: Vec::new(),
             spare_pieces: Vec::new(),
             spare_text: Vec::new(),
-            rates: Vec::new(),
-            wake: None,
+            pacing: Pacing::default(),
             programs: 0,
         }
     }
@@ -69,10 +65,7 @@ impl Session {
     /// while each is taken out and put back (which reorders them), and
     /// with nothing allocated.
     pub fn next_answer(&self, after: Option<u32>, wanted: impl Fn(&Answer) -> bool) -> Option<u32> {
-        (self.answers.iter())
-            .filter(|a| after.is_none_or(|after| a.id > after) && wanted(a))
-            .map(|a| a.id)
-            .min()
+        next_answer(&self.answers, after, wanted)
     }
 
     /// How many programs answer its streams now (the worker answers a
@@ -212,36 +205,62 @@ impl Session {
 
     /// The answer on stream `id`, if it has one.
     pub fn answer(&mut self, id: u32) -> Option<&mut Answer> {
-        self.answers.iter_mut().find(|a| a.id == id)
+        answer(&mut self.answers, id)
     }
 
     /// Takes the answer on stream `id` away.
     pub fn take(&mut self, id: u32) -> Option<Answer> {
-        let i = self.answers.iter().position(|a| a.id == id)?;
-        Some(self.answers.swap_remove(i))
+        take(&mut self.answers, id)
     }
 
     /// The stream whose request is held in the exchange `f` picks, if
     /// one is.
     pub fn find_wait(&self, f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
-        let a = self.answers.iter().find(|a| a.wait.is_some_and(&f))?;
-        Some(a.id)
+        find_wait(&self.answers, f)
     }
 
     /// Lets go of the request held on stream `id`, if one is held there
     /// (its answer goes with it: it had none yet): its exchange, which
     /// the caller takes out of the table.
     pub fn take_wait(&mut self, id: u32) -> Option<ExchangeId> {
-        let i = self
-            .answers
-            .iter()
-            .position(|a| a.id == id && a.wait.is_some())?;
-        self.answers.swap_remove(i).wait
+        take_wait(&mut self.answers, id)
     }
 
     /// The rate of `[[throttle]]` rule `rule` for this connection
     /// (`connection_rate`, `bytes_per_sec`): every stream the rule covers
     /// shares it, so more streams never make a faster download.
+    pub fn connection_rate(&mut self, rule: usize, bytes_per_sec: u64, now: Instant) -> Arc<Rate> {
+        self.pacing.connection_rate(rule, bytes_per_sec, now)
+    }
+
+    /// Whether a wake-up at `when` for throttled answers is owed: none
+    /// is set for that time or earlier (one timer is enough).
+    pub fn throttle_wake(&mut self, when: Instant, now: Instant) -> bool {
+        self.pacing.throttle_wake(when, now)
+    }
+
+    /// Bytes of the answer's body buffered, not yet framed.
+    pub fn buffered(&self, id: u32) -> u64 {
+        self.answers
+            .iter()
+            .find(|a| a.id == id)
+            .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
+    }
+}
+
+/// A connection's own `[[throttle]]` rates (HTTP/2's, HTTP/3's): one per
+/// rule that has paced one of its streams (`connection_rate`), and when
+/// its throttled answers may go on (a timer is set for then).
+#[derive(Debug, Default)]
+pub struct Pacing {
+    rates: Vec<(usize, Arc<Rate>)>,
+    wake: Option<Instant>,
+}
+
+impl Pacing {
+    /// The rate of `[[throttle]]` rule `rule` for this connection
+    /// (`bytes_per_sec`): every stream the rule covers shares it, so
+    /// more streams never make a faster download.
     pub fn connection_rate(&mut self, rule: usize, bytes_per_sec: u64, now: Instant) -> Arc<Rate> {
         if let Some((_, r)) = self.rates.iter().find(|(i, _)| *i == rule) {
             return Arc::clone(r);
@@ -260,14 +279,64 @@ impl Session {
         self.wake = Some(when);
         true
     }
+}
 
-    /// Bytes of the answer's body buffered, not yet framed.
-    pub fn buffered(&self, id: u32) -> u64 {
-        self.answers
-            .iter()
-            .find(|a| a.id == id)
-            .map_or(0, |a| a.pieces.iter().map(Piece::len).sum())
+/// What a stream's answer says of itself, HTTP/2's or HTTP/3's: its
+/// stream, and the exchange its request waits in, if it does.
+pub trait OnStream {
+    /// Its stream.
+    fn stream(&self) -> u32;
+    /// The exchange its request waits in, if it does.
+    fn held(&self) -> Option<ExchangeId>;
+}
+
+impl OnStream for Answer {
+    fn stream(&self) -> u32 {
+        self.id
     }
+    fn held(&self) -> Option<ExchangeId> {
+        self.wait
+    }
+}
+
+/// The answer on stream `id` among `answers`.
+pub fn answer<A: OnStream>(answers: &mut [A], id: u32) -> Option<&mut A> {
+    answers.iter_mut().find(|a| a.stream() == id)
+}
+
+/// Takes the answer on stream `id` out of `answers`.
+pub fn take<A: OnStream>(answers: &mut Vec<A>, id: u32) -> Option<A> {
+    let i = answers.iter().position(|a| a.stream() == id)?;
+    Some(answers.swap_remove(i))
+}
+
+/// The stream of `answers` whose request is held in the exchange `f`
+/// picks.
+pub fn find_wait<A: OnStream>(answers: &[A], f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
+    let a = answers.iter().find(|a| a.held().is_some_and(&f))?;
+    Some(a.stream())
+}
+
+/// Takes the answer on stream `id` out of `answers` if its request is
+/// held: its exchange.
+pub fn take_wait<A: OnStream>(answers: &mut Vec<A>, id: u32) -> Option<ExchangeId> {
+    let i = answers
+        .iter()
+        .position(|a| a.stream() == id && a.held().is_some())?;
+    answers.swap_remove(i).held()
+}
+
+/// The lowest stream above `after` (any, if `None`) of `answers` whose
+/// answer is `wanted`.
+pub fn next_answer<A: OnStream>(
+    answers: &[A],
+    after: Option<u32>,
+    wanted: impl Fn(&A) -> bool,
+) -> Option<u32> {
+    (answers.iter())
+        .filter(|a| after.is_none_or(|after| a.stream() > after) && wanted(a))
+        .map(OnStream::stream)
+        .min()
 }
 
 /// A piece of an answer's body.

@@ -36,6 +36,15 @@ pub fn send_reply_head(
     stamp: &Stamp<'_>,
     scratch: &mut Scratch,
 ) -> bool {
+    let (written, ends) = framed_head(head, head_only);
+    session.send_head(id, ends, &written, &head.own.stamp(stamp), scratch);
+    ends
+}
+
+/// The head a producer's `head` is written as by a protocol that frames
+/// bodies itself (HTTP/2, HTTP/3), for a request that is `head_only`
+/// (HEAD) or not, and whether the answer ends with it.
+pub fn framed_head(head: &ReplyHead, head_only: bool) -> (Head<'_>, bool) {
     let status = Status(head.status);
     let framing = match head.content_length {
         _ if status.is_bodiless() => Framing::Bodiless,
@@ -43,7 +52,7 @@ pub fn send_reply_head(
         None => Framing::Close,
     };
     let ends = head_only || status.is_bodiless();
-    // (HTTP/2 has no reason phrase: a process's own is dropped.)
+    // (No reason phrase: a process's own is dropped.)
     let written = Head {
         status: head.status,
         reason: b"",
@@ -51,8 +60,7 @@ pub fn send_reply_head(
         framing,
         connection: Connection::Default,
     };
-    session.send_head(id, ends, &written, &head.own.stamp(stamp), scratch);
-    ends
+    (written, ends)
 }
 
 /// Body bytes queued in `pieces`.
@@ -232,6 +240,8 @@ mod tests {
     const STAMP: Stamp<'static> = Stamp {
         server: b"brisk",
         date: b"<date>",
+        #[cfg(feature = "http3")]
+        alt_svc: b"",
     };
 
     /// Runs `f` on a sink for stream 1, a HEAD request or not; returns

@@ -85,6 +85,22 @@ pub enum Link {
     Tcp(Tcp),
     /// TLS over TCP.
     Tls(Box<Tls>),
+    /// QUIC (feature `http3`): the connection's bytes go through its
+    /// streams, in the protocol's state (`server::h3::Session`); this
+    /// holds only what the router asks of a transport.
+    #[cfg(feature = "http3")]
+    Quic(Box<Quic>),
+}
+
+/// What a QUIC connection's transport tells the router: the address the
+/// client sent to, and the server name it asked for.
+#[cfg(feature = "http3")]
+#[derive(Debug)]
+pub struct Quic {
+    /// The address the client sent to.
+    pub local: SocketAddr,
+    /// The server name (SNI) the client asked for, lower case.
+    pub server_name: Option<Box<str>>,
 }
 
 impl Link {
@@ -93,6 +109,8 @@ impl Link {
         match self {
             Link::Tcp(t) => t,
             Link::Tls(t) => t.tcp(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => unreachable!("a QUIC connection is driven by its worker's QUIC side"),
         }
     }
 
@@ -101,6 +119,8 @@ impl Link {
         match self {
             Link::Tcp(t) => t,
             Link::Tls(t) => t.tcp_mut(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => unreachable!("a QUIC connection is driven by its worker's QUIC side"),
         }
     }
 
@@ -109,6 +129,8 @@ impl Link {
         match self {
             Link::Tcp(_) => None,
             Link::Tls(t) => t.deadline(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => None,
         }
     }
 
@@ -117,6 +139,12 @@ impl Link {
         match self {
             Link::Tcp(_) => None,
             Link::Tls(t) => t.session(),
+            // (quinn-proto does not say which suite; QUIC is TLS 1.3.)
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => Some(TlsSession {
+                protocol: "TLSv1.3",
+                cipher: "",
+            }),
         }
     }
 
@@ -125,6 +153,8 @@ impl Link {
         match self {
             Link::Tcp(_) => None,
             Link::Tls(t) => t.server_name(),
+            #[cfg(feature = "http3")]
+            Link::Quic(q) => q.server_name.as_deref(),
         }
     }
 
@@ -134,12 +164,19 @@ impl Link {
         match self {
             Link::Tcp(_) => {}
             Link::Tls(t) => t.rest(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => {}
         }
     }
 
     /// Whether the connection speaks TLS.
     pub fn is_tls(&self) -> bool {
-        matches!(self, Link::Tls(_))
+        match self {
+            Link::Tcp(_) => false,
+            Link::Tls(_) => true,
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => true,
+        }
     }
 
     /// Whether the client chose HTTP/2 by ALPN (TLS only).
@@ -147,6 +184,8 @@ impl Link {
         match self {
             Link::Tcp(_) => false,
             Link::Tls(t) => t.alpn_h2(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => false,
         }
     }
 }
@@ -156,6 +195,8 @@ impl Transport for Link {
         match self {
             Link::Tcp(t) => t.read(buf),
             Link::Tls(t) => t.read(buf),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 
@@ -163,6 +204,12 @@ impl Transport for Link {
         match self {
             Link::Tcp(t) => t.flush(out, limit, fin_follows),
             Link::Tls(t) => t.flush(out, limit, fin_follows),
+            // (Nothing goes through the queue: see `server::h3`.)
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => {
+                let _ = (out, limit, fin_follows);
+                Ok(Flushed::All)
+            }
         }
     }
 
@@ -170,6 +217,8 @@ impl Transport for Link {
         match self {
             Link::Tcp(t) => t.has_backlog(),
             Link::Tls(t) => t.has_backlog(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => false,
         }
     }
 
@@ -177,6 +226,8 @@ impl Transport for Link {
         match self {
             Link::Tcp(t) => t.shutdown_write(),
             Link::Tls(t) => t.shutdown_write(),
+            #[cfg(feature = "http3")]
+            Link::Quic(_) => {}
         }
     }
 
@@ -184,6 +235,8 @@ impl Transport for Link {
         match self {
             Link::Tcp(t) => t.local_addr(),
             Link::Tls(t) => t.local_addr(),
+            #[cfg(feature = "http3")]
+            Link::Quic(q) => Some(q.local),
         }
     }
 }

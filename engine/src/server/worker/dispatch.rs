@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::clock::Clock;
+use super::listen::Listen;
 use super::proxied::client_of;
 use super::settings::Settings;
 use super::{access_log, Request, Worker, SCRATCH_KEEP};
@@ -25,6 +26,7 @@ use crate::server::h1::{Answering, BodyOver, Event, Reading};
 #[cfg(feature = "http2")]
 use crate::server::h2::upgrade;
 use crate::server::router::{Client, Router, Routing};
+use crate::server::transport::Link;
 
 /// What HTTP/1.1 made of the input ([`Worker::process`]).
 pub(super) enum Processed {
@@ -220,7 +222,12 @@ impl Worker {
         let mut plan = Plan::error(status, &mut r.scratch);
         self.router
             .finish_unread(0, &mut plan, &mut r.scratch, &mut self.logger);
-        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let cx = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        );
         let body = match c.proto.h1_mut() {
             Some(h1) => h1.reject(&mut c.life, plan, &r.scratch, &mut c.out, &cx),
             None => 0,
@@ -297,7 +304,12 @@ impl Worker {
                 peer,
                 now: self.clock.now,
                 local: c,
-                bound: self.listen.bound_of(c.transport.tcp()),
+                bound: match &c.transport {
+                    // (Its socket's address: bound to one, see `quic.rs`.)
+                    #[cfg(feature = "http3")]
+                    crate::server::transport::Link::Quic(q) => Some(q.local),
+                    t => self.listen.bound_of(t.tcp()),
+                },
                 tls: c.transport.session(),
             },
             scratch: &mut r.scratch,
@@ -344,7 +356,12 @@ impl Worker {
             .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         self.lend_out(c);
         let status = plan.status;
-        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let cx = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        );
         // (HTTP/2's answers go through `h2_answer`.)
         let Some(h1) = c.proto.h1_mut() else {
             return;
@@ -451,16 +468,23 @@ impl Worker {
 }
 
 /// How answers are written: the stamp, the keep-alive limit, whether the
-/// worker winds down, and the clock.
+/// worker winds down, and the clock; `to`, the connection's transport
+/// and its worker's listeners (for the `Alt-Svc` of HTTPS with HTTP/3 on).
+#[inline]
 pub(super) fn answering<'a>(
     settings: &'a Settings,
     clock: &'a Clock,
     draining: Drain,
+    to: (&'a Listen, &Link),
 ) -> Answering<'a> {
+    #[cfg(not(feature = "http3"))]
+    let _ = to;
     Answering {
         stamp: Stamp {
             server: settings.cfg.server_header.as_bytes(),
             date: clock.date.get(),
+            #[cfg(feature = "http3")]
+            alt_svc: to.0.alt_svc(to.1),
         },
         max_requests: settings.cfg.limits.keepalive_requests,
         draining: draining != Drain::Serve,

@@ -181,7 +181,9 @@ impl Worker {
     /// False when there is nothing to say yet (a TLS handshake or a PROXY
     /// header not done): close at once.
     pub(super) fn close_gracefully(c: &mut Conn) -> bool {
-        if c.transport.deadline().is_some() || c.awaiting_proxy() {
+        // (A QUIC connection closes at once: CONNECTION_CLOSE, which
+        // its client needs no lingering for; see `Worker::h3_close`.)
+        if c.transport.deadline().is_some() || c.awaiting_proxy() || c.speaks_h3() {
             return false;
         }
         #[cfg(feature = "http2")]

@@ -14,6 +14,8 @@ use mio::{Interest, Registry, Token};
 use super::LISTENER_BASE;
 use crate::log::budget::LineBudget;
 use crate::server::listen::Speaks;
+#[cfg(feature = "http3")]
+use crate::server::transport::Link;
 use crate::server::transport::{Acceptor, Setup, Tcp};
 
 /// Most TLS failures (garbage, plain HTTP, a handshake rustls refused)
@@ -87,6 +89,17 @@ impl Listen {
             #[cfg(feature = "http3")]
             quic: None,
         })
+    }
+
+    /// The `Alt-Svc` value of answers on `link`: HTTP/3's port where the
+    /// connection came by a TLS listener whose address also speaks QUIC
+    /// (RFC 7838 §3, RFC 9114 §3.1.1), else empty.
+    #[cfg(feature = "http3")]
+    pub(super) fn alt_svc(&self, link: &Link) -> &[u8] {
+        let (Link::Tls(t), Some(q)) = (link, &self.quic) else {
+            return b"";
+        };
+        t.tcp().listener().map_or(b"", |i| q.alt_svc(i))
     }
 
     /// Closes the listeners (the sockets close once every copy is gone).

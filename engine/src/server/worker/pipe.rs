@@ -55,6 +55,10 @@ fn room_for_program(c: &Conn) -> bool {
     if let Some(s) = c.h2() {
         return room_in(s);
     }
+    #[cfg(feature = "http3")]
+    if let Some(s) = c.h3() {
+        return (s.programs as usize) < H2_PIPES;
+    }
     let _ = c;
     false
 }
@@ -313,7 +317,12 @@ impl Worker {
         let plan = Plan::error(failure, &mut r.scratch);
         match stream {
             None => {
-                let cx = answering(&self.settings, &self.clock, self.drain.mode);
+                let cx = answering(
+                    &self.settings,
+                    &self.clock,
+                    self.drain.mode,
+                    (&self.listen, &c.transport),
+                );
                 h1::Conn::fail(&mut c.life, plan, &r.scratch, false, &mut c.out, &cx);
             }
             #[cfg(feature = "http2")]

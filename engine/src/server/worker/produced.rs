@@ -26,16 +26,16 @@ use crate::server::run::{Outcome, PumpCx, Run, Sink};
 use crate::server::waits::Held;
 
 /// What a drive of a produced answer may use besides its run and sink.
-struct Tools<'a> {
-    cfg: &'a Config,
-    router: &'a Router,
-    buf: &'a mut Vec<u8>,
-    log: &'a mut Logger,
+pub(super) struct Tools<'a> {
+    pub(super) cfg: &'a Config,
+    pub(super) router: &'a Router,
+    pub(super) buf: &'a mut Vec<u8>,
+    pub(super) log: &'a mut Logger,
 }
 
 /// Pumps `run` into `sink`: the one place where any protocol's produced
 /// answer moves.
-fn pump(run: &mut Run, sink: &mut dyn Sink, t: Tools<'_>) -> Outcome {
+pub(super) fn pump(run: &mut Run, sink: &mut dyn Sink, t: Tools<'_>) -> Outcome {
     let compress = &t.cfg.site(run.request.req.site()).compress;
     let router = t.router;
     let rules = |req: &OwnedRequest, lines: &mut Vec<u8>| router.finish_reply(req, lines);
@@ -141,8 +141,7 @@ impl Worker {
     /// each.
     pub(super) fn take_streams(&mut self) {
         while let Some(idx) = self.wakeups.next_stream() {
-            let streaming =
-                matches!(self.conns.get(idx), Some(c) if c.producing() || c.speaks_h2());
+            let streaming = matches!(self.conns.get(idx), Some(c) if c.producing() || c.speaks_h2() || c.speaks_h3());
             if streaming {
                 self.on_event(idx, false);
             }
@@ -197,6 +196,23 @@ impl Worker {
             };
             let since = match stream {
                 None => Some(c.life.since()),
+                #[cfg(feature = "http3")]
+                Some(sid) if c.speaks_h3() => {
+                    let s = c.h3_mut().expect("speaks HTTP/3");
+                    let a = s
+                        .answers
+                        .iter_mut()
+                        .find(|a| a.id == sid && a.run == Some(id));
+                    match a {
+                        Some(a) if !a.pieces.is_empty() && !run.is_process() => {
+                            // Waiting for the client, not the producer.
+                            a.progress = now;
+                            None
+                        }
+                        Some(a) => Some(a.progress),
+                        None => None,
+                    }
+                }
                 #[cfg(feature = "http2")]
                 Some(sid) => {
                     let a = c.proto.h2_mut().and_then(|s| {
@@ -268,7 +284,12 @@ impl Worker {
         let Some(run) = self.exchanges.run_mut(p.ex) else {
             return false;
         };
-        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let cx = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        );
         let mut sink = H1Sink {
             out: &mut c.out,
             framing: &mut p.framing,
@@ -379,7 +400,12 @@ impl Worker {
         let mut plan = Plan::error(status, &mut r.scratch);
         self.router
             .finish_unread(site, &mut plan, &mut r.scratch, &mut self.logger);
-        let cx = answering(&self.settings, &self.clock, self.drain.mode);
+        let cx = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        );
         let body = h1::Conn::fail(&mut c.life, plan, &r.scratch, head_only, &mut c.out, &cx);
         self.pools.take_back_request(r);
         c.queued_end().saturating_sub(body)
@@ -441,6 +467,10 @@ mod h2 {
             program: bool,
             path: &[u8],
         ) {
+            #[cfg(feature = "http3")]
+            if c.speaks_h3() {
+                return self.h3_start_run(c, id, run, program, path);
+            }
             let mut a = Answer::waiting(id, run.request.started);
             let site = run.request.req.site();
             a.open = true;
@@ -526,7 +556,13 @@ mod h2 {
                 return Some(a);
             };
             let started = run.started();
-            let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+            let stamp = answering(
+                &self.settings,
+                &self.clock,
+                self.drain.mode,
+                (&self.listen, &c.transport),
+            )
+            .stamp;
             let mut sink = H2Sink {
                 session: s,
                 answer: &mut a,
@@ -651,6 +687,10 @@ mod h2 {
         /// The produced answer on stream `id` of `c` gave nothing for its
         /// idle timeout: answered 504 (or reset).
         pub(in crate::server::worker) fn h2_run_timeout(&mut self, c: &mut Conn, id: u32) {
+            #[cfg(feature = "http3")]
+            if c.speaks_h3() {
+                return self.h3_drive_stream(c, id, |run, sink, t| run.time_out(sink, t.log));
+            }
             self.h2_drive_stream(c, id, |run, sink, t| run.time_out(sink, t.log));
         }
 
@@ -660,6 +700,12 @@ mod h2 {
         /// upstream's connection closes, the request cut short) and the
         /// rest of the body dropped; the connection's other streams go on.
         pub(in crate::server::worker) fn h2_run_body_timeout(&mut self, c: &mut Conn, id: u32) {
+            #[cfg(feature = "http3")]
+            if c.speaks_h3() {
+                let status = crate::http::Status::REQUEST_TIMEOUT;
+                self.h3_drive_stream(c, id, |run, sink, t| run.refuse_body(sink, status, t.log));
+                return self.h3_refuse_rest(c, id);
+            }
             let Some(s) = c.proto.h2_mut() else { return };
             let ex = s.answers.iter().find(|a| a.id == id).and_then(|a| a.run);
             let Some(framing) = ex.and_then(|ex| self.exchanges.run(ex)) else {

@@ -6,16 +6,12 @@
 //! and each connection's next deadline kept here for the loop's timeout.
 //! No thread, no runtime: the worker's loop drives it all.
 //!
-//! Each connection speaks HTTP/3 through `crate::h3::conn` (sans-IO):
-//! the server's control stream with its SETTINGS, the client's control
-//! and QPACK streams read and held to their rules (a breach closes the
-//! connection with the RFC's code), each request stream's frames decoded
-//! and checked (a malformed request resets its stream, H3_MESSAGE_ERROR).
-//! Answers are not produced yet (the router and the producers are
-//! reached through a `Conn`, which a QUIC connection is not; see
-//! dev/plan-30-h3.md): a well-formed request is refused as not processed,
-//! `H3_REQUEST_REJECTED` (RFC 9114 §4.1.1), which a client may retry
-//! elsewhere.
+//! Each QUIC connection is a connection of the worker's slab (its
+//! protocol `Proto::H3`, see `server::h3`), so its requests go through
+//! the same router, waits and producers as HTTP/1.1's and HTTP/2's;
+//! this keeps which slot each connection handle names. The connection's
+//! own driving (its streams, their answers, its datagrams) is
+//! `worker/h3.rs`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -26,32 +22,32 @@ use std::time::Instant;
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
 use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ReadError, ServerConfig,
-    StreamEvent, StreamId, Transmit, VarInt,
+    ConnectionEvent, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, EndpointEvent,
+    Incoming, ServerConfig, Transmit,
 };
 
 use super::QUIC_BASE;
-use crate::h3::conn::{Conn as H3, Failure, Limits, RequestEvent};
-use crate::h3::{Code, Error};
+use crate::h3::conn::Limits;
 
 /// The largest UDP payload read: QUIC's datagrams fit in 1,500-byte
 /// packets here (no GRO yet), a jumbo frame's in this.
 const DATAGRAM: usize = 65_535;
+
+/// Datagrams quinn-proto is asked for at once, sent in one system call
+/// with GSO (`UDP_SEGMENT`) where the kernel has it.
+const BATCH: usize = 16;
 
 /// Datagrams read from one socket per readiness event before the other
 /// sockets and connections get their turn (the socket stays readable:
 /// epoll is edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
 
-/// One QUIC connection of a worker.
-struct Live {
-    conn: quinn_proto::Connection,
-    /// What its streams say in HTTP/3.
-    h3: H3,
-    /// The socket its datagrams came in by (and go out by).
-    socket: usize,
-    /// Its deadline as filed in [`Quic::deadlines`].
-    deadline: Option<Instant>,
+/// What a datagram brought.
+pub(super) enum Arrival {
+    /// A new client's first packet, on socket `.1`: accept or refuse it.
+    Incoming(Incoming, usize),
+    /// Input for connection slot `.0`.
+    Event(usize, ConnectionEvent),
 }
 
 /// A worker's QUIC endpoint and its sockets.
@@ -61,15 +57,22 @@ pub(super) struct Quic {
     sockets: Vec<UdpSocket>,
     /// Sockets that still had datagrams when their turn ended.
     more: Vec<usize>,
-    conns: HashMap<ConnectionHandle, Live>,
-    /// Every connection's next deadline, earliest first.
+    /// The slot of each connection.
+    slots: HashMap<ConnectionHandle, usize>,
+    /// Every connection's next deadline, earliest first (with its slot).
     deadlines: BTreeSet<(Instant, usize)>,
     /// What a datagram is read into.
     recv: Vec<u8>,
     /// What a datagram is written into.
     send: Vec<u8>,
     /// Each connection's HTTP/3 limits.
-    limits: Limits,
+    pub(super) limits: Limits,
+    /// The `Alt-Svc` value of each TCP listener's answers (empty for one
+    /// that speaks no TLS).
+    alt_svc: Vec<Box<[u8]>>,
+    /// Whether the kernel cuts a batch of datagrams itself (GSO); off
+    /// once it has said it cannot.
+    gso: bool,
 }
 
 impl Quic {
@@ -96,12 +99,33 @@ impl Quic {
             endpoint,
             sockets: registered,
             more: Vec::new(),
-            conns: HashMap::new(),
+            slots: HashMap::new(),
             deadlines: BTreeSet::new(),
             recv: vec![0; DATAGRAM],
             send: Vec::new(),
             limits,
+            alt_svc: Vec::new(),
+            gso: true,
         })
+    }
+
+    /// Advertises HTTP/3 on the answers of TCP listeners `ports` (each
+    /// listener's port, `None`: no TLS): `h3=":PORT"; ma=86400`, the
+    /// port of the UDP socket bound next to it (RFC 7838 §3: the same
+    /// host; a day, as nginx and Caddy say).
+    pub(super) fn advertise(&mut self, ports: impl Iterator<Item = Option<u16>>) {
+        self.alt_svc = ports
+            .map(|p| {
+                p.map_or_else(Box::default, |p| {
+                    format!("h3=\":{p}\"; ma=86400").into_bytes().into()
+                })
+            })
+            .collect();
+    }
+
+    /// The `Alt-Svc` value of TCP listener `i`'s answers.
+    pub(super) fn alt_svc(&self, i: usize) -> &[u8] {
+        self.alt_svc.get(i).map_or(b"", |v| v)
     }
 
     /// Whether `token` is one of its sockets'.
@@ -118,10 +142,14 @@ impl Quic {
         self.deadlines.first().map(|d| d.0)
     }
 
-    /// Socket `token`'s datagrams, up to a turn's worth.
-    pub(super) fn readable(&mut self, token: usize, now: Instant) {
+    /// The address socket `i` is bound to.
+    pub(super) fn local(&self, i: usize) -> Option<SocketAddr> {
+        self.sockets.get(i)?.local_addr().ok()
+    }
+
+    /// Socket `token`'s datagrams, up to a turn's worth, into `arrived`.
+    pub(super) fn readable(&mut self, token: usize, now: Instant, arrived: &mut Vec<Arrival>) {
         let i = token - QUIC_BASE;
-        let mut touched = Vec::new();
         let mut read = 0;
         loop {
             if read == READS_PER_TURN {
@@ -139,10 +167,14 @@ impl Quic {
             };
             read += 1;
             let data = bytes::BytesMut::from(&self.recv[..n]);
-            self.datagram(i, from, data, now, &mut touched);
+            self.datagram(i, from, data, now, arrived);
         }
-        for ch in touched {
-            self.drive(ch, now);
+    }
+
+    /// The sockets whose turn ended with datagrams left: a turn more each.
+    pub(super) fn more(&mut self, now: Instant, arrived: &mut Vec<Arrival>) {
+        for i in std::mem::take(&mut self.more) {
+            self.readable(QUIC_BASE + i, now, arrived);
         }
     }
 
@@ -153,7 +185,7 @@ impl Quic {
         from: SocketAddr,
         data: bytes::BytesMut,
         now: Instant,
-        touched: &mut Vec<ConnectionHandle>,
+        arrived: &mut Vec<Arrival>,
     ) {
         self.send.clear();
         match self
@@ -162,7 +194,7 @@ impl Quic {
         {
             Some(DatagramEvent::NewConnection(incoming))
                 if !incoming.remote_address_validated()
-                    && self.conns.len() >= self.limits.retry_above =>
+                    && self.slots.len() >= self.limits.retry_above =>
             {
                 // Under load, a new client proves first that it receives
                 // at the address it sends from (RFC 9000 §8.1.2): a
@@ -174,33 +206,11 @@ impl Quic {
                 }
             }
             Some(DatagramEvent::NewConnection(incoming)) => {
-                self.send.clear();
-                match self.endpoint.accept(incoming, now, &mut self.send, None) {
-                    Ok((ch, conn)) => {
-                        self.conns.insert(
-                            ch,
-                            Live {
-                                conn,
-                                h3: H3::new(self.limits),
-                                socket: i,
-                                deadline: None,
-                            },
-                        );
-                        touched.push(ch);
-                    }
-                    Err(e) => {
-                        if let Some(t) = e.response {
-                            send(&self.sockets[i], &self.send, &t);
-                        }
-                    }
-                }
+                arrived.push(Arrival::Incoming(incoming, i));
             }
             Some(DatagramEvent::ConnectionEvent(ch, event)) => {
-                if let Some(live) = self.conns.get_mut(&ch) {
-                    live.conn.handle_event(event);
-                    if !touched.contains(&ch) {
-                        touched.push(ch);
-                    }
+                if let Some(&slot) = self.slots.get(&ch) {
+                    arrived.push(Arrival::Event(slot, event));
                 }
             }
             Some(DatagramEvent::Response(t)) => send(&self.sockets[i], &self.send, &t),
@@ -208,193 +218,119 @@ impl Quic {
         }
     }
 
-    /// Connections whose deadline has come, and sockets with datagrams
-    /// left from their last turn.
-    pub(super) fn fire(&mut self, now: Instant) {
-        for i in std::mem::take(&mut self.more) {
-            self.readable(QUIC_BASE + i, now);
+    /// Accepts `incoming` into slot `slot`: the connection, or `None`
+    /// (its refusal, if any, sent).
+    pub(super) fn accept(
+        &mut self,
+        incoming: Incoming,
+        socket: usize,
+        slot: usize,
+        now: Instant,
+    ) -> Option<(ConnectionHandle, quinn_proto::Connection)> {
+        self.send.clear();
+        match self.endpoint.accept(incoming, now, &mut self.send, None) {
+            Ok((ch, conn)) => {
+                self.slots.insert(ch, slot);
+                Some((ch, conn))
+            }
+            Err(e) => {
+                if let Some(t) = e.response {
+                    send(&self.sockets[socket], &self.send, &t);
+                }
+                None
+            }
         }
-        while let Some(&(at, ch)) = self.deadlines.first() {
+    }
+
+    /// Refuses `incoming` (the client's address is over its connection
+    /// limit): CONNECTION_REFUSED, and no state kept.
+    pub(super) fn refuse(&mut self, incoming: Incoming, socket: usize) {
+        self.send.clear();
+        let t = self.endpoint.refuse(incoming, &mut self.send);
+        send(&self.sockets[socket], &self.send, &t);
+    }
+
+    /// The slots of the connections whose deadline has come (each taken
+    /// off the timers: it files its next one when driven).
+    pub(super) fn due(&mut self, now: Instant, slots: &mut Vec<usize>) {
+        while let Some(&(at, slot)) = self.deadlines.first() {
             if at > now {
                 break;
             }
             self.deadlines.pop_first();
-            let ch = ConnectionHandle(ch);
-            if let Some(live) = self.conns.get_mut(&ch) {
-                live.deadline = None;
-                live.conn.handle_timeout(now);
-                self.drive(ch, now);
-            }
+            slots.push(slot);
         }
     }
 
-    /// Closes every connection (the worker stops, or its generation was
-    /// replaced by a reload): CONNECTION_CLOSE with H3_NO_ERROR, so each
-    /// client knows at once and connects again, rather than after its
-    /// idle timeout (or, its datagrams reaching another worker, never).
-    pub(super) fn close_all(&mut self, now: Instant) {
-        let all: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
-        for ch in all {
-            if let Some(live) = self.conns.get_mut(&ch) {
-                close(
-                    live,
-                    Error::new(Code::NO_ERROR, "the server is stopping"),
-                    now,
-                );
-            }
-            self.drive(ch, now);
-        }
+    /// Hands the endpoint an event of connection `ch`; what it says back.
+    pub(super) fn endpoint_event(
+        &mut self,
+        ch: ConnectionHandle,
+        event: EndpointEvent,
+    ) -> Option<ConnectionEvent> {
+        self.endpoint.handle_event(ch, event)
     }
 
-    /// Everything connection `ch` has to do after an input: its events
-    /// for the endpoint and for the application, its datagrams, its next
-    /// deadline; forgotten once drained.
-    fn drive(&mut self, ch: ConnectionHandle, now: Instant) {
-        let Some(live) = self.conns.get_mut(&ch) else {
-            return;
-        };
-        while let Some(event) = live.conn.poll() {
-            serve(live, event, now);
-        }
-        while let Some(event) = live.conn.poll_endpoint_events() {
-            if let Some(back) = self.endpoint.handle_event(ch, event) {
-                live.conn.handle_event(back);
-            }
-        }
-        let socket = &self.sockets[live.socket];
+    /// Sends connection `conn`'s datagrams by socket `socket`: up to
+    /// [`BATCH`] at once, in one system call where GSO works.
+    pub(super) fn transmit(
+        &mut self,
+        conn: &mut quinn_proto::Connection,
+        socket: usize,
+        now: Instant,
+    ) {
+        let socket = &self.sockets[socket];
+        let batch = if self.gso { BATCH } else { 1 };
         loop {
             self.send.clear();
-            match live.conn.poll_transmit(now, 1, &mut self.send) {
-                Some(t) => send(socket, &self.send, &t),
-                None => break,
-            }
-        }
-        let next = live.conn.poll_timeout();
-        if next != live.deadline {
-            if let Some(old) = live.deadline {
-                self.deadlines.remove(&(old, ch.0));
-            }
-            if let Some(at) = next {
-                self.deadlines.insert((at, ch.0));
-            }
-            live.deadline = next;
-        }
-        if live.conn.is_drained() {
-            if let Some(old) = live.deadline {
-                self.deadlines.remove(&(old, ch.0));
-            }
-            self.conns.remove(&ch);
-        }
-    }
-}
-
-/// What a connection tells its application: the server's control stream
-/// opened once the handshake is done, the client's streams read as they
-/// open and as their bytes come.
-fn serve(live: &mut Live, event: Event, now: Instant) {
-    match event {
-        Event::Connected => {
-            // (Its few bytes fit the client's initial credit: a stream
-            // that took less is closed with the connection, see below.)
-            let mut bytes = Vec::with_capacity(16);
-            live.h3.control_stream(&mut bytes);
-            let written = live
-                .conn
-                .streams()
-                .open(Dir::Uni)
-                .map(|id| live.conn.send_stream(id).write(&bytes));
-            if !matches!(written, Some(Ok(n)) if n == bytes.len()) {
-                let e = Error::new(Code::INTERNAL_ERROR, "no room for the control stream");
-                close(live, e, now);
-            }
-        }
-        Event::Stream(StreamEvent::Opened { dir }) => {
-            while let Some(id) = live.conn.streams().accept(dir) {
-                read(live, id, now);
-            }
-        }
-        Event::Stream(StreamEvent::Readable { id }) => read(live, id, now),
-        _ => {}
-    }
-}
-
-/// What to do with a stream once its bytes are read.
-enum Then {
-    Nothing,
-    /// Stop reading it and reset it with this code.
-    Reset(Code),
-    /// Stop reading it (a unidirectional stream of an unknown type).
-    Stop,
-    /// Close the connection.
-    Close(Error),
-}
-
-/// Reads what client stream `id` has and hands it to the HTTP/3 state.
-fn read(live: &mut Live, id: StreamId, now: Instant) {
-    let key = u64::from(id);
-    let uni = id.dir() == Dir::Uni;
-    let mut then = Then::Nothing;
-    let h3 = &mut live.h3;
-    let mut stream = live.conn.recv_stream(id);
-    let Ok(mut chunks) = stream.read(true) else {
-        return;
-    };
-    loop {
-        let (bytes, fin) = match chunks.next(usize::MAX) {
-            Ok(Some(chunk)) => (chunk.bytes, false),
-            Ok(None) => (bytes::Bytes::new(), true),
-            Err(ReadError::Blocked) => break,
-            Err(ReadError::Reset(_)) => {
-                h3.forget(key);
+            let Some(t) = conn.poll_transmit(now, batch, &mut self.send) else {
                 break;
+            };
+            let buf = &self.send[..t.size];
+            let Some(segment) = t.segment_size.filter(|&s| s < t.size) else {
+                send(socket, &self.send, &t);
+                continue;
+            };
+            let gso = u16::try_from(segment)
+                .ok()
+                .map(|s| crate::sys::net::send_segments(socket, buf, &t.destination, Some(s)));
+            if let Some(Err(e)) = &gso {
+                let no_gso = Some(libc::EIO) == e.raw_os_error()
+                    || Some(libc::EINVAL) == e.raw_os_error()
+                    || Some(libc::ENOPROTOOPT) == e.raw_os_error();
+                // (Not here: one datagram a call from now on.)
+                self.gso &= !no_gso;
             }
-        };
-        then = if uni {
-            match h3.uni(key, &bytes, fin) {
-                Ok(true) => Then::Nothing,
-                Ok(false) => Then::Stop,
-                Err(e) => Then::Close(e),
+            if !matches!(gso, Some(Ok(_))) {
+                for one in buf.chunks(segment) {
+                    let _ = socket.send_to(one, t.destination);
+                }
             }
-        } else {
-            let mut head = false;
-            let r = h3.request_data(key, &bytes, fin, &mut |ev| {
-                head |= matches!(ev, RequestEvent::Head { .. });
-            });
-            match r {
-                Err(Failure::Stream(e)) => Then::Reset(e.code),
-                Err(Failure::Connection(e)) => Then::Close(e),
-                // Not answered yet (see the module's note): refused
-                // whole, before any of its body is wanted.
-                Ok(()) if head => Then::Reset(Code::REQUEST_REJECTED),
-                Ok(()) => Then::Nothing,
-            }
-        };
-        if fin || !matches!(then, Then::Nothing) {
-            break;
         }
     }
-    let _ = chunks.finalize();
-    match then {
-        Then::Nothing => {}
-        Then::Stop => {
-            let code = VarInt::from_u32(Code::STREAM_CREATION_ERROR.0);
-            let _ = live.conn.recv_stream(id).stop(code);
-            live.h3.forget(key);
-        }
-        Then::Reset(code) => {
-            let code = VarInt::from_u32(code.0);
-            let _ = live.conn.recv_stream(id).stop(code);
-            let _ = live.conn.send_stream(id).reset(code);
-            live.h3.forget(key);
-        }
-        Then::Close(e) => close(live, e, now),
-    }
-}
 
-/// Closes `live` with `e`'s code and reason (CONNECTION_CLOSE).
-fn close(live: &mut Live, e: Error, now: Instant) {
-    let reason = bytes::Bytes::from_static(e.reason.as_bytes());
-    live.conn.close(now, VarInt::from_u32(e.code.0), reason);
+    /// Files slot `slot`'s next deadline `next` in place of `old`.
+    pub(super) fn reschedule(&mut self, slot: usize, old: Option<Instant>, next: Option<Instant>) {
+        if old == next {
+            return;
+        }
+        if let Some(old) = old {
+            self.deadlines.remove(&(old, slot));
+        }
+        if let Some(at) = next {
+            self.deadlines.insert((at, slot));
+        }
+    }
+
+    /// Connection `ch` (in slot `slot`, its deadline `deadline`) is gone.
+    pub(super) fn forget(&mut self, ch: ConnectionHandle, slot: usize, deadline: Option<Instant>) {
+        if let Some(at) = deadline {
+            self.deadlines.remove(&(at, slot));
+        }
+        if self.slots.get(&ch) == Some(&slot) {
+            self.slots.remove(&ch);
+        }
+    }
 }
 
 /// Sends `t`'s datagram from `buf` on `socket`. A full socket buffer

@@ -46,7 +46,9 @@ impl Worker {
         #[cfg(feature = "http2")]
         {
             let bodiless = matches!(r.req.body(), BodyFraming::None | BodyFraming::Length(0));
-            let full = !c.h2().is_some_and(super::pipe::room_in);
+            // (HTTP/3's streams do not share a window: a request over the
+            // limit is answered 503, see `Worker::room_for`.)
+            let full = c.h2().is_some_and(|s| !super::pipe::room_in(s));
             if let Some(id) = stream.filter(|_| bodiless && full) {
                 self.wait_turn(c, r, id, redirects);
                 return true;

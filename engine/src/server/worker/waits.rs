@@ -207,6 +207,13 @@ impl Worker {
             s.answers.push(a);
             return None;
         }
+        #[cfg(feature = "http3")]
+        if let (Some(id), Some(s)) = (stream, c.h3_mut()) {
+            let mut a = crate::server::h3::Answer::waiting(id, r.start);
+            a.wait = Some(ex);
+            s.answers.push(a);
+            return None;
+        }
         let _ = stream;
         let now = self.clock.now;
         let held = match self.exchanges.wait(ex) {

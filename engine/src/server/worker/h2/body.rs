@@ -23,11 +23,14 @@ impl Worker {
         trailers: Option<&[u8]>,
     ) {
         let end = (end_stream, trailers);
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() && Self::h3_run_data(c, &mut self.exchanges, id, data, end) {
+            return;
+        }
         if Self::h2_run_data(c, &mut self.exchanges, id, data, end) {
             return;
         }
         let ex = c.wait_id(Some(id));
-        let Some(s) = c.proto.h2_mut() else { return };
         let checking = matches!(
             ex.and_then(|ex| self.exchanges.wait(ex)),
             Some(Wait::Check(_))
@@ -35,8 +38,13 @@ impl Worker {
         // While its password is checked the body waits, its credit held
         // back, so that the stream's window bounds it. Any other body's
         // credit goes back now (one nobody waits for is dropped).
-        if !checking {
-            s.conn.release(id, data.len());
+        // (HTTP/3's credit goes back as its bytes are read.)
+        let h3 = c.speaks_h3();
+        match c.proto.h2_mut() {
+            Some(s) if !checking => s.conn.release(id, data.len()),
+            Some(_) => {}
+            None if h3 => {}
+            None => return,
         }
         let Some(w) = ex.and_then(|ex| self.exchanges.wait_mut(ex)) else {
             return;
@@ -72,6 +80,10 @@ impl Worker {
         id: u32,
         framing: BodyFraming,
     ) {
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() {
+            return self.h3_refuse_rest(c, id);
+        }
         let declared = match framing {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,

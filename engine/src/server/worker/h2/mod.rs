@@ -296,23 +296,37 @@ impl Worker {
             &self.settings.limits,
             &mut self.pools.h2_scratch.head,
         );
+        let Some(plan) = self.stream_plan(c, r, id, built) else {
+            return;
+        };
+        self.h2_answer(c, r, id, plan, 0);
+        self.h2_body_unless_read(c, id, end_stream, r.req.body());
+    }
+
+    /// How request `r` of stream `id` (HTTP/2's or HTTP/3's) is
+    /// answered, once `built` from its fields: an error, or what the
+    /// router says; `None` if it is held (see [`Worker::route`]).
+    pub(super) fn stream_plan(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        id: u32,
+        built: Result<(), crate::http::parse::ParseError>,
+    ) -> Option<Plan> {
+        // (The largest bound any request may have: the route bounds its
+        // own, `Worker::route`.)
         let max = self.settings.body_limits.max_body;
         if built.is_ok() {
             self.see_through_proxies(c, &mut r.req);
         }
-        let plan = match built {
-            Err(e) => Plan::error(e.status, &mut r.scratch),
+        match built {
+            Err(e) => Some(Plan::error(e.status, &mut r.scratch)),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
             Ok(()) if matches!(r.req.body(), BodyFraming::Length(n) if n > max) => {
-                Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch)
+                Some(Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch))
             }
-            Ok(()) => match self.route(c, r, Some(id), 0, &mut None) {
-                Some(plan) => plan,
-                None => return,
-            },
-        };
-        self.h2_answer(c, r, id, plan, 0);
-        self.h2_body_unless_read(c, id, end_stream, r.req.body());
+            Ok(()) => self.route(c, r, Some(id), 0, &mut None),
+        }
     }
 
     /// Stream `id` was answered: unless it has no body (`no_body`) or a
@@ -325,6 +339,10 @@ impl Worker {
         no_body: bool,
         framing: BodyFraming,
     ) {
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() {
+            return self.h3_body_unless_read(c, id, no_body);
+        }
         // (A request held for its turn takes its body with it.)
         let answer = c.proto.h2_mut().and_then(|s| s.answer(id));
         let held = answer.as_ref().is_some_and(|a| a.wait.is_some());
@@ -370,6 +388,10 @@ impl Worker {
         mut plan: Plan,
         redirects: u8,
     ) {
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() {
+            return self.h3_answer(c, r, id, plan, redirects);
+        }
         self.router
             .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
         if plan.body.is_produced() {
@@ -416,7 +438,13 @@ impl Worker {
             framing,
             connection: Connection::Default,
         };
-        let stamp = answering(&self.settings, &self.clock, self.drain.mode).stamp;
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
         if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
@@ -447,8 +475,11 @@ impl Worker {
         path: &[u8],
     ) -> Option<Box<Throttle>> {
         let (rule, connection_rate, shared) = self.matching_throttle(site, path)?;
+        let now = self.clock.now;
         let own = match connection_rate {
-            Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, self.clock.now)),
+            #[cfg(feature = "http3")]
+            Some(r) if c.speaks_h3() => Some(c.h3_mut()?.pacing.connection_rate(rule, r, now)),
+            Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, now)),
             None => None,
         };
         Some(Box::new(Throttle { shared, own }))
@@ -751,7 +782,7 @@ fn frame_bytes(conn: &mut proto::Conn, out: &mut Out, id: u32, bytes: &[u8], end
 }
 
 /// Puts the pieces of a body, in order, into `v`.
-fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch) {
+pub(super) fn fill_pieces(v: &mut VecDeque<Piece>, body: Body, s: &crate::handlers::Scratch) {
     let from = |src: &Source, offset: u64, len: u64, v: &mut VecDeque<Piece>| match src {
         Source::Mem(m) => v.push_back(Piece::Mem(Arc::clone(m), offset as usize, len as usize)),
         Source::File(f) => v.push_back(Piece::File(Rc::clone(f), offset, len)),

@@ -1,0 +1,268 @@
+//! HTTP/3 in the engine (feature `http3`): the third protocol next to
+//! `h1` and `h2`, over the same router and producers. A QUIC connection
+//! is a [`Conn`](crate::server::conn::Conn) of its worker's slab like a
+//! TCP one (so every wait, exchange and produced answer names it by its
+//! slot), whose transport is QUIC (`Link::Quic`) and whose protocol is
+//! a [`Session`]: the quinn-proto connection, its HTTP/3 streams
+//! (`crate::h3::conn`, sans-IO) and the answers being sent, stream by
+//! stream, as pieces (bytes, or file ranges read as they go), framed as
+//! DATA into each stream only as fast as the stream takes them (its
+//! flow-control credit and quinn-proto's send window), so a large file
+//! is never held in memory.
+//!
+//! Streams are named here by their index among the client's
+//! bidirectional streams (`StreamId::index`), a `u32`, as HTTP/2's are:
+//! exchanges and sinks name a stream so whatever the protocol.
+
+pub mod head;
+pub mod sink;
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
+
+use crate::access::throttle::Throttle;
+use crate::h3::conn::{Conn as H3, Limits};
+use crate::log::Draft;
+use crate::server::exchange::ExchangeId;
+use crate::server::h2::{self, OnStream, Pacing, Piece};
+
+/// Most of a body framed for a stream at once, ahead of what the stream
+/// has taken: one DATA frame (its payload read from the file or copied
+/// then) waits in [`Answer::framed`] until the stream takes it all.
+pub const FRAME: usize = 32 * 1024;
+
+/// One QUIC connection's state in the engine.
+#[derive(Debug)]
+pub struct Session {
+    /// The QUIC connection (quinn-proto, sans-IO).
+    pub quic: quinn_proto::Connection,
+    /// What its streams say in HTTP/3.
+    pub h3: H3,
+    /// Its handle in its worker's endpoint.
+    pub handle: ConnectionHandle,
+    /// The worker's UDP socket its datagrams came in by (and go out by).
+    pub socket: usize,
+    /// Its deadline as filed in the worker's QUIC timers.
+    pub deadline: Option<Instant>,
+    /// Answers with body bytes left, and requests waiting for a body.
+    pub answers: Vec<Answer>,
+    /// Its control stream (for GOAWAY), once open.
+    pub control: Option<StreamId>,
+    /// One past the index of the last request stream it opened.
+    pub next_request: u32,
+    /// When it last opened a request stream.
+    pub last_opened: Instant,
+    /// The GOAWAY it was sent: the first request stream that is not
+    /// served (RFC 9114 §5.2); it closes once its answers are done.
+    pub going_away: Option<u32>,
+    /// How many programs and upstream requests answer its streams.
+    pub programs: u32,
+    /// Its own `[[throttle]]` rates and their wake-up.
+    pub pacing: Pacing,
+    /// Its last answer's head, encoded (see [`head::Cache`]).
+    pub heads: head::Cache,
+    /// Framed-bytes buffers of answers that ended, for the next ones.
+    pub spare: Vec<Vec<u8>>,
+}
+
+impl Session {
+    /// A session for connection `quic` (handle `handle`, socket `socket`).
+    pub fn new(
+        quic: quinn_proto::Connection,
+        handle: ConnectionHandle,
+        socket: usize,
+        limits: Limits,
+        now: Instant,
+    ) -> Session {
+        Session {
+            quic,
+            h3: H3::new(limits),
+            handle,
+            socket,
+            deadline: None,
+            answers: Vec::new(),
+            control: None,
+            next_request: 0,
+            last_opened: now,
+            going_away: None,
+            programs: 0,
+            pacing: Pacing::default(),
+            heads: head::Cache::default(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The answer on stream `id`, if it has one.
+    pub fn answer(&mut self, id: u32) -> Option<&mut Answer> {
+        h2::answer(&mut self.answers, id)
+    }
+
+    /// Takes the answer on stream `id` away.
+    pub fn take(&mut self, id: u32) -> Option<Answer> {
+        h2::take(&mut self.answers, id)
+    }
+
+    /// The stream whose request is held in the exchange `f` picks.
+    pub fn find_wait(&self, f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
+        h2::find_wait(&self.answers, f)
+    }
+
+    /// Lets go of the request held on stream `id`, if one is held there:
+    /// its exchange.
+    pub fn take_wait(&mut self, id: u32) -> Option<ExchangeId> {
+        h2::take_wait(&mut self.answers, id)
+    }
+
+    /// The lowest stream above `after` (any, if `None`) whose answer is
+    /// `wanted`.
+    pub fn next_answer(&self, after: Option<u32>, wanted: impl Fn(&Answer) -> bool) -> Option<u32> {
+        h2::next_answer(&self.answers, after, wanted)
+    }
+
+    /// Whether nothing is under way: its handshake done, no answer, no
+    /// request held. (A connection closed in its handshake is closed in
+    /// a Handshake packet, where the application's code and reason
+    /// cannot go: RFC 9000 §10.2.3.)
+    pub fn idle(&self) -> bool {
+        self.answers.is_empty() && !self.quic.is_handshaking()
+    }
+
+    /// Winding down (a reload or a stop): GOAWAY on its control stream,
+    /// naming the first request stream it has not opened yet (those it
+    /// opened are answered; later ones are refused with
+    /// `H3_REQUEST_REJECTED`, which a client sends again on a new
+    /// connection). Once; whether it was sent now.
+    pub fn go_away(&mut self) -> bool {
+        // (Its control stream opens once its handshake is done.)
+        if self.going_away.is_some() || self.control.is_none() {
+            return false;
+        }
+        self.going_away = Some(self.next_request);
+        let mut frame = Vec::with_capacity(10);
+        let id = stream(self.next_request);
+        crate::h3::frame::write_goaway(u64::from(id), &mut frame);
+        if let Some(control) = self.control {
+            // (A few bytes: the control stream's credit is far larger.)
+            let _ = self.quic.send_stream(control).write(&frame);
+        }
+        true
+    }
+
+    /// Writes `bytes` (a whole HEADERS frame) on stream `id`; false if
+    /// the stream did not take it all (it is then reset: a frame cut in
+    /// two cannot be finished later without keeping it).
+    pub fn send_frame(&mut self, id: u32, bytes: &[u8]) -> bool {
+        let sid = stream(id);
+        let mut s = self.quic.send_stream(sid);
+        match s.write(bytes) {
+            Ok(n) if n == bytes.len() => true,
+            _ => {
+                let _ = s.reset(quinn_proto::VarInt::from_u32(
+                    crate::h3::Code::INTERNAL_ERROR.0,
+                ));
+                false
+            }
+        }
+    }
+}
+
+/// The QUIC stream id of the client's bidirectional stream `index`.
+pub fn stream(index: u32) -> StreamId {
+    StreamId::new(Side::Client, Dir::Bi, u64::from(index))
+}
+
+/// What a stream's answer holds until its last byte has gone into the
+/// stream.
+#[derive(Debug)]
+pub struct Answer {
+    /// The stream (its index).
+    pub id: u32,
+    /// The body left to frame.
+    pub pieces: VecDeque<Piece>,
+    /// Framed bytes (a DATA frame, or a HEADERS one) the stream has not
+    /// taken yet, from [`Answer::at`].
+    pub framed: Vec<u8>,
+    /// How much of `framed` the stream took.
+    pub at: usize,
+    /// Body bytes in all.
+    pub body_len: u64,
+    /// Body bytes framed so far.
+    pub body_sent: u64,
+    /// Its access-log line, drafted (text and draft).
+    pub log: Option<(Vec<u8>, Draft)>,
+    /// When the request's head arrived.
+    pub started: Instant,
+    /// The exchange of the request, while it waits (a password check,
+    /// its body for a handler or held whole).
+    pub wait: Option<ExchangeId>,
+    /// A produced answer, while it comes: its exchange (`Task::Run`).
+    pub run: Option<ExchangeId>,
+    /// Its producer is a program or an upstream (counted in
+    /// [`Session::programs`]).
+    pub program: bool,
+    /// More body may come from the producer: the stream does not end
+    /// when the pieces run out.
+    pub open: bool,
+    /// The answer cannot be complete: the stream is reset instead of
+    /// finished.
+    pub broken: bool,
+    /// The producer's output is read and dropped (a HEAD request, a
+    /// bodiless status): the stream ended with the HEADERS.
+    pub discard: bool,
+    /// The body's length, if the producer said it.
+    pub expect: Option<u64>,
+    /// Last progress of the producer (its idle timeout runs from here).
+    pub progress: Instant,
+    /// Trailer field lines (empty: none): a HEADERS frame after the
+    /// last DATA.
+    pub trailers: Vec<u8>,
+    /// Its producer took some of the request body: its stream is read
+    /// on (see `worker/h3.rs`'s `h3_read`).
+    pub read_more: bool,
+    /// The `[[throttle]]` rates that pace it, if a rule covers it: its
+    /// DATA wait for them, the connection's other streams do not.
+    pub throttle: Option<Box<Throttle>>,
+}
+
+impl OnStream for Answer {
+    fn stream(&self) -> u32 {
+        self.id
+    }
+    fn held(&self) -> Option<ExchangeId> {
+        self.wait
+    }
+}
+
+impl Answer {
+    /// An answer that has nothing yet.
+    pub fn waiting(id: u32, started: Instant) -> Answer {
+        Answer {
+            id,
+            pieces: VecDeque::new(),
+            framed: Vec::new(),
+            at: 0,
+            body_len: 0,
+            body_sent: 0,
+            log: None,
+            started,
+            wait: None,
+            run: None,
+            program: false,
+            open: false,
+            broken: false,
+            discard: false,
+            expect: None,
+            progress: started,
+            trailers: Vec::new(),
+            read_more: false,
+            throttle: None,
+        }
+    }
+
+    /// Body bytes waiting to be framed, and framed bytes not taken.
+    pub fn buffered(&self) -> u64 {
+        self.pieces.iter().map(Piece::len).sum::<u64>() + (self.framed.len() - self.at) as u64
+    }
+}

@@ -1,0 +1,834 @@
+//! HTTP/3 connections in the worker (feature `http3`): each QUIC
+//! connection is a connection of the slab (`Proto::H3`, transport
+//! `Link::Quic`), driven here when its datagrams, its deadline or one of
+//! its exchanges move it: its streams read into `crate::h3::conn`
+//! (sans-IO), each request through the same router as HTTP/1.1's and
+//! HTTP/2's, each answer back as a HEADERS frame (QPACK) and DATA frames
+//! into the stream, only as fast as the stream takes them (its
+//! flow-control credit: a large file is read a frame at a time, never
+//! held), then its datagrams out through the worker's UDP socket.
+
+use std::io;
+use std::time::Instant;
+
+use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
+
+use super::dispatch::{answering, request_record};
+use super::h2::head_log;
+use super::produced::{pump, Tools};
+use super::quic::Arrival;
+use super::{Request, Worker, SCRATCH_KEEP, SPARES};
+use crate::config::Level;
+use crate::h3::conn::{Failure, RequestEvent};
+use crate::h3::{Code, Error};
+use crate::handlers::Plan;
+use crate::http::response::{Connection, Framing, Head};
+use crate::http::Method;
+use crate::server::conn::{Conn, Proto};
+use crate::server::drain::Drain;
+use crate::server::exchange::{Exchange, Exchanges, Task};
+use crate::server::h2::{request, Piece};
+use crate::server::h3::sink::H3Sink;
+use crate::server::h3::{head, stream, Answer, Session, FRAME};
+use crate::server::run::{Outcome, Run, Sink};
+use crate::server::transport::{self, Link};
+use crate::sys::interleave::read_behind_prefixes;
+
+/// What to do with a stream once its bytes are read.
+enum Then {
+    Nothing,
+    /// Stop reading it and reset it with this code.
+    Reset(Code),
+    /// Stop reading it (a unidirectional stream of an unknown type).
+    Stop,
+    /// Close the connection.
+    Close(Error),
+}
+
+/// Where an answer is after its stream took what it could.
+enum Pushed {
+    /// The stream takes no more now (or the producer has not more yet).
+    Blocked,
+    /// Its `[[throttle]]` rates let it go on at this time.
+    Wait(Instant),
+    /// All of it went into the stream, which is finished (or reset).
+    Done,
+    /// The stream is gone (the client stopped it).
+    Gone,
+}
+
+impl Worker {
+    /// Datagrams on QUIC socket `token`.
+    pub(super) fn quic_readable(&mut self, token: usize) {
+        let Some(q) = self.listen.quic.as_mut() else {
+            return;
+        };
+        let mut arrived = Vec::new();
+        q.readable(token, self.clock.now, &mut arrived);
+        self.quic_arrived(arrived);
+    }
+
+    /// The QUIC side's turn in each pass of the loop: sockets with
+    /// datagrams left from their last turn, connections whose deadline
+    /// has come.
+    pub(super) fn quic_fire(&mut self) {
+        let Some(q) = self.listen.quic.as_mut() else {
+            return;
+        };
+        let (mut arrived, mut due) = (Vec::new(), Vec::new());
+        q.more(self.clock.now, &mut arrived);
+        q.due(self.clock.now, &mut due);
+        self.quic_arrived(arrived);
+        for slot in due {
+            if let Some(s) = self.conns.get_mut(slot).and_then(Conn::h3_mut) {
+                s.deadline = None;
+                s.quic.handle_timeout(self.clock.now);
+                self.on_event(slot, false);
+            }
+        }
+    }
+
+    /// New clients accepted (or refused), and each connection that had
+    /// input driven once.
+    fn quic_arrived(&mut self, arrived: Vec<Arrival>) {
+        let mut touched: Vec<usize> = Vec::new();
+        for a in arrived {
+            match a {
+                Arrival::Incoming(incoming, socket) => {
+                    if let Some(slot) = self.quic_accept(incoming, socket) {
+                        touched.push(slot);
+                    }
+                }
+                Arrival::Event(slot, event) => {
+                    if let Some(s) = self.conns.get_mut(slot).and_then(Conn::h3_mut) {
+                        s.quic.handle_event(event);
+                        if !touched.contains(&slot) {
+                            touched.push(slot);
+                        }
+                    }
+                }
+            }
+        }
+        for slot in touched {
+            self.on_event(slot, false);
+        }
+    }
+
+    /// A new client: a connection of the slab, if its address is within
+    /// the connection limits and the worker serves.
+    fn quic_accept(&mut self, incoming: quinn_proto::Incoming, socket: usize) -> Option<usize> {
+        let q = self.listen.quic.as_mut()?;
+        let peer = incoming.remote_address();
+        let admitted = self.counts.counters.conn_limits.admit(peer.ip());
+        // (At a reload the generations share their UDP sockets, so an old
+        // worker still takes the clients whose packets it reads; at a
+        // stop, none.)
+        if admitted.is_err() || self.drain.mode == Drain::Stop {
+            if admitted.is_ok() {
+                self.counts.release(peer.ip(), false);
+            }
+            q.refuse(incoming, socket);
+            return None;
+        }
+        let slot = self.conns.reserve();
+        let Some((handle, quic)) = q.accept(incoming, socket, slot, self.clock.now) else {
+            self.conns.unreserve(slot);
+            self.counts.release(peer.ip(), false);
+            return None;
+        };
+        let link = Link::Quic(Box::new(transport::Quic {
+            local: q.local(socket).unwrap_or(peer),
+            server_name: None,
+        }));
+        let mut c = Conn::new(link, slot, peer, self.clock.now);
+        let session = Session::new(quic, handle, socket, q.limits, self.clock.now);
+        c.proto = Proto::H3(Box::new(session));
+        self.conns.insert(slot, c);
+        Some(slot)
+    }
+
+    /// Everything QUIC connection `c` has to do after an input: its
+    /// events (streams read, requests answered), its answers moved on,
+    /// its events for the endpoint, its datagrams, its next deadline.
+    /// Whether it stays (false: it is drained, and goes).
+    pub(super) fn drive_h3(&mut self, c: &mut Conn) -> bool {
+        // Requests whose password check is done are routed again.
+        self.take_checked(c);
+        loop {
+            let Some(s) = c.h3_mut() else { return false };
+            let Some(event) = s.quic.poll() else { break };
+            match event {
+                Event::Connected => self.h3_connected(c),
+                Event::Stream(StreamEvent::Opened { dir }) => {
+                    while let Some(id) = c.h3_mut().and_then(|s| s.quic.streams().accept(dir)) {
+                        self.h3_read(c, id);
+                    }
+                }
+                Event::Stream(StreamEvent::Readable { id }) => self.h3_read(c, id),
+                Event::Stream(StreamEvent::Stopped { id, .. }) if id.dir() == Dir::Bi => {
+                    let a = u32::try_from(id.index())
+                        .ok()
+                        .and_then(|i| c.h3_mut()?.take(i));
+                    if let Some(a) = a {
+                        self.h3_forget(c, a);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.h3_pump_runs(c);
+        // Streams whose producer took some of the body: read on.
+        let more: Vec<u32> = c.h3_mut().map_or_else(Vec::new, |s| {
+            let took = s.answers.iter_mut();
+            took.filter_map(|a| std::mem::take(&mut a.read_more).then_some(a.id))
+                .collect()
+        });
+        for &id in &more {
+            self.h3_read(c, stream(id));
+        }
+        if !more.is_empty() {
+            self.h3_pump_runs(c);
+        }
+        self.h3_send(c);
+        let (now, index) = (self.clock.now, c.index);
+        let (Some(s), Some(q)) = (c.h3_mut(), self.listen.quic.as_mut()) else {
+            return false;
+        };
+        while let Some(event) = s.quic.poll_endpoint_events() {
+            if let Some(back) = q.endpoint_event(s.handle, event) {
+                s.quic.handle_event(back);
+            }
+        }
+        q.transmit(&mut s.quic, s.socket, now);
+        let next = s.quic.poll_timeout();
+        q.reschedule(index, s.deadline, next);
+        s.deadline = next;
+        if !s.quic.is_drained() {
+            return true;
+        }
+        false
+    }
+
+    /// The handshake is done: the server's control stream (its type and
+    /// SETTINGS) opens, and the name the client asked for is kept.
+    fn h3_connected(&mut self, c: &mut Conn) {
+        let now = self.clock.now;
+        let Some(s) = c.h3_mut() else { return };
+        let name = s
+            .quic
+            .crypto_session()
+            .handshake_data()
+            .and_then(|d| {
+                d.downcast::<quinn_proto::crypto::rustls::HandshakeData>()
+                    .ok()
+            })
+            .and_then(|d| d.server_name)
+            .map(|n| n.to_ascii_lowercase().into_boxed_str());
+        // (Its few bytes fit the client's initial credit.)
+        let mut bytes = Vec::with_capacity(16);
+        s.h3.control_stream(&mut bytes);
+        s.control = s.quic.streams().open(Dir::Uni);
+        let written = s.control.map(|id| s.quic.send_stream(id).write(&bytes));
+        if !matches!(written, Some(Ok(n)) if n == bytes.len()) {
+            let e = Error::new(Code::INTERNAL_ERROR, "no room for the control stream");
+            close(s, e, now);
+        }
+        if let Link::Quic(q) = &mut c.transport {
+            q.server_name = name;
+        }
+    }
+
+    /// Reads what client stream `id` has and hands it to the HTTP/3
+    /// state; a request's head is routed and answered.
+    fn h3_read(&mut self, c: &mut Conn, id: StreamId) {
+        let now = self.clock.now;
+        let key = u64::from(id);
+        let uni = id.dir() == Dir::Uni;
+        let mut then = Then::Nothing;
+        let (mut head, mut body, mut ended) = (None, Vec::new(), false);
+        let Some(s) = c.h3_mut() else { return };
+        // A producer that reads the body takes it as fast as it passes it
+        // on: its stream is read no further than its input has room (the
+        // rest waits in quinn-proto, its flow-control credit held back,
+        // as HTTP/2 holds its window), and again once it took some
+        // (`H3Sink::took_body`).
+        let index = u32::try_from(id.index()).ok().filter(|_| !uni);
+        let mut left = match index.and_then(|i| s.answer(i)).and_then(|a| a.run) {
+            Some(ex) => (self.exchanges.run_mut(ex))
+                .and_then(|run| run.input())
+                .filter(|input| !input.is_closed())
+                .map_or(usize::MAX, |input| input.room()),
+            None => usize::MAX,
+        };
+        let h3 = &mut s.h3;
+        let mut recv = s.quic.recv_stream(id);
+        let Ok(mut chunks) = recv.read(true) else {
+            return;
+        };
+        loop {
+            if left == 0 {
+                break;
+            }
+            let (bytes, fin) = match chunks.next(left) {
+                Ok(Some(chunk)) => (chunk.bytes, false),
+                Ok(None) => (bytes::Bytes::new(), true),
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(_)) => {
+                    h3.forget(key);
+                    break;
+                }
+            };
+            if left != usize::MAX {
+                left -= bytes.len();
+            }
+            then = if uni {
+                match h3.uni(key, &bytes, fin) {
+                    Ok(true) => Then::Nothing,
+                    Ok(false) => Then::Stop,
+                    Err(e) => Then::Close(e),
+                }
+            } else {
+                let r = h3.request_data(key, &bytes, fin, &mut |ev| match ev {
+                    RequestEvent::Head { end } => head = Some(end),
+                    RequestEvent::Body(b) => body.extend_from_slice(b),
+                    RequestEvent::End => ended = true,
+                });
+                match r {
+                    Err(Failure::Stream(e)) => Then::Reset(e.code),
+                    Err(Failure::Connection(e)) => Then::Close(e),
+                    Ok(()) => Then::Nothing,
+                }
+            };
+            if fin || !matches!(then, Then::Nothing) {
+                break;
+            }
+        }
+        let _ = chunks.finalize();
+        match then {
+            Then::Nothing => {}
+            Then::Stop => {
+                let code = VarInt::from_u32(Code::STREAM_CREATION_ERROR.0);
+                let _ = s.quic.recv_stream(id).stop(code);
+                s.h3.forget(key);
+            }
+            Then::Reset(code) => {
+                let code = VarInt::from_u32(code.0);
+                let _ = s.quic.recv_stream(id).stop(code);
+                let _ = s.quic.send_stream(id).reset(code);
+                s.h3.forget(key);
+                return;
+            }
+            Then::Close(e) => {
+                close(s, e, now);
+                return;
+            }
+        }
+        let index = u32::try_from(id.index()).ok();
+        if let Some(i) = index.filter(|i| !uni && *i >= s.next_request) {
+            s.next_request = i + 1;
+            s.last_opened = now;
+        }
+        let Some(end) = head else {
+            // More of a body (its head was answered before).
+            if let Some(index) = index.filter(|_| !body.is_empty() || ended) {
+                self.h2_data(c, index, &body, ended, None);
+            }
+            return;
+        };
+        let gone = s.going_away;
+        let Some(index) = index.filter(|i| gone.is_none_or(|first| *i < first)) else {
+            // After a GOAWAY (or past 2^32 streams): not processed, the
+            // client may send it again elsewhere (RFC 9114 §5.2).
+            let code = VarInt::from_u32(Code::REQUEST_REJECTED.0);
+            let _ = s.quic.recv_stream(id).stop(code);
+            let _ = s.quic.send_stream(id).reset(code);
+            s.h3.forget(key);
+            return;
+        };
+        let mut r = self.pools.lend_request(now);
+        self.h3_request(c, &mut r, index, end);
+        self.pools.take_back_request(r);
+        if !body.is_empty() || (ended && !end) {
+            // (Where the route said: a producer, a wait, or nowhere.)
+            self.h2_data(c, index, &body, ended, None);
+        }
+    }
+
+    /// A request head arrived on stream `id`: read into `r` (the
+    /// buffers lent for it), and answered.
+    fn h3_request(&mut self, c: &mut Conn, r: &mut Request, id: u32, end: bool) {
+        r.scratch.clear();
+        let Some(s) = c.h3_mut() else { return };
+        let built = request::fill(
+            &mut r.req,
+            s.h3.request(),
+            end,
+            &self.settings.limits,
+            &mut self.pools.h2_scratch.head,
+        );
+        if built.is_ok() {
+            r.req.as_http3();
+        }
+        let Some(plan) = self.stream_plan(c, r, id, built) else {
+            return;
+        };
+        self.h3_answer(c, r, id, plan, 0);
+        self.h3_body_unless_read(c, id, end);
+    }
+
+    /// Stream `id` was answered: unless it has no body (`no_body`) or a
+    /// producer or a wait reads it, its body is not wanted (a static
+    /// file, an error answered without it).
+    pub(super) fn h3_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
+        let answer = c.h3_mut().and_then(|s| s.answer(id));
+        let held = answer.as_ref().is_some_and(|a| a.wait.is_some());
+        let reads_body = held
+            || answer
+                .and_then(|a| a.run)
+                .and_then(|ex| self.exchanges.run_mut(ex))
+                .is_some_and(|run| run.takes_body());
+        if !no_body && !reads_body {
+            self.h3_refuse_rest(c, id);
+        }
+    }
+
+    /// The rest of stream `id`'s request body is not wanted: the client
+    /// is asked to stop sending it (STOP_SENDING, H3_NO_ERROR: its answer
+    /// is complete without it, RFC 9114 §4.1), and what comes is dropped.
+    pub(super) fn h3_refuse_rest(&mut self, c: &mut Conn, id: u32) {
+        if let Some(s) = c.h3_mut() {
+            let code = VarInt::from_u32(Code::NO_ERROR.0);
+            let _ = s.quic.recv_stream(stream(id)).stop(code);
+            s.h3.forget(u64::from(stream(id)));
+        }
+    }
+
+    /// Answers stream `id` of `c` with `plan` (for request `r`, which
+    /// `redirects` CGI local redirects led to): a produced answer starts
+    /// (its sink is [`H3Sink`]), anything else is framed as it is.
+    pub(super) fn h3_answer(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        id: u32,
+        mut plan: Plan,
+        redirects: u8,
+    ) {
+        self.router
+            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
+        if plan.body.is_produced() {
+            if let Err(failed) = self.start_answer_body(c, r, Some(id), plan, redirects, &mut None)
+            {
+                self.h3_answer(c, r, id, failed, redirects);
+            }
+            return;
+        }
+        let body_len = plan.body_len(&r.scratch);
+        let Plan { status, body, .. } = plan;
+        let head_only = r.req.method() == Method::Head;
+        let bodiless = status.is_bodiless();
+        let framing = match bodiless {
+            true => Framing::Bodiless,
+            false => Framing::Length(body_len),
+        };
+        let mut answer = Answer::waiting(id, r.start);
+        if !(head_only || bodiless || body_len == 0) {
+            super::h2::fill_pieces(&mut answer.pieces, body, &r.scratch);
+            answer.body_len = body_len;
+            answer.throttle = self.h2_throttle(c, r.req.site(), &r.scratch.path);
+        }
+        self.log_answer(r, super::proxied::client_of(c, &r.req).ip(), status);
+        answer.log = self.logger.access_enabled().then(|| {
+            let rec = request_record(c, self.clock.wall, &r.req, status.0);
+            let mut text = Vec::new();
+            let draft = self.logger.draft(&rec, &mut text);
+            (text, draft)
+        });
+        let head = Head {
+            status: status.0,
+            reason: b"",
+            headers: &r.scratch.headers,
+            framing,
+            connection: Connection::Default,
+        };
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
+        let scratch = &mut self.pools.h2_scratch;
+        if let Some(s) = c.h3_mut() {
+            answer.framed = s.spare.pop().unwrap_or_default();
+            let (block, name) = (&mut scratch.block, &mut scratch.name);
+            head::encode(
+                &head,
+                &stamp,
+                &mut answer.framed,
+                (block, name),
+                Some(&mut s.heads),
+            );
+            s.answers.push(answer);
+        }
+        r.scratch.trim(SCRATCH_KEEP);
+    }
+
+    /// Moves every answer of `c` into its stream as far as the stream
+    /// takes it; those that are all in (or whose stream went) are done.
+    pub(super) fn h3_send(&mut self, c: &mut Conn) {
+        let (mut i, now) = (0, self.clock.now);
+        let mut wake: Option<Instant> = None;
+        loop {
+            let Some(s) = c.h3_mut() else { return };
+            let Some(a) = s.answers.get_mut(i) else { break };
+            if a.wait.is_some() {
+                i += 1;
+                continue;
+            }
+            match push(&mut s.quic, a, now) {
+                Ok(Pushed::Blocked) => i += 1,
+                Ok(Pushed::Wait(when)) => {
+                    // (Throttled: the others are not held up.)
+                    wake = Some(wake.map_or(when, |w| w.min(when)));
+                    i += 1;
+                }
+                Ok(Pushed::Done) => {
+                    let mut a = s.answers.swap_remove(i);
+                    // (Its buffer is the next answer's: a warm connection
+                    // allocates none per answer.)
+                    let framed = std::mem::take(&mut a.framed);
+                    if s.spare.len() < SPARES && framed.capacity() <= 2 * FRAME {
+                        s.spare.push(framed);
+                    }
+                    self.h3_log(a, true);
+                }
+                Ok(Pushed::Gone) => {
+                    let a = s.answers.swap_remove(i);
+                    self.h3_forget(c, a);
+                }
+                Err(e) => {
+                    // (A file that cannot be read as far as its length
+                    // said: never a frame of made-up bytes.)
+                    self.logger.log(
+                        Level::Error,
+                        format_args!("reading a file for HTTP/3 failed: {e}"),
+                    );
+                    let code = VarInt::from_u32(Code::INTERNAL_ERROR.0);
+                    let a = s.answers.swap_remove(i);
+                    let _ = s.quic.send_stream(stream(a.id)).reset(code);
+                    self.h3_log(a, false);
+                }
+            }
+        }
+        let index = c.index;
+        if let (Some(when), Some(s)) = (wake, c.h3_mut()) {
+            if s.pacing.throttle_wake(when, now) {
+                self.timers.wake_at(when, index);
+            }
+        }
+    }
+
+    /// Logs answer `a` with the body bytes it framed (`whole`: all of
+    /// them went into its stream).
+    fn h3_log(&mut self, mut a: Answer, whole: bool) {
+        if let Some((text, draft)) = a.log.take() {
+            let sent = match whole {
+                true => a.body_sent,
+                false => a.body_sent.saturating_sub((a.framed.len() - a.at) as u64),
+            };
+            let us = self.clock.now.saturating_duration_since(a.started);
+            self.logger
+                .finish(&text, draft, sent, us.as_micros() as u64);
+        }
+    }
+
+    /// Forgets an answer whose stream (or connection) is gone: its log
+    /// line says what it sent.
+    pub(super) fn h3_forget(&mut self, c: &mut Conn, mut a: Answer) {
+        if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
+            self.forget_wait(c, Some(a.id), w);
+        }
+        if let Some(mut run) = self.h3_take_run(c, &mut a) {
+            // (A producer that never answered is logged as 499.)
+            let status = run.stop(&mut self.logger);
+            upstream_time(&mut a, &run);
+            self.unwatch_run(&mut run);
+            if a.log.is_none() && !run.started() {
+                self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
+            }
+        }
+        self.h3_log(a, false);
+    }
+
+    /// Starts answering stream `id` of `c` with `run` (a program's or an
+    /// upstream's if `program`: the session counts it).
+    pub(super) fn h3_start_run(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        run: Box<Run>,
+        program: bool,
+        path: &[u8],
+    ) {
+        let mut a = Answer::waiting(id, run.request.started);
+        a.throttle = self.h2_throttle(c, run.request.req.site(), path);
+        a.open = true;
+        a.progress = self.clock.now;
+        a.program = program;
+        a.run = Some(self.exchanges.insert(Exchange {
+            conn: c.index,
+            stream: Some(id),
+            task: Task::Run(*run),
+        }));
+        match c.h3_mut() {
+            Some(s) => {
+                s.programs += u32::from(program);
+                s.answers.push(a);
+            }
+            None => self.h3_forget(c, a),
+        }
+    }
+
+    /// Body bytes for stream `id`, whose producer reads its request body
+    /// (`end`: the body ends with them). False if no producer on the
+    /// stream reads a body.
+    pub(super) fn h3_run_data(
+        c: &mut Conn,
+        exchanges: &mut Exchanges,
+        id: u32,
+        data: &[u8],
+        (end, trailers): (bool, Option<&[u8]>),
+    ) -> bool {
+        let Some(input) = c
+            .h3_mut()
+            .and_then(|s| s.answer(id))
+            .and_then(|a| a.run)
+            .and_then(|ex| exchanges.run_mut(ex))
+            .and_then(|run| run.input())
+        else {
+            return false;
+        };
+        input.feed(data);
+        if end {
+            input.end_with(trailers.unwrap_or_default());
+        }
+        true
+    }
+
+    /// Moves every produced answer on `c`'s streams forward.
+    fn h3_pump_runs(&mut self, c: &mut Conn) {
+        let has = |a: &Answer| a.run.is_some();
+        if !c.h3().is_some_and(|s| s.answers.iter().any(has)) {
+            return;
+        }
+        let mut last = None;
+        while let Some(id) = c.h3().and_then(|s| s.next_answer(last, has)) {
+            last = Some(id);
+            self.h3_drive_stream(c, id, pump);
+        }
+    }
+
+    /// Runs `drive` on the produced answer of stream `id` of `c` and a
+    /// sink for its stream, carries out what it came to, and puts the
+    /// answer back unless it ended.
+    pub(super) fn h3_drive_stream(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
+    ) {
+        let Some(mut a) = c.h3_mut().and_then(|s| s.take(id)) else {
+            return;
+        };
+        let Some(ex) = a.run else {
+            return self.h3_put_back(c, a);
+        };
+        let Some(run) = self.exchanges.run_mut(ex) else {
+            return self.h3_put_back(c, a);
+        };
+        let started = run.started();
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
+        let mut sink = H3Sink {
+            answer: &mut a,
+            scratch: &mut self.pools.h2_scratch,
+            stamp: &stamp,
+            head_only: run.head_only(),
+        };
+        let t = Tools {
+            cfg: &self.settings.cfg,
+            router: &self.router,
+            buf: &mut self.pools.pipe_buf,
+            log: &mut self.logger,
+        };
+        let outcome = drive(run, &mut sink, t);
+        let registry = self.poll.registry();
+        let outcome = super::pipe::rewatch(registry, run, ex.index(), outcome);
+        if !started && run.started() {
+            let parts = (&self.counts, &self.clock, run.request.started);
+            let answer = (run.status(), run.upstream());
+            a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
+        }
+        match outcome {
+            Outcome::Idle => return self.h3_put_back(c, a),
+            Outcome::Moved => {
+                a.progress = self.clock.now;
+                return self.h3_put_back(c, a);
+            }
+            _ => {}
+        }
+        let Some(mut run) = self.h3_take_run(c, &mut a) else {
+            return self.h3_put_back(c, a);
+        };
+        upstream_time(&mut a, &run);
+        self.unwatch_run(&mut run);
+        match outcome {
+            Outcome::Fail(status) => {
+                // (Not started: its request is answered `status`.)
+                let mut r = self.pools.lend_request(self.clock.now);
+                r.resume(run.request);
+                let plan = Plan::told_error(status, &mut r.scratch);
+                self.h3_answer(c, &mut r, a.id, plan, 0);
+                self.pools.take_back_request(r);
+            }
+            Outcome::Redirect(target) => {
+                self.local_redirect(c, Some(a.id), run.request, &target);
+            }
+            _ => {
+                // (It ends once what it queued has gone into the stream.)
+                a.open = false;
+                self.h3_put_back(c, a);
+            }
+        }
+    }
+
+    /// Puts answer `a` back in `c`'s session.
+    fn h3_put_back(&mut self, c: &mut Conn, a: Answer) {
+        match c.h3_mut() {
+            Some(s) => s.answers.push(a),
+            None => self.h3_forget(c, a),
+        }
+    }
+
+    /// Takes answer `a`'s run out of the exchanges (a program's leaves
+    /// the session's count).
+    fn h3_take_run(&mut self, c: &mut Conn, a: &mut Answer) -> Option<Run> {
+        let ex = a.run.take()?;
+        if let (true, Some(s)) = (a.program, c.h3_mut()) {
+            s.programs = s.programs.saturating_sub(1);
+        }
+        self.exchanges.take_run(ex)
+    }
+
+    /// Connection `c` goes (the worker closes it): its answers are
+    /// logged with what they sent, and a connection not closed yet is
+    /// closed (CONNECTION_CLOSE, H3_NO_ERROR: the server is going).
+    pub(super) fn h3_close(&mut self, c: &mut Conn) {
+        let answers = c.h3_mut().map(|s| std::mem::take(&mut s.answers));
+        for a in answers.into_iter().flatten() {
+            self.h3_forget(c, a);
+        }
+        let (now, index) = (self.clock.now, c.index);
+        let (Some(s), Some(q)) = (c.h3_mut(), self.listen.quic.as_mut()) else {
+            return;
+        };
+        if !s.quic.is_drained() && !s.quic.is_closed() {
+            close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
+            q.transmit(&mut s.quic, s.socket, now);
+        }
+        if !s.quic.is_drained() {
+            // (Dropped before it drained: the endpoint forgets it now, its
+            // connection IDs with it.)
+            q.endpoint_event(s.handle, quinn_proto::EndpointEvent::drained());
+        }
+        q.forget(s.handle, index, s.deadline);
+    }
+}
+
+/// The run of answer `a` is over (ended, or given up): its upstream's
+/// time to the end goes in its access-log line, drafted at its head.
+fn upstream_time(a: &mut Answer, run: &Run) {
+    if let Some((text, draft)) = a.log.as_mut() {
+        draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
+    }
+}
+
+/// Frames answer `a` into its stream as far as the stream takes it.
+fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io::Result<Pushed> {
+    let id = stream(a.id);
+    loop {
+        if a.at < a.framed.len() {
+            match quic.send_stream(id).write(&a.framed[a.at..]) {
+                Ok(n) => a.at += n,
+                Err(WriteError::Blocked) => return Ok(Pushed::Blocked),
+                Err(_) => return Ok(Pushed::Gone),
+            }
+            if a.at < a.framed.len() {
+                return Ok(Pushed::Blocked);
+            }
+        }
+        a.framed.clear();
+        a.at = 0;
+        let Some(piece) = a.pieces.front_mut() else {
+            if a.open {
+                return Ok(Pushed::Blocked);
+            }
+            if a.broken {
+                let _ = quic
+                    .send_stream(id)
+                    .reset(VarInt::from_u32(Code::INTERNAL_ERROR.0));
+            } else {
+                let _ = quic.send_stream(id).finish();
+            }
+            return Ok(Pushed::Done);
+        };
+        let mut n = (piece.len() as usize).min(FRAME);
+        if let Some(t) = &a.throttle {
+            match t.take(now, n) {
+                Ok(allowed) => n = allowed,
+                Err(when) => return Ok(Pushed::Wait(when)),
+            }
+        }
+        match piece {
+            Piece::Static(b, at) => {
+                head::data_head(n, &mut a.framed);
+                a.framed.extend_from_slice(&b[*at..*at + n]);
+                *at += n;
+            }
+            Piece::Bytes(b, at) => {
+                head::data_head(n, &mut a.framed);
+                a.framed.extend_from_slice(&b[*at..*at + n]);
+                *at += n;
+            }
+            Piece::Mem(m, at, len) => {
+                head::data_head(n, &mut a.framed);
+                a.framed.extend_from_slice(&m[*at..*at + n]);
+                *at += n;
+                *len -= n;
+            }
+            Piece::File(file, offset, len) => {
+                let mut h = Vec::with_capacity(8);
+                head::data_head(n, &mut h);
+                read_behind_prefixes(&mut a.framed, file, *offset, &[(&h, n)])?;
+                *offset += n as u64;
+                *len -= n as u64;
+            }
+        }
+        a.body_sent += n as u64;
+        if piece.is_empty() {
+            a.pieces.pop_front();
+        }
+    }
+}
+
+/// Closes `s` with `e`'s code and reason (CONNECTION_CLOSE).
+fn close(s: &mut Session, e: Error, now: Instant) {
+    let reason = bytes::Bytes::from_static(e.reason.as_bytes());
+    s.quic.close(now, VarInt::from_u32(e.code.0), reason);
+}
