@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use mlua::{Lua, LuaString, Table, Value};
 
-use super::ffi::req::Str;
 use super::ffi::{heap, raw, req, res};
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header_bytes, Request};
@@ -107,23 +106,20 @@ impl res::Answer for Out {
     }
 }
 
-/// Fills the request table for `req` (`build` runs the filler in a
-/// protected call with the metatable and [`names`] as arguments 1 and 2:
-/// `ffi::run::prepare`): `body`, and in `req[1]` one string of the others
-/// (method, path, query, remote_addr, user: [`BASIC`]) and the header
-/// fields (`req::parts`). Through `req_mt`'s `__index`, the strings
-/// are made on first use, and `headers` and `cookies` from the fields,
-/// as `args` from the query ([`lazy_field`]; it also gives `form`). A
-/// servlet that reads none of them makes none of them (a string made is
-/// hashed, a field set is a table insertion: 2,000 instructions of a
-/// hello servlet's request that reads none).
-pub fn request<R>(
-    req: &Request<'_>,
-    build: impl FnOnce(&mut dyn FnMut(&mut req::Builder<'_>)) -> R,
-) -> R {
-    // The header fields in this thread's buffer (taken out while in use:
-    // nothing is allocated inside the call).
-    let (mut raw, v) = DECODED.take();
+/// Runs `run`, a servlet's run for `req`, which makes its request table
+/// (`ffi::req::new_request`): `req[1]` one string of the method, path,
+/// query, remote_addr and user ([`BASIC`]) and the header fields
+/// (`req::parts`), `req[2]` the body (if not empty). Through the
+/// metatable's `__index` (the prelude's `Req`), the named fields are made
+/// on first use from those two: the strings, `body`, and `headers` and
+/// `cookies` from the fields, as `args` from the query ([`lazy_field`];
+/// it also gives `form`). A servlet that reads none of them makes none of
+/// them (a string made is hashed, a field set is a table insertion: 2,000
+/// instructions of a hello servlet's request that reads none).
+pub fn request<R>(req: &Request<'_>, run: impl FnOnce() -> R) -> R {
+    // In this thread's buffer (taken out while in use: nothing is
+    // allocated once it has grown to a request's size).
+    let mut raw = RAW.take();
     raw.clear();
     let mut text = [0u8; 64];
     for part in [
@@ -140,46 +136,16 @@ pub fn request<R>(
             req::put_part(&mut raw, Some(part));
         }
     }
-    if raw.len() <= SHORT_MAX {
-        // Made long, so Lua does not hash it (it interns, and so hashes
-        // every byte of, strings of up to 40 bytes): a length no field
-        // has ends the list (raw_fields).
-        raw.extend_from_slice(&[0xff; 4]);
-        raw.resize(SHORT_MAX + 1, 0);
-    }
-    let body = match req.body {
-        b"" => Str::Entry(EMPTY),
-        b => Str::Bytes(b),
-    };
-    let built = build(&mut |b| {
-        // (The metatable is argument 1, the names argument 2.)
-        b.set_from(2, N_BODY, body);
-        b.set_at(1, &raw);
-        b.set_metatable_arg(1);
-    });
-    DECODED.set((raw, v));
-    built
+    let lent = req::lend(&raw, req.body);
+    let r = run();
+    drop(lent);
+    RAW.set(raw);
+    r
 }
 
 /// The strings before the header fields in `req[1]`, in order (the
 /// prelude's `basic` table, in `mod.rs`, numbers them the same).
 pub const BASIC: usize = 5;
-
-/// Lua's longest short string (`LUAI_MAXSHORTLEN`): longer ones are
-/// not interned.
-const SHORT_MAX: usize = 40;
-
-/// The strings the request table is made with, made once per state
-/// ([`names`]) and found by index (see `req::Builder::set_from`).
-const NAMES: [&str; 2] = ["body", ""];
-const N_BODY: i64 = 1;
-/// `""`.
-const EMPTY: i64 = 2;
-
-/// The table of [`NAMES`], for [`request`].
-pub fn names(lua: &Lua) -> mlua::Result<Table> {
-    lua.create_sequence_from(NAMES)
-}
 
 /// The client's address as text in `buf` (on the stack: no String).
 fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
@@ -267,8 +233,10 @@ pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua
 }
 
 thread_local! {
-    /// Names and values decoded or lowered, or a request's raw header
-    /// fields (reused by each request).
+    /// A request's `req[1]` while its table is made (reused by each
+    /// request).
+    static RAW: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Names and values decoded or lowered (reused by each call).
     static DECODED: std::cell::Cell<(Vec<u8>, Vec<u8>)> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
@@ -290,11 +258,10 @@ fn fill_fields(lua: &Lua, t: &Table, fields: Vec<(Vec<u8>, Vec<u8>)>) -> mlua::R
 /// as `name = {filename =, type =, data =}`); nil and a message for a
 /// body that is neither or is malformed.
 pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
-    // (`get`: the headers table may not be made yet.)
+    // (`get`: the headers table and the body string may not be made yet.)
     let headers: Table = req.get("headers")?;
     let ctype: Option<LuaString> = headers.raw_get("content-type")?;
-    let body: LuaString = req.raw_get("body")?;
-    // (The basic strings are made on first use; body is always there.)
+    let body: LuaString = req.get("body")?;
     let body = body.as_bytes();
     let ctype = ctype.map(|c| c.as_bytes().to_vec()).unwrap_or_default();
     let out = lua.create_table()?;

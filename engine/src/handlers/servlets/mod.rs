@@ -131,9 +131,8 @@ struct State {
     errors: RefCell<ByPath<(String, Instant)>>,
     /// The metatable of `res` objects (their methods).
     res_mt: Table,
-    /// What a request's run pushes: the request tables' metatable (their
-    /// lazy fields, `form`) and the strings they are made with
-    /// (`api::names`), each servlet's `handle_request`, the next `res`.
+    /// What a request's run pushes: the prelude's `start` (which makes
+    /// the request table), each servlet's `handle_request`, the next `res`.
     anchors: Anchors,
     /// The slot in `anchors` of the next servlet loaded.
     next_slot: Cell<i64>,
@@ -159,7 +158,7 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part, brisk_lib = ...
+local require_native, lazy_field, form, part, brisk_lib, new_request = ...
 brisk = brisk_lib
 local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
@@ -183,14 +182,20 @@ require = nil
 -- res's methods are C functions (ffi::res), set from Rust.
 local Res = {}
 local headers_mt = { __index = function(t, k) if type(k) == "string" then return rawget(t, k:lower()) end end }
--- req's tables are made on first use, from its strings (see api::request).
--- Its strings from req[1] (api::BASIC: in that order), by part.
+-- req's fields are made on first use, from req[1] and req[2] (see
+-- api::request). Its strings from req[1] (api::BASIC: in that order), by part.
 local basic = { method = 1, path = 2, query = 3, remote_addr = 4, user = 5 }
 local lazy = { args = 1, headers = 2, cookies = 3 }
+local rawget = rawget
 local Req = { __index = function(t, k)
   local b = basic[k]
   if b then
     local v = part(rawget(t, 1), b)
+    raw_set(t, k, v)
+    return v
+  end
+  if k == "body" then
+    local v = rawget(t, 2) or ""
     raw_set(t, k, v)
     return v
   end
@@ -264,7 +269,10 @@ local function environment()
   end
   return env
 end
-return Res, Req, environment
+-- A servlet's run (run::prepare): its request table, made inside the run
+-- (under its CPU budget), then the servlet, in a tail call.
+local function start(handle, res) return handle(new_request(Req), res) end
+return Res, start, environment
 "#;
 
 impl Drop for State {
@@ -317,16 +325,17 @@ impl State {
             api::lazy_field(lua, which, src, &mt)
         })?;
         strings::install(&lua, &lua.globals().raw_get("string")?)?;
-        let (res_mt, req_mt, environment): (Table, Table, Function) =
+        let (res_mt, start, environment): (Table, Function, Function) =
             lua.load(PRELUDE).set_name("=brisk").call((
                 require,
                 lazy,
                 form,
                 req::part_function(&lua)?,
                 api::library(&lua)?,
+                req::new_request_function(&lua)?,
             ))?;
         res::set_up_metatable::<Out>(&lua, &res_mt)?;
-        let anchors = Anchors::new(&lua, &req_mt, &api::names(&lua)?)?;
+        let anchors = Anchors::new(&lua, &start)?;
         let aside = lua.create_thread(environment.clone())?;
         Ok(State {
             lua,
@@ -679,12 +688,13 @@ impl State {
                 .create_thread(self.environment.clone())
                 .map_err(|e| self.lua_failure(e))?,
         };
-        api::request(req, |fill| run::prepare(&thread, &self.anchors, slot, fill))
-            .map_err(|e| self.lua_failure(e))?;
+        run::prepare(&thread, &self.anchors, slot).map_err(|e| self.lua_failure(e))?;
         let ticks = self.budget();
         let mut spent = 0;
-        let ran =
-            run::resume(&self.lua, &thread, 2, ticks, &mut spent).map_err(|e| self.failure(e))?;
+        let ran = api::request(req, || {
+            run::resume(&self.lua, &thread, 2, ticks, &mut spent)
+        })
+        .map_err(|e| self.failure(e))?;
         let mut o = out.borrow_mut();
         resp.set_status(o.status);
         resp.raw_headers(&o.headers);
