@@ -51,7 +51,6 @@ use mlua::{AnyUserData, Function, Lua, LuaOptions, StdLib, Table, Thread, Value}
 use super::app::{Handler, Request, Response};
 use super::stream::BodyStream;
 use crate::config::{Config, Level, ServletsConfig};
-use crate::handlers::file_cache::Fnv;
 use crate::sys::fs::{Meta, Root};
 use api::Out;
 use ffi::cpu::{self, CPU_LIMIT};
@@ -106,7 +105,56 @@ thread_local! {
 }
 
 /// A map by servlet path.
-type ByPath<V> = HashMap<Vec<u8>, V, BuildHasherDefault<Fnv>>;
+type ByPath<V> = HashMap<Vec<u8>, V, BuildHasherDefault<PathHash>>;
+
+/// The hash of a servlet path, eight bytes at a time (FNV-1a, a byte at
+/// a time, took 90 of the 215 instructions of a hello request's look-up
+/// in `modules`). Not keyed: the maps hold only servlets that exist (and
+/// `errors` is emptied when full), so a request cannot grow them.
+#[derive(Default)]
+struct PathHash(u64);
+
+impl PathHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for PathHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+/// `http::path::has_dotfile_segment`, asked only of a path with a dot
+/// that starts a segment (a servlet's path has one dot, in `.lua`, and
+/// splitting it into segments took 190 instructions a request).
+fn has_dotfile_segment(path: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(i) = crate::http::grammar::find_byte(&path[from..], b'.') {
+        let at = from + i;
+        if at == 0 || path[at - 1] == b'/' {
+            return crate::http::path::has_dotfile_segment(path);
+        }
+        from = at + 1;
+    }
+    false
+}
 
 /// A loaded servlet.
 struct Module {
@@ -621,7 +669,7 @@ fn value_to_lua(lua: &Lua, v: &crate::config::Value) -> mlua::Result<Value> {
 impl Handler for Servlets {
     fn handle(&self, req: &Request<'_>, resp: &mut Response<'_>) {
         let rel = &req.path[1..];
-        if crate::http::path::has_dotfile_segment(req.path) {
+        if has_dotfile_segment(req.path) {
             return not_found(resp);
         }
         let state = match State::get(&self.0) {
@@ -870,6 +918,54 @@ mod tests {
             protected: Protected::default(),
         };
         State::new(Arc::new(settings)).unwrap()
+    }
+
+    #[test]
+    fn dotfile_segments_as_the_path_module_finds_them() {
+        for path in [
+            &b"/servlets/hello.lua"[..],
+            b"/servlets/.hidden.lua",
+            b"/.servlets/x.lua",
+            b"/servlets//.x",
+            b"/.well-known/x.lua",
+            b"/.well-known/.x.lua",
+            b"/a.b/c.d.lua",
+            b"/servlets/x.lua/.",
+            b".x",
+            b"/",
+            b"",
+            b"/x/../y.lua",
+        ] {
+            assert_eq!(
+                has_dotfile_segment(path),
+                crate::http::path::has_dotfile_segment(path),
+                "{}",
+                String::from_utf8_lossy(path)
+            );
+        }
+    }
+
+    #[test]
+    fn paths_hash_apart() {
+        use std::hash::BuildHasher;
+        let h = BuildHasherDefault::<PathHash>::default();
+        let paths: [&[u8]; 5] = [
+            b"servlets/a.lua",
+            b"servlets/b.lua",
+            b"servlets/a.lua\0",
+            b"",
+            b"servlets/hello.lua",
+        ];
+        let hashes: std::collections::HashSet<u64> =
+            paths.iter().map(|p| h.hash_one(p.to_vec())).collect();
+        assert_eq!(hashes.len(), paths.len());
+        let mut m: ByPath<usize> = HashMap::default();
+        for (i, p) in paths.iter().enumerate() {
+            m.insert(p.to_vec(), i);
+        }
+        for (i, p) in paths.iter().enumerate() {
+            assert_eq!(m.get(*p), Some(&i));
+        }
     }
 
     /// A servlet state runs LuaJIT with its compiler on (opening the `jit`

@@ -70,8 +70,11 @@ pub fn ticks_for(cpu_time: Duration) -> u64 {
 }
 
 fn ticks_at(cpu_time: Duration, period: Duration) -> u64 {
-    let n = cpu_time.as_nanos().div_ceil(period.as_nanos().max(1));
-    u64::try_from(n).unwrap_or(u64::MAX - 1).saturating_add(1)
+    // (In u64: a u128 division is a call to __udivti3. 2^64 ns are 584
+    // years; the period is at most 10 ms.)
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let n = nanos(cpu_time).div_ceil(nanos(period).max(1));
+    n.min(u64::MAX - 1).saturating_add(1)
 }
 
 /// The real-time signal the timers send.

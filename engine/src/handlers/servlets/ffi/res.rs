@@ -204,10 +204,9 @@ unsafe fn call<T: Answer, const M: u8>(l: *mut ffi::lua_State) -> Result<After, 
     unsafe {
         match M {
             WRITE => {
-                if ffi::lua_isinteger(l, 2) != 0 {
+                if let Some(status) = integer_at(l, 2) {
                     // write(status, headers, body), as Gerbil's
                     // http-response-write.
-                    let status = ffi::lua_tointegerx(l, 2, std::ptr::null_mut());
                     with(&mut |t| t.status(status))?;
                     match ffi::lua_type(l, 3) {
                         ffi::LUA_TTABLE => headers(l, 3, cell)?,
@@ -216,10 +215,11 @@ unsafe fn call<T: Answer, const M: u8>(l: *mut ffi::lua_State) -> Result<After, 
                     }
                     match ffi::lua_type(l, 4) {
                         ffi::LUA_TNIL | ffi::LUA_TNONE => {}
-                        _ => {
-                            let body = text_at(l, 4).ok_or("res:write: the body is a string")?;
+                        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => {
+                            let body = bytes_at(l, 4);
                             with(&mut |t| t.body(body))?;
                         }
+                        _ => return Err("res:write: the body is a string".into()),
                     }
                 } else {
                     // write(piece): a string or a number.
@@ -241,20 +241,14 @@ unsafe fn call<T: Answer, const M: u8>(l: *mut ffi::lua_State) -> Result<After, 
                 with(&mut |t| t.header(name, value))?;
             }
             SET_STATUS => {
-                if ffi::lua_isinteger(l, 2) == 0 {
-                    return Err("res:set_status: the status is an integer".into());
-                }
-                let status = ffi::lua_tointegerx(l, 2, std::ptr::null_mut());
+                let status = integer_at(l, 2).ok_or("res:set_status: the status is an integer")?;
                 with(&mut |t| t.status(status))?;
             }
             _ => {
                 let url = text_at(l, 2).ok_or("res:redirect: the URL is a string")?;
                 let status = match ffi::lua_type(l, 3) {
                     ffi::LUA_TNIL | ffi::LUA_TNONE => None,
-                    _ if ffi::lua_isinteger(l, 3) != 0 => {
-                        Some(ffi::lua_tointegerx(l, 3, std::ptr::null_mut()))
-                    }
-                    _ => return Err("res:redirect: the status is an integer".into()),
+                    _ => Some(integer_at(l, 3).ok_or("res:redirect: the status is an integer")?),
                 };
                 with(&mut |t| t.redirect(url, status))?;
             }
@@ -317,6 +311,25 @@ unsafe fn headers<T: Answer>(
     }
 }
 
+/// The number at `idx` if it is an integer (as mlua's `lua_isinteger`
+/// and `lua_tointegerx` under LuaJIT, whose numbers are doubles: an
+/// integral value, not -0.0), in one read rather than their five calls.
+///
+/// # Safety
+/// `idx` is a valid index.
+unsafe fn integer_at(state: *mut ffi::lua_State, idx: i32) -> Option<i64> {
+    // SAFETY: lua_tonumber only on a number (no conversion).
+    unsafe {
+        if ffi::lua_type(state, idx) != ffi::LUA_TNUMBER {
+            return None;
+        }
+        let n = ffi::lua_tonumber(state, idx);
+        let i = n as i64;
+        let within = (i64::MIN as f64..-(i64::MIN as f64)).contains(&n);
+        (within && (i as f64).to_bits() == n.to_bits()).then_some(i)
+    }
+}
+
 /// The bytes of the string at `idx`, or None if it is no string.
 ///
 /// # Safety
@@ -360,6 +373,35 @@ unsafe fn text_at<'a>(state: *mut ffi::lua_State, idx: i32) -> Option<&'a [u8]> 
         match ffi::lua_type(state, idx) {
             ffi::LUA_TSTRING | ffi::LUA_TNUMBER => Some(bytes_at(state, idx)),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_read_as_mlua_reads_them() {
+        let lua = Lua::new();
+        let values = lua
+            .load("return 200, 200.5, -0.0, 0, -7, 2^53, 2^63, -2^63, 1e300, 0/0, 1/0, '200', true")
+            .eval::<mlua::MultiValue>()
+            .unwrap();
+        assert_eq!(values.len(), 13);
+        for v in values {
+            let shown = format!("{v:?}");
+            let (mut mine, mut theirs) = (None, None);
+            // SAFETY: the value is at index 1 of the protected call's stack.
+            unsafe {
+                lua.exec_raw::<()>(v, |l| {
+                    mine = integer_at(l, 1);
+                    theirs = (ffi::lua_isinteger(l, 1) != 0)
+                        .then(|| ffi::lua_tointegerx(l, 1, std::ptr::null_mut()));
+                })
+                .unwrap();
+            }
+            assert_eq!(mine, theirs, "{shown}");
         }
     }
 }
