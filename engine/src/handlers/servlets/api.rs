@@ -28,6 +28,15 @@ pub struct Out {
     pub head_sent: bool,
     /// `servlets.max_output`.
     pub max: u64,
+    /// The length of each header line's name, and of the line.
+    lines: Vec<(usize, usize)>,
+    /// The last answer's `headers` and `lines` (swapped in here when an
+    /// answer starts): a line written again where it was passed the
+    /// checks then ([`Out::header_text`]).
+    checked: Vec<u8>,
+    checked_lines: Vec<(usize, usize)>,
+    /// The lines so far are the last answer's first ones.
+    as_checked: bool,
 }
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
@@ -39,20 +48,84 @@ fn not_utf8() -> String {
 }
 
 impl Out {
-    /// A header line, once `name` and `value` are checked (UTF-8 text,
-    /// as the caller made sure).
-    fn header_text(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
+    /// Readies the object for a new answer of at most `max` bytes; the
+    /// header lines written go to `checked`.
+    pub fn reset(&mut self, max: u64) {
+        self.status = 200;
+        std::mem::swap(&mut self.headers, &mut self.checked);
+        std::mem::swap(&mut self.lines, &mut self.checked_lines);
+        self.headers.clear();
+        self.lines.clear();
+        self.as_checked = true;
+        self.body.clear();
+        self.written = 0;
+        self.head_sent = false;
+        self.max = max;
+        // What one large answer grew is not kept for the next ones.
+        if self.body.capacity() > 2 * PIECE {
+            self.body = Vec::new();
+        }
+        if self.headers.capacity() > PIECE {
+            self.headers = Vec::new();
+        }
+        if self.checked.len() > PIECE {
+            self.checked = Vec::new();
+            self.checked_lines = Vec::new();
+        }
+        if self.lines.capacity() > 1024 {
+            self.lines = Vec::new();
+        }
+    }
+
+    /// A header line `name: value` (the value without its surrounding
+    /// white space), once `name` and `value` pass [`check_header_bytes`]
+    /// (and are UTF-8 if `utf8`; else the caller made sure).
+    ///
+    /// A servlet writes the same lines answer after answer (checking a
+    /// `Content-Type` was 280 of a hello request's 10,000 instructions),
+    /// so a line is not checked again if the last answer's line of the
+    /// same rank has the same bytes and its name the same length, every
+    /// line before it the same: its name and value are this one's, and
+    /// passed the checks, which ask the same of a value with or without
+    /// white space around it. (Bytes alone would not do: "A" = "b\r\nC: d"
+    /// is two valid lines' bytes, and "A: b" = "c" those of "A" = "b: c".)
+    fn header_text(&mut self, name: &[u8], value: &[u8], utf8: bool) -> Result<(), String> {
         if self.head_sent {
             return Err("the response head has been sent already".into());
         }
-        check_header_bytes(name, value).map_err(|e| e.0.to_string())?;
+        let start = self.headers.len();
         self.headers.extend_from_slice(name);
         self.headers.extend_from_slice(b": ");
         self.headers
             .extend_from_slice(crate::http::grammar::trim_ows(value));
         self.headers.extend_from_slice(b"\r\n");
+        let line = &self.headers[start..];
+        let shape = (name.len(), line.len());
+        self.as_checked = self.as_checked
+            && self.checked_lines.get(self.lines.len()) == Some(&shape)
+            && self.checked.get(start..start + line.len()) == Some(line);
+        if !self.as_checked {
+            if let Err(e) = check(name, value, utf8) {
+                self.headers.truncate(start);
+                return Err(e);
+            }
+        }
+        self.lines.push(shape);
         Ok(())
     }
+}
+
+/// The checks of [`Out::header_text`].
+fn check(name: &[u8], value: &[u8], utf8: bool) -> Result<(), String> {
+    if utf8 {
+        // (ASCII is UTF-8: only other bytes need the full check.)
+        for b in [name, value] {
+            if !b.is_ascii() && std::str::from_utf8(b).is_err() {
+                return Err(not_utf8());
+            }
+        }
+    }
+    check_header_bytes(name, value).map_err(|e| e.0.to_string())
 }
 
 /// `res`'s methods (`ffi::res` calls them).
@@ -69,13 +142,7 @@ impl res::Answer for Out {
     }
 
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
-        // (ASCII is UTF-8: only other bytes need the full check.)
-        for b in [name, value] {
-            if !b.is_ascii() && std::str::from_utf8(b).is_err() {
-                return Err(not_utf8());
-            }
-        }
-        self.header_text(name, value)
+        self.header_text(name, value, true)
     }
 
     fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
@@ -97,7 +164,7 @@ impl res::Answer for Out {
         }
         let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
         self.status(status)?;
-        self.header_text(b"Location", url.as_bytes())
+        self.header_text(b"Location", url.as_bytes(), false)
     }
 
     /// A piece's worth: the servlet yields, and it leaves.
@@ -556,6 +623,46 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use res::Answer as _;
+
+    /// The header lines `out` gathers from `lines` in a new answer, or
+    /// the first refusal.
+    fn answer(out: &mut Out, lines: &[(&[u8], &[u8])]) -> Result<Vec<u8>, String> {
+        out.reset(1 << 20);
+        for (name, value) in lines {
+            out.header(name, value)?;
+        }
+        Ok(out.headers.clone())
+    }
+
+    #[test]
+    fn header_lines_written_again_are_checked_as_the_first_time() {
+        let mut out = Out::default();
+        let two: [(&[u8], &[u8]); 2] = [(b"A", b"b"), (b"C", b"d")];
+        for _ in 0..3 {
+            assert_eq!(answer(&mut out, &two).unwrap(), b"A: b\r\nC: d\r\n");
+        }
+        // The same bytes as the two lines, in one: a value with CR LF.
+        let err = answer(&mut out, &[(b"A", b"b\r\nC: d")]).unwrap_err();
+        assert!(err.contains("control character"), "{err}");
+        assert_eq!(out.headers, b"", "a refused line is not kept");
+        // The same bytes as a valid line, with a name holding a colon.
+        answer(&mut out, &[(b"A", b"b: c")]).unwrap();
+        let err = answer(&mut out, &[(b"A: b", b"c")]).unwrap_err();
+        assert!(err.contains("not a valid header name"), "{err}");
+        // A line after a different one is checked, white space trimmed
+        // or not; a framing field is refused wherever it comes.
+        answer(&mut out, &[(b"X", b"1"), (b"A", b" b ")]).unwrap();
+        assert_eq!(
+            answer(&mut out, &[(b"X", b"2"), (b"A", b"b")]).unwrap(),
+            b"X: 2\r\nA: b\r\n"
+        );
+        let err = answer(&mut out, &[(b"X", b"2"), (b"Content-Length", b"1")]).unwrap_err();
+        assert!(err.contains("written by the server"), "{err}");
+        assert!(answer(&mut out, &[(b"X", b"\xff")]).is_err(), "not UTF-8");
+        assert!(answer(&mut out, &[(b"X", b"\x01")]).is_err());
+        assert_eq!(answer(&mut out, &[(b"X", b"2")]).unwrap(), b"X: 2\r\n");
+    }
 
     #[test]
     fn escapes() {

@@ -776,28 +776,12 @@ impl State {
     fn res_object(&self) -> Result<(Rc<RefCell<Out>>, AnyUserData), Failure> {
         let max = self.settings.servlets.max_output;
         if let Some((out, res)) = self.spare_res.borrow_mut().take() {
-            let mut o = out.borrow_mut();
-            o.status = 200;
-            o.headers.clear();
-            o.body.clear();
-            o.written = 0;
-            o.head_sent = false;
-            o.max = max;
-            // What one large answer grew is not kept for the next ones.
-            if o.body.capacity() > 2 * api::PIECE {
-                o.body = Vec::new();
-            }
-            if o.headers.capacity() > api::PIECE {
-                o.headers = Vec::new();
-            }
-            drop(o);
+            out.borrow_mut().reset(max);
             return Ok((out, res));
         }
-        let out = Rc::new(RefCell::new(Out {
-            status: 200,
-            max,
-            ..Out::default()
-        }));
+        let mut out = Out::default();
+        out.reset(max);
+        let out = Rc::new(RefCell::new(out));
         let res = res::new_object(&self.lua, Rc::clone(&out), &self.res_mt)
             .map_err(|e| self.lua_failure(e))?;
         // (The anchors hold the spare `res`, when there is one: this one.)
