@@ -47,6 +47,8 @@ thread_local! {
     static RUNNING: AtomicPtr<ffi::lua_State> = const { AtomicPtr::new(std::ptr::null_mut()) };
     /// The hook stopped a request in the running budget.
     static STOPPED: AtomicBool = const { AtomicBool::new(false) };
+    /// The hook may be set: the next budget takes it off.
+    static HOOKED: AtomicBool = const { AtomicBool::new(false) };
     // This thread's timer (set up on first use) and its period.
     static TIMER: Cell<Option<Timer>> = const { Cell::new(None) };
     static PERIOD: Cell<Duration> = const { Cell::new(Duration::ZERO) };
@@ -104,6 +106,7 @@ extern "C" fn on_tick(_: libc::c_int) {
     }
     let l = RUNNING.with(|r| r.load(Ordering::Relaxed));
     if !l.is_null() {
+        HOOKED.with(|h| h.store(true, Ordering::Relaxed));
         // SAFETY: RUNNING is a live thread while set (see `Budget`), and
         // lua_sethook only stores the hook's fields and rewrites the
         // dispatch table (lj_dispatch.c), as luajit.c's SIGINT handler.
@@ -267,11 +270,14 @@ impl Budget {
         STOPPED.with(|s| s.store(false, Ordering::Relaxed));
         END.with(|e| e.store(start.saturating_add(ticks), Ordering::Relaxed));
         // SAFETY: the caller's contract. A hook left by an earlier
-        // budget goes (it would take itself off at its next call).
+        // budget goes (it would take itself off at its next call); none
+        // is set while no budget runs (RUNNING is null), so HOOKED says
+        // whether one may be left (asking LuaJIT was 42 instructions).
         unsafe {
             if ticks == 0 {
+                HOOKED.with(|h| h.store(true, Ordering::Relaxed));
                 ffi::lua_sethook(l, Some(fired), ffi::LUA_MASKCOUNT | ffi::LUA_MASKCALL, 1);
-            } else {
+            } else if HOOKED.with(|h| h.swap(false, Ordering::Relaxed)) {
                 ffi::lua_sethook(l, None, 0, 0);
             }
         }
