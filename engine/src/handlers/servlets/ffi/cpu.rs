@@ -52,6 +52,9 @@ thread_local! {
     // This thread's timer (set up on first use) and its period.
     static TIMER: Cell<Option<Timer>> = const { Cell::new(None) };
     static PERIOD: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    /// The last [`ticks_for`]: its budget, period and ticks.
+    static LAST_TICKS: Cell<(Duration, Duration, u64)> =
+        const { Cell::new((Duration::ZERO, Duration::ZERO, 0)) };
 }
 
 /// The tick period for a budget of `cpu_time`: a tenth of it, between 1
@@ -68,7 +71,14 @@ pub fn ticks_for(cpu_time: Duration) -> u64 {
         Duration::ZERO => period(cpu_time),
         p => p,
     };
-    ticks_at(cpu_time, p)
+    // (The same every request: a division less, 45 instructions.)
+    let (t, q, ticks) = LAST_TICKS.get();
+    if (t, q) == (cpu_time, p) {
+        return ticks;
+    }
+    let ticks = ticks_at(cpu_time, p);
+    LAST_TICKS.set((cpu_time, p, ticks));
+    ticks
 }
 
 fn ticks_at(cpu_time: Duration, period: Duration) -> u64 {
@@ -335,5 +345,16 @@ mod tests {
         assert_eq!(ticks_at(Duration::from_secs(1), ms(10)), 101);
         // On a thread whose timer runs faster for another budget.
         assert_eq!(ticks_at(ms(300), ms(5)), 61);
+        // ticks_for keeps the last answer; another budget or period is
+        // worked out afresh (a thread of its own: PERIOD is unset there).
+        std::thread::spawn(move || {
+            for (budget, ticks) in [(300, 31), (300, 31), (50, 11), (300, 31)] {
+                assert_eq!(ticks_for(ms(budget)), ticks, "{budget}");
+            }
+            PERIOD.set(ms(5));
+            assert_eq!(ticks_for(ms(300)), 61);
+        })
+        .join()
+        .unwrap();
     }
 }
