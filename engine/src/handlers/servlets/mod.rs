@@ -46,7 +46,7 @@ use crate::handlers::protected::Protected;
 use mlua::chunk::ChunkMode;
 use mlua::prelude::{LuaGcIncParams, LuaGcMode};
 use mlua::thread::ThreadStatus;
-use mlua::{AnyUserData, Function, Lua, LuaOptions, StdLib, Table, Thread, Value};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Thread, Value};
 
 use super::app::{Handler, Request, Response};
 use super::stream::BodyStream;
@@ -179,6 +179,8 @@ struct State {
     errors: RefCell<ByPath<(String, Instant)>>,
     /// The metatable of `res` objects (their methods).
     res_mt: Table,
+    /// The `res` object the anchors hold, known to its methods.
+    known_res: res::Known,
     /// What a request's run pushes: the prelude's `start` (which makes
     /// the request table), each servlet's `handle_request`, the next `res`.
     anchors: Anchors,
@@ -193,7 +195,7 @@ struct State {
     spare: RefCell<Option<Thread>>,
     /// The last answer's `res` object and what it gathered, for the next
     /// request (taken while in use; a streamed answer keeps its own).
-    spare_res: RefCell<Option<(Rc<RefCell<Out>>, AnyUserData)>>,
+    spare_res: RefCell<Option<(Rc<RefCell<Out>>, res::Object)>>,
     /// A servlet ran out of memory: collect before the next request (its
     /// servlet loaded or not). Not at once: the coroutine that failed
     /// still holds what it made until it is dropped (after the answer, or
@@ -382,7 +384,7 @@ impl State {
                 api::library(&lua)?,
                 req::new_request_function(&lua)?,
             ))?;
-        res::set_up_metatable::<Out>(&lua, &res_mt)?;
+        let known_res = res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let anchors = Anchors::new(&lua, &start)?;
         let aside = lua.create_thread(environment.clone())?;
         Ok(State {
@@ -392,6 +394,7 @@ impl State {
             modules: RefCell::new(HashMap::default()),
             errors: RefCell::new(HashMap::default()),
             res_mt,
+            known_res,
             anchors,
             next_slot: Cell::new(run::FIRST_HANDLE),
             aside,
@@ -773,7 +776,7 @@ impl State {
     /// The `res` object for a request and what it gathers, empty: the
     /// last answer's when it is free (its buffers keep their room), else
     /// a new one.
-    fn res_object(&self) -> Result<(Rc<RefCell<Out>>, AnyUserData), Failure> {
+    fn res_object(&self) -> Result<(Rc<RefCell<Out>>, res::Object), Failure> {
         let max = self.settings.servlets.max_output;
         if let Some((out, res)) = self.spare_res.borrow_mut().take() {
             out.borrow_mut().reset(max);
@@ -786,7 +789,7 @@ impl State {
             .map_err(|e| self.lua_failure(e))?;
         // (The anchors hold the spare `res`, when there is one: this one.)
         self.anchors
-            .set_res(&res)
+            .set_res(&res, &self.known_res)
             .map_err(|e| self.lua_failure(e))?;
         Ok((out, res))
     }

@@ -26,6 +26,7 @@ use mlua::{ffi, Function, IntoLua, Lua, Table, Thread, Value};
 
 use super::cpu;
 use super::req::{self, Job};
+use super::res;
 
 /// The slots of the anchors table: the C function protected calls go
 /// through, the function a run starts with (the prelude's `start`), the
@@ -71,9 +72,15 @@ impl Anchors {
         self.table.raw_set(slot, handle)
     }
 
-    /// The `res` object of the runs to come.
-    pub fn set_res(&self, res: impl IntoLua) -> mlua::Result<()> {
-        self.table.raw_set(RES, res)
+    /// The `res` object of the runs to come (which `known`, of the
+    /// metatable `res` was made with, then knows).
+    pub fn set_res(&self, res: &res::Object, known: &res::Known) -> mlua::Result<()> {
+        self.table.raw_set(RES, &res.0)?;
+        // SAFETY: the anchors hold `res` until the next call (or until
+        // the state is closed); the caller gives the `known` of its
+        // metatable (a `Known` of another one would only miss).
+        unsafe { known.set(res) };
+        Ok(())
     }
 }
 
