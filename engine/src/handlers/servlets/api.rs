@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use mlua::{Lua, LuaString, Table, Value};
 
-use super::ffi::req::Str;
 use super::ffi::{heap, raw, req, res};
 use super::shared::{self, Stored};
 use crate::handlers::app::{check_header_bytes, Request};
@@ -29,6 +28,15 @@ pub struct Out {
     pub head_sent: bool,
     /// `servlets.max_output`.
     pub max: u64,
+    /// The length of each header line's name, and of the line.
+    lines: Vec<(usize, usize)>,
+    /// The last answer's `headers` and `lines` (swapped in here when an
+    /// answer starts): a line written again where it was passed the
+    /// checks then ([`Out::header_text`]).
+    checked: Vec<u8>,
+    checked_lines: Vec<(usize, usize)>,
+    /// The lines so far are the last answer's first ones.
+    as_checked: bool,
 }
 
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
@@ -40,20 +48,84 @@ fn not_utf8() -> String {
 }
 
 impl Out {
-    /// A header line, once `name` and `value` are checked (UTF-8 text,
-    /// as the caller made sure).
-    fn header_text(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
+    /// Readies the object for a new answer of at most `max` bytes; the
+    /// header lines written go to `checked`.
+    pub fn reset(&mut self, max: u64) {
+        self.status = 200;
+        std::mem::swap(&mut self.headers, &mut self.checked);
+        std::mem::swap(&mut self.lines, &mut self.checked_lines);
+        self.headers.clear();
+        self.lines.clear();
+        self.as_checked = true;
+        self.body.clear();
+        self.written = 0;
+        self.head_sent = false;
+        self.max = max;
+        // What one large answer grew is not kept for the next ones.
+        if self.body.capacity() > 2 * PIECE {
+            self.body = Vec::new();
+        }
+        if self.headers.capacity() > PIECE {
+            self.headers = Vec::new();
+        }
+        if self.checked.len() > PIECE {
+            self.checked = Vec::new();
+            self.checked_lines = Vec::new();
+        }
+        if self.lines.capacity() > 1024 {
+            self.lines = Vec::new();
+        }
+    }
+
+    /// A header line `name: value` (the value without its surrounding
+    /// white space), once `name` and `value` pass [`check_header_bytes`]
+    /// (and are UTF-8 if `utf8`; else the caller made sure).
+    ///
+    /// A servlet writes the same lines answer after answer (checking a
+    /// `Content-Type` was 280 of a hello request's 10,000 instructions),
+    /// so a line is not checked again if the last answer's line of the
+    /// same rank has the same bytes and its name the same length, every
+    /// line before it the same: its name and value are this one's, and
+    /// passed the checks, which ask the same of a value with or without
+    /// white space around it. (Bytes alone would not do: "A" = "b\r\nC: d"
+    /// is two valid lines' bytes, and "A: b" = "c" those of "A" = "b: c".)
+    fn header_text(&mut self, name: &[u8], value: &[u8], utf8: bool) -> Result<(), String> {
         if self.head_sent {
             return Err("the response head has been sent already".into());
         }
-        check_header_bytes(name, value).map_err(|e| e.0.to_string())?;
+        let start = self.headers.len();
         self.headers.extend_from_slice(name);
         self.headers.extend_from_slice(b": ");
         self.headers
             .extend_from_slice(crate::http::grammar::trim_ows(value));
         self.headers.extend_from_slice(b"\r\n");
+        let line = &self.headers[start..];
+        let shape = (name.len(), line.len());
+        self.as_checked = self.as_checked
+            && self.checked_lines.get(self.lines.len()) == Some(&shape)
+            && self.checked.get(start..start + line.len()) == Some(line);
+        if !self.as_checked {
+            if let Err(e) = check(name, value, utf8) {
+                self.headers.truncate(start);
+                return Err(e);
+            }
+        }
+        self.lines.push(shape);
         Ok(())
     }
+}
+
+/// The checks of [`Out::header_text`].
+fn check(name: &[u8], value: &[u8], utf8: bool) -> Result<(), String> {
+    if utf8 {
+        // (ASCII is UTF-8: only other bytes need the full check.)
+        for b in [name, value] {
+            if !b.is_ascii() && std::str::from_utf8(b).is_err() {
+                return Err(not_utf8());
+            }
+        }
+    }
+    check_header_bytes(name, value).map_err(|e| e.0.to_string())
 }
 
 /// `res`'s methods (`ffi::res` calls them).
@@ -70,13 +142,7 @@ impl res::Answer for Out {
     }
 
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
-        // (ASCII is UTF-8: only other bytes need the full check.)
-        for b in [name, value] {
-            if !b.is_ascii() && std::str::from_utf8(b).is_err() {
-                return Err(not_utf8());
-            }
-        }
-        self.header_text(name, value)
+        self.header_text(name, value, true)
     }
 
     fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
@@ -98,7 +164,7 @@ impl res::Answer for Out {
         }
         let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
         self.status(status)?;
-        self.header_text(b"Location", url.as_bytes())
+        self.header_text(b"Location", url.as_bytes(), false)
     }
 
     /// A piece's worth: the servlet yields, and it leaves.
@@ -107,23 +173,20 @@ impl res::Answer for Out {
     }
 }
 
-/// Fills the request table for `req` (`build` runs the filler in a
-/// protected call with the metatable and [`names`] as arguments 1 and 2:
-/// `ffi::run::prepare`): `body`, and in `req[1]` one string of the others
-/// (method, path, query, remote_addr, user: [`BASIC`]) and the header
-/// fields (`req::parts`). Through `req_mt`'s `__index`, the strings
-/// are made on first use, and `headers` and `cookies` from the fields,
-/// as `args` from the query ([`lazy_field`]; it also gives `form`). A
-/// servlet that reads none of them makes none of them (a string made is
-/// hashed, a field set is a table insertion: 2,000 instructions of a
-/// hello servlet's request that reads none).
-pub fn request<R>(
-    req: &Request<'_>,
-    build: impl FnOnce(&mut dyn FnMut(&mut req::Builder<'_>)) -> R,
-) -> R {
-    // The header fields in this thread's buffer (taken out while in use:
-    // nothing is allocated inside the call).
-    let (mut raw, v) = DECODED.take();
+/// Runs `run`, a servlet's run for `req`, which makes its request table
+/// (`ffi::req::new_request`): `req[1]` one string of the method, path,
+/// query, remote_addr and user ([`BASIC`]) and the header fields
+/// (`req::parts`), `req[2]` the body (if not empty). Through the
+/// metatable's `__index` (the prelude's `Req`), the named fields are made
+/// on first use from those two: the strings, `body`, and `headers` and
+/// `cookies` from the fields, as `args` from the query ([`lazy_field`];
+/// it also gives `form`). A servlet that reads none of them makes none of
+/// them (a string made is hashed, a field set is a table insertion: 2,000
+/// instructions of a hello servlet's request that reads none).
+pub fn request<R>(req: &Request<'_>, run: impl FnOnce() -> R) -> R {
+    // In this thread's buffer (taken out while in use: nothing is
+    // allocated once it has grown to a request's size).
+    let mut raw = RAW.take();
     raw.clear();
     let mut text = [0u8; 64];
     for part in [
@@ -140,46 +203,16 @@ pub fn request<R>(
             req::put_part(&mut raw, Some(part));
         }
     }
-    if raw.len() <= SHORT_MAX {
-        // Made long, so Lua does not hash it (it interns, and so hashes
-        // every byte of, strings of up to 40 bytes): a length no field
-        // has ends the list (raw_fields).
-        raw.extend_from_slice(&[0xff; 4]);
-        raw.resize(SHORT_MAX + 1, 0);
-    }
-    let body = match req.body {
-        b"" => Str::Entry(EMPTY),
-        b => Str::Bytes(b),
-    };
-    let built = build(&mut |b| {
-        // (The metatable is argument 1, the names argument 2.)
-        b.set_from(2, N_BODY, body);
-        b.set_at(1, &raw);
-        b.set_metatable_arg(1);
-    });
-    DECODED.set((raw, v));
-    built
+    let lent = req::lend(&raw, req.body);
+    let r = run();
+    drop(lent);
+    RAW.set(raw);
+    r
 }
 
 /// The strings before the header fields in `req[1]`, in order (the
 /// prelude's `basic` table, in `mod.rs`, numbers them the same).
 pub const BASIC: usize = 5;
-
-/// Lua's longest short string (`LUAI_MAXSHORTLEN`): longer ones are
-/// not interned.
-const SHORT_MAX: usize = 40;
-
-/// The strings the request table is made with, made once per state
-/// ([`names`]) and found by index (see `req::Builder::set_from`).
-const NAMES: [&str; 2] = ["body", ""];
-const N_BODY: i64 = 1;
-/// `""`.
-const EMPTY: i64 = 2;
-
-/// The table of [`NAMES`], for [`request`].
-pub fn names(lua: &Lua) -> mlua::Result<Table> {
-    lua.create_sequence_from(NAMES)
-}
 
 /// The client's address as text in `buf` (on the stack: no String).
 fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
@@ -189,10 +222,16 @@ fn peer_text(ip: std::net::IpAddr, buf: &mut [u8; 64]) -> &[u8] {
         let len = 64 - w.len();
         return &buf[..len];
     };
-    let mut text = [0; 15];
-    let text = crate::http::ipv4_text(v4, &mut text);
-    let len = text.len();
-    buf[..len].copy_from_slice(text);
+    // (Mostly the same client as the last request's: 60 instructions.)
+    let (ip, mut text, len) = LAST_PEER.get();
+    let len = if ip == v4 && len > 0 {
+        len
+    } else {
+        let len = crate::http::ipv4_text(v4, &mut text).len();
+        LAST_PEER.set((v4, text, len));
+        len
+    };
+    buf[..len].copy_from_slice(&text[..len]);
     &buf[..len]
 }
 
@@ -267,8 +306,13 @@ pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua
 }
 
 thread_local! {
-    /// Names and values decoded or lowered, or a request's raw header
-    /// fields (reused by each request).
+    /// The last client's IPv4 address and its text (`peer_text`).
+    static LAST_PEER: std::cell::Cell<(std::net::Ipv4Addr, [u8; 15], usize)> =
+        const { std::cell::Cell::new((std::net::Ipv4Addr::UNSPECIFIED, [0; 15], 0)) };
+    /// A request's `req[1]` while its table is made (reused by each
+    /// request).
+    static RAW: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Names and values decoded or lowered (reused by each call).
     static DECODED: std::cell::Cell<(Vec<u8>, Vec<u8>)> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
@@ -290,11 +334,10 @@ fn fill_fields(lua: &Lua, t: &Table, fields: Vec<(Vec<u8>, Vec<u8>)>) -> mlua::R
 /// as `name = {filename =, type =, data =}`); nil and a message for a
 /// body that is neither or is malformed.
 pub fn form(lua: &Lua, req: &Table) -> mlua::Result<(Value, Option<String>)> {
-    // (`get`: the headers table may not be made yet.)
+    // (`get`: the headers table and the body string may not be made yet.)
     let headers: Table = req.get("headers")?;
     let ctype: Option<LuaString> = headers.raw_get("content-type")?;
-    let body: LuaString = req.raw_get("body")?;
-    // (The basic strings are made on first use; body is always there.)
+    let body: LuaString = req.get("body")?;
     let body = body.as_bytes();
     let ctype = ctype.map(|c| c.as_bytes().to_vec()).unwrap_or_default();
     let out = lua.create_table()?;
@@ -589,6 +632,63 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use res::Answer as _;
+
+    /// The header lines `out` gathers from `lines` in a new answer, or
+    /// the first refusal.
+    fn answer(out: &mut Out, lines: &[(&[u8], &[u8])]) -> Result<Vec<u8>, String> {
+        out.reset(1 << 20);
+        for (name, value) in lines {
+            out.header(name, value)?;
+        }
+        Ok(out.headers.clone())
+    }
+
+    #[test]
+    fn client_addresses_as_text() {
+        let mut buf = [0u8; 64];
+        for (ip, text) in [
+            ("0.0.0.0", "0.0.0.0"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("10.200.3.45", "10.200.3.45"),
+            ("::1", "::1"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("255.255.255.255", "255.255.255.255"),
+        ] {
+            let ip: std::net::IpAddr = ip.parse().unwrap();
+            assert_eq!(peer_text(ip, &mut buf), text.as_bytes());
+        }
+    }
+
+    #[test]
+    fn header_lines_written_again_are_checked_as_the_first_time() {
+        let mut out = Out::default();
+        let two: [(&[u8], &[u8]); 2] = [(b"A", b"b"), (b"C", b"d")];
+        for _ in 0..3 {
+            assert_eq!(answer(&mut out, &two).unwrap(), b"A: b\r\nC: d\r\n");
+        }
+        // The same bytes as the two lines, in one: a value with CR LF.
+        let err = answer(&mut out, &[(b"A", b"b\r\nC: d")]).unwrap_err();
+        assert!(err.contains("control character"), "{err}");
+        assert_eq!(out.headers, b"", "a refused line is not kept");
+        // The same bytes as a valid line, with a name holding a colon.
+        answer(&mut out, &[(b"A", b"b: c")]).unwrap();
+        let err = answer(&mut out, &[(b"A: b", b"c")]).unwrap_err();
+        assert!(err.contains("not a valid header name"), "{err}");
+        // A line after a different one is checked, white space trimmed
+        // or not; a framing field is refused wherever it comes.
+        answer(&mut out, &[(b"X", b"1"), (b"A", b" b ")]).unwrap();
+        assert_eq!(
+            answer(&mut out, &[(b"X", b"2"), (b"A", b"b")]).unwrap(),
+            b"X: 2\r\nA: b\r\n"
+        );
+        let err = answer(&mut out, &[(b"X", b"2"), (b"Content-Length", b"1")]).unwrap_err();
+        assert!(err.contains("written by the server"), "{err}");
+        assert!(answer(&mut out, &[(b"X", b"\xff")]).is_err(), "not UTF-8");
+        assert!(answer(&mut out, &[(b"X", b"\x01")]).is_err());
+        assert_eq!(answer(&mut out, &[(b"X", b"2")]).unwrap(), b"X: 2\r\n");
+    }
 
     #[test]
     fn escapes() {

@@ -9,10 +9,11 @@
 //! (each a `lua_getstack`): about 2,700 instructions of a hello servlet's
 //! 13,500 (callgrind, bench scenario 9). Here the values a run needs sit
 //! in one table the registry holds ([`Anchors`]), read with `lua_rawgeti`
-//! straight onto the coroutine, the table is built in one `lua_pcall` on
-//! the coroutine itself, and `lua_resume` says how the run ended.
+//! straight onto the coroutine, the request table is built by the run
+//! itself (the prelude's `start` calls `req::new_request`, then the
+//! servlet), and `lua_resume` says how the run ended.
 //!
-//! Nothing here allocates outside a protected call: `lua_rawgeti`,
+//! Nothing here allocates outside a protected call (or the run): `lua_rawgeti`,
 //! `lua_pushlightuserdata` and `lua_settop` make nothing, and the stack
 //! room is asked for with `lua_checkstack` (which grows the stack in a
 //! protected call of its own). Errors keep mlua's form: the message with
@@ -21,21 +22,21 @@
 use std::ffi::c_int;
 use std::ptr;
 
-use mlua::{ffi, IntoLua, Lua, Table, Thread, Value};
+use mlua::{ffi, Function, IntoLua, Lua, Table, Thread, Value};
 
 use super::cpu;
-use super::req::{self, Builder, Job};
+use super::req::{self, Job};
+use super::res;
 
-/// The slots of the anchors table: the builder's C function, the
-/// request tables' metatable and names (its arguments), the `res` object
-/// of the next run.
+/// The slots of the anchors table: the C function protected calls go
+/// through, the function a run starts with (the prelude's `start`), the
+/// `res` object of the next run.
 const TRAMPOLINE: i64 = 1;
-const REQ_MT: i64 = 2;
-const NAMES: i64 = 3;
-const RES: i64 = 4;
+const START: i64 = 2;
+const RES: i64 = 3;
 /// The slot of the first servlet's `handle_request`: each loaded servlet
 /// has its own from here ([`Anchors::set_handle`]).
-pub const FIRST_HANDLE: i64 = 5;
+pub const FIRST_HANDLE: i64 = 4;
 
 /// The values a run pushes, in a table the registry holds for the
 /// state's life.
@@ -45,16 +46,15 @@ pub struct Anchors {
 }
 
 impl Anchors {
-    /// The anchors of `lua`, with the request tables' metatable and the
-    /// names they are built with (`api::names`).
-    pub fn new(lua: &Lua, req_mt: &Table, names: &Table) -> mlua::Result<Anchors> {
+    /// The anchors of `lua`, with `start(handle_request, res)`, which
+    /// makes the request table (`req::new_request`) and runs the servlet.
+    pub fn new(lua: &Lua, start: &Function) -> mlua::Result<Anchors> {
         let table = lua.create_table()?;
         // SAFETY: the trampoline reads its arguments only as it checks.
         table.raw_set(TRAMPOLINE, unsafe {
             lua.create_c_function(req::trampoline)?
         })?;
-        table.raw_set(REQ_MT, req_mt)?;
-        table.raw_set(NAMES, names)?;
+        table.raw_set(START, start)?;
         let mut reference = ffi::LUA_NOREF;
         // SAFETY: exec_raw pushes the table (argument 1) under lua_pcall;
         // luaL_ref pops it into the registry (or raises a memory error).
@@ -72,9 +72,15 @@ impl Anchors {
         self.table.raw_set(slot, handle)
     }
 
-    /// The `res` object of the runs to come.
-    pub fn set_res(&self, res: impl IntoLua) -> mlua::Result<()> {
-        self.table.raw_set(RES, res)
+    /// The `res` object of the runs to come (which `known`, of the
+    /// metatable `res` was made with, then knows).
+    pub fn set_res(&self, res: &res::Object, known: &res::Known) -> mlua::Result<()> {
+        self.table.raw_set(RES, &res.0)?;
+        // SAFETY: the anchors hold `res` until the next call (or until
+        // the state is closed); the caller gives the `known` of its
+        // metatable (a `Known` of another one would only miss).
+        unsafe { known.set(res) };
+        Ok(())
     }
 }
 
@@ -88,52 +94,20 @@ pub enum Ran {
 }
 
 /// Readies `co`, a new or finished coroutine, to run the servlet in
-/// `slot` ([`Anchors::set_handle`]) with a request table filled by `fill`
-/// (its arguments: 1 the metatable, 2 the names) and the `res` object of
-/// [`Anchors::set_res`]: its stack is then the function and those two
-/// arguments, for [`resume`] with 2. `fill` must not panic, nor hold
-/// anything that needs dropping when a Lua error skips its frames (the
-/// rules of `req::protected`).
-pub fn prepare(
-    co: &Thread,
-    anchors: &Anchors,
-    slot: i64,
-    fill: impl FnOnce(&mut Builder<'_>),
-) -> mlua::Result<()> {
+/// `slot` ([`Anchors::set_handle`]) with the `res` object of
+/// [`Anchors::set_res`]: its stack is then `start`, the servlet's
+/// `handle_request` and `res`, for [`resume`] with 2, which makes the
+/// request table of what `req::lend` lent.
+pub fn prepare(co: &Thread, anchors: &Anchors, slot: i64) -> mlua::Result<()> {
     let l = co.state();
-    let mut fill = Some(fill);
-    let mut run = |state| {
-        if let Some(fill) = fill.take() {
-            // SAFETY: in the protected call below, arguments at 1..=2.
-            unsafe { req::fill_table(state, 2, fill) };
-        }
-    };
-    let mut job: Job<'_> = &mut run;
     // SAFETY: `co` is a live coroutine (borrowed) that is not running;
     // a status other than LUA_OK (a yielded or dead one) is refused.
     // Every push is within the room lua_checkstack gave; lua_rawgeti on
-    // the anchors table (checked to be one) and the registry reads
-    // without allocating. The job outlives the protected call, the only
-    // place its pointer is read (by the trampoline).
+    // the anchors table (checked to be one) reads without allocating.
     unsafe {
         begin(l, anchors)?;
+        rawgeti(l, 1, START);
         rawgeti(l, 1, slot);
-        push_job(l, &mut job);
-        rawgeti(l, 1, REQ_MT);
-        rawgeti(l, 1, NAMES);
-        // anchors, handle, trampoline, job, metatable, names
-        let status = ffi::lua_pcall(l, 3, 1, 0);
-        if status != ffi::LUA_OK || ffi::lua_type(l, 3) != ffi::LUA_TTABLE {
-            let e = match status {
-                ffi::LUA_OK => mlua::Error::runtime(
-                    "building a table: no room on Lua's stack (or a builder misused)",
-                ),
-                _ => message_error(l, status),
-            };
-            ffi::lua_settop(l, 0);
-            return Err(e);
-        }
-        // anchors, handle, request table
         rawgeti(l, 1, RES);
         ffi::lua_remove(l, 1);
     }
@@ -210,7 +184,7 @@ pub(super) unsafe fn rawgeti(l: *mut ffi::lua_State, idx: c_int, n: i64) {
 }
 
 /// The values pushed above the anchors table, at most.
-const ROOM: i32 = 6;
+const ROOM: i32 = 3;
 
 /// Pushes the trampoline and `job` (its first argument) on `l`, for a
 /// `lua_pcall`.
