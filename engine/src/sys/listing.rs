@@ -103,7 +103,7 @@ pub fn list(dir: OwnedFd, xattrs: bool) -> io::Result<Listing> {
             let start = out.names.len();
             out.names.extend_from_slice(&raw[..=len]);
             let cname = raw.as_ptr().cast::<libc::c_char>();
-            let Some((meta, born, link)) = statx(fd, cname) else {
+            let Some((meta, born, link)) = statx(fd, cname, 0) else {
                 out.names.truncate(start);
                 continue;
             };
@@ -123,14 +123,26 @@ pub fn list(dir: OwnedFd, xattrs: bool) -> io::Result<Listing> {
     Ok(out)
 }
 
+/// The birth time of `file` (seconds since the epoch), where the
+/// filesystem keeps one: `statx` itself, as [`list`] asks it, since the
+/// standard library's `created()` has it only on glibc (not on musl).
+pub fn born(file: &File) -> Option<u64> {
+    statx(file.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH).and_then(|(_, born, _)| born)
+}
+
 /// What `statx` says of `name` in `dir` (not following a symlink): its
 /// metadata, birth time, whether it is a symlink.
-fn statx(dir: libc::c_int, name: *const libc::c_char) -> Option<(Meta, Option<u64>, bool)> {
+fn statx(
+    dir: libc::c_int,
+    name: *const libc::c_char,
+    flags: libc::c_int,
+) -> Option<(Meta, Option<u64>, bool)> {
     // SAFETY: plain old data written by the kernel.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     let mask = libc::STATX_BASIC_STATS | libc::STATX_BTIME;
     // SAFETY: an open directory, a NUL-terminated name, a valid out-pointer.
-    let r = unsafe { libc::statx(dir, name, libc::AT_SYMLINK_NOFOLLOW, mask, &mut st) };
+    let flags = flags | libc::AT_SYMLINK_NOFOLLOW;
+    let r = unsafe { libc::statx(dir, name, flags, mask, &mut st) };
     if r != 0 {
         return None;
     }

@@ -433,11 +433,8 @@ fn stored_of(dav: &Dav, rel: &[u8]) -> Stored {
     let Ok(file) = dav.files.root().open_any(rel) else {
         return Stored::default();
     };
-    let born = file.metadata().and_then(|m| m.created()).ok();
     Stored {
-        born: born
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs()),
+        born: crate::sys::listing::born(&file),
         dead: props::dead(&file),
         marked: props::marked(&file),
     }
