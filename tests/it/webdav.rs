@@ -437,18 +437,27 @@ fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
 /// The `<D:creationdate>` of `path`, if its filesystem keeps a birth
 /// time (RFC 3339, UTC).
 fn creationdate(path: &Path) -> String {
-    let Ok(born) = fs::metadata(path).and_then(|m| m.created()) else {
+    let Some(secs) = birth_time(path) else {
         return String::new();
     };
-    let secs = born
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
     let t = brisk::http::date::civil_time(secs);
     format!(
         "<D:creationdate>{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z</D:creationdate>",
         t.year, t.month, t.day, t.hour, t.minute, t.second
     )
+}
+
+/// The birth time of `path` (seconds), where its filesystem keeps one:
+/// `statx` asked directly (the standard library's `created()` answers
+/// only on glibc, not in the static musl build).
+pub(crate) fn birth_time(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: plain old data the kernel fills.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a valid out-pointer.
+    let r = unsafe { libc::statx(libc::AT_FDCWD, name.as_ptr(), 0, libc::STATX_BTIME, &mut st) };
+    (r == 0 && st.stx_mask & libc::STATX_BTIME != 0).then_some(st.stx_btime.tv_sec as u64)
 }
 
 /// What the live properties of file `path` in `dav` say: its ETag and
@@ -536,9 +545,9 @@ fn propfind_depth_1_lists_members_and_infinity_is_refused() {
         "0",
         "<propfind xmlns=\"DAV:\"><propname/></propfind>",
     );
-    let born = match fs::metadata(dav.join("d/f")).and_then(|m| m.created()) {
-        Ok(_) => "<D:creationdate/>",
-        Err(_) => "",
+    let born = match birth_time(&dav.join("d/f")) {
+        Some(_) => "<D:creationdate/>",
+        None => "",
     };
     assert!(String::from_utf8_lossy(&names.body).contains(&format!(
         "<D:prop>{born}<D:resourcetype/><D:displayname/><D:getcontentlength/><D:getcontenttype/>\
