@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use super::webdav::{litmus, LITMUS_PASSES};
 use common::*;
 use std::collections::BTreeMap;
 use std::fs;
@@ -276,39 +277,12 @@ fn litmus_passes_behind_auth() {
         dav.display()
     ));
     let s = b.start();
-    let out = Command::new("litmus")
-        .args([
-            &format!("http://{}/dav/", s.addr()),
-            "apr1",
-            "correct horse",
-        ])
-        .env("TESTS", "basic copymove props http")
-        .current_dir(&s.base.path)
-        .output()
-        .expect("run litmus");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let summaries: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("<- summary"))
-        .collect();
-    assert_eq!(
-        summaries,
-        [
-            "<- summary for `basic': of 16 tests run: 16 passed, 0 failed. 100.0%",
-            "<- summary for `copymove': of 13 tests run: 13 passed, 0 failed. 100.0%",
-            "<- summary for `props': of 30 tests run: 30 passed, 0 failed. 100.0%",
-            "<- summary for `http': of 4 tests run: 4 passed, 0 failed. 100.0%",
-        ],
-        "{text}"
-    );
+    let suites = "basic copymove props http";
+    let (summaries, _, text) = litmus(&s, suites, &["apr1", "correct horse"]);
+    assert_eq!(summaries, LITMUS_PASSES[..4], "{text}");
     // And without the password, nothing passes and nothing is written.
     let before = tree(&dav);
-    let out = Command::new("litmus")
-        .arg(format!("http://{}/dav/", s.addr()))
-        .env("TESTS", "basic")
-        .current_dir(&s.base.path)
-        .output()
-        .expect("run litmus");
-    assert!(!out.status.success());
+    let (_, ok, _) = litmus(&s, "basic", &[]);
+    assert!(!ok);
     assert!(tree(&dav) == before);
 }
