@@ -128,9 +128,6 @@ pub struct WholeBody {
     pub held: Held,
     /// The body so far.
     pub body: Spool,
-    /// The most it may hold ([`Resume::body_max`], else
-    /// `limits.max_body`).
-    pub max: u64,
 }
 
 #[cfg(test)]
