@@ -8,6 +8,7 @@
 //! handler reads ([`request`]), and the head a handler's answer makes
 //! into an HPACK block ([`head`]).
 
+mod answer;
 pub mod head;
 pub mod opening;
 pub mod request;
@@ -20,11 +21,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::access::throttle::{Rate, Throttle};
+use crate::access::throttle::Rate;
 use crate::h2;
 use crate::http::response::{Head, Stamp};
-use crate::log::Draft;
 use crate::server::exchange::ExchangeId;
+
+pub use answer::Answer;
 
 /// Spare piece lists and log buffers a session keeps (as many as the
 /// answers it usually has at once).
@@ -43,8 +45,9 @@ pub struct Session {
     spare_text: Vec<Vec<u8>>,
     /// Its own `[[throttle]]` rates and their wake-up.
     pacing: Pacing,
-    /// How many programs answer its streams (see [`Session::programs`]).
-    programs: u32,
+    /// How many programs and upstream requests answer its streams (see
+    /// [`Session::programs`]).
+    pub programs: u32,
 }
 
 impl Session {
@@ -281,61 +284,43 @@ impl Pacing {
     }
 }
 
-/// What a stream's answer says of itself, HTTP/2's or HTTP/3's: its
-/// stream, and the exchange its request waits in, if it does.
-pub trait OnStream {
-    /// Its stream.
-    fn stream(&self) -> u32;
-    /// The exchange its request waits in, if it does.
-    fn held(&self) -> Option<ExchangeId>;
-}
-
-impl OnStream for Answer {
-    fn stream(&self) -> u32 {
-        self.id
-    }
-    fn held(&self) -> Option<ExchangeId> {
-        self.wait
-    }
-}
-
 /// The answer on stream `id` among `answers`.
-pub fn answer<A: OnStream>(answers: &mut [A], id: u32) -> Option<&mut A> {
-    answers.iter_mut().find(|a| a.stream() == id)
+pub fn answer<O>(answers: &mut [Answer<O>], id: u32) -> Option<&mut Answer<O>> {
+    answers.iter_mut().find(|a| a.id == id)
 }
 
 /// Takes the answer on stream `id` out of `answers`.
-pub fn take<A: OnStream>(answers: &mut Vec<A>, id: u32) -> Option<A> {
-    let i = answers.iter().position(|a| a.stream() == id)?;
+pub fn take<O>(answers: &mut Vec<Answer<O>>, id: u32) -> Option<Answer<O>> {
+    let i = answers.iter().position(|a| a.id == id)?;
     Some(answers.swap_remove(i))
 }
 
 /// The stream of `answers` whose request is held in the exchange `f`
 /// picks.
-pub fn find_wait<A: OnStream>(answers: &[A], f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
-    let a = answers.iter().find(|a| a.held().is_some_and(&f))?;
-    Some(a.stream())
+pub fn find_wait<O>(answers: &[Answer<O>], f: impl Fn(ExchangeId) -> bool) -> Option<u32> {
+    let a = answers.iter().find(|a| a.wait.is_some_and(&f))?;
+    Some(a.id)
 }
 
 /// Takes the answer on stream `id` out of `answers` if its request is
 /// held: its exchange.
-pub fn take_wait<A: OnStream>(answers: &mut Vec<A>, id: u32) -> Option<ExchangeId> {
+pub fn take_wait<O>(answers: &mut Vec<Answer<O>>, id: u32) -> Option<ExchangeId> {
     let i = answers
         .iter()
-        .position(|a| a.stream() == id && a.held().is_some())?;
-    answers.swap_remove(i).held()
+        .position(|a| a.id == id && a.wait.is_some())?;
+    answers.swap_remove(i).wait
 }
 
 /// The lowest stream above `after` (any, if `None`) of `answers` whose
 /// answer is `wanted`.
-pub fn next_answer<A: OnStream>(
-    answers: &[A],
+pub fn next_answer<O>(
+    answers: &[Answer<O>],
     after: Option<u32>,
-    wanted: impl Fn(&A) -> bool,
+    wanted: impl Fn(&Answer<O>) -> bool,
 ) -> Option<u32> {
     (answers.iter())
-        .filter(|a| after.is_none_or(|after| a.stream() > after) && wanted(a))
-        .map(OnStream::stream)
+        .filter(|a| after.is_none_or(|after| a.id > after) && wanted(a))
+        .map(|a| a.id)
         .min()
 }
 
@@ -366,74 +351,6 @@ impl Piece {
     /// Whether nothing is left.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// What a stream's answer holds until its last byte is framed.
-#[derive(Debug)]
-pub struct Answer {
-    /// The stream.
-    pub id: u32,
-    /// The body left to send.
-    pub pieces: VecDeque<Piece>,
-    /// Body bytes in all.
-    pub body_len: u64,
-    /// Its access-log line, drafted (text and draft), and when the
-    /// request began to arrive.
-    pub log: Option<(Vec<u8>, Draft)>,
-    /// When the request's head arrived.
-    pub started: Instant,
-    /// The exchange of the request, while it waits (for its password
-    /// check off the loop, for its body for a handler, or for its body
-    /// held whole for its program).
-    pub wait: Option<ExchangeId>,
-    /// The `[[throttle]]` rates that pace it (its rule's, shared by all
-    /// clients, and its connection's), if a rule covers it: its frames
-    /// wait for them, the connection's other streams do not.
-    pub throttle: Option<Box<Throttle>>,
-    /// A produced answer (a program's output, an embedded handler's
-    /// body in pieces, or its later answer), while it comes: its
-    /// exchange (`Task::Run`, the producer there).
-    pub run: Option<ExchangeId>,
-    /// Its producer is a program (counted in [`Session::programs`]).
-    pub program: bool,
-    /// More body may come (from the producer): the stream does not end
-    /// when the pieces run out.
-    pub open: bool,
-    /// The response cannot be complete (a process that stopped short):
-    /// the stream is reset instead of ended.
-    pub broken: bool,
-    /// The process's output is read and dropped (a HEAD request).
-    pub discard: bool,
-    /// Last progress of the process (its idle timeout runs from here).
-    pub progress: Instant,
-    /// The body's length, if the process said it.
-    pub expect: Option<u64>,
-    /// The producer's trailer fields (field lines; empty: none): a
-    /// HEADERS frame ends the stream after the last DATA.
-    pub trailers: Vec<u8>,
-}
-
-impl Answer {
-    /// An answer that has nothing yet: its request waits.
-    pub fn waiting(id: u32, started: Instant) -> Answer {
-        Answer {
-            id,
-            pieces: VecDeque::new(),
-            body_len: 0,
-            log: None,
-            started,
-            wait: None,
-            throttle: None,
-            run: None,
-            program: false,
-            open: false,
-            broken: false,
-            discard: false,
-            progress: started,
-            expect: None,
-            trailers: Vec::new(),
-        }
     }
 }
 

@@ -11,7 +11,6 @@
 //! the head gave is cut there, and a cut answer's stream is reset
 //! (INTERNAL_ERROR) once what it queued is framed, instead of ended.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::rc::Rc;
 
@@ -24,22 +23,6 @@ use crate::server::run::{Sink, Wanted};
 /// A stream's body buffered for its window before its producer is asked
 /// for more.
 pub const STREAM_OUT_CAP: u64 = 64 * 1024;
-
-/// Sends `head` as the HEADERS of stream `id` of `session`, for a
-/// request that is `head_only` (HEAD) or not. Returns whether the stream
-/// ends with it (no body may follow).
-pub fn send_reply_head(
-    session: &mut Session,
-    id: u32,
-    head: &ReplyHead,
-    head_only: bool,
-    stamp: &Stamp<'_>,
-    scratch: &mut Scratch,
-) -> bool {
-    let (written, ends) = framed_head(head, head_only);
-    session.send_head(id, ends, &written, &head.own.stamp(stamp), scratch);
-    ends
-}
 
 /// The head a producer's `head` is written as by a protocol that frames
 /// bodies itself (HTTP/2, HTTP/3), for a request that is `head_only`
@@ -63,19 +46,67 @@ pub fn framed_head(head: &ReplyHead, head_only: bool) -> (Head<'_>, bool) {
     (written, ends)
 }
 
-/// Body bytes queued in `pieces`.
-pub fn queued(pieces: &VecDeque<Piece>) -> u64 {
-    pieces.iter().map(Piece::len).sum()
+/// What a protocol that frames bodies itself does with a produced
+/// answer's head, interim answers and the request body its producer
+/// takes; the rest of [`StreamSink`] (the body's pieces, its length,
+/// trailers, a cut) is the same for HTTP/2 and HTTP/3.
+pub trait Frames {
+    /// What the protocol keeps of an answer of its own.
+    type Own;
+    /// Bytes of `a` that wait for its stream (counted against
+    /// [`STREAM_OUT_CAP`]).
+    fn waiting(a: &Answer<Self::Own>) -> u64;
+    /// Sends `head` (stamped) as `a`'s HEADERS; `ends`: the stream ends
+    /// with it.
+    fn head(
+        &mut self,
+        a: &mut Answer<Self::Own>,
+        head: (&Head<'_>, &Stamp<'_>, bool),
+        scratch: &mut Scratch,
+    );
+    /// Sends an interim answer `100` on `a`'s stream.
+    fn interim(&mut self, a: &mut Answer<Self::Own>, scratch: &mut Scratch);
+    /// `a`'s producer took `n` bytes of its request's body.
+    fn took_body(&mut self, a: &mut Answer<Self::Own>, n: usize);
 }
 
-/// The sink of one produced answer on one stream, borrowed for one pump
-/// (the answer is out of the session's list meanwhile).
-pub struct H2Sink<'a> {
-    /// The connection's session (for HEADERS).
-    pub session: &'a mut Session,
+/// HTTP/2 frames a stream's head and interim answers in its session,
+/// and gives flow-control credit back for the body its producer took.
+impl Frames for &mut Session {
+    type Own = ();
+
+    fn waiting(a: &Answer) -> u64 {
+        a.queued()
+    }
+
+    fn head(
+        &mut self,
+        a: &mut Answer,
+        (head, stamp, ends): (&Head<'_>, &Stamp<'_>, bool),
+        scratch: &mut Scratch,
+    ) {
+        self.send_head(a.id, ends, head, stamp, scratch);
+    }
+
+    fn interim(&mut self, a: &mut Answer, scratch: &mut Scratch) {
+        self.send_interim(a.id, 100, scratch);
+    }
+
+    fn took_body(&mut self, a: &mut Answer, n: usize) {
+        // (The window credit of body bytes its producer has read.)
+        self.conn.release(a.id, n);
+    }
+}
+
+/// The sink of one produced answer on one stream of a protocol that
+/// frames bodies itself (`F`: HTTP/2 or HTTP/3), borrowed for one pump
+/// (the answer is out of its session's list meanwhile).
+pub struct StreamSink<'a, F: Frames> {
+    /// The protocol's framing (HTTP/2: the connection's session).
+    pub frames: F,
     /// The stream's answer: its pieces, length and flags.
-    pub answer: &'a mut Answer,
-    /// The worker's HPACK scratch space.
+    pub answer: &'a mut Answer<F::Own>,
+    /// The worker's scratch space (an HPACK or QPACK block, a name).
     pub scratch: &'a mut Scratch,
     /// `Server` and `Date`.
     pub stamp: &'a Stamp<'a>,
@@ -83,29 +114,26 @@ pub struct H2Sink<'a> {
     pub head_only: bool,
 }
 
-impl Sink for H2Sink<'_> {
+/// HTTP/2's sink.
+pub type H2Sink<'a> = StreamSink<'a, &'a mut Session>;
+
+impl<F: Frames> Sink for StreamSink<'_, F> {
     fn room(&self) -> usize {
-        STREAM_OUT_CAP.saturating_sub(queued(&self.answer.pieces)) as usize
+        STREAM_OUT_CAP.saturating_sub(F::waiting(self.answer)) as usize
     }
 
-    fn head(&mut self, head: &ReplyHead) -> Wanted {
+    fn head(&mut self, reply: &ReplyHead) -> Wanted {
         let a = &mut *self.answer;
-        let ends = send_reply_head(
-            self.session,
-            a.id,
-            head,
-            self.head_only,
-            self.stamp,
-            self.scratch,
-        );
+        let (written, ends) = framed_head(reply, self.head_only);
+        let stamp = reply.own.stamp(self.stamp);
+        self.frames.head(a, (&written, &stamp, ends), self.scratch);
         a.discard = ends;
-        a.expect = head.content_length;
-        if ends {
+        a.expect = reply.content_length;
+        match ends {
             // (Its stream ended with the HEADERS; the answer ends when the
             // run says so: a process's output is still read and dropped.)
-            Wanted::Stop
-        } else {
-            Wanted::Body
+            true => Wanted::Stop,
+            false => Wanted::Body,
         }
     }
 
@@ -116,7 +144,7 @@ impl Sink for H2Sink<'_> {
             .expect
             .map_or(0, |n| (a.body_len + bytes.len() as u64).saturating_sub(n));
         let take = &bytes[..bytes.len() - over as usize];
-        if !take.is_empty() {
+        if !take.is_empty() && !a.discard {
             a.body_len += take.len() as u64;
             a.pieces.push_back(Piece::Bytes(take.to_vec(), 0));
         }
@@ -124,7 +152,7 @@ impl Sink for H2Sink<'_> {
     }
 
     fn file(&mut self, file: File, len: u64) {
-        // DATA frames read from the file as a static file's are.
+        // (Framed as DATA read from the file as a static file's are.)
         let a = &mut *self.answer;
         a.body_len += len;
         a.pieces.push_back(Piece::File(Rc::new(file), 0, len));
@@ -152,12 +180,11 @@ impl Sink for H2Sink<'_> {
 
     fn continue_body(&mut self) {
         // (A client that waits for it before its DATA, RFC 9110 §10.1.1.)
-        self.session.send_interim(self.answer.id, 100, self.scratch);
+        self.frames.interim(self.answer, self.scratch);
     }
 
     fn took_body(&mut self, n: usize) {
-        // (The window credit of body bytes its producer has read.)
-        self.session.conn.release(self.answer.id, n);
+        self.frames.took_body(self.answer, n);
     }
 }
 
@@ -251,8 +278,8 @@ mod tests {
         let mut a = Answer::waiting(1, Instant::now());
         a.open = true;
         let mut scratch = Scratch::default();
-        let mut sink = H2Sink {
-            session: &mut s,
+        let mut sink = StreamSink {
+            frames: &mut s,
             answer: &mut a,
             scratch: &mut scratch,
             stamp: &STAMP,

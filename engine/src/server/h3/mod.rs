@@ -17,20 +17,17 @@
 pub mod head;
 pub mod sink;
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
 
-use crate::access::throttle::Throttle;
 use crate::h3::conn::{Conn as H3, Limits};
-use crate::log::Draft;
 use crate::server::exchange::ExchangeId;
-use crate::server::h2::{self, OnStream, Pacing, Piece};
+use crate::server::h2::{self, Pacing};
 
 /// Most of a body framed for a stream at once, ahead of what the stream
 /// has taken: one DATA frame (its payload read from the file or copied
-/// then) waits in [`Answer::framed`] until the stream takes it all.
+/// then) waits in [`Framed::bytes`] until the stream takes it all.
 pub const FRAME: usize = 32 * 1024;
 
 /// One QUIC connection's state in the engine.
@@ -174,95 +171,27 @@ pub fn stream(index: u32) -> StreamId {
 }
 
 /// What a stream's answer holds until its last byte has gone into the
-/// stream.
-#[derive(Debug)]
-pub struct Answer {
-    /// The stream (its index).
-    pub id: u32,
-    /// The body left to frame.
-    pub pieces: VecDeque<Piece>,
-    /// Framed bytes (a DATA frame, or a HEADERS one) the stream has not
-    /// taken yet, from [`Answer::at`].
-    pub framed: Vec<u8>,
-    /// How much of `framed` the stream took.
+/// stream: what HTTP/2's does, and its framed bytes.
+pub type Answer = h2::Answer<Framed>;
+
+/// What HTTP/3 keeps of an answer of its own: the bytes framed (a DATA
+/// frame, or a HEADERS one) that its stream has not taken yet.
+#[derive(Debug, Default)]
+pub struct Framed {
+    /// Framed bytes the stream has not taken yet, from [`Framed::at`].
+    pub bytes: Vec<u8>,
+    /// How much of `bytes` the stream took.
     pub at: usize,
-    /// Body bytes in all.
-    pub body_len: u64,
     /// Body bytes framed so far.
     pub body_sent: u64,
-    /// Its access-log line, drafted (text and draft).
-    pub log: Option<(Vec<u8>, Draft)>,
-    /// When the request's head arrived.
-    pub started: Instant,
-    /// The exchange of the request, while it waits (a password check,
-    /// its body for a handler or held whole).
-    pub wait: Option<ExchangeId>,
-    /// A produced answer, while it comes: its exchange (`Task::Run`).
-    pub run: Option<ExchangeId>,
-    /// Its producer is a program or an upstream (counted in
-    /// [`Session::programs`]).
-    pub program: bool,
-    /// More body may come from the producer: the stream does not end
-    /// when the pieces run out.
-    pub open: bool,
-    /// The answer cannot be complete: the stream is reset instead of
-    /// finished.
-    pub broken: bool,
-    /// The producer's output is read and dropped (a HEAD request, a
-    /// bodiless status): the stream ended with the HEADERS.
-    pub discard: bool,
-    /// The body's length, if the producer said it.
-    pub expect: Option<u64>,
-    /// Last progress of the producer (its idle timeout runs from here).
-    pub progress: Instant,
-    /// Trailer field lines (empty: none): a HEADERS frame after the
-    /// last DATA.
-    pub trailers: Vec<u8>,
     /// Its producer took some of the request body: its stream is read
     /// on (see `worker/h3.rs`'s `h3_read`).
     pub read_more: bool,
-    /// The `[[throttle]]` rates that pace it, if a rule covers it: its
-    /// DATA wait for them, the connection's other streams do not.
-    pub throttle: Option<Box<Throttle>>,
 }
 
-impl OnStream for Answer {
-    fn stream(&self) -> u32 {
-        self.id
-    }
-    fn held(&self) -> Option<ExchangeId> {
-        self.wait
-    }
-}
-
-impl Answer {
-    /// An answer that has nothing yet.
-    pub fn waiting(id: u32, started: Instant) -> Answer {
-        Answer {
-            id,
-            pieces: VecDeque::new(),
-            framed: Vec::new(),
-            at: 0,
-            body_len: 0,
-            body_sent: 0,
-            log: None,
-            started,
-            wait: None,
-            run: None,
-            program: false,
-            open: false,
-            broken: false,
-            discard: false,
-            expect: None,
-            progress: started,
-            trailers: Vec::new(),
-            read_more: false,
-            throttle: None,
-        }
-    }
-
-    /// Body bytes waiting to be framed, and framed bytes not taken.
-    pub fn buffered(&self) -> u64 {
-        self.pieces.iter().map(Piece::len).sum::<u64>() + (self.framed.len() - self.at) as u64
+impl Framed {
+    /// Framed bytes the stream has not taken.
+    pub fn left(&self) -> u64 {
+        (self.bytes.len() - self.at) as u64
     }
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
 use super::dispatch::{answering, request_record};
-use super::h2::head_log;
+use super::h2::streams::{upstream_time, Drove, H3};
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
 use super::{Request, Worker, SCRATCH_KEEP, SPARES};
@@ -26,9 +26,8 @@ use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
 use crate::server::conn::{Conn, Proto};
 use crate::server::drain::Drain;
-use crate::server::exchange::{Exchange, Exchanges, Task};
+use crate::server::exchange::Exchanges;
 use crate::server::h2::{request, Piece};
-use crate::server::h3::sink::H3Sink;
 use crate::server::h3::{head, stream, Answer, Session, FRAME};
 use crate::server::run::{Outcome, Run, Sink};
 use crate::server::transport::{self, Link};
@@ -180,7 +179,7 @@ impl Worker {
         // Streams whose producer took some of the body: read on.
         let more: Vec<u32> = c.h3_mut().map_or_else(Vec::new, |s| {
             let took = s.answers.iter_mut();
-            took.filter_map(|a| std::mem::take(&mut a.read_more).then_some(a.id))
+            took.filter_map(|a| std::mem::take(&mut a.own.read_more).then_some(a.id))
                 .collect()
         });
         for &id in &more {
@@ -251,7 +250,7 @@ impl Worker {
         // on: its stream is read no further than its input has room (the
         // rest waits in quinn-proto, its flow-control credit held back,
         // as HTTP/2 holds its window), and again once it took some
-        // (`H3Sink::took_body`).
+        // (`H3Frames::took_body`).
         let index = u32::try_from(id.index()).ok().filter(|_| !uni);
         let mut left = match index.and_then(|i| s.answer(i)).and_then(|a| a.run) {
             Some(ex) => (self.exchanges.run_mut(ex))
@@ -405,7 +404,7 @@ impl Worker {
 
     /// Answers stream `id` of `c` with `plan` (for request `r`, which
     /// `redirects` CGI local redirects led to): a produced answer starts
-    /// (its sink is [`H3Sink`]), anything else is framed as it is.
+    /// (its sink's framing is [`H3Frames`]), anything else is framed as it is.
     pub(super) fn h3_answer(
         &mut self,
         c: &mut Conn,
@@ -460,12 +459,12 @@ impl Worker {
         .stamp;
         let scratch = &mut self.pools.h2_scratch;
         if let Some(s) = c.h3_mut() {
-            answer.framed = s.spare.pop().unwrap_or_default();
+            answer.own.bytes = s.spare.pop().unwrap_or_default();
             let (block, name) = (&mut scratch.block, &mut scratch.name);
             head::encode(
                 &head,
                 &stamp,
-                &mut answer.framed,
+                &mut answer.own.bytes,
                 (block, name),
                 Some(&mut s.heads),
             );
@@ -497,7 +496,7 @@ impl Worker {
                     let mut a = s.answers.swap_remove(i);
                     // (Its buffer is the next answer's: a warm connection
                     // allocates none per answer.)
-                    let framed = std::mem::take(&mut a.framed);
+                    let framed = std::mem::take(&mut a.own.bytes);
                     if s.spare.len() < SPARES && framed.capacity() <= 2 * FRAME {
                         s.spare.push(framed);
                     }
@@ -534,8 +533,11 @@ impl Worker {
     fn h3_log(&mut self, mut a: Answer, whole: bool) {
         if let Some((text, draft)) = a.log.take() {
             let sent = match whole {
-                true => a.body_sent,
-                false => a.body_sent.saturating_sub((a.framed.len() - a.at) as u64),
+                true => a.own.body_sent,
+                false => a
+                    .own
+                    .body_sent
+                    .saturating_sub((a.own.bytes.len() - a.own.at) as u64),
             };
             let us = self.clock.now.saturating_duration_since(a.started);
             self.logger
@@ -549,7 +551,7 @@ impl Worker {
         if let Some(w) = a.wait.take().and_then(|id| self.exchanges.take_wait(id)) {
             self.forget_wait(c, Some(a.id), w);
         }
-        if let Some(mut run) = self.h3_take_run(c, &mut a) {
+        if let Some(mut run) = self.stream_take_run::<H3>(c, &mut a) {
             // (A producer that never answered is logged as 499.)
             let status = run.stop(&mut self.logger);
             upstream_time(&mut a, &run);
@@ -559,35 +561,6 @@ impl Worker {
             }
         }
         self.h3_log(a, false);
-    }
-
-    /// Starts answering stream `id` of `c` with `run` (a program's or an
-    /// upstream's if `program`: the session counts it).
-    pub(super) fn h3_start_run(
-        &mut self,
-        c: &mut Conn,
-        id: u32,
-        run: Box<Run>,
-        program: bool,
-        path: &[u8],
-    ) {
-        let mut a = Answer::waiting(id, run.request.started);
-        a.throttle = self.h2_throttle(c, run.request.req.site(), path);
-        a.open = true;
-        a.progress = self.clock.now;
-        a.program = program;
-        a.run = Some(self.exchanges.insert(Exchange {
-            conn: c.index,
-            stream: Some(id),
-            task: Task::Run(*run),
-        }));
-        match c.h3_mut() {
-            Some(s) => {
-                s.programs += u32::from(program);
-                s.answers.push(a);
-            }
-            None => self.h3_forget(c, a),
-        }
     }
 
     /// Body bytes for stream `id`, whose producer reads its request body
@@ -638,73 +611,14 @@ impl Worker {
         id: u32,
         drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
     ) {
-        let Some(mut a) = c.h3_mut().and_then(|s| s.take(id)) else {
+        let Some(a) = c.h3_mut().and_then(|s| s.take(id)) else {
             return;
         };
-        let Some(ex) = a.run else {
-            return self.h3_put_back(c, a);
-        };
-        let Some(run) = self.exchanges.run_mut(ex) else {
-            return self.h3_put_back(c, a);
-        };
-        let started = run.started();
-        let stamp = answering(
-            &self.settings,
-            &self.clock,
-            self.drain.mode,
-            (&self.listen, &c.transport),
-        )
-        .stamp;
-        let mut sink = H3Sink {
-            answer: &mut a,
-            scratch: &mut self.pools.h2_scratch,
-            stamp: &stamp,
-            head_only: run.head_only(),
-        };
-        let t = Tools {
-            cfg: &self.settings.cfg,
-            router: &self.router,
-            buf: &mut self.pools.pipe_buf,
-            log: &mut self.logger,
-        };
-        let outcome = drive(run, &mut sink, t);
-        let registry = self.poll.registry();
-        let outcome = super::pipe::rewatch(registry, run, ex.index(), outcome);
-        if !started && run.started() {
-            let parts = (&self.counts, &self.clock, run.request.started);
-            let answer = (run.status(), run.upstream());
-            a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
-        }
-        match outcome {
-            Outcome::Idle => return self.h3_put_back(c, a),
-            Outcome::Moved => {
-                a.progress = self.clock.now;
-                return self.h3_put_back(c, a);
-            }
-            _ => {}
-        }
-        let Some(mut run) = self.h3_take_run(c, &mut a) else {
-            return self.h3_put_back(c, a);
-        };
-        upstream_time(&mut a, &run);
-        self.unwatch_run(&mut run);
-        match outcome {
-            Outcome::Fail(status) => {
-                // (Not started: its request is answered `status`.)
-                let mut r = self.pools.lend_request(self.clock.now);
-                r.resume(run.request);
-                let plan = Plan::told_error(status, &mut r.scratch);
-                self.h3_answer(c, &mut r, a.id, plan, 0);
-                self.pools.take_back_request(r);
-            }
-            Outcome::Redirect(target) => {
-                self.local_redirect(c, Some(a.id), run.request, &target);
-            }
-            _ => {
-                // (It ends once what it queued has gone into the stream.)
-                a.open = false;
-                self.h3_put_back(c, a);
-            }
+        match self.stream_drive::<H3>(c, a, drive) {
+            // (An answer that ended goes once what it queued has gone into
+            // the stream.)
+            Drove::Going(a) | Drove::Ended(a) => self.h3_put_back(c, a),
+            Drove::Gone => {}
         }
     }
 
@@ -714,16 +628,6 @@ impl Worker {
             Some(s) => s.answers.push(a),
             None => self.h3_forget(c, a),
         }
-    }
-
-    /// Takes answer `a`'s run out of the exchanges (a program's leaves
-    /// the session's count).
-    fn h3_take_run(&mut self, c: &mut Conn, a: &mut Answer) -> Option<Run> {
-        let ex = a.run.take()?;
-        if let (true, Some(s)) = (a.program, c.h3_mut()) {
-            s.programs = s.programs.saturating_sub(1);
-        }
-        self.exchanges.take_run(ex)
     }
 
     /// Connection `c` goes (the worker closes it): its answers are
@@ -751,30 +655,22 @@ impl Worker {
     }
 }
 
-/// The run of answer `a` is over (ended, or given up): its upstream's
-/// time to the end goes in its access-log line, drafted at its head.
-fn upstream_time(a: &mut Answer, run: &Run) {
-    if let Some((text, draft)) = a.log.as_mut() {
-        draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
-    }
-}
-
 /// Frames answer `a` into its stream as far as the stream takes it.
 fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io::Result<Pushed> {
     let id = stream(a.id);
     loop {
-        if a.at < a.framed.len() {
-            match quic.send_stream(id).write(&a.framed[a.at..]) {
-                Ok(n) => a.at += n,
+        if a.own.at < a.own.bytes.len() {
+            match quic.send_stream(id).write(&a.own.bytes[a.own.at..]) {
+                Ok(n) => a.own.at += n,
                 Err(WriteError::Blocked) => return Ok(Pushed::Blocked),
                 Err(_) => return Ok(Pushed::Gone),
             }
-            if a.at < a.framed.len() {
+            if a.own.at < a.own.bytes.len() {
                 return Ok(Pushed::Blocked);
             }
         }
-        a.framed.clear();
-        a.at = 0;
+        a.own.bytes.clear();
+        a.own.at = 0;
         let Some(piece) = a.pieces.front_mut() else {
             if a.open {
                 return Ok(Pushed::Blocked);
@@ -797,30 +693,30 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io:
         }
         match piece {
             Piece::Static(b, at) => {
-                head::data_head(n, &mut a.framed);
-                a.framed.extend_from_slice(&b[*at..*at + n]);
+                head::data_head(n, &mut a.own.bytes);
+                a.own.bytes.extend_from_slice(&b[*at..*at + n]);
                 *at += n;
             }
             Piece::Bytes(b, at) => {
-                head::data_head(n, &mut a.framed);
-                a.framed.extend_from_slice(&b[*at..*at + n]);
+                head::data_head(n, &mut a.own.bytes);
+                a.own.bytes.extend_from_slice(&b[*at..*at + n]);
                 *at += n;
             }
             Piece::Mem(m, at, len) => {
-                head::data_head(n, &mut a.framed);
-                a.framed.extend_from_slice(&m[*at..*at + n]);
+                head::data_head(n, &mut a.own.bytes);
+                a.own.bytes.extend_from_slice(&m[*at..*at + n]);
                 *at += n;
                 *len -= n;
             }
             Piece::File(file, offset, len) => {
                 let mut h = Vec::with_capacity(8);
                 head::data_head(n, &mut h);
-                read_behind_prefixes(&mut a.framed, file, *offset, &[(&h, n)])?;
+                read_behind_prefixes(&mut a.own.bytes, file, *offset, &[(&h, n)])?;
                 *offset += n as u64;
                 *len -= n as u64;
             }
         }
-        a.body_sent += n as u64;
+        a.own.body_sent += n as u64;
         if piece.is_empty() {
             a.pieces.pop_front();
         }

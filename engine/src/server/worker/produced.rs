@@ -436,25 +436,15 @@ impl Worker {
 mod h2 {
     use super::{pump, Tools};
     use crate::h2::ErrorCode;
-    use crate::handlers::Plan;
     use crate::http::Status;
     use crate::server::conn::Conn;
-    use crate::server::exchange::{Exchange, Exchanges, Task};
-    use crate::server::h2::sink::{queued, H2Sink};
+    use crate::server::exchange::Exchanges;
     use crate::server::h2::Answer;
     use crate::server::run::{Outcome, Run, Sink};
-    use crate::server::waits::Held;
-    use crate::server::worker::h2::head_log;
-    use crate::server::worker::{answering, Worker};
-
-    /// The run of answer `a` is over (ended, or given up): its
-    /// upstream's time to the end goes in its access-log line, drafted at
-    /// its head.
-    fn upstream_time(a: &mut Answer, run: &Run) {
-        if let Some((text, draft)) = a.log.as_mut() {
-            draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
-        }
-    }
+    #[cfg(feature = "http3")]
+    use crate::server::worker::h2::streams::H3;
+    use crate::server::worker::h2::streams::{upstream_time, Drove, H2};
+    use crate::server::worker::Worker;
 
     impl Worker {
         /// Starts answering stream `id` of `c` with `run` (a program's if
@@ -469,33 +459,19 @@ mod h2 {
         ) {
             #[cfg(feature = "http3")]
             if c.speaks_h3() {
-                return self.h3_start_run(c, id, run, program, path);
-            }
-            let mut a = Answer::waiting(id, run.request.started);
-            let site = run.request.req.site();
-            a.open = true;
-            a.progress = self.clock.now;
-            a.run = Some(self.exchanges.insert(Exchange {
-                conn: c.index,
-                stream: Some(id),
-                task: Task::Run(*run),
-            }));
-            a.program = program;
-            a.throttle = self.h2_throttle(c, site, path);
-            match c.proto.h2_mut() {
-                Some(s) => {
-                    if program {
-                        s.count_program(true);
-                    }
-                    s.answers.push(a);
+                if let Some(a) = self.stream_start_run::<H3>(c, (id, run, program), path) {
+                    self.h3_forget(c, a);
                 }
-                None => self.h2_run_abandon(c, &mut a, false),
+                return;
+            }
+            if let Some(mut a) = self.stream_start_run::<H2>(c, (id, run, program), path) {
+                self.h2_run_abandon(c, &mut a, false);
             }
         }
 
         /// Body bytes for stream `id`, whose producer reads its request
         /// body: they wait for its input (their credit goes back as it
-        /// takes them, see `H2Sink::took_body`), or are dropped (credit
+        /// takes them, see `StreamSink::took_body`), or are dropped (credit
         /// back at once) once it no longer reads; `end_stream` ends the
         /// body, with its trailer field lines if it had any. False if no
         /// producer on the stream reads a body.
@@ -542,74 +518,23 @@ mod h2 {
         }
 
         /// Runs `drive` on the answer's run and a sink for its stream, and
-        /// carries out what it came to.
+        /// carries out what it came to; the answer back unless it ended.
         fn h2_with_sink(
             &mut self,
             c: &mut Conn,
-            mut a: Answer,
+            a: Answer,
             drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
         ) -> Option<Answer> {
-            let Some(ex) = a.run else {
-                return Some(a);
-            };
-            let (Some(s), Some(run)) = (c.proto.h2_mut(), self.exchanges.run_mut(ex)) else {
-                return Some(a);
-            };
-            let started = run.started();
-            let stamp = answering(
-                &self.settings,
-                &self.clock,
-                self.drain.mode,
-                (&self.listen, &c.transport),
-            )
-            .stamp;
-            let mut sink = H2Sink {
-                session: s,
-                answer: &mut a,
-                scratch: &mut self.pools.h2_scratch,
-                stamp: &stamp,
-                head_only: run.head_only(),
-            };
-            let t = Tools {
-                cfg: &self.settings.cfg,
-                router: &self.router,
-                buf: &mut self.pools.pipe_buf,
-                log: &mut self.logger,
-            };
-            let outcome = drive(run, &mut sink, t);
-            let registry = self.poll.registry();
-            let outcome = super::super::pipe::rewatch(registry, run, ex.index(), outcome);
-            if !started && run.started() {
-                let parts = (&self.counts, &self.clock, run.request.started);
-                let answer = (run.status(), run.upstream());
-                a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
-            }
-            match outcome {
-                Outcome::Idle => return Some(a),
-                Outcome::Moved => {
-                    a.progress = self.clock.now;
-                    return Some(a);
-                }
-                _ => {}
-            }
-            let mut run = self.h2_take_run(c, &mut a)?;
-            upstream_time(&mut a, &run);
-            self.unwatch_run(&mut run);
-            match outcome {
-                Outcome::Fail(status) => self.h2_give_up(c, a, false, run.request, status),
-                Outcome::Redirect(target) => {
-                    self.local_redirect(c, Some(a.id), run.request, &target);
-                }
-                _ => {
-                    a.open = false;
-                    if !a.pieces.is_empty() {
-                        // (It ends once what it queued is framed.)
-                        return Some(a);
-                    }
+            match self.stream_drive::<H2>(c, a, drive) {
+                Drove::Going(a) => Some(a),
+                // (It ends once what it queued is framed.)
+                Drove::Ended(a) if !a.pieces.is_empty() => Some(a),
+                Drove::Ended(a) => {
                     self.h2_finish_stream(c, a);
+                    None
                 }
+                Drove::Gone => None,
             }
-            None
         }
 
         /// Ends a produced answer's stream whose body is all framed:
@@ -629,31 +554,6 @@ mod h2 {
             self.h2_ended(c, a);
         }
 
-        /// Ends answer `a`, which cannot go on: its stream is reset if its
-        /// head went out (`started`), else its `request` is answered
-        /// `status`.
-        pub(in crate::server::worker) fn h2_give_up(
-            &mut self,
-            c: &mut Conn,
-            mut a: Answer,
-            started: bool,
-            request: Held,
-            status: Status,
-        ) {
-            if started {
-                a.broken = true;
-                a.pieces.clear();
-                self.h2_finish_stream(c, a);
-                return;
-            }
-            let mut r = self.pools.lend_request(self.clock.now);
-            r.resume(request);
-            // (Run::fail logged why: the answer's line would repeat it.)
-            let plan = Plan::told_error(status, &mut r.scratch);
-            self.h2_answer(c, &mut r, a.id, plan, 0);
-            self.pools.take_back_request(r);
-        }
-
         /// The stream (or its connection) is gone, or its answer is not
         /// wanted: the producer is stopped; with `log`, a request whose
         /// head was never sent is logged (499).
@@ -663,7 +563,7 @@ mod h2 {
             a: &mut Answer,
             log: bool,
         ) {
-            let Some(mut run) = self.h2_take_run(c, a) else {
+            let Some(mut run) = self.stream_take_run::<H2>(c, a) else {
                 return;
             };
             let status = run.stop(&mut self.logger);
@@ -672,16 +572,6 @@ mod h2 {
             if log && !run.started() {
                 self.log_produced(c, &run.request, status, c.queued_end(), run.upstream());
             }
-        }
-
-        /// Takes answer `a`'s run out of the exchanges (a program's leaves
-        /// the session's count).
-        fn h2_take_run(&mut self, c: &mut Conn, a: &mut Answer) -> Option<Run> {
-            let ex = a.run.take()?;
-            if let (true, Some(s)) = (a.program, c.proto.h2_mut()) {
-                s.count_program(false);
-            }
-            self.exchanges.take_run(ex)
         }
 
         /// The produced answer on stream `id` of `c` gave nothing for its
@@ -730,7 +620,7 @@ mod h2 {
             };
             let left = self.h2_with_sink(c, a, drive);
             if let (Some(a), Some(s)) = (left, c.proto.h2_mut()) {
-                s.conn.set_remaining(a.id, queued(&a.pieces));
+                s.conn.set_remaining(a.id, a.queued());
                 s.answers.push(a);
             }
         }

@@ -51,6 +51,7 @@ use crate::server::transport::Out;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
 
 mod body;
+pub(super) mod streams;
 
 /// Most of a file's body framed for a stream at once (read in one call
 /// behind its frames' headers).
@@ -369,7 +370,7 @@ impl Worker {
         };
         self.h2_run_abandon(c, &mut a, false);
         self.lend_out(c);
-        let framed = a.body_len - a.pieces.iter().map(Piece::len).sum::<u64>();
+        let framed = a.body_len - a.queued();
         let end = c.queued_end();
         let (out, log) = (&mut c.out, &mut self.logger);
         access_log::push(out, log, c.sent, end, framed, a.started, |_, buf| {
@@ -506,7 +507,7 @@ impl Worker {
                 continue;
             };
             if let Some(a) = pump(self, c, a) {
-                let buffered: u64 = a.pieces.iter().map(Piece::len).sum();
+                let buffered = a.queued();
                 if let Some(s) = c.proto.h2_mut() {
                     s.conn.set_remaining(id, buffered);
                     s.answers.push(a);

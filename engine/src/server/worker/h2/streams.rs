@@ -1,0 +1,226 @@
+//! What the worker does the same for the produced answers of HTTP/2 and
+//! HTTP/3, the two protocols whose answers are [`Answer`]s on streams:
+//! start one, drive it into its stream's sink ([`StreamSink`], framed
+//! by the protocol's [`Frames`]) and carry out what its run came to,
+//! take its run out at the end. Each protocol keeps only how its
+//! answers leave: HTTP/2 frames them within its windows (`h2_send`),
+//! HTTP/3 writes them into QUIC streams (`h3_send`).
+
+use super::head_log;
+use crate::http::Status;
+use crate::server::conn::{Conn, Proto};
+use crate::server::exchange::{Exchange, Task};
+use crate::server::h2::sink::{Frames, StreamSink};
+use crate::server::h2::{Answer, Session};
+use crate::server::run::{Outcome, Run, Sink};
+use crate::server::waits::Held;
+use crate::server::worker::dispatch::answering;
+use crate::server::worker::produced::Tools;
+use crate::server::worker::Worker;
+
+/// A protocol whose answers are [`Answer`]s on streams.
+pub(in crate::server::worker) trait Streamed {
+    /// What the protocol keeps of an answer of its own.
+    type Own: Default;
+    /// Its framing of a produced answer's head.
+    type Frames<'s>: Frames<Own = Self::Own>;
+    /// The framing of `p`'s session, if `p` speaks this protocol.
+    fn frames(p: &mut Proto) -> Option<Self::Frames<'_>>;
+    /// The answers of `p`'s session and how many of them programs and
+    /// upstreams produce, if `p` speaks this protocol.
+    fn answers(p: &mut Proto) -> Option<(&mut Vec<Answer<Self::Own>>, &mut u32)>;
+}
+
+/// HTTP/2.
+pub(in crate::server::worker) struct H2;
+
+impl Streamed for H2 {
+    type Own = ();
+    type Frames<'s> = &'s mut Session;
+
+    fn frames(p: &mut Proto) -> Option<&mut Session> {
+        p.h2_mut()
+    }
+
+    fn answers(p: &mut Proto) -> Option<(&mut Vec<Answer>, &mut u32)> {
+        p.h2_mut().map(|s| (&mut s.answers, &mut s.programs))
+    }
+}
+
+/// HTTP/3.
+#[cfg(feature = "http3")]
+pub(in crate::server::worker) struct H3;
+
+#[cfg(feature = "http3")]
+impl Streamed for H3 {
+    type Own = crate::server::h3::Framed;
+    type Frames<'s> = crate::server::h3::sink::H3Frames;
+
+    fn frames(p: &mut Proto) -> Option<Self::Frames<'_>> {
+        matches!(p, Proto::H3(_)).then_some(crate::server::h3::sink::H3Frames)
+    }
+
+    fn answers(p: &mut Proto) -> Option<(&mut Vec<Answer<Self::Own>>, &mut u32)> {
+        match p {
+            Proto::H3(s) => Some((&mut s.answers, &mut s.programs)),
+            _ => None,
+        }
+    }
+}
+
+/// What driving a stream's produced answer came to.
+pub(in crate::server::worker) enum Drove<O> {
+    /// Its run goes on: the answer goes back in its session.
+    Going(Answer<O>),
+    /// Its run ended: nothing more comes (`open` is false); the stream
+    /// ends once what it queued has left.
+    Ended(Answer<O>),
+    /// The answer went elsewhere: its request is answered an error, or
+    /// a local redirect followed.
+    Gone,
+}
+
+/// The run of answer `a` is over (ended, or given up): its upstream's
+/// time to the end goes in its access-log line, drafted at its head.
+pub(in crate::server::worker) fn upstream_time<O>(a: &mut Answer<O>, run: &Run) {
+    if let Some((text, draft)) = a.log.as_mut() {
+        draft.put_upstream_time(text, run.upstream().and_then(|u| u.response_us));
+    }
+}
+
+impl Worker {
+    /// Starts answering stream `id` of `c`, which speaks `S`, with `run`
+    /// (a program's or an upstream's if `program`: the session counts
+    /// it; `path`: the path answered). Gives the answer back if `c` has
+    /// no session to keep it in (it is to be given up).
+    pub(in crate::server::worker) fn stream_start_run<S: Streamed>(
+        &mut self,
+        c: &mut Conn,
+        (id, run, program): (u32, Box<Run>, bool),
+        path: &[u8],
+    ) -> Option<Answer<S::Own>> {
+        let mut a = Answer::waiting(id, run.request.started);
+        a.throttle = self.h2_throttle(c, run.request.req.site(), path);
+        a.open = true;
+        a.progress = self.clock.now;
+        a.program = program;
+        a.run = Some(self.exchanges.insert(Exchange {
+            conn: c.index,
+            stream: Some(id),
+            task: Task::Run(*run),
+        }));
+        let Some((answers, programs)) = S::answers(&mut c.proto) else {
+            return Some(a);
+        };
+        *programs += u32::from(program);
+        answers.push(a);
+        None
+    }
+
+    /// Runs `drive` on the run of answer `a` (out of its session
+    /// meanwhile) of `c`, which speaks `S`, with a sink for its stream,
+    /// and carries out what it came to as far as both protocols do it
+    /// alike.
+    pub(in crate::server::worker) fn stream_drive<S: Streamed>(
+        &mut self,
+        c: &mut Conn,
+        mut a: Answer<S::Own>,
+        drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
+    ) -> Drove<S::Own> {
+        let Some(ex) = a.run else {
+            return Drove::Going(a);
+        };
+        let (Some(frames), Some(run)) = (S::frames(&mut c.proto), self.exchanges.run_mut(ex))
+        else {
+            return Drove::Going(a);
+        };
+        let started = run.started();
+        let stamp = answering(
+            &self.settings,
+            &self.clock,
+            self.drain.mode,
+            (&self.listen, &c.transport),
+        )
+        .stamp;
+        let t = Tools {
+            cfg: &self.settings.cfg,
+            router: &self.router,
+            buf: &mut self.pools.pipe_buf,
+            log: &mut self.logger,
+        };
+        // (The sink, and the session it may borrow, go before the log
+        // line reads the connection.)
+        let outcome = {
+            let mut sink = StreamSink {
+                frames,
+                answer: &mut a,
+                scratch: &mut self.pools.h2_scratch,
+                stamp: &stamp,
+                head_only: run.head_only(),
+            };
+            drive(run, &mut sink, t)
+        };
+        let registry = self.poll.registry();
+        let outcome = crate::server::worker::pipe::rewatch(registry, run, ex.index(), outcome);
+        if !started && run.started() {
+            let parts = (&self.counts, &self.clock, run.request.started);
+            let answer = (run.status(), run.upstream());
+            a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
+        }
+        match outcome {
+            Outcome::Idle => return Drove::Going(a),
+            Outcome::Moved => {
+                a.progress = self.clock.now;
+                return Drove::Going(a);
+            }
+            _ => {}
+        }
+        let Some(mut run) = self.stream_take_run::<S>(c, &mut a) else {
+            return Drove::Going(a);
+        };
+        upstream_time(&mut a, &run);
+        self.unwatch_run(&mut run);
+        match outcome {
+            Outcome::Fail(status) => self.stream_answer_error(c, a.id, run.request, status),
+            Outcome::Redirect(target) => {
+                self.local_redirect(c, Some(a.id), run.request, &target);
+            }
+            _ => {
+                a.open = false;
+                return Drove::Ended(a);
+            }
+        }
+        Drove::Gone
+    }
+
+    /// Takes answer `a`'s run out of the exchanges (a program's leaves
+    /// the count of `c`'s session, which speaks `S`).
+    pub(in crate::server::worker) fn stream_take_run<S: Streamed>(
+        &mut self,
+        c: &mut Conn,
+        a: &mut Answer<S::Own>,
+    ) -> Option<Run> {
+        let ex = a.run.take()?;
+        if let (true, Some((_, programs))) = (a.program, S::answers(&mut c.proto)) {
+            *programs = programs.saturating_sub(1);
+        }
+        self.exchanges.take_run(ex)
+    }
+
+    /// Answers `request`, whose producer failed before its head went, on
+    /// stream `id` of `c` with `status`.
+    pub(in crate::server::worker) fn stream_answer_error(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        request: Held,
+        status: Status,
+    ) {
+        let mut r = self.pools.lend_request(self.clock.now);
+        r.resume(request);
+        // (Run::fail logged why: the answer's line would repeat it.)
+        let plan = crate::handlers::Plan::told_error(status, &mut r.scratch);
+        self.h2_answer(c, &mut r, id, plan, 0);
+        self.pools.take_back_request(r);
+    }
+}
