@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use quinn_proto::{Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError};
 
-use super::dispatch::{answering, request_record};
+use super::dispatch::answering;
 use super::h2::streams::{upstream_time, Drove, H3};
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
@@ -22,8 +22,6 @@ use crate::config::Level;
 use crate::h3::conn::{Failure, RequestEvent};
 use crate::h3::{Code, Error};
 use crate::handlers::Plan;
-use crate::http::response::{Connection, Framing, Head};
-use crate::http::Method;
 use crate::server::conn::{Conn, Proto};
 use crate::server::drain::Drain;
 use crate::server::exchange::Exchanges;
@@ -410,45 +408,11 @@ impl Worker {
         c: &mut Conn,
         r: &mut Request,
         id: u32,
-        mut plan: Plan,
+        plan: Plan,
         redirects: u8,
     ) {
-        self.router
-            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
-        if plan.body.is_produced() {
-            if let Err(failed) = self.start_answer_body(c, r, Some(id), plan, redirects, &mut None)
-            {
-                self.h3_answer(c, r, id, failed, redirects);
-            }
+        let Some((mut answer, head)) = self.stream_ready::<H3>(c, r, id, plan, redirects) else {
             return;
-        }
-        let body_len = plan.body_len(&r.scratch);
-        let Plan { status, body, .. } = plan;
-        let head_only = r.req.method() == Method::Head;
-        let bodiless = status.is_bodiless();
-        let framing = match bodiless {
-            true => Framing::Bodiless,
-            false => Framing::Length(body_len),
-        };
-        let mut answer = Answer::waiting(id, r.start);
-        if !(head_only || bodiless || body_len == 0) {
-            super::h2::fill_pieces(&mut answer.pieces, body, &r.scratch);
-            answer.body_len = body_len;
-            answer.throttle = self.h2_throttle(c, r.req.site(), &r.scratch.path);
-        }
-        self.log_answer(r, super::proxied::client_of(c, &r.req).ip(), status);
-        answer.log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.clock.wall, &r.req, status.0);
-            let mut text = Vec::new();
-            let draft = self.logger.draft(&rec, &mut text);
-            (text, draft)
-        });
-        let head = Head {
-            status: status.0,
-            reason: b"",
-            headers: &r.scratch.headers,
-            framing,
-            connection: Connection::Default,
         };
         let stamp = answering(
             &self.settings,

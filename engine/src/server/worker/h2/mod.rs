@@ -38,8 +38,7 @@ use crate::handlers::file_cache::SMALL_FILE;
 use crate::handlers::{Body, Plan, Seg, Source};
 use crate::http::parse::BodyFraming;
 use crate::http::request::OwnedRequest;
-use crate::http::response::{Connection, Framing, Head};
-use crate::http::{Method, Status};
+use crate::http::Status;
 use crate::log::{Draft, Logger};
 use crate::server::conn::{Conn, Proto};
 use crate::server::drain::Drain;
@@ -386,59 +385,19 @@ impl Worker {
         c: &mut Conn,
         r: &mut Request,
         id: u32,
-        mut plan: Plan,
+        plan: Plan,
         redirects: u8,
     ) {
         #[cfg(feature = "http3")]
         if c.speaks_h3() {
             return self.h3_answer(c, r, id, plan, redirects);
         }
-        self.router
-            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
-        if plan.body.is_produced() {
-            if let Err(failed) = self.start_answer_body(c, r, Some(id), plan, redirects, &mut None)
-            {
-                self.h2_answer(c, r, id, failed, redirects);
-            }
+        let Some((answer, head)) = self.stream_ready::<streams::H2>(c, r, id, plan, redirects)
+        else {
             return;
-        }
-        let body_len = plan.body_len(&r.scratch);
-        let Plan { status, body, .. } = plan;
-        let head_only = r.req.method() == Method::Head;
-        let bodiless = status.is_bodiless();
-        let framing = if bodiless {
-            Framing::Bodiless
-        } else {
-            Framing::Length(body_len)
-        };
-        // (Their memory is the session's, reused from answer to answer.)
-        let (mut pieces, text) = match c.proto.h2_mut() {
-            Some(s) => s.spares(),
-            None => return,
-        };
-        if !(head_only || bodiless || body_len == 0) {
-            fill_pieces(&mut pieces, body, &r.scratch);
-        }
-        self.log_answer(r, super::proxied::client_of(c, &r.req).ip(), status);
-        let log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.clock.wall, &r.req, status.0);
-            let mut text = text;
-            let draft = self.logger.draft(&rec, &mut text);
-            (text, draft)
-        });
-        let throttle = match pieces.is_empty() {
-            true => None,
-            false => self.h2_throttle(c, r.req.site(), &r.scratch.path),
         };
         let Some(s) = c.proto.h2_mut() else { return };
-        let end = pieces.is_empty();
-        let head = Head {
-            status: status.0,
-            reason: b"",
-            headers: &r.scratch.headers,
-            framing,
-            connection: Connection::Default,
-        };
+        let end = answer.pieces.is_empty();
         let stamp = answering(
             &self.settings,
             &self.clock,
@@ -449,15 +408,10 @@ impl Worker {
         if !s.send_head(id, end, &head, &stamp, &mut self.pools.h2_scratch) {
             return;
         }
-        let mut answer = Answer::waiting(id, r.start);
-        answer.body_len = if end { 0 } else { body_len };
-        answer.pieces = pieces;
-        answer.log = log;
-        answer.throttle = throttle;
         if end {
             self.h2_ended(c, answer);
         } else {
-            s.conn.set_remaining(id, body_len);
+            s.conn.set_remaining(id, answer.body_len);
             s.answers.push(answer);
         }
         r.scratch.trim(SCRATCH_KEEP);

@@ -6,16 +6,25 @@
 //! answers leave: HTTP/2 frames them within its windows (`h2_send`),
 //! HTTP/3 writes them into QUIC streams (`h3_send`).
 
-use super::head_log;
+use std::collections::VecDeque;
+
+use super::{fill_pieces, head_log};
+use crate::handlers::Plan;
+use crate::http::response::{Connection, Framing, Head};
+use crate::http::Method;
 use crate::http::Status;
 use crate::server::conn::{Conn, Proto};
 use crate::server::exchange::{Exchange, Task};
 use crate::server::h2::sink::{Frames, StreamSink};
+use crate::server::h2::Piece;
 use crate::server::h2::{Answer, Session};
 use crate::server::run::{Outcome, Run, Sink};
 use crate::server::waits::Held;
 use crate::server::worker::dispatch::answering;
+use crate::server::worker::dispatch::request_record;
 use crate::server::worker::produced::Tools;
+use crate::server::worker::proxied::client_of;
+use crate::server::worker::Request;
 use crate::server::worker::Worker;
 
 /// A protocol whose answers are [`Answer`]s on streams.
@@ -29,6 +38,10 @@ pub(in crate::server::worker) trait Streamed {
     /// The answers of `p`'s session and how many of them programs and
     /// upstreams produce, if `p` speaks this protocol.
     fn answers(p: &mut Proto) -> Option<(&mut Vec<Answer<Self::Own>>, &mut u32)>;
+    /// An empty piece list and log-line buffer for a new answer of
+    /// `p`'s session (HTTP/2's are kept from the answers that ended),
+    /// if `p` speaks this protocol.
+    fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)>;
 }
 
 /// HTTP/2.
@@ -44,6 +57,10 @@ impl Streamed for H2 {
 
     fn answers(p: &mut Proto) -> Option<(&mut Vec<Answer>, &mut u32)> {
         p.h2_mut().map(|s| (&mut s.answers, &mut s.programs))
+    }
+
+    fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)> {
+        p.h2_mut().map(Session::spares)
     }
 }
 
@@ -65,6 +82,10 @@ impl Streamed for H3 {
             Proto::H3(s) => Some((&mut s.answers, &mut s.programs)),
             _ => None,
         }
+    }
+
+    fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)> {
+        matches!(p, Proto::H3(_)).then(Default::default)
     }
 }
 
@@ -89,6 +110,60 @@ pub(in crate::server::worker) fn upstream_time<O>(a: &mut Answer<O>, run: &Run) 
 }
 
 impl Worker {
+    /// Makes ready the answer `plan` gives stream `id` of `c`, which
+    /// speaks `S` (for request `r`, which `redirects` CGI local
+    /// redirects led to), unless it is produced (its run starts; if it
+    /// cannot, the answer it fails to is made instead): the answer with
+    /// its pieces, throttle and log line, and the head to send before
+    /// them.
+    pub(in crate::server::worker) fn stream_ready<'r, S: Streamed>(
+        &mut self,
+        c: &mut Conn,
+        r: &'r mut Request,
+        id: u32,
+        mut plan: Plan,
+        redirects: u8,
+    ) -> Option<(Answer<S::Own>, Head<'r>)> {
+        self.router
+            .finish(&r.req, &mut plan, &mut r.scratch, &mut self.logger);
+        if plan.body.is_produced() {
+            if let Err(failed) = self.start_answer_body(c, r, Some(id), plan, redirects, &mut None)
+            {
+                self.h2_answer(c, r, id, failed, redirects);
+            }
+            return None;
+        }
+        let body_len = plan.body_len(&r.scratch);
+        let Plan { status, body, .. } = plan;
+        let bodiless = status.is_bodiless();
+        let framing = match bodiless {
+            true => Framing::Bodiless,
+            false => Framing::Length(body_len),
+        };
+        let (pieces, mut text) = S::spares(&mut c.proto)?;
+        let mut a = Answer::waiting(id, r.start);
+        a.pieces = pieces;
+        if !(r.req.method() == Method::Head || bodiless || body_len == 0) {
+            fill_pieces(&mut a.pieces, body, &r.scratch);
+            a.body_len = body_len;
+            a.throttle = self.h2_throttle(c, r.req.site(), &r.scratch.path);
+        }
+        self.log_answer(r, client_of(c, &r.req).ip(), status);
+        a.log = self.logger.access_enabled().then(|| {
+            let rec = request_record(c, self.clock.wall, &r.req, status.0);
+            let draft = self.logger.draft(&rec, &mut text);
+            (text, draft)
+        });
+        let head = Head {
+            status: status.0,
+            reason: b"",
+            headers: &r.scratch.headers,
+            framing,
+            connection: Connection::Default,
+        };
+        Some((a, head))
+    }
+
     /// Starts answering stream `id` of `c`, which speaks `S`, with `run`
     /// (a program's or an upstream's if `program`: the session counts
     /// it; `path`: the path answered). Gives the answer back if `c` has
