@@ -47,6 +47,12 @@ fn aioquic() -> bool {
 /// body in base64) on one QUIC connection to `server`'s port over UDP;
 /// `None`, after saying the test skips, without aioquic.
 fn h3(server: &Server, requests: Value) -> Option<Value> {
+    h3_with(server, requests, false)
+}
+
+/// As [`h3`], each request sent once the one before is answered if
+/// `sequential`.
+fn h3_with(server: &Server, requests: Value, sequential: bool) -> Option<Value> {
     if !aioquic() {
         skip("python3 with aioquic not available (pip install aioquic)");
         return None;
@@ -57,6 +63,7 @@ fn h3(server: &Server, requests: Value) -> Option<Value> {
         "sni": "a.test",
         "requests": requests,
         "timeout": 20,
+        "sequential": sequential,
     });
     let child = client_with(&spec);
     let out = child.wait_with_output().expect("client");
@@ -269,6 +276,13 @@ fn cgi_server() -> Server {
     )
     .expect("script");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let who = path.with_file_name("who.sh");
+    std::fs::write(
+        &who,
+        "#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho \"$HTTP_X_CUSTOM|$HTTP_USER_AGENT|$HTTP_HOST\"\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&who, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
     b.tls().arg("--http3");
     b.access_log();
@@ -335,7 +349,7 @@ fn a_post_body_reaches_a_servlet() {
 }
 
 #[test]
-fn the_server_s_settings_say_no_qpack_table_and_malformed_requests_are_reset() {
+fn the_server_s_settings_offer_a_qpack_table_and_malformed_requests_are_reset() {
     let s = server(&[("index.html", b"hello\n")]);
     let requests = json!([
         {"raw": [[":method", "GET"], [":scheme", "https"], [":path", "/"], ["X-Upper", "1"]]},
@@ -346,9 +360,9 @@ fn the_server_s_settings_say_no_qpack_table_and_malformed_requests_are_reset() {
     let Some(out) = h3(&s, requests) else {
         return;
     };
-    // SETTINGS_QPACK_MAX_TABLE_CAPACITY 0, SETTINGS_QPACK_BLOCKED_STREAMS
+    // SETTINGS_QPACK_MAX_TABLE_CAPACITY 4096, SETTINGS_QPACK_BLOCKED_STREAMS
     // 0, SETTINGS_MAX_FIELD_SECTION_SIZE [http2] max_header_list_size.
-    assert_eq!(out["settings"], json!({"1": 0, "7": 0, "6": 65536}));
+    assert_eq!(out["settings"], json!({"1": 4096, "7": 0, "6": 65536}));
     let resets: Vec<Value> = out["responses"]
         .as_array()
         .expect("responses")
@@ -364,6 +378,39 @@ fn the_server_s_settings_say_no_qpack_table_and_malformed_requests_are_reset() {
     assert_eq!(out["responses"][3]["headers"][0], json!([":status", "200"]));
     // (The connection lives on: a stream's error is the stream's.)
     assert_eq!(out["terminated"], Value::Null);
+}
+
+/// A client's QPACK encoder inserts what it sends again into the
+/// dynamic table brisk offers; brisk acknowledges the insertions and the
+/// sections that use them on its decoder stream, so the client's later
+/// requests reference the table, and brisk reads them right.
+#[test]
+fn a_client_s_qpack_table_is_acknowledged_used_and_read_right() {
+    let s = cgi_server();
+    let value = "a fairly long custom header value, sent again and again";
+    let request = json!({"method": "GET", "path": "/cgi-bin/who.sh",
+        "headers": [["x-custom", value], ["user-agent", "brisk-test/1.0"]]});
+    let requests = Value::Array(vec![request; 6]);
+    let Some(out) = h3_with(&s, requests, true) else {
+        return;
+    };
+    assert_eq!(out["terminated"], Value::Null);
+    for r in out["responses"].as_array().expect("responses") {
+        assert_eq!(fields(r)[0], ":status: 200");
+        assert_eq!(text(r), format!("{value}|brisk-test/1.0|a.test\n"));
+    }
+    // (ls-qpack inserts a field the second time it sends it, and
+    // references it once brisk acknowledged the insertion.)
+    assert!(
+        out["qpack"]["dynamic"].as_u64() >= Some(3),
+        "{}",
+        out["qpack"]
+    );
+    assert!(
+        out["qpack"]["decoder_bytes"].as_u64() > Some(0),
+        "{}",
+        out["qpack"]
+    );
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use super::frame::{self, Event as FrameEvent, Reader, Settings};
 use super::{qpack, varint, Code, Error};
+use crate::h2::hpack::write_int;
 use crate::h2::Request;
 
 /// Unidirectional stream types (§6.2, RFC 9204 §4.2).
@@ -79,9 +80,8 @@ enum Uni {
     /// Its type not read yet: the bytes of it so far.
     Typing(Vec<u8>),
     Control(Reader),
-    /// The QPACK encoder stream: with a capacity of 0 only "Set Dynamic
-    /// Table Capacity 0" may come; the bytes of an instruction so far.
-    Encoder(Vec<u8>),
+    /// The QPACK encoder stream: what it says builds [`Conn::table`].
+    Encoder,
     /// The QPACK decoder stream: only Stream Cancellations may come.
     Decoder(Vec<u8>),
     /// Of a type this server does not know: not read (the caller stops it).
@@ -102,6 +102,32 @@ pub struct Conn {
     request: Request,
     trailers: Request,
     scratch: (Vec<u8>, Vec<u8>),
+    /// The dynamic table the client's QPACK encoder builds.
+    table: qpack::Table,
+    /// brisk's QPACK decoder stream.
+    decoder: DecoderStream,
+}
+
+/// brisk's QPACK decoder stream (RFC 9204 §4.2, §4.4): opened the first
+/// time it has something to say.
+#[derive(Debug, Default)]
+struct DecoderStream {
+    /// Its bytes not sent yet (its type first): Insert Count Increments,
+    /// Section Acknowledgments, Stream Cancellations.
+    out: Vec<u8>,
+    /// Whether its type is written.
+    typed: bool,
+}
+
+impl DecoderStream {
+    /// Appends an instruction: `value` with an `n`-bit prefix under
+    /// `flags`.
+    fn say(&mut self, value: u64, n: u32, flags: u8) {
+        if !std::mem::replace(&mut self.typed, true) {
+            self.out.push(QPACK_DECODER as u8);
+        }
+        write_int(value as usize, n, flags, &mut self.out);
+    }
 }
 
 fn conn_err(code: Code, reason: &'static str) -> Failure {
@@ -120,6 +146,8 @@ impl Conn {
             request: Request::EMPTY,
             trailers: Request::EMPTY,
             scratch: (Vec::new(), Vec::new()),
+            table: qpack::Table::default(),
+            decoder: DecoderStream::default(),
         }
     }
 
@@ -128,6 +156,19 @@ impl Conn {
     pub fn control_stream(&self, out: &mut Vec<u8>) {
         varint::write(CONTROL, out);
         frame::write_settings(self.limits.max_field_section_size as u64, out);
+    }
+
+    /// The bytes brisk's QPACK decoder stream has to send (RFC 9204
+    /// §4.4), its type first: the caller opens a unidirectional stream
+    /// for them the first time there are any, sends them in order, and
+    /// says how many went ([`Conn::decoder_sent`]).
+    pub fn decoder_bytes(&self) -> &[u8] {
+        &self.decoder.out
+    }
+
+    /// `n` of [`Conn::decoder_bytes`] went into the stream.
+    pub fn decoder_sent(&mut self, n: usize) {
+        self.decoder.out.drain(..n);
     }
 
     /// The client's SETTINGS, once they came.
@@ -177,7 +218,7 @@ impl Conn {
             }
             *stream = match kind {
                 CONTROL => Uni::Control(Reader::new(0)),
-                QPACK_ENCODER => Uni::Encoder(Vec::new()),
+                QPACK_ENCODER => Uni::Encoder,
                 QPACK_DECODER => Uni::Decoder(Vec::new()),
                 _ => Uni::Ignored,
             };
@@ -189,7 +230,15 @@ impl Conn {
             Uni::Control(reader) => {
                 reader.feed(input, &mut |ev| control_frame(settings, ev))?;
             }
-            Uni::Encoder(buf) => encoder_instructions(buf, input)?,
+            Uni::Encoder => {
+                self.table.encoder_stream(input)?;
+                // (What it inserted may be referenced from now on.)
+                let n = self.table.unacked();
+                if n > 0 {
+                    // Insert Count Increment (RFC 9204 §4.4.3).
+                    self.decoder.say(n, 6, 0x00);
+                }
+            }
             Uni::Decoder(buf) => decoder_instructions(buf, input)?,
         }
         if fin {
@@ -227,6 +276,7 @@ impl Conn {
         } = stream;
         let (request, trailers, scratch) =
             (&mut self.request, &mut self.trailers, &mut self.scratch);
+        let (table, decoder) = (&mut self.table, &mut self.decoder);
         // A head is told once it is known whether the stream ends with it.
         let mut pending = false;
         let fed = reader.feed(input, &mut |ev| {
@@ -251,7 +301,7 @@ impl Conn {
                     }
                 }
                 (FrameEvent::Frame(frame::HEADERS, p), Phase::Head) => {
-                    match head(request, p, max, false, scratch) {
+                    match head(request, p, (max, false), scratch, (table, decoder, id)) {
                         Err(f) => Some(f),
                         Ok(()) => {
                             *length = request.content_length();
@@ -266,7 +316,7 @@ impl Conn {
                         on(RequestEvent::Head { end: false });
                     }
                     *phase = Phase::Trailers;
-                    head(trailers, p, max, true, scratch).err()
+                    head(trailers, p, (max, true), scratch, (table, decoder, id)).err()
                 }
                 (FrameEvent::Data(_) | FrameEvent::Frame(frame::HEADERS, _), _) => Some(conn_err(
                     Code::FRAME_UNEXPECTED,
@@ -327,7 +377,13 @@ impl Conn {
     /// Forgets request stream `id` (reset by the client, or answered and
     /// its rest not wanted).
     pub fn forget(&mut self, id: u64) {
-        self.requests.remove(&id);
+        let stream = self.requests.remove(&id);
+        if stream.is_some_and(|r| r.phase == Phase::Head) {
+            // (Its head, which may reference the dynamic table, will not
+            // be read: the encoder no longer waits for its
+            // acknowledgement, RFC 9204 §4.4.2.)
+            self.decoder.say(id, 6, 0x40);
+        }
         self.uni.remove(&id);
     }
 }
@@ -342,15 +398,22 @@ const STREAM: Code = Code(0);
 fn head(
     r: &mut Request,
     payload: &[u8],
-    max: usize,
-    trailers: bool,
+    (max, trailers): (usize, bool),
     scratch: &mut (Vec<u8>, Vec<u8>),
+    (table, decoder, id): (&mut qpack::Table, &mut DecoderStream, u64),
 ) -> Result<(), Failure> {
     r.clear(max, trailers);
     // Twice the size limit is decoded, so that a request just over it is
     // answered 431 rather than refused (as HTTP/2 does).
-    qpack::decode(payload, 2 * max + 1024, scratch, &mut |n, v| r.field(n, v))
-        .map_err(Failure::Connection)?;
+    let required = qpack::decode(payload, 2 * max + 1024, table, scratch, &mut |n, v| {
+        r.field(n, v)
+    })
+    .map_err(Failure::Connection)?;
+    if required > 0 {
+        // Section Acknowledgment (RFC 9204 §4.4.1).
+        decoder.say(id, 7, 0x80);
+        table.acked_to(required);
+    }
     let why = r.finish().or_else(|| {
         // No SETTINGS_ENABLE_CONNECT_PROTOCOL is sent: no :protocol.
         (!trailers && r.protocol().is_some()).then_some("a :protocol without extended CONNECT")
@@ -359,23 +422,6 @@ fn head(
         Some(why) => Err(Failure::Stream(Error::new(STREAM, why))),
         None => Ok(()),
     }
-}
-
-/// The client's QPACK encoder stream with a table capacity of 0 (RFC 9204
-/// §4.3): "Set Dynamic Table Capacity" to 0 is all it may say.
-fn encoder_instructions(buf: &mut Vec<u8>, input: &[u8]) -> Result<(), Error> {
-    let bad = Error::new(
-        Code::QPACK_ENCODER_STREAM_ERROR,
-        "an insertion or capacity above 0 (the capacity is 0)",
-    );
-    instructions(buf, input, &mut |b, rest| match b & 0xe0 {
-        0x20 => match crate::h2::hpack::read_int(rest, 5) {
-            Ok((0, n)) => Ok(Some(n)),
-            Ok(_) => Err(bad),
-            Err(_) => Ok(None),
-        },
-        _ => Err(bad),
-    })
 }
 
 /// The client's QPACK decoder stream (RFC 9204 §4.4): brisk's sections

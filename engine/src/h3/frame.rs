@@ -239,13 +239,16 @@ pub fn write_head(kind: u64, len: u64, out: &mut Vec<u8>) {
     varint::write(len, out);
 }
 
-/// Appends the server's SETTINGS frame: no QPACK dynamic table (capacity
-/// 0, no blocked streams: RFC 9204 §3.2.3), and the field section size it
-/// takes.
+/// Appends the server's SETTINGS frame: the QPACK dynamic table's
+/// capacity ([`super::qpack::MAX_CAPACITY`]) with no blocked streams (RFC 9204
+/// §3.2.3, §2.1.2), and the field section size it takes.
 pub fn write_settings(max_field_section_size: u64, out: &mut Vec<u8>) {
     let mut payload = Vec::with_capacity(16);
     for (id, v) in [
-        (SETTINGS_QPACK_MAX_TABLE_CAPACITY, 0),
+        (
+            SETTINGS_QPACK_MAX_TABLE_CAPACITY,
+            super::qpack::MAX_CAPACITY as u64,
+        ),
         (SETTINGS_QPACK_BLOCKED_STREAMS, 0),
         (SETTINGS_MAX_FIELD_SECTION_SIZE, max_field_section_size),
     ] {

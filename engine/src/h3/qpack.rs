@@ -1,12 +1,16 @@
-//! QPACK (RFC 9204) with the static table and literal field lines only:
-//! brisk advertises `SETTINGS_QPACK_MAX_TABLE_CAPACITY = 0`, so a client
-//! may reference no dynamic table entry (a field section that does, or
-//! whose Required Insert Count is not 0, is QPACK_DECOMPRESSION_FAILED,
-//! §4.5.1.1), and brisk's own sections use none either (so it needs no
-//! acknowledgement on the decoder stream). The integers and the Huffman
-//! code are HPACK's (§4.1.1, §4.1.2), shared with `crate::h2::hpack`.
-//!
-//! Left (dev/plan-30-h3.md): the dynamic table, bounded, both ways.
+//! QPACK (RFC 9204). Decoding: the static table, and the dynamic table
+//! the client's encoder stream builds ([`Table`], bounded by
+//! [`MAX_CAPACITY`]); brisk advertises no blocked streams, so a field
+//! section that references an entry not inserted yet is
+//! QPACK_DECOMPRESSION_FAILED (§2.1.2) rather than held. Encoding:
+//! brisk's own sections use the static table and literals only (its
+//! encoder inserts nothing, so it needs no acknowledgement). The integers
+//! and the Huffman code are HPACK's (§4.1.1, §4.1.2), shared with
+//! `crate::h2::hpack`.
+
+mod table;
+
+pub use table::{Table, MAX_CAPACITY};
 
 use super::{Code, Error};
 use crate::h2::hpack::{huffman, read_int, write_int};
@@ -130,26 +134,47 @@ fn failed(reason: &'static str) -> Error {
     Error::new(FAILED, reason)
 }
 
-/// Decodes the field section `section` (a HEADERS payload), telling
-/// `field` each name and value in order; `scratch` holds them while they
-/// are told. A section that decodes to more than `max_decoded` (names,
-/// values and 32 bytes a field, as RFC 9114 §4.2.2 counts) is refused
-/// there: the static table makes one byte stand for up to 73, so the
-/// bound is on what is decoded, not on what came.
+/// Decodes the field section `section` (a HEADERS payload) with the
+/// connection's dynamic `table`, telling `field` each name and value in
+/// order; `scratch` holds them while they are told. Returns its Required
+/// Insert Count (not 0: the caller acknowledges the section, §4.4.1). A
+/// section that decodes to more than `max_decoded` (names, values and 32
+/// bytes a field, as RFC 9114 §4.2.2 counts) is refused there: a table
+/// entry makes one byte stand for many, so the bound is on what is
+/// decoded, not on what came.
 pub fn decode(
     section: &[u8],
     max_decoded: usize,
+    table: &Table,
     scratch: &mut (Vec<u8>, Vec<u8>),
     field: &mut dyn FnMut(&[u8], &[u8]),
-) -> Result<(), Error> {
+) -> Result<u64, Error> {
     // The prefix (§4.5.1): Required Insert Count, then the sign and the
-    // Delta Base. With no dynamic table the count must be 0 and the base
-    // means nothing.
-    let (required, n) = int(section, 8)?;
-    if required != 0 {
-        return Err(failed("a dynamic table reference (its capacity is 0)"));
+    // Delta Base.
+    let (encoded, n) = int(section, 8)?;
+    let required = table.required(u64::from(encoded))?;
+    if required > table.inserted() {
+        // (A client may not block a stream: none is allowed, §2.1.2.)
+        return Err(failed("a reference to an entry not inserted yet"));
     }
-    let (_, m) = int(&section[n..], 7)?;
+    let sign = section.get(n).ok_or(failed("truncated prefix"))? & 0x80;
+    let (delta, m) = int(&section[n..], 7)?;
+    let base = match sign {
+        0 => required + u64::from(delta),
+        _ => (required.checked_sub(u64::from(delta) + 1)).ok_or(failed("a negative base"))?,
+    };
+    // An entry a line names: below the Required Insert Count (§2.2.3).
+    let entry = |abs: Option<u64>| {
+        abs.filter(|&i| i < required)
+            .and_then(|i| table.get(i))
+            .ok_or(failed("a reference to no dynamic entry"))
+    };
+    let fixed = |i: u32| {
+        STATIC
+            .get(i as usize)
+            .map(|&(n, v)| (n.as_bytes(), v.as_bytes()))
+            .ok_or(failed("static index out of range"))
+    };
     let mut pos = n + m;
     let mut decoded = 0usize;
     let (name, value) = scratch;
@@ -159,29 +184,24 @@ pub fn decode(
         let (n, v): (&[u8], &[u8]);
         if b & 0x80 != 0 {
             // Indexed field line (§4.5.2): 1 T index(6).
-            if b & 0x40 == 0 {
-                return Err(failed("a dynamic table reference (its capacity is 0)"));
-            }
             let (i, used) = int(rest, 6)?;
             pos += used;
-            let &(sn, sv) = STATIC
-                .get(i as usize)
-                .ok_or(failed("static index out of range"))?;
-            (n, v) = (sn.as_bytes(), sv.as_bytes());
+            (n, v) = match b & 0x40 {
+                0 => entry(base.checked_sub(u64::from(i) + 1))?,
+                _ => fixed(i)?,
+            };
         } else if b & 0x40 != 0 {
             // Literal field line with name reference (§4.5.4): 0 1 N T
             // index(4), then the value.
-            if b & 0x10 == 0 {
-                return Err(failed("a dynamic table reference (its capacity is 0)"));
-            }
             let (i, used) = int(rest, 4)?;
             pos += used;
-            let &(sn, _) = STATIC
-                .get(i as usize)
-                .ok_or(failed("static index out of range"))?;
+            n = match b & 0x10 {
+                0 => entry(base.checked_sub(u64::from(i) + 1))?.0,
+                _ => fixed(i)?.0,
+            };
             value.clear();
             pos += string(&section[pos..], 7, value)?;
-            (n, v) = (sn.as_bytes(), value.as_slice());
+            v = value.as_slice();
         } else if b & 0x20 != 0 {
             // Literal field line with literal name (§4.5.6): 0 0 1 N H
             // length(3), the name, then the value.
@@ -190,9 +210,21 @@ pub fn decode(
             value.clear();
             pos += string(&section[pos..], 7, value)?;
             (n, v) = (name.as_slice(), value.as_slice());
+        } else if b & 0x10 != 0 {
+            // Indexed field line with post-base index (§4.5.3): 0 0 0 1
+            // index(4).
+            let (i, used) = int(rest, 4)?;
+            pos += used;
+            (n, v) = entry(base.checked_add(u64::from(i)))?;
         } else {
-            // Post-base references (§4.5.3, §4.5.5): dynamic entries only.
-            return Err(failed("a dynamic table reference (its capacity is 0)"));
+            // Literal field line with post-base name reference (§4.5.5):
+            // 0 0 0 0 N index(3), then the value.
+            let (i, used) = int(rest, 3)?;
+            pos += used;
+            n = entry(base.checked_add(u64::from(i)))?.0;
+            value.clear();
+            pos += string(&section[pos..], 7, value)?;
+            v = value.as_slice();
         }
         decoded += n.len() + v.len() + 32;
         if decoded > max_decoded {
@@ -200,7 +232,7 @@ pub fn decode(
         }
         field(n, v);
     }
-    Ok(())
+    Ok(required)
 }
 
 /// An integer with an `n`-bit prefix from the start of `input`.
@@ -247,7 +279,7 @@ pub fn begin(out: &mut Vec<u8>) {
 /// Appends a field line for `name` (lower case) and `value`: the static
 /// entry when it has both, a literal naming the static entry when it
 /// has the name, a literal name otherwise. Never indexed (N) is not set:
-/// nothing is ever put in a dynamic table here.
+/// brisk's encoder puts nothing in the client's dynamic table.
 pub fn field(name: &[u8], value: &[u8], out: &mut Vec<u8>) {
     let mut by_name = None;
     for (i, &(n, v)) in STATIC.iter().enumerate() {
@@ -278,3 +310,5 @@ pub fn status(code: u16, out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod vectors;

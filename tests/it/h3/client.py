@@ -17,6 +17,11 @@ sends every request at once (one stream each) on one QUIC connection to
 With "linger": SECONDS, it waits (bounded) after the answers for the
 server to close the connection, and says what the server's control
 stream carried: "control": HEX (its stream type, SETTINGS, GOAWAY...).
+With "sequential": true, each request is sent once the one before it is
+answered (so that the client's QPACK encoder may reference what the
+server acknowledged); the output's "qpack" says how many of its field
+sections referenced the dynamic table ("dynamic") and how many bytes the
+server's QPACK decoder stream carried ("decoder_bytes").
 With "hold": SECONDS instead of requests, it prints "connected" once the
 handshake is done and then waits for the server to close the connection:
   {"terminated": [CODE, REASON] or null}
@@ -44,10 +49,31 @@ except ImportError:
     sys.exit(2)
 
 
+class Recording:
+    """aioquic's QPACK encoder, counting the sections that reference its
+    dynamic table (a Required Insert Count, the first byte, not 0)."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.dynamic = 0
+
+    def apply_settings(self, *args, **kwargs):
+        return self.encoder.apply_settings(*args, **kwargs)
+
+    def feed_decoder(self, data):
+        return self.encoder.feed_decoder(data)
+
+    def encode(self, stream_id, headers):
+        stream, section = self.encoder.encode(stream_id, headers)
+        self.dynamic += section[:1] != b"\x00"
+        return stream, section
+
+
 class Client(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.h3 = H3Connection(self._quic)
+        self.h3._encoder = Recording(self.h3._encoder)
         # aioquic (1.7) checks a response's content-length against its
         # DATA even for a HEAD request, whose answer has the length of
         # the GET's and no body (RFC 9110 §9.3.2): not for those.
@@ -131,10 +157,16 @@ async def main(spec):
                     break
                 await asyncio.sleep(0.01)
             return {"terminated": client.terminated}
-        sids = [client.request(r) for r in spec["requests"]]
-        await asyncio.wait_for(
-            asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)
-        )
+        if spec.get("sequential"):
+            sids = []
+            for r in spec["requests"]:
+                sids.append(client.request(r))
+                await asyncio.wait_for(client.done[sids[-1]], spec.get("timeout", 30))
+        else:
+            sids = [client.request(r) for r in spec["requests"]]
+            await asyncio.wait_for(
+                asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)
+            )
         # The server's SETTINGS come on its control stream, at the
         # handshake's end: wait for them (bounded) before saying them.
         for _ in range(100):
@@ -146,6 +178,10 @@ async def main(spec):
             "alpn": client._quic.tls.alpn_negotiated,
             "settings": {str(int(k)): v for k, v in settings.items()},
             "retries": client._quic._retry_count,
+            "qpack": {
+                "dynamic": client.h3._encoder.dynamic,
+                "decoder_bytes": client.h3._decoder_bytes_received,
+            },
             "responses": [],
         }
         for sid in sids:

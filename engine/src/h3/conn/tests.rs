@@ -2,6 +2,7 @@
 //! and each request stream's frames, with the RFC's codes.
 
 use super::*;
+use crate::h3::qpack::vectors as qpack_vectors;
 
 const LIMITS: Limits = Limits {
     retry_above: 0,
@@ -76,10 +77,11 @@ fn code(f: Option<Failure>) -> (bool, Code) {
 fn the_server_s_control_stream_opens_with_its_settings() {
     let mut out = Vec::new();
     fresh().control_stream(&mut out);
-    // Type 0, SETTINGS: capacity 0, blocked streams 0, field section 1000.
+    // Type 0, SETTINGS: table capacity 4096, blocked streams 0, field
+    // section 1000.
     assert_eq!(
         out,
-        [0x00, 0x04, 0x07, 0x01, 0x00, 0x07, 0x00, 0x06, 0x43, 0xe8]
+        [0x00, 0x04, 0x08, 0x01, 0x50, 0x00, 0x07, 0x00, 0x06, 0x43, 0xe8]
     );
 }
 
@@ -139,19 +141,46 @@ fn push_streams_are_refused_and_unknown_ones_left_unread() {
 }
 
 #[test]
-fn the_qpack_streams_may_say_nothing_that_needs_a_table() {
+fn the_encoder_stream_builds_the_table_and_brisk_acknowledges_what_it_used() {
     let mut c = fresh();
-    // Encoder: Set Dynamic Table Capacity 0, twice, the second split.
-    assert_eq!(c.uni(2, &[0x02, 0x20], false), Ok(true));
-    assert_eq!(c.uni(2, &[0x3f], false), Ok(true));
+    // The encoder stream of a real encoder (see qpack's tests): its type,
+    // then the capacity (4096) and four insertions, in two reads.
+    let stream = qpack_vectors::encoder_stream();
+    assert_eq!(c.uni(2, &[0x02, stream[0]], false), Ok(true));
+    assert_eq!(c.decoder_bytes(), b"");
+    assert_eq!(c.uni(2, &stream[1..], false), Ok(true));
+    // The decoder stream opens (type 3) with an Insert Count Increment 4.
+    assert_eq!(c.decoder_bytes(), [0x03, 0x04]);
+    c.decoder_sent(1);
+    // A request on stream 4 whose head references the four entries: a
+    // Section Acknowledgment for stream 4.
+    let section = qpack_vectors::dynamic_section();
+    let mut h = Vec::new();
+    frame::write_head(frame::HEADERS, section.len() as u64, &mut h);
+    h.extend_from_slice(&section);
+    let mut told = Vec::new();
+    let r = c.request_data(4, &h, true, &mut |ev| told.push(format!("{ev:?}")));
+    assert_eq!(r, Ok(()));
+    assert_eq!(told, ["Head { end: true }", "End"]);
+    assert_eq!(c.request().authority(), Some(&b"example.com"[..]));
+    assert_eq!(c.decoder_bytes(), [0x04, 0x84]);
+    c.decoder_sent(2);
+    // A stream whose head is never read is cancelled (Stream
+    // Cancellation 8); one whose head was read is not.
+    assert_eq!(c.request_data(8, &h[..3], false, &mut |_| {}), Ok(()));
+    c.forget(8);
+    assert_eq!(c.decoder_bytes(), [0x48]);
+    c.forget(4);
+    assert_eq!(c.decoder_bytes(), [0x48]);
+    // An insertion the table cannot take closes the connection: capacity
+    // 1 (which evicts all), then an entry of 33 bytes.
     assert_eq!(
-        c.uni(2, &[0x00], false).unwrap_err().code,
+        c.uni(2, &[0x21, 0x41, b'a', 0x00], false).unwrap_err().code,
         Code::QPACK_ENCODER_STREAM_ERROR
     );
     for bad in [
-        &[0x02, 0x21][..],
+        &[0x02, 0x3f, 0xe2, 0x1f][..],
         &[0x02, 0x80, 0x00],
-        &[0x02, 0x40, 0x00],
         &[0x02, 0x00],
     ] {
         assert_eq!(

@@ -125,16 +125,16 @@ fn an_error_of_the_listener_stops_the_reading() {
 fn settings_are_read_and_refused_as_the_rfc_says() {
     let mut frame = Vec::new();
     write_settings(16_384, &mut frame);
-    // Type 4, then 0x1=0, 0x7=0, 0x6=16384 (a four-byte varint).
+    // Type 4, then 0x1=4096, 0x7=0, 0x6=16384 (a four-byte varint).
     assert_eq!(
         frame,
-        [0x04, 0x09, 0x01, 0x00, 0x07, 0x00, 0x06, 0x80, 0x00, 0x40, 0x00]
+        [0x04, 0x0a, 0x01, 0x50, 0x00, 0x07, 0x00, 0x06, 0x80, 0x00, 0x40, 0x00]
     );
     let s = parse_settings(&frame[2..]).unwrap();
     assert_eq!(s.max_field_section_size, Some(16_384));
     assert_eq!(
         (s.qpack_max_table_capacity, s.qpack_blocked_streams),
-        (0, 0)
+        (4096, 0)
     );
     // Unknown (and reserved, 0x1f * N + 0x21) settings are ignored.
     assert_eq!(

@@ -167,6 +167,7 @@ mod tests {
         qpack::decode(
             &out[2..],
             4096,
+            &qpack::Table::default(),
             &mut (Vec::new(), Vec::new()),
             &mut |n, v| {
                 fields.push(format!(

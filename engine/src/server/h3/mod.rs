@@ -47,6 +47,8 @@ pub struct Session {
     pub answers: Vec<Answer>,
     /// Its control stream (for GOAWAY), once open.
     pub control: Option<StreamId>,
+    /// Its QPACK decoder stream, once it had something to say.
+    pub decoder: Option<StreamId>,
     /// One past the index of the last request stream it opened.
     pub next_request: u32,
     /// When it last opened a request stream.
@@ -81,6 +83,7 @@ impl Session {
             deadline: None,
             answers: Vec::new(),
             control: None,
+            decoder: None,
             next_request: 0,
             last_opened: now,
             going_away: None,
@@ -116,6 +119,23 @@ impl Session {
     /// `wanted`.
     pub fn next_answer(&self, after: Option<u32>, wanted: impl Fn(&Answer) -> bool) -> Option<u32> {
         h2::next_answer(&self.answers, after, wanted)
+    }
+
+    /// Sends what its QPACK decoder stream has to say (RFC 9204 §4.4):
+    /// acknowledgements of what the client's encoder inserted and of the
+    /// sections that used it, opening the stream the first time. What
+    /// the stream does not take now waits for the next call.
+    pub fn flush_decoder(&mut self) {
+        if self.h3.decoder_bytes().is_empty() {
+            return;
+        }
+        if self.decoder.is_none() {
+            self.decoder = self.quic.streams().open(Dir::Uni);
+        }
+        let Some(id) = self.decoder else { return };
+        if let Ok(n) = self.quic.send_stream(id).write(self.h3.decoder_bytes()) {
+            self.h3.decoder_sent(n);
+        }
     }
 
     /// Whether nothing is under way: its handshake done, no answer, no

@@ -186,6 +186,10 @@ impl Worker {
         if !more.is_empty() {
             self.h3_pump_runs(c);
         }
+        if let Some(s) = c.h3_mut() {
+            // (What the reads acknowledge goes with this turn's packets.)
+            s.flush_decoder();
+        }
         self.h3_send(c);
         let (now, index) = (self.clock.now, c.index);
         let (Some(s), Some(q)) = (c.h3_mut(), self.listen.quic.as_mut()) else {
