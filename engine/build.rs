@@ -38,9 +38,10 @@ fn main() {
 }
 
 /// Sets `brisk_lj_walk` when the LuaJIT library that mlua-sys built holds
-/// brisk.json.encode's walk (`brisk_json_table`,
-/// engine/src/handlers/servlets/ffi/c/brisk_lj.c): LuaJIT's Makefile compiles it in when `.cargo/config.toml`'s `[env]`
-/// names it (LJCORE_O). Built as another project's dependency, without
+/// the functions of engine/src/handlers/servlets/ffi/c/brisk_lj.c
+/// ([`BRISK_LJ`]: brisk.json.encode's walk, a request's steps): LuaJIT's
+/// Makefile compiles it in when `.cargo/config.toml`'s `[env]` names it
+/// (LJCORE_O). Built as another project's dependency, without
 /// that `[env]`, LuaJIT is stock and brisk uses its C API walk instead.
 ///
 /// The library itself is looked at, not the environment: cargo does not
@@ -63,7 +64,11 @@ fn lua_walk_cfg(out_dir: &Path) {
     };
     println!("cargo:rerun-if-changed={}", lib.display());
     let bytes = std::fs::read(&lib).unwrap_or_default();
-    let holds = bytes.windows(16).any(|w| w == b"brisk_json_table");
+    // Every function of brisk_lj.c that brisk calls (a library built
+    // from an older brisk_lj.c lacks the newer ones: the C API then).
+    let holds = BRISK_LJ
+        .iter()
+        .all(|name| bytes.windows(name.len()).any(|w| w == name.as_bytes()));
     let wanted = std::env::var("LJCORE_O").is_ok_and(|o| o.contains("brisk_lj.o"));
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let stale = holds && modified(&source) > modified(&lib);
@@ -81,6 +86,14 @@ fn lua_walk_cfg(out_dir: &Path) {
         );
     }
 }
+
+/// The functions of brisk_lj.c that the engine calls under `brisk_lj_walk`.
+const BRISK_LJ: [&str; 4] = [
+    "brisk_json_table",
+    "brisk_prepare",
+    "brisk_new_request",
+    "brisk_write_args",
+];
 
 /// The newest `mlua-sys-*/out/lib/libluajit*.a` beside this script's
 /// `OUT_DIR` (`target/<profile>/build/brisk-engine-*/out`).

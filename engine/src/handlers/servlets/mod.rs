@@ -750,7 +750,14 @@ impl State {
         resp.set_status(o.status);
         resp.raw_headers(&o.headers);
         if ran == Ran::Finished {
-            resp.write(&o.body);
+            // The gathered bytes change places with the answer's buffer
+            // (empty, its room kept for the next answer): no copy.
+            let body = resp.body();
+            if body.is_empty() {
+                std::mem::swap(body, &mut o.body);
+            } else {
+                body.extend_from_slice(&o.body);
+            }
             drop(o);
             *self.spare.borrow_mut() = Some(thread);
             *self.spare_res.borrow_mut() = Some((out, res));

@@ -315,6 +315,13 @@ pub(super) unsafe extern "C-unwind" fn new_request(l: *mut ffi::lua_State) -> c_
                 ffi::lua_error(l)
             }
         };
+        // On LuaJIT's objects when brisk_lj.c is in: the same table, one
+        // collector check rather than two, no index look-ups (720
+        // instructions of a hello request through the C API).
+        #[cfg(brisk_lj_walk)]
+        if brisk_new_request(l, p.raw.cast(), p.raw_len, p.body.cast(), p.body_len) != 0 {
+            return 1;
+        }
         let body = p.body_len > 0;
         ffi::lua_createtable(l, if body { 2 } else { 1 }, 0);
         ffi::lua_pushlstring_(l, p.raw.cast(), p.raw_len);
@@ -327,6 +334,18 @@ pub(super) unsafe extern "C-unwind" fn new_request(l: *mut ffi::lua_State) -> c_
         ffi::lua_setmetatable(l, -2);
         1
     }
+}
+
+#[cfg(brisk_lj_walk)]
+unsafe extern "C" {
+    /// engine/src/handlers/servlets/ffi/c/brisk_lj.c.
+    fn brisk_new_request(
+        l: *mut ffi::lua_State,
+        raw: *const std::ffi::c_char,
+        raw_len: usize,
+        body: *const std::ffi::c_char,
+        body_len: usize,
+    ) -> c_int;
 }
 
 /// [`new_request`] as a function for the prelude.

@@ -31,6 +31,11 @@
 ** extern (hidden) even in the amalgamated build, as the VM calls them.
 */
 #define LUA_CORE
+/* LuaJIT's own assertions (debug builds, whose LuaJIT mlua-sys builds
+** with LUA_USE_ASSERT) call lj_assert_fail, which the amalgamated core
+** keeps to itself: off here. They change no structure's layout. */
+#undef LUA_USE_ASSERT
+#undef LUA_USE_APICHECK
 #include <math.h>
 #include <string.h>
 
@@ -246,6 +251,133 @@ int brisk_json_table (brisk_json_out *o, const void *t) {
   bj_keys keys;
   memset(keys.key, 0, sizeof(keys.key));
   return bj_table(o, &keys, (GCtab *)t, 0);
+}
+
+/* -- A servlet request's own steps --------------------------------------
+** Three steps every servlet request takes, on LuaJIT's objects rather
+** than through the C API (whose calls each find their slot again through
+** index2adr, check types and, for each object made, the collector):
+** readying the coroutine (run.rs's `prepare`), making the request table
+** (req.rs's `new_request`) and reading res:write's arguments (res.rs).
+** Each does only the common case and returns 0 for anything else, which
+** the Rust caller then does through the C API as before. Nothing here
+** runs Lua code; only brisk_new_request allocates (and may raise a
+** memory error, as lua_createtable would, inside the servlet's run).
+*/
+#include "lj_gc.h"
+#include "lj_str.h"
+
+/* Empties the stack of `co` (a coroutine that is not running) and pushes
+** t[k[0]] .. t[k[n-1]] of the table `t` (lua_topointer of a table the
+** registry holds): what lua_settop(co, 0) and n lua_rawgeti do. 0, and
+** nothing done, if `co` is not free (a yielded or dead one) or its stack
+** has no room for them. */
+int brisk_prepare (lua_State *co, const void *t, const int32_t *k, int n) {
+  GCtab *tab = (GCtab *)t;
+  TValue *top;
+  int i;
+  if (co->status != LUA_OK || n < 0 || tvref(co->maxstack) - co->base <= n)
+    return 0;
+  top = co->base;
+  for (i = 0; i < n; i++) {
+    cTValue *v = lj_tab_getint(tab, k[i]);
+    if (v) copyTV(co, top, v); else setnilV(top);
+    top++;
+  }
+  co->top = top;
+  return 1;
+}
+
+/* new_request(mt): pushes the request table {raw, body} (body left out
+** when empty) with the metatable at index 1 of this C function's frame,
+** as lua_createtable, two lua_pushlstring and lua_setmetatable would;
+** 0, and nothing pushed, if the argument is no table. Called from a C
+** function (LUA_MINSTACK free slots: one is used). */
+int brisk_new_request (lua_State *L, const char *raw, size_t raw_len,
+                       const char *body, size_t body_len) {
+  GCtab *mt, *t;
+  if (L->top <= L->base || !tvistab(L->base)) return 0;
+  mt = tabV(L->base);
+  lj_gc_check(L);
+  t = lj_tab_new(L, body_len ? 3 : 2, 0);  /* (slot 0 counts) */
+  settabV(L, L->top, t);
+  L->top++;
+  /* A new table is white: storing white strings in it needs no barrier,
+  ** and lj_str_new runs no collector step. */
+  setstrV(L, arrayslot(t, 1), lj_str_new(L, raw, raw_len));
+  if (body_len) setstrV(L, arrayslot(t, 2), lj_str_new(L, body, body_len));
+  setgcref(t->metatable, obj2gco(mt));
+  lj_gc_objbarriert(L, t, mt);
+  return 1;
+}
+
+/* A header field of res:write's table: a name and value (strings). */
+typedef struct brisk_pair {
+  const char *name;
+  size_t name_len;
+  const char *value;
+  size_t value_len;
+} brisk_pair;
+
+/* res:write(status, headers, body)'s arguments, read in place. */
+typedef struct brisk_write {
+  const void *self;   /* argument 1's block if a full userdata, else NULL */
+  const void *known;  /* the block of the C closure's second upvalue (or NULL) */
+  double status;      /* argument 2, a number */
+  const char *body;   /* argument 4's bytes; NULL: nil or none */
+  size_t body_len;
+  brisk_pair *pairs;  /* the header table's fields, lua_next's order */
+  size_t npairs, maxpairs;
+} brisk_write;
+
+/* Reads the arguments of the res:write C closure running on L into w: 1
+** when they have the common form (argument 2 a number; 3 nil, none or a
+** table whose fields are at most w->maxpairs strings keyed by strings;
+** 4 nil, none or a string), else 0. The strings stay put while the
+** arguments do (the call). The fields come in lua_next's (lj_tab_next's)
+** order: the array part (whose keys are no strings: 0), then the hash
+** nodes 0..hmask. */
+int brisk_write_args (lua_State *L, brisk_write *w) {
+  cTValue *a = L->base;
+  ptrdiff_t n = L->top - L->base;
+  GCfuncC *fn = &curr_func(L)->c;
+  w->self = n >= 1 && tvisudata(&a[0]) ? uddata(udataV(&a[0])) : NULL;
+  w->known = fn->nupvalues >= 2 && tvisudata(&fn->upvalue[1]) ?
+             uddata(udataV(&fn->upvalue[1])) : NULL;
+  w->npairs = 0;
+  if (n < 2 || !tvisnumber(&a[1])) return 0;
+  w->status = numberVnum(&a[1]);
+  if (n >= 3 && tvistab(&a[2])) {
+    GCtab *t = tabV(&a[2]);
+    TValue *array = tvref(t->array);
+    Node *node = noderef(t->node);
+    uint32_t i;
+    for (i = 0; i < t->asize; i++)
+      if (!tvisnil(&array[i])) return 0;
+    for (i = 0; i <= t->hmask; i++) {
+      const Node *nd = &node[i];
+      brisk_pair *p;
+      if (tvisnil(&nd->val)) continue;
+      if (!tvisstr(&nd->key) || !tvisstr(&nd->val) || w->npairs == w->maxpairs)
+        return 0;
+      p = &w->pairs[w->npairs++];
+      p->name = strdata(strV(&nd->key));
+      p->name_len = strV(&nd->key)->len;
+      p->value = strdata(strV(&nd->val));
+      p->value_len = strV(&nd->val)->len;
+    }
+  } else if (n >= 3 && !tvisnil(&a[2])) {
+    return 0;
+  }
+  w->body = NULL;
+  w->body_len = 0;
+  if (n >= 4 && tvisstr(&a[3])) {
+    w->body = strdata(strV(&a[3]));
+    w->body_len = strV(&a[3])->len;
+  } else if (n >= 4 && !tvisnil(&a[3])) {
+    return 0;
+  }
+  return 1;
 }
 
 /* With the FFI compiled out (LUAJIT_DISABLE_FFI, for size) libluajit.a
