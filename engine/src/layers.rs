@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 /// other.
 const TOP: &[&[&str]] = &[
     &["sort", "channel"],
+    &["offload"],
     &["sys"],
     &["http"],
     &["h2"],

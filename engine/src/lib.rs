@@ -42,6 +42,7 @@ pub mod h3;
 pub mod handlers;
 pub mod http;
 pub mod log;
+pub(crate) mod offload;
 pub mod process;
 pub mod server;
 pub(crate) mod sort;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Whether `tool` is on the PATH; if not, the test says it skipped.
-fn have(tool: &str) -> bool {
+pub(crate) fn have(tool: &str) -> bool {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()

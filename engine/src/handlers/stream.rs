@@ -72,6 +72,10 @@ pub struct Given {
     pub end: Option<bool>,
     /// The client is gone, or the answer timed out: nothing more is taken.
     pub gone: bool,
+    /// Why the answer was given up ([`Later::fail`]): the status for
+    /// the client, what the error log says.
+    #[cfg(feature = "webdav")]
+    pub failure: Option<(Status, String)>,
     /// The worker has been told and has not looked yet.
     notified: bool,
 }
@@ -95,6 +99,8 @@ impl Channel {
             file: g.file.take(),
             end: g.end,
             gone: g.gone,
+            #[cfg(feature = "webdav")]
+            failure: g.failure.take(),
             notified: false,
         };
         g.notified = false;
@@ -293,6 +299,18 @@ impl Later {
         self.give(|g| g.end = Some(true))
     }
 
+    /// Gives the answer up: the client gets `status` (once the head is
+    /// out, the answer is cut short) and the error log says `why` after
+    /// the answer's label.
+    #[cfg(feature = "webdav")]
+    pub(crate) fn fail(mut self, status: Status, why: String) -> Result<(), LaterError> {
+        self.done = true;
+        self.give(|g| {
+            g.end = Some(false);
+            g.failure = Some((status, why));
+        })
+    }
+
     /// Whether the client is gone (or the answer timed out): work for
     /// it can stop.
     pub fn is_gone(&self) -> bool {
@@ -460,6 +478,10 @@ impl Produce for LaterBody {
             *h = self.channel.take();
         }
         if h.end == Some(false) {
+            #[cfg(feature = "webdav")]
+            if let Some((status, why)) = h.failure.take() {
+                return Gave::Fail(status, why);
+            }
             let why = if self.started || h.head.is_some() {
                 "the later answer was dropped unfinished"
             } else {

@@ -119,9 +119,10 @@ enum Resumed {
     Proxy {
         rule: usize,
     },
-    /// A `[[webdav]]` PUT, its body written into its file as it arrives.
+    /// A `[[webdav]]` PUT, its body written into its file as it arrives
+    /// (taken once the body is in: it ends on another thread).
     #[cfg(feature = "webdav")]
-    Put(Box<crate::handlers::webdav::Put>),
+    Put(Option<Box<crate::handlers::webdav::Put>>),
     /// A `[[webdav]]` PROPFIND or PROPPATCH with a body: by rule `rule`
     /// of the site, whose prefix is `skip` bytes.
     #[cfg(feature = "webdav")]
@@ -153,7 +154,7 @@ impl Resume {
     pub fn body_max(&self) -> Option<u64> {
         match &self.0 {
             #[cfg(feature = "webdav")]
-            Resumed::Put(put) => Some(put.max()),
+            Resumed::Put(put) => put.as_ref().map(|p| p.max()),
             _ => None,
         }
     }
@@ -163,7 +164,7 @@ impl Resume {
     pub fn take_body(&mut self) -> Spool {
         match &mut self.0 {
             #[cfg(feature = "webdav")]
-            Resumed::Put(put) => put.take_body(),
+            Resumed::Put(put) => put.as_mut().map(|p| p.take_body()).unwrap_or_default(),
             _ => Spool::default(),
         }
     }
@@ -780,11 +781,11 @@ impl Router {
     /// Answers the request, whose whole body is `body`, as `resume` says.
     pub fn answer_whole(
         &mut self,
-        resume: &Resume,
+        resume: &mut Resume,
         body: Spool,
         routing: &mut Routing<'_>,
     ) -> Plan {
-        match &resume.0 {
+        match &mut resume.0 {
             Resumed::Cgi(script) => self.start_cgi(script, Some(body), routing),
             #[cfg(feature = "upstreams")]
             Resumed::Fastcgi(script) => self.start_fastcgi(script, Some(body), routing),
@@ -794,7 +795,10 @@ impl Router {
                 _ => Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch),
             },
             #[cfg(feature = "webdav")]
-            Resumed::Put(put) => self.finish_put(put, body, routing),
+            Resumed::Put(put) => match put.take() {
+                Some(put) => self.finish_put(put, body, routing),
+                None => Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch),
+            },
             #[cfg(feature = "webdav")]
             Resumed::Dav { rule, skip, what } => {
                 self.dav_with((*rule, *skip, *what), body, routing)

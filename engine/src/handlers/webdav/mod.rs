@@ -16,11 +16,13 @@ use crate::config::{Config, WebdavRule};
 use crate::handlers::protected::Protected;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::StaticFiles;
+use crate::handlers::stream::Later;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::{self, write_etag, Precondition, Preconditions, Validators};
 use crate::http::parse::BodyFraming;
 use crate::http::request::{Field, OwnedRequest};
 use crate::http::Status;
+use crate::offload::{Job, Offload};
 use crate::sys::dir::Dir;
 use crate::sys::fs::Kind;
 
@@ -318,13 +320,15 @@ impl Put {
         })
     }
 
-    /// Names `file` `self.name`: directly when nothing has that name (a
-    /// new file is never seen half-named), else under a temporary name
-    /// then renamed over the old one.
+    /// Names `file` `self.name`: directly when nothing had that name (a
+    /// new file is never seen half-named), else (or when one came
+    /// meanwhile) under a temporary name then renamed over the old one.
     fn place(&self, file: &File) -> io::Result<()> {
-        match self.dir.link(file, &self.name) {
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-            other => return other,
+        if !self.existed {
+            match self.dir.link(file, &self.name) {
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                other => return other,
+            }
         }
         let mut tmp = b".brisk-put.".to_vec();
         tmp.extend_from_slice(std::process::id().to_string().as_bytes());
@@ -339,18 +343,52 @@ impl Put {
     }
 }
 
-/// The answer to a finished PUT (see [`Put::finish`]).
-pub fn put_answer(done: Result<Status, io::Error>) -> (Plan, Option<io::Error>) {
-    match done {
-        Ok(status) => (bare(status), None),
-        Err(e) if e.raw_os_error() == Some(libc::EFBIG) => (bare(Status::CONTENT_TOO_LARGE), None),
-        Err(e) => {
-            let status = match status_of(&e) {
-                INSUFFICIENT_STORAGE => INSUFFICIENT_STORAGE,
-                _ => Status::INTERNAL_SERVER_ERROR,
-            };
-            (bare(status), Some(e))
-        }
+/// Threads that end PUTs ([`PUT_THREADS`] of them, shared by every
+/// worker, started by the first PUT): a PUT's `fsync`s and rename wait
+/// on the disk (milliseconds each here, seconds on a slow card), and
+/// the event loop goes on meanwhile. Several at once let the
+/// filesystem commit their metadata together.
+static ENDING: Offload<Ending> = Offload::new("brisk-put", PUT_THREADS);
+
+/// How many PUTs are ended at once (see [`ENDING`]); more wait their turn.
+pub const PUT_THREADS: usize = 4;
+
+/// A PUT whose body is all in, to end off the event loop.
+struct Ending {
+    put: Box<Put>,
+    body: Spool,
+    later: Later,
+}
+
+impl Job for Ending {
+    /// Syncs and names the file, and answers: 201 or 204; 413 past
+    /// `max_upload`; 507 when the disk is full, 500 for other errors
+    /// (logged).
+    fn run(self) {
+        let Ending { put, body, later } = self;
+        // (An answer whose client left is not taken: the file is in
+        // place all the same, its body being whole.)
+        let _ = match put.finish(body) {
+            Ok(status) => later.answer(status.0, &[], b""),
+            Err(e) if e.raw_os_error() == Some(libc::EFBIG) => {
+                later.answer(Status::CONTENT_TOO_LARGE.0, &[], b"")
+            }
+            Err(e) => {
+                let status = match status_of(&e) {
+                    INSUFFICIENT_STORAGE => INSUFFICIENT_STORAGE,
+                    _ => Status::INTERNAL_SERVER_ERROR,
+                };
+                later.fail(status, e.to_string())
+            }
+        };
+    }
+}
+
+/// Ends `put`, whose body is all in `body`, on one of the [`ENDING`]
+/// threads (here, if none can be started); its answer goes to `later`.
+pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
+    if let Err(ending) = ENDING.submit(Ending { put, body, later }) {
+        ending.run();
     }
 }
 

@@ -4,13 +4,15 @@
 //! the static handler over the rule's root, with the site's rules).
 
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
-use crate::config::{Dotfiles, Level};
+use crate::config::Dotfiles;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
+use crate::handlers::stream::{Channel, Later, Source, Streamed};
 use crate::handlers::webdav::{self, Bodied, Changed, Dav, Put, Started, Transfer};
-use crate::handlers::Plan;
+use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
 use crate::http::{path, Method, Status};
+use std::sync::Arc;
 
 impl Router {
     /// The WebDAV stage.
@@ -82,10 +84,10 @@ impl Router {
                     {
                         let mut put = put;
                         let body = put.take_body();
-                        self.finish_put(&put, body, routing)
+                        self.finish_put(put, body, routing)
                     }
                     Started::Upload(put) => {
-                        return Step::Defer(Deferred::WholeBody(Resume(Resumed::Put(put))))
+                        return Step::Defer(Deferred::WholeBody(Resume(Resumed::Put(Some(put)))))
                     }
                 }
             }
@@ -161,20 +163,23 @@ impl Router {
         Step::Answer(plan)
     }
 
-    /// Ends PUT `put`, whose body is all in `body`.
-    pub(super) fn finish_put(&self, put: &Put, body: Spool, routing: &mut Routing<'_>) -> Plan {
-        let (plan, failed) = webdav::put_answer(put.finish(body));
-        if let Some(e) = failed {
-            routing.log.log(
-                Level::Error,
-                format_args!(
-                    "webdav: PUT {}: {e}",
-                    String::from_utf8_lossy(routing.req.path().unwrap_or_default())
-                ),
-            );
-            routing.scratch.told = true;
+    /// Ends PUT `put`, whose body is all in `body`, off the event loop
+    /// (`webdav::end_put`): its answer comes later, as a handler's can.
+    pub(super) fn finish_put(&self, put: Box<Put>, body: Spool, routing: &mut Routing<'_>) -> Plan {
+        let mut wake = self.wake.clone();
+        wake.conn = routing.client.conn;
+        let channel = Arc::new(Channel::default());
+        webdav::end_put(put, body, Later::new(Arc::clone(&channel), wake));
+        let path = String::from_utf8_lossy(routing.req.path().unwrap_or_default());
+        Plan {
+            status: Status::OK,
+            body: Body::Stream(Box::new(Streamed {
+                source: Source::Later(channel),
+                length: None,
+                label: format!("webdav: PUT {path}"),
+            })),
+            close: false,
         }
-        plan
     }
 }
 

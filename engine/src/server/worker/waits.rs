@@ -416,12 +416,12 @@ impl Worker {
         &mut self,
         c: &mut Conn,
         stream: Option<u32>,
-        whole: WholeBody,
+        mut whole: WholeBody,
     ) {
         let mut r = self.pools.lend_request(self.clock.now);
         let redirects = r.resume(whole.held);
         let (router, mut routing) = self.routing(c, &mut r);
-        let plan = router.answer_whole(&whole.resume, whole.body, &mut routing);
+        let plan = router.answer_whole(&mut whole.resume, whole.body, &mut routing);
         self.answer_at(c, &mut r, stream, plan, redirects);
         self.pools.take_back_request(r);
     }
