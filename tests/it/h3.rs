@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::common::{skip, tls::testdata, Builder, Server};
 
 mod floods;
+mod loss;
 
 /// `H3_MESSAGE_ERROR` (RFC 9114 §8.1).
 const H3_MESSAGE_ERROR: u64 = 0x10e;
