@@ -223,9 +223,10 @@ fn spoofed_initials_from_many_addresses_get_a_retry_once_over_the_threshold() {
     b.tls();
     let s = b.start();
     // Twelve clients' first flights from 127.0.0.2 ... 127.0.0.13 (the
-    // loopback takes all of 127/8), none of which ever answers.
+    // loopback takes all of 127/8), none of which ever answers, sent at
+    // once: read in one turn, those not accepted yet count too.
     let sources: Vec<String> = (2..14).map(|i| format!("127.0.0.{i}")).collect();
-    let spec = json!({"mode": "initials", "sources": sources, "wait": 3});
+    let spec = json!({"mode": "initials", "sources": sources, "wait": 3, "gap": 0});
     let Some(out) = flood(&s, spec) else {
         return;
     };

@@ -30,17 +30,20 @@ use super::QUIC_BASE;
 use crate::h3::conn::Limits;
 use crate::h3::Code;
 
-/// The largest UDP payload read: QUIC's datagrams fit in 1,500-byte
-/// packets here (no GRO yet), a jumbo frame's in this.
-const DATAGRAM: usize = 65_535;
+/// Room for each datagram of a batch read: QUIC's fit 1,500-byte
+/// packets (quinn-proto's path MTU discovery stops at 1,452 bytes; a
+/// client's larger probe is cut, dropped, and so taken as lost, which is
+/// what a path that cannot carry it does anyway).
+const SLOT: usize = 2048;
 
 /// Datagrams quinn-proto is asked for at once, sent in one system call
 /// with GSO (`UDP_SEGMENT`) where the kernel has it.
 const BATCH: usize = 16;
 
-/// Datagrams read from one socket per readiness event before the other
-/// sockets and connections get their turn (the socket stays readable:
-/// epoll is edge-triggered, so the rest waits for [`Quic::more`]).
+/// Datagrams read from one socket per readiness event (in batches of
+/// `sys::net::RECV_BATCH`, one `recvmmsg` each) before the other sockets
+/// and connections get their turn (the socket stays readable: epoll is
+/// edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
 
 /// RESET_STREAM and STOP_SENDING frames a client may send in
@@ -83,7 +86,7 @@ pub(super) struct Quic {
     cancels: HashMap<SocketAddr, Cancels>,
     /// Every connection's next deadline, earliest first (with its slot).
     deadlines: BTreeSet<(Instant, usize)>,
-    /// What a datagram is read into.
+    /// What a batch of datagrams is read into, [`SLOT`] bytes each.
     recv: Vec<u8>,
     /// What a datagram is written into.
     send: Vec<u8>,
@@ -124,7 +127,7 @@ impl Quic {
             slots: HashMap::new(),
             cancels: HashMap::new(),
             deadlines: BTreeSet::new(),
-            recv: vec![0; DATAGRAM],
+            recv: vec![0; SLOT * crate::sys::net::RECV_BATCH],
             send: Vec::new(),
             limits,
             alt_svc: Vec::new(),
@@ -170,27 +173,41 @@ impl Quic {
         self.sockets.get(i)?.local_addr().ok()
     }
 
-    /// Socket `token`'s datagrams, up to a turn's worth, into `arrived`.
+    /// Socket `token`'s datagrams, up to a turn's worth, into `arrived`:
+    /// read many at a time (`recvmmsg`), until a batch comes short (the
+    /// socket is empty then: each datagram that comes later wakes epoll
+    /// again, so no call is spent to hear `EAGAIN`).
     pub(super) fn readable(&mut self, token: usize, now: Instant, arrived: &mut Vec<Arrival>) {
+        use crate::sys::net::{recv_batch, RECV_BATCH};
         let i = token - QUIC_BASE;
+        let mut got = [(0, None); RECV_BATCH];
         let mut read = 0;
         loop {
-            if read == READS_PER_TURN {
+            if read >= READS_PER_TURN {
                 if !self.more.contains(&i) {
                     self.more.push(i);
                 }
                 break;
             }
-            let (n, from) = match self.sockets[i].recv_from(&mut self.recv) {
-                Ok(got) => got,
+            let came = match recv_batch(&self.sockets[i], &mut self.recv, SLOT, &mut got) {
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock, or an error (an ICMP report of an earlier
                 // send): nothing more for now.
                 Err(_) => break,
             };
-            read += 1;
-            let data = bytes::BytesMut::from(&self.recv[..n]);
-            self.datagram(i, from, data, now, arrived);
+            read += came;
+            for (k, &(n, from)) in got[..came].iter().enumerate() {
+                // (A datagram cut short, or from no address: dropped.)
+                let Some(from) = from.filter(|_| n > 0) else {
+                    continue;
+                };
+                let data = bytes::BytesMut::from(&self.recv[k * SLOT..k * SLOT + n]);
+                self.datagram(i, from, data, now, arrived);
+            }
+            if came < RECV_BATCH {
+                break;
+            }
         }
     }
 
@@ -217,7 +234,7 @@ impl Quic {
         {
             Some(DatagramEvent::NewConnection(incoming))
                 if !incoming.remote_address_validated()
-                    && self.slots.len() >= self.limits.retry_above =>
+                    && self.slots.len() + incoming_in(arrived) >= self.limits.retry_above =>
             {
                 // Under load, a new client proves first that it receives
                 // at the address it sends from (RFC 9000 §8.1.2): a
@@ -395,6 +412,16 @@ impl Quic {
             self.cancels.remove(&peer);
         }
     }
+}
+
+/// New clients in `arrived`, not accepted yet: they count towards
+/// `retry_above` with the connections held (a burst of Initials read in
+/// one turn would otherwise all pass it).
+fn incoming_in(arrived: &[Arrival]) -> usize {
+    arrived
+        .iter()
+        .filter(|a| matches!(a, Arrival::Incoming(..)))
+        .count()
 }
 
 /// The least a client's first datagram holds (RFC 9000 §14.1).
