@@ -10,6 +10,9 @@ use serde_json::{json, Value};
 
 use crate::common::{skip, tls::testdata, Builder, Server};
 
+mod floods;
+mod loss;
+
 /// `H3_MESSAGE_ERROR` (RFC 9114 §8.1).
 const H3_MESSAGE_ERROR: u64 = 0x10e;
 
@@ -65,20 +68,31 @@ fn h3_with(server: &Server, requests: Value, sequential: bool) -> Option<Value> 
         "timeout": 20,
         "sequential": sequential,
     });
-    let child = client_with(&spec);
-    let out = child.wait_with_output().expect("client");
+    Some(answer("client.py", &spec))
+}
+
+/// What script `name` of tests/it/h3/ printed for `spec` (its JSON), once
+/// it ended well.
+fn answer(name: &str, spec: &Value) -> Value {
+    let out = script_with(name, spec).wait_with_output().expect(name);
     assert!(
         out.status.success(),
-        "client failed: {}",
+        "{name} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_json::from_slice(&out.stdout).expect("the client's JSON"))
+    serde_json::from_slice(&out.stdout).expect("the script's JSON")
 }
 
 /// The client script started on `spec` (given on its stdin, closed).
 fn client_with(spec: &Value) -> std::process::Child {
+    script_with("client.py", spec)
+}
+
+/// Script `name` of tests/it/h3/ started on `spec` (given on its stdin,
+/// closed), its output piped.
+fn script_with(name: &str, spec: &Value) -> std::process::Child {
     let mut child = Command::new("python3")
-        .arg(client())
+        .arg(client().with_file_name(name))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -91,6 +105,20 @@ fn client_with(spec: &Value) -> std::process::Child {
         .write_all(spec.to_string().as_bytes())
         .expect("spec");
     child
+}
+
+/// `len` pseudo-random bytes from `seed` (xorshift32): a file the same
+/// in every run.
+fn noise(len: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed;
+    let mut v = vec![0u8; len];
+    for b in v.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    v
 }
 
 /// A server of `files` with HTTPS and HTTP/3 on one port.
@@ -202,15 +230,7 @@ fn get_head_404_range_and_conditionals_answer_as_over_https() {
 
 #[test]
 fn fifty_streams_at_once_and_a_20_mb_file_by_its_checksum() {
-    // (Pseudo-random bytes: a file the same in every run.)
-    let mut big = vec![0u8; 20 << 20];
-    let mut x: u32 = 0x2545_f491;
-    for b in big.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        *b = x as u8;
-    }
+    let big = noise(20 << 20, 0x2545_f491);
     let sum = {
         use sha2::Digest;
         hex(&sha2::Sha256::digest(&big))
@@ -660,20 +680,9 @@ fn chromium_loads_a_page_of_100_assets_over_h3() {
         return;
     };
     let spec = json!({"port": s.addr().port(), "spki": spki, "path": "/page.html"});
-    let mut child = Command::new("python3")
-        .arg(client().with_file_name("chromium.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(spec.to_string().as_bytes())
-        .expect("spec");
-    let out = child.wait_with_output().expect("chromium.py");
+    let out = script_with("chromium.py", &spec)
+        .wait_with_output()
+        .expect("chromium.py");
     if out.status.code() == Some(2) {
         skip("Playwright not available (pip install playwright)");
         return;

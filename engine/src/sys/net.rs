@@ -234,6 +234,87 @@ pub fn send_segments(
     cvt_size(unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) })
 }
 
+/// Datagrams [`recv_batch`] reads at most in one call.
+#[cfg(feature = "http3")]
+pub const RECV_BATCH: usize = 32;
+
+/// Reads up to [`RECV_BATCH`] datagrams from UDP socket `sock` in one
+/// `recvmmsg(2)` (not waiting), datagram `i` into the `i`-th `slot`
+/// bytes of `buf`; each one's length and sender into `got`, how many
+/// came. A datagram longer than `slot` is cut, and told with length 0 (the
+/// caller drops it: QUIC takes it as lost). `WouldBlock` when none waits.
+#[cfg(feature = "http3")]
+pub fn recv_batch(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+    slot: usize,
+    got: &mut [(usize, Option<SocketAddr>); RECV_BATCH],
+) -> io::Result<usize> {
+    let n = (buf.len() / slot).min(RECV_BATCH);
+    // SAFETY: sockaddr_storage, iovec and mmsghdr are plain old data;
+    // all-zero is a valid value of each.
+    let mut names: [libc::sockaddr_storage; RECV_BATCH] = unsafe { std::mem::zeroed() };
+    let mut iovs: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
+    let mut msgs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
+    for (i, chunk) in buf.chunks_exact_mut(slot).take(n).enumerate() {
+        iovs[i] = libc::iovec {
+            iov_base: chunk.as_mut_ptr().cast(),
+            iov_len: slot,
+        };
+        let h = &mut msgs[i].msg_hdr;
+        h.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+        h.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        h.msg_iov = &mut iovs[i];
+        h.msg_iovlen = 1;
+    }
+    // SAFETY: the first `n` entries of `msgs` point at their own entries
+    // of `names` and `iovs`, and those at disjoint `slot`-byte pieces of
+    // `buf`; all alive and unmoved during the call.
+    let r = unsafe {
+        libc::recvmmsg(
+            sock.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            n as libc::c_uint,
+            // (An int for glibc, an unsigned one for musl.)
+            libc::MSG_DONTWAIT as _,
+            std::ptr::null_mut(),
+        )
+    };
+    let came = usize::try_from(cvt(r)?).unwrap_or(0);
+    for i in 0..came {
+        let m = &msgs[i];
+        let cut = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        got[i] = (
+            if cut { 0 } else { m.msg_len as usize },
+            from_sockaddr(&names[i]),
+        );
+    }
+    Ok(came)
+}
+
+/// The address in `s` (IPv4 or IPv6).
+#[cfg(feature = "http3")]
+fn from_sockaddr(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    match s.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: its family says it holds a sockaddr_in, which
+            // sockaddr_storage is larger than and aligned for.
+            let a = unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = Ipv4Addr::from(a.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddrV4::new(ip, u16::from_be(a.sin_port)).into())
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let a = unsafe { &*(s as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+            let port = u16::from_be(a.sin6_port);
+            Some(SocketAddrV6::new(ip, port, a.sin6_flowinfo, a.sin6_scope_id).into())
+        }
+        _ => None,
+    }
+}
+
 /// `send(2)` with `MSG_MORE` when more data follows at once (a head before
 /// a `sendfile` body), so the kernel can put both in one segment.
 pub fn send(sock: &impl AsRawFd, buf: &[u8], more: bool) -> io::Result<usize> {

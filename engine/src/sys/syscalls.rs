@@ -113,6 +113,10 @@ pub const ALLOWED: &[libc::c_long] = &[
     // `[proxy] tls_listen`: the PROXY header is looked at in place
     // (`recv` with `MSG_PEEK`) before TLS reads the socket.
     libc::SYS_recvfrom,
+    // HTTP/3: a worker reads its UDP socket's datagrams many at a time
+    // (`sys::net::recv_batch`).
+    #[cfg(feature = "http3")]
+    libc::SYS_recvmmsg,
     // musl (the static build) opens and stats with the old calls
     // (`scripts/trace-syscalls x86_64-unknown-linux-musl`).
     #[cfg(target_arch = "x86_64")]

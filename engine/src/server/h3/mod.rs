@@ -99,8 +99,18 @@ impl Session {
         h2::answer(&mut self.answers, id)
     }
 
-    /// Takes the answer on stream `id` away.
+    /// Takes the answer on stream `id` away. If the client stopped the
+    /// stream (STOP_SENDING: the worker takes its answer away then), it is
+    /// reset with the client's code, as RFC 9000 §3.5 requires: quinn-proto
+    /// frees a stream, and gives the client credit for a new one, only
+    /// once both halves are done, so a stream stopped and never reset
+    /// (one whose answer had not begun, or was produced) was held for the
+    /// connection's life, and a hundred of them left it no stream to open.
     pub fn take(&mut self, id: u32) -> Option<Answer> {
+        let mut send = self.quic.send_stream(stream(id));
+        if let Ok(Some(code)) = send.stopped() {
+            let _ = send.reset(code);
+        }
         h2::take(&mut self.answers, id)
     }
 

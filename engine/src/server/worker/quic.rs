@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::{SocketAddr, UdpSocket as StdUdp};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
@@ -28,19 +28,41 @@ use quinn_proto::{
 
 use super::QUIC_BASE;
 use crate::h3::conn::Limits;
+use crate::h3::Code;
 
-/// The largest UDP payload read: QUIC's datagrams fit in 1,500-byte
-/// packets here (no GRO yet), a jumbo frame's in this.
-const DATAGRAM: usize = 65_535;
+/// Room for each datagram of a batch read: QUIC's fit 1,500-byte
+/// packets (quinn-proto's path MTU discovery stops at 1,452 bytes; a
+/// client's larger probe is cut, dropped, and so taken as lost, which is
+/// what a path that cannot carry it does anyway).
+const SLOT: usize = 2048;
 
 /// Datagrams quinn-proto is asked for at once, sent in one system call
 /// with GSO (`UDP_SEGMENT`) where the kernel has it.
 const BATCH: usize = 16;
 
-/// Datagrams read from one socket per readiness event before the other
-/// sockets and connections get their turn (the socket stays readable:
-/// epoll is edge-triggered, so the rest waits for [`Quic::more`]).
+/// Datagrams read from one socket per readiness event (in batches of
+/// `sys::net::RECV_BATCH`, one `recvmmsg` each) before the other sockets
+/// and connections get their turn (the socket stays readable: epoll is
+/// edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
+
+/// RESET_STREAM and STOP_SENDING frames a client may send in
+/// [`FLOOD_WINDOW`]: two for each stream it cancels, so HTTP/2's budget
+/// of 200 cancelled streams (`[http2] max_resets`' default). Each stream
+/// opened and cancelled at once costs a request's work and frees its
+/// place at once (QUIC's rapid reset, as CVE-2023-44487 is HTTP/2's):
+/// past it the connection is closed with H3_EXCESSIVE_LOAD.
+const MAX_CANCELS: u64 = 400;
+
+/// The window [`MAX_CANCELS`] counts in (HTTP/2's `flood_window`).
+const FLOOD_WINDOW: Duration = Duration::from_secs(10);
+
+/// The cancellations a connection had sent when its current flood
+/// window began, and when that was.
+struct Cancels {
+    since: Instant,
+    base: u64,
+}
 
 /// What a datagram brought.
 pub(super) enum Arrival {
@@ -57,11 +79,14 @@ pub(super) struct Quic {
     sockets: Vec<UdpSocket>,
     /// Sockets that still had datagrams when their turn ended.
     more: Vec<usize>,
-    /// The slot of each connection.
-    slots: HashMap<ConnectionHandle, usize>,
+    /// The slot of each connection, and its client's address.
+    slots: HashMap<ConnectionHandle, (usize, SocketAddr)>,
+    /// Each connection's flood window, by its client's address (the
+    /// path never changes: migration is refused).
+    cancels: HashMap<SocketAddr, Cancels>,
     /// Every connection's next deadline, earliest first (with its slot).
     deadlines: BTreeSet<(Instant, usize)>,
-    /// What a datagram is read into.
+    /// What a batch of datagrams is read into, [`SLOT`] bytes each.
     recv: Vec<u8>,
     /// What a datagram is written into.
     send: Vec<u8>,
@@ -100,8 +125,9 @@ impl Quic {
             sockets: registered,
             more: Vec::new(),
             slots: HashMap::new(),
+            cancels: HashMap::new(),
             deadlines: BTreeSet::new(),
-            recv: vec![0; DATAGRAM],
+            recv: vec![0; SLOT * crate::sys::net::RECV_BATCH],
             send: Vec::new(),
             limits,
             alt_svc: Vec::new(),
@@ -147,27 +173,41 @@ impl Quic {
         self.sockets.get(i)?.local_addr().ok()
     }
 
-    /// Socket `token`'s datagrams, up to a turn's worth, into `arrived`.
+    /// Socket `token`'s datagrams, up to a turn's worth, into `arrived`:
+    /// read many at a time (`recvmmsg`), until a batch comes short (the
+    /// socket is empty then: each datagram that comes later wakes epoll
+    /// again, so no call is spent to hear `EAGAIN`).
     pub(super) fn readable(&mut self, token: usize, now: Instant, arrived: &mut Vec<Arrival>) {
+        use crate::sys::net::{recv_batch, RECV_BATCH};
         let i = token - QUIC_BASE;
+        let mut got = [(0, None); RECV_BATCH];
         let mut read = 0;
         loop {
-            if read == READS_PER_TURN {
+            if read >= READS_PER_TURN {
                 if !self.more.contains(&i) {
                     self.more.push(i);
                 }
                 break;
             }
-            let (n, from) = match self.sockets[i].recv_from(&mut self.recv) {
-                Ok(got) => got,
+            let came = match recv_batch(&self.sockets[i], &mut self.recv, SLOT, &mut got) {
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // WouldBlock, or an error (an ICMP report of an earlier
                 // send): nothing more for now.
                 Err(_) => break,
             };
-            read += 1;
-            let data = bytes::BytesMut::from(&self.recv[..n]);
-            self.datagram(i, from, data, now, arrived);
+            read += came;
+            for (k, &(n, from)) in got[..came].iter().enumerate() {
+                // (A datagram cut short, or from no address: dropped.)
+                let Some(from) = from.filter(|_| n > 0) else {
+                    continue;
+                };
+                let data = bytes::BytesMut::from(&self.recv[k * SLOT..k * SLOT + n]);
+                self.datagram(i, from, data, now, arrived);
+            }
+            if came < RECV_BATCH {
+                break;
+            }
         }
     }
 
@@ -194,7 +234,7 @@ impl Quic {
         {
             Some(DatagramEvent::NewConnection(incoming))
                 if !incoming.remote_address_validated()
-                    && self.slots.len() >= self.limits.retry_above =>
+                    && self.slots.len() + incoming_in(arrived) >= self.limits.retry_above =>
             {
                 // Under load, a new client proves first that it receives
                 // at the address it sends from (RFC 9000 §8.1.2): a
@@ -209,7 +249,7 @@ impl Quic {
                 arrived.push(Arrival::Incoming(incoming, i));
             }
             Some(DatagramEvent::ConnectionEvent(ch, event)) => {
-                if let Some(&slot) = self.slots.get(&ch) {
+                if let Some(&(slot, _)) = self.slots.get(&ch) {
                     arrived.push(Arrival::Event(slot, event));
                 }
             }
@@ -230,7 +270,15 @@ impl Quic {
         self.send.clear();
         match self.endpoint.accept(incoming, now, &mut self.send, None) {
             Ok((ch, conn)) => {
-                self.slots.insert(ch, slot);
+                let peer = conn.remote_address();
+                self.slots.insert(ch, (slot, peer));
+                self.cancels.insert(
+                    peer,
+                    Cancels {
+                        since: now,
+                        base: 0,
+                    },
+                );
                 Some((ch, conn))
             }
             Err(e) => {
@@ -279,6 +327,7 @@ impl Quic {
         socket: usize,
         now: Instant,
     ) {
+        self.calm(conn, now);
         let socket = &self.sockets[socket];
         let batch = if self.gso { BATCH } else { 1 };
         loop {
@@ -286,9 +335,12 @@ impl Quic {
             let Some(t) = conn.poll_transmit(now, batch, &mut self.send) else {
                 break;
             };
-            let buf = &self.send[..t.size];
-            let Some(segment) = t.segment_size.filter(|&s| s < t.size) else {
-                send(socket, &self.send, &t);
+            let size = within_three_times(conn, &t);
+            let buf = &self.send[..size];
+            let Some(segment) = t.segment_size.filter(|&s| s < size) else {
+                if size > 0 {
+                    let _ = socket.send_to(buf, t.destination);
+                }
                 continue;
             };
             let gso = u16::try_from(segment)
@@ -306,6 +358,34 @@ impl Quic {
                     let _ = socket.send_to(one, t.destination);
                 }
             }
+        }
+    }
+
+    /// Closes `conn` with H3_EXCESSIVE_LOAD if its client cancelled more
+    /// streams than [`MAX_CANCELS`] allows in its flood window (counted
+    /// by quinn-proto as the frames came).
+    fn calm(&mut self, conn: &mut quinn_proto::Connection, now: Instant) {
+        let rx = conn.stats().frame_rx;
+        let sent = rx.reset_stream + rx.stop_sending;
+        if sent <= MAX_CANCELS || conn.is_closed() {
+            return;
+        }
+        let Some(c) = self.cancels.get_mut(&conn.remote_address()) else {
+            return;
+        };
+        if now.saturating_duration_since(c.since) >= FLOOD_WINDOW || sent < c.base {
+            *c = Cancels {
+                since: now,
+                base: sent,
+            };
+        }
+        if sent - c.base > MAX_CANCELS {
+            let code = quinn_proto::VarInt::from_u32(Code::EXCESSIVE_LOAD.0);
+            conn.close(
+                now,
+                code,
+                bytes::Bytes::from_static(b"too many streams cancelled"),
+            );
         }
     }
 
@@ -327,9 +407,57 @@ impl Quic {
         if let Some(at) = deadline {
             self.deadlines.remove(&(at, slot));
         }
-        if self.slots.get(&ch) == Some(&slot) {
+        if let Some(&(_, peer)) = self.slots.get(&ch).filter(|s| s.0 == slot) {
             self.slots.remove(&ch);
+            self.cancels.remove(&peer);
         }
+    }
+}
+
+/// New clients in `arrived`, not accepted yet: they count towards
+/// `retry_above` with the connections held (a burst of Initials read in
+/// one turn would otherwise all pass it).
+fn incoming_in(arrived: &[Arrival]) -> usize {
+    arrived
+        .iter()
+        .filter(|a| matches!(a, Arrival::Incoming(..)))
+        .count()
+}
+
+/// The least a client's first datagram holds (RFC 9000 §14.1).
+const FIRST_DATAGRAM: u64 = 1200;
+
+/// How much of `t` (a datagram, or a batch of them cut by GSO) goes:
+/// while its handshake is under way, never more than three times what the
+/// client sent (RFC 9000 §8.1: before its address is validated, a spoofed
+/// one's victim must not get more). quinn-proto keeps that limit itself
+/// but lets a whole datagram go when any of it is left (quinn issue
+/// #1082): up to a datagram more than three times, as its timers resend
+/// its first flight to an address that never answers. Whole datagrams
+/// only; what is held back counts as lost, and is sent again once the
+/// client has sent more (a real client's padded Initials and its
+/// handshake do; a spoofed address's never come). Once the client's
+/// handshake is done (its address proven long before), all goes. (A
+/// client that came back with a Retry's token proved its address at once;
+/// it is held to this too, which costs it at most a round trip.)
+fn within_three_times(conn: &quinn_proto::Connection, t: &Transmit) -> usize {
+    if !conn.is_handshaking() {
+        return t.size;
+    }
+    let stats = conn.stats();
+    // (quinn-proto counted `t` as sent already, and not the client's
+    // first datagram as received: at least 1,200 bytes, RFC 9000 §14.1,
+    // which the endpoint checked.)
+    let before = stats.udp_tx.bytes.saturating_sub(t.size as u64);
+    let came = stats.udp_rx.bytes + FIRST_DATAGRAM;
+    let room = (3 * came).saturating_sub(before);
+    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    if room >= t.size {
+        return t.size;
+    }
+    match t.segment_size {
+        Some(s) if s > 0 => room / s * s,
+        _ => 0,
     }
 }
 

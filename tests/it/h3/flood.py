@@ -1,0 +1,198 @@
+"""Abusive HTTP/3 clients for tests/it/h3/floods.rs, on aioquic (PyPI).
+
+Reads one JSON document on stdin: {"port": N, "ca": PATH, "mode": M, ...}
+and prints one JSON document on stdout. Modes:
+
+  "reset": on one connection, opens up to "streams" request streams one
+    after the other (GET "path"), each cancelled at once (RESET_STREAM and
+    STOP_SENDING, H3_REQUEST_CANCELLED), waiting for the server's stream
+    credit when it runs out; stops when the server closes the connection.
+      {"cancelled": N, "terminated": [CODE, REASON] or null}
+  "raw": on one connection, "request" (hex) written on a new request
+    stream (ended), and "encoder" (hex) on the client's own QPACK encoder
+    stream (after its type byte, which aioquic sent); then waits up to
+    "wait" seconds for an answer, a reset or the connection's close.
+      {"headers": [[k, v], ...], "reset": CODE or null,
+       "terminated": [CODE, REASON] or null}
+  "initials": for each address of "sources" (each "IP" or "IP:PORT"), a
+    client's first flight (its Initial, padded to 1200 bytes) sent from
+    a UDP socket bound there, one after the other; nothing is ever sent
+    again (as from spoofed addresses); then, for "wait" seconds, what
+    comes back to each socket is counted and read by that client:
+      {"clients": [{"sent": BYTES, "datagrams": N, "bytes": BYTES, "sizes": [...],
+                    "first": "initial" | "retry" | "handshake" | "other" | null,
+                    "terminated": CODE or null}, ...]}
+Exit status 2 when aioquic is missing (the test then skips, loudly).
+"""
+
+import asyncio
+import json
+import socket
+import sys
+import time
+
+try:
+    from aioquic.asyncio.client import connect
+    from aioquic.asyncio.protocol import QuicConnectionProtocol
+    from aioquic.h3.connection import H3_ALPN, H3Connection
+    from aioquic.h3.events import DataReceived, HeadersReceived
+    from aioquic.quic.configuration import QuicConfiguration
+    from aioquic.quic.connection import QuicConnection
+    from aioquic.quic.events import ConnectionTerminated, StreamReset
+except ImportError:
+    sys.exit(2)
+
+H3_REQUEST_CANCELLED = 0x10C
+
+
+def configuration(spec):
+    config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN)
+    config.load_verify_locations(spec["ca"])
+    config.server_name = spec.get("sni", "a.test")
+    return config
+
+
+class Client(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.h3 = H3Connection(self._quic)
+        self.terminated = None
+        self.headers = {}
+        self.resets = {}
+
+    def quic_event_received(self, event):
+        if isinstance(event, ConnectionTerminated):
+            self.terminated = [event.error_code, event.reason_phrase]
+        if isinstance(event, StreamReset):
+            self.resets[event.stream_id] = event.error_code
+            return
+        for ev in self.h3.handle_event(event):
+            if isinstance(ev, HeadersReceived):
+                self.headers.setdefault(ev.stream_id, []).extend(
+                    [k.decode(), v.decode("utf-8", "replace")] for k, v in ev.headers
+                )
+
+
+async def resets(spec, client):
+    quic = client._quic
+    fields = [
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"a.test"),
+        (b":path", spec.get("path", "/").encode()),
+    ]
+    cancelled = 0
+    deadline = time.monotonic() + spec.get("timeout", 30)
+    while cancelled < spec["streams"] and client.terminated is None:
+        sid = quic.get_next_available_stream_id()
+        # (Within the server's stream credit: it gives more as streams close.)
+        while sid // 4 >= quic._remote_max_streams_bidi and client.terminated is None:
+            if time.monotonic() > deadline:
+                return {"cancelled": cancelled, "terminated": None, "stuck": True}
+            await asyncio.sleep(0.002)
+        if client.terminated is not None:
+            break
+        client.h3.send_headers(sid, fields, end_stream=False)
+        quic.reset_stream(sid, H3_REQUEST_CANCELLED)
+        quic.stop_stream(sid, H3_REQUEST_CANCELLED)
+        client.transmit()
+        cancelled += 1
+        if cancelled % 20 == 0:
+            # (Lets the datagrams go and the server's answers come.)
+            await asyncio.sleep(0.001)
+    for _ in range(300):
+        if client.terminated is not None:
+            break
+        await asyncio.sleep(0.01)
+    return {"cancelled": cancelled, "terminated": client.terminated}
+
+
+async def raw(spec, client):
+    quic = client._quic
+    sid = None
+    if spec.get("encoder"):
+        quic.send_stream_data(
+            client.h3._local_encoder_stream_id, bytes.fromhex(spec["encoder"]), False
+        )
+    if spec.get("request") is not None:
+        sid = quic.get_next_available_stream_id()
+        quic.send_stream_data(sid, bytes.fromhex(spec["request"]), True)
+    client.transmit()
+    for _ in range(int(spec.get("wait", 5) * 100)):
+        if client.terminated is not None:
+            break
+        if sid is not None and (sid in client.headers or sid in client.resets):
+            break
+        await asyncio.sleep(0.01)
+    return {
+        "headers": client.headers.get(sid, []),
+        "reset": client.resets.get(sid),
+        "terminated": client.terminated,
+    }
+
+
+def long_type(datagram):
+    if not datagram or datagram[0] & 0x80 == 0:
+        return "other"
+    # QUIC version 1's long header types (RFC 9000 §17.2).
+    return ["initial", "0rtt", "handshake", "retry"][(datagram[0] & 0x30) >> 4]
+
+
+def initials(spec):
+    config = configuration(spec)
+    server = ("127.0.0.1", spec["port"])
+    clients = []
+    for source in spec["sources"]:
+        host, _, port = source.partition(":")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((host, int(port or 0)))
+        sock.setblocking(False)
+        conn = QuicConnection(configuration=config)
+        conn.connect(server, now=time.monotonic())
+        sent = 0
+        for data, _ in conn.datagrams_to_send(now=time.monotonic()):
+            sock.sendto(data, server)
+            sent += len(data)
+        clients.append({"sock": sock, "conn": conn, "sent": sent, "datagrams": 0,
+                        "bytes": 0, "sizes": [], "first": None, "terminated": None})
+        # (One after the other, in order.)
+        time.sleep(spec.get("gap", 0.01))
+    end = time.monotonic() + spec.get("wait", 2)
+    while time.monotonic() < end:
+        quiet = True
+        for c in clients:
+            try:
+                data, _ = c["sock"].recvfrom(65536)
+            except BlockingIOError:
+                continue
+            quiet = False
+            c["datagrams"] += 1
+            c["bytes"] += len(data)
+            if c["first"] is None:
+                c["first"] = long_type(data)
+            c["conn"].receive_datagram(data, server, now=time.monotonic())
+            c["sizes"].append(len(data))
+            # (aioquic tells a close it received once it has drained: it
+            # is kept until then.)
+            closed = c["conn"]._close_event
+            if closed is not None and c["terminated"] is None:
+                c["terminated"] = closed.error_code
+        if quiet:
+            time.sleep(0.005)
+    return {"clients": [{k: c[k] for k in ("sent", "datagrams", "bytes", "sizes", "first", "terminated")}
+                        for c in clients]}
+
+
+async def main(spec):
+    if spec["mode"] == "initials":
+        return initials(spec)
+    async with connect(
+        "127.0.0.1", spec["port"], configuration=configuration(spec), create_protocol=Client
+    ) as client:
+        if spec["mode"] == "reset":
+            return await resets(spec, client)
+        return await raw(spec, client)
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(json.load(sys.stdin)))))

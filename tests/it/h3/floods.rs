@@ -1,0 +1,300 @@
+//! HTTP/3 as a UDP service under abuse (issue #30's floods), each with
+//! aioquic as the abusive client (`tests/it/h3/flood.py`): streams opened
+//! and cancelled in a loop, QPACK bombs and a dynamic table the server
+//! never offered, connection floods from one address, and Initials from
+//! many (spoofed) addresses. Each is bounded, and each fails without its
+//! defence.
+
+use serde_json::{json, Value};
+
+use super::{aioquic, fields, h3, peak_kib, server};
+use crate::common::{skip, tls::testdata, Builder, Server};
+
+/// `H3_EXCESSIVE_LOAD` (RFC 9114 §8.1).
+const H3_EXCESSIVE_LOAD: u64 = 0x107;
+/// `QPACK_DECOMPRESSION_FAILED` (RFC 9204 §6).
+const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
+/// `QPACK_ENCODER_STREAM_ERROR` (RFC 9204 §6).
+const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;
+/// QUIC's `CONNECTION_REFUSED` (RFC 9000 §20.1).
+const CONNECTION_REFUSED: u64 = 0x2;
+
+/// Runs the abusive client on `spec` (its mode and what it needs) against
+/// `server`'s UDP port; `None`, after saying the test skips, without
+/// aioquic.
+fn flood(server: &Server, mut spec: Value) -> Option<Value> {
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return None;
+    }
+    spec["port"] = json!(server.addr().port());
+    spec["ca"] = json!(testdata("ca.pem"));
+    Some(super::answer("flood.py", &spec))
+}
+
+/// The server still answers a new client: a GET of `/index.html`.
+fn still_serves(s: &Server) {
+    let out = h3(s, json!([{"method": "GET", "path": "/index.html"}])).expect("aioquic");
+    assert_eq!(fields(&out["responses"][0])[0], ":status: 200");
+    assert_eq!(super::text(&out["responses"][0]), "hello\n");
+}
+
+#[test]
+fn streams_opened_and_cancelled_in_a_loop_close_the_connection() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let before = peak_kib(&s);
+    // Each stream: a GET's HEADERS, then RESET_STREAM and STOP_SENDING at
+    // once (the server routes it, then drops its answer), 2000 of them.
+    let spec = json!({"mode": "reset", "streams": 2000, "path": "/index.html"});
+    let Some(out) = flood(&s, spec) else {
+        return;
+    };
+    // Past 400 such frames (200 streams) in 10 s the connection is
+    // closed, H3_EXCESSIVE_LOAD; without the budget the 2000 all go (the
+    // stream limit never stops them: each cancelled stream frees its
+    // place).
+    assert_eq!(
+        out["terminated"],
+        json!([H3_EXCESSIVE_LOAD, "too many streams cancelled"]),
+        "{out}"
+    );
+    let n = out["cancelled"].as_u64().expect("cancelled");
+    // (What the client sent before it heard the close: at most one
+    // stream credit more, 100.)
+    assert!((200..=400).contains(&n), "{n} streams cancelled");
+    let grew = peak_kib(&s).saturating_sub(before);
+    assert!(grew < 8 * 1024, "peak RSS grew by {grew} KiB");
+    still_serves(&s);
+}
+
+/// A HEADERS frame (type 0x01) of `payload`.
+fn headers_frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x01];
+    varint(payload.len() as u64, &mut f);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// QUIC's variable-length integer (RFC 9000 §16).
+fn varint(v: u64, out: &mut Vec<u8>) {
+    match v {
+        0..=63 => out.push(v as u8),
+        64..=16_383 => out.extend_from_slice(&(0x4000 | v as u16).to_be_bytes()),
+        16_384..=1_073_741_823 => out.extend_from_slice(&(0x8000_0000 | v as u32).to_be_bytes()),
+        _ => out.extend_from_slice(&(0xc000_0000_0000_0000 | v).to_be_bytes()),
+    }
+}
+
+/// A field section's start (Required Insert Count 0, Delta Base 0) and a
+/// GET of `/` for `a.test`: static entries 17 (`:method GET`), 23
+/// (`:scheme https`), 1 (`:path /`), and `:authority` (entry 0) named
+/// with a literal value.
+fn get_section() -> Vec<u8> {
+    let mut p = vec![0x00, 0x00, 0xc0 | 17, 0xc0 | 23, 0xc0 | 1, 0x50, 6];
+    p.extend_from_slice(b"a.test");
+    p
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `raw` mode: `request` (a request stream's bytes) and `encoder` (on the
+/// client's QPACK encoder stream).
+fn raw(s: &Server, request: Option<&[u8]>, encoder: &[u8]) -> Option<Value> {
+    let spec = json!({
+        "mode": "raw",
+        "request": request.map(hex),
+        "encoder": hex(encoder),
+        "wait": 10,
+    });
+    flood(s, spec)
+}
+
+#[test]
+fn a_qpack_bomb_of_static_references_is_refused_before_it_expands() {
+    let s = server(&[("index.html", b"hello\n")]);
+    let before = peak_kib(&s);
+    // 30,000 two-byte references to static entry 81 (a 53-byte
+    // content-security-policy), 108 bytes each as RFC 9114 §4.2.2 counts
+    // them: a 60 KB frame, under the field section size (64 KiB), that
+    // decodes to 3.2 MB.
+    let mut p = get_section();
+    for _ in 0..30_000 {
+        p.extend_from_slice(&[0xff, 81 - 63]);
+    }
+    assert!(p.len() < 64 * 1024);
+    let Some(out) = raw(&s, Some(&headers_frame(&p)), b"") else {
+        return;
+    };
+    // Decoding stops once twice the limit is decoded: the connection is
+    // closed, H3_EXCESSIVE_LOAD, the rest never expanded.
+    assert_eq!(
+        out["terminated"],
+        json!([H3_EXCESSIVE_LOAD, "field section too large"]),
+        "{out}"
+    );
+    // (What a connection costs, at most: 2.4 MiB measured, the first
+    // connection's buffers and TLS state; without the bound the decoded
+    // fields are refused by the request's own limit as they come, 431.)
+    let grew = peak_kib(&s).saturating_sub(before);
+    assert!(grew < 8 * 1024, "peak RSS grew by {grew} KiB");
+    still_serves(&s);
+}
+
+#[test]
+fn a_headers_frame_over_the_field_section_size_is_refused_unread() {
+    let s = server(&[("index.html", b"hello\n")]);
+    // A HEADERS frame that says 1 MiB (the limit is 64 KiB): refused at
+    // its head, before a byte of it is held.
+    let mut f = vec![0x01];
+    varint(1 << 20, &mut f);
+    f.extend_from_slice(&get_section());
+    let Some(out) = raw(&s, Some(&f), b"") else {
+        return;
+    };
+    assert_eq!(
+        out["terminated"],
+        json!([H3_EXCESSIVE_LOAD, "frame too large"]),
+        "{out}"
+    );
+}
+
+#[test]
+fn too_many_field_lines_are_answered_431_and_the_connection_lives() {
+    let s = server(&[("index.html", b"hello\n")]);
+    // 3,000 literal lines `x-a: b` (six bytes each, 36 as counted): an
+    // 18 KB frame whose 108 KB of fields are over the 64 KiB limit.
+    let mut p = get_section();
+    for _ in 0..3000 {
+        p.extend_from_slice(b"\x23x-a\x01b");
+    }
+    let Some(out) = raw(&s, Some(&headers_frame(&p)), b"") else {
+        return;
+    };
+    assert_eq!(out["headers"][0], json!([":status", "431"]), "{out}");
+    assert_eq!(out["terminated"], Value::Null);
+}
+
+#[test]
+fn qpack_s_dynamic_table_is_held_to_its_capacity_as_rfc_9204_says() {
+    let s = server(&[("index.html", b"hello\n")]);
+    // The server's SETTINGS say QPACK_MAX_TABLE_CAPACITY 4096 and
+    // QPACK_BLOCKED_STREAMS 0 (h3.rs checks them). Setting the capacity
+    // to 0 is fine (§4.3.1) ...
+    let get = headers_frame(&get_section());
+    let Some(out) = raw(&s, Some(&get), &[0x20]) else {
+        return;
+    };
+    assert_eq!(out["headers"][0], json!([":status", "200"]), "{out}");
+    assert_eq!(out["terminated"], Value::Null);
+    // ... a capacity above 4096 (4097: 0x3f, then 4066) is a connection
+    // error, QPACK_ENCODER_STREAM_ERROR (§4.3.1) ...
+    let out = raw(&s, None, &[0x3f, 0xe2, 0x1f]).expect("aioquic");
+    assert_eq!(out["terminated"][0], QPACK_ENCODER_STREAM_ERROR, "{out}");
+    // ... so is an insertion (with a literal name, `abc: d`) before the
+    // encoder set a capacity: the table's is 0 until then (§3.2.3) ...
+    let out = raw(&s, None, b"\x43abc\x01d").expect("aioquic");
+    assert_eq!(out["terminated"][0], QPACK_ENCODER_STREAM_ERROR, "{out}");
+    // ... and a field section whose Required Insert Count is above what
+    // was inserted (it would block, and no blocked stream is allowed) is
+    // QPACK_DECOMPRESSION_FAILED (§2.1.2), as is a reference to a
+    // dynamic entry that is not there (an indexed line with T = 0).
+    let mut p = get_section();
+    p[0] = 0x01;
+    let out = raw(&s, Some(&headers_frame(&p)), b"").expect("aioquic");
+    assert_eq!(out["terminated"][0], QPACK_DECOMPRESSION_FAILED, "{out}");
+    let mut p = get_section();
+    p.push(0x80);
+    let out = raw(&s, Some(&headers_frame(&p)), b"").expect("aioquic");
+    assert_eq!(out["terminated"][0], QPACK_DECOMPRESSION_FAILED, "{out}");
+    still_serves(&s);
+}
+
+/// Client `i` of an `initials` run.
+fn client(out: &Value, i: usize) -> &Value {
+    &out["clients"][i]
+}
+
+#[test]
+fn spoofed_initials_from_many_addresses_get_a_retry_once_over_the_threshold() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[http3]\nenable = true\nretry_above = 4\n");
+    b.tls();
+    let s = b.start();
+    // Twelve clients' first flights from 127.0.0.2 ... 127.0.0.13 (the
+    // loopback takes all of 127/8), none of which ever answers, sent at
+    // once: read in one turn, those not accepted yet count too.
+    let sources: Vec<String> = (2..14).map(|i| format!("127.0.0.{i}")).collect();
+    let spec = json!({"mode": "initials", "sources": sources, "wait": 3, "gap": 0});
+    let Some(out) = flood(&s, spec) else {
+        return;
+    };
+    for i in 0..12 {
+        let c = client(&out, i);
+        let sent = c["sent"].as_u64().expect("sent");
+        let got = c["bytes"].as_u64().expect("bytes");
+        if i < 4 {
+            // Under the threshold: a handshake begins (Initial, Handshake),
+            // and what goes to an address not validated, resent as often
+            // as the server's timers say, is at most three times what came
+            // from it (RFC 9000 §8.1).
+            assert_eq!(c["first"], "initial", "client {i}: {c}");
+            assert!(got <= 3 * sent, "client {i}: {got} bytes for {sent}: {c}");
+        } else {
+            // Over it (4 connections held): one Retry, nothing kept, so
+            // nothing is ever sent again (RFC 9000 §8.1.2).
+            assert_eq!(c["first"], "retry", "client {i}: {c}");
+            assert_eq!(c["datagrams"], 1, "client {i}: {c}");
+            assert!(got < sent, "client {i}: {got} bytes for {sent}");
+        }
+    }
+    still_serves(&s);
+}
+
+#[test]
+fn a_connection_flood_from_one_address_is_held_to_its_limit() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config(
+        "[limits]\nmax_connections_per_ip = 3\n[http3]\nenable = true\nidle_timeout = \"2s\"\n",
+    );
+    b.tls();
+    let s = b.start();
+    // Twenty first flights (each a new connection ID) from 127.0.0.1.
+    let sources = vec!["127.0.0.1"; 20];
+    let spec = json!({"mode": "initials", "sources": sources, "wait": 1});
+    let Some(out) = flood(&s, spec) else {
+        return;
+    };
+    for i in 0..20 {
+        let c = client(&out, i);
+        match i {
+            // The first three get a handshake ...
+            0..=2 => assert_eq!(c["terminated"], Value::Null, "client {i}: {c}"),
+            // ... the rest CONNECTION_REFUSED at once, no state kept.
+            _ => {
+                assert_eq!(c["terminated"], CONNECTION_REFUSED, "client {i}: {c}");
+                assert_eq!(c["datagrams"], 1, "client {i}: {c}");
+            }
+        }
+    }
+    // The three never finish their handshakes: they go at the idle
+    // timeout, and the address may connect again.
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "requests": [{"method": "GET", "path": "/index.html"}],
+        "timeout": 5,
+    });
+    let served = || {
+        let out = super::client_with(&spec)
+            .wait_with_output()
+            .expect("client");
+        let v: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        out.status.success() && v.is_some_and(|v| v["responses"][0]["text"] == "hello\n")
+    };
+    let limit = std::time::Duration::from_secs(20);
+    crate::common::wait_until_within(limit, "a new client served", served);
+}
