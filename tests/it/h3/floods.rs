@@ -192,9 +192,12 @@ fn qpack_s_dynamic_table_is_held_to_its_capacity_as_rfc_9204_says() {
     // error, QPACK_ENCODER_STREAM_ERROR (§4.3.1) ...
     let out = raw(&s, None, &[0x3f, 0xe2, 0x1f]).expect("aioquic");
     assert_eq!(out["terminated"][0], QPACK_ENCODER_STREAM_ERROR, "{out}");
-    // ... so is an insertion (with a literal name, `abc: d`) before the
-    // encoder set a capacity: the table's is 0 until then (§3.2.3) ...
-    let out = raw(&s, None, b"\x43abc\x01d").expect("aioquic");
+    // ... so is an insertion larger than the table (a literal name,
+    // `abc`, and 4,100 bytes of value: more than 4,096 whether aioquic's
+    // own Set Dynamic Table Capacity 4096 came first or not, §3.2.2) ...
+    let mut insert = b"\x43abc\x7f\x85\x1f".to_vec();
+    insert.resize(insert.len() + 4100, b'd');
+    let out = raw(&s, None, &insert).expect("aioquic");
     assert_eq!(out["terminated"][0], QPACK_ENCODER_STREAM_ERROR, "{out}");
     // ... and a field section whose Required Insert Count is above what
     // was inserted (it would block, and no blocked stream is allowed) is
