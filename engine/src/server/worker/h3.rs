@@ -381,14 +381,7 @@ impl Worker {
     /// producer or a wait reads it, its body is not wanted (a static
     /// file, an error answered without it).
     pub(super) fn h3_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
-        let answer = c.h3_mut().and_then(|s| s.answer(id));
-        let held = answer.as_ref().is_some_and(|a| a.wait.is_some());
-        let reads_body = held
-            || answer
-                .and_then(|a| a.run)
-                .and_then(|ex| self.exchanges.run_mut(ex))
-                .is_some_and(|run| run.takes_body());
-        if !no_body && !reads_body {
+        if !no_body && !self.stream_reads_body::<H3>(c, id) {
             self.h3_refuse_rest(c, id);
         }
     }

@@ -344,14 +344,7 @@ impl Worker {
             return self.h3_body_unless_read(c, id, no_body);
         }
         // (A request held for its turn takes its body with it.)
-        let answer = c.proto.h2_mut().and_then(|s| s.answer(id));
-        let held = answer.as_ref().is_some_and(|a| a.wait.is_some());
-        let reads_body = held
-            || answer
-                .and_then(|a| a.run)
-                .and_then(|ex| self.exchanges.run_mut(ex))
-                .is_some_and(|run| run.takes_body());
-        if !no_body && !reads_body {
+        if !no_body && !self.stream_reads_body::<streams::H2>(c, id) {
             self.h2_refuse_rest(c, id, framing);
         }
     }

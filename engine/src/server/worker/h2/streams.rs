@@ -268,6 +268,26 @@ impl Worker {
         Drove::Gone
     }
 
+    /// Whether the request on stream `id` of `c`, which speaks `S`,
+    /// has its body read: held (it waits, its body with it), or answered
+    /// by a producer that takes it.
+    pub(in crate::server::worker) fn stream_reads_body<S: Streamed>(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+    ) -> bool {
+        let Some((answers, _)) = S::answers(&mut c.proto) else {
+            return false;
+        };
+        let Some(a) = answers.iter().find(|a| a.id == id) else {
+            return false;
+        };
+        a.wait.is_some()
+            || (a.run)
+                .and_then(|ex| self.exchanges.run_mut(ex))
+                .is_some_and(|run| run.takes_body())
+    }
+
     /// Takes answer `a`'s run out of the exchanges (a program's leaves
     /// the count of `c`'s session, which speaks `S`).
     pub(in crate::server::worker) fn stream_take_run<S: Streamed>(
