@@ -524,20 +524,30 @@ fn without_http3_https_answers_advertise_nothing() {
 
 /// A site whose `/cgi-bin/slow.sh` says it started (in the error log),
 /// then answers two seconds later.
+/// A server with two CGI programs that say on stderr that they started:
+/// `slow.sh` answers "done" after 2 s, `drip.sh` 40 × 32 KiB of `a`
+/// over 4 s.
 fn slow_server() -> Server {
     use std::os::unix::fs::PermissionsExt;
     let mut b = Builder::new();
-    let path = b.base().join("cgi-bin").join("slow.sh");
-    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
-    std::fs::write(
-        &path,
-        "#!/bin/sh\necho 'slow.sh started' >&2\nsleep 2\necho 'Content-Type: text/plain'\necho\necho done\n",
-    )
-    .expect("script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dir = b.base().join("cgi-bin");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let head = "#!/bin/sh\necho \"${0##*/} started\" >&2\necho 'Content-Type: text/plain'\necho\n";
+    for (name, rest) in [
+        ("slow.sh", "sleep 2\necho done\n"),
+        (
+            "drip.sh",
+            "i=0\nwhile [ $i -lt 40 ]; do head -c 32768 /dev/zero | tr '\\0' a; sleep 0.1; \
+             i=$((i+1)); done\n",
+        ),
+    ] {
+        std::fs::write(dir.join(name), format!("{head}{rest}")).expect("script");
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
     b.file("index.html", b"hello\n");
     b.config("[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
-    b.tls().arg("--http3");
+    b.workers(2).tls().arg("--http3");
     b.start()
 }
 
@@ -545,6 +555,11 @@ fn slow_server() -> Server {
 /// the client's answer (with the server's control stream and how the
 /// connection ended).
 fn busy_when(s: &Server, signal: i32) -> Option<Value> {
+    busy_with("slow.sh", s, signal)
+}
+
+/// As [`busy_when`], with program `name`.
+fn busy_with(name: &str, s: &Server, signal: i32) -> Option<Value> {
     if !aioquic() {
         skip("python3 with aioquic not available (pip install aioquic)");
         return None;
@@ -553,12 +568,12 @@ fn busy_when(s: &Server, signal: i32) -> Option<Value> {
         "port": s.addr().port(),
         "ca": testdata("ca.pem"),
         "sni": "a.test",
-        "requests": [{"method": "GET", "path": "/cgi-bin/slow.sh"}],
+        "requests": [{"method": "GET", "path": format!("/cgi-bin/{name}")}],
         "timeout": 20,
         "linger": 10,
     });
     let child = client_with(&spec);
-    s.wait_stderr_line("slow.sh started");
+    s.wait_stderr_line(&format!("{name} started"));
     s.signal(signal);
     let out = child.wait_with_output().expect("client");
     assert!(
@@ -607,6 +622,28 @@ fn a_reload_sends_goaway_and_the_next_connection_is_served() {
     // The new generation answers.
     let out = h3(&s, json!([{"method": "GET", "path": "/index.html"}])).expect("aioquic");
     assert_eq!(text(&out["responses"][0]), "hello\n");
+}
+
+#[test]
+fn an_answer_under_way_at_a_reload_arrives_whole() {
+    // The new generation's workers read the same UDP sockets as the old
+    // ones: the client's ACKs of the answer reach either, and those the
+    // new ones read are handed to the old worker that owns the
+    // connection (quic/route.rs). A new worker that answered them itself
+    // would send a stateless reset the client believes (one reset key a
+    // process): the answer would be cut.
+    let s = slow_server();
+    let Some(out) = busy_with("drip.sh", &s, libc::SIGHUP) else {
+        return;
+    };
+    assert_eq!(out["stateless_resets"], 0);
+    let r = &out["responses"][0];
+    assert_eq!(r["reset"], Value::Null);
+    let sum = {
+        use sha2::Digest;
+        hex(&sha2::Sha256::digest(vec![b'a'; 40 * 32768]))
+    };
+    assert_eq!(r["sha256"], sum);
 }
 
 #[test]

@@ -196,6 +196,7 @@ impl Worker {
                         init.udp,
                         config,
                         limits,
+                        Arc::clone(&init.waker),
                     )?)
                 }
                 _ => None,
@@ -278,6 +279,8 @@ impl Worker {
                 self.take_checks();
                 self.take_streams();
                 self.take_order();
+                #[cfg(feature = "http3")]
+                self.quic_mail();
             }
             for ev in events.iter() {
                 match ev.token() {

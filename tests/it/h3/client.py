@@ -10,6 +10,7 @@ sends every request at once (one stream each) on one QUIC connection to
 127.0.0.1:port, and prints one JSON document on stdout:
   {"alpn": "h3", "settings": {"ID": VALUE, ...} (the server's),
    "retries": how many Retry packets the handshake took,
+   "stateless_resets": how many stateless resets the server sent,
    "responses": [{"headers": [[k, v], ...] (in the order received),
                   "body": BASE64, "text": the body as text (UTF-8, lossy),
                   "length": N, "sha256": HEX,
@@ -88,6 +89,17 @@ class Client(QuicConnectionProtocol):
         # What the server's control stream (its first unidirectional
         # stream, id 3) carried.
         self.control = bytearray()
+        # Stateless resets received (aioquic 1.7 does not look for them:
+        # counted here as RFC 9000 §10.3.1 has a client recognise them).
+        self.resets = 0
+
+    def datagram_received(self, data, addr):
+        q = self._quic
+        tokens = {c.stateless_reset_token for c in q._peer_cid_available}
+        tokens.add(q._peer_cid.stateless_reset_token)
+        if len(data) >= 21 and data[0] & 0x80 == 0 and bytes(data[-16:]) in tokens:
+            self.resets += 1
+        super().datagram_received(data, addr)
 
     def request(self, req):
         sid = self._quic.get_next_available_stream_id()
@@ -178,6 +190,7 @@ async def main(spec):
             "alpn": client._quic.tls.alpn_negotiated,
             "settings": {str(int(k)): v for k, v in settings.items()},
             "retries": client._quic._retry_count,
+            "stateless_resets": client.resets,
             "qpack": {
                 "dynamic": client.h3._encoder.dynamic,
                 "decoder_bytes": client.h3._decoder_bytes_received,

@@ -65,6 +65,17 @@ impl Worker {
         self.quic_arrived(arrived);
     }
 
+    /// The datagrams other workers read for this worker's connections
+    /// (see `quic::route`).
+    pub(super) fn quic_mail(&mut self) {
+        let Some(q) = self.listen.quic.as_mut() else {
+            return;
+        };
+        let mut arrived = Vec::new();
+        q.mail(self.clock.now, &mut arrived);
+        self.quic_arrived(arrived);
+    }
+
     /// The QUIC side's turn in each pass of the loop: sockets with
     /// datagrams left from their last turn, connections whose deadline
     /// has come.

@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
 use quinn_proto::{
-    ConnectionEvent, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, EndpointEvent,
-    Incoming, ServerConfig, Transmit,
+    ConnectionEvent, ConnectionHandle, DatagramEvent, Endpoint, EndpointEvent, Incoming,
+    ServerConfig, Transmit,
 };
+
+mod route;
 
 use super::QUIC_BASE;
 use crate::h3::conn::Limits;
@@ -98,6 +100,10 @@ pub(super) struct Quic {
     /// Whether the kernel cuts a batch of datagrams itself (GSO); off
     /// once it has said it cannot.
     gso: bool,
+    /// Its place among the process's endpoints (see [`route`]).
+    route: route::Route,
+    /// The address each socket is bound to.
+    locals: Vec<Option<SocketAddr>>,
 }
 
 impl Quic {
@@ -107,6 +113,7 @@ impl Quic {
         sockets: Vec<StdUdp>,
         config: Arc<ServerConfig>,
         limits: Limits,
+        waker: Arc<mio::Waker>,
     ) -> io::Result<Quic> {
         let mut registered = Vec::with_capacity(sockets.len());
         for (i, s) in sockets.into_iter().enumerate() {
@@ -114,13 +121,12 @@ impl Quic {
             registry.register(&mut s, Token(QUIC_BASE + i), Interest::READABLE)?;
             registered.push(s);
         }
-        let endpoint = Endpoint::new(
-            Arc::new(EndpointConfig::default()),
-            Some(config),
-            true,
-            None,
-        );
+        let locals = registered.iter().map(|s| s.local_addr().ok()).collect();
+        let route = route::Route::new(waker);
+        let endpoint = Endpoint::new(Arc::new(route.endpoint_config()), Some(config), true, None);
         Ok(Quic {
+            route,
+            locals,
             endpoint,
             sockets: registered,
             more: Vec::new(),
@@ -170,7 +176,7 @@ impl Quic {
 
     /// The address socket `i` is bound to.
     pub(super) fn local(&self, i: usize) -> Option<SocketAddr> {
-        self.sockets.get(i)?.local_addr().ok()
+        *self.locals.get(i)?
     }
 
     /// Socket `token`'s datagrams, up to a turn's worth, into `arrived`:
@@ -202,11 +208,26 @@ impl Quic {
                 let Some(from) = from.filter(|_| n > 0) else {
                     continue;
                 };
-                let data = bytes::BytesMut::from(&self.recv[k * SLOT..k * SLOT + n]);
-                self.datagram(i, from, data, now, arrived);
+                let bytes = &self.recv[k * SLOT..k * SLOT + n];
+                let data = bytes::BytesMut::from(bytes);
+                match (self.route.elsewhere(bytes), self.locals[i]) {
+                    // Another worker's connection (a reload's): its own.
+                    (Some(owner), Some(local)) => owner.post(route::Mail { local, from, data }),
+                    _ => self.datagram(i, from, data, now, arrived),
+                }
             }
             if came < RECV_BATCH {
                 break;
+            }
+        }
+    }
+
+    /// The datagrams other workers read for this endpoint's connections,
+    /// taken in through the socket bound where each arrived.
+    pub(super) fn mail(&mut self, now: Instant, arrived: &mut Vec<Arrival>) {
+        for m in self.route.take() {
+            if let Some(i) = self.locals.iter().position(|l| *l == Some(m.local)) {
+                self.datagram(i, m.from, m.data, now, arrived);
             }
         }
     }
