@@ -1,0 +1,142 @@
+//! The listing cache: a collection's members as PROPFIND `Depth: 1`
+//! found them (`sys::listing`: names, `statx`, whether each has extended
+//! attributes), kept so that the next PROPFIND of the collection spends
+//! no `getdents64` and no `statx` a member. Only what the filesystem says
+//! is kept: the answer is written afresh each time (what is asked, the
+//! href, the locks and their remaining time), so it is byte for byte the
+//! one an uncached listing gives while the entry holds.
+//!
+//! An entry is used only while all of these hold, else the collection is
+//! listed again:
+//! - the collection is the same directory with the same mtime and ctime
+//!   (members that come, go or are renamed change them, whoever does it);
+//! - brisk changed nothing anywhere since (every write method, in any
+//!   worker, bumps [`GENERATION`] once its change is made);
+//! - it is younger than the rule's `listing_cache` (default 1 s): a
+//!   member written in place, or its extended attributes changed, by
+//!   something beside brisk shows after that at the latest.
+//!
+//! Shared by the workers (one lock, held to look up or store an `Arc`),
+//! bounded: [`MAX_ENTRIES`] collections, [`MAX_BYTES`] in all; only
+//! collections of [`MIN_MEMBERS`] members or more are kept.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::sys::fs::Meta;
+use crate::sys::listing::Listing;
+
+/// The most collections kept.
+pub const MAX_ENTRIES: usize = 64;
+/// The most bytes of listings kept (a collection of 10,000 members takes
+/// about 1 MB).
+pub const MAX_BYTES: usize = 32 << 20;
+/// Smaller collections are listed each time (a few `statx`).
+pub const MIN_MEMBERS: usize = 32;
+
+/// Bumped by each change brisk makes to a tree, once made.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The cache, made by the first PROPFIND that stores.
+static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+
+/// One collection's listing: of which generation, until when it is
+/// trusted, whether members' extended attributes were looked for.
+struct Kept {
+    listing: Arc<Listing>,
+    generation: u64,
+    until: Instant,
+    xattrs: bool,
+}
+
+/// Listings by the collection's (device, inode).
+#[derive(Default)]
+struct Cache {
+    kept: HashMap<(u64, u64), Kept>,
+    bytes: usize,
+}
+
+/// Brisk changed something in a tree: no listing made before serves.
+pub fn changed() {
+    GENERATION.fetch_add(1, Ordering::Release);
+}
+
+fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
+
+/// When a listing was begun: brisk's generation and the time, taken
+/// before the directory is read, so that a change made meanwhile leaves
+/// the listing unused and its age counts from then.
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    generation: u64,
+    at: Instant,
+}
+
+/// The stamp of a listing begun now.
+pub fn stamp() -> Stamp {
+    Stamp {
+        generation: generation(),
+        at: Instant::now(),
+    }
+}
+
+/// The kept listing of the collection `meta` describes (as `stat` says
+/// now), with members' extended attributes looked for if `xattrs`.
+pub fn get(meta: &Meta, xattrs: bool) -> Option<Arc<Listing>> {
+    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let kept = cache.as_ref()?.kept.get(&(meta.dev, meta.ino))?;
+    let same =
+        kept.listing.meta.mtime_ns == meta.mtime_ns && kept.listing.meta.ctime_ns == meta.ctime_ns;
+    let fresh = kept.generation == generation() && Instant::now() < kept.until;
+    (same && fresh && (kept.xattrs || !xattrs)).then(|| Arc::clone(&kept.listing))
+}
+
+/// Keeps `listing` (begun at `stamp`, members' extended attributes
+/// looked for if `xattrs`) for `age`, if it is worth it and fits.
+pub fn put(listing: &Arc<Listing>, stamp: Stamp, xattrs: bool, age: Duration) {
+    let bytes = listing.bytes();
+    if age.is_zero() || listing.entries.len() < MIN_MEMBERS || bytes > MAX_BYTES {
+        return;
+    }
+    let now = Instant::now();
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(Cache::default);
+    let key = (listing.meta.dev, listing.meta.ino);
+    if let Some(old) = cache.kept.remove(&key) {
+        cache.bytes -= old.listing.bytes();
+    }
+    // (The stale go first, then the soonest to expire.)
+    let current = self::generation();
+    let before = cache.kept.len();
+    cache
+        .kept
+        .retain(|_, k| k.generation == current && now < k.until);
+    if cache.kept.len() != before {
+        cache.bytes = cache.kept.values().map(|k| k.listing.bytes()).sum();
+    }
+    while cache.kept.len() >= MAX_ENTRIES || cache.bytes + bytes > MAX_BYTES {
+        let Some(&soonest) = cache
+            .kept
+            .iter()
+            .min_by_key(|(_, k)| k.until)
+            .map(|(k, _)| k)
+        else {
+            break;
+        };
+        if let Some(gone) = cache.kept.remove(&soonest) {
+            cache.bytes -= gone.listing.bytes();
+        }
+    }
+    cache.bytes += bytes;
+    let kept = Kept {
+        listing: Arc::clone(listing),
+        generation: stamp.generation,
+        until: stamp.at + age,
+        xattrs,
+    };
+    cache.kept.insert(key, kept);
+}
