@@ -409,8 +409,16 @@ impl Job for Ending {
 
 /// Ends `put`, whose body is all in `body`, on one of the [`ENDING`]
 /// threads (here, if none can be started); its answer goes to `later`.
+/// With `fsync = false` it is ended here, on the event loop, as its
+/// body was written: a link and a rename, which wait for no disk (the
+/// body's writes already wait here when the page cache is full), so a
+/// handoff to another thread and back would cost more than it saves.
 pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
-    if let Err(ending) = ENDING.submit(Ending { put, body, later }) {
+    let ending = Ending { put, body, later };
+    if !ending.put.fsync {
+        return ending.run();
+    }
+    if let Err(ending) = ENDING.submit(ending) {
         ending.run();
     }
 }
