@@ -140,3 +140,78 @@ pub fn put(listing: &Arc<Listing>, stamp: Stamp, xattrs: bool, age: Duration) {
     };
     cache.kept.insert(key, kept);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::fs::Root;
+
+    /// How many collections are kept, and their bytes.
+    fn kept() -> (usize, usize) {
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        cache.as_ref().map_or((0, 0), |c| (c.kept.len(), c.bytes))
+    }
+
+    #[test]
+    fn kept_while_unchanged_and_bounded() {
+        let d = std::env::temp_dir().join(format!("brisk-listings-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let dirs = MAX_ENTRIES + 6;
+        for i in 0..dirs {
+            for j in 0..MIN_MEMBERS {
+                let dir = d.join(format!("c{i:03}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(format!("f{j:02}")), b"x").unwrap();
+            }
+        }
+        std::fs::create_dir_all(d.join("small")).unwrap();
+        let root = Root::open(&d, false).unwrap();
+        let age = Duration::from_secs(3600);
+        let list = |rel: &str| {
+            let (_, meta) = root.stat(rel.as_bytes()).unwrap();
+            let stamp = stamp();
+            (
+                meta,
+                stamp,
+                Arc::new(root.listing(rel.as_bytes(), false).unwrap()),
+            )
+        };
+        // Too small, or no age: not kept.
+        let (meta, at, small) = list("small");
+        put(&small, at, false, age);
+        assert!(get(&meta, false).is_none());
+        let (meta, at, one) = list("c000");
+        put(&one, at, false, Duration::ZERO);
+        assert!(get(&meta, false).is_none());
+        // Kept: found while the collection and brisk's generation are
+        // the same; not for a request that wants members' xattrs.
+        put(&one, at, false, age);
+        assert!(Arc::ptr_eq(&get(&meta, false).unwrap(), &one));
+        assert!(get(&meta, true).is_none());
+        // A listing begun before a change brisk made is not used.
+        let (meta, at, again) = list("c001");
+        changed();
+        put(&again, at, false, age);
+        assert!(get(&meta, false).is_none());
+        // The collection changed beside brisk: not used.
+        std::fs::write(d.join("c002/new"), b"y").unwrap();
+        let (meta, at, fresh) = list("c002");
+        put(&fresh, at, false, age);
+        std::fs::remove_file(d.join("c002/new")).unwrap();
+        let (_, now) = root.stat(b"c002").unwrap();
+        assert!(get(&now, false).is_none() || now.mtime_ns == meta.mtime_ns);
+        // At most MAX_ENTRIES collections, their bytes counted.
+        let mut last = None;
+        for i in 0..dirs {
+            let (meta, at, l) = list(&format!("c{i:03}"));
+            put(&l, at, false, age);
+            last = Some((meta, l));
+        }
+        let (n, bytes) = kept();
+        assert!(n <= MAX_ENTRIES && n > 0, "{n}");
+        assert!(bytes <= MAX_BYTES);
+        let (meta, l) = last.unwrap();
+        assert!(Arc::ptr_eq(&get(&meta, false).unwrap(), &l));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
