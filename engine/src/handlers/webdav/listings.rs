@@ -47,6 +47,8 @@ static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 struct Kept {
     listing: Arc<Listing>,
     generation: u64,
+    /// When it was begun, and until when the rule that made it trusts it.
+    at: Instant,
     until: Instant,
     xattrs: bool,
 }
@@ -85,13 +87,16 @@ pub fn stamp() -> Stamp {
 }
 
 /// The kept listing of the collection `meta` describes (as `stat` says
-/// now), with members' extended attributes looked for if `xattrs`.
-pub fn get(meta: &Meta, xattrs: bool) -> Option<Arc<Listing>> {
+/// now), with members' extended attributes looked for if `xattrs`, no
+/// older than `age` (the asking rule's: two rules over one tree may
+/// trust listings for different times).
+pub fn get(meta: &Meta, xattrs: bool, age: Duration) -> Option<Arc<Listing>> {
     let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let kept = cache.as_ref()?.kept.get(&(meta.dev, meta.ino))?;
     let same =
         kept.listing.meta.mtime_ns == meta.mtime_ns && kept.listing.meta.ctime_ns == meta.ctime_ns;
-    let fresh = kept.generation == generation() && Instant::now() < kept.until;
+    let now = Instant::now();
+    let fresh = kept.generation == generation() && now < kept.until && now < kept.at + age;
     (same && fresh && (kept.xattrs || !xattrs)).then(|| Arc::clone(&kept.listing))
 }
 
@@ -135,6 +140,7 @@ pub fn put(listing: &Arc<Listing>, stamp: Stamp, xattrs: bool, age: Duration) {
     let kept = Kept {
         listing: Arc::clone(listing),
         generation: stamp.generation,
+        at: stamp.at,
         until: stamp.at + age,
         xattrs,
     };
@@ -179,27 +185,29 @@ mod tests {
         // Too small, or no age: not kept.
         let (meta, at, small) = list("small");
         put(&small, at, false, age);
-        assert!(get(&meta, false).is_none());
+        assert!(get(&meta, false, age).is_none());
         let (meta, at, one) = list("c000");
         put(&one, at, false, Duration::ZERO);
-        assert!(get(&meta, false).is_none());
+        assert!(get(&meta, false, age).is_none());
         // Kept: found while the collection and brisk's generation are
         // the same; not for a request that wants members' xattrs.
         put(&one, at, false, age);
-        assert!(Arc::ptr_eq(&get(&meta, false).unwrap(), &one));
-        assert!(get(&meta, true).is_none());
+        assert!(Arc::ptr_eq(&get(&meta, false, age).unwrap(), &one));
+        // (Not for a rule that trusts listings less long.)
+        assert!(get(&meta, false, Duration::from_nanos(1)).is_none());
+        assert!(get(&meta, true, age).is_none());
         // A listing begun before a change brisk made is not used.
         let (meta, at, again) = list("c001");
         changed();
         put(&again, at, false, age);
-        assert!(get(&meta, false).is_none());
+        assert!(get(&meta, false, age).is_none());
         // The collection changed beside brisk: not used.
         std::fs::write(d.join("c002/new"), b"y").unwrap();
         let (meta, at, fresh) = list("c002");
         put(&fresh, at, false, age);
         std::fs::remove_file(d.join("c002/new")).unwrap();
         let (_, now) = root.stat(b"c002").unwrap();
-        assert!(get(&now, false).is_none() || now.mtime_ns == meta.mtime_ns);
+        assert!(get(&now, false, age).is_none() || now.mtime_ns == meta.mtime_ns);
         // At most MAX_ENTRIES collections, their bytes counted.
         let mut last = None;
         for i in 0..dirs {
@@ -211,7 +219,7 @@ mod tests {
         assert!(n <= MAX_ENTRIES && n > 0, "{n}");
         assert!(bytes <= MAX_BYTES);
         let (meta, l) = last.unwrap();
-        assert!(Arc::ptr_eq(&get(&meta, false).unwrap(), &l));
+        assert!(Arc::ptr_eq(&get(&meta, false, age).unwrap(), &l));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -298,7 +298,7 @@ pub fn propfind(
 fn listing(dav: &Dav, rel: &[u8], meta: &Meta, xattrs: bool) -> Option<Arc<Listing>> {
     let age = dav.rule.listing_cache;
     if !age.is_zero() {
-        if let Some(kept) = listings::get(meta, xattrs) {
+        if let Some(kept) = listings::get(meta, xattrs, age) {
             return Some(kept);
         }
     }
