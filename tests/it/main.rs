@@ -113,9 +113,13 @@ mod vhosts;
 #[cfg(feature = "webdav")]
 mod webdav;
 #[cfg(feature = "webdav")]
+mod webdav_cache;
+#[cfg(feature = "webdav")]
 mod webdav_clients;
 #[cfg(feature = "webdav")]
 mod webdav_locks;
+#[cfg(feature = "webdav")]
+mod webdav_replay;
 #[cfg(feature = "webdav")]
 mod webdav_uploads;
 #[cfg(feature = "upstreams")]

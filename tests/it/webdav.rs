@@ -138,6 +138,37 @@ fn a_chunked_put_streams_into_the_file() {
     assert_eq!(fs::read(dav.join("big")).unwrap().len(), sent);
 }
 
+/// `fsync = false`: the same answers and files (the PUT's end runs on
+/// the event loop then), several PUTs on one connection, either framing.
+#[test]
+fn without_fsync_the_changes_and_answers_are_the_same() {
+    let (s, dav) = start("fsync = false\n", &[("old", b"old")]);
+    let mut c = s.connect();
+    let body = vec![b'q'; 300_000];
+    for (i, status) in [(0, 201), (1, 204), (2, 204)] {
+        let mut raw = format!(
+            "PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n",
+            body.len() + i
+        )
+        .into_bytes();
+        raw.extend_from_slice(&body);
+        raw.extend(std::iter::repeat_n(b'!', i));
+        c.send(&raw);
+        let r = c.response();
+        assert_eq!(r.status, status, "{}", r.head);
+        assert_eq!(fs::read(dav.join("f")).unwrap().len(), body.len() + i);
+    }
+    c.send(b"PUT /dav/old HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nnew\r\n0\r\n\r\n");
+    assert_eq!(c.response().status, 204);
+    assert_eq!(fs::read(dav.join("old")).unwrap(), b"new");
+    assert_eq!(send(&s, "MKCOL", "/dav/c", b"").status, 201);
+    let r = transfer(&s, "COPY", "/dav/old", "/dav/c/copy", "");
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(fs::read(dav.join("c/copy")).unwrap(), b"new");
+    assert_eq!(send(&s, "DELETE", "/dav/c", b"").status, 204);
+    assert_eq!(names(&dav), ["f", "old"]);
+}
+
 #[test]
 fn a_put_that_stops_halfway_leaves_the_old_file_and_nothing_else() {
     let (s, dav) = start("", &[("f", b"old contents")]);

@@ -542,6 +542,15 @@ fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
         if r.locks {
             line.push_str("; locks");
         }
+        if r.listing_cache.is_zero() {
+            line.push_str("; listings not cached");
+        } else if r.listing_cache != crate::config::LISTING_CACHE {
+            line.push_str("; listings cached ");
+            line.push_str(&duration(r.listing_cache));
+        }
+        if !r.fsync {
+            line.push_str("; no fsync");
+        }
         line
     });
 }

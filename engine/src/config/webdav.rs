@@ -2,6 +2,7 @@
 //! site; the cargo feature `webdav` (without it the key is refused).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[cfg(feature = "webdav")]
 use toml::{
@@ -15,7 +16,20 @@ use super::load::{sorted, Loader};
 use super::ConfigError;
 use super::{CgiTarget, SiteConfig};
 
-pub(super) const WEBDAV_KEYS: &[&str] = &["path", "root", "read_only", "max_upload", "locks"];
+pub(super) const WEBDAV_KEYS: &[&str] = &[
+    "path",
+    "root",
+    "read_only",
+    "max_upload",
+    "locks",
+    "listing_cache",
+    "fsync",
+];
+
+/// `listing_cache`'s default: how long a collection's cached listing is
+/// trusted for changes made beside brisk (lighttpd's stat cache trusts
+/// its entries about as long).
+pub const LISTING_CACHE: Duration = Duration::from_secs(1);
 
 /// A site's `[[webdav]]` rules: none at all without the feature, so that
 /// the sandbox's, the summary's and the loader's code for them is not in
@@ -42,6 +56,12 @@ pub struct WebdavRule {
     pub max_upload: Option<u64>,
     /// LOCK and UNLOCK (class 2), the `If:` header's lock tokens.
     pub locks: bool,
+    /// How long a collection's members as PROPFIND `Depth: 1` found them
+    /// are reused (zero: never) while the collection itself is unchanged
+    /// and brisk wrote nothing meanwhile.
+    pub listing_cache: Duration,
+    /// PUT and MKCOL sync the file and its directory before answering.
+    pub fsync: bool,
 }
 
 /// Why a writable `rule` of `site` is refused: its tree holds, or lies
@@ -89,6 +109,7 @@ impl Loader<'_> {
     ) -> Result<WebdavRule, ConfigError> {
         let (mut path, mut root) = (None, None);
         let (mut read_only, mut max_upload, mut locks) = (false, None, false);
+        let (mut listing_cache, mut fsync) = (LISTING_CACHE, true);
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -112,6 +133,8 @@ impl Loader<'_> {
                 "read_only" => read_only = self.boolean(&full, value)?,
                 "max_upload" => max_upload = Some(self.size(&full, value, 0, u64::MAX)?),
                 "locks" => locks = self.boolean(&full, value)?,
+                "listing_cache" => listing_cache = self.duration(&full, value, true)?,
+                "fsync" => fsync = self.boolean(&full, value)?,
                 _ => return Err(self.unknown(key, section, WEBDAV_KEYS)),
             }
         }
@@ -127,6 +150,8 @@ impl Loader<'_> {
             read_only,
             max_upload,
             locks,
+            listing_cache,
+            fsync,
         })
     }
 }

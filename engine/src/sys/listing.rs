@@ -41,6 +41,9 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct Listing {
     dir: OwnedFd,
+    /// What `fstat` said of the directory before it was read: the
+    /// identity and times a cached listing is kept under.
+    pub meta: Meta,
     names: Vec<u8>,
     /// The entries.
     pub entries: Vec<Entry>,
@@ -50,6 +53,11 @@ impl Listing {
     /// Entry `e`'s name.
     pub fn name(&self, e: &Entry) -> &[u8] {
         &self.names[e.name.0 as usize..e.name.1 as usize]
+    }
+
+    /// About how many bytes of memory it holds.
+    pub fn bytes(&self) -> usize {
+        self.names.capacity() + self.entries.capacity() * std::mem::size_of::<Entry>()
     }
 
     /// Opens entry `e` (not through a symlink; never blocking) to read
@@ -72,8 +80,10 @@ impl Listing {
 /// extended attributes are looked for if `xattrs`. An entry that
 /// vanishes meanwhile is left out.
 pub fn list(dir: OwnedFd, xattrs: bool) -> io::Result<Listing> {
+    let meta = super::fs::fstat(dir.as_raw_fd())?;
     let mut out = Listing {
         dir,
+        meta,
         names: Vec::new(),
         entries: Vec::new(),
     };

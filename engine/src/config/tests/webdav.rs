@@ -6,7 +6,7 @@ use super::{load, load_err};
 #[test]
 fn every_key() {
     let c = load(
-        "[[webdav]]\npath = \"/dav\"\nroot = \".\"\nread_only = true\nmax_upload = \"4GiB\"\nlocks = false\n",
+        "[[webdav]]\npath = \"/dav\"\nroot = \".\"\nread_only = true\nmax_upload = \"4GiB\"\nlocks = false\nlisting_cache = \"250ms\"\nfsync = false\n",
     )
     .unwrap();
     let [rule] = &c.site.webdav[..] else {
@@ -18,6 +18,8 @@ fn every_key() {
     assert!(rule.read_only);
     assert_eq!(rule.max_upload, Some(4 << 30));
     assert!(!rule.locks);
+    assert_eq!(rule.listing_cache, std::time::Duration::from_millis(250));
+    assert!(!rule.fsync);
     let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\nlocks = true\n").unwrap();
     let rule = &c.site.webdav[0];
     assert_eq!(
@@ -29,6 +31,13 @@ fn every_key() {
         ),
         ("/", false, None, true)
     );
+    // (The defaults: listings trusted for a second, durable writes.)
+    assert_eq!(
+        (rule.listing_cache, rule.fsync),
+        (crate::config::LISTING_CACHE, true)
+    );
+    let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\nlisting_cache = 0\n").unwrap();
+    assert!(c.site.webdav[0].listing_cache.is_zero());
     assert!(load("").unwrap().site.webdav.is_empty());
 }
 
@@ -58,7 +67,15 @@ fn errors_name_file_line_and_key() {
         ),
         (
             "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nreadonly = true\n",
-            "DIR/site.toml:4: unknown key \"webdav[1].readonly\"; did you mean \"read_only\"? expected one of \"path\", \"root\", \"read_only\", \"max_upload\", \"locks\"",
+            "DIR/site.toml:4: unknown key \"webdav[1].readonly\"; did you mean \"read_only\"? expected one of \"path\", \"root\", \"read_only\", \"max_upload\", \"locks\", \"listing_cache\", \"fsync\"",
+        ),
+        (
+            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nlisting_cache = \"soon\"\n",
+            "DIR/site.toml:4: webdav[1].listing_cache: expected a number of seconds or a duration like \"250ms\", \"5s\", \"2m\", \"1h\"; got \"soon\"",
+        ),
+        (
+            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nfsync = \"no\"\n",
+            "DIR/site.toml:4: webdav[1].fsync: expected true or false; got \"no\"",
         ),
     ];
     for (text, want) in cases {

@@ -112,25 +112,27 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
     let result = if t.moving {
         src.rename(from_name, &dest, to_name, false)
     } else if kind == Kind::Dir {
+        let sync = dav.rule.fsync;
         copy_tree(
             &src,
             from_name,
-            &dest,
-            to_name,
-            deep,
+            (&dest, to_name),
+            (deep, sync),
             &mut at,
             &mut failed,
             0,
         );
         Ok(())
     } else if kind == Kind::File {
-        copy_file(&src, from_name, &dest, to_name)
+        copy_file(&src, from_name, &dest, to_name, dav.rule.fsync)
     } else {
         Err(io::Error::from(io::ErrorKind::PermissionDenied))
     };
-    let _ = dest.sync();
-    if t.moving {
-        let _ = src.sync();
+    if dav.rule.fsync {
+        let _ = dest.sync();
+        if t.moving {
+            let _ = src.sync();
+        }
     }
     let any = failed.end();
     match result {
@@ -146,12 +148,14 @@ fn trim(rel: &[u8]) -> &[u8] {
 }
 
 /// Copies the regular file `name` of `src` to `to` in `dest` (which has
-/// no such name): written unnamed, synced, then named.
-fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8]) -> io::Result<()> {
+/// no such name): written unnamed, synced (if `sync`), then named.
+fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::Result<()> {
     let mut from = src.open_file(name)?;
     let mut file = dest.unnamed_file()?;
     copy(&mut from, &mut file)?;
-    file.sync_all()?;
+    if sync {
+        file.sync_all()?;
+    }
     dest.link(&file, to)
 }
 
@@ -170,15 +174,14 @@ fn copy(from: &mut File, to: &mut File) -> io::Result<()> {
 }
 
 /// Copies the collection `name` of `src` to `to` in `dest`: the
-/// collection, and with `deep` all it holds; each member that could not
-/// be copied goes into `failed` (at its destination href, `at`).
-#[allow(clippy::too_many_arguments)]
+/// collection, and with `deep` all it holds (synced if `sync`); each
+/// member that could not be copied goes into `failed` (at its
+/// destination href, `at`).
 fn copy_tree(
     src: &Dir,
     name: &[u8],
-    dest: &Dir,
-    to: &[u8],
-    deep: bool,
+    (dest, to): (&Dir, &[u8]),
+    (deep, sync): (bool, bool),
     at: &mut Vec<u8>,
     failed: &mut Multistatus<'_>,
     depth: usize,
@@ -209,9 +212,17 @@ fn copy_tree(
         at.push(b'/');
         multistatus::push_segment(at, &child);
         match meta.kind {
-            Kind::Dir => copy_tree(&from, &child, &into, &child, true, at, failed, depth + 1),
+            Kind::Dir => copy_tree(
+                &from,
+                &child,
+                (&into, &child),
+                (true, sync),
+                at,
+                failed,
+                depth + 1,
+            ),
             Kind::File => {
-                if let Err(e) = copy_file(&from, &child, &into, &child) {
+                if let Err(e) = copy_file(&from, &child, &into, &child, sync) {
                     failed.status(at, false, status_of(&e));
                 }
             }
@@ -220,5 +231,7 @@ fn copy_tree(
         }
         at.truncate(len);
     }
-    let _ = into.sync();
+    if sync {
+        let _ = into.sync();
+    }
 }

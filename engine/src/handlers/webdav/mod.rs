@@ -28,6 +28,7 @@ use crate::sys::fs::Kind;
 
 mod copymove;
 mod ifheader;
+mod listings;
 mod lock;
 pub mod locks;
 mod multistatus;
@@ -36,6 +37,7 @@ mod props;
 pub mod xml;
 
 pub use copymove::{destination, transfer, Transfer};
+pub use listings::changed;
 pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
 pub use props::{mark_collection, ops as proppatch_ops, proppatch};
@@ -256,10 +258,10 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
         Ok(d) => d,
         Err(status) => return answer(status),
     };
-    let existed = match dir.stat(name) {
+    let (existed, replaces_file) = match dir.stat(name) {
         Ok(m) if m.kind == Kind::Dir => return answer(Status::METHOD_NOT_ALLOWED),
-        Ok(_) => true,
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => false,
+        Ok(m) => (true, m.kind == Kind::File),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (false, false),
         Err(e) => return answer(status_of(&e)),
     };
     match dir.unnamed_file() {
@@ -267,7 +269,9 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
             dir,
             name: name.to_vec(),
             existed,
+            replaces_file,
             max,
+            fsync: dav.rule.fsync,
             body: Some(Spool::into_file(file)),
         })),
         Err(e) => answer(status_of(&e)),
@@ -282,7 +286,12 @@ pub struct Put {
     dir: Dir,
     name: Vec<u8>,
     existed: bool,
+    /// What it replaces is a regular file (whose dead properties the new
+    /// one takes).
+    replaces_file: bool,
     max: u64,
+    /// `fsync`: the file and its directory are synced before the answer.
+    fsync: bool,
     body: Option<Spool>,
 }
 
@@ -298,7 +307,8 @@ impl Put {
     }
 
     /// The body is all in `body`: the file is synced, named, put in
-    /// place of the old one in one rename, and the directory synced.
+    /// place of the old one in one rename, and the directory synced (no
+    /// syncs with `fsync = false`).
     /// 201 for a new file, 204 for a replaced one.
     pub fn finish(&self, mut body: Spool) -> Result<Status, io::Error> {
         if let Some(e) = body.take_error() {
@@ -310,9 +320,22 @@ impl Put {
         let Some(file) = body.take_file() else {
             return Err(io::Error::other("the body's file is gone"));
         };
-        file.sync_all()?;
-        self.place(&file)?;
-        self.dir.sync()?;
+        if self.replaces_file {
+            // (Its dead properties stay: see `props::carry`. Where they
+            // cannot be read or written, the PUT goes on without them.)
+            if let Ok(old) = self.dir.open_file(&self.name) {
+                let _ = props::carry(&old, &file);
+            }
+        }
+        if self.fsync {
+            file.sync_all()?;
+        }
+        let placed = self.place(&file);
+        listings::changed();
+        placed?;
+        if self.fsync {
+            self.dir.sync()?;
+        }
         Ok(if self.existed {
             Status::NO_CONTENT
         } else {
@@ -386,8 +409,16 @@ impl Job for Ending {
 
 /// Ends `put`, whose body is all in `body`, on one of the [`ENDING`]
 /// threads (here, if none can be started); its answer goes to `later`.
+/// With `fsync = false` it is ended here, on the event loop, as its
+/// body was written: a link and a rename, which wait for no disk (the
+/// body's writes already wait here when the page cache is full), so a
+/// handoff to another thread and back would cost more than it saves.
 pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
-    if let Err(ending) = ENDING.submit(Ending { put, body, later }) {
+    let ending = Ending { put, body, later };
+    if !ending.put.fsync {
+        return ending.run();
+    }
+    if let Err(ending) = ENDING.submit(ending) {
         ending.run();
     }
 }
@@ -405,7 +436,8 @@ pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming) -> Plan {
         Ok(d) => d,
         Err(status) => return bare(status),
     };
-    match dir.mkdir(name).and_then(|()| dir.sync()) {
+    let sync = |()| if dav.rule.fsync { dir.sync() } else { Ok(()) };
+    match dir.mkdir(name).and_then(sync) {
         Ok(()) => bare(CREATED),
         Err(e) => bare(status_of(&e)),
     }
@@ -430,7 +462,9 @@ pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
     };
     let any = failed.end();
     if gone {
-        let _ = dir.sync();
+        if dav.rule.fsync {
+            let _ = dir.sync();
+        }
         return multistatus::settle(false, s, Status::NO_CONTENT);
     }
     multistatus::settle(any, s, Status::FORBIDDEN)

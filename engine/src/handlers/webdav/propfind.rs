@@ -4,6 +4,7 @@
 //! `propfind-finite-depth` precondition (§9.1, §16): a whole tree in one
 //! answer is a denial of service for the asking.
 
+use super::listings;
 use super::lock::{self, SUPPORTEDLOCK};
 use super::locks::{self, Lock};
 use super::multistatus::{self, escape, push_segment, status_line, Multistatus};
@@ -203,9 +204,9 @@ pub fn propfind(
     let dead = stored.marked
         && !matches!(asked, Asked::Some(list) if list.iter().all(|(ns, _)| ns == "DAV:"));
     let listing = match (members, meta.kind) {
-        (true, Kind::Dir) => match root.listing(rel, dead) {
-            Ok(list) => Some(list),
-            Err(_) => return bare(Status::FORBIDDEN),
+        (true, Kind::Dir) => match listing(dav, rel, &meta, dead) {
+            Some(list) => Some(list),
+            None => return bare(Status::FORBIDDEN),
         },
         _ => None,
     };
@@ -291,12 +292,28 @@ pub fn propfind(
     multistatus::plan(s)
 }
 
+/// The members of collection `rel` (`meta`, as `stat` found it now),
+/// their extended attributes looked for if `xattrs`: kept ones while
+/// they serve (`listings`), else listed now and kept.
+fn listing(dav: &Dav, rel: &[u8], meta: &Meta, xattrs: bool) -> Option<Arc<Listing>> {
+    let age = dav.rule.listing_cache;
+    if !age.is_zero() {
+        if let Some(kept) = listings::get(meta, xattrs, age) {
+            return Some(kept);
+        }
+    }
+    let stamp = listings::stamp();
+    let listing = Arc::new(dav.files.root().listing(rel, xattrs).ok()?);
+    listings::put(&listing, stamp, xattrs, age);
+    Some(listing)
+}
+
 /// The members of a PROPFIND, written in turn.
 struct Members {
     ctx: Ctx,
     /// What is asked (a `prop` body's names are in `ctx.wanted`).
     asked: Asked,
-    listing: Option<Listing>,
+    listing: Option<Arc<Listing>>,
     /// The symlinks among them that lead somewhere beneath the root: by
     /// entry, what they name.
     links: Vec<(usize, Meta, Stored)>,

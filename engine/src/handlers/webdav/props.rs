@@ -97,6 +97,19 @@ pub fn dead(file: &File) -> Vec<(Name, Vec<u8>)> {
         .collect()
 }
 
+/// Gives `to` the dead properties of `from` (a PUT's new file those of
+/// the one it replaces: RFC 4918 keeps a resource's dead properties
+/// across a PUT, and Windows sets its `Win32*` times before it writes
+/// the body).
+pub fn carry(from: &File, to: &File) -> std::io::Result<()> {
+    for key in xattr_list(from)?.iter().filter(|k| k.starts_with(PREFIX)) {
+        if let Some(value) = xattr_get(from, key)? {
+            xattr_set(to, key, &value)?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes property `n` as an element: empty, or holding `value`.
 pub fn element(out: &mut Vec<u8>, (ns, name): &Name, value: Option<&[u8]>) {
     // (No namespace: a prefix may not be bound to none, Namespaces in

@@ -160,6 +160,11 @@ impl Router {
                 webdav::bare(status)
             }
         };
+        if writes {
+            // (Made: no listing kept from before serves. A PUT's file is
+            // placed later, and says so again then.)
+            webdav::changed();
+        }
         Step::Answer(plan)
     }
 
@@ -207,7 +212,7 @@ impl Router {
         }
         let rel = s.path[skip.min(s.path.len())..].to_vec();
         let href = webdav::href(&s.path);
-        match what {
+        let plan = match what {
             Bodied::Propfind { members } => match webdav::asked(&bytes) {
                 Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
                 None => webdav::bare(Status::BAD_REQUEST),
@@ -217,7 +222,12 @@ impl Router {
                 None => webdav::bare(Status::BAD_REQUEST),
             },
             Bodied::Lock => webdav::lock(dav, &rel, &href, routing.req, Some(&bytes), s),
+        };
+        if !matches!(what, Bodied::Propfind { .. }) {
+            // (Made: no listing kept from before serves.)
+            webdav::changed();
         }
+        plan
     }
 }
 
