@@ -7,23 +7,27 @@
 //! whether a client, a CGI script, a config file or an embedded handler
 //! sends it, and so that the request parser's lookup table serves them all.
 
-/// `tchar` as a table: the request line and every header name go through
-/// it byte by byte, and a lookup is cheaper than the comparisons.
-static TCHAR: [bool; 256] = {
+/// A byte table that holds the ASCII letters and digits and `others`:
+/// the sets of bytes the parsers check byte by byte (tokens, host
+/// names), where a lookup is cheaper than the comparisons.
+pub const fn alnum_and(others: &[u8]) -> [bool; 256] {
     let mut table = [false; 256];
     let mut i = 0;
     while i < 256 {
         table[i] = (i as u8).is_ascii_alphanumeric();
         i += 1;
     }
-    let specials = b"!#$%&'*+-.^_`|~";
     let mut j = 0;
-    while j < specials.len() {
-        table[specials[j] as usize] = true;
+    while j < others.len() {
+        table[others[j] as usize] = true;
         j += 1;
     }
     table
-};
+}
+
+/// `tchar` as a table: the request line and every header name go through
+/// it byte by byte.
+static TCHAR: [bool; 256] = alnum_and(b"!#$%&'*+-.^_`|~");
 
 /// Whether `b` may appear in a token (RFC 9110 §5.6.2 `tchar`).
 #[inline]

@@ -45,7 +45,12 @@ impl Programs {
         let in_dir = self.dirs.iter().any(|d| {
             d.is_empty() || rel == &d[..] || (rel.starts_with(d) && rel.get(d.len()) == Some(&b'/'))
         });
-        let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
-        in_dir || self.patterns.iter().any(|p| glob::matches(p, name))
+        // (The name is looked for only when a pattern may claim it: with
+        // none, a static file's request pays nothing here.)
+        in_dir
+            || !self.patterns.is_empty() && {
+                let name = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+                self.patterns.iter().any(|p| glob::matches(p, name))
+            }
     }
 }

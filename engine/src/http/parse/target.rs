@@ -2,6 +2,7 @@
 
 use super::bad;
 use super::ParseError;
+use crate::http::grammar::alnum_and;
 use crate::http::Method;
 
 /// A request target reduced to what the rest of the server uses.
@@ -81,29 +82,11 @@ fn parse_absolute_form(method: Method, target: &[u8]) -> Result<Target<'_>, Pars
     })
 }
 
-/// Whether `b` may appear in a reg-name (RFC 3986 §3.2.2: unreserved and
-/// sub-delims). Percent-encoding is refused on purpose: a host is used to
-/// pick a virtual host, and `%2e%2e` or `%2f` have no business there.
-fn is_reg_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'-' | b'.'
-                | b'_'
-                | b'~'
-                | b'!'
-                | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-        )
-}
+/// Whether a byte may appear in a reg-name (RFC 3986 §3.2.2: unreserved
+/// and sub-delims), as a table: every request's Host goes through it.
+/// Percent-encoding is refused on purpose: a host is used to pick a
+/// virtual host, and `%2e%2e` or `%2f` have no business there.
+static REG_NAME: [bool; 256] = alnum_and(b"-._~!$&'()*+,;=");
 
 /// Splits and checks `uri-host [":" port]`; the host may be empty (the
 /// caller decides whether that is allowed).
@@ -125,15 +108,24 @@ pub(super) fn split_host_port(v: &[u8]) -> Result<(&[u8], Option<&[u8]>), ParseE
         }
         (&v[..=close], &v[close + 1..])
     } else {
-        let end = v.iter().position(|&b| b == b':').unwrap_or(v.len());
-        let host = &v[..end];
-        if !host.iter().all(|&b| is_reg_name_byte(b)) {
-            return Err(bad("invalid character in host"));
+        // One pass: where the host ends, its bytes, and no `..` in it.
+        let mut end = v.len();
+        let (mut dot, mut dots) = (false, false);
+        for (i, &b) in v.iter().enumerate() {
+            if b == b':' {
+                end = i;
+                break;
+            }
+            if !REG_NAME[b as usize] {
+                return Err(bad("invalid character in host"));
+            }
+            dots |= dot && b == b'.';
+            dot = b == b'.';
         }
-        if host.windows(2).any(|w| w == b"..") {
+        if dots {
             return Err(bad("'..' in host"));
         }
-        (host, &v[end..])
+        (&v[..end], &v[end..])
     };
     let port = match after {
         [] => None,
