@@ -3,11 +3,14 @@
 //! certificates by SNI and the same session cache as TCP's), wrapped for
 //! quinn-proto with the transport limits of `[http3]`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use quinn_proto::crypto::rustls::QuicServerConfig;
-use quinn_proto::{IdleTimeout, ServerConfig, TransportConfig, VarInt};
+use quinn_proto::{
+    AckFrequencyConfig, EndpointConfig, HashedConnectionIdGenerator, IdleTimeout, ServerConfig,
+    TransportConfig, VarInt,
+};
 use rustls::ServerConfig as TlsConfig;
 
 use super::context::Shared;
@@ -16,6 +19,35 @@ use super::Certificate;
 
 /// ALPN of HTTP/3 (RFC 9114 §3.1).
 pub const ALPN_H3: &[u8] = b"h3";
+
+/// The endpoint configuration of every QUIC endpoint of the process
+/// (each worker's, every generation's): one stateless-reset key and one
+/// connection-ID key, made at random the first time it is asked for. A
+/// datagram of a connection that reaches a worker which does not hold it
+/// (its client's address changed, so `SO_REUSEPORT`'s hash picked
+/// another socket) carries a connection ID that worker recognises as the
+/// process's (quinn-proto's hashed IDs: another key's are dropped
+/// unanswered), and is answered with the stateless reset its client knows
+/// (RFC 9000 §10.3: the token is the reset key's HMAC of the connection
+/// ID), so the client gives up at once rather than at its idle timeout.
+/// (A new process, after an upgrade, has keys of its own.)
+pub fn endpoint_config() -> Arc<EndpointConfig> {
+    static ONE: OnceLock<Arc<EndpointConfig>> = OnceLock::new();
+    let one = ONE.get_or_init(|| {
+        let mut config = EndpointConfig::default();
+        let mut key = [0u8; 8];
+        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key);
+        let key = u64::from_ne_bytes(key);
+        config.cid_generator(move || Box::new(HashedConnectionIdGenerator::from_key(key)));
+        Arc::new(config)
+    });
+    Arc::clone(one)
+}
+
+/// Ack-eliciting packets a client that supports the ACK frequency
+/// extension may receive without acknowledging them at once (QUIC's
+/// default is 1: an ACK for every other packet).
+const ACK_ELICITING_THRESHOLD: u32 = 10;
 
 /// The limits `[http3]` sets on each QUIC connection.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +96,15 @@ pub fn server_config(
         ))
         // No unreliable datagrams (RFC 9221): HTTP/3 does not use them here.
         .datagram_receive_buffer_size(None);
+    // A client that can (QUIC's ACK frequency extension: quinn's does,
+    // browsers do not say so yet) is asked to acknowledge every eleventh
+    // packet, not every other one, within its own max_ack_delay (at most
+    // an RTT): fewer datagrams that only acknowledge, each one costing
+    // the server a decryption and its ACK processing. Measured (bench/h3
+    // scenario 1's load, callgrind): 7 % fewer instructions a request.
+    let mut ack = AckFrequencyConfig::default();
+    ack.ack_eliciting_threshold(VarInt::from_u32(ACK_ELICITING_THRESHOLD));
+    transport.ack_frequency_config(Some(ack));
     let mut config = ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport));
     config.migration(false);
