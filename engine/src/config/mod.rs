@@ -330,6 +330,11 @@ pub struct Http3Config {
     /// first packet is answered with a Retry (address validation); 0:
     /// every new client.
     pub retry_above: u32,
+    /// RESET_STREAM and STOP_SENDING frames a client may send in
+    /// `flood_window` before its connection is closed (H3_EXCESSIVE_LOAD).
+    pub max_cancels: u32,
+    /// The window `max_cancels` counts in.
+    pub flood_window: std::time::Duration,
 }
 
 impl Default for Http3Config {
@@ -339,6 +344,8 @@ impl Default for Http3Config {
             max_streams: 100,
             idle_timeout: std::time::Duration::from_secs(30),
             retry_above: 1000,
+            max_cancels: 400,
+            flood_window: std::time::Duration::from_secs(10),
         }
     }
 }

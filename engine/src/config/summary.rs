@@ -735,10 +735,12 @@ fn http2(c: &Config, s: &mut String) {
         let q = &c.http3;
         let _ = writeln!(
             s,
-            "http3: QUIC on the UDP port of every TLS listener (ALPN h3); at most {} streams a connection, idle timeout {}, Retry above {} connections a worker",
+            "http3: QUIC on the UDP port of every TLS listener (ALPN h3); at most {} streams a connection, idle timeout {}, Retry above {} connections a worker, closed past {} streams cancelled (RESET_STREAM, STOP_SENDING) in {}",
             q.max_streams,
             duration(q.idle_timeout),
-            q.retry_above
+            q.retry_above,
+            q.max_cancels,
+            duration(q.flood_window)
         );
     }
     if h.enable || h.cleartext {

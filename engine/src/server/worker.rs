@@ -191,11 +191,15 @@ impl Worker {
                         // (As HTTP/2's: the same count, RFC 9114 §4.2.2.)
                         max_field_section_size: cfg.http2.max_header_list_size as usize,
                     };
+                    let budget = quic::Budget {
+                        max: cfg.http3.max_cancels.into(),
+                        window: cfg.http3.flood_window,
+                    };
                     Some(quic::Quic::new(
                         init.poll.registry(),
                         init.udp,
                         config,
-                        limits,
+                        (limits, budget),
                         Arc::clone(&init.waker),
                     )?)
                 }

@@ -22,11 +22,21 @@ and prints one JSON document on stdout. Modes:
       {"clients": [{"sent": BYTES, "datagrams": N, "bytes": BYTES, "sizes": [...],
                     "first": "initial" | "retry" | "handshake" | "other" | null,
                     "terminated": CODE or null}, ...]}
+  "stray": on one connection (answered a GET of "path" first), the
+    server's token for the connection ID the client sends to (its
+    transport parameter), then "tries" datagrams of that connection ID
+    (a short header and 40 random bytes, as a client whose address
+    changed sends), each from a new UDP socket, so from a new port (the
+    kernel then hands each to the socket of any worker): what comes back
+    to each within "wait" seconds, then the status of another GET from
+    the connection's own address:
+      {"token": HEX, "status": CODE, "replies": [HEX, ...], "after": CODE}
 Exit status 2 when aioquic is missing (the test then skips, loudly).
 """
 
 import asyncio
 import json
+import os
 import socket
 import sys
 import time
@@ -131,6 +141,44 @@ async def raw(spec, client):
     }
 
 
+async def get(spec, client):
+    """The status of a GET of spec's "path" on client's connection."""
+    sid = client._quic.get_next_available_stream_id()
+    client.h3.send_headers(sid, [
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"a.test"),
+        (b":path", spec.get("path", "/").encode()),
+    ], end_stream=True)
+    client.transmit()
+    for _ in range(500):
+        if sid in client.headers or client.terminated is not None:
+            break
+        await asyncio.sleep(0.01)
+    return dict(client.headers.get(sid, [])).get(":status")
+
+
+async def stray(spec, client):
+    quic = client._quic
+    status = await get(spec, client)
+    cid, token = quic._peer_cid.cid, quic._peer_cid.stateless_reset_token
+    replies = []
+    for _ in range(spec.get("tries", 16)):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.settimeout(spec.get("wait", 0.3))
+        # (A short header: fixed bit set, then the connection ID.)
+        sock.sendto(bytes([0x40 | 0x01]) + cid + os.urandom(40), ("127.0.0.1", spec["port"]))
+        try:
+            data, _ = sock.recvfrom(65536)
+            replies.append(data.hex())
+        except socket.timeout:
+            pass
+        sock.close()
+    after = await get(spec, client)
+    return {"token": token.hex(), "status": status, "replies": replies, "after": after}
+
+
 def long_type(datagram):
     if not datagram or datagram[0] & 0x80 == 0:
         return "other"
@@ -191,6 +239,8 @@ async def main(spec):
     ) as client:
         if spec["mode"] == "reset":
             return await resets(spec, client)
+        if spec["mode"] == "stray":
+            return await stray(spec, client)
         return await raw(spec, client)
 
 

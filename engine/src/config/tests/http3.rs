@@ -12,6 +12,7 @@ fn it_is_off_by_default() {
     assert!(!h.enable);
     assert_eq!((h.max_streams, h.idle_timeout.as_secs()), (100, 30));
     assert_eq!(h.retry_above, 1000);
+    assert_eq!((h.max_cancels, h.flood_window.as_secs()), (400, 10));
 }
 
 #[cfg(feature = "http3")]
@@ -29,6 +30,17 @@ fn errors_name_the_file_line_and_key() {
         load_err("[http3]\nretry_above = -1\n"),
         "DIR/site.toml:3: http3.retry_above: expected an integer from 0 to 1000000; got -1"
     );
+    assert_eq!(
+        load_err("[http3]\nmax_cancels = 0\n"),
+        "DIR/site.toml:3: http3.max_cancels: expected an integer from 1 to 1000000; got 0"
+    );
+    assert_eq!(
+        load_err("[http3]\nflood_window = \"2h\"\n"),
+        "DIR/site.toml:3: http3.flood_window: at most 1h"
+    );
+    assert!(load_err("[http3]\nflood_window = \"soon\"\n").starts_with(
+        "DIR/site.toml:3: http3.flood_window: expected a number of seconds or a duration"
+    ));
     assert!(load_err("[http3]\nidle_timeout = 0\n")
         .starts_with("DIR/site.toml:3: http3.idle_timeout: expected a duration greater than zero"));
     let unknown = load_err("[http3]\nmax_stream = 5\n");
@@ -48,11 +60,12 @@ mod with_tls {
     fn every_key_loads() {
         let dir = site();
         let doc =
-            format!("{TLS}[http3]\nenable = true\nmax_streams = 50\nidle_timeout = \"10s\"\nretry_above = 0\n");
+            format!("{TLS}[http3]\nenable = true\nmax_streams = 50\nidle_timeout = \"10s\"\nretry_above = 0\nmax_cancels = 40\nflood_window = \"1m\"\n");
         let h = run(&dir, &doc, &[]).unwrap().http3;
         assert!(h.enable);
         assert_eq!((h.max_streams, h.idle_timeout.as_secs()), (50, 10));
         assert_eq!(h.retry_above, 0);
+        assert_eq!((h.max_cancels, h.flood_window.as_secs()), (40, 60));
     }
 
     #[test]

@@ -357,6 +357,10 @@ impl Worker {
             s.h3.forget(key);
             return;
         };
+        // (A stream that ended in the same read with no body bytes asks
+        // with no body, as if its HEADERS had ended it: no STOP_SENDING
+        // for a body that will never come, a frame a request saved.)
+        let end = end || (ended && body.is_empty());
         let mut r = self.pools.lend_request(now);
         self.h3_request(c, &mut r, index, end);
         self.pools.take_back_request(r);

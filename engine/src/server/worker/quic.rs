@@ -14,6 +14,7 @@
 //! `worker/h3.rs`.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{SocketAddr, UdpSocket as StdUdp};
 use std::sync::Arc;
@@ -31,6 +32,7 @@ mod route;
 use super::QUIC_BASE;
 use crate::h3::conn::Limits;
 use crate::h3::Code;
+use crate::handlers::file_cache::Fnv;
 
 /// Room for each datagram of a batch read: QUIC's fit 1,500-byte
 /// packets (quinn-proto's path MTU discovery stops at 1,452 bytes; a
@@ -48,16 +50,18 @@ const BATCH: usize = 16;
 /// edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
 
-/// RESET_STREAM and STOP_SENDING frames a client may send in
-/// [`FLOOD_WINDOW`]: two for each stream it cancels, so HTTP/2's budget
-/// of 200 cancelled streams (`[http2] max_resets`' default). Each stream
-/// opened and cancelled at once costs a request's work and frees its
-/// place at once (QUIC's rapid reset, as CVE-2023-44487 is HTTP/2's):
-/// past it the connection is closed with H3_EXCESSIVE_LOAD.
-const MAX_CANCELS: u64 = 400;
-
-/// The window [`MAX_CANCELS`] counts in (HTTP/2's `flood_window`).
-const FLOOD_WINDOW: Duration = Duration::from_secs(10);
+/// RESET_STREAM and STOP_SENDING frames a client may send in its flood
+/// window (`[http3] max_cancels`, `flood_window`; by default 400 in 10
+/// s: two for each stream it cancels, so HTTP/2's budget of 200
+/// cancelled streams, `[http2] max_resets`' default). Each stream opened
+/// and cancelled at once costs a request's work and frees its place at
+/// once (QUIC's rapid reset, as CVE-2023-44487 is HTTP/2's): past it the
+/// connection is closed with H3_EXCESSIVE_LOAD.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Budget {
+    pub(super) max: u64,
+    pub(super) window: Duration,
+}
 
 /// The cancellations a connection had sent when its current flood
 /// window began, and when that was.
@@ -81,8 +85,10 @@ pub(super) struct Quic {
     sockets: Vec<UdpSocket>,
     /// Sockets that still had datagrams when their turn ended.
     more: Vec<usize>,
-    /// The slot of each connection, and its client's address.
-    slots: HashMap<ConnectionHandle, (usize, SocketAddr)>,
+    /// The slot of each connection, and its client's address (looked up
+    /// for every datagram: hashed with FNV-1a, the handles are
+    /// quinn-proto's own small indexes, not the client's choice).
+    slots: HashMap<ConnectionHandle, (usize, SocketAddr), BuildHasherDefault<Fnv>>,
     /// Each connection's flood window, by its client's address (the
     /// path never changes: migration is refused).
     cancels: HashMap<SocketAddr, Cancels>,
@@ -94,6 +100,8 @@ pub(super) struct Quic {
     send: Vec<u8>,
     /// Each connection's HTTP/3 limits.
     pub(super) limits: Limits,
+    /// The cancellations each connection may send.
+    budget: Budget,
     /// The `Alt-Svc` value of each TCP listener's answers (empty for one
     /// that speaks no TLS).
     alt_svc: Vec<Box<[u8]>>,
@@ -112,7 +120,7 @@ impl Quic {
         registry: &Registry,
         sockets: Vec<StdUdp>,
         config: Arc<ServerConfig>,
-        limits: Limits,
+        (limits, budget): (Limits, Budget),
         waker: Arc<mio::Waker>,
     ) -> io::Result<Quic> {
         let mut registered = Vec::with_capacity(sockets.len());
@@ -130,12 +138,13 @@ impl Quic {
             endpoint,
             sockets: registered,
             more: Vec::new(),
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             cancels: HashMap::new(),
             deadlines: BTreeSet::new(),
             recv: vec![0; SLOT * crate::sys::net::RECV_BATCH],
             send: Vec::new(),
             limits,
+            budget,
             alt_svc: Vec::new(),
             gso: true,
         })
@@ -383,24 +392,24 @@ impl Quic {
     }
 
     /// Closes `conn` with H3_EXCESSIVE_LOAD if its client cancelled more
-    /// streams than [`MAX_CANCELS`] allows in its flood window (counted
+    /// streams than its [`Budget`] allows in its flood window (counted
     /// by quinn-proto as the frames came).
     fn calm(&mut self, conn: &mut quinn_proto::Connection, now: Instant) {
         let rx = conn.stats().frame_rx;
         let sent = rx.reset_stream + rx.stop_sending;
-        if sent <= MAX_CANCELS || conn.is_closed() {
+        if sent <= self.budget.max || conn.is_closed() {
             return;
         }
         let Some(c) = self.cancels.get_mut(&conn.remote_address()) else {
             return;
         };
-        if now.saturating_duration_since(c.since) >= FLOOD_WINDOW || sent < c.base {
+        if now.saturating_duration_since(c.since) >= self.budget.window || sent < c.base {
             *c = Cancels {
                 since: now,
                 base: sent,
             };
         }
-        if sent - c.base > MAX_CANCELS {
+        if sent - c.base > self.budget.max {
             let code = quinn_proto::VarInt::from_u32(Code::EXCESSIVE_LOAD.0);
             conn.close(
                 now,
