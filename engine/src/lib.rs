@@ -40,6 +40,7 @@ pub mod h2;
 #[cfg(feature = "http3")]
 pub mod h3;
 pub mod handlers;
+pub(crate) mod hash;
 pub mod http;
 pub mod log;
 pub(crate) mod offload;

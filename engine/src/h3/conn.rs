@@ -9,9 +9,6 @@
 //! error closes the connection with its code, a stream error resets the
 //! stream.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
 use super::frame::{self, Event as FrameEvent, Reader, Settings};
 use super::{qpack, varint, Code, Error};
 use crate::h2::hpack::write_int;
@@ -94,7 +91,7 @@ enum Uni {
 /// request's instructions). The client picks the IDs, but each map holds
 /// at most the streams it may have open (`max_streams`, 4 unidirectional),
 /// so colliding IDs cost it probes among those few, no more.
-type Streams<V> = HashMap<u64, V, BuildHasherDefault<crate::handlers::file_cache::Fnv>>;
+type Streams<V> = crate::hash::FnvMap<u64, V>;
 
 /// One HTTP/3 connection's state.
 #[derive(Debug)]

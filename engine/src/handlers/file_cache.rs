@@ -9,10 +9,10 @@
 //! nanosecond). Failed lookups (404s) are cached the same way. When full,
 //! the cache is emptied and refills; it never grows past `capacity`.
 
+use crate::hash::FnvMap;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::rc::Rc;
@@ -156,33 +156,10 @@ struct Slot {
     fresh_until: Instant,
 }
 
-/// FNV-1a: paths are short, and SipHash's DoS resistance is not needed
-/// for a map that is bounded and emptied when full.
-#[derive(Default)]
-pub(crate) struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
 /// The cache of one worker thread.
 #[derive(Debug)]
 pub struct FileCache {
-    map: HashMap<Box<[u8]>, Slot, BuildHasherDefault<Fnv>>,
+    map: FnvMap<Box<[u8]>, Slot>,
     capacity: usize,
     valid: Duration,
     now: Instant,

@@ -18,17 +18,16 @@
 //! request.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::config::FastcgiRule;
-use crate::handlers::file_cache::Fnv;
 use crate::handlers::protected::Protected;
 use crate::handlers::refusal::lookup_status;
 use crate::handlers::Refusal;
+use crate::hash::FnvMap;
 use crate::http::Status;
 use crate::sys::fs::{Kind, Root};
 
@@ -87,7 +86,7 @@ pub struct Scripts {
 /// refills; a capacity of 0 (`open_file_cache = 0`) keeps none.
 #[derive(Debug)]
 struct Checked {
-    per_rule: Vec<HashMap<Box<[u8]>, Instant, BuildHasherDefault<Fnv>>>,
+    per_rule: Vec<FnvMap<Box<[u8]>, Instant>>,
     /// Entries at most (every rule's together).
     capacity: usize,
     held: usize,

@@ -14,7 +14,6 @@
 //! `worker/h3.rs`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::hash::BuildHasherDefault;
 use std::io;
 use std::net::{SocketAddr, UdpSocket as StdUdp};
 use std::sync::Arc;
@@ -32,7 +31,7 @@ mod route;
 use super::QUIC_BASE;
 use crate::h3::conn::Limits;
 use crate::h3::Code;
-use crate::handlers::file_cache::Fnv;
+use crate::hash::FnvMap;
 
 /// Room for each datagram of a batch read: QUIC's fit 1,500-byte
 /// packets (quinn-proto's path MTU discovery stops at 1,452 bytes; a
@@ -88,7 +87,7 @@ pub(super) struct Quic {
     /// The slot of each connection, and its client's address (looked up
     /// for every datagram: hashed with FNV-1a, the handles are
     /// quinn-proto's own small indexes, not the client's choice).
-    slots: HashMap<ConnectionHandle, (usize, SocketAddr), BuildHasherDefault<Fnv>>,
+    slots: FnvMap<ConnectionHandle, (usize, SocketAddr)>,
     /// Each connection's flood window, by its client's address (the
     /// path never changes: migration is refused).
     cancels: HashMap<SocketAddr, Cancels>,
