@@ -4,7 +4,7 @@
 //! The three are merged once, when the table is made, into one index of
 //! complete `Content-Type` values (charset included): an extension of up
 //! to 8 bytes is looked up as one integer (its lower-cased bytes packed
-//! into a `u64`) by binary search, a longer one in a second sorted list,
+//! into a `u64`) in a hashed table, a longer one in a second sorted list,
 //! compared lower-casing as it goes. No allocation on the hot path, and
 //! no byte-string comparison for the usual `html`, `css` or `js`: the
 //! lookup ran once per static answer and was 8 % of the user-space
@@ -217,8 +217,11 @@ pub fn is_textual(essence: &str) -> bool {
 /// `mime.types` file, and configured overrides.
 #[derive(Debug, Clone)]
 pub struct MimeTable {
-    /// Extensions of at most 8 bytes, by [`pack`], sorted, with their
-    /// index in `types`.
+    /// Extensions of at most 8 bytes, by [`pack`], with their index in
+    /// `types`: an open-addressed table (linear probing, at most half
+    /// full, 0 for a free slot: no extension packs to 0) of a power of
+    /// two slots, found at [`slot`] (one multiplication instead of a
+    /// binary search's ten steps, for every static answer).
     short: Vec<(u64, u32)>,
     /// Longer extensions, lower case, sorted bytewise, with their index
     /// in `types`.
@@ -261,12 +264,13 @@ fn with_charset(content_type: &str) -> String {
 /// The last extension of the last segment of `path`, if any. A leading
 /// dot names a dotfile (`.bashrc`), not an extension.
 pub fn extension(path: &[u8]) -> Option<&[u8]> {
-    let name = match path.iter().rposition(|&b| b == b'/') {
-        Some(slash) => &path[slash + 1..],
-        None => path,
-    };
-    match name.iter().rposition(|&b| b == b'.') {
-        Some(dot) if dot > 0 && dot + 1 < name.len() => Some(&name[dot + 1..]),
+    // One scan back to the last dot or slash: a slash first means none.
+    match path.iter().rposition(|&b| b == b'.' || b == b'/') {
+        Some(dot)
+            if path[dot] == b'.' && dot > 0 && path[dot - 1] != b'/' && dot + 1 < path.len() =>
+        {
+            Some(&path[dot + 1..])
+        }
         _ => None,
     }
 }
@@ -335,8 +339,9 @@ impl MimeTable {
                 insert(ext, with_charset(ty));
             }
         }
+        let shorts = merged.iter().filter(|(e, _)| e.len() <= 8).count();
         let mut table = MimeTable {
-            short: Vec::new(),
+            short: vec![(0, 0); (2 * shorts).next_power_of_two().max(16)],
             long: Vec::new(),
             types: Vec::with_capacity(merged.len()),
             default: if usable("-", default_type) {
@@ -345,19 +350,22 @@ impl MimeTable {
                 DEFAULT_TYPE.into()
             },
         };
-        // In bytewise order: `long` comes out sorted, and so does `short`,
-        // since [`pack`] keeps that order (big-endian, zero padding below
-        // every byte an extension holds).
+        // In bytewise order: `long` comes out sorted.
         for (ext, ty) in merged {
             let i = u32::try_from(table.types.len()).unwrap_or(u32::MAX);
             table.types.push(ty.into_boxed_str());
             if ext.len() <= 8 {
-                table.short.push((pack(&ext), i));
+                let key = pack(&ext);
+                let mask = table.short.len() - 1;
+                let mut at = slot(key, mask);
+                while table.short[at].0 != 0 {
+                    at = (at + 1) & mask;
+                }
+                table.short[at] = (key, i);
             } else {
                 table.long.push((ext.into_boxed_slice(), i));
             }
         }
-        debug_assert!(table.short.windows(2).all(|w| w[0].0 < w[1].0));
         table
     }
 
@@ -375,24 +383,48 @@ impl MimeTable {
         let Some(ext) = extension(path) else {
             return &self.default;
         };
-        let found = if ext.contains(&0) {
-            Err(0)
-        } else if ext.len() <= 8 {
+        let found = if ext.len() <= 8 {
             let key = pack(ext);
-            self.short
-                .binary_search_by(|(k, _)| k.cmp(&key))
-                .map(|i| self.short[i].1)
+            let mask = self.short.len() - 1;
+            let mut at = slot(key, mask);
+            loop {
+                match self.short[at] {
+                    (0, _) => break None,
+                    (k, i) if k == key => break Some(i).filter(|_| !has_nul(key, ext.len())),
+                    _ => at = (at + 1) & mask,
+                }
+            }
+        } else if ext.contains(&0) {
+            None
         } else {
             let lower = ext.iter().map(u8::to_ascii_lowercase);
             self.long
                 .binary_search_by(|(e, _)| e.iter().copied().cmp(lower.clone()))
+                .ok()
                 .map(|i| self.long[i].1)
         };
         match found {
-            Ok(i) => &self.types[i as usize],
-            Err(_) => &self.default,
+            Some(i) => &self.types[i as usize],
+            None => &self.default,
         }
     }
+}
+
+/// Whether the `len` bytes `key` packs ([`pack`]) hold a NUL, which packs
+/// as padding would (such a name is no key): its bytes with the padding
+/// set, by the "has a zero byte" test.
+fn has_nul(key: u64, len: usize) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    let padding = u64::MAX.checked_shr(8 * len as u32).unwrap_or(0);
+    let word = key | padding;
+    word.wrapping_sub(LO) & !word & (LO << 7) != 0
+}
+
+/// Where the search for the packed extension `key` starts in a table of
+/// `mask + 1` slots (a power of two): Fibonacci hashing, the product's
+/// top bits.
+fn slot(key: u64, mask: usize) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & mask
 }
 
 impl Default for MimeTable {
@@ -551,6 +583,31 @@ mod tests {
             MimeTable::default().lookup(b"a.md"),
             "text/markdown; charset=utf-8"
         );
+    }
+
+    #[test]
+    fn a_large_table_finds_each_of_its_extensions() {
+        // Thousands of short keys in the hashed table: each is found
+        // (either case) past whatever collided with it, and none of the
+        // built-in ones is lost.
+        let file: Vec<(String, String)> = (0..3000)
+            .map(|i| (format!("x{i}"), format!("application/x-{i}")))
+            .collect();
+        let t = MimeTable::with_file(&[], &file, DEFAULT_TYPE);
+        for i in 0..3000 {
+            assert_eq!(
+                t.lookup(format!("a.X{i}").as_bytes()),
+                format!("application/x-{i}")
+            );
+        }
+        assert_eq!(t.lookup(b"a.x3000"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"a.x1\0"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"a.x\x001"), DEFAULT_TYPE);
+        assert_eq!(t.lookup(b"a.x1234567"), DEFAULT_TYPE);
+        assert!(!has_nul(pack(b"x1234567"), 8) && has_nul(pack(b"x123456\0"), 8));
+        for (ext, ty) in BUILTIN {
+            assert_eq!(t.lookup(format!("f.{ext}").as_bytes()), *ty);
+        }
     }
 
     #[test]

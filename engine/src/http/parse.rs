@@ -10,7 +10,7 @@ mod fields;
 pub mod response;
 mod target;
 
-use super::grammar::{is_field_byte, is_tchar, trim_ows};
+use super::grammar::{is_tchar, trim_ows};
 use super::{Method, Status, Version};
 use fields::Semantics;
 use target::parse_target;
@@ -303,7 +303,7 @@ fn parse_field(line: &[u8], complete: bool) -> Result<Option<Header<'_>>, ParseE
         return Err(bad("empty header name"));
     }
     let value = &line[name_end + 1..];
-    if !value.iter().all(|&b| is_field_byte(b)) {
+    if !super::grammar::is_field_value(value) {
         return Err(bad("invalid character in header value"));
     }
     if !complete {

@@ -87,9 +87,26 @@ impl Head<'_> {
     /// Appends the status line and head to `buf`: `Server`, `Date`, the
     /// handler's lines, the framing field, `Connection`, the empty line.
     pub fn write(&self, stamp: &Stamp, buf: &mut Vec<u8>) {
-        buf.extend_from_slice(b"HTTP/1.1 ");
-        push_u64(buf, u64::from(self.status));
-        buf.push(b' ');
+        // One reservation for all of it: the fields' names, the digits
+        // and `Connection: keep-alive` take less than 96 bytes.
+        buf.reserve(
+            96 + self.reason.len() + stamp.server.len() + stamp.date.len() + self.headers.len(),
+        );
+        match self.status {
+            // (A status is three digits: RFC 9110 §15.)
+            100..=999 => {
+                let mut line = *b"HTTP/1.1 000 ";
+                line[9] += (self.status / 100) as u8;
+                line[10] += (self.status / 10 % 10) as u8;
+                line[11] += (self.status % 10) as u8;
+                buf.extend_from_slice(&line);
+            }
+            _ => {
+                buf.extend_from_slice(b"HTTP/1.1 ");
+                push_u64(buf, u64::from(self.status));
+                buf.push(b' ');
+            }
+        }
         buf.extend_from_slice(self.reason);
         buf.extend_from_slice(b"\r\n");
         // `server_header = ""` hides the software name entirely.

@@ -224,6 +224,9 @@ pub struct Router {
     target: Vec<u8>,
     /// A site has `[[access]]` or `[[rate_limit]]` rules.
     has_admission: bool,
+    /// A site has authentication, handlers, WebDAV, proxy, FastCGI or
+    /// CGI rules (without, no stage but the static files' answers).
+    has_stages: bool,
     /// The `[[rate_limit]]` buckets every worker shares.
     rates: Option<Arc<RateTable>>,
     /// Each site's reverse-proxy rules' upstreams in this worker (their
@@ -382,7 +385,21 @@ impl Router {
             .collect();
         #[cfg(feature = "webdav")]
         let webdav = webdav::rules(&files)?;
+        // (Without any, a request goes from the path to the files.)
+        let has_stages = sites.iter().any(|s| {
+            #[cfg(feature = "upstreams")]
+            if s.fastcgi.is_some() {
+                return true;
+            }
+            s.auth.is_some() || !s.mounts.is_empty() || s.cgi.is_some()
+        });
+        #[cfg(feature = "upstreams")]
+        let has_stages =
+            has_stages || SiteConfig::all(&cfg).any(|site| !site.reverse_proxy.is_empty());
+        #[cfg(feature = "webdav")]
+        let has_stages = has_stages || webdav.iter().any(|r| !r.is_empty());
         Ok(Router {
+            has_stages,
             #[cfg(feature = "webdav")]
             webdav,
             has_rules,
@@ -469,7 +486,7 @@ impl Router {
             return Routed::Answer(refuse_upgrade(routing.scratch));
         }
         let decoded = routing.req.path().is_ok();
-        if decoded {
+        if decoded && self.has_stages {
             #[cfg(feature = "upstreams")]
             let stages: [Stage; 6] = [
                 Router::auth,

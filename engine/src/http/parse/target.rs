@@ -82,11 +82,27 @@ fn parse_absolute_form(method: Method, target: &[u8]) -> Result<Target<'_>, Pars
     })
 }
 
-/// Whether a byte may appear in a reg-name (RFC 3986 §3.2.2: unreserved
-/// and sub-delims), as a table: every request's Host goes through it.
-/// Percent-encoding is refused on purpose: a host is used to pick a
-/// virtual host, and `%2e%2e` or `%2f` have no business there.
-static REG_NAME: [bool; 256] = alnum_and(b"-._~!$&'()*+,;=");
+/// What a byte is in a host: [`REG`] if it may appear in a reg-name
+/// (RFC 3986 §3.2.2: unreserved and sub-delims) and is not a dot, [`DOT`],
+/// [`COLON`] (the port follows), else 0; as a table: every request's
+/// Host goes through it. Percent-encoding is refused on purpose: a host
+/// is used to pick a virtual host, and `%2e%2e` or `%2f` have no
+/// business there.
+static HOST_BYTE: [u8; 256] = {
+    let reg = alnum_and(b"-_~!$&'()*+,;=");
+    let mut table = [0; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = reg[i] as u8 * REG;
+        i += 1;
+    }
+    table[b'.' as usize] = DOT;
+    table[b':' as usize] = COLON;
+    table
+};
+const REG: u8 = 1;
+const DOT: u8 = 2;
+const COLON: u8 = 3;
 
 /// Splits and checks `uri-host [":" port]`; the host may be empty (the
 /// caller decides whether that is allowed).
@@ -112,15 +128,18 @@ pub(super) fn split_host_port(v: &[u8]) -> Result<(&[u8], Option<&[u8]>), ParseE
         let mut end = v.len();
         let (mut dot, mut dots) = (false, false);
         for (i, &b) in v.iter().enumerate() {
-            if b == b':' {
-                end = i;
-                break;
+            match HOST_BYTE[b as usize] {
+                REG => dot = false,
+                DOT => {
+                    dots |= dot;
+                    dot = true;
+                }
+                COLON => {
+                    end = i;
+                    break;
+                }
+                _ => return Err(bad("invalid character in host")),
             }
-            if !REG_NAME[b as usize] {
-                return Err(bad("invalid character in host"));
-            }
-            dots |= dot && b == b'.';
-            dot = b == b'.';
         }
         if dots {
             return Err(bad("'..' in host"));
