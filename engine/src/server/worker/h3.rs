@@ -433,17 +433,11 @@ impl Worker {
             (&self.listen, &c.transport),
         )
         .stamp;
-        let scratch = &mut self.pools.h2_scratch;
+        let name = &mut self.pools.h2_scratch.name;
         if let Some(s) = c.h3_mut() {
             answer.own.bytes = s.spare.pop().unwrap_or_default();
-            let (block, name) = (&mut scratch.block, &mut scratch.name);
-            head::encode(
-                &head,
-                &stamp,
-                &mut answer.own.bytes,
-                (block, name),
-                Some(&mut s.heads),
-            );
+            let out = &mut answer.own.bytes;
+            head::encode(&head, &stamp, out, name, Some(&mut s.heads));
             s.answers.push(answer);
         }
         r.scratch.trim(SCRATCH_KEEP);
