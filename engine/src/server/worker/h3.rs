@@ -640,8 +640,11 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io:
         }
         // (What waits, an answer's head, takes the next piece's frame with
         // it when it is short: a small answer goes in one write, so in one
-        // buffer of quinn-proto's.)
-        let held = match a.own.at == 0 && a.own.bytes.len() < JOINED {
+        // buffer of quinn-proto's. Not a throttled one's: its rates are
+        // asked once a piece, as before.)
+        let empty = a.own.bytes.is_empty();
+        let join = a.own.at == 0 && a.own.bytes.len() < JOINED && (empty || a.throttle.is_none());
+        let held = match join {
             true => frame(a, now)?,
             false => None,
         };
