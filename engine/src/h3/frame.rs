@@ -114,6 +114,14 @@ impl Reader {
                 }
                 State::Whole(kind, left) => {
                     let n = input.len().min(left as usize);
+                    if self.buf.is_empty() && n as u64 == left {
+                        // (All of it in this read: read where it is.)
+                        let (payload, rest) = input.split_at(n);
+                        input = rest;
+                        self.state = State::Head;
+                        on(Event::Frame(kind, payload))?;
+                        continue;
+                    }
                     self.buf.extend_from_slice(&input[..n]);
                     input = &input[n..];
                     if left - n as u64 == 0 {
@@ -144,13 +152,20 @@ impl Reader {
     /// `input`, and how much of `input` they took; `None` (the bytes kept)
     /// when they are not all there yet.
     fn head(&mut self, input: &[u8]) -> Result<Option<(u64, u64, usize)>, Error> {
+        let parse = |b: &[u8]| {
+            varint::read(b)
+                .and_then(|(kind, a)| varint::read(&b[a..]).map(|(len, n)| (kind, len, a + n)))
+        };
+        if self.buf.is_empty() {
+            if let Some(whole) = parse(input) {
+                return Ok(Some(whole));
+            }
+        }
         // At most two varints of 8 bytes: 16 bytes decide.
         let had = self.buf.len();
         let take = input.len().min(16 - had);
         self.buf.extend_from_slice(&input[..take]);
-        let parsed = varint::read(&self.buf)
-            .and_then(|(kind, a)| varint::read(&self.buf[a..]).map(|(len, b)| (kind, len, a + b)));
-        match parsed {
+        match parse(&self.buf) {
             Some((kind, len, used)) => {
                 self.buf.clear();
                 Ok(Some((kind, len, used - had)))

@@ -11,16 +11,17 @@ use crate::http::response::{Framing, Head, Stamp};
 use crate::http::u64_digits;
 use crate::server::h2::head::each_field;
 
-/// A connection's last head, encoded but for its length: the next answer
-/// made of the same parts (the same file asked for again within the
-/// second) copies it rather than encoding it again (no dynamic table:
-/// the same fields always encode the same).
+/// A connection's last head, encoded: the next answer made of the same
+/// parts (the same file asked for again within the second) copies it
+/// rather than encoding it again (no dynamic table: the same fields
+/// always encode the same).
 #[derive(Debug, Default)]
 pub struct Cache {
     status: u16,
     server: Vec<u8>,
     date: Vec<u8>,
     headers: Vec<u8>,
+    length: Option<u64>,
     section: Vec<u8>,
 }
 
@@ -28,6 +29,7 @@ impl Cache {
     fn holds(&self, head: &Head<'_>, stamp: &Stamp<'_>) -> bool {
         !self.section.is_empty()
             && self.status == head.status
+            && self.length == length(head)
             && self.date == stamp.date
             && self.headers == head.headers
             && self.server == stamp.server
@@ -35,13 +37,13 @@ impl Cache {
 }
 
 /// Appends to `out` the HEADERS frame of `head` stamped with `stamp`;
-/// `block` and `name` are scratch space, `cache` the connection's last
+/// `name` is scratch space, `cache` the connection's last
 /// head, if it keeps one.
 pub fn encode(
     head: &Head<'_>,
     stamp: &Stamp<'_>,
     out: &mut Vec<u8>,
-    (block, name): (&mut Vec<u8>, &mut Vec<u8>),
+    name: &mut Vec<u8>,
     cache: Option<&mut Cache>,
 ) {
     let mut fresh = Cache::default();
@@ -58,7 +60,11 @@ pub fn encode(
             qpack::field(b"date", stamp.date, section);
         }
         each_field(head.headers, name, &mut |n, v| qpack::field(n, v, section));
+        if let Some(n) = length(head) {
+            qpack::field(b"content-length", u64_digits(n, &mut [0; 20]), section);
+        }
         cache.status = head.status;
+        cache.length = length(head);
         for (to, from) in [
             (&mut cache.server, stamp.server),
             (&mut cache.date, stamp.date),
@@ -68,13 +74,15 @@ pub fn encode(
             to.extend_from_slice(from);
         }
     }
-    block.clear();
-    if let Framing::Length(n) = head.framing {
-        qpack::field(b"content-length", u64_digits(n, &mut [0; 20]), block);
+    frame(HEADERS, &cache.section, out);
+}
+
+/// The body length `head` says, if it says one.
+fn length(head: &Head<'_>) -> Option<u64> {
+    match head.framing {
+        Framing::Length(n) => Some(n),
+        _ => None,
     }
-    write_head(HEADERS, (cache.section.len() + block.len()) as u64, out);
-    out.extend_from_slice(&cache.section);
-    out.extend_from_slice(block);
 }
 
 /// Appends to `out` the HEADERS frame of an interim answer (`100
@@ -125,40 +133,22 @@ mod tests {
             #[cfg(feature = "http3")]
             alt_svc: b"",
         };
-        let (mut out, mut block, mut name) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut out, mut name) = (Vec::new(), Vec::new());
         let mut cache = Cache::default();
-        encode(
-            &head,
-            &stamp,
-            &mut out,
-            (&mut block, &mut name),
-            Some(&mut cache),
-        );
+        encode(&head, &stamp, &mut out, &mut name, Some(&mut cache));
         // The same head again: copied from the cache, the same bytes; with
         // another length, only that differs.
         let mut again = Vec::new();
-        encode(
-            &head,
-            &stamp,
-            &mut again,
-            (&mut block, &mut name),
-            Some(&mut cache),
-        );
+        encode(&head, &stamp, &mut again, &mut name, Some(&mut cache));
         assert_eq!(again, out);
         let mut other = Vec::new();
         let long = Head {
             framing: Framing::Length(70_000),
             ..head
         };
-        encode(
-            &long,
-            &stamp,
-            &mut other,
-            (&mut block, &mut name),
-            Some(&mut cache),
-        );
+        encode(&long, &stamp, &mut other, &mut name, Some(&mut cache));
         let mut fresh = Vec::new();
-        encode(&long, &stamp, &mut fresh, (&mut block, &mut name), None);
+        encode(&long, &stamp, &mut fresh, &mut name, None);
         assert_eq!(other, fresh);
         // HEADERS (0x01), its length, then the section.
         assert_eq!(out[0], 0x01);

@@ -17,6 +17,7 @@
 pub mod head;
 pub mod sink;
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
@@ -64,6 +65,8 @@ pub struct Session {
     pub heads: head::Cache,
     /// Framed-bytes buffers of answers that ended, for the next ones.
     pub spare: Vec<Vec<u8>>,
+    /// Piece lists of answers that ended, for the next ones.
+    pub spare_pieces: Vec<VecDeque<h2::Piece>>,
 }
 
 impl Session {
@@ -91,6 +94,7 @@ impl Session {
             pacing: Pacing::default(),
             heads: head::Cache::default(),
             spare: Vec::new(),
+            spare_pieces: Vec::new(),
         }
     }
 

@@ -34,8 +34,7 @@ impl Frames for H3Frames {
         (head, stamp, _): (&Head<'_>, &Stamp<'_>, bool),
         scratch: &mut Scratch,
     ) {
-        let Scratch { block, name, .. } = scratch;
-        head::encode(head, stamp, &mut a.own.bytes, (block, name), None);
+        head::encode(head, stamp, &mut a.own.bytes, &mut scratch.name, None);
     }
 
     fn interim(&mut self, a: &mut Answer, scratch: &mut Scratch) {

@@ -433,17 +433,11 @@ impl Worker {
             (&self.listen, &c.transport),
         )
         .stamp;
-        let scratch = &mut self.pools.h2_scratch;
+        let name = &mut self.pools.h2_scratch.name;
         if let Some(s) = c.h3_mut() {
             answer.own.bytes = s.spare.pop().unwrap_or_default();
-            let (block, name) = (&mut scratch.block, &mut scratch.name);
-            head::encode(
-                &head,
-                &stamp,
-                &mut answer.own.bytes,
-                (block, name),
-                Some(&mut s.heads),
-            );
+            let out = &mut answer.own.bytes;
+            head::encode(&head, &stamp, out, name, Some(&mut s.heads));
             s.answers.push(answer);
         }
         r.scratch.trim(SCRATCH_KEEP);
@@ -475,6 +469,11 @@ impl Worker {
                     let framed = std::mem::take(&mut a.own.bytes);
                     if s.spare.len() < SPARES && framed.capacity() <= 2 * FRAME {
                         s.spare.push(framed);
+                    }
+                    let mut pieces = std::mem::take(&mut a.pieces);
+                    pieces.clear();
+                    if s.spare_pieces.len() < SPARES && (1..=8).contains(&pieces.capacity()) {
+                        s.spare_pieces.push(pieces);
                     }
                     self.h3_log(a, true);
                 }
@@ -635,6 +634,20 @@ impl Worker {
 fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io::Result<Pushed> {
     let id = stream(a.id);
     loop {
+        if a.own.at == a.own.bytes.len() {
+            a.own.bytes.clear();
+            a.own.at = 0;
+        }
+        // (What waits, an answer's head, takes the next piece's frame with
+        // it when it is short: a small answer goes in one write, so in one
+        // buffer of quinn-proto's. Not a throttled one's: its rates are
+        // asked once a piece, as before.)
+        let empty = a.own.bytes.is_empty();
+        let join = a.own.at == 0 && a.own.bytes.len() < JOINED && (empty || a.throttle.is_none());
+        let held = match join {
+            true => frame(a, now)?,
+            false => None,
+        };
         if a.own.at < a.own.bytes.len() {
             match quic.send_stream(id).write(&a.own.bytes[a.own.at..]) {
                 Ok(n) => a.own.at += n,
@@ -644,59 +657,73 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io:
             if a.own.at < a.own.bytes.len() {
                 return Ok(Pushed::Blocked);
             }
+            continue;
         }
-        a.own.bytes.clear();
-        a.own.at = 0;
-        let Some(piece) = a.pieces.front_mut() else {
-            if a.open {
-                return Ok(Pushed::Blocked);
-            }
-            if a.broken {
-                let _ = quic
-                    .send_stream(id)
-                    .reset(VarInt::from_u32(Code::INTERNAL_ERROR.0));
-            } else {
-                let _ = quic.send_stream(id).finish();
-            }
-            return Ok(Pushed::Done);
-        };
-        let mut n = (piece.len() as usize).min(FRAME);
-        if let Some(t) = &a.throttle {
-            match t.take(now, n) {
-                Ok(allowed) => n = allowed,
-                Err(when) => return Ok(Pushed::Wait(when)),
-            }
+        if let Some(when) = held {
+            return Ok(Pushed::Wait(when));
         }
-        match piece {
-            Piece::Static(b, at) => {
-                head::data_head(n, &mut a.own.bytes);
-                a.own.bytes.extend_from_slice(&b[*at..*at + n]);
-                *at += n;
-            }
-            Piece::Bytes(b, at) => {
-                head::data_head(n, &mut a.own.bytes);
-                a.own.bytes.extend_from_slice(&b[*at..*at + n]);
-                *at += n;
-            }
-            Piece::Mem(m, at, len) => {
-                head::data_head(n, &mut a.own.bytes);
-                a.own.bytes.extend_from_slice(&m[*at..*at + n]);
-                *at += n;
-                *len -= n;
-            }
-            Piece::File(file, offset, len) => {
-                let mut h = Vec::with_capacity(8);
-                head::data_head(n, &mut h);
-                read_behind_prefixes(&mut a.own.bytes, file, *offset, &[(&h, n)])?;
-                *offset += n as u64;
-                *len -= n as u64;
-            }
+        if a.open {
+            return Ok(Pushed::Blocked);
         }
-        a.own.body_sent += n as u64;
-        if piece.is_empty() {
-            a.pieces.pop_front();
+        if a.broken {
+            let _ = quic
+                .send_stream(id)
+                .reset(VarInt::from_u32(Code::INTERNAL_ERROR.0));
+        } else {
+            let _ = quic.send_stream(id).finish();
+        }
+        return Ok(Pushed::Done);
+    }
+}
+
+/// Below this many bytes, what waits to go into a stream takes the next
+/// piece's frame with it.
+const JOINED: usize = 4096;
+
+/// Appends answer `a`'s next piece (up to [`FRAME`] bytes of it), if it
+/// has one, as a DATA frame to its bytes; or, if its throttle holds the
+/// piece back, when it lets it go.
+fn frame(a: &mut Answer, now: Instant) -> io::Result<Option<Instant>> {
+    let Some(piece) = a.pieces.front_mut() else {
+        return Ok(None);
+    };
+    let mut n = (piece.len() as usize).min(FRAME);
+    if let Some(t) = &a.throttle {
+        match t.take(now, n) {
+            Ok(allowed) => n = allowed,
+            Err(when) => return Ok(Some(when)),
         }
     }
+    match piece {
+        Piece::Static(b, at) => {
+            head::data_head(n, &mut a.own.bytes);
+            a.own.bytes.extend_from_slice(&b[*at..*at + n]);
+            *at += n;
+        }
+        Piece::Bytes(b, at) => {
+            head::data_head(n, &mut a.own.bytes);
+            a.own.bytes.extend_from_slice(&b[*at..*at + n]);
+            *at += n;
+        }
+        Piece::Mem(m, at, len) => {
+            head::data_head(n, &mut a.own.bytes);
+            a.own.bytes.extend_from_slice(&m[*at..*at + n]);
+            *at += n;
+            *len -= n;
+        }
+        Piece::File(file, offset, len) => {
+            let mut h = Vec::with_capacity(8);
+            head::data_head(n, &mut h);
+            read_behind_prefixes(&mut a.own.bytes, file, *offset, &[(&h, n)])?;
+            *offset += n as u64;
+            *len -= n as u64;
+        }
+    }
+    a.own.body_sent += n as u64;
+    if piece.is_empty() {
+        a.pieces.pop_front();
+    }
+    Ok(None)
 }
 
 /// Closes `s` with `e`'s code and reason (CONNECTION_CLOSE).

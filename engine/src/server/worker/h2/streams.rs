@@ -85,7 +85,10 @@ impl Streamed for H3 {
     }
 
     fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)> {
-        matches!(p, Proto::H3(_)).then(Default::default)
+        match p {
+            Proto::H3(s) => Some((s.spare_pieces.pop().unwrap_or_default(), Vec::new())),
+            _ => None,
+        }
     }
 }
 
