@@ -113,6 +113,17 @@ pub(super) fn bind_listeners(
             udp: quic_sockets(cfg, speaks, real, &[], workers)?,
         });
     }
+    // Unsent bytes bounded on plain listeners only (`sys::net::bound_unsent`);
+    // kept and inherited sockets too, as a reload may change a socket's side.
+    for b in &out {
+        for s in &b.sockets {
+            let fail = |source| Error::Listen {
+                addr: b.real,
+                source,
+            };
+            sys::net::bound_unsent(s, !b.speaks.tls()).map_err(fail)?;
+        }
+    }
     Ok(out)
 }
 

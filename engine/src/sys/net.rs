@@ -147,10 +147,30 @@ pub fn tune_listener(sock: &TcpListener, defer: Duration) -> io::Result<()> {
 /// container neighbour) is the client's CPU, not the server's: on
 /// loopback with the client's core saturated (bench scenario 3), brisk's
 /// answers cost the client's core ~80 µs more softirq each, and brisk
-/// served 0.95 × lighttpd's 1 MiB answers; with this bound, 1.13 ×.
+/// served 0.85 × lighttpd's 1 MiB answers; with this bound, 1.05 × (quiet
+/// runs, 2026-11-30). Plain connections only: see [`bound_unsent`].
 /// Bytes in flight are not limited, so throughput over a long fat path
 /// is unchanged; only what waits in the queue is.
 pub const NOTSENT_LOWAT: libc::c_int = 256 * 1024;
+
+/// Sets [`NOTSENT_LOWAT`] on listener `sock` when `bounded` (as
+/// [`listen`] does), else gives it the system's bound back: for TLS,
+/// whose records that the socket does not take wait in a buffer of the
+/// connection's own, allocated for as long as they wait, so a bound there
+/// would cost each large answer an allocation (and TLS copies through
+/// user space anyway); a plain connection's `sendfile` leaves what waits
+/// in the page cache.
+pub fn bound_unsent(sock: &TcpListener, bounded: bool) -> io::Result<()> {
+    // 0: the system's default (`net.ipv4.tcp_notsent_lowat`, unbounded
+    // unless an administrator set it).
+    let value = if bounded { NOTSENT_LOWAT } else { 0 };
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        value,
+    )
+}
 
 /// `TCP_NODELAY`, `TCP_NOTSENT_LOWAT` ([`NOTSENT_LOWAT`]) and
 /// `TCP_DEFER_ACCEPT` (off for a zero `defer`) on a listening socket.
@@ -496,6 +516,15 @@ mod tests {
         assert_eq!(
             getsockopt_int(&conn, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT),
             NOTSENT_LOWAT
+        );
+        // A TLS listener's connections have the system's bound (0: Linux
+        // then reads `net.ipv4.tcp_notsent_lowat`).
+        bound_unsent(&listener, false).unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        assert_eq!(
+            getsockopt_int(&conn, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT),
+            0
         );
     }
 }
