@@ -104,6 +104,16 @@ pub(super) fn bind_listeners(
             continue;
         }
         let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept, via)?;
+        if speaks.tls() {
+            // Unsent bytes bounded on plain listeners only (see
+            // `sys::net::bound_unsent`). Best effort: once the sandbox is
+            // on (a reload's new address) setsockopt is not allowed, and
+            // such a listener keeps the bound, which costs a large TLS
+            // answer an allocation, nothing more.
+            for s in &sockets {
+                let _ = sys::net::bound_unsent(s, false);
+            }
+        }
         out.push(Bound {
             wanted,
             real,
@@ -112,17 +122,6 @@ pub(super) fn bind_listeners(
             #[cfg(feature = "http3")]
             udp: quic_sockets(cfg, speaks, real, &[], workers)?,
         });
-    }
-    // Unsent bytes bounded on plain listeners only (`sys::net::bound_unsent`);
-    // kept and inherited sockets too, as a reload may change a socket's side.
-    for b in &out {
-        for s in &b.sockets {
-            let fail = |source| Error::Listen {
-                addr: b.real,
-                source,
-            };
-            sys::net::bound_unsent(s, !b.speaks.tls()).map_err(fail)?;
-        }
     }
     Ok(out)
 }
