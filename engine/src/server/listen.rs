@@ -106,12 +106,12 @@ pub(super) fn bind_listeners(
         let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept, via)?;
         if speaks.tls() {
             // Unsent bytes bounded on plain listeners only (see
-            // `sys::net::bound_unsent`). Best effort: once the sandbox is
+            // `sys::net::unbound_unsent`). Best effort: once the sandbox is
             // on (a reload's new address) setsockopt is not allowed, and
             // such a listener keeps the bound, which costs a large TLS
             // answer an allocation, nothing more.
             for s in &sockets {
-                let _ = sys::net::bound_unsent(s, false);
+                let _ = sys::net::unbound_unsent(s);
             }
         }
         out.push(Bound {

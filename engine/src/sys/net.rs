@@ -148,27 +148,25 @@ pub fn tune_listener(sock: &TcpListener, defer: Duration) -> io::Result<()> {
 /// loopback with the client's core saturated (bench scenario 3), brisk's
 /// answers cost the client's core ~80 µs more softirq each, and brisk
 /// served 0.85 × lighttpd's 1 MiB answers; with this bound, 1.05 × (quiet
-/// runs, 2026-11-30). Plain connections only: see [`bound_unsent`].
+/// runs, 2026-11-30). Plain connections only: see [`unbound_unsent`].
 /// Bytes in flight are not limited, so throughput over a long fat path
 /// is unchanged; only what waits in the queue is.
 pub const NOTSENT_LOWAT: libc::c_int = 256 * 1024;
 
-/// Sets [`NOTSENT_LOWAT`] on listener `sock` when `bounded` (as
-/// [`listen`] does), else gives it the system's bound back: for TLS,
-/// whose records that the socket does not take wait in a buffer of the
-/// connection's own, allocated for as long as they wait, so a bound there
-/// would cost each large answer an allocation (and TLS copies through
-/// user space anyway); a plain connection's `sendfile` leaves what waits
-/// in the page cache.
-pub fn bound_unsent(sock: &TcpListener, bounded: bool) -> io::Result<()> {
+/// Gives listener `sock` the system's bound on unsent bytes back, in
+/// place of [`NOTSENT_LOWAT`]: for TLS, whose records that the socket
+/// does not take wait in a buffer of the connection's own, allocated for
+/// as long as they wait, so a bound there would cost each large answer an
+/// allocation (and TLS copies through user space anyway); a plain
+/// connection's `sendfile` leaves what waits in the page cache.
+pub fn unbound_unsent(sock: &TcpListener) -> io::Result<()> {
     // 0: the system's default (`net.ipv4.tcp_notsent_lowat`, unbounded
     // unless an administrator set it).
-    let value = if bounded { NOTSENT_LOWAT } else { 0 };
     setsockopt_int(
         sock.as_raw_fd(),
         libc::IPPROTO_TCP,
         libc::TCP_NOTSENT_LOWAT,
-        value,
+        0,
     )
 }
 
@@ -519,7 +517,7 @@ mod tests {
         );
         // A TLS listener's connections have the system's bound (0: Linux
         // then reads `net.ipv4.tcp_notsent_lowat`).
-        bound_unsent(&listener, false).unwrap();
+        unbound_unsent(&listener).unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (conn, _) = listener.accept().unwrap();
         assert_eq!(
