@@ -188,6 +188,19 @@ impl Conn {
         }
     }
 
+    /// How many more body bytes its producer's input takes now, while
+    /// the body streams to it (`None`: no such limit). The engine reads
+    /// no more than that from the socket: a read beyond it would only be
+    /// copied aside until the input has room again.
+    pub fn body_room(&self, exchanges: &mut Exchanges) -> Option<usize> {
+        match &self.state {
+            State::Streaming(p) if p.body.is_some() => {
+                Some(exchanges.run_mut(p.ex)?.input()?.room())
+            }
+            _ => None,
+        }
+    }
+
     /// Whether an answer is being produced: queued output is not the
     /// connection's last.
     pub fn producing(&self) -> bool {

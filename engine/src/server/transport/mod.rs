@@ -51,9 +51,10 @@ pub enum Flushed {
 
 /// Bytes in and out of one connection.
 pub trait Transport {
-    /// Reads what has arrived into the spare capacity of `buf`, growing
-    /// its length; returns how many bytes (0: the peer closed its side).
-    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize>;
+    /// Reads what has arrived into the spare capacity of `buf`, at most
+    /// `max` bytes (`usize::MAX`: as much as it holds), growing its
+    /// length; returns how many bytes (0: the peer closed its side).
+    fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize>;
 
     /// Writes as much of `out` as the peer takes now, at most `limit`
     /// bytes (a throttle's share; `usize::MAX` for no limit).
@@ -191,10 +192,10 @@ impl Link {
 }
 
 impl Transport for Link {
-    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+    fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         match self {
-            Link::Tcp(t) => t.read(buf),
-            Link::Tls(t) => t.read(buf),
+            Link::Tcp(t) => t.read(buf, max),
+            Link::Tls(t) => t.read(buf, max),
             #[cfg(feature = "http3")]
             Link::Quic(_) => Err(io::ErrorKind::WouldBlock.into()),
         }

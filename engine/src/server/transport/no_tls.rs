@@ -114,7 +114,7 @@ impl Tls {
 }
 
 impl Transport for Tls {
-    fn read(&mut self, _buf: &mut Vec<u8>) -> io::Result<usize> {
+    fn read(&mut self, _buf: &mut Vec<u8>, _max: usize) -> io::Result<usize> {
         match *self {}
     }
 

@@ -85,8 +85,8 @@ impl Tcp {
 }
 
 impl Transport for Tcp {
-    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
-        net::read_into_spare(&self.stream, buf)
+    fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        net::read_at_most(&self.stream, buf, max)
     }
 
     fn flush(&mut self, out: &mut Out, mut limit: usize, fin_follows: bool) -> io::Result<Flushed> {

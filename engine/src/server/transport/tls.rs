@@ -354,14 +354,14 @@ impl Tls {
 }
 
 impl Transport for Tls {
-    fn read(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+    fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         if self.closed {
             return Ok(0);
         }
         // As much as the caller has room for: the engine takes a read
-        // that fills its buffer as "more may wait" (edge-triggered
-        // polling), and one that does not as "drained".
-        let want = (buf.capacity() - buf.len()).max(1);
+        // that fills its buffer (or `max`) as "more may wait"
+        // (edge-triggered polling), and one that does not as "drained".
+        let want = (buf.capacity() - buf.len()).min(max).max(1);
         let mut s = self.scratch.borrow_mut();
         let got = self.stream.read(self.tcp.socket(), &mut s, buf, want)?;
         if got.closed {

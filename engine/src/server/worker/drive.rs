@@ -314,7 +314,7 @@ impl Worker {
         };
         let done = loop {
             self.pools.rbuf.clear();
-            match c.transport.tcp_mut().read(&mut self.pools.rbuf) {
+            match c.transport.tcp_mut().read(&mut self.pools.rbuf, usize::MAX) {
                 Ok(0) => break true,
                 Ok(n) if n as u64 >= u64::from(left) => break true,
                 Ok(n) => left -= n as u32,
@@ -348,11 +348,14 @@ impl Worker {
             self.pools.take_back_buf(p);
         }
         let had = self.pools.rbuf.len();
+        // (A body streaming to a producer: no more than its input takes.)
+        let room = c.h1().and_then(|h| h.body_room(&mut self.exchanges));
         let (link, rbuf) = (&mut c.transport, &mut self.pools.rbuf);
         let t = link.tcp();
-        if t.read_more && !t.eof && rbuf.len() < rbuf.capacity() {
-            let spare = rbuf.capacity() - rbuf.len();
-            let read = link.read(rbuf);
+        let spare = (rbuf.capacity() - rbuf.len())
+            .min(room.map_or(usize::MAX, |r| r.saturating_sub(rbuf.len())));
+        if t.read_more && !t.eof && spare > 0 {
+            let read = link.read(rbuf, spare);
             let t = link.tcp_mut();
             match read {
                 Ok(0) => {

@@ -174,8 +174,12 @@ impl Worker {
                 break;
             }
             self.pools.rbuf.clear();
-            let spare = self.pools.rbuf.capacity();
-            match c.transport.read(&mut self.pools.rbuf) {
+            // (No more than the input takes: the rest would wait aside.)
+            let spare = match input.is_closed() {
+                true => self.pools.rbuf.capacity(),
+                false => self.pools.rbuf.capacity().min(input.room()),
+            };
+            match c.transport.read(&mut self.pools.rbuf, spare) {
                 Ok(0) => {
                     let tcp = c.transport.tcp_mut();
                     tcp.eof = true;
