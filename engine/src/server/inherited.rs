@@ -65,8 +65,6 @@ pub(super) fn adopt(
     let mut found = Vec::with_capacity(given.len());
     for g in given {
         let real = g.socket.local_addr().map_err(Error::ShareListener)?;
-        sys::net::tune_listener(&g.socket, cfg.timeouts.defer_accept)
-            .map_err(|source| Error::Listen { addr: real, source })?;
         found.push((g, real));
     }
     let mut adopted = Adopted::new();
@@ -99,6 +97,10 @@ pub(super) fn adopt(
                 g.speaks.map_or(String::new(), |s| format!(" ({s:?})"))
             )));
         };
+        // (Tuned as brisk's own listeners are, the bound on unsent bytes
+        // for plain ones only: `sys::net::NOTSENT_LOWAT`.)
+        sys::net::tune_listener(&g.socket, cfg.timeouts.defer_accept, !speaks.tls())
+            .map_err(|source| Error::Listen { addr: real, source })?;
         match out
             .iter_mut()
             .find(|b| b.wanted == wanted && b.speaks == speaks)

@@ -103,17 +103,10 @@ pub(super) fn bind_listeners(
             });
             continue;
         }
-        let (real, sockets) = bind_all(wanted, workers, cfg.timeouts.defer_accept, via)?;
-        if speaks.tls() {
-            // Unsent bytes bounded on plain listeners only (see
-            // `sys::net::unbound_unsent`). Best effort: once the sandbox is
-            // on (a reload's new address) setsockopt is not allowed, and
-            // such a listener keeps the bound, which costs a large TLS
-            // answer an allocation, nothing more.
-            for s in &sockets {
-                let _ = sys::net::unbound_unsent(s);
-            }
-        }
+        // (Unsent bytes bounded on plain listeners only: see
+        // `sys::net::NOTSENT_LOWAT`.)
+        let defer = cfg.timeouts.defer_accept;
+        let (real, sockets) = bind_all(wanted, workers, defer, !speaks.tls(), via)?;
         out.push(Bound {
             wanted,
             real,
@@ -158,11 +151,12 @@ fn bind_all(
     addr: SocketAddr,
     workers: usize,
     defer: Duration,
+    bound_unsent: bool,
     via: Option<&Privileged>,
 ) -> Result<(SocketAddr, Vec<TcpListener>), Error> {
     let listen = |addr: &SocketAddr, reuseport, backlog, defer| match via {
-        Some(helper) => helper.listen(addr, reuseport, backlog, defer),
-        None => sys::net::listen(addr, reuseport, backlog, defer),
+        Some(helper) => helper.listen(addr, reuseport, backlog, defer, bound_unsent),
+        None => sys::net::listen(addr, reuseport, backlog, defer, bound_unsent),
     };
     let fail = |addr, source| Error::Listen { addr, source };
     let probe = listen(&addr, false, 1, Duration::ZERO).map_err(|e| fail(addr, e))?;

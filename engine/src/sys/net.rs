@@ -71,11 +71,15 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 /// bytes are there (or, for a silent client, after about `defer`), so the
 /// first read after accept usually finds the request and no epoll round
 /// trip is spent on a connection that has nothing to say yet.
+///
+/// `bound_unsent`: its connections hold at most [`NOTSENT_LOWAT`] bytes
+/// unsent (plain HTTP), else the system's bound (TLS).
 pub fn listen(
     addr: &SocketAddr,
     reuseport: bool,
     backlog: i32,
     defer: Duration,
+    bound_unsent: bool,
 ) -> io::Result<TcpListener> {
     let (fd, owned) = socket(addr, libc::SOCK_STREAM)?;
     setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
@@ -86,7 +90,7 @@ pub fn listen(
         // `[::]:80` must not also take IPv4: that is `0.0.0.0:80`'s job.
         setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
     }
-    tune(fd, defer)?;
+    tune(fd, defer, bound_unsent)?;
     let (storage, len) = sockaddr(addr);
     // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
     cvt(unsafe { libc::bind(fd, (&storage as *const libc::sockaddr_storage).cast(), len) })?;
@@ -130,10 +134,11 @@ pub fn udp(addr: &SocketAddr, reuseport: bool) -> io::Result<std::net::UdpSocket
 
 /// Gives a listening socket brisk did not make (passed by systemd, or
 /// by the brisk it replaces) what [`listen`] gives its own: `TCP_NODELAY`
-/// for the connections it accepts, and `TCP_DEFER_ACCEPT` when `defer`
-/// is not zero (or off when it is).
-pub fn tune_listener(sock: &TcpListener, defer: Duration) -> io::Result<()> {
-    tune(sock.as_raw_fd(), defer)
+/// for the connections it accepts, the bound on unsent bytes if
+/// `bound_unsent` (else the system's, whatever it had), and
+/// `TCP_DEFER_ACCEPT` when `defer` is not zero (or off when it is).
+pub fn tune_listener(sock: &TcpListener, defer: Duration, bound_unsent: bool) -> io::Result<()> {
+    tune(sock.as_raw_fd(), defer, bound_unsent)
 }
 
 /// How many bytes a connection may hold written but not yet sent
@@ -148,31 +153,24 @@ pub fn tune_listener(sock: &TcpListener, defer: Duration) -> io::Result<()> {
 /// loopback with the client's core saturated (bench scenario 3), brisk's
 /// answers cost the client's core ~80 µs more softirq each, and brisk
 /// served 0.85 × lighttpd's 1 MiB answers; with this bound, 1.05 × (quiet
-/// runs, 2026-11-30). Plain connections only: see [`unbound_unsent`].
+/// runs, 2026-11-30).
+///
+/// Plain connections only: TLS records that the socket does not take
+/// wait in a buffer of the connection's own, allocated for as long as
+/// they wait, so a bound there would cost each large answer an
+/// allocation (and TLS copies through user space anyway); a plain
+/// connection's `sendfile` leaves what waits in the page cache. A TLS
+/// listener's connections get 0, the system's bound
+/// (`net.ipv4.tcp_notsent_lowat`, unbounded unless an administrator set
+/// it).
 /// Bytes in flight are not limited, so throughput over a long fat path
 /// is unchanged; only what waits in the queue is.
 pub const NOTSENT_LOWAT: libc::c_int = 256 * 1024;
 
-/// Gives listener `sock` the system's bound on unsent bytes back, in
-/// place of [`NOTSENT_LOWAT`]: for TLS, whose records that the socket
-/// does not take wait in a buffer of the connection's own, allocated for
-/// as long as they wait, so a bound there would cost each large answer an
-/// allocation (and TLS copies through user space anyway); a plain
-/// connection's `sendfile` leaves what waits in the page cache.
-pub fn unbound_unsent(sock: &TcpListener) -> io::Result<()> {
-    // 0: the system's default (`net.ipv4.tcp_notsent_lowat`, unbounded
-    // unless an administrator set it).
-    setsockopt_int(
-        sock.as_raw_fd(),
-        libc::IPPROTO_TCP,
-        libc::TCP_NOTSENT_LOWAT,
-        0,
-    )
-}
-
-/// `TCP_NODELAY`, `TCP_NOTSENT_LOWAT` ([`NOTSENT_LOWAT`]) and
-/// `TCP_DEFER_ACCEPT` (off for a zero `defer`) on a listening socket.
-fn tune(fd: libc::c_int, defer: Duration) -> io::Result<()> {
+/// `TCP_NODELAY`, `TCP_NOTSENT_LOWAT` ([`NOTSENT_LOWAT`] if
+/// `bound_unsent`, else the system's) and `TCP_DEFER_ACCEPT` (off for a
+/// zero `defer`) on a listening socket.
+fn tune(fd: libc::c_int, defer: Duration, bound_unsent: bool) -> io::Result<()> {
     // Accepted sockets inherit TCP_NODELAY and TCP_NOTSENT_LOWAT from the
     // listener (Linux copies the socket state on accept), which saves a
     // setsockopt each per connection. Responses leave whole, so Nagle
@@ -182,7 +180,7 @@ fn tune(fd: libc::c_int, defer: Duration) -> io::Result<()> {
         fd,
         libc::IPPROTO_TCP,
         libc::TCP_NOTSENT_LOWAT,
-        NOTSENT_LOWAT,
+        if bound_unsent { NOTSENT_LOWAT } else { 0 },
     )?;
     let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
     setsockopt_int(
@@ -503,7 +501,7 @@ mod tests {
     #[test]
     fn accepted_connections_inherit_the_listeners_tuning() {
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let listener = listen(&addr, false, 8, Duration::ZERO).unwrap();
+        let listener = listen(&addr, false, 8, Duration::ZERO, true).unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         listener.set_nonblocking(false).unwrap();
         let (conn, _) = listener.accept().unwrap();
@@ -517,7 +515,7 @@ mod tests {
         );
         // A TLS listener's connections have the system's bound (0: Linux
         // then reads `net.ipv4.tcp_notsent_lowat`).
-        unbound_unsent(&listener).unwrap();
+        tune_listener(&listener, Duration::ZERO, false).unwrap();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (conn, _) = listener.accept().unwrap();
         assert_eq!(

@@ -35,9 +35,9 @@ use super::{fs, net};
 
 /// Open a granted log file (append, create 0640); the argument is its path.
 const OPEN_LOG: u8 = b'O';
-/// Bind a listening socket; the argument: `reuseport` (one byte), the
-/// backlog (`i32`), `TCP_DEFER_ACCEPT` in seconds (`u32`), the address as
-/// text.
+/// Bind a listening socket; the argument: flags (one byte: 1
+/// `reuseport`, 2 the bound on unsent bytes), the backlog (`i32`),
+/// `TCP_DEFER_ACCEPT` in seconds (`u32`), the address as text.
 const LISTEN: u8 = b'L';
 /// The server stops: remove the pid file (after the answer the helper
 /// exits).
@@ -98,13 +98,9 @@ impl Privileged {
         reuseport: bool,
         backlog: i32,
         defer: Duration,
+        bound_unsent: bool,
     ) -> io::Result<TcpListener> {
-        let mut msg = vec![LISTEN, u8::from(reuseport)];
-        msg.extend_from_slice(&backlog.to_ne_bytes());
-        let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
-        msg.extend_from_slice(&(secs.min(u32::MAX as u64) as u32).to_ne_bytes());
-        msg.extend_from_slice(addr.to_string().as_bytes());
-        self.ask(&msg)?
+        self.ask(&listen_msg(addr, reuseport, backlog, defer, bound_unsent))?
             .map(TcpListener::from)
             .ok_or_else(no_descriptor)
     }
@@ -158,6 +154,23 @@ impl Privileged {
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
     }
+}
+
+/// The [`LISTEN`] request for [`Privileged::listen`]'s arguments.
+fn listen_msg(
+    addr: &SocketAddr,
+    reuseport: bool,
+    backlog: i32,
+    defer: Duration,
+    bound_unsent: bool,
+) -> Vec<u8> {
+    let flags = u8::from(reuseport) | u8::from(bound_unsent) << 1;
+    let mut msg = vec![LISTEN, flags];
+    msg.extend_from_slice(&backlog.to_ne_bytes());
+    let secs = defer.as_secs() + u64::from(defer.subsec_nanos() > 0);
+    msg.extend_from_slice(&(secs.min(u32::MAX as u64) as u32).to_ne_bytes());
+    msg.extend_from_slice(addr.to_string().as_bytes());
+    msg
 }
 
 fn no_descriptor() -> io::Error {
@@ -218,14 +231,15 @@ fn listen(arg: &[u8]) -> io::Result<Option<OwnedFd>> {
     if arg.len() < 9 {
         return Err(bad());
     }
-    let reuseport = arg[0] != 0;
+    let (reuseport, bound_unsent) = (arg[0] & 1 != 0, arg[0] & 2 != 0);
     let backlog = i32::from_ne_bytes(arg[1..5].try_into().map_err(|_| bad())?);
     let defer = u32::from_ne_bytes(arg[5..9].try_into().map_err(|_| bad())?);
     let addr: SocketAddr = std::str::from_utf8(&arg[9..])
         .ok()
         .and_then(|a| a.parse().ok())
         .ok_or_else(bad)?;
-    let l = net::listen(&addr, reuseport, backlog, Duration::from_secs(defer.into()))?;
+    let defer = Duration::from_secs(defer.into());
+    let l = net::listen(&addr, reuseport, backlog, defer, bound_unsent)?;
     Ok(Some(l.into()))
 }
 
@@ -236,5 +250,41 @@ fn remove_pid_file(grants: &Grants) -> io::Result<()> {
             _ => Ok(()),
         },
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the server asks for reaches the socket the helper binds: a
+    /// plain listener's connections have the bound on unsent bytes, a TLS
+    /// one's the system's (a reload's new address is bound there).
+    #[test]
+    fn a_listen_request_carries_the_bound_on_unsent_bytes() {
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        for (bound, want) in [(true, net::NOTSENT_LOWAT), (false, 0)] {
+            let msg = listen_msg(&addr, true, 8, Duration::ZERO, bound);
+            assert_eq!(msg[0], LISTEN);
+            let fd = listen(&msg[1..]).unwrap().expect("a socket");
+            let listener = TcpListener::from(fd);
+            let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            listener.set_nonblocking(false).unwrap();
+            let (conn, _) = listener.accept().unwrap();
+            let mut value: libc::c_int = -1;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: `value` and `len` describe a c_int the kernel writes.
+            let rc = unsafe {
+                libc::getsockopt(
+                    conn.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_NOTSENT_LOWAT,
+                    (&mut value as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            };
+            assert_eq!(rc, 0);
+            assert_eq!(value, want, "bound_unsent {bound}");
+        }
     }
 }
