@@ -153,7 +153,8 @@ pub fn tune_listener(sock: &TcpListener, defer: Duration, bound_unsent: bool) ->
 /// loopback with the client's core saturated (bench scenario 3), brisk's
 /// answers cost the client's core ~80 µs more softirq each, and brisk
 /// served 0.85 × lighttpd's 1 MiB answers; with this bound, 1.05 × (quiet
-/// runs, 2026-11-30).
+/// runs, 2026-11-30). Bytes in flight are not limited, so throughput over
+/// a long fat path is unchanged; only what waits in the queue is.
 ///
 /// Plain connections only: TLS records that the socket does not take
 /// wait in a buffer of the connection's own, allocated for as long as
@@ -163,8 +164,6 @@ pub fn tune_listener(sock: &TcpListener, defer: Duration, bound_unsent: bool) ->
 /// listener's connections get 0, the system's bound
 /// (`net.ipv4.tcp_notsent_lowat`, unbounded unless an administrator set
 /// it).
-/// Bytes in flight are not limited, so throughput over a long fat path
-/// is unchanged; only what waits in the queue is.
 pub const NOTSENT_LOWAT: libc::c_int = 256 * 1024;
 
 /// `TCP_NODELAY`, `TCP_NOTSENT_LOWAT` ([`NOTSENT_LOWAT`] if
