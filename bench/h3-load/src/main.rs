@@ -11,6 +11,11 @@
 //! connection is read meanwhile); `held=` in the results counts the connections answered, and
 //! a line on standard error says when all of them are held.
 //!
+//! With `--stats`, a second line sums the client's QUIC counts over its connections
+//! (quinn's `Connection::stats`): datagrams, bytes and packets each way, ACK, STREAM and
+//! MAX_STREAMS frames, losses, path MTU probes; what the client sent is what the server read
+//! (bench/h3's CPU figures per request, issue #30 section 8.2).
+//!
 //! The server's certificate is verified against `--ca` (bench/tls's self-signed one) with the
 //! name `--name` (default `localhost`); the client offers ALPN `h3` only.
 
@@ -29,6 +34,7 @@ struct Args {
     seconds: f64,
     total: u64,
     hold: f64,
+    stats: bool,
     ca: String,
     name: String,
     urls: Vec<http::Uri>,
@@ -37,7 +43,7 @@ struct Args {
 fn usage() -> ! {
     eprintln!(
         "usage: h3-load [-c CONNS] [-m STREAMS] [-d SECONDS | -n REQUESTS] --ca CERT.pem \
-         [--name localhost] [--hold SECONDS] URL... | -i FILE"
+         [--name localhost] [--hold SECONDS] [--stats] URL... | -i FILE"
     );
     std::process::exit(2)
 }
@@ -49,6 +55,7 @@ fn parse_args() -> Args {
         seconds: 0.0,
         total: 0,
         hold: 0.0,
+        stats: false,
         ca: String::new(),
         name: "localhost".into(),
         urls: Vec::new(),
@@ -62,6 +69,7 @@ fn parse_args() -> Args {
             "-d" => a.seconds = val().parse().unwrap_or_else(|_| usage()),
             "-n" => a.total = val().parse().unwrap_or_else(|_| usage()),
             "--hold" => a.hold = val().parse().unwrap_or_else(|_| usage()),
+            "--stats" => a.stats = true,
             "--ca" => a.ca = val(),
             "--name" => a.name = val(),
             "-i" => {
@@ -104,6 +112,48 @@ struct Tally {
     /// The body length of the first answer to each URL.
     lengths: HashMap<usize, u64>,
     first_error: Option<String>,
+    /// With `--stats`: the client's QUIC counts, summed over its connections (what it sent is
+    /// what the server received): [`QUIC_COUNTS`] in that order.
+    quic: [u64; QUIC_COUNTS.len()],
+}
+
+/// The names `--stats` prints `Tally::quic` under.
+const QUIC_COUNTS: [&str; 14] = [
+    "tx_datagrams",
+    "tx_bytes",
+    "tx_ios",
+    "rx_datagrams",
+    "rx_bytes",
+    "tx_packets",
+    "tx_acks",
+    "rx_acks",
+    "tx_stream_frames",
+    "rx_stream_frames",
+    "rx_max_streams",
+    "lost_packets",
+    "tx_mtu_probes",
+    "lost_mtu_probes",
+];
+
+/// `conn`'s counts, in [`QUIC_COUNTS`]' order.
+fn quic_counts(conn: &quinn::Connection) -> [u64; QUIC_COUNTS.len()] {
+    let s = conn.stats();
+    [
+        s.udp_tx.datagrams,
+        s.udp_tx.bytes,
+        s.udp_tx.ios,
+        s.udp_rx.datagrams,
+        s.udp_rx.bytes,
+        s.path.sent_packets,
+        s.frame_tx.acks,
+        s.frame_rx.acks,
+        s.frame_tx.stream,
+        s.frame_rx.stream,
+        s.frame_rx.max_streams_bidi,
+        s.path.lost_packets,
+        s.path.sent_plpmtud_probes,
+        s.path.lost_plpmtud_probes,
+    ]
 }
 
 struct Plan {
@@ -321,6 +371,10 @@ async fn connection(
         }
         tokio::time::sleep(hold).await;
     }
+    let counts = quic_counts(&conn);
+    for (sum, n) in plan.tally.borrow_mut().quic.iter_mut().zip(counts) {
+        *sum += n;
+    }
     conn.close(0u32.into(), b"done");
     drive.abort();
 }
@@ -395,6 +449,14 @@ fn main() {
         t.ok as f64 / secs,
         t.held
     );
+    if args.stats {
+        let line: Vec<_> = QUIC_COUNTS
+            .iter()
+            .zip(t.quic)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!("{}", line.join(" "));
+    }
     if let Some(e) = &t.first_error {
         eprintln!("h3-load: first error: {e}");
     }
