@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// A server whose `/dav/` is `<base>/dav` (with `extra` keys in the
 /// rule), holding `files`.
-fn start(extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
+pub(crate) fn start(extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
     start_with(1, extra, files)
 }
 
@@ -41,7 +41,7 @@ fn builder(extra: &str) -> (Builder, PathBuf) {
 
 /// Sends `method path` with `body` (by its length; none when empty and
 /// `method` is not PUT) and reads the answer.
-fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
+pub(crate) fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
     let length = match (body.is_empty(), method) {
         (true, m) if m != "PUT" => String::new(),
         _ => format!("Content-Length: {}\r\n", body.len()),
@@ -53,7 +53,7 @@ fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
 }
 
 /// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
+pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut n: Vec<String> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -301,7 +301,7 @@ fn nothing_is_written_or_removed_through_a_symlink_or_a_dotfile() {
 }
 
 /// `method path` with `Destination: dest` and `extra` header lines.
-fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
+pub(crate) fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
     s.request(
         format!(
             "{method} {path} HTTP/1.1\r\nHost: localhost\r\nDestination: {dest}\r\n{extra}\r\n"
@@ -496,7 +496,7 @@ pub(crate) fn litmus_over(
 }
 
 /// PROPFIND `path` with `Depth: depth` (none if empty) and `body`.
-fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
+pub(crate) fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
     let depth = match depth {
         "" => String::new(),
         d => format!("Depth: {d}\r\n"),
@@ -820,7 +820,7 @@ fn dead_properties_are_listed_where_a_move_takes_them() {
 }
 
 /// PROPPATCH `path` with `body`.
-fn proppatch(s: &Server, path: &str, body: &str) -> Response {
+pub(crate) fn proppatch(s: &Server, path: &str, body: &str) -> Response {
     s.request(
         format!(
             "PROPPATCH {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{body}",
