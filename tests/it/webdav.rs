@@ -28,7 +28,7 @@ pub(crate) fn start_with(workers: u32, extra: &str, files: &[(&str, &[u8])]) -> 
 
 /// A server to start with a `[[webdav]]` rule at `/dav/` over
 /// `<base>/dav` (empty), `extra` lines in the rule; and that directory.
-fn builder(extra: &str) -> (Builder, PathBuf) {
+pub(crate) fn builder(extra: &str) -> (Builder, PathBuf) {
     let mut b = Builder::new();
     let dav = b.base().join("dav");
     fs::create_dir(&dav).unwrap();
