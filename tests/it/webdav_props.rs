@@ -275,3 +275,34 @@ fn auto_uses_the_sidecar_store_where_there_are_no_user_xattrs() {
     assert_eq!(send(&s, "GET", "/dav/.brisk-props", b"").status, 404);
     drop(s);
 }
+
+/// A value with elements inside (RFC 4918 §4.4) is kept as XML, in
+/// either store: PROPFIND gives it back as it came, but for the
+/// namespaces in force, declared on each element it starts with.
+#[test]
+fn values_with_elements_are_kept_as_xml() {
+    for extra in ["", SIDECAR] {
+        let (s, _dav) = start(extra, &[("f", b"f")]);
+        let body = "<?xml version=\"1.0\"?>\n<propertyupdate xmlns=\"DAV:\" xmlns:Z=\"urn:z\"><set><prop>\
+                    <Z:v>a <Z:b k=\"1\">&amp;<c xmlns=\"urn:c\"/></Z:b><![CDATA[<]]> é&#x1F600;</Z:v>\
+                    </prop></set></propertyupdate>";
+        match proppatch(&s, "/dav/f", body).status {
+            507 => {
+                skip("the temporary directory's filesystem has no user extended attributes");
+                continue;
+            }
+            status => assert_eq!(status, 207),
+        }
+        let want = "<R:v xmlns:R=\"urn:z\">a <Z:b xmlns=\"DAV:\" xmlns:Z=\"urn:z\" k=\"1\">&amp;<c xmlns=\"urn:c\"/>\
+                    </Z:b><![CDATA[<]]> é&#x1F600;</R:v>";
+        let ask = "<propfind xmlns=\"DAV:\"><prop><v xmlns=\"urn:z\"/></prop></propfind>";
+        for (depth, path) in [("0", "/dav/f"), ("1", "/dav/")] {
+            let r = propfind(&s, path, depth, ask);
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            assert_eq!(text.matches(want).count(), 1, "{extra:?} {depth}: {text}");
+        }
+        // (A NUL, which XML has none of, is refused: 400.)
+        let nul = "<propertyupdate xmlns=\"DAV:\"><set><prop><v xmlns=\"urn:z\">\0<x/></v></prop></set></propertyupdate>";
+        assert_eq!(proppatch(&s, "/dav/f", nul).status, 400);
+    }
+}

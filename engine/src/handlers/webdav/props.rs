@@ -52,7 +52,11 @@ pub fn mark_collection(dav: &Dav, rel: &[u8], set: bool) {
 }
 /// 424 Failed Dependency (RFC 4918 §11.4).
 const FAILED_DEPENDENCY: Status = Status(424);
-/// 409: a value brisk cannot keep (one with elements inside).
+/// What a stored value that is XML (elements inside, RFC 4918 §4.4)
+/// starts with; a text value never does (XML has no NUL character).
+const XML_VALUE: &str = "\0";
+
+/// 409: a name too long for an extended attribute.
 const CONFLICT: Status = Status(409);
 /// 507: the filesystem has no room (or no user xattrs).
 const INSUFFICIENT_STORAGE: Status = Status(507);
@@ -66,7 +70,8 @@ pub type Dead = Vec<(Name, Vec<u8>)>;
 /// One instruction of a PROPPATCH.
 #[derive(Debug)]
 pub enum Op {
-    /// Set a property to a text value; `complex` if it held elements.
+    /// Set a property to a value: text, or (`true`) XML, which starts
+    /// with [`XML_VALUE`].
     Set(Name, String, bool),
     /// Remove a property.
     Remove(Name),
@@ -279,7 +284,10 @@ pub fn element(out: &mut Vec<u8>, (ns, name): &Name, value: Option<&[u8]>) {
         return;
     };
     out.push(b'>');
-    escape(out, value);
+    match value.strip_prefix(XML_VALUE.as_bytes()) {
+        Some(xml) => out.extend_from_slice(xml),
+        None => escape(out, value),
+    }
     out.extend_from_slice(close);
     out.extend_from_slice(name.as_bytes());
     out.push(b'>');
@@ -303,7 +311,13 @@ pub fn ops(body: &[u8]) -> Option<Vec<Op>> {
             for (j, prop) in doc.children(p) {
                 let name = (prop.ns.clone(), prop.name.clone());
                 out.push(match set {
-                    true => Op::Set(name, prop.text.clone(), doc.children(j).next().is_some()),
+                    true if doc.children(j).next().is_some() => {
+                        let xml = doc.fragment(body, j);
+                        let mut value = String::from(XML_VALUE);
+                        value.push_str(std::str::from_utf8(&xml).ok()?);
+                        Op::Set(name, value, true)
+                    }
+                    true => Op::Set(name, prop.text.clone(), false),
                     false => Op::Remove(name),
                 });
             }
@@ -330,7 +344,6 @@ pub fn proppatch(dav: &Dav, rel: &[u8], href: &[u8], ops: &[Op], s: &mut Scratch
     // name too long for an extended attribute, is refused.)
     let refused = |op: &Op| match op {
         _ if op.name().0 == "DAV:" => Some(Status::FORBIDDEN),
-        Op::Set(_, _, true) => Some(CONFLICT),
         _ if key(op.name()).len() > 255 => Some(CONFLICT),
         _ => None,
     };
