@@ -638,6 +638,15 @@ fn propfind_depth_1_lists_members_and_infinity_is_refused() {
             String::from_utf8_lossy(&r.body),
             format!("{XML}<D:error xmlns:D=\"DAV:\"><D:propfind-finite-depth/></D:error>\n")
         );
+        // (Of a file, which has no members: its Depth 0; of nothing, 404.)
+        let file = propfind(&s, "/dav/d/f", depth, "");
+        assert_eq!(
+            file.body,
+            propfind(&s, "/dav/d/f", "0", "").body,
+            "{depth:?}"
+        );
+        assert_eq!(file.status, 207);
+        assert_eq!(propfind(&s, "/dav/none", depth, "").status, 404);
     }
 }
 

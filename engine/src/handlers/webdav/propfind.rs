@@ -155,13 +155,20 @@ fn props(doc: &Document, prop: usize) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The Depth of a PROPFIND: 0, 1, or (infinity, none, anything else)
-/// an answer at once.
-pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
+/// The Depth of a PROPFIND: 0, 1, or (anything else, infinity or none
+/// of a collection) an answer at once. Infinity (or none) of what is no
+/// collection (`collection` says, asked only then) is its Depth 0: it
+/// has no members (RFC 4918 §9.1; litmus's `propwformed` asks so).
+pub fn depth(
+    value: Option<&[u8]>,
+    collection: impl FnOnce() -> bool,
+    s: &mut Scratch,
+) -> Result<bool, Plan> {
     match value {
         Some(b"0") => Ok(false),
         Some(b"1") => Ok(true),
         Some(v) if !v.eq_ignore_ascii_case(b"infinity") => Err(bare(Status::BAD_REQUEST)),
+        _ if !collection() => Ok(false),
         _ => Err(lock::condition(
             s,
             Status::FORBIDDEN,

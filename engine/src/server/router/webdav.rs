@@ -115,7 +115,11 @@ impl Router {
             },
             b"UNLOCK" if dav.rule.locks => webdav::unlock(dav, &rel, req, s),
             b"PROPFIND" => {
-                let members = match webdav::depth(req.header("Depth"), s) {
+                let members = match webdav::depth(
+                    req.header("Depth"),
+                    || webdav::is_collection(dav, &rel),
+                    s,
+                ) {
                     Ok(members) => members,
                     Err(plan) => return Step::Answer(plan),
                 };
