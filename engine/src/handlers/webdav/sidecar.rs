@@ -44,9 +44,13 @@ pub fn names_store(rel: &[u8]) -> bool {
 }
 
 /// Whether a collection's member `name` is the store (or its
-/// temporary name): never listed.
+/// temporary name): never listed. As vfat and exFAT look names up (the
+/// filesystems the store is for): ASCII case ignored, trailing dots
+/// dropped (`.BRISK-PROPS.` opens `.brisk-props` there).
 pub fn hidden(name: &[u8]) -> bool {
-    name == NAME || name == TEMP
+    let end = name.iter().rposition(|&b| b != b'.').map_or(0, |i| i + 1);
+    let name = &name[..end];
+    name.eq_ignore_ascii_case(NAME) || name.eq_ignore_ascii_case(TEMP)
 }
 
 /// One property: the member it belongs to (empty: the collection), its
@@ -300,7 +304,10 @@ mod tests {
         assert!(names_store(b".brisk-props"));
         assert!(names_store(b"/dav/a/.brisk-props.new"));
         assert!(names_store(b"a/.brisk-props/b"));
+        assert!(names_store(b"/dav/.BRISK-Props.."));
+        assert!(names_store(b".brisk-props.NEW."));
         assert!(!names_store(b"a/.brisk-propsx"));
+        assert!(!names_store(b"a/..."));
         assert!(!names_store(b"a/brisk-props"));
     }
 }
