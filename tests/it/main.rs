@@ -119,6 +119,8 @@ mod webdav_clients;
 #[cfg(feature = "webdav")]
 mod webdav_locks;
 #[cfg(feature = "webdav")]
+mod webdav_props;
+#[cfg(feature = "webdav")]
 mod webdav_replay;
 #[cfg(feature = "webdav")]
 mod webdav_uploads;

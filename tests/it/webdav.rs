@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// A server whose `/dav/` is `<base>/dav` (with `extra` keys in the
 /// rule), holding `files`.
-fn start(extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
+pub(crate) fn start(extra: &str, files: &[(&str, &[u8])]) -> (Server, PathBuf) {
     start_with(1, extra, files)
 }
 
@@ -28,7 +28,7 @@ pub(crate) fn start_with(workers: u32, extra: &str, files: &[(&str, &[u8])]) -> 
 
 /// A server to start with a `[[webdav]]` rule at `/dav/` over
 /// `<base>/dav` (empty), `extra` lines in the rule; and that directory.
-fn builder(extra: &str) -> (Builder, PathBuf) {
+pub(crate) fn builder(extra: &str) -> (Builder, PathBuf) {
     let mut b = Builder::new();
     let dav = b.base().join("dav");
     fs::create_dir(&dav).unwrap();
@@ -41,7 +41,7 @@ fn builder(extra: &str) -> (Builder, PathBuf) {
 
 /// Sends `method path` with `body` (by its length; none when empty and
 /// `method` is not PUT) and reads the answer.
-fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
+pub(crate) fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
     let length = match (body.is_empty(), method) {
         (true, m) if m != "PUT" => String::new(),
         _ => format!("Content-Length: {}\r\n", body.len()),
@@ -53,7 +53,7 @@ fn send(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
 }
 
 /// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
+pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut n: Vec<String> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -301,7 +301,7 @@ fn nothing_is_written_or_removed_through_a_symlink_or_a_dotfile() {
 }
 
 /// `method path` with `Destination: dest` and `extra` header lines.
-fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
+pub(crate) fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
     s.request(
         format!(
             "{method} {path} HTTP/1.1\r\nHost: localhost\r\nDestination: {dest}\r\n{extra}\r\n"
@@ -496,7 +496,7 @@ pub(crate) fn litmus_over(
 }
 
 /// PROPFIND `path` with `Depth: depth` (none if empty) and `body`.
-fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
+pub(crate) fn propfind(s: &Server, path: &str, depth: &str, body: &str) -> Response {
     let depth = match depth {
         "" => String::new(),
         d => format!("Depth: {d}\r\n"),
@@ -638,6 +638,15 @@ fn propfind_depth_1_lists_members_and_infinity_is_refused() {
             String::from_utf8_lossy(&r.body),
             format!("{XML}<D:error xmlns:D=\"DAV:\"><D:propfind-finite-depth/></D:error>\n")
         );
+        // (Of a file, which has no members: its Depth 0; of nothing, 404.)
+        let file = propfind(&s, "/dav/d/f", depth, "");
+        assert_eq!(
+            file.body,
+            propfind(&s, "/dav/d/f", "0", "").body,
+            "{depth:?}"
+        );
+        assert_eq!(file.status, 207);
+        assert_eq!(propfind(&s, "/dav/none", depth, "").status, 404);
     }
 }
 
@@ -820,7 +829,7 @@ fn dead_properties_are_listed_where_a_move_takes_them() {
 }
 
 /// PROPPATCH `path` with `body`.
-fn proppatch(s: &Server, path: &str, body: &str) -> Response {
+pub(crate) fn proppatch(s: &Server, path: &str, body: &str) -> Response {
     s.request(
         format!(
             "PROPPATCH {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{body}",
@@ -903,12 +912,16 @@ fn proppatch_keeps_dead_properties_all_or_nothing() {
     );
     let text = String::from_utf8_lossy(&propfind(&s, "/dav/f", "0", get).body).into_owned();
     assert!(text.contains("red &amp; &lt;blue&gt;"), "{text}");
-    // A value with elements inside is not kept (409), and is not there.
+    // A value with elements inside is kept as XML (RFC 4918 §4.4), the
+    // namespaces in force declared where it starts (webdav_props.rs).
     let complex = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><x xmlns=\"urn:z\"><y/></x></D:prop></D:set></D:propertyupdate>";
+    assert_eq!(proppatch(&s, "/dav/f", complex).status, 207);
+    let text = String::from_utf8_lossy(&propfind(&s, "/dav/f", "0", "").body).into_owned();
     assert!(
-        String::from_utf8_lossy(&proppatch(&s, "/dav/f", complex).body).contains("409 Conflict")
+        text.contains("<R:x xmlns:R=\"urn:z\"><y xmlns=\"urn:z\" xmlns:D=\"DAV:\"/></R:x>"),
+        "{text}"
     );
-    // Removed, it is gone; a COPY does not take dead properties along yet.
+    // Removed, it is gone.
     let remove = "<D:propertyupdate xmlns:D=\"DAV:\"><D:remove><D:prop><c:color xmlns:c=\"urn:z\"/></D:prop></D:remove></D:propertyupdate>";
     assert_eq!(proppatch(&s, "/dav/f", remove).status, 207);
     let text = String::from_utf8_lossy(&propfind(&s, "/dav/f", "0", get).body).into_owned();

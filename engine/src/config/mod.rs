@@ -59,7 +59,7 @@ pub use upstream::{
     Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Upstream,
 };
 pub use value::Value;
-pub use webdav::{DavRules, WebdavRule, LISTING_CACHE};
+pub use webdav::{DavRules, PropStore, WebdavRule, LISTING_CACHE};
 
 // The rules' own types, where what reads them lives, named here too.
 pub use crate::access::auth::{AuthMethods, AuthRule};

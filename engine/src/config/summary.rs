@@ -551,6 +551,11 @@ fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
         if !r.fsync {
             line.push_str("; no fsync");
         }
+        match r.properties {
+            crate::config::PropStore::Auto => {}
+            crate::config::PropStore::Xattr => line.push_str("; properties in xattrs"),
+            crate::config::PropStore::Sidecar => line.push_str("; properties in .brisk-props"),
+        }
         line
     });
 }

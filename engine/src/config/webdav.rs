@@ -24,7 +24,20 @@ pub(super) const WEBDAV_KEYS: &[&str] = &[
     "locks",
     "listing_cache",
     "fsync",
+    "properties",
 ];
+
+/// Where a rule keeps dead properties (`properties`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PropStore {
+    /// Extended attributes, or the sidecar store on a filesystem without
+    /// user xattrs (found by the call's `EOPNOTSUPP`).
+    Auto,
+    /// Extended attributes only (507 where there are none).
+    Xattr,
+    /// The sidecar store only (`.brisk-props` in each collection).
+    Sidecar,
+}
 
 /// `listing_cache`'s default: how long a collection's cached listing is
 /// trusted for changes made beside brisk (lighttpd's stat cache trusts
@@ -62,6 +75,8 @@ pub struct WebdavRule {
     pub listing_cache: Duration,
     /// PUT and MKCOL sync the file and its directory before answering.
     pub fsync: bool,
+    /// Where dead properties are kept.
+    pub properties: PropStore,
 }
 
 /// Why a writable `rule` of `site` is refused: its tree holds, or lies
@@ -110,6 +125,7 @@ impl Loader<'_> {
         let (mut path, mut root) = (None, None);
         let (mut read_only, mut max_upload, mut locks) = (false, None, false);
         let (mut listing_cache, mut fsync) = (LISTING_CACHE, true);
+        let mut properties = PropStore::Auto;
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -135,6 +151,17 @@ impl Loader<'_> {
                 "locks" => locks = self.boolean(&full, value)?,
                 "listing_cache" => listing_cache = self.duration(&full, value, true)?,
                 "fsync" => fsync = self.boolean(&full, value)?,
+                "properties" => {
+                    properties = match self.string(&full, value)? {
+                        "auto" => PropStore::Auto,
+                        "xattr" => PropStore::Xattr,
+                        "sidecar" => PropStore::Sidecar,
+                        _ => {
+                            let what = "one of \"auto\", \"xattr\", \"sidecar\"";
+                            return Err(self.expected(value, &full, what));
+                        }
+                    }
+                }
                 _ => return Err(self.unknown(key, section, WEBDAV_KEYS)),
             }
         }
@@ -152,6 +179,7 @@ impl Loader<'_> {
             locks,
             listing_cache,
             fsync,
+            properties,
         })
     }
 }

@@ -163,23 +163,21 @@ impl Dir {
     /// Each entry: its name and its own metadata (a symlink is
     /// `Kind::Special`, not what it names).
     pub fn entries(&self) -> io::Result<Vec<(Vec<u8>, Meta)>> {
-        let fd = self.open_at(
-            b".",
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            0,
-        )?;
+        let fd = OwnedFd::from(self.open()?);
         Ok(read_dir(fd)?.into_iter().map(|(n, m, _)| (n, m)).collect())
+    }
+
+    /// The directory itself, open for reading (its entries, its
+    /// extended attributes).
+    pub fn open(&self) -> io::Result<File> {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
+        self.open_at(b".", flags, 0).map(File::from)
     }
 
     /// Makes what was renamed or made here survive a crash (`fsync` of
     /// the directory).
     pub fn sync(&self) -> io::Result<()> {
-        let fd = self.open_at(
-            b".",
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            0,
-        )?;
-        File::from(fd).sync_all()
+        self.open()?.sync_all()
     }
 
     fn open_at(&self, name: &[u8], flags: libc::c_int, mode: libc::c_uint) -> io::Result<OwnedFd> {

@@ -6,7 +6,7 @@ use super::{load, load_err};
 #[test]
 fn every_key() {
     let c = load(
-        "[[webdav]]\npath = \"/dav\"\nroot = \".\"\nread_only = true\nmax_upload = \"4GiB\"\nlocks = false\nlisting_cache = \"250ms\"\nfsync = false\n",
+        "[[webdav]]\npath = \"/dav\"\nroot = \".\"\nread_only = true\nmax_upload = \"4GiB\"\nlocks = false\nlisting_cache = \"250ms\"\nfsync = false\nproperties = \"sidecar\"\n",
     )
     .unwrap();
     let [rule] = &c.site.webdav[..] else {
@@ -20,6 +20,7 @@ fn every_key() {
     assert!(!rule.locks);
     assert_eq!(rule.listing_cache, std::time::Duration::from_millis(250));
     assert!(!rule.fsync);
+    assert_eq!(rule.properties, crate::config::PropStore::Sidecar);
     let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\nlocks = true\n").unwrap();
     let rule = &c.site.webdav[0];
     assert_eq!(
@@ -31,11 +32,18 @@ fn every_key() {
         ),
         ("/", false, None, true)
     );
-    // (The defaults: listings trusted for a second, durable writes.)
+    // (The defaults: listings trusted for a second, durable writes,
+    // dead properties where the filesystem can keep them.)
     assert_eq!(
-        (rule.listing_cache, rule.fsync),
-        (crate::config::LISTING_CACHE, true)
+        (rule.listing_cache, rule.fsync, rule.properties),
+        (
+            crate::config::LISTING_CACHE,
+            true,
+            crate::config::PropStore::Auto
+        )
     );
+    let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\nproperties = \"xattr\"\n").unwrap();
+    assert_eq!(c.site.webdav[0].properties, crate::config::PropStore::Xattr);
     let c = load("[[webdav]]\npath = \"/\"\nroot = \".\"\nlisting_cache = 0\n").unwrap();
     assert!(c.site.webdav[0].listing_cache.is_zero());
     assert!(load("").unwrap().site.webdav.is_empty());
@@ -67,7 +75,7 @@ fn errors_name_file_line_and_key() {
         ),
         (
             "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nreadonly = true\n",
-            "DIR/site.toml:4: unknown key \"webdav[1].readonly\"; did you mean \"read_only\"? expected one of \"path\", \"root\", \"read_only\", \"max_upload\", \"locks\", \"listing_cache\", \"fsync\"",
+            "DIR/site.toml:4: unknown key \"webdav[1].readonly\"; did you mean \"read_only\"? expected one of \"path\", \"root\", \"read_only\", \"max_upload\", \"locks\", \"listing_cache\", \"fsync\", \"properties\"",
         ),
         (
             "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nlisting_cache = \"soon\"\n",
@@ -76,6 +84,10 @@ fn errors_name_file_line_and_key() {
         (
             "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nfsync = \"no\"\n",
             "DIR/site.toml:4: webdav[1].fsync: expected true or false; got \"no\"",
+        ),
+        (
+            "[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nproperties = \"files\"\n",
+            "DIR/site.toml:4: webdav[1].properties: expected one of \"auto\", \"xattr\", \"sidecar\"; got \"files\"",
         ),
     ];
     for (text, want) in cases {

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 
 use super::multistatus::{self, Multistatus};
+use super::props;
 use super::{bare, existing, parent, split, status_of, Dav, CREATED, MAX_DEPTH};
 use crate::handlers::{Plan, Scratch};
 use crate::http::{path, Status};
@@ -148,11 +149,15 @@ fn trim(rel: &[u8]) -> &[u8] {
 }
 
 /// Copies the regular file `name` of `src` to `to` in `dest` (which has
-/// no such name): written unnamed, synced (if `sync`), then named.
+/// no such name), its dead properties kept as extended attributes with
+/// it: written unnamed, synced (if `sync`), then named.
 fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::Result<()> {
     let mut from = src.open_file(name)?;
     let mut file = dest.unnamed_file()?;
     copy(&mut from, &mut file)?;
+    // (Where the filesystem has none, the sidecar store's entries are
+    // copied after: `props::follow`.)
+    let _ = props::carry(&from, &file);
     if sync {
         file.sync_all()?;
     }
@@ -189,6 +194,12 @@ fn copy_tree(
     if let Err(e) = dest.mkdir(to) {
         failed.status(at, true, status_of(&e));
         return;
+    }
+    if let (Ok(from), Ok(into)) = (
+        src.sub(name).and_then(|d| d.open()),
+        dest.sub(to).and_then(|d| d.open()),
+    ) {
+        let _ = props::carry(&from, &into);
     }
     if !deep {
         return;

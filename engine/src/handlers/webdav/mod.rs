@@ -34,13 +34,15 @@ pub mod locks;
 mod multistatus;
 mod propfind;
 mod props;
+mod sidecar;
 pub mod xml;
 
 pub use copymove::{destination, transfer, Transfer};
 pub use listings::changed;
 pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
-pub use props::{mark_collection, ops as proppatch_ops, proppatch};
+pub use props::{follow as follow_props, mark_collection, ops as proppatch_ops, proppatch};
+pub use sidecar::names_store;
 
 pub use multistatus::{href, push_href, Multistatus};
 
@@ -475,6 +477,7 @@ pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
     };
     let any = failed.end();
     if gone {
+        props::follow(dav, rel, None, false);
         if dav.rule.fsync {
             let _ = dir.sync();
         }

@@ -9,6 +9,7 @@ use super::lock::{self, SUPPORTEDLOCK};
 use super::locks::{self, Lock};
 use super::multistatus::{self, escape, push_segment, status_line, Multistatus};
 use super::props::{self, element, Name};
+use super::sidecar::{self, Store};
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
@@ -154,13 +155,20 @@ fn props(doc: &Document, prop: usize) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The Depth of a PROPFIND: 0, 1, or (infinity, none, anything else)
-/// an answer at once.
-pub fn depth(value: Option<&[u8]>, s: &mut Scratch) -> Result<bool, Plan> {
+/// The Depth of a PROPFIND: 0, 1, or (anything else, infinity or none
+/// of a collection) an answer at once. Infinity (or none) of what is no
+/// collection (`collection` says, asked only then) is its Depth 0: it
+/// has no members (RFC 4918 §9.1; litmus's `propwformed` asks so).
+pub fn depth(
+    value: Option<&[u8]>,
+    collection: impl FnOnce() -> bool,
+    s: &mut Scratch,
+) -> Result<bool, Plan> {
     match value {
         Some(b"0") => Ok(false),
         Some(b"1") => Ok(true),
         Some(v) if !v.eq_ignore_ascii_case(b"infinity") => Err(bare(Status::BAD_REQUEST)),
+        _ if !collection() => Ok(false),
         _ => Err(lock::condition(
             s,
             Status::FORBIDDEN,
@@ -198,7 +206,7 @@ pub fn propfind(
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),
         Err(_) => return bare(Status::FORBIDDEN),
     };
-    let stored = stored_of(dav, rel);
+    let mut stored = stored_of(dav, rel);
     // (Members' dead properties are looked for where PROPPATCH or MOVE
     // marked the collection: `props::marked`.)
     let dead = stored.marked
@@ -248,6 +256,7 @@ pub fn propfind(
         at: href.strip_suffix(b"/").unwrap_or(href).to_vec(),
         path: rel.to_vec(),
         listing: None,
+        side: stored.side.take(),
     };
     // (Symlinks are followed beneath the root now, while the rule is at
     // hand: the stream has the listing only.)
@@ -323,6 +332,9 @@ struct Members {
     /// The collection's href and path (a member's while it is written).
     at: Vec<u8>,
     path: Vec<u8>,
+    /// The collection's sidecar store, where its members' dead
+    /// properties are kept there.
+    side: Option<Store>,
 }
 
 impl Members {
@@ -347,7 +359,7 @@ impl Members {
             self.next += 1;
             let e = &listing.entries[i];
             let child = listing.name(e);
-            if !self.dotfiles && child.first() == Some(&b'.') {
+            if !self.dotfiles && child.first() == Some(&b'.') || sidecar::hidden(child) {
                 continue;
             }
             let (len, plen) = (self.at.len(), self.path.len());
@@ -364,7 +376,16 @@ impl Members {
             };
             let link = link.map(|k| &self.links[k]);
             let here = (self.at.as_slice(), self.path.as_slice());
-            member(&mut self.ctx, ms, listing, e, link, here, &self.asked);
+            let side = self.side.as_ref();
+            member(
+                &mut self.ctx,
+                ms,
+                (listing, side),
+                e,
+                link,
+                here,
+                &self.asked,
+            );
             self.at.truncate(len);
             self.path.truncate(plen);
         }
@@ -400,7 +421,7 @@ impl crate::handlers::stream::BodyStream for Streaming {
 fn member(
     ctx: &mut Ctx,
     ms: &mut Multistatus<'_>,
-    listing: &Listing,
+    (listing, side): (&Listing, Option<&Store>),
     e: &Entry,
     link: Option<&(usize, Meta, Stored)>,
     (href, path): (&[u8], &[u8]),
@@ -412,13 +433,16 @@ fn member(
         (true, None) => return,
         (false, _) => {
             let dead = match e.xattrs {
+                _ if side.is_some() => side
+                    .map(|s| props::from_store(s, listing.name(e)))
+                    .unwrap_or_default(),
                 Some(false) => Vec::new(),
                 _ => listing.open(e).map(|f| props::dead(&f)).unwrap_or_default(),
             };
             own = Stored {
                 born: e.born,
                 dead,
-                marked: false,
+                ..Stored::default()
             };
             (&e.meta, &own)
         }
@@ -443,6 +467,8 @@ struct Stored {
     born: Option<u64>,
     dead: Vec<(Name, Vec<u8>)>,
     marked: bool,
+    /// A collection's sidecar store, where its properties are kept there.
+    side: Option<Store>,
 }
 
 /// What is stored of `rel` (nothing if it cannot be opened).
@@ -450,10 +476,23 @@ fn stored_of(dav: &Dav, rel: &[u8]) -> Stored {
     let Ok(file) = dav.files.root().open_any(rel) else {
         return Stored::default();
     };
-    Stored {
-        born: crate::sys::listing::born(&file),
-        dead: props::dead(&file),
-        marked: props::marked(&file),
+    let born = crate::sys::listing::born(&file);
+    match props::xattrs_marked(dav, &file) {
+        None => {
+            let (dead, side) = props::in_store(dav, rel, &file);
+            Stored {
+                born,
+                dead,
+                marked: false,
+                side,
+            }
+        }
+        Some(marked) => Stored {
+            born,
+            dead: props::dead(&file),
+            marked,
+            side: None,
+        },
     }
 }
 

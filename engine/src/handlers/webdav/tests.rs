@@ -77,4 +77,15 @@ fn propfind_and_proppatch_bodies() {
         if a.1 == "a" && v == "1" && b.1 == "b")
     );
     assert!(proppatch_ops(b"<D:propertyupdate xmlns:D=\"DAV:\"/>").is_none());
+    // A value with elements: kept as XML, its namespaces declared.
+    let ops = proppatch_ops(
+        b"<D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\"><D:set><D:prop><Z:a><Z:b>1</Z:b></Z:a>\
+          </D:prop></D:set></D:propertyupdate>",
+    )
+    .unwrap();
+    assert!(
+        matches!(&ops[..], [props::Op::Set(a, v, true)]
+        if a.1 == "a" && v == "\0<Z:b xmlns:D=\"DAV:\" xmlns:Z=\"urn:z\">1</Z:b>"),
+        "{ops:?}"
+    );
 }

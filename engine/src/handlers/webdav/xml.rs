@@ -29,6 +29,12 @@ pub struct Element {
     pub parent: Option<usize>,
     /// Its own character data.
     pub text: String,
+    /// Where its start tag begins in the input (its `<`).
+    pub start: usize,
+    /// Where its content begins and ends in the input.
+    pub inner: (usize, usize),
+    /// The namespaces it declares: prefix (empty: the default), URI.
+    pub decls: Vec<(String, String)>,
 }
 
 /// A document read whole: its elements in document order (the root
@@ -48,6 +54,48 @@ impl Document {
             .filter(move |(_, e)| e.parent == Some(i))
     }
 
+    /// The content of element `i` of the document read from `input`, as
+    /// XML that means the same on its own (RFC 4918 §4.4: a property
+    /// value's namespaces "MUST be preserved"): each child element's
+    /// start tag also declares the namespaces in force there that it does
+    /// not declare itself.
+    pub fn fragment(&self, input: &[u8], i: usize) -> Vec<u8> {
+        let mut scope: Vec<&(String, String)> = Vec::new();
+        let mut at = Some(i);
+        while let Some(e) = at.map(|k| &self.elements[k]) {
+            for d in &e.decls {
+                if !scope.iter().any(|s| s.0 == d.0) {
+                    scope.push(d);
+                }
+            }
+            at = e.parent;
+        }
+        let (from, to) = self.elements[i].inner;
+        let mut out = Vec::with_capacity(to - from);
+        let mut done = from;
+        for (_, child) in self.children(i) {
+            let name_end = std::str::from_utf8(input)
+                .map_or(child.start + 1, |s| scan_name(s, child.start + 1));
+            out.extend_from_slice(&input[done..name_end]);
+            for (prefix, uri) in scope
+                .iter()
+                .filter(|s| !child.decls.iter().any(|d| d.0 == s.0))
+            {
+                out.extend_from_slice(b" xmlns");
+                if !prefix.is_empty() {
+                    out.push(b':');
+                    out.extend_from_slice(prefix.as_bytes());
+                }
+                out.extend_from_slice(b"=\"");
+                super::multistatus::escape(&mut out, uri.as_bytes());
+                out.push(b'"');
+            }
+            done = name_end;
+        }
+        out.extend_from_slice(&input[done..to]);
+        out
+    }
+
     /// Whether element `i` is `name` in the `DAV:` namespace.
     pub fn is_dav(&self, i: usize, name: &str) -> bool {
         self.elements
@@ -64,6 +112,10 @@ pub struct Malformed(pub &'static str);
 /// charset) into a [`Document`].
 pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
     let text = std::str::from_utf8(input).map_err(|_| Malformed("not UTF-8"))?;
+    // (XML 1.0 §2.2: no document holds a NUL; stored values rely on it.)
+    if input.contains(&0) {
+        return Err(Malformed("a NUL character"));
+    }
     let mut r = Reader {
         s: text,
         at: 0,
@@ -126,10 +178,11 @@ impl<'a> Reader<'a> {
             if let Some(after) = rest.strip_prefix("</") {
                 let end = after.find('>').ok_or(Malformed("unclosed end tag"))?;
                 let name = after[..end].trim_end();
-                let (_, open) = self.open.pop().ok_or(Malformed("end tag without start"))?;
+                let (index, open) = self.open.pop().ok_or(Malformed("end tag without start"))?;
                 if name != open {
                     return Err(Malformed("mismatched end tag"));
                 }
+                self.doc.elements[index].inner.1 = self.at;
                 let depth = self.open.len() + 1;
                 self.scopes.retain(|(_, _, d)| *d < depth);
                 self.at += 2 + end + 1;
@@ -183,6 +236,7 @@ impl<'a> Reader<'a> {
             return Err(Malformed("nested too deep"));
         }
         let mut prefixed_attrs = Vec::new();
+        let mut decls = Vec::new();
         let closed = loop {
             let before = i;
             i = skip_ws(s, i);
@@ -224,12 +278,14 @@ impl<'a> Reader<'a> {
             let value = unescape(raw)?;
             i = v_end + 1;
             if attr == "xmlns" {
+                decls.push((String::new(), value.clone()));
                 self.scopes.push(("", value, depth));
             } else if let Some(prefix) = attr.strip_prefix("xmlns:") {
                 // (Namespaces in XML §3: a prefix may not be undeclared.)
                 if value.is_empty() || prefix == "xmlns" || prefix.contains(':') {
                     return Err(Malformed("an invalid namespace declaration"));
                 }
+                decls.push((prefix.to_string(), value.clone()));
                 self.scopes.push((prefix, value, depth));
             } else if let Some((p, _)) = attr.split_once(':') {
                 prefixed_attrs.push(p);
@@ -261,6 +317,9 @@ impl<'a> Reader<'a> {
             name: local.to_string(),
             parent: self.open.last().map(|&(i, _)| i),
             text: String::new(),
+            start: start - 1,
+            inner: (i, i),
+            decls,
         });
         self.at = i;
         if closed {
@@ -460,6 +519,29 @@ mod tests {
         assert_eq!(
             (d.elements[0].ns.as_str(), d.elements[1].ns.as_str()),
             ("u", "")
+        );
+    }
+
+    #[test]
+    fn a_fragment_declares_the_namespaces_in_force() {
+        let input: &[u8] =
+            b"<D:u xmlns:D=\"DAV:\" xmlns=\"urn:d\"><p xmlns:z=\"urn:&amp;\"> t &lt; \
+              <z:a k=\"1\"><b/></z:a><!-- c --><c xmlns=\"\"/><d xmlns:z=\"urn:own\"/></p></D:u>";
+        let d = parse(input).unwrap();
+        assert_eq!(
+            String::from_utf8(d.fragment(input, 1)).unwrap(),
+            " t &lt; <z:a xmlns:z=\"urn:&amp;\" xmlns:D=\"DAV:\" xmlns=\"urn:d\" k=\"1\"><b/></z:a>\
+             <!-- c --><c xmlns:z=\"urn:&amp;\" xmlns:D=\"DAV:\" xmlns=\"\"/>\
+             <d xmlns:D=\"DAV:\" xmlns=\"urn:d\" xmlns:z=\"urn:own\"/>"
+        );
+        // (Text only, or nothing: as it came.)
+        let input: &[u8] = b"<a><b>x &amp; y</b><c/></a>";
+        let d = parse(input).unwrap();
+        assert_eq!(d.fragment(input, 1), b"x &amp; y");
+        assert_eq!(d.fragment(input, 2), b"");
+        assert_eq!(
+            parse(b"<a>\0</a>").unwrap_err(),
+            Malformed("a NUL character")
         );
     }
 }

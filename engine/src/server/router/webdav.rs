@@ -32,6 +32,10 @@ impl Router {
         let dav = &rules[i];
         let s = &mut *routing.scratch;
         let req = &*routing.req;
+        if webdav::names_store(&s.path) {
+            // (The sidecar store of dead properties: never served.)
+            return Step::Answer(webdav::bare(Status::NOT_FOUND));
+        }
         let dotfiles = dav.files.site().static_files.dotfiles;
         if dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
             // (What the static handler answers, whatever the method.)
@@ -111,7 +115,11 @@ impl Router {
             },
             b"UNLOCK" if dav.rule.locks => webdav::unlock(dav, &rel, req, s),
             b"PROPFIND" => {
-                let members = match webdav::depth(req.header("Depth"), s) {
+                let members = match webdav::depth(
+                    req.header("Depth"),
+                    || webdav::is_collection(dav, &rel),
+                    s,
+                ) {
                     Ok(members) => members,
                     Err(plan) => return Step::Answer(plan),
                 };
@@ -143,11 +151,15 @@ impl Router {
                     overwrite: req.header("Overwrite"),
                 };
                 let plan = webdav::transfer(dav, &t, &to[to_skip..], &webdav::href(&to), s);
-                if t.moving && matches!(plan.status.0, 201 | 204) {
-                    webdav::forget(dav, &rel);
+                if matches!(plan.status.0, 201 | 204) {
+                    let to = webdav::trim(&to[to_skip..]);
+                    webdav::follow_props(dav, webdav::trim(&rel), Some(to), !t.moving);
                     // (Its dead properties went along: the destination's
                     // collection lists them.)
-                    webdav::mark_collection(dav, webdav::trim(&to[to_skip..]), false);
+                    webdav::mark_collection(dav, to, false);
+                }
+                if t.moving && matches!(plan.status.0, 201 | 204) {
+                    webdav::forget(dav, &rel);
                 }
                 plan
             }
@@ -254,6 +266,9 @@ fn destination(
     let Some(skip) = dav.takes(to) else {
         return Err(webdav::bare(Status::BAD_GATEWAY));
     };
+    if webdav::names_store(to) {
+        return Err(webdav::bare(Status::FORBIDDEN));
+    }
     if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(to) {
         return Err(webdav::bare(static_files::dotfile_status(&dav.files)));
     }

@@ -1,0 +1,311 @@
+//! Dead properties: the sidecar store (`properties = "sidecar"`, what
+//! `auto` uses on a filesystem without user extended attributes) and
+//! COPY of dead properties in either store.
+
+use super::webdav::{litmus, names, propfind, proppatch, send, start, transfer, LITMUS_PASSES};
+use super::webdav_clients::have;
+use crate::common::*;
+use std::fs;
+
+const SIDECAR: &str = "properties = \"sidecar\"\n";
+
+/// Sets `{urn:z}tint` of `path` to `value`.
+fn tint(s: &Server, path: &str, value: &str) -> u16 {
+    let body = format!(
+        "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:tint xmlns:Z=\"urn:z\">{value}</Z:tint>\
+         </D:prop></D:set></D:propertyupdate>"
+    );
+    proppatch(s, path, &body).status
+}
+
+/// The `{urn:z}tint` PROPFIND gives `path` (empty: none).
+fn tint_of(s: &Server, path: &str) -> String {
+    let ask = "<propfind xmlns=\"DAV:\"><prop><tint xmlns=\"urn:z\"/></prop></propfind>";
+    let r = propfind(s, path, "0", ask);
+    assert_eq!(r.status, 207, "{path}");
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    match body.split_once("<R:tint xmlns:R=\"urn:z\">") {
+        Some((_, rest)) => rest.split_once("</R:tint>").unwrap().0.to_string(),
+        None => String::new(),
+    }
+}
+
+/// litmus's `props` suite (and `basic`, `copymove`, which set and move
+/// properties too) against the sidecar store: all pass.
+#[test]
+fn litmus_passes_with_the_sidecar_store() {
+    if !have("litmus") {
+        return;
+    }
+    let (s, dav) = start(SIDECAR, &[]);
+    let (summaries, ok, text) = litmus(&s, "basic copymove props", &[]);
+    assert_eq!(summaries, LITMUS_PASSES[..3], "{text}");
+    assert!(ok, "{text}");
+    // (No store ever served; what litmus leaves: its collection.)
+    assert!(!text.contains("brisk-props"), "{text}");
+    // (`prop2`, which `propmove` made, and the store with its
+    // properties; none of `prop`, which `propcleanup` deleted.)
+    assert_eq!(names(&dav.join("litmus")), [".brisk-props", "prop2"]);
+    let store = fs::read(dav.join("litmus/.brisk-props")).unwrap();
+    let store = String::from_utf8_lossy(&store);
+    assert!(
+        store.starts_with("brisk-props 1\n") && store.contains("\nprop2{"),
+        "{store}"
+    );
+    assert!(!store.contains("\nprop{"), "{store}");
+}
+
+/// The store: its bytes as documented, and never served, listed or
+/// named by a request, even with `dotfiles = "allow"`.
+#[test]
+fn the_sidecar_store_is_never_served() {
+    let extra = format!("{SIDECAR}\n[static]\ndotfiles = \"allow\"\n");
+    let (s, dav) = start(&extra, &[("f", b"1"), (".seen", b"2")]);
+    assert_eq!(tint(&s, "/dav/f", "blue"), 207);
+    assert_eq!(tint(&s, "/dav/", "red"), 207);
+    let store = b"brisk-props 1\n0 11 3\n{urn:z}tintred\n1 11 4\nf{urn:z}tintblue\n";
+    assert_eq!(fs::read(dav.join(".brisk-props")).unwrap(), store);
+    assert_eq!(names(&dav), [".brisk-props", ".seen", "f"]);
+    assert_eq!(
+        (tint_of(&s, "/dav/f"), tint_of(&s, "/dav/")),
+        ("blue".into(), "red".into())
+    );
+    // (vfat and exFAT ignore ASCII case and trailing dots: so does the
+    // check.)
+    for path in [
+        "/dav/.brisk-props",
+        "/dav/.brisk-props.new",
+        "/dav/.brisk-props/x",
+        "/dav/.Brisk-PROPS.",
+    ] {
+        for method in [
+            "GET",
+            "HEAD",
+            "PROPFIND",
+            "DELETE",
+            "PROPPATCH",
+            "MKCOL",
+            "OPTIONS",
+        ] {
+            assert_eq!(send(&s, method, path, b"").status, 404, "{method} {path}");
+        }
+        assert_eq!(send(&s, "PUT", path, b"x").status, 404, "{path}");
+        assert_eq!(transfer(&s, "COPY", path, "/dav/g", "").status, 404);
+        assert_eq!(transfer(&s, "MOVE", "/dav/f", path, "").status, 403);
+        assert_eq!(transfer(&s, "COPY", "/dav/f", path, "").status, 403);
+    }
+    let listing = String::from_utf8_lossy(&propfind(&s, "/dav/", "1", "").body).into_owned();
+    assert!(listing.contains("<D:href>/dav/.seen</D:href>"), "{listing}");
+    assert!(listing.contains("<D:href>/dav/f</D:href>"), "{listing}");
+    assert!(!listing.contains("brisk-props"), "{listing}");
+    assert_eq!(fs::read(dav.join(".brisk-props")).unwrap(), store);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"1");
+    // (A damaged store: read as empty, never written over; 500 for a
+    // change, logged.)
+    fs::write(dav.join(".brisk-props"), b"brisk-props 1\n9 9 9\n").unwrap();
+    assert_eq!(tint_of(&s, "/dav/f"), "");
+    let r = proppatch(
+        &s,
+        "/dav/f",
+        "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:a xmlns:Z=\"urn:z\">1</Z:a>\
+         <Z:b xmlns:Z=\"urn:z\">2</Z:b></D:prop></D:set></D:propertyupdate>",
+    );
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    assert!(body.contains("<R:a xmlns:R=\"urn:z\"/></D:prop><D:status>HTTP/1.1 500 Internal Server Error</D:status>"), "{body}");
+    assert!(
+        body.contains(
+            "<R:b xmlns:R=\"urn:z\"/></D:prop><D:status>HTTP/1.1 424 Failed Dependency</D:status>"
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        fs::read(dav.join(".brisk-props")).unwrap(),
+        b"brisk-props 1\n9 9 9\n"
+    );
+    assert_eq!(names(&dav), [".brisk-props", ".seen", "f"]);
+}
+
+/// The sidecar store's entries follow MOVE (within a collection, across
+/// collections, over a member that had its own), COPY (of a file, of a
+/// collection with `Depth: 0` and infinity) and DELETE.
+#[test]
+fn sidecar_entries_follow_move_copy_and_delete() {
+    let files: &[(&str, &[u8])] = &[("a/f", b"f"), ("a/g", b"g"), ("b/h", b"h"), ("c/i", b"i")];
+    let (s, dav) = start(SIDECAR, files);
+    for (path, value) in [
+        ("/dav/a/f", "blue"),
+        ("/dav/a/g", "green"),
+        ("/dav/b/h", "gray"),
+    ] {
+        assert_eq!(tint(&s, path, value), 207);
+    }
+    assert_eq!(tint(&s, "/dav/c/", "red"), 207);
+    assert_eq!(tint(&s, "/dav/c/i", "ink"), 207);
+    let moved = |from: &str, to: &str, status: u16| {
+        assert_eq!(
+            transfer(&s, "MOVE", from, to, "").status,
+            status,
+            "MOVE {from} {to}"
+        );
+    };
+    let copied = |from: &str, to: &str, depth: &str, status: u16| {
+        let r = transfer(&s, "COPY", from, to, depth);
+        assert_eq!(r.status, status, "COPY {from} {to}");
+    };
+    moved("/dav/a/f", "/dav/a/f2", 201);
+    assert_eq!(tint_of(&s, "/dav/a/f2"), "blue");
+    assert_eq!(propfind(&s, "/dav/a/f", "0", "").status, 404);
+    // (Over b/h, whose own goes with it.)
+    moved("/dav/a/f2", "/dav/b/h", 204);
+    assert_eq!(tint_of(&s, "/dav/b/h"), "blue");
+    assert_eq!(
+        fs::read(dav.join("a/.brisk-props")).unwrap(),
+        b"brisk-props 1\n1 11 5\ng{urn:z}tintgreen\n"
+    );
+    assert_eq!(
+        fs::read(dav.join("b/.brisk-props")).unwrap(),
+        b"brisk-props 1\n1 11 4\nh{urn:z}tintblue\n"
+    );
+    copied("/dav/a/g", "/dav/b/g", "", 201);
+    assert_eq!(
+        (tint_of(&s, "/dav/a/g"), tint_of(&s, "/dav/b/g")),
+        ("green".into(), "green".into())
+    );
+    // (A collection: its own and its members' go with it.)
+    moved("/dav/c/", "/dav/b/c", 201);
+    assert_eq!(
+        (tint_of(&s, "/dav/b/c/"), tint_of(&s, "/dav/b/c/i")),
+        ("red".into(), "ink".into())
+    );
+    copied("/dav/b/c/", "/dav/c0/", "Depth: 0\r\n", 201);
+    assert_eq!(tint_of(&s, "/dav/c0/"), "red");
+    assert_eq!(names(&dav.join("c0")), [".brisk-props"]);
+    copied("/dav/b/c/", "/dav/c1/", "", 201);
+    assert_eq!(
+        (tint_of(&s, "/dav/c1/"), tint_of(&s, "/dav/c1/i")),
+        ("red".into(), "ink".into())
+    );
+    // (A file that replaces a collection has none of the collection's.)
+    copied("/dav/a/g", "/dav/c1", "", 204);
+    assert_eq!(tint_of(&s, "/dav/c1"), "green");
+    // DELETE: a new file of the same name has none.
+    assert_eq!(send(&s, "DELETE", "/dav/b/h", b"").status, 204);
+    assert_eq!(send(&s, "PUT", "/dav/b/h", b"new").status, 201);
+    assert_eq!(tint_of(&s, "/dav/b/h"), "");
+    assert_eq!(
+        fs::read(dav.join("b/.brisk-props")).unwrap(),
+        b"brisk-props 1\n1 11 5\ng{urn:z}tintgreen\n"
+    );
+    // (The last one gone, the store is too.)
+    assert_eq!(send(&s, "DELETE", "/dav/b/g", b"").status, 204);
+    assert_eq!(names(&dav.join("b")), ["c", "h"]);
+    assert_eq!(send(&s, "DELETE", "/dav/b/", b"").status, 204);
+    assert_eq!(names(&dav), [".brisk-props", "a", "c0", "c1"]);
+    assert_eq!(
+        fs::read(dav.join(".brisk-props")).unwrap(),
+        b"brisk-props 1\n2 11 5\nc1{urn:z}tintgreen\n"
+    );
+}
+
+/// COPY takes the dead properties along (a file, a tree), in extended
+/// attributes as in the sidecar store.
+#[test]
+fn dead_properties_go_with_a_copy() {
+    for extra in ["", SIDECAR] {
+        let (s, _dav) = start(extra, &[("d/f", b"f"), ("g", b"g")]);
+        match tint(&s, "/dav/d/f", "blue") {
+            507 => {
+                skip("the temporary directory's filesystem has no user extended attributes");
+                continue;
+            }
+            status => assert_eq!(status, 207),
+        }
+        assert_eq!(tint(&s, "/dav/d/", "red"), 207);
+        assert_eq!(tint(&s, "/dav/g", "gray"), 207);
+        assert_eq!(transfer(&s, "COPY", "/dav/d/f", "/dav/f2", "").status, 201);
+        assert_eq!(transfer(&s, "COPY", "/dav/d/", "/dav/e/", "").status, 201);
+        assert_eq!(transfer(&s, "COPY", "/dav/g", "/dav/e/f", "").status, 204);
+        let got: Vec<String> = ["/dav/f2", "/dav/e/", "/dav/d/f", "/dav/e/f"]
+            .iter()
+            .map(|p| tint_of(&s, p))
+            .collect();
+        assert_eq!(got, ["blue", "red", "blue", "gray"], "{extra:?}");
+        // (Listed in the copy's collection too.)
+        let listing = String::from_utf8_lossy(&propfind(&s, "/dav/e/", "1", "").body).into_owned();
+        assert_eq!(listing.matches(">gray</R:tint>").count(), 1, "{listing}");
+    }
+}
+
+/// Unmounts what it names when dropped.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// `properties = "auto"` (the default) on a filesystem without user
+/// extended attributes (a ramfs, which has none: mounted as root) keeps
+/// dead properties in the sidecar store.
+#[test]
+fn auto_uses_the_sidecar_store_where_there_are_no_user_xattrs() {
+    if brisk::sys::privileges::euid() != 0 {
+        skip("mounting a ramfs (no user extended attributes) needs root");
+        return;
+    }
+    let (b, dav) = super::webdav::builder("");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "ramfs", "none"])
+        .arg(&dav)
+        .status();
+    if !mounted.is_ok_and(|s| s.success()) {
+        skip("mount -t ramfs failed (no mount, or no right to mount here)");
+        return;
+    }
+    let _mounted = Mounted(dav.clone());
+    fs::write(dav.join("f"), b"1").unwrap();
+    let s = b.start();
+    assert_eq!(tint(&s, "/dav/f", "blue"), 207);
+    assert_eq!(
+        fs::read(dav.join(".brisk-props")).unwrap(),
+        b"brisk-props 1\n1 11 4\nf{urn:z}tintblue\n"
+    );
+    assert_eq!(tint_of(&s, "/dav/f"), "blue");
+    assert_eq!(send(&s, "GET", "/dav/.brisk-props", b"").status, 404);
+    drop(s);
+}
+
+/// A value with elements inside (RFC 4918 §4.4) is kept as XML, in
+/// either store: PROPFIND gives it back as it came, but for the
+/// namespaces in force, declared on each element it starts with.
+#[test]
+fn values_with_elements_are_kept_as_xml() {
+    for extra in ["", SIDECAR] {
+        let (s, _dav) = start(extra, &[("f", b"f")]);
+        let body = "<?xml version=\"1.0\"?>\n<propertyupdate xmlns=\"DAV:\" xmlns:Z=\"urn:z\"><set><prop>\
+                    <Z:v>a <Z:b k=\"1\">&amp;<c xmlns=\"urn:c\"/></Z:b><![CDATA[<]]> é&#x1F600;</Z:v>\
+                    </prop></set></propertyupdate>";
+        match proppatch(&s, "/dav/f", body).status {
+            507 => {
+                skip("the temporary directory's filesystem has no user extended attributes");
+                continue;
+            }
+            status => assert_eq!(status, 207),
+        }
+        let want = "<R:v xmlns:R=\"urn:z\">a <Z:b xmlns=\"DAV:\" xmlns:Z=\"urn:z\" k=\"1\">&amp;<c xmlns=\"urn:c\"/>\
+                    </Z:b><![CDATA[<]]> é&#x1F600;</R:v>";
+        let ask = "<propfind xmlns=\"DAV:\"><prop><v xmlns=\"urn:z\"/></prop></propfind>";
+        for (depth, path) in [("0", "/dav/f"), ("1", "/dav/")] {
+            let r = propfind(&s, path, depth, ask);
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            assert_eq!(text.matches(want).count(), 1, "{extra:?} {depth}: {text}");
+        }
+        // (A NUL, which XML has none of, is refused: 400.)
+        let nul = "<propertyupdate xmlns=\"DAV:\"><set><prop><v xmlns=\"urn:z\">\0<x/></v></prop></set></propertyupdate>";
+        assert_eq!(proppatch(&s, "/dav/f", nul).status, 400);
+    }
+}
