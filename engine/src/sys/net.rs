@@ -474,11 +474,17 @@ pub fn connect_within(addr: &SocketAddr, timeout: Duration) -> io::Result<std::n
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::net::TcpStream;
 
-    fn getsockopt_int(sock: &impl AsRawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
+    /// An integer socket option of `sock` (the test fails if it cannot
+    /// be read).
+    pub(crate) fn getsockopt_int(
+        sock: &impl AsRawFd,
+        level: libc::c_int,
+        name: libc::c_int,
+    ) -> libc::c_int {
         let mut value: libc::c_int = -1;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: `value` and `len` are valid for writes of their sizes.

@@ -271,19 +271,8 @@ mod tests {
             let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
             listener.set_nonblocking(false).unwrap();
             let (conn, _) = listener.accept().unwrap();
-            let mut value: libc::c_int = -1;
-            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: `value` and `len` describe a c_int the kernel writes.
-            let rc = unsafe {
-                libc::getsockopt(
-                    conn.as_raw_fd(),
-                    libc::IPPROTO_TCP,
-                    libc::TCP_NOTSENT_LOWAT,
-                    (&mut value as *mut libc::c_int).cast(),
-                    &mut len,
-                )
-            };
-            assert_eq!(rc, 0);
+            let value =
+                net::tests::getsockopt_int(&conn, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT);
             assert_eq!(value, want, "bound_unsent {bound}");
         }
     }
