@@ -44,15 +44,23 @@ pub(crate) fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
 /// ephemeral range (32768 and up by default): a port picked there may be
 /// taken as the source port of some connection before the program meant
 /// to listen on it binds it.
+///
+/// The walk starts once a process, at a place of its own, and steps by a
+/// prime not dividing 12,000: it meets no port twice before 12,000 picks,
+/// so two ports picked for one Pebble (none bound yet) are never the same.
 pub(crate) fn free_port() -> u16 {
     use std::sync::atomic::AtomicU32;
+    use std::sync::OnceLock;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let seed = (std::process::id()
-        ^ SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos())
-        % 12_000;
+    static SEED: OnceLock<u32> = OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        (std::process::id()
+            ^ SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos())
+            % 12_000
+    });
     loop {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let port = (20_000 + (seed + n * 7919) % 12_000) as u16;
