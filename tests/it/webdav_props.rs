@@ -30,6 +30,49 @@ fn tint_of(s: &Server, path: &str) -> String {
     }
 }
 
+/// A static site over the WebDAV tree, dotfiles allowed and directories
+/// listed: brisk's own files there (the sidecar store, a PUT's link in
+/// its moment) are neither served nor listed, whatever their case; other
+/// dotfiles are.
+#[test]
+fn a_static_site_over_the_tree_never_serves_or_lists_brisks_own_files() {
+    let mut b = Builder::new();
+    let dav = b.root().join("shared");
+    fs::create_dir(&dav).unwrap();
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{SIDECAR}\n[static]\ndotfiles = \"allow\"\nautoindex = true\n",
+        dav.display()
+    ));
+    let s = b.start();
+    write_file(&dav.join("f"), b"1");
+    write_file(&dav.join(".seen"), b"2");
+    write_file(&dav.join(".brisk-put.1f"), b"partial");
+    assert_eq!(tint(&s, "/dav/f", "blue"), 207);
+    assert!(dav.join(".brisk-props").is_file());
+    for path in [
+        "/shared/.brisk-props",
+        "/shared/.BRISK-PROPS.",
+        "/shared/.brisk-props/x",
+        "/shared/.brisk-put.1f",
+        "/shared/.Brisk-Put.1f",
+    ] {
+        assert_eq!(send(&s, "GET", path, b"").status, 404, "{path}");
+    }
+    let r = send(&s, "GET", "/shared/.seen", b"");
+    assert_eq!((r.status, &r.body[..]), (200, &b"2"[..]));
+    let r = send(&s, "GET", "/shared/", b"");
+    let listing = String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(r.status, 200);
+    assert!(listing.contains("href=\".seen\""), "{listing}");
+    assert!(listing.contains("href=\"f\""), "{listing}");
+    assert!(!listing.contains(".brisk-"), "{listing}");
+    // Nor through WebDAV, which lists the collection without them.
+    let listing = String::from_utf8_lossy(&propfind(&s, "/dav/", "1", "").body).into_owned();
+    assert!(listing.contains("<D:href>/dav/.seen</D:href>"), "{listing}");
+    assert!(!listing.contains(".brisk-"), "{listing}");
+    assert_eq!(send(&s, "GET", "/dav/.brisk-put.1f", b"").status, 404);
+}
+
 /// litmus's `props` suite (and `basic`, `copymove`, which set and move
 /// properties too) against the sidecar store: all pass.
 #[test]

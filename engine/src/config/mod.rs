@@ -579,6 +579,19 @@ pub enum Dotfiles {
     Allow,
 }
 
+impl Dotfiles {
+    /// Whether a request for the normalised `path` is refused for one of
+    /// its segments: a dotfile unless they are allowed, and brisk's own
+    /// names ([`crate::http::path::is_own_name`]) always.
+    pub fn refuses(self, path: &[u8]) -> bool {
+        use crate::http::path;
+        match self {
+            Dotfiles::Allow => path::has_own_segment(path),
+            _ => path::has_dotfile_segment(path),
+        }
+    }
+}
+
 /// `[static]`.
 #[derive(Debug, Clone)]
 pub struct StaticConfig {

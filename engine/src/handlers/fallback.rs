@@ -9,9 +9,9 @@ use super::file_cache::FileCache;
 use super::static_files::{self, StaticFiles};
 use super::{Body, Plan, Refusal, Scratch};
 use crate::config::rules::ErrorPage;
-use crate::config::{Dotfiles, Level};
+use crate::config::Level;
 use crate::http::request::OwnedRequest;
-use crate::http::{path, Method, Status};
+use crate::http::{Method, Status};
 use crate::log::Logger;
 
 /// Answers `plan` (the static handler's) again from the first
@@ -56,7 +56,7 @@ pub fn try_files(
             rest = &rest[i + 4..];
         }
         s.path.extend_from_slice(rest);
-        if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+        if st.dotfiles.refuses(&s.path) {
             continue;
         }
         s.rel.clear();

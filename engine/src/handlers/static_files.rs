@@ -198,7 +198,7 @@ pub fn serve_beneath(
     if let Err(e) = req.path() {
         return Plan::error(e.status, s);
     }
-    if files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+    if files.site().static_files.dotfiles.refuses(&s.path) {
         s.rel.clear();
         s.rel.extend_from_slice(&s.path[skip..]);
         return refused(Refusal::Dotfile, dotfile_status(files), s);
@@ -303,11 +303,13 @@ fn lookup_failed(e: &io::Error, s: &mut Scratch) -> Plan {
     refused(Refusal::lookup(e), lookup_status(e), s)
 }
 
-/// What a path with a dot segment answers (`[static] dotfiles`).
+/// What a path with a dot segment answers (`[static] dotfiles`): 403 when
+/// they are denied, else 404 (when ignored, and for brisk's own names
+/// when dotfiles are allowed).
 pub fn dotfile_status(files: &StaticFiles) -> Status {
     match files.site().static_files.dotfiles {
-        Dotfiles::Ignore => Status::NOT_FOUND,
-        _ => Status::FORBIDDEN,
+        Dotfiles::Deny => Status::FORBIDDEN,
+        _ => Status::NOT_FOUND,
     }
 }
 
@@ -393,7 +395,7 @@ fn serve_dir(
     let mut list: Vec<autoindex::Entry> = entries
         .into_iter()
         .filter(|(name, meta)| {
-            !(hide_dot && name.starts_with(b"."))
+            !(hide_dot && name.starts_with(b".") || path::is_own_name(name))
                 && meta.kind != Kind::Special
                 && !files.protected.contains(meta)
         })

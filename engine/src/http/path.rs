@@ -184,6 +184,26 @@ fn decode_bytes(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathError> {
     Ok(())
 }
 
+/// The start of the names brisk itself makes in the trees it serves (the
+/// WebDAV dead properties' store, `.brisk-props`, and the moment-long link
+/// of a PUT, `.brisk-put.*`).
+pub const OWN_PREFIX: &[u8] = b".brisk-";
+
+/// Whether `name` (one path segment) is one of brisk's own: it starts with
+/// [`OWN_PREFIX`], ASCII case ignored (vfat and exFAT, where the WebDAV
+/// store lives when there are no extended attributes, look names up so).
+/// Such a name is never served, listed or named by a request, whatever
+/// `[static] dotfiles` says.
+pub fn is_own_name(name: &[u8]) -> bool {
+    name.get(..OWN_PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(OWN_PREFIX))
+}
+
+/// Whether any segment of `path` is one of brisk's own names.
+pub fn has_own_segment(path: &[u8]) -> bool {
+    path.split(|&b| b == b'/').any(is_own_name)
+}
+
 /// Whether any segment of a normalised path starts with `.`
 /// (`/.git/config`, `/a/.htpasswd`); a first segment `.well-known` is exempt.
 ///
@@ -521,6 +541,22 @@ mod tests {
                 .map(|()| out.clone());
             assert_eq!(got, model(&path), "{:?}", String::from_utf8_lossy(&path));
         }
+    }
+
+    #[test]
+    fn own_names_whatever_their_case() {
+        assert!(is_own_name(b".brisk-props"));
+        assert!(is_own_name(b".BRISK-PROPS."));
+        assert!(is_own_name(b".brisk-put.1f"));
+        assert!(is_own_name(b".Brisk-"));
+        assert!(!is_own_name(b".brisk"));
+        assert!(!is_own_name(b"brisk-props"));
+        assert!(!is_own_name(b"a.brisk-props"));
+        assert!(has_own_segment(b"/dav/a/.brisk-props"));
+        assert!(has_own_segment(b"a/.brisk-props/b"));
+        assert!(has_own_segment(b".brisk-props.new"));
+        assert!(!has_own_segment(b"/dav/.bri/sk-props"));
+        assert!(!has_own_segment(b"/"));
     }
 
     #[test]

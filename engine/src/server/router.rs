@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use crate::access::rate::RateTable;
 use crate::access::{Auth, Check, Checked, SharedFailures, Verdict};
-use crate::config::{Config, Dotfiles, Level, SiteConfig};
+use crate::config::{Config, Level, SiteConfig};
 use crate::handlers::app::{self, Answer, Mount, Response};
 use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::fallback;
@@ -59,7 +59,7 @@ use crate::http::request::{Field, OwnedRequest, MAX_HEADERS};
 /// Header fields a handler's request usually has at most (see
 /// `Router::call_handler`).
 const FEW_HEADERS: usize = 16;
-use crate::http::{path, Status, TlsSession};
+use crate::http::{Status, TlsSession};
 use crate::log::Logger;
 use crate::server::sites::{Pick, SiteFiles, SiteMounts, Sites};
 use crate::sys::launcher::Launchers;
@@ -760,7 +760,7 @@ impl Router {
             return Step::Next;
         };
         let st = &self.files[site].site().static_files;
-        if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&routing.scratch.path) {
+        if st.dotfiles.refuses(&routing.scratch.path) {
             return Step::Next;
         }
         let mut resolved = cgi.resolve(&routing.scratch.path);

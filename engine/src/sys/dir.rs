@@ -174,6 +174,29 @@ impl Dir {
         self.open_at(b".", flags, 0).map(File::from)
     }
 
+    /// An exclusive `flock` on the directory, held until the file given
+    /// back is dropped: against another process (an upgrade's old and new
+    /// brisk) changing what is kept here at the same time. It waits for
+    /// the holder. `None` where the filesystem has no such lock on a
+    /// directory (NFS emulates `flock` with byte ranges, refused on a
+    /// directory opened for reading).
+    pub fn lock(&self) -> io::Result<Option<File>> {
+        let dir = self.open()?;
+        loop {
+            // SAFETY: an open descriptor.
+            match cvt(unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX) }) {
+                Ok(_) => return Ok(Some(dir)),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EBADF | libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL) => {
+                        return Ok(None)
+                    }
+                    _ => return Err(e),
+                },
+            }
+        }
+    }
+
     /// Makes what was renamed or made here survive a crash (`fsync` of
     /// the directory).
     pub fn sync(&self) -> io::Result<()> {
@@ -310,6 +333,30 @@ mod tests {
         let g = dir.unnamed_file().unwrap();
         drop(g);
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_lock_keeps_another_open_of_the_directory_out_until_dropped() {
+        let d = temp();
+        let root = Root::open(&d, false).unwrap();
+        let dir = root.dir(b"").unwrap();
+        // (Another process's lock: its own open of the directory.)
+        let other = std::fs::File::open(&d).unwrap();
+        let try_other = || {
+            // SAFETY: an open descriptor.
+            let r = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            let taken = r == 0;
+            if taken {
+                // SAFETY: as above.
+                unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_UN) };
+            }
+            taken
+        };
+        let held = dir.lock().unwrap().expect("a local filesystem has flock");
+        assert!(!try_other());
+        drop(held);
+        assert!(try_other());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -202,6 +202,8 @@ pub const XATTRS: &[libc::c_long] = &[
     // listxattrat (Linux 6.13; `libc` does not name it yet): whether a
     // member has any, one call each in a PROPFIND (sys::listing).
     465,
+    // The sidecar store's change, one process at a time (`Dir::lock`).
+    libc::SYS_flock,
 ];
 
 /// Added to [`ALLOWED`] (with [`STORAGE`] and [`UPSTREAMS`]) when the ACME

@@ -42,7 +42,6 @@ pub use listings::changed;
 pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};
 pub use props::{follow as follow_props, mark_collection, ops as proppatch_ops, proppatch};
-pub use sidecar::names_store;
 
 pub use multistatus::{href, push_href, Multistatus};
 

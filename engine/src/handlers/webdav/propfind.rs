@@ -9,7 +9,7 @@ use super::lock::{self, SUPPORTEDLOCK};
 use super::locks::{self, Lock};
 use super::multistatus::{self, escape, push_segment, status_line, Multistatus};
 use super::props::{self, element, Name};
-use super::sidecar::{self, Store};
+use super::sidecar::Store;
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
@@ -359,7 +359,9 @@ impl Members {
             self.next += 1;
             let e = &listing.entries[i];
             let child = listing.name(e);
-            if !self.dotfiles && child.first() == Some(&b'.') || sidecar::hidden(child) {
+            if !self.dotfiles && child.first() == Some(&b'.')
+                || crate::http::path::is_own_name(child)
+            {
                 continue;
             }
             let (len, plen) = (self.at.len(), self.path.len());

@@ -13,8 +13,10 @@
 //! once, read as empty, and never written over (changes to it fail).
 //! Written whole to [`TEMP`] then renamed over [`NAME`] (so a reader sees
 //! the old store or the new one), under one lock for the process (the
-//! workers are its threads). Neither name is ever served, listed, or
-//! named by a request (see [`names_store`]).
+//! workers are its threads) and an `flock` of the collection (another
+//! brisk process: an upgrade's overlap). Neither name is ever served, listed, or
+//! named by a request: both are brisk's own names
+//! ([`crate::http::path::is_own_name`]).
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,22 +38,6 @@ pub const MAX: usize = 1 << 20;
 static WRITING: Mutex<()> = Mutex::new(());
 /// A damaged store has been logged (once for the process).
 static LOGGED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the path `rel` (relative or with a leading `/`) has a
-/// segment that is the store's name or its temporary name.
-pub fn names_store(rel: &[u8]) -> bool {
-    rel.split(|&b| b == b'/').any(hidden)
-}
-
-/// Whether a collection's member `name` is the store (or its
-/// temporary name): never listed. As vfat and exFAT look names up (the
-/// filesystems the store is for): ASCII case ignored, trailing dots
-/// dropped (`.BRISK-PROPS.` opens `.brisk-props` there).
-pub fn hidden(name: &[u8]) -> bool {
-    let end = name.iter().rposition(|&b| b != b'.').map_or(0, |i| i + 1);
-    let name = &name[..end];
-    name.eq_ignore_ascii_case(NAME) || name.eq_ignore_ascii_case(TEMP)
-}
 
 /// One property: the member it belongs to (empty: the collection), its
 /// key (`{namespace}name`), its value.
@@ -212,6 +198,7 @@ impl Store {
 /// [`Store::save`]) if it changed; one change at a time in the process.
 pub fn update<R>(dir: &Dir, sync: bool, change: impl FnOnce(&mut Store) -> R) -> io::Result<R> {
     let _held = WRITING.lock().unwrap_or_else(|p| p.into_inner());
+    let _locked = dir.lock()?;
     let mut store = Store::load(dir)?;
     let before = store.clone();
     let r = change(&mut store);
@@ -297,17 +284,5 @@ mod tests {
         assert_eq!(s, store(&[("b", "{}p", "1"), ("b", "{}q", "2")]));
         s.set(b"b", b"{}p", None);
         assert_eq!(s, store(&[("b", "{}q", "2")]));
-    }
-
-    #[test]
-    fn the_names_are_hidden_in_any_segment() {
-        assert!(names_store(b".brisk-props"));
-        assert!(names_store(b"/dav/a/.brisk-props.new"));
-        assert!(names_store(b"a/.brisk-props/b"));
-        assert!(names_store(b"/dav/.BRISK-Props.."));
-        assert!(names_store(b".brisk-props.NEW."));
-        assert!(!names_store(b"a/.brisk-propsx"));
-        assert!(!names_store(b"a/..."));
-        assert!(!names_store(b"a/brisk-props"));
     }
 }

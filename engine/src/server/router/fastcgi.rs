@@ -9,7 +9,7 @@
 use std::os::unix::ffi::OsStrExt;
 
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
-use crate::config::{Dotfiles, FastcgiRule, Level};
+use crate::config::{FastcgiRule, Level};
 use crate::handlers::cgi::content_length;
 use crate::handlers::fastcgi::body::{BodyIn, Options};
 use crate::handlers::fastcgi::script::{Found, Script};
@@ -19,7 +19,7 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
-use crate::http::{path, Status};
+use crate::http::Status;
 
 impl Router {
     /// The FastCGI stage: the script of the first rule that takes the
@@ -30,7 +30,7 @@ impl Router {
             return Step::Next;
         };
         let st = &self.files[site].site().static_files;
-        if st.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&routing.scratch.path) {
+        if st.dotfiles.refuses(&routing.scratch.path) {
             return Step::Next;
         }
         let protected = self.files[site].protected();

@@ -4,7 +4,6 @@
 //! the static handler over the rule's root, with the site's rules).
 
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
-use crate::config::Dotfiles;
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files;
 use crate::handlers::stream::{Channel, Later, Source, Streamed};
@@ -32,12 +31,13 @@ impl Router {
         let dav = &rules[i];
         let s = &mut *routing.scratch;
         let req = &*routing.req;
-        if webdav::names_store(&s.path) {
-            // (The sidecar store of dead properties: never served.)
+        if path::has_own_segment(&s.path) {
+            // (The sidecar store of dead properties, a PUT's link: never
+            // served.)
             return Step::Answer(webdav::bare(Status::NOT_FOUND));
         }
         let dotfiles = dav.files.site().static_files.dotfiles;
-        if dotfiles != Dotfiles::Allow && path::has_dotfile_segment(&s.path) {
+        if dotfiles.refuses(&s.path) {
             // (What the static handler answers, whatever the method.)
             s.refuse(crate::handlers::Refusal::Dotfile);
             let status = static_files::dotfile_status(&dav.files);
@@ -266,10 +266,10 @@ fn destination(
     let Some(skip) = dav.takes(to) else {
         return Err(webdav::bare(Status::BAD_GATEWAY));
     };
-    if webdav::names_store(to) {
+    if path::has_own_segment(to) {
         return Err(webdav::bare(Status::FORBIDDEN));
     }
-    if dav.files.site().static_files.dotfiles != Dotfiles::Allow && path::has_dotfile_segment(to) {
+    if dav.files.site().static_files.dotfiles.refuses(to) {
         return Err(webdav::bare(static_files::dotfile_status(&dav.files)));
     }
     Ok(skip)
