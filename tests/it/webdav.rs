@@ -376,6 +376,112 @@ fn move_renames_in_one_step() {
     assert_eq!(names(&dav), ["e", "g"]);
 }
 
+/// A filesystem mounted at a directory until dropped (lazily unmounted
+/// then).
+pub(crate) struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Mounts a new filesystem of type `kind` (`tmpfs`, `ramfs`) at the
+/// directory `at`; `None`, said loudly, where this process may not (not
+/// root, or no right to mount here).
+pub(crate) fn mount(kind: &str, at: &Path) -> Option<Mounted> {
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", kind, "brisk-test"])
+        .arg(at)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        skip(&format!(
+            "cannot mount a {kind} at {} (run as root)",
+            at.display()
+        ));
+    }
+    mounted.then(|| Mounted(at.to_path_buf()))
+}
+
+/// A MOVE onto another filesystem mounted beneath the root (where
+/// `rename` fails with EXDEV) is a copy then a removal of the source
+/// (RFC 4918 §9.9): files, a file over a file, whole trees, and the dead
+/// properties with them.
+#[test]
+fn a_move_across_filesystems_beneath_the_root_copies_then_removes() {
+    let (mut b, dav) = builder("properties = \"sidecar\"\n");
+    fs::create_dir(dav.join("usb")).unwrap();
+    let Some(usb) = mount("tmpfs", &dav.join("usb")) else {
+        return;
+    };
+    let files: &[(&str, &[u8])] = &[
+        ("f", b"one"),
+        ("old", b"old"),
+        ("d/a", b"A"),
+        ("d/e/b", b"B"),
+        ("usb/g", b"two"),
+    ];
+    for (rel, body) in files {
+        write_file(&dav.join(rel), body);
+    }
+    b.workers(1);
+    let s = b.start();
+    let tint = |path: &str| {
+        let body = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop>\
+            <Z:tint xmlns:Z=\"urn:z\">red</Z:tint></D:prop></D:set></D:propertyupdate>";
+        proppatch(&s, path, body).status
+    };
+    let tinted = |path: &str| {
+        let ask = "<propfind xmlns=\"DAV:\"><prop><tint xmlns=\"urn:z\"/></prop></propfind>";
+        let r = propfind(&s, path, "0", ask);
+        String::from_utf8_lossy(&r.body).contains(">red</R:tint>")
+    };
+    assert_eq!(tint("/dav/f"), 207);
+    assert_eq!(tint("/dav/d/"), 207);
+    assert_eq!(transfer(&s, "MOVE", "/dav/f", "/dav/usb/f", "").status, 201);
+    assert_eq!(fs::read(dav.join("usb/f")).unwrap(), b"one");
+    assert!(!dav.join("f").exists());
+    assert!(tinted("/dav/usb/f"));
+    // A file over a file: replaced.
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/usb/g", "/dav/old", "").status,
+        204
+    );
+    assert_eq!(fs::read(dav.join("old")).unwrap(), b"two");
+    assert!(!dav.join("usb/g").exists());
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/old", "/dav/usb/f", "Overwrite: F\r\n").status,
+        412
+    );
+    // A tree, whole, its own properties with it.
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/d/", "/dav/usb/d/", "").status,
+        201
+    );
+    assert_eq!(fs::read(dav.join("usb/d/a")).unwrap(), b"A");
+    assert_eq!(fs::read(dav.join("usb/d/e/b")).unwrap(), b"B");
+    assert!(!dav.join("d").exists());
+    assert!(tinted("/dav/usb/d/"));
+    // And back onto a collection that is there: replaced.
+    fs::create_dir(dav.join("d")).unwrap();
+    write_file(&dav.join("d/stale"), b"x");
+    assert_eq!(
+        transfer(&s, "MOVE", "/dav/usb/d/", "/dav/d/", "").status,
+        204
+    );
+    assert_eq!(names(&dav.join("d")), [".brisk-props", "a", "e"]);
+    assert_eq!(names(&dav.join("usb")), [".brisk-props", "f"]);
+    // (The root's store went empty with f's entry gone: removed.)
+    assert_eq!(names(&dav), ["d", "old", "usb"]);
+    // (Unmounted before the server's directory is removed.)
+    drop(usb);
+}
+
 #[test]
 fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
     let (s, dav) = start("", &[("f", b"one"), ("d/a", b"A")]);

@@ -279,37 +279,15 @@ fn dead_properties_go_with_a_copy() {
     }
 }
 
-/// Unmounts what it names when dropped.
-struct Mounted(std::path::PathBuf);
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// `properties = "auto"` (the default) on a filesystem without user
 /// extended attributes (a ramfs, which has none: mounted as root) keeps
 /// dead properties in the sidecar store.
 #[test]
 fn auto_uses_the_sidecar_store_where_there_are_no_user_xattrs() {
-    if brisk::sys::privileges::euid() != 0 {
-        skip("mounting a ramfs (no user extended attributes) needs root");
-        return;
-    }
     let (b, dav) = super::webdav::builder("");
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "ramfs", "none"])
-        .arg(&dav)
-        .status();
-    if !mounted.is_ok_and(|s| s.success()) {
-        skip("mount -t ramfs failed (no mount, or no right to mount here)");
+    let Some(_mounted) = super::webdav::mount("ramfs", &dav) else {
         return;
-    }
-    let _mounted = Mounted(dav.clone());
+    };
     fs::write(dav.join("f"), b"1").unwrap();
     let s = b.start();
     assert_eq!(tint(&s, "/dav/f", "blue"), 207);

@@ -21,6 +21,9 @@ pub struct Transfer<'a> {
     pub moving: bool,
     /// The source, relative to the root.
     pub from: &'a [u8],
+    /// The source's href (failures to remove it after a MOVE across
+    /// filesystems are reported there).
+    pub from_href: &'a [u8],
     /// The request's `Destination`.
     pub destination: Option<&'a [u8]>,
     /// Its host (`Host`, `:authority`).
@@ -111,7 +114,22 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         }
     }
     let result = if t.moving {
-        src.rename(from_name, &dest, to_name, false)
+        match src.rename(from_name, &dest, to_name, false) {
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                let old = existed.filter(|_| replace_in_place).map(|_| to_name);
+                let from_at = t.from_href.strip_suffix(b"/").unwrap_or(t.from_href);
+                let mut from_at = from_at.to_vec();
+                let sync = dav.rule.fsync;
+                let ends = (&src, from_name, &dest, to_name);
+                move_across(
+                    ends,
+                    (kind, old, sync),
+                    (&mut at, &mut from_at),
+                    &mut failed,
+                )
+            }
+            r => r,
+        }
     } else if kind == Kind::Dir {
         let sync = dav.rule.fsync;
         copy_tree(
@@ -138,8 +156,42 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
     let any = failed.end();
     match result {
         Ok(()) => multistatus::settle(any, s, done),
-        // (Across filesystems beneath the root: not moved; see the plan.)
         Err(e) => multistatus::settle(any, s, status_of(&e)),
+    }
+}
+
+/// A MOVE that `rename` cannot make (`EXDEV`: the destination is on
+/// another filesystem mounted beneath the root) made as RFC 4918 §9.9
+/// describes it, a COPY then a DELETE of the source: `old` (a file the
+/// moved file replaces) removed, the source copied whole (its dead
+/// properties with it) and only then removed. A tree that could not be
+/// copied whole is left where it was (what was copied stays, each
+/// failure in `failed` at its destination href, `at`); one that could
+/// not be removed whole after reports each failure at its own href
+/// (`from_at`).
+fn move_across(
+    (src, from_name, dest, to_name): (&Dir, &[u8], &Dir, &[u8]),
+    (kind, old, sync): (Kind, Option<&[u8]>, bool),
+    (at, from_at): (&mut Vec<u8>, &mut Vec<u8>),
+    failed: &mut Multistatus<'_>,
+) -> io::Result<()> {
+    if let Some(old) = old {
+        dest.remove(old, false)?;
+    }
+    match kind {
+        Kind::File => {
+            copy_file(src, from_name, dest, to_name, sync)?;
+            src.remove(from_name, false)
+        }
+        Kind::Dir => {
+            copy_tree(src, from_name, (dest, to_name), (true, sync), at, failed, 0);
+            if failed.count() > 0 || !super::remove_tree(src, from_name, from_at, failed, 0) {
+                // (The 207 lists what failed.)
+                return Err(io::Error::from_raw_os_error(libc::EXDEV));
+            }
+            Ok(())
+        }
+        _ => Err(io::Error::from(io::ErrorKind::PermissionDenied)),
     }
 }
 
