@@ -331,10 +331,17 @@ fn copy_files_and_trees_with_depth_and_overwrite() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"one");
     assert_eq!(transfer(&s, "COPY", "/dav/g", "/dav/f", "").status, 204);
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"two");
-    // A tree, all of it; with Depth: 0 the collection alone.
+    // A tree, all of it; with Depth: 0 the collection alone. Files keep
+    // their permission bits (a private file stays private, a script
+    // executable).
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &str| fs::metadata(dav.join(p)).unwrap().permissions().mode() & 0o777;
+    fs::set_permissions(dav.join("d/a"), fs::Permissions::from_mode(0o600)).unwrap();
+    fs::set_permissions(dav.join("d/e/b"), fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(transfer(&s, "COPY", "/dav/d/", "/dav/d2/", "").status, 201);
     assert_eq!(fs::read(dav.join("d2/e/b")).unwrap(), b"B");
     assert_eq!(fs::read(dav.join("d2/a")).unwrap(), b"A");
+    assert_eq!((mode("d2/a"), mode("d2/e/b")), (0o600, 0o755));
     assert_eq!(
         transfer(&s, "COPY", "/dav/d/", "/dav/d3/", "Depth: 0\r\n").status,
         201

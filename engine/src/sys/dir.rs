@@ -72,8 +72,14 @@ impl Dir {
     /// holds is visible nowhere until [`Dir::link`] names it, and it
     /// vanishes with its descriptor if it never is.
     pub fn unnamed_file(&self) -> io::Result<File> {
+        self.unnamed_file_with(0o644)
+    }
+
+    /// [`Dir::unnamed_file`] with the permission bits `mode` (less the
+    /// process's umask).
+    pub fn unnamed_file_with(&self, mode: u32) -> io::Result<File> {
         let flags = libc::O_RDWR | libc::O_TMPFILE | libc::O_CLOEXEC;
-        self.open_at(b".", flags, 0o644).map(File::from)
+        self.open_at(b".", flags, mode & 0o777).map(File::from)
     }
 
     /// Gives `file`, made by [`Dir::unnamed_file`], the name `name` here

@@ -201,11 +201,13 @@ fn trim(rel: &[u8]) -> &[u8] {
 }
 
 /// Copies the regular file `name` of `src` to `to` in `dest` (which has
-/// no such name), its dead properties kept as extended attributes with
-/// it: written unnamed, synced (if `sync`), then named.
+/// no such name), with its permission bits (as `cp` keeps them: an
+/// executable stays one) and its dead properties kept as extended
+/// attributes: written unnamed, synced (if `sync`), then named.
 fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
     let mut from = src.open_file(name)?;
-    let mut file = dest.unnamed_file()?;
+    let mut file = dest.unnamed_file_with(from.metadata()?.permissions().mode())?;
     copy(&mut from, &mut file)?;
     // (Where the filesystem has none, the sidecar store's entries are
     // copied after: `props::follow`.)
