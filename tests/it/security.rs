@@ -203,6 +203,8 @@ fn dot_builder(cfg: Option<&str>) -> Server {
     b.file("a/.htpasswd", b"user:hash");
     b.file(".well-known/x", b"well known");
     b.file(".env", b"KEY=1");
+    // (vfat's short alias of a name brisk keeps: refused as one.)
+    b.file("BRISK-~1", b"alias");
     if let Some(c) = cfg {
         b.config(c);
     }
@@ -222,6 +224,7 @@ fn dotfiles_denied_by_default() {
         "/a/%2Ehtpasswd",
         "/a/../.env",
         "/.git/missing",
+        "/BRISK-~1",
     ] {
         let r = raw_get(&s, t.as_bytes());
         assert_error(&r, 403, "Forbidden", "", Conn::Close);

@@ -47,6 +47,9 @@ fn a_static_site_over_the_tree_never_serves_or_lists_brisks_own_files() {
     write_file(&dav.join("f"), b"1");
     write_file(&dav.join(".seen"), b"2");
     write_file(&dav.join(".brisk-put.1f"), b"partial");
+    // (What vfat would open for its short alias of `.brisk-props`; no
+    // vfat here, so a file of that name stands in for it.)
+    write_file(&dav.join("BRISK-~1"), b"alias");
     assert_eq!(tint(&s, "/dav/f", "blue"), 207);
     assert!(dav.join(".brisk-props").is_file());
     for path in [
@@ -55,6 +58,8 @@ fn a_static_site_over_the_tree_never_serves_or_lists_brisks_own_files() {
         "/shared/.brisk-props/x",
         "/shared/.brisk-put.1f",
         "/shared/.Brisk-Put.1f",
+        // (vfat's short alias of `.brisk-props`, which it finds it by.)
+        "/shared/BRISK-~1",
     ] {
         assert_eq!(send(&s, "GET", path, b"").status, 404, "{path}");
     }
@@ -65,12 +70,17 @@ fn a_static_site_over_the_tree_never_serves_or_lists_brisks_own_files() {
     assert_eq!(r.status, 200);
     assert!(listing.contains("href=\".seen\""), "{listing}");
     assert!(listing.contains("href=\"f\""), "{listing}");
-    assert!(!listing.contains(".brisk-"), "{listing}");
+    assert!(
+        !listing.contains(".brisk-") && !listing.contains("BRISK-~1"),
+        "{listing}"
+    );
     // Nor through WebDAV, which lists the collection without them.
     let listing = String::from_utf8_lossy(&propfind(&s, "/dav/", "1", "").body).into_owned();
     assert!(listing.contains("<D:href>/dav/.seen</D:href>"), "{listing}");
     assert!(!listing.contains(".brisk-"), "{listing}");
+    assert!(!listing.contains("BRISK-~1"), "{listing}");
     assert_eq!(send(&s, "GET", "/dav/.brisk-put.1f", b"").status, 404);
+    assert_eq!(send(&s, "GET", "/dav/BRISK-~1", b"").status, 404);
 }
 
 /// litmus's `props` suite (and `basic`, `copymove`, which set and move

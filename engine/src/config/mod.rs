@@ -587,7 +587,12 @@ impl Dotfiles {
         use crate::http::path;
         match self {
             Dotfiles::Allow => path::has_own_segment(path),
-            _ => path::has_dotfile_segment(path),
+            // (A dotfile check covers the own names but vfat's aliases,
+            // which have a `~`.)
+            _ => {
+                path::has_dotfile_segment(path)
+                    || path.contains(&b'~') && path::has_own_segment(path)
+            }
         }
     }
 }

@@ -191,12 +191,19 @@ pub const OWN_PREFIX: &[u8] = b".brisk-";
 
 /// Whether `name` (one path segment) is one of brisk's own: it starts with
 /// [`OWN_PREFIX`], ASCII case ignored (vfat and exFAT, where the WebDAV
-/// store lives when there are no extended attributes, look names up so).
-/// Such a name is never served, listed or named by a request, whatever
+/// store lives when there are no extended attributes, look names up so),
+/// or is the short (8.3) alias vfat gives such a name and also finds it
+/// by (`.brisk-props` is `BRISK-~1`, `.brisk-props.new` `BRISK-~1.NEW`:
+/// the leading dot dropped, the rest cut to six, `~` and a number). Such
+/// a name is never served, listed or named by a request, whatever
 /// `[static] dotfiles` says.
 pub fn is_own_name(name: &[u8]) -> bool {
-    name.get(..OWN_PREFIX.len())
-        .is_some_and(|p| p.eq_ignore_ascii_case(OWN_PREFIX))
+    const ALIAS: &[u8] = b"brisk-~";
+    let starts = |p: &[u8]| {
+        name.get(..p.len())
+            .is_some_and(|n| n.eq_ignore_ascii_case(p))
+    };
+    starts(OWN_PREFIX) || starts(ALIAS)
 }
 
 /// Whether any segment of `path` is one of brisk's own names.
@@ -549,6 +556,9 @@ mod tests {
         assert!(is_own_name(b".BRISK-PROPS."));
         assert!(is_own_name(b".brisk-put.1f"));
         assert!(is_own_name(b".Brisk-"));
+        assert!(is_own_name(b"BRISK-~1"));
+        assert!(is_own_name(b"brisk-~2.new"));
+        assert!(!is_own_name(b"brisk-1"));
         assert!(!is_own_name(b".brisk"));
         assert!(!is_own_name(b"brisk-props"));
         assert!(!is_own_name(b"a.brisk-props"));
