@@ -7,10 +7,6 @@ use std::io::Write;
 use brisk::config::{self, Command};
 use brisk::log::console;
 
-#[cfg(feature = "alloc-mimalloc")]
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     let code = match config::from_args(args.clone()) {
