@@ -541,6 +541,39 @@ pub fn assert_whole_download(got: &[u8], head_start: &str, body: &[u8]) {
     assert!(got[head_end..] == body[..], "body differs");
 }
 
+/// A port of 127.0.0.1 free for TCP and UDP now, below the kernel's
+/// ephemeral range (32768 and up by default): a port picked there may be
+/// taken as the source port of some connection before the program meant
+/// to listen on it binds it.
+///
+/// The walk starts once a process, at a place of its own, and steps by a
+/// prime not dividing 12,000: it meets no port twice before 12,000 picks,
+/// so two ports picked in one test process (its tests run at once, and a
+/// port picked is not bound until later) are never the same.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::OnceLock;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    static SEED: OnceLock<u32> = OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        (std::process::id()
+            ^ SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos())
+            % 12_000
+    });
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (20_000 + (seed + n * 7919) % 12_000) as u16;
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            return port;
+        }
+    }
+}
+
 /// Writes `contents` to `path` (creating directories), mtime [`MTIME`].
 pub fn write_file(path: &Path, contents: &[u8]) {
     if let Some(parent) = path.parent() {

@@ -22,7 +22,7 @@ use brisk::acme::key::Key;
 use rustls::client::danger::ServerCertVerifier as _;
 use rustls::pki_types::{pem::PemObject as _, CertificateDer, ServerName, UnixTime};
 
-use crate::common::{poll, skip, TempDir};
+use crate::common::{free_port, poll, skip, TempDir};
 
 /// A Go tool: `$VAR`, else on PATH, else in Go's bin directory.
 pub(crate) fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
@@ -38,46 +38,6 @@ pub(crate) fn go_tool(var: &str, name: &str) -> Option<PathBuf> {
         .unwrap_or_default();
     let gobin = std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin").join(name));
     on_path.into_iter().chain(gobin).find(|p| p.is_file())
-}
-
-/// A port of 127.0.0.1 free for TCP and UDP now, below the kernel's
-/// ephemeral range (32768 and up by default): a port picked there may be
-/// taken as the source port of some connection before the program meant
-/// to listen on it binds it.
-///
-/// The walk starts once a process, at a place of its own, and steps by a
-/// prime not dividing 12,000: it meets no port twice before 12,000 picks,
-/// so two ports picked for one Pebble (none bound yet) are never the same.
-pub(crate) fn free_port() -> u16 {
-    use std::sync::atomic::AtomicU32;
-    use std::sync::OnceLock;
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    static SEED: OnceLock<u32> = OnceLock::new();
-    let seed = *SEED.get_or_init(|| {
-        (std::process::id()
-            ^ SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos())
-            % 12_000
-    });
-    loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let port = (20_000 + (seed + n * 7919) % 12_000) as u16;
-        let tcp = TcpListener::bind(("127.0.0.1", port));
-        let udp = UdpSocket::bind(("127.0.0.1", port));
-        if tcp.is_ok() && udp.is_ok() {
-            return port;
-        }
-    }
-}
-
-pub(crate) fn free_tcp() -> u16 {
-    free_port()
-}
-
-pub(crate) fn free_udp() -> u16 {
-    free_port()
 }
 
 pub(crate) fn now() -> u64 {
@@ -203,8 +163,8 @@ impl Pebble {
                 "pebble and challtestsrv never both started: see {}",
                 dir.path.display()
             );
-            let (dns, http_port, tls_port) = (free_udp(), free_tcp(), free_tcp());
-            let (listen, manage, chall_manage) = (free_tcp(), free_tcp(), free_tcp());
+            let (dns, http_port, tls_port) = (free_port(), free_port(), free_port());
+            let (listen, manage, chall_manage) = (free_port(), free_port(), free_port());
             let config = format!(
                 r#"{{"pebble": {{
   "listenAddress": "127.0.0.1:{listen}",
@@ -913,7 +873,7 @@ fn an_unreachable_ca_is_tried_again_later_with_a_line_each_time_and_the_server_s
     };
     // The directory names a port nothing listens on.
     let dead = Pebble {
-        directory: format!("https://127.0.0.1:{}/dir", free_tcp()),
+        directory: format!("https://127.0.0.1:{}/dir", free_port()),
         ..pebble
     };
     let (server, tls) = acme_server(&dead, &["a.test"], &[("index.html", b"still here\n")]);
@@ -946,7 +906,7 @@ fn an_unreachable_ca_is_tried_again_later_with_a_line_each_time_and_the_server_s
 fn localhost_and_addresses_get_a_certificate_from_the_local_ca_without_any_ca_asked() {
     let mut b = crate::common::Builder::new();
     let base = b.base().to_path_buf();
-    let (http, tls) = (free_tcp(), free_tcp());
+    let (http, tls) = (free_port(), free_port());
     // (No directory is reachable here: none is needed.)
     let toml = format!(
         "listen = [\"127.0.0.1:{http}\"]\n[tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\n\

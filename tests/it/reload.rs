@@ -395,14 +395,6 @@ fn with_the_sandbox_cgi_cannot_be_turned_on_by_a_reload() {
     assert_eq!(server_header(&s), "one");
 }
 
-/// A port nothing listens on just now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// Starts with the listen addresses of the config file (no `--listen`).
 fn start_listening(cfg: &str) -> Server {
     let mut b = Builder::new();

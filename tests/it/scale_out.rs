@@ -9,7 +9,7 @@ use crate::common;
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,14 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-
-/// A port free a moment ago on 127.0.0.1.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 /// One brisk behind HAProxy: its PROXY protocol port and its files.
 struct Instance {

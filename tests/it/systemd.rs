@@ -7,7 +7,7 @@
 use crate::common;
 
 use std::fs;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -15,11 +15,9 @@ use std::time::Duration;
 
 use common::*;
 
-/// A port free a moment ago on 127.0.0.1.
+/// A port free a moment ago on 127.0.0.1 (see [`free_port`]).
 fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
+    ([127, 0, 0, 1], free_port()).into()
 }
 
 /// `systemd-socket-activate -l ADDR… brisk ARGS`, its stderr in `err`;
