@@ -21,9 +21,6 @@ pub struct Transfer<'a> {
     pub moving: bool,
     /// The source, relative to the root.
     pub from: &'a [u8],
-    /// The source's href (failures to remove it after a MOVE across
-    /// filesystems are reported there).
-    pub from_href: &'a [u8],
     /// The request's `Destination`.
     pub destination: Option<&'a [u8]>,
     /// Its host (`Host`, `:authority`).
@@ -117,8 +114,8 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         match src.rename(from_name, &dest, to_name, false) {
             Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
                 let old = existed.filter(|_| replace_in_place).map(|_| to_name);
-                let from_at = t.from_href.strip_suffix(b"/").unwrap_or(t.from_href);
-                let mut from_at = from_at.to_vec();
+                // (The source's href: the request's own path.)
+                let mut from_at = multistatus::href(trim(&s.path));
                 let sync = dav.rule.fsync;
                 let ends = (&src, from_name, &dest, to_name);
                 move_across(

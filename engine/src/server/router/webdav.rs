@@ -142,11 +142,9 @@ impl Router {
                 _ => return Step::Defer(bodied(i, skip, Bodied::Proppatch)),
             },
             b"COPY" | b"MOVE" => {
-                let from_href = webdav::href(&s.path);
                 let t = Transfer {
                     moving: method == b"MOVE",
                     from: &rel,
-                    from_href: &from_href,
                     destination: req.header("Destination"),
                     host: req.host(),
                     depth: req.header("Depth"),
