@@ -279,6 +279,109 @@ fn a_large_file_flows_within_the_windows() {
     assert_eq!(c.answers(&[id])[0].body, big);
 }
 
+/// Whether the server has `path` mapped (`/proc/PID/maps`).
+fn maps(s: &Server, path: &std::path::Path) -> bool {
+    let maps = std::fs::read_to_string(format!("/proc/{}/maps", s.pid())).unwrap_or_default();
+    let path = path.canonicalize().unwrap();
+    maps.lines().any(|l| l.ends_with(&*path.to_string_lossy()))
+}
+
+#[test]
+fn a_files_frames_leave_from_a_mapping_byte_exact_and_it_is_let_go_at_rest() {
+    // In cleartext, a file's DATA frames are sent from a mapping of it
+    // behind their headers (one copy, not two); `sendfile = false` reads
+    // them into memory as before. Both byte-exact, in ranges from odd
+    // offsets too.
+    for sendfile in [true, false] {
+        let big = pattern(3 * 1024 * 1024 + 7);
+        let mut b = Builder::new();
+        b.file("big.bin", &big);
+        b.config(&format!("[static]\nsendfile = {sendfile}\n"));
+        let s = b.start();
+        let mut c = H2::connect(s.addr(), &[], 0);
+        let id = c.get("/big.bin", &[]);
+        let a = &c.answers(&[id])[0];
+        assert!(
+            a.body == big,
+            "sendfile = {sendfile}: {} bytes",
+            a.body.len()
+        );
+        for (from, to) in [
+            (5, 300_000),
+            (2 * 1024 * 1024 - 3, 2 * 1024 * 1024 + 70_000),
+            (1, big.len() - 2),
+        ] {
+            let range = format!("bytes={from}-{to}");
+            let id = c.get("/big.bin", &[("range", &range)]);
+            let a = &c.answers(&[id])[0];
+            assert_eq!(a.status(), "206");
+            assert!(a.body == big[from..=to], "sendfile = {sendfile}: {range}");
+        }
+        let file = s.root.join("big.bin");
+        assert_eq!(maps(&s, &file), sendfile, "sendfile = {sendfile}: mapped");
+        if sendfile {
+            wait_until("the worker to let the mapping go at rest", || {
+                !maps(&s, &file)
+            });
+        }
+    }
+}
+
+#[test]
+fn a_file_truncated_while_its_frames_are_sent_ends_the_connection_short() {
+    let big = pattern(4 * 1024 * 1024);
+    let mut b = Builder::new();
+    b.file("big.bin", &big);
+    b.file("index.html", b"still here\n");
+    let s = b.start();
+    // The default 64 KiB windows, not opened: the first frames come.
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/big.bin", &[]);
+    let mut body = Vec::new();
+    while body.len() < 65_535 {
+        let f = c.frame().expect("the first frames");
+        if f.kind == kind::DATA && f.stream == id {
+            body.extend_from_slice(&f.payload);
+        }
+    }
+    let cut: usize = 100_000;
+    std::fs::File::options()
+        .write(true)
+        .open(s.root.join("big.bin"))
+        .unwrap()
+        .set_len(cut as u64)
+        .unwrap();
+    let mut out = Vec::new();
+    frame::write_window_update(&mut out, 0, 8 << 20);
+    frame::write_window_update(&mut out, id, 8 << 20);
+    c.send(&out);
+    let mut ended = false;
+    while let Some(f) = c.frame() {
+        if f.kind == kind::DATA && f.stream == id {
+            body.extend_from_slice(&f.payload);
+            ended |= f.flags & flag::END_STREAM != 0;
+        }
+    }
+    // Short of the file's length and never ended as if whole: the
+    // connection ends. What came is the file up to the cut, and zeros
+    // after it in the page the cut shares (as with `sendfile`).
+    assert!(
+        !ended && body.len() < big.len(),
+        "{} bytes, ended: {ended}",
+        body.len()
+    );
+    assert!(
+        body.len() >= 65_535 && body.len() <= cut.next_multiple_of(4096),
+        "{}",
+        body.len()
+    );
+    let upto = body.len().min(cut);
+    assert!(body[..upto] == big[..upto], "the file's bytes");
+    assert!(body[upto..].iter().all(|&b| b == 0), "zeros past the cut");
+    // The worker goes on.
+    assert_eq!(s.get("/index.html").body, b"still here\n");
+}
+
 #[test]
 fn a_client_that_never_opens_its_window_is_timed_out() {
     let mut b = Builder::new();

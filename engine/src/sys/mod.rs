@@ -11,6 +11,7 @@ pub mod interleave;
 pub mod launcher;
 #[cfg(feature = "webdav")]
 pub mod listing;
+pub mod mapped;
 pub mod memory;
 pub mod net;
 pub mod privileged;

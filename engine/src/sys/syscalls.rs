@@ -100,7 +100,8 @@ pub const ALLOWED: &[libc::c_long] = &[
     libc::SYS_timer_settime,
     libc::SYS_timer_delete,
     // Talking to the CGI launcher: requests, and the pipes it sends back
-    // (`SCM_RIGHTS`).
+    // (`SCM_RIGHTS`); HTTP/2's frames in cleartext gathered with the
+    // mapped file's bytes (`sys::mapped`, which `mmap`s the files).
     libc::SYS_sendmsg,
     libc::SYS_recvmsg,
     // and checking that a script may run: whose file it is, against the

@@ -277,6 +277,10 @@ mod tests {
                     text.push_str(&format!("<pipe {}>", pipe.held()));
                     pipe.held()
                 }
+                Front::Mapped(m) => {
+                    text.push_str(&format!("<mapped {}>", m.len));
+                    m.len
+                }
             };
             out.advance(n);
         }

@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::log::Draft;
+use crate::sys::mapped::{Mapped, Part, MAX_IOV};
 use crate::sys::splice::Pipe;
 
 /// A queued piece of output.
@@ -32,6 +33,8 @@ enum Piece {
     File(FileRange),
     /// Bytes held in a pipe (what of them is not sent yet).
     Pipe(Pipe),
+    /// A file range sent from a mapping of it (plain TCP only).
+    Mapped(Mapped),
 }
 
 /// The part of a queued file range not sent yet: `len` bytes of `file`
@@ -57,6 +60,9 @@ pub enum Front<'a> {
     /// Bytes in a pipe, for `splice` (plain TCP only: the sinks queue
     /// none on a TLS connection).
     Pipe(&'a Pipe),
+    /// A file range in a mapping, sent with the bytes around it by
+    /// [`Out::gather`] (plain TCP only, as pipes).
+    Mapped(&'a Mapped),
 }
 
 /// Where a queued answer ends, for its access-log line.
@@ -130,6 +136,7 @@ impl Out {
             .map(|p| match p {
                 Piece::File(range) => range.len,
                 Piece::Pipe(pipe) => pipe.held() as u64,
+                Piece::Mapped(m) => m.len as u64,
                 Piece::Bytes(_) => 0,
             })
             .sum();
@@ -211,7 +218,7 @@ impl Out {
         let Some(q) = &self.0 else { return 0 };
         let held = |p: &Piece| match p {
             Piece::Pipe(pipe) => pipe.held(),
-            Piece::Bytes(_) | Piece::File(_) => 0,
+            Piece::Bytes(_) | Piece::File(_) | Piece::Mapped(_) => 0,
         };
         q.pieces.iter().map(held).sum()
     }
@@ -275,6 +282,62 @@ impl Out {
         }
     }
 
+    /// Queues a mapped file range (an empty one is dropped).
+    pub fn push_mapped(&mut self, m: Mapped) {
+        if m.len > 0 {
+            self.queue().pieces.push_back(Piece::Mapped(m));
+        }
+    }
+
+    /// Whether the front pieces are for [`Out::gather`]: a mapped range,
+    /// or bytes with one behind them.
+    pub fn gathers(&self) -> bool {
+        let Some(q) = &self.0 else { return false };
+        matches!(
+            (q.pieces.front(), q.pieces.get(1)),
+            (Some(Piece::Mapped(_)), _) | (Some(Piece::Bytes(_)), Some(Piece::Mapped(_)))
+        )
+    }
+
+    /// The byte and mapped pieces at the front, in order, into `parts`
+    /// (as many as it holds); how many, and whether they are all that is
+    /// queued. Follow with [`Out::advance_across`].
+    pub fn gather<'a>(&'a self, parts: &mut [Part<'a>; MAX_IOV]) -> (usize, bool) {
+        let Some(q) = &self.0 else { return (0, true) };
+        let (mut n, mut pos) = (0, q.pos);
+        for piece in q.pieces.iter().take(MAX_IOV) {
+            parts[n] = match piece {
+                Piece::Bytes(m) => {
+                    pos += m;
+                    Part::Bytes(&q.buf[pos - m..pos])
+                }
+                Piece::Mapped(m) => Part::Mapped(m),
+                Piece::File(_) | Piece::Pipe(_) => break,
+            };
+            n += 1;
+        }
+        (n, n == q.pieces.len())
+    }
+
+    /// `n` bytes of the front pieces were sent, across as many pieces as
+    /// they fill.
+    pub fn advance_across(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some((front, _)) = self.front() else {
+                return;
+            };
+            let len = match front {
+                Front::Bytes(b) => b.len(),
+                Front::File(range) => usize::try_from(range.len).unwrap_or(usize::MAX),
+                Front::Pipe(pipe) => pipe.held(),
+                Front::Mapped(m) => m.len,
+            };
+            let step = n.min(len);
+            self.advance(step);
+            n -= step;
+        }
+    }
+
     /// The piece to send next, and whether it is the last one queued.
     pub fn front(&self) -> Option<(Front<'_>, bool)> {
         let q = self.0.as_ref()?;
@@ -283,6 +346,7 @@ impl Out {
             Piece::Bytes(n) => Front::Bytes(&q.buf[q.pos..q.pos + n]),
             Piece::File(range) => Front::File(range),
             Piece::Pipe(pipe) => Front::Pipe(pipe),
+            Piece::Mapped(m) => Front::Mapped(m),
         };
         Some((front, last))
     }
@@ -305,6 +369,10 @@ impl Out {
             Some(Piece::Pipe(pipe)) => {
                 pipe.sent(n);
                 pipe.held() == 0
+            }
+            Some(Piece::Mapped(m)) => {
+                m.sent(n);
+                m.len == 0
             }
             None => false,
         };
@@ -371,6 +439,56 @@ mod tests {
         out.advance(4);
         assert!(out.is_empty() && out.front().is_none());
         assert_eq!((out.written(), out.unsent(), out.buffered()), (18, 0, 0));
+    }
+
+    #[test]
+    fn mapped_ranges_gather_with_the_bytes_around_them_and_advance_across() {
+        use std::io::Read;
+        use std::os::unix::net::UnixStream;
+
+        use crate::sys::mapped;
+
+        let path = std::env::temp_dir().join(format!("brisk-queue-map-{}", std::process::id()));
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = Rc::new(File::open(&path).unwrap());
+        let m = Mapped::new(&file, 100, 30_000).unwrap();
+        let mut out = Out::with_capacity(64);
+        out.push_bytes(b"h1");
+        assert!(!out.gathers(), "bytes alone go as before");
+        out.push_mapped(m.part(100, 10_000));
+        out.push_bytes(b"h2");
+        out.push_mapped(m.part(10_100, 20_000));
+        out.push_file(Rc::clone(&file), 0, 10);
+        out.push_bytes(b"tail");
+        assert_eq!(out.unsent(), 2 + 10_000 + 2 + 20_000 + 10 + 4);
+        assert!(out.gathers());
+        let mut parts = [Part::Bytes(&[]); MAX_IOV];
+        let (n, all) = out.gather(&mut parts);
+        assert_eq!((n, all), (4, false), "up to the file range");
+        let (a, mut b) = UnixStream::pair().unwrap();
+        // A part of them, ending inside the second mapped range.
+        let sent = mapped::send(&a, &parts[..n], 2 + 10_000 + 2 + 5, false).unwrap();
+        assert_eq!(sent, 10_009);
+        out.advance_across(sent);
+        let Some((Front::Mapped(rest), false)) = out.front() else {
+            panic!("the rest of the second range")
+        };
+        assert_eq!((rest.offset, rest.len), (10_105, 19_995));
+        let mut parts = [Part::Bytes(&[]); MAX_IOV];
+        let (n, _) = out.gather(&mut parts);
+        let sent2 = mapped::send(&a, &parts[..n], usize::MAX, false).unwrap();
+        out.advance_across(sent2);
+        assert!(matches!(out.front(), Some((Front::File(_), false))));
+        let mut got = vec![0; sent + sent2];
+        b.read_exact(&mut got).unwrap();
+        let mut want = b"h1".to_vec();
+        want.extend_from_slice(&data[100..10_100]);
+        want.extend_from_slice(b"h2");
+        want.extend_from_slice(&data[10_100..30_100]);
+        assert!(got == want, "in order, byte for byte");
+        assert_eq!(out.written(), (sent + sent2) as u64);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[cfg(feature = "upstreams")]

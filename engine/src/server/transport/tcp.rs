@@ -1,7 +1,8 @@
 //! Plain TCP: the socket, what epoll said about it, and sending the
 //! output queue: byte runs by `send` (with `MSG_MORE` while more
 //! follows), file ranges by `sendfile`, bytes in a pipe (a proxied
-//! body) by `splice`, or file ranges copied through memory with
+//! body) by `splice`, mapped file ranges (HTTP/2's DATA frames) with
+//! the bytes around them by one `sendmsg`, or file ranges copied through memory with
 //! `[static] sendfile = false` (see [`super::copy`]).
 
 use std::io;
@@ -12,6 +13,7 @@ use mio::net::TcpStream;
 use super::copy::{Chunk, Sending};
 use super::queue::{Front, Out};
 use super::{Flushed, Transport};
+use crate::sys::mapped::{self, Part, MAX_IOV};
 use crate::sys::net;
 
 /// A TCP connection.
@@ -84,6 +86,16 @@ impl Tcp {
     }
 }
 
+impl Tcp {
+    /// Sends the byte and mapped pieces at the front of `out` in one
+    /// call ([`Out::gather`]), at most `limit` bytes; how many went.
+    fn gather(&self, out: &Out, limit: usize, fin_follows: bool) -> io::Result<usize> {
+        let mut parts = [Part::Bytes(&[]); MAX_IOV];
+        let (n, all) = out.gather(&mut parts);
+        mapped::send(&self.stream, &parts[..n], limit, !all || fin_follows)
+    }
+}
+
 impl Transport for Tcp {
     fn read(&mut self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         net::read_at_most(&self.stream, buf, max)
@@ -99,6 +111,10 @@ impl Transport for Tcp {
                 return Ok(Flushed::All);
             };
             let sent = match front {
+                // (A mapped file range and the bytes around it: one call,
+                // the file's bytes never copied into memory.)
+                Front::Mapped(_) => self.gather(out, limit, fin_follows),
+                Front::Bytes(_) if out.gathers() => self.gather(out, limit, fin_follows),
                 Front::Bytes(bytes) => {
                     let more = !last || (fin_follows && bytes.len() <= limit);
                     let end = bytes.len().min(limit);
@@ -138,9 +154,17 @@ impl Transport for Tcp {
             match sent {
                 Ok(w) => {
                     limit -= w;
-                    out.advance(w);
+                    out.advance_across(w);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flushed::Blocked),
+                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => {
+                    // A mapped file shrank under us (sys::mapped): as a
+                    // truncated `sendfile`, the connection must end.
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file truncated while sending",
+                    ));
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }

@@ -320,6 +320,9 @@ impl Tls {
                 Front::Pipe(_) => {
                     return Err(io::Error::other("a pipe queued on a TLS connection"))
                 }
+                Front::Mapped(_) => {
+                    return Err(io::Error::other("a mapping queued on a TLS connection"))
+                }
             };
             // A head with a file range behind it: held, to leave with the
             // range's first records in one write.

@@ -1,7 +1,7 @@
 //! Giving memory back once a worker has been quiet for a while: a burst
 //! of connections leaves a long connection slab, spare queues and
-//! buffers, a full open-file cache (with small files' content) and log
-//! buffers behind, and the allocator keeps whatever is freed unless told
+//! buffers, a full open-file cache (with small files' content), file
+//! mappings (`sys::mapped`) and log buffers behind, and the allocator keeps whatever is freed unless told
 //! to return it (see [`crate::sys::memory`]). None of this is on the
 //! request path: after a rest, the first requests grow what they need
 //! again.
@@ -33,6 +33,9 @@ impl Worker {
         self.conns.shrink();
         self.timers.shrink();
         self.router.rest();
+        // (And the file mappings HTTP/2 sends from, with the files they
+        // keep open.)
+        crate::sys::mapped::forget_all();
         if let Some(tls) = &self.listen.tls {
             tls.rest();
         }

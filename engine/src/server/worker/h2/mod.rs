@@ -48,6 +48,7 @@ use crate::server::h2::opening::{opening, prior_knowledge};
 use crate::server::h2::{request, Answer, Piece, Session};
 use crate::server::transport::Out;
 use crate::sys::interleave::{read_behind_prefixes, MAX_PIECES};
+use crate::sys::mapped::{self, Mapped};
 
 mod body;
 pub(super) mod streams;
@@ -516,8 +517,12 @@ impl Worker {
             // A file's bytes go by `sendfile` one large frame at a time
             // where the client takes large frames, else they are read
             // behind their frames' headers, many frames at once.
-            let sendfile =
-                frame as u64 > SMALL_FILE && self.settings.cfg.site.static_files.sendfile;
+            let zero_copy = self.settings.cfg.site.static_files.sendfile;
+            let sendfile = frame as u64 > SMALL_FILE && zero_copy;
+            // Else, on plain TCP, they are sent from a mapping of the file
+            // behind their frames' headers (`sys::mapped`: one copy, not
+            // two); over TLS they are read to be sealed.
+            let map = zero_copy && !sendfile && !c.transport.is_tls();
             let batch = matches!(piece, Piece::File(..)) && !sendfile;
             // (A batch fills the output queue up to its cap, not past it
             // by more than a frame: its buffer, compacted as it fills,
@@ -534,6 +539,10 @@ impl Worker {
                 false => frame,
             };
             let mut n = (piece.len() as usize).min(room);
+            if let (true, Piece::File(_, offset, _)) = (map, &piece) {
+                // (A batch within one mapping.)
+                n = n.min(mapped::room(*offset) as usize);
+            }
             if let Some(t) = &a.throttle {
                 match t.take(self.clock.now, n) {
                     Ok(allowed) => n = allowed,
@@ -576,11 +585,26 @@ impl Worker {
                         k += 1;
                     }
                     // The frames queued before these go first.
-                    make_room(&mut c.out, n + HEAD_LEN * k + s.conn.out().len());
-                    let start = c.out.buf_mut().len();
+                    let copy = if map { 0 } else { n };
+                    make_room(&mut c.out, copy + HEAD_LEN * k + s.conn.out().len());
+                    let mut start = c.out.buf_mut().len();
                     s.conn.drain_out(c.out.buf_mut());
+                    let mapped = match map {
+                        true => Mapped::new(file, *offset, n).ok(),
+                        false => None,
+                    };
                     let copied = if sendfile {
                         c.out.buf_mut().extend_from_slice(&heads[0].0);
+                        Ok(())
+                    } else if let Some(m) = mapped {
+                        c.out.commit(start);
+                        let mut at = *offset;
+                        for (head, f) in &heads[..k] {
+                            c.out.push_bytes(head);
+                            c.out.push_mapped(m.part(at, *f));
+                            at += *f as u64;
+                        }
+                        start = c.out.buf_mut().len();
                         Ok(())
                     } else {
                         let mut pieces = [(&[][..], 0usize); MAX_PIECES];
