@@ -112,7 +112,8 @@ impl Transport for Tcp {
             };
             let sent = match front {
                 // (A mapped file range and the bytes around it: one call,
-                // the file's bytes never copied into memory.)
+                // the file's bytes copied once, by the kernel, into the
+                // socket; never into the worker's memory.)
                 Front::Mapped(_) => self.gather(out, limit, fin_follows),
                 Front::Bytes(_) if out.gathers() => self.gather(out, limit, fin_follows),
                 Front::Bytes(bytes) => {
