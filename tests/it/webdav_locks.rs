@@ -518,3 +518,61 @@ fn a_reload_keeps_the_locks() {
     let r = send(&s, "PUT", "/dav/f.txt", &format!("If: (<{t}>)\r\n"), b"x");
     assert_eq!(r.status, 204);
 }
+
+/// With `[[auth]]` in front a lock belongs to the user who took it (RFC
+/// 4918 §6.4): another user who holds its token can neither change what
+/// it locks (423), refresh it (412) nor remove it (403); its creator can.
+#[test]
+fn a_lock_serves_only_the_user_who_took_it() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    fs::create_dir(&dav).unwrap();
+    fs::write(dav.join("f"), b"old").unwrap();
+    // (Both passwords are "correct horse".)
+    let hash = "$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/";
+    write_file(
+        &b.base().join("htpasswd"),
+        format!("alice:{hash}\nbob:{hash}\n").as_bytes(),
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/\"\nrealm = \"DAV\"\nhtpasswd = \"htpasswd\"\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let alice = format!(
+        "Authorization: {}\r\n",
+        basic_auth("alice", "correct horse")
+    );
+    let bob = format!("Authorization: {}\r\n", basic_auth("bob", "correct horse"));
+    let r = send(
+        &s,
+        "LOCK",
+        "/dav/f",
+        &format!("{alice}Depth: 0\r\n"),
+        &lockinfo("exclusive", "alice"),
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    let t = token(&r);
+    let holds = format!("If: (<{t}>)\r\n");
+    let refresh = format!("{holds}Timeout: Second-60\r\n");
+    let unlock = format!("Lock-Token: <{t}>\r\n");
+    // Bob with Alice's token, then Alice: a change, a refresh, an UNLOCK.
+    for (who, want, file) in [
+        (&bob, [423, 412, 403], "old"),
+        (&alice, [204, 200, 204], "new"),
+    ] {
+        let put = send(&s, "PUT", "/dav/f", &format!("{who}{holds}"), b"new");
+        let refreshed = send(&s, "LOCK", "/dav/f", &format!("{who}{refresh}"), b"");
+        let unlocked = send(&s, "UNLOCK", "/dav/f", &format!("{who}{unlock}"), b"");
+        let got = [put.status, refreshed.status, unlocked.status];
+        assert_eq!(got, want, "{who}");
+        assert_eq!(fs::read(dav.join("f")).unwrap(), file.as_bytes());
+        if put.status == 423 {
+            assert_eq!(put.text(), submitted("/dav/f"));
+        }
+    }
+    // Unlocked: Bob writes.
+    assert_eq!(send(&s, "PUT", "/dav/f", &bob, b"bob").status, 204);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"bob");
+}

@@ -8,8 +8,10 @@
 //! the `If` header: else 423 with `lock-token-submitted` (§12.1.1). The
 //! `If` header is evaluated first: when it does not hold, 412.
 //!
-//! A lock is not tied to who took it (brisk keeps no principal with it):
-//! whoever submits the token may use it, as with `[[auth]]` off.
+//! A lock is tied to the user whose LOCK made it (`[[auth]]`, §6.4): a
+//! token serves only that user's requests (to change, refresh or
+//! UNLOCK: 423, 412, 403 otherwise). A lock made without authentication
+//! serves whoever submits its token.
 
 use super::ifheader::{self, State};
 use super::locks::{self, Lock, Locks, MAX_LOCKS, MAX_OWNER};
@@ -117,13 +119,15 @@ pub fn guard(
             return Err(bare(Status::PRECONDITION_FAILED));
         }
         let tokens = ifheader::submitted(&lists);
+        let user = req.user();
         for c in changes {
-            // (Of several shared locks on one resource, one token is enough.)
+            // (Of several shared locks on one resource, one token is
+            // enough; a token serves only its lock's creator, §6.4.)
             let mut over = table.guarding(c.path, c.deep);
             let unheld = over.find(|l| {
-                !table
-                    .guarding(c.path, c.deep)
-                    .any(|m| m.root == l.root && tokens.contains(&&m.token[..]))
+                !table.guarding(c.path, c.deep).any(|m| {
+                    m.root == l.root && tokens.contains(&&m.token[..]) && m.usable_by(user)
+                })
             });
             if let Some(l) = unheld {
                 return Err(condition(s, LOCKED, "lock-token-submitted", Some(&l.href)));
@@ -259,7 +263,7 @@ pub fn lock(
         };
         let tokens = ifheader::submitted(&lists);
         let refreshed = locks::with(&dav.rule.root, |t| {
-            t.refresh(path, &tokens, expires).cloned()
+            t.refresh(path, &tokens, req.user(), expires).cloned()
         });
         return match refreshed {
             Some(lock) => discovered(s, &lock, now, Status::OK),
@@ -283,6 +287,7 @@ pub fn lock(
         infinite,
         owner: asked.owner,
         expires,
+        principal: req.user().map(<[u8]>::to_vec),
     };
     let taken = locks::with(&dav.rule.root, |t| {
         if let Some(other) = t.conflict(path, lock.exclusive, lock.infinite) {
@@ -428,10 +433,12 @@ pub fn unlock(dav: &Dav, rel: &[u8], req: &OwnedRequest, s: &mut Scratch) -> Pla
         return bare(Status::BAD_REQUEST);
     };
     let path = trim(rel);
-    if locks::with(&dav.rule.root, |t| t.unlock(path, token)) {
-        return bare(Status::NO_CONTENT);
+    match locks::with(&dav.rule.root, |t| t.unlock(path, token, req.user())) {
+        Some(true) => bare(Status::NO_CONTENT),
+        // (Another principal's lock, §9.11.1.)
+        Some(false) => bare(Status::FORBIDDEN),
+        None => condition(s, CONFLICT, "lock-token-matches-request-uri", None),
     }
-    condition(s, CONFLICT, "lock-token-matches-request-uri", None)
 }
 
 /// The locks on what a successful DELETE or MOVE removed from `rel`.
@@ -498,6 +505,7 @@ mod tests {
             infinite: true,
             owner: b"me".to_vec(),
             expires: 70,
+            principal: None,
         };
         let mut out = Vec::new();
         activelock(&mut out, &lock, 10);

@@ -49,9 +49,22 @@ pub struct Lock {
     pub owner: Vec<u8>,
     /// When it expires, by [`now`].
     pub expires: u64,
+    /// Who made it: the user the LOCK request authenticated as
+    /// (`[[auth]]`), none without one. Only its creator may use it
+    /// (RFC 4918 §6.4; see [`Lock::usable_by`]).
+    pub principal: Option<Vec<u8>>,
 }
 
 impl Lock {
+    /// Whether a request that authenticated as `user` (or did not) may
+    /// use this lock's token: to change what it locks, refresh it or
+    /// remove it. Its creator's requests only (RFC 4918 §6.4: "a server
+    /// MUST check that the authenticated principal matches the lock
+    /// creator"); anyone's for a lock made without authentication.
+    pub fn usable_by(&self, user: Option<&[u8]>) -> bool {
+        self.principal.is_none() || self.principal.as_deref() == user
+    }
+
     /// Whether the lock applies to the resource at `path` (relative to
     /// the root, without a trailing slash): its root, or beneath a root
     /// locked to depth infinity.
@@ -138,23 +151,36 @@ impl Locks {
     }
 
     /// Refreshes the first lock over `path` whose token is one of
-    /// `tokens` (§9.10.2): it now expires at `expires`.
-    pub fn refresh(&mut self, path: &[u8], tokens: &[&[u8]], expires: u64) -> Option<&Lock> {
+    /// `tokens` and which `user` may use (§9.10.2): it now expires at
+    /// `expires`.
+    pub fn refresh(
+        &mut self,
+        path: &[u8],
+        tokens: &[&[u8]],
+        user: Option<&[u8]>,
+        expires: u64,
+    ) -> Option<&Lock> {
         let lock = self
             .locks
             .iter_mut()
-            .find(|l| l.covers(path) && tokens.contains(&&l.token[..]))?;
+            .find(|l| l.covers(path) && tokens.contains(&&l.token[..]) && l.usable_by(user))?;
         lock.expires = expires;
         Some(lock)
     }
 
-    /// Removes the lock `token` if it applies to `path` (§9.11); whether
-    /// it did.
-    pub fn unlock(&mut self, path: &[u8], token: &[u8]) -> bool {
-        let before = self.locks.len();
-        self.locks
-            .retain(|l| !(l.token[..] == *token && l.covers(path)));
-        self.locks.len() < before
+    /// Removes the lock `token` if it applies to `path` and `user` may
+    /// use it (§9.11): `Some(true)` if it did, `Some(false)` if that lock
+    /// is another principal's (kept), `None` if there is no such lock.
+    pub fn unlock(&mut self, path: &[u8], token: &[u8], user: Option<&[u8]>) -> Option<bool> {
+        let lock = self
+            .locks
+            .iter()
+            .position(|l| l.token[..] == *token && l.covers(path))?;
+        if !self.locks[lock].usable_by(user) {
+            return Some(false);
+        }
+        self.locks.remove(lock);
+        Some(true)
     }
 
     /// Drops the locks rooted at `path` or beneath it (it is gone).
@@ -263,6 +289,7 @@ mod tests {
             infinite,
             owner: Vec::new(),
             expires,
+            principal: None,
         }
     }
 
@@ -336,12 +363,12 @@ mod tests {
         t.prune(5);
         assert_eq!(t.len(), 1);
         // Refreshed at 5 for 10 seconds more: alive at 6, gone at 15.
-        assert!(t.refresh(b"f", &[&token[..]], 15).is_some());
+        assert!(t.refresh(b"f", &[&token[..]], None, 15).is_some());
         t.prune(6);
         assert_eq!(t.len(), 1);
         t.prune(15);
         assert!(t.is_empty());
-        assert!(t.refresh(b"f", &[&token[..]], 30).is_none());
+        assert!(t.refresh(b"f", &[&token[..]], None, 30).is_none());
     }
 
     #[test]
@@ -350,12 +377,41 @@ mod tests {
         let l = lock("c", true, true, 10);
         let token = l.token;
         t.add(l, 8).unwrap();
-        assert!(t.refresh(b"c/m", &[b"urn:uuid:other"], 20).is_none());
-        assert_eq!(t.refresh(b"c/m", &[&token[..]], 20).unwrap().expires, 20);
-        assert!(!t.unlock(b"d", &token));
-        assert!(!t.unlock(b"c", b"urn:uuid:other"));
-        assert!(t.unlock(b"c/m", &token));
+        assert!(t.refresh(b"c/m", &[b"urn:uuid:other"], None, 20).is_none());
+        assert_eq!(
+            t.refresh(b"c/m", &[&token[..]], None, 20).unwrap().expires,
+            20
+        );
+        assert_eq!(t.unlock(b"d", &token, None), None);
+        assert_eq!(t.unlock(b"c", b"urn:uuid:other", None), None);
+        assert_eq!(t.unlock(b"c/m", &token, None), Some(true));
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn only_the_creator_of_a_lock_may_use_it() {
+        let mut t = Locks::default();
+        let mut l = lock("c", true, true, 10);
+        l.principal = Some(b"alice".to_vec());
+        let token = l.token;
+        t.add(l, 8).unwrap();
+        let taken = &t.all()[0];
+        assert!(taken.usable_by(Some(b"alice")));
+        assert!(!taken.usable_by(Some(b"bob")) && !taken.usable_by(None));
+        assert!(t.refresh(b"c", &[&token[..]], Some(b"bob"), 20).is_none());
+        assert!(t.refresh(b"c", &[&token[..]], None, 20).is_none());
+        assert_eq!(
+            t.refresh(b"c", &[&token[..]], Some(b"alice"), 20)
+                .unwrap()
+                .expires,
+            20
+        );
+        assert_eq!(t.unlock(b"c", &token, Some(b"bob")), Some(false), "kept");
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.unlock(b"c", &token, Some(b"alice")), Some(true));
+        // A lock made without authentication serves whoever holds its token.
+        let l = lock("d", true, false, 10);
+        assert!(l.usable_by(None) && l.usable_by(Some(b"bob")));
     }
 
     #[test]
@@ -390,7 +446,7 @@ mod tests {
             token
         });
         assert!(with(Path::new("/nonexistent/other"), |t| t.is_empty()));
-        assert!(with(dir, |t| t.unlock(b"f", &token)));
+        assert_eq!(with(dir, |t| t.unlock(b"f", &token, None)), Some(true));
         assert!(table().lock().unwrap().get(dir).is_none());
     }
 }
