@@ -37,6 +37,18 @@ enum Piece {
     Mapped(Mapped),
 }
 
+impl Piece {
+    /// The bytes of it not sent yet.
+    fn left(&self) -> u64 {
+        match self {
+            Piece::Bytes(n) => *n as u64,
+            Piece::File(range) => range.len,
+            Piece::Pipe(pipe) => pipe.held() as u64,
+            Piece::Mapped(m) => m.len as u64,
+        }
+    }
+}
+
 /// The part of a queued file range not sent yet: `len` bytes of `file`
 /// from `offset`. The queue moves it on as bytes are sent; a transport
 /// that caches what it read of the file checks its cache against it.
@@ -130,15 +142,12 @@ impl Out {
     /// buffer and not committed yet).
     pub fn unsent(&self) -> u64 {
         let Some(q) = &self.0 else { return 0 };
+        // (Bytes are counted from the buffer, with those not committed.)
         let files: u64 = q
             .pieces
             .iter()
-            .map(|p| match p {
-                Piece::File(range) => range.len,
-                Piece::Pipe(pipe) => pipe.held() as u64,
-                Piece::Mapped(m) => m.len as u64,
-                Piece::Bytes(_) => 0,
-            })
+            .filter(|p| !matches!(p, Piece::Bytes(_)))
+            .map(Piece::left)
             .sum();
         (q.buf.len() - q.pos) as u64 + files
     }
@@ -323,16 +332,15 @@ impl Out {
     /// they fill.
     pub fn advance_across(&mut self, mut n: usize) {
         while n > 0 {
-            let Some((front, _)) = self.front() else {
+            let Some(left) = self
+                .0
+                .as_ref()
+                .and_then(|q| q.pieces.front())
+                .map(Piece::left)
+            else {
                 return;
             };
-            let len = match front {
-                Front::Bytes(b) => b.len(),
-                Front::File(range) => usize::try_from(range.len).unwrap_or(usize::MAX),
-                Front::Pipe(pipe) => pipe.held(),
-                Front::Mapped(m) => m.len,
-            };
-            let step = n.min(len);
+            let step = n.min(usize::try_from(left).unwrap_or(usize::MAX));
             self.advance(step);
             n -= step;
         }
