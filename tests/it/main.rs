@@ -117,6 +117,8 @@ mod webdav_cache;
 #[cfg(feature = "webdav")]
 mod webdav_clients;
 #[cfg(feature = "webdav")]
+mod webdav_fuse;
+#[cfg(feature = "webdav")]
 mod webdav_locks;
 #[cfg(feature = "webdav")]
 mod webdav_props;

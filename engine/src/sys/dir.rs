@@ -16,6 +16,24 @@ use super::fs::{meta_of, read_dir, with_cstr, Meta};
 #[derive(Debug)]
 pub struct Dir(pub(super) OwnedFd);
 
+/// How a file made by [`Dir::stage`] waits for its name.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Staged {
+    /// Without a name (`O_TMPFILE`).
+    Unnamed,
+    /// Under this temporary name of brisk's own.
+    Named(Vec<u8>),
+}
+
+/// A name no other file of this process has, and of brisk's own
+/// (`.brisk-put.PID.N`: `http::path::is_own_name` says so): for the
+/// moment a new file waits for its real name.
+fn temp_name() -> Vec<u8> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".brisk-put.{}.{n}", std::process::id()).into_bytes()
+}
+
 /// Whether `name` is one plain component: not empty, no `/` or NUL, not
 /// `.` or `..`.
 pub fn is_name(name: &[u8]) -> bool {
@@ -68,24 +86,116 @@ impl Dir {
         self.open_at(checked(name)?, flags, 0o644).map(File::from)
     }
 
-    /// A new file without a name in this directory (`O_TMPFILE`): what it
-    /// holds is visible nowhere until [`Dir::link`] names it, and it
-    /// vanishes with its descriptor if it never is.
-    pub fn unnamed_file(&self) -> io::Result<File> {
-        self.unnamed_file_with(0o644)
-    }
-
-    /// [`Dir::unnamed_file`] with the permission bits `mode` (less the
-    /// process's umask).
-    pub fn unnamed_file_with(&self, mode: u32) -> io::Result<File> {
+    /// A new file in this directory, with the permission bits `mode`
+    /// (less the process's umask), that nobody sees until
+    /// [`Dir::place`] names it: one without a name (`O_TMPFILE`), which
+    /// vanishes with its descriptor if it never is; where the
+    /// filesystem makes none (FUSE mounts such as exFAT's and NTFS's on
+    /// a USB disk, vfat, NFS: `EOPNOTSUPP`), one under a temporary name
+    /// of brisk's own (`.brisk-put.*`, never served nor listed), which
+    /// [`Dir::unstage`] removes if it is not placed.
+    pub fn stage(&self, mode: u32) -> io::Result<(File, Staged)> {
         let flags = libc::O_RDWR | libc::O_TMPFILE | libc::O_CLOEXEC;
-        self.open_at(b".", flags, mode & 0o777).map(File::from)
+        match self.open_at(b".", flags, mode & 0o777) {
+            // (EISDIR: a kernel older than O_TMPFILE, which reads it as
+            // O_DIRECTORY.)
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => {
+                self.stage_named(mode)
+            }
+            other => other.map(|fd| (File::from(fd), Staged::Unnamed)),
+        }
     }
 
-    /// Gives `file`, made by [`Dir::unnamed_file`], the name `name` here
-    /// (which must not exist). `AT_EMPTY_PATH` first; where the kernel
+    /// [`Dir::stage`]'s file under a temporary name.
+    pub(crate) fn stage_named(&self, mode: u32) -> io::Result<(File, Staged)> {
+        let flags =
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        loop {
+            // (Taken: one left by a crashed brisk whose number this
+            // process now has. The next number.)
+            let name = temp_name();
+            match self.open_at(&name, flags, mode & 0o777) {
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                other => return other.map(|fd| (File::from(fd), Staged::Named(name))),
+            }
+        }
+    }
+
+    /// Names `file`, made by [`Dir::stage`] as `staged`, `name`:
+    /// replacing what has that name if `replace`, else failing with
+    /// `EEXIST` when something does. In one step either way: whoever
+    /// looks finds the old file or the new one whole, never a part.
+    pub fn place(
+        &self,
+        file: &File,
+        staged: &Staged,
+        name: &[u8],
+        replace: bool,
+    ) -> io::Result<()> {
+        match staged {
+            Staged::Unnamed if !replace => self.link(file, name),
+            Staged::Unnamed => {
+                // (No call replaces a name with an unnamed file: it is
+                // named aside first, then renamed over the old one.)
+                let tmp = temp_name();
+                self.link(file, &tmp)?;
+                let renamed = self.rename(&tmp, self, name, false);
+                if renamed.is_err() {
+                    let _ = self.remove(&tmp, false);
+                }
+                renamed
+            }
+            Staged::Named(tmp) if replace => self.rename(tmp, self, name, false),
+            Staged::Named(tmp) => match self.rename(tmp, self, name, true) {
+                // A filesystem without RENAME_NOREPLACE (FUSE ones whose
+                // driver has no `rename2`): a hard link, which never
+                // replaces; without those either (exFAT, vfat), the name
+                // checked, then a plain rename (another writer in between
+                // could be replaced: there, no call rules it out).
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    match self.link_name(tmp, name) {
+                        Ok(()) => {
+                            let _ = self.remove(tmp, false);
+                            Ok(())
+                        }
+                        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Err(e),
+                        Err(_) => match self.stat(name) {
+                            Ok(_) => Err(io::Error::from_raw_os_error(libc::EEXIST)),
+                            Err(e) if e.raw_os_error() != Some(libc::ENOENT) => Err(e),
+                            Err(_) => self.rename(tmp, self, name, false),
+                        },
+                    }
+                }
+                other => other,
+            },
+        }
+    }
+
+    /// Removes what [`Dir::stage`] made if it has a name here (a file that
+    /// was never placed; nothing once placed, nothing for an unnamed one).
+    pub fn unstage(&self, staged: &Staged) {
+        if let Staged::Named(tmp) = staged {
+            let _ = self.remove(tmp, false);
+        }
+    }
+
+    /// A second name `to` for the file named `from` here (`EEXIST` when
+    /// `to` is taken).
+    fn link_name(&self, from: &[u8], to: &[u8]) -> io::Result<()> {
+        let dir = self.0.as_raw_fd();
+        with_cstr(checked(from)?, |f| {
+            with_cstr(checked(to)?, |t| {
+                // SAFETY: an open directory, NUL-terminated names.
+                cvt(unsafe { libc::linkat(dir, f.as_ptr(), dir, t.as_ptr(), 0) })
+            })
+        })
+        .map(drop)
+    }
+
+    /// Gives `file`, an unnamed one, the name `name` here (which must
+    /// not exist). `AT_EMPTY_PATH` first; where the kernel
     /// wants a capability for that, through `/proc/self/fd`.
-    pub fn link(&self, file: &File, name: &[u8]) -> io::Result<()> {
+    fn link(&self, file: &File, name: &[u8]) -> io::Result<()> {
         let name = checked(name)?;
         let dir = self.0.as_raw_fd();
         let empty = with_cstr(name, |to| {
@@ -324,21 +434,101 @@ mod tests {
         d
     }
 
+    fn names(d: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
-    fn an_unnamed_file_is_seen_only_once_linked() {
+    fn a_staged_file_is_seen_only_once_placed_whole() {
         let d = temp();
         let root = Root::open(&d, false).unwrap();
         let dir = root.dir(b"").unwrap();
-        let mut f = dir.unnamed_file().unwrap();
-        f.write_all(b"hello").unwrap();
-        assert!(std::fs::read_dir(&d).unwrap().next().is_none());
-        dir.link(&f, b"tmp").unwrap();
-        dir.rename(b"tmp", &dir, b"a", false).unwrap();
-        assert_eq!(std::fs::read(d.join("a")).unwrap(), b"hello");
-        // Dropped unlinked: nothing left.
-        let g = dir.unnamed_file().unwrap();
-        drop(g);
-        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        // Unnamed (this filesystem has O_TMPFILE), and under a temporary
+        // name (as on one without).
+        for named in [false, true] {
+            let stage = || match named {
+                false => dir.stage(0o640),
+                true => dir.stage_named(0o640),
+            };
+            let (mut f, staged) = stage().unwrap();
+            assert_eq!(matches!(staged, Staged::Named(_)), named);
+            f.write_all(b"hello").unwrap();
+            let seen = names(&d)
+                .into_iter()
+                .filter(|n| !n.starts_with("a"))
+                .collect::<Vec<_>>();
+            match &staged {
+                Staged::Unnamed => assert!(seen.is_empty()),
+                Staged::Named(tmp) => {
+                    let tmp = String::from_utf8(tmp.clone()).unwrap();
+                    assert!(tmp.starts_with(".brisk-put."), "{tmp}");
+                    assert_eq!(seen, [tmp]);
+                }
+            }
+            dir.place(&f, &staged, b"a", false).unwrap();
+            assert_eq!(names(&d), ["a"]);
+            assert_eq!(std::fs::read(d.join("a")).unwrap(), b"hello");
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(d.join("a")).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777 & !0o640, 0);
+            // Not over an existing name, unless asked to replace.
+            let (mut g, staged) = stage().unwrap();
+            g.write_all(b"world").unwrap();
+            let e = dir.place(&g, &staged, b"a", false).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+            assert_eq!(std::fs::read(d.join("a")).unwrap(), b"hello");
+            dir.place(&g, &staged, b"a", true).unwrap();
+            assert_eq!(std::fs::read(d.join("a")).unwrap(), b"world");
+            assert_eq!(names(&d), ["a"]);
+            // Never placed: nothing left once unstaged and closed.
+            let (g, staged) = stage().unwrap();
+            dir.unstage(&staged);
+            drop(g);
+            assert_eq!(names(&d), ["a"]);
+            std::fs::remove_file(d.join("a")).unwrap();
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_temporary_name_left_by_a_crash_is_stepped_over() {
+        let d = temp();
+        let root = Root::open(&d, false).unwrap();
+        let dir = root.dir(b"").unwrap();
+        let (_, first) = dir.stage_named(0o600).unwrap();
+        let Staged::Named(first) = first else {
+            unreachable!()
+        };
+        // The next names, as if a crashed process with this one's number
+        // had left them.
+        let n: u64 = std::str::from_utf8(first.rsplit(|&b| b == b'.').next().unwrap())
+            .unwrap()
+            .parse()
+            .unwrap();
+        for k in 1..4 {
+            let left = format!(".brisk-put.{}.{}", std::process::id(), n + k);
+            std::fs::write(d.join(left), b"old").unwrap();
+        }
+        let (_, next) = dir.stage_named(0o600).unwrap();
+        let Staged::Named(next) = next else {
+            unreachable!()
+        };
+        assert!(!next.is_empty() && next != first);
+        assert_eq!(
+            std::fs::metadata(d.join(std::str::from_utf8(&next).unwrap()))
+                .unwrap()
+                .len(),
+            0
+        );
+        for k in 1..4 {
+            let left = format!(".brisk-put.{}.{}", std::process::id(), n + k);
+            assert_eq!(std::fs::read(d.join(left)).unwrap(), b"old");
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -200,19 +200,27 @@ fn trim(rel: &[u8]) -> &[u8] {
 /// Copies the regular file `name` of `src` to `to` in `dest` (which has
 /// no such name), with its permission bits (as `cp` keeps them: an
 /// executable stays one) and its dead properties kept as extended
-/// attributes: written unnamed, synced (if `sync`), then named.
+/// attributes: written unseen (`Dir::stage`), synced (if `sync`), then
+/// named.
 fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let mut from = src.open_file(name)?;
-    let mut file = dest.unnamed_file_with(from.metadata()?.permissions().mode())?;
-    copy(&mut from, &mut file)?;
-    // (Where the filesystem has none, the sidecar store's entries are
-    // copied after: `props::follow`.)
-    let _ = props::carry(&from, &file);
-    if sync {
-        file.sync_all()?;
+    let (mut file, staged) = dest.stage(from.metadata()?.permissions().mode())?;
+    let mut write = || {
+        copy(&mut from, &mut file)?;
+        // (Where the filesystem has none, the sidecar store's entries are
+        // copied after: `props::follow`.)
+        let _ = props::carry(&from, &file);
+        if sync {
+            file.sync_all()?;
+        }
+        dest.place(&file, &staged, to, false)
+    };
+    let done = write();
+    if done.is_err() {
+        dest.unstage(&staged);
     }
-    dest.link(&file, to)
+    done
 }
 
 /// Copies all of `from` into `to` (plain reads and writes: no call the

@@ -23,7 +23,7 @@ use crate::http::parse::BodyFraming;
 use crate::http::request::{Field, OwnedRequest};
 use crate::http::Status;
 use crate::offload::{Job, Offload};
-use crate::sys::dir::Dir;
+use crate::sys::dir::{Dir, Staged};
 use crate::sys::fs::Kind;
 
 mod copymove;
@@ -241,8 +241,8 @@ pub fn options(dav: &Dav, s: &mut Scratch) -> Plan {
     bare(Status::OK)
 }
 
-/// PUT of `rel`: a new unnamed file in the target's directory, which the
-/// body is written into as it arrives (`framing`); the old file stays
+/// PUT of `rel`: a new file in the target's directory, unseen until
+/// whole (`Dir::stage`), which the body is written into as it arrives (`framing`); the old file stays
 /// whole until the new one replaces it. 409 when the directory is
 /// missing, 405 onto a collection, 413 past `max_upload`.
 pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
@@ -265,9 +265,10 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (false, false),
         Err(e) => return answer(status_of(&e)),
     };
-    match dir.unnamed_file() {
-        Ok(file) => Started::Upload(Box::new(Put {
+    match dir.stage(0o644) {
+        Ok((file, staged)) => Started::Upload(Box::new(Put {
             dir,
+            staged,
             name: name.to_vec(),
             existed,
             replaces_file,
@@ -279,12 +280,14 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
     }
 }
 
-/// A PUT under way: the unnamed file its body goes into, and where it
+/// A PUT under way: the staged file its body goes into, and where it
 /// goes once whole. Dropped before then (the client left), the file
 /// vanishes and the old one is untouched.
 #[derive(Debug)]
 pub struct Put {
     dir: Dir,
+    /// How the file waits for its name (removed when dropped unplaced).
+    staged: Staged,
     name: Vec<u8>,
     existed: bool,
     /// What it replaces is a regular file (whose dead properties the new
@@ -352,26 +355,24 @@ impl Put {
         Ok((status, old))
     }
 
-    /// Names `file` `self.name`: directly when nothing had that name (a
-    /// new file is never seen half-named), else (or when one came
-    /// meanwhile) under a temporary name then renamed over the old one.
+    /// Names `file` `self.name`, in one step (see `Dir::place`).
     fn place(&self, file: &File) -> io::Result<()> {
-        if !self.existed {
-            match self.dir.link(file, &self.name) {
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-                other => return other,
+        match self.dir.place(file, &self.staged, &self.name, self.existed) {
+            // (One came meanwhile: replaced, as a PUT does.)
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                self.dir.place(file, &self.staged, &self.name, true)
             }
+            other => other,
         }
-        let mut tmp = b".brisk-put.".to_vec();
-        tmp.extend_from_slice(std::process::id().to_string().as_bytes());
-        tmp.push(b'.');
-        tmp.extend_from_slice(format!("{:p}", self).as_bytes());
-        self.dir.link(file, &tmp)?;
-        let renamed = self.dir.rename(&tmp, &self.dir, &self.name, false);
-        if renamed.is_err() {
-            let _ = self.dir.remove(&tmp, false);
-        }
-        renamed
+    }
+}
+
+impl Drop for Put {
+    /// A file staged under a temporary name and never placed (the client
+    /// left, or the end failed) is removed; placed, that name is gone
+    /// already (and was this process's alone).
+    fn drop(&mut self) {
+        self.dir.unstage(&self.staged);
     }
 }
 

@@ -1,0 +1,225 @@
+//! A `[[webdav]]` tree on a filesystem that makes no unnamed files
+//! (`O_TMPFILE` fails with `EOPNOTSUPP`): exFAT, as on the USB disk of a
+//! router, through its FUSE driver on a loop device, and a directory
+//! seen through bindfs (FUSE too). PUT and COPY write their files under
+//! a temporary name of brisk's own there (`.brisk-put.*`), which no
+//! client sees and which goes when a client leaves halfway. Needs root,
+//! `/dev/fuse`, litmus, and exfatprogs with exfat-fuse (and a loop
+//! device) or bindfs; says loudly what it skipped.
+
+use super::webdav::{litmus, propfind, send, transfer, LITMUS_PASSES};
+use super::webdav_clients::{have, have_from};
+use crate::common;
+
+use common::*;
+use std::fs;
+use std::io::Write;
+use std::net::TcpStream;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A FUSE mount made by a test, undone when dropped (and its loop
+/// device let go).
+struct Mount {
+    point: PathBuf,
+    device: Option<String>,
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.point).status();
+        if let Some(dev) = &self.device {
+            let _ = Command::new("losetup").arg("-d").arg(dev).status();
+        }
+    }
+}
+
+/// Runs `cmd`: `Err` with what it printed when it fails.
+fn run(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+        false => Err(format!(
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}
+
+/// A 64 MiB exFAT image in `place`, on a loop device, mounted at `point`
+/// by exfat-fuse, writable by all.
+fn exfat(place: &Path, point: &Path) -> Result<Mount, String> {
+    let image = place.join("exfat.img");
+    fs::File::create(&image)
+        .and_then(|f| f.set_len(64 << 20))
+        .map_err(|e| e.to_string())?;
+    run(Command::new("mkfs.exfat").arg(&image))?;
+    let device = run(Command::new("losetup").args(["-f", "--show"]).arg(&image))?;
+    let mut mount = Mount {
+        point: point.to_path_buf(),
+        device: Some(device.clone()),
+    };
+    if let Err(e) = run(Command::new("mount.exfat-fuse")
+        .args(["-o", "umask=0"])
+        .arg(&device)
+        .arg(point))
+    {
+        // (Nothing mounted: only the loop device to let go.)
+        mount.point = PathBuf::from("/nonexistent");
+        return Err(e);
+    }
+    Ok(mount)
+}
+
+/// `place/under` seen at `point` through bindfs.
+fn bindfs(place: &Path, point: &Path) -> Result<Mount, String> {
+    let under = place.join("under");
+    fs::create_dir(&under).map_err(|e| e.to_string())?;
+    run(Command::new("bindfs").arg(&under).arg(point))?;
+    Ok(Mount {
+        point: point.to_path_buf(),
+        device: None,
+    })
+}
+
+/// The names starting `.brisk-put.` anywhere beneath `dir`.
+fn staged_names(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let path = e.path();
+        if e.file_type().unwrap().is_dir() {
+            found.extend(staged_names(&path));
+        } else if e.file_name().to_string_lossy().starts_with(".brisk-put.") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// Waits (at most 20 s) until `done` holds; whether it did.
+fn until(mut done: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// On the filesystem `mount` makes: no unnamed files there; litmus's
+/// five suites pass in full; a PUT cut halfway is never seen (not
+/// listed, not served) and leaves neither a file nor the old one
+/// changed; a COPY and a PUT over a file land whole; nothing of brisk's
+/// staging is left.
+fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>) {
+    // SAFETY: no arguments, no side effects.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
+        skip(&format!("{what}: a FUSE mount needs root and /dev/fuse"));
+        return;
+    }
+    // (Dropped last: after the server stops and the mount is undone.)
+    let place = TempDir::new("fuse");
+    let point = place.path.join("dav");
+    fs::create_dir(&point).unwrap();
+    let _mounted = match mount(&place.path, &point) {
+        Ok(m) => m,
+        Err(e) => {
+            skip(&format!("{what} could not be mounted here: {e}"));
+            return;
+        }
+    };
+    let tmpfile = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .open(&point);
+    assert_eq!(
+        tmpfile.err().and_then(|e| e.raw_os_error()),
+        Some(libc::EOPNOTSUPP),
+        "{what} makes unnamed files now: this test no longer tries the other way"
+    );
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\nmax_upload = \"64MiB\"\n",
+        point.display()
+    ));
+    let s = b.start();
+
+    let (summaries, ok, text) = litmus(&s, "basic copymove props http locks", &[]);
+    assert_eq!(summaries, LITMUS_PASSES, "{what}: {text}");
+    assert!(ok, "{what}: {text}");
+
+    assert_eq!(send(&s, "PUT", "/dav/f.txt", b"old").status, 201);
+    let mut cut = TcpStream::connect(s.addr()).unwrap();
+    let size = 8 << 20;
+    write!(
+        cut,
+        "PUT /dav/f.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: {size}\r\n\r\n"
+    )
+    .unwrap();
+    cut.write_all(&vec![b'n'; 1 << 20]).unwrap();
+    assert!(
+        until(|| !staged_names(&point).is_empty()),
+        "{what}: the body is not being written"
+    );
+    let staged = staged_names(&point);
+    let staged_name = staged[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let listing = propfind(&s, "/dav/", "1", "").text();
+    assert!(
+        listing.contains("f.txt") && !listing.contains(".brisk-put"),
+        "{listing}"
+    );
+    assert_eq!(
+        send(&s, "GET", &format!("/dav/{staged_name}"), b"").status,
+        404
+    );
+    assert_eq!(send(&s, "GET", "/dav/f.txt", b"").body, b"old");
+    drop(cut);
+    assert!(
+        until(|| staged_names(&point).is_empty()),
+        "{what}: left {:?}",
+        staged_names(&point)
+    );
+    assert_eq!(fs::read(point.join("f.txt")).unwrap(), b"old");
+
+    let new: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    assert_eq!(send(&s, "PUT", "/dav/f.txt", &new).status, 204);
+    assert_eq!(send(&s, "MKCOL", "/dav/c", b"").status, 201);
+    let copy = transfer(&s, "COPY", "/dav/f.txt", "/dav/c/g.txt", "");
+    assert_eq!(copy.status, 201, "{}", copy.head);
+    assert_eq!(fs::read(point.join("f.txt")).unwrap(), new);
+    assert_eq!(fs::read(point.join("c/g.txt")).unwrap(), new);
+    assert!(
+        staged_names(&point).is_empty(),
+        "{:?}",
+        staged_names(&point)
+    );
+}
+
+#[test]
+fn exfat_through_fuse_serves_in_full() {
+    if !have("litmus")
+        || !have_from("mkfs.exfat", "exfatprogs")
+        || !have_from("mount.exfat-fuse", "exfat-fuse")
+        || !have_from("losetup", "mount")
+    {
+        return;
+    }
+    serves_in_full("exFAT (exfat-fuse on a loop device)", exfat);
+}
+
+#[test]
+fn a_bindfs_tree_serves_in_full() {
+    if !have("litmus") || !have("bindfs") {
+        return;
+    }
+    serves_in_full("bindfs", bindfs);
+}
