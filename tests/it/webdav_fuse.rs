@@ -113,8 +113,8 @@ fn until(mut done: impl FnMut() -> bool) -> bool {
 /// On the filesystem `mount` makes: no unnamed files there; litmus's
 /// five suites pass in full; a PUT cut halfway is never seen (not
 /// listed, not served) and leaves neither a file nor the old one
-/// changed; a COPY and a PUT over a file land whole; nothing of brisk's
-/// staging is left.
+/// changed; a COPY and a PUT over a file land whole; a name the
+/// filesystem cannot hold is a 4xx; nothing of brisk's staging is left.
 fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>) {
     // SAFETY: no arguments, no side effects.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {

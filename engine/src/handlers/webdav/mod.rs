@@ -401,8 +401,8 @@ struct Ending {
 
 impl Job for Ending {
     /// Syncs and names the file, and answers: 201 or 204; 413 past
-    /// `max_upload`; 507 when the disk is full, 500 for other errors
-    /// (logged).
+    /// `max_upload`; 507 when the disk is full; 400 or 409 for a name
+    /// the filesystem refuses; 500 for other errors (logged).
     fn run(self) {
         let Ending { put, body, later } = self;
         // (An answer whose client left is not taken: the file is in
@@ -418,8 +418,13 @@ impl Job for Ending {
                 later.answer(Status::CONTENT_TOO_LARGE.0, &[], b"")
             }
             Err(e) => {
-                let status = match status_of(&e) {
-                    INSUFFICIENT_STORAGE => INSUFFICIENT_STORAGE,
+                let status = match (status_of(&e), e.raw_os_error()) {
+                    (INSUFFICIENT_STORAGE, _) => INSUFFICIENT_STORAGE,
+                    // A name this filesystem cannot hold (`a:b` on exFAT
+                    // or vfat: EINVAL, or ENOENT from exfat-fuse), or its
+                    // directory gone meanwhile: the name's fault, not the
+                    // server's (400, 409).
+                    (status, Some(libc::EINVAL | libc::ENOENT)) => status,
                     _ => Status::INTERNAL_SERVER_ERROR,
                 };
                 later.fail(status, e.to_string())
