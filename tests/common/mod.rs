@@ -1554,3 +1554,15 @@ pub fn check_config(toml: &str) -> (bool, String, String) {
     let (st, out, err) = run_brisk(&["--config", cfg.to_str().expect("utf-8"), "--check-config"]);
     (st.success(), out, err)
 }
+
+/// `data` as a chunked body in chunks of `piece` bytes, with the last chunk.
+pub fn chunked_body(data: &[u8], piece: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() + data.len() / piece.max(1) * 8 + 8);
+    for p in data.chunks(piece.max(1)) {
+        out.extend_from_slice(format!("{:x}\r\n", p.len()).as_bytes());
+        out.extend_from_slice(p);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}

@@ -195,18 +195,6 @@ fn group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// `data` as a chunked body in chunks of `piece` bytes, with the last chunk.
-fn chunked(data: &[u8], piece: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + data.len() / piece.max(1) * 8 + 8);
-    for p in data.chunks(piece.max(1)) {
-        out.extend_from_slice(format!("{:x}\r\n", p.len()).as_bytes());
-        out.extend_from_slice(p);
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"0\r\n\r\n");
-    out
-}
-
 /// Decodes a chunked body that must be exactly `raw` (nothing after the
 /// last chunk), checking every byte of the framing; returns the data.
 fn dechunk_exact(raw: &[u8]) -> Vec<u8> {

@@ -124,12 +124,7 @@ fn a_held_body_larger_than_memory_goes_whole_from_its_temporary_file() {
     let mut c = s.connect();
     let mut request =
         b"POST /api/big HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
-    for piece in body.chunks(30_000) {
-        request.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
-        request.extend_from_slice(piece);
-        request.extend_from_slice(b"\r\n");
-    }
-    request.extend_from_slice(b"0\r\n\r\n");
+    request.extend_from_slice(&chunked_body(&body, 30_000));
     c.send(&request);
     let r = c.response();
     assert_eq!((r.status, r.text()), (200, "ok".to_string()), "{}", r.head);

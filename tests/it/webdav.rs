@@ -400,8 +400,13 @@ impl Drop for Mounted {
 /// directory `at`; `None`, said loudly, where this process may not (not
 /// root, or no right to mount here).
 pub(crate) fn mount(kind: &str, at: &Path) -> Option<Mounted> {
+    mount_with(kind, "defaults", at)
+}
+
+/// [`mount`] with mount `options` (`size=1m`).
+pub(crate) fn mount_with(kind: &str, options: &str, at: &Path) -> Option<Mounted> {
     let mounted = std::process::Command::new("mount")
-        .args(["-t", kind, "brisk-test"])
+        .args(["-t", kind, "-o", options, "brisk-test"])
         .arg(at)
         .stderr(std::process::Stdio::null())
         .status()
@@ -413,6 +418,32 @@ pub(crate) fn mount(kind: &str, at: &Path) -> Option<Mounted> {
         ));
     }
     mounted.then(|| Mounted(at.to_path_buf()))
+}
+
+/// A PUT that fills the disk (a 1 MiB tmpfs) is 507 Insufficient
+/// Storage (RFC 4918 §11.5), over either framing: the old file is
+/// untouched, nothing of the body is left, and the room is there again
+/// for the next PUT.
+#[test]
+fn a_put_that_fills_the_disk_is_507_and_leaves_the_old_file() {
+    let (b, dav) = builder("max_upload = \"8MiB\"\n");
+    let Some(_small) = mount_with("tmpfs", "size=1m", &dav) else {
+        return;
+    };
+    write_file(&dav.join("f"), b"old");
+    let s = b.start();
+    let big = vec![b'x'; 2 << 20];
+    let r = send(&s, "PUT", "/dav/f", &big);
+    assert_eq!(r.status, 507, "{}", r.head);
+    let mut raw =
+        b"PUT /dav/g HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    raw.extend_from_slice(&chunked_body(&big, 100_000));
+    assert_eq!(s.request(&raw).status, 507);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), b"old");
+    assert_eq!(names(&dav), ["f"]);
+    let half = vec![b'y'; 600_000];
+    assert_eq!(send(&s, "PUT", "/dav/f", &half).status, 204);
+    assert_eq!(fs::read(dav.join("f")).unwrap(), half);
 }
 
 /// A MOVE onto another filesystem mounted beneath the root (where

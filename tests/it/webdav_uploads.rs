@@ -53,14 +53,7 @@ fn chunked(s: &Server, method: &str, path: &str, body: &[u8]) -> Response {
     );
     // A body over its bound is answered 413 before its end, and the
     // connection closed: the rest may meet a closed socket.
-    let mut rest = Vec::new();
-    for piece in body.chunks(700) {
-        rest.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
-        rest.extend_from_slice(piece);
-        rest.extend_from_slice(b"\r\n");
-    }
-    rest.extend_from_slice(b"0\r\n\r\n");
-    for piece in rest.chunks(1000) {
+    for piece in chunked_body(body, 700).chunks(1000) {
         if !c.try_send(piece) {
             break;
         }

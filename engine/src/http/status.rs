@@ -62,6 +62,9 @@ impl Status {
     pub const GATEWAY_TIMEOUT: Status = Status(504);
     /// 505 HTTP Version Not Supported (RFC 9110 §15.6.6).
     pub const VERSION_NOT_SUPPORTED: Status = Status(505);
+    /// 507 Insufficient Storage (RFC 4918 §11.5): no room to store what
+    /// the request needs kept.
+    pub const INSUFFICIENT_STORAGE: Status = Status(507);
 
     /// The reason phrase for the status line.
     pub fn reason(self) -> &'static str {

@@ -149,6 +149,16 @@ impl Resume {
         }
     }
 
+    /// Where its body is written, for log lines: a PUT's own file, else
+    /// a spool in `temp_dir`.
+    pub fn body_home(&self, temp_dir: &std::path::Path) -> String {
+        match &self.0 {
+            #[cfg(feature = "webdav")]
+            Resumed::Put(_) => "the file it makes".to_string(),
+            _ => temp_dir.display().to_string(),
+        }
+    }
+
     /// The largest body it takes, when not `limits.max_body`: a
     /// `[[webdav]]` PUT's `max_upload`.
     pub fn body_max(&self) -> Option<u64> {

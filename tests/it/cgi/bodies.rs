@@ -242,7 +242,7 @@ fn chunked_bodies_reach_the_script_with_their_length() {
         let mut req =
             b"POST /cgi-bin/sum.sh HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
                 .to_vec();
-        req.extend_from_slice(&chunked(&data, piece));
+        req.extend_from_slice(&chunked_body(&data, piece));
         c.send(&req);
         let r = c.response();
         assert_eq!(r.status, 200, "{len}: {}", r.head);
@@ -302,7 +302,7 @@ fn a_large_chunked_body_waits_in_an_unnamed_file() {
             "POST /cgi-bin/gated.sh?{tag} HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         .into_bytes();
-        req.extend_from_slice(&chunked(&data, 32 * 1024));
+        req.extend_from_slice(&chunked_body(&data, 32 * 1024));
         let mut c = server.connect();
         c.send(&req);
         // The script runs (so the body is complete) and waits at its gate.
@@ -340,7 +340,7 @@ fn bad_or_oversized_chunked_bodies_get_400_or_413() {
     ));
     script(&b, "cgi-bin/sum.sh", SUM_SH);
     let server = b.start();
-    let over = chunked(&pattern(100 * 1024 + 1), 30_000);
+    let over = chunked_body(&pattern(100 * 1024 + 1), 30_000);
     let mut endless = b"0\r\n".to_vec();
     for i in 0..2_000 {
         endless.extend_from_slice(format!("X-T{i}: {}\r\n", "v".repeat(20)).as_bytes());
@@ -385,7 +385,7 @@ fn bad_or_oversized_chunked_bodies_get_400_or_413() {
     let data = b"fine".to_vec();
     let mut raw =
         b"POST /cgi-bin/sum.sh HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
-    raw.extend_from_slice(&chunked(&data, 2));
+    raw.extend_from_slice(&chunked_body(&data, 2));
     let r = server.request(&raw);
     assert_eq!(r.text(), format!("4 {}\n", sha256_hex(&data)));
     stop(server);

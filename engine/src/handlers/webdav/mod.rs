@@ -51,8 +51,6 @@ const CREATED: Status = Status(201);
 const CONFLICT: Status = Status(409);
 /// 415 Unsupported Media Type: MKCOL with a body (RFC 4918 §9.3.1).
 const UNSUPPORTED_MEDIA_TYPE: Status = Status(415);
-/// 507 Insufficient Storage (RFC 4918 §11.5).
-const INSUFFICIENT_STORAGE: Status = Status(507);
 
 /// How deep DELETE goes into a tree before it reports what is below as
 /// not removed.
@@ -159,7 +157,7 @@ fn split(rel: &[u8]) -> Option<(&[u8], &[u8])> {
 fn status_of(e: &io::Error) -> Status {
     match e.raw_os_error() {
         Some(libc::ENOENT | libc::ENOTDIR) => CONFLICT,
-        Some(libc::ENOSPC | libc::EDQUOT) => INSUFFICIENT_STORAGE,
+        Some(libc::ENOSPC | libc::EDQUOT) => Status::INSUFFICIENT_STORAGE,
         Some(libc::EEXIST | libc::ENOTEMPTY) => Status::METHOD_NOT_ALLOWED,
         _ if e.kind() == io::ErrorKind::InvalidInput => Status::BAD_REQUEST,
         _ => Status::FORBIDDEN,
@@ -419,7 +417,7 @@ impl Job for Ending {
             }
             Err(e) => {
                 let status = match (status_of(&e), e.raw_os_error()) {
-                    (INSUFFICIENT_STORAGE, _) => INSUFFICIENT_STORAGE,
+                    (Status::INSUFFICIENT_STORAGE, _) => Status::INSUFFICIENT_STORAGE,
                     // A name this filesystem cannot hold (`a:b` on exFAT
                     // or vfat: EINVAL, or ENOENT from exfat-fuse), or its
                     // directory gone meanwhile: the name's fault, not the

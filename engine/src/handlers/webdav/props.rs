@@ -58,8 +58,6 @@ const XML_VALUE: &str = "\0";
 
 /// 409: a name too long for an extended attribute.
 const CONFLICT: Status = Status(409);
-/// 507: the filesystem has no room (or no user xattrs).
-const INSUFFICIENT_STORAGE: Status = Status(507);
 
 /// A dead property: namespace, local name.
 pub type Name = (String, String);
@@ -396,7 +394,9 @@ pub fn proppatch(dav: &Dav, rel: &[u8], href: &[u8], ops: &[Op], s: &mut Scratch
 /// The status a store's failure answers for a property.
 fn failure(e: &std::io::Error) -> Status {
     match e.raw_os_error() {
-        Some(libc::ENOSPC | libc::E2BIG | libc::EOPNOTSUPP | libc::EDQUOT) => INSUFFICIENT_STORAGE,
+        Some(libc::ENOSPC | libc::E2BIG | libc::EOPNOTSUPP | libc::EDQUOT) => {
+            Status::INSUFFICIENT_STORAGE
+        }
         _ if e.kind() == std::io::ErrorKind::InvalidData => Status::INTERNAL_SERVER_ERROR,
         _ => Status::FORBIDDEN,
     }

@@ -330,7 +330,8 @@ impl Worker {
     /// is in: an embedded handler's counts against
     /// `limits.handler_bodies`, a body held whole must have been kept,
     /// and neither may grow beyond `limits.max_body`. If it may not, the
-    /// request is answered (503, 500 or 413) and false returned: memory
+    /// request is answered (503, 500, 507 when the disk is full, or 413)
+    /// and false returned: memory
     /// for bodies is bounded however many clients send them at once.
     pub(super) fn body_grew(&mut self, c: &mut Conn, stream: Option<u32>) -> bool {
         let max = self.settings.cfg.limits.max_body;
@@ -363,10 +364,13 @@ impl Worker {
                         format_args!(
                             "{}: cannot hold the request body in {}: {e}",
                             w.resume.label(),
-                            self.settings.cfg.temp_dir.display()
+                            w.resume.body_home(&self.settings.cfg.temp_dir)
                         ),
                     );
-                    Status::INTERNAL_SERVER_ERROR
+                    match e.raw_os_error() {
+                        Some(libc::ENOSPC | libc::EDQUOT) => Status::INSUFFICIENT_STORAGE,
+                        _ => Status::INTERNAL_SERVER_ERROR,
+                    }
                 } else {
                     return true;
                 }
