@@ -195,6 +195,44 @@ fn chroot_serves_from_the_jail() {
     }
 }
 
+/// A `[[webdav]]` tree inside the jail is written there by a worker
+/// running as `nobody` (it was once opened by its outside path after the
+/// chroot, so the worker never started); a tree that user cannot write
+/// is named in the log at start.
+#[cfg(feature = "webdav")]
+#[test]
+fn chroot_serves_a_webdav_tree_in_the_jail_and_names_one_it_cannot_write() {
+    let (Some(_), true) = (nobody(), is_root()) else {
+        skip("needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    let base = b.base().to_path_buf();
+    for (dir, mode) in [("dav", 0o777), ("closed", 0o755)] {
+        fs::create_dir(base.join(dir)).unwrap();
+        fs::set_permissions(base.join(dir), fs::Permissions::from_mode(mode)).unwrap();
+    }
+    b.config(
+        "chroot = \".\"\nuser = \"nobody\"\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"dav\"\n\
+         [[webdav]]\npath = \"/closed/\"\nroot = \"closed\"\n",
+    );
+    let s = b.start();
+    wait_started(&s);
+    let put = s.request(b"PUT /dav/a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(put.status, 201, "{}", s.stderr());
+    assert_eq!(fs::read(base.join("dav/a.txt")).unwrap(), b"hello");
+    assert_eq!(s.get("/dav/a.txt").body, b"hello");
+    let log = s.stderr();
+    assert!(
+        log.contains("[warn] webdav[2] (path \"/closed/\"): cannot make a file in /closed as the server runs: Permission denied"),
+        "{log}"
+    );
+    assert!(!log.contains("webdav[1] ("), "{log}");
+    let closed = s.request(b"PUT /closed/a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx");
+    assert_eq!(closed.status, 403);
+}
+
 #[test]
 fn chroot_must_contain_the_root() {
     let dir = TempDir::new("jail");

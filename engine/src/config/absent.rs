@@ -15,6 +15,12 @@ impl<T> std::ops::Deref for NoRules<T> {
     }
 }
 
+impl<T> std::ops::DerefMut for NoRules<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut []
+    }
+}
+
 impl<T> Clone for NoRules<T> {
     fn clone(&self) -> Self {
         NoRules::default()

@@ -266,6 +266,23 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
                 *path = real;
             }
         }
+        // (The `[[webdav]]` trees are opened by path when a worker
+        // starts, inside the jail.)
+        for (i, rule) in site.webdav.iter_mut().enumerate() {
+            let what = origins
+                .webdav
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("{prefix}webdav[{}].root", i + 1));
+            let real = rule
+                .root
+                .canonicalize()
+                .map_err(|e| error(format!("{what}: cannot use {}: {e}", rule.root.display())))?;
+            if !real.starts_with(&jail) {
+                return Err(outside(&what, &real));
+            }
+            rule.root = real;
+        }
         for (i, rule) in site.auth.iter_mut().enumerate() {
             let what = format!("{prefix}auth[{}].htpasswd", i + 1);
             let real = rule.htpasswd.canonicalize().map_err(|e| {
@@ -332,6 +349,9 @@ impl Config {
             }
             for rule in &mut site.auth {
                 rebase(&mut rule.htpasswd);
+            }
+            for rule in site.webdav.iter_mut() {
+                rebase(&mut rule.root);
             }
         }
         rebase(&mut c.temp_dir);

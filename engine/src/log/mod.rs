@@ -261,17 +261,7 @@ impl LogService {
     }
 
     fn handle_with(&self, settings: Settings) -> Logger {
-        let (home_tx, home_rx) = mpsc::sync_channel(SPARES);
-        Logger {
-            batch: Batch::new(home_tx.clone()),
-            tx: self.tx.clone(),
-            home_tx,
-            home_rx,
-            dropped: self.dropped.clone(),
-            settings,
-            access_clock: Clock::new(),
-            error_clock: Clock::new(),
-        }
+        Logger::new(self.tx.clone(), self.dropped.clone(), settings)
     }
 
     /// Reopens log files (after rotation; on SIGUSR1). Lines flushed before
@@ -361,6 +351,26 @@ pub struct Logger {
 }
 
 impl Logger {
+    /// Another handle to the same logs, at the same settings (for a
+    /// thread of its own).
+    pub fn sibling(&self) -> Logger {
+        Logger::new(self.tx.clone(), self.dropped.clone(), self.settings.clone())
+    }
+
+    fn new(tx: SyncSender<Msg>, dropped: Arc<AtomicU64>, settings: Settings) -> Logger {
+        let (home_tx, home_rx) = mpsc::sync_channel(SPARES);
+        Logger {
+            batch: Batch::new(home_tx.clone()),
+            tx,
+            home_tx,
+            home_rx,
+            dropped,
+            settings,
+            access_clock: Clock::new(),
+            error_clock: Clock::new(),
+        }
+    }
+
     /// Whether messages at `level` are written at all (check before
     /// formatting anything costly).
     pub fn enabled(&self, level: Level) -> bool {

@@ -329,6 +329,14 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             source,
         })?;
     }
+    // (Likewise a WebDAV tree it cannot write: said, not refused, since
+    // a disk may be mounted or mended later.)
+    #[cfg(feature = "webdav")]
+    confined.notes.extend(
+        crate::handlers::webdav::unwritable(cfg)
+            .into_iter()
+            .map(|line| (Level::Warn, line)),
+    );
     // The pid file as seen from where the server runs (inside the chroot).
     let pid_file = cfg.pid_file.clone();
     let logs = open_logs.start()?;

@@ -449,11 +449,18 @@ impl Generation {
             order: Arc::clone(&self.order),
             poll,
         };
+        // (Its reason in the error log too, before the main thread finds
+        // the worker gone and stops.)
+        let mut failed = init.logger.sibling();
         let thread = std::thread::Builder::new()
             .name(format!("brisk-worker-{id}"))
             .spawn(move || match Worker::new(init) {
                 Ok(worker) => worker.run(),
-                Err(e) => console::say(format_args!("cannot start worker {id}: {e}")),
+                Err(e) => {
+                    failed.log(Level::Error, format_args!("cannot start worker {id}: {e}"));
+                    failed.flush();
+                    console::say(format_args!("cannot start worker {id}: {e}"));
+                }
             })
             .map_err(Error::WorkerThread)?;
         self.wakers.push(Arc::clone(&waker));

@@ -201,6 +201,45 @@ fn existing(dav: &Dav, dir: &[u8], name: &[u8]) -> Result<(Dir, Kind), Status> {
     }
 }
 
+/// What the server, as it runs (its user, its sandbox), cannot write
+/// in: each writable `[[webdav]]` rule whose root refuses a new file
+/// (a USB disk mounted for root only, a read-only mount), as a line for
+/// the log (`site[2].webdav[1]` naming the rule). Its writes would be
+/// 403 (507 for a full disk) until that is fixed.
+pub fn unwritable(cfg: &Config) -> Vec<String> {
+    use crate::config::SiteConfig;
+    let mut lines = Vec::new();
+    for (i, site) in SiteConfig::all(cfg).enumerate() {
+        let prefix = match i {
+            0 => String::new(),
+            i => format!("site[{i}]."),
+        };
+        for (j, rule) in site.webdav.iter().enumerate() {
+            if rule.read_only {
+                continue;
+            }
+            if let Err(e) = try_write(&rule.root) {
+                lines.push(format!(
+                    "{prefix}webdav[{}] (path \"{}\"): cannot make a file in {} as the server runs: {e}; its writes will be refused until it can",
+                    j + 1,
+                    rule.path,
+                    rule.root.display()
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// Makes a file in `root` as a PUT would (`Dir::stage`), and removes it.
+fn try_write(root: &std::path::Path) -> io::Result<()> {
+    let dir = crate::sys::fs::Root::open(root, false)?.dir(b"")?;
+    let (file, staged) = dir.stage(0o600)?;
+    dir.unstage(&staged);
+    drop(file);
+    Ok(())
+}
+
 /// Whether the request's `If-Match`, `If-None-Match` or
 /// `If-Unmodified-Since` (RFC 9110 §13) fail against `rel` as it is now
 /// (by the ETag GET gives it): `Some(412)` then. A missing resource fails
