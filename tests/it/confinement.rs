@@ -233,6 +233,70 @@ fn chroot_serves_a_webdav_tree_in_the_jail_and_names_one_it_cannot_write() {
     assert_eq!(closed.status, 403);
 }
 
+/// A unix-socket upstream inside the jail is connected by its path as
+/// seen from inside (it was connected by its outside path: 502), and
+/// one outside the jail is a configuration error naming the rule.
+#[cfg(feature = "upstreams")]
+#[test]
+fn chroot_reaches_a_unix_socket_upstream_inside_the_jail() {
+    use std::io::{Read, Write};
+    let (Some(_), true) = (nobody(), is_root()) else {
+        skip("needs root and a nobody user");
+        return;
+    };
+    let mut b = Builder::new();
+    let base = b.base().canonicalize().unwrap();
+    fs::create_dir(base.join("run")).unwrap();
+    let sock = base.join("run/app.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    fs::set_permissions(&sock, fs::Permissions::from_mode(0o777)).unwrap();
+    let app = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf).unwrap();
+        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\njailed")
+            .unwrap();
+    });
+    let rule = |path: &Path| {
+        format!(
+            "chroot = \".\"\nuser = \"nobody\"\n[[reverse_proxy]]\npath = \"/api/\"\nto = [\"unix:{}\"]\n",
+            path.display()
+        )
+    };
+    b.config(&rule(&sock));
+    let s = b.start();
+    wait_started(&s);
+    let r = s.request(b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(
+        (r.status, r.text()),
+        (200, "jailed".into()),
+        "{}",
+        s.stderr()
+    );
+    app.join().unwrap();
+
+    let dir = TempDir::new("jail");
+    fs::create_dir_all(dir.path.join("jail")).expect("jail");
+    let cfg = dir.path.join("b.toml");
+    let text = rule(Path::new("/run/elsewhere.sock")).replace("\".\"", "\"jail\"");
+    fs::write(&cfg, text).expect("config");
+    let jail = dir.path.join("jail");
+    let (st, _out, err) = run_brisk(&[
+        "--config",
+        cfg.to_str().expect("utf-8"),
+        "--root",
+        jail.to_str().expect("utf-8"),
+        "--check-config",
+    ]);
+    assert!(!st.success());
+    assert!(
+        err.contains(
+            "b.toml:3: reverse_proxy[1].to: /run/elsewhere.sock is outside the chroot directory"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn chroot_must_contain_the_root() {
     let dir = TempDir::new("jail");

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::load::Origins;
-use super::{CgiTarget, Config, ConfigError, Group, LogTarget, User};
+use super::{CgiTarget, Config, ConfigError, Group, LogTarget, Upstream, User};
 use crate::sys::privileges;
 
 /// Names resolved so far in this process. A reload (SIGHUP) runs inside
@@ -283,6 +283,40 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             }
             rule.root = real;
         }
+        // (Unix sockets of upstreams are connected by path from inside
+        // the jail, as the scripts of `[[fastcgi]]` are looked for.)
+        let origin = |all: &[String], name: &str, i: usize, key: &str| match all.get(i) {
+            Some(o) => format!("{o}.{key}"),
+            None => format!("{prefix}{name}[{}].{key}", i + 1),
+        };
+        let sockets = site.reverse_proxy.iter().map(|r| &r.to);
+        let fastcgi = site.fastcgi.iter().map(|r| &r.to);
+        for (name, all, rules) in [
+            (
+                "reverse_proxy",
+                &origins.reverse_proxy,
+                sockets.collect::<Vec<_>>(),
+            ),
+            ("fastcgi", &origins.fastcgi, fastcgi.collect()),
+        ] {
+            for (i, to) in rules.into_iter().enumerate() {
+                for up in to {
+                    if let Upstream::Unix(path) = up {
+                        if !path.starts_with(&jail) {
+                            return Err(outside(&origin(all, name, i, "to"), path));
+                        }
+                    }
+                }
+            }
+        }
+        for (i, rule) in site.fastcgi.iter().enumerate() {
+            if let Some(root) = rule.root.as_deref().filter(|r| !r.starts_with(&jail)) {
+                return Err(outside(
+                    &origin(&origins.fastcgi, "fastcgi", i, "root"),
+                    root,
+                ));
+            }
+        }
         for (i, rule) in site.auth.iter_mut().enumerate() {
             let what = format!("{prefix}auth[{}].htpasswd", i + 1);
             let real = rule.htpasswd.canonicalize().map_err(|e| {
@@ -352,6 +386,21 @@ impl Config {
             }
             for rule in site.webdav.iter_mut() {
                 rebase(&mut rule.root);
+            }
+            let sockets = site.reverse_proxy.iter_mut().map(|r| &mut r.to);
+            for to in sockets.chain(site.fastcgi.iter_mut().map(|r| &mut r.to)) {
+                for up in to.iter_mut() {
+                    if let Upstream::Unix(path) = up {
+                        if let Some(q) = inside(path, jail) {
+                            *path = q.into();
+                        }
+                    }
+                }
+            }
+            for rule in site.fastcgi.iter_mut() {
+                if let Some(root) = &mut rule.root {
+                    rebase(root);
+                }
             }
         }
         rebase(&mut c.temp_dir);

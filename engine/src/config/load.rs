@@ -172,6 +172,10 @@ pub(crate) struct SiteOrigins {
     pub(crate) cgi: Vec<super::cgi::PathOrigins>,
     /// Per `[[webdav]]` rule: where it was set (`file:line: webdav[N].root`).
     pub(crate) webdav: Vec<String>,
+    /// Per `[[reverse_proxy]]` and per `[[fastcgi]]` rule: where it was
+    /// set (`file:line: fastcgi[N]`).
+    pub(crate) reverse_proxy: Vec<String>,
+    pub(crate) fastcgi: Vec<String>,
 }
 
 /// Loads `src` on top of `config`.
@@ -485,6 +489,17 @@ impl Loader<'_> {
             out.push(f(&section, item, table)?);
         }
         Ok(out)
+    }
+
+    /// Where each table of the array of tables `v` (`[[key]]`) starts,
+    /// as `file:line: key[N]`.
+    #[cfg(feature = "upstreams")]
+    pub(super) fn table_origins(&self, key: &str, v: &Spanned<DeValue<'_>>) -> Vec<String> {
+        let DeValue::Array(items) = v.get_ref() else {
+            return Vec::new();
+        };
+        let at = |(i, item)| self.origin(&format!("{key}[{}]", i + 1), item);
+        items.iter().enumerate().map(at).collect()
     }
 
     #[inline(never)]

@@ -56,14 +56,16 @@ impl Loader<'_> {
                 require!(self, "upstreams", key, name, UPSTREAMS, REMOVE);
                 #[cfg(feature = "upstreams")]
                 {
-                    site.reverse_proxy = self.reverse_proxies(value)?
+                    site.reverse_proxy = self.reverse_proxies(value)?;
+                    origins.reverse_proxy = self.table_origins(name, value);
                 }
             }
             "fastcgi" => {
                 require!(self, "upstreams", key, name, UPSTREAMS, REMOVE);
                 #[cfg(feature = "upstreams")]
                 {
-                    site.fastcgi = self.fastcgi(value)?
+                    site.fastcgi = self.fastcgi(value)?;
+                    origins.fastcgi = self.table_origins(name, value);
                 }
             }
             "webdav" => {

@@ -466,6 +466,48 @@ fn chroot_must_hold_the_root_and_cgi() {
         e.contains("dav-out.toml:3: webdav[1].root: ") && e.contains("is outside the chroot"),
         "{e}"
     );
+    // FastCGI: its socket and its scripts, seen from inside.
+    #[cfg(feature = "upstreams")]
+    {
+        let real = dir.path().canonicalize().unwrap();
+        let fcgi = |to: &str, root: &str| {
+            format!(
+                "root = \"jail/www\"\nchroot = \"jail\"\ntemp_dir = \"jail/tmp\"\n[[fastcgi]]\npattern = \"*.php\"\n\
+                 to = \"unix:{to}\"\nroot = \"{root}\"\n"
+            )
+        };
+        let sock = real.join("jail/run/php.sock");
+        let ok = dir.write("f.toml", &fcgi(sock.to_str().unwrap(), "jail/www"));
+        let c = match super::args(&["--config", ok.to_str().unwrap()]) {
+            Ok(super::Command::Run(c)) => c,
+            other => panic!("{other:?}"),
+        };
+        let inside = c.in_jail();
+        let rule = &inside.site.fastcgi[0];
+        assert_eq!(
+            rule.to,
+            [super::super::Upstream::Unix(
+                std::path::Path::new("/run/php.sock").into()
+            )]
+        );
+        assert_eq!(rule.root.as_deref(), Some(std::path::Path::new("/www")));
+        let bad = dir.write("f2.toml", &fcgi("/run/php/fpm.sock", "jail/www"));
+        let e = super::args(&["--config", bad.to_str().unwrap()])
+            .unwrap_err()
+            .message;
+        assert!(
+            e.contains("f2.toml:4: fastcgi[1].to: /run/php/fpm.sock is outside"),
+            "{e}"
+        );
+        let bad = dir.write("f3.toml", &fcgi(sock.to_str().unwrap(), "outside"));
+        let e = super::args(&["--config", bad.to_str().unwrap()])
+            .unwrap_err()
+            .message;
+        assert!(
+            e.contains("f3.toml:4: fastcgi[1].root: ") && e.contains("is outside"),
+            "{e}"
+        );
+    }
     let missing = dir.write("m.toml", "root = \"jail/www\"\nchroot = \"nope\"\n");
     let e = super::args(&["--config", missing.to_str().unwrap()])
         .unwrap_err()
