@@ -439,6 +439,7 @@ pub(crate) fn manager(
         names: names.iter().map(|n| n.to_string()).collect(),
         kinds: kinds.to_vec(),
         storage: storage.to_path_buf(),
+        jail: None,
         holder: holder.into(),
         local: Vec::new(),
         key_type: Default::default(),
@@ -939,5 +940,40 @@ fn localhost_and_addresses_get_a_certificate_from_the_local_ca_without_any_ca_as
             .mode();
         assert_eq!(mode & 0o777, 0o600, "{file}");
     }
+    assert!(!server.stderr().contains("[error]"), "{}", server.stderr());
+}
+
+/// With `chroot`, the storage lies in the jail and is used from inside
+/// it (it was made by its outside path after the chroot: no
+/// certificate); the line naming the local CA gives the path from
+/// outside, where the operator finds it. Needs root.
+#[test]
+fn a_chrooted_server_keeps_its_certificates_in_the_jail() {
+    if brisk::sys::privileges::euid() != 0 {
+        skip("chroot needs root");
+        return;
+    }
+    let mut b = crate::common::Builder::new();
+    let base = b.base().canonicalize().unwrap();
+    let (http, tls) = (free_port(), free_port());
+    let toml = format!(
+        "chroot = \".\"\nuser = \"nobody\"\nlisten = [\"127.0.0.1:{http}\"]\n\
+         [tls]\nlisten = [\"127.0.0.1:{tls}\"]\n[acme]\nstorage = \"acme\"\nhosts = [\"localhost\"]\n"
+    );
+    b.file("index.html", b"jailed\n");
+    b.config(&toml).listen_from_config().listeners(2);
+    let server = b.start();
+    let ca_path = base.join("acme/local/ca.pem");
+    let line = server.wait_stderr_line("from brisk's local CA");
+    assert!(
+        line.contains(&format!("trust {} ", ca_path.display())),
+        "{line}"
+    );
+    let ca = CertificateDer::from_pem_file(&ca_path).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{tls}").parse().unwrap();
+    let chain = poll(Duration::from_secs(10), || {
+        served_chain(addr, "localhost", ca.clone()).ok()
+    });
+    assert!(chain.is_some(), "{}", server.stderr());
     assert!(!server.stderr().contains("[error]"), "{}", server.stderr());
 }

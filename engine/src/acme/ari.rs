@@ -409,6 +409,7 @@ mod tests {
             names: vec!["c.test".into()],
             kinds: vec![super::super::client::HTTP_01],
             storage,
+            jail: None,
             holder: "test 1".into(),
             local: Vec::new(),
             key_type: Default::default(),

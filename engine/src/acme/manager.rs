@@ -65,8 +65,11 @@ pub struct Settings {
     pub names: Vec<String>,
     /// The challenge kinds allowed, preferred first.
     pub kinds: Vec<&'static str>,
-    /// The storage directory.
+    /// The storage directory (as seen from inside a chroot).
     pub storage: PathBuf,
+    /// The chroot directory, if any: paths in messages are given as the
+    /// operator finds them, from outside it.
+    pub jail: Option<PathBuf>,
     /// Who this server is, in lock files (host name and pid).
     pub holder: String,
     /// `localhost` and addresses: one certificate for them all from the
@@ -382,11 +385,14 @@ impl Manager {
         self.store
             .save_local_certificate(&stored)
             .map_err(|e| e.to_string())?;
-        let ca_path = self
+        let mut ca_path = self
             .store
             .local_dir()
             .map_err(|e| e.to_string())?
             .join("ca.pem");
+        if let Some(jail) = &self.settings.jail {
+            ca_path = jail.join(ca_path.strip_prefix("/").unwrap_or(&ca_path));
+        }
         log(
             Level::Info,
             format_args!(

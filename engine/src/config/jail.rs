@@ -331,6 +331,16 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             rule.htpasswd = real;
         }
     }
+    // (Certificates are stored and renewed while serving, inside the
+    // jail.)
+    #[cfg(feature = "acme")]
+    if let Some(acme) = config
+        .acme
+        .as_ref()
+        .filter(|a| !a.storage.starts_with(&jail))
+    {
+        return Err(outside(&format!("{}.storage", acme.origin), &acme.storage));
+    }
     if config.holds_bodies() && !config.temp_dir.starts_with(&jail) {
         let what = origins
             .temp_dir
@@ -404,6 +414,10 @@ impl Config {
             }
         }
         rebase(&mut c.temp_dir);
+        #[cfg(feature = "acme")]
+        if let Some(acme) = c.acme.as_mut() {
+            rebase(&mut acme.storage);
+        }
         #[cfg(feature = "ops")]
         if let Some(keys) = c.tls.as_mut().and_then(|t| t.ticket_keys.as_mut()) {
             rebase(&mut keys.file);

@@ -591,6 +591,7 @@ fn start_acme(
         local: acme.local.clone(),
         kinds: acme.challenges.clone(),
         storage: acme.storage.clone(),
+        jail: running.config().chroot.clone(),
         holder: prepared.holder,
         key_type: acme.key_type,
     };

@@ -389,6 +389,14 @@ fn privilege_keys() {
     assert!(load_err("allow_root = 1\n").contains("allow_root: expected true or false"));
 }
 
+/// The configuration `file` loads to.
+fn run_config(file: &std::path::Path) -> super::super::Config {
+    match super::args(&["--config", file.to_str().unwrap()]) {
+        Ok(super::Command::Run(c)) => c,
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn chroot_must_hold_the_root_and_cgi() {
     let dir = super::TempDir::new();
@@ -400,10 +408,7 @@ fn chroot_must_hold_the_root_and_cgi() {
         "ok.toml",
         "root = \"jail/www\"\nchroot = \"jail\"\ntemp_dir = \"jail/tmp\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
     );
-    let c = match super::args(&["--config", ok.to_str().unwrap()]) {
-        Ok(super::Command::Run(c)) => c,
-        other => panic!("{other:?}"),
-    };
+    let c = run_config(&ok);
     let jail = dir.path().join("jail").canonicalize().unwrap();
     assert_eq!(c.chroot.as_deref(), Some(jail.as_path()));
     let inside = c.in_jail();
@@ -450,10 +455,7 @@ fn chroot_must_hold_the_root_and_cgi() {
         format!("root = \"jail/www\"\nchroot = \"jail\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{root}\"\n")
     };
     let in_dav = dir.write("dav.toml", &dav("jail/dav"));
-    let c = match super::args(&["--config", in_dav.to_str().unwrap()]) {
-        Ok(super::Command::Run(c)) => c,
-        other => panic!("{other:?}"),
-    };
+    let c = run_config(&in_dav);
     assert_eq!(
         c.in_jail().site.webdav[0].root,
         std::path::PathBuf::from("/dav")
@@ -478,10 +480,7 @@ fn chroot_must_hold_the_root_and_cgi() {
         };
         let sock = real.join("jail/run/php.sock");
         let ok = dir.write("f.toml", &fcgi(sock.to_str().unwrap(), "jail/www"));
-        let c = match super::args(&["--config", ok.to_str().unwrap()]) {
-            Ok(super::Command::Run(c)) => c,
-            other => panic!("{other:?}"),
-        };
+        let c = run_config(&ok);
         let inside = c.in_jail();
         let rule = &inside.site.fastcgi[0];
         assert_eq!(
@@ -505,6 +504,31 @@ fn chroot_must_hold_the_root_and_cgi() {
             .message;
         assert!(
             e.contains("f3.toml:4: fastcgi[1].root: ") && e.contains("is outside"),
+            "{e}"
+        );
+    }
+    // The ACME storage: written while serving, so inside too.
+    #[cfg(feature = "acme")]
+    {
+        let acme = |storage: &str| {
+            format!(
+                "root = \"jail/www\"\nchroot = \"jail\"\n[tls]\nlisten = [\"127.0.0.1:0\"]\n\
+                 [acme]\nstorage = \"{storage}\"\nhosts = [\"localhost\"]\n"
+            )
+        };
+        let ok = dir.write("a.toml", &acme("jail/acme"));
+        let c = run_config(&ok);
+        let inside = c.in_jail();
+        assert_eq!(
+            inside.acme.unwrap().storage,
+            std::path::PathBuf::from("/acme")
+        );
+        let bad = dir.write("a2.toml", &acme("outside/acme"));
+        let e = super::args(&["--config", bad.to_str().unwrap()])
+            .unwrap_err()
+            .message;
+        assert!(
+            e.contains("a2.toml:5: acme.storage: ") && e.contains("is outside"),
             "{e}"
         );
     }
