@@ -446,6 +446,33 @@ fn a_put_that_fills_the_disk_is_507_and_leaves_the_old_file() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), half);
 }
 
+/// Under a file-size limit (`ulimit -f`, systemd's `LimitFSIZE=`), a
+/// PUT past it is 413 and the server goes on serving: the write fails
+/// with EFBIG, where SIGXFSZ's default action would have killed brisk.
+#[test]
+fn a_put_past_the_file_size_limit_is_413_and_the_server_lives() {
+    let (s, dav) = start("max_upload = \"8MiB\"\n", &[("f", b"old")]);
+    let limit = libc::rlimit {
+        rlim_cur: 1 << 20,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: a valid limit for a process this test started.
+    let set = unsafe {
+        libc::prlimit(
+            s.pid() as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
+    let r = send(&s, "PUT", "/dav/f", &vec![b'x'; 2 << 20]);
+    assert_eq!(r.status, 413, "{}", r.head);
+    assert_eq!(send(&s, "GET", "/dav/f", b"").body, b"old");
+    assert_eq!(names(&dav), ["f"]);
+    assert_eq!(send(&s, "PUT", "/dav/g", b"small").status, 201);
+}
+
 /// A MOVE onto another filesystem mounted beneath the root (where
 /// `rename` fails with EXDEV) is a copy then a removal of the source
 /// (RFC 4918 §9.9): files, a file over a file, whole trees, and the dead

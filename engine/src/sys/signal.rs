@@ -40,13 +40,22 @@ fn handled_set() -> libc::sigset_t {
 }
 
 /// Blocks the handled signals in the calling thread; threads spawned
-/// afterwards inherit the mask. Call before spawning workers.
+/// afterwards inherit the mask. Call before spawning workers. Also
+/// ignores SIGXFSZ for the process: a write past a file-size limit
+/// (`ulimit -f`, systemd's `LimitFSIZE=`), a client's upload into a
+/// WebDAV tree or `temp_dir`, fails with EFBIG instead of killing the
+/// server. (Programs brisk starts get every signal's default back:
+/// `spawn`.)
 pub fn block() -> io::Result<()> {
     let set = handled_set();
     // SAFETY: `set` is initialised; the old mask is not wanted.
     let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     if r != 0 {
         return Err(io::Error::from_raw_os_error(r));
+    }
+    // SAFETY: setting a disposition to SIG_IGN installs no handler.
+    if unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) } == libc::SIG_ERR {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

@@ -431,7 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn signal_mask_is_empty_and_sigpipe_default() {
+    fn signal_mask_is_empty_and_sigpipe_and_sigxfsz_default() {
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
         let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
         // SAFETY: test-only: block what the server blocks, in this thread.
@@ -441,6 +441,8 @@ mod tests {
                 libc::sigaddset(&mut set, s);
             }
             assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old), 0);
+            // (And ignore what the server ignores: `signal::block`.)
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
         }
         let c = spawn(Command {
             program: Path::new("/bin/sleep"),
@@ -457,7 +459,9 @@ mod tests {
             u64::from_str_radix(line[name.len()..].trim(), 16).unwrap()
         };
         assert_eq!(field("SigBlk:"), 0, "{status}");
-        assert_eq!(field("SigIgn:") & (1 << (libc::SIGPIPE - 1)), 0, "{status}");
+        for s in [libc::SIGPIPE, libc::SIGXFSZ] {
+            assert_eq!(field("SigIgn:") & (1 << (s - 1)), 0, "{s}: {status}");
+        }
         // Its own process group.
         // SAFETY: plain syscall.
         assert_eq!(unsafe { libc::getpgid(c.pid) }, c.pid);

@@ -330,7 +330,8 @@ impl Worker {
     /// is in: an embedded handler's counts against
     /// `limits.handler_bodies`, a body held whole must have been kept,
     /// and neither may grow beyond `limits.max_body`. If it may not, the
-    /// request is answered (503, 500, 507 when the disk is full, or 413)
+    /// request is answered (503, 500, 507 when the disk is full, or 413,
+    /// also past the filesystem's largest file)
     /// and false returned: memory
     /// for bodies is bounded however many clients send them at once.
     pub(super) fn body_grew(&mut self, c: &mut Conn, stream: Option<u32>) -> bool {
@@ -369,6 +370,9 @@ impl Worker {
                     );
                     match e.raw_os_error() {
                         Some(libc::ENOSPC | libc::EDQUOT) => Status::INSUFFICIENT_STORAGE,
+                        // (Past the filesystem's largest file, or the
+                        // process's file-size limit.)
+                        Some(libc::EFBIG) => Status::CONTENT_TOO_LARGE,
                         _ => Status::INTERNAL_SERVER_ERROR,
                     }
                 } else {
