@@ -449,25 +449,28 @@ fn chroot_must_hold_the_root_and_cgi() {
         "{e}"
     );
     // A WebDAV tree too (a worker opens it inside the jail), rebased.
-    dir.write("jail/dav/.keep", "");
-    dir.write("outside/dav/.keep", "");
-    let dav = |root: &str| {
-        format!("root = \"jail/www\"\nchroot = \"jail\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{root}\"\n")
-    };
-    let in_dav = dir.write("dav.toml", &dav("jail/dav"));
-    let c = run_config(&in_dav);
-    assert_eq!(
-        c.in_jail().site.webdav[0].root,
-        std::path::PathBuf::from("/dav")
-    );
-    let out_dav = dir.write("dav-out.toml", &dav("outside/dav"));
-    let e = super::args(&["--config", out_dav.to_str().unwrap()])
-        .unwrap_err()
-        .message;
-    assert!(
-        e.contains("dav-out.toml:3: webdav[1].root: ") && e.contains("is outside the chroot"),
-        "{e}"
-    );
+    #[cfg(feature = "webdav")]
+    {
+        dir.write("jail/dav/.keep", "");
+        dir.write("outside/dav/.keep", "");
+        let dav = |root: &str| {
+            format!("root = \"jail/www\"\nchroot = \"jail\"\n[[webdav]]\npath = \"/dav/\"\nroot = \"{root}\"\n")
+        };
+        let in_dav = dir.write("dav.toml", &dav("jail/dav"));
+        let c = run_config(&in_dav);
+        assert_eq!(
+            c.in_jail().site.webdav[0].root,
+            std::path::PathBuf::from("/dav")
+        );
+        let out_dav = dir.write("dav-out.toml", &dav("outside/dav"));
+        let e = super::args(&["--config", out_dav.to_str().unwrap()])
+            .unwrap_err()
+            .message;
+        assert!(
+            e.contains("dav-out.toml:3: webdav[1].root: ") && e.contains("is outside the chroot"),
+            "{e}"
+        );
+    }
     // FastCGI: its socket and its scripts, seen from inside.
     #[cfg(feature = "upstreams")]
     {
