@@ -149,7 +149,7 @@ impl Dir {
             Staged::Named(tmp) => match self.rename(tmp, self, name, true) {
                 // A filesystem without RENAME_NOREPLACE (FUSE ones whose
                 // driver has no `rename2`): a hard link, which never
-                // replaces; without those either (exFAT, vfat), the name
+                // replaces; without those either (exfat-fuse), the name
                 // checked, then a plain rename (another writer in between
                 // could be replaced: there, no call rules it out).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
