@@ -221,10 +221,7 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
     let site_origins = std::iter::once(&origins.site).chain(&origins.sites);
     for (n, (site, origins)) in sites.zip(site_origins).enumerate() {
         // Keys as the file names them: `cgi[1].dir`, `site[2].cgi[1].dir`.
-        let prefix = match n {
-            0 => String::new(),
-            n => format!("site[{n}]."),
-        };
+        let prefix = super::SiteConfig::key_prefix(n);
         if !site.root.starts_with(&jail) {
             let what = origins.root.clone().unwrap_or(format!("{prefix}root"));
             return Err(outside(&what, &site.root));
@@ -289,27 +286,25 @@ pub(super) fn check(config: &mut Config, origins: &Origins) -> Result<(), Config
             Some(o) => format!("{o}.{key}"),
             None => format!("{prefix}{name}[{}].{key}", i + 1),
         };
-        let sockets = site.reverse_proxy.iter().map(|r| &r.to);
-        let fastcgi = site.fastcgi.iter().map(|r| &r.to);
-        for (name, all, rules) in [
-            (
-                "reverse_proxy",
-                &origins.reverse_proxy,
-                sockets.collect::<Vec<_>>(),
-            ),
-            ("fastcgi", &origins.fastcgi, fastcgi.collect()),
-        ] {
-            for (i, to) in rules.into_iter().enumerate() {
-                for up in to {
-                    if let Upstream::Unix(path) = up {
-                        if !path.starts_with(&jail) {
-                            return Err(outside(&origin(all, name, i, "to"), path));
-                        }
-                    }
-                }
+        let socket_outside = |to: &[Upstream]| {
+            to.iter().find_map(|up| match up {
+                Upstream::Unix(path) if !path.starts_with(&jail) => Some(path.clone()),
+                _ => None,
+            })
+        };
+        for (i, rule) in site.reverse_proxy.iter().enumerate() {
+            if let Some(path) = socket_outside(&rule.to) {
+                let what = origin(&origins.reverse_proxy, "reverse_proxy", i, "to");
+                return Err(outside(&what, &path));
             }
         }
         for (i, rule) in site.fastcgi.iter().enumerate() {
+            if let Some(path) = socket_outside(&rule.to) {
+                return Err(outside(
+                    &origin(&origins.fastcgi, "fastcgi", i, "to"),
+                    &path,
+                ));
+            }
             if let Some(root) = rule.root.as_deref().filter(|r| !r.starts_with(&jail)) {
                 return Err(outside(
                     &origin(&origins.fastcgi, "fastcgi", i, "root"),

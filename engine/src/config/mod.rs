@@ -249,6 +249,23 @@ impl SiteConfig {
         std::iter::once(&config.site).chain(config.sites.iter())
     }
 
+    /// The prefix the keys of the `i`th site of [`SiteConfig::all`] have
+    /// in the file: `""` for the default site, `site[2].` for the second
+    /// `[[site]]`.
+    pub fn key_prefix(i: usize) -> String {
+        match i {
+            0 => String::new(),
+            i => format!("site[{i}]."),
+        }
+    }
+
+    /// [`SiteConfig::all`], each site with its [`SiteConfig::key_prefix`].
+    pub fn all_keyed(config: &Config) -> impl Iterator<Item = (String, &SiteConfig)> {
+        SiteConfig::all(config)
+            .enumerate()
+            .map(|(i, site)| (SiteConfig::key_prefix(i), site))
+    }
+
     /// The name a site goes by in messages: its first host, or
     /// `the default site`.
     pub fn name(&self) -> &str {

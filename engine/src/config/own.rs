@@ -42,11 +42,7 @@ impl Config {
                 out.push((p.clone(), key.to_string()));
             }
         }
-        for (i, site) in SiteConfig::all(self).enumerate() {
-            let table = match i {
-                0 => String::new(),
-                _ => format!("site[{i}]."),
-            };
+        for (table, site) in SiteConfig::all_keyed(self) {
             if let Some(m) = &site.static_files.mime_types {
                 out.push((m.path.clone(), format!("{table}static.mime_types")));
             }

@@ -17,9 +17,10 @@ use super::fs::{meta_of, read_dir, with_cstr, Meta};
 pub struct Dir(pub(super) OwnedFd);
 
 /// How a file made by [`Dir::stage`] waits for its name.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Staged {
-    /// Without a name (`O_TMPFILE`).
+    /// Without a name (`O_TMPFILE`), or placed already: no name of it to
+    /// remove.
     Unnamed,
     /// Under this temporary name of brisk's own.
     Named(Vec<u8>),

@@ -389,6 +389,13 @@ fn privilege_keys() {
     assert!(load_err("allow_root = 1\n").contains("allow_root: expected true or false"));
 }
 
+/// The error loading `file` gives.
+fn config_err(file: &std::path::Path) -> String {
+    super::args(&["--config", file.to_str().unwrap()])
+        .unwrap_err()
+        .message
+}
+
 /// The configuration `file` loads to.
 fn run_config(file: &std::path::Path) -> super::super::Config {
     match super::args(&["--config", file.to_str().unwrap()]) {
@@ -419,9 +426,7 @@ fn chroot_must_hold_the_root_and_cgi() {
         "tmp.toml",
         "root = \"jail/www\"\nchroot = \"jail\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
     );
-    let e = super::args(&["--config", no_tmp.to_str().unwrap()])
-        .unwrap_err()
-        .message;
+    let e = config_err(&no_tmp);
     assert!(
         e.starts_with("temp_dir (default: $TMPDIR or /tmp; set one inside the chroot): ")
             && e.contains("is outside the chroot directory"),
@@ -429,9 +434,7 @@ fn chroot_must_hold_the_root_and_cgi() {
     );
 
     let bad = dir.write("bad.toml", "root = \"outside\"\nchroot = \"jail\"\n");
-    let e = super::args(&["--config", bad.to_str().unwrap()])
-        .unwrap_err()
-        .message;
+    let e = config_err(&bad);
     let e = e.replace(dir.path().to_str().unwrap(), "DIR");
     assert!(
         e.starts_with("DIR/bad.toml:1: root: DIR/outside is outside the chroot directory DIR/jail (DIR/bad.toml:2: chroot)"),
@@ -441,9 +444,7 @@ fn chroot_must_hold_the_root_and_cgi() {
         "cgi.toml",
         "root = \"jail/www\"\nchroot = \"jail/www\"\n[[cgi]]\nurl = \"/c/\"\ndir = \"jail/cgi\"\n",
     );
-    let e = super::args(&["--config", bad_cgi.to_str().unwrap()])
-        .unwrap_err()
-        .message;
+    let e = config_err(&bad_cgi);
     assert!(
         e.contains("cgi.toml:5: cgi[1].dir: ") && e.contains("is outside the chroot"),
         "{e}"
@@ -463,9 +464,7 @@ fn chroot_must_hold_the_root_and_cgi() {
             std::path::PathBuf::from("/dav")
         );
         let out_dav = dir.write("dav-out.toml", &dav("outside/dav"));
-        let e = super::args(&["--config", out_dav.to_str().unwrap()])
-            .unwrap_err()
-            .message;
+        let e = config_err(&out_dav);
         assert!(
             e.contains("dav-out.toml:3: webdav[1].root: ") && e.contains("is outside the chroot"),
             "{e}"
@@ -494,17 +493,13 @@ fn chroot_must_hold_the_root_and_cgi() {
         );
         assert_eq!(rule.root.as_deref(), Some(std::path::Path::new("/www")));
         let bad = dir.write("f2.toml", &fcgi("/run/php/fpm.sock", "jail/www"));
-        let e = super::args(&["--config", bad.to_str().unwrap()])
-            .unwrap_err()
-            .message;
+        let e = config_err(&bad);
         assert!(
             e.contains("f2.toml:4: fastcgi[1].to: /run/php/fpm.sock is outside"),
             "{e}"
         );
         let bad = dir.write("f3.toml", &fcgi(sock.to_str().unwrap(), "outside"));
-        let e = super::args(&["--config", bad.to_str().unwrap()])
-            .unwrap_err()
-            .message;
+        let e = config_err(&bad);
         assert!(
             e.contains("f3.toml:4: fastcgi[1].root: ") && e.contains("is outside"),
             "{e}"
@@ -527,18 +522,14 @@ fn chroot_must_hold_the_root_and_cgi() {
             std::path::PathBuf::from("/acme")
         );
         let bad = dir.write("a2.toml", &acme("outside/acme"));
-        let e = super::args(&["--config", bad.to_str().unwrap()])
-            .unwrap_err()
-            .message;
+        let e = config_err(&bad);
         assert!(
             e.contains("a2.toml:5: acme.storage: ") && e.contains("is outside"),
             "{e}"
         );
     }
     let missing = dir.write("m.toml", "root = \"jail/www\"\nchroot = \"nope\"\n");
-    let e = super::args(&["--config", missing.to_str().unwrap()])
-        .unwrap_err()
-        .message;
+    let e = config_err(&missing);
     assert!(
         e.contains("m.toml:2: chroot: cannot use") && e.contains("nope"),
         "{e}"

@@ -209,11 +209,7 @@ fn existing(dav: &Dav, dir: &[u8], name: &[u8]) -> Result<(Dir, Kind), Status> {
 pub fn unwritable(cfg: &Config) -> Vec<String> {
     use crate::config::SiteConfig;
     let mut lines = Vec::new();
-    for (i, site) in SiteConfig::all(cfg).enumerate() {
-        let prefix = match i {
-            0 => String::new(),
-            i => format!("site[{i}]."),
-        };
+    for (prefix, site) in SiteConfig::all_keyed(cfg) {
         for (j, rule) in site.webdav.iter().enumerate() {
             if rule.read_only {
                 continue;
@@ -279,8 +275,8 @@ pub fn options(dav: &Dav, s: &mut Scratch) -> Plan {
 }
 
 /// PUT of `rel`: a new file in the target's directory, unseen until
-/// whole (`Dir::stage`), which the body is written into as it arrives (`framing`); the old file stays
-/// whole until the new one replaces it. 409 when the directory is
+/// whole (`Dir::stage`), which the body is written into as it arrives
+/// (`framing`); the old file stays whole until the new one replaces it. 409 when the directory is
 /// missing, 405 onto a collection, 413 past `max_upload`.
 pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
     let answer = |status| Started::Answer(bare(status));
@@ -356,7 +352,7 @@ impl Put {
     /// otherwise: a rename over 1 MiB on ext4, four PUTs syncing at once,
     /// takes 3.6 ms, 0.05 with the old file open; see
     /// dev/plan-31-webdav.md, "PUT speed".)
-    pub fn finish(&self, mut body: Spool) -> Result<(Status, Option<File>), io::Error> {
+    pub fn finish(&mut self, mut body: Spool) -> Result<(Status, Option<File>), io::Error> {
         if let Some(e) = body.take_error() {
             return Err(e);
         }
@@ -393,21 +389,25 @@ impl Put {
     }
 
     /// Names `file` `self.name`, in one step (see `Dir::place`).
-    fn place(&self, file: &File) -> io::Result<()> {
-        match self.dir.place(file, &self.staged, &self.name, self.existed) {
+    fn place(&mut self, file: &File) -> io::Result<()> {
+        let placed = match self.dir.place(file, &self.staged, &self.name, self.existed) {
             // (One came meanwhile: replaced, as a PUT does.)
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 self.dir.place(file, &self.staged, &self.name, true)
             }
             other => other,
+        };
+        if placed.is_ok() {
+            // (No temporary name of it is left for `Drop` to remove.)
+            self.staged = Staged::Unnamed;
         }
+        placed
     }
 }
 
 impl Drop for Put {
     /// A file staged under a temporary name and never placed (the client
-    /// left, or the end failed) is removed; placed, that name is gone
-    /// already (and was this process's alone).
+    /// left, or the end failed) is removed.
     fn drop(&mut self) {
         self.dir.unstage(&self.staged);
     }
@@ -441,7 +441,11 @@ impl Job for Ending {
     /// `max_upload`; 507 when the disk is full; 400 or 409 for a name
     /// the filesystem refuses; 500 for other errors (logged).
     fn run(self) {
-        let Ending { put, body, later } = self;
+        let Ending {
+            mut put,
+            body,
+            later,
+        } = self;
         // (An answer whose client left is not taken: the file is in
         // place all the same, its body being whole.)
         let _ = match put.finish(body) {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::sandbox::{landlock_rules, Rule};
-use crate::config::{Config, Upstream};
+use crate::config::{Config, SiteConfig, Upstream};
 use crate::process::Error;
 use crate::sys::sandbox::{self, fs_access};
 
@@ -71,7 +71,7 @@ impl Allowed {
         }
         let mut named = Vec::new();
         let net = self.files.is_some() && self.abi >= 4;
-        for (prefix, site) in super::sandbox::sites(new) {
+        for (prefix, site) in SiteConfig::all_keyed(new) {
             let proxied = site.reverse_proxy.iter().map(|r| ("reverse_proxy", &r.to));
             let fastcgi = site.fastcgi.iter().map(|r| ("fastcgi", &r.to));
             let mut nth = [0, 0];
@@ -154,7 +154,7 @@ impl Sandboxes {
             .cloned()
             .collect::<Vec<_>>();
         let mut named: Vec<String> = Vec::new();
-        let rules = super::sandbox::sites(new).flat_map(|(prefix, site)| {
+        let rules = SiteConfig::all_keyed(new).flat_map(|(prefix, site)| {
             site.cgi
                 .iter()
                 .enumerate()
@@ -200,7 +200,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    use crate::config::{FastcgiRule, ProxyRule, SiteConfig};
+    use crate::config::{FastcgiRule, ProxyRule};
 
     fn with_upstreams(to: Vec<Upstream>) -> Config {
         Config {

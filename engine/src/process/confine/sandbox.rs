@@ -72,7 +72,7 @@ pub const WRITABLE: u64 = fs_access::READ_FILE
 fn writable_rules(cfg: &Config, set: &[PathBuf]) -> Vec<Rule> {
     set.iter()
         .map(|dir| {
-            let first = sites(cfg).find_map(|(prefix, site)| {
+            let first = SiteConfig::all_keyed(cfg).find_map(|(prefix, site)| {
                 let i = site.cgi.iter().position(|r| r.writable.contains(dir))?;
                 Some(format!("{prefix}cgi[{}].writable", i + 1))
             });
@@ -83,15 +83,6 @@ fn writable_rules(cfg: &Config, set: &[PathBuf]) -> Vec<Rule> {
             )
         })
         .collect()
-}
-
-/// Every site of `cfg`, with the prefix its keys have in the file
-/// (`""` for the default site, `site[2].` for the second `[[site]]`).
-pub(super) fn sites(cfg: &Config) -> impl Iterator<Item = (String, &SiteConfig)> {
-    SiteConfig::all(cfg).enumerate().map(|(i, site)| match i {
-        0 => (String::new(), site),
-        i => (format!("site[{i}]."), site),
-    })
 }
 
 /// The distinct `writable` sets of the `[[cgi]]` rules, in file order:
@@ -123,7 +114,7 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
     let read = READ_FILE | READ_DIR;
     let exec = if programs { EXECUTE } else { 0 };
     let mut rules = Vec::new();
-    for (prefix, site) in sites(cfg) {
+    for (prefix, site) in SiteConfig::all_keyed(cfg) {
         // A `pattern` rule runs scripts found anywhere under the root.
         let patterns = site
             .cgi
@@ -186,7 +177,7 @@ pub fn landlock_rules(cfg: &Config, programs: Option<&[PathBuf]>, privileged: bo
         optional(system(PROC), read);
     }
     rules.extend(writable_rules(cfg, writable.unwrap_or_default()));
-    for (prefix, site) in sites(cfg) {
+    for (prefix, site) in SiteConfig::all_keyed(cfg) {
         // htpasswd files are read by the workers and again when they
         // change; tools that replace the file (write a new one, rename it
         // over) make a new inode, so the right is on the directory:

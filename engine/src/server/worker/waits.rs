@@ -331,9 +331,9 @@ impl Worker {
     /// `limits.handler_bodies`, a body held whole must have been kept,
     /// and neither may grow beyond `limits.max_body`. If it may not, the
     /// request is answered (503, 500, 507 when the disk is full, or 413,
-    /// also past the filesystem's largest file)
-    /// and false returned: memory
-    /// for bodies is bounded however many clients send them at once.
+    /// also past the filesystem's largest file) and false returned:
+    /// memory for bodies is bounded however many clients send them at
+    /// once.
     pub(super) fn body_grew(&mut self, c: &mut Conn, stream: Option<u32>) -> bool {
         let max = self.settings.cfg.limits.max_body;
         let id = c.wait_id(stream);
