@@ -29,6 +29,15 @@ fn help() {
     ] {
         assert!(out.contains(flag), "--help does not mention {flag}:\n{out}");
     }
+    // Every option is indented as the others: a flag at the start of a line
+    // is one whose indentation a string continuation ate.
+    let options = out.split("Options:\n").nth(1).expect("an Options section");
+    for line in options.lines().take_while(|l| !l.is_empty()) {
+        assert!(
+            line.starts_with("  --") || line.starts_with(&" ".repeat(23)),
+            "a misaligned line in --help: {line:?}\n{out}"
+        );
+    }
 }
 
 #[test]

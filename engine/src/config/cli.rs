@@ -74,8 +74,7 @@ Options:
   --tls-key FILE       the PEM private key of --tls-cert
 ",
     http3_help!(),
-    "\
-  --check-config       validate the configuration, print a summary, and exit
+    "  --check-config       validate the configuration, print a summary, and exit
   --reload             validate the configuration, then tell the running
                        brisk (by its pid_file) to load it again (SIGHUP)
   --stop               tell the running brisk to finish and exit (SIGTERM)
