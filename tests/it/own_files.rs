@@ -361,3 +361,123 @@ fn tls_keys_and_certificates() {
     c.send(b"GET /page.txt HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
     assert_eq!(c.response().body, b"a page\n");
 }
+
+/// `method path` with `Destination: to` (if not empty) and `body`.
+#[cfg(feature = "webdav")]
+fn dav(s: &Server, method: &str, path: &str, to: &str, body: &str) -> Response {
+    let to = match to {
+        "" => String::new(),
+        to => format!("Destination: {to}\r\n"),
+    };
+    s.request(
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{to}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+}
+
+/// A WebDAV share over the document root that holds the configuration,
+/// its password file and (in `run/`) the pid file: no method reads,
+/// copies, replaces, moves or removes them, or the directory they are
+/// in; a copy of a tree leaves them out; a hard link to one is one.
+#[cfg(feature = "webdav")]
+#[test]
+fn webdav_neither_reads_nor_changes_them() {
+    let s = site_with(
+        "pid_file = \"run/brisk.pid\"\n[[webdav]]\npath = \"/\"\nroot = \".\"\nlocks = true\n",
+        |b| {
+            let root = b.root();
+            fs::create_dir_all(root.join("run")).expect("run");
+            write_file(&root.join("run/notes.txt"), b"notes\n");
+            link_config(root, "pub/hard.txt", false);
+            link_config(root, "lnk/soft.txt", true);
+            write_file(&root.join("pub/p.txt"), b"p\n");
+        },
+    );
+    let root = s.root.clone();
+    let before: Vec<(&str, Vec<u8>)> = ["brisk.toml", "htpasswd", "run/brisk.pid"]
+        .into_iter()
+        .map(|f| (f, fs::read(root.join(f)).expect(f)))
+        .collect();
+    let lock = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope>\
+                <D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let prop = "<?xml version=\"1.0\"?><D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop>\
+                <x xmlns=\"urn:x\">1</x></D:prop></D:set></D:propertyupdate>";
+    for file in [
+        "/brisk.toml",
+        "/htpasswd",
+        "/run/brisk.pid",
+        "/pub/hard.txt",
+    ] {
+        // Missing to whatever would read or change it...
+        for (method, to, body) in [
+            ("PROPFIND", "", ""),
+            ("PROPPATCH", "", prop),
+            ("COPY", "/leak.txt", ""),
+            ("MOVE", "/moved.txt", ""),
+            ("DELETE", "", ""),
+            ("UNLOCK", "", ""),
+        ] {
+            let r = dav(&s, method, file, to, body);
+            assert_eq!(r.status, 404, "{method} {file}: {}", r.head);
+        }
+        // ... and not to be made anew.
+        for (method, body) in [("PUT", "evil = true\n"), ("MKCOL", ""), ("LOCK", lock)] {
+            let r = dav(&s, method, file, "", body);
+            assert_eq!(r.status, 403, "{method} {file}: {}", r.head);
+        }
+        // Nor a destination, whatever the source.
+        for method in ["COPY", "MOVE"] {
+            let r = dav(&s, method, "/pub/p.txt", file, "");
+            assert_eq!(r.status, 403, "{method} onto {file}: {}", r.head);
+        }
+    }
+    // The directory that holds one stays where it is, whole.
+    assert_eq!(dav(&s, "DELETE", "/run/", "", "").status, 403);
+    assert_eq!(dav(&s, "MOVE", "/run/", "/run2/", "").status, 403);
+    assert_eq!(dav(&s, "COPY", "/pub/", "/run", "").status, 403);
+    assert_eq!(dav(&s, "PUT", "/run", "", "x").status, 403);
+    // A copy of it, or of a tree with a hard link to one, leaves them out.
+    assert_eq!(dav(&s, "COPY", "/run/", "/run-copy/", "").status, 201);
+    assert_eq!(dav(&s, "COPY", "/pub/", "/pub-copy/", "").status, 201);
+    let names = |d: &str| {
+        let mut n: Vec<String> = fs::read_dir(root.join(d))
+            .expect(d)
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names("run-copy"), ["notes.txt"]);
+    assert_eq!(names("pub-copy"), ["p.txt"]);
+    // A listing leaves them out too, and symlinks to them.
+    for (dir, listed, left_out) in [
+        ("/", "/run/", &["brisk.toml", "htpasswd"][..]),
+        ("/run/", "/run/notes.txt", &["brisk.pid"]),
+        ("/pub/", "/pub/p.txt", &["hard.txt"]),
+        ("/lnk/", "/lnk/", &["soft.txt"]),
+    ] {
+        let r = s.request(
+            format!("PROPFIND {dir} HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, 207, "{}", r.head);
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(body.contains(listed), "{dir}: {body}");
+        for name in left_out {
+            assert!(!body.contains(name), "{dir} lists {name}: {body}");
+        }
+    }
+    for (file, bytes) in &before {
+        assert_eq!(&fs::read(root.join(file)).expect(file), bytes, "{file}");
+    }
+    assert_eq!(names("run"), ["brisk.pid", "notes.txt"]);
+    assert!(!root.join("leak.txt").exists() && !root.join("moved.txt").exists());
+    wait_until("the debug line", || {
+        s.stderr().contains(&format!(
+            "403 for \"PUT /brisk.toml HTTP/1.1\": \"{}/brisk.toml\": one of the files brisk itself reads or writes, or a directory on the way to one: WebDAV may not make, replace, move or remove it",
+            root.display()
+        ))
+    });
+}

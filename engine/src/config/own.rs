@@ -83,26 +83,41 @@ impl Config {
             let dir = k.file.parent().unwrap_or(&k.file);
             dirs.push((dir, k.origin.clone(), what));
         }
+        let trees = self.served_trees();
         for (dir, origin, what) in dirs {
             let real = beneath_existing(dir);
-            for site in SiteConfig::all(self) {
-                if real.starts_with(&site.root) {
-                    return Err(format!(
-                        "{origin}: {} lies beneath the document root {}, where {what} could be served: put it outside every root",
-                        dir.display(),
-                        site.root.display()
-                    ));
-                }
+            if let Some((root, kind)) = trees.iter().find(|(root, _)| real.starts_with(root)) {
+                return Err(format!(
+                    "{origin}: {} lies beneath the {kind} {}, where {what} could be served: put it outside every root",
+                    dir.display(),
+                    root.display()
+                ));
             }
         }
         Ok(())
     }
 
+    /// Every tree requests reach: each site's document root, and each
+    /// `[[webdav]]` root (which clients also write in), with what it is.
+    fn served_trees(&self) -> Vec<(&Path, &'static str)> {
+        let mut trees = Vec::new();
+        for site in SiteConfig::all(self) {
+            trees.push((site.root.as_path(), "document root"));
+            trees.extend(
+                site.webdav
+                    .iter()
+                    .map(|r| (r.root.as_path(), "WebDAV root")),
+            );
+        }
+        trees
+    }
+
     /// A warning for each of [`Config::own_files`] that lies under a
-    /// document root (by its canonical path): it is never served there,
-    /// but it should not be there.
+    /// document root or a WebDAV root (by its canonical path): it is
+    /// never served (nor changed by WebDAV) there, but it should not be
+    /// there.
     pub fn own_files_under_roots(&self) -> Vec<String> {
-        let roots: Vec<&Path> = SiteConfig::all(self).map(|s| s.root.as_path()).collect();
+        let trees = self.served_trees();
         let mut out = Vec::new();
         // (Servlet sources are meant to be under the root.)
         for (file, what) in self.own_files_with(false) {
@@ -110,12 +125,12 @@ impl Config {
                 continue;
             };
             let mut seen = Vec::new();
-            for root in &roots {
+            for (root, kind) in &trees {
                 if real.starts_with(root) && !seen.contains(root) {
                     seen.push(*root);
                     out.push(format!(
-                        "{} ({what}) lies under the document root {}: brisk never serves it \
-                         (it answers 404), but move it out of the root",
+                        "{} ({what}) lies under the {kind} {}: brisk never serves it \
+                         (it answers 404) nor lets WebDAV change it, but move it out of the root",
                         file.display(),
                         root.display()
                     ));

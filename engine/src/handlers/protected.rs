@@ -37,6 +37,35 @@ pub struct Protected {
     /// One bit per identity ([`bit`]), set once it is known: most files
     /// are told apart by one load and a test, without the scan.
     filter: AtomicU64,
+    /// Each step on the way to one of the files, as its path is written
+    /// and as it resolves: the directory (its identity) and the name in
+    /// it, and whether that name is the file's own. What WebDAV must not
+    /// remove, rename or make anew (see [`Protected::way`]).
+    ways: Box<[Step]>,
+    /// The directories on those ways (identities): aliases of them (a
+    /// bind mount) are told by these.
+    holders: Box<[(u64, u64)]>,
+}
+
+/// One step of a way to a protected file: a name in a directory.
+#[derive(Debug)]
+struct Step {
+    dir: (u64, u64),
+    name: Box<[u8]>,
+    /// The file's own name (not a directory on its way).
+    last: bool,
+}
+
+/// What a name is to the protected files (see [`Protected::way`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// Nothing.
+    Clear,
+    /// One of the files (by its identity, or the name brisk opens it by,
+    /// whether or not it exists now).
+    File,
+    /// A directory (or a symlink) on the way to one.
+    Holder,
 }
 
 /// An identity's bit in [`Protected::filter`].
@@ -65,12 +94,40 @@ impl Protected {
         ids.dedup();
         let filter = ids.iter().fold(0, |f, &(dev, ino)| f | bit(dev, ino));
         let paths = cfg.own_files_with(false).into_iter().map(|(f, _)| f);
+        let (mut ways, mut holders) = (Vec::new(), Vec::new());
+        for (file, _) in cfg.own_files_with(servlet_sources) {
+            let real = std::fs::canonicalize(&file).ok();
+            for path in std::iter::once(file.as_path()).chain(real.as_deref()) {
+                steps(path, &mut ways, &mut holders);
+            }
+        }
+        crate::sort::sort_by(&mut holders, |a, b| a.cmp(b));
+        holders.dedup();
         Protected {
             ids: ids.into(),
             paths: paths.collect(),
             later: (0..LATER).map(|_| Default::default()).collect(),
             filter: AtomicU64::new(filter),
+            ways: ways.into(),
+            holders: holders.into(),
             ..Protected::default()
+        }
+    }
+
+    /// What `name` in the directory `dir` is to the files, `meta` being
+    /// what it is now (not followed, if it is a symlink) when it exists.
+    pub fn way(&self, dir: &Meta, name: &[u8], meta: Option<&Meta>) -> Way {
+        let step = self
+            .ways
+            .iter()
+            .find(|s| s.dir == (dir.dev, dir.ino) && *s.name == *name);
+        if let Some(step) = step {
+            return if step.last { Way::File } else { Way::Holder };
+        }
+        match meta {
+            Some(m) if self.contains(m) => Way::File,
+            Some(m) if self.holders.contains(&(m.dev, m.ino)) => Way::Holder,
+            _ => Way::Clear,
         }
     }
 
@@ -126,6 +183,32 @@ impl Protected {
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Each step of `path`'s way ([`Step`]) whose directory exists, into
+/// `ways`, and those directories into `holders`.
+fn steps(path: &std::path::Path, ways: &mut Vec<Step>, holders: &mut Vec<(u64, u64)>) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let mut last = true;
+    let mut at = path;
+    while let (Some(parent), Some(name)) = (at.parent(), at.file_name()) {
+        let dir = if parent.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            parent
+        };
+        if let Ok(m) = std::fs::metadata(dir) {
+            holders.push((m.dev(), m.ino()));
+            ways.push(Step {
+                dir: (m.dev(), m.ino()),
+                name: name.as_bytes().into(),
+                last,
+            });
+        }
+        last = false;
+        at = parent;
     }
 }
 

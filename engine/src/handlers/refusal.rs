@@ -33,6 +33,9 @@ pub enum Refusal {
     /// One of the files brisk itself reads (the configuration, a password
     /// file, a TLS key, …): never served, answered as a missing file.
     OwnFile,
+    /// WebDAV asked to make, replace, move or remove one of those files,
+    /// or a directory on the way to one.
+    OwnChange,
 }
 
 impl Refusal {
@@ -133,6 +136,10 @@ impl fmt::Display for Explained<'_> {
                 "one of the files brisk itself reads or writes (its configuration, a password \
                  file, a TLS key or certificate, a servlet source, the pid or a log file): \
                  never served, answered as a missing file",
+            ),
+            Refusal::OwnChange => f.write_str(
+                "one of the files brisk itself reads or writes, or a directory on the way to \
+                 one: WebDAV may not make, replace, move or remove it",
             ),
             Refusal::NotRunnable => f.write_str(
                 "a CGI script the user brisk runs as may not run \

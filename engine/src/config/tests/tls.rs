@@ -342,6 +342,16 @@ fn ticket_keys_name_a_file_and_its_rotation() {
         run(&dir, &with("ticket_keys = \"public/keys/k\""), &[]).unwrap_err(),
         "DIR/site.toml:4: tls.ticket_keys: DIR/public/keys lies beneath the document root DIR/public, where the session-ticket keys could be served: put it outside every root"
     );
+    // Nor beneath a WebDAV root, which clients read and write.
+    #[cfg(feature = "webdav")]
+    {
+        std::fs::create_dir(dir.path().join("dav")).unwrap();
+        let dav = "\n[[webdav]]\npath = \"/dav/\"\nroot = \"dav\"\n";
+        assert_eq!(
+            run(&dir, &(with("ticket_keys = \"dav/keys/k\"") + dav), &[]).unwrap_err(),
+            "DIR/site.toml:4: tls.ticket_keys: DIR/dav/keys lies beneath the WebDAV root DIR/dav, where the session-ticket keys could be served: put it outside every root"
+        );
+    }
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::io::{self, Read, Write};
 
 use super::multistatus::{self, Multistatus};
 use super::props;
-use super::{bare, existing, parent, split, status_of, Dav, CREATED, MAX_DEPTH};
+use super::{bare, existing, parent, split, status_of, trim, Dav, CREATED, MAX_DEPTH};
+use crate::handlers::protected::Protected;
 use crate::handlers::{Plan, Scratch};
 use crate::http::{path, Status};
 use crate::sys::dir::Dir;
@@ -116,24 +117,27 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
                 let old = existed.filter(|_| replace_in_place).map(|_| to_name);
                 // (The source's href: the request's own path.)
                 let mut from_at = multistatus::href(trim(&s.path));
-                let sync = dav.rule.fsync;
+                let how = How {
+                    deep: true,
+                    sync: dav.rule.fsync,
+                    own: dav.files.protected(),
+                };
                 let ends = (&src, from_name, &dest, to_name);
-                move_across(
-                    ends,
-                    (kind, old, sync),
-                    (&mut at, &mut from_at),
-                    &mut failed,
-                )
+                move_across(ends, (kind, old, how), (&mut at, &mut from_at), &mut failed)
             }
             r => r,
         }
     } else if kind == Kind::Dir {
-        let sync = dav.rule.fsync;
+        let how = How {
+            deep,
+            sync: dav.rule.fsync,
+            own: dav.files.protected(),
+        };
         copy_tree(
             &src,
             from_name,
             (&dest, to_name),
-            (deep, sync),
+            how,
             &mut at,
             &mut failed,
             0,
@@ -168,7 +172,7 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
 /// (`from_at`).
 fn move_across(
     (src, from_name, dest, to_name): (&Dir, &[u8], &Dir, &[u8]),
-    (kind, old, sync): (Kind, Option<&[u8]>, bool),
+    (kind, old, how): (Kind, Option<&[u8]>, How<'_>),
     (at, from_at): (&mut Vec<u8>, &mut Vec<u8>),
     failed: &mut Multistatus<'_>,
 ) -> io::Result<()> {
@@ -177,11 +181,11 @@ fn move_across(
     }
     match kind {
         Kind::File => {
-            copy_file(src, from_name, dest, to_name, sync)?;
+            copy_file(src, from_name, dest, to_name, how.sync)?;
             src.remove(from_name, false)
         }
         Kind::Dir => {
-            copy_tree(src, from_name, (dest, to_name), (true, sync), at, failed, 0);
+            copy_tree(src, from_name, (dest, to_name), how, at, failed, 0);
             if failed.count() > 0 || !super::remove_tree(src, from_name, from_at, failed, 0) {
                 // (The 207 lists what failed.)
                 return Err(io::Error::from_raw_os_error(libc::EXDEV));
@@ -190,11 +194,6 @@ fn move_across(
         }
         _ => Err(io::Error::from(io::ErrorKind::PermissionDenied)),
     }
-}
-
-/// `rel` without its trailing slash.
-fn trim(rel: &[u8]) -> &[u8] {
-    rel.strip_suffix(b"/").unwrap_or(rel)
 }
 
 /// Copies the regular file `name` of `src` to `to` in `dest` (which has
@@ -237,15 +236,25 @@ fn copy(from: &mut File, to: &mut File) -> io::Result<()> {
     }
 }
 
+/// How a tree is copied.
+#[derive(Clone, Copy)]
+struct How<'a> {
+    /// All it holds, not only the collection.
+    deep: bool,
+    /// Each file synced, and each directory.
+    sync: bool,
+    /// brisk's own files: left out, as if missing (`keeps_own`).
+    own: &'a Protected,
+}
+
 /// Copies the collection `name` of `src` to `to` in `dest`: the
-/// collection, and with `deep` all it holds (synced if `sync`); each
-/// member that could not be copied goes into `failed` (at its
-/// destination href, `at`).
+/// collection, and with `how.deep` all it holds; each member that could
+/// not be copied goes into `failed` (at its destination href, `at`).
 fn copy_tree(
     src: &Dir,
     name: &[u8],
     (dest, to): (&Dir, &[u8]),
-    (deep, sync): (bool, bool),
+    how: How<'_>,
     at: &mut Vec<u8>,
     failed: &mut Multistatus<'_>,
     depth: usize,
@@ -260,7 +269,7 @@ fn copy_tree(
     ) {
         let _ = props::carry(&from, &into);
     }
-    if !deep {
+    if !how.deep {
         return;
     }
     let (from, into) = match (src.sub(name), dest.sub(to)) {
@@ -282,17 +291,11 @@ fn copy_tree(
         at.push(b'/');
         multistatus::push_segment(at, &child);
         match meta.kind {
-            Kind::Dir => copy_tree(
-                &from,
-                &child,
-                (&into, &child),
-                (true, sync),
-                at,
-                failed,
-                depth + 1,
-            ),
+            Kind::Dir => copy_tree(&from, &child, (&into, &child), how, at, failed, depth + 1),
+            // (As missing: no failure reported.)
+            Kind::File if how.own.contains(&meta) => {}
             Kind::File => {
-                if let Err(e) = copy_file(&from, &child, &into, &child, sync) {
+                if let Err(e) = copy_file(&from, &child, &into, &child, how.sync) {
                     failed.status(at, false, status_of(&e));
                 }
             }
@@ -301,7 +304,7 @@ fn copy_tree(
         }
         at.truncate(len);
     }
-    if sync {
+    if how.sync {
         let _ = into.sync();
     }
 }

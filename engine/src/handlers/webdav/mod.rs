@@ -13,10 +13,11 @@ use std::io;
 use std::sync::Arc;
 
 use crate::config::{Config, WebdavRule};
-use crate::handlers::protected::Protected;
+use crate::handlers::protected::{Protected, Way};
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::StaticFiles;
 use crate::handlers::stream::Later;
+use crate::handlers::Refusal;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::{self, write_etag, Precondition, Preconditions, Validators};
 use crate::http::parse::BodyFraming;
@@ -199,6 +200,57 @@ fn existing(dav: &Dav, dir: &[u8], name: &[u8]) -> Result<(Dir, Kind), Status> {
         Err(e) if missing(&e) => Err(Status::NOT_FOUND),
         Err(e) => Err(status_of(&e)),
     }
+}
+
+/// What `method` may not do to brisk's own files (`Protected`: its
+/// configuration, password files, keys, logs, …) when they lie beneath
+/// the rule's root, with `rel` and (COPY, MOVE) `to`: one of them is
+/// missing to every method (404), which may not make it anew (PUT,
+/// MKCOL, LOCK: 403); a directory on the way to one may not be removed or
+/// renamed (DELETE, MOVE: 403); nothing of theirs is a destination (403).
+/// (A COPY of a collection leaves them out: `copy_tree`.) Else `None`;
+/// with the refusal, the file refused, as an absolute path (for the log).
+pub fn keeps_own(
+    dav: &Dav,
+    method: &[u8],
+    rel: &[u8],
+    to: &[u8],
+) -> Option<(Status, Refusal, Vec<u8>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let file = |rel: &[u8]| [dav.rule.root.as_os_str().as_bytes(), b"/", trim(rel)].concat();
+    let changes = |rel| Some((Status::FORBIDDEN, Refusal::OwnChange, file(rel)));
+    let makes = matches!(method, b"PUT" | b"MKCOL" | b"LOCK");
+    match own_way(dav, rel) {
+        (Way::File, _) if makes => return changes(rel),
+        (Way::File, _) => return Some((Status::NOT_FOUND, Refusal::OwnFile, file(rel))),
+        // (A LOCK of a collection there is harmless; of a missing name,
+        // it would make a file.)
+        (Way::Holder, exists)
+            if makes && !exists || matches!(method, b"PUT" | b"DELETE" | b"MOVE") =>
+        {
+            return changes(rel)
+        }
+        _ => {}
+    }
+    match method {
+        b"COPY" | b"MOVE" if own_way(dav, to).0 != Way::Clear => changes(to),
+        _ => None,
+    }
+}
+
+/// What `rel` (beneath `dav`'s root) is to brisk's own files, and
+/// whether it exists.
+fn own_way(dav: &Dav, rel: &[u8]) -> (Way, bool) {
+    let Some((dir, name)) = split(rel) else {
+        return (Way::Clear, true);
+    };
+    let root = dav.files.root();
+    let Ok((_, dir)) = root.stat(dir) else {
+        return (Way::Clear, false);
+    };
+    let meta = root.stat(trim(rel)).ok().map(|(_, m)| m);
+    let way = dav.files.protected().way(&dir, name, meta.as_ref());
+    (way, meta.is_some())
 }
 
 /// What the server, as it runs (its user, its sandbox), cannot write

@@ -13,6 +13,7 @@ use super::sidecar::Store;
 use super::xml::{self, Document};
 use super::{bare, Dav};
 use crate::config::Dotfiles;
+use crate::handlers::protected::Protected;
 use crate::handlers::stream::{Source, Streamed};
 use crate::handlers::Body;
 use crate::handlers::{Plan, Scratch};
@@ -252,6 +253,7 @@ pub fn propfind(
         },
         links: Vec::new(),
         dotfiles: dav.files.site().static_files.dotfiles == Dotfiles::Allow,
+        own: Arc::clone(dav.files.protected()),
         next: 0,
         at: href.strip_suffix(b"/").unwrap_or(href).to_vec(),
         path: rel.to_vec(),
@@ -327,6 +329,8 @@ struct Members {
     /// entry, what they name.
     links: Vec<(usize, Meta, Stored)>,
     dotfiles: bool,
+    /// brisk's own files, never listed.
+    own: Arc<Protected>,
     /// The next entry to write.
     next: usize,
     /// The collection's href and path (a member's while it is written).
@@ -364,6 +368,16 @@ impl Members {
             {
                 continue;
             }
+            // (In entry order: found by halves.)
+            let link = match e.link {
+                true => self.links.binary_search_by_key(&i, |l| l.0).ok(),
+                false => None,
+            };
+            let link = link.map(|k| &self.links[k]);
+            // brisk's own files (or a symlink to one): as missing.
+            if self.own.contains(&e.meta) || link.is_some_and(|l| self.own.contains(&l.1)) {
+                continue;
+            }
             let (len, plen) = (self.at.len(), self.path.len());
             self.at.push(b'/');
             push_segment(&mut self.at, child);
@@ -371,12 +385,6 @@ impl Members {
                 self.path.push(b'/');
             }
             self.path.extend_from_slice(child);
-            // (In entry order: found by halves.)
-            let link = match e.link {
-                true => self.links.binary_search_by_key(&i, |l| l.0).ok(),
-                false => None,
-            };
-            let link = link.map(|k| &self.links[k]);
             let here = (self.at.as_slice(), self.path.as_slice());
             let side = self.side.as_ref();
             member(

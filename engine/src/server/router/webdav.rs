@@ -61,6 +61,14 @@ impl Router {
                 Err(plan) => return Step::Answer(plan),
             }
         }
+        if !matches!(method, b"GET" | b"HEAD" | b"OPTIONS") {
+            // (GET and HEAD: the static handler knows them too.)
+            if let Some((status, why, file)) = webdav::keeps_own(dav, method, &rel, &to[to_skip..])
+            {
+                s.refuse_file(why, &file);
+                return Step::Answer(webdav::bare(status));
+            }
+        }
         let changes = match dav.rule.locks {
             true => changes(dav, method, &rel, &to[to_skip..]),
             false => Vec::new(),
