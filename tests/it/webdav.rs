@@ -889,6 +889,76 @@ fn auth_in_front_decides_who_writes() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
 }
 
+/// A COPY or MOVE writes at its Destination too: `[[auth]]` and
+/// `[[access]]` judge that path as they judge the request's, so a share
+/// open to all cannot be a way into (or out of) a folder behind a login
+/// or open to some addresses only, whatever spelling the Destination has.
+#[test]
+fn a_copy_or_move_is_judged_at_its_destination_too() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    for d in ["pub", "private", "lan"] {
+        fs::create_dir_all(dav.join(d)).unwrap();
+    }
+    write_file(&dav.join("pub/p.txt"), b"public\n");
+    write_file(&dav.join("private/s.txt"), b"secret\n");
+    write_file(&dav.join("lan/l.txt"), b"lan\n");
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/private/\"\nrealm = \"Private\"\nhtpasswd = \"htpasswd\"\n\
+         [[access]]\npath = \"/dav/lan/\"\nallow = [\"10.0.0.0/8\"]\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    for (method, from, to, status) in [
+        ("COPY", "/dav/private/s.txt", "/dav/pub/leak.txt", 401),
+        ("COPY", "/dav/pub/p.txt", "/dav/private/planted.txt", 401),
+        ("MOVE", "/dav/pub/p.txt", "/dav/private/s.txt", 401),
+        ("MOVE", "/dav/pub/p.txt", "/dav/%70rivate/s.txt", 401),
+        (
+            "MOVE",
+            "/dav/pub/p.txt",
+            "http://localhost/dav/pub/../private//s.txt",
+            401,
+        ),
+        ("COPY", "/dav/lan/l.txt", "/dav/pub/leak.txt", 403),
+        ("MOVE", "/dav/pub/p.txt", "/dav/lan/l.txt", 403),
+        ("COPY", "/dav/pub/p.txt", "/dav/l%61n/x.txt", 403),
+        // A Destination that cannot be read is refused before any rule.
+        (
+            "COPY",
+            "/dav/pub/p.txt",
+            "http://elsewhere/dav/private/x",
+            502,
+        ),
+        ("COPY", "/dav/pub/p.txt", "/dav/%zz", 400),
+    ] {
+        let r = transfer(&s, method, from, to, "");
+        assert_eq!(r.status, status, "{method} {from} -> {to}: {}", r.head);
+        // With the credentials, the login no longer stands in the way
+        // (the addresses still do).
+        if status == 401 && method == "COPY" {
+            let r = transfer(&s, method, from, to, &auth);
+            assert_eq!(
+                r.status, 201,
+                "{method} {from} -> {to} with a login: {}",
+                r.head
+            );
+        }
+    }
+    assert_eq!(fs::read(dav.join("private/s.txt")).unwrap(), b"secret\n");
+    assert_eq!(fs::read(dav.join("pub/p.txt")).unwrap(), b"public\n");
+    assert_eq!(fs::read(dav.join("lan/l.txt")).unwrap(), b"lan\n");
+    assert_eq!(names(&dav.join("lan")), ["l.txt"]);
+    assert_eq!(names(&dav.join("private")), ["planted.txt", "s.txt"]);
+    assert_eq!(names(&dav.join("pub")), ["leak.txt", "p.txt"]);
+}
+
 /// A GET after a PUT answers the new file, whatever the open-file cache
 /// held (it is checked against the disk on every WebDAV GET: another
 /// worker may have written the file).

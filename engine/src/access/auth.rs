@@ -115,7 +115,18 @@ pub struct Auth {
     offload: bool,
     /// The outcome of the last check run elsewhere, for the next request
     /// with that credential.
-    settled: Option<([u8; 32], bool)>,
+    settled: Option<(usize, [u8; 32], bool)>,
+}
+
+/// What a rule made of a request's credentials ([`Auth::decide`]),
+/// before it borrows what it names ([`Auth::verdict`]).
+enum Decision {
+    /// The user-id is `buf[..n]`.
+    Allowed(usize),
+    /// None sent, or these did not do (the user-id is `buf[..n]`).
+    Refused(Option<(FailureReason, usize)>),
+    TooManyFailures(u64),
+    Verify(Check),
 }
 
 struct Rule {
@@ -321,7 +332,7 @@ impl Auth {
     /// [`Auth::check`] of that credential answers from it, without
     /// hashing again.
     pub fn settle(&mut self, done: Checked) {
-        self.settled = Some((done.key, done.ok));
+        self.settled = Some((done.file, done.key, done.ok));
         self.remember(done);
     }
 
@@ -353,20 +364,63 @@ impl Auth {
         client: IpAddr,
         now: Instant,
     ) -> Verdict<'_> {
-        let covers = |r: &Rule| r.methods.covers(method) && r.matcher.matches(path);
-        let Some(rule) = self.rules.iter().position(covers) else {
-            return Verdict::Open;
+        self.check_both(path, None, method, authorization, client, now)
+    }
+
+    /// [`Auth::check`] of a request that also writes at `also` (the
+    /// `Destination` of a COPY or MOVE, RFC 4918 §10.3): the rule that
+    /// covers `also` must let the credentials in too, so that a path no
+    /// client may write without them cannot be reached by a COPY or MOVE
+    /// from where it may. When both paths are covered by rules of
+    /// different files, the credentials are checked against each, the
+    /// path's first; the first refusal is the answer.
+    pub fn check_both(
+        &mut self,
+        path: &[u8],
+        also: Option<&[u8]>,
+        method: &[u8],
+        authorization: Option<&[u8]>,
+        client: IpAddr,
+        now: Instant,
+    ) -> Verdict<'_> {
+        let covering = |p: &[u8]| {
+            self.rules
+                .iter()
+                .position(|r| r.methods.covers(method) && r.matcher.matches(p))
         };
-        if let Some(retry_after_secs) = self.failures.lock().blocked(client, now) {
-            return Verdict::TooManyFailures { retry_after_secs };
+        let here = covering(path);
+        let there = also.and_then(covering);
+        let file = |r: Option<usize>| r.map(|r| self.rules[r].file);
+        let (first, then) = match (here, there) {
+            (None, None) => return Verdict::Open,
+            (Some(h), Some(t)) if file(here) != file(there) => (h, Some(t)),
+            (Some(r), _) | (None, Some(r)) => (r, None),
+        };
+        let mut decided = self.decide(first, authorization, client, now);
+        let mut rule = first;
+        if let (Decision::Allowed(_), Some(t)) = (&decided, then) {
+            decided = self.decide(t, authorization, client, now);
+            rule = t;
         }
-        let file = &mut self.files[self.rules[rule].file];
+        self.verdict(rule, decided)
+    }
+
+    /// What rule `rule` makes of the credentials.
+    fn decide(
+        &mut self,
+        rule: usize,
+        authorization: Option<&[u8]>,
+        client: IpAddr,
+        now: Instant,
+    ) -> Decision {
+        if let Some(retry_after_secs) = self.failures.lock().blocked(client, now) {
+            return Decision::TooManyFailures(retry_after_secs);
+        }
+        let at = self.rules[rule].file;
+        let file = &mut self.files[at];
         file.refresh(now, &mut self.warnings);
         let Some(value) = authorization else {
-            return Verdict::Challenge {
-                realm_header: &self.rules[rule].challenge,
-                failure: None,
-            };
+            return Decision::Refused(None);
         };
         let outcome = match credentials::decode(value, &mut self.buf) {
             Err(_) => {
@@ -376,21 +430,25 @@ impl Auth {
             Ok(colon) => {
                 let key = cache_key(&self.secret, &self.buf);
                 let (user, password) = (&self.buf[..colon], &self.buf[colon + 1..]);
-                let settled = self.settled.take().filter(|(k, _)| *k == key);
+                // (Taken only by a check of the file it was run against.)
+                let settled = match self.settled {
+                    Some((f, k, _)) if f == at && k == key => self.settled.take(),
+                    _ => None,
+                };
                 let result = match settled {
                     // Hashed elsewhere just now: not again.
-                    Some((_, false)) if file.needs_hash(&key, user) => Some(false),
+                    Some((_, _, false)) if file.needs_hash(&key, user) => Some(false),
                     _ if self.offload && file.needs_hash(&key, user) => {
                         let check = Check {
                             table: Arc::clone(file.shared_table()),
                             site: self.site,
-                            file: self.rules[rule].file,
+                            file: at,
                             key,
                             user: user.to_vec(),
                             password: password.to_vec(),
                         };
                         wipe(&mut self.buf, 0);
-                        return Verdict::Verify(check);
+                        return Decision::Verify(check);
                     }
                     _ => file.verify(&key, user, password),
                 };
@@ -405,17 +463,31 @@ impl Auth {
             }
         };
         match outcome {
-            Ok(colon) => Verdict::Allowed {
-                user: &self.buf[..colon],
-            },
+            Ok(colon) => Decision::Allowed(colon),
             Err((reason, colon)) => {
                 self.failures.lock().record(client, now);
-                let user = (reason != FailureReason::Malformed).then(|| &self.buf[..colon]);
-                Verdict::Challenge {
-                    realm_header: &self.rules[rule].challenge,
-                    failure: Some(Failure { user, reason }),
-                }
+                Decision::Refused(Some((reason, colon)))
             }
+        }
+    }
+
+    /// The verdict of `decided` by rule `rule`.
+    fn verdict(&self, rule: usize, decided: Decision) -> Verdict<'_> {
+        match decided {
+            Decision::Allowed(colon) => Verdict::Allowed {
+                user: &self.buf[..colon],
+            },
+            Decision::Refused(failure) => Verdict::Challenge {
+                realm_header: &self.rules[rule].challenge,
+                failure: failure.map(|(reason, colon)| Failure {
+                    user: (reason != FailureReason::Malformed).then(|| &self.buf[..colon]),
+                    reason,
+                }),
+            },
+            Decision::TooManyFailures(retry_after_secs) => {
+                Verdict::TooManyFailures { retry_after_secs }
+            }
+            Decision::Verify(check) => Verdict::Verify(check),
         }
     }
 

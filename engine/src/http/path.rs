@@ -95,6 +95,29 @@ pub fn decode_and_normalize(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathEr
     result
 }
 
+/// The decoded, normalised path a COPY or MOVE's `Destination` (RFC 4918
+/// §10.3) names: an absolute URI on the request's own host (`host`), or
+/// an absolute path. Another host is 502
+/// (§9.8.5: "the destination is on another server"); a malformed one 400.
+pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Status> {
+    let raw = match value.iter().position(|&b| b == b':') {
+        Some(i)
+            if value[..i].iter().all(u8::is_ascii_alphabetic) && value[i..].starts_with(b"://") =>
+        {
+            let rest = &value[i + 3..];
+            let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
+            let authority = &rest[..end];
+            if host.is_some_and(|h| !h.eq_ignore_ascii_case(authority)) {
+                return Err(Status::BAD_GATEWAY);
+            }
+            &rest[end..]
+        }
+        _ => value,
+    };
+    let (raw, _) = split_target(raw);
+    decode_and_normalize(raw, out).map_err(|_| Status::BAD_REQUEST)
+}
+
 /// What a path byte asks of [`is_plain`]: nothing (0), a look at the
 /// byte after it (`/`: 1), or the full decoder (`%`, a control byte: 2).
 static PLAIN: [u8; 256] = {

@@ -570,8 +570,14 @@ impl Router {
             return Step::Next;
         };
         let ip = routing.client.peer.ip();
-        let verdict = auth.check(
+        let mut to = Vec::new();
+        let also = match destination(routing.req, &mut to) {
+            Ok(also) => also,
+            Err(status) => return Step::Answer(Plan::error(status, routing.scratch)),
+        };
+        let verdict = auth.check_both(
             &routing.scratch.path,
+            also,
             routing.req.method_token(),
             routing.req.field(Field::Authorization),
             ip,
@@ -901,6 +907,26 @@ impl Router {
 /// request the client could not use. (`h2c` is taken
 /// before routing, where it may be; other upgrades are ignored and the
 /// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
+/// The decoded, normalised path a COPY or MOVE also writes at (its
+/// `Destination`, in `to`), which `[[access]]` and `[[auth]]` judge as
+/// they judge the request's own path; `None` for other methods, or
+/// without the field. A `Destination` that cannot be read, or names
+/// another host, is the answer's status (400, 502: what WebDAV answers),
+/// so that nothing behind brisk reads it another way.
+pub(super) fn destination<'a>(
+    req: &OwnedRequest,
+    to: &'a mut Vec<u8>,
+) -> Result<Option<&'a [u8]>, Status> {
+    if !matches!(req.method_token(), b"COPY" | b"MOVE") {
+        return Ok(None);
+    }
+    let Some(value) = req.header("Destination") else {
+        return Ok(None);
+    };
+    crate::http::path::destination(value, req.host(), to)?;
+    Ok(Some(to.as_slice()))
+}
+
 fn wants_websocket(req: &OwnedRequest) -> bool {
     req.field(Field::Upgrade)
         .is_some_and(|v| crate::http::grammar::has_token(v, b"websocket"))

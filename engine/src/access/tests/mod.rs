@@ -566,3 +566,70 @@ fn offloaded_checks_hash_elsewhere_once_and_settle_the_verdict() {
     let v = auth.check(b"/private/x", b"GET", Some(b"Basic Ym9iOng="), client, now); // bob:x
     assert!(challenged(Some(FailureReason::UnknownUser))(&v), "{v:?}");
 }
+
+#[test]
+fn a_destination_is_judged_by_its_own_rule_too() {
+    let dir = TempDir::new();
+    let a = dir.write("a", &format!("alice:{}\n", vector("apr1")));
+    // alice:other
+    let b = dir.write("b", "alice:$apr1$abcdefgh$Z2c9NiKlv6d.KgXK4n2DD/\n");
+    let mut auth = auth_with(
+        vec![
+            rule(prefix("/a/"), "A", &a),
+            rule(prefix("/b/"), "B", &b),
+            rule(prefix("/a2/"), "A2", &a),
+        ],
+        0,
+    );
+    let (client, now) = (ip("192.0.2.7"), Instant::now());
+    let realm = |v: &Verdict<'_>| match v {
+        Verdict::Challenge { realm_header, .. } => {
+            String::from_utf8_lossy(realm_header).into_owned()
+        }
+        other => format!("{other:?}"),
+    };
+    // An open path to a covered one, or back: the covered one's rule.
+    let v = auth.check_both(b"/pub/x", Some(b"/a/x"), b"COPY", None, client, now);
+    assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
+    let v = auth.check_both(b"/a/x", Some(b"/pub/x"), b"MOVE", None, client, now);
+    assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
+    assert_eq!(
+        auth.check_both(b"/pub/x", Some(b"/pub/y"), b"COPY", None, client, now),
+        Verdict::Open
+    );
+    assert_eq!(
+        auth.check_both(b"/pub/x", Some(b"/a/y"), b"COPY", Some(ALICE), client, now),
+        Verdict::Allowed { user: b"alice" }
+    );
+    // Rules of the same file: one check. Of two files: both must take
+    // the credentials, and the one that does not answers.
+    assert_eq!(
+        auth.check_both(b"/a/x", Some(b"/a2/y"), b"COPY", Some(ALICE), client, now),
+        Verdict::Allowed { user: b"alice" }
+    );
+    let v = auth.check_both(b"/a/x", Some(b"/b/y"), b"COPY", Some(ALICE), client, now);
+    assert_eq!(realm(&v), "Basic realm=\"B\", charset=\"UTF-8\"");
+    let other = basic(b"alice:other");
+    let v = auth.check_both(b"/a/x", Some(b"/b/y"), b"COPY", Some(&other), client, now);
+    assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
+    // Hashed elsewhere: each file's check in turn, none taken for the
+    // other's, and a refusal answered (not asked for again).
+    let mut auth = auth_with(
+        vec![rule(prefix("/a/"), "A", &a), rule(prefix("/b/"), "B", &b)],
+        0,
+    );
+    auth.offload();
+    let mut verified = 0;
+    let v = loop {
+        match auth.check_both(b"/a/x", Some(b"/b/y"), b"MOVE", Some(ALICE), client, now) {
+            Verdict::Verify(c) => auth.settle(c.run()),
+            other => break realm(&other),
+        }
+        verified += 1;
+        assert!(verified <= 2, "asked to verify again and again");
+    };
+    assert_eq!(
+        (v.as_str(), verified),
+        ("Basic realm=\"B\", charset=\"UTF-8\"", 2)
+    );
+}

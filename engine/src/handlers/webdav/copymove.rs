@@ -11,7 +11,7 @@ use super::props;
 use super::{bare, existing, parent, split, status_of, trim, Dav, CREATED, MAX_DEPTH};
 use crate::handlers::protected::Protected;
 use crate::handlers::{Plan, Scratch};
-use crate::http::{path, Status};
+use crate::http::Status;
 use crate::sys::dir::Dir;
 use crate::sys::fs::Kind;
 
@@ -30,28 +30,6 @@ pub struct Transfer<'a> {
     pub depth: Option<&'a [u8]>,
     /// Its `Overwrite`.
     pub overwrite: Option<&'a [u8]>,
-}
-
-/// The decoded, normalised path `Destination` names: an absolute URI on
-/// the request's own host, or an absolute path. Another host is 502
-/// (§9.8.5: "the destination is on another server"); a malformed one 400.
-pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Status> {
-    let raw = match value.iter().position(|&b| b == b':') {
-        Some(i)
-            if value[..i].iter().all(u8::is_ascii_alphabetic) && value[i..].starts_with(b"://") =>
-        {
-            let rest = &value[i + 3..];
-            let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
-            let authority = &rest[..end];
-            if host.is_some_and(|h| !h.eq_ignore_ascii_case(authority)) {
-                return Err(Status::BAD_GATEWAY);
-            }
-            &rest[end..]
-        }
-        _ => value,
-    };
-    let (raw, _) = path::split_target(raw);
-    path::decode_and_normalize(raw, out).map_err(|_| Status::BAD_REQUEST)
 }
 
 /// COPY or MOVE of `t.from` to `to` (relative to the same root): 201 when

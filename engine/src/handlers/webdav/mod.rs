@@ -38,7 +38,8 @@ mod props;
 mod sidecar;
 pub mod xml;
 
-pub use copymove::{destination, transfer, Transfer};
+pub use crate::http::path::destination;
+pub use copymove::{transfer, Transfer};
 pub use listings::changed;
 pub use lock::{container, forget, guard, is_collection, is_new, lock, trim, unlock, Changed};
 pub use propfind::{asked, depth, propfind, Asked, MAX_BODY as MAX_PROPFIND};

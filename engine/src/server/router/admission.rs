@@ -21,13 +21,29 @@ impl Router {
         let rules = &self.cfg.site(site).admission;
         let path = routing.req.path().ok()?;
         let client = routing.client.peer.ip();
-        if let Err(rule) = admission::judge(&rules.access, path, client) {
+        // (A COPY or MOVE writes at its Destination too: judged alike.)
+        let mut to = Vec::new();
+        let also = match super::destination(routing.req, &mut to) {
+            Ok(also) => also,
+            Err(status) => return Some(Plan::error(status, routing.scratch)),
+        };
+        let judged = admission::judge(&rules.access, path, client).map_err(|r| (r, path));
+        let judged = judged.and_then(|()| match also {
+            Some(to) => admission::judge(&rules.access, to, client).map_err(|r| (r, to)),
+            None => Ok(()),
+        });
+        if let Err((rule, refused)) = judged {
             if routing.log.enabled(Level::Info) {
+                let dest = if refused == path {
+                    ""
+                } else {
+                    " (a Destination)"
+                };
                 routing.log.log(
                     Level::Info,
                     format_args!(
-                        "client {client} refused {} by the [[access]] rule at {}; 403",
-                        String::from_utf8_lossy(path),
+                        "client {client} refused {}{dest} by the [[access]] rule at {}; 403",
+                        String::from_utf8_lossy(refused),
                         rule.origin
                     ),
                 );
