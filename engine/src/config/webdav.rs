@@ -105,6 +105,21 @@ pub(super) fn runs_programs(site: &SiteConfig, rule: &WebdavRule) -> Option<Stri
         let root = f.root.as_deref().unwrap_or(&site.root);
         trees.push((format!("fastcgi[{}] (its scripts' root)", i + 1), root));
     }
+    // (Servlets under a prefix are loaded from the directory beneath the
+    // root that the prefix names: `.lua` files put there would run.)
+    let servlet_dirs: Vec<(String, PathBuf)> = match site.servlets.enable {
+        true => site
+            .servlets
+            .paths
+            .iter()
+            .map(|p| {
+                let dir = site.root.join(p.trim_matches('/'));
+                (format!("servlets.paths \"{p}\""), dir)
+            })
+            .collect(),
+        false => Vec::new(),
+    };
+    trees.extend(servlet_dirs.iter().map(|(what, dir)| (what.clone(), dir.as_path())));
     let (what, path) = trees.into_iter().find(|(_, p)| overlaps(p))?;
     Some(format!(
         "{} overlaps {what} {}: WebDAV clients could put programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)",

@@ -117,3 +117,24 @@ fn a_writable_tree_may_not_hold_programs_brisk_runs() {
     );
     assert!(err.contains("overlaps cgi[1].pattern (the root)"), "{err}");
 }
+
+#[test]
+#[cfg(feature = "servlets")]
+fn a_writable_tree_may_not_hold_servlets() {
+    // A COPY of an uploaded `.lua` file into the servlets' directory
+    // would make it run.
+    let servlets = "root = \".\"\n[servlets]\nenable = true\npaths = [\"/lua/\"]\n";
+    let err = load_err(&format!(
+        "{servlets}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n"
+    ));
+    assert_eq!(
+        err,
+        "DIR/site.toml:5: webdav[1].root: DIR overlaps servlets.paths \"/lua/\" DIR/lua: WebDAV \
+         clients could put programs there that brisk then runs; give WebDAV a tree of its own (or \
+         read_only = true)"
+    );
+    assert!(load(&format!(
+        "{servlets}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nread_only = true\n"
+    ))
+    .is_ok());
+}
