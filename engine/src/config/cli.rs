@@ -391,7 +391,7 @@ fn load_command(
     let sites = std::iter::once(&config.site).chain(&config.sites);
     for (site, from) in sites.zip(std::iter::once(&origins.site).chain(&origins.sites)) {
         for (rule, key) in site.webdav.iter().zip(&from.webdav) {
-            if let Some(why) = super::webdav::runs_programs(site, rule) {
+            if let Some(why) = super::webdav::runs_programs(&config, rule) {
                 return Err(error(format!("{key}: {why}")));
             }
         }

@@ -14,7 +14,7 @@ use toml::{
 use super::load::{sorted, Loader};
 #[cfg(feature = "webdav")]
 use super::ConfigError;
-use super::{CgiTarget, SiteConfig};
+use super::{CgiTarget, Config, SiteConfig};
 
 pub(super) const WEBDAV_KEYS: &[&str] = &[
     "path",
@@ -79,47 +79,43 @@ pub struct WebdavRule {
     pub properties: PropStore,
 }
 
-/// Why a writable `rule` of `site` is refused: its tree holds, or lies
-/// beneath, a tree whose files brisk runs (a `[[cgi]]` directory or
+/// Why a writable `rule` is refused: its tree holds, or lies beneath, a
+/// tree whose files brisk runs, in any site (a `[[cgi]]` directory or
 /// program, a root where a `pattern` rule or a `[[fastcgi]]` rule finds
-/// scripts), so WebDAV clients could upload programs that then run.
-pub(super) fn runs_programs(site: &SiteConfig, rule: &WebdavRule) -> Option<String> {
+/// scripts, a `[servlets]` prefix's directory), so WebDAV clients could
+/// upload programs that then run.
+pub(super) fn runs_programs(config: &Config, rule: &WebdavRule) -> Option<String> {
     if rule.read_only {
         return None;
     }
     let overlaps = |p: &Path| p.starts_with(&rule.root) || rule.root.starts_with(p);
-    let mut trees: Vec<(String, &Path)> = Vec::new();
-    for (i, cgi) in site.cgi.iter().enumerate() {
-        let n = i + 1;
-        match &cgi.target {
-            CgiTarget::Dir { dir, .. } => trees.push((format!("cgi[{n}].dir"), dir)),
-            CgiTarget::Program { program, .. } => {
-                trees.push((format!("cgi[{n}].program"), program))
-            }
-            CgiTarget::Pattern(_) => {
-                trees.push((format!("cgi[{n}].pattern (the root)"), &site.root))
+    let mut trees: Vec<(String, PathBuf)> = Vec::new();
+    for (k, site) in SiteConfig::all_keyed(config) {
+        for (i, cgi) in site.cgi.iter().enumerate() {
+            let n = i + 1;
+            trees.push(match &cgi.target {
+                CgiTarget::Dir { dir, .. } => (format!("{k}cgi[{n}].dir"), dir.clone()),
+                CgiTarget::Program { program, .. } => {
+                    (format!("{k}cgi[{n}].program"), program.clone())
+                }
+                CgiTarget::Pattern(_) => {
+                    (format!("{k}cgi[{n}].pattern (the root)"), site.root.clone())
+                }
+            });
+        }
+        for (i, f) in site.fastcgi.iter().enumerate() {
+            let root = f.root.as_ref().unwrap_or(&site.root).clone();
+            trees.push((format!("{k}fastcgi[{}] (its scripts' root)", i + 1), root));
+        }
+        // (Servlets under a prefix are loaded from the directory beneath
+        // the root that the prefix names: `.lua` files put there would run.)
+        if site.servlets.enable {
+            for p in &site.servlets.paths {
+                let dir = site.root.join(p.trim_matches('/'));
+                trees.push((format!("{k}servlets.paths \"{p}\""), dir));
             }
         }
     }
-    for (i, f) in site.fastcgi.iter().enumerate() {
-        let root = f.root.as_deref().unwrap_or(&site.root);
-        trees.push((format!("fastcgi[{}] (its scripts' root)", i + 1), root));
-    }
-    // (Servlets under a prefix are loaded from the directory beneath the
-    // root that the prefix names: `.lua` files put there would run.)
-    let servlet_dirs: Vec<(String, PathBuf)> = match site.servlets.enable {
-        true => site
-            .servlets
-            .paths
-            .iter()
-            .map(|p| {
-                let dir = site.root.join(p.trim_matches('/'));
-                (format!("servlets.paths \"{p}\""), dir)
-            })
-            .collect(),
-        false => Vec::new(),
-    };
-    trees.extend(servlet_dirs.iter().map(|(what, dir)| (what.clone(), dir.as_path())));
     let (what, path) = trees.into_iter().find(|(_, p)| overlaps(p))?;
     Some(format!(
         "{} overlaps {what} {}: WebDAV clients could put programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)",

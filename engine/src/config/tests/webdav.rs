@@ -116,6 +116,17 @@ fn a_writable_tree_may_not_hold_programs_brisk_runs() {
         "root = \".\"\n[[cgi]]\npattern = \"*.cgi\"\n[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n",
     );
     assert!(err.contains("overlaps cgi[1].pattern (the root)"), "{err}");
+    // Another site's programs count alike.
+    let err = load_err(
+        "root = \".\"\n[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n\
+         [[site]]\nhosts = [\"b.test\"]\nroot = \".\"\n[[site.cgi]]\npattern = \"*.cgi\"\n",
+    );
+    assert!(
+        err.starts_with(
+            "DIR/site.toml:2: webdav[1].root: DIR overlaps site[1].cgi[1].pattern (the root) DIR:"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
