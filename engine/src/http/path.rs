@@ -106,8 +106,21 @@ pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Resu
         {
             let rest = &value[i + 3..];
             let end = rest.iter().position(|&b| b == b'/').unwrap_or(rest.len());
-            let authority = &rest[..end];
-            if host.is_some_and(|h| !h.eq_ignore_ascii_case(authority)) {
+            // (The scheme's own port, written or not, is the same host:
+            // RFC 9110 §4.2.3.)
+            let port: &[u8] = match value[..i].to_ascii_lowercase().as_slice() {
+                b"http" => b":80",
+                b"https" => b":443",
+                _ => b"",
+            };
+            let bare = |a: &'_ [u8]| -> Vec<u8> {
+                let a = a.to_ascii_lowercase();
+                match a.strip_suffix(port).filter(|_| !port.is_empty()) {
+                    Some(h) => h.to_vec(),
+                    None => a,
+                }
+            };
+            if host.is_some_and(|h| bare(h) != bare(&rest[..end])) {
                 return Err(Status::BAD_GATEWAY);
             }
             &rest[end..]

@@ -38,6 +38,19 @@ fn a_destination_names_a_path_of_the_same_host() {
         destination(b"https://other.org/dav/x", host, &mut out),
         Err(Status::BAD_GATEWAY)
     );
+    // The scheme's default port, written on either side or not.
+    for (dest, host) in [
+        (&b"https://example.org:443/x"[..], &b"example.org"[..]),
+        (b"https://example.org/x", b"Example.org:443"),
+        (b"HTTP://example.org:80/x", b"example.org"),
+    ] {
+        assert_eq!(destination(dest, Some(host), &mut out), Ok(()));
+        assert_eq!(out, b"/x");
+    }
+    assert_eq!(
+        destination(b"https://example.org:80/x", Some(b"example.org"), &mut out),
+        Err(Status::BAD_GATEWAY)
+    );
     assert_eq!(
         destination(b"http://example.org:8080/../../x", host, &mut out),
         Err(Status::BAD_REQUEST)
