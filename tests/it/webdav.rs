@@ -889,6 +889,67 @@ fn auth_in_front_decides_who_writes() {
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
 }
 
+/// A PUT with `Content-Range` (RFC 9110 §14.5) changes that range of the
+/// file and keeps the rest, in one step as a whole PUT does; a body that
+/// is not the range's length, or a range that cannot be read, changes
+/// nothing (400), and a coded body is refused (415), not kept as its
+/// coding's bytes.
+#[test]
+fn a_partial_put_changes_its_range_and_keeps_the_rest() {
+    let (s, dav) = start("fsync = false\n", &[("f", b"0123456789")]);
+    let put = |path: &str, range: &str, body: &[u8], chunked: bool| {
+        let framing = match chunked {
+            true => "Transfer-Encoding: chunked\r\n".to_string(),
+            false => format!("Content-Length: {}\r\n", body.len()),
+        };
+        let mut raw = format!(
+            "PUT {path} HTTP/1.1\r\nHost: localhost\r\nContent-Range: {range}\r\n{framing}\r\n"
+        )
+        .into_bytes();
+        match chunked {
+            true => raw.extend_from_slice(&common::chunked_body(body, 3)),
+            false => raw.extend_from_slice(body),
+        }
+        s.request(&raw).status
+    };
+    let file = || fs::read(dav.join("f")).unwrap();
+    assert_eq!(put("/dav/f", "bytes 2-3/10", b"AB", false), 204);
+    assert_eq!(file(), b"01AB456789");
+    // Past the end: the file grows; beyond it, a hole of zeros.
+    assert_eq!(put("/dav/f", "bytes 10-12/*", b"XYZ", true), 204);
+    assert_eq!(file(), b"01AB456789XYZ");
+    assert_eq!(put("/dav/f", "bytes 15-15/16", b"!", false), 204);
+    assert_eq!(file(), b"01AB456789XYZ\0\0!");
+    // A new file: what is before the range is a hole.
+    assert_eq!(put("/dav/new", "bytes 2-3/*", b"hi", false), 201);
+    assert_eq!(fs::read(dav.join("new")).unwrap(), b"\0\0hi");
+    // Nothing changes for a body of another length, in either framing,
+    // or a range that cannot be read.
+    let before = file();
+    for (range, body, chunked) in [
+        ("bytes 0-4/*", &b"hi"[..], false),
+        ("bytes 0-4/*", b"hi", true),
+        ("bytes 0-1/*", b"hello", true),
+        ("bytes */10", b"hi", false),
+        ("bytes 3-2/10", b"hi", false),
+        ("lines 0-1/2", b"hi", false),
+    ] {
+        assert_eq!(
+            put("/dav/f", range, body, chunked),
+            400,
+            "{range} {chunked}"
+        );
+        assert_eq!(file(), before, "{range} {chunked}");
+    }
+    let r = s.request(
+        b"PUT /dav/g HTTP/1.1\r\nHost: localhost\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    assert_eq!(r.status, 415, "{}", r.head);
+    assert_eq!(names(&dav), ["f", "new"]);
+    // A 400 here is the client's: no error line.
+    assert!(!s.stderr().contains("[error]"), "{}", s.stderr());
+}
+
 /// A COPY or MOVE writes at its Destination too: `[[auth]]` and
 /// `[[access]]` judge that path as they judge the request's, so a share
 /// open to all cannot be a way into (or out of) a folder behind a login

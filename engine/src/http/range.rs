@@ -209,6 +209,30 @@ pub fn write_content_range(r: ByteRange, total: u64, out: &mut Vec<u8>) {
     push_u64(out, total);
 }
 
+/// A request's `Content-Range` (RFC 9110 §14.4, a partial PUT: §14.5):
+/// `bytes first-last/complete` or `bytes first-last/*`; the range, and
+/// the complete length if given. `None` for anything else (another unit,
+/// `bytes */len`, `last < first`, a complete length not past `last`).
+pub fn parse_content_range(value: &[u8]) -> Option<(ByteRange, Option<u64>)> {
+    let value = trim_ows(value);
+    let (unit, rest) = value.split_at(value.iter().position(|&b| b == b' ')?);
+    if !unit.eq_ignore_ascii_case(b"bytes") {
+        return None;
+    }
+    let (range, complete) = rest[1..].split_at(rest.iter().position(|&b| b == b'/')? - 1);
+    let dash = range.iter().position(|&b| b == b'-')?;
+    let start = grammar::parse_u64(&range[..dash])?;
+    let end = grammar::parse_u64(&range[dash + 1..])?;
+    let complete = match &complete[1..] {
+        b"*" => None,
+        n => Some(grammar::parse_u64(n)?),
+    };
+    if end < start || complete.is_some_and(|c| c <= end) {
+        return None;
+    }
+    Some((ByteRange { start, end }, complete))
+}
+
 /// Appends the `Content-Range` value of a 416 response: `bytes */len`
 /// (RFC 9110 §14.4), telling the client the current length.
 pub fn write_unsatisfied_range(total: u64, out: &mut Vec<u8>) {
@@ -429,6 +453,30 @@ mod tests {
         let mut far = vec!["5000-6000"; 200].join(",");
         far.push_str(",1-2");
         assert_eq!(ranges(&format!("bytes={far}"), 1000), [(1, 2)]);
+    }
+
+    #[test]
+    fn content_range_of_a_request() {
+        assert_eq!(
+            parse_content_range(b"bytes 2-3/10"),
+            Some((br(2, 3), Some(10)))
+        );
+        assert_eq!(parse_content_range(b" Bytes 0-0/*"), Some((br(0, 0), None)));
+        for bad in [
+            "bytes 3-2/10",
+            "bytes 0-9/9",
+            "bytes */10",
+            "bytes 1-/10",
+            "bytes -1/10",
+            "bytes 0-1",
+            "items 0-1/2",
+            "bytes 0-1/2x",
+            "bytes 0-99999999999999999999/*",
+            "bytes  0-1/2",
+            "",
+        ] {
+            assert_eq!(parse_content_range(bad.as_bytes()), None, "{bad}");
+        }
     }
 
     #[test]

@@ -39,6 +39,9 @@ impl Status {
     pub const CONTENT_TOO_LARGE: Status = Status(413);
     /// 414 URI Too Long (RFC 9110 §15.5.15).
     pub const URI_TOO_LONG: Status = Status(414);
+    /// 415 Unsupported Media Type (RFC 9110 §15.5.16): a body the target
+    /// does not take (a content coding, RFC 9110 §8.4).
+    pub const UNSUPPORTED_MEDIA_TYPE: Status = Status(415);
     /// 416 Range Not Satisfiable (RFC 9110 §15.5.17).
     pub const RANGE_NOT_SATISFIABLE: Status = Status(416);
     /// 417 Expectation Failed (RFC 9110 §15.5.18).

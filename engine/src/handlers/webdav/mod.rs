@@ -21,6 +21,7 @@ use crate::handlers::Refusal;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::{self, write_etag, Precondition, Preconditions, Validators};
 use crate::http::parse::BodyFraming;
+use crate::http::range::ByteRange;
 use crate::http::request::{Field, OwnedRequest};
 use crate::http::Status;
 use crate::offload::{Job, Offload};
@@ -51,8 +52,6 @@ pub use multistatus::{href, push_href, Multistatus};
 const CREATED: Status = Status(201);
 /// 409 Conflict (RFC 9110 §15.5.10): a collection on the way is missing.
 const CONFLICT: Status = Status(409);
-/// 415 Unsupported Media Type: MKCOL with a body (RFC 4918 §9.3.1).
-const UNSUPPORTED_MEDIA_TYPE: Status = Status(415);
 
 /// How deep DELETE goes into a tree before it reports what is below as
 /// not removed.
@@ -331,7 +330,21 @@ pub fn options(dav: &Dav, s: &mut Scratch) -> Plan {
 /// whole (`Dir::stage`), which the body is written into as it arrives
 /// (`framing`); the old file stays whole until the new one replaces it. 409 when the directory is
 /// missing, 405 onto a collection, 413 past `max_upload`.
-pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
+///
+/// With `range` (a `Content-Range`: a partial PUT, RFC 9110 §14.5) the
+/// body is written at its place in the new file, and the old file's
+/// bytes around it are copied in once it is all in (`Put::finish`): the
+/// old file changed in that range, in one step as a whole PUT is; a body
+/// that is not the range's length is 400, a range that ends past
+/// `max_upload` 413.
+pub fn put(
+    dav: &Dav,
+    rel: &[u8],
+    framing: BodyFraming,
+    max: u64,
+    range: Option<ByteRange>,
+) -> Started {
+    use std::io::{Seek, SeekFrom};
     let answer = |status| Started::Answer(bare(status));
     let Some((dir, name)) = split(rel).filter(|_| !rel.ends_with(b"/")) else {
         return answer(Status::METHOD_NOT_ALLOWED);
@@ -339,6 +352,14 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
     if let BodyFraming::Length(n) = framing {
         if n > max {
             return answer(Status::CONTENT_TOO_LARGE);
+        }
+    }
+    if let Some(r) = range {
+        if r.end >= max {
+            return answer(Status::CONTENT_TOO_LARGE);
+        }
+        if matches!(framing, BodyFraming::Length(n) if n != r.len()) {
+            return answer(Status::BAD_REQUEST);
         }
     }
     let dir = match parent(dav, dir) {
@@ -351,7 +372,18 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (false, false),
         Err(e) => return answer(status_of(&e)),
     };
-    match dir.stage(0o644) {
+    let staged = dir.stage(0o644).and_then(|(mut file, staged)| {
+        // (The body goes to its place: what is before it, a hole until
+        // the old bytes are copied in.)
+        if let Some(r) = range {
+            if let Err(e) = file.seek(SeekFrom::Start(r.start)) {
+                dir.unstage(&staged);
+                return Err(e);
+            }
+        }
+        Ok((file, staged))
+    });
+    match staged {
         Ok((file, staged)) => Started::Upload(Box::new(Put {
             dir,
             staged,
@@ -360,6 +392,7 @@ pub fn put(dav: &Dav, rel: &[u8], framing: BodyFraming, max: u64) -> Started {
             replaces_file,
             max,
             fsync: dav.rule.fsync,
+            range,
             body: Some(Spool::into_file(file)),
         })),
         Err(e) => answer(status_of(&e)),
@@ -382,6 +415,8 @@ pub struct Put {
     max: u64,
     /// `fsync`: the file and its directory are synced before the answer.
     fsync: bool,
+    /// A partial PUT's range (see [`put`]).
+    range: Option<ByteRange>,
     body: Option<Spool>,
 }
 
@@ -412,6 +447,13 @@ impl Put {
         if body.len() > self.max {
             return Err(io::Error::from_raw_os_error(libc::EFBIG));
         }
+        if self.range.is_some_and(|r| body.len() != r.len()) {
+            // (The request's fault, answered 400 without a log line.)
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a body not as long as its Content-Range",
+            ));
+        }
         let Some(file) = body.take_file() else {
             return Err(io::Error::other("the body's file is gone"));
         };
@@ -419,6 +461,9 @@ impl Put {
             true => self.dir.open_file(&self.name).ok(),
             false => None,
         };
+        if let (Some(r), Some(old)) = (self.range, &old) {
+            around(old, &file, r)?;
+        }
         if let Some(old) = &old {
             // (Its dead properties stay: see `props::carry`. Where they
             // cannot be read or written, the PUT goes on without them.)
@@ -466,6 +511,29 @@ impl Drop for Put {
     }
 }
 
+/// Copies the bytes of `old` before and after `r` into `new`, at the
+/// same places (a partial PUT's file, whose body is `r`).
+fn around(old: &File, new: &File, r: ByteRange) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::os::unix::fs::FileExt;
+    let len = old.metadata()?.len();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = new;
+    for (mut at, end) in [(0, r.start.min(len)), (r.end + 1, len)] {
+        out.seek(SeekFrom::Start(at))?;
+        while at < end {
+            let want = buf.len().min((end - at) as usize);
+            let n = old.read_at(&mut buf[..want], at)?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buf[..n])?;
+            at += n as u64;
+        }
+    }
+    Ok(())
+}
+
 /// Threads that end PUTs ([`PUT_THREADS`] of them, shared by every
 /// worker, started by the first PUT): a PUT's `fsync`s and rename wait
 /// on the disk (milliseconds each here, seconds on a slow card), and
@@ -491,8 +559,9 @@ struct Ending {
 
 impl Job for Ending {
     /// Syncs and names the file, and answers: 201 or 204; 413 past
-    /// `max_upload`; 507 when the disk is full; 400 or 409 for a name
-    /// the filesystem refuses; 500 for other errors (logged).
+    /// `max_upload`; 400 for a partial PUT's body not its range's length;
+    /// 507 when the disk is full; 400 or 409 for a name the filesystem
+    /// refuses; 500 for other errors (logged).
     fn run(self) {
         let Ending {
             mut put,
@@ -510,6 +579,9 @@ impl Job for Ending {
             }
             Err(e) if e.raw_os_error() == Some(libc::EFBIG) => {
                 later.answer(Status::CONTENT_TOO_LARGE.0, &[], b"")
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput && e.raw_os_error().is_none() => {
+                later.answer(Status::BAD_REQUEST.0, &[], b"")
             }
             Err(e) => {
                 let status = match (status_of(&e), e.raw_os_error()) {
@@ -535,7 +607,8 @@ impl Job for Ending {
 /// handoff to another thread and back would cost more than it saves.
 pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
     let ending = Ending { put, body, later };
-    if !ending.put.fsync {
+    // (A partial PUT copies the old file's other bytes: not on the loop.)
+    if !ending.put.fsync && ending.put.range.is_none() {
         return ending.run();
     }
     if let Err(ending) = ENDING.submit(ending) {
@@ -547,7 +620,7 @@ pub fn end_put(put: Box<Put>, body: Spool, later: Later) {
 /// name; 409 when the parent is missing; 415 with a body.
 pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming) -> Plan {
     if !matches!(framing, BodyFraming::None | BodyFraming::Length(0)) {
-        return bare(UNSUPPORTED_MEDIA_TYPE);
+        return bare(Status::UNSUPPORTED_MEDIA_TYPE);
     }
     let Some((dir, name)) = split(rel) else {
         return bare(Status::METHOD_NOT_ALLOWED);

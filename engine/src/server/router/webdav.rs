@@ -10,6 +10,7 @@ use crate::handlers::stream::{Channel, Later, Source, Streamed};
 use crate::handlers::webdav::{self, Bodied, Changed, Dav, Put, Started, Transfer};
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
+use crate::http::range::parse_content_range;
 use crate::http::{path, Method, Status};
 use std::sync::Arc;
 
@@ -89,7 +90,20 @@ impl Router {
             b"OPTIONS" => webdav::options(dav, s),
             b"PUT" => {
                 let max = dav.rule.max_upload.unwrap_or(self.cfg.limits.max_body);
-                match webdav::put(dav, &rel, req.body(), max) {
+                // A coded body would be kept as its coding's bytes, and
+                // served as if it were the file (RFC 9110 §8.4: 415).
+                if req
+                    .header("Content-Encoding")
+                    .is_some_and(|c| !c.eq_ignore_ascii_case(b"identity"))
+                {
+                    return Step::Answer(webdav::bare(Status::UNSUPPORTED_MEDIA_TYPE));
+                }
+                let range = match req.header("Content-Range").map(parse_content_range) {
+                    None => None,
+                    Some(Some((range, _))) => Some(range),
+                    Some(None) => return Step::Answer(webdav::bare(Status::BAD_REQUEST)),
+                };
+                match webdav::put(dav, &rel, req.body(), max, range) {
                     Started::Answer(plan) => plan,
                     Started::Upload(put)
                         if matches!(req.body(), BodyFraming::None | BodyFraming::Length(0)) =>
