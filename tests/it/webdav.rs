@@ -208,7 +208,18 @@ fn delete_removes_files_and_whole_collections() {
     let (s, dav) = start("", files);
     assert_eq!(send(&s, "DELETE", "/dav/f", b"").status, 204);
     assert_eq!(send(&s, "DELETE", "/dav/f", b"").status, 404);
-    assert_eq!(send(&s, "DELETE", "/dav/d/", b"").status, 204);
+    // A collection goes whole, or not at all: a Depth other than
+    // infinity is 400 (RFC 4918 §9.6.1), and nothing is removed.
+    for depth in ["0", "1"] {
+        let r = s.request(
+            format!("DELETE /dav/d/ HTTP/1.1\r\nHost: localhost\r\nDepth: {depth}\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(r.status, 400, "Depth: {depth}");
+        assert_eq!(fs::read(dav.join("d/e/h")).unwrap(), b"3");
+    }
+    let r = s.request(b"DELETE /dav/d/ HTTP/1.1\r\nHost: localhost\r\nDepth: Infinity\r\n\r\n");
+    assert_eq!(r.status, 204);
     assert_eq!(names(&dav), ["keep"]);
     // Never the root itself.
     assert_eq!(send(&s, "DELETE", "/dav/", b"").status, 403);

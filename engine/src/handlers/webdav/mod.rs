@@ -638,8 +638,10 @@ pub fn mkcol(dav: &Dav, rel: &[u8], framing: BodyFraming) -> Plan {
 
 /// DELETE of `rel` (RFC 4918 §9.6): 204; a collection with all it holds
 /// (depth-first, never following a symlink); what could not go is
-/// listed in a 207 with its own status, the rest is gone.
-pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
+/// listed in a 207 with its own status, the rest is gone. A collection's
+/// `depth` may only be `infinity` (§9.6.1): another is 400, and nothing
+/// goes (not more than the client meant).
+pub fn delete(dav: &Dav, rel: &[u8], depth: Option<&[u8]>, href: &[u8], s: &mut Scratch) -> Plan {
     let Some((dir, name)) = split(rel) else {
         return bare(Status::FORBIDDEN);
     };
@@ -647,6 +649,9 @@ pub fn delete(dav: &Dav, rel: &[u8], href: &[u8], s: &mut Scratch) -> Plan {
         Ok(found) => found,
         Err(status) => return bare(status),
     };
+    if kind == Kind::Dir && depth.is_some_and(|d| !d.eq_ignore_ascii_case(b"infinity")) {
+        return bare(Status::BAD_REQUEST);
+    }
     let mut failed = Multistatus::new(&mut s.body);
     let mut at = href.strip_suffix(b"/").unwrap_or(href).to_vec();
     let gone = match kind {

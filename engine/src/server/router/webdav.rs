@@ -119,7 +119,8 @@ impl Router {
             }
             b"MKCOL" => webdav::mkcol(dav, &rel, req.body()),
             b"DELETE" => {
-                let plan = webdav::delete(dav, &rel, &webdav::href(&s.path), s);
+                let depth = req.header("Depth");
+                let plan = webdav::delete(dav, &rel, depth, &webdav::href(&s.path), s);
                 if plan.status == Status::NO_CONTENT {
                     webdav::forget(dav, &rel);
                 }
