@@ -35,6 +35,16 @@ fn temp_name() -> Vec<u8> {
     format!(".brisk-put.{}.{n}", std::process::id()).into_bytes()
 }
 
+/// How [`temp_name`]s start.
+const PART_PREFIX: &[u8] = b".brisk-put.";
+
+/// How long a temporary name stays untouched before [`Dir::sweep_once`]
+/// takes it for a crash's leftover.
+pub const STALE_PART: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Directories swept at most, a process (see [`Dir::sweep_once`]).
+const SWEPT: usize = 4096;
+
 /// Whether `name` is one plain component: not empty, no `/` or NUL, not
 /// `.` or `..`.
 pub fn is_name(name: &[u8]) -> bool {
@@ -109,6 +119,7 @@ impl Dir {
 
     /// [`Dir::stage`]'s file under a temporary name.
     pub(crate) fn stage_named(&self, mode: u32) -> io::Result<(File, Staged)> {
+        self.sweep_once();
         let flags =
             libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         loop {
@@ -118,6 +129,38 @@ impl Dir {
             match self.open_at(&name, flags, mode & 0o777) {
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
                 other => return other.map(|fd| (File::from(fd), Staged::Named(name))),
+            }
+        }
+    }
+
+    /// Removes the temporary names a crashed process left here (a file
+    /// named `.brisk-put.*` untouched for [`STALE_PART`]: a living upload
+    /// writes to its file all along, and one that stalls is cut far
+    /// sooner), the first time this process stages a named file in this
+    /// directory (of the first [`SWEPT`] directories).
+    fn sweep_once(&self) {
+        use std::sync::Mutex;
+        static SWEPT_DIRS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+        let Ok(me) = super::fs::fstat(self.0.as_raw_fd()) else {
+            return;
+        };
+        {
+            let mut swept = SWEPT_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+            if swept.len() >= SWEPT || swept.contains(&(me.dev, me.ino)) {
+                return;
+            }
+            swept.push((me.dev, me.ino));
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let Ok(entries) = self.entries() else {
+            return;
+        };
+        for (name, meta) in entries {
+            let stale = meta.mtime.saturating_add(STALE_PART.as_secs()) < now;
+            if name.starts_with(PART_PREFIX) && meta.kind == super::fs::Kind::File && stale {
+                let _ = self.remove(&name, false);
             }
         }
     }
@@ -442,6 +485,30 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_crash_s_part_files_are_swept_once_stale() {
+        let d = temp();
+        for (name, age) in [
+            (".brisk-put.1.0", 7200),
+            (".brisk-put.1.1", 0),
+            ("keep", 7200),
+        ] {
+            std::fs::write(d.join(name), b"part").unwrap();
+            let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age);
+            let f = std::fs::File::options()
+                .write(true)
+                .open(d.join(name))
+                .unwrap();
+            f.set_modified(when).unwrap();
+        }
+        let root = Root::open(&d, false).unwrap();
+        let dir = root.dir(b"").unwrap();
+        let (_f, staged) = dir.stage_named(0o600).unwrap();
+        dir.unstage(&staged);
+        assert_eq!(names(&d), [".brisk-put.1.1", "keep"]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
