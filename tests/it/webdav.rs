@@ -368,6 +368,22 @@ fn copy_files_and_trees_with_depth_and_overwrite() {
     assert_eq!(names(&dav), ["d", "d2", "d3", "f", "f copy", "g"]);
 }
 
+/// A destination that is the source by another name (a hard link here;
+/// another spelling where names are matched without regard to case: see
+/// `webdav_fuse`) is never removed first: COPY is 403, MOVE leaves the
+/// one file under the destination's name.
+#[test]
+fn a_copy_or_move_onto_the_source_by_another_name_keeps_it() {
+    let (s, dav) = start("", &[("f", b"one")]);
+    fs::hard_link(dav.join("f"), dav.join("g")).unwrap();
+    assert_eq!(transfer(&s, "COPY", "/dav/f", "/dav/g", "").status, 403);
+    assert_eq!(names(&dav), ["f", "g"]);
+    assert_eq!(fs::read(dav.join("g")).unwrap(), b"one");
+    assert_eq!(transfer(&s, "MOVE", "/dav/f", "/dav/g", "").status, 204);
+    assert_eq!(names(&dav), ["g"]);
+    assert_eq!(fs::read(dav.join("g")).unwrap(), b"one");
+}
+
 #[test]
 fn move_renames_in_one_step() {
     let files: &[(&str, &[u8])] = &[("f", b"one"), ("g", b"two"), ("d/a", b"A")];

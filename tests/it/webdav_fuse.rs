@@ -115,7 +115,8 @@ fn until(mut done: impl FnMut() -> bool) -> bool {
 /// listed, not served) and leaves neither a file nor the old one
 /// changed; a COPY and a PUT over a file land whole; a name the
 /// filesystem cannot hold is a 4xx; nothing of brisk's staging is left.
-fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>) {
+/// `folds_case`: the filesystem matches names without regard to case.
+fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>, folds_case: bool) {
     // SAFETY: no arguments, no side effects.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
         skip(&format!("{what}: a FUSE mount needs root and /dev/fuse"));
@@ -215,6 +216,34 @@ fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>) 
     );
     assert_eq!(fs::read(point.join("f.txt")).unwrap(), b"old");
 
+    // Another spelling of the same name is the same file where names
+    // are matched without regard to case: a MOVE changes the case, a COPY
+    // onto itself is 403, and neither removes the file it names twice.
+    assert_eq!(send(&s, "PUT", "/dav/case.txt", b"kept").status, 201);
+    assert_eq!(point.join("CASE.TXT").exists(), folds_case, "{what}");
+    if folds_case {
+        let m = transfer(&s, "MOVE", "/dav/case.txt", "/dav/Case.txt", "");
+        assert_eq!(m.status, 201, "{what}: {}", m.head);
+        let c = transfer(&s, "COPY", "/dav/Case.txt", "/dav/CASE.txt", "");
+        assert_eq!(c.status, 403, "{what}: {}", c.head);
+        assert_eq!(send(&s, "MKCOL", "/dav/Dir", b"").status, 201);
+        assert_eq!(send(&s, "PUT", "/dav/Dir/f", b"deep").status, 201);
+        let d = transfer(&s, "MOVE", "/dav/Dir/", "/dav/dir/", "");
+        assert_eq!(d.status, 201, "{what}: {}", d.head);
+        let listed = |dir: &Path| {
+            let mut n: Vec<String> = fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| ["case.txt", "dir"].contains(&n.to_lowercase().as_str()))
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(listed(&point), ["Case.txt", "dir"], "{what}");
+        assert_eq!(fs::read(point.join("Case.txt")).unwrap(), b"kept");
+        assert_eq!(fs::read(point.join("dir/f")).unwrap(), b"deep");
+    }
+
     let new: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
     assert_eq!(send(&s, "PUT", "/dav/f.txt", &new).status, 204);
     assert_eq!(send(&s, "MKCOL", "/dav/c", b"").status, 201);
@@ -238,7 +267,7 @@ fn exfat_through_fuse_serves_in_full() {
     {
         return;
     }
-    serves_in_full("exFAT (exfat-fuse on a loop device)", exfat);
+    serves_in_full("exFAT (exfat-fuse on a loop device)", exfat, true);
 }
 
 #[test]
@@ -246,5 +275,5 @@ fn a_bindfs_tree_serves_in_full() {
     if !have("litmus") || !have("bindfs") {
         return;
     }
-    serves_in_full("bindfs", bindfs);
+    serves_in_full("bindfs", bindfs, false);
 }

@@ -13,7 +13,7 @@ use crate::handlers::protected::Protected;
 use crate::handlers::{Plan, Scratch};
 use crate::http::Status;
 use crate::sys::dir::Dir;
-use crate::sys::fs::Kind;
+use crate::sys::fs::{Kind, Meta};
 
 /// What a COPY or MOVE request asks for.
 #[derive(Debug)]
@@ -65,6 +65,16 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         Err(status) => return bare(status),
     };
     let existed = match dest.stat(to_name) {
+        // The source itself by another name: what "goes first" below
+        // would be the source.
+        Ok(m) if same(&m, (&src, from_dir, from_name), (&dest, to_dir, to_name)) => {
+            return onto_itself(
+                t.moving,
+                (&src, from_name),
+                (&dest, to_name),
+                dav.rule.fsync,
+            )
+        }
         Ok(_) if !overwrite => return bare(Status::PRECONDITION_FAILED),
         Ok(m) => Some(m.kind),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
@@ -137,6 +147,66 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         Ok(()) => multistatus::settle(any, s, done),
         Err(e) => multistatus::settle(any, s, status_of(&e)),
     }
+}
+
+/// Whether `to_name` in `to_dir` (`there`, as `stat` found it) is the
+/// source, `from_name` in `from_dir`, by another name: the same identity
+/// (a hard link; a kernel driver's other spelling), or, where a FUSE
+/// driver gives each spelling an inode number of its own (exfat-fuse),
+/// a path that differs from the source's only in case and is spelt so
+/// by no entry (the filesystem matched it to another spelling).
+fn same(
+    there: &Meta,
+    (src, from_dir, from_name): (&Dir, &[u8], &[u8]),
+    (dest, to_dir, to_name): (&Dir, &[u8], &[u8]),
+) -> bool {
+    if src
+        .stat(from_name)
+        .is_ok_and(|f| (f.dev, f.ino) == (there.dev, there.ino))
+    {
+        return true;
+    }
+    let folded = |a: &[u8], b: &[u8]| {
+        String::from_utf8_lossy(a).to_lowercase() == String::from_utf8_lossy(b).to_lowercase()
+    };
+    folded(from_dir, to_dir) && folded(from_name, to_name) && !spelt(dest, to_name)
+}
+
+/// Whether an entry of `dir` is spelt `name`, byte for byte.
+fn spelt(dir: &Dir, name: &[u8]) -> bool {
+    dir.entries()
+        .is_ok_and(|e| e.iter().any(|(n, _)| n.as_slice() == name))
+}
+
+/// A COPY or MOVE whose destination names the source itself by another
+/// name: another spelling on a filesystem that matches names without
+/// regard to case (exFAT, vfat: `a.txt` and `A.txt`), or a hard link.
+/// COPY: 403 (RFC 4918 §9.8.5, the same resource). MOVE: renamed (a
+/// change of case; 201), and where that left both names (hard links,
+/// which `rename` leaves alone), the source's removed (204); never is
+/// the one file removed.
+fn onto_itself(moving: bool, from: (&Dir, &[u8]), to: (&Dir, &[u8]), sync: bool) -> Plan {
+    if !moving {
+        return bare(Status::FORBIDDEN);
+    }
+    let ((src, from_name), (dest, to_name)) = (from, to);
+    if let Err(e) = src.rename(from_name, dest, to_name, false) {
+        return bare(status_of(&e));
+    }
+    // (Both names, as spelt, still there: two links.)
+    let status = if spelt(src, from_name) && spelt(dest, to_name) {
+        match src.remove(from_name, false) {
+            Ok(()) => Status::NO_CONTENT,
+            Err(e) => status_of(&e),
+        }
+    } else {
+        CREATED
+    };
+    if sync {
+        let _ = dest.sync();
+        let _ = src.sync();
+    }
+    bare(status)
 }
 
 /// A MOVE that `rename` cannot make (`EXDEV`: the destination is on
