@@ -277,3 +277,101 @@ fn a_bindfs_tree_serves_in_full() {
     }
     serves_in_full("bindfs", bindfs, false);
 }
+
+/// A tree on a filesystem that finds a name whatever its case (exFAT
+/// here) is not served with rules that match paths as spelt (they would
+/// not cover `/PRIVATE/` for `/private/`), nor with one of brisk's own
+/// files beneath it: the configuration is refused, naming the key; one
+/// on a filesystem that tells case apart (bindfs over this one) is not.
+#[test]
+fn a_tree_that_finds_names_in_any_case_takes_no_path_rules() {
+    // SAFETY: no arguments, no side effects.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
+        skip("a FUSE mount needs root and /dev/fuse");
+        return;
+    }
+    if !have_from("mkfs.exfat", "exfatprogs")
+        || !have_from("mount.exfat-fuse", "exfat-fuse")
+        || !have("bindfs")
+    {
+        return;
+    }
+    let place = TempDir::new("fold");
+    let (folding, telling) = (place.path.join("exfat"), place.path.join("bind"));
+    let under = place.path.join("under");
+    for d in [&folding, &telling, &under] {
+        fs::create_dir(d).unwrap();
+    }
+    let _exfat = match exfat(&place.path, &folding) {
+        Ok(m) => m,
+        Err(e) => {
+            skip(&format!("exFAT could not be mounted here: {e}"));
+            return;
+        }
+    };
+    let _bind = match bindfs(&under, &telling) {
+        Ok(m) => m,
+        Err(e) => {
+            skip(&format!("bindfs could not be mounted here: {e}"));
+            return;
+        }
+    };
+    for tree in [&folding, &telling] {
+        fs::write(tree.join("index.html"), b"<h1>site</h1>\n").unwrap();
+    }
+    fs::write(
+        place.path.join("htpasswd"),
+        b"a:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    )
+    .unwrap();
+    let auth = "[[auth]]\npath = \"/private/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n";
+    let check = |file: &Path, text: &str| {
+        fs::write(file, text).unwrap();
+        run_brisk(&["--config", file.to_str().unwrap(), "--check-config"])
+    };
+    let outside = place.path.join("brisk.toml");
+    let blind = "is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and";
+    let (st, _, err) = check(
+        &outside,
+        &format!("root = \"{}\"\n{auth}", folding.display()),
+    );
+    assert!(!st.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "brisk.toml:1: root: {} {blind} its [[auth]] path /private/ rule",
+            folding.display()
+        )),
+        "{err}"
+    );
+    // A share: a login for a part of it is refused, one for all of it
+    // (as a router's USB disk is shared) is not.
+    let dav = |path: &str| {
+        format!(
+            "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{}",
+            folding.display(),
+            auth.replace("/private/", path)
+        )
+    };
+    let (st, _, err) = check(&outside, &dav("/dav/"));
+    assert!(st.success(), "{err}");
+    let (st, _, err) = check(&outside, &dav("/dav/private/"));
+    assert!(
+        !st.success() && err.contains(&format!("webdav[1].root: {} {blind}", folding.display())),
+        "{err}"
+    );
+    let inside = folding.join("brisk.toml");
+    let (st, _, err) = check(&inside, "root = \".\"\n");
+    assert!(
+        !st.success() && err.contains("(the configuration file) lies beneath it"),
+        "{err}"
+    );
+    fs::remove_file(&inside).unwrap();
+    // Without such rules, it serves; a tree that tells case apart takes them.
+    let (st, _, err) = check(&outside, &format!("root = \"{}\"\n", folding.display()));
+    assert!(st.success(), "{err}");
+    let (st, _, err) = check(
+        &outside,
+        &format!("root = \"{}\"\n{auth}", telling.display()),
+    );
+    assert!(st.success(), "{err}");
+}

@@ -395,6 +395,27 @@ fn load_command(
                 return Err(error(format!("{key}: {why}")));
             }
         }
+        let root_from = from
+            .root
+            .as_deref()
+            .unwrap_or("root (default: the current directory)");
+        let trees = std::iter::once((&site.root, "/", root_from)).chain(
+            site.webdav
+                .iter()
+                .zip(&from.webdav)
+                .map(|(r, k)| (&r.root, r.path.as_str(), k.as_str())),
+        );
+        for (tree, prefix, key) in trees {
+            if !crate::sys::fs::folds_case(tree) {
+                continue;
+            }
+            if let Some(why) = config.case_blind(site, tree, prefix) {
+                return Err(error(format!(
+                    "{key}: {} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why} (or keep the tree on a filesystem that tells case apart: ext4, btrfs, f2fs)",
+                    tree.display()
+                )));
+            }
+        }
     }
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Config, LogTarget, SiteConfig};
+use crate::http::glob::PathMatch;
 
 /// Servlet sources looked at under each site's servlet directories at
 /// most: a tree larger than that is not one of servlets.
@@ -110,6 +111,63 @@ impl Config {
             );
         }
         trees
+    }
+
+    /// Why `site`'s tree `tree` (its root, or a `[[webdav]]` root), served
+    /// at the URL prefix `prefix`, on a filesystem that finds a name
+    /// whatever its case (exFAT, vfat, SMB: `sys::fs::folds_case`),
+    /// cannot be served with this configuration: rules match paths as
+    /// spelt, so `/PRIVATE/` would reach what `[[auth]]` guards at
+    /// `/private/`, `/CGI-BIN/x.cgi` a script's source, and a spelling of
+    /// one of brisk's own files other than its own would not be told by
+    /// its identity through FUSE. An `[[auth]]` or `[[access]]` prefix
+    /// that covers the whole tree (`/dav/` for a share at `/dav/`) is no
+    /// such rule. `None` when it can be served.
+    pub fn case_blind(&self, site: &SiteConfig, tree: &Path, prefix: &str) -> Option<String> {
+        // (Case plays no part in the part of the path the tree's own
+        // prefix already took, nor where there is no letter.)
+        let within = |m: &PathMatch| match m {
+            PathMatch::Prefix(q) => q
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.bytes().any(|b| b.is_ascii_alphabetic() || b >= 0x80)),
+            PathMatch::Glob(g) => g.bytes().any(|b| b.is_ascii_alphabetic() || b >= 0x80),
+        };
+        let mut rules: Vec<String> = Vec::new();
+        let auth = site.auth.iter().map(|r| &r.matcher).filter(|m| within(m));
+        rules.extend(auth.map(|m| format!("[[auth]] {m}")));
+        let access = site
+            .admission
+            .access
+            .iter()
+            .map(|r| &r.matcher)
+            .filter(|m| within(m));
+        rules.extend(access.map(|m| format!("[[access]] {m}")));
+        if !site.cgi.is_empty() {
+            rules.push("[[cgi]]".to_string());
+        }
+        rules.extend(
+            site.fastcgi
+                .iter()
+                .map(|r| format!("[[fastcgi]] {}", r.matches)),
+        );
+        if cfg!(feature = "servlets") && site.servlets.enable {
+            rules.push("[servlets] paths".to_string());
+        }
+        if let Some(rule) = rules.first() {
+            return Some(format!(
+                "its {rule} rule would not cover the same path in another case (`/PRIVATE/x` for `/private/x`): do without such rules there"
+            ));
+        }
+        let own = self
+            .own_files_with(false)
+            .into_iter()
+            .find(|(f, _)| canonical(f).is_some_and(|real| real.starts_with(tree)));
+        own.map(|(f, what)| {
+            format!(
+                "{} ({what}) lies beneath it, where its name in another case would not be told from another file: move it out",
+                f.display()
+            )
+        })
     }
 
     /// A warning for each of [`Config::own_files`] that lies under a

@@ -551,8 +551,70 @@ impl Drop for Lock {
     }
 }
 
+/// Whether the filesystem of the directory `dir` finds a name whatever
+/// its case (`A.txt` opens `a.txt`): vfat and exFAT (by the kernel's
+/// drivers, or by FUSE), SMB shares. Told by the kind of filesystem,
+/// then, where it could be either (FUSE, SMB), by looking up an entry
+/// spelt with its letters' case swapped. `false` when it cannot be told
+/// (an empty directory on such a mount).
+pub fn folds_case(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const MSDOS: i64 = 0x4d44;
+    const EXFAT: i64 = 0x2011_bab0;
+    const FUSE: i64 = 0x6573_5546;
+    const CIFS: i64 = 0xff53_4d42_u32 as i64;
+    const SMB2: i64 = 0xfe53_4d42_u32 as i64;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: plain old data written by the kernel.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path, a valid out-pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    let kind = st.f_type as i64 & 0xffff_ffff;
+    let sure = matches!(kind, MSDOS | EXFAT);
+    if !sure && !matches!(kind, FUSE | CIFS | SMB2) {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return sure;
+    };
+    let names: Vec<Vec<u8>> = entries
+        .flatten()
+        .take(256)
+        .map(|e| e.file_name().as_bytes().to_vec())
+        .collect();
+    for name in &names {
+        let swapped: Vec<u8> = name
+            .iter()
+            .map(|&b| match b {
+                b'a'..=b'z' => b.to_ascii_uppercase(),
+                b'A'..=b'Z' => b.to_ascii_lowercase(),
+                b => b,
+            })
+            .collect();
+        if swapped == *name || names.contains(&swapped) {
+            continue;
+        }
+        return std::fs::symlink_metadata(dir.join(std::ffi::OsStr::from_bytes(&swapped))).is_ok();
+    }
+    sure
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_tree_that_tells_case_apart_is_told() {
+        let d = std::env::temp_dir().join(format!("brisk-fold-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("Name.txt"), b"x").unwrap();
+        assert!(!folds_case(&d));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     use super::*;
     use std::os::unix::fs::symlink;
     use std::path::PathBuf;
