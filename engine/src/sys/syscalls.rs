@@ -114,6 +114,9 @@ pub const ALLOWED: &[libc::c_long] = &[
     // `[proxy] tls_listen`: the PROXY header is looked at in place
     // (`recv` with `MSG_PEEK`) before TLS reads the socket.
     libc::SYS_recvfrom,
+    // A reload's check of each tree for a filesystem that finds names in
+    // any case (`sys::fs::folds_case`: its kind).
+    libc::SYS_statfs,
     // HTTP/3: a worker reads its UDP socket's datagrams many at a time
     // (`sys::net::recv_batch`).
     #[cfg(feature = "http3")]
