@@ -79,15 +79,12 @@ pub struct WebdavRule {
     pub properties: PropStore,
 }
 
-/// Why a writable `rule` is refused: its tree holds, or lies beneath, a
-/// tree whose files brisk runs, in any site (a `[[cgi]]` directory or
+/// Why `rule` is refused: its tree holds, or lies beneath, a tree whose
+/// files brisk runs, in any site (a `[[cgi]]` directory or
 /// program, a root where a `pattern` rule or a `[[fastcgi]]` rule finds
 /// scripts, a `[servlets]` prefix's directory), so WebDAV clients could
-/// upload programs that then run.
+/// upload programs that then run, or (read-only) read their sources.
 pub(super) fn runs_programs(config: &Config, rule: &WebdavRule) -> Option<String> {
-    if rule.read_only {
-        return None;
-    }
     let overlaps = |p: &Path| p.starts_with(&rule.root) || rule.root.starts_with(p);
     let mut trees: Vec<(String, PathBuf)> = Vec::new();
     for (k, site) in SiteConfig::all_keyed(config) {
@@ -117,8 +114,14 @@ pub(super) fn runs_programs(config: &Config, rule: &WebdavRule) -> Option<String
         }
     }
     let (what, path) = trees.into_iter().find(|(_, p)| overlaps(p))?;
+    // (Read-only, its GET would still serve their sources: WebDAV comes
+    // before the CGI and FastCGI stages.)
+    let why = match rule.read_only {
+        true => "WebDAV clients could read the sources of programs brisk runs there",
+        false => "WebDAV clients could put programs there that brisk then runs",
+    };
     Some(format!(
-        "{} overlaps {what} {}: WebDAV clients could put programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)",
+        "{} overlaps {what} {}: {why}; give WebDAV a tree of its own",
         rule.root.display(),
         path.display()
     ))

@@ -96,7 +96,7 @@ fn errors_name_file_line_and_key() {
 }
 
 #[test]
-fn a_writable_tree_may_not_hold_programs_brisk_runs() {
+fn a_webdav_tree_may_not_hold_programs_brisk_runs() {
     let cgi = "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \".\"\n";
     let err = load_err(&format!(
         "{cgi}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n"
@@ -104,13 +104,16 @@ fn a_writable_tree_may_not_hold_programs_brisk_runs() {
     assert_eq!(
         err,
         "DIR/site.toml:4: webdav[1].root: DIR overlaps cgi[1].dir DIR: WebDAV clients could put \
-         programs there that brisk then runs; give WebDAV a tree of its own (or read_only = true)"
+         programs there that brisk then runs; give WebDAV a tree of its own"
     );
-    // Read-only, it may.
-    assert!(load(&format!(
+    // Read-only, it would serve their sources.
+    let err = load_err(&format!(
         "{cgi}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nread_only = true\n"
-    ))
-    .is_ok());
+    ));
+    assert!(
+        err.ends_with("WebDAV clients could read the sources of programs brisk runs there; give WebDAV a tree of its own"),
+        "{err}"
+    );
     // A pattern rule runs scripts anywhere beneath the site's root.
     let err = load_err(
         "root = \".\"\n[[cgi]]\npattern = \"*.cgi\"\n[[webdav]]\npath = \"/dav/\"\nroot = \".\"\n",
@@ -131,7 +134,7 @@ fn a_writable_tree_may_not_hold_programs_brisk_runs() {
 
 #[test]
 #[cfg(feature = "servlets")]
-fn a_writable_tree_may_not_hold_servlets() {
+fn a_webdav_tree_may_not_hold_servlets() {
     // A COPY of an uploaded `.lua` file into the servlets' directory
     // would make it run.
     let servlets = "root = \".\"\n[servlets]\nenable = true\npaths = [\"/lua/\"]\n";
@@ -141,11 +144,10 @@ fn a_writable_tree_may_not_hold_servlets() {
     assert_eq!(
         err,
         "DIR/site.toml:5: webdav[1].root: DIR overlaps servlets.paths \"/lua/\" DIR/lua: WebDAV \
-         clients could put programs there that brisk then runs; give WebDAV a tree of its own (or \
-         read_only = true)"
+         clients could put programs there that brisk then runs; give WebDAV a tree of its own"
     );
-    assert!(load(&format!(
+    assert!(load_err(&format!(
         "{servlets}[[webdav]]\npath = \"/dav/\"\nroot = \".\"\nread_only = true\n"
     ))
-    .is_ok());
+    .contains("could read the sources of programs brisk runs there"));
 }
