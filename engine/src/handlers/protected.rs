@@ -41,13 +41,16 @@ pub struct Protected {
     /// and as it resolves: the directory (its identity) and the name in
     /// it, and whether that name is the file's own. What WebDAV must not
     /// remove, rename or make anew (see [`Protected::way`]).
+    #[cfg(feature = "webdav")]
     ways: Box<[Step]>,
     /// The directories on those ways (identities): aliases of them (a
     /// bind mount) are told by these.
+    #[cfg(feature = "webdav")]
     holders: Box<[(u64, u64)]>,
 }
 
 /// One step of a way to a protected file: a name in a directory.
+#[cfg(feature = "webdav")]
 #[derive(Debug)]
 struct Step {
     dir: (u64, u64),
@@ -57,6 +60,7 @@ struct Step {
 }
 
 /// What a name is to the protected files (see [`Protected::way`]).
+#[cfg(feature = "webdav")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Way {
     /// Nothing.
@@ -94,21 +98,28 @@ impl Protected {
         ids.dedup();
         let filter = ids.iter().fold(0, |f, &(dev, ino)| f | bit(dev, ino));
         let paths = cfg.own_files_with(false).into_iter().map(|(f, _)| f);
+        #[cfg(feature = "webdav")]
         let (mut ways, mut holders) = (Vec::new(), Vec::new());
+        #[cfg(feature = "webdav")]
         for (file, _) in cfg.own_files_with(servlet_sources) {
             let real = std::fs::canonicalize(&file).ok();
             for path in std::iter::once(file.as_path()).chain(real.as_deref()) {
                 steps(path, &mut ways, &mut holders);
             }
         }
-        crate::sort::sort_by(&mut holders, |a, b| a.cmp(b));
-        holders.dedup();
+        #[cfg(feature = "webdav")]
+        {
+            crate::sort::sort_by(&mut holders, |a, b| a.cmp(b));
+            holders.dedup();
+        }
         Protected {
             ids: ids.into(),
             paths: paths.collect(),
             later: (0..LATER).map(|_| Default::default()).collect(),
             filter: AtomicU64::new(filter),
+            #[cfg(feature = "webdav")]
             ways: ways.into(),
+            #[cfg(feature = "webdav")]
             holders: holders.into(),
             ..Protected::default()
         }
@@ -116,6 +127,7 @@ impl Protected {
 
     /// What `name` in the directory `dir` is to the files, `meta` being
     /// what it is now (not followed, if it is a symlink) when it exists.
+    #[cfg(feature = "webdav")]
     pub fn way(&self, dir: &Meta, name: &[u8], meta: Option<&Meta>) -> Way {
         let step = self
             .ways
@@ -188,6 +200,7 @@ impl Protected {
 
 /// Each step of `path`'s way ([`Step`]) whose directory exists, into
 /// `ways`, and those directories into `holders`.
+#[cfg(feature = "webdav")]
 fn steps(path: &std::path::Path, ways: &mut Vec<Step>, holders: &mut Vec<(u64, u64)>) {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::MetadataExt;
