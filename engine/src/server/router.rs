@@ -901,12 +901,6 @@ impl Router {
     }
 }
 
-/// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
-/// websocket`), which only a `[[reverse_proxy]]` rule takes (see
-/// `Router::proxies`): elsewhere answered as such, not as a plain
-/// request the client could not use. (`h2c` is taken
-/// before routing, where it may be; other upgrades are ignored and the
-/// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 /// The decoded, normalised path a COPY or MOVE also writes at (its
 /// `Destination`, in `to`), which `[[access]]` and `[[auth]]` judge as
 /// they judge the request's own path; `None` for other methods, or
@@ -927,6 +921,12 @@ pub(super) fn destination<'a>(
     Ok(Some(to.as_slice()))
 }
 
+/// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
+/// websocket`), which only a `[[reverse_proxy]]` rule takes (see
+/// `Router::proxies`): elsewhere answered as such, not as a plain
+/// request the client could not use. (`h2c` is taken
+/// before routing, where it may be; other upgrades are ignored and the
+/// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 fn wants_websocket(req: &OwnedRequest) -> bool {
     req.field(Field::Upgrade)
         .is_some_and(|v| crate::http::grammar::has_token(v, b"websocket"))
