@@ -32,7 +32,9 @@ pub enum Staged {
 fn temp_name() -> Vec<u8> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!(".brisk-put.{}.{n}", std::process::id()).into_bytes()
+    let mut name = PART_PREFIX.to_vec();
+    name.extend_from_slice(format!("{}.{n}", std::process::id()).as_bytes());
+    name
 }
 
 /// How [`temp_name`]s start.

@@ -3,7 +3,6 @@
 //! `Depth` and `Overwrite`; a tree copied member by member, a move in one
 //! `renameat2` where the filesystem allows.
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 
 use super::multistatus::{self, Multistatus};
@@ -272,7 +271,7 @@ fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::R
 
 /// Copies all of `from` into `to` (plain reads and writes: no call the
 /// sandbox does not already allow).
-fn copy(from: &mut File, to: &mut File) -> io::Result<()> {
+pub(super) fn copy(from: &mut impl Read, to: &mut impl Write) -> io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match from.read(&mut buf) {

@@ -514,21 +514,14 @@ impl Drop for Put {
 /// Copies the bytes of `old` before and after `r` into `new`, at the
 /// same places (a partial PUT's file, whose body is `r`).
 fn around(old: &File, new: &File, r: ByteRange) -> io::Result<()> {
-    use std::io::{Seek, SeekFrom, Write};
-    use std::os::unix::fs::FileExt;
+    use std::io::{Read, Seek, SeekFrom};
     let len = old.metadata()?.len();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut out = new;
-    for (mut at, end) in [(0, r.start.min(len)), (r.end + 1, len)] {
-        out.seek(SeekFrom::Start(at))?;
-        while at < end {
-            let want = buf.len().min((end - at) as usize);
-            let n = old.read_at(&mut buf[..want], at)?;
-            if n == 0 {
-                break;
-            }
-            out.write_all(&buf[..n])?;
-            at += n as u64;
+    let (mut from, mut out) = (old, new);
+    for (at, end) in [(0, r.start.min(len)), (r.end + 1, len)] {
+        if at < end {
+            from.seek(SeekFrom::Start(at))?;
+            out.seek(SeekFrom::Start(at))?;
+            copymove::copy(&mut (&mut from).take(end - at), &mut out)?;
         }
     }
     Ok(())
