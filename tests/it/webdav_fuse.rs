@@ -279,12 +279,16 @@ fn a_bindfs_tree_serves_in_full() {
 }
 
 /// A tree on a filesystem that finds a name whatever its case (exFAT
-/// here) is not served with rules that match paths as spelt (they would
-/// not cover `/PRIVATE/` for `/private/`), nor with one of brisk's own
-/// files beneath it: the configuration is refused, naming the key; one
-/// on a filesystem that tells case apart (bindfs over this one) is not.
+/// here), or with one mounted beneath it (a USB disk in a router's
+/// share, plugged in before brisk starts or after): `[[auth]]` and
+/// `[[access]]` match a path there in any case, so `/usb/PRIVATE/` is
+/// guarded as `/usb/private/` is, a COPY's `Destination` too; outside
+/// it paths are matched as spelt. Rules that run programs and could
+/// reach into it, and brisk's own files beneath it, are refused, naming
+/// the key; a tree that tells case apart (bindfs over this one) takes
+/// them.
 #[test]
-fn a_tree_that_finds_names_in_any_case_takes_no_path_rules() {
+fn rules_match_in_any_case_where_names_are_found_in_any_case() {
     // SAFETY: no arguments, no side effects.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
         skip("a FUSE mount needs root and /dev/fuse");
@@ -296,13 +300,15 @@ fn a_tree_that_finds_names_in_any_case_takes_no_path_rules() {
     {
         return;
     }
+    // (Dropped last: after the server stops and the mounts are undone.)
     let place = TempDir::new("fold");
     let (folding, telling) = (place.path.join("exfat"), place.path.join("bind"));
     let under = place.path.join("under");
-    for d in [&folding, &telling, &under] {
+    let images = ["one", "two", "three"].map(|d| place.path.join(d));
+    for d in [&folding, &telling, &under].into_iter().chain(&images) {
         fs::create_dir(d).unwrap();
     }
-    let _exfat = match exfat(&place.path, &folding) {
+    let _exfat = match exfat(&images[0], &folding) {
         Ok(m) => m,
         Err(e) => {
             skip(&format!("exFAT could not be mounted here: {e}"));
@@ -317,7 +323,8 @@ fn a_tree_that_finds_names_in_any_case_takes_no_path_rules() {
         }
     };
     for tree in [&folding, &telling] {
-        fs::write(tree.join("index.html"), b"<h1>site</h1>\n").unwrap();
+        fs::create_dir_all(tree.join("private")).unwrap();
+        fs::write(tree.join("private/s.txt"), b"secret\n").unwrap();
     }
     fs::write(
         place.path.join("htpasswd"),
@@ -331,30 +338,28 @@ fn a_tree_that_finds_names_in_any_case_takes_no_path_rules() {
     };
     let outside = place.path.join("brisk.toml");
     let blind = "is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and";
-    let (st, _, err) = check(
-        &outside,
-        &format!("root = \"{}\"\n{auth}", folding.display()),
-    );
-    assert!(!st.success(), "{err}");
+    let root = |tree: &Path, rules: &str| format!("root = \"{}\"\n{rules}", tree.display());
+    // Path rules are taken; a program rule that reaches into it is not.
+    let (st, _, err) = check(&outside, &root(&folding, auth));
+    assert!(st.success(), "{err}");
+    let php = "[[fastcgi]]\npattern = \"*.php\"\nto = \"127.0.0.1:9\"\n";
+    let (st, _, err) = check(&outside, &root(&folding, php));
     assert!(
-        err.contains(&format!(
-            "brisk.toml:1: root: {} {blind} its [[auth]] path /private/ rule",
-            folding.display()
-        )),
+        !st.success()
+            && err.contains(&format!(
+                "brisk.toml:1: root: {} {blind} its [[fastcgi]] pattern *.php rule",
+                folding.display()
+            )),
         "{err}"
     );
-    // A share: a login for a part of it is refused, one for all of it
-    // (as a router's USB disk is shared) is not.
-    let dav = |path: &str| {
-        format!(
-            "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{}",
-            folding.display(),
-            auth.replace("/private/", path)
-        )
-    };
-    let (st, _, err) = check(&outside, &dav("/dav/"));
+    // A share at /dav/ on it: a program rule elsewhere is no matter.
+    let dav = format!(
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n[[fastcgi]]\npath = \"/php/\"\nto = \"127.0.0.1:9\"\n",
+        folding.display()
+    );
+    let (st, _, err) = check(&outside, &dav);
     assert!(st.success(), "{err}");
-    let (st, _, err) = check(&outside, &dav("/dav/private/"));
+    let (st, _, err) = check(&outside, &dav.replace("/php/", "/dav/php/"));
     assert!(
         !st.success() && err.contains(&format!("webdav[1].root: {} {blind}", folding.display())),
         "{err}"
@@ -366,12 +371,76 @@ fn a_tree_that_finds_names_in_any_case_takes_no_path_rules() {
         "{err}"
     );
     fs::remove_file(&inside).unwrap();
-    // Without such rules, it serves; a tree that tells case apart takes them.
-    let (st, _, err) = check(&outside, &format!("root = \"{}\"\n", folding.display()));
+    let (st, _, err) = check(&outside, &root(&telling, php));
     assert!(st.success(), "{err}");
-    let (st, _, err) = check(
-        &outside,
-        &format!("root = \"{}\"\n{auth}", telling.display()),
+
+    // Served: a share whose `usb` is the exFAT disk, mounted before the
+    // start, and whose `later` gets one after it.
+    let mut b = Builder::new();
+    b.dir("share/later").file("share/pub/p.txt", b"public\n");
+    let share = b.root().join("share");
+    let usb = share.join("usb");
+    fs::create_dir(&usb).unwrap();
+    let _usb = match exfat(&images[1], &usb) {
+        Ok(m) => m,
+        Err(e) => panic!("a second exFAT disk: {e}"),
+    };
+    fs::create_dir(usb.join("private")).unwrap();
+    fs::write(usb.join("private/s.txt"), b"secret\n").unwrap();
+    fs::write(
+        b.base().join("htpasswd"),
+        fs::read(place.path.join("htpasswd")).unwrap(),
+    )
+    .unwrap();
+    let guard = |prefix: &str| {
+        format!(
+            "[[auth]]\npath = \"{prefix}private/\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n\
+             [[access]]\npath = \"{prefix}staff/\"\nallow = [\"192.0.2.0/24\"]\n"
+        )
+    };
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{}{}{}",
+        share.display(),
+        guard("/dav/usb/"),
+        guard("/dav/later/"),
+        guard("/dav/pub/"),
+    ));
+    let server = b.start();
+    let status = |method: &str, path: &str, extra: &str| {
+        let raw =
+            format!("{method} {path} HTTP/1.1\r\nHost: h\r\n{extra}Content-Length: 0\r\n\r\n");
+        server.request(raw.as_bytes()).status
+    };
+    let login = format!("Authorization: {}\r\n", basic_auth("a", "correct horse"));
+    for spelt in [
+        "/dav/usb/private/s.txt",
+        "/dav/usb/PRIVATE/s.txt",
+        "/dav/usb/Private/x",
+    ] {
+        assert_eq!(status("GET", spelt, ""), 401, "{spelt}");
+    }
+    assert_eq!(status("GET", "/dav/usb/PRIVATE/s.txt", &login), 200);
+    assert_eq!(status("GET", "/dav/usb/STAFF/x", ""), 403);
+    let to = |path: &str| format!("Destination: http://h{path}\r\n");
+    assert_eq!(
+        status("COPY", "/dav/pub/p.txt", &to("/dav/usb/PRIVATE/p.txt")),
+        401
     );
-    assert!(st.success(), "{err}");
+    assert!(!usb.join("private/p.txt").exists());
+    // Outside the disk, as spelt: no such directory, no such rule.
+    assert_eq!(status("GET", "/dav/PUB/private/x", ""), 404);
+    assert_eq!(status("GET", "/dav/pub/PRIVATE/x", ""), 404);
+    // A disk plugged in while brisk serves.
+    let later = share.join("later");
+    let _later = match exfat(&images[2], &later) {
+        Ok(m) => m,
+        Err(e) => panic!("a later exFAT disk: {e}"),
+    };
+    server
+        .wait_stderr_line("was mounted (or one unmounted) beneath a tree brisk serves: reloading");
+    server.wait_stderr_line("SIGHUP: configuration reloaded");
+    fs::create_dir(later.join("private")).unwrap();
+    fs::write(later.join("private/s.txt"), b"secret\n").unwrap();
+    assert_eq!(status("GET", "/dav/later/PRIVATE/s.txt", ""), 401);
+    assert_eq!(status("GET", "/dav/later/private/s.txt", &login), 200);
 }

@@ -14,7 +14,7 @@
 use std::net::IpAddr;
 
 use crate::access::proxy::Cidr;
-use crate::http::glob::PathMatch;
+use crate::http::glob::{Folding, PathMatch};
 
 /// One `[[access]]` rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,14 +32,16 @@ pub struct AccessRule {
     pub origin: String,
 }
 
-/// Whether `client` may send a request for `path`: `Err` names the rule
+/// Whether `client` may send a request for `path` (matched in any case
+/// where `folding` says so): `Err` names the rule
 /// that refuses it.
 pub fn judge<'r>(
     rules: &'r [AccessRule],
     path: &[u8],
+    folding: &Folding,
     client: IpAddr,
 ) -> Result<(), &'r AccessRule> {
-    let Some(rule) = rules.iter().find(|r| r.matcher.matches(path)) else {
+    let Some(rule) = rules.iter().find(|r| r.matcher.matches_in(path, folding)) else {
         return Ok(());
     };
     let allowed = rule
@@ -70,7 +72,7 @@ mod tests {
     }
 
     fn ok(rules: &[AccessRule], path: &str, ip: &str) -> bool {
-        judge(rules, path.as_bytes(), ip.parse().unwrap()).is_ok()
+        judge(rules, path.as_bytes(), &Folding::NONE, ip.parse().unwrap()).is_ok()
     }
 
     #[test]
@@ -106,7 +108,12 @@ mod tests {
         assert!(!ok(&both, "/", "192.0.2.1"));
         let deny_first = [rule("/", &[("10.0.0.0/8", false), ("10.1.2.3", true)])];
         assert!(!ok(&deny_first, "/", "10.1.2.3"));
-        let refused = judge(&deny_first, b"/", "10.1.2.3".parse().unwrap());
+        let refused = judge(
+            &deny_first,
+            b"/",
+            &Folding::NONE,
+            "10.1.2.3".parse().unwrap(),
+        );
         assert_eq!(refused.unwrap_err().origin, "test.toml:1");
     }
 }

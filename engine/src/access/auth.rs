@@ -40,7 +40,7 @@ use super::credentials;
 use super::failures::SharedFailures;
 use super::htpasswd::Htpasswd;
 use super::htpasswd::{escape, Watched};
-use crate::http::glob::PathMatch;
+use crate::http::glob::{Folding, PathMatch};
 
 /// One `[[auth]]` rule: which requests need a login, and against which
 /// file.
@@ -116,6 +116,8 @@ pub struct Auth {
     /// The outcome of the last check run elsewhere, for the next request
     /// with that credential.
     settled: Option<(usize, [u8; 32], bool)>,
+    /// Where rules match paths in any case.
+    folding: Folding,
 }
 
 /// What a rule made of a request's credentials ([`Auth::decide`]),
@@ -318,7 +320,14 @@ impl Auth {
             warnings: Vec::new(),
             offload: false,
             settled: None,
+            folding: Folding::NONE,
         })
+    }
+
+    /// Where paths are found whatever their case (the site's
+    /// [`Folding`]): there the rules match a path in any case.
+    pub fn fold_beneath(&mut self, folding: Folding) {
+        self.folding = folding;
     }
 
     /// From now on, a check that must hash a password returns
@@ -386,7 +395,7 @@ impl Auth {
         let covering = |p: &[u8]| {
             self.rules
                 .iter()
-                .position(|r| r.methods.covers(method) && r.matcher.matches(p))
+                .position(|r| r.methods.covers(method) && r.matcher.matches_in(p, &self.folding))
         };
         let here = covering(path);
         let there = also.and_then(covering);

@@ -389,6 +389,7 @@ fn load_command(
     }
     config.secrets_outside_roots().map_err(error)?;
     let sites = std::iter::once(&config.site).chain(&config.sites);
+    let mut folding = Vec::new();
     for (site, from) in sites.zip(std::iter::once(&origins.site).chain(&origins.sites)) {
         for (rule, key) in site.webdav.iter().zip(&from.webdav) {
             if let Some(why) = super::webdav::runs_programs(&config, rule) {
@@ -399,23 +400,24 @@ fn load_command(
             .root
             .as_deref()
             .unwrap_or("root (default: the current directory)");
-        let trees = std::iter::once((&site.root, "/", root_from)).chain(
-            site.webdav
-                .iter()
-                .zip(&from.webdav)
-                .map(|(r, k)| (&r.root, r.path.as_str(), k.as_str())),
-        );
-        for (tree, prefix, key) in trees {
-            if !crate::sys::fs::folds_case(tree) {
-                continue;
-            }
-            if let Some(why) = config.case_blind(site, tree, prefix) {
+        let mut areas = Vec::new();
+        for (tree, dir, area) in site.folding_areas() {
+            if let Some(why) = config.case_blind(site, &dir, &area) {
+                let key = tree.map_or(root_from, |i| from.webdav[i].as_str());
                 return Err(error(format!(
                     "{key}: {} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why} (or keep the tree on a filesystem that tells case apart: ext4, btrfs, f2fs)",
-                    tree.display()
+                    dir.display()
                 )));
             }
+            areas.push(area);
         }
+        folding.push(crate::config::Folding(areas));
+    }
+    for (site, areas) in std::iter::once(&mut config.site)
+        .chain(&mut config.sites)
+        .zip(folding)
+    {
+        site.folding = areas;
     }
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,

@@ -63,7 +63,7 @@ pub use webdav::{DavRules, PropStore, WebdavRule, LISTING_CACHE};
 
 // The rules' own types, where what reads them lives, named here too.
 pub use crate::access::auth::{AuthMethods, AuthRule};
-pub use crate::http::glob::PathMatch;
+pub use crate::http::glob::{Folding, PathMatch};
 
 // What the logs are told: the log module's own types, named here too.
 pub use crate::log::{AccessFormat, Level, LogConfig, LogField, LogPiece, LogTarget, LogVar};
@@ -204,6 +204,9 @@ pub struct SiteConfig {
     /// `[compress]`: on-the-fly gzip, brotli and zstd (its `cache_size`
     /// and `threads` are the top level's in every site).
     pub compress: CompressConfig,
+    /// Where the site's trees find a name whatever its case (not a key:
+    /// found when the file is loaded, from the trees' filesystems).
+    pub folding: Folding,
 }
 
 impl SiteConfig {
@@ -241,6 +244,7 @@ impl SiteConfig {
             admission: admission::Admission::default(),
             // A settings table, as [static]: a site need not repeat it.
             compress: self.compress.clone(),
+            folding: Folding::default(),
         }
     }
 
@@ -264,6 +268,30 @@ impl SiteConfig {
         SiteConfig::all(config)
             .enumerate()
             .map(|(i, site)| (SiteConfig::key_prefix(i), site))
+    }
+
+    /// Each directory of the site's trees (its root, its `[[webdav]]`
+    /// roots) beneath which names are found whatever their case
+    /// (`sys::fs::folding_dirs`), with the URL prefix it is served at
+    /// and its tree: `None` for the root, `Some(i)` for `webdav[i]`.
+    /// What [`SiteConfig::folding`] is made of.
+    pub fn folding_areas(&self) -> Vec<(Option<usize>, PathBuf, String)> {
+        let trees = std::iter::once((None, &self.root, "/")).chain(
+            (self.webdav.iter().enumerate()).map(|(i, r)| (Some(i), &r.root, r.path.as_str())),
+        );
+        let mut areas = Vec::new();
+        for (tree, root, prefix) in trees {
+            for dir in crate::sys::fs::folding_dirs(root) {
+                // (A name that is not UTF-8: the whole tree, which covers it.)
+                let rest = dir.strip_prefix(root).ok().and_then(|r| r.to_str());
+                let area = match rest {
+                    Some("") | None => prefix.to_string(),
+                    Some(rest) => format!("{}/{rest}/", prefix.trim_end_matches('/')),
+                };
+                areas.push((tree, dir, area));
+            }
+        }
+        areas
     }
 
     /// The name a site goes by in messages: its first host, or
@@ -762,6 +790,7 @@ impl Default for Config {
                 rules: rules::SiteRules::default(),
                 admission: admission::Admission::default(),
                 compress: compress::defaults(),
+                folding: Folding::default(),
             },
             sites: Vec::new(),
             unknown_host: UnknownHost::Default,

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Config, LogTarget, SiteConfig};
+use super::{CgiTarget, Config, LogTarget, SiteConfig};
 use crate::http::glob::PathMatch;
 
 /// Servlet sources looked at under each site's servlet directories at
@@ -113,55 +113,46 @@ impl Config {
         trees
     }
 
-    /// Why `site`'s tree `tree` (its root, or a `[[webdav]]` root), served
-    /// at the URL prefix `prefix`, on a filesystem that finds a name
-    /// whatever its case (exFAT, vfat, SMB: `sys::fs::folds_case`),
-    /// cannot be served with this configuration: rules match paths as
-    /// spelt, so `/PRIVATE/` would reach what `[[auth]]` guards at
-    /// `/private/`, `/CGI-BIN/x.cgi` a script's source, and a spelling of
-    /// one of brisk's own files other than its own would not be told by
-    /// its identity through FUSE. An `[[auth]]` or `[[access]]` prefix
-    /// that covers the whole tree (`/dav/` for a share at `/dav/`) is no
-    /// such rule. `None` when it can be served.
-    pub fn case_blind(&self, site: &SiteConfig, tree: &Path, prefix: &str) -> Option<String> {
-        // (Case plays no part in the part of the path the tree's own
-        // prefix already took, nor where there is no letter.)
-        let within = |m: &PathMatch| match m {
-            PathMatch::Prefix(q) => q
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.bytes().any(|b| b.is_ascii_alphabetic() || b >= 0x80)),
-            PathMatch::Glob(g) => g.bytes().any(|b| b.is_ascii_alphabetic() || b >= 0x80),
-        };
+    /// Why the directory `dir` of one of `site`'s trees, served at the
+    /// URL prefix `area`, on a filesystem that finds a name whatever its
+    /// case (exFAT, vfat, SMB: `sys::fs::folding_dirs`), cannot be served
+    /// with this configuration. `[[auth]]`, `[[access]]` and
+    /// `[[rate_limit]]` match paths there in any case
+    /// (`PathMatch::matches_in`), but the rules that run programs do
+    /// not: `/CGI-BIN/x.cgi` or `/x.PHP` would be a script's source, so a
+    /// program rule that may reach into the area is refused. A spelling
+    /// of one of brisk's own files other than its own would not be told
+    /// by its identity through FUSE, so none may lie beneath it. `None`
+    /// when it can be served.
+    pub fn case_blind(&self, site: &SiteConfig, dir: &Path, area: &str) -> Option<String> {
         let mut rules: Vec<String> = Vec::new();
-        let auth = site.auth.iter().map(|r| &r.matcher).filter(|m| within(m));
-        rules.extend(auth.map(|m| format!("[[auth]] {m}")));
-        let access = site
-            .admission
-            .access
-            .iter()
-            .map(|r| &r.matcher)
-            .filter(|m| within(m));
-        rules.extend(access.map(|m| format!("[[access]] {m}")));
-        if !site.cgi.is_empty() {
-            rules.push("[[cgi]]".to_string());
+        for rule in &site.cgi {
+            let m = match &rule.target {
+                CgiTarget::Dir { url, .. } | CgiTarget::Program { url, .. } => {
+                    PathMatch::Prefix(url.clone())
+                }
+                CgiTarget::Pattern(p) => PathMatch::Glob(p.clone()),
+            };
+            if m.reaches(area) {
+                rules.push(format!("[[cgi]] {m}"));
+            }
         }
-        rules.extend(
-            site.fastcgi
-                .iter()
-                .map(|r| format!("[[fastcgi]] {}", r.matches)),
-        );
+        let fastcgi = site.fastcgi.iter().filter(|r| r.matches.reaches(area));
+        rules.extend(fastcgi.map(|r| format!("[[fastcgi]] {}", r.matches)));
         if cfg!(feature = "servlets") && site.servlets.enable {
-            rules.push("[servlets] paths".to_string());
+            let paths = site.servlets.paths.iter();
+            let reaching = paths.filter(|p| PathMatch::Prefix(p.to_string()).reaches(area));
+            rules.extend(reaching.map(|p| format!("[servlets] path {p}")));
         }
         if let Some(rule) = rules.first() {
             return Some(format!(
-                "its {rule} rule would not cover the same path in another case (`/PRIVATE/x` for `/private/x`): do without such rules there"
+                "its {rule} rule would not run the same script by another spelling (`/X.PHP` for `/x.php`): keep programs out of it"
             ));
         }
         let own = self
             .own_files_with(false)
             .into_iter()
-            .find(|(f, _)| canonical(f).is_some_and(|real| real.starts_with(tree)));
+            .find(|(f, _)| canonical(f).is_some_and(|real| real.starts_with(dir)));
         own.map(|(f, what)| {
             format!(
                 "{} ({what}) lies beneath it, where its name in another case would not be told from another file: move it out",

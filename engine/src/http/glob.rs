@@ -85,6 +85,87 @@ impl PathMatch {
     }
 }
 
+impl PathMatch {
+    /// [`PathMatch::matches`], and where `folding` says the path is
+    /// found whatever its case, matching in any case as well: `/PRIVATE/x`
+    /// and `/prıvate/x` are matched by `path = "/private/"` there (see
+    /// [`fold`]).
+    pub fn matches_in(&self, path: &[u8], folding: &Folding) -> bool {
+        self.matches(path) || folding.covers(path) && self.matches_folded(path)
+    }
+
+    /// Whether the rule and `path` match once both are [`fold`]ed.
+    fn matches_folded(&self, path: &[u8]) -> bool {
+        let path = fold(path);
+        match self {
+            PathMatch::Prefix(prefix) => path.starts_with(&fold(prefix.as_bytes())),
+            PathMatch::Glob(pattern) => matches(&fold(pattern.as_bytes()), &path),
+        }
+    }
+
+    /// Whether the rule may cover a path beneath the URL prefix `area`,
+    /// in any case: a prefix on the way to `area` or beneath it, a
+    /// pattern whose fixed start is, or any pattern without `/` (it
+    /// names files wherever they are).
+    pub fn reaches(&self, area: &str) -> bool {
+        let (start, any) = match self {
+            PathMatch::Prefix(p) => (p.as_str(), false),
+            PathMatch::Glob(g) => {
+                let fixed = g.find(['*', '?']).map_or(g.as_str(), |i| &g[..i]);
+                (fixed, !g.contains('/'))
+            }
+        };
+        let (start, area) = (fold(start.as_bytes()), fold(area.as_bytes()));
+        any || start.starts_with(&area) || area.starts_with(&start)
+    }
+}
+
+/// The URL prefixes of a site beneath which its trees find a name
+/// whatever its case (exFAT, vfat, SMB: `sys::fs::folds_case`), each
+/// ending in `/`: there a rule matches a path in any case
+/// ([`PathMatch::matches_in`]). Empty almost everywhere.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Folding(pub Vec<String>);
+
+impl Folding {
+    /// No prefix: every path is matched as spelt.
+    pub const NONE: Folding = Folding(Vec::new());
+
+    /// Whether `path` lies beneath one of the prefixes.
+    pub fn covers(&self, path: &[u8]) -> bool {
+        self.0.iter().any(|p| path.starts_with(p.as_bytes()))
+    }
+}
+
+/// `s` with every character in one case, so that two spellings a
+/// filesystem that ignores case may take for one name fold alike: each
+/// character to its upper case, then that to its lower case, where each
+/// is one character (`I`, `ı` and `i` all fold to `i`, `ſ` and `S` to
+/// `s`, the Kelvin sign to `k`); bytes that are not UTF-8 stay as they
+/// are. Folding more than a given filesystem does only makes a rule
+/// cover more.
+pub fn fold(s: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if s.iter().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    fn one(mut it: impl Iterator<Item = char>, or: char) -> char {
+        match (it.next(), it.next()) {
+            (Some(c), None) => c,
+            _ => or,
+        }
+    }
+    let mut out = Vec::with_capacity(s.len());
+    for chunk in s.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let up = one(c.to_uppercase(), c);
+            let low = one(up.to_lowercase(), up);
+            out.extend_from_slice(low.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+        out.extend_from_slice(chunk.invalid());
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 impl std::fmt::Display for PathMatch {
     /// As a log line names a rule: `path /api/`, `pattern *.php`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -134,6 +215,46 @@ mod tests {
         assert!(!super::segment_matches(b"*b", b"aaaa"));
         assert!(super::segment_matches(b"*ab", b"aab"));
         assert!(!super::segment_matches(b"?", b""));
+    }
+
+    #[test]
+    fn folded_matching_only_where_names_fold() {
+        use super::{fold, Folding, PathMatch};
+        let area = Folding(vec!["/usb/".into()]);
+        let private = PathMatch::Prefix("/usb/private/".into());
+        for spelt in [
+            "/usb/PRIVATE/x",
+            "/usb/Private/x",
+            "/usb/prıvate/x",
+            "/usb/private/x",
+        ] {
+            assert!(private.matches_in(spelt.as_bytes(), &area), "{spelt}");
+        }
+        assert!(!private.matches_in(b"/usb/privatex", &area));
+        assert!(!private.matches_in(b"/usb/PRIVATE/x", &Folding::NONE));
+        // Outside the area, as spelt only.
+        let top = PathMatch::Prefix("/top/".into());
+        assert!(!top.matches_in(b"/TOP/x", &area));
+        let pdf = PathMatch::Glob("*.pdf".into());
+        assert!(pdf.matches_in(b"/usb/a/B.PDF", &area));
+        assert!(!pdf.matches_in(b"/a/B.PDF", &area));
+        assert_eq!(&*fold("ſK\u{212a}İß".as_bytes()), "skkİß".as_bytes());
+        assert_eq!(&*fold(b"a\xffB"), b"a\xffb");
+        assert!(matches!(fold(b"/plain/"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn what_a_rule_may_reach() {
+        use super::PathMatch;
+        let p = |s: &str| PathMatch::Prefix(s.into());
+        let g = |s: &str| PathMatch::Glob(s.into());
+        assert!(p("/USB/cgi/").reaches("/usb/"));
+        assert!(p("/").reaches("/usb/"));
+        assert!(!p("/cgi-bin/").reaches("/usb/"));
+        assert!(g("*.php").reaches("/usb/"));
+        assert!(g("/usb/*.php").reaches("/usb/"));
+        assert!(g("/*/x.php").reaches("/usb/"));
+        assert!(!g("/app/*.php").reaches("/usb/"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, Level, Reload};
+use crate::config::{Config, Level, Reload, SiteConfig};
 use crate::handlers::spool;
 use crate::log::{console, LogService};
 use crate::server::{Inherited, Running, Server, Speaks};
@@ -380,6 +380,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         }
     }
     let mut pending: Option<upgrade::Pending> = None;
+    let mut mounts = sys::fs::MountWatch::new();
     // Whether brisk's own files were replaced more often than it can
     // remember since the last load (said once until the next).
     let mut own_files_full = false;
@@ -390,7 +391,17 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 Some(_) => Duration::from_millis(100),
                 None => Duration::from_millis(500),
             };
-            match sys::signal::wait(manager.wait_at_most(wait)) {
+            let mut signal = sys::signal::wait(manager.wait_at_most(wait));
+            if signal.is_none() && mounts.changed() && folding_moved(running.config()) {
+                main_log.log(
+                    Level::Warn,
+                    format_args!(
+                        "a filesystem that finds names whatever their case was mounted (or one unmounted) beneath a tree brisk serves: reloading, so that the rules match paths there in any case"
+                    ),
+                );
+                signal = Some(Signal::Hangup);
+            }
+            match signal {
                 Some(Signal::Terminate) => break Stop::Asked,
                 Some(Signal::ReopenLogs) => {
                     // (logrotate's `create` made the new files already.)
@@ -504,6 +515,16 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     drop(main_log);
     logs.shutdown();
     Ok(())
+}
+
+/// Whether the trees of `cfg`'s sites now find names whatever their
+/// case in other places than `cfg` was loaded with (a USB stick plugged
+/// in beneath a share: see `SiteConfig::folding`).
+fn folding_moved(cfg: &Config) -> bool {
+    SiteConfig::all(cfg).any(|site| {
+        let now = site.folding_areas().into_iter().map(|(_, _, area)| area);
+        !now.eq(site.folding.0.iter().cloned())
+    })
 }
 
 /// Looks at brisk's own files again (see [`Running::learn_own_files`]),

@@ -356,6 +356,7 @@ impl Router {
             let auth = Auth::sharing(&site.auth, i, failures.clone()).map_err(io::Error::other)?;
             let auth = auth.is_active().then_some(auth).map(|mut a| {
                 a.offload();
+                a.fold_beneath(site.folding.clone());
                 a
             });
             sites.push(SiteStages {

@@ -11,7 +11,7 @@ use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::cvt;
@@ -555,8 +555,9 @@ impl Drop for Lock {
 /// its case (`A.txt` opens `a.txt`): vfat and exFAT (by the kernel's
 /// drivers, or by FUSE), SMB shares. Told by the kind of filesystem,
 /// then, where it could be either (FUSE, SMB), by looking up an entry
-/// spelt with its letters' case swapped. `false` when it cannot be told
-/// (an empty directory on such a mount).
+/// spelt with its letters' case swapped. Where that cannot be told (an
+/// empty directory on such a mount: a USB disk just plugged in), `true`:
+/// taken for one that does, rules then cover more, never less.
 pub fn folds_case(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     const MSDOS: i64 = 0x4d44;
@@ -574,12 +575,14 @@ pub fn folds_case(dir: &Path) -> bool {
         return false;
     }
     let kind = st.f_type as i64 & 0xffff_ffff;
-    let sure = matches!(kind, MSDOS | EXFAT);
-    if !sure && !matches!(kind, FUSE | CIFS | SMB2) {
+    if matches!(kind, MSDOS | EXFAT) {
+        return true;
+    }
+    if !matches!(kind, FUSE | CIFS | SMB2) {
         return false;
     }
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return sure;
+        return true;
     };
     let names: Vec<Vec<u8>> = entries
         .flatten()
@@ -600,11 +603,134 @@ pub fn folds_case(dir: &Path) -> bool {
         }
         return std::fs::symlink_metadata(dir.join(std::ffi::OsStr::from_bytes(&swapped))).is_ok();
     }
-    sure
+    true
+}
+
+/// The directories of the tree `tree` (canonical) beneath which names
+/// are found whatever their case ([`folds_case`]): the tree itself, or
+/// else each filesystem mounted beneath it that does (a USB stick at
+/// `/srv/share/usb`), as the mount table says at the time of the call.
+pub fn folding_dirs(tree: &Path) -> Vec<PathBuf> {
+    let table = mount_table();
+    if folds_case(tree) {
+        return vec![tree.to_path_buf()];
+    }
+    let Some(table) = table else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for line in table.split(|&b| b == b'\n') {
+        let mut fields = line.split(|&b| b == b' ');
+        let Some(point) = fields.nth(4).map(unescape) else {
+            continue;
+        };
+        let kind = fields.skip_while(|f| *f != b"-").nth(1).unwrap_or_default();
+        let maybe = matches!(kind, b"vfat" | b"msdos" | b"exfat" | b"cifs" | b"smb3")
+            || kind.starts_with(b"fuse");
+        let point =
+            PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(point));
+        if maybe
+            && point != tree
+            && point.starts_with(tree)
+            && !dirs.iter().any(|d| point.starts_with(d))
+            && folds_case(&point)
+        {
+            dirs.retain(|d| !d.starts_with(&point));
+            dirs.push(point);
+        }
+    }
+    dirs
+}
+
+/// A mount point as the mount table writes it: space, tab, newline and
+/// backslash as `\ooo`.
+fn unescape(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let code = field
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (field[i], code) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8) + (b - b'0')));
+                i += 4;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Tells when this process's mount table changed (a filesystem mounted
+/// or unmounted anywhere), by its contents: one read of it a call.
+#[derive(Debug)]
+pub struct MountWatch {
+    last: u64,
+}
+
+impl MountWatch {
+    /// Watches from now on (and opens the table, for later calls made
+    /// inside the sandbox).
+    pub fn new() -> MountWatch {
+        MountWatch { last: table_hash() }
+    }
+
+    /// Whether the table changed since the last call (or `new`).
+    pub fn changed(&mut self) -> bool {
+        let now = table_hash();
+        std::mem::replace(&mut self.last, now) != now
+    }
+}
+
+impl Default for MountWatch {
+    fn default() -> MountWatch {
+        MountWatch::new()
+    }
+}
+
+fn table_hash() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    mount_table().hash(&mut h);
+    h.finish()
+}
+
+/// This process's mount table (`/proc/self/mountinfo`), read whole. The
+/// file is opened at the first call, before any sandbox, and read from
+/// its start again at each later one: a reload runs where `/proc` is
+/// out of reach. `None` when it cannot be read.
+fn mount_table() -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    static TABLE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let file = TABLE
+        .get_or_init(|| std::fs::File::open("/proc/self/mountinfo").ok())
+        .as_ref()?;
+    let mut out = Vec::new();
+    let mut buf = vec![0; 16 << 10];
+    loop {
+        match file.read_at(&mut buf, out.len() as u64).ok()? {
+            0 => return Some(out),
+            n => out.extend_from_slice(&buf[..n]),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn mount_points_are_read_as_the_table_escapes_them() {
+        assert_eq!(unescape(b"/mnt/a\\040b\\134c"), b"/mnt/a b\\c");
+        assert_eq!(unescape(b"/x\\9"), b"/x\\9");
+        let table = mount_table().expect("the mount table");
+        assert!(table
+            .split(|&b| b == b'\n')
+            .any(|l| l.split(|&b| b == b' ').nth(4) == Some(b"/")));
+    }
 
     #[test]
     fn a_tree_that_tells_case_apart_is_told() {

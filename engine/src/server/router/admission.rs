@@ -19,6 +19,7 @@ impl Router {
     pub(super) fn admit(&mut self, routing: &mut Routing<'_>) -> Option<Plan> {
         let site = routing.req.site();
         let rules = &self.cfg.site(site).admission;
+        let folding = &self.cfg.site(site).folding;
         let path = routing.req.path().ok()?;
         let client = routing.client.peer.ip();
         // (A COPY or MOVE writes at its Destination too: judged alike.)
@@ -27,9 +28,9 @@ impl Router {
             Ok(also) => also,
             Err(status) => return Some(Plan::error(status, routing.scratch)),
         };
-        let judged = admission::judge(&rules.access, path, client).map_err(|r| (r, path));
+        let judged = admission::judge(&rules.access, path, folding, client).map_err(|r| (r, path));
         let judged = judged.and_then(|()| match also {
-            Some(to) => admission::judge(&rules.access, to, client).map_err(|r| (r, to)),
+            Some(to) => admission::judge(&rules.access, to, folding, client).map_err(|r| (r, to)),
             None => Ok(()),
         });
         if let Err((rule, refused)) = judged {
@@ -56,7 +57,7 @@ impl Router {
         let table = self.rates.as_ref()?;
         let mut refused = None;
         for (i, rule) in rules.rate.iter().enumerate() {
-            if !rule.matcher.matches(path) {
+            if !rule.matcher.matches_in(path, folding) {
                 continue;
             }
             let by_path = (rule.key == RateKey::AddressPath).then_some(path);
