@@ -280,8 +280,9 @@ fn a_bindfs_tree_serves_in_full() {
 
 /// A tree on a filesystem that finds a name whatever its case (exFAT
 /// here), or with one mounted beneath it (a USB disk in a router's
-/// share, plugged in before brisk starts or after): `[[auth]]` and
-/// `[[access]]` match a path there in any case, so `/usb/PRIVATE/` is
+/// share, plugged in before brisk starts or after): `[[auth]]`,
+/// `[[access]]` and `[[rate_limit]]` match a path there in any case (and
+/// count its spellings as one), so `/usb/PRIVATE/` is
 /// guarded as `/usb/private/` is, a COPY's `Destination` too; outside
 /// it paths are matched as spelt. Rules that run programs and could
 /// reach into it, and brisk's own files beneath it, are refused, naming
@@ -398,8 +399,9 @@ fn rules_match_in_any_case_where_names_are_found_in_any_case() {
              [[access]]\npath = \"{prefix}staff/\"\nallow = [\"192.0.2.0/24\"]\n"
         )
     };
+    let rate = "[[rate_limit]]\npath = \"/dav/usb/r/\"\nrate = \"1/m\"\nkey = \"address+path\"\n";
     b.config(&format!(
-        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{}{}{}",
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{}{}{}{rate}",
         share.display(),
         guard("/dav/usb/"),
         guard("/dav/later/"),
@@ -421,6 +423,9 @@ fn rules_match_in_any_case_where_names_are_found_in_any_case() {
     }
     assert_eq!(status("GET", "/dav/usb/PRIVATE/s.txt", &login), 200);
     assert_eq!(status("GET", "/dav/usb/STAFF/x", ""), 403);
+    // One bucket a path, however it is spelt.
+    assert_eq!(status("GET", "/dav/usb/r/x", ""), 404);
+    assert_eq!(status("GET", "/dav/usb/R/X", ""), 429);
     let to = |path: &str| format!("Destination: http://h{path}\r\n");
     assert_eq!(
         status("COPY", "/dav/pub/p.txt", &to("/dav/usb/PRIVATE/p.txt")),

@@ -60,7 +60,12 @@ impl Router {
             if !rule.matcher.matches_in(path, folding) {
                 continue;
             }
-            let by_path = (rule.key == RateKey::AddressPath).then_some(path);
+            // (One bucket for every spelling of a path found in any case.)
+            let spelt = match folding.covers(path) {
+                true => crate::http::glob::fold(path),
+                false => std::borrow::Cow::Borrowed(path),
+            };
+            let by_path = (rule.key == RateKey::AddressPath).then_some(&*spelt);
             let key = table.key((site as u64) << 32 | i as u64, client, by_path);
             let limit = Limit {
                 interval: rule.interval,
