@@ -401,7 +401,7 @@ fn rules_match_in_any_case_where_names_are_found_in_any_case() {
     };
     let rate = "[[rate_limit]]\npath = \"/dav/usb/r/\"\nrate = \"1/m\"\nkey = \"address+path\"\n";
     b.config(&format!(
-        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n{}{}{}{rate}",
+        "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\n{}{}{}{rate}",
         share.display(),
         guard("/dav/usb/"),
         guard("/dav/later/"),
@@ -432,6 +432,31 @@ fn rules_match_in_any_case_where_names_are_found_in_any_case() {
         401
     );
     assert!(!usb.join("private/p.txt").exists());
+    // A lock holds for every spelling of what it locks.
+    let info = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>\
+                </D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let locked = server.request(
+        format!(
+            "LOCK /dav/usb/l.txt HTTP/1.1\r\nHost: h\r\nContent-Length: {}\r\n\r\n{info}",
+            info.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(locked.status, 201, "{}", locked.head);
+    let token = locked
+        .header("Lock-Token")
+        .expect("a Lock-Token")
+        .to_string();
+    for spelt in ["/dav/usb/L.TXT", "/dav/usb/l.txt"] {
+        assert_eq!(status("PUT", spelt, ""), 423, "{spelt}");
+    }
+    assert_eq!(
+        status("PUT", "/dav/usb/L.txt", &format!("If: ({token})\r\n")),
+        204
+    );
+    let unlock = format!("Lock-Token: {token}\r\n");
+    assert_eq!(status("UNLOCK", "/dav/usb/l.TXT", &unlock), 204);
+    assert_eq!(status("PUT", "/dav/usb/l.txt", ""), 204);
     // Outside the disk, as spelt: no such directory, no such rule.
     assert_eq!(status("GET", "/dav/PUB/private/x", ""), 404);
     assert_eq!(status("GET", "/dav/pub/PRIVATE/x", ""), 404);

@@ -409,9 +409,10 @@ fn load_command(
                     dir.display()
                 )));
             }
-            areas.push(area);
+            areas.push((tree, area));
         }
-        folding.push(crate::config::Folding(areas));
+        let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
+        folding.push(crate::config::Folding::new(trees, areas));
     }
     for (site, areas) in std::iter::once(&mut config.site)
         .chain(&mut config.sites)

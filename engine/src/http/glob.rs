@@ -120,20 +120,51 @@ impl PathMatch {
     }
 }
 
-/// The URL prefixes of a site beneath which its trees find a name
-/// whatever its case (exFAT, vfat, SMB: `sys::fs::folds_case`), each
-/// ending in `/`: there a rule matches a path in any case
-/// ([`PathMatch::matches_in`]). Empty almost everywhere.
+/// Where a site's trees find a name whatever its case (exFAT, vfat,
+/// SMB: `sys::fs::folding_dirs`): there a rule matches a path in any
+/// case ([`PathMatch::matches_in`]). Empty almost everywhere.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Folding(pub Vec<String>);
+pub struct Folding {
+    /// The site's `[[webdav]]` prefixes, in rule order: a path one of
+    /// them takes is in that tree, any other in the document root.
+    trees: Vec<String>,
+    /// Each part that folds: its tree (`None`: the document root,
+    /// `Some(i)`: `trees[i]`'s) and the URL prefix it is served at,
+    /// ending in `/`.
+    areas: Vec<(Option<usize>, String)>,
+}
 
 impl Folding {
-    /// No prefix: every path is matched as spelt.
-    pub const NONE: Folding = Folding(Vec::new());
+    /// No part: every path is matched as spelt.
+    pub const NONE: Folding = Folding {
+        trees: Vec::new(),
+        areas: Vec::new(),
+    };
 
-    /// Whether `path` lies beneath one of the prefixes.
+    /// The parts `areas` of the trees of a site whose `[[webdav]]`
+    /// prefixes are `trees`.
+    pub fn new(trees: Vec<String>, areas: Vec<(Option<usize>, String)>) -> Folding {
+        Folding { trees, areas }
+    }
+
+    /// The URL prefixes of the parts that fold.
+    pub fn areas(&self) -> impl Iterator<Item = &str> {
+        self.areas.iter().map(|(_, a)| a.as_str())
+    }
+
+    /// Whether `path` lies beneath a part that folds of the tree that
+    /// serves it (a share at `/dav/` on ext4 does not fold because the
+    /// document root around it does).
     pub fn covers(&self, path: &[u8]) -> bool {
-        self.0.iter().any(|p| path.starts_with(p.as_bytes()))
+        if self.areas.is_empty() {
+            return false;
+        }
+        let tree = self.trees.iter().position(|t| {
+            let t = t.as_bytes();
+            path.starts_with(t) || path == t.strip_suffix(b"/").unwrap_or(t)
+        });
+        let beneath = |a: &str| path.starts_with(a.as_bytes());
+        self.areas.iter().any(|(t, a)| *t == tree && beneath(a))
     }
 }
 
@@ -220,7 +251,7 @@ mod tests {
     #[test]
     fn folded_matching_only_where_names_fold() {
         use super::{fold, Folding, PathMatch};
-        let area = Folding(vec!["/usb/".into()]);
+        let area = Folding::new(vec!["/dav/".into()], vec![(None, "/usb/".into())]);
         let private = PathMatch::Prefix("/usb/private/".into());
         for spelt in [
             "/usb/PRIVATE/x",
@@ -238,6 +269,11 @@ mod tests {
         let pdf = PathMatch::Glob("*.pdf".into());
         assert!(pdf.matches_in(b"/usb/a/B.PDF", &area));
         assert!(!pdf.matches_in(b"/a/B.PDF", &area));
+        // A share on a tree that tells case apart, inside one that does not.
+        let root = Folding::new(vec!["/dav/".into()], vec![(None, "/".into())]);
+        assert!(root.covers(b"/x/Y") && !root.covers(b"/dav/x") && !root.covers(b"/dav"));
+        let share = Folding::new(vec!["/dav/".into()], vec![(Some(0), "/dav/".into())]);
+        assert!(share.covers(b"/dav/x") && !share.covers(b"/x"));
         assert_eq!(&*fold("ſK\u{212a}İß".as_bytes()), "skkİß".as_bytes());
         assert_eq!(&*fold(b"a\xffB"), b"a\xffb");
         assert!(matches!(fold(b"/plain/"), std::borrow::Cow::Borrowed(_)));

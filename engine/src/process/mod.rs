@@ -523,7 +523,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
 fn folding_moved(cfg: &Config) -> bool {
     SiteConfig::all(cfg).any(|site| {
         let now = site.folding_areas().into_iter().map(|(_, _, area)| area);
-        !now.eq(site.folding.0.iter().cloned())
+        !now.eq(site.folding.areas().map(str::to_string))
     })
 }
 

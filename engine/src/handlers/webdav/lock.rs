@@ -279,9 +279,14 @@ pub fn lock(
         Some(b"0") => false,
         Some(_) => return bare(Status::BAD_REQUEST),
     };
+    let folded = dav.folds(path);
     let lock = Lock {
         token: locks::new_token(),
-        root: path.to_vec(),
+        root: match folded {
+            true => crate::http::glob::fold(path).into_owned(),
+            false => path.to_vec(),
+        },
+        folded,
         href: href.strip_suffix(b"/").unwrap_or(href).to_vec(),
         exclusive: asked.exclusive,
         infinite,
@@ -500,6 +505,7 @@ mod tests {
         let lock = Lock {
             token: *b"urn:uuid:12121212-1212-4212-9212-121212121212",
             root: b"a b".to_vec(),
+            folded: false,
             href: b"/dav/a%20b".to_vec(),
             exclusive: false,
             infinite: true,

@@ -14,6 +14,7 @@
 //! unless refreshed ([`DEFAULT_TIMEOUT`] when the client names none).
 //! Expired locks are dropped whenever the root's table is used.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -39,6 +40,10 @@ pub struct Lock {
     /// The locked resource (its lock root), relative to the rule's root,
     /// without a trailing slash: empty for the root itself.
     pub root: Vec<u8>,
+    /// `root` lies where names are found whatever their case (a share on
+    /// exFAT): it is kept folded (`http::glob::fold`), and so is a path
+    /// before it is compared with it.
+    pub folded: bool,
     /// The lock root's href (percent-encoded), for `<D:lockroot>`.
     pub href: Vec<u8>,
     /// Exclusive (else shared).
@@ -69,7 +74,26 @@ impl Lock {
     /// the root, without a trailing slash): its root, or beneath a root
     /// locked to depth infinity.
     pub fn covers(&self, path: &[u8]) -> bool {
-        self.root == path || self.infinite && beneath(&self.root, path)
+        let path = self.spelt(path);
+        self.root == *path || self.infinite && beneath(&self.root, &path)
+    }
+
+    /// Whether the lock is rooted at `path`.
+    pub fn covers_exactly(&self, path: &[u8]) -> bool {
+        self.root == *self.spelt(path)
+    }
+
+    /// Whether the lock is rooted strictly beneath `path`.
+    pub fn beneath(&self, path: &[u8]) -> bool {
+        beneath(&self.spelt(path), &self.root)
+    }
+
+    /// `path` as `root` is kept: folded if it is.
+    fn spelt<'a>(&self, path: &'a [u8]) -> Cow<'a, [u8]> {
+        match self.folded {
+            true => crate::http::glob::fold(path),
+            false => Cow::Borrowed(path),
+        }
     }
 }
 
@@ -128,7 +152,7 @@ impl Locks {
     ) -> impl Iterator<Item = &'a Lock> + 'a {
         self.locks
             .iter()
-            .filter(move |l| l.covers(path) || deep && beneath(path, &l.root))
+            .filter(move |l| l.covers(path) || deep && l.beneath(path))
     }
 
     /// A lock that keeps a new one (`exclusive`, `infinite`) from being
@@ -136,9 +160,9 @@ impl Locks {
     /// over it when the new one is exclusive; with depth infinity, those
     /// rooted beneath it too.
     pub fn conflict(&self, path: &[u8], exclusive: bool, infinite: bool) -> Option<&Lock> {
-        self.locks.iter().find(|l| {
-            (l.covers(path) || infinite && beneath(path, &l.root)) && (exclusive || l.exclusive)
-        })
+        self.locks
+            .iter()
+            .find(|l| (l.covers(path) || infinite && l.beneath(path)) && (exclusive || l.exclusive))
     }
 
     /// Adds `lock`, unless `cap` locks are held already.
@@ -186,7 +210,7 @@ impl Locks {
     /// Drops the locks rooted at `path` or beneath it (it is gone).
     pub fn forget(&mut self, path: &[u8]) {
         self.locks
-            .retain(|l| l.root != path && !beneath(path, &l.root));
+            .retain(|l| !l.covers_exactly(path) && !l.beneath(path));
     }
 }
 
@@ -284,6 +308,7 @@ mod tests {
         Lock {
             token: new_token(),
             root: root.as_bytes().to_vec(),
+            folded: false,
             href: Vec::new(),
             exclusive,
             infinite,

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io;
 use std::sync::Arc;
 
-use crate::config::{Config, WebdavRule};
+use crate::config::{Config, Folding, WebdavRule};
 use crate::handlers::protected::{Protected, Way};
 use crate::handlers::spool::Spool;
 use crate::handlers::static_files::StaticFiles;
@@ -69,6 +69,8 @@ pub struct Dav {
     pub cache_key: usize,
     /// The site's types (`getcontenttype`), shared with streamed answers.
     pub mime: Arc<crate::http::mime::MimeTable>,
+    /// Where the site's trees find names whatever their case.
+    folding: Folding,
 }
 
 impl Dav {
@@ -80,13 +82,24 @@ impl Dav {
         protected: Arc<Protected>,
         cache_key: usize,
     ) -> io::Result<Dav> {
+        let cfg_folding = cfg.site(site).folding.clone();
         let files = StaticFiles::beneath(cfg, site, protected, &rule.root)?;
         Ok(Dav {
             mime: Arc::new(files.mime().clone()),
+            folding: cfg_folding,
             files,
             rule: rule.clone(),
             cache_key,
         })
+    }
+
+    /// Whether the resource at `rel` (relative to the root, without a
+    /// trailing slash) lies where names are found whatever their case.
+    pub fn folds(&self, rel: &[u8]) -> bool {
+        self.folding != Folding::NONE
+            && self
+                .folding
+                .covers(&[self.rule.path.as_bytes(), rel].concat())
     }
 
     /// How many bytes of `path` (a decoded, normalised request path) are
