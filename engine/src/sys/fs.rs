@@ -667,36 +667,25 @@ fn unescape(field: &[u8]) -> Vec<u8> {
 
 /// Tells when this process's mount table changed (a filesystem mounted
 /// or unmounted anywhere), by its contents: one read of it a call.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct MountWatch {
-    last: u64,
+    last: Option<Vec<u8>>,
 }
 
 impl MountWatch {
     /// Watches from now on (and opens the table, for later calls made
     /// inside the sandbox).
     pub fn new() -> MountWatch {
-        MountWatch { last: table_hash() }
+        MountWatch {
+            last: mount_table(),
+        }
     }
 
     /// Whether the table changed since the last call (or `new`).
     pub fn changed(&mut self) -> bool {
-        let now = table_hash();
-        std::mem::replace(&mut self.last, now) != now
+        let now = mount_table();
+        std::mem::replace(&mut self.last, now) != self.last
     }
-}
-
-impl Default for MountWatch {
-    fn default() -> MountWatch {
-        MountWatch::new()
-    }
-}
-
-fn table_hash() -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    mount_table().hash(&mut h);
-    h.finish()
 }
 
 /// This process's mount table (`/proc/self/mountinfo`), read whole. The
