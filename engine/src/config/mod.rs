@@ -276,22 +276,31 @@ impl SiteConfig {
     /// and its tree: `None` for the root, `Some(i)` for `webdav[i]`.
     /// What [`SiteConfig::folding`] is made of.
     pub fn folding_areas(&self) -> Vec<(Option<usize>, PathBuf, String)> {
-        let trees = std::iter::once((None, &self.root, "/")).chain(
-            (self.webdav.iter().enumerate()).map(|(i, r)| (Some(i), &r.root, r.path.as_str())),
-        );
-        let mut areas = Vec::new();
-        for (tree, root, prefix) in trees {
-            for dir in crate::sys::fs::folding_dirs(root) {
-                // (A name that is not UTF-8: the whole tree, which covers it.)
-                let rest = dir.strip_prefix(root).ok().and_then(|r| r.to_str());
-                let area = match rest {
-                    Some("") | None => prefix.to_string(),
-                    Some(rest) => format!("{}/{rest}/", prefix.trim_end_matches('/')),
-                };
-                areas.push((tree, dir, area));
+        // (Without `webdav`, the smallest builds: the document root alone.)
+        #[cfg(not(feature = "webdav"))]
+        return match crate::sys::fs::folds_case(&self.root) {
+            true => vec![(None, self.root.clone(), "/".to_string())],
+            false => Vec::new(),
+        };
+        #[cfg(feature = "webdav")]
+        {
+            let trees = std::iter::once((None, &self.root, "/")).chain(
+                (self.webdav.iter().enumerate()).map(|(i, r)| (Some(i), &r.root, r.path.as_str())),
+            );
+            let mut areas = Vec::new();
+            for (tree, root, prefix) in trees {
+                for dir in crate::sys::fs::folding_dirs(root) {
+                    // (A name that is not UTF-8: the whole tree, which covers it.)
+                    let rest = dir.strip_prefix(root).ok().and_then(|r| r.to_str());
+                    let area = match rest {
+                        Some("") | None => prefix.to_string(),
+                        Some(rest) => format!("{}/{rest}/", prefix.trim_end_matches('/')),
+                    };
+                    areas.push((tree, dir, area));
+                }
             }
+            areas
         }
-        areas
     }
 
     /// The name a site goes by in messages: its first host, or

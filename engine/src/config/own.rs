@@ -125,6 +125,9 @@ impl Config {
     /// by its identity through FUSE, so none may lie beneath it. `None`
     /// when it can be served.
     pub fn case_blind(&self, site: &SiteConfig, dir: &Path, area: &str) -> Option<String> {
+        // (Without `webdav` the only such part is a whole document root,
+        // which every rule reaches.)
+        let reaches = |m: &PathMatch| !cfg!(feature = "webdav") || m.reaches(area);
         let mut rules: Vec<String> = Vec::new();
         for rule in &site.cgi {
             let m = match &rule.target {
@@ -133,21 +136,40 @@ impl Config {
                 }
                 CgiTarget::Pattern(p) => PathMatch::Glob(p.clone()),
             };
-            if m.reaches(area) {
+            if reaches(&m) {
                 rules.push(format!("[[cgi]] {m}"));
             }
         }
-        let fastcgi = site.fastcgi.iter().filter(|r| r.matches.reaches(area));
+        let fastcgi = site.fastcgi.iter().filter(|r| reaches(&r.matches));
         rules.extend(fastcgi.map(|r| format!("[[fastcgi]] {}", r.matches)));
         if cfg!(feature = "servlets") && site.servlets.enable {
             let paths = site.servlets.paths.iter();
-            let reaching = paths.filter(|p| PathMatch::Prefix(p.to_string()).reaches(area));
+            let reaching = paths.filter(|p| reaches(&PathMatch::Prefix(p.to_string())));
             rules.extend(reaching.map(|p| format!("[servlets] path {p}")));
         }
         if let Some(rule) = rules.first() {
             return Some(format!(
                 "its {rule} rule would not run the same script by another spelling (`/X.PHP` for `/x.php`): keep programs out of it"
             ));
+        }
+        // (Without `webdav`, rules match paths as spelt everywhere:
+        // `Folding::covers`. One for all of it is no such rule.)
+        if !cfg!(feature = "webdav") {
+            let part =
+                |m: &&PathMatch| !matches!(m, PathMatch::Prefix(p) if area.starts_with(p.as_str()));
+            let auth = site.auth.iter().map(|r| ("auth", &r.matcher));
+            let access = site.admission.access.iter().map(|r| ("access", &r.matcher));
+            let rate = site
+                .admission
+                .rate
+                .iter()
+                .map(|r| ("rate_limit", &r.matcher));
+            let mut all = auth.chain(access).chain(rate);
+            if let Some((kind, m)) = all.find(|(_, m)| part(m)) {
+                return Some(format!(
+                    "its [[{kind}]] {m} rule would not cover the same path in another case (`/PRIVATE/x` for `/private/x`) in a build without the cargo feature `webdav`: do without such rules there"
+                ));
+            }
         }
         let own = self
             .own_files_with(false)

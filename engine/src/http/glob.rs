@@ -158,7 +158,7 @@ impl Folding {
     /// serves it (a share at `/dav/` on ext4 does not fold because the
     /// document root around it does).
     pub fn covers(&self, path: &[u8]) -> bool {
-        if self.areas.is_empty() {
+        if !cfg!(feature = "webdav") || self.areas.is_empty() {
             return false;
         }
         let tree = self.trees.iter().position(|t| {
@@ -200,6 +200,9 @@ pub fn fold(s: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 /// library's tables, which would weigh 26 KB in the smallest build; the
 /// tests hold the two to each other.)
 fn fold_char(c: char) -> char {
+    if !cfg!(feature = "webdav") {
+        return c.to_ascii_lowercase();
+    }
     let n = c as u32;
     let to = match n {
         0x41..=0x5a | 0xc0..=0xd6 | 0xd8..=0xde | 0x391..=0x3a1 | 0x3a3..=0x3ab => n + 32,
@@ -295,6 +298,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "webdav")]
     fn folded_matching_only_where_names_fold() {
         use super::{fold, Folding, PathMatch};
         let area = Folding::new(vec!["/dav/".into()], vec![(None, "/usb/".into())]);
@@ -329,6 +333,7 @@ mod tests {
     /// every letter it folds, and for every character of the blocks it
     /// covers; elsewhere it leaves characters as they are.
     #[test]
+    #[cfg(feature = "webdav")]
     fn folding_by_hand_is_unicode_s() {
         fn one(mut it: impl Iterator<Item = char>, or: char) -> char {
             match (it.next(), it.next()) {

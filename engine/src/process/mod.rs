@@ -22,7 +22,7 @@ use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, Level, Reload, SiteConfig};
+use crate::config::{Config, Level, Reload};
 use crate::handlers::spool;
 use crate::log::{console, LogService};
 use crate::server::{Inherited, Running, Server, Speaks};
@@ -380,6 +380,8 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         }
     }
     let mut pending: Option<upgrade::Pending> = None;
+    // (Disks mounted beneath a tree are looked for with `webdav` only.)
+    #[cfg(feature = "webdav")]
     let mut mounts = sys::fs::MountWatch::new();
     // Whether brisk's own files were replaced more often than it can
     // remember since the last load (said once until the next).
@@ -391,7 +393,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 Some(_) => Duration::from_millis(100),
                 None => Duration::from_millis(500),
             };
+            #[allow(unused_mut)]
             let mut signal = sys::signal::wait(manager.wait_at_most(wait));
+            #[cfg(feature = "webdav")]
             if signal.is_none() && mounts.changed() && folding_moved(running.config()) {
                 main_log.log(
                     Level::Warn,
@@ -520,7 +524,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
 /// Whether the trees of `cfg`'s sites now find names whatever their
 /// case in other places than `cfg` was loaded with (a USB stick plugged
 /// in beneath a share: see `SiteConfig::folding`).
+#[cfg(feature = "webdav")]
 fn folding_moved(cfg: &Config) -> bool {
+    use crate::config::SiteConfig;
     SiteConfig::all(cfg).any(|site| {
         let now = site.folding_areas().into_iter().map(|(_, _, area)| area);
         !now.eq(site.folding.areas().map(str::to_string))

@@ -557,8 +557,33 @@ impl Drop for Lock {
 /// then, where it could be either (FUSE, SMB), by looking up an entry
 /// spelt with its letters' case swapped. Where that cannot be told (an
 /// empty directory on such a mount: a USB disk just plugged in), `true`:
-/// taken for one that does, rules then cover more, never less.
+/// taken for one that does, rules then cover more, never less. A
+/// directory's answer is kept while the same filesystem is there (by
+/// its device): what it holds may change (emptied), the answer may not.
 pub fn folds_case(dir: &Path) -> bool {
+    // (Looked at again while serving only with `webdav`.)
+    if !cfg!(feature = "webdav") {
+        return probe_case(dir);
+    }
+    use std::os::unix::fs::MetadataExt;
+    static TOLD: std::sync::Mutex<Vec<(PathBuf, u64, bool)>> = std::sync::Mutex::new(Vec::new());
+    let dev = std::fs::metadata(dir).map_or(0, |m| m.dev());
+    let mut told = TOLD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&(_, _, folds)) = told.iter().find(|(d, v, _)| *v == dev && d == dir) {
+        return folds;
+    }
+    let folds = probe_case(dir);
+    if told.len() >= 64 {
+        told.remove(0);
+    }
+    told.push((dir.to_path_buf(), dev, folds));
+    folds
+}
+
+/// [`folds_case`], told afresh.
+fn probe_case(dir: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     const MSDOS: i64 = 0x4d44;
     const EXFAT: i64 = 0x2011_bab0;
@@ -610,6 +635,9 @@ pub fn folds_case(dir: &Path) -> bool {
 /// are found whatever their case ([`folds_case`]): the tree itself, or
 /// else each filesystem mounted beneath it that does (a USB stick at
 /// `/srv/share/usb`), as the mount table says at the time of the call.
+/// (With the cargo feature `webdav` only: the smallest builds look at
+/// each tree alone, `SiteConfig::folding_areas`.)
+#[cfg(feature = "webdav")]
 pub fn folding_dirs(tree: &Path) -> Vec<PathBuf> {
     let table = mount_table();
     if folds_case(tree) {
@@ -644,6 +672,7 @@ pub fn folding_dirs(tree: &Path) -> Vec<PathBuf> {
 
 /// A mount point as the mount table writes it: space, tab, newline and
 /// backslash as `\ooo`.
+#[cfg(feature = "webdav")]
 fn unescape(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
@@ -667,11 +696,13 @@ fn unescape(field: &[u8]) -> Vec<u8> {
 
 /// Tells when this process's mount table changed (a filesystem mounted
 /// or unmounted anywhere), by its contents: one read of it a call.
+#[cfg(feature = "webdav")]
 #[derive(Debug, Default)]
 pub struct MountWatch {
     last: Option<Vec<u8>>,
 }
 
+#[cfg(feature = "webdav")]
 impl MountWatch {
     /// Watches from now on (and opens the table, for later calls made
     /// inside the sandbox).
@@ -692,6 +723,7 @@ impl MountWatch {
 /// file is opened at the first call, before any sandbox, and read from
 /// its start again at each later one: a reload runs where `/proc` is
 /// out of reach. `None` when it cannot be read.
+#[cfg(feature = "webdav")]
 fn mount_table() -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     static TABLE: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
@@ -712,6 +744,7 @@ fn mount_table() -> Option<Vec<u8>> {
 mod tests {
 
     #[test]
+    #[cfg(feature = "webdav")]
     fn mount_points_are_read_as_the_table_escapes_them() {
         assert_eq!(unescape(b"/mnt/a\\040b\\134c"), b"/mnt/a b\\c");
         assert_eq!(unescape(b"/x\\9"), b"/x\\9");

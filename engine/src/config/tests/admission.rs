@@ -164,3 +164,30 @@ fn check_config_lists_them() {
         "{s}"
     );
 }
+
+/// Where a document root finds names whatever their case, a build with
+/// `webdav` matches path rules in any case there and so takes them; the
+/// smallest builds match them as spelt, so refuse one for a part of it
+/// (`/PRIVATE/` would get round it) but take one for all of it.
+#[test]
+fn where_names_fold_path_rules_are_matched_in_any_case_or_refused() {
+    let c = load(
+        "[[access]]\npath = \"/\"\ndeny = [\"198.51.100.7\"]\n\
+         [[rate_limit]]\npath = \"/private/\"\nrate = \"5/s\"\n",
+    )
+    .unwrap();
+    let why = c.case_blind(&c.site, &c.site.root, "/");
+    match cfg!(feature = "webdav") {
+        true => assert_eq!(why, None),
+        false => assert_eq!(
+            why.as_deref(),
+            Some(
+                "its [[rate_limit]] path /private/ rule would not cover the same path in another \
+                 case (`/PRIVATE/x` for `/private/x`) in a build without the cargo feature \
+                 `webdav`: do without such rules there"
+            )
+        ),
+    }
+    let c = load("[[access]]\npath = \"/\"\ndeny = [\"198.51.100.7\"]\n").unwrap();
+    assert_eq!(c.case_blind(&c.site, &c.site.root, "/"), None);
+}
