@@ -164,8 +164,14 @@ fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>, 
     ));
     let s = b.start();
 
-    let (summaries, ok, text) = litmus(&s, "basic copymove props http locks", &[]);
-    assert_eq!(summaries, LITMUS_PASSES, "{what}: {text}");
+    // (`http` last: its `expect100` leaves an upload that brisk ends when
+    // it reads the closed connection, and FUSE keeps a file removed while
+    // open as `.fuse_hidden*` until then: a DELETE of the collection that
+    // brisk takes first answers 207, not empty, and the next suite's MKCOL
+    // of it 405. Seen under load, 1 run in 5 with mounts made meanwhile.)
+    let (summaries, ok, text) = litmus(&s, "basic copymove props locks http", &[]);
+    let want = [0, 1, 2, 4, 3].map(|i| LITMUS_PASSES[i]);
+    assert_eq!(summaries, want, "{what}: {text}");
     assert!(ok, "{what}: {text}");
 
     // What a crash left (before this server started): swept by the
