@@ -977,12 +977,11 @@ fn a_partial_put_changes_its_range_and_keeps_the_rest() {
     assert!(!s.stderr().contains("[error]"), "{}", s.stderr());
 }
 
-/// A COPY or MOVE writes at its Destination too: `[[auth]]` and
-/// `[[access]]` judge that path as they judge the request's, so a share
-/// open to all cannot be a way into (or out of) a folder behind a login
-/// or open to some addresses only, whatever spelling the Destination has.
-#[test]
-fn a_copy_or_move_is_judged_at_its_destination_too() {
+/// A share at `/dav/` with `pub/p.txt`, `private/s.txt` behind a login
+/// (`[[auth]]`, its `Authorization` line given back) and `lan/l.txt` for
+/// 10.0.0.0/8 only (`[[access]]`): the server, the share's directory
+/// and the login.
+fn guarded_share() -> (Server, PathBuf, String) {
     let mut b = Builder::new();
     let dav = b.base().join("dav");
     for d in ["pub", "private", "lan"] {
@@ -1003,6 +1002,16 @@ fn a_copy_or_move_is_judged_at_its_destination_too() {
     ));
     let s = b.start();
     let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    (s, dav, auth)
+}
+
+/// A COPY or MOVE writes at its Destination too: `[[auth]]` and
+/// `[[access]]` judge that path as they judge the request's, so a share
+/// open to all cannot be a way into (or out of) a folder behind a login
+/// or open to some addresses only, whatever spelling the Destination has.
+#[test]
+fn a_copy_or_move_is_judged_at_its_destination_too() {
+    let (s, dav, auth) = guarded_share();
     for (method, from, to, status) in [
         ("COPY", "/dav/private/s.txt", "/dav/pub/leak.txt", 401),
         ("COPY", "/dav/pub/p.txt", "/dav/private/planted.txt", 401),
@@ -1045,6 +1054,50 @@ fn a_copy_or_move_is_judged_at_its_destination_too() {
     assert_eq!(names(&dav.join("lan")), ["l.txt"]);
     assert_eq!(names(&dav.join("private")), ["planted.txt", "s.txt"]);
     assert_eq!(names(&dav.join("pub")), ["leak.txt", "p.txt"]);
+}
+
+/// An `If` header's tagged lists read the entity tags and locks of what
+/// they name (RFC 4918 §10.4.3): `[[auth]]` and `[[access]]` judge those
+/// paths too, so a client that may not read a file cannot test guesses
+/// of its tag (its size and date) through one it may write.
+#[test]
+fn an_if_header_is_judged_at_what_it_names_too() {
+    let (s, dav, auth) = guarded_share();
+    let tag = s.get_with("/dav/private/s.txt", &auth);
+    assert_eq!(tag.status, 200);
+    let etag = tag.header("ETag").unwrap().to_string();
+    let put = |path: &str, condition: &str, extra: &str| {
+        let raw = format!(
+            "PUT {path} HTTP/1.1\r\nHost: localhost\r\nIf: {condition}\r\n{extra}Content-Length: 1\r\n\r\nx"
+        );
+        s.request(raw.as_bytes()).status
+    };
+    let wrong = "\"0-0\"";
+    for guess in [etag.as_str(), wrong] {
+        let named = format!("</dav/private/s.txt> ([{guess}])");
+        assert_eq!(put("/dav/pub/n.txt", &named, ""), 401, "{named}");
+        let spelt = format!("<http://localhost/dav/pub/../%70rivate/s.txt> ([{guess}])");
+        assert_eq!(put("/dav/pub/n.txt", &spelt, ""), 401, "{spelt}");
+        let lan = format!("</dav/lan/l.txt> (Not [{guess}])");
+        assert_eq!(put("/dav/pub/n.txt", &lan, ""), 403, "{lan}");
+    }
+    assert!(!dav.join("pub/n.txt").exists());
+    // With the login, the condition is what it says.
+    let named = |guess: &str| format!("</dav/private/s.txt> ([{guess}])");
+    assert_eq!(put("/dav/pub/n.txt", &named(wrong), &auth), 412);
+    assert_eq!(put("/dav/pub/n.txt", &named(&etag), &auth), 201);
+    // Tags on the request's own resource, and on another host (which
+    // holds nothing here), are as before.
+    assert_eq!(
+        put(
+            "/dav/pub/n.txt",
+            &format!("</dav/pub/n.txt> ([{wrong}])"),
+            ""
+        ),
+        412
+    );
+    let elsewhere = format!("<http://elsewhere/dav/private/s.txt> ([{etag}])");
+    assert_eq!(put("/dav/pub/n.txt", &elsewhere, ""), 412);
 }
 
 /// A GET after a PUT answers the new file, whatever the open-file cache

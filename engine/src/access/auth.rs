@@ -373,43 +373,50 @@ impl Auth {
         client: IpAddr,
         now: Instant,
     ) -> Verdict<'_> {
-        self.check_both(path, None, method, authorization, client, now)
+        self.check_both(path, &[], method, authorization, client, now)
     }
 
-    /// [`Auth::check`] of a request that also writes at `also` (the
-    /// `Destination` of a COPY or MOVE, RFC 4918 §10.3): the rule that
-    /// covers `also` must let the credentials in too, so that a path no
-    /// client may write without them cannot be reached by a COPY or MOVE
-    /// from where it may. When both paths are covered by rules of
-    /// different files, the credentials are checked against each, the
-    /// path's first; the first refusal is the answer.
+    /// [`Auth::check`] of a request that also reaches the paths `also`
+    /// (the `Destination` of a COPY or MOVE, RFC 4918 §10.3, where it
+    /// writes; the resources an `If` header names, §10.4.3, whose state it
+    /// reads): the rule that covers each must let the credentials in too,
+    /// so that a path no client may reach without them cannot be reached
+    /// through one where it may. The credentials are checked against each
+    /// covering rule of another file than those before it, the path's
+    /// first; the first refusal is the answer.
     pub fn check_both(
         &mut self,
         path: &[u8],
-        also: Option<&[u8]>,
+        also: &[Vec<u8>],
         method: &[u8],
         authorization: Option<&[u8]>,
         client: IpAddr,
         now: Instant,
     ) -> Verdict<'_> {
-        let covering = |p: &[u8]| {
-            self.rules
-                .iter()
-                .position(|r| r.methods.covers(method) && r.matcher.matches_in(p, &self.folding))
+        // The rules that judge, one a file, the path's first.
+        let mut judging: Vec<usize> = Vec::new();
+        for p in std::iter::once(path).chain(also.iter().map(Vec::as_slice)) {
+            let covering =
+                self.rules.iter().enumerate().find(|(_, r)| {
+                    r.methods.covers(method) && r.matcher.matches_in(p, &self.folding)
+                });
+            if let Some((i, r)) = covering {
+                if !judging.iter().any(|&j| self.rules[j].file == r.file) {
+                    judging.push(i);
+                }
+            }
+        }
+        let mut rule = match judging.first() {
+            Some(&first) => first,
+            None => return Verdict::Open,
         };
-        let here = covering(path);
-        let there = also.and_then(covering);
-        let file = |r: Option<usize>| r.map(|r| self.rules[r].file);
-        let (first, then) = match (here, there) {
-            (None, None) => return Verdict::Open,
-            (Some(h), Some(t)) if file(here) != file(there) => (h, Some(t)),
-            (Some(r), _) | (None, Some(r)) => (r, None),
-        };
-        let mut decided = self.decide(first, authorization, client, now);
-        let mut rule = first;
-        if let (Decision::Allowed(_), Some(t)) = (&decided, then) {
-            decided = self.decide(t, authorization, client, now);
-            rule = t;
+        let mut decided = self.decide(rule, authorization, client, now);
+        for &next in &judging[1..] {
+            if !matches!(decided, Decision::Allowed(_)) {
+                break;
+            }
+            decided = self.decide(next, authorization, client, now);
+            rule = next;
         }
         self.verdict(rule, decided)
     }

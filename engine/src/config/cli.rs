@@ -389,6 +389,7 @@ fn load_command(
     }
     config.secrets_outside_roots().map_err(error)?;
     let sites = std::iter::once(&config.site).chain(&config.sites);
+    #[cfg(feature = "webdav")]
     let mut folding = Vec::new();
     for (site, from) in sites.zip(std::iter::once(&origins.site).chain(&origins.sites)) {
         for (rule, key) in site.webdav.iter().zip(&from.webdav) {
@@ -400,6 +401,7 @@ fn load_command(
             .root
             .as_deref()
             .unwrap_or("root (default: the current directory)");
+        #[cfg(feature = "webdav")]
         let mut areas = Vec::new();
         for (tree, dir, area) in site.folding_areas() {
             if let Some(why) = config.case_blind(site, &dir, &area) {
@@ -409,11 +411,17 @@ fn load_command(
                     dir.display()
                 )));
             }
+            #[cfg(feature = "webdav")]
             areas.push((tree, area));
         }
-        let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
-        folding.push(crate::config::Folding::new(trees, areas));
+        #[cfg(feature = "webdav")]
+        {
+            let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
+            folding.push(crate::config::Folding::new(trees, areas));
+        }
     }
+    // (Without `webdav`, paths are matched as spelt: `Folding::covers`.)
+    #[cfg(feature = "webdav")]
     for (site, areas) in std::iter::once(&mut config.site)
         .chain(&mut config.sites)
         .zip(folding)

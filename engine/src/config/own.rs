@@ -147,16 +147,9 @@ impl Config {
             let reaching = paths.filter(|p| reaches(&PathMatch::Prefix(p.to_string())));
             rules.extend(reaching.map(|p| format!("[servlets] path {p}")));
         }
-        if let Some(rule) = rules.first() {
-            return Some(format!(
-                "its {rule} rule would not run the same script by another spelling (`/X.PHP` for `/x.php`): keep programs out of it"
-            ));
-        }
         // (Without `webdav`, rules match paths as spelt everywhere:
         // `Folding::covers`. One for all of it is no such rule.)
         if !cfg!(feature = "webdav") {
-            let part =
-                |m: &&PathMatch| !matches!(m, PathMatch::Prefix(p) if area.starts_with(p.as_str()));
             let auth = site.auth.iter().map(|r| ("auth", &r.matcher));
             let access = site.admission.access.iter().map(|r| ("access", &r.matcher));
             let rate = site
@@ -164,12 +157,16 @@ impl Config {
                 .rate
                 .iter()
                 .map(|r| ("rate_limit", &r.matcher));
-            let mut all = auth.chain(access).chain(rate);
-            if let Some((kind, m)) = all.find(|(_, m)| part(m)) {
-                return Some(format!(
-                    "its [[{kind}]] {m} rule would not cover the same path in another case (`/PRIVATE/x` for `/private/x`) in a build without the cargo feature `webdav`: do without such rules there"
-                ));
+            for (kind, m) in auth.chain(access).chain(rate) {
+                if !matches!(m, PathMatch::Prefix(p) if area.starts_with(p.as_str())) {
+                    rules.push(format!("[[{kind}]] {m}"));
+                }
             }
+        }
+        if let Some(rule) = rules.first() {
+            return Some(format!(
+                "its {rule} rule would not take a path spelt in another case (`/PRIVATE/x` for `/private/x`, `/X.PHP` for `/x.php`): keep it out of there"
+            ));
         }
         let own = self
             .own_files_with(false)

@@ -356,6 +356,7 @@ impl Router {
             let auth = Auth::sharing(&site.auth, i, failures.clone()).map_err(io::Error::other)?;
             let auth = auth.is_active().then_some(auth).map(|mut a| {
                 a.offload();
+                #[cfg(feature = "webdav")]
                 a.fold_beneath(site.folding.clone());
                 a
             });
@@ -571,14 +572,13 @@ impl Router {
             return Step::Next;
         };
         let ip = routing.client.peer.ip();
-        let mut to = Vec::new();
-        let also = match destination(routing.req, &mut to) {
-            Ok(also) => also,
-            Err(status) => return Step::Answer(Plan::error(status, routing.scratch)),
-        };
+        let mut also = Vec::new();
+        if let Err(status) = judged_too(routing.req, &mut also) {
+            return Step::Answer(Plan::error(status, routing.scratch));
+        }
         let verdict = auth.check_both(
             &routing.scratch.path,
-            also,
+            &also,
             routing.req.method_token(),
             routing.req.field(Field::Authorization),
             ip,
@@ -902,24 +902,42 @@ impl Router {
     }
 }
 
-/// The decoded, normalised path a COPY or MOVE also writes at (its
-/// `Destination`, in `to`), which `[[access]]` and `[[auth]]` judge as
-/// they judge the request's own path; `None` for other methods, or
-/// without the field. A `Destination` that cannot be read, or names
-/// another host, is the answer's status (400, 502: what WebDAV answers),
-/// so that nothing behind brisk reads it another way.
-pub(super) fn destination<'a>(
-    req: &OwnedRequest,
-    to: &'a mut Vec<u8>,
-) -> Result<Option<&'a [u8]>, Status> {
-    if !matches!(req.method_token(), b"COPY" | b"MOVE") {
-        return Ok(None);
+/// The decoded, normalised paths a request names beside its own, which
+/// `[[access]]` and `[[auth]]` judge as they judge the request's own
+/// path, into `also`: a COPY's or MOVE's `Destination` (where it also
+/// writes), and with WebDAV the resources the `If` header's tagged lists
+/// name (RFC 4918 §10.4.3: what their entity tags and locks are is read,
+/// so a client that may not reach a resource cannot test guesses of its
+/// tag through a resource it may). A `Destination` that cannot be read,
+/// or names another host, is the answer's status (400, 502: what WebDAV
+/// answers), so that nothing behind brisk reads it another way; a tag
+/// that cannot be read, or names another host, is left to the handler,
+/// which takes its list for one that does not hold.
+pub(super) fn judged_too(req: &OwnedRequest, also: &mut Vec<Vec<u8>>) -> Result<(), Status> {
+    also.clear();
+    if let Some(value) = req
+        .header("Destination")
+        .filter(|_| matches!(req.method_token(), b"COPY" | b"MOVE"))
+    {
+        let mut to = Vec::new();
+        crate::http::path::destination(value, req.host(), &mut to)?;
+        also.push(to);
     }
-    let Some(value) = req.header("Destination") else {
-        return Ok(None);
-    };
-    crate::http::path::destination(value, req.host(), to)?;
-    Ok(Some(to.as_slice()))
+    #[cfg(feature = "webdav")]
+    if let Some(lists) = req
+        .header("If")
+        .and_then(crate::handlers::webdav::ifheader::parse)
+    {
+        for tag in lists.iter().filter_map(|l| l.tag) {
+            let mut at = Vec::new();
+            if crate::http::path::destination(tag, req.host(), &mut at).is_ok()
+                && !also.contains(&at)
+            {
+                also.push(at);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:

@@ -589,28 +589,56 @@ fn a_destination_is_judged_by_its_own_rule_too() {
         other => format!("{other:?}"),
     };
     // An open path to a covered one, or back: the covered one's rule.
-    let v = auth.check_both(b"/pub/x", Some(b"/a/x"), b"COPY", None, client, now);
+    let v = auth.check_both(b"/pub/x", &[b"/a/x".to_vec()], b"COPY", None, client, now);
     assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
-    let v = auth.check_both(b"/a/x", Some(b"/pub/x"), b"MOVE", None, client, now);
+    let v = auth.check_both(b"/a/x", &[b"/pub/x".to_vec()], b"MOVE", None, client, now);
     assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
     assert_eq!(
-        auth.check_both(b"/pub/x", Some(b"/pub/y"), b"COPY", None, client, now),
+        auth.check_both(b"/pub/x", &[b"/pub/y".to_vec()], b"COPY", None, client, now),
         Verdict::Open
     );
     assert_eq!(
-        auth.check_both(b"/pub/x", Some(b"/a/y"), b"COPY", Some(ALICE), client, now),
+        auth.check_both(
+            b"/pub/x",
+            &[b"/a/y".to_vec()],
+            b"COPY",
+            Some(ALICE),
+            client,
+            now
+        ),
         Verdict::Allowed { user: b"alice" }
     );
     // Rules of the same file: one check. Of two files: both must take
     // the credentials, and the one that does not answers.
     assert_eq!(
-        auth.check_both(b"/a/x", Some(b"/a2/y"), b"COPY", Some(ALICE), client, now),
+        auth.check_both(
+            b"/a/x",
+            &[b"/a2/y".to_vec()],
+            b"COPY",
+            Some(ALICE),
+            client,
+            now
+        ),
         Verdict::Allowed { user: b"alice" }
     );
-    let v = auth.check_both(b"/a/x", Some(b"/b/y"), b"COPY", Some(ALICE), client, now);
+    let v = auth.check_both(
+        b"/a/x",
+        &[b"/b/y".to_vec()],
+        b"COPY",
+        Some(ALICE),
+        client,
+        now,
+    );
     assert_eq!(realm(&v), "Basic realm=\"B\", charset=\"UTF-8\"");
     let other = basic(b"alice:other");
-    let v = auth.check_both(b"/a/x", Some(b"/b/y"), b"COPY", Some(&other), client, now);
+    let v = auth.check_both(
+        b"/a/x",
+        &[b"/b/y".to_vec()],
+        b"COPY",
+        Some(&other),
+        client,
+        now,
+    );
     assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
     // Hashed elsewhere: each file's check in turn, none taken for the
     // other's, and a refusal answered (not asked for again).
@@ -621,7 +649,14 @@ fn a_destination_is_judged_by_its_own_rule_too() {
     auth.offload();
     let mut verified = 0;
     let v = loop {
-        match auth.check_both(b"/a/x", Some(b"/b/y"), b"MOVE", Some(ALICE), client, now) {
+        match auth.check_both(
+            b"/a/x",
+            &[b"/b/y".to_vec()],
+            b"MOVE",
+            Some(ALICE),
+            client,
+            now,
+        ) {
             Verdict::Verify(c) => auth.settle(c.run()),
             other => break realm(&other),
         }

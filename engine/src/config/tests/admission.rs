@@ -182,9 +182,8 @@ fn where_names_fold_path_rules_are_matched_in_any_case_or_refused() {
         false => assert_eq!(
             why.as_deref(),
             Some(
-                "its [[rate_limit]] path /private/ rule would not cover the same path in another \
-                 case (`/PRIVATE/x` for `/private/x`) in a build without the cargo feature \
-                 `webdav`: do without such rules there"
+                "its [[rate_limit]] path /private/ rule would not take a path spelt in another \
+                 case (`/PRIVATE/x` for `/private/x`, `/X.PHP` for `/x.php`): keep it out of there"
             )
         ),
     }

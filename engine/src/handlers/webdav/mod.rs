@@ -29,7 +29,7 @@ use crate::sys::dir::{Dir, Staged};
 use crate::sys::fs::Kind;
 
 mod copymove;
-mod ifheader;
+pub mod ifheader;
 mod listings;
 mod lock;
 pub mod locks;

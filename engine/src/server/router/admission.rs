@@ -22,23 +22,23 @@ impl Router {
         let folding = &self.cfg.site(site).folding;
         let path = routing.req.path().ok()?;
         let client = routing.client.peer.ip();
-        // (A COPY or MOVE writes at its Destination too: judged alike.)
-        let mut to = Vec::new();
-        let also = match super::destination(routing.req, &mut to) {
-            Ok(also) => also,
-            Err(status) => return Some(Plan::error(status, routing.scratch)),
-        };
-        let judged = admission::judge(&rules.access, path, folding, client).map_err(|r| (r, path));
-        let judged = judged.and_then(|()| match also {
-            Some(to) => admission::judge(&rules.access, to, folding, client).map_err(|r| (r, to)),
-            None => Ok(()),
-        });
+        // (A COPY or MOVE writes at its Destination too, and an If header
+        // reads what it names: judged alike.)
+        let mut also = Vec::new();
+        if let Err(status) = super::judged_too(routing.req, &mut also) {
+            return Some(Plan::error(status, routing.scratch));
+        }
+        let paths = std::iter::once(path).chain(also.iter().map(Vec::as_slice));
+        let judged = paths
+            .map(|p| admission::judge(&rules.access, p, folding, client).map_err(|r| (r, p)))
+            .find(Result::is_err)
+            .unwrap_or(Ok(()));
         if let Err((rule, refused)) = judged {
             if routing.log.enabled(Level::Info) {
                 let dest = if refused == path {
                     ""
                 } else {
-                    " (a Destination)"
+                    " (named by the request)"
                 };
                 routing.log.log(
                     Level::Info,
