@@ -364,8 +364,12 @@ fn rules_match_in_any_case_where_names_are_found_in_any_case() {
         "[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n[[fastcgi]]\npath = \"/php/\"\nto = \"127.0.0.1:9\"\n",
         folding.display()
     );
-    let (st, _, err) = check(&outside, &dav);
+    let (st, out, err) = check(&outside, &dav);
     assert!(st.success(), "{err}");
+    assert!(
+        out.contains("any case: /dav/ (names found whatever their case: rules match paths there in any case)"),
+        "{out}"
+    );
     let (st, _, err) = check(&outside, &dav.replace("/php/", "/dav/php/"));
     assert!(
         !st.success() && err.contains(&format!("webdav[1].root: {} {blind}", folding.display())),

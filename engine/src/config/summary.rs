@@ -525,6 +525,14 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
 /// `; timeouts connect 5s, read 60s, send 60s`.
 /// `[[webdav]]` (nothing at all without rules, as before the feature).
 fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
+    // (Where names are found whatever their case: see `SiteConfig::folding`.)
+    if cfg!(feature = "webdav") && site.folding.areas().next().is_some() {
+        let _ = writeln!(
+            s,
+            "any case: {} (names found whatever their case: rules match paths there in any case)",
+            joined(site.folding.areas(), ", ")
+        );
+    }
     if site.webdav.is_empty() {
         return;
     }
