@@ -526,7 +526,7 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
 /// `[[webdav]]` (nothing at all without rules, as before the feature).
 fn webdav(_: &Config, site: &SiteConfig, s: &mut String) {
     // (Where names are found whatever their case: see `SiteConfig::folding`.)
-    if cfg!(feature = "webdav") && site.folding.areas().next().is_some() {
+    if cfg!(feature = "webdav") && !site.folding.is_empty() {
         let _ = writeln!(
             s,
             "any case: {} (names found whatever their case: rules match paths there in any case)",

@@ -149,6 +149,11 @@ impl Folding {
         Folding { trees, areas }
     }
 
+    /// Whether no part folds (almost everywhere).
+    pub fn is_empty(&self) -> bool {
+        self.areas.is_empty()
+    }
+
     /// The URL prefixes of the parts that fold.
     pub fn areas(&self) -> impl Iterator<Item = &str> {
         self.areas.iter().map(|(_, a)| a.as_str())
@@ -158,7 +163,7 @@ impl Folding {
     /// serves it (a share at `/dav/` on ext4 does not fold because the
     /// document root around it does).
     pub fn covers(&self, path: &[u8]) -> bool {
-        if !cfg!(feature = "webdav") || self.areas.is_empty() {
+        if !cfg!(feature = "webdav") || self.is_empty() {
             return false;
         }
         let tree = self.trees.iter().position(|t| {

@@ -282,10 +282,7 @@ pub fn lock(
     let folded = dav.folds(path);
     let lock = Lock {
         token: locks::new_token(),
-        root: match folded {
-            true => crate::http::glob::fold(path).into_owned(),
-            false => path.to_vec(),
-        },
+        root: Lock::kept(path, folded).into_owned(),
         folded,
         href: href.strip_suffix(b"/").unwrap_or(href).to_vec(),
         exclusive: asked.exclusive,

@@ -90,7 +90,12 @@ impl Lock {
 
     /// `path` as `root` is kept: folded if it is.
     fn spelt<'a>(&self, path: &'a [u8]) -> Cow<'a, [u8]> {
-        match self.folded {
+        Lock::kept(path, self.folded)
+    }
+
+    /// `path` as a lock's `root` keeps it: folded if `folded`.
+    pub fn kept(path: &[u8], folded: bool) -> Cow<'_, [u8]> {
+        match folded {
             true => crate::http::glob::fold(path),
             false => Cow::Borrowed(path),
         }

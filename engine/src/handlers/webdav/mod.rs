@@ -96,7 +96,7 @@ impl Dav {
     /// Whether the resource at `rel` (relative to the root, without a
     /// trailing slash) lies where names are found whatever their case.
     pub fn folds(&self, rel: &[u8]) -> bool {
-        self.folding != Folding::NONE
+        !self.folding.is_empty()
             && self
                 .folding
                 .covers(&[self.rule.path.as_bytes(), rel].concat())
