@@ -321,6 +321,65 @@ impl Config {
         None
     }
 
+    /// Whether the ACME thread talks to a CA: `[acme]` names a public
+    /// name (with only `localhost` and addresses, the local CA certifies
+    /// them all and nothing is connected to).
+    pub fn asks_a_ca(&self) -> bool {
+        self.acme().is_some_and(|a| !a.hosts.is_empty())
+    }
+
+    /// The TCP ports brisk connects to: its upstreams' (the
+    /// `[[reverse_proxy]]` and `[[fastcgi]]` rules of every site) and its
+    /// ACME CA's when it asks one; `None` when no rule forwards anything
+    /// and no CA is asked (the sandbox then denies every TCP connect).
+    pub fn connect_ports(&self) -> Option<Vec<u16>> {
+        let mut rules = SiteConfig::all(self)
+            .filter(|_| cfg!(feature = "upstreams"))
+            .flat_map(|site| {
+                let proxied = site.reverse_proxy.iter().map(|r| &r.to);
+                proxied.chain(site.fastcgi.iter().map(|r| &r.to))
+            })
+            .peekable();
+        let acme = self
+            .acme()
+            .filter(|_| self.asks_a_ca())
+            .map(|a| a.directory_addr.1);
+        if rules.peek().is_none() && acme.is_none() {
+            return None;
+        }
+        let mut ports: Vec<u16> = rules
+            .flatten()
+            .filter_map(|to| match to {
+                Upstream::Tcp { addr, .. } => Some(addr.port()),
+                Upstream::Unix(_) => None,
+            })
+            .chain(acme)
+            .collect();
+        crate::sort::sort_by_key(&mut ports, |p| *p);
+        ports.dedup();
+        Some(ports)
+    }
+
+    /// What the server's sandbox allows of TCP under Landlock ABI `abi`,
+    /// for `--check-config` and the log.
+    pub fn tcp_confinement(&self, abi: u32) -> String {
+        match (abi >= 4, self.connect_ports()) {
+            (false, _) => "TCP binds and connects not confined (kernel ABI 4 needed)".into(),
+            (true, None) => "no TCP bind or connect".into(),
+            (true, Some(ports)) if ports.is_empty() => {
+                "no TCP bind or connect (the upstreams are UNIX sockets)".into()
+            }
+            (true, Some(ports)) => {
+                let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+                let port = if list.len() == 1 { "port" } else { "ports" };
+                format!(
+                    "no TCP bind; TCP connects to {port} {} only",
+                    list.join(", ")
+                )
+            }
+        }
+    }
+
     /// Whether any site has `[[cgi]]` rules.
     pub fn any_cgi(&self) -> bool {
         SiteConfig::all(self).any(|site| !site.cgi.is_empty())

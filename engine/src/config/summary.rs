@@ -953,10 +953,10 @@ fn confinement(c: &Config, s: &mut String) {
                 }
                 _ => reads.join(""),
             };
+            let tcp = c.tcp_confinement(abi);
             let _ = writeln!(
                 s,
-                "  Landlock (kernel ABI {abi}): reads beneath {reads}; writes {writes}; \
-                 no TCP bind or connect"
+                "  Landlock (kernel ABI {abi}): reads beneath {reads}; writes {writes}; {tcp}"
             );
         }
         None => s.push_str("  Landlock: not offered by this kernel; brisk runs without it\n"),
@@ -969,7 +969,8 @@ fn confinement(c: &Config, s: &mut String) {
     if c.any_cgi() {
         s.push_str(
             "  CGI programs start from a launcher process with a sandbox of its own: they may \
-             also read and run the system directories; no seccomp filter\n",
+             also read and run the system directories, and connect anywhere; no seccomp \
+             filter\n",
         );
     }
 }

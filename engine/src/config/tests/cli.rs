@@ -322,6 +322,11 @@ error log: stderr (level info)
             )),
             "{sandbox}"
         );
+        let tcp = match crate::sys::sandbox::landlock_abi() >= Some(4) {
+            true => "; no TCP bind or connect\n",
+            false => "; TCP binds and connects not confined (kernel ABI 4 needed)\n",
+        };
+        assert!(sandbox.contains(tcp), "{sandbox}");
     }
     assert!(
         sandbox.contains("\n  CGI programs start from a launcher"),
@@ -337,6 +342,54 @@ error log: stderr (level info)
     );
     // Errors still come first.
     assert!(args(&["--check-config", "--workers", "9999"]).is_err());
+}
+
+/// `--check-config` says which TCP ports the sandbox lets brisk connect
+/// to: its upstreams' (not "no connect", which the sandbox's rules deny).
+#[cfg(feature = "upstreams")]
+#[test]
+fn check_config_names_the_ports_the_sandbox_connects_to() {
+    let Some(abi) = crate::sys::sandbox::landlock_abi() else {
+        return crate::test_skip::skip("this kernel has no Landlock");
+    };
+    let dir = TempDir::new();
+    dir.write("public/a", "a");
+    let summary = |rules: &str| {
+        let file = dir.write("site.toml", &format!("root = \"public\"\n{rules}"));
+        match args(&["--check-config", "--config", file.to_str().unwrap()]).unwrap() {
+            Command::CheckOk(s) => s,
+            other => panic!("{other:?}"),
+        }
+    };
+    let tcp = |s: &str| {
+        let line = s.lines().find(|l| l.starts_with("  Landlock")).unwrap();
+        // After what it reads ("...; ") and writes ("...; ").
+        line.splitn(3, "; ").nth(2).unwrap().to_string()
+    };
+    let both = summary(
+        "[[reverse_proxy]]\npath = \"/a/\"\nto = [\"http://127.0.0.1:9002\", \"http://127.0.0.1:9001\"]\n\
+         [[fastcgi]]\npattern = \"*.php\"\nto = \"127.0.0.1:9002\"\n",
+    );
+    let unix = summary("[[reverse_proxy]]\npath = \"/a/\"\nto = \"unix:/run/app.sock\"\n");
+    let none = summary("");
+    if abi < 4 {
+        for s in [&both, &unix, &none] {
+            assert_eq!(
+                tcp(s),
+                "TCP binds and connects not confined (kernel ABI 4 needed)"
+            );
+        }
+        return;
+    }
+    assert_eq!(
+        tcp(&both),
+        "no TCP bind; TCP connects to ports 9001, 9002 only"
+    );
+    assert_eq!(
+        tcp(&unix),
+        "no TCP bind or connect (the upstreams are UNIX sockets)"
+    );
+    assert_eq!(tcp(&none), "no TCP bind or connect");
 }
 
 #[test]

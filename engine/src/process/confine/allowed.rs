@@ -102,7 +102,7 @@ impl Allowed {
     /// with only local ones (it connects to nothing), or a CA on a port
     /// Landlock does not allow (ABI 4).
     fn missing_ca(&self, new: &Config) -> Option<String> {
-        let acme = new.acme().filter(|_| super::sandbox::asks_a_ca(new))?;
+        let acme = new.acme().filter(|_| new.asks_a_ca())?;
         if !self.asks_ca {
             let hosts: Vec<String> = acme.hosts.iter().map(|h| format!("{h:?}")).collect();
             return Some(format!("acme.hosts = [{}]", hosts.join(", ")));

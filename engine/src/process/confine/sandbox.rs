@@ -433,6 +433,8 @@ pub struct Plan {
     xattrs: bool,
     /// A summary for the error log.
     summary: String,
+    /// What it allows of TCP, for the same.
+    tcp: String,
 }
 
 /// Opens every path of the sandbox that `cfg` asks for (see
@@ -474,11 +476,15 @@ pub fn prepare(
     Ok(Plan {
         landlock: open_rules(rules)?,
         programs,
-        upstreams: connect_ports(cfg),
-        asks_ca: asks_a_ca(cfg),
+        upstreams: cfg.connect_ports(),
+        asks_ca: cfg.asks_a_ca(),
         storage: cfg.acme().is_some() || ticket_keys(cfg).is_some() || writes_webdav(cfg),
         xattrs: SiteConfig::all(cfg).any(|site| !site.webdav.is_empty()),
         summary,
+        tcp: match programs {
+            true => "TCP not confined (CGI programs connect anywhere)".into(),
+            false => cfg.tcp_confinement(sandbox::landlock_abi().unwrap_or(0)),
+        },
     })
 }
 
@@ -643,7 +649,7 @@ impl Plan {
                 enforce(&rules, extra, ports)?;
                 notes.push((
                     Level::Info,
-                    format!("sandbox: Landlock (ABI {abi}) on: {}", self.summary),
+                    format!("sandbox: Landlock (ABI {abi}) on: {}; {}", self.summary, self.tcp),
                 ));
             }
             None => notes.push((
@@ -699,55 +705,6 @@ impl Plan {
 /// `mkdirat`, `linkat`: the calls of [`syscalls::STORAGE`]).
 fn writes_webdav(cfg: &Config) -> bool {
     SiteConfig::all(cfg).any(|site| site.webdav.iter().any(|r| !r.read_only))
-}
-
-/// Whether the ACME thread talks to a CA: `[acme]` names a public name
-/// (with only `localhost` and addresses, the local CA certifies them all
-/// and nothing is connected to).
-pub(super) fn asks_a_ca(cfg: &Config) -> bool {
-    cfg.acme().is_some_and(|a| !a.hosts.is_empty())
-}
-
-/// The TCP ports brisk connects to: its upstreams' ([`upstream_ports`])
-/// and its ACME CA's (when it asks one); `None` when it connects to none.
-fn connect_ports(cfg: &Config) -> Option<Vec<u16>> {
-    let acme = cfg
-        .acme()
-        .filter(|_| asks_a_ca(cfg))
-        .map(|a| a.directory_addr.1);
-    let mut ports = upstream_ports(cfg);
-    if let Some(port) = acme {
-        let list = ports.get_or_insert_with(Vec::new);
-        if !list.contains(&port) {
-            list.push(port);
-        }
-    }
-    ports
-}
-
-/// The TCP ports the `[[reverse_proxy]]` upstreams and `[[fastcgi]]`
-/// application servers of every site listen on; `None` when no rule
-/// forwards anything.
-fn upstream_ports(cfg: &Config) -> Option<Vec<u16>> {
-    if !cfg!(feature = "upstreams") {
-        return None;
-    }
-    let mut rules = SiteConfig::all(cfg).flat_map(|site| {
-        let proxied = site.reverse_proxy.iter().map(|r| &r.to);
-        proxied.chain(site.fastcgi.iter().map(|r| &r.to))
-    });
-    let first = rules.next()?;
-    let mut ports: Vec<u16> = std::iter::once(first)
-        .chain(rules)
-        .flatten()
-        .filter_map(|to| match to {
-            crate::config::Upstream::Tcp { addr, .. } => Some(addr.port()),
-            crate::config::Upstream::Unix(_) => None,
-        })
-        .collect();
-    crate::sort::sort_by_key(&mut ports, |p| *p);
-    ports.dedup();
-    Some(ports)
 }
 
 /// Applies `plan` as the server's own sandbox, with the notes that go
