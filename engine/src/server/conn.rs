@@ -258,6 +258,19 @@ impl Conn {
         }
     }
 
+    /// The exchange that produces the answer of stream `id` (HTTP/2 or
+    /// HTTP/3), if one does.
+    #[cfg(feature = "http2")]
+    pub fn stream_run(&mut self, id: u32) -> Option<ExchangeId> {
+        match &mut self.proto {
+            #[cfg(feature = "http2")]
+            Proto::H2(s) => s.answers.iter().find(|a| a.id == id)?.run,
+            #[cfg(feature = "http3")]
+            Proto::H3(s) => s.answer(id)?.run,
+            _ => None,
+        }
+    }
+
     /// The exchange in which the request of exchange `stream` is held,
     /// if it is.
     pub fn wait_id(&mut self, stream: Option<u32>) -> Option<ExchangeId> {

@@ -14,7 +14,9 @@ sends every request at once (one stream each) on one QUIC connection to
    "responses": [{"headers": [[k, v], ...] (in the order received),
                   "body": BASE64, "text": the body as text (UTF-8, lossy),
                   "length": N, "sha256": HEX,
-                  "reset": CODE or null}, ...]}
+                  "reset": CODE or null,
+                  "stop_sending": CODE or null (the server's STOP_SENDING
+                  for the request's body, if it sent one)}, ...]}
 With "linger": SECONDS, it waits (bounded) after the answers for the
 server to close the connection, and says what the server's control
 stream carried: "control": HEX (its stream type, SETTINGS, GOAWAY...).
@@ -23,6 +25,9 @@ answered (so that the client's QPACK encoder may reference what the
 server acknowledged); the output's "qpack" says how many of its field
 sections referenced the dynamic table ("dynamic") and how many bytes the
 server's QPACK decoder stream carried ("decoder_bytes").
+With "await_uploads": true, it waits (bounded) after the answers until
+every request body was delivered whole or reset, before it says what the
+server did (for "stop_sending").
 With "hold": SECONDS instead of requests, it prints "connected" once the
 handshake is done and then waits for the server to close the connection:
   {"terminated": [CODE, REASON] or null}
@@ -43,6 +48,7 @@ try:
     from aioquic.quic.configuration import QuicConfiguration
     from aioquic.quic.events import (
         ConnectionTerminated,
+        StopSendingReceived,
         StreamDataReceived,
         StreamReset,
     )
@@ -121,7 +127,12 @@ class Client(QuicConnectionProtocol):
         self.h3.send_headers(sid, fields, end_stream=body is None)
         if body is not None:
             self.h3.send_data(sid, body, end_stream=True)
-        self.streams[sid] = {"headers": [], "body": bytearray(), "reset": None}
+        self.streams[sid] = {
+            "headers": [],
+            "body": bytearray(),
+            "reset": None,
+            "stop_sending": None,
+        }
         self.done[sid] = self._loop.create_future()
         self.transmit()
         return sid
@@ -133,6 +144,8 @@ class Client(QuicConnectionProtocol):
     def quic_event_received(self, event):
         if isinstance(event, StreamDataReceived) and event.stream_id == 3:
             self.control += event.data
+        if isinstance(event, StopSendingReceived) and event.stream_id in self.streams:
+            self.streams[event.stream_id]["stop_sending"] = event.error_code
         if isinstance(event, StreamReset) and event.stream_id in self.streams:
             self.streams[event.stream_id]["reset"] = event.error_code
             self.finish(event.stream_id)
@@ -179,6 +192,17 @@ async def main(spec):
             await asyncio.wait_for(
                 asyncio.gather(*(client.done[s] for s in sids)), spec.get("timeout", 30)
             )
+        if spec.get("await_uploads"):
+            # Until every request's body is delivered whole or reset (the
+            # server's STOP_SENDING, answered with RESET_STREAM): bounded.
+            def sent(sid):
+                stream = client._quic._streams.get(sid)
+                return stream is None or stream.sender.is_finished
+
+            for _ in range(int(spec.get("timeout", 30) * 100)):
+                if all(sent(sid) for sid in sids):
+                    break
+                await asyncio.sleep(0.01)
         # The server's SETTINGS come on its control stream, at the
         # handshake's end: wait for them (bounded) before saying them.
         for _ in range(100):
@@ -208,6 +232,7 @@ async def main(spec):
                     "length": len(body),
                     "sha256": hashlib.sha256(body).hexdigest(),
                     "reset": s["reset"],
+                    "stop_sending": s["stop_sending"],
                 }
             )
         for _ in range(int(spec.get("linger", 0) * 100)):

@@ -20,9 +20,10 @@ pub mod sink;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use quinn_proto::{ConnectionHandle, Dir, Side, StreamId};
+use quinn_proto::{ConnectionHandle, Dir, ReadError, Side, StreamId, VarInt};
 
 use crate::h3::conn::{Conn as H3, Limits};
+use crate::h3::Code;
 use crate::server::exchange::ExchangeId;
 use crate::server::h2::{self, Pacing};
 
@@ -67,6 +68,10 @@ pub struct Session {
     pub spare: Vec<Vec<u8>>,
     /// Piece lists of answers that ended, for the next ones.
     pub spare_pieces: Vec<VecDeque<h2::Piece>>,
+    /// Request streams whose body is not wanted (their answer did not
+    /// need it), with how much more of it is read and dropped (see
+    /// [`Session::refuse_rest`]).
+    pub unwanted: Vec<(StreamId, u64)>,
 }
 
 impl Session {
@@ -95,7 +100,66 @@ impl Session {
             heads: head::Cache::default(),
             spare: Vec::new(),
             spare_pieces: Vec::new(),
+            unwanted: Vec::new(),
         }
+    }
+
+    /// The rest of request stream `id`'s body is not wanted: its answer
+    /// is complete without it (RFC 9114 §4.1.1). Up to `allowance` more
+    /// bytes of it are read and dropped (their credit given back), so
+    /// that a client that sends its whole body before it reads the
+    /// answer still gets it, as over HTTP/2 (`h2_refuse_rest`); beyond
+    /// that the client is asked to stop sending (STOP_SENDING,
+    /// H3_NO_ERROR). Asking at once is what the RFC suggests, but
+    /// Chromium, asked before its upload is done, resets the upload and
+    /// never reads the answer: the request hangs.
+    pub fn refuse_rest(&mut self, id: StreamId, allowance: u64) {
+        self.h3.forget(u64::from(id));
+        match self.unwanted.iter_mut().find(|(u, _)| *u == id) {
+            Some((_, left)) => *left = (*left).min(allowance),
+            None => self.unwanted.push((id, allowance)),
+        }
+        self.drop_unwanted(id);
+    }
+
+    /// Reads and drops what stream `id`, whose body is not wanted, has
+    /// received; stops it once its allowance is spent. False if the
+    /// stream is not one of those.
+    pub fn drop_unwanted(&mut self, id: StreamId) -> bool {
+        let Some(i) = self.unwanted.iter().position(|(u, _)| *u == id) else {
+            return false;
+        };
+        let mut left = self.unwanted[i].1;
+        let mut recv = self.quic.recv_stream(id);
+        let over = match recv.read(true) {
+            Ok(mut chunks) => {
+                let over = loop {
+                    match chunks.next(usize::MAX) {
+                        Ok(Some(chunk)) if chunk.bytes.len() as u64 <= left => {
+                            left -= chunk.bytes.len() as u64;
+                        }
+                        Ok(Some(_)) => break Some(true),
+                        Err(ReadError::Blocked) => break None,
+                        // Its end, or the client reset it.
+                        Ok(None) | Err(ReadError::Reset(_)) => break Some(false),
+                    }
+                };
+                let _ = chunks.finalize();
+                over
+            }
+            Err(_) => Some(false),
+        };
+        match over {
+            None => self.unwanted[i].1 = left,
+            Some(stop) => {
+                self.unwanted.swap_remove(i);
+                if stop {
+                    let code = VarInt::from_u32(Code::NO_ERROR.0);
+                    let _ = self.quic.recv_stream(id).stop(code);
+                }
+            }
+        }
+        true
     }
 
     /// The answer on stream `id`, if it has one.

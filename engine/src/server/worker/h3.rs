@@ -22,6 +22,7 @@ use crate::config::Level;
 use crate::h3::conn::{Failure, RequestEvent};
 use crate::h3::{Code, Error};
 use crate::handlers::Plan;
+use crate::http::parse::BodyFraming;
 use crate::server::conn::{Conn, Proto};
 use crate::server::drain::Drain;
 use crate::server::exchange::Exchanges;
@@ -259,6 +260,9 @@ impl Worker {
         let mut then = Then::Nothing;
         let (mut head, mut body, mut ended) = (None, Vec::new(), false);
         let Some(s) = c.h3_mut() else { return };
+        if s.drop_unwanted(id) {
+            return;
+        }
         // A producer that reads the body takes it as fast as it passes it
         // on: its stream is read no further than its input has room (the
         // rest waits in quinn-proto, its flow-control credit held back,
@@ -389,26 +393,31 @@ impl Worker {
             return;
         };
         self.h3_answer(c, r, id, plan, 0);
-        self.h3_body_unless_read(c, id, end);
+        self.h3_body_unless_read(c, id, end, r.req.body());
     }
 
     /// Stream `id` was answered: unless it has no body (`no_body`) or a
     /// producer or a wait reads it, its body is not wanted (a static
     /// file, an error answered without it).
-    pub(super) fn h3_body_unless_read(&mut self, c: &mut Conn, id: u32, no_body: bool) {
+    pub(super) fn h3_body_unless_read(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        no_body: bool,
+        framing: BodyFraming,
+    ) {
         if !no_body && !self.stream_reads_body::<H3>(c, id) {
-            self.h3_refuse_rest(c, id);
+            self.h2_refuse_rest(c, id, framing);
         }
     }
 
-    /// The rest of stream `id`'s request body is not wanted: the client
-    /// is asked to stop sending it (STOP_SENDING, H3_NO_ERROR: its answer
-    /// is complete without it, RFC 9114 §4.1), and what comes is dropped.
-    pub(super) fn h3_refuse_rest(&mut self, c: &mut Conn, id: u32) {
+    /// The rest of stream `id`'s request body is not wanted (its answer
+    /// is complete without it): up to `allowance` more bytes are read and
+    /// dropped, then the client is asked to stop sending
+    /// ([`Session::refuse_rest`]).
+    pub(super) fn h3_refuse_rest(&mut self, c: &mut Conn, id: u32, allowance: u64) {
         if let Some(s) = c.h3_mut() {
-            let code = VarInt::from_u32(Code::NO_ERROR.0);
-            let _ = s.quic.recv_stream(stream(id)).stop(code);
-            s.h3.forget(u64::from(stream(id)));
+            s.refuse_rest(stream(id), allowance);
         }
     }
 

@@ -590,19 +590,16 @@ mod h2 {
         /// upstream's connection closes, the request cut short) and the
         /// rest of the body dropped; the connection's other streams go on.
         pub(in crate::server::worker) fn h2_run_body_timeout(&mut self, c: &mut Conn, id: u32) {
-            #[cfg(feature = "http3")]
-            if c.speaks_h3() {
-                let status = crate::http::Status::REQUEST_TIMEOUT;
-                self.h3_drive_stream(c, id, |run, sink, t| run.refuse_body(sink, status, t.log));
-                return self.h3_refuse_rest(c, id);
-            }
-            let Some(s) = c.proto.h2_mut() else { return };
-            let ex = s.answers.iter().find(|a| a.id == id).and_then(|a| a.run);
-            let Some(framing) = ex.and_then(|ex| self.exchanges.run(ex)) else {
+            let Some(run) = c.stream_run(id).and_then(|ex| self.exchanges.run(ex)) else {
                 return;
             };
-            let framing = framing.request.req.body();
+            let framing = run.request.req.body();
             let status = Status::REQUEST_TIMEOUT;
+            #[cfg(feature = "http3")]
+            if c.speaks_h3() {
+                self.h3_drive_stream(c, id, |run, sink, t| run.refuse_body(sink, status, t.log));
+                return self.h2_refuse_rest(c, id, framing);
+            }
             self.h2_drive_stream(c, id, |run, sink, t| run.refuse_body(sink, status, t.log));
             self.h2_refuse_rest(c, id, framing);
         }

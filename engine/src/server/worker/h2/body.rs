@@ -73,24 +73,25 @@ impl Worker {
     /// would send (up to 64 MiB), or else `limits.max_body`, is read and
     /// dropped, so that a client that sends its whole body before it
     /// reads still gets the answer; beyond that the stream is reset (see
-    /// `h2::Conn::discard_body`).
+    /// `h2::Conn::discard_body`), or over HTTP/3 stopped
+    /// (`Session::refuse_rest`).
     pub(in crate::server::worker) fn h2_refuse_rest(
         &mut self,
         c: &mut Conn,
         id: u32,
         framing: BodyFraming,
     ) {
-        #[cfg(feature = "http3")]
-        if c.speaks_h3() {
-            return self.h3_refuse_rest(c, id);
-        }
         let declared = match framing {
             BodyFraming::Length(n) => n.min(64 << 20),
             _ => 0,
         };
+        let allowance = declared.max(self.settings.cfg.limits.max_body);
+        #[cfg(feature = "http3")]
+        if c.speaks_h3() {
+            return self.h3_refuse_rest(c, id, allowance);
+        }
         if let Some(s) = c.proto.h2_mut() {
-            s.conn
-                .discard_body(id, declared.max(self.settings.cfg.limits.max_body));
+            s.conn.discard_body(id, allowance);
         }
     }
 

@@ -342,7 +342,7 @@ impl Worker {
     ) {
         #[cfg(feature = "http3")]
         if c.speaks_h3() {
-            return self.h3_body_unless_read(c, id, no_body);
+            return self.h3_body_unless_read(c, id, no_body, framing);
         }
         // (A request held for its turn takes its body with it.)
         if !no_body && !self.stream_reads_body::<streams::H2>(c, id) {
