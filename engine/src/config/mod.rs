@@ -333,6 +333,9 @@ impl Config {
     /// ACME CA's when it asks one; `None` when no rule forwards anything
     /// and no CA is asked (the sandbox then denies every TCP connect).
     pub fn connect_ports(&self) -> Option<Vec<u16>> {
+        if !cfg!(any(feature = "upstreams", feature = "acme")) {
+            return None;
+        }
         let mut rules = SiteConfig::all(self)
             .filter(|_| cfg!(feature = "upstreams"))
             .flat_map(|site| {
@@ -358,26 +361,6 @@ impl Config {
         crate::sort::sort_by_key(&mut ports, |p| *p);
         ports.dedup();
         Some(ports)
-    }
-
-    /// What the server's sandbox allows of TCP under Landlock ABI `abi`,
-    /// for `--check-config` and the log.
-    pub fn tcp_confinement(&self, abi: u32) -> String {
-        match (abi >= 4, self.connect_ports()) {
-            (false, _) => "TCP binds and connects not confined (kernel ABI 4 needed)".into(),
-            (true, None) => "no TCP bind or connect".into(),
-            (true, Some(ports)) if ports.is_empty() => {
-                "no TCP bind or connect (the upstreams are UNIX sockets)".into()
-            }
-            (true, Some(ports)) => {
-                let list: Vec<String> = ports.iter().map(u16::to_string).collect();
-                let port = if list.len() == 1 { "port" } else { "ports" };
-                format!(
-                    "no TCP bind; TCP connects to {port} {} only",
-                    list.join(", ")
-                )
-            }
-        }
     }
 
     /// Whether any site has `[[cgi]]` rules.

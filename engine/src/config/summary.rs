@@ -953,7 +953,7 @@ fn confinement(c: &Config, s: &mut String) {
                 }
                 _ => reads.join(""),
             };
-            let tcp = c.tcp_confinement(abi);
+            let tcp = sandbox::tcp_confinement(abi, c.connect_ports().as_deref());
             let _ = writeln!(
                 s,
                 "  Landlock (kernel ABI {abi}): reads beneath {reads}; writes {writes}; {tcp}"

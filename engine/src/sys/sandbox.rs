@@ -153,6 +153,21 @@ impl RulePath {
     }
 }
 
+/// What a sandbox under Landlock ABI `abi` allows of TCP when it lets
+/// the process connect to `ports` alone (`None`: to none), for
+/// `--check-config` and the log.
+pub fn tcp_confinement(abi: u32, ports: Option<&[u16]>) -> String {
+    // (Only upstreams and an ACME CA are connected to.)
+    match ports.filter(|_| cfg!(any(feature = "upstreams", feature = "acme"))) {
+        _ if abi < 4 => "TCP not confined (Landlock ABI 4 needed)".into(),
+        Some(ports) if !ports.is_empty() => {
+            let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+            format!("no TCP bind; TCP connects to port {} only", list.join(", "))
+        }
+        _ => "no TCP bind or connect".into(),
+    }
+}
+
 /// A Landlock ruleset being built: everything it handles is denied except
 /// what a rule allows.
 pub struct Ruleset {

@@ -433,8 +433,6 @@ pub struct Plan {
     xattrs: bool,
     /// A summary for the error log.
     summary: String,
-    /// What it allows of TCP, for the same.
-    tcp: String,
 }
 
 /// Opens every path of the sandbox that `cfg` asks for (see
@@ -481,10 +479,6 @@ pub fn prepare(
         storage: cfg.acme().is_some() || ticket_keys(cfg).is_some() || writes_webdav(cfg),
         xattrs: SiteConfig::all(cfg).any(|site| !site.webdav.is_empty()),
         summary,
-        tcp: match programs {
-            true => "TCP not confined (CGI programs connect anywhere)".into(),
-            false => cfg.tcp_confinement(sandbox::landlock_abi().unwrap_or(0)),
-        },
     })
 }
 
@@ -649,7 +643,14 @@ impl Plan {
                 enforce(&rules, extra, ports)?;
                 notes.push((
                     Level::Info,
-                    format!("sandbox: Landlock (ABI {abi}) on: {}; {}", self.summary, self.tcp),
+                    format!(
+                        "sandbox: Landlock (ABI {abi}) on: {}; {}",
+                        self.summary,
+                        match self.programs {
+                            true => "TCP not confined (CGI programs connect anywhere)".into(),
+                            false => sandbox::tcp_confinement(abi, self.upstreams.as_deref()),
+                        }
+                    ),
                 ));
             }
             None => notes.push((
