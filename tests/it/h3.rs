@@ -375,6 +375,38 @@ fn a_body_nobody_wants_is_read_and_dropped_before_the_client_is_stopped() {
     assert_eq!(text(&r[3]), "a file\n", "the connection goes on");
 }
 
+#[cfg(feature = "upstreams")]
+#[test]
+fn an_upstream_s_early_hints_are_interim_headers_over_h3() {
+    use crate::reverse_proxy::{Say, Upstream};
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\n\r\n\
+          HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let mut b = Builder::new();
+    let to = up.addr;
+    b.config(&format!(
+        "[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{to}\"\n"
+    ));
+    b.tls().arg("--http3");
+    let s = b.start();
+    let Some(out) = h3(&s, json!([{"method": "GET", "path": "/api/page"}])) else {
+        return;
+    };
+    let r = &out["responses"][0];
+    let f = fields(r);
+    assert_eq!(
+        f[..3],
+        [
+            ":status: 103",
+            "link: </a.css>; rel=preload; as=style",
+            ":status: 200"
+        ],
+        "{f:?}"
+    );
+    assert_eq!(text(r), "ok");
+}
+
 #[cfg(feature = "servlets")]
 #[test]
 fn a_post_body_reaches_a_servlet() {

@@ -4,7 +4,10 @@
 //! HTTP/2 (an interim HEADERS, RFC 9113 §8.1), and its body reaches the
 //! upstream, which sees no expectation (brisk answered it). The upstream
 //! is reverse_proxy.rs's scripted thread; curl, which sends the
-//! expectation with large uploads, is tried too.
+//! expectation with large uploads, is tried too. An upstream's own
+//! interim answers: a `103 Early Hints` passes on (RFC 8297) over
+//! HTTP/1.1 and HTTP/2, never to an HTTP/1.0 client (RFC 9110 §15.2);
+//! its `100` and `102` do not.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -119,4 +122,71 @@ fn curl_uploads_with_its_expectation_over_both_protocols() {
     for r in got {
         assert!(r.ends_with(&"x".repeat(300_000)), "{}", &r[..200]);
     }
+}
+
+/// An answer with two hints ahead, between an upstream 100 and a 102.
+const HINTED: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n\
+    HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\nConnection: x\r\nX: 1\r\n\r\n\
+    HTTP/1.1 102 Processing\r\n\r\n\
+    HTTP/1.1 103 Early Hints\r\nLink: </b.js>; rel=preload; as=script\r\n\r\n\
+    HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+#[test]
+fn early_hints_pass_on_to_http_1_1_clients_and_not_to_http_1_0_ones() {
+    let up = Upstream::start(vec![Say::Bytes(HINTED)]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let all = |raw: &[u8]| {
+        let mut c = s.connect();
+        c.send(raw);
+        String::from_utf8(c.read_to_end()).unwrap()
+    };
+    let r = all(b"GET /api/page HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let hints = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload; as=style\r\n\r\n\
+                 HTTP/1.1 103 Early Hints\r\nLink: </b.js>; rel=preload; as=script\r\n\r\n\
+                 HTTP/1.1 200 OK\r\n";
+    assert!(r.starts_with(hints), "{r}");
+    assert!(r.ends_with("\r\n\r\nok"), "{r}");
+    let r = all(b"GET /api/page HTTP/1.0\r\nHost: x\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn early_hints_are_interim_headers_over_http_2() {
+    use brisk::h2::frame::{flag, kind};
+    use common::h2::H2;
+    let up = Upstream::start(vec![Say::Bytes(HINTED)]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let id = c.get("/api/page", &[]);
+    let mut heads = Vec::new();
+    let body = loop {
+        let f = c.frame().expect("a frame");
+        if f.stream != id {
+            continue;
+        }
+        match f.kind {
+            kind::HEADERS => heads.push((f.flags, f.fields.clone())),
+            kind::DATA if f.flags & flag::END_STREAM != 0 => break f.payload,
+            _ => {}
+        }
+    };
+    let field = |n: &str, v: &str| (n.to_string(), v.to_string());
+    assert_eq!(heads.len(), 3, "{heads:?}");
+    assert_eq!(
+        heads[0],
+        (
+            flag::END_HEADERS,
+            vec![
+                field(":status", "103"),
+                field("link", "</a.css>; rel=preload; as=style")
+            ]
+        )
+    );
+    assert_eq!(
+        heads[1].1[1],
+        field("link", "</b.js>; rel=preload; as=script")
+    );
+    assert_eq!(heads[2].1[0], field(":status", "200"));
+    assert_eq!(body, b"ok");
 }

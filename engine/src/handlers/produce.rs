@@ -241,6 +241,10 @@ pub enum Gave {
     /// (from its start, this long): it goes as static files do, never
     /// compressed, and nothing follows.
     Head(ReplyHead, Option<(File, u64)>),
+    /// An interim answer before the head (an upstream's `103 Early
+    /// Hints`): its status and fields go to the client as they are, and
+    /// the head follows.
+    Interim(ReplyHead),
     /// Body bytes, in the buffer lent to `next`.
     Bytes,
     /// The last body bytes, in the buffer lent to `next`: the body is

@@ -586,6 +586,7 @@ mod tests {
                         file.is_empty(),
                     )
                 }
+                Gave::Interim(h) => (format!("interim {}", h.status), true),
                 Gave::Bytes => (format!("bytes {text}"), true),
                 Gave::Last => (format!("last {text}"), false),
                 Gave::End => ("end".into(), false),

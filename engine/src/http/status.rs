@@ -73,6 +73,7 @@ impl Status {
     pub fn reason(self) -> &'static str {
         match self.0 {
             100 => "Continue",
+            103 => "Early Hints",
             200 => "OK",
             201 => "Created",
             202 => "Accepted",

@@ -74,10 +74,14 @@ pub trait Sink {
     fn raw(&mut self, bytes: &[u8]) {
         let _ = bytes;
     }
-    /// The producer will read the request body the client was told to
-    /// wait with (`Expect: 100-continue`): HTTP/1.1 sends `100 Continue`
-    /// (RFC 9110 §10.1.1).
-    fn continue_body(&mut self) {}
+    /// An interim answer (1xx) before the head, with its field `lines`
+    /// (`Name: value` CRLF each): `100` with none when the producer will
+    /// read the request body the client was told to wait with (`Expect:
+    /// 100-continue`, RFC 9110 §10.1.1), or an upstream's `103 Early
+    /// Hints` (RFC 8297). Never to an HTTP/1.0 client (RFC 9110 §15.2).
+    fn interim(&mut self, status: u16, lines: &[u8]) {
+        let _ = (status, lines);
+    }
     /// The producer took `n` of the client's request-body bytes: HTTP/2
     /// gives their window credit back, so a slow reader holds at most a
     /// window of body.
@@ -322,6 +326,14 @@ impl Run {
                     }
                     return if moved { Outcome::Moved } else { Outcome::Idle };
                 }
+                Gave::Interim(head) => {
+                    // (None after the head: one that came late is dropped.)
+                    if !self.started {
+                        moved = true;
+                        sink.interim(head.status, &head.headers);
+                    }
+                    continue;
+                }
                 Gave::Head(_, _) | Gave::Redirect(_) if self.started => {
                     let why = "gave a second head";
                     return self.fail(sink, Status::INTERNAL_SERVER_ERROR, why, cx.log);
@@ -425,7 +437,7 @@ impl Run {
             self.asked = true;
             if expects && !input.is_closed() && !input.held() {
                 // It reads the body the client waits to send.
-                sink.continue_body();
+                sink.interim(100, b"");
             }
         }
         match input.write() {
@@ -790,8 +802,12 @@ mod tests {
             self.seen
                 .push(format!("raw {}", String::from_utf8_lossy(bytes)));
         }
-        fn continue_body(&mut self) {
-            self.seen.push("continue".into());
+        fn interim(&mut self, status: u16, lines: &[u8]) {
+            let lines = String::from_utf8_lossy(lines);
+            self.seen.push(match status {
+                100 => "continue".into(),
+                _ => format!("interim {status} {lines}"),
+            });
         }
         fn took_body(&mut self, n: usize) {
             self.seen.push(format!("took {n}"));

@@ -486,6 +486,7 @@ mod tests {
         let text = match p.next(1024, &mut buf, &mut cx) {
             Gave::Pending => "pending".to_string(),
             Gave::Head(h, _) => format!("head {:?}", String::from_utf8_lossy(&h.headers)),
+            Gave::Interim(h) => format!("interim {}", h.status),
             Gave::Bytes => format!("bytes {}", String::from_utf8_lossy(&buf)),
             Gave::Last => format!("last {}", String::from_utf8_lossy(&buf)),
             Gave::End => "end".into(),

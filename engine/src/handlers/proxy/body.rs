@@ -47,6 +47,9 @@ use crate::sys::net::shutdown_write;
 /// What one read of the socket asks for at most.
 const PIECE: usize = 64 * 1024;
 
+/// The `103 Early Hints` an answer passes on; more are dropped.
+const MAX_HINTS: u8 = 8;
+
 /// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), the one of an answer
 /// that brisk writes itself: the framing.
 const OWN: [&str; 1] = ["content-length"];
@@ -163,6 +166,8 @@ pub struct ProxyBody {
     head_buf: Vec<u8>,
     /// The head was given.
     started: bool,
+    /// Interim answers (103) given before it.
+    hints: u8,
     /// Body bytes read with the head, given next.
     rest: Vec<u8>,
     /// Takes the body out of its framing (none: to the close).
@@ -227,6 +232,7 @@ impl ProxyBody {
             unreachable: None,
             head_buf: Vec::new(),
             started: false,
+            hints: 0,
             rest: Vec::new(),
             unframe: Unframe::default(),
             finished: false,
@@ -496,9 +502,19 @@ impl ProxyBody {
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
             if h.status < 200 {
-                // An interim answer (100 Continue, 103): the final one follows.
+                // An interim answer: the final one follows. A 103 Early
+                // Hints goes on to the client (RFC 8297: a browser fetches
+                // what its `Link` fields name while the answer is made),
+                // up to [`MAX_HINTS`] of them; a 100 Continue is brisk's
+                // own business with the client, a 102 obsolete.
                 let len = h.head_len;
+                let hints = (h.status == 103 && !self.opts.connect && self.hints < MAX_HINTS)
+                    .then(|| reply_head(&h, &fields[..count], &self.opts.answer, Switch::No));
                 self.head_buf.drain(..len);
+                if let Some(hints) = hints {
+                    self.hints += 1;
+                    return Some(Gave::Interim(hints));
+                }
                 continue;
             }
             if let Some(lease) = &self.lease {
@@ -742,6 +758,12 @@ impl Produce for ProxyBody {
         if let (false, Some(why)) = (self.started, self.unreachable.take()) {
             self.retire();
             return Gave::Fail(Status::BAD_GATEWAY, why);
+        }
+        if !self.started && !self.head_buf.is_empty() {
+            // (What followed an interim answer given last time.)
+            if let Some(gave) = self.read_head() {
+                return gave;
+            }
         }
         loop {
             if !self.sock.readable {

@@ -223,8 +223,25 @@ impl Sink for H1Sink<'_> {
         self.data(bytes);
     }
 
-    fn continue_body(&mut self) {
-        self.out.push_bytes(CONTINUE);
+    fn interim(&mut self, status: u16, lines: &[u8]) {
+        if self.framing.version != Version::Http11 {
+            return;
+        }
+        // (Only an upstream's answer brings another: a 103.)
+        if status == 100 || !cfg!(feature = "upstreams") {
+            return self.out.push_bytes(CONTINUE);
+        }
+        let start = self.out.buf_mut().len();
+        let buf = self.out.buf_mut();
+        let reason = crate::http::Status(status).reason();
+        buf.extend_from_slice(b"HTTP/1.1 ");
+        buf.extend_from_slice(status.to_string().as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(reason.as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        buf.extend_from_slice(lines);
+        buf.extend_from_slice(b"\r\n");
+        self.out.commit(start);
     }
 }
 
@@ -474,7 +491,7 @@ mod tests {
     fn raw_bytes_pass_as_they_are_and_the_connection_closes_after() {
         let (text, framing) = with_sink(b"brisk", |sink| {
             assert!(sink.takes_raw());
-            sink.continue_body();
+            sink.interim(100, b"");
             sink.raw(b"HTTP/1.1 299 Raw\r\n\r\nra");
             sink.raw(b"w");
             assert_eq!(sink.finish(b""), 0);

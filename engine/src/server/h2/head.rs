@@ -69,10 +69,17 @@ fn encode_fields(
 }
 
 /// Appends to `block` the HPACK encoding of an interim answer's head
-/// (`100 Continue`): its status alone (RFC 9113 §8.1).
-pub fn encode_interim(status: u16, block: &mut Vec<u8>, enc: &mut hpack::Encoder) {
+/// (RFC 9113 §8.1): its status and field `lines` (`100 Continue` has
+/// none; an upstream's `103 Early Hints` its `Link` fields).
+pub fn encode_interim(
+    (status, lines): (u16, &[u8]),
+    block: &mut Vec<u8>,
+    name: &mut Vec<u8>,
+    enc: &mut hpack::Encoder,
+) {
     enc.begin(block);
     hpack::encode_status(status, block);
+    encode_lines(lines, block, name, enc);
 }
 
 /// Appends to `block` the HPACK encoding of a trailer section's field

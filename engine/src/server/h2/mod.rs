@@ -161,13 +161,14 @@ impl Session {
     /// Sends an interim answer (`100 Continue`) on stream `id`: a HEADERS
     /// frame with its status alone, which does not end the stream (RFC
     /// 9113 §8.1); the final answer's HEADERS follow.
-    pub fn send_interim(&mut self, id: u32, status: u16, s: &mut Scratch) -> bool {
+    pub fn send_interim(&mut self, id: u32, interim: (u16, &[u8]), s: &mut Scratch) -> bool {
         if !self.conn.can_send_headers(id) {
             return false;
         }
-        s.block.clear();
-        head::encode_interim(status, &mut s.block, self.conn.encoder());
-        self.conn.send_headers(id, &s.block, false)
+        let Scratch { block, name, .. } = s;
+        block.clear();
+        head::encode_interim(interim, block, name, self.conn.encoder());
+        self.conn.send_headers(id, block, false)
     }
 
     /// Ends stream `id` with a HEADERS frame of trailer field `lines`

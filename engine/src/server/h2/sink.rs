@@ -64,8 +64,9 @@ pub trait Frames {
         head: (&Head<'_>, &Stamp<'_>, bool),
         scratch: &mut Scratch,
     );
-    /// Sends an interim answer `100` on `a`'s stream.
-    fn interim(&mut self, a: &mut Answer<Self::Own>, scratch: &mut Scratch);
+    /// Sends an interim answer `status` with field `lines` on `a`'s
+    /// stream.
+    fn interim(&mut self, a: &mut Answer<Self::Own>, interim: (u16, &[u8]), s: &mut Scratch);
     /// `a`'s producer took `n` bytes of its request's body.
     fn took_body(&mut self, a: &mut Answer<Self::Own>, n: usize);
 }
@@ -88,8 +89,8 @@ impl Frames for &mut Session {
         self.send_head(a.id, ends, head, stamp, scratch);
     }
 
-    fn interim(&mut self, a: &mut Answer, scratch: &mut Scratch) {
-        self.send_interim(a.id, 100, scratch);
+    fn interim(&mut self, a: &mut Answer, interim: (u16, &[u8]), scratch: &mut Scratch) {
+        self.send_interim(a.id, interim, scratch);
     }
 
     fn took_body(&mut self, a: &mut Answer, n: usize) {
@@ -178,9 +179,11 @@ impl<F: Frames> Sink for StreamSink<'_, F> {
         self.answer.pieces.clear();
     }
 
-    fn continue_body(&mut self) {
-        // (A client that waits for it before its DATA, RFC 9110 §10.1.1.)
-        self.frames.interim(self.answer, self.scratch);
+    fn interim(&mut self, status: u16, lines: &[u8]) {
+        // (A 100 for a client that waits for it before its DATA, RFC 9110
+        // §10.1.1; an upstream's 103.)
+        self.frames
+            .interim(self.answer, (status, lines), self.scratch);
     }
 
     fn took_body(&mut self, n: usize) {
@@ -345,7 +348,7 @@ mod tests {
     #[test]
     fn a_continue_is_an_interim_headers_before_the_answers() {
         let (_, frames) = with_sink(false, |sink| {
-            sink.continue_body();
+            sink.interim(100, b"");
             sink.head(&reply(201, Some(0)));
         });
         let shown: Vec<(u8, u8, Vec<String>)> = frames

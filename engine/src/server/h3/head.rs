@@ -85,12 +85,18 @@ fn length(head: &Head<'_>) -> Option<u64> {
     }
 }
 
-/// Appends to `out` the HEADERS frame of an interim answer (`100
-/// Continue`): its status alone (RFC 9114 §4.1).
-pub fn encode_interim(status: u16, out: &mut Vec<u8>, block: &mut Vec<u8>) {
+/// Appends to `out` the HEADERS frame of an interim answer (RFC 9114
+/// §4.1): its status and field `lines` (none for `100 Continue`).
+pub fn encode_interim(
+    (status, lines): (u16, &[u8]),
+    out: &mut Vec<u8>,
+    block: &mut Vec<u8>,
+    name: &mut Vec<u8>,
+) {
     block.clear();
     qpack::begin(block);
     qpack::status(status, block);
+    each_field(lines, name, &mut |n, v| qpack::field(n, v, block));
     frame(HEADERS, block, out);
 }
 

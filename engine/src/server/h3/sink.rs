@@ -37,8 +37,9 @@ impl Frames for H3Frames {
         head::encode(head, stamp, &mut a.own.bytes, &mut scratch.name, None);
     }
 
-    fn interim(&mut self, a: &mut Answer, scratch: &mut Scratch) {
-        head::encode_interim(100, &mut a.own.bytes, &mut scratch.block);
+    fn interim(&mut self, a: &mut Answer, interim: (u16, &[u8]), scratch: &mut Scratch) {
+        let Scratch { block, name, .. } = scratch;
+        head::encode_interim(interim, &mut a.own.bytes, block, name);
     }
 
     fn took_body(&mut self, a: &mut Answer, n: usize) {
@@ -93,7 +94,7 @@ mod tests {
     #[test]
     fn the_head_is_a_headers_frame_and_the_body_pieces_cut_at_its_length() {
         let a = with_sink(false, |sink| {
-            sink.continue_body();
+            sink.interim(100, b"");
             assert_eq!(sink.head(&reply(200, Some(4))), Wanted::Body);
             assert!(sink.data(b"ab"));
             assert_eq!(

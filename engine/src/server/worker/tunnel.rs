@@ -247,7 +247,8 @@ impl Worker {
                     }
                     break;
                 }
-                Gave::Bytes => (None, None),
+                // (A tunnel's bytes are the producer's: nothing interim.)
+                Gave::Bytes | Gave::Interim(_) => (None, None),
                 Gave::Last | Gave::End => (Some(false), None),
                 Gave::Cut(why) | Gave::Fail(_, why) => (Some(true), Some(why)),
                 Gave::Head(..) | Gave::Redirect(_) => {

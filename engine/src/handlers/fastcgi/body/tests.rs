@@ -99,6 +99,7 @@ fn next(p: &mut FastcgiBody, m: &Memory) -> String {
             h.content_length,
             String::from_utf8_lossy(&h.headers)
         ),
+        Gave::Interim(h) => format!("interim {}", h.status),
         Gave::Bytes => format!("bytes {}", String::from_utf8_lossy(&buf)),
         Gave::Last => format!("last {}", String::from_utf8_lossy(&buf)),
         Gave::End => "end".into(),

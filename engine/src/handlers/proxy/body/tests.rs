@@ -88,6 +88,11 @@ fn next(p: &mut ProxyBody, m: &Memory) -> String {
             h.content_length,
             String::from_utf8_lossy(&h.headers)
         ),
+        Gave::Interim(h) => format!(
+            "interim {} {:?}",
+            h.status,
+            String::from_utf8_lossy(&h.headers)
+        ),
         Gave::Bytes => format!("bytes {}", String::from_utf8_lossy(&buf)),
         Gave::Last => format!("last {}", String::from_utf8_lossy(&buf)),
         Gave::End => "end".into(),
@@ -148,6 +153,38 @@ fn the_request_goes_byte_for_byte_and_the_answer_by_its_length() {
     assert_eq!(next(&mut p, &m), "last lo");
     assert!(p.sources()[0].is_none() && p.retired().is_some());
     assert_eq!(next(&mut p, &m), "end");
+}
+
+#[test]
+fn early_hints_pass_on_before_the_head_and_other_interim_answers_not() {
+    // A 103's fields pass (hop-by-hop ones dropped), the 100 and the 102
+    // do not, all read at once; a ninth 103 is dropped.
+    let m = logs();
+    let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+    write(&mut p).unwrap();
+    up.write_all(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\
+          Link: </a.css>; rel=preload; as=style\r\nConnection: x\r\nX: 1\r\n\r\n\
+          HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </b.js>\r\n\r\n\
+          HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )
+    .unwrap();
+    assert_eq!(
+        next(&mut p, &m),
+        "interim 103 \"Link: </a.css>; rel=preload; as=style\\r\\n\""
+    );
+    assert_eq!(next(&mut p, &m), "interim 103 \"Link: </b.js>\\r\\n\"");
+    assert_eq!(next(&mut p, &m), "head 200 Some(2) \"\"");
+    assert_eq!(next(&mut p, &m), "last ok");
+    let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", options(BodyOut::None));
+    write(&mut p).unwrap();
+    let hint = b"HTTP/1.1 103 Early Hints\r\nLink: </c>\r\n\r\n";
+    up.write_all(&hint.repeat(9)).unwrap();
+    up.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+    for _ in 0..8 {
+        assert_eq!(next(&mut p, &m), "interim 103 \"Link: </c>\\r\\n\"");
+    }
+    assert_eq!(next(&mut p, &m), "head 204 None \"\"");
 }
 
 #[test]
