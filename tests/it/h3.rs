@@ -764,17 +764,22 @@ fn spki_of_a() -> Option<String> {
 }
 
 #[test]
-fn chromium_loads_a_page_of_100_assets_over_h3() {
+fn chromium_loads_a_page_of_100_assets_over_h3_and_its_upload_is_answered() {
     let mut b = Builder::new();
     let mut fetches = String::new();
     for i in 0..100 {
         b.file(&format!("a/{i}.txt"), format!("asset {i}\n").as_bytes());
         fetches.push_str(&format!("'/a/{i}.txt',"));
     }
+    // Then an upload that its answer (413: over limits.max_body) does not need:
+    // Chromium, asked to stop (STOP_SENDING) before its upload was done,
+    // never read that answer, and the page hung.
     let page = format!(
         "<!doctype html><html><head><title>loading</title></head><body><script>\
-         Promise.all([{fetches}].map(u => fetch(u).then(r => r.text()))).then(t => {{\
-         document.title = t.every((s, i) => s == 'asset ' + i + '\\n') ? 'done' : 'bad'; }});\
+         Promise.all([{fetches}].map(u => fetch(u).then(r => r.text()))).then(t => \
+         fetch('/a/0.txt', {{method: 'POST', body: new Uint8Array(2000000)}})\
+         .then(r => {{ document.title = t.every((s, i) => s == 'asset ' + i + '\\n') \
+         && r.status == 413 ? 'done' : 'bad ' + r.status; }}));\
          </script></body></html>\n"
     );
     b.file("page.html", page.as_bytes());
@@ -804,8 +809,8 @@ fn chromium_loads_a_page_of_100_assets_over_h3() {
     assert_eq!(v["title"], "done");
     assert_eq!(v["navigation"], "h3");
     let resources = v["resources"].as_array().expect("resources");
-    // (The 100 fetches, and the favicon Chromium asks for.)
-    assert!(resources.len() >= 100, "{resources:?}");
+    // (The 100 fetches, the upload, and the favicon Chromium asks for.)
+    assert!(resources.len() >= 101, "{resources:?}");
     assert!(resources.iter().all(|p| p == "h3"), "{resources:?}");
 }
 
