@@ -788,7 +788,15 @@ fn propfind_depth_0_answers_the_live_properties() {
 
 #[test]
 fn propfind_depth_1_lists_members_and_infinity_is_refused() {
-    let (s, dav) = start("", &[("d/f", b"1"), ("d/.hidden", b"2"), ("d/sub/g", b"3")]);
+    // (No request can name `line\nbreak`, a control character in it:
+    // not a member, as not a line of a static listing.)
+    let files: [(&str, &[u8]); 4] = [
+        ("d/f", b"1"),
+        ("d/.hidden", b"2"),
+        ("d/sub/g", b"3"),
+        ("d/line\nbreak", b"4"),
+    ];
+    let (s, dav) = start("", &files);
     let body = "<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><prop><resourcetype/>\
                 <getcontentlength/><x xmlns=\"urn:other\"/></prop></propfind>";
     let r = propfind(&s, "/dav/d/", "1", body);

@@ -242,6 +242,13 @@ pub fn is_own_name(name: &[u8]) -> bool {
     starts(OWN_PREFIX) || starts(ALIAS)
 }
 
+/// Whether a request can name a file called `name`: not if it holds a
+/// control character (a newline, a tab: refused in any path, 400), so
+/// listings leave it out rather than link to a 400.
+pub fn is_nameable(name: &[u8]) -> bool {
+    !name.iter().any(|&b| b < 0x20 || b == 0x7f)
+}
+
 /// Whether any segment of `path` is one of brisk's own names.
 pub fn has_own_segment(path: &[u8]) -> bool {
     path.split(|&b| b == b'/').any(is_own_name)

@@ -64,7 +64,9 @@ mod tests {
         let mut entries = [
             entry(b"b.txt", false, 5, 1_795_312_259),
             entry(b"sub dir", true, 4096, 0),
-            entry(b"<a>\"q\"\\\x01\xff", false, 0, 951_825_599),
+            entry(b"<a>\"q\"\\\xff", false, 0, 951_825_599),
+            // (No request can name it: left out.)
+            entry(b"line\nbreak", false, 0, 0),
             entry(b"..", true, 4096, 0),
         ];
         let mut out = Vec::new();
@@ -73,7 +75,7 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "[\n\
              {\"name\":\"sub dir\",\"url\":\"sub%20dir/\",\"is_dir\":true,\"size\":4096,\"mtime\":\"1970-01-01T00:00:00Z\"},\n\
-             {\"name\":\"\\u003ca\\u003e\\\"q\\\"\\\\\\u0001\u{fffd}\",\"url\":\"%3Ca%3E%22q%22%5C%01%FF\",\"is_dir\":false,\"size\":0,\"mtime\":\"2000-02-29T11:59:59Z\"},\n\
+             {\"name\":\"\\u003ca\\u003e\\\"q\\\"\\\\\u{fffd}\",\"url\":\"%3Ca%3E%22q%22%5C%FF\",\"is_dir\":false,\"size\":0,\"mtime\":\"2000-02-29T11:59:59Z\"},\n\
              {\"name\":\"b.txt\",\"url\":\"b.txt\",\"is_dir\":false,\"size\":5,\"mtime\":\"2026-11-22T01:50:59Z\"}\n\
              ]\n"
         );

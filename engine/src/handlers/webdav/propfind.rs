@@ -365,6 +365,7 @@ impl Members {
             let child = listing.name(e);
             if !self.dotfiles && child.first() == Some(&b'.')
                 || crate::http::path::is_own_name(child)
+                || !crate::http::path::is_nameable(child)
             {
                 continue;
             }
