@@ -20,6 +20,7 @@ mod acme_fleet;
 mod acme_rsa;
 mod admission;
 mod auth;
+mod body_limits;
 mod cgi;
 mod cli;
 #[cfg(feature = "compress")]

@@ -24,6 +24,7 @@ pub(super) const CGI_KEYS: &[&str] = &[
     "interpreter",
     "env",
     "writable",
+    "max_body",
 ];
 
 /// Whether `name` is a portable environment variable name: ASCII letters,
@@ -103,6 +104,7 @@ impl Loader<'_> {
         let mut interpreter = None;
         let mut env = Vec::new();
         let mut writable = Vec::new();
+        let mut max_body = None;
         for (key, value) in sorted(table) {
             let name = key.get_ref().as_ref();
             let full = format!("{section}.{name}");
@@ -151,6 +153,7 @@ impl Loader<'_> {
                 }
                 "env" => env = self.cgi_env(&full, value)?,
                 "writable" => writable = self.cgi_writable(&full, value)?,
+                "max_body" => max_body = Some(self.size(&full, value, 0, u64::MAX)?),
                 _ => return Err(self.unknown(key, section, CGI_KEYS)),
             }
         }
@@ -206,6 +209,7 @@ impl Loader<'_> {
             interpreter,
             env,
             writable,
+            max_body,
         })
     }
 

@@ -799,6 +799,9 @@ pub struct CgiRule {
     /// Directories the rule's programs may write beneath despite the
     /// sandbox (`writable`): existing, canonical, sorted, no duplicates.
     pub writable: Vec<PathBuf>,
+    /// The largest request body its programs take (`max_body`), when not
+    /// `limits.max_body`: a `git push` of a large pack.
+    pub max_body: Option<u64>,
 }
 
 impl Default for Config {

@@ -378,6 +378,9 @@ fn cgi(c: &Config, site: &SiteConfig, s: &mut String) {
             let dirs = joined(rule.writable.iter().map(|p| p.display()), ", ");
             let _ = write!(line, ", may write beneath {dirs}");
         }
+        if let Some(n) = rule.max_body {
+            let _ = write!(line, ", bodies up to {}", size(n));
+        }
         line
     });
     if !site.cgi.is_empty() {
@@ -465,6 +468,7 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
             }
         }
         line.push_str(&kept(r.keepalive, r.keepalive_timeout));
+        line.push_str(&bodies(r.max_body));
         line
     });
     rule_set(s, "fastcgi", &site.fastcgi, |r| {
@@ -495,6 +499,7 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
             r.send_timeout,
         ]));
         line.push_str(&kept(r.keepalive, r.keepalive_timeout));
+        line.push_str(&bodies(r.max_body));
         line
     });
 }
@@ -575,6 +580,12 @@ fn timeouts_of([connect, read, send]: [Duration; 3]) -> String {
         duration(read),
         duration(send)
     )
+}
+
+/// `; bodies up to 1GiB` for a rule's own `max_body`.
+fn bodies(max: Option<u64>) -> String {
+    max.map(|n| format!("; bodies up to {}", size(n)))
+        .unwrap_or_default()
 }
 
 /// `; 32 idle connections kept 60s`.

@@ -46,6 +46,7 @@ pub(super) const REVERSE_PROXY_KEYS: &[&str] = &[
     "ca",
     "websocket",
     "buffer_request",
+    "max_body",
 ];
 
 pub(super) const FASTCGI_KEYS: &[&str] = &[
@@ -65,6 +66,7 @@ pub(super) const FASTCGI_KEYS: &[&str] = &[
     "max_fails",
     "keepalive",
     "keepalive_timeout",
+    "max_body",
 ];
 
 const HEALTH_KEYS: &[&str] = &["path", "interval"];
@@ -217,6 +219,9 @@ pub struct ProxyRule {
     pub keepalive: usize,
     /// How long an idle kept connection is kept.
     pub keepalive_timeout: Duration,
+    /// The largest request body it forwards (`max_body`), when not
+    /// `limits.max_body`.
+    pub max_body: Option<u64>,
     /// Verify https upstreams' certificates (and names).
     pub tls_verify: bool,
     /// Extra trusted roots for https upstreams (a PEM file, read and
@@ -271,6 +276,8 @@ pub struct FastcgiRule {
     pub keepalive: usize,
     /// As [`ProxyRule::keepalive_timeout`].
     pub keepalive_timeout: Duration,
+    /// As [`ProxyRule::max_body`].
+    pub max_body: Option<u64>,
 }
 
 /// A site's `[[reverse_proxy]]` or `[[fastcgi]]` rules: a list where the
@@ -294,6 +301,7 @@ struct Pool {
     max_fails: u32,
     keepalive: usize,
     keepalive_timeout: Duration,
+    max_body: Option<u64>,
 }
 
 /// The keys both kinds of rule take, as read so far.
@@ -321,6 +329,7 @@ impl Default for Pool {
             // connections that the next requests open again.)
             keepalive: 64,
             keepalive_timeout: Duration::from_secs(60),
+            max_body: None,
         }
     }
 }
@@ -348,6 +357,7 @@ impl Default for ProxyRule {
             server: ServerMode::Upstream,
             keepalive: p.keepalive,
             keepalive_timeout: p.keepalive_timeout,
+            max_body: p.max_body,
             tls_verify: true,
             ca: None,
             #[cfg(feature = "tls")]
@@ -658,6 +668,7 @@ impl Loader<'_> {
             max_fails,
             keepalive,
             keepalive_timeout,
+            max_body,
         } = pool;
         Ok(ProxyRule {
             balance,
@@ -668,6 +679,7 @@ impl Loader<'_> {
             max_fails,
             keepalive,
             keepalive_timeout,
+            max_body,
             ..rule
         })
     }
@@ -741,6 +753,7 @@ impl Loader<'_> {
             max_fails: pool.max_fails,
             keepalive: pool.keepalive,
             keepalive_timeout: pool.keepalive_timeout,
+            max_body: pool.max_body,
         })
     }
 
@@ -775,6 +788,7 @@ impl Loader<'_> {
             "send_timeout" => pool.send_timeout = self.duration(full, v, false)?,
             "keepalive" => pool.keepalive = self.integer(full, v, 0, 10_000)? as usize,
             "keepalive_timeout" => pool.keepalive_timeout = self.duration(full, v, false)?,
+            "max_body" => pool.max_body = Some(self.size(full, v, 0, u64::MAX)?),
             _ => return Ok(false),
         }
         Ok(true)

@@ -236,6 +236,7 @@ mod tests {
                     req: OwnedRequest::default(),
                     started: Instant::now(),
                     redirects: 0,
+                    body_max: u64::MAX,
                 },
                 body: Vec::new(),
                 counted: 0,

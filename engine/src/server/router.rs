@@ -202,6 +202,10 @@ pub struct Routing<'a> {
     pub scratch: &'a mut Scratch,
     /// The worker's error log.
     pub log: &'a mut Logger,
+    /// The largest body the rule that takes the request lets in, when
+    /// not `limits.max_body` (a `[[cgi]]`, `[[fastcgi]]` or
+    /// `[[reverse_proxy]]` rule's `max_body`): set by its stage.
+    pub body_max: Option<u64>,
 }
 
 /// One worker's router: the stages and what they hold, per site.
@@ -792,6 +796,10 @@ impl Router {
                     break;
                 }
             }
+        }
+        if let Resolved::Cgi(script) = &resolved {
+            let rules = &self.cfg.site(routing.req.site()).cgi;
+            routing.body_max = rules.get(script.rule).and_then(|r| r.max_body);
         }
         match resolved {
             Resolved::NotCgi => Step::Next,

@@ -153,6 +153,24 @@ pub struct Run {
     /// No body is wanted, but the producer (a process) runs to its end:
     /// what it gives is dropped.
     draining: bool,
+    /// Request body bytes fed to the producer ([`Run::feed_body`]).
+    fed: u64,
+}
+
+/// What became of request body bytes offered to a run
+/// ([`Run::feed_body`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fed {
+    /// Its producer reads no body.
+    NoInput,
+    /// Fed.
+    Fed {
+        /// The producer's input was closed already: they were dropped.
+        closed: bool,
+    },
+    /// Not fed: they would take the body past its route's largest
+    /// (`Held::body_max`); the request is to be refused (413).
+    TooLarge,
 }
 
 impl Run {
@@ -176,7 +194,31 @@ impl Run {
             asked: false,
             raw: false,
             draining: false,
+            fed: 0,
         }
+    }
+
+    /// Feeds request body `data` to the producer's input, and the body's
+    /// end with `trailers` if `end` has them: for the protocols whose
+    /// bodies come in frames (HTTP/2, HTTP/3; HTTP/1.1's decoder is
+    /// bounded itself), whose body with no length is bounded here.
+    pub fn feed_body(&mut self, data: &[u8], end: Option<&[u8]>) -> Fed {
+        let max = self.request.body_max;
+        let Some(input) = self.producer.input() else {
+            return Fed::NoInput;
+        };
+        // (An extended CONNECT's DATA are a tunnel's bytes, no body: its
+        // request is the WebSocket handshake it stands for.)
+        self.fed += data.len() as u64;
+        if self.fed > max && self.request.req.field(Field::Upgrade).is_none() {
+            return Fed::TooLarge;
+        }
+        let closed = input.is_closed();
+        input.feed(data);
+        if let Some(trailers) = end {
+            input.end_with(trailers);
+        }
+        Fed::Fed { closed }
     }
 
     /// The site's rules apply to its head when it comes (a program's
@@ -832,6 +874,7 @@ mod tests {
             req,
             started: Instant::now(),
             redirects: 0,
+            body_max: u64::MAX,
         }
     }
 

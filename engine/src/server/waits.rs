@@ -25,6 +25,9 @@ pub struct Held {
     pub started: Instant,
     /// CGI local redirects that led to it.
     pub redirects: u8,
+    /// The largest body its route takes (`limits.max_body`, or its
+    /// rule's): a body that streams to a producer is cut past it.
+    pub body_max: u64,
 }
 
 /// What a request waits for, whatever its protocol.
@@ -128,6 +131,8 @@ pub struct WholeBody {
     pub held: Held,
     /// The body so far.
     pub body: Spool,
+    /// The largest it may be (`limits.max_body`, or its rule's).
+    pub max: u64,
 }
 
 #[cfg(test)]
@@ -139,6 +144,7 @@ mod tests {
             req: OwnedRequest::default(),
             started: Instant::now(),
             redirects: 0,
+            body_max: u64::MAX,
         }
     }
 

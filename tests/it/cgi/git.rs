@@ -72,9 +72,15 @@ fn git_push_with_the_sandbox_on() {
         )
     };
     let mut b = b;
+    // (The rule's own `max_body`: a push's pack is past `limits.max_body`,
+    // 1 MiB, which every other request keeps.)
     b.config(&format!(
-        "{}{}{}[limits]\nmax_body = \"64MiB\"\n",
-        rule("/git", "srv/git", "writable = [\"srv/git\"]\n"),
+        "{}{}{}",
+        rule(
+            "/git",
+            "srv/git",
+            "writable = [\"srv/git\"]\nmax_body = \"64MiB\"\n"
+        ),
         rule("/ro", "srv/readonly", ""),
         // A script that tries to write where no rule of its own allows.
         "[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n"

@@ -103,6 +103,7 @@ interpreter = "/bin/sh"
                 interpreter: None,
                 env: vec![],
                 writable: Vec::new(),
+                max_body: None,
             },
             CgiRule {
                 target: CgiTarget::Program {
@@ -115,12 +116,14 @@ interpreter = "/bin/sh"
                     ("B".into(), "2".into())
                 ],
                 writable: Vec::new(),
+                max_body: None,
             },
             CgiRule {
                 target: CgiTarget::Pattern("*.pl".into()),
                 interpreter: Some(PathBuf::from("/bin/sh")),
                 env: vec![],
                 writable: Vec::new(),
+                max_body: None,
             },
             CgiRule {
                 target: CgiTarget::Program {
@@ -130,6 +133,7 @@ interpreter = "/bin/sh"
                 interpreter: Some(PathBuf::from("/bin/sh")),
                 env: vec![],
                 writable: Vec::new(),
+                max_body: None,
             },
         ]
     );
@@ -159,7 +163,7 @@ fn each_rule_has_exactly_one_target() {
     );
     assert_eq!(
         err("[[cgi]]\npattern = \"*.cgi\"\nscript = \"x\"\n"),
-        "DIR/site.toml:4: unknown key \"cgi[1].script\"; expected one of \"url\", \"dir\", \"program\", \"pattern\", \"interpreter\", \"env\", \"writable\""
+        "DIR/site.toml:4: unknown key \"cgi[1].script\"; expected one of \"url\", \"dir\", \"program\", \"pattern\", \"interpreter\", \"env\", \"writable\", \"max_body\""
     );
 }
 

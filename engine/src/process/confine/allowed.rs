@@ -276,6 +276,7 @@ mod tests {
             max_fails: 1,
             keepalive: 0,
             keepalive_timeout: Duration::from_secs(60),
+            max_body: None,
         };
         new.site.fastcgi = vec![rule.clone(), rule];
         let one = Allowed {

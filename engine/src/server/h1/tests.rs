@@ -150,6 +150,7 @@ impl Script {
                 req: std::mem::take(&mut self.req),
                 started: self.now,
                 redirects: 0,
+                body_max: u64::MAX,
             };
             let wait = Wait::Check(AuthWait::new(held, false));
             let id = self.hold(wait);
@@ -165,6 +166,7 @@ impl Script {
                         req: std::mem::take(&mut self.req),
                         started: self.now,
                         redirects: 0,
+                        body_max: u64::MAX,
                     },
                     body: Vec::new(),
                     counted: 0,

@@ -34,7 +34,12 @@ impl Router {
             return Step::Next;
         }
         let protected = self.files[site].protected();
-        match scripts.find(&routing.scratch.path, protected, routing.client.now) {
+        let found = scripts.find(&routing.scratch.path, protected, routing.client.now);
+        if let Found::Script(script) = &found {
+            let rules = &self.cfg.site(site).fastcgi;
+            routing.body_max = rules.get(script.rule).and_then(|r| r.max_body);
+        }
+        match found {
             Found::No => Step::Next,
             Found::Refused(status, why, file) => {
                 routing

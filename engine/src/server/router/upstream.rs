@@ -45,6 +45,7 @@ impl Router {
         else {
             return Step::Next;
         };
+        routing.body_max = rule.max_body;
         let body = routing.req.body();
         if rule.buffer_request && !matches!(body, BodyFraming::None | BodyFraming::Length(0)) {
             return Step::Defer(Deferred::WholeBody(Resume(Resumed::Proxy { rule: i })));

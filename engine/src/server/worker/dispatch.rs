@@ -314,6 +314,7 @@ impl Worker {
             },
             scratch: &mut r.scratch,
             log: &mut self.logger,
+            body_max: None,
         };
         (&mut self.router, routing)
     }

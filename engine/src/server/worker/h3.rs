@@ -28,7 +28,7 @@ use crate::server::drain::Drain;
 use crate::server::exchange::Exchanges;
 use crate::server::h2::{request, Piece};
 use crate::server::h3::{head, stream, Answer, Session, FRAME};
-use crate::server::run::{Outcome, Run, Sink};
+use crate::server::run::{Fed, Outcome, Run, Sink};
 use crate::server::transport::{self, Link};
 use crate::sys::interleave::read_behind_prefixes;
 
@@ -556,21 +556,16 @@ impl Worker {
         id: u32,
         data: &[u8],
         (end, trailers): (bool, Option<&[u8]>),
-    ) -> bool {
-        let Some(input) = c
+    ) -> Fed {
+        let Some(run) = c
             .h3_mut()
             .and_then(|s| s.answer(id))
             .and_then(|a| a.run)
             .and_then(|ex| exchanges.run_mut(ex))
-            .and_then(|run| run.input())
         else {
-            return false;
+            return Fed::NoInput;
         };
-        input.feed(data);
-        if end {
-            input.end_with(trailers.unwrap_or_default());
-        }
-        true
+        run.feed_body(data, end.then(|| trailers.unwrap_or_default()))
     }
 
     /// Moves every produced answer on `c`'s streams forward.

@@ -39,6 +39,8 @@ pub(super) struct Request {
     pub(super) start: Instant,
     /// Buffers its handler writes the answer's head and body in.
     pub(super) scratch: Scratch,
+    /// The largest body its route takes (set by `Worker::route`).
+    pub(super) body_max: u64,
 }
 
 impl Request {
@@ -48,6 +50,7 @@ impl Request {
             req: OwnedRequest::default(),
             start: now,
             scratch: Scratch::default(),
+            body_max: u64::MAX,
         }
     }
 
@@ -66,6 +69,7 @@ impl Request {
             req: std::mem::take(&mut self.req),
             started: self.start,
             redirects,
+            body_max: self.body_max,
         }
     }
 
@@ -74,6 +78,7 @@ impl Request {
     pub(super) fn resume(&mut self, held: Held) -> u8 {
         self.req = held.req;
         self.start = held.started;
+        self.body_max = held.body_max;
         self.scratch.clear();
         held.redirects
     }
@@ -130,6 +135,7 @@ impl Pools {
         match self.request.take() {
             Some(mut r) => {
                 r.start = now;
+                r.body_max = u64::MAX;
                 r
             }
             None => Request::new_boxed(now),

@@ -243,7 +243,9 @@ impl Worker {
                 }
                 None => self.produced_timeout(&mut conn),
                 #[cfg(feature = "http2")]
-                Some(sid) if client_body => self.h2_run_body_timeout(&mut conn, sid),
+                Some(sid) if client_body => {
+                    self.h2_run_body_refused(&mut conn, sid, Status::REQUEST_TIMEOUT)
+                }
                 #[cfg(feature = "http2")]
                 Some(sid) => self.h2_run_timeout(&mut conn, sid),
                 #[cfg(not(feature = "http2"))]
@@ -440,7 +442,7 @@ mod h2 {
     use crate::server::conn::Conn;
     use crate::server::exchange::Exchanges;
     use crate::server::h2::Answer;
-    use crate::server::run::{Outcome, Run, Sink};
+    use crate::server::run::{Fed, Outcome, Run, Sink};
     #[cfg(feature = "http3")]
     use crate::server::worker::h2::streams::H3;
     use crate::server::worker::h2::streams::{upstream_time, Drove, H2};
@@ -481,29 +483,25 @@ mod h2 {
             id: u32,
             data: &[u8],
             (end_stream, trailers): (bool, Option<&[u8]>),
-        ) -> bool {
+        ) -> Fed {
             let Some(s) = c.proto.h2_mut() else {
-                return false;
+                return Fed::NoInput;
             };
-            let Some(input) = s
+            let Some(run) = s
                 .answers
                 .iter_mut()
                 .filter(|a| a.id == id)
                 .find_map(|a| a.run)
                 .and_then(|ex| exchanges.run_mut(ex))
-                .and_then(|run| run.input())
             else {
-                return false;
+                return Fed::NoInput;
             };
-            let closed = input.is_closed();
-            input.feed(data);
-            if end_stream {
-                input.end_with(trailers.unwrap_or_default());
-            }
-            if closed {
+            let end = end_stream.then(|| trailers.unwrap_or_default());
+            let fed = run.feed_body(data, end);
+            if fed == (Fed::Fed { closed: true }) {
                 s.conn.release(id, data.len());
             }
-            true
+            fed
         }
 
         /// Moves every produced answer on `c`'s streams forward.
@@ -584,17 +582,23 @@ mod h2 {
             self.h2_drive_stream(c, id, |run, sink, t| run.time_out(sink, t.log));
         }
 
-        /// The client of stream `id` of `c` sent none of the request body
-        /// its producer waits for in `timeouts.body`: answered 408 (or the
-        /// stream reset once its head went), the producer stopped (an
-        /// upstream's connection closes, the request cut short) and the
-        /// rest of the body dropped; the connection's other streams go on.
-        pub(in crate::server::worker) fn h2_run_body_timeout(&mut self, c: &mut Conn, id: u32) {
+        /// The request body of stream `id` of `c` is refused with `status`:
+        /// its client sent none of what its producer waits for in
+        /// `timeouts.body` (408), or more than its route takes (413). It
+        /// is answered so (or the stream reset once its head went), the
+        /// producer stopped (an upstream's connection closes, the request
+        /// cut short) and the rest of the body dropped; the connection's
+        /// other streams go on.
+        pub(in crate::server::worker) fn h2_run_body_refused(
+            &mut self,
+            c: &mut Conn,
+            id: u32,
+            status: Status,
+        ) {
             let Some(run) = c.stream_run(id).and_then(|ex| self.exchanges.run(ex)) else {
                 return;
             };
             let framing = run.request.req.body();
-            let status = Status::REQUEST_TIMEOUT;
             #[cfg(feature = "http3")]
             if c.speaks_h3() {
                 self.h3_drive_stream(c, id, |run, sink, t| run.refuse_body(sink, status, t.log));

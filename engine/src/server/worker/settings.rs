@@ -19,8 +19,8 @@ pub(super) struct Settings {
     pub(super) limits: parse::Limits,
     /// The request body decoder's limits, before routing: `max_body` is
     /// the largest any request may have (`limits.max_body`, or above it
-    /// a `[[webdav]]` rule's `max_upload`); the route then bounds each
-    /// body by its own (`Worker::route`).
+    /// a `[[webdav]]` rule's `max_upload` or another rule's `max_body`);
+    /// the route then bounds each body by its own (`Worker::route`).
     pub(super) body_limits: BodyLimits,
     /// The HTTP/2 limits of its connections (`[http2]`'s), shared.
     #[cfg(feature = "http2")]
@@ -35,11 +35,27 @@ impl Settings {
             max_head: cfg.limits.max_header_bytes,
             max_headers: cfg.limits.max_headers.min(MAX_HEADERS),
         };
-        let writable = SiteConfig::all(&cfg).flat_map(|s| s.webdav.iter().filter(|r| !r.read_only));
+        let mut max_body = cfg.limits.max_body;
+        for s in SiteConfig::all(&cfg) {
+            let writable = s
+                .webdav
+                .iter()
+                .filter(|r| !r.read_only)
+                .map(|r| r.max_upload);
+            let cgi = s.cgi.iter().map(|r| r.max_body);
+            for m in writable.chain(cgi).flatten() {
+                max_body = max_body.max(m);
+            }
+            #[cfg(feature = "upstreams")]
+            for m in (s.reverse_proxy.iter().map(|r| r.max_body))
+                .chain(s.fastcgi.iter().map(|r| r.max_body))
+                .flatten()
+            {
+                max_body = max_body.max(m);
+            }
+        }
         let body_limits = BodyLimits {
-            max_body: writable
-                .filter_map(|r| r.max_upload)
-                .fold(cfg.limits.max_body, u64::max),
+            max_body,
             max_chunk_ext: MAX_CHUNK_EXT,
             max_trailers: cfg.limits.max_header_bytes,
         };

@@ -60,13 +60,16 @@ impl Worker {
     ) -> Option<Plan> {
         let (router, mut routing) = self.routing(c, r);
         let routed = router.route(&mut routing);
+        let rule_max = routing.body_max;
         // Every body is bounded by `limits.max_body` but a `[[webdav]]`
-        // PUT's, by its `max_upload` (before routing, the largest of them
-        // was let in: `Settings::body_limits`). A request waiting for a
+        // PUT's, by its `max_upload`, and one a `[[cgi]]`, `[[fastcgi]]`
+        // or `[[reverse_proxy]]` rule with `max_body` takes, by that
+        // (before routing, the largest of them was let in:
+        // `Settings::body_limits`). A request waiting for a
         // password check is routed again after it, and bounded then; one
         // answered without its body (a 401, a 404) keeps its answer, its
         // body read and dropped.
-        let max = self.settings.cfg.limits.max_body;
+        let max = rule_max.unwrap_or(self.settings.cfg.limits.max_body);
         let (max, takes_body) = match &routed {
             Routed::Defer(Deferred::Verify(_)) => (self.settings.body_limits.max_body, false),
             Routed::Defer(Deferred::WholeBody(resume)) => (resume.body_max().unwrap_or(max), true),
@@ -81,6 +84,7 @@ impl Worker {
         if let Some(d) = decoder {
             d.bound(max);
         }
+        r.body_max = max;
         let wait = match routed {
             Routed::Answer(plan) => return Some(plan),
             Routed::Defer(Deferred::Verify(check)) => {
@@ -96,6 +100,7 @@ impl Worker {
                 body: resume.take_body(),
                 resume: Box::new(resume),
                 held: r.hold(redirects),
+                max,
             }),
         };
         let ex = self.exchange(c, stream, wait);
@@ -357,7 +362,7 @@ impl Worker {
                 }
             }
             Some(Wait::Whole(w)) => {
-                if w.body.len() > w.resume.body_max().unwrap_or(max) {
+                if w.body.len() > w.max {
                     Status::CONTENT_TOO_LARGE
                 } else if let Some(e) = w.body.take_error() {
                     self.logger.log(

@@ -103,6 +103,7 @@ mod tests {
                     req: Default::default(),
                     started: std::time::Instant::now(),
                     redirects: 0,
+                    body_max: u64::MAX,
                 },
                 body: Vec::new(),
                 counted: 0,

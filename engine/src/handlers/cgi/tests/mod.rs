@@ -18,5 +18,6 @@ fn rule(target: CgiTarget) -> CgiRule {
         interpreter: None,
         env: Vec::new(),
         writable: Vec::new(),
+        max_body: None,
     }
 }

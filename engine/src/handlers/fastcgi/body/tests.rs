@@ -446,6 +446,7 @@ fn tries(to: Vec<Upstream>) -> (crate::handlers::proxy::balance::Shared, Tries) 
         max_fails: 1,
         keepalive: 0,
         keepalive_timeout: Duration::from_secs(60),
+        max_body: None,
     };
     let group = crate::handlers::proxy::balance::Group::fastcgi(&rule);
     let group = Rc::new(std::cell::RefCell::new(group));

@@ -129,6 +129,7 @@ fn cgi_child() {
                 interpreter: None,
                 env: Vec::new(),
                 writable: Vec::new(),
+                max_body: None,
             }],
             ..Config::default().site
         },
@@ -182,6 +183,7 @@ fn writable_child() {
         interpreter: None,
         env: Vec::new(),
         writable,
+        max_body: None,
     };
     let cfg = Config {
         site: crate::config::SiteConfig {
@@ -441,6 +443,7 @@ fn temp_dir_is_writable_where_bodies_are_held_whole() {
         max_fails: 1,
         keepalive: 0,
         keepalive_timeout: d,
+        max_body: None,
     }];
     assert!(temp(&cfg), "fastcgi");
 }

@@ -9,6 +9,7 @@ use crate::config::Level;
 use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
+use crate::server::run::Fed;
 use crate::server::waits::Wait;
 use crate::server::worker::Worker;
 
@@ -23,12 +24,17 @@ impl Worker {
         trailers: Option<&[u8]>,
     ) {
         let end = (end_stream, trailers);
-        #[cfg(feature = "http3")]
-        if c.speaks_h3() && Self::h3_run_data(c, &mut self.exchanges, id, data, end) {
-            return;
-        }
-        if Self::h2_run_data(c, &mut self.exchanges, id, data, end) {
-            return;
+        let fed = match c.speaks_h3() {
+            #[cfg(feature = "http3")]
+            true => Self::h3_run_data(c, &mut self.exchanges, id, data, end),
+            _ => Self::h2_run_data(c, &mut self.exchanges, id, data, end),
+        };
+        match fed {
+            Fed::NoInput => {}
+            Fed::Fed { .. } => return,
+            // (Past its route's largest body, with no length to refuse
+            // it by at its head: HTTP/1.1's decoder refuses it the same.)
+            Fed::TooLarge => return self.h2_run_body_refused(c, id, Status::CONTENT_TOO_LARGE),
         }
         let ex = c.wait_id(Some(id));
         let checking = matches!(

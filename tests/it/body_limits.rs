@@ -1,0 +1,118 @@
+//! A rule's own `max_body` (`[[cgi]]`, `[[reverse_proxy]]`,
+//! `[[fastcgi]]`): the bodies it takes may be larger than
+//! `limits.max_body` (a `git push` through git-http-backend, an upload
+//! application behind the proxy), every other request keeps the limit,
+//! whether the body says its length, is chunked and held whole, or
+//! streams over HTTP/2 with no length (which was not bounded at all).
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::common::*;
+
+/// `[limits] max_body` 64 KiB; `/big/` CGI scripts take up to 3 MiB,
+/// `/cgi-bin/` ones the limit; each script says how many bytes it read.
+fn site() -> Server {
+    let mut b = Builder::new();
+    for dir in ["big", "cgi-bin"] {
+        let path = b.base().join(dir).join("count.sh");
+        write_file(
+            &path,
+            b"#!/bin/sh\necho 'Content-Type: text/plain'\necho\nwc -c | tr -d ' '\n",
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    b.config(
+        "[limits]\nmax_body = \"64KiB\"\n\
+         [[cgi]]\nurl = \"/big/\"\ndir = \"big\"\nmax_body = \"3MiB\"\n\
+         [[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n",
+    );
+    b.start()
+}
+
+fn post(s: &Server, path: &str, body: &[u8], chunked: bool) -> Response {
+    let (framing, body) = match chunked {
+        true => (
+            "Transfer-Encoding: chunked".to_string(),
+            chunked_body(body, 60_000),
+        ),
+        false => (format!("Content-Length: {}", body.len()), body.to_vec()),
+    };
+    let mut raw =
+        format!("POST {path} HTTP/1.1\r\nHost: x\r\n{framing}\r\nConnection: close\r\n\r\n")
+            .into_bytes();
+    raw.extend_from_slice(&body);
+    s.request(&raw)
+}
+
+#[test]
+fn a_cgi_rule_s_max_body_lets_its_scripts_take_more_and_no_other() {
+    let s = site();
+    let body = vec![b'x'; 1_000_000];
+    for chunked in [false, true] {
+        let r = post(&s, "/big/count.sh", &body, chunked);
+        assert_eq!(
+            (r.status, r.text()),
+            (200, "1000000\n".into()),
+            "chunked {chunked}"
+        );
+        let r = post(&s, "/cgi-bin/count.sh", &body, chunked);
+        assert_eq!(r.status, 413, "chunked {chunked}");
+    }
+    // Past the rule's own, 413 too.
+    let r = post(&s, "/big/count.sh", &vec![b'x'; 4 << 20], true);
+    assert_eq!(r.status, 413);
+}
+
+#[cfg(feature = "http2")]
+#[test]
+fn over_http_2_a_body_with_no_length_is_bounded_too() {
+    use crate::common::h2::H2;
+    let s = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let body = vec![b'x'; 1_000_000];
+    let ids = [
+        c.request("POST", "/big/count.sh", &[], Some(&body)),
+        c.request("POST", "/cgi-bin/count.sh", &[], Some(&body)),
+    ];
+    let a = c.answers(&ids);
+    assert_eq!((a[0].status(), &a[0].body[..]), ("200", &b"1000000\n"[..]));
+    assert_eq!(a[1].status(), "413");
+}
+
+/// A proxy rule's `max_body` bounds a body that streams upstream with no
+/// length (over HTTP/2): the limit's 64 KiB once was no bound at all.
+#[cfg(all(feature = "http2", feature = "upstreams"))]
+#[test]
+fn a_body_streamed_upstream_with_no_length_is_bounded_by_its_rule() {
+    use crate::common::h2::H2;
+    use crate::reverse_proxy::{Say, Upstream};
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[limits]\nmax_body = \"64KiB\"\n\
+         [[reverse_proxy]]\npath = \"/big/\"\nto = \"http://{0}\"\nmax_body = \"1MiB\"\n\
+         [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{0}\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let body = vec![b'y'; 200_000];
+    let id = c.request("PUT", "/api/f", &[], Some(&body));
+    assert_eq!(c.answers(&[id])[0].status(), "413");
+    let id = c.request("PUT", "/big/f", &[], Some(&body));
+    assert_eq!(c.answers(&[id])[0].status(), "201");
+    let got = up.requests();
+    let last = got.last().expect("a request upstream");
+    assert!(
+        last.starts_with("PUT /big/f HTTP/1.1\r\n"),
+        "{}",
+        &last[..100]
+    );
+    assert!(
+        last.contains("Transfer-Encoding: chunked\r\n"),
+        "{}",
+        &last[..300]
+    );
+}
