@@ -383,10 +383,11 @@ impl Conn {
     /// its rest not wanted).
     pub fn forget(&mut self, id: u64) {
         let stream = self.requests.remove(&id);
-        if stream.is_some_and(|r| r.phase == Phase::Head) {
-            // (Its head, which may reference the dynamic table, will not
-            // be read: the encoder no longer waits for its
-            // acknowledgement, RFC 9204 §4.4.2.)
+        if stream.is_some_and(|r| r.phase != Phase::Trailers) {
+            // (Its head, or the trailers that may follow its body, which
+            // may reference the dynamic table, will not be read: the
+            // encoder no longer waits for their acknowledgement, RFC 9204
+            // §4.4.2, "abandons reading".)
             self.decoder.say(id, 6, 0x40);
         }
         self.uni.remove(&id);

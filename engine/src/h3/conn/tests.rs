@@ -166,12 +166,18 @@ fn the_encoder_stream_builds_the_table_and_brisk_acknowledges_what_it_used() {
     assert_eq!(c.decoder_bytes(), [0x04, 0x84]);
     c.decoder_sent(2);
     // A stream whose head is never read is cancelled (Stream
-    // Cancellation 8); one whose head was read is not.
+    // Cancellation 8); one that ended is not; one whose body is left
+    // unread (its answer did not need it) is, as trailers may follow
+    // (Stream Cancellation 12).
     assert_eq!(c.request_data(8, &h[..3], false, &mut |_| {}), Ok(()));
     c.forget(8);
     assert_eq!(c.decoder_bytes(), [0x48]);
     c.forget(4);
     assert_eq!(c.decoder_bytes(), [0x48]);
+    assert_eq!(c.request_data(12, &h, false, &mut |_| {}), Ok(()));
+    assert_eq!(c.decoder_bytes(), [0x48, 0x8c]);
+    c.forget(12);
+    assert_eq!(c.decoder_bytes(), [0x48, 0x8c, 0x4c]);
     // An insertion the table cannot take closes the connection: capacity
     // 1 (which evicts all), then an entry of 33 bytes.
     assert_eq!(
