@@ -208,12 +208,13 @@ impl Run {
             return Fed::NoInput;
         };
         // (An extended CONNECT's DATA are a tunnel's bytes, no body: its
-        // request is the WebSocket handshake it stands for.)
+        // request is the WebSocket handshake it stands for. Bytes for an
+        // input already closed are dropped: nothing to refuse.)
+        let closed = input.is_closed();
         self.fed += data.len() as u64;
-        if self.fed > max && self.request.req.field(Field::Upgrade).is_none() {
+        if !closed && self.fed > max && self.request.req.field(Field::Upgrade).is_none() {
             return Fed::TooLarge;
         }
-        let closed = input.is_closed();
         input.feed(data);
         if let Some(trailers) = end {
             input.end_with(trailers);
