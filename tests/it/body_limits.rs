@@ -48,6 +48,10 @@ fn post(s: &Server, path: &str, body: &[u8], chunked: bool) -> Response {
 fn a_cgi_rule_s_max_body_lets_its_scripts_take_more_and_no_other() {
     let s = site();
     let body = vec![b'x'; 1_000_000];
+    // (Refused bodies are over their limit by less than what brisk reads
+    // and drops after its answer, 256 KiB: this client writes all before
+    // it reads, and would meet a closed socket.)
+    let over = &body[..(64 << 10) + 100_000];
     for chunked in [false, true] {
         let r = post(&s, "/big/count.sh", &body, chunked);
         assert_eq!(
@@ -55,11 +59,11 @@ fn a_cgi_rule_s_max_body_lets_its_scripts_take_more_and_no_other() {
             (200, "1000000\n".into()),
             "chunked {chunked}"
         );
-        let r = post(&s, "/cgi-bin/count.sh", &body, chunked);
+        let r = post(&s, "/cgi-bin/count.sh", over, chunked);
         assert_eq!(r.status, 413, "chunked {chunked}");
     }
     // Past the rule's own, 413 too.
-    let r = post(&s, "/big/count.sh", &vec![b'x'; 4 << 20], true);
+    let r = post(&s, "/big/count.sh", &vec![b'x'; (3 << 20) + 100_000], true);
     assert_eq!(r.status, 413);
 }
 
