@@ -679,16 +679,17 @@ impl Dotfiles {
     /// Whether a request for the normalised `path` is refused for one of
     /// its segments: a dotfile unless they are allowed, and brisk's own
     /// names ([`crate::http::path::is_own_name`]) always.
+    #[inline]
     pub fn refuses(self, path: &[u8]) -> bool {
         use crate::http::path;
         match self {
             Dotfiles::Allow => path::has_own_segment(path),
             // (A dotfile check covers the own names but vfat's aliases,
-            // which have a `~`.)
-            _ => {
-                path::has_dotfile_segment(path)
-                    || path.contains(&b'~') && path::has_own_segment(path)
-            }
+            // which have a `~`: one pass looks for both, on every request.)
+            _ => match path::dots_and_tildes(path) {
+                (true, _) => true,
+                (false, tilde) => tilde && path::has_own_segment(path),
+            },
         }
     }
 }

@@ -254,16 +254,51 @@ pub fn has_own_segment(path: &[u8]) -> bool {
     path.split(|&b| b == b'/').any(is_own_name)
 }
 
+/// In one pass over a normalised `path`: whether a segment starts with
+/// `.` (as [`has_dotfile_segment`] says) and whether it holds a `~`.
+/// Every request's path goes through it (`Dotfiles::refuses`), so it
+/// looks at eight bytes at a time.
+#[inline]
+pub fn dots_and_tildes(path: &[u8]) -> (bool, bool) {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte of `w` that is `c`, and no other.
+    let eq = |w: u64, c: u8| {
+        let x = w ^ (LO * u64::from(c));
+        !(((x & !HI) + !HI) | x) & HI
+    };
+    // A first segment `.well-known` is exempt (RFC 8615): the scan starts
+    // after it.
+    let first = path.iter().position(|&b| b != b'/').unwrap_or(path.len());
+    let rest = match path[first..].strip_prefix(b".well-known") {
+        Some(after) if after.first().is_none_or(|&b| b == b'/') => after,
+        _ => path,
+    };
+    // (The byte before the first is a separator, as a `/` is.)
+    let (mut after_slash, mut dot, mut tilde) = (0x80u64, 0u64, 0u64);
+    let mut chunks = rest.chunks_exact(8);
+    let mut scan = |w: u64| {
+        let slash = eq(w, b'/');
+        dot |= ((slash << 8) | after_slash) & eq(w, b'.');
+        tilde |= eq(w, b'~');
+        after_slash = slash >> 56;
+    };
+    for chunk in &mut chunks {
+        scan(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+    }
+    // (The last bytes, zeros after them: a zero is none of the three.)
+    let last = (chunks.remainder().iter().rev()).fold(0u64, |w, &b| w << 8 | u64::from(b));
+    scan(last);
+    (dot != 0, tilde != 0)
+}
+
 /// Whether any segment of a normalised path starts with `.`
 /// (`/.git/config`, `/a/.htpasswd`); a first segment `.well-known` is exempt.
 ///
 /// `.well-known` (RFC 8615) is exempt only at the top, where the RFC puts
 /// it; anything dotted below it (`/.well-known/.secret`) still counts.
 pub fn has_dotfile_segment(path: &[u8]) -> bool {
-    path.split(|&b| b == b'/')
-        .filter(|seg| !seg.is_empty())
-        .enumerate()
-        .any(|(i, seg)| seg[0] == b'.' && !(i == 0 && seg == b".well-known"))
+    dots_and_tildes(path).0
 }
 
 #[cfg(test)]
@@ -631,6 +666,31 @@ mod tests {
         assert!(!has_dotfile_segment(b"/a/b.c/d."));
         assert!(!has_dotfile_segment(b"/index.html"));
         assert!(!has_dotfile_segment(b"/a/x.git/"));
+        // Across the eight-byte words it reads (a `/` ending one, the `.`
+        // beginning the next), and bytes past 0x7f.
+        assert!(has_dotfile_segment(b"/aaaaaa/.x"));
+        assert!(has_dotfile_segment(b"/aaaaaaaaaaaaaa/.x"));
+        assert!(!has_dotfile_segment(b"/aaaaaa\xff.x/\xae\xaf"));
+        assert_eq!(dots_and_tildes(b"/aaaaaaaaaaaaaa~"), (false, true));
+        // The same as splitting the path into its segments, for every path
+        // of up to six bytes of `/`, `.`, `a`, `~` and `.well-known` pieces.
+        let pieces: [&[u8]; 5] = [b"/", b".", b"a", b"~", b".well-known"];
+        let mut paths: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<u8>> = paths
+                .iter()
+                .flat_map(|p| pieces.iter().map(move |x| [&p[..], x].concat()))
+                .collect();
+            paths.extend(longer);
+        }
+        for p in &paths {
+            let split = p
+                .split(|&b| b == b'/')
+                .filter(|seg| !seg.is_empty())
+                .enumerate()
+                .any(|(i, seg)| seg[0] == b'.' && !(i == 0 && seg == b".well-known"));
+            assert_eq!(dots_and_tildes(p), (split, p.contains(&b'~')), "{:?}", p);
+        }
     }
 
     #[test]
