@@ -274,21 +274,22 @@ pub fn dots_and_tildes(path: &[u8]) -> (bool, bool) {
         Some(after) if after.first().is_none_or(|&b| b == b'/') => after,
         _ => path,
     };
-    // (The byte before the first is a separator, as a `/` is.)
+    // (The byte before the first is a separator, as a `/` is; the last
+    // word has zeros after the path's bytes, and a zero is none of the
+    // three.)
     let (mut after_slash, mut dot, mut tilde) = (0x80u64, 0u64, 0u64);
-    let mut chunks = rest.chunks_exact(8);
-    let mut scan = |w: u64| {
+    let mut at = 0;
+    while at < rest.len() {
+        let w = match rest.get(at..at + 8) {
+            Some(word) => u64::from_le_bytes(word.try_into().expect("8 bytes")),
+            None => (rest[at..].iter().rev()).fold(0u64, |w, &b| w << 8 | u64::from(b)),
+        };
         let slash = eq(w, b'/');
         dot |= ((slash << 8) | after_slash) & eq(w, b'.');
         tilde |= eq(w, b'~');
         after_slash = slash >> 56;
-    };
-    for chunk in &mut chunks {
-        scan(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        at += 8;
     }
-    // (The last bytes, zeros after them: a zero is none of the three.)
-    let last = (chunks.remainder().iter().rev()).fold(0u64, |w, &b| w << 8 | u64::from(b));
-    scan(last);
     (dot != 0, tilde != 0)
 }
 
