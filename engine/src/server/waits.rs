@@ -131,8 +131,6 @@ pub struct WholeBody {
     pub held: Held,
     /// The body so far.
     pub body: Spool,
-    /// The largest it may be (`limits.max_body`, or its rule's).
-    pub max: u64,
 }
 
 #[cfg(test)]

@@ -100,7 +100,6 @@ impl Worker {
                 body: resume.take_body(),
                 resume: Box::new(resume),
                 held: r.hold(redirects),
-                max,
             }),
         };
         let ex = self.exchange(c, stream, wait);
@@ -362,7 +361,7 @@ impl Worker {
                 }
             }
             Some(Wait::Whole(w)) => {
-                if w.body.len() > w.max {
+                if w.body.len() > w.held.body_max {
                     Status::CONTENT_TOO_LARGE
                 } else if let Some(e) = w.body.take_error() {
                     self.logger.log(
