@@ -426,8 +426,9 @@ pub struct Http3Config {
     /// first packet is answered with a Retry (address validation); 0:
     /// every new client.
     pub retry_above: u32,
-    /// RESET_STREAM and STOP_SENDING frames a client may send in
-    /// `flood_window` before its connection is closed (H3_EXCESSIVE_LOAD).
+    /// RESET_STREAM and STOP_SENDING frames a client may send (and
+    /// streams it makes us reset) in `flood_window` before its connection
+    /// is closed (H3_EXCESSIVE_LOAD).
     pub max_cancels: u32,
     /// The window `max_cancels` counts in.
     pub flood_window: std::time::Duration,
@@ -469,7 +470,8 @@ pub struct Http2Config {
     pub header_table_size: u32,
     /// CONTINUATION frames a header block may take.
     pub max_continuations: u32,
-    /// Streams cancelled, refused or malformed per 10 s (rapid reset).
+    /// Streams cancelled, refused, malformed or reset for the client's
+    /// fault per 10 s (rapid reset, "MadeYouReset").
     pub max_resets: u32,
     /// SETTINGS, PING and PRIORITY frames per 10 s.
     pub max_control_frames: u32,

@@ -409,7 +409,7 @@ impl Conn {
                     }
                     *pos += n;
                     self.phase = Phase::Frames;
-                    if let Some(ev) = self.open_upgraded() {
+                    if let Some(ev) = self.open_upgraded(now) {
                         return ev;
                     }
                     continue;
@@ -447,7 +447,7 @@ impl Conn {
         let frame = match frame::decode(head, payload) {
             Ok(f) => f,
             Err(FrameError::Connection(code, why)) => return Some(self.fail(code, why)),
-            Err(FrameError::Stream(id, code, _)) => return self.reset_stream(id, code),
+            Err(FrameError::Stream(id, code, _)) => return self.fault_stream(id, code, now),
         };
         match frame {
             Frame::Data {
@@ -477,7 +477,7 @@ impl Conn {
                 }
                 if priority.depends_on == stream {
                     // §5.3.1: a stream cannot depend on itself.
-                    return self.reset_stream(stream, ErrorCode::Protocol);
+                    return self.fault_stream(stream, ErrorCode::Protocol, now);
                 }
                 None
             }
@@ -502,7 +502,7 @@ impl Conn {
                 self.peer_goaway = true;
                 Some(Event::GoAway)
             }
-            Frame::WindowUpdate { stream, increment } => self.window_update(stream, increment),
+            Frame::WindowUpdate { stream, increment } => self.window_update(stream, increment, now),
             Frame::PushPromise { .. } => {
                 Some(self.fail(ErrorCode::Protocol, "PUSH_PROMISE from a client"))
             }
@@ -559,7 +559,7 @@ impl Conn {
         let s = &mut self.streams[i];
         if !s.recv_open {
             self.release_conn(flow);
-            return self.reset_stream(id, ErrorCode::StreamClosed);
+            return self.fault_stream(id, ErrorCode::StreamClosed, now);
         }
         if s.discard.is_some() {
             // (Discarded or not, a body must match its content-length:
@@ -571,7 +571,7 @@ impl Conn {
             };
             if wrong {
                 self.release_conn(flow);
-                return self.reset_stream(id, ErrorCode::Protocol);
+                return self.fault_stream(id, ErrorCode::Protocol, now);
             }
         }
         if let Some(left) = s.discard.as_mut() {
@@ -596,12 +596,12 @@ impl Conn {
         s.recv_window -= flow as i64;
         if s.recv_window < 0 {
             self.release_conn(flow);
-            return self.reset_stream(id, ErrorCode::FlowControl);
+            return self.fault_stream(id, ErrorCode::FlowControl, now);
         }
         s.received += data.len() as u64;
         if s.content_length.is_some_and(|n| s.received > n) {
             self.release_conn(flow);
-            return self.reset_stream(id, ErrorCode::Protocol);
+            return self.fault_stream(id, ErrorCode::Protocol, now);
         }
         // Padding is never handed on: its credit comes back at once.
         let padding = flow - data.len() as u32;
@@ -632,12 +632,12 @@ impl Conn {
         id: u32,
         data: &'a [u8],
         trailers: bool,
-        _now: Instant,
+        now: Instant,
     ) -> Option<Event<'a>> {
         let s = self.stream(id)?;
         s.recv_open = false;
         if s.content_length.is_some_and(|n| n != s.received) {
-            return self.reset_stream(id, ErrorCode::Protocol);
+            return self.fault_stream(id, ErrorCode::Protocol, now);
         }
         if !s.send_open {
             self.remove(id);
@@ -723,7 +723,7 @@ impl Conn {
         None
     }
 
-    fn window_update<'a>(&mut self, id: u32, increment: u32) -> Option<Event<'a>> {
+    fn window_update<'a>(&mut self, id: u32, increment: u32, now: Instant) -> Option<Event<'a>> {
         if id == 0 {
             if increment == 0 {
                 return Some(self.fail(ErrorCode::Protocol, "WINDOW_UPDATE of 0"));
@@ -739,11 +739,11 @@ impl Conn {
         }
         let s = self.stream(id)?;
         if increment == 0 {
-            return self.reset_stream(id, ErrorCode::Protocol);
+            return self.fault_stream(id, ErrorCode::Protocol, now);
         }
         s.send_window += increment as i64;
         if s.send_window > frame::MAX_WINDOW {
-            return self.reset_stream(id, ErrorCode::FlowControl);
+            return self.fault_stream(id, ErrorCode::FlowControl, now);
         }
         None
     }
@@ -757,6 +757,16 @@ impl Conn {
             self.streams.clear();
         }
         Event::Close
+    }
+
+    /// A stream error the client caused (§5.4.2). Counted with resets:
+    /// a client can open streams and make us reset them as cheaply as
+    /// it can cancel them ("MadeYouReset", CVE-2025-8671).
+    fn fault_stream<'a>(&mut self, id: u32, code: ErrorCode, now: Instant) -> Option<Event<'a>> {
+        if let Some(ev) = self.spend_reset(now) {
+            return Some(ev);
+        }
+        self.reset_stream(id, code)
     }
 
     /// A stream error (§5.4.2): RST_STREAM; the application hears of it

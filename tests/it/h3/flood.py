@@ -8,6 +8,12 @@ and prints one JSON document on stdout. Modes:
     STOP_SENDING, H3_REQUEST_CANCELLED), waiting for the server's stream
     credit when it runs out; stops when the server closes the connection.
       {"cancelled": N, "terminated": [CODE, REASON] or null}
+    With "overrun": true, each stream is instead made to be reset by the
+    server: its HEADERS say content-length 1, then come 2 bytes of DATA
+    and the stream's end (a stream error, H3_MESSAGE_ERROR, RFC 9114
+    §4.1.2; the client never cancels anything, and it does not answer
+    the server's STOP_SENDING with a RESET_STREAM, as an attacker would
+    not).
   "raw": on one connection, "request" (hex) written on a new request
     stream (ended), and "encoder" (hex) on the client's own QPACK encoder
     stream (after its type byte, which aioquic sent); then waits up to
@@ -91,6 +97,12 @@ async def resets(spec, client):
         (b":authority", b"a.test"),
         (b":path", spec.get("path", "/").encode()),
     ]
+    if spec.get("overrun"):
+        # (aioquic answers STOP_SENDING with RESET_STREAM even for a stream
+        # it has ended: here the frame is read and ignored.)
+        handlers = quic._QuicConnection__frame_handlers
+        handlers[0x05] = (lambda ctx, kind, buf: (buf.pull_uint_var(), buf.pull_uint_var()),
+                          handlers[0x05][1])
     cancelled = 0
     deadline = time.monotonic() + spec.get("timeout", 30)
     while cancelled < spec["streams"] and client.terminated is None:
@@ -102,9 +114,13 @@ async def resets(spec, client):
             await asyncio.sleep(0.002)
         if client.terminated is not None:
             break
-        client.h3.send_headers(sid, fields, end_stream=False)
-        quic.reset_stream(sid, H3_REQUEST_CANCELLED)
-        quic.stop_stream(sid, H3_REQUEST_CANCELLED)
+        if spec.get("overrun"):
+            client.h3.send_headers(sid, fields + [(b"content-length", b"1")])
+            client.h3.send_data(sid, b"xy", end_stream=True)
+        else:
+            client.h3.send_headers(sid, fields, end_stream=False)
+            quic.reset_stream(sid, H3_REQUEST_CANCELLED)
+            quic.stop_stream(sid, H3_REQUEST_CANCELLED)
         client.transmit()
         cancelled += 1
         if cancelled % 20 == 0:

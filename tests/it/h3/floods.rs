@@ -47,6 +47,17 @@ fn still_serves(s: &Server) {
 /// aioquic.
 fn cancel_flood(s: &Server, closed_after: std::ops::RangeInclusive<u64>) -> Option<()> {
     let spec = json!({"mode": "reset", "streams": 2000, "path": "/index.html"});
+    flood_closes(s, spec, closed_after)
+}
+
+/// The flood `spec` on one connection to `s`: closed with
+/// H3_EXCESSIVE_LOAD after a number of streams within `closed_after`,
+/// and a new client is still served.
+fn flood_closes(
+    s: &Server,
+    spec: Value,
+    closed_after: std::ops::RangeInclusive<u64>,
+) -> Option<()> {
     let out = flood(s, spec)?;
     assert_eq!(
         out["terminated"],
@@ -73,6 +84,18 @@ fn streams_opened_and_cancelled_in_a_loop_close_the_connection() {
     }
     let grew = peak_kib(&s).saturating_sub(before);
     assert!(grew < 8 * 1024, "peak RSS grew by {grew} KiB");
+}
+
+#[test]
+fn streams_the_client_makes_the_server_reset_are_counted_as_cancels() {
+    // "MadeYouReset" (CVE-2025-8671, as HTTP/2's): each stream's body
+    // overruns its content-length, a stream error; the client cancels
+    // nothing, and its ended streams give their credit back. Each counts
+    // once: closed past 400 of them, where without the count all 2000
+    // go.
+    let s = server(&[("index.html", b"hello\n")]);
+    let spec = json!({"mode": "reset", "overrun": true, "streams": 2000, "path": "/index.html"});
+    flood_closes(&s, spec, 400..=600);
 }
 
 #[test]

@@ -46,11 +46,7 @@ impl Conn {
             } else if self_dep {
                 Then::Refuse(ErrorCode::Protocol)
             } else if self.streams.len() >= self.limits.max_concurrent_streams as usize {
-                // §5.1.2: over SETTINGS_MAX_CONCURRENT_STREAMS. Counted
-                // with resets: refusing costs us as much as a cancel.
-                if let Some(ev) = self.spend_reset(now) {
-                    return Some(ev);
-                }
+                // §5.1.2: over SETTINGS_MAX_CONCURRENT_STREAMS.
                 Then::Refuse(ErrorCode::RefusedStream)
             } else {
                 Then::Open
@@ -135,34 +131,37 @@ impl Conn {
         let malformed = self.request.as_mut().and_then(|r| r.finish());
         match b.then {
             Then::Drop => None,
-            Then::Refuse(code) => self.reset_stream(b.stream, code),
+            // Refused, like a cancel, costs us a block's decoding: it is
+            // counted with resets.
+            Then::Refuse(code) => self.fault_stream(b.stream, code, now),
             Then::Trailers => {
                 if malformed.is_some() {
-                    return self.reset_stream(b.stream, ErrorCode::Protocol);
+                    return self.fault_stream(b.stream, ErrorCode::Protocol, now);
                 }
                 self.end_body(b.stream, &[], true, now)
             }
             Then::Open => {
                 if malformed.is_some() {
-                    // §8.1.1: a malformed request is a stream error; a
-                    // client that keeps sending them pays as for resets.
+                    // §8.1.1: a malformed request is a stream error.
                     self.last_stream = b.stream;
-                    if let Some(ev) = self.spend_reset(now) {
-                        return Some(ev);
-                    }
-                    return self.reset_stream(b.stream, ErrorCode::Protocol);
+                    return self.fault_stream(b.stream, ErrorCode::Protocol, now);
                 }
-                self.open(b.stream, b.end_stream)
+                self.open(b.stream, b.end_stream, now)
             }
         }
     }
 
     /// Opens stream `id` for the request just decoded.
-    pub(super) fn open<'a>(&mut self, id: u32, end_stream: bool) -> Option<Event<'a>> {
+    pub(super) fn open<'a>(
+        &mut self,
+        id: u32,
+        end_stream: bool,
+        now: Instant,
+    ) -> Option<Event<'a>> {
         let content_length = self.request().content_length();
         if end_stream && content_length.is_some_and(|n| n > 0) {
             // §8.1.1: content-length and the DATA sent must agree.
-            return self.reset_stream(id, ErrorCode::Protocol);
+            return self.fault_stream(id, ErrorCode::Protocol, now);
         }
         self.streams.push(Stream {
             id,

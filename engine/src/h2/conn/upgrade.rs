@@ -50,10 +50,10 @@ impl Conn {
     }
 
     /// Opens stream 1 for the upgraded request, once the preface is in.
-    pub(super) fn open_upgraded<'a>(&mut self) -> Option<Event<'a>> {
+    pub(super) fn open_upgraded<'a>(&mut self, now: Instant) -> Option<Event<'a>> {
         if !std::mem::take(&mut self.upgraded) {
             return None;
         }
-        self.open(1, true)
+        self.open(1, true, now)
     }
 }

@@ -16,16 +16,7 @@ impl Script {
 
 /// Rapid reset (CVE-2023-44487): streams opened and cancelled at once.
 fn open_and_cancel(n: u32) -> (Vec<String>, Vec<Sent>) {
-    let mut s = Script::new(Limits::default());
-    let mut input = Vec::new();
-    for i in 0..n {
-        let id = 1 + 2 * i;
-        headers(&mut input, id, &get("/"), flag::END_HEADERS);
-        rst(&mut input, id);
-    }
-    s.feed(&input);
-    let sent = s.take();
-    (s.events, sent)
+    made_to_reset(n, rst)
 }
 
 #[test]
@@ -230,4 +221,72 @@ fn frames_on_closed_streams_are_refused_and_counted() {
         goaway_code(&s.take()),
         Some(ErrorCode::EnhanceYourCalm as u32)
     );
+}
+
+/// Writes, after a stream's HEADERS, what ends it: a cancel, or a frame
+/// that makes the server reset it.
+type Provoke = fn(&mut Vec<u8>, u32);
+
+/// `n` streams opened, each ended at once by `provoke`: its events and
+/// what the server sent.
+fn made_to_reset(n: u32, provoke: Provoke) -> (Vec<String>, Vec<Sent>) {
+    let mut s = Script::new(Limits::default());
+    let mut input = Vec::new();
+    for i in 0..n {
+        let id = 1 + 2 * i;
+        headers(&mut input, id, &get("/"), flag::END_HEADERS);
+        provoke(&mut input, id);
+    }
+    s.feed(&input);
+    let sent = s.take();
+    (s.events, sent)
+}
+
+/// "MadeYouReset" (CVE-2025-8671): streams opened, then made to be reset
+/// by the server with a frame that is a stream error. Each has cost a
+/// request's work as a cancel has, so each is counted with resets.
+#[test]
+fn streams_the_client_makes_the_server_reset_are_counted_as_resets() {
+    let provocations: [(&str, Provoke); 6] = [
+        ("WINDOW_UPDATE of 0", |b, id| {
+            frame::write_window_update(b, id, 0)
+        }),
+        ("a window past 2^31-1", |b, id| {
+            frame::write_window_update(b, id, 0x7fff_ffff)
+        }),
+        ("PRIORITY on itself", |b, id| {
+            frame::write_head(b, 5, kind::PRIORITY, 0, id);
+            b.extend_from_slice(&id.to_be_bytes());
+            b.push(15);
+        }),
+        ("DATA after the body ended", |b, id| {
+            data(b, id, b"", flag::END_STREAM);
+            data(b, id, b"late", 0);
+        }),
+        ("trailers without END_STREAM's pair", |b, id| {
+            // Trailers carrying a pseudo-header: malformed (§8.1).
+            headers(b, id, &[0x84], END);
+        }),
+        ("HEADERS after the body ended", |b, id| {
+            data(b, id, b"", flag::END_STREAM);
+            headers(b, id, &[0x40, 0x01, b'a', 0x01, b'b'], END);
+        }),
+    ];
+    for (what, provoke) in provocations {
+        let (events, sent) = made_to_reset(200, provoke);
+        assert_eq!(
+            goaway_code(&sent),
+            None,
+            "{what}: 200 are within the budget"
+        );
+        let resets = events.iter().filter(|e| e.starts_with("reset")).count();
+        assert_eq!(resets, 200, "{what}: {:?}", &events[..4]);
+        let (events, sent) = made_to_reset(201, provoke);
+        assert_eq!(
+            goaway_code(&sent),
+            Some(ErrorCode::EnhanceYourCalm as u32),
+            "{what}"
+        );
+        assert_eq!(events.last().unwrap(), "close", "{what}");
+    }
 }

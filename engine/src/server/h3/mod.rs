@@ -72,6 +72,11 @@ pub struct Session {
     /// need it), with how much more of it is read and dropped (see
     /// [`Session::refuse_rest`]).
     pub unwanted: Vec<(StreamId, u64)>,
+    /// Request streams reset for the client's fault (malformed, or a
+    /// body past its content-length): counted with its cancels (see
+    /// `worker::quic::Budget`), as a client can make us reset streams
+    /// as cheaply as it can cancel them ("MadeYouReset", CVE-2025-8671).
+    pub faults: u64,
 }
 
 impl Session {
@@ -101,6 +106,7 @@ impl Session {
             spare: Vec::new(),
             spare_pieces: Vec::new(),
             unwanted: Vec::new(),
+            faults: 0,
         }
     }
 

@@ -212,7 +212,7 @@ impl Worker {
                 s.quic.handle_event(back);
             }
         }
-        q.transmit(&mut s.quic, s.socket, now);
+        q.transmit(&mut s.quic, s.socket, s.faults, now);
         let next = s.quic.poll_timeout();
         q.reschedule(index, s.deadline, next);
         s.deadline = next;
@@ -328,6 +328,7 @@ impl Worker {
                 s.h3.forget(key);
             }
             Then::Reset(code) => {
+                s.faults += 1;
                 let code = VarInt::from_u32(code.0);
                 let _ = s.quic.recv_stream(id).stop(code);
                 let _ = s.quic.send_stream(id).reset(code);
@@ -623,7 +624,7 @@ impl Worker {
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
             close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
-            q.transmit(&mut s.quic, s.socket, now);
+            q.transmit(&mut s.quic, s.socket, s.faults, now);
         }
         if !s.quic.is_drained() {
             // (Dropped before it drained: the endpoint forgets it now, its

@@ -49,8 +49,8 @@ const BATCH: usize = 16;
 /// edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
 
-/// RESET_STREAM and STOP_SENDING frames a client may send in its flood
-/// window (`[http3] max_cancels`, `flood_window`; by default 400 in 10
+/// RESET_STREAM and STOP_SENDING frames a client may send, and streams
+/// it makes us reset (see `Session::faults`), in its flood window (`[http3] max_cancels`, `flood_window`; by default 400 in 10
 /// s: two for each stream it cancels, so HTTP/2's budget of 200
 /// cancelled streams, `[http2] max_resets`' default). Each stream opened
 /// and cancelled at once costs a request's work and frees its place at
@@ -349,14 +349,16 @@ impl Quic {
     }
 
     /// Sends connection `conn`'s datagrams by socket `socket`: up to
-    /// [`BATCH`] at once, in one system call where GSO works.
+    /// [`BATCH`] at once, in one system call where GSO works. (First,
+    /// [`Quic::calm`] with the `faults` of its streams.)
     pub(super) fn transmit(
         &mut self,
         conn: &mut quinn_proto::Connection,
         socket: usize,
+        faults: u64,
         now: Instant,
     ) {
-        self.calm(conn, now);
+        self.calm(conn, faults, now);
         let socket = &self.sockets[socket];
         let batch = if self.gso { BATCH } else { 1 };
         loop {
@@ -391,11 +393,12 @@ impl Quic {
     }
 
     /// Closes `conn` with H3_EXCESSIVE_LOAD if its client cancelled more
-    /// streams than its [`Budget`] allows in its flood window (counted
-    /// by quinn-proto as the frames came).
-    fn calm(&mut self, conn: &mut quinn_proto::Connection, now: Instant) {
+    /// streams (counted by quinn-proto as the frames came), or made us
+    /// reset more (`faults`), than its [`Budget`] allows in its flood
+    /// window.
+    fn calm(&mut self, conn: &mut quinn_proto::Connection, faults: u64, now: Instant) {
         let rx = conn.stats().frame_rx;
-        let sent = rx.reset_stream + rx.stop_sending;
+        let sent = rx.reset_stream + rx.stop_sending + faults;
         if sent <= self.budget.max || conn.is_closed() {
             return;
         }
