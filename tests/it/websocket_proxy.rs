@@ -463,10 +463,9 @@ fn an_answer_other_than_101_is_passed_on_as_an_answer() {
     assert_eq!(c.response().body, b"static\n");
 }
 
+/// brisk over TLS with `/api/` forwarded to `up`, and a TLS client of it.
 #[cfg(feature = "tls")]
-#[test]
-fn a_tls_client_tunnels_as_a_plain_one() {
-    let up = Echo::start();
+fn over_tls(up: &Echo) -> (Server, Wire) {
     let mut b = Builder::new();
     b.tls();
     b.config(&format!(
@@ -474,7 +473,15 @@ fn a_tls_client_tunnels_as_a_plain_one() {
         up.addr
     ));
     let s = b.start();
-    let mut w = Wire::tls(TcpStream::connect(s.addr()).unwrap());
+    let w = Wire::tls(TcpStream::connect(s.addr()).unwrap());
+    (s, w)
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_tls_client_tunnels_as_a_plain_one() {
+    let up = Echo::start();
+    let (_s, mut w) = over_tls(&up);
     w.send(handshake("/api/chat").as_bytes());
     let head = w.head().expect("an answer");
     assert_eq!(masked(&head), SWITCHED);
@@ -861,4 +868,65 @@ mod h2 {
             "{settings:?}"
         );
     }
+}
+
+/// "h2c smuggling": a switch to a protocol that carries HTTP requests on
+/// (h2c, HTTP/x, TLS/x) would let the client send requests to the
+/// upstream through the tunnel, past every rule brisk holds them to. It
+/// is never passed on: the request goes plain, as with `websocket =
+/// false`, on a plain listener where brisk does not take h2c itself and
+/// over TLS, where h2c is not spoken.
+#[test]
+fn an_upgrade_to_a_protocol_that_carries_http_is_never_passed_on() {
+    let up = Echo::start();
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[http2]\ncleartext = false\n\n\
+         [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    for upgrade in ["h2c", "H2C", "websocket, h2c", "HTTP/2.0", "TLS/1.2", "h2"] {
+        let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+        w.send(
+            format!(
+                "GET /api/chat HTTP/1.1\r\nHost: x\r\nUpgrade: {upgrade}\r\n\
+                 HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\
+                 Connection: Upgrade, HTTP2-Settings\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        let head = w.head().expect("an answer");
+        assert_eq!(
+            up.next(),
+            format!("GET /api/chat HTTP/1.1\r\nHost: x\r\n{FORWARDED}\r\n"),
+            "{upgrade}"
+        );
+        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{upgrade}: {head}");
+        assert_eq!(w.take(10).unwrap(), b"no upgrade", "{upgrade}");
+    }
+    // A WebSocket still switches on the same server.
+    let (mut w, head) = open(&s, "/api/chat");
+    assert_eq!(masked(&head), SWITCHED);
+    assert_eq!(w.frame().unwrap().payload, b"hello");
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn an_h2c_upgrade_over_tls_is_not_passed_on() {
+    let up = Echo::start();
+    let (_s, mut w) = over_tls(&up);
+    w.send(
+        b"GET /api/chat HTTP/1.1\r\nHost: x\r\nUpgrade: h2c\r\n\
+          HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n",
+    );
+    let head = w.head().expect("an answer");
+    let seen = up.next();
+    assert!(seen.starts_with("GET /api/chat HTTP/1.1\r\n"), "{seen}");
+    let lower = seen.to_ascii_lowercase();
+    assert!(
+        !lower.contains("upgrade") && !lower.contains("http2-settings"),
+        "{seen}"
+    );
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
 }

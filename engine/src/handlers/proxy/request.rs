@@ -91,6 +91,20 @@ const NOT_PASSED: [&str; 8] = [
     "forwarded",
 ];
 
+/// Whether the `Upgrade` list `value` asks for a protocol that carries
+/// HTTP requests on: `h2c` (or `h2`), `HTTP/x` or `TLS/x` (RFC 2817).
+/// Such a switch is never passed on: through the tunnel it opens, a
+/// client would send requests straight to the upstream, past every rule
+/// brisk holds them to (its `[[auth]]`, access and rate rules, its
+/// paths), the "h2c smuggling" attack.
+pub fn switches_to_http(value: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|p| {
+        let p = p.trim_ascii();
+        let name = p.split(|&b| b == b'/').next().unwrap_or(p);
+        ["h2c", "h2", "http", "tls"].iter().any(|n| is(name, n))
+    })
+}
+
 fn is(name: &[u8], known: &str) -> bool {
     name.eq_ignore_ascii_case(known.as_bytes())
 }

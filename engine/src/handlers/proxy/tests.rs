@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::request::{write_head, BodyOut, Forward};
+use super::request::{switches_to_http, write_head, BodyOut, Forward};
 use crate::http::parse::Limits;
 use crate::http::request::{Forwarded, OwnedRequest};
 
@@ -210,4 +210,30 @@ fn an_upgrade_goes_on_only_when_asked() {
          Forwarded: for=127.0.0.1;proto=http;host=\"h\"\r\n\
          Connection: upgrade\r\nUpgrade: websocket\r\n\r\n"
     ));
+}
+
+#[test]
+fn switches_to_protocols_that_carry_http_are_told_apart() {
+    for v in [
+        "h2c",
+        "H2C",
+        " h2c ",
+        "websocket, h2c",
+        "HTTP/2.0",
+        "http/1.1",
+        "TLS/1.0",
+        "h2",
+    ] {
+        assert!(switches_to_http(v.as_bytes()), "{v}");
+    }
+    for v in [
+        "websocket",
+        "WebSocket",
+        "foo/1, bar",
+        "h2cx",
+        "https",
+        "tls1",
+    ] {
+        assert!(!switches_to_http(v.as_bytes()), "{v}");
+    }
 }

@@ -13,7 +13,7 @@ use crate::handlers::proxy::balance::{Group, Shared};
 use crate::handlers::proxy::body::{Answer, Options, Turn};
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
-use crate::handlers::proxy::request::{write_head, BodyOut, Forward};
+use crate::handlers::proxy::request::{switches_to_http, write_head, BodyOut, Forward};
 use crate::handlers::proxy::UpstreamPlan;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
@@ -192,13 +192,14 @@ fn upstream_plan(
     };
     // A switch of protocols (RFC 9110 §7.8: `Upgrade`, named by
     // `Connection`) goes on where the rule lets it, for a request with
-    // no body; otherwise the request goes without its `Upgrade`. (An
-    // HTTP/2 request has an `Upgrade` only as an extended CONNECT's
-    // handshake: see `server::h2::request`.)
+    // no body, unless it is to a protocol that carries HTTP on;
+    // otherwise the request goes without its `Upgrade`. (An HTTP/2
+    // request has an `Upgrade` only as an extended CONNECT's handshake:
+    // see `server::h2::request`.)
     let upgrade = rule.websocket
         && req.version() != Version::Http10
         && body == BodyOut::None
-        && req.header("upgrade").is_some()
+        && req.header("upgrade").is_some_and(|u| !switches_to_http(u))
         && req
             .headers()
             .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
