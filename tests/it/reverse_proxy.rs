@@ -176,6 +176,50 @@ fn get_and_post_go_upstream_reframed_with_who_asked() {
     );
 }
 
+/// "Breaking Parser Logic" (Orange Tsai, Black Hat 2018): Tomcat, Jetty
+/// and Spring drop a segment's `;` parameters before they resolve its
+/// dots, and Windows servers take `\` for `/`, so `/api/..;/admin`
+/// would reach `/admin` behind a rule for `/api/` only. Such a path is
+/// refused 400, never forwarded; the upstream sees only the good ones.
+#[test]
+fn a_path_an_upstream_would_read_as_another_is_refused() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let s = brisk(&format!("http://{}", up.addr), "");
+    for target in [
+        "/api/..;/admin",
+        "/api/..;x=1/admin",
+        "/api/%2e%2e;/admin",
+        "/api/;/admin",
+        "/api/..%5cadmin",
+        "/api/..\\admin",
+        "/api/.;/x",
+    ] {
+        let r = s.request(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, 400, "{target}: {}", r.head);
+    }
+    for target in ["/api/a;jsessionid=1/b", "/api/x;v=1", "/api/a...;/b"] {
+        let r = s.request(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        assert_eq!((r.status, r.text()), (200, "ok".into()), "{target}");
+    }
+    let got: Vec<String> = (up.requests().iter())
+        .map(|r| r.lines().next().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "GET /api/a;jsessionid=1/b HTTP/1.1",
+            "GET /api/x;v=1 HTTP/1.1",
+            "GET /api/a...;/b HTTP/1.1"
+        ]
+    );
+}
+
 #[test]
 fn a_chunked_upload_arrives_whole_and_well_framed() {
     let up = Upstream::start(vec![Say::Bytes(

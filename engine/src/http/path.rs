@@ -249,6 +249,28 @@ pub fn is_nameable(name: &[u8]) -> bool {
     !name.iter().any(|&b| b < 0x20 || b == 0x7f)
 }
 
+/// Whether a server behind brisk could read the decoded, normalised
+/// `path` as another path than brisk did (its rules matched this one):
+/// if a segment's name before `;` is `.` or `..` (Tomcat, Jetty and
+/// Spring drop a segment's parameters, RFC 3986 §3.3, before they
+/// resolve dot-segments: `/a/..;/b` is `/b` to them), or is empty and
+/// not last (`/;x/b` is `/b`), or if a `.` or `..` stands between
+/// backslashes (a separator to Windows servers: `/a/..\b`).
+pub fn read_otherwise(path: &[u8]) -> bool {
+    let mut pieces = path.split(|&b| b == b'/' || b == b'\\').skip(1).peekable();
+    while let Some(piece) = pieces.next() {
+        let (name, params) = match piece.iter().position(|&b| b == b';') {
+            Some(i) => (&piece[..i], true),
+            None => (piece, false),
+        };
+        let last = pieces.peek().is_none();
+        if name == b"." || name == b".." || (name.is_empty() && params && !last) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether any segment of `path` is one of brisk's own names.
 pub fn has_own_segment(path: &[u8]) -> bool {
     path.split(|&b| b == b'/').any(is_own_name)
@@ -305,6 +327,36 @@ pub fn has_dotfile_segment(path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_a_server_behind_could_read_otherwise_are_told_apart() {
+        for p in [
+            "/a/..;/b",
+            "/a/..;x=1/b",
+            "/a/.;/b",
+            "/;/b",
+            "/;jsessionid=1/b",
+            "/a/..\\b",
+            "/a\\..\\b",
+            "/a/.\\b",
+            "/a/..;",
+        ] {
+            assert!(read_otherwise(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/",
+            "/a/b",
+            "/a;x=1/b",
+            "/a/b;jsessionid=1",
+            "/;jsessionid=1",
+            "/a/...;/b",
+            "/a/b.\\c",
+            "/a\\\\b",
+            "/a/..x/b",
+        ] {
+            assert!(!read_otherwise(p.as_bytes()), "{p}");
+        }
+    }
 
     fn norm(p: &str) -> Result<String, PathError> {
         let mut out = Vec::new();

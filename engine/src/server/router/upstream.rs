@@ -19,7 +19,7 @@ use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::grammar::{has_token, hex_value};
 use crate::http::parse::{self, BodyFraming};
-use crate::http::path::{decode_and_normalize, split_target};
+use crate::http::path::{decode_and_normalize, read_otherwise, split_target};
 use crate::http::request::{OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
 
@@ -98,6 +98,18 @@ impl Router {
             ));
         };
         let to = &rule.to[index];
+        if read_otherwise(&routing.scratch.path) {
+            // (Orange Tsai's "Breaking Parser Logic", Black Hat 2018.)
+            routing.log.log(
+                crate::config::Level::Info,
+                format_args!(
+                    "reverse proxy: {:?}: an upstream could read its path as another \
+                     (dot segments behind ';' or '\\'); 400",
+                    String::from_utf8_lossy(routing.req.target())
+                ),
+            );
+            return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+        }
         let target = match strip(rule, routing.req.target(), &routing.scratch.path) {
             Ok(target) => target,
             Err(why) => {
