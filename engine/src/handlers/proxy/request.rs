@@ -105,6 +105,19 @@ pub fn switches_to_http(value: &[u8]) -> bool {
     })
 }
 
+/// Whether the client's field `name` is `known` (any case), an `_` in
+/// it read as `-`. Many application servers read fields as CGI variables
+/// do (`X-Forwarded-For` and `X_Forwarded_For` both `HTTP_X_FORWARDED_FOR`),
+/// and some let the last one win: a client's `X_Forwarded_For` could
+/// stand for the one brisk writes (as Puma's CVE-2024-45614 showed; nginx
+/// drops every field with `_` for this). So a field spelt so is left
+/// out wherever brisk writes, drops or sets the field it stands for.
+fn spelt_as(name: &[u8], known: &str) -> bool {
+    name.len() == known.len()
+        && (name.iter().zip(known.bytes()))
+            .all(|(&a, b)| a.eq_ignore_ascii_case(&b) || (a == b'_' && b == b'-'))
+}
+
 fn is(name: &[u8], known: &str) -> bool {
     name.eq_ignore_ascii_case(known.as_bytes())
 }
@@ -193,11 +206,12 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
             .any(|h| has_token(h.value, name))
     };
     for h in req.headers() {
-        if HOP_BY_HOP.iter().chain(&NOT_PASSED).any(|n| is(h.name, n))
-            || f.remove.iter().any(|n| is(h.name, n))
-            || f.set.iter().any(|(n, _)| is(h.name, n))
+        let is = |known: &str| spelt_as(h.name, known);
+        if HOP_BY_HOP.iter().chain(&NOT_PASSED).any(|n| is(n))
+            || f.remove.iter().any(|n| is(n))
+            || f.set.iter().any(|(n, _)| is(n))
             || named_by_connection(h.name)
-            || (f.via && is(h.name, "via"))
+            || (f.via && is("via"))
         {
             continue;
         }

@@ -237,3 +237,27 @@ fn switches_to_protocols_that_carry_http_are_told_apart() {
         assert!(!switches_to_http(v.as_bytes()), "{v}");
     }
 }
+
+#[test]
+fn a_field_spelt_with_underscores_for_one_brisk_writes_stays_behind() {
+    let req = request(
+        "GET / HTTP/1.1\r\nHost: h\r\nX_Forwarded_For: 6.6.6.6\r\nx_forwarded_proto: https\r\n\
+         X-Forwarded_Host: evil\r\nContent_Length: 5\r\nTransfer_Encoding: chunked\r\n\
+         X_App: set-by-client\r\nX_Gone: 1\r\nApi_Key: k\r\nVia: 1.1 other\r\nVia_: x\r\n\r\n",
+    );
+    let set = [("X-App".into(), "brisk".into())];
+    let remove = ["X-Gone".into()];
+    let mut f = forward(&req, "192.0.2.7:5000");
+    f.set = &set;
+    f.remove = &remove;
+    f.via = true;
+    // (Other fields with `_` go on: `Api_Key` stands for nothing brisk
+    // writes.)
+    assert_eq!(
+        written(&req, &f),
+        "GET / HTTP/1.1\r\nHost: h\r\nApi_Key: k\r\nVia_: x\r\n\
+         X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: h\r\n\
+         Forwarded: for=192.0.2.7;proto=http;host=\"h\"\r\nVia: 1.1 other, 1.1 brisk\r\n\
+         X-App: brisk\r\n\r\n"
+    );
+}
