@@ -183,6 +183,32 @@ fn directory_without_slash_redirects() {
 }
 
 #[test]
+fn a_directory_redirect_never_names_another_host() {
+    // `//evil.example` would come back as `Location: //evil.example/`,
+    // which a browser follows to that host (an open redirect).
+    let mut b = Builder::new();
+    b.dir("evil.example");
+    b.dir("\\evil.example");
+    let s = b.start();
+    for (target, location) in [
+        ("//evil.example", "/evil.example/"),
+        ("///evil.example?x=1", "/evil.example/?x=1"),
+        ("/%2Fevil.example", "/%2Fevil.example/"),
+        ("/\\evil.example", "/%5Cevil.example/"),
+        ("//\\evil.example", "/%5Cevil.example/"),
+    ] {
+        let r = s.get(target);
+        assert_error(
+            &r,
+            301,
+            "Moved Permanently",
+            &format!("Location: {location}\r\n"),
+            Conn::Close,
+        );
+    }
+}
+
+#[test]
 fn directory_with_slash_serves_index_or_403() {
     let mut b = Builder::new();
     b.file("index.html", b"<h1>home</h1>");

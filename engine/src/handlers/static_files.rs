@@ -323,9 +323,19 @@ fn serve_dir(
 ) -> Plan {
     if !s.path.ends_with(b"/") {
         // RFC 9110 §10.2.2 allows a relative reference; the path is sent
-        // back as the client wrote it (still percent-encoded).
-        let mut loc = Vec::with_capacity(raw_path.len() + 2 + query.map_or(0, |q| q.len()));
-        loc.extend_from_slice(raw_path);
+        // back as the client wrote it (still percent-encoded), but never
+        // starting `//` or `/\`, which a browser reads as another host
+        // (`//evil.example` would send it there: an open redirect).
+        let mut loc = Vec::with_capacity(raw_path.len() + 4 + query.map_or(0, |q| q.len()));
+        let mut rest = raw_path;
+        while let [b'/', b'/', ..] = rest {
+            rest = &rest[1..];
+        }
+        if let [b'/', b'\\', tail @ ..] = rest {
+            loc.extend_from_slice(b"/%5C");
+            rest = tail;
+        }
+        loc.extend_from_slice(rest);
         loc.push(b'/');
         if let Some(q) = query {
             loc.push(b'?');
