@@ -190,3 +190,22 @@ fn early_hints_are_interim_headers_over_http_2() {
     assert_eq!(heads[2].1[0], field(":status", "200"));
     assert_eq!(body, b"ok");
 }
+
+/// An answer after `n` interim `100 Continue`s.
+fn after_interims(n: usize) -> &'static [u8] {
+    let mut b = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(n);
+    b.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    Box::leak(b.into_boxed_slice())
+}
+
+#[test]
+fn an_upstream_s_interim_answers_are_bounded() {
+    // Up to 32 the final answer follows; past them it is a 502 (an
+    // upstream that sends them without end held the request forever).
+    for (n, status) in [(32, 200), (33, 502), (100_000, 502)] {
+        let up = Upstream::start(vec![Say::Bytes(after_interims(n))]);
+        let s = brisk(&format!("http://{}", up.addr), "");
+        let r = s.get("/api/x");
+        assert_eq!(r.status, status, "{n} interim answers: {}", r.head);
+    }
+}

@@ -50,6 +50,11 @@ const PIECE: usize = 64 * 1024;
 /// The `103 Early Hints` an answer passes on; more are dropped.
 const MAX_HINTS: u8 = 8;
 
+/// Interim (1xx) answers an upstream may send before its final one;
+/// past them the answer is a 502 (an upstream that sends them without
+/// end would hold the request, and a worker's time, forever).
+const MAX_INTERIM: u8 = 32;
+
 /// Beside the hop-by-hop fields ([`HOP_BY_HOP`]), the one of an answer
 /// that brisk writes itself: the framing.
 const OWN: [&str; 1] = ["content-length"];
@@ -168,6 +173,8 @@ pub struct ProxyBody {
     started: bool,
     /// Interim answers (103) given before it.
     hints: u8,
+    /// Interim answers read so far (see [`MAX_INTERIM`]).
+    interim: u8,
     /// Body bytes read with the head, given next.
     rest: Vec<u8>,
     /// Takes the body out of its framing (none: to the close).
@@ -233,6 +240,7 @@ impl ProxyBody {
             head_buf: Vec::new(),
             started: false,
             hints: 0,
+            interim: 0,
             rest: Vec::new(),
             unframe: Unframe::default(),
             finished: false,
@@ -507,6 +515,11 @@ impl ProxyBody {
                 // what its `Link` fields name while the answer is made),
                 // up to [`MAX_HINTS`] of them; a 100 Continue is brisk's
                 // own business with the client, a 102 obsolete.
+                self.interim += 1;
+                if self.interim > MAX_INTERIM {
+                    let why = format!("more than {MAX_INTERIM} interim (1xx) answers");
+                    return Some(Gave::Fail(Status::BAD_GATEWAY, why));
+                }
                 let len = h.head_len;
                 let hints = (h.status == 103 && !self.opts.connect && self.hints < MAX_HINTS)
                     .then(|| reply_head(&h, &fields[..count], &self.opts.answer, Switch::No));
