@@ -389,6 +389,65 @@ fn h2c_requests_go_upstream_as_http1() {
     assert_eq!(dechunk(&got[2].as_bytes()[head.len()..]), b"hello");
 }
 
+/// "Response queue poisoning": an application that answers a HEAD with
+/// a body, late (after brisk kept the connection), must not have those
+/// bytes taken for the next request's answer. The idle connection the
+/// upstream spoke on is closed, and the next request goes on a new one.
+#[test]
+fn bytes_an_idle_upstream_connection_gets_never_answer_the_next_request() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    let (told, sent) = mpsc::channel::<()>();
+    let conns = Arc::new(Mutex::new(0));
+    let seen = Arc::clone(&conns);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            *seen.lock().unwrap() += 1;
+            conn.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+            loop {
+                let request = read_request(&mut conn);
+                if request.is_empty() {
+                    break;
+                }
+                let poison: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nPOISONED";
+                if request.starts_with(b"HEAD ") {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                        poison.len()
+                    );
+                    conn.write_all(head.as_bytes()).unwrap();
+                    // Its body, once brisk has kept the connection.
+                    wait.recv_timeout(IO_TIMEOUT).unwrap();
+                    conn.write_all(poison).unwrap();
+                    told.send(()).unwrap();
+                } else {
+                    let good = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood";
+                    if conn.write_all(good).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let s = brisk(&format!("http://{addr}"), "");
+    let r = s.request(b"HEAD /api/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 200, "{}", r.head);
+    go.send(()).unwrap();
+    sent.recv_timeout(IO_TIMEOUT).unwrap();
+    // (One answer more: the worker's loop has seen the late bytes come.)
+    assert_eq!(s.get("/index.html").body, b"static\n");
+    for path in ["/api/b", "/api/c"] {
+        assert_eq!(s.get(path).text(), "good", "{path}");
+    }
+    assert_eq!(
+        *conns.lock().unwrap(),
+        2,
+        "the spoilt connection was closed"
+    );
+}
+
 #[test]
 fn requests_share_a_kept_upstream_connection() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

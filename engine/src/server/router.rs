@@ -872,6 +872,13 @@ impl Router {
         }
     }
 
+    /// A read event came under `token`, which idle upstream connections
+    /// may still be watched under (see [`crate::handlers::proxy::pool`]).
+    #[cfg(feature = "upstreams")]
+    pub fn stir_pool(&self, token: usize) {
+        self.upstream_pool.borrow_mut().stir(token);
+    }
+
     /// Reaps CGI programs that outlived their request; with `all` (the
     /// worker ends), kills and waits for every one. Logs how programs
     /// that failed ended.

@@ -394,6 +394,11 @@ impl Worker {
     /// slot `index`: it is ready (to be read, written, as `read` and
     /// `write` say), and its connection moves.
     fn on_pipe_event(&mut self, index: usize, source: usize, read: bool, write: bool) {
+        // (An idle upstream connection may be watched under it still.)
+        #[cfg(feature = "upstreams")]
+        if read && source == 0 {
+            self.router.stir_pool(pipe::token_at(index, 0).0);
+        }
         let Some(id) = self.exchanges.id_at(index) else {
             return;
         };

@@ -10,7 +10,13 @@
 //! A connection rests here still in the worker's watch, under the token
 //! of the answer that left it (kept with it): the next answer to take it
 //! watches it again only if its token differs (see `Produce::watch_slot`).
-//! Closing it takes it out of the watch.
+//! Closing it takes it out of the watch. The worker tells the pool of
+//! every read event under a token ([`Pool::stir`]): an idle connection
+//! the upstream spoke on (it closed it, or sent bytes nobody asked for:
+//! an answer's late body, as a HEAD's from a broken application) is
+//! checked before it is reused, and closed; those bytes never pass for
+//! the next request's answer ("response queue poisoning"), as nginx
+//! closes an idle connection that turns readable.
 
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
@@ -32,12 +38,22 @@ struct Idle {
     watched: Option<usize>,
     /// When it is closed if still unused.
     until: Instant,
+    /// A read event came under its token since it was kept.
+    stirred: bool,
 }
 
 /// The idle connections of one worker, every upstream's.
 #[derive(Debug, Default)]
 pub struct Pool {
     idle: Vec<Idle>,
+    /// Bit `t % 64` for each token `t` an idle connection is watched
+    /// under: most events are none of theirs, told so at once.
+    tokens: u64,
+}
+
+/// The bit of `token` in [`Pool::tokens`].
+fn bit(token: usize) -> u64 {
+    1 << (token % 64)
 }
 
 /// A pool shared by the router (which hands it to each answer) and the
@@ -89,11 +105,30 @@ impl Pool {
         {
             // (Order is kept: the first kept is the one closed when full.)
             let c = self.idle.remove(i);
-            if !check || net::is_quiet(&c.sock) {
+            self.retoken();
+            if !(check || c.stirred) || net::is_quiet(&c.sock) {
                 return Some((c.sock, c.link, c.watched));
             }
         }
         None
+    }
+
+    /// A read event came under `token`: the idle connections watched
+    /// under it are checked before they are used again.
+    pub fn stir(&mut self, token: usize) {
+        if self.tokens & bit(token) == 0 {
+            return;
+        }
+        for c in self.idle.iter_mut().filter(|c| c.watched == Some(token)) {
+            c.stirred = true;
+        }
+    }
+
+    /// [`Pool::tokens`] after the idle connections changed.
+    fn retoken(&mut self) {
+        self.tokens = (self.idle.iter())
+            .filter_map(|c| c.watched)
+            .fold(0, |m, t| m | bit(t));
     }
 
     /// Keeps `sock`, a connection to `keep.to` over `link` that may carry
@@ -133,12 +168,18 @@ impl Pool {
             link,
             watched,
             until: now + keep.timeout,
+            stirred: false,
         });
+        self.retoken();
     }
 
     /// Closes the connections idle past their time.
     pub fn prune(&mut self, now: Instant) {
+        let before = self.idle.len();
         self.idle.retain(|c| c.until > now);
+        if self.idle.len() != before {
+            self.retoken();
+        }
     }
 
     /// How many connections are kept.
@@ -167,6 +208,36 @@ mod tests {
             max,
             timeout: Duration::from_secs(60),
         }
+    }
+
+    #[test]
+    fn a_connection_stirred_while_idle_is_checked_before_reuse() {
+        let pool: Shared = Rc::default();
+        let k = keep(&pool, 8);
+        let now = Instant::now();
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let (ours2, _theirs2) = UnixStream::pair().unwrap();
+        let mut p = pool.borrow_mut();
+        p.put_watched(&k, OwnedFd::from(ours), Link::Plain, Some(5), now);
+        p.put_watched(&k, OwnedFd::from(ours2), Link::Plain, Some(6), now);
+        // Late bytes on the first; an event under another token with the
+        // same bit (69 % 64) leaves it be, its own marks it.
+        theirs.write_all(b"HTTP/1.1 200 OK\r\n").unwrap();
+        p.stir(69);
+        assert!(!p.idle[0].stirred);
+        p.stir(5);
+        assert!(p.idle[0].stirred && !p.idle[1].stirred);
+        // Not checked for an idempotent request, it would be reused; it
+        // is checked, found spoken on, and closed: the other one comes.
+        let (_, _, watched) = p.take(&k.to, |_| true, false, now, Some(5)).unwrap();
+        assert_eq!(watched, Some(6));
+        assert!(p.is_empty());
+        assert_eq!(p.tokens, 0);
+        // (Closed with its bytes unread: a reset, or the end.)
+        let mut rest = Vec::new();
+        assert!(theirs
+            .read_to_end(&mut rest)
+            .map_or(true, |_| rest.is_empty()));
     }
 
     #[test]
