@@ -2,7 +2,10 @@
 //! client IP, both lock-free. Per-IP counts live in a fixed table of
 //! atomic counters indexed by a hash of the address, so memory is bounded
 //! whatever the number of clients; two addresses that share a slot share a
-//! limit (rare with 65,536 slots, and only ever stricter).
+//! limit (rare with 65,536 slots, and only ever stricter). An IPv6 client
+//! counts by its /64, as `[[rate_limit]]` and the failed-login count see
+//! it: one subscriber usually holds a whole /64, and could otherwise open
+//! connections from as many of its addresses as it likes.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -28,7 +31,8 @@ pub enum Refused {
 }
 
 fn slot(ip: IpAddr) -> usize {
-    // FNV-1a over the address bytes; IPv4-mapped IPv6 counts as IPv4.
+    // FNV-1a over the address bytes (an IPv6 one's first eight, its /64);
+    // IPv4-mapped IPv6 counts as IPv4.
     let ip = match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
@@ -40,7 +44,7 @@ fn slot(ip: IpAddr) -> usize {
     };
     match ip {
         IpAddr::V4(a) => a.octets().into_iter().for_each(&mut eat),
-        IpAddr::V6(a) => a.octets().into_iter().for_each(&mut eat),
+        IpAddr::V6(a) => a.octets()[..8].iter().copied().for_each(&mut eat),
     }
     (h as usize) & (SLOTS - 1)
 }
@@ -134,6 +138,22 @@ mod tests {
             Err(Refused::PerIp),
             "mapped address counts as its IPv4"
         );
+    }
+
+    #[test]
+    fn an_ipv6_client_counts_by_its_64() {
+        let l = ConnLimits::new(100, 2);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(l.admit(ip("2001:db8:0:1::1")), Ok(()));
+        assert_eq!(l.admit(ip("2001:db8:0:1:ffff::2")), Ok(()));
+        assert_eq!(
+            l.admit(ip("2001:db8:0:1:1234:5678:9abc:def0")),
+            Err(Refused::PerIp),
+            "the same /64"
+        );
+        assert_eq!(l.admit(ip("2001:db8:0:2::1")), Ok(()), "another /64");
+        l.release(ip("2001:db8:0:1::99"));
+        assert_eq!(l.admit(ip("2001:db8:0:1::3")), Ok(()));
     }
 
     #[test]
