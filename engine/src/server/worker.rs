@@ -239,25 +239,28 @@ impl Worker {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         loop {
+            // (The wait is reckoned from the pass's time, not read again:
+            // as nginx does, its timers may fire a pass's work late.)
+            let now = self.clock.now;
             let mut timeout = if self.drain.until.is_some() || self.listen.paused() {
                 Duration::from_millis(100)
             } else {
                 self.timers
                     .next_tick
-                    .saturating_duration_since(Instant::now())
+                    .saturating_duration_since(now)
                     .max(Duration::from_millis(10))
             };
             if let Some(first) = self.timers.earliest() {
-                timeout = timeout.min(first.saturating_duration_since(Instant::now()));
+                timeout = timeout.min(first.saturating_duration_since(now));
             }
+            // (QUIC's timers pace packets and detect their loss: their
+            // wait is reckoned from the time read now.)
             #[cfg(feature = "http3")]
-            if let Some(first) = self
-                .listen
-                .quic
-                .as_ref()
-                .and_then(|q| q.earliest(Instant::now()))
-            {
-                timeout = timeout.min(first.saturating_duration_since(Instant::now()));
+            if let Some(quic) = self.listen.quic.as_ref() {
+                let now = Instant::now();
+                if let Some(first) = quic.earliest(now) {
+                    timeout = timeout.min(first.saturating_duration_since(now));
+                }
             }
             if self.listen.handshakes_waiting() {
                 // Handshakes wait: look at what else is ready, then go on.

@@ -235,7 +235,7 @@ impl Worker {
         if self.logger.access_enabled() {
             let rec = AccessRecord {
                 remote: c.peer.ip(),
-                time: self.clock.wall,
+                time: self.clock.wall(),
                 method: b"-",
                 target: b"-",
                 version: "-",
@@ -392,7 +392,7 @@ impl Worker {
         self.log_answer(r, client_of(c, &r.req).ip(), status);
         if self.logger.access_enabled() {
             let end = c.queued_end();
-            let rec = request_record(c, self.clock.wall, &r.req, status.0);
+            let rec = request_record(c, self.clock.wall(), &r.req, status.0);
             access_log::push(
                 &mut c.out,
                 &mut self.logger,

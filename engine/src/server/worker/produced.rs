@@ -426,7 +426,7 @@ impl Worker {
     ) {
         self.count_answer(&request.req, status, request.started);
         if self.logger.access_enabled() {
-            let mut rec = super::request_record(c, self.clock.wall, &request.req, status);
+            let mut rec = super::request_record(c, self.clock.wall(), &request.req, status);
             rec.upstream = upstream;
             let log = &mut self.logger;
             super::access_log::push_record(c, log, &rec, body_from, request.started);

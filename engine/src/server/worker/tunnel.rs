@@ -319,7 +319,7 @@ impl Worker {
         let took = self.clock.now.saturating_duration_since(l.started);
         self.counts.stats.answered(l.method(), l.status, took);
         if self.logger.access_enabled() {
-            let mut rec = l.record(self.clock.wall, c.transport.session());
+            let mut rec = l.record(self.clock.wall(), c.transport.session());
             rec.upstream = t.producer.upstream();
             access_log::push_record(c, &mut self.logger, &rec, t.body_from, l.started);
         }

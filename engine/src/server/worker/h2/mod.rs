@@ -794,7 +794,7 @@ pub(in crate::server::worker) fn head_log(
 ) -> Option<(Vec<u8>, Draft)> {
     counts.answered(req, status, routed, clock.now);
     logger.access_enabled().then(|| {
-        let mut rec = request_record(c, clock.wall, req, status);
+        let mut rec = request_record(c, clock.wall(), req, status);
         rec.upstream = upstream;
         let mut text = Vec::new();
         let draft = logger.draft(&rec, &mut text);

@@ -153,7 +153,7 @@ impl Worker {
         }
         self.log_answer(r, client_of(c, &r.req).ip(), status);
         a.log = self.logger.access_enabled().then(|| {
-            let rec = request_record(c, self.clock.wall, &r.req, status.0);
+            let rec = request_record(c, self.clock.wall(), &r.req, status.0);
             let draft = self.logger.draft(&rec, &mut text);
             (text, draft)
         });
