@@ -220,6 +220,29 @@ fn a_path_an_upstream_would_read_as_another_is_refused() {
     );
 }
 
+/// TRACE (and Microsoft's TRACK) would have the upstream echo the
+/// request as it got it, the rule's `headers.set` with it: refused, as
+/// nginx refuses it, and never forwarded.
+#[test]
+fn trace_is_never_forwarded() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let s = brisk(
+        &format!("http://{}", up.addr),
+        "headers = { set = { \"X-Token\" = \"secret\" } }",
+    );
+    for method in ["TRACE", "TRACK"] {
+        let r = s.request(
+            format!("{method} /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, 501, "{method}: {}", r.head);
+        assert!(!r.text().contains("secret"), "{method}");
+    }
+    assert_eq!(s.get("/api/x").text(), "ok");
+    assert_eq!(up.requests().len(), 1, "only the GET went");
+}
+
 #[test]
 fn a_chunked_upload_arrives_whole_and_well_framed() {
     let up = Upstream::start(vec![Say::Bytes(

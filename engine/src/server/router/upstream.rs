@@ -83,6 +83,13 @@ impl Router {
         let Some(group) = self.proxy_groups.get(site).and_then(|g| g.get(i)) else {
             return Step::Next;
         };
+        if matches!(routing.req.method(), Method::Trace) || routing.req.method_token() == b"TRACK" {
+            // TRACE would echo the request as the upstream got it: the
+            // rule's `headers.set` (a token for the upstream) and the
+            // client's cookies with it. Refused as nginx refuses it (501:
+            // for every resource, so no `Allow` to name).
+            return Step::Answer(Plan::error(Status::NOT_IMPLEMENTED, routing.scratch));
+        }
         // (The real client: behind a trusted proxy, the one it names.)
         let client = match routing.req.forwarded() {
             Some(f) => f.addr.ip(),
