@@ -243,6 +243,40 @@ fn trace_is_never_forwarded() {
     assert_eq!(up.requests().len(), 1, "only the GET went");
 }
 
+/// An application that names itself in its redirects (it was sent its
+/// own address as `Host`) has them made paths of brisk's, under the
+/// rule's prefix where it was stripped (nginx's `proxy_redirect
+/// default`); other redirects pass as they are.
+#[test]
+fn a_redirect_to_the_upstreams_own_address_is_made_brisks() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let request = String::from_utf8(read_request(&mut conn)).unwrap();
+            let to = if request.starts_with("GET /elsewhere ") {
+                "https://example.org/x".to_owned()
+            } else {
+                format!("http://{addr}/login?next=/")
+            };
+            let answer = format!(
+                "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = conn.write_all(answer.as_bytes());
+        }
+    });
+    let s = brisk(
+        &format!("http://{addr}"),
+        "host = \"upstream\"\nstrip_prefix = true",
+    );
+    let r = s.get("/api/account");
+    assert_eq!(r.status, 302, "{}", r.head);
+    assert_eq!(r.header("location"), Some("/api/login?next=/"));
+    let r = s.get("/api/elsewhere");
+    assert_eq!(r.header("location"), Some("https://example.org/x"));
+}
+
 #[test]
 fn a_chunked_upload_arrives_whole_and_well_framed() {
     let up = Upstream::start(vec![Say::Bytes(

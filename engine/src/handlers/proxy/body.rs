@@ -69,6 +69,49 @@ pub struct Answer {
     /// `server`: the upstream's `Server` passes (if it sent one), or
     /// brisk's own replaces it.
     pub server: ServerMode,
+    /// A `Location` that names the upstream itself is made one of
+    /// brisk's (see [`relocated`]).
+    pub relocate: Option<Relocate>,
+}
+
+/// How a `Location` naming the upstream is rewritten (nginx's
+/// `proxy_redirect default`).
+#[derive(Debug, Clone)]
+pub struct Relocate {
+    /// The upstream, as it would name itself: `http://HOST[:PORT]`, the
+    /// name it is sent as `Host` with `host = "upstream"`.
+    pub upstream: crate::config::Upstream,
+    /// What stands for it: the rule's prefix with `strip_prefix` (its
+    /// `/` left out: `/app`), else nothing.
+    pub prefix: Box<str>,
+}
+
+/// `Location` value `v` with `r`'s upstream origin (`http://127.0.0.1:9001`,
+/// any case) replaced by its prefix (`/app`), if it starts with it and a
+/// path, query or nothing follows: `http://127.0.0.1:9001/login` becomes
+/// `/app/login`, a path on the client's own origin. Any other value, as
+/// it is.
+pub fn relocated(v: &[u8], r: &Relocate) -> Option<Vec<u8>> {
+    let crate::config::Upstream::Tcp { tls, .. } = &r.upstream else {
+        return None;
+    };
+    let scheme: &[u8] = if *tls { b"https://" } else { b"http://" };
+    let host = dial::own_host(&r.upstream);
+    let origin_len = scheme.len() + host.len();
+    let starts = v.len() >= origin_len
+        && v[..scheme.len()].eq_ignore_ascii_case(scheme)
+        && v[scheme.len()..origin_len].eq_ignore_ascii_case(host.as_bytes());
+    let rest = &v[origin_len.min(v.len())..];
+    if !starts || !matches!(rest.first(), None | Some(b'/' | b'?' | b'#')) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(r.prefix.len() + rest.len() + 1);
+    out.extend_from_slice(r.prefix.as_bytes());
+    if !rest.starts_with(b"/") {
+        out.push(b'/');
+    }
+    out.extend_from_slice(rest);
+    Some(out)
 }
 
 /// What a [`ProxyBody`] is started with besides its socket.
@@ -669,7 +712,11 @@ fn reply_head(
             continue;
         }
         own.date |= is(f.name, "date");
-        for part in [f.name, b": ", f.value, b"\r\n"] {
+        let moved = (answer.relocate.as_ref())
+            .filter(|_| is(f.name, "location"))
+            .and_then(|r| relocated(f.value, r));
+        let value = moved.as_deref().unwrap_or(f.value);
+        for part in [f.name, b": ", value, b"\r\n"] {
             headers.extend_from_slice(part);
         }
     }

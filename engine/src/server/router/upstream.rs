@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use super::{Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
 use crate::handlers::proxy::balance::{Group, Shared};
-use crate::handlers::proxy::body::{Answer, Options, Turn};
+use crate::handlers::proxy::body::{Answer, Options, Relocate, Turn};
 use crate::handlers::proxy::dial;
 use crate::handlers::proxy::pool::Keep;
 use crate::handlers::proxy::request::{switches_to_http, write_head, BodyOut, Forward};
@@ -269,6 +269,15 @@ fn upstream_plan(
                 edits: rule.response_headers.clone(),
                 via: rule.via,
                 server: rule.server,
+                relocate: Some(Relocate {
+                    upstream: to.clone(),
+                    prefix: match &rule.matches {
+                        PathMatch::Prefix(p) if rule.strip_prefix => {
+                            p.strip_suffix('/').unwrap_or(p).into()
+                        }
+                        _ => "".into(),
+                    },
+                }),
             },
             keep: None,
             upgrade,

@@ -371,6 +371,7 @@ fn the_answers_head_is_edited_by_the_rule() {
         },
         via: true,
         server: ServerMode::Brisk,
+        relocate: None,
     };
     let (mut p, mut up) = started(b"GET / HTTP/1.1\r\n\r\n", opts);
     up.write_all(
@@ -668,4 +669,46 @@ fn it_reads_only_once_told_the_socket_is_readable() {
     assert!(matches!(p.next(1024, &mut buf, &mut cx), Gave::Pending));
     p.ready_for(0, true, false);
     assert!(matches!(p.next(1024, &mut buf, &mut cx), Gave::Head(h, _) if h.status == 204));
+}
+
+#[test]
+fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
+    use super::{relocated, Relocate};
+    let tcp = |host: &str, port: u16, tls: bool| crate::config::Upstream::Tcp {
+        addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        host: host.into(),
+        tls,
+    };
+    let at = |prefix: &str, upstream| Relocate {
+        upstream,
+        prefix: prefix.into(),
+    };
+    let app = at("/app", tcp("127.0.0.1", 9001, false));
+    let cases: [(&Relocate, &str, Option<&str>); 9] = [
+        (
+            &app,
+            "http://127.0.0.1:9001/login?next=/",
+            Some("/app/login?next=/"),
+        ),
+        (&app, "HTTP://127.0.0.1:9001", Some("/app/")),
+        (&app, "http://127.0.0.1:9001?x", Some("/app/?x")),
+        (&app, "http://127.0.0.1:90012/x", None),
+        (&app, "http://127.0.0.1:9001.evil/x", None),
+        (&app, "https://127.0.0.1:9001/x", None),
+        (&app, "/login", None),
+        (
+            &at("", tcp("app.internal", 80, false)),
+            "http://App.Internal/x",
+            Some("/x"),
+        ),
+        (
+            &at("", tcp("app.internal", 443, true)),
+            "https://app.internal:443/x",
+            None,
+        ),
+    ];
+    for (r, v, want) in cases {
+        let got = relocated(v.as_bytes(), r).map(|b| String::from_utf8(b).unwrap());
+        assert_eq!(got.as_deref(), want, "{v}");
+    }
 }
