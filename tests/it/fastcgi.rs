@@ -373,6 +373,19 @@ fn scripts_must_exist_beneath_the_root_before_anything_is_sent() {
     std::os::unix::fs::symlink(&outside, s.root.join("out.php")).unwrap();
     let r = s.get("/out.php");
     assert_eq!(r.status, 403, "{}", r.text());
+    // A path with dot segments: PHP reads REQUEST_URI as sent, and a
+    // framework routing on it would not resolve them (`/admin/../x` is
+    // under `/admin/` to it, where brisk's rules saw `/x`).
+    for target in [
+        "/app/../app/index.php",
+        "/app/%2e/sub/x",
+        "/dir/../form.php",
+    ] {
+        let r = s.request(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, 400, "{target}: {}", r.text());
+    }
 }
 
 #[test]

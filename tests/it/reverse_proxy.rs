@@ -179,8 +179,10 @@ fn get_and_post_go_upstream_reframed_with_who_asked() {
 /// "Breaking Parser Logic" (Orange Tsai, Black Hat 2018): Tomcat, Jetty
 /// and Spring drop a segment's `;` parameters before they resolve its
 /// dots, and Windows servers take `\` for `/`, so `/api/..;/admin`
-/// would reach `/admin` behind a rule for `/api/` only. Such a path is
-/// refused 400, never forwarded; the upstream sees only the good ones.
+/// would reach `/admin` behind a rule for `/api/` only; and a router
+/// that does not resolve dot segments reads `/secret/../api/x` under
+/// `/secret/`. Such a path is refused 400, never forwarded; the upstream
+/// sees only the good ones.
 #[test]
 fn a_path_an_upstream_would_read_as_another_is_refused() {
     let up = Upstream::start(vec![Say::Bytes(
@@ -195,6 +197,11 @@ fn a_path_an_upstream_would_read_as_another_is_refused() {
         "/api/..%5cadmin",
         "/api/..\\admin",
         "/api/.;/x",
+        // Dot segments brisk resolved, which an upstream routing on the
+        // path as sent would not (under `/secret/` to Express).
+        "/secret/../api/x",
+        "/api/x/./y",
+        "/api/x/%2E%2e/y",
     ] {
         let r = s.request(
             format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),

@@ -271,6 +271,42 @@ pub fn read_otherwise(path: &[u8]) -> bool {
     false
 }
 
+/// Whether the raw path `raw` (as the client spelt it, escapes and all)
+/// holds a dot segment, `.` or `..` spelt with `%2e` or not, between
+/// `/` or `%2F`. brisk resolved it before its rules matched the path; a
+/// server behind that routes on the path as sent, unresolved (Express's
+/// router, a framework reading `REQUEST_URI`), would read another one:
+/// `/secret/../api/x` is `/api/x` to brisk's rules, and under
+/// `/secret/` to such a router. Browsers and HTTP libraries resolve dot
+/// segments before they send (RFC 3986 §5.2.4), so none sends one.
+pub fn has_dot_segment(raw: &[u8]) -> bool {
+    let (mut dots, mut other, mut i) = (0u8, false, 0);
+    loop {
+        let (dot, sep, len) = match raw.get(i..) {
+            None | Some([]) => (false, true, 1),
+            Some([b'/', ..]) => (false, true, 1),
+            Some([b'%', b'2', b'f' | b'F', ..]) => (false, true, 3),
+            Some([b'.', ..]) => (true, false, 1),
+            Some([b'%', b'2', b'e' | b'E', ..]) => (true, false, 3),
+            Some(_) => (false, false, 1),
+        };
+        if sep {
+            if !other && (dots == 1 || dots == 2) {
+                return true;
+            }
+            if i >= raw.len() {
+                return false;
+            }
+            (dots, other) = (0, false);
+        } else if dot {
+            dots = dots.saturating_add(1);
+        } else {
+            other = true;
+        }
+        i += len;
+    }
+}
+
 /// Whether any segment of `path` is one of brisk's own names.
 pub fn has_own_segment(path: &[u8]) -> bool {
     path.split(|&b| b == b'/').any(is_own_name)
@@ -327,6 +363,37 @@ pub fn has_dotfile_segment(path: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_segments_are_found_however_spelt() {
+        for p in [
+            "/a/../b",
+            "/a/./b",
+            "/..",
+            "/a/.",
+            "/a/%2e%2E/b",
+            "/a/.%2e/b",
+            "/a%2F..%2Fb",
+            "/a%2f.",
+            "..",
+        ] {
+            assert!(has_dot_segment(p.as_bytes()), "{p}");
+        }
+        for p in [
+            "/",
+            "/a/b",
+            "/a/.b",
+            "/a/b.",
+            "/a/.../b",
+            "/a/..b/c",
+            "/%2e%2e%2e",
+            "//a",
+            "/a%2Fb",
+            "",
+        ] {
+            assert!(!has_dot_segment(p.as_bytes()), "{p}");
+        }
+    }
 
     #[test]
     fn paths_a_server_behind_could_read_otherwise_are_told_apart() {

@@ -19,6 +19,7 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
+use crate::http::path::{has_dot_segment, split_target};
 use crate::http::Status;
 
 impl Router {
@@ -38,6 +39,20 @@ impl Router {
         if let Found::Script(script) = &found {
             let rules = &self.cfg.site(site).fastcgi;
             routing.body_max = rules.get(script.rule).and_then(|r| r.max_body);
+            // (The application reads `REQUEST_URI` as sent: a framework
+            // that routes on it would not resolve the dot segments brisk
+            // resolved before its rules matched. See the reverse proxy's.)
+            if has_dot_segment(split_target(routing.req.target()).0) {
+                routing.log.log(
+                    Level::Info,
+                    format_args!(
+                        "fastcgi: {:?}: the application could read its path as another \
+                         (dot segments, which it may not resolve); 400",
+                        String::from_utf8_lossy(routing.req.target())
+                    ),
+                );
+                return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+            }
         }
         match found {
             Found::No => Step::Next,

@@ -19,7 +19,7 @@ use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::grammar::{has_token, hex_value};
 use crate::http::parse::{self, BodyFraming};
-use crate::http::path::{decode_and_normalize, read_otherwise, split_target};
+use crate::http::path::{decode_and_normalize, has_dot_segment, read_otherwise, split_target};
 use crate::http::request::{OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
 
@@ -105,13 +105,21 @@ impl Router {
             ));
         };
         let to = &rule.to[index];
-        if read_otherwise(&routing.scratch.path) {
-            // (Orange Tsai's "Breaking Parser Logic", Black Hat 2018.)
+        // An upstream must see the path brisk's rules matched (Orange
+        // Tsai's "Breaking Parser Logic", Black Hat 2018).
+        let raw = split_target(routing.req.target()).0;
+        let otherwise = if has_dot_segment(raw) {
+            Some("dot segments, which it may not resolve")
+        } else if read_otherwise(&routing.scratch.path) {
+            Some("dot segments behind ';' or '\\'")
+        } else {
+            None
+        };
+        if let Some(why) = otherwise {
             routing.log.log(
                 crate::config::Level::Info,
                 format_args!(
-                    "reverse proxy: {:?}: an upstream could read its path as another \
-                     (dot segments behind ';' or '\\'); 400",
+                    "reverse proxy: {:?}: an upstream could read its path as another ({why}); 400",
                     String::from_utf8_lossy(routing.req.target())
                 ),
             );
