@@ -509,7 +509,12 @@ fn upstreams(_: &Config, site: &SiteConfig, s: &mut String) {
 fn upstream_list(to: &[Upstream], scheme: bool) -> String {
     let one = |u: &Upstream| match u {
         Upstream::Unix(p) => format!("unix:{}", p.display()),
-        Upstream::Tcp { addr, host, tls } => {
+        Upstream::Tcp {
+            addr,
+            also,
+            host,
+            tls,
+        } => {
             let scheme = match (scheme, tls) {
                 (false, _) => "",
                 (true, false) => "http://",
@@ -519,7 +524,11 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
             let resolved = if literal {
                 String::new()
             } else {
-                format!(" ({addr})")
+                let all: Vec<String> = std::iter::once(addr)
+                    .chain(also.iter())
+                    .map(|a| a.to_string())
+                    .collect();
+                format!(" ({})", all.join(", then "))
             };
             format!("{scheme}{host}:{}{resolved}", addr.port())
         }

@@ -106,6 +106,12 @@ pub enum Upstream {
     Tcp {
         /// The first address the name resolved to (an IP literal as is).
         addr: SocketAddr,
+        /// The other addresses it resolved to, in the resolver's order
+        /// (`localhost` is often `::1`, then `127.0.0.1`): each is tried
+        /// in turn when a connection to the one before fails before a
+        /// byte of the request went, as nginx tries each address of a
+        /// name. Empty for an IP literal.
+        also: std::sync::Arc<[SocketAddr]>,
         /// The host as written, lower case, IPv6 literals in brackets:
         /// the upstream's `Host` (with `:port` unless the scheme's
         /// default) and, for https, the name sent (SNI) and verified.
@@ -489,16 +495,23 @@ fn fastcgi_upstream(s: &str) -> Result<Written<'_>, String> {
     }
 }
 
-/// The address each name had when the system's resolver last gave one
-/// (at start, or at a reload that could ask it), by name and port.
-static RESOLVED: Mutex<Vec<(String, u16, SocketAddr)>> = Mutex::new(Vec::new());
+/// The addresses each name had when the system's resolver last gave
+/// them (at start, or at a reload that could ask it), by name and port.
+type Addresses = Vec<SocketAddr>;
+static RESOLVED: Mutex<Vec<(String, u16, Addresses)>> = Mutex::new(Vec::new());
 
 /// Resolves what [`proxy_upstream`] or [`fastcgi_upstream`] read: an IP
-/// literal as is, a name to the first address the system's resolver
-/// gives (`/etc/hosts`, DNS).
+/// literal as is, a name to the addresses the system's resolver gives
+/// (`/etc/hosts`, DNS), in its order, each once.
 fn resolve(w: Written<'_>) -> Result<Upstream, String> {
     resolve_with(w, &|name, port| {
-        (name, port).to_socket_addrs().map(|mut a| a.next())
+        let mut all: Addresses = Vec::new();
+        for a in (name, port).to_socket_addrs()? {
+            if !all.contains(&a) {
+                all.push(a);
+            }
+        }
+        Ok(all)
     })
 }
 
@@ -523,7 +536,7 @@ pub(super) fn resolve_name(host: &str, port: u16) -> Result<SocketAddr, String> 
 /// never had is an error that says so.
 fn resolve_with(
     w: Written<'_>,
-    lookup: &dyn Fn(&str, u16) -> std::io::Result<Option<SocketAddr>>,
+    lookup: &dyn Fn(&str, u16) -> std::io::Result<Addresses>,
 ) -> Result<Upstream, String> {
     let (host, port, tls) = match w {
         Written::Unix(p) => return Ok(Upstream::Unix(Path::new(p).into())),
@@ -535,19 +548,19 @@ fn resolve_with(
     let known = resolved
         .iter()
         .position(|(n, p, _)| *n == name && *p == port);
-    let addr = match bare.parse::<IpAddr>() {
-        Ok(ip) => SocketAddr::new(ip, port),
+    let all = match bare.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
         Err(_) => match (lookup(bare, port), known) {
-            (Ok(Some(a)), Some(i)) => {
-                resolved[i].2 = a;
+            (Ok(a), Some(i)) if !a.is_empty() => {
+                resolved[i].2.clone_from(&a);
                 a
             }
-            (Ok(Some(a)), None) => {
-                resolved.push((name, port, a));
+            (Ok(a), None) if !a.is_empty() => {
+                resolved.push((name, port, a.clone()));
                 a
             }
-            (_, Some(i)) => resolved[i].2,
-            (Ok(None), None) => return Err(format!("{host} has no address")),
+            (_, Some(i)) => resolved[i].2.clone(),
+            (Ok(_), None) => return Err(format!("{host} has no address")),
             (Err(e), None) => {
                 return Err(format!(
                     "cannot resolve {host}: {e} (inside the sandbox, a reload cannot \
@@ -558,7 +571,8 @@ fn resolve_with(
         },
     };
     Ok(Upstream::Tcp {
-        addr,
+        addr: all[0],
+        also: all[1..].into(),
         host: host.to_ascii_lowercase().into(),
         tls,
     })
@@ -944,7 +958,7 @@ mod tests {
         use std::io::Error;
         use std::net::SocketAddr;
         let at = |a: &str| a.parse::<SocketAddr>().unwrap();
-        let found = |a: SocketAddr| move |_: &str, _: u16| Ok(Some(a));
+        let found = |a: SocketAddr| move |_: &str, _: u16| Ok(vec![a]);
         let gone = |_: &str, _: u16| Err(Error::other("out of reach"));
         let written = || tcp("App-Kept.Test", 9001, false).unwrap();
         let addr = |u: Upstream| match u {
@@ -959,6 +973,19 @@ mod tests {
         // A reload that cannot (inside the sandbox): the address it had.
         let kept = resolve_with(written(), &gone).unwrap();
         assert_eq!(addr(kept), at("192.0.2.2:9001"));
+        // Several addresses: the first, then the others in order (each
+        // once), tried when the one before refuses.
+        let two = |_: &str, _: u16| Ok(vec![at("[::1]:9001"), at("127.0.0.1:9001")]);
+        let both = resolve_with(tcp("dual.test", 9001, false).unwrap(), &two).unwrap();
+        match both {
+            Upstream::Tcp { addr, also, .. } => {
+                assert_eq!(
+                    (addr, &*also),
+                    (at("[::1]:9001"), &[at("127.0.0.1:9001")][..])
+                );
+            }
+            Upstream::Unix(_) => panic!("a TCP upstream"),
+        }
         // Not on another port, nor for a name never resolved.
         let other = tcp("app-kept.test", 9002, false).unwrap();
         let e = resolve_with(other, &gone).unwrap_err();

@@ -15,6 +15,7 @@ fn tcp(addr: &str, host: &str, tls: bool) -> Upstream {
     Upstream::Tcp {
         addr: addr.parse::<SocketAddr>().unwrap(),
         host: host.into(),
+        also: [].into(),
         tls,
     }
 }
@@ -112,7 +113,9 @@ fn every_proxy_key() {
     assert_eq!(a.to[2], Upstream::Unix(Path::new("/run/app.sock").into()));
     // A name, resolved now (localhost: from /etc/hosts).
     match &a.to[3] {
-        Upstream::Tcp { addr, host, tls } => {
+        Upstream::Tcp {
+            addr, host, tls, ..
+        } => {
             assert!(addr.ip().is_loopback() && addr.port() == 80, "{addr}");
             assert_eq!((&**host, *tls), ("localhost", false));
         }

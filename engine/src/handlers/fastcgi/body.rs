@@ -81,6 +81,9 @@ pub struct FastcgiBody {
     /// The server it holds among its rule's, and those it tried (none:
     /// the one socket it is given, never another).
     tries: Option<Tries>,
+    /// How many of the other addresses of the server in use (a name's)
+    /// were tried on this request.
+    also_tried: usize,
     /// What to log next (attempts that failed and went on).
     notes: Vec<String>,
     /// The request's PARAMS records, kept to go again on a new
@@ -185,6 +188,7 @@ impl FastcgiBody {
         FastcgiBody {
             sock: Socket::new(Some(sock)),
             tries: None,
+            also_tried: 0,
             notes: Vec::new(),
             again: None,
             connected: kept,
@@ -278,6 +282,20 @@ impl FastcgiBody {
         let Some(tries) = self.tries.as_mut().filter(|_| !self.connected) else {
             return false;
         };
+        // First the next address of the same server's name, if any (as a
+        // reverse proxy request goes: see `ProxyBody::next_address`).
+        if let crate::config::Upstream::Tcp { also, .. } = tries.to() {
+            while let Some(&addr) = also.get(self.also_tried) {
+                self.also_tried += 1;
+                if let Ok(sock) = dial::connect_tcp(addr) {
+                    self.sock.replace(sock);
+                    self.unreachable = None;
+                    self.answered.to(dial::Addr::Tcp(addr));
+                    return true;
+                }
+            }
+        }
+        self.also_tried = 0;
         let now = Instant::now();
         let mut why = why.to_string();
         while let Some(to) = tries.next(now) {

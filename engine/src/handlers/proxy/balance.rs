@@ -273,6 +273,7 @@ mod tests {
                 .map(|i| Upstream::Tcp {
                     addr: SocketAddr::from(([127, 0, 0, 1], 9001 + i as u16)),
                     host: "127.0.0.1".into(),
+                    also: [].into(),
                     tls: false,
                 })
                 .collect(),

@@ -203,6 +203,9 @@ pub struct ProxyBody {
     notes: Vec<String>,
     /// The upstream took a byte: the connection is up.
     connected: bool,
+    /// The upstream a new connection is being made to, and how many of
+    /// its other addresses were tried (see [`ProxyBody::next_address`]).
+    dialed: Option<(super::Upstream, usize)>,
     /// The request head, then its body (in the coding it goes in).
     outbox: Outbox,
     /// More request body may come (see [`Input::is_closed`]).
@@ -271,6 +274,7 @@ impl ProxyBody {
             tls: Tls::default(),
             head: kept_head,
             written: 0,
+            dialed: None,
             kept: false,
             stale_retried: false,
             tried: Vec::new(),
@@ -357,6 +361,11 @@ impl ProxyBody {
         let mut body = ProxyBody::on(sock, head, opts)
             .logged_as(dial::addr(to))
             .with_link(link, tls);
+        body.dialed = Some((to.clone(), 0));
+        if failed.is_some() && body.next_address() {
+            body.sock.unwatched();
+            return Ok(body);
+        }
         if let Some(e) = failed {
             let why = format!("cannot connect: {e}");
             let label = body.opts.label.clone();
@@ -451,6 +460,7 @@ impl ProxyBody {
     fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
         self.sock.replace(sock);
         (self.connected, self.kept) = (false, false);
+        self.dialed = Some((to.clone(), 0));
         self.unreachable = None;
         let head = match turn.host_upstream {
             true => rehost(&self.head, dial::own_host(to).as_bytes()),
@@ -472,6 +482,9 @@ impl ProxyBody {
     /// none when the request went again ([`ProxyBody::try_again`]), else
     /// what to give.
     fn lost(&mut self, e: Option<io::Error>) -> Option<Gave> {
+        if e.is_some() && self.next_address() {
+            return None;
+        }
         if !self.started && self.head_buf.is_empty() && (!self.connected || self.kept) {
             let why = match &e {
                 Some(e) => format!("cannot reach the upstream: {e}"),
@@ -483,6 +496,39 @@ impl ProxyBody {
             }
         }
         Some(self.closed(e))
+    }
+
+    /// A new connection failed before it took a byte of the request: to
+    /// the next address its upstream's name resolved to, if one is left
+    /// (`localhost` is often `::1` then `127.0.0.1`, and an application
+    /// may listen on one of them only). Any method may go: the upstream
+    /// got nothing of it. The same upstream, so nothing counts against
+    /// it, and nothing is logged unless every address fails.
+    fn next_address(&mut self) -> bool {
+        if self.connected || self.kept || self.written > 0 {
+            return false;
+        }
+        let Some((to, tried)) = self.dialed.as_mut() else {
+            return false;
+        };
+        let super::Upstream::Tcp { also, .. } = &*to else {
+            return false;
+        };
+        while let Some(&addr) = also.get(*tried) {
+            *tried += 1;
+            let Ok(sock) = dial::connect_tcp(addr) else {
+                continue;
+            };
+            let Ok(link) = Link::new(to, &self.tls) else {
+                return false;
+            };
+            self.sock.replace(sock);
+            self.link = link;
+            self.unreachable = None;
+            self.answered.to(dial::Addr::Tcp(addr));
+            return true;
+        }
+        false
     }
 
     /// The body ended exactly: the socket may carry another request if
@@ -780,7 +826,11 @@ impl Produce for ProxyBody {
             return Some(Status::GATEWAY_TIMEOUT);
         }
         if !self.connected {
-            // Not reached: the next upstream, if the request may go to it.
+            // Not reached: the name's next address, else the next
+            // upstream, if the request may go to it.
+            if self.next_address() {
+                return None;
+            }
             let why = "no connection within connect_timeout";
             return match self.try_again(false, why) {
                 true => None,
@@ -1007,6 +1057,12 @@ impl Input for ProxyBody {
             }
             Err(OutboxError::Held(e)) => Err(InputEnd::Unreadable(e.to_string())),
             Err(OutboxError::Write(e)) => {
+                if self.next_address() {
+                    return Ok(Wrote {
+                        moved: true,
+                        client: 0,
+                    });
+                }
                 let unanswered = !self.started && self.head_buf.is_empty();
                 if unanswered && (!self.connected || self.kept) {
                     let why = format!("cannot reach the upstream: {e}");

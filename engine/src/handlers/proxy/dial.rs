@@ -10,16 +10,19 @@ use crate::config::Upstream;
 /// socket connects at once, or fails).
 pub fn connect(to: &Upstream) -> io::Result<OwnedFd> {
     match to {
-        Upstream::Tcp { addr, .. } => {
-            let sock = mio::net::TcpStream::connect(*addr)?;
-            let _ = sock.set_nodelay(true);
-            Ok(OwnedFd::from(std::net::TcpStream::from(sock)))
-        }
+        Upstream::Tcp { addr, .. } => connect_tcp(*addr),
         Upstream::Unix(path) => {
             let sock = mio::net::UnixStream::connect(path)?;
             Ok(OwnedFd::from(std::os::unix::net::UnixStream::from(sock)))
         }
     }
+}
+
+/// A non-blocking TCP connection to `addr`, under way.
+pub fn connect_tcp(addr: std::net::SocketAddr) -> io::Result<OwnedFd> {
+    let sock = mio::net::TcpStream::connect(addr)?;
+    let _ = sock.set_nodelay(true);
+    Ok(OwnedFd::from(std::net::TcpStream::from(sock)))
 }
 
 /// How log lines name the answers of `to`: `proxy http://127.0.0.1:9001`.
@@ -77,7 +80,9 @@ pub fn addr(to: &Upstream) -> Addr {
 /// `:PORT` unless the scheme's default; `localhost` for a unix socket.
 pub fn own_host(to: &Upstream) -> String {
     match to {
-        Upstream::Tcp { addr, host, tls } => {
+        Upstream::Tcp {
+            addr, host, tls, ..
+        } => {
             let default = if *tls { 443 } else { 80 };
             match addr.port() {
                 p if p == default => host.to_string(),

@@ -36,6 +36,11 @@ struct Flight {
     out: Vec<u8>,
     /// The answer so far.
     got: Vec<u8>,
+    /// The whole request, and the upstream's other addresses not tried
+    /// yet (a name's: the check goes to the next when one cannot be
+    /// reached, as requests do).
+    request: Vec<u8>,
+    also: Vec<std::net::SocketAddr>,
 }
 
 /// What a check came to.
@@ -88,11 +93,17 @@ impl Group {
             health.path,
             dial::own_host(to)
         );
+        let also = match to {
+            crate::config::Upstream::Tcp { also, .. } => also.iter().rev().copied().collect(),
+            crate::config::Upstream::Unix(_) => Vec::new(),
+        };
         Ok(Flight {
             sock,
             until,
+            request: out.clone().into_bytes(),
             out: out.into_bytes(),
             got: Vec::new(),
+            also,
         })
     }
 }
@@ -106,6 +117,7 @@ impl Flight {
                 Ok(n) => drop(self.out.drain(..n)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.waiting(now),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) if self.next_address() => {}
                 Err(_) => return Verdict::Down,
             }
         }
@@ -125,6 +137,19 @@ impl Flight {
                 Err(_) => return Verdict::Down,
             }
         }
+    }
+
+    /// The connection failed before it took the request: to the next
+    /// address, if one is left.
+    fn next_address(&mut self) -> bool {
+        while let Some(addr) = self.also.pop() {
+            if let Ok(sock) = dial::connect_tcp(addr) {
+                self.sock = sock;
+                self.out.clone_from(&self.request);
+                return true;
+            }
+        }
+        false
     }
 
     /// Not done: down if past its time.
@@ -181,6 +206,7 @@ mod tests {
             to: vec![Upstream::Tcp {
                 addr: listener.local_addr().unwrap(),
                 host: "127.0.0.1".into(),
+                also: [].into(),
                 tls: false,
             }],
             health: Some(Health {
@@ -197,7 +223,13 @@ mod tests {
     fn checked(g: &mut Group, listener: &TcpListener, answer: &[u8]) -> String {
         let now = Instant::now();
         g.check(now);
-        let (mut conn, _) = listener.accept().unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        served(g, conn, answer, now)
+    }
+
+    /// Reads `g`'s check on `conn`, answers `answer`, and moves the check
+    /// on until it has a verdict: what it asked.
+    fn served(g: &mut Group, mut conn: std::net::TcpStream, answer: &[u8], now: Instant) -> String {
         conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut got = Vec::new();
         let mut piece = [0u8; 512];
@@ -218,6 +250,37 @@ mod tests {
         }
         assert!(g.peers[0].check.flight.is_none(), "a verdict");
         String::from_utf8(got).unwrap()
+    }
+
+    #[test]
+    fn a_check_goes_to_the_names_next_address_when_the_first_refuses() {
+        let dead = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut g = group(&listener);
+        g.to[0] = Upstream::Tcp {
+            addr: dead,
+            host: "localhost".into(),
+            also: [listener.local_addr().unwrap()].into(),
+            tls: false,
+        };
+        listener.set_nonblocking(true).unwrap();
+        let now = Instant::now();
+        let mut conn = None;
+        for _ in 0..1000 {
+            g.check(now);
+            if let Ok((c, _)) = listener.accept() {
+                conn = Some(c);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let conn = conn.expect("checked on the second address");
+        conn.set_nonblocking(false).unwrap();
+        served(&mut g, conn, b"HTTP/1.1 200 OK\r\n\r\n", now);
+        assert!(!g.peers[0].check_down, "up");
     }
 
     #[test]

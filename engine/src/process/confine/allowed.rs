@@ -219,6 +219,7 @@ mod tests {
         Upstream::Tcp {
             addr: ([127, 0, 0, 1], port).into(),
             host: "127.0.0.1".into(),
+            also: [].into(),
             tls: false,
         }
     }

@@ -677,6 +677,7 @@ fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
     let tcp = |host: &str, port: u16, tls: bool| crate::config::Upstream::Tcp {
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         host: host.into(),
+        also: [].into(),
         tls,
     };
     let at = |prefix: &str, upstream| Relocate {
@@ -711,4 +712,60 @@ fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
         let got = relocated(v.as_bytes(), r).map(|b| String::from_utf8(b).unwrap());
         assert_eq!(got.as_deref(), want, "{v}");
     }
+}
+
+#[test]
+fn a_name_s_next_address_is_tried_when_the_first_refuses() {
+    let m = logs();
+    // `localhost` as many systems resolve it: an address nobody listens
+    // on, then the one the application does.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let app = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = crate::config::Upstream::Tcp {
+        addr: dead,
+        also: [app.local_addr().unwrap()].into(),
+        host: "localhost".into(),
+        tls: false,
+    };
+    // A POST: it goes to the next address whatever its method, as
+    // nothing of it went to the first.
+    let head = b"POST /f HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".to_vec();
+    let mut p =
+        ProxyBody::connect(&to, head.clone(), options(BodyOut::None), Tls::default()).unwrap();
+    app.set_nonblocking(true).unwrap();
+    let mut conn = None;
+    for _ in 0..1000 {
+        let _ = write(&mut p);
+        assert_eq!(next(&mut p, &m), "pending");
+        if let Ok((c, _)) = app.accept() {
+            conn = Some(c);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut conn = conn.expect("the second address was connected to");
+    conn.set_nonblocking(false).unwrap();
+    let _ = write(&mut p);
+    let mut got = vec![0; head.len()];
+    conn.read_exact(&mut got).unwrap();
+    assert_eq!(got, head);
+    conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        .unwrap();
+    let mut gave = String::new();
+    for _ in 0..1000 {
+        gave = next(&mut p, &m);
+        if gave != "pending" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(gave, "head 200 Some(0) \"\"");
+    assert_eq!(
+        p.answered.addr().map(|a| a.to_string()),
+        Some(app.local_addr().unwrap().to_string()),
+        "logged as the address that answered"
+    );
 }

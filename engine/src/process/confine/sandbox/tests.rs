@@ -376,6 +376,7 @@ fn the_roots_of_https_upstreams_are_readable_again_at_reload() {
     let https = Upstream::Tcp {
         addr: "127.0.0.1:8443".parse().unwrap(),
         host: "127.0.0.1".into(),
+        also: [].into(),
         tls: true,
     };
     let rule = |verify: bool| ProxyRule {
