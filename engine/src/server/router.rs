@@ -955,6 +955,18 @@ pub(super) fn judged_too(req: &OwnedRequest, also: &mut Vec<Vec<u8>>) -> Result<
     Ok(())
 }
 
+/// Refuses the request of `routing` with 400 before it reaches an
+/// application (the reverse proxy's, FastCGI's), with an info line:
+/// `before`, the target as sent, then `after`.
+#[cfg(feature = "upstreams")]
+fn refused_400(routing: &mut Routing<'_>, before: &str, after: std::fmt::Arguments<'_>) -> Step {
+    let target = String::from_utf8_lossy(routing.req.target());
+    routing
+        .log
+        .log(Level::Info, format_args!("{before}{target:?}{after}"));
+    Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch))
+}
+
 /// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
 /// websocket`), which only a `[[reverse_proxy]]` rule takes (see
 /// `Router::proxies`): elsewhere answered as such, not as a plain

@@ -8,7 +8,7 @@
 
 use std::os::unix::ffi::OsStrExt;
 
-use super::{Deferred, Resume, Resumed, Router, Routing, Step};
+use super::{refused_400, Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{FastcgiRule, Level};
 use crate::handlers::cgi::content_length;
 use crate::handlers::fastcgi::body::{BodyIn, Options};
@@ -43,15 +43,14 @@ impl Router {
             // that routes on it would not resolve the dot segments brisk
             // resolved before its rules matched. See the reverse proxy's.)
             if has_dot_segment(split_target(routing.req.target()).0) {
-                routing.log.log(
-                    Level::Info,
+                return refused_400(
+                    routing,
+                    "fastcgi: ",
                     format_args!(
-                        "fastcgi: {:?}: the application could read its path as another \
-                         (dot segments, which it may not resolve); 400",
-                        String::from_utf8_lossy(routing.req.target())
+                        ": the application could read its path as another \
+                         (dot segments, which it may not resolve); 400"
                     ),
                 );
-                return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
             }
         }
         match found {

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::{Deferred, Resume, Resumed, Router, Routing, Step};
+use super::{refused_400, Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{HostMode, PathMatch, ProxyRule, Upstream};
 use crate::handlers::proxy::balance::{Group, Shared};
 use crate::handlers::proxy::body::{Answer, Options, Relocate, Turn};
@@ -90,6 +90,23 @@ impl Router {
             // for every resource, so no `Allow` to name).
             return Step::Answer(Plan::error(Status::NOT_IMPLEMENTED, routing.scratch));
         }
+        // An upstream must see the path brisk's rules matched (Orange
+        // Tsai's "Breaking Parser Logic", Black Hat 2018).
+        let raw = split_target(routing.req.target()).0;
+        let otherwise = if has_dot_segment(raw) {
+            Some("dot segments, which it may not resolve")
+        } else if read_otherwise(&routing.scratch.path) {
+            Some("dot segments behind ';' or '\\'")
+        } else {
+            None
+        };
+        if let Some(why) = otherwise {
+            return refused_400(
+                routing,
+                "reverse proxy: ",
+                format_args!(": an upstream could read its path as another ({why}); 400"),
+            );
+        }
         // (The real client: behind a trusted proxy, the one it names.)
         let client = match routing.req.forwarded() {
             Some(f) => f.addr.ip(),
@@ -105,37 +122,14 @@ impl Router {
             ));
         };
         let to = &rule.to[index];
-        // An upstream must see the path brisk's rules matched (Orange
-        // Tsai's "Breaking Parser Logic", Black Hat 2018).
-        let raw = split_target(routing.req.target()).0;
-        let otherwise = if has_dot_segment(raw) {
-            Some("dot segments, which it may not resolve")
-        } else if read_otherwise(&routing.scratch.path) {
-            Some("dot segments behind ';' or '\\'")
-        } else {
-            None
-        };
-        if let Some(why) = otherwise {
-            routing.log.log(
-                crate::config::Level::Info,
-                format_args!(
-                    "reverse proxy: {:?}: an upstream could read its path as another ({why}); 400",
-                    String::from_utf8_lossy(routing.req.target())
-                ),
-            );
-            return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
-        }
         let target = match strip(rule, routing.req.target(), &routing.scratch.path) {
             Ok(target) => target,
             Err(why) => {
-                routing.log.log(
-                    crate::config::Level::Info,
-                    format_args!(
-                        "reverse proxy: cannot strip_prefix from {:?}: {why}; 400",
-                        String::from_utf8_lossy(routing.req.target())
-                    ),
-                );
-                return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+                return refused_400(
+                    routing,
+                    "reverse proxy: cannot strip_prefix from ",
+                    format_args!(": {why}; 400"),
+                )
             }
         };
         let label = group.borrow().labels[index].clone();

@@ -28,13 +28,14 @@ pub(super) struct Clock {
 impl Clock {
     /// A clock reading the current time.
     pub(super) fn new(now: Instant) -> Clock {
+        let wall = SystemTime::now();
         let mut clock = Clock {
             now,
-            read: (SystemTime::now(), now),
+            read: (wall, now),
             next_second: now,
             date: DateCache::new(),
         };
-        clock.set(now, SystemTime::now());
+        clock.set(now, wall);
         clock
     }
 
