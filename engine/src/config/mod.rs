@@ -56,7 +56,8 @@ pub use handlers::{unknown_handler, HandlerRule, BUILT_IN_HANDLERS};
 pub use servlets::ServletsConfig;
 pub(crate) use units::FRAMING_HEADERS;
 pub use upstream::{
-    Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Upstream,
+    Balance, FastcgiRule, HeaderEdits, Health, HostMode, ProxyRule, Rules, ServerMode, Tried,
+    Upstream,
 };
 pub use value::Value;
 pub use webdav::{DavRules, PropStore, WebdavRule, LISTING_CACHE};

@@ -514,6 +514,7 @@ fn upstream_list(to: &[Upstream], scheme: bool) -> String {
             also,
             host,
             tls,
+            ..
         } => {
             let scheme = match (scheme, tls) {
                 (false, _) => "",

@@ -13,6 +13,7 @@
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -112,6 +113,9 @@ pub enum Upstream {
         /// byte of the request went, as nginx tries each address of a
         /// name. Empty for an IP literal.
         also: std::sync::Arc<[SocketAddr]>,
+        /// Which of them a new connection tries first: the first, until
+        /// one fails (see [`Upstream::next_address`]).
+        reached: Reached,
         /// The host as written, lower case, IPv6 literals in brackets:
         /// the upstream's `Host` (with `:port` unless the scheme's
         /// default) and, for https, the name sent (SNI) and verified.
@@ -122,6 +126,78 @@ pub enum Upstream {
     /// A unix socket (`unix:/path`), absolute; it need not exist yet.
     /// (Shared: a request's answer, the pool and the log take copies.)
     Unix(std::sync::Arc<Path>),
+}
+
+/// Which of a name's addresses new connections try first (an index into
+/// `addr` then `also`), shared by the workers; learnt as brisk runs, so
+/// no part of what the configuration compares.
+#[derive(Debug, Clone, Default)]
+pub struct Reached(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl PartialEq for Reached {
+    fn eq(&self, _: &Reached) -> bool {
+        true
+    }
+}
+
+impl Eq for Reached {}
+
+/// Where a new connection to an upstream is in its name's addresses:
+/// from the one it tried first (`start`), the `k`-th after it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tried {
+    start: usize,
+    k: usize,
+}
+
+impl Upstream {
+    /// Where a new connection starts: the address no connection failed
+    /// on since it was first tried (the first, at the start).
+    pub fn tried(&self) -> Tried {
+        let start = match self {
+            Upstream::Tcp { reached, .. } => reached.0.load(Ordering::Relaxed),
+            Upstream::Unix(_) => 0,
+        };
+        Tried { start, k: 0 }
+    }
+
+    /// The address a new connection at `tried` dials.
+    pub fn address(&self, tried: Tried) -> Option<SocketAddr> {
+        let Upstream::Tcp { addr, also, .. } = self else {
+            return None;
+        };
+        let n = also.len() + 1;
+        match (tried.start + tried.k) % n {
+            0 => Some(*addr),
+            i => also.get(i - 1).copied(),
+        }
+    }
+
+    /// The connection at `tried` failed before it took a byte: the
+    /// address to try next, each once, as nginx tries each address of a
+    /// name (`localhost` is often `::1`, then `127.0.0.1`, and an
+    /// application may listen on one of them only). New connections
+    /// start past the one that failed from now on, so that each does
+    /// not wait on a dead address first.
+    pub fn next_address(&self, tried: &mut Tried) -> Option<SocketAddr> {
+        let Upstream::Tcp { also, reached, .. } = self else {
+            return None;
+        };
+        let n = also.len() + 1;
+        if tried.k + 1 >= n {
+            return None;
+        }
+        let failed = (tried.start + tried.k) % n;
+        // (Unless another connection moved it first.)
+        let _ = reached.0.compare_exchange(
+            failed,
+            (failed + 1) % n,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        tried.k += 1;
+        self.address(*tried)
+    }
 }
 
 /// `balance`: how a rule with several upstreams picks one per request.
@@ -573,6 +649,7 @@ fn resolve_with(
     Ok(Upstream::Tcp {
         addr: all[0],
         also: all[1..].into(),
+        reached: Reached::default(),
         host: host.to_ascii_lowercase().into(),
         tls,
     })

@@ -16,6 +16,7 @@ fn tcp(addr: &str, host: &str, tls: bool) -> Upstream {
         addr: addr.parse::<SocketAddr>().unwrap(),
         host: host.into(),
         also: [].into(),
+        reached: Default::default(),
         tls,
     }
 }
@@ -652,4 +653,43 @@ fn the_summary_lists_the_rules() {
     );
     assert!(s.contains(&want), "{s}\n{want}");
     assert!(!s.contains("s3cr3t"), "{s}");
+}
+
+#[test]
+fn new_connections_start_past_an_address_that_failed() {
+    let at = |s: &str| s.parse::<std::net::SocketAddr>().unwrap();
+    let (a, b, c) = (at("[::1]:9"), at("127.0.0.1:9"), at("127.0.0.2:9"));
+    let to = Upstream::Tcp {
+        addr: a,
+        also: [b, c].into(),
+        reached: Default::default(),
+        host: "app.test".into(),
+        tls: false,
+    };
+    // Each address once, in the resolver's order.
+    let mut t = to.tried();
+    assert_eq!(to.address(t), Some(a));
+    let mut walk = vec![];
+    let mut again = to.tried();
+    assert_eq!(to.address(again), Some(a));
+    while let Some(x) = to.next_address(&mut t) {
+        walk.push(x);
+    }
+    assert_eq!(walk, [b, c]);
+    // The first two failed: the next connection starts at the last, then
+    // wraps around, each once again.
+    let mut t = to.tried();
+    assert_eq!(to.address(t), Some(c));
+    let walk: Vec<_> = std::iter::from_fn(|| to.next_address(&mut t)).collect();
+    assert_eq!(walk, [a, b]);
+    // Those two failed again: the start is the second now. A walk that
+    // began before the start moved does not move it back, nor skip an
+    // address of its own.
+    assert_eq!(to.next_address(&mut again), Some(b));
+    assert_eq!(to.address(to.tried()), Some(b));
+    // Copies share it (the workers hold copies); a unix socket has none.
+    assert_eq!(to.clone().address(to.tried()), Some(b));
+    let unix = Upstream::Unix(std::path::Path::new("/run/app.sock").into());
+    assert_eq!(unix.address(unix.tried()), None);
+    assert_eq!(unix.next_address(&mut unix.tried()), None);
 }

@@ -24,7 +24,7 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::record::{self, Decoder, Event, MAX_CONTENT, STDIN};
-use crate::config::Level;
+use crate::config::{Level, Tried};
 use crate::handlers::cgi::pipe_body::gather_lines;
 use crate::handlers::cgi::{parse_head, reply_head, CgiReply};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Want, Wrote};
@@ -81,9 +81,9 @@ pub struct FastcgiBody {
     /// The server it holds among its rule's, and those it tried (none:
     /// the one socket it is given, never another).
     tries: Option<Tries>,
-    /// How many of the other addresses of the server in use (a name's)
-    /// were tried on this request.
-    also_tried: usize,
+    /// Where the connection is in the addresses of the server in use (a
+    /// name's).
+    tried: Tried,
     /// What to log next (attempts that failed and went on).
     notes: Vec<String>,
     /// The request's PARAMS records, kept to go again on a new
@@ -188,7 +188,7 @@ impl FastcgiBody {
         FastcgiBody {
             sock: Socket::new(Some(sock)),
             tries: None,
-            also_tried: 0,
+            tried: Tried::default(),
             notes: Vec::new(),
             again: None,
             connected: kept,
@@ -240,7 +240,8 @@ impl FastcgiBody {
         let Some(to) = self.tries.as_ref().map(Tries::to) else {
             return false;
         };
-        let Ok(sock) = dial::connect(&to) else {
+        self.tried = to.tried();
+        let Ok(sock) = dial::connect(&to, self.tried) else {
             return false;
         };
         self.sock.replace(sock);
@@ -252,16 +253,18 @@ impl FastcgiBody {
         self.notes.push(format!(
             "{}: {}: {why}; sent again on a new connection",
             self.opts.label,
-            dial::addr(&to)
+            dial::addr_at(&to, self.tried)
         ));
         true
     }
 
-    /// Sent to the server `tries` holds, `to` (the access log names it),
-    /// and when it cannot be reached, to the next one up.
-    pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream) -> Self {
-        self.answered.to(dial::addr(to));
+    /// Sent to the server `tries` holds, `to` at its address `tried`
+    /// (the access log names it), and when it cannot be reached, to its
+    /// next address, then to the next server up.
+    pub fn with_tries(mut self, tries: Tries, to: &crate::config::Upstream, tried: Tried) -> Self {
+        self.answered.to(dial::addr_at(to, tried));
         self.tries = Some(tries);
+        self.tried = tried;
         self
     }
 
@@ -284,30 +287,28 @@ impl FastcgiBody {
         };
         // First the next address of the same server's name, if any (as a
         // reverse proxy request goes: see `ProxyBody::next_address`).
-        if let crate::config::Upstream::Tcp { also, .. } = tries.to() {
-            while let Some(&addr) = also.get(self.also_tried) {
-                self.also_tried += 1;
-                if let Ok(sock) = dial::connect_tcp(addr) {
-                    self.sock.replace(sock);
-                    self.unreachable = None;
-                    self.answered.to(dial::Addr::Tcp(addr));
-                    return true;
-                }
+        let to = tries.to();
+        while let Some(addr) = to.next_address(&mut self.tried) {
+            if let Ok(sock) = dial::connect_tcp(addr) {
+                self.sock.replace(sock);
+                self.unreachable = None;
+                self.answered.to(dial::Addr::Tcp(addr));
+                return true;
             }
         }
-        self.also_tried = 0;
         let now = Instant::now();
         let mut why = why.to_string();
         while let Some(to) = tries.next(now) {
             let was = self.answered.addr().map(|a| a.to_string());
-            self.answered.to(dial::addr(&to));
+            self.tried = to.tried();
+            self.answered.to(dial::addr_at(&to, self.tried));
             self.notes.push(format!(
                 "{}: {}: {why}; sent to {}",
                 self.opts.label,
                 was.unwrap_or_default(),
-                dial::addr(&to)
+                dial::addr_at(&to, self.tried)
             ));
-            match dial::connect(&to) {
+            match dial::connect(&to, self.tried) {
                 Ok(sock) => {
                     self.sock.replace(sock);
                     self.unreachable = None;

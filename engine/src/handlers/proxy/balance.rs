@@ -274,6 +274,7 @@ mod tests {
                     addr: SocketAddr::from(([127, 0, 0, 1], 9001 + i as u16)),
                     host: "127.0.0.1".into(),
                     also: [].into(),
+                    reached: Default::default(),
                     tls: false,
                 })
                 .collect(),

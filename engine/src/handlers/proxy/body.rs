@@ -33,7 +33,7 @@ use super::dial;
 use super::link::{Link, Tls};
 use super::pool::Keep;
 use super::request::{BodyOut, HOP_BY_HOP};
-use crate::config::{HeaderEdits, Level, ServerMode};
+use crate::config::{HeaderEdits, Level, ServerMode, Tried};
 use crate::handlers::pipe::{Own, ReplyHead};
 use crate::handlers::produce::{Cx, Gave, Input, InputEnd, Produce, Spliced, Want, Wrote};
 use crate::handlers::relay::{Answered, Outbox, OutboxError, Socket, Unframe, Waiting};
@@ -205,7 +205,7 @@ pub struct ProxyBody {
     connected: bool,
     /// The upstream a new connection is being made to, and how many of
     /// its other addresses were tried (see [`ProxyBody::next_address`]).
-    dialed: Option<(super::Upstream, usize)>,
+    dialed: Option<(super::Upstream, Tried)>,
     /// The request head, then its body (in the coding it goes in).
     outbox: Outbox,
     /// More request body may come (see [`Input::is_closed`]).
@@ -353,15 +353,16 @@ impl ProxyBody {
         opts: Options,
         tls: Tls,
     ) -> Result<ProxyBody, Vec<String>> {
-        let (made, failed) = match dial_link(to, &tls) {
+        let tried = to.tried();
+        let (made, failed) = match dial_link(to, tried, &tls) {
             Ok(made) => (Some(made), None),
             Err(e) => (None, Some(e)),
         };
         let (sock, link) = made.map_or((None, Link::Plain), |(s, l)| (Some(s), l));
         let mut body = ProxyBody::on(sock, head, opts)
-            .logged_as(dial::addr(to))
+            .logged_as(dial::addr_at(to, tried))
             .with_link(link, tls);
-        body.dialed = Some((to.clone(), 0));
+        body.dialed = Some((to.clone(), tried));
         if failed.is_some() && body.next_address() {
             body.sock.unwatched();
             return Ok(body);
@@ -439,10 +440,11 @@ impl ProxyBody {
                 self.opts.label,
                 dial::label(&to)
             ));
-            match dial_link(&to, &self.tls) {
+            let tried = to.tried();
+            match dial_link(&to, tried, &self.tls) {
                 Ok((sock, link)) => {
                     self.link = link;
-                    self.restart(sock, i, &to, &turn);
+                    self.restart(sock, i, &to, tried, &turn);
                     return true;
                 }
                 Err(e) => {
@@ -454,13 +456,21 @@ impl ProxyBody {
         }
     }
 
-    /// Goes on with `sock`, a new connection to `to`, upstream `i` of
-    /// `turn`'s rule: the request head again (with that upstream's `Host`
-    /// when the rule sends its own), then the body as it comes.
-    fn restart(&mut self, sock: OwnedFd, i: usize, to: &super::Upstream, turn: &Turn) {
+    /// Goes on with `sock`, a new connection to `to` (at its address
+    /// `tried`), upstream `i` of `turn`'s rule: the request head again
+    /// (with that upstream's `Host` when the rule sends its own), then
+    /// the body as it comes.
+    fn restart(
+        &mut self,
+        sock: OwnedFd,
+        i: usize,
+        to: &super::Upstream,
+        tried: Tried,
+        turn: &Turn,
+    ) {
         self.sock.replace(sock);
         (self.connected, self.kept) = (false, false);
-        self.dialed = Some((to.clone(), 0));
+        self.dialed = Some((to.clone(), tried));
         self.unreachable = None;
         let head = match turn.host_upstream {
             true => rehost(&self.head, dial::own_host(to).as_bytes()),
@@ -472,7 +482,7 @@ impl ProxyBody {
         (self.head, self.written) = (head, 0);
         self.lease = Some(Lease::take(&turn.group, i));
         self.opts.label = dial::label(to).into();
-        self.answered.to(dial::addr(to));
+        self.answered.to(dial::addr_at(to, tried));
         if let Some(keep) = self.opts.keep.as_mut() {
             keep.to = to.clone();
         }
@@ -500,10 +510,9 @@ impl ProxyBody {
 
     /// A new connection failed before it took a byte of the request: to
     /// the next address its upstream's name resolved to, if one is left
-    /// (`localhost` is often `::1` then `127.0.0.1`, and an application
-    /// may listen on one of them only). Any method may go: the upstream
-    /// got nothing of it. The same upstream, so nothing counts against
-    /// it, and nothing is logged unless every address fails.
+    /// (see [`super::Upstream::next_address`]). Any method may go: the
+    /// upstream got nothing of it. The same upstream, so nothing counts
+    /// against it, and nothing is logged unless every address fails.
     fn next_address(&mut self) -> bool {
         if self.connected || self.kept || self.written > 0 {
             return false;
@@ -511,11 +520,7 @@ impl ProxyBody {
         let Some((to, tried)) = self.dialed.as_mut() else {
             return false;
         };
-        let super::Upstream::Tcp { also, .. } = &*to else {
-            return false;
-        };
-        while let Some(&addr) = also.get(*tried) {
-            *tried += 1;
+        while let Some(addr) = to.next_address(tried) {
             let Ok(sock) = dial::connect_tcp(addr) else {
                 continue;
             };
@@ -691,10 +696,10 @@ impl ProxyBody {
     }
 }
 
-/// A new connection to `to`, and its link (TLS with `tls` for an https
+/// A new connection to `to` (at its address `tried`), and its link (TLS with `tls` for an https
 /// upstream); the reason when there can be none.
-fn dial_link(to: &super::Upstream, tls: &Tls) -> Result<(OwnedFd, Link), String> {
-    let sock = dial::connect(to).map_err(|e| e.to_string())?;
+fn dial_link(to: &super::Upstream, tried: Tried, tls: &Tls) -> Result<(OwnedFd, Link), String> {
+    let sock = dial::connect(to, tried).map_err(|e| e.to_string())?;
     Ok((sock, Link::new(to, tls)?))
 }
 

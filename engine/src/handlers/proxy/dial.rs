@@ -4,13 +4,13 @@
 use std::io;
 use std::os::fd::OwnedFd;
 
-use crate::config::Upstream;
+use crate::config::{Tried, Upstream};
 
-/// A non-blocking connection to `to`, under way (TCP) or made (a unix
-/// socket connects at once, or fails).
-pub fn connect(to: &Upstream) -> io::Result<OwnedFd> {
+/// A non-blocking connection to `to` (at its address `tried`), under
+/// way (TCP) or made (a unix socket connects at once, or fails).
+pub fn connect(to: &Upstream, tried: Tried) -> io::Result<OwnedFd> {
     match to {
-        Upstream::Tcp { addr, .. } => connect_tcp(*addr),
+        Upstream::Tcp { addr, .. } => connect_tcp(to.address(tried).unwrap_or(*addr)),
         Upstream::Unix(path) => {
             let sock = mio::net::UnixStream::connect(path)?;
             Ok(OwnedFd::from(std::os::unix::net::UnixStream::from(sock)))
@@ -68,10 +68,15 @@ impl std::fmt::Display for Addr {
     }
 }
 
-/// Where `to` is (see [`Addr`]).
+/// Where `to` is (see [`Addr`]): the address a new connection goes to.
 pub fn addr(to: &Upstream) -> Addr {
+    addr_at(to, to.tried())
+}
+
+/// Where `to` is, at its address `tried`.
+pub fn addr_at(to: &Upstream, tried: Tried) -> Addr {
     match to {
-        Upstream::Tcp { addr, .. } => Addr::Tcp(*addr),
+        Upstream::Tcp { addr, .. } => Addr::Tcp(to.address(tried).unwrap_or(*addr)),
         Upstream::Unix(path) => Addr::Unix(std::sync::Arc::clone(path)),
     }
 }

@@ -36,11 +36,12 @@ struct Flight {
     out: Vec<u8>,
     /// The answer so far.
     got: Vec<u8>,
-    /// The whole request, and the upstream's other addresses not tried
-    /// yet (a name's: the check goes to the next when one cannot be
-    /// reached, as requests do).
+    /// The whole request, the upstream, and where the check is in its
+    /// addresses (a name's: the check goes to the next when one cannot
+    /// be reached, as requests do).
     request: Vec<u8>,
-    also: Vec<std::net::SocketAddr>,
+    to: crate::config::Upstream,
+    tried: crate::config::Tried,
 }
 
 /// What a check came to.
@@ -86,24 +87,22 @@ impl Group {
     /// A check of upstream `i`, connecting, to give up at `until`.
     fn start(&self, i: usize, health: &Health, until: Instant) -> io::Result<Flight> {
         let to = &self.to[i];
-        let sock = dial::connect(to)?;
+        let tried = to.tried();
+        let sock = dial::connect(to, tried)?;
         let out = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: brisk health check\r\n\
              Connection: close\r\n\r\n",
             health.path,
             dial::own_host(to)
         );
-        let also = match to {
-            crate::config::Upstream::Tcp { also, .. } => also.iter().rev().copied().collect(),
-            crate::config::Upstream::Unix(_) => Vec::new(),
-        };
         Ok(Flight {
             sock,
             until,
             request: out.clone().into_bytes(),
             out: out.into_bytes(),
             got: Vec::new(),
-            also,
+            to: to.clone(),
+            tried,
         })
     }
 }
@@ -142,7 +141,7 @@ impl Flight {
     /// The connection failed before it took the request: to the next
     /// address, if one is left.
     fn next_address(&mut self) -> bool {
-        while let Some(addr) = self.also.pop() {
+        while let Some(addr) = self.to.next_address(&mut self.tried) {
             if let Ok(sock) = dial::connect_tcp(addr) {
                 self.sock = sock;
                 self.out.clone_from(&self.request);
@@ -207,6 +206,7 @@ mod tests {
                 addr: listener.local_addr().unwrap(),
                 host: "127.0.0.1".into(),
                 also: [].into(),
+                reached: Default::default(),
                 tls: false,
             }],
             health: Some(Health {
@@ -264,6 +264,7 @@ mod tests {
             addr: dead,
             host: "localhost".into(),
             also: [listener.local_addr().unwrap()].into(),
+            reached: Default::default(),
             tls: false,
         };
         listener.set_nonblocking(true).unwrap();

@@ -220,6 +220,7 @@ mod tests {
             addr: ([127, 0, 0, 1], port).into(),
             host: "127.0.0.1".into(),
             also: [].into(),
+            reached: Default::default(),
             tls: false,
         }
     }

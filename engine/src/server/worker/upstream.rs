@@ -163,16 +163,17 @@ impl Worker {
         let mut to = tries.to();
         // A kept connection to the server picked, or a new one; one that
         // cannot be made sends the request to the next server up.
-        let (sock, kept) = loop {
+        let (sock, kept, tried) = loop {
             let keep = opts.keep.as_ref();
+            let tried = to.tried();
             if let Some((sock, _, watched)) = self.kept_socket(&to, keep, &Tls::default(), !again) {
-                break (sock, Some(watched));
+                break (sock, Some(watched), tried);
             }
-            let e = match dial::connect(&to) {
-                Ok(sock) => break (sock, None),
+            let e = match dial::connect(&to, tried) {
+                Ok(sock) => break (sock, None, tried),
                 Err(e) => e,
             };
-            let failed = dial::addr(&to);
+            let failed = dial::addr_at(&to, tried);
             let Some(next) = tries.next(self.clock.now) else {
                 self.logger.log(
                     Level::Error,
@@ -195,7 +196,7 @@ impl Worker {
         }
         let body = FastcgiBody::new(sock, kept.is_some(), &params, body, opts)
             .watched(kept.flatten())
-            .with_tries(tries, &to);
+            .with_tries(tries, &to, tried);
         let body = match (again, kept) {
             (true, Some(_)) => body.may_go_again(params),
             _ => body,

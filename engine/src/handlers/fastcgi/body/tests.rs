@@ -462,7 +462,7 @@ fn a_server_not_reached_in_connect_timeout_sends_even_a_post_to_the_next() {
     let (group, t) = tries(vec![away.clone(), b.upstream()]);
     // (Its socket never connects: nothing of the request went.)
     let (p, _silent) = started(BodyIn::Stream, None);
-    let mut p = p.with_tries(t, &away);
+    let mut p = p.with_tries(t, &away, away.tried());
     p.input().unwrap().feed(b"a=1");
     p.input().unwrap().end();
     assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(3));
@@ -507,7 +507,7 @@ fn a_server_silent_after_the_request_is_a_504_and_a_failure() {
     let (p, mut app) = started(BodyIn::None, None);
     let here = Upstream::Unix(Path::new("/fpm.sock").into());
     let (group, t) = tries(vec![here.clone(), away]);
-    let mut p = p.with_tries(t, &here);
+    let mut p = p.with_tries(t, &here, here.tried());
     assert!(write(&mut p).unwrap().moved);
     records_until(&mut app, STDIN);
     assert_eq!(p.idle_timeout(Duration::ZERO), Duration::from_secs(9));
@@ -557,7 +557,8 @@ fn on_closed_kept(
         BodyIn::None,
         options(None),
     );
-    let p = p.with_tries(t, &b.upstream());
+    let up = b.upstream();
+    let p = p.with_tries(t, &up, up.tried());
     match again {
         true => p.may_go_again(params.to_vec()),
         false => p,

@@ -678,6 +678,7 @@ fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
         addr: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         host: host.into(),
         also: [].into(),
+        reached: Default::default(),
         tls,
     };
     let at = |prefix: &str, upstream| Relocate {
@@ -727,6 +728,7 @@ fn a_name_s_next_address_is_tried_when_the_first_refuses() {
     let to = crate::config::Upstream::Tcp {
         addr: dead,
         also: [app.local_addr().unwrap()].into(),
+        reached: Default::default(),
         host: "localhost".into(),
         tls: false,
     };
@@ -768,4 +770,14 @@ fn a_name_s_next_address_is_tried_when_the_first_refuses() {
         Some(app.local_addr().unwrap().to_string()),
         "logged as the address that answered"
     );
+    // The next new connection goes to it first: none waits on the dead
+    // address again.
+    let p = ProxyBody::connect(&to, head, options(BodyOut::None), Tls::default()).unwrap();
+    assert_eq!(
+        p.answered.addr().map(|a| a.to_string()),
+        Some(app.local_addr().unwrap().to_string())
+    );
+    let _ = app
+        .accept()
+        .expect("the new connection went to the address that took the last");
 }

@@ -377,6 +377,7 @@ fn the_roots_of_https_upstreams_are_readable_again_at_reload() {
         addr: "127.0.0.1:8443".parse().unwrap(),
         host: "127.0.0.1".into(),
         also: [].into(),
+        reached: Default::default(),
         tls: true,
     };
     let rule = |verify: bool| ProxyRule {
