@@ -800,6 +800,9 @@ impl Router {
         if let Resolved::Cgi(script) = &resolved {
             let rules = &self.cfg.site(routing.req.site()).cgi;
             routing.body_max = rules.get(script.rule).and_then(|r| r.max_body);
+            if let Some(refused) = dot_segments_refused(routing, "cgi: ") {
+                return refused;
+            }
         }
         match resolved {
             Resolved::NotCgi => Step::Next,
@@ -955,10 +958,30 @@ pub(super) fn judged_too(req: &OwnedRequest, also: &mut Vec<Vec<u8>>) -> Result<
     Ok(())
 }
 
+/// A 400 for a request to a program that reads its `REQUEST_URI` as
+/// sent (a CGI script, a FastCGI application) when that path has dot
+/// segments: a framework that routes on it would not resolve the dot
+/// segments brisk resolved before its rules matched (`/admin/../app`
+/// passed brisk's rules as `/app`). No browser sends them (RFC 3986
+/// §5.2.4). `who` starts the info line. See the reverse proxy's.
+fn dot_segments_refused(routing: &mut Routing<'_>, who: &str) -> Option<Step> {
+    if !crate::http::path::has_dot_segment(crate::http::path::split_target(routing.req.target()).0)
+    {
+        return None;
+    }
+    Some(refused_400(
+        routing,
+        who,
+        format_args!(
+            ": the program could read its path as another \
+             (dot segments, which it may not resolve); 400"
+        ),
+    ))
+}
+
 /// Refuses the request of `routing` with 400 before it reaches an
-/// application (the reverse proxy's, FastCGI's), with an info line:
-/// `before`, the target as sent, then `after`.
-#[cfg(feature = "upstreams")]
+/// application (the reverse proxy's, FastCGI's, a CGI script), with an
+/// info line: `before`, the target as sent, then `after`.
 fn refused_400(routing: &mut Routing<'_>, before: &str, after: std::fmt::Arguments<'_>) -> Step {
     let target = String::from_utf8_lossy(routing.req.target());
     routing

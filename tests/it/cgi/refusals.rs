@@ -262,8 +262,6 @@ fn script_source_is_never_served() {
         ("/cgi-bin/x.sh", "ran "),
         ("/cgi-bin/x.sh/info", "ran /info"),
         ("/cgi-bin//x.sh", "ran "),
-        ("/cgi-bin/./x.sh", "ran "),
-        ("/app/../cgi-bin/x.sh", "ran "),
         ("/%63gi-bin/x%2esh", "ran "),
         ("/run/y.sh", "ran "),
         ("/app/page.cgi", "ran "),

@@ -8,7 +8,7 @@
 
 use std::os::unix::ffi::OsStrExt;
 
-use super::{refused_400, Deferred, Resume, Resumed, Router, Routing, Step};
+use super::{dot_segments_refused, Deferred, Resume, Resumed, Router, Routing, Step};
 use crate::config::{FastcgiRule, Level};
 use crate::handlers::cgi::content_length;
 use crate::handlers::fastcgi::body::{BodyIn, Options};
@@ -19,7 +19,6 @@ use crate::handlers::proxy::pool::Keep;
 use crate::handlers::spool::Spool;
 use crate::handlers::{Body, Plan};
 use crate::http::parse::BodyFraming;
-use crate::http::path::{has_dot_segment, split_target};
 use crate::http::Status;
 
 impl Router {
@@ -39,18 +38,8 @@ impl Router {
         if let Found::Script(script) = &found {
             let rules = &self.cfg.site(site).fastcgi;
             routing.body_max = rules.get(script.rule).and_then(|r| r.max_body);
-            // (The application reads `REQUEST_URI` as sent: a framework
-            // that routes on it would not resolve the dot segments brisk
-            // resolved before its rules matched. See the reverse proxy's.)
-            if has_dot_segment(split_target(routing.req.target()).0) {
-                return refused_400(
-                    routing,
-                    "fastcgi: ",
-                    format_args!(
-                        ": the application could read its path as another \
-                         (dot segments, which it may not resolve); 400"
-                    ),
-                );
+            if let Some(refused) = dot_segments_refused(routing, "fastcgi: ") {
+                return refused;
             }
         }
         match found {
