@@ -112,9 +112,14 @@ pub struct Malformed(pub &'static str);
 /// charset) into a [`Document`].
 pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
     let text = std::str::from_utf8(input).map_err(|_| Malformed("not UTF-8"))?;
-    // (XML 1.0 §2.2: no document holds a NUL; stored values rely on it.)
+    // (XML 1.0 §2.2: no document holds a NUL, stored values rely on it;
+    // nor any other character outside `Char`, which a reader of a stored
+    // value sent back would refuse.)
     if input.contains(&0) {
         return Err(Malformed("a NUL character"));
+    }
+    if !text.chars().all(is_char) {
+        return Err(Malformed("a character XML does not allow"));
     }
     let mut r = Reader {
         s: text,
@@ -236,6 +241,7 @@ impl<'a> Reader<'a> {
             return Err(Malformed("nested too deep"));
         }
         let mut prefixed_attrs = Vec::new();
+        let mut attrs: Vec<&str> = Vec::new();
         let mut decls = Vec::new();
         let closed = loop {
             let before = i;
@@ -257,6 +263,11 @@ impl<'a> Reader<'a> {
                 return Err(Malformed("a malformed attribute"));
             }
             let attr = &s[i..a_end];
+            // (XML 1.0 §3.1: "Unique Att Spec".)
+            if attrs.contains(&attr) {
+                return Err(Malformed("an attribute twice in a tag"));
+            }
+            attrs.push(attr);
             i = skip_ws(s, a_end);
             if !s[i..].starts_with('=') {
                 return Err(Malformed("an attribute without a value"));
@@ -277,24 +288,39 @@ impl<'a> Reader<'a> {
             }
             let value = unescape(raw)?;
             i = v_end + 1;
+            // (Namespaces in XML §3: `xml` is bound to its namespace and
+            // nothing else is; `xmlns`'s is never declared.)
+            let reserved =
+                |prefix: &str| (prefix == "xml") != (value == XML_NS) || value == XMLNS_NS;
             if attr == "xmlns" {
+                if value == XML_NS || value == XMLNS_NS {
+                    return Err(Malformed("an invalid namespace declaration"));
+                }
                 decls.push((String::new(), value.clone()));
                 self.scopes.push(("", value, depth));
             } else if let Some(prefix) = attr.strip_prefix("xmlns:") {
                 // (Namespaces in XML §3: a prefix may not be undeclared.)
-                if value.is_empty() || prefix == "xmlns" || prefix.contains(':') {
+                if value.is_empty() || prefix == "xmlns" || prefix.contains(':') || reserved(prefix)
+                {
                     return Err(Malformed("an invalid namespace declaration"));
                 }
                 decls.push((prefix.to_string(), value.clone()));
                 self.scopes.push((prefix, value, depth));
-            } else if let Some((p, _)) = attr.split_once(':') {
-                prefixed_attrs.push(p);
+            } else if let Some((p, local)) = attr.split_once(':') {
+                prefixed_attrs.push((p, local));
             }
         };
-        for p in prefixed_attrs {
-            if p != "xml" && self.lookup(p).is_none() {
-                return Err(Malformed("an attribute's prefix is not declared"));
+        // (Namespaces in XML §6.3: nor twice by another prefix bound to
+        // the same namespace.)
+        let mut expanded: Vec<(&str, &str)> = Vec::new();
+        for (p, local) in prefixed_attrs {
+            let ns = self
+                .lookup(p)
+                .ok_or(Malformed("an attribute's prefix is not declared"))?;
+            if expanded.contains(&(ns, local)) {
+                return Err(Malformed("an attribute twice in a tag"));
             }
+            expanded.push((ns, local));
         }
         let (prefix, local) = match qname.split_once(':') {
             Some((p, l)) => (p, l),
@@ -333,7 +359,7 @@ impl<'a> Reader<'a> {
     /// The URI `prefix` is bound to (`""`: the default namespace).
     fn lookup(&self, prefix: &str) -> Option<&str> {
         if prefix == "xml" {
-            return Some("http://www.w3.org/XML/1998/namespace");
+            return Some(XML_NS);
         }
         self.scopes
             .iter()
@@ -364,6 +390,15 @@ impl<'a> Reader<'a> {
     fn skip_space(&mut self) {
         self.at = skip_ws(self.s, self.at);
     }
+}
+
+/// The namespace `xml` is bound to, and `xmlns`'s (Namespaces in XML §3).
+const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
+const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
+
+/// XML 1.0 §2.2's `Char` (a `char` is never a surrogate).
+fn is_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='\u{FFFD}' | '\u{10000}'..)
 }
 
 fn skip_ws(s: &str, mut i: usize) -> usize {
@@ -417,7 +452,7 @@ fn unescape(raw: &str) -> Result<String, Malformed> {
                     _ => None,
                 };
                 n.and_then(char::from_u32)
-                    .filter(|&c| c != '\0')
+                    .filter(|&c| is_char(c))
                     .ok_or(Malformed("an unknown entity"))?
             }
         };
@@ -489,9 +524,35 @@ mod tests {
             b"<a><!ENTITY e \"x\"></a>",
             b"\xff<a/>",
             b"<1a/>",
+            // Not `Char`s, as such or by reference (XML 1.0 §2.2).
+            b"<a>\x01</a>",
+            b"<a>&#1;</a>",
+            b"<a>&#xFFFE;</a>",
+            "<a>\u{FFFF}</a>".as_bytes(),
+            b"<a b=\"\x1f\"/>",
+            // An attribute twice (XML 1.0 §3.1; Namespaces in XML §6.3).
+            b"<a x=\"1\" x=\"2\"/>",
+            b"<a xmlns:q=\"u\" q:x=\"1\" q:x=\"2\"/>",
+            b"<a xmlns:q=\"u\" xmlns:q=\"v\"/>",
+            b"<a xmlns:p=\"u\" xmlns:q=\"u\" p:x=\"1\" q:x=\"2\"/>",
+            // The reserved prefixes and namespaces (Namespaces in XML §3).
+            b"<a xmlns:xml=\"urn:evil\"/>",
+            b"<a xmlns:x=\"http://www.w3.org/XML/1998/namespace\"/>",
+            b"<a xmlns=\"http://www.w3.org/2000/xmlns/\"/>",
         ];
         for input in bad {
             assert!(parse(input).is_err(), "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
+    fn what_is_allowed_beside_it() {
+        for input in [
+            "<a x=\"1\" y=\"1\" z:x=\"1\" xmlns:z=\"u\">\t\r\n\u{10FFFF}&#x9;&#xD7FF;</a>",
+            "<a xmlns:xml=\"http://www.w3.org/XML/1998/namespace\" xml:lang=\"en\"/>",
+            "<a xmlns:p=\"u\" xmlns:q=\"v\" p:x=\"1\" q:x=\"2\"/>",
+        ] {
+            assert!(parse(input.as_bytes()).is_ok(), "{input}");
         }
     }
 
