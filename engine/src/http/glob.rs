@@ -86,12 +86,26 @@ impl PathMatch {
 }
 
 impl PathMatch {
-    /// [`PathMatch::matches`], and where `folding` says the path is
-    /// found whatever its case, matching in any case as well: `/PRIVATE/x`
-    /// and `/prıvate/x` are matched by `path = "/private/"` there (see
-    /// [`fold`]).
+    /// Whether a guard (`[[auth]]`, `[[access]]`, `[[rate_limit]]`)
+    /// covers `path`: [`PathMatch::matches`], the collection a prefix
+    /// ending in `/` names without its slash (`path = "/private/"`
+    /// guards `/private`, which WebDAV takes for the same collection, and
+    /// whose MOVE, DELETE or PROPFIND would reach all it holds), and where
+    /// `folding` says the path is found whatever its case, matching in any
+    /// case as well: `/PRIVATE/x` and `/prıvate/x` are matched by
+    /// `path = "/private/"` there (see [`fold`]).
     pub fn matches_in(&self, path: &[u8], folding: &Folding) -> bool {
-        self.matches(path) || folding.covers(path) && self.matches_folded(path)
+        self.matches(path)
+            || self.names_without_slash(path)
+            || folding.covers(path) && self.matches_folded(path)
+    }
+
+    /// Whether the rule is a prefix `path` is, less its final `/`.
+    fn names_without_slash(&self, path: &[u8]) -> bool {
+        match self {
+            PathMatch::Prefix(prefix) => prefix.as_bytes().strip_suffix(b"/") == Some(path),
+            PathMatch::Glob(_) => false,
+        }
     }
 
     /// Whether the rule and `path` match once both are [`fold`]ed.
@@ -100,7 +114,10 @@ impl PathMatch {
     fn matches_folded(&self, path: &[u8]) -> bool {
         let path = fold(path);
         match self {
-            PathMatch::Prefix(prefix) => path.starts_with(&fold(prefix.as_bytes())),
+            PathMatch::Prefix(prefix) => {
+                let prefix = fold(prefix.as_bytes());
+                path.starts_with(&prefix) || prefix.strip_suffix(b"/") == Some(&path[..])
+            }
             PathMatch::Glob(pattern) => matches(&fold(pattern.as_bytes()), &path),
         }
     }
@@ -317,6 +334,8 @@ mod tests {
             assert!(private.matches_in(spelt.as_bytes(), &area), "{spelt}");
         }
         assert!(!private.matches_in(b"/usb/privatex", &area));
+        assert!(private.matches_in(b"/usb/PRIVATE", &area));
+        assert!(!private.matches_in(b"/usb/PRIVATE", &Folding::NONE));
         assert!(!private.matches_in(b"/usb/PRIVATE/x", &Folding::NONE));
         // Outside the area, as spelt only.
         let top = PathMatch::Prefix("/top/".into());
@@ -393,5 +412,31 @@ mod tests {
         assert!(PathMatch::Prefix("/assets/".into()).matches(b"/assets/x.png"));
         assert!(!PathMatch::Prefix("/assets/".into()).matches(b"/assets"));
         assert!(PathMatch::Glob("*.png".into()).matches(b"/assets/x.png"));
+    }
+
+    #[test]
+    fn a_guard_covers_its_collection_without_the_slash() {
+        use super::{Folding, PathMatch};
+        let private = PathMatch::Prefix("/dav/private/".into());
+        for (path, covered) in [
+            ("/dav/private/x", true),
+            ("/dav/private/", true),
+            ("/dav/private", true),
+            ("/dav/privatex", false),
+            ("/dav/privat", false),
+            ("/dav/", false),
+        ] {
+            assert_eq!(
+                private.matches_in(path.as_bytes(), &Folding::NONE),
+                covered,
+                "{path}"
+            );
+        }
+        // Routing is not changed: only guards.
+        assert!(!private.matches(b"/dav/private"));
+        // A prefix without a slash as before; a pattern as written.
+        let file = PathMatch::Prefix("/admin".into());
+        assert!(file.matches_in(b"/admin.php", &Folding::NONE));
+        assert!(!PathMatch::Glob("/a/*/".into()).matches_in(b"/a/b", &Folding::NONE));
     }
 }

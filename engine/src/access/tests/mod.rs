@@ -116,12 +116,18 @@ fn paths_outside_every_rule_are_open() {
     let (_d, mut auth) = setup(10);
     let now = Instant::now();
     assert!(auth.is_active());
-    for path in [&b"/"[..], b"/privat", b"/private", b"/public/private/"] {
+    for path in [&b"/"[..], b"/privat", b"/privately", b"/public/private/"] {
         assert_eq!(
             auth.check(path, b"GET", None, ip("192.0.2.1"), now),
             Verdict::Open
         );
     }
+    // The collection `/private/` names, without its slash, is the rule's
+    // (to WebDAV the same collection).
+    assert_ne!(
+        auth.check(b"/private", b"GET", None, ip("192.0.2.1"), now),
+        Verdict::Open
+    );
 }
 
 #[cfg(feature = "sites")]
