@@ -275,6 +275,9 @@ fn read_only_refuses_every_change() {
         ("MKCOL", "/dav/d/"),
         ("COPY", "/dav/f"),
         ("MOVE", "/dav/f"),
+        ("PROPPATCH", "/dav/f"),
+        ("LOCK", "/dav/f"),
+        ("UNLOCK", "/dav/f"),
     ] {
         let r = transfer(&s, m, p, "/dav/h", "Content-Length: 0\r\n");
         assert_eq!(r.status, 405, "{m}");
@@ -282,6 +285,20 @@ fn read_only_refuses_every_change() {
     }
     assert_eq!(names(&dav), ["f"]);
     assert_eq!(s.get("/dav/f").body, b"1");
+}
+
+/// A path that cannot be decoded (a control character, `%00`) is 400
+/// whatever the method, not a 405 that says the method is never taken.
+#[test]
+fn a_path_that_cannot_be_read_is_400_for_every_method() {
+    let (s, dav) = start("", &[("f", b"1")]);
+    for m in ["GET", "PUT", "DELETE", "PROPFIND", "MKCOL", "POST", "FOO"] {
+        for p in ["/dav/a%01b", "/dav/a%00", "/dav/%7f", "/dav/a%09b"] {
+            let r = transfer(&s, m, p, "/dav/h", "Content-Length: 0\r\n");
+            assert_eq!(r.status, 400, "{m} {p}");
+        }
+    }
+    assert_eq!(names(&dav), ["f"]);
 }
 
 #[test]
@@ -382,6 +399,59 @@ fn a_copy_or_move_onto_the_source_by_another_name_keeps_it() {
     assert_eq!(transfer(&s, "MOVE", "/dav/f", "/dav/g", "").status, 204);
     assert_eq!(names(&dav), ["g"]);
     assert_eq!(fs::read(dav.join("g")).unwrap(), b"one");
+}
+
+/// A destination that holds the source (one of the collections above
+/// it) is never removed first: that would take the source with it, and
+/// a COPY must leave its source as it was. 403, and nothing changes.
+#[test]
+fn a_copy_or_move_onto_a_collection_that_holds_the_source_keeps_both() {
+    let files: &[(&str, &[u8])] = &[("t/a/b/f", b"F"), ("t/a/other", b"O")];
+    let (s, dav) = start("", files);
+    for (method, from, to) in [
+        ("MOVE", "/dav/t/a/b/", "/dav/t/a/"),
+        ("COPY", "/dav/t/a/b/", "/dav/t/a/"),
+        ("MOVE", "/dav/t/a/b/f", "/dav/t/a/"),
+        ("COPY", "/dav/t/a/b/f", "/dav/t/a"),
+        ("MOVE", "/dav/t/a/b/f", "/dav/t"),
+        ("COPY", "/dav/t/a/b", "/dav/t/"),
+    ] {
+        assert_eq!(
+            transfer(&s, method, from, to, "").status,
+            403,
+            "{method} {from} {to}"
+        );
+        assert_eq!(fs::read(dav.join("t/a/b/f")).unwrap(), b"F");
+        assert_eq!(fs::read(dav.join("t/a/other")).unwrap(), b"O");
+    }
+    // Overwrite is "T" or "F" in either case (RFC 5234 §2.3).
+    assert_eq!(
+        transfer(
+            &s,
+            "COPY",
+            "/dav/t/a/other",
+            "/dav/t/a/b/f",
+            "Overwrite: f\r\n"
+        )
+        .status,
+        412
+    );
+    assert_eq!(
+        transfer(
+            &s,
+            "COPY",
+            "/dav/t/a/other",
+            "/dav/t/a/b/f",
+            "Overwrite: t\r\n"
+        )
+        .status,
+        204
+    );
+    assert_eq!(fs::read(dav.join("t/a/b/f")).unwrap(), b"O");
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/t/a/other", "/dav/t/g", "Overwrite: x\r\n").status,
+        400
+    );
 }
 
 #[test]
@@ -925,6 +995,49 @@ fn auth_in_front_decides_who_writes() {
     let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
     assert_eq!(put(&auth).status, 201);
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"hi");
+}
+
+/// A guarded collection named without its slash is the same collection
+/// to WebDAV: `[[auth]]` and `[[access]]` rules on `/dav/private/` cover
+/// `/dav/private` too, as the path and as a `Destination`, so a PROPFIND,
+/// MOVE, DELETE, COPY onto it or LOCK of it does not pass them by.
+#[test]
+fn a_guarded_collection_named_without_its_slash_is_guarded() {
+    let (s, dav, auth) = guarded_share();
+    for (private, guard) in [("/dav/private", 401), ("/dav/lan", 403)] {
+        for slash in ["", "/"] {
+            let p = format!("{private}{slash}");
+            assert_eq!(propfind(&s, &p, "1", "").status, guard, "{p}");
+            assert_eq!(
+                transfer(&s, "MOVE", &p, "/dav/pub/stolen", "").status,
+                guard,
+                "{p}"
+            );
+            assert_eq!(
+                transfer(&s, "COPY", &p, "/dav/pub/copied", "").status,
+                guard,
+                "{p}"
+            );
+            assert_eq!(send(&s, "DELETE", &p, b"").status, guard, "{p}");
+            for m in ["COPY", "MOVE"] {
+                let r = transfer(&s, m, "/dav/pub/p.txt", &p, "");
+                assert_eq!(r.status, guard, "{m} onto {p}");
+            }
+        }
+    }
+    assert_eq!(fs::read(dav.join("private/s.txt")).unwrap(), b"secret\n");
+    assert_eq!(fs::read(dav.join("lan/l.txt")).unwrap(), b"lan\n");
+    assert_eq!(names(&dav.join("pub")), ["p.txt"]);
+    // A name that only starts the same is not the collection.
+    assert_eq!(send(&s, "PUT", "/dav/privately", b"x").status, 201);
+    let r = s.request(
+        format!(
+            "PROPFIND /dav/private HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\
+             {auth}Content-Length: 0\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(r.status, 207, "{}", r.head);
 }
 
 /// A PUT with `Content-Range` (RFC 9110 §14.5) changes that range of the

@@ -248,6 +248,11 @@ fn serves_in_full(what: &str, mount: fn(&Path, &Path) -> Result<Mount, String>, 
         assert_eq!(listed(&point), ["Case.txt", "dir"], "{what}");
         assert_eq!(fs::read(point.join("Case.txt")).unwrap(), b"kept");
         assert_eq!(fs::read(point.join("dir/f")).unwrap(), b"deep");
+        // The collection that holds the source, by another spelling: it
+        // is not removed first (it would take the source with it).
+        let up = transfer(&s, "MOVE", "/dav/dir/f", "/dav/DIR", "");
+        assert_eq!(up.status, 403, "{what}: {}", up.head);
+        assert_eq!(fs::read(point.join("dir/f")).unwrap(), b"deep");
     }
 
     let new: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();

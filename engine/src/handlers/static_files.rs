@@ -177,6 +177,11 @@ pub fn serve_beneath(
     skip: usize,
 ) -> Plan {
     let skip = skip.min(s.path.len());
+    // A path that cannot be read is the request's fault whatever its
+    // method: not a 405 that says PUT is never taken here.
+    if let (Err(e), false) = (req.path(), req.method() == Method::Options) {
+        return Plan::error(e.status, s);
+    }
     match req.method() {
         Method::Get | Method::Head => {}
         Method::Options => {
@@ -194,10 +199,7 @@ pub fn serve_beneath(
         }
     }
     let (raw_path, query) = path::split_target(req.target());
-    // `s.path` is the request's decoded path (see `Scratch::path`).
-    if let Err(e) = req.path() {
-        return Plan::error(e.status, s);
-    }
+    // (`s.path` is the request's decoded path: see `Scratch::path`.)
     if files.site().static_files.dotfiles.refuses(&s.path) {
         s.rel.clear();
         s.rel.extend_from_slice(&s.path[skip..]);

@@ -34,11 +34,13 @@ pub struct Transfer<'a> {
 /// COPY or MOVE of `t.from` to `to` (relative to the same root): 201 when
 /// nothing had the name, 204 when it was replaced; 412 with `Overwrite:
 /// F` onto an existing resource; 409 when the destination's parent is
-/// missing; 403 onto itself or into itself; 207 for a tree copied in part.
+/// missing; 403 onto itself, into itself or onto a collection that holds
+/// it; 207 for a tree copied in part.
 pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut Scratch) -> Plan {
+    // (`"T"` and `"F"` in §10.6's ABNF: either case, RFC 5234 §2.3.)
     let overwrite = match t.overwrite {
-        None | Some(b"T") => true,
-        Some(b"F") => false,
+        None | Some(b"T" | b"t") => true,
+        Some(b"F" | b"f") => false,
         Some(_) => return bare(Status::BAD_REQUEST),
     };
     // (MOVE of a collection is always of all it holds: §9.9.2.)
@@ -66,7 +68,7 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
     let existed = match dest.stat(to_name) {
         // The source itself by another name: what "goes first" below
         // would be the source.
-        Ok(m) if same(&m, (&src, from_dir, from_name), (&dest, to_dir, to_name)) => {
+        Ok(m) if same(dav, &m, (&src, from_name), (from, to)) => {
             return onto_itself(
                 t.moving,
                 (&src, from_name),
@@ -75,6 +77,9 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
             )
         }
         Ok(_) if !overwrite => return bare(Status::PRECONDITION_FAILED),
+        // A collection that holds the source: "deleted first" would
+        // take the source with it (Apache's 403 too).
+        Ok(m) if m.kind == Kind::Dir && holds(dav, &m, from, to) => return bare(Status::FORBIDDEN),
         Ok(m) => Some(m.kind),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
         Err(e) => return bare(status_of(&e)),
@@ -148,27 +153,69 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
     }
 }
 
-/// Whether `to_name` in `to_dir` (`there`, as `stat` found it) is the
-/// source, `from_name` in `from_dir`, by another name: the same identity
-/// (a hard link; a kernel driver's other spelling), or, where a FUSE
-/// driver gives each spelling an inode number of its own (exfat-fuse),
-/// a path that differs from the source's only in case and is spelt so
-/// by no entry (the filesystem matched it to another spelling).
+/// Whether `to` (`there`, as `stat` found it) is the source, `from` (its
+/// entry `from_name` in `src`), by another name: the same identity (a
+/// hard link; a kernel driver's other spelling), or, where a FUSE driver
+/// gives each spelling an inode number of its own (exfat-fuse), the same
+/// entry by [`same_path`].
 fn same(
+    dav: &Dav,
     there: &Meta,
-    (src, from_dir, from_name): (&Dir, &[u8], &[u8]),
-    (dest, to_dir, to_name): (&Dir, &[u8], &[u8]),
+    (src, from_name): (&Dir, &[u8]),
+    (from, to): (&[u8], &[u8]),
 ) -> bool {
-    if src
-        .stat(from_name)
+    src.stat(from_name)
         .is_ok_and(|f| (f.dev, f.ino) == (there.dev, there.ino))
-    {
-        return true;
+        || same_path(dav, from, to)
+}
+
+/// Whether the collection `to` (`there`) is one of the collections above
+/// `from`: by what it is, or by [`same_path`], so that `/A/` holds
+/// `/a/b` on a filesystem that folds case.
+fn holds(dav: &Dav, there: &Meta, from: &[u8], to: &[u8]) -> bool {
+    let above = from.iter().enumerate().filter(|&(_, &b)| b == b'/');
+    above.map(|(i, _)| &from[..i]).any(|up| {
+        same_path(dav, up, to)
+            || split(up).is_some_and(|(dir, name)| {
+                parent(dav, dir).is_ok_and(|d| {
+                    d.stat(name)
+                        .is_ok_and(|m| (m.dev, m.ino) == (there.dev, there.ino))
+                })
+            })
+    })
+}
+
+/// Whether `a` and `b` (relative to the root) name the same entry: the
+/// same path, or paths equal but for case that the filesystem finds as
+/// the same spelling (see [`spelling`]).
+fn same_path(dav: &Dav, a: &[u8], b: &[u8]) -> bool {
+    a == b || folded(a, b) && spelling(dav, a) == spelling(dav, b)
+}
+
+fn folded(a: &[u8], b: &[u8]) -> bool {
+    String::from_utf8_lossy(a).to_lowercase() == String::from_utf8_lossy(b).to_lowercase()
+}
+
+/// `rel` as the filesystem spells what it finds: each name that a
+/// directory finds though no entry of it is spelt so (a filesystem that
+/// matches names without regard to case: exFAT, vfat) as the entry it
+/// matched; the others as they are.
+fn spelling(dav: &Dav, rel: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for name in rel.split(|&b| b == b'/').filter(|n| !n.is_empty()) {
+        let found = parent(dav, &out)
+            .ok()
+            .filter(|d| d.stat(name).is_ok())
+            .and_then(|d| d.entries().ok())
+            .filter(|entries| !entries.iter().any(|(n, _)| n == name))
+            .and_then(|entries| entries.into_iter().find(|(n, _)| folded(n, name)))
+            .map_or_else(|| name.to_vec(), |(n, _)| n);
+        if !out.is_empty() {
+            out.push(b'/');
+        }
+        out.extend_from_slice(&found);
     }
-    let folded = |a: &[u8], b: &[u8]| {
-        String::from_utf8_lossy(a).to_lowercase() == String::from_utf8_lossy(b).to_lowercase()
-    };
-    folded(from_dir, to_dir) && folded(from_name, to_name) && !spelt(dest, to_name)
+    out
 }
 
 /// Whether an entry of `dir` is spelt `name`, byte for byte.

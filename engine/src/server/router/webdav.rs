@@ -49,7 +49,9 @@ impl Router {
             method,
             b"PUT" | b"DELETE" | b"MKCOL" | b"COPY" | b"MOVE" | b"PROPPATCH"
         ) || dav.rule.locks && matches!(method, b"LOCK" | b"UNLOCK");
-        if writes && dav.rule.read_only {
+        // (LOCK and UNLOCK change what a client may do: not on a share
+        // that is read only, class 2 or not.)
+        if (writes || matches!(method, b"LOCK" | b"UNLOCK")) && dav.rule.read_only {
             s.header("Allow", dav.allow());
             return Step::Answer(webdav::bare(Status::METHOD_NOT_ALLOWED));
         }
