@@ -102,6 +102,9 @@ pub struct Conn {
     /// Which critical streams the client opened.
     have: [bool; 3],
     settings: Option<Settings>,
+    /// The push IDs of the client's last GOAWAY and MAX_PUSH_ID, which
+    /// may not go up and down respectively (§5.2, §7.2.7).
+    push_ids: PushIds,
     /// The request being decoded, a trailer section, and QPACK's scratch
     /// space.
     request: Request,
@@ -148,6 +151,7 @@ impl Conn {
             requests: Streams::default(),
             have: [false; 3],
             settings: None,
+            push_ids: PushIds::default(),
             request: Request::EMPTY,
             trailers: Request::EMPTY,
             scratch: (Vec::new(), Vec::new()),
@@ -196,7 +200,11 @@ impl Conn {
             let had = buf.len();
             buf.extend_from_slice(&input[..input.len().min(8)]);
             let Some((kind, n)) = varint::read(buf) else {
-                // (A stream that ends before its type says nothing.)
+                // (A stream that ends before its type says nothing, and is
+                // forgotten: §6.2.)
+                if fin {
+                    self.uni.remove(&id);
+                }
                 return Ok(true);
             };
             input = &input[n - had..];
@@ -222,18 +230,18 @@ impl Conn {
                 self.have[slot] = true;
             }
             *stream = match kind {
-                CONTROL => Uni::Control(Reader::new(0)),
+                CONTROL => Uni::Control(Reader::control()),
                 QPACK_ENCODER => Uni::Encoder,
                 QPACK_DECODER => Uni::Decoder(Vec::new()),
                 _ => Uni::Ignored,
             };
         }
-        let settings = &mut self.settings;
+        let (settings, ids) = (&mut self.settings, &mut self.push_ids);
         match stream {
             Uni::Typing(_) => unreachable!("typed above"),
             Uni::Ignored => return Ok(false),
             Uni::Control(reader) => {
-                reader.feed(input, &mut |ev| control_frame(settings, ev))?;
+                reader.feed(input, &mut |ev| control_frame(settings, ids, ev))?;
             }
             Uni::Encoder => {
                 self.table.encoder_stream(input)?;
@@ -299,6 +307,8 @@ impl Conn {
                             Code::MESSAGE_ERROR,
                             "more body than content-length",
                         ))),
+                        // (An empty DATA frame: in its place, and nothing.)
+                        _ if d.is_empty() => None,
                         _ => {
                             on(RequestEvent::Body(d));
                             None
@@ -424,9 +434,22 @@ fn head(
         // No SETTINGS_ENABLE_CONNECT_PROTOCOL is sent: no :protocol.
         (!trailers && r.protocol().is_some()).then_some("a :protocol without extended CONNECT")
     });
+    let why = why.or_else(|| (!trailers && !has_authority(r)).then_some("no authority"));
     match why {
         Some(why) => Err(Failure::Stream(Error::new(STREAM, why))),
         None => Ok(()),
+    }
+}
+
+/// Whether request `r` names its authority as RFC 9114 §4.3.1 wants
+/// (unlike HTTP/2's §8.3.1): an `http` or `https` request has a
+/// `:authority` or a `host`, and neither is empty.
+fn has_authority(r: &Request) -> bool {
+    let host = r.fields().find(|(n, _)| *n == b"host").map(|(_, v)| v);
+    match (r.authority(), host) {
+        (Some([]), _) | (_, Some([])) => false,
+        (None, None) => !matches!(r.scheme(), b"http" | b"https"),
+        _ => true,
     }
 }
 
@@ -473,12 +496,24 @@ fn instructions(buf: &mut Vec<u8>, input: &[u8], one: &mut Instruction<'_>) -> R
     Ok(())
 }
 
+/// The push IDs a client's GOAWAY and MAX_PUSH_ID frames last named.
+#[derive(Debug, Default)]
+struct PushIds {
+    goaway: Option<u64>,
+    max_push_id: Option<u64>,
+}
+
 /// A frame of the control stream (§6.2.1, §7.2).
-fn control_frame(settings: &mut Option<Settings>, ev: FrameEvent<'_>) -> Result<(), Error> {
+fn control_frame(
+    settings: &mut Option<Settings>,
+    ids: &mut PushIds,
+    ev: FrameEvent<'_>,
+) -> Result<(), Error> {
     let (kind, payload) = match ev {
         FrameEvent::Data(_) => (frame::DATA, &[][..]),
         FrameEvent::Frame(kind, payload) => (kind, payload),
     };
+    let id_error = |reason| Err(Error::new(Code::ID_ERROR, reason));
     match (kind, settings.is_some()) {
         (frame::SETTINGS, false) => {
             *settings = Some(frame::parse_settings(payload)?);
@@ -494,8 +529,32 @@ fn control_frame(settings: &mut Option<Settings>, ev: FrameEvent<'_>) -> Result<
                 "a frame the control stream may not carry",
             ))
         }
-        // GOAWAY (the client's last push id: brisk pushes nothing),
-        // MAX_PUSH_ID, CANCEL_PUSH: nothing to do.
+        // A push ID each, and nothing else (§7.1: H3_FRAME_ERROR).
+        (frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH, true) => {
+            let id = match varint::read(payload) {
+                Some((id, n)) if n == payload.len() => id,
+                _ => return Err(Error::new(Code::FRAME_ERROR, "a malformed push ID")),
+            };
+            match kind {
+                // (The client's last push ID: brisk pushes nothing.)
+                frame::GOAWAY if ids.goaway.is_some_and(|last| id > last) => {
+                    id_error("a GOAWAY above the one before")
+                }
+                frame::GOAWAY => {
+                    ids.goaway = Some(id);
+                    Ok(())
+                }
+                frame::MAX_PUSH_ID if ids.max_push_id.is_some_and(|last| id < last) => {
+                    id_error("a MAX_PUSH_ID below the one before")
+                }
+                frame::MAX_PUSH_ID => {
+                    ids.max_push_id = Some(id);
+                    Ok(())
+                }
+                // §7.2.3: brisk promised no push to cancel.
+                _ => id_error("CANCEL_PUSH of a push never promised"),
+            }
+        }
         _ => Ok(()),
     }
 }

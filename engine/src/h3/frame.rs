@@ -63,6 +63,10 @@ pub struct Reader {
     buf: Vec<u8>,
     /// The largest HEADERS payload taken (the field section size limit).
     max_headers: usize,
+    /// A control stream's: DATA, HEADERS and PUSH_PROMISE are told at
+    /// once, their payload not read (the control stream carries none of
+    /// them: its caller's error).
+    control: bool,
 }
 
 impl Reader {
@@ -72,6 +76,15 @@ impl Reader {
             state: State::Head,
             buf: Vec::new(),
             max_headers,
+            control: false,
+        }
+    }
+
+    /// A reader for a control stream (see `control`).
+    pub fn control() -> Reader {
+        Reader {
+            control: true,
+            ..Reader::new(0)
         }
     }
 
@@ -96,10 +109,28 @@ impl Reader {
                         None => return Ok(()),
                     };
                     input = &input[used..];
-                    self.state = self.start(kind, len)?;
-                    if let State::Whole(kind, 0) = self.state {
-                        self.state = State::Head;
+                    if self.control && matches!(kind, DATA | HEADERS | PUSH_PROMISE) {
+                        self.state = if len == 0 {
+                            State::Head
+                        } else {
+                            State::Skip(len)
+                        };
                         on(Event::Frame(kind, &[]))?;
+                        continue;
+                    }
+                    self.state = self.start(kind, len)?;
+                    match self.state {
+                        State::Whole(kind, 0) => {
+                            self.state = State::Head;
+                            on(Event::Frame(kind, &[]))?;
+                        }
+                        // (An empty DATA frame is told too: it may be out
+                        // of place, §4.1.)
+                        State::Data(0) => {
+                            self.state = State::Head;
+                            on(Event::Data(&[]))?;
+                        }
+                        _ => {}
                     }
                 }
                 State::Data(left) => {
@@ -178,11 +209,7 @@ impl Reader {
     /// What a frame of type `kind` and length `len` reads as.
     fn start(&mut self, kind: u64, len: u64) -> Result<State, Error> {
         match kind {
-            DATA => Ok(if len == 0 {
-                State::Head
-            } else {
-                State::Data(len)
-            }),
+            DATA => Ok(State::Data(len)),
             // HTTP/2's PRIORITY, PING, WINDOW_UPDATE, CONTINUATION.
             0x2 | 0x6 | 0x8 | 0x9 => {
                 Err(Error::new(Code::FRAME_UNEXPECTED, "an HTTP/2 frame type"))

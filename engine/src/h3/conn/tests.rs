@@ -128,6 +128,104 @@ fn the_control_stream_takes_settings_first_and_once() {
 }
 
 #[test]
+fn the_control_stream_s_frames_are_checked() {
+    let opened = || {
+        let mut c = fresh();
+        let mut s = vec![0x00];
+        s.extend_from_slice(&settings_frame());
+        c.uni(2, &s, false).unwrap();
+        c
+    };
+    let frame_of = |kind: u64, payload: &[u8]| {
+        let mut out = Vec::new();
+        frame::write_head(kind, payload.len() as u64, &mut out);
+        out.extend_from_slice(payload);
+        out
+    };
+    // What the control stream never carries (§7.2.1, §7.2.2), whatever
+    // its size; before SETTINGS, H3_MISSING_SETTINGS (§6.2.1).
+    let mut big_headers = Vec::new();
+    frame::write_head(frame::HEADERS, 100_000, &mut big_headers);
+    for bytes in [frame_of(frame::DATA, b""), big_headers.clone()] {
+        assert_eq!(
+            opened().uni(2, &bytes, false).unwrap_err().code,
+            Code::FRAME_UNEXPECTED
+        );
+        let mut first = vec![0x00];
+        first.extend_from_slice(&bytes);
+        assert_eq!(
+            fresh().uni(2, &first, false).unwrap_err().code,
+            Code::MISSING_SETTINGS
+        );
+    }
+    // A push ID, exactly (§7.1), that GOAWAY never raises and MAX_PUSH_ID
+    // never lowers; brisk promised nothing to cancel (§7.2.3).
+    for (frames, code) in [
+        (vec![frame_of(frame::GOAWAY, &[])], Some(Code::FRAME_ERROR)),
+        (
+            vec![frame_of(frame::GOAWAY, &[4, 4])],
+            Some(Code::FRAME_ERROR),
+        ),
+        (
+            vec![frame_of(frame::MAX_PUSH_ID, &[0x40])],
+            Some(Code::FRAME_ERROR),
+        ),
+        (
+            vec![frame_of(frame::GOAWAY, &[8]), frame_of(frame::GOAWAY, &[4])],
+            None,
+        ),
+        (
+            vec![frame_of(frame::GOAWAY, &[4]), frame_of(frame::GOAWAY, &[8])],
+            Some(Code::ID_ERROR),
+        ),
+        (
+            vec![
+                frame_of(frame::MAX_PUSH_ID, &[4]),
+                frame_of(frame::MAX_PUSH_ID, &[8]),
+            ],
+            None,
+        ),
+        (
+            vec![
+                frame_of(frame::MAX_PUSH_ID, &[8]),
+                frame_of(frame::MAX_PUSH_ID, &[4]),
+            ],
+            Some(Code::ID_ERROR),
+        ),
+        (
+            vec![frame_of(frame::CANCEL_PUSH, &[0])],
+            Some(Code::ID_ERROR),
+        ),
+    ] {
+        let mut c = opened();
+        let got = frames
+            .iter()
+            .try_for_each(|f| c.uni(2, f, false).map(|_| ()));
+        assert_eq!(got.err().map(|e| e.code), code, "{frames:?}");
+    }
+}
+
+#[test]
+fn an_empty_data_frame_out_of_place_is_an_error() {
+    let mut before = data(b"");
+    before.extend_from_slice(&headers(GET));
+    let (_, failed) = script(&mut fresh(), &[&before], true);
+    assert_eq!(code(failed), (true, Code::FRAME_UNEXPECTED));
+    let mut after_trailers = headers(GET);
+    after_trailers.extend_from_slice(&headers(&[("x", "y")]));
+    after_trailers.extend_from_slice(&data(b""));
+    let (_, failed) = script(&mut fresh(), &[&after_trailers], true);
+    assert_eq!(code(failed), (true, Code::FRAME_UNEXPECTED));
+    // In the body, nothing.
+    let mut body = headers(GET);
+    body.extend_from_slice(&data(b""));
+    body.extend_from_slice(&data(b"ab"));
+    let (told, failed) = script(&mut fresh(), &[&body], true);
+    assert!(failed.is_none());
+    assert_eq!(told, ["head end=false", "body ab", "end"]);
+}
+
+#[test]
 fn push_streams_are_refused_and_unknown_ones_left_unread() {
     assert_eq!(
         fresh().uni(2, &[0x01], false).unwrap_err().code,
@@ -138,6 +236,21 @@ fn push_streams_are_refused_and_unknown_ones_left_unread() {
     assert_eq!(c.uni(2, &[0x21, 0xff], false), Ok(false));
     assert_eq!(c.uni(6, &[0x40], false), Ok(true));
     assert_eq!(c.uni(6, &[0x54, 9, 9], false), Ok(false));
+}
+
+#[test]
+fn a_stream_that_ends_before_its_type_is_forgotten() {
+    let mut c = fresh();
+    // Empty, or the first byte of a two-byte type, then its end: nothing
+    // is kept of any of them (§6.2), however many come.
+    for id in 0..1000u64 {
+        let bytes: &[u8] = if id % 2 == 0 { &[] } else { &[0x40] };
+        assert_eq!(c.uni(4 * id + 2, bytes, true), Ok(true));
+    }
+    assert!(c.uni.is_empty());
+    // One still open is kept until its type is whole.
+    assert_eq!(c.uni(2, &[0x40], false), Ok(true));
+    assert_eq!(c.uni.len(), 1);
 }
 
 #[test]
@@ -279,6 +392,20 @@ fn malformed_requests_are_the_stream_s_error() {
             (":scheme", "https"),
             (":path", "/"),
         ],
+        // No authority, or an empty one (§4.3.1).
+        &[(":method", "GET"), (":scheme", "https"), (":path", "/")],
+        &[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":authority", ""),
+            (":path", "/"),
+        ],
+        &[
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/"),
+            ("host", ""),
+        ],
     ];
     for fields in cases {
         let (_, failed) = script(&mut fresh(), &[&headers(fields)], true);
@@ -301,6 +428,14 @@ fn malformed_requests_are_the_stream_s_error() {
         code(script(&mut fresh(), &[b""], true).1),
         (false, Code::REQUEST_INCOMPLETE)
     );
+    // `host` in place of `:authority` will do.
+    let host = [
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":path", "/"),
+        ("host", "a.test"),
+    ];
+    assert!(script(&mut fresh(), &[&headers(&host)], true).1.is_none());
 }
 
 #[test]

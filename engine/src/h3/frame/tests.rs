@@ -35,7 +35,8 @@ fn frames_read_the_same_in_any_pieces() {
     let mut input = Vec::new();
     write_head(HEADERS, 3, &mut input);
     input.extend_from_slice(b"abc");
-    // An unknown type, a reserved one (0x21) and an empty DATA: skipped.
+    // An unknown type and a reserved one (0x21): skipped; an empty DATA
+    // is told (it may be out of place), and joins the next here.
     write_head(0x3a, 2, &mut input);
     input.extend_from_slice(b"zz");
     write_head(0x21, 0, &mut input);
@@ -173,4 +174,33 @@ fn goaway_names_a_stream() {
     out.clear();
     write_goaway(400, &mut out);
     assert_eq!(out, [0x07, 0x02, 0x41, 0x90]);
+}
+
+#[test]
+fn a_control_stream_s_reader_tells_frames_it_cannot_carry_at_once() {
+    let mut input = Vec::new();
+    // A HEADERS far larger than any control payload: told, not read.
+    write_head(HEADERS, 1 << 20, &mut input);
+    let mut r = Reader::control();
+    let mut told = Vec::new();
+    r.feed(&input, &mut |ev| {
+        told.push(format!("{ev:?}"));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(told, ["Frame(1, [])"]);
+    let mut told = Vec::new();
+    let mut input = Vec::new();
+    write_head(DATA, 0, &mut input);
+    write_head(PUSH_PROMISE, 2, &mut input);
+    input.extend_from_slice(b"xx");
+    write_head(GOAWAY, 1, &mut input);
+    input.push(4);
+    Reader::control()
+        .feed(&input, &mut |ev| {
+            told.push(format!("{ev:?}"));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(told, ["Frame(0, [])", "Frame(5, [])", "Frame(7, [4])"]);
 }
