@@ -36,6 +36,19 @@ pub struct Limits {
 /// extension (ignored).
 const UNI_STREAMS: u32 = 4;
 
+/// What quinn-proto holds of a connection's answers, sent or not, until
+/// the client acknowledges it (its default is 10 MB: with a client that
+/// grants credit and never reads, each connection held that much of a
+/// file). The bytes in flight, so a connection's pace is at most this
+/// much a round trip: 2 MiB is 40 MB/s at 50 ms, what a kernel's TCP
+/// buffers give a connection too.
+const SEND_WINDOW: u64 = 2 << 20;
+
+/// What a client may send on all its streams of a connection before brisk
+/// reads it (quinn-proto's default is unbounded: 100 streams each with
+/// its own window, of 1.25 MB).
+const RECEIVE_WINDOW: u32 = 4 << 20;
+
 /// The quinn-proto server configuration for `certs`: TLS 1.3 only (QUIC
 /// has no other, RFC 9001 §4.2), ALPN `h3` only, no 0-RTT (replayable
 /// requests, as over TCP), certificates by SNI as over TCP; the path
@@ -67,6 +80,8 @@ pub fn server_config(
         .max_idle_timeout(Some(
             IdleTimeout::try_from(limits.idle_timeout).map_err(|e| e.to_string())?,
         ))
+        .send_window(SEND_WINDOW)
+        .receive_window(VarInt::from_u32(RECEIVE_WINDOW))
         // No unreliable datagrams (RFC 9221): HTTP/3 does not use them here.
         .datagram_receive_buffer_size(None);
     // A client that can (QUIC's ACK frequency extension: quinn's does,

@@ -47,6 +47,11 @@ pub struct Session {
     pub deadline: Option<Instant>,
     /// Answers with body bytes left, and requests waiting for a body.
     pub answers: Vec<Answer>,
+    /// Request streams whose answer went whole into the stream, which
+    /// quinn-proto holds until the client acknowledged it all (or stopped
+    /// it): until then the connection is not done with them, and a close
+    /// would throw their last bytes away.
+    pub unacked: Vec<u32>,
     /// Its control stream (for GOAWAY), once open.
     pub control: Option<StreamId>,
     /// Its QPACK decoder stream, once it had something to say.
@@ -95,6 +100,7 @@ impl Session {
             socket,
             deadline: None,
             answers: Vec::new(),
+            unacked: Vec::new(),
             control: None,
             decoder: None,
             next_request: 0,
@@ -223,11 +229,21 @@ impl Session {
     }
 
     /// Whether nothing is under way: its handshake done, no answer, no
-    /// request held. (A connection closed in its handshake is closed in
-    /// a Handshake packet, where the application's code and reason
-    /// cannot go: RFC 9000 §10.2.3.)
+    /// request held, every answer acknowledged. (A connection closed in
+    /// its handshake is closed in a Handshake packet, where the
+    /// application's code and reason cannot go: RFC 9000 §10.2.3.)
     pub fn idle(&self) -> bool {
-        self.answers.is_empty() && !self.quic.is_handshaking()
+        self.answers.is_empty() && self.unacked.is_empty() && !self.quic.is_handshaking()
+    }
+
+    /// Stream `id` is done with: acknowledged whole, or stopped.
+    pub fn acknowledged(&mut self, id: StreamId) {
+        if let Some(i) = u32::try_from(id.index())
+            .ok()
+            .and_then(|i| self.unacked.iter().position(|&u| u == i))
+        {
+            self.unacked.swap_remove(i);
+        }
     }
 
     /// Winding down (a reload or a stop): GOAWAY on its control stream,

@@ -49,8 +49,9 @@ enum Pushed {
     Blocked,
     /// Its `[[throttle]]` rates let it go on at this time.
     Wait(Instant),
-    /// All of it went into the stream, which is finished (or reset).
-    Done,
+    /// All of it went into the stream, which is finished (`true`: its
+    /// client has yet to acknowledge it) or reset.
+    Done(bool),
     /// The stream is gone (the client stopped it).
     Gone,
 }
@@ -174,7 +175,16 @@ impl Worker {
                     }
                 }
                 Event::Stream(StreamEvent::Readable { id }) => self.h3_read(c, id),
+                // ("Fully acknowledged or stopped".)
+                Event::Stream(StreamEvent::Finished { id }) if id.dir() == Dir::Bi => {
+                    if let Some(s) = c.h3_mut() {
+                        s.acknowledged(id);
+                    }
+                }
                 Event::Stream(StreamEvent::Stopped { id, .. }) if id.dir() == Dir::Bi => {
+                    if let Some(s) = c.h3_mut() {
+                        s.acknowledged(id);
+                    }
                     let a = u32::try_from(id.index())
                         .ok()
                         .and_then(|i| c.h3_mut()?.take(i));
@@ -472,8 +482,11 @@ impl Worker {
                     wake = Some(wake.map_or(when, |w| w.min(when)));
                     i += 1;
                 }
-                Ok(Pushed::Done) => {
+                Ok(Pushed::Done(finished)) => {
                     let mut a = s.answers.swap_remove(i);
+                    if finished {
+                        s.unacked.push(a.id);
+                    }
                     // (Its buffer is the next answer's: a warm connection
                     // allocates none per answer.)
                     let framed = std::mem::take(&mut a.own.bytes);
@@ -674,10 +687,9 @@ fn push(quic: &mut quinn_proto::Connection, a: &mut Answer, now: Instant) -> io:
             let _ = quic
                 .send_stream(id)
                 .reset(VarInt::from_u32(Code::INTERNAL_ERROR.0));
-        } else {
-            let _ = quic.send_stream(id).finish();
+            return Ok(Pushed::Done(false));
         }
-        return Ok(Pushed::Done);
+        return Ok(Pushed::Done(quic.send_stream(id).finish().is_ok()));
     }
 }
 
