@@ -437,6 +437,18 @@ fn a_tunnel_idle_for_read_timeout_is_closed() {
 }
 
 #[test]
+fn a_handshake_that_says_content_length_0_is_one_still() {
+    let up = Echo::start();
+    let s = brisk(&up, "");
+    let mut w = Wire::new(TcpStream::connect(s.addr()).unwrap());
+    let hs = handshake("/api/chat").replace("\r\n\r\n", "\r\nContent-Length: 0\r\n\r\n");
+    w.send(hs.as_bytes());
+    let head = w.head().expect("an answer");
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(up.next().contains("\r\nUpgrade: websocket\r\n"));
+}
+
+#[test]
 fn without_websocket_the_request_goes_plain() {
     let up = Echo::start();
     let s = brisk(&up, "websocket = false");
@@ -691,6 +703,11 @@ mod h2 {
 
     /// Opens stream `id` with an extended CONNECT for `protocol` to `path`.
     fn connect(c: &mut H2, id: u32, path: &str, protocol: &str) {
+        connect_ending(c, id, path, protocol, false);
+    }
+
+    /// [`connect`], its HEADERS ending the stream if `end`.
+    fn connect_ending(c: &mut H2, id: u32, path: &str, protocol: &str, end: bool) {
         let mut block = Vec::new();
         for (n, v) in [
             (":method", "CONNECT"),
@@ -703,8 +720,19 @@ mod h2 {
             hpack::encode_field(n.as_bytes(), v.as_bytes(), &mut block);
         }
         let mut out = Vec::new();
-        frame::write_headers(&mut out, id, &block, false, 16_384);
+        frame::write_headers(&mut out, id, &block, end, 16_384);
         c.send(&out);
+        c.next = c.next.max(id + 2);
+    }
+
+    /// The head of stream `id` (frames before it passed over).
+    fn head_of(c: &mut H2, id: u32, window: &mut i64) -> H2Frame {
+        loop {
+            if let Some(f) = on_stream(c, id, window) {
+                assert_eq!(f.kind, kind::HEADERS, "{f:?}");
+                return f;
+            }
+        }
     }
 
     /// The next frame on stream `id` (other streams' and the
@@ -866,6 +894,81 @@ mod h2 {
                 .iter()
                 .all(|&(id, _)| id != setting::ENABLE_CONNECT_PROTOCOL),
             "{settings:?}"
+        );
+        // An extended CONNECT all the same is refused, not sent on as a
+        // plain request whose 200 would stand for an open tunnel (RFC
+        // 8441 §5).
+        connect(&mut c, 1, "/api/chat", "websocket");
+        assert_eq!(c.answers(&[1])[0].status(), "501");
+        // Nor where another rule takes WebSockets (and the setting is
+        // offered).
+        let mut b = Builder::new();
+        b.config(&format!(
+            "[[reverse_proxy]]\npath = \"/plain/\"\nto = \"http://{0}\"\nwebsocket = false\n\
+             [[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{0}\"\n",
+            up.addr
+        ));
+        let s = b.start();
+        let mut c = H2::connect(s.addr(), &[], 0);
+        assert!(server_settings(&mut c).contains(&(setting::ENABLE_CONNECT_PROTOCOL, 1)));
+        connect(&mut c, 1, "/plain/chat", "websocket");
+        assert_eq!(c.answers(&[1])[0].status(), "501");
+    }
+
+    /// A WebSocket's tunnel lives for hours: open ones do not count among
+    /// the 16 upstream requests a connection runs at once, so a page with
+    /// many sockets still gets its other requests (and more sockets)
+    /// answered; the stream limit bounds tunnels.
+    #[test]
+    fn open_tunnels_do_not_hold_up_a_connections_other_requests() {
+        let up = Echo::start();
+        let s = brisk(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 1 << 24);
+        server_settings(&mut c);
+        let mut window = 256 * 1024;
+        for i in 0..20u32 {
+            let id = 1 + 2 * i;
+            connect(&mut c, id, "/api/chat", "websocket");
+            assert!(up.next().starts_with("GET /api/chat "), "tunnel {i}");
+            assert_eq!(head_of(&mut c, id, &mut window).fields[0].1, "200");
+        }
+        let id = c.get("/api/plain", &[]);
+        let a = &c.answers(&[id])[0];
+        assert_eq!((a.status(), &a.body[..]), ("200", &b"no upgrade"[..]));
+    }
+
+    /// Bytes a client sends on its tunnel before the upstream switched
+    /// are held, then passed on once it has; a client whose HEADERS end
+    /// the stream has its half-close passed on then too.
+    #[test]
+    fn a_tunnels_early_bytes_and_early_end_are_passed_on_once_it_opens() {
+        let up = Echo::start();
+        let s = brisk(&up, "");
+        let mut c = H2::connect(s.addr(), &[], 0);
+        server_settings(&mut c);
+        connect(&mut c, 1, "/api/chat", "websocket");
+        let early = frame(1, b"early", Some(MASK));
+        let mut out = frame::data_head(1, early.len(), false).to_vec();
+        out.extend_from_slice(&early);
+        c.send(&out);
+        assert!(up.next().starts_with("GET /api/chat "));
+        assert_eq!(up.next(), "frame 1 5 masked");
+        let mut window = 256 * 1024;
+        assert_eq!(head_of(&mut c, 1, &mut window).fields[0].1, "200");
+        let hello = frame(1, b"hello", None);
+        let echo = frame(1, b"early", None);
+        let got = exchange(&mut c, 1, &[], hello.len() + echo.len(), &mut window);
+        assert_eq!(got, [hello, echo].concat());
+        // Ended with its HEADERS: the upstream sees the end after the
+        // switch, answers, closes; the stream ends.
+        connect_ending(&mut c, 3, "/api/chat", "websocket", true);
+        assert!(up.next().starts_with("GET /api/chat "));
+        assert_eq!(up.next(), "eof");
+        let a = &c.answers(&[3])[0];
+        assert_eq!(a.status(), "200");
+        assert_eq!(
+            a.body,
+            [frame(1, b"hello", None), frame(1, b"after eof", None)].concat()
         );
     }
 }

@@ -241,6 +241,15 @@ pub struct ProxyBody {
     /// extended CONNECT whose HEADERS end its stream): passed on once
     /// it has.
     ended_early: bool,
+    /// The tunnel's bytes an HTTP/2 or HTTP/3 client sent before the
+    /// upstream switched: held until it has (at most [`EARLY`]: HTTP/3's
+    /// flow control holds the rest back, and over HTTP/2 more fails the
+    /// tunnel), dropped if it does not (they must not reach an upstream
+    /// that reads HTTP: RFC 9110 §7.8).
+    early: Vec<u8>,
+    /// More came than it holds: the tunnel does not open (a 502, never
+    /// a tunnel that lost bytes).
+    early_over: bool,
     opts: Options,
     /// For the access log: the upstream (`127.0.0.1:9001`), and once
     /// its head came, its status and after how long.
@@ -296,6 +305,8 @@ impl ProxyBody {
             tunnel: false,
             shut: false,
             ended_early: false,
+            early: Vec::new(),
+            early_over: false,
             opts,
             answered: Answered::new(),
         }
@@ -585,6 +596,10 @@ impl ProxyBody {
                 let why = "101 Switching Protocols to a request that asked for none";
                 return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
             }
+            if h.status == 101 && self.early_over {
+                let why = "the client sent more than 64 KiB for the tunnel before it opened";
+                return Some(Gave::Fail(Status::BAD_GATEWAY, why.into()));
+            }
             if h.status == 101 {
                 let switch = match self.opts.connect {
                     true => Switch::Connect,
@@ -659,7 +674,17 @@ impl ProxyBody {
         self.head_buf.drain(..head_len);
         self.rest = std::mem::take(&mut self.head_buf);
         self.body_open = true;
+        let early = std::mem::take(&mut self.early);
+        if !early.is_empty() {
+            self.outbox.push(&early, true);
+        }
         self.outbox.body_end = self.ended_early;
+    }
+
+    /// Before the upstream switched, an upgrade's input takes the bytes
+    /// to hold for the tunnel.
+    fn holds_early(&self) -> bool {
+        self.opts.upgrade && !self.tunnel && !self.body_open
     }
 
     /// Body bytes read into `buf`, taken out of their framing: what to
@@ -1020,15 +1045,26 @@ impl Drop for ProxyBody {
     }
 }
 
+/// Most of a tunnel's bytes held before the upstream switched.
+const EARLY: usize = 64 * 1024;
+
 impl Input for ProxyBody {
     fn room(&self) -> usize {
         match self.body_open {
             true => self.outbox.room(),
+            false if self.holds_early() => EARLY - self.early.len(),
             false => usize::MAX,
         }
     }
 
     fn feed(&mut self, data: &[u8]) {
+        if self.holds_early() {
+            match self.early.len() + data.len() <= EARLY {
+                true => self.early.extend_from_slice(data),
+                false => self.early_over = true,
+            }
+            return;
+        }
         if !self.body_open || data.is_empty() {
             return;
         }

@@ -24,13 +24,19 @@ use crate::http::request::{OwnedRequest, MAX_HEADERS};
 use crate::http::{Method, Status, Version};
 
 impl Router {
-    /// Whether a `[[reverse_proxy]]` rule of the request's site takes
-    /// its path (so a WebSocket handshake goes there, not refused).
+    /// Whether the `[[reverse_proxy]]` rule of the request's site that
+    /// takes its path takes a WebSocket handshake (so it goes there, not
+    /// refused). Over HTTP/1.1 a rule with `websocket = false` sends it
+    /// as a plain request, whose answer the client sees is no switch;
+    /// an HTTP/2 or HTTP/3 extended CONNECT sent so would take a 200 for
+    /// an open tunnel (RFC 8441 §5): refused.
     pub(super) fn proxies(&self, routing: &Routing<'_>) -> bool {
         let rules = &self.cfg.site(routing.req.site()).reverse_proxy;
+        let framed = !matches!(routing.req.version(), Version::Http10 | Version::Http11);
         rules
             .iter()
-            .any(|r| r.matches.matches(&routing.scratch.path))
+            .find(|r| r.matches.matches(&routing.scratch.path))
+            .is_some_and(|r| r.websocket || !framed)
     }
 
     /// The reverse-proxy stage: the request goes to an upstream of the
@@ -199,7 +205,9 @@ fn upstream_plan(
     let req: &OwnedRequest = routing.req;
     let body = match (held_len, req.body()) {
         (Some(n), _) => BodyOut::Length(n),
-        (None, BodyFraming::None) => BodyOut::None,
+        // (`Content-Length: 0` is no body: a WebSocket handshake that
+        // says so is one still.)
+        (None, BodyFraming::None | BodyFraming::Length(0)) => BodyOut::None,
         (None, BodyFraming::Length(n)) => BodyOut::Length(n),
         (None, BodyFraming::Chunked) => BodyOut::Chunked,
     };

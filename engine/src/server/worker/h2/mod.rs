@@ -345,7 +345,9 @@ impl Worker {
             return self.h3_body_unless_read(c, id, no_body, framing);
         }
         // (A request held for its turn takes its body with it.)
-        if !no_body && !self.stream_reads_body::<streams::H2>(c, id) {
+        if no_body {
+            self.stream_tunnel_ended::<streams::H2>(c, id);
+        } else if !self.stream_reads_body::<streams::H2>(c, id) {
             self.h2_refuse_rest(c, id, framing);
         }
     }

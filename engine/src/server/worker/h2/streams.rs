@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 
 use super::{fill_pieces, head_log};
 use crate::handlers::Plan;
+use crate::http::request::Field;
 use crate::http::response::{Connection, Framing, Head};
 use crate::http::Method;
 use crate::http::Status;
@@ -244,6 +245,18 @@ impl Worker {
             let parts = (&self.counts, &self.clock, run.request.started);
             let answer = (run.status(), run.upstream());
             a.log = head_log(parts, &mut self.logger, c, &run.request.req, answer);
+            // A WebSocket's tunnel (an extended CONNECT, RFC 8441, whose
+            // upstream switched): open for hours, so it no longer counts
+            // among the requests in progress that a connection's other
+            // requests wait behind; the stream limit bounds tunnels.
+            let tunnel = run.request.req.field(Field::Upgrade).is_some()
+                && (200..300).contains(&run.status());
+            if a.program && tunnel {
+                a.program = false;
+                if let Some((_, programs)) = S::answers(&mut c.proto) {
+                    *programs = programs.saturating_sub(1);
+                }
+            }
         }
         match outcome {
             Outcome::Idle => return Drove::Going(a),
@@ -269,6 +282,28 @@ impl Worker {
             }
         }
         Drove::Gone
+    }
+
+    /// An extended CONNECT (a WebSocket, RFC 8441) whose HEADERS ended
+    /// stream `id` of `c`: the client's side of its tunnel ended before
+    /// it opened, which its producer passes on once it has.
+    pub(in crate::server::worker) fn stream_tunnel_ended<S: Streamed>(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+    ) {
+        let Some((answers, _)) = S::answers(&mut c.proto) else {
+            return;
+        };
+        let run = answers.iter().find(|a| a.id == id).and_then(|a| a.run);
+        let Some(run) = run.and_then(|ex| self.exchanges.run_mut(ex)) else {
+            return;
+        };
+        if run.request.req.field(Field::Upgrade).is_some() {
+            if let Some(input) = run.input() {
+                input.end();
+            }
+        }
     }
 
     /// Whether the request on stream `id` of `c`, which speaks `S`,
