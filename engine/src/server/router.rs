@@ -991,14 +991,20 @@ fn refused_400(routing: &mut Routing<'_>, before: &str, after: std::fmt::Argumen
 }
 
 /// Whether `req` asks to become a WebSocket (RFC 6455 §4.1: `Upgrade:
-/// websocket`), which only a `[[reverse_proxy]]` rule takes (see
-/// `Router::proxies`): elsewhere answered as such, not as a plain
-/// request the client could not use. (`h2c` is taken
-/// before routing, where it may be; other upgrades are ignored and the
-/// request is answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
+/// websocket` that `Connection` names, RFC 9110 §7.8), which only a
+/// `[[reverse_proxy]]` rule takes (see `Router::proxies`): elsewhere
+/// answered as such, not as a plain request the client could not use.
+/// (`h2c` is taken before routing, where it may be; other upgrades, and
+/// an `Upgrade` no `Connection` names, are ignored and the request is
+/// answered over HTTP/1.1, as RFC 9110 §7.8 lets a server do.)
 fn wants_websocket(req: &OwnedRequest) -> bool {
+    use crate::http::grammar::has_token;
     req.field(Field::Upgrade)
-        .is_some_and(|v| crate::http::grammar::has_token(v, b"websocket"))
+        .is_some_and(|v| has_token(v, b"websocket"))
+        && req
+            .headers()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+            .any(|h| has_token(h.value, b"upgrade"))
 }
 
 /// 501 for a WebSocket handshake (RFC 6455 §4.2.2: a server that does

@@ -155,6 +155,10 @@ fn a_websocket_handshake_is_refused_where_nothing_takes_it() {
     let r = server.request(b"GET /cgi-bin/ws.sh HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: TLS/1.0\r\n\r\n");
     assert_eq!(r.status, 200);
     assert_eq!(r.body, b"plain");
+    // And an `Upgrade` that no `Connection` names is no handshake: a
+    // plain request (RFC 9110 §7.8).
+    let r = server.request(b"GET /page.txt HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n");
+    assert_eq!((r.status, &r.body[..]), (200, &b"page\n"[..]));
     stop(server);
 }
 
