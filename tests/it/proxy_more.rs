@@ -247,6 +247,7 @@ fn proxied_h2_streams_count_against_the_connections_programs() {
 fn https_upstream(cert: Option<(&std::path::Path, &std::path::Path)>) -> Server {
     let mut b = Builder::new();
     b.file("api/x", b"over tls\n");
+    b.access_log();
     match cert {
         None => {
             b.tls();
@@ -293,6 +294,81 @@ fn counting_relay(
         }
     });
     (addr, count)
+}
+
+/// An https upstream's active check speaks TLS, as its requests do (it
+/// went in plaintext: the check failed, and every request got 503).
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_upstreams_health_check_speaks_tls() {
+    let up = https_upstream(None);
+    let to = format!("https://127.0.0.1:{}", up.addr().port());
+    let health = "tls_verify = false\nhealth = { path = \"/api/x\", interval = \"1s\" }";
+    let s = brisk(&to, health);
+    let line = up.wait_access_line(|l| String::from_utf8_lossy(l).contains("brisk health check"));
+    let line = String::from_utf8_lossy(&line).into_owned();
+    assert!(line.contains("\"GET /api/x HTTP/1.1\" 200 "), "{line}");
+    // Up after the check: requests are still answered.
+    let r = s.request(b"GET /api/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!((r.status, r.text()), (200, "over tls\n".into()));
+}
+
+/// An answer that ends at its upstream's close, over TLS closed without
+/// close_notify, is not known to be whole (RFC 9112 §9.8: someone on
+/// the way may have closed it): the client sees it cut, never complete.
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_answer_ended_by_a_close_without_close_notify_is_cut() {
+    use std::io::{BufRead, Read, Write};
+    // (Python's TLS, told to close the socket under it: no close_notify.)
+    let script = format!(
+        "import socket, ssl\n\
+         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+         ctx.load_cert_chain({cert:?}, {key:?})\n\
+         s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(4)\n\
+         print(s.getsockname()[1], flush=True)\n\
+         while True:\n    \
+             raw, _ = s.accept(); c = ctx.wrap_socket(raw, server_side=True); f = c.makefile('rb')\n    \
+             while f.readline() not in (b'\\r\\n', b''): pass\n    \
+             c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: text/plain\\r\\n\\r\\npart')\n    \
+             c._sslobj = None; socket.socket.shutdown(c, socket.SHUT_RDWR); socket.socket.close(c)\n",
+        cert = common::tls::testdata("a.pem").display().to_string(),
+        key = common::tls::testdata("a.key").display().to_string(),
+    );
+    let Ok(mut up) = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    else {
+        skip("python3 not available for a TLS upstream");
+        return;
+    };
+    let mut port = String::new();
+    std::io::BufReader::new(up.stdout.as_mut().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let s = brisk(
+        &format!("https://127.0.0.1:{}", port.trim()),
+        "tls_verify = false",
+    );
+    // Chunked to an HTTP/1.1 client: "part", then the connection closes
+    // with no last chunk.
+    let mut c = std::net::TcpStream::connect(s.addr()).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    c.write_all(b"GET /api/x HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut raw = Vec::new();
+    let read = c.read_to_end(&mut raw);
+    let _ = up.kill();
+    read.unwrap();
+    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(
+        raw.ends_with(b"\r\n\r\n4\r\npart\r\n"),
+        "{:?}",
+        String::from_utf8_lossy(&raw)
+    );
+    s.wait_stderr_line("without TLS close_notify");
 }
 
 #[cfg(feature = "tls")]

@@ -307,6 +307,12 @@ impl Unframe {
         self.decoder.as_ref().is_some_and(BodyDecoder::is_done)
     }
 
+    /// The body has a framing (a length, chunks), not its close, that
+    /// says where it ends.
+    pub fn is_framed(&self) -> bool {
+        self.decoder.is_some()
+    }
+
     /// A framed body has not ended (its end is owed).
     pub fn is_short(&self) -> bool {
         self.decoder.as_ref().is_some_and(|d| !d.is_done())

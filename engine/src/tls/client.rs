@@ -83,6 +83,7 @@ impl UpstreamTls {
             conn,
             pending: Vec::new(),
             read_to_end: false,
+            cut: false,
             config: Arc::clone(&self.config),
         })
     }
@@ -184,6 +185,8 @@ pub struct TlsLink {
     pending: Vec<u8>,
     /// The upstream closed its side (rustls was told).
     read_to_end: bool,
+    /// It closed without close_notify (see [`TlsLink::cut_short`]).
+    cut: bool,
     /// Whose connection it is (a kept one goes only to its rule's kind).
     config: Arc<ClientConfig>,
 }
@@ -243,6 +246,13 @@ impl TlsLink {
         }
     }
 
+    /// Whether the upstream closed without close_notify: an answer
+    /// whose end is the close (no length, not chunked) is then not known
+    /// to be whole (RFC 9112 §9.8: an attacker on the way can close it).
+    pub fn cut_short(&self) -> bool {
+        self.cut
+    }
+
     /// Appends plaintext read from `sock` to `buf`, as a read would: how
     /// much (0: the upstream closed), `WouldBlock` when none has come, or
     /// the failure (a certificate refused: the reason).
@@ -256,8 +266,12 @@ impl TlsLink {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 // (Closed without close_notify, as many servers do: the
-                // answer's framing says whether it was whole.)
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                // answer's framing says whether it was whole, and one
+                // that ends at the close is not: see `cut_short`.)
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    self.cut = true;
+                    return Ok(0);
+                }
                 Err(e) => return Err(e),
             }
             if !self.pending.is_empty() || self.read_to_end {

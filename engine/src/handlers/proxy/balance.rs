@@ -46,6 +46,8 @@ pub struct Group {
     /// `health`, with how long a check may take (`connect_timeout` and
     /// `read_timeout`).
     pub(super) health: Option<(Health, Duration)>,
+    /// The rule's TLS client: its checks of https upstreams speak TLS.
+    pub(super) tls: super::link::Tls,
 }
 
 /// A group shared by the router (which picks) and the answers (which
@@ -60,6 +62,8 @@ impl Group {
                 .health
                 .clone()
                 .map(|h| (h, rule.connect_timeout + rule.read_timeout)),
+            #[cfg(feature = "tls")]
+            tls: rule.tls_client.clone(),
             ..Group::passive(&rule.to, rule.balance, rule.max_fails, rule.fail_timeout)
         }
     }
@@ -81,6 +85,7 @@ impl Group {
             turn: 0,
             peers: to.iter().map(|_| Peer::default()).collect(),
             health: None,
+            tls: Default::default(),
         }
     }
 

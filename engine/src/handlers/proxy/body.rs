@@ -705,8 +705,16 @@ impl ProxyBody {
             return Gave::Fail(Status::BAD_GATEWAY, why);
         }
         if self.started {
+            // (An answer that ends at the close, over TLS without
+            // close_notify: not known to be whole, RFC 9112 §9.8.)
+            let by_close = !self.unframe.is_framed() && !self.tunnel;
             return if self.unframe.is_short() {
                 Gave::Cut("the upstream closed before the answer's end".into())
+            } else if by_close && self.link.cut_short() {
+                Gave::Cut(
+                    "the upstream closed without TLS close_notify an answer that ends at its close"
+                        .into(),
+                )
             } else {
                 self.finished = true;
                 Gave::End

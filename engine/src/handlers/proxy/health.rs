@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use super::balance::Group;
 use super::dial;
+use super::link::{Link, Tls};
 use crate::config::Health;
-use crate::sys::net::{read_into_spare, send};
 
 /// The most of an answer read for its status line.
 const STATUS_LINE: usize = 512;
@@ -30,6 +30,9 @@ pub(super) struct Check {
 #[derive(Debug)]
 struct Flight {
     sock: OwnedFd,
+    /// Its transport: TLS to an https upstream, with the rule's client
+    /// (its `ca`, `tls_verify`, the name it sends and verifies).
+    link: Link,
     /// Given up then.
     until: Instant,
     /// The request, what of it is not written yet.
@@ -42,6 +45,7 @@ struct Flight {
     request: Vec<u8>,
     to: crate::config::Upstream,
     tried: crate::config::Tried,
+    tls: Tls,
 }
 
 /// What a check came to.
@@ -89,6 +93,7 @@ impl Group {
         let to = &self.to[i];
         let tried = to.tried();
         let sock = dial::connect(to, tried)?;
+        let link = Link::new(to, &self.tls).map_err(io::Error::other)?;
         let out = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: brisk health check\r\n\
              Connection: close\r\n\r\n",
@@ -97,12 +102,14 @@ impl Group {
         );
         Ok(Flight {
             sock,
+            link,
             until,
             request: out.clone().into_bytes(),
             out: out.into_bytes(),
             got: Vec::new(),
             to: to.clone(),
             tried,
+            tls: self.tls.clone(),
         })
     }
 }
@@ -112,7 +119,7 @@ impl Flight {
     /// its verdict once its status line is there (or it failed).
     fn go_on(&mut self, now: Instant) -> Verdict {
         while !self.out.is_empty() {
-            match send(&self.sock, &self.out, false) {
+            match self.link.send(&self.sock, &self.out) {
                 Ok(n) => drop(self.out.drain(..n)),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.waiting(now),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -128,7 +135,7 @@ impl Flight {
                 return Verdict::Down;
             }
             self.got.reserve(STATUS_LINE);
-            match read_into_spare(&self.sock, &mut self.got) {
+            match self.link.read(&self.sock, &mut self.got, STATUS_LINE) {
                 Ok(0) => return Verdict::Down,
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.waiting(now),
@@ -142,8 +149,10 @@ impl Flight {
     /// address, if one is left.
     fn next_address(&mut self) -> bool {
         while let Some(addr) = self.to.next_address(&mut self.tried) {
-            if let Ok(sock) = dial::connect_tcp(addr) {
+            if let (Ok(sock), Ok(link)) = (dial::connect_tcp(addr), Link::new(&self.to, &self.tls))
+            {
                 self.sock = sock;
+                self.link = link;
                 self.out.clone_from(&self.request);
                 return true;
             }

@@ -74,6 +74,16 @@ impl Link {
         }
     }
 
+    /// Whether the connection ended without TLS's close_notify (see
+    /// `TlsLink::cut_short`); never over plain bytes.
+    pub fn cut_short(&self) -> bool {
+        match self {
+            Link::Plain => false,
+            #[cfg(feature = "tls")]
+            Link::Tls(link) => link.cut_short(),
+        }
+    }
+
     /// Appends what came on `sock` to `buf`, as a read would.
     /// Plain bytes: at most `max` (TLS gives what a record holds).
     pub fn read(
