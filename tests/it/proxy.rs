@@ -176,9 +176,20 @@ fn trusted_peers_forwarding_headers_name_the_client() {
     s.wait_access_line(|l| {
         l.starts_with(b"203.0.113.9 - - [") && find(l, b"/cgi-bin/who").is_some()
     });
-    // Forwarded (RFC 7239) with a port, and its proto.
+    // A Forwarded the client wrote, which a proxy that appends to
+    // X-Forwarded-For passes on as it came: not believed, nor its proto.
     let r = s.request(
-        b"GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\nForwarded: for=\"[2001:db8::9]:4711\";proto=http\r\n\r\n",
+        b"GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\nForwarded: for=10.0.0.1;proto=https\r\nX-Forwarded-For: 203.0.113.9\r\n\r\n",
+    );
+    assert_eq!(r.text(), "203.0.113.9 0 http off");
+    // With header = "forwarded": Forwarded (RFC 7239), with a port, and
+    // its proto; X-Forwarded-For is the client's then.
+    let fwd = site(
+        "[proxy]\ntrusted = [\"127.0.0.1\"]\nheader = \"forwarded\"\n",
+        1,
+    );
+    let r = fwd.request(
+        b"GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\nForwarded: for=\"[2001:db8::9]:4711\";proto=http\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n",
     );
     assert_eq!(r.text(), "2001:db8::9 4711 http off");
     // Each request of a connection is its own client's (a proxy's pool).

@@ -410,6 +410,8 @@ pub struct ProxyConfig {
     /// Peers whose `Forwarded` / `X-Forwarded-For` / `X-Forwarded-Proto`
     /// headers name the client (nobody's by default).
     pub trusted: crate::access::proxy::Trusted,
+    /// Which of those headers they name it in (`header`).
+    pub header: crate::access::proxy::forwarded::By,
 }
 
 /// `[http3]`: HTTP/3 over QUIC on the UDP side of every `[tls] listen`

@@ -9,9 +9,10 @@ use toml::Spanned;
 
 use super::load::{sorted, Loader};
 use super::{ConfigError, ProxyConfig};
+use crate::access::proxy::forwarded::By;
 use crate::access::proxy::{Cidr, Trusted};
 
-pub(super) const PROXY_KEYS: &[&str] = &["listen", "tls_listen", "trusted"];
+pub(super) const PROXY_KEYS: &[&str] = &["listen", "tls_listen", "trusted", "header"];
 
 /// What `[proxy]` said, and where: errors about its listeners name it.
 pub(crate) struct ProxySection {
@@ -49,6 +50,20 @@ impl Loader<'_> {
                         }
                     }
                     section.config.trusted = Trusted(ranges);
+                }
+                "header" => {
+                    let text = self.string("proxy.header", value)?;
+                    section.config.header = match text.to_ascii_lowercase().as_str() {
+                        "x-forwarded-for" => By::XForwardedFor,
+                        "forwarded" => By::Forwarded,
+                        _ => {
+                            return Err(self.fail(
+                                value,
+                                "proxy.header",
+                                "expected \"x-forwarded-for\" or \"forwarded\"",
+                            ))
+                        }
+                    }
                 }
                 _ => return Err(self.unknown(key, "proxy", PROXY_KEYS)),
             }

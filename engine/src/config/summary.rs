@@ -197,8 +197,14 @@ fn proxy(c: &Config, s: &mut String) {
     } else {
         let _ = writeln!(
             s,
-            "proxy: trusted {} (their Forwarded, else X-Forwarded-For and -Proto, name the client)",
-            joined(&p.trusted.0, ", ")
+            "proxy: trusted {} (their {} names the client)",
+            joined(&p.trusted.0, ", "),
+            match p.header {
+                crate::access::proxy::forwarded::By::XForwardedFor => {
+                    "X-Forwarded-For, with X-Forwarded-Proto,"
+                }
+                crate::access::proxy::forwarded::By::Forwarded => "Forwarded",
+            }
         );
     }
 }

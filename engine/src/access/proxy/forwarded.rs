@@ -13,10 +13,12 @@
 //! (`unknown`, an obfuscated `_name`, garbage) stops the walk at the
 //! proxy that added it.
 //!
-//! `Forwarded` wins over `X-Forwarded-For` when a request has both
-//! (it is the standard, and its `proto=` belongs to its `for=`);
-//! several header lines of one name are one list, in order (RFC 9110
-//! §5.3).
+//! One header is read, the one `[proxy] header` names ([`By`]): a proxy
+//! appends to its own header and passes the other on as the client
+//! wrote it, so reading the other (or preferring it when both came)
+//! would let a client name itself (nginx's `real_ip_header` and Caddy's
+//! `client_ip_headers` name one too); several header lines of one name
+//! are one list, in order (RFC 9110 §5.3).
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -33,11 +35,24 @@ pub struct Client {
     pub https: Option<bool>,
 }
 
-/// The client of a request from `peer` with `headers` (name, value), or
-/// `None` when `peer` is not trusted or no header says more than the
-/// connection does.
+/// The header trusted proxies name the client in (`[proxy] header`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum By {
+    /// `X-Forwarded-For`, with `X-Forwarded-Proto` (nginx's
+    /// `$proxy_add_x_forwarded_for`, HAProxy's `option forwardfor`, cloud
+    /// balancers and CDNs).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239), with its `proto=`.
+    Forwarded,
+}
+
+/// The client of a request from `peer` with `headers` (name, value), as
+/// header `by` names it, or `None` when `peer` is not trusted or the
+/// header says no more than the connection does.
 pub fn client<'h>(
     trusted: &Trusted,
+    by: By,
     peer: SocketAddr,
     headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
 ) -> Option<Client> {
@@ -50,8 +65,7 @@ pub fn client<'h>(
             .filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
             .map(|(_, v)| v)
     };
-    let forwarded: Vec<Hop> = named("forwarded").flat_map(forwarded_hops).collect();
-    let (hops, proto_header) = if forwarded.is_empty() {
+    let (hops, proto_header) = if by == By::XForwardedFor {
         let hops: Vec<Hop> = named("x-forwarded-for")
             .flat_map(|v| v.split(|&b| b == b','))
             .map(trim)
@@ -70,7 +84,8 @@ pub fn client<'h>(
             .and_then(scheme);
         (hops, proto)
     } else {
-        (forwarded, None)
+        let hops = named("forwarded").flat_map(forwarded_hops).collect();
+        (hops, None)
     };
     if hops.is_empty() && proto_header.is_none() {
         return None;

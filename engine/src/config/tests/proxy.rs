@@ -17,6 +17,13 @@ fn listen_and_trusted_load() {
     // Nothing by default: no header is ever believed.
     let d = load("").unwrap();
     assert!(d.proxy.listen.is_empty() && d.proxy.trusted.is_empty());
+    // The header read: X-Forwarded-For unless told.
+    use crate::access::proxy::forwarded::By;
+    assert_eq!(c.proxy.header, By::XForwardedFor);
+    let f = load("[proxy]\ntrusted = \"::1\"\nheader = \"Forwarded\"\n").unwrap();
+    assert_eq!(f.proxy.header, By::Forwarded);
+    let e = load_err("[proxy]\nheader = \"x-real-ip\"\n");
+    assert!(e.contains("site.toml:3: proxy.header: expected"), "{e}");
 }
 
 #[test]

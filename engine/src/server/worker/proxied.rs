@@ -94,7 +94,8 @@ impl Worker {
             return;
         }
         let headers = req.headers().map(|h| (h.name, h.value));
-        if let Some(client) = forwarded::client(trusted, c.peer, headers) {
+        let by = self.settings.cfg.proxy.header;
+        if let Some(client) = forwarded::client(trusted, by, c.peer, headers) {
             req.set_forwarded(Forwarded {
                 addr: client.addr,
                 https: client.https,

@@ -12,12 +12,23 @@ fn sa(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
+/// The client `headers` name, read as `[proxy] header` says by default
+/// (X-Forwarded-For).
 fn run(t: &Trusted, peer: &str, headers: &[(&str, &str)]) -> Option<Client> {
+    run_by(t, By::XForwardedFor, peer, headers)
+}
+
+fn run_by(t: &Trusted, by: By, peer: &str, headers: &[(&str, &str)]) -> Option<Client> {
     let h: Vec<(&[u8], &[u8])> = headers
         .iter()
         .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
         .collect();
-    client(t, sa(peer), h.iter().copied())
+    client(t, by, sa(peer), h.iter().copied())
+}
+
+/// The client `headers` name in `Forwarded`.
+fn run_fwd(t: &Trusted, peer: &str, headers: &[(&str, &str)]) -> Option<Client> {
+    run_by(t, By::Forwarded, peer, headers)
 }
 
 fn addr(c: Option<Client>) -> Option<String> {
@@ -33,7 +44,35 @@ fn an_untrusted_peer_is_never_read() {
         ("X-Forwarded-Proto", "https"),
     ];
     assert_eq!(run(&t, "192.0.2.9:5000", &h), None);
+    assert_eq!(run_fwd(&t, "192.0.2.9:5000", &h), None);
     assert_eq!(run(&Trusted::default(), "10.0.0.1:5000", &h), None);
+}
+
+/// A proxy that appends to X-Forwarded-For (nginx's
+/// `$proxy_add_x_forwarded_for`, HAProxy's `option forwardfor`) passes a
+/// client's own `Forwarded` on as it came: with X-Forwarded-For the
+/// header read, that is never believed, nor its proto; and the other
+/// way round.
+#[test]
+fn the_header_not_read_is_the_clients_to_forge() {
+    let t = trusted(&["10.0.0.0/8"]);
+    let h = [
+        ("Forwarded", "for=127.0.0.1;proto=https"),
+        ("X-Forwarded-For", "203.0.113.7"),
+    ];
+    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    assert_eq!((c.addr, c.https), (sa("203.0.113.7:0"), None));
+    let h = [("Forwarded", "for=127.0.0.1;proto=https")];
+    assert_eq!(run(&t, "10.0.0.1:1", &h), None, "X-Forwarded-For only");
+    let h = [
+        ("X-Forwarded-For", "127.0.0.1"),
+        ("X-Forwarded-Proto", "https"),
+        ("Forwarded", "for=203.0.113.7"),
+    ];
+    let c = run_fwd(&t, "10.0.0.1:1", &h).unwrap();
+    assert_eq!((c.addr, c.https), (sa("203.0.113.7:0"), None));
+    let h = [("X-Forwarded-For", "127.0.0.1")];
+    assert_eq!(run_fwd(&t, "10.0.0.1:1", &h), None, "Forwarded only");
 }
 
 #[test]
@@ -116,20 +155,20 @@ fn forwarded_rfc7239_examples() {
     // §4's examples.
     let h = [("Forwarded", "for=\"_gazonk\"")];
     assert_eq!(
-        addr(run(&t, "10.0.0.1:1", &h)).as_deref(),
+        addr(run_fwd(&t, "10.0.0.1:1", &h)).as_deref(),
         Some("10.0.0.1:1")
     );
     let h = [("Forwarded", "For=\"[2001:db8:cafe::17]:4711\"")];
     assert_eq!(
-        addr(run(&t, "10.0.0.1:1", &h)).as_deref(),
+        addr(run_fwd(&t, "10.0.0.1:1", &h)).as_deref(),
         Some("[2001:db8:cafe::17]:4711")
     );
     let h = [("Forwarded", "for=192.0.2.60;proto=http;by=203.0.113.43")];
-    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    let c = run_fwd(&t, "10.0.0.1:1", &h).unwrap();
     assert_eq!((c.addr, c.https), (sa("192.0.2.60:0"), Some(false)));
     let h = [("Forwarded", "for=192.0.2.43, for=198.51.100.17")];
     assert_eq!(
-        addr(run(&t, "10.0.0.1:1", &h)).as_deref(),
+        addr(run_fwd(&t, "10.0.0.1:1", &h)).as_deref(),
         Some("198.51.100.17:0")
     );
     // Quoted strings may hold ; and , ; the proto that counts is the
@@ -138,15 +177,15 @@ fn forwarded_rfc7239_examples() {
         "Forwarded",
         "for=198.51.100.17;proto=https;by=\"x;y,z\", for=10.3.3.3;proto=http",
     )];
-    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    let c = run_fwd(&t, "10.0.0.1:1", &h).unwrap();
     assert_eq!((c.addr, c.https), (sa("198.51.100.17:0"), Some(true)));
-    // Forwarded wins over X-Forwarded-For; X-Forwarded-Proto is then not read.
+    // Read in Forwarded, X-Forwarded-For and X-Forwarded-Proto are not.
     let h = [
         ("X-Forwarded-For", "203.0.113.99"),
         ("X-Forwarded-Proto", "https"),
         ("Forwarded", "for=192.0.2.60"),
     ];
-    let c = run(&t, "10.0.0.1:1", &h).unwrap();
+    let c = run_fwd(&t, "10.0.0.1:1", &h).unwrap();
     assert_eq!((c.addr, c.https), (sa("192.0.2.60:0"), None));
 }
 
