@@ -240,6 +240,28 @@ fn retry_after(r: &Response, max: u64) -> u64 {
     secs
 }
 
+/// A request another rule refuses is not counted by the rules before it
+/// either: their buckets are as if it had not come.
+#[test]
+fn a_request_a_later_rule_refuses_is_not_counted_by_the_earlier() {
+    let s = site(
+        "[[rate_limit]]\npath = \"/login/\"\nrate = \"1/m\"\nburst = 2\n\
+         [[rate_limit]]\npattern = \"b.txt\"\nrate = \"1/m\"\n",
+        1,
+    );
+    let a4 = v4(&s);
+    // Both rules let the first through; the second refuses the next ones.
+    assert_eq!(get(a4, "/login/b.txt", "").body, b"b");
+    for _ in 0..3 {
+        assert_429(&get(a4, "/login/b.txt", ""), 60);
+    }
+    // The first rule counted one request of the four: two more pass.
+    for _ in 0..2 {
+        assert_eq!(get(a4, "/login/a.txt", "").body, b"a");
+    }
+    assert_429(&get(a4, "/login/a.txt", ""), 60);
+}
+
 /// `burst + 1` requests pass at once, the next gets 429 with
 /// `Retry-After` (the bucket leaks one a minute); the other workers
 /// count in the same table; other paths and clients are not counted.

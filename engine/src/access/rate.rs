@@ -165,6 +165,32 @@ impl RateTable {
         Ok(())
     }
 
+    /// Undoes a [`RateTable::take`] of `key` that let a request through
+    /// (at `limit`'s pace), for a request another rule refused: its
+    /// bucket is as if it had not come. Nothing if the bucket went.
+    pub fn give_back(&self, key: u64, limit: Limit) {
+        let interval = micros(limit.interval).max(1);
+        let set = &self.sets[key as usize & (SETS - 1)].0;
+        let tag = (key >> TIME_BITS).max(1);
+        for _ in 0..TRIES {
+            let found = set
+                .iter()
+                .enumerate()
+                .map(|(i, slot)| (i, slot.load(Ordering::Relaxed)))
+                .find(|(_, word)| word >> TIME_BITS == tag);
+            let Some((slot, old)) = found else {
+                return;
+            };
+            let new = tag << TIME_BITS | (old & TIME_MASK).saturating_sub(interval);
+            if set[slot]
+                .compare_exchange(old, new, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
     /// Buckets in use (not drained) at `now`, for the tests.
     #[cfg(test)]
     fn live(&self, now: Instant) -> usize {
@@ -280,6 +306,25 @@ mod tests {
 
     /// A million new addresses fill the table, which keeps its size, and
     /// the client being limited stays limited.
+    #[test]
+    fn what_is_given_back_may_be_taken_again() {
+        let t = RateTable::new();
+        let limit = Limit {
+            interval: Duration::from_secs(60),
+            burst: 0,
+        };
+        let now = Instant::now();
+        let key = t.key(0, ip("192.0.2.1"), None);
+        assert_eq!(t.take(key, limit, now), Ok(()));
+        assert!(t.take(key, limit, now).is_err());
+        t.give_back(key, limit);
+        assert_eq!(t.take(key, limit, now), Ok(()));
+        assert!(t.take(key, limit, now).is_err());
+        // A bucket that is not there: nothing.
+        t.give_back(t.key(0, ip("192.0.2.2"), None), limit);
+        assert_eq!(t.live(now), 1);
+    }
+
     #[test]
     fn a_flood_of_addresses_evicts_no_full_bucket() {
         let t = RateTable::new();

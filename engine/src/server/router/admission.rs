@@ -56,10 +56,8 @@ impl Router {
         }
         let table = self.rates.as_ref()?;
         let mut refused = None;
-        for (i, rule) in rules.rate.iter().enumerate() {
-            if !rule.matcher.matches_in(path, folding) {
-                continue;
-            }
+        // The bucket each matching rule takes from, and at what pace.
+        let bucket = |i: usize, rule: &crate::config::admission::RateRule| {
             // (One bucket for every spelling of a path found in any case.)
             let spelt = match folding.covers(path) {
                 true => crate::http::glob::fold(path),
@@ -71,9 +69,27 @@ impl Router {
                 interval: rule.interval,
                 burst: rule.burst,
             };
+            (key, limit)
+        };
+        for (i, rule) in rules.rate.iter().enumerate() {
+            if !rule.matcher.matches_in(path, folding) {
+                continue;
+            }
+            let (key, limit) = bucket(i, rule);
             if let Err(wait) = table.take(key, limit, routing.client.now) {
                 refused = Some((wait, i));
                 break;
+            }
+        }
+        if let Some((_, at)) = refused {
+            // A refused request is not counted by the rules before the
+            // one that refused it either (nginx's limit_req accounts a
+            // request to its zones once they all let it through).
+            for (i, rule) in rules.rate.iter().enumerate().take(at) {
+                if rule.matcher.matches_in(path, folding) {
+                    let (key, limit) = bucket(i, rule);
+                    table.give_back(key, limit);
+                }
             }
         }
         let Some((wait, i)) = refused else {
