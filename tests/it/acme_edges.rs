@@ -306,9 +306,19 @@ fn started_as_root_serving_as_another_user_its_storage_is_that_users_and_private
     let Some(pebble) = Pebble::start(&[("PEBBLE_VA_NOSLEEP", "1")]) else {
         return;
     };
-    // brisk makes the storage (as root, then gives it to nobody).
-    let (b, tls) = acme_builder(&pebble, &["a.test"], &[], "user = \"nobody\"\n", None, "");
-    let storage = b.base().join("acme");
+    // brisk makes the storage (as root, then gives it to nobody), and
+    // its missing parents, as /var/lib/brisk/acme on a new machine: open
+    // to look through (0700, they kept nobody out of its own storage).
+    let top = std::env::temp_dir().join(format!("brisk-acme-parents-{}", std::process::id()));
+    let storage = top.join("var/lib/brisk/acme");
+    let (b, tls) = acme_builder(
+        &pebble,
+        &["a.test"],
+        &[],
+        "user = \"nobody\"\n",
+        Some(&storage),
+        "",
+    );
     let server = b.start();
     let root = pebble.root();
     issued_and_served(&server, tls, "a.test", &root);
@@ -316,4 +326,14 @@ fn started_as_root_serving_as_another_user_its_storage_is_that_users_and_private
     assert!(log.contains("running as user \"nobody\""), "{log}");
     assert!(!log.contains("[error]"), "{log}");
     assert_eq!(owned_and_private(&storage, uid), stored_files(&pebble));
+    use std::os::unix::fs::PermissionsExt as _;
+    for up in ["var", "var/lib", "var/lib/brisk"] {
+        let mode = std::fs::metadata(top.join(up))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755, "{up}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&top);
 }

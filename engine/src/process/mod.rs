@@ -574,10 +574,16 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
         })
     };
     let dir = &acme.storage;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+    // (Its parents as `mkdir -p` makes them, open to look through: made
+    // 0700 by root, they kept the user brisk serves as out of its own
+    // storage. The storage itself is the user's alone.)
+    make_parents(dir)
+        .and_then(|()| {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+        })
         .and_then(|()| match (&cfg.user, sys::privileges::euid()) {
             (Some(user), 0) => {
                 let gid = cfg.group.as_ref().map(|g| g.gid).or(user.gid);
@@ -593,6 +599,26 @@ fn prepare_acme(cfg: &Config) -> Result<Option<AcmePrepared>, Error> {
         client,
         holder: sys::fs::lock_holder().to_string(),
     }))
+}
+
+/// Makes the missing directories above `dir`, each 0755 whatever the
+/// umask (`mkdir -p`'s, under the usual one).
+#[cfg(feature = "acme")]
+fn make_parents(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let missing: Vec<&std::path::Path> = dir
+        .ancestors()
+        .skip(1)
+        .take_while(|up| !up.as_os_str().is_empty() && !up.exists())
+        .collect();
+    for up in missing.into_iter().rev() {
+        match std::fs::create_dir(up) {
+            Ok(()) => std::fs::set_permissions(up, std::fs::Permissions::from_mode(0o755))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Starts the ACME thread (its failures are logged: the server serves
