@@ -422,6 +422,30 @@ mod tests {
         Manager::new(settings, client, live, responder).unwrap()
     }
 
+    /// A manager whose thread was told to stop (a reload replaced it)
+    /// orders nothing more, even what is due.
+    #[test]
+    fn a_stopped_manager_orders_nothing() {
+        let ca = fake_ca(false);
+        let mut m = manager_of(&ca, "stopped");
+        let mut lines = Vec::new();
+        let mut log = |_: crate::log::Level, a: std::fmt::Arguments<'_>| lines.push(a.to_string());
+        let t = 1_800_000_000;
+        m.load_stored(t, &mut log);
+        let stop = std::sync::Arc::new((std::sync::Mutex::new(true), std::sync::Condvar::new()));
+        m.watch(&stop);
+        // Long past two thirds of its life: due.
+        m.step(4_000_000_000, &mut log);
+        assert!(!lines.iter().any(|l| l.contains("ordering")), "{lines:?}");
+        // Not stopped, it orders.
+        let mut m = manager_of(&ca, "going");
+        let mut lines = Vec::new();
+        let mut log = |_: crate::log::Level, a: std::fmt::Arguments<'_>| lines.push(a.to_string());
+        m.load_stored(t, &mut log);
+        m.step(4_000_000_000, &mut log);
+        assert!(lines.iter().any(|l| l.contains("ordering")), "{lines:?}");
+    }
+
     #[test]
     fn a_ca_without_renewal_information_is_said_once_and_never_asked() {
         let ca = fake_ca(false);

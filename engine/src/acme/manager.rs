@@ -147,7 +147,13 @@ pub struct Manager {
     directory: Option<Directory>,
     /// Whether the CA's lack of ARI was said in the log.
     no_ari_said: bool,
+    /// Set when its thread is told to stop (a reload replaced it): no
+    /// name is ordered after that.
+    stopped: Option<Stop>,
 }
+
+/// A thread's stop: the flag and its wake-up.
+pub(crate) type Stop = Arc<(Mutex<bool>, std::sync::Condvar)>;
 
 impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -188,6 +194,7 @@ impl Manager {
             local: NameState::default(),
             directory: None,
             no_ari_said: false,
+            stopped: None,
         })
     }
 
@@ -266,6 +273,11 @@ impl Manager {
             .collect();
         due.sort();
         for name in due {
+            if self.is_stopped() {
+                // (Its successor, with the configuration that replaced
+                // it, orders what is still wanted.)
+                return Duration::from_secs(1);
+            }
             self.renew(&name, now, log);
         }
         // (Those just served: what the CA suggests for them.)
@@ -279,6 +291,18 @@ impl Manager {
             .min()
             .unwrap_or(u64::MAX);
         Duration::from_secs(next.saturating_sub(now).clamp(1, LAST_RETRY.as_secs()))
+    }
+
+    /// Orders nothing more once `stop` is set (its thread's).
+    pub(crate) fn watch(&mut self, stop: &Stop) {
+        self.stopped = Some(Arc::clone(stop));
+    }
+
+    /// Whether its thread was told to stop.
+    fn is_stopped(&self) -> bool {
+        self.stopped
+            .as_ref()
+            .is_some_and(|s| *s.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Serves the local CA's certificate for `localhost` and addresses:
@@ -758,7 +782,7 @@ impl Manager {
 /// and is broken by the next to order).
 #[derive(Debug)]
 pub struct Thread {
-    stop: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    stop: Stop,
 }
 
 impl Drop for Thread {
@@ -783,7 +807,7 @@ pub fn spawn(
     live: Arc<Live>,
     mut log: crate::log::Logger,
 ) -> std::io::Result<Thread> {
-    let stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let stop: Stop = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
     let told = Arc::clone(&stop);
     // The challenges other servers of a fleet publish in the storage are
     // answered here too, while the thread runs (those of a dead one's,
@@ -813,6 +837,7 @@ pub fn spawn(
                     )
                 }
             };
+            m.watch(&told);
             m.load_stored(now(), &mut say);
             let (stopped, wake) = &*told;
             loop {
