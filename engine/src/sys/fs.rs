@@ -494,8 +494,9 @@ pub fn lock(path: &Path, holder: &str, stale: std::time::Duration) -> io::Result
     Ok(None)
 }
 
-/// Breaks the lock at `path` if older than `stale`: true when it is gone
-/// (the caller tries again).
+/// Breaks the lock at `path` if older than `stale`, or left by a process
+/// of this machine that is gone (a stop or an upgrade in the middle of
+/// an order): true when it is gone (the caller tries again).
 fn break_if_stale(path: &Path, stale: std::time::Duration) -> io::Result<bool> {
     use std::time::SystemTime;
     let age = |p: &Path| {
@@ -503,8 +504,9 @@ fn break_if_stale(path: &Path, stale: std::time::Duration) -> io::Result<bool> {
             .and_then(|m| m.modified())
             .map(|t| SystemTime::now().duration_since(t).unwrap_or_default())
     };
+    let orphan = std::fs::read_to_string(path).is_ok_and(|h| holder_is_gone(h.trim()));
     match age(path) {
-        Ok(a) if a < stale => return Ok(false),
+        Ok(a) if a < stale && !orphan => return Ok(false),
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
         Err(e) => return Err(e),
@@ -517,8 +519,10 @@ fn break_if_stale(path: &Path, stale: std::time::Duration) -> io::Result<bool> {
         Err(e) => return Err(e),
     }
     // What was moved may be a lock made a moment ago by another breaker:
-    // if it is fresh, it goes back (unless a third one made another).
-    if age(&aside).is_ok_and(|a| a < stale) {
+    // if it is fresh (and not the orphan), it goes back (unless a third
+    // one made another).
+    let same = std::fs::read_to_string(&aside).is_ok_and(|h| holder_is_gone(h.trim()));
+    if age(&aside).is_ok_and(|a| a < stale) && !same {
         let _ = std::fs::hard_link(&aside, path);
         let _ = std::fs::remove_file(&aside);
         return Ok(false);
@@ -537,6 +541,23 @@ pub fn lock_holder() -> &'static str {
             .unwrap_or_else(|_| "brisk".to_string());
         format!("{machine} pid {}", std::process::id())
     })
+}
+
+/// Whether `holder` ([`lock_holder`]'s words) names a process of this
+/// machine, not this one, that is no more. Unknown (another machine, no
+/// `/proc` to look in, as inside some sandboxes): no.
+fn holder_is_gone(holder: &str) -> bool {
+    let Some((machine, pid)) = holder.rsplit_once(" pid ") else {
+        return false;
+    };
+    let ours = lock_holder();
+    let Some((our_machine, our_pid)) = ours.rsplit_once(" pid ") else {
+        return false;
+    };
+    if machine != our_machine || pid == our_pid || pid.parse::<u32>().is_err() {
+        return false;
+    }
+    Path::new("/proc/self").exists() && !Path::new("/proc").join(pid).exists()
 }
 
 /// A lock held (see [`lock`]): released when dropped.
@@ -752,6 +773,31 @@ mod tests {
         assert!(table
             .split(|&b| b == b'\n')
             .any(|l| l.split(|&b| b == b' ').nth(4) == Some(b"/")));
+    }
+
+    #[test]
+    fn a_lock_left_by_a_process_of_this_machine_that_is_gone_is_broken() {
+        let d = std::env::temp_dir().join(format!("brisk-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let path = d.join("a.test.lock");
+        let stale = std::time::Duration::from_secs(600);
+        let machine = lock_holder().rsplit_once(" pid ").unwrap().0.to_string();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        // Fresh, but its holder is gone: broken, taken.
+        std::fs::write(&path, format!("{machine} pid {dead}\n")).unwrap();
+        let held = lock(&path, lock_holder(), stale).unwrap();
+        assert!(held.is_some(), "an orphan's lock is taken");
+        drop(held);
+        // Held by a process that runs (this one), or another machine's:
+        // kept until it is stale.
+        for holder in [lock_holder().to_string(), format!("elsewhere pid {dead}")] {
+            std::fs::write(&path, format!("{holder}\n")).unwrap();
+            assert!(lock(&path, "x pid 1", stale).unwrap().is_none(), "{holder}");
+            std::fs::remove_file(&path).unwrap();
+        }
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
