@@ -135,6 +135,7 @@ fn a_proxy_header_that_never_comes_times_out_without_an_answer() {
     let mut c = Client::connect(s.addrs[1]);
     c.send(b"PROXY TCP4 203.0.113.7");
     c.expect_closed();
+    s.wait_stderr_line("client 127.0.0.1: no PROXY header within timeouts.header");
 }
 
 #[test]
