@@ -97,7 +97,17 @@ impl Url {
             Some((h, p)) if !p.contains(']') => (h, p.parse().map_err(|_| bad())?),
             _ => (authority, default),
         };
-        if host.is_empty() || authority.contains('@') || path.bytes().any(|b| b <= b' ') {
+        // (A name, an IPv4 address, or an IPv6 one in brackets: RFC 3986
+        // §3.2.2, no more.)
+        let host_ok = match host.strip_prefix('[') {
+            Some(v6) => v6
+                .strip_suffix(']')
+                .is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok()),
+            None => host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.'),
+        };
+        if host.is_empty() || !host_ok || path.bytes().any(|b| b <= b' ') {
             return Err(bad());
         }
         let path = if path.starts_with('?') {
@@ -369,6 +379,10 @@ mod tests {
             "https://u@h/",
             "https://h:x/",
             "https://h/a b",
+            "https://[::1/dir",
+            "https://[::1:99/dir",
+            "https://[nope]/dir",
+            "https://a_b!/dir",
         ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }

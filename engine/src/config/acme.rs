@@ -232,7 +232,19 @@ fn orderable(host: &str) -> Result<(), String> {
             "{host}: a public CA gives no certificate for an address or localhost (the local CA does)"
         ));
     }
-    if !crate::acme::store::is_storable(host) || !host.contains('.') || host.contains(':') {
+    // (RFC 1035 §2.3.1 as RFC 1123 §2.1 relaxes it: labels of 1 to 63
+    // letters, digits and hyphens, none at either end; 253 in all.)
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if !crate::acme::store::is_storable(host)
+        || !host.contains('.')
+        || host.len() > 253
+        || !host.split('.').all(label_ok)
+    {
         return Err(format!(
             "{host}: expected a host name such as \"example.org\""
         ));
@@ -312,7 +324,14 @@ mod tests {
 
     #[test]
     fn only_public_host_names_are_orderable() {
-        for ok in ["example.org", "www.example.org", "a.test"] {
+        let longest = format!("{}.test", "a".repeat(63));
+        for ok in [
+            "example.org",
+            "www.example.org",
+            "a.test",
+            "x-1.a.test",
+            &longest,
+        ] {
             assert_eq!(orderable(ok), Ok(()), "{ok}");
         }
         for bad in [
@@ -324,6 +343,11 @@ mod tests {
             "example",
             "a..b",
             "a/b",
+            "-a.test",
+            "a-.test",
+            "a_b.test",
+            &format!("{}.test", "a".repeat(64)),
+            &format!("{}.test", "a.".repeat(130)),
         ] {
             assert!(orderable(bad).is_err(), "{bad}");
         }

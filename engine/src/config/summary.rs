@@ -137,12 +137,15 @@ fn acme(c: &Config, s: &mut String) {
         (_, _, Some(addr)) => format!("at {addr}"),
         (host, _, None) => format!("{host} not resolved now: every try will fail until a restart"),
     };
+    let each = match a.hosts.is_empty() {
+        true => "no public name (the local CA's only)".to_string(),
+        false => format!("one certificate each for {}", a.hosts.join(", ")),
+    };
     let _ = writeln!(
         s,
-        "acme: {} ({resolved}), {}, one certificate each for {}",
+        "acme: {} ({resolved}), {}, {each}",
         a.directory,
         a.challenges.join(" then "),
-        a.hosts.join(", ")
     );
     let _ = writeln!(
         s,

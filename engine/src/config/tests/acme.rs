@@ -170,4 +170,18 @@ fn the_summary_says_what_is_ordered_from_where() {
         report.contains("acme: https://127.0.0.1:14000/dir (at 127.0.0.1:14000), tls-alpn-01 then http-01, one certificate each for a.test, b.test\n  storage /srv/acme, plain HTTP redirected to HTTPS\n"),
         "{report}"
     );
+    // Local names only: no dangling list.
+    let file = dir.write(
+        "local.toml",
+        &format!("root = \"public\"\n{TLS}[acme]\n{CA}hosts = [\"localhost\"]\nstorage = \"/srv/acme\"\n"),
+    );
+    let Ok(Command::CheckOk(report)) =
+        args(&["--config", file.to_str().unwrap(), "--check-config"])
+    else {
+        panic!("a check");
+    };
+    assert!(
+        report.contains("then http-01, no public name (the local CA's only)\n"),
+        "{report}"
+    );
 }
