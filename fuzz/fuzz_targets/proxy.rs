@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 
-use brisk::access::proxy::forwarded::client;
+use brisk::access::proxy::forwarded::{client, By};
 use brisk::access::proxy::header::{parse, Parsed, MAX_HEADER};
 use brisk::access::proxy::{Cidr, Trusted};
 use libfuzzer_sys::fuzz_target;
@@ -60,15 +60,25 @@ fn headers(input: &[u8]) {
         Cidr::parse("::1").unwrap(),
     ]);
     let peer: SocketAddr = "10.0.0.1:1234".parse().unwrap();
-    let found = client(&trusted, peer, list.iter().copied());
-    if input.is_empty() {
-        assert_eq!(found, None, "no header, nothing to say");
+    for by in [By::XForwardedFor, By::Forwarded] {
+        let found = client(&trusted, by, peer, list.iter().copied());
+        if input.is_empty() {
+            assert_eq!(found, None, "no header, nothing to say");
+        }
+        // The walk from the right ends at the first untrusted address:
+        // the client is never a trusted one unless every hop was; and
+        // only the header read names it.
+        if let Some(c) = found {
+            let read = match by {
+                By::XForwardedFor => !xff.is_empty() || !proto.is_empty(),
+                By::Forwarded => !forwarded.is_empty(),
+            };
+            assert!(read, "named by the header not read");
+            assert!(
+                c.addr.port() == 0 || c.addr == peer || !forwarded.is_empty() || !xff.is_empty()
+            );
+        }
+        let stranger: SocketAddr = "192.0.2.1:1".parse().unwrap();
+        assert_eq!(client(&trusted, by, stranger, list.iter().copied()), None);
     }
-    // The walk from the right ends at the first untrusted address: the
-    // client is never a trusted one unless every hop was.
-    if let Some(c) = found {
-        assert!(c.addr.port() == 0 || c.addr == peer || !forwarded.is_empty() || !xff.is_empty());
-    }
-    let stranger: SocketAddr = "192.0.2.1:1".parse().unwrap();
-    assert_eq!(client(&trusted, stranger, list.iter().copied()), None);
 }
