@@ -440,7 +440,7 @@ fn rule(path: &str, handler: &str, greeting: Option<&str>) -> HandlerRule {
 fn a_registered_handler_is_mounted_once_per_entry_with_its_own_config() {
     let app = start(
         |cfg| {
-            cfg.handlers = vec![
+            cfg.site.handlers = vec![
                 rule("/hi", "greeter", Some("hello")),
                 rule("/yo/", "greeter", Some("yo")),
             ]
@@ -486,7 +486,7 @@ fn an_unknown_name_or_a_failing_init_stops_the_start() {
         ),
     ] {
         let mut cfg = cfg.clone();
-        cfg.handlers = rules;
+        cfg.site.handlers = rules;
         let mut server = Server::bind(cfg).unwrap();
         server.register("greeter", Greeter::default()).unwrap();
         match server.start(&logs) {

@@ -405,3 +405,42 @@ fn servlets_run_on_their_site_only_each_with_its_own_files() {
         }
     }
 }
+
+#[test]
+fn named_handlers_answer_on_their_own_site_only_behind_its_guards() {
+    // A top-level `[[handlers]]` entry is the default site's, as its
+    // `[[access]]` guard is: another site's host must not reach it
+    // unguarded. A `[[site.handlers]]` entry is that site's.
+    let mut b = three_sites("");
+    b.config(
+        "[[handlers]]\npath = \"/echo/\"\nhandler = \"echo\"\nconfig = { say = \"default echo\" }\n\
+         [[access]]\npath = \"/echo/\"\ndeny = [\"all\"]\n\
+         [[site]]\nhosts = [\"example.org\"]\nroot = \"a\"\n\
+         [[site.handlers]]\npath = \"/echo/\"\nhandler = \"echo\"\nconfig = { say = \"a echo\" }\n\
+         [[site]]\nhosts = [\"b.test\"]\nroot = \"b\"\n",
+    );
+    let s = b.start();
+    let mut c = s.connect();
+    let r = get_on(&mut c, "/echo/x", "Host: localhost\r\n");
+    assert_eq!(r.status, 403, "the default site's guard");
+    let r = get_on(&mut c, "/echo/x", "Host: example.org\r\n");
+    assert_eq!(r.status, 200);
+    assert!(
+        r.text().starts_with("a echo\nGET /echo/x\n"),
+        "{}",
+        r.text()
+    );
+    let r = get_on(&mut c, "/echo/x", "Host: b.test\r\n");
+    assert_eq!(r.status, 404, "b.test has no handlers: {}", r.text());
+    // A site's entry is checked as the top level's, by its own key.
+    let (ok, out, err) = check_config(
+        "root = \".\"\n[[handlers]]\npath = \"/-/health\"\nhandler = \"health\"\n\
+         [[site]]\nhosts = [\"b.test\"]\nroot = \".\"\n\
+         [[site.handlers]]\npath = \"/echo/\"\nhandler = \"ecko\"\n",
+    );
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("site[1].handlers[1].handler: no handler is registered as \"ecko\""),
+        "{err}"
+    );
+}

@@ -48,9 +48,8 @@ impl Config {
     /// Checks that every `[[handlers]]` entry names one of `registered`;
     /// the error names the file, line and key, and lists them.
     pub fn check_handlers(&self, registered: &[&str]) -> Result<(), ConfigError> {
-        match self
-            .handlers
-            .iter()
+        match super::SiteConfig::all(self)
+            .flat_map(|site| &site.handlers)
             .find(|h| !registered.contains(&h.handler.as_str()))
         {
             None => Ok(()),

@@ -56,7 +56,6 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "acme",
     "http2",
     "http3",
-    "handlers",
     "proxy",
     "upgrade",
     "site",
@@ -90,6 +89,7 @@ pub(super) const SITE_KEYS: &[&str] = &[
     "webdav",
     "throttle",
     "auth",
+    "handlers",
     "servlets",
     "redirect",
     "rewrite",
@@ -265,7 +265,6 @@ pub(crate) fn load(src: &Source<'_>, config: &mut Config) -> Result<Origins, Con
                 config.temp_dir = loader.path("temp_dir", value)?;
                 origins.temp_dir = Some(loader.origin("temp_dir", value));
             }
-            "handlers" => config.handlers = loader.handlers(value)?,
             "hosts" => {
                 require!(loader, "sites", key, name, VHOSTS, REMOVE);
                 config.site.hosts = loader.hosts(value, &[])?

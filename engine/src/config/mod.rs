@@ -146,8 +146,6 @@ pub struct Config {
     /// `[http3]`: HTTP/3 over QUIC on the `[tls]` addresses, and its limits.
     #[cfg(feature = "http3")]
     pub http3: Http3Config,
-    /// Named handlers mounted at paths, from `[[handlers]]`, in file order.
-    pub handlers: Vec<HandlerRule>,
     /// `[proxy]`: PROXY protocol listeners and trusted proxies.
     pub proxy: ProxyConfig,
 }
@@ -195,6 +193,9 @@ pub struct SiteConfig {
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
+    /// Named handlers mounted at paths, from `[[handlers]]`, in file
+    /// order: the site's own, as its other rules.
+    pub handlers: Vec<HandlerRule>,
     /// `[servlets]`: Lua servlets under URL prefixes.
     pub servlets: ServletsConfig,
     /// `[[redirect]]`, `[[rewrite]]`, `[errors]` and `[[cors]]`.
@@ -234,6 +235,7 @@ impl SiteConfig {
             fastcgi: Rules::default(),
             webdav: DavRules::default(),
             auth: Vec::new(),
+            handlers: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
                 enable: false,
@@ -846,6 +848,7 @@ impl Default for Config {
                 fastcgi: Rules::default(),
                 webdav: DavRules::default(),
                 auth: Vec::new(),
+                handlers: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),
                 admission: admission::Admission::default(),
@@ -906,7 +909,6 @@ impl Default for Config {
             http2: http2::defaults(),
             #[cfg(feature = "http3")]
             http3: Http3Config::default(),
-            handlers: Vec::new(),
             proxy: ProxyConfig::default(),
         }
     }

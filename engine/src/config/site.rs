@@ -36,6 +36,7 @@ impl Loader<'_> {
             }
             "throttle" => site.throttle = self.throttles(value)?,
             "auth" => site.auth = self.auth(value)?,
+            "handlers" => site.handlers = self.handlers(value)?,
             "servlets" => self.servlets(value, &mut site.servlets)?,
             "redirect" | "rewrite" => {
                 let what = "redirect and rewrite rules";

@@ -18,15 +18,13 @@ use crate::sys::{privileges, sandbox};
 /// The whole report; `source` names the configuration document.
 pub(super) fn summary(config: &Config, source: &str) -> String {
     let mut s = format!("configuration OK ({source})\n");
-    let sections: [fn(&Config, &mut String); 15] = [
+    let sections: [fn(&Config, &mut String); 13] = [
         server,
         tls,
         acme,
         proxy,
         http2,
         default_site,
-        handlers,
-        default_servlets,
         sites,
         limits,
         timeouts,
@@ -215,7 +213,7 @@ fn proxy(c: &Config, s: &mut String) {
 /// What each site has: a site's section is given the server's
 /// configuration and the site's own. (Servlets last: see
 /// [`default_servlets`].)
-const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 12] = [
+const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 13] = [
     static_files,
     compress,
     mime,
@@ -227,19 +225,15 @@ const SITE_SECTIONS: [fn(&Config, &SiteConfig, &mut String); 12] = [
     admission,
     auth,
     rules,
+    handlers,
     servlets,
 ];
 
 /// The default site's rules (its root is with the server's), unindented.
 fn default_site(c: &Config, s: &mut String) {
-    for section in &SITE_SECTIONS[..SITE_SECTIONS.len() - 1] {
+    for section in SITE_SECTIONS {
         section(c, &c.site, s);
     }
-}
-
-/// The default site's servlets (after the named handlers, as mounted).
-fn default_servlets(c: &Config, s: &mut String) {
-    servlets(c, &c.site, s);
 }
 
 /// Each `[[site]]`: its hosts and root, then its sections indented;
@@ -682,8 +676,10 @@ fn auth(_: &Config, site: &SiteConfig, s: &mut String) {
     });
 }
 
-fn handlers(c: &Config, s: &mut String) {
-    rule_set(s, "handlers", &c.handlers, |rule| {
+/// Named handlers, after the site's rules and before its servlets, as
+/// they are mounted.
+fn handlers(_: &Config, site: &SiteConfig, s: &mut String) {
+    rule_set(s, "handlers", &site.handlers, |rule| {
         // Keys only: values may be secrets (a database password).
         let keys: Vec<&str> = rule.config.keys().collect();
         match keys.is_empty() {

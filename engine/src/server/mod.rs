@@ -100,11 +100,11 @@ impl Registry {
         self.0.iter().map(|(n, _)| n.as_str()).collect()
     }
 
-    /// The mounts of `cfg`'s `[[handlers]]` entries, each handler
+    /// The mounts of `site`'s `[[handlers]]` entries, each handler
     /// initialised; the error names the entry's file, line and key.
-    fn mounts(&self, cfg: &Config) -> Result<Vec<Mount>, Error> {
-        let mut out = Vec::with_capacity(cfg.handlers.len());
-        for rule in &cfg.handlers {
+    fn mounts(&self, site: &SiteConfig) -> Result<Vec<Mount>, Error> {
+        let mut out = Vec::with_capacity(site.handlers.len());
+        for rule in &site.handlers {
             let Some((_, make)) = self.0.iter().find(|(n, _)| *n == rule.handler) else {
                 let names = self.names();
                 return Err(Error::Handler(crate::config::unknown_handler(rule, &names)));
@@ -112,7 +112,7 @@ impl Registry {
             let init = Init {
                 config: &rule.config,
                 path: &rule.path,
-                root: &cfg.site.root,
+                root: &site.root,
             };
             let handler = make(&init).map_err(|why| {
                 Error::Handler(format!(
@@ -308,16 +308,15 @@ impl Server {
     }
 }
 
-/// Each site's mounts: the handlers mounted in code, then those of
-/// `cfg`'s `[[handlers]]` (one of each, every site's), then the site's
-/// servlets.
+/// Each site's mounts: the handlers mounted in code (every site's), then
+/// those of the site's `[[handlers]]` (its own, as its other rules: a
+/// guard of the default site's does not cover another's), then the
+/// site's servlets.
 fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<SiteMounts, Error> {
-    let mut shared = code.to_vec();
-    shared.extend(registry.mounts(cfg)?);
     let mut out = Vec::with_capacity(1 + cfg.sites.len());
     for (i, site) in SiteConfig::all(cfg).enumerate() {
-        #[allow(unused_mut)]
-        let mut all = shared.clone();
+        let mut all = code.to_vec();
+        all.extend(registry.mounts(site)?);
         #[cfg(feature = "servlets")]
         if site.servlets.enable {
             // After every other mount: `.lua` files under the prefixes only.
