@@ -428,6 +428,82 @@ fn range_on_an_empty_file_is_416() {
 }
 
 #[test]
+fn a_suffix_range_of_an_empty_file_sends_it_whole() {
+    // RFC 9110 §14.1.1: the one satisfiable range of an empty file, and
+    // no 206 can carry it: 200, as nginx and lighttpd answer.
+    let mut b = Builder::new();
+    b.file("empty.txt", b"");
+    let s = b.start();
+    let r = s.get_with("/empty.txt", "Range: bytes=-5\r\n");
+    assert_eq!((r.status, r.header("Content-Length")), (200, Some("0")));
+    assert_eq!(r.header("Content-Range"), None);
+}
+
+#[test]
+fn list_fields_sent_on_several_lines_are_one_list() {
+    // RFC 9110 §5.3: two If-None-Match lines are one list, so a tag on
+    // the second line matches; the same for If-Match.
+    let s = site();
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-None-Match: \"a\"\r\nIf-None-Match: {}\r\n", etag(20)),
+    );
+    assert_eq!(r.masked_head(), not_modified_head(""));
+    let r = s.get_with(
+        "/d.txt",
+        &format!("If-Match: \"a\"\r\nIf-Match: {}\r\n", etag(20)),
+    );
+    assert_eq!((r.status, r.body.as_slice()), (200, DIGITS));
+    let r = s.get_with("/d.txt", "If-Match: \"a\"\r\nIf-Match: \"b\"\r\n");
+    assert_eq!(r.status, 412);
+}
+
+#[test]
+fn a_listing_has_no_validators_so_only_a_star_matches() {
+    let mut b = Builder::new();
+    b.config("[static]\nautoindex = true\n")
+        .file("sub/a.txt", b"a");
+    let s = b.start();
+    let r = s.get_with("/sub/", "If-Match: \"zz\"\r\n");
+    assert_eq!(r.status, 412);
+    let r = s.get_with("/sub/", "If-Match: *\r\n");
+    assert_eq!(r.status, 200);
+    let r = s.get_with("/sub/", "If-None-Match: *\r\n");
+    assert_eq!((r.status, r.body.len()), (304, 0));
+    let r = s.get_with("/sub/", "If-None-Match: \"zz\"\r\n");
+    assert_eq!(r.status, 200);
+    assert!(r.text().contains("a.txt"), "{}", r.text());
+}
+
+#[test]
+fn a_file_dated_in_the_future_is_said_modified_now() {
+    // RFC 9110 §8.8.2.1: Last-Modified is never later than Date.
+    let mut b = Builder::new();
+    b.file("future.txt", b"from the future");
+    let f = std::fs::File::options()
+        .write(true)
+        .open(b.root().join("future.txt"))
+        .unwrap();
+    let in_2300 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(10_413_792_000);
+    f.set_modified(in_2300).unwrap();
+    let s = b.start();
+    let r = s.get("/future.txt");
+    assert_eq!(r.status, 200);
+    let date = r.header("Date").unwrap().to_string();
+    let lm = r.header("Last-Modified").unwrap().to_string();
+    assert!(!lm.contains("2300"), "{lm}");
+    // Same second or the one before (the file was looked at first).
+    let secs = |d: &str| {
+        let t = httpdate::parse_http_date(d).unwrap();
+        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+    };
+    assert!(
+        secs(&lm) <= secs(&date) && secs(&date) - secs(&lm) <= 2,
+        "{lm} / {date}"
+    );
+}
+
+#[test]
 fn conditionals_on_a_missing_file_are_404() {
     let s = site();
     let r = s.get_with("/missing.txt", "If-None-Match: *\r\n");

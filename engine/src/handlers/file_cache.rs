@@ -379,7 +379,13 @@ fn load(root: &Root, rel: &[u8], budget: &mut usize) -> io::Result<Rc<Entry>> {
     conditional::write_etag(meta.mtime, meta.size, &mut validators);
     validators.extend_from_slice(b"\r\nLast-Modified: ");
     let mut date = [0u8; HTTP_DATE_LEN];
-    format_http_date(meta.mtime, &mut date);
+    // A file dated in the future says now instead (RFC 9110 §8.8.2.1's
+    // MUST): then no date a client sends back matches it, and it is
+    // never taken as unmodified (the ETag still names its version).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format_http_date(meta.mtime.min(now), &mut date);
     validators.extend_from_slice(&date);
     validators.extend_from_slice(b"\r\n");
     Ok(Rc::new(Entry {

@@ -397,6 +397,24 @@ fn serve_dir(
             };
         }
     };
+    let pre = Preconditions {
+        if_match: req.field(Field::IfMatch),
+        if_none_match: req.field(Field::IfNoneMatch),
+        if_modified_since: None,
+        if_unmodified_since: None,
+    };
+    match conditional::evaluate_unvalidated(&pre, req.method()) {
+        Precondition::Proceed => {}
+        Precondition::NotModified => {
+            apply_header_rules(files, s);
+            return Plan {
+                status: Status::NOT_MODIFIED,
+                body: Body::Empty,
+                close: false,
+            };
+        }
+        Precondition::Failed => return Plan::error(Status::PRECONDITION_FAILED, s),
+    }
     let entries = match files.root.list_dir(&s.rel) {
         Ok(e) => e,
         Err(e) => return lookup_failed(&e, s),

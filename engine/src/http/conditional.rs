@@ -200,6 +200,24 @@ pub fn evaluate(pre: &Preconditions, v: &Validators, method: Method) -> Precondi
     Precondition::Proceed
 }
 
+/// Evaluates preconditions on a representation that has no validators
+/// (a directory listing: no `ETag`, no `Last-Modified`): `If-Match` holds
+/// only as `*` (it exists), else 412 (RFC 9110 §13.1.1); `If-None-Match:
+/// *` fails, 304 for GET and HEAD (§13.1.2), and no tag can match; the
+/// dates have nothing to compare with and are ignored.
+pub fn evaluate_unvalidated(pre: &Preconditions, method: Method) -> Precondition {
+    if pre.if_match.is_some_and(|m| m.trim_ascii() != b"*") {
+        return Precondition::Failed;
+    }
+    match pre.if_none_match {
+        Some(n) if n.trim_ascii() == b"*" => match method {
+            Method::Get | Method::Head => Precondition::NotModified,
+            _ => Precondition::Failed,
+        },
+        _ => Precondition::Proceed,
+    }
+}
+
 /// Whether an `If-Range` value (an entity tag or an HTTP-date) still matches,
 /// so the Range header applies (RFC 9110 §13.1.5): strong comparison for
 /// tags, exact equality for dates.
@@ -267,6 +285,25 @@ mod tests {
     }
 
     use Precondition::*;
+
+    #[test]
+    fn without_validators_only_a_star_matches() {
+        let un = |pre: Preconditions<'_>, m| evaluate_unvalidated(&pre, m);
+        assert_eq!(un(Preconditions::default(), Method::Get), Proceed);
+        assert_eq!(un(if_match("*"), Method::Get), Proceed);
+        assert_eq!(un(if_match("\"x\""), Method::Get), Failed);
+        assert_eq!(un(if_match(""), Method::Get), Failed);
+        assert_eq!(un(if_none_match(" * "), Method::Get), NotModified);
+        assert_eq!(un(if_none_match("*"), Method::Head), NotModified);
+        assert_eq!(un(if_none_match("*"), Method::Post), Failed);
+        assert_eq!(un(if_none_match("\"x\", \"\""), Method::Get), Proceed);
+        let dates = Preconditions {
+            if_modified_since: Some(AFTER_LM),
+            if_unmodified_since: Some(BEFORE_LM),
+            ..Default::default()
+        };
+        assert_eq!(un(dates, Method::Get), Proceed);
+    }
 
     #[test]
     fn no_preconditions_proceed() {

@@ -71,8 +71,14 @@ fn parse_spec(spec: &[u8], len: u64) -> Result<Option<ByteRange>, ()> {
     if first.is_empty() {
         // suffix-range: the last `n` bytes; `-0` asks for nothing.
         let n = grammar::parse_u64(last).ok_or(())?;
-        if n == 0 || len == 0 {
+        if n == 0 {
             return Ok(None);
+        }
+        if len == 0 {
+            // Satisfiable (RFC 9110 §14.1.1: the one form that is, on an
+            // empty representation), yet no 206 can carry nothing: the
+            // Range is ignored and the empty file sent whole (§14.2).
+            return Err(());
         }
         return Ok(Some(ByteRange {
             start: len.saturating_sub(n),
@@ -394,8 +400,12 @@ mod tests {
         unsatisfiable("bytes=-0", 10);
         unsatisfiable("bytes=-0,10-,99-100", 10);
         unsatisfiable("bytes=0-0", 0);
-        unsatisfiable("bytes=-5", 0);
         unsatisfiable("bytes=0-", 0);
+        unsatisfiable("bytes=-0", 0);
+        // A suffix of an empty file is satisfiable, but no 206 can say
+        // so: the file is sent whole (RFC 9110 §14.1.1).
+        ignored("bytes=-5", 0);
+        ignored("bytes=0-0,-1", 0);
         assert_eq!(ranges("bytes=10-20,2-3", 10), [(2, 3)]);
         assert_eq!(ranges("bytes=-0,-1", 10), [(9, 9)]);
         // Syntax still checked in unsatisfiable elements.

@@ -59,6 +59,17 @@ pub enum Field {
 const FIELDS: usize = 11;
 
 impl Field {
+    /// Where a list field whose lines are joined is in
+    /// [`OwnedRequest::joined`].
+    #[inline(always)]
+    fn list(self) -> Option<usize> {
+        match self {
+            Field::IfMatch => Some(0),
+            Field::IfNoneMatch => Some(1),
+            _ => None,
+        }
+    }
+
     /// The field a name (ASCII case-insensitive) is, if one of these.
     fn of(name: &[u8]) -> Option<Field> {
         let is = |known: &str| name.eq_ignore_ascii_case(known.as_bytes());
@@ -96,6 +107,10 @@ pub struct OwnedRequest {
     headers: Vec<(Span, Span)>,
     /// Where each [`Field`] is first in `headers`, plus one (0: absent).
     fields: [u8; FIELDS],
+    /// `If-Match` and `If-None-Match` (in that order) when sent on
+    /// several lines: their values joined into one list, as RFC 9110
+    /// §5.3 combines them, in `bytes` after the head.
+    joined: [Option<Span>; 2],
     host: Option<Span>,
     body: BodyFraming,
     keep_alive: bool,
@@ -138,6 +153,7 @@ impl Default for OwnedRequest {
             version: Version::Http11,
             headers: Vec::new(),
             fields: [0; FIELDS],
+            joined: [None; 2],
             host: None,
             body: BodyFraming::None,
             keep_alive: false,
@@ -171,6 +187,8 @@ impl OwnedRequest {
     pub fn parse(&mut self, input: &[u8], limits: &Limits) -> Result<Option<usize>, ParseError> {
         self.headers.clear();
         self.fields = [0; FIELDS];
+        self.joined = [None; 2];
+        let mut lists = 0u8;
         let base = input.as_ptr() as usize;
         let at = |piece: &[u8]| Span {
             start: (piece.as_ptr() as usize - base) as u32,
@@ -182,6 +200,8 @@ impl OwnedRequest {
                 if fields[f as usize] == 0 {
                     // (At most MAX_HEADERS fields: an index fits.)
                     fields[f as usize] = (headers.len() + 1) as u8;
+                } else if let Some(i) = Field::list(f) {
+                    lists |= 1 << i;
                 }
             }
             headers.push((at(h.name), at(h.value)));
@@ -190,7 +210,37 @@ impl OwnedRequest {
             return Ok(None);
         };
         self.fill(input, &head);
+        if lists != 0 {
+            self.join_lists(lists);
+        }
         Ok(Some(head.head_len))
+    }
+
+    /// Joins the lines of each list field `lists` marks (bit 0:
+    /// `If-Match`, bit 1: `If-None-Match`) into one value behind the
+    /// head, with `, ` between them (RFC 9110 §5.3).
+    fn join_lists(&mut self, lists: u8) {
+        for (i, name) in [(0, "if-match"), (1, "if-none-match")] {
+            if lists & (1 << i) == 0 {
+                continue;
+            }
+            let start = self.bytes.len();
+            for k in 0..self.headers.len() {
+                let (n, v) = self.headers[k];
+                if !self.get(n).eq_ignore_ascii_case(name.as_bytes()) {
+                    continue;
+                }
+                if self.bytes.len() > start {
+                    self.bytes.extend_from_slice(b", ");
+                }
+                self.bytes
+                    .extend_from_within(v.start as usize..v.end as usize);
+            }
+            self.joined[i] = Some(Span {
+                start: start as u32,
+                end: self.bytes.len() as u32,
+            });
+        }
     }
 
     /// Copies `head`, parsed from the start of `input` (its fields are
@@ -304,8 +354,12 @@ impl OwnedRequest {
         })
     }
 
-    /// The value of the first `field`.
+    /// The value of `field`: its first line's (a list field sent on
+    /// several lines, `If-Match` or `If-None-Match`: all of them, joined).
     pub fn field(&self, field: Field) -> Option<&[u8]> {
+        if let Some(span) = Field::list(field).and_then(|i| self.joined[i]) {
+            return Some(self.get(span));
+        }
         match self.fields[field as usize] {
             0 => None,
             n => self.headers.get(n as usize - 1).map(|&(_, v)| self.get(v)),
@@ -530,6 +584,29 @@ mod tests {
         assert_eq!((r.version(), r.keep_alive()), (Version::Http10, false));
         assert_eq!(r.user(), None);
         assert_eq!(r.headers().count(), 0);
+    }
+
+    #[test]
+    fn if_match_and_if_none_match_on_several_lines_are_one_list() {
+        // RFC 9110 §5.3: the lines of a list field are one list; other
+        // fields are read from their first line.
+        let mut r = parsed(
+            b"GET / HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"a\"\r\nRange: bytes=1-\r\nif-none-match: \"b\", \"c\"\r\nIf-Match: *\r\nRange: bytes=2-\r\n\r\n",
+        );
+        assert_eq!(
+            r.field(Field::IfNoneMatch),
+            Some(&b"\"a\", \"b\", \"c\""[..])
+        );
+        assert_eq!(r.field(Field::IfMatch), Some(&b"*"[..]));
+        assert_eq!(r.field(Field::Range), Some(&b"bytes=1-"[..]));
+        assert_eq!(r.headers().count(), 6, "the lines themselves stay as sent");
+        // The next request forgets the joined list.
+        r.parse(
+            b"GET / HTTP/1.1\r\nHost: x\r\nIf-None-Match: \"z\"\r\n\r\n",
+            &LIMITS,
+        )
+        .unwrap();
+        assert_eq!(r.field(Field::IfNoneMatch), Some(&b"\"z\""[..]));
     }
 
     #[test]
