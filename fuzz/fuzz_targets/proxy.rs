@@ -61,7 +61,7 @@ fn headers(input: &[u8]) {
     ]);
     let peer: SocketAddr = "10.0.0.1:1234".parse().unwrap();
     for by in [By::XForwardedFor, By::Forwarded] {
-        let found = client(&trusted, by, peer, list.iter().copied());
+        let found = client(&trusted, by, peer, list.iter().copied()).unwrap_or(None);
         if input.is_empty() {
             assert_eq!(found, None, "no header, nothing to say");
         }
@@ -79,6 +79,6 @@ fn headers(input: &[u8]) {
             );
         }
         let stranger: SocketAddr = "192.0.2.1:1".parse().unwrap();
-        assert_eq!(client(&trusted, by, stranger, list.iter().copied()), None);
+        assert_eq!(client(&trusted, by, stranger, list.iter().copied()), Ok(None));
     }
 }

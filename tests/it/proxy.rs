@@ -193,6 +193,16 @@ fn trusted_peers_forwarding_headers_name_the_client() {
         b"GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\nForwarded: for=\"[2001:db8::9]:4711\";proto=http\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n",
     );
     assert_eq!(r.text(), "2001:db8::9 4711 http off");
+    // A quoted string the client left open would swallow the element
+    // the proxy appended: 400, whether on one line or two.
+    for head in [
+        "Forwarded: for=127.0.0.7;x=\"y, for=203.0.113.9\r\n",
+        "Forwarded: for=127.0.0.7;x=\"y\r\nForwarded: for=203.0.113.9\r\n",
+    ] {
+        let r =
+            fwd.request(format!("GET /cgi-bin/who HTTP/1.1\r\nHost: x\r\n{head}\r\n").as_bytes());
+        assert_eq!(r.status, 400, "{head}: {}", r.text());
+    }
     // Each request of a connection is its own client's (a proxy's pool).
     let mut c = s.connect();
     for who in ["203.0.113.1", "203.0.113.2"] {

@@ -19,6 +19,12 @@
 //! would let a client name itself (nginx's `real_ip_header` and Caddy's
 //! `client_ip_headers` name one too); several header lines of one name
 //! are one list, in order (RFC 9110 §5.3).
+//!
+//! A `Forwarded` value whose quoted string is never closed, or is
+//! followed by more than a `;` or `,`, is malformed, and so is the
+//! request ([`Malformed`]: a 400): read leniently, a client's unclosed
+//! `x="` would swallow the element the proxy appended after it and
+//! leave the client's own `for=` as the last word.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -47,17 +53,24 @@ pub enum By {
     Forwarded,
 }
 
+/// A `Forwarded` field from a trusted peer that cannot be read as RFC
+/// 7239 §4 writes it (a quoted string not closed, or followed by more
+/// than `;` or `,`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed;
+
 /// The client of a request from `peer` with `headers` (name, value), as
 /// header `by` names it, or `None` when `peer` is not trusted or the
-/// header says no more than the connection does.
+/// header says no more than the connection does; an error for a
+/// malformed `Forwarded` from a trusted peer.
 pub fn client<'h>(
     trusted: &Trusted,
     by: By,
     peer: SocketAddr,
     headers: impl Iterator<Item = (&'h [u8], &'h [u8])> + Clone,
-) -> Option<Client> {
+) -> Result<Option<Client>, Malformed> {
     if trusted.is_empty() || !trusted.contains(peer.ip()) {
-        return None;
+        return Ok(None);
     }
     let named = |name: &'static str| {
         headers
@@ -84,11 +97,14 @@ pub fn client<'h>(
             .and_then(scheme);
         (hops, proto)
     } else {
-        let hops = named("forwarded").flat_map(forwarded_hops).collect();
+        let mut hops = Vec::new();
+        for value in named("forwarded") {
+            hops.extend(forwarded_hops(value).ok_or(Malformed)?);
+        }
         (hops, None)
     };
     if hops.is_empty() && proto_header.is_none() {
-        return None;
+        return Ok(None);
     }
     let mut at = peer;
     let mut https = proto_header;
@@ -102,7 +118,7 @@ pub fn client<'h>(
             https = hop.https;
         }
     }
-    Some(Client { addr: at, https })
+    Ok(Some(Client { addr: at, https }))
 }
 
 /// One entry of the list: the address it names (None: not an address)
@@ -130,8 +146,9 @@ fn scheme(v: &[u8]) -> Option<bool> {
 
 /// The elements of one `Forwarded` value (RFC 7239 §4): comma-separated,
 /// each `;`-separated `name=value` pairs, a value a token or a quoted
-/// string (which may hold `,` and `;`).
-fn forwarded_hops(value: &[u8]) -> Vec<Hop> {
+/// string (which may hold `,` and `;`); `None` when a quoted string is
+/// not closed, or more than white space follows it before `;` or `,`.
+fn forwarded_hops(value: &[u8]) -> Option<Vec<Hop>> {
     let mut hops = Vec::new();
     let mut hop = Hop {
         addr: None,
@@ -161,9 +178,15 @@ fn forwarded_hops(value: &[u8]) -> Vec<Hop> {
                     pair_value.push(value[i]);
                     i += 1;
                 }
-                i += 1; // the closing quote (or the end)
-                while i < n && !matches!(value[i], b';' | b',') {
+                if i >= n {
+                    return None; // never closed
+                }
+                i += 1; // the closing quote
+                while i < n && matches!(value[i], b' ' | b'\t') {
                     i += 1;
+                }
+                if i < n && !matches!(value[i], b';' | b',') {
+                    return None;
                 }
             } else {
                 let start = i;
@@ -187,7 +210,7 @@ fn forwarded_hops(value: &[u8]) -> Vec<Hop> {
                 https: None,
             };
             if i >= n {
-                return hops;
+                return Some(hops);
             }
         }
         i += 1;

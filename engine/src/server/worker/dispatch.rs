@@ -266,11 +266,16 @@ impl Worker {
     /// that led to it) and queues its answer, or holds it until it can be
     /// answered.
     pub(super) fn dispatch(&mut self, c: &mut Conn, r: &mut Request, redirects: u8) {
-        self.see_through_proxies(c, &mut r.req);
+        let seen = self.see_through_proxies(c, &mut r.req);
         r.scratch.clear();
         self.lend_out(c);
         let mut decoder = None;
         let plan = match r.req.body() {
+            _ if seen.is_err() => {
+                let mut p = Plan::error(Status::BAD_REQUEST, &mut r.scratch);
+                p.close = true;
+                Some(p)
+            }
             BodyFraming::None => self.route(c, r, None, redirects, &mut decoder),
             framing => match BodyDecoder::new(framing, &self.settings.body_limits) {
                 Ok(d) => {

@@ -87,20 +87,26 @@ impl Worker {
     }
 
     /// Records in request `req` who trusted proxies say its client is,
-    /// when its connection's peer is one of them.
-    pub(super) fn see_through_proxies(&self, c: &Conn, req: &mut OwnedRequest) {
+    /// when its connection's peer is one of them; an error (a 400) when
+    /// what they say cannot be read (see [`forwarded::Malformed`]).
+    pub(super) fn see_through_proxies(
+        &self,
+        c: &Conn,
+        req: &mut OwnedRequest,
+    ) -> Result<(), forwarded::Malformed> {
         let trusted = &self.settings.cfg.proxy.trusted;
         if !cfg!(feature = "ops") || trusted.is_empty() {
-            return;
+            return Ok(());
         }
         let headers = req.headers().map(|h| (h.name, h.value));
         let by = self.settings.cfg.proxy.header;
-        if let Some(client) = forwarded::client(trusted, by, c.peer, headers) {
+        if let Some(client) = forwarded::client(trusted, by, c.peer, headers)? {
             req.set_forwarded(Forwarded {
                 addr: client.addr,
                 https: client.https,
             });
         }
+        Ok(())
     }
 }
 

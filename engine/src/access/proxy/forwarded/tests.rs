@@ -23,7 +23,7 @@ fn run_by(t: &Trusted, by: By, peer: &str, headers: &[(&str, &str)]) -> Option<C
         .iter()
         .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
         .collect();
-    client(t, by, sa(peer), h.iter().copied())
+    client(t, by, sa(peer), h.iter().copied()).expect("well-formed")
 }
 
 /// The client `headers` name in `Forwarded`.
@@ -216,5 +216,43 @@ fn mapped_peer_counts_as_ipv4() {
     assert_eq!(
         addr(run(&t, "[::ffff:127.0.0.1]:9", &h)).as_deref(),
         Some("203.0.113.7:0")
+    );
+}
+
+/// A quoted string a client leaves open would swallow the element the
+/// proxy appends after it (on the same line, or on its own line once a
+/// proxy joins them): the field is malformed, never read leniently.
+#[test]
+fn a_quoted_string_left_open_makes_the_field_malformed() {
+    let t = trusted(&["10.0.0.0/8"]);
+    for value in [
+        "for=127.0.0.7;x=\"y, for=9.9.9.9",
+        "for=\"1.2.3.4, for=9.9.9.9",
+        // Closed by the quote of the proxy's own element.
+        "for=127.0.0.7;x=\"a, for=\"[2001:db8::9]\"",
+        "for=\"1.2.3.4\"x",
+        "for=1.2.3.4;by=\"",
+    ] {
+        let h: Vec<(&[u8], &[u8])> = vec![(b"Forwarded", value.as_bytes())];
+        let got = client(&t, By::Forwarded, sa("10.0.0.1:1"), h.iter().copied());
+        assert_eq!(got, Err(Malformed), "{value}");
+        // On two lines, the same.
+        let (a, b) = value.split_once(", ").unwrap_or((value, "for=9.9.9.9"));
+        let h: Vec<(&[u8], &[u8])> =
+            vec![(b"Forwarded", a.as_bytes()), (b"Forwarded", b.as_bytes())];
+        let got = client(&t, By::Forwarded, sa("10.0.0.1:1"), h.iter().copied());
+        assert_eq!(got, Err(Malformed), "{a} / {b}");
+    }
+    // Closed, with white space before the separator: read.
+    let h = [("Forwarded", "for=\"9.9.9.9\" ;proto=https , for=10.1.1.1")];
+    assert_eq!(
+        addr(run_fwd(&t, "10.0.0.1:1", &h)),
+        Some("9.9.9.9:0".into())
+    );
+    // Not read at all from an untrusted peer, malformed or not.
+    let h: Vec<(&[u8], &[u8])> = vec![(b"Forwarded", b"for=\"1.2.3.4")];
+    assert_eq!(
+        client(&t, By::Forwarded, sa("192.0.2.1:1"), h.iter().copied()),
+        Ok(None)
     );
 }

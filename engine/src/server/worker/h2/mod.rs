@@ -317,11 +317,13 @@ impl Worker {
         // (The largest bound any request may have: the route bounds its
         // own, `Worker::route`.)
         let max = self.settings.body_limits.max_body;
-        if built.is_ok() {
-            self.see_through_proxies(c, &mut r.req);
-        }
+        let seen = match built {
+            Ok(()) => self.see_through_proxies(c, &mut r.req),
+            Err(_) => Ok(()),
+        };
         match built {
             Err(e) => Some(Plan::error(e.status, &mut r.scratch)),
+            Ok(()) if seen.is_err() => Some(Plan::error(Status::BAD_REQUEST, &mut r.scratch)),
             // (As HTTP/1.1 refuses a Content-Length over the limit.)
             Ok(()) if matches!(r.req.body(), BodyFraming::Length(n) if n > max) => {
                 Some(Plan::error(Status::CONTENT_TOO_LARGE, &mut r.scratch))
