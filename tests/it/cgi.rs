@@ -232,3 +232,51 @@ fn stop(mut server: Server) {
         "brisk did not exit after SIGTERM"
     );
 }
+
+#[test]
+fn guards_by_pattern_cover_a_script_with_a_path_after_its_name() {
+    // `/sub/adm.cgi/x` runs adm.cgi with PATH_INFO /x: a guard whose
+    // pattern names the script must cover it (as Apache's <Files>), or
+    // a path after the name gets round [[auth]], [[access]] and
+    // [[rate_limit]].
+    let b = builder(
+        "[[cgi]]\npattern = \"*.cgi\"\n\
+         [[auth]]\npattern = \"adm.cgi\"\nrealm = \"r\"\nhtpasswd = \"htpasswd\"\n\
+         [[access]]\npattern = \"deny.cgi\"\ndeny = [\"all\"]\n\
+         [[rate_limit]]\npattern = \"lim.cgi\"\nrate = \"1/m\"\n",
+    );
+    write_file(
+        &b.base().join("htpasswd"),
+        b"ann:{SHA}GpHWL3ymc5liWkNopqtdSjuqYHM=\n",
+    );
+    for name in ["adm", "deny", "lim"] {
+        let rel = b
+            .root()
+            .strip_prefix(b.base())
+            .unwrap()
+            .join(format!("sub/{name}.cgi"));
+        script(
+            &b,
+            rel.to_str().unwrap(),
+            &format!("#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n{name} ran %s\\n' \"$PATH_INFO\"\n"),
+        );
+    }
+    let s = b.start();
+    for path in ["/sub/adm.cgi", "/sub/adm.cgi/x", "/sub/adm.cgi%2fx"] {
+        assert_eq!(s.get(path).status, 401, "{path}");
+    }
+    let r = s.get_with(
+        "/sub/adm.cgi/x",
+        &format!("Authorization: {}\r\n", basic_auth("ann", "pw")),
+    );
+    assert_eq!((r.status, r.text()), (200, "adm ran /x\n".to_string()));
+    for path in ["/sub/deny.cgi", "/sub/deny.cgi/x"] {
+        assert_eq!(s.get(path).status, 403, "{path}");
+    }
+    let statuses: Vec<u16> = ["/sub/lim.cgi/1", "/sub/lim.cgi/2", "/sub/lim.cgi/3"]
+        .iter()
+        .map(|p| s.get(p).status)
+        .collect();
+    assert_eq!(statuses[0], 200);
+    assert!(statuses[1..].iter().all(|&st| st == 429), "{statuses:?}");
+}

@@ -85,7 +85,16 @@ impl AuthMethods {
         if !cfg!(feature = "sites") {
             return true;
         }
-        let listed = |list: &str| list.as_bytes().split(|&b| b == b' ').any(|m| m == method);
+        // GET brings HEAD with it (RFC 9110 §9.3.2: HEAD is a GET without
+        // the body, whose head tells as much; nginx's limit_except and
+        // Apache's <Limit> do the same), so `methods = ["GET"]` cannot
+        // leave a HEAD through unguarded.
+        let head_as_get = method == b"HEAD";
+        let listed = |list: &str| {
+            list.as_bytes()
+                .split(|&b| b == b' ')
+                .any(|m| m == method || head_as_get && m == b"GET")
+        };
         match self {
             AuthMethods::All => true,
             AuthMethods::Only(list) => listed(list),

@@ -27,6 +27,16 @@ pub(crate) fn matches(pattern: &[u8], path: &[u8]) -> bool {
     }
 }
 
+/// Whether `path` or one of its leading parts (up to a `/`) matches
+/// `pattern`: where a guard's glob must reach, since a CGI or FastCGI
+/// script a leading part names runs with the rest as its `PATH_INFO`
+/// (`/admin.php/x` runs `admin.php`), so `*.php` must cover it as
+/// Apache's `<Files>` does. Never allocates.
+fn matches_leading(pattern: &[u8], path: &[u8]) -> bool {
+    matches(pattern, path)
+        || (1..path.len()).any(|i| path[i] == b'/' && matches(pattern, &path[..i]))
+}
+
 /// Matches one segment (no `/` on either side) with the classic
 /// single-backtrack algorithm: on a mismatch, only the most recent `*` needs
 /// to absorb one more byte, which keeps the worst case at O(n·m) without
@@ -93,11 +103,21 @@ impl PathMatch {
     /// whose MOVE, DELETE or PROPFIND would reach all it holds), and where
     /// `folding` says the path is found whatever its case, matching in any
     /// case as well: `/PRIVATE/x` and `/prıvate/x` are matched by
-    /// `path = "/private/"` there (see [`fold`]).
+    /// `path = "/private/"` there (see [`fold`]). A pattern covers a path
+    /// one of whose leading parts it matches too (`*.php` covers
+    /// `/admin.php/x`: see [`matches_leading`]).
     pub fn matches_in(&self, path: &[u8], folding: &Folding) -> bool {
-        self.matches(path)
+        self.guards(path)
             || self.names_without_slash(path)
             || folding.covers(path) && self.matches_folded(path)
+    }
+
+    /// [`PathMatch::matches`], but a pattern as [`matches_leading`] has it.
+    fn guards(&self, path: &[u8]) -> bool {
+        match self {
+            PathMatch::Prefix(prefix) => path.starts_with(prefix.as_bytes()),
+            PathMatch::Glob(pattern) => matches_leading(pattern.as_bytes(), path),
+        }
     }
 
     /// Whether the rule is a prefix `path` is, less its final `/`.
@@ -118,7 +138,7 @@ impl PathMatch {
                 let prefix = fold(prefix.as_bytes());
                 path.starts_with(&prefix) || prefix.strip_suffix(b"/") == Some(&path[..])
             }
-            PathMatch::Glob(pattern) => matches(&fold(pattern.as_bytes()), &path),
+            PathMatch::Glob(pattern) => matches_leading(&fold(pattern.as_bytes()), &path),
         }
     }
 
@@ -281,6 +301,33 @@ impl std::fmt::Display for PathMatch {
 #[cfg(test)]
 mod tests {
     use super::matches;
+
+    #[test]
+    fn a_guards_pattern_covers_a_script_with_a_path_after_it() {
+        use super::{Folding, PathMatch};
+        let g = |p: &str| PathMatch::Glob(p.into());
+        let covers = |m: &PathMatch, path: &str| m.matches_in(path.as_bytes(), &Folding::NONE);
+        for path in [
+            "/adm.cgi",
+            "/sub/adm.cgi",
+            "/sub/adm.cgi/x",
+            "/sub/adm.cgi/x/y.txt",
+        ] {
+            assert!(covers(&g("adm.cgi"), path), "{path}");
+        }
+        assert!(covers(&g("*.php"), "/admin.php/x"));
+        assert!(covers(&g("/cgi-bin/admin.sh"), "/cgi-bin/admin.sh/x"));
+        assert!(covers(&g("/cgi-bin/*.sh"), "/cgi-bin/a.sh/b/c"));
+        for path in ["/sub/adm.cgix", "/adm.cgi.bak", "/xadm.cgi/y", "/"] {
+            assert!(!covers(&g("adm.cgi"), path), "{path}");
+        }
+        assert!(!covers(
+            &g("/cgi-bin/admin.sh"),
+            "/other/cgi-bin/admin.sh/x"
+        ));
+        // Matching itself (headers, upstream rules) is unchanged.
+        assert!(!g("*.php").matches(b"/admin.php/x"));
+    }
 
     #[test]
     fn pattern_without_slash_tests_the_last_segment() {

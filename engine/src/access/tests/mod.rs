@@ -171,6 +171,41 @@ fn a_rule_covers_only_its_methods_and_the_next_rule_is_tried() {
     assert_eq!(auth.check(b"/x", b"GET", None, client, now), Verdict::Open);
 }
 
+#[cfg(feature = "sites")]
+#[test]
+fn get_brings_head_with_it() {
+    // `methods = ["GET", "POST"]` guards HEAD too (a HEAD runs the CGI
+    // and tells a file's length and ETag), and `except_methods = ["GET"]`
+    // lets HEAD through with GET.
+    let dir = TempDir::new();
+    let file = dir.write("htpasswd", &format!("alice:{}\n", vector("apr1")));
+    let list = |m: &[&str]| m.join(" ").into();
+    let client = ip("192.0.2.1");
+    let now = Instant::now();
+    let mut only = rule(prefix("/m/"), "Private", &file);
+    only.methods = AuthMethods::Only(list(&["GET", "POST"]));
+    let mut auth = auth_with(vec![only], 10);
+    for method in ["GET", "HEAD", "POST"] {
+        let v = auth.check(b"/m/a", method.as_bytes(), None, client, now);
+        assert!(challenged(None)(&v), "{method}: {v:?}");
+    }
+    assert_eq!(
+        auth.check(b"/m/a", b"PUT", None, client, now),
+        Verdict::Open
+    );
+    let mut except = rule(prefix("/m/"), "Private", &file);
+    except.methods = AuthMethods::Except(list(&["GET"]));
+    let mut auth = auth_with(vec![except], 10);
+    for method in ["GET", "HEAD"] {
+        assert_eq!(
+            auth.check(b"/m/a", method.as_bytes(), None, client, now),
+            Verdict::Open
+        );
+    }
+    let v = auth.check(b"/m/a", b"PUT", None, client, now);
+    assert!(challenged(None)(&v), "{v:?}");
+}
+
 #[test]
 fn no_rules_means_everything_is_open() {
     let mut auth = auth_with(Vec::new(), 10);
