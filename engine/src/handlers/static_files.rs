@@ -43,6 +43,9 @@ pub struct StaticFiles {
     programs: Programs,
     /// The files brisk itself reads: never served (see `protected`).
     protected: Arc<Protected>,
+    /// Their paths beneath this tree (relative, without a leading `/`):
+    /// refused by name too, with their siblings (see [`own_name`]).
+    own_names: Box<[Box<[u8]>]>,
     /// Compressed variants of files (`[compress]`), when enabled.
     #[cfg(feature = "compress")]
     variants: Option<compress::cache::Variants>,
@@ -59,7 +62,8 @@ impl StaticFiles {
         let sc = cfg.site(site);
         let root = Root::open(&sc.root, sc.static_files.symlinks_outside_root)?;
         let programs = Programs::new(&sc.cgi, &sc.root)?;
-        StaticFiles::with_root(cfg, site, protected, root, programs)
+        let tree = sc.root.clone();
+        StaticFiles::with_root(cfg, site, protected, (root, &tree), programs)
     }
 
     /// The files of another tree than the site's root, served by the
@@ -71,17 +75,18 @@ impl StaticFiles {
         protected: Arc<Protected>,
         root: &std::path::Path,
     ) -> io::Result<StaticFiles> {
-        let root = Root::open(root, false)?;
-        StaticFiles::with_root(cfg, site, protected, root, Programs::default())
+        let opened = Root::open(root, false)?;
+        StaticFiles::with_root(cfg, site, protected, (opened, root), Programs::default())
     }
 
     fn with_root(
         cfg: Arc<Config>,
         site: usize,
         protected: Arc<Protected>,
-        root: Root,
+        (root, tree): (Root, &std::path::Path),
         programs: Programs,
     ) -> io::Result<StaticFiles> {
+        let own_names = own_names_beneath(&cfg, tree);
         let sc = cfg.site(site);
         let st = &sc.static_files;
         let file_types = st.mime_types.as_ref().map_or(&[][..], |f| &f.types[..]);
@@ -98,6 +103,7 @@ impl StaticFiles {
             mime,
             programs,
             protected,
+            own_names,
             #[cfg(feature = "compress")]
             variants,
         })
@@ -122,6 +128,13 @@ impl StaticFiles {
     #[inline]
     fn own(&self, e: &Entry) -> bool {
         self.protected.contains(&e.meta)
+    }
+
+    /// Whether `rel` (beneath the tree) is the path of one of the files
+    /// brisk itself reads, or of a sibling of one (see [`own_name`]).
+    #[inline]
+    fn own_path(&self, rel: &[u8]) -> bool {
+        !self.own_names.is_empty() && self.own_names.iter().any(|n| own_name(n, rel))
     }
 
     /// A line for whoever starts brisk when `/` can only answer 403 (what a
@@ -215,6 +228,11 @@ pub fn serve_beneath(
             s.rel.extend_from_slice(q);
         }
     }
+    if files.own_path(&s.rel) {
+        // Before the file is opened: a log brisk made unreadable is a 404
+        // as well, not a 403 that says it is there.
+        return refused(Refusal::OwnFile, Status::NOT_FOUND, s);
+    }
     match cache.lookup(&files.root, &s.rel) {
         // As for a missing file (the same answer, and `try_files`).
         Ok(e) if files.own(&e) => refused(Refusal::OwnFile, Status::NOT_FOUND, s),
@@ -251,6 +269,9 @@ pub(super) fn serve_found(
     s: &mut Scratch,
     cache: &mut FileCache,
 ) -> Option<Plan> {
+    if files.own_path(&s.rel) {
+        return None;
+    }
     match cache.lookup(&files.root, &s.rel) {
         Ok(e)
             if e.meta.kind == Kind::File && !files.programs.contains(&s.rel) && !files.own(&e) =>
@@ -352,6 +373,9 @@ fn serve_dir(
     for index in &files.site().static_files.index {
         s.rel.truncate(dir_rel_len);
         s.rel.extend_from_slice(index.as_bytes());
+        if files.own_path(&s.rel) {
+            continue;
+        }
         let chosen = match cache.lookup(&files.root, &s.rel) {
             Ok(e) if files.own(&e) => continue,
             Ok(e) if e.meta.kind == Kind::File => negotiate(files, req, s, cache, Some(e)),
@@ -428,6 +452,7 @@ fn serve_dir(
             !(hide_dot && name.starts_with(b".") || path::is_own_name(name))
                 && meta.kind != Kind::Special
                 && !files.protected.contains(meta)
+                && (files.own_names.is_empty() || !files.own_path(&[&s.rel[..], name].concat()))
         })
         .map(|(name, meta)| autoindex::Entry {
             name,
@@ -922,6 +947,73 @@ pub(crate) fn apply_header_rules(files: &StaticFiles, s: &mut Scratch) {
             for (name, value) in &rule.set {
                 s.header(name, value.as_bytes());
             }
+        }
+    }
+}
+
+/// The paths beneath `tree` of the files brisk itself reads
+/// ([`Config::own_files`], by the paths their directories resolve to),
+/// relative and without a leading `/`.
+fn own_names_beneath(cfg: &Config, tree: &std::path::Path) -> Box<[Box<[u8]>]> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let tree = std::fs::canonicalize(tree).unwrap_or_else(|_| tree.to_path_buf());
+    let mut names: Vec<Box<[u8]>> = Vec::new();
+    for (file, _) in cfg.own_files_with(false) {
+        let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
+            continue;
+        };
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if let Ok(rel) = dir.join(name).strip_prefix(&tree) {
+            names.push(rel.as_os_str().as_bytes().into());
+        }
+    }
+    names.sort();
+    names.dedup();
+    names.into()
+}
+
+/// Whether `rel` is `own` (a path beneath the tree of one of brisk's own
+/// files), or a sibling named after it: `own.` or `own-` followed by
+/// more, or `own~` (`access.log.1`, `access.log-20261201.gz`,
+/// `htpasswd.tmp`, `brisk.toml~`: rotated logs and the copies tools and
+/// editors leave). A file replaced by a rename has a new identity that
+/// [`Protected`] learns within half a second; the name covers it at
+/// once, and the rotated log a reload forgets.
+fn own_name(own: &[u8], rel: &[u8]) -> bool {
+    let rel = rel.strip_prefix(b"/").unwrap_or(rel);
+    match rel.strip_prefix(own) {
+        Some([]) | Some([b'~']) => true,
+        Some([b'.' | b'-', rest @ ..]) => !rest.is_empty() && !rest.contains(&b'/'),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_name;
+
+    #[test]
+    fn an_own_file_and_the_copies_tools_name_after_it() {
+        for rel in [
+            "logs/access.log",
+            "/logs/access.log",
+            "logs/access.log.1",
+            "logs/access.log.2.gz",
+            "logs/access.log-20261201",
+            "logs/access.log~",
+        ] {
+            assert!(own_name(b"logs/access.log", rel.as_bytes()), "{rel}");
+        }
+        for rel in [
+            "logs/access.logbook",
+            "logs/access.log.",
+            "logs/access.log-",
+            "logs/access.log.d/x",
+            "logs/access.lo",
+            "access.log",
+            "x/logs/access.log",
+        ] {
+            assert!(!own_name(b"logs/access.log", rel.as_bytes()), "{rel}");
         }
     }
 }
