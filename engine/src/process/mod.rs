@@ -303,6 +303,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // (Read while /proc/sys can be: the ticket keys' lock names it.)
     #[cfg(feature = "ops")]
     sys::fs::lock_holder();
+    // (The mount table, opened while /proc can be: a chroot hides it.)
+    #[cfg(feature = "webdav")]
+    let mut mounts = sys::fs::MountWatch::new();
     let mut confined = confine::confine(&mut server, &mut open_logs)?;
     if let Some(hint) = hint {
         confined.notes.insert(0, (Level::Info, hint));
@@ -380,9 +383,6 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         }
     }
     let mut pending: Option<upgrade::Pending> = None;
-    // (Disks mounted beneath a tree are looked for with `webdav` only.)
-    #[cfg(feature = "webdav")]
-    let mut mounts = sys::fs::MountWatch::new();
     // Whether brisk's own files were replaced more often than it can
     // remember since the last load (said once until the next).
     let mut own_files_full = false;
@@ -393,17 +393,10 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 Some(_) => Duration::from_millis(100),
                 None => Duration::from_millis(500),
             };
-            #[allow(unused_mut)]
-            let mut signal = sys::signal::wait(manager.wait_at_most(wait));
+            let signal = sys::signal::wait(manager.wait_at_most(wait));
             #[cfg(feature = "webdav")]
             if signal.is_none() && mounts.changed() && folding_moved(running.config()) {
-                main_log.log(
-                    Level::Warn,
-                    format_args!(
-                        "a filesystem that finds names whatever their case was mounted (or one unmounted) beneath a tree brisk serves: reloading, so that the rules match paths there in any case"
-                    ),
-                );
-                signal = Some(Signal::Hangup);
+                refold(&mut running, &logs, &mut main_log);
             }
             match signal {
                 Some(Signal::Terminate) => break Stop::Asked,
@@ -531,6 +524,58 @@ fn folding_moved(cfg: &Config) -> bool {
         let now = site.folding_areas().into_iter().map(|(_, _, area)| area);
         !now.eq(site.folding.areas().map(str::to_string))
     })
+}
+
+/// A filesystem that finds names whatever their case was mounted (or one
+/// unmounted) beneath a tree: the running configuration is served again,
+/// its rules matching paths there in any case. Not the file read again,
+/// which may hold an edit waiting for a restart, or an error: refused,
+/// that left `/disk/SECRET/` unguarded by `path = "/disk/secret/"`.
+#[cfg(feature = "webdav")]
+fn refold(running: &mut Running, logs: &crate::log::LogService, log: &mut crate::log::Logger) {
+    use crate::config::{Folding, SiteConfig};
+    let said = "a filesystem that finds names whatever their case was mounted (or one unmounted) beneath a tree brisk serves";
+    if running.config().chroot.is_some() {
+        log.log(
+            Level::Error,
+            format_args!("{said}, and a chroot'ed brisk cannot serve its configuration again: its rules match paths there as spelt until a restart"),
+        );
+        log.flush();
+        return;
+    }
+    let mut cfg = running.config().clone();
+    let mut folded = Vec::new();
+    for site in SiteConfig::all(&cfg) {
+        let mut areas = Vec::new();
+        for (tree, dir, area) in site.folding_areas() {
+            if let Some(why) = cfg.case_blind(site, &dir, &area) {
+                log.log(
+                    Level::Error,
+                    format_args!("{} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why}: a start would refuse this; fix it and restart", dir.display()),
+                );
+            }
+            areas.push((tree, area));
+        }
+        let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
+        folded.push(Folding::new(trees, areas));
+    }
+    for (site, folding) in std::iter::once(&mut cfg.site)
+        .chain(&mut cfg.sites)
+        .zip(folded)
+    {
+        site.folding = folding;
+    }
+    match running.reload(cfg, logs) {
+        Ok(()) => log.log(
+            Level::Warn,
+            format_args!("{said}: serving the configuration again, its rules matching paths there in any case"),
+        ),
+        Err(e) => log.log(
+            Level::Error,
+            format_args!("{said}, and serving the configuration again failed ({e}): its rules match paths there as spelt"),
+        ),
+    }
+    log.flush();
 }
 
 /// Looks at brisk's own files again (see [`Running::learn_own_files`]),
