@@ -289,12 +289,22 @@ fn over_h2c_the_authority_picks_the_site() {
     let s = three_sites("").start();
     let mut h = H2::connect(s.addr(), &[], 0);
     let mut ids = Vec::new();
-    for authority in ["www.example.org:80", "b.test", "other.test", "EXAMPLE.ORG"] {
+    for (authority, host) in [
+        ("www.example.org:80", None),
+        ("b.test", None),
+        ("other.test", None),
+        ("EXAMPLE.ORG", Some("example.org")),
+        // A Host naming another authority: malformed (RFC 9113 §8.3.1).
+        ("example.org", Some("b.test")),
+    ] {
         let mut block = Vec::new();
         hpack::encode_field(b":method", b"GET", &mut block);
         hpack::encode_field(b":scheme", b"http", &mut block);
         hpack::encode_field(b":path", b"/same.txt", &mut block);
         hpack::encode_field(b":authority", authority.as_bytes(), &mut block);
+        if let Some(host) = host {
+            hpack::encode_field(b"host", host.as_bytes(), &mut block);
+        }
         let id = h.next;
         h.next += 2;
         let mut out = Vec::new();
@@ -308,9 +318,10 @@ fn over_h2c_the_authority_picks_the_site() {
         .map(|a| String::from_utf8_lossy(&a.body).into_owned())
         .collect();
     assert_eq!(
-        bodies,
+        bodies[..4],
         ["a same\n", "b same\n", "default same\n", "a same\n"]
     );
+    assert_eq!(answers[4].status(), "400");
     assert_eq!(answers[0].field("x-site"), Some("a"));
     assert_eq!(answers[1].field("x-site"), None);
 }

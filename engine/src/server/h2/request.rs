@@ -57,6 +57,21 @@ pub fn fill(
     }
     head.extend_from_slice(b" HTTP/1.1\r\n");
     let authority = r.authority();
+    if let Some(a) = authority {
+        // RFC 9113 §8.3.1: a Host that names another entity than
+        // :authority makes the request malformed (nginx: 400); read
+        // leniently, the site :authority picks and the one a program
+        // behind a proxy reads from Host could differ.
+        let other = r
+            .fields()
+            .any(|(n, v)| n == b"host" && !same_authority(v, a));
+        if other {
+            return Err(ParseError {
+                status: Status::BAD_REQUEST,
+                reason: "a Host field naming another authority than :authority",
+            });
+        }
+    }
     match authority {
         Some(a) => field(head, b"host", a),
         // HTTP/2 lets a request have no authority at all (§8.3.1), where
@@ -130,6 +145,12 @@ fn field(head: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     head.extend_from_slice(b"\r\n");
 }
 
+/// Whether a `Host` value and `:authority` name the same authority: as
+/// spelt, but for the case of the host (RFC 3986 §6.2.2.1).
+fn same_authority(host: &[u8], authority: &[u8]) -> bool {
+    host.trim_ascii().eq_ignore_ascii_case(authority)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,7 +190,7 @@ mod tests {
             (":scheme", "https"),
             (":path", "/up%20load?x=1"),
             (":authority", "example.org"),
-            ("host", "other.example"),
+            ("host", "Example.ORG"),
             ("cookie", "a=1"),
             ("user-agent", "t"),
             ("cookie", "b=2"),
@@ -192,6 +213,16 @@ mod tests {
             "the synthetic field is gone"
         );
         assert!(req.keep_alive() && !req.expect_continue());
+        // A Host naming another authority: malformed (RFC 9113 §8.3.1).
+        let r = h2_request(&[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/"),
+            (":authority", "main.test"),
+            ("host", "a.test"),
+        ]);
+        let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
+        assert_eq!(e.status, Status::BAD_REQUEST);
         // With a length, and without a body.
         let r = h2_request(&[
             (":method", "PUT"),
