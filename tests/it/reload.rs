@@ -702,3 +702,39 @@ fn with_the_sandbox_a_reload_keeps_an_upstream_named_by_a_host_name() {
     let r = s.get("/p/x");
     assert_eq!((r.status, &r.body[..]), (200, &b"up"[..]));
 }
+
+#[test]
+fn a_root_symlink_that_moves_is_told_of_and_a_reload_follows_it() {
+    // A deploy's `current -> releases/N`, swapped by `mv -T`: brisk says
+    // so at once (it serves the directory it opened), and a reload (here
+    // without the sandbox, whose Landlock rules name the directory)
+    // serves the new release.
+    let mut b = Builder::new();
+    let base = b.base().to_path_buf();
+    for n in ["1", "2"] {
+        write_file(&base.join(format!("releases/{n}/v.txt")), n.as_bytes());
+    }
+    // (The harness's root, given by --root, becomes the link.)
+    let current = b.root().to_path_buf();
+    fs::remove_dir_all(&current).unwrap();
+    std::os::unix::fs::symlink(base.join("releases/1"), &current).unwrap();
+    b.config(&format!("sandbox = false\n{LOG}"));
+    let s = b.start();
+    assert_eq!(s.get("/v.txt").body, b"1");
+    std::os::unix::fs::symlink(base.join("releases/2"), base.join("current.new")).unwrap();
+    fs::rename(base.join("current.new"), &current).unwrap();
+    let line = s.wait_stderr_line("now leads to");
+    let target = fs::canonicalize(base.join("releases/2")).unwrap();
+    assert!(
+        line.contains(&format!(
+            "the document root {} now leads to {}",
+            current.display(),
+            target.display()
+        )) && line.contains("until a reload"),
+        "{line}"
+    );
+    assert_eq!(s.get("/v.txt").body, b"1", "served as opened");
+    let line = reload_with(&s, |_| {});
+    assert!(line.contains("reloaded"), "{line}");
+    assert_eq!(s.get("/v.txt").body, b"2");
+}

@@ -372,7 +372,13 @@ fn load_command(
             .root
             .as_deref()
             .unwrap_or("root (default: the current directory)");
+        let written: PathBuf = site.root.components().collect();
         site.root = check_root(&site.root, root_from)?;
+        // A root reached through a symlink (a deploy's `current`): what
+        // it leads to is watched (see `SiteConfig::root_link`).
+        if written != site.root && std::fs::read_link(&written).is_ok() {
+            site.root_link = Some(written);
+        }
         if config.sandbox && site.static_files.symlinks_outside_root {
             // Landlock lets the server read only beneath the root (and what
             // else it was given at start), so such links would be 403s; the

@@ -193,6 +193,9 @@ pub struct SiteConfig {
     /// Basic authentication rules from `[[auth]]`, in file order (the
     /// first match wins).
     pub auth: Vec<AuthRule>,
+    /// `root` as written, when it is a symlink (`root` is where it led at
+    /// load): a deploy that moves it is told of (see `process`).
+    pub root_link: Option<PathBuf>,
     /// Named handlers mounted at paths, from `[[handlers]]`, in file
     /// order: the site's own, as its other rules.
     pub handlers: Vec<HandlerRule>,
@@ -235,6 +238,7 @@ impl SiteConfig {
             fastcgi: Rules::default(),
             webdav: DavRules::default(),
             auth: Vec::new(),
+            root_link: None,
             handlers: Vec::new(),
             // The limits are server-wide (one Lua state per worker).
             servlets: ServletsConfig {
@@ -848,6 +852,7 @@ impl Default for Config {
                 fastcgi: Rules::default(),
                 webdav: DavRules::default(),
                 auth: Vec::new(),
+                root_link: None,
                 handlers: Vec::new(),
                 servlets: servlets::defaults(),
                 rules: rules::SiteRules::default(),

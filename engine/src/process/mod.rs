@@ -386,6 +386,8 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // Whether brisk's own files were replaced more often than it can
     // remember since the last load (said once until the next).
     let mut own_files_full = false;
+    // Where each symlinked root was last seen to lead (said once a move).
+    let mut moved: Vec<(std::path::PathBuf, std::path::PathBuf)> = Vec::new();
     let stop = match stop {
         Some(s) => s,
         None => loop {
@@ -397,6 +399,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             #[cfg(feature = "webdav")]
             if signal.is_none() && mounts.changed() && folding_moved(running.config()) {
                 refold(&mut running, &logs, &mut main_log);
+            }
+            if signal.is_none() {
+                roots_moved(running.config(), &mut moved, &mut main_log);
             }
             match signal {
                 Some(Signal::Terminate) => break Stop::Asked,
@@ -576,6 +581,55 @@ fn refold(running: &mut Running, logs: &crate::log::LogService, log: &mut crate:
         ),
     }
     log.flush();
+}
+
+/// Says, once each time, when a document root written as a symlink (a
+/// deploy's `current -> releases/N`) leads elsewhere than the directory
+/// brisk serves, which it opened at load: nginx follows the link at each
+/// request, brisk at a reload (or, with the sandbox on, whose Landlock
+/// rules name the directory, at `brisk --upgrade`). `seen` holds what
+/// was said.
+fn roots_moved(
+    cfg: &Config,
+    seen: &mut Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    log: &mut crate::log::Logger,
+) {
+    use crate::config::SiteConfig;
+    // (A chroot'ed server sees neither the links nor their targets.)
+    if cfg.chroot.is_some() {
+        return;
+    }
+    for site in SiteConfig::all(cfg) {
+        let Some(link) = &site.root_link else {
+            continue;
+        };
+        // (Gone for a moment, as `ln -sfn` leaves it: looked at again.)
+        let Ok(now) = std::fs::canonicalize(link) else {
+            continue;
+        };
+        let said = seen.iter().position(|(l, _)| l == link);
+        if now == site.root || said.is_some_and(|i| seen[i].1 == now) {
+            continue;
+        }
+        match said {
+            Some(i) => seen[i].1 = now.clone(),
+            None => seen.push((link.clone(), now.clone())),
+        }
+        let how = match cfg.sandbox {
+            true => "brisk --upgrade (SIGUSR2), since the sandbox's Landlock rules name the directory served",
+            false => "a reload (brisk --reload, SIGHUP)",
+        };
+        log.log(
+            Level::Warn,
+            format_args!(
+                "the document root {} now leads to {}; brisk serves {} (where it led when the configuration was loaded) until {how}",
+                link.display(),
+                now.display(),
+                site.root.display()
+            ),
+        );
+        log.flush();
+    }
 }
 
 /// Looks at brisk's own files again (see [`Running::learn_own_files`]),
