@@ -39,6 +39,29 @@ impl Answer {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// Takes in `f`, a frame of its stream: fields, body bytes (their
+    /// window credit given back by the frames it writes into `out`), a
+    /// reset. Returns whether the stream ended.
+    pub fn take(&mut self, f: Frame, out: &mut Vec<u8>) -> bool {
+        let ends = f.flags & flag::END_STREAM != 0 && matches!(f.kind, kind::HEADERS | kind::DATA);
+        match f.kind {
+            kind::HEADERS => self.fields.extend(f.fields),
+            kind::DATA => {
+                self.body.extend_from_slice(&f.payload);
+                if !f.payload.is_empty() {
+                    frame::write_window_update(out, 0, f.payload.len() as u32);
+                    frame::write_window_update(out, f.stream, f.payload.len() as u32);
+                }
+            }
+            kind::RST_STREAM => {
+                self.reset = Some(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                return true;
+            }
+            _ => {}
+        }
+        ends
+    }
 }
 
 /// A raw HTTP/2 client.
@@ -178,25 +201,10 @@ impl H2 {
             let Some(a) = answers.iter_mut().find(|a| a.0 == f.stream) else {
                 continue;
             };
-            match f.kind {
-                kind::HEADERS => a.1.fields.extend(f.fields),
-                kind::DATA => {
-                    a.1.body.extend_from_slice(&f.payload);
-                    if !f.payload.is_empty() {
-                        let mut out = Vec::new();
-                        frame::write_window_update(&mut out, 0, f.payload.len() as u32);
-                        frame::write_window_update(&mut out, f.stream, f.payload.len() as u32);
-                        self.send(&out);
-                    }
-                }
-                kind::RST_STREAM => {
-                    a.1.reset = Some(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
-                    a.2 = true;
-                }
-                _ => {}
-            }
-            if f.flags & flag::END_STREAM != 0 && matches!(f.kind, kind::HEADERS | kind::DATA) {
-                a.2 = true;
+            let mut out = Vec::new();
+            a.2 |= a.1.take(f, &mut out);
+            if !out.is_empty() {
+                self.send(&out);
             }
         }
         answers.into_iter().map(|a| a.1).collect()
