@@ -866,120 +866,6 @@ fn a_window_that_does_not_open_holds_up_only_its_own_program() {
     assert!(seen <= 65_535, "no more than the window: {seen}");
 }
 
-/// A client that sends request bodies within the server's windows, as
-/// a real one does (`H2::request` sends them whole): it takes in the
-/// server's SETTINGS and WINDOW_UPDATEs, and gives credit back for the
-/// answers' bytes.
-struct Uploader {
-    c: H2,
-    /// What the connection, and each stream, may still send.
-    conn: i64,
-    initial: i64,
-    streams: Vec<(u32, i64)>,
-    /// Each stream's answer so far, and whether it ended.
-    answers: Vec<(u32, common::h2::Answer, bool)>,
-}
-
-impl Uploader {
-    fn connect(addr: std::net::SocketAddr) -> Uploader {
-        Uploader {
-            c: H2::connect(addr, &[], 0),
-            conn: 65_535,
-            initial: 65_535,
-            streams: Vec::new(),
-            answers: Vec::new(),
-        }
-    }
-
-    /// Reads and takes in one frame; false if none came in IO_TIMEOUT
-    /// (or the connection closed).
-    fn take_frame(&mut self) -> bool {
-        let Some(f) = self.c.frame() else {
-            return false;
-        };
-        let mut out = Vec::new();
-        match f.kind {
-            kind::SETTINGS if f.flags & flag::ACK == 0 => {
-                for (k, v) in frame::settings(&f.payload) {
-                    if k == setting::INITIAL_WINDOW_SIZE {
-                        let delta = i64::from(v) - self.initial;
-                        self.initial = i64::from(v);
-                        self.streams.iter_mut().for_each(|s| s.1 += delta);
-                    }
-                }
-                frame::write_settings_ack(&mut out);
-            }
-            kind::WINDOW_UPDATE => {
-                let n = u32::from_be_bytes(f.payload[..4].try_into().unwrap()) & 0x7fff_ffff;
-                match self.streams.iter_mut().find(|s| s.0 == f.stream) {
-                    _ if f.stream == 0 => self.conn += i64::from(n),
-                    Some(s) => s.1 += i64::from(n),
-                    None => {}
-                }
-            }
-            kind::GOAWAY => panic!("GOAWAY: {:?}", f.payload),
-            _ => {}
-        }
-        if let Some(a) = self.answers.iter_mut().find(|a| a.0 == f.stream) {
-            a.2 |= a.1.take(f, &mut out);
-        }
-        if !out.is_empty() {
-            self.c.send(&out);
-        }
-        true
-    }
-
-    /// POSTs `body` to `path` within the windows; `blocked` is called the
-    /// first time the stream's window stops it. Panics if the upload
-    /// stalls (no window, and nothing comes). The answer, once it and
-    /// the upload are over (or the server reset the stream).
-    fn post(&mut self, path: &str, body: &[u8], blocked: impl FnOnce()) -> common::h2::Answer {
-        let id = self.c.next;
-        self.c.next += 2;
-        let len = body.len().to_string();
-        let block = H2::block("POST", path, &[("content-length", &len)]);
-        let mut out = Vec::new();
-        frame::write_headers(&mut out, id, &block, false, 16_384);
-        self.c.send(&out);
-        self.streams.push((id, self.initial));
-        self.answers.push((id, Default::default(), false));
-        let (mut sent, mut blocked) = (0, Some(blocked));
-        let reset = |u: &Uploader| u.answers.iter().any(|a| a.0 == id && a.1.reset.is_some());
-        while sent < body.len() && !reset(self) {
-            let window = self.streams.iter().find(|s| s.0 == id).unwrap().1;
-            let n = window.min(self.conn).clamp(0, 16_384) as usize;
-            let n = n.min(body.len() - sent);
-            if n > 0 {
-                let last = sent + n == body.len();
-                let mut out = frame::data_head(id, n, last).to_vec();
-                out.extend_from_slice(&body[sent..sent + n]);
-                self.c.send(&out);
-                sent += n;
-                self.conn -= n as i64;
-                self.streams.iter_mut().find(|s| s.0 == id).unwrap().1 -= n as i64;
-                continue;
-            }
-            if window <= 0 {
-                if let Some(blocked) = blocked.take() {
-                    blocked();
-                }
-            }
-            assert!(
-                self.take_frame(),
-                "{path}: the upload stalled after {sent} of {} bytes (windows: connection {}, stream {window})",
-                body.len(),
-                self.conn
-            );
-        }
-        while !self.answers.iter().any(|a| a.0 == id && a.2) {
-            assert!(self.take_frame(), "{path}: no answer");
-        }
-        let i = self.answers.iter().position(|a| a.0 == id).unwrap();
-        self.streams.retain(|s| s.0 != id);
-        self.answers.swap_remove(i).1
-    }
-}
-
 #[test]
 fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connection() {
     // Programs that answer without reading their request body (one
@@ -1017,7 +903,7 @@ fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connec
     }
     b.config("[limits]\nmax_body = \"8MiB\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
     let s = b.start();
-    let mut u = Uploader::connect(s.addr());
+    let mut u = common::h2::Uploader::connect(s.addr());
     let body = pattern(1 << 20);
     // Four rounds: enough for the lost credit to eat the connection's
     // 1 MiB window if the first stream did not stall already.
@@ -1031,7 +917,7 @@ fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connec
             u.c.sock.peer_addr().unwrap(),
         );
         let gate = bin.join(format!("gate.{round}"));
-        let a = u.post(&format!("/cgi-bin/{script}?{round}"), &body, || {
+        let a = u.post(&format!("/cgi-bin/{script}?{round}"), &body, true, || {
             // The window's worth is with the server before the program answers.
             wait_until("the server to read the upload so far", || {
                 tcp_socket(local, peer).is_some_and(|t| t.tx_queue == 0)
@@ -1044,7 +930,7 @@ fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connec
             a.reset.is_none_or(|code| code == ErrorCode::NoError as u32),
             "{script}: {a:?}"
         );
-        let a = u.post("/cgi-bin/count.sh", &body, || {});
+        let a = u.post("/cgi-bin/count.sh", &body, true, || {});
         assert_eq!(
             (a.status(), String::from_utf8_lossy(&a.body).trim()),
             ("200", "1048576"),
