@@ -869,8 +869,9 @@ fn a_window_that_does_not_open_holds_up_only_its_own_program() {
 #[test]
 fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connection() {
     // Programs that answer without reading their request body (one
-    // well, one with a bad head: 502) while the client's upload fills
-    // the stream's window: the rest of the body is read and dropped, the
+    // well, one with a bad head: 502, one not at all: 504 at
+    // timeouts.cgi) while the client's upload fills the stream's
+    // window: the rest of the body is read and dropped, the
     // credit of what the program never read given back (RFC 9113 §8.1,
     // §6.9), so the upload completes and the connection's window is not
     // eaten: a 1 MiB upload after each, on the same connection, to a
@@ -891,6 +892,7 @@ fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connec
             gated("printf 'Content-Type: text/plain\\r\\n\\r\\nnot read\\n'"),
         ),
         ("garbage.sh", gated("echo 'not a header'\necho")),
+        ("silent.sh", gated("exec sleep 30")),
         (
             "count.sh",
             "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nwc -c\n".to_string(),
@@ -901,16 +903,20 @@ fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connec
         write_file(&path, text.as_bytes());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    b.config("[limits]\nmax_body = \"8MiB\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
+    b.config(
+        "[limits]\nmax_body = \"8MiB\"\n[timeouts]\ncgi = \"2s\"\n\
+         [[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n",
+    );
     let s = b.start();
     let mut u = common::h2::Uploader::connect(s.addr());
     let body = pattern(1 << 20);
-    // Four rounds: enough for the lost credit to eat the connection's
+    // Five rounds: enough for the lost credit to eat the connection's
     // 1 MiB window if the first stream did not stall already.
-    for round in 0..4 {
-        let (script, status) = match round % 2 {
+    for round in 0..5 {
+        let (script, status) = match round % 3 {
             0 => ("noread.sh", "200"),
-            _ => ("garbage.sh", "502"),
+            1 => ("garbage.sh", "502"),
+            _ => ("silent.sh", "504"),
         };
         let (local, peer) = (
             u.c.sock.local_addr().unwrap(),
