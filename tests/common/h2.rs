@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
-use brisk::h2::frame::{self, flag, kind, Head, HEAD_LEN};
+use brisk::h2::frame::{self, flag, kind, setting, Head, HEAD_LEN};
 use brisk::h2::{hpack, PREFACE};
 
 use super::IO_TIMEOUT;
@@ -38,6 +38,29 @@ impl Answer {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Takes in `f`, a frame of its stream: fields, body bytes (their
+    /// window credit given back by the frames it writes into `out`), a
+    /// reset. Returns whether the stream ended.
+    pub fn take(&mut self, f: Frame, out: &mut Vec<u8>) -> bool {
+        let ends = f.flags & flag::END_STREAM != 0 && matches!(f.kind, kind::HEADERS | kind::DATA);
+        match f.kind {
+            kind::HEADERS => self.fields.extend(f.fields),
+            kind::DATA => {
+                self.body.extend_from_slice(&f.payload);
+                if !f.payload.is_empty() {
+                    frame::write_window_update(out, 0, f.payload.len() as u32);
+                    frame::write_window_update(out, f.stream, f.payload.len() as u32);
+                }
+            }
+            kind::RST_STREAM => {
+                self.reset = Some(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
+                return true;
+            }
+            _ => {}
+        }
+        ends
     }
 }
 
@@ -178,25 +201,10 @@ impl H2 {
             let Some(a) = answers.iter_mut().find(|a| a.0 == f.stream) else {
                 continue;
             };
-            match f.kind {
-                kind::HEADERS => a.1.fields.extend(f.fields),
-                kind::DATA => {
-                    a.1.body.extend_from_slice(&f.payload);
-                    if !f.payload.is_empty() {
-                        let mut out = Vec::new();
-                        frame::write_window_update(&mut out, 0, f.payload.len() as u32);
-                        frame::write_window_update(&mut out, f.stream, f.payload.len() as u32);
-                        self.send(&out);
-                    }
-                }
-                kind::RST_STREAM => {
-                    a.1.reset = Some(u32::from_be_bytes(f.payload[..4].try_into().unwrap()));
-                    a.2 = true;
-                }
-                _ => {}
-            }
-            if f.flags & flag::END_STREAM != 0 && matches!(f.kind, kind::HEADERS | kind::DATA) {
-                a.2 = true;
+            let mut out = Vec::new();
+            a.2 |= a.1.take(f, &mut out);
+            if !out.is_empty() {
+                self.send(&out);
             }
         }
         answers.into_iter().map(|a| a.1).collect()
@@ -220,5 +228,124 @@ impl H2 {
             }
         }
         None
+    }
+}
+
+/// A client that sends request bodies within the server's windows, as
+/// a real one does (`H2::request` sends them whole): it takes in the
+/// server's SETTINGS and WINDOW_UPDATEs, and gives credit back for the
+/// answers' bytes.
+pub struct Uploader {
+    pub c: H2,
+    /// What the connection, and each stream, may still send.
+    conn: i64,
+    initial: i64,
+    streams: Vec<(u32, i64)>,
+    /// Each stream's answer so far, and whether it ended.
+    answers: Vec<(u32, Answer, bool)>,
+}
+
+impl Uploader {
+    pub fn connect(addr: SocketAddr) -> Uploader {
+        Uploader {
+            c: H2::connect(addr, &[], 0),
+            conn: 65_535,
+            initial: 65_535,
+            streams: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    /// Reads and takes in one frame; false if none came in IO_TIMEOUT
+    /// (or the connection closed).
+    pub fn take_frame(&mut self) -> bool {
+        let Some(f) = self.c.frame() else {
+            return false;
+        };
+        let mut out = Vec::new();
+        match f.kind {
+            kind::SETTINGS if f.flags & flag::ACK == 0 => {
+                for (k, v) in frame::settings(&f.payload) {
+                    if k == setting::INITIAL_WINDOW_SIZE {
+                        let delta = i64::from(v) - self.initial;
+                        self.initial = i64::from(v);
+                        self.streams.iter_mut().for_each(|s| s.1 += delta);
+                    }
+                }
+                frame::write_settings_ack(&mut out);
+            }
+            kind::WINDOW_UPDATE => {
+                let n = u32::from_be_bytes(f.payload[..4].try_into().unwrap()) & 0x7fff_ffff;
+                match self.streams.iter_mut().find(|s| s.0 == f.stream) {
+                    _ if f.stream == 0 => self.conn += i64::from(n),
+                    Some(s) => s.1 += i64::from(n),
+                    None => {}
+                }
+            }
+            kind::GOAWAY => panic!("GOAWAY: {:?}", f.payload),
+            _ => {}
+        }
+        if let Some(a) = self.answers.iter_mut().find(|a| a.0 == f.stream) {
+            a.2 |= a.1.take(f, &mut out);
+        }
+        if !out.is_empty() {
+            self.c.send(&out);
+        }
+        true
+    }
+
+    /// POSTs `body` to `path` within the windows, with its length if
+    /// `sized`; `blocked` is called the first time the stream's window
+    /// stops it. Panics if the upload stalls (no window, and nothing
+    /// comes). The answer, once it and the upload are over (or the
+    /// server reset the stream).
+    pub fn post(&mut self, path: &str, body: &[u8], sized: bool, blocked: impl FnOnce()) -> Answer {
+        let id = self.c.next;
+        self.c.next += 2;
+        let len = body.len().to_string();
+        let fields: &[(&str, &str)] = match sized {
+            true => &[("content-length", &len)],
+            false => &[],
+        };
+        let block = H2::block("POST", path, fields);
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, id, &block, false, 16_384);
+        self.c.send(&out);
+        self.streams.push((id, self.initial));
+        self.answers.push((id, Default::default(), false));
+        let (mut sent, mut blocked) = (0, Some(blocked));
+        let reset = |u: &Uploader| u.answers.iter().any(|a| a.0 == id && a.1.reset.is_some());
+        while sent < body.len() && !reset(self) {
+            let window = self.streams.iter().find(|s| s.0 == id).unwrap().1;
+            let n = window.min(self.conn).clamp(0, 16_384) as usize;
+            let n = n.min(body.len() - sent);
+            if n > 0 {
+                let last = sent + n == body.len();
+                let mut out = frame::data_head(id, n, last).to_vec();
+                out.extend_from_slice(&body[sent..sent + n]);
+                self.c.send(&out);
+                sent += n;
+                self.conn -= n as i64;
+                self.streams.iter_mut().find(|s| s.0 == id).unwrap().1 -= n as i64;
+                continue;
+            }
+            if window <= 0 {
+                if let Some(blocked) = blocked.take() {
+                    blocked();
+                }
+            }
+            assert!(
+                self.take_frame(),
+                "{path}: the upload stalled after {sent} of {} bytes (windows: connection {}, stream {window})",
+                body.len(),
+                self.conn
+            );
+        }
+        while !self.answers.iter().any(|a| a.0 == id && a.2) {
+            assert!(self.take_frame(), "{path}: no answer");
+        }
+        let i = self.answers.iter().position(|a| a.0 == id).unwrap();
+        self.streams.retain(|s| s.0 != id);
+        self.answers.swap_remove(i).1
     }
 }

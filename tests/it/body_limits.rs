@@ -120,3 +120,31 @@ fn a_body_streamed_upstream_with_no_length_is_bounded_by_its_rule() {
         &last[..300]
     );
 }
+
+/// A body refused for its size as it streams upstream with no length
+/// (413) gives back the window credit of the frame that took it past the
+/// limit too: many such uploads on one connection do not eat its window
+/// (RFC 9113 §6.9), and the next one is still answered.
+#[cfg(all(feature = "http2", feature = "upstreams"))]
+#[test]
+fn bodies_refused_as_they_stream_give_all_their_credit_back() {
+    use crate::common::h2::Uploader;
+    use crate::reverse_proxy::{Say, Upstream};
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok",
+    )]);
+    let mut b = Builder::new();
+    b.config(&format!(
+        "[limits]\nmax_body = \"64KiB\"\n[[reverse_proxy]]\npath = \"/api/\"\nto = \"http://{}\"\n",
+        up.addr
+    ));
+    let s = b.start();
+    let mut u = Uploader::connect(s.addr());
+    let body = vec![b'y'; 100_000];
+    // (A frame, 16 KiB, lost each time would eat the 1 MiB window long
+    // before the last round.)
+    for round in 0..80 {
+        let a = u.post("/api/f", &body, false, || {});
+        assert_eq!(a.status(), "413", "round {round}");
+    }
+}

@@ -866,6 +866,85 @@ fn a_window_that_does_not_open_holds_up_only_its_own_program() {
     assert!(seen <= 65_535, "no more than the window: {seen}");
 }
 
+#[test]
+fn a_program_that_does_not_read_its_body_does_not_stall_the_upload_or_the_connection() {
+    // Programs that answer without reading their request body (one
+    // well, one with a bad head: 502, one not at all: 504 at
+    // timeouts.cgi) while the client's upload fills the stream's
+    // window: the rest of the body is read and dropped, the
+    // credit of what the program never read given back (RFC 9113 §8.1,
+    // §6.9), so the upload completes and the connection's window is not
+    // eaten: a 1 MiB upload after each, on the same connection, to a
+    // program that counts it, goes through. (Each program waits for its
+    // gate until the window is full.)
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let bin = b.base().join("cgi-bin");
+    let gated = |then: &str| {
+        format!(
+            "#!/bin/sh\ni=0\nwhile [ ! -e {}/gate.$QUERY_STRING ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i+1)); done\n{then}\n",
+            bin.display()
+        )
+    };
+    let scripts = [
+        (
+            "noread.sh",
+            gated("printf 'Content-Type: text/plain\\r\\n\\r\\nnot read\\n'"),
+        ),
+        ("garbage.sh", gated("echo 'not a header'\necho")),
+        ("silent.sh", gated("exec sleep 30")),
+        (
+            "count.sh",
+            "#!/bin/sh\nprintf 'Content-Type: text/plain\\r\\n\\r\\n'\nwc -c\n".to_string(),
+        ),
+    ];
+    for (name, text) in scripts {
+        let path = bin.join(name);
+        write_file(&path, text.as_bytes());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    b.config(
+        "[limits]\nmax_body = \"8MiB\"\n[timeouts]\ncgi = \"2s\"\n\
+         [[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n",
+    );
+    let s = b.start();
+    let mut u = common::h2::Uploader::connect(s.addr());
+    let body = pattern(1 << 20);
+    // Five rounds: enough for the lost credit to eat the connection's
+    // 1 MiB window if the first stream did not stall already.
+    for round in 0..5 {
+        let (script, status) = match round % 3 {
+            0 => ("noread.sh", "200"),
+            1 => ("garbage.sh", "502"),
+            _ => ("silent.sh", "504"),
+        };
+        let (local, peer) = (
+            u.c.sock.local_addr().unwrap(),
+            u.c.sock.peer_addr().unwrap(),
+        );
+        let gate = bin.join(format!("gate.{round}"));
+        let a = u.post(&format!("/cgi-bin/{script}?{round}"), &body, true, || {
+            // The window's worth is with the server before the program answers.
+            wait_until("the server to read the upload so far", || {
+                tcp_socket(local, peer).is_some_and(|t| t.tx_queue == 0)
+                    && tcp_socket(peer, local).is_some_and(|t| t.rx_queue == 0)
+            });
+            write_file(&gate, b"");
+        });
+        assert_eq!(a.status(), status, "{script}: {a:?}");
+        assert!(
+            a.reset.is_none_or(|code| code == ErrorCode::NoError as u32),
+            "{script}: {a:?}"
+        );
+        let a = u.post("/cgi-bin/count.sh", &body, true, || {});
+        assert_eq!(
+            (a.status(), String::from_utf8_lossy(&a.body).trim()),
+            ("200", "1048576"),
+            "round {round}: the next upload on the connection"
+        );
+    }
+}
+
 /// A site served over TLS only (the test certificate `a.test`).
 #[cfg(feature = "tls")]
 fn tls_site(extra: &str) -> (Server, Vec<u8>) {

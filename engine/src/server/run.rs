@@ -155,6 +155,10 @@ pub struct Run {
     draining: bool,
     /// Request body bytes fed to the producer ([`Run::feed_body`]).
     fed: u64,
+    /// Bytes of the client's fed to an open input whose flow-control
+    /// credit has not gone back yet ([`Sink::took_body`]): they wait in
+    /// the input, or it dropped them (see [`Run::take_uncredited`]).
+    owed: usize,
 }
 
 /// What became of request body bytes offered to a run
@@ -195,6 +199,7 @@ impl Run {
             raw: false,
             draining: false,
             fed: 0,
+            owed: 0,
         }
     }
 
@@ -216,10 +221,21 @@ impl Run {
             return Fed::TooLarge;
         }
         input.feed(data);
+        if !closed {
+            self.owed += data.len();
+        }
         if let Some(trailers) = end {
             input.end_with(trailers);
         }
         Fed::Fed { closed }
+    }
+
+    /// The client's request-body bytes it was fed and whose flow-control
+    /// credit has not gone back through a sink (they wait in its input):
+    /// to give back when the run is over, as its input goes with it.
+    /// Counted as given back from then on.
+    pub fn take_uncredited(&mut self) -> usize {
+        std::mem::take(&mut self.owed)
     }
 
     /// The site's rules apply to its head when it comes (a program's
@@ -486,12 +502,22 @@ impl Run {
         match input.write() {
             Ok(wrote) => {
                 if wrote.client > 0 {
+                    self.owed = self.owed.saturating_sub(wrote.client);
                     sink.took_body(wrote.client);
                 }
                 Ok(wrote.moved)
             }
-            // It does not read its input: the rest is dropped.
-            Err(InputEnd::Refused) => Ok(true),
+            // It does not read its input: the rest is dropped, and so the
+            // credit of what waited in it goes back now (HTTP/2: else the
+            // stream's and the connection's windows would stay short of
+            // it for good, RFC 9113 §6.9).
+            Err(InputEnd::Refused) => {
+                let dropped = std::mem::take(&mut self.owed);
+                if dropped > 0 {
+                    sink.took_body(dropped);
+                }
+                Ok(true)
+            }
             Err(InputEnd::Unreadable(e)) => {
                 let why =
                     format!("cannot read back the request body held in a temporary file: {e}");
@@ -1042,6 +1068,50 @@ mod tests {
         let mut s = sink(10);
         assert_eq!(pump(&mut run, &mut s, &off()).0, Outcome::Idle);
         assert!(s.seen.is_empty());
+    }
+
+    #[test]
+    fn the_credit_of_body_bytes_an_input_dropped_goes_back() {
+        // Fed 10 bytes, the input writes 4, then refuses the rest (a
+        // program that closed its input): the 6 it dropped are credited
+        // back at once, not only the 4 it wrote.
+        let feed = Feed {
+            writes: vec![
+                Ok(Wrote {
+                    moved: true,
+                    client: 4,
+                }),
+                Err(InputEnd::Refused),
+            ],
+            ..Feed::default()
+        };
+        let held = request_with("POST", "Content-Length: 20\r\n");
+        let (mut run, _) = process(vec![Step::Pending, Step::Pending], held, false, Some(feed));
+        assert_eq!(
+            run.feed_body(b"0123456789", None),
+            Fed::Fed { closed: false }
+        );
+        let mut s = sink(10);
+        pump(&mut run, &mut s, &off());
+        pump(&mut run, &mut s, &off());
+        assert_eq!(s.seen, ["took 4", "took 6"]);
+        assert_eq!(run.take_uncredited(), 0, "nothing is owed");
+        // Bytes still in the input when the run is over: whoever takes
+        // the run gives their credit back, once.
+        let feed = Feed {
+            writes: vec![Ok(Wrote {
+                moved: true,
+                client: 4,
+            })],
+            ..Feed::default()
+        };
+        let held = request_with("POST", "Content-Length: 20\r\n");
+        let (mut run, _) = process(vec![Step::Pending], held, false, Some(feed));
+        run.feed_body(b"0123456789", None);
+        let mut s = sink(10);
+        pump(&mut run, &mut s, &off());
+        assert_eq!(s.seen, ["took 4"]);
+        assert_eq!((run.take_uncredited(), run.take_uncredited()), (6, 0));
     }
 
     #[test]

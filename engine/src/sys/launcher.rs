@@ -8,9 +8,11 @@
 //! and environment; the answer carries the child's pid and, as
 //! `SCM_RIGHTS`, the server's ends of its three pipes and the read end of
 //! a fourth, through which the launcher tells how the program ended
-//! (its raw wait status, once reaped). The launcher owns
-//! the children: it reaps them, kills a process group when asked, and
-//! kills what a worker released but still runs after the CGI timeout.
+//! (its raw wait status, once it exited). The launcher owns
+//! the children: it reaps them once a worker released them (not before:
+//! a group outlives its leader, and a worker may still have it killed),
+//! kills a process group when asked, and kills what a worker released
+//! but still runs after the CGI timeout.
 //! When the server goes away (the socket closes), it kills every group it
 //! started and exits.
 
@@ -162,11 +164,15 @@ impl Launchers {
 }
 
 /// A child the launcher started: when the server released it, whether
-/// its group was killed since, and where its exit status goes.
+/// its group was killed since, whether it exited, and where its exit
+/// status goes.
 struct Child {
     pid: i32,
     released: Option<Instant>,
     killed: bool,
+    /// It exited and its status went to the server, but it is not
+    /// reaped until the server releases it (see `serve`).
+    exited: bool,
     exit: OwnedFd,
 }
 
@@ -190,13 +196,33 @@ fn serve(sock: OwnedFd, cgi_timeout: Duration) {
             }
         }
         let now = Instant::now();
-        children.retain(|c| match spawn::try_reap(c.pid) {
-            Ok(Some(status)) => {
-                spawn::write_exit(&c.exit, status);
-                false
+        // A program that exited stays a zombie, its status told, until
+        // the server releases it: what it started may still run in its
+        // group (a background job holding its output), which the server
+        // may yet have killed (its timeout, its client gone). The group's
+        // id is the zombie's pid, which the kernel gives no other process
+        // while the zombie is unreaped, so kill(-pid) can reach nothing
+        // but what is left of that group. Reaped at once, as before, the
+        // pid would be free, and the server's kill ignored (or, were it
+        // sent, could hit a stranger's group once all of this one died).
+        // Without the sandbox the worker holds its children the same way
+        // (see `handlers::cgi::process`).
+        children.retain_mut(|c| {
+            if !c.exited {
+                match spawn::peek_exit(c.pid) {
+                    Ok(Some(status)) => {
+                        spawn::write_exit(&c.exit, status);
+                        c.exited = true;
+                    }
+                    Ok(None) => return true,
+                    Err(_) => return false,
+                }
             }
-            Ok(None) => true,
-            Err(_) => false,
+            if c.released.is_none() {
+                return true;
+            }
+            // Released: reaped now, and forgotten.
+            !matches!(spawn::try_reap(c.pid), Ok(Some(_)) | Err(_))
         });
         for c in &mut children {
             if !c.killed
@@ -229,6 +255,7 @@ fn handle(sock: &OwnedFd, msg: &[u8], children: &mut Vec<Child>) {
                         pid: child.pid,
                         released: None,
                         killed: false,
+                        exited: false,
                         exit: exit_w,
                     });
                     let fds = vec![child.stdin, child.stdout, child.stderr, exit_r];
@@ -246,6 +273,8 @@ fn handle(sock: &OwnedFd, msg: &[u8], children: &mut Vec<Child>) {
         Some((&what, rest)) if rest.len() == 4 && (what == KILL || what == RELEASE) => {
             let pid = i32::from_ne_bytes(rest.try_into().expect("4 bytes"));
             // Only our own children: a pid that is not one is ignored.
+            // (One that exited is still ours until it is released: see
+            // `serve`.)
             if let Some(c) = children.iter_mut().find(|c| c.pid == pid) {
                 if what == KILL {
                     spawn::kill_group(pid);

@@ -238,6 +238,36 @@ pub fn try_reap(pid: i32) -> io::Result<Option<i32>> {
     Ok(if r == 0 { None } else { Some(status) })
 }
 
+/// The raw wait status of the child `pid` if it has exited (as
+/// [`try_reap`] gives it), `None` while it runs; but the child is left
+/// unreaped, a zombie, until [`try_reap`] takes it. Until then its pid,
+/// which is also its process group's id, cannot go to another process:
+/// [`kill_group`] can reach only what is left of the group it led.
+pub fn peek_exit(pid: i32) -> io::Result<Option<i32>> {
+    if pid < 2 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: plain old data, filled by the kernel.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: `info` is a valid out-pointer; WNOHANG never blocks, and
+    // WNOWAIT leaves the child waitable.
+    cvt(unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) })?;
+    // SAFETY: waitid filled the fields of a child's state change, or left
+    // `si_pid` 0 when none has happened (it was zeroed).
+    let (who, code, value) = unsafe { (info.si_pid(), info.si_code, info.si_status()) };
+    if who == 0 {
+        return Ok(None);
+    }
+    // The status as wait(2) would encode it (what `Exit::from_status`
+    // and the launcher's exit pipe take).
+    Ok(Some(match code {
+        libc::CLD_EXITED => (value & 0xff) << 8,
+        libc::CLD_DUMPED => (value & 0x7f) | 0x80,
+        _ => value & 0x7f,
+    }))
+}
+
 /// How a reaped child ended, for the error log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -516,6 +546,39 @@ mod tests {
         assert!(try_reap(-1).is_err());
         kill_group(0);
         kill_group(-1);
+    }
+
+    #[test]
+    fn an_exit_is_seen_without_reaping_the_child() {
+        // A code, then a signal: the status each time as try_reap gives
+        // it, while the child stays a zombie (its pid held) until reaped.
+        for (script, want) in [
+            ("exit 3", Exit::Code(3)),
+            ("kill -TERM $$", Exit::Signal(libc::SIGTERM)),
+        ] {
+            let c = sh(script, &[]);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let status = loop {
+                if let Some(status) = peek_exit(c.pid).unwrap() {
+                    break status;
+                }
+                assert!(Instant::now() < deadline, "{script}: no exit");
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            assert_eq!(Exit::from_status(status), want, "{script}");
+            assert!(
+                proc_status(c.pid).unwrap().contains("State:\tZ"),
+                "{script}"
+            );
+            assert_eq!(peek_exit(c.pid).unwrap(), Some(status), "seen again");
+            assert_eq!(try_reap(c.pid).unwrap(), Some(status), "{script}");
+            assert!(proc_status(c.pid).is_none(), "{script}: reaped");
+        }
+        let c = sh("sleep 10", &[]);
+        assert_eq!(peek_exit(c.pid).unwrap(), None, "still running");
+        kill_group(c.pid);
+        reap(c.pid);
+        assert!(peek_exit(0).is_err() && peek_exit(-1).is_err());
     }
 
     #[test]

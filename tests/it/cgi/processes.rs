@@ -411,3 +411,50 @@ fn a_client_leaving_mid_body_frees_its_slot_at_once() {
     });
     stop(server);
 }
+
+#[test]
+fn a_background_job_left_by_an_exited_script_is_killed_with_the_sandbox_on() {
+    // The script exits at once, but a background job it started holds
+    // its output: the answer does not end. With the sandbox on (the
+    // default) the launcher started the script and reaped it; what is
+    // left of its process group must still be killed, as without the
+    // sandbox: at the CGI timeout, and when the client leaves.
+    for (timeout, leaves) in [("1s", false), ("600s", true)] {
+        let b = builder(&format!("{CGI_BIN}[timeouts]\ncgi = \"{timeout}\"\n"));
+        script(
+            &b,
+            "cgi-bin/bg.sh",
+            "#!/bin/sh\nsleep 300 &\nprintf 'Content-Type: text/plain\\r\\n\\r\\npid=%s;' $!\n",
+        );
+        let server = b.start();
+        let mut c = server.connect();
+        c.send(b"GET /cgi-bin/bg.sh HTTP/1.1\r\nHost: h\r\n\r\n");
+        // The job's pid, from the body's first bytes.
+        let pid: i32 = loop {
+            let text = String::from_utf8_lossy(c.unread()).into_owned();
+            let found = text
+                .split_once("pid=")
+                .and_then(|(_, rest)| rest.split_once(';'))
+                .map(|(pid, _)| pid.parse().expect("pid"));
+            if let Some(pid) = found {
+                break pid;
+            }
+            let n = c.unread().len() + 1;
+            c.read_at_least(n);
+        };
+        assert!(running(pid), "the job runs");
+        if leaves {
+            drop(c);
+        } else {
+            // Cut short at the timeout (no last chunk), then closed.
+            let rest = c.read_to_end();
+            assert!(!rest.ends_with(b"0\r\n\r\n"), "{rest:?}");
+            server.wait_stderr_line("timed out");
+        }
+        wait_until(
+            &format!("the job the script left to be killed (leaves: {leaves})"),
+            || !running(pid),
+        );
+        stop(server);
+    }
+}

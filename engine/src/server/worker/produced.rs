@@ -517,13 +517,27 @@ mod h2 {
 
         /// Runs `drive` on the answer's run and a sink for its stream, and
         /// carries out what it came to; the answer back unless it ended.
+        /// Once the run is over, what is left of the request body is not
+        /// wanted (a program that answered without reading it all, or
+        /// failed): it is read and dropped, its credit given back, as
+        /// for brisk's own early answers (`h2_refuse_rest`), so that the
+        /// client's upload never stalls on windows nobody reopens (RFC
+        /// 9113 §8.1, §6.9).
         fn h2_with_sink(
             &mut self,
             c: &mut Conn,
             a: Answer,
             drive: impl FnOnce(&mut Run, &mut dyn Sink, Tools<'_>) -> Outcome,
         ) -> Option<Answer> {
-            match self.stream_drive::<H2>(c, a, drive) {
+            let id = a.id;
+            let framing = (a.run)
+                .and_then(|ex| self.exchanges.run(ex))
+                .map(|run| run.request.req.body());
+            let drove = self.stream_drive::<H2>(c, a, drive);
+            if let (Some(framing), false) = (framing, matches!(drove, Drove::Going(_))) {
+                self.h2_refuse_rest(c, id, framing);
+            }
+            match drove {
                 Drove::Going(a) => Some(a),
                 // (It ends once what it queued is framed.)
                 Drove::Ended(a) if !a.pieces.is_empty() => Some(a),

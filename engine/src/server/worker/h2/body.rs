@@ -33,8 +33,15 @@ impl Worker {
             Fed::NoInput => {}
             Fed::Fed { .. } => return,
             // (Past its route's largest body, with no length to refuse
-            // it by at its head: HTTP/1.1's decoder refuses it the same.)
-            Fed::TooLarge => return self.h2_run_body_refused(c, id, Status::CONTENT_TOO_LARGE),
+            // it by at its head: HTTP/1.1's decoder refuses it the same.
+            // These bytes go nowhere: their credit goes back, RFC 9113
+            // §6.9; HTTP/3's went back as they were read.)
+            Fed::TooLarge => {
+                if let Some(s) = c.proto.h2_mut() {
+                    s.conn.release(id, data.len());
+                }
+                return self.h2_run_body_refused(c, id, Status::CONTENT_TOO_LARGE);
+            }
         }
         let ex = c.wait_id(Some(id));
         let checking = matches!(

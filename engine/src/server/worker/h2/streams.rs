@@ -43,6 +43,11 @@ pub(in crate::server::worker) trait Streamed {
     /// `p`'s session (HTTP/2's are kept from the answers that ended),
     /// if `p` speaks this protocol.
     fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)>;
+    /// Gives back the flow-control credit of `n` bytes of stream `id`'s
+    /// request body that were received but that no producer will read
+    /// (its run is over with them in its input), if `p` speaks this
+    /// protocol and the credit did not go back as they were received.
+    fn release(p: &mut Proto, id: u32, n: usize);
 }
 
 /// HTTP/2.
@@ -62,6 +67,14 @@ impl Streamed for H2 {
 
     fn spares(p: &mut Proto) -> Option<(VecDeque<Piece>, Vec<u8>)> {
         p.h2_mut().map(Session::spares)
+    }
+
+    fn release(p: &mut Proto, id: u32, n: usize) {
+        // (The connection's window too, whether or not the stream is
+        // still open: RFC 9113 §6.9.)
+        if let Some(s) = p.h2_mut() {
+            s.conn.release(id, n);
+        }
     }
 }
 
@@ -90,6 +103,10 @@ impl Streamed for H3 {
             Proto::H3(s) => Some((s.spare_pieces.pop().unwrap_or_default(), Vec::new())),
             _ => None,
         }
+    }
+
+    fn release(_: &mut Proto, _: u32, _: usize) {
+        // (QUIC gave the credit back as the bytes were read.)
     }
 }
 
@@ -327,7 +344,9 @@ impl Worker {
     }
 
     /// Takes answer `a`'s run out of the exchanges (a program's leaves
-    /// the count of `c`'s session, which speaks `S`).
+    /// the count of `c`'s session, which speaks `S`). The request-body
+    /// bytes left in its producer's input are dropped with it: their
+    /// flow-control credit goes back.
     pub(in crate::server::worker) fn stream_take_run<S: Streamed>(
         &mut self,
         c: &mut Conn,
@@ -337,7 +356,12 @@ impl Worker {
         if let (true, Some((_, programs))) = (a.program, S::answers(&mut c.proto)) {
             *programs = programs.saturating_sub(1);
         }
-        self.exchanges.take_run(ex)
+        let mut run = self.exchanges.take_run(ex)?;
+        let dropped = run.take_uncredited();
+        if dropped > 0 {
+            S::release(&mut c.proto, a.id, dropped);
+        }
+        Some(run)
     }
 
     /// Answers `request`, whose producer failed before its head went, on
