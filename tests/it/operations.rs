@@ -53,6 +53,12 @@ fn health_and_ready_answer_and_ready_says_no_once_a_stop_begins() {
     assert_eq!(s.get("/-/health").status, 200);
     let r = s.get("/-/metrics");
     assert_eq!(metric(&r.text(), "brisk_stopping"), Some(1.0));
+    // The handler's own 503 is its answer: no error line for each probe.
+    assert!(
+        !s.stderr().contains("503 answering /-/ready"),
+        "{}",
+        s.stderr()
+    );
 }
 
 #[test]
@@ -76,6 +82,12 @@ fn metrics_count_requests_bytes_durations_and_failures() {
         &format!("Authorization: {}\r\n", basic_auth("ann", "wrong")),
     );
     assert_eq!(r.status, 401);
+    // A head that cannot be read is answered and counted too (`other`).
+    assert_eq!(
+        s.request(b"GET / HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n")
+            .status,
+        400
+    );
     let r = s.get("/-/metrics");
     assert_eq!(r.status, 200);
     assert_eq!(
@@ -92,14 +104,15 @@ fn metrics_count_requests_bytes_durations_and_failures() {
     assert_eq!(req("GET", "2xx"), Some(4.0), "{m}");
     assert_eq!(req("GET", "4xx"), Some(2.0), "{m}");
     assert_eq!(req("POST", "4xx"), Some(1.0), "{m}");
+    assert_eq!(req("other", "4xx"), Some(1.0), "{m}");
     assert_eq!(
         metric(&m, "brisk_request_duration_seconds_count"),
-        Some(7.0),
+        Some(8.0),
         "{m}"
     );
     assert_eq!(
         metric(&m, "brisk_request_duration_seconds_bucket{le=\"+Inf\"}"),
-        Some(7.0)
+        Some(8.0)
     );
     assert!(metric(&m, "brisk_sent_bytes_total{worker=\"0\"}").unwrap() > 64.0 * 1024.0);
     assert!(metric(&m, "brisk_throttled_bytes_total{worker=\"0\"}").unwrap() >= 64.0 * 1024.0);

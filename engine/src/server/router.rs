@@ -722,6 +722,10 @@ impl Router {
             Ok(()) => None,
         };
         let label = || format!("handler at {}", String::from_utf8_lossy(&mount.prefix));
+        // A 503 a handler chose (`ready` while stopping, a maintenance
+        // switch) is its answer, not a failure the error log must repeat
+        // for every probe.
+        routing.scratch.told |= failure.is_none() && status == 503;
         if let Some(why) = failure {
             routing.log.log(
                 Level::Error,

@@ -55,8 +55,15 @@ impl Worker {
                         // TLS client could not read a plain answer.)
                         if !tls {
                             let _ = net::send(&stream, REFUSED, false);
+                            // (Counted as an answer, as the access log has it.)
+                            let no_wait = std::time::Duration::ZERO;
+                            self.counts.stats.answered(b"", 503, no_wait);
                         }
-                        if self.logger.enabled(Level::Warn) {
+                        // (Within the budget of refusals' lines: a flood
+                        // of clients over the limit is not a flood of lines.)
+                        if self.logger.enabled(Level::Warn)
+                            && self.counts.refusals.allow(self.clock.now)
+                        {
                             self.logger.log(
                                 Level::Warn,
                                 format_args!(

@@ -211,6 +211,10 @@ impl Worker {
     /// Answers a request that could not be parsed (or whose head did not
     /// arrive in time), and closes after it.
     pub(super) fn reject(&mut self, c: &mut Conn, r: &mut Request, status: Status, reason: &str) {
+        // (Counted as `other`: a head that could not be read names no
+        // method it can be trusted for.)
+        let took = self.clock.now.saturating_duration_since(r.start);
+        self.counts.stats.answered(b"", status.0, took);
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
