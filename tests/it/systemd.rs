@@ -178,6 +178,48 @@ fn a_socket_named_proxy_expects_a_proxy_header() {
     c.expect_closed();
 }
 
+#[cfg(feature = "tls")]
+#[test]
+fn a_socket_named_https_serves_tls_with_listen_empty() {
+    // `[tls] listen = []`: no address of its own, the passed socket
+    // named https is its listener (the certificates the file names).
+    use rustls::StreamOwned;
+    use std::io::{Read, Write};
+    let site = TempDir::new("activate-https");
+    write_file(&site.path.join("index.html"), b"over tls\n");
+    let cfg = site.path.join("brisk.toml");
+    let certs =
+        common::tls::section(&["a"], "").replace("listen = [\"127.0.0.1:0\"]", "listen = []");
+    fs::write(&cfg, certs).unwrap();
+    let addr = free_addr();
+    let err = site.path.join("stderr");
+    let root = site.path.display().to_string();
+    let config = cfg.display().to_string();
+    let args = ["--root", &root, "--config", &config, "--access-log", "off"];
+    let Some(_child) = activate(&[addr], Some("https"), &args, &err) else {
+        return;
+    };
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut tls = StreamOwned::new(common::tls::client_conn("a.test"), tcp);
+    tls.write_all(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = tls.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("over tls\n"),
+        "{text}"
+    );
+    // Without a socket named https, the start says what is missing.
+    let (st, _out, err) = run_brisk(&["--root", &root, "--config", &config, "--access-log", "off"]);
+    assert!(!st.success());
+    assert!(
+        err.contains("[tls] listen = [] serves the sockets systemd passes named https"),
+        "{err}"
+    );
+}
+
 /// Reads one datagram (10 s at most).
 fn next(sock: &UnixDatagram) -> String {
     let mut buf = [0u8; 4096];

@@ -95,7 +95,12 @@ impl Loader<'_> {
         for (key, value) in sorted(self.table("tls", v)?) {
             match key.get_ref().as_ref() {
                 "listen" => {
-                    c.listen = self.addresses("tls.listen", value)?;
+                    // `listen = []`: no address of its own, the sockets
+                    // systemd passes named `https` (socket activation).
+                    c.listen = match value.get_ref() {
+                        DeValue::Array(items) if items.is_empty() => Vec::new(),
+                        _ => self.addresses("tls.listen", value)?,
+                    };
                     section.has_listen = true;
                 }
                 "certificate" => {
@@ -241,10 +246,10 @@ pub(crate) fn finish(
             ),
         });
     }
-    if section.config.listen.is_empty() {
+    if section.config.listen.is_empty() && !section.has_listen {
         return Err(ConfigError {
             message: format!(
-                "{}: needs listen = [\"ADDRESS:PORT\", ...], the addresses that serve HTTPS (or --tls-cert with --listen)",
+                "{}: needs listen = [\"ADDRESS:PORT\", ...], the addresses that serve HTTPS (or --tls-cert with --listen; listen = [] for the sockets systemd passes named https)",
                 section.origin
             ),
         });

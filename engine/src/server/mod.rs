@@ -158,6 +158,14 @@ impl Server {
     pub fn bind_inheriting(mut cfg: Config, given: Vec<Inherited>) -> Result<Server, Error> {
         let _ = sys::process::raise_nofile_limit();
         let (keep, adopted) = inherited::adopt(&mut cfg, given)?;
+        // `[tls]` with no address of its own serves the sockets systemd
+        // passes named `https`: none was.
+        if cfg.tls.as_ref().is_some_and(|t| t.listen.is_empty()) && cfg.proxy.tls_listen.is_empty()
+        {
+            return Err(Error::Inherited(
+                "[tls] listen = [] serves the sockets systemd passes named https (FileDescriptorName=https), and none was passed: list its addresses in listen, or pass one".to_string(),
+            ));
+        }
         let cfg = Arc::new(cfg);
         let files = open_root(&cfg, false, &Arc::new(Protected::collect(&cfg)))?;
         let bound = bind_listeners(&cfg, &keep, None)?;
