@@ -111,7 +111,7 @@ fn section_errors() {
     );
     assert_eq!(
         run(&dir, "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n", &[]).unwrap_err(),
-        "DIR/site.toml:2: tls: needs listen = [\"ADDRESS:PORT\", ...], the addresses that serve HTTPS (or --tls-cert with --listen)"
+        "DIR/site.toml:2: tls: needs listen = [\"ADDRESS:PORT\", ...], the addresses that serve HTTPS (or --tls-cert with --listen; listen = [] for the sockets systemd passes named https)"
     );
     assert_eq!(
         run(
@@ -143,10 +143,15 @@ fn section_errors() {
     )
     .unwrap();
     assert_eq!(c.listen, c.tls.expect("tls").listen);
+    // An empty list: the sockets systemd passes named https (the start
+    // refuses it when none was passed); the certificates are needed.
     assert_eq!(
         run(&dir, "[tls]\nlisten = []\n", &[]).unwrap_err(),
-        "DIR/site.toml:3: tls.listen: expected at least one address"
+        "DIR/site.toml:2: tls: needs at least one [[tls.certificate]] with cert and key (or --tls-cert FILE --tls-key FILE)"
     );
+    let c = run(&dir, &ONE.replace("[\"127.0.0.1:8443\"]", "[]"), &[]).unwrap();
+    assert!(c.tls.expect("tls").listen.is_empty() && c.listen.is_empty());
+    assert!(c.listen_default, "the passed sockets are the listeners");
 }
 
 #[test]
