@@ -286,6 +286,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             pid_file::write(path)?;
         }
     }
+    // Started as root to serve as another user: the logs it makes are
+    // that user's, as under systemd (logrotate's `su brisk adm`).
+    if let (Some(user), 0) = (&cfg.user, sys::privileges::euid()) {
+        sys::fs::own_logs_as(user.uid, cfg.group.as_ref().map(|g| g.gid).or(user.gid));
+    }
     let mut open_logs = LogService::open(&cfg.log)?;
     // Once the pid file and the logs exist, and while their paths can
     // still be read from outside a chroot.

@@ -287,16 +287,43 @@ impl Root {
     }
 }
 
+/// Who log files brisk makes belong to, when it was started as root and
+/// serves as another user (see [`own_logs_as`]).
+static LOG_OWNER: std::sync::OnceLock<(u32, Option<u32>)> = std::sync::OnceLock::new();
+
+/// Makes the log files [`open_log`] creates from now on belong to `uid`
+/// (and `gid`), the user a root-started brisk serves as: as they are
+/// when it runs as that user (under systemd), so that logrotate's `su
+/// brisk adm` can rotate and compress them. Set before the privileged
+/// helper is forked, which then creates them so too.
+pub fn own_logs_as(uid: u32, gid: Option<u32>) {
+    let _ = LOG_OWNER.set((uid, gid));
+}
+
 /// Opens a log file for appending, creating it (mode 0640: logs hold
-/// client addresses) if needed. Appending, so that concurrent writers
-/// (and logrotate's `copytruncate`) never overwrite.
+/// client addresses) if needed, as [`own_logs_as`] says. Appending, so
+/// that concurrent writers (and logrotate's `copytruncate`) never
+/// overwrite.
 pub fn open_log(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
+    let made = std::fs::OpenOptions::new()
         .append(true)
-        .create(true)
+        .create_new(true)
         .mode(0o640)
-        .open(path)
+        .open(path);
+    match made {
+        Ok(file) => {
+            if let Some(&(uid, gid)) = LOG_OWNER.get() {
+                std::os::unix::fs::fchown(&file, Some(uid), gid)?;
+            }
+            Ok(file)
+        }
+        // (One that is there keeps its owner: the operator's choice.)
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::OpenOptions::new().append(true).open(path)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Makes a FIFO at `path` with permissions `mode`: the tests' special
