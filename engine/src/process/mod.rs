@@ -453,11 +453,19 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                         break Stop::Upgraded;
                     }
                     upgrade::Progress::Failed(why) => {
+                        let pid = p.pid();
+                        let done = pending.take().map(|p| p.abandon(upgrader.as_ref()));
                         main_log.log(
                             Level::Error,
-                            format_args!("SIGUSR2: upgrade failed: {why}; still serving"),
+                            format_args!(
+                                "SIGUSR2: upgrade failed: {why}; {}; still serving",
+                                done.unwrap_or_default()
+                            ),
                         );
-                        pending = None;
+                        // A new brisk that wrote its pid before it failed.
+                        if let Some(path) = pid_file.as_deref() {
+                            pid_file::reclaim(path, pid, &mut main_log);
+                        }
                     }
                 }
                 main_log.flush();
@@ -475,7 +483,6 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             manager.tick(running.responsive(STUCK), &mut main_log);
         },
     };
-    drop(upgrader);
     if stop == Stop::Upgraded {
         // The sockets are the new brisk's now: no STOPPING for the service
         // manager, no stop delay, the pid file stays (it names the new one).
@@ -495,6 +502,23 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         main_log.flush();
     }
     running.stop();
+    // Stopped while an upgrade was under way: a new brisk that serves by
+    // now has the sockets (and the pid file); one that does not would
+    // find nobody waiting, or hold the sockets for ever if stuck: killed.
+    if let Some(mut p) = pending.take().filter(|_| stop != Stop::Upgraded) {
+        let line = match p.progress() {
+            upgrade::Progress::Ready => format!(
+                "SIGUSR2: the new brisk (pid {}) serves; this one stops",
+                p.pid()
+            ),
+            upgrade::Progress::Waiting | upgrade::Progress::Failed(_) => format!(
+                "SIGUSR2: the upgrade is given up as brisk stops: {}",
+                p.abandon(upgrader.as_ref())
+            ),
+        };
+        main_log.log(Level::Info, format_args!("{line}"));
+    }
+    drop(upgrader);
     match (stop, confined.privileged.as_deref()) {
         (Stop::Upgraded, Some(helper)) => {
             let _ = helper.leave();

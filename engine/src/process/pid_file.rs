@@ -19,6 +19,27 @@ pub(super) fn write(path: &Path) -> Result<(), Error> {
     })
 }
 
+/// Whether the pid file at `path` names process `pid`.
+pub(super) fn names(path: &Path, pid: u32) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.trim() == pid.to_string())
+}
+
+/// After a failed upgrade: the pid file names this process again if the
+/// new brisk `gone` had written its own there (a failure is logged).
+pub(super) fn reclaim(path: &Path, gone: i32, log: &mut Logger) {
+    if !u32::try_from(gone).is_ok_and(|gone| names(path, gone)) {
+        return;
+    }
+    if let Err(e) = write(path) {
+        log.log(
+            Level::Warn,
+            format_args!(
+                "{e}: it still names the failed new brisk (pid {gone}); brisk --stop and the like cannot find this one"
+            ),
+        );
+    }
+}
+
 /// Removes the pid file at the end, by the process that kept the right
 /// to: the privileged helper when there is one (it exits afterwards, so
 /// it is told even without a pid file), this process otherwise. `loaded`
