@@ -56,11 +56,16 @@ fn copy_binary(to: &Path) {
 /// Starts `bin` with `config` (top-level keys) and the rest of a site
 /// (the error log in `<dir>/error.log`).
 fn start(bin: &Path, dir: &Path, config: &str) -> (KillOnDrop, SocketAddr) {
+    start_with(bin, dir, config, "")
+}
+
+/// [`start`], with `tables` (whole tables) at the end of the file.
+fn start_with(bin: &Path, dir: &Path, config: &str, tables: &str) -> (KillOnDrop, SocketAddr) {
     let cfg = dir.join("brisk.toml");
     fs::write(
         &cfg,
         format!(
-            "{config}root = \"{}\"\nlisten = \"127.0.0.1:0\"\nworkers = 2\npid_file = \"{}\"\n[log]\naccess = \"off\"\nerror = \"{}\"\n",
+            "{config}root = \"{}\"\nlisten = \"127.0.0.1:0\"\nworkers = 2\npid_file = \"{}\"\n[log]\naccess = \"off\"\nerror = \"{}\"\n{tables}",
             dir.join("root").display(),
             dir.join("brisk.pid").display(),
             dir.join("error.log").display()
@@ -399,4 +404,44 @@ impl Drop for KillPid {
             unsafe { libc::kill(self.0, libc::SIGKILL) };
         }
     }
+}
+
+/// SIGTERM soon after SIGUSR2: the old brisk stops (after its stop
+/// delay, while the new one comes up), and leaves the pid file to the
+/// new brisk that serves, which wrote its own there.
+fn a_stop_during_an_upgrade_leaves_the_new_pid_file(config: &str) {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start_with(&bin, &dir.path, config, "[timeouts]\nstop_delay = \"3s\"\n");
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(&dir.path, "SIGUSR2: started the new binary");
+    let new = Upgraded(pid_in(&line));
+    // SAFETY: as above.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let line = log_line(&dir.path, "serves; this one stops");
+    assert_eq!(pid_in(&line), new.0, "{line}");
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .map(|t| t.trim().to_string())
+            .map_err(|e| e.to_string()),
+        Ok(new.0.to_string())
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+}
+
+#[test]
+fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file() {
+    a_stop_during_an_upgrade_leaves_the_new_pid_file("");
+}
+
+/// As root, leaving it: the privileged helper removes the pid file.
+#[test]
+fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file_to_the_helper_too() {
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    a_stop_during_an_upgrade_leaves_the_new_pid_file("user = \"nobody\"\n");
 }

@@ -262,8 +262,9 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // In the foreground the pid file is there before the banner says the
     // server listens (whoever waits for that line may signal it at once);
     // a daemon's pid is known only once it has forked.
+    let mut written = None;
     if let (Some(path), false) = (&cfg.pid_file, cfg.daemon) {
-        pid_file::write(path)?;
+        written = pid_file::write(path)?;
     }
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
@@ -283,7 +284,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     if cfg.daemon {
         daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
         if let Some(path) = &cfg.pid_file {
-            pid_file::write(path)?;
+            written = pid_file::write(path)?;
         }
     }
     let mut open_logs = LogService::open(&cfg.log)?;
@@ -464,7 +465,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                         );
                         // A new brisk that wrote its pid before it failed.
                         if let Some(path) = pid_file.as_deref() {
-                            pid_file::reclaim(path, pid, &mut main_log);
+                            pid_file::reclaim(path, pid, &mut written, &mut main_log);
                         }
                     }
                 }
@@ -511,10 +512,17 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                 "SIGUSR2: the new brisk (pid {}) serves; this one stops",
                 p.pid()
             ),
-            upgrade::Progress::Waiting | upgrade::Progress::Failed(_) => format!(
-                "SIGUSR2: the upgrade is given up as brisk stops: {}",
-                p.abandon(upgrader.as_ref())
-            ),
+            upgrade::Progress::Waiting | upgrade::Progress::Failed(_) => {
+                let pid = p.pid();
+                let line = format!(
+                    "SIGUSR2: the upgrade is given up as brisk stops: {}",
+                    p.abandon(upgrader.as_ref())
+                );
+                if let Some(path) = pid_file.as_deref() {
+                    pid_file::reclaim(path, pid, &mut written, &mut main_log);
+                }
+                line
+            }
         };
         main_log.log(Level::Info, format_args!("{line}"));
     }
@@ -528,6 +536,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             confined.privileged.as_deref(),
             loaded.pid_file.as_deref(),
             pid_file.as_deref(),
+            written,
             &mut main_log,
         ),
     }
