@@ -269,29 +269,68 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     assert!(log.contains("] stopped\n"), "{log}");
 }
 
-/// A daemon that fails after it detached (here: its pid file cannot be
-/// written, in /proc) makes `brisk --daemon` fail too, rather than exit
-/// 0 with nothing serving.
-#[test]
-fn a_daemon_that_fails_to_start_makes_its_starter_fail() {
-    let dir = TempDir::new("daemon-fails");
+/// Runs `brisk --daemon` on a site in `dir` with `args`, expecting the
+/// daemon to fail after it detached: `brisk --daemon` exits 1 rather
+/// than 0 with nothing serving; returns what it printed.
+fn failed_daemon(dir: &TempDir, args: &[&std::ffi::OsStr]) -> String {
     let root = dir.path.join("root");
     write_file(&root.join("hello.txt"), b"x");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
         .args(common::root_args())
-        .args(["--daemon", "--listen", "127.0.0.1:0", "--access-log", "off"])
-        .args(["--pid-file", "/proc/brisk-test.pid", "--error-log", "off"])
-        .arg("--root")
+        .args(["--daemon", "--listen", "127.0.0.1:0", "--root"])
         .arg(&root)
+        .args(args)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run brisk --daemon");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A daemon that fails after it detached (here: its pid file cannot be
+/// written, in /proc) makes `brisk --daemon` fail too, and says why.
+#[test]
+fn a_daemon_that_fails_to_start_makes_its_starter_fail() {
+    let dir = TempDir::new("daemon-fails");
+    let args = ["--access-log", "off", "--error-log", "off", "--pid-file"];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    args.push("/proc/brisk-test.pid".as_ref());
+    let stderr = failed_daemon(&dir, &args);
+    // The daemon's reason, handed back to the process that started it.
     assert!(
-        stderr.contains("brisk: the daemon stopped before it served"),
+        stderr.contains("brisk: cannot write pid file /proc/brisk-test.pid: "),
         "{stderr}"
     );
+}
+
+/// A daemon that fails after it wrote its pid file (here: the access log
+/// is a directory) hands its reason back to `brisk --daemon`, which
+/// prints it (the daemon's stderr is /dev/null, and its error log may
+/// not be open yet), and removes its pid file.
+#[test]
+fn a_daemon_that_fails_after_its_pid_file_says_why_and_leaves_none() {
+    let dir = TempDir::new("daemon-says-why");
+    let pid_file = dir.path.join("brisk.pid");
+    let error_log = dir.path.join("error.log");
+    let stderr = failed_daemon(
+        &dir,
+        &[
+            "--access-log".as_ref(),
+            dir.path.as_os_str(),
+            "--error-log".as_ref(),
+            error_log.as_os_str(),
+            "--pid-file".as_ref(),
+            pid_file.as_os_str(),
+        ],
+    );
+    let why = format!("brisk: cannot open the access log {}: ", dir.path.display());
+    assert!(stderr.contains(&why), "{stderr}");
+    assert!(stderr.contains("Is a directory"), "{stderr}");
+    assert!(
+        !stderr.contains("the daemon stopped before it served"),
+        "{stderr}"
+    );
+    assert!(!pid_file.exists(), "the failed daemon's pid file is left");
 }
 
 #[test]

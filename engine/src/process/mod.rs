@@ -199,10 +199,36 @@ fn delay_stop(
     }
 }
 
+/// What a start that fails leaves undone: the pid file it wrote (the
+/// path as configured, and which file it wrote), and a daemon's parent
+/// still waiting to hear.
+#[derive(Default)]
+struct Undo {
+    pid_file: Option<(std::path::PathBuf, pid_file::Written)>,
+    daemon: Option<sys::process::Daemon>,
+}
+
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
 /// SIGHUP reloads through `reload` (see `reload.rs`); without it, SIGHUP is
-/// logged and ignored.
-pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
+/// logged and ignored. A start that fails after it wrote the pid file
+/// removes it; one that fails after it daemonized tells the process
+/// that started brisk why (its stderr is /dev/null by then), which says
+/// it and exits 1.
+pub fn run(cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
+    let mut undo = Undo::default();
+    let served = serve(cfg, reload, &mut undo);
+    if let Err(e) = &served {
+        if let Some((path, written)) = undo.pid_file.take() {
+            pid_file::discard(&path, written);
+        }
+        if let Some(daemon) = undo.daemon.take() {
+            daemon.failed(&e.to_string());
+        }
+    }
+    served
+}
+
+fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(), Error> {
     // Blocked before any thread exists (the log writer included), so that
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
@@ -262,9 +288,8 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // In the foreground the pid file is there before the banner says the
     // server listens (whoever waits for that line may signal it at once);
     // a daemon's pid is known only once it has forked.
-    let mut written = None;
     if let (Some(path), false) = (&cfg.pid_file, cfg.daemon) {
-        written = pid_file::write(path)?;
+        undo.pid_file = Some((path.clone(), pid_file::write(path)?));
     }
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
@@ -280,11 +305,10 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         console::say(format_args!("listening on {}", url(a)));
     }
     // (The process that started brisk waits until `ready` below.)
-    let mut daemon = None;
     if cfg.daemon {
-        daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
+        undo.daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
         if let Some(path) = &cfg.pid_file {
-            written = pid_file::write(path)?;
+            undo.pid_file = Some((path.clone(), pid_file::write(path)?));
         }
     }
     let mut open_logs = LogService::open(&cfg.log)?;
@@ -369,9 +393,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     #[cfg(feature = "acme")]
     let mut acme_started = running.config().acme().cloned();
     manager.ready("serving", &mut main_log);
-    if let Some(d) = daemon.take() {
+    if let Some(d) = undo.daemon.take() {
         d.ready();
     }
+    // Serving: the pid file is removed at the end (see pid_file::remove).
+    let mut written = undo.pid_file.take().and_then(|(_, written)| written);
     let mut stop = None;
     if let Some(h) = handover.take() {
         // The previous brisk waits for this to retire.

@@ -46,6 +46,14 @@ pub(super) fn reclaim(path: &Path, gone: i32, written: &mut Written, log: &mut L
     }
 }
 
+/// A start that failed after it wrote the pid file at `path` (as
+/// configured) removes it, if it is still the file it wrote.
+pub(super) fn discard(path: &Path, written: Written) {
+    if written.is_some() && sys::fs::identity(path) == written {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// Removes the pid file at the end, by the process that kept the right
 /// to: the privileged helper when there is one (it exits afterwards, so
 /// it is told even without a pid file), this process otherwise. `loaded`
