@@ -269,29 +269,67 @@ fn daemon_detaches_writes_its_pid_and_stops_on_sigterm() {
     assert!(log.contains("] stopped\n"), "{log}");
 }
 
-/// A daemon that fails after it detached (here: its pid file cannot be
-/// written, in /proc) makes `brisk --daemon` fail too, rather than exit
-/// 0 with nothing serving.
-#[test]
-fn a_daemon_that_fails_to_start_makes_its_starter_fail() {
-    let dir = TempDir::new("daemon-fails");
+/// Runs `brisk --daemon` on a site in `dir` with `args`, expecting the
+/// daemon to fail after it detached: `brisk --daemon` exits 1 rather
+/// than 0 with nothing serving; returns what it printed.
+fn failed_daemon(dir: &TempDir, args: &[&std::ffi::OsStr]) -> String {
     let root = dir.path.join("root");
     write_file(&root.join("hello.txt"), b"x");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
         .args(common::root_args())
-        .args(["--daemon", "--listen", "127.0.0.1:0", "--access-log", "off"])
-        .args(["--pid-file", "/proc/brisk-test.pid", "--error-log", "off"])
-        .arg("--root")
+        .args(["--daemon", "--listen", "127.0.0.1:0", "--root"])
         .arg(&root)
+        .args(args)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run brisk --daemon");
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A daemon that fails after it detached (here: its pid file cannot be
+/// written, in /proc) makes `brisk --daemon` fail too, and says why.
+#[test]
+fn a_daemon_that_fails_to_start_makes_its_starter_fail() {
+    let dir = TempDir::new("daemon-fails");
+    let args = ["--access-log", "off", "--error-log", "off", "--pid-file"];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    args.push("/proc/brisk-test.pid".as_ref());
+    let stderr = failed_daemon(&dir, &args);
+    // The daemon's reason, handed back to the process that started it.
     assert!(
-        stderr.contains("brisk: the daemon stopped before it served"),
+        stderr.contains("brisk: cannot write pid file /proc/brisk-test.pid: "),
         "{stderr}"
     );
+}
+
+/// A daemon that fails after it wrote its pid file (here: the access log
+/// cannot be created, in /proc) hands its reason back to `brisk
+/// --daemon`, which prints it (the daemon's stderr is /dev/null, and its
+/// error log may not be open yet), and removes its pid file.
+#[test]
+fn a_daemon_that_fails_after_its_pid_file_says_why_and_leaves_none() {
+    let dir = TempDir::new("daemon-says-why");
+    let pid_file = dir.path.join("brisk.pid");
+    let error_log = dir.path.join("error.log");
+    let stderr = failed_daemon(
+        &dir,
+        &[
+            "--access-log".as_ref(),
+            "/proc/brisk-test-access.log".as_ref(),
+            "--error-log".as_ref(),
+            error_log.as_os_str(),
+            "--pid-file".as_ref(),
+            pid_file.as_os_str(),
+        ],
+    );
+    let why = "brisk: cannot open the access log /proc/brisk-test-access.log: ";
+    assert!(stderr.contains(why), "{stderr}");
+    assert!(
+        !stderr.contains("the daemon stopped before it served"),
+        "{stderr}"
+    );
+    assert!(!pid_file.exists(), "the failed daemon's pid file is left");
 }
 
 #[test]
@@ -657,4 +695,81 @@ fn the_example_configuration_passes_check_config_from_the_repository_root() {
     }
     assert!(stdout.contains("autoindex off;"), "{stdout}");
     assert!(stdout.contains("\nuser: "), "{stdout}");
+}
+
+/// A log or pid file path that is a directory is refused by
+/// --check-config (not only by the start, which failed naming no line),
+/// with the file, the line and the key; the start says the same.
+#[test]
+fn check_config_refuses_a_log_or_pid_file_that_is_a_directory() {
+    let dir = TempDir::new("file-is-dir");
+    let d = dir.path.display();
+    for (name, text, line, key) in [
+        (
+            "access",
+            format!("root = \"{d}\"\n[log]\naccess = \"{d}\"\n"),
+            3,
+            "log.access",
+        ),
+        (
+            "error",
+            format!("root = \"{d}\"\n[log]\naccess = \"off\"\nerror = \"{d}\"\n"),
+            4,
+            "log.error",
+        ),
+        (
+            "pid",
+            format!("root = \"{d}\"\npid_file = \"{d}\"\n"),
+            2,
+            "pid_file",
+        ),
+    ] {
+        let cfg = dir.path.join(format!("{name}.toml"));
+        fs::write(&cfg, text).unwrap();
+        let cfg = cfg.to_str().unwrap();
+        let want = format!("brisk: {cfg}:{line}: {key}: {d} is a directory: name a file");
+        for extra in [&["--check-config"][..], &["--listen", "127.0.0.1:0"][..]] {
+            let args: Vec<&str> = ["--config", cfg].iter().chain(extra).copied().collect();
+            let (st, _, err) = run_brisk(&args);
+            assert_eq!(st.code(), Some(2), "{name} {extra:?}: {err}");
+            assert!(err.starts_with(&want), "{name} {extra:?}: {err}");
+        }
+    }
+}
+
+/// Run by another user than root, a configuration with a `user` to
+/// switch to is refused by --check-config as by the start, with the
+/// line: only root can change user.
+#[test]
+fn check_config_refuses_a_user_switch_without_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root, to run brisk as nobody");
+        return;
+    }
+    let dir = TempDir::new("user-switch");
+    let cfg = dir.path.join("site.toml");
+    fs::write(
+        &cfg,
+        format!("root = \"{}\"\nuser = \"root\"\n", dir.path.display()),
+    )
+    .unwrap();
+    fs::set_permissions(&dir.path, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&cfg, fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(["--check-config", "--config"])
+        .arg(&cfg)
+        .uid(65534)
+        .gid(65534)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run brisk as nobody");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let want = format!(
+        "brisk: {}:2: user: cannot switch to user \"root\" (uid 0): brisk runs as uid 65534",
+        cfg.display()
+    );
+    assert!(err.starts_with(&want), "{err}");
 }

@@ -56,11 +56,16 @@ fn copy_binary(to: &Path) {
 /// Starts `bin` with `config` (top-level keys) and the rest of a site
 /// (the error log in `<dir>/error.log`).
 fn start(bin: &Path, dir: &Path, config: &str) -> (KillOnDrop, SocketAddr) {
+    start_with(bin, dir, config, "")
+}
+
+/// [`start`], with `tables` (whole tables) at the end of the file.
+fn start_with(bin: &Path, dir: &Path, config: &str, tables: &str) -> (KillOnDrop, SocketAddr) {
     let cfg = dir.join("brisk.toml");
     fs::write(
         &cfg,
         format!(
-            "{config}root = \"{}\"\nlisten = \"127.0.0.1:0\"\nworkers = 2\npid_file = \"{}\"\n[log]\naccess = \"off\"\nerror = \"{}\"\n",
+            "{config}root = \"{}\"\nlisten = \"127.0.0.1:0\"\nworkers = 2\npid_file = \"{}\"\n[log]\naccess = \"off\"\nerror = \"{}\"\n{tables}",
             dir.join("root").display(),
             dir.join("brisk.pid").display(),
             dir.join("error.log").display()
@@ -293,4 +298,150 @@ fn upgrade_false_keeps_no_helper() {
         let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         assert_ne!(comm.trim(), "brisk-upgrade");
     }
+}
+
+/// Process `pid` has exited (gone, or a zombie nobody reaped yet).
+fn exited(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/status")) {
+        Err(_) => true,
+        Ok(status) => status
+            .lines()
+            .any(|l| l.starts_with("State:") && l.contains('Z')),
+    }
+}
+
+/// Replaces `bin` by a program that never says it serves, yet holds the
+/// sockets it is handed (a new brisk stuck at its start), and sends
+/// `old` SIGUSR2; returns the program's pid (SIGKILLed when dropped).
+fn upgrade_to_a_stuck_program(dir: &Path, bin: &Path, old: &KillOnDrop) -> KillPid {
+    let staged = dir.join("stuck.new");
+    let made = Command::new("sh")
+        .arg("-c")
+        .arg("printf '#!/bin/sh\\nexec sleep 300\\n' > \"$1\" && chmod 755 \"$1\"")
+        .arg("sh")
+        .arg(&staged)
+        .status()
+        .expect("run sh");
+    assert!(made.success());
+    fs::rename(&staged, bin).unwrap();
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(dir, "SIGUSR2: started the new binary");
+    KillPid(pid_in(&line))
+}
+
+/// The old brisk stopped: its port refuses connections (no process
+/// holds it).
+fn stop_frees_the_port(old: &mut KillOnDrop, addr: SocketAddr) {
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let refused = TcpStream::connect_timeout(&addr, Duration::from_secs(2));
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_new_binary_that_never_serves_is_killed_and_leaves_the_port_free() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let stuck = upgrade_to_a_stuck_program(&dir.path, &bin, &old);
+    // It starts with no signal blocked (brisk blocks them for itself).
+    let status = wait_for("the new program", || {
+        let s = fs::read_to_string(format!("/proc/{}/status", stuck.0)).ok()?;
+        s.contains("Name:\tsleep").then_some(s)
+    });
+    assert!(status.contains("\nSigBlk:\t0000000000000000\n"), "{status}");
+    // Given up after 60 s: killed, and the old one serves on.
+    let line = wait_for_within(Duration::from_secs(90), "the upgrade to fail", || {
+        let log = fs::read_to_string(dir.path.join("error.log")).ok()?;
+        log.lines()
+            .find(|l| l.contains("SIGUSR2: upgrade failed:"))
+            .map(str::to_string)
+    });
+    assert!(line.contains("did not serve within 60s"), "{line}");
+    let killed = format!("killed the new brisk (pid {})", stuck.0);
+    assert!(line.contains(&killed), "{line}");
+    assert!(exited(stuck.0), "the stuck program still runs");
+    assert!(old.0.try_wait().unwrap().is_none());
+    assert_eq!(request(addr, &mut None), Ok(()));
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .unwrap()
+            .trim(),
+        old.0.id().to_string()
+    );
+    stop_frees_the_port(&mut old, addr);
+}
+
+#[test]
+fn a_stop_while_an_upgrade_is_stuck_kills_the_new_program() {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start(&bin, &dir.path, "");
+    let stuck = upgrade_to_a_stuck_program(&dir.path, &bin, &old);
+    stop_frees_the_port(&mut old, addr);
+    let line = log_line(&dir.path, "SIGUSR2: the upgrade is given up as brisk stops");
+    let killed = format!("killed the new brisk (pid {})", stuck.0);
+    assert!(line.contains(&killed), "{line}");
+    assert!(exited(stuck.0), "the stuck program still runs");
+    assert!(!dir.path.join("brisk.pid").exists());
+}
+
+/// SIGKILLs a process this test made brisk start, at the end.
+struct KillPid(i32);
+
+impl Drop for KillPid {
+    fn drop(&mut self) {
+        if !exited(self.0) {
+            // SAFETY: kill(2) on the pid brisk reported for the program
+            // it started.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+}
+
+/// SIGTERM soon after SIGUSR2: the old brisk stops (after its stop
+/// delay, while the new one comes up), and leaves the pid file to the
+/// new brisk that serves, which wrote its own there.
+fn a_stop_during_an_upgrade_leaves_the_new_pid_file(config: &str) {
+    let dir = site();
+    let bin = own_binary(&dir.path);
+    let (mut old, addr) = start_with(&bin, &dir.path, config, "[timeouts]\nstop_delay = \"3s\"\n");
+    // SAFETY: kill(2) on this test's child.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGUSR2) };
+    let line = log_line(&dir.path, "SIGUSR2: started the new binary");
+    let new = Upgraded(pid_in(&line));
+    // SAFETY: as above.
+    unsafe { libc::kill(old.0.id() as i32, libc::SIGTERM) };
+    wait_exit(&mut old.0, Duration::from_secs(30)).expect("the old brisk exits");
+    let line = log_line(&dir.path, "serves; this one stops");
+    assert_eq!(pid_in(&line), new.0, "{line}");
+    assert_eq!(
+        fs::read_to_string(dir.path.join("brisk.pid"))
+            .map(|t| t.trim().to_string())
+            .map_err(|e| e.to_string()),
+        Ok(new.0.to_string())
+    );
+    assert_eq!(request(addr, &mut None), Ok(()));
+}
+
+#[test]
+fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file() {
+    a_stop_during_an_upgrade_leaves_the_new_pid_file("");
+}
+
+/// As root, leaving it: the privileged helper removes the pid file.
+#[test]
+fn a_stop_soon_after_sigusr2_leaves_the_new_brisks_pid_file_to_the_helper_too() {
+    if brisk::sys::privileges::euid() != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    a_stop_during_an_upgrade_leaves_the_new_pid_file("user = \"nobody\"\n");
 }

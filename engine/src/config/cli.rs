@@ -463,6 +463,12 @@ fn load_command(
     if config.daemon {
         check_daemon_logs(&config, &origins)?;
     }
+    // A user switch needs root: said with the line (at start, and by
+    // --check-config run as the user brisk will start as), not by the
+    // start alone; `brisk --stop` and the like need no switch.
+    if flags.signal.is_none() {
+        check_user_switch(&config, &origins)?;
+    }
 
     // The brisk command's handlers are its built-ins (an embedder's
     // server checks its own registry when it starts).
@@ -675,6 +681,26 @@ fn check_parent(file: &Path, from: &str) -> Result<(), ConfigError> {
             "{from}: cannot create {}: the directory {} does not exist",
             file.display(),
             dir.display()
+        ))),
+        // (A file brisk opens or replaces: a directory there is no file.)
+        _ if file.is_dir() => Err(error(format!(
+            "{from}: {} is a directory: name a file (in it, or elsewhere)",
+            file.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `user` names another user than the one brisk runs as, which only root
+/// can switch to.
+fn check_user_switch(config: &Config, origins: &Origins) -> Result<(), ConfigError> {
+    let euid = crate::sys::privileges::euid();
+    match &config.user {
+        Some(u) if euid != 0 && u.uid != euid => Err(error(format!(
+            "{}: cannot switch to user \"{}\" (uid {}): brisk runs as uid {euid}, and only root can change user (start it as root, or leave user out)",
+            origins.user.as_deref().unwrap_or("--user"),
+            u.name,
+            u.uid
         ))),
         _ => Ok(()),
     }

@@ -199,10 +199,36 @@ fn delay_stop(
     }
 }
 
+/// What a start that fails leaves undone: the pid file it wrote (the
+/// path as configured, and which file it wrote), and a daemon's parent
+/// still waiting to hear.
+#[derive(Default)]
+struct Undo {
+    pid_file: Option<(std::path::PathBuf, pid_file::Written)>,
+    daemon: Option<sys::process::Daemon>,
+}
+
 /// Serves `cfg` until SIGINT or SIGTERM; returns after a graceful drain.
 /// SIGHUP reloads through `reload` (see `reload.rs`); without it, SIGHUP is
-/// logged and ignored.
-pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
+/// logged and ignored. A start that fails after it wrote the pid file
+/// removes it; one that fails after it daemonized tells the process
+/// that started brisk why (its stderr is /dev/null by then), which says
+/// it and exits 1.
+pub fn run(cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
+    let mut undo = Undo::default();
+    let served = serve(cfg, reload, &mut undo);
+    if let Err(e) = &served {
+        if let Some((path, written)) = undo.pid_file.take() {
+            pid_file::discard(&path, written);
+        }
+        if let Some(daemon) = undo.daemon.take() {
+            daemon.failed(&e.to_string());
+        }
+    }
+    served
+}
+
+fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(), Error> {
     // Blocked before any thread exists (the log writer included), so that
     // every thread inherits the mask and a signal can only ever be taken
     // by the main thread's sigtimedwait, never by a default action.
@@ -263,7 +289,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     // server listens (whoever waits for that line may signal it at once);
     // a daemon's pid is known only once it has forked.
     if let (Some(path), false) = (&cfg.pid_file, cfg.daemon) {
-        pid_file::write(path)?;
+        undo.pid_file = Some((path.clone(), pid_file::write(path)?));
     }
     // The banner goes to stderr: stdout is the access log by default, and
     // a consumer of a JSON log must not meet two lines of prose first.
@@ -279,11 +305,10 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         console::say(format_args!("listening on {}", url(a)));
     }
     // (The process that started brisk waits until `ready` below.)
-    let mut daemon = None;
     if cfg.daemon {
-        daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
+        undo.daemon = Some(sys::process::daemonize().map_err(Error::Daemonize)?);
         if let Some(path) = &cfg.pid_file {
-            pid_file::write(path)?;
+            undo.pid_file = Some((path.clone(), pid_file::write(path)?));
         }
     }
     // Started as root to serve as another user: the logs it makes are
@@ -373,9 +398,11 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
     #[cfg(feature = "acme")]
     let mut acme_started = running.config().acme().cloned();
     manager.ready("serving", &mut main_log);
-    if let Some(d) = daemon.take() {
+    if let Some(d) = undo.daemon.take() {
         d.ready();
     }
+    // Serving: the pid file is removed at the end (see pid_file::remove).
+    let mut written = undo.pid_file.take().and_then(|(_, written)| written);
     let mut stop = None;
     if let Some(h) = handover.take() {
         // The previous brisk waits for this to retire.
@@ -463,11 +490,19 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
                         break Stop::Upgraded;
                     }
                     upgrade::Progress::Failed(why) => {
+                        let pid = p.pid();
+                        let done = pending.take().map(|p| p.abandon(upgrader.as_ref()));
                         main_log.log(
                             Level::Error,
-                            format_args!("SIGUSR2: upgrade failed: {why}; still serving"),
+                            format_args!(
+                                "SIGUSR2: upgrade failed: {why}; {}; still serving",
+                                done.unwrap_or_default()
+                            ),
                         );
-                        pending = None;
+                        // A new brisk that wrote its pid before it failed.
+                        if let Some(path) = pid_file.as_deref() {
+                            pid_file::reclaim(path, pid, &mut written, &mut main_log);
+                        }
                     }
                 }
                 main_log.flush();
@@ -485,7 +520,6 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             manager.tick(running.responsive(STUCK), &mut main_log);
         },
     };
-    drop(upgrader);
     if stop == Stop::Upgraded {
         // The sockets are the new brisk's now: no STOPPING for the service
         // manager, no stop delay, the pid file stays (it names the new one).
@@ -505,6 +539,30 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
         main_log.flush();
     }
     running.stop();
+    // Stopped while an upgrade was under way: a new brisk that serves by
+    // now has the sockets (and the pid file); one that does not would
+    // find nobody waiting, or hold the sockets for ever if stuck: killed.
+    if let Some(mut p) = pending.take().filter(|_| stop != Stop::Upgraded) {
+        let line = match p.progress() {
+            upgrade::Progress::Ready => format!(
+                "SIGUSR2: the new brisk (pid {}) serves; this one stops",
+                p.pid()
+            ),
+            upgrade::Progress::Waiting | upgrade::Progress::Failed(_) => {
+                let pid = p.pid();
+                let line = format!(
+                    "SIGUSR2: the upgrade is given up as brisk stops: {}",
+                    p.abandon(upgrader.as_ref())
+                );
+                if let Some(path) = pid_file.as_deref() {
+                    pid_file::reclaim(path, pid, &mut written, &mut main_log);
+                }
+                line
+            }
+        };
+        main_log.log(Level::Info, format_args!("{line}"));
+    }
+    drop(upgrader);
     match (stop, confined.privileged.as_deref()) {
         (Stop::Upgraded, Some(helper)) => {
             let _ = helper.leave();
@@ -514,6 +572,7 @@ pub fn run(mut cfg: Config, reload: Option<Reload>) -> Result<(), Error> {
             confined.privileged.as_deref(),
             loaded.pid_file.as_deref(),
             pid_file.as_deref(),
+            written,
             &mut main_log,
         ),
     }

@@ -8,27 +8,66 @@ use crate::config::Level;
 use crate::log::Logger;
 use crate::sys::{self, privileged::Privileged};
 
-/// Writes this process's pid and a newline to `path`.
-pub(super) fn write(path: &Path) -> Result<(), Error> {
+/// Which file a pid file is (see [`sys::fs::identity`]).
+pub(super) type Written = Option<(u64, u64)>;
+
+/// Writes this process's pid and a newline to `path`; returns which file
+/// it wrote, so that the end removes that one only.
+pub(super) fn write(path: &Path) -> Result<Written, Error> {
     // Whole (see `write_whole`), so that `brisk --reload` (or a service
     // manager) reading it at that moment never finds it empty.
     let pid = format!("{}\n", sys::process::pid());
     sys::fs::write_whole(path, pid.as_bytes(), 0o644).map_err(|source| Error::PidFile {
         path: path.to_path_buf(),
         source,
-    })
+    })?;
+    Ok(sys::fs::identity(path))
+}
+
+/// Whether the pid file at `path` names process `pid`.
+pub(super) fn names(path: &Path, pid: u32) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.trim() == pid.to_string())
+}
+
+/// After a failed upgrade: the pid file names this process again if the
+/// new brisk `gone` had written its own there (a failure is logged).
+pub(super) fn reclaim(path: &Path, gone: i32, written: &mut Written, log: &mut Logger) {
+    if !u32::try_from(gone).is_ok_and(|gone| names(path, gone)) {
+        return;
+    }
+    match write(path) {
+        Ok(now) => *written = now,
+        Err(e) => log.log(
+            Level::Warn,
+            format_args!(
+                "{e}: it still names the failed new brisk (pid {gone}); brisk --stop and the like cannot find this one"
+            ),
+        ),
+    }
+}
+
+/// A start that failed after it wrote the pid file at `path` (as
+/// configured) removes it, if it is still the file it wrote.
+pub(super) fn discard(path: &Path, written: Written) {
+    if written.is_some() && sys::fs::identity(path) == written {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Removes the pid file at the end, by the process that kept the right
 /// to: the privileged helper when there is one (it exits afterwards, so
 /// it is told even without a pid file), this process otherwise. `loaded`
 /// is the path as configured (what the helper removes), `here` the path
-/// as this process sees it (inside a chroot, if any). A failure is
-/// logged as a warning through `log`.
+/// as this process sees it (inside a chroot, if any). Either removes it
+/// only while it is the file this process wrote (`written`): a new brisk
+/// that an upgrade started meanwhile renamed its own over it, and a stop
+/// soon after SIGUSR2 removed that. A failure is logged as a warning
+/// through `log`.
 pub(super) fn remove(
     helper: Option<&Privileged>,
     loaded: Option<&Path>,
     here: Option<&Path>,
+    written: Written,
     log: &mut Logger,
 ) {
     match (helper, loaded) {
@@ -46,7 +85,9 @@ pub(super) fn remove(
         // Without root to begin with, the pid file's directory may not
         // let it go (as with lighttpd): say so.
         (None, _) => {
-            if let Some(pid_file) = here {
+            if let Some(pid_file) =
+                here.filter(|p| written.is_some() && sys::fs::identity(p) == written)
+            {
                 match std::fs::remove_file(pid_file) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => log.log(
                         Level::Warn,

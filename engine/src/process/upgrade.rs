@@ -8,7 +8,8 @@
 //! refused), finishes every response it started, answers the next
 //! request of an idle keep-alive connection with `Connection: close`, and
 //! exits. A new binary that fails (a bad configuration, a crash) or is
-//! not ready within [`READY_WITHIN`] changes nothing: this one serves on.
+//! not ready within [`READY_WITHIN`] changes nothing: it is killed (it
+//! holds copies of the listening sockets) and this one serves on.
 
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener};
@@ -18,7 +19,7 @@ use crate::server::{Inherited, Running, Speaks};
 use crate::sys::upgrade::{Handover, Started, Upgrader};
 
 /// How long the new brisk may take to serve before the upgrade is given
-/// up (it then stops by itself when it finds nobody waiting).
+/// up (it is then killed: see [`Pending::abandon`]).
 pub(super) const READY_WITHIN: Duration = Duration::from_secs(60);
 
 /// An upgrade under way.
@@ -79,7 +80,7 @@ impl Pending {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {
                 if self.since.elapsed() >= READY_WITHIN {
                     Progress::Failed(format!(
-                        "the new brisk (pid {}) did not serve within {READY_WITHIN:?}; it stops when it finds nobody waiting",
+                        "the new brisk (pid {}) did not serve within {READY_WITHIN:?}",
                         self.started.pid
                     ))
                 } else {
@@ -87,6 +88,23 @@ impl Pending {
                 }
             }
             Err(e) => Progress::Failed(format!("cannot hear from the new brisk: {e}")),
+        }
+    }
+
+    /// Gives the upgrade up: the new process, which holds copies of the
+    /// listening sockets (and, started from a blocked signal mask by an
+    /// older brisk, may not even hear SIGTERM), is killed through the
+    /// helper, which waits until it is gone. What to add to the log line.
+    pub(super) fn abandon(self, helper: Option<&Upgrader>) -> String {
+        let pid = self.started.pid;
+        match helper.map(|h| h.abandon(pid)) {
+            Some(Ok(())) => format!("killed the new brisk (pid {pid})"),
+            // (It exited by itself, and the helper reaped nothing.)
+            Some(Err(e)) if e.raw_os_error() == Some(libc::ESRCH) => {
+                format!("the new brisk (pid {pid}) is gone")
+            }
+            Some(Err(e)) => format!("cannot kill the new brisk (pid {pid}): {e}"),
+            None => format!("cannot kill the new brisk (pid {pid}): no upgrade helper"),
         }
     }
 }

@@ -446,6 +446,16 @@ pub(super) fn read_dir(fd: OwnedFd) -> io::Result<Vec<(Vec<u8>, Meta, bool)>> {
     Ok(out)
 }
 
+/// Which file `path` is (its device and inode), as a pid file written
+/// with [`write_whole`] is told from the one a later brisk (an upgrade)
+/// renamed over it; `None` when it cannot be looked at (gone).
+pub fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
 /// Writes `path` whole or not at all: a temporary file beside it (made
 /// with `mode`, less the umask; no `fchmod`, which the sandbox refuses),
 /// synced, renamed over it, the

@@ -5,7 +5,7 @@
 //! logrotate `create`s as root), bind a listen address a reload adds (a
 //! port below 1024, or any port while the server's sandbox keeps it from
 //! opening sockets), and remove the pid file when the server stops (or
-//! dies).
+//! dies), if it is still the file the server wrote.
 //!
 //! It is forked (see `service`) before the `chroot` and the user switch,
 //! so it sees the paths as configured, and confines itself at once: only
@@ -39,8 +39,8 @@ const OPEN_LOG: u8 = b'O';
 /// `reuseport`, 2 the bound on unsent bytes), the backlog (`i32`),
 /// `TCP_DEFER_ACCEPT` in seconds (`u32`), the address as text.
 const LISTEN: u8 = b'L';
-/// The server stops: remove the pid file (after the answer the helper
-/// exits).
+/// The server stops: remove the pid file, unless a new brisk (an upgrade
+/// that serves) replaced it since (after the answer the helper exits).
 const FINISH: u8 = b'F';
 /// The server hands over to a new brisk (an upgrade), which owns the pid
 /// file now: exit without removing it.
@@ -78,7 +78,11 @@ impl Privileged {
         grants: Grants,
         confine: impl FnOnce() -> Result<(), E>,
     ) -> io::Result<Privileged> {
-        let (sock, _pid) = service::fork(c"brisk-priv", confine, |sock| serve(sock, &grants))?;
+        // The pid file as this process wrote it: removed only while it is
+        // that file (a new brisk, an upgrade, renames its own over it).
+        let written = grants.pid_file.as_deref().and_then(fs::identity);
+        let (sock, _pid) =
+            service::fork(c"brisk-priv", confine, |sock| serve(sock, &grants, written))?;
         Ok(Privileged {
             sock: Mutex::new(sock),
         })
@@ -178,8 +182,9 @@ fn no_descriptor() -> io::Error {
 }
 
 /// The helper's loop: one answer per request, until the server finishes
-/// or goes away; the pid file is removed either way.
-fn serve(sock: OwnedFd, grants: &Grants) {
+/// or goes away; the pid file is removed either way (if it is still the
+/// file `written`).
+fn serve(sock: OwnedFd, grants: &Grants, written: Option<(u64, u64)>) {
     let mut buf = vec![0u8; MAX_REQUEST];
     loop {
         let n = match recv(sock.as_raw_fd(), &mut buf) {
@@ -190,7 +195,7 @@ fn serve(sock: OwnedFd, grants: &Grants) {
             Some((&OPEN_LOG, path)) => (false, open_log(grants, path)),
             Some((&LISTEN, arg)) => (false, listen(arg)),
             Some((&READ_TLS, path)) => (false, open_tls(grants, path)),
-            Some((&FINISH, [])) => (true, remove_pid_file(grants).map(|()| None)),
+            Some((&FINISH, [])) => (true, remove_pid_file(grants, written).map(|()| None)),
             Some((&LEAVE, [])) => (true, Ok(None)),
             _ => (false, Err(io::Error::from_raw_os_error(libc::EINVAL))),
         };
@@ -205,7 +210,7 @@ fn serve(sock: OwnedFd, grants: &Grants) {
         }
     }
     // The server went away without a word (killed, crashed).
-    let _ = remove_pid_file(grants);
+    let _ = remove_pid_file(grants, written);
 }
 
 fn open_log(grants: &Grants, path: &[u8]) -> io::Result<Option<OwnedFd>> {
@@ -243,13 +248,17 @@ fn listen(arg: &[u8]) -> io::Result<Option<OwnedFd>> {
     Ok(Some(l.into()))
 }
 
-fn remove_pid_file(grants: &Grants) -> io::Result<()> {
+/// Removes the pid file if it is still the file the server wrote (`written`):
+/// not one a new brisk (an upgrade) wrote since, naming itself.
+fn remove_pid_file(grants: &Grants, written: Option<(u64, u64)>) -> io::Result<()> {
     match &grants.pid_file {
-        Some(p) => match std::fs::remove_file(p) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        },
-        None => Ok(()),
+        Some(p) if written.is_some() && fs::identity(p) == written => {
+            match std::fs::remove_file(p) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
     }
 }
 

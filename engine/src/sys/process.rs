@@ -53,7 +53,10 @@ pub(crate) fn close_range(
 ///
 /// The process that was started waits until the daemon says it serves
 /// ([`Daemon::ready`]: its pid file written, its workers started), then
-/// exits 0; if the daemon ends first, it exits 1 and says so on stderr.
+/// exits 0; if the daemon fails first ([`Daemon::failed`]), it prints
+/// the daemon's reason on its stderr (the daemon's is /dev/null by then)
+/// and exits 1; if the daemon ends without a word, it exits 1 and says
+/// so.
 /// So whoever started brisk (a shell, systemd's `Type=forking`) finds the
 /// pid file and a serving server once it returns, or a failure.
 pub fn daemonize() -> io::Result<Daemon> {
@@ -68,22 +71,34 @@ pub fn daemonize() -> io::Result<Daemon> {
         let pid = cvt(unsafe { libc::fork() })?;
         if pid > 0 && round == 0 {
             drop(write);
-            let mut byte = [0u8; 1];
-            let got = loop {
-                // SAFETY: reads into a one-byte buffer.
-                let n = unsafe { libc::read(read.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
-                if n >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    break n;
+            // "R" (it serves), or "E" and the reason it failed, until the
+            // end of the pipe.
+            let mut said = Vec::new();
+            let mut buf = [0u8; 1024];
+            loop {
+                // SAFETY: reads into a buffer of that length.
+                let n = unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+                match n {
+                    1.. => said.extend_from_slice(&buf[..n as usize]),
+                    0 => break,
+                    _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+                    _ => break,
                 }
-            };
-            if got == 1 {
+                if said.first() == Some(&b'R') || said.len() > 64 * 1024 {
+                    break;
+                }
+            }
+            if said.first() == Some(&b'R') {
                 // SAFETY: the parent leaves at once without running
                 // destructors that could flush shared buffers twice.
                 unsafe { libc::_exit(0) };
             }
-            let msg: &[u8] =
-                b"brisk: the daemon stopped before it served; its error log says why\n";
-            // SAFETY: writes a static message to stderr, then leaves.
+            let msg = match said.split_first() {
+                Some((b'E', why)) => [b"brisk: ", why, b"\n"].concat(),
+                _ => b"brisk: the daemon stopped before it served; its error log may say why\n"
+                    .to_vec(),
+            };
+            // SAFETY: writes the message to stderr, then leaves.
             unsafe {
                 libc::write(2, msg.as_ptr().cast(), msg.len());
                 libc::_exit(1)
@@ -123,6 +138,21 @@ impl Daemon {
     pub fn ready(self) {
         // SAFETY: a one-byte write to the pipe's write end, owned here.
         let _ = unsafe { libc::write(self.ready.as_raw_fd(), b"R".as_ptr().cast(), 1) };
+    }
+
+    /// Tells the process that started brisk why the daemon failed before
+    /// it served: it prints `why` on its stderr and exits 1.
+    pub fn failed(self, why: &str) {
+        let msg = [b"E", why.as_bytes()].concat();
+        // SAFETY: a write from a buffer of that length to the pipe's write
+        // end, owned here (at most 64 KiB: the pipe takes it whole).
+        let _ = unsafe {
+            libc::write(
+                self.ready.as_raw_fd(),
+                msg.as_ptr().cast(),
+                msg.len().min(64 * 1024),
+            )
+        };
     }
 }
 

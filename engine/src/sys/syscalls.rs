@@ -151,10 +151,15 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_setsockopt,
     libc::SYS_bind,
     libc::SYS_listen,
-    // the pid file,
+    // the pid file (which file it is before it is removed: still the
+    // server's, not one a new brisk renamed over it in an upgrade),
     libc::SYS_unlinkat,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_unlink,
+    libc::SYS_statx,
+    libc::SYS_newfstatat,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lstat,
     // memory,
     libc::SYS_brk,
     libc::SYS_mmap,

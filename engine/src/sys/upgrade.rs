@@ -37,6 +37,13 @@ const HAND: u8 = b'H';
 /// Start the new binary with the descriptors handed; answered with the
 /// errno (0), its pid, and the read end of its readiness pipe.
 const START: u8 = b'S';
+/// Give up the upgrade started last (its pid the argument, a native
+/// `i32`): SIGKILL it and wait until it is gone (its descriptors, the
+/// listening sockets among them, closed); answered with 0.
+const ABANDON: u8 = b'K';
+
+/// How long [`ABANDON`] waits for the killed process to be gone.
+const GONE_WITHIN: i32 = 5000;
 
 /// Descriptors per message (what `service::send` carries).
 const PER_MESSAGE: usize = 8;
@@ -92,19 +99,7 @@ impl Upgrader {
     /// binary with them.
     pub fn upgrade(&self, sockets: &[(&TcpListener, &str, SocketAddr)]) -> io::Result<Started> {
         let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner());
-        let gone = || io::Error::other("the upgrade helper (brisk-upgrade) is gone");
-        let ask = |msg: &[u8], fds: &[RawFd]| -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
-            send(sock.as_raw_fd(), msg, fds).map_err(|_| gone())?;
-            let mut reply = [0u8; 8];
-            let (n, fds) = recv(sock.as_raw_fd(), &mut reply).map_err(|_| gone())?;
-            if n < 4 {
-                return Err(gone());
-            }
-            match i32::from_ne_bytes([reply[0], reply[1], reply[2], reply[3]]) {
-                0 => Ok((reply[..n].to_vec(), fds)),
-                errno => Err(io::Error::from_raw_os_error(errno)),
-            }
-        };
+        let ask = |msg: &[u8], fds: &[RawFd]| ask(sock.as_raw_fd(), msg, fds);
         for chunk in sockets.chunks(PER_MESSAGE) {
             let mut msg = vec![HAND];
             let mut fds = Vec::with_capacity(chunk.len());
@@ -124,6 +119,82 @@ impl Upgrader {
         set_nonblocking(ready.as_raw_fd())?;
         Ok(Started { pid, ready })
     }
+
+    /// Gives up the new brisk `pid` that [`Upgrader::upgrade`] started:
+    /// the helper (which has the identity brisk started with, as the new
+    /// process may still have) kills it with SIGKILL and returns once it
+    /// is gone, its copies of the listening sockets closed (or after 5 s).
+    pub fn abandon(&self, pid: i32) -> io::Result<()> {
+        let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut msg = vec![ABANDON];
+        msg.extend_from_slice(&pid.to_ne_bytes());
+        ask(sock.as_raw_fd(), &msg, &[]).map(drop)
+    }
+}
+
+fn gone() -> io::Error {
+    io::Error::other("the upgrade helper (brisk-upgrade) is gone")
+}
+
+/// One request to the helper on `sock`; its answer (the errno first, 0)
+/// and the descriptors that came with it.
+fn ask(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> io::Result<(Vec<u8>, Vec<OwnedFd>)> {
+    send(sock, msg, fds).map_err(|_| gone())?;
+    let mut reply = [0u8; 8];
+    let (n, fds) = recv(sock, &mut reply).map_err(|_| gone())?;
+    if n < 4 {
+        return Err(gone());
+    }
+    match i32::from_ne_bytes([reply[0], reply[1], reply[2], reply[3]]) {
+        0 => Ok((reply[..n].to_vec(), fds)),
+        errno => Err(io::Error::from_raw_os_error(errno)),
+    }
+}
+
+/// A new brisk the helper started: its pid, and a pidfd for it (none on
+/// a kernel without pidfd_open, before 5.3), taken while it could not
+/// have been reaped, so that a kill never reaches a process that reused
+/// its pid.
+struct Launched {
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+}
+
+/// [`ABANDON`]: kills `launched` if it is the process `pid`, and waits
+/// until it is gone.
+fn abandon(launched: &mut Option<Launched>, pid: i32) -> io::Result<()> {
+    let Some(child) = launched.take_if(|l| l.pid == pid) else {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    };
+    let Some(pidfd) = &child.pidfd else {
+        // SAFETY: kill(2) on the pid this helper started (no pidfd).
+        unsafe { libc::kill(child.pid, libc::SIGKILL) };
+        return Ok(());
+    };
+    // SAFETY: pidfd_send_signal(2) with a pidfd this helper owns and no
+    // siginfo.
+    let sent = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if sent == -1 {
+        // (ESRCH: it has exited already.)
+        return Err(io::Error::last_os_error());
+    }
+    // Readable once the process has exited (its descriptors closed).
+    let mut poll = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut poll, 1, GONE_WITHIN) };
+    Ok(())
 }
 
 fn set_nonblocking(fd: RawFd) -> io::Result<()> {
@@ -137,6 +208,7 @@ fn set_nonblocking(fd: RawFd) -> io::Result<()> {
 /// the program with them and forgets them.
 fn serve(sock: OwnedFd, program: &Program) {
     let mut handed: Vec<(OwnedFd, String)> = Vec::new();
+    let mut launched: Option<Launched> = None;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let (n, fds) = match recv(sock.as_raw_fd(), &mut buf) {
@@ -157,8 +229,16 @@ fn serve(sock: OwnedFd, program: &Program) {
             Some((&START, [])) => {
                 let started = launch(program, &handed);
                 handed.clear();
-                started.map(Some)
+                started.map(|(child, ready)| {
+                    let pid = child.pid;
+                    launched = Some(child);
+                    Some((pid, ready))
+                })
             }
+            Some((&ABANDON, pid)) => match <[u8; 4]>::try_from(pid) {
+                Ok(pid) => abandon(&mut launched, i32::from_ne_bytes(pid)).map(|()| None),
+                Err(_) => Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            },
             _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         };
         let mut reply = Vec::with_capacity(8);
@@ -178,39 +258,60 @@ fn serve(sock: OwnedFd, program: &Program) {
 }
 
 /// Starts `program` with `handed` through an intermediate child; returns
-/// its pid and the read end of its readiness pipe.
-fn launch(program: &Program, handed: &[(OwnedFd, String)]) -> io::Result<(i32, OwnedFd)> {
+/// the new process and the read end of its readiness pipe.
+fn launch(program: &Program, handed: &[(OwnedFd, String)]) -> io::Result<(Launched, OwnedFd)> {
     let (ready_r, ready_w) = pipe()?;
     let (pid_r, pid_w) = pipe()?;
+    // Closed by this helper once it holds a pidfd for the new process:
+    // until then the intermediate child waits, so that the new process,
+    // still its child, cannot be reaped (and its pid reused) meanwhile.
+    let (go_r, go_w) = pipe()?;
     // SAFETY: the helper is single-threaded (forked before any thread
     // existed), so the child is a faithful copy that may run ordinary code.
     let child = cvt(unsafe { libc::fork() })?;
     if child == 0 {
         drop(ready_r);
         drop(pid_r);
+        drop(go_w);
         let pid = spawn(program, handed, ready_w.as_raw_fd()).unwrap_or(-1);
         let mut out = std::fs::File::from(pid_w);
         let _ = out.write_all(&pid.to_ne_bytes());
+        let _ = std::fs::File::from(go_r).read(&mut [0u8; 1]);
         // SAFETY: leaving the intermediate child at once; the new brisk
         // is reparented.
         unsafe { libc::_exit(0) };
     }
     drop(ready_w);
     drop(pid_w);
+    drop(go_r);
+    let mut pid = [0u8; 4];
+    let read = std::fs::File::from(pid_r).read_exact(&mut pid);
+    let pid = i32::from_ne_bytes(pid);
+    let pidfd = match (&read, pid) {
+        (Ok(()), 1..) => pidfd_open(pid),
+        _ => None,
+    };
+    drop(go_w);
     let mut status = 0;
     // SAFETY: `status` is a valid out-pointer; `child` is ours.
     unsafe { libc::waitpid(child, &mut status, 0) };
-    let mut pid = [0u8; 4];
-    std::fs::File::from(pid_r)
-        .read_exact(&mut pid)
-        .map_err(|_| io::Error::other("the new brisk could not be started"))?;
-    match i32::from_ne_bytes(pid) {
+    read.map_err(|_| io::Error::other("the new brisk could not be started"))?;
+    match pid {
         -1 => Err(io::Error::other(format!(
             "cannot start {}",
             program.path.display()
         ))),
-        pid => Ok((pid, ready_r)),
+        pid => Ok((Launched { pid, pidfd }, ready_r)),
     }
+}
+
+/// A pidfd for process `pid` (none where the kernel has no pidfd_open).
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open(2) takes plain integers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a new descriptor, owned by nobody else (pidfds are
+    // close-on-exec).
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 /// In the intermediate child: starts the program, its handed sockets and
@@ -230,7 +331,7 @@ fn spawn(program: &Program, handed: &[(OwnedFd, String)], ready: RawFd) -> io::R
         .env(SOCKETS_VAR, described.join(";"))
         .env(READY_VAR, ready.to_string());
     // SAFETY: the closure runs in the new child between fork and exec and
-    // only calls fcntl on descriptors it was given (async-signal-safe).
+    // only calls fcntl and sigprocmask (async-signal-safe).
     unsafe {
         cmd.pre_exec(move || {
             for &fd in &keep {
@@ -238,10 +339,19 @@ fn spawn(program: &Program, handed: &[(OwnedFd, String)], ready: RawFd) -> io::R
                     return Err(io::Error::last_os_error());
                 }
             }
+            // The signals brisk blocked at its start (HUP, INT, TERM,
+            // USR1, USR2) are blocked in this helper too, and std keeps
+            // the mask across its fork and exec: unblocked, so that the
+            // new program starts as a program does (a new brisk blocks
+            // them again itself) and `kill` stops it until then.
+            let mut none = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigemptyset(none.as_mut_ptr());
+            if libc::sigprocmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut()) == -1 {
+                return Err(io::Error::last_os_error());
+            }
             Ok(())
         });
     }
-    // std resets the signal mask (blocked since brisk's start) in the child.
     Ok(cmd.spawn()?.id() as i32)
 }
 
