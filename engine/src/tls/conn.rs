@@ -213,6 +213,13 @@ impl TlsConn {
         self.sni.as_ref().and_then(|n| n.as_deref())
     }
 
+    /// Whether the handshake still waits for a whole ClientHello: rustls
+    /// has chosen no version yet, so nothing has cost more than reading.
+    pub fn awaits_hello(&self) -> bool {
+        !self.failed
+            && matches!(&self.stage, Stage::Handshake(conn, _) if conn.protocol_version().is_none())
+    }
+
     /// Whether the client sent close_notify.
     pub fn peer_closed(&self) -> bool {
         self.peer_closed
