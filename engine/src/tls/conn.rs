@@ -163,6 +163,9 @@ pub struct TlsConn {
     /// message in records of its own), which it must see again, whole,
     /// at the next call ([`drive`]).
     fed: u32,
+    /// During the handshake: the bytes of rejected 0-RTT records skipped
+    /// ([`skipped_early_data`]).
+    early: u16,
 }
 
 impl std::fmt::Debug for TlsConn {
@@ -195,6 +198,7 @@ impl TlsConn {
             peer_closed: false,
             failed: false,
             fed: 0,
+            early: 0,
         })
     }
 
@@ -265,7 +269,15 @@ impl TlsConn {
         let mut got = Received::default();
         let result = match &mut self.stage {
             Stage::Handshake(conn, secrets) => {
-                let result = drive(conn, incoming, plaintext, out, &mut got, &mut self.fed);
+                let result = drive(
+                    conn,
+                    incoming,
+                    plaintext,
+                    out,
+                    &mut got,
+                    &mut self.fed,
+                    &mut self.early,
+                );
                 // What rustls told the key log while it ran, before any
                 // other connection of this thread is driven.
                 if let Some(caught) = super::secrets::caught() {
@@ -480,6 +492,7 @@ fn drive(
     out: &mut Vec<u8>,
     got: &mut Received,
     fed: &mut u32,
+    early: &mut u16,
 ) -> Result<bool, rustls::Error> {
     let mut peer_closed = false;
     // The bytes of `incoming` rustls may see: whole records (and the start
@@ -544,8 +557,24 @@ fn drive(
         };
         drain(incoming, discard);
         seen -= discard.min(seen);
-        if blocked && conn.is_handshaking() && seen < incoming.len() {
-            seen = next_record(conn, incoming, seen, out)?;
+        let skipped = skipped_early_data(conn, &incoming[..seen]);
+        if skipped {
+            // Gone past for good: shown again, rustls would try it again
+            // and count it again against what it skips. (Counted here
+            // too, against the same limit, for a record that was all
+            // zeros before rustls saw it.)
+            let payload = u16::try_from(seen - 5).unwrap_or(u16::MAX);
+            *early = early.saturating_add(payload);
+            if usize::from(*early) > MAX_PLAINTEXT {
+                return Err(rustls::Error::DecryptError);
+            }
+            drain(incoming, seen);
+            seen = 0;
+        }
+        if (blocked || skipped) && conn.is_handshaking() && seen < incoming.len() {
+            // (From the start of the record rustls saw part of, when it
+            // had not fully arrived then: that record, whole.)
+            seen = next_record(conn, incoming, record_start(incoming, seen), out)?;
             continue;
         }
         if !more {
@@ -556,6 +585,38 @@ fn drive(
     Err(rustls::Error::General(
         "too many TLS steps for one read".into(),
     ))
+}
+
+/// Whether `kept`, what rustls was shown and did not discard, is one
+/// whole record of rejected 0-RTT data that rustls tried and skipped (RFC 8446
+/// §4.2.10: the server skips the records it cannot decrypt, up to a
+/// limit, 16 KiB in rustls, where the client offered early data and it
+/// was not accepted). rustls says nothing of it: it discards a skipped
+/// record only with a message after it in the same slice, and sees it
+/// again (trying it again, and counting it again) at each later call,
+/// however many records follow one by one ([`drive`]): some 5 KiB of
+/// early data then went past the limit.
+///
+/// A record rustls decrypted (the start of a Finished split into
+/// records, which rustls keeps and must see again) has its plaintext in
+/// place, which ends with a content type that is not 0 (§5.4); one it
+/// could not decrypt has no plaintext: ring zeroes what it opened when
+/// the tag does not match, and a record too short for a tag is not
+/// opened. (Should a provider leave the bytes, the record is shown
+/// again, as before.)
+fn skipped_early_data(conn: &UnbufferedServerConnection, kept: &[u8]) -> bool {
+    const APPLICATION_DATA: u8 = 23;
+    const TAG: usize = 16;
+    let Some((&[kind, _, _, hi, lo], payload)) = kept.split_first_chunk::<5>() else {
+        return false;
+    };
+    kind == APPLICATION_DATA
+        && usize::from(u16::from_be_bytes([hi, lo])) == payload.len()
+        && conn.is_handshaking()
+        && conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3)
+        && payload[..payload.len().saturating_sub(TAG)]
+            .iter()
+            .all(|&b| b == 0)
 }
 
 /// Largest fragment of a record in plaintext (RFC 8446 §5.1).
@@ -585,6 +646,20 @@ fn next_record(
         }
     }
     Ok(record_end(incoming, from))
+}
+
+/// Where the record that `at` falls in starts (`at` itself at a
+/// record's start), by the records' headers from the front of
+/// `incoming`, which is always a record's start.
+fn record_start(incoming: &[u8], at: usize) -> usize {
+    let mut start = 0;
+    loop {
+        let end = record_end(incoming, start);
+        if end > at || end == start {
+            return start;
+        }
+        start = end;
+    }
 }
 
 /// Where the record that starts `from` bytes into `incoming` ends (its
