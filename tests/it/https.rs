@@ -278,6 +278,41 @@ fn client_hello() -> Vec<u8> {
 }
 
 #[test]
+fn a_client_with_no_common_alpn_protocol_hears_why() {
+    // RFC 7301 §3.2: no_application_protocol, here after the
+    // ServerHello (in TLS 1.3 the alert is encrypted: the client reads
+    // it with the handshake keys).
+    let server = both(&mut Builder::new(), "", "");
+    let mut config = (*common::tls::client_config(&[&rustls::version::TLS13])).clone();
+    config.alpn_protocols = vec![b"h9".to_vec()];
+    let mut conn = common::tls::client_conn_with(std::sync::Arc::new(config), "a.test");
+    let mut s = TcpStream::connect(tls_addr(&server)).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let mut error = None;
+    for _ in 0..10 {
+        match conn.complete_io(&mut s) {
+            Ok(_) if conn.is_handshaking() => {}
+            Ok(_) => panic!("a handshake without a common protocol"),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let error = error.expect("the handshake fails");
+    let why = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>());
+    assert_eq!(
+        why,
+        Some(&rustls::Error::AlertReceived(
+            rustls::AlertDescription::NoApplicationProtocol
+        )),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn a_client_that_leaves_after_its_hello_is_closed_at_once() {
     let server = both(
         &mut Builder::new(),

@@ -674,16 +674,40 @@ fn record_end(incoming: &[u8], from: usize) -> usize {
     }
 }
 
-/// After an error: the fatal alert rustls queued, if any, into `out`.
-/// One call only: rustls hands out what it queued before it looks at
-/// the input again, and looking at the input that failed would fail
-/// again (and rustls asserts it sends one fatal alert at most).
+/// After an error: the fatal alert rustls queued, if any, into `out`,
+/// with what it queued before it in the step that failed.
+///
+/// rustls hands out what it queued before it looks at the input again.
+/// An error in a record (a bad MAC, garbage) comes before anything else
+/// is queued: the alert is the only thing, and it is handed out in one
+/// call; looking at the input again would fail again (rustls asserts
+/// it sends one fatal alert at most). An error in a handshake message
+/// comes after what its step queued first (the ServerHello, when no
+/// ALPN protocol is common, RFC 7301 §3.2): those records, then the
+/// alert, each in a call of its own; rustls remembers such an error and
+/// does not send another alert. So the calls go on while they encode,
+/// after a first record that is a handshake one (type 22, in
+/// plaintext), and stop after one otherwise.
 fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
-    let UnbufferedStatus { discard, state } = conn.process_tls_records(incoming);
-    if let Ok(ConnectionState::EncodeTlsData(mut encode)) = state {
-        let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
+    const HANDSHAKE: u8 = 22;
+    let start = out.len();
+    for _ in 0..MAX_STEPS {
+        let UnbufferedStatus { discard, state } = conn.process_tls_records(incoming);
+        let encoded = match state {
+            Ok(ConnectionState::EncodeTlsData(mut encode)) => {
+                encode_into(out, |buf| encode.encode(buf).map_err(encode_size)).is_ok()
+            }
+            Ok(ConnectionState::TransmitTlsData(transmit)) => {
+                transmit.done();
+                false
+            }
+            _ => false,
+        };
+        drain(incoming, discard);
+        if !encoded || out.get(start) != Some(&HANDSHAKE) {
+            return;
+        }
     }
-    drain(incoming, discard);
 }
 
 /// The fatal alert rustls does not send for some misbehaviour (a record
