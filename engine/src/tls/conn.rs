@@ -153,7 +153,8 @@ pub struct TlsConn {
     handshake: Option<(Instant, Option<HandshakeSlot>)>,
     /// Whether the first bytes were looked at (plain HTTP or TLS).
     sniffed: bool,
-    /// The ClientHello's server name: `None` until its record is in.
+    /// The ClientHello's server name: `None` until its record is in (read
+    /// from that record first, then as rustls read it).
     sni: Option<Option<Box<str>>>,
     peer_closed: bool,
     /// An error ended the connection: rustls is not called again.
@@ -269,6 +270,8 @@ impl TlsConn {
         let mut got = Received::default();
         let result = match &mut self.stage {
             Stage::Handshake(conn, secrets) => {
+                // (Nothing another connection's hello left, a QUIC one's.)
+                let _ = super::sni::heard();
                 let result = drive(
                     conn,
                     incoming,
@@ -282,6 +285,12 @@ impl TlsConn {
                 // other connection of this thread is driven.
                 if let Some(caught) = super::secrets::caught() {
                     *secrets = caught;
+                }
+                // The name rustls chose the certificate by, read from the
+                // whole ClientHello: it stands over what the first record
+                // said (nothing, when the hello was split over records).
+                if let Some(name) = super::sni::heard() {
+                    self.sni = Some(name);
                 }
                 if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
