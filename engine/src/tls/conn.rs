@@ -272,6 +272,7 @@ impl TlsConn {
             Stage::Handshake(conn, secrets) => {
                 // (Nothing another connection's hello left, a QUIC one's.)
                 let _ = super::sni::heard();
+                let start = out.len();
                 let result = drive(
                     conn,
                     incoming,
@@ -294,10 +295,10 @@ impl TlsConn {
                 }
                 if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
-                    // go out.
-                    let before = out.len();
+                    // go out. (Before a version is chosen, nothing but
+                    // brisk's own alert, `next_record`'s, is in `out`.)
                     flush_alert(conn, incoming, out);
-                    if out.len() == before {
+                    if out.len() == start {
                         unexpected_alert(conn, e, out);
                     }
                 }
@@ -719,15 +720,26 @@ fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, ou
     }
 }
 
-/// The fatal alert rustls does not send for some misbehaviour (a record
-/// of another type inside a split ClientHello, RFC 8446 §5.1, whether
-/// both came in one read or not): an
-/// unexpected_message in plaintext, while nothing is encrypted yet (no
-/// version chosen: the ClientHello is not whole). Later, its records
-/// would need the handshake keys, which only rustls has.
+/// The fatal alert rustls does not send for some errors, while nothing
+/// is encrypted yet (no version chosen: the ClientHello is not whole):
+/// in plaintext, an unexpected_message for a record of another type
+/// inside a split ClientHello (RFC 8446 §5.1, whether both came in one
+/// read or not), a decode_error for a handshake message rustls cannot
+/// take (§6.2), such as one whose length says more than 64 KiB, which
+/// rustls refuses as it joins its records. Later, its records would
+/// need the handshake keys, which only rustls has.
 fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
-    if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
-        plaintext_alert(rustls::AlertDescription::UnexpectedMessage, out);
+    if conn.protocol_version().is_some() {
+        return;
+    }
+    match e {
+        rustls::Error::PeerMisbehaved(_) => {
+            plaintext_alert(rustls::AlertDescription::UnexpectedMessage, out);
+        }
+        rustls::Error::InvalidMessage(_) => {
+            plaintext_alert(rustls::AlertDescription::DecodeError, out);
+        }
+        _ => {}
     }
 }
 

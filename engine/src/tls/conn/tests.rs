@@ -678,6 +678,35 @@ fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
     }
 }
 
+/// A ClientHello whose length says more than a handshake message may be
+/// (64 KiB, rustls's limit), in two records: rustls refuses it as it
+/// joins them and queues no alert; the answer is a decode_error (RFC
+/// 8446 §6.2), not a bare close.
+#[test]
+fn a_hello_longer_than_a_handshake_message_may_be_is_answered_decode_error() {
+    for split in [false, true] {
+        let mut server = crate::tls::testing::server_conn();
+        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+        // ClientHello (1), 0x010000 bytes long, of which 100 come.
+        let mut body = vec![1, 1, 0, 0];
+        body.extend_from_slice(&[3, 3]);
+        body.resize(104, 7);
+        let mut wire = Vec::new();
+        let parts: Vec<&[u8]> = match split {
+            true => vec![&body[..2], &body[2..]],
+            false => vec![&body[..]],
+        };
+        for part in parts {
+            wire.extend_from_slice(&[22, 3, 1]);
+            wire.extend_from_slice(&(part.len() as u16).to_be_bytes());
+            wire.extend_from_slice(part);
+        }
+        let got = server.receive(&mut wire, &mut plaintext, &mut out);
+        assert!(got.is_err(), "{split}: {got:?}");
+        assert_eq!(out, [21, 3, 3, 0, 2, 2, 50], "{split}: {got:?}");
+    }
+}
+
 /// A handshake message in records of two bytes, each in a read of its
 /// own, and then a record of another type: rustls keeps the pieces it
 /// read in the input without discarding them, and must be shown all of
