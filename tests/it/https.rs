@@ -278,6 +278,41 @@ fn client_hello() -> Vec<u8> {
 }
 
 #[test]
+fn a_client_with_no_common_alpn_protocol_hears_why() {
+    // RFC 7301 §3.2: no_application_protocol, here after the
+    // ServerHello (in TLS 1.3 the alert is encrypted: the client reads
+    // it with the handshake keys).
+    let server = both(&mut Builder::new(), "", "");
+    let mut config = (*common::tls::client_config(&[&rustls::version::TLS13])).clone();
+    config.alpn_protocols = vec![b"h9".to_vec()];
+    let mut conn = common::tls::client_conn_with(std::sync::Arc::new(config), "a.test");
+    let mut s = TcpStream::connect(tls_addr(&server)).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let mut error = None;
+    for _ in 0..10 {
+        match conn.complete_io(&mut s) {
+            Ok(_) if conn.is_handshaking() => {}
+            Ok(_) => panic!("a handshake without a common protocol"),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let error = error.expect("the handshake fails");
+    let why = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>());
+    assert_eq!(
+        why,
+        Some(&rustls::Error::AlertReceived(
+            rustls::AlertDescription::NoApplicationProtocol
+        )),
+        "{error:?}"
+    );
+}
+
+#[test]
 fn a_client_that_leaves_after_its_hello_is_closed_at_once() {
     let server = both(
         &mut Builder::new(),
@@ -300,10 +335,19 @@ fn a_client_that_leaves_after_its_hello_is_closed_at_once() {
 #[test]
 fn handshakes_beyond_the_cap_wait_in_the_queue_until_one_ends() {
     let server = both(&mut Builder::new(), "max_handshakes = 1", "");
-    // One handshake in progress (a ClientHello's first byte)...
+    // One handshake in progress (a whole ClientHello, answered, the
+    // client's Finished not sent: it has cost the server its CPU)...
     let mut first = Client::connect(tls_addr(&server));
-    first.send(b"\x16");
-    first.wait_until_read();
+    first.send(&client_hello());
+    first
+        .stream
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .expect("timeout");
+    let mut flight = [0u8; 1];
+    first
+        .stream
+        .read_exact(&mut flight)
+        .expect("the server's hello");
     // ...so a second client's hello waits, unanswered...
     let mut second = TcpStream::connect(tls_addr(&server)).expect("connect");
     second.write_all(&client_hello()).expect("hello");
@@ -321,6 +365,33 @@ fn handshakes_beyond_the_cap_wait_in_the_queue_until_one_ends() {
     second.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
     let n = second.read(&mut byte).expect("the server's hello");
     assert_eq!((n, byte[0]), (1, 0x16));
+}
+
+#[test]
+fn hellos_that_stall_unfinished_beyond_the_cap_do_not_keep_a_new_client_out() {
+    // A deadline far beyond the test's patience: only a stalled
+    // handshake giving its place lets the client in while they are open.
+    let server = both(
+        &mut Builder::new(),
+        "max_handshakes = 4\nhandshake_timeout = \"60s\"",
+        "",
+    );
+    let addr = tls_addr(&server);
+    // Twice the cap of peers that send 11 bytes of a ClientHello and
+    // nothing more (the rest wait in the kernel's queue).
+    let hello = client_hello();
+    let stalled: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).expect("connect");
+            s.write_all(&hello[..11]).expect("part of a hello");
+            s
+        })
+        .collect();
+    // A real client is served, the stalled peers still connected.
+    let mut c = server.connect_tls_to(addr);
+    c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    assert_eq!(c.response().status, 200);
+    drop(stalled);
 }
 
 #[test]

@@ -171,6 +171,28 @@ mod tls_end {
         }
     }
 
+    /// `GET /index.html`, and its whole answer, read.
+    pub fn get_index(conn: &mut ClientConnection, tcp: &mut TcpStream) {
+        send(
+            conn,
+            tcp,
+            b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        );
+        let mut answer = Vec::new();
+        while !answer.ends_with(b"<h1>hello</h1>\n") {
+            let mut buf = [0; 4096];
+            match conn.reader().read(&mut buf) {
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    conn.read_tls(tcp).expect("records");
+                    conn.process_new_packets().expect("records");
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    }
+
     /// The client's close_notify, as OpenSSL's clients send theirs when
     /// they read the server's: the server must still hold the socket
     /// (it lingers) and read it, not reset the connection.
@@ -192,28 +214,10 @@ mod tls_end {
 /// then the FIN; no reset when the client answers with its own.
 #[cfg(feature = "tls")]
 fn tls_http1(trigger: Trigger) {
-    use std::io::ErrorKind;
     let server = site_for(trigger);
     let (mut conn, mut tcp) = tls_end::connect(server.addrs[1], b"http/1.1");
-    tls_end::send(
-        &mut conn,
-        &mut tcp,
-        b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n",
-    );
     // The answer first (read before the trigger: the connection is idle).
-    let mut answer = Vec::new();
-    while !answer.ends_with(b"<h1>hello</h1>\n") {
-        let mut buf = [0; 4096];
-        match conn.reader().read(&mut buf) {
-            Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                conn.read_tls(&mut tcp).expect("records");
-                conn.process_new_packets().expect("records");
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-    assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    tls_end::get_index(&mut conn, &mut tcp);
     pull(&server, trigger);
     let end = tls_end::read_to_end(&mut conn, &mut tcp);
     assert_eq!(
@@ -226,6 +230,31 @@ fn tls_http1(trigger: Trigger) {
     assert!(end.fin, "reset, not closed: {end:?}");
     tls_end::answer_close_notify(&mut conn, &mut tcp);
     exits(server, trigger);
+}
+
+/// A client that closes first (its close_notify, or only its FIN) after
+/// its answer gets the server's close_notify before the FIN (RFC 8446
+/// §6.1: each party sends one before closing its write side).
+#[cfg(feature = "tls")]
+#[test]
+fn a_tls_client_that_closes_first_gets_close_notify_then_the_fin() {
+    let server = site("keepalive = \"60s\"");
+    for close_notify in [true, false] {
+        let (mut conn, mut tcp) = tls_end::connect(server.addrs[1], b"http/1.1");
+        tls_end::get_index(&mut conn, &mut tcp);
+        if close_notify {
+            conn.send_close_notify();
+            while conn.wants_write() {
+                conn.write_tls(&mut tcp).expect("the client's close_notify");
+            }
+        } else {
+            tcp.shutdown(std::net::Shutdown::Write).expect("FIN");
+        }
+        let end = tls_end::read_to_end(&mut conn, &mut tcp);
+        assert!(end.close_notify, "{close_notify}: no close_notify: {end:?}");
+        assert_eq!(end.after, 0, "bytes after the close_notify");
+        assert!(end.fin, "reset, not closed: {end:?}");
+    }
 }
 
 #[cfg(feature = "tls")]

@@ -369,12 +369,39 @@ fn over_tls_a_host_naming_another_site_than_the_server_name_is_misdirected() {
         "b same\n"
     );
     assert_eq!(get_on(&mut c, "/same.txt", "Host: a.test\r\n").status, 421);
+    // The same with the ClientHello split over two records (RFC 8446
+    // §5.1): the server name is the whole hello's.
+    let mut hello = Vec::new();
+    let mut conn = client_conn("b.test");
+    while conn.wants_write() {
+        conn.write_tls(&mut hello).expect("hello");
+    }
+    let mut c = Client::connect(tls);
+    c.send(&split_record(&hello, 40));
+    c.start_tls(conn);
+    assert_eq!(get_on(&mut c, "/same.txt", "Host: a.test\r\n").status, 421);
     // Plain HTTP has no server name to disagree with.
     let mut c = s.connect();
     assert_eq!(
         get_on(&mut c, "/same.txt", "Host: b.test\r\n").text(),
         "b same\n"
     );
+}
+
+/// `records`, whose first record is split in two records after `at`
+/// bytes of its payload.
+#[cfg(feature = "tls")]
+fn split_record(records: &[u8], at: usize) -> Vec<u8> {
+    let len = usize::from(u16::from_be_bytes([records[3], records[4]]));
+    let (payload, rest) = records[5..].split_at(len);
+    let mut out = Vec::new();
+    for part in [&payload[..at], &payload[at..]] {
+        out.extend_from_slice(&records[..3]);
+        out.extend_from_slice(&(part.len() as u16).to_be_bytes());
+        out.extend_from_slice(part);
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 #[cfg(feature = "servlets")]

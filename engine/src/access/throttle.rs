@@ -33,25 +33,34 @@ impl Rate {
         }
     }
 
-    /// Reserves up to `want` bytes at `now`: `Ok(n)` (n ≥ 1) may be sent
-    /// now, or `Err(t)`: nothing may be sent before `t`.
+    /// Reserves up to `want` bytes at `now`: `Ok(n)` may be sent now, or
+    /// `Err(t)`: not before `t`. `n` is at least `want` or the burst,
+    /// whichever is smaller (and at least 1): a sender told to wait is
+    /// told when that much has come, not when the first byte has, so
+    /// that a paced stream goes in pieces of a sane size (a TLS
+    /// connection's in whole records, not one of one byte after each
+    /// full one).
     pub fn take(&self, now: Instant, want: usize) -> Result<usize, Instant> {
         let now_ns = now.saturating_duration_since(self.base).as_nanos() as u64;
         let burst_ns = BURST.as_nanos() as u64;
+        let rate = u128::from(self.bytes_per_sec);
+        let burst = (u128::from(burst_ns) * rate / 1_000_000_000) as u64;
+        let least = (want as u64).min(burst).max(1);
+        // (Rounded up: that long makes room for `least` bytes.)
+        let least_ns = (u128::from(least) * 1_000_000_000).div_ceil(rate) as u64;
         let mut tat = self.tat.load(Ordering::Relaxed);
         loop {
             let start = tat.max(now_ns);
             let ahead = start - now_ns;
-            if ahead >= burst_ns {
-                return Err(self.base + Duration::from_nanos(start - burst_ns + 1));
+            let room = (u128::from(burst_ns.saturating_sub(ahead)) * rate / 1_000_000_000) as u64;
+            if room < least {
+                let at = (start + least_ns).saturating_sub(burst_ns).max(now_ns + 1);
+                return Err(self.base + Duration::from_nanos(at));
             }
-            let room = (u128::from(burst_ns - ahead) * u128::from(self.bytes_per_sec)
-                / 1_000_000_000) as u64;
-            let n = (want as u64).min(room.max(1));
+            let n = (want as u64).min(room);
             // Rounded up, so that many small reservations never add up to more
             // than the rate.
-            let cost =
-                (u128::from(n) * 1_000_000_000).div_ceil(u128::from(self.bytes_per_sec)) as u64;
+            let cost = (u128::from(n) * 1_000_000_000).div_ceil(rate) as u64;
             match self.tat.compare_exchange_weak(
                 tat,
                 start + cost.max(1),
@@ -145,13 +154,45 @@ mod tests {
     fn a_waiting_sender_is_told_when() {
         let t0 = Instant::now();
         let rate = Rate::new(10_000, t0);
-        // The burst (100 ms = 1000 bytes) goes at once, then nothing.
+        // The burst (100 ms = 1000 bytes) goes at once, then nothing
+        // until as much has come again.
         assert_eq!(rate.take(t0, 5000), Ok(1000));
         let Err(when) = rate.take(t0, 5000) else {
             panic!("should wait")
         };
-        assert!(when > t0 && when <= t0 + Duration::from_millis(2));
-        assert!(rate.take(when, 10).is_ok());
+        assert!(when > t0 + Duration::from_millis(99) && when <= t0 + Duration::from_millis(101));
+        assert_eq!(rate.take(when, 5000), Ok(1000));
+        // A sender wanting 10 bytes waits for 10 bytes (1 ms).
+        let Err(soon) = rate.take(when, 10) else {
+            panic!("should wait")
+        };
+        assert!(soon > when && soon <= when + Duration::from_millis(2));
+        assert_eq!(rate.take(soon, 10), Ok(10));
+    }
+
+    /// A paced sender that always wants a TLS record's worth is given
+    /// whole records' worth (the burst allows it), not a sliver each
+    /// time it is woken: 1928 of 3896 records of a throttled 5 MB over
+    /// TLS carried one byte.
+    #[test]
+    fn a_woken_sender_gets_what_it_waited_for() {
+        let t0 = Instant::now();
+        let rate = Rate::new(2 * 1024 * 1024, t0);
+        let mut now = t0;
+        let mut sent = 0u64;
+        let mut pieces = 0u32;
+        while now < t0 + Duration::from_secs(2) {
+            match rate.take(now, 16 * 1024) {
+                Ok(n) => {
+                    assert_eq!(n, 16 * 1024, "at {:?}", now - t0);
+                    sent += n as u64;
+                    pieces += 1;
+                }
+                Err(t) => now = t,
+            }
+        }
+        assert!(sent >= 4 * 1024 * 1024, "{sent}");
+        assert!(pieces <= 4 * 64 + 16, "{pieces}");
     }
 
     #[test]

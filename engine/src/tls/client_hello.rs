@@ -2,7 +2,9 @@
 //! connection's first record before rustls takes it: rustls's unbuffered
 //! connection does not tell it, and the router needs it to refuse a
 //! request whose host names another site than the one the certificate
-//! was chosen for (RFC 9110 §15.5.20).
+//! was chosen for (RFC 9110 §15.5.20). (A hello split over records is
+//! not whole in its first: then the name is the one rustls gives the
+//! certificate resolver, `super::sni::heard`, once it has the whole.)
 
 /// A cursor over a record's bytes; each read is bounds-checked.
 struct Reader<'a>(&'a [u8]);

@@ -153,7 +153,8 @@ pub struct TlsConn {
     handshake: Option<(Instant, Option<HandshakeSlot>)>,
     /// Whether the first bytes were looked at (plain HTTP or TLS).
     sniffed: bool,
-    /// The ClientHello's server name: `None` until its record is in.
+    /// The ClientHello's server name: `None` until its record is in (read
+    /// from that record first, then as rustls read it).
     sni: Option<Option<Box<str>>>,
     peer_closed: bool,
     /// An error ended the connection: rustls is not called again.
@@ -163,6 +164,9 @@ pub struct TlsConn {
     /// message in records of its own), which it must see again, whole,
     /// at the next call ([`drive`]).
     fed: u32,
+    /// During the handshake: the bytes of rejected 0-RTT records skipped
+    /// ([`skipped_early_data`]).
+    early: u16,
 }
 
 impl std::fmt::Debug for TlsConn {
@@ -195,6 +199,7 @@ impl TlsConn {
             peer_closed: false,
             failed: false,
             fed: 0,
+            early: 0,
         })
     }
 
@@ -211,6 +216,13 @@ impl TlsConn {
     /// The server name (SNI) the client asked for, lower case.
     pub fn server_name(&self) -> Option<&str> {
         self.sni.as_ref().and_then(|n| n.as_deref())
+    }
+
+    /// Whether the handshake still waits for a whole ClientHello: rustls
+    /// has chosen no version yet, so nothing has cost more than reading.
+    pub fn awaits_hello(&self) -> bool {
+        !self.failed
+            && matches!(&self.stage, Stage::Handshake(conn, _) if conn.protocol_version().is_none())
     }
 
     /// Whether the client sent close_notify.
@@ -258,18 +270,35 @@ impl TlsConn {
         let mut got = Received::default();
         let result = match &mut self.stage {
             Stage::Handshake(conn, secrets) => {
-                let result = drive(conn, incoming, plaintext, out, &mut got, &mut self.fed);
+                // (Nothing another connection's hello left, a QUIC one's.)
+                let _ = super::sni::heard();
+                let start = out.len();
+                let result = drive(
+                    conn,
+                    incoming,
+                    plaintext,
+                    out,
+                    &mut got,
+                    &mut self.fed,
+                    &mut self.early,
+                );
                 // What rustls told the key log while it ran, before any
                 // other connection of this thread is driven.
                 if let Some(caught) = super::secrets::caught() {
                     *secrets = caught;
                 }
+                // The name rustls chose the certificate by, read from the
+                // whole ClientHello: it stands over what the first record
+                // said (nothing, when the hello was split over records).
+                if let Some(name) = super::sni::heard() {
+                    self.sni = Some(name);
+                }
                 if let Err(e) = &result {
                     // rustls queued a fatal alert for most errors: let it
-                    // go out.
-                    let before = out.len();
+                    // go out. (Before a version is chosen, nothing but
+                    // brisk's own alert, `next_record`'s, is in `out`.)
                     flush_alert(conn, incoming, out);
-                    if out.len() == before {
+                    if out.len() == start {
                         unexpected_alert(conn, e, out);
                     }
                 }
@@ -473,6 +502,7 @@ fn drive(
     out: &mut Vec<u8>,
     got: &mut Received,
     fed: &mut u32,
+    early: &mut u16,
 ) -> Result<bool, rustls::Error> {
     let mut peer_closed = false;
     // The bytes of `incoming` rustls may see: whole records (and the start
@@ -537,8 +567,24 @@ fn drive(
         };
         drain(incoming, discard);
         seen -= discard.min(seen);
-        if blocked && conn.is_handshaking() && seen < incoming.len() {
-            seen = next_record(conn, incoming, seen, out)?;
+        let skipped = skipped_early_data(conn, &incoming[..seen]);
+        if skipped {
+            // Gone past for good: shown again, rustls would try it again
+            // and count it again against what it skips. (Counted here
+            // too, against the same limit, for a record that was all
+            // zeros before rustls saw it.)
+            let payload = u16::try_from(seen - 5).unwrap_or(u16::MAX);
+            *early = early.saturating_add(payload);
+            if usize::from(*early) > MAX_PLAINTEXT {
+                return Err(rustls::Error::DecryptError);
+            }
+            drain(incoming, seen);
+            seen = 0;
+        }
+        if (blocked || skipped) && conn.is_handshaking() && seen < incoming.len() {
+            // (From the start of the record rustls saw part of, when it
+            // had not fully arrived then: that record, whole.)
+            seen = next_record(conn, incoming, record_start(incoming, seen), out)?;
             continue;
         }
         if !more {
@@ -549,6 +595,38 @@ fn drive(
     Err(rustls::Error::General(
         "too many TLS steps for one read".into(),
     ))
+}
+
+/// Whether `kept`, what rustls was shown and did not discard, is one
+/// whole record of rejected 0-RTT data that rustls tried and skipped (RFC 8446
+/// §4.2.10: the server skips the records it cannot decrypt, up to a
+/// limit, 16 KiB in rustls, where the client offered early data and it
+/// was not accepted). rustls says nothing of it: it discards a skipped
+/// record only with a message after it in the same slice, and sees it
+/// again (trying it again, and counting it again) at each later call,
+/// however many records follow one by one ([`drive`]): some 5 KiB of
+/// early data then went past the limit.
+///
+/// A record rustls decrypted (the start of a Finished split into
+/// records, which rustls keeps and must see again) has its plaintext in
+/// place, which ends with a content type that is not 0 (§5.4); one it
+/// could not decrypt has no plaintext: ring zeroes what it opened when
+/// the tag does not match, and a record too short for a tag is not
+/// opened. (Should a provider leave the bytes, the record is shown
+/// again, as before.)
+fn skipped_early_data(conn: &UnbufferedServerConnection, kept: &[u8]) -> bool {
+    const APPLICATION_DATA: u8 = 23;
+    const TAG: usize = 16;
+    let Some((&[kind, _, _, hi, lo], payload)) = kept.split_first_chunk::<5>() else {
+        return false;
+    };
+    kind == APPLICATION_DATA
+        && usize::from(u16::from_be_bytes([hi, lo])) == payload.len()
+        && conn.is_handshaking()
+        && conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3)
+        && payload[..payload.len().saturating_sub(TAG)]
+            .iter()
+            .all(|&b| b == 0)
 }
 
 /// Largest fragment of a record in plaintext (RFC 8446 §5.1).
@@ -580,6 +658,20 @@ fn next_record(
     Ok(record_end(incoming, from))
 }
 
+/// Where the record that `at` falls in starts (`at` itself at a
+/// record's start), by the records' headers from the front of
+/// `incoming`, which is always a record's start.
+fn record_start(incoming: &[u8], at: usize) -> usize {
+    let mut start = 0;
+    loop {
+        let end = record_end(incoming, start);
+        if end > at || end == start {
+            return start;
+        }
+        start = end;
+    }
+}
+
 /// Where the record that starts `from` bytes into `incoming` ends (its
 /// header says, RFC 8446 §5.1), or the end of `incoming` if it has not
 /// fully arrived.
@@ -592,27 +684,62 @@ fn record_end(incoming: &[u8], from: usize) -> usize {
     }
 }
 
-/// After an error: the fatal alert rustls queued, if any, into `out`.
-/// One call only: rustls hands out what it queued before it looks at
-/// the input again, and looking at the input that failed would fail
-/// again (and rustls asserts it sends one fatal alert at most).
+/// After an error: the fatal alert rustls queued, if any, into `out`,
+/// with what it queued before it in the step that failed.
+///
+/// rustls hands out what it queued before it looks at the input again.
+/// An error in a record (a bad MAC, garbage) comes before anything else
+/// is queued: the alert is the only thing, and it is handed out in one
+/// call; looking at the input again would fail again (rustls asserts
+/// it sends one fatal alert at most). An error in a handshake message
+/// comes after what its step queued first (the ServerHello, when no
+/// ALPN protocol is common, RFC 7301 §3.2): those records, then the
+/// alert, each in a call of its own; rustls remembers such an error and
+/// does not send another alert. So the calls go on while they encode,
+/// after a first record that is a handshake one (type 22, in
+/// plaintext), and stop after one otherwise.
 fn flush_alert(conn: &mut UnbufferedServerConnection, incoming: &mut Vec<u8>, out: &mut Vec<u8>) {
-    let UnbufferedStatus { discard, state } = conn.process_tls_records(incoming);
-    if let Ok(ConnectionState::EncodeTlsData(mut encode)) = state {
-        let _ = encode_into(out, |buf| encode.encode(buf).map_err(encode_size));
+    const HANDSHAKE: u8 = 22;
+    let start = out.len();
+    for _ in 0..MAX_STEPS {
+        let UnbufferedStatus { discard, state } = conn.process_tls_records(incoming);
+        let encoded = match state {
+            Ok(ConnectionState::EncodeTlsData(mut encode)) => {
+                encode_into(out, |buf| encode.encode(buf).map_err(encode_size)).is_ok()
+            }
+            Ok(ConnectionState::TransmitTlsData(transmit)) => {
+                transmit.done();
+                false
+            }
+            _ => false,
+        };
+        drain(incoming, discard);
+        if !encoded || out.get(start) != Some(&HANDSHAKE) {
+            return;
+        }
     }
-    drain(incoming, discard);
 }
 
-/// The fatal alert rustls does not send for some misbehaviour (a record
-/// of another type inside a split ClientHello, RFC 8446 §5.1, whether
-/// both came in one read or not): an
-/// unexpected_message in plaintext, while nothing is encrypted yet (no
-/// version chosen: the ClientHello is not whole). Later, its records
-/// would need the handshake keys, which only rustls has.
+/// The fatal alert rustls does not send for some errors, while nothing
+/// is encrypted yet (no version chosen: the ClientHello is not whole):
+/// in plaintext, an unexpected_message for a record of another type
+/// inside a split ClientHello (RFC 8446 §5.1, whether both came in one
+/// read or not), a decode_error for a handshake message rustls cannot
+/// take (§6.2), such as one whose length says more than 64 KiB, which
+/// rustls refuses as it joins its records. Later, its records would
+/// need the handshake keys, which only rustls has.
 fn unexpected_alert(conn: &UnbufferedServerConnection, e: &rustls::Error, out: &mut Vec<u8>) {
-    if matches!(e, rustls::Error::PeerMisbehaved(_)) && conn.protocol_version().is_none() {
-        plaintext_alert(rustls::AlertDescription::UnexpectedMessage, out);
+    if conn.protocol_version().is_some() {
+        return;
+    }
+    match e {
+        rustls::Error::PeerMisbehaved(_) => {
+            plaintext_alert(rustls::AlertDescription::UnexpectedMessage, out);
+        }
+        rustls::Error::InvalidMessage(_) => {
+            plaintext_alert(rustls::AlertDescription::DecodeError, out);
+        }
+        _ => {}
     }
 }
 

@@ -247,8 +247,35 @@ impl ByName {
 
 impl ResolvesServerCert for ByName {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.pick(hello.server_name(), hello.alpn())
+        let name = hello.server_name();
+        HEARD.with(|h| *h.borrow_mut() = Some(name.map(normalized)));
+        self.pick(name, hello.alpn())
     }
+}
+
+thread_local! {
+    /// The server name of the last ClientHello rustls chose a
+    /// certificate for on this thread, since the last [`heard`].
+    static HEARD: std::cell::RefCell<Option<Option<Box<str>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The server name (lower case, no trailing dot; `Some(None)`: none) of
+/// the ClientHello rustls chose a certificate for on this thread since
+/// the last call, if it did: rustls reads it from the whole hello,
+/// however many records carried it, and its unbuffered connection does
+/// not tell it otherwise. The connection driven since the last call
+/// takes it (`super::conn`), as it takes its secrets.
+pub fn heard() -> Option<Option<Box<str>>> {
+    HEARD.with(|h| h.borrow_mut().take())
+}
+
+/// `name` as the router compares it: lower case, no trailing dot.
+fn normalized(name: &str) -> Box<str> {
+    name.strip_suffix('.')
+        .unwrap_or(name)
+        .to_ascii_lowercase()
+        .into()
 }
 
 #[cfg(all(test, feature = "acme"))]

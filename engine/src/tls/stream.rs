@@ -95,6 +95,9 @@ pub struct TlsStream {
     /// connection's, held for its next write ([`TlsStream::write_held`]):
     /// valid only until the caller's next write or [`TlsStream::park`].
     held: usize,
+    /// A read has drained the socket (the client has said all it had to
+    /// say so far).
+    drained: bool,
 }
 
 /// A TLS failure as an `io::Error` (`InvalidData`), keeping the reason.
@@ -110,12 +113,21 @@ impl TlsStream {
             left_in: Vec::new(),
             left_out: Vec::new(),
             held: 0,
+            drained: false,
         }
     }
 
     /// The record layer (protocol version, cipher, handshake state).
     pub fn conn(&self) -> &TlsConn {
         &self.conn
+    }
+
+    /// Whether the client stopped before its ClientHello was whole: a
+    /// read drained the socket and the hello is still incomplete. Such a
+    /// handshake has cost nothing but its place (see
+    /// `server::worker::accept`).
+    pub fn hello_stalled(&self) -> bool {
+        self.drained && self.conn.awaits_hello()
     }
 
     /// Drops the record layer's expanded keys (an idle connection: they
@@ -153,11 +165,12 @@ impl TlsStream {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // Nothing new: what was left stays for the next call.
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.drained = true;
                     return Ok(Got {
                         plaintext: plain.len() - start,
                         drained: true,
                         closed: false,
-                    })
+                    });
                 }
                 Err(e) => return Err(e),
             };
@@ -189,6 +202,7 @@ impl TlsStream {
                 });
             }
             if n < room || plaintext >= want {
+                self.drained |= n < room;
                 return Ok(Got {
                     plaintext,
                     drained: n < room,

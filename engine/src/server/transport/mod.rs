@@ -135,6 +135,15 @@ impl Link {
         }
     }
 
+    /// Whether a TLS handshake stalled before the ClientHello was whole
+    /// (a read drained the socket): it may give its place to a new one.
+    pub fn hello_stalled(&self) -> bool {
+        match self {
+            Link::Tls(t) => t.hello_stalled(),
+            _ => false,
+        }
+    }
+
     /// What TLS negotiated; `None` over plain TCP.
     pub fn session(&self) -> Option<TlsSession> {
         match self {

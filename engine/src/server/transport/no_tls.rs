@@ -62,6 +62,11 @@ impl Acceptor {
     }
 
     /// Unreachable: there is no acceptor.
+    pub fn max_handshakes(&self) -> usize {
+        match *self {}
+    }
+
+    /// Unreachable: there is no acceptor.
     pub fn has_room(&self) -> bool {
         match *self {}
     }
@@ -99,6 +104,11 @@ impl Tls {
 
     /// Unreachable: there is no TLS connection.
     pub fn server_name(&self) -> Option<&str> {
+        match *self {}
+    }
+
+    /// Unreachable: there is no TLS connection.
+    pub fn hello_stalled(&self) -> bool {
         match *self {}
     }
 

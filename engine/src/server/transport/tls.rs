@@ -188,6 +188,11 @@ impl Acceptor {
         *self.scratch.borrow_mut() = Scratch::new();
     }
 
+    /// The cap on handshakes in progress.
+    pub fn max_handshakes(&self) -> usize {
+        self.handshakes.max()
+    }
+
     /// Whether a handshake could begin now.
     pub fn has_room(&self) -> bool {
         self.handshakes.active() < self.handshakes.max()
@@ -242,6 +247,12 @@ impl Tls {
     /// The server name (SNI) the client asked for, lower case.
     pub fn server_name(&self) -> Option<&str> {
         self.stream.conn().server_name()
+    }
+
+    /// Whether the handshake stalled before the ClientHello was whole
+    /// (see [`TlsStream::hello_stalled`]).
+    pub fn hello_stalled(&self) -> bool {
+        self.stream.hello_stalled()
     }
 
     /// Gives back what an idle connection can build again (its expanded

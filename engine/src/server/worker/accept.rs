@@ -2,13 +2,15 @@
 //! limits, plain TCP or TLS by listener, and what keeps a flood of TLS
 //! handshakes from starving the established connections: the cap on
 //! handshakes in progress (beyond it, new TLS connections wait in the
-//! kernel's accept queue), and the turn handshakes take in each pass of
+//! kernel's accept queue; at the cap, a handshake stalled before its
+//! ClientHello was whole gives its place), and the turn handshakes take in each pass of
 //! the event loop (the established connections' events first, then at
 //! most [`HANDSHAKES_PER_TURN`](super::listen::HANDSHAKES_PER_TURN) handshaking connections'); and the debug
 //! line of a TLS connection that failed.
 
 use std::io;
 use std::net::SocketAddr;
+use std::time::Instant;
 
 use mio::{Interest, Token};
 
@@ -23,24 +25,28 @@ impl Worker {
     /// Accepts every connection waiting on listener `li`.
     pub(super) fn accept_all(&mut self, li: usize) {
         while !self.listen.paused() {
-            let Some(&(ref listener, speaks)) = self.listen.listeners.get(li) else {
+            let Some(&(_, speaks)) = self.listen.listeners.get(li) else {
                 return;
             };
             let tls = speaks.tls();
             // A TLS connection is accepted only with a place for its
             // handshake: a flood of handshakes waits in the kernel's queue
             // while established connections are served.
-            let slot = match (tls, &self.listen.tls) {
-                (true, Some(acceptor)) => match acceptor.slot() {
+            let slot = match tls {
+                true => match self.handshake_slot() {
                     Some(slot) => Some(slot),
                     None => {
                         self.listen.tls_waiting = true;
                         return;
                     }
                 },
-                _ => None,
+                false => None,
             };
-            match listener.accept() {
+            let accepted = match self.listen.listeners.get(li) {
+                Some((listener, _)) => listener.accept(),
+                None => return,
+            };
+            match accepted {
                 Ok((stream, peer)) => {
                     // Behind a PROXY header the client is not known yet:
                     // it counts against its address once the header says.
@@ -112,6 +118,42 @@ impl Worker {
         }
     }
 
+    /// A place for one more handshake: a free one, or else the place of
+    /// the oldest handshake that stalled before its ClientHello was
+    /// whole, which is closed. A peer that sends part of a hello and
+    /// goes quiet costs no CPU, the cap's concern (a flood of whole
+    /// hellos, each a key exchange and a signature, still waits in the
+    /// kernel's queue), and must not keep new clients out until its
+    /// `handshake_timeout`: at the cap, it gives its place to the next
+    /// client, as a server without a cap would have served that client.
+    fn handshake_slot(&mut self) -> Option<crate::server::transport::Slot> {
+        let acceptor = self.listen.tls.as_ref()?;
+        if let Some(slot) = acceptor.slot() {
+            return Some(slot);
+        }
+        let conns = &self.conns;
+        let stalled = self.listen.oldest_tls(
+            |j, at| handshaking(conns, j, at),
+            |j, _| conns.get(j).is_some_and(|c| c.transport.hello_stalled()),
+        )?;
+        // (Within the budget of lines on failed TLS connections: a flood
+        // of stalled hellos must not flood the log.)
+        if self.logger.enabled(Level::Debug) && self.listen.tls_errors.allow(self.clock.now) {
+            if let Some(c) = self.conns.get(stalled) {
+                let peer = c.peer.ip();
+                self.logger.log(
+                    Level::Debug,
+                    format_args!(
+                        "{peer}: TLS handshake stalled before its ClientHello was whole; \
+                         closed at the handshake cap for a new connection"
+                    ),
+                );
+            }
+        }
+        self.close(stalled);
+        self.listen.tls.as_ref()?.slot()
+    }
+
     /// Registers a connection just accepted and serves what it holds.
     fn add_conn(&mut self, link: Link, peer: SocketAddr, proxied: bool) {
         let idx = self.conns.reserve();
@@ -132,7 +174,13 @@ impl Worker {
             return;
         }
         let tls = conn.transport.is_tls();
+        let deadline = conn.transport.deadline();
         self.conns.insert(idx, conn);
+        if let Some(deadline) = deadline {
+            let conns = &self.conns;
+            self.listen
+                .accepted_tls(idx, deadline, |j, at| handshaking(conns, j, at));
+        }
         // With TCP_DEFER_ACCEPT the request (or the ClientHello) is
         // normally already here: serve it now rather than after another
         // epoll round trip (a ClientHello in the handshakes' turn).
@@ -173,6 +221,16 @@ impl Worker {
             };
             // (A connection closed meanwhile is gone: nothing happens.)
             self.on_event(i, true);
+            // Stalled before its hello was whole: at the cap, a new
+            // connection may take its place (`handshake_slot`).
+            if self.listen.tls_waiting
+                && self
+                    .conns
+                    .get(i)
+                    .is_some_and(|c| c.transport.hello_stalled())
+            {
+                self.listen.stalled = true;
+            }
         }
     }
 
@@ -213,4 +271,12 @@ impl Worker {
             .tls_errors
             .report_refused(self.clock.now, &mut self.logger, what);
     }
+}
+
+/// Whether connection `i` of `conns` is the TLS connection accepted with
+/// handshake deadline `at`, still in its handshake.
+fn handshaking(conns: &super::slab::Slab, i: usize, at: Instant) -> bool {
+    conns
+        .get(i)
+        .is_some_and(|c| c.transport.deadline() == Some(at))
 }

@@ -158,6 +158,13 @@ impl Worker {
                     ),
                 );
             }
+            // Over TLS, close_notify before the FIN, whoever closed first
+            // (RFC 8446 §6.1), when all was said (never after an answer
+            // cut short: it would look complete); best effort, as the
+            // client may not read it.
+            if c.transport.is_tls() && c.out.is_empty() && !c.transport.has_backlog() {
+                c.transport.shutdown_write();
+            }
             return false;
         }
         // (HTTP/2 keeps its own timers.)

@@ -48,6 +48,17 @@ pub(super) struct Listen {
     pub(super) tls: Option<Acceptor>,
     /// A TLS listener has connections waiting for a handshake slot.
     pub(super) tls_waiting: bool,
+    /// TLS connections accepted, oldest first, with their handshake
+    /// deadline (which tells a connection from a later one in its slab
+    /// slot; one accepted in the same pass of the loop has the same, and
+    /// is then named twice, which does no harm): where to look for a
+    /// stalled handshake to give its place to a new one. Entries of
+    /// handshakes that ended are dropped as they are met, and all at
+    /// once when they are many.
+    accepted: VecDeque<(usize, Instant)>,
+    /// A handshake stalled (its ClientHello incomplete) since the cap
+    /// last kept connections waiting: one of them may take its place.
+    pub(super) stalled: bool,
     /// TLS connections in their handshake with an event not handled yet:
     /// their turn comes after the established connections', a few per
     /// pass of the loop.
@@ -83,6 +94,8 @@ impl Listen {
             bound,
             tls: tls.map(Acceptor::new),
             tls_waiting: false,
+            accepted: VecDeque::new(),
+            stalled: false,
             handshakes_due: VecDeque::new(),
             tls_errors: LineBudget::new(TLS_ERRORS_PER_SEC, now),
             paused_until: None,
@@ -139,13 +152,63 @@ impl Listen {
     }
 
     /// Whether TLS connections left waiting at the handshake cap may be
-    /// accepted now (handshakes have ended); if so, they no longer wait.
+    /// accepted now (handshakes have ended, or one stalled and may give
+    /// its place); if so, they no longer wait.
     pub(super) fn take_tls_waiting(&mut self) -> bool {
-        if !self.tls_waiting || !self.tls.as_ref().is_some_and(Acceptor::has_room) {
+        let room = self.stalled || self.tls.as_ref().is_some_and(Acceptor::has_room);
+        if !self.tls_waiting || !room {
             return false;
         }
         self.tls_waiting = false;
+        self.stalled = false;
         true
+    }
+
+    /// TLS connection `i`, whose handshake must end by `deadline`, was
+    /// just accepted. (Entries of ended handshakes go first: `live` says
+    /// whether an entry's handshake goes on.)
+    pub(super) fn accepted_tls(
+        &mut self,
+        i: usize,
+        deadline: Instant,
+        live: impl Fn(usize, Instant) -> bool,
+    ) {
+        while let Some(&(j, at)) = self.accepted.front() {
+            if live(j, at) {
+                break;
+            }
+            self.accepted.pop_front();
+        }
+        // Bounded by twice the handshakes there can be (the cap's, per
+        // worker), however long the oldest one lasts.
+        let cap = self.tls.as_ref().map_or(0, Acceptor::max_handshakes);
+        if self.accepted.len() >= 2 * cap.max(1) {
+            self.accepted.retain(|&(j, at)| live(j, at));
+        }
+        self.accepted.push_back((i, deadline));
+    }
+
+    /// The oldest accepted TLS connection `pick` chooses (given its
+    /// index and handshake deadline); entries of ended handshakes met on
+    /// the way (`live` false) are dropped.
+    pub(super) fn oldest_tls(
+        &mut self,
+        live: impl Fn(usize, Instant) -> bool,
+        pick: impl Fn(usize, Instant) -> bool,
+    ) -> Option<usize> {
+        let mut k = 0;
+        while let Some(&(j, at)) = self.accepted.get(k) {
+            if !live(j, at) {
+                self.accepted.remove(k);
+                continue;
+            }
+            if pick(j, at) {
+                self.accepted.remove(k);
+                return Some(j);
+            }
+            k += 1;
+        }
+        None
     }
 
     /// Stops accepting for [`ACCEPT_PAUSE`] from `now`.

@@ -82,6 +82,14 @@ impl Pair {
         panic!("the pair never went quiet");
     }
 
+    /// The client sends a request, which the server reads.
+    fn request_arrives(&mut self) {
+        const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n";
+        self.client.writer().write_all(GET).expect("client writes");
+        self.pump().expect("request");
+        assert_eq!(self.plaintext, GET);
+    }
+
     fn client_reads(&mut self) {
         let mut buf = [0u8; 4096];
         loop {
@@ -111,12 +119,7 @@ fn handshake_and_data_both_ways_tls13() {
     assert_eq!(p.server.protocol(), Some("TLSv1.3"));
     assert_eq!(p.server.cipher(), Some("TLS_AES_128_GCM_SHA256"));
 
-    p.client
-        .writer()
-        .write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
-        .expect("client writes");
-    p.pump().expect("request");
-    assert_eq!(p.plaintext, b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    p.request_arrives();
 
     let body = vec![b'x'; 40_000];
     assert_eq!(p.send(&body), Ok(true));
@@ -675,6 +678,35 @@ fn a_record_inside_a_split_client_hello_is_answered_unexpected_message() {
     }
 }
 
+/// A ClientHello whose length says more than a handshake message may be
+/// (64 KiB, rustls's limit), in two records: rustls refuses it as it
+/// joins them and queues no alert; the answer is a decode_error (RFC
+/// 8446 §6.2), not a bare close.
+#[test]
+fn a_hello_longer_than_a_handshake_message_may_be_is_answered_decode_error() {
+    for split in [false, true] {
+        let mut server = crate::tls::testing::server_conn();
+        let (mut plaintext, mut out) = (Vec::new(), Vec::new());
+        // ClientHello (1), 0x010000 bytes long, of which 100 come.
+        let mut body = vec![1, 1, 0, 0];
+        body.extend_from_slice(&[3, 3]);
+        body.resize(104, 7);
+        let mut wire = Vec::new();
+        let parts: Vec<&[u8]> = match split {
+            true => vec![&body[..2], &body[2..]],
+            false => vec![&body[..]],
+        };
+        for part in parts {
+            wire.extend_from_slice(&[22, 3, 1]);
+            wire.extend_from_slice(&(part.len() as u16).to_be_bytes());
+            wire.extend_from_slice(part);
+        }
+        let got = server.receive(&mut wire, &mut plaintext, &mut out);
+        assert!(got.is_err(), "{split}: {got:?}");
+        assert_eq!(out, [21, 3, 3, 0, 2, 2, 50], "{split}: {got:?}");
+    }
+}
+
 /// A handshake message in records of two bytes, each in a read of its
 /// own, and then a record of another type: rustls keeps the pieces it
 /// read in the input without discarding them, and must be shown all of
@@ -767,4 +799,43 @@ fn a_tls_alpn_01_validation_sees_the_challenge_certificate_then_the_end() {
     let seen = p.client.peer_certificates().expect("a certificate")[0].clone();
     assert_eq!(seen, c.key.cert[0]);
     assert!(ended.is_err(), "nothing is served after a validation");
+}
+
+#[test]
+fn rejected_early_data_is_skipped_each_record_once() {
+    // brisk's server cannot read the client's early data: it must skip
+    // it (RFC 8446 §4.2.10), within what rustls skips (16 KiB), each
+    // record counted once: 7,000 bytes in ten records, and one record
+    // of 12,000 bytes that comes with the ClientHello, while rustls
+    // still writes its flight.
+    skips_early_data(&[700; 10]);
+    skips_early_data(&[12_000]);
+}
+
+/// A client that sends early data in records of `sizes` to a server that
+/// cannot read it (it rejects the ticket) still gets its handshake done.
+fn skips_early_data(sizes: &[usize]) {
+    // A ticket that allows 0-RTT, from a server that took it (brisk never
+    // does: a stale ticket from another server, as in a fleet's change;
+    // rustls allows 0-RTT with its session cache only, not tickets).
+    let certs = certificates(&["a"]);
+    let mut allowing = (*server_config(&certs, false, &shared()).expect("config")).clone();
+    allowing.max_early_data_size = 16_384;
+    let mut cc = (*tls13()).clone();
+    cc.enable_early_data = true;
+    let cc = Arc::new(cc);
+    let mut p = Pair::new(Arc::clone(&cc), "a.test", Arc::new(allowing));
+    p.pump().expect("full handshake");
+    let sc = server_config(&certs, true, &shared()).expect("config");
+    let mut q = Pair::new(cc, "a.test", sc);
+    let mut early = q.client.early_data().expect("0-RTT offered");
+    for &size in sizes {
+        early.write_all(&vec![b'e'; size]).expect("early data");
+    }
+    q.pump()
+        .expect("the early data is skipped, the handshake ends");
+    assert!(!q.client.is_handshaking());
+    assert!(!q.client.is_early_data_accepted());
+    assert!(!q.server.is_handshaking());
+    q.request_arrives();
 }
