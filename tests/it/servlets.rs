@@ -318,15 +318,7 @@ fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
     assert!(s
         .wait_stderr_line("servlet servlets/loop.lua")
         .contains("servlets.cpu_time exceeded"));
-    // Stopped after its head left: cut short (no last chunk).
-    let mut c = s.connect();
-    c.send(b"GET /servlets/late.lua HTTP/1.1\r\nHost: x\r\n\r\n");
-    let mut raw = Vec::new();
-    use std::io::Read as _;
-    let _ = c.stream.read_to_end(&mut raw);
-    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    assert!(!raw.ends_with(b"0\r\n\r\n"));
-    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    assert_cut_short(&s, "/servlets/late.lua");
 }
 
 #[test]
@@ -675,6 +667,19 @@ fn every_request_field_with_and_without_its_source() {
     );
 }
 
+/// `path` answers 200, is stopped after its head left (cut short: no
+/// last chunk), and the worker serves the next request.
+fn assert_cut_short(s: &Server, path: &str) {
+    let mut c = s.connect();
+    c.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = c.stream.read_to_end(&mut raw);
+    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"), "{path}");
+    assert!(!raw.ends_with(b"0\r\n\r\n"), "{path}");
+    assert_eq!(get(s, "/servlets/hello.lua").status, 200, "after {path}");
+}
+
 /// A server of one worker with `files` beside hello.lua, and `config`.
 fn one_worker(files: &[(&str, &str)], config: &str) -> Server {
     let mut b = Builder::new();
@@ -977,4 +982,29 @@ end
     );
     assert_eq!(get(&s, "/servlets/e.lua").text(), "nil nil");
     assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+}
+
+#[test]
+fn an_error_value_is_made_text_under_the_cpu_budget() {
+    // An error value's __tostring is the servlet's code: brisk made it
+    // text after the run's budget had ended, and one that never returned
+    // held the worker (and SIGTERM) for ever. Before the head left and
+    // after (streamed); one that returns gives the log its text.
+    let looping = "error(setmetatable({}, {__tostring = function() while true do end end}))";
+    let s = one_worker(
+        &[
+            ("servlets/loop.lua", &format!("function handle_request(req, res) {looping} end")),
+            ("servlets/late.lua", &format!("function handle_request(req, res) res:write(string.rep('x', 70000)) {looping} end")),
+            ("servlets/named.lua", "function handle_request(req, res) error(setmetatable({}, {__tostring = function() return 'a named error' end})) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("loop", 503, "servlets.cpu_time exceeded"),
+            ("named", 500, "a named error"),
+        ],
+    );
+    assert_cut_short(&s, "/servlets/late.lua");
 }
