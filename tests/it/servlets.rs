@@ -1008,3 +1008,54 @@ fn an_error_value_is_made_text_under_the_cpu_budget() {
     );
     assert_cut_short(&s, "/servlets/late.lua");
 }
+
+/// Each of `servlet`'s nestings at each depth of `?n=`: the deep ones
+/// answer 500 with Lua's "C stack overflow", the shallow ones 200, and
+/// the worker serves on (it died: the worker's stack overflowed).
+fn nestings_answer(s: &Server, servlet: &str, nestings: &[(&str, u32, u16)]) {
+    for (k, n, status) in nestings {
+        let path = format!("/servlets/{servlet}.lua?k={k}&n={n}");
+        let r = get(s, &path);
+        assert_eq!(r.status, *status, "{path}");
+        if *status == 500 {
+            let line = s.wait_stderr_line(&format!("servlet servlets/{servlet}.lua"));
+            assert!(line.contains("C stack overflow"), "{path}: {line}");
+        } else {
+            assert_eq!(r.text(), "x", "{path}");
+        }
+        assert_eq!(get(s, "/servlets/hello.lua").status, 200, "after {path}");
+    }
+}
+
+#[test]
+fn gsub_callbacks_and_coroutines_nest_within_the_workers_stack() {
+    // Through gsub's function and table (its __index), through coroutine
+    // .wrap and .resume, and the two mixed.
+    let deep = r#"local kind = {}
+function kind.gsub(n) if n == 0 then return "x" end return (("a"):gsub("a", function() return kind.gsub(n - 1) end)) end
+function kind.index(n) if n == 0 then return "x" end return (("a"):gsub("a", setmetatable({}, {__index = function() return kind.index(n - 1) end}))) end
+function kind.wrap(n) if n == 0 then return "x" end return coroutine.wrap(function() return kind.wrap(n - 1) end)() end
+function kind.resume(n) if n == 0 then return "x" end local ok, v = coroutine.resume(coroutine.create(function() return kind.resume(n - 1) end)) if not ok then error(v, 0) end return v end
+function kind.mixed(n) if n == 0 then return "x" end if n % 2 == 0 then return kind.gsub1(n) end return coroutine.wrap(function() return kind.mixed(n - 1) end)() end
+function kind.gsub1(n) return (("a"):gsub("a", function() return kind.mixed(n - 1) end)) end
+function handle_request(req, res) res:write(kind[req.args.k](tonumber(req.args.n))) end
+"#;
+    let s = one_worker(&[("servlets/deep.lua", deep)], CONFIG);
+    nestings_answer(
+        &s,
+        "deep",
+        &[
+            ("gsub", 50, 200),
+            ("gsub", 1000, 500),
+            ("gsub", 100_000, 500),
+            ("index", 50, 200),
+            ("index", 1000, 500),
+            ("wrap", 100, 200),
+            ("wrap", 50_000, 500),
+            ("resume", 100, 200),
+            ("resume", 50_000, 500),
+            ("mixed", 50, 200),
+            ("mixed", 50_000, 500),
+        ],
+    );
+}

@@ -208,7 +208,7 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part, brisk_lib, new_request = ...
+local require_native, lazy_field, form, part, brisk_lib, new_request, has_room = ...
 brisk = brisk_lib
 local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
@@ -285,6 +285,29 @@ local function copy(t)
   local c = {}
   for k, v in next, t do c[k] = v end
   return c
+end
+-- LuaJIT resumes a coroutine with a C call, on the worker's stack, and
+-- sets no bound of its own on how deep they nest: 50,000 nested
+-- coroutine.wrap overflowed the stack and the process died. A resume
+-- needs room left on it (ffi::stack), or answers as Lua 5.1's does past
+-- its C-call limit: false and "C stack overflow"; wrap raises that.
+local co_resume, co_create = coroutine.resume, coroutine.create
+local too_deep = "C stack overflow: coroutines nested too deep"
+local function resume(co, ...)
+  if not has_room() then return false, too_deep end
+  return co_resume(co, ...)
+end
+-- (A tail call: level 2 is the caller of wrap's function, as LuaJIT's.)
+local function wrapped(ok, ...)
+  if ok then return ... end
+  local e = ...
+  if type(e) == "string" then error(e, 2) end
+  error(e, 0)
+end
+coroutine.resume = resume
+coroutine.wrap = function(f)
+  local co = co_create(f)
+  return function(...) return wrapped(resume(co, ...)) end
 end
 -- A servlet's globals (made once per load, not per request): the base
 -- functions, and copies of the library tables (string, table, math, os,
@@ -383,6 +406,7 @@ impl State {
                 req::part_function(&lua)?,
                 api::library(&lua)?,
                 req::new_request_function(&lua)?,
+                ffi::stack::has_room_function(&lua)?,
             ))?;
         let known_res = res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let anchors = Anchors::new(&lua, &start)?;
