@@ -1059,3 +1059,48 @@ function handle_request(req, res) res:write(kind[req.args.k](tonumber(req.args.n
         ],
     );
 }
+
+#[test]
+fn a_res_kept_past_its_request_writes_into_no_other_answer() {
+    // Servlet A keeps its res in a global; the worker handed that object
+    // to B's next answer, and while B's long answer streamed to a slow
+    // client, A wrote into it.
+    let evil = r#"function handle_request(req, res)
+  if req.args.save then saved = res res:write("saved") return end
+  local ok, e = pcall(function() saved:write("INJECTED") end)
+  res:write(200, {}, tostring(ok) .. " " .. tostring(e))
+end"#;
+    let victim = r#"function handle_request(req, res)
+  res:write(200, {}, "B:")
+  for i = 1, 100 do res:write(string.rep("b", 8191) .. "\n") end
+  res:write("B ends here")
+end"#;
+    let s = one_worker(
+        &[("servlets/evil.lua", evil), ("servlets/victim.lua", victim)],
+        CONFIG,
+    );
+    assert_eq!(get(&s, "/servlets/evil.lua?save=1").text(), "saved");
+    // The victim's client reads nothing until A has written: its answer
+    // waits, suspended, with the object A kept.
+    let mut v = s.connect();
+    v.send(b"GET /servlets/victim.lua HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let r = get(&s, "/servlets/evil.lua");
+    assert!(
+        r.text().starts_with("false ") && r.text().contains("a request that has ended"),
+        "{}",
+        r.text()
+    );
+    // The victim's answer is whole and its own.
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = v.stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw);
+    assert!(!text.contains("INJECTED"), "injected");
+    assert!(
+        text.ends_with("B ends here"),
+        "{:?}",
+        &text[text.len().saturating_sub(100)..]
+    );
+    assert_eq!(text.matches(&"b".repeat(8191)).count(), 100);
+}

@@ -39,6 +39,30 @@ pub struct Out {
     as_checked: bool,
 }
 
+thread_local! {
+    /// The `Out` of the request running on this thread (null: none), the
+    /// only one its `res` methods serve ([`Running`]).
+    static RUNNING_OUT: std::cell::Cell<*const Out> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// While alive, `out`'s request is the one running: its `res` writes
+/// there, and a `res` of another request (kept in a global, the worker
+/// having handed its object on to a streamed answer) is refused.
+pub struct Running(());
+
+impl Running {
+    pub fn start(out: &std::rc::Rc<std::cell::RefCell<Out>>) -> Running {
+        RUNNING_OUT.set(out.as_ptr().cast_const());
+        Running(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING_OUT.set(std::ptr::null());
+    }
+}
+
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
 }
@@ -165,6 +189,10 @@ impl res::Answer for Out {
         let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
         self.status(status)?;
         self.header_text(b"Location", url.as_bytes(), false)
+    }
+
+    fn live(&self) -> bool {
+        RUNNING_OUT.get() == std::ptr::from_ref(self)
     }
 
     /// A piece's worth: the servlet yields, and it leaves.

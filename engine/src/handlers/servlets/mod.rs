@@ -766,10 +766,12 @@ impl State {
         run::prepare(&thread, &self.anchors, slot).map_err(|e| self.lua_failure(e))?;
         let ticks = self.budget();
         let mut spent = 0;
+        let running = api::Running::start(&out);
         let ran = api::request(req, || {
             run::resume(&self.lua, &thread, 2, ticks, &mut spent)
         })
         .map_err(|e| self.failure(e))?;
+        drop(running);
         let mut o = out.borrow_mut();
         resp.set_status(o.status);
         resp.raw_headers(&o.headers);
@@ -900,7 +902,9 @@ impl BodyStream for Piecewise {
             }
             let st = &self.state;
             let mut used = 0;
+            let running = api::Running::start(&self.out);
             let r = run::resume(&st.lua, &self.thread, 0, self.left, &mut used);
+            drop(running);
             self.left = self.left.saturating_sub(used);
             let failure = match r {
                 Ok(ran) => {

@@ -35,6 +35,10 @@ pub trait Answer: 'static {
     fn redirect(&mut self, url: &[u8], status: Option<i64>) -> Result<(), String>;
     /// Whether a piece's worth is gathered (then `write` yields).
     fn gathered(&self) -> bool;
+    /// Whether the request this answer is for is the one running: a
+    /// `res` kept (in a global) past its request refers to an object the
+    /// worker hands to later requests, and must not write into theirs.
+    fn live(&self) -> bool;
 }
 
 /// What a userdata made by [`new_object`] holds (None once collected).
@@ -418,13 +422,17 @@ unsafe fn write_in_place<T: Answer>(l: *mut ffi::lua_State) -> Option<Result<Aft
     }
 }
 
-/// Hands `f` the object, borrowed for the call.
-fn borrowed<T>(
+/// Hands `f` the object, borrowed for the call, if its request is the
+/// one running ([`Answer::live`]).
+fn borrowed<T: Answer>(
     cell: &RefCell<T>,
     what: &str,
     f: &mut dyn FnMut(&mut T) -> Result<(), String>,
 ) -> Result<(), String> {
     match cell.try_borrow_mut() {
+        Ok(this) if !this.live() => Err(format!(
+            "{what}: the response of a request that has ended (a res is used only while its own request runs)"
+        )),
         Ok(mut this) => f(&mut this),
         Err(_) => Err(format!("{what}: the response is in use")),
     }
@@ -579,6 +587,9 @@ mod tests {
         }
         fn gathered(&self) -> bool {
             false
+        }
+        fn live(&self) -> bool {
+            true
         }
     }
 
