@@ -1104,3 +1104,57 @@ end"#;
     );
     assert_eq!(text.matches(&"b".repeat(8191)).count(), 100);
 }
+
+#[test]
+fn res_write_in_a_servlets_coroutine_streams_the_whole_answer() {
+    // res:write yields to brisk once 64 KiB are gathered: inside the
+    // servlet's own coroutine that yield reached the servlet, and a
+    // generator's loop stopped early (655 rows of 1000, answered 200).
+    let generator = r#"function handle_request(req, res)
+  local rows = coroutine.wrap(function()
+    for i = 1, 1000 do
+      res:write(string.rep("r", 99) .. "\n")
+      coroutine.yield(i)
+    end
+  end)
+  local n = 0
+  for i in rows do n = i end
+  res:write("rows: " .. n)
+end"#;
+    // Two coroutines deep, through coroutine.resume: the inner one runs
+    // to its end in one resume.
+    let nested = r#"function handle_request(req, res)
+  local seen = {}
+  local outer = coroutine.create(function()
+    local inner = coroutine.create(function()
+      for i = 1, 3 do res:write(string.rep("a", 50000)) end
+      return "inner done"
+    end)
+    local ok, v = coroutine.resume(inner)
+    seen[#seen + 1] = tostring(ok) .. " " .. tostring(v) .. " " .. coroutine.status(inner)
+    return "outer done"
+  end)
+  local ok, v = coroutine.resume(outer)
+  seen[#seen + 1] = tostring(ok) .. " " .. tostring(v)
+  res:write("|" .. table.concat(seen, ", "))
+end"#;
+    let s = server(&[
+        ("servlets/generator.lua", generator),
+        ("servlets/nested.lua", nested),
+    ]);
+    let r = get(&s, "/servlets/generator.lua");
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    assert_eq!(text.matches(&format!("{}\n", "r".repeat(99))).count(), 1000);
+    assert!(text.ends_with("rows: 1000"), "{}", &text[text.len() - 40..]);
+    let text = get(&s, "/servlets/nested.lua").text();
+    assert_eq!(
+        text.len(),
+        150_000 + "|true inner done dead, true outer done".len()
+    );
+    assert!(
+        text.ends_with("|true inner done dead, true outer done"),
+        "{}",
+        &text[text.len() - 60..]
+    );
+}

@@ -291,11 +291,25 @@ end
 -- coroutine.wrap overflowed the stack and the process died. A resume
 -- needs room left on it (ffi::stack), or answers as Lua 5.1's does past
 -- its C-call limit: false and "C stack overflow"; wrap raises that.
-local co_resume, co_create = coroutine.resume, coroutine.create
+--
+-- res:write yields to brisk once 64 KiB are gathered (ffi::res), with
+-- Res, which no servlet holds: inside a servlet's own coroutine that
+-- yield reached the servlet (a generator's loop saw it as its end, and
+-- the answer was cut short, silently). resume passes it on up, and
+-- resumes the coroutine where it wrote once brisk resumes this one.
+local co_resume, co_create, co_yield = coroutine.resume, coroutine.create, coroutine.yield
 local too_deep = "C stack overflow: coroutines nested too deep"
-local function resume(co, ...)
+local resume
+local function passed(co, ok, mark, ...)
+  if ok and mark == Res and select('#', ...) == 0 then
+    co_yield(Res)
+    return resume(co)
+  end
+  return ok, mark, ...
+end
+resume = function(co, ...)
   if not has_room() then return false, too_deep end
-  return co_resume(co, ...)
+  return passed(co, co_resume(co, ...))
 end
 -- (A tail call: level 2 is the caller of wrap's function, as LuaJIT's.)
 local function wrapped(ok, ...)

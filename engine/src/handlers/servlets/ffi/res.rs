@@ -231,8 +231,14 @@ unsafe extern "C-unwind" fn method<T: Answer, const M: u8>(l: *mut ffi::lua_Stat
     match r {
         Ok(After::Return) => 0,
         // SAFETY: nothing here needs dropping; lua_yield from a C function
-        // returns to its caller on resume (with no results).
-        Ok(After::Yield) => unsafe { ffi::lua_yield(l, 0) },
+        // returns to its caller on resume (with no results). It yields
+        // the metatable (the first upvalue, hidden from servlets): the
+        // prelude's coroutine.resume knows brisk's yield by it, and
+        // passes it on up to brisk when a servlet's coroutine wrote.
+        Ok(After::Yield) => unsafe {
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+            ffi::lua_yield(l, 1)
+        },
         Err(e) => {
             // The message, copied here (no destructor in this frame).
             let mut msg = [0u8; 512];
