@@ -1158,3 +1158,34 @@ end"#;
         &text[text.len() - 60..]
     );
 }
+
+#[test]
+fn long_c_calls_are_stopped_by_the_cpu_limit() {
+    // One C call each, where the hook never fires: brisk.json.encode
+    // walking a table emptied of 500,000 slots, 40,000 times (20 billion
+    // empty slots), and table.sort comparing 800 references to one 4 MiB
+    // string (a memcmp of it each time). Both ran for tens of seconds
+    // past cpu_time.
+    let s = one_worker(
+        &[
+            ("servlets/json.lua", "function handle_request(req, res) local big = {} for i = 1, 5e5 do big[i] = true end for i = 1, 5e5 do big[i] = nil end local t = {} for i = 1, 40000 do t[i] = big end res:write(#brisk.json.encode(t)) end"),
+            ("servlets/jsonpcall.lua", "function handle_request(req, res) local big = {} for i = 1, 5e5 do big[i] = true end for i = 1, 5e5 do big[i] = nil end local t = {} for i = 1, 40000 do t[i] = big end local ok, e = pcall(brisk.json.encode, t) res:write(tostring(e)) end"),
+            ("servlets/sort.lua", "function handle_request(req, res) local s = string.rep('x', 4 * 2^20) local t = {} for i = 1, 800 do t[i] = s end table.sort(t) res:write('sorted') end"),
+            // Sorting still sorts, with or without a comparator.
+            ("servlets/sorted.lua", "function handle_request(req, res) local t = {3, 1, 2} table.sort(t) local u = {'b', 'c', 'a'} table.sort(u, function(a, b) return a > b end) res:write(table.concat(t) .. table.concat(u)) end"),
+        ],
+        CONFIG,
+    );
+    for path in ["json", "jsonpcall", "sort"] {
+        let t0 = std::time::Instant::now();
+        let r = get(&s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, 503, "{path}: {}", r.text());
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{path}: {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(get(&s, "/servlets/hello.lua").status, 200, "after {path}");
+    }
+    assert_eq!(get(&s, "/servlets/sorted.lua").text(), "123cba");
+}

@@ -36,6 +36,9 @@ pub enum EncodeError {
     Value,
     /// The output would pass [`Encoder::max`] (or could not grow).
     Memory,
+    /// The request's CPU budget was spent during the walk
+    /// ([`super::cpu::check_spent`]).
+    Stopped,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -47,6 +50,7 @@ impl std::fmt::Display for EncodeError {
             EncodeError::Key => "a key that is not a string",
             EncodeError::Value => "a value JSON cannot hold",
             EncodeError::Memory => "the text does not fit in the memory left (servlets.memory)",
+            EncodeError::Stopped => super::cpu::CPU_LIMIT,
         })
     }
 }
@@ -228,6 +232,8 @@ mod in_lua {
         plain: *const bool,
         null: *const c_void,
         maxdepth: c_int,
+        spent: unsafe extern "C" fn(*mut Out) -> c_int,
+        steps: usize,
     }
 
     unsafe extern "C" {
@@ -261,6 +267,8 @@ mod in_lua {
             plain: crate::http::json::PLAIN.as_ptr(),
             null,
             maxdepth: MAX_DEPTH as c_int,
+            spent,
+            steps: 0,
         };
         // SAFETY: `o` describes `out` (C writes only within cap, and
         // grows it through `reserve`); the caller's contract for `t`.
@@ -277,6 +285,7 @@ mod in_lua {
             3 => Err(EncodeError::NotUtf8),
             4 => Err(EncodeError::Key),
             6 => Err(EncodeError::Memory),
+            7 => Err(EncodeError::Stopped),
             _ => Err(EncodeError::Value),
         }
     }
@@ -337,6 +346,10 @@ mod in_lua {
         };
         resync(o, c.out);
         ok as c_int
+    }
+
+    unsafe extern "C" fn spent(_: *mut Out) -> c_int {
+        super::super::cpu::check_spent() as c_int
     }
 
     unsafe extern "C" fn number(o: *mut Out, n: f64) -> c_int {
@@ -428,6 +441,11 @@ unsafe fn walk_table(
     // the caller's lua_settop(0) on error); the stack has room for the
     // two slots a level uses (lua_checkstack every 8 levels, above).
     unsafe {
+        // (lua_next skips a table's empty slots, however many: the budget
+        // is asked at each table, as brisk_lj.c asks every 4,096 slots.)
+        if super::cpu::check_spent() {
+            return Err(EncodeError::Stopped);
+        }
         if depth >= MAX_DEPTH || (depth.is_multiple_of(8) && ffi::lua_checkstack(state, 16) == 0) {
             return Err(EncodeError::Depth);
         }
