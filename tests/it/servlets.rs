@@ -939,6 +939,9 @@ function handle_request(req, res)
     (pcall(rawset, brisk.json.null, "x", "HIJACKED")),
     (pcall(function() brisk.json.null.x = "HIJACKED" end)),
     (pcall(setmetatable, brisk.json.null, {})),
+    -- Raw writes: a table took these whatever its metatable said.
+    (pcall(table.insert, brisk.json.null, "HIJACKED")),
+    (pcall(table.move, {"HIJACKED"}, 1, 1, 1, brisk.json.null)),
     (pcall(function() load("string.lower = function() return 'HIJACKED' end")() end)),
     (pcall(function() load("rawset(string, 'rep', function() return 'HIJACKED' end)")() end)),
     (pcall(function() getmetatable(req).__index = function() return "HIJACKED" end end)),
@@ -952,7 +955,7 @@ end
                 "servlets/b.lua",
                 r#"function handle_request(req, res)
   res:write(table.concat({string.upper("x"), ("x"):upper(), brisk.html_escape("<"),
-    tostring(shared_global), tostring(1), tostring(rawget(brisk.json.null, "x")), string.lower("X"),
+    tostring(shared_global), tostring(1), type(brisk.json.null), tostring(brisk.json.decode("[null]")[1] == brisk.json.null), string.lower("X"),
     string.rep("y", 2), brisk.json.encode({brisk.json.null}), tostring(req.method)}, " "))
 end
 "#,
@@ -964,12 +967,12 @@ end
         ],
         CONFIG,
     );
-    let want_b = "X X &lt; nil 1 nil x yy [null] GET";
+    let want_b = "X X &lt; nil 1 userdata true x yy [null] GET";
     assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
     // a.lua changes its own copies only; what is shared refuses.
     assert_eq!(
         get(&s, "/servlets/a.lua").text(),
-        "XX false false,false,false,false,true,true,false"
+        "XX false false,false,false,false,false,false,true,true,false"
     );
     assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
     // Its own edits stay its own, for its next request.

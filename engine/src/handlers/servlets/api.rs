@@ -548,7 +548,7 @@ const JSON_OUT_KEEP: usize = 1 << 20;
 pub fn library(lua: &Lua) -> mlua::Result<Table> {
     let brisk = lua.create_table()?;
     let j = lua.create_table()?;
-    let null = lua.create_table()?;
+    let null = raw::null_sentinel(lua)?;
     j.raw_set("null", null.clone())?;
     let null_t = null.clone();
     j.raw_set(
@@ -569,7 +569,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
             s
         })?,
     )?;
-    let null_v = Value::Table(null);
+    let null_v = Value::UserData(null);
     j.raw_set(
         "decode",
         lua.create_function(move |lua, s: LuaString| {

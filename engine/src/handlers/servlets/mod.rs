@@ -265,21 +265,12 @@ end }
 -- all servlets of the state share is out of their reach or read-only,
 -- so that one servlet cannot change another's behaviour: the metatables
 -- of strings, requests and header tables are hidden (the string library
--- behind strings' methods is the real one, out of reach), and the one
--- shared table a servlet holds, brisk.json.null, refuses writes, by
--- assignment and by rawset.
+-- behind strings' methods is the real one, out of reach), and
+-- brisk.json.null, which every servlet holds, is a userdata (ffi::raw::
+-- null_sentinel) that holds nothing.
 getmetatable("").__metatable = false
 Req.__metatable = false
 headers_mt.__metatable = false
-local frozen = setmetatable({}, { __mode = "k" })
-local function read_only() error("brisk.json.null is shared by every servlet: read-only", 2) end
-local null = brisk.json.null
-setmetatable(null, { __newindex = read_only, __metatable = false })
-frozen[null] = true
-rawset = function(t, k, v)
-  if frozen[t] then error("rawset: a table shared by every servlet", 2) end
-  return raw_set(t, k, v)
-end
 local G = _G
 local function copy(t)
   local c = {}

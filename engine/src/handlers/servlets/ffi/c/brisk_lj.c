@@ -195,11 +195,10 @@ static int bj_value (brisk_json_out *o, bj_keys *keys, cTValue *v,
     return o->number(o, n) ? BJ_OK : BJ_MEMORY;
   }
   if (tvisstr(v)) return bj_string(o, strV(v));
-  if (tvistab(v)) {
-    GCtab *t = tabV(v);
-    if ((const void *)t == o->null) return bj_lit(o, "null", 4);
-    return bj_table(o, keys, t, depth + 1);
-  }
+  if (tvistab(v)) return bj_table(o, keys, tabV(v), depth + 1);
+  /* brisk.json.null: a userdata (its block, as lua_topointer gives it) */
+  if (tvisudata(v) && (const void *)uddata(udataV(v)) == o->null)
+    return bj_lit(o, "null", 4);
   return BJ_VALUE;
 }
 
@@ -259,8 +258,7 @@ static int bj_table (brisk_json_out *o, bj_keys *keys, GCtab *t, int depth) {
   return bj_byte(o, '}');
 }
 
-/* Appends the table `t` (lua_topointer of a table, not the null
-** sentinel) as JSON; returns BJ_OK or what failed. Its depth is 0. */
+/* Appends the table `t` (lua_topointer of a table) as JSON; returns BJ_OK or what failed. Its depth is 0. */
 int brisk_json_table (brisk_json_out *o, const void *t) {
   bj_keys keys;
   memset(keys.key, 0, sizeof(keys.key));
