@@ -454,6 +454,8 @@ fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
         ("servlets/req.lua", "local u = require('lib.util') function handle_request(req, res) res:write(tostring(u.twice(21))) end"),
         ("servlets/escape.lua", "function handle_request(req, res) local ok, err = pcall(require, '..secret') res:write(tostring(err)) end"),
         ("servlets/dofile.lua", "function handle_request(req, res) res:write(tostring(dofile) .. tostring(loadfile) .. tostring(io)) end"),
+        // print wrote to brisk's stdout (the access log by default).
+        ("servlets/print.lua", "function handle_request(req, res) print('127.0.0.1 - - FORGED') end"),
     ]);
     let r = get(&s, "/servlets/exec.lua");
     assert_eq!(r.status, 500);
@@ -476,6 +478,11 @@ fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
     let t = get(&s, "/servlets/escape.lua").text();
     assert!(t.contains("a module name is words joined by dots"), "{t}");
     assert_eq!(get(&s, "/servlets/dofile.lua").text(), "nilnilnil");
+    assert_eq!(get(&s, "/servlets/print.lua").status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/print.lua")
+        .contains("attempt to call global 'print' (a nil value)"));
+    assert!(!s.stdout().contains("FORGED"), "{}", s.stdout());
 }
 
 /// Servlets are written in LuaJIT's dialect, Lua 5.1's with `goto`: numbers

@@ -20,7 +20,7 @@
 //! - The sandbox inside Lua: no `io`, no `os` but time and date, no
 //!   `load` of bytecode (`string.dump` and `loadstring` are gone too), no
 //!   `dofile` or `loadfile`, no `setfenv`/`getfenv`, `jit` or `ffi`, no
-//!   `newproxy` (finalizers), no `collectgarbage`/`gcinfo`; the
+//!   `newproxy` (finalizers), no `collectgarbage`/`gcinfo`, no `print`; the
 //!   metatables of strings, requests and `res` are hidden; patterns are
 //!   matched under the CPU budget (`pattern`); `require` loads only
 //!   `.lua` modules from the servlet prefixes' directories, beneath the
@@ -226,6 +226,9 @@ loadstring, setfenv, getfenv, jit = nil, nil, nil, nil
 -- userdata servlets see (`res`) hide their metatable. gcinfo is
 -- collectgarbage("count"), gone with collectgarbage.
 newproxy, gcinfo = nil, nil
+-- print wrote to brisk's stdout: the access log by default (a servlet
+-- forged its lines), or a pipe that, full, held the worker.
+print = nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
 require = nil
