@@ -1199,3 +1199,34 @@ fn long_c_calls_are_stopped_by_the_cpu_limit() {
     }
     assert_eq!(get(&s, "/servlets/sorted.lua").text(), "123cba");
 }
+
+/// `brisk.shared` is each site's own: the default site's entry is not
+/// the other site's (it was one dictionary for the process, and a
+/// servlet of one [[site]] read another's sessions).
+#[cfg(feature = "sites")]
+#[test]
+fn each_site_has_its_own_shared_dictionary() {
+    let set = "function handle_request(req, res) brisk.shared:set('session', req.args.v) brisk.shared:incr('n') res:write('set') end";
+    let read = "function handle_request(req, res) res:write(tostring(brisk.shared:get('session')) .. ' ' .. tostring(brisk.shared:get('n'))) end";
+    let mut b = Builder::new();
+    b.file("servlets/set.lua", set.as_bytes())
+        .file("servlets/read.lua", read.as_bytes())
+        .file("../b/servlets/set.lua", set.as_bytes())
+        .file("../b/servlets/read.lua", read.as_bytes())
+        .config(&format!(
+            "{CONFIG}\n[[site]]\nhosts = \"b.test\"\nroot = \"b\"\n[site.servlets]\nenable = true\npaths = [\"/servlets/\"]\n"
+        ));
+    let s = b.start();
+    let on = |host: &str, path: &str| {
+        s.request(
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .text()
+    };
+    assert_eq!(on("x", "/servlets/set.lua?v=alice"), "set");
+    assert_eq!(on("x", "/servlets/read.lua"), "alice 1");
+    assert_eq!(on("b.test", "/servlets/read.lua"), "nil nil");
+    assert_eq!(on("b.test", "/servlets/set.lua?v=bob"), "set");
+    assert_eq!(on("b.test", "/servlets/read.lua"), "bob 1");
+    assert_eq!(on("x", "/servlets/read.lua"), "alice 1");
+}

@@ -545,7 +545,7 @@ thread_local! {
 const JSON_OUT_KEEP: usize = 1 << 20;
 
 /// The `brisk` library table.
-pub fn library(lua: &Lua) -> mlua::Result<Table> {
+pub fn library(lua: &Lua, site: &[u8]) -> mlua::Result<Table> {
     let brisk = lua.create_table()?;
     let j = lua.create_table()?;
     let null = raw::null_sentinel(lua)?;
@@ -614,16 +614,21 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     let sh = lua.create_table()?;
+    // (Each key is the site's: shared::site_key.)
+    let site: std::rc::Rc<[u8]> = site.into();
+    let key = move |k: &LuaString| shared::site_key(&site, &k.as_bytes());
+    let (k1, k2, k3, k4) = (key.clone(), key.clone(), key.clone(), key);
     sh.raw_set(
         "get",
-        lua.create_function(|lua, (_, k): (Value, LuaString)| {
-            unstored(lua, shared::get(&k.as_bytes(), Instant::now()))
+        lua.create_function(move |lua, (_, k): (Value, LuaString)| {
+            unstored(lua, shared::get(&k1(&k), Instant::now()))
         })?,
     )?;
     sh.raw_set(
         "set",
         lua.create_function(
-            |_, (_, k, v, ttl): (Value, LuaString, Value, Option<f64>)| {
+            move |_, (_, k, v, ttl): (Value, LuaString, Value, Option<f64>)| {
+                let k = k2(&k);
                 let now = Instant::now();
                 let expires = match ttl {
                     Some(t) if t > 0.0 && t.is_finite() => {
@@ -632,24 +637,24 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
                     _ => None,
                 };
                 if v.is_nil() {
-                    shared::delete(&k.as_bytes());
+                    shared::delete(&k);
                     return Ok(true);
                 }
-                Ok(shared::set(&k.as_bytes(), stored(v)?, expires, now))
+                Ok(shared::set(&k, stored(v)?, expires, now))
             },
         )?,
     )?;
     sh.raw_set(
         "incr",
-        lua.create_function(|lua, (_, k, by): (Value, LuaString, Option<f64>)| {
-            let sum = shared::incr(&k.as_bytes(), by.unwrap_or(1.0), Instant::now());
+        lua.create_function(move |lua, (_, k, by): (Value, LuaString, Option<f64>)| {
+            let sum = shared::incr(&k3(&k), by.unwrap_or(1.0), Instant::now());
             unstored(lua, sum.map(Stored::Num))
         })?,
     )?;
     sh.raw_set(
         "delete",
-        lua.create_function(|_, (_, k): (Value, LuaString)| {
-            shared::delete(&k.as_bytes());
+        lua.create_function(move |_, (_, k): (Value, LuaString)| {
+            shared::delete(&k4(&k));
             Ok(())
         })?,
     )?;
@@ -735,7 +740,7 @@ mod tests {
     fn with_library() -> Lua {
         let lua = Lua::new();
         lua.globals()
-            .raw_set("brisk", library(&lua).unwrap())
+            .raw_set("brisk", library(&lua, b"").unwrap())
             .unwrap();
         lua
     }

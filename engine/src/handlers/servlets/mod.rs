@@ -76,6 +76,8 @@ pub struct Settings {
     follow_outside: bool,
     /// The files brisk itself reads (but the servlets): never run.
     protected: Protected,
+    /// The site's part of `brisk.shared` (its host names: `shared::site_key`).
+    shared_site: Vec<u8>,
 }
 
 /// The handler mounted at each servlet prefix (for `.lua` paths only).
@@ -94,6 +96,7 @@ impl Servlets {
             valid: cfg.site.static_files.open_file_cache_valid,
             follow_outside: sc.static_files.symlinks_outside_root,
             protected: Protected::collect_with(cfg, false),
+            shared_site: sc.hosts.join(",").into_bytes(),
         }))
     }
 }
@@ -420,7 +423,7 @@ impl State {
                 lazy,
                 form,
                 req::part_function(&lua)?,
-                api::library(&lua)?,
+                api::library(&lua, &settings.shared_site)?,
                 req::new_request_function(&lua)?,
                 ffi::stack::has_room_function(&lua)?,
             ))?;
@@ -954,6 +957,7 @@ mod tests {
             valid: Duration::ZERO,
             follow_outside: false,
             protected: Protected::default(),
+            shared_site: Vec::new(),
         };
         State::new(Arc::new(settings)).unwrap()
     }
