@@ -575,6 +575,8 @@ fn streamed_output_goes_over_http2() {
     let s = server(&[
         ("servlets/big.lua", "function handle_request(req, res) res:header('Content-Type', 'text/plain') for i = 1, 100 do res:write(string.rep(string.char(65 + i % 26), 5000)) end end"),
         ("servlets/huge.lua", "function handle_request(req, res) for i = 1, 100 do res:write(string.rep('x', 20000)) end end"),
+        // TE is connection-specific: never in an HTTP/2 answer (RFC 9113 §8.2.2).
+        ("servlets/te.lua", "function handle_request(req, res) res:header('TE', 'x') res:header('X-Ok', 'y') res:write('t') end"),
     ]);
     let mut c = H2::connect(
         s.addr(),
@@ -604,6 +606,9 @@ fn streamed_output_goes_over_http2() {
     assert_eq!(a[2].reset, Some(ErrorCode::Internal as u32));
     let id = c.get("/servlets/hello.lua", &[]);
     assert_eq!(c.answers(&[id])[0].status(), "200");
+    let id = c.get("/servlets/te.lua", &[]);
+    let a = &c.answers(&[id])[0];
+    assert_eq!((a.field("te"), a.field("x-ok")), (None, Some("y")));
 }
 
 /// Every field of the request table, as text (tables with their keys
