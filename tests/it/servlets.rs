@@ -1235,3 +1235,16 @@ fn each_site_has_its_own_shared_dictionary() {
     assert_eq!(on("b.test", "/servlets/read.lua"), "bob 1");
     assert_eq!(on("x", "/servlets/read.lua"), "alice 1");
 }
+
+#[test]
+fn math_random_differs_from_one_start_to_the_next() {
+    // LuaJIT's generator started from the same seed in every worker, at
+    // every start: the same "random" numbers each time.
+    let rnd = "function handle_request(req, res) res:write(string.format('%d %d', math.random(2^30), math.random(2^30))) end";
+    let first = |_| {
+        let s = one_worker(&[("servlets/rnd.lua", rnd)], CONFIG);
+        get(&s, "/servlets/rnd.lua").text()
+    };
+    let (a, b) = (first(0), first(1));
+    assert_ne!(a, b);
+}

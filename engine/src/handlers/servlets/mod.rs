@@ -427,6 +427,17 @@ impl State {
                 req::new_request_function(&lua)?,
                 ffi::stack::has_room_function(&lua)?,
             ))?;
+        // LuaJIT seeds math.random the same at every start: the same
+        // "random" numbers in every worker, every run. Seeded from the
+        // OS's randomness (std's RandomState keys); still not for
+        // secrets (the docs say so).
+        let seed = {
+            use std::hash::BuildHasher as _;
+            std::collections::hash_map::RandomState::new().hash_one(0u8) >> 11
+        };
+        let math: Table = lua.globals().raw_get("math")?;
+        math.raw_get::<Function>("randomseed")?
+            .call::<()>(seed as f64)?;
         let known_res = res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let anchors = Anchors::new(&lua, &start)?;
         let aside = lua.create_thread(environment.clone())?;
