@@ -52,6 +52,10 @@ fn the_response_object_takes_numbers_and_refuses_misuse() {
         ("servlets/other.lua", "function handle_request(req, res) res.write({}, 'x') end"),
         ("servlets/types.lua", "function handle_request(req, res) res:write(200, 'not a table') end"),
         ("servlets/status.lua", "function handle_request(req, res) res:set_status(99) end"),
+        // 205 has no content (RFC 9110 §15.3.6): went out with one, as "Unknown".
+        ("servlets/reset.lua", "function handle_request(req, res) res:write(205, {}, 'content') end"),
+        ("servlets/reset2.lua", "function handle_request(req, res) res:write('content') res:set_status(205) end"),
+        ("servlets/reset3.lua", "function handle_request(req, res) res:set_status(205) end"),
     ]);
     let r = get(&s, "/servlets/nums.lua");
     assert_eq!(r.status, 200);
@@ -62,12 +66,22 @@ fn the_response_object_takes_numbers_and_refuses_misuse() {
         ("other", "res:write: call it as a method of a response"),
         ("types", "res:write: the headers are a table"),
         ("status", "99 is not a final status"),
+        ("reset", "a 205 (Reset Content) answer has no body"),
+        ("reset2", "a 205 (Reset Content) answer has no body"),
     ] {
         assert_eq!(get(&s, &format!("/servlets/{path}.lua")).status, 500);
         let line = s.wait_stderr_line(&format!("servlet servlets/{path}.lua"));
         assert!(line.contains(why), "{line}");
     }
     assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    let r = get(&s, "/servlets/reset3.lua");
+    assert!(
+        r.masked_head()
+            .starts_with("HTTP/1.1 205 Reset Content\r\n")
+            && r.body.is_empty(),
+        "{}",
+        r.masked_head()
+    );
 }
 
 #[test]

@@ -139,6 +139,17 @@ impl Out {
     }
 }
 
+impl Out {
+    /// A 205 answer has no content (RFC 9110 §15.3.6: a server must not
+    /// generate any): refused as soon as the status and a body meet.
+    fn reset_content_is_empty(&self) -> Result<(), String> {
+        match (self.status, self.written) {
+            (205, 1..) => Err("a 205 (Reset Content) answer has no body".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The checks of [`Out::header_text`].
 fn check(name: &[u8], value: &[u8], utf8: bool) -> Result<(), String> {
     if utf8 {
@@ -162,7 +173,7 @@ impl res::Answer for Out {
             return Err(format!("{status} is not a final status (200-599)"));
         }
         self.status = status as u16;
-        Ok(())
+        self.reset_content_is_empty()
     }
 
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
@@ -171,6 +182,7 @@ impl res::Answer for Out {
 
     fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.written += bytes.len() as u64;
+        self.reset_content_is_empty()?;
         if self.written > self.max {
             return Err(format!(
                 "the answer is longer than servlets.max_output ({} bytes)",
