@@ -1262,3 +1262,14 @@ fn math_random_differs_from_one_start_to_the_next() {
     let (a, b) = (first(0), first(1));
     assert_ne!(a, b);
 }
+
+#[test]
+fn a_repeated_name_keeps_its_first_value_in_args_headers_and_cookies() {
+    // Cookies kept the last value, args and headers the first.
+    let s = one_worker(
+        &[("servlets/first.lua", "function handle_request(req, res) res:write(req.args.a .. ' ' .. req.headers['x-a'] .. ' ' .. req.cookies.sid) end")],
+        CONFIG,
+    );
+    let r = s.request(b"GET /servlets/first.lua?a=1&a=2 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\nCookie: sid=1; sid=2\r\nCookie: sid=3\r\n\r\n");
+    assert_eq!(r.text(), "1 1 1");
+}

@@ -295,7 +295,7 @@ const LAZY_COOKIES: i64 = 3;
 /// the first of a repeated name kept), `req.headers` (from `src`, the
 /// raw fields: names in lower case, `headers_mt` finds any case, the
 /// first of a repeated field kept) or `req.cookies` (from the raw
-/// fields' Cookie headers).
+/// fields' Cookie headers, the first of a repeated name kept).
 pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua::Result<Table> {
     let (mut n, mut v) = DECODED.take();
     let built = req::build(lua, (src, headers_mt), 0, |b| {
@@ -333,7 +333,10 @@ pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua
                                 .strip_prefix(b"\"")
                                 .and_then(|v| v.strip_suffix(b"\""))
                                 .unwrap_or(v);
-                            b.set(&c[..eq], v);
+                            // The first of a repeated name, as args and
+                            // headers (RFC 6265 §5.4: a user agent sends
+                            // the most specific path's first).
+                            b.set_first(&c[..eq], v);
                         }
                     }
                 }
