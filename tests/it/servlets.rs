@@ -52,6 +52,10 @@ fn the_response_object_takes_numbers_and_refuses_misuse() {
         ("servlets/other.lua", "function handle_request(req, res) res.write({}, 'x') end"),
         ("servlets/types.lua", "function handle_request(req, res) res:write(200, 'not a table') end"),
         ("servlets/status.lua", "function handle_request(req, res) res:set_status(99) end"),
+        // 205 has no content (RFC 9110 §15.3.6): went out with one, as "Unknown".
+        ("servlets/reset.lua", "function handle_request(req, res) res:write(205, {}, 'content') end"),
+        ("servlets/reset2.lua", "function handle_request(req, res) res:write('content') res:set_status(205) end"),
+        ("servlets/reset3.lua", "function handle_request(req, res) res:set_status(205) end"),
     ]);
     let r = get(&s, "/servlets/nums.lua");
     assert_eq!(r.status, 200);
@@ -62,12 +66,22 @@ fn the_response_object_takes_numbers_and_refuses_misuse() {
         ("other", "res:write: call it as a method of a response"),
         ("types", "res:write: the headers are a table"),
         ("status", "99 is not a final status"),
+        ("reset", "a 205 (Reset Content) answer has no body"),
+        ("reset2", "a 205 (Reset Content) answer has no body"),
     ] {
         assert_eq!(get(&s, &format!("/servlets/{path}.lua")).status, 500);
         let line = s.wait_stderr_line(&format!("servlet servlets/{path}.lua"));
         assert!(line.contains(why), "{line}");
     }
     assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    let r = get(&s, "/servlets/reset3.lua");
+    assert!(
+        r.masked_head()
+            .starts_with("HTTP/1.1 205 Reset Content\r\n")
+            && r.body.is_empty(),
+        "{}",
+        r.masked_head()
+    );
 }
 
 #[test]
@@ -318,15 +332,7 @@ fn the_cpu_limit_stops_a_loop_and_the_worker_serves_on() {
     assert!(s
         .wait_stderr_line("servlet servlets/loop.lua")
         .contains("servlets.cpu_time exceeded"));
-    // Stopped after its head left: cut short (no last chunk).
-    let mut c = s.connect();
-    c.send(b"GET /servlets/late.lua HTTP/1.1\r\nHost: x\r\n\r\n");
-    let mut raw = Vec::new();
-    use std::io::Read as _;
-    let _ = c.stream.read_to_end(&mut raw);
-    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    assert!(!raw.ends_with(b"0\r\n\r\n"));
-    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    assert_cut_short(&s, "/servlets/late.lua");
 }
 
 #[test]
@@ -462,6 +468,8 @@ fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
         ("servlets/req.lua", "local u = require('lib.util') function handle_request(req, res) res:write(tostring(u.twice(21))) end"),
         ("servlets/escape.lua", "function handle_request(req, res) local ok, err = pcall(require, '..secret') res:write(tostring(err)) end"),
         ("servlets/dofile.lua", "function handle_request(req, res) res:write(tostring(dofile) .. tostring(loadfile) .. tostring(io)) end"),
+        // print wrote to brisk's stdout (the access log by default).
+        ("servlets/print.lua", "function handle_request(req, res) print('127.0.0.1 - - FORGED') end"),
     ]);
     let r = get(&s, "/servlets/exec.lua");
     assert_eq!(r.status, 500);
@@ -484,6 +492,11 @@ fn the_sandbox_refuses_os_execute_io_bytecode_and_files_outside() {
     let t = get(&s, "/servlets/escape.lua").text();
     assert!(t.contains("a module name is words joined by dots"), "{t}");
     assert_eq!(get(&s, "/servlets/dofile.lua").text(), "nilnilnil");
+    assert_eq!(get(&s, "/servlets/print.lua").status, 500);
+    assert!(s
+        .wait_stderr_line("servlet servlets/print.lua")
+        .contains("attempt to call global 'print' (a nil value)"));
+    assert!(!s.stdout().contains("FORGED"), "{}", s.stdout());
 }
 
 /// Servlets are written in LuaJIT's dialect, Lua 5.1's with `goto`: numbers
@@ -576,6 +589,8 @@ fn streamed_output_goes_over_http2() {
     let s = server(&[
         ("servlets/big.lua", "function handle_request(req, res) res:header('Content-Type', 'text/plain') for i = 1, 100 do res:write(string.rep(string.char(65 + i % 26), 5000)) end end"),
         ("servlets/huge.lua", "function handle_request(req, res) for i = 1, 100 do res:write(string.rep('x', 20000)) end end"),
+        // TE is connection-specific: never in an HTTP/2 answer (RFC 9113 §8.2.2).
+        ("servlets/te.lua", "function handle_request(req, res) res:header('TE', 'x') res:header('X-Ok', 'y') res:write('t') end"),
     ]);
     let mut c = H2::connect(
         s.addr(),
@@ -605,6 +620,9 @@ fn streamed_output_goes_over_http2() {
     assert_eq!(a[2].reset, Some(ErrorCode::Internal as u32));
     let id = c.get("/servlets/hello.lua", &[]);
     assert_eq!(c.answers(&[id])[0].status(), "200");
+    let id = c.get("/servlets/te.lua", &[]);
+    let a = &c.answers(&[id])[0];
+    assert_eq!((a.field("te"), a.field("x-ok")), (None, Some("y")));
 }
 
 /// Every field of the request table, as text (tables with their keys
@@ -673,6 +691,19 @@ fn every_request_field_with_and_without_its_source() {
              form {{f=1 2,g=\u{e9}}} nil\njson {{\"a\":\"1 2\"}}"
         )
     );
+}
+
+/// `path` answers 200, is stopped after its head left (cut short: no
+/// last chunk), and the worker serves the next request.
+fn assert_cut_short(s: &Server, path: &str) {
+    let mut c = s.connect();
+    c.send(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = c.stream.read_to_end(&mut raw);
+    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"), "{path}");
+    assert!(!raw.ends_with(b"0\r\n\r\n"), "{path}");
+    assert_eq!(get(s, "/servlets/hello.lua").status, 200, "after {path}");
 }
 
 /// A server of one worker with `files` beside hello.lua, and `config`.
@@ -934,6 +965,9 @@ function handle_request(req, res)
     (pcall(rawset, brisk.json.null, "x", "HIJACKED")),
     (pcall(function() brisk.json.null.x = "HIJACKED" end)),
     (pcall(setmetatable, brisk.json.null, {})),
+    -- Raw writes: a table took these whatever its metatable said.
+    (pcall(table.insert, brisk.json.null, "HIJACKED")),
+    (pcall(table.move, {"HIJACKED"}, 1, 1, 1, brisk.json.null)),
     (pcall(function() load("string.lower = function() return 'HIJACKED' end")() end)),
     (pcall(function() load("rawset(string, 'rep', function() return 'HIJACKED' end)")() end)),
     (pcall(function() getmetatable(req).__index = function() return "HIJACKED" end end)),
@@ -947,7 +981,7 @@ end
                 "servlets/b.lua",
                 r#"function handle_request(req, res)
   res:write(table.concat({string.upper("x"), ("x"):upper(), brisk.html_escape("<"),
-    tostring(shared_global), tostring(1), tostring(rawget(brisk.json.null, "x")), string.lower("X"),
+    tostring(shared_global), tostring(1), type(brisk.json.null), tostring(brisk.json.decode("[null]")[1] == brisk.json.null), string.lower("X"),
     string.rep("y", 2), brisk.json.encode({brisk.json.null}), tostring(req.method)}, " "))
 end
 "#,
@@ -959,12 +993,12 @@ end
         ],
         CONFIG,
     );
-    let want_b = "X X &lt; nil 1 nil x yy [null] GET";
+    let want_b = "X X &lt; nil 1 userdata true x yy [null] GET";
     assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
     // a.lua changes its own copies only; what is shared refuses.
     assert_eq!(
         get(&s, "/servlets/a.lua").text(),
-        "XX false false,false,false,false,true,true,false"
+        "XX false false,false,false,false,false,false,true,true,false"
     );
     assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
     // Its own edits stay its own, for its next request.
@@ -977,4 +1011,265 @@ end
     );
     assert_eq!(get(&s, "/servlets/e.lua").text(), "nil nil");
     assert_eq!(get(&s, "/servlets/b.lua").text(), want_b);
+}
+
+#[test]
+fn an_error_value_is_made_text_under_the_cpu_budget() {
+    // An error value's __tostring is the servlet's code: brisk made it
+    // text after the run's budget had ended, and one that never returned
+    // held the worker (and SIGTERM) for ever. Before the head left and
+    // after (streamed); one that returns gives the log its text.
+    let looping = "error(setmetatable({}, {__tostring = function() while true do end end}))";
+    let s = one_worker(
+        &[
+            ("servlets/loop.lua", &format!("function handle_request(req, res) {looping} end")),
+            ("servlets/late.lua", &format!("function handle_request(req, res) res:write(string.rep('x', 70000)) {looping} end")),
+            ("servlets/named.lua", "function handle_request(req, res) error(setmetatable({}, {__tostring = function() return 'a named error' end})) end"),
+        ],
+        CONFIG,
+    );
+    each_answers(
+        &s,
+        &[
+            ("loop", 503, "servlets.cpu_time exceeded"),
+            ("named", 500, "a named error"),
+        ],
+    );
+    assert_cut_short(&s, "/servlets/late.lua");
+}
+
+/// Each of `servlet`'s nestings at each depth of `?n=`: the deep ones
+/// answer 500 with Lua's "C stack overflow", the shallow ones 200, and
+/// the worker serves on (it died: the worker's stack overflowed).
+fn nestings_answer(s: &Server, servlet: &str, nestings: &[(&str, u32, u16)]) {
+    for (k, n, status) in nestings {
+        let path = format!("/servlets/{servlet}.lua?k={k}&n={n}");
+        let r = get(s, &path);
+        assert_eq!(r.status, *status, "{path}");
+        if *status == 500 {
+            let line = s.wait_stderr_line(&format!("servlet servlets/{servlet}.lua"));
+            assert!(line.contains("C stack overflow"), "{path}: {line}");
+        } else {
+            assert_eq!(r.text(), "x", "{path}");
+        }
+        assert_eq!(get(s, "/servlets/hello.lua").status, 200, "after {path}");
+    }
+}
+
+#[test]
+fn gsub_callbacks_and_coroutines_nest_within_the_workers_stack() {
+    // Through gsub's function and table (its __index), through coroutine
+    // .wrap and .resume, and the two mixed.
+    let deep = r#"local kind = {}
+function kind.gsub(n) if n == 0 then return "x" end return (("a"):gsub("a", function() return kind.gsub(n - 1) end)) end
+function kind.index(n) if n == 0 then return "x" end return (("a"):gsub("a", setmetatable({}, {__index = function() return kind.index(n - 1) end}))) end
+function kind.wrap(n) if n == 0 then return "x" end return coroutine.wrap(function() return kind.wrap(n - 1) end)() end
+function kind.resume(n) if n == 0 then return "x" end local ok, v = coroutine.resume(coroutine.create(function() return kind.resume(n - 1) end)) if not ok then error(v, 0) end return v end
+function kind.mixed(n) if n == 0 then return "x" end if n % 2 == 0 then return kind.gsub1(n) end return coroutine.wrap(function() return kind.mixed(n - 1) end)() end
+function kind.gsub1(n) return (("a"):gsub("a", function() return kind.mixed(n - 1) end)) end
+function handle_request(req, res) res:write(kind[req.args.k](tonumber(req.args.n))) end
+"#;
+    let s = one_worker(&[("servlets/deep.lua", deep)], CONFIG);
+    nestings_answer(
+        &s,
+        "deep",
+        &[
+            ("gsub", 50, 200),
+            ("gsub", 1000, 500),
+            ("gsub", 100_000, 500),
+            ("index", 50, 200),
+            ("index", 1000, 500),
+            ("wrap", 100, 200),
+            ("wrap", 50_000, 500),
+            ("resume", 100, 200),
+            ("resume", 50_000, 500),
+            ("mixed", 50, 200),
+            ("mixed", 50_000, 500),
+        ],
+    );
+}
+
+#[test]
+fn a_res_kept_past_its_request_writes_into_no_other_answer() {
+    // Servlet A keeps its res in a global; the worker handed that object
+    // to B's next answer, and while B's long answer streamed to a slow
+    // client, A wrote into it.
+    let evil = r#"function handle_request(req, res)
+  if req.args.save then saved = res res:write("saved") return end
+  local ok, e = pcall(function() saved:write("INJECTED") end)
+  res:write(200, {}, tostring(ok) .. " " .. tostring(e))
+end"#;
+    let victim = r#"function handle_request(req, res)
+  res:write(200, {}, "B:")
+  for i = 1, 100 do res:write(string.rep("b", 8191) .. "\n") end
+  res:write("B ends here")
+end"#;
+    let s = one_worker(
+        &[("servlets/evil.lua", evil), ("servlets/victim.lua", victim)],
+        CONFIG,
+    );
+    assert_eq!(get(&s, "/servlets/evil.lua?save=1").text(), "saved");
+    // The victim's client reads nothing until A has written: its answer
+    // waits, suspended, with the object A kept.
+    let mut v = s.connect();
+    v.send(b"GET /servlets/victim.lua HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let r = get(&s, "/servlets/evil.lua");
+    assert!(
+        r.text().starts_with("false ") && r.text().contains("a request that has ended"),
+        "{}",
+        r.text()
+    );
+    // The victim's answer is whole and its own.
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = v.stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw);
+    assert!(!text.contains("INJECTED"), "injected");
+    assert!(
+        text.ends_with("B ends here"),
+        "{:?}",
+        &text[text.len().saturating_sub(100)..]
+    );
+    assert_eq!(text.matches(&"b".repeat(8191)).count(), 100);
+}
+
+#[test]
+fn res_write_in_a_servlets_coroutine_streams_the_whole_answer() {
+    // res:write yields to brisk once 64 KiB are gathered: inside the
+    // servlet's own coroutine that yield reached the servlet, and a
+    // generator's loop stopped early (655 rows of 1000, answered 200).
+    let generator = r#"function handle_request(req, res)
+  local rows = coroutine.wrap(function()
+    for i = 1, 1000 do
+      res:write(string.rep("r", 99) .. "\n")
+      coroutine.yield(i)
+    end
+  end)
+  local n = 0
+  for i in rows do n = i end
+  res:write("rows: " .. n)
+end"#;
+    // Two coroutines deep, through coroutine.resume: the inner one runs
+    // to its end in one resume.
+    let nested = r#"function handle_request(req, res)
+  local seen = {}
+  local outer = coroutine.create(function()
+    local inner = coroutine.create(function()
+      for i = 1, 3 do res:write(string.rep("a", 50000)) end
+      return "inner done"
+    end)
+    local ok, v = coroutine.resume(inner)
+    seen[#seen + 1] = tostring(ok) .. " " .. tostring(v) .. " " .. coroutine.status(inner)
+    return "outer done"
+  end)
+  local ok, v = coroutine.resume(outer)
+  seen[#seen + 1] = tostring(ok) .. " " .. tostring(v)
+  res:write("|" .. table.concat(seen, ", "))
+end"#;
+    let s = server(&[
+        ("servlets/generator.lua", generator),
+        ("servlets/nested.lua", nested),
+    ]);
+    let r = get(&s, "/servlets/generator.lua");
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    assert_eq!(text.matches(&format!("{}\n", "r".repeat(99))).count(), 1000);
+    assert!(text.ends_with("rows: 1000"), "{}", &text[text.len() - 40..]);
+    let text = get(&s, "/servlets/nested.lua").text();
+    assert_eq!(
+        text.len(),
+        150_000 + "|true inner done dead, true outer done".len()
+    );
+    assert!(
+        text.ends_with("|true inner done dead, true outer done"),
+        "{}",
+        &text[text.len() - 60..]
+    );
+}
+
+#[test]
+fn long_c_calls_are_stopped_by_the_cpu_limit() {
+    // One C call each, where the hook never fires: brisk.json.encode
+    // walking a table emptied of 500,000 slots, 40,000 times (20 billion
+    // empty slots), and table.sort comparing 800 references to one 4 MiB
+    // string (a memcmp of it each time). Both ran for tens of seconds
+    // past cpu_time.
+    let s = one_worker(
+        &[
+            ("servlets/json.lua", "function handle_request(req, res) local big = {} for i = 1, 5e5 do big[i] = true end for i = 1, 5e5 do big[i] = nil end local t = {} for i = 1, 40000 do t[i] = big end res:write(#brisk.json.encode(t)) end"),
+            ("servlets/jsonpcall.lua", "function handle_request(req, res) local big = {} for i = 1, 5e5 do big[i] = true end for i = 1, 5e5 do big[i] = nil end local t = {} for i = 1, 40000 do t[i] = big end local ok, e = pcall(brisk.json.encode, t) res:write(tostring(e)) end"),
+            ("servlets/sort.lua", "function handle_request(req, res) local s = string.rep('x', 4 * 2^20) local t = {} for i = 1, 800 do t[i] = s end table.sort(t) res:write('sorted') end"),
+            // Sorting still sorts, with or without a comparator.
+            ("servlets/sorted.lua", "function handle_request(req, res) local t = {3, 1, 2} table.sort(t) local u = {'b', 'c', 'a'} table.sort(u, function(a, b) return a > b end) res:write(table.concat(t) .. table.concat(u)) end"),
+        ],
+        CONFIG,
+    );
+    for path in ["json", "jsonpcall", "sort"] {
+        let t0 = std::time::Instant::now();
+        let r = get(&s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, 503, "{path}: {}", r.text());
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "{path}: {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(get(&s, "/servlets/hello.lua").status, 200, "after {path}");
+    }
+    assert_eq!(get(&s, "/servlets/sorted.lua").text(), "123cba");
+}
+
+/// `brisk.shared` is each site's own: the default site's entry is not
+/// the other site's (it was one dictionary for the process, and a
+/// servlet of one [[site]] read another's sessions).
+#[cfg(feature = "sites")]
+#[test]
+fn each_site_has_its_own_shared_dictionary() {
+    let set = "function handle_request(req, res) brisk.shared:set('session', req.args.v) brisk.shared:incr('n') res:write('set') end";
+    let read = "function handle_request(req, res) res:write(tostring(brisk.shared:get('session')) .. ' ' .. tostring(brisk.shared:get('n'))) end";
+    let mut b = Builder::new();
+    b.file("servlets/set.lua", set.as_bytes())
+        .file("servlets/read.lua", read.as_bytes())
+        .file("../b/servlets/set.lua", set.as_bytes())
+        .file("../b/servlets/read.lua", read.as_bytes())
+        .config(&format!(
+            "{CONFIG}\n[[site]]\nhosts = \"b.test\"\nroot = \"b\"\n[site.servlets]\nenable = true\npaths = [\"/servlets/\"]\n"
+        ));
+    let s = b.start();
+    let on = |host: &str, path: &str| {
+        s.request(
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .text()
+    };
+    assert_eq!(on("x", "/servlets/set.lua?v=alice"), "set");
+    assert_eq!(on("x", "/servlets/read.lua"), "alice 1");
+    assert_eq!(on("b.test", "/servlets/read.lua"), "nil nil");
+    assert_eq!(on("b.test", "/servlets/set.lua?v=bob"), "set");
+    assert_eq!(on("b.test", "/servlets/read.lua"), "bob 1");
+    assert_eq!(on("x", "/servlets/read.lua"), "alice 1");
+}
+
+#[test]
+fn math_random_differs_from_one_start_to_the_next() {
+    // LuaJIT's generator started from the same seed in every worker, at
+    // every start: the same "random" numbers each time.
+    let rnd = "function handle_request(req, res) res:write(string.format('%d %d', math.random(2^30), math.random(2^30))) end";
+    let first = |_| {
+        let s = one_worker(&[("servlets/rnd.lua", rnd)], CONFIG);
+        get(&s, "/servlets/rnd.lua").text()
+    };
+    let (a, b) = (first(0), first(1));
+    assert_ne!(a, b);
+}
+
+#[test]
+fn a_repeated_name_keeps_its_first_value_in_args_headers_and_cookies() {
+    // Cookies kept the last value, args and headers the first.
+    let s = one_worker(
+        &[("servlets/first.lua", "function handle_request(req, res) res:write(req.args.a .. ' ' .. req.headers['x-a'] .. ' ' .. req.cookies.sid) end")],
+        CONFIG,
+    );
+    let r = s.request(b"GET /servlets/first.lua?a=1&a=2 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\nCookie: sid=1; sid=2\r\nCookie: sid=3\r\n\r\n");
+    assert_eq!(r.text(), "1 1 1");
 }

@@ -78,6 +78,7 @@ impl Status {
             201 => "Created",
             202 => "Accepted",
             204 => "No Content",
+            205 => "Reset Content",
             206 => "Partial Content",
             207 => "Multi-Status",
             301 => "Moved Permanently",

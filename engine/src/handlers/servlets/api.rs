@@ -39,6 +39,30 @@ pub struct Out {
     as_checked: bool,
 }
 
+thread_local! {
+    /// The `Out` of the request running on this thread (null: none), the
+    /// only one its `res` methods serve ([`Running`]).
+    static RUNNING_OUT: std::cell::Cell<*const Out> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// While alive, `out`'s request is the one running: its `res` writes
+/// there, and a `res` of another request (kept in a global, the worker
+/// having handed its object on to a streamed answer) is refused.
+pub struct Running(());
+
+impl Running {
+    pub fn start(out: &std::rc::Rc<std::cell::RefCell<Out>>) -> Running {
+        RUNNING_OUT.set(out.as_ptr().cast_const());
+        Running(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING_OUT.set(std::ptr::null());
+    }
+}
+
 fn lua_err(msg: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(msg.into())
 }
@@ -115,6 +139,17 @@ impl Out {
     }
 }
 
+impl Out {
+    /// A 205 answer has no content (RFC 9110 §15.3.6: a server must not
+    /// generate any): refused as soon as the status and a body meet.
+    fn reset_content_is_empty(&self) -> Result<(), String> {
+        match (self.status, self.written) {
+            (205, 1..) => Err("a 205 (Reset Content) answer has no body".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The checks of [`Out::header_text`].
 fn check(name: &[u8], value: &[u8], utf8: bool) -> Result<(), String> {
     if utf8 {
@@ -138,7 +173,7 @@ impl res::Answer for Out {
             return Err(format!("{status} is not a final status (200-599)"));
         }
         self.status = status as u16;
-        Ok(())
+        self.reset_content_is_empty()
     }
 
     fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), String> {
@@ -147,6 +182,7 @@ impl res::Answer for Out {
 
     fn body(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.written += bytes.len() as u64;
+        self.reset_content_is_empty()?;
         if self.written > self.max {
             return Err(format!(
                 "the answer is longer than servlets.max_output ({} bytes)",
@@ -165,6 +201,10 @@ impl res::Answer for Out {
         let url = std::str::from_utf8(url).map_err(|_| "res:redirect: a URL that is not UTF-8")?;
         self.status(status)?;
         self.header_text(b"Location", url.as_bytes(), false)
+    }
+
+    fn live(&self) -> bool {
+        RUNNING_OUT.get() == std::ptr::from_ref(self)
     }
 
     /// A piece's worth: the servlet yields, and it leaves.
@@ -255,7 +295,7 @@ const LAZY_COOKIES: i64 = 3;
 /// the first of a repeated name kept), `req.headers` (from `src`, the
 /// raw fields: names in lower case, `headers_mt` finds any case, the
 /// first of a repeated field kept) or `req.cookies` (from the raw
-/// fields' Cookie headers).
+/// fields' Cookie headers, the first of a repeated name kept).
 pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua::Result<Table> {
     let (mut n, mut v) = DECODED.take();
     let built = req::build(lua, (src, headers_mt), 0, |b| {
@@ -293,7 +333,10 @@ pub fn lazy_field(lua: &Lua, which: i64, src: Value, headers_mt: &Table) -> mlua
                                 .strip_prefix(b"\"")
                                 .and_then(|v| v.strip_suffix(b"\""))
                                 .unwrap_or(v);
-                            b.set(&c[..eq], v);
+                            // The first of a repeated name, as args and
+                            // headers (RFC 6265 §5.4: a user agent sends
+                            // the most specific path's first).
+                            b.set_first(&c[..eq], v);
                         }
                     }
                 }
@@ -517,10 +560,10 @@ thread_local! {
 const JSON_OUT_KEEP: usize = 1 << 20;
 
 /// The `brisk` library table.
-pub fn library(lua: &Lua) -> mlua::Result<Table> {
+pub fn library(lua: &Lua, site: &[u8]) -> mlua::Result<Table> {
     let brisk = lua.create_table()?;
     let j = lua.create_table()?;
-    let null = lua.create_table()?;
+    let null = raw::null_sentinel(lua)?;
     j.raw_set("null", null.clone())?;
     let null_t = null.clone();
     j.raw_set(
@@ -541,7 +584,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
             s
         })?,
     )?;
-    let null_v = Value::Table(null);
+    let null_v = Value::UserData(null);
     j.raw_set(
         "decode",
         lua.create_function(move |lua, s: LuaString| {
@@ -586,16 +629,21 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     let sh = lua.create_table()?;
+    // (Each key is the site's: shared::site_key.)
+    let site: std::rc::Rc<[u8]> = site.into();
+    let key = move |k: &LuaString| shared::site_key(&site, &k.as_bytes());
+    let (k1, k2, k3, k4) = (key.clone(), key.clone(), key.clone(), key);
     sh.raw_set(
         "get",
-        lua.create_function(|lua, (_, k): (Value, LuaString)| {
-            unstored(lua, shared::get(&k.as_bytes(), Instant::now()))
+        lua.create_function(move |lua, (_, k): (Value, LuaString)| {
+            unstored(lua, shared::get(&k1(&k), Instant::now()))
         })?,
     )?;
     sh.raw_set(
         "set",
         lua.create_function(
-            |_, (_, k, v, ttl): (Value, LuaString, Value, Option<f64>)| {
+            move |_, (_, k, v, ttl): (Value, LuaString, Value, Option<f64>)| {
+                let k = k2(&k);
                 let now = Instant::now();
                 let expires = match ttl {
                     Some(t) if t > 0.0 && t.is_finite() => {
@@ -604,24 +652,24 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
                     _ => None,
                 };
                 if v.is_nil() {
-                    shared::delete(&k.as_bytes());
+                    shared::delete(&k);
                     return Ok(true);
                 }
-                Ok(shared::set(&k.as_bytes(), stored(v)?, expires, now))
+                Ok(shared::set(&k, stored(v)?, expires, now))
             },
         )?,
     )?;
     sh.raw_set(
         "incr",
-        lua.create_function(|lua, (_, k, by): (Value, LuaString, Option<f64>)| {
-            let sum = shared::incr(&k.as_bytes(), by.unwrap_or(1.0), Instant::now());
+        lua.create_function(move |lua, (_, k, by): (Value, LuaString, Option<f64>)| {
+            let sum = shared::incr(&k3(&k), by.unwrap_or(1.0), Instant::now());
             unstored(lua, sum.map(Stored::Num))
         })?,
     )?;
     sh.raw_set(
         "delete",
-        lua.create_function(|_, (_, k): (Value, LuaString)| {
-            shared::delete(&k.as_bytes());
+        lua.create_function(move |_, (_, k): (Value, LuaString)| {
+            shared::delete(&k4(&k));
             Ok(())
         })?,
     )?;
@@ -707,7 +755,7 @@ mod tests {
     fn with_library() -> Lua {
         let lua = Lua::new();
         lua.globals()
-            .raw_set("brisk", library(&lua).unwrap())
+            .raw_set("brisk", library(&lua, b"").unwrap())
             .unwrap();
         lua
     }

@@ -20,7 +20,7 @@
 //! - The sandbox inside Lua: no `io`, no `os` but time and date, no
 //!   `load` of bytecode (`string.dump` and `loadstring` are gone too), no
 //!   `dofile` or `loadfile`, no `setfenv`/`getfenv`, `jit` or `ffi`, no
-//!   `newproxy` (finalizers), no `collectgarbage`/`gcinfo`; the
+//!   `newproxy` (finalizers), no `collectgarbage`/`gcinfo`, no `print`; the
 //!   metatables of strings, requests and `res` are hidden; patterns are
 //!   matched under the CPU budget (`pattern`); `require` loads only
 //!   `.lua` modules from the servlet prefixes' directories, beneath the
@@ -76,6 +76,8 @@ pub struct Settings {
     follow_outside: bool,
     /// The files brisk itself reads (but the servlets): never run.
     protected: Protected,
+    /// The site's part of `brisk.shared` (its host names: `shared::site_key`).
+    shared_site: Vec<u8>,
 }
 
 /// The handler mounted at each servlet prefix (for `.lua` paths only).
@@ -94,6 +96,7 @@ impl Servlets {
             valid: cfg.site.static_files.open_file_cache_valid,
             follow_outside: sc.static_files.symlinks_outside_root,
             protected: Protected::collect_with(cfg, false),
+            shared_site: sc.hosts.join(",").into_bytes(),
         }))
     }
 }
@@ -208,7 +211,7 @@ struct State {
 /// library, and the metatables of `res` objects (their methods are set
 /// from Rust) and request tables.
 const PRELUDE: &str = r#"
-local require_native, lazy_field, form, part, brisk_lib, new_request = ...
+local require_native, lazy_field, form, part, brisk_lib, new_request, has_room = ...
 brisk = brisk_lib
 local rawload, raw_set = load, rawset
 -- Source text only: LuaJIT's bytecode ("\27LJ") is not checked on load.
@@ -226,6 +229,9 @@ loadstring, setfenv, getfenv, jit = nil, nil, nil, nil
 -- userdata servlets see (`res`) hide their metatable. gcinfo is
 -- collectgarbage("count"), gone with collectgarbage.
 newproxy, gcinfo = nil, nil
+-- print wrote to brisk's stdout: the access log by default (a servlet
+-- forged its lines), or a pipe that, full, held the worker.
+print = nil
 local osx = os
 os = { time = osx.time, clock = osx.clock, date = osx.date, difftime = osx.difftime }
 require = nil
@@ -265,27 +271,63 @@ end }
 -- all servlets of the state share is out of their reach or read-only,
 -- so that one servlet cannot change another's behaviour: the metatables
 -- of strings, requests and header tables are hidden (the string library
--- behind strings' methods is the real one, out of reach), and the one
--- shared table a servlet holds, brisk.json.null, refuses writes, by
--- assignment and by rawset.
+-- behind strings' methods is the real one, out of reach), and
+-- brisk.json.null, which every servlet holds, is a userdata (ffi::raw::
+-- null_sentinel) that holds nothing.
 getmetatable("").__metatable = false
 Req.__metatable = false
 headers_mt.__metatable = false
-local frozen = setmetatable({}, { __mode = "k" })
-local function read_only() error("brisk.json.null is shared by every servlet: read-only", 2) end
-local null = brisk.json.null
-setmetatable(null, { __newindex = read_only, __metatable = false })
-frozen[null] = true
-rawset = function(t, k, v)
-  if frozen[t] then error("rawset: a table shared by every servlet", 2) end
-  return raw_set(t, k, v)
-end
 local G = _G
 local function copy(t)
   local c = {}
   for k, v in next, t do c[k] = v end
   return c
 end
+-- LuaJIT resumes a coroutine with a C call, on the worker's stack, and
+-- sets no bound of its own on how deep they nest: 50,000 nested
+-- coroutine.wrap overflowed the stack and the process died. A resume
+-- needs room left on it (ffi::stack), or answers as Lua 5.1's does past
+-- its C-call limit: false and "C stack overflow"; wrap raises that.
+--
+-- res:write yields to brisk once 64 KiB are gathered (ffi::res), with
+-- Res, which no servlet holds: inside a servlet's own coroutine that
+-- yield reached the servlet (a generator's loop saw it as its end, and
+-- the answer was cut short, silently). resume passes it on up, and
+-- resumes the coroutine where it wrote once brisk resumes this one.
+local co_resume, co_create, co_yield = coroutine.resume, coroutine.create, coroutine.yield
+local too_deep = "C stack overflow: coroutines nested too deep"
+local resume
+local function passed(co, ok, mark, ...)
+  if ok and mark == Res and select('#', ...) == 0 then
+    co_yield(Res)
+    return resume(co)
+  end
+  return ok, mark, ...
+end
+resume = function(co, ...)
+  if not has_room() then return false, too_deep end
+  return passed(co, co_resume(co, ...))
+end
+-- (A tail call: level 2 is the caller of wrap's function, as LuaJIT's.)
+local function wrapped(ok, ...)
+  if ok then return ... end
+  local e = ...
+  if type(e) == "string" then error(e, 2) end
+  error(e, 0)
+end
+coroutine.resume = resume
+coroutine.wrap = function(f)
+  local co = co_create(f)
+  return function(...) return wrapped(resume(co, ...)) end
+end
+-- table.sort is one C call, in which the hook never fires: without a
+-- comparator its comparisons are LuaJIT's own, and 400 references to one
+-- 16 MiB string took 30 s past a 1 s cpu_time (each comparison a memcmp
+-- of the whole string). With this comparator each comparison is a Lua
+-- call, where the hook stops the servlet.
+local raw_sort = table.sort
+local function less(a, b) return a < b end
+table.sort = function(t, comp) return raw_sort(t, comp or less) end
 -- A servlet's globals (made once per load, not per request): the base
 -- functions, and copies of the library tables (string, table, math, os,
 -- bit, coroutine, brisk and its json and shared), which it may change
@@ -381,9 +423,21 @@ impl State {
                 lazy,
                 form,
                 req::part_function(&lua)?,
-                api::library(&lua)?,
+                api::library(&lua, &settings.shared_site)?,
                 req::new_request_function(&lua)?,
+                ffi::stack::has_room_function(&lua)?,
             ))?;
+        // LuaJIT seeds math.random the same at every start: the same
+        // "random" numbers in every worker, every run. Seeded from the
+        // OS's randomness (std's RandomState keys); still not for
+        // secrets (the docs say so).
+        let seed = {
+            use std::hash::BuildHasher as _;
+            std::collections::hash_map::RandomState::new().hash_one(0u8) >> 11
+        };
+        let math: Table = lua.globals().raw_get("math")?;
+        math.raw_get::<Function>("randomseed")?
+            .call::<()>(seed as f64)?;
         let known_res = res::set_up_metatable::<Out>(&lua, &res_mt)?;
         let anchors = Anchors::new(&lua, &start)?;
         let aside = lua.create_thread(environment.clone())?;
@@ -742,10 +796,12 @@ impl State {
         run::prepare(&thread, &self.anchors, slot).map_err(|e| self.lua_failure(e))?;
         let ticks = self.budget();
         let mut spent = 0;
+        let running = api::Running::start(&out);
         let ran = api::request(req, || {
             run::resume(&self.lua, &thread, 2, ticks, &mut spent)
         })
         .map_err(|e| self.failure(e))?;
+        drop(running);
         let mut o = out.borrow_mut();
         resp.set_status(o.status);
         resp.raw_headers(&o.headers);
@@ -876,7 +932,9 @@ impl BodyStream for Piecewise {
             }
             let st = &self.state;
             let mut used = 0;
+            let running = api::Running::start(&self.out);
             let r = run::resume(&st.lua, &self.thread, 0, self.left, &mut used);
+            drop(running);
             self.left = self.left.saturating_sub(used);
             let failure = match r {
                 Ok(ran) => {
@@ -910,6 +968,7 @@ mod tests {
             valid: Duration::ZERO,
             follow_outside: false,
             protected: Protected::default(),
+            shared_site: Vec::new(),
         };
         State::new(Arc::new(settings)).unwrap()
     }

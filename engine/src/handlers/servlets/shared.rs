@@ -1,5 +1,5 @@
 //! `brisk.shared`: a small dictionary every worker sees (one per
-//! process), bounded in bytes, each entry with an optional expiry, as
+//! process, each site's keys apart: [`site_key`]), bounded in bytes, each entry with an optional expiry, as
 //! OpenResty's `ngx.shared.DICT`. A value is a string, a number or a
 //! boolean. When a new entry does not fit, expired entries are purged
 //! first, then the least recently used ones (read or written) make room,
@@ -74,6 +74,17 @@ impl Default for Dict {
             capacity: 0,
         }
     }
+}
+
+/// `key` of the site whose host names are `site` (joined): each site's
+/// entries are its own (one dictionary, one `shared_memory`, for all):
+/// the length of `site`, `site`, then `key`.
+pub fn site_key(site: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + site.len() + key.len());
+    k.extend_from_slice(&u32::try_from(site.len()).unwrap_or(u32::MAX).to_le_bytes());
+    k.extend_from_slice(site);
+    k.extend_from_slice(key);
+    k
 }
 
 static SHARED: OnceLock<Mutex<Dict>> = OnceLock::new();

@@ -8,7 +8,7 @@
 
 use mlua::{Lua, LuaString, MultiValue, Table, Value};
 
-use super::ffi::{self, cpu, heap};
+use super::ffi::{self, cpu, heap, stack};
 use super::pattern::{anchored, Capture, Error, Matcher};
 
 /// Puts brisk's matcher in `string` (the table the string metatable's
@@ -184,6 +184,15 @@ impl Piece<'_> {
         out: &mut Vec<u8>,
     ) -> mlua::Result<()> {
         let (lua, src) = (self.lua, self.src);
+        // A table's `__index` or the function may call gsub again, each
+        // depth with Rust frames on the worker's stack: nested deep
+        // enough, they overflowed it and the process died.
+        if matches!(repl, Value::Table(_) | Value::Function(_)) && !stack::has_room() {
+            return Err(mlua::Error::runtime(format!(
+                "string.gsub: {}",
+                stack::TOO_DEEP
+            )));
+        }
         let v: Value = match repl {
             Value::Table(t) => {
                 let key = m.capture(0, self.s, self.e).map_err(lua_error)?;

@@ -104,7 +104,9 @@ fn encode_lines(lines: &[u8], block: &mut Vec<u8>, name: &mut Vec<u8>, enc: &mut
 /// Calls `f` with each of the field `lines` (`Name: value` CRLF each),
 /// its name in lower case (in `name`, scratch space) and its value
 /// trimmed, less the connection-specific fields HTTP/2 and HTTP/3 forbid
-/// (RFC 9113 §8.2.2, RFC 9114 §4.2).
+/// (RFC 9113 §8.2.2, RFC 9114 §4.2): `TE` too, which only a request may
+/// carry there (and then only `trailers`), so never an answer (a servlet
+/// could set it).
 pub fn each_field(lines: &[u8], name: &mut Vec<u8>, f: &mut dyn FnMut(&[u8], &[u8])) {
     let mut rest = lines;
     while !rest.is_empty() {
@@ -119,7 +121,12 @@ pub fn each_field(lines: &[u8], name: &mut Vec<u8>, f: &mut dyn FnMut(&[u8], &[u
         name.extend(line[..colon].iter().map(u8::to_ascii_lowercase));
         if matches!(
             &name[..],
-            b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
+            b"connection"
+                | b"keep-alive"
+                | b"proxy-connection"
+                | b"te"
+                | b"transfer-encoding"
+                | b"upgrade"
         ) {
             continue;
         }

@@ -244,21 +244,30 @@ pub fn resume<R: mlua::FromLuaMulti>(
 }
 
 /// `lua_resume(l, nargs)` under a CPU budget of `ticks` (see
-/// [`ticks_for`]): Lua's status (`LUA_OK`, `LUA_YIELD` or an error, its
-/// value on top of `l`'s stack); adds the ticks it used to `used`.
+/// [`ticks_for`]), then `then` with Lua's status (`LUA_OK`, `LUA_YIELD`
+/// or an error, its value on top of `l`'s stack), still under the same
+/// budget: what it runs of the servlet's (an error value's `__tostring`)
+/// is stopped as the servlet is. Adds the ticks both used to `used`.
 ///
 /// # Safety
 /// `l` is a valid Lua thread, not running, whose stack holds the
 /// function to start and its `nargs` arguments (a new or finished
 /// thread), or `nargs` values for a yielded one.
-pub unsafe fn resume_raw(l: *mut ffi::lua_State, nargs: i32, ticks: u64, used: &mut u64) -> i32 {
+pub unsafe fn resume_raw<T>(
+    l: *mut ffi::lua_State,
+    nargs: i32,
+    ticks: u64,
+    used: &mut u64,
+    then: impl FnOnce(i32) -> T,
+) -> T {
     // SAFETY: the caller's contract; `l` lives through the call.
     unsafe {
         let budget = Budget::start(l, ticks);
         let mut results = 0;
         let status = ffi::lua_resume(l, std::ptr::null_mut(), nargs, &mut results);
+        let r = then(status);
         *used += budget.used();
-        status
+        r
     }
 }
 

@@ -14,4 +14,5 @@ pub mod raw;
 pub mod req;
 pub mod res;
 pub mod run;
+pub mod stack;
 pub mod str;

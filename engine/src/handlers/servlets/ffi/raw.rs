@@ -16,7 +16,7 @@
 //! the same, so that even a memory error could not unwind past it.
 
 use mlua::ffi;
-use mlua::{Lua, Table, Value};
+use mlua::{AnyUserData, Lua, Value};
 
 use crate::http::json::{push_f64, push_utf8_within, MAX_DEPTH};
 use crate::http::push_u64;
@@ -36,6 +36,9 @@ pub enum EncodeError {
     Value,
     /// The output would pass [`Encoder::max`] (or could not grow).
     Memory,
+    /// The request's CPU budget was spent during the walk
+    /// ([`super::cpu::check_spent`]).
+    Stopped,
 }
 
 impl std::fmt::Display for EncodeError {
@@ -47,6 +50,7 @@ impl std::fmt::Display for EncodeError {
             EncodeError::Key => "a key that is not a string",
             EncodeError::Value => "a value JSON cannot hold",
             EncodeError::Memory => "the text does not fit in the memory left (servlets.memory)",
+            EncodeError::Stopped => super::cpu::CPU_LIMIT,
         })
     }
 }
@@ -140,9 +144,28 @@ impl Encoder {
     }
 }
 
+/// `brisk.json.null`: a userdata of no size whose metatable is hidden
+/// (`__metatable`), so it holds nothing: a table, shared by every
+/// servlet, took entries through raw writes (`table.insert`,
+/// `table.move`) whatever its metatable said, and one servlet's were
+/// every other's.
+pub fn null_sentinel(lua: &Lua) -> mlua::Result<AnyUserData> {
+    // SAFETY: exec_raw's protected call; a userdata of no bytes (nothing
+    // to initialise) and a table with one field, set as its metatable.
+    unsafe {
+        lua.exec_raw::<AnyUserData>((), |state| {
+            ffi::lua_newuserdata(state, 0);
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_pushboolean(state, 0);
+            ffi::lua_setfield(state, -2, c"__metatable".as_ptr());
+            ffi::lua_setmetatable(state, -2);
+        })
+    }
+}
+
 /// Appends `value` as JSON to `enc.out` (emptied first): a table with
 /// keys 1..n (or empty) is an array, any other an object; `null` (the
-/// `brisk.json.null` table) and `nil` are `null`. The outer error is
+/// `brisk.json.null` userdata) and `nil` are `null`. The outer error is
 /// Lua's (a failed call), the inner what the value cannot be.
 ///
 /// Tables are walked inside LuaJIT ([`in_lua`], `engine/src/handlers/servlets/ffi/c/brisk_lj.c`)
@@ -152,7 +175,7 @@ impl Encoder {
 pub fn encode(
     lua: &Lua,
     value: Value,
-    null: &Table,
+    null: &AnyUserData,
     enc: &mut Encoder,
 ) -> mlua::Result<Result<(), EncodeError>> {
     enc.max = super::heap::outside_room(lua);
@@ -163,7 +186,7 @@ pub fn encode(
 fn encode_with(
     lua: &Lua,
     value: Value,
-    null: &Table,
+    null: &AnyUserData,
     enc: &mut Encoder,
     inside: bool,
 ) -> mlua::Result<Result<(), EncodeError>> {
@@ -173,7 +196,7 @@ fn encode_with(
     #[cfg(brisk_lj_walk)]
     if let (true, Value::Table(t)) = (inside, &value) {
         let (table, null) = (t.to_pointer(), null.to_pointer());
-        if table != null {
+        {
             // SAFETY: `value` holds the table (alive, and unchanged: the
             // walk allocates nothing in Lua and runs no Lua code, so
             // neither the collector nor a servlet can run meanwhile).
@@ -228,6 +251,8 @@ mod in_lua {
         plain: *const bool,
         null: *const c_void,
         maxdepth: c_int,
+        spent: unsafe extern "C" fn(*mut Out) -> c_int,
+        steps: usize,
     }
 
     unsafe extern "C" {
@@ -261,6 +286,8 @@ mod in_lua {
             plain: crate::http::json::PLAIN.as_ptr(),
             null,
             maxdepth: MAX_DEPTH as c_int,
+            spent,
+            steps: 0,
         };
         // SAFETY: `o` describes `out` (C writes only within cap, and
         // grows it through `reserve`); the caller's contract for `t`.
@@ -277,6 +304,7 @@ mod in_lua {
             3 => Err(EncodeError::NotUtf8),
             4 => Err(EncodeError::Key),
             6 => Err(EncodeError::Memory),
+            7 => Err(EncodeError::Stopped),
             _ => Err(EncodeError::Value),
         }
     }
@@ -339,6 +367,10 @@ mod in_lua {
         ok as c_int
     }
 
+    unsafe extern "C" fn spent(_: *mut Out) -> c_int {
+        super::super::cpu::check_spent() as c_int
+    }
+
     unsafe extern "C" fn number(o: *mut Out, n: f64) -> c_int {
         // SAFETY: as `reserve`.
         let (o, c) = unsafe { (&mut *o, synced(o)) };
@@ -396,7 +428,7 @@ unsafe fn walk(
                 }
             }
             // (A table's address: cheaper than lua_rawequal.)
-            ffi::LUA_TTABLE if ffi::lua_topointer(state, idx) == null => {
+            ffi::LUA_TUSERDATA if ffi::lua_topointer(state, idx) == null => {
                 out.extend_from_slice(b"null")
             }
             ffi::LUA_TTABLE => return walk_table(state, idx, top, null, enc, depth),
@@ -428,6 +460,11 @@ unsafe fn walk_table(
     // the caller's lua_settop(0) on error); the stack has room for the
     // two slots a level uses (lua_checkstack every 8 levels, above).
     unsafe {
+        // (lua_next skips a table's empty slots, however many: the budget
+        // is asked at each table, as brisk_lj.c asks every 4,096 slots.)
+        if super::cpu::check_spent() {
+            return Err(EncodeError::Stopped);
+        }
         if depth >= MAX_DEPTH || (depth.is_multiple_of(8) && ffi::lua_checkstack(state, 16) == 0) {
             return Err(EncodeError::Depth);
         }
@@ -541,7 +578,7 @@ mod tests {
     #[test]
     fn inside_lua_as_through_the_c_api() {
         let lua = Lua::new();
-        let null = lua.create_table().unwrap();
+        let null = null_sentinel(&lua).unwrap();
         lua.globals().raw_set("null", null.clone()).unwrap();
         let cases = [
             "{}",
@@ -585,7 +622,7 @@ mod tests {
     }
 
     /// Both walks on `v`: the same text or the same error.
-    fn assert_same(lua: &Lua, null: &Table, enc: &mut Encoder, v: Value, what: &str) {
+    fn assert_same(lua: &Lua, null: &AnyUserData, enc: &mut Encoder, v: Value, what: &str) {
         let mut run = |inside| {
             encode_with(lua, v.clone(), null, enc, inside)
                 .unwrap()
@@ -602,7 +639,7 @@ mod tests {
     #[test]
     fn inside_lua_as_through_the_c_api_random() {
         let lua = Lua::new();
-        let null = lua.create_table().unwrap();
+        let null = null_sentinel(&lua).unwrap();
         lua.globals().raw_set("null", null.clone()).unwrap();
         let make: mlua::Function = lua
             .load(

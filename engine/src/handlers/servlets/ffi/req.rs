@@ -97,7 +97,9 @@ impl<'a> Builder<'a> {
         self.depth -= 1;
     }
 
-    /// `t[key] = value` (strings) in the open table.
+    /// `t[key] = value` (strings) in the open table (the tests'; requests'
+    /// fields keep a repeated name's first value: [`Builder::set_first`]).
+    #[cfg(test)]
     pub fn set(&mut self, key: &[u8], value: &[u8]) {
         if self.failed {
             return;

@@ -35,6 +35,10 @@ pub trait Answer: 'static {
     fn redirect(&mut self, url: &[u8], status: Option<i64>) -> Result<(), String>;
     /// Whether a piece's worth is gathered (then `write` yields).
     fn gathered(&self) -> bool;
+    /// Whether the request this answer is for is the one running: a
+    /// `res` kept (in a global) past its request refers to an object the
+    /// worker hands to later requests, and must not write into theirs.
+    fn live(&self) -> bool;
 }
 
 /// What a userdata made by [`new_object`] holds (None once collected).
@@ -227,8 +231,14 @@ unsafe extern "C-unwind" fn method<T: Answer, const M: u8>(l: *mut ffi::lua_Stat
     match r {
         Ok(After::Return) => 0,
         // SAFETY: nothing here needs dropping; lua_yield from a C function
-        // returns to its caller on resume (with no results).
-        Ok(After::Yield) => unsafe { ffi::lua_yield(l, 0) },
+        // returns to its caller on resume (with no results). It yields
+        // the metatable (the first upvalue, hidden from servlets): the
+        // prelude's coroutine.resume knows brisk's yield by it, and
+        // passes it on up to brisk when a servlet's coroutine wrote.
+        Ok(After::Yield) => unsafe {
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+            ffi::lua_yield(l, 1)
+        },
         Err(e) => {
             // The message, copied here (no destructor in this frame).
             let mut msg = [0u8; 512];
@@ -418,13 +428,17 @@ unsafe fn write_in_place<T: Answer>(l: *mut ffi::lua_State) -> Option<Result<Aft
     }
 }
 
-/// Hands `f` the object, borrowed for the call.
-fn borrowed<T>(
+/// Hands `f` the object, borrowed for the call, if its request is the
+/// one running ([`Answer::live`]).
+fn borrowed<T: Answer>(
     cell: &RefCell<T>,
     what: &str,
     f: &mut dyn FnMut(&mut T) -> Result<(), String>,
 ) -> Result<(), String> {
     match cell.try_borrow_mut() {
+        Ok(this) if !this.live() => Err(format!(
+            "{what}: the response of a request that has ended (a res is used only while its own request runs)"
+        )),
         Ok(mut this) => f(&mut this),
         Err(_) => Err(format!("{what}: the response is in use")),
     }
@@ -579,6 +593,9 @@ mod tests {
         }
         fn gathered(&self) -> bool {
             false
+        }
+        fn live(&self) -> bool {
+            true
         }
     }
 

@@ -251,7 +251,10 @@ pub fn resume(
     // (or a yielded one with its arguments), as `prepare` leaves it; its
     // stack is cut back to nothing only once it returned or yielded.
     unsafe {
-        match cpu::resume_raw(l, nargs, ticks, used) {
+        // (The error's text is made under the run's budget: an error
+        // value's `__tostring` is the servlet's code, and one that never
+        // returned held the worker for ever once the budget had ended.)
+        cpu::resume_raw(l, nargs, ticks, used, |status| match status {
             ffi::LUA_OK => {
                 ffi::lua_settop(l, 0);
                 Ok(Ran::Finished)
@@ -270,7 +273,7 @@ pub fn resume(
                 ffi::lua_settop(l, 0);
                 Err(e)
             }
-        }
+        })
     }
 }
 
@@ -298,7 +301,8 @@ unsafe fn message_error(l: *mut ffi::lua_State, status: c_int) -> mlua::Error {
 
 /// The error of the dead coroutine `l` (its value on top of its stack),
 /// as mlua makes it: a callback's error as it was raised, any other value
-/// as text (`tostring`) followed by the coroutine's traceback.
+/// as text (`tostring`, which may run its `__tostring`: [`resume`] calls
+/// this under the run's CPU budget) followed by the coroutine's traceback.
 ///
 /// # Safety
 /// `l` is a coroutine of `lua` that ended with an error, its value on top
