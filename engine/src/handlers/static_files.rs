@@ -967,7 +967,8 @@ fn own_names_beneath(cfg: &Config, tree: &std::path::Path) -> Box<[Box<[u8]>]> {
             names.push(rel.as_os_str().as_bytes().into());
         }
     }
-    names.sort();
+    // (The crate's one sort: std's would add its code to small builds.)
+    crate::sort::sort_by(&mut names, |a, b| a.cmp(b));
     names.dedup();
     names.into()
 }
