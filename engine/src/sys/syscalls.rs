@@ -63,9 +63,12 @@ pub const ALLOWED: &[libc::c_long] = &[
     // Not reached by the runs above, but made by the code:
     // the lingering close of a connection with unread input,
     libc::SYS_shutdown,
-    // metadata through std and the file cache's fstat,
+    // metadata through std and the file cache's fstat (and which file
+    // the pid file is, at the end: musl's lstat is the call of its own),
     libc::SYS_fstat,
     libc::SYS_statx,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_lstat,
     libc::SYS_lseek,
     // the main thread's heap, and threads on kernels without clone3,
     libc::SYS_brk,
