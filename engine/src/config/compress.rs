@@ -217,7 +217,8 @@ fn is_type_pattern(s: &str) -> bool {
     }
 }
 
-/// The summary line of `[compress]`.
+/// The report's line of `[compress]`.
+#[cfg(feature = "ops")]
 pub(super) fn summary(c: &CompressConfig) -> String {
     if !c.enable {
         return "compress: off".to_string();

@@ -117,7 +117,8 @@ impl Loader<'_> {
     }
 }
 
-/// The `[http2]` limits as `(key, value)` pairs, for the summary.
+/// The `[http2]` limits as `(key, value)` pairs, for the report.
+#[cfg(feature = "ops")]
 pub(super) fn values(h: &Http2Config) -> Vec<(&'static str, String)> {
     vec![
         (

@@ -36,6 +36,8 @@ mod load;
 mod mime_types;
 mod own;
 mod proxy;
+#[cfg(feature = "ops")]
+mod report;
 pub mod rules;
 mod sections;
 mod servlets;

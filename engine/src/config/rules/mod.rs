@@ -7,8 +7,10 @@
 //! `handlers::cors` and `handlers::error_pages`.
 
 mod parse;
+#[cfg(feature = "ops")]
 mod summary;
 
+#[cfg(feature = "ops")]
 pub(super) use summary::{describe, fallback};
 
 use std::sync::atomic::AtomicBool;

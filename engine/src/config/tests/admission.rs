@@ -149,6 +149,7 @@ fn both_go_inside_a_site_and_are_listed_as_keys() {
 }
 
 #[test]
+#[cfg(feature = "ops")] // the report
 fn check_config_lists_them() {
     let c = load(
         "[[access]]\npath = \"/admin/\"\ndeny = \"192.0.2.0/24\"\nallow = [\"10.0.0.0/8\", \"::1\"]\n\

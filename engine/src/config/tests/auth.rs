@@ -246,6 +246,7 @@ fn the_htpasswd_file_must_exist_and_parse() {
 }
 
 #[test]
+#[cfg(feature = "ops")] // the report
 fn check_config_counts_the_rules() {
     let dir = TempDir::new();
     dir.write("htpasswd", &good());

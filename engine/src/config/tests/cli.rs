@@ -225,6 +225,7 @@ fn workers_zero_means_one_per_core() {
 }
 
 #[test]
+#[cfg(feature = "ops")] // the report
 fn check_config_summarises() {
     let dir = TempDir::new();
     dir.write("cgi-bin/run.cgi", "#!/bin/sh\n");
@@ -387,6 +388,7 @@ fn check_config_names_the_ports_the_sandbox_connects_to() {
 }
 
 #[test]
+#[cfg(feature = "ops")] // the report
 fn check_config_names_who_serves() {
     let dir = TempDir::new();
     let root = dir.path().join("public");

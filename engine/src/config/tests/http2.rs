@@ -1,8 +1,6 @@
 //! `[http2]`: its defaults, every key, and its errors (file, line, key).
 
-use super::{load, load_err, TempDir};
-use crate::config::cli::run;
-use crate::config::Command;
+use super::{load, load_err};
 
 /// The defaults are written twice (here for a build without HTTP/2, and
 /// in h2::Limits): they agree, and every key reaches the limits.
@@ -108,7 +106,11 @@ fn a_build_without_http2_refuses_to_turn_it_on() {
 }
 
 #[test]
+#[cfg(feature = "ops")] // the report
 fn check_config_says_where_http2_is_spoken() {
+    use super::TempDir;
+    use crate::config::cli::run;
+    use crate::config::Command;
     let dir = TempDir::new();
     let file = dir.write(
         "site.toml",

@@ -258,7 +258,7 @@ fn a_key_readable_by_everyone_is_warned_about() {
         }
     };
     assert!(summary(0o644).contains(
-        "  warning: tls: the private key DIR/a.key is readable by every user (mode 644); chmod 600 it"
+        "\nwarning: tls: the private key DIR/a.key is readable by every user (mode 644); chmod 600 it"
     ));
     assert!(!summary(0o600).contains("warning"));
     assert!(!summary(0o640).contains("warning"));
