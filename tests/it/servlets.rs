@@ -423,6 +423,34 @@ fn the_memory_limit_is_an_error_and_the_worker_survives() {
     }
 }
 
+/// A servlet that fills its globals up to `servlets.memory` does not
+/// fail every other servlet of the site on its worker: the state is made
+/// anew once a collection leaves it more than half full.
+#[test]
+fn globals_that_fill_the_memory_limit_leave_the_other_servlets_serving() {
+    let config = CONFIG.replace("cpu_time = \"300ms\"", "cpu_time = \"60s\"");
+    let mut b = Builder::new();
+    b.file("servlets/hoard.lua", b"function handle_request(req, res) hoard = hoard or {} for i = 1, 1e9 do hoard[#hoard + 1] = string.rep('x', 1000) .. i end end")
+        // 4 MB at once: more than the hoard leaves, less than half.
+        .file("servlets/mid.lua", b"function handle_request(req, res) local t = {} for i = 1, 4000 do t[i] = string.rep('y', 1000) .. i end res:write(200, {}, tostring(#table.concat(t))) end")
+        .file("servlets/count.lua", b"n = (n or 0) + 1 function handle_request(req, res) n = n + 1 res:write(200, {}, tostring(n)) end")
+        .config(&config)
+        .workers(1);
+    let s = b.start();
+    assert_eq!(get(&s, "/servlets/count.lua").body, b"2");
+    assert_eq!(get(&s, "/servlets/count.lua").body, b"3");
+    for _ in 0..2 {
+        assert_eq!(get(&s, "/servlets/hoard.lua").status, 500);
+        let r = get(&s, "/servlets/mid.lua");
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"4014893"[..]));
+        assert!(s
+            .wait_stderr_line("the Lua state is made anew")
+            .contains("[warn] servlets: after servlets.memory was exceeded, the servlets' globals still hold "));
+        // Every servlet's globals started again.
+        assert_eq!(get(&s, "/servlets/count.lua").body, b"2");
+    }
+}
+
 #[test]
 fn output_streams_in_chunks_and_is_bounded() {
     let s = server(&[

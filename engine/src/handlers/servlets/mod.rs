@@ -474,6 +474,29 @@ impl State {
         })
     }
 
+    /// A new state for `settings` in place of this thread's (which lives
+    /// on while anything still holds it).
+    fn remake(settings: &Arc<Settings>) -> Result<Rc<State>, String> {
+        let key = Arc::as_ptr(settings) as usize;
+        STATE.with(|s| s.borrow_mut().retain(|(k, _)| *k != key));
+        State::get(settings)
+    }
+
+    /// The collection after a memory error; whether it left the state
+    /// room to serve: at least half of `servlets.memory` free. (What
+    /// servlets keep in their globals is not garbage: without this, one
+    /// servlet filling them would fail every other one of the site on
+    /// this worker until a reload.)
+    fn collected(&self) -> bool {
+        // Outside any CPU budget, and safely so: no servlet can make
+        // a finalizer (the prelude), so the collection runs only
+        // LuaJIT's sweep and brisk's own `__gc`s (Rust), over at most
+        // `servlets.memory`.
+        let _ = run::collect(&self.aside, &self.anchors);
+        let (used, limit) = self.heap.used_of_limit();
+        used <= limit / 2
+    }
+
     /// Reads `rel` beneath the root; one of the files brisk itself reads
     /// (its configuration named `x.lua`) is not there.
     fn read(&self, rel: &[u8]) -> std::io::Result<(String, Meta)> {
@@ -729,7 +752,20 @@ impl Handler for Servlets {
         if has_dotfile_segment(req.path) {
             return not_found(resp);
         }
-        let state = match State::get(&self.0) {
+        let mut state = State::get(&self.0);
+        if let Ok(st) = &state {
+            if st.collect.take() && !st.collected() {
+                let (used, limit) = st.heap.used_of_limit();
+                resp.log(
+                    Level::Warn,
+                    format!(
+                        "servlets: after servlets.memory was exceeded, the servlets' globals still hold {used} of its {limit} bytes; the Lua state is made anew (every servlet's globals and handler_init start again)"
+                    ),
+                );
+                state = State::remake(&self.0);
+            }
+        }
+        let state = match state {
             Ok(s) => s,
             Err(e) => {
                 resp.log(
@@ -739,13 +775,6 @@ impl Handler for Servlets {
                 return resp.set_status(500);
             }
         };
-        if state.collect.take() {
-            // Outside any CPU budget, and safely so: no servlet can make
-            // a finalizer (the prelude), so the collection runs only
-            // LuaJIT's sweep and brisk's own `__gc`s (Rust), over at most
-            // `servlets.memory`.
-            let _ = run::collect(&state.aside, &state.anchors);
-        }
         let now = Instant::now();
         let slot = match state.load(rel, req.path, now) {
             Ok(s) => s,

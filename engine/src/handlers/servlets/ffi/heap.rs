@@ -311,15 +311,14 @@ pub fn outside_room(lua: &Lua) -> usize {
     }
 }
 
-#[cfg(test)]
 impl Heap {
-    /// Bytes Lua holds, as the limit counts them (for the tests; the
-    /// servlets read [`outside_room`]).
-    pub fn used(&self) -> usize {
+    /// Bytes Lua holds, as the limit counts them, and the limit (read
+    /// between runs: after a memory error's collection).
+    pub fn used_of_limit(&self) -> (usize, usize) {
         // SAFETY: `inner` lives as long as `self`; Lua uses it only
         // while the state runs, which is not now (the state is not
         // shared across threads, and `&self` is not inside a call).
-        unsafe { (*self.inner).used }
+        unsafe { ((*self.inner).used, (*self.inner).limit) }
     }
 }
 
@@ -357,7 +356,7 @@ mod tests {
             .unwrap();
             lua.gc_collect().unwrap();
             let count = lua_count(&lua);
-            assert_eq!(heap.used(), count);
+            assert_eq!(heap.used_of_limit().0, count);
         }
         // Past the limit: Lua's memory error, and the state still works.
         let err = lua
@@ -365,10 +364,10 @@ mod tests {
             .exec()
             .unwrap_err();
         assert!(matches!(err, mlua::Error::MemoryError(_)), "{err}");
-        assert!(heap.used() <= limit);
+        assert!(heap.used_of_limit().0 <= limit);
         lua.gc_collect().unwrap();
         let count = lua_count(&lua);
-        assert_eq!(heap.used(), count);
+        assert_eq!(heap.used_of_limit().0, count);
         let n: i64 = lua.load("return #big").eval().unwrap();
         assert_eq!(n, 100004);
         heap.uninstall(&lua);
