@@ -395,45 +395,27 @@ fn load_command(
     }
     config.secrets_outside_roots().map_err(error)?;
     let sites = std::iter::once(&config.site).chain(&config.sites);
-    #[cfg(feature = "webdav")]
-    let mut folding = Vec::new();
     for (site, from) in sites.zip(std::iter::once(&origins.site).chain(&origins.sites)) {
         for (rule, key) in site.webdav.iter().zip(&from.webdav) {
             if let Some(why) = super::webdav::runs_programs(&config, rule) {
                 return Err(error(format!("{key}: {why}")));
             }
         }
-        let root_from = from
-            .root
-            .as_deref()
-            .unwrap_or("root (default: the current directory)");
-        #[cfg(feature = "webdav")]
-        let mut areas = Vec::new();
-        for (tree, dir, area) in site.folding_areas() {
-            if let Some(why) = config.case_blind(site, &dir, &area) {
-                let key = tree.map_or(root_from, |i| from.webdav[i].as_str());
-                return Err(error(format!(
-                    "{key}: {} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why} (or keep the tree on a filesystem that tells case apart: ext4, btrfs, f2fs)",
-                    dir.display()
-                )));
-            }
-            #[cfg(feature = "webdav")]
-            areas.push((tree, area));
-        }
-        #[cfg(feature = "webdav")]
-        {
-            let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
-            folding.push(crate::config::Folding::new(trees, areas));
-        }
     }
-    // (Without `webdav`, paths are matched as spelt: `Folding::covers`.)
-    #[cfg(feature = "webdav")]
-    for (site, areas) in std::iter::once(&mut config.site)
-        .chain(&mut config.sites)
-        .zip(folding)
-    {
-        site.folding = areas;
-    }
+    config.fold_case(|site, tree, dir, why| {
+        let from = (site.checked_sub(1)).map_or(&origins.site, |i| &origins.sites[i]);
+        let key = match tree {
+            Some(i) => from.webdav[i].as_str(),
+            None => from
+                .root
+                .as_deref()
+                .unwrap_or("root (default: the current directory)"),
+        };
+        Err(error(format!(
+            "{key}: {} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why} (or keep the tree on a filesystem that tells case apart: ext4, btrfs, f2fs)",
+            dir.display()
+        )))
+    })?;
     if config.holds_bodies() {
         // Used only for request bodies held whole (CGI, FastCGI,
         // `buffer_request`).

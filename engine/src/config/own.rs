@@ -113,6 +113,42 @@ impl Config {
         trees
     }
 
+    /// Has each site match paths in any case where its trees lie on a
+    /// filesystem that finds names whatever their case (its `folding`,
+    /// with `webdav`; without it paths are matched as spelt). `blind`
+    /// hears of each such part that cannot be served ([`Config::case_blind`]):
+    /// the site's index (0 the default), the `[[webdav]]` tree's (`None`
+    /// the document root), the directory and why; its error ends the
+    /// walk, with nothing set.
+    pub fn fold_case<E>(
+        &mut self,
+        mut blind: impl FnMut(usize, Option<usize>, &Path, String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut folded = Vec::new();
+        for (i, site) in SiteConfig::all(self).enumerate() {
+            let mut areas = Vec::new();
+            for (tree, dir, area) in site.folding_areas() {
+                if let Some(why) = self.case_blind(site, &dir, &area) {
+                    blind(i, tree, &dir, why)?;
+                }
+                areas.push((tree, area));
+            }
+            let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
+            folded.push(crate::http::glob::Folding::new(trees, areas));
+        }
+        #[cfg(feature = "webdav")]
+        for (site, folding) in std::iter::once(&mut self.site)
+            .chain(&mut self.sites)
+            .zip(folded)
+        {
+            site.folding = folding;
+        }
+        // (Without `webdav`, paths are matched as spelt: `Folding::covers`.)
+        #[cfg(not(feature = "webdav"))]
+        drop(folded);
+        Ok(())
+    }
+
     /// Why the directory `dir` of one of `site`'s trees, served at the
     /// URL prefix `area`, on a filesystem that finds a name whatever its
     /// case (exFAT, vfat, SMB: `sys::fs::folding_dirs`), cannot be served

@@ -602,7 +602,6 @@ fn folding_moved(cfg: &Config) -> bool {
 /// that left `/disk/SECRET/` unguarded by `path = "/disk/secret/"`.
 #[cfg(feature = "webdav")]
 fn refold(running: &mut Running, logs: &crate::log::LogService, log: &mut crate::log::Logger) {
-    use crate::config::{Folding, SiteConfig};
     let said = "a filesystem that finds names whatever their case was mounted (or one unmounted) beneath a tree brisk serves";
     if running.config().chroot.is_some() {
         log.log(
@@ -613,27 +612,13 @@ fn refold(running: &mut Running, logs: &crate::log::LogService, log: &mut crate:
         return;
     }
     let mut cfg = running.config().clone();
-    let mut folded = Vec::new();
-    for site in SiteConfig::all(&cfg) {
-        let mut areas = Vec::new();
-        for (tree, dir, area) in site.folding_areas() {
-            if let Some(why) = cfg.case_blind(site, &dir, &area) {
-                log.log(
-                    Level::Error,
-                    format_args!("{} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why}: a start would refuse this; fix it and restart", dir.display()),
-                );
-            }
-            areas.push((tree, area));
-        }
-        let trees = site.webdav.iter().map(|r| r.path.clone()).collect();
-        folded.push(Folding::new(trees, areas));
-    }
-    for (site, folding) in std::iter::once(&mut cfg.site)
-        .chain(&mut cfg.sites)
-        .zip(folded)
-    {
-        site.folding = folding;
-    }
+    let _ = cfg.fold_case(|_, _, dir, why| {
+        log.log(
+            Level::Error,
+            format_args!("{} is on a filesystem that finds a name whatever its case (exFAT, vfat, SMB), and {why}: a start would refuse this; fix it and restart", dir.display()),
+        );
+        Ok::<(), ()>(())
+    });
     match running.reload(cfg, logs) {
         Ok(()) => log.log(
             Level::Warn,

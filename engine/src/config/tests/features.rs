@@ -3,7 +3,7 @@
 //! the feature that serves it (and the switches set to false load).
 
 #[cfg(not(all(feature = "sites", feature = "ops", feature = "upstreams")))]
-use super::{load, load_err};
+use super::load_err;
 
 /// `DIR/site.toml:LINE: KEY: this brisk was built without WHAT (the cargo
 /// feature `FEATURE`); FIX`.
@@ -88,6 +88,7 @@ fn a_build_without_sites_refuses_their_keys() {
 #[cfg(not(feature = "ops"))]
 #[test]
 fn a_build_without_ops_refuses_their_keys_and_handlers() {
+    use super::load;
     assert_eq!(
         load_err("[proxy]\ntrusted = [\"10.0.0.0/8\"]\n"),
         refusal(
