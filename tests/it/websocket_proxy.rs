@@ -248,7 +248,8 @@ impl Echo {
             .expect("a key");
         // The switch, and a first frame in the same write.
         let mut answer = format!(
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            "HTTP/1.1 101 Switching Protocols\r\nServer: echo\r\n\
+             Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Accept: {}\r\n\r\n",
             accept(key)
         )
@@ -324,8 +325,9 @@ fn close_frame() -> Frame {
     }
 }
 
-/// The head of the 101 a client gets (its `Date` masked).
-const SWITCHED: &str = "HTTP/1.1 101 Switching Protocols\r\nServer: brisk\r\nDate: <date>\r\n\
+/// The head of the 101 a client gets (its `Date` masked): the upstream's
+/// `Server` and `Date` stand for brisk's, once each.
+const SWITCHED: &str = "HTTP/1.1 101 Switching Protocols\r\nServer: echo\r\nDate: <date>\r\n\
      Upgrade: websocket\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\
      Connection: upgrade\r\n\r\n";
 
@@ -812,10 +814,12 @@ mod h2 {
         assert_eq!(h.kind, kind::HEADERS);
         assert_eq!(h.flags & flag::END_STREAM, 0, "the stream stays open");
         let names: Vec<&str> = h.fields.iter().map(|(n, _)| n.as_str()).collect();
-        // (No `server`: the upstream's 101 had none, and brisk passes the
-        // upstream's, `server = "upstream"`.)
-        assert_eq!(names, [":status", "date"], "{:?}", h.fields);
+        // The upstream's `server` and `date` (`server = "upstream"`),
+        // once each.
+        assert_eq!(names, [":status", "server", "date"], "{:?}", h.fields);
         assert_eq!(h.fields[0].1, "200");
+        assert_eq!(h.fields[1].1, "echo");
+        assert_eq!(h.fields[2].1, "Sun, 06 Nov 1994 08:49:37 GMT");
         // Then DATA ⇄ bytes: the upstream's first frame, then echoes.
         let hello = frame(1, b"hello", None);
         let got = exchange(&mut c, 1, &[], hello.len(), &mut window);

@@ -131,6 +131,8 @@ impl Sink for H1Sink<'_> {
             // Switching protocols (RFC 9110 §15.2.2): the head as the
             // producer gave it (its `Upgrade`, `Connection: upgrade`),
             // no framing; then the new protocol's bytes as they come.
+            // (The producer's own `Server` and `Date` stand for brisk's.)
+            let stamp = head.own.stamp(&self.cx.stamp);
             let head = Head {
                 status: 101,
                 reason: b"Switching Protocols",
@@ -138,7 +140,7 @@ impl Sink for H1Sink<'_> {
                 framing: HeadFraming::Close,
                 connection: Connection::Default,
             };
-            head.write(&self.cx.stamp, self.out.buf_mut());
+            head.write(&stamp, self.out.buf_mut());
             f.keep = false;
             f.tunnel = true;
             f.encoder = Some(Encoder::Close);
