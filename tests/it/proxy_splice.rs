@@ -258,11 +258,26 @@ fn a_head_request_gets_the_head_alone_and_the_connection_goes_on() {
     c.send(b"HEAD /api/big/1048576 HTTP/1.1\r\nHost: x\r\n\r\n");
     let r = c.head_response();
     assert_eq!(r.status, 200);
+    // The length a GET would have (RFC 9110 §8.6), as the upstream said.
+    assert_eq!(r.header("Content-Length"), Some("1048576"), "{}", r.head);
     c.send(b"GET /api/big/1048576 HTTP/1.1\r\nHost: x\r\n\r\n");
     let r = c.response();
     assert!(r.body == pattern(0, 1_048_576), "{} bytes", r.body.len());
     c.send(b"GET /api/small HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(c.response().body, b"hello");
+}
+
+/// Over HTTP/2 too: the upstream's `content-length`, and no DATA.
+#[cfg(feature = "http2")]
+#[test]
+fn a_head_request_over_http_2_gets_the_upstreams_length() {
+    let s = brisk(upstream());
+    let mut c = common::h2::H2::connect(s.addr(), &[], 0);
+    let id = c.request("HEAD", "/api/big/1048576", &[], None);
+    let a = c.answers(&[id]).remove(0);
+    assert_eq!(a.status(), "200");
+    assert_eq!(a.field("content-length"), Some("1048576"), "{:?}", a.fields);
+    assert!(a.body.is_empty());
 }
 
 #[test]

@@ -285,3 +285,61 @@ fn an_http_2_clients_trailing_headers_reach_the_upstream_as_chunked_trailers() {
         "x-sum: 5\r\ngrpc-status: 0\r\n",
     );
 }
+
+/// A client's trailers are held to what its head is: the forwarding
+/// fields brisk writes, `headers.set` and `headers.remove` (spelt with
+/// `_` too) never reach the upstream from a trailer section, which an
+/// application that merges trailers into the head would take.
+#[test]
+fn a_clients_trailers_cannot_stand_for_fields_brisk_sets_or_removes() {
+    let (addr, got) = recording_upstream();
+    let s = brisk(
+        &format!("http://{addr}"),
+        "keepalive = 0\nheaders = { set = { \"X-User\" = \"anonymous\" }, remove = [\"X-Debug\"] }",
+    );
+    let answer = exchange(
+        &s,
+        b"PUT /api/f HTTP/1.1\r\nHost: x\r\nX-User: admin\r\nTransfer-Encoding: chunked\r\n\
+          Connection: close, TE\r\nTE: trailers\r\nTrailer: X-User, X-Debug, X-Sum\r\n\r\n\
+          5\r\nhello\r\n0\r\nX-User: admin\r\nX-Debug: 1\r\nX-Forwarded-For: 6.6.6.6\r\n\
+          X_User: admin\r\nforwarded: for=1.2.3.4\r\nX-Sum: 5\r\n\r\n",
+    );
+    assert!(
+        answer.starts_with("HTTP/1.1 204 No Content\r\n"),
+        "{answer}"
+    );
+    let fwd = crate::reverse_proxy::FORWARDED;
+    assert_eq!(
+        got.recv_timeout(IO_TIMEOUT).unwrap(),
+        format!(
+            "PUT /api/f HTTP/1.1\r\nHost: x\r\n{fwd}X-User: anonymous\r\n\
+             Transfer-Encoding: chunked\r\nTrailer: X-Sum\r\nTE: trailers\r\nConnection: TE\r\n\r\n\
+             5\r\nhello\r\n0\r\nX-Sum: 5\r\n\r\n"
+        )
+    );
+}
+
+/// An upstream's trailers are held to what its head is:
+/// `response_headers` removes and sets there too.
+#[test]
+fn an_upstreams_trailers_keep_to_response_headers() {
+    let up = Upstream::start(vec![Say::Bytes(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\
+          X-T: 1\r\nX-Set: up\r\nX-Sum: 2\r\n\r\n",
+    )]);
+    let s = brisk(
+        &format!("http://{}", up.addr),
+        "response_headers = { set = { \"X-Set\" = \"brisk\" }, remove = [\"X-T\"] }",
+    );
+    let got = exchange(
+        &s,
+        b"GET /api/x HTTP/1.1\r\nHost: x\r\nTE: trailers\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        got,
+        format!(
+            "HTTP/1.1 200 OK\r\nDate: {DATE}\r\nX-Set: brisk\r\nTransfer-Encoding: chunked\r\n\
+             Connection: close\r\n\r\n2\r\nok\r\n0\r\nX-Sum: 2\r\n\r\n"
+        )
+    );
+}

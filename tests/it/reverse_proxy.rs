@@ -496,8 +496,12 @@ fn bytes_an_idle_upstream_connection_gets_never_answer_the_next_request() {
         }
     });
     let s = brisk(&format!("http://{addr}"), "");
-    let r = s.request(b"HEAD /api/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut c = s.connect();
+    c.send(b"HEAD /api/a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let r = c.head_response();
     assert_eq!(r.status, 200, "{}", r.head);
+    // (The length the upstream said: the poison's.)
+    assert_eq!(r.header("Content-Length"), Some("46"), "{}", r.head);
     go.send(()).unwrap();
     sent.recv_timeout(IO_TIMEOUT).unwrap();
     // (One answer more: the worker's loop has seen the late bytes come.)

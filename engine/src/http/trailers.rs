@@ -66,7 +66,13 @@ pub fn fields(lines: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 /// Appends to `out` the field lines of `lines` that may pass
 /// ([`allowed`]), each as `Name: value` CRLF.
 pub fn keep_allowed(lines: &[u8], out: &mut Vec<u8>) {
-    for (name, value) in fields(lines).filter(|(n, _)| allowed(n)) {
+    keep(lines, out, allowed);
+}
+
+/// Appends to `out` the field lines of `lines` whose name `pass`es, each
+/// as `Name: value` CRLF.
+pub fn keep(lines: &[u8], out: &mut Vec<u8>, pass: impl Fn(&[u8]) -> bool) {
+    for (name, value) in fields(lines).filter(|(n, _)| pass(n)) {
         for part in [name, b": ", value, b"\r\n"] {
             out.extend_from_slice(part);
         }

@@ -41,6 +41,7 @@ use crate::http::grammar::has_token;
 use crate::http::parse::response::{parse_response, ResponseFraming, ResponseHead};
 use crate::http::parse::{BodyFraming, Header, Limits};
 use crate::http::request::MAX_HEADERS;
+use crate::http::trailers;
 use crate::http::Status;
 use crate::sys::net::shutdown_write;
 
@@ -133,6 +134,10 @@ pub struct Options {
     pub limits: Limits,
     /// The limit of a chunked answer's trailers.
     pub max_trailers: usize,
+    /// The rule's `headers`: what it sets and removes in the request,
+    /// which the client's trailers are held to as its head was
+    /// ([`super::request::passes`]).
+    pub forward: HeaderEdits,
     /// How the answer's head is edited.
     pub answer: Answer,
     /// Where the connection goes once the answer ended exactly and the
@@ -751,6 +756,18 @@ fn rehost(head: &[u8], host: &[u8]) -> Vec<u8> {
     [&head[..from], host, &head[to..]].concat()
 }
 
+/// Whether the upstream's field `name` goes on to the client, in the head
+/// or in a trailer section: not a hop-by-hop one or the framing, nor its
+/// `Server` with `server = "brisk"`, nor one `response_headers` sets or
+/// removes.
+fn answer_passes(name: &[u8], answer: &Answer) -> bool {
+    let is = |known: &str| name.eq_ignore_ascii_case(known.as_bytes());
+    !(HOP_BY_HOP.iter().chain(&OWN).any(|n| is(n))
+        || (answer.server == ServerMode::Brisk && is("server"))
+        || answer.edits.remove.iter().any(|n| is(n))
+        || answer.edits.set.iter().any(|(n, _)| is(n)))
+}
+
 /// The head the client gets for the upstream's answer `h` with its
 /// `fields`: the hop-by-hop ones and those `Connection` names left out,
 /// then the rule's edits. A 101 passed on as it is keeps its `Upgrade`,
@@ -787,12 +804,7 @@ fn reply_head(
             }
             continue;
         }
-        if HOP_BY_HOP.iter().chain(&OWN).any(|n| is(f.name, n))
-            || (brisk_server && is(f.name, "server"))
-            || named_by_connection(f.name)
-            || answer.edits.remove.iter().any(|n| is(f.name, n))
-            || answer.edits.set.iter().any(|(n, _)| is(f.name, n))
-        {
+        if !answer_passes(f.name, answer) || named_by_connection(f.name) {
             continue;
         }
         own.date |= is(f.name, "date");
@@ -824,7 +836,7 @@ fn reply_head(
         headers,
         content_length: match h.framing {
             ResponseFraming::Length(n) => Some(n),
-            _ => None,
+            _ => h.head_length,
         },
         chunked: false,
         own,
@@ -959,7 +971,11 @@ impl Produce for ProxyBody {
     }
 
     fn trailers(&mut self) -> Option<Vec<u8>> {
-        self.unframe.trailers()
+        // The upstream's trailers, held to what its head was.
+        let lines = self.unframe.trailers()?;
+        let mut kept = Vec::new();
+        trailers::keep(&lines, &mut kept, |n| answer_passes(n, &self.opts.answer));
+        (!kept.is_empty()).then_some(kept)
     }
 
     fn tend(&mut self, cx: &mut Cx<'_>) {
@@ -1146,8 +1162,14 @@ impl Input for ProxyBody {
         }
         if self.opts.body == BodyOut::Chunked {
             // The last chunk, with the client's trailers (RFC 9112
-            // §7.1.2); a body sent by its length has no place for them.
-            for part in [&b"0\r\n"[..], trailers, b"\r\n"] {
+            // §7.1.2) that may go on; a body sent by its length has no
+            // place for them.
+            let (f, via) = (&self.opts.forward, self.opts.answer.via);
+            let mut kept = Vec::new();
+            trailers::keep(trailers, &mut kept, |n| {
+                super::request::passes(n, &f.set, &f.remove, via)
+            });
+            for part in [&b"0\r\n"[..], &kept, b"\r\n"] {
                 self.outbox.push(part, false);
             }
         }

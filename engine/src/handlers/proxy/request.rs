@@ -105,6 +105,20 @@ pub fn switches_to_http(value: &[u8]) -> bool {
     })
 }
 
+/// Whether the client's field `name` goes on to the upstream, in the
+/// head or in a trailer section: not one brisk writes or drops itself,
+/// nor one the rule `set`s or `remove`s (any case, an `_` read as `-`),
+/// nor `Via` when brisk adds its own. (Trailers too: an application that
+/// merges them into the head, as Apache's `MergeTrailers`, would
+/// otherwise take the client's `X-Forwarded-For` or a removed field.)
+pub fn passes(name: &[u8], set: &[(Box<str>, Box<str>)], remove: &[Box<str>], via: bool) -> bool {
+    let is = |known: &str| spelt_as(name, known);
+    !(HOP_BY_HOP.iter().chain(&NOT_PASSED).any(|n| is(n))
+        || remove.iter().any(|n| is(n))
+        || set.iter().any(|(n, _)| is(n))
+        || (via && is("via")))
+}
+
 /// Whether the client's field `name` is `known` (any case), an `_` in
 /// it read as `-`. Many application servers read fields as CGI variables
 /// do (`X-Forwarded-For` and `X_Forwarded_For` both `HTTP_X_FORWARDED_FOR`),
@@ -206,13 +220,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
             .any(|h| has_token(h.value, name))
     };
     for h in req.headers() {
-        let is = |known: &str| spelt_as(h.name, known);
-        if HOP_BY_HOP.iter().chain(&NOT_PASSED).any(|n| is(n))
-            || f.remove.iter().any(|n| is(n))
-            || f.set.iter().any(|(n, _)| is(n))
-            || named_by_connection(h.name)
-            || (f.via && is("via"))
-        {
+        if !passes(h.name, f.set, f.remove, f.via) || named_by_connection(h.name) {
             continue;
         }
         out.extend_from_slice(h.name);
@@ -269,7 +277,7 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
         BodyOut::None => {}
     }
     if f.body == BodyOut::Chunked {
-        announce_trailers(out, req);
+        announce_trailers(out, req, f);
     }
     // The client takes trailers (RFC 9110 §10.1.4; an HTTP/2 client's
     // `te: trailers`, as gRPC's): so does brisk, which passes them on.
@@ -297,16 +305,17 @@ pub fn write_head(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
 
 /// Appends `Trailer` (RFC 9110 §6.6.2) naming the fields the client's
 /// `Trailer` announced that may pass in a trailer section
-/// ([`trailers::allowed`]: those brisk sends on at the chunked body's
-/// end, the others being dropped there); nothing when none is left.
-fn announce_trailers(out: &mut Vec<u8>, req: &OwnedRequest) {
+/// ([`trailers::allowed`] and [`passes`]: those brisk sends on at the
+/// chunked body's end, the others being dropped there); nothing when
+/// none is left.
+fn announce_trailers(out: &mut Vec<u8>, req: &OwnedRequest, f: &Forward<'_>) {
     let start = out.len();
     let names = req
         .headers()
         .filter(|h| is(h.name, "trailer"))
         .flat_map(|h| h.value.split(|&b| b == b','))
         .map(<[u8]>::trim_ascii)
-        .filter(|n| is_token(n) && trailers::allowed(n));
+        .filter(|n| is_token(n) && trailers::allowed(n) && passes(n, f.set, f.remove, f.via));
     for name in names {
         out.extend_from_slice(if out.len() == start {
             b"Trailer: "

@@ -44,6 +44,9 @@ pub struct ResponseHead<'a> {
     pub head_len: usize,
     /// How the body that follows is delimited.
     pub framing: ResponseFraming,
+    /// An answer to HEAD: the `Content-Length` the upstream gave, the
+    /// length a GET would have had (RFC 9110 §8.6), passed on as it is.
+    pub head_length: Option<u64>,
     /// Whether the upstream connection may carry another request after
     /// this answer's body.
     pub keep_alive: bool,
@@ -121,6 +124,9 @@ pub fn parse_response<'a>(
     } else {
         ResponseFraming::Close
     };
+    let head_length = sem
+        .content_length
+        .filter(|_| head_request && (200..300).contains(&status) && status != 204);
     let keep_alive = framing != ResponseFraming::Close
         && !sem.conn_close
         && (version == Version::Http11 || sem.conn_keep_alive);
@@ -130,6 +136,7 @@ pub fn parse_response<'a>(
         version,
         head_len,
         framing,
+        head_length,
         keep_alive,
     }))
 }
@@ -227,10 +234,27 @@ mod tests {
                 version: Version::Http11,
                 head_len: buf.len() - 5,
                 framing: ResponseFraming::Length(5),
+                head_length: None,
                 keep_alive: true,
             }
         );
         assert_eq!(fields, 2);
+    }
+
+    #[test]
+    fn an_answer_to_head_keeps_its_length_but_no_body() {
+        fn head(buf: &[u8], head_request: bool) -> (ResponseFraming, Option<u64>) {
+            let h = parse(buf, head_request).unwrap().unwrap().0;
+            (h.framing, h.head_length)
+        }
+        let none = ResponseFraming::None;
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 12345\r\n\r\n";
+        assert_eq!(head(ok, true), (none, Some(12345)));
+        assert_eq!(head(ok, false), (ResponseFraming::Length(12345), None));
+        let not_modified = b"HTTP/1.1 304 Not Modified\r\nContent-Length: 12345\r\n\r\n";
+        assert_eq!(head(not_modified, true), (none, None));
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(head(chunked, true), (none, None));
     }
 
     #[test]

@@ -275,6 +275,7 @@ fn upstream_plan(
                 max_headers: limits.max_headers.min(MAX_HEADERS),
             },
             max_trailers: limits.max_header_bytes,
+            forward: rule.headers.clone(),
             answer: Answer {
                 edits: rule.response_headers.clone(),
                 via: rule.via,

@@ -38,6 +38,7 @@ fn handshake(connect: bool) -> (Box<dyn Produce>, UnixStream) {
             max_headers: 64,
         },
         max_trailers: 8192,
+        forward: Default::default(),
         answer: Answer::default(),
         keep: None,
         upgrade: true,
