@@ -159,6 +159,10 @@ fn brisk_to(to: &str, keepalive: usize) -> Server {
         "warn.php",
         b"<?php\nerror_log('careful: something odd');\necho \"done\\n\";\n",
     )
+    .file(
+        "auth.php",
+        b"<?php\necho $_SERVER['HTTP_AUTHORIZATION'] ?? '(unset)', ' ', $_SERVER['PHP_AUTH_USER'] ?? '(unset)', ' ', $_SERVER['PHP_AUTH_PW'] ?? '(unset)', ' ', $_SERVER['HTTP_PROXY_AUTHORIZATION'] ?? '(unset)', \"\\n\";\n",
+    )
     .file("uploads/evil.jpg", b"<?php echo 'EVIL'; ?>")
     .file("app/index.php", b"<?php\necho 'front ', $_SERVER['REQUEST_URI'], ' ', $_SERVER['SCRIPT_NAME'], \"\\n\";\n")
     .file("app/style.css", b"body{}\n")
@@ -186,6 +190,24 @@ fn started() -> Option<(Fpm, Server)> {
     let fpm = Fpm::start()?;
     let server = brisk(&fpm);
     Some((fpm, server))
+}
+
+/// An application does its own HTTP authentication (PHP's
+/// `PHP_AUTH_USER` comes from `HTTP_AUTHORIZATION`), as behind nginx;
+/// `Proxy-Authorization` is brisk's hop's, never passed.
+#[test]
+fn php_gets_the_authorization_for_its_own_login() {
+    let Some((_fpm, s)) = started() else { return };
+    let r = s.get_with(
+        "/auth.php",
+        "Authorization: Basic dTpw\r\nProxy-Authorization: Basic eDp5\r\n",
+    );
+    assert_eq!(
+        (r.status, r.text()),
+        (200, "Basic dTpw u p (unset)\n".into())
+    );
+    let r = s.get("/auth.php");
+    assert_eq!(r.text(), "(unset) (unset) (unset) (unset)\n");
 }
 
 #[test]

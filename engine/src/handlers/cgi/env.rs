@@ -64,6 +64,10 @@ pub struct EnvRequest<'a> {
     /// it says (`X-Forwarded-Proto`, `Forwarded: proto=`): it decides
     /// `HTTPS` and `REQUEST_SCHEME` over the connection's own.
     pub forwarded_https: Option<bool>,
+    /// `Authorization` goes as `HTTP_AUTHORIZATION`: a FastCGI
+    /// application's (PHP derives `PHP_AUTH_USER` from it, as behind
+    /// nginx), not a CGI script's.
+    pub authorization: bool,
 }
 
 /// Request headers never passed as `HTTP_*`: the two with variables of
@@ -302,9 +306,11 @@ pub fn vars(names: Names<'_>, req: &EnvRequest<'_>, extra: &[(String, String)]) 
         if h.name.eq_ignore_ascii_case(b"content-type") && content_type.is_none() {
             content_type = Some(h.value);
         }
-        if SKIPPED_HEADERS
-            .iter()
-            .any(|s| h.name.eq_ignore_ascii_case(s))
+        let passed = req.authorization && h.name.eq_ignore_ascii_case(b"authorization");
+        if !passed
+            && SKIPPED_HEADERS
+                .iter()
+                .any(|s| h.name.eq_ignore_ascii_case(s))
             || !h
                 .name
                 .iter()
@@ -364,13 +370,14 @@ pub fn request_env(
         document_root,
         content_length,
         extra,
+        false,
     );
     let entries = vars.entries().filter_map(|e| CString::new(e).ok());
     entries.collect()
 }
 
 /// The variables ([`vars`]) of the script `names` name run for `req`, as
-/// [`request_env`] has them.
+/// [`request_env`] has them; with `HTTP_AUTHORIZATION` if `authorization`.
 pub fn request_vars(
     names: Names<'_>,
     req: &OwnedRequest,
@@ -378,6 +385,7 @@ pub fn request_vars(
     document_root: &Path,
     content_length: Option<u64>,
     extra: &[(String, String)],
+    authorization: bool,
 ) -> Vars {
     let server_name = crate::http::host_without_port(req.host().unwrap_or_default());
     let local_ip;
@@ -403,6 +411,7 @@ pub fn request_vars(
         remote_user: req.user(),
         auth_type: req.user().map(|_| &b"Basic"[..]),
         forwarded_https: req.forwarded().and_then(|f| f.https),
+        authorization,
     };
     vars(names, &env_req, extra)
 }

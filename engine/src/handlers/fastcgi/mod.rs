@@ -66,7 +66,7 @@ pub fn params(
         filename: &script.filename,
         path_info: &script.path_info,
     };
-    let vars = request_vars(names, req, ends, document_root, content_length, env);
+    let vars = request_vars(names, req, ends, document_root, content_length, env, true);
     let keep_path = env.iter().any(|(name, _)| name == "PATH");
     let pairs = vars
         .iter()

@@ -39,6 +39,7 @@ fn request<'a>(headers: &'a [Header<'a>]) -> EnvRequest<'a> {
         remote_user: None,
         auth_type: None,
         forwarded_https: None,
+        authorization: false,
         tls: None,
     }
 }

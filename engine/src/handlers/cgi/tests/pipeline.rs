@@ -51,6 +51,7 @@ fn resolve_spawn_and_parse() {
         remote_user: None,
         auth_type: None,
         forwarded_https: None,
+        authorization: false,
         tls: None,
     };
     let env = build_env(&s, &req, &rules[s.rule].env);
