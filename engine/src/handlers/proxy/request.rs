@@ -96,12 +96,18 @@ const NOT_PASSED: [&str; 8] = [
 /// Such a switch is never passed on: through the tunnel it opens, a
 /// client would send requests straight to the upstream, past every rule
 /// brisk holds them to (its `[[auth]]`, access and rate rules, its
-/// paths), the "h2c smuggling" attack.
+/// paths), the "h2c smuggling" attack. A list that is not one of
+/// protocols (RFC 9110 §7.8: `name[/version]`, tokens: not `h2c;` or
+/// `"h2c"`, which an upstream's lax reader might take for `h2c`) counts
+/// as one: nothing unclear is passed on.
 pub fn switches_to_http(value: &[u8]) -> bool {
     value.split(|&b| b == b',').any(|p| {
         let p = p.trim_ascii();
-        let name = p.split(|&b| b == b'/').next().unwrap_or(p);
-        ["h2c", "h2", "http", "tls"].iter().any(|n| is(name, n))
+        let mut parts = p.splitn(2, |&b| b == b'/');
+        let name = parts.next().unwrap_or(p);
+        let version_ok = parts.next().is_none_or(is_token);
+        let valid = p.is_empty() || (is_token(name) && version_ok);
+        !valid || ["h2c", "h2", "http", "tls"].iter().any(|n| is(name, n))
     })
 }
 

@@ -223,6 +223,13 @@ fn switches_to_protocols_that_carry_http_are_told_apart() {
         "http/1.1",
         "TLS/1.0",
         "h2",
+        // Not a list of protocols: never passed on.
+        "h2c;",
+        "\"h2c\"",
+        "websocket, h2c;x",
+        "web socket",
+        "websocket/",
+        "/1",
     ] {
         assert!(switches_to_http(v.as_bytes()), "{v}");
     }
@@ -233,6 +240,7 @@ fn switches_to_protocols_that_carry_http_are_told_apart() {
         "h2cx",
         "https",
         "tls1",
+        "websocket, , foo",
     ] {
         assert!(!switches_to_http(v.as_bytes()), "{v}");
     }
