@@ -106,12 +106,20 @@ pub fn relocated(v: &[u8], r: &Relocate) -> Option<Vec<u8>> {
     if !starts || !matches!(rest.first(), None | Some(b'/' | b'?' | b'#')) {
         return None;
     }
-    let mut out = Vec::with_capacity(r.prefix.len() + rest.len() + 1);
+    let mut out = Vec::with_capacity(r.prefix.len() + rest.len() + 3);
     out.extend_from_slice(r.prefix.as_bytes());
     if !rest.starts_with(b"/") {
         out.push(b'/');
     }
     out.extend_from_slice(rest);
+    // A path that starts `//` (or `/\`, which browsers read so) would be
+    // read as another host's (RFC 3986 §4.2, a network-path reference):
+    // `http://up//evil.test/x` is a path on the upstream, not a way to
+    // evil.test. `/.` before it keeps the same path on the client's own
+    // origin (§5.2.4 removes the dot segment).
+    if matches!(out.get(..2), Some(b"//" | b"/\\")) {
+        out.splice(..0, *b"/.");
+    }
     Some(out)
 }
 

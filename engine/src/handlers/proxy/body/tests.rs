@@ -688,7 +688,8 @@ fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
         prefix: prefix.into(),
     };
     let app = at("/app", tcp("127.0.0.1", 9001, false));
-    let cases: [(&Relocate, &str, Option<&str>); 9] = [
+    let root = at("", tcp("127.0.0.1", 9001, false));
+    let cases: [(&Relocate, &str, Option<&str>); 12] = [
         (
             &app,
             "http://127.0.0.1:9001/login?next=/",
@@ -709,6 +710,23 @@ fn a_location_naming_the_upstream_is_made_a_path_of_brisks() {
             &at("", tcp("app.internal", 443, true)),
             "https://app.internal:443/x",
             None,
+        ),
+        // A path that starts `//` stays a path on the client's origin,
+        // not another host's (a protocol-relative reference).
+        (
+            &root,
+            "http://127.0.0.1:9001//evil.test/x/",
+            Some("/.//evil.test/x/"),
+        ),
+        (
+            &root,
+            "http://127.0.0.1:9001/\\evil.test/x",
+            Some("/./\\evil.test/x"),
+        ),
+        (
+            &app,
+            "http://127.0.0.1:9001//evil.test/x",
+            Some("/app//evil.test/x"),
         ),
     ];
     for (r, v, want) in cases {
