@@ -14,6 +14,11 @@ and prints one JSON document on stdout. Modes:
     §4.1.2; the client never cancels anything, and it does not answer
     the server's STOP_SENDING with a RESET_STREAM, as an attacker would
     not).
+  "shared": "reset" on the second of two connections from one UDP socket
+    (so one address and port), once the first has closed and the server
+    has let go of it (a datagram of its connection ID is then answered
+    with a stateless reset, waited for up to "timeout" seconds):
+      {"forgotten": BOOL, "cancelled": N, "terminated": [CODE, REASON] or null}
   "raw": on one connection, "request" (hex) written on a new request
     stream (ended), and "encoder" (hex) on the client's own QPACK encoder
     stream (after its type byte, which aioquic sent); then waits up to
@@ -247,9 +252,64 @@ def initials(spec):
                         for c in clients]}
 
 
+class Shared(asyncio.DatagramProtocol):
+    """One UDP socket's datagrams, handed to each of its connections
+    (each drops those of another's connection ID); `reset` is set once a
+    stateless reset for token `token` came."""
+
+    def __init__(self, clients):
+        self.clients = clients
+        self.token = None
+        self.reset = asyncio.Event()
+
+    def connection_made(self, transport):
+        for c in self.clients:
+            c.connection_made(transport)
+
+    def datagram_received(self, data, addr):
+        if self.token is not None and data[-16:] == self.token:
+            self.reset.set()
+        for c in self.clients:
+            c.datagram_received(data, addr)
+
+
+async def shared(spec):
+    loop = asyncio.get_running_loop()
+    config = configuration(spec)
+    first, second = (Client(QuicConnection(configuration=config)) for _ in range(2))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    mux = Shared([first, second])
+    transport, _ = await loop.create_datagram_endpoint(lambda: mux, sock=sock)
+    server = ("127.0.0.1", spec["port"])
+    for c in (first, second):
+        c.connect(server)
+        await c.wait_connected()
+    # The first goes; once the server has forgotten it, its connection ID
+    # gets a stateless reset (a short header, then random bytes).
+    peer = first._quic._peer_cid
+    mux.token = peer.stateless_reset_token
+    first.close()
+    await first.wait_closed()
+    deadline = time.monotonic() + spec.get("timeout", 30)
+    while not mux.reset.is_set() and time.monotonic() < deadline:
+        transport.sendto(bytes([0x40 | 0x01]) + peer.cid + os.urandom(60), server)
+        try:
+            await asyncio.wait_for(mux.reset.wait(), 0.05)
+        except asyncio.TimeoutError:
+            pass
+    out = {"forgotten": mux.reset.is_set()}
+    out.update(await resets(spec, second))
+    second.close()
+    transport.close()
+    return out
+
+
 async def main(spec):
     if spec["mode"] == "initials":
         return initials(spec)
+    if spec["mode"] == "shared":
+        return await shared(spec)
     async with connect(
         "127.0.0.1", spec["port"], configuration=configuration(spec), create_protocol=Client
     ) as client:

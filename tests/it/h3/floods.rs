@@ -45,19 +45,19 @@ fn still_serves(s: &Server) {
 /// is closed with H3_EXCESSIVE_LOAD after a number of streams within
 /// `closed_after`, and a new client is still served. `None` without
 /// aioquic.
-fn cancel_flood(s: &Server, closed_after: std::ops::RangeInclusive<u64>) -> Option<()> {
+fn cancel_flood(s: &Server, closed_after: std::ops::RangeInclusive<u64>) -> Option<Value> {
     let spec = json!({"mode": "reset", "streams": 2000, "path": "/index.html"});
     flood_closes(s, spec, closed_after)
 }
 
 /// The flood `spec` on one connection to `s`: closed with
 /// H3_EXCESSIVE_LOAD after a number of streams within `closed_after`,
-/// and a new client is still served.
+/// and a new client is still served. What the flood client said.
 fn flood_closes(
     s: &Server,
     spec: Value,
     closed_after: std::ops::RangeInclusive<u64>,
-) -> Option<()> {
+) -> Option<Value> {
     let out = flood(s, spec)?;
     assert_eq!(
         out["terminated"],
@@ -67,7 +67,7 @@ fn flood_closes(
     let n = out["cancelled"].as_u64().expect("cancelled");
     assert!(closed_after.contains(&n), "{n} streams cancelled");
     still_serves(s);
-    Some(())
+    Some(out)
 }
 
 #[test]
@@ -84,6 +84,20 @@ fn streams_opened_and_cancelled_in_a_loop_close_the_connection() {
     }
     let grew = peak_kib(&s).saturating_sub(before);
     assert!(grew < 8 * 1024, "peak RSS grew by {grew} KiB");
+}
+
+#[test]
+fn a_second_connection_from_the_same_address_and_port_has_its_own_cancel_budget() {
+    // Two connections from one UDP socket; the first closes, and once the
+    // server has let go of it, the second cancels streams in a loop. Its
+    // budget is its own: closed past 400 frames, as a lone connection is.
+    // (Kept by client address, the second's was the first's entry, which
+    // went with the first: all 2000 went.)
+    let s = server(&[("index.html", b"hello\n")]);
+    let spec = json!({"mode": "shared", "streams": 2000, "path": "/index.html"});
+    if let Some(out) = flood_closes(&s, spec, 200..=400) {
+        assert_eq!(out["forgotten"], true, "{out}");
+    }
 }
 
 #[test]

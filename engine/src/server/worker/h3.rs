@@ -222,7 +222,7 @@ impl Worker {
                 s.quic.handle_event(back);
             }
         }
-        q.transmit(&mut s.quic, s.socket, s.faults, now);
+        q.transmit(s, now);
         let next = s.quic.poll_timeout();
         q.reschedule(index, s.deadline, next);
         s.deadline = next;
@@ -637,7 +637,7 @@ impl Worker {
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
             close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
-            q.transmit(&mut s.quic, s.socket, s.faults, now);
+            q.transmit(s, now);
         }
         if !s.quic.is_drained() {
             // (Dropped before it drained: the endpoint forgets it now, its

@@ -32,6 +32,7 @@ use super::QUIC_BASE;
 use crate::h3::conn::Limits;
 use crate::h3::Code;
 use crate::hash::FnvMap;
+use crate::server::h3::Session;
 
 /// Room for each datagram of a batch read: QUIC's fit 1,500-byte
 /// packets (quinn-proto's path MTU discovery stops at 1,452 bytes; a
@@ -69,6 +70,15 @@ struct Cancels {
     base: u64,
 }
 
+/// What the endpoint keeps of each connection: its slot, and its own
+/// flood window. (Each connection's, not its client address's: two
+/// connections from one address and port each have theirs, and the end
+/// of one does not clear the other's.)
+struct Held {
+    slot: usize,
+    cancels: Cancels,
+}
+
 /// What a datagram brought.
 pub(super) enum Arrival {
     /// A new client's first packet, on socket `.1`: accept or refuse it.
@@ -84,13 +94,10 @@ pub(super) struct Quic {
     sockets: Vec<UdpSocket>,
     /// Sockets that still had datagrams when their turn ended.
     more: Vec<usize>,
-    /// The slot of each connection, and its client's address (looked up
-    /// for every datagram: hashed with FNV-1a, the handles are
-    /// quinn-proto's own small indexes, not the client's choice).
-    slots: FnvMap<ConnectionHandle, (usize, SocketAddr)>,
-    /// Each connection's flood window, by its client's address (the
-    /// path never changes: migration is refused).
-    cancels: HashMap<SocketAddr, Cancels>,
+    /// The slot and flood window of each connection (looked up for every
+    /// datagram: hashed with FNV-1a, the handles are quinn-proto's own
+    /// small indexes, not the client's choice).
+    slots: FnvMap<ConnectionHandle, Held>,
     /// Every connection's next deadline, earliest first (with its slot).
     deadlines: BTreeSet<(Instant, usize)>,
     /// What a batch of datagrams is read into, [`SLOT`] bytes each.
@@ -138,7 +145,6 @@ impl Quic {
             sockets: registered,
             more: Vec::new(),
             slots: HashMap::default(),
-            cancels: HashMap::new(),
             deadlines: BTreeSet::new(),
             recv: vec![0; SLOT * crate::sys::net::RECV_BATCH],
             send: Vec::new(),
@@ -278,8 +284,8 @@ impl Quic {
                 arrived.push(Arrival::Incoming(incoming, i));
             }
             Some(DatagramEvent::ConnectionEvent(ch, event)) => {
-                if let Some(&(slot, _)) = self.slots.get(&ch) {
-                    arrived.push(Arrival::Event(slot, event));
+                if let Some(held) = self.slots.get(&ch) {
+                    arrived.push(Arrival::Event(held.slot, event));
                 }
             }
             Some(DatagramEvent::Response(t)) => send(&self.sockets[i], &self.send, &t),
@@ -299,15 +305,11 @@ impl Quic {
         self.send.clear();
         match self.endpoint.accept(incoming, now, &mut self.send, None) {
             Ok((ch, conn)) => {
-                let peer = conn.remote_address();
-                self.slots.insert(ch, (slot, peer));
-                self.cancels.insert(
-                    peer,
-                    Cancels {
-                        since: now,
-                        base: 0,
-                    },
-                );
+                let cancels = Cancels {
+                    since: now,
+                    base: 0,
+                };
+                self.slots.insert(ch, Held { slot, cancels });
                 Some((ch, conn))
             }
             Err(e) => {
@@ -348,18 +350,11 @@ impl Quic {
         self.endpoint.handle_event(ch, event)
     }
 
-    /// Sends connection `conn`'s datagrams by socket `socket`: up to
-    /// [`BATCH`] at once, in one system call where GSO works. (First,
-    /// [`Quic::calm`] with the `faults` of its streams.)
-    pub(super) fn transmit(
-        &mut self,
-        conn: &mut quinn_proto::Connection,
-        socket: usize,
-        faults: u64,
-        now: Instant,
-    ) {
-        self.calm(conn, faults, now);
-        let socket = &self.sockets[socket];
+    /// Sends session `s`'s datagrams by its socket: up to [`BATCH`] at
+    /// once, in one system call where GSO works. (First, [`Quic::calm`].)
+    pub(super) fn transmit(&mut self, s: &mut Session, now: Instant) {
+        self.calm(s, now);
+        let (socket, conn) = (&self.sockets[s.socket], &mut s.quic);
         let batch = if self.gso { BATCH } else { 1 };
         loop {
             self.send.clear();
@@ -392,17 +387,20 @@ impl Quic {
         }
     }
 
-    /// Closes `conn` with H3_EXCESSIVE_LOAD if its client cancelled more
-    /// streams (counted by quinn-proto as the frames came), or made us
-    /// reset more (`faults`), than its [`Budget`] allows in its flood
-    /// window.
-    fn calm(&mut self, conn: &mut quinn_proto::Connection, faults: u64, now: Instant) {
+    /// Closes `s`'s connection with H3_EXCESSIVE_LOAD if its client
+    /// cancelled more streams (counted by quinn-proto as the frames came),
+    /// or made us reset more (`Session::faults`), than its [`Budget`]
+    /// allows in its flood window.
+    fn calm(&mut self, s: &mut Session, now: Instant) {
+        let conn = &mut s.quic;
         let rx = conn.stats().frame_rx;
-        let sent = rx.reset_stream + rx.stop_sending + faults;
+        let sent = rx.reset_stream + rx.stop_sending + s.faults;
         if sent <= self.budget.max || conn.is_closed() {
             return;
         }
-        let Some(c) = self.cancels.get_mut(&conn.remote_address()) else {
+        // (Every connection the endpoint accepted has its own, kept until
+        // it goes.)
+        let Some(c) = self.slots.get_mut(&s.handle).map(|h| &mut h.cancels) else {
             return;
         };
         if now.saturating_duration_since(c.since) >= self.budget.window || sent < c.base {
@@ -439,9 +437,10 @@ impl Quic {
         if let Some(at) = deadline {
             self.deadlines.remove(&(at, slot));
         }
-        if let Some(&(_, peer)) = self.slots.get(&ch).filter(|s| s.0 == slot) {
+        // (Its handle may be a newer connection's already, once quinn-proto
+        // let go of it: that one's is kept.)
+        if self.slots.get(&ch).is_some_and(|h| h.slot == slot) {
             self.slots.remove(&ch);
-            self.cancels.remove(&peer);
         }
     }
 }
