@@ -209,8 +209,10 @@ impl Worker {
             self.h3_pump_runs(c);
         }
         if let Some(s) = c.h3_mut() {
-            // (What the reads acknowledge goes with this turn's packets.)
+            // (What the reads acknowledge goes with this turn's packets; a
+            // GOAWAY that waited for room goes before the answers take it.)
             s.flush_decoder();
+            s.flush_control();
         }
         self.h3_send(c);
         let (now, index) = (self.clock.now, c.index);
@@ -250,7 +252,7 @@ impl Worker {
         // (Its few bytes fit the client's initial credit.)
         let mut bytes = Vec::with_capacity(16);
         s.h3.control_stream(&mut bytes);
-        s.control = s.quic.streams().open(Dir::Uni);
+        s.control = s.open_critical();
         let written = s.control.map(|id| s.quic.send_stream(id).write(&bytes));
         if !matches!(written, Some(Ok(n)) if n == bytes.len()) {
             let e = Error::new(Code::INTERNAL_ERROR, "no room for the control stream");
