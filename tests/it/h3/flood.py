@@ -19,6 +19,12 @@ and prints one JSON document on stdout. Modes:
     has let go of it (a datagram of its connection ID is then answered
     with a stateless reset, waited for up to "timeout" seconds):
       {"forgotten": BOOL, "cancelled": N, "terminated": [CODE, REASON] or null}
+  "critical": on one connection, once the server's SETTINGS came, closes
+    a critical stream: "reset" one of the client's own ("control",
+    "encoder" or "decoder": RESET_STREAM) or "stop" the server's control
+    stream (STOP_SENDING on stream 3); then waits up to "wait" seconds for
+    the connection's close:
+      {"terminated": [CODE, REASON] or null}
   "raw": on one connection, "request" (hex) written on a new request
     stream (ended), and "encoder" (hex) on the client's own QPACK encoder
     stream (after its type byte, which aioquic sent); then waits up to
@@ -59,7 +65,7 @@ try:
     from aioquic.h3.events import DataReceived, HeadersReceived
     from aioquic.quic.configuration import QuicConfiguration
     from aioquic.quic.connection import QuicConnection
-    from aioquic.quic.events import ConnectionTerminated, StreamReset
+    from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset
 except ImportError:
     sys.exit(2)
 
@@ -80,8 +86,12 @@ class Client(QuicConnectionProtocol):
         self.terminated = None
         self.headers = {}
         self.resets = {}
+        # What the server's control stream (id 3) carried.
+        self.control = bytearray()
 
     def quic_event_received(self, event):
+        if isinstance(event, StreamDataReceived) and event.stream_id == 3:
+            self.control += event.data
         if isinstance(event, ConnectionTerminated):
             self.terminated = [event.error_code, event.reason_phrase]
         if isinstance(event, StreamReset):
@@ -160,6 +170,28 @@ async def raw(spec, client):
         "reset": client.resets.get(sid),
         "terminated": client.terminated,
     }
+
+
+async def critical(spec, client):
+    quic = client._quic
+    wait = int(spec.get("wait", 5) * 100)
+    for _ in range(wait):
+        if client.control or client.terminated is not None:
+            break
+        await asyncio.sleep(0.01)
+    if "stop" in spec:
+        quic.stop_stream(3, 0x100)
+    else:
+        ids = {"control": client.h3._local_control_stream_id,
+               "encoder": client.h3._local_encoder_stream_id,
+               "decoder": client.h3._local_decoder_stream_id}
+        quic.reset_stream(ids[spec["reset"]], 0x100)
+    client.transmit()
+    for _ in range(wait):
+        if client.terminated is not None:
+            break
+        await asyncio.sleep(0.01)
+    return {"terminated": client.terminated}
 
 
 async def get(spec, client):
@@ -317,6 +349,8 @@ async def main(spec):
             return await resets(spec, client)
         if spec["mode"] == "stray":
             return await stray(spec, client)
+        if spec["mode"] == "critical":
+            return await critical(spec, client)
         return await raw(spec, client)
 
 

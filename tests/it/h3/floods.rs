@@ -16,6 +16,8 @@ const H3_EXCESSIVE_LOAD: u64 = 0x107;
 const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 /// `QPACK_ENCODER_STREAM_ERROR` (RFC 9204 §6).
 const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;
+/// `H3_CLOSED_CRITICAL_STREAM` (RFC 9114 §8.1).
+const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
 /// QUIC's `CONNECTION_REFUSED` (RFC 9000 §20.1).
 const CONNECTION_REFUSED: u64 = 0x2;
 
@@ -268,6 +270,37 @@ fn qpack_s_dynamic_table_is_held_to_its_capacity_as_rfc_9204_says() {
     p.push(0x80);
     let out = raw(&s, Some(&headers_frame(&p)), b"").expect("aioquic");
     assert_eq!(out["terminated"][0], QPACK_DECOMPRESSION_FAILED, "{out}");
+    still_serves(&s);
+}
+
+#[test]
+fn a_critical_stream_reset_or_stopped_closes_the_connection() {
+    // The control stream and the QPACK streams may not close, either
+    // side's (RFC 9114 §6.2.1, RFC 9204 §4.2): the client's reset by
+    // RESET_STREAM, or the server's control stream stopped by
+    // STOP_SENDING, is H3_CLOSED_CRITICAL_STREAM, as their end is (both
+    // were ignored: the connection stayed open).
+    let s = server(&[("index.html", b"hello\n")]);
+    let cases = [
+        json!({"reset": "control"}),
+        json!({"reset": "encoder"}),
+        json!({"reset": "decoder"}),
+        json!({"stop": 3}),
+    ];
+    for mut spec in cases {
+        spec["mode"] = json!("critical");
+        let Some(out) = flood(&s, spec.clone()) else {
+            return;
+        };
+        assert_eq!(
+            out["terminated"],
+            json!([
+                H3_CLOSED_CRITICAL_STREAM,
+                "a control or QPACK stream closed"
+            ]),
+            "{spec}: {out}"
+        );
+    }
     still_serves(&s);
 }
 

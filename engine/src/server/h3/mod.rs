@@ -265,6 +265,12 @@ impl Session {
         Some(id)
     }
 
+    /// Whether `id` is one of its own critical streams (control, QPACK
+    /// decoder), which may not be closed (§6.2.1, RFC 9204 §4.2).
+    pub fn critical(&self, id: StreamId) -> bool {
+        self.control == Some(id) || self.decoder == Some(id)
+    }
+
     /// Winding down (a reload or a stop): GOAWAY on its control stream,
     /// naming the first request stream it has not opened by the time the
     /// frame goes (those it opened are answered; later ones are refused

@@ -181,7 +181,15 @@ impl Worker {
                         s.acknowledged(id);
                     }
                 }
-                Event::Stream(StreamEvent::Stopped { id, .. }) if id.dir() == Dir::Bi => {
+                // The client may not ask brisk to stop its control stream or
+                // its QPACK decoder stream (§6.2.1, RFC 9204 §4.2).
+                Event::Stream(StreamEvent::Stopped { id, .. }) if id.dir() == Dir::Uni => {
+                    let now = self.clock.now;
+                    if let Some(s) = c.h3_mut().filter(|s| s.critical(id)) {
+                        close(s, crate::h3::conn::closed_critical(), now);
+                    }
+                }
+                Event::Stream(StreamEvent::Stopped { id, .. }) => {
                     if let Some(s) = c.h3_mut() {
                         s.acknowledged(id);
                     }
@@ -302,7 +310,9 @@ impl Worker {
                 Ok(None) => (bytes::Bytes::new(), true),
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(_)) => {
-                    h3.forget(key);
+                    if let Err(e) = h3.reset(key) {
+                        then = Then::Close(e);
+                    }
                     break;
                 }
             };
