@@ -13,7 +13,14 @@ and prints one JSON document on stdout. Modes:
     and the stream's end (a stream error, H3_MESSAGE_ERROR, RFC 9114
     §4.1.2; the client never cancels anything, and it does not answer
     the server's STOP_SENDING with a RESET_STREAM, as an attacker would
-    not).
+    not). With "malformed": true, each is the head of a POST whose
+    user-agent ends in a space (malformed, RFC 9114 §4.2), its 5-byte
+    body to follow, which the server resets; the client, its body still
+    to send, answers the server's STOP_SENDING with RESET_STREAM (RFC 9000
+    §3.5, as aioquic does), and once every stream was reset asks for
+    "path" again:
+      {"cancelled": N, "terminated": ..., "server_resets": {CODE: N},
+       "after": STATUS or null}
   "shared": "reset" on the second of two connections from one UDP socket
     (so one address and port), once the first has closed and the server
     has let go of it (a datagram of its connection ID is then answered
@@ -118,6 +125,12 @@ async def resets(spec, client):
         handlers = quic._QuicConnection__frame_handlers
         handlers[0x05] = (lambda ctx, kind, buf: (buf.pull_uint_var(), buf.pull_uint_var()),
                           handlers[0x05][1])
+    malformed = spec.get("malformed")
+    if malformed:
+        fields = [(b":method", b"POST")] + fields[1:] + [
+            (b"content-length", b"5"),
+            (b"user-agent", b"tester/1.0 "),
+        ]
     cancelled = 0
     deadline = time.monotonic() + spec.get("timeout", 30)
     while cancelled < spec["streams"] and client.terminated is None:
@@ -132,6 +145,8 @@ async def resets(spec, client):
         if spec.get("overrun"):
             client.h3.send_headers(sid, fields + [(b"content-length", b"1")])
             client.h3.send_data(sid, b"xy", end_stream=True)
+        elif malformed:
+            client.h3.send_headers(sid, fields, end_stream=False)
         else:
             client.h3.send_headers(sid, fields, end_stream=False)
             quic.reset_stream(sid, H3_REQUEST_CANCELLED)
@@ -142,10 +157,18 @@ async def resets(spec, client):
             # (Lets the datagrams go and the server's answers come.)
             await asyncio.sleep(0.001)
     for _ in range(300):
-        if client.terminated is not None:
+        if client.terminated is not None or (malformed and len(client.resets) >= cancelled):
             break
         await asyncio.sleep(0.01)
-    return {"cancelled": cancelled, "terminated": client.terminated}
+    out = {"cancelled": cancelled, "terminated": client.terminated}
+    if malformed:
+        codes = {}
+        for code in client.resets.values():
+            codes[str(code)] = codes.get(str(code), 0) + 1
+        out["server_resets"] = codes
+        out["after"] = None if client.terminated else await get(spec, client)
+        out["terminated"] = client.terminated
+    return out
 
 
 async def raw(spec, client):

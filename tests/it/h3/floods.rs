@@ -115,6 +115,26 @@ fn streams_the_client_makes_the_server_reset_are_counted_as_cancels() {
 }
 
 #[test]
+fn a_stream_the_server_resets_counts_once_though_the_client_answers_with_a_reset() {
+    // 300 malformed POSTs (a user-agent that ends in a space), each reset
+    // by the server (H3_MESSAGE_ERROR) and stopped before its body came;
+    // the client, as RFC 9000 §3.5 asks, answers each STOP_SENDING with a
+    // RESET_STREAM.
+    // Each stream counts once, 300 within the 400: the connection lives
+    // and still answers. (Its reset counted too, 600: closed at ~200.)
+    let s = server(&[("index.html", b"hello\n")]);
+    let spec = json!({"mode": "reset", "malformed": true, "streams": 300, "path": "/index.html"});
+    let Some(out) = flood(&s, spec) else {
+        return;
+    };
+    assert_eq!(out["terminated"], Value::Null, "{out}");
+    assert_eq!(out["cancelled"], 300, "{out}");
+    // H3_MESSAGE_ERROR (RFC 9114 §8.1), every one.
+    assert_eq!(out["server_resets"], json!({"270": 300}), "{out}");
+    assert_eq!(out["after"], "200", "{out}");
+}
+
+#[test]
 fn the_cancel_budget_is_configured() {
     // `[http3] max_cancels = 40`: closed after 20 streams cancelled both
     // ways (and at most one stream credit more, 100), far below the

@@ -89,6 +89,14 @@ pub struct Session {
     /// `worker::quic::Budget`), as a client can make us reset streams
     /// as cheaply as it can cancel them ("MadeYouReset", CVE-2025-8671).
     pub faults: u64,
+    /// Streams the client reset (RESET_STREAM) that brisk had not
+    /// stopped, as read from them: counted with its cancels. (A client
+    /// answers brisk's STOP_SENDING with RESET_STREAM, RFC 9000 §3.5:
+    /// quinn-proto drops that one unread, as brisk let go of the stream,
+    /// so a stream brisk stopped or refused is not counted a second time
+    /// for it; and one the client reset but brisk never read holds its
+    /// place, so it cannot be repeated unread.)
+    pub resets: u64,
 }
 
 impl Session {
@@ -122,6 +130,7 @@ impl Session {
             spare_pieces: Vec::new(),
             unwanted: Vec::new(),
             faults: 0,
+            resets: 0,
         }
     }
 
@@ -161,8 +170,11 @@ impl Session {
                         }
                         Ok(Some(_)) => break Some(true),
                         Err(ReadError::Blocked) => break None,
-                        // Its end, or the client reset it.
-                        Ok(None) | Err(ReadError::Reset(_)) => break Some(false),
+                        Ok(None) => break Some(false),
+                        Err(ReadError::Reset(_)) => {
+                            self.resets += 1;
+                            break Some(false);
+                        }
                     }
                 };
                 let _ = chunks.finalize();

@@ -296,7 +296,7 @@ impl Worker {
                 .map_or(usize::MAX, |input| input.room()),
             None => usize::MAX,
         };
-        let h3 = &mut s.h3;
+        let (h3, resets) = (&mut s.h3, &mut s.resets);
         let mut recv = s.quic.recv_stream(id);
         let Ok(mut chunks) = recv.read(true) else {
             return;
@@ -310,6 +310,7 @@ impl Worker {
                 Ok(None) => (bytes::Bytes::new(), true),
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(_)) => {
+                    *resets += 1;
                     if let Err(e) = h3.reset(key) {
                         then = Then::Close(e);
                     }

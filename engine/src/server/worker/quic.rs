@@ -50,9 +50,11 @@ const BATCH: usize = 16;
 /// edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
 
-/// RESET_STREAM and STOP_SENDING frames a client may send, and streams
-/// it makes us reset (see `Session::faults`), in its flood window (`[http3] max_cancels`, `flood_window`; by default 400 in 10
-/// s: two for each stream it cancels, so HTTP/2's budget of 200
+/// RESET_STREAM and STOP_SENDING frames a client may send (its resets of
+/// streams brisk had stopped aside, see `Session::resets`), and streams
+/// it makes us reset (see `Session::faults`), in its flood window
+/// (`[http3] max_cancels`, `flood_window`; by default 400 in 10 s: two
+/// for each stream it cancels, so HTTP/2's budget of 200
 /// cancelled streams, `[http2] max_resets`' default). Each stream opened
 /// and cancelled at once costs a request's work and frees its place at
 /// once (QUIC's rapid reset, as CVE-2023-44487 is HTTP/2's): past it the
@@ -388,13 +390,16 @@ impl Quic {
     }
 
     /// Closes `s`'s connection with H3_EXCESSIVE_LOAD if its client
-    /// cancelled more streams (counted by quinn-proto as the frames came),
-    /// or made us reset more (`Session::faults`), than its [`Budget`]
-    /// allows in its flood window.
+    /// cancelled more streams (its STOP_SENDING frames counted by
+    /// quinn-proto as they came, its resets as brisk read them), or made
+    /// us reset more (`Session::faults`), than its [`Budget`] allows in
+    /// its flood window. (Not quinn-proto's count of RESET_STREAM frames:
+    /// it has those that answer brisk's own STOP_SENDING, and a stream
+    /// brisk reset for the client's fault would count twice.)
     fn calm(&mut self, s: &mut Session, now: Instant) {
         let conn = &mut s.quic;
         let rx = conn.stats().frame_rx;
-        let sent = rx.reset_stream + rx.stop_sending + s.faults;
+        let sent = s.resets + rx.stop_sending + s.faults;
         if sent <= self.budget.max || conn.is_closed() {
             return;
         }
