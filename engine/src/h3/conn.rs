@@ -138,6 +138,15 @@ impl DecoderStream {
     }
 }
 
+/// A critical stream closed, either side's (§6.2.1, RFC 9204 §4.2):
+/// H3_CLOSED_CRITICAL_STREAM, the connection's error.
+pub fn closed_critical() -> Error {
+    Error::new(
+        Code::CLOSED_CRITICAL_STREAM,
+        "a control or QPACK stream closed",
+    )
+}
+
 fn conn_err(code: Code, reason: &'static str) -> Failure {
     Failure::Connection(Error::new(code, reason))
 }
@@ -255,13 +264,20 @@ impl Conn {
             Uni::Decoder(buf) => decoder_instructions(buf, input)?,
         }
         if fin {
-            // §6.2.1, RFC 9204 §4.2: the critical streams never close.
-            return Err(Error::new(
-                Code::CLOSED_CRITICAL_STREAM,
-                "a control or QPACK stream closed",
-            ));
+            return Err(closed_critical());
         }
         Ok(true)
+    }
+
+    /// The client reset stream `id` (RESET_STREAM): it is forgotten; an
+    /// error if it was its control stream or a QPACK one, which may not
+    /// close (§6.2.1, RFC 9204 §4.2), by a reset no more than by their end.
+    pub fn reset(&mut self, id: u64) -> Result<(), Error> {
+        if let Some(Uni::Control(_) | Uni::Encoder | Uni::Decoder(_)) = self.uni.get(&id) {
+            return Err(closed_critical());
+        }
+        self.forget(id);
+        Ok(())
     }
 
     /// Bytes of request stream `id` (`fin`: it ended with them), each

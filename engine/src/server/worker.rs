@@ -599,11 +599,11 @@ impl Worker {
                         continue;
                     };
                     let quiet = self.clock.now.saturating_duration_since(s.last_opened) >= TICK;
-                    if s.going_away.is_none() && (at_once || quiet) {
+                    if !s.winding_down && (at_once || quiet) {
                         if s.go_away() {
                             self.on_event(i, false);
                         }
-                    } else if s.going_away.is_some() && s.idle() {
+                    } else if s.winding_down && s.idle() {
                         self.close(i);
                     }
                     continue;

@@ -13,7 +13,25 @@ and prints one JSON document on stdout. Modes:
     and the stream's end (a stream error, H3_MESSAGE_ERROR, RFC 9114
     §4.1.2; the client never cancels anything, and it does not answer
     the server's STOP_SENDING with a RESET_STREAM, as an attacker would
-    not).
+    not). With "malformed": true, each is the head of a POST whose
+    user-agent ends in a space (malformed, RFC 9114 §4.2), its 5-byte
+    body to follow, which the server resets; the client, its body still
+    to send, answers the server's STOP_SENDING with RESET_STREAM (RFC 9000
+    §3.5, as aioquic does), and once every stream was reset asks for
+    "path" again:
+      {"cancelled": N, "terminated": ..., "server_resets": {CODE: N},
+       "after": STATUS or null}
+  "shared": "reset" on the second of two connections from one UDP socket
+    (so one address and port), once the first has closed and the server
+    has let go of it (a datagram of its connection ID is then answered
+    with a stateless reset, waited for up to "timeout" seconds):
+      {"forgotten": BOOL, "cancelled": N, "terminated": [CODE, REASON] or null}
+  "critical": on one connection, once the server's SETTINGS came, closes
+    a critical stream: "reset" one of the client's own ("control",
+    "encoder" or "decoder": RESET_STREAM) or "stop" the server's control
+    stream (STOP_SENDING on stream 3); then waits up to "wait" seconds for
+    the connection's close:
+      {"terminated": [CODE, REASON] or null}
   "raw": on one connection, "request" (hex) written on a new request
     stream (ended), and "encoder" (hex) on the client's own QPACK encoder
     stream (after its type byte, which aioquic sent); then waits up to
@@ -54,7 +72,7 @@ try:
     from aioquic.h3.events import DataReceived, HeadersReceived
     from aioquic.quic.configuration import QuicConfiguration
     from aioquic.quic.connection import QuicConnection
-    from aioquic.quic.events import ConnectionTerminated, StreamReset
+    from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset
 except ImportError:
     sys.exit(2)
 
@@ -75,8 +93,12 @@ class Client(QuicConnectionProtocol):
         self.terminated = None
         self.headers = {}
         self.resets = {}
+        # What the server's control stream (id 3) carried.
+        self.control = bytearray()
 
     def quic_event_received(self, event):
+        if isinstance(event, StreamDataReceived) and event.stream_id == 3:
+            self.control += event.data
         if isinstance(event, ConnectionTerminated):
             self.terminated = [event.error_code, event.reason_phrase]
         if isinstance(event, StreamReset):
@@ -103,6 +125,12 @@ async def resets(spec, client):
         handlers = quic._QuicConnection__frame_handlers
         handlers[0x05] = (lambda ctx, kind, buf: (buf.pull_uint_var(), buf.pull_uint_var()),
                           handlers[0x05][1])
+    malformed = spec.get("malformed")
+    if malformed:
+        fields = [(b":method", b"POST")] + fields[1:] + [
+            (b"content-length", b"5"),
+            (b"user-agent", b"tester/1.0 "),
+        ]
     cancelled = 0
     deadline = time.monotonic() + spec.get("timeout", 30)
     while cancelled < spec["streams"] and client.terminated is None:
@@ -117,6 +145,8 @@ async def resets(spec, client):
         if spec.get("overrun"):
             client.h3.send_headers(sid, fields + [(b"content-length", b"1")])
             client.h3.send_data(sid, b"xy", end_stream=True)
+        elif malformed:
+            client.h3.send_headers(sid, fields, end_stream=False)
         else:
             client.h3.send_headers(sid, fields, end_stream=False)
             quic.reset_stream(sid, H3_REQUEST_CANCELLED)
@@ -127,10 +157,18 @@ async def resets(spec, client):
             # (Lets the datagrams go and the server's answers come.)
             await asyncio.sleep(0.001)
     for _ in range(300):
-        if client.terminated is not None:
+        if client.terminated is not None or (malformed and len(client.resets) >= cancelled):
             break
         await asyncio.sleep(0.01)
-    return {"cancelled": cancelled, "terminated": client.terminated}
+    out = {"cancelled": cancelled, "terminated": client.terminated}
+    if malformed:
+        codes = {}
+        for code in client.resets.values():
+            codes[str(code)] = codes.get(str(code), 0) + 1
+        out["server_resets"] = codes
+        out["after"] = None if client.terminated else await get(spec, client)
+        out["terminated"] = client.terminated
+    return out
 
 
 async def raw(spec, client):
@@ -155,6 +193,28 @@ async def raw(spec, client):
         "reset": client.resets.get(sid),
         "terminated": client.terminated,
     }
+
+
+async def critical(spec, client):
+    quic = client._quic
+    wait = int(spec.get("wait", 5) * 100)
+    for _ in range(wait):
+        if client.control or client.terminated is not None:
+            break
+        await asyncio.sleep(0.01)
+    if "stop" in spec:
+        quic.stop_stream(3, 0x100)
+    else:
+        ids = {"control": client.h3._local_control_stream_id,
+               "encoder": client.h3._local_encoder_stream_id,
+               "decoder": client.h3._local_decoder_stream_id}
+        quic.reset_stream(ids[spec["reset"]], 0x100)
+    client.transmit()
+    for _ in range(wait):
+        if client.terminated is not None:
+            break
+        await asyncio.sleep(0.01)
+    return {"terminated": client.terminated}
 
 
 async def get(spec, client):
@@ -247,9 +307,64 @@ def initials(spec):
                         for c in clients]}
 
 
+class Shared(asyncio.DatagramProtocol):
+    """One UDP socket's datagrams, handed to each of its connections
+    (each drops those of another's connection ID); `reset` is set once a
+    stateless reset for token `token` came."""
+
+    def __init__(self, clients):
+        self.clients = clients
+        self.token = None
+        self.reset = asyncio.Event()
+
+    def connection_made(self, transport):
+        for c in self.clients:
+            c.connection_made(transport)
+
+    def datagram_received(self, data, addr):
+        if self.token is not None and data[-16:] == self.token:
+            self.reset.set()
+        for c in self.clients:
+            c.datagram_received(data, addr)
+
+
+async def shared(spec):
+    loop = asyncio.get_running_loop()
+    config = configuration(spec)
+    first, second = (Client(QuicConnection(configuration=config)) for _ in range(2))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    mux = Shared([first, second])
+    transport, _ = await loop.create_datagram_endpoint(lambda: mux, sock=sock)
+    server = ("127.0.0.1", spec["port"])
+    for c in (first, second):
+        c.connect(server)
+        await c.wait_connected()
+    # The first goes; once the server has forgotten it, its connection ID
+    # gets a stateless reset (a short header, then random bytes).
+    peer = first._quic._peer_cid
+    mux.token = peer.stateless_reset_token
+    first.close()
+    await first.wait_closed()
+    deadline = time.monotonic() + spec.get("timeout", 30)
+    while not mux.reset.is_set() and time.monotonic() < deadline:
+        transport.sendto(bytes([0x40 | 0x01]) + peer.cid + os.urandom(60), server)
+        try:
+            await asyncio.wait_for(mux.reset.wait(), 0.05)
+        except asyncio.TimeoutError:
+            pass
+    out = {"forgotten": mux.reset.is_set()}
+    out.update(await resets(spec, second))
+    second.close()
+    transport.close()
+    return out
+
+
 async def main(spec):
     if spec["mode"] == "initials":
         return initials(spec)
+    if spec["mode"] == "shared":
+        return await shared(spec)
     async with connect(
         "127.0.0.1", spec["port"], configuration=configuration(spec), create_protocol=Client
     ) as client:
@@ -257,6 +372,8 @@ async def main(spec):
             return await resets(spec, client)
         if spec["mode"] == "stray":
             return await stray(spec, client)
+        if spec["mode"] == "critical":
+            return await critical(spec, client)
         return await raw(spec, client)
 
 

@@ -16,6 +16,8 @@ const H3_EXCESSIVE_LOAD: u64 = 0x107;
 const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 /// `QPACK_ENCODER_STREAM_ERROR` (RFC 9204 §6).
 const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;
+/// `H3_CLOSED_CRITICAL_STREAM` (RFC 9114 §8.1).
+const H3_CLOSED_CRITICAL_STREAM: u64 = 0x104;
 /// QUIC's `CONNECTION_REFUSED` (RFC 9000 §20.1).
 const CONNECTION_REFUSED: u64 = 0x2;
 
@@ -45,19 +47,19 @@ fn still_serves(s: &Server) {
 /// is closed with H3_EXCESSIVE_LOAD after a number of streams within
 /// `closed_after`, and a new client is still served. `None` without
 /// aioquic.
-fn cancel_flood(s: &Server, closed_after: std::ops::RangeInclusive<u64>) -> Option<()> {
+fn cancel_flood(s: &Server, closed_after: std::ops::RangeInclusive<u64>) -> Option<Value> {
     let spec = json!({"mode": "reset", "streams": 2000, "path": "/index.html"});
     flood_closes(s, spec, closed_after)
 }
 
 /// The flood `spec` on one connection to `s`: closed with
 /// H3_EXCESSIVE_LOAD after a number of streams within `closed_after`,
-/// and a new client is still served.
+/// and a new client is still served. What the flood client said.
 fn flood_closes(
     s: &Server,
     spec: Value,
     closed_after: std::ops::RangeInclusive<u64>,
-) -> Option<()> {
+) -> Option<Value> {
     let out = flood(s, spec)?;
     assert_eq!(
         out["terminated"],
@@ -67,7 +69,7 @@ fn flood_closes(
     let n = out["cancelled"].as_u64().expect("cancelled");
     assert!(closed_after.contains(&n), "{n} streams cancelled");
     still_serves(s);
-    Some(())
+    Some(out)
 }
 
 #[test]
@@ -87,6 +89,20 @@ fn streams_opened_and_cancelled_in_a_loop_close_the_connection() {
 }
 
 #[test]
+fn a_second_connection_from_the_same_address_and_port_has_its_own_cancel_budget() {
+    // Two connections from one UDP socket; the first closes, and once the
+    // server has let go of it, the second cancels streams in a loop. Its
+    // budget is its own: closed past 400 frames, as a lone connection is.
+    // (Kept by client address, the second's was the first's entry, which
+    // went with the first: all 2000 went.)
+    let s = server(&[("index.html", b"hello\n")]);
+    let spec = json!({"mode": "shared", "streams": 2000, "path": "/index.html"});
+    if let Some(out) = flood_closes(&s, spec, 200..=400) {
+        assert_eq!(out["forgotten"], true, "{out}");
+    }
+}
+
+#[test]
 fn streams_the_client_makes_the_server_reset_are_counted_as_cancels() {
     // "MadeYouReset" (CVE-2025-8671, as HTTP/2's): each stream's body
     // overruns its content-length, a stream error; the client cancels
@@ -96,6 +112,26 @@ fn streams_the_client_makes_the_server_reset_are_counted_as_cancels() {
     let s = server(&[("index.html", b"hello\n")]);
     let spec = json!({"mode": "reset", "overrun": true, "streams": 2000, "path": "/index.html"});
     flood_closes(&s, spec, 400..=600);
+}
+
+#[test]
+fn a_stream_the_server_resets_counts_once_though_the_client_answers_with_a_reset() {
+    // 300 malformed POSTs (a user-agent that ends in a space), each reset
+    // by the server (H3_MESSAGE_ERROR) and stopped before its body came;
+    // the client, as RFC 9000 §3.5 asks, answers each STOP_SENDING with a
+    // RESET_STREAM.
+    // Each stream counts once, 300 within the 400: the connection lives
+    // and still answers. (Its reset counted too, 600: closed at ~200.)
+    let s = server(&[("index.html", b"hello\n")]);
+    let spec = json!({"mode": "reset", "malformed": true, "streams": 300, "path": "/index.html"});
+    let Some(out) = flood(&s, spec) else {
+        return;
+    };
+    assert_eq!(out["terminated"], Value::Null, "{out}");
+    assert_eq!(out["cancelled"], 300, "{out}");
+    // H3_MESSAGE_ERROR (RFC 9114 §8.1), every one.
+    assert_eq!(out["server_resets"], json!({"270": 300}), "{out}");
+    assert_eq!(out["after"], "200", "{out}");
 }
 
 #[test]
@@ -254,6 +290,37 @@ fn qpack_s_dynamic_table_is_held_to_its_capacity_as_rfc_9204_says() {
     p.push(0x80);
     let out = raw(&s, Some(&headers_frame(&p)), b"").expect("aioquic");
     assert_eq!(out["terminated"][0], QPACK_DECOMPRESSION_FAILED, "{out}");
+    still_serves(&s);
+}
+
+#[test]
+fn a_critical_stream_reset_or_stopped_closes_the_connection() {
+    // The control stream and the QPACK streams may not close, either
+    // side's (RFC 9114 §6.2.1, RFC 9204 §4.2): the client's reset by
+    // RESET_STREAM, or the server's control stream stopped by
+    // STOP_SENDING, is H3_CLOSED_CRITICAL_STREAM, as their end is (both
+    // were ignored: the connection stayed open).
+    let s = server(&[("index.html", b"hello\n")]);
+    let cases = [
+        json!({"reset": "control"}),
+        json!({"reset": "encoder"}),
+        json!({"reset": "decoder"}),
+        json!({"stop": 3}),
+    ];
+    for mut spec in cases {
+        spec["mode"] = json!("critical");
+        let Some(out) = flood(&s, spec.clone()) else {
+            return;
+        };
+        assert_eq!(
+            out["terminated"],
+            json!([
+                H3_CLOSED_CRITICAL_STREAM,
+                "a control or QPACK stream closed"
+            ]),
+            "{spec}: {out}"
+        );
+    }
     still_serves(&s);
 }
 

@@ -11,7 +11,9 @@ does. Prints "mark" on a line of its own once `mark` body bytes have
 come (the test then signals the server), then, once the answer ends,
 the connection closes or `timeout` passes, one JSON document:
   {"length": N, "sha256": HEX, "ended": true if the stream ended,
-   "reset": CODE or null, "terminated": [CODE, REASON] or null}
+   "reset": CODE or null, "terminated": [CODE, REASON] or null,
+   "control": HEX (what the server's control stream, id 3, carried),
+   "control_before_end": HEX (what it had carried when the answer ended)}
 With "stall": SECONDS, it stops reading once the first body bytes came:
 it prints "stalled", waits that long (the server's data unacknowledged,
 its credit unspent), then says what it had.
@@ -29,7 +31,7 @@ try:
     from aioquic.h3.events import DataReceived
     from aioquic.quic.configuration import QuicConfiguration
     from aioquic.quic.connection import QuicConnection
-    from aioquic.quic.events import ConnectionTerminated, StreamReset
+    from aioquic.quic.events import ConnectionTerminated, StreamDataReceived, StreamReset
 except ImportError:
     sys.exit(2)
 
@@ -54,7 +56,9 @@ def main(spec):
             except BlockingIOError:
                 pass
 
-    out = {"length": 0, "sha256": None, "ended": False, "reset": None, "terminated": None}
+    out = {"length": 0, "sha256": None, "ended": False, "reset": None, "terminated": None,
+           "control_before_end": None}
+    control = bytearray()
     digest = hashlib.sha256()
     sid = None
     marked = False
@@ -78,11 +82,15 @@ def main(spec):
                 out["terminated"] = [event.error_code, event.reason_phrase]
             elif isinstance(event, StreamReset) and event.stream_id == sid:
                 out["reset"] = event.error_code
+            elif isinstance(event, StreamDataReceived) and event.stream_id == 3:
+                control += event.data
             for e in h3.handle_event(event):
                 if isinstance(e, DataReceived) and e.stream_id == sid:
                     digest.update(e.data)
                     out["length"] += len(e.data)
                     out["ended"] = out["ended"] or e.stream_ended
+                    if e.stream_ended:
+                        out["control_before_end"] = control.hex()
             event = quic.next_event()
         if sid is None and quic._handshake_complete:
             sid = quic.get_next_available_stream_id()
@@ -108,6 +116,7 @@ def main(spec):
             # (Then the server's close, if it comes soon.)
             deadline = min(deadline, time.time() + 2)
     out["sha256"] = digest.hexdigest()
+    out["control"] = control.hex()
     print(json.dumps(out), flush=True)
 
 

@@ -239,6 +239,29 @@ fn push_streams_are_refused_and_unknown_ones_left_unread() {
 }
 
 #[test]
+fn a_critical_stream_reset_is_the_connection_s_error_and_others_are_forgotten() {
+    let mut c = fresh();
+    let mut control = vec![0x00];
+    control.extend_from_slice(&settings_frame());
+    assert_eq!(c.uni(2, &control, false), Ok(true));
+    assert_eq!(c.uni(6, &[0x02], false), Ok(true));
+    assert_eq!(c.uni(10, &[0x03], false), Ok(true));
+    // A reserved type, and one whose type has not all come.
+    assert_eq!(c.uni(14, &[0x21], false), Ok(false));
+    assert_eq!(c.uni(18, &[0x40], false), Ok(true));
+    // The control stream, the QPACK encoder and decoder streams may not
+    // close (§6.2.1, RFC 9204 §4.2): reset, H3_CLOSED_CRITICAL_STREAM.
+    for id in [2, 6, 10] {
+        assert_eq!(c.reset(id).unwrap_err().code, Code::CLOSED_CRITICAL_STREAM);
+    }
+    // The others, and request streams, are forgotten.
+    for id in [14, 18, 0] {
+        assert_eq!(c.reset(id), Ok(()));
+    }
+    assert_eq!(c.uni.len(), 3);
+}
+
+#[test]
 fn a_stream_that_ends_before_its_type_is_forgotten() {
     let mut c = fresh();
     // Empty, or the first byte of a two-byte type, then its end: nothing

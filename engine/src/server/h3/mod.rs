@@ -60,9 +60,16 @@ pub struct Session {
     pub next_request: u32,
     /// When it last opened a request stream.
     pub last_opened: Instant,
-    /// The GOAWAY it was sent: the first request stream that is not
-    /// served (RFC 9114 §5.2); it closes once its answers are done.
+    /// Winding down (a reload or a stop) was asked: a GOAWAY goes on its
+    /// control stream as soon as the stream takes it (see
+    /// [`Session::flush_control`]), and it closes once its answers are
+    /// done.
+    pub winding_down: bool,
+    /// The GOAWAY it was sent, once it went into the control stream: the
+    /// first request stream that is not served (RFC 9114 §5.2).
     pub going_away: Option<u32>,
+    /// The GOAWAY's bytes its control stream has not taken yet.
+    control_out: Vec<u8>,
     /// How many programs and upstream requests answer its streams.
     pub programs: u32,
     /// Its own `[[throttle]]` rates and their wake-up.
@@ -82,6 +89,14 @@ pub struct Session {
     /// `worker::quic::Budget`), as a client can make us reset streams
     /// as cheaply as it can cancel them ("MadeYouReset", CVE-2025-8671).
     pub faults: u64,
+    /// Streams the client reset (RESET_STREAM) that brisk had not
+    /// stopped, as read from them: counted with its cancels. (A client
+    /// answers brisk's STOP_SENDING with RESET_STREAM, RFC 9000 §3.5:
+    /// quinn-proto drops that one unread, as brisk let go of the stream,
+    /// so a stream brisk stopped or refused is not counted a second time
+    /// for it; and one the client reset but brisk never read holds its
+    /// place, so it cannot be repeated unread.)
+    pub resets: u64,
 }
 
 impl Session {
@@ -105,7 +120,9 @@ impl Session {
             decoder: None,
             next_request: 0,
             last_opened: now,
+            winding_down: false,
             going_away: None,
+            control_out: Vec::new(),
             programs: 0,
             pacing: Pacing::default(),
             heads: head::Cache::default(),
@@ -113,6 +130,7 @@ impl Session {
             spare_pieces: Vec::new(),
             unwanted: Vec::new(),
             faults: 0,
+            resets: 0,
         }
     }
 
@@ -152,8 +170,11 @@ impl Session {
                         }
                         Ok(Some(_)) => break Some(true),
                         Err(ReadError::Blocked) => break None,
-                        // Its end, or the client reset it.
-                        Ok(None) | Err(ReadError::Reset(_)) => break Some(false),
+                        Ok(None) => break Some(false),
+                        Err(ReadError::Reset(_)) => {
+                            self.resets += 1;
+                            break Some(false);
+                        }
                     }
                 };
                 let _ = chunks.finalize();
@@ -220,7 +241,7 @@ impl Session {
             return;
         }
         if self.decoder.is_none() {
-            self.decoder = self.quic.streams().open(Dir::Uni);
+            self.decoder = self.open_critical();
         }
         let Some(id) = self.decoder else { return };
         if let Ok(n) = self.quic.send_stream(id).write(self.h3.decoder_bytes()) {
@@ -246,25 +267,65 @@ impl Session {
         }
     }
 
+    /// Opens one of its own critical unidirectional streams (control,
+    /// QPACK decoder): its bytes go before any answer's (a higher
+    /// priority), so that a GOAWAY or an acknowledgement is not queued
+    /// behind megabytes of DATA.
+    pub fn open_critical(&mut self) -> Option<StreamId> {
+        let id = self.quic.streams().open(Dir::Uni)?;
+        let _ = self.quic.send_stream(id).set_priority(CRITICAL);
+        Some(id)
+    }
+
+    /// Whether `id` is one of its own critical streams (control, QPACK
+    /// decoder), which may not be closed (§6.2.1, RFC 9204 §4.2).
+    pub fn critical(&self, id: StreamId) -> bool {
+        self.control == Some(id) || self.decoder == Some(id)
+    }
+
     /// Winding down (a reload or a stop): GOAWAY on its control stream,
-    /// naming the first request stream it has not opened yet (those it
-    /// opened are answered; later ones are refused with
-    /// `H3_REQUEST_REJECTED`, which a client sends again on a new
-    /// connection). Once; whether it was sent now.
+    /// naming the first request stream it has not opened by the time the
+    /// frame goes (those it opened are answered; later ones are refused
+    /// with `H3_REQUEST_REJECTED`, which a client sends again on a new
+    /// connection). Once; whether it was asked now (the caller then
+    /// drives the connection, which sends it).
     pub fn go_away(&mut self) -> bool {
         // (Its control stream opens once its handshake is done.)
-        if self.going_away.is_some() || self.control.is_none() {
+        if self.winding_down || self.control.is_none() {
             return false;
         }
-        self.going_away = Some(self.next_request);
-        let mut frame = Vec::with_capacity(10);
-        let id = stream(self.next_request);
-        crate::h3::frame::write_goaway(u64::from(id), &mut frame);
-        if let Some(control) = self.control {
-            // (A few bytes: the control stream's credit is far larger.)
-            let _ = self.quic.send_stream(control).write(&frame);
-        }
+        self.winding_down = true;
+        self.flush_control();
         true
+    }
+
+    /// Writes what its control stream has to say: the GOAWAY, once
+    /// winding down was asked, as far as the stream takes it. quinn-proto's
+    /// send window is the connection's: while answers fill it a write is
+    /// refused (Blocked), so the frame waits here for the next turn with
+    /// room, and requests are refused for it only once it is in the stream
+    /// (RFC 9114 §5.2: the client must hear which requests were not
+    /// processed). The stream's priority sends it before the answers'
+    /// bytes held with it.
+    pub fn flush_control(&mut self) {
+        let Some(control) = self.control else { return };
+        let fresh = self.winding_down && self.going_away.is_none();
+        if fresh {
+            self.control_out.clear();
+            let id = stream(self.next_request);
+            crate::h3::frame::write_goaway(u64::from(id), &mut self.control_out);
+        }
+        if self.control_out.is_empty() {
+            return;
+        }
+        let Ok(n) = self.quic.send_stream(control).write(&self.control_out) else {
+            return;
+        };
+        self.control_out.drain(..n);
+        // (Once a byte of it went, it names that stream for good.)
+        if fresh && n > 0 {
+            self.going_away = Some(self.next_request);
+        }
     }
 
     /// Writes `bytes` (a whole HEADERS frame) on stream `id`; false if
@@ -284,6 +345,9 @@ impl Session {
         }
     }
 }
+
+/// The priority of its critical streams' bytes (answers' are 0).
+const CRITICAL: i32 = 1;
 
 /// The QUIC stream id of the client's bidirectional stream `index`.
 pub fn stream(index: u32) -> StreamId {

@@ -181,7 +181,15 @@ impl Worker {
                         s.acknowledged(id);
                     }
                 }
-                Event::Stream(StreamEvent::Stopped { id, .. }) if id.dir() == Dir::Bi => {
+                // The client may not ask brisk to stop its control stream or
+                // its QPACK decoder stream (§6.2.1, RFC 9204 §4.2).
+                Event::Stream(StreamEvent::Stopped { id, .. }) if id.dir() == Dir::Uni => {
+                    let now = self.clock.now;
+                    if let Some(s) = c.h3_mut().filter(|s| s.critical(id)) {
+                        close(s, crate::h3::conn::closed_critical(), now);
+                    }
+                }
+                Event::Stream(StreamEvent::Stopped { id, .. }) => {
                     if let Some(s) = c.h3_mut() {
                         s.acknowledged(id);
                     }
@@ -209,8 +217,10 @@ impl Worker {
             self.h3_pump_runs(c);
         }
         if let Some(s) = c.h3_mut() {
-            // (What the reads acknowledge goes with this turn's packets.)
+            // (What the reads acknowledge goes with this turn's packets; a
+            // GOAWAY that waited for room goes before the answers take it.)
             s.flush_decoder();
+            s.flush_control();
         }
         self.h3_send(c);
         let (now, index) = (self.clock.now, c.index);
@@ -222,7 +232,7 @@ impl Worker {
                 s.quic.handle_event(back);
             }
         }
-        q.transmit(&mut s.quic, s.socket, s.faults, now);
+        q.transmit(s, now);
         let next = s.quic.poll_timeout();
         q.reschedule(index, s.deadline, next);
         s.deadline = next;
@@ -250,7 +260,7 @@ impl Worker {
         // (Its few bytes fit the client's initial credit.)
         let mut bytes = Vec::with_capacity(16);
         s.h3.control_stream(&mut bytes);
-        s.control = s.quic.streams().open(Dir::Uni);
+        s.control = s.open_critical();
         let written = s.control.map(|id| s.quic.send_stream(id).write(&bytes));
         if !matches!(written, Some(Ok(n)) if n == bytes.len()) {
             let e = Error::new(Code::INTERNAL_ERROR, "no room for the control stream");
@@ -286,7 +296,7 @@ impl Worker {
                 .map_or(usize::MAX, |input| input.room()),
             None => usize::MAX,
         };
-        let h3 = &mut s.h3;
+        let (h3, resets) = (&mut s.h3, &mut s.resets);
         let mut recv = s.quic.recv_stream(id);
         let Ok(mut chunks) = recv.read(true) else {
             return;
@@ -300,7 +310,10 @@ impl Worker {
                 Ok(None) => (bytes::Bytes::new(), true),
                 Err(ReadError::Blocked) => break,
                 Err(ReadError::Reset(_)) => {
-                    h3.forget(key);
+                    *resets += 1;
+                    if let Err(e) = h3.reset(key) {
+                        then = Then::Close(e);
+                    }
                     break;
                 }
             };
@@ -637,7 +650,7 @@ impl Worker {
         };
         if !s.quic.is_drained() && !s.quic.is_closed() {
             close(s, Error::new(Code::NO_ERROR, "the server is stopping"), now);
-            q.transmit(&mut s.quic, s.socket, s.faults, now);
+            q.transmit(s, now);
         }
         if !s.quic.is_drained() {
             // (Dropped before it drained: the endpoint forgets it now, its

@@ -32,6 +32,7 @@ use super::QUIC_BASE;
 use crate::h3::conn::Limits;
 use crate::h3::Code;
 use crate::hash::FnvMap;
+use crate::server::h3::Session;
 
 /// Room for each datagram of a batch read: QUIC's fit 1,500-byte
 /// packets (quinn-proto's path MTU discovery stops at 1,452 bytes; a
@@ -49,9 +50,11 @@ const BATCH: usize = 16;
 /// edge-triggered, so the rest waits for [`Quic::more`]).
 const READS_PER_TURN: usize = 64;
 
-/// RESET_STREAM and STOP_SENDING frames a client may send, and streams
-/// it makes us reset (see `Session::faults`), in its flood window (`[http3] max_cancels`, `flood_window`; by default 400 in 10
-/// s: two for each stream it cancels, so HTTP/2's budget of 200
+/// RESET_STREAM and STOP_SENDING frames a client may send (its resets of
+/// streams brisk had stopped aside, see `Session::resets`), and streams
+/// it makes us reset (see `Session::faults`), in its flood window
+/// (`[http3] max_cancels`, `flood_window`; by default 400 in 10 s: two
+/// for each stream it cancels, so HTTP/2's budget of 200
 /// cancelled streams, `[http2] max_resets`' default). Each stream opened
 /// and cancelled at once costs a request's work and frees its place at
 /// once (QUIC's rapid reset, as CVE-2023-44487 is HTTP/2's): past it the
@@ -69,6 +72,15 @@ struct Cancels {
     base: u64,
 }
 
+/// What the endpoint keeps of each connection: its slot, and its own
+/// flood window. (Each connection's, not its client address's: two
+/// connections from one address and port each have theirs, and the end
+/// of one does not clear the other's.)
+struct Held {
+    slot: usize,
+    cancels: Cancels,
+}
+
 /// What a datagram brought.
 pub(super) enum Arrival {
     /// A new client's first packet, on socket `.1`: accept or refuse it.
@@ -84,13 +96,10 @@ pub(super) struct Quic {
     sockets: Vec<UdpSocket>,
     /// Sockets that still had datagrams when their turn ended.
     more: Vec<usize>,
-    /// The slot of each connection, and its client's address (looked up
-    /// for every datagram: hashed with FNV-1a, the handles are
-    /// quinn-proto's own small indexes, not the client's choice).
-    slots: FnvMap<ConnectionHandle, (usize, SocketAddr)>,
-    /// Each connection's flood window, by its client's address (the
-    /// path never changes: migration is refused).
-    cancels: HashMap<SocketAddr, Cancels>,
+    /// The slot and flood window of each connection (looked up for every
+    /// datagram: hashed with FNV-1a, the handles are quinn-proto's own
+    /// small indexes, not the client's choice).
+    slots: FnvMap<ConnectionHandle, Held>,
     /// Every connection's next deadline, earliest first (with its slot).
     deadlines: BTreeSet<(Instant, usize)>,
     /// What a batch of datagrams is read into, [`SLOT`] bytes each.
@@ -138,7 +147,6 @@ impl Quic {
             sockets: registered,
             more: Vec::new(),
             slots: HashMap::default(),
-            cancels: HashMap::new(),
             deadlines: BTreeSet::new(),
             recv: vec![0; SLOT * crate::sys::net::RECV_BATCH],
             send: Vec::new(),
@@ -278,8 +286,8 @@ impl Quic {
                 arrived.push(Arrival::Incoming(incoming, i));
             }
             Some(DatagramEvent::ConnectionEvent(ch, event)) => {
-                if let Some(&(slot, _)) = self.slots.get(&ch) {
-                    arrived.push(Arrival::Event(slot, event));
+                if let Some(held) = self.slots.get(&ch) {
+                    arrived.push(Arrival::Event(held.slot, event));
                 }
             }
             Some(DatagramEvent::Response(t)) => send(&self.sockets[i], &self.send, &t),
@@ -299,15 +307,11 @@ impl Quic {
         self.send.clear();
         match self.endpoint.accept(incoming, now, &mut self.send, None) {
             Ok((ch, conn)) => {
-                let peer = conn.remote_address();
-                self.slots.insert(ch, (slot, peer));
-                self.cancels.insert(
-                    peer,
-                    Cancels {
-                        since: now,
-                        base: 0,
-                    },
-                );
+                let cancels = Cancels {
+                    since: now,
+                    base: 0,
+                };
+                self.slots.insert(ch, Held { slot, cancels });
                 Some((ch, conn))
             }
             Err(e) => {
@@ -348,18 +352,11 @@ impl Quic {
         self.endpoint.handle_event(ch, event)
     }
 
-    /// Sends connection `conn`'s datagrams by socket `socket`: up to
-    /// [`BATCH`] at once, in one system call where GSO works. (First,
-    /// [`Quic::calm`] with the `faults` of its streams.)
-    pub(super) fn transmit(
-        &mut self,
-        conn: &mut quinn_proto::Connection,
-        socket: usize,
-        faults: u64,
-        now: Instant,
-    ) {
-        self.calm(conn, faults, now);
-        let socket = &self.sockets[socket];
+    /// Sends session `s`'s datagrams by its socket: up to [`BATCH`] at
+    /// once, in one system call where GSO works. (First, [`Quic::calm`].)
+    pub(super) fn transmit(&mut self, s: &mut Session, now: Instant) {
+        self.calm(s, now);
+        let (socket, conn) = (&self.sockets[s.socket], &mut s.quic);
         let batch = if self.gso { BATCH } else { 1 };
         loop {
             self.send.clear();
@@ -392,17 +389,23 @@ impl Quic {
         }
     }
 
-    /// Closes `conn` with H3_EXCESSIVE_LOAD if its client cancelled more
-    /// streams (counted by quinn-proto as the frames came), or made us
-    /// reset more (`faults`), than its [`Budget`] allows in its flood
-    /// window.
-    fn calm(&mut self, conn: &mut quinn_proto::Connection, faults: u64, now: Instant) {
+    /// Closes `s`'s connection with H3_EXCESSIVE_LOAD if its client
+    /// cancelled more streams (its STOP_SENDING frames counted by
+    /// quinn-proto as they came, its resets as brisk read them), or made
+    /// us reset more (`Session::faults`), than its [`Budget`] allows in
+    /// its flood window. (Not quinn-proto's count of RESET_STREAM frames:
+    /// it has those that answer brisk's own STOP_SENDING, and a stream
+    /// brisk reset for the client's fault would count twice.)
+    fn calm(&mut self, s: &mut Session, now: Instant) {
+        let conn = &mut s.quic;
         let rx = conn.stats().frame_rx;
-        let sent = rx.reset_stream + rx.stop_sending + faults;
+        let sent = s.resets + rx.stop_sending + s.faults;
         if sent <= self.budget.max || conn.is_closed() {
             return;
         }
-        let Some(c) = self.cancels.get_mut(&conn.remote_address()) else {
+        // (Every connection the endpoint accepted has its own, kept until
+        // it goes.)
+        let Some(c) = self.slots.get_mut(&s.handle).map(|h| &mut h.cancels) else {
             return;
         };
         if now.saturating_duration_since(c.since) >= self.budget.window || sent < c.base {
@@ -439,9 +442,10 @@ impl Quic {
         if let Some(at) = deadline {
             self.deadlines.remove(&(at, slot));
         }
-        if let Some(&(_, peer)) = self.slots.get(&ch).filter(|s| s.0 == slot) {
+        // (Its handle may be a newer connection's already, once quinn-proto
+        // let go of it: that one's is kept.)
+        if self.slots.get(&ch).is_some_and(|h| h.slot == slot) {
             self.slots.remove(&ch);
-            self.cancels.remove(&peer);
         }
     }
 }
