@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use brisk::h2::frame::{self, flag, kind, setting};
 use brisk::h2::ErrorCode;
-use common::h2::H2;
+use common::h2::{Next, H2};
 use common::*;
 
 fn site() -> (Server, Vec<u8>) {
@@ -405,6 +405,74 @@ fn a_client_that_never_opens_its_window_is_timed_out() {
         assert!(started.elapsed() < Duration::from_secs(8), "not timed out");
     }
     assert!(got_headers);
+}
+
+#[test]
+fn a_stream_stalled_on_its_window_is_reset_at_the_send_timeout_whatever_pings_come() {
+    // A client that opens no window, but sends a PING or a SETTINGS now
+    // and then: their acks are no progress of the answer. Each flush of
+    // an ack used to start the send timeout again, so the stream (and
+    // its file, and an old worker at a reload) was held for as long as
+    // they came. Now the stream is reset (CANCEL) at `timeouts.send`,
+    // and the connection, left with no stream, hears GOAWAY and closes.
+    let mut b = Builder::new();
+    b.file("index.html", b"still here\n");
+    b.file("big.bin", &pattern(1 << 20));
+    b.config("[timeouts]\nsend = \"1s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[(setting::INITIAL_WINDOW_SIZE, 0)], 0);
+    let id = c.get("/big.bin", &[]);
+    c.sock
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let started = Instant::now();
+    let (mut sent, mut acks) = (0, 0);
+    let mut seen = Vec::new();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "still open after {acks} acks: {seen:?}"
+        );
+        match c.frame_or_quiet() {
+            Next::Closed => break,
+            Next::Quiet => {
+                // The control frames that used to keep it going.
+                let mut out = Vec::new();
+                match sent % 2 {
+                    0 => frame::write_ping(&mut out, b"keepaliv"),
+                    _ => frame::write_settings(&mut out, &[(setting::INITIAL_WINDOW_SIZE, 0)]),
+                }
+                sent += 1;
+                // (The server may have closed meanwhile.)
+                let _ = c.sock.write_all(&out);
+            }
+            Next::Frame(f) if f.flags & flag::ACK != 0 => acks += 1,
+            Next::Frame(f) if f.kind == kind::SETTINGS => {
+                let mut out = Vec::new();
+                frame::write_settings_ack(&mut out);
+                c.send(&out);
+            }
+            // (The server's own connection window.)
+            Next::Frame(f) if f.kind == kind::WINDOW_UPDATE => {}
+            Next::Frame(f) => seen.push((f.kind, f.stream, f.payload)),
+        }
+    }
+    assert!(acks >= 2, "the control frames were answered meanwhile");
+    // The head, then (no DATA: no window) RST_STREAM CANCEL, then
+    // GOAWAY NO_ERROR naming the stream, then the close.
+    let mut rst = Vec::new();
+    frame::write_rst(&mut rst, id, ErrorCode::Cancel);
+    let mut goaway = Vec::new();
+    frame::write_goaway(&mut goaway, id, ErrorCode::NoError, b"");
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!((seen[0].0, seen[0].1), (kind::HEADERS, id));
+    assert_eq!(seen[1], (kind::RST_STREAM, id, rst[9..].to_vec()));
+    assert_eq!(seen[2], (kind::GOAWAY, 0, goaway[9..].to_vec()));
+    s.wait_stderr_line(&format!(
+        "HTTP/2 stream {id} let nothing of its answer through"
+    ));
+    // The worker goes on.
+    assert_eq!(s.get("/index.html").body, b"still here\n");
 }
 
 #[test]

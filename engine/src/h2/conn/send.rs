@@ -174,15 +174,16 @@ impl Conn {
         }
     }
 
-    /// Whether an answer has bytes left that no window lets out: a
-    /// client that never opens its window is timed out by the caller,
-    /// which holds nothing for it but the answer's source. (An answer the
-    /// caller paused is not the client's doing.)
-    pub fn window_blocked(&self) -> bool {
-        self.streams
-            .iter()
-            .any(|s| s.send_open && s.remaining > 0 && !s.paused)
-            && self.next_stream().is_none()
+    /// Whether stream `id`'s answer waits for the client to open a
+    /// window (RFC 9113 §6.9): it has bytes left and its own window has
+    /// no room, or, with `conn_too`, the connection's has none. (Not an
+    /// answer the caller paused: that is not the client's doing.)
+    pub fn waits_for_window(&self, id: u32, conn_too: bool) -> bool {
+        let Some(s) = self.streams.iter().find(|s| s.id == id) else {
+            return false;
+        };
+        let shut = s.send_window <= 0 || (conn_too && self.send_window <= 0);
+        s.send_open && s.remaining > 0 && !s.paused && shut
     }
 
     /// Takes, for the parts of its buffers this connection does not
