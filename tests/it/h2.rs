@@ -704,6 +704,87 @@ fn cgi_site() -> Server {
 }
 
 #[test]
+fn a_program_beyond_the_connections_sixteen_is_refused_before_it_runs() {
+    // 40 streams at once for a program that leaves a mark and waits:
+    // 16 run; the rest used to start their programs too (their marks
+    // left, each answered 503 only after its process had started) and
+    // to log a line each. Now they are refused before anything runs
+    // (REFUSED_STREAM: the client may send them again), in at most 20
+    // lines a second, and a client that keeps at it is counted as one
+    // that resets streams (`http2.max_resets`).
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let marks = b.base().join("marks");
+    let release = b.base().join("release");
+    std::fs::create_dir_all(&marks).unwrap();
+    let script = b.base().join("cgi-bin/mark.sh");
+    let body = format!(
+        "#!/bin/sh\ntouch '{}'/\"$QUERY_STRING\"\ni=0\n\
+         while [ ! -e '{}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n\
+         echo 'Content-Type: text/plain'\necho\necho ran\n",
+        marks.display(),
+        release.display()
+    );
+    write_file(&script, body.as_bytes());
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.config(&format!(
+        "[http2]\nmax_resets = 30\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n\
+         writable = [\"{}\"]\n",
+        marks.display()
+    ));
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let mut out = Vec::new();
+    let ids: Vec<u32> = (0..40).map(|i| 1 + 2 * i).collect();
+    for id in &ids {
+        let block = H2::block("GET", &format!("/cgi-bin/mark.sh?s{id}"), &[]);
+        frame::write_headers(&mut out, *id, &block, true, 16_384);
+    }
+    c.next = 81;
+    c.send(&out);
+    // The 24 beyond are refused at once, nothing of them answered.
+    let mut refused = Vec::new();
+    while refused.len() < 24 {
+        let f = c.frame().expect("the refusals");
+        assert_ne!(f.kind, kind::HEADERS, "no answer before the release");
+        if f.kind == kind::RST_STREAM {
+            let mut rst = Vec::new();
+            frame::write_rst(&mut rst, f.stream, ErrorCode::RefusedStream);
+            assert_eq!(f.payload, rst[9..], "stream {}", f.stream);
+            refused.push(f.stream);
+        }
+    }
+    assert_eq!(refused, ids[16..], "the streams beyond the first 16");
+    let marked = || {
+        let mut m: Vec<String> = std::fs::read_dir(&marks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        m.sort();
+        m
+    };
+    let mut ran: Vec<String> = ids[..16].iter().map(|id| format!("s{id}")).collect();
+    ran.sort();
+    wait_until("the 16 programs' marks", || marked().len() >= 16);
+    assert_eq!(marked(), ran, "only the programs that answer ran");
+    // The refusals' lines are within the worker's budget (20 a second).
+    let line = "programs and upstream requests already answer this HTTP/2 connection";
+    s.wait_stderr_line(line);
+    let lines = s.stderr().lines().filter(|l| l.contains(line)).count();
+    assert!((1..=20).contains(&lines), "{lines} lines");
+    // Seven more refusals: past max_resets (30), GOAWAY ENHANCE_YOUR_CALM.
+    let mut out = Vec::new();
+    for id in (81..95).step_by(2) {
+        let block = H2::block("GET", &format!("/cgi-bin/mark.sh?s{id}"), &[]);
+        frame::write_headers(&mut out, id, &block, true, 16_384);
+    }
+    c.send(&out);
+    assert_eq!(c.goaway(), Some(ErrorCode::EnhanceYourCalm as u32));
+    std::fs::write(&release, b"").unwrap();
+    assert_eq!(marked(), ran, "none of the later ones ran either");
+}
+
+#[test]
 fn a_request_body_that_stops_coming_is_answered_408() {
     // A body of unknown length for a program is held whole; its client
     // sends part of it, then nothing: after timeouts.body, 408.

@@ -13,6 +13,19 @@ impl Conn {
         self.reset_stream(id, code);
     }
 
+    /// Refuses stream `id` (RST_STREAM REFUSED_STREAM, RFC 9113 §8.7:
+    /// nothing of it was processed, and the client may send it again),
+    /// counted with the client's resets: past `max_resets` in a flood
+    /// window the connection fails (GOAWAY ENHANCE_YOUR_CALM, queued)
+    /// instead. Whether the connection goes on.
+    pub fn refuse(&mut self, id: u32, now: Instant) -> bool {
+        if self.spend_reset(now).is_some() {
+            return false;
+        }
+        self.reset_stream(id, ErrorCode::RefusedStream);
+        true
+    }
+
     pub(super) fn release_conn(&mut self, n: u32) {
         self.recv_window += n as i64;
         self.recv_unacked += n;
