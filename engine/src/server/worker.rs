@@ -578,6 +578,11 @@ impl Worker {
             }
             let age = self.clock.now.saturating_duration_since(c.life.since());
             let stopping = self.drain.mode == Drain::Stop;
+            // A TLS handshake under way is timed by `handshake_timeout`
+            // alone (above), not by the keep-alive timer of the HTTP/1.1
+            // state it waits in: a slow client's handshake used to be
+            // cut at `timeouts.keepalive` when that was the shorter.
+            let handshaking = c.transport.deadline().is_some();
             // (An HTTP/2 connection that sent its GOAWAY lingers as
             // HTTP/1.1 does.)
             if c.life.lingers() {
@@ -659,6 +664,7 @@ impl Worker {
             };
             match timer {
                 Timer::Idle if stopping && c.out.is_empty() => self.close_idle(i),
+                Timer::Idle if handshaking => {}
                 Timer::Idle if age >= t.keepalive => self.idle_timeout(i, age, t.send),
                 // Idle a second or more: TLS keeps its keys' bytes, not
                 // their expanded forms.
