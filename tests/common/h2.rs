@@ -1,7 +1,7 @@
 //! A raw HTTP/2 client for the tests, built on brisk's own frame codec
 //! and HPACK: every frame the server sends is checked as it arrives.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
 use brisk::h2::frame::{self, flag, kind, setting, Head, HEAD_LEN};
@@ -64,6 +64,16 @@ impl Answer {
     }
 }
 
+/// What [`H2::frame_or_quiet`] read.
+#[derive(Debug)]
+pub enum Next {
+    Frame(Frame),
+    /// Nothing within the socket's read timeout.
+    Quiet,
+    /// The server closed (or reset) the connection.
+    Closed,
+}
+
 /// A raw HTTP/2 client.
 pub struct H2 {
     pub sock: TcpStream,
@@ -112,6 +122,25 @@ impl H2 {
             match self.sock.read(&mut chunk) {
                 Ok(0) | Err(_) => return None,
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    /// The next frame, as [`H2::frame`], telling a read that timed out
+    /// (the connection open, nothing sent meanwhile) from the end.
+    pub fn frame_or_quiet(&mut self) -> Next {
+        loop {
+            if let Some(f) = self.buffered_frame() {
+                return Next::Frame(f);
+            }
+            let mut chunk = [0u8; 65536];
+            match self.sock.read(&mut chunk) {
+                Ok(0) => return Next::Closed,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Next::Quiet
+                }
+                Err(_) => return Next::Closed,
             }
         }
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use brisk::h2::frame::{self, flag, kind, setting};
 use brisk::h2::ErrorCode;
-use common::h2::H2;
+use common::h2::{Next, H2};
 use common::*;
 
 fn site() -> (Server, Vec<u8>) {
@@ -408,6 +408,74 @@ fn a_client_that_never_opens_its_window_is_timed_out() {
 }
 
 #[test]
+fn a_stream_stalled_on_its_window_is_reset_at_the_send_timeout_whatever_pings_come() {
+    // A client that opens no window, but sends a PING or a SETTINGS now
+    // and then: their acks are no progress of the answer. Each flush of
+    // an ack used to start the send timeout again, so the stream (and
+    // its file, and an old worker at a reload) was held for as long as
+    // they came. Now the stream is reset (CANCEL) at `timeouts.send`,
+    // and the connection, left with no stream, hears GOAWAY and closes.
+    let mut b = Builder::new();
+    b.file("index.html", b"still here\n");
+    b.file("big.bin", &pattern(1 << 20));
+    b.config("[timeouts]\nsend = \"1s\"\n");
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[(setting::INITIAL_WINDOW_SIZE, 0)], 0);
+    let id = c.get("/big.bin", &[]);
+    c.sock
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let started = Instant::now();
+    let (mut sent, mut acks) = (0, 0);
+    let mut seen = Vec::new();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "still open after {acks} acks: {seen:?}"
+        );
+        match c.frame_or_quiet() {
+            Next::Closed => break,
+            Next::Quiet => {
+                // The control frames that used to keep it going.
+                let mut out = Vec::new();
+                match sent % 2 {
+                    0 => frame::write_ping(&mut out, b"keepaliv"),
+                    _ => frame::write_settings(&mut out, &[(setting::INITIAL_WINDOW_SIZE, 0)]),
+                }
+                sent += 1;
+                // (The server may have closed meanwhile.)
+                let _ = c.sock.write_all(&out);
+            }
+            Next::Frame(f) if f.flags & flag::ACK != 0 => acks += 1,
+            Next::Frame(f) if f.kind == kind::SETTINGS => {
+                let mut out = Vec::new();
+                frame::write_settings_ack(&mut out);
+                c.send(&out);
+            }
+            // (The server's own connection window.)
+            Next::Frame(f) if f.kind == kind::WINDOW_UPDATE => {}
+            Next::Frame(f) => seen.push((f.kind, f.stream, f.payload)),
+        }
+    }
+    assert!(acks >= 2, "the control frames were answered meanwhile");
+    // The head, then (no DATA: no window) RST_STREAM CANCEL, then
+    // GOAWAY NO_ERROR naming the stream, then the close.
+    let mut rst = Vec::new();
+    frame::write_rst(&mut rst, id, ErrorCode::Cancel);
+    let mut goaway = Vec::new();
+    frame::write_goaway(&mut goaway, id, ErrorCode::NoError, b"");
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!((seen[0].0, seen[0].1), (kind::HEADERS, id));
+    assert_eq!(seen[1], (kind::RST_STREAM, id, rst[9..].to_vec()));
+    assert_eq!(seen[2], (kind::GOAWAY, 0, goaway[9..].to_vec()));
+    s.wait_stderr_line(&format!(
+        "HTTP/2 stream {id} let nothing of its answer through"
+    ));
+    // The worker goes on.
+    assert_eq!(s.get("/index.html").body, b"still here\n");
+}
+
+#[test]
 fn rapid_reset_over_the_wire_is_sent_goaway() {
     let (s, _) = site();
     let mut c = H2::connect(s.addr(), &[], 0);
@@ -633,6 +701,87 @@ fn cgi_site() -> Server {
     b.config("[timeouts]\ncgi = \"1s\"\nbody = \"1s\"\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n");
     b.access_log();
     b.start()
+}
+
+#[test]
+fn a_program_beyond_the_connections_sixteen_is_refused_before_it_runs() {
+    // 40 streams at once for a program that leaves a mark and waits:
+    // 16 run; the rest used to start their programs too (their marks
+    // left, each answered 503 only after its process had started) and
+    // to log a line each. Now they are refused before anything runs
+    // (REFUSED_STREAM: the client may send them again), in at most 20
+    // lines a second, and a client that keeps at it is counted as one
+    // that resets streams (`http2.max_resets`).
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = Builder::new();
+    let marks = b.base().join("marks");
+    let release = b.base().join("release");
+    std::fs::create_dir_all(&marks).unwrap();
+    let script = b.base().join("cgi-bin/mark.sh");
+    let body = format!(
+        "#!/bin/sh\ntouch '{}'/\"$QUERY_STRING\"\ni=0\n\
+         while [ ! -e '{}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n\
+         echo 'Content-Type: text/plain'\necho\necho ran\n",
+        marks.display(),
+        release.display()
+    );
+    write_file(&script, body.as_bytes());
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    b.config(&format!(
+        "[http2]\nmax_resets = 30\n[[cgi]]\nurl = \"/cgi-bin/\"\ndir = \"cgi-bin\"\n\
+         writable = [\"{}\"]\n",
+        marks.display()
+    ));
+    let s = b.start();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let mut out = Vec::new();
+    let ids: Vec<u32> = (0..40).map(|i| 1 + 2 * i).collect();
+    for id in &ids {
+        let block = H2::block("GET", &format!("/cgi-bin/mark.sh?s{id}"), &[]);
+        frame::write_headers(&mut out, *id, &block, true, 16_384);
+    }
+    c.next = 81;
+    c.send(&out);
+    // The 24 beyond are refused at once, nothing of them answered.
+    let mut refused = Vec::new();
+    while refused.len() < 24 {
+        let f = c.frame().expect("the refusals");
+        assert_ne!(f.kind, kind::HEADERS, "no answer before the release");
+        if f.kind == kind::RST_STREAM {
+            let mut rst = Vec::new();
+            frame::write_rst(&mut rst, f.stream, ErrorCode::RefusedStream);
+            assert_eq!(f.payload, rst[9..], "stream {}", f.stream);
+            refused.push(f.stream);
+        }
+    }
+    assert_eq!(refused, ids[16..], "the streams beyond the first 16");
+    let marked = || {
+        let mut m: Vec<String> = std::fs::read_dir(&marks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        m.sort();
+        m
+    };
+    let mut ran: Vec<String> = ids[..16].iter().map(|id| format!("s{id}")).collect();
+    ran.sort();
+    wait_until("the 16 programs' marks", || marked().len() >= 16);
+    assert_eq!(marked(), ran, "only the programs that answer ran");
+    // The refusals' lines are within the worker's budget (20 a second).
+    let line = "programs and upstream requests already answer this HTTP/2 connection";
+    s.wait_stderr_line(line);
+    let lines = s.stderr().lines().filter(|l| l.contains(line)).count();
+    assert!((1..=20).contains(&lines), "{lines} lines");
+    // Seven more refusals: past max_resets (30), GOAWAY ENHANCE_YOUR_CALM.
+    let mut out = Vec::new();
+    for id in (81..95).step_by(2) {
+        let block = H2::block("GET", &format!("/cgi-bin/mark.sh?s{id}"), &[]);
+        frame::write_headers(&mut out, id, &block, true, 16_384);
+    }
+    c.send(&out);
+    assert_eq!(c.goaway(), Some(ErrorCode::EnhanceYourCalm as u32));
+    std::fs::write(&release, b"").unwrap();
+    assert_eq!(marked(), ran, "none of the later ones ran either");
 }
 
 #[test]

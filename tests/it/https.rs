@@ -267,9 +267,47 @@ fn a_client_that_dribbles_its_hello_is_closed_at_the_handshake_deadline() {
     c.expect_closed();
 }
 
+#[test]
+fn a_slow_handshake_is_timed_by_handshake_timeout_not_keepalive() {
+    // A ClientHello in two parts, the second past `timeouts.keepalive`
+    // (1 s) but well within `handshake_timeout` (10 s): the handshake
+    // goes on and the request is answered. The connection, waiting in
+    // HTTP/1.1's idle state meanwhile, used to be closed at keepalive.
+    let server = both(
+        &mut Builder::new(),
+        "handshake_timeout = \"10s\"",
+        "[timeouts]\nkeepalive = \"1s\"\n",
+    );
+    let mut conn = client_conn("a.test");
+    let hello = hello_of(&mut conn);
+    let mut s = TcpStream::connect(tls_addr(&server)).expect("connect");
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    s.write_all(&hello[..50]).expect("the first part");
+    // Past the keep-alive time and the sweep after it.
+    std::thread::sleep(Duration::from_millis(2500));
+    s.write_all(&hello[50..]).expect("the rest");
+    while conn.is_handshaking() {
+        conn.complete_io(&mut s).expect("the handshake goes on");
+    }
+    let mut tls = rustls::Stream::new(&mut conn, &mut s);
+    tls.write_all(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n")
+        .expect("the request");
+    let mut answer = Vec::new();
+    let _ = tls.read_to_end(&mut answer);
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200 "),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
 /// The bytes of a real ClientHello for `a.test`.
 fn client_hello() -> Vec<u8> {
-    let mut conn = client_conn("a.test");
+    hello_of(&mut client_conn("a.test"))
+}
+
+/// The ClientHello `conn` sends first.
+fn hello_of(conn: &mut rustls::ClientConnection) -> Vec<u8> {
     let mut hello = Vec::new();
     while conn.wants_write() {
         conn.write_tls(&mut hello).expect("hello");

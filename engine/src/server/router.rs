@@ -206,6 +206,25 @@ pub struct Routing<'a> {
     /// not `limits.max_body` (a `[[cgi]]`, `[[fastcgi]]` or
     /// `[[reverse_proxy]]` rule's `max_body`): set by its stage.
     pub body_max: Option<u64>,
+    /// Whether the connection may start one more program: set by the
+    /// worker, `Full` when as many as HTTP/2 and HTTP/3 let answer one
+    /// connection's streams at once already do. The CGI stage refuses a
+    /// request then, before anything starts, and says so here.
+    pub programs: Room,
+}
+
+/// Whether a connection has room for one more program (see
+/// [`Routing::programs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Room {
+    /// It may start one.
+    Free,
+    /// It may not.
+    Full,
+    /// It may not, and the request was refused for it (answered 503,
+    /// which the worker may turn into a refused stream): no program
+    /// started.
+    Refused,
 }
 
 /// One worker's router: the stages and what they hold, per site.
@@ -858,10 +877,16 @@ impl Router {
     /// Starts `script` for the request; its input is `held` (a body held
     /// whole) or else the request's body as it arrives. The answer is a
     /// pipe body, or an error when the script cannot be started.
+    /// (Not when the connection has no room for one more program: the
+    /// request is refused before the program is started, never after.)
     fn start_cgi(&self, script: &Script, held: Option<Spool>, routing: &mut Routing<'_>) -> Plan {
         let Some(cgi) = &self.sites[routing.req.site()].cgi else {
             return Plan::error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         };
+        if routing.programs != Room::Free {
+            routing.programs = Room::Refused;
+            return Plan::error(Status::SERVICE_UNAVAILABLE, routing.scratch);
+        }
         match cgi.start(
             script,
             routing.req,

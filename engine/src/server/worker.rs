@@ -578,6 +578,11 @@ impl Worker {
             }
             let age = self.clock.now.saturating_duration_since(c.life.since());
             let stopping = self.drain.mode == Drain::Stop;
+            // A TLS handshake under way is timed by `handshake_timeout`
+            // alone (above), not by the keep-alive timer of the HTTP/1.1
+            // state it waits in: a slow client's handshake used to be
+            // cut at `timeouts.keepalive` when that was the shorter.
+            let handshaking = c.transport.deadline().is_some();
             // (An HTTP/2 connection that sent its GOAWAY lingers as
             // HTTP/1.1 does.)
             if c.life.lingers() {
@@ -627,7 +632,9 @@ impl Worker {
                 #[cfg(feature = "http2")]
                 Proto::H2(h2) => {
                     // An HTTP/2 connection is idle when no stream is open
-                    // (a stalled one is timed out above, as `blocked`).
+                    // (one whose socket takes nothing is timed out above,
+                    // as `blocked`; an answer that waits for a window,
+                    // below).
                     let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
                     if idle && age >= t.keepalive {
                         self.idle_timeout(i, age, t.send);
@@ -642,11 +649,14 @@ impl Worker {
                     let Some(mut conn) = self.conns.take(i) else {
                         continue;
                     };
+                    // An answer whose bytes wait for a window the client
+                    // keeps shut ends at timeouts.send (its stream reset).
+                    let stalled = self.h2_send_timeouts(&mut conn, t.send);
                     // A request body that makes no progress for
                     // timeouts.body is answered 408 (HTTP/1.1 closes).
                     let late = age >= t.body && self.h2_body_timeouts(&mut conn);
                     self.conns.put(i, conn);
-                    if late {
+                    if stalled || late {
                         self.on_event(i, false);
                     }
                     continue;
@@ -654,6 +664,7 @@ impl Worker {
             };
             match timer {
                 Timer::Idle if stopping && c.out.is_empty() => self.close_idle(i),
+                Timer::Idle if handshaking => {}
                 Timer::Idle if age >= t.keepalive => self.idle_timeout(i, age, t.send),
                 // Idle a second or more: TLS keeps its keys' bytes, not
                 // their expanded forms.

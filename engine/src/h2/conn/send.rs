@@ -13,6 +13,19 @@ impl Conn {
         self.reset_stream(id, code);
     }
 
+    /// Refuses stream `id` (RST_STREAM REFUSED_STREAM, RFC 9113 §8.7:
+    /// nothing of it was processed, and the client may send it again),
+    /// counted with the client's resets: past `max_resets` in a flood
+    /// window the connection fails (GOAWAY ENHANCE_YOUR_CALM, queued)
+    /// instead. Whether the connection goes on.
+    pub fn refuse(&mut self, id: u32, now: Instant) -> bool {
+        if self.spend_reset(now).is_some() {
+            return false;
+        }
+        self.reset_stream(id, ErrorCode::RefusedStream);
+        true
+    }
+
     pub(super) fn release_conn(&mut self, n: u32) {
         self.recv_window += n as i64;
         self.recv_unacked += n;
@@ -174,15 +187,16 @@ impl Conn {
         }
     }
 
-    /// Whether an answer has bytes left that no window lets out: a
-    /// client that never opens its window is timed out by the caller,
-    /// which holds nothing for it but the answer's source. (An answer the
-    /// caller paused is not the client's doing.)
-    pub fn window_blocked(&self) -> bool {
-        self.streams
-            .iter()
-            .any(|s| s.send_open && s.remaining > 0 && !s.paused)
-            && self.next_stream().is_none()
+    /// Whether stream `id`'s answer waits for the client to open a
+    /// window (RFC 9113 §6.9): it has bytes left and its own window has
+    /// no room, or, with `conn_too`, the connection's has none. (Not an
+    /// answer the caller paused: that is not the client's doing.)
+    pub fn waits_for_window(&self, id: u32, conn_too: bool) -> bool {
+        let Some(s) = self.streams.iter().find(|s| s.id == id) else {
+            return false;
+        };
+        let shut = s.send_window <= 0 || (conn_too && self.send_window <= 0);
+        s.send_open && s.remaining > 0 && !s.paused && shut
     }
 
     /// Takes, for the parts of its buffers this connection does not

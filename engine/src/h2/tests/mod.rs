@@ -218,11 +218,12 @@ fn a_request_is_answered_within_the_windows() {
         sent += n;
     }
     assert_eq!(sent, 65_535);
-    assert!(s.conn.window_blocked());
+    assert!(s.conn.waits_for_window(1, true));
     let mut input = Vec::new();
     frame::write_window_update(&mut input, 0, 40_000);
     frame::write_window_update(&mut input, 1, 40_000);
     s.feed(&input);
+    assert!(!s.conn.waits_for_window(1, true));
     while let Some(id) = s.conn.next_stream() {
         let n = s.conn.sendable(id).min(100_000 - sent);
         s.conn.send_data(id, &vec![b'x'; n], sent + n == 100_000);
@@ -530,7 +531,7 @@ fn the_smallest_answer_goes_first() {
     assert_eq!(s.conn.next_stream(), Some(1));
     s.conn.pause(1);
     assert_eq!(s.conn.next_stream(), None);
-    assert!(!s.conn.window_blocked());
+    assert!(!s.conn.waits_for_window(1, true) && !s.conn.waits_for_window(5, true));
     s.conn.resume_all();
     assert_eq!(s.conn.next_stream(), Some(5));
 }

@@ -54,6 +54,11 @@ pub struct Answer<O = ()> {
     pub discard: bool,
     /// Last progress of the producer (its idle timeout runs from here).
     pub progress: Instant,
+    /// Since when its bytes have waited for the client's flow-control
+    /// windows, none of them let through (HTTP/2: `timeouts.send` runs
+    /// from here, see `Worker::h2_send_timeouts`); `None` while they
+    /// move, or wait for something else.
+    pub window_since: Option<Instant>,
     /// The body's length, if the producer said it.
     pub expect: Option<u64>,
     /// The producer's trailer fields (field lines; empty: none): a
@@ -80,6 +85,7 @@ impl<O: Default> Answer<O> {
             broken: false,
             discard: false,
             progress: started,
+            window_since: None,
             expect: None,
             trailers: Vec::new(),
             own: O::default(),

@@ -25,7 +25,7 @@ use crate::server::drain::Drain;
 use crate::server::h1::{Answering, BodyOver, Event, Reading};
 #[cfg(feature = "http2")]
 use crate::server::h2::upgrade;
-use crate::server::router::{Client, Router, Routing};
+use crate::server::router::{Client, Room, Router, Routing};
 use crate::server::transport::Link;
 
 /// What HTTP/1.1 made of the input ([`Worker::process`]).
@@ -324,6 +324,10 @@ impl Worker {
             scratch: &mut r.scratch,
             log: &mut self.logger,
             body_max: None,
+            programs: match super::pipe::programs_full(c) {
+                true => Room::Full,
+                false => Room::Free,
+            },
         };
         (&mut self.router, routing)
     }

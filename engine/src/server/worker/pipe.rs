@@ -29,8 +29,9 @@ use crate::server::waits::Held;
 
 /// Most programs (CGI) and upstream requests (the reverse proxy,
 /// FastCGI) answering one HTTP/2 connection's streams at once: each holds
-/// a process or an upstream connection. A program beyond them is answered
-/// 503 (its process has started), and so is an upstream request with a
+/// a process or an upstream connection. A program beyond them is refused
+/// before it starts (RST_STREAM REFUSED_STREAM; HTTP/3: 503: see
+/// [`Worker::refuse_stream`]), and so is an upstream request with a
 /// body; one without waits for its turn (`Worker::wait_turn`), as an
 /// HTTP/1.1 client's next request waits for the one before.
 pub(super) const H2_PIPES: usize = 16;
@@ -48,16 +49,17 @@ pub(super) fn split_token(t: usize) -> (usize, usize) {
     (n / 3, n % 3)
 }
 
-/// Whether one more program may answer a stream of `c` (HTTP/2): not
-/// once [`H2_PIPES`] do (its stream is answered 503).
-fn room_for_program(c: &Conn) -> bool {
+/// Whether `c` may start no more programs or upstream requests for its
+/// streams: [`H2_PIPES`] answer its HTTP/2 or HTTP/3 connection already.
+/// (Never an HTTP/1.1 connection: its one exchange at a time.)
+pub(super) fn programs_full(c: &Conn) -> bool {
     #[cfg(feature = "http2")]
     if let Some(s) = c.h2() {
-        return room_in(s);
+        return !room_in(s);
     }
     #[cfg(feature = "http3")]
     if let Some(s) = c.h3() {
-        return (s.programs as usize) < H2_PIPES;
+        return s.programs as usize >= H2_PIPES;
     }
     let _ = c;
     false
@@ -191,8 +193,9 @@ impl Worker {
 
     /// Whether one more program or upstream request may answer `stream`
     /// of `c` (none: an HTTP/1.1 exchange, always): not once [`H2_PIPES`]
-    /// answer its HTTP/2 connection; then the 503 to answer, logged with
-    /// `label` (which names the program or the upstream).
+    /// answer its HTTP/2 or HTTP/3 connection (see [`programs_full`]);
+    /// then the 503 to answer, logged with `label` (which names the
+    /// program or the upstream).
     pub(super) fn room_for(
         &mut self,
         c: &Conn,
@@ -200,20 +203,69 @@ impl Worker {
         label: &str,
         r: &mut Request,
     ) -> Result<(), Plan> {
-        if stream.is_none() || room_for_program(c) {
+        if stream.is_none() || !programs_full(c) {
             return Ok(());
+        }
+        Err(self.no_room_503(&label, r))
+    }
+
+    /// The 503 for request `r`, which found no room for its program or
+    /// upstream request (`label` names it), logged as
+    /// [`Worker::refuse_stream`] says.
+    pub(super) fn no_room_503(&mut self, label: &dyn std::fmt::Display, r: &mut Request) -> Plan {
+        self.log_no_room(label, format_args!("503"));
+        Plan::told_error(Status::SERVICE_UNAVAILABLE, &mut r.scratch)
+    }
+
+    /// Refuses stream `id` of `c`, which found no room for one more
+    /// program or upstream request ([`programs_full`]), before anything
+    /// started for it: over HTTP/2, RST_STREAM REFUSED_STREAM, which
+    /// tells the client that nothing of it was processed, so that it may
+    /// send it again (RFC 9113 §8.7; browsers and curl do). Such a
+    /// refusal counts toward `http2.max_resets` as the client's own
+    /// resets do: a client that keeps sending streams beyond the room
+    /// ends with GOAWAY ENHANCE_YOUR_CALM, not a flood of refusals.
+    /// Logged with `label` at `warn`, within the worker's budget of
+    /// refusals' lines. Whether it was refused so (not over HTTP/3,
+    /// whose caller answers 503: [`Worker::room_for`]).
+    pub(super) fn refuse_stream(
+        &mut self,
+        c: &mut Conn,
+        id: u32,
+        label: &dyn std::fmt::Display,
+    ) -> bool {
+        #[cfg(feature = "http2")]
+        if let Some(s) = c.proto.h2_mut() {
+            s.conn.refuse(id, self.clock.now);
+            // (A request held on it before, for a password check or its
+            // turn, is let go of.)
+            if let Some(a) = s.take(id) {
+                self.h2_forget(c, a);
+            }
+            let what = "refused (REFUSED_STREAM: the client may send it again)";
+            self.log_no_room(label, format_args!("stream {id} {what}"));
+            return true;
+        }
+        let _ = (c, id, label);
+        false
+    }
+
+    /// Logs that a stream found no room for its program or upstream
+    /// request (`label` names it) and `what` became of it, within the
+    /// worker's budget of refusals' lines (a client that opens a hundred
+    /// streams at once is not a hundred lines).
+    fn log_no_room(&mut self, label: &dyn std::fmt::Display, what: std::fmt::Arguments<'_>) {
+        self.report_refusals_not_logged();
+        if !self.logger.enabled(Level::Warn) || !self.counts.refusals.allow(self.clock.now) {
+            return;
         }
         self.logger.log(
             Level::Warn,
             format_args!(
-                "{label}: {H2_PIPES} programs and upstream requests already answer \
-                 this HTTP/2 connection; 503"
+                "{label}: {H2_PIPES} programs and upstream requests already answer this \
+                 HTTP/2 connection; {what}"
             ),
         );
-        Err(Plan::told_error(
-            Status::SERVICE_UNAVAILABLE,
-            &mut r.scratch,
-        ))
     }
 
     /// Registers the sources of `run`, the program answering the exchange

@@ -226,6 +226,9 @@ impl Worker {
                             a.progress = now;
                             None
                         }
+                        // (Its window shut: `timeouts.send` runs instead,
+                        // `Worker::h2_send_timeouts`.)
+                        Some(a) if a.window_since.is_some() => None,
                         Some(a) => Some(a.progress),
                         None => None,
                     }

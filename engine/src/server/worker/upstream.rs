@@ -59,28 +59,17 @@ impl Worker {
     }
 
     /// Whether HTTP/2 stream `stream` of `c` is refused (RST_STREAM
-    /// REFUSED_STREAM) because the connection has no room for one more
-    /// upstream request ([`Worker::waits_turn`] says why one with a body
-    /// does not wait): nothing was sent anywhere, so the client may send
-    /// it again (RFC 9113 §8.7; browsers and curl do), where a 503 would
-    /// be an answer to show. (A CGI program, started before its room is
-    /// known, is answered 503 instead: `Worker::room_for`.)
+    /// REFUSED_STREAM, [`Worker::refuse_stream`]) because the connection
+    /// has no room for one more upstream request ([`Worker::waits_turn`]
+    /// says why one with a body does not wait): nothing was sent
+    /// anywhere, so the client may send it again (RFC 9113 §8.7;
+    /// browsers and curl do), where a 503 would be an answer to show.
+    /// (A CGI program is refused so too, before it starts: see
+    /// `Worker::route`.)
     fn refuses(&mut self, c: &mut Conn, stream: Option<u32>, label: &str) -> bool {
         #[cfg(feature = "http2")]
-        if let (Some(id), Some(s)) = (stream, c.proto.h2_mut()) {
-            if super::pipe::room_in(s) {
-                return false;
-            }
-            s.conn.reset(id, crate::h2::ErrorCode::RefusedStream);
-            self.logger.log(
-                Level::Warn,
-                format_args!(
-                    "{label}: {} programs and upstream requests already answer this HTTP/2 \
-                     connection; stream {id} refused (REFUSED_STREAM: the client may send it again)",
-                    super::pipe::H2_PIPES
-                ),
-            );
-            return true;
+        if let Some(id) = stream.filter(|_| c.h2().is_some() && super::pipe::programs_full(c)) {
+            return self.refuse_stream(c, id, &label);
         }
         let _ = (c, stream, label);
         false

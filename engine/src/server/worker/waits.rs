@@ -40,7 +40,7 @@ use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
 use crate::server::exchange::{Exchange, ExchangeId, Task};
-use crate::server::router::{Deferred, Routed};
+use crate::server::router::{Deferred, Room, Routed};
 use crate::server::waits::{AuthWait, HandlerWait, Held, Wait, WholeBody};
 
 impl Worker {
@@ -61,6 +61,9 @@ impl Worker {
         let (router, mut routing) = self.routing(c, r);
         let routed = router.route(&mut routing);
         let rule_max = routing.body_max;
+        if routing.programs == Room::Refused {
+            return self.refuse_program(c, r, stream);
+        }
         // Every body is bounded by `limits.max_body` but a `[[webdav]]`
         // PUT's, by its `max_upload`, and one a `[[cgi]]`, `[[fastcgi]]`
         // or `[[reverse_proxy]]` rule with `max_body` takes, by that
@@ -434,8 +437,32 @@ impl Worker {
         let redirects = r.resume(whole.held);
         let (router, mut routing) = self.routing(c, &mut r);
         let plan = router.answer_whole(&mut whole.resume, whole.body, &mut routing);
-        self.answer_at(c, &mut r, stream, plan, redirects);
+        let plan = match routing.programs {
+            Room::Refused => self.refuse_program(c, &mut r, stream),
+            _ => Some(plan),
+        };
+        if let Some(plan) = plan {
+            self.answer_at(c, &mut r, stream, plan, redirects);
+        }
         self.pools.take_back_request(r);
+    }
+
+    /// The CGI request `r` on `stream` of `c` was refused before its
+    /// program started: the connection runs as many as it may
+    /// (`pipe::H2_PIPES`). Over HTTP/2 its stream is refused, and
+    /// nothing is to be answered (`None`); over HTTP/3, the 503 to answer
+    /// (see [`Worker::refuse_stream`]).
+    fn refuse_program(
+        &mut self,
+        c: &mut Conn,
+        r: &mut Request,
+        stream: Option<u32>,
+    ) -> Option<Plan> {
+        let label = format!("cgi for {}", String::from_utf8_lossy(r.req.target()));
+        match stream {
+            Some(id) if self.refuse_stream(c, id, &label) => None,
+            _ => Some(self.no_room_503(&label, r)),
+        }
     }
 
     /// Answers the request `wait` held on exchange `stream` with `status`

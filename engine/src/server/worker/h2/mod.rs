@@ -23,7 +23,7 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::clock::Clock;
 use super::counting::Counts;
@@ -497,6 +497,9 @@ impl Worker {
         // Throttled answers over their rates wait (paused) for the
         // earliest moment one may go on; the others are not held up.
         let mut wake: Option<Instant> = None;
+        // (Whether any answer's bytes were framed: the client let some
+        // through the connection's window.)
+        let mut moved = false;
         if let Some(s) = c.proto.h2_mut() {
             s.conn.resume_all();
         }
@@ -645,6 +648,10 @@ impl Worker {
                 c.life.close();
                 return;
             }
+            if n > 0 {
+                moved = true;
+                a.window_since = None;
+            }
             if piece.is_empty() {
                 a.pieces.pop_front();
             }
@@ -667,12 +674,74 @@ impl Worker {
             let start = c.out.buf_mut().len();
             s.conn.drain_out(c.out.buf_mut());
             c.out.commit(start);
-            if s.conn.window_blocked() && c.out.is_empty() {
-                // A client that opens no window is timed out as one that
-                // reads nothing (`timeouts.send`).
-                c.blocked_since.get_or_insert(self.clock.now);
+            // An answer whose bytes wait for a window the client keeps
+            // shut is timed out (`timeouts.send`, from the last of its
+            // bytes let through: see `Worker::h2_send_timeouts`), whatever
+            // else the client sends meanwhile (PINGs, SETTINGS: their
+            // acks are no progress of the answer). One waiting for the
+            // connection's window is, if no other answer got any of it.
+            let now = self.clock.now;
+            for a in &mut s.answers {
+                if !s.conn.waits_for_window(a.id, !moved) {
+                    a.window_since = None;
+                } else if a.window_since.is_none() {
+                    a.window_since = Some(now);
+                }
             }
         }
+    }
+
+    /// The answers on `c` that waited `send` (`timeouts.send`) for a
+    /// window the client kept shut, none of their bytes let through
+    /// (what else it sent meanwhile, PINGs or SETTINGS, does not count):
+    /// their streams are reset, RST_STREAM CANCEL (RFC 9113 §6.4, §7:
+    /// the stream is no longer wanted), and each answer is logged with
+    /// what it sent, its file or program let go of, as nginx resets a
+    /// stream at its `send_timeout`.
+    /// A connection left with no stream open then closes gracefully
+    /// (GOAWAY NO_ERROR naming the last stream, close_notify over TLS:
+    /// [`Worker::close_gracefully`]), as the docs say of a client that
+    /// never opens its window; one with other streams goes on. Whether
+    /// any was reset (the caller drives `c` then).
+    pub(in crate::server::worker) fn h2_send_timeouts(
+        &mut self,
+        c: &mut Conn,
+        send: Duration,
+    ) -> bool {
+        let now = self.clock.now;
+        let late = |a: &Answer| {
+            a.window_since
+                .is_some_and(|t| now.saturating_duration_since(t) >= send)
+        };
+        let mut any = false;
+        while let Some(id) = c.proto.h2().and_then(|s| s.next_answer(None, late)) {
+            let Some(a) = c.proto.h2_mut().and_then(|s| {
+                s.conn.reset(id, ErrorCode::Cancel);
+                s.take(id)
+            }) else {
+                break;
+            };
+            if self.logger.enabled(Level::Info) {
+                self.logger.log(
+                    Level::Info,
+                    format_args!(
+                        "client {}: HTTP/2 stream {id} let nothing of its answer through its \
+                         window for timeouts.send; reset (CANCEL)",
+                        c.peer.ip()
+                    ),
+                );
+            }
+            self.h2_forget(c, a);
+            any = true;
+        }
+        let idle = c
+            .proto
+            .h2()
+            .is_some_and(|s| s.conn.open_streams() == 0 && s.answers.is_empty());
+        if any && idle {
+            Self::close_gracefully(c);
+        }
+        any
     }
 
     /// Moves the frames the protocol has queued by itself (control
