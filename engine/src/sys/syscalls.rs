@@ -120,6 +120,10 @@ pub const ALLOWED: &[libc::c_long] = &[
     // A reload's check of each tree for a filesystem that finds names in
     // any case (`sys::fs::folds_case`: its kind).
     libc::SYS_statfs,
+    // and its canonical roots: glibc's realpath(3) checks with
+    // access(F_OK) that a directory is there before a `..` goes up from
+    // it (`root = "../site"`: every reload was refused).
+    libc::SYS_faccessat2,
     // HTTP/3: a worker reads its UDP socket's datagrams many at a time
     // (`sys::net::recv_batch`).
     #[cfg(feature = "http3")]
