@@ -1180,6 +1180,85 @@ fn a_copy_or_move_is_judged_at_its_destination_too() {
     assert_eq!(names(&dav.join("pub")), ["leak.txt", "p.txt"]);
 }
 
+/// A COPY, MOVE or DELETE of a collection, and a PROPFIND or LOCK with a
+/// `Depth`, reach what the collection holds: a folder behind a login
+/// (`[[auth]]`, by `path` or by `pattern`) or open to some addresses
+/// only (`[[access]]`) is not copied out, moved, removed or listed
+/// through a collection above it, nor by its name without the slash.
+#[test]
+fn a_guarded_folder_is_not_reached_through_a_collection_above_it() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    for (rel, body) in [
+        ("a/private/s.txt", &b"secret\n"[..]),
+        ("a/open.txt", b"open\n"),
+        ("g/private/s.txt", b"glob\n"),
+        ("h/lan/l.txt", b"lan\n"),
+        ("pub/p.txt", b"public\n"),
+    ] {
+        write_file(&dav.join(rel), body);
+    }
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/a/private/\"\nrealm = \"Private\"\nhtpasswd = \"htpasswd\"\n\
+         [[auth]]\npattern = \"/dav/g/private/*\"\nrealm = \"Private\"\nhtpasswd = \"htpasswd\"\n\
+         [[access]]\npattern = \"/dav/h/lan/*\"\nallow = [\"10.0.0.0/8\"]\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    for (above, guard) in [
+        ("/dav/a", 401),
+        ("/dav/g", 401),
+        ("/dav/g/private", 401),
+        ("/dav/h", 403),
+        ("/dav/h/lan", 403),
+    ] {
+        for slash in ["", "/"] {
+            let p = format!("{above}{slash}");
+            let to = "/dav/pub/stolen";
+            assert_eq!(transfer(&s, "COPY", &p, to, "").status, guard, "COPY {p}");
+            assert_eq!(transfer(&s, "MOVE", &p, to, "").status, guard, "MOVE {p}");
+            assert_eq!(send(&s, "DELETE", &p, b"").status, guard, "DELETE {p}");
+            assert_eq!(propfind(&s, &p, "1", "").status, guard, "PROPFIND {p}");
+            // (Onto it: what it holds would go.)
+            let r = transfer(&s, "MOVE", "/dav/pub/p.txt", &p, "");
+            assert_eq!(r.status, guard, "MOVE onto {p}");
+            let r = s.request(
+                format!(
+                    "LOCK {p} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{lockinfo}",
+                    lockinfo.len()
+                )
+                .as_bytes(),
+            );
+            assert_eq!(r.status, guard, "LOCK {p}: {}", r.head);
+        }
+    }
+    assert_eq!(fs::read(dav.join("a/private/s.txt")).unwrap(), b"secret\n");
+    assert_eq!(fs::read(dav.join("g/private/s.txt")).unwrap(), b"glob\n");
+    assert_eq!(fs::read(dav.join("h/lan/l.txt")).unwrap(), b"lan\n");
+    assert_eq!(names(&dav.join("pub")), ["p.txt"]);
+    // What reaches no guarded path is as before: the collection alone
+    // (Depth 0), another one.
+    assert_eq!(propfind(&s, "/dav/a", "0", "").status, 207);
+    assert_eq!(propfind(&s, "/dav/pub/", "1", "").status, 207);
+    let r = transfer(&s, "COPY", "/dav/a", "/dav/pub/a0", "Depth: 0\r\n");
+    assert_eq!(r.status, 201, "{}", r.head);
+    // With the login, the login no longer stands in the way.
+    let r = transfer(&s, "COPY", "/dav/a", "/dav/pub/a", &auth);
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(
+        fs::read(dav.join("pub/a/private/s.txt")).unwrap(),
+        b"secret\n"
+    );
+}
+
 /// An `If` header's tagged lists read the entity tags and locks of what
 /// they name (RFC 4918 §10.4.3): `[[auth]]` and `[[access]]` judge those
 /// paths too, so a client that may not read a file cannot test guesses
