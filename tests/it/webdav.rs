@@ -328,6 +328,75 @@ fn nothing_is_written_or_removed_through_a_symlink_or_a_dotfile() {
     assert_eq!(names(&dav), ["link"]);
 }
 
+/// A symlink beneath the root that names a directory there is no way to
+/// change anything: not a source, a destination, a parent or a file to
+/// lock, make or patch (403), so a MOVE or COPY through one cannot take
+/// the destination for another than the source's ancestor and remove it,
+/// and a guard or a lock on the directory it names is not passed by.
+/// Reads through it are as before.
+#[test]
+fn nothing_is_changed_through_a_symlink_that_stays_beneath_the_root() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    write_file(&dav.join("d/b/f.txt"), b"precious\n");
+    write_file(&dav.join("sub/x"), b"alice's\n");
+    write_file(&dav.join("pub.txt"), b"public\n");
+    std::os::unix::fs::symlink("d", dav.join("L")).unwrap();
+    std::os::unix::fs::symlink("sub", dav.join("linkin")).unwrap();
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/sub/\"\nrealm = \"Sub\"\nhtpasswd = \"htpasswd\"\n\
+         except_methods = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\n",
+        dav.display()
+    ));
+    let s = b.start();
+    // The source through the link, the destination its directory.
+    assert_eq!(transfer(&s, "MOVE", "/dav/L/b/", "/dav/d/", "").status, 403);
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/L/b/f.txt", "/dav/d", "").status,
+        403
+    );
+    assert_eq!(fs::read(dav.join("d/b/f.txt")).unwrap(), b"precious\n");
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let prop = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop>\
+                <x xmlns=\"urn:x\">1</x></D:prop></D:set></D:propertyupdate>";
+    for (method, path, to, body) in [
+        ("PUT", "/dav/linkin/x", "", "evil"),
+        ("PUT", "/dav/linkin/new", "", "evil"),
+        ("DELETE", "/dav/linkin/x", "", ""),
+        ("MKCOL", "/dav/linkin/m/", "", ""),
+        ("LOCK", "/dav/linkin/made", "", lockinfo),
+        ("PROPPATCH", "/dav/linkin/x", "", prop),
+        ("COPY", "/dav/pub.txt", "/dav/linkin/c", ""),
+        ("MOVE", "/dav/pub.txt", "/dav/linkin/x", ""),
+        ("MOVE", "/dav/linkin/x", "/dav/stolen", ""),
+    ] {
+        let to = match to {
+            "" => String::new(),
+            to => format!("Destination: {to}\r\n"),
+        };
+        let r = s.request(
+            format!(
+                "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{to}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        assert_eq!(r.status, 403, "{method} {path} {to}: {}", r.head);
+    }
+    assert_eq!(names(&dav.join("sub")), ["x"]);
+    assert_eq!(fs::read(dav.join("sub/x")).unwrap(), b"alice's\n");
+    assert_eq!(names(&dav), ["L", "d", "linkin", "pub.txt", "sub"]);
+    // Read through, as a static file is.
+    assert_eq!(s.get("/dav/L/b/f.txt").body, b"precious\n");
+    assert_eq!(propfind(&s, "/dav/linkin/x", "0", "").status, 207);
+}
+
 /// `method path` with `Destination: dest` and `extra` header lines.
 pub(crate) fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
     s.request(
