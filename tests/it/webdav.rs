@@ -758,6 +758,40 @@ fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
     assert_eq!(fs::read(s.root.join("site-file")).unwrap(), b"site");
 }
 
+/// A `Destination` that another `[[webdav]]` rule serves (one nested in
+/// the request's: another tree, maybe read only, with its own locks) is
+/// on "another server" (RFC 4918 §9.8.5, §9.9.4): 502, as Apache answers
+/// for another repository, and nothing is written there.
+#[test]
+fn a_destination_another_rule_serves_is_502() {
+    let mut b = Builder::new();
+    let share = b.base().join("share");
+    write_file(&share.join("public/keep.txt"), b"keep\n");
+    write_file(&share.join("mine.txt"), b"mine\n");
+    write_file(&share.join("evil/x"), b"evil\n");
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/public/\"\nroot = \"{0}/public\"\nread_only = true\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{0}\"\nlocks = true\n",
+        share.display()
+    ));
+    let s = b.start();
+    for (method, from, to) in [
+        ("COPY", "/dav/mine.txt", "/dav/public/injected.txt"),
+        ("MOVE", "/dav/mine.txt", "/dav/public/keep.txt"),
+        ("MOVE", "/dav/evil", "/dav/public"),
+        ("COPY", "/dav/evil/", "http://localhost/dav/public/"),
+    ] {
+        let r = transfer(&s, method, from, to, "");
+        assert_eq!(r.status, 502, "{method} {from} -> {to}: {}", r.head);
+    }
+    assert_eq!(names(&share.join("public")), ["keep.txt"]);
+    assert_eq!(fs::read(share.join("public/keep.txt")).unwrap(), b"keep\n");
+    assert_eq!(names(&share), ["evil", "mine.txt", "public"]);
+    // Within the rule, as before.
+    let r = transfer(&s, "COPY", "/dav/mine.txt", "/dav/evil/m.txt", "");
+    assert_eq!(r.status, 201, "{}", r.head);
+}
+
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
 /// `copymove`, `props`, `http` and `locks` suites pass in full against
 /// brisk with the sandbox on.

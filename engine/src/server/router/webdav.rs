@@ -59,7 +59,7 @@ impl Router {
         // (COPY and MOVE: where to, a path beneath this rule.)
         let (mut to, mut to_skip) = (Vec::new(), 0);
         if matches!(method, b"COPY" | b"MOVE") {
-            match destination(dav, req.header("Destination"), req.host(), &mut to) {
+            match destination((rules, i), req.header("Destination"), req.host(), &mut to) {
                 Ok(skip) => to_skip = skip,
                 Err(plan) => return Step::Answer(plan),
             }
@@ -276,19 +276,24 @@ fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
 
 /// The path a COPY or MOVE's `Destination` (`value`) names, into `to`,
 /// and the length of its rule prefix: it must be a path of the same host
-/// (`host`) beneath the same rule (else 502, RFC 4918 §9.8.5), and no
-/// dotfile unless `[static] dotfiles` allows them.
+/// (`host`) that the request's own rule (`rules[i]`) serves, not another
+/// rule nested in it (another tree, with its own `read_only` and lock
+/// table): else 502, "on another server" (RFC 4918 §9.8.5, §9.9.4), as
+/// Apache answers for another repository; and no dotfile unless
+/// `[static] dotfiles` allows them.
 fn destination(
-    dav: &Dav,
+    (rules, i): (&[Dav], usize),
     value: Option<&[u8]>,
     host: Option<&[u8]>,
     to: &mut Vec<u8>,
 ) -> Result<usize, Plan> {
+    let dav = &rules[i];
     let Some(value) = value else {
         return Err(webdav::bare(Status::BAD_REQUEST));
     };
     webdav::destination(value, host, to).map_err(webdav::bare)?;
-    let Some(skip) = dav.takes(to) else {
+    let serving = rules.iter().position(|d| d.takes(to).is_some());
+    let Some(skip) = dav.takes(to).filter(|_| serving == Some(i)) else {
         return Err(webdav::bare(Status::BAD_GATEWAY));
     };
     if path::has_own_segment(to) {
