@@ -340,3 +340,47 @@ fn values_with_elements_are_kept_as_xml() {
         assert_eq!(proppatch(&s, "/dav/f", nul).status, 400);
     }
 }
+
+/// A PROPFIND is well-formed XML whatever was stored or named: a dead
+/// property value with `]]>` in its text, a processing instruction
+/// without a target or named `xml`, is refused (400, nothing stored);
+/// one with a PI of its own, or CDATA, comes back as sent. A name with a
+/// character XML cannot carry (U+FFFE) is listed: its href
+/// percent-encoded, U+FFFD in its displayname.
+#[test]
+fn a_propfind_is_well_formed_whatever_was_stored_or_named() {
+    let (s, _) = start("", &[("f", b"1")]);
+    for bad in [
+        "x ]]> y",
+        "<w>]]></w>",
+        "<w><?xml version=\"1.0\"?></w>",
+        "<w><? nopi ?></w>",
+    ] {
+        assert_eq!(tint(&s, "/dav/f", bad), 400, "{bad}");
+    }
+    assert_eq!(tint_of(&s, "/dav/f"), "");
+    let good = "<w xmlns=\"urn:w\"><?pi data?><![CDATA[a]]b <]]>]] &gt;</w>";
+    assert_eq!(tint(&s, "/dav/f", good), 207);
+    // (With the namespaces in force where it was: RFC 4918 §4.4.)
+    assert_eq!(
+        tint_of(&s, "/dav/f"),
+        "<w xmlns:Z=\"urn:z\" xmlns:D=\"DAV:\" xmlns=\"urn:w\"><?pi data?><![CDATA[a]]b <]]>]] &gt;</w>"
+    );
+    assert_eq!(send(&s, "MKCOL", "/dav/names/", b"").status, 201);
+    assert_eq!(
+        send(&s, "PUT", "/dav/names/ctl%EF%BF%BEx", b"x").status,
+        201
+    );
+    let r = propfind(&s, "/dav/names/", "1", "");
+    assert_eq!(r.status, 207);
+    let body = String::from_utf8(r.body.clone()).unwrap();
+    assert!(!body.contains('\u{FFFE}'), "{body}");
+    assert!(
+        body.contains("<D:href>/dav/names/ctl%EF%BF%BEx</D:href>"),
+        "{body}"
+    );
+    assert!(
+        body.contains("<D:displayname>ctl\u{FFFD}x</D:displayname>"),
+        "{body}"
+    );
+}
