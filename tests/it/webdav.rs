@@ -716,6 +716,36 @@ fn a_move_across_filesystems_beneath_the_root_copies_then_removes() {
     drop(usb);
 }
 
+/// A MOVE onto another filesystem that fills it (507) leaves the file it
+/// would have replaced as it was, and a tree that could not be copied
+/// whole leaves no part of it there; the source stays either way.
+#[test]
+fn a_move_across_filesystems_that_fills_the_disk_loses_nothing() {
+    let (b, dav) = builder("");
+    fs::create_dir(dav.join("small")).unwrap();
+    let Some(_small) = mount_with("tmpfs", "size=1m", &dav.join("small")) else {
+        return;
+    };
+    let big = vec![b'b'; 1_500_000];
+    write_file(&dav.join("small/existing.txt"), b"existing\n");
+    write_file(&dav.join("bigfile"), &big);
+    write_file(&dav.join("tree/a"), &big[..700_000]);
+    write_file(&dav.join("tree/b"), &big[..700_000]);
+    let s = b.start();
+    let r = transfer(&s, "MOVE", "/dav/bigfile", "/dav/small/existing.txt", "");
+    assert_eq!(r.status, 507, "{}", r.head);
+    assert_eq!(
+        fs::read(dav.join("small/existing.txt")).unwrap(),
+        b"existing\n"
+    );
+    assert_eq!(fs::read(dav.join("bigfile")).unwrap(), big);
+    let r = transfer(&s, "MOVE", "/dav/tree/", "/dav/small/tree/", "");
+    assert_eq!(r.status, 207, "{}", r.head);
+    assert_eq!(names(&dav.join("small")), ["existing.txt"]);
+    assert_eq!(names(&dav.join("tree")), ["a", "b"]);
+    assert_eq!(fs::read(dav.join("tree/b")).unwrap(), &big[..700_000]);
+}
+
 #[test]
 fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
     let (s, dav) = start("", &[("f", b"one"), ("d/a", b"A")]);
