@@ -4,6 +4,7 @@
 //! (the default) throughout.
 
 use super::webdav_clients::have;
+use super::webdav_locks::send as send_with;
 use crate::common;
 
 use common::*;
@@ -380,13 +381,7 @@ fn nothing_is_changed_through_a_symlink_that_stays_beneath_the_root() {
             "" => String::new(),
             to => format!("Destination: {to}\r\n"),
         };
-        let r = s.request(
-            format!(
-                "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{to}Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            )
-            .as_bytes(),
-        );
+        let r = send_with(&s, method, path, &to, body.as_bytes());
         assert_eq!(r.status, 403, "{method} {path} {to}: {}", r.head);
     }
     assert_eq!(names(&dav.join("sub")), ["x"]);
@@ -1363,13 +1358,7 @@ fn a_guarded_folder_is_not_reached_through_a_collection_above_it() {
             // (Onto it: what it holds would go.)
             let r = transfer(&s, "MOVE", "/dav/pub/p.txt", &p, "");
             assert_eq!(r.status, guard, "MOVE onto {p}");
-            let r = s.request(
-                format!(
-                    "LOCK {p} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n{lockinfo}",
-                    lockinfo.len()
-                )
-                .as_bytes(),
-            );
+            let r = send_with(&s, "LOCK", &p, "", lockinfo.as_bytes());
             assert_eq!(r.status, guard, "LOCK {p}: {}", r.head);
         }
     }

@@ -29,7 +29,7 @@ fn raw(method: &str, path: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn send(s: &Server, method: &str, path: &str, headers: &str, body: &[u8]) -> Response {
+pub(crate) fn send(s: &Server, method: &str, path: &str, headers: &str, body: &[u8]) -> Response {
     s.request(&raw(method, path, headers, body))
 }
 

@@ -4,6 +4,7 @@
 
 use super::webdav::{litmus, names, propfind, proppatch, send, start, transfer, LITMUS_PASSES};
 use super::webdav_clients::have;
+use super::webdav_locks::send as send_with;
 use crate::common::*;
 use std::fs;
 
@@ -382,5 +383,42 @@ fn a_propfind_is_well_formed_whatever_was_stored_or_named() {
     assert!(
         body.contains("<D:displayname>ctl\u{FFFD}x</D:displayname>"),
         "{body}"
+    );
+}
+
+/// An XML body may start with a UTF-8 byte order mark (XML 1.0 §4.3.3),
+/// as Apache takes it: PROPFIND, PROPPATCH and LOCK read it as without.
+/// A UTF-16 body is 415, saying why.
+#[test]
+fn an_xml_body_may_start_with_a_utf8_byte_order_mark() {
+    let (s, _) = start("locks = true\n", &[("f", b"1")]);
+    let bom = "\u{FEFF}";
+    let ask = format!("{bom}<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><prop><getcontentlength/></prop></propfind>");
+    let r = propfind(&s, "/dav/f", "0", &ask);
+    assert_eq!(r.status, 207, "{}", r.head);
+    assert!(String::from_utf8_lossy(&r.body).contains("<D:getcontentlength>1</D:getcontentlength>"));
+    assert_eq!(tint(&s, "/dav/f", "red"), 207);
+    let body = format!(
+        "{bom}<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:tint xmlns:Z=\"urn:z\">blue</Z:tint>\
+         </D:prop></D:set></D:propertyupdate>"
+    );
+    assert_eq!(proppatch(&s, "/dav/f", &body).status, 207);
+    assert_eq!(tint_of(&s, "/dav/f"), "blue");
+    let lockinfo = format!(
+        "{bom}<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+         <D:locktype><D:write/></D:locktype></D:lockinfo>"
+    );
+    let r = send_with(&s, "LOCK", "/dav/f", "", lockinfo.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.head);
+    // UTF-16 (little-endian, by its mark): 415, with why.
+    let mut raw =
+        b"PROPFIND /dav/f HTTP/1.1\r\nHost: localhost\r\nDepth: 0\r\nContent-Length: 10\r\n\r\n"
+            .to_vec();
+    raw.extend_from_slice(&[0xFF, 0xFE, b'<', 0, b'a', 0, b'/', 0, b'>', 0]);
+    let r = s.request(&raw);
+    assert_eq!(r.status, 415, "{}", r.head);
+    assert_eq!(
+        r.body,
+        b"A UTF-16 body: WebDAV bodies are read as UTF-8 only.\n"
     );
 }

@@ -121,9 +121,16 @@ pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
     if !text.chars().all(is_char) {
         return Err(Malformed("a character XML does not allow"));
     }
+    // (A UTF-8 byte order mark may start it, XML 1.0 §4.3.3, F.1: what
+    // follows is read where it is, so that positions stay the input's.)
+    let bom = match text.starts_with('\u{FEFF}') {
+        true => '\u{FEFF}'.len_utf8(),
+        false => 0,
+    };
     let mut r = Reader {
         s: text,
-        at: 0,
+        at: bom,
+        bom,
         doc: Document::default(),
         open: Vec::new(),
         scopes: Vec::new(),
@@ -135,6 +142,8 @@ pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
 struct Reader<'a> {
     s: &'a str,
     at: usize,
+    /// The byte order mark's length (0: none).
+    bom: usize,
     doc: Document,
     /// The elements open: (index, qualified name).
     open: Vec<(usize, &'a str)>,
@@ -160,7 +169,7 @@ impl<'a> Reader<'a> {
             }
             if rest.starts_with("<?") {
                 // (The XML declaration only first, XML 1.0 §2.8.)
-                let first = self.at == 0;
+                let first = self.at == self.bom;
                 self.pi(first)?;
             } else if rest.starts_with("<!--") {
                 self.comment()?;
@@ -582,6 +591,8 @@ mod tests {
             b"<a><?p:q x?></a>",
             b"<a/><?xml version=\"1.0\"?>",
             b" <?xml version=\"1.0\"?><a/>",
+            "<a/>\u{FEFF}".as_bytes(),
+            "\u{FEFF}\u{FEFF}<a/>".as_bytes(),
         ];
         for input in bad {
             assert!(parse(input).is_err(), "{}", String::from_utf8_lossy(input));
@@ -596,6 +607,9 @@ mod tests {
             "<a xmlns:p=\"u\" xmlns:q=\"v\" p:x=\"1\" q:x=\"2\"/>",
             "<?xml version=\"1.0\"?><a><?pi data?><?pi?>]]&gt;]] ><![CDATA[a]]b]]></a><?end?>",
             "<?xml-stylesheet href=\"x\"?><a/>",
+            // A UTF-8 byte order mark (XML 1.0 §4.3.3).
+            "\u{FEFF}<?xml version=\"1.0\"?><a/>",
+            "\u{FEFF}<a/>",
         ] {
             assert!(parse(input.as_bytes()).is_ok(), "{input}");
         }

@@ -249,6 +249,19 @@ impl Router {
         }
         let rel = s.path[skip.min(s.path.len())..].to_vec();
         let href = webdav::href(&s.path);
+        if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+            // A UTF-16 body (by its byte order mark): read as UTF-8 only
+            // (RFC 4918 §8.2), so 415 (RFC 9110 §15.5.16) that says so.
+            s.body.clear();
+            s.body
+                .extend_from_slice(b"A UTF-16 body: WebDAV bodies are read as UTF-8 only.\n");
+            s.header("Content-Type", b"text/plain; charset=utf-8");
+            return Plan {
+                status: Status::UNSUPPORTED_MEDIA_TYPE,
+                body: Body::Buffer,
+                close: false,
+            };
+        }
         let plan = match what {
             Bodied::Propfind { members } => match webdav::asked(&bytes) {
                 Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
