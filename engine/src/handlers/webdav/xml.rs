@@ -60,6 +60,12 @@ impl Document {
     /// start tag also declares the namespaces in force there that it does
     /// not declare itself.
     pub fn fragment(&self, input: &[u8], i: usize) -> Vec<u8> {
+        self.fragment_in(input, i, &[])
+    }
+
+    /// [`Document::fragment`], to be written where the declarations
+    /// `known` (prefix, URI) are in force: those are not declared again.
+    pub fn fragment_in(&self, input: &[u8], i: usize, known: &[(&str, &str)]) -> Vec<u8> {
         let mut scope: Vec<&(String, String)> = Vec::new();
         let mut at = Some(i);
         while let Some(e) = at.map(|k| &self.elements[k]) {
@@ -70,6 +76,7 @@ impl Document {
             }
             at = e.parent;
         }
+        scope.retain(|(p, u)| !known.contains(&(p.as_str(), u.as_str())));
         let (from, to) = self.elements[i].inner;
         let mut out = Vec::with_capacity(to - from);
         let mut done = from;
