@@ -1703,3 +1703,54 @@ fn conditional_put_and_delete_go_by_the_static_etag() {
     assert_eq!(r.status, 412, "the ETag changed with the PUT");
     assert_eq!(names(&dav), ["f", "g"]);
 }
+
+/// `If-Match`, `If-None-Match` and `If-Unmodified-Since` hold for every
+/// WebDAV method, against the request's resource (RFC 9110 §13.1.1,
+/// §13.2.1): COPY, LOCK, MKCOL and PROPFIND as PUT (412, nothing done);
+/// MKCOL's resource does not exist yet (`If-Match` fails, `If-None-Match:
+/// *` holds).
+#[test]
+fn preconditions_hold_for_every_method() {
+    let (s, dav) = start("locks = true\n", &[("f", b"old")]);
+    let etag = s.get("/dav/f").header("ETag").unwrap().to_string();
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let wrong = "If-Match: \"0-0\"\r\n";
+    let old = "If-Unmodified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n";
+    for (method, path, h, body) in [
+        (
+            "COPY",
+            "/dav/f",
+            format!("Destination: /dav/c\r\n{wrong}"),
+            "",
+        ),
+        (
+            "COPY",
+            "/dav/f",
+            format!("Destination: /dav/c\r\n{old}"),
+            "",
+        ),
+        (
+            "LOCK",
+            "/dav/f",
+            "If-None-Match: *\r\n".to_string(),
+            lockinfo,
+        ),
+        (
+            "LOCK",
+            "/dav/f",
+            format!("If-None-Match: {etag}\r\n"),
+            lockinfo,
+        ),
+        ("MKCOL", "/dav/m/", "If-Match: *\r\n".to_string(), ""),
+        ("PROPFIND", "/dav/f", format!("Depth: 0\r\n{wrong}"), ""),
+    ] {
+        let r = send_with(&s, method, path, &h, body.as_bytes());
+        assert_eq!(r.status, 412, "{method} {h}: {}", r.head);
+    }
+    assert_eq!(names(&dav), ["f"]);
+    let r = send_with(&s, "MKCOL", "/dav/m/", "If-None-Match: *\r\n", b"");
+    assert_eq!(r.status, 201);
+    let h = format!("Destination: /dav/c\r\nIf-Match: {etag}\r\n");
+    assert_eq!(send_with(&s, "COPY", "/dav/f", &h, b"").status, 201);
+}

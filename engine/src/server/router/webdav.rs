@@ -79,7 +79,9 @@ impl Router {
         if let Err(plan) = webdav::guard(dav, req, &rel, &changes, s) {
             return Step::Answer(plan);
         }
-        if matches!(method, b"PUT" | b"DELETE" | b"MOVE" | b"PROPPATCH") {
+        // (Every method's, against the request's resource, RFC 9110
+        // §13.1.1, §13.2.1: GET's and HEAD's are the static handler's.)
+        if !matches!(method, b"GET" | b"HEAD") {
             if let Some(status) = webdav::precondition(dav, &rel, req) {
                 return Step::Answer(webdav::bare(status));
             }
