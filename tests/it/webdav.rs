@@ -1754,3 +1754,23 @@ fn preconditions_hold_for_every_method() {
     let h = format!("Destination: /dav/c\r\nIf-Match: {etag}\r\n");
     assert_eq!(send_with(&s, "COPY", "/dav/f", &h, b"").status, 201);
 }
+
+/// The `If` header does not tell the entity tag of a file brisk serves
+/// no client (a dotfile here): a list tagged with it fails (412) whether
+/// the guess is right or wrong, as for a resource without one.
+#[test]
+fn the_if_header_tells_nothing_of_a_hidden_file() {
+    let (s, dav) = start("", &[("f", b"1"), (".secret", b"hidden")]);
+    let (etag, _) = validators(&dav.join(".secret"));
+    for guess in [etag.as_str(), "\"0-0\""] {
+        let h = format!("Depth: 0\r\nIf: </dav/.secret> ([{guess}])\r\n");
+        assert_eq!(
+            send_with(&s, "PROPFIND", "/dav/f", &h, b"").status,
+            412,
+            "{guess}"
+        );
+    }
+    let (etag, _) = validators(&dav.join("f"));
+    let h = format!("Depth: 0\r\nIf: </dav/f> ([{etag}])\r\n");
+    assert_eq!(send_with(&s, "PROPFIND", "/dav/f", &h, b"").status, 207);
+}

@@ -18,6 +18,7 @@ use super::locks::{self, Lock, Locks, MAX_LOCKS, MAX_OWNER};
 use super::multistatus::escape;
 use super::xml;
 use super::{bare, destination, parent, split, Dav, CONFLICT, CREATED};
+use crate::handlers::protected::Way;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::write_etag;
 use crate::http::request::OwnedRequest;
@@ -64,6 +65,14 @@ impl State for Res<'_> {
     }
 
     fn tagged(&self, etag: &[u8]) -> bool {
+        // A resource brisk serves no client (a dotfile it refuses, one of
+        // its own files) has no entity tag here either, whatever the
+        // guess: no way to test its size and date.
+        let url = [self.dav.rule.path.as_bytes(), &self.path].concat();
+        let dotfiles = self.dav.files.site().static_files.dotfiles;
+        if dotfiles.refuses(&url) || super::own_way(self.dav, &self.path).0 == Way::File {
+            return false;
+        }
         let Ok((_, meta)) = self.dav.files.root().stat(&self.path) else {
             return false;
         };
