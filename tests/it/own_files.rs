@@ -13,7 +13,8 @@ use std::path::Path;
 
 use common::*;
 
-const HTPASSWD: &str = "alice:$2y$04$d2sgzZGxYA3G8ud2X2zTCOXf0mg3/fL.SVIjjlIrQLGeRPe9O7FcG\n";
+const HTPASSWD: &str = "alice:$2y$04$d2sgzZGxYA3G8ud2X2zTCOXf0mg3/fL.SVIjjlIrQLGeRPe9O7FcG\n\
+                        apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n";
 
 /// A site whose configuration (`root/brisk.toml`: `config`, then an
 /// `[[auth]]` rule with `root/htpasswd`, and debug logging) lies in its
@@ -490,15 +491,19 @@ fn webdav_neither_reads_nor_changes_them() {
     };
     assert_eq!(names("run-copy"), ["notes.txt"]);
     assert_eq!(names("pub-copy"), ["p.txt"]);
-    // A listing leaves them out too, and symlinks to them.
+    // A listing leaves them out too, and symlinks to them. (The root's
+    // members hold `/private/`, behind a login: its listing needs it.)
+    let login = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
     for (dir, listed, left_out) in [
         ("/", "/run/", &["brisk.toml", "htpasswd"][..]),
         ("/run/", "/run/notes.txt", &["brisk.pid"]),
         ("/pub/", "/pub/p.txt", &["hard.txt"]),
         ("/lnk/", "/lnk/", &["soft.txt"]),
     ] {
+        let auth = if dir == "/" { login.as_str() } else { "" };
         let r = s.request(
-            format!("PROPFIND {dir} HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n\r\n").as_bytes(),
+            format!("PROPFIND {dir} HTTP/1.1\r\nHost: localhost\r\nDepth: 1\r\n{auth}\r\n")
+                .as_bytes(),
         );
         assert_eq!(r.status, 207, "{}", r.head);
         let body = String::from_utf8_lossy(&r.body);

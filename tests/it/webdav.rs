@@ -4,6 +4,7 @@
 //! (the default) throughout.
 
 use super::webdav_clients::have;
+use super::webdav_locks::send as send_with;
 use crate::common;
 
 use common::*;
@@ -328,6 +329,69 @@ fn nothing_is_written_or_removed_through_a_symlink_or_a_dotfile() {
     assert_eq!(names(&dav), ["link"]);
 }
 
+/// A symlink beneath the root that names a directory there is no way to
+/// change anything: not a source, a destination, a parent or a file to
+/// lock, make or patch (403), so a MOVE or COPY through one cannot take
+/// the destination for another than the source's ancestor and remove it,
+/// and a guard or a lock on the directory it names is not passed by.
+/// Reads through it are as before.
+#[test]
+fn nothing_is_changed_through_a_symlink_that_stays_beneath_the_root() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    write_file(&dav.join("d/b/f.txt"), b"precious\n");
+    write_file(&dav.join("sub/x"), b"alice's\n");
+    write_file(&dav.join("pub.txt"), b"public\n");
+    std::os::unix::fs::symlink("d", dav.join("L")).unwrap();
+    std::os::unix::fs::symlink("sub", dav.join("linkin")).unwrap();
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/sub/\"\nrealm = \"Sub\"\nhtpasswd = \"htpasswd\"\n\
+         except_methods = [\"GET\", \"HEAD\", \"OPTIONS\", \"PROPFIND\"]\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\n",
+        dav.display()
+    ));
+    let s = b.start();
+    // The source through the link, the destination its directory.
+    assert_eq!(transfer(&s, "MOVE", "/dav/L/b/", "/dav/d/", "").status, 403);
+    assert_eq!(
+        transfer(&s, "COPY", "/dav/L/b/f.txt", "/dav/d", "").status,
+        403
+    );
+    assert_eq!(fs::read(dav.join("d/b/f.txt")).unwrap(), b"precious\n");
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let prop = "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop>\
+                <x xmlns=\"urn:x\">1</x></D:prop></D:set></D:propertyupdate>";
+    for (method, path, to, body) in [
+        ("PUT", "/dav/linkin/x", "", "evil"),
+        ("PUT", "/dav/linkin/new", "", "evil"),
+        ("DELETE", "/dav/linkin/x", "", ""),
+        ("MKCOL", "/dav/linkin/m/", "", ""),
+        ("LOCK", "/dav/linkin/made", "", lockinfo),
+        ("PROPPATCH", "/dav/linkin/x", "", prop),
+        ("COPY", "/dav/pub.txt", "/dav/linkin/c", ""),
+        ("MOVE", "/dav/pub.txt", "/dav/linkin/x", ""),
+        ("MOVE", "/dav/linkin/x", "/dav/stolen", ""),
+    ] {
+        let to = match to {
+            "" => String::new(),
+            to => format!("Destination: {to}\r\n"),
+        };
+        let r = send_with(&s, method, path, &to, body.as_bytes());
+        assert_eq!(r.status, 403, "{method} {path} {to}: {}", r.head);
+    }
+    assert_eq!(names(&dav.join("sub")), ["x"]);
+    assert_eq!(fs::read(dav.join("sub/x")).unwrap(), b"alice's\n");
+    assert_eq!(names(&dav), ["L", "d", "linkin", "pub.txt", "sub"]);
+    // Read through, as a static file is.
+    assert_eq!(s.get("/dav/L/b/f.txt").body, b"precious\n");
+    assert_eq!(propfind(&s, "/dav/linkin/x", "0", "").status, 207);
+}
+
 /// `method path` with `Destination: dest` and `extra` header lines.
 pub(crate) fn transfer(s: &Server, method: &str, path: &str, dest: &str, extra: &str) -> Response {
     s.request(
@@ -647,6 +711,36 @@ fn a_move_across_filesystems_beneath_the_root_copies_then_removes() {
     drop(usb);
 }
 
+/// A MOVE onto another filesystem that fills it (507) leaves the file it
+/// would have replaced as it was, and a tree that could not be copied
+/// whole leaves no part of it there; the source stays either way.
+#[test]
+fn a_move_across_filesystems_that_fills_the_disk_loses_nothing() {
+    let (b, dav) = builder("");
+    fs::create_dir(dav.join("small")).unwrap();
+    let Some(_small) = mount_with("tmpfs", "size=1m", &dav.join("small")) else {
+        return;
+    };
+    let big = vec![b'b'; 1_500_000];
+    write_file(&dav.join("small/existing.txt"), b"existing\n");
+    write_file(&dav.join("bigfile"), &big);
+    write_file(&dav.join("tree/a"), &big[..700_000]);
+    write_file(&dav.join("tree/b"), &big[..700_000]);
+    let s = b.start();
+    let r = transfer(&s, "MOVE", "/dav/bigfile", "/dav/small/existing.txt", "");
+    assert_eq!(r.status, 507, "{}", r.head);
+    assert_eq!(
+        fs::read(dav.join("small/existing.txt")).unwrap(),
+        b"existing\n"
+    );
+    assert_eq!(fs::read(dav.join("bigfile")).unwrap(), big);
+    let r = transfer(&s, "MOVE", "/dav/tree/", "/dav/small/tree/", "");
+    assert_eq!(r.status, 207, "{}", r.head);
+    assert_eq!(names(&dav.join("small")), ["existing.txt"]);
+    assert_eq!(names(&dav.join("tree")), ["a", "b"]);
+    assert_eq!(fs::read(dav.join("tree/b")).unwrap(), &big[..700_000]);
+}
+
 #[test]
 fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
     let (s, dav) = start("", &[("f", b"one"), ("d/a", b"A")]);
@@ -687,6 +781,40 @@ fn a_destination_must_stay_beneath_the_same_root_on_the_same_host() {
     assert_eq!(names(&dav), ["d", "f"]);
     assert_eq!(names(&s.root), ["site-file"]);
     assert_eq!(fs::read(s.root.join("site-file")).unwrap(), b"site");
+}
+
+/// A `Destination` that another `[[webdav]]` rule serves (one nested in
+/// the request's: another tree, maybe read only, with its own locks) is
+/// on "another server" (RFC 4918 §9.8.5, §9.9.4): 502, as Apache answers
+/// for another repository, and nothing is written there.
+#[test]
+fn a_destination_another_rule_serves_is_502() {
+    let mut b = Builder::new();
+    let share = b.base().join("share");
+    write_file(&share.join("public/keep.txt"), b"keep\n");
+    write_file(&share.join("mine.txt"), b"mine\n");
+    write_file(&share.join("evil/x"), b"evil\n");
+    b.config(&format!(
+        "[[webdav]]\npath = \"/dav/public/\"\nroot = \"{0}/public\"\nread_only = true\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{0}\"\nlocks = true\n",
+        share.display()
+    ));
+    let s = b.start();
+    for (method, from, to) in [
+        ("COPY", "/dav/mine.txt", "/dav/public/injected.txt"),
+        ("MOVE", "/dav/mine.txt", "/dav/public/keep.txt"),
+        ("MOVE", "/dav/evil", "/dav/public"),
+        ("COPY", "/dav/evil/", "http://localhost/dav/public/"),
+    ] {
+        let r = transfer(&s, method, from, to, "");
+        assert_eq!(r.status, 502, "{method} {from} -> {to}: {}", r.head);
+    }
+    assert_eq!(names(&share.join("public")), ["keep.txt"]);
+    assert_eq!(fs::read(share.join("public/keep.txt")).unwrap(), b"keep\n");
+    assert_eq!(names(&share), ["evil", "mine.txt", "public"]);
+    // Within the rule, as before.
+    let r = transfer(&s, "COPY", "/dav/mine.txt", "/dav/evil/m.txt", "");
+    assert_eq!(r.status, 201, "{}", r.head);
 }
 
 /// litmus (Debian's `litmus`, the WebDAV test suite): its `basic`,
@@ -1180,6 +1308,79 @@ fn a_copy_or_move_is_judged_at_its_destination_too() {
     assert_eq!(names(&dav.join("pub")), ["leak.txt", "p.txt"]);
 }
 
+/// A COPY, MOVE or DELETE of a collection, and a PROPFIND or LOCK with a
+/// `Depth`, reach what the collection holds: a folder behind a login
+/// (`[[auth]]`, by `path` or by `pattern`) or open to some addresses
+/// only (`[[access]]`) is not copied out, moved, removed or listed
+/// through a collection above it, nor by its name without the slash.
+#[test]
+fn a_guarded_folder_is_not_reached_through_a_collection_above_it() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    for (rel, body) in [
+        ("a/private/s.txt", &b"secret\n"[..]),
+        ("a/open.txt", b"open\n"),
+        ("g/private/s.txt", b"glob\n"),
+        ("h/lan/l.txt", b"lan\n"),
+        ("pub/p.txt", b"public\n"),
+    ] {
+        write_file(&dav.join(rel), body);
+    }
+    write_file(
+        &b.base().join("htpasswd"),
+        b"apr1:$apr1$vJldrM4y$PaOrrN0JjvvvvnROjdTQv/\n",
+    );
+    b.config(&format!(
+        "[[auth]]\npath = \"/dav/a/private/\"\nrealm = \"Private\"\nhtpasswd = \"htpasswd\"\n\
+         [[auth]]\npattern = \"/dav/g/private/*\"\nrealm = \"Private\"\nhtpasswd = \"htpasswd\"\n\
+         [[access]]\npattern = \"/dav/h/lan/*\"\nallow = [\"10.0.0.0/8\"]\n\
+         [[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\nlocks = true\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let auth = format!("Authorization: {}\r\n", basic_auth("apr1", "correct horse"));
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    for (above, guard) in [
+        ("/dav/a", 401),
+        ("/dav/g", 401),
+        ("/dav/g/private", 401),
+        ("/dav/h", 403),
+        ("/dav/h/lan", 403),
+    ] {
+        for slash in ["", "/"] {
+            let p = format!("{above}{slash}");
+            let to = "/dav/pub/stolen";
+            assert_eq!(transfer(&s, "COPY", &p, to, "").status, guard, "COPY {p}");
+            assert_eq!(transfer(&s, "MOVE", &p, to, "").status, guard, "MOVE {p}");
+            assert_eq!(send(&s, "DELETE", &p, b"").status, guard, "DELETE {p}");
+            assert_eq!(propfind(&s, &p, "1", "").status, guard, "PROPFIND {p}");
+            // (Onto it: what it holds would go.)
+            let r = transfer(&s, "MOVE", "/dav/pub/p.txt", &p, "");
+            assert_eq!(r.status, guard, "MOVE onto {p}");
+            let r = send_with(&s, "LOCK", &p, "", lockinfo.as_bytes());
+            assert_eq!(r.status, guard, "LOCK {p}: {}", r.head);
+        }
+    }
+    assert_eq!(fs::read(dav.join("a/private/s.txt")).unwrap(), b"secret\n");
+    assert_eq!(fs::read(dav.join("g/private/s.txt")).unwrap(), b"glob\n");
+    assert_eq!(fs::read(dav.join("h/lan/l.txt")).unwrap(), b"lan\n");
+    assert_eq!(names(&dav.join("pub")), ["p.txt"]);
+    // What reaches no guarded path is as before: the collection alone
+    // (Depth 0), another one.
+    assert_eq!(propfind(&s, "/dav/a", "0", "").status, 207);
+    assert_eq!(propfind(&s, "/dav/pub/", "1", "").status, 207);
+    let r = transfer(&s, "COPY", "/dav/a", "/dav/pub/a0", "Depth: 0\r\n");
+    assert_eq!(r.status, 201, "{}", r.head);
+    // With the login, the login no longer stands in the way.
+    let r = transfer(&s, "COPY", "/dav/a", "/dav/pub/a", &auth);
+    assert_eq!(r.status, 201, "{}", r.head);
+    assert_eq!(
+        fs::read(dav.join("pub/a/private/s.txt")).unwrap(),
+        b"secret\n"
+    );
+}
+
 /// An `If` header's tagged lists read the entity tags and locks of what
 /// they name (RFC 4918 §10.4.3): `[[auth]]` and `[[access]]` judge those
 /// paths too, so a client that may not read a file cannot test guesses
@@ -1501,4 +1702,75 @@ fn conditional_put_and_delete_go_by_the_static_etag() {
     );
     assert_eq!(r.status, 412, "the ETag changed with the PUT");
     assert_eq!(names(&dav), ["f", "g"]);
+}
+
+/// `If-Match`, `If-None-Match` and `If-Unmodified-Since` hold for every
+/// WebDAV method, against the request's resource (RFC 9110 §13.1.1,
+/// §13.2.1): COPY, LOCK, MKCOL and PROPFIND as PUT (412, nothing done);
+/// MKCOL's resource does not exist yet (`If-Match` fails, `If-None-Match:
+/// *` holds).
+#[test]
+fn preconditions_hold_for_every_method() {
+    let (s, dav) = start("locks = true\n", &[("f", b"old")]);
+    let etag = s.get("/dav/f").header("ETag").unwrap().to_string();
+    let lockinfo = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+                    <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let wrong = "If-Match: \"0-0\"\r\n";
+    let old = "If-Unmodified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n";
+    for (method, path, h, body) in [
+        (
+            "COPY",
+            "/dav/f",
+            format!("Destination: /dav/c\r\n{wrong}"),
+            "",
+        ),
+        (
+            "COPY",
+            "/dav/f",
+            format!("Destination: /dav/c\r\n{old}"),
+            "",
+        ),
+        (
+            "LOCK",
+            "/dav/f",
+            "If-None-Match: *\r\n".to_string(),
+            lockinfo,
+        ),
+        (
+            "LOCK",
+            "/dav/f",
+            format!("If-None-Match: {etag}\r\n"),
+            lockinfo,
+        ),
+        ("MKCOL", "/dav/m/", "If-Match: *\r\n".to_string(), ""),
+        ("PROPFIND", "/dav/f", format!("Depth: 0\r\n{wrong}"), ""),
+    ] {
+        let r = send_with(&s, method, path, &h, body.as_bytes());
+        assert_eq!(r.status, 412, "{method} {h}: {}", r.head);
+    }
+    assert_eq!(names(&dav), ["f"]);
+    let r = send_with(&s, "MKCOL", "/dav/m/", "If-None-Match: *\r\n", b"");
+    assert_eq!(r.status, 201);
+    let h = format!("Destination: /dav/c\r\nIf-Match: {etag}\r\n");
+    assert_eq!(send_with(&s, "COPY", "/dav/f", &h, b"").status, 201);
+}
+
+/// The `If` header does not tell the entity tag of a file brisk serves
+/// no client (a dotfile here): a list tagged with it fails (412) whether
+/// the guess is right or wrong, as for a resource without one.
+#[test]
+fn the_if_header_tells_nothing_of_a_hidden_file() {
+    let (s, dav) = start("", &[("f", b"1"), (".secret", b"hidden")]);
+    let (etag, _) = validators(&dav.join(".secret"));
+    for guess in [etag.as_str(), "\"0-0\""] {
+        let h = format!("Depth: 0\r\nIf: </dav/.secret> ([{guess}])\r\n");
+        assert_eq!(
+            send_with(&s, "PROPFIND", "/dav/f", &h, b"").status,
+            412,
+            "{guess}"
+        );
+    }
+    let (etag, _) = validators(&dav.join("f"));
+    let h = format!("Depth: 0\r\nIf: </dav/f> ([{etag}])\r\n");
+    assert_eq!(send_with(&s, "PROPFIND", "/dav/f", &h, b"").status, 207);
 }

@@ -29,7 +29,7 @@ fn raw(method: &str, path: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn send(s: &Server, method: &str, path: &str, headers: &str, body: &[u8]) -> Response {
+pub(crate) fn send(s: &Server, method: &str, path: &str, headers: &str, body: &[u8]) -> Response {
     s.request(&raw(method, path, headers, body))
 }
 
@@ -575,4 +575,26 @@ fn a_lock_serves_only_the_user_who_took_it() {
     // Unlocked: Bob writes.
     assert_eq!(send(&s, "PUT", "/dav/f", &bob, b"bob").status, 204);
     assert_eq!(fs::read(dav.join("f")).unwrap(), b"bob");
+}
+
+/// A lock's `owner` comes back as it was sent (RFC 4918 §14.17: kept as
+/// a dead property is): its text where it was, an element's attributes
+/// and namespaces with it.
+#[test]
+fn a_lock_owner_comes_back_as_sent() {
+    let (s, _) = start(1, "", &[("f", b"1")]);
+    let owner = r#"text &amp; <z:who xmlns:z="urn:z" z:attr="1">me</z:who> tail"#;
+    let r = send(&s, "LOCK", "/dav/f", "", &lockinfo("exclusive", owner));
+    assert_eq!(r.status, 200, "{}", r.head);
+    let body = String::from_utf8(r.body.clone()).unwrap();
+    assert!(
+        body.contains(&format!("<D:owner>{owner}</D:owner>")),
+        "{body}"
+    );
+    let r = super::webdav::propfind(&s, "/dav/f", "0", "");
+    let body = String::from_utf8(r.body.clone()).unwrap();
+    assert!(
+        body.contains(&format!("<D:owner>{owner}</D:owner>")),
+        "{body}"
+    );
 }

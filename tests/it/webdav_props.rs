@@ -4,6 +4,7 @@
 
 use super::webdav::{litmus, names, propfind, proppatch, send, start, transfer, LITMUS_PASSES};
 use super::webdav_clients::have;
+use super::webdav_locks::send as send_with;
 use crate::common::*;
 use std::fs;
 
@@ -339,4 +340,85 @@ fn values_with_elements_are_kept_as_xml() {
         let nul = "<propertyupdate xmlns=\"DAV:\"><set><prop><v xmlns=\"urn:z\">\0<x/></v></prop></set></propertyupdate>";
         assert_eq!(proppatch(&s, "/dav/f", nul).status, 400);
     }
+}
+
+/// A PROPFIND is well-formed XML whatever was stored or named: a dead
+/// property value with `]]>` in its text, a processing instruction
+/// without a target or named `xml`, is refused (400, nothing stored);
+/// one with a PI of its own, or CDATA, comes back as sent. A name with a
+/// character XML cannot carry (U+FFFE) is listed: its href
+/// percent-encoded, U+FFFD in its displayname.
+#[test]
+fn a_propfind_is_well_formed_whatever_was_stored_or_named() {
+    let (s, _) = start("", &[("f", b"1")]);
+    for bad in [
+        "x ]]> y",
+        "<w>]]></w>",
+        "<w><?xml version=\"1.0\"?></w>",
+        "<w><? nopi ?></w>",
+    ] {
+        assert_eq!(tint(&s, "/dav/f", bad), 400, "{bad}");
+    }
+    assert_eq!(tint_of(&s, "/dav/f"), "");
+    let good = "<w xmlns=\"urn:w\"><?pi data?><![CDATA[a]]b <]]>]] &gt;</w>";
+    assert_eq!(tint(&s, "/dav/f", good), 207);
+    // (With the namespaces in force where it was: RFC 4918 §4.4.)
+    assert_eq!(
+        tint_of(&s, "/dav/f"),
+        "<w xmlns:Z=\"urn:z\" xmlns:D=\"DAV:\" xmlns=\"urn:w\"><?pi data?><![CDATA[a]]b <]]>]] &gt;</w>"
+    );
+    assert_eq!(send(&s, "MKCOL", "/dav/names/", b"").status, 201);
+    assert_eq!(
+        send(&s, "PUT", "/dav/names/ctl%EF%BF%BEx", b"x").status,
+        201
+    );
+    let r = propfind(&s, "/dav/names/", "1", "");
+    assert_eq!(r.status, 207);
+    let body = String::from_utf8(r.body.clone()).unwrap();
+    assert!(!body.contains('\u{FFFE}'), "{body}");
+    assert!(
+        body.contains("<D:href>/dav/names/ctl%EF%BF%BEx</D:href>"),
+        "{body}"
+    );
+    assert!(
+        body.contains("<D:displayname>ctl\u{FFFD}x</D:displayname>"),
+        "{body}"
+    );
+}
+
+/// An XML body may start with a UTF-8 byte order mark (XML 1.0 §4.3.3),
+/// as Apache takes it: PROPFIND, PROPPATCH and LOCK read it as without.
+/// A UTF-16 body is 415, saying why.
+#[test]
+fn an_xml_body_may_start_with_a_utf8_byte_order_mark() {
+    let (s, _) = start("locks = true\n", &[("f", b"1")]);
+    let bom = "\u{FEFF}";
+    let ask = format!("{bom}<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><prop><getcontentlength/></prop></propfind>");
+    let r = propfind(&s, "/dav/f", "0", &ask);
+    assert_eq!(r.status, 207, "{}", r.head);
+    assert!(String::from_utf8_lossy(&r.body).contains("<D:getcontentlength>1</D:getcontentlength>"));
+    assert_eq!(tint(&s, "/dav/f", "red"), 207);
+    let body = format!(
+        "{bom}<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><Z:tint xmlns:Z=\"urn:z\">blue</Z:tint>\
+         </D:prop></D:set></D:propertyupdate>"
+    );
+    assert_eq!(proppatch(&s, "/dav/f", &body).status, 207);
+    assert_eq!(tint_of(&s, "/dav/f"), "blue");
+    let lockinfo = format!(
+        "{bom}<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+         <D:locktype><D:write/></D:locktype></D:lockinfo>"
+    );
+    let r = send_with(&s, "LOCK", "/dav/f", "", lockinfo.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.head);
+    // UTF-16 (little-endian, by its mark): 415, with why.
+    let mut raw =
+        b"PROPFIND /dav/f HTTP/1.1\r\nHost: localhost\r\nDepth: 0\r\nContent-Length: 10\r\n\r\n"
+            .to_vec();
+    raw.extend_from_slice(&[0xFF, 0xFE, b'<', 0, b'a', 0, b'/', 0, b'>', 0]);
+    let r = s.request(&raw);
+    assert_eq!(r.status, 415, "{}", r.head);
+    assert_eq!(
+        r.body,
+        b"A UTF-16 body: WebDAV bodies are read as UTF-8 only.\n"
+    );
 }

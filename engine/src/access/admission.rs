@@ -14,7 +14,7 @@
 use std::net::IpAddr;
 
 use crate::access::proxy::Cidr;
-use crate::http::glob::{Folding, PathMatch};
+use crate::http::glob::{Folding, PathMatch, Reach};
 
 /// One `[[access]]` rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,25 +33,30 @@ pub struct AccessRule {
 }
 
 /// Whether `client` may send a request for `path` (matched in any case
-/// where `folding` says so): `Err` names the rule
-/// that refuses it.
+/// where `folding` says so): `Err` names the rule that refuses it. The
+/// first rule that covers the path decides; a request that reaches
+/// beneath it (`reach`: a WebDAV COPY, MOVE or DELETE of a collection, a
+/// PROPFIND or LOCK with a `Depth`) must be let through by each rule
+/// that covers a path it reaches there too ([`PathMatch::covers_beneath`]).
 pub fn judge<'r>(
     rules: &'r [AccessRule],
-    path: &[u8],
+    (path, reach): (&[u8], Reach),
     folding: &Folding,
     client: IpAddr,
 ) -> Result<(), &'r AccessRule> {
-    let Some(rule) = rules.iter().find(|r| r.matcher.matches_in(path, folding)) else {
-        return Ok(());
-    };
-    let allowed = rule
-        .entries
+    let first = rules.iter().find(|r| r.matcher.matches_in(path, folding));
+    let beneath = rules
         .iter()
-        .find(|(range, _)| range.contains(client))
-        .map_or(rule.rest_allowed, |&(_, allow)| allow);
-    match allowed {
-        true => Ok(()),
-        false => Err(rule),
+        .filter(|r| r.matcher.covers_beneath(path, reach, folding));
+    let allowed = |rule: &AccessRule| {
+        rule.entries
+            .iter()
+            .find(|(range, _)| range.contains(client))
+            .map_or(rule.rest_allowed, |&(_, allow)| allow)
+    };
+    match first.into_iter().chain(beneath).find(|r| !allowed(r)) {
+        Some(rule) => Err(rule),
+        None => Ok(()),
     }
 }
 
@@ -72,7 +77,13 @@ mod tests {
     }
 
     fn ok(rules: &[AccessRule], path: &str, ip: &str) -> bool {
-        judge(rules, path.as_bytes(), &Folding::NONE, ip.parse().unwrap()).is_ok()
+        judge(
+            rules,
+            (path.as_bytes(), Reach::Own),
+            &Folding::NONE,
+            ip.parse().unwrap(),
+        )
+        .is_ok()
     }
 
     #[test]
@@ -110,7 +121,7 @@ mod tests {
         assert!(!ok(&deny_first, "/", "10.1.2.3"));
         let refused = judge(
             &deny_first,
-            b"/",
+            (b"/", Reach::Own),
             &Folding::NONE,
             "10.1.2.3".parse().unwrap(),
         );

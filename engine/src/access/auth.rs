@@ -40,7 +40,7 @@ use super::credentials;
 use super::failures::SharedFailures;
 use super::htpasswd::Htpasswd;
 use super::htpasswd::{escape, Watched};
-use crate::http::glob::{Folding, PathMatch};
+use crate::http::glob::{Folding, PathMatch, Reach};
 
 /// One `[[auth]]` rule: which requests need a login, and against which
 /// file.
@@ -382,7 +382,7 @@ impl Auth {
         client: IpAddr,
         now: Instant,
     ) -> Verdict<'_> {
-        self.check_both(path, &[], method, authorization, client, now)
+        self.check_both((path, Reach::Own), &[], method, authorization, client, now)
     }
 
     /// [`Auth::check`] of a request that also reaches the paths `also`
@@ -393,9 +393,16 @@ impl Auth {
     /// through one where it may. The credentials are checked against each
     /// covering rule of another file than those before it, the path's
     /// first; the first refusal is the answer.
+    ///
+    /// A request that reaches beneath its paths (`reach`: a WebDAV COPY,
+    /// MOVE or DELETE of a collection, a PROPFIND or LOCK with a `Depth`)
+    /// is judged by each rule that covers a path it reaches there too
+    /// ([`PathMatch::covers_beneath`]): a folder behind a login is no
+    /// more copied, moved, removed or listed through a collection above
+    /// it than it is read.
     pub fn check_both(
         &mut self,
-        path: &[u8],
+        (path, reach): (&[u8], Reach),
         also: &[Vec<u8>],
         method: &[u8],
         authorization: Option<&[u8]>,
@@ -409,7 +416,10 @@ impl Auth {
                 self.rules.iter().enumerate().find(|(_, r)| {
                     r.methods.covers(method) && r.matcher.matches_in(p, &self.folding)
                 });
-            if let Some((i, r)) = covering {
+            let beneath = self.rules.iter().enumerate().filter(|(_, r)| {
+                r.methods.covers(method) && r.matcher.covers_beneath(p, reach, &self.folding)
+            });
+            for (i, r) in covering.into_iter().chain(beneath) {
                 if !judging.iter().any(|&j| self.rules[j].file == r.file) {
                     judging.push(i);
                 }

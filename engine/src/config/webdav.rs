@@ -79,6 +79,22 @@ pub struct WebdavRule {
     pub properties: PropStore,
 }
 
+impl WebdavRule {
+    /// How many bytes of `path` (a decoded, normalised request path) are
+    /// the rule's prefix, if the rule takes it: `/dav/x` and `/dav` (the
+    /// collection itself, without its slash) for `/dav/`.
+    pub fn takes(&self, path: &[u8]) -> Option<usize> {
+        let prefix = self.path.as_bytes();
+        if path.starts_with(prefix) {
+            Some(prefix.len())
+        } else if path == &prefix[..prefix.len() - 1] {
+            Some(path.len())
+        } else {
+            None
+        }
+    }
+}
+
 /// Why `rule` is refused: its tree holds, or lies beneath, a tree whose
 /// files brisk runs, in any site (a `[[cgi]]` directory or
 /// program, a root where a `pattern` rule or a `[[fastcgi]]` rule finds

@@ -37,6 +37,61 @@ fn matches_leading(pattern: &[u8], path: &[u8]) -> bool {
         || (1..path.len()).any(|i| path[i] == b'/' && matches(pattern, &path[..i]))
 }
 
+/// How far beneath its own path a request reaches: a WebDAV method
+/// that acts on a collection's members (`Depth`, RFC 4918 §10.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reach {
+    /// Its own path only.
+    #[default]
+    Own,
+    /// Its members too (`Depth: 1`).
+    Members,
+    /// All beneath it (`Depth: infinity`; COPY, MOVE, DELETE).
+    All,
+}
+
+/// Whether `path` and a `/` matches `pattern` (not allocating): its last
+/// segment takes the empty one (`*`, or nothing) and the rest matches
+/// `path`.
+fn glob_without_slash(pattern: &[u8], path: &[u8]) -> bool {
+    match pattern.iter().rposition(|&b| b == b'/') {
+        Some(i) if !path.ends_with(b"/") && pattern[i + 1..].iter().all(|&b| b == b'*') => {
+            pattern[..i].contains(&b'/') && matches(&pattern[..i], path)
+        }
+        _ => false,
+    }
+}
+
+/// [`PathMatch::covers_beneath`] of the prefix (else pattern) `rule`.
+fn beneath(rule: &[u8], glob: bool, path: &[u8], reach: Reach) -> bool {
+    let dir = path.strip_suffix(b"/").unwrap_or(path);
+    // (A member is one more segment, and a collection's slash.)
+    let one = |rest: &[u8]| !rest[..rest.len().saturating_sub(1)].contains(&b'/');
+    if !glob {
+        return match rule.strip_prefix(dir).and_then(|r| r.strip_prefix(b"/")) {
+            Some(rest) => reach == Reach::All || one(rest),
+            None => false,
+        };
+    }
+    if !rule.contains(&b'/') {
+        return true;
+    }
+    let mut pats = rule.split(|&b| b == b'/');
+    for seg in dir.split(|&b| b == b'/') {
+        match pats.next() {
+            Some(p) if segment_matches(p, seg) => {}
+            _ => return false,
+        }
+    }
+    let left: Vec<&[u8]> = pats.collect();
+    match left[..] {
+        [] => false,
+        [_] => true,
+        [_, last] if last.iter().all(|&b| b == b'*') => true,
+        _ => reach == Reach::All,
+    }
+}
+
 /// Matches one segment (no `/` on either side) with the classic
 /// single-backtrack algorithm: on a mismatch, only the most recent `*` needs
 /// to absorb one more byte, which keeps the worst case at O(n·m) without
@@ -120,12 +175,34 @@ impl PathMatch {
         }
     }
 
-    /// Whether the rule is a prefix `path` is, less its final `/`.
+    /// Whether `path` is a collection the rule covers, less its final
+    /// `/`: a prefix that is `path` and a `/`; a pattern that matches
+    /// `path` and a `/` (`/dav/private/*` covers `/dav/private/`, and so
+    /// `/dav/private`).
     fn names_without_slash(&self, path: &[u8]) -> bool {
         match self {
             PathMatch::Prefix(prefix) => prefix.as_bytes().strip_suffix(b"/") == Some(path),
-            PathMatch::Glob(_) => false,
+            PathMatch::Glob(pattern) => glob_without_slash(pattern.as_bytes(), path),
         }
+    }
+
+    /// Whether the rule covers a path that a request for the collection
+    /// `path` reaching `reach` beneath it also reaches (a WebDAV COPY,
+    /// MOVE or DELETE of a collection, a PROPFIND or LOCK with a
+    /// `Depth`): one of its members (`Reach::Members`) or any path
+    /// beneath it (`Reach::All`). Matched in any case where `folding`
+    /// says so. A pattern without `/` names files wherever they are:
+    /// it may cover one beneath any collection.
+    pub fn covers_beneath(&self, path: &[u8], reach: Reach, folding: &Folding) -> bool {
+        if reach == Reach::Own {
+            return false;
+        }
+        let (rule, glob) = match self {
+            PathMatch::Prefix(p) => (p.as_bytes(), false),
+            PathMatch::Glob(g) => (g.as_bytes(), true),
+        };
+        beneath(rule, glob, path, reach)
+            || folding.covers(path) && beneath(&fold(rule), glob, &fold(path), reach)
     }
 
     /// Whether the rule and `path` match once both are [`fold`]ed.
@@ -138,7 +215,10 @@ impl PathMatch {
                 let prefix = fold(prefix.as_bytes());
                 path.starts_with(&prefix) || prefix.strip_suffix(b"/") == Some(&path[..])
             }
-            PathMatch::Glob(pattern) => matches_leading(&fold(pattern.as_bytes()), &path),
+            PathMatch::Glob(pattern) => {
+                let pattern = fold(pattern.as_bytes());
+                matches_leading(&pattern, &path) || glob_without_slash(&pattern, &path)
+            }
         }
     }
 
@@ -484,6 +564,60 @@ mod tests {
         // A prefix without a slash as before; a pattern as written.
         let file = PathMatch::Prefix("/admin".into());
         assert!(file.matches_in(b"/admin.php", &Folding::NONE));
-        assert!(!PathMatch::Glob("/a/*/".into()).matches_in(b"/a/b", &Folding::NONE));
+        // A pattern that covers a collection covers it without its slash.
+        assert!(PathMatch::Glob("/a/*/".into()).matches_in(b"/a/b", &Folding::NONE));
+        let glob = PathMatch::Glob("/dav/private/*".into());
+        assert!(glob.matches_in(b"/dav/private", &Folding::NONE));
+        assert!(!glob.matches_in(b"/dav/privat", &Folding::NONE));
+        assert!(!PathMatch::Glob("/dav/private/*.txt".into())
+            .matches_in(b"/dav/private", &Folding::NONE));
+        assert!(!PathMatch::Glob("/dav/*".into()).matches_in(b"/", &Folding::NONE));
+    }
+
+    #[test]
+    fn a_guard_covers_what_a_depth_operation_reaches_beneath() {
+        use super::{Folding, PathMatch, Reach};
+        let (p, g) = (
+            |s: &str| PathMatch::Prefix(s.into()),
+            |s: &str| PathMatch::Glob(s.into()),
+        );
+        let none = &Folding::NONE;
+        let private = p("/dav/a/private/");
+        for (path, reach, covered) in [
+            ("/dav/a", Reach::All, true),
+            ("/dav/a/", Reach::All, true),
+            ("/dav/", Reach::All, true),
+            ("/", Reach::All, true),
+            ("/dav/a", Reach::Members, true),
+            ("/dav/", Reach::Members, false),
+            ("/dav/a", Reach::Own, false),
+            ("/dav/b", Reach::All, false),
+            ("/dav/a/pri", Reach::All, false),
+        ] {
+            assert_eq!(
+                private.covers_beneath(path.as_bytes(), reach, none),
+                covered,
+                "{path} {reach:?}"
+            );
+        }
+        let glob = g("/dav/private/*");
+        for (path, reach, covered) in [
+            ("/dav/private", Reach::Members, true),
+            ("/dav/private/", Reach::All, true),
+            ("/dav", Reach::Members, true),
+            ("/", Reach::Members, false),
+            ("/", Reach::All, true),
+            ("/dav/public", Reach::All, false),
+            ("/dav/private/x", Reach::All, false),
+        ] {
+            assert_eq!(
+                glob.covers_beneath(path.as_bytes(), reach, none),
+                covered,
+                "{path} {reach:?}"
+            );
+        }
+        // Files by name wherever they are: beneath any collection.
+        assert!(g("*.key").covers_beneath(b"/dav/x/", Reach::Members, none));
+        assert!(!g("*.key").covers_beneath(b"/dav/x/", Reach::Own, none));
     }
 }

@@ -596,11 +596,13 @@ impl Router {
         };
         let ip = routing.client.peer.ip();
         let mut also = Vec::new();
-        if let Err(status) = judged_too(routing.req, &mut also) {
-            return Step::Answer(Plan::error(status, routing.scratch));
-        }
+        let dav = &self.cfg.site(site).webdav;
+        let reach = match judged_too(routing.req, dav, &mut also) {
+            Ok(reach) => reach,
+            Err(status) => return Step::Answer(Plan::error(status, routing.scratch)),
+        };
         let verdict = auth.check_both(
-            &routing.scratch.path,
+            (&routing.scratch.path, reach),
             &also,
             routing.req.method_token(),
             routing.req.field(Field::Authorization),
@@ -960,8 +962,33 @@ impl Router {
 /// answers), so that nothing behind brisk reads it another way; a tag
 /// that cannot be read, or names another host, is left to the handler,
 /// which takes its list for one that does not hold.
-pub(super) fn judged_too(req: &OwnedRequest, also: &mut Vec<Vec<u8>>) -> Result<(), Status> {
+///
+/// With them, how far beneath its paths the request reaches (RFC 4918:
+/// a COPY, §9.8.3, or a LOCK, §9.10.3, unless `Depth: 0`; a MOVE,
+/// §9.9.2, or a DELETE, §9.6.1, always; a PROPFIND by its `Depth`,
+/// §9.1, infinity when there is none), which the guards judge too:
+/// what a collection holds goes with it (a Destination's too, which a
+/// COPY or MOVE replaces).
+/// (Only where a `[[webdav]]` rule of the site, `dav`, serves the path:
+/// elsewhere these methods are an application's, whose paths are names.)
+pub(super) fn judged_too(
+    req: &OwnedRequest,
+    dav: &crate::config::DavRules,
+    also: &mut Vec<Vec<u8>>,
+) -> Result<crate::http::glob::Reach, Status> {
+    use crate::http::glob::Reach;
     also.clear();
+    let served = cfg!(feature = "webdav")
+        && dav
+            .iter()
+            .any(|r| req.path().is_ok_and(|p| r.takes(p).is_some()));
+    let reach = match (req.method_token(), req.header("Depth")) {
+        _ if !served => Reach::Own,
+        (b"COPY" | b"LOCK" | b"PROPFIND", Some(b"0")) => Reach::Own,
+        (b"PROPFIND", Some(b"1")) => Reach::Members,
+        (b"COPY" | b"MOVE" | b"DELETE" | b"LOCK" | b"PROPFIND", _) => Reach::All,
+        _ => Reach::Own,
+    };
     if let Some(value) = req
         .header("Destination")
         .filter(|_| matches!(req.method_token(), b"COPY" | b"MOVE"))
@@ -984,7 +1011,7 @@ pub(super) fn judged_too(req: &OwnedRequest, also: &mut Vec<Vec<u8>>) -> Result<
             }
         }
     }
-    Ok(())
+    Ok(reach)
 }
 
 /// A 400 for a request to a program that reads its `REQUEST_URI` as

@@ -199,29 +199,64 @@ impl Root {
     /// The directory `rel` (as [`Root::stat`] finds it), to change what
     /// is in it by name (see [`super::dir`]); never beyond the root,
     /// whatever `symlinks_outside_root` says.
+    ///
+    /// Through no symlink at all, even one that stays beneath the root
+    /// (ELOOP): what is changed is what its path names, so a change
+    /// through a link is judged by the rules (`[[auth]]`, locks, the
+    /// check that a destination does not hold its source) of the path
+    /// it was made at.
     pub fn dir(&self, rel: &[u8]) -> io::Result<super::dir::Dir> {
         if self.follow_outside {
             return Err(io::Error::from(io::ErrorKind::PermissionDenied));
         }
         let flags = libc::O_PATH | libc::O_DIRECTORY;
-        self.open_flags(rel, flags).map(super::dir::Dir)
+        self.open_unlinked(rel, flags).map(super::dir::Dir)
+    }
+
+    /// [`Root::open_any`] through no symlink at all, the last name
+    /// included (see [`Root::dir`]): what a change of its properties
+    /// opens.
+    pub fn open_to_change(&self, rel: &[u8]) -> io::Result<File> {
+        if self.follow_outside {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+        self.open_unlinked(rel, flags).map(File::from)
+    }
+
+    /// Opens `rel` beneath the root through no symlink
+    /// (`RESOLVE_NO_SYMLINKS`; without `openat2`, the no-symlink walk).
+    fn open_unlinked(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        self.open_resolved(rel, flags, false)
     }
 
     fn open_flags(&self, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
+        self.open_resolved(rel, flags, true)
+    }
+
+    /// Opens `rel` beneath the root, following the symlinks that stay
+    /// beneath it if `links` (all of them with `symlinks_outside_root`),
+    /// else none.
+    fn open_resolved(&self, rel: &[u8], flags: libc::c_int, links: bool) -> io::Result<OwnedFd> {
         let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
         let flags = flags | libc::O_CLOEXEC;
-        if self.follow_outside {
+        if self.follow_outside && links {
             return openat(self.fd.as_raw_fd(), rel, flags);
         }
         if !self.force_fallback && !NO_OPENAT2.load(Ordering::Relaxed) {
-            match openat2_beneath(self.fd.as_raw_fd(), rel, flags) {
+            let resolve = libc::RESOLVE_BENEATH
+                | match links {
+                    true => libc::RESOLVE_NO_MAGICLINKS,
+                    false => libc::RESOLVE_NO_SYMLINKS,
+                };
+            match with_cstr(rel, |c| openat2_raw(self.fd.as_raw_fd(), c, flags, resolve)) {
                 Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                     NO_OPENAT2.store(true, Ordering::Relaxed)
                 }
                 // RESOLVE_BENEATH answers EXDEV for any absolute symlink,
                 // even one that stays inside the root: follow it, then
                 // check where the descriptor really is.
-                Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+                Err(e) if links && e.raw_os_error() == Some(libc::EXDEV) => {
                     return self.open_checked(rel, flags)
                 }
                 other => return other,
@@ -377,15 +412,16 @@ fn openat(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn openat2_beneath(dir: RawFd, rel: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
-    with_cstr(rel, |c| openat2_raw(dir, c, flags))
-}
-
-fn openat2_raw(dir: RawFd, c: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+fn openat2_raw(
+    dir: RawFd,
+    c: &std::ffi::CStr,
+    flags: libc::c_int,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
     // SAFETY: open_how is plain old data; zero is valid for every field.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    how.resolve = resolve;
     // SAFETY: `c` is NUL-terminated, `how` is a valid open_how of the size
     // passed, `dir` is an open descriptor.
     let ret = unsafe {

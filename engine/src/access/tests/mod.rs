@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::auth::{Auth, AuthMethods, AuthRule, Failure, FailureReason, Verdict};
 use super::SharedFailures;
-use crate::http::glob::PathMatch;
+use crate::http::glob::{PathMatch, Reach};
 
 const VECTORS: &str = include_str!("../testdata/vectors.htpasswd");
 
@@ -630,17 +630,38 @@ fn a_destination_is_judged_by_its_own_rule_too() {
         other => format!("{other:?}"),
     };
     // An open path to a covered one, or back: the covered one's rule.
-    let v = auth.check_both(b"/pub/x", &[b"/a/x".to_vec()], b"COPY", None, client, now);
+    let v = auth.check_both(
+        (b"/pub/x", Reach::Own),
+        &[b"/a/x".to_vec()],
+        b"COPY",
+        None,
+        client,
+        now,
+    );
     assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
-    let v = auth.check_both(b"/a/x", &[b"/pub/x".to_vec()], b"MOVE", None, client, now);
+    let v = auth.check_both(
+        (b"/a/x", Reach::Own),
+        &[b"/pub/x".to_vec()],
+        b"MOVE",
+        None,
+        client,
+        now,
+    );
     assert_eq!(realm(&v), "Basic realm=\"A\", charset=\"UTF-8\"");
     assert_eq!(
-        auth.check_both(b"/pub/x", &[b"/pub/y".to_vec()], b"COPY", None, client, now),
+        auth.check_both(
+            (b"/pub/x", Reach::Own),
+            &[b"/pub/y".to_vec()],
+            b"COPY",
+            None,
+            client,
+            now
+        ),
         Verdict::Open
     );
     assert_eq!(
         auth.check_both(
-            b"/pub/x",
+            (b"/pub/x", Reach::Own),
             &[b"/a/y".to_vec()],
             b"COPY",
             Some(ALICE),
@@ -653,7 +674,7 @@ fn a_destination_is_judged_by_its_own_rule_too() {
     // the credentials, and the one that does not answers.
     assert_eq!(
         auth.check_both(
-            b"/a/x",
+            (b"/a/x", Reach::Own),
             &[b"/a2/y".to_vec()],
             b"COPY",
             Some(ALICE),
@@ -663,7 +684,7 @@ fn a_destination_is_judged_by_its_own_rule_too() {
         Verdict::Allowed { user: b"alice" }
     );
     let v = auth.check_both(
-        b"/a/x",
+        (b"/a/x", Reach::Own),
         &[b"/b/y".to_vec()],
         b"COPY",
         Some(ALICE),
@@ -673,7 +694,7 @@ fn a_destination_is_judged_by_its_own_rule_too() {
     assert_eq!(realm(&v), "Basic realm=\"B\", charset=\"UTF-8\"");
     let other = basic(b"alice:other");
     let v = auth.check_both(
-        b"/a/x",
+        (b"/a/x", Reach::Own),
         &[b"/b/y".to_vec()],
         b"COPY",
         Some(&other),
@@ -691,7 +712,7 @@ fn a_destination_is_judged_by_its_own_rule_too() {
     let mut verified = 0;
     let v = loop {
         match auth.check_both(
-            b"/a/x",
+            (b"/a/x", Reach::Own),
             &[b"/b/y".to_vec()],
             b"MOVE",
             Some(ALICE),

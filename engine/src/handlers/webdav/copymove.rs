@@ -136,7 +136,7 @@ pub fn transfer(dav: &Dav, t: &Transfer<'_>, to: &[u8], to_href: &[u8], s: &mut 
         );
         Ok(())
     } else if kind == Kind::File {
-        copy_file(&src, from_name, &dest, to_name, dav.rule.fsync)
+        copy_file(&src, from_name, (&dest, to_name, false), dav.rule.fsync)
     } else {
         Err(io::Error::from(io::ErrorKind::PermissionDenied))
     };
@@ -257,30 +257,34 @@ fn onto_itself(moving: bool, from: (&Dir, &[u8]), to: (&Dir, &[u8]), sync: bool)
 
 /// A MOVE that `rename` cannot make (`EXDEV`: the destination is on
 /// another filesystem mounted beneath the root) made as RFC 4918 §9.9
-/// describes it, a COPY then a DELETE of the source: `old` (a file the
-/// moved file replaces) removed, the source copied whole (its dead
-/// properties with it) and only then removed. A tree that could not be
-/// copied whole is left where it was (what was copied stays, each
-/// failure in `failed` at its destination href, `at`); one that could
-/// not be removed whole after reports each failure at its own href
-/// (`from_at`).
+/// describes it, a COPY then a DELETE of the source: the source copied
+/// whole (its dead properties with it), a file unseen until it replaces
+/// `old` (a file there) in one rename, so a copy that fails (a full disk:
+/// 507) leaves the old file as it was; the source only then removed. A
+/// tree that could not be copied whole is left where it was, and what
+/// was copied of it removed (each failure in `failed` at its destination
+/// href, `at`); one that could not be removed whole after reports each
+/// failure at its own href (`from_at`).
 fn move_across(
     (src, from_name, dest, to_name): (&Dir, &[u8], &Dir, &[u8]),
     (kind, old, how): (Kind, Option<&[u8]>, How<'_>),
     (at, from_at): (&mut Vec<u8>, &mut Vec<u8>),
     failed: &mut Multistatus<'_>,
 ) -> io::Result<()> {
-    if let Some(old) = old {
-        dest.remove(old, false)?;
-    }
     match kind {
         Kind::File => {
-            copy_file(src, from_name, dest, to_name, how.sync)?;
+            copy_file(src, from_name, (dest, to_name, old.is_some()), how.sync)?;
             src.remove(from_name, false)
         }
         Kind::Dir => {
             copy_tree(src, from_name, (dest, to_name), how, at, failed, 0);
-            if failed.count() > 0 || !super::remove_tree(src, from_name, from_at, failed, 0) {
+            if failed.count() > 0 {
+                // (Its failures are the 207's; the part copied goes.)
+                let mut gone = Vec::new();
+                super::remove_tree(dest, to_name, at, &mut Multistatus::new(&mut gone), 0);
+                return Err(io::Error::from_raw_os_error(libc::EXDEV));
+            }
+            if !super::remove_tree(src, from_name, from_at, failed, 0) {
                 // (The 207 lists what failed.)
                 return Err(io::Error::from_raw_os_error(libc::EXDEV));
             }
@@ -291,11 +295,16 @@ fn move_across(
 }
 
 /// Copies the regular file `name` of `src` to `to` in `dest` (which has
-/// no such name), with its permission bits (as `cp` keeps them: an
-/// executable stays one) and its dead properties kept as extended
-/// attributes: written unseen (`Dir::stage`), synced (if `sync`), then
-/// named.
-fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::Result<()> {
+/// no such name, unless `replace`: then what has it is replaced in one
+/// step), with its permission bits (as `cp` keeps them: an executable
+/// stays one) and its dead properties kept as extended attributes:
+/// written unseen (`Dir::stage`), synced (if `sync`), then named.
+fn copy_file(
+    src: &Dir,
+    name: &[u8],
+    (dest, to, replace): (&Dir, &[u8], bool),
+    sync: bool,
+) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let mut from = src.open_file(name)?;
     let (mut file, staged) = dest.stage(from.metadata()?.permissions().mode())?;
@@ -307,7 +316,7 @@ fn copy_file(src: &Dir, name: &[u8], dest: &Dir, to: &[u8], sync: bool) -> io::R
         if sync {
             file.sync_all()?;
         }
-        dest.place(&file, &staged, to, false)
+        dest.place(&file, &staged, to, replace)
     };
     let done = write();
     if done.is_err() {
@@ -389,7 +398,7 @@ fn copy_tree(
             // (As missing: no failure reported.)
             Kind::File if how.own.contains(&meta) => {}
             Kind::File => {
-                if let Err(e) = copy_file(&from, &child, &into, &child, how.sync) {
+                if let Err(e) = copy_file(&from, &child, (&into, &child, false), how.sync) {
                     failed.status(at, false, status_of(&e));
                 }
             }

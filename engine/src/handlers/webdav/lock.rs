@@ -16,8 +16,9 @@
 use super::ifheader::{self, State};
 use super::locks::{self, Lock, Locks, MAX_LOCKS, MAX_OWNER};
 use super::multistatus::escape;
-use super::xml::{self, Document};
+use super::xml;
 use super::{bare, destination, parent, split, Dav, CONFLICT, CREATED};
+use crate::handlers::protected::Way;
 use crate::handlers::{Body, Plan, Scratch};
 use crate::http::conditional::write_etag;
 use crate::http::request::OwnedRequest;
@@ -64,6 +65,14 @@ impl State for Res<'_> {
     }
 
     fn tagged(&self, etag: &[u8]) -> bool {
+        // A resource brisk serves no client (a dotfile it refuses, one of
+        // its own files) has no entity tag here either, whatever the
+        // guess: no way to test its size and date.
+        let url = [self.dav.rule.path.as_bytes(), &self.path].concat();
+        let dotfiles = self.dav.files.site().static_files.dotfiles;
+        if dotfiles.refuses(&url) || super::own_way(self.dav, &self.path).0 == Way::File {
+            return false;
+        }
         let Ok((_, meta)) = self.dav.files.root().stat(&self.path) else {
             return false;
         };
@@ -197,7 +206,9 @@ pub fn asked(body: &[u8]) -> Option<Asked> {
             ("lockscope", Some("exclusive")) => exclusive = Some(true),
             ("lockscope", Some("shared")) => exclusive = Some(false),
             ("locktype", Some("write")) => write = true,
-            ("owner", _) => echo(&doc, i, &mut owner),
+            // (Given back as it came, as a dead property's value is:
+            // §14.17, §4.4; inside `D:owner`, where `D` is `DAV:`.)
+            ("owner", _) => owner = doc.fragment_in(body, i, &[("D", "DAV:")]),
             _ => {}
         }
     }
@@ -208,35 +219,6 @@ pub fn asked(body: &[u8]) -> Option<Asked> {
         exclusive: exclusive?,
         owner,
     })
-}
-
-/// Writes what element `i` holds (its text, then its elements, each with
-/// its namespace declared), to give it back as it came.
-fn echo(doc: &Document, i: usize, out: &mut Vec<u8>) {
-    escape(out, doc.elements[i].text.as_bytes());
-    for (j, e) in doc.children(i) {
-        let (open, close): (&[u8], &[u8]) = match e.ns.as_str() {
-            "DAV:" => (b"<D:", b"</D:"),
-            "" => (b"<", b"</"),
-            _ => (b"<R:", b"</R:"),
-        };
-        out.extend_from_slice(open);
-        out.extend_from_slice(e.name.as_bytes());
-        match e.ns.as_str() {
-            "DAV:" => {}
-            "" => out.extend_from_slice(b" xmlns=\"\""),
-            ns => {
-                out.extend_from_slice(b" xmlns:R=\"");
-                escape(out, ns.as_bytes());
-                out.push(b'"');
-            }
-        }
-        out.push(b'>');
-        echo(doc, j, out);
-        out.extend_from_slice(close);
-        out.extend_from_slice(e.name.as_bytes());
-        out.push(b'>');
-    }
 }
 
 /// LOCK of `rel` (its href `href`) with body `body` (`None`: a refresh,
@@ -472,7 +454,7 @@ mod tests {
             asked(body),
             Some(Asked {
                 exclusive: true,
-                owner: b" x &amp; y<D:href>mailto:a@b</D:href>".to_vec()
+                owner: b"<D:href>mailto:a@b</D:href> x &amp; y".to_vec()
             })
         );
         let shared = br#"<lockinfo xmlns="DAV:"><lockscope><shared/></lockscope><locktype><write/></locktype><owner><o xmlns="urn:x">me</o></owner></lockinfo>"#;
@@ -480,12 +462,18 @@ mod tests {
             asked(shared),
             Some(Asked {
                 exclusive: false,
-                owner: b"<R:o xmlns:R=\"urn:x\">me</R:o>".to_vec()
+                owner: b"<o xmlns=\"urn:x\">me</o>".to_vec()
             })
         );
         let no_type =
             br#"<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:shared/></D:lockscope></D:lockinfo>"#;
         assert_eq!(asked(no_type), None);
+        // Text, attributes and order as sent.
+        let mixed = br#"<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>text &amp; <z:who xmlns:z="urn:z" z:attr="1">me</z:who> tail</D:owner></D:lockinfo>"#;
+        assert_eq!(
+            String::from_utf8(asked(mixed).unwrap().owner).unwrap(),
+            r#"text &amp; <z:who xmlns:z="urn:z" z:attr="1">me</z:who> tail"#
+        );
         let no_scope =
             br#"<D:lockinfo xmlns:D="DAV:"><D:locktype><D:write/></D:locktype></D:lockinfo>"#;
         assert_eq!(asked(no_scope), None);

@@ -106,14 +106,7 @@ impl Dav {
     /// the rule's prefix, if the rule takes it: `/dav/x` and `/dav` (the
     /// collection itself, without its slash) for `/dav/`.
     pub fn takes(&self, path: &[u8]) -> Option<usize> {
-        let prefix = self.rule.path.as_bytes();
-        if path.starts_with(prefix) {
-            Some(prefix.len())
-        } else if path == &prefix[..prefix.len() - 1] {
-            Some(path.len())
-        } else {
-            None
-        }
+        self.rule.takes(path)
     }
 
     /// The methods the rule answers, for `Allow`.

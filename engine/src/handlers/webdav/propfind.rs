@@ -606,9 +606,25 @@ fn live(ctx: &mut Ctx, out: &mut Vec<u8>, p: Live, r: &Res<'_>) {
         Live::ResourceType => out.extend_from_slice(b"<D:resourcetype/>"),
         Live::DisplayName => {
             out.extend_from_slice(b"<D:displayname>");
+            // (A name XML cannot carry as it is, not UTF-8 or with a
+            // character no document may hold (U+FFFE, U+FFFF; XML 1.0
+            // §2.2), with U+FFFD in their place: the href says it
+            // exactly, percent-encoded.)
             match std::str::from_utf8(name) {
-                Ok(_) => escape(out, name),
-                Err(_) => escape(out, String::from_utf8_lossy(name).as_bytes()),
+                Ok(n) if n.chars().all(super::xml::is_char) => escape(out, name),
+                _ => {
+                    let shown: String = String::from_utf8_lossy(name)
+                        .chars()
+                        .map(|c| {
+                            if super::xml::is_char(c) {
+                                c
+                            } else {
+                                '\u{FFFD}'
+                            }
+                        })
+                        .collect();
+                    escape(out, shown.as_bytes());
+                }
             }
             out.extend_from_slice(b"</D:displayname>");
         }

@@ -326,10 +326,11 @@ pub fn ops(body: &[u8]) -> Option<Vec<Op>> {
 
 /// PROPPATCH of `rel` (href `href`) with `ops`.
 pub fn proppatch(dav: &Dav, rel: &[u8], href: &[u8], ops: &[Op], s: &mut Scratch) -> Plan {
+    // (Not through a symlink: see `Root::dir`.)
     let file = match dav
         .files
         .root()
-        .open_any(rel.strip_suffix(b"/").unwrap_or(rel))
+        .open_to_change(rel.strip_suffix(b"/").unwrap_or(rel))
     {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return bare(Status::NOT_FOUND),

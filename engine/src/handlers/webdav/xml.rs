@@ -60,6 +60,12 @@ impl Document {
     /// start tag also declares the namespaces in force there that it does
     /// not declare itself.
     pub fn fragment(&self, input: &[u8], i: usize) -> Vec<u8> {
+        self.fragment_in(input, i, &[])
+    }
+
+    /// [`Document::fragment`], to be written where the declarations
+    /// `known` (prefix, URI) are in force: those are not declared again.
+    pub fn fragment_in(&self, input: &[u8], i: usize, known: &[(&str, &str)]) -> Vec<u8> {
         let mut scope: Vec<&(String, String)> = Vec::new();
         let mut at = Some(i);
         while let Some(e) = at.map(|k| &self.elements[k]) {
@@ -70,6 +76,7 @@ impl Document {
             }
             at = e.parent;
         }
+        scope.retain(|(p, u)| !known.contains(&(p.as_str(), u.as_str())));
         let (from, to) = self.elements[i].inner;
         let mut out = Vec::with_capacity(to - from);
         let mut done = from;
@@ -121,9 +128,16 @@ pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
     if !text.chars().all(is_char) {
         return Err(Malformed("a character XML does not allow"));
     }
+    // (A UTF-8 byte order mark may start it, XML 1.0 §4.3.3, F.1: what
+    // follows is read where it is, so that positions stay the input's.)
+    let bom = match text.starts_with('\u{FEFF}') {
+        true => '\u{FEFF}'.len_utf8(),
+        false => 0,
+    };
     let mut r = Reader {
         s: text,
-        at: 0,
+        at: bom,
+        bom,
         doc: Document::default(),
         open: Vec::new(),
         scopes: Vec::new(),
@@ -135,6 +149,8 @@ pub fn parse(input: &[u8]) -> Result<Document, Malformed> {
 struct Reader<'a> {
     s: &'a str,
     at: usize,
+    /// The byte order mark's length (0: none).
+    bom: usize,
     doc: Document,
     /// The elements open: (index, qualified name).
     open: Vec<(usize, &'a str)>,
@@ -159,7 +175,9 @@ impl<'a> Reader<'a> {
                 };
             }
             if rest.starts_with("<?") {
-                self.skip_past("?>")?;
+                // (The XML declaration only first, XML 1.0 §2.8.)
+                let first = self.at == self.bom;
+                self.pi(first)?;
             } else if rest.starts_with("<!--") {
                 self.comment()?;
             } else if rest.starts_with("<!") {
@@ -203,7 +221,7 @@ impl<'a> Reader<'a> {
             } else if rest.starts_with("<!") {
                 return Err(Malformed("a declaration inside an element"));
             } else if rest.starts_with("<?") {
-                self.skip_past("?>")?;
+                self.pi(false)?;
             } else if rest.starts_with('<') {
                 let closed = self.start_tag()?;
                 if closed && self.open.is_empty() {
@@ -211,6 +229,11 @@ impl<'a> Reader<'a> {
                 }
             } else {
                 let end = rest.find('<').unwrap_or(rest.len());
+                // (XML 1.0 §2.4: not in character data, where it would
+                // end a CDATA section it is copied into.)
+                if rest[..end].contains("]]>") {
+                    return Err(Malformed("']]>' in text"));
+                }
                 let decoded = unescape(&rest[..end])?;
                 self.text_raw(&decoded);
                 self.at += end;
@@ -378,6 +401,29 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// A processing instruction (XML 1.0 §2.6): a target that is a
+    /// name, without `:` (Namespaces in XML §7), and not `xml` in any
+    /// case but for the XML declaration (`decl`: first in the document).
+    fn pi(&mut self, decl: bool) -> Result<(), Malformed> {
+        let start = self.at + 2;
+        let rest = &self.s[start..];
+        let len = rest
+            .find(|c: char| c == '?' || c.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        let target = &rest[..len];
+        let named = len > 0 && scan_name(self.s, start) >= start + len && !target.contains(':');
+        let after = &rest[len..];
+        if !named
+            || !(after.starts_with("?>") || after.starts_with(|c: char| c.is_ascii_whitespace()))
+        {
+            return Err(Malformed("a processing instruction without a target"));
+        }
+        if target.eq_ignore_ascii_case("xml") && !(decl && target == "xml") {
+            return Err(Malformed("an XML declaration not first"));
+        }
+        self.skip_past("?>")
+    }
+
     fn skip_past(&mut self, end: &str) -> Result<(), Malformed> {
         let n = self
             .rest()
@@ -397,7 +443,7 @@ const XML_NS: &str = "http://www.w3.org/XML/1998/namespace";
 const XMLNS_NS: &str = "http://www.w3.org/2000/xmlns/";
 
 /// XML 1.0 §2.2's `Char` (a `char` is never a surrogate).
-fn is_char(c: char) -> bool {
+pub fn is_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | ' '..='\u{FFFD}' | '\u{10000}'..)
 }
 
@@ -539,6 +585,21 @@ mod tests {
             b"<a xmlns:xml=\"urn:evil\"/>",
             b"<a xmlns:x=\"http://www.w3.org/XML/1998/namespace\"/>",
             b"<a xmlns=\"http://www.w3.org/2000/xmlns/\"/>",
+            // What no copy of a value may hold (XML 1.0 §2.4, §2.6, §2.8):
+            // `]]>` in text, a PI without a target or named `xml`, the
+            // XML declaration anywhere but first.
+            b"<a>]]></a>",
+            b"<a>x]]>y</a>",
+            b"<a><b/>]]></a>",
+            b"<a><?xml version=\"1.0\"?></a>",
+            b"<a><?XmL x?></a>",
+            b"<a><? nopi ?></a>",
+            b"<a><??></a>",
+            b"<a><?p:q x?></a>",
+            b"<a/><?xml version=\"1.0\"?>",
+            b" <?xml version=\"1.0\"?><a/>",
+            "<a/>\u{FEFF}".as_bytes(),
+            "\u{FEFF}\u{FEFF}<a/>".as_bytes(),
         ];
         for input in bad {
             assert!(parse(input).is_err(), "{}", String::from_utf8_lossy(input));
@@ -551,6 +612,11 @@ mod tests {
             "<a x=\"1\" y=\"1\" z:x=\"1\" xmlns:z=\"u\">\t\r\n\u{10FFFF}&#x9;&#xD7FF;</a>",
             "<a xmlns:xml=\"http://www.w3.org/XML/1998/namespace\" xml:lang=\"en\"/>",
             "<a xmlns:p=\"u\" xmlns:q=\"v\" p:x=\"1\" q:x=\"2\"/>",
+            "<?xml version=\"1.0\"?><a><?pi data?><?pi?>]]&gt;]] ><![CDATA[a]]b]]></a><?end?>",
+            "<?xml-stylesheet href=\"x\"?><a/>",
+            // A UTF-8 byte order mark (XML 1.0 §4.3.3).
+            "\u{FEFF}<?xml version=\"1.0\"?><a/>",
+            "\u{FEFF}<a/>",
         ] {
             assert!(parse(input.as_bytes()).is_ok(), "{input}");
         }

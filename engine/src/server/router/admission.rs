@@ -25,12 +25,16 @@ impl Router {
         // (A COPY or MOVE writes at its Destination too, and an If header
         // reads what it names: judged alike.)
         let mut also = Vec::new();
-        if let Err(status) = super::judged_too(routing.req, &mut also) {
-            return Some(Plan::error(status, routing.scratch));
-        }
+        let dav = &self.cfg.site(site).webdav;
+        let reach = match super::judged_too(routing.req, dav, &mut also) {
+            Ok(reach) => reach,
+            Err(status) => return Some(Plan::error(status, routing.scratch)),
+        };
         let paths = std::iter::once(path).chain(also.iter().map(Vec::as_slice));
         let judged = paths
-            .map(|p| admission::judge(&rules.access, p, folding, client).map_err(|r| (r, p)))
+            .map(|p| {
+                admission::judge(&rules.access, (p, reach), folding, client).map_err(|r| (r, p))
+            })
             .find(Result::is_err)
             .unwrap_or(Ok(()));
         if let Err((rule, refused)) = judged {

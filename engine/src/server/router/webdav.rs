@@ -59,7 +59,7 @@ impl Router {
         // (COPY and MOVE: where to, a path beneath this rule.)
         let (mut to, mut to_skip) = (Vec::new(), 0);
         if matches!(method, b"COPY" | b"MOVE") {
-            match destination(dav, req.header("Destination"), req.host(), &mut to) {
+            match destination((rules, i), req.header("Destination"), req.host(), &mut to) {
                 Ok(skip) => to_skip = skip,
                 Err(plan) => return Step::Answer(plan),
             }
@@ -79,7 +79,9 @@ impl Router {
         if let Err(plan) = webdav::guard(dav, req, &rel, &changes, s) {
             return Step::Answer(plan);
         }
-        if matches!(method, b"PUT" | b"DELETE" | b"MOVE" | b"PROPPATCH") {
+        // (Every method's, against the request's resource, RFC 9110
+        // §13.1.1, §13.2.1: GET's and HEAD's are the static handler's.)
+        if !matches!(method, b"GET" | b"HEAD") {
             if let Some(status) = webdav::precondition(dav, &rel, req) {
                 return Step::Answer(webdav::bare(status));
             }
@@ -249,6 +251,19 @@ impl Router {
         }
         let rel = s.path[skip.min(s.path.len())..].to_vec();
         let href = webdav::href(&s.path);
+        if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+            // A UTF-16 body (by its byte order mark): read as UTF-8 only
+            // (RFC 4918 §8.2), so 415 (RFC 9110 §15.5.16) that says so.
+            s.body.clear();
+            s.body
+                .extend_from_slice(b"A UTF-16 body: WebDAV bodies are read as UTF-8 only.\n");
+            s.header("Content-Type", b"text/plain; charset=utf-8");
+            return Plan {
+                status: Status::UNSUPPORTED_MEDIA_TYPE,
+                body: Body::Buffer,
+                close: false,
+            };
+        }
         let plan = match what {
             Bodied::Propfind { members } => match webdav::asked(&bytes) {
                 Some(asked) => webdav::propfind(dav, &rel, &href, &asked, members, s),
@@ -276,19 +291,24 @@ fn bodied(rule: usize, skip: usize, what: Bodied) -> Deferred {
 
 /// The path a COPY or MOVE's `Destination` (`value`) names, into `to`,
 /// and the length of its rule prefix: it must be a path of the same host
-/// (`host`) beneath the same rule (else 502, RFC 4918 §9.8.5), and no
-/// dotfile unless `[static] dotfiles` allows them.
+/// (`host`) that the request's own rule (`rules[i]`) serves, not another
+/// rule nested in it (another tree, with its own `read_only` and lock
+/// table): else 502, "on another server" (RFC 4918 §9.8.5, §9.9.4), as
+/// Apache answers for another repository; and no dotfile unless
+/// `[static] dotfiles` allows them.
 fn destination(
-    dav: &Dav,
+    (rules, i): (&[Dav], usize),
     value: Option<&[u8]>,
     host: Option<&[u8]>,
     to: &mut Vec<u8>,
 ) -> Result<usize, Plan> {
+    let dav = &rules[i];
     let Some(value) = value else {
         return Err(webdav::bare(Status::BAD_REQUEST));
     };
     webdav::destination(value, host, to).map_err(webdav::bare)?;
-    let Some(skip) = dav.takes(to) else {
+    let serving = rules.iter().position(|d| d.takes(to).is_some());
+    let Some(skip) = dav.takes(to).filter(|_| serving == Some(i)) else {
         return Err(webdav::bare(Status::BAD_GATEWAY));
     };
     if path::has_own_segment(to) {
