@@ -97,8 +97,10 @@ pub fn decode_and_normalize(path: &[u8], out: &mut Vec<u8>) -> Result<(), PathEr
 
 /// The decoded, normalised path a COPY or MOVE's `Destination` (RFC 4918
 /// §10.3) names: an absolute URI on the request's own host (`host`), or
-/// an absolute path. Another host is 502
-/// (§9.8.5: "the destination is on another server"); a malformed one 400.
+/// an absolute path. Another host, or a scheme other than HTTP's, is 502
+/// (§9.8.5: "the destination is on another server"); a malformed one 400,
+/// a fragment too (§10.3: a `simple-ref` has none; a request target with
+/// `#` is refused the same way).
 pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Result<(), Status> {
     let raw = match value.iter().position(|&b| b == b':') {
         Some(i)
@@ -111,7 +113,7 @@ pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Resu
             let port: &[u8] = match value[..i].to_ascii_lowercase().as_slice() {
                 b"http" => b":80",
                 b"https" => b":443",
-                _ => b"",
+                _ => return Err(Status::BAD_GATEWAY),
             };
             let bare = |a: &'_ [u8]| -> Vec<u8> {
                 let a = a.to_ascii_lowercase();
@@ -127,6 +129,9 @@ pub fn destination(value: &[u8], host: Option<&[u8]>, out: &mut Vec<u8>) -> Resu
         }
         _ => value,
     };
+    if raw.contains(&b'#') {
+        return Err(Status::BAD_REQUEST);
+    }
     let (raw, _) = split_target(raw);
     decode_and_normalize(raw, out).map_err(|_| Status::BAD_REQUEST)
 }

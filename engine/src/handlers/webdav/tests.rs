@@ -59,6 +59,14 @@ fn a_destination_names_a_path_of_the_same_host() {
         destination(b"dav/x", host, &mut out),
         Err(Status::BAD_REQUEST)
     );
+    // Another scheme is another server; a fragment has no place.
+    assert_eq!(
+        destination(b"ftp://example.org:8080/dav/x", host, &mut out),
+        Err(Status::BAD_GATEWAY)
+    );
+    for dest in [&b"/dav/a#b"[..], b"http://example.org:8080/dav/a#b"] {
+        assert_eq!(destination(dest, host, &mut out), Err(Status::BAD_REQUEST));
+    }
 }
 
 #[test]
