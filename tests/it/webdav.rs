@@ -1220,6 +1220,13 @@ fn a_partial_put_changes_its_range_and_keeps_the_rest() {
         );
         assert_eq!(file(), before, "{range} {chunked}");
     }
+    // Two ranges in two lines are no one range (RFC 9110 §5.3).
+    let r = s.request(
+        b"PUT /dav/f HTTP/1.1\r\nHost: localhost\r\nContent-Range: bytes 0-1/*\r\n\
+          Content-Range: bytes 4-5/*\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    assert_eq!(r.status, 400, "{}", r.head);
+    assert_eq!(file(), before);
     let r = s.request(
         b"PUT /dav/g HTTP/1.1\r\nHost: localhost\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nhi",
     );

@@ -102,10 +102,18 @@ impl Router {
                 {
                     return Step::Answer(webdav::bare(Status::UNSUPPORTED_MEDIA_TYPE));
                 }
-                let range = match req.header("Content-Range").map(parse_content_range) {
-                    None => None,
-                    Some(Some((range, _))) => Some(range),
-                    Some(None) => return Step::Answer(webdav::bare(Status::BAD_REQUEST)),
+                // (Two `Content-Range` lines are no single range: RFC 9110
+                // §5.3, a field that is not a list. 400, not the first.)
+                let ranges = req
+                    .headers()
+                    .filter(|h| h.name.eq_ignore_ascii_case(b"content-range"));
+                let range = match (
+                    req.header("Content-Range").map(parse_content_range),
+                    ranges.count(),
+                ) {
+                    (None, _) => None,
+                    (Some(Some((range, _))), 1) => Some(range),
+                    _ => return Step::Answer(webdav::bare(Status::BAD_REQUEST)),
                 };
                 match webdav::put(dav, &rel, req.body(), max, range) {
                     Started::Answer(plan) => plan,
