@@ -222,7 +222,7 @@ impl Manager {
                 return false;
             }
         };
-        let (key, not_before, not_after) = match certified(&stored, now) {
+        let (key, not_before, not_after) = match usable(&stored, now) {
             Ok(k) => k,
             Err(e) => {
                 log(
@@ -474,7 +474,7 @@ impl Manager {
                 self.settings.directory, self.settings.holder
             ),
         );
-        let got = self.order(name, replaces.as_deref(), log);
+        let got = self.order(name, replaces.as_deref(), now, log);
         drop(lock);
         for w in self.responder.take_warnings() {
             log(Level::Warn, format_args!("acme: {name}: {w}"));
@@ -491,8 +491,15 @@ impl Manager {
     }
 
     /// Orders the certificate of `name` (replacing the one identified by
-    /// `replaces`, RFC 9773 §5) and stores it.
-    fn order(&mut self, name: &str, replaces: Option<&str>, log: Log<'_>) -> Result<(), String> {
+    /// `replaces`, RFC 9773 §5) and stores it, if it is [`usable`] at
+    /// `now`: one that is not is an error, and what is stored stays.
+    fn order(
+        &mut self,
+        name: &str,
+        replaces: Option<&str>,
+        now: u64,
+        log: Log<'_>,
+    ) -> Result<(), String> {
         let mut account = self.account(log)?;
         let key = certificate_key(self.settings.key_type).map_err(|e| e.0)?;
         let issued = account.obtain_replacing(
@@ -524,6 +531,10 @@ impl Manager {
             chain_pem: issued.chain_pem,
             key_pem: super::cert::pem("PRIVATE KEY", key.pkcs8()),
         };
+        // Checked before it replaces anything: the CA's word is not
+        // taken for it (RFC 8555 §7.4.2 leaves the check to the client).
+        usable(&stored, now)
+            .map_err(|e| format!("the CA issued a certificate brisk cannot serve: {e}"))?;
         self.store
             .save_certificate(name, &stored)
             .map_err(|e| format!("cannot store it: {e}"))
@@ -905,6 +916,18 @@ pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u
     Ok((Arc::new(key), facts.not_before, facts.not_after))
 }
 
+/// [`certified`], and more: a certificate that can be served at `now`:
+/// valid already (not only not expired), its key the one stored with it.
+pub fn usable(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+    let (key, not_before, not_after) = certified(stored, now)?;
+    // (`now` is when the step began: an order since may have taken
+    // minutes, and the CA dates its certificate when it makes it.)
+    if now.max(certs::now()) < not_before {
+        return Err(format!("it is not valid before {}", certs::utc(not_before)));
+    }
+    Ok((key, not_before, not_after))
+}
+
 /// Challenges published where brisk's listeners answer them: http-01
 /// tokens in the process's table ([`http01_answer`]), tls-alpn-01
 /// certificates in `live`.
@@ -974,6 +997,90 @@ impl Responder for Published {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use super::super::client::{HTTP_01, TLS_ALPN_01};
+    use super::super::fake_ca::{self, FakeCa, Mode};
+
+    /// A manager of `e.test` in front of `ca`, its storage empty, both
+    /// challenge kinds allowed (tls-alpn-01 first, as by default).
+    fn manager_at(ca: &FakeCa, tag: &str) -> Manager {
+        let storage =
+            std::env::temp_dir().join(format!("brisk-acme-mgr-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&storage);
+        let settings = Settings {
+            directory: ca.url.clone(),
+            email: None,
+            names: vec!["e.test".into()],
+            kinds: vec![TLS_ALPN_01, HTTP_01],
+            storage,
+            jail: None,
+            holder: "test 1".into(),
+            local: Vec::new(),
+            key_type: Default::default(),
+        };
+        let live = Arc::new(Live::default());
+        let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
+        let responder = Arc::new(Published {
+            live: Arc::clone(&live),
+        });
+        Manager::new(settings, client, live, responder).unwrap()
+    }
+
+    /// The lines a step logs, with their levels.
+    fn stepped(m: &mut Manager, now: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
+        m.step(now, &mut log);
+        lines
+    }
+
+    fn stored_chain(m: &Manager) -> Option<String> {
+        m.store.certificate("e.test").unwrap().map(|s| s.chain_pem)
+    }
+
+    #[test]
+    fn an_unusable_certificate_is_a_failure_that_backs_off_and_replaces_nothing() {
+        let ca = fake_ca::start(Mode::Expired);
+        let mut m = manager_at(&ca, "expired");
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        assert_eq!(ca.orders(), 1);
+        assert!(
+            lines.iter().any(|l| l.starts_with("Error acme: e.test: the CA issued a certificate brisk cannot serve: it expired on ")
+                && l.ends_with("; no certificate for it yet: its handshakes fail; next try in 60 s (failure 1)")),
+            "{lines:?}"
+        );
+        assert_eq!(stored_chain(&m), None);
+        assert!(m.live.issued("e.test").is_none());
+        // Backed off: not ordered again before the minute is out.
+        stepped(&mut m, t + 1);
+        stepped(&mut m, t + 59);
+        assert_eq!(ca.orders(), 1);
+        stepped(&mut m, t + 60);
+        assert_eq!(ca.orders(), 2);
+
+        // A good one, then the CA goes wrong at the renewal: the good
+        // one stays, on disk and served.
+        *ca.mode.lock().unwrap() = Mode::Good;
+        let lines = stepped(&mut m, t + 180);
+        assert_eq!(ca.orders(), 3, "{lines:?}");
+        let good = stored_chain(&m).unwrap();
+        let served = m.live.issued("e.test").unwrap();
+        *ca.mode.lock().unwrap() = Mode::OtherKey;
+        let later = t + 61 * 86_400;
+        let lines = stepped(&mut m, later);
+        assert_eq!(ca.orders(), 4);
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "the CA issued a certificate brisk cannot serve: its key does not match it; still serving the one valid until"
+            )),
+            "{lines:?}"
+        );
+        assert_eq!(stored_chain(&m).unwrap(), good);
+        assert!(Arc::ptr_eq(&m.live.issued("e.test").unwrap(), &served));
+        stepped(&mut m, later + 30);
+        assert_eq!(ca.orders(), 4);
+    }
 
     #[test]
     fn renewal_is_due_two_thirds_through() {
