@@ -222,7 +222,7 @@ impl Manager {
                 return false;
             }
         };
-        let (key, not_before, not_after) = match usable(&stored, now) {
+        let (key, not_before, not_after) = match usable(&stored, &[name], now) {
             Ok(k) => k,
             Err(e) => {
                 log(
@@ -533,7 +533,7 @@ impl Manager {
         };
         // Checked before it replaces anything: the CA's word is not
         // taken for it (RFC 8555 §7.4.2 leaves the check to the client).
-        usable(&stored, now)
+        usable(&stored, &[name], now)
             .map_err(|e| format!("the CA issued a certificate brisk cannot serve: {e}"))?;
         self.store
             .save_certificate(name, &stored)
@@ -916,14 +916,35 @@ pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u
     Ok((Arc::new(key), facts.not_before, facts.not_after))
 }
 
-/// [`certified`], and more: a certificate that can be served at `now`:
-/// valid already (not only not expired), its key the one stored with it.
-pub fn usable(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+/// [`certified`], and more: a certificate that can be served for `names`
+/// at `now`: valid already (not only not expired), its key the one
+/// stored with it, and every one of `names` among its DNS names (the
+/// identifiers ordered: RFC 8555 §7.4 asks the CA for a certificate of
+/// them, and §7.4.2 hands back whatever it issued, unchecked).
+pub fn usable(
+    stored: &Stored,
+    names: &[&str],
+    now: u64,
+) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
     let (key, not_before, not_after) = certified(stored, now)?;
     // (`now` is when the step began: an order since may have taken
     // minutes, and the CA dates its certificate when it makes it.)
     if now.max(certs::now()) < not_before {
         return Err(format!("it is not valid before {}", certs::utc(not_before)));
+    }
+    let leaf = key.cert.first().ok_or("no certificate in the chain")?;
+    let facts = crate::tls::x509::parse(leaf).map_err(|e| e.to_string())?;
+    let missing: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !facts.names.iter().any(|have| have.eq_ignore_ascii_case(n)))
+        .collect();
+    if !missing.is_empty() {
+        let has = match facts.names.is_empty() {
+            true => "no host name".to_string(),
+            false => facts.names.join(", "),
+        };
+        return Err(format!("it is for {has}, not for {}", missing.join(", ")));
     }
     Ok((key, not_before, not_after))
 }
@@ -1080,6 +1101,41 @@ mod tests {
         assert!(Arc::ptr_eq(&m.live.issued("e.test").unwrap(), &served));
         stepped(&mut m, later + 30);
         assert_eq!(ca.orders(), 4);
+    }
+
+    #[test]
+    fn a_certificate_for_other_names_than_those_ordered_is_refused() {
+        let ca = fake_ca::start(Mode::OtherName);
+        let mut m = manager_at(&ca, "othername");
+        let lines = stepped(&mut m, certs::now());
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "Error acme: e.test: the CA issued a certificate brisk cannot serve: it is for other.test, not for e.test; no certificate for it yet"
+            )),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("serving")), "{lines:?}");
+        assert_eq!(stored_chain(&m), None);
+        assert!(m.live.issued("e.test").is_none());
+        // Nor is one stored for the name served (another server's, or
+        // one stored before brisk checked).
+        *ca.mode.lock().unwrap() = Mode::Good;
+        let mut other = manager_at(&ca, "othername-good");
+        stepped(&mut other, certs::now());
+        let good = other.store.certificate("e.test").unwrap().unwrap();
+        let mut lines = Vec::new();
+        let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
+        assert!(usable(&good, &["e.test"], certs::now()).is_ok());
+        let e = usable(&good, &["e.test", "f.test"], certs::now()).err();
+        assert_eq!(e.as_deref(), Some("it is for e.test, not for f.test"));
+        m.store.save_certificate("e.test", &good).unwrap();
+        m.store.save_certificate("f.test", &good).unwrap();
+        assert!(!m.serve_stored("f.test", certs::now(), &mut log));
+        assert!(m.serve_stored("e.test", certs::now(), &mut log));
+        assert!(
+            lines[0].starts_with("Warn acme: f.test: the stored certificate is not served: it is for e.test, not for f.test"),
+            "{lines:?}"
+        );
     }
 
     #[test]
