@@ -200,8 +200,13 @@ impl Manager {
 
     /// Serves what the storage holds for each name (valid now), whatever
     /// its age: the first thing done at start, so that a restart serves
-    /// at once and orders nothing new.
+    /// at once and orders nothing new. The names served that it does not
+    /// look after (a reload took them out of `hosts`) are served no more.
     pub fn load_stored(&mut self, now: u64, log: Log<'_>) {
+        let mut managed = self.settings.names.clone();
+        managed.extend(self.settings.local.iter().cloned());
+        self.live
+            .keep_only(&managed, !self.settings.local.is_empty());
         let names: Vec<String> = self.names.keys().cloned().collect();
         for name in names {
             self.serve_stored(&name, now, log);
@@ -246,6 +251,10 @@ impl Manager {
         state.ari_check = Some(now);
         state.ari_window = (0, 0);
         state.ari_at = 0;
+        if self.is_stopped() {
+            // (Its successor decides what is served now.)
+            return false;
+        }
         self.live.set(&[name.to_string()], Some(key));
         log(
             Level::Info,
@@ -1136,6 +1145,37 @@ mod tests {
             lines[0].starts_with("Warn acme: f.test: the stored certificate is not served: it is for e.test, not for f.test"),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn a_name_no_longer_looked_after_is_served_no_more() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "kept");
+        stepped(&mut m, certs::now());
+        let key = m.live.issued("e.test").unwrap();
+        // As a reload finds it: the process's live set still serving a
+        // name taken out of `hosts`, and the local CA's default.
+        let live = Arc::clone(&m.live);
+        live.set(
+            &["gone.test".into(), "E.test".into()],
+            Some(Arc::clone(&key)),
+        );
+        live.set_default(Some(Arc::clone(&key)));
+        let responder = Arc::new(Published {
+            live: Arc::clone(&live),
+        });
+        let mut next = Manager::new(
+            m.settings.clone(),
+            m.client.clone(),
+            Arc::clone(&live),
+            responder,
+        )
+        .unwrap();
+        let mut log = |_: Level, _: std::fmt::Arguments<'_>| {};
+        next.load_stored(certs::now(), &mut log);
+        assert!(live.issued("gone.test").is_none());
+        assert!(live.issued("e.test").is_some());
+        assert!(live.default_key().is_none());
     }
 
     #[test]
