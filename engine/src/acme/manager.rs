@@ -48,6 +48,12 @@ pub const LOCAL_CA: &str = "brisk local CA";
 /// How long a local certificate lasts (renewed two thirds through).
 pub const LOCAL_VALIDITY: u64 = 7 * 86_400;
 
+/// How long a certificate this server obtained is kept at least, what
+/// ever the CA's renewal information (ARI) says: a window in the past
+/// asked about for the new certificate too would renew it again and
+/// again (RFC 9773 §4.3 leaves the time in the window to the client).
+pub const RENEWED_NO_SOONER: Duration = Duration::from_secs(6 * 3600);
+
 /// How long a server waits for another making the account.
 pub const ACCOUNT_WAIT: Duration = Duration::from_secs(30);
 /// How soon a server that found a name's lock held looks again (at the
@@ -99,6 +105,9 @@ struct NameState {
     /// (0: none).
     ari_window: (u64, u64),
     ari_at: u64,
+    /// When this server's own order got the served certificate (0: it
+    /// found it stored).
+    obtained: u64,
 }
 
 impl NameState {
@@ -112,12 +121,19 @@ impl NameState {
     }
 
     /// When the served certificate is due for renewal: two thirds
-    /// through its lifetime, or sooner when ARI said so (0: now, none is
+    /// through its lifetime, or sooner when ARI said so, though not
+    /// within [`RENEWED_NO_SOONER`] of obtaining it (0: now, none is
     /// served).
     fn renew_at(&self) -> u64 {
         match self.ari_at {
             0 => self.two_thirds(),
-            at => self.two_thirds().min(at),
+            at => {
+                let kept = match self.obtained {
+                    0 => 0,
+                    t => t + RENEWED_NO_SOONER.as_secs(),
+                };
+                self.two_thirds().min(at.max(kept))
+            }
         }
     }
 
@@ -251,6 +267,7 @@ impl Manager {
         state.ari_check = Some(now);
         state.ari_window = (0, 0);
         state.ari_at = 0;
+        state.obtained = 0;
         if self.is_stopped() {
             // (Its successor decides what is served now.)
             return false;
@@ -493,7 +510,11 @@ impl Manager {
                 let s = self.names.entry(name.to_string()).or_default();
                 s.failures = 0;
                 s.wait_until = 0;
-                self.serve_stored(name, now, log);
+                if self.serve_stored(name, now, log) {
+                    if let Some(s) = self.names.get_mut(name) {
+                        s.obtained = now;
+                    }
+                }
             }
             Err(e) => self.failed(name, now, &e, log),
         }
@@ -1176,6 +1197,33 @@ mod tests {
         assert!(live.issued("gone.test").is_none());
         assert!(live.issued("e.test").is_some());
         assert!(live.default_key().is_none());
+    }
+
+    #[test]
+    fn a_certificate_just_obtained_is_not_renewed_again_for_hours_whatever_ari_says() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "aripast");
+        let t = certs::now();
+        stepped(&mut m, t);
+        assert_eq!(ca.orders(), 1);
+        // The CA's window for it is in the past (as `ask_one` keeps it:
+        // the fake CA's certificates have no identifier to ask with).
+        let s = m.names.get_mut("e.test").unwrap();
+        (s.ari_window, s.ari_at) = ((1, 2), 1);
+        stepped(&mut m, t + 1);
+        stepped(&mut m, t + 3600);
+        assert_eq!(ca.orders(), 1);
+        stepped(&mut m, t + RENEWED_NO_SOONER.as_secs());
+        assert_eq!(ca.orders(), 2);
+        // One found stored (not obtained here) is renewed at once.
+        let mut other = manager_at(&ca, "aripast-stored");
+        let stored = m.store.certificate("e.test").unwrap().unwrap();
+        other.store.save_certificate("e.test", &stored).unwrap();
+        other.load_stored(t, &mut |_, _| {});
+        let s = other.names.get_mut("e.test").unwrap();
+        (s.ari_window, s.ari_at, s.ari_check) = ((1, 2), 1, None);
+        stepped(&mut other, t + 1);
+        assert_eq!(ca.orders(), 3);
     }
 
     #[test]
