@@ -47,7 +47,6 @@ pub struct FakeCa {
     /// What it issues (changeable between orders).
     pub mode: Arc<Mutex<Mode>>,
     /// Whether tls-alpn-01 validations fail (port 443 unreachable).
-    #[allow(dead_code)]
     pub alpn_fails: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 }

@@ -108,6 +108,9 @@ struct NameState {
     /// When this server's own order got the served certificate (0: it
     /// found it stored).
     obtained: u64,
+    /// The challenge kind whose validation failed last: the next order
+    /// tries another first.
+    failed_kind: Option<&'static str>,
 }
 
 impl NameState {
@@ -532,15 +535,30 @@ impl Manager {
     ) -> Result<(), String> {
         let mut account = self.account(log)?;
         let key = certificate_key(self.settings.key_type).map_err(|e| e.0)?;
-        let issued = account.obtain_replacing(
-            &[name],
-            &self.settings.kinds,
-            &*key,
-            self.responder.as_ref(),
-            replaces,
-        );
+        let kinds = self.kinds_for(name);
+        let failed_last = self.names.get(name).and_then(|s| s.failed_kind);
+        if let (Some(failed), Some(first)) = (failed_last, kinds.first()) {
+            if *first != failed {
+                log(
+                    Level::Info,
+                    format_args!(
+                        "acme: {name}: its {failed} validation failed last time: trying {first} first"
+                    ),
+                );
+            }
+        }
+        let issued =
+            account.obtain_replacing(&[name], &kinds, &*key, self.responder.as_ref(), replaces);
+        let failed = account.take_failed_kind();
         self.account = Some(account);
-        let issued = issued.map_err(|e| e.to_string())?;
+        let failed = failed.and_then(|f| self.settings.kinds.iter().copied().find(|k| *k == f));
+        if let (Some(kind), Some(s)) = (failed, self.names.get_mut(name)) {
+            s.failed_kind = Some(kind);
+        }
+        let issued = issued.map_err(|e| match failed {
+            Some(kind) => format!("{kind} validation: {e}"),
+            None => e.to_string(),
+        })?;
         if let (Some(old), Some(why)) = (replaces, &issued.replaces_refused) {
             log(
                 Level::Warn,
@@ -568,6 +586,23 @@ impl Manager {
         self.store
             .save_certificate(name, &stored)
             .map_err(|e| format!("cannot store it: {e}"))
+    }
+
+    /// The challenge kinds to offer for `name`, preferred first: those
+    /// allowed, in their order, but the one whose validation failed last
+    /// goes last; so that a failure of one kind (port 443 unreachable
+    /// from the CA, say) is followed by a try of another the CA offers,
+    /// by turns, as Caddy (acmez) does. RFC 8555 §7.1.4: any one of an
+    /// authorization's challenges validates it.
+    fn kinds_for(&self, name: &str) -> Vec<&'static str> {
+        let mut kinds = self.settings.kinds.clone();
+        if let Some(failed) = self.names.get(name).and_then(|s| s.failed_kind) {
+            if kinds.len() > 1 && kinds.contains(&failed) {
+                kinds.retain(|k| *k != failed);
+                kinds.push(failed);
+            }
+        }
+        kinds
     }
 
     /// The account (taken: put it back): the stored one, or a new one
@@ -1224,6 +1259,35 @@ mod tests {
         (s.ari_window, s.ari_at, s.ari_check) = ((1, 2), 1, None);
         stepped(&mut other, t + 1);
         assert_eq!(ca.orders(), 3);
+    }
+
+    #[test]
+    fn after_a_failed_validation_the_next_try_takes_the_other_kind() {
+        let ca = fake_ca::start(Mode::Good);
+        ca.alpn_fails
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut m = manager_at(&ca, "alternate");
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "Error acme: e.test: tls-alpn-01 validation: urn:ietf:params:acme:error:connection (0): 127.0.0.1: Connection refused;"
+            )),
+            "{lines:?}"
+        );
+        let lines = stepped(&mut m, t + 60);
+        assert!(
+            lines.contains(
+                &"Info acme: e.test: its tls-alpn-01 validation failed last time: trying http-01 first"
+                    .to_string()
+            ),
+            "{lines:?}"
+        );
+        assert!(m.live.issued("e.test").is_some(), "{lines:?}");
+        assert_eq!(
+            ca.seen.lock().unwrap().challenges,
+            ["tls-alpn-01", "http-01"]
+        );
     }
 
     #[test]
