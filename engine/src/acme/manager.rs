@@ -469,14 +469,26 @@ impl Manager {
             Ok(Some(lock)) => lock,
             Ok(None) => {
                 let who = self.store.lock_holder(name);
-                let who = who.as_deref().unwrap_or("a server starting to");
-                log(
-                    Level::Info,
-                    format_args!(
-                        "acme: {name}: another server orders it (its lock is held by {who}); looking again in {} s",
-                        LOCK_RECHECK.as_secs()
-                    ),
-                );
+                if who.as_deref() == Some(self.settings.holder.as_str()) {
+                    // (Its own lock: the thread a reload replaced, still
+                    // ordering.)
+                    log(
+                        Level::Info,
+                        format_args!(
+                            "acme: {name}: its order from before the reload is still under way; looking again in {} s",
+                            LOCK_RECHECK.as_secs()
+                        ),
+                    );
+                } else {
+                    let who = who.as_deref().unwrap_or("a server starting to");
+                    log(
+                        Level::Info,
+                        format_args!(
+                            "acme: {name}: another server orders it (its lock is held by {who}); looking again in {} s",
+                            LOCK_RECHECK.as_secs()
+                        ),
+                    );
+                }
                 let s = self.names.entry(name.to_string()).or_default();
                 s.wait_until = now + LOCK_RECHECK.as_secs();
                 return;
@@ -1288,6 +1300,26 @@ mod tests {
             ca.seen.lock().unwrap().challenges,
             ["tls-alpn-01", "http-01"]
         );
+    }
+
+    #[test]
+    fn its_own_lock_held_by_the_thread_before_a_reload_is_said_so() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "ownlock");
+        let held = m.store.lock("e.test", "test 1").unwrap().unwrap();
+        let lines = stepped(&mut m, certs::now());
+        assert_eq!(
+            lines,
+            ["Info acme: e.test: its order from before the reload is still under way; looking again in 10 s"]
+        );
+        drop(held);
+        let held = m.store.lock("e.test", "other 2").unwrap().unwrap();
+        let lines = stepped(&mut m, certs::now() + 10);
+        assert_eq!(
+            lines,
+            ["Info acme: e.test: another server orders it (its lock is held by other 2); looking again in 10 s"]
+        );
+        drop(held);
     }
 
     #[test]
