@@ -330,57 +330,34 @@ mod tests {
     }
 
     fn fake_ca(with_ari: bool) -> FakeCa {
-        use std::io::{Read as _, Write as _};
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let base = format!("http://{}", l.local_addr().unwrap());
-        let ca = FakeCa {
-            url: format!("{base}/dir"),
-            asked: Default::default(),
-            stop: Default::default(),
-        };
-        let (asked, stop) = (ca.asked.clone(), ca.stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let Ok((mut sock, _)) = l.accept() else {
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
-                };
-                sock.set_nonblocking(false).unwrap();
-                let mut head = Vec::new();
-                let mut b = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && sock.read(&mut b).unwrap_or(0) == 1 {
-                    head.push(b[0]);
-                }
-                let head = String::from_utf8_lossy(&head);
-                let path = head.split(' ').nth(1).unwrap_or("").to_string();
-                asked.lock().unwrap().push(path.clone());
-                let ari = if with_ari {
-                    format!(r#","renewalInfo":"{base}/ari""#)
-                } else {
-                    String::new()
-                };
-                let (status, body) = if path == "/dir" {
-                    (
-                        "200 OK",
-                        format!(
-                            r#"{{"newNonce":"{base}/n","newAccount":"{base}/a","newOrder":"{base}/o"{ari}}}"#
-                        ),
-                    )
-                } else {
-                    (
-                        "500 Internal Server Error",
-                        r#"{"type":"urn:ietf:params:acme:error:serverInternal"}"#.into(),
-                    )
-                };
-                let _ = write!(
-                    sock,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
+        let stop = std::sync::Arc::<std::sync::atomic::AtomicBool>::default();
+        let asked = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
+        let kept = std::sync::Arc::clone(&asked);
+        let base = super::super::fake_ca::serve(std::sync::Arc::clone(&stop), move |base, req| {
+            kept.lock().unwrap().push(req.path.to_string());
+            let ari = if with_ari {
+                format!(r#","renewalInfo":"{base}/ari""#)
+            } else {
+                String::new()
+            };
+            if req.path == "/dir" {
+                let dir = format!(
+                    r#"{{"newNonce":"{base}/n","newAccount":"{base}/a","newOrder":"{base}/o"{ari}}}"#
                 );
+                return ("200 OK", String::new(), "application/json", dir);
             }
+            (
+                "500 Internal Server Error",
+                String::new(),
+                "application/json",
+                r#"{"type":"urn:ietf:params:acme:error:serverInternal"}"#.into(),
+            )
         });
-        ca
+        FakeCa {
+            url: format!("{base}/dir"),
+            asked,
+            stop,
+        }
     }
 
     /// A manager of `c.test` in front of `ca`, serving the test

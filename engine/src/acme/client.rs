@@ -130,6 +130,9 @@ pub struct Account {
     nonce: Option<String>,
     /// How long to wait at most between two polls, and at least.
     poll: (Duration, Duration),
+    /// The challenge kind of the last validation that failed in the
+    /// last order, if one did.
+    failed_kind: Option<String>,
 }
 
 /// A certificate an order gave.
@@ -217,6 +220,7 @@ impl Account {
             url: None,
             nonce: None,
             poll: (Duration::from_secs(10), Duration::from_millis(500)),
+            failed_kind: None,
         }
     }
 
@@ -224,6 +228,12 @@ impl Account {
     /// CA's `Retry-After` within them).
     pub fn set_poll(&mut self, min: Duration, max: Duration) {
         self.poll = (max, min);
+    }
+
+    /// The challenge kind whose validation failed in the last order
+    /// (taken: none until another fails).
+    pub fn take_failed_kind(&mut self) -> Option<String> {
+        self.failed_kind.take()
     }
 
     /// The key authorization of `token` (§8.1).
@@ -365,6 +375,7 @@ impl Account {
         replaces: Option<&str>,
     ) -> Result<Issued, AcmeError> {
         let deadline = Instant::now() + ORDER_DEADLINE;
+        self.failed_kind = None;
         let ids: Vec<String> = names
             .iter()
             .map(|n| format!(r#"{{"type":"dns","value":{}}}"#, quoted(n)))
@@ -456,12 +467,15 @@ impl Account {
         } else {
             alpn_challenge(&name, &key_authorization)?
         };
-        let ch_url = ch_url.to_string();
+        let (ch_url, kind) = (ch_url.to_string(), kind.to_string());
         responder.publish(&challenge);
         let done = self
             .post(&ch_url, Some("{}"))
             .and_then(|_| self.wait(url, &["valid"], deadline));
         responder.withdraw(&challenge);
+        if done.is_err() {
+            self.failed_kind = Some(kind);
+        }
         done.map(|_| ())
     }
 

@@ -25,6 +25,11 @@ use crate::http::parse::{BodyFraming, Limits};
 /// directory or an order less).
 pub const MAX_ANSWER: usize = 1024 * 1024;
 
+/// How long one request may take in all, connection to last byte: a CA
+/// that answers a byte at a time never trips the timeout of each read,
+/// and would hold the ACME thread (every name) for ever.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+
 /// An answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
@@ -139,6 +144,8 @@ impl std::fmt::Display for HttpError {
 pub struct Client {
     tls: Arc<ClientConfig>,
     timeout: Duration,
+    /// The whole of a request, at most ([`REQUEST_DEADLINE`]).
+    deadline: Duration,
     /// Hosts whose address is known already (resolved when the
     /// configuration loaded: inside the sandbox there is no resolver).
     pinned: Vec<(String, u16, std::net::SocketAddr)>,
@@ -165,8 +172,15 @@ impl Client {
         Ok(Client {
             tls: Arc::new(tls),
             timeout,
+            deadline: REQUEST_DEADLINE,
             pinned: Vec::new(),
         })
+    }
+
+    /// Gives each request `deadline` in all, rather than
+    /// [`REQUEST_DEADLINE`].
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline;
     }
 
     /// Connects to `addr` for `host` and `port`, without asking the
@@ -202,6 +216,7 @@ impl Client {
         let err = |what: &str, e: &dyn std::fmt::Display| {
             HttpError(format!("{method} {url}: {what}: {e}"))
         };
+        let started = std::time::Instant::now();
         let u = Url::parse(url).map_err(|e| HttpError(e.to_string()))?;
         let host = u.host.trim_start_matches('[').trim_end_matches(']');
         let pinned = self
@@ -258,7 +273,21 @@ impl Client {
         }
         head.push_str("\r\n");
         let mut raw = Vec::new();
-        let io = |e: std::io::Error| err("connection", &e);
+        let io = |e: std::io::Error| match e.kind() {
+            // (A read timeout is EAGAIN on Linux: "Resource temporarily
+            // unavailable" would tell the operator nothing.)
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => err(
+                "connection",
+                &format!("timed out (nothing came for {} s)", self.timeout.as_secs()),
+            ),
+            _ => err("connection", &e),
+        };
+        let until = Until {
+            at: started + self.deadline,
+            total: self.deadline,
+            each: self.timeout,
+            sock: sock.try_clone().map_err(io)?,
+        };
         if u.tls {
             let name =
                 ServerName::try_from(host.to_string()).map_err(|e| err("server name", &e))?;
@@ -268,32 +297,56 @@ impl Client {
             s.write_all(head.as_bytes()).map_err(io)?;
             s.write_all(body.unwrap_or_default()).map_err(io)?;
             s.flush().map_err(io)?;
-            read_all(&mut s, &mut raw).map_err(io)?;
+            until.read_all(&mut s, &mut raw).map_err(io)?;
         } else {
             let mut s = sock;
             s.write_all(head.as_bytes()).map_err(io)?;
             s.write_all(body.unwrap_or_default()).map_err(io)?;
-            read_all(&mut s, &mut raw).map_err(io)?;
+            until.read_all(&mut s, &mut raw).map_err(io)?;
         }
         parse(&raw, method == "HEAD").map_err(|e| err("bad answer", &e))
     }
 }
 
-/// Reads until the peer closes, [`MAX_ANSWER`] at most. A TLS peer that
-/// closes without close_notify is taken as closed: the answer's own
-/// framing says whether it came whole.
-fn read_all(s: &mut impl std::io::Read, raw: &mut Vec<u8>) -> std::io::Result<()> {
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) if raw.len() + n > MAX_ANSWER => {
-                return Err(std::io::Error::other("answer too large"));
+/// A request's deadline: when it ends, how long it is in all, each
+/// read's timeout, and the socket they are set on.
+struct Until {
+    at: std::time::Instant,
+    total: Duration,
+    each: Duration,
+    sock: std::net::TcpStream,
+}
+
+impl Until {
+    /// Reads until the peer closes, [`MAX_ANSWER`] at most, by the
+    /// deadline. A TLS peer that closes without close_notify is taken as
+    /// closed: the answer's own framing says whether it came whole.
+    fn read_all(&self, s: &mut impl std::io::Read, raw: &mut Vec<u8>) -> std::io::Result<()> {
+        use std::io::ErrorKind;
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let left = self.at.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(std::io::Error::other(format!(
+                    "timed out (the answer not whole after {} s)",
+                    self.total.as_secs()
+                )));
             }
-            Ok(n) => raw.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            self.sock.set_read_timeout(Some(self.each.min(left)))?;
+            match s.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) if raw.len() + n > MAX_ANSWER => {
+                    return Err(std::io::Error::other("answer too large"));
+                }
+                Ok(n) => raw.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // (The deadline's: said above.)
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+                        && std::time::Instant::now() >= self.at => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 }
@@ -358,6 +411,40 @@ pub fn parse(mut raw: &[u8], head_request: bool) -> Result<Answer, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CA that answers a byte at a time: each read gets one in time,
+    /// the request as a whole does not; one that says nothing more.
+    #[test]
+    fn a_request_has_a_deadline_in_all_and_a_hang_is_said_as_timed_out() {
+        use std::io::{Read as _, Write as _};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/dir", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for (i, sock) in l.incoming().enumerate() {
+                let mut sock = sock.unwrap();
+                let _ = sock.read(&mut [0u8; 1024]);
+                std::thread::spawn(move || {
+                    let _ = sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+                    // The first drips, the second hangs.
+                    for _ in 0..100 {
+                        if i == 0 && sock.write_all(b" ").is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(300));
+                    }
+                });
+            }
+        });
+        let mut c = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(1)).unwrap();
+        c.set_deadline(Duration::from_secs(2));
+        let e = c.get(&url).unwrap_err().0;
+        let want = format!("GET {url}: connection: timed out (the answer not whole after 2 s)");
+        assert_eq!(e, want);
+        c.set_deadline(REQUEST_DEADLINE);
+        let e = c.get(&url).unwrap_err().0;
+        let want = format!("GET {url}: connection: timed out (nothing came for 1 s)");
+        assert_eq!(e, want);
+    }
 
     #[test]
     fn urls() {

@@ -48,6 +48,12 @@ pub const LOCAL_CA: &str = "brisk local CA";
 /// How long a local certificate lasts (renewed two thirds through).
 pub const LOCAL_VALIDITY: u64 = 7 * 86_400;
 
+/// How long a certificate this server obtained is kept at least, what
+/// ever the CA's renewal information (ARI) says: a window in the past
+/// asked about for the new certificate too would renew it again and
+/// again (RFC 9773 §4.3 leaves the time in the window to the client).
+pub const RENEWED_NO_SOONER: Duration = Duration::from_secs(6 * 3600);
+
 /// How long a server waits for another making the account.
 pub const ACCOUNT_WAIT: Duration = Duration::from_secs(30);
 /// How soon a server that found a name's lock held looks again (at the
@@ -99,6 +105,12 @@ struct NameState {
     /// (0: none).
     ari_window: (u64, u64),
     ari_at: u64,
+    /// When this server's own order got the served certificate (0: it
+    /// found it stored).
+    obtained: u64,
+    /// The challenge kind whose validation failed last: the next order
+    /// tries another first.
+    failed_kind: Option<&'static str>,
 }
 
 impl NameState {
@@ -112,12 +124,19 @@ impl NameState {
     }
 
     /// When the served certificate is due for renewal: two thirds
-    /// through its lifetime, or sooner when ARI said so (0: now, none is
+    /// through its lifetime, or sooner when ARI said so, though not
+    /// within [`RENEWED_NO_SOONER`] of obtaining it (0: now, none is
     /// served).
     fn renew_at(&self) -> u64 {
         match self.ari_at {
             0 => self.two_thirds(),
-            at => self.two_thirds().min(at),
+            at => {
+                let kept = match self.obtained {
+                    0 => 0,
+                    t => t + RENEWED_NO_SOONER.as_secs(),
+                };
+                self.two_thirds().min(at.max(kept))
+            }
         }
     }
 
@@ -200,8 +219,13 @@ impl Manager {
 
     /// Serves what the storage holds for each name (valid now), whatever
     /// its age: the first thing done at start, so that a restart serves
-    /// at once and orders nothing new.
+    /// at once and orders nothing new. The names served that it does not
+    /// look after (a reload took them out of `hosts`) are served no more.
     pub fn load_stored(&mut self, now: u64, log: Log<'_>) {
+        let mut managed = self.settings.names.clone();
+        managed.extend(self.settings.local.iter().cloned());
+        self.live
+            .keep_only(&managed, !self.settings.local.is_empty());
         let names: Vec<String> = self.names.keys().cloned().collect();
         for name in names {
             self.serve_stored(&name, now, log);
@@ -222,7 +246,7 @@ impl Manager {
                 return false;
             }
         };
-        let (key, not_before, not_after) = match certified(&stored, now) {
+        let (key, not_before, not_after) = match usable(&stored, &[name], now) {
             Ok(k) => k,
             Err(e) => {
                 log(
@@ -246,6 +270,11 @@ impl Manager {
         state.ari_check = Some(now);
         state.ari_window = (0, 0);
         state.ari_at = 0;
+        state.obtained = 0;
+        if self.is_stopped() {
+            // (Its successor decides what is served now.)
+            return false;
+        }
         self.live.set(&[name.to_string()], Some(key));
         log(
             Level::Info,
@@ -440,14 +469,26 @@ impl Manager {
             Ok(Some(lock)) => lock,
             Ok(None) => {
                 let who = self.store.lock_holder(name);
-                let who = who.as_deref().unwrap_or("a server starting to");
-                log(
-                    Level::Info,
-                    format_args!(
-                        "acme: {name}: another server orders it (its lock is held by {who}); looking again in {} s",
-                        LOCK_RECHECK.as_secs()
-                    ),
-                );
+                if who.as_deref() == Some(self.settings.holder.as_str()) {
+                    // (Its own lock: the thread a reload replaced, still
+                    // ordering.)
+                    log(
+                        Level::Info,
+                        format_args!(
+                            "acme: {name}: its order from before the reload is still under way; looking again in {} s",
+                            LOCK_RECHECK.as_secs()
+                        ),
+                    );
+                } else {
+                    let who = who.as_deref().unwrap_or("a server starting to");
+                    log(
+                        Level::Info,
+                        format_args!(
+                            "acme: {name}: another server orders it (its lock is held by {who}); looking again in {} s",
+                            LOCK_RECHECK.as_secs()
+                        ),
+                    );
+                }
                 let s = self.names.entry(name.to_string()).or_default();
                 s.wait_until = now + LOCK_RECHECK.as_secs();
                 return;
@@ -474,7 +515,7 @@ impl Manager {
                 self.settings.directory, self.settings.holder
             ),
         );
-        let got = self.order(name, replaces.as_deref(), log);
+        let got = self.order(name, replaces.as_deref(), now, log);
         drop(lock);
         for w in self.responder.take_warnings() {
             log(Level::Warn, format_args!("acme: {name}: {w}"));
@@ -484,26 +525,52 @@ impl Manager {
                 let s = self.names.entry(name.to_string()).or_default();
                 s.failures = 0;
                 s.wait_until = 0;
-                self.serve_stored(name, now, log);
+                if self.serve_stored(name, now, log) {
+                    if let Some(s) = self.names.get_mut(name) {
+                        s.obtained = now;
+                    }
+                }
             }
             Err(e) => self.failed(name, now, &e, log),
         }
     }
 
     /// Orders the certificate of `name` (replacing the one identified by
-    /// `replaces`, RFC 9773 §5) and stores it.
-    fn order(&mut self, name: &str, replaces: Option<&str>, log: Log<'_>) -> Result<(), String> {
+    /// `replaces`, RFC 9773 §5) and stores it, if it is [`usable`] at
+    /// `now`: one that is not is an error, and what is stored stays.
+    fn order(
+        &mut self,
+        name: &str,
+        replaces: Option<&str>,
+        now: u64,
+        log: Log<'_>,
+    ) -> Result<(), String> {
         let mut account = self.account(log)?;
         let key = certificate_key(self.settings.key_type).map_err(|e| e.0)?;
-        let issued = account.obtain_replacing(
-            &[name],
-            &self.settings.kinds,
-            &*key,
-            self.responder.as_ref(),
-            replaces,
-        );
+        let kinds = self.kinds_for(name);
+        let failed_last = self.names.get(name).and_then(|s| s.failed_kind);
+        if let (Some(failed), Some(first)) = (failed_last, kinds.first()) {
+            if *first != failed {
+                log(
+                    Level::Info,
+                    format_args!(
+                        "acme: {name}: its {failed} validation failed last time: trying {first} first"
+                    ),
+                );
+            }
+        }
+        let issued =
+            account.obtain_replacing(&[name], &kinds, &*key, self.responder.as_ref(), replaces);
+        let failed = account.take_failed_kind();
         self.account = Some(account);
-        let issued = issued.map_err(|e| e.to_string())?;
+        let failed = failed.and_then(|f| self.settings.kinds.iter().copied().find(|k| *k == f));
+        if let (Some(kind), Some(s)) = (failed, self.names.get_mut(name)) {
+            s.failed_kind = Some(kind);
+        }
+        let issued = issued.map_err(|e| match failed {
+            Some(kind) => format!("{kind} validation: {e}"),
+            None => e.to_string(),
+        })?;
         if let (Some(old), Some(why)) = (replaces, &issued.replaces_refused) {
             log(
                 Level::Warn,
@@ -524,9 +591,30 @@ impl Manager {
             chain_pem: issued.chain_pem,
             key_pem: super::cert::pem("PRIVATE KEY", key.pkcs8()),
         };
+        // Checked before it replaces anything: the CA's word is not
+        // taken for it (RFC 8555 §7.4.2 leaves the check to the client).
+        usable(&stored, &[name], now)
+            .map_err(|e| format!("the CA issued a certificate brisk cannot serve: {e}"))?;
         self.store
             .save_certificate(name, &stored)
             .map_err(|e| format!("cannot store it: {e}"))
+    }
+
+    /// The challenge kinds to offer for `name`, preferred first: those
+    /// allowed, in their order, but the one whose validation failed last
+    /// goes last; so that a failure of one kind (port 443 unreachable
+    /// from the CA, say) is followed by a try of another the CA offers,
+    /// by turns, as Caddy (acmez) does. RFC 8555 §7.1.4: any one of an
+    /// authorization's challenges validates it.
+    fn kinds_for(&self, name: &str) -> Vec<&'static str> {
+        let mut kinds = self.settings.kinds.clone();
+        if let Some(failed) = self.names.get(name).and_then(|s| s.failed_kind) {
+            if kinds.len() > 1 && kinds.contains(&failed) {
+                kinds.retain(|k| *k != failed);
+                kinds.push(failed);
+            }
+        }
+        kinds
     }
 
     /// The account (taken: put it back): the stored one, or a new one
@@ -905,6 +993,39 @@ pub fn certified(stored: &Stored, now: u64) -> Result<(Arc<CertifiedKey>, u64, u
     Ok((Arc::new(key), facts.not_before, facts.not_after))
 }
 
+/// [`certified`], and more: a certificate that can be served for `names`
+/// at `now`: valid already (not only not expired), its key the one
+/// stored with it, and every one of `names` among its DNS names (the
+/// identifiers ordered: RFC 8555 §7.4 asks the CA for a certificate of
+/// them, and §7.4.2 hands back whatever it issued, unchecked).
+pub fn usable(
+    stored: &Stored,
+    names: &[&str],
+    now: u64,
+) -> Result<(Arc<CertifiedKey>, u64, u64), String> {
+    let (key, not_before, not_after) = certified(stored, now)?;
+    // (`now` is when the step began: an order since may have taken
+    // minutes, and the CA dates its certificate when it makes it.)
+    if now.max(certs::now()) < not_before {
+        return Err(format!("it is not valid before {}", certs::utc(not_before)));
+    }
+    let leaf = key.cert.first().ok_or("no certificate in the chain")?;
+    let facts = crate::tls::x509::parse(leaf).map_err(|e| e.to_string())?;
+    let missing: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !facts.names.iter().any(|have| have.eq_ignore_ascii_case(n)))
+        .collect();
+    if !missing.is_empty() {
+        let has = match facts.names.is_empty() {
+            true => "no host name".to_string(),
+            false => facts.names.join(", "),
+        };
+        return Err(format!("it is for {has}, not for {}", missing.join(", ")));
+    }
+    Ok((key, not_before, not_after))
+}
+
 /// Challenges published where brisk's listeners answer them: http-01
 /// tokens in the process's table ([`http01_answer`]), tls-alpn-01
 /// certificates in `live`.
@@ -974,6 +1095,232 @@ impl Responder for Published {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use super::super::client::{HTTP_01, TLS_ALPN_01};
+    use super::super::fake_ca::{self, FakeCa, Mode};
+
+    /// A manager of `e.test` in front of `ca`, its storage empty, both
+    /// challenge kinds allowed (tls-alpn-01 first, as by default).
+    fn manager_at(ca: &FakeCa, tag: &str) -> Manager {
+        let storage =
+            std::env::temp_dir().join(format!("brisk-acme-mgr-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&storage);
+        let settings = Settings {
+            directory: ca.url.clone(),
+            email: None,
+            names: vec!["e.test".into()],
+            kinds: vec![TLS_ALPN_01, HTTP_01],
+            storage,
+            jail: None,
+            holder: "test 1".into(),
+            local: Vec::new(),
+            key_type: Default::default(),
+        };
+        let live = Arc::new(Live::default());
+        let client = Client::new(rustls::RootCertStore::empty(), Duration::from_secs(5)).unwrap();
+        let responder = Arc::new(Published {
+            live: Arc::clone(&live),
+        });
+        Manager::new(settings, client, live, responder).unwrap()
+    }
+
+    /// The lines a step logs, with their levels.
+    fn stepped(m: &mut Manager, now: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
+        m.step(now, &mut log);
+        lines
+    }
+
+    fn stored_chain(m: &Manager) -> Option<String> {
+        m.store.certificate("e.test").unwrap().map(|s| s.chain_pem)
+    }
+
+    #[test]
+    fn an_unusable_certificate_is_a_failure_that_backs_off_and_replaces_nothing() {
+        let ca = fake_ca::start(Mode::Expired);
+        let mut m = manager_at(&ca, "expired");
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        assert_eq!(ca.orders(), 1);
+        assert!(
+            lines.iter().any(|l| l.starts_with("Error acme: e.test: the CA issued a certificate brisk cannot serve: it expired on ")
+                && l.ends_with("; no certificate for it yet: its handshakes fail; next try in 60 s (failure 1)")),
+            "{lines:?}"
+        );
+        assert_eq!(stored_chain(&m), None);
+        assert!(m.live.issued("e.test").is_none());
+        // Backed off: not ordered again before the minute is out.
+        stepped(&mut m, t + 1);
+        stepped(&mut m, t + 59);
+        assert_eq!(ca.orders(), 1);
+        stepped(&mut m, t + 60);
+        assert_eq!(ca.orders(), 2);
+
+        // A good one, then the CA goes wrong at the renewal: the good
+        // one stays, on disk and served.
+        *ca.mode.lock().unwrap() = Mode::Good;
+        let lines = stepped(&mut m, t + 180);
+        assert_eq!(ca.orders(), 3, "{lines:?}");
+        let good = stored_chain(&m).unwrap();
+        let served = m.live.issued("e.test").unwrap();
+        *ca.mode.lock().unwrap() = Mode::OtherKey;
+        let later = t + 61 * 86_400;
+        let lines = stepped(&mut m, later);
+        assert_eq!(ca.orders(), 4);
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "the CA issued a certificate brisk cannot serve: its key does not match it; still serving the one valid until"
+            )),
+            "{lines:?}"
+        );
+        assert_eq!(stored_chain(&m).unwrap(), good);
+        assert!(Arc::ptr_eq(&m.live.issued("e.test").unwrap(), &served));
+        stepped(&mut m, later + 30);
+        assert_eq!(ca.orders(), 4);
+    }
+
+    #[test]
+    fn a_certificate_for_other_names_than_those_ordered_is_refused() {
+        let ca = fake_ca::start(Mode::OtherName);
+        let mut m = manager_at(&ca, "othername");
+        let lines = stepped(&mut m, certs::now());
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "Error acme: e.test: the CA issued a certificate brisk cannot serve: it is for other.test, not for e.test; no certificate for it yet"
+            )),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("serving")), "{lines:?}");
+        assert_eq!(stored_chain(&m), None);
+        assert!(m.live.issued("e.test").is_none());
+        // Nor is one stored for the name served (another server's, or
+        // one stored before brisk checked).
+        *ca.mode.lock().unwrap() = Mode::Good;
+        let mut other = manager_at(&ca, "othername-good");
+        stepped(&mut other, certs::now());
+        let good = other.store.certificate("e.test").unwrap().unwrap();
+        let mut lines = Vec::new();
+        let mut log = |l: Level, a: std::fmt::Arguments<'_>| lines.push(format!("{l:?} {a}"));
+        assert!(usable(&good, &["e.test"], certs::now()).is_ok());
+        let e = usable(&good, &["e.test", "f.test"], certs::now()).err();
+        assert_eq!(e.as_deref(), Some("it is for e.test, not for f.test"));
+        m.store.save_certificate("e.test", &good).unwrap();
+        m.store.save_certificate("f.test", &good).unwrap();
+        assert!(!m.serve_stored("f.test", certs::now(), &mut log));
+        assert!(m.serve_stored("e.test", certs::now(), &mut log));
+        assert!(
+            lines[0].starts_with("Warn acme: f.test: the stored certificate is not served: it is for e.test, not for f.test"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_name_no_longer_looked_after_is_served_no_more() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "kept");
+        stepped(&mut m, certs::now());
+        let key = m.live.issued("e.test").unwrap();
+        // As a reload finds it: the process's live set still serving a
+        // name taken out of `hosts`, and the local CA's default.
+        let live = Arc::clone(&m.live);
+        live.set(
+            &["gone.test".into(), "E.test".into()],
+            Some(Arc::clone(&key)),
+        );
+        live.set_default(Some(Arc::clone(&key)));
+        let responder = Arc::new(Published {
+            live: Arc::clone(&live),
+        });
+        let mut next = Manager::new(
+            m.settings.clone(),
+            m.client.clone(),
+            Arc::clone(&live),
+            responder,
+        )
+        .unwrap();
+        let mut log = |_: Level, _: std::fmt::Arguments<'_>| {};
+        next.load_stored(certs::now(), &mut log);
+        assert!(live.issued("gone.test").is_none());
+        assert!(live.issued("e.test").is_some());
+        assert!(live.default_key().is_none());
+    }
+
+    #[test]
+    fn a_certificate_just_obtained_is_not_renewed_again_for_hours_whatever_ari_says() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "aripast");
+        let t = certs::now();
+        stepped(&mut m, t);
+        assert_eq!(ca.orders(), 1);
+        // The CA's window for it is in the past (as `ask_one` keeps it:
+        // the fake CA's certificates have no identifier to ask with).
+        let s = m.names.get_mut("e.test").unwrap();
+        (s.ari_window, s.ari_at) = ((1, 2), 1);
+        stepped(&mut m, t + 1);
+        stepped(&mut m, t + 3600);
+        assert_eq!(ca.orders(), 1);
+        stepped(&mut m, t + RENEWED_NO_SOONER.as_secs());
+        assert_eq!(ca.orders(), 2);
+        // One found stored (not obtained here) is renewed at once.
+        let mut other = manager_at(&ca, "aripast-stored");
+        let stored = m.store.certificate("e.test").unwrap().unwrap();
+        other.store.save_certificate("e.test", &stored).unwrap();
+        other.load_stored(t, &mut |_, _| {});
+        let s = other.names.get_mut("e.test").unwrap();
+        (s.ari_window, s.ari_at, s.ari_check) = ((1, 2), 1, None);
+        stepped(&mut other, t + 1);
+        assert_eq!(ca.orders(), 3);
+    }
+
+    #[test]
+    fn after_a_failed_validation_the_next_try_takes_the_other_kind() {
+        let ca = fake_ca::start(Mode::Good);
+        ca.alpn_fails
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut m = manager_at(&ca, "alternate");
+        let t = certs::now();
+        let lines = stepped(&mut m, t);
+        assert!(
+            lines.iter().any(|l| l.starts_with(
+                "Error acme: e.test: tls-alpn-01 validation: urn:ietf:params:acme:error:connection (0): 127.0.0.1: Connection refused;"
+            )),
+            "{lines:?}"
+        );
+        let lines = stepped(&mut m, t + 60);
+        assert!(
+            lines.contains(
+                &"Info acme: e.test: its tls-alpn-01 validation failed last time: trying http-01 first"
+                    .to_string()
+            ),
+            "{lines:?}"
+        );
+        assert!(m.live.issued("e.test").is_some(), "{lines:?}");
+        assert_eq!(
+            ca.seen.lock().unwrap().challenges,
+            ["tls-alpn-01", "http-01"]
+        );
+    }
+
+    #[test]
+    fn its_own_lock_held_by_the_thread_before_a_reload_is_said_so() {
+        let ca = fake_ca::start(Mode::Good);
+        let mut m = manager_at(&ca, "ownlock");
+        let held = m.store.lock("e.test", "test 1").unwrap().unwrap();
+        let lines = stepped(&mut m, certs::now());
+        assert_eq!(
+            lines,
+            ["Info acme: e.test: its order from before the reload is still under way; looking again in 10 s"]
+        );
+        drop(held);
+        let held = m.store.lock("e.test", "other 2").unwrap().unwrap();
+        let lines = stepped(&mut m, certs::now() + 10);
+        assert_eq!(
+            lines,
+            ["Info acme: e.test: another server orders it (its lock is held by other 2); looking again in 10 s"]
+        );
+        drop(held);
+    }
 
     #[test]
     fn renewal_is_due_two_thirds_through() {

@@ -26,6 +26,8 @@
 pub mod ari;
 pub mod cert;
 pub mod client;
+#[cfg(test)]
+mod fake_ca;
 pub mod fleet;
 pub mod http;
 pub mod key;

@@ -152,7 +152,10 @@ impl Store {
         let read = |f: &str| match fs::read_to_string(dir.join(f)) {
             Ok(s) => Ok(Some(s)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("{}: {e}", dir.join(f).display()),
+            )),
         };
         Ok(match (read("chain.pem")?, read("key.pem")?) {
             (Some(chain_pem), Some(key_pem)) => Some(Stored { chain_pem, key_pem }),
@@ -310,6 +313,19 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_certificate_that_cannot_be_read_is_named_by_its_path() {
+        let root = tmp("unreadable");
+        let store = Store::open(&root, "https://ca.test/dir").unwrap();
+        let chain = store.cert_dir("a.test").unwrap().join("chain.pem");
+        // (As root nothing is denied: a directory cannot be read either.)
+        fs::create_dir_all(&chain).unwrap();
+        fs::write(chain.with_file_name("key.pem"), "k").unwrap();
+        let e = store.certificate("a.test").unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", chain.display())), "{e}");
+        let _ = fs::remove_dir_all(&root);
     }
 
     #[test]

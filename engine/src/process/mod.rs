@@ -779,8 +779,13 @@ fn start_acme(
     main_log: &mut crate::log::Logger,
 ) -> Option<crate::acme::manager::Thread> {
     use crate::acme::manager;
-    let acme = running.config().acme()?;
     let live = running.tls_live()?;
+    let Some(acme) = running.config().acme() else {
+        // (A reload took `[acme]` out: none of its certificates is served
+        // any more, as after a restart.)
+        live.keep_only(&[], false);
+        return None;
+    };
     let mut client = prepared.client;
     if let (host, port, Some(addr)) = &acme.directory_addr {
         client.pin(host, *port, *addr);

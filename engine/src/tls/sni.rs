@@ -84,6 +84,19 @@ impl Live {
         }
     }
 
+    /// Serves nothing more for the names not in `kept` (compared
+    /// without case), nor, with `default` false, to clients without SNI:
+    /// what a reload took out of ACME's hands is then served as after a
+    /// restart (the process keeps one `Live` across reloads).
+    pub fn keep_only(&self, kept: &[String], default: bool) {
+        let mut issued = self.issued.write().unwrap_or_else(|e| e.into_inner());
+        issued.retain(|name, _| kept.iter().any(|k| k.eq_ignore_ascii_case(name)));
+        drop(issued);
+        if !default {
+            self.set_default(None);
+        }
+    }
+
     /// Answers tls-alpn-01 validations of `name` with `key` (none: no
     /// more).
     pub fn challenge(&self, name: &str, key: Option<Arc<CertifiedKey>>) {
