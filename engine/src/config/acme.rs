@@ -72,6 +72,10 @@ pub struct AcmeConfig {
     /// The certificates' keys (the account's is P-256 whatever this is).
     #[cfg(feature = "acme")]
     pub key_type: KeyType,
+    /// Why each site name no certificate covers is not ordered either (a
+    /// wildcard, a name of one label): warnings, as that site then has
+    /// no HTTPS (`--check-config` and the start say so).
+    pub unordered: Vec<String>,
 }
 
 /// `[acme]` as written, before the other sections are known.
@@ -279,12 +283,24 @@ pub(crate) fn finish(
     let fail = |at: &str, what: String| ConfigError {
         message: format!("{at}: {what}"),
     };
+    let mut unordered = Vec::new();
     let all = match s.hosts {
         Some((hosts, _)) => hosts,
         None => site_hosts
             .iter()
             .map(|h| h.to_ascii_lowercase())
-            .filter(|h| (orderable(h).is_ok() || is_local(h)) && !covered(h))
+            .filter(|h| !covered(h))
+            .filter(|h| match orderable(h) {
+                Ok(()) => true,
+                _ if is_local(h) => true,
+                Err(why) => {
+                    let said = format!("{}: no certificate for the site name {why}; it has no HTTPS (a [[tls.certificate]] that covers it serves it)", s.origin);
+                    if !unordered.contains(&said) {
+                        unordered.push(said);
+                    }
+                    false
+                }
+            })
             .fold(Vec::new(), |mut v, h| {
                 if !v.contains(&h) {
                     v.push(h);
@@ -315,6 +331,7 @@ pub(crate) fn finish(
         challenges: s.challenges,
         redirect_http: s.redirect_http,
         key_type: s.key_type,
+        unordered,
     })
 }
 

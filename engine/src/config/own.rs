@@ -216,6 +216,21 @@ impl Config {
         })
     }
 
+    /// What may be a mistake though the configuration is valid, said at
+    /// start, at a reload and by `--check-config`: brisk's own files
+    /// beneath a root ([`Config::own_files_under_roots`]), site names
+    /// that get no certificate from `[acme]`.
+    pub fn warnings(&self) -> Vec<String> {
+        let all = self.own_files_under_roots();
+        #[cfg(feature = "acme")]
+        let all = {
+            let mut all = all;
+            all.extend(self.acme.iter().flat_map(|a| a.unordered.iter().cloned()));
+            all
+        };
+        all
+    }
+
     /// A warning for each of [`Config::own_files`] that lies under a
     /// document root or a WebDAV root (by its canonical path): it is
     /// never served (nor changed by WebDAV) there, but it should not be

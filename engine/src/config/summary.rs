@@ -24,7 +24,7 @@ pub(super) fn summary(config: &Config, source: &str) -> String {
 /// What may be a mistake though the configuration is valid: brisk's own
 /// files beneath a root, private keys other users can read.
 fn warnings(config: &Config) -> Vec<String> {
-    let own = config.own_files_under_roots();
+    let own = config.warnings();
     #[cfg(feature = "tls")]
     let own = {
         let mut all = own;

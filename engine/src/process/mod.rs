@@ -320,7 +320,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     // Once the pid file and the logs exist, and while their paths can
     // still be read from outside a chroot.
     server.protect_own_files()?;
-    let own_files = server.config().own_files_under_roots();
+    let warnings = server.config().warnings();
     let cfg = server.config();
     // Forked while brisk is as it started (identity, no sandbox, no
     // chroot), before any thread exists.
@@ -342,7 +342,7 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
     }
     confined
         .notes
-        .extend(own_files.into_iter().map(|w| (Level::Warn, w)));
+        .extend(warnings.into_iter().map(|w| (Level::Warn, w)));
     if handover.is_some() {
         confined.notes.push((
             Level::Info,

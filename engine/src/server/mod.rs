@@ -589,7 +589,7 @@ impl Running {
         .map_err(Error::Tls)?;
         let protected = Arc::new(Protected::collect(&cfg));
         let files = open_root(&cfg, false, &protected)?;
-        for warning in cfg.own_files_under_roots() {
+        for warning in cfg.warnings() {
             logs.handle_for(&cfg.log)
                 .log(Level::Warn, format_args!("reload: {warning}"));
         }

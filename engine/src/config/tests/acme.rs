@@ -51,6 +51,14 @@ fn hosts_as_written_or_every_sites_not_covered_by_a_certificate() {
                  [[site]]\nhosts = [\"d.test\"]\nroot = \"public\"\n";
     let cert = "[[tls.certificate]]\ncert = \"a.pem\"\nkey = \"a.key\"\n";
     let c = run(&format!("{TLS}{cert}[acme]\n{CA}{sites}")).unwrap();
+    // The wildcard no certificate covers is said, not silently left
+    // without HTTPS (with the other warnings: start, reload, the check).
+    let warnings = c.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].ends_with(": acme: no certificate for the site name *.c.test: wildcard names need the dns-01 challenge, which brisk does not answer; name each host; it has no HTTPS (a [[tls.certificate]] that covers it serves it)"),
+        "{warnings:?}"
+    );
     let a = c.acme.unwrap();
     assert_eq!(a.hosts, ["b.test", "d.test"]);
     // localhost and addresses: the local CA's.

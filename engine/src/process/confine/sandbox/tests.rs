@@ -472,6 +472,7 @@ fn the_acme_thread_connects_nowhere_when_it_asks_no_ca() {
         challenges: vec!["http-01"],
         redirect_http: true,
         key_type: Default::default(),
+        unordered: Vec::new(),
     };
     let mut local = Config::default();
     local.site.root = dir.join("www");
