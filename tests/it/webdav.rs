@@ -1022,6 +1022,19 @@ fn propfind_depth_1_lists_members_and_infinity_is_refused() {
         ),
         "{text}"
     );
+    // None of those asked: the 404 propstat alone, no empty 200 one.
+    let body = "<?xml version=\"1.0\"?><propfind xmlns=\"DAV:\"><prop>\
+                <x xmlns=\"urn:other\"/></prop></propfind>";
+    let r = propfind(&s, "/dav/d/f", "0", body);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains(
+            "<D:response><D:href>/dav/d/f</D:href><D:propstat><D:prop>\
+             <R:x xmlns:R=\"urn:other\"/></D:prop><D:status>HTTP/1.1 404 Not Found</D:status>\
+             </D:propstat></D:response>"
+        ),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
     let names = propfind(
         &s,
         "/dav/d/f",
@@ -1599,8 +1612,7 @@ fn proppatch_keeps_dead_properties_all_or_nothing() {
     let some = String::from_utf8_lossy(&propfind(&s, "/dav/", "1", get).body).into_owned();
     assert!(
         some.contains(
-            "<D:href>/dav/g</D:href><D:propstat><D:prop></D:prop><D:status>HTTP/1.1 200 OK</D:status>\
-             </D:propstat><D:propstat><D:prop><R:color xmlns:R=\"urn:z\"/><plain xmlns=\"\"/></D:prop>\
+            "<D:href>/dav/g</D:href><D:propstat><D:prop><R:color xmlns:R=\"urn:z\"/><plain xmlns=\"\"/></D:prop>\
              <D:status>HTTP/1.1 404 Not Found</D:status>"
         ),
         "{some}"

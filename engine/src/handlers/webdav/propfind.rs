@@ -531,7 +531,9 @@ fn response(ctx: &mut Ctx, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_>, a
     let dir = r.meta.kind == Kind::Dir;
     ms.open(href, dir);
     let out = ms.out();
+    let propstat = out.len();
     out.extend_from_slice(b"<D:propstat><D:prop>");
+    let found = out.len();
     let mut missing = 0;
     match asked {
         Asked::All => {
@@ -571,9 +573,15 @@ fn response(ctx: &mut Ctx, ms: &mut Multistatus<'_>, href: &[u8], r: &Res<'_>, a
             }
         }
     }
-    out.extend_from_slice(b"</D:prop><D:status>");
-    status_line(out, Status::OK);
-    out.extend_from_slice(b"</D:status></D:propstat>");
+    if out.len() == found && missing > 0 {
+        // Nothing found: no empty 200 propstat, only the 404 one
+        // (RFC 4918 §9.1: each property in the propstat of its status).
+        out.truncate(propstat);
+    } else {
+        out.extend_from_slice(b"</D:prop><D:status>");
+        status_line(out, Status::OK);
+        out.extend_from_slice(b"</D:status></D:propstat>");
+    }
     if missing > 0 {
         out.extend_from_slice(b"<D:propstat><D:prop>");
         for w in &ctx.wanted {
