@@ -340,6 +340,92 @@ fn an_idle_h2_connection_over_tls_gets_goaway_close_notify_and_the_fin_at_sigter
     tls_h2(Trigger::Sigterm);
 }
 
+/// An idle HTTP/1.1 connection over TLS still open when a reload's
+/// `timeouts.reload_drain` runs out (before its keep-alive timeout): the
+/// previous worker's exit closes it with close_notify before the FIN, no
+/// longer bare.
+#[cfg(feature = "tls")]
+#[test]
+fn an_idle_tls_connection_closed_by_the_reload_drain_gets_close_notify_then_the_fin() {
+    let server = site("keepalive = \"60s\"\nreload_drain = \"1s\"");
+    let (mut conn, mut tcp) = tls_end::connect(server.addrs[1], b"http/1.1");
+    tls_end::get_index(&mut conn, &mut tcp);
+    server.signal(libc::SIGHUP);
+    let end = tls_end::read_to_end(&mut conn, &mut tcp);
+    assert_eq!(end.plaintext, b"", "nothing after the answer");
+    assert!(end.close_notify, "no close_notify before the end: {end:?}");
+    assert_eq!(end.after, 0, "bytes after the close_notify");
+    assert!(end.fin, "reset, not closed: {end:?}");
+}
+
+/// An HTTP/2 connection over TLS whose answer cannot end (the client
+/// gives it no window) when `timeouts.shutdown` runs out after SIGTERM:
+/// after the two GOAWAYs of the graceful stop, its stream is cancelled
+/// (RST_STREAM CANCEL) and close_notify comes before the FIN. The
+/// worker's deadline used to close it bare, which a client cannot tell
+/// from a cut by an attacker (RFC 8446 §6.1).
+#[cfg(all(feature = "tls", feature = "http2"))]
+#[test]
+fn an_h2_answer_cut_by_the_stop_deadline_is_cancelled_then_close_notify_and_the_fin() {
+    use brisk::h2::frame;
+    let server = site("shutdown = \"1s\"");
+    let (mut conn, mut tcp) = tls_end::connect(server.addrs[1], b"h2");
+    let mut out = brisk::h2::PREFACE.to_vec();
+    // No window: the answer's head comes, never a byte of its body.
+    frame::write_settings(&mut out, &[(frame::setting::INITIAL_WINDOW_SIZE, 0)]);
+    let block = common::h2::H2::block("GET", "/big.bin", &[]);
+    frame::write_headers(&mut out, 1, &block, true, 16_384);
+    tls_end::send(&mut conn, &mut tcp, &out);
+    let mut frames = Vec::new();
+    let kinds = |frames: &[u8]| {
+        let mut at = 0;
+        let mut seen = Vec::new();
+        while frames.len() >= at + 9 {
+            let len = u32::from_be_bytes([0, frames[at], frames[at + 1], frames[at + 2]]) as usize;
+            if frames.len() < at + 9 + len {
+                break;
+            }
+            let id = u32::from_be_bytes(frames[at + 5..at + 9].try_into().unwrap());
+            seen.push((frames[at + 3], id, frames[at + 9..at + 9 + len].to_vec()));
+            at += 9 + len;
+        }
+        seen
+    };
+    while !kinds(&frames).iter().any(|(k, id, _)| *k == 1 && *id == 1) {
+        conn.read_tls(&mut tcp).expect("records");
+        let state = conn.process_new_packets().expect("records");
+        let mut buf = vec![0; state.plaintext_bytes_to_read()];
+        conn.reader().read_exact(&mut buf).expect("plaintext");
+        frames.extend_from_slice(&buf);
+    }
+    server.signal(libc::SIGTERM);
+    let end = tls_end::read_to_end(&mut conn, &mut tcp);
+    frames.extend_from_slice(&end.plaintext);
+    // What came after the head, but for the SETTINGS acknowledgement and
+    // the PING of the graceful stop: both GOAWAYs (the first names any
+    // stream), then stream 1 cancelled.
+    let after: Vec<_> = kinds(&frames)
+        .into_iter()
+        .skip_while(|(k, _, _)| *k != 1)
+        .skip(1)
+        .filter(|(k, _, _)| ![4, 6].contains(k))
+        .collect();
+    let cancel = (brisk::h2::ErrorCode::Cancel as u32).to_be_bytes().to_vec();
+    assert_eq!(
+        after,
+        [
+            (7, 0, goaway(0x7fff_ffff)[9..].to_vec()),
+            (7, 0, goaway(1)[9..].to_vec()),
+            (3, 1, cancel),
+        ],
+        "after the head: {after:02x?}"
+    );
+    assert!(end.close_notify, "no close_notify: {end:?}");
+    assert_eq!(end.after, 0, "bytes after the close_notify");
+    assert!(end.fin, "reset, not closed: {end:?}");
+    exits(server, Trigger::Sigterm);
+}
+
 /// An idle h2c connection that opened streams 1 and 3: the GOAWAY
 /// naming 3, then the FIN.
 #[cfg(feature = "http2")]

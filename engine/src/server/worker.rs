@@ -350,6 +350,7 @@ impl Worker {
         }
         // Whatever still runs is abandoned: no child outlives its worker.
         for i in 0..self.conns.slots() {
+            self.last_words(i);
             self.close(i);
         }
         self.router.reap(self.clock.now, true, &mut self.logger);

@@ -26,6 +26,18 @@ impl Conn {
         true
     }
 
+    /// The connection is closed now, whatever is under way (the server's
+    /// deadline to stop has come): the final GOAWAY if it has not gone
+    /// (see [`Conn::go_away`]), and each stream still open cancelled
+    /// (RST_STREAM CANCEL, RFC 9113 §8.4), so that the client learns
+    /// which answers were cut from the frames, not from the close.
+    pub fn abandon(&mut self) {
+        self.go_away();
+        while let Some(id) = self.streams.first().map(|s| s.id) {
+            self.reset_stream(id, ErrorCode::Cancel);
+        }
+    }
+
     pub(super) fn release_conn(&mut self, n: u32) {
         self.recv_window += n as i64;
         self.recv_unacked += n;

@@ -206,6 +206,66 @@ impl Worker {
         true
     }
 
+    /// The last words of connection `i`, closed now whatever it is doing
+    /// (the worker's deadline to stop or to hand over has come): best
+    /// effort, in one write that waits for nothing. An HTTP/2 connection
+    /// cancels the streams still open (see [`h2::Conn::abandon`]); then,
+    /// if the socket took everything, TLS's close_notify (RFC 8446 §6.1)
+    /// and the FIN. An idle HTTP/1.1 connection gets those two alone. An
+    /// HTTP/1.1 answer cut short gets neither: a close_notify would make
+    /// an answer that the close delimits look complete (RFC 9112 §6.3).
+    ///
+    /// [`h2::Conn::abandon`]: crate::h2::Conn::abandon
+    pub(super) fn last_words(&mut self, i: usize) {
+        let Some(c) = self.conns.get_mut(i) else {
+            return;
+        };
+        // (Lingering: said already. QUIC closes in `close`.)
+        if c.life.lingers()
+            || c.transport.deadline().is_some()
+            || c.awaiting_proxy()
+            || c.speaks_h3()
+        {
+            return;
+        }
+        #[cfg(feature = "http2")]
+        let whole = match c.proto.h2_mut() {
+            Some(s) => {
+                s.conn.abandon();
+                true
+            }
+            None => c.idle(),
+        };
+        #[cfg(not(feature = "http2"))]
+        let whole = c.idle();
+        if !whole {
+            return;
+        }
+        let mut c = self.conns.take(i).expect("present");
+        #[cfg(feature = "http2")]
+        self.h2_queue_control(&mut c);
+        let before = c.out.written();
+        let flushed = c.transport.flush(&mut c.out, usize::MAX, true);
+        c.sent += c.out.written() - before;
+        if matches!(flushed, Ok(Flushed::All)) {
+            c.transport.shutdown_write();
+            // Input left unread would make the close a reset, which
+            // may drop all of the above before the client reads it.
+            // (Up to what a lingering close reads: the worker is leaving.)
+            let mut left = LINGER_BYTES.get() as usize;
+            self.pools.rbuf.clear();
+            self.pools.rbuf.reserve(16 * 1024);
+            while left > 0 {
+                match c.transport.tcp_mut().read(&mut self.pools.rbuf, left) {
+                    Ok(n) if n > 0 => left -= n,
+                    _ => break,
+                }
+                self.pools.rbuf.clear();
+            }
+        }
+        self.conns.put(i, c);
+    }
+
     /// Lends the connection an output queue (from the spares) if it has
     /// none, so that answers are written into reused memory.
     pub(super) fn lend_out(&mut self, c: &mut Conn) {
