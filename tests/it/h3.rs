@@ -656,6 +656,28 @@ fn busy_with(name: &str, s: &Server, signal: i32) -> Option<Value> {
 }
 
 #[test]
+fn cgi_requests_beyond_the_connection_s_sixteen_are_503_and_logged_as_http3() {
+    // 18 at once on one connection: 16 programs run, the 2 over are
+    // answered 503 (HTTP/3 has no REFUSED_STREAM that asks for a retry
+    // as HTTP/2's does), and the warning names the protocol (it said
+    // "HTTP/2 connection").
+    let s = slow_server();
+    let requests = vec![json!({"method": "GET", "path": "/cgi-bin/slow.sh"}); 18];
+    let Some(out) = h3(&s, Value::Array(requests)) else {
+        return;
+    };
+    let r = out["responses"].as_array().expect("responses");
+    let mut statuses: Vec<_> = r.iter().map(|r| fields(r)[0].clone()).collect();
+    statuses.sort();
+    let mut want = vec![":status: 200".to_string(); 16];
+    want.extend([":status: 503".to_string(), ":status: 503".to_string()]);
+    assert_eq!(statuses, want);
+    s.wait_stderr_line(
+        "16 programs and upstream requests already answer this HTTP/3 connection; 503",
+    );
+}
+
+#[test]
 fn a_stop_sends_goaway_answers_what_was_asked_then_closes() {
     let mut s = slow_server();
     let Some(out) = busy_when(&s, libc::SIGTERM) else {

@@ -206,14 +206,20 @@ impl Worker {
         if stream.is_none() || !programs_full(c) {
             return Ok(());
         }
-        Err(self.no_room_503(&label, r))
+        Err(self.no_room_503(c, &label, r))
     }
 
     /// The 503 for request `r`, which found no room for its program or
     /// upstream request (`label` names it), logged as
     /// [`Worker::refuse_stream`] says.
-    pub(super) fn no_room_503(&mut self, label: &dyn std::fmt::Display, r: &mut Request) -> Plan {
-        self.log_no_room(label, format_args!("503"));
+    pub(super) fn no_room_503(
+        &mut self,
+        c: &Conn,
+        label: &dyn std::fmt::Display,
+        r: &mut Request,
+    ) -> Plan {
+        let proto = if c.speaks_h3() { "HTTP/3" } else { "HTTP/2" };
+        self.log_no_room(label, proto, format_args!("503"));
         Plan::told_error(Status::SERVICE_UNAVAILABLE, &mut r.scratch)
     }
 
@@ -243,18 +249,24 @@ impl Worker {
                 self.h2_forget(c, a);
             }
             let what = "refused (REFUSED_STREAM: the client may send it again)";
-            self.log_no_room(label, format_args!("stream {id} {what}"));
+            self.log_no_room(label, "HTTP/2", format_args!("stream {id} {what}"));
             return true;
         }
         let _ = (c, id, label);
         false
     }
 
-    /// Logs that a stream found no room for its program or upstream
-    /// request (`label` names it) and `what` became of it, within the
+    /// Logs that a stream of a `proto` connection found no room for its
+    /// program or upstream request (`label` names it) and `what` became
+    /// of it, within the
     /// worker's budget of refusals' lines (a client that opens a hundred
     /// streams at once is not a hundred lines).
-    fn log_no_room(&mut self, label: &dyn std::fmt::Display, what: std::fmt::Arguments<'_>) {
+    fn log_no_room(
+        &mut self,
+        label: &dyn std::fmt::Display,
+        proto: &str,
+        what: std::fmt::Arguments<'_>,
+    ) {
         self.report_refusals_not_logged();
         if !self.logger.enabled(Level::Warn) || !self.counts.refusals.allow(self.clock.now) {
             return;
@@ -263,7 +275,7 @@ impl Worker {
             Level::Warn,
             format_args!(
                 "{label}: {H2_PIPES} programs and upstream requests already answer this \
-                 HTTP/2 connection; {what}"
+                 {proto} connection; {what}"
             ),
         );
     }

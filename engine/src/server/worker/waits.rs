@@ -461,7 +461,7 @@ impl Worker {
         let label = format!("cgi for {}", String::from_utf8_lossy(r.req.target()));
         match stream {
             Some(id) if self.refuse_stream(c, id, &label) => None,
-            _ => Some(self.no_room_503(&label, r)),
+            _ => Some(self.no_room_503(c, &label, r)),
         }
     }
 
