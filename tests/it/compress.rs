@@ -375,6 +375,98 @@ fn never_compressed() {
     assert!(decode("br", &r.body) == body);
 }
 
+/// `[[headers]]` that will join a file's answer rule compressing it
+/// out, as they do a program's answer: `Cache-Control: no-transform`
+/// (RFC 9110 §7.7), and a `Content-Encoding` of the operator's own (the
+/// usual way to serve `.svgz`), which brisk's coding would be stacked on
+/// in the wrong order (`br, gzip` for gzip-then-br bytes). Neither the
+/// first answer (no weak ETag: nothing is streamed) nor any once the
+/// variants are made (one thread, in order: `page.html`'s being ready,
+/// the others' would be) is compressed.
+#[test]
+fn header_rules_that_forbid_compression_are_heeded() {
+    let mut b = Builder::new();
+    b.file("page.html", &page());
+    b.file("app.js", &page());
+    b.file("pic.svgz", &page());
+    b.file("dir/index.html", &page());
+    b.file("index.html", &page());
+    b.config(
+        "[compress]\nenable = true\nthreads = 1\n\
+         [[headers]]\npattern = \"*.js\"\nset = { \"Cache-Control\" = \"public, no-transform\" }\n\
+         [[headers]]\npattern = \"*.svgz\"\nset = { \"Content-Encoding\" = \"gzip\" }\n\
+         [[headers]]\npath = \"/dir/index.html\"\nset = { \"Cache-Control\" = \"no-transform\" }\n",
+    );
+    let s = b.start();
+    let body = page();
+    let check = |s: &Server| {
+        let r = s.get_with("/app.js", "Accept-Encoding: gzip, br\r\n");
+        assert_file(
+            &r,
+            &body,
+            "text/javascript; charset=utf-8",
+            "Cache-Control: public, no-transform\r\n",
+            Conn::Close,
+        );
+        let r = s.get_with("/pic.svgz", "Accept-Encoding: gzip, br\r\n");
+        assert_file(
+            &r,
+            &body,
+            "image/svg+xml; charset=utf-8",
+            "Content-Encoding: gzip\r\n",
+            Conn::Close,
+        );
+        // A directory's index: the rules of the index's own path.
+        let r = s.get_with("/dir/", "Accept-Encoding: gzip, br\r\n");
+        assert_file(
+            &r,
+            &body,
+            "text/html; charset=utf-8",
+            "Cache-Control: no-transform\r\n",
+            Conn::Close,
+        );
+    };
+    check(&s);
+    compressed(&s, "/page.html", "Accept-Encoding: gzip, br\r\n");
+    check(&s);
+    // An index no rule forbids is compressed, by its own type.
+    let r = compressed(&s, "/", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(decode("gzip", &r.body) == body);
+}
+
+/// With `sniff`, a file without an extension is compressed or not by the
+/// type it is served with, not by `default_type`'s: a PNG under
+/// `default_type = "text/plain"` is never compressed, a text file under
+/// `application/octet-stream` is.
+#[test]
+fn sniffed_types_decide_compression() {
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend_from_slice(&page());
+    let mut b = Builder::new();
+    b.file("logo", &png);
+    b.file("page.html", &page());
+    b.config(
+        "[static]\nsniff = true\ndefault_type = \"text/plain\"\n\
+         [compress]\nenable = true\nthreads = 1\n",
+    );
+    let s = b.start();
+    let r = s.get_with("/logo", "Accept-Encoding: gzip\r\n");
+    assert_file(&r, &png, "image/png", "", Conn::Close);
+    compressed(&s, "/page.html", "Accept-Encoding: gzip\r\n");
+    let r = s.get_with("/logo", "Accept-Encoding: gzip\r\n");
+    assert_file(&r, &png, "image/png", "", Conn::Close);
+
+    let text = "plain words, line after line\n".repeat(200);
+    let mut b = Builder::new();
+    b.file("README", text.as_bytes());
+    b.config("[static]\nsniff = true\n[compress]\nenable = true\n");
+    let s = b.start();
+    let r = compressed(&s, "/README", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert!(decode("gzip", &r.body) == text.as_bytes());
+}
+
 #[test]
 fn off_by_default() {
     let s = site("");

@@ -145,14 +145,7 @@ pub fn decide(
         let Some((name, value)) = field(line) else {
             continue;
         };
-        if name.eq_ignore_ascii_case(b"content-encoding") {
-            return None;
-        }
-        if name.eq_ignore_ascii_case(b"cache-control")
-            && value
-                .split(|&b| b == b',')
-                .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_ascii_case(b"no-transform"))
-        {
+        if !allows(name, value) {
             return None;
         }
         if name.eq_ignore_ascii_case(b"content-type") {
@@ -184,6 +177,19 @@ pub fn decide(
     out.extend_from_slice(b"\r\nVary: Accept-Encoding\r\n");
     *headers = out;
     Some(coding)
+}
+
+/// Whether a head with the field `name: value` may be compressed: not
+/// when it says a `Content-Encoding` already (a `.svgz`, a program's own
+/// gzip), nor `Cache-Control: no-transform` (RFC 9110 §7.7).
+pub fn allows(name: &[u8], value: &[u8]) -> bool {
+    if name.eq_ignore_ascii_case(b"content-encoding") {
+        return false;
+    }
+    !(name.eq_ignore_ascii_case(b"cache-control")
+        && value
+            .split(|&b| b == b',')
+            .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_ascii_case(b"no-transform")))
 }
 
 /// A header line's name and value (`Name: value\r\n`).
