@@ -467,6 +467,43 @@ fn sniffed_types_decide_compression() {
     assert!(decode("gzip", &r.body) == text.as_bytes());
 }
 
+/// A variant the cache cannot hold (larger than `cache_size`, or any
+/// with `cache_size = 0`) is not kept, and its file is compressed as it
+/// streams on every request, not sent as it is from the second one on.
+#[test]
+fn variants_the_cache_cannot_hold_stream_every_time() {
+    let body = page();
+    let small = "<p>the same words again</p>\n".repeat(700);
+    let mut b = Builder::new();
+    b.file("page.html", &body);
+    b.file("small.html", small.as_bytes());
+    b.config("[compress]\nenable = true\nthreads = 1\ncache_size = 2000\n");
+    let s = b.start();
+    let streamed = |s: &Server| {
+        let r = s.get_with("/page.html", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(r.header("etag"), Some(streamed_etag(body.len()).as_str()));
+        assert!(decode("gzip", &r.body) == body);
+    };
+    streamed(&s);
+    // One thread, in order: once the small file's variant is kept, the
+    // page's (about 20 KB) has been made and found too large.
+    let r = compressed(&s, "/small.html", "Accept-Encoding: gzip\r\n");
+    assert!(decode("gzip", &r.body) == small.as_bytes());
+    for _ in 0..3 {
+        streamed(&s);
+    }
+
+    let mut b = Builder::new();
+    b.file("page.html", &body);
+    b.config("[compress]\nenable = true\ncache_size = 0\n");
+    let s = b.start();
+    for _ in 0..3 {
+        streamed(&s);
+    }
+}
+
 #[test]
 fn off_by_default() {
     let s = site("");

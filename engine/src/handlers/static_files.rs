@@ -587,6 +587,10 @@ fn on_the_fly(
     let variant = match memo {
         VariantMemo::Ready(v, at) if at == epoch => v,
         VariantMemo::Useless(at) if at == epoch => return,
+        VariantMemo::Stream(at) if at == epoch => {
+            chosen.stream = true;
+            return;
+        }
         _ => {
             let content = || match &e.source {
                 Some(super::Source::Mem(m)) => Ok(Content::Mem(std::sync::Arc::clone(m))),
@@ -606,6 +610,11 @@ fn on_the_fly(
                 }
                 Lookup::Useless => {
                     e.variants.borrow_mut()[i] = VariantMemo::Useless(epoch);
+                    return;
+                }
+                Lookup::Stream => {
+                    e.variants.borrow_mut()[i] = VariantMemo::Stream(epoch);
+                    chosen.stream = true;
                     return;
                 }
                 Lookup::Pending => {
