@@ -504,6 +504,20 @@ fn variants_the_cache_cannot_hold_stream_every_time() {
     }
 }
 
+/// Icons are in the default types under the name the built-in table
+/// gives `.ico` (`image/vnd.microsoft.icon`), not only `image/x-icon`.
+#[test]
+fn favicons_are_compressed_by_default() {
+    let mut b = Builder::new();
+    b.file("favicon.ico", &page());
+    b.config(ON);
+    let s = b.start();
+    let r = s.get_with("/favicon.ico", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("image/vnd.microsoft.icon"));
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert!(decode("gzip", &r.body) == page());
+}
+
 #[test]
 fn off_by_default() {
     let s = site("");

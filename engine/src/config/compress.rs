@@ -108,6 +108,8 @@ pub const DEFAULT_TYPES: &[&str] = &[
     "application/wasm",
     "image/svg+xml",
     "image/x-icon",
+    // (What the built-in table calls `.ico`, IANA's name.)
+    "image/vnd.microsoft.icon",
     "font/ttf",
     "font/otf",
 ];
