@@ -518,6 +518,26 @@ fn favicons_are_compressed_by_default() {
     assert!(decode("gzip", &r.body) == page());
 }
 
+/// `Accept-Encoding` on several lines is one list (RFC 9110 §5.3), in
+/// order: `br;q=0` then `gzip` takes gzip, not identity as the first
+/// line alone would say; `identity` then `zstd;q=0.5` keeps identity.
+#[test]
+fn accept_encoding_on_several_lines_is_one_list() {
+    let s = site(ON);
+    let body = page();
+    let r = s.get_with(
+        "/page.html",
+        "Accept-Encoding: br;q=0\r\nAccept-Encoding: gzip\r\n",
+    );
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert!(decode("gzip", &r.body) == body);
+    let r = s.get_with(
+        "/page.html",
+        "Accept-Encoding: identity\r\nAccept-Encoding: zstd;q=0.5, br;q=0\r\n",
+    );
+    assert_eq!(r.header("content-encoding"), None, "identity weighs more");
+}
+
 #[test]
 fn off_by_default() {
     let s = site("");
