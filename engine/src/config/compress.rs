@@ -160,6 +160,16 @@ impl Loader<'_> {
                         }
                         list.push(coding);
                     }
+                    if list.is_empty() {
+                        // (Compression on with no coding would only add
+                        // `Vary` to every answer; `enable = false` is
+                        // what turns it off.)
+                        return Err(self.fail(
+                            value,
+                            &full,
+                            "names no coding: expected one or more of \"br\", \"zstd\" and \"gzip\" (enable = false turns compression off)",
+                        ));
+                    }
                     c.encodings = list;
                 }
                 "types" => {
