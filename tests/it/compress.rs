@@ -375,6 +375,169 @@ fn never_compressed() {
     assert!(decode("br", &r.body) == body);
 }
 
+/// `[[headers]]` that will join a file's answer rule compressing it
+/// out, as they do a program's answer: `Cache-Control: no-transform`
+/// (RFC 9110 §7.7), and a `Content-Encoding` of the operator's own (the
+/// usual way to serve `.svgz`), which brisk's coding would be stacked on
+/// in the wrong order (`br, gzip` for gzip-then-br bytes). Neither the
+/// first answer (no weak ETag: nothing is streamed) nor any once the
+/// variants are made (one thread, in order: `page.html`'s being ready,
+/// the others' would be) is compressed.
+#[test]
+fn header_rules_that_forbid_compression_are_heeded() {
+    let mut b = Builder::new();
+    b.file("page.html", &page());
+    b.file("app.js", &page());
+    b.file("pic.svgz", &page());
+    b.file("dir/index.html", &page());
+    b.file("index.html", &page());
+    b.config(
+        "[compress]\nenable = true\nthreads = 1\n\
+         [[headers]]\npattern = \"*.js\"\nset = { \"Cache-Control\" = \"public, no-transform\" }\n\
+         [[headers]]\npattern = \"*.svgz\"\nset = { \"Content-Encoding\" = \"gzip\" }\n\
+         [[headers]]\npath = \"/dir/index.html\"\nset = { \"Cache-Control\" = \"no-transform\" }\n",
+    );
+    let s = b.start();
+    let body = page();
+    let check = |s: &Server| {
+        let r = s.get_with("/app.js", "Accept-Encoding: gzip, br\r\n");
+        assert_file(
+            &r,
+            &body,
+            "text/javascript; charset=utf-8",
+            "Cache-Control: public, no-transform\r\n",
+            Conn::Close,
+        );
+        let r = s.get_with("/pic.svgz", "Accept-Encoding: gzip, br\r\n");
+        assert_file(
+            &r,
+            &body,
+            "image/svg+xml; charset=utf-8",
+            "Content-Encoding: gzip\r\n",
+            Conn::Close,
+        );
+        // A directory's index: the rules of the index's own path.
+        let r = s.get_with("/dir/", "Accept-Encoding: gzip, br\r\n");
+        assert_file(
+            &r,
+            &body,
+            "text/html; charset=utf-8",
+            "Cache-Control: no-transform\r\n",
+            Conn::Close,
+        );
+    };
+    check(&s);
+    compressed(&s, "/page.html", "Accept-Encoding: gzip, br\r\n");
+    check(&s);
+    // An index no rule forbids is compressed, by its own type.
+    let r = compressed(&s, "/", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert!(decode("gzip", &r.body) == body);
+}
+
+/// With `sniff`, a file without an extension is compressed or not by the
+/// type it is served with, not by `default_type`'s: a PNG under
+/// `default_type = "text/plain"` is never compressed, a text file under
+/// `application/octet-stream` is.
+#[test]
+fn sniffed_types_decide_compression() {
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend_from_slice(&page());
+    let mut b = Builder::new();
+    b.file("logo", &png);
+    b.file("page.html", &page());
+    b.config(
+        "[static]\nsniff = true\ndefault_type = \"text/plain\"\n\
+         [compress]\nenable = true\nthreads = 1\n",
+    );
+    let s = b.start();
+    let r = s.get_with("/logo", "Accept-Encoding: gzip\r\n");
+    assert_file(&r, &png, "image/png", "", Conn::Close);
+    compressed(&s, "/page.html", "Accept-Encoding: gzip\r\n");
+    let r = s.get_with("/logo", "Accept-Encoding: gzip\r\n");
+    assert_file(&r, &png, "image/png", "", Conn::Close);
+
+    let text = "plain words, line after line\n".repeat(200);
+    let mut b = Builder::new();
+    b.file("README", text.as_bytes());
+    b.config("[static]\nsniff = true\n[compress]\nenable = true\n");
+    let s = b.start();
+    let r = compressed(&s, "/README", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert!(decode("gzip", &r.body) == text.as_bytes());
+}
+
+/// A variant the cache cannot hold (larger than `cache_size`, or any
+/// with `cache_size = 0`) is not kept, and its file is compressed as it
+/// streams on every request, not sent as it is from the second one on.
+#[test]
+fn variants_the_cache_cannot_hold_stream_every_time() {
+    let body = page();
+    let small = "<p>the same words again</p>\n".repeat(700);
+    let mut b = Builder::new();
+    b.file("page.html", &body);
+    b.file("small.html", small.as_bytes());
+    b.config("[compress]\nenable = true\nthreads = 1\ncache_size = 2000\n");
+    let s = b.start();
+    let streamed = |s: &Server| {
+        let r = s.get_with("/page.html", "Accept-Encoding: gzip\r\n");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(r.header("etag"), Some(streamed_etag(body.len()).as_str()));
+        assert!(decode("gzip", &r.body) == body);
+    };
+    streamed(&s);
+    // One thread, in order: once the small file's variant is kept, the
+    // page's (about 20 KB) has been made and found too large.
+    let r = compressed(&s, "/small.html", "Accept-Encoding: gzip\r\n");
+    assert!(decode("gzip", &r.body) == small.as_bytes());
+    for _ in 0..3 {
+        streamed(&s);
+    }
+
+    let mut b = Builder::new();
+    b.file("page.html", &body);
+    b.config("[compress]\nenable = true\ncache_size = 0\n");
+    let s = b.start();
+    for _ in 0..3 {
+        streamed(&s);
+    }
+}
+
+/// Icons are in the default types under the name the built-in table
+/// gives `.ico` (`image/vnd.microsoft.icon`), not only `image/x-icon`.
+#[test]
+fn favicons_are_compressed_by_default() {
+    let mut b = Builder::new();
+    b.file("favicon.ico", &page());
+    b.config(ON);
+    let s = b.start();
+    let r = s.get_with("/favicon.ico", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("image/vnd.microsoft.icon"));
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert!(decode("gzip", &r.body) == page());
+}
+
+/// `Accept-Encoding` on several lines is one list (RFC 9110 §5.3), in
+/// order: `br;q=0` then `gzip` takes gzip, not identity as the first
+/// line alone would say; `identity` then `zstd;q=0.5` keeps identity.
+#[test]
+fn accept_encoding_on_several_lines_is_one_list() {
+    let s = site(ON);
+    let body = page();
+    let r = s.get_with(
+        "/page.html",
+        "Accept-Encoding: br;q=0\r\nAccept-Encoding: gzip\r\n",
+    );
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert!(decode("gzip", &r.body) == body);
+    let r = s.get_with(
+        "/page.html",
+        "Accept-Encoding: identity\r\nAccept-Encoding: zstd;q=0.5, br;q=0\r\n",
+    );
+    assert_eq!(r.header("content-encoding"), None, "identity weighs more");
+}
+
 #[test]
 fn off_by_default() {
     let s = site("");

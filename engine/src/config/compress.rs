@@ -108,6 +108,8 @@ pub const DEFAULT_TYPES: &[&str] = &[
     "application/wasm",
     "image/svg+xml",
     "image/x-icon",
+    // (What the built-in table calls `.ico`, IANA's name.)
+    "image/vnd.microsoft.icon",
     "font/ttf",
     "font/otf",
 ];
@@ -157,6 +159,16 @@ impl Loader<'_> {
                             return Err(self.fail(item, &full, &format!("{s} is listed twice")));
                         }
                         list.push(coding);
+                    }
+                    if list.is_empty() {
+                        // (Compression on with no coding would only add
+                        // `Vary` to every answer; `enable = false` is
+                        // what turns it off.)
+                        return Err(self.fail(
+                            value,
+                            &full,
+                            "names no coding: expected one or more of \"br\", \"zstd\" and \"gzip\" (enable = false turns compression off)",
+                        ));
                     }
                     c.encodings = list;
                 }

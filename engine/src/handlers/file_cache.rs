@@ -75,6 +75,8 @@ pub enum VariantMemo {
     Ready(Rc<Entry>, u64),
     /// Compressed, the file was no smaller: sent as it is.
     Useless(u64),
+    /// The variant is not kept: the file is compressed as it streams.
+    Stream(u64),
 }
 
 impl Entry {

@@ -376,6 +376,10 @@ fn serve_dir(
         if files.own_path(&s.rel) {
             continue;
         }
+        // (The path the answer is for, from here: its type and its
+        // `[[headers]]` decide whether it is compressed.)
+        s.path.truncate(dir_path_len);
+        s.path.extend_from_slice(index.as_bytes());
         let chosen = match cache.lookup(&files.root, &s.rel) {
             Ok(e) if files.own(&e) => continue,
             Ok(e) if e.meta.kind == Kind::File => negotiate(files, req, s, cache, Some(e)),
@@ -393,13 +397,13 @@ fn serve_dir(
             _ => continue,
         };
         if files.programs.contains(&s.rel) {
+            s.path.truncate(dir_path_len);
             return refused(Refusal::ScriptSource, Status::FORBIDDEN, s);
         }
-        s.path.truncate(dir_path_len);
-        s.path.extend_from_slice(index.as_bytes());
         return serve_file(files, req, s, chosen);
     }
     s.rel.truncate(dir_rel_len);
+    s.path.truncate(dir_path_len);
     if !files.site().static_files.autoindex {
         return refused(Refusal::NoIndex, Status::FORBIDDEN, s);
     }
@@ -558,7 +562,16 @@ fn on_the_fly(
     if e.meta.size < cfg.min_size || e.meta.size > cfg.max_size {
         return;
     }
-    if !compress::compressible(files.mime.lookup(&s.rel).as_bytes(), &cfg.types) {
+    // Decided on what the answer's head will say, as the engine decides
+    // for a produced answer (`compress::stream::decide`): its
+    // `Content-Type` (sniffed, for a name without an extension, when
+    // `sniff` is on), and the `[[headers]]` that will join it (one that
+    // sets `Content-Encoding`, as for a `.svgz`, or `Cache-Control:
+    // no-transform` rules compressing out).
+    let content_type = content_type(files, &s.path, chosen, e);
+    if !compress::compressible(content_type.as_bytes(), &cfg.types)
+        || !header_rules_allow_compression(files, &s.path)
+    {
         return;
     }
     chosen.varies = true;
@@ -574,6 +587,10 @@ fn on_the_fly(
     let variant = match memo {
         VariantMemo::Ready(v, at) if at == epoch => v,
         VariantMemo::Useless(at) if at == epoch => return,
+        VariantMemo::Stream(at) if at == epoch => {
+            chosen.stream = true;
+            return;
+        }
         _ => {
             let content = || match &e.source {
                 Some(super::Source::Mem(m)) => Ok(Content::Mem(std::sync::Arc::clone(m))),
@@ -593,6 +610,11 @@ fn on_the_fly(
                 }
                 Lookup::Useless => {
                     e.variants.borrow_mut()[i] = VariantMemo::Useless(epoch);
+                    return;
+                }
+                Lookup::Stream => {
+                    e.variants.borrow_mut()[i] = VariantMemo::Stream(epoch);
+                    chosen.stream = true;
                     return;
                 }
                 Lookup::Pending => {
@@ -938,6 +960,19 @@ fn boundary(meta: &Meta) -> [u8; 24] {
     out[..8].copy_from_slice(b"brisk-0x");
     out[8..].copy_from_slice(&grammar::hex_u64(mix));
     out
+}
+
+/// Whether the `[[headers]]` that match `path` leave its answer
+/// compressible (see `compress::stream::allows`).
+#[cfg(feature = "compress")]
+fn header_rules_allow_compression(files: &StaticFiles, path: &[u8]) -> bool {
+    files
+        .site()
+        .headers
+        .iter()
+        .filter(|rule| rule.matcher.matches(path))
+        .flat_map(|rule| &rule.set)
+        .all(|(name, value)| compress::stream::allows(name.as_bytes(), value.as_bytes()))
 }
 
 /// Adds the configured `[[headers]]` whose path matches.

@@ -18,6 +18,11 @@ pub fn weights<const N: usize>(header: &[u8], offered: [&[u8]; N]) -> ([u16; N],
         if name.is_empty() {
             continue;
         }
+        // RFC 9110 §8.4.1.3: a recipient SHOULD take "x-gzip" for "gzip".
+        let name = match name.eq_ignore_ascii_case(b"x-gzip") {
+            true => &b"gzip"[..],
+            false => name,
+        };
         let mut q = 1000;
         for param in parts {
             let param = trim_ows(param);
@@ -82,6 +87,9 @@ mod tests {
             ([0, 0, 1000], Some(0))
         );
         assert_eq!(weights(b"", offer), ([0; 3], None));
+        // x-gzip is gzip (RFC 9110 §8.4.1.3); the first mention counts.
+        assert_eq!(weights(b"X-GZIP;q=0.5", offer), ([0, 0, 500], None));
+        assert_eq!(weights(b"gzip;q=0, x-gzip", offer), ([0, 0, 0], None));
         // A malformed weight refuses rather than accepts.
         assert_eq!(weights(b"gzip;q=2, br;q=x", offer), ([0, 0, 0], None));
     }

@@ -66,6 +66,7 @@ impl Field {
         match self {
             Field::IfMatch => Some(0),
             Field::IfNoneMatch => Some(1),
+            Field::AcceptEncoding => Some(2),
             _ => None,
         }
     }
@@ -107,10 +108,10 @@ pub struct OwnedRequest {
     headers: Vec<(Span, Span)>,
     /// Where each [`Field`] is first in `headers`, plus one (0: absent).
     fields: [u8; FIELDS],
-    /// `If-Match` and `If-None-Match` (in that order) when sent on
-    /// several lines: their values joined into one list, as RFC 9110
-    /// §5.3 combines them, in `bytes` after the head.
-    joined: [Option<Span>; 2],
+    /// `If-Match`, `If-None-Match` and `Accept-Encoding` (in that
+    /// order) when sent on several lines: their values joined into one
+    /// list, as RFC 9110 §5.3 combines them, in `bytes` after the head.
+    joined: [Option<Span>; 3],
     host: Option<Span>,
     body: BodyFraming,
     keep_alive: bool,
@@ -153,7 +154,7 @@ impl Default for OwnedRequest {
             version: Version::Http11,
             headers: Vec::new(),
             fields: [0; FIELDS],
-            joined: [None; 2],
+            joined: [None; 3],
             host: None,
             body: BodyFraming::None,
             keep_alive: false,
@@ -187,7 +188,7 @@ impl OwnedRequest {
     pub fn parse(&mut self, input: &[u8], limits: &Limits) -> Result<Option<usize>, ParseError> {
         self.headers.clear();
         self.fields = [0; FIELDS];
-        self.joined = [None; 2];
+        self.joined = [None; 3];
         let mut lists = 0u8;
         let base = input.as_ptr() as usize;
         let at = |piece: &[u8]| Span {
@@ -217,10 +218,15 @@ impl OwnedRequest {
     }
 
     /// Joins the lines of each list field `lists` marks (bit 0:
-    /// `If-Match`, bit 1: `If-None-Match`) into one value behind the
-    /// head, with `, ` between them (RFC 9110 §5.3).
+    /// `If-Match`, bit 1: `If-None-Match`, bit 2: `Accept-Encoding`)
+    /// into one value behind the head, with `, ` between them (RFC 9110
+    /// §5.3).
     fn join_lists(&mut self, lists: u8) {
-        for (i, name) in [(0, "if-match"), (1, "if-none-match")] {
+        for (i, name) in [
+            (0, "if-match"),
+            (1, "if-none-match"),
+            (2, "accept-encoding"),
+        ] {
             if lists & (1 << i) == 0 {
                 continue;
             }
@@ -355,7 +361,8 @@ impl OwnedRequest {
     }
 
     /// The value of `field`: its first line's (a list field sent on
-    /// several lines, `If-Match` or `If-None-Match`: all of them, joined).
+    /// several lines, `If-Match`, `If-None-Match` or `Accept-Encoding`: all of
+    /// them, joined).
     pub fn field(&self, field: Field) -> Option<&[u8]> {
         if let Some(span) = Field::list(field).and_then(|i| self.joined[i]) {
             return Some(self.get(span));

@@ -58,9 +58,12 @@ impl Key {
 pub enum Lookup {
     /// Its bytes.
     Ready(Arc<[u8]>),
-    /// Compressed, it was no smaller (or larger than the whole cache):
-    /// the file goes out as it is.
+    /// Compressed, it was no smaller: the file goes out as it is.
     Useless,
+    /// Never kept (larger than the whole cache, or the cache has no
+    /// room at all: `cache_size = 0`): the file is compressed as it
+    /// streams, each time.
+    Stream,
     /// Not ready yet (being made, or the queue was full).
     Pending,
 }
@@ -70,6 +73,7 @@ enum Slot {
     Pending,
     Ready(Arc<[u8]>),
     Useless,
+    Stream,
 }
 
 #[derive(Debug, Default)]
@@ -102,7 +106,9 @@ impl Shared {
         m.queued = m.queued.saturating_sub(1);
         let slot = match result {
             Some(v) if (v.len() as u64) <= self.capacity => Slot::Ready(v.into()),
-            _ => Slot::Useless,
+            // (Worth sending compressed, but it cannot be kept.)
+            Some(_) => Slot::Stream,
+            None => Slot::Useless,
         };
         if let Slot::Ready(v) = &slot {
             m.bytes += v.len() as u64;
@@ -187,10 +193,15 @@ impl Variants {
     /// Where the variant `key` stands; when it is unknown, a thread is
     /// asked to make it from what `content` gives (called only then).
     pub fn get(&self, key: Key, content: impl FnOnce() -> io::Result<Content>) -> Lookup {
+        if self.shared.capacity == 0 {
+            // Nothing could be kept: no variant is made.
+            return Lookup::Stream;
+        }
         let mut m = self.shared.lock();
         match m.slots.get(&key) {
             Some(Slot::Ready(v)) => return Lookup::Ready(Arc::clone(v)),
             Some(Slot::Useless) => return Lookup::Useless,
+            Some(Slot::Stream) => return Lookup::Stream,
             Some(Slot::Pending) => return Lookup::Pending,
             None if m.queued >= QUEUE => return Lookup::Pending,
             None => {}
@@ -323,6 +334,26 @@ mod tests {
         assert!(matches!(
             v.get(a, || Ok(Content::Mem(Arc::clone(&text)))),
             Lookup::Pending
+        ));
+        // A variant larger than the whole cache is not kept: its file
+        // streams compressed.
+        let c = Key::new(&meta(5, text.len() as u64), Coding::Zstd);
+        cfg.cache_size = zst - 1;
+        let small = Variants::new(&cfg).unwrap();
+        small.get(c, || Ok(Content::Mem(Arc::clone(&text))));
+        assert!(matches!(wait_ready(&small, c), Lookup::Stream));
+        assert_eq!(small.shared.lock().bytes, 0);
+    }
+
+    #[test]
+    fn no_cache_no_variants() {
+        let mut cfg = crate::config::Config::default().site.compress;
+        cfg.cache_size = 0;
+        let v = Variants::new(&cfg).unwrap();
+        let k = Key::new(&meta(1, 10_000), Coding::Br);
+        assert!(matches!(
+            v.get(k, || unreachable!("nothing is made")),
+            Lookup::Stream
         ));
     }
 }

