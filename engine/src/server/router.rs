@@ -546,12 +546,31 @@ impl Router {
         if !cfg!(feature = "sites") || files.site().static_files.try_files.is_empty() {
             return Routed::Answer(plan);
         }
+        // The guards judge the file a fallback serves as they judged the
+        // request's path: `try_files = ["$uri.html"]` must not serve
+        // `/members/page.html`, behind a login, to `/members/page`,
+        // which no rule names.
+        let cfg = self.cfg.site(site);
+        let auth = self.sites[site].auth.as_ref();
+        let (req, client) = (&*routing.req, routing.client.peer.ip());
+        let guarded = |candidate: &[u8]| {
+            // (`$uri/index.html` of `/docs/` is `/docs//index.html`.)
+            let mut p = candidate.to_vec();
+            p.dedup_by(|a, b| *a == b'/' && *b == b'/');
+            let own = (p.as_slice(), crate::http::glob::Reach::Own);
+            let refused =
+                crate::access::admission::judge(&cfg.admission.access, own, &cfg.folding, client)
+                    .is_err();
+            let path = req.path().unwrap_or_default();
+            refused || auth.is_some_and(|a| !a.lets_through(path, &p, req.method_token()))
+        };
         Routed::Answer(fallback::try_files(
             files,
             routing.req,
             routing.scratch,
             &mut self.cache,
             plan,
+            &guarded,
         ))
     }
 
