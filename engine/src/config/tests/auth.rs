@@ -187,6 +187,16 @@ fn methods_and_except_methods_list_tokens_and_exclude_each_other() {
             "methods = [1]\n",
             "DIR/site.toml:6: auth[1].methods: expected a string",
         ),
+        // A standard method in another case is a typo that would let
+        // every real GET through without a login.
+        (
+            "methods = [\"get\", \"POST\"]\n",
+            "DIR/site.toml:6: auth[1].methods: \"get\" would match no GET request (methods are case-sensitive, RFC 9110 §9.1); did you mean \"GET\"?",
+        ),
+        (
+            "except_methods = [\"Propfind\"]\n",
+            "DIR/site.toml:6: auth[1].except_methods: \"Propfind\" would match no PROPFIND request",
+        ),
     ] {
         let e = err(&good(), &format!("{rule}{extra}"));
         assert!(e.starts_with(want), "{extra}: {e}");
