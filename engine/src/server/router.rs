@@ -614,6 +614,19 @@ impl Router {
             return Step::Next;
         };
         let ip = routing.client.peer.ip();
+        // Authorization holds one credential, never a list (RFC 9110
+        // §11.6.2, §5.3): with two, the login checked would depend on
+        // which one a reader takes (the first here, the last in a proxy
+        // or an application before or behind brisk). nginx answers 400.
+        let two = routing
+            .req
+            .headers()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"authorization"))
+            .nth(1)
+            .is_some();
+        if two {
+            return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+        }
         let mut also = Vec::new();
         let dav = &self.cfg.site(site).webdav;
         let reach = match judged_too(routing.req, dav, &mut also) {
