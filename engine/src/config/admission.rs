@@ -91,7 +91,15 @@ impl Loader<'_> {
                         let allow = name == "allow";
                         has_allow |= allow;
                         has_list = true;
-                        for (text, item) in self.strings(&full, value)? {
+                        let list = self.strings(&full, value)?;
+                        // (Empty, `allow` would refuse everyone and
+                        // `deny` nobody, while shadowing every later
+                        // rule: a list left half-written.)
+                        if list.is_empty() {
+                            let what = "at least one address, range or \"all\"";
+                            return Err(self.expected(value, &full, what));
+                        }
+                        for (text, item) in list {
                             for cidr in self.ranges(text, item, &full)? {
                                 entries.push((cidr, allow));
                             }

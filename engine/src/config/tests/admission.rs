@@ -68,6 +68,16 @@ fn access_errors_name_file_line_and_key() {
         load_err("[[access]]\npath = \"/\"\nallow = [1]\n"),
         "DIR/site.toml:4: access[1].allow: expected a string; got 1"
     );
+    // An empty list would refuse everyone (allow) or no one (deny), and
+    // shadow every later rule.
+    assert_eq!(
+        load_err("[[access]]\npath = \"/\"\ndeny = []\n"),
+        "DIR/site.toml:4: access[1].deny: expected at least one address, range or \"all\"; got an array"
+    );
+    assert_eq!(
+        load_err("[[access]]\npath = \"/\"\nallow = []\ndeny = [\"all\"]\n"),
+        "DIR/site.toml:4: access[1].allow: expected at least one address, range or \"all\"; got an array"
+    );
     assert_eq!(
         load_err("[[access]]\npath = \"/\"\n"),
         "DIR/site.toml:2: access[1]: needs allow = [\"10.0.0.0/8\", …] or deny = [\"192.0.2.0/24\", …] (or both)"
