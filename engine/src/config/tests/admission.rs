@@ -158,6 +158,38 @@ fn both_go_inside_a_site_and_are_listed_as_keys() {
     }
 }
 
+/// The first rule that matches decides: a rule an earlier one hides is
+/// said at load (a more specific rule written after a broader one).
+#[test]
+fn a_rule_an_earlier_one_hides_is_warned_of() {
+    let c = load(
+        "[[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npath = \"/admin/secret/\"\ndeny = \"all\"\n\
+         [[access]]\npath = \"/administration\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        crate::config::admission::hidden_guards(&c),
+        [
+            "access[2] (path \"/admin/secret/\") never decides: access[1] (path \"/admin/\") \
+          comes first and matches every path it does, and the first rule that matches decides; \
+          put the more specific rule first"
+        ]
+    );
+    assert!(c
+        .warnings()
+        .iter()
+        .any(|w| w.starts_with("access[2] (path")));
+    // In that order, or for paths the first does not all match, none.
+    let c = load(
+        "[[access]]\npath = \"/admin/secret/\"\ndeny = \"all\"\n\
+         [[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npattern = \"*.php\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    assert!(crate::config::admission::hidden_guards(&c).is_empty());
+}
+
 #[test]
 #[cfg(feature = "ops")] // the report
 fn check_config_lists_them() {

@@ -203,6 +203,34 @@ fn methods_and_except_methods_list_tokens_and_exclude_each_other() {
     }
 }
 
+/// An `[[auth]]` rule an earlier one hides (the same paths, every
+/// method it covers) is warned of; one for other methods is not hidden.
+#[cfg(feature = "sites")]
+#[test]
+fn an_auth_rule_an_earlier_one_hides_is_warned_of() {
+    let dir = TempDir::new();
+    dir.write("htpasswd", &good());
+    let rule = |path: &str, extra: &str| {
+        format!("[[auth]]\npath = \"{path}\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n{extra}")
+    };
+    let text = [
+        rule("/dav/", "methods = [\"PUT\"]\n"),
+        rule("/dav/a/", ""),
+        rule("/", ""),
+        rule("/dav/b/", "methods = [\"DELETE\"]\n"),
+    ]
+    .concat();
+    let c = run(&dir, &text).unwrap();
+    assert_eq!(
+        crate::config::admission::hidden_guards(&c),
+        [
+            "auth[4] (path \"/dav/b/\") never decides: auth[3] (path \"/\") comes first and \
+          matches every path it does, and the first rule that matches decides; put the more \
+          specific rule first"
+        ]
+    );
+}
+
 #[test]
 fn realms_cannot_break_the_quoted_string() {
     for bad in [
