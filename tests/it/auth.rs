@@ -70,6 +70,34 @@ fn challenge_then_every_format_is_accepted() {
     assert_eq!(r.status, 200);
 }
 
+/// Authorization holds one credential (RFC 9110 §11.6.2): a request
+/// with two is refused, as nginx does, rather than judged by the first
+/// while a proxy or an application may read the last.
+#[test]
+fn two_authorization_fields_are_a_bad_request() {
+    let s = site("").start();
+    let good = basic("sha1", "correct horse");
+    let bad = basic("sha1", "wrong");
+    for fields in [
+        format!("Authorization: {bad}\r\nAuthorization: {good}\r\n"),
+        format!("Authorization: {good}\r\nauthorization: {bad}\r\n"),
+        format!("Authorization: {good}\r\nAuthorization: {good}\r\n"),
+    ] {
+        let r = s.request(
+            format!(
+                "GET /private/secret.txt HTTP/1.1\r\nHost: x\r\n{fields}Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        assert_error(&r, 400, "Bad Request", "", Conn::Close);
+    }
+    // One is judged as ever.
+    assert_eq!(
+        get(&s, "/private/secret.txt", Some(&good)).body,
+        b"the secret"
+    );
+}
+
 #[test]
 fn too_many_failures_get_429_with_retry_after() {
     let s = site("[limits]\nauth_failures = 3\n").start();

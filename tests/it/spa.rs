@@ -89,6 +89,47 @@ fn try_files_tries_in_order() {
     assert_eq!(s.get("/x").status, 404);
 }
 
+/// The guards judge the file a fallback serves, not only the path that
+/// named it: pretty URLs (`$uri.html`) must not serve a page behind a
+/// login, or one an `[[access]]` rule keeps from the client, to a path
+/// no rule names.
+#[test]
+fn try_files_serves_no_guarded_file_past_its_guard() {
+    let mut b = Builder::new();
+    b.file("index.html", APP);
+    b.file("members/page.html", b"members only\n");
+    b.file("report.html", b"report\n");
+    b.file("open.html", b"open\n");
+    let alice = "alice:$apr1$walvcbED$13blgIE6v21Xa1Ytp4eNw1\n"; // password "pw"
+    write_file(&b.base().join("htpasswd"), alice.as_bytes());
+    b.config(concat!(
+        "[static]\ntry_files = [\"$uri.html\", \"/index.html\"]\n",
+        "[[auth]]\npattern = \"/members/*.html\"\nrealm = \"M\"\nhtpasswd = \"htpasswd\"\n",
+        "[[access]]\npath = \"/report.html\"\nallow = [\"192.0.2.0/24\"]\n",
+    ));
+    let s = b.start();
+    assert_eq!(s.get("/members/page.html").status, 401);
+    assert_eq!(s.get("/report.html").status, 403);
+    // Named otherwise, the guarded files are passed over for the next
+    // candidate, as if they were not there.
+    assert_eq!(s.get("/members/page").body, APP);
+    assert_eq!(s.get("/report").body, APP);
+    // What no rule guards is served as before.
+    assert_eq!(s.get("/open").body, b"open\n");
+    // A login the request gave for the same file lets its page through.
+    let mut b = Builder::new();
+    b.file("members/page.html", b"members only\n");
+    write_file(&b.base().join("htpasswd"), alice.as_bytes());
+    b.config(concat!(
+        "[static]\ntry_files = [\"$uri.html\"]\n",
+        "[[auth]]\npath = \"/members/\"\nrealm = \"M\"\nhtpasswd = \"htpasswd\"\n",
+    ));
+    let s = b.start();
+    assert_eq!(s.get("/members/page").status, 401);
+    let login = format!("Authorization: {}\r\n", basic_auth("alice", "pw"));
+    assert_eq!(s.get_with("/members/page", &login).body, b"members only\n");
+}
+
 #[test]
 fn without_a_fallback_file_the_404_stays() {
     let mut b = Builder::new();

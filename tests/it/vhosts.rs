@@ -289,18 +289,22 @@ fn over_h2c_the_authority_picks_the_site() {
     let s = three_sites("").start();
     let mut h = H2::connect(s.addr(), &[], 0);
     let mut ids = Vec::new();
-    for (authority, host) in [
-        ("www.example.org:80", None),
-        ("b.test", None),
-        ("other.test", None),
-        ("EXAMPLE.ORG", Some("example.org")),
+    for (authority, host, path) in [
+        ("www.example.org:80", None, "/same.txt"),
+        ("b.test", None, "/same.txt"),
+        ("other.test", None, "/same.txt"),
+        ("EXAMPLE.ORG", Some("example.org"), "/same.txt"),
         // A Host naming another authority: malformed (RFC 9113 §8.3.1).
-        ("example.org", Some("b.test")),
+        ("example.org", Some("b.test"), "/same.txt"),
+        // So is a :path that is no absolute path (§8.3.1): read as an
+        // HTTP/1.1 absolute-form target, its host would pick the site.
+        ("b.test", None, "http://example.org/same.txt"),
+        ("b.test", None, "same.txt"),
     ] {
         let mut block = Vec::new();
         hpack::encode_field(b":method", b"GET", &mut block);
         hpack::encode_field(b":scheme", b"http", &mut block);
-        hpack::encode_field(b":path", b"/same.txt", &mut block);
+        hpack::encode_field(b":path", path.as_bytes(), &mut block);
         hpack::encode_field(b":authority", authority.as_bytes(), &mut block);
         if let Some(host) = host {
             hpack::encode_field(b"host", host.as_bytes(), &mut block);
@@ -322,6 +326,8 @@ fn over_h2c_the_authority_picks_the_site() {
         ["a same\n", "b same\n", "default same\n", "a same\n"]
     );
     assert_eq!(answers[4].status(), "400");
+    assert_eq!(answers[5].status(), "400");
+    assert_eq!(answers[6].status(), "400");
     assert_eq!(answers[0].field("x-site"), Some("a"));
     assert_eq!(answers[1].field("x-site"), None);
 }

@@ -369,6 +369,25 @@ impl Auth {
         !self.rules.is_empty()
     }
 
+    /// Whether `other` may be served in answer to a request for `path`
+    /// with `method` that passed [`Auth::check`] (a `try_files` file in
+    /// place of a missing one): no rule covers `other`, or the rule that
+    /// does reads the same htpasswd file as the one that covers `path`,
+    /// whose login the request then gave. A file behind a login the
+    /// request did not give is not served through a path no rule guards.
+    pub fn lets_through(&self, path: &[u8], other: &[u8], method: &[u8]) -> bool {
+        let file = |p: &[u8]| {
+            self.rules
+                .iter()
+                .find(|r| r.methods.covers(method) && r.matcher.matches_in(p, &self.folding))
+                .map(|r| r.file)
+        };
+        match file(other) {
+            None => true,
+            Some(f) => file(path) == Some(f),
+        }
+    }
+
     /// Checks a request for the decoded path `path` with method `method`
     /// and the raw value of its `Authorization` field (`None` if absent),
     /// from `client`, at `now`: the first rule that covers both the path

@@ -91,7 +91,15 @@ impl Loader<'_> {
                         let allow = name == "allow";
                         has_allow |= allow;
                         has_list = true;
-                        for (text, item) in self.strings(&full, value)? {
+                        let list = self.strings(&full, value)?;
+                        // (Empty, `allow` would refuse everyone and
+                        // `deny` nobody, while shadowing every later
+                        // rule: a list left half-written.)
+                        if list.is_empty() {
+                            let what = "at least one address, range or \"all\"";
+                            return Err(self.expected(value, &full, what));
+                        }
+                        for (text, item) in list {
                             for cidr in self.ranges(text, item, &full)? {
                                 entries.push((cidr, allow));
                             }
@@ -206,6 +214,59 @@ fn parse_rate(text: &str) -> Option<Duration> {
         return None;
     }
     Some(Duration::from_nanos(per * 1_000_000_000 / n))
+}
+
+/// A warning for each `[[access]]` or `[[auth]]` rule that an earlier
+/// rule of its site hides: the first rule that matches a path decides,
+/// so a rule whose paths an earlier one all matches (`path = "/admin/"`,
+/// then `path = "/admin/secret/"`; for `[[auth]]`, with every method
+/// the later one covers) never decides a request for a path of its
+/// own, whatever it says.
+pub(super) fn hidden_guards(config: &super::Config) -> Vec<String> {
+    use crate::access::auth::AuthMethods;
+    let mut out = Vec::new();
+    for (prefix, site) in super::SiteConfig::all_keyed(config) {
+        let access: Vec<&PathMatch> = site.admission.access.iter().map(|r| &r.matcher).collect();
+        hidden(&prefix, "access", &access, |_, _| true, &mut out);
+        let auth: Vec<&PathMatch> = site.auth.iter().map(|r| &r.matcher).collect();
+        let methods = |i: usize, j: usize| {
+            let (first, later) = (&site.auth[i].methods, &site.auth[j].methods);
+            *first == AuthMethods::All || first == later
+        };
+        hidden(&prefix, "auth", &auth, methods, &mut out);
+    }
+    out
+}
+
+fn hidden(
+    prefix: &str,
+    kind: &str,
+    rules: &[&PathMatch],
+    covers: impl Fn(usize, usize) -> bool,
+    out: &mut Vec<String>,
+) {
+    let hides = |first: &PathMatch, later: &PathMatch| match (first, later) {
+        (PathMatch::Prefix(a), PathMatch::Prefix(b)) => b.starts_with(a.as_str()),
+        (PathMatch::Glob(a), PathMatch::Glob(b)) => a == b,
+        _ => false,
+    };
+    let said = |m: &PathMatch| match m {
+        PathMatch::Prefix(p) => format!("path {p:?}"),
+        PathMatch::Glob(g) => format!("pattern {g:?}"),
+    };
+    for (j, later) in rules.iter().enumerate() {
+        if let Some(i) = (0..j).find(|&i| hides(rules[i], later) && covers(i, j)) {
+            out.push(format!(
+                "{prefix}{kind}[{}] ({}) never decides: {prefix}{kind}[{}] ({}) comes first and \
+                 matches every path it does, and the first rule that matches decides; put the \
+                 more specific rule first",
+                j + 1,
+                said(later),
+                i + 1,
+                said(rules[i]),
+            ));
+        }
+    }
 }
 
 #[cfg(test)]

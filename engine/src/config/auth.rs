@@ -27,6 +27,28 @@ pub(super) const AUTH_KEYS: &[&str] = &[
     "except_methods",
 ];
 
+/// Methods of RFC 9110 §9 and WebDAV (RFC 4918 §9, RFC 5789's PATCH),
+/// which a rule may name in another case by mistake only.
+#[cfg(feature = "sites")]
+const STANDARD_METHODS: &[&str] = &[
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "DELETE",
+    "CONNECT",
+    "OPTIONS",
+    "TRACE",
+    "PATCH",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+];
+
 impl Loader<'_> {
     /// `methods` or `except_methods`: HTTP methods, at least one, as
     /// [`AuthMethods`] keeps them (a space between two).
@@ -38,6 +60,17 @@ impl Loader<'_> {
             if !is_token(m.as_bytes()) {
                 let what = "HTTP methods (tokens, such as \"PUT\"; case matters)";
                 return Err(self.expected(v, full, what));
+            }
+            // A method is case-sensitive (RFC 9110 §9.1): "get" is no
+            // request's GET, so `methods = ["get"]` would ask no GET for a
+            // login, and let every one through. A standard method's name
+            // in another case is that typo.
+            let upper = m.to_ascii_uppercase();
+            if upper != m && STANDARD_METHODS.contains(&upper.as_str()) {
+                let why = format!(
+                    "{m:?} would match no {upper} request (methods are case-sensitive, RFC 9110 §9.1); did you mean \"{upper}\"?"
+                );
+                return Err(self.fail(v, full, &why));
             }
             if !list.is_empty() {
                 list.push(' ');

@@ -218,10 +218,12 @@ impl Config {
 
     /// What may be a mistake though the configuration is valid, said at
     /// start, at a reload and by `--check-config`: brisk's own files
-    /// beneath a root ([`Config::own_files_under_roots`]), site names
-    /// that get no certificate from `[acme]`.
+    /// beneath a root ([`Config::own_files_under_roots`]), `[[access]]`
+    /// and `[[auth]]` rules an earlier one hides, site names that get no
+    /// certificate from `[acme]`.
     pub fn warnings(&self) -> Vec<String> {
-        let all = self.own_files_under_roots();
+        let mut all = self.own_files_under_roots();
+        all.extend(super::admission::hidden_guards(self));
         #[cfg(feature = "acme")]
         let all = {
             let mut all = all;

@@ -18,13 +18,18 @@ use crate::log::Logger;
 /// `try_files` path that is a file, when it is a 404 for a missing file
 /// or a 403 for a directory without an index, to a GET or HEAD whose path
 /// does not end in one of `fallback_exclude`'s extensions. Conditionals
-/// and ranges apply to the file served, as to any.
+/// and ranges apply to the file served, as to any. A path `guarded`
+/// refuses (one an `[[access]]` rule refuses the client, or an `[[auth]]`
+/// rule guards with a login the request did not give) is passed over:
+/// the rules judge the file served, whatever path named it, as they do
+/// after a rewrite.
 pub fn try_files(
     files: &StaticFiles,
     req: &OwnedRequest,
     s: &mut Scratch,
     cache: &mut FileCache,
     plan: Plan,
+    guarded: &dyn Fn(&[u8]) -> bool,
 ) -> Plan {
     let st = &files.site().static_files;
     let missing = matches!(
@@ -56,7 +61,7 @@ pub fn try_files(
             rest = &rest[i + 4..];
         }
         s.path.extend_from_slice(rest);
-        if st.dotfiles.refuses(&s.path) {
+        if st.dotfiles.refuses(&s.path) || guarded(&s.path) {
             continue;
         }
         s.rel.clear();

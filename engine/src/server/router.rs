@@ -546,12 +546,31 @@ impl Router {
         if !cfg!(feature = "sites") || files.site().static_files.try_files.is_empty() {
             return Routed::Answer(plan);
         }
+        // The guards judge the file a fallback serves as they judged the
+        // request's path: `try_files = ["$uri.html"]` must not serve
+        // `/members/page.html`, behind a login, to `/members/page`,
+        // which no rule names.
+        let cfg = self.cfg.site(site);
+        let auth = self.sites[site].auth.as_ref();
+        let (req, client) = (&*routing.req, routing.client.peer.ip());
+        let guarded = |candidate: &[u8]| {
+            // (`$uri/index.html` of `/docs/` is `/docs//index.html`.)
+            let mut p = candidate.to_vec();
+            p.dedup_by(|a, b| *a == b'/' && *b == b'/');
+            let own = (p.as_slice(), crate::http::glob::Reach::Own);
+            let refused =
+                crate::access::admission::judge(&cfg.admission.access, own, &cfg.folding, client)
+                    .is_err();
+            let path = req.path().unwrap_or_default();
+            refused || auth.is_some_and(|a| !a.lets_through(path, &p, req.method_token()))
+        };
         Routed::Answer(fallback::try_files(
             files,
             routing.req,
             routing.scratch,
             &mut self.cache,
             plan,
+            &guarded,
         ))
     }
 
@@ -595,6 +614,19 @@ impl Router {
             return Step::Next;
         };
         let ip = routing.client.peer.ip();
+        // Authorization holds one credential, never a list (RFC 9110
+        // §11.6.2, §5.3): with two, the login checked would depend on
+        // which one a reader takes (the first here, the last in a proxy
+        // or an application before or behind brisk). nginx answers 400.
+        let two = routing
+            .req
+            .headers()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"authorization"))
+            .nth(1)
+            .is_some();
+        if two {
+            return Step::Answer(Plan::error(Status::BAD_REQUEST, routing.scratch));
+        }
         let mut also = Vec::new();
         let dav = &self.cfg.site(site).webdav;
         let reach = match judged_too(routing.req, dav, &mut also) {

@@ -68,6 +68,16 @@ fn access_errors_name_file_line_and_key() {
         load_err("[[access]]\npath = \"/\"\nallow = [1]\n"),
         "DIR/site.toml:4: access[1].allow: expected a string; got 1"
     );
+    // An empty list would refuse everyone (allow) or no one (deny), and
+    // shadow every later rule.
+    assert_eq!(
+        load_err("[[access]]\npath = \"/\"\ndeny = []\n"),
+        "DIR/site.toml:4: access[1].deny: expected at least one address, range or \"all\"; got an array"
+    );
+    assert_eq!(
+        load_err("[[access]]\npath = \"/\"\nallow = []\ndeny = [\"all\"]\n"),
+        "DIR/site.toml:4: access[1].allow: expected at least one address, range or \"all\"; got an array"
+    );
     assert_eq!(
         load_err("[[access]]\npath = \"/\"\n"),
         "DIR/site.toml:2: access[1]: needs allow = [\"10.0.0.0/8\", …] or deny = [\"192.0.2.0/24\", …] (or both)"
@@ -146,6 +156,38 @@ fn both_go_inside_a_site_and_are_listed_as_keys() {
     ] {
         assert!(keys.iter().any(|x| x == k), "{k}");
     }
+}
+
+/// The first rule that matches decides: a rule an earlier one hides is
+/// said at load (a more specific rule written after a broader one).
+#[test]
+fn a_rule_an_earlier_one_hides_is_warned_of() {
+    let c = load(
+        "[[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npath = \"/admin/secret/\"\ndeny = \"all\"\n\
+         [[access]]\npath = \"/administration\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        crate::config::admission::hidden_guards(&c),
+        [
+            "access[2] (path \"/admin/secret/\") never decides: access[1] (path \"/admin/\") \
+          comes first and matches every path it does, and the first rule that matches decides; \
+          put the more specific rule first"
+        ]
+    );
+    assert!(c
+        .warnings()
+        .iter()
+        .any(|w| w.starts_with("access[2] (path")));
+    // In that order, or for paths the first does not all match, none.
+    let c = load(
+        "[[access]]\npath = \"/admin/secret/\"\ndeny = \"all\"\n\
+         [[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npattern = \"*.php\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    assert!(crate::config::admission::hidden_guards(&c).is_empty());
 }
 
 #[test]

@@ -187,10 +187,48 @@ fn methods_and_except_methods_list_tokens_and_exclude_each_other() {
             "methods = [1]\n",
             "DIR/site.toml:6: auth[1].methods: expected a string",
         ),
+        // A standard method in another case is a typo that would let
+        // every real GET through without a login.
+        (
+            "methods = [\"get\", \"POST\"]\n",
+            "DIR/site.toml:6: auth[1].methods: \"get\" would match no GET request (methods are case-sensitive, RFC 9110 §9.1); did you mean \"GET\"?",
+        ),
+        (
+            "except_methods = [\"Propfind\"]\n",
+            "DIR/site.toml:6: auth[1].except_methods: \"Propfind\" would match no PROPFIND request",
+        ),
     ] {
         let e = err(&good(), &format!("{rule}{extra}"));
         assert!(e.starts_with(want), "{extra}: {e}");
     }
+}
+
+/// An `[[auth]]` rule an earlier one hides (the same paths, every
+/// method it covers) is warned of; one for other methods is not hidden.
+#[cfg(feature = "sites")]
+#[test]
+fn an_auth_rule_an_earlier_one_hides_is_warned_of() {
+    let dir = TempDir::new();
+    dir.write("htpasswd", &good());
+    let rule = |path: &str, extra: &str| {
+        format!("[[auth]]\npath = \"{path}\"\nrealm = \"R\"\nhtpasswd = \"htpasswd\"\n{extra}")
+    };
+    let text = [
+        rule("/dav/", "methods = [\"PUT\"]\n"),
+        rule("/dav/a/", ""),
+        rule("/", ""),
+        rule("/dav/b/", "methods = [\"DELETE\"]\n"),
+    ]
+    .concat();
+    let c = run(&dir, &text).unwrap();
+    assert_eq!(
+        crate::config::admission::hidden_guards(&c),
+        [
+            "auth[4] (path \"/dav/b/\") never decides: auth[3] (path \"/\") comes first and \
+          matches every path it does, and the first rule that matches decides; put the more \
+          specific rule first"
+        ]
+    );
 }
 
 #[test]

@@ -53,6 +53,17 @@ pub fn fill(
     }
     match r.method() {
         b"CONNECT" if !websocket => head.extend_from_slice(r.authority().unwrap_or_default()),
+        // RFC 9113 §8.3.1 (RFC 9114 §4.3.1): `:path` is an absolute path
+        // and query, or `*` for OPTIONS. Written into the request line,
+        // `http://other.example/` would be read as HTTP/1.1's
+        // absolute-form, whose host wins over :authority: the request
+        // would go to a site other than the one it names (nginx: 400).
+        _ if !(r.path().starts_with(b"/") || r.method() == b"OPTIONS" && r.path() == b"*") => {
+            return Err(ParseError {
+                status: Status::BAD_REQUEST,
+                reason: ":path neither an absolute path nor * for OPTIONS",
+            });
+        }
         _ => head.extend_from_slice(r.path()),
     }
     head.extend_from_slice(b" HTTP/1.1\r\n");
@@ -223,6 +234,26 @@ mod tests {
         ]);
         let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
         assert_eq!(e.status, Status::BAD_REQUEST);
+        // A :path that is no absolute path (§8.3.1) is malformed too: as
+        // HTTP/1.1's absolute-form, its host would win over :authority.
+        for (method, path) in [("GET", "http://a.test/"), ("GET", "*"), ("OPTIONS", "x")] {
+            let r = h2_request(&[
+                (":method", method),
+                (":scheme", "http"),
+                (":path", path),
+                (":authority", "main.test"),
+            ]);
+            let e = fill(&mut req, &r, true, &LIMITS, &mut head).unwrap_err();
+            assert_eq!(e.status, Status::BAD_REQUEST, "{method} {path}");
+        }
+        let r = h2_request(&[
+            (":method", "OPTIONS"),
+            (":scheme", "http"),
+            (":path", "*"),
+            (":authority", "main.test"),
+        ]);
+        fill(&mut req, &r, true, &LIMITS, &mut head).unwrap();
+        assert_eq!(req.target(), b"*");
         // With a length, and without a body.
         let r = h2_request(&[
             (":method", "PUT"),
