@@ -155,6 +155,8 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     #[cfg(target_arch = "x86_64")]
     libc::SYS_open,
     libc::SYS_geteuid,
+    // and made the user's brisk serves as (`fs::own_logs_as`),
+    libc::SYS_fchown,
     // listeners,
     libc::SYS_socket,
     libc::SYS_setsockopt,
