@@ -52,7 +52,7 @@ impl Worker {
         let site = r.req.site();
         if let Some((_, connection_rate, shared)) = self.matching_throttle(site, &r.scratch.path) {
             let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.clock.now)));
-            c.throttle = Some(Box::new(Throttle { shared, own }));
+            c.throttle = Some(Box::new(Throttle::new(shared, own)));
         }
     }
 

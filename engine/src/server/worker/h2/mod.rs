@@ -435,7 +435,7 @@ impl Worker {
             Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, now)),
             None => None,
         };
-        Some(Box::new(Throttle { shared, own }))
+        Some(Box::new(Throttle::new(shared, own)))
     }
 
     /// Moves forward, with `pump`, every answer on `c`'s streams that
