@@ -101,6 +101,7 @@ impl Worker {
                 limits: &self.settings.limits,
                 temp_dir: &self.settings.cfg.temp_dir,
                 output: c.out.buffered(),
+                paced: c.throttle.is_some() && !c.out.is_empty(),
                 now: self.clock.now,
             };
             // (The buffers of a request whose head is read: it is
