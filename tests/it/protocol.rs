@@ -634,6 +634,8 @@ fn max_connections_refuses_the_excess_and_recovers() {
         raw.is_empty() || text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
         "{text:?}"
     );
+    // The warning names the setting.
+    s.wait_stderr_line("refused connection from 127.0.0.1: limits.max_connections reached");
     // The open ones are unaffected.
     c1.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     txt(&c1.response(), b"AAAA", Conn::None);

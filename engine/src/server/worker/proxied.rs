@@ -54,7 +54,7 @@ impl Worker {
             if self.logger.enabled(Level::Warn) {
                 self.logger.log(
                     Level::Warn,
-                    format_args!("refused connection from {}: {why:?} limit", c.peer.ip()),
+                    format_args!("refused connection from {}: {why}", c.peer.ip()),
                 );
             }
             return Err(io::Error::other("over the connection limit"));
