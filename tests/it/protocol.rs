@@ -683,3 +683,26 @@ fn oversized_chunked_body_gets_one_answer() {
         String::from_utf8_lossy(&rest)
     );
 }
+
+/// A request body held for its handler (a WebDAV PUT) that stops coming
+/// is answered 408 after `timeouts.body`, and the connection closes, as
+/// over HTTP/2 and as a streamed body is; the connection used to close
+/// without a word, in either log.
+#[test]
+fn a_stalled_request_body_is_answered_408() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    std::fs::create_dir(&dav).unwrap();
+    b.config(&format!(
+        "[timeouts]\nbody = \"1s\"\n\n[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(b"PUT /dav/x.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    let r = c.response();
+    assert_error(&r, 408, "Request Timeout", "", Conn::Close);
+    c.expect_closed();
+    assert!(!dav.join("x.txt").exists());
+    s.wait_stderr_line("request body refused: no progress for timeouts.body (408)");
+}

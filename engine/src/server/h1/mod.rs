@@ -408,7 +408,7 @@ impl Conn {
     }
 
     /// The body is over (read or refused): what waited for it.
-    fn body_over(&mut self, exchanges: &mut Exchanges) -> BodyOver {
+    pub(crate) fn body_over(&mut self, exchanges: &mut Exchanges) -> BodyOver {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Body(b) => match b.to {
                 None => BodyOver::Nothing,

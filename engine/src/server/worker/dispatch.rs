@@ -186,7 +186,7 @@ impl Worker {
 
     /// A request body can never be complete (`e`): whatever waited for it
     /// is answered `e.status` instead.
-    fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: BodyOver) {
+    pub(super) fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: BodyOver) {
         if self.logger.enabled(Level::Info) {
             self.logger.log(
                 Level::Info,
