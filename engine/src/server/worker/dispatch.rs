@@ -427,7 +427,10 @@ impl Worker {
     /// refused at `debug`.
     pub(super) fn log_answer(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
         self.count_answer(&r.req, status.0, r.start);
-        if status.0 >= 500 && !r.scratch.told && self.logger.enabled(Level::Error) {
+        // (A file refused for the server's own trouble is explained at
+        // `error` below, within the budget of such lines.)
+        let explained = r.scratch.why.is_some_and(|w| w.level() == Level::Error);
+        if status.0 >= 500 && !r.scratch.told && !explained && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(
