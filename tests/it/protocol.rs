@@ -706,3 +706,31 @@ fn a_stalled_request_body_is_answered_408() {
     assert!(!dav.join("x.txt").exists());
     s.wait_stderr_line("request body refused: no progress for timeouts.body (408)");
 }
+
+/// A flood of requests that cannot be read is not a flood of error-log
+/// lines: at most 20 a second per worker say what a client did wrong,
+/// then one line counts those left out (each answer is still in the
+/// access log).
+#[test]
+fn a_flood_of_bad_requests_is_not_a_flood_of_error_lines() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.workers(1);
+    let s = b.start();
+    for _ in 0..300 {
+        let mut c = s.connect();
+        c.send(b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(c.response().status, 400);
+    }
+    // A window later, the next one says how many were left out.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let mut c = s.connect();
+    c.send(b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().status, 400);
+    s.wait_stderr_line(
+        "lines about clients' unreadable, slow or refused requests were not written",
+    );
+    let err = s.stderr();
+    let lines = err.matches("client 127.0.0.1: 400 (").count();
+    assert!(lines < 300, "{lines} lines for 301 bad requests");
+}

@@ -515,16 +515,11 @@ impl Worker {
             {
                 // The balancer never said who the client is: no HTTP
                 // answer (it would go to nobody in particular).
-                if self.logger.enabled(Level::Info) {
-                    let peer = c.peer.ip();
-                    self.logger.log(
-                        Level::Info,
-                        format_args!(
-                            "client {peer}: no PROXY header within timeouts.header on a [proxy] \
-                             listener; connection closed"
-                        ),
-                    );
-                }
+                let peer = c.peer.ip();
+                self.client_info(format_args!(
+                    "client {peer}: no PROXY header within timeouts.header on a [proxy] \
+                     listener; connection closed"
+                ));
                 self.close(i);
                 continue;
             }

@@ -187,12 +187,11 @@ impl Worker {
     /// A request body can never be complete (`e`): whatever waited for it
     /// is answered `e.status` instead.
     pub(super) fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: BodyOver) {
-        if self.logger.enabled(Level::Info) {
-            self.logger.log(
-                Level::Info,
-                format_args!("client {}: request body refused: {}", c.peer.ip(), e.reason),
-            );
-        }
+        self.client_info(format_args!(
+            "client {}: request body refused: {}",
+            c.peer.ip(),
+            e.reason
+        ));
         match waiting {
             // Not answered yet: the handler (or the program the body is
             // held whole for) never runs.
@@ -216,12 +215,12 @@ impl Worker {
         // method it can be trusted for.)
         let took = self.clock.now.saturating_duration_since(r.start);
         self.counts.stats.answered(b"", status.0, took);
-        if self.logger.enabled(Level::Info) {
-            self.logger.log(
-                Level::Info,
-                format_args!("client {}: {} ({})", c.peer.ip(), status.0, reason),
-            );
-        }
+        self.client_info(format_args!(
+            "client {}: {} ({})",
+            c.peer.ip(),
+            status.0,
+            reason
+        ));
         self.lend_out(c);
         r.scratch.clear();
         let mut plan = Plan::error(status, &mut r.scratch);
@@ -482,6 +481,24 @@ impl Worker {
         self.counts
             .refusals
             .report_refused(self.clock.now, &mut self.logger, what);
+    }
+
+    /// Logs at `info` a line about what one client did wrong (a request
+    /// that could not be read or came too slowly, a body refused or cut
+    /// short, a PROXY header missing), within a budget of lines a second
+    /// per worker, and then one line counting those left out: a flood of
+    /// garbage is not a flood of lines (the access log has each answer).
+    pub(super) fn client_info(&mut self, line: std::fmt::Arguments<'_>) {
+        if !self.logger.enabled(Level::Info) {
+            return;
+        }
+        let now = self.clock.now;
+        let what = "lines about clients' unreadable, slow or refused requests were not written";
+        let budget = &mut self.counts.client_lines;
+        budget.report_refused_at(now, &mut self.logger, Level::Info, what);
+        if budget.allow(now) {
+            self.logger.log(Level::Info, line);
+        }
     }
 }
 
