@@ -722,6 +722,12 @@ fn a_flood_of_bad_requests_is_not_a_flood_of_error_lines() {
         c.send(b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n");
         assert_eq!(c.response().status, 400);
     }
+    // Nor is one of what is neither HTTP/1.x nor HTTP/2 (closed unanswered).
+    for _ in 0..300 {
+        let mut c = s.connect();
+        c.send(b"GET / ICE/1.0\r\n\r\n");
+        c.expect_closed();
+    }
     // A window later, the next one says how many were left out.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let mut c = s.connect();
@@ -733,4 +739,8 @@ fn a_flood_of_bad_requests_is_not_a_flood_of_error_lines() {
     let err = s.stderr();
     let lines = err.matches("client 127.0.0.1: 400 (").count();
     assert!(lines < 300, "{lines} lines for 301 bad requests");
+    let lines = err
+        .matches("neither an HTTP/1.x request nor the HTTP/2 preface")
+        .count();
+    assert!(lines < 300, "{lines} lines for 300 connections of garbage");
 }
