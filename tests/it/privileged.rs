@@ -167,6 +167,42 @@ fn after_a_logrotate_create_rotation_lines_go_to_the_new_file() {
     );
 }
 
+/// A rotation that leaves no file behind (logrotate's `nocreate`, logs
+/// moved away by hand): the helper makes new ones, the user's as at start,
+/// and lines go there.
+#[test]
+fn after_a_rotation_without_create_the_helper_makes_the_users_logs() {
+    if !can_switch() {
+        return;
+    }
+    let site = start("");
+    site.logged_request("before", &site.access);
+    let (old_access, old_error) = (
+        site.access.with_extension("log.1"),
+        site.error.with_extension("log.1"),
+    );
+    fs::rename(&site.access, &old_access).expect("rename");
+    fs::rename(&site.error, &old_error).expect("rename");
+    site.s.signal(libc::SIGUSR1);
+    site.wait_error_lines("SIGUSR1: reopened", 1);
+    site.logged_request("after", &site.access);
+    let old = fs::read_to_string(&old_error).expect("rotated error log");
+    assert!(!old.contains("cannot reopen"), "{old}");
+    let nobody = brisk::sys::privileges::lookup_user("nobody")
+        .unwrap()
+        .unwrap();
+    for log in [&site.access, &site.error] {
+        let meta = fs::metadata(log).expect("a new log");
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (nobody.uid, 0o640),
+            "{}",
+            log.display()
+        );
+    }
+    assert!(!fs::read_to_string(&old_access).unwrap().contains("?after"));
+}
+
 #[test]
 fn the_helper_keeps_root_but_little_else() {
     if !can_switch() {
@@ -182,9 +218,9 @@ fn the_helper_keeps_root_but_little_else() {
             .unwrap_or_default()
     };
     assert_eq!(field("Uid"), "0 0 0 0");
-    // CAP_DAC_OVERRIDE (1) and CAP_NET_BIND_SERVICE (10) only.
-    assert_eq!(field("CapEff"), "0000000000000402");
-    assert_eq!(field("CapPrm"), "0000000000000402");
+    // CAP_CHOWN (0), CAP_DAC_OVERRIDE (1) and CAP_NET_BIND_SERVICE (10) only.
+    assert_eq!(field("CapEff"), "0000000000000403");
+    assert_eq!(field("CapPrm"), "0000000000000403");
     assert_eq!(field("Seccomp"), "2");
     assert_eq!(field("NoNewPrivs"), "1");
 }

@@ -634,6 +634,8 @@ fn max_connections_refuses_the_excess_and_recovers() {
         raw.is_empty() || text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
         "{text:?}"
     );
+    // The warning names the setting.
+    s.wait_stderr_line("refused connection from 127.0.0.1: limits.max_connections reached");
     // The open ones are unaffected.
     c1.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     txt(&c1.response(), b"AAAA", Conn::None);
@@ -680,4 +682,65 @@ fn oversized_chunked_body_gets_one_answer() {
         "more after the answer to an oversized chunked body: {:?}",
         String::from_utf8_lossy(&rest)
     );
+}
+
+/// A request body held for its handler (a WebDAV PUT) that stops coming
+/// is answered 408 after `timeouts.body`, and the connection closes, as
+/// over HTTP/2 and as a streamed body is; the connection used to close
+/// without a word, in either log.
+#[test]
+fn a_stalled_request_body_is_answered_408() {
+    let mut b = Builder::new();
+    let dav = b.base().join("dav");
+    std::fs::create_dir(&dav).unwrap();
+    b.config(&format!(
+        "[timeouts]\nbody = \"1s\"\n\n[[webdav]]\npath = \"/dav/\"\nroot = \"{}\"\n",
+        dav.display()
+    ));
+    let s = b.start();
+    let mut c = s.connect();
+    c.send(b"PUT /dav/x.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    let r = c.response();
+    assert_error(&r, 408, "Request Timeout", "", Conn::Close);
+    c.expect_closed();
+    assert!(!dav.join("x.txt").exists());
+    s.wait_stderr_line("request body refused: no progress for timeouts.body (408)");
+}
+
+/// A flood of requests that cannot be read is not a flood of error-log
+/// lines: at most 20 a second per worker say what a client did wrong,
+/// then one line counts those left out (each answer is still in the
+/// access log).
+#[test]
+fn a_flood_of_bad_requests_is_not_a_flood_of_error_lines() {
+    let mut b = Builder::new();
+    b.file("a.txt", b"AAAA");
+    b.workers(1);
+    let s = b.start();
+    for _ in 0..300 {
+        let mut c = s.connect();
+        c.send(b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(c.response().status, 400);
+    }
+    // Nor is one of what is neither HTTP/1.x nor HTTP/2 (closed unanswered).
+    for _ in 0..300 {
+        let mut c = s.connect();
+        c.send(b"GET / ICE/1.0\r\n\r\n");
+        c.expect_closed();
+    }
+    // A window later, the next one says how many were left out.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let mut c = s.connect();
+    c.send(b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().status, 400);
+    s.wait_stderr_line(
+        "lines about clients' unreadable, slow or refused requests were not written",
+    );
+    let err = s.stderr();
+    let lines = err.matches("client 127.0.0.1: 400 (").count();
+    assert!(lines < 300, "{lines} lines for 301 bad requests");
+    let lines = err
+        .matches("neither an HTTP/1.x request nor the HTTP/2 preface")
+        .count();
+    assert!(lines < 300, "{lines} lines for 300 connections of garbage");
 }

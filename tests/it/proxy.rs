@@ -160,7 +160,9 @@ fn max_connections_per_ip_counts_the_proxied_client() {
     let mut again = open("203.0.113.1");
     let r = again.response();
     assert_eq!(r.status, 503, "{}", r.head);
-    s.wait_stderr_line("refused connection from 203.0.113.1: PerIp limit");
+    s.wait_stderr_line(
+        "refused connection from 203.0.113.1: limits.max_connections_per_ip reached for its address",
+    );
     drop(a);
     drop(b);
 }

@@ -104,3 +104,32 @@ fn bad_rates_are_config_errors() {
         "{err}"
     );
 }
+
+/// A request pipelined behind a throttled answer is paced by its own
+/// rule: read at once, it went out under the first answer's rule, so a
+/// file under a slow rule came at a faster rule's rate when a small file
+/// under that rule was asked for first on the same connection.
+#[test]
+fn a_pipelined_request_keeps_its_own_rules_rate() {
+    let small: Vec<u8> = (0..20_000u32).map(|i| (i % 239) as u8).collect();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 233) as u8).collect();
+    let mut b = Builder::new();
+    b.file("s.bin", &small);
+    b.file("v.mp4", &big);
+    b.config(
+        "[[throttle]]\npattern = \"*.bin\"\nconnection_rate = \"4MiB/s\"\n\
+         [[throttle]]\npattern = \"*.mp4\"\nconnection_rate = \"100KiB/s\"\n",
+    );
+    let s = b.start();
+    let mut c = Client::connect(s.addr());
+    let t0 = Instant::now();
+    c.send(b"GET /s.bin HTTP/1.1\r\nHost: x\r\n\r\nGET /v.mp4 HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body, small);
+    assert_eq!(c.response().body, big, "throttled content intact");
+    let took = t0.elapsed();
+    let rate = 100 * 1024;
+    assert!(
+        took >= min_duration(big.len() as u64, rate),
+        "200 kB at 100 KiB/s behind a 4 MiB/s answer in {took:?}"
+    );
+}

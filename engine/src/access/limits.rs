@@ -30,6 +30,15 @@ pub enum Refused {
     PerIp,
 }
 
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refused::Total => "limits.max_connections reached",
+            Refused::PerIp => "limits.max_connections_per_ip reached for its address",
+        })
+    }
+}
+
 fn slot(ip: IpAddr) -> usize {
     // FNV-1a over the address bytes (an IPv6 one's first eight, its /64);
     // IPv4-mapped IPv6 counts as IPv4.

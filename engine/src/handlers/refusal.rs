@@ -49,9 +49,16 @@ impl Refusal {
     /// the sandbox), most often a mistake of whoever put it there, which
     /// nginx logs at `error`; `debug` for what the configuration refuses
     /// on purpose and for what is missing.
+    /// A file that could not be opened for want of descriptors or memory
+    /// (503), or for a reason brisk cannot tell (500), is `error`: the
+    /// server's own trouble, which the operator must be told the cause of
+    /// (`Too many open files`), not only that a 503 was answered.
     pub fn level(self) -> Level {
         match self {
             Refusal::Lookup(libc::EACCES | libc::EPERM) | Refusal::NotRunnable => Level::Warn,
+            Refusal::Lookup(n) if lookup_status(&io::Error::from_raw_os_error(n)).0 >= 500 => {
+                Level::Error
+            }
             _ => Level::Debug,
         }
     }
@@ -174,6 +181,15 @@ mod tests {
         assert!(text(Refusal::NotRunnable, b"/usr/lib/cgi-bin/x")
             .starts_with("\"/usr/lib/cgi-bin/x\": "));
         assert!(text(Refusal::NoIndex, b"").starts_with("\"/srv/www\": "));
+    }
+
+    #[test]
+    fn a_server_side_failure_is_explained_at_error() {
+        for n in [libc::EMFILE, libc::ENFILE, libc::ENOMEM, libc::EIO] {
+            assert_eq!(Refusal::Lookup(n).level(), Level::Error, "errno {n}");
+        }
+        assert_eq!(Refusal::Lookup(libc::EACCES).level(), Level::Warn);
+        assert_eq!(Refusal::Lookup(libc::ENOENT).level(), Level::Debug);
     }
 
     #[test]

@@ -70,10 +70,16 @@ impl LineBudget {
     /// in the windows that ended by `now`: "N more `what` (at most M a
     /// second per worker are)". Nothing when none was.
     pub fn report_refused(&mut self, now: Instant, log: &mut Logger, what: &str) {
+        self.report_refused_at(now, log, Level::Debug, what);
+    }
+
+    /// As [`LineBudget::report_refused`], at `level` (that of the lines
+    /// it counts).
+    pub fn report_refused_at(&mut self, now: Instant, log: &mut Logger, level: Level, what: &str) {
         let n = self.take_unreported(now);
         if n > 0 {
             log.log(
-                Level::Debug,
+                level,
                 format_args!(
                     "{n} more {what} (at most {} a second per worker are)",
                     self.per_sec

@@ -97,12 +97,25 @@ pub(crate) fn escape_text(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Appends `bytes` as the inside of a JSON string (RFC 8259); invalid UTF-8
-/// becomes U+FFFD, so the output is always valid JSON in valid UTF-8.
+/// becomes U+FFFD, so the output is always valid JSON in valid UTF-8. The
+/// C1 controls U+0080–U+009F are escaped too (`\u009b`: a terminal that
+/// shows the log takes U+009B as CSI), as the error log escapes them.
 pub(crate) fn escape_json(out: &mut Vec<u8>, bytes: &[u8]) {
     for chunk in bytes.utf8_chunks() {
         let valid = chunk.valid().as_bytes();
         let mut start = 0;
+        let mut skip = false;
         for (i, &b) in valid.iter().enumerate() {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if b == 0xc2 && valid.get(i + 1).is_some_and(|&n| (0x80..0xa0).contains(&n)) {
+                out.extend_from_slice(&valid[start..i]);
+                push_hex_escape(out, b"\\u00", valid[i + 1]);
+                skip = true;
+                start = i + 2;
+                continue;
+            }
             let short: &[u8] = match b {
                 b'"' => b"\\\"",
                 b'\\' => b"\\\\",
@@ -662,5 +675,12 @@ mod tests {
         out.clear();
         escape_json(&mut out, b"x\xffy\xc3");
         assert_eq!(out, b"x\\ufffdy\\ufffd");
+        // C1 controls (UTF-8 C2 80–C2 9F) are escaped; U+00A0 on is kept.
+        out.clear();
+        escape_json(&mut out, "a\u{9b}2J\u{80}\u{a0}é".as_bytes());
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            "a\\u009B2J\\u0080\u{a0}é"
+        );
     }
 }

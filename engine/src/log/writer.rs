@@ -104,7 +104,11 @@ impl Sink {
                 },
                 Err(e) => {
                     return Err(LogError {
-                        message: format!("cannot open the {what} {}: {e}", path.display()),
+                        message: format!(
+                            "cannot open the {what} {}: {e}{}",
+                            path.display(),
+                            fs::log_open_hint(&e)
+                        ),
                     })
                 }
             },
@@ -134,8 +138,9 @@ impl Sink {
             Err(e) => {
                 return Err(LogError {
                     message: format!(
-                        "cannot reopen {}: {e}; still writing to the old file",
-                        path.display()
+                        "cannot reopen {}: {e}{}; still writing to the old file",
+                        path.display(),
+                        fs::log_open_hint(&e)
                     ),
                 })
             }

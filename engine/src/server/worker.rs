@@ -516,16 +516,11 @@ impl Worker {
             {
                 // The balancer never said who the client is: no HTTP
                 // answer (it would go to nobody in particular).
-                if self.logger.enabled(Level::Info) {
-                    let peer = c.peer.ip();
-                    self.logger.log(
-                        Level::Info,
-                        format_args!(
-                            "client {peer}: no PROXY header within timeouts.header on a [proxy] \
-                             listener; connection closed"
-                        ),
-                    );
-                }
+                let peer = c.peer.ip();
+                self.client_info(format_args!(
+                    "client {peer}: no PROXY header within timeouts.header on a [proxy] \
+                     listener; connection closed"
+                ));
                 self.close(i);
                 continue;
             }
@@ -670,7 +665,26 @@ impl Worker {
                 // Idle a second or more: TLS keeps its keys' bytes, not
                 // their expanded forms.
                 Timer::Idle if age >= TICK => c.transport.rest(),
-                Timer::Body if age >= t.body => self.close(i),
+                Timer::Body if age >= t.body => {
+                    // No progress on a request body: what waits for it is
+                    // answered 408 (as over HTTP/2, and as a streamed
+                    // body is), then the connection closes.
+                    let mut conn = self.conns.take(i).expect("present");
+                    let Some(h1) = conn.proto.h1_mut() else {
+                        self.conns.put(i, conn);
+                        self.close(i);
+                        continue;
+                    };
+                    let waiting = h1.body_over(&mut self.exchanges);
+                    let e = crate::http::parse::ParseError {
+                        status: Status::REQUEST_TIMEOUT,
+                        reason: "no progress for timeouts.body (408)",
+                    };
+                    self.body_refused(&mut conn, e, waiting);
+                    conn.life.close();
+                    self.conns.put(i, conn);
+                    self.on_event(i, false);
+                }
                 Timer::Head if age >= t.header => {
                     // Slowloris: the head did not arrive in time.
                     let mut conn = self.conns.take(i).expect("present");

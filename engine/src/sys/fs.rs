@@ -354,10 +354,68 @@ pub fn open_log(path: &Path) -> io::Result<File> {
             Ok(file)
         }
         // (One that is there keeps its owner: the operator's choice.)
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            std::fs::OpenOptions::new().append(true).open(path)
-        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => open_existing_log(path),
         Err(e) => Err(e),
+    }
+}
+
+/// Opens the log file at `path`, which exists, for appending. As root
+/// (brisk at start, before it leaves root, and `brisk-priv` at each
+/// SIGUSR1), a symlink as its last component is followed only if root
+/// owns it, and what is not a regular file only if root owns it: the
+/// serving user may write in the log directory (the Debian package's
+/// `/var/log/brisk` is brisk's), and a symlink it puts there in place of
+/// the log would otherwise have root append lines that clients write into
+/// (a User-Agent of `$(…)`) to any file, such as `/root/.bashrc` (nginx's
+/// CVE-2016-1247); a FIFO would hang the opener. Refused: `ELOOP` for
+/// such a symlink, `ENXIO` for such a file ([`log_open_hint`] says why).
+fn open_existing_log(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let open = |flags: libc::c_int| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .custom_flags(flags)
+            .open(path)
+    };
+    if super::privileges::euid() != 0 {
+        return open(0);
+    }
+    // (Not blocking: a FIFO with no reader answers ENXIO at once.)
+    let file = match open(libc::O_NOFOLLOW | libc::O_NONBLOCK) {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            if std::fs::symlink_metadata(path)?.uid() != 0 {
+                return Err(e);
+            }
+            open(libc::O_NONBLOCK)?
+        }
+        other => other?,
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() && meta.uid() != 0 {
+        return Err(io::Error::from_raw_os_error(libc::ENXIO));
+    }
+    // Writes block again (a pipe behind a root-owned /dev/stdout link).
+    let fd = file.as_raw_fd();
+    // SAFETY: plain fcntl calls on a descriptor this function owns.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) })?;
+    Ok(file)
+}
+
+/// Why [`open_log`] may have refused a log file with `e` when brisk, or
+/// `brisk-priv` for it, runs as root: words to add to the error.
+pub fn log_open_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => {
+            " (brisk running as root follows a symlink in place of a log file only if \
+             root owns the link)"
+        }
+        Some(libc::ENXIO) => {
+            " (brisk running as root writes a log to what is not a regular file only if \
+             root owns it)"
+        }
+        _ => "",
     }
 }
 
@@ -846,6 +904,50 @@ mod tests {
         assert!(table
             .split(|&b| b == b'\n')
             .any(|l| l.split(|&b| b == b' ').nth(4) == Some(b"/")));
+    }
+
+    /// Run as root, a log whose last component is a symlink the serving
+    /// user could have put there (one root does not own) is not followed,
+    /// nor is a FIFO that user made waited on; root's own link is.
+    #[test]
+    fn as_root_a_log_symlink_or_fifo_root_does_not_own_is_refused() {
+        use std::io::Write as _;
+        if super::super::privileges::euid() != 0 {
+            return crate::test_skip::skip("needs root");
+        }
+        let d = std::env::temp_dir().join(format!("brisk-log-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, "secret\n").unwrap();
+        let link = d.join("access.log");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let e = open_log(&link).expect_err("a symlink nobody owns is not followed");
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{e}");
+        assert!(log_open_hint(&e).contains("only if root owns the link"));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\n");
+        // The operator's own link (root's: /dev/stdout in a container) is.
+        std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+        open_log(&link).unwrap().write_all(b"line\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret\nline\n");
+        // A FIFO that nobody reads: refused at once, not waited on.
+        let fifo = d.join("error.log");
+        make_fifo(&fifo, 0o666).unwrap();
+        std::os::unix::fs::lchown(&fifo, Some(65534), Some(65534)).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_log(&fifo).map(drop).map_err(|e| e.raw_os_error()));
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(opened, Ok(Err(Some(libc::ENXIO))));
+        // A plain file there is opened, as before.
+        let plain = d.join("plain.log");
+        std::fs::write(&plain, "").unwrap();
+        std::os::unix::fs::chown(&plain, Some(65534), Some(65534)).unwrap();
+        open_log(&plain).unwrap().write_all(b"ok\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&plain).unwrap(), "ok\n");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

@@ -216,6 +216,9 @@ fn verify(uid: u32, gid: u32, was_root: bool) -> Result<(), SwitchError> {
     Ok(())
 }
 
+/// `CAP_CHOWN`: give a file another owner (the log files `brisk-priv`
+/// makes belong to the user brisk serves as).
+pub const CAP_CHOWN: u32 = 0;
 /// `CAP_DAC_OVERRIDE`: open and create files whatever their permissions.
 pub const CAP_DAC_OVERRIDE: u32 = 1;
 /// `CAP_NET_BIND_SERVICE`: bind ports below 1024.

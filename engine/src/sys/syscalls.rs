@@ -149,10 +149,14 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_fcntl,
     // closing what it inherited, right after confining itself,
     libc::SYS_close_range,
-    // log files,
+    // log files (as root: a symlink or a file root does not own is
+    // refused, and a FIFO not waited on),
     libc::SYS_openat,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_open,
+    libc::SYS_geteuid,
+    // and made the user's brisk serves as (`fs::own_logs_as`),
+    libc::SYS_fchown,
     // listeners,
     libc::SYS_socket,
     libc::SYS_setsockopt,

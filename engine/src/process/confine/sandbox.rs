@@ -741,6 +741,8 @@ pub fn confine_server(
 /// sandbox has said so already.
 pub fn confine_privileged(grants: &Grants, sandbox_on: bool) -> Result<(), Error> {
     privileges::keep_capabilities(&[
+        // (A log file it makes is the serving user's: `fs::own_logs_as`.)
+        privileges::CAP_CHOWN,
         privileges::CAP_DAC_OVERRIDE,
         privileges::CAP_NET_BIND_SERVICE,
     ])

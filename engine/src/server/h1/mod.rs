@@ -137,6 +137,11 @@ pub struct Reading<'a> {
     /// Output waiting on the connection (reading pauses above
     /// [`OUTPUT_CAP`]).
     pub output: usize,
+    /// A throttled answer is still queued: the next request waits until
+    /// it has left, so that each answer is paced by its own rule (read
+    /// at once, a request for a file under a slower rule, pipelined
+    /// behind one under a faster rule, went at the faster rate).
+    pub paced: bool,
     /// Now.
     pub now: Instant,
 }
@@ -298,7 +303,7 @@ impl Conn {
             State::Waiting(_) | State::Streaming(_) => return Event::Stall,
             State::Idle | State::Head => {}
         }
-        if *pos == input.len() || cx.output >= OUTPUT_CAP {
+        if *pos == input.len() || cx.output >= OUTPUT_CAP || cx.paced {
             return Event::Stall;
         }
         match req.parse(&input[*pos..], cx.limits) {
@@ -403,7 +408,7 @@ impl Conn {
     }
 
     /// The body is over (read or refused): what waited for it.
-    fn body_over(&mut self, exchanges: &mut Exchanges) -> BodyOver {
+    pub(crate) fn body_over(&mut self, exchanges: &mut Exchanges) -> BodyOver {
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Body(b) => match b.to {
                 None => BodyOver::Nothing,

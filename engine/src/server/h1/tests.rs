@@ -88,6 +88,7 @@ impl Script {
                 limits: &LIMITS,
                 temp_dir: Path::new("/nonexistent"),
                 output: self.out.buffered(),
+                paced: false,
                 now: self.now,
             };
             let ex = &mut self.exchanges;

@@ -72,10 +72,7 @@ impl Worker {
                         {
                             self.logger.log(
                                 Level::Warn,
-                                format_args!(
-                                    "refused connection from {}: {why:?} limit",
-                                    peer.ip()
-                                ),
+                                format_args!("refused connection from {}: {why}", peer.ip()),
                             );
                         }
                         continue;

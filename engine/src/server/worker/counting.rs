@@ -23,6 +23,9 @@ pub(super) struct Counts {
     pub(super) stats: Arc<WorkerStats>,
     /// Caps the debug lines that explain 403s and 404s.
     pub(super) refusals: LineBudget,
+    /// Caps the info lines about what a client did wrong (see
+    /// [`Worker::client_info`]).
+    pub(super) client_lines: LineBudget,
     /// Bytes of request bodies held for embedded handlers (all connections).
     pub(super) handler_bodies: u64,
 }
@@ -41,6 +44,7 @@ impl Counts {
             counters,
             stats,
             refusals: LineBudget::new(REFUSALS_PER_SEC, now),
+            client_lines: LineBudget::new(REFUSALS_PER_SEC, now),
             handler_bodies: 0,
         }
     }

@@ -52,7 +52,7 @@ impl Worker {
         let site = r.req.site();
         if let Some((_, connection_rate, shared)) = self.matching_throttle(site, &r.scratch.path) {
             let own = connection_rate.map(|r| Arc::new(Rate::new(r, self.clock.now)));
-            c.throttle = Some(Box::new(Throttle { shared, own }));
+            c.throttle = Some(Box::new(Throttle::new(shared, own)));
         }
     }
 
@@ -101,6 +101,7 @@ impl Worker {
                 limits: &self.settings.limits,
                 temp_dir: &self.settings.cfg.temp_dir,
                 output: c.out.buffered(),
+                paced: c.throttle.is_some() && !c.out.is_empty(),
                 now: self.clock.now,
             };
             // (The buffers of a request whose head is read: it is
@@ -185,13 +186,12 @@ impl Worker {
 
     /// A request body can never be complete (`e`): whatever waited for it
     /// is answered `e.status` instead.
-    fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: BodyOver) {
-        if self.logger.enabled(Level::Info) {
-            self.logger.log(
-                Level::Info,
-                format_args!("client {}: request body refused: {}", c.peer.ip(), e.reason),
-            );
-        }
+    pub(super) fn body_refused(&mut self, c: &mut Conn, e: ParseError, waiting: BodyOver) {
+        self.client_info(format_args!(
+            "client {}: request body refused: {}",
+            c.peer.ip(),
+            e.reason
+        ));
         match waiting {
             // Not answered yet: the handler (or the program the body is
             // held whole for) never runs.
@@ -215,12 +215,12 @@ impl Worker {
         // method it can be trusted for.)
         let took = self.clock.now.saturating_duration_since(r.start);
         self.counts.stats.answered(b"", status.0, took);
-        if self.logger.enabled(Level::Info) {
-            self.logger.log(
-                Level::Info,
-                format_args!("client {}: {} ({})", c.peer.ip(), status.0, reason),
-            );
-        }
+        self.client_info(format_args!(
+            "client {}: {} ({})",
+            c.peer.ip(),
+            status.0,
+            reason
+        ));
         self.lend_out(c);
         r.scratch.clear();
         let mut plan = Plan::error(status, &mut r.scratch);
@@ -426,7 +426,10 @@ impl Worker {
     /// refused at `debug`.
     pub(super) fn log_answer(&mut self, r: &Request, ip: std::net::IpAddr, status: Status) {
         self.count_answer(&r.req, status.0, r.start);
-        if status.0 >= 500 && !r.scratch.told && self.logger.enabled(Level::Error) {
+        // (A file refused for the server's own trouble is explained at
+        // `error` below, within the budget of such lines.)
+        let explained = r.scratch.why.is_some_and(|w| w.level() == Level::Error);
+        if status.0 >= 500 && !r.scratch.told && !explained && self.logger.enabled(Level::Error) {
             self.logger.log(
                 Level::Error,
                 format_args!(
@@ -478,6 +481,24 @@ impl Worker {
         self.counts
             .refusals
             .report_refused(self.clock.now, &mut self.logger, what);
+    }
+
+    /// Logs at `info` a line about what one client did wrong (a request
+    /// that could not be read or came too slowly, a body refused or cut
+    /// short, a PROXY header missing), within a budget of lines a second
+    /// per worker, and then one line counting those left out: a flood of
+    /// garbage is not a flood of lines (the access log has each answer).
+    pub(super) fn client_info(&mut self, line: std::fmt::Arguments<'_>) {
+        if !self.logger.enabled(Level::Info) {
+            return;
+        }
+        let now = self.clock.now;
+        let what = "lines about clients' unreadable, slow or refused requests were not written";
+        let budget = &mut self.counts.client_lines;
+        budget.report_refused_at(now, &mut self.logger, Level::Info, what);
+        if budget.allow(now) {
+            self.logger.log(Level::Info, line);
+        }
     }
 }
 

@@ -13,7 +13,6 @@ use mio::{Interest, Token};
 use super::access_log::settle;
 use super::dispatch::Processed;
 use super::{Worker, LINGER, LINGER_BYTES, THROTTLE_CHUNK};
-use crate::config::Level;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
 use crate::server::h1::State;
@@ -144,19 +143,16 @@ impl Worker {
             // handler, a program reading its input, a held body) is
             // dropped now, not at a timeout. `close` stops a running
             // program and frees its slot.
-            if c.reading_body() && self.logger.enabled(Level::Info) {
-                self.logger.log(
-                    Level::Info,
-                    format_args!(
-                        "client {} closed the connection before its request body was complete{}",
-                        c.peer.ip(),
-                        if c.producing() {
-                            "; its CGI program is stopped"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
+            if c.reading_body() {
+                self.client_info(format_args!(
+                    "client {} closed the connection before its request body was complete{}",
+                    c.peer.ip(),
+                    if c.producing() {
+                        "; its CGI program is stopped"
+                    } else {
+                        ""
+                    }
+                ));
             }
             // Over TLS, close_notify before the FIN, whoever closed first
             // (RFC 8446 §6.1), when all was said (never after an answer

@@ -30,15 +30,10 @@ impl Worker {
             Ok(header::Parsed::Incomplete) => return Ok(0),
             Ok(header::Parsed::Done { len, source, .. }) => (len, source),
             Err(e) => {
-                if self.logger.enabled(Level::Info) {
-                    self.logger.log(
-                        Level::Info,
-                        format_args!(
-                            "client {}: {e} on a [proxy] listener; connection closed",
-                            c.peer.ip()
-                        ),
-                    );
-                }
+                self.client_info(format_args!(
+                    "client {}: {e} on a [proxy] listener; connection closed",
+                    c.peer.ip()
+                ));
                 return Err(io::Error::new(io::ErrorKind::InvalidData, e.0));
             }
         };
@@ -54,7 +49,7 @@ impl Worker {
             if self.logger.enabled(Level::Warn) {
                 self.logger.log(
                     Level::Warn,
-                    format_args!("refused connection from {}: {why:?} limit", c.peer.ip()),
+                    format_args!("refused connection from {}: {why}", c.peer.ip()),
                 );
             }
             return Err(io::Error::other("over the connection limit"));

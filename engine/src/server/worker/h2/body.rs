@@ -5,7 +5,6 @@
 //! wants (read and dropped, their credit given back), and bodies that
 //! stop coming (408).
 
-use crate::config::Level;
 use crate::http::parse::BodyFraming;
 use crate::http::Status;
 use crate::server::conn::Conn;
@@ -126,12 +125,10 @@ impl Worker {
             };
             any = true;
             let framing = w.held().req.body();
-            if self.logger.enabled(Level::Info) {
-                self.logger.log(
-                    Level::Info,
-                    format_args!("client {}: request body timed out (408)", c.peer.ip()),
-                );
-            }
+            self.client_info(format_args!(
+                "client {}: request body timed out (408)",
+                c.peer.ip()
+            ));
             self.refuse_wait(c, Some(id), w, Status::REQUEST_TIMEOUT);
             self.h2_refuse_rest(c, id, framing);
         }

@@ -96,15 +96,10 @@ impl Worker {
         ) {
             return false;
         }
-        if self.logger.enabled(Level::Info) {
-            self.logger.log(
-                Level::Info,
-                format_args!(
-                    "client {}: neither an HTTP/1.x request nor the HTTP/2 preface; closed",
-                    c.peer.ip()
-                ),
-            );
-        }
+        self.client_info(format_args!(
+            "client {}: neither an HTTP/1.x request nor the HTTP/2 preface; closed",
+            c.peer.ip()
+        ));
         c.life.close();
         true
     }
@@ -138,13 +133,11 @@ impl Worker {
             match event {
                 H2Event::Stall => break,
                 H2Event::Close => {
-                    if self.logger.enabled(Level::Info) {
-                        let why = s.conn.failure().unwrap_or("error");
-                        self.logger.log(
-                            Level::Info,
-                            format_args!("client {}: HTTP/2 connection closed: {why}", c.peer.ip()),
-                        );
-                    }
+                    let why = s.conn.failure().unwrap_or("error");
+                    self.client_info(format_args!(
+                        "client {}: HTTP/2 connection closed: {why}",
+                        c.peer.ip()
+                    ));
                     pos = input.len();
                     break;
                 }
@@ -435,7 +428,7 @@ impl Worker {
             Some(r) => Some(c.proto.h2_mut()?.connection_rate(rule, r, now)),
             None => None,
         };
-        Some(Box::new(Throttle { shared, own }))
+        Some(Box::new(Throttle::new(shared, own)))
     }
 
     /// Moves forward, with `pump`, every answer on `c`'s streams that
