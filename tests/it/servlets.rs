@@ -1301,3 +1301,47 @@ fn a_repeated_name_keeps_its_first_value_in_args_headers_and_cookies() {
     let r = s.request(b"GET /servlets/first.lua?a=1&a=2 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\nCookie: sid=1; sid=2\r\nCookie: sid=3\r\n\r\n");
     assert_eq!(r.text(), "1 1 1");
 }
+
+#[test]
+fn a_full_state_is_not_made_anew_while_streamed_answers_hold_it() {
+    // A streamed answer to a client that reads nothing holds the Lua
+    // state it runs on: made anew beside it, the full state lived on, and
+    // each round of (stalled client, hoarding servlet) added another
+    // servlets.memory to the worker (12 rounds: 64 MiB to 777 MiB).
+    let config = CONFIG
+        .replace("cpu_time = \"300ms\"", "cpu_time = \"60s\"")
+        .replace("max_output = \"1MiB\"", "max_output = \"256MiB\"");
+    let mut b = Builder::new();
+    b.file("servlets/hoard.lua", b"function handle_request(req, res) hoard = hoard or {} for i = 1, 1e9 do hoard[#hoard + 1] = string.rep('x', 1000) .. i end end")
+        .file("servlets/stream.lua", b"local piece = string.rep('s', 65536) function handle_request(req, res) res:write(200, {}, piece) for i = 1, 3000 do res:write(piece) end end")
+        .file("servlets/count.lua", b"n = (n or 0) + 1 function handle_request(req, res) n = n + 1 res:write(200, {}, tostring(n)) end")
+        .config(&config)
+        .workers(1);
+    let s = b.start();
+    assert_eq!(get(&s, "/servlets/count.lua").body, b"2");
+    // The stalled client: its answer's head and first bytes, then nothing.
+    let mut c = s.connect();
+    c.send(b"GET /servlets/stream.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut first = [0u8; 64];
+    use std::io::Read as _;
+    c.stream.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert_eq!(get(&s, "/servlets/hoard.lua").status, 500);
+    // Full, and held: 503 (twice: the second without a collection).
+    for _ in 0..2 {
+        assert_eq!(get(&s, "/servlets/count.lua").status, 503);
+    }
+    assert!(s
+        .wait_stderr_line("streamed answers still run")
+        .contains("and 1 streamed answers still run on the Lua state: 503 until they end, then the state is made anew"));
+    // Once the stream ends, the state is made anew.
+    drop(c);
+    let body = wait_for("the state made anew", || {
+        let r = get(&s, "/servlets/count.lua");
+        (r.status == 200).then_some(r.body)
+    });
+    assert_eq!(body, b"2");
+    assert!(s
+        .wait_stderr_line("the Lua state is made anew")
+        .contains("[warn] servlets: after servlets.memory was exceeded"));
+}
