@@ -1345,3 +1345,31 @@ fn a_full_state_is_not_made_anew_while_streamed_answers_hold_it() {
         .wait_stderr_line("the Lua state is made anew")
         .contains("[warn] servlets: after servlets.memory was exceeded"));
 }
+
+#[test]
+fn header_lines_count_in_max_output() {
+    // Header lines are gathered outside the Lua state, where
+    // servlets.memory does not see them: a loop of res:header with a
+    // 1 MiB value grew the worker by 700 MB within a 1 s cpu_time (and
+    // sent an 11 MB head). They count in max_output (1 MiB here) with
+    // the body.
+    let s = server(&[
+        ("servlets/heads.lua", "local v = string.rep('v', 1000) function handle_request(req, res) for i = 1, 2000 do res:header('X-A', v) end res:write('x') end"),
+        ("servlets/table.lua", "local v = string.rep('v', 600000) function handle_request(req, res) res:write(200, {['X-A'] = v, ['X-B'] = v}, 'x') end"),
+        ("servlets/some.lua", "local v = string.rep('v', 1000) function handle_request(req, res) for i = 1, 900 do res:header('X-A', v) end res:write(string.rep('b', 100000)) end"),
+    ]);
+    for path in ["heads", "table"] {
+        let r = get(&s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, 500, "{path}");
+        assert!(!r.raw.windows(3).any(|w| w == b"X-A"), "{path}");
+        assert!(s
+            .wait_stderr_line(&format!("servlet servlets/{path}.lua"))
+            .contains("the answer is longer than servlets.max_output (1048576 bytes)"));
+    }
+    // Within it, all go out.
+    let r = get(&s, "/servlets/some.lua");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers.iter().filter(|(n, _)| n == "X-A").count(), 900);
+    assert_eq!(r.body.len(), 100000);
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
