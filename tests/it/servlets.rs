@@ -1373,3 +1373,44 @@ fn header_lines_count_in_max_output() {
     assert_eq!(r.body.len(), 100000);
     assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
 }
+
+#[test]
+fn a_singleton_header_written_again_is_replaced() {
+    // Two Content-Type lines went out as written (RFC 9110 §5.3: only a
+    // list field, or Set-Cookie, may be repeated; a CGI script's head
+    // with two is refused, 502): the last value replaces the first, as
+    // ngx.header's or mod_magnet's resp_header's would.
+    let s = server(&[
+        ("servlets/dup.lua", "function handle_request(req, res) res:header('Content-Type', 'text/html') res:header('X-A', '1') res:header('Set-Cookie', 'a=1') res:header('content-type', 'text/plain') res:header('Set-Cookie', 'b=2') res:write(200, {['ETag'] = '\"2\"'}, 'x') end"),
+        ("servlets/moved.lua", "function handle_request(req, res) res:header('Location', '/a') res:header('X-B', '2') res:redirect('/b', 301) end"),
+    ]);
+    // Twice: the second answer's lines are those the first one checked.
+    for _ in 0..2 {
+        let r = get(&s, "/servlets/dup.lua");
+        assert_eq!(r.status, 200);
+        let fields: Vec<(&str, &str)> = r
+            .headers
+            .iter()
+            .filter(|(n, _)| n != "Server" && n != "Date")
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("X-A", "1"),
+                ("Set-Cookie", "a=1"),
+                ("content-type", "text/plain"),
+                ("Set-Cookie", "b=2"),
+                ("ETag", "\"2\""),
+                ("Content-Length", "1"),
+            ]
+        );
+        let r = get(&s, "/servlets/moved.lua");
+        assert_eq!(r.status, 301);
+        assert!(
+            r.head.ends_with("X-B: 2\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n"),
+            "{}",
+            r.head
+        );
+    }
+}

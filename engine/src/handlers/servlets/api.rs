@@ -142,9 +142,50 @@ impl Out {
                 return Err(e);
             }
         }
+        if !self.lines.is_empty() && is_singleton(name) {
+            self.drop_line(name);
+        }
         self.lines.push(shape);
         Ok(())
     }
+
+    /// Takes out the header line named `name` (any case), if there is
+    /// one (a singleton field's: there is at most one).
+    fn drop_line(&mut self, name: &[u8]) {
+        let mut at = 0;
+        for (i, &(name_len, line_len)) in self.lines.iter().enumerate() {
+            if name_len == name.len() && self.headers[at..at + name_len].eq_ignore_ascii_case(name)
+            {
+                self.headers.drain(at..at + line_len);
+                self.lines.remove(i);
+                // The lines from here on are not the last answer's.
+                self.as_checked = false;
+                return;
+            }
+            at += line_len;
+        }
+    }
+}
+
+/// A field of which an answer has one line (RFC 9110 §5.3: only a list
+/// field, or Set-Cookie, may be repeated): written again, the last value
+/// replaces the first, as a Lua table's entry (ngx.header's, mod_magnet's
+/// resp_header's). Two Content-Type lines went out as written, which a
+/// CGI script's head is refused for (502).
+fn is_singleton(name: &[u8]) -> bool {
+    const ONE: [&[u8]; 10] = [
+        b"content-type",
+        b"location",
+        b"content-location",
+        b"content-disposition",
+        b"content-range",
+        b"etag",
+        b"last-modified",
+        b"expires",
+        b"age",
+        b"retry-after",
+    ];
+    ONE.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
 impl Out {
