@@ -1408,9 +1408,47 @@ fn a_singleton_header_written_again_is_replaced() {
         let r = get(&s, "/servlets/moved.lua");
         assert_eq!(r.status, 301);
         assert!(
-            r.head.ends_with("X-B: 2\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n"),
+            r.head
+                .ends_with("X-B: 2\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n"),
             "{}",
             r.head
         );
     }
+}
+
+#[test]
+fn a_servlet_that_yields_in_a_loop_is_stopped_within_cpu_time() {
+    // handle_request's own coroutine.yield() goes to brisk, which resumes
+    // it at once; the budget counted the ticks inside each resume alone,
+    // not brisk's work between them for the servlet: such a loop ran 13
+    // to 35 % past cpu_time (300 ms: 35 to 42 of the worker's 10 ms
+    // clock ticks, where a `while true do end` takes 31). Now the whole
+    // of it counts: the worker's CPU time (/proc) for it is the budget's
+    // (101 ticks for 1 s), to within a few ticks.
+    let config = CONFIG.replace("cpu_time = \"300ms\"", "cpu_time = \"1s\"");
+    let s = one_worker(
+        &[(
+            "servlets/yield.lua",
+            "function handle_request(req, res) while true do coroutine.yield() end end",
+        )],
+        &config,
+    );
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    let before = worker_cpu_ticks(s.pid());
+    // (A second of CPU can take several on a busy machine.)
+    let mut c = s.connect();
+    c.stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    c.send(b"GET /servlets/yield.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = c.stream.read_to_end(&mut raw);
+    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(!raw.ends_with(b"0\r\n\r\n"));
+    let used = worker_cpu_ticks(s.pid()) - before;
+    assert!(s
+        .wait_stderr_line("servlet servlets/yield.lua")
+        .contains("servlets.cpu_time exceeded"));
+    assert!((100..=107).contains(&used), "{used} ticks of CPU");
 }
