@@ -1301,3 +1301,154 @@ fn a_repeated_name_keeps_its_first_value_in_args_headers_and_cookies() {
     let r = s.request(b"GET /servlets/first.lua?a=1&a=2 HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nX-A: 2\r\nCookie: sid=1; sid=2\r\nCookie: sid=3\r\n\r\n");
     assert_eq!(r.text(), "1 1 1");
 }
+
+#[test]
+fn a_full_state_is_not_made_anew_while_streamed_answers_hold_it() {
+    // A streamed answer to a client that reads nothing holds the Lua
+    // state it runs on: made anew beside it, the full state lived on, and
+    // each round of (stalled client, hoarding servlet) added another
+    // servlets.memory to the worker (12 rounds: 64 MiB to 777 MiB).
+    let config = CONFIG
+        .replace("cpu_time = \"300ms\"", "cpu_time = \"60s\"")
+        .replace("max_output = \"1MiB\"", "max_output = \"256MiB\"");
+    let mut b = Builder::new();
+    b.file("servlets/hoard.lua", b"function handle_request(req, res) hoard = hoard or {} for i = 1, 1e9 do hoard[#hoard + 1] = string.rep('x', 1000) .. i end end")
+        .file("servlets/stream.lua", b"local piece = string.rep('s', 65536) function handle_request(req, res) res:write(200, {}, piece) for i = 1, 3000 do res:write(piece) end end")
+        .file("servlets/count.lua", b"n = (n or 0) + 1 function handle_request(req, res) n = n + 1 res:write(200, {}, tostring(n)) end")
+        .config(&config)
+        .workers(1);
+    let s = b.start();
+    assert_eq!(get(&s, "/servlets/count.lua").body, b"2");
+    // The stalled client: its answer's head and first bytes, then nothing.
+    let mut c = s.connect();
+    c.send(b"GET /servlets/stream.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut first = [0u8; 64];
+    use std::io::Read as _;
+    c.stream.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert_eq!(get(&s, "/servlets/hoard.lua").status, 500);
+    // Full, and held: 503 (twice: the second without a collection).
+    for _ in 0..2 {
+        assert_eq!(get(&s, "/servlets/count.lua").status, 503);
+    }
+    assert!(s
+        .wait_stderr_line("streamed answers still run")
+        .contains("and 1 streamed answers still run on the Lua state: 503 until they end, then the state is made anew"));
+    // Once the stream ends, the state is made anew.
+    drop(c);
+    let body = wait_for("the state made anew", || {
+        let r = get(&s, "/servlets/count.lua");
+        (r.status == 200).then_some(r.body)
+    });
+    assert_eq!(body, b"2");
+    assert!(s
+        .wait_stderr_line("the Lua state is made anew")
+        .contains("[warn] servlets: after servlets.memory was exceeded"));
+}
+
+#[test]
+fn header_lines_count_in_max_output() {
+    // Header lines are gathered outside the Lua state, where
+    // servlets.memory does not see them: a loop of res:header with a
+    // 1 MiB value grew the worker by 700 MB within a 1 s cpu_time (and
+    // sent an 11 MB head). They count in max_output (1 MiB here) with
+    // the body.
+    let s = server(&[
+        ("servlets/heads.lua", "local v = string.rep('v', 1000) function handle_request(req, res) for i = 1, 2000 do res:header('X-A', v) end res:write('x') end"),
+        ("servlets/table.lua", "local v = string.rep('v', 600000) function handle_request(req, res) res:write(200, {['X-A'] = v, ['X-B'] = v}, 'x') end"),
+        ("servlets/some.lua", "local v = string.rep('v', 1000) function handle_request(req, res) for i = 1, 900 do res:header('X-A', v) end res:write(string.rep('b', 100000)) end"),
+    ]);
+    for path in ["heads", "table"] {
+        let r = get(&s, &format!("/servlets/{path}.lua"));
+        assert_eq!(r.status, 500, "{path}");
+        assert!(!r.raw.windows(3).any(|w| w == b"X-A"), "{path}");
+        assert!(s
+            .wait_stderr_line(&format!("servlet servlets/{path}.lua"))
+            .contains("the answer is longer than servlets.max_output (1048576 bytes)"));
+    }
+    // Within it, all go out.
+    let r = get(&s, "/servlets/some.lua");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers.iter().filter(|(n, _)| n == "X-A").count(), 900);
+    assert_eq!(r.body.len(), 100000);
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+}
+
+#[test]
+fn a_singleton_header_written_again_is_replaced() {
+    // Two Content-Type lines went out as written (RFC 9110 §5.3: only a
+    // list field, or Set-Cookie, may be repeated; a CGI script's head
+    // with two is refused, 502): the last value replaces the first, as
+    // ngx.header's or mod_magnet's resp_header's would.
+    let s = server(&[
+        ("servlets/dup.lua", "function handle_request(req, res) res:header('Content-Type', 'text/html') res:header('X-A', '1') res:header('Set-Cookie', 'a=1') res:header('content-type', 'text/plain') res:header('Set-Cookie', 'b=2') res:write(200, {['ETag'] = '\"2\"'}, 'x') end"),
+        ("servlets/moved.lua", "function handle_request(req, res) res:header('Location', '/a') res:header('X-B', '2') res:redirect('/b', 301) end"),
+    ]);
+    // Twice: the second answer's lines are those the first one checked.
+    for _ in 0..2 {
+        let r = get(&s, "/servlets/dup.lua");
+        assert_eq!(r.status, 200);
+        let fields: Vec<(&str, &str)> = r
+            .headers
+            .iter()
+            .filter(|(n, _)| n != "Server" && n != "Date")
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("X-A", "1"),
+                ("Set-Cookie", "a=1"),
+                ("content-type", "text/plain"),
+                ("Set-Cookie", "b=2"),
+                ("ETag", "\"2\""),
+                ("Content-Length", "1"),
+            ]
+        );
+        let r = get(&s, "/servlets/moved.lua");
+        assert_eq!(r.status, 301);
+        assert!(
+            r.head
+                .ends_with("X-B: 2\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n"),
+            "{}",
+            r.head
+        );
+    }
+}
+
+#[test]
+fn a_servlet_that_yields_in_a_loop_is_stopped_within_cpu_time() {
+    // handle_request's own coroutine.yield() goes to brisk, which resumes
+    // it at once; the budget counted the ticks inside each resume alone,
+    // not brisk's work between them for the servlet: such a loop ran 13
+    // to 35 % past cpu_time (300 ms: 35 to 42 of the worker's 10 ms
+    // clock ticks, where a `while true do end` takes 31). Now the whole
+    // of it counts: the worker's CPU time (/proc) for it is the budget's
+    // (101 ticks for 1 s), to within a few ticks.
+    let config = CONFIG.replace("cpu_time = \"300ms\"", "cpu_time = \"1s\"");
+    let s = one_worker(
+        &[(
+            "servlets/yield.lua",
+            "function handle_request(req, res) while true do coroutine.yield() end end",
+        )],
+        &config,
+    );
+    assert_eq!(get(&s, "/servlets/hello.lua").status, 200);
+    let before = worker_cpu_ticks(s.pid());
+    // (A second of CPU can take several on a busy machine.)
+    let mut c = s.connect();
+    c.stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    c.send(b"GET /servlets/yield.lua HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    use std::io::Read as _;
+    let _ = c.stream.read_to_end(&mut raw);
+    assert!(raw.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(!raw.ends_with(b"0\r\n\r\n"));
+    let used = worker_cpu_ticks(s.pid()) - before;
+    assert!(s
+        .wait_stderr_line("servlet servlets/yield.lua")
+        .contains("servlets.cpu_time exceeded"));
+    assert!((100..=107).contains(&used), "{used} ticks of CPU");
+}

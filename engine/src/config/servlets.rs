@@ -38,7 +38,8 @@ pub struct ServletsConfig {
     /// Memory one worker's Lua state may hold (all its servlets); an
     /// allocation past it is an error in the servlet (500).
     pub memory: u64,
-    /// Bytes one answer may write; past it, an error (500, or cut short).
+    /// Bytes one answer may write, its header lines included; past it, an
+    /// error (500, or cut short).
     pub max_output: u64,
     /// Bytes of keys and values `brisk.shared` holds, all workers together.
     pub shared_memory: u64,

@@ -204,6 +204,10 @@ struct State {
     /// still holds what it made until it is dropped (after the answer, or
     /// after a stream's end).
     collect: Cell<bool>,
+    /// The collection left the state full, but streamed answers still
+    /// run on it, so it could not be made anew: until they end, every
+    /// request is 503 and no collection runs again.
+    full: Cell<bool>,
     settings: Arc<Settings>,
 }
 
@@ -456,6 +460,7 @@ impl State {
             spare: RefCell::new(None),
             spare_res: RefCell::new(None),
             collect: Cell::new(false),
+            full: Cell::new(false),
             settings,
         })
     }
@@ -754,8 +759,28 @@ impl Handler for Servlets {
         }
         let mut state = State::get(&self.0);
         if let Ok(st) = &state {
+            // Streamed answers still running on the state each hold it
+            // (`Piecewise`), beside this thread's list and `state`.
+            let streams = Rc::strong_count(st) - 2;
+            if st.full.get() && streams > 0 {
+                return error_page(resp, 503);
+            }
             if st.collect.take() && !st.collected() {
                 let (used, limit) = st.heap.used_of_limit();
+                if streams > 0 {
+                    // A state made now would not replace this one, which
+                    // lives on while they run: each time, another
+                    // servlets.memory (64 MiB a round, without bound).
+                    st.collect.set(true);
+                    st.full.set(true);
+                    resp.log(
+                        Level::Warn,
+                        format!(
+                            "servlets: after servlets.memory was exceeded, the servlets' globals still hold {used} of its {limit} bytes, and {streams} streamed answers still run on the Lua state: 503 until they end, then the state is made anew"
+                        ),
+                    );
+                    return error_page(resp, 503);
+                }
                 resp.log(
                     Level::Warn,
                     format!(
@@ -948,6 +973,12 @@ struct Piecewise {
 
 impl BodyStream for Piecewise {
     fn fill(&mut self, buf: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+        // The whole of this call is the servlet's: a yield that wrote
+        // nothing (its own coroutine.yield()) is resumed at once, and
+        // the ticks between resumes are counted too. Counted per resume
+        // only, a servlet yielding in a loop held the worker 4.6 s with
+        // cpu_time = 1s.
+        let (start, left) = (cpu::ticks(), self.left);
         loop {
             {
                 let mut o = self.out.borrow_mut();
@@ -960,11 +991,11 @@ impl BodyStream for Piecewise {
                 return Ok(false);
             }
             let st = &self.state;
-            let mut used = 0;
+            self.left = left.saturating_sub(cpu::ticks() - start);
             let running = api::Running::start(&self.out);
-            let r = run::resume(&st.lua, &self.thread, 0, self.left, &mut used);
+            let r = run::resume(&st.lua, &self.thread, 0, self.left, &mut 0);
             drop(running);
-            self.left = self.left.saturating_sub(used);
+            self.left = left.saturating_sub(cpu::ticks() - start);
             let failure = match r {
                 Ok(ran) => {
                     self.ran = ran;

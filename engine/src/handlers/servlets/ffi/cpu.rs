@@ -124,6 +124,12 @@ extern "C" fn on_tick(_: libc::c_int) {
     }
 }
 
+/// This thread's timer ticks so far: what lies between two readings is
+/// CPU time the thread used (to within a tick).
+pub fn ticks() -> u64 {
+    TICKS.with(|t| t.load(Ordering::Relaxed))
+}
+
 /// Whether the running budget is spent.
 fn spent() -> bool {
     TICKS.with(|t| t.load(Ordering::Relaxed)) >= END.with(|e| e.load(Ordering::Relaxed))
