@@ -615,20 +615,40 @@ fn max_headers_is_configurable() {
 
 #[test]
 fn max_connections_refuses_the_excess_and_recovers() {
+    let big = pattern(8 << 20);
     let mut b = Builder::new();
-    b.file("a.txt", b"AAAA");
+    b.file("a.txt", b"AAAA").file("big.bin", &big);
     b.config("[limits]\nmax_connections = 2\n");
     let s = b.start();
+    let get = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut c1 = s.connect();
     let mut c2 = s.connect();
     for c in [&mut c1, &mut c2] {
-        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+        c.send(get);
         txt(&c.response(), b"AAAA", Conn::None);
     }
-    // The third is closed at once (or told 503), never served.
+    // Both idle: the one idle longest gives its place to a third (as
+    // nginx closes reusable connections), which is served; the other
+    // is untouched.
     let mut c3 = s.connect();
-    let _ = std::io::Write::write_all(&mut c3.stream, b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    let raw = c3.read_to_end();
+    c3.send(get);
+    txt(&c3.response(), b"AAAA", Conn::None);
+    c1.expect_closed();
+    s.wait_stderr_line(
+        "limits.max_connections reached: 1 idle keep-alive connections closed to make room",
+    );
+    c2.send(get);
+    txt(&c2.response(), b"AAAA", Conn::None);
+    // With an answer under way on each (a large file the client has
+    // begun to read), none gives way: the next is closed at once (or
+    // told 503), never served.
+    for c in [&mut c2, &mut c3] {
+        c.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+        c.read_at_least(1);
+    }
+    let mut c4 = s.connect();
+    let _ = std::io::Write::write_all(&mut c4.stream, get);
+    let raw = c4.read_to_end();
     let text = String::from_utf8_lossy(&raw);
     assert!(
         raw.is_empty() || text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
@@ -637,8 +657,11 @@ fn max_connections_refuses_the_excess_and_recovers() {
     // The warning names the setting.
     s.wait_stderr_line("refused connection from 127.0.0.1: limits.max_connections reached");
     // The open ones are unaffected.
-    c1.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
-    txt(&c1.response(), b"AAAA", Conn::None);
+    for c in [&mut c2, &mut c3] {
+        assert!(c.response().body == big, "the large file, whole");
+    }
+    c3.send(get);
+    txt(&c3.response(), b"AAAA", Conn::None);
     // Once one closes, a new connection is served.
     c2.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     txt(&c2.response(), b"AAAA", Conn::Close);

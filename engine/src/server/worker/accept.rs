@@ -15,6 +15,14 @@ use std::time::Instant;
 use mio::{Interest, Token};
 
 use super::{Worker, REFUSED};
+use crate::access::limits::Refused;
+
+/// The most idle connections closed at once to make room for new ones
+/// (see [`Worker::reclaim_idle`]).
+const RECLAIM_BATCH: usize = 16;
+/// How long after a look for idle connections found none the next one
+/// waits.
+const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 use crate::config::Level;
 use crate::server::conn::Conn;
 use crate::server::drain::Drain;
@@ -51,14 +59,19 @@ impl Worker {
                     // Behind a PROXY header the client is not known yet:
                     // it counts against its address once the header says.
                     let proxied = speaks.proxied();
-                    let admitted = match proxied {
-                        true => self.counts.counters.conn_limits.admit_total(),
-                        false => self.counts.counters.conn_limits.admit(peer.ip()),
+                    let admit = |w: &Self| match proxied {
+                        true => w.counts.counters.conn_limits.admit_total(),
+                        false => w.counts.counters.conn_limits.admit(peer.ip()),
                     };
+                    let mut admitted = admit(self);
+                    if admitted == Err(Refused::Total) && self.reclaim_idle() {
+                        admitted = admit(self);
+                    }
                     if let Err(why) = admitted {
                         // Refused early, before any state exists for it;
-                        // established connections are not touched. (A
-                        // TLS client could not read a plain answer.)
+                        // connections with a request under way are not
+                        // touched. (A TLS client could not read a plain
+                        // answer.)
                         if !tls {
                             let _ = net::send(&stream, REFUSED, false);
                             // (Counted as an answer, as the access log has it.)
@@ -113,6 +126,64 @@ impl Worker {
                 Err(_) => {}
             }
         }
+    }
+
+    /// At `limits.max_connections`, room for a new connection: one of
+    /// this worker's idle keep-alive connections in 16 (at least one, at
+    /// most [`RECLAIM_BATCH`]), those idle longest first, are closed now (their last words said:
+    /// TLS's close_notify, HTTP/2's GOAWAY, then the FIN), as nginx
+    /// closes reusable connections when it runs out. Else a client that
+    /// holds the limit's worth of idle connections, one request each per
+    /// keep-alive time, would keep everyone else out. Whether any was
+    /// closed. A look that finds none is not made again for
+    /// [`RECLAIM_WAIT`]: a flood of new connections at the limit costs
+    /// no pass over every connection each.
+    pub(super) fn reclaim_idle(&mut self) -> bool {
+        if self
+            .listen
+            .none_idle_at
+            .is_some_and(|at| self.clock.now.saturating_duration_since(at) < RECLAIM_WAIT)
+        {
+            return false;
+        }
+        let mut idle: Vec<(Instant, usize)> = (0..self.conns.slots())
+            .filter_map(|i| {
+                let c = self.conns.get(i)?;
+                let quiet = c.idle()
+                    && c.pending.is_empty()
+                    && c.transport.deadline().is_none()
+                    && !c.awaiting_proxy()
+                    && !c.speaks_h3();
+                quiet.then(|| (c.life.since(), i))
+            })
+            .collect();
+        if idle.is_empty() {
+            self.listen.none_idle_at = Some(self.clock.now);
+            return false;
+        }
+        // (One at least; more when many are idle, so that the next new
+        // connections find room without a look each.)
+        let batch = (idle.len() / 16).clamp(1, RECLAIM_BATCH);
+        if idle.len() > batch {
+            idle.select_nth_unstable(batch);
+            idle.truncate(batch);
+        }
+        self.listen.none_idle_at = None;
+        if self.logger.enabled(Level::Info) && self.counts.refusals.allow(self.clock.now) {
+            self.logger.log(
+                Level::Info,
+                format_args!(
+                    "limits.max_connections reached: {} idle keep-alive connections closed \
+                     to make room",
+                    idle.len()
+                ),
+            );
+        }
+        for (_, i) in idle {
+            self.last_words(i);
+            self.close(i);
+        }
+        true
     }
 
     /// A place for one more handshake: a free one, or else the place of

@@ -67,6 +67,10 @@ pub(super) struct Listen {
     pub(super) tls_errors: LineBudget,
     /// Until when accepting stops.
     paused_until: Option<Instant>,
+    /// When a look for idle connections to close, at
+    /// `limits.max_connections`, found none: the next waits a while
+    /// (see [`Worker::reclaim_idle`](super::Worker::reclaim_idle)).
+    pub(super) none_idle_at: Option<Instant>,
     /// Its QUIC endpoint and UDP sockets (`[http3] enable`).
     #[cfg(feature = "http3")]
     pub(super) quic: Option<super::quic::Quic>,
@@ -99,6 +103,7 @@ impl Listen {
             handshakes_due: VecDeque::new(),
             tls_errors: LineBudget::new(TLS_ERRORS_PER_SEC, now),
             paused_until: None,
+            none_idle_at: None,
             #[cfg(feature = "http3")]
             quic: None,
         })
