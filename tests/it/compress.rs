@@ -853,3 +853,49 @@ fn embedded_streams_are_compressed() {
         .collect();
     assert!(decode("br", &r.body) == later);
 }
+
+#[test]
+fn compression_threads_run_below_the_event_loops_priority() {
+    // A level-11 brotli run takes seconds of a core for a few MiB; a
+    // client that makes variants be made again and again must not take
+    // the cores from serving: the threads that make them are nicer
+    // (by 10) than the rest of the server (its main thread serves here),
+    // also those a reload starts.
+    let s = site(&format!("{ON}threads = 2\n"));
+    // Each thread's name and nice value, the main thread's first.
+    let nice = |s: &Server| {
+        let mut seen = Vec::new();
+        let tasks = format!("/proc/{}/task", s.pid());
+        for task in std::fs::read_dir(&tasks).expect("tasks") {
+            let dir = task.expect("task").path();
+            let main = dir.file_name() == Some(std::ffi::OsStr::new(&s.pid().to_string()));
+            let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+            // (Field 19, counted after the name's closing parenthesis.)
+            let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+            let nice: i32 = after
+                .split(' ')
+                .nth(16)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(i32::MIN);
+            seen.push((!main, comm.trim().to_string(), nice));
+        }
+        seen.sort();
+        seen
+    };
+    for round in ["start", "reload"] {
+        if round == "reload" {
+            s.signal(libc::SIGHUP);
+            s.wait_stderr_line("configuration reloaded");
+        }
+        assert_eq!(s.get("/tiny.txt").status, 200);
+        // (The threads lower their priority as they start; relative to
+        // the main thread's: the suite may run under `nice`.)
+        wait_until("the compression threads to lower their priority", || {
+            let seen = nice(&s);
+            let lower = (seen[0].2 + 10).min(19);
+            let threads: Vec<_> = seen.iter().filter(|t| t.1 == "brisk-compress").collect();
+            threads.len() >= 2 && threads.iter().all(|t| t.2 == lower)
+        });
+    }
+}

@@ -5,6 +5,24 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::cvt;
 
+/// Lowers the calling thread's priority: its nice value goes up by `by`
+/// (to 19 at most). On Linux a nice value is a thread's own, and raising
+/// it needs no privilege.
+pub fn nicer_thread(by: i32) -> io::Result<()> {
+    // (getpriority may return -1 as a value: errno tells, cleared first.)
+    // SAFETY: errno is this thread's; plain calls with no memory passed.
+    let now = unsafe {
+        *libc::__errno_location() = 0;
+        libc::getpriority(libc::PRIO_PROCESS, 0)
+    };
+    if now == -1 && io::Error::last_os_error().raw_os_error() != Some(0) {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    cvt(unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, now.saturating_add(by).min(19)) })
+        .map(drop)
+}
+
 /// Raises the soft limit on open descriptors to the hard limit (so 10,000
 /// connections fit) and returns the new soft limit.
 pub fn raise_nofile_limit() -> io::Result<u64> {

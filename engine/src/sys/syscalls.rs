@@ -124,6 +124,12 @@ pub const ALLOWED: &[libc::c_long] = &[
     // access(F_OK) that a directory is there before a `..` goes up from
     // it (`root = "../site"`: every reload was refused).
     libc::SYS_faccessat2,
+    // Compression threads lower their own priority below the event
+    // loops' as they start (`handlers::compress::cache`), also when a
+    // reload starts them; raising it needs CAP_SYS_NICE, which a server
+    // that left root does not have.
+    libc::SYS_getpriority,
+    libc::SYS_setpriority,
     // HTTP/3: a worker reads its UDP socket's datagrams many at a time
     // (`sys::net::recv_batch`).
     #[cfg(feature = "http3")]

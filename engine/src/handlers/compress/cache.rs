@@ -228,8 +228,18 @@ impl Drop for Variants {
     }
 }
 
-/// A compression thread: takes jobs until the queue closes.
+/// How much lower the compression threads' priority is than the event
+/// loops' (a nice value, added to the process's).
+pub const NICER: i32 = 10;
+
+/// A compression thread: takes jobs until the queue closes. It runs at a
+/// lower priority ([`NICER`]) than the event loops: a level-11 brotli
+/// run takes seconds of a core for a few MiB, and a client that makes a
+/// site's variants be made again and again (more compressible bytes than
+/// `cache_size`, asked in turn) must not take the cores from serving.
 fn work(shared: &Shared, rx: &Mutex<mpsc::Receiver<Job>>) {
+    // (A failure leaves it as it was.)
+    let _ = crate::sys::process::nicer_thread(NICER);
     loop {
         let job = match rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
             Ok(job) => job,
