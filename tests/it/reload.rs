@@ -461,10 +461,13 @@ fn connections_of_the_previous_workers_still_count_against_the_limit() {
     busy.read_at_least(256 * 1024);
     let line = reload(&s, &format!("server_header = \"two\"\n{limits}"));
     assert!(line.contains("configuration reloaded"), "{line}");
-    // …still counts: one more connection fits, the next is refused.
+    // …still counts: one more connection fits, the next is refused
+    // (the second busy too: an idle one would give way to it).
     let mut second = s.connect();
     second.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(second.response().header("Server"), Some("two"));
+    second.send(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+    second.read_at_least(256 * 1024);
     assert_eq!(s.get("/a.txt").status, 503);
     drop(busy);
     drop(second);

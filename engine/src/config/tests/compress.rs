@@ -50,8 +50,8 @@ fn errors_name_the_file_line_and_key() {
     assert!(load_err("[compress]\nencodings = [\"br\", \"br\"]\n")
         .contains("compress.encodings: br is listed twice"));
     assert_eq!(
-        load_err("[compress]\nenable = true\nencodings = []\n"),
-        "DIR/site.toml:4: compress.encodings: names no coding: expected one or more of \"br\", \"zstd\" and \"gzip\" (enable = false turns compression off)"
+        load_err("[compress]\nencodings = []\n"),
+        "DIR/site.toml:3: compress.encodings: names no coding: expected one or more of \"br\", \"zstd\" and \"gzip\" (enable = false turns compression off)"
     );
     assert!(load_err("[compress]\ntypes = [\"html\"]\n")
         .starts_with("DIR/site.toml:3: compress.types: expected a content type"));
