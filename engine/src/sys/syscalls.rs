@@ -177,6 +177,9 @@ pub const PRIVILEGED: &[libc::c_long] = &[
     libc::SYS_newfstatat,
     #[cfg(target_arch = "x86_64")]
     libc::SYS_lstat,
+    // (what an opened log is, and its flags: musl's fstat is the call of
+    // its own),
+    libc::SYS_fstat,
     // memory,
     libc::SYS_brk,
     libc::SYS_mmap,
