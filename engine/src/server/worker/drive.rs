@@ -248,16 +248,7 @@ impl Worker {
             // Input left unread would make the close a reset, which
             // may drop all of the above before the client reads it.
             // (Up to what a lingering close reads: the worker is leaving.)
-            let mut left = LINGER_BYTES.get() as usize;
-            self.pools.rbuf.clear();
-            self.pools.rbuf.reserve(16 * 1024);
-            while left > 0 {
-                match c.transport.tcp_mut().read(&mut self.pools.rbuf, left) {
-                    Ok(n) if n > 0 => left -= n,
-                    _ => break,
-                }
-                self.pools.rbuf.clear();
-            }
+            self.discard_input(&mut c, &mut LINGER_BYTES.get());
         }
         self.conns.put(i, c);
     }
@@ -375,22 +366,32 @@ impl Worker {
         let Some(mut left) = c.life.lingering().map(|l| l.left.get()) else {
             return false;
         };
-        let done = loop {
-            self.pools.rbuf.clear();
-            match c.transport.tcp_mut().read(&mut self.pools.rbuf, usize::MAX) {
-                Ok(0) => break true,
-                Ok(n) if n as u64 >= u64::from(left) => break true,
-                Ok(n) => left -= n as u32,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break true,
-            }
-        };
+        let done = self.discard_input(c, &mut left);
         // (What is left is never none while it lingers on.)
         if let (Some(l), Some(left)) = (c.life.lingering(), NonZeroU32::new(left)) {
             l.left = left;
         }
         !done
+    }
+
+    /// Reads and drops what `c`'s client sent, raw from the socket, up to
+    /// `left` bytes (lowered by what was read): whether that is over (the
+    /// client closed, the bound was reached, or the socket failed), not
+    /// merely nothing more waiting now.
+    fn discard_input(&mut self, c: &mut Conn, left: &mut u32) -> bool {
+        // (A worker at rest has given its read buffer back.)
+        self.pools.rbuf.reserve(16 * 1024);
+        loop {
+            self.pools.rbuf.clear();
+            match c.transport.tcp_mut().read(&mut self.pools.rbuf, usize::MAX) {
+                Ok(0) => return true,
+                Ok(n) if n as u64 >= u64::from(*left) => return true,
+                Ok(n) => *left -= n as u32,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return true,
+            }
+        }
     }
 
     /// Reads what is available and answers every complete request in it.
