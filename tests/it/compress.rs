@@ -538,6 +538,48 @@ fn accept_encoding_on_several_lines_is_one_list() {
     assert_eq!(r.header("content-encoding"), None, "identity weighs more");
 }
 
+/// A directory listing is compressed as a handler's whole body is (as
+/// nginx's `gzip` takes its autoindex pages): byte-exact once decoded,
+/// with its own length and `Vary` on both fields it depends on; a
+/// client that takes no coding gets the same page as it is.
+#[test]
+fn listings_are_compressed() {
+    let varies = |r: &Response| -> Vec<String> {
+        let vary = r
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("vary"));
+        vary.map(|(_, v)| v.clone()).collect()
+    };
+    let mut b = Builder::new();
+    for i in 0..300 {
+        b.file(&format!("dir/a-file-with-a-long-name-{i:04}.txt"), b"x");
+    }
+    b.config(&format!("{ON}[static]\nautoindex = true\n"));
+    let s = b.start();
+    let plain = s.get("/dir/");
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-encoding"), None);
+    assert_eq!(varies(&plain), ["Accept", "Accept-Encoding"]);
+    assert!(plain.body.len() > 10_000, "{} bytes", plain.body.len());
+    for coding in ["gzip", "br", "zstd"] {
+        let r = s.get_with("/dir/", &format!("Accept-Encoding: {coding}\r\n"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-encoding"), Some(coding));
+        assert_eq!(varies(&r), ["Accept", "Accept-Encoding"]);
+        assert_eq!(r.header("content-length"), Some(&*r.body.len().to_string()));
+        assert!(
+            r.body.len() * 4 < plain.body.len(),
+            "{coding}: {} bytes",
+            r.body.len()
+        );
+        assert!(
+            decode(coding, &r.body) == plain.body,
+            "{coding} decodes to the page"
+        );
+    }
+}
+
 #[test]
 fn off_by_default() {
     let s = site("");

@@ -480,6 +480,17 @@ fn serve_dir(
         s.header("Vary", b"Accept");
     }
     apply_header_rules(files, s);
+    // A listing is compressed as a handler's whole body is (nginx's
+    // `gzip` takes its autoindex pages too): one of /usr/share/doc is
+    // 97 KB of HTML, about 10 once gzipped.
+    #[cfg(feature = "compress")]
+    compress::stream::whole(
+        &files.site().compress,
+        req.field(Field::AcceptEncoding),
+        Status::OK.0,
+        &mut s.headers,
+        &mut s.body,
+    );
     Plan {
         status: Status::OK,
         body: Body::Buffer,
