@@ -847,6 +847,78 @@ fn an_answer_under_way_at_a_reload_arrives_whole() {
     assert_eq!(r["sha256"], sum);
 }
 
+/// An upgrade (SIGUSR2) hands QUIC's UDP sockets over with the TCP
+/// ones, and the new brisk reads them only once the old one has gone. A
+/// new brisk that bound sockets of its own into the `SO_REUSEPORT` group
+/// took every datagram of the old one's connections whose 4-tuple then
+/// hashed to one of them (about half, with two sockets each), and could
+/// not hand them over to another process: those answers stalled. Eight
+/// answers under way at the signal arrive whole, with no reset; once the
+/// old brisk has exited the new one serves HTTP/3 on the same port.
+#[cfg(feature = "ops")]
+#[test]
+fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
+    struct Kill(i32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on the pid brisk reported for its successor.
+            unsafe { libc::kill(self.0, libc::SIGTERM) };
+        }
+    }
+    let mut s = slow_server();
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "sni": "a.test",
+        "requests": [{"method": "GET", "path": "/cgi-bin/drip.sh"}],
+        "timeout": 30,
+    });
+    let clients: Vec<_> = (0..8).map(|_| client_with(&spec)).collect();
+    crate::common::wait_for_within(
+        std::time::Duration::from_secs(90),
+        "eight programs started",
+        || (s.stderr().matches("drip.sh started").count() >= 8).then_some(()),
+    );
+    s.signal(libc::SIGUSR2);
+    let line = s.wait_stderr_line("serves; this one finishes its requests and exits");
+    let at = line.find("(pid ").expect("a pid") + 5;
+    let new = Kill(
+        line[at..]
+            .split(')')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("pid"),
+    );
+    let sum = {
+        use sha2::Digest;
+        hex(&sha2::Sha256::digest(vec![b'a'; 40 * 32768]))
+    };
+    for c in clients {
+        let out = c.wait_with_output().expect("client");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out: Value = serde_json::from_slice(&out.stdout).expect("the client's JSON");
+        assert_eq!(out["stateless_resets"], 0);
+        let r = &out["responses"][0];
+        assert_eq!(r["reset"], Value::Null);
+        assert_eq!(r["sha256"], sum);
+    }
+    let exited = s
+        .wait_exit(std::time::Duration::from_secs(30))
+        .expect("the old brisk exits");
+    assert!(exited.success(), "{exited}");
+    let out = h3(&s, json!([{"method": "GET", "path": "/index.html"}])).expect("aioquic");
+    assert_eq!(text(&out["responses"][0]), "hello\n");
+    assert!(new.0 > 0);
+}
+
 #[test]
 fn a_body_is_read_only_as_fast_as_its_program_takes_it() {
     use std::os::unix::fs::PermissionsExt;

@@ -268,6 +268,16 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
             .into_iter()
             .map(|p| Inherited::from_systemd(p.socket, &p.name)),
     );
+    // QUIC's handed sockets, read once the previous brisk has gone (its
+    // end of the readiness pipe closed: see `server::quic_handover`).
+    #[cfg(feature = "http3")]
+    if let Some(h) = handover.as_mut() {
+        let udp = std::mem::take(&mut h.udp);
+        if !udp.is_empty() {
+            let lives = h.ready.try_clone().map_err(Error::Handover)?;
+            crate::server::quic_handover::hand(udp, lives.into());
+        }
+    }
     let mut server = Server::bind_inheriting(cfg, given)?;
     // The built-in handlers `[[handlers]]` may name (as listed in
     // config::BUILT_IN_HANDLERS, which the configuration was checked with).

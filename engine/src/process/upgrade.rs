@@ -12,7 +12,8 @@
 //! holds copies of the listening sockets) and this one serves on.
 
 use std::io::{self, Read};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::server::{Inherited, Running, Speaks};
@@ -51,10 +52,20 @@ fn kind(speaks: Speaks) -> &'static str {
 /// Starts the new binary with `running`'s listening sockets.
 pub(super) fn begin(helper: &Upgrader, running: &Running) -> io::Result<Pending> {
     let sockets = running.handover();
-    let described: Vec<(&TcpListener, &str, SocketAddr)> = sockets
+    #[allow(unused_mut)]
+    let mut described: Vec<(RawFd, &str, SocketAddr)> = sockets
         .iter()
-        .map(|&(socket, speaks, wanted)| (socket, kind(speaks), wanted))
+        .map(|&(socket, speaks, wanted)| (socket.as_raw_fd(), kind(speaks), wanted))
         .collect();
+    // QUIC's sockets too, so that the new brisk joins no socket of its
+    // own to their groups (see `server::quic_handover`).
+    #[cfg(feature = "http3")]
+    described.extend(
+        running
+            .handover_quic()
+            .into_iter()
+            .map(|(socket, wanted)| (socket.as_raw_fd(), "h3", wanted)),
+    );
     let started = helper.upgrade(&described)?;
     Ok(Pending {
         started,

@@ -99,7 +99,7 @@ pub(super) fn bind_listeners(
                 sockets,
                 speaks,
                 #[cfg(feature = "http3")]
-                udp: quic_sockets(cfg, speaks, b.real, &b.udp, workers)?,
+                udp: quic_sockets(cfg, speaks, (wanted, b.real), &b.udp, workers)?,
             });
             continue;
         }
@@ -113,21 +113,22 @@ pub(super) fn bind_listeners(
             sockets,
             speaks,
             #[cfg(feature = "http3")]
-            udp: quic_sockets(cfg, speaks, real, &[], workers)?,
+            udp: quic_sockets(cfg, speaks, (wanted, real), &[], workers)?,
         });
     }
     Ok(out)
 }
 
-/// The UDP sockets of a TLS address `real` with `[http3] enable`: those
-/// of `kept` (a reload keeps them, so no datagram of a live connection
-/// reaches a socket that does not know it), or else one per worker, bound
-/// with `SO_REUSEPORT`. None for any other address.
+/// The UDP sockets of a TLS address `real` (configured as `wanted`) with
+/// `[http3] enable`: those of `kept` (a reload keeps them, so no datagram
+/// of a live connection reaches a socket that does not know it), or
+/// those an upgrade handed over, or else one per worker, bound with
+/// `SO_REUSEPORT`. None for any other address.
 #[cfg(feature = "http3")]
 fn quic_sockets(
     cfg: &Config,
     speaks: Speaks,
-    real: SocketAddr,
+    (wanted, real): (SocketAddr, SocketAddr),
     kept: &[std::net::UdpSocket],
     workers: usize,
 ) -> Result<Vec<std::net::UdpSocket>, Error> {
@@ -137,6 +138,11 @@ fn quic_sockets(
     let fail = |source| Error::Listen { addr: real, source };
     if !kept.is_empty() {
         return kept.iter().map(|s| s.try_clone().map_err(fail)).collect();
+    }
+    // (Those an upgrade handed over, as they are: see `quic_handover`.)
+    let handed = super::quic_handover::take(wanted);
+    if !handed.is_empty() {
+        return Ok(handed);
     }
     (0..workers)
         .map(|_| sys::net::udp(&real, true).map_err(fail))

@@ -30,6 +30,8 @@ mod inherited;
 pub mod life;
 pub mod lifecycle;
 mod listen;
+#[cfg(feature = "http3")]
+pub(crate) mod quic_handover;
 pub mod router;
 pub mod run;
 pub mod sites;
@@ -701,6 +703,18 @@ impl Running {
         out
     }
 
+    /// The UDP sockets of QUIC (with `[http3] enable`), with the
+    /// configured address each serves: what an upgrade hands over beside
+    /// [`Running::handover`]'s (see `quic_handover`).
+    #[cfg(feature = "http3")]
+    pub fn handover_quic(&self) -> Vec<(&std::net::UdpSocket, SocketAddr)> {
+        let mut out = Vec::new();
+        for b in &self.bound {
+            out.extend(b.udp.iter().map(|s| (s, b.wanted)));
+        }
+        out
+    }
+
     /// Ends serving as a reload's previous workers do (see [`drain`]):
     /// they stop accepting and finish what they started, within
     /// `timeouts.reload_drain` if set; the listening sockets are let go
@@ -708,6 +722,8 @@ impl Running {
     /// says when they are done; [`Running::stop`] hastens and joins them.
     pub fn retire(&mut self) {
         self.lifecycle.begin_stop();
+        #[cfg(feature = "http3")]
+        quic_handover::retire();
         self.bound.clear();
         let bound = self.cfg.timeouts.reload_drain;
         self.current.drain(Drain::Retire, bound);

@@ -295,7 +295,7 @@ impl Worker {
                     Token(t) if t >= LISTENER_BASE => self.accept_all(t - LISTENER_BASE),
                     #[cfg(feature = "http3")]
                     Token(t) if self.listen.quic.as_ref().is_some_and(|q| q.owns(t)) => {
-                        self.quic_readable(t);
+                        self.quic_readable(t, ev.is_error() || ev.is_write_closed());
                     }
                     Token(t) if t >= PIPE_BASE => {
                         let (index, source) = pipe::split_token(t);

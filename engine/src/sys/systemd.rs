@@ -7,7 +7,7 @@
 //! (systemd.io/ and the man pages), cheaper to speak than to link.
 
 use std::io;
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{self as unix, UnixDatagram};
@@ -68,6 +68,35 @@ pub fn listen_fds() -> io::Result<Vec<Passed>> {
 
 /// Takes descriptor `fd` as a listening TCP socket, or says why not.
 pub fn adopt(fd: RawFd) -> io::Result<TcpListener> {
+    check(fd, libc::SOCK_STREAM)?;
+    // SAFETY: the descriptor was passed to this process for it to own (the
+    // protocol says so), and is a socket, checked above; nothing else
+    // takes it, since the variables that named it are gone.
+    let socket = unsafe { TcpListener::from_raw_fd(fd) };
+    socket.set_nonblocking(true)?;
+    cloexec(fd)?;
+    Ok(socket)
+}
+
+/// Takes descriptor `fd` as a bound UDP socket (QUIC's, handed over by
+/// an upgrade), or says why not.
+pub fn adopt_udp(fd: RawFd) -> io::Result<UdpSocket> {
+    check(fd, libc::SOCK_DGRAM)?;
+    // SAFETY: as in `adopt`: handed to this process to own, a socket.
+    let socket = unsafe { UdpSocket::from_raw_fd(fd) };
+    socket.set_nonblocking(true)?;
+    cloexec(fd)?;
+    Ok(socket)
+}
+
+fn cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_SETFD on a descriptor this process owns.
+    cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }).map(drop)
+}
+
+/// Whether `fd` is an IPv4 or IPv6 socket of `kind`: a listening TCP
+/// socket (`SOCK_STREAM`) or a UDP one (`SOCK_DGRAM`).
+fn check(fd: RawFd, kind: libc::c_int) -> io::Result<()> {
     let int = |opt| -> io::Result<libc::c_int> {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
@@ -84,20 +113,21 @@ pub fn adopt(fd: RawFd) -> io::Result<TcpListener> {
         })?;
         Ok(v)
     };
+    let stream = kind == libc::SOCK_STREAM;
     let listening = int(libc::SO_ACCEPTCONN)? == 1;
-    let stream = int(libc::SO_TYPE)? == libc::SOCK_STREAM;
     let domain = int(libc::SO_DOMAIN)?;
-    if !listening || !stream || !(domain == libc::AF_INET || domain == libc::AF_INET6) {
-        return Err(io::Error::other("not a listening TCP socket"));
+    if listening != stream
+        || int(libc::SO_TYPE)? != kind
+        || !(domain == libc::AF_INET || domain == libc::AF_INET6)
+    {
+        let not = if stream {
+            "not a listening TCP socket"
+        } else {
+            "not a UDP socket"
+        };
+        return Err(io::Error::other(not));
     }
-    // SAFETY: the descriptor was passed to this process for it to own (the
-    // protocol says so), and is a socket, checked above; nothing else
-    // takes it, since the variables that named it are gone.
-    let socket = unsafe { TcpListener::from_raw_fd(fd) };
-    socket.set_nonblocking(true)?;
-    // SAFETY: F_SETFD on a descriptor this process owns.
-    cvt(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) })?;
-    Ok(socket)
+    Ok(())
 }
 
 /// The service manager's notification socket (`$NOTIFY_SOCKET`),

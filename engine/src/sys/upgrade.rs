@@ -97,7 +97,7 @@ impl Upgrader {
     /// Hands the helper `sockets` (each with what its clients speak and
     /// the configured address it serves), then has it start the new
     /// binary with them.
-    pub fn upgrade(&self, sockets: &[(&TcpListener, &str, SocketAddr)]) -> io::Result<Started> {
+    pub fn upgrade(&self, sockets: &[(RawFd, &str, SocketAddr)]) -> io::Result<Started> {
         let sock = self.sock.lock().unwrap_or_else(|e| e.into_inner());
         let ask = |msg: &[u8], fds: &[RawFd]| ask(sock.as_raw_fd(), msg, fds);
         for chunk in sockets.chunks(PER_MESSAGE) {
@@ -105,7 +105,7 @@ impl Upgrader {
             let mut fds = Vec::with_capacity(chunk.len());
             for (socket, kind, addr) in chunk {
                 msg.extend_from_slice(format!("{kind} {addr}\n").as_bytes());
-                fds.push(socket.as_raw_fd());
+                fds.push(*socket);
             }
             ask(&msg, &fds)?;
         }
@@ -369,6 +369,9 @@ pub struct Handover {
     /// The sockets: what its clients speak (`http`, `https`, `proxy`) and
     /// the configured address each serves.
     pub sockets: Vec<(TcpListener, String, SocketAddr)>,
+    /// QUIC's UDP sockets (kind `h3`), each with the configured address
+    /// it serves.
+    pub udp: Vec<(std::net::UdpSocket, SocketAddr)>,
     /// Where to say "ready".
     pub ready: std::fs::File,
 }
@@ -388,7 +391,7 @@ pub fn handed_over() -> io::Result<Option<Handover>> {
     let ready: RawFd = ready
         .parse()
         .map_err(|_| bad("the readiness descriptor is not a number"))?;
-    let mut out = Vec::new();
+    let (mut out, mut udp) = (Vec::new(), Vec::new());
     for entry in sockets.split(';').filter(|e| !e.is_empty()) {
         let mut parts = entry.splitn(3, ' ');
         let (Some(fd), Some(kind), Some(addr)) = (parts.next(), parts.next(), parts.next()) else {
@@ -400,7 +403,12 @@ pub fn handed_over() -> io::Result<Option<Handover>> {
         let addr: SocketAddr = addr
             .parse()
             .map_err(|_| bad(&format!("{entry:?}: not an address")))?;
-        let socket = systemd::adopt(fd).map_err(|e| bad(&format!("descriptor {fd}: {e}")))?;
+        let fail = |e: io::Error| bad(&format!("descriptor {fd}: {e}"));
+        if kind == "h3" {
+            udp.push((systemd::adopt_udp(fd).map_err(fail)?, addr));
+            continue;
+        }
+        let socket = systemd::adopt(fd).map_err(fail)?;
         out.push((socket, kind.to_string(), addr));
     }
     // SAFETY: F_GETFD only asks whether the descriptor is open.
@@ -412,6 +420,7 @@ pub fn handed_over() -> io::Result<Option<Handover>> {
     cvt(unsafe { libc::fcntl(ready, libc::F_SETFD, libc::FD_CLOEXEC) })?;
     Ok(Some(Handover {
         sockets: out,
+        udp,
         ready: file,
     }))
 }

@@ -58,10 +58,13 @@ enum Pushed {
 
 impl Worker {
     /// Datagrams on QUIC socket `token`.
-    pub(super) fn quic_readable(&mut self, token: usize) {
+    pub(super) fn quic_readable(&mut self, token: usize, failed: bool) {
         let Some(q) = self.listen.quic.as_mut() else {
             return;
         };
+        if q.gate_event(self.poll.registry(), token, failed) {
+            return;
+        }
         let mut arrived = Vec::new();
         q.readable(token, self.clock.now, &mut arrived);
         self.quic_arrived(arrived);
@@ -133,7 +136,10 @@ impl Worker {
         // (At a reload the generations share their UDP sockets, so an old
         // worker still takes the clients whose packets it reads; at a
         // stop, none.)
-        if admitted.is_err() || self.drain.mode == Drain::Stop {
+        // (After an upgrade, the new brisk's: refused, the client goes on
+        // over TCP until the new brisk reads these sockets.)
+        let handed = crate::server::quic_handover::retired();
+        if admitted.is_err() || self.drain.mode == Drain::Stop || handed {
             if admitted.is_ok() {
                 self.counts.release(peer.ip(), false);
             }

@@ -118,6 +118,9 @@ pub(super) struct Quic {
     gso: bool,
     /// Its place among the process's endpoints (see [`route`]).
     route: route::Route,
+    /// The sockets are an upgrade's, not read until the previous brisk
+    /// has gone (see `server::quic_handover`).
+    shut: bool,
     /// The address each socket is bound to.
     locals: Vec<Option<SocketAddr>>,
 }
@@ -131,16 +134,24 @@ impl Quic {
         (limits, budget): (Limits, Budget),
         waker: Arc<mio::Waker>,
     ) -> io::Result<Quic> {
-        let mut registered = Vec::with_capacity(sockets.len());
-        for (i, s) in sockets.into_iter().enumerate() {
-            let mut s = UdpSocket::from_std(s);
-            registry.register(&mut s, Token(QUIC_BASE + i), Interest::READABLE)?;
-            registered.push(s);
+        let registered: Vec<UdpSocket> = sockets.into_iter().map(UdpSocket::from_std).collect();
+        // Sockets an upgrade handed over are read once the previous brisk
+        // has gone (see `server::quic_handover`); until then its pipe is
+        // watched instead, under the token after the sockets'.
+        let shut = crate::server::quic_handover::gate().is_some_and(|gate| {
+            let gate = &mut mio::unix::SourceFd(&gate.fd());
+            let token = Token(QUIC_BASE + registered.len());
+            registry.register(gate, token, Interest::WRITABLE).is_ok()
+        });
+        let mut registered = registered;
+        if !shut {
+            Quic::watch(registry, &mut registered)?;
         }
         let locals = registered.iter().map(|s| s.local_addr().ok()).collect();
         let route = route::Route::new(waker);
         let endpoint = Endpoint::new(Arc::new(route.endpoint_config()), Some(config), true, None);
         Ok(Quic {
+            shut,
             route,
             locals,
             endpoint,
@@ -155,6 +166,36 @@ impl Quic {
             alt_svc: Vec::new(),
             gso: true,
         })
+    }
+
+    /// Registers `sockets` with `registry`: socket `i` as `QUIC_BASE + i`.
+    fn watch(registry: &Registry, sockets: &mut [UdpSocket]) -> io::Result<()> {
+        for (i, s) in sockets.iter_mut().enumerate() {
+            registry.register(s, Token(QUIC_BASE + i), Interest::READABLE)?;
+        }
+        Ok(())
+    }
+
+    /// An event of the previous brisk's pipe while the sockets are shut:
+    /// `gone` (the pipe in error: that brisk has closed its end) opens
+    /// them. Whether `token` was the pipe's.
+    pub(super) fn gate_event(&mut self, registry: &Registry, token: usize, gone: bool) -> bool {
+        if !self.shut || token != QUIC_BASE + self.sockets.len() {
+            return false;
+        }
+        let Some(gate) = crate::server::quic_handover::gate_any() else {
+            return true;
+        };
+        if gone || gate.is_open() {
+            gate.opened();
+            let _ = registry.deregister(&mut mio::unix::SourceFd(&gate.fd()));
+            self.shut = false;
+            if Quic::watch(registry, &mut self.sockets).is_ok() {
+                // (Edge-triggered: what came meanwhile is read now.)
+                self.more = (0..self.sockets.len()).collect();
+            }
+        }
+        true
     }
 
     /// Advertises HTTP/3 on the answers of TCP listeners `ports` (each
@@ -178,7 +219,7 @@ impl Quic {
 
     /// Whether `token` is one of its sockets'.
     pub(super) fn owns(&self, token: usize) -> bool {
-        (QUIC_BASE..QUIC_BASE + self.sockets.len()).contains(&token)
+        (QUIC_BASE..=QUIC_BASE + self.sockets.len()).contains(&token)
     }
 
     /// The earliest deadline of a connection, or now when a socket has
