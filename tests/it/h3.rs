@@ -919,6 +919,53 @@ fn answers_under_way_at_an_upgrade_arrive_whole_then_the_new_brisk_serves_h3() {
     assert!(new.0 > 0);
 }
 
+/// An upgrade to a configuration without HTTP/3 closes the UDP sockets
+/// the old brisk handed over once it has gone: left open and unread they
+/// would swallow every datagram sent to the port (clients that remember
+/// its `Alt-Svc` would wait out a timeout instead of hearing at once
+/// that nothing listens there).
+#[cfg(feature = "ops")]
+#[test]
+fn an_upgrade_that_turns_http3_off_keeps_no_udp_socket() {
+    struct Kill(i32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on the pid brisk reported for its successor.
+            unsafe { libc::kill(self.0, libc::SIGTERM) };
+        }
+    }
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[http3]\nenable = true\n");
+    b.workers(2).tls();
+    let config = b.base().join("brisk.toml");
+    let mut s = b.start();
+    // /proc/net/udp's local address column ends with the port in hex.
+    let port = format!(":{:04X} ", s.addr().port());
+    let bound = || {
+        let table = std::fs::read_to_string("/proc/net/udp").expect("/proc/net/udp");
+        table.lines().filter(|l| l.contains(&port)).count()
+    };
+    assert_eq!(bound(), 2);
+    std::fs::write(&config, "[http3]\nenable = false\n").expect("config");
+    s.signal(libc::SIGUSR2);
+    let line = s.wait_stderr_line("serves; this one finishes its requests and exits");
+    let at = line.find("(pid ").expect("a pid") + 5;
+    let new = Kill(
+        line[at..]
+            .split(')')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("pid"),
+    );
+    let exited = s
+        .wait_exit(std::time::Duration::from_secs(30))
+        .expect("the old brisk exits");
+    assert!(exited.success(), "{exited}");
+    assert_eq!(bound(), 0);
+    assert!(new.0 > 0);
+}
+
 #[test]
 fn a_body_is_read_only_as_fast_as_its_program_takes_it() {
     use std::os::unix::fs::PermissionsExt;

@@ -279,6 +279,8 @@ fn serve(mut cfg: Config, reload: Option<Reload>, undo: &mut Undo) -> Result<(),
         }
     }
     let mut server = Server::bind_inheriting(cfg, given)?;
+    #[cfg(feature = "http3")]
+    crate::server::quic_handover::close_unclaimed();
     // The built-in handlers `[[handlers]]` may name (as listed in
     // config::BUILT_IN_HANDLERS, which the configuration was checked with).
     server.register("echo", crate::handlers::builtin::Echo::default())?;

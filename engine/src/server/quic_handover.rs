@@ -84,6 +84,15 @@ pub(super) fn take(wanted: SocketAddr) -> Vec<UdpSocket> {
     mine.into_iter().map(|(_, s)| s).collect()
 }
 
+/// Closes the handed sockets no address took (HTTP/3 turned off, or
+/// the address gone from the configuration): left open and unread in
+/// their group they would swallow the datagrams the kernel hashed to
+/// them; closed, a client hears that nothing listens there and goes on
+/// over TCP.
+pub(crate) fn close_unclaimed() {
+    HANDED.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 /// The gate, while shut (`None` once open, or with nothing handed).
 pub(crate) fn gate() -> Option<&'static Gate> {
     GATE.get().filter(|g| !g.is_open())
