@@ -507,6 +507,56 @@ fn a_request_head_over_the_list_size_gets_431() {
 }
 
 #[test]
+fn a_head_the_request_parser_refuses_is_answered_on_its_stream_alone() {
+    // A head HPACK lets through but that the HTTP/1.1 parser it is
+    // rebuilt for refuses (a control byte in a value: 400; over
+    // limits.max_header_bytes, under the header list size: 431), with a
+    // user-agent before the fault: the fields read before it pointed
+    // into the rebuilt head, not the request's copy, and its log line
+    // read them there: a panic (the connection dropped, the download on
+    // it cut: "internal error serving"), or the last request's bytes
+    // (its request line logged for this one's 400).
+    let (s, big) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let first = c.get("/index.html?secret=earlier", &[("user-agent", "first")]);
+    assert_eq!(c.answers(&[first])[0].status(), "200");
+    let download = c.get("/big.bin", &[]);
+    let agent = "a-client/1.0 ".repeat(10).trim_end().to_string();
+    let bad = c.get(
+        "/index.html",
+        &[("user-agent", &agent), ("x-bad", "a\u{1}b")],
+    );
+    let x = "x".repeat(6000);
+    let large = c.get(
+        "/index.html",
+        &[
+            ("user-agent", &agent),
+            ("x-a", &x),
+            ("x-b", &x),
+            ("x-c", &x),
+        ],
+    );
+    let a = c.answers(&[download, bad, large]);
+    assert_eq!((a[0].status(), a[0].reset), ("200", None));
+    assert!(
+        a[0].body == big,
+        "the download on the same connection is whole"
+    );
+    assert_eq!(a[1].status(), "400", "{:?}", a[1]);
+    assert_eq!(a[2].status(), "431");
+    let line = s.wait_access_line(|l| l.windows(5).any(|w| w == b"\" 400"));
+    assert_eq!(
+        std::str::from_utf8(&line).unwrap().split('"').nth(1),
+        Some("-"),
+        "no request line of another request's: {:?}",
+        String::from_utf8_lossy(&line)
+    );
+    let line = s.wait_access_line(|l| l.windows(5).any(|w| w == b"\" 431"));
+    assert!(!line.windows(6).any(|w| w == b"secret"), "{line:?}");
+    assert!(!s.stderr().contains("internal error"), "{}", s.stderr());
+}
+
+#[test]
 fn a_password_check_does_not_hold_up_the_other_streams() {
     // bcrypt at cost 10: hashed off the event loop, as over HTTP/1.1.
     let mut b = Builder::new();
