@@ -561,6 +561,14 @@ impl Conn {
             self.release_conn(flow);
             return self.fault_stream(id, ErrorCode::StreamClosed, now);
         }
+        if s.discard.is_some() && data.is_empty() && !end_stream {
+            // Nothing to drop, and no allowance spent: an empty frame,
+            // counted as one whatever becomes of the body (its padding's
+            // credit goes back at once).
+            s.recv_window -= flow as i64;
+            self.release(id, flow as usize);
+            return self.spend_empty(now);
+        }
         if s.discard.is_some() {
             // (Discarded or not, a body must match its content-length:
             // §8.1.1 makes a mismatch malformed.)

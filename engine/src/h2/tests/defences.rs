@@ -157,6 +157,28 @@ fn settings_ping_and_empty_data_floods_are_sent_goaway() {
 }
 
 #[test]
+fn empty_data_on_a_body_being_dropped_is_counted_too() {
+    // A body answered without it (a static file, a 405) is read and
+    // dropped: its empty DATA frames spent none of its allowance and
+    // were not counted, so they never ended.
+    let flood = |n: usize| {
+        let mut s = Script::new(Limits::default());
+        let mut input = Vec::new();
+        headers(&mut input, 1, &get("/"), flag::END_HEADERS);
+        s.feed(&input);
+        s.conn.discard_body(1, 1 << 20);
+        let mut input = Vec::new();
+        for _ in 0..n {
+            data(&mut input, 1, b"", 0);
+        }
+        s.feed(&input);
+        goaway_code(&s.take())
+    };
+    assert_eq!(flood(1000), None);
+    assert_eq!(flood(1001), Some(ErrorCode::EnhanceYourCalm as u32));
+}
+
+#[test]
 fn streams_over_the_concurrent_limit_are_refused() {
     let mut s = Script::new(Limits {
         max_concurrent_streams: 2,
