@@ -557,6 +557,59 @@ fn a_head_the_request_parser_refuses_is_answered_on_its_stream_alone() {
 }
 
 #[test]
+fn streams_answered_but_left_open_by_a_silent_client_end_at_the_body_timeout() {
+    // A GET whose HEADERS lacks END_STREAM, a POST whose declared body
+    // never comes: each is answered whole (200, 405), and the client,
+    // silent after, keeps its half of the stream open. Such a stream
+    // counted as work under way, so neither the keep-alive time nor any
+    // other ever closed the connection: one HEADERS frame held a
+    // connection (a slot of limits.max_connections) forever. It now
+    // ends at timeouts.body, as HTTP/1.1's does, with GOAWAY NO_ERROR.
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.config("[timeouts]\nbody = \"1s\"\nkeepalive = \"1s\"\n");
+    let s = b.start();
+    let body_of = |len: &str| {
+        let mut c = H2::connect(s.addr(), &[], 0);
+        let block = H2::block("POST", "/index.html", &[("content-length", len)]);
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, 1, &block, false, 16_384);
+        c.send(&out);
+        c
+    };
+    let mut get = H2::connect(s.addr(), &[], 0);
+    let mut out = Vec::new();
+    frame::write_headers(
+        &mut out,
+        1,
+        &H2::block("GET", "/index.html", &[]),
+        false,
+        16_384,
+    );
+    get.send(&out);
+    let mut post = body_of("10");
+    for (c, status) in [(&mut get, "200"), (&mut post, "405")] {
+        let mut a = common::h2::Answer::default();
+        while !a.take(c.frame().expect("the answer"), &mut Vec::new()) {}
+        assert_eq!(a.status(), status);
+        // Then the connection ends by itself: GOAWAY NO_ERROR naming
+        // the stream, then the close.
+        let mut goaway = None;
+        let end = Instant::now() + WAIT_LIMIT;
+        loop {
+            match c.frame_or_quiet() {
+                Next::Frame(f) if f.kind == kind::GOAWAY => goaway = Some(f.payload),
+                Next::Frame(_) => {}
+                Next::Closed => break,
+                Next::Quiet => assert!(Instant::now() < end, "still open ({status})"),
+            }
+        }
+        let goaway = goaway.expect("a GOAWAY before the close");
+        assert_eq!(&goaway[..8], &[0, 0, 0, 1, 0, 0, 0, 0], "{status}");
+    }
+}
+
+#[test]
 fn a_password_check_does_not_hold_up_the_other_streams() {
     // bcrypt at cost 10: hashed off the event loop, as over HTTP/1.1.
     let mut b = Builder::new();

@@ -373,6 +373,12 @@ impl Conn {
         self.streams.len()
     }
 
+    /// Whether every stream still open has had its whole answer sent:
+    /// only the client keeps them open (a request body it has not ended).
+    pub fn all_answered(&self) -> bool {
+        self.streams.iter().all(|s| !s.send_open)
+    }
+
     /// When the client last opened a stream (when the connection started,
     /// if it has opened none).
     pub fn last_opened(&self) -> Instant {
