@@ -671,7 +671,11 @@ impl Conn {
         if self.block.is_some() {
             return Some(self.fail(ErrorCode::Protocol, "RST_STREAM inside a header block"));
         }
-        self.stream(id)?;
+        if self.stream(id).is_none() {
+            // A frame on a closed stream: counted (a cancel that crossed
+            // our answer's end is one; a flood of them is not).
+            return self.spend_empty(now);
+        }
         self.remove(id);
         // Rapid reset: every stream a client opens and cancels costs a
         // request's work; past the budget the connection ends.
@@ -751,7 +755,11 @@ impl Conn {
         if id > self.last_stream {
             return Some(self.fail(ErrorCode::Protocol, "WINDOW_UPDATE on an idle stream"));
         }
-        let s = self.stream(id)?;
+        let Some(s) = self.stream(id) else {
+            // A closed stream's (§6.9: its credit may still be in flight
+            // when it ends), counted as a frame on a closed stream.
+            return self.spend_empty(now);
+        };
         if increment == 0 {
             return self.fault_stream(id, ErrorCode::Protocol, now);
         }

@@ -243,6 +243,24 @@ fn frames_on_closed_streams_are_refused_and_counted() {
         goaway_code(&s.take()),
         Some(ErrorCode::EnhanceYourCalm as u32)
     );
+    // RST_STREAM and WINDOW_UPDATE on it are frames on a closed stream
+    // too: a few are taken in silence (they may cross its end), a flood
+    // ends the connection (they were never counted).
+    let flood = |n: usize, frame_: fn(&mut Vec<u8>)| {
+        let mut s = Script::new(Limits::default());
+        s.closed_stream_1();
+        let mut input = Vec::new();
+        for _ in 0..n {
+            frame_(&mut input);
+        }
+        s.feed(&input);
+        goaway_code(&s.take())
+    };
+    let frames: [fn(&mut Vec<u8>); 2] = [|b| rst(b, 1), |b| frame::write_window_update(b, 1, 100)];
+    for frame_ in frames {
+        assert_eq!(flood(1000, frame_), None);
+        assert_eq!(flood(1001, frame_), Some(ErrorCode::EnhanceYourCalm as u32));
+    }
 }
 
 /// Writes, after a stream's HEADERS, what ends it: a cancel, or a frame
