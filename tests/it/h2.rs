@@ -507,6 +507,109 @@ fn a_request_head_over_the_list_size_gets_431() {
 }
 
 #[test]
+fn a_head_the_request_parser_refuses_is_answered_on_its_stream_alone() {
+    // A head HPACK lets through but that the HTTP/1.1 parser it is
+    // rebuilt for refuses (a control byte in a value: 400; over
+    // limits.max_header_bytes, under the header list size: 431), with a
+    // user-agent before the fault: the fields read before it pointed
+    // into the rebuilt head, not the request's copy, and its log line
+    // read them there: a panic (the connection dropped, the download on
+    // it cut: "internal error serving"), or the last request's bytes
+    // (its request line logged for this one's 400).
+    let (s, big) = site();
+    let mut c = H2::connect(s.addr(), &[], 0);
+    let first = c.get("/index.html?secret=earlier", &[("user-agent", "first")]);
+    assert_eq!(c.answers(&[first])[0].status(), "200");
+    let download = c.get("/big.bin", &[]);
+    let agent = "a-client/1.0 ".repeat(10).trim_end().to_string();
+    let bad = c.get(
+        "/index.html",
+        &[("user-agent", &agent), ("x-bad", "a\u{1}b")],
+    );
+    let x = "x".repeat(6000);
+    let large = c.get(
+        "/index.html",
+        &[
+            ("user-agent", &agent),
+            ("x-a", &x),
+            ("x-b", &x),
+            ("x-c", &x),
+        ],
+    );
+    let a = c.answers(&[download, bad, large]);
+    assert_eq!((a[0].status(), a[0].reset), ("200", None));
+    assert!(
+        a[0].body == big,
+        "the download on the same connection is whole"
+    );
+    assert_eq!(a[1].status(), "400", "{:?}", a[1]);
+    assert_eq!(a[2].status(), "431");
+    let line = s.wait_access_line(|l| l.windows(5).any(|w| w == b"\" 400"));
+    assert_eq!(
+        std::str::from_utf8(&line).unwrap().split('"').nth(1),
+        Some("-"),
+        "no request line of another request's: {:?}",
+        String::from_utf8_lossy(&line)
+    );
+    let line = s.wait_access_line(|l| l.windows(5).any(|w| w == b"\" 431"));
+    assert!(!line.windows(6).any(|w| w == b"secret"), "{line:?}");
+    assert!(!s.stderr().contains("internal error"), "{}", s.stderr());
+}
+
+#[test]
+fn streams_answered_but_left_open_by_a_silent_client_end_at_the_body_timeout() {
+    // A GET whose HEADERS lacks END_STREAM, a POST whose declared body
+    // never comes: each is answered whole (200, 405), and the client,
+    // silent after, keeps its half of the stream open. Such a stream
+    // counted as work under way, so neither the keep-alive time nor any
+    // other ever closed the connection: one HEADERS frame held a
+    // connection (a slot of limits.max_connections) forever. It now
+    // ends at timeouts.body, as HTTP/1.1's does, with GOAWAY NO_ERROR.
+    let mut b = Builder::new();
+    b.file("index.html", b"<h1>hi</h1>\n");
+    b.config("[timeouts]\nbody = \"1s\"\nkeepalive = \"1s\"\n");
+    let s = b.start();
+    let body_of = |len: &str| {
+        let mut c = H2::connect(s.addr(), &[], 0);
+        let block = H2::block("POST", "/index.html", &[("content-length", len)]);
+        let mut out = Vec::new();
+        frame::write_headers(&mut out, 1, &block, false, 16_384);
+        c.send(&out);
+        c
+    };
+    let mut get = H2::connect(s.addr(), &[], 0);
+    let mut out = Vec::new();
+    frame::write_headers(
+        &mut out,
+        1,
+        &H2::block("GET", "/index.html", &[]),
+        false,
+        16_384,
+    );
+    get.send(&out);
+    let mut post = body_of("10");
+    for (c, status) in [(&mut get, "200"), (&mut post, "405")] {
+        let mut a = common::h2::Answer::default();
+        while !a.take(c.frame().expect("the answer"), &mut Vec::new()) {}
+        assert_eq!(a.status(), status);
+        // Then the connection ends by itself: GOAWAY NO_ERROR naming
+        // the stream, then the close.
+        let mut goaway = None;
+        let end = Instant::now() + WAIT_LIMIT;
+        loop {
+            match c.frame_or_quiet() {
+                Next::Frame(f) if f.kind == kind::GOAWAY => goaway = Some(f.payload),
+                Next::Frame(_) => {}
+                Next::Closed => break,
+                Next::Quiet => assert!(Instant::now() < end, "still open ({status})"),
+            }
+        }
+        let goaway = goaway.expect("a GOAWAY before the close");
+        assert_eq!(&goaway[..8], &[0, 0, 0, 1, 0, 0, 0, 0], "{status}");
+    }
+}
+
+#[test]
 fn a_password_check_does_not_hold_up_the_other_streams() {
     // bcrypt at cost 10: hashed off the event loop, as over HTTP/1.1.
     let mut b = Builder::new();

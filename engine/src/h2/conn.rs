@@ -373,6 +373,12 @@ impl Conn {
         self.streams.len()
     }
 
+    /// Whether every stream still open has had its whole answer sent:
+    /// only the client keeps them open (a request body it has not ended).
+    pub fn all_answered(&self) -> bool {
+        self.streams.iter().all(|s| !s.send_open)
+    }
+
     /// When the client last opened a stream (when the connection started,
     /// if it has opened none).
     pub fn last_opened(&self) -> Instant {
@@ -561,6 +567,14 @@ impl Conn {
             self.release_conn(flow);
             return self.fault_stream(id, ErrorCode::StreamClosed, now);
         }
+        if s.discard.is_some() && data.is_empty() && !end_stream {
+            // Nothing to drop, and no allowance spent: an empty frame,
+            // counted as one whatever becomes of the body (its padding's
+            // credit goes back at once).
+            s.recv_window -= flow as i64;
+            self.release(id, flow as usize);
+            return self.spend_empty(now);
+        }
         if s.discard.is_some() {
             // (Discarded or not, a body must match its content-length:
             // §8.1.1 makes a mismatch malformed.)
@@ -657,7 +671,11 @@ impl Conn {
         if self.block.is_some() {
             return Some(self.fail(ErrorCode::Protocol, "RST_STREAM inside a header block"));
         }
-        self.stream(id)?;
+        if self.stream(id).is_none() {
+            // A frame on a closed stream: counted (a cancel that crossed
+            // our answer's end is one; a flood of them is not).
+            return self.spend_empty(now);
+        }
         self.remove(id);
         // Rapid reset: every stream a client opens and cancels costs a
         // request's work; past the budget the connection ends.
@@ -737,7 +755,11 @@ impl Conn {
         if id > self.last_stream {
             return Some(self.fail(ErrorCode::Protocol, "WINDOW_UPDATE on an idle stream"));
         }
-        let s = self.stream(id)?;
+        let Some(s) = self.stream(id) else {
+            // A closed stream's (§6.9: its credit may still be in flight
+            // when it ends), counted as a frame on a closed stream.
+            return self.spend_empty(now);
+        };
         if increment == 0 {
             return self.fault_stream(id, ErrorCode::Protocol, now);
         }

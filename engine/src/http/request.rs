@@ -207,8 +207,22 @@ impl OwnedRequest {
             }
             headers.push((at(h.name), at(h.value)));
         };
-        let Some(head) = parse::parse_head(input, limits, MAX_HEADERS, &mut field)? else {
-            return Ok(None);
+        // (The fields read before a head fails or stops point into
+        // `input`, not into `bytes`, which still holds the last request's
+        // head, or nothing: none of them may be read as this request's.)
+        let head = match parse::parse_head(input, limits, MAX_HEADERS, &mut field) {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                self.headers.clear();
+                self.fields = [0; FIELDS];
+                return Ok(None);
+            }
+            Err(e) => {
+                // Nor anything of the last request (the log line of this
+                // one's 400 or 431 over HTTP/2 and HTTP/3).
+                self.forget();
+                return Err(e);
+            }
         };
         self.fill(input, &head);
         if lists != 0 {
@@ -247,6 +261,26 @@ impl OwnedRequest {
                 end: self.bytes.len() as u32,
             });
         }
+    }
+
+    /// Empties the request (a head that failed to parse): no method,
+    /// target or field, as a new one; its buffers are kept.
+    fn forget(&mut self) {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        let mut headers = std::mem::take(&mut self.headers);
+        let mut path = std::mem::take(&mut self.path);
+        let mut user = std::mem::take(&mut self.user);
+        bytes.clear();
+        headers.clear();
+        path.clear();
+        user.clear();
+        *self = OwnedRequest {
+            bytes,
+            headers,
+            path,
+            user,
+            ..OwnedRequest::default()
+        };
     }
 
     /// Copies `head`, parsed from the start of `input` (its fields are
@@ -590,6 +624,20 @@ mod tests {
         assert_eq!(r.path(), Ok(&b"/~/"[..]));
         assert_eq!((r.version(), r.keep_alive()), (Version::Http10, false));
         assert_eq!(r.user(), None);
+        assert_eq!(r.headers().count(), 0);
+
+        // A head that fails leaves nothing of the last one, nor of its
+        // own fields (they were read from its input, not kept).
+        r.parse(
+            b"GET /secret HTTP/1.1\r\nHost: h\r\nReferer: /a\r\n\r\n",
+            &LIMITS,
+        )
+        .unwrap();
+        let failed = b"GET / HTTP/1.1\r\nHost: h\r\nUser-Agent: a-long-agent\r\nX-A: a\x01\r\n\r\n";
+        assert!(r.parse(failed, &LIMITS).is_err());
+        assert_eq!((r.method_token(), r.target()), (&b""[..], &b""[..]));
+        assert_eq!(r.field(Field::UserAgent), None);
+        assert_eq!(r.field(Field::Referer), None);
         assert_eq!(r.headers().count(), 0);
     }
 

@@ -631,8 +631,19 @@ impl Worker {
                     // (one whose socket takes nothing is timed out above,
                     // as `blocked`; an answer that waits for a window,
                     // below).
-                    let idle = h2.conn.open_streams() == 0 && h2.answers.is_empty();
+                    let answered = h2.answers.is_empty() && h2.conn.all_answered();
+                    let idle = answered && h2.conn.open_streams() == 0;
                     if idle && age >= t.keepalive {
+                        self.idle_timeout(i, age, t.send);
+                        continue;
+                    }
+                    // Streams answered whole that the client leaves open
+                    // (a request body it never ends, unwanted or not):
+                    // nothing is under way, and a client that sends
+                    // nothing more for timeouts.body is closed (GOAWAY),
+                    // as HTTP/1.1 closes where a body stops coming. They
+                    // used to keep the connection forever.
+                    if answered && age >= t.body {
                         self.idle_timeout(i, age, t.send);
                         continue;
                     }

@@ -157,6 +157,28 @@ fn settings_ping_and_empty_data_floods_are_sent_goaway() {
 }
 
 #[test]
+fn empty_data_on_a_body_being_dropped_is_counted_too() {
+    // A body answered without it (a static file, a 405) is read and
+    // dropped: its empty DATA frames spent none of its allowance and
+    // were not counted, so they never ended.
+    let flood = |n: usize| {
+        let mut s = Script::new(Limits::default());
+        let mut input = Vec::new();
+        headers(&mut input, 1, &get("/"), flag::END_HEADERS);
+        s.feed(&input);
+        s.conn.discard_body(1, 1 << 20);
+        let mut input = Vec::new();
+        for _ in 0..n {
+            data(&mut input, 1, b"", 0);
+        }
+        s.feed(&input);
+        goaway_code(&s.take())
+    };
+    assert_eq!(flood(1000), None);
+    assert_eq!(flood(1001), Some(ErrorCode::EnhanceYourCalm as u32));
+}
+
+#[test]
 fn streams_over_the_concurrent_limit_are_refused() {
     let mut s = Script::new(Limits {
         max_concurrent_streams: 2,
@@ -221,6 +243,24 @@ fn frames_on_closed_streams_are_refused_and_counted() {
         goaway_code(&s.take()),
         Some(ErrorCode::EnhanceYourCalm as u32)
     );
+    // RST_STREAM and WINDOW_UPDATE on it are frames on a closed stream
+    // too: a few are taken in silence (they may cross its end), a flood
+    // ends the connection (they were never counted).
+    let flood = |n: usize, frame_: fn(&mut Vec<u8>)| {
+        let mut s = Script::new(Limits::default());
+        s.closed_stream_1();
+        let mut input = Vec::new();
+        for _ in 0..n {
+            frame_(&mut input);
+        }
+        s.feed(&input);
+        goaway_code(&s.take())
+    };
+    let frames: [fn(&mut Vec<u8>); 2] = [|b| rst(b, 1), |b| frame::write_window_update(b, 1, 100)];
+    for frame_ in frames {
+        assert_eq!(flood(1000, frame_), None);
+        assert_eq!(flood(1001, frame_), Some(ErrorCode::EnhanceYourCalm as u32));
+    }
 }
 
 /// Writes, after a stream's HEADERS, what ends it: a cancel, or a frame
