@@ -49,7 +49,7 @@ use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::fallback;
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
-use crate::handlers::static_files::{self, apply_header_rules};
+use crate::handlers::static_files::{self, apply_header_rules_to_handler};
 use crate::handlers::stream::{Source, Streamed, Wake};
 use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
@@ -792,7 +792,7 @@ impl Router {
             routing.scratch.body.clear();
             return Plan::told_error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
-        apply_header_rules(&self.files[site], routing.scratch);
+        apply_header_rules_to_handler(&self.files[site], routing.scratch);
         let streamed = |source, length| {
             Body::Stream(Box::new(Streamed {
                 source,
