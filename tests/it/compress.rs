@@ -790,6 +790,61 @@ end
     assert!(r.body == want);
 }
 
+/// A directory listing (`autoindex`) is compressed as a handler's body
+/// is, in HTML and in JSON: a listing of `/usr/share/doc` is 100 KB of
+/// HTML (nginx's `gzip` and Caddy's `encode` compress theirs).
+#[test]
+fn listings_are_compressed_whole() {
+    let mut b = Builder::new();
+    for i in 0..100 {
+        b.file(&format!("dir/file-with-a-long-name-{i:03}.txt"), b"x");
+    }
+    b.config("[compress]\nenable = true\n[static]\nautoindex = true\n");
+    let s = b.start();
+    let plain = s.get("/dir/");
+    assert_eq!(plain.status, 200);
+    assert_eq!(
+        plain.masked_head(),
+        head(
+            "200 OK",
+            &format!(
+                "Content-Type: text/html; charset=utf-8\r\nVary: Accept\r\nVary: Accept-Encoding\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n",
+                plain.body.len()
+            )
+        )
+    );
+    assert!(plain.text().contains("file-with-a-long-name-099.txt"));
+    for coding in ["gzip", "br", "zstd"] {
+        let r = s.get_with("/dir/", &format!("Accept-Encoding: {coding}\r\n"));
+        assert_eq!(
+            r.masked_head(),
+            head(
+                "200 OK",
+                &format!(
+                    "Content-Type: text/html; charset=utf-8\r\nVary: Accept\r\n\
+                     Content-Encoding: {coding}\r\nVary: Accept-Encoding\r\nContent-Length: {}\r\nConnection: close\r\n",
+                    r.body.len()
+                )
+            )
+        );
+        assert!(
+            r.body.len() < plain.body.len() / 4,
+            "{coding}: {} bytes",
+            r.body.len()
+        );
+        assert!(
+            decode(coding, &r.body) == plain.body,
+            "{coding} decodes to the listing"
+        );
+    }
+    let json = s.get("/dir/?format=json");
+    let r = s.get_with("/dir/?format=json", "Accept-Encoding: gzip\r\n");
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert!(decode("gzip", &r.body) == json.body);
+}
+
 /// An embedded handler's body in pieces, and one given later from
 /// another thread: compressed as they stream.
 #[test]
