@@ -486,6 +486,7 @@ fn configured_headers_replace_fields_of_the_same_name() {
     b.file("dl/report.pdf", b"%PDF");
     b.file("dl/notes.txt", b"n");
     b.file("dl/notes.txt.gz", b"gz");
+    b.file("dl/sub/index.html", b"i");
     b.file(
         "servlets/s.lua",
         b"function handle_request(req, res) res:set_status(200) res:header('Content-Type', 'text/plain') \
@@ -496,7 +497,8 @@ fn configured_headers_replace_fields_of_the_same_name() {
          [[headers]]\npath = \"/\"\nset = { \"Cache-Control\" = \"no-cache\", \"X-Frame-Options\" = \"DENY\" }\n\n\
          [[headers]]\npath = \"/dl/\"\nset = { \"Content-Disposition\" = \"attachment\" }\n\n\
          [[headers]]\npattern = \"*.pdf\"\nset = { \"Content-Disposition\" = \"attachment; filename=report.pdf\", \"content-type\" = \"application/x-pdf\" }\n\n\
-         [[headers]]\npattern = \"*.txt\"\nset = { \"Cache-Control\" = \"max-age=60\", \"Vary\" = \"Origin\" }\n",
+         [[headers]]\npattern = \"*.txt\"\nset = { \"Cache-Control\" = \"max-age=60\", \"Vary\" = \"Origin\" }\n\n\
+         [[headers]]\npath = \"/dl/sub\"\nset = { \"Content-Type\" = \"application/x-sub\" }\n",
     );
     let s = b.start();
     let r = s.get("/dl/report.pdf");
@@ -538,6 +540,20 @@ fn configured_headers_replace_fields_of_the_same_name() {
     assert!(
         head_text.contains("Content-Type: multipart/byteranges; boundary="),
         "{head_text}"
+    );
+    // A directory's redirect is brisk's page, of brisk's type.
+    let r = s.get("/dl/sub?q=1");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "301 Moved Permanently",
+            &format!(
+                "Location: /dl/sub/?q=1\r\nCache-Control: no-cache\r\nX-Frame-Options: DENY\r\n\
+                 Content-Disposition: attachment\r\nContent-Type: text/html; charset=utf-8\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n",
+                error_page(301, "Moved Permanently").len()
+            )
+        )
     );
     // A servlet's own fields win over the rules'.
     let r = s.get("/servlets/s.lua");

@@ -366,6 +366,8 @@ fn serve_dir(
         }
         s.header("Location", &loc);
         apply_header_rules(files, s);
+        // (The body is brisk's page, of its type, whatever a rule says.)
+        remove_field(&mut s.headers, 0, "Content-Type");
         return Plan::error(Status::MOVED_PERMANENTLY, s);
     }
     let dir_rel_len = s.rel.len();
