@@ -369,3 +369,49 @@ fn unknown_listing_parameters_are_a_bad_request() {
     // Files are not listings: their query is not looked at.
     assert_eq!(s.get("/d/a.txt?sort=weight").status, 200);
 }
+
+/// A listing's only style is an inline `<style>`, which a site-wide
+/// `Content-Security-Policy` from `[[headers]]` without `style-src` would
+/// block (Chromium logs it, and the listing shows unstyled): the book
+/// gives the source that allows it, the style's SHA-256, which must be
+/// the one the listing has.
+#[test]
+fn the_books_csp_source_is_the_listings_style_hash() {
+    use sha2::Digest as _;
+    let mut b = Builder::new();
+    b.file("dir/a.txt", b"a");
+    b.config("[static]\nautoindex = true\n");
+    let s = b.start();
+    let html = s.get("/dir/").text();
+    let start = html.find("<style>").expect("<style>") + "<style>".len();
+    let end = html.find("</style>").expect("</style>");
+    let digest = sha2::Sha256::digest(&html.as_bytes()[start..end]);
+    let source = format!("'sha256-{}'", base64(&digest));
+    let book =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/static.md"))
+            .expect("docs/src/static.md");
+    assert!(
+        book.contains(&source),
+        "docs/src/static.md should name the listing's style as {source}"
+    );
+}
+
+/// Standard base64 with padding (RFC 4648 §4).
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

@@ -473,6 +473,100 @@ fn configured_headers_by_prefix_and_pattern() {
     );
 }
 
+/// A `[[headers]]` field replaces the one brisk makes and an earlier
+/// rule's, so each is sent once: two `Content-Disposition` fields make
+/// Chromium refuse the download
+/// (`ERR_RESPONSE_HEADERS_MULTIPLE_CONTENT_DISPOSITION`), and a second
+/// `Content-Type`, `ETag` or `Cache-Control` is read one way by one
+/// client and another way by the next. `Vary` is added to: brisk's
+/// `Vary: Accept-Encoding` stays. A servlet's own fields are kept.
+#[test]
+fn configured_headers_replace_fields_of_the_same_name() {
+    let mut b = Builder::new();
+    b.file("dl/report.pdf", b"%PDF");
+    b.file("dl/notes.txt", b"n");
+    b.file("dl/notes.txt.gz", b"gz");
+    b.file("dl/sub/index.html", b"i");
+    b.file(
+        "servlets/s.lua",
+        b"function handle_request(req, res) res:set_status(200) res:header('Content-Type', 'text/plain') \
+          res:header('Cache-Control', 'no-store') res:write('x') end",
+    );
+    b.config(
+        "[servlets]\nenable = true\npaths = [\"/servlets/\"]\n\n\
+         [[headers]]\npath = \"/\"\nset = { \"Cache-Control\" = \"no-cache\", \"X-Frame-Options\" = \"DENY\" }\n\n\
+         [[headers]]\npath = \"/dl/\"\nset = { \"Content-Disposition\" = \"attachment\" }\n\n\
+         [[headers]]\npattern = \"*.pdf\"\nset = { \"Content-Disposition\" = \"attachment; filename=report.pdf\", \"content-type\" = \"application/x-pdf\" }\n\n\
+         [[headers]]\npattern = \"*.txt\"\nset = { \"Cache-Control\" = \"max-age=60\", \"Vary\" = \"Origin\" }\n\n\
+         [[headers]]\npath = \"/dl/sub\"\nset = { \"Content-Type\" = \"application/x-sub\" }\n",
+    );
+    let s = b.start();
+    let r = s.get("/dl/report.pdf");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            &format!(
+                "ETag: {}\r\nLast-Modified: {MTIME_HTTP}\r\nAccept-Ranges: bytes\r\n\
+                 Cache-Control: no-cache\r\nX-Frame-Options: DENY\r\n\
+                 Content-Disposition: attachment; filename=report.pdf\r\ncontent-type: application/x-pdf\r\n\
+                 Content-Length: 4\r\nConnection: close\r\n",
+                etag(4)
+            )
+        )
+    );
+    let r = s.get("/dl/notes.txt");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            &format!(
+                "{}Vary: Accept-Encoding\r\nX-Frame-Options: DENY\r\n\
+                 Content-Disposition: attachment\r\nCache-Control: max-age=60\r\nVary: Origin\r\n\
+                 Content-Length: 1\r\nConnection: close\r\n",
+                file_headers(1, "text/plain; charset=utf-8")
+            )
+        )
+    );
+    // A range of several parts is of type multipart/byteranges whatever
+    // a rule says (each part carries the file's type).
+    let r = s.get_with("/dl/report.pdf", "Range: bytes=0-0,2-2\r\n");
+    let head_text = r.masked_head();
+    assert_eq!(
+        head_text.matches("ontent-Type: ").count() + head_text.matches("ontent-type: ").count(),
+        1,
+        "{head_text}"
+    );
+    assert!(
+        head_text.contains("Content-Type: multipart/byteranges; boundary="),
+        "{head_text}"
+    );
+    // A directory's redirect is brisk's page, of brisk's type.
+    let r = s.get("/dl/sub?q=1");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "301 Moved Permanently",
+            &format!(
+                "Location: /dl/sub/?q=1\r\nCache-Control: no-cache\r\nX-Frame-Options: DENY\r\n\
+                 Content-Disposition: attachment\r\nContent-Type: text/html; charset=utf-8\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n",
+                error_page(301, "Moved Permanently").len()
+            )
+        )
+    );
+    // A servlet's own fields win over the rules'.
+    let r = s.get("/servlets/s.lua");
+    assert_eq!(
+        r.masked_head(),
+        head(
+            "200 OK",
+            "Content-Type: text/plain\r\nCache-Control: no-store\r\nX-Frame-Options: DENY\r\n\
+             Content-Length: 1\r\nConnection: close\r\n"
+        )
+    );
+}
+
 #[test]
 fn mime_overrides() {
     let mut b = Builder::new();

@@ -2,7 +2,8 @@
 //! absolute-form target, HTTP/2 `:authority`) picks the site, whose own
 //! root and rules answer; a host no site names goes to the default site
 //! or gets `unknown_host`'s status; over TLS, a host naming another site
-//! than the server name (SNI) is misdirected (421). Raw bytes on
+//! than the server name (SNI) is misdirected (421), unless the
+//! connection's certificate is for the host too. Raw bytes on
 //! 127.0.0.1.
 use crate::common;
 
@@ -391,6 +392,52 @@ fn over_tls_a_host_naming_another_site_than_the_server_name_is_misdirected() {
     assert_eq!(
         get_on(&mut c, "/same.txt", "Host: b.test\r\n").text(),
         "b same\n"
+    );
+}
+
+/// Two sites whose names one certificate covers (`*.a.test`): a browser
+/// that verified it for the first sends the second's requests on the
+/// same connection (HTTP/2 and HTTP/3 connection reuse, RFC 9113
+/// §9.1.1), and gets them answered (Chromium met a 421 with a new
+/// connection, or over HTTP/3 a failed load). A host the certificate is
+/// not for is still misdirected.
+#[cfg(feature = "tls")]
+#[test]
+fn over_tls_a_site_the_same_certificate_covers_is_answered_on_the_connection() {
+    use common::tls::{client_conn, section};
+    let mut b = Builder::new();
+    b.file("same.txt", b"default same\n");
+    for site in ["x", "y", "b"] {
+        write_file(
+            &b.base().join(site).join("same.txt"),
+            format!("{site} same\n").as_bytes(),
+        );
+    }
+    b.config(&format!(
+        "[[site]]\nhosts = [\"x.a.test\"]\nroot = \"x\"\n\
+         [[site]]\nhosts = [\"y.a.test\"]\nroot = \"y\"\n\
+         [[site]]\nhosts = [\"b.test\"]\nroot = \"b\"\n{}",
+        section(&["a", "b"], "")
+    ))
+    .listeners(2);
+    let s = b.start();
+    let tls = s.addrs[1];
+    let mut c = Client::connect_tls(tls, client_conn("x.a.test"));
+    assert_eq!(
+        get_on(&mut c, "/same.txt", "Host: x.a.test\r\n").text(),
+        "x same\n"
+    );
+    assert_eq!(
+        get_on(&mut c, "/same.txt", "Host: Y.A.TEST.:443\r\n").text(),
+        "y same\n"
+    );
+    let r = get_on(&mut c, "/same.txt", "Host: b.test\r\n");
+    assert_eq!(r.status, 421);
+    assert_eq!(r.body, error_page(421, "Misdirected Request").as_bytes());
+    let mut c = Client::connect_tls(tls, client_conn("b.test"));
+    assert_eq!(
+        get_on(&mut c, "/same.txt", "Host: y.a.test\r\n").status,
+        421
     );
 }
 

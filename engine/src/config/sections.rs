@@ -387,8 +387,12 @@ impl Loader<'_> {
             match name {
                 "path" | "pattern" => self.set_matcher(&mut matcher, key, name, &full, value)?,
                 "set" => {
-                    let why = "Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured";
-                    set = Some(self.header_set(&full, value, units::FRAMING_HEADERS, why)?)
+                    // (`Server` is written as the answer leaves, as
+                    // `Date` is: a rule's would be a second one. Handlers
+                    // are refused it too.)
+                    let why = "Content-Length, Transfer-Encoding, Connection, Date and Server are set by the server and cannot be configured (Server is server_header = \"...\", \"\" for none)";
+                    let refused = [units::FRAMING_HEADERS, &["server"]].concat();
+                    set = Some(self.header_set(&full, value, &refused, why)?)
                 }
                 _ => return Err(self.unknown(key, section, HEADER_RULE_KEYS)),
             }

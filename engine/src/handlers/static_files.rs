@@ -366,6 +366,8 @@ fn serve_dir(
         }
         s.header("Location", &loc);
         apply_header_rules(files, s);
+        // (The body is brisk's page, of its type, whatever a rule says.)
+        remove_field(&mut s.headers, 0, "Content-Type");
         return Plan::error(Status::MOVED_PERMANENTLY, s);
     }
     let dir_rel_len = s.rel.len();
@@ -853,6 +855,9 @@ fn serve_file(files: &StaticFiles, req: &OwnedRequest, s: &mut Scratch, chosen: 
         RangeOutcome::Ranges(set) if multipart => {
             let boundary = boundary(&meta);
             let boundary = std::str::from_utf8(&boundary).unwrap_or("brisk-boundary");
+            // (Each part says the file's type; a rule's `Content-Type`
+            // is no type of the whole.)
+            remove_field(&mut s.headers, 0, "Content-Type");
             s.headers
                 .extend_from_slice(b"Content-Type: multipart/byteranges; boundary=");
             s.headers.extend_from_slice(boundary.as_bytes());
@@ -986,15 +991,78 @@ fn header_rules_allow_compression(files: &StaticFiles, path: &[u8]) -> bool {
         .all(|(name, value)| compress::stream::allows(name.as_bytes(), value.as_bytes()))
 }
 
-/// Adds the configured `[[headers]]` whose path matches.
+/// Adds the configured `[[headers]]` whose path matches to an answer
+/// brisk made from the site's files. A rule's field replaces a field of
+/// the same name the head already has, brisk's own (`Content-Type`,
+/// `ETag`, …) or an earlier rule's, so each is sent once: two
+/// `Content-Disposition` fields make Chromium refuse the download
+/// (`ERR_RESPONSE_HEADERS_MULTIPLE_CONTENT_DISPOSITION`), and two
+/// `Content-Type` or `ETag` fields are read differently by different
+/// clients. `Vary` and `Set-Cookie` are added to, never replaced: the
+/// `Vary: Accept-Encoding` brisk sends is what keeps a cache from giving
+/// one coding to a client that asked for another.
 pub(crate) fn apply_header_rules(files: &StaticFiles, s: &mut Scratch) {
+    apply_rules_over(files, s, 0);
+}
+
+/// [`apply_header_rules`] for an answer a servlet or an embedded handler
+/// made: its own fields (the head's lines so far) are kept, and a rule's
+/// field of a name among them is left out (a servlet's `Cache-Control:
+/// no-store` is not replaced by a site-wide `max-age`); rules replace one
+/// another's as for a file.
+pub(crate) fn apply_header_rules_to_handler(files: &StaticFiles, s: &mut Scratch) {
+    let own = s.headers.len();
+    apply_rules_over(files, s, own);
+}
+
+/// Adds the matching rules' fields; the lines of `s.headers` before
+/// `keep` are kept, and a rule's field of a name they hold is left out.
+fn apply_rules_over(files: &StaticFiles, s: &mut Scratch, keep: usize) {
     for rule in &files.site().headers {
         if rule.matcher.matches(&s.path) {
             for (name, value) in &rule.set {
+                let repeats =
+                    name.eq_ignore_ascii_case("vary") || name.eq_ignore_ascii_case("set-cookie");
+                if !repeats {
+                    if has_field(&s.headers[..keep], name) {
+                        continue;
+                    }
+                    remove_field(&mut s.headers, keep, name);
+                }
                 s.header(name, value.as_bytes());
             }
         }
     }
+}
+
+/// The name of a `Name: value\r\n` head line.
+fn line_name(line: &[u8]) -> &[u8] {
+    line.split(|&b| b == b':').next().unwrap_or_default()
+}
+
+/// Whether the head lines `lines` hold a field named `name` (any case).
+fn has_field(lines: &[u8], name: &str) -> bool {
+    lines
+        .split_inclusive(|&b| b == b'\n')
+        .any(|line| line_name(line).eq_ignore_ascii_case(name.as_bytes()))
+}
+
+/// Removes from the head lines `lines` those named `name` (any case) that
+/// start at `from` or later, in place.
+fn remove_field(lines: &mut Vec<u8>, from: usize, name: &str) {
+    let (mut read, mut write) = (from, from);
+    while read < lines.len() {
+        let end = lines[read..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(lines.len(), |i| read + i + 1);
+        if !line_name(&lines[read..end]).eq_ignore_ascii_case(name.as_bytes()) {
+            lines.copy_within(read..end, write);
+            write += end - read;
+        }
+        read = end;
+    }
+    lines.truncate(write);
 }
 
 /// The paths beneath `tree` of the files brisk itself reads

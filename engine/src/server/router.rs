@@ -49,7 +49,7 @@ use crate::handlers::cgi::{Cgi, Ends, Resolved, Script};
 use crate::handlers::fallback;
 use crate::handlers::file_cache::FileCache;
 use crate::handlers::spool::Spool;
-use crate::handlers::static_files::{self, apply_header_rules};
+use crate::handlers::static_files::{self, apply_header_rules_to_handler};
 use crate::handlers::stream::{Source, Streamed, Wake};
 use crate::handlers::Source as FileSource;
 use crate::handlers::{Body, Plan, Scratch};
@@ -236,6 +236,12 @@ pub struct Router {
     hosts: Sites,
     /// Whether the host is looked at at all (not with one site).
     by_host: bool,
+    /// The configured certificates by name, to tell whether the one a
+    /// TLS connection was set up with is also for a request's host (then
+    /// the host may name another site than the server name did); `None`
+    /// without TLS, or with ACME, whose certificates come and go.
+    #[cfg(feature = "tls")]
+    certificates: Option<crate::tls::sni::ByName>,
     /// Each site's stages, in the order of `files`.
     sites: Vec<SiteStages>,
     /// The static handler's open files, every site's (keyed by site).
@@ -433,7 +439,22 @@ impl Router {
             has_stages || SiteConfig::all(&cfg).any(|site| !site.reverse_proxy.is_empty());
         #[cfg(feature = "webdav")]
         let has_stages = has_stages || webdav.iter().any(|r| !r.is_empty());
+        #[cfg(feature = "tls")]
+        let certificates = {
+            #[cfg(feature = "acme")]
+            let acme = cfg.acme.is_some();
+            #[cfg(not(feature = "acme"))]
+            let acme = false;
+            match (&cfg.tls, acme) {
+                (Some(tls), false) if by_host => {
+                    Some(crate::tls::sni::ByName::new(&tls.certificates))
+                }
+                _ => None,
+            }
+        };
         Ok(Router {
+            #[cfg(feature = "tls")]
+            certificates,
             has_stages,
             #[cfg(feature = "webdav")]
             webdav,
@@ -579,8 +600,10 @@ impl Router {
     /// the default site or the `unknown_host` status. Over TLS, a host
     /// that names another site than the client's server name (SNI)
     /// selected is misdirected (RFC 9110 §15.5.20): the connection's
-    /// certificate and the site's settings are another site's. With one
-    /// site, nothing is looked at.
+    /// certificate and the site's settings are another site's, unless
+    /// that certificate is the host's too (see
+    /// [`Router::certificate_is_for`]). With one site, nothing is looked
+    /// at.
     fn pick_site(&self, routing: &Routing<'_>) -> Result<usize, Status> {
         if !(cfg!(feature = "sites") && self.by_host) {
             return Ok(0);
@@ -592,11 +615,32 @@ impl Router {
             (None, Pick::Refuse(status)) => return Err(Status(status)),
         };
         if let (Some(i), Some(sni)) = (named, routing.client.local.server_name()) {
-            if self.hosts.for_server_name(sni) != i {
+            if self.hosts.for_server_name(sni) != i && !self.certificate_is_for(sni, host) {
                 return Err(Status::MISDIRECTED_REQUEST);
             }
         }
         Ok(site)
+    }
+
+    /// Whether the certificate the connection was set up with for `sni`
+    /// is also for `host` (as sent): a browser that verified it for both
+    /// names sends the second one's requests on the first one's
+    /// connection (HTTP/2 and HTTP/3 connection reuse), which a 421
+    /// would only make it open again.
+    #[cfg(feature = "tls")]
+    fn certificate_is_for(&self, sni: &str, host: Option<&[u8]>) -> bool {
+        let (Some(by), Some(host)) = (&self.certificates, host) else {
+            return false;
+        };
+        let mut buf = [0u8; crate::http::host::MAX_NAME];
+        let name = crate::http::host::canonical(host, &mut buf);
+        let name = name.and_then(|n| std::str::from_utf8(n).ok());
+        name.is_some_and(|n| by.one_for_both(sni, n))
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn certificate_is_for(&self, _: &str, _: Option<&[u8]>) -> bool {
+        false
     }
 
     /// Whether a `[[reverse_proxy]]` rule takes the request: never
@@ -792,7 +836,7 @@ impl Router {
             routing.scratch.body.clear();
             return Plan::told_error(Status::INTERNAL_SERVER_ERROR, routing.scratch);
         }
-        apply_header_rules(&self.files[site], routing.scratch);
+        apply_header_rules_to_handler(&self.files[site], routing.scratch);
         let streamed = |source, length| {
             Body::Stream(Box::new(Streamed {
                 source,

@@ -224,6 +224,22 @@ impl ByName {
         self.find(host).is_some() || host.find('.').is_some_and(wild)
     }
 
+    /// Whether a ClientHello naming `sni` gets the configured
+    /// certificate that one naming `host` would get, and that
+    /// certificate is for both by name (exactly or by a wildcard): a
+    /// client that verified it for `sni` may send `host`'s requests on
+    /// that connection (RFC 9113 §9.1.1, RFC 9114 §3.3), as browsers do
+    /// for two names one certificate covers. Both lower case, without a
+    /// port or trailing dot. Certificates obtained while running are not
+    /// known here: a table with any is asked only without them.
+    pub fn one_for_both(&self, sni: &str, host: &str) -> bool {
+        self.covers(sni)
+            && self.covers(host)
+            && self.live.issued(sni).is_none()
+            && self.live.issued(host).is_none()
+            && self.index_for(Some(sni)) == self.index_for(Some(host))
+    }
+
     /// The certificate for a ClientHello naming `sni` and offering the
     /// ALPN protocols `alpn` (none: no ALPN extension).
     pub fn pick(

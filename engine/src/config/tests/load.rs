@@ -647,9 +647,16 @@ fn header_rule_errors() {
     );
     assert_eq!(
         load_err("[[headers]]\npath = \"/\"\nset = { \"Content-Length\" = \"5\" }\n"),
-        "DIR/site.toml:4: headers[1].set.\"Content-Length\": Content-Length, Transfer-Encoding, Connection and Date are set by the server and cannot be configured"
+        "DIR/site.toml:4: headers[1].set.\"Content-Length\": Content-Length, Transfer-Encoding, Connection, Date and Server are set by the server and cannot be configured (Server is server_header = \"...\", \"\" for none)"
     );
-    for framing in ["transfer-encoding", "CONNECTION", "Date"] {
+    // A rule's Server would be a second one, after server_header's.
+    for framing in [
+        "transfer-encoding",
+        "CONNECTION",
+        "Date",
+        "Server",
+        "server",
+    ] {
         let e = load_err(&format!(
             "[[headers]]\npath = \"/\"\nset = {{ \"{framing}\" = \"x\" }}\n"
         ));
