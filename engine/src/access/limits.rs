@@ -118,6 +118,16 @@ impl ConnLimits {
     pub fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)
     }
+
+    /// Whether a client whose address is not proven (a QUIC Initial,
+    /// which anyone can send with a victim's address as its source) must
+    /// prove it before it is counted: when connections count per address
+    /// (counted unproven, spoofed Initials would lock the address's owner
+    /// out), and while half of `limits.max_connections` or more are open
+    /// (Initials from made-up addresses could otherwise fill the rest).
+    pub fn needs_proof(&self) -> bool {
+        self.per_ip_max > 0 || self.open() >= self.max.div_ceil(2)
+    }
 }
 
 #[cfg(test)]
@@ -178,6 +188,20 @@ mod tests {
         assert_eq!(l.open(), 1);
         l.release(a);
         assert_eq!((l.open(), l.admit(a)), (0, Ok(())));
+    }
+
+    #[test]
+    fn an_unproven_address_must_prove_itself_with_a_per_ip_limit_or_half_the_total_open() {
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        assert!(ConnLimits::new(10, 1).needs_proof());
+        let l = ConnLimits::new(4, 0);
+        assert!(!l.needs_proof());
+        l.admit(a).unwrap();
+        assert!(!l.needs_proof());
+        l.admit(a).unwrap();
+        assert!(l.needs_proof(), "half of the total open");
+        l.release(a);
+        assert!(!l.needs_proof());
     }
 
     #[test]

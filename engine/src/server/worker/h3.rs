@@ -129,7 +129,17 @@ impl Worker {
     fn quic_accept(&mut self, incoming: quinn_proto::Incoming, socket: usize) -> Option<usize> {
         let q = self.listen.quic.as_mut()?;
         let peer = incoming.remote_address();
-        let admitted = self.counts.counters.conn_limits.admit(peer.ip());
+        let limits = &self.counts.counters.conn_limits;
+        // An Initial's source address is whatever its sender wrote: counted
+        // before the client proved it receives there, spoofed Initials
+        // would hold another's place (its address's connections, or the
+        // server's) until their handshakes time out. Where that matters,
+        // the client proves it first (a Retry).
+        if !incoming.remote_address_validated() && limits.needs_proof() {
+            q.retry(incoming, socket);
+            return None;
+        }
+        let admitted = limits.admit(peer.ip());
         // (At a reload the generations share their UDP sockets, so an old
         // worker still takes the clients whose packets it reads; at a
         // stop, none.)
