@@ -419,6 +419,9 @@ fn a_connection_flood_from_one_address_is_held_to_its_limit() {
     );
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("ConnectionError"), "{said}");
+    s.wait_stderr_line(
+        "refused connection from 127.0.0.1 (HTTP/3): limits.max_connections_per_ip reached",
+    );
     for mut child in held {
         let _ = child.kill();
         let _ = child.wait();

@@ -148,6 +148,14 @@ impl Worker {
                 self.counts.release(peer.ip(), false);
             }
             q.refuse(incoming, socket);
+            // (As a TCP client's refusal is, within the same budget.)
+            if let Err(why) = admitted {
+                if self.logger.enabled(Level::Warn) && self.counts.refusals.allow(self.clock.now) {
+                    let ip = peer.ip();
+                    let line = format_args!("refused connection from {ip} (HTTP/3): {why}");
+                    self.logger.log(Level::Warn, line);
+                }
+            }
             return None;
         }
         let slot = self.conns.reserve();
