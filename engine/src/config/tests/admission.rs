@@ -233,3 +233,27 @@ fn where_names_fold_path_rules_are_matched_in_any_case_or_refused() {
     let c = load("[[access]]\npath = \"/\"\ndeny = [\"198.51.100.7\"]\n").unwrap();
     assert_eq!(c.case_blind(&c.site, &c.site.root, "/"), None);
 }
+
+/// A `[proxy] trusted` range of every address makes every client a
+/// proxy that names itself: said at load, not silently taken.
+#[test]
+#[cfg(feature = "ops")]
+fn trusting_every_address_is_warned_of() {
+    let c = load("[proxy]\ntrusted = [\"10.0.0.0/8\", \"0.0.0.0/0\", \"::/0\"]\n").unwrap();
+    let w = c.warnings();
+    let said: Vec<&String> = w
+        .iter()
+        .filter(|w| w.starts_with("proxy.trusted"))
+        .collect();
+    assert_eq!(said.len(), 2, "{w:?}");
+    assert_eq!(
+        *said[0],
+        "proxy.trusted holds 0.0.0.0/0, every address: any client there is taken for a proxy, \
+         so the X-Forwarded-For it writes itself names whatever client it likes ([[access]], \
+         [[rate_limit]], the failed-login count and the logs believe it); list only your \
+         proxies' addresses"
+    );
+    assert!(said[1].starts_with("proxy.trusted holds ::/0, every address"));
+    let c = load("[proxy]\ntrusted = [\"10.0.0.0/8\", \"::1\"]\n").unwrap();
+    assert!(!c.warnings().iter().any(|w| w.starts_with("proxy.trusted")));
+}
