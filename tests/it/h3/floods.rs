@@ -429,6 +429,35 @@ fn a_connection_flood_from_one_address_is_held_to_its_limit() {
 }
 
 #[test]
+fn spoofed_initials_never_take_more_than_half_of_max_connections() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[limits]\nmax_connections = 4\n[http3]\nenable = true\n");
+    b.tls();
+    let s = b.start();
+    // Six first flights from six addresses, never answered: the first two
+    // begin a handshake; once half of max_connections are open, the
+    // others are asked to prove their address (a Retry) and hold nothing,
+    // so Initials from made-up addresses cannot fill the server.
+    let sources: Vec<String> = (2..8).map(|i| format!("127.0.9.{i}")).collect();
+    let spec = json!({"mode": "initials", "sources": sources, "wait": 1});
+    let Some(out) = flood(&s, spec) else {
+        return;
+    };
+    for i in 0..6 {
+        let c = client(&out, i);
+        let first = if i < 2 { "initial" } else { "retry" };
+        assert_eq!(c["first"], first, "client {i}: {c}");
+    }
+    // Room is left for real clients, over TCP and over QUIC.
+    let mut tls = s.connect_tls();
+    tls.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    assert_eq!(tls.read_response(false).status, 200);
+    drop(tls);
+    still_serves(&s);
+}
+
+#[test]
 fn a_datagram_of_a_connection_from_a_new_address_gets_no_reset_and_the_connection_lives() {
     // Two workers: a datagram of a connection sent from a new port (a
     // client whose address changed, or anyone who saw the connection
