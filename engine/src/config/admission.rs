@@ -273,6 +273,14 @@ fn hidden(
     let hides = |first: &PathMatch, later: &PathMatch| match (first, later) {
         (PathMatch::Prefix(a), PathMatch::Prefix(b)) => b.starts_with(a.as_str()),
         (PathMatch::Glob(a), PathMatch::Glob(b)) => a == b,
+        // `path = "/"` matches every path, so every pattern after it; a
+        // prefix, every path of a whole-path pattern whose fixed start is
+        // beneath it (`"/admin/"`, then `"/admin/*.php"`). (A pattern
+        // without `/` matches a last segment anywhere.)
+        (PathMatch::Prefix(a), PathMatch::Glob(g)) => {
+            let fixed = g.find(['*', '?']).map_or(g.as_str(), |end| &g[..end]);
+            a == "/" || (g.starts_with('/') && fixed.starts_with(a.as_str()))
+        }
         _ => false,
     };
     let said = |m: &PathMatch| match m {

@@ -188,6 +188,30 @@ fn a_rule_an_earlier_one_hides_is_warned_of() {
     )
     .unwrap();
     assert!(crate::config::admission::hidden_guards(&c).is_empty());
+    // A pattern after a prefix that holds all it matches: `path = "/"`
+    // first decides for every `.php` too, whatever the pattern's rule says.
+    let c = load(
+        "[[access]]\npath = \"/\"\ndeny = \"192.0.2.0/24\"\n\
+         [[access]]\npattern = \"*.php\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npattern = \"/admin/*.php\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    let hidden = crate::config::admission::hidden_guards(&c);
+    assert_eq!(hidden.len(), 3, "{hidden:?}");
+    assert!(hidden[0].starts_with(
+        "access[2] (pattern \"*.php\") never decides: access[1] (path \"/\") comes first"
+    ));
+    assert!(hidden[1].starts_with("access[3] (path \"/admin/\") never decides: access[1]"));
+    assert!(hidden[2].starts_with("access[4] (pattern \"/admin/*.php\") never decides"));
+    // A pattern a prefix does not hold all of: none.
+    let c = load(
+        "[[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npattern = \"*.php\"\ndeny = \"all\"\n\
+         [[access]]\npattern = \"/ad*/x.php\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    assert!(crate::config::admission::hidden_guards(&c).is_empty());
 }
 
 #[test]
