@@ -458,6 +458,38 @@ fn spoofed_initials_never_take_more_than_half_of_max_connections() {
 }
 
 #[test]
+fn at_max_connections_idle_keep_alive_ones_give_way_to_a_quic_client() {
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[limits]\nmax_connections = 2\n[http3]\nenable = true\n");
+    b.tls();
+    let s = b.start();
+    if !aioquic() {
+        skip("python3 with aioquic not available (pip install aioquic)");
+        return;
+    }
+    // Two HTTPS clients, answered and idle: the limit is reached.
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        let mut c = s.connect_tls();
+        c.send(b"GET /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n");
+        assert_eq!(c.read_response(false).status, 200);
+        idle.push(c);
+    }
+    // A new QUIC client is served, as a new TCP one would be: an idle
+    // connection is closed to make room (it was refused).
+    let spec = json!({
+        "port": s.addr().port(),
+        "ca": testdata("ca.pem"),
+        "requests": [{"method": "GET", "path": "/index.html"}],
+        "timeout": 5,
+    });
+    let out = super::answer("client.py", &spec);
+    assert_eq!(out["responses"][0]["text"], "hello\n", "{out}");
+    drop(idle);
+}
+
+#[test]
 fn a_datagram_of_a_connection_from_a_new_address_gets_no_reset_and_the_connection_lives() {
     // Two workers: a datagram of a connection sent from a new port (a
     // client whose address changed, or anyone who saw the connection

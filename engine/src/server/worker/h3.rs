@@ -18,6 +18,7 @@ use super::h2::streams::{upstream_time, Drove, H3};
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
 use super::{Request, Worker, SCRATCH_KEEP, SPARES};
+use crate::access::limits::Refused;
 use crate::config::Level;
 use crate::h3::conn::{Failure, RequestEvent};
 use crate::h3::{Code, Error};
@@ -139,7 +140,13 @@ impl Worker {
             q.retry(incoming, socket);
             return None;
         }
-        let admitted = limits.admit(peer.ip());
+        let mut admitted = limits.admit(peer.ip());
+        // At the limit, idle keep-alive connections give way to a new
+        // client, as to a TCP one (see `reclaim_idle`).
+        if admitted == Err(Refused::Total) && self.reclaim_idle() {
+            admitted = self.counts.counters.conn_limits.admit(peer.ip());
+        }
+        let q = self.listen.quic.as_mut()?;
         // (At a reload the generations share their UDP sockets, so an old
         // worker still takes the clients whose packets it reads; at a
         // stop, none.)
