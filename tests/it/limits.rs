@@ -53,3 +53,34 @@ fn per_ip_limit_refuses_only_that_address() {
         assert!(c.response().head.starts_with("HTTP/1.1 200 OK\r\n"));
     }
 }
+
+#[test]
+fn an_address_whose_unkeyed_hash_is_another_s_does_not_share_its_limit() {
+    // 198.3.105.153 and 203.0.113.1 fall in the same slot of the 65,536
+    // under FNV-1a, a hash anyone can compute: an attacker who picks such
+    // an address and holds max_connections_per_ip connections keeps the
+    // victim out. The slot's hash is keyed now (two addresses share a
+    // slot one time in 65,536, by chance, never by choice). The PROXY
+    // protocol names each connection's client, as a balancer would.
+    let mut b = Builder::new();
+    b.file("index.html", b"hello\n");
+    b.config("[proxy]\nlisten = \"127.0.0.1:0\"\n[limits]\nmax_connections_per_ip = 1\n");
+    b.listeners(2);
+    let s = b.start();
+    let open = |client: &str| {
+        let mut c = Client::connect(s.addrs[1]);
+        c.send(format!("PROXY TCP4 {client} 127.0.0.1 4711 80\r\n").as_bytes());
+        c.send(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n");
+        c
+    };
+    let mut attacker = open("198.3.105.153");
+    assert_eq!(attacker.response().status, 200);
+    let mut victim = open("203.0.113.1");
+    let r = victim.response();
+    assert_eq!(r.status, 200, "{}", r.head);
+    // The attacker's own address is still held to its limit.
+    let mut again = open("198.3.105.153");
+    let r = again.response();
+    assert_eq!(r.status, 503, "{}", r.head);
+    drop(attacker);
+}

@@ -2,11 +2,16 @@
 //! client IP, both lock-free. Per-IP counts live in a fixed table of
 //! atomic counters indexed by a hash of the address, so memory is bounded
 //! whatever the number of clients; two addresses that share a slot share a
-//! limit (rare with 65,536 slots, and only ever stricter). An IPv6 client
+//! limit (rare with 65,536 slots, and only ever stricter). The hash is
+//! keyed, its keys drawn at start: with a hash anyone can compute, an
+//! attacker would pick an address of its own whose slot is a victim's
+//! and hold that slot's connections, keeping the victim out. An IPv6 client
 //! counts by its /64, as `[[rate_limit]]` and the failed-login count see
 //! it: one subscriber usually holds a whole /64, and could otherwise open
 //! connections from as many of its addresses as it likes.
 
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
@@ -19,6 +24,8 @@ pub struct ConnLimits {
     per_ip_max: u32,
     open: AtomicUsize,
     per_ip: Box<[AtomicU32]>,
+    /// The keys of the slots' hash (SipHash's), drawn at start.
+    keys: RandomState,
 }
 
 /// Why a connection was refused.
@@ -39,23 +46,13 @@ impl std::fmt::Display for Refused {
     }
 }
 
-fn slot(ip: IpAddr) -> usize {
-    // FNV-1a over the address bytes (an IPv6 one's first eight, its /64);
-    // IPv4-mapped IPv6 counts as IPv4.
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |b: u8| {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    };
-    match ip {
-        IpAddr::V4(a) => a.octets().into_iter().for_each(&mut eat),
-        IpAddr::V6(a) => a.octets()[..8].iter().copied().for_each(&mut eat),
+/// What an address counts by: an IPv4 one (an IPv4-mapped IPv6 one as its
+/// IPv4 address) whole, an IPv6 one by its /64.
+fn client(ip: IpAddr) -> (bool, u64) {
+    match ip.to_canonical() {
+        IpAddr::V4(a) => (false, u64::from(u32::from(a))),
+        IpAddr::V6(a) => (true, (u128::from(a) >> 64) as u64),
     }
-    (h as usize) & (SLOTS - 1)
 }
 
 impl ConnLimits {
@@ -67,7 +64,13 @@ impl ConnLimits {
             per_ip_max,
             open: AtomicUsize::new(0),
             per_ip: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+            keys: RandomState::new(),
         }
+    }
+
+    /// The slot of `ip`'s count.
+    fn slot(&self, ip: IpAddr) -> usize {
+        (self.keys.hash_one(client(ip)) as usize) & (SLOTS - 1)
     }
 
     /// Counts a new connection from `ip`, or refuses it.
@@ -92,7 +95,7 @@ impl ConnLimits {
     /// in the total until released by [`ConnLimits::release_total`]).
     pub fn admit_ip(&self, ip: IpAddr) -> Result<(), Refused> {
         if self.per_ip_max > 0 {
-            let s = &self.per_ip[slot(ip)];
+            let s = &self.per_ip[self.slot(ip)];
             if s.fetch_add(1, Ordering::Relaxed) >= self.per_ip_max {
                 s.fetch_sub(1, Ordering::Relaxed);
                 return Err(Refused::PerIp);
@@ -105,7 +108,7 @@ impl ConnLimits {
     pub fn release(&self, ip: IpAddr) {
         self.release_total();
         if self.per_ip_max > 0 {
-            self.per_ip[slot(ip)].fetch_sub(1, Ordering::Relaxed);
+            self.per_ip[self.slot(ip)].fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -117,6 +120,16 @@ impl ConnLimits {
     /// Connections open now.
     pub fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)
+    }
+
+    /// Whether a client whose address is not proven (a QUIC Initial,
+    /// which anyone can send with a victim's address as its source) must
+    /// prove it before it is counted: when connections count per address
+    /// (counted unproven, spoofed Initials would lock the address's owner
+    /// out), and while half of `limits.max_connections` or more are open
+    /// (Initials from made-up addresses could otherwise fill the rest).
+    pub fn needs_proof(&self) -> bool {
+        self.per_ip_max > 0 || self.open() >= self.max.div_ceil(2)
     }
 }
 
@@ -178,6 +191,20 @@ mod tests {
         assert_eq!(l.open(), 1);
         l.release(a);
         assert_eq!((l.open(), l.admit(a)), (0, Ok(())));
+    }
+
+    #[test]
+    fn an_unproven_address_must_prove_itself_with_a_per_ip_limit_or_half_the_total_open() {
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        assert!(ConnLimits::new(10, 1).needs_proof());
+        let l = ConnLimits::new(4, 0);
+        assert!(!l.needs_proof());
+        l.admit(a).unwrap();
+        assert!(!l.needs_proof());
+        l.admit(a).unwrap();
+        assert!(l.needs_proof(), "half of the total open");
+        l.release(a);
+        assert!(!l.needs_proof());
     }
 
     #[test]

@@ -216,6 +216,31 @@ fn parse_rate(text: &str) -> Option<Duration> {
     Some(Duration::from_nanos(per * 1_000_000_000 / n))
 }
 
+/// A warning for each `[proxy] trusted` range that holds every address
+/// of its family (`0.0.0.0/0`, `::/0`): every client is then a trusted
+/// proxy, so the forwarding header it writes itself names whatever
+/// address it likes to `[[access]]`, `[[rate_limit]]`, the failed-login
+/// count and the log (nginx's `set_real_ip_from 0.0.0.0/0`, a common
+/// copy-and-paste mistake).
+pub(super) fn trusting_everyone(config: &super::Config) -> Vec<String> {
+    use crate::access::proxy::forwarded::By;
+    let header = match config.proxy.header {
+        By::XForwardedFor => "X-Forwarded-For",
+        By::Forwarded => "Forwarded",
+    };
+    let everyone = config.proxy.trusted.everyone();
+    everyone
+        .map(|range| {
+            format!(
+                "proxy.trusted holds {range}, every address: any client there is taken for a \
+                 proxy, so the {header} it writes itself names whatever client it likes \
+                 ([[access]], [[rate_limit]], the failed-login count and the logs believe it); \
+                 list only your proxies' addresses"
+            )
+        })
+        .collect()
+}
+
 /// A warning for each `[[access]]` or `[[auth]]` rule that an earlier
 /// rule of its site hides: the first rule that matches a path decides,
 /// so a rule whose paths an earlier one all matches (`path = "/admin/"`,
@@ -248,6 +273,14 @@ fn hidden(
     let hides = |first: &PathMatch, later: &PathMatch| match (first, later) {
         (PathMatch::Prefix(a), PathMatch::Prefix(b)) => b.starts_with(a.as_str()),
         (PathMatch::Glob(a), PathMatch::Glob(b)) => a == b,
+        // `path = "/"` matches every path, so every pattern after it; a
+        // prefix, every path of a whole-path pattern whose fixed start is
+        // beneath it (`"/admin/"`, then `"/admin/*.php"`). (A pattern
+        // without `/` matches a last segment anywhere.)
+        (PathMatch::Prefix(a), PathMatch::Glob(g)) => {
+            let fixed = g.find(['*', '?']).map_or(g.as_str(), |end| &g[..end]);
+            a == "/" || (g.starts_with('/') && fixed.starts_with(a.as_str()))
+        }
         _ => false,
     };
     let said = |m: &PathMatch| match m {

@@ -767,6 +767,18 @@ fn parse_flags(args: Vec<OsString>) -> Result<Parsed, ConfigError> {
             }
         }
     }
+    // (Either alone is clear; together, one of the two would be dropped
+    // without a word: a script's `--check-config --reload` that reloads
+    // nothing, or checks it did not mean to signal.)
+    if let (true, Some((_, what))) = (flags.check, flags.signal) {
+        return Err(flag_error(
+            "--check-config",
+            &format!(
+                "not together with a signal ({what}): that checks the configuration \
+                 itself before it signals, and refuses to signal if it is wrong"
+            ),
+        ));
+    }
     Ok(Parsed::Flags(flags))
 }
 

@@ -479,7 +479,7 @@ impl Loader<'_> {
         mut f: impl FnMut(&str, &'t Spanned<DeValue<'i>>, &'t DeTable<'i>) -> Result<T, ConfigError>,
     ) -> Result<Vec<T>, ConfigError> {
         let DeValue::Array(items) = v.get_ref() else {
-            return Err(self.expected(v, key, &format!("an array of tables ([[{key}]])")));
+            return Err(self.not_an_array(key, v));
         };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
@@ -488,6 +488,37 @@ impl Loader<'_> {
             out.push(f(&section, item, table)?);
         }
         Ok(out)
+    }
+
+    /// `key` is not an array of tables (`[[key]]`). A table of tables
+    /// is what `[[site.access]]` (or `[site.static]`) makes with no
+    /// `[[site]]` above it: said so, since "got a table" names a table
+    /// the file never wrote.
+    #[cold]
+    #[inline(never)]
+    fn not_an_array(&self, key: &str, v: &Spanned<DeValue<'_>>) -> ConfigError {
+        let what = format!("an array of tables ([[{key}]])");
+        let DeValue::Table(t) = v.get_ref() else {
+            return self.expected(v, key, &what);
+        };
+        let header = t.iter().find_map(|(name, x)| match x.get_ref() {
+            DeValue::Table(_) => Some(format!("[{key}.{}]", name.get_ref().as_ref())),
+            DeValue::Array(a) if a.iter().all(|i| matches!(i.get_ref(), DeValue::Table(_))) => {
+                Some(format!("[[{key}.{}]]", name.get_ref().as_ref()))
+            }
+            _ => None,
+        });
+        match header {
+            Some(header) => self.fail(
+                v,
+                key,
+                &format!(
+                    "expected {what}; got {header} with no [[{key}]] above it: it belongs to \
+                     the [[{key}]] written before it, so write that [[{key}]] first"
+                ),
+            ),
+            None => self.expected(v, key, &what),
+        }
     }
 
     /// Where each table of the array of tables `v` (`[[key]]`) starts,

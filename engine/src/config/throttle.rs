@@ -62,3 +62,26 @@ impl Loader<'_> {
         }
     }
 }
+
+/// A warning for each `[[throttle]]` rule whose `connection_rate` is not
+/// below its `rate`: a connection never gets more than the rule's shared
+/// rate, so that `connection_rate` never paces anything (a rate the
+/// writer likely meant the other way round).
+pub(super) fn idle_connection_rates(config: &super::Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for (prefix, site) in super::SiteConfig::all_keyed(config) {
+        for (i, rule) in site.throttle.iter().enumerate() {
+            if let (Some(rate), Some(own)) = (rule.rate, rule.connection_rate) {
+                if own >= rate {
+                    out.push(format!(
+                        "{prefix}throttle[{}].connection_rate ({own} bytes/s) is not below its \
+                         rate ({rate} bytes/s), which every connection of the rule shares: it \
+                         never paces anything; lower it, or leave it out",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

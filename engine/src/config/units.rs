@@ -52,13 +52,40 @@ pub(crate) fn parse_size(s: &str) -> Option<u64> {
 pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     let (n, unit) = number_and_unit(s)?;
     let ms: u64 = match unit {
-        "ms" => 1,
         "" | "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        _ => return None,
+        unit => match duration_unit(unit) {
+            Some(ms) => ms,
+            // "1h30m", "1m 30s": parts, larger units first, as nginx and
+            // Go (so Caddy) write them.
+            None => return compound_duration(s),
+        },
     };
     n.checked_mul(ms).map(Duration::from_millis)
+}
+
+/// The milliseconds of a duration's unit.
+fn duration_unit(unit: &str) -> Option<u64> {
+    match unit {
+        "ms" => Some(1),
+        "s" => Some(1_000),
+        "m" | "min" => Some(60_000),
+        "h" => Some(3_600_000),
+        _ => None,
+    }
+}
+
+/// `"1h30m"`, `"2m 30s"`, `"1s500ms"`: two parts or more, each a number
+/// and its unit, each unit smaller than the one before.
+fn compound_duration(s: &str) -> Option<Duration> {
+    let (mut rest, mut total, mut last, mut parts) = (s.trim(), 0u64, u64::MAX, 0);
+    while !rest.is_empty() {
+        let (n, after) = number_and_unit(rest)?;
+        let len = after.bytes().take_while(u8::is_ascii_lowercase).count();
+        let ms = duration_unit(&after[..len]).filter(|&ms| ms < last)?;
+        total = total.checked_add(n.checked_mul(ms)?)?;
+        (rest, last, parts) = (after[len..].trim_start(), ms, parts + 1);
+    }
+    (parts > 1).then(|| Duration::from_millis(total))
 }
 
 /// Parses a listen address. No host names: resolving them at start-up
@@ -157,6 +184,20 @@ mod tests {
         assert_eq!(parse_duration("1d"), None);
         assert_eq!(parse_duration("s"), None);
         assert_eq!(parse_duration("5S"), None);
+        // Parts, larger units first (nginx's and Go's "1h30m").
+        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(
+            parse_duration(" 1h 30m 5s "),
+            Some(Duration::from_secs(5405))
+        );
+        assert_eq!(parse_duration("1s500ms"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2min30s"), Some(Duration::from_secs(150)));
+        for wrong in [
+            "30m1h", "1m1m", "1h30", "1h30x", "1h-30m", "1.5h", "1h30m ms", "h30m",
+        ] {
+            assert_eq!(parse_duration(wrong), None, "{wrong}");
+        }
     }
 
     #[test]

@@ -118,6 +118,12 @@ impl Trusted {
     pub fn contains(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|c| c.contains(ip))
     }
+
+    /// The ranges that hold every address of their family (`0.0.0.0/0`,
+    /// `::/0`): every client is then a trusted proxy, and names itself.
+    pub fn everyone(&self) -> impl Iterator<Item = &Cidr> {
+        self.0.iter().filter(|c| c.bits == 0)
+    }
 }
 
 #[cfg(test)]

@@ -188,6 +188,30 @@ fn a_rule_an_earlier_one_hides_is_warned_of() {
     )
     .unwrap();
     assert!(crate::config::admission::hidden_guards(&c).is_empty());
+    // A pattern after a prefix that holds all it matches: `path = "/"`
+    // first decides for every `.php` too, whatever the pattern's rule says.
+    let c = load(
+        "[[access]]\npath = \"/\"\ndeny = \"192.0.2.0/24\"\n\
+         [[access]]\npattern = \"*.php\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npattern = \"/admin/*.php\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    let hidden = crate::config::admission::hidden_guards(&c);
+    assert_eq!(hidden.len(), 3, "{hidden:?}");
+    assert!(hidden[0].starts_with(
+        "access[2] (pattern \"*.php\") never decides: access[1] (path \"/\") comes first"
+    ));
+    assert!(hidden[1].starts_with("access[3] (path \"/admin/\") never decides: access[1]"));
+    assert!(hidden[2].starts_with("access[4] (pattern \"/admin/*.php\") never decides"));
+    // A pattern a prefix does not hold all of: none.
+    let c = load(
+        "[[access]]\npath = \"/admin/\"\nallow = \"10.0.0.0/8\"\n\
+         [[access]]\npattern = \"*.php\"\ndeny = \"all\"\n\
+         [[access]]\npattern = \"/ad*/x.php\"\ndeny = \"all\"\n",
+    )
+    .unwrap();
+    assert!(crate::config::admission::hidden_guards(&c).is_empty());
 }
 
 #[test]
@@ -232,4 +256,28 @@ fn where_names_fold_path_rules_are_matched_in_any_case_or_refused() {
     }
     let c = load("[[access]]\npath = \"/\"\ndeny = [\"198.51.100.7\"]\n").unwrap();
     assert_eq!(c.case_blind(&c.site, &c.site.root, "/"), None);
+}
+
+/// A `[proxy] trusted` range of every address makes every client a
+/// proxy that names itself: said at load, not silently taken.
+#[test]
+#[cfg(feature = "ops")]
+fn trusting_every_address_is_warned_of() {
+    let c = load("[proxy]\ntrusted = [\"10.0.0.0/8\", \"0.0.0.0/0\", \"::/0\"]\n").unwrap();
+    let w = c.warnings();
+    let said: Vec<&String> = w
+        .iter()
+        .filter(|w| w.starts_with("proxy.trusted"))
+        .collect();
+    assert_eq!(said.len(), 2, "{w:?}");
+    assert_eq!(
+        *said[0],
+        "proxy.trusted holds 0.0.0.0/0, every address: any client there is taken for a proxy, \
+         so the X-Forwarded-For it writes itself names whatever client it likes ([[access]], \
+         [[rate_limit]], the failed-login count and the logs believe it); list only your \
+         proxies' addresses"
+    );
+    assert!(said[1].starts_with("proxy.trusted holds ::/0, every address"));
+    let c = load("[proxy]\ntrusted = [\"10.0.0.0/8\", \"::1\"]\n").unwrap();
+    assert!(!c.warnings().iter().any(|w| w.starts_with("proxy.trusted")));
 }

@@ -94,6 +94,13 @@ fn flag_errors_point_to_help() {
         "--access-log: cannot create /nonexistent/a.log: the directory /nonexistent does not exist"
     );
     assert!(err(&["--pid-file=/nonexistent/p"]).starts_with("--pid-file: cannot create"));
+    // A check and a signal: one of the two would be dropped.
+    assert_eq!(
+        err(&["--check-config", "--reload"]),
+        "--check-config: not together with a signal (reload): that checks the configuration \
+         itself before it signals, and refuses to signal if it is wrong (see brisk --help)"
+    );
+    assert!(err(&["--stop", "--check-config"]).contains("not together with a signal (stop)"));
 }
 
 #[test]

@@ -324,6 +324,31 @@ fn features_of_later_versions_are_refused() {
         .contains("throttle[1]: needs rate and/or connection_rate"));
 }
 
+/// A `connection_rate` not below the rule's shared `rate` never paces
+/// anything: said at load.
+#[test]
+fn a_connection_rate_the_shared_rate_never_lets_bind_is_warned_of() {
+    let c = load(
+        "[[throttle]]\npattern = \"*.mp4\"\nrate = \"100KiB/s\"\nconnection_rate = \"200KiB/s\"\n\
+         [[throttle]]\npattern = \"*.iso\"\nrate = \"1MiB/s\"\nconnection_rate = \"200KiB/s\"\n\
+         [[throttle]]\npattern = \"*.zip\"\nconnection_rate = \"200KiB/s\"\n",
+    )
+    .unwrap();
+    let w: Vec<String> = c
+        .warnings()
+        .into_iter()
+        .filter(|w| w.contains("throttle"))
+        .collect();
+    assert_eq!(
+        w,
+        [
+            "throttle[1].connection_rate (204800 bytes/s) is not below its rate (102400 bytes/s), \
+          which every connection of the rule shares: it never paces anything; lower it, or \
+          leave it out"
+        ]
+    );
+}
+
 #[test]
 fn privilege_keys() {
     let c =

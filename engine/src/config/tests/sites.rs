@@ -55,6 +55,32 @@ fn a_site_reads_the_same_keys_as_the_top_level() {
     assert!(b.headers.is_empty());
 }
 
+/// A site's own table written before any `[[site]]` (the tables of the
+/// default site are the top level's: `[[access]]`, not
+/// `[[site.access]]`): the error names the header the file wrote.
+#[test]
+fn a_site_table_with_no_site_above_it_is_named_as_written() {
+    let fix = "with no [[site]] above it: it belongs to the [[site]] written before it, \
+               so write that [[site]] first";
+    assert_eq!(
+        err("root = \"public\"\n[[site.access]]\npath = \"/x/\"\nallow = [\"10.0.0.1\"]\n"),
+        format!(
+            "DIR/site.toml:2: site: expected an array of tables ([[site]]); got [[site.access]] {fix}"
+        )
+    );
+    assert_eq!(
+        err("root = \"public\"\n[vhost.static]\nautoindex = true\n"),
+        "DIR/site.toml:2: vhost: expected an array of tables ([[vhost]]); got [vhost.static] \
+         with no [[vhost]] above it: it belongs to the [[vhost]] written before it, so write \
+         that [[vhost]] first"
+    );
+    // A table of keys is still just a table.
+    assert_eq!(
+        err("root = \"public\"\n[site]\nhosts = [\"a.test\"]\n"),
+        "DIR/site.toml:2: site: expected an array of tables ([[site]]); got a table"
+    );
+}
+
 #[test]
 fn errors_inside_a_site_name_the_site_line_and_key() {
     let top = "root = \"public\"\n[[site]]\nhosts = [\"a.test\"]\nroot = \"a\"\n";

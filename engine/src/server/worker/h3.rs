@@ -18,6 +18,7 @@ use super::h2::streams::{upstream_time, Drove, H3};
 use super::produced::{pump, Tools};
 use super::quic::Arrival;
 use super::{Request, Worker, SCRATCH_KEEP, SPARES};
+use crate::access::limits::Refused;
 use crate::config::Level;
 use crate::h3::conn::{Failure, RequestEvent};
 use crate::h3::{Code, Error};
@@ -132,7 +133,23 @@ impl Worker {
     fn quic_accept(&mut self, incoming: quinn_proto::Incoming, socket: usize) -> Option<usize> {
         let q = self.listen.quic.as_mut()?;
         let peer = incoming.remote_address();
-        let admitted = self.counts.counters.conn_limits.admit(peer.ip());
+        let limits = &self.counts.counters.conn_limits;
+        // An Initial's source address is whatever its sender wrote: counted
+        // before the client proved it receives there, spoofed Initials
+        // would hold another's place (its address's connections, or the
+        // server's) until their handshakes time out. Where that matters,
+        // the client proves it first (a Retry).
+        if !incoming.remote_address_validated() && limits.needs_proof() {
+            q.retry(incoming, socket);
+            return None;
+        }
+        let mut admitted = limits.admit(peer.ip());
+        // At the limit, idle keep-alive connections give way to a new
+        // client, as to a TCP one (see `reclaim_idle`).
+        if admitted == Err(Refused::Total) && self.reclaim_idle() {
+            admitted = self.counts.counters.conn_limits.admit(peer.ip());
+        }
+        let q = self.listen.quic.as_mut()?;
         // (At a reload the generations share their UDP sockets, so an old
         // worker still takes the clients whose packets it reads; at a
         // stop, none.)
@@ -144,6 +161,14 @@ impl Worker {
                 self.counts.release(peer.ip(), false);
             }
             q.refuse(incoming, socket);
+            // (As a TCP client's refusal is, within the same budget.)
+            if let Err(why) = admitted {
+                if self.logger.enabled(Level::Warn) && self.counts.refusals.allow(self.clock.now) {
+                    let ip = peer.ip();
+                    let line = format_args!("refused connection from {ip} (HTTP/3): {why}");
+                    self.logger.log(Level::Warn, line);
+                }
+            }
             return None;
         }
         let slot = self.conns.reserve();

@@ -317,11 +317,7 @@ impl Quic {
                 // Under load, a new client proves first that it receives
                 // at the address it sends from (RFC 9000 §8.1.2): a
                 // spoofed address gets one small Retry, no connection.
-                self.send.clear();
-                match self.endpoint.retry(incoming, &mut self.send) {
-                    Ok(t) => send(&self.sockets[i], &self.send, &t),
-                    Err(e) => self.endpoint.ignore(e.into_incoming()),
-                }
+                self.retry(incoming, i);
             }
             Some(DatagramEvent::NewConnection(incoming)) => {
                 arrived.push(Arrival::Incoming(incoming, i));
@@ -361,6 +357,17 @@ impl Quic {
                 }
                 None
             }
+        }
+    }
+
+    /// Asks `incoming`'s client to prove that it receives at the address
+    /// it sends from (a Retry, RFC 9000 §8.1.2): one small datagram, and no
+    /// state kept; a client that does comes back with its token.
+    pub(super) fn retry(&mut self, incoming: Incoming, socket: usize) {
+        self.send.clear();
+        match self.endpoint.retry(incoming, &mut self.send) {
+            Ok(t) => send(&self.sockets[socket], &self.send, &t),
+            Err(e) => self.endpoint.ignore(e.into_incoming()),
         }
     }
 
