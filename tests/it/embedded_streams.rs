@@ -649,3 +649,83 @@ mod over_h2 {
         assert_eq!(a[0].body.len(), 500_000);
     }
 }
+
+/// A body in pieces that never ends (an event stream, a live log).
+struct Endless;
+
+impl BodyStream for Endless {
+    fn fill(&mut self, out: &mut Vec<u8>, room: usize) -> Result<bool, String> {
+        out.resize(room.min(4096), b'e');
+        Ok(true)
+    }
+}
+
+/// HEAD, 204 and 304 answers end at their head: the body in pieces is
+/// not asked for, and a later answer's thread is told to stop (over
+/// HTTP/1.1 they were pumped and dropped, which spun the worker for ever
+/// on a body in pieces that never ends).
+#[test]
+fn a_head_or_bodiless_answer_does_not_pump_an_endless_body() {
+    let (gone, stopped) = mpsc::channel();
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/events", |req: &Request<'_>, r: &mut Response<'_>| {
+                if req.query == Some(b"304") {
+                    r.set_status(304);
+                }
+                r.header("Content-Type", "text/event-stream").unwrap();
+                r.stream(Endless, None);
+            })
+            .unwrap();
+            let gone = Mutex::new(gone);
+            s.mount("/later", move |_: &Request<'_>, r: &mut Response<'_>| {
+                let mut later = r.defer().unwrap();
+                let gone = gone.lock().unwrap().clone();
+                std::thread::spawn(move || {
+                    later.start(200, &[], None).unwrap();
+                    let stopped = loop {
+                        if let Err(e) = later.write(&[b'e'; 4096]) {
+                            break e;
+                        }
+                    };
+                    gone.send(stopped).unwrap();
+                });
+            })
+            .unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    // (Kept from its drop if an answer does not come: stopping would
+    // wait for ever on a spinning worker.)
+    let app = std::mem::ManuallyDrop::new(app);
+    let mut c = app.connect();
+    c.send(b"HEAD /events HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(
+        r.masked_head(),
+        format!("HTTP/1.1 200 OK\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Type: text/event-stream\r\n\r\n")
+    );
+    c.send(b"GET /events?304 HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.head_response();
+    assert_eq!(
+        r.masked_head(),
+        format!("HTTP/1.1 304 Not Modified\r\nServer: brisk\r\nDate: {DATE}\r\nContent-Type: text/event-stream\r\n\r\n")
+    );
+    // One given later by a thread that writes on: it is told to stop.
+    c.send(b"HEAD /later HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.head_response().status, 200);
+    let stopped = stopped.recv_timeout(Duration::from_secs(10));
+    assert_eq!(stopped, Ok(LaterError::Gone));
+    // The connection and the worker go on.
+    c.send(b"GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(c.response().body, b"now");
+    assert_eq!(
+        app.request(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"now"
+    );
+    drop(std::mem::ManuallyDrop::into_inner(app));
+}

@@ -447,6 +447,10 @@ impl Produce for LocalBody {
         }
     }
 
+    fn stops_at_bodiless_head(&self) -> bool {
+        true
+    }
+
     fn stop(&mut self) {}
 }
 
@@ -521,6 +525,10 @@ impl Produce for LaterBody {
         } else {
             Gave::Pending
         }
+    }
+
+    fn stops_at_bodiless_head(&self) -> bool {
+        true
     }
 
     fn stop(&mut self) {
