@@ -729,3 +729,40 @@ fn a_head_or_bodiless_answer_does_not_pump_an_endless_body() {
     );
     drop(std::mem::ManuallyDrop::into_inner(app));
 }
+
+/// A later answer written in pieces by the handler itself, on the worker
+/// thread: `write` cannot wait there for the worker to take what it was
+/// given (it waited for ever past 256 KiB, and the worker with it).
+#[test]
+fn a_later_answer_written_on_the_worker_thread_does_not_wait_for_itself() {
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/inline", |_: &Request<'_>, r: &mut Response<'_>| {
+                let mut later = r.defer().unwrap();
+                later.start(200, &[], Some(3 * 200_000)).unwrap();
+                for b in [b'a', b'b', b'c'] {
+                    later.write(&[b; 200_000]).unwrap();
+                }
+                later.finish().unwrap();
+            })
+            .unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    // (Kept from its drop if the answer does not come: stopping would
+    // wait for ever on the stuck worker.)
+    let app = std::mem::ManuallyDrop::new(app);
+    let mut c = app.connect();
+    c.send(b"GET /inline HTTP/1.1\r\nHost: x\r\n\r\nGET /now HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body.len(), 600_000);
+    assert!(r.body[..200_000].iter().all(|&b| b == b'a'));
+    assert!(r.body[400_000..].iter().all(|&b| b == b'c'));
+    assert_eq!(c.response().body, b"now");
+    drop(std::mem::ManuallyDrop::into_inner(app));
+}

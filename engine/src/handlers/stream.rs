@@ -165,6 +165,9 @@ pub struct Later {
     wake: Wake,
     started: bool,
     done: bool,
+    /// The worker thread that made it (in the handler): there, nothing
+    /// it gives is taken before the handler returns.
+    worker: std::thread::ThreadId,
 }
 
 impl Later {
@@ -175,6 +178,7 @@ impl Later {
             wake,
             started: false,
             done: false,
+            worker: std::thread::current().id(),
         }
     }
 
@@ -270,7 +274,11 @@ impl Later {
 
     /// Sends more of the body. Waits while more than [`LATER_CAP`] bytes
     /// given earlier have not been taken yet (the client reads slowly),
-    /// so a fast producer cannot fill the server's memory.
+    /// so a fast producer cannot fill the server's memory. On the worker
+    /// thread (in the handler that deferred it) it never waits: the
+    /// worker takes nothing before the handler returns, so it would wait
+    /// for ever; the bytes are held as a body written into the response
+    /// would be.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), LaterError> {
         if !self.started {
             return Err(LaterError::Order("start the answer before its body"));
@@ -278,8 +286,9 @@ impl Later {
         if bytes.is_empty() {
             return Ok(());
         }
+        let waits = std::thread::current().id() != self.worker;
         let mut g = lock(&self.channel.given);
-        while !g.gone && g.data.len() >= LATER_CAP {
+        while waits && !g.gone && g.data.len() >= LATER_CAP {
             g = self
                 .channel
                 .taken
