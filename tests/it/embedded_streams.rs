@@ -766,3 +766,67 @@ fn a_later_answer_written_on_the_worker_thread_does_not_wait_for_itself() {
     assert_eq!(c.response().body, b"now");
     drop(std::mem::ManuallyDrop::into_inner(app));
 }
+
+/// A body in pieces whose producer panics after its first piece.
+struct PanicsAfterOne(bool);
+
+impl BodyStream for PanicsAfterOne {
+    fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+        if std::mem::replace(&mut self.0, true) {
+            panic!("a body in pieces panics on purpose");
+        }
+        out.extend_from_slice(b"first piece\n");
+        Ok(true)
+    }
+}
+
+/// A panic in `BodyStream::fill` ends that answer (cut short, logged
+/// with its handler), as one in the handler does: not the connection
+/// (over HTTP/2, every stream of it went) nor the worker.
+#[cfg(feature = "http2")]
+#[test]
+fn a_body_in_pieces_that_panics_ends_its_answer_only() {
+    use common::h2::H2;
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/boom", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.stream(PanicsAfterOne(false), None)
+            })
+            .unwrap();
+            s.mount("/now", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.write(b"now")
+            })
+            .unwrap();
+        },
+    );
+    let mut h2 = H2::connect(app.addr, &[], 0);
+    let boom = h2.get("/boom", &[]);
+    let now = h2.get("/now", &[]);
+    let answers = h2.answers(&[boom, now]);
+    assert_eq!(answers[0].status(), "200");
+    assert_eq!(answers[0].reset, Some(2), "INTERNAL_ERROR");
+    assert_eq!(
+        (answers[1].status(), &answers[1].body[..]),
+        ("200", &b"now"[..])
+    );
+    // The connection goes on.
+    let again = h2.get("/now", &[]);
+    assert_eq!(h2.answers(&[again])[0].body, b"now");
+    wait_until("the panic logged", || {
+        app.error_log().contains("handler at /boom: panicked")
+    });
+    // HTTP/1.1: the head, the piece, then the close without the last
+    // chunk; the worker serves on.
+    let mut c = app.connect();
+    c.send(b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    c.stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.ends_with("\r\n\r\nc\r\nfirst piece\n\r\n"), "{text}");
+    assert_eq!(
+        app.request(b"GET /now HTTP/1.1\r\nHost: x\r\n\r\n").body,
+        b"now"
+    );
+}

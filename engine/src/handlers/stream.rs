@@ -14,6 +14,7 @@
 
 use std::fmt;
 use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 
 use super::app::{check_header, InvalidHeader};
@@ -444,7 +445,12 @@ impl Produce for LocalBody {
             return Gave::Head(head, None);
         }
         buf.clear();
-        match self.body.fill(buf, PIECE) {
+        // A panic in the handler's code is its answer's failure, as one
+        // in `Handler::handle` is: not the connection's (over HTTP/2, all
+        // its streams) nor the worker's.
+        let filled = catch_unwind(AssertUnwindSafe(|| self.body.fill(buf, PIECE)))
+            .unwrap_or_else(|_| Err("panicked".into()));
+        match filled {
             // (The worker cannot wait for a body on its own thread.)
             Ok(true) if buf.is_empty() => Gave::Fail(
                 Status::INTERNAL_SERVER_ERROR,
