@@ -830,3 +830,68 @@ fn a_body_in_pieces_that_panics_ends_its_answer_only() {
         b"now"
     );
 }
+
+/// A `Later` whose answer the engine will never take (the handler that
+/// deferred it panicked, deferred again, or answered otherwise) is gone
+/// at once: its thread is told, and `write` returns rather than waiting
+/// for ever for room once 256 KiB are given.
+#[test]
+fn a_later_answer_the_handler_gave_up_is_gone() {
+    let (tx, rx) = mpsc::channel();
+    let tx: Handoff = Arc::new(Mutex::new(tx));
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/", move |req: &Request<'_>, r: &mut Response<'_>| {
+                let later = r.defer().unwrap();
+                tx.lock().unwrap().send(later).unwrap();
+                match req.path {
+                    b"/panic" => panic!("after deferring, on purpose"),
+                    b"/started" => {
+                        let mut started = r.defer().unwrap();
+                        started.start(200, &[], None).unwrap();
+                        started.write(&[b'x'; 256 * 1024]).unwrap();
+                        tx.lock().unwrap().send(started).unwrap();
+                        panic!("after starting, on purpose");
+                    }
+                    b"/again" => {
+                        let again = r.defer().unwrap();
+                        std::thread::spawn(move || again.answer(200, &[], b"second"));
+                    }
+                    _ => r.stream(
+                        Pieces {
+                            left: 1,
+                            size: 3,
+                            fail_at: None,
+                        },
+                        None,
+                    ),
+                }
+            })
+            .unwrap();
+        },
+    );
+    for (path, status, body) in [
+        ("/panic", 500, None),
+        ("/again", 200, Some(&b"second"[..])),
+        ("/stream", 200, Some(&b"bbb"[..])),
+    ] {
+        let r = app.request(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        assert_eq!(r.status, status, "{path}");
+        if let Some(body) = body {
+            assert_eq!(r.body, body, "{path}");
+        }
+        let mut later = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(later.is_gone(), "{path}");
+        assert_eq!(later.start(200, &[], None), Err(LaterError::Gone), "{path}");
+    }
+    // One started with 256 KiB given: writing more does not wait.
+    let r = app.request(b"GET /started HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(r.status, 500);
+    drop(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+    let mut started = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (done, wrote) = mpsc::channel();
+    std::thread::spawn(move || done.send(started.write(b"more")).unwrap());
+    let wrote = wrote.recv_timeout(Duration::from_secs(10));
+    assert_eq!(wrote, Ok(Err(LaterError::Gone)));
+}

@@ -31,7 +31,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::stream::{BodyStream, Channel, Later, Wake};
+use super::stream::{Awaited, BodyStream, Channel, Later, Wake};
 use super::Scratch;
 use crate::config::{Level, Value, FRAMING_HEADERS};
 use crate::http::grammar;
@@ -162,7 +162,7 @@ pub enum Answer {
     /// Pieces produced as the client takes them, of this length if known.
     Stream(Box<dyn BodyStream>, Option<u64>),
     /// Given later, by another thread.
-    Later(Arc<Channel>),
+    Later(Awaited),
 }
 
 impl std::fmt::Debug for Answer {
@@ -264,7 +264,9 @@ impl<'a> Response<'a> {
     pub fn defer(&mut self) -> Option<Later> {
         let wake = self.wake.clone()?;
         let channel = Arc::new(Channel::default());
-        self.answer = Answer::Later(Arc::clone(&channel));
+        // (An answer replaced, a deferred one included, is dropped: its
+        // thread learns that it is not wanted.)
+        self.answer = Answer::Later(Awaited::new(Arc::clone(&channel)));
         Some(Later::new(channel, wake))
     }
 

@@ -118,6 +118,36 @@ impl Channel {
     }
 }
 
+/// The engine's hold on a later answer's [`Channel`]. However it ends
+/// (the answer given on, or dropped unused: a handler that deferred and
+/// then panicked, deferred again or answered otherwise), dropping it
+/// tells the answering thread that nothing more is taken: its next call
+/// is [`LaterError::Gone`], and a [`Later::write`] waiting for room
+/// returns, rather than waiting for ever.
+#[derive(Debug)]
+pub struct Awaited(Arc<Channel>);
+
+impl Awaited {
+    /// Holds `channel` for the engine.
+    pub(crate) fn new(channel: Arc<Channel>) -> Awaited {
+        Awaited(channel)
+    }
+}
+
+impl std::ops::Deref for Awaited {
+    type Target = Channel;
+
+    fn deref(&self) -> &Channel {
+        &self.0
+    }
+}
+
+impl Drop for Awaited {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
 /// A poisoned lock only means a thread panicked while holding it; what
 /// it guards is still consistent (plain fields, each set in one step).
 fn lock(m: &Mutex<Given>) -> MutexGuard<'_, Given> {
@@ -127,8 +157,10 @@ fn lock(m: &Mutex<Given>) -> MutexGuard<'_, Given> {
 /// Why a later answer was not taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LaterError {
-    /// The client is gone, or the answer took longer than
-    /// `timeouts.handler`: nothing more is sent.
+    /// The client is gone, the answer took longer than
+    /// `timeouts.handler`, or it is not wanted any more (the handler
+    /// that deferred it panicked or answered otherwise): nothing more is
+    /// sent.
     Gone,
     /// A header line that may not be sent (see
     /// [`crate::handlers::app::Response::header`]).
@@ -360,7 +392,7 @@ pub enum Source {
     /// Produced on the worker thread.
     Local(Box<dyn BodyStream>),
     /// Given later by another thread.
-    Later(Arc<Channel>),
+    Later(Awaited),
 }
 
 impl fmt::Debug for Source {
@@ -475,7 +507,8 @@ impl Produce for LocalBody {
 /// answer was deferred go with its head.
 #[derive(Debug)]
 struct LaterBody {
-    channel: Arc<Channel>,
+    /// (Dropped with it: the answering thread learns it is gone.)
+    channel: Awaited,
     /// Header lines set before the answer was deferred, and `[[headers]]`
     /// rules.
     early_headers: Vec<u8>,
@@ -547,14 +580,6 @@ impl Produce for LaterBody {
     }
 
     fn stop(&mut self) {
-        self.channel.abandon();
-    }
-}
-
-impl Drop for LaterBody {
-    /// However the answer ends here, its thread is not left waiting for a
-    /// worker that will never take what it gives.
-    fn drop(&mut self) {
         self.channel.abandon();
     }
 }
@@ -662,7 +687,7 @@ mod tests {
         let wake = Wake { tx, waker, conn: 3 };
         let later = Later::new(Arc::clone(&channel), wake);
         let streamed = Streamed {
-            source: Source::Later(channel),
+            source: Source::Later(Awaited::new(channel)),
             length: None,
             label: "handler at /l/".into(),
         };
