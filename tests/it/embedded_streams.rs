@@ -895,3 +895,57 @@ fn a_later_answer_the_handler_gave_up_is_gone() {
     let wrote = wrote.recv_timeout(Duration::from_secs(10));
     assert_eq!(wrote, Ok(Err(LaterError::Gone)));
 }
+
+/// A file the engine cannot send whole (a directory, a device, one
+/// opened for writing only) is refused when it is handed over, and the
+/// handler's answer stands; by a `Later`, the client gets a 500. (It
+/// failed once the head was out: the connection closed with nothing
+/// sent, or after a `Content-Length` it could not honour; over HTTP/2
+/// with every stream of the connection.)
+#[test]
+fn a_file_that_cannot_be_sent_is_refused_when_handed_over() {
+    let dir = TempDir::new("unsendable");
+    let write_only = dir.path.join("write-only.txt");
+    std::fs::write(&write_only, b"secret").unwrap();
+    let open = move |what: &[u8]| match what {
+        b"dir" => std::fs::File::open("/").unwrap(),
+        b"dev" => std::fs::File::open("/dev/zero").unwrap(),
+        _ => std::fs::OpenOptions::new()
+            .write(true)
+            .open(&write_only)
+            .unwrap(),
+    };
+    let open2 = open.clone();
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/now/", move |req: &Request<'_>, r: &mut Response<'_>| {
+                let refused = r.send_file(open(req.rest));
+                r.set_status(409);
+                r.write(format!("{:?}", refused.map_err(|e| e.to_string())).as_bytes());
+            })
+            .unwrap();
+            s.mount("/later/", move |req: &Request<'_>, r: &mut Response<'_>| {
+                let later = r.defer().unwrap();
+                let sent = later.send_file(200, &[], open2(req.rest));
+                assert!(matches!(sent, Err(LaterError::File(_))), "{sent:?}");
+            })
+            .unwrap();
+        },
+    );
+    for (what, why) in [
+        ("dir", "not a regular file"),
+        ("dev", "not a regular file"),
+        ("wo", "Bad file descriptor (os error 9)"),
+    ] {
+        let mut c = app.connect();
+        c.send(format!("GET /now/{what} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let r = c.response();
+        assert_eq!(r.status, 409, "{what}");
+        assert_eq!(r.body, format!("Err({why:?})").as_bytes(), "{what}");
+        c.send(format!("GET /later/{what} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+        let r = c.response();
+        assert_eq!(r.status, 500, "{what}");
+        assert_eq!(r.header("Content-Length"), Some("147"), "{what}");
+    }
+}

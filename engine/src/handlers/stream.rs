@@ -234,16 +234,16 @@ impl Later {
     /// DATA frames and records), without the bytes passing through this
     /// thread. Set its `Content-Type` in `headers`. A file that shrinks
     /// before it is sent ends the connection short, as a static file does.
+    /// [`LaterError::File`] for one that is not a regular file the engine
+    /// can read: nothing of it is sent, and the client gets a 500 (the
+    /// `Later` is gone with the call).
     pub fn send_file(
         mut self,
         status: u16,
         headers: &[(&str, &str)],
         file: File,
     ) -> Result<(), LaterError> {
-        let len = file
-            .metadata()
-            .map_err(|e| LaterError::File(e.to_string()))?
-            .len();
+        let len = super::app::sendable(&file).map_err(|e| LaterError::File(e.to_string()))?;
         let head = self.head(status, headers, Some(len))?;
         self.started = true;
         self.done = true;
