@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use brisk::config::{AuthRule, Config, HeaderRule, PathMatch};
 use brisk::handlers::app::{Request, Response};
-use brisk::server::Server;
+use brisk::Server;
 use common::embedded::App;
 use common::*;
 
