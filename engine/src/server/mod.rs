@@ -497,9 +497,16 @@ impl Generation {
             .wait_listeners_closed(self.threads.len(), bound, || self.finished())
     }
 
-    /// Waits for every worker to exit (after [`Generation::drain`]).
+    /// Waits for every worker to exit (after [`Generation::drain`]), but
+    /// the one this runs on, if any: a handler that stops the server
+    /// cannot wait for its own worker (the join would fail, and panic);
+    /// that worker exits once the handler returns, as drained.
     fn join(&mut self) {
+        let me = std::thread::current().id();
         for thread in self.threads.drain(..) {
+            if thread.thread().id() == me {
+                continue;
+            }
             // A worker that panicked has said so on stderr already.
             let _ = thread.join();
         }
@@ -652,6 +659,8 @@ impl Running {
     /// once, so new connections are refused rather than left waiting in a
     /// queue nobody serves), in-flight responses get up to
     /// `timeouts.shutdown` to finish; returns when every worker is done.
+    /// A handler may call it (its worker finishes the handler's answer
+    /// and exits once the handler returns: it is not waited for).
     pub fn stop(mut self) {
         self.lifecycle.begin_stop();
         // The workers close their own copies when they see the order.
