@@ -258,6 +258,34 @@ fn a_prefix_that_is_not_a_normalised_path_is_refused() {
     }
 }
 
+/// The first mount that matches answers: one that an earlier mount
+/// covers whole could never answer, and is refused (it was taken
+/// silently), naming both.
+#[test]
+fn a_prefix_an_earlier_mount_covers_is_refused() {
+    let dir = TempDir::new("embedded");
+    let mut server = Server::bind(config(&dir)).unwrap();
+    server.mount("/api/", echo).unwrap();
+    server.mount("/status", echo).unwrap();
+    for (bad, before) in [
+        ("/api/", "/api/"),
+        ("/api/x", "/api/"),
+        ("/api/v2/", "/api/"),
+        ("/status", "/status"),
+    ] {
+        let e = server.mount(bad, echo).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!("cannot mount a handler at {bad:?}: the one mounted at {before:?} before it takes every path there (the first match answers: mount the longer prefix first)")
+        );
+    }
+    // Longer prefixes first, and neighbours, are fine.
+    for good in ["/status/", "/apix", "/ap", "/"] {
+        server.mount(good, echo).unwrap();
+    }
+    assert!(server.mount("/anything", echo).is_err());
+}
+
 #[test]
 fn auth_rules_cover_mounts_and_the_handler_sees_the_user() {
     let app = start(|cfg| {

@@ -250,14 +250,21 @@ impl Server {
     /// every path below it, any other (`/status`) exactly that path. It
     /// answers every method there, ahead of CGI and static files; basic
     /// authentication and `[[headers]]` rules apply as to any path. Mounts
-    /// are tried in the order they were made; the first match wins. See
+    /// are tried in the order they were made; the first match wins, so a
+    /// prefix that one made before covers (`/api/x` after `/api/`, or the
+    /// same one again) is refused: it could never answer. See
     /// [`crate::handlers::app`].
     pub fn mount(
         &mut self,
         prefix: &str,
         handler: impl Handler + 'static,
     ) -> Result<&mut Self, Error> {
-        self.mounts.push(Mount::new(prefix, Arc::new(handler))?);
+        let mount = Mount::new(prefix, Arc::new(handler))?;
+        if let Some(before) = self.mounts.iter().find(|m| m.rest(&mount.prefix).is_some()) {
+            let before = String::from_utf8_lossy(&before.prefix).into_owned();
+            return Err(crate::handlers::Error::MountShadowed(prefix.to_string(), before).into());
+        }
+        self.mounts.push(mount);
         Ok(self)
     }
 
