@@ -484,11 +484,22 @@ fn an_unknown_name_or_a_failing_init_stops_the_start() {
             vec![rule("/g", "greeter", None)],
             "site.toml:7: handlers[1].handler: the handler \"greeter\" at /g did not start: config.greeting: missing",
         ),
+        // A path that a mount before covers would never answer (it was
+        // taken silently).
+        (
+            vec![rule("/hi/", "greeter", Some("x")), rule("/hi/there", "greeter", Some("y"))],
+            "site.toml:7: handlers[1].handler: the handler \"greeter\" at /hi/there would never answer: the one at /hi/ before it takes every path there (the first match answers: list the longer path first)",
+        ),
+        (
+            vec![rule("/code/x", "greeter", Some("x"))],
+            "site.toml:7: handlers[1].handler: the handler \"greeter\" at /code/x would never answer: the one at /code/ before it takes every path there (the first match answers: list the longer path first)",
+        ),
     ] {
         let mut cfg = cfg.clone();
         cfg.site.handlers = rules;
         let mut server = Server::bind(cfg).unwrap();
         server.register("greeter", Greeter::default()).unwrap();
+        server.mount("/code/", |_: &Request<'_>, _: &mut Response<'_>| {}).unwrap();
         match server.start(&logs) {
             Err(e) => assert_eq!(e.to_string(), want),
             Ok(r) => {

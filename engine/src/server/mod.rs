@@ -101,8 +101,10 @@ impl Registry {
     }
 
     /// The mounts of `site`'s `[[handlers]]` entries, each handler
-    /// initialised; the error names the entry's file, line and key.
-    fn mounts(&self, site: &SiteConfig) -> Result<Vec<Mount>, Error> {
+    /// initialised; the error names the entry's file, line and key. An
+    /// entry whose path a mount before it (one of `code`, or an entry
+    /// above) covers could never answer: refused.
+    fn mounts(&self, site: &SiteConfig, code: &[Mount]) -> Result<Vec<Mount>, Error> {
         let mut out = Vec::with_capacity(site.handlers.len());
         for rule in &site.handlers {
             let Some((_, make)) = self.0.iter().find(|(n, _)| *n == rule.handler) else {
@@ -120,7 +122,14 @@ impl Registry {
                     rule.origin, rule.handler, rule.path
                 ))
             })?;
-            out.push(Mount::new(&rule.path, handler)?);
+            let mount = Mount::new(&rule.path, handler)?;
+            let mut before = code.iter().chain(&out);
+            if let Some(before) = before.find(|m| m.rest(&mount.prefix).is_some()) {
+                let before = String::from_utf8_lossy(&before.prefix);
+                let why = crate::config::shadowed_handler(rule, &before);
+                return Err(Error::Handler(why));
+            }
+            out.push(mount);
         }
         Ok(out)
     }
@@ -331,7 +340,7 @@ fn all_mounts(code: &[Mount], registry: &Registry, cfg: &Config) -> Result<SiteM
     let mut out = Vec::with_capacity(1 + cfg.sites.len());
     for (i, site) in SiteConfig::all(cfg).enumerate() {
         let mut all = code.to_vec();
-        all.extend(registry.mounts(site)?);
+        all.extend(registry.mounts(site, code)?);
         #[cfg(feature = "servlets")]
         if site.servlets.enable {
             // After every other mount: `.lua` files under the prefixes only.
