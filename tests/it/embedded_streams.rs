@@ -960,3 +960,79 @@ fn a_file_that_cannot_be_sent_is_refused_when_handed_over() {
         assert_eq!(r.header("Content-Length"), Some("147"), "{what}");
     }
 }
+
+/// Ten bytes a piece, six pieces: more than the length it is sent with.
+struct TooLong(u32);
+
+impl BodyStream for TooLong {
+    fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
+        self.0 += 1;
+        out.extend_from_slice(b"0123456789");
+        Ok(self.0 < 6)
+    }
+}
+
+/// A body longer than the length its handler gave is cut at that length
+/// the same over HTTP/1.1 and HTTP/2, and logged (HTTP/1.1 dropped the
+/// rest silently, HTTP/2 reset the stream); a `Later` refuses to write
+/// past its length.
+#[cfg(feature = "http2")]
+#[test]
+fn a_body_longer_than_its_length_is_cut_there_and_logged() {
+    use common::h2::H2;
+    let (wrote, writes) = mpsc::channel();
+    let wrote = Mutex::new(wrote);
+    let app = start(
+        |_| {},
+        |s| {
+            s.mount("/long", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.stream(TooLong(0), Some(15))
+            })
+            .unwrap();
+            // (Its length reached at a piece's end, more said to follow.)
+            s.mount("/exact", |_: &Request<'_>, r: &mut Response<'_>| {
+                r.stream(TooLong(0), Some(20))
+            })
+            .unwrap();
+            s.mount("/later", move |_: &Request<'_>, r: &mut Response<'_>| {
+                let mut later = r.defer().unwrap();
+                let wrote = wrote.lock().unwrap().clone();
+                std::thread::spawn(move || {
+                    later.start(200, &[], Some(5)).unwrap();
+                    let results = [later.write(b"too long"), later.write(b"12345")];
+                    later.finish().unwrap();
+                    wrote.send(results).unwrap();
+                });
+            })
+            .unwrap();
+        },
+    );
+    let mut c = app.connect();
+    c.send(b"GET /long HTTP/1.1\r\nHost: x\r\n\r\nGET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+    let r = c.response();
+    assert_eq!(r.header("Content-Length"), Some("15"));
+    assert_eq!(r.body, b"012345678901234");
+    assert_eq!(c.response().body, b"12345");
+    c.send(b"GET /exact HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(c.response().body, b"01234567890123456789");
+    assert_eq!(
+        writes.recv_timeout(Duration::from_secs(10)).unwrap(),
+        [
+            Err(LaterError::Order("more body than the length given")),
+            Ok(())
+        ]
+    );
+    let mut h2 = H2::connect(app.addr, &[], 0);
+    let long = h2.get("/long", &[]);
+    let a = h2.answers(&[long]).remove(0);
+    assert_eq!((a.reset, &a.body[..]), (None, &b"012345678901234"[..]));
+    wait_until("both cuts logged", || {
+        app.error_log()
+            .matches("handler at /long: body longer than its Content-Length; cut there")
+            .count()
+            == 2
+            && app
+                .error_log()
+                .contains("handler at /exact: body longer than its Content-Length; cut there")
+    });
+}

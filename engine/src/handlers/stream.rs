@@ -20,6 +20,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use super::app::{check_header, InvalidHeader};
 use super::pipe::ReplyHead;
 use super::produce::{Cx, Gave, Produce};
+use crate::config::Level;
 use crate::http::Status;
 
 /// A body produced in pieces on the worker thread, while the client
@@ -167,7 +168,8 @@ pub enum LaterError {
     Header(InvalidHeader),
     /// Not a final status (200–599).
     Status(u16),
-    /// Body bytes before [`Later::start`], or a second start.
+    /// Body bytes before [`Later::start`], a second start, or more body
+    /// than the length given to it (none of those bytes is sent).
     Order(&'static str),
     /// The file of [`Later::send_file`] could not be measured.
     File(String),
@@ -201,6 +203,9 @@ pub struct Later {
     /// The worker thread that made it (in the handler): there, nothing
     /// it gives is taken before the handler returns.
     worker: std::thread::ThreadId,
+    /// The body's length given to [`Later::start`], if any, and what is
+    /// left of it to write.
+    left: Option<u64>,
 }
 
 impl Later {
@@ -212,6 +217,7 @@ impl Later {
             started: false,
             done: false,
             worker: std::thread::current().id(),
+            left: None,
         }
     }
 
@@ -269,6 +275,7 @@ impl Later {
         let head = self.head(status, headers, length)?;
         self.give(|g| g.head = Some(head))?;
         self.started = true;
+        self.left = length;
         Ok(())
     }
 
@@ -318,6 +325,12 @@ impl Later {
         }
         if bytes.is_empty() {
             return Ok(());
+        }
+        if let Some(left) = self.left.as_mut() {
+            // (Nothing of it is taken: the client would never see it.)
+            *left = left
+                .checked_sub(bytes.len() as u64)
+                .ok_or(LaterError::Order("more body than the length given"))?;
         }
         let waits = std::thread::current().id() != self.worker;
         let mut g = lock(&self.channel.given);
@@ -437,6 +450,7 @@ impl Streamed {
                     chunked: false,
                     own: Default::default(),
                 }),
+                left: self.length,
                 label: self.label,
             }),
             Source::Later(channel) => Box::new(LaterBody {
@@ -456,6 +470,8 @@ struct LocalBody {
     body: Box<dyn BodyStream>,
     /// The head, until it is given.
     head: Option<ReplyHead>,
+    /// What the length the handler gave leaves to send, if it gave one.
+    left: Option<u64>,
     label: String,
 }
 
@@ -472,9 +488,13 @@ impl Produce for LocalBody {
         &self.label
     }
 
-    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, _cx: &mut Cx<'_>) -> Gave {
+    fn next(&mut self, _room: usize, buf: &mut Vec<u8>, cx: &mut Cx<'_>) -> Gave {
         if let Some(head) = self.head.take() {
             return Gave::Head(head, None);
+        }
+        if self.left == Some(0) {
+            // (Its length given: nothing more is sent, whatever follows.)
+            return Gave::End;
         }
         buf.clear();
         // A panic in the handler's code is its answer's failure, as one
@@ -488,8 +508,35 @@ impl Produce for LocalBody {
                 Status::INTERNAL_SERVER_ERROR,
                 "produced nothing but said more follows".into(),
             ),
-            Ok(true) => Gave::Bytes,
-            Ok(false) => Gave::Last,
+            Ok(more) => {
+                let Some(left) = self.left.as_mut() else {
+                    return if more { Gave::Bytes } else { Gave::Last };
+                };
+                // A body longer than the length it was given is cut there,
+                // the same over every protocol (HTTP/1.1 dropped the rest
+                // silently, HTTP/2 and HTTP/3 reset the stream), and the
+                // error log says so.
+                let long = buf.len() as u64 > *left;
+                if long {
+                    buf.truncate(*left as usize);
+                }
+                *left -= buf.len() as u64;
+                // (More to follow once the length is reached is as long.)
+                let over = long || (more && *left == 0);
+                if over {
+                    cx.log.log(
+                        Level::Error,
+                        format_args!(
+                            "{}: body longer than its Content-Length; cut there",
+                            self.label
+                        ),
+                    );
+                }
+                match more && !over {
+                    true => Gave::Bytes,
+                    false => Gave::Last,
+                }
+            }
             Err(why) => Gave::Fail(Status::INTERNAL_SERVER_ERROR, why),
         }
     }
