@@ -779,8 +779,10 @@ fn a_later_answer_written_on_the_worker_thread_does_not_wait_for_itself() {
 }
 
 /// A body in pieces whose producer panics after its first piece.
+#[cfg(feature = "http2")]
 struct PanicsAfterOne(bool);
 
+#[cfg(feature = "http2")]
 impl BodyStream for PanicsAfterOne {
     fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
         if std::mem::replace(&mut self.0, true) {
@@ -962,8 +964,10 @@ fn a_file_that_cannot_be_sent_is_refused_when_handed_over() {
 }
 
 /// Ten bytes a piece, six pieces: more than the length it is sent with.
+#[cfg(feature = "http2")]
 struct TooLong(u32);
 
+#[cfg(feature = "http2")]
 impl BodyStream for TooLong {
     fn fill(&mut self, out: &mut Vec<u8>, _room: usize) -> Result<bool, String> {
         self.0 += 1;
